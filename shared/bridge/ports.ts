@@ -1,0 +1,140 @@
+/**
+ * Ports of the sync engine: plain interfaces the engine depends on.
+ * Local adapters live in shared/local, AWS adapters in shared/aws; both pass
+ * the same contract suite (test/bridge/contract/).
+ */
+import type { TokenStore } from "../qashio/auth/token-store.js";
+
+/** What kind of provider entity a snapshot, event subject or quarantine record is about. */
+export type EntityKind = "transaction" | "card";
+
+/** Key of one snapshot within a tenant: `${kind}:${id}`. */
+export type SnapshotKey = `${EntityKind}:${string}`;
+
+/** Last state of one entity that was published and acknowledged. */
+export interface Snapshot {
+  readonly key: SnapshotKey;
+  /** Content hash (hex sha-256) of `object`, the normalised provider object. */
+  readonly hash: string;
+  /** What the diff needs: the normalised provider object as last published. */
+  readonly object: Record<string, unknown>;
+  /** ISO 8601 time the snapshot was written. */
+  readonly updatedAt: string;
+}
+
+/** Snapshots of one tenant (the tenant is bound when the store is built). */
+export interface SnapshotStore {
+  /** Reads many snapshots; missing keys are simply absent from the map. */
+  getMany(keys: readonly SnapshotKey[]): Promise<Map<SnapshotKey, Snapshot>>;
+  /** Writes (creates or replaces) many snapshots; resolves only when all are durable. */
+  putMany(snapshots: readonly Snapshot[]): Promise<void>;
+}
+
+/** The `detail` of one bridge event (see docs/events.md). */
+export interface BridgeEventDetail {
+  readonly id: string;
+  readonly type: string;
+  readonly schema_version: string;
+  readonly tenant: string;
+  readonly occurred_at: string;
+  readonly subject: { readonly type: EntityKind; readonly id: string; readonly qashio_id?: string };
+  readonly data: {
+    readonly object: Record<string, unknown>;
+    readonly changes?: readonly { readonly path: string; readonly before: unknown; readonly after: unknown }[];
+    readonly parent?: { readonly id: string; readonly qashio_id: string };
+  };
+}
+
+/** One event as published: the detail plus the routing fields an EventBridge entry needs. */
+export interface BridgeEvent {
+  /** EventBridge `Source`. */
+  readonly source: string;
+  /** EventBridge `DetailType`: equals `detail.type`. */
+  readonly detailType: string;
+  /** ISO 8601, the EventBridge `Time`. */
+  readonly time: string;
+  readonly detail: BridgeEventDetail;
+}
+
+export interface PublishFailure {
+  readonly event: BridgeEvent;
+  /** Why it failed for good (after the adapter's own retries); never contains a secret. */
+  readonly reason: string;
+}
+
+/** Publishes events. Per-event failures are returned, not thrown; a throw means nothing is known to be published. */
+export interface EventPublisher {
+  publish(events: readonly BridgeEvent[]): Promise<{ readonly failed: readonly PublishFailure[] }>;
+}
+
+/** A provider record the bridge could not process, kept durably with why. */
+export interface QuarantineRecord {
+  /** Deterministic id: the same bad input gives the same id (idempotent put). */
+  readonly id: string;
+  readonly kind: EntityKind;
+  /** Provider id of the entity when known. */
+  readonly entityId?: string;
+  readonly reason: string;
+  /** The raw provider body as received. */
+  readonly raw: unknown;
+  /** ISO 8601. */
+  readonly at: string;
+}
+
+export interface Quarantine {
+  /** Resolves only once the record is durable. Putting the same id twice keeps one record. */
+  put(record: QuarantineRecord): Promise<void>;
+  list(): Promise<QuarantineRecord[]>;
+}
+
+/** A held lease. */
+export interface LockHandle {
+  /** Extends the lease; false when it was lost (expired and taken by another owner). */
+  renew(ttlMs: number): Promise<boolean>;
+  /** Releases the lease if still held by this owner; never throws for a lost lease. */
+  release(): Promise<void>;
+}
+
+/** Named, expiring, cross-process mutual exclusion (file lock locally, DynamoDB lease on AWS). */
+export interface Lock {
+  /** Tries once; undefined when another owner holds an unexpired lease on `name`. */
+  tryAcquire(name: string, ttlMs: number): Promise<LockHandle | undefined>;
+}
+
+/** Time source; tests inject a fake so nothing really sleeps. */
+export interface Clock {
+  /** Epoch milliseconds. */
+  now(): number;
+  sleep(ms: number): Promise<void>;
+}
+
+/** Metric names the engine and handlers emit (CloudWatch names; dashboards and alarms use them). */
+export type MetricName =
+  | "TransactionsPulled"
+  | "CardsPulled"
+  | "EventsPublished"
+  | "EventsFailed"
+  | "Acknowledged"
+  | "Quarantined"
+  | "ProviderErrors"
+  | "TokenRefreshes"
+  | "TokenFamilyRevoked"
+  | "SyncLagSeconds"
+  | "CycleDurationMs"
+  | "CycleErrors";
+
+export type MetricUnit = "Count" | "Seconds" | "Milliseconds";
+
+export interface Metrics {
+  /** Adds a data point; `dimensions` are extra to the tenant dimension every adapter adds. */
+  add(name: MetricName, value: number, unit?: MetricUnit, dimensions?: Readonly<Record<string, string>>): void;
+}
+
+export interface Logger {
+  debug(message: string, attributes?: Readonly<Record<string, unknown>>): void;
+  info(message: string, attributes?: Readonly<Record<string, unknown>>): void;
+  warn(message: string, attributes?: Readonly<Record<string, unknown>>): void;
+  error(message: string, attributes?: Readonly<Record<string, unknown>>): void;
+}
+
+export type { TokenStore };
