@@ -7,5 +7,7 @@ export default defineConfig({
     hookTimeout: 60_000,
     pool: "forks",
     restoreMocks: true,
+    // DynamoDB Local (in memory, free port) for test/aws and test/functions; see test/global-setup.
+    globalSetup: ["test/global-setup/dynamodb-local.ts"],
   },
 });

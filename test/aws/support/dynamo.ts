@@ -1,0 +1,91 @@
+/**
+ * DynamoDB Local helpers for tests: a client bound to the endpoint the global setup provides, a readiness wait, and a
+ * fresh table per test file shaped like the deployed one (pk/sk strings, TTL on `ttl`).
+ */
+import { readFileSync } from "node:fs";
+import { randomUUID } from "node:crypto";
+import { CreateTableCommand, DeleteTableCommand, DynamoDBClient, ListTablesCommand } from "@aws-sdk/client-dynamodb";
+import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
+import { inject } from "vitest";
+
+const READY_TIMEOUT_MS = 30_000;
+const READY_POLL_MS = 50;
+
+let ready: Promise<void> | undefined;
+
+/** A low-level client for DynamoDB Local with dummy credentials (Local accepts any). */
+export function localDynamoClient(): DynamoDBClient {
+  return new DynamoDBClient({
+    endpoint: inject("dynamoEndpoint"),
+    region: "eu-west-1",
+    credentials: { accessKeyId: "local", secretAccessKey: "local" },
+    maxAttempts: 2,
+  });
+}
+
+/** Resolves once DynamoDB Local answers ListTables; throws with its log when it never does. */
+export async function waitForDynamoLocal(client: DynamoDBClient = localDynamoClient()): Promise<void> {
+  ready ??= (async () => {
+    const started = Date.now();
+    for (;;) {
+      try {
+        await client.send(new ListTablesCommand({ Limit: 1 }));
+        return;
+      } catch (error) {
+        if (Date.now() - started > READY_TIMEOUT_MS) {
+          let log = "";
+          try {
+            log = readFileSync(inject("dynamoLogFile"), "utf8").slice(-2_000);
+          } catch {
+            log = "(no log)";
+          }
+          throw new Error(`DynamoDB Local did not answer at ${inject("dynamoEndpoint")} (Java 17 needed). Log:\n${log}`, {
+            cause: error,
+          });
+        }
+        // Polling a starting JVM; this wait is in the fixture, never in a test body.
+        await new Promise((done) => setTimeout(done, READY_POLL_MS));
+      }
+    }
+  })();
+  return ready;
+}
+
+/** A fresh table for one test file, plus its document client and a cleanup. */
+export interface TestTable {
+  readonly tableName: string;
+  readonly client: DynamoDBClient;
+  readonly doc: DynamoDBDocumentClient;
+  drop(): Promise<void>;
+}
+
+/** Creates a table with a unique name, keyed like the deployed table (`pk`, `sk`). */
+export async function createTestTable(prefix = "qb"): Promise<TestTable> {
+  const client = localDynamoClient();
+  await waitForDynamoLocal(client);
+  const tableName = `${prefix}-${randomUUID()}`;
+  await client.send(
+    new CreateTableCommand({
+      TableName: tableName,
+      BillingMode: "PAY_PER_REQUEST",
+      AttributeDefinitions: [
+        { AttributeName: "pk", AttributeType: "S" },
+        { AttributeName: "sk", AttributeType: "S" },
+      ],
+      KeySchema: [
+        { AttributeName: "pk", KeyType: "HASH" },
+        { AttributeName: "sk", KeyType: "RANGE" },
+      ],
+    }),
+  );
+  const doc = DynamoDBDocumentClient.from(client, { marshallOptions: { removeUndefinedValues: true } });
+  return {
+    tableName,
+    client,
+    doc,
+    async drop() {
+      await client.send(new DeleteTableCommand({ TableName: tableName }));
+      doc.destroy();
+    },
+  };
+}
