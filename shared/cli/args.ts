@@ -1,0 +1,219 @@
+/**
+ * Command-line argument parsing for `bridge.ts`: one option table per command, parsed
+ * with node:util `parseArgs` in strict mode so an unknown flag is an error, not ignored.
+ */
+import { parseArgs, type ParseArgsConfig } from "node:util";
+import { UsageError } from "./errors.js";
+
+/** Commands `bridge.ts` understands. */
+export const COMMANDS = ["run", "authorize", "demo", "bench", "help"] as const;
+export type CommandName = (typeof COMMANDS)[number];
+
+/** Default poll interval of `run` without `--once`. */
+export const DEFAULT_INTERVAL_MS = 60_000;
+/** Shortest interval accepted: below this the provider's rate limit is the likely outcome. */
+export const MIN_INTERVAL_MS = 1_000;
+
+const UNIT_MS: Readonly<Record<string, number>> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 };
+
+/**
+ * Parses a duration such as `500ms`, `30s`, `5m`, `1h` or `1m30s` into milliseconds.
+ *
+ * @example
+ * parseDuration("5m"); // 300000
+ * parseDuration("1m30s"); // 90000
+ */
+export function parseDuration(text: string): number {
+  const trimmed = text.trim();
+  const part = /(\d+(?:\.\d+)?)(ms|s|m|h)/gy;
+  let total = 0;
+  let consumed = 0;
+  for (let match = part.exec(trimmed); match; match = part.exec(trimmed)) {
+    total += Number(match[1]) * (UNIT_MS[match[2] ?? ""] ?? Number.NaN);
+    consumed = part.lastIndex;
+  }
+  if (trimmed === "" || consumed !== trimmed.length || !Number.isFinite(total)) {
+    throw new UsageError(`invalid duration "${text}": use a number with a unit, e.g. 30s, 5m, 1h, 1m30s`);
+  }
+  return Math.round(total);
+}
+
+export interface RunArgs {
+  readonly once: boolean;
+  readonly intervalMs: number;
+}
+
+export interface AuthorizeArgs {
+  /** Local port of the redirect listener; 0 picks a free one. */
+  readonly port: number;
+  /** Space-separated scopes, undefined for the default set. */
+  readonly scope?: string;
+  /** Secrets Manager secret (ARN or name) to write the tokens into instead of the state dir. */
+  readonly secretId?: string;
+  /** Do not try to open a browser. */
+  readonly noOpen: boolean;
+  /** How long to wait for the redirect. */
+  readonly timeoutMs: number;
+}
+
+export interface DemoArgs {
+  /** Stop after this many cycles; undefined runs until Ctrl-C. */
+  readonly cycles?: number;
+  readonly intervalMs: number;
+  readonly seed: number;
+}
+
+export interface BenchArgs {
+  readonly transactions: number;
+  readonly latencyMs: number;
+  readonly json: boolean;
+  /** Where events go: the real JSONL publisher to a temp file, or a sink that drops them. */
+  readonly sink: "jsonl" | "null";
+}
+
+export type ParsedCommand =
+  | { readonly command: "run"; readonly args: RunArgs }
+  | { readonly command: "authorize"; readonly args: AuthorizeArgs }
+  | { readonly command: "demo"; readonly args: DemoArgs }
+  | { readonly command: "bench"; readonly args: BenchArgs }
+  | { readonly command: "help"; readonly topic?: string };
+
+export const USAGE = `Usage: npm run bridge -- <command> [options]
+
+Commands:
+  run        [--once] [--interval <duration>]     poll the provider and write events (local mode)
+  authorize  [--port <p>] [--scope "<scopes>"] [--secret-id <arn>] [--no-open] [--timeout <duration>]
+                                                  sign in once as a person and store the tokens
+  demo       [--cycles <n>] [--interval <duration>] [--seed <n>]
+                                                  embedded sandbox + bridge + activity (npm start)
+  bench      [--transactions <n>] [--latency-ms <ms>] [--sink jsonl|null] [--json]
+                                                  drain a backlog from the sandbox and measure
+  help                                            this text
+
+Durations: 500ms, 30s, 5m, 1h, 1m30s. Settings come from the environment and .env (see README).`;
+
+function integer(flag: string, text: string | undefined, min: number, fallback: number): number {
+  if (text === undefined) return fallback;
+  if (!/^\d+$/.test(text.trim())) throw new UsageError(`${flag} must be a whole number, got "${text}"`);
+  const value = Number(text);
+  if (value < min) throw new UsageError(`${flag} must be at least ${min}, got ${value}`);
+  return value;
+}
+
+function duration(flag: string, text: string | undefined, min: number, fallback: number): number {
+  if (text === undefined) return fallback;
+  let ms: number;
+  try {
+    ms = parseDuration(text);
+  } catch (error) {
+    throw new UsageError(`${flag}: ${(error as Error).message}`, { cause: error });
+  }
+  if (ms < min) throw new UsageError(`${flag} must be at least ${min} ms, got ${text}`);
+  return ms;
+}
+
+type OptionValues = { readonly values: Readonly<Record<string, string | boolean | undefined>> };
+
+function strictParse(command: string, argv: string[], options: NonNullable<ParseArgsConfig["options"]>): OptionValues {
+  try {
+    const { values } = parseArgs({ args: argv, options, strict: true, allowPositionals: false });
+    return { values: values as OptionValues["values"] };
+  } catch (error) {
+    // parseArgs messages are already specific ("Unknown option '--x'"); prefix the command.
+    throw new UsageError(`${command}: ${(error as Error).message}`, { cause: error });
+  }
+}
+
+/**
+ * Parses `process.argv.slice(2)` into a command and its typed options.
+ * Throws {@link UsageError} (exit 2) for an unknown command or a bad option.
+ *
+ * @example
+ * parseCommand(["run", "--interval", "30s"]); // { command: "run", args: { once: false, intervalMs: 30000 } }
+ */
+export function parseCommand(argv: readonly string[]): ParsedCommand {
+  const [name, ...rest] = argv;
+  if (name === undefined || name === "help" || name === "--help" || name === "-h") {
+    return { command: "help", topic: rest[0] };
+  }
+  switch (name) {
+    case "run": {
+      const { values } = strictParse("run", rest, {
+        once: { type: "boolean", default: false },
+        interval: { type: "string" },
+      });
+      if (values.once && values.interval !== undefined) {
+        throw new UsageError("run: --once and --interval cannot be combined");
+      }
+      return {
+        command: "run",
+        args: {
+          once: values.once === true,
+          intervalMs: duration("--interval", values.interval as string | undefined, MIN_INTERVAL_MS, DEFAULT_INTERVAL_MS),
+        },
+      };
+    }
+    case "authorize": {
+      const { values } = strictParse("authorize", rest, {
+        port: { type: "string" },
+        scope: { type: "string" },
+        "secret-id": { type: "string" },
+        "no-open": { type: "boolean", default: false },
+        timeout: { type: "string" },
+      });
+      const port = integer("--port", values.port as string | undefined, 0, 0);
+      if (port > 65_535) throw new UsageError(`--port must be at most 65535, got ${port}`);
+      const scope = values.scope as string | undefined;
+      if (scope !== undefined && scope.trim() === "") throw new UsageError("--scope must not be empty");
+      const secretId = values["secret-id"] as string | undefined;
+      if (secretId !== undefined && secretId.trim() === "") throw new UsageError("--secret-id must not be empty");
+      return {
+        command: "authorize",
+        args: {
+          port,
+          scope: scope?.trim(),
+          secretId,
+          noOpen: values["no-open"] === true,
+          timeoutMs: duration("--timeout", values.timeout as string | undefined, 1_000, 600_000),
+        },
+      };
+    }
+    case "demo": {
+      const { values } = strictParse("demo", rest, {
+        cycles: { type: "string" },
+        interval: { type: "string" },
+        seed: { type: "string" },
+      });
+      const cyclesText = values.cycles as string | undefined;
+      return {
+        command: "demo",
+        args: {
+          cycles: cyclesText === undefined ? undefined : integer("--cycles", cyclesText, 1, 1),
+          intervalMs: duration("--interval", values.interval as string | undefined, 0, 3_000),
+          seed: integer("--seed", values.seed as string | undefined, 0, 42),
+        },
+      };
+    }
+    case "bench": {
+      const { values } = strictParse("bench", rest, {
+        transactions: { type: "string" },
+        "latency-ms": { type: "string" },
+        json: { type: "boolean", default: false },
+        sink: { type: "string" },
+      });
+      const sink = (values.sink as string | undefined) ?? "jsonl";
+      if (sink !== "jsonl" && sink !== "null") throw new UsageError(`--sink must be jsonl or null, got "${sink}"`);
+      return {
+        command: "bench",
+        args: {
+          transactions: integer("--transactions", values.transactions as string | undefined, 1, 10_000),
+          latencyMs: integer("--latency-ms", values["latency-ms"] as string | undefined, 0, 20),
+          json: values.json === true,
+          sink,
+        },
+      };
+    }
+    default:
+      throw new UsageError(`unknown command "${name}". Commands: ${COMMANDS.join(", ")}`);
+  }
+}

@@ -1,0 +1,215 @@
+/**
+ * Local-mode settings: read once from the environment and an optional `.env` file
+ * (the environment wins), validated in one place, defaults named as constants.
+ * Error messages name the setting and the problem, never the value.
+ */
+import { readFile } from "node:fs/promises";
+import { resolve } from "node:path";
+import { parseEnv } from "node:util";
+import { ConfigError, type SettingIssue } from "./errors.js";
+import { parseDuration } from "./args.js";
+
+export const DEFAULT_STATE_DIR = ".state";
+export const DEFAULT_EVENTS_FILE = "events.jsonl";
+export const DEFAULT_EVENT_SOURCE = "qashio.bridge";
+export const DEFAULT_PII_MODE = "redact";
+export const DEFAULT_CYCLE_BUDGET_MS = 5 * 60_000;
+export const PII_MODES = ["full", "redact", "hash"] as const;
+export const LOG_LEVELS = ["debug", "info", "warn", "error"] as const;
+/** Named provider environments QASHIO_BASE_URL may use instead of a URL (resolved by resolveBaseUrl). */
+export const NAMED_ENVIRONMENTS = ["production", "eu", "sandbox"] as const;
+
+export type PiiMode = (typeof PII_MODES)[number];
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+/** Environment variables as a plain map (process.env, or a test's own). */
+export type Env = Readonly<Record<string, string | undefined>>;
+
+/** Settings of the provider connection, shared by `run` and `authorize`. */
+export interface ProviderSettings {
+  /** A URL, or one of {@link NAMED_ENVIRONMENTS}. */
+  readonly baseUrl: string;
+  readonly clientId: string;
+  readonly clientSecret: string;
+}
+
+/** Validated settings of `run`. */
+export interface LocalSettings extends ProviderSettings {
+  /** Seeds the state directory's token store when it holds none. */
+  readonly refreshToken?: string;
+  readonly tenant: string;
+  /** Absolute path. */
+  readonly stateDir: string;
+  /** Absolute path of the JSON Lines event file. */
+  readonly eventsFile: string;
+  readonly piiMode: PiiMode;
+  readonly piiSalt?: string;
+  readonly eventSource: string;
+  readonly emitCardCreated: boolean;
+  readonly cycleBudgetMs: number;
+  readonly logLevel: LogLevel;
+}
+
+/** One row of the settings table (README and `help` are generated from the same list). */
+export interface SettingDoc {
+  readonly name: string;
+  readonly required: string;
+  readonly default: string;
+  readonly meaning: string;
+}
+
+export const SETTINGS: readonly SettingDoc[] = [
+  { name: "QASHIO_BASE_URL", required: "yes", default: "", meaning: "provider base URL, or `production`, `eu`, `sandbox` (resolved from QASHIO_PRODUCTION_URL / QASHIO_EU_URL / QASHIO_SANDBOX_URL)" },
+  { name: "QASHIO_CLIENT_ID", required: "yes", default: "", meaning: "OAuth client id issued to the integrator" },
+  { name: "QASHIO_CLIENT_SECRET", required: "yes", default: "", meaning: "OAuth client secret (never printed)" },
+  { name: "QASHIO_REFRESH_TOKEN", required: "no", default: "", meaning: "first refresh token; used only while the state directory holds no token (else run `authorize`)" },
+  { name: "BRIDGE_TENANT", required: "yes", default: "", meaning: "tenant id written into every event (letters, digits, `-`, `_`; up to 64)" },
+  { name: "BRIDGE_STATE_DIR", required: "no", default: DEFAULT_STATE_DIR, meaning: "snapshots, tokens, quarantine, locks" },
+  { name: "BRIDGE_EVENTS_FILE", required: "no", default: DEFAULT_EVENTS_FILE, meaning: "JSON Lines file, one EventBridge-target-shaped event per line (appended)" },
+  { name: "BRIDGE_PII_MODE", required: "no", default: DEFAULT_PII_MODE, meaning: "cardholder name and email: `full`, `redact` or `hash`" },
+  { name: "BRIDGE_PII_SALT", required: "with `hash`", default: "", meaning: "per-tenant salt of `hash` mode (at least 16 characters)" },
+  { name: "BRIDGE_EVENT_SOURCE", required: "no", default: DEFAULT_EVENT_SOURCE, meaning: "EventBridge `source` of the events" },
+  { name: "BRIDGE_EMIT_CARD_CREATED", required: "no", default: "false", meaning: "`true` to publish `card.created` for cards seen the first time" },
+  { name: "BRIDGE_CYCLE_BUDGET", required: "no", default: "5m", meaning: "time budget of one cycle; the cycle stops cleanly and resumes next time" },
+  { name: "BRIDGE_LOG_LEVEL", required: "no", default: "info", meaning: "stderr log level: `debug`, `info`, `warn`, `error`" },
+];
+
+/**
+ * Reads `.env` in `cwd` (when present) and overlays the given environment: a variable set in
+ * the environment wins over the same one in `.env`.
+ *
+ * @example
+ * const env = await loadEnv(process.env, process.cwd());
+ */
+export async function loadEnv(env: Env, cwd: string, file = ".env"): Promise<Env> {
+  let text: string;
+  try {
+    text = await readFile(resolve(cwd, file), "utf8");
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return { ...env };
+    throw error;
+  }
+  const fromFile = parseEnv(text);
+  const merged: Record<string, string | undefined> = { ...fromFile };
+  for (const [key, value] of Object.entries(env)) if (value !== undefined) merged[key] = value;
+  return merged;
+}
+
+/** Collects issues instead of throwing at the first, so one message names every bad setting. */
+class Reader {
+  readonly issues: SettingIssue[] = [];
+
+  constructor(private readonly env: Env) {}
+
+  /** Value with surrounding whitespace removed; undefined when unset or blank. */
+  raw(name: string): string | undefined {
+    const value = this.env[name]?.trim();
+    return value === undefined || value === "" ? undefined : value;
+  }
+
+  required(name: string): string {
+    const value = this.raw(name);
+    if (value === undefined) this.issues.push({ setting: name, problem: "is required but not set" });
+    return value ?? "";
+  }
+
+  oneOf<T extends string>(name: string, allowed: readonly T[], fallback: T): T {
+    const value = this.raw(name);
+    if (value === undefined) return fallback;
+    if ((allowed as readonly string[]).includes(value)) return value as T;
+    this.issues.push({ setting: name, problem: `must be one of ${allowed.join(", ")}` });
+    return fallback;
+  }
+
+  problem(name: string, problem: string): void {
+    this.issues.push({ setting: name, problem });
+  }
+}
+
+function readProvider(r: Reader): ProviderSettings {
+  const baseUrl = r.required("QASHIO_BASE_URL");
+  if (baseUrl !== "" && !(NAMED_ENVIRONMENTS as readonly string[]).includes(baseUrl)) {
+    let ok = false;
+    try {
+      const url = new URL(baseUrl);
+      ok = url.protocol === "https:" || url.protocol === "http:";
+    } catch {
+      ok = false;
+    }
+    if (!ok) r.problem("QASHIO_BASE_URL", `must be an http(s) URL or one of ${NAMED_ENVIRONMENTS.join(", ")}`);
+  }
+  return { baseUrl, clientId: r.required("QASHIO_CLIENT_ID"), clientSecret: r.required("QASHIO_CLIENT_SECRET") };
+}
+
+/**
+ * Validates the provider settings `authorize` needs (client id and secret may be absent
+ * when `allowMissingClient` is set: `authorize --secret-id` reads them from the secret).
+ */
+export function readProviderSettings(
+  env: Env,
+  options: { allowMissingClient?: boolean } = {},
+): { baseUrl: string; clientId?: string; clientSecret?: string } {
+  const r = new Reader(env);
+  const provider = readProvider(r);
+  const issues = r.issues.filter((i) => i.setting === "QASHIO_BASE_URL" || options.allowMissingClient !== true);
+  if (issues.length > 0) throw new ConfigError(issues);
+  return {
+    baseUrl: provider.baseUrl,
+    clientId: provider.clientId === "" ? undefined : provider.clientId,
+    clientSecret: provider.clientSecret === "" ? undefined : provider.clientSecret,
+  };
+}
+
+/**
+ * Validates every setting of `run` at once. Relative paths resolve against `cwd`.
+ * Throws {@link ConfigError} (exit 2) naming each bad setting.
+ *
+ * @example
+ * const settings = readLocalSettings(await loadEnv(process.env, process.cwd()), process.cwd());
+ */
+export function readLocalSettings(env: Env, cwd: string): LocalSettings {
+  const r = new Reader(env);
+  const provider = readProvider(r);
+  const tenant = r.required("BRIDGE_TENANT");
+  if (tenant !== "" && !/^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/.test(tenant)) {
+    r.problem("BRIDGE_TENANT", "must be 1-64 letters, digits, '-' or '_', starting with a letter or digit");
+  }
+  const piiMode = r.oneOf("BRIDGE_PII_MODE", PII_MODES, DEFAULT_PII_MODE);
+  const piiSalt = r.raw("BRIDGE_PII_SALT");
+  if (piiMode === "hash" && piiSalt === undefined) r.problem("BRIDGE_PII_SALT", "is required when BRIDGE_PII_MODE is hash");
+  if (piiSalt !== undefined && piiSalt.length < 16) r.problem("BRIDGE_PII_SALT", "must be at least 16 characters");
+  const eventSource = r.raw("BRIDGE_EVENT_SOURCE") ?? DEFAULT_EVENT_SOURCE;
+  // EventBridge reserves the aws. prefix and limits Source to 256 characters.
+  if (eventSource.startsWith("aws.") || eventSource.length > 256 || /\s/.test(eventSource)) {
+    r.problem("BRIDGE_EVENT_SOURCE", "must be up to 256 characters, without spaces, not starting with 'aws.'");
+  }
+  const emitText = r.raw("BRIDGE_EMIT_CARD_CREATED")?.toLowerCase();
+  if (emitText !== undefined && emitText !== "true" && emitText !== "false") {
+    r.problem("BRIDGE_EMIT_CARD_CREATED", "must be true or false");
+  }
+  let cycleBudgetMs = DEFAULT_CYCLE_BUDGET_MS;
+  const budgetText = r.raw("BRIDGE_CYCLE_BUDGET");
+  if (budgetText !== undefined) {
+    try {
+      cycleBudgetMs = parseDuration(budgetText);
+      if (cycleBudgetMs < 1_000) r.problem("BRIDGE_CYCLE_BUDGET", "must be at least 1s");
+    } catch {
+      r.problem("BRIDGE_CYCLE_BUDGET", "must be a duration such as 30s, 5m, 1h");
+    }
+  }
+  const logLevel = r.oneOf("BRIDGE_LOG_LEVEL", LOG_LEVELS, "info");
+  if (r.issues.length > 0) throw new ConfigError(r.issues);
+  return {
+    ...provider,
+    refreshToken: r.raw("QASHIO_REFRESH_TOKEN"),
+    tenant,
+    stateDir: resolve(cwd, r.raw("BRIDGE_STATE_DIR") ?? DEFAULT_STATE_DIR),
+    eventsFile: resolve(cwd, r.raw("BRIDGE_EVENTS_FILE") ?? DEFAULT_EVENTS_FILE),
+    piiMode,
+    piiSalt,
+    eventSource,
+    emitCardCreated: emitText === "true",
+    cycleBudgetMs,
+    logLevel,
+  };
+}

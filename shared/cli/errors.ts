@@ -1,0 +1,84 @@
+/**
+ * Errors of the command-line interface. Each carries the process exit code it maps to,
+ * and never a secret value (settings are named, never echoed).
+ */
+
+/** Exit codes of `bridge.ts` commands (documented in the README). */
+export const EXIT = {
+  ok: 0,
+  /** A cycle or command could not finish (provider unreachable, faults that outlasted retries). */
+  failed: 1,
+  /** Bad command-line arguments or settings. */
+  usage: 2,
+  /** The provider revoked the token family: a person must run `authorize` again. */
+  reauthorize: 3,
+  /** Stopped by SIGINT before finishing (conventional 128 + 2). */
+  interrupted: 130,
+} as const;
+
+export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
+
+/** Base class of CLI errors: a message fit for a person, plus the exit code. */
+export class CliError extends Error {
+  override name = "CliError";
+  readonly exitCode: ExitCode;
+
+  constructor(message: string, exitCode: ExitCode, options?: ErrorOptions) {
+    super(message, options);
+    this.exitCode = exitCode;
+  }
+}
+
+/** Bad command-line arguments (unknown flag, missing value, malformed duration). */
+export class UsageError extends CliError {
+  override name = "UsageError";
+
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, EXIT.usage, options);
+  }
+}
+
+/** One setting that is missing or invalid: its name and why, never its value. */
+export interface SettingIssue {
+  readonly setting: string;
+  readonly problem: string;
+}
+
+/** Missing or invalid settings; the message names every bad setting at once. */
+export class ConfigError extends CliError {
+  override name = "ConfigError";
+  readonly issues: readonly SettingIssue[];
+
+  constructor(issues: readonly SettingIssue[], options?: ErrorOptions) {
+    const lines = issues.map((i) => `  - ${i.setting}: ${i.problem}`);
+    super(`Invalid settings (environment or .env):\n${lines.join("\n")}`, EXIT.usage, options);
+    this.issues = issues;
+  }
+}
+
+/** The token family is revoked or no token is known: a person must authorize again. */
+export class ReauthorizationNeededError extends CliError {
+  override name = "ReauthorizationNeededError";
+
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, EXIT.reauthorize, options);
+  }
+}
+
+/** The authorization-code flow failed (state mismatch, denied, timed out, exchange failed). */
+export class AuthorizeError extends CliError {
+  override name = "AuthorizeError";
+
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, EXIT.failed, options);
+  }
+}
+
+/** A cycle could not finish; `cause` holds the engine or provider error. */
+export class CycleFailedError extends CliError {
+  override name = "CycleFailedError";
+
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, EXIT.failed, options);
+  }
+}

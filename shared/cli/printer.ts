@@ -1,0 +1,171 @@
+/**
+ * Console printer: one readable line per event and a short summary per cycle.
+ * Colour only when the stream is a TTY and NO_COLOR is not set (https://no-color.org),
+ * or when FORCE_COLOR asks for it.
+ */
+import type { BridgeEvent } from "../bridge/ports.js";
+import type { Env } from "./config.js";
+
+/** The subset of a writable stream the printer needs. */
+export interface OutputStream {
+  write(chunk: string): unknown;
+  readonly isTTY?: boolean;
+}
+
+type Paint = (text: string) => string;
+
+export interface Palette {
+  readonly dim: Paint;
+  readonly bold: Paint;
+  readonly green: Paint;
+  readonly yellow: Paint;
+  readonly red: Paint;
+  readonly cyan: Paint;
+  readonly magenta: Paint;
+  readonly blue: Paint;
+}
+
+const sgr = (open: number, close: number): Paint => (text) => `\u001b[${open}m${text}\u001b[${close}m`;
+const plain: Paint = (text) => text;
+
+export const COLOURS: Palette = {
+  dim: sgr(2, 22),
+  bold: sgr(1, 22),
+  green: sgr(32, 39),
+  yellow: sgr(33, 39),
+  red: sgr(31, 39),
+  cyan: sgr(36, 39),
+  magenta: sgr(35, 39),
+  blue: sgr(34, 39),
+};
+
+export const NO_COLOURS: Palette = {
+  dim: plain,
+  bold: plain,
+  green: plain,
+  yellow: plain,
+  red: plain,
+  cyan: plain,
+  magenta: plain,
+  blue: plain,
+};
+
+/**
+ * Decides whether to colour: FORCE_COLOR (non-zero) forces it, NO_COLOR (non-empty) or
+ * TERM=dumb disable it, otherwise only a TTY gets colour.
+ *
+ * @example
+ * const palette = shouldColour(process.stdout, process.env) ? COLOURS : NO_COLOURS;
+ */
+export function shouldColour(stream: OutputStream, env: Env): boolean {
+  const force = env.FORCE_COLOR;
+  if (force !== undefined && force !== "" && force !== "0" && force !== "false") return true;
+  if (env.NO_COLOR !== undefined && env.NO_COLOR !== "") return false;
+  if (env.TERM === "dumb") return false;
+  return stream.isTTY === true;
+}
+
+const TYPE_WIDTH = "card.status_changed".length;
+
+function typeColour(type: string, p: Palette): Paint {
+  if (type === "transaction.created") return p.green;
+  if (type === "transaction.changed") return p.yellow;
+  if (type === "card.suspended") return p.red;
+  if (type.startsWith("card.")) return p.magenta;
+  return p.cyan;
+}
+
+/** Renders a value of a change compactly: strings bare, others as JSON, cut to `max` characters. */
+export function showValue(value: unknown, max = 40): string {
+  let text: string;
+  if (value === undefined) text = "∅";
+  else if (typeof value === "string") text = value;
+  else text = JSON.stringify(value) ?? String(value);
+  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+}
+
+function str(object: Record<string, unknown>, key: string): string | undefined {
+  const value = object[key];
+  if (typeof value === "string" && value !== "") return value;
+  if (typeof value === "number") return String(value);
+  return undefined;
+}
+
+function money(object: Record<string, unknown>, amountKey: string, currencyKey: string): string | undefined {
+  const amount = object[amountKey];
+  const currency = str(object, currencyKey);
+  if (typeof amount !== "number" && typeof amount !== "string") return undefined;
+  const numeric = typeof amount === "number" ? amount.toFixed(2) : amount;
+  return currency === undefined ? numeric : `${currency} ${numeric}`;
+}
+
+function timeOf(iso: string): string {
+  const match = /T(\d{2}:\d{2}:\d{2})/.exec(iso);
+  return match?.[1] ?? iso;
+}
+
+/**
+ * Formats one event as one line: time, type, subject, what it is, and what changed.
+ *
+ * @example
+ * formatEvent(event, NO_COLOURS);
+ * // "10:15:02 transaction.changed  CT1001  AED 120.00 Careem  approval_status: pending → approved"
+ */
+export function formatEvent(event: BridgeEvent, p: Palette = NO_COLOURS): string {
+  const { detail } = event;
+  const object = detail.data.object;
+  const parts: string[] = [p.dim(timeOf(event.time)), typeColour(detail.type, p)(detail.type.padEnd(TYPE_WIDTH))];
+  parts.push(p.bold(detail.subject.qashio_id ?? detail.subject.id));
+  if (detail.subject.type === "transaction") {
+    const category = str(object, "transaction_category");
+    if (category !== undefined && category !== "purchase") parts.push(p.cyan(category));
+    const amount = money(object, "billing_amount", "billing_currency") ?? money(object, "transaction_amount", "transaction_currency");
+    if (amount !== undefined) parts.push(amount);
+    const merchant = str(object, "merchant_name");
+    if (merchant !== undefined) parts.push(merchant);
+    if (detail.data.parent !== undefined) parts.push(p.dim(`of ${detail.data.parent.qashio_id}`));
+  } else {
+    const nickname = str(object, "card_nickname");
+    if (nickname !== undefined) parts.push(`"${nickname}"`);
+    const status = str(object, "status");
+    if (status !== undefined && detail.data.changes === undefined) parts.push(p.dim(status));
+  }
+  const changes = detail.data.changes ?? [];
+  if (changes.length > 0) {
+    const shown = changes
+      .slice(0, 3)
+      .map((c) => `${c.path.replace(/^\//, "")}: ${showValue(c.before, 24)} → ${showValue(c.after, 24)}`);
+    if (changes.length > 3) shown.push(`+${changes.length - 3} more`);
+    parts.push(p.blue(shown.join(", ")));
+  }
+  return parts.join("  ");
+}
+
+/** Counts of one cycle the summary line shows. */
+export interface CycleSummary {
+  readonly cycle: number;
+  readonly events: readonly BridgeEvent[];
+  readonly acknowledged: number;
+  readonly quarantined: number;
+  readonly durationMs: number;
+  /** True when the cycle stopped at its time budget and resumes next time. */
+  readonly partial?: boolean;
+}
+
+/**
+ * One line summing up a cycle: events by type, acknowledgements, quarantine, duration.
+ *
+ * @example
+ * formatCycleSummary({ cycle: 1, events, acknowledged: 12, quarantined: 0, durationMs: 84 });
+ * // "── cycle 1: 3 events (2 transaction.created, 1 card.suspended) · 12 acknowledged · 0 quarantined · 84 ms"
+ */
+export function formatCycleSummary(summary: CycleSummary, p: Palette = NO_COLOURS): string {
+  const byType = new Map<string, number>();
+  for (const e of summary.events) byType.set(e.detail.type, (byType.get(e.detail.type) ?? 0) + 1);
+  const types = [...byType.entries()].map(([type, n]) => `${n} ${type}`).join(", ");
+  const count = summary.events.length;
+  const events = `${count} event${count === 1 ? "" : "s"}${types === "" ? "" : ` (${types})`}`;
+  const quarantined = summary.quarantined > 0 ? p.red(`${summary.quarantined} quarantined`) : "0 quarantined";
+  const tail = summary.partial === true ? ` · ${p.yellow("stopped at budget, resumes next cycle")}` : "";
+  return p.dim(`── cycle ${summary.cycle}: `) + `${events} · ${summary.acknowledged} acknowledged · ${quarantined} · ${Math.round(summary.durationMs)} ms${tail}`;
+}

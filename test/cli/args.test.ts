@@ -1,0 +1,89 @@
+import { describe, expect, it } from "vitest";
+import { DEFAULT_INTERVAL_MS, parseCommand, parseDuration } from "../../shared/cli/args.js";
+import { UsageError } from "../../shared/cli/errors.js";
+
+describe("parseDuration", () => {
+  it.each([
+    ["500ms", 500],
+    ["30s", 30_000],
+    ["5m", 300_000],
+    ["1h", 3_600_000],
+    ["1m30s", 90_000],
+    ["1.5s", 1_500],
+  ])("reads %s as %i ms", (text, ms) => {
+    expect(parseDuration(text)).toBe(ms);
+  });
+
+  it.each(["", "30", "5 minutes", "m5", "10x", "5m-"])("rejects %j with a usage error", (text) => {
+    expect(() => parseDuration(text)).toThrow(UsageError);
+  });
+});
+
+describe("parseCommand", () => {
+  it("reads run --once", () => {
+    expect(parseCommand(["run", "--once"])).toEqual({ command: "run", args: { once: true, intervalMs: DEFAULT_INTERVAL_MS } });
+  });
+
+  it("reads run --interval as milliseconds", () => {
+    expect(parseCommand(["run", "--interval", "30s"])).toEqual({ command: "run", args: { once: false, intervalMs: 30_000 } });
+  });
+
+  it("rejects an unknown flag naming it", () => {
+    expect(() => parseCommand(["run", "--onse"])).toThrow(/--onse/);
+  });
+
+  it("rejects an interval without a unit", () => {
+    expect(() => parseCommand(["run", "--interval", "30"])).toThrow(/--interval.*invalid duration "30"/);
+  });
+
+  it("rejects an interval under one second", () => {
+    expect(() => parseCommand(["run", "--interval", "10ms"])).toThrow(/at least 1000 ms/);
+  });
+
+  it("rejects --once together with --interval", () => {
+    expect(() => parseCommand(["run", "--once", "--interval", "5m"])).toThrow(/cannot be combined/);
+  });
+
+  it("rejects a positional argument", () => {
+    expect(() => parseCommand(["run", "now"])).toThrow(UsageError);
+  });
+
+  it("rejects an unknown command listing the known ones", () => {
+    expect(() => parseCommand(["sync"])).toThrow(/unknown command "sync".*run, authorize, demo, bench/);
+  });
+
+  it("treats no command as help", () => {
+    expect(parseCommand([])).toEqual({ command: "help", topic: undefined });
+  });
+
+  it("reads authorize options", () => {
+    expect(parseCommand(["authorize", "--port", "8765", "--scope", "transactions:read cards:read", "--secret-id", "arn:x", "--no-open"])).toEqual({
+      command: "authorize",
+      args: { port: 8765, scope: "transactions:read cards:read", secretId: "arn:x", noOpen: true, timeoutMs: 600_000 },
+    });
+  });
+
+  it.each([["--port", "http"], ["--port", "70000"], ["--port", "-1"]])("rejects authorize %s %s", (flag, value) => {
+    expect(() => parseCommand(["authorize", flag, value])).toThrow(UsageError);
+  });
+
+  it("reads demo --cycles", () => {
+    expect(parseCommand(["demo", "--cycles", "2"])).toEqual({ command: "demo", args: { cycles: 2, intervalMs: 3_000, seed: 42 } });
+  });
+
+  it("rejects demo --cycles 0", () => {
+    expect(() => parseCommand(["demo", "--cycles", "0"])).toThrow(/--cycles must be at least 1/);
+  });
+
+  it("reads bench options with defaults", () => {
+    expect(parseCommand(["bench"])).toEqual({ command: "bench", args: { transactions: 10_000, latencyMs: 20, json: false, sink: "jsonl" } });
+    expect(parseCommand(["bench", "--transactions", "500", "--latency-ms", "1", "--json", "--sink", "null"])).toEqual({
+      command: "bench",
+      args: { transactions: 500, latencyMs: 1, json: true, sink: "null" },
+    });
+  });
+
+  it("rejects a bench sink it does not know", () => {
+    expect(() => parseCommand(["bench", "--sink", "kafka"])).toThrow(/--sink must be jsonl or null/);
+  });
+});

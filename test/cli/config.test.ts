@@ -1,0 +1,132 @@
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { loadEnv, readLocalSettings, readProviderSettings } from "../../shared/cli/config.js";
+import { ConfigError } from "../../shared/cli/errors.js";
+
+const SECRET = "s3cr3t-value-never-printed";
+const valid = {
+  QASHIO_BASE_URL: "http://127.0.0.1:9999",
+  QASHIO_CLIENT_ID: "sandbox-client",
+  QASHIO_CLIENT_SECRET: SECRET,
+  BRIDGE_TENANT: "acme",
+};
+
+function issuesOf(env: Record<string, string>): ConfigError {
+  try {
+    readLocalSettings(env, "/work");
+  } catch (error) {
+    if (error instanceof ConfigError) return error;
+    throw error;
+  }
+  throw new Error("expected a ConfigError");
+}
+
+describe("readLocalSettings", () => {
+  it("applies the documented defaults", () => {
+    const settings = readLocalSettings(valid, "/work");
+    expect(settings).toMatchObject({
+      baseUrl: "http://127.0.0.1:9999",
+      tenant: "acme",
+      stateDir: "/work/.state",
+      eventsFile: "/work/events.jsonl",
+      piiMode: "redact",
+      eventSource: "qashio.bridge",
+      emitCardCreated: false,
+      cycleBudgetMs: 300_000,
+      logLevel: "info",
+    });
+    expect(settings.refreshToken).toBeUndefined();
+  });
+
+  it("accepts a named provider environment", () => {
+    expect(readLocalSettings({ ...valid, QASHIO_BASE_URL: "eu" }, "/work").baseUrl).toBe("eu");
+  });
+
+  it("names every missing required setting in one error", () => {
+    const error = issuesOf({});
+    expect(error.issues.map((i) => i.setting)).toEqual(["QASHIO_BASE_URL", "QASHIO_CLIENT_ID", "QASHIO_CLIENT_SECRET", "BRIDGE_TENANT"]);
+    expect(error.exitCode).toBe(2);
+    expect(error.message).toContain("QASHIO_CLIENT_SECRET: is required");
+  });
+
+  it("names each invalid setting without echoing its value", () => {
+    const error = issuesOf({
+      ...valid,
+      QASHIO_BASE_URL: "ftp://files",
+      BRIDGE_TENANT: "acme corp",
+      BRIDGE_PII_MODE: "scramble",
+      BRIDGE_EMIT_CARD_CREATED: "yes",
+      BRIDGE_EVENT_SOURCE: "aws.qashio",
+      BRIDGE_CYCLE_BUDGET: "soon",
+      BRIDGE_LOG_LEVEL: "loud",
+    });
+    expect(error.issues.map((i) => i.setting)).toEqual([
+      "QASHIO_BASE_URL",
+      "BRIDGE_TENANT",
+      "BRIDGE_PII_MODE",
+      "BRIDGE_EVENT_SOURCE",
+      "BRIDGE_EMIT_CARD_CREATED",
+      "BRIDGE_CYCLE_BUDGET",
+      "BRIDGE_LOG_LEVEL",
+    ]);
+    for (const value of ["ftp://files", "acme corp", "scramble", "aws.qashio", "soon", "loud", SECRET]) {
+      expect(error.message).not.toContain(value);
+    }
+  });
+
+  it("requires a salt of at least 16 characters in hash mode", () => {
+    expect(issuesOf({ ...valid, BRIDGE_PII_MODE: "hash" }).issues).toEqual([
+      { setting: "BRIDGE_PII_SALT", problem: "is required when BRIDGE_PII_MODE is hash" },
+    ]);
+    expect(issuesOf({ ...valid, BRIDGE_PII_MODE: "hash", BRIDGE_PII_SALT: "short" }).issues.map((i) => i.setting)).toEqual(["BRIDGE_PII_SALT"]);
+    expect(readLocalSettings({ ...valid, BRIDGE_PII_MODE: "hash", BRIDGE_PII_SALT: "0123456789abcdef" }, "/w").piiMode).toBe("hash");
+  });
+
+  it("treats a blank value as unset", () => {
+    expect(issuesOf({ ...valid, QASHIO_CLIENT_ID: "   " }).issues.map((i) => i.setting)).toEqual(["QASHIO_CLIENT_ID"]);
+  });
+
+  it("resolves relative paths against the working directory and keeps absolute ones", () => {
+    const settings = readLocalSettings({ ...valid, BRIDGE_STATE_DIR: "var/state", BRIDGE_EVENTS_FILE: "/tmp/e.jsonl" }, "/srv/app");
+    expect(settings.stateDir).toBe("/srv/app/var/state");
+    expect(settings.eventsFile).toBe("/tmp/e.jsonl");
+  });
+});
+
+describe("readProviderSettings", () => {
+  it("lets authorize --secret-id go without client settings", () => {
+    expect(readProviderSettings({ QASHIO_BASE_URL: "sandbox" }, { allowMissingClient: true })).toEqual({
+      baseUrl: "sandbox",
+      clientId: undefined,
+      clientSecret: undefined,
+    });
+  });
+
+  it("requires client settings otherwise", () => {
+    expect(() => readProviderSettings({ QASHIO_BASE_URL: "sandbox" })).toThrow(/QASHIO_CLIENT_ID[\s\S]*QASHIO_CLIENT_SECRET/);
+  });
+});
+
+describe("loadEnv", () => {
+  let dir: string;
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), "cli-env-"));
+  });
+  afterEach(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it("reads .env and lets the environment win", async () => {
+    await writeFile(join(dir, ".env"), 'BRIDGE_TENANT=from-file\nQASHIO_CLIENT_ID="quoted id"\n# comment\nBRIDGE_PII_MODE=full\n');
+    const env = await loadEnv({ BRIDGE_TENANT: "from-env" }, dir);
+    expect(env.BRIDGE_TENANT).toBe("from-env");
+    expect(env.QASHIO_CLIENT_ID).toBe("quoted id");
+    expect(env.BRIDGE_PII_MODE).toBe("full");
+  });
+
+  it("works without a .env file", async () => {
+    expect(await loadEnv({ A: "1" }, dir)).toEqual({ A: "1" });
+  });
+});

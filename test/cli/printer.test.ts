@@ -1,0 +1,116 @@
+import { describe, expect, it } from "vitest";
+import type { BridgeEvent } from "../../shared/bridge/ports.js";
+import { COLOURS, NO_COLOURS, formatCycleSummary, formatEvent, shouldColour, showValue } from "../../shared/cli/printer.js";
+
+function event(type: string, subject: BridgeEvent["detail"]["subject"], data: BridgeEvent["detail"]["data"]): BridgeEvent {
+  return {
+    source: "qashio.bridge",
+    detailType: type,
+    time: "2026-03-01T10:15:02.000Z",
+    detail: { id: "e1", type, schema_version: "1", tenant: "acme", occurred_at: "2026-03-01T10:15:02.000Z", subject, data },
+  };
+}
+
+const purchase = event(
+  "transaction.created",
+  { type: "transaction", id: "6f1c", qashio_id: "CT1001" },
+  { object: { transaction_category: "purchase", billing_amount: 120, billing_currency: "AED", merchant_name: "Careem" } },
+);
+
+describe("formatEvent", () => {
+  it("shows time, type, reference, amount and merchant of a new purchase", () => {
+    expect(formatEvent(purchase)).toBe("10:15:02  transaction.created  CT1001  AED 120.00  Careem");
+  });
+
+  it("names the category and the parent of a refund", () => {
+    const refund = event(
+      "transaction.created",
+      { type: "transaction", id: "7a", qashio_id: "CT1002" },
+      { object: { transaction_category: "refund", billing_amount: -20.5, billing_currency: "AED", merchant_name: "Careem" }, parent: { id: "6f1c", qashio_id: "CT1001" } },
+    );
+    expect(formatEvent(refund)).toBe("10:15:02  transaction.created  CT1002  refund  AED -20.50  Careem  of CT1001");
+  });
+
+  it("lists up to three changes with before and after", () => {
+    const changed = event(
+      "transaction.changed",
+      { type: "transaction", id: "6f1c", qashio_id: "CT1001" },
+      {
+        object: { billing_amount: 120, billing_currency: "AED" },
+        changes: [
+          { path: "/approval_status", before: "pending", after: "approved" },
+          { path: "/memo", before: null, after: "team lunch" },
+          { path: "/line_items/li-1/amount", before: 10, after: 12 },
+          { path: "/updated_at", before: "a", after: "b" },
+        ],
+      },
+    );
+    expect(formatEvent(changed)).toBe(
+      "10:15:02  transaction.changed  CT1001  AED 120.00  approval_status: pending → approved, memo: null → team lunch, line_items/li-1/amount: 10 → 12, +1 more",
+    );
+  });
+
+  it("shows a card suspension with nickname and status change", () => {
+    const suspended = event(
+      "card.suspended",
+      { type: "card", id: "CA77" },
+      { object: { card_nickname: "Travel", status: "Suspended" }, changes: [{ path: "/status", before: "Active", after: "Suspended" }] },
+    );
+    expect(formatEvent(suspended)).toBe('10:15:02  card.suspended       CA77  "Travel"  status: Active → Suspended');
+  });
+
+  it("colours the type only when given the colour palette", () => {
+    expect(formatEvent(purchase, COLOURS)).toContain("\u001b[32mtransaction.created");
+    expect(formatEvent(purchase, NO_COLOURS)).not.toContain("\u001b[");
+  });
+});
+
+describe("showValue", () => {
+  it("cuts long values with an ellipsis", () => {
+    expect(showValue("x".repeat(50), 10)).toBe(`${"x".repeat(9)}…`);
+  });
+
+  it("renders objects as JSON and undefined as the empty set", () => {
+    expect(showValue({ a: 1 })).toBe('{"a":1}');
+    expect(showValue(undefined)).toBe("∅");
+  });
+});
+
+describe("formatCycleSummary", () => {
+  it("counts events by type", () => {
+    expect(formatCycleSummary({ cycle: 3, events: [purchase, purchase], acknowledged: 2, quarantined: 0, durationMs: 84.4 })).toBe(
+      "── cycle 3: 2 events (2 transaction.created) · 2 acknowledged · 0 quarantined · 84 ms",
+    );
+  });
+
+  it("says when a cycle stopped at its budget", () => {
+    expect(formatCycleSummary({ cycle: 1, events: [], acknowledged: 0, quarantined: 1, durationMs: 5, partial: true })).toBe(
+      "── cycle 1: 0 events · 0 acknowledged · 1 quarantined · 5 ms · stopped at budget, resumes next cycle",
+    );
+  });
+});
+
+describe("shouldColour", () => {
+  const tty = { write: () => true, isTTY: true };
+  const pipe = { write: () => true, isTTY: false };
+
+  it("colours a TTY", () => {
+    expect(shouldColour(tty, {})).toBe(true);
+  });
+
+  it("does not colour a pipe", () => {
+    expect(shouldColour(pipe, {})).toBe(false);
+  });
+
+  it("respects NO_COLOR on a TTY", () => {
+    expect(shouldColour(tty, { NO_COLOR: "1" })).toBe(false);
+  });
+
+  it("lets FORCE_COLOR colour a pipe", () => {
+    expect(shouldColour(pipe, { FORCE_COLOR: "1" })).toBe(true);
+  });
+
+  it("ignores FORCE_COLOR=0 on a pipe", () => {
+    expect(shouldColour(pipe, { FORCE_COLOR: "0" })).toBe(false);
+  });
+});
