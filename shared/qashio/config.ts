@@ -1,0 +1,98 @@
+/**
+ * Provider base URLs. Nothing is hard-coded: named deployments are read from the environment,
+ * anything else must be a literal http(s) URL.
+ */
+import { ConfigurationError } from "./errors.js";
+
+/** Named provider deployments of spec intro: {base_url}, {base_url_eu}, {base_url_sandbox}. */
+export type QashioDeployment = "production" | "eu" | "sandbox";
+
+/** Environment variable holding the base URL of each named deployment. */
+export const BASE_URL_ENV_VARS: Readonly<Record<QashioDeployment, string>> = {
+  production: "QASHIO_PRODUCTION_URL",
+  eu: "QASHIO_EU_URL",
+  sandbox: "QASHIO_SANDBOX_URL",
+};
+
+/** Environment variable holding the authorization screen address ({authorize_url}). */
+export const AUTHORIZE_URL_ENV_VAR = "QASHIO_AUTHORIZE_URL";
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+function isDeployment(value: string): value is QashioDeployment {
+  return Object.hasOwn(BASE_URL_ENV_VARS, value);
+}
+
+/** Shows a URL in an error message without any user:password part it might carry. */
+function describe(value: string): string {
+  return JSON.stringify(value.replace(/\/\/[^/@]*@/, "//***@"));
+}
+
+/**
+ * Checks that `value` is an absolute http(s) URL without credentials, query or fragment,
+ * and returns it without a trailing slash.
+ *
+ * @param source - what the value came from, named in the error (e.g. `QASHIO_EU_URL`).
+ * @throws ConfigurationError naming the bad value.
+ */
+export function normaliseBaseUrl(value: string, source = "base URL"): string {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new ConfigurationError(`${source} ${describe(value)} is not an absolute URL (expected http:// or https://)`);
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    throw new ConfigurationError(`${source} ${describe(value)} must use http or https, not ${url.protocol}`);
+  }
+  if (url.username || url.password) {
+    throw new ConfigurationError(`${source} ${describe(value)} must not carry credentials`);
+  }
+  if (url.search || url.hash) {
+    throw new ConfigurationError(`${source} ${describe(value)} must not carry a query string or fragment`);
+  }
+  return url.href.replace(/\/+$/, "");
+}
+
+/**
+ * Resolves the provider base URL from a deployment name or a literal URL.
+ *
+ * @param target - `"production"`, `"eu"`, `"sandbox"` (read from `QASHIO_PRODUCTION_URL`, `QASHIO_EU_URL`,
+ *   `QASHIO_SANDBOX_URL`) or a literal `http(s)://` URL.
+ * @param env - environment to read; defaults to `process.env`.
+ * @throws ConfigurationError naming the bad value or the missing variable.
+ * @example
+ * ```ts
+ * const baseUrl = resolveBaseUrl(process.env.QASHIO_TARGET ?? "sandbox");
+ * resolveBaseUrl("http://localhost:4010"); // "http://localhost:4010"
+ * ```
+ */
+export function resolveBaseUrl(target: string, env: Env = process.env): string {
+  const trimmed = target.trim();
+  if (isDeployment(trimmed)) {
+    const variable = BASE_URL_ENV_VARS[trimmed];
+    const value = env[variable]?.trim();
+    if (!value) {
+      throw new ConfigurationError(`deployment "${trimmed}" needs ${variable} to be set to its base URL`);
+    }
+    return normaliseBaseUrl(value, variable);
+  }
+  if (/^https?:\/\//i.test(trimmed)) return normaliseBaseUrl(trimmed, "base URL");
+  throw new ConfigurationError(
+    `base URL target ${describe(target)} is neither a deployment (${Object.keys(BASE_URL_ENV_VARS).join(", ")}) nor an http(s) URL`,
+  );
+}
+
+/**
+ * Resolves the authorization screen address from `QASHIO_AUTHORIZE_URL` or an explicit URL.
+ *
+ * @example
+ * ```ts
+ * const authorizeUrl = resolveAuthorizeUrl(undefined, { QASHIO_AUTHORIZE_URL: "https://auth.example" });
+ * ```
+ */
+export function resolveAuthorizeUrl(explicit: string | undefined, env: Env = process.env): string {
+  const value = explicit?.trim() || env[AUTHORIZE_URL_ENV_VAR]?.trim();
+  if (!value) throw new ConfigurationError(`authorize URL needs ${AUTHORIZE_URL_ENV_VAR} to be set`);
+  return normaliseBaseUrl(value, explicit ? "authorize URL" : AUTHORIZE_URL_ENV_VAR);
+}

@@ -1,0 +1,147 @@
+/**
+ * Typed errors of the provider API client.
+ *
+ * Every error carries what a caller needs to act (status, the envelope's `errors[]`, the request id,
+ * the method and the path without its query string) and never a secret: no token, no client secret,
+ * no query string, no raw response body.
+ */
+
+/** One entry of the provider's error envelope `errors[]` (spec §7). */
+export interface ProviderErrorDetail {
+  readonly field: string | null;
+  readonly code: string;
+  readonly message: string;
+}
+
+/** A schema problem found in a response, reduced to what is safe to log (no input values). */
+export interface ResponseIssue {
+  readonly path: string;
+  readonly code: string;
+  readonly message: string;
+}
+
+/** Context every client error carries. */
+export interface QashioErrorContext {
+  /** HTTP status, when a response was received. */
+  readonly status?: number;
+  /** The provider's `errors[]` (or, for client-side checks, one entry per offending field). */
+  readonly errors?: readonly ProviderErrorDetail[];
+  /** `meta.request_id` of the body, else the `x-request-id` header. */
+  readonly requestId?: string;
+  readonly method?: string;
+  /** Request path only: never a query string. */
+  readonly path?: string;
+}
+
+/** Base class of every error the provider API client throws. */
+export class QashioError extends Error {
+  override name = "QashioError";
+  readonly status?: number;
+  readonly errors: readonly ProviderErrorDetail[];
+  readonly requestId?: string;
+  readonly method?: string;
+  readonly path?: string;
+
+  constructor(message: string, context: QashioErrorContext = {}, options?: ErrorOptions) {
+    super(message, options);
+    this.status = context.status;
+    this.errors = context.errors ?? [];
+    this.requestId = context.requestId;
+    this.method = context.method;
+    this.path = context.path;
+  }
+}
+
+/** 400: the provider rejected the request (malformed id, unknown enum, incomplete range, failed validation). */
+export class BadRequestError extends QashioError {
+  override name = "BadRequestError";
+}
+
+/** The client refused to send a request whose query or body breaks a rule of the spec; no network call was made. */
+export class InvalidRequestError extends BadRequestError {
+  override name = "InvalidRequestError";
+  /** Names of the offending fields, in the order found. */
+  readonly fields: readonly string[];
+
+  constructor(message: string, context: QashioErrorContext = {}, options?: ErrorOptions) {
+    super(message, context, options);
+    this.fields = this.errors.map((e) => e.field ?? "(request)");
+  }
+}
+
+/** 401: token missing, malformed, expired or invalid (after the one refresh-and-retry already happened). */
+export class UnauthorizedError extends QashioError {
+  override name = "UnauthorizedError";
+}
+
+/** 403: the token is valid but may not perform the action; a wider grant is needed. */
+export class ForbiddenError extends QashioError {
+  override name = "ForbiddenError";
+}
+
+/** 404: the resource does not exist or belongs to another company. */
+export class NotFoundError extends QashioError {
+  override name = "NotFoundError";
+}
+
+/** 429 after the retry budget was spent (or when the provider asked to wait longer than allowed). */
+export class RateLimitedError extends QashioError {
+  override name = "RateLimitedError";
+  /** Wait the provider asked for (`Retry-After`), when it sent one. */
+  readonly retryAfterMs?: number;
+
+  constructor(message: string, context: QashioErrorContext & { retryAfterMs?: number } = {}, options?: ErrorOptions) {
+    super(message, context, options);
+    this.retryAfterMs = context.retryAfterMs;
+  }
+}
+
+/** 5xx after the retry budget was spent, or on a request that must not be retried. */
+export class ServerError extends QashioError {
+  override name = "ServerError";
+}
+
+/** The request failed before a response arrived (DNS, connection reset, TLS...). The outcome is unknown. */
+export class NetworkError extends QashioError {
+  override name = "NetworkError";
+}
+
+/** No complete response within the per-request timeout. The outcome is unknown. */
+export class TimeoutError extends QashioError {
+  override name = "TimeoutError";
+  readonly timeoutMs: number;
+
+  constructor(message: string, context: QashioErrorContext & { timeoutMs: number }, options?: ErrorOptions) {
+    super(message, context, options);
+    this.timeoutMs = context.timeoutMs;
+  }
+}
+
+/** The response body was not JSON or did not match its schema. Carries the schema issues, never the body. */
+export class InvalidResponseError extends QashioError {
+  override name = "InvalidResponseError";
+  readonly issues: readonly ResponseIssue[];
+
+  constructor(message: string, context: QashioErrorContext & { issues?: readonly ResponseIssue[] } = {}, options?: ErrorOptions) {
+    super(message, context, options);
+    this.issues = context.issues ?? [];
+  }
+}
+
+/**
+ * The refresh token was rejected (reused, revoked, expired) or the client credentials are invalid, and no
+ * other process rotated it: the token family is gone and an operator must re-authorize the integration.
+ */
+export class ReauthorizationRequiredError extends QashioError {
+  override name = "ReauthorizationRequiredError";
+}
+
+/** No stored tokens, a failed token save, or the cross-process refresh lock could not be taken in time. */
+export class TokenUnavailableError extends QashioError {
+  override name = "TokenUnavailableError";
+}
+
+/** A base URL or another client setting is missing or malformed. */
+export class ConfigurationError extends QashioError {
+  override name = "ConfigurationError";
+}
