@@ -1,0 +1,6 @@
+/** Company summary (§4.8): shape not shown, so any object is accepted and kept whole. */
+import { z } from "zod";
+
+/** `data` of `GET /public/v1/erp/company/summary`. */
+export const CompanySummarySchema = z.looseObject({});
+export type CompanySummary = z.output<typeof CompanySummarySchema>;

@@ -1,0 +1,183 @@
+/**
+ * Drift-tolerant enums.
+ *
+ * The provider may add enum values the spec does not list. A single unknown value
+ * must not make a whole page unreadable, so a drift enum accepts any string, keeps
+ * the raw value and reports a {@link DriftWarning} instead of failing.
+ *
+ * Design choice: warnings go to a sink bound with `AsyncLocalStorage` for the
+ * duration of one parse ({@link parseWithDrift} / {@link withDriftSink}). Schemas
+ * stay module-level constants with no mutable state, so concurrent parses (in one
+ * event loop or across async tasks) never see each other's warnings, and parsing
+ * outside any sink simply drops warnings (the data is the same either way).
+ */
+import { AsyncLocalStorage } from "node:async_hooks";
+import { z } from "zod";
+
+/** One unlisted enum value seen while parsing a provider payload. */
+export interface DriftWarning {
+  /** Schema the field belongs to, e.g. `Transaction`. */
+  readonly schema: string;
+  /** Field name, dotted for nested objects, e.g. `erp_supplier.status`. */
+  readonly field: string;
+  /** The raw value the provider sent. */
+  readonly value: string;
+}
+
+/** A collected warning, deduplicated per parse, with how often it occurred. */
+export interface DriftReport extends DriftWarning {
+  readonly count: number;
+}
+
+/** Receives drift warnings; called synchronously during parsing. */
+export type DriftSink = (warning: DriftWarning) => void;
+
+const sinkStorage = new AsyncLocalStorage<DriftSink>();
+
+/** Where a drift enum lives: schema name and field name. */
+export interface DriftLocation {
+  readonly schema: string;
+  readonly field: string;
+}
+
+/** Options of {@link driftEnum}. */
+export interface DriftEnumOptions {
+  /** Treat case variants (`active`, `ACTIVE`) of a listed value as known. @default false */
+  readonly caseInsensitive?: boolean;
+}
+
+/** Output type of a drift enum: the listed literals, or any other string (kept raw). */
+export type DriftValue<T extends readonly string[]> = T[number] | (string & {});
+
+/**
+ * Builds a string schema that accepts any string, keeps it unchanged and reports
+ * values missing from `values` to the active drift sink.
+ *
+ * @example
+ * ```ts
+ * const Status = driftEnum(["draft", "active"] as const, { schema: "Supplier", field: "status" });
+ * parseWithDrift(Status, "archived"); // { success: true, data: "archived", drift: [{ schema: "Supplier", field: "status", value: "archived", count: 1 }] }
+ * ```
+ */
+export function driftEnum<const T extends readonly string[]>(
+  values: T,
+  where: DriftLocation,
+  options: DriftEnumOptions = {},
+): z.ZodType<DriftValue<T>, string> {
+  const known = new Set<string>(options.caseInsensitive ? values.map((v) => v.toLowerCase()) : values);
+  const schema = z.string().check((ctx) => {
+    const probe = options.caseInsensitive ? ctx.value.toLowerCase() : ctx.value;
+    if (!known.has(probe)) reportDrift({ schema: where.schema, field: where.field, value: ctx.value });
+  });
+  return schema as unknown as z.ZodType<DriftValue<T>, string>;
+}
+
+/**
+ * Returns a {@link driftEnum} factory bound to one schema name.
+ *
+ * @example
+ * ```ts
+ * const drift = driftEnumsFor("Transaction");
+ * const Category = drift(TRANSACTION_CATEGORIES, "transaction_category");
+ * ```
+ */
+export function driftEnumsFor(schema: string) {
+  return <const T extends readonly string[]>(values: T, field: string, options?: DriftEnumOptions) =>
+    driftEnum(values, { schema, field }, options);
+}
+
+/** Sends a warning to the sink of the current parse, if any. */
+export function reportDrift(warning: DriftWarning): void {
+  sinkStorage.getStore()?.(warning);
+}
+
+/**
+ * Runs `fn` with `sink` receiving every drift warning raised inside it (including
+ * in async continuations). The innermost sink wins.
+ *
+ * @example
+ * ```ts
+ * const data = withDriftSink((w) => logger.warn("enum drift", w), () => TransactionSchema.parse(raw));
+ * ```
+ */
+export function withDriftSink<R>(sink: DriftSink, fn: () => R): R {
+  return sinkStorage.run(sink, fn);
+}
+
+/** Result of {@link parseWithDrift}. */
+export type DriftParseResult<T> =
+  | { readonly success: true; readonly data: T; readonly drift: DriftReport[] }
+  | { readonly success: false; readonly error: z.ZodError; readonly drift: DriftReport[] };
+
+/**
+ * Safe-parses `input` and returns the drift warnings raised by that parse,
+ * deduplicated by (schema, field, value) with a count. `onDrift`, when given, is
+ * called once per deduplicated warning after the parse.
+ *
+ * @example
+ * ```ts
+ * const result = parseWithDrift(TransactionSchema, raw);
+ * if (result.success) for (const w of result.drift) logger.warn("enum drift", w);
+ * ```
+ */
+export function parseWithDrift<S extends z.ZodType>(
+  schema: S,
+  input: unknown,
+  onDrift?: (warning: DriftReport) => void,
+): DriftParseResult<z.output<S>> {
+  const counts = new Map<string, { warning: DriftWarning; count: number }>();
+  const result = withDriftSink(
+    (warning) => {
+      const key = JSON.stringify([warning.schema, warning.field, warning.value]);
+      const seen = counts.get(key);
+      if (seen) seen.count += 1;
+      else counts.set(key, { warning, count: 1 });
+    },
+    () => schema.safeParse(input),
+  );
+  const drift: DriftReport[] = [...counts.values()].map(({ warning, count }) => ({ ...warning, count }));
+  if (onDrift) for (const warning of drift) onDrift(warning);
+  return result.success
+    ? { success: true, data: result.data as z.output<S>, drift }
+    : { success: false, error: result.error, drift };
+}
+
+/** Outcome of {@link parseEach}: valid items, rejected items with their index, and drift. */
+export interface ParseEachResult<T> {
+  readonly valid: T[];
+  readonly invalid: { readonly index: number; readonly raw: unknown; readonly error: z.ZodError }[];
+  readonly drift: DriftReport[];
+}
+
+/**
+ * Parses each item of a page on its own so one bad record (e.g. a transaction
+ * without a valid id) can be quarantined while the rest of the page proceeds.
+ *
+ * @example
+ * ```ts
+ * const page = await client.listTransactionsRaw(q); // data: unknown[]
+ * const { valid, invalid, drift } = parseEach(TransactionSchema, page.data);
+ * ```
+ */
+export function parseEach<S extends z.ZodType>(
+  schema: S,
+  items: readonly unknown[],
+  onDrift?: (warning: DriftReport) => void,
+): ParseEachResult<z.output<S>> {
+  const valid: z.output<S>[] = [];
+  const invalid: ParseEachResult<z.output<S>>["invalid"] = [];
+  const counts = new Map<string, DriftReport>();
+  items.forEach((raw, index) => {
+    const one = parseWithDrift(schema, raw);
+    for (const w of one.drift) {
+      const key = JSON.stringify([w.schema, w.field, w.value]);
+      const prev = counts.get(key);
+      counts.set(key, prev ? { ...prev, count: prev.count + w.count } : w);
+    }
+    if (one.success) valid.push(one.data);
+    else invalid.push({ index, raw, error: one.error });
+  });
+  const drift = [...counts.values()];
+  if (onDrift) for (const warning of drift) onDrift(warning);
+  return { valid, invalid, drift };
+}

@@ -1,0 +1,65 @@
+/**
+ * Building blocks shared by the resource schemas: identifiers, and lenient
+ * scalars that normalise the string-typed values some responses carry (§2.4).
+ */
+import { z } from "zod";
+
+/** UUID-shaped id (8-4-4-4-12 hex; version bits not enforced, see docs/spec-gaps.md). */
+export const UuidSchema = z.guid();
+
+/** Transaction `id` (§2.1): a UUID. */
+export const TransactionIdSchema = UuidSchema;
+
+/** Transaction `qashio_id` (§2.1): a string starting with `CT`. */
+export const QashioIdSchema = z.string().regex(/^CT\S+$/, "must start with CT");
+
+/** Card id (§2.1): a string starting with `CA`. */
+export const CardIdSchema = z.string().regex(/^CA\S+$/, "must start with CA");
+
+const NUMERIC = /^\s*-?\d+(\.\d+)?\s*$/;
+const BOOLEAN_TEXT = /^(true|false)$/i;
+
+/** Empty string sent for an absent value, read as `null`. */
+const emptyAsNull = z.codec(z.literal(""), z.null(), { decode: () => null, encode: () => "" as const });
+
+/** A number, or a numeric string normalised to a number. */
+export const numberish = () =>
+  z.union([
+    z.number(),
+    z.codec(z.string().regex(NUMERIC), z.number(), { decode: (s) => Number(s), encode: (n) => String(n) }),
+  ]);
+
+/** A boolean, or `"true"`/`"false"` (any case) normalised to a boolean. */
+export const booleanish = () =>
+  z.union([
+    z.boolean(),
+    z.codec(z.string().regex(BOOLEAN_TEXT), z.boolean(), {
+      decode: (s) => s.toLowerCase() === "true",
+      encode: (b) => String(b),
+    }),
+  ]);
+
+/** Optional number: number, numeric string, `null`, `""` (→ null) or absent. */
+export const optNumber = () => z.union([numberish(), emptyAsNull]).nullish();
+
+/** Optional boolean: boolean, `"true"`/`"false"`, `null`, `""` (→ null) or absent. */
+export const optBoolean = () => z.union([booleanish(), emptyAsNull]).nullish();
+
+/** Optional string: string, `null` or absent. */
+export const optString = () => z.string().nullish();
+
+/** A string, or a number normalised to its decimal string (e.g. account numbers). */
+export const stringish = () =>
+  z.union([z.string(), z.codec(z.number(), z.string(), { decode: (n) => String(n), encode: (s) => Number(s) })]);
+
+/** Optional string that may arrive as a number. */
+export const optStringish = () => stringish().nullish();
+
+/** Optional array of loose items, or `null`. */
+export const optArray = <T extends z.ZodType>(item: T) => z.array(item).nullish();
+
+/** ISO 8601 timestamp kept as the provider's string (format not enforced: lenient). */
+export const timestamp = () => z.string();
+
+/** Optional reference that may be sent as `null` or `""` (→ null). */
+export const optRef = <T extends z.ZodType>(schema: T) => z.union([schema, emptyAsNull]).nullish();
