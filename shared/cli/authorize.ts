@@ -1,0 +1,160 @@
+/**
+ * `bridge authorize`: the OAuth authorization-code flow for a person (spec §4.2, §5 rule 4).
+ * A random `state`, the authorize URL printed (and opened when possible), the redirect received
+ * on a loopback port, `state` checked, the code exchanged, the tokens stored. Tokens are never printed.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { TokenStore } from "../qashio/auth/token-store.js";
+import { buildAuthorizeUrl, createState, exchangeCode, stateMatches } from "../qashio/auth/oauth.js";
+import { storedTokensOf } from "../qashio/auth/token-provider.js";
+import type { FetchLike } from "../qashio/http.js";
+import { AuthorizeError } from "./errors.js";
+
+/** Scopes requested when `--scope` is not given: what the bridge reads and acknowledges. */
+export const DEFAULT_SCOPES = "transactions:read transactions:write cards:read";
+/** Path of the loopback redirect URI. */
+export const CALLBACK_PATH = "/callback";
+
+export interface AuthorizeOptions {
+  /** Provider base URL (token endpoint). */
+  readonly baseUrl: string;
+  /** Authorization screen address ({authorize_url}); the sandbox serves it at its base URL. */
+  readonly authorizeUrl: string;
+  readonly clientId: string;
+  readonly clientSecret: string;
+  readonly scope: string;
+  /** Loopback port; 0 picks a free one (the provider must allow any loopback port then). */
+  readonly port: number;
+  readonly timeoutMs: number;
+  /** Where the token set goes. */
+  readonly store: TokenStore;
+  /** Called with the URL the person must open (print it, try to open it). */
+  readonly onAuthorizeUrl: (url: string) => void | Promise<void>;
+  readonly fetch?: FetchLike;
+  /** Aborts the wait (Ctrl-C). */
+  readonly signal?: AbortSignal;
+}
+
+export interface AuthorizeResult {
+  /** Scopes the provider granted. */
+  readonly scope?: string;
+  readonly redirectUri: string;
+}
+
+const PAGE = (title: string, body: string): string =>
+  `<!doctype html><html><head><meta charset="utf-8"><title>${title}</title></head>` +
+  `<body style="font-family:system-ui;margin:3rem"><h1>${title}</h1><p>${body}</p></body></html>`;
+
+function listen(server: Server, port: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, "127.0.0.1", () => {
+      server.off("error", reject);
+      resolve((server.address() as AddressInfo).port);
+    });
+  });
+}
+
+type Redirect = { readonly code: string } | { readonly error: AuthorizeError };
+
+/**
+ * Waits for the one redirect carrying our `state`. Requests for other paths (a browser's favicon) get 404;
+ * the first request to the callback path decides the outcome.
+ */
+function awaitRedirect(server: Server, state: string, timeoutMs: number, signal?: AbortSignal): Promise<Redirect> {
+  return new Promise((resolve) => {
+    const finish = (outcome: Redirect) => {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", onAbort);
+      resolve(outcome);
+    };
+    const onAbort = () => finish({ error: new AuthorizeError("authorization cancelled") });
+    const timer = setTimeout(
+      () => finish({ error: new AuthorizeError(`no redirect arrived within ${Math.round(timeoutMs / 1000)} s; run authorize again`) }),
+      timeoutMs,
+    );
+    signal?.addEventListener("abort", onAbort, { once: true });
+    server.on("request", (req: IncomingMessage, res: ServerResponse) => {
+      const url = new URL(req.url ?? "/", "http://127.0.0.1");
+      if (req.method !== "GET" || url.pathname !== CALLBACK_PATH) {
+        res.writeHead(404, { "content-type": "text/plain" }).end("not found");
+        return;
+      }
+      const reply = (status: number, title: string, body: string) =>
+        res.writeHead(status, { "content-type": "text/html; charset=utf-8", connection: "close" }).end(PAGE(title, body));
+      if (!stateMatches(state, url.searchParams.get("state"))) {
+        reply(400, "Authorization failed", "The response did not match this sign-in (state mismatch). Start again from the terminal.");
+        finish({ error: new AuthorizeError("the redirect's state does not match the one sent (possible forgery); nothing was stored") });
+        return;
+      }
+      const denied = url.searchParams.get("error");
+      if (denied !== null) {
+        reply(200, "Authorization not granted", "The provider reported that access was not granted. You can close this tab.");
+        // Only the OAuth error code is echoed: it is a fixed word, never a secret.
+        const code = /^[a-z_]{1,40}$/.test(denied) ? denied : "unknown_error";
+        finish({ error: new AuthorizeError(`authorization was not granted (${code})`) });
+        return;
+      }
+      const code = url.searchParams.get("code");
+      if (code === null || code === "") {
+        reply(400, "Authorization failed", "The redirect carried no code. Start again from the terminal.");
+        finish({ error: new AuthorizeError("the redirect carried no authorization code") });
+        return;
+      }
+      reply(200, "Authorized", "The bridge is authorized. You can close this tab and return to the terminal.");
+      finish({ code });
+    });
+  });
+}
+
+/**
+ * Runs the authorization-code flow on a loopback redirect and saves the token set to `store`.
+ *
+ * @throws AuthorizeError on a state mismatch, a denial, a timeout, or a failed exchange.
+ * @example
+ * await authorizeWithBrowser({
+ *   baseUrl, authorizeUrl: baseUrl, clientId, clientSecret, scope: DEFAULT_SCOPES, port: 0, timeoutMs: 600_000,
+ *   store, onAuthorizeUrl: (url) => console.log(`Open ${url}`),
+ * });
+ */
+export async function authorizeWithBrowser(options: AuthorizeOptions): Promise<AuthorizeResult> {
+  const server = createServer();
+  server.keepAliveTimeout = 1;
+  let port: number;
+  try {
+    port = await listen(server, options.port);
+  } catch (error) {
+    throw new AuthorizeError(`cannot listen on 127.0.0.1:${options.port} for the redirect: ${(error as Error).message}`, { cause: error });
+  }
+  const redirectUri = `http://127.0.0.1:${port}${CALLBACK_PATH}`;
+  try {
+    const state = createState();
+    const url = buildAuthorizeUrl({
+      authorizeUrl: options.authorizeUrl,
+      clientId: options.clientId,
+      redirectUri,
+      scope: options.scope,
+      state,
+    });
+    const redirect = awaitRedirect(server, state, options.timeoutMs, options.signal);
+    await options.onAuthorizeUrl(url);
+    const outcome = await redirect;
+    if ("error" in outcome) throw outcome.error;
+    let tokens;
+    try {
+      tokens = await exchangeCode(
+        { baseUrl: options.baseUrl, clientId: options.clientId, clientSecret: options.clientSecret, fetch: options.fetch },
+        { code: outcome.code, redirectUri },
+      );
+    } catch (error) {
+      // The client's errors carry status and request id only, never the code or secret.
+      throw new AuthorizeError(`the code exchange failed: ${(error as Error).message}`, { cause: error });
+    }
+    await options.store.save(storedTokensOf(tokens));
+    return { scope: tokens.scope ?? undefined, redirectUri };
+  } finally {
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+}

@@ -1,0 +1,143 @@
+/**
+ * Arithmetic and rendering of `bridge bench`: the floor a perfect bridge could reach, the budgets
+ * of issue 4, and the human and JSON reports. Kept pure so it is tested without a sandbox.
+ */
+
+/** Budgets of issue 4 ("Tests and benchmark"). */
+export const BUDGETS = {
+  /** provider calls <= 1.05 x floor calls */
+  callsRatio: 1.05,
+  /** CPU per transaction, microseconds */
+  cpuUsPerTxn: 100,
+  /** wall time <= 1.2 x floor time */
+  wallRatio: 1.2,
+  /** peak RSS for the 100,000 backlog, MB */
+  peakRssMb: 200,
+} as const;
+
+export interface FloorInput {
+  readonly transactions: number;
+  /** Largest page the engine asks for. */
+  readonly pageSize: number;
+  /** Most ids one acknowledge call carries. */
+  readonly ackBatchSize: number;
+}
+
+export interface Floor {
+  /** List pages that must be read: every backlog page, plus one empty `outdated` page. */
+  readonly pages: number;
+  readonly acknowledgeCalls: number;
+  readonly calls: number;
+}
+
+/**
+ * The fewest provider calls that can drain a backlog: each transaction read once in full pages,
+ * one look at the (empty) `outdated` list, and acknowledgements in full batches.
+ *
+ * @example
+ * floorOf({ transactions: 10_000, pageSize: 100, ackBatchSize: 100 }); // { pages: 101, acknowledgeCalls: 100, calls: 201 }
+ */
+export function floorOf(input: FloorInput): Floor {
+  const pages = Math.max(1, Math.ceil(input.transactions / input.pageSize)) + 1;
+  const acknowledgeCalls = Math.ceil(input.transactions / input.ackBatchSize);
+  return { pages, acknowledgeCalls, calls: pages + acknowledgeCalls };
+}
+
+/** Measurements of one bench run. */
+export interface BenchMeasurement {
+  readonly transactions: number;
+  readonly events: number;
+  /** Every provider request the bridge made (token refresh, lists, acknowledges, parent reads). */
+  readonly providerCalls: number;
+  readonly floorCalls: number;
+  readonly wallMs: number;
+  readonly latencyMs: number;
+  /** CPU of the bridge process only (user + system), microseconds. */
+  readonly bridgeCpuUs: number;
+  readonly peakRssMb: number;
+  /** What the numbers include, printed with them. */
+  readonly notes: readonly string[];
+}
+
+/** The JSON line of `bench --json` (keys fixed by issue 4). */
+export interface BenchJson {
+  readonly transactions: number;
+  readonly events: number;
+  readonly provider_calls: number;
+  readonly floor_calls: number;
+  readonly wall_ms: number;
+  readonly floor_ms: number;
+  readonly cpu_us_per_txn: number;
+  readonly peak_rss_mb: number;
+  readonly latency_ms: number;
+}
+
+const round = (n: number, digits = 1) => Math.round(n * 10 ** digits) / 10 ** digits;
+
+/**
+ * The JSON object of `--json`.
+ *
+ * @example
+ * JSON.stringify(toBenchJson(measurement));
+ */
+export function toBenchJson(m: BenchMeasurement): BenchJson {
+  return {
+    transactions: m.transactions,
+    events: m.events,
+    provider_calls: m.providerCalls,
+    floor_calls: m.floorCalls,
+    wall_ms: Math.round(m.wallMs),
+    floor_ms: m.floorCalls * m.latencyMs,
+    cpu_us_per_txn: round(m.bridgeCpuUs / Math.max(1, m.transactions)),
+    peak_rss_mb: round(m.peakRssMb),
+    latency_ms: m.latencyMs,
+  };
+}
+
+export interface BudgetCheck {
+  readonly name: string;
+  readonly actual: string;
+  readonly budget: string;
+  readonly ok: boolean;
+}
+
+/**
+ * Checks a run against the budgets. The wall budget needs a latency above zero to mean anything,
+ * and the RSS budget is stated for a 100,000 backlog, so smaller runs are checked against it too (stricter).
+ */
+export function checkBudgets(json: BenchJson): BudgetCheck[] {
+  const callsRatio = json.provider_calls / Math.max(1, json.floor_calls);
+  const checks: BudgetCheck[] = [
+    { name: "provider calls", actual: `${json.provider_calls} (${round(callsRatio, 3)}x floor)`, budget: `<= ${BUDGETS.callsRatio}x`, ok: callsRatio <= BUDGETS.callsRatio },
+    { name: "CPU per transaction", actual: `${json.cpu_us_per_txn} us`, budget: `<= ${BUDGETS.cpuUsPerTxn} us`, ok: json.cpu_us_per_txn <= BUDGETS.cpuUsPerTxn },
+  ];
+  if (json.floor_ms > 0) {
+    const wallRatio = json.wall_ms / json.floor_ms;
+    checks.push({ name: "wall time", actual: `${json.wall_ms} ms (${round(wallRatio, 3)}x floor)`, budget: `<= ${BUDGETS.wallRatio}x`, ok: wallRatio <= BUDGETS.wallRatio });
+  }
+  checks.push({ name: "peak RSS", actual: `${json.peak_rss_mb} MB`, budget: `< ${BUDGETS.peakRssMb} MB`, ok: json.peak_rss_mb < BUDGETS.peakRssMb });
+  return checks;
+}
+
+/**
+ * The human-readable report: numbers, budgets, and what the numbers include.
+ *
+ * @example
+ * console.log(formatBenchReport(measurement).join("\n"));
+ */
+export function formatBenchReport(m: BenchMeasurement): string[] {
+  const json = toBenchJson(m);
+  const lines = [
+    `transactions      ${json.transactions}`,
+    `events            ${json.events}`,
+    `provider calls    ${json.provider_calls} (floor ${json.floor_calls})`,
+    `wall time         ${json.wall_ms} ms (floor ${json.floor_ms} ms = ${json.floor_calls} calls x ${json.latency_ms} ms)`,
+    `CPU / transaction ${json.cpu_us_per_txn} us (bridge process only)`,
+    `peak RSS          ${json.peak_rss_mb} MB`,
+    "",
+    "budget check:",
+    ...checkBudgets(json).map((c) => `  ${c.ok ? "ok  " : "MISS"} ${c.name.padEnd(20)} ${c.actual.padEnd(28)} budget ${c.budget}`),
+  ];
+  if (m.notes.length > 0) lines.push("", ...m.notes.map((n) => `note: ${n}`));
+  return lines;
+}

@@ -1,0 +1,148 @@
+import { describe, expect, it, vi } from "vitest";
+import type { StoredTokens, TokenStore } from "../../shared/qashio/auth/token-store.js";
+import { CALLBACK_PATH, DEFAULT_SCOPES, authorizeWithBrowser, type AuthorizeOptions } from "../../shared/cli/authorize.js";
+import { AuthorizeError } from "../../shared/cli/errors.js";
+
+class MemoryTokenStore implements TokenStore {
+  saved?: StoredTokens;
+  async load() {
+    return this.saved;
+  }
+  async save(tokens: StoredTokens) {
+    this.saved = tokens;
+  }
+}
+
+interface TokenRequest {
+  readonly url: string;
+  readonly body: Record<string, string>;
+}
+
+function tokenEndpoint(requests: TokenRequest[]) {
+  return async (input: string, init: RequestInit): Promise<Response> => {
+    requests.push({ url: input, body: JSON.parse(String(init.body)) as Record<string, string> });
+    return Response.json({ access_token: "at-1", token_type: "Bearer", refresh_token: "rt-1", scope: "transactions:read" });
+  };
+}
+
+/** Plays the person's browser: reads the authorize URL and follows the redirect the provider would send. */
+function browser(answer: (authorize: URL) => Record<string, string>) {
+  return async (url: string) => {
+    const authorize = new URL(url);
+    const redirect = new URL(authorize.searchParams.get("redirect_uri") as string);
+    for (const [key, value] of Object.entries(answer(authorize))) redirect.searchParams.set(key, value);
+    await fetch(redirect);
+  };
+}
+
+function options(overrides: Partial<AuthorizeOptions>): AuthorizeOptions {
+  return {
+    baseUrl: "http://provider.test",
+    authorizeUrl: "http://auth.test",
+    clientId: "client-1",
+    clientSecret: "secret-1",
+    scope: DEFAULT_SCOPES,
+    port: 0,
+    timeoutMs: 5_000,
+    store: new MemoryTokenStore(),
+    onAuthorizeUrl: () => undefined,
+    ...overrides,
+  };
+}
+
+describe("authorizeWithBrowser", () => {
+  it("sends a random state, exchanges the returned code with the same redirect URI and stores the tokens", async () => {
+    const store = new MemoryTokenStore();
+    const requests: TokenRequest[] = [];
+    const seen: URL[] = [];
+    const result = await authorizeWithBrowser(
+      options({
+        store,
+        fetch: tokenEndpoint(requests),
+        onAuthorizeUrl: browser((authorize) => {
+          seen.push(authorize);
+          return { code: "code-1", state: authorize.searchParams.get("state") as string };
+        }),
+      }),
+    );
+    const authorize = seen[0] as URL;
+    expect(authorize.origin + authorize.pathname).toBe("http://auth.test/oauth2/authorize");
+    expect(authorize.searchParams.get("response_type")).toBe("code");
+    expect(authorize.searchParams.get("scope")).toBe(DEFAULT_SCOPES);
+    expect(authorize.searchParams.get("state")).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(result.redirectUri).toMatch(new RegExp(`^http://127\\.0\\.0\\.1:\\d+${CALLBACK_PATH}$`));
+    expect(requests).toEqual([
+      {
+        url: "http://provider.test/oauth2/token",
+        body: { grant_type: "authorization_code", client_id: "client-1", client_secret: "secret-1", code: "code-1", redirect_uri: result.redirectUri },
+      },
+    ]);
+    expect(store.saved).toMatchObject({ accessToken: "at-1", refreshToken: "rt-1", scope: "transactions:read" });
+  });
+
+  it("uses a fresh state on every run", async () => {
+    const states: string[] = [];
+    for (let i = 0; i < 2; i += 1) {
+      await authorizeWithBrowser(
+        options({
+          fetch: tokenEndpoint([]),
+          onAuthorizeUrl: browser((a) => {
+            states.push(a.searchParams.get("state") as string);
+            return { code: "c", state: a.searchParams.get("state") as string };
+          }),
+        }),
+      );
+    }
+    expect(states[0]).not.toBe(states[1]);
+  });
+
+  it("refuses a redirect whose state does not match and stores nothing", async () => {
+    const store = new MemoryTokenStore();
+    const requests: TokenRequest[] = [];
+    const run = authorizeWithBrowser(options({ store, fetch: tokenEndpoint(requests), onAuthorizeUrl: browser(() => ({ code: "c", state: "forged" })) }));
+    await expect(run).rejects.toThrow(/state does not match/);
+    expect(requests).toEqual([]);
+    expect(store.saved).toBeUndefined();
+  });
+
+  it("reports a denial by its OAuth error code", async () => {
+    const run = authorizeWithBrowser(
+      options({ onAuthorizeUrl: browser((a) => ({ error: "access_denied", state: a.searchParams.get("state") as string })) }),
+    );
+    await expect(run).rejects.toThrow(new AuthorizeError("authorization was not granted (access_denied)"));
+  });
+
+  it("wraps a failed exchange without echoing the code or the secret", async () => {
+    const failing = async () => Response.json({ error: "invalid_grant" }, { status: 401 });
+    const run = authorizeWithBrowser(
+      options({ fetch: failing, onAuthorizeUrl: browser((a) => ({ code: "code-xyz", state: a.searchParams.get("state") as string })) }),
+    );
+    const error = (await run.then(
+      () => new Error("expected a failure"),
+      (e: unknown) => e as Error,
+    )) as Error;
+    expect(error).toBeInstanceOf(AuthorizeError);
+    expect(error.message).toMatch(/code exchange failed/);
+    expect(error.message).not.toMatch(/code-xyz|secret-1/);
+  });
+
+  it("gives up when the redirect does not arrive in time", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    try {
+      let shown!: () => void;
+      const urlShown = new Promise<void>((resolve) => (shown = resolve));
+      const run = authorizeWithBrowser(options({ timeoutMs: 600_000, onAuthorizeUrl: () => shown() }));
+      await urlShown;
+      vi.advanceTimersByTime(600_000);
+      await expect(run).rejects.toThrow(/no redirect arrived within 600 s/);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it("stops waiting when cancelled", async () => {
+    const controller = new AbortController();
+    const run = authorizeWithBrowser(options({ signal: controller.signal, onAuthorizeUrl: () => controller.abort() }));
+    await expect(run).rejects.toThrow(/cancelled/);
+  });
+});

@@ -1,0 +1,70 @@
+import { describe, expect, it } from "vitest";
+import { checkBudgets, floorOf, formatBenchReport, toBenchJson, type BenchMeasurement } from "../../shared/cli/bench-report.js";
+
+const measurement: BenchMeasurement = {
+  transactions: 10_000,
+  events: 10_000,
+  providerCalls: 203,
+  floorCalls: 201,
+  wallMs: 4_500.4,
+  latencyMs: 20,
+  bridgeCpuUs: 600_000,
+  peakRssMb: 123.456,
+  notes: ["sandbox ran in a child process"],
+};
+
+describe("floorOf", () => {
+  it("counts full pages, one empty outdated page and full acknowledge batches", () => {
+    expect(floorOf({ transactions: 10_000, pageSize: 100, ackBatchSize: 100 })).toEqual({ pages: 101, acknowledgeCalls: 100, calls: 201 });
+  });
+
+  it("rounds a partial last page and batch up", () => {
+    expect(floorOf({ transactions: 150, pageSize: 100, ackBatchSize: 50 })).toEqual({ pages: 3, acknowledgeCalls: 3, calls: 6 });
+  });
+});
+
+describe("toBenchJson", () => {
+  it("derives the floor time and CPU per transaction", () => {
+    expect(toBenchJson(measurement)).toEqual({
+      transactions: 10_000,
+      events: 10_000,
+      provider_calls: 203,
+      floor_calls: 201,
+      wall_ms: 4_500,
+      floor_ms: 4_020,
+      cpu_us_per_txn: 60,
+      peak_rss_mb: 123.5,
+      latency_ms: 20,
+    });
+  });
+});
+
+describe("checkBudgets", () => {
+  it("passes a run inside every budget", () => {
+    expect(checkBudgets(toBenchJson(measurement)).map((c) => [c.name, c.ok])).toEqual([
+      ["provider calls", true],
+      ["CPU per transaction", true],
+      ["wall time", true],
+      ["peak RSS", true],
+    ]);
+  });
+
+  it("flags each budget that is missed", () => {
+    const slow = toBenchJson({ ...measurement, providerCalls: 260, bridgeCpuUs: 2_000_000, wallMs: 6_000, peakRssMb: 250 });
+    expect(checkBudgets(slow).filter((c) => !c.ok).map((c) => c.name)).toEqual(["provider calls", "CPU per transaction", "wall time", "peak RSS"]);
+  });
+
+  it("skips the wall budget when there is no latency to compare with", () => {
+    expect(checkBudgets(toBenchJson({ ...measurement, latencyMs: 0 })).map((c) => c.name)).not.toContain("wall time");
+  });
+});
+
+describe("formatBenchReport", () => {
+  it("prints the numbers, the budget verdicts and the notes", () => {
+    const text = formatBenchReport(measurement).join("\n");
+    expect(text).toContain("provider calls    203 (floor 201)");
+    expect(text).toContain("floor 4020 ms = 201 calls x 20 ms");
+    expect(text).toMatch(/ok {3}CPU per transaction/);
+    expect(text).toContain("note: sandbox ran in a child process");
+  });
+});
