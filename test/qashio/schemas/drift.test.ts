@@ -1,0 +1,130 @@
+import { describe, expect, it } from "vitest";
+import { z } from "zod";
+import {
+  TRANSACTION_CATEGORIES,
+  TransactionSchema,
+  driftEnum,
+  parseEach,
+  parseWithDrift,
+  withDriftSink,
+  type DriftWarning,
+} from "../../../shared/qashio/schemas/index.js";
+import { TRANSACTION_ID, transactionFixture } from "./fixtures.js";
+
+const Status = driftEnum(["draft", "active"] as const, { schema: "Supplier", field: "status" });
+const CaseFree = driftEnum(["Active"] as const, { schema: "ErpCard", field: "status" }, { caseInsensitive: true });
+
+describe("driftEnum", () => {
+  it("accepts a listed value without a warning", () => {
+    const result = parseWithDrift(Status, "active");
+    expect(result).toEqual({ success: true, data: "active", drift: [] });
+  });
+
+  it("keeps an unlisted value and reports schema, field and value", () => {
+    const result = parseWithDrift(Status, "archived");
+    expect(result).toEqual({
+      success: true,
+      data: "archived",
+      drift: [{ schema: "Supplier", field: "status", value: "archived", count: 1 }],
+    });
+  });
+
+  it("treats case variants as known when case-insensitive, keeping the raw case", () => {
+    expect(parseWithDrift(CaseFree, "ACTIVE")).toEqual({ success: true, data: "ACTIVE", drift: [] });
+  });
+
+  it("reports case variants as drift when case-sensitive", () => {
+    expect(parseWithDrift(Status, "Active").drift).toEqual([
+      { schema: "Supplier", field: "status", value: "Active", count: 1 },
+    ]);
+  });
+
+  it("still rejects a non-string", () => {
+    expect(parseWithDrift(Status, 3).success).toBe(false);
+  });
+
+  it("exports the listed values as a literal tuple", () => {
+    const first: "purchase" = TRANSACTION_CATEGORIES[0];
+    expect(first).toBe("purchase");
+  });
+});
+
+describe("parseWithDrift", () => {
+  it("deduplicates warnings per schema, field and value, counting occurrences", () => {
+    const result = parseWithDrift(z.array(Status), ["archived", "archived", "gone", "active"]);
+    expect(result.drift).toEqual([
+      { schema: "Supplier", field: "status", value: "archived", count: 2 },
+      { schema: "Supplier", field: "status", value: "gone", count: 1 },
+    ]);
+  });
+
+  it("calls onDrift once per distinct warning", () => {
+    const seen: DriftWarning[] = [];
+    parseWithDrift(z.array(Status), ["x", "x"], (w) => seen.push(w));
+    expect(seen).toEqual([{ schema: "Supplier", field: "status", value: "x", count: 2 }]);
+  });
+
+  it("returns the drift of a failed parse alongside the error", () => {
+    const result = parseWithDrift(z.object({ status: Status, n: z.number() }), { status: "x", n: "no" });
+    expect(result.success).toBe(false);
+    expect(result.drift).toHaveLength(1);
+  });
+
+  it("keeps concurrent parses apart", async () => {
+    const runs = await Promise.all(
+      ["a", "b", "c"].map(async (value) => {
+        await Promise.resolve();
+        const result = parseWithDrift(Status, value);
+        await Promise.resolve();
+        return result.drift.map((w) => w.value);
+      }),
+    );
+    expect(runs).toEqual([["a"], ["b"], ["c"]]);
+  });
+
+  it("drops warnings silently when no sink is bound", () => {
+    expect(Status.parse("unlisted")).toBe("unlisted");
+  });
+});
+
+describe("withDriftSink", () => {
+  it("routes warnings of any parse inside it, including after an await", async () => {
+    const seen: string[] = [];
+    await withDriftSink(
+      (w) => seen.push(w.value),
+      async () => {
+        Status.parse("before");
+        await Promise.resolve();
+        Status.parse("after");
+      },
+    );
+    expect(seen).toEqual(["before", "after"]);
+  });
+
+  it("lets the innermost sink win", () => {
+    const outer: string[] = [];
+    const inner: string[] = [];
+    withDriftSink(
+      (w) => outer.push(w.value),
+      () => withDriftSink((w) => inner.push(w.value), () => Status.parse("x")),
+    );
+    expect({ outer, inner }).toEqual({ outer: [], inner: ["x"] });
+  });
+});
+
+describe("parseEach", () => {
+  it("separates records that fail from valid ones and merges their drift", () => {
+    const items = [
+      transactionFixture({ transaction_category: "crypto_purchase" }),
+      transactionFixture({ id: "not-a-uuid" }),
+      transactionFixture({ transaction_category: "crypto_purchase" }),
+    ];
+    const result = parseEach(TransactionSchema, items);
+    expect(result.valid.map((t) => t.id)).toEqual([TRANSACTION_ID, TRANSACTION_ID]);
+    expect(result.invalid.map((i) => i.index)).toEqual([1]);
+    expect(result.invalid[0]?.raw).toBe(items[1]);
+    expect(result.drift).toEqual([
+      { schema: "Transaction", field: "transaction_category", value: "crypto_purchase", count: 2 },
+    ]);
+  });
+});

@@ -1,0 +1,167 @@
+import { describe, expect, it } from "vitest";
+import {
+  TransactionDetailSchema,
+  TransactionSchema,
+  parseWithDrift,
+} from "../../../shared/qashio/schemas/index.js";
+import {
+  TRANSACTION_ID,
+  refundFixture,
+  segmentFixture,
+  transactionDetailFixture,
+  transactionFixture,
+} from "./fixtures.js";
+
+describe("TransactionSchema", () => {
+  it("reads a spec-shaped purchase without drift", () => {
+    const result = parseWithDrift(TransactionSchema, transactionFixture());
+    expect(result.success).toBe(true);
+    expect(result.drift).toEqual([]);
+    if (!result.success) return;
+    expect(result.data).toMatchObject({
+      id: TRANSACTION_ID,
+      qashio_id: "CT10023456",
+      transaction_amount: 54.5,
+      client_sync_status: "not_synced",
+      erp_supplier: { remote_id: "V-1002", status: "active" },
+      erp_chart_of_account: { account_number: "6100" },
+      line_items: [{ id: "li-1", amount: 54.5 }],
+      exclude_from_sync: false,
+    });
+  });
+
+  it("links a refund to its parent through both references", () => {
+    const refund = TransactionSchema.parse(refundFixture());
+    expect(refund).toMatchObject({ parent_id: TRANSACTION_ID, parent_qashio_id: "CT10023456" });
+  });
+
+  it("keeps fields the spec does not list", () => {
+    const parsed = TransactionSchema.parse(transactionFixture({ loyalty_points: 12, erp_supplier: { remote_id: "V-1", tier: "gold" } }));
+    expect(parsed).toMatchObject({ loyalty_points: 12, erp_supplier: { tier: "gold" } });
+  });
+
+  it.each([
+    ["transaction_category", "crypto_purchase"],
+    ["client_sync_status", "archived"],
+    ["erp_sync_status", "queued"],
+    ["approval_status", "escalated"],
+  ])("keeps an unlisted %s value and reports it as drift", (field, value) => {
+    const result = parseWithDrift(TransactionSchema, transactionFixture({ [field]: value }));
+    expect(result.success && result.data[field as keyof typeof result.data]).toBe(value);
+    expect(result.drift).toEqual([{ schema: "Transaction", field, value, count: 1 }]);
+  });
+
+  it("names nested enum fields with a dotted path", () => {
+    const result = parseWithDrift(
+      TransactionSchema,
+      transactionFixture({ erp_supplier: { remote_id: "V-1", status: "archived" } }),
+    );
+    expect(result.drift).toEqual([{ schema: "Transaction", field: "erp_supplier.status", value: "archived", count: 1 }]);
+  });
+
+  it.each([
+    ["a missing id", { id: undefined }],
+    ["a non-UUID id", { id: "12345" }],
+    ["a null id", { id: null }],
+    ["a qashio_id not starting with CT", { qashio_id: "TX10023456" }],
+    ["a missing qashio_id", { qashio_id: undefined }],
+    ["a malformed parent_id", { parent_id: "parent-1" }],
+    ["a parent_qashio_id not starting with CT", { parent_qashio_id: "10023456" }],
+  ])("rejects %s", (_name, overrides) => {
+    expect(TransactionSchema.safeParse(transactionFixture(overrides)).success).toBe(false);
+  });
+
+  it("reads null or empty parent references as null", () => {
+    const parsed = TransactionSchema.parse(transactionFixture({ parent_id: "", parent_qashio_id: null }));
+    expect(parsed).toMatchObject({ parent_id: null, parent_qashio_id: null });
+  });
+
+  it("accepts nulls on optional-looking fields and nested objects", () => {
+    const parsed = TransactionSchema.parse(
+      transactionFixture({
+        cleared_at: null,
+        approved_by: null,
+        approved_date_time: null,
+        erp_supplier: null,
+        erp_chart_of_account: null,
+        line_items: null,
+        segments: null,
+        sync_errors: null,
+        receipts: null,
+        transaction_category: null,
+        merchant_name: null,
+      }),
+    );
+    expect(parsed.erp_supplier).toBeNull();
+  });
+
+  it("reads the minimal record of an id and a CT reference", () => {
+    expect(TransactionSchema.parse({ id: TRANSACTION_ID, qashio_id: "CT1" })).toEqual({ id: TRANSACTION_ID, qashio_id: "CT1" });
+  });
+
+  it("normalises numeric strings in amounts and boolean strings in flags", () => {
+    const parsed = TransactionSchema.parse(
+      transactionFixture({ transaction_amount: "54.50", billing_amount: "-3", exclude_from_sync: "true", visible: "FALSE" }),
+    );
+    expect(parsed).toMatchObject({ transaction_amount: 54.5, billing_amount: -3, exclude_from_sync: true, visible: false });
+  });
+
+  it("rejects a non-numeric amount", () => {
+    expect(TransactionSchema.safeParse(transactionFixture({ transaction_amount: "fifty" })).success).toBe(false);
+  });
+
+  it("reads approval details when present", () => {
+    const parsed = TransactionSchema.parse(
+      transactionFixture({
+        approval_status: "approved",
+        approved_date_time: "2024-05-14T08:00:00Z",
+        approved_by: { user_external_id: "usr_9", name: "Omar Said" },
+      }),
+    );
+    expect(parsed.approved_by).toEqual({ user_external_id: "usr_9", name: "Omar Said" });
+  });
+
+  it("accepts segments keyed by label, including custom underscore keys", () => {
+    const parsed = TransactionSchema.parse(
+      transactionFixture({ segments: { Location: segmentFixture(), cost_centre: segmentFixture({ label: "cost_centre" }) } }),
+    );
+    expect(parsed.segments).toMatchObject({ cost_centre: { label: "cost_centre" } });
+  });
+
+  it("reads sync errors and receipts as generic six-key entries", () => {
+    const parsed = TransactionSchema.parse(
+      transactionFixture({ sync_errors: [segmentFixture({ id: "err-1", code: "E42", name: "Supplier missing" })] }),
+    );
+    expect(parsed.sync_errors?.[0]).toMatchObject({ id: "err-1", code: "E42" });
+    expect(parsed.receipts?.[0]).toMatchObject({ id: "rcpt-1" });
+  });
+});
+
+describe("TransactionDetailSchema", () => {
+  it("reads the status, fee amounts and company of the single read", () => {
+    const result = parseWithDrift(TransactionDetailSchema, transactionDetailFixture());
+    expect(result.drift).toEqual([]);
+    expect(result.success && result.data).toMatchObject({
+      transaction_status: "pushed",
+      transaction_fee_amount: 0.5,
+      clearing_fee: 0,
+      erp_company: { name: "Falcon Trading", is_deleted: false, parent_company_id: null },
+    });
+  });
+
+  it("keeps an unlisted transaction_status and reports it", () => {
+    const result = parseWithDrift(TransactionDetailSchema, transactionDetailFixture({ transaction_status: "archived" }));
+    expect(result.drift).toEqual([
+      { schema: "TransactionDetail", field: "transaction_status", value: "archived", count: 1 },
+    ]);
+  });
+
+  it("normalises fee amounts sent as strings", () => {
+    const parsed = TransactionDetailSchema.parse(transactionDetailFixture({ transaction_fee_amount: "1.25", clearing_fee: "0" }));
+    expect(parsed).toMatchObject({ transaction_fee_amount: 1.25, clearing_fee: 0 });
+  });
+
+  it("still rejects an invalid id", () => {
+    expect(TransactionDetailSchema.safeParse(transactionDetailFixture({ id: "CT10023456" })).success).toBe(false);
+  });
+});
