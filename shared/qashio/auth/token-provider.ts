@@ -1,0 +1,262 @@
+/**
+ * Bearer tokens for the API: the `TokenProvider` interface, a static one for tests, and the OAuth one
+ * (rotation saved before use, JWT expiry, single flight, optional cross-process lock).
+ */
+import type { QashioError} from "../errors.js";
+import { BadRequestError, ReauthorizationRequiredError, TokenUnavailableError, UnauthorizedError } from "../errors.js";
+import { systemClock, type Clock } from "../http.js";
+import { jwtExpiry } from "./jwt.js";
+import { exchangeCode, refresh, type OAuthClientOptions } from "./oauth.js";
+import type { StoredTokens, TokenStore } from "./token-store.js";
+import type { TokenSet } from "../schemas/index.js";
+
+/** Source of bearer tokens for the API. */
+export interface TokenProvider {
+  /** A currently valid access token (refreshing ahead of expiry when needed). */
+  getAccessToken(): Promise<string>;
+  /** Called once after a 401 answered `rejected`; returns a token to replay the request with. */
+  refreshAfterUnauthorized(rejected: string): Promise<string>;
+}
+
+/**
+ * Hands out fixed tokens: the first until a 401, then the next one of the list (the last one repeats).
+ * For tests and one-off scripts.
+ *
+ * @example
+ * ```ts
+ * const client = new QashioClient({ baseUrl, tokenProvider: new StaticTokenProvider("token-1") });
+ * ```
+ */
+export class StaticTokenProvider implements TokenProvider {
+  private readonly tokens: readonly string[];
+  private index = 0;
+  /** How many times `refreshAfterUnauthorized` was called. */
+  refreshCount = 0;
+
+  constructor(tokens: string | readonly string[]) {
+    this.tokens = typeof tokens === "string" ? [tokens] : tokens;
+    if (this.tokens.length === 0) throw new TypeError("StaticTokenProvider needs at least one token");
+  }
+
+  async getAccessToken(): Promise<string> {
+    return this.tokens[this.index] as string;
+  }
+
+  async refreshAfterUnauthorized(_rejected: string): Promise<string> {
+    this.refreshCount += 1;
+    this.index = Math.min(this.index + 1, this.tokens.length - 1);
+    return this.tokens[this.index] as string;
+  }
+}
+
+/** A held cross-process lease (structurally the bridge's `LockHandle`). */
+export interface RefreshLockHandle {
+  release(): Promise<void>;
+}
+
+/** Cross-process mutual exclusion (structurally the bridge's `Lock` port). */
+export interface RefreshLock {
+  tryAcquire(name: string, ttlMs: number): Promise<RefreshLockHandle | undefined>;
+}
+
+/** What happened to the token family; lets the caller count refreshes and revocations. */
+export type TokenEvent = "refreshed" | "rotated_elsewhere" | "reauthorization_required";
+
+export interface OAuthTokenProviderOptions extends OAuthClientOptions {
+  /** Durable home of the tokens; the rotated refresh token is saved here before the new access token is used. */
+  readonly store: TokenStore;
+  /** Serialises refreshes across processes sharing `store`. */
+  readonly lock?: RefreshLock;
+  /** @default "qashio-token-refresh" */
+  readonly lockName?: string;
+  /** Lease length; longer than a refresh can take. @default 30_000 */
+  readonly lockTtlMs?: number;
+  /** How long to wait for another holder before giving up. @default 20_000 */
+  readonly lockWaitMs?: number;
+  /** Pause between acquisition attempts. @default 250 */
+  readonly lockPollMs?: number;
+  /** Refresh this long before the access token expires. @default 60_000 */
+  readonly refreshSkewMs?: number;
+  readonly clock?: Clock;
+  readonly onEvent?: (event: TokenEvent) => void;
+}
+
+export const DEFAULT_LOCK_NAME = "qashio-token-refresh";
+export const DEFAULT_LOCK_TTL_MS = 30_000;
+export const DEFAULT_LOCK_WAIT_MS = 20_000;
+export const DEFAULT_LOCK_POLL_MS = 250;
+export const DEFAULT_REFRESH_SKEW_MS = 60_000;
+
+/**
+ * Stored form of a token set. The expiry is the access token's JWT `exp`; failing that, `expires_in`
+ * (not in the spec, read when sent) counted from `now`; failing both, unknown (used until a 401).
+ */
+export function storedTokensOf(set: TokenSet, now: number): StoredTokens {
+  const fromJwt = jwtExpiry(set.access_token);
+  const fromExpiresIn = typeof set.expires_in === "number" && set.expires_in > 0 ? now + set.expires_in * 1000 : undefined;
+  return {
+    accessToken: set.access_token,
+    accessTokenExpiresAt: fromJwt ?? fromExpiresIn,
+    refreshToken: set.refresh_token,
+    ...(set.scope ? { scope: set.scope } : {}),
+  };
+}
+
+/**
+ * OAuth token provider for one tenant.
+ *
+ * - Access tokens are reused until `refreshSkewMs` before their JWT `exp` (no `exp`: until a 401).
+ * - Concurrent callers in one process share one refresh (single flight).
+ * - With a `lock`, refreshes are serialised across processes; the store is re-loaded under the lock and the
+ *   refresh skipped when another process already rotated.
+ * - The rotated refresh token is saved to the store before the new access token is handed out.
+ * - A refresh answered 401 re-loads the store: a changed refresh token means another process rotated (use it);
+ *   otherwise the family is revoked and `ReauthorizationRequiredError` is thrown.
+ *
+ * @example
+ * ```ts
+ * const tokenProvider = new OAuthTokenProvider({ baseUrl, clientId, clientSecret, store, lock });
+ * const client = new QashioClient({ baseUrl, tokenProvider });
+ * ```
+ */
+export class OAuthTokenProvider implements TokenProvider {
+  private readonly options: OAuthTokenProviderOptions;
+  private readonly clock: Clock;
+  private current?: StoredTokens;
+  /** Tokens the provider issued but the store failed to save: re-saved before anything else. */
+  private unsaved?: StoredTokens;
+  private inflight?: Promise<StoredTokens>;
+
+  constructor(options: OAuthTokenProviderOptions) {
+    this.options = options;
+    this.clock = options.clock ?? systemClock;
+  }
+
+  async getAccessToken(): Promise<string> {
+    const tokens = await this.loaded();
+    if (this.isFresh(tokens)) return tokens.accessToken as string;
+    return this.accessTokenOf(await this.refreshShared(undefined));
+  }
+
+  async refreshAfterUnauthorized(rejected: string): Promise<string> {
+    const tokens = await this.loaded();
+    // Another caller already replaced the rejected token.
+    if (tokens.accessToken !== rejected && this.isFresh(tokens)) return tokens.accessToken as string;
+    return this.accessTokenOf(await this.refreshShared(rejected));
+  }
+
+  /**
+   * Completes the authorization-code flow: exchanges `code` and saves the token set.
+   *
+   * @example
+   * ```ts
+   * await provider.authorizeWithCode(query.code, "https://app.example/callback");
+   * ```
+   */
+  async authorizeWithCode(code: string, redirectUri: string): Promise<void> {
+    const tokens = storedTokensOf(await exchangeCode(this.options, { code, redirectUri }), this.clock.now());
+    await this.persist(tokens);
+  }
+
+  private accessTokenOf(tokens: StoredTokens): string {
+    if (!tokens.accessToken) throw new TokenUnavailableError("the token endpoint returned no access token");
+    return tokens.accessToken;
+  }
+
+  private isFresh(tokens: StoredTokens, rejected?: string): boolean {
+    if (!tokens.accessToken || tokens.accessToken === rejected) return false;
+    if (tokens.accessTokenExpiresAt === undefined) return true;
+    const skew = this.options.refreshSkewMs ?? DEFAULT_REFRESH_SKEW_MS;
+    return tokens.accessTokenExpiresAt - skew > this.clock.now();
+  }
+
+  private async loaded(): Promise<StoredTokens> {
+    if (this.unsaved) await this.persist(this.unsaved);
+    if (this.current) return this.current;
+    const stored = await this.options.store.load();
+    if (!stored) throw new TokenUnavailableError("no tokens stored for this tenant: authorize the integration first");
+    this.current = stored;
+    return stored;
+  }
+
+  private refreshShared(rejected: string | undefined): Promise<StoredTokens> {
+    this.inflight ??= this.refreshExclusive(rejected).finally(() => {
+      this.inflight = undefined;
+    });
+    return this.inflight;
+  }
+
+  private async refreshExclusive(rejected: string | undefined): Promise<StoredTokens> {
+    const handle = await this.acquireLock();
+    try {
+      // Another process may have rotated while we waited: the store is the truth.
+      const stored = await this.options.store.load();
+      if (!stored) throw new TokenUnavailableError("no tokens stored for this tenant: authorize the integration first");
+      this.current = stored;
+      if (this.isFresh(stored, rejected)) return stored;
+      return await this.rotate(stored.refreshToken, rejected, true);
+    } finally {
+      await handle?.release();
+    }
+  }
+
+  private async acquireLock(): Promise<RefreshLockHandle | undefined> {
+    const { lock } = this.options;
+    if (!lock) return undefined;
+    const name = this.options.lockName ?? DEFAULT_LOCK_NAME;
+    const waitMs = this.options.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS;
+    const start = this.clock.now();
+    for (;;) {
+      const handle = await lock.tryAcquire(name, this.options.lockTtlMs ?? DEFAULT_LOCK_TTL_MS);
+      if (handle) return handle;
+      if (this.clock.now() - start >= waitMs) {
+        throw new TokenUnavailableError(`token refresh lock "${name}" still held by another process after ${waitMs} ms`);
+      }
+      await this.clock.sleep(this.options.lockPollMs ?? DEFAULT_LOCK_POLL_MS);
+    }
+  }
+
+  private async rotate(refreshToken: string, rejected: string | undefined, mayAdopt: boolean): Promise<StoredTokens> {
+    let set: TokenSet;
+    try {
+      set = await refresh(this.options, refreshToken);
+    } catch (error) {
+      if (!isRejectedGrant(error)) throw error;
+      const stored = await this.options.store.load();
+      if (mayAdopt && stored && stored.refreshToken !== refreshToken) {
+        this.current = stored;
+        this.options.onEvent?.("rotated_elsewhere");
+        this.options.logger?.warn("refresh token was rotated by another process; using the stored tokens");
+        return this.isFresh(stored, rejected) ? stored : this.rotate(stored.refreshToken, rejected, false);
+      }
+      this.options.onEvent?.("reauthorization_required");
+      throw new ReauthorizationRequiredError(
+        "the provider rejected the refresh token (reused, revoked or expired) or the client credentials: re-authorize the integration",
+        { status: error.status, requestId: error.requestId, method: error.method, path: error.path, errors: error.errors },
+        { cause: error },
+      );
+    }
+    const tokens = storedTokensOf(set, this.clock.now());
+    await this.persist(tokens);
+    this.options.onEvent?.("refreshed");
+    return tokens;
+  }
+
+  /** Saves before use: until the save succeeds the new tokens are kept aside, never handed out. */
+  private async persist(tokens: StoredTokens): Promise<void> {
+    try {
+      await this.options.store.save(tokens);
+    } catch (cause) {
+      this.unsaved = tokens;
+      throw new TokenUnavailableError("rotated tokens could not be saved to the token store; they will be saved again before use", {}, { cause });
+    }
+    this.unsaved = undefined;
+    this.current = tokens;
+  }
+}
+
+/** A refresh the provider refused for the grant itself: 401, or 400 with OAuth code `invalid_grant`. */
+function isRejectedGrant(error: unknown): error is QashioError {
+  if (error instanceof UnauthorizedError) return true;
+  return error instanceof BadRequestError && error.errors.some((e) => e.code === "invalid_grant");
+}

@@ -1,0 +1,362 @@
+/**
+ * Request core of the provider API client: timeout, bearer auth with one refresh-and-replay on 401,
+ * retries with exponential backoff and full jitter on 429 / 5xx / network failures, error mapping.
+ */
+import {
+  BadRequestError,
+  ForbiddenError,
+  InvalidResponseError,
+  NetworkError,
+  NotFoundError,
+  QashioError,
+  RateLimitedError,
+  ServerError,
+  TimeoutError,
+  UnauthorizedError,
+  type ProviderErrorDetail,
+  type QashioErrorContext,
+} from "./errors.js";
+import type { TokenProvider } from "./auth/token-provider.js";
+import { ErrorEnvelopeSchema } from "./schemas/index.js";
+
+/** Any fetch-compatible function (global fetch, the sandbox's in-process fetch, a test fake). */
+export type FetchLike = (input: string, init: RequestInit) => Promise<Response>;
+
+/** Time source; tests inject a fake so nothing really sleeps. Structurally the bridge's `Clock` port. */
+export interface Clock {
+  /** Epoch milliseconds. */
+  now(): number;
+  sleep(ms: number): Promise<void>;
+}
+
+/** Structured logger; structurally a subset of the bridge's `Logger` port. */
+export interface ClientLogger {
+  debug(message: string, attributes?: Readonly<Record<string, unknown>>): void;
+  warn(message: string, attributes?: Readonly<Record<string, unknown>>): void;
+}
+
+/** Retry settings. */
+export interface RetryOptions {
+  /** Total attempts including the first. @default 5 */
+  readonly maxAttempts?: number;
+  /** Backoff base: the cap of the first retry's jittered delay. @default 250 */
+  readonly baseDelayMs?: number;
+  /** Cap of any computed backoff delay. @default 20_000 */
+  readonly maxDelayMs?: number;
+  /** Longest `Retry-After` honoured; a longer one ends the retries with `RateLimitedError.retryAfterMs`. @default 60_000 */
+  readonly maxRetryAfterMs?: number;
+  /** Uniform [0, 1) source for the jitter. @default Math.random */
+  readonly random?: () => number;
+}
+
+export const DEFAULT_TIMEOUT_MS = 10_000;
+export const DEFAULT_RETRY: Required<RetryOptions> = {
+  maxAttempts: 5,
+  baseDelayMs: 250,
+  maxDelayMs: 20_000,
+  maxRetryAfterMs: 60_000,
+  random: Math.random,
+};
+
+/** Real time. */
+export const systemClock: Clock = {
+  now: () => Date.now(),
+  sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+};
+
+/**
+ * When a failed request may be sent again.
+ * - `idempotent`: reads, PUTs, acknowledge: retried on 429, 5xx, network errors and timeouts.
+ * - `unambiguous-only`: non-idempotent POSTs: retried only on 429 (the provider did not process it).
+ * - `never`: card issuance (spec §7 rule 3) and token refresh: no automatic retry at all.
+ * A 401 is replayed once after a token refresh in every mode: the provider rejected it before processing.
+ */
+export type RetryMode = "idempotent" | "unambiguous-only" | "never";
+
+export type QueryValue = string | number | boolean | null | undefined;
+
+/** One request as the client describes it. */
+export interface HttpRequest {
+  readonly method: "GET" | "POST" | "PUT";
+  /** Path relative to the base URL, starting with `/`, without a query string. */
+  readonly path: string;
+  readonly query?: Readonly<Record<string, QueryValue>>;
+  readonly body?: unknown;
+  readonly retry: RetryMode;
+  /** `bearer`: token from the TokenProvider; `none`: no Authorization header; `{ token }`: that token, no refresh. */
+  readonly auth: "bearer" | "none" | { readonly token: string };
+  /** How error bodies look: the standard envelope (spec §7) or the token/validate operations' unknown shape. */
+  readonly errorBody?: "envelope" | "oauth";
+}
+
+/** A 2xx response with its JSON body (undefined when empty). */
+export interface HttpResponse {
+  readonly status: number;
+  readonly body: unknown;
+  readonly requestId?: string;
+}
+
+export interface HttpCoreOptions {
+  /** Provider base URL (see config.ts `resolveBaseUrl`). */
+  readonly baseUrl: string;
+  readonly tokenProvider?: TokenProvider;
+  /** @default globalThis.fetch */
+  readonly fetch?: FetchLike;
+  /** @default systemClock */
+  readonly clock?: Clock;
+  /** Per-attempt timeout covering headers and body. @default 10_000 */
+  readonly timeoutMs?: number;
+  readonly retry?: RetryOptions;
+  readonly logger?: ClientLogger;
+}
+
+type Attempt =
+  | { readonly kind: "response"; readonly status: number; readonly headers: Headers; readonly text: string }
+  | { readonly kind: "failure"; readonly error: QashioError };
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** Parses `Retry-After` (delta seconds or HTTP date) into milliseconds from `now`. */
+export function parseRetryAfter(value: string | null, now: number): number | undefined {
+  if (value === null) return undefined;
+  const trimmed = value.trim();
+  if (/^\d+(\.\d+)?$/.test(trimmed)) return Math.round(Number(trimmed) * 1000);
+  const at = Date.parse(trimmed);
+  if (Number.isNaN(at)) return undefined;
+  return Math.max(0, at - now);
+}
+
+/** Reads the request id from `meta.request_id` of a body, else the `x-request-id` header. */
+export function requestIdOf(body: unknown, headers: Headers): string | undefined {
+  if (isRecord(body) && isRecord(body.meta) && typeof body.meta.request_id === "string" && body.meta.request_id) {
+    return body.meta.request_id;
+  }
+  return headers.get("x-request-id") ?? undefined;
+}
+
+/** The envelope's `errors[]`; read tolerantly when the body breaks the schema, since it must still give a typed error. */
+function errorDetailsOf(body: unknown): ProviderErrorDetail[] {
+  const envelope = ErrorEnvelopeSchema.safeParse(body);
+  if (envelope.success) return envelope.data.errors.map(({ field, code, message }) => ({ field, code, message }));
+  if (!isRecord(body) || !Array.isArray(body.errors)) return [];
+  return body.errors.filter(isRecord).map((e) => ({
+    field: typeof e.field === "string" ? e.field : null,
+    code: typeof e.code === "string" ? e.code : "UNKNOWN",
+    message: typeof e.message === "string" ? e.message : "",
+  }));
+}
+
+/** The OAuth-style error code of a token-endpoint body, only when it looks like a plain identifier. */
+export function oauthErrorCodeOf(body: unknown): string | undefined {
+  if (!isRecord(body)) return undefined;
+  const code = body.error ?? body.code;
+  return typeof code === "string" && /^[a-z][a-z0-9_]{0,63}$/i.test(code) ? code : undefined;
+}
+
+/** Token-endpoint errors carry no envelope: keep only a safe OAuth error code, never its description. */
+function oauthErrorDetailsOf(body: unknown): ProviderErrorDetail[] {
+  const code = oauthErrorCodeOf(body);
+  return code ? [{ field: null, code, message: "" }] : [];
+}
+
+function parseJson(text: string): { ok: true; value: unknown } | { ok: false } {
+  if (text.trim() === "") return { ok: true, value: undefined };
+  try {
+    return { ok: true, value: JSON.parse(text) as unknown };
+  } catch {
+    return { ok: false };
+  }
+}
+
+/** Turns a non-2xx response into its typed error. Never includes a token endpoint's body text (it may echo secrets). */
+export function errorForResponse(
+  status: number,
+  headers: Headers,
+  text: string,
+  where: { method: string; path: string; errorBody: "envelope" | "oauth"; now: number },
+): QashioError {
+  const parsed = parseJson(text);
+  const body = parsed.ok ? parsed.value : undefined;
+  const context: QashioErrorContext = {
+    status,
+    errors: where.errorBody === "envelope" ? errorDetailsOf(body) : oauthErrorDetailsOf(body),
+    requestId: requestIdOf(body, headers),
+    method: where.method,
+    path: where.path,
+  };
+  let detail = "";
+  if (where.errorBody === "envelope" && isRecord(body) && typeof body.message === "string" && body.message) {
+    detail = `: ${body.message.slice(0, 200)}`;
+  } else if (where.errorBody === "oauth") {
+    const code = oauthErrorCodeOf(body);
+    if (code) detail = ` (${code})`;
+  }
+  const message = `${where.method} ${where.path} answered ${status}${detail}`;
+  if (status === 400) return new BadRequestError(message, context);
+  if (status === 401) return new UnauthorizedError(message, context);
+  if (status === 403) return new ForbiddenError(message, context);
+  if (status === 404) return new NotFoundError(message, context);
+  if (status === 429) {
+    return new RateLimitedError(message, { ...context, retryAfterMs: parseRetryAfter(headers.get("retry-after"), where.now) });
+  }
+  if (status >= 500) return new ServerError(message, context);
+  return new QashioError(message, context);
+}
+
+/** A short reason for a fetch failure: the system error code (ECONNRESET...) or the error's name. */
+function networkReasonOf(cause: unknown): string {
+  const inner = isRecord(cause) ? cause.cause : undefined;
+  if (isRecord(inner) && typeof inner.code === "string") return inner.code;
+  if (isRecord(cause) && typeof cause.code === "string") return cause.code;
+  return cause instanceof Error ? cause.name : "unknown";
+}
+
+function isRetryable(error: QashioError, mode: RetryMode): boolean {
+  if (mode === "never") return false;
+  if (error instanceof RateLimitedError) return true;
+  if (mode === "unambiguous-only") return false;
+  return error instanceof ServerError || error instanceof NetworkError || error instanceof TimeoutError;
+}
+
+/**
+ * The request core shared by `QashioClient` and the OAuth helpers.
+ *
+ * Retries are hand-written rather than taken from a library: the logic is ~40 lines, and it needs an
+ * injectable clock (tests never sleep), `Retry-After` in both forms, and per-request retry modes.
+ */
+export class HttpCore {
+  readonly baseUrl: string;
+  private readonly fetchFn: FetchLike;
+  private readonly clock: Clock;
+  private readonly timeoutMs: number;
+  private readonly retry: Required<RetryOptions>;
+  private readonly tokenProvider?: TokenProvider;
+  private readonly logger?: ClientLogger;
+
+  constructor(options: HttpCoreOptions) {
+    this.baseUrl = options.baseUrl.replace(/\/+$/, "");
+    this.fetchFn = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
+    this.clock = options.clock ?? systemClock;
+    this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.retry = { ...DEFAULT_RETRY, ...options.retry };
+    this.tokenProvider = options.tokenProvider;
+    this.logger = options.logger;
+  }
+
+  /**
+   * Sends `request`, retrying per its mode, and returns the 2xx response with its JSON body.
+   *
+   * @throws QashioError subclasses: the mapped status error, NetworkError, TimeoutError, InvalidResponseError.
+   */
+  async request(request: HttpRequest): Promise<HttpResponse> {
+    const errorBody = request.errorBody ?? "envelope";
+    const where = { method: request.method, path: request.path };
+    let replayedAfter401 = false;
+    let replayToken: string | undefined;
+    let attempt = 0;
+    for (;;) {
+      attempt += 1;
+      const token = replayToken ?? (await this.tokenFor(request));
+      replayToken = undefined;
+      const outcome = await this.send(request, token);
+      let error: QashioError;
+      if (outcome.kind === "response") {
+        const { status, headers, text } = outcome;
+        if (status >= 200 && status < 300) return this.success(status, headers, text, where);
+        error = errorForResponse(status, headers, text, { ...where, errorBody, now: this.clock.now() });
+        if (status === 401 && request.auth === "bearer" && this.tokenProvider && token !== undefined && !replayedAfter401) {
+          replayedAfter401 = true;
+          attempt -= 1;
+          this.logger?.debug("provider answered 401; refreshing the token and replaying once", { ...where, requestId: error.requestId });
+          replayToken = await this.tokenProvider.refreshAfterUnauthorized(token);
+          continue;
+        }
+      } else {
+        error = outcome.error;
+      }
+      if (!isRetryable(error, request.retry) || attempt >= this.retry.maxAttempts) throw error;
+      const retryAfterMs = error instanceof RateLimitedError ? error.retryAfterMs : undefined;
+      if (retryAfterMs !== undefined && retryAfterMs > this.retry.maxRetryAfterMs) throw error;
+      const delayMs = retryAfterMs ?? this.backoff(attempt);
+      this.logger?.warn("provider request failed; retrying", {
+        ...where,
+        status: error.status,
+        error: error.name,
+        requestId: error.requestId,
+        attempt,
+        delayMs,
+      });
+      await this.clock.sleep(delayMs);
+    }
+  }
+
+  /** Full jitter: uniform in [0, min(cap, base * 2^(attempt-1))). */
+  private backoff(attempt: number): number {
+    const ceiling = Math.min(this.retry.maxDelayMs, this.retry.baseDelayMs * 2 ** (attempt - 1));
+    return Math.floor(this.retry.random() * ceiling);
+  }
+
+  private async tokenFor(request: HttpRequest): Promise<string | undefined> {
+    if (request.auth === "none") return undefined;
+    if (typeof request.auth === "object") return request.auth.token;
+    if (!this.tokenProvider) throw new UnauthorizedError("no token provider configured", { method: request.method, path: request.path });
+    return this.tokenProvider.getAccessToken();
+  }
+
+  private success(status: number, headers: Headers, text: string, where: { method: string; path: string }): HttpResponse {
+    const parsed = parseJson(text);
+    if (!parsed.ok) {
+      throw new InvalidResponseError(`${where.method} ${where.path} answered ${status} with a body that is not JSON`, {
+        ...where,
+        status,
+        requestId: headers.get("x-request-id") ?? undefined,
+      });
+    }
+    return { status, body: parsed.value, requestId: requestIdOf(parsed.value, headers) };
+  }
+
+  private url(request: HttpRequest): string {
+    const params = new URLSearchParams();
+    for (const [key, value] of Object.entries(request.query ?? {})) {
+      if (value !== undefined && value !== null) params.append(key, String(value));
+    }
+    const search = params.toString();
+    return `${this.baseUrl}${request.path}${search ? `?${search}` : ""}`;
+  }
+
+  private async send(request: HttpRequest, token: string | undefined): Promise<Attempt> {
+    const where = { method: request.method, path: request.path };
+    const headers: Record<string, string> = { accept: "application/json" };
+    if (token !== undefined) headers.authorization = `Bearer ${token}`;
+    if (request.body !== undefined) headers["content-type"] = "application/json";
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(), this.timeoutMs);
+    try {
+      const response = await this.fetchFn(this.url(request), {
+        method: request.method,
+        headers,
+        body: request.body === undefined ? undefined : JSON.stringify(request.body),
+        signal: controller.signal,
+      });
+      const text = await response.text();
+      return { kind: "response", status: response.status, headers: response.headers, text };
+    } catch (cause) {
+      if (controller.signal.aborted) {
+        return {
+          kind: "failure",
+          error: new TimeoutError(`${where.method} ${where.path} got no response within ${this.timeoutMs} ms`, {
+            ...where,
+            timeoutMs: this.timeoutMs,
+          }),
+        };
+      }
+      // The cause is kept by name only: some fetch errors quote the full URL, query string included.
+      const reason = networkReasonOf(cause);
+      return { kind: "failure", error: new NetworkError(`${where.method} ${where.path} failed before a response (${reason})`, where) };
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}

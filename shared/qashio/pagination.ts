@@ -1,0 +1,150 @@
+/**
+ * Async walkers over the three pagination shapes of spec §8.1: the `pagination.has_next` block,
+ * the core card list's `page_info.next_page`, and the inner `page` / `total_pages` of statements-by-account.
+ */
+import type { Pagination, PageInfo } from "./schemas/index.js";
+import { InvalidResponseError } from "./errors.js";
+import type { InvalidItem } from "./parse.js";
+
+/** One page of a list answered with a `pagination` block. */
+export interface Page<T> {
+  readonly data: T[];
+  readonly pagination: Pagination;
+  readonly requestId?: string;
+  /** Items that failed their schema, kept raw for quarantine; `data` holds the valid ones. */
+  readonly invalid: readonly InvalidItem[];
+}
+
+/** One page of the core card list (`page_info`). */
+export interface PageInfoPage<T> {
+  readonly data: T[];
+  readonly pageInfo: PageInfo;
+  readonly requestId?: string;
+  readonly invalid: readonly InvalidItem[];
+}
+
+/** One page of a response paginated inside `data` (`page`, `total_pages`, `total`). */
+export interface InnerPage<T> {
+  readonly data: T[];
+  readonly page: number;
+  readonly totalPages: number;
+  readonly total: number;
+  readonly requestId?: string;
+  readonly invalid: readonly InvalidItem[];
+}
+
+export interface WalkOptions {
+  /** First page to read. @default 1 */
+  readonly startPage?: number;
+  /** Safety stop against a provider that never says "last page". @default 10_000 */
+  readonly maxPages?: number;
+  /**
+   * Receives items that failed their schema. Without it, an invalid item ends the walk with
+   * `InvalidResponseError` rather than being dropped silently.
+   */
+  readonly onInvalid?: (item: InvalidItem, page: number) => void;
+}
+
+export const DEFAULT_MAX_PAGES = 10_000;
+
+function tooManyPages(maxPages: number): InvalidResponseError {
+  return new InvalidResponseError(`pagination did not end within ${maxPages} pages`);
+}
+
+/**
+ * Walks a `pagination` list: requests page 1, 2, ... while `has_next` is true.
+ *
+ * @example
+ * ```ts
+ * for await (const page of pagesByHasNext((page) => client.listTransactions({ client_sync_status: "not_synced", page }))) {
+ *   await handle(page.data);
+ * }
+ * ```
+ */
+export async function* pagesByHasNext<P extends { readonly pagination: Pagination }>(
+  fetchPage: (page: number) => Promise<P>,
+  options: WalkOptions = {},
+): AsyncGenerator<P, void, undefined> {
+  const maxPages = options.maxPages ?? DEFAULT_MAX_PAGES;
+  let page = options.startPage ?? 1;
+  for (let read = 0; read < maxPages; read += 1) {
+    const result = await fetchPage(page);
+    yield result;
+    if (!result.pagination.has_next) return;
+    page += 1;
+  }
+  throw tooManyPages(maxPages);
+}
+
+/**
+ * Walks the core card list: follows `page_info.next_page` until it is null or absent.
+ *
+ * @example
+ * ```ts
+ * for await (const page of pagesByNextPage((page) => client.listCoreCards({ page }))) console.log(page.data.length);
+ * ```
+ */
+export async function* pagesByNextPage<P extends { readonly pageInfo: PageInfo }>(
+  fetchPage: (page: number) => Promise<P>,
+  options: WalkOptions = {},
+): AsyncGenerator<P, void, undefined> {
+  const maxPages = options.maxPages ?? DEFAULT_MAX_PAGES;
+  let page = options.startPage ?? 1;
+  for (let read = 0; read < maxPages; read += 1) {
+    const result = await fetchPage(page);
+    yield result;
+    const next = result.pageInfo.next_page;
+    if (next === null || next === undefined) return;
+    if (next <= page) throw new InvalidResponseError(`page_info.next_page ${next} does not advance past page ${page}`);
+    page = next;
+  }
+  throw tooManyPages(maxPages);
+}
+
+/**
+ * Walks a response paginated inside `data`: requests pages until `page >= total_pages`.
+ *
+ * @example
+ * ```ts
+ * for await (const page of pagesByTotalPages((page) => client.getStatementsByAccount("CA1", { page }))) console.log(page.data);
+ * ```
+ */
+export async function* pagesByTotalPages<P extends { readonly page: number; readonly totalPages: number }>(
+  fetchPage: (page: number) => Promise<P>,
+  options: WalkOptions = {},
+): AsyncGenerator<P, void, undefined> {
+  const maxPages = options.maxPages ?? DEFAULT_MAX_PAGES;
+  let page = options.startPage ?? 1;
+  for (let read = 0; read < maxPages; read += 1) {
+    const result = await fetchPage(page);
+    yield result;
+    if (page >= result.totalPages) return;
+    page += 1;
+  }
+  throw tooManyPages(maxPages);
+}
+
+/**
+ * Flattens pages into their items, in order. Invalid items go to `options.onInvalid`, or end the walk.
+ *
+ * @example
+ * ```ts
+ * for await (const card of itemsOf(pagesByNextPage((page) => client.listCoreCards({ page })))) console.log(card.id);
+ * ```
+ */
+export async function* itemsOf<T>(
+  pages: AsyncIterable<{ readonly data: T[]; readonly invalid: readonly InvalidItem[] }>,
+  options: Pick<WalkOptions, "onInvalid"> = {},
+): AsyncGenerator<T, void, undefined> {
+  let index = 0;
+  for await (const page of pages) {
+    index += 1;
+    for (const item of page.invalid) {
+      if (!options.onInvalid) {
+        throw new InvalidResponseError(`item ${item.index} of page ${index} does not match its schema`, { issues: item.issues });
+      }
+      options.onInvalid(item, index);
+    }
+    yield* page.data;
+  }
+}

@@ -1,0 +1,149 @@
+/** Test doubles for the provider client: fake clock, scripted fetch, capturing logger, JWT maker, envelopes. */
+import type { Clock, ClientLogger, FetchLike } from "../../shared/qashio/http.js";
+
+/** A clock whose sleeps return at once and move time forward; every sleep is recorded. */
+export function fakeClock(start = Date.UTC(2025, 0, 15, 12, 0, 0)): Clock & { sleeps: number[]; advance(ms: number): void } {
+  let now = start;
+  const sleeps: number[] = [];
+  return {
+    sleeps,
+    now: () => now,
+    advance: (ms) => {
+      now += ms;
+    },
+    sleep: async (ms) => {
+      sleeps.push(ms);
+      now += ms;
+    },
+  };
+}
+
+export interface RecordedCall {
+  readonly url: URL;
+  readonly method: string;
+  readonly headers: Record<string, string>;
+  readonly body: unknown;
+}
+
+type Reply = Response | Error | ((call: RecordedCall, signal: AbortSignal | undefined) => Response | Promise<Response>);
+
+/**
+ * A fetch that answers from a script, in order (the last entry repeats), recording every call.
+ * An Error entry makes the call reject like a network failure.
+ */
+export function scriptedFetch(...replies: Reply[]): FetchLike & { calls: RecordedCall[] } {
+  const calls: RecordedCall[] = [];
+  const fn = async (input: string, init: RequestInit): Promise<Response> => {
+    const headers: Record<string, string> = {};
+    new Headers(init.headers).forEach((value, key) => {
+      headers[key] = value;
+    });
+    const call: RecordedCall = {
+      url: new URL(input),
+      method: init.method ?? "GET",
+      headers,
+      body: typeof init.body === "string" ? (JSON.parse(init.body) as unknown) : undefined,
+    };
+    calls.push(call);
+    const reply = replies[Math.min(calls.length - 1, replies.length - 1)];
+    if (reply === undefined) throw new Error("scriptedFetch: no reply scripted");
+    if (reply instanceof Error) throw reply;
+    if (typeof reply === "function") return reply(call, init.signal ?? undefined);
+    return reply.clone();
+  };
+  return Object.assign(fn, { calls });
+}
+
+/** A fetch that answers by path with a handler (for pagination and routing tests). */
+export function routedFetch(
+  handler: (call: RecordedCall) => Response | Promise<Response>,
+): FetchLike & { calls: RecordedCall[] } {
+  return scriptedFetch((call) => handler(call));
+}
+
+/** Never answers until the request is aborted, then rejects like fetch does. */
+export function hangingReply(): (call: RecordedCall, signal: AbortSignal | undefined) => Promise<Response> {
+  return (_call, signal) =>
+    new Promise<Response>((_resolve, reject) => {
+      signal?.addEventListener("abort", () => reject(new DOMException("This operation was aborted", "AbortError")));
+    });
+}
+
+export function json(status: number, body: unknown, headers: Record<string, string> = {}): Response {
+  return new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json", ...headers } });
+}
+
+export const REQUEST_ID = "req-0001";
+
+/** A success envelope of spec §4.1. */
+export function ok(data: unknown, extra: Record<string, unknown> = {}): Response {
+  return json(200, {
+    status_code: 200,
+    success: true,
+    data,
+    meta: { request_id: REQUEST_ID, timestamp: "2025-01-15T12:00:00Z" },
+    ...extra,
+  });
+}
+
+/** An error envelope of spec §7. */
+export function fail(
+  status: number,
+  errors: { field: string | null; code: string; message: string }[] = [],
+  headers: Record<string, string> = {},
+  requestId: string | null = REQUEST_ID,
+): Response {
+  return json(
+    status,
+    {
+      status_code: status,
+      message: `failure ${status}`,
+      errors,
+      ...(requestId ? { meta: { request_id: requestId, timestamp: "2025-01-15T12:00:00Z" } } : {}),
+    },
+    headers,
+  );
+}
+
+/** A `pagination` block for page `page` of `totalPages`. */
+export function pagination(page: number, totalPages: number, pageSize = 2): Record<string, unknown> {
+  return {
+    page,
+    page_size: pageSize,
+    total_records: totalPages * pageSize,
+    total_pages: totalPages,
+    has_next: page < totalPages,
+    has_previous: page > 1,
+  };
+}
+
+/** An unsigned JWT with the given claims (the client never verifies signatures). */
+export function jwt(claims: Record<string, unknown>): string {
+  const part = (value: unknown) => Buffer.from(JSON.stringify(value)).toString("base64url");
+  return `${part({ alg: "HS256", typ: "JWT" })}.${part(claims)}.signature-not-checked`;
+}
+
+export interface LogLine {
+  readonly level: string;
+  readonly message: string;
+  readonly attributes?: Readonly<Record<string, unknown>>;
+}
+
+/** A logger that keeps every line. */
+export function captureLogger(): ClientLogger & { lines: LogLine[]; text(): string } {
+  const lines: LogLine[] = [];
+  const at = (level: string) => (message: string, attributes?: Readonly<Record<string, unknown>>) => {
+    lines.push({ level, message, attributes });
+  };
+  return {
+    lines,
+    debug: at("debug"),
+    warn: at("warn"),
+    text: () => JSON.stringify(lines),
+  };
+}
+
+/** Resolves every pending promise continuation (no timers involved). */
+export async function flushMicrotasks(rounds = 20): Promise<void> {
+  for (let i = 0; i < rounds; i += 1) await Promise.resolve();
+}

@@ -1,0 +1,292 @@
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { HttpCore, parseRetryAfter, type HttpRequest, type RetryMode } from "../../shared/qashio/http.js";
+import { StaticTokenProvider } from "../../shared/qashio/auth/token-provider.js";
+import {
+  BadRequestError,
+  ForbiddenError,
+  InvalidResponseError,
+  NetworkError,
+  NotFoundError,
+  RateLimitedError,
+  ServerError,
+  TimeoutError,
+  UnauthorizedError,
+} from "../../shared/qashio/errors.js";
+import { captureLogger, fail, fakeClock, hangingReply, json, ok, REQUEST_ID, scriptedFetch } from "./helpers.js";
+
+const BASE_URL = "https://api.example.test";
+
+function core(fetch: ReturnType<typeof scriptedFetch>, extra: Partial<ConstructorParameters<typeof HttpCore>[0]> = {}) {
+  const clock = fakeClock();
+  const tokenProvider = new StaticTokenProvider(["token-1", "token-2"]);
+  const logger = captureLogger();
+  const http = new HttpCore({ baseUrl: BASE_URL, fetch, clock, tokenProvider, logger, retry: { random: () => 0.5 }, ...extra });
+  return { http, clock, tokenProvider, logger };
+}
+
+const read = (retry: RetryMode = "idempotent"): HttpRequest => ({
+  method: "GET",
+  path: "/public/v1/erp/transactions",
+  query: { page: 1, client_sync_status: "not_synced", exclude_from_sync: false, employee_id: undefined },
+  auth: "bearer",
+  retry,
+});
+
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+describe("HttpCore requests", () => {
+  it("sends the bearer token, accept header and the query without undefined values", async () => {
+    const fetch = scriptedFetch(ok([]));
+    const { http } = core(fetch);
+    const response = await http.request(read());
+    expect(response.status).toBe(200);
+    const call = fetch.calls[0]!;
+    expect(call.headers.authorization).toBe("Bearer token-1");
+    expect(call.url.pathname).toBe("/public/v1/erp/transactions");
+    expect([...call.url.searchParams]).toEqual([
+      ["page", "1"],
+      ["client_sync_status", "not_synced"],
+      ["exclude_from_sync", "false"],
+    ]);
+  });
+
+  it("takes the request id from meta.request_id of the body", async () => {
+    const { http } = core(scriptedFetch(ok([])));
+    expect((await http.request(read())).requestId).toBe(REQUEST_ID);
+  });
+
+  it("takes the request id from the x-request-id header when the body has none", async () => {
+    const { http } = core(scriptedFetch(json(200, { success: true, data: [] }, { "x-request-id": "hdr-42" })));
+    expect((await http.request(read())).requestId).toBe("hdr-42");
+  });
+
+  it("puts the request id of the header on errors whose body has no meta", async () => {
+    const { http } = core(scriptedFetch(fail(404, [], { "x-request-id": "hdr-404" }, null)));
+    const error = await http.request(read()).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(NotFoundError);
+    expect((error as NotFoundError).requestId).toBe("hdr-404");
+  });
+
+  it("rejects a 2xx body that is not JSON with InvalidResponseError", async () => {
+    const { http } = core(scriptedFetch(new Response("<html>oops</html>", { status: 200 })));
+    await expect(http.request(read())).rejects.toBeInstanceOf(InvalidResponseError);
+  });
+});
+
+describe("HttpCore status mapping without retry", () => {
+  it.each([
+    [400, BadRequestError],
+    [403, ForbiddenError],
+    [404, NotFoundError],
+  ])("does not retry a %i and throws its typed error with the envelope's errors", async (status, type) => {
+    const fetch = scriptedFetch(fail(status, [{ field: "card_last_four", code: "INVALID_ENUM", message: "bad" }]), ok([]));
+    const { http, clock } = core(fetch);
+    const error = await http.request(read()).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(type);
+    expect(fetch.calls).toHaveLength(1);
+    expect(clock.sleeps).toEqual([]);
+    expect(error).toMatchObject({
+      status,
+      requestId: REQUEST_ID,
+      method: "GET",
+      path: "/public/v1/erp/transactions",
+      errors: [{ field: "card_last_four", code: "INVALID_ENUM", message: "bad" }],
+    });
+  });
+
+  it("keeps the query string out of the error's path and message", async () => {
+    const { http } = core(scriptedFetch(fail(400)));
+    const error = (await http.request(read()).catch((e: unknown) => e)) as BadRequestError;
+    expect(error.path).not.toContain("?");
+    expect(error.message).not.toContain("not_synced");
+  });
+});
+
+describe("HttpCore 401 handling", () => {
+  it("refreshes once and replays once with the new token", async () => {
+    const fetch = scriptedFetch(fail(401), ok([]));
+    const { http, tokenProvider, clock } = core(fetch);
+    await http.request(read());
+    expect(tokenProvider.refreshCount).toBe(1);
+    expect(fetch.calls.map((c) => c.headers.authorization)).toEqual(["Bearer token-1", "Bearer token-2"]);
+    expect(clock.sleeps).toEqual([]);
+  });
+
+  it("gives up with UnauthorizedError when the replay is answered 401 too", async () => {
+    const fetch = scriptedFetch(fail(401), fail(401), ok([]));
+    const { http, tokenProvider } = core(fetch);
+    await expect(http.request(read())).rejects.toBeInstanceOf(UnauthorizedError);
+    expect(tokenProvider.refreshCount).toBe(1);
+    expect(fetch.calls).toHaveLength(2);
+  });
+
+  it("replays card issuance after a 401, since the provider rejected it before processing", async () => {
+    const fetch = scriptedFetch(fail(401), json(201, { success: true, data: {} }));
+    const { http } = core(fetch);
+    await http.request({ method: "POST", path: "/public/v1/core/cards", body: {}, auth: "bearer", retry: "never" });
+    expect(fetch.calls).toHaveLength(2);
+  });
+});
+
+describe("HttpCore retries", () => {
+  it("honours Retry-After in seconds on a 429", async () => {
+    const fetch = scriptedFetch(fail(429, [], { "retry-after": "3" }), ok([]));
+    const { http, clock } = core(fetch);
+    await http.request(read());
+    expect(fetch.calls).toHaveLength(2);
+    expect(clock.sleeps).toEqual([3000]);
+  });
+
+  it("honours Retry-After as an HTTP date on a 429", async () => {
+    const clock = fakeClock();
+    const at = new Date(clock.now() + 7000).toUTCString();
+    const fetch = scriptedFetch(fail(429, [], { "retry-after": at }), ok([]));
+    const { http } = core(fetch, { clock });
+    await http.request(read());
+    expect(clock.sleeps).toEqual([7000]);
+  });
+
+  it("stops at once with RateLimitedError.retryAfterMs when Retry-After exceeds the allowed wait", async () => {
+    const fetch = scriptedFetch(fail(429, [], { "retry-after": "3600" }), ok([]));
+    const { http, clock } = core(fetch);
+    const error = (await http.request(read()).catch((e: unknown) => e)) as RateLimitedError;
+    expect(error).toBeInstanceOf(RateLimitedError);
+    expect(error.retryAfterMs).toBe(3_600_000);
+    expect(fetch.calls).toHaveLength(1);
+    expect(clock.sleeps).toEqual([]);
+  });
+
+  it("retries 5xx with full-jitter exponential backoff until success", async () => {
+    const fetch = scriptedFetch(fail(503), fail(500), fail(502), ok([]));
+    const { http, clock } = core(fetch);
+    await http.request(read());
+    expect(fetch.calls).toHaveLength(4);
+    // random() = 0.5 of ceilings 250, 500, 1000
+    expect(clock.sleeps).toEqual([125, 250, 500]);
+  });
+
+  it("caps the attempts and throws the last ServerError", async () => {
+    const fetch = scriptedFetch(fail(500));
+    const { http, clock } = core(fetch, { retry: { maxAttempts: 3, random: () => 0.5 } });
+    const error = await http.request(read()).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ServerError);
+    expect(fetch.calls).toHaveLength(3);
+    expect(clock.sleeps).toHaveLength(2);
+  });
+
+  it("uses five attempts by default", async () => {
+    const fetch = scriptedFetch(fail(500));
+    const { http } = core(fetch);
+    await expect(http.request(read())).rejects.toBeInstanceOf(ServerError);
+    expect(fetch.calls).toHaveLength(5);
+  });
+
+  it("caps each backoff delay at maxDelayMs", async () => {
+    const fetch = scriptedFetch(fail(500));
+    const { http, clock } = core(fetch, { retry: { maxAttempts: 10, maxDelayMs: 1000, random: () => 0.999 } });
+    await expect(http.request(read())).rejects.toBeInstanceOf(ServerError);
+    expect(Math.max(...clock.sleeps)).toBeLessThan(1000);
+    expect(clock.sleeps.slice(-3)).toEqual([999, 999, 999]);
+  });
+
+  it("retries a network error and then succeeds", async () => {
+    const fetch = scriptedFetch(new TypeError("fetch failed", { cause: { code: "ECONNRESET" } }), ok([]));
+    const { http, clock } = core(fetch);
+    await http.request(read());
+    expect(fetch.calls).toHaveLength(2);
+    expect(clock.sleeps).toHaveLength(1);
+  });
+
+  it("throws NetworkError naming the system error code when the network keeps failing", async () => {
+    const fetch = scriptedFetch(new TypeError("fetch failed", { cause: { code: "ECONNREFUSED" } }));
+    const { http } = core(fetch, { retry: { maxAttempts: 2, random: () => 0 } });
+    const error = (await http.request(read()).catch((e: unknown) => e)) as NetworkError;
+    expect(error).toBeInstanceOf(NetworkError);
+    expect(error.message).toContain("ECONNREFUSED");
+    expect(fetch.calls).toHaveLength(2);
+  });
+
+  it("times out a request that gets no answer, then retries it", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    const fetch = scriptedFetch(hangingReply(), ok([]));
+    const { http } = core(fetch, { timeoutMs: 1000 });
+    const pending = http.request(read());
+    await vi.advanceTimersByTimeAsync(1000);
+    await expect(pending).resolves.toMatchObject({ status: 200 });
+    expect(fetch.calls).toHaveLength(2);
+  });
+
+  it("throws TimeoutError carrying the timeout when every attempt times out", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    const fetch = scriptedFetch(hangingReply());
+    const { http } = core(fetch, { timeoutMs: 2500, retry: { maxAttempts: 2, random: () => 0 } });
+    const pending = http.request(read()).catch((e: unknown) => e);
+    await vi.advanceTimersByTimeAsync(5000);
+    const error = (await pending) as TimeoutError;
+    expect(error).toBeInstanceOf(TimeoutError);
+    expect(error.timeoutMs).toBe(2500);
+    expect(fetch.calls).toHaveLength(2);
+  });
+
+  it("logs each retry with method, path, status and delay", async () => {
+    const fetch = scriptedFetch(fail(503), ok([]));
+    const { http, logger } = core(fetch);
+    await http.request(read());
+    expect(logger.lines).toContainEqual(
+      expect.objectContaining({
+        level: "warn",
+        attributes: expect.objectContaining({ method: "GET", path: "/public/v1/erp/transactions", status: 503, delayMs: 125 }),
+      }),
+    );
+  });
+});
+
+describe("HttpCore retry modes", () => {
+  const issue: HttpRequest = { method: "POST", path: "/public/v1/core/cards", body: {}, auth: "bearer", retry: "never" };
+  const invite: HttpRequest = { ...issue, path: "/public/v1/core/user_profiles/invite", retry: "unambiguous-only" };
+
+  it.each([
+    ["a 5xx", fail(503)],
+    ["a 429", fail(429, [], { "retry-after": "1" })],
+    ["a network error", new TypeError("fetch failed")],
+  ])("never retries card issuance after %s", async (_label, reply) => {
+    const fetch = scriptedFetch(reply, ok({}));
+    const { http, clock } = core(fetch);
+    await expect(http.request(issue)).rejects.toBeDefined();
+    expect(fetch.calls).toHaveLength(1);
+    expect(clock.sleeps).toEqual([]);
+  });
+
+  it("never retries card issuance after a timeout", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    const fetch = scriptedFetch(hangingReply(), ok({}));
+    const { http } = core(fetch, { timeoutMs: 1000 });
+    const pending = http.request(issue).catch((e: unknown) => e);
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(await pending).toBeInstanceOf(TimeoutError);
+    expect(fetch.calls).toHaveLength(1);
+  });
+
+  it("retries a non-idempotent POST after a 429 but not after a 5xx", async () => {
+    const after429 = scriptedFetch(fail(429), ok({}));
+    await core(after429).http.request(invite);
+    expect(after429.calls).toHaveLength(2);
+
+    const after500 = scriptedFetch(fail(500), ok({}));
+    await expect(core(after500).http.request(invite)).rejects.toBeInstanceOf(ServerError);
+    expect(after500.calls).toHaveLength(1);
+  });
+});
+
+describe("parseRetryAfter", () => {
+  it("reads delta seconds, HTTP dates, past dates and garbage", () => {
+    const now = Date.UTC(2025, 0, 1);
+    expect(parseRetryAfter("2", now)).toBe(2000);
+    expect(parseRetryAfter(new Date(now + 1500).toUTCString(), now)).toBe(1000);
+    expect(parseRetryAfter(new Date(now - 60_000).toUTCString(), now)).toBe(0);
+    expect(parseRetryAfter("soon", now)).toBeUndefined();
+    expect(parseRetryAfter(null, now)).toBeUndefined();
+  });
+});
