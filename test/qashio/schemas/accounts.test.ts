@@ -1,0 +1,110 @@
+import { describe, expect, it } from "vitest";
+import {
+  BankAccountSchema,
+  ChartOfAccountSchema,
+  PoolAccountSchema,
+  StatementSummarySchema,
+  StatementsByAccountSchema,
+  SupplierSchema,
+  TaxRateSchema,
+  parseWithDrift,
+} from "../../../shared/qashio/schemas/index.js";
+import {
+  bankAccountFixture,
+  chartOfAccountFixture,
+  poolAccountFixture,
+  statementSummaryFixture,
+  statementsByAccountFixture,
+  supplierFixture,
+  taxRateFixture,
+} from "./fixtures.js";
+
+describe("PoolAccountSchema", () => {
+  it("reads a spec-shaped pool account", () => {
+    const result = parseWithDrift(PoolAccountSchema, poolAccountFixture());
+    expect(result.drift).toEqual([]);
+    expect(result.success && result.data).toEqual(poolAccountFixture());
+  });
+
+  it("keeps an unlisted status and reports it", () => {
+    const result = parseWithDrift(PoolAccountSchema, poolAccountFixture({ status: "Frozen" }));
+    expect(result.drift).toEqual([{ schema: "PoolAccount", field: "status", value: "Frozen", count: 1 }]);
+  });
+
+  it("rejects a pool account without an id", () => {
+    expect(PoolAccountSchema.safeParse(poolAccountFixture({ id: "" })).success).toBe(false);
+  });
+});
+
+describe.each([
+  ["BankAccount", BankAccountSchema, bankAccountFixture],
+  ["ChartOfAccount", ChartOfAccountSchema, chartOfAccountFixture],
+  ["TaxRate", TaxRateSchema, taxRateFixture],
+  ["Supplier", SupplierSchema, supplierFixture],
+] as const)("%s master-data record", (name, schema, fixture) => {
+  it("reads a spec-shaped record unchanged", () => {
+    const result = parseWithDrift(schema, fixture());
+    expect(result.drift).toEqual([]);
+    expect(result.success && result.data).toEqual(fixture());
+  });
+
+  it("rejects an id that is not a UUID", () => {
+    expect(schema.safeParse(fixture({ id: "V-1002" })).success).toBe(false);
+  });
+
+  it("keeps an unlisted status and names the record in the warning", () => {
+    const result = parseWithDrift(schema, fixture({ status: "archived" }));
+    expect(result.drift).toEqual([{ schema: name, field: "status", value: "archived", count: 1 }]);
+  });
+
+  it("normalises is_deleted sent as a string and keeps unknown fields", () => {
+    const result = schema.parse(fixture({ is_deleted: "true", source_system: "xero" }));
+    expect(result).toMatchObject({ is_deleted: true, source_system: "xero" });
+  });
+});
+
+describe("master-data specifics", () => {
+  it("reads a tax rate percentage sent as a string", () => {
+    expect(TaxRateSchema.parse(taxRateFixture({ total_tax_rate: "5.0" })).total_tax_rate).toBe(5);
+  });
+
+  it("reads an account number sent as a number as a string", () => {
+    expect(ChartOfAccountSchema.parse(chartOfAccountFixture({ account_number: 6100 })).account_number).toBe("6100");
+  });
+});
+
+describe("StatementSummarySchema", () => {
+  it("reads a spec-shaped statement", () => {
+    expect(StatementSummarySchema.parse(statementSummaryFixture())).toEqual(statementSummaryFixture());
+  });
+
+  it("keeps an unlisted account type and reports it", () => {
+    const result = parseWithDrift(StatementSummarySchema, statementSummaryFixture({ account_type: "CreditAccount" }));
+    expect(result.drift).toEqual([
+      { schema: "StatementSummary", field: "account_type", value: "CreditAccount", count: 1 },
+    ]);
+  });
+
+  it("rejects a statement without a period", () => {
+    expect(StatementSummarySchema.safeParse(statementSummaryFixture({ statement_period: undefined })).success).toBe(false);
+  });
+});
+
+describe("StatementsByAccountSchema", () => {
+  it("reads the periods with their inner pagination", () => {
+    const data = StatementsByAccountSchema.parse(statementsByAccountFixture());
+    expect(data).toMatchObject({ page: 1, total_pages: 2, total: 14 });
+    expect(data.data.map((p) => p.statement_period.month)).toEqual(["2024-04", "2024-03"]);
+  });
+
+  it("reads an account without statements: null type, empty periods", () => {
+    const data = StatementsByAccountSchema.parse(
+      statementsByAccountFixture({ account_type: null, page: 1, total_pages: 0, total: 0, data: [] }),
+    );
+    expect(data).toMatchObject({ account_type: null, data: [] });
+  });
+
+  it("rejects a response without the inner pagination", () => {
+    expect(StatementsByAccountSchema.safeParse(statementsByAccountFixture({ total_pages: undefined })).success).toBe(false);
+  });
+});

@@ -1,0 +1,162 @@
+import { describe, expect, it } from "vitest";
+import {
+  CardBalanceSchema,
+  CoreCardSchema,
+  ErpCardDetailSchema,
+  ErpCardSchema,
+  parseWithDrift,
+} from "../../../shared/qashio/schemas/index.js";
+import {
+  CARD_ID,
+  cardBalanceFixture,
+  coreCardFixture,
+  coreCardWriteFixture,
+  erpCardDetailFixture,
+  erpCardFixture,
+} from "./fixtures.js";
+
+describe("ErpCardSchema", () => {
+  it("reads a spec-shaped card without drift", () => {
+    const result = parseWithDrift(ErpCardSchema, erpCardFixture());
+    expect(result.drift).toEqual([]);
+    expect(result.success && result.data).toMatchObject({
+      id: CARD_ID,
+      status: "Active",
+      card_type: "Virtual",
+      cardholder: { employee_id: "EMP-0042" },
+      allowed_max_balance: 10000,
+      atm_withdrawal_allowed: false,
+    });
+  });
+
+  it("rejects a card id that does not start with CA", () => {
+    expect(ErpCardSchema.safeParse(erpCardFixture({ id: "7Q2M9X4K" })).success).toBe(false);
+  });
+
+  it("accepts lowercase status and uppercase card type without drift, keeping the raw case", () => {
+    const result = parseWithDrift(ErpCardSchema, erpCardFixture({ status: "suspended", card_type: "PHYSICAL" }));
+    expect(result.drift).toEqual([]);
+    expect(result.success && result.data).toMatchObject({ status: "suspended", card_type: "PHYSICAL" });
+  });
+
+  it("keeps a company-account account_type and reports it as drift", () => {
+    const result = parseWithDrift(ErpCardSchema, erpCardFixture({ account_type: "company_account" }));
+    expect(result.success && result.data.account_type).toBe("company_account");
+    expect(result.drift).toEqual([{ schema: "ErpCard", field: "account_type", value: "company_account", count: 1 }]);
+  });
+
+  it("keeps an unlisted status and reports it", () => {
+    const result = parseWithDrift(ErpCardSchema, erpCardFixture({ status: "Frozen" }));
+    expect(result.drift).toEqual([{ schema: "ErpCard", field: "status", value: "Frozen", count: 1 }]);
+  });
+
+  it("keeps unknown fields", () => {
+    expect(ErpCardSchema.parse(erpCardFixture({ card_color: "black" }))).toMatchObject({ card_color: "black" });
+  });
+});
+
+describe("ErpCardDetailSchema", () => {
+  it("reads every configuration object of the single card read", () => {
+    const card = ErpCardDetailSchema.parse(erpCardDetailFixture());
+    expect(card).toMatchObject({
+      purchase_limits: { enabled: true, amount: 5000, number_of_purchases: 50 },
+      country_limits: { allowed_countries: ["ARE", "SAU"] },
+      merchant_category_limits: { categories: [{ name: "Gambling", mcc_codes: ["7995"] }] },
+      topup_configuration: { auto_topup_enabled: true, auto_topup_amount: 1000 },
+      auto_top_up_configuration: { amount: 1000, trigger: "below_threshold" },
+      atm_configuration: { atm_withdrawal_allowed: false, limit_per_withdrawal: 0 },
+    });
+  });
+
+  it("accepts null configuration objects", () => {
+    const card = ErpCardDetailSchema.parse(erpCardDetailFixture({ purchase_limits: null, atm_configuration: null }));
+    expect(card.purchase_limits).toBeNull();
+  });
+});
+
+describe("CoreCardSchema", () => {
+  it("normalises boolean-like and numeric-like strings", () => {
+    const card = CoreCardSchema.parse(coreCardFixture());
+    expect(card).toMatchObject({
+      allow_atm: false,
+      allow_replace_card: true,
+      spend_limit_active: true,
+      is_account_manager: false,
+      auto_top_up_amount: 1000,
+      card_usage_type_amount: 10000,
+      account_balance: 2350.75,
+      spend_limit: 5000,
+      transactions_limit: { max_amount: 2000, min_amount: 0, frequency: 10 },
+      wallets_status: { apple_pay: true, google_pay: false, samsung_pay: false },
+      advanced_velocity_limits: [{ active: true, amount: 500, frequency: 5 }],
+    });
+  });
+
+  it("accepts the typed forms too", () => {
+    const card = CoreCardSchema.parse(coreCardFixture({ allow_atm: true, account_balance: 12 }));
+    expect(card).toMatchObject({ allow_atm: true, account_balance: 12 });
+  });
+
+  it.each(["yes", "1"])("rejects %j as a boolean", (value) => {
+    expect(CoreCardSchema.safeParse(coreCardFixture({ allow_atm: value })).success).toBe(false);
+  });
+
+  it("rejects a non-numeric amount string", () => {
+    expect(CoreCardSchema.safeParse(coreCardFixture({ account_balance: "12,5" })).success).toBe(false);
+  });
+
+  it.each([
+    ["status", "active"],
+    ["status", "Active"],
+    ["card_type", "PHYSICAL"],
+    ["card_type", "VIRTUAL"],
+    ["card_type", "Virtual"],
+  ])("accepts %s %j without drift", (field, value) => {
+    const result = parseWithDrift(CoreCardSchema, coreCardFixture({ [field]: value }));
+    expect(result.drift).toEqual([]);
+    expect(result.success && result.data[field as "status" | "card_type"]).toBe(value);
+  });
+
+  it("keeps an unlisted card type and reports it", () => {
+    const result = parseWithDrift(CoreCardSchema, coreCardFixture({ card_type: "METAL" }));
+    expect(result.drift).toEqual([{ schema: "CoreCard", field: "card_type", value: "METAL", count: 1 }]);
+  });
+
+  it("reads the object forms of the write responses", () => {
+    const card = CoreCardSchema.parse(coreCardWriteFixture());
+    expect(card).toMatchObject({
+      spend_limit: { max_amount: 5000, remaining_balance: 4200, consumed_limit: 800 },
+      card_product: { name: "Corporate Virtual", auth_settings_allowed_list_status_active: false },
+    });
+  });
+
+  it("reads empty strings as null", () => {
+    const card = CoreCardSchema.parse(coreCardFixture({ allow_atm: "", account_balance: "" }));
+    expect(card).toMatchObject({ allow_atm: null, account_balance: null });
+  });
+
+  it("rejects a card id that does not start with CA", () => {
+    expect(CoreCardSchema.safeParse(coreCardFixture({ id: 1234 })).success).toBe(false);
+  });
+
+  it("keeps unknown fields", () => {
+    expect(CoreCardSchema.parse(coreCardFixture({ pin_set: "true" }))).toMatchObject({ pin_set: "true" });
+  });
+});
+
+describe("CardBalanceSchema", () => {
+  it("reads the company balance and per-card balances", () => {
+    expect(CardBalanceSchema.parse(cardBalanceFixture())).toEqual(cardBalanceFixture());
+  });
+
+  it("normalises string balances", () => {
+    const data = CardBalanceSchema.parse(
+      cardBalanceFixture({ cards: [{ card_id: CARD_ID, balance: "10.50", status: "suspended" }] }),
+    );
+    expect(data.cards[0]?.balance).toBe(10.5);
+  });
+
+  it("rejects a card entry without a CA id", () => {
+    expect(CardBalanceSchema.safeParse(cardBalanceFixture({ cards: [{ card_id: "x" }] })).success).toBe(false);
+  });
+});
