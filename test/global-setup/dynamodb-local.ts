@@ -50,6 +50,8 @@ async function freePort(): Promise<number> {
 
 /** Starts DynamoDB Local and returns the teardown that stops it. */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  // The SDK warns once per process that Node 20 support ends in 2027; workers inherit this and stay quiet.
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= "true";
   const port = await freePort();
   const folder = jarFolder();
   const logFile = join(tmpdir(), `dynamodb-local-${port}.log`);

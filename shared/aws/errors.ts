@@ -1,0 +1,120 @@
+/**
+ * Errors of the AWS runtime. One base class; subclasses set `name`, take `ErrorOptions` so `cause` survives, and
+ * carry the context a caller needs (table, key, attempts, offending variable), never a secret or a token.
+ */
+
+/** Base of every error raised by shared/aws. */
+export class AwsRuntimeError extends Error {
+  override name = "AwsRuntimeError";
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+  }
+}
+
+/** The Lambda environment is missing or has invalid variables; `issues` names each one. */
+export class ConfigurationError extends AwsRuntimeError {
+  override name = "ConfigurationError";
+  constructor(
+    message: string,
+    readonly issues: readonly { readonly variable: string; readonly problem: string }[],
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+}
+
+/** A DynamoDB batch kept returning unprocessed keys or items after every retry. */
+export class DynamoBatchIncompleteError extends AwsRuntimeError {
+  override name = "DynamoBatchIncompleteError";
+  constructor(
+    message: string,
+    readonly tableName: string,
+    readonly operation: "BatchGetItem" | "BatchWriteItem",
+    readonly remaining: number,
+    readonly attempts: number,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+}
+
+/** An item would exceed DynamoDB's 400 KB item limit even compressed. */
+export class ItemTooLargeError extends AwsRuntimeError {
+  override name = "ItemTooLargeError";
+  constructor(
+    message: string,
+    readonly tableName: string,
+    readonly key: string,
+    readonly bytes: number,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+}
+
+/** A stored item does not have the shape this code writes (corrupted or written by another version). */
+export class CorruptItemError extends AwsRuntimeError {
+  override name = "CorruptItemError";
+  constructor(
+    message: string,
+    readonly tableName: string,
+    readonly key: string,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+}
+
+/** PutEvents failed as a whole (not per entry) after every retry: nothing of that call is known to be published. */
+export class PublishError extends AwsRuntimeError {
+  override name = "PublishError";
+  constructor(
+    message: string,
+    readonly attempts: number,
+    readonly requestId?: string,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+}
+
+/** The provider secret is missing, unreadable, or not the JSON this bridge expects. */
+export class SecretFormatError extends AwsRuntimeError {
+  override name = "SecretFormatError";
+  constructor(
+    message: string,
+    readonly secretId: string,
+    /** Names of the missing or invalid fields, never their values. */
+    readonly fields: readonly string[],
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+}
+
+/** A Secrets Manager call kept failing (throttled or unavailable) after every retry. */
+export class SecretStoreError extends AwsRuntimeError {
+  override name = "SecretStoreError";
+  constructor(
+    message: string,
+    readonly secretId: string,
+    readonly operation: string,
+    readonly attempts: number,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+}
+
+/** A rotation step was called in a state it cannot handle (e.g. a token that is not a pending version). */
+export class RotationError extends AwsRuntimeError {
+  override name = "RotationError";
+  constructor(
+    message: string,
+    readonly secretId: string,
+    readonly step: string,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+}

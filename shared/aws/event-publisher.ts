@@ -1,0 +1,179 @@
+import { PutEventsCommand, type EventBridgeClient, type PutEventsRequestEntry } from "@aws-sdk/client-eventbridge";
+import type { BridgeEvent, Clock, EventPublisher, Logger, PublishFailure } from "../bridge/ports.js";
+import { systemClock } from "./clock.js";
+import { PublishError } from "./errors.js";
+import { MAX_ENTRY_BYTES, entrySize, reduceDetail, type ReducedDetail } from "./event-size.js";
+import { DEFAULT_BACKOFF, backoffDelay, isRetryableAwsError, mapLimit, type BackoffOptions } from "./retry.js";
+
+/** PutEvents accepts at most 10 entries per call. */
+export const MAX_ENTRIES_PER_CALL = 10;
+/** Per-entry error codes that another attempt cannot fix. */
+const PERMANENT_ENTRY_ERROR = /Malformed|Invalid|Validation|AccessDenied|NotAuthorized|NotFound/i;
+
+export interface EventBridgePublisherOptions {
+  readonly client: EventBridgeClient;
+  /** Name or ARN of the bus. */
+  readonly eventBusName: string;
+  /** @default systemClock */
+  readonly clock?: Clock;
+  /** Retry of failed entries and throttled calls. @default DEFAULT_BACKOFF */
+  readonly backoff?: Partial<BackoffOptions>;
+  /** Byte limit of one call (and so of one entry). @default MAX_ENTRY_BYTES (256 KB) */
+  readonly maxRequestBytes?: number;
+  /** PutEvents calls in flight at once. @default 4 */
+  readonly concurrency?: number;
+  readonly logger?: Logger;
+}
+
+interface Pending {
+  readonly event: BridgeEvent;
+  readonly entry: PutEventsRequestEntry;
+  readonly size: number;
+}
+
+/**
+ * Publishes bridge events to EventBridge: entries sized before sending with EventBridge's rules, packed into calls of
+ * at most 10 entries and 256 KB, oversized events reduced by the rules in `event-size.ts`. When a call answers
+ * `FailedEntryCount > 0` only the failed entries are retried, with backoff; entries that keep failing (or fail with a
+ * permanent error code, or cannot be reduced) are returned in `failed` for the engine to quarantine. A call failing as
+ * a whole (throttled, unavailable) is retried, then raises `PublishError`: the engine then acknowledges nothing and
+ * re-sends the same event ids next cycle.
+ *
+ * @example
+ * const publisher = new EventBridgePublisher({ client: new EventBridgeClient({}), eventBusName: "bridge" });
+ * const { failed } = await publisher.publish(events);
+ */
+export class EventBridgePublisher implements EventPublisher {
+  readonly #client: EventBridgeClient;
+  readonly #bus: string;
+  readonly #clock: Clock;
+  readonly #backoff: BackoffOptions;
+  readonly #maxBytes: number;
+  readonly #concurrency: number;
+  readonly #logger: Logger | undefined;
+
+  constructor(options: EventBridgePublisherOptions) {
+    this.#client = options.client;
+    this.#bus = options.eventBusName;
+    this.#clock = options.clock ?? systemClock;
+    this.#backoff = { ...DEFAULT_BACKOFF, ...options.backoff };
+    this.#maxBytes = options.maxRequestBytes ?? MAX_ENTRY_BYTES;
+    this.#concurrency = options.concurrency ?? 4;
+    this.#logger = options.logger;
+  }
+
+  async publish(events: readonly BridgeEvent[]): Promise<{ readonly failed: readonly PublishFailure[] }> {
+    const failed: PublishFailure[] = [];
+    const pending: Pending[] = [];
+    for (const event of events) {
+      const prepared = this.#prepare(event);
+      if ("reason" in prepared) failed.push(prepared);
+      else pending.push(prepared);
+    }
+    const results = await mapLimit(this.#pack(pending), this.#concurrency, (batch) => this.#sendWithRetries(batch));
+    for (const batchFailures of results) failed.push(...batchFailures);
+    return { failed };
+  }
+
+  /** Builds the entry, reducing the detail when it is over the limit. */
+  #prepare(event: BridgeEvent): Pending | PublishFailure {
+    const toEntry = (detail: ReducedDetail): PutEventsRequestEntry => ({
+      EventBusName: this.#bus,
+      Source: event.source,
+      DetailType: event.detailType,
+      Time: new Date(event.time),
+      Detail: JSON.stringify(detail),
+    });
+    const entry = toEntry(event.detail);
+    const size = entrySize(entry);
+    if (size <= this.#maxBytes) return { event, entry, size };
+    const reduced = reduceDetail(event.detail, toEntry, this.#maxBytes);
+    if (reduced === undefined) {
+      return { event, reason: `oversized: entry is ${size} bytes and trimming arrays cannot bring it under ${this.#maxBytes}` };
+    }
+    this.#logger?.warn("Event reduced to fit EventBridge's entry limit", {
+      eventId: event.detail.id,
+      type: event.detailType,
+      bytes: size,
+      truncated: reduced._truncated,
+    });
+    const reducedEntry = toEntry(reduced);
+    return { event, entry: reducedEntry, size: entrySize(reducedEntry) };
+  }
+
+  /** Greedy packing in input order: a new call starts at 10 entries or when the next entry would pass the byte limit. */
+  #pack(pending: readonly Pending[]): Pending[][] {
+    const batches: Pending[][] = [];
+    let current: Pending[] = [];
+    let bytes = 0;
+    for (const item of pending) {
+      if (current.length === MAX_ENTRIES_PER_CALL || (current.length > 0 && bytes + item.size > this.#maxBytes)) {
+        batches.push(current);
+        current = [];
+        bytes = 0;
+      }
+      current.push(item);
+      bytes += item.size;
+    }
+    if (current.length > 0) batches.push(current);
+    return batches;
+  }
+
+  async #sendWithRetries(batch: readonly Pending[]): Promise<PublishFailure[]> {
+    const failures: PublishFailure[] = [];
+    let pending = batch;
+    let lastReason = new Map<Pending, string>();
+    for (let attempt = 1; pending.length > 0; attempt += 1) {
+      if (attempt > 1) await this.#clock.sleep(backoffDelay(attempt - 1, this.#backoff));
+      const entries = await this.#send(pending, attempt);
+      const retry: Pending[] = [];
+      const reasons = new Map<Pending, string>();
+      entries.forEach((result, index) => {
+        const item = pending[index];
+        if (item === undefined || result.ErrorCode === undefined) return;
+        const reason = `${result.ErrorCode}: ${result.ErrorMessage ?? "no message"}`;
+        if (PERMANENT_ENTRY_ERROR.test(result.ErrorCode)) failures.push({ event: item.event, reason });
+        else {
+          retry.push(item);
+          reasons.set(item, reason);
+        }
+      });
+      pending = retry;
+      lastReason = reasons;
+      if (pending.length > 0 && attempt >= this.#backoff.maxAttempts) {
+        for (const item of pending) {
+          failures.push({ event: item.event, reason: `${lastReason.get(item) ?? "failed"} (after ${attempt} attempts)` });
+        }
+        break;
+      }
+    }
+    return failures;
+  }
+
+  /** One PutEvents call, retried as a whole while it throws a retryable error. */
+  async #send(pending: readonly Pending[], entryAttempt: number) {
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        const response = await this.#client.send(new PutEventsCommand({ Entries: pending.map((item) => item.entry) }));
+        const entries = response.Entries ?? [];
+        if ((response.FailedEntryCount ?? 0) > 0 && entries.length !== pending.length) {
+          throw new PublishError("PutEvents answered a different number of entries than sent", attempt, response.$metadata.requestId);
+        }
+        return entries;
+      } catch (error) {
+        if (error instanceof PublishError) throw error;
+        if (!isRetryableAwsError(error) || attempt >= this.#backoff.maxAttempts) {
+          const requestId = (error as { $metadata?: { requestId?: string } }).$metadata?.requestId;
+          throw new PublishError(
+            `PutEvents failed after ${attempt} attempts (entry round ${entryAttempt}): ${(error as Error).name}`,
+            attempt,
+            requestId,
+            { cause: error },
+          );
+        }
+        this.#logger?.warn("PutEvents call throttled or failed, retrying", { attempt, error: (error as Error).name });
+        await this.#clock.sleep(backoffDelay(attempt, this.#backoff));
+      }
+    }
+  }
+}

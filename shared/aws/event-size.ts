@@ -1,0 +1,143 @@
+/**
+ * Size of a PutEvents entry as EventBridge counts it, and the reduction of an oversized event.
+ *
+ * Size rules (AWS "Calculating PutEvents event entry size"): `Time` counts 14 bytes when set; `Source`, `DetailType`,
+ * `Detail` and each `Resources` entry count their UTF-8 bytes. A request's entries together must stay within 256 KB.
+ *
+ * Reduction rules for an event whose entry exceeds the limit (never dropped silently):
+ * 1. Arrays inside `detail.data` (the object, each change's `before`/`after`, the parent), largest first, keep the
+ *    longest prefix that makes the entry fit (possibly none), each trim recorded in `detail._truncated` as
+ *    `{ path, total, kept }` with `path` a JSON Pointer into `detail`.
+ * 2. If it still does not fit, the `detail.data.changes` list itself is trimmed the same way.
+ * 3. If it still does not fit (e.g. one huge string), the event is returned as failed with reason `oversized` so the
+ *    engine quarantines it.
+ * Consumers seeing `_truncated` re-read the full object from the provider by `subject.qashio_id`.
+ */
+import type { BridgeEventDetail } from "../bridge/ports.js";
+
+/** EventBridge's per-request (and so per-entry) limit: 256 KB. */
+export const MAX_ENTRY_BYTES = 256 * 1024;
+/** Bytes EventBridge counts for a set `Time`. */
+const TIME_BYTES = 14;
+
+/** The fields of a PutEvents entry that count towards its size. */
+export interface SizedEntry {
+  readonly Source?: string;
+  readonly DetailType?: string;
+  readonly Detail?: string;
+  readonly Time?: Date;
+  readonly Resources?: readonly string[];
+}
+
+/**
+ * Bytes EventBridge counts for one PutEvents entry.
+ *
+ * @example
+ * entrySize({ Source: "qashio.bridge", DetailType: "card.suspended", Detail: "{}", Time: new Date() }); // 42
+ */
+export function entrySize(entry: SizedEntry): number {
+  let size = entry.Time !== undefined ? TIME_BYTES : 0;
+  size += Buffer.byteLength(entry.Source ?? "");
+  size += Buffer.byteLength(entry.DetailType ?? "");
+  if (entry.Detail !== undefined) size += Buffer.byteLength(entry.Detail);
+  for (const resource of entry.Resources ?? []) size += Buffer.byteLength(resource);
+  return size;
+}
+
+/** One array cut to fit: where (JSON Pointer into `detail`), how long it was, how many elements were kept. */
+export interface Truncation {
+  readonly path: string;
+  readonly total: number;
+  readonly kept: number;
+}
+
+/** A detail with the reduction marker the publisher may add. */
+export type ReducedDetail = BridgeEventDetail & { readonly _truncated?: readonly Truncation[] };
+
+const escapePointer = (segment: string): string => segment.replace(/~/g, "~0").replace(/\//g, "~1");
+
+interface ArrayRef {
+  readonly path: string;
+  readonly holder: Record<string, unknown> | unknown[];
+  readonly key: string | number;
+  readonly array: unknown[];
+  readonly bytes: number;
+}
+
+/** Every array under `value` (not descending into arrays already collected), with where it lives. */
+function collectArrays(value: unknown, path: string, out: ArrayRef[], holder?: ArrayRef["holder"], key?: string | number): void {
+  if (Array.isArray(value)) {
+    if (holder !== undefined && key !== undefined && value.length > 0) {
+      out.push({ path, holder, key, array: value, bytes: Buffer.byteLength(JSON.stringify(value)) });
+    }
+    // Nested arrays inside elements are trimmed along with their element; do not collect them separately.
+    return;
+  }
+  if (typeof value === "object" && value !== null) {
+    for (const [childKey, child] of Object.entries(value)) {
+      collectArrays(child, `${path}/${escapePointer(childKey)}`, out, value as Record<string, unknown>, childKey);
+    }
+  }
+}
+
+/**
+ * Returns a copy of `detail` whose entry (built by `toEntry`) fits `limit` bytes, by the rules above, or `undefined`
+ * when no trimming of arrays makes it fit.
+ */
+export function reduceDetail(
+  detail: BridgeEventDetail,
+  toEntry: (detail: ReducedDetail) => SizedEntry,
+  limit: number = MAX_ENTRY_BYTES,
+): ReducedDetail | undefined {
+  const copy = structuredClone(detail) as ReducedDetail & { data: Record<string, unknown> };
+  const truncations: Truncation[] = [];
+  const withMarker = (): ReducedDetail => (truncations.length > 0 ? { ...copy, _truncated: [...truncations] } : copy);
+  const fits = (): boolean => entrySize(toEntry(withMarker())) <= limit;
+  if (fits()) return copy;
+
+  const inner: ArrayRef[] = [];
+  const data = copy.data;
+  collectArrays(data.object, "/data/object", inner);
+  const changes = Array.isArray(data.changes) ? (data.changes as Record<string, unknown>[]) : [];
+  changes.forEach((change, index) => {
+    collectArrays(change.before, `/data/changes/${index}/before`, inner, change, "before");
+    collectArrays(change.after, `/data/changes/${index}/after`, inner, change, "after");
+  });
+  collectArrays(data.parent, "/data/parent", inner);
+  inner.sort((a, b) => b.bytes - a.bytes);
+  const candidates: ArrayRef[] = [...inner];
+  if (changes.length > 0) {
+    candidates.push({ path: "/data/changes", holder: data, key: "changes", array: changes, bytes: 0 });
+  }
+
+  for (const ref of candidates) {
+    const total = ref.array.length;
+    const setKept = (kept: number): void => {
+      (ref.holder as Record<string | number, unknown>)[ref.key] = ref.array.slice(0, kept);
+      const marker = { path: ref.path, total, kept };
+      const existing = truncations.findIndex((t) => t.path === ref.path);
+      if (existing >= 0) truncations[existing] = marker;
+      else truncations.push(marker);
+    };
+    // Largest prefix that fits: binary search on the kept count (each probe re-measures the exact entry).
+    let low = 0;
+    let high = total - 1;
+    let best = -1;
+    while (low <= high) {
+      const mid = Math.floor((low + high) / 2);
+      setKept(mid);
+      if (fits()) {
+        best = mid;
+        low = mid + 1;
+      } else {
+        high = mid - 1;
+      }
+    }
+    if (best >= 0) {
+      setKept(best);
+      return withMarker();
+    }
+    setKept(0);
+  }
+  return undefined;
+}

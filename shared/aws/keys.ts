@@ -1,0 +1,36 @@
+/**
+ * Item layout of the single bridge table (partition key `pk`, sort key `sk`, TTL attribute `ttl`).
+ *
+ * | item            | pk                              | sk               |
+ * | --------------- | ------------------------------- | ---------------- |
+ * | snapshot        | `SNAP#<tenant>#<kind>:<id>`     | `SNAP`           |
+ * | quarantine      | `QUAR#<tenant>`                 | `<record id>`    |
+ * | lease           | `LEASE#<name>`                  | `LEASE`          |
+ * | access token    | `TOKEN#<tenant>`                | `ACCESS`         |
+ *
+ * Snapshots get one partition each so BatchGetItem spreads over partitions; quarantine records share one partition per
+ * tenant so `list()` is a single Query.
+ */
+import type { SnapshotKey } from "../bridge/ports.js";
+
+/** Primary key of one item. */
+export interface ItemKey {
+  readonly pk: string;
+  readonly sk: string;
+}
+
+export const snapshotItemKey = (tenant: string, key: SnapshotKey): ItemKey => ({ pk: `SNAP#${tenant}#${key}`, sk: "SNAP" });
+export const quarantinePartition = (tenant: string): string => `QUAR#${tenant}`;
+export const quarantineItemKey = (tenant: string, id: string): ItemKey => ({ pk: quarantinePartition(tenant), sk: id });
+export const leaseItemKey = (name: string): ItemKey => ({ pk: `LEASE#${name}`, sk: "LEASE" });
+export const accessTokenItemKey = (tenant: string): ItemKey => ({ pk: `TOKEN#${tenant}`, sk: "ACCESS" });
+
+/** Lease names used by the handlers: one per cycle kind and one for token refresh, all per tenant. */
+export const leaseNames = {
+  transactionsCycle: (tenant: string) => `${tenant}#cycle#transactions`,
+  cardsCycle: (tenant: string) => `${tenant}#cycle#cards`,
+  tokenRefresh: (tenant: string) => `${tenant}#token-refresh`,
+} as const;
+
+/** Epoch seconds for DynamoDB's TTL attribute. */
+export const ttlSeconds = (epochMs: number): number => Math.ceil(epochMs / 1000);

@@ -1,0 +1,103 @@
+import { randomUUID } from "node:crypto";
+import { DeleteCommand, PutCommand, UpdateCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
+import type { Clock, Lock, LockHandle } from "../bridge/ports.js";
+import { systemClock } from "./clock.js";
+import { leaseItemKey, ttlSeconds } from "./keys.js";
+
+/** DynamoDB deletes expired leases lazily; the TTL is only housekeeping, `expiresAt` is what the condition checks. */
+const TTL_SLACK_MS = 3_600_000;
+
+export interface DynamoLeaseLockOptions {
+  readonly doc: DynamoDBDocumentClient;
+  readonly tableName: string;
+  /** @default systemClock */
+  readonly clock?: Clock;
+  /** Owner token generator; tests pin it. @default randomUUID */
+  readonly ownerId?: () => string;
+}
+
+const isConditionFailure = (error: unknown): boolean =>
+  error instanceof Error && error.name === "ConditionalCheckFailedException";
+
+/**
+ * Lease lock on DynamoDB: a lease is the item `LEASE#<name>` holding an owner token and `expiresAt` (epoch ms).
+ * Acquire is a conditional put that succeeds when no lease exists or the existing one expired; renew and release are
+ * conditional on the owner token, so a lease taken over by another owner is never extended or deleted.
+ *
+ * @example
+ * const lock = new DynamoLeaseLock({ doc, tableName });
+ * const lease = await lock.tryAcquire("acme#token-refresh", 30_000);
+ * if (lease) try { ... } finally { await lease.release(); }
+ */
+export class DynamoLeaseLock implements Lock {
+  readonly #doc: DynamoDBDocumentClient;
+  readonly #table: string;
+  readonly #clock: Clock;
+  readonly #ownerId: () => string;
+
+  constructor(options: DynamoLeaseLockOptions) {
+    this.#doc = options.doc;
+    this.#table = options.tableName;
+    this.#clock = options.clock ?? systemClock;
+    this.#ownerId = options.ownerId ?? randomUUID;
+  }
+
+  async tryAcquire(name: string, ttlMs: number): Promise<LockHandle | undefined> {
+    const owner = this.#ownerId();
+    const now = this.#clock.now();
+    const key = leaseItemKey(name);
+    try {
+      await this.#doc.send(
+        new PutCommand({
+          TableName: this.#table,
+          Item: { ...key, name, owner, expiresAt: now + ttlMs, ttl: ttlSeconds(now + ttlMs + TTL_SLACK_MS) },
+          ConditionExpression: "attribute_not_exists(pk) OR expiresAt <= :now",
+          ExpressionAttributeValues: { ":now": now },
+        }),
+      );
+    } catch (error) {
+      if (isConditionFailure(error)) return undefined;
+      throw error;
+    }
+    return this.#handle(key, owner);
+  }
+
+  #handle(key: { pk: string; sk: string }, owner: string): LockHandle {
+    return {
+      renew: async (ttlMs) => {
+        const now = this.#clock.now();
+        try {
+          await this.#doc.send(
+            new UpdateCommand({
+              TableName: this.#table,
+              Key: key,
+              UpdateExpression: "SET expiresAt = :expiresAt, #ttl = :ttl",
+              ConditionExpression: "#owner = :owner",
+              ExpressionAttributeNames: { "#owner": "owner", "#ttl": "ttl" },
+              ExpressionAttributeValues: { ":owner": owner, ":expiresAt": now + ttlMs, ":ttl": ttlSeconds(now + ttlMs + TTL_SLACK_MS) },
+            }),
+          );
+          return true;
+        } catch (error) {
+          if (isConditionFailure(error)) return false;
+          throw error;
+        }
+      },
+      release: async () => {
+        try {
+          await this.#doc.send(
+            new DeleteCommand({
+              TableName: this.#table,
+              Key: key,
+              ConditionExpression: "#owner = :owner",
+              ExpressionAttributeNames: { "#owner": "owner" },
+              ExpressionAttributeValues: { ":owner": owner },
+            }),
+          );
+        } catch (error) {
+          if (!isConditionFailure(error)) throw error;
+        }
+      },
+    };
+  }
+}

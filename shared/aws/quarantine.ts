@@ -1,0 +1,130 @@
+import { gunzipSync, gzipSync } from "node:zlib";
+import { PutCommand, QueryCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
+import type { Clock, EntityKind, Quarantine, QuarantineRecord } from "../bridge/ports.js";
+import { systemClock } from "./clock.js";
+import { CorruptItemError } from "./errors.js";
+import { quarantineItemKey, quarantinePartition, ttlSeconds } from "./keys.js";
+
+/** Quarantine records expire after this many days unless configured otherwise. */
+export const DEFAULT_QUARANTINE_RETENTION_DAYS = 30;
+/** Raw bodies above this are gzip-compressed. */
+const COMPRESS_RAW_ABOVE_BYTES = 4_096;
+/** Compressed raw bodies above this are cut (the record must still fit one 400 KB item). */
+const MAX_RAW_BYTES = 350 * 1024;
+
+export interface DynamoQuarantineOptions {
+  readonly doc: DynamoDBDocumentClient;
+  readonly tableName: string;
+  readonly tenant: string;
+  /** @default systemClock */
+  readonly clock?: Clock;
+  /** Days a record is kept before DynamoDB's TTL deletes it. @default DEFAULT_QUARANTINE_RETENTION_DAYS */
+  readonly retentionDays?: number;
+}
+
+interface QuarantineItem {
+  pk: string;
+  sk: string;
+  kind: EntityKind;
+  entityId?: string;
+  reason: string;
+  at: string;
+  ttl: number;
+  raw?: string;
+  rawz?: Uint8Array;
+  /** Set when the raw body was too large to keep whole: its original byte length. */
+  rawTruncatedFrom?: number;
+}
+
+/**
+ * Quarantine on DynamoDB: one item per record under `QUAR#<tenant>`, sort key = the record's deterministic id, so
+ * putting the same id twice keeps one record. Items carry `ttl` (retention) and the raw body as JSON text, gzip when
+ * large.
+ *
+ * @example
+ * await new DynamoQuarantine({ doc, tableName, tenant: "acme" }).put(record);
+ */
+export class DynamoQuarantine implements Quarantine {
+  readonly #doc: DynamoDBDocumentClient;
+  readonly #table: string;
+  readonly #tenant: string;
+  readonly #clock: Clock;
+  readonly #retentionMs: number;
+
+  constructor(options: DynamoQuarantineOptions) {
+    this.#doc = options.doc;
+    this.#table = options.tableName;
+    this.#tenant = options.tenant;
+    this.#clock = options.clock ?? systemClock;
+    this.#retentionMs = (options.retentionDays ?? DEFAULT_QUARANTINE_RETENTION_DAYS) * 86_400_000;
+  }
+
+  async put(record: QuarantineRecord): Promise<void> {
+    const item: QuarantineItem = {
+      ...quarantineItemKey(this.#tenant, record.id),
+      kind: record.kind,
+      reason: record.reason,
+      at: record.at,
+      ttl: ttlSeconds(this.#clock.now() + this.#retentionMs),
+      ...(record.entityId !== undefined ? { entityId: record.entityId } : {}),
+      ...encodeRaw(record.raw),
+    };
+    await this.#doc.send(new PutCommand({ TableName: this.#table, Item: item as unknown as Record<string, unknown> }));
+  }
+
+  async list(): Promise<QuarantineRecord[]> {
+    const records: QuarantineRecord[] = [];
+    let startKey: Record<string, unknown> | undefined;
+    do {
+      const page = await this.#doc.send(
+        new QueryCommand({
+          TableName: this.#table,
+          KeyConditionExpression: "pk = :pk",
+          ExpressionAttributeValues: { ":pk": quarantinePartition(this.#tenant) },
+          ConsistentRead: true,
+          ExclusiveStartKey: startKey,
+        }),
+      );
+      for (const item of page.Items ?? []) records.push(this.#decode(item as unknown as QuarantineItem));
+      startKey = page.LastEvaluatedKey;
+    } while (startKey !== undefined);
+    return records;
+  }
+
+  #decode(item: QuarantineItem): QuarantineRecord {
+    try {
+      const rawJson = item.rawz !== undefined ? gunzipSync(item.rawz).toString("utf8") : item.raw;
+      const raw: unknown =
+        item.rawTruncatedFrom !== undefined
+          ? { _truncated: { bytes: item.rawTruncatedFrom }, head: rawJson }
+          : rawJson === undefined
+            ? undefined
+            : JSON.parse(rawJson);
+      return {
+        id: item.sk,
+        kind: item.kind,
+        reason: item.reason,
+        raw,
+        at: item.at,
+        ...(item.entityId !== undefined ? { entityId: item.entityId } : {}),
+      };
+    } catch (error) {
+      throw new CorruptItemError(`Quarantine item ${item.pk}/${item.sk} cannot be decoded`, this.#table, `${item.pk}/${item.sk}`, {
+        cause: error,
+      });
+    }
+  }
+}
+
+/** JSON text of the raw body; gzip when large; cut (and flagged) when it could not fit an item even compressed. */
+function encodeRaw(raw: unknown): Pick<QuarantineItem, "raw" | "rawz" | "rawTruncatedFrom"> {
+  if (raw === undefined) return {};
+  const json = JSON.stringify(raw) ?? "null";
+  const bytes = Buffer.byteLength(json);
+  if (bytes <= COMPRESS_RAW_ABOVE_BYTES) return { raw: json };
+  const compressed = gzipSync(json);
+  if (compressed.byteLength <= MAX_RAW_BYTES) return { rawz: new Uint8Array(compressed) };
+  // Keeping the head of an absurdly large body beats losing the whole record.
+  const head = Buffer.from(json).subarray(0, MAX_RAW_BYTES).toString("utf8");
+  return { rawz: new Uint8Array(gzipSync(head)), rawTruncatedFrom: bytes };
+}

@@ -1,0 +1,107 @@
+import type { Clock } from "../bridge/ports.js";
+
+/** Backoff of the adapters' own retry loops (on top of the SDK's per-request retries). */
+export interface BackoffOptions {
+  /** Attempts including the first. @default 8 */
+  readonly maxAttempts: number;
+  /** Delay before the second attempt, doubled each time. @default 50 */
+  readonly baseDelayMs: number;
+  /** Cap of one delay. @default 5000 */
+  readonly maxDelayMs: number;
+  /** Random source in [0, 1) for full jitter; tests pin it. @default Math.random */
+  readonly random: () => number;
+}
+
+export const DEFAULT_BACKOFF: BackoffOptions = {
+  maxAttempts: 8,
+  baseDelayMs: 50,
+  maxDelayMs: 5_000,
+  random: Math.random,
+};
+
+/**
+ * Delay before attempt `attempt + 1` (attempt is 1-based): exponential with "equal jitter", so it is never zero and
+ * never above the cap.
+ *
+ * @example
+ * await clock.sleep(backoffDelay(2, DEFAULT_BACKOFF)); // between 50 and 100 ms
+ */
+export function backoffDelay(attempt: number, options: BackoffOptions): number {
+  const ceiling = Math.min(options.maxDelayMs, options.baseDelayMs * 2 ** (attempt - 1));
+  return Math.round(ceiling / 2 + (options.random() * ceiling) / 2);
+}
+
+/** Error names AWS uses for throttling and transient service faults. */
+const RETRYABLE_NAMES = new Set([
+  "ThrottlingException",
+  "Throttling",
+  "TooManyRequestsException",
+  "ProvisionedThroughputExceededException",
+  "RequestLimitExceeded",
+  "InternalServerError",
+  "InternalServiceError",
+  "InternalFailure",
+  "InternalServiceErrorException",
+  "ServiceUnavailable",
+  "ServiceUnavailableException",
+  "TimeoutError",
+  "RequestTimeout",
+  "RequestTimeoutException",
+  "ECONNRESET",
+  "EPIPE",
+  "ETIMEDOUT",
+]);
+
+/** True for throttling and transient faults worth another attempt (SDK v3 errors carry `name` and `$retryable`). */
+export function isRetryableAwsError(error: unknown): boolean {
+  if (typeof error !== "object" || error === null) return false;
+  const candidate = error as { name?: unknown; code?: unknown; $retryable?: unknown; $metadata?: { httpStatusCode?: number } };
+  if (candidate.$retryable !== undefined) return true;
+  if (typeof candidate.name === "string" && RETRYABLE_NAMES.has(candidate.name)) return true;
+  if (typeof candidate.code === "string" && RETRYABLE_NAMES.has(candidate.code)) return true;
+  const status = candidate.$metadata?.httpStatusCode;
+  return status === 429 || (status !== undefined && status >= 500);
+}
+
+/**
+ * Runs `operation` until it succeeds, retrying only retryable AWS errors with backoff; the last error is rethrown.
+ *
+ * @example
+ * const value = await withRetries(() => client.send(command), { clock, backoff: DEFAULT_BACKOFF });
+ */
+export async function withRetries<T>(
+  operation: (attempt: number) => Promise<T>,
+  options: { readonly clock: Clock; readonly backoff: BackoffOptions; readonly onRetry?: (error: unknown, attempt: number) => void },
+): Promise<T> {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await operation(attempt);
+    } catch (error) {
+      if (attempt >= options.backoff.maxAttempts || !isRetryableAwsError(error)) throw error;
+      options.onRetry?.(error, attempt);
+      await options.clock.sleep(backoffDelay(attempt, options.backoff));
+    }
+  }
+}
+
+/** Splits `items` into chunks of at most `size`. */
+export function chunk<T>(items: readonly T[], size: number): T[][] {
+  const chunks: T[][] = [];
+  for (let i = 0; i < items.length; i += size) chunks.push(items.slice(i, i + size));
+  return chunks;
+}
+
+/** Maps with at most `limit` calls in flight, keeping input order in the result. */
+export async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {
+  const results = new Array<R>(items.length);
+  let next = 0;
+  const workers = Array.from({ length: Math.min(limit, items.length) }, async () => {
+    while (next < items.length) {
+      const index = next;
+      next += 1;
+      results[index] = await fn(items[index] as T, index);
+    }
+  });
+  await Promise.all(workers);
+  return results;
+}

@@ -1,0 +1,162 @@
+import { gunzipSync, gzipSync } from "node:zlib";
+import { BatchGetCommand, BatchWriteCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
+import type { Clock, Snapshot, SnapshotKey, SnapshotStore } from "../bridge/ports.js";
+import { systemClock } from "./clock.js";
+import { CorruptItemError, DynamoBatchIncompleteError, ItemTooLargeError } from "./errors.js";
+import { snapshotItemKey } from "./keys.js";
+import { DEFAULT_BACKOFF, backoffDelay, chunk, mapLimit, type BackoffOptions } from "./retry.js";
+
+/** BatchGetItem accepts at most 100 keys per call. */
+export const BATCH_GET_LIMIT = 100;
+/** BatchWriteItem accepts at most 25 requests per call. */
+export const BATCH_WRITE_LIMIT = 25;
+/** Objects whose JSON is larger than this are stored gzip-compressed as a binary attribute. */
+export const DEFAULT_COMPRESS_ABOVE_BYTES = 2_048;
+/** DynamoDB's item limit is 400 KB; keep room for keys and attribute names. */
+const MAX_OBJECT_BYTES = 390 * 1024;
+
+export interface DynamoSnapshotStoreOptions {
+  readonly doc: DynamoDBDocumentClient;
+  readonly tableName: string;
+  readonly tenant: string;
+  /** @default systemClock */
+  readonly clock?: Clock;
+  /** Retry of unprocessed keys/items. @default DEFAULT_BACKOFF */
+  readonly backoff?: Partial<BackoffOptions>;
+  /** @default DEFAULT_COMPRESS_ABOVE_BYTES */
+  readonly compressAboveBytes?: number;
+  /** Batch calls in flight at once. @default 4 */
+  readonly concurrency?: number;
+}
+
+/** Stored shape of one snapshot item: hash and time in the clear, the object as JSON text or gzip of it. */
+interface SnapshotItem {
+  pk: string;
+  sk: string;
+  key: SnapshotKey;
+  hash: string;
+  updatedAt: string;
+  /** JSON of the object when small. */
+  obj?: string;
+  /** gzip of the JSON when large. */
+  objz?: Uint8Array;
+}
+
+/**
+ * Snapshot store on DynamoDB: one item per entity (`SNAP#<tenant>#<kind>:<id>`), read with BatchGetItem (100 keys,
+ * strongly consistent) and written with BatchWriteItem (25 items), retrying unprocessed keys and items with backoff.
+ * No version check on write: the per-tenant cycle lease makes the running cycle the only writer of its entity kind.
+ *
+ * @example
+ * const store = new DynamoSnapshotStore({ doc, tableName: "bridge", tenant: "acme" });
+ * const found = await store.getMany(["transaction:tx_1"]);
+ */
+export class DynamoSnapshotStore implements SnapshotStore {
+  readonly #doc: DynamoDBDocumentClient;
+  readonly #table: string;
+  readonly #tenant: string;
+  readonly #clock: Clock;
+  readonly #backoff: BackoffOptions;
+  readonly #compressAbove: number;
+  readonly #concurrency: number;
+
+  constructor(options: DynamoSnapshotStoreOptions) {
+    this.#doc = options.doc;
+    this.#table = options.tableName;
+    this.#tenant = options.tenant;
+    this.#clock = options.clock ?? systemClock;
+    this.#backoff = { ...DEFAULT_BACKOFF, ...options.backoff };
+    this.#compressAbove = options.compressAboveBytes ?? DEFAULT_COMPRESS_ABOVE_BYTES;
+    this.#concurrency = options.concurrency ?? 4;
+  }
+
+  async getMany(keys: readonly SnapshotKey[]): Promise<Map<SnapshotKey, Snapshot>> {
+    const unique = [...new Set(keys)];
+    const found = new Map<SnapshotKey, Snapshot>();
+    await mapLimit(chunk(unique, BATCH_GET_LIMIT), this.#concurrency, async (batch) => {
+      for (const item of await this.#batchGet(batch.map((key) => ({ ...snapshotItemKey(this.#tenant, key) })))) {
+        const snapshot = this.#decode(item as unknown as SnapshotItem);
+        found.set(snapshot.key, snapshot);
+      }
+    });
+    return found;
+  }
+
+  async putMany(snapshots: readonly Snapshot[]): Promise<void> {
+    // BatchWriteItem rejects two requests for one key; the last write of a key wins, as sequential puts would.
+    const latest = new Map<SnapshotKey, Snapshot>();
+    for (const snapshot of snapshots) latest.set(snapshot.key, snapshot);
+    const items = [...latest.values()].map((snapshot) => this.#encode(snapshot));
+    await mapLimit(chunk(items, BATCH_WRITE_LIMIT), this.#concurrency, (batch) => this.#batchWrite(batch));
+  }
+
+  #encode(snapshot: Snapshot): SnapshotItem {
+    const key = snapshotItemKey(this.#tenant, snapshot.key);
+    const json = JSON.stringify(snapshot.object);
+    const base = { ...key, key: snapshot.key, hash: snapshot.hash, updatedAt: snapshot.updatedAt };
+    if (Buffer.byteLength(json) <= this.#compressAbove) return { ...base, obj: json };
+    const compressed = gzipSync(json);
+    if (compressed.byteLength > MAX_OBJECT_BYTES) {
+      throw new ItemTooLargeError(
+        `Snapshot ${snapshot.key} is ${compressed.byteLength} bytes compressed, above DynamoDB's item limit`,
+        this.#table,
+        snapshot.key,
+        compressed.byteLength,
+      );
+    }
+    return { ...base, objz: new Uint8Array(compressed) };
+  }
+
+  #decode(item: SnapshotItem): Snapshot {
+    try {
+      const json = item.objz !== undefined ? gunzipSync(item.objz).toString("utf8") : item.obj;
+      if (json === undefined || typeof item.hash !== "string" || typeof item.key !== "string") throw new Error("missing attributes");
+      const object = JSON.parse(json) as Record<string, unknown>;
+      return { key: item.key, hash: item.hash, object, updatedAt: item.updatedAt };
+    } catch (error) {
+      throw new CorruptItemError(`Snapshot item ${item.pk} cannot be decoded`, this.#table, item.pk, { cause: error });
+    }
+  }
+
+  async #batchGet(keys: Record<string, unknown>[]): Promise<Record<string, unknown>[]> {
+    const items: Record<string, unknown>[] = [];
+    let pending = keys;
+    for (let attempt = 1; pending.length > 0; attempt += 1) {
+      if (attempt > this.#backoff.maxAttempts) {
+        throw new DynamoBatchIncompleteError(
+          `BatchGetItem left ${pending.length} keys unprocessed after ${this.#backoff.maxAttempts} attempts`,
+          this.#table,
+          "BatchGetItem",
+          pending.length,
+          this.#backoff.maxAttempts,
+        );
+      }
+      if (attempt > 1) await this.#clock.sleep(backoffDelay(attempt - 1, this.#backoff));
+      const result = await this.#doc.send(
+        new BatchGetCommand({ RequestItems: { [this.#table]: { Keys: pending, ConsistentRead: true } } }),
+      );
+      items.push(...(result.Responses?.[this.#table] ?? []));
+      pending = result.UnprocessedKeys?.[this.#table]?.Keys ?? [];
+    }
+    return items;
+  }
+
+  async #batchWrite(items: SnapshotItem[]): Promise<void> {
+    type WriteRequests = NonNullable<NonNullable<ConstructorParameters<typeof BatchWriteCommand>[0]["RequestItems"]>[string]>;
+    let pending: WriteRequests = items.map((item) => ({ PutRequest: { Item: item as unknown as Record<string, unknown> } }));
+    for (let attempt = 1; pending.length > 0; attempt += 1) {
+      if (attempt > this.#backoff.maxAttempts) {
+        throw new DynamoBatchIncompleteError(
+          `BatchWriteItem left ${pending.length} items unprocessed after ${this.#backoff.maxAttempts} attempts`,
+          this.#table,
+          "BatchWriteItem",
+          pending.length,
+          this.#backoff.maxAttempts,
+        );
+      }
+      if (attempt > 1) await this.#clock.sleep(backoffDelay(attempt - 1, this.#backoff));
+      const result = await this.#doc.send(new BatchWriteCommand({ RequestItems: { [this.#table]: pending } }));
+      pending = result.UnprocessedItems?.[this.#table] ?? [];
+    }
+  }
+}

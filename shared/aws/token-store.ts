@@ -1,0 +1,275 @@
+import { randomUUID } from "node:crypto";
+import { GetSecretValueCommand, PutSecretValueCommand, type SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
+import { DeleteCommand, GetCommand, PutCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
+import { z } from "zod";
+import type { Clock, Logger } from "../bridge/ports.js";
+import type { StoredTokens, TokenStore } from "../qashio/auth/token-store.js";
+import { systemClock } from "./clock.js";
+import { SecretFormatError, SecretStoreError } from "./errors.js";
+import { accessTokenItemKey, ttlSeconds } from "./keys.js";
+import { DEFAULT_BACKOFF, isRetryableAwsError, withRetries, type BackoffOptions } from "./retry.js";
+
+/** The provider secret's JSON: client credentials, the current refresh token, and the tenant's PII salt. */
+export const ProviderSecretSchema = z.looseObject({
+  client_id: z.string().min(1),
+  client_secret: z.string().min(1),
+  refresh_token: z.string().min(1),
+  pii_salt: z.string().min(1),
+});
+export type ProviderSecret = z.infer<typeof ProviderSecretSchema>;
+
+/** The secret value as read: parsed JSON plus the version it came from. */
+export interface SecretRead {
+  readonly secret: ProviderSecret;
+  readonly versionId: string;
+}
+
+/** Cached credentials are re-read after this long. */
+export const DEFAULT_SECRET_CACHE_TTL_MS = 5 * 60_000;
+
+export interface SecretsManagerTokenStoreOptions {
+  readonly secrets: SecretsManagerClient;
+  /** ARN (or name) of the provider secret. */
+  readonly secretId: string;
+  readonly doc: DynamoDBDocumentClient;
+  readonly tableName: string;
+  readonly tenant: string;
+  /** @default systemClock */
+  readonly clock?: Clock;
+  /** Retry of throttled Secrets Manager calls. @default DEFAULT_BACKOFF */
+  readonly backoff?: Partial<BackoffOptions>;
+  /** Expiry of the cached secret used by `credentials()`. @default DEFAULT_SECRET_CACHE_TTL_MS */
+  readonly cacheTtlMs?: number;
+  readonly logger?: Logger;
+}
+
+/** How a rotation writes its version: Secrets Manager's request token, and the labels the version gets. */
+export interface VersionWrite {
+  readonly clientRequestToken: string;
+  readonly stages: readonly string[];
+}
+
+/** The shared access-token item (one per tenant): encrypted at rest by the table's KMS key, never logged. */
+interface AccessTokenItem {
+  pk: string;
+  sk: string;
+  accessToken?: string;
+  accessTokenExpiresAt?: number;
+  scope?: string;
+  /** Secret version whose refresh token was current when this access token was issued. */
+  secretVersionId: string;
+  updatedAt: string;
+  ttl: number;
+}
+
+/** The access-token item outlives the token by this much (housekeeping only). */
+const ACCESS_ITEM_TTL_SLACK_MS = 86_400_000;
+
+/**
+ * Token store of one tenant on AWS.
+ *
+ * - The refresh token lives in the provider secret (Secrets Manager, JSON `{client_id, client_secret, refresh_token,
+ *   pii_salt}`); `save` writes a new secret version (AWSCURRENT) before it resolves, so before the new access token is
+ *   used.
+ * - The access token is shared by all containers and cycles in one DynamoDB item (`TOKEN#<tenant>`/`ACCESS`), so a
+ *   refresh happens only when the token nears expiry or is rejected, never per invocation (Secrets Manager advises
+ *   about one new version per ~10 minutes sustained; PutSecretValue shares a 50 TPS account quota).
+ * - `load` always reads the secret fresh: the token provider calls it at cold start and under the refresh lease only,
+ *   so after a refresh answered 401 it sees a refresh token another container rotated meanwhile.
+ * - An access token recorded against an older secret version than the current one is not returned (the secret was
+ *   replaced, e.g. by a re-authorization), which forces a refresh with the current refresh token.
+ * - Throttled Secrets Manager calls are retried with backoff; PutSecretValue reuses one ClientRequestToken across
+ *   retries so a retry cannot create a second version.
+ *
+ * @example
+ * const store = new SecretsManagerTokenStore({ secrets, secretId, doc, tableName, tenant: "acme" });
+ * const provider = new OAuthTokenProvider({ baseUrl, clientId, clientSecret, store, lock });
+ */
+export class SecretsManagerTokenStore implements TokenStore {
+  readonly #options: SecretsManagerTokenStoreOptions;
+  readonly #clock: Clock;
+  readonly #backoff: BackoffOptions;
+  readonly #cacheTtlMs: number;
+  #cache?: { read: SecretRead; expiresAt: number };
+  #inflightRead?: Promise<SecretRead>;
+
+  constructor(options: SecretsManagerTokenStoreOptions) {
+    this.#options = options;
+    this.#clock = options.clock ?? systemClock;
+    this.#backoff = { ...DEFAULT_BACKOFF, ...options.backoff };
+    this.#cacheTtlMs = options.cacheTtlMs ?? DEFAULT_SECRET_CACHE_TTL_MS;
+  }
+
+  /**
+   * Client credentials and PII salt, from a cache with an explicit expiry (read at cold start, then every
+   * `cacheTtlMs`).
+   *
+   * @example
+   * const { client_id, client_secret, pii_salt } = await store.credentials();
+   */
+  async credentials(): Promise<ProviderSecret> {
+    const cached = this.#cache;
+    if (cached !== undefined && cached.expiresAt > this.#clock.now()) return cached.read.secret;
+    return (await this.readSecret()).secret;
+  }
+
+  async load(): Promise<StoredTokens | undefined> {
+    const [read, item] = await Promise.all([this.readSecret(), this.#readAccessItem()]);
+    const tokens: StoredTokens = { refreshToken: read.secret.refresh_token };
+    if (item === undefined || item.secretVersionId !== read.versionId || item.accessToken === undefined) {
+      return item?.scope !== undefined ? { ...tokens, scope: item.scope } : tokens;
+    }
+    return {
+      ...tokens,
+      accessToken: item.accessToken,
+      ...(item.accessTokenExpiresAt !== undefined ? { accessTokenExpiresAt: item.accessTokenExpiresAt } : {}),
+      ...(item.scope !== undefined ? { scope: item.scope } : {}),
+    };
+  }
+
+  async save(tokens: StoredTokens): Promise<void> {
+    await this.saveVersion(tokens);
+  }
+
+  /**
+   * A view of this store whose `save` writes the version Secrets Manager's rotation asked for (its
+   * ClientRequestToken, with the given labels). Used by the rotation handler only.
+   */
+  forRotation(write: VersionWrite): TokenStore {
+    return {
+      load: () => this.load(),
+      save: async (tokens) => {
+        await this.saveVersion(tokens, write);
+      },
+    };
+  }
+
+  /** Writes the secret version (when the refresh token changed), then the shared access-token item. */
+  async saveVersion(tokens: StoredTokens, write?: VersionWrite): Promise<string> {
+    const current = await this.readSecret();
+    let versionId = current.versionId;
+    if (tokens.refreshToken !== current.secret.refresh_token || write !== undefined) {
+      versionId = await this.#putSecret({ ...current.secret, refresh_token: tokens.refreshToken }, write);
+    }
+    await this.#writeAccessItem(tokens, versionId);
+    return versionId;
+  }
+
+  /** Reads AWSCURRENT of the secret (single flight per container) and refreshes the cache. */
+  async readSecret(): Promise<SecretRead> {
+    this.#inflightRead ??= this.#getSecret({}).finally(() => {
+      this.#inflightRead = undefined;
+    });
+    return this.#inflightRead;
+  }
+
+  /** Reads one version of the secret by id, or undefined when it does not exist. */
+  async readVersion(versionId: string): Promise<SecretRead | undefined> {
+    try {
+      return await this.#getSecret({ VersionId: versionId });
+    } catch (error) {
+      if (error instanceof SecretStoreError && (error.cause as Error | undefined)?.name === "ResourceNotFoundException") return undefined;
+      throw error;
+    }
+  }
+
+  async #getSecret(version: { VersionId?: string }): Promise<SecretRead> {
+    const { secretId } = this.#options;
+    const response = await this.#call("GetSecretValue", () =>
+      this.#options.secrets.send(new GetSecretValueCommand({ SecretId: secretId, ...version })),
+    );
+    const read = parseSecret(secretId, response.SecretString, response.VersionId);
+    if (version.VersionId === undefined) this.#cache = { read, expiresAt: this.#clock.now() + this.#cacheTtlMs };
+    return read;
+  }
+
+  async #putSecret(secret: ProviderSecret, write?: VersionWrite): Promise<string> {
+    const { secretId } = this.#options;
+    // One request token across retries: a retried call after a lost response cannot create a second version.
+    const clientRequestToken = write?.clientRequestToken ?? randomUUID();
+    const response = await this.#call("PutSecretValue", () =>
+      this.#options.secrets.send(
+        new PutSecretValueCommand({
+          SecretId: secretId,
+          SecretString: JSON.stringify(secret),
+          ClientRequestToken: clientRequestToken,
+          ...(write !== undefined ? { VersionStages: [...write.stages] } : {}),
+        }),
+      ),
+    );
+    const versionId = response.VersionId ?? clientRequestToken;
+    this.#cache = { read: { secret, versionId }, expiresAt: this.#clock.now() + this.#cacheTtlMs };
+    return versionId;
+  }
+
+  async #call<T>(operation: string, send: () => Promise<T>): Promise<T> {
+    let attempts = 0;
+    try {
+      return await withRetries(
+        async (attempt) => {
+          attempts = attempt;
+          return send();
+        },
+        {
+          clock: this.#clock,
+          backoff: this.#backoff,
+          onRetry: (error, attempt) =>
+            this.#options.logger?.warn("Secrets Manager call failed, retrying", { operation, attempt, error: (error as Error).name }),
+        },
+      );
+    } catch (error) {
+      const retryable = isRetryableAwsError(error);
+      throw new SecretStoreError(
+        `${operation} on the provider secret failed${retryable ? ` after ${attempts} attempts` : ""}: ${(error as Error).name}`,
+        this.#options.secretId,
+        operation,
+        attempts,
+        { cause: error },
+      );
+    }
+  }
+
+  async #readAccessItem(): Promise<AccessTokenItem | undefined> {
+    const { doc, tableName, tenant } = this.#options;
+    const result = await doc.send(new GetCommand({ TableName: tableName, Key: accessTokenItemKey(tenant), ConsistentRead: true }));
+    return result.Item as AccessTokenItem | undefined;
+  }
+
+  async #writeAccessItem(tokens: StoredTokens, secretVersionId: string): Promise<void> {
+    const { doc, tableName, tenant } = this.#options;
+    const now = this.#clock.now();
+    if (tokens.accessToken === undefined) {
+      await doc.send(new DeleteCommand({ TableName: tableName, Key: accessTokenItemKey(tenant) }));
+      return;
+    }
+    const item: AccessTokenItem = {
+      ...accessTokenItemKey(tenant),
+      accessToken: tokens.accessToken,
+      secretVersionId,
+      updatedAt: new Date(now).toISOString(),
+      ttl: ttlSeconds((tokens.accessTokenExpiresAt ?? now) + ACCESS_ITEM_TTL_SLACK_MS),
+      ...(tokens.accessTokenExpiresAt !== undefined ? { accessTokenExpiresAt: tokens.accessTokenExpiresAt } : {}),
+      ...(tokens.scope !== undefined ? { scope: tokens.scope } : {}),
+    };
+    await doc.send(new PutCommand({ TableName: tableName, Item: item as unknown as Record<string, unknown> }));
+  }
+}
+
+/** Parses the secret JSON; errors name the bad fields, never their values. */
+export function parseSecret(secretId: string, secretString: string | undefined, versionId: string | undefined): SecretRead {
+  if (secretString === undefined || versionId === undefined) {
+    throw new SecretFormatError("The provider secret has no string value", secretId, []);
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(secretString);
+  } catch (error) {
+    throw new SecretFormatError("The provider secret is not JSON", secretId, [], { cause: new Error((error as Error).name) });
+  }
+  const parsed = ProviderSecretSchema.safeParse(json);
+  if (!parsed.success) {
+    const fields = [...new Set(parsed.error.issues.map((issue) => issue.path.join(".") || "(root)"))];
+    throw new SecretFormatError(`The provider secret is missing or has invalid fields: ${fields.join(", ")}`, secretId, fields);
+  }
+  return { secret: parsed.data, versionId };
+}

@@ -1,0 +1,108 @@
+import { BatchGetCommand, BatchWriteCommand, DynamoDBDocumentClient, GetCommand } from "@aws-sdk/lib-dynamodb";
+import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { mockClient } from "aws-sdk-client-mock";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Snapshot, SnapshotKey } from "../../shared/bridge/ports.js";
+import { DynamoBatchIncompleteError } from "../../shared/aws/errors.js";
+import { DynamoSnapshotStore } from "../../shared/aws/snapshot-store.js";
+import { FakeClock } from "./support/clock.js";
+import { createTestTable, type TestTable } from "./support/dynamo.js";
+
+const snapshot = (key: SnapshotKey, object: Record<string, unknown>): Snapshot => ({
+  key,
+  hash: `hash-of-${key}`,
+  object,
+  updatedAt: "2026-03-01T12:00:00.000Z",
+});
+
+describe("DynamoSnapshotStore on DynamoDB Local", () => {
+  let table: TestTable;
+  beforeAll(async () => {
+    table = await createTestTable();
+  });
+  afterAll(async () => table.drop());
+
+  const store = (tenant = "acme") => new DynamoSnapshotStore({ doc: table.doc, tableName: table.tableName, tenant });
+
+  it("reads back what it wrote, across more keys than one BatchGetItem takes", async () => {
+    const snapshots = Array.from({ length: 230 }, (_, i) => snapshot(`transaction:tx_${i}`, { id: `tx_${i}`, amount: i }));
+    await store().putMany(snapshots);
+    const found = await store().getMany([...snapshots.map((s) => s.key), "transaction:missing"]);
+    expect(found.size).toBe(230);
+    expect(found.get("transaction:tx_229")).toEqual(snapshots[229]);
+    expect(found.has("transaction:missing")).toBe(false);
+  });
+
+  it("keeps tenants apart", async () => {
+    await store("tenant-a").putMany([snapshot("card:c1", { status: "Active" })]);
+    expect((await store("tenant-b").getMany(["card:c1"])).size).toBe(0);
+  });
+
+  it("replaces a snapshot and accepts the same key twice in one write (last wins)", async () => {
+    await store().putMany([snapshot("card:c2", { status: "Active" }), snapshot("card:c2", { status: "Suspended" })]);
+    expect((await store().getMany(["card:c2", "card:c2"])).get("card:c2")?.object).toEqual({ status: "Suspended" });
+  });
+
+  it("stores large objects gzip-compressed and reads them back intact", async () => {
+    const lineItems = Array.from({ length: 400 }, (_, i) => ({ id: `li_${i}`, description: `Line item number ${i}`, amount: i * 1.5 }));
+    const large = snapshot("transaction:big", { id: "big", line_items: lineItems, note: "ünïcødé" });
+    await store().putMany([large]);
+    const raw = await table.doc.send(new GetCommand({ TableName: table.tableName, Key: { pk: "SNAP#acme#transaction:big", sk: "SNAP" } }));
+    expect(raw.Item?.objz).toBeInstanceOf(Uint8Array);
+    expect(raw.Item?.obj).toBeUndefined();
+    expect((raw.Item?.objz as Uint8Array).byteLength).toBeLessThan(JSON.stringify(large.object).length / 3);
+    expect((await store().getMany(["transaction:big"])).get("transaction:big")).toEqual(large);
+  });
+});
+
+describe("DynamoSnapshotStore batching and retries", () => {
+  const doc = DynamoDBDocumentClient.from(new DynamoDBClient({ region: "eu-west-1" }));
+  const make = (clock = new FakeClock()) =>
+    new DynamoSnapshotStore({ doc, tableName: "t", tenant: "acme", clock, backoff: { random: () => 0.5, maxAttempts: 4 } });
+
+  it("retries only the unprocessed keys, with a backoff between attempts", async () => {
+    const mock = mockClient(doc);
+    const item = { pk: "SNAP#acme#card:a", sk: "SNAP", key: "card:a", hash: "h", updatedAt: "t", obj: "{}" };
+    const itemB = { ...item, pk: "SNAP#acme#card:b", key: "card:b" };
+    mock
+      .on(BatchGetCommand)
+      .resolvesOnce({ Responses: { t: [item] }, UnprocessedKeys: { t: { Keys: [{ pk: itemB.pk, sk: "SNAP" }] } } })
+      .resolvesOnce({ Responses: { t: [itemB] } });
+    const clock = new FakeClock();
+    const found = await make(clock).getMany(["card:a", "card:b"]);
+    expect([...found.keys()].sort()).toEqual(["card:a", "card:b"]);
+    const second = mock.commandCalls(BatchGetCommand)[1]?.args[0].input;
+    expect(second?.RequestItems?.t?.Keys).toEqual([{ pk: itemB.pk, sk: "SNAP" }]);
+    expect(clock.sleeps).toHaveLength(1);
+    mock.restore();
+  });
+
+  it("sends at most 100 keys per BatchGetItem and 25 items per BatchWriteItem", async () => {
+    const mock = mockClient(doc);
+    mock.on(BatchGetCommand).resolves({ Responses: { t: [] } });
+    mock.on(BatchWriteCommand).resolves({});
+    const keys = Array.from({ length: 250 }, (_, i) => `card:${i}` as SnapshotKey);
+    await make().getMany(keys);
+    await make().putMany(keys.map((key) => snapshot(key, {})));
+    expect(mock.commandCalls(BatchGetCommand).map((c) => c.args[0].input.RequestItems?.t?.Keys?.length)).toEqual([100, 100, 50]);
+    expect(mock.commandCalls(BatchWriteCommand).map((c) => c.args[0].input.RequestItems?.t?.length)).toEqual(
+      [...Array(10).fill(25)],
+    );
+    mock.restore();
+  });
+
+  it("retries unprocessed items and gives up with a typed error when they never go through", async () => {
+    const mock = mockClient(doc);
+    mock.on(BatchWriteCommand).callsFake((input: { RequestItems: Record<string, unknown[]> }) => ({ UnprocessedItems: input.RequestItems }));
+    const clock = new FakeClock();
+    const error = await make(clock)
+      .putMany([snapshot("card:a", {})])
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(DynamoBatchIncompleteError);
+    expect(error).toMatchObject({ operation: "BatchWriteItem", remaining: 1, attempts: 4 });
+    expect(mock.commandCalls(BatchWriteCommand)).toHaveLength(4);
+    expect(clock.sleeps).toHaveLength(3);
+    expect(clock.sleeps[1]).toBeGreaterThan(clock.sleeps[0] as number);
+    mock.restore();
+  });
+});

@@ -1,0 +1,136 @@
+/**
+ * A stateful in-memory Secrets Manager for one client instance, wired through aws-sdk-client-mock: versions with
+ * staging labels, ClientRequestToken idempotency, and scripted throttling.
+ */
+import { randomUUID } from "node:crypto";
+import {
+  DescribeSecretCommand,
+  GetSecretValueCommand,
+  PutSecretValueCommand,
+  SecretsManagerClient,
+  UpdateSecretVersionStageCommand,
+} from "@aws-sdk/client-secrets-manager";
+import { mockClient } from "aws-sdk-client-mock";
+
+interface Version {
+  readonly id: string;
+  readonly value: string;
+  stages: Set<string>;
+}
+
+type Operation = "GetSecretValue" | "PutSecretValue" | "DescribeSecret" | "UpdateSecretVersionStage";
+
+/** An AWS-style error (name + $metadata), as the SDK raises them. */
+export function awsError(name: string, status = 400, retryable = false): Error {
+  const error = new Error(`${name} (fake)`) as Error & { $metadata: object; $fault: string; $retryable?: object };
+  error.name = name;
+  error.$metadata = { httpStatusCode: status, requestId: randomUUID() };
+  error.$fault = status >= 500 ? "server" : "client";
+  if (retryable) error.$retryable = { throttling: status === 429 || name.includes("Throttl") };
+  return error;
+}
+
+export class FakeSecretsManager {
+  readonly client = new SecretsManagerClient({ region: "eu-west-1", credentials: { accessKeyId: "x", secretAccessKey: "x" } });
+  readonly versions: Version[] = [];
+  readonly calls: { operation: Operation; input: Record<string, unknown> }[] = [];
+  readonly #failures: { operation: Operation; error: Error }[] = [];
+
+  constructor(readonly secretId: string, initial: Record<string, unknown>) {
+    this.versions.push({ id: randomUUID(), value: JSON.stringify(initial), stages: new Set(["AWSCURRENT"]) });
+    const mock = mockClient(this.client);
+    mock.on(GetSecretValueCommand).callsFake((input) => this.#run("GetSecretValue", input, () => this.#get(input)));
+    mock.on(PutSecretValueCommand).callsFake((input) => this.#run("PutSecretValue", input, () => this.#put(input)));
+    mock.on(DescribeSecretCommand).callsFake((input) => this.#run("DescribeSecret", input, () => this.#describe()));
+    mock.on(UpdateSecretVersionStageCommand).callsFake((input) => this.#run("UpdateSecretVersionStage", input, () => this.#updateStage(input)));
+  }
+
+  /** Makes the next call of `operation` fail with `error` (queue several for several failures). */
+  failNext(operation: Operation, error: Error, times = 1): void {
+    for (let i = 0; i < times; i += 1) this.#failures.push({ operation, error });
+  }
+
+  /** The parsed JSON of the AWSCURRENT version. */
+  current(): Record<string, unknown> {
+    return JSON.parse(this.#byStage("AWSCURRENT").value) as Record<string, unknown>;
+  }
+
+  stagesOf(versionId: string): string[] {
+    return [...(this.versions.find((v) => v.id === versionId)?.stages ?? [])].sort();
+  }
+
+  /** Number of PutSecretValue calls that created a new version. */
+  get versionCount(): number {
+    return this.versions.length;
+  }
+
+  async #run<T>(operation: Operation, input: Record<string, unknown>, body: () => T): Promise<T> {
+    this.calls.push({ operation, input });
+    const index = this.#failures.findIndex((f) => f.operation === operation);
+    if (index >= 0) {
+      const [failure] = this.#failures.splice(index, 1);
+      throw failure?.error;
+    }
+    return body();
+  }
+
+  #byStage(stage: string): Version {
+    const version = this.versions.find((v) => v.stages.has(stage));
+    if (version === undefined) throw awsError("ResourceNotFoundException");
+    return version;
+  }
+
+  #get(input: { VersionId?: string; VersionStage?: string }) {
+    const version =
+      input.VersionId !== undefined ? this.versions.find((v) => v.id === input.VersionId) : this.#byStage(input.VersionStage ?? "AWSCURRENT");
+    if (version === undefined) throw awsError("ResourceNotFoundException");
+    return { ARN: this.secretId, VersionId: version.id, SecretString: version.value, VersionStages: [...version.stages] };
+  }
+
+  #put(input: { ClientRequestToken?: string; SecretString?: string; VersionStages?: string[] }) {
+    const id = input.ClientRequestToken ?? randomUUID();
+    const existing = this.versions.find((v) => v.id === id);
+    if (existing !== undefined) {
+      if (existing.value !== input.SecretString) throw awsError("ResourceExistsException");
+      return { ARN: this.secretId, VersionId: id, VersionStages: [...existing.stages] };
+    }
+    const stages = input.VersionStages ?? ["AWSCURRENT"];
+    const version: Version = { id, value: input.SecretString ?? "", stages: new Set() };
+    this.versions.push(version);
+    for (const stage of stages) this.#moveStage(stage, version);
+    return { ARN: this.secretId, VersionId: id, VersionStages: [...version.stages] };
+  }
+
+  #moveStage(stage: string, to: Version): void {
+    const from = this.versions.find((v) => v.stages.has(stage));
+    if (from === to) return;
+    from?.stages.delete(stage);
+    if (stage === "AWSCURRENT" && from !== undefined) {
+      for (const v of this.versions) v.stages.delete("AWSPREVIOUS");
+      from.stages.add("AWSPREVIOUS");
+    }
+    to.stages.add(stage);
+  }
+
+  #describe() {
+    return {
+      ARN: this.secretId,
+      VersionIdsToStages: Object.fromEntries(this.versions.filter((v) => v.stages.size > 0).map((v) => [v.id, [...v.stages]])),
+    };
+  }
+
+  #updateStage(input: { VersionStage?: string; MoveToVersionId?: string; RemoveFromVersionId?: string }) {
+    const stage = input.VersionStage ?? "";
+    if (input.RemoveFromVersionId !== undefined) {
+      const from = this.versions.find((v) => v.id === input.RemoveFromVersionId);
+      if (from === undefined || !from.stages.has(stage)) throw awsError("InvalidParameterException");
+      if (input.MoveToVersionId === undefined) from.stages.delete(stage);
+    }
+    if (input.MoveToVersionId !== undefined) {
+      const to = this.versions.find((v) => v.id === input.MoveToVersionId);
+      if (to === undefined) throw awsError("ResourceNotFoundException");
+      this.#moveStage(stage, to);
+    }
+    return { ARN: this.secretId, Name: this.secretId };
+  }
+}
