@@ -1,0 +1,75 @@
+/**
+ * Small ports the CLI gives the engine: a stderr logger with a level, metrics kept in memory
+ * (local mode has no metrics backend; the summary line shows what matters), a system clock,
+ * and a publisher wrapper that also hands every published event to the console printer.
+ */
+import type { BridgeEvent, Clock, EventPublisher, Logger, MetricName, Metrics } from "../bridge/ports.js";
+import type { LogLevel } from "./config.js";
+import type { OutputStream } from "./printer.js";
+
+const RANK: Readonly<Record<LogLevel, number>> = { debug: 10, info: 20, warn: 30, error: 40 };
+
+/** Attribute names whose values are never printed, whatever a caller passes. */
+const SECRET_KEYS = /token|secret|password|authorization|^code$|salt/i;
+
+function safeAttributes(attributes?: Readonly<Record<string, unknown>>): string {
+  if (attributes === undefined) return "";
+  const shown = Object.entries(attributes).map(([k, v]) => {
+    const value = SECRET_KEYS.test(k) ? "[hidden]" : v instanceof Error ? `${v.name}: ${v.message}` : v;
+    return `${k}=${typeof value === "string" ? value : JSON.stringify(value)}`;
+  });
+  return shown.length === 0 ? "" : ` ${shown.join(" ")}`;
+}
+
+/**
+ * A one-line-per-message logger to `stream` (stderr), dropping messages under `level`.
+ *
+ * @example
+ * const logger = streamLogger(process.stderr, "info");
+ * logger.warn("provider slow", { status: 429 }); // "warn  provider slow status=429"
+ */
+export function streamLogger(stream: OutputStream, level: LogLevel): Logger {
+  const at = (l: LogLevel) => (message: string, attributes?: Readonly<Record<string, unknown>>) => {
+    if (RANK[l] < RANK[level]) return;
+    stream.write(`${l.padEnd(5)} ${message}${safeAttributes(attributes)}\n`);
+  };
+  return { debug: at("debug"), info: at("info"), warn: at("warn"), error: at("error") };
+}
+
+/** Metrics summed in memory by name (and `type` dimension), readable by the command. */
+export class MemoryMetrics implements Metrics {
+  readonly totals = new Map<string, number>();
+
+  add(name: MetricName, value: number, _unit?: string, dimensions?: Readonly<Record<string, string>>): void {
+    const key = dimensions?.type === undefined ? name : `${name}:${dimensions.type}`;
+    this.totals.set(key, (this.totals.get(key) ?? 0) + value);
+  }
+
+  get(name: MetricName): number {
+    return this.totals.get(name) ?? 0;
+  }
+}
+
+/** Wall clock of the process. */
+export const systemClock: Clock = {
+  now: () => Date.now(),
+  sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+};
+
+/**
+ * Wraps a publisher so the events it accepted (all but the failed ones) are also handed to `onPublished`,
+ * e.g. the console printer of `demo`.
+ *
+ * @example
+ * const publisher = observePublished(jsonl, (events) => events.forEach((e) => print(e)));
+ */
+export function observePublished(inner: EventPublisher, onPublished: (events: readonly BridgeEvent[]) => void): EventPublisher {
+  return {
+    async publish(events) {
+      const result = await inner.publish(events);
+      const failed = new Set(result.failed.map((f) => f.event.detail.id));
+      onPublished(failed.size === 0 ? events : events.filter((e) => !failed.has(e.detail.id)));
+      return result;
+    },
+  };
+}

@@ -1,0 +1,54 @@
+import { describe, expect, it } from "vitest";
+import type { BridgeEvent, EventPublisher } from "../../shared/bridge/ports.js";
+import { MemoryMetrics, observePublished, streamLogger } from "../../shared/cli/console-ports.js";
+
+function sink() {
+  const lines: string[] = [];
+  return { lines, write: (chunk: string) => lines.push(chunk) };
+}
+
+function event(id: string): BridgeEvent {
+  return {
+    source: "qashio.bridge",
+    detailType: "transaction.created",
+    time: "2026-01-01T00:00:00Z",
+    detail: { id, type: "transaction.created", schema_version: "1", tenant: "t", occurred_at: "2026-01-01T00:00:00Z", subject: { type: "transaction", id }, data: { object: {} } },
+  };
+}
+
+describe("streamLogger", () => {
+  it("drops messages under its level", () => {
+    const out = sink();
+    const logger = streamLogger(out, "warn");
+    logger.info("quiet");
+    logger.warn("loud", { status: 429 });
+    expect(out.lines).toEqual(["warn  loud status=429\n"]);
+  });
+
+  it("never prints values of secret-looking attributes", () => {
+    const out = sink();
+    streamLogger(out, "debug").debug("refreshed", { refreshToken: "rt-1", client_secret: "cs", code: "c1", tenant: "acme" });
+    expect(out.lines[0]).toBe("debug refreshed refreshToken=[hidden] client_secret=[hidden] code=[hidden] tenant=acme\n");
+  });
+});
+
+describe("MemoryMetrics", () => {
+  it("sums by name and by event type", () => {
+    const metrics = new MemoryMetrics();
+    metrics.add("EventsPublished", 2, "Count", { type: "transaction.created" });
+    metrics.add("EventsPublished", 1, "Count", { type: "transaction.created" });
+    metrics.add("Acknowledged", 5);
+    expect(metrics.get("Acknowledged")).toBe(5);
+    expect(metrics.totals.get("EventsPublished:transaction.created")).toBe(3);
+  });
+});
+
+describe("observePublished", () => {
+  it("hands on only the events the inner publisher accepted", async () => {
+    const inner: EventPublisher = { publish: async (events) => ({ failed: [{ event: events[1] as BridgeEvent, reason: "too big" }] }) };
+    const seen: string[] = [];
+    const result = await observePublished(inner, (events) => seen.push(...events.map((e) => e.detail.id))).publish([event("a"), event("b"), event("c")]);
+    expect(seen).toEqual(["a", "c"]);
+    expect(result.failed).toHaveLength(1);
+  });
+});
