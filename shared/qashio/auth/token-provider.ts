@@ -2,8 +2,13 @@
  * Bearer tokens for the API: the `TokenProvider` interface, a static one for tests, and the OAuth one
  * (rotation saved before use, JWT expiry, single flight, optional cross-process lock).
  */
-import type { QashioError} from "../errors.js";
-import { BadRequestError, ReauthorizationRequiredError, TokenUnavailableError, UnauthorizedError } from "../errors.js";
+import {
+  BadRequestError,
+  ReauthorizationRequiredError,
+  TokenUnavailableError,
+  UnauthorizedError,
+  type QashioError,
+} from "../errors.js";
 import { systemClock, type Clock } from "../http.js";
 import { jwtExpiry } from "./jwt.js";
 import { exchangeCode, refresh, type OAuthClientOptions } from "./oauth.js";

@@ -1,0 +1,504 @@
+/**
+ * Typed client of the provider API: one method per operation of spec §4, queries checked before sending,
+ * responses parsed with the shared schemas (drift reported, never fatal), async iterators over every page.
+ */
+import { z } from "zod";
+import {
+  AcknowledgeBodySchema,
+  BankAccountSchema,
+  CardBalanceQuerySchema,
+  CardBalanceSchema,
+  CardIdParamSchema,
+  ChangeStatusDataSchema,
+  ChartOfAccountSchema,
+  ChartOfAccountsQuerySchema,
+  CompanySummarySchema,
+  CoreCardSchema,
+  CoreCardWriteDataSchema,
+  CoreCardsQuerySchema,
+  ErpCardDetailSchema,
+  ErpCardSchema,
+  ErpCardsQuerySchema,
+  InvitationResultSchema,
+  InviteBodySchema,
+  MasterDataQuerySchema,
+  PoolAccountSchema,
+  PoolAccountsQuerySchema,
+  StatementPeriodBalanceSchema,
+  StatementSummarySchema,
+  StatementsByAccountQuerySchema,
+  StatementsByAccountSchema,
+  StatementsQuerySchema,
+  SupplierSchema,
+  TaxRateSchema,
+  TransactionDetailSchema,
+  TransactionIdParamSchema,
+  TransactionSchema,
+  TransactionsQuerySchema,
+  UpdateCardBodySchema,
+  UpdateVelocityLimitBodySchema,
+  checkBody,
+  checkQuery,
+  coreCardListData,
+  listEnvelope,
+  successEnvelope,
+  type BankAccount,
+  type BankAccountsQuery,
+  type CardBalance,
+  type CardBalanceQuery,
+  type ChartOfAccount,
+  type ChartOfAccountsQuery,
+  type CompanySummary,
+  type CoreCard,
+  type CoreCardsQuery,
+  type DriftReport,
+  type ErpCard,
+  type ErpCardDetail,
+  type ErpCardsQuery,
+  type FieldError,
+  type InvitationResult,
+  type PoolAccount,
+  type PoolAccountsQuery,
+  type StatementPeriodBalance,
+  type StatementSummary,
+  type StatementsByAccount,
+  type StatementsByAccountQuery,
+  type StatementsQuery,
+  type Supplier,
+  type SuppliersQuery,
+  type TaxRate,
+  type TaxRatesQuery,
+  type Transaction,
+  type TransactionDetail,
+  type TransactionsQuery,
+  type UpdateCardBody,
+  type UpdateVelocityLimitBody,
+} from "./schemas/index.js";
+import { InvalidRequestError } from "./errors.js";
+import { HttpCore, type Clock, type ClientLogger, type FetchLike, type HttpResponse, type RetryMode, type RetryOptions } from "./http.js";
+import type { TokenProvider } from "./auth/token-provider.js";
+import { validate as validateToken } from "./auth/oauth.js";
+import { parseItems, parseOrThrow, type ParseContext } from "./parse.js";
+import {
+  itemsOf,
+  pagesByHasNext,
+  pagesByNextPage,
+  pagesByTotalPages,
+  type InnerPage,
+  type Page,
+  type PageInfoPage,
+  type WalkOptions,
+} from "./pagination.js";
+
+/** Paths of spec §4, relative to the base URL. */
+export const PATHS = {
+  transactions: "/public/v1/erp/transactions",
+  acknowledge: "/public/v1/erp/transactions/acknowledge",
+  erpCards: "/public/v1/erp/cards",
+  poolAccounts: "/public/v1/erp/pool_accounts",
+  bankAccounts: "/public/v1/erp/bank_accounts",
+  chartOfAccounts: "/public/v1/erp/chart_of_accounts",
+  taxRates: "/public/v1/erp/tax_rates",
+  suppliers: "/public/v1/erp/suppliers",
+  statements: "/public/v1/erp/statements",
+  companySummary: "/public/v1/erp/company/summary",
+  coreCards: "/public/v1/core/cards",
+  cardBalance: "/public/v1/core/cards/balance",
+  invite: "/public/v1/core/user_profiles/invite",
+} as const;
+
+export interface QashioClientOptions {
+  /** Provider base URL (see config.ts `resolveBaseUrl`). */
+  readonly baseUrl: string;
+  readonly tokenProvider: TokenProvider;
+  /** @default globalThis.fetch */
+  readonly fetch?: FetchLike;
+  /** @default the system clock */
+  readonly clock?: Clock;
+  /** Per-attempt timeout. @default 10_000 */
+  readonly timeoutMs?: number;
+  readonly retry?: RetryOptions;
+  /** Receives retries and enum drift warnings; never tokens. */
+  readonly logger?: ClientLogger;
+  /** Called once per (schema, field, value) of enum drift found in a response. */
+  readonly onDrift?: (warning: DriftReport) => void;
+}
+
+/** Statements of one account: the account fields plus one page of its monthly periods. */
+export interface StatementsByAccountPage extends InnerPage<StatementPeriodBalance> {
+  readonly account: Omit<StatementsByAccount, "data" | "page" | "total_pages" | "total">;
+}
+
+/** Outcome of a card write answered with `data.card`. */
+export interface CardWriteResult {
+  readonly card: CoreCard;
+  readonly message?: string | null;
+  readonly requestId?: string;
+}
+
+/** Outcome of card issuance, whose response shape the spec does not show. */
+export interface IssueCardResult {
+  /** The card, when `data.card` has the operational card shape. */
+  readonly card?: CoreCard;
+  /** `data` as received. */
+  readonly data: unknown;
+  readonly message?: string | null;
+  readonly requestId?: string;
+}
+
+/** Outcome of a suspension request: accepted only; the committed state is read back from `getErpCard`. */
+export interface SuspendCardResult {
+  readonly message?: string | null;
+  readonly requestId?: string;
+}
+
+/** Outcome of an acknowledgement. */
+export interface AcknowledgeResult {
+  readonly acknowledged: number;
+  readonly requestId?: string;
+}
+
+const UnknownEnvelope = successEnvelope(z.unknown());
+const UnknownListEnvelope = listEnvelope(z.unknown());
+const CoreCardListEnvelope = successEnvelope(coreCardListData(z.unknown()));
+const AccountIdSchema = z.string().trim().min(1);
+const IssueCardDataSchema = z.looseObject({ card: CoreCardSchema });
+
+/**
+ * Client of the provider API for one tenant (the token is the company context).
+ *
+ * @example
+ * ```ts
+ * const client = new QashioClient({ baseUrl: resolveBaseUrl("sandbox"), tokenProvider });
+ * for await (const tx of client.iterateTransactions({ client_sync_status: "not_synced" })) console.log(tx.qashio_id);
+ * ```
+ */
+export class QashioClient {
+  private readonly http: HttpCore;
+  private readonly options: QashioClientOptions;
+
+  constructor(options: QashioClientOptions) {
+    this.options = options;
+    this.http = new HttpCore(options);
+  }
+
+  // ---- transactions (§4.3) ----
+
+  /** `GET /public/v1/erp/transactions`: one page, newest first. */
+  listTransactions(query: TransactionsQuery = {}): Promise<Page<Transaction>> {
+    return this.listPage(PATHS.transactions, TransactionsQuerySchema, query, TransactionSchema);
+  }
+
+  /** `GET /public/v1/erp/transactions/{id}`: `id` is the UUID (`CT…` references are refused). */
+  async getTransaction(id: string): Promise<TransactionDetail> {
+    const path = `${PATHS.transactions}/${this.pathId(TransactionIdParamSchema, id, "transactionId", "GET", PATHS.transactions)}`;
+    return this.getData(path, TransactionDetailSchema);
+  }
+
+  /**
+   * `POST /public/v1/erp/transactions/acknowledge` with `{"transaction_ids": [...]}`. Idempotent, so retried
+   * like a read. The response shape is not in the spec: any 2xx counts as success.
+   */
+  async acknowledgeTransactions(ids: readonly string[]): Promise<AcknowledgeResult> {
+    const body = this.checkedBody(AcknowledgeBodySchema, { transaction_ids: [...ids] }, "POST", PATHS.acknowledge);
+    const response = await this.http.request({ method: "POST", path: PATHS.acknowledge, body, auth: "bearer", retry: "idempotent" });
+    if (!UnknownEnvelope.safeParse(response.body).success) {
+      this.options.logger?.warn("acknowledge answered 2xx without the standard envelope", {
+        path: PATHS.acknowledge,
+        status: response.status,
+        requestId: response.requestId,
+      });
+    }
+    return { acknowledged: body.transaction_ids.length, requestId: response.requestId };
+  }
+
+  // ---- ERP cards, pool accounts, master data, statements, company (§4.4-§4.8) ----
+
+  /** `GET /public/v1/erp/cards`: one page of cards (accounting view). */
+  listErpCards(query: ErpCardsQuery = {}): Promise<Page<ErpCard>> {
+    return this.listPage(PATHS.erpCards, ErpCardsQuerySchema, query, ErpCardSchema);
+  }
+
+  /** `GET /public/v1/erp/cards/{cardId}`: one card with its configuration objects; the committed card state. */
+  getErpCard(cardId: string): Promise<ErpCardDetail> {
+    const path = `${PATHS.erpCards}/${this.pathId(CardIdParamSchema, cardId, "cardId", "GET", PATHS.erpCards)}`;
+    return this.getData(path, ErpCardDetailSchema);
+  }
+
+  /** `GET /public/v1/erp/pool_accounts`. */
+  listPoolAccounts(query: PoolAccountsQuery = {}): Promise<Page<PoolAccount>> {
+    return this.listPage(PATHS.poolAccounts, PoolAccountsQuerySchema, query, PoolAccountSchema);
+  }
+
+  /** `GET /public/v1/erp/bank_accounts`. */
+  listBankAccounts(query: BankAccountsQuery = {}): Promise<Page<BankAccount>> {
+    return this.listPage(PATHS.bankAccounts, MasterDataQuerySchema, query, BankAccountSchema);
+  }
+
+  /** `GET /public/v1/erp/chart_of_accounts`. */
+  listChartOfAccounts(query: ChartOfAccountsQuery = {}): Promise<Page<ChartOfAccount>> {
+    return this.listPage(PATHS.chartOfAccounts, ChartOfAccountsQuerySchema, query, ChartOfAccountSchema);
+  }
+
+  /** `GET /public/v1/erp/tax_rates`. */
+  listTaxRates(query: TaxRatesQuery = {}): Promise<Page<TaxRate>> {
+    return this.listPage(PATHS.taxRates, MasterDataQuerySchema, query, TaxRateSchema);
+  }
+
+  /** `GET /public/v1/erp/suppliers`. */
+  listSuppliers(query: SuppliersQuery = {}): Promise<Page<Supplier>> {
+    return this.listPage(PATHS.suppliers, MasterDataQuerySchema, query, SupplierSchema);
+  }
+
+  /** `GET /public/v1/erp/statements`: monthly summaries, most recent first. */
+  listStatements(query: StatementsQuery = {}): Promise<Page<StatementSummary>> {
+    return this.listPage(PATHS.statements, StatementsQuerySchema, query, StatementSummarySchema);
+  }
+
+  /** `GET /public/v1/erp/statements/{statementAccountId}`: one account's periods (pagination inside `data`). */
+  async getStatementsByAccount(accountId: string, query: StatementsByAccountQuery = {}): Promise<StatementsByAccountPage> {
+    const checked = this.checkedQuery(StatementsByAccountQuerySchema, query, "GET", PATHS.statements);
+    const path = `${PATHS.statements}/${this.pathId(AccountIdSchema, accountId, "statementAccountId", "GET", PATHS.statements)}`;
+    const response = await this.get(path, checked);
+    const context = this.context("GET", path, response);
+    const { data } = parseOrThrow(successEnvelope(StatementsByAccountSchema.extend({ data: z.array(z.unknown()) })), response.body, context);
+    const { valid, invalid } = parseItems(StatementPeriodBalanceSchema, data.data, context);
+    const { data: _periods, page, total_pages: totalPages, total, ...account } = data;
+    return { account, data: valid, invalid, page, totalPages, total, requestId: response.requestId };
+  }
+
+  /** `GET /public/v1/erp/company/summary`: shape not shown in the spec, returned as received. */
+  getCompanySummary(): Promise<CompanySummary> {
+    return this.getData(PATHS.companySummary, CompanySummarySchema);
+  }
+
+  // ---- core cards and writes (§4.9) ----
+
+  /** `GET /public/v1/core/cards`: cards visible to the token's user (`page_info` pagination). */
+  async listCoreCards(query: CoreCardsQuery = {}): Promise<PageInfoPage<CoreCard>> {
+    const checked = this.checkedQuery(CoreCardsQuerySchema, query, "GET", PATHS.coreCards);
+    const response = await this.get(PATHS.coreCards, checked);
+    const context = this.context("GET", PATHS.coreCards, response);
+    const { data } = parseOrThrow(CoreCardListEnvelope, response.body, context);
+    const { valid, invalid } = parseItems(CoreCardSchema, data.cards, context);
+    return { data: valid, invalid, pageInfo: data.page_info, requestId: response.requestId };
+  }
+
+  /** `GET /public/v1/core/cards/balance`: needs `nickname` or `last_four`. */
+  async getCardBalance(query: CardBalanceQuery): Promise<CardBalance> {
+    const checked = this.checkedQuery(CardBalanceQuerySchema, query, "GET", PATHS.cardBalance);
+    const response = await this.get(PATHS.cardBalance, checked);
+    return parseOrThrow(successEnvelope(CardBalanceSchema), response.body, this.context("GET", PATHS.cardBalance, response)).data;
+  }
+
+  /**
+   * `POST /public/v1/core/cards`: issues a card. Never retried automatically (spec §7 rule 3): after a
+   * TimeoutError, NetworkError or ServerError, re-list the user's cards before issuing again.
+   * The request shape is not in the spec, so `body` is sent as given.
+   */
+  async issueCard(body: Readonly<Record<string, unknown>>): Promise<IssueCardResult> {
+    const response = await this.write("POST", PATHS.coreCards, body, "never");
+    const envelope = parseOrThrow(UnknownEnvelope, response.body, this.context("POST", PATHS.coreCards, response));
+    const card = IssueCardDataSchema.safeParse(envelope.data);
+    return {
+      ...(card.success ? { card: card.data.card } : {}),
+      data: envelope.data,
+      message: envelope.message,
+      requestId: response.requestId,
+    };
+  }
+
+  /** `PUT /public/v1/core/cards/{cardId}`: changes only the fields sent; cardholders are emailed. */
+  async updateCard(cardId: string, body: UpdateCardBody): Promise<CardWriteResult> {
+    const path = this.cardPath("PUT", cardId);
+    const checked = this.checkedBody(UpdateCardBodySchema, body, "PUT", path);
+    return this.cardWrite("PUT", path, checked, "idempotent");
+  }
+
+  /**
+   * `PUT /public/v1/core/cards/{cardId}/change_status` with status `suspended` (the only status allowed).
+   * Success means accepted: processing is asynchronous; read the committed state with `getErpCard`.
+   */
+  async suspendCard(cardId: string, options: { reason?: string } = {}): Promise<SuspendCardResult> {
+    const path = this.cardPath("PUT", cardId, "/change_status");
+    const body = { status: "suspended", ...(options.reason === undefined ? {} : { reason: options.reason }) };
+    const response = await this.write("PUT", path, body, "idempotent");
+    const envelope = parseOrThrow(successEnvelope(ChangeStatusDataSchema), response.body, this.context("PUT", path, response));
+    return { message: envelope.data.message ?? envelope.message, requestId: response.requestId };
+  }
+
+  /**
+   * `POST /public/v1/core/cards/{cardId}/update_velocity_limit`. Every call writes an audit record and may
+   * email the cardholder, so only a 429 is retried.
+   */
+  async updateVelocityLimit(cardId: string, body: UpdateVelocityLimitBody): Promise<CardWriteResult> {
+    const path = this.cardPath("POST", cardId, "/update_velocity_limit");
+    const checked = this.checkedBody(UpdateVelocityLimitBodySchema, body, "POST", path);
+    return this.cardWrite("POST", path, checked, "unambiguous-only");
+  }
+
+  // ---- users (§4.10) ----
+
+  /**
+   * `POST /public/v1/core/user_profiles/invite` as end users. Delivery is told by `summary`
+   * (absent when queued), not by the status code. Only a 429 is retried (a replay would re-send emails).
+   */
+  async inviteUsers(emails: readonly string[]): Promise<InvitationResult> {
+    const body = this.checkedBody(InviteBodySchema, { end_user: [...emails] }, "POST", PATHS.invite);
+    const response = await this.write("POST", PATHS.invite, body, "unambiguous-only");
+    return parseOrThrow(successEnvelope(InvitationResultSchema), response.body, this.context("POST", PATHS.invite, response)).data;
+  }
+
+  // ---- OAuth (§4.2) ----
+
+  /** `GET /oauth2/validate` with the provider's current token: valid, and API access enabled. */
+  async validate(): Promise<{ active: boolean }> {
+    const { baseUrl, fetch, clock, timeoutMs, retry, logger } = this.options;
+    const token = await this.options.tokenProvider.getAccessToken();
+    return validateToken({ baseUrl, fetch, clock, timeoutMs, retry, logger }, token);
+  }
+
+  // ---- iterators (§8.1) ----
+
+  /** Every transaction matching `query`, walking `pagination.has_next`. */
+  iterateTransactions(query: Omit<TransactionsQuery, "page"> = {}, options?: WalkOptions): AsyncGenerator<Transaction> {
+    return itemsOf(pagesByHasNext((page) => this.listTransactions({ ...query, page }), options), options);
+  }
+
+  /** Every ERP card matching `query`. */
+  iterateErpCards(query: Omit<ErpCardsQuery, "page"> = {}, options?: WalkOptions): AsyncGenerator<ErpCard> {
+    return itemsOf(pagesByHasNext((page) => this.listErpCards({ ...query, page }), options), options);
+  }
+
+  /** Every pool account matching `query`. */
+  iteratePoolAccounts(query: Omit<PoolAccountsQuery, "page"> = {}, options?: WalkOptions): AsyncGenerator<PoolAccount> {
+    return itemsOf(pagesByHasNext((page) => this.listPoolAccounts({ ...query, page }), options), options);
+  }
+
+  /** Every bank account matching `query`. */
+  iterateBankAccounts(query: Omit<BankAccountsQuery, "page"> = {}, options?: WalkOptions): AsyncGenerator<BankAccount> {
+    return itemsOf(pagesByHasNext((page) => this.listBankAccounts({ ...query, page }), options), options);
+  }
+
+  /** Every ledger account matching `query`. */
+  iterateChartOfAccounts(query: Omit<ChartOfAccountsQuery, "page"> = {}, options?: WalkOptions): AsyncGenerator<ChartOfAccount> {
+    return itemsOf(pagesByHasNext((page) => this.listChartOfAccounts({ ...query, page }), options), options);
+  }
+
+  /** Every tax rate matching `query`. */
+  iterateTaxRates(query: Omit<TaxRatesQuery, "page"> = {}, options?: WalkOptions): AsyncGenerator<TaxRate> {
+    return itemsOf(pagesByHasNext((page) => this.listTaxRates({ ...query, page }), options), options);
+  }
+
+  /** Every supplier matching `query`. */
+  iterateSuppliers(query: Omit<SuppliersQuery, "page"> = {}, options?: WalkOptions): AsyncGenerator<Supplier> {
+    return itemsOf(pagesByHasNext((page) => this.listSuppliers({ ...query, page }), options), options);
+  }
+
+  /** Every statement summary matching `query`. */
+  iterateStatements(query: Omit<StatementsQuery, "page"> = {}, options?: WalkOptions): AsyncGenerator<StatementSummary> {
+    return itemsOf(pagesByHasNext((page) => this.listStatements({ ...query, page }), options), options);
+  }
+
+  /** Every period of one account's statements, walking the inner `page` / `total_pages`. */
+  iterateStatementsByAccount(
+    accountId: string,
+    query: Omit<StatementsByAccountQuery, "page"> = {},
+    options?: WalkOptions,
+  ): AsyncGenerator<StatementPeriodBalance> {
+    return itemsOf(pagesByTotalPages((page) => this.getStatementsByAccount(accountId, { ...query, page }), options), options);
+  }
+
+  /** Every core card visible to the token's user, walking `page_info.next_page`. */
+  iterateCoreCards(query: Omit<CoreCardsQuery, "page"> = {}, options?: WalkOptions): AsyncGenerator<CoreCard> {
+    return itemsOf(pagesByNextPage((page) => this.listCoreCards({ ...query, page }), options), options);
+  }
+
+  // ---- internals ----
+
+  private onDrift = (warning: DriftReport): void => {
+    this.options.logger?.warn("provider sent an enum value the spec does not list", { ...warning });
+    this.options.onDrift?.(warning);
+  };
+
+  private context(method: string, path: string, response: HttpResponse): ParseContext {
+    return { method, path, status: response.status, requestId: response.requestId, onDrift: this.onDrift };
+  }
+
+  private get(path: string, query: Readonly<Record<string, unknown>> = {}): Promise<HttpResponse> {
+    return this.http.request({
+      method: "GET",
+      path,
+      query: query as Readonly<Record<string, string | number | boolean | undefined>>,
+      auth: "bearer",
+      retry: "idempotent",
+    });
+  }
+
+  private write(method: "POST" | "PUT", path: string, body: unknown, retry: RetryMode): Promise<HttpResponse> {
+    return this.http.request({ method, path, body, auth: "bearer", retry });
+  }
+
+  private async getData<S extends z.ZodType>(path: string, schema: S): Promise<z.output<S>> {
+    const response = await this.get(path);
+    return parseOrThrow(successEnvelope(schema), response.body, this.context("GET", path, response)).data as z.output<S>;
+  }
+
+  private async listPage<Q extends z.ZodType, S extends z.ZodType>(
+    path: string,
+    querySchema: Q,
+    query: Readonly<Record<string, unknown>>,
+    itemSchema: S,
+  ): Promise<Page<z.output<S>>> {
+    const checked = this.checkedQuery(querySchema, query, "GET", path);
+    const response = await this.get(path, checked);
+    const context = this.context("GET", path, response);
+    const envelope = parseOrThrow(UnknownListEnvelope, response.body, context);
+    const { valid, invalid } = parseItems(itemSchema, envelope.data, context);
+    return { data: valid, invalid, pagination: envelope.pagination, requestId: response.requestId };
+  }
+
+  private async cardWrite(method: "POST" | "PUT", path: string, body: unknown, retry: RetryMode): Promise<CardWriteResult> {
+    const response = await this.write(method, path, body, retry);
+    const envelope = parseOrThrow(successEnvelope(CoreCardWriteDataSchema), response.body, this.context(method, path, response));
+    return { card: envelope.data.card, message: envelope.message, requestId: response.requestId };
+  }
+
+  private checkedQuery<S extends z.ZodType>(
+    schema: S,
+    query: Readonly<Record<string, unknown>>,
+    method: string,
+    path: string,
+  ): Readonly<Record<string, unknown>> {
+    const result = checkQuery(schema, query);
+    if (!result.ok) throw invalidRequest("query", result.errors, method, path);
+    return result.value as Readonly<Record<string, unknown>>;
+  }
+
+  private checkedBody<S extends z.ZodType>(schema: S, body: unknown, method: string, path: string): z.output<S> {
+    const result = checkBody(schema, body);
+    if (!result.ok) throw invalidRequest("body", result.errors, method, path);
+    return result.value;
+  }
+
+  /** Checks a path parameter and encodes it; errors name the path without the bad id. */
+  private pathId(schema: z.ZodType, value: string, name: string, method: string, where: string): string {
+    if (!schema.safeParse(value).success) {
+      throw invalidRequest("path", [{ field: name, code: "INVALID_FORMAT", message: `${name} is malformed` }], method, where);
+    }
+    return encodeURIComponent(value);
+  }
+
+  private cardPath(method: string, cardId: string, suffix = ""): string {
+    return `${PATHS.coreCards}/${this.pathId(CardIdParamSchema, cardId, "cardId", method, PATHS.coreCards)}${suffix}`;
+  }
+}
+
+function invalidRequest(part: string, errors: readonly FieldError[], method: string, path: string): InvalidRequestError {
+  const list = errors.map((e) => e.message).join("; ");
+  return new InvalidRequestError(`invalid ${part} for ${method} ${path}, not sent: ${list}`, {
+    errors: errors.map(({ field, code, message }) => ({ field, code, message })),
+    method,
+    path,
+  });
+}

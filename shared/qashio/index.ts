@@ -1,0 +1,52 @@
+/**
+ * Public surface of the provider API client: the client, its errors, auth, configuration, pagination
+ * helpers and the shared schemas.
+ */
+export {
+  QashioClient,
+  PATHS,
+  type QashioClientOptions,
+  type AcknowledgeResult,
+  type CardWriteResult,
+  type IssueCardResult,
+  type StatementsByAccountPage,
+  type SuspendCardResult,
+} from "./client.js";
+export * from "./errors.js";
+export {
+  HttpCore,
+  DEFAULT_RETRY,
+  DEFAULT_TIMEOUT_MS,
+  systemClock,
+  parseRetryAfter,
+  type Clock,
+  type ClientLogger,
+  type FetchLike,
+  type HttpCoreOptions,
+  type HttpRequest,
+  type HttpResponse,
+  type RetryMode,
+  type RetryOptions,
+} from "./http.js";
+export {
+  AUTHORIZE_URL_ENV_VAR,
+  BASE_URL_ENV_VARS,
+  normaliseBaseUrl,
+  resolveAuthorizeUrl,
+  resolveBaseUrl,
+  type QashioDeployment,
+} from "./config.js";
+export {
+  DEFAULT_MAX_PAGES,
+  itemsOf,
+  pagesByHasNext,
+  pagesByNextPage,
+  pagesByTotalPages,
+  type InnerPage,
+  type Page,
+  type PageInfoPage,
+  type WalkOptions,
+} from "./pagination.js";
+export type { InvalidItem } from "./parse.js";
+export * from "./auth/index.js";
+export * from "./schemas/index.js";

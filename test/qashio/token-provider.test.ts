@@ -1,0 +1,321 @@
+import { describe, expect, it } from "vitest";
+import { OAuthTokenProvider, StaticTokenProvider, type RefreshLock, type TokenEvent } from "../../shared/qashio/auth/token-provider.js";
+import type { StoredTokens, TokenStore } from "../../shared/qashio/auth/token-store.js";
+import { ReauthorizationRequiredError, TokenUnavailableError } from "../../shared/qashio/errors.js";
+import { captureLogger, fakeClock, json, jwt, scriptedFetch, type RecordedCall } from "./helpers.js";
+
+const BASE_URL = "https://api.example.test";
+const CLIENT_SECRET = "client-secret-s3cr3t";
+const MINUTE = 60_000;
+
+/** An in-memory store that records the order of saves in `events`. */
+function memoryStore(initial: StoredTokens | undefined, events: string[] = []) {
+  let current = initial;
+  const store: TokenStore & { saves: StoredTokens[]; set(tokens: StoredTokens): void; failNextSave: boolean } = {
+    saves: [],
+    failNextSave: false,
+    set(tokens) {
+      current = tokens;
+    },
+    async load() {
+      return current;
+    },
+    async save(tokens) {
+      if (store.failNextSave) {
+        store.failNextSave = false;
+        throw new Error("disk full");
+      }
+      events.push(`save:${tokens.refreshToken}`);
+      store.saves.push(tokens);
+      current = tokens;
+    },
+  };
+  return store;
+}
+
+/** A token endpoint that rotates: refresh token rt-N yields rt-(N+1) and an access token expiring in `lifetimeMs`. */
+function rotatingTokenEndpoint(clock: { now(): number }, events: string[], lifetimeMs = 15 * MINUTE) {
+  let issued = 1;
+  return scriptedFetch((call: RecordedCall) => {
+    const body = call.body as Record<string, string>;
+    events.push(`refresh:${body.refresh_token}`);
+    issued += 1;
+    return json(200, {
+      access_token: jwt({ sub: "company-1", n: issued, exp: Math.floor((clock.now() + lifetimeMs) / 1000) }),
+      token_type: "Bearer",
+      refresh_token: `rt-${issued}`,
+      scope: "transactions:read cards:read",
+    });
+  });
+}
+
+function setup(options: { stored?: StoredTokens; lock?: RefreshLock; lifetimeMs?: number } = {}) {
+  const clock = fakeClock();
+  const events: string[] = [];
+  const tokenEvents: TokenEvent[] = [];
+  const store = memoryStore(
+    options.stored ?? { refreshToken: "rt-1", accessToken: "expired-access", accessTokenExpiresAt: clock.now() - 1 },
+    events,
+  );
+  const fetch = rotatingTokenEndpoint(clock, events, options.lifetimeMs);
+  const logger = captureLogger();
+  const provider = new OAuthTokenProvider({
+    baseUrl: BASE_URL,
+    clientId: "client-1",
+    clientSecret: CLIENT_SECRET,
+    store,
+    fetch,
+    clock,
+    logger,
+    lock: options.lock,
+    onEvent: (e) => tokenEvents.push(e),
+  });
+  return { clock, events, store, fetch, provider, logger, tokenEvents };
+}
+
+describe("OAuthTokenProvider", () => {
+  it("refreshes an expired access token with the refresh_token grant", async () => {
+    const { provider, fetch } = setup();
+    await provider.getAccessToken();
+    expect(fetch.calls).toHaveLength(1);
+    expect(fetch.calls[0]!.url.pathname).toBe("/oauth2/token");
+    expect(fetch.calls[0]!.body).toEqual({
+      grant_type: "refresh_token",
+      client_id: "client-1",
+      client_secret: CLIENT_SECRET,
+      refresh_token: "rt-1",
+    });
+    expect(fetch.calls[0]!.headers.authorization).toBeUndefined();
+  });
+
+  it("saves the rotated refresh token before handing out the new access token", async () => {
+    const { provider, events, store } = setup();
+    let releaseSave!: () => void;
+    const saveGate = new Promise<void>((resolve) => (releaseSave = resolve));
+    const save = store.save.bind(store);
+    store.save = async (tokens) => {
+      await saveGate;
+      await save(tokens);
+    };
+    let handedOut = false;
+    const pending = provider.getAccessToken().then((token) => {
+      handedOut = true;
+      events.push("use");
+      return token;
+    });
+    for (let i = 0; i < 50; i += 1) await Promise.resolve();
+    expect(handedOut).toBe(false);
+    releaseSave();
+    const token = await pending;
+    expect(events).toEqual(["refresh:rt-1", "save:rt-2", "use"]);
+    expect(store.saves[0]!.accessToken).toBe(token);
+  });
+
+  it("takes the access token expiry from the JWT exp claim and refreshes only within the skew", async () => {
+    const { provider, fetch, clock, store } = setup();
+    const first = await provider.getAccessToken();
+    expect(store.saves[0]!.accessTokenExpiresAt).toBe(clock.now() + 15 * MINUTE);
+    clock.advance(13 * MINUTE);
+    expect(await provider.getAccessToken()).toBe(first);
+    expect(fetch.calls).toHaveLength(1);
+    clock.advance(1.5 * MINUTE); // 30 s left: inside the 60 s skew
+    expect(await provider.getAccessToken()).not.toBe(first);
+    expect(fetch.calls).toHaveLength(2);
+  });
+
+  it("uses expires_in when the access token carries no exp", async () => {
+    const clock = fakeClock();
+    const store = memoryStore({ refreshToken: "rt-1" });
+    const fetch = scriptedFetch(
+      json(200, { access_token: "opaque-access", token_type: "bearer", refresh_token: "rt-2", expires_in: 600 }),
+    );
+    const provider = new OAuthTokenProvider({ baseUrl: BASE_URL, clientId: "c", clientSecret: CLIENT_SECRET, store, fetch, clock });
+    await provider.getAccessToken();
+    expect(store.saves[0]!.accessTokenExpiresAt).toBe(clock.now() + 600_000);
+  });
+
+  it("keeps using a token of unknown expiry until the provider answers 401", async () => {
+    const { provider, fetch, clock } = setup({ stored: { refreshToken: "rt-1", accessToken: "no-expiry" } });
+    clock.advance(24 * 60 * MINUTE);
+    expect(await provider.getAccessToken()).toBe("no-expiry");
+    expect(fetch.calls).toHaveLength(0);
+    expect(await provider.refreshAfterUnauthorized("no-expiry")).not.toBe("no-expiry");
+    expect(fetch.calls).toHaveLength(1);
+  });
+
+  it("shares one refresh among 10 concurrent callers", async () => {
+    const { provider, fetch } = setup();
+    const tokens = await Promise.all(Array.from({ length: 10 }, () => provider.getAccessToken()));
+    expect(fetch.calls).toHaveLength(1);
+    expect(new Set(tokens).size).toBe(1);
+  });
+
+  it("shares one refresh among 10 concurrent callers whose token was rejected with 401", async () => {
+    const { provider, fetch } = setup({ stored: { refreshToken: "rt-1", accessToken: "rejected" } });
+    const tokens = await Promise.all(Array.from({ length: 10 }, () => provider.refreshAfterUnauthorized("rejected")));
+    expect(fetch.calls).toHaveLength(1);
+    expect(new Set(tokens).size).toBe(1);
+    // A late caller holding the old rejected token gets the already refreshed one without a new refresh.
+    expect(await provider.refreshAfterUnauthorized("rejected")).toBe(tokens[0]);
+    expect(fetch.calls).toHaveLength(1);
+  });
+
+  it("uses the stored tokens when its refresh is answered 401 because another process rotated", async () => {
+    const { store, clock, tokenEvents } = setup();
+    const rotatedElsewhere: StoredTokens = {
+      refreshToken: "rt-9",
+      accessToken: "fresh-from-other-process",
+      accessTokenExpiresAt: clock.now() + 10 * MINUTE,
+    };
+    const fetch = scriptedFetch(() => {
+      store.set(rotatedElsewhere); // the other process won the race and saved first
+      return json(401, { error: "invalid_grant" });
+    });
+    const racing = new OAuthTokenProvider({ baseUrl: BASE_URL, clientId: "c", clientSecret: CLIENT_SECRET, store, fetch, clock, onEvent: (e) => tokenEvents.push(e) });
+    expect(await racing.getAccessToken()).toBe("fresh-from-other-process");
+    expect(fetch.calls).toHaveLength(1);
+    expect(tokenEvents).toEqual(["rotated_elsewhere"]);
+  });
+
+  it("throws ReauthorizationRequiredError when its refresh is answered 401 and nobody rotated", async () => {
+    const clock = fakeClock();
+    const store = memoryStore({ refreshToken: "rt-reused" });
+    const fetch = scriptedFetch(json(401, { error: "invalid_grant" }));
+    const events: TokenEvent[] = [];
+    const provider = new OAuthTokenProvider({ baseUrl: BASE_URL, clientId: "c", clientSecret: CLIENT_SECRET, store, fetch, clock, onEvent: (e) => events.push(e) });
+    const error = await provider.getAccessToken().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ReauthorizationRequiredError);
+    expect((error as ReauthorizationRequiredError).status).toBe(401);
+    expect(events).toEqual(["reauthorization_required"]);
+    expect(fetch.calls).toHaveLength(1);
+    expect(store.saves).toEqual([]);
+  });
+
+  it("treats a 400 invalid_grant on refresh as a revoked family too", async () => {
+    const store = memoryStore({ refreshToken: "rt-1" });
+    const fetch = scriptedFetch(json(400, { error: "invalid_grant" }));
+    const provider = new OAuthTokenProvider({ baseUrl: BASE_URL, clientId: "c", clientSecret: CLIENT_SECRET, store, fetch, clock: fakeClock() });
+    await expect(provider.getAccessToken()).rejects.toBeInstanceOf(ReauthorizationRequiredError);
+  });
+
+  it("never retries a refresh that failed ambiguously (a replay would revoke the family)", async () => {
+    const store = memoryStore({ refreshToken: "rt-1" });
+    const fetch = scriptedFetch(json(503, {}), json(200, {}));
+    const provider = new OAuthTokenProvider({ baseUrl: BASE_URL, clientId: "c", clientSecret: CLIENT_SECRET, store, fetch, clock: fakeClock() });
+    await expect(provider.getAccessToken()).rejects.toMatchObject({ name: "ServerError" });
+    expect(fetch.calls).toHaveLength(1);
+  });
+
+  it("does not hand out tokens it could not save, and saves them before the next use", async () => {
+    const { provider, store, fetch } = setup();
+    store.failNextSave = true;
+    await expect(provider.getAccessToken()).rejects.toBeInstanceOf(TokenUnavailableError);
+    const token = await provider.getAccessToken();
+    expect(fetch.calls).toHaveLength(1);
+    expect(store.saves.map((s) => s.refreshToken)).toEqual(["rt-2"]);
+    expect(store.saves[0]!.accessToken).toBe(token);
+  });
+
+  it("says so when no tokens are stored", async () => {
+    const clock = fakeClock();
+    const provider = new OAuthTokenProvider({ baseUrl: BASE_URL, clientId: "c", clientSecret: CLIENT_SECRET, store: memoryStore(undefined), fetch: scriptedFetch(), clock });
+    await expect(provider.getAccessToken()).rejects.toThrow(/authorize the integration first/);
+  });
+});
+
+describe("OAuthTokenProvider with a cross-process lock", () => {
+  function fakeLock(busyAttempts: number) {
+    const log: string[] = [];
+    let attempts = 0;
+    const lock: RefreshLock = {
+      async tryAcquire(name, ttlMs) {
+        attempts += 1;
+        log.push(`try:${name}:${ttlMs}`);
+        if (attempts <= busyAttempts) return undefined;
+        log.push("acquired");
+        return { release: async () => void log.push("released") };
+      },
+    };
+    return { lock, log };
+  }
+
+  it("waits for a busy lock with the injected clock, refreshes under it and releases it", async () => {
+    const { lock, log } = fakeLock(3);
+    const { provider, fetch, clock, events } = setup({ lock });
+    await provider.getAccessToken();
+    expect(log.filter((l) => l.startsWith("try"))).toHaveLength(4);
+    expect(clock.sleeps).toEqual([250, 250, 250]);
+    expect(fetch.calls).toHaveLength(1);
+    expect(log.slice(-2)).toEqual(["acquired", "released"]);
+    expect(events).toEqual(["refresh:rt-1", "save:rt-2"]);
+  });
+
+  it("uses the tokens another process saved while it waited for the lock, without refreshing", async () => {
+    const clock = fakeClock();
+    const store = memoryStore({ refreshToken: "rt-1", accessToken: "old", accessTokenExpiresAt: clock.now() - 1 });
+    const fetch = scriptedFetch(json(500, {}));
+    let attempts = 0;
+    const lock: RefreshLock = {
+      async tryAcquire() {
+        attempts += 1;
+        if (attempts === 1) {
+          // The holder finishes its refresh while we wait.
+          store.set({ refreshToken: "rt-2", accessToken: "rotated-by-holder", accessTokenExpiresAt: clock.now() + 10 * MINUTE });
+          return undefined;
+        }
+        return { release: async () => undefined };
+      },
+    };
+    const provider = new OAuthTokenProvider({ baseUrl: BASE_URL, clientId: "c", clientSecret: CLIENT_SECRET, store, fetch, clock, lock });
+    expect(await provider.getAccessToken()).toBe("rotated-by-holder");
+    expect(fetch.calls).toHaveLength(0);
+  });
+
+  it("gives up with TokenUnavailableError when the lock stays busy past lockWaitMs, without refreshing", async () => {
+    const clock = fakeClock();
+    const store = memoryStore({ refreshToken: "rt-1" });
+    const fetch = scriptedFetch(json(500, {}));
+    const lock: RefreshLock = { tryAcquire: async () => undefined };
+    const provider = new OAuthTokenProvider({
+      baseUrl: BASE_URL,
+      clientId: "c",
+      clientSecret: CLIENT_SECRET,
+      store,
+      fetch,
+      clock,
+      lock,
+      lockWaitMs: 1000,
+      lockPollMs: 100,
+    });
+    await expect(provider.getAccessToken()).rejects.toBeInstanceOf(TokenUnavailableError);
+    expect(clock.sleeps).toHaveLength(10);
+    expect(fetch.calls).toHaveLength(0);
+  });
+
+  it("releases the lock when the refresh fails", async () => {
+    const { lock, log } = fakeLock(0);
+    const clock = fakeClock();
+    const store = memoryStore({ refreshToken: "rt-1" });
+    const provider = new OAuthTokenProvider({
+      baseUrl: BASE_URL,
+      clientId: "c",
+      clientSecret: CLIENT_SECRET,
+      store,
+      fetch: scriptedFetch(json(401, {})),
+      clock,
+      lock,
+    });
+    await expect(provider.getAccessToken()).rejects.toBeInstanceOf(ReauthorizationRequiredError);
+    expect(log).toEqual(["try:qashio-token-refresh:30000", "acquired", "released"]);
+  });
+});
+
+describe("StaticTokenProvider", () => {
+  it("hands out the next token after a 401 and counts refreshes", async () => {
+    const provider = new StaticTokenProvider(["a", "b"]);
+    expect(await provider.getAccessToken()).toBe("a");
+    expect(await provider.refreshAfterUnauthorized("a")).toBe("b");
+    expect(await provider.refreshAfterUnauthorized("b")).toBe("b");
+    expect(provider.refreshCount).toBe(2);
+  });
+});
