@@ -1,0 +1,257 @@
+/**
+ * Machinery shared by the transaction and card cycles: provider calls with error accounting,
+ * event building, publishing with per-event failures, quarantine records, and the end-of-cycle report.
+ */
+import { CycleAbortedError, ReauthorizationNeededError } from "./errors.js";
+import { contentHash, eventId, sha256Hex, uuidFromHex } from "./hash.js";
+import type { Change } from "./diff.js";
+import { DEFAULT_SOURCE, type BridgeDeps } from "./deps.js";
+import { SCHEMA_VERSION, type EventType } from "./events/schemas.js";
+import type { BridgeEvent, EntityKind, PublishFailure, QuarantineRecord } from "./ports.js";
+import { emptyReport, type CycleReport } from "./report.js";
+import { requireObjectWithId, type Validators } from "./validate.js";
+import { applyPii, assertPiiPolicy } from "./pii.js";
+
+/** A failed dependency call, tagged with what was being done (internal; converted at the cycle boundary). */
+class StepFailure extends Error {
+  override name = "StepFailure";
+  constructor(
+    readonly step: string,
+    options: ErrorOptions,
+  ) {
+    super(step, options);
+  }
+}
+
+/** Reads `status` / `requestId` off a provider error without depending on its class. */
+function errorContext(err: unknown): { status?: number; requestId?: string; name: string; message: string } {
+  if (!(err instanceof Error)) return { name: "Error", message: String(err) };
+  const e = err as Error & { status?: unknown; requestId?: unknown };
+  return {
+    name: e.name,
+    message: e.message,
+    status: typeof e.status === "number" ? e.status : undefined,
+    requestId: typeof e.requestId === "string" ? e.requestId : undefined,
+  };
+}
+
+/** True when `err` (or a cause) is the client's ReauthorizationRequiredError (token family revoked). */
+export function isReauthorizationRequired(err: unknown): boolean {
+  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
+    if (e.name === "ReauthorizationRequiredError") return true;
+  }
+  return false;
+}
+
+/** `status_class` dimension of the ProviderErrors metric. */
+export function statusClass(err: unknown): string {
+  const { status, name } = errorContext(err);
+  if (status !== undefined) return `${Math.floor(status / 100)}xx`;
+  if (name === "TimeoutError") return "timeout";
+  if (name === "NetworkError") return "network";
+  return "other";
+}
+
+/** Milliseconds of an ISO time, or undefined when absent or unparsable. */
+export function parseTime(value: unknown): number | undefined {
+  if (typeof value !== "string" || value === "") return undefined;
+  const ms = Date.parse(value);
+  return Number.isNaN(ms) ? undefined : ms;
+}
+
+/** A change ready to publish, with what is needed to finish it once published. */
+export interface PendingEvent {
+  readonly event: BridgeEvent;
+}
+
+/** One run of a cycle: holds the report and the deps, and owns error conversion. */
+export class CycleRun {
+  readonly report: CycleReport;
+  readonly source: string;
+  readonly validators: Validators;
+  private readonly startedAt: number;
+  private oldestLagMs = 0;
+
+  constructor(
+    readonly deps: BridgeDeps,
+    kind: CycleReport["kind"],
+  ) {
+    assertPiiPolicy(deps.pii);
+    this.report = emptyReport(kind);
+    this.source = deps.source ?? DEFAULT_SOURCE;
+    this.validators = {
+      transaction: deps.validators?.transaction ?? requireObjectWithId,
+      card: deps.validators?.card ?? requireObjectWithId,
+    };
+    this.startedAt = deps.clock.now();
+  }
+
+  /** Runs a provider call, counting it and recording a failure by status class. */
+  async provider<T>(step: string, fn: () => Promise<T>): Promise<T> {
+    this.report.providerCalls += 1;
+    try {
+      return await fn();
+    } catch (err) {
+      if (!isReauthorizationRequired(err)) {
+        this.deps.metrics.add("ProviderErrors", 1, "Count", { status_class: statusClass(err) });
+      }
+      throw new StepFailure(step, { cause: err });
+    }
+  }
+
+  /** Runs a call to a non-provider port (store, publisher, quarantine), tagging a failure with the step. */
+  async port<T>(step: string, fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (err) {
+      throw new StepFailure(step, { cause: err });
+    }
+  }
+
+  /** Applies the tenant's PII policy. */
+  pii<T extends Record<string, unknown>>(object: T): T {
+    return applyPii(object, this.deps.pii);
+  }
+
+  /** Builds one event; the id depends only on tenant, type, subject and both content hashes. */
+  buildEvent(input: {
+    type: EventType;
+    kind: EntityKind;
+    subjectId: string;
+    qashioId?: string;
+    object: Record<string, unknown>;
+    beforeHash: string;
+    afterHash: string;
+    occurredAt: number;
+    changes?: readonly Change[];
+    parent?: { id: string; qashio_id: string };
+  }): BridgeEvent {
+    const id = eventId({
+      tenant: this.deps.tenant,
+      type: input.type,
+      subjectId: input.subjectId,
+      beforeHash: input.beforeHash,
+      afterHash: input.afterHash,
+    });
+    const occurredAt = new Date(input.occurredAt).toISOString();
+    const data: { object: Record<string, unknown>; changes?: readonly Change[]; parent?: { id: string; qashio_id: string } } = {
+      object: input.object,
+    };
+    if (input.changes) data.changes = input.changes;
+    if (input.parent) data.parent = input.parent;
+    return {
+      source: this.source,
+      detailType: input.type,
+      time: occurredAt,
+      detail: {
+        id,
+        type: input.type,
+        schema_version: SCHEMA_VERSION,
+        tenant: this.deps.tenant,
+        occurred_at: occurredAt,
+        subject: input.qashioId
+          ? { type: input.kind, id: input.subjectId, qashio_id: input.qashioId }
+          : { type: input.kind, id: input.subjectId },
+        data,
+      },
+    };
+  }
+
+  /**
+   * Publishes events and returns the ids of those that failed for good. A throw from the publisher
+   * means nothing is known to be published, so it aborts the cycle (the next one re-sends the same ids).
+   */
+  async publish(events: readonly BridgeEvent[], changedAtMs: readonly (number | undefined)[]): Promise<Map<string, PublishFailure>> {
+    const failures = new Map<string, PublishFailure>();
+    if (events.length === 0) return failures;
+    const { failed } = await this.port("publish events", () => this.deps.publisher.publish(events));
+    for (const failure of failed) failures.set(failure.event.detail.id, failure);
+    const now = this.deps.clock.now();
+    events.forEach((event, i) => {
+      if (failures.has(event.detail.id)) return;
+      const type = event.detail.type;
+      this.report.published[type] = (this.report.published[type] ?? 0) + 1;
+      this.deps.metrics.add("EventsPublished", 1, "Count", { type });
+      const changedAt = changedAtMs[i];
+      if (changedAt !== undefined) this.oldestLagMs = Math.max(this.oldestLagMs, now - changedAt);
+    });
+    if (failures.size > 0) {
+      this.report.publishFailed += failures.size;
+      this.deps.metrics.add("EventsFailed", failures.size, "Count");
+      this.deps.logger.warn("events rejected by the publisher", {
+        count: failures.size,
+        reasons: [...new Set([...failures.values()].map((f) => f.reason))].slice(0, 5),
+      });
+    }
+    return failures;
+  }
+
+  /** A deterministic quarantine record: the same bad input for the same reason kind gives the same id. */
+  quarantineRecord(kind: EntityKind, cause: "validation" | "publish", reason: string, raw: unknown, entityId?: string): QuarantineRecord {
+    // The raw body goes through the PII policy too: the quarantine must not hold what snapshots may not.
+    const body = typeof raw === "object" && raw !== null && !Array.isArray(raw) ? this.pii(raw as Record<string, unknown>) : raw;
+    const id = uuidFromHex(sha256Hex(`${this.deps.tenant}\u0000${kind}\u0000${cause}\u0000${contentHash(body)}`));
+    const record: QuarantineRecord = {
+      id,
+      kind,
+      reason: `${cause}: ${reason}`,
+      raw: body,
+      at: new Date(this.deps.clock.now()).toISOString(),
+      ...(entityId === undefined ? {} : { entityId }),
+    };
+    return record;
+  }
+
+  /** Writes quarantine records durably; resolves only when all are written. */
+  async quarantine(records: readonly QuarantineRecord[]): Promise<void> {
+    if (records.length === 0) return;
+    await this.port("write quarantine records", () => Promise.all(records.map((r) => this.deps.quarantine.put(r))));
+    this.report.quarantined += records.length;
+    this.deps.metrics.add("Quarantined", records.length, "Count");
+    for (const r of records) {
+      this.deps.logger.warn("record quarantined", { kind: r.kind, entityId: r.entityId, reason: r.reason, quarantineId: r.id });
+    }
+  }
+
+  /** True when the deadline has passed. */
+  pastDeadline(deadline: number | undefined): boolean {
+    return deadline !== undefined && this.deps.clock.now() >= deadline;
+  }
+
+  /** Ends the cycle: duration and lag metrics, one log line. */
+  finish(): CycleReport {
+    const { report, deps } = this;
+    report.durationMs = Math.max(0, deps.clock.now() - this.startedAt);
+    report.syncLagSeconds = Math.round(this.oldestLagMs / 1000);
+    deps.metrics.add("CycleDurationMs", report.durationMs, "Milliseconds");
+    deps.metrics.add("SyncLagSeconds", report.syncLagSeconds, "Seconds");
+    const level = report.outcome === "aborted" ? "error" : "info";
+    deps.logger[level](`${report.kind} cycle ${report.outcome}`, { ...report });
+    return report;
+  }
+
+  /** Converts a failure into the error the caller sees, after recording metrics and the report. */
+  fail(err: unknown): Error {
+    this.report.outcome = "aborted";
+    const step = err instanceof StepFailure ? err.step : "cycle";
+    const cause = err instanceof StepFailure ? err.cause : err;
+    this.deps.metrics.add("CycleErrors", 1, "Count");
+    const report = this.finish();
+    const ctx = errorContext(cause);
+    if (isReauthorizationRequired(cause)) {
+      this.deps.metrics.add("TokenFamilyRevoked", 1, "Count");
+      return new ReauthorizationNeededError(
+        `The provider revoked the bridge's token family for tenant "${this.deps.tenant}": re-authorize the integration ` +
+          "(run the authorization flow again); the bridge will not retry until then",
+        { report },
+        { cause },
+      );
+    }
+    return new CycleAbortedError(
+      `${report.kind} cycle stopped: ${step} failed (${ctx.name}${ctx.status ? ` ${ctx.status}` : ""}: ${ctx.message}); ` +
+        "work done so far is durable and the next cycle resumes",
+      { report, status: ctx.status, requestId: ctx.requestId },
+      { cause },
+    );
+  }
+}

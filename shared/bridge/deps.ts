@@ -1,0 +1,56 @@
+/**
+ * What the engine is built from: ports, tenant settings and defaults.
+ */
+import type { Clock, EventPublisher, Logger, Metrics, Quarantine, SnapshotStore } from "./ports.js";
+import type { CardProviderPort, TransactionProviderPort } from "./provider.js";
+import type { PiiPolicy } from "./pii.js";
+import type { Validators } from "./validate.js";
+
+/** Default EventBridge `Source` of bridge events. */
+export const DEFAULT_SOURCE = "qashio.bridge";
+/** Default `page_size` of list calls: the spec names no maximum (§8.3), 100 is the largest we rely on. */
+export const DEFAULT_PAGE_SIZE = 100;
+/** Smallest page size the engine falls back to when the provider rejects a larger one (the spec default, §8.1). */
+export const MIN_PAGE_SIZE = 10;
+/** Default bound on list calls per pull status (transactions) or per walk (cards) in one cycle. */
+export const DEFAULT_MAX_PAGES = 10_000;
+
+/** Ports and tenant settings shared by both cycles. */
+export interface BridgeDeps {
+  /** Tenant id: goes into every event and metric. */
+  readonly tenant: string;
+  readonly snapshots: SnapshotStore;
+  readonly publisher: EventPublisher;
+  readonly quarantine: Quarantine;
+  readonly clock: Clock;
+  readonly metrics: Metrics;
+  readonly logger: Logger;
+  /** Cardholder PII handling of this tenant. */
+  readonly pii: PiiPolicy;
+  /** EventBridge `Source`. @default "qashio.bridge" */
+  readonly source?: string;
+  /** Per-item validators. @default `requireObjectWithId` for both kinds */
+  readonly validators?: Partial<Validators>;
+}
+
+/** Dependencies of {@link pollTransactions}. */
+export interface TransactionCycleDeps extends BridgeDeps {
+  readonly provider: TransactionProviderPort;
+}
+
+/** Dependencies of {@link pollCards}. */
+export interface CardCycleDeps extends BridgeDeps {
+  readonly provider: CardProviderPort;
+  /** Publish `card.created` on first sighting instead of recording the card silently. @default false */
+  readonly emitCardCreated?: boolean;
+}
+
+/** Options common to both cycles. */
+export interface CycleOptions {
+  /** Epoch ms after which no new page is started; the cycle stops cleanly and resumes next time. */
+  readonly deadline?: number;
+  /** `page_size` of list calls. @default 100 */
+  readonly pageSize?: number;
+  /** Bound on list calls per pull status / per walk. @default 10000 */
+  readonly maxPages?: number;
+}

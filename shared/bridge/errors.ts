@@ -1,0 +1,50 @@
+/**
+ * Typed errors of the bridge engine. None carries a secret, a token or a PII value.
+ */
+import type { CycleReport } from "./report.js";
+
+/** Base class of every error the bridge engine throws. */
+export class BridgeError extends Error {
+  override name = "BridgeError";
+}
+
+/** The engine was given settings it cannot work with (e.g. PII mode `hash` without a salt). */
+export class BridgeConfigurationError extends BridgeError {
+  override name = "BridgeConfigurationError";
+}
+
+/** Context of a cycle that stopped before it finished. */
+export interface CycleAbortContext {
+  /** What the cycle did before it stopped; effects already made are durable. */
+  readonly report: CycleReport;
+  /** HTTP status of the provider failure, when there was one. */
+  readonly status?: number;
+  /** Provider request id of the failing call, when known. */
+  readonly requestId?: string;
+}
+
+/**
+ * A cycle stopped early because a dependency failed (provider, snapshot store, publisher, quarantine).
+ * Everything done before the failure is durable; the next cycle resumes where this one stopped.
+ */
+export class CycleAbortedError extends BridgeError {
+  override name = "CycleAbortedError";
+  readonly report: CycleReport;
+  readonly status?: number;
+  readonly requestId?: string;
+
+  constructor(message: string, context: CycleAbortContext, options?: ErrorOptions) {
+    super(message, options);
+    this.report = context.report;
+    this.status = context.status;
+    this.requestId = context.requestId;
+  }
+}
+
+/**
+ * The provider's refresh-token family is revoked: an operator must re-authorize the integration.
+ * Retrying cannot help, so callers must stop (and alert), never loop.
+ */
+export class ReauthorizationNeededError extends CycleAbortedError {
+  override name = "ReauthorizationNeededError";
+}

@@ -1,0 +1,101 @@
+/**
+ * Canonical JSON, content hashes and deterministic event ids.
+ * Hashes must not depend on the key order the provider happens to send, so keys are sorted.
+ */
+import { createHash, createHmac } from "node:crypto";
+
+/**
+ * Serialises `value` as JSON with object keys sorted, so equal data always gives equal text.
+ * `undefined` object members are dropped (as JSON.stringify does); non-finite numbers become `null`.
+ *
+ * @example
+ * ```ts
+ * canonicalJson({ b: 1, a: [true, null] }); // '{"a":[true,null],"b":1}'
+ * ```
+ */
+export function canonicalJson(value: unknown): string {
+  if (value === null || typeof value !== "object") {
+    if (value === undefined || typeof value === "function" || typeof value === "symbol") return "null";
+    return JSON.stringify(value) ?? "null";
+  }
+  if (Array.isArray(value)) {
+    let out = "[";
+    for (let i = 0; i < value.length; i++) {
+      if (i > 0) out += ",";
+      out += canonicalJson(value[i]);
+    }
+    return out + "]";
+  }
+  const record = value as Record<string, unknown>;
+  const keys = Object.keys(record).sort();
+  let out = "{";
+  let first = true;
+  for (const key of keys) {
+    const member = record[key];
+    if (member === undefined) continue;
+    if (!first) out += ",";
+    first = false;
+    out += JSON.stringify(key) + ":" + canonicalJson(member);
+  }
+  return out + "}";
+}
+
+/** Hex sha-256 of a string. */
+export function sha256Hex(text: string): string {
+  return createHash("sha256").update(text).digest("hex");
+}
+
+/**
+ * Content hash of a JSON value: hex sha-256 of its canonical JSON.
+ *
+ * @example
+ * ```ts
+ * contentHash({ a: 1, b: 2 }) === contentHash({ b: 2, a: 1 }); // true
+ * ```
+ */
+export function contentHash(value: unknown): string {
+  return sha256Hex(canonicalJson(value));
+}
+
+/** Hex HMAC-SHA256 of `text` keyed with `key`. */
+export function hmacSha256Hex(key: string, text: string): string {
+  return createHmac("sha256", key).update(text).digest("hex");
+}
+
+/**
+ * Formats the first 128 bits of a hex digest as an RFC 9562 UUIDv8 (custom, hash-based) string.
+ *
+ * @example
+ * ```ts
+ * uuidFromHex(sha256Hex("x")); // "2d711642-b726-8b04-8…"-shaped, version nibble 8
+ * ```
+ */
+export function uuidFromHex(hex: string): string {
+  const h = hex.slice(0, 32).padEnd(32, "0");
+  const variant = ((parseInt(h.charAt(16), 16) & 0x3) | 0x8).toString(16);
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-8${h.slice(13, 16)}-${variant}${h.slice(17, 20)}-${h.slice(20, 32)}`;
+}
+
+/** What identifies one observed change: the same inputs always give the same event id. */
+export interface EventIdentity {
+  readonly tenant: string;
+  readonly type: string;
+  readonly subjectId: string;
+  /** Content hash of the snapshot before the change; empty when there was none. */
+  readonly beforeHash: string;
+  readonly afterHash: string;
+}
+
+/**
+ * Deterministic event id: a UUID-shaped sha-256 of tenant, type, subject and both content hashes.
+ * Re-publishing the same change after a crash gives the same id, so consumers can deduplicate.
+ *
+ * @example
+ * ```ts
+ * eventId({ tenant: "acme", type: "transaction.created", subjectId: "7f…", beforeHash: "", afterHash: "ab…" });
+ * ```
+ */
+export function eventId(identity: EventIdentity): string {
+  const { tenant, type, subjectId, beforeHash, afterHash } = identity;
+  return uuidFromHex(sha256Hex(`${tenant}\u0000${type}\u0000${subjectId}\u0000${beforeHash}\u0000${afterHash}`));
+}

@@ -1,0 +1,36 @@
+/**
+ * Bridge engine: turns the provider's pull-and-acknowledge API into domain events.
+ *
+ * Entry points: {@link pollTransactions} and {@link pollCards}; both take ports (see ./ports.ts) and a
+ * structural provider (see ./provider.ts) that `QashioClient` satisfies, and return a {@link CycleReport}.
+ *
+ * @example
+ * ```ts
+ * import { pollTransactions, pollCards } from "./shared/bridge/index.js";
+ * const deps = { tenant, provider: client, snapshots, publisher, quarantine, clock, metrics, logger, pii: { mode: "redact" } };
+ * await pollTransactions(deps, { deadline: clock.now() + 50_000 });
+ * await pollCards({ ...deps, emitCardCreated: false }, { mode: "full" });
+ * ```
+ */
+export type * from "./ports.js";
+export type * from "./provider.js";
+export { pollTransactions, PULL_STATUSES, TRANSACTION_VOLATILE_FIELDS, transactionKey, transactionAliasKey, normaliseTransaction } from "./transactions.js";
+export type { TransactionCycleOptions } from "./transactions.js";
+export { pollCards, cardKey, cardEventType } from "./cards.js";
+export type { CardCycleMode, CardCycleOptions } from "./cards.js";
+export { DEFAULT_SOURCE, DEFAULT_PAGE_SIZE, MIN_PAGE_SIZE, DEFAULT_MAX_PAGES } from "./deps.js";
+export type { BridgeDeps, TransactionCycleDeps, CardCycleDeps, CycleOptions } from "./deps.js";
+export { emptyReport, totalPublished } from "./report.js";
+export type { CycleReport, CycleOutcome } from "./report.js";
+export { BridgeError, BridgeConfigurationError, CycleAbortedError, ReauthorizationNeededError } from "./errors.js";
+export type { CycleAbortContext } from "./errors.js";
+export { diffObjects, jsonEqual, escapePointerToken } from "./diff.js";
+export type { Change } from "./diff.js";
+export { applyPii, assertPiiPolicy, REDACTED, HASH_PREFIX } from "./pii.js";
+export type { PiiMode, PiiPolicy } from "./pii.js";
+export { canonicalJson, contentHash, eventId, sha256Hex, uuidFromHex } from "./hash.js";
+export type { EventIdentity } from "./hash.js";
+export { requireObjectWithId, schemaValidator } from "./validate.js";
+export type { ItemValidator, ValidationResult, Validators, SafeParseSchema } from "./validate.js";
+export { isReauthorizationRequired, statusClass } from "./cycle.js";
+export * from "./events/index.js";

@@ -1,0 +1,62 @@
+/**
+ * What one cycle did: returned by the poll functions and carried by their errors.
+ */
+
+/** Why a cycle ended. */
+export type CycleOutcome =
+  /** Every pullable item was handled (as far as the provider listed them). */
+  | "complete"
+  /** The time budget ran out; the rest is picked up by the next cycle. */
+  | "deadline"
+  /** The per-cycle page bound was hit (a provider that keeps adding items); resumes next cycle. */
+  | "page_limit"
+  /** A dependency failed; see the thrown error. */
+  | "aborted";
+
+/** Counters of one cycle. */
+export interface CycleReport {
+  readonly kind: "transactions" | "cards";
+  outcome: CycleOutcome;
+  /** Items received from list calls (including re-reads of the same item). */
+  pulled: number;
+  /** Distinct items handled (diffed, quarantined or found unchanged). */
+  handled: number;
+  /** Events published, by event type. */
+  published: Record<string, number>;
+  /** Events the publisher rejected for good. */
+  publishFailed: number;
+  /** Items handled that had not changed since their snapshot (no event). */
+  unchanged: number;
+  quarantined: number;
+  acknowledged: number;
+  /** Provider calls made (lists, acknowledges, parent reads). */
+  providerCalls: number;
+  /** Age in seconds of the oldest change published in this cycle (0 when none). */
+  syncLagSeconds: number;
+  durationMs: number;
+}
+
+/** A zeroed report. */
+export function emptyReport(kind: CycleReport["kind"]): CycleReport {
+  return {
+    kind,
+    outcome: "complete",
+    pulled: 0,
+    handled: 0,
+    published: {},
+    publishFailed: 0,
+    unchanged: 0,
+    quarantined: 0,
+    acknowledged: 0,
+    providerCalls: 0,
+    syncLagSeconds: 0,
+    durationMs: 0,
+  };
+}
+
+/** Total events published in a report. */
+export function totalPublished(report: CycleReport): number {
+  let total = 0;
+  for (const n of Object.values(report.published)) total += n;
+  return total;
+}

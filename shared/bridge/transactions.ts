@@ -1,0 +1,326 @@
+/**
+ * The transaction cycle: pull `not_synced`, then `outdated`; per page diff against snapshots,
+ * publish, write snapshots, then acknowledge. See docs/events.md and /work/notes/readme-engine.md.
+ */
+import { contentHash } from "./hash.js";
+import { diffObjects, type Change } from "./diff.js";
+import { CycleRun, parseTime } from "./cycle.js";
+import { DEFAULT_MAX_PAGES, DEFAULT_PAGE_SIZE, MIN_PAGE_SIZE, type CycleOptions, type TransactionCycleDeps } from "./deps.js";
+import type { BridgeEvent, QuarantineRecord, Snapshot, SnapshotKey } from "./ports.js";
+import type { ProviderPage, PullStatus } from "./provider.js";
+import type { CycleOutcome, CycleReport } from "./report.js";
+
+/** Pull statuses in the order the spec suggests (§1): new first, then changed-after-acknowledge. */
+export const PULL_STATUSES: readonly PullStatus[] = ["not_synced", "outdated"];
+
+/** Fields left out of snapshots, hashes and events: bookkeeping of the provider, not business data. */
+export const TRANSACTION_VOLATILE_FIELDS: readonly string[] = ["client_sync_status"];
+
+/** Options of {@link pollTransactions}. */
+export type TransactionCycleOptions = CycleOptions;
+
+/** Snapshot key of a transaction. */
+export function transactionKey(id: string): SnapshotKey {
+  return `transaction:${id}`;
+}
+
+/** Snapshot key of the alias `qashio_id -> id`, which lets a refund find its parent without a provider read. */
+export function transactionAliasKey(qashioId: string): SnapshotKey {
+  return `transaction:qashio_id:${qashioId}`;
+}
+
+/** The transaction as the bridge diffs, stores and publishes it: volatile fields out, PII per tenant. */
+export function normaliseTransaction(data: Record<string, unknown>, pii: (o: Record<string, unknown>) => Record<string, unknown>): Record<string, unknown> {
+  let out = data;
+  for (const field of TRANSACTION_VOLATILE_FIELDS) {
+    if (field in out) {
+      if (out === data) out = { ...data };
+      delete out[field];
+    }
+  }
+  return pii(out);
+}
+
+/** A valid transaction of the current batch. */
+interface Item {
+  readonly raw: unknown;
+  readonly id: string;
+  readonly qashioId?: string;
+  readonly parentQashioId?: string;
+  readonly parentId?: string;
+  readonly object: Record<string, unknown>;
+  readonly hash: string;
+  readonly changedAtMs?: number;
+}
+
+function optionalString(value: unknown): string | undefined {
+  return typeof value === "string" && value !== "" ? value : undefined;
+}
+
+/** Key under which an item counts as handled within one status pass. */
+function itemKey(raw: unknown): string {
+  const id = typeof raw === "object" && raw !== null ? (raw as Record<string, unknown>)["id"] : undefined;
+  return typeof id === "string" && id !== "" ? id : `sha:${contentHash(raw)}`;
+}
+
+function isPageSizeRejection(err: unknown): boolean {
+  const e = err as { status?: unknown; errors?: unknown; cause?: unknown } | null;
+  const inner = (e?.cause ?? e) as { status?: unknown; errors?: unknown } | null;
+  if (inner?.status !== 400 || !Array.isArray(inner.errors)) return false;
+  return inner.errors.some((x: unknown) => (x as { field?: unknown } | null)?.field === "page_size");
+}
+
+class TransactionRun extends CycleRun {
+  private pageSize: number;
+  private readonly maxPages: number;
+  /** qashio_id -> id of transactions seen in this cycle, and parents already resolved. */
+  private readonly parents = new Map<string, string | null>();
+
+  constructor(
+    override readonly deps: TransactionCycleDeps,
+    private readonly options: TransactionCycleOptions,
+  ) {
+    super(deps, "transactions");
+    this.pageSize = options.pageSize ?? DEFAULT_PAGE_SIZE;
+    this.maxPages = options.maxPages ?? DEFAULT_MAX_PAGES;
+  }
+
+  async run(): Promise<CycleReport> {
+    for (const status of PULL_STATUSES) {
+      const outcome = await this.drain(status);
+      if (outcome !== "complete") {
+        this.report.outcome = outcome;
+        break;
+      }
+    }
+    return this.finish();
+  }
+
+  /** Lists one page, stepping the page size down when the provider rejects it (its maximum is not specified). */
+  private async list(status: PullStatus, page: number): Promise<ProviderPage> {
+    for (;;) {
+      try {
+        const size = this.pageSize;
+        return await this.provider(`list ${status} transactions`, () =>
+          this.deps.provider.listTransactions({ client_sync_status: status, page, page_size: size }),
+        );
+      } catch (err) {
+        if (!isPageSizeRejection(err) || this.pageSize <= MIN_PAGE_SIZE) throw err;
+        const smaller = Math.max(MIN_PAGE_SIZE, Math.floor(this.pageSize / 2));
+        this.deps.logger.warn("provider rejected page_size; retrying smaller", { from: this.pageSize, to: smaller });
+        this.pageSize = smaller;
+      }
+    }
+  }
+
+  /**
+   * Drains one pull status. Acknowledged items leave the filtered list, so the walk stays on a page while it
+   * yields items not yet handled in this pass and moves on only when a page holds nothing new (items that stay
+   * listed despite an acknowledge, e.g. changed again). New arrivals at the top are picked up on the page being
+   * re-read or by the next cycle; the page bound and deadline guarantee termination.
+   */
+  private async drain(status: PullStatus): Promise<CycleOutcome> {
+    const handled = new Set<string>();
+    let page = 1;
+    for (let calls = 0; ; calls++) {
+      if (this.pastDeadline(this.options.deadline)) return "deadline";
+      if (calls >= this.maxPages) return "page_limit";
+      const result = await this.list(status, page);
+      const items = result.data;
+      this.report.pulled += items.length;
+      if (items.length > 0) this.deps.metrics.add("TransactionsPulled", items.length, "Count");
+      const hasNext = result.pagination?.has_next ?? items.length >= this.pageSize;
+      const isLast = items.length === 0 || !hasNext;
+
+      const fresh: unknown[] = [];
+      const freshKeys = new Set<string>();
+      for (const raw of items) {
+        const key = itemKey(raw);
+        if (handled.has(key) || freshKeys.has(key)) continue;
+        freshKeys.add(key);
+        fresh.push(raw);
+      }
+      if (fresh.length === 0) {
+        if (isLast) return "complete";
+        page += 1;
+        continue;
+      }
+      const allAcknowledged = await this.processBatch(fresh);
+      for (const key of freshKeys) handled.add(key);
+      // The whole last page was new and acknowledged: nothing can be left behind it in this pass.
+      if (isLast && fresh.length === items.length && allAcknowledged) return "complete";
+    }
+  }
+
+  /** One batch: validate, diff, publish, write snapshots, quarantine, acknowledge. True when every item was acknowledged. */
+  private async processBatch(raws: readonly unknown[]): Promise<boolean> {
+    const { deps } = this;
+    const quarantine: QuarantineRecord[] = [];
+    const ackIds: string[] = [];
+    let unacknowledgeable = 0;
+    const items: Item[] = [];
+    const seen = new Set<string>();
+
+    for (const raw of raws) {
+      const result = this.validators.transaction(raw);
+      if (!result.success) {
+        const rawId = optionalString((raw as Record<string, unknown> | null)?.["id"]);
+        quarantine.push(this.quarantineRecord("transaction", "validation", result.reason, raw, rawId));
+        if (rawId) ackIds.push(rawId);
+        else unacknowledgeable += 1;
+        continue;
+      }
+      const object = normaliseTransaction(result.data, (o) => this.pii(o));
+      const id = object["id"] as string;
+      if (seen.has(id)) continue;
+      seen.add(id);
+      const item: Item = {
+        raw,
+        id,
+        qashioId: optionalString(object["qashio_id"]),
+        parentQashioId: optionalString(object["parent_qashio_id"]),
+        parentId: optionalString(object["parent_id"]),
+        object,
+        hash: contentHash(object),
+        changedAtMs: parseTime(object["updated_at"]) ?? parseTime(object["modified_date"]),
+      };
+      if (item.qashioId) this.parents.set(item.qashioId, item.id);
+      items.push(item);
+    }
+    this.report.handled += raws.length;
+
+    const snapshots = items.length
+      ? await this.port("read snapshots", () => deps.snapshots.getMany(items.map((i) => transactionKey(i.id))))
+      : new Map<SnapshotKey, Snapshot>();
+
+    const toPublish: { item: Item; type: "transaction.created" | "transaction.changed"; before?: Snapshot; changes?: Change[] }[] = [];
+    const silentWrites: Item[] = [];
+    for (const item of items) {
+      const before = snapshots.get(transactionKey(item.id));
+      if (!before) {
+        toPublish.push({ item, type: "transaction.created" });
+        continue;
+      }
+      if (before.hash === item.hash) {
+        this.report.unchanged += 1;
+        ackIds.push(item.id);
+        continue;
+      }
+      const changes = diffObjects(before.object, item.object);
+      if (changes.length === 0) {
+        // Same data, different hash (e.g. null vs absent): refresh the snapshot, publish nothing.
+        this.report.unchanged += 1;
+        silentWrites.push(item);
+        ackIds.push(item.id);
+        continue;
+      }
+      toPublish.push({ item, type: "transaction.changed", before, changes });
+    }
+
+    const parents = await this.resolveParents(toPublish.map((p) => p.item));
+    // Newest first in the list; publish oldest first so consumers see a page in time order.
+    toPublish.reverse();
+    const events: BridgeEvent[] = toPublish.map(({ item, type, before, changes }) => {
+      const parent = item.parentQashioId ? parents.get(item.parentQashioId) : undefined;
+      return this.buildEvent({
+        type,
+        kind: "transaction",
+        subjectId: item.id,
+        qashioId: item.qashioId,
+        object: item.object,
+        beforeHash: before?.hash ?? "",
+        afterHash: item.hash,
+        occurredAt: item.changedAtMs ?? deps.clock.now(),
+        changes,
+        parent: parent ? { id: parent, qashio_id: item.parentQashioId as string } : undefined,
+      });
+    });
+    const failures = await this.publish(
+      events,
+      toPublish.map((p) => p.item.changedAtMs),
+    );
+
+    const now = new Date(deps.clock.now()).toISOString();
+    const writes: Snapshot[] = [];
+    const snapshotOf = (item: Item): void => {
+      writes.push({ key: transactionKey(item.id), hash: item.hash, object: item.object, updatedAt: now });
+      if (item.qashioId) {
+        const alias = { id: item.id, qashio_id: item.qashioId };
+        writes.push({ key: transactionAliasKey(item.qashioId), hash: contentHash(alias), object: alias, updatedAt: now });
+      }
+    };
+    toPublish.forEach(({ item }, i) => {
+      const failure = failures.get((events[i] as BridgeEvent).detail.id);
+      if (failure) quarantine.push(this.quarantineRecord("transaction", "publish", failure.reason, item.raw, item.id));
+      else snapshotOf(item);
+      ackIds.push(item.id);
+    });
+    for (const item of silentWrites) snapshotOf(item);
+    if (writes.length) await this.port("write snapshots", () => deps.snapshots.putMany(writes));
+    await this.quarantine(quarantine);
+
+    if (ackIds.length) {
+      await this.provider("acknowledge transactions", () => deps.provider.acknowledgeTransactions(ackIds));
+      this.report.acknowledged += ackIds.length;
+      deps.metrics.add("Acknowledged", ackIds.length, "Count");
+    }
+    return unacknowledgeable === 0;
+  }
+
+  /**
+   * Parent `{id}` per parent qashio_id: from the item's own `parent_id`, this cycle's items, the snapshot
+   * store's alias, else one provider read per distinct parent (cached for the cycle). Unresolvable: no parent.
+   */
+  private async resolveParents(items: readonly Item[]): Promise<Map<string, string>> {
+    const resolved = new Map<string, string>();
+    const missing = new Set<string>();
+    for (const item of items) {
+      const qid = item.parentQashioId;
+      if (!qid) continue;
+      const known = item.parentId ?? this.parents.get(qid);
+      if (known) resolved.set(qid, known);
+      else if (known !== null) missing.add(qid);
+    }
+    if (missing.size === 0) return resolved;
+    const aliases = await this.port("read parent snapshots", () =>
+      this.deps.snapshots.getMany([...missing].map(transactionAliasKey)),
+    );
+    for (const qid of missing) {
+      const alias = aliases.get(transactionAliasKey(qid));
+      let id = optionalString(alias?.object["id"]);
+      if (!id) {
+        const page = await this.provider("read parent transaction", () =>
+          this.deps.provider.listTransactions({ qashio_id: qid, page: 1, page_size: 1 }),
+        );
+        const first = page.data[0] as Record<string, unknown> | undefined;
+        id = first && first["qashio_id"] === qid ? optionalString(first["id"]) : undefined;
+        if (!id) this.deps.logger.warn("parent transaction not found", { parentQashioId: qid });
+      }
+      this.parents.set(qid, id ?? null);
+      if (id) resolved.set(qid, id);
+    }
+    return resolved;
+  }
+}
+
+/**
+ * Runs one transaction cycle: pulls `not_synced` then `outdated` transactions, publishes
+ * `transaction.created` / `transaction.changed`, writes snapshots, then acknowledges, page by page.
+ * A crash between any two effects loses nothing: the next cycle re-sends the same event ids or only acknowledges.
+ *
+ * @throws {ReauthorizationNeededError} the provider token family is revoked (never retried).
+ * @throws {CycleAbortedError} a dependency failed; `error.report` holds what was done.
+ * @example
+ * ```ts
+ * const report = await pollTransactions(deps, { deadline: clock.now() + 50_000 });
+ * if (report.outcome !== "complete") logger.info("resuming next cycle", { ...report });
+ * ```
+ */
+export async function pollTransactions(deps: TransactionCycleDeps, options: TransactionCycleOptions = {}): Promise<CycleReport> {
+  const run = new TransactionRun(deps, options);
+  try {
+    return await run.run();
+  } catch (err) {
+    throw run.fail(err);
+  }
+}

@@ -1,0 +1,61 @@
+/**
+ * Per-item validation of raw provider records. The default checks the minimum the engine relies on;
+ * callers plug in the provider schemas (see {@link schemaValidator}).
+ */
+
+/** Outcome of validating one raw record. */
+export type ValidationResult =
+  | { readonly success: true; readonly data: Record<string, unknown> }
+  | { readonly success: false; readonly reason: string };
+
+/** Validates one raw record; must not throw and must not put input values (PII) in `reason`. */
+export type ItemValidator = (raw: unknown) => ValidationResult;
+
+/** Validators per entity kind. */
+export interface Validators {
+  readonly transaction: ItemValidator;
+  readonly card: ItemValidator;
+}
+
+/** Anything with a zod-like `safeParse`. */
+export interface SafeParseSchema {
+  safeParse(input: unknown):
+    | { success: true; data: unknown }
+    | { success: false; error: { issues: readonly { path: readonly PropertyKey[]; message: string }[] } };
+}
+
+/** Accepts a plain object whose `id` is a non-empty string: the least the engine needs to diff and acknowledge. */
+export const requireObjectWithId: ItemValidator = (raw) => {
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) return { success: false, reason: "not an object" };
+  const id = (raw as Record<string, unknown>)["id"];
+  if (typeof id !== "string" || id === "") return { success: false, reason: "id: missing or not a non-empty string" };
+  return { success: true, data: raw as Record<string, unknown> };
+};
+
+/**
+ * Wraps a zod schema as an {@link ItemValidator}: issues become `path: message` lines (no input values),
+ * and the parsed value must still be an object with a string id.
+ *
+ * @example
+ * ```ts
+ * const validators = { transaction: schemaValidator(TransactionSchema), card: schemaValidator(ErpCardSchema) };
+ * ```
+ */
+export function schemaValidator(schema: SafeParseSchema): ItemValidator {
+  return (raw) => {
+    let result: ReturnType<SafeParseSchema["safeParse"]>;
+    try {
+      result = schema.safeParse(raw);
+    } catch (err) {
+      return { success: false, reason: `validator threw: ${err instanceof Error ? err.name : "error"}` };
+    }
+    if (!result.success) {
+      const reason = result.error.issues
+        .slice(0, 10)
+        .map((issue) => `${issue.path.map(String).join(".") || "(root)"}: ${issue.message}`)
+        .join("; ");
+      return { success: false, reason: reason || "invalid" };
+    }
+    return requireObjectWithId(result.data);
+  };
+}

@@ -1,0 +1,390 @@
+/**
+ * In-memory fakes of every engine port and of the provider, for engine tests (and reuse by CLI/AWS tests).
+ */
+import type {
+  BridgeEvent,
+  Clock,
+  EventPublisher,
+  Lock,
+  LockHandle,
+  Logger,
+  MetricName,
+  MetricUnit,
+  Metrics,
+  PublishFailure,
+  Quarantine,
+  QuarantineRecord,
+  Snapshot,
+  SnapshotKey,
+  SnapshotStore,
+  TokenStore,
+} from "../../shared/bridge/ports.js";
+import type { StoredTokens } from "../../shared/qashio/auth/token-store.js";
+import type {
+  CardListQuery,
+  ProviderPage,
+  ProviderPort,
+  TransactionListQuery,
+} from "../../shared/bridge/provider.js";
+import type { TransactionCycleDeps, CardCycleDeps } from "../../shared/bridge/deps.js";
+import type { PiiPolicy } from "../../shared/bridge/pii.js";
+
+/** A clock that only moves when told to; `sleep` advances it instantly. */
+export class FakeClock implements Clock {
+  constructor(public ms = Date.parse("2025-01-15T10:00:00.000Z")) {}
+  now(): number {
+    return this.ms;
+  }
+  async sleep(ms: number): Promise<void> {
+    this.ms += ms;
+  }
+  advance(ms: number): void {
+    this.ms += ms;
+  }
+}
+
+/** Snapshots in a Map. */
+export class MemorySnapshotStore implements SnapshotStore {
+  readonly data = new Map<SnapshotKey, Snapshot>();
+  getManyCalls = 0;
+  putManyCalls = 0;
+  async getMany(keys: readonly SnapshotKey[]): Promise<Map<SnapshotKey, Snapshot>> {
+    this.getManyCalls += 1;
+    const out = new Map<SnapshotKey, Snapshot>();
+    for (const key of keys) {
+      const s = this.data.get(key);
+      if (s) out.set(key, structuredClone(s));
+    }
+    return out;
+  }
+  async putMany(snapshots: readonly Snapshot[]): Promise<void> {
+    this.putManyCalls += 1;
+    for (const s of snapshots) this.data.set(s.key, structuredClone(s));
+  }
+}
+
+/** Quarantine records in a Map keyed by id. */
+export class MemoryQuarantine implements Quarantine {
+  readonly records = new Map<string, QuarantineRecord>();
+  async put(record: QuarantineRecord): Promise<void> {
+    this.records.set(record.id, structuredClone(record));
+  }
+  async list(): Promise<QuarantineRecord[]> {
+    return [...this.records.values()].map((r) => structuredClone(r));
+  }
+}
+
+/** Leases in a Map, expiring on the given clock. */
+export class MemoryLock implements Lock {
+  private readonly leases = new Map<string, { owner: number; expiresAt: number }>();
+  private nextOwner = 1;
+  constructor(private readonly clock: Clock) {}
+  async tryAcquire(name: string, ttlMs: number): Promise<LockHandle | undefined> {
+    const current = this.leases.get(name);
+    if (current && current.expiresAt > this.clock.now()) return undefined;
+    const owner = this.nextOwner++;
+    this.leases.set(name, { owner, expiresAt: this.clock.now() + ttlMs });
+    const held = () => {
+      const lease = this.leases.get(name);
+      return lease?.owner === owner && lease.expiresAt > this.clock.now();
+    };
+    return {
+      renew: async (ms) => {
+        if (!held()) return false;
+        this.leases.set(name, { owner, expiresAt: this.clock.now() + ms });
+        return true;
+      },
+      release: async () => {
+        if (this.leases.get(name)?.owner === owner) this.leases.delete(name);
+      },
+    };
+  }
+}
+
+/** Tokens in memory. */
+export class MemoryTokenStore implements TokenStore {
+  constructor(public tokens?: StoredTokens) {}
+  async load(): Promise<StoredTokens | undefined> {
+    return this.tokens ? { ...this.tokens } : undefined;
+  }
+  async save(tokens: StoredTokens): Promise<void> {
+    this.tokens = { ...tokens };
+  }
+}
+
+/** Records every published event; `reject` decides per event whether it fails for good. */
+export class RecordingPublisher implements EventPublisher {
+  readonly events: BridgeEvent[] = [];
+  calls = 0;
+  reject: (event: BridgeEvent) => string | undefined = () => undefined;
+  async publish(events: readonly BridgeEvent[]): Promise<{ readonly failed: readonly PublishFailure[] }> {
+    this.calls += 1;
+    const failed: PublishFailure[] = [];
+    for (const event of events) {
+      const reason = this.reject(event);
+      if (reason) failed.push({ event, reason });
+      else this.events.push(structuredClone(event));
+    }
+    return { failed };
+  }
+  get ids(): string[] {
+    return this.events.map((e) => e.detail.id);
+  }
+  ofType(type: string): BridgeEvent[] {
+    return this.events.filter((e) => e.detail.type === type);
+  }
+}
+
+/** One recorded metric data point. */
+export interface MetricPoint {
+  readonly name: MetricName;
+  readonly value: number;
+  readonly unit?: MetricUnit;
+  readonly dimensions?: Readonly<Record<string, string>>;
+}
+
+/** Records metric data points. */
+export class RecordingMetrics implements Metrics {
+  readonly points: MetricPoint[] = [];
+  add(name: MetricName, value: number, unit?: MetricUnit, dimensions?: Readonly<Record<string, string>>): void {
+    this.points.push({ name, value, unit, dimensions });
+  }
+  sum(name: MetricName, dimensions?: Readonly<Record<string, string>>): number {
+    return this.points
+      .filter((p) => p.name === name && Object.entries(dimensions ?? {}).every(([k, v]) => p.dimensions?.[k] === v))
+      .reduce((a, p) => a + p.value, 0);
+  }
+}
+
+/** Records log lines. */
+export class RecordingLogger implements Logger {
+  readonly lines: { level: string; message: string; attributes?: Readonly<Record<string, unknown>> }[] = [];
+  debug(message: string, attributes?: Readonly<Record<string, unknown>>): void {
+    this.lines.push({ level: "debug", message, attributes });
+  }
+  info(message: string, attributes?: Readonly<Record<string, unknown>>): void {
+    this.lines.push({ level: "info", message, attributes });
+  }
+  warn(message: string, attributes?: Readonly<Record<string, unknown>>): void {
+    this.lines.push({ level: "warn", message, attributes });
+  }
+  error(message: string, attributes?: Readonly<Record<string, unknown>>): void {
+    this.lines.push({ level: "error", message, attributes });
+  }
+}
+
+type SyncStatus = "not_synced" | "synced" | "outdated";
+
+/** A provider transaction as the fake holds it. */
+export interface FakeTransaction extends Record<string, unknown> {
+  id: string;
+  qashio_id: string;
+  client_sync_status: SyncStatus;
+  updated_at: string;
+}
+
+/** Deterministic UUID-shaped id for test transaction `n`. */
+export function txnId(n: number): string {
+  return `00000000-0000-4000-8000-${n.toString(16).padStart(12, "0")}`;
+}
+
+/** What a provider call was. */
+export type ProviderCall =
+  | { readonly op: "listTransactions"; readonly query: TransactionListQuery }
+  | { readonly op: "acknowledgeTransactions"; readonly ids: readonly string[] }
+  | { readonly op: "listErpCards"; readonly query: CardListQuery };
+
+/**
+ * An in-memory provider that models the sync-status machine of spec §3.1: new transactions are `not_synced`,
+ * acknowledge moves them to `synced`, a change after acknowledge makes them `outdated`. Lists are newest first
+ * and filtered live, so pages shift as items are acknowledged or arrive. `beforeCall` lets a test inject
+ * activity (or a failure) between any two calls.
+ */
+export class FakeProvider implements ProviderPort {
+  /** Newest first. */
+  readonly transactions: FakeTransaction[] = [];
+  readonly cards: Record<string, unknown>[] = [];
+  readonly calls: ProviderCall[] = [];
+  /** Runs before every call; throw from it to fail the call. */
+  beforeCall: (call: ProviderCall) => void | Promise<void> = () => undefined;
+  /** Raw items to serve in place of a transaction, by id (to inject invalid records). */
+  readonly rawOverrides = new Map<string, unknown>();
+  private counter = 0;
+  private clockMs = Date.parse("2025-01-15T09:00:00.000Z");
+
+  constructor(private readonly maxPageSize = Number.POSITIVE_INFINITY) {}
+
+  /** Adds a new transaction at the top (not_synced); returns it. */
+  addTransaction(fields: Record<string, unknown> = {}): FakeTransaction {
+    const n = ++this.counter;
+    const txn: FakeTransaction = {
+      id: txnId(n),
+      qashio_id: `CT${String(n).padStart(8, "0")}`,
+      parent_id: null,
+      parent_qashio_id: null,
+      transaction_category: "purchase",
+      transaction_amount: n * 10,
+      transaction_currency: "AED",
+      merchant_name: `Merchant ${n}`,
+      card_holder_name: "Ann Holder",
+      card_holder_email: "ann@example.com",
+      memo: "",
+      line_items: [{ id: `li-${n}-1`, amount: n * 10, description: "item" }],
+      created_at: this.tick(),
+      updated_at: this.tick(),
+      ...fields,
+      client_sync_status: "not_synced",
+    };
+    this.transactions.unshift(txn);
+    return txn;
+  }
+
+  /** Changes a transaction as the provider would: synced becomes outdated, others keep their status. */
+  changeTransaction(id: string, patch: Record<string, unknown>): FakeTransaction {
+    const txn = this.transactions.find((t) => t.id === id);
+    if (!txn) throw new Error(`no transaction ${id}`);
+    Object.assign(txn, patch, { updated_at: this.tick() });
+    if (txn.client_sync_status === "synced") txn.client_sync_status = "outdated";
+    return txn;
+  }
+
+  /** Transactions still waiting to be pulled. */
+  pending(): FakeTransaction[] {
+    return this.transactions.filter((t) => t.client_sync_status !== "synced");
+  }
+
+  async listTransactions(query: TransactionListQuery): Promise<ProviderPage> {
+    const call = { op: "listTransactions", query: { ...query } } as const;
+    this.calls.push(call);
+    await this.beforeCall(call);
+    if (query.page_size > this.maxPageSize) {
+      throw Object.assign(new Error("page_size out of range"), {
+        name: "BadRequestError",
+        status: 400,
+        errors: [{ field: "page_size", code: "OUT_OF_RANGE", message: "too large" }],
+      });
+    }
+    let list = this.transactions;
+    if (query.client_sync_status) list = list.filter((t) => t.client_sync_status === query.client_sync_status);
+    if (query.qashio_id) list = list.filter((t) => t.qashio_id === query.qashio_id);
+    return this.page(list.map((t) => (this.rawOverrides.has(t.id) ? this.rawOverrides.get(t.id) : structuredClone(t))), query);
+  }
+
+  async acknowledgeTransactions(ids: string[]): Promise<unknown> {
+    const call = { op: "acknowledgeTransactions", ids: [...ids] } as const;
+    this.calls.push(call);
+    await this.beforeCall(call);
+    for (const id of ids) {
+      const txn = this.transactions.find((t) => t.id === id);
+      if (txn) txn.client_sync_status = "synced";
+    }
+    return { acknowledged: ids.length };
+  }
+
+  /** Adds a card at the top of the card list. */
+  addCard(fields: Record<string, unknown> = {}): Record<string, unknown> {
+    const n = this.cards.length + 1;
+    const card = {
+      id: `CA${String(n).padStart(8, "0")}`,
+      card_nickname: `Card ${n}`,
+      status: "Active",
+      card_type: "Virtual",
+      masked_card_number: "************1234",
+      cardholder: { name: "Ann Holder", email: "ann@example.com", employee_id: `E${n}` },
+      allowed_max_balance: 1000,
+      purchase_limits_active: false,
+      ...fields,
+    };
+    this.cards.unshift(card);
+    return card;
+  }
+
+  /** Changes a card in place. */
+  changeCard(id: string, patch: Record<string, unknown>): void {
+    const card = this.cards.find((c) => c["id"] === id);
+    if (!card) throw new Error(`no card ${id}`);
+    Object.assign(card, patch);
+  }
+
+  async listErpCards(query: CardListQuery): Promise<ProviderPage> {
+    const call = { op: "listErpCards", query: { ...query } } as const;
+    this.calls.push(call);
+    await this.beforeCall(call);
+    const list = query.status ? this.cards.filter((c) => String(c["status"]).toLowerCase() === query.status) : this.cards;
+    return this.page(list.map((c) => structuredClone(c)), query);
+  }
+
+  count(op: ProviderCall["op"]): number {
+    return this.calls.filter((c) => c.op === op).length;
+  }
+
+  private page(all: readonly unknown[], query: { page: number; page_size: number }): ProviderPage {
+    const start = (query.page - 1) * query.page_size;
+    const data = all.slice(start, start + query.page_size);
+    const totalPages = Math.ceil(all.length / query.page_size);
+    return {
+      data,
+      pagination: {
+        page: query.page,
+        page_size: query.page_size,
+        total_records: all.length,
+        total_pages: totalPages,
+        has_next: query.page < totalPages,
+      },
+    };
+  }
+
+  private tick(): string {
+    this.clockMs += 1000;
+    return new Date(this.clockMs).toISOString();
+  }
+}
+
+/** Everything an engine test needs, wired together. */
+export interface TestRig {
+  readonly provider: FakeProvider;
+  readonly snapshots: MemorySnapshotStore;
+  readonly publisher: RecordingPublisher;
+  readonly quarantine: MemoryQuarantine;
+  readonly clock: FakeClock;
+  readonly metrics: RecordingMetrics;
+  readonly logger: RecordingLogger;
+  readonly deps: TransactionCycleDeps & CardCycleDeps;
+}
+
+/**
+ * Builds a rig of fakes; `overrides` replace single deps (e.g. a fault-injecting store).
+ *
+ * @example
+ * ```ts
+ * const rig = makeRig();
+ * rig.provider.addTransaction();
+ * await pollTransactions(rig.deps);
+ * ```
+ */
+export function makeRig(
+  options: { tenant?: string; pii?: PiiPolicy; maxPageSize?: number; emitCardCreated?: boolean } = {},
+  overrides: Partial<TransactionCycleDeps & CardCycleDeps> = {},
+): TestRig {
+  const provider = new FakeProvider(options.maxPageSize);
+  const snapshots = new MemorySnapshotStore();
+  const publisher = new RecordingPublisher();
+  const quarantine = new MemoryQuarantine();
+  const clock = new FakeClock();
+  const metrics = new RecordingMetrics();
+  const logger = new RecordingLogger();
+  const deps = {
+    tenant: options.tenant ?? "acme",
+    provider,
+    snapshots,
+    publisher,
+    quarantine,
+    clock,
+    metrics,
+    logger,
+    pii: options.pii ?? { mode: "full" as const },
+    emitCardCreated: options.emitCardCreated ?? false,
+    ...overrides,
+  };
+  return { provider, snapshots, publisher, quarantine, clock, metrics, logger, deps };
+}

@@ -1,0 +1,321 @@
+import { describe, expect, it } from "vitest";
+import { pollTransactions } from "../../shared/bridge/transactions.js";
+import { CycleAbortedError, ReauthorizationNeededError } from "../../shared/bridge/errors.js";
+import { parseEventDetail } from "../../shared/bridge/events/schemas.js";
+import { makeRig, txnId } from "./fakes.js";
+
+describe("pollTransactions", () => {
+  it("publishes transaction.created for a new transaction, writes its snapshot and acknowledges it", async () => {
+    const rig = makeRig();
+    const txn = rig.provider.addTransaction();
+    const report = await pollTransactions(rig.deps);
+    expect(rig.publisher.events).toHaveLength(1);
+    const event = rig.publisher.events[0]!;
+    expect(event.detailType).toBe("transaction.created");
+    expect(event.source).toBe("qashio.bridge");
+    expect(event.detail.subject).toEqual({ type: "transaction", id: txn.id, qashio_id: txn.qashio_id });
+    expect(event.detail.data.object).not.toHaveProperty("client_sync_status");
+    expect(parseEventDetail(event.detail).success).toBe(true);
+    expect(rig.snapshots.data.has(`transaction:${txn.id}`)).toBe(true);
+    expect(rig.provider.pending()).toHaveLength(0);
+    expect(report).toMatchObject({ outcome: "complete", acknowledged: 1, published: { "transaction.created": 1 } });
+  });
+
+  it("publishes transaction.changed with JSON Pointer changes matched by line item id after an outdated pull", async () => {
+    const rig = makeRig();
+    const txn = rig.provider.addTransaction({
+      line_items: [
+        { id: "A", amount: 5 },
+        { id: "B", amount: 7 },
+      ],
+    });
+    await pollTransactions(rig.deps);
+    rig.provider.changeTransaction(txn.id, {
+      memo: "team lunch",
+      line_items: [
+        { id: "C", amount: 1 },
+        { id: "B", amount: 8 },
+        { id: "A", amount: 5 },
+      ],
+    });
+    expect(rig.provider.transactions[0]!.client_sync_status).toBe("outdated");
+    await pollTransactions(rig.deps);
+    const changed = rig.publisher.ofType("transaction.changed");
+    expect(changed).toHaveLength(1);
+    const paths = changed[0]!.detail.data.changes!.map((c) => c.path);
+    expect(paths).toEqual(["/line_items/C", "/line_items/B/amount", "/memo", "/updated_at"]);
+    expect(changed[0]!.detail.data.changes).toContainEqual({ path: "/line_items/B/amount", before: 7, after: 8 });
+    expect(parseEventDetail(changed[0]!.detail).success).toBe(true);
+    expect(rig.provider.pending()).toHaveLength(0);
+  });
+
+  it("acknowledges without an event when the pulled transaction equals its snapshot", async () => {
+    const rig = makeRig();
+    const txn = rig.provider.addTransaction();
+    await pollTransactions(rig.deps);
+    // The provider reports it outdated without a business change (only the sync status moved).
+    txn.client_sync_status = "outdated";
+    const report = await pollTransactions(rig.deps);
+    expect(rig.publisher.events).toHaveLength(1);
+    expect(report).toMatchObject({ unchanged: 1, acknowledged: 1 });
+    expect(rig.provider.pending()).toHaveLength(0);
+  });
+
+  it("gives the same change the same event id on every publish", async () => {
+    const first = makeRig();
+    const second = makeRig();
+    first.provider.addTransaction();
+    second.provider.addTransaction();
+    await pollTransactions(first.deps);
+    await pollTransactions(second.deps);
+    expect(first.publisher.ids).toEqual(second.publisher.ids);
+    expect(first.publisher.ids[0]).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+  });
+
+  it("uses one list call and one acknowledge call per page and publishes oldest first", async () => {
+    const rig = makeRig();
+    for (let i = 0; i < 250; i++) rig.provider.addTransaction();
+    const report = await pollTransactions(rig.deps);
+    expect(rig.publisher.events).toHaveLength(250);
+    expect(rig.provider.count("acknowledgeTransactions")).toBe(3);
+    // 3 pages of not_synced + 1 empty outdated page.
+    expect(rig.provider.count("listTransactions")).toBe(4);
+    expect(report.providerCalls).toBe(7);
+    expect(rig.snapshots.getManyCalls).toBe(3);
+    expect(rig.snapshots.putManyCalls).toBe(3);
+    // The first page holds transactions 250..151, newest first; its events go out oldest first.
+    expect(rig.publisher.events[0]!.detail.subject.id).toBe(txnId(151));
+  });
+
+  it("asks for the configured page size, 100 by default", async () => {
+    const rig = makeRig();
+    await pollTransactions(rig.deps);
+    await pollTransactions(rig.deps, { pageSize: 40 });
+    const sizes = rig.provider.calls.map((c) => (c.op === "listTransactions" ? c.query.page_size : 0));
+    expect(sizes).toEqual([100, 100, 40, 40]);
+  });
+
+  it("steps the page size down when the provider rejects it", async () => {
+    const rig = makeRig({ maxPageSize: 30 });
+    for (let i = 0; i < 45; i++) rig.provider.addTransaction();
+    const report = await pollTransactions(rig.deps, { pageSize: 100 });
+    expect(report.outcome).toBe("complete");
+    expect(rig.publisher.events).toHaveLength(45);
+    expect(rig.provider.pending()).toHaveLength(0);
+  });
+
+  it("handles transactions that arrive and change while the cycle walks pages, skipping none", async () => {
+    const rig = makeRig();
+    for (let i = 0; i < 30; i++) rig.provider.addTransaction();
+    let lists = 0;
+    const changed = new Set<string>();
+    rig.provider.beforeCall = (call) => {
+      if (call.op !== "listTransactions") return;
+      lists += 1;
+      if (lists <= 4) {
+        rig.provider.addTransaction();
+        rig.provider.addTransaction();
+      }
+      if (lists === 2) {
+        // A not-yet-pulled transaction changes while it waits; one already acknowledged changes too.
+        const waiting = rig.provider.pending().at(-1)!;
+        rig.provider.changeTransaction(waiting.id, { memo: "edited while waiting" });
+        const done = rig.provider.transactions.find((t) => t.client_sync_status === "synced")!;
+        rig.provider.changeTransaction(done.id, { memo: "edited after acknowledge" });
+        changed.add(done.id);
+      }
+    };
+    await pollTransactions(rig.deps, { pageSize: 7 });
+    expect(rig.provider.pending()).toHaveLength(0);
+    const created = new Set(rig.publisher.ofType("transaction.created").map((e) => e.detail.subject.id));
+    expect(created.size).toBe(rig.provider.transactions.length);
+    const changedIds = rig.publisher.ofType("transaction.changed").map((e) => e.detail.subject.id);
+    expect(new Set(changedIds)).toEqual(changed);
+    const waitingEvent = rig.publisher.events.find((e) => e.detail.data.object["memo"] === "edited while waiting");
+    expect(waitingEvent?.detail.type).toBe("transaction.created");
+  });
+
+  it("moves past items that stay listed after acknowledge instead of looping on them", async () => {
+    const rig = makeRig();
+    for (let i = 0; i < 12; i++) rig.provider.addTransaction();
+    const stuck = new Set([rig.provider.transactions[0]!.id, rig.provider.transactions[3]!.id, rig.provider.transactions[5]!.id]);
+    const ack = rig.provider.acknowledgeTransactions.bind(rig.provider);
+    rig.provider.acknowledgeTransactions = (ids) => ack(ids.filter((id) => !stuck.has(id)));
+    const report = await pollTransactions(rig.deps, { pageSize: 3 });
+    expect(report.outcome).toBe("complete");
+    expect(new Set(rig.publisher.ids).size).toBe(12);
+    expect(rig.provider.pending().map((t) => t.id).sort()).toEqual([...stuck].sort());
+    expect(rig.provider.count("listTransactions")).toBeLessThan(20);
+  });
+
+  it("stops at the page bound when the provider keeps adding transactions", async () => {
+    const rig = makeRig();
+    rig.provider.beforeCall = (call) => {
+      if (call.op === "listTransactions") for (let i = 0; i < 6; i++) rig.provider.addTransaction();
+    };
+    const report = await pollTransactions(rig.deps, { pageSize: 5, maxPages: 50 });
+    expect(report.outcome).toBe("page_limit");
+    expect(rig.provider.count("listTransactions")).toBe(50);
+  });
+
+  it("stops cleanly at the deadline between batches and resumes next cycle", async () => {
+    const rig = makeRig();
+    for (let i = 0; i < 50; i++) rig.provider.addTransaction();
+    rig.provider.beforeCall = (call) => {
+      if (call.op === "acknowledgeTransactions") rig.clock.advance(1000);
+    };
+    const deadline = rig.clock.now() + 2500;
+    const first = await pollTransactions(rig.deps, { pageSize: 10, deadline });
+    expect(first.outcome).toBe("deadline");
+    expect(first.acknowledged).toBe(30);
+    expect(rig.provider.pending()).toHaveLength(20);
+    const second = await pollTransactions(rig.deps, { pageSize: 10 });
+    expect(second.outcome).toBe("complete");
+    expect(new Set(rig.publisher.ids).size).toBe(50);
+    expect(rig.provider.pending()).toHaveLength(0);
+  });
+
+  it("quarantines an invalid transaction, acknowledges it after the record is durable, and carries on", async () => {
+    const rig = makeRig({}, { validators: { transaction: (raw) => (raw as { memo?: string }).memo === "bad" ? { success: false, reason: "memo: rejected" } : { success: true, data: raw as Record<string, unknown> } } });
+    rig.provider.addTransaction();
+    const bad = rig.provider.addTransaction({ memo: "bad" });
+    rig.provider.addTransaction();
+    let quarantinedAtAck = 0;
+    rig.provider.beforeCall = async (call) => {
+      if (call.op === "acknowledgeTransactions") quarantinedAtAck = (await rig.quarantine.list()).length;
+    };
+    const report = await pollTransactions(rig.deps);
+    expect(rig.publisher.events).toHaveLength(2);
+    const [record] = await rig.quarantine.list();
+    expect(record).toMatchObject({ kind: "transaction", entityId: bad.id, reason: "validation: memo: rejected" });
+    expect((record!.raw as { id: string }).id).toBe(bad.id);
+    expect(quarantinedAtAck).toBe(1);
+    expect(rig.metrics.sum("Quarantined")).toBe(1);
+    expect(report.quarantined).toBe(1);
+    expect(rig.provider.pending()).toHaveLength(0);
+  });
+
+  it("quarantines a record without an id and does not loop on it", async () => {
+    const rig = makeRig();
+    const t = rig.provider.addTransaction();
+    rig.provider.addTransaction();
+    rig.provider.rawOverrides.set(t.id, { qashio_id: "CT-broken" });
+    const report = await pollTransactions(rig.deps);
+    expect(report.outcome).toBe("complete");
+    expect(report.quarantined).toBe(1);
+    expect(rig.publisher.events).toHaveLength(1);
+    await pollTransactions(rig.deps);
+    expect((await rig.quarantine.list())).toHaveLength(1);
+  });
+
+  it("quarantines a transaction whose event the publisher rejects, keeps no snapshot and still acknowledges", async () => {
+    const rig = makeRig();
+    const rejected = rig.provider.addTransaction();
+    rig.provider.addTransaction();
+    rig.publisher.reject = (e) => (e.detail.subject.id === rejected.id ? "entry too large" : undefined);
+    await pollTransactions(rig.deps);
+    expect(rig.publisher.events).toHaveLength(1);
+    expect(rig.snapshots.data.has(`transaction:${rejected.id}`)).toBe(false);
+    const [record] = await rig.quarantine.list();
+    expect(record).toMatchObject({ entityId: rejected.id, reason: "publish: entry too large" });
+    expect(rig.metrics.sum("EventsFailed")).toBe(1);
+    expect(rig.provider.pending()).toHaveLength(0);
+  });
+
+  it("carries the parent of a refund from the refund's parent_id, the snapshot alias, or one provider read", async () => {
+    const rig = makeRig();
+    const purchase = rig.provider.addTransaction();
+    const older = rig.provider.addTransaction();
+    await pollTransactions(rig.deps);
+    rig.provider.addTransaction({ transaction_category: "refund", parent_qashio_id: purchase.qashio_id, parent_id: purchase.id });
+    rig.provider.addTransaction({ transaction_category: "refund", parent_qashio_id: older.qashio_id });
+    await pollTransactions(rig.deps);
+    const refunds = rig.publisher.events.filter((e) => e.detail.data.object["transaction_category"] === "refund");
+    expect(refunds.map((e) => e.detail.data.parent)).toEqual([
+      { id: purchase.id, qashio_id: purchase.qashio_id },
+      { id: older.id, qashio_id: older.qashio_id },
+    ]);
+    expect(rig.provider.calls.filter((c) => c.op === "listTransactions" && c.query.qashio_id)).toHaveLength(0);
+
+    // Parent unknown to the store: one provider read, cached for the rest of the cycle.
+    const fresh = makeRig();
+    const parent = fresh.provider.addTransaction();
+    parent.client_sync_status = "synced";
+    fresh.provider.addTransaction({ transaction_category: "refund", parent_qashio_id: parent.qashio_id });
+    fresh.provider.addTransaction({ transaction_category: "reversal", parent_qashio_id: parent.qashio_id });
+    await pollTransactions(fresh.deps);
+    expect(fresh.publisher.events.map((e) => e.detail.data.parent)).toEqual([
+      { id: parent.id, qashio_id: parent.qashio_id },
+      { id: parent.id, qashio_id: parent.qashio_id },
+    ]);
+    expect(fresh.provider.calls.filter((c) => c.op === "listTransactions" && c.query.qashio_id)).toHaveLength(1);
+  });
+
+  it("applies the tenant's PII mode before diffing and snapshotting", async () => {
+    const rig = makeRig({ pii: { mode: "hash", salt: "s3cret" } });
+    rig.provider.addTransaction();
+    await pollTransactions(rig.deps);
+    const object = rig.publisher.events[0]!.detail.data.object;
+    expect(object["card_holder_name"]).toMatch(/^hmac-sha256:[0-9a-f]{64}$/);
+    expect(JSON.stringify([...rig.snapshots.data.values()])).not.toMatch(/Ann Holder|ann@example\.com/);
+  });
+
+  it("records sync lag, cycle duration, pulled and acknowledged metrics", async () => {
+    const rig = makeRig();
+    rig.provider.addTransaction();
+    rig.clock.ms = Date.parse(rig.provider.transactions[0]!.updated_at) + 90_000;
+    const report = await pollTransactions(rig.deps);
+    expect(report.syncLagSeconds).toBe(90);
+    expect(rig.metrics.sum("SyncLagSeconds")).toBe(90);
+    expect(rig.metrics.sum("TransactionsPulled")).toBe(1);
+    expect(rig.metrics.sum("Acknowledged")).toBe(1);
+    expect(rig.metrics.sum("EventsPublished", { type: "transaction.created" })).toBe(1);
+    expect(rig.metrics.points.some((p) => p.name === "CycleDurationMs")).toBe(true);
+  });
+
+  it("stops with a re-authorize error and a TokenFamilyRevoked metric when the token family is revoked", async () => {
+    const rig = makeRig();
+    rig.provider.addTransaction();
+    let calls = 0;
+    rig.provider.beforeCall = () => {
+      calls += 1;
+      throw Object.assign(new Error("refresh rejected"), { name: "ReauthorizationRequiredError", status: 401 });
+    };
+    const error = await pollTransactions(rig.deps).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ReauthorizationNeededError);
+    expect((error as Error).message).toMatch(/re-authorize/);
+    expect(calls).toBe(1);
+    expect(rig.metrics.sum("TokenFamilyRevoked")).toBe(1);
+    expect(rig.metrics.sum("ProviderErrors")).toBe(0);
+  });
+
+  it("aborts with the report and counts the provider error by status class when a list call fails", async () => {
+    const rig = makeRig();
+    rig.provider.addTransaction();
+    rig.provider.beforeCall = (call) => {
+      if (call.op === "acknowledgeTransactions") throw Object.assign(new Error("boom"), { name: "ServerError", status: 503, requestId: "req-1" });
+    };
+    const error = (await pollTransactions(rig.deps).catch((e: unknown) => e)) as CycleAbortedError;
+    expect(error).toBeInstanceOf(CycleAbortedError);
+    expect(error).toMatchObject({ status: 503, requestId: "req-1" });
+    expect(error.report).toMatchObject({ outcome: "aborted", published: { "transaction.created": 1 } });
+    expect(rig.metrics.sum("ProviderErrors", { status_class: "5xx" })).toBe(1);
+    expect(rig.metrics.sum("CycleErrors")).toBe(1);
+    rig.provider.beforeCall = () => undefined;
+    await pollTransactions(rig.deps);
+    expect(rig.publisher.events).toHaveLength(1);
+    expect(rig.provider.pending()).toHaveLength(0);
+  });
+
+  it("refuses to start in hash mode without a salt", async () => {
+    const rig = makeRig({ pii: { mode: "hash" } });
+    await expect(pollTransactions(rig.deps)).rejects.toThrow(/salt/);
+  });
+
+  it("uses the configured event source", async () => {
+    const rig = makeRig({}, { source: "acme.cards" });
+    rig.provider.addTransaction();
+    await pollTransactions(rig.deps);
+    expect(rig.publisher.events[0]!.source).toBe("acme.cards");
+  });
+});
