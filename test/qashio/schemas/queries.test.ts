@@ -1,0 +1,405 @@
+import { describe, expect, it } from "vitest";
+import {
+  AcknowledgeBodySchema,
+  CardBalanceQuerySchema,
+  CardIdParamSchema,
+  ChangeStatusBodySchema,
+  ChartOfAccountsQuerySchema,
+  CoreCardsQuerySchema,
+  ErpCardsQuerySchema,
+  InviteBodySchema,
+  MasterDataQuerySchema,
+  PoolAccountsQuerySchema,
+  StatementsByAccountQuerySchema,
+  StatementsQuerySchema,
+  TokenRequestSchema,
+  TransactionIdParamSchema,
+  TransactionsQuerySchema,
+  UpdateCardBodySchema,
+  UpdateVelocityLimitBodySchema,
+  checkBody,
+  checkQuery,
+  toSearchParams,
+  type FieldError,
+} from "../../../shared/qashio/schemas/index.js";
+import { TRANSACTION_ID } from "./fixtures.js";
+
+/** The (field, code) pairs of a failed check, or "ok". */
+function offenders(result: { ok: true } | { ok: false; errors: FieldError[] }) {
+  return result.ok ? "ok" : result.errors.map((e) => [e.field, e.code]);
+}
+
+describe("paging (every list)", () => {
+  it.each([
+    TransactionsQuerySchema,
+    ErpCardsQuerySchema,
+    PoolAccountsQuerySchema,
+    MasterDataQuerySchema,
+    ChartOfAccountsQuerySchema,
+    StatementsQuerySchema,
+    StatementsByAccountQuerySchema,
+    CoreCardsQuerySchema,
+  ])("coerces page numbers from strings and accepts typed numbers (%#)", (schema) => {
+    expect(checkQuery(schema, new URLSearchParams("page=2&page_size=50"))).toEqual({ ok: true, value: { page: 2, page_size: 50 } });
+    expect(checkQuery(schema, { page: 3, page_size: 10 })).toEqual({ ok: true, value: { page: 3, page_size: 10 } });
+  });
+
+  it.each([
+    ["0", "OUT_OF_RANGE"],
+    ["-1", "OUT_OF_RANGE"],
+    ["1.5", "INVALID_FORMAT"],
+    ["abc", "INVALID_FORMAT"],
+    ["", "INVALID_FORMAT"],
+  ])("rejects page=%j with %s", (page, code) => {
+    expect(offenders(checkQuery(TransactionsQuerySchema, { page }))).toEqual([["page", code]]);
+  });
+
+  it("rejects typed non-positive and fractional sizes", () => {
+    expect(offenders(checkQuery(ErpCardsQuerySchema, { page_size: 0, page: 2.5 }))).toEqual([
+      ["page", "INVALID_FORMAT"],
+      ["page_size", "OUT_OF_RANGE"],
+    ]);
+  });
+
+  it("accepts limit as an alternative page size on core cards", () => {
+    expect(checkQuery(CoreCardsQuerySchema, { limit: "25" })).toEqual({ ok: true, value: { limit: 25 } });
+    expect(offenders(checkQuery(CoreCardsQuerySchema, { limit: "0" }))).toEqual([["limit", "OUT_OF_RANGE"]]);
+  });
+});
+
+describe("TransactionsQuerySchema", () => {
+  it("accepts every documented filter from a query string", () => {
+    const result = checkQuery(
+      TransactionsQuerySchema,
+      new URLSearchParams({
+        qashio_id: "CT10023456",
+        parent_qashio_id: "CT10023000",
+        transaction_status: "pushed",
+        transaction_category: "refund",
+        erp_sync_status: "not_validated",
+        approval_status: "admin_approved",
+        card_last_four: "0042",
+        employee_id: "EMP-1",
+        transaction_currency: "USD",
+        billing_currency: "AED",
+        transaction_time_from: "2024-01-01",
+        transaction_time_to: "2024-01-31",
+        client_sync_status: "outdated",
+        exclude_from_sync: "false",
+      }),
+    );
+    expect(result).toMatchObject({ ok: true, value: { card_last_four: "0042", exclude_from_sync: false } });
+  });
+
+  it.each([
+    ["transaction_status", "archived"],
+    ["transaction_category", "crypto"],
+    ["erp_sync_status", "queued"],
+    ["approval_status", "escalated"],
+    ["client_sync_status", "NOT_SYNCED"],
+  ])("rejects an unknown %s with INVALID_ENUM", (field, value) => {
+    expect(offenders(checkQuery(TransactionsQuerySchema, { [field]: value }))).toEqual([[field, "INVALID_ENUM"]]);
+  });
+
+  it("lists the allowed values in the message without echoing the value", () => {
+    const result = checkQuery(TransactionsQuerySchema, { client_sync_status: "secret-ish" });
+    expect(result.ok).toBe(false);
+    if (result.ok) return;
+    expect(result.errors[0]?.message).toBe("client_sync_status must be one of: not_synced, synced, outdated");
+  });
+
+  it("takes one client_sync_status per request", () => {
+    const repeated = new URLSearchParams("client_sync_status=not_synced&client_sync_status=outdated");
+    expect(offenders(checkQuery(TransactionsQuerySchema, repeated))).toEqual([["client_sync_status", "INVALID_FORMAT"]]);
+    expect(offenders(checkQuery(TransactionsQuerySchema, { client_sync_status: "not_synced,outdated" }))).toEqual([
+      ["client_sync_status", "INVALID_ENUM"],
+    ]);
+  });
+
+  it.each(["123", "12345", "12a4", " 1234"])("rejects card_last_four %j", (value) => {
+    expect(offenders(checkQuery(TransactionsQuerySchema, { card_last_four: value }))).toEqual([["card_last_four", "INVALID_FORMAT"]]);
+  });
+
+  it("requires both ends of the time range, naming the missing end", () => {
+    expect(offenders(checkQuery(TransactionsQuerySchema, { transaction_time_from: "2024-01-01" }))).toEqual([
+      ["transaction_time_to", "REQUIRED"],
+    ]);
+    expect(offenders(checkQuery(TransactionsQuerySchema, { transaction_time_to: "2024-01-01" }))).toEqual([
+      ["transaction_time_from", "REQUIRED"],
+    ]);
+  });
+
+  it.each(["2024-1-01", "2024-02-30", "01/02/2024", "2024-01-01T00:00:00Z"])("rejects the date %j", (value) => {
+    expect(
+      offenders(checkQuery(TransactionsQuerySchema, { transaction_time_from: value, transaction_time_to: "2024-03-01" })),
+    ).toEqual([["transaction_time_from", "INVALID_FORMAT"]]);
+  });
+
+  it("accepts a leap day", () => {
+    const result = checkQuery(TransactionsQuerySchema, { transaction_time_from: "2024-02-29", transaction_time_to: "2024-02-29" });
+    expect(result.ok).toBe(true);
+  });
+
+  it("rejects exclude_from_sync that is not a boolean", () => {
+    expect(offenders(checkQuery(TransactionsQuerySchema, { exclude_from_sync: "yes" }))).toEqual([["exclude_from_sync", "INVALID_FORMAT"]]);
+    expect(checkQuery(TransactionsQuerySchema, { exclude_from_sync: true })).toEqual({ ok: true, value: { exclude_from_sync: true } });
+  });
+
+  it("reports every offending field at once", () => {
+    expect(
+      offenders(checkQuery(TransactionsQuerySchema, { page: "0", card_last_four: "12", approval_status: "x", transaction_time_to: "2024-01-01" })),
+    ).toEqual([
+      ["page", "OUT_OF_RANGE"],
+      ["approval_status", "INVALID_ENUM"],
+      ["card_last_four", "INVALID_FORMAT"],
+      ["transaction_time_from", "REQUIRED"],
+    ]);
+  });
+
+  it("treats null and undefined as absent and drops unknown keys", () => {
+    expect(checkQuery(TransactionsQuerySchema, { page: undefined, employee_id: null, colour: "red" })).toEqual({ ok: true, value: {} });
+  });
+});
+
+describe("ErpCardsQuerySchema", () => {
+  it("accepts the documented filters", () => {
+    const result = checkQuery(ErpCardsQuerySchema, {
+      status: "suspended",
+      card_type: "physical",
+      account_type: "pool",
+      pool_account_id: "PA-1",
+      user_id: "usr_1",
+      last4: "4821",
+    });
+    expect(result.ok).toBe(true);
+  });
+
+  it.each([
+    ["status", "Active"],
+    ["card_type", "Virtual"],
+    ["account_type", "company"],
+  ])("rejects %s %j with INVALID_ENUM", (field, value) => {
+    expect(offenders(checkQuery(ErpCardsQuerySchema, { [field]: value }))).toEqual([[field, "INVALID_ENUM"]]);
+  });
+
+  it("rejects last4 that is not four digits", () => {
+    expect(offenders(checkQuery(ErpCardsQuerySchema, { last4: "482" }))).toEqual([["last4", "INVALID_FORMAT"]]);
+  });
+
+  it.each(["issued_time", "created_time"])("accepts either end of %s alone", (prefix) => {
+    expect(checkQuery(ErpCardsQuerySchema, { [`${prefix}_from`]: "2024-01-01" }).ok).toBe(true);
+    expect(checkQuery(ErpCardsQuerySchema, { [`${prefix}_to`]: "2024-01-01" }).ok).toBe(true);
+  });
+
+  it.each(["issued_time", "created_time"])("rejects an inverted %s range on the _to end", (prefix) => {
+    const result = checkQuery(ErpCardsQuerySchema, { [`${prefix}_from`]: "2024-02-01", [`${prefix}_to`]: "2024-01-31" });
+    expect(offenders(result)).toEqual([[`${prefix}_to`, "INVALID_RANGE"]]);
+  });
+
+  it("accepts a one-day range", () => {
+    expect(checkQuery(ErpCardsQuerySchema, { issued_time_from: "2024-02-01", issued_time_to: "2024-02-01" }).ok).toBe(true);
+  });
+});
+
+describe("PoolAccountsQuerySchema", () => {
+  it.each(["active", "inactive", "terminated", "all"])("accepts status %j", (status) => {
+    expect(checkQuery(PoolAccountsQuerySchema, { status })).toEqual({ ok: true, value: { status } });
+  });
+
+  it("rejects an unrecognised status", () => {
+    expect(offenders(checkQuery(PoolAccountsQuerySchema, { status: "suspended" }))).toEqual([["status", "INVALID_ENUM"]]);
+  });
+
+  it("accepts either end of the created range alone and rejects an inverted one", () => {
+    expect(checkQuery(PoolAccountsQuerySchema, { created_time_to: "2024-01-01", manager_id: "usr_2", created_by: "usr_1" }).ok).toBe(true);
+    expect(
+      offenders(checkQuery(PoolAccountsQuerySchema, { created_time_from: "2024-03-01", created_time_to: "2024-01-01" })),
+    ).toEqual([["created_time_to", "INVALID_RANGE"]]);
+  });
+});
+
+describe.each([
+  ["MasterDataQuerySchema", MasterDataQuerySchema],
+  ["ChartOfAccountsQuerySchema", ChartOfAccountsQuerySchema],
+] as const)("%s", (_name, schema) => {
+  it("accepts the common filters, with is_deleted as a string or boolean", () => {
+    const result = checkQuery(schema, {
+      remote_id: "V-1",
+      remote_name: "careem",
+      status: "inactive",
+      is_deleted: "true",
+      created_at_from: "2024-01-01",
+      created_at_to: "2024-01-31",
+      updated_at_from: "2024-02-01",
+      updated_at_to: "2024-02-29",
+    });
+    expect(result).toMatchObject({ ok: true, value: { is_deleted: true, status: "inactive" } });
+    expect(checkQuery(schema, { is_deleted: false })).toEqual({ ok: true, value: { is_deleted: false } });
+  });
+
+  it.each(["created_at", "updated_at"])("requires both ends of %s", (prefix) => {
+    expect(offenders(checkQuery(schema, { [`${prefix}_from`]: "2024-01-01" }))).toEqual([[`${prefix}_to`, "REQUIRED"]]);
+  });
+
+  it("rejects an unknown status and a malformed is_deleted", () => {
+    expect(offenders(checkQuery(schema, { status: "Active", is_deleted: "1" }))).toEqual([
+      ["status", "INVALID_ENUM"],
+      ["is_deleted", "INVALID_FORMAT"],
+    ]);
+  });
+});
+
+describe("ChartOfAccountsQuerySchema extras", () => {
+  it("accepts account_number, account_type and account_currency", () => {
+    const query = { account_number: "6100", account_type: "expense", account_currency: "AED" };
+    expect(checkQuery(ChartOfAccountsQuerySchema, query)).toEqual({ ok: true, value: query });
+  });
+
+  it("is not accepted by the common set", () => {
+    expect(checkQuery(MasterDataQuerySchema, { account_number: "6100" })).toEqual({ ok: true, value: {} });
+  });
+});
+
+describe("StatementsQuerySchema", () => {
+  it("accepts a month, account type and account id", () => {
+    const query = { month: "2024-04", account_type: "PoolAccount", account_id: "PA-1" };
+    expect(checkQuery(StatementsQuerySchema, query)).toEqual({ ok: true, value: query });
+  });
+
+  it.each(["2024-4", "2024-13", "2024-00", "April 2024", "2024-04-01"])("rejects month %j", (month) => {
+    expect(offenders(checkQuery(StatementsQuerySchema, { month }))).toEqual([["month", "INVALID_FORMAT"]]);
+  });
+
+  it("rejects an unrecognised account type", () => {
+    expect(offenders(checkQuery(StatementsQuerySchema, { account_type: "card" }))).toEqual([["account_type", "INVALID_ENUM"]]);
+  });
+});
+
+describe("StatementsByAccountQuerySchema", () => {
+  it("accepts either month alone", () => {
+    expect(checkQuery(StatementsByAccountQuerySchema, { from_month: "2024-01" }).ok).toBe(true);
+    expect(checkQuery(StatementsByAccountQuerySchema, { to_month: "2024-06" }).ok).toBe(true);
+  });
+
+  it("rejects an unparseable month", () => {
+    expect(offenders(checkQuery(StatementsByAccountQuerySchema, { from_month: "2024/01" }))).toEqual([["from_month", "INVALID_FORMAT"]]);
+  });
+});
+
+describe("CardBalanceQuerySchema", () => {
+  it("accepts a nickname or a last four, with an optional status", () => {
+    expect(checkQuery(CardBalanceQuerySchema, { nickname: "Travel card" }).ok).toBe(true);
+    expect(checkQuery(CardBalanceQuerySchema, { last_four: "4821", status: "active" }).ok).toBe(true);
+  });
+
+  it("rejects status alone with a REQUIRED entry not tied to one field", () => {
+    expect(offenders(checkQuery(CardBalanceQuerySchema, { status: "active" }))).toEqual([[null, "REQUIRED"]]);
+    expect(offenders(checkQuery(CardBalanceQuerySchema, {}))).toEqual([[null, "REQUIRED"]]);
+  });
+
+  it("rejects an invalid status and a malformed last four", () => {
+    expect(offenders(checkQuery(CardBalanceQuerySchema, { last_four: "48", status: "frozen", nickname: "x" }))).toEqual([
+      ["last_four", "INVALID_FORMAT"],
+      ["status", "INVALID_ENUM"],
+    ]);
+  });
+});
+
+describe("path parameters", () => {
+  it("accept a transaction UUID but not its CT reference", () => {
+    expect(TransactionIdParamSchema.safeParse(TRANSACTION_ID).success).toBe(true);
+    expect(TransactionIdParamSchema.safeParse("CT10023456").success).toBe(false);
+  });
+
+  it("accept a CA card id only", () => {
+    expect(CardIdParamSchema.safeParse("CA7Q2M9X4K").success).toBe(true);
+    expect(CardIdParamSchema.safeParse("7Q2M9X4K").success).toBe(false);
+  });
+});
+
+describe("write bodies", () => {
+  it("acknowledge takes a non-empty list of transaction UUIDs", () => {
+    expect(checkBody(AcknowledgeBodySchema, { transaction_ids: [TRANSACTION_ID] })).toEqual({
+      ok: true,
+      value: { transaction_ids: [TRANSACTION_ID] },
+    });
+    expect(offenders(checkBody(AcknowledgeBodySchema, { transaction_ids: [] }))).toEqual([["transaction_ids", "REQUIRED"]]);
+    expect(offenders(checkBody(AcknowledgeBodySchema, {}))).toEqual([["transaction_ids", "REQUIRED"]]);
+    expect(offenders(checkBody(AcknowledgeBodySchema, { transaction_ids: [TRANSACTION_ID, "CT10023456"] }))).toEqual([
+      ["transaction_ids.1", "INVALID_FORMAT"],
+    ]);
+  });
+
+  it("update card changes only fields sent and needs at least one", () => {
+    expect(checkBody(UpdateCardBodySchema, { auto_top_up_amount: 500, velocity_period: "MONTHLY" }).ok).toBe(true);
+    expect(offenders(checkBody(UpdateCardBodySchema, {}))).toEqual([[null, "REQUIRED"]]);
+    expect(offenders(checkBody(UpdateCardBodySchema, { auto_top_up_amount: -1, card_usage_type_amount: 1.5 }))).toEqual([
+      ["auto_top_up_amount", "OUT_OF_RANGE"],
+      ["card_usage_type_amount", "INVALID_FORMAT"],
+    ]);
+  });
+
+  it("change status requires a status and leaves the suspended-only rule to the 403 path", () => {
+    expect(checkBody(ChangeStatusBodySchema, { status: "suspended", reason: "lost" }).ok).toBe(true);
+    expect(checkBody(ChangeStatusBodySchema, { status: "active" }).ok).toBe(true);
+    expect(offenders(checkBody(ChangeStatusBodySchema, {}))).toEqual([["status", "REQUIRED"]]);
+  });
+
+  it("update velocity limit checks types and needs at least one field", () => {
+    expect(
+      checkBody(UpdateVelocityLimitBodySchema, {
+        spend_limit_active: true,
+        spend_limit_period: "WEEKLY",
+        spend_limit_max_amount: 2000,
+        spend_limit_frequency: 20,
+      }).ok,
+    ).toBe(true);
+    expect(offenders(checkBody(UpdateVelocityLimitBodySchema, {}))).toEqual([[null, "REQUIRED"]]);
+    expect(offenders(checkBody(UpdateVelocityLimitBodySchema, { spend_limit_active: "true" }))).toEqual([
+      ["spend_limit_active", "INVALID_FORMAT"],
+    ]);
+  });
+
+  it("invite takes a non-empty list of addresses", () => {
+    expect(checkBody(InviteBodySchema, { end_user: ["a@example.com"] }).ok).toBe(true);
+    expect(offenders(checkBody(InviteBodySchema, { end_user: [] }))).toEqual([["end_user", "REQUIRED"]]);
+    expect(offenders(checkBody(InviteBodySchema, { end_user: "a@example.com" }))).toEqual([["end_user", "INVALID_FORMAT"]]);
+  });
+});
+
+describe("TokenRequestSchema", () => {
+  const client = { client_id: "sandbox-client", client_secret: "sandbox-secret" };
+
+  it("accepts both grants", () => {
+    expect(
+      checkBody(TokenRequestSchema, { grant_type: "authorization_code", ...client, code: "c1", redirect_uri: "https://app/cb" }).ok,
+    ).toBe(true);
+    expect(checkBody(TokenRequestSchema, { grant_type: "refresh_token", ...client, refresh_token: "rt_1" }).ok).toBe(true);
+  });
+
+  it("names every missing field of the chosen grant", () => {
+    expect(offenders(checkBody(TokenRequestSchema, { grant_type: "authorization_code", client_id: "c" }))).toEqual([
+      ["client_secret", "REQUIRED"],
+      ["code", "REQUIRED"],
+      ["redirect_uri", "REQUIRED"],
+    ]);
+  });
+
+  it("rejects a missing or unsupported grant type", () => {
+    expect(offenders(checkBody(TokenRequestSchema, { ...client }))).toEqual([["grant_type", "REQUIRED"]]);
+    expect(offenders(checkBody(TokenRequestSchema, { grant_type: "password", ...client }))).toEqual([["grant_type", "INVALID_ENUM"]]);
+  });
+
+  it("never echoes a secret in its messages", () => {
+    const result = checkBody(TokenRequestSchema, { grant_type: "refresh_token", client_id: "c", client_secret: 42, refresh_token: "rt_SECRET_1" });
+    expect(JSON.stringify(result)).not.toContain("rt_SECRET_1");
+    expect(offenders(result)).toEqual([["client_secret", "INVALID_FORMAT"]]);
+  });
+});
+
+describe("toSearchParams", () => {
+  it("serialises a checked value for the wire, leaving out absent values", () => {
+    const checked = checkQuery(TransactionsQuerySchema, { page: 2, exclude_from_sync: false, client_sync_status: "not_synced", employee_id: undefined });
+    expect(checked.ok && toSearchParams(checked.value).toString()).toBe("page=2&client_sync_status=not_synced&exclude_from_sync=false");
+  });
+});
