@@ -1,0 +1,163 @@
+import { EventBridgeClient, PutEventsCommand, type PutEventsRequestEntry } from "@aws-sdk/client-eventbridge";
+import { mockClient } from "aws-sdk-client-mock";
+import { afterEach, describe, expect, it } from "vitest";
+import type { BridgeEvent } from "../../shared/bridge/ports.js";
+import { PublishError } from "../../shared/aws/errors.js";
+import { EventBridgePublisher } from "../../shared/aws/event-publisher.js";
+import { MAX_ENTRY_BYTES, entrySize, reduceDetail } from "../../shared/aws/event-size.js";
+import { FakeClock } from "./support/clock.js";
+import { awsError } from "./support/fake-secrets-manager.js";
+
+const client = new EventBridgeClient({ region: "eu-west-1", credentials: { accessKeyId: "x", secretAccessKey: "x" } });
+const mock = mockClient(client);
+afterEach(() => mock.reset());
+
+function event(id: string, object: Record<string, unknown> = { id, amount: 10 }, changes?: BridgeEvent["detail"]["data"]["changes"]): BridgeEvent {
+  return {
+    source: "qashio.bridge",
+    detailType: "transaction.created",
+    time: "2026-03-01T12:00:00.000Z",
+    detail: {
+      id,
+      type: "transaction.created",
+      schema_version: "1",
+      tenant: "acme",
+      occurred_at: "2026-03-01T12:00:00.000Z",
+      subject: { type: "transaction", id, qashio_id: `q_${id}` },
+      data: { object, ...(changes !== undefined ? { changes } : {}) },
+    },
+  };
+}
+
+const publisher = (clock = new FakeClock(), maxAttempts = 4) =>
+  new EventBridgePublisher({ client, eventBusName: "bridge-bus", clock, backoff: { maxAttempts, random: () => 0.5 } });
+
+const sentEntries = (): PutEventsRequestEntry[][] => mock.commandCalls(PutEventsCommand).map((call) => call.args[0].input.Entries ?? []);
+const detailIds = (entries: PutEventsRequestEntry[]) => entries.map((entry) => (JSON.parse(entry.Detail ?? "{}") as { id: string }).id);
+
+describe("entrySize", () => {
+  it("counts Time as 14 bytes and Source, DetailType, Detail and Resources in UTF-8 bytes", () => {
+    expect(entrySize({ Source: "ab", DetailType: "é", Detail: '{"x":"€"}', Time: new Date(), Resources: ["r1"] })).toBe(14 + 2 + 2 + 11 + 2);
+    expect(entrySize({ Source: "ab", DetailType: "c" })).toBe(3);
+  });
+});
+
+describe("EventBridgePublisher", () => {
+  it("sends entries on the configured bus with source, detail type, time and the detail as JSON", async () => {
+    mock.on(PutEventsCommand).resolves({ FailedEntryCount: 0, Entries: [{ EventId: "e1" }] });
+    const one = event("ev_1");
+    expect(await publisher().publish([one])).toEqual({ failed: [] });
+    expect(sentEntries()[0]).toEqual([
+      { EventBusName: "bridge-bus", Source: "qashio.bridge", DetailType: "transaction.created", Time: new Date(one.time), Detail: JSON.stringify(one.detail) },
+    ]);
+  });
+
+  it("packs at most 10 entries per call", async () => {
+    mock.on(PutEventsCommand).callsFake((input: { Entries: unknown[] }) => ({ FailedEntryCount: 0, Entries: input.Entries.map(() => ({ EventId: "x" })) }));
+    await publisher().publish(Array.from({ length: 23 }, (_, i) => event(`ev_${i}`)));
+    expect(sentEntries().map((entries) => entries.length)).toEqual([10, 10, 3]);
+  });
+
+  it("keeps every call within 256 KB by the entry-size rules", async () => {
+    mock.on(PutEventsCommand).callsFake((input: { Entries: unknown[] }) => ({ FailedEntryCount: 0, Entries: input.Entries.map(() => ({ EventId: "x" })) }));
+    const events = Array.from({ length: 9 }, (_, i) => event(`ev_${i}`, { id: i, note: "n".repeat(60_000) }));
+    await publisher().publish(events);
+    const calls = sentEntries();
+    expect(calls.length).toBeGreaterThan(2);
+    for (const entries of calls) expect(entries.reduce((sum, entry) => sum + entrySize(entry), 0)).toBeLessThanOrEqual(MAX_ENTRY_BYTES);
+    expect(calls.flat()).toHaveLength(9);
+  });
+
+  it("retries only the failed entries, with backoff, until they go through", async () => {
+    mock
+      .on(PutEventsCommand)
+      .resolvesOnce({ FailedEntryCount: 2, Entries: [{ EventId: "a" }, { ErrorCode: "InternalFailure", ErrorMessage: "x" }, { EventId: "c" }, { ErrorCode: "ThrottlingException", ErrorMessage: "slow down" }] })
+      .resolvesOnce({ FailedEntryCount: 1, Entries: [{ EventId: "b" }, { ErrorCode: "ThrottlingException", ErrorMessage: "slow down" }] })
+      .resolvesOnce({ FailedEntryCount: 0, Entries: [{ EventId: "d" }] });
+    const clock = new FakeClock();
+    const result = await publisher(clock).publish(["ev_a", "ev_b", "ev_c", "ev_d"].map((id) => event(id)));
+    expect(result.failed).toEqual([]);
+    expect(sentEntries().map(detailIds)).toEqual([["ev_a", "ev_b", "ev_c", "ev_d"], ["ev_b", "ev_d"], ["ev_d"]]);
+    expect(clock.sleeps).toHaveLength(2);
+    expect(clock.sleeps[1]).toBeGreaterThan(clock.sleeps[0] as number);
+  });
+
+  it("returns entries that keep failing, and permanent failures at once, as failed with the reason", async () => {
+    mock.on(PutEventsCommand).callsFake((input: { Entries: PutEventsRequestEntry[] }) => ({
+      FailedEntryCount: input.Entries.length,
+      Entries: input.Entries.map((entry) =>
+        entry.Detail?.includes('"ev_bad"') ? { ErrorCode: "MalformedDetail", ErrorMessage: "bad json" } : { ErrorCode: "InternalFailure", ErrorMessage: "boom" },
+      ),
+    }));
+    const result = await publisher(new FakeClock(), 3).publish([event("ev_bad"), event("ev_flaky")]);
+    expect(result.failed.map((f) => [f.event.detail.id, f.reason])).toEqual([
+      ["ev_bad", "MalformedDetail: bad json"],
+      ["ev_flaky", "InternalFailure: boom (after 3 attempts)"],
+    ]);
+    expect(sentEntries().map(detailIds)).toEqual([["ev_bad", "ev_flaky"], ["ev_flaky"], ["ev_flaky"]]);
+  });
+
+  it("retries a throttled call as a whole and then succeeds", async () => {
+    mock
+      .on(PutEventsCommand)
+      .rejectsOnce(awsError("ThrottlingException", 400, true))
+      .resolves({ FailedEntryCount: 0, Entries: [{ EventId: "a" }] });
+    const clock = new FakeClock();
+    expect(await publisher(clock).publish([event("ev_1")])).toEqual({ failed: [] });
+    expect(mock.commandCalls(PutEventsCommand)).toHaveLength(2);
+    expect(clock.sleeps).toHaveLength(1);
+  });
+
+  it("raises PublishError when calls keep being throttled, so nothing is acknowledged", async () => {
+    mock.on(PutEventsCommand).rejects(awsError("ThrottlingException", 400, true));
+    await expect(publisher(new FakeClock(), 3).publish([event("ev_1")])).rejects.toBeInstanceOf(PublishError);
+    expect(mock.commandCalls(PutEventsCommand)).toHaveLength(3);
+  });
+
+  it("raises PublishError at once on a permanent error such as a missing bus", async () => {
+    mock.on(PutEventsCommand).rejects(awsError("ResourceNotFoundException", 400));
+    await expect(publisher().publish([event("ev_1")])).rejects.toMatchObject({ name: "PublishError", attempts: 1 });
+  });
+
+  it("trims the largest array of an oversized event with a marker instead of dropping it", async () => {
+    mock.on(PutEventsCommand).resolves({ FailedEntryCount: 0, Entries: [{ EventId: "a" }] });
+    const lineItems = Array.from({ length: 3_000 }, (_, i) => ({ id: `li_${i}`, description: "d".repeat(100) }));
+    const big = event("ev_big", { id: "tx", line_items: lineItems, receipts: [{ id: "r1" }] });
+    expect(await publisher().publish([big])).toEqual({ failed: [] });
+    const [entry] = sentEntries()[0] ?? [];
+    expect(entrySize(entry ?? {})).toBeLessThanOrEqual(MAX_ENTRY_BYTES);
+    const detail = JSON.parse(entry?.Detail ?? "{}") as { data: { object: { line_items: unknown[]; receipts: unknown[] } }; _truncated: unknown[] };
+    const kept = detail.data.object.line_items.length;
+    expect(kept).toBeGreaterThan(1_000);
+    expect(detail.data.object.line_items).toEqual(lineItems.slice(0, kept));
+    expect(detail.data.object.receipts).toEqual([{ id: "r1" }]);
+    expect(detail._truncated).toEqual([{ path: "/data/object/line_items", total: 3_000, kept }]);
+  });
+
+  it("returns an event that no trimming can fit as failed with reason oversized", async () => {
+    const result = await publisher().publish([event("ev_huge", { id: "tx", memo: "m".repeat(300_000) })]);
+    expect(result.failed.map((f) => f.reason)).toEqual([expect.stringMatching(/^oversized/)]);
+    expect(mock.commandCalls(PutEventsCommand)).toHaveLength(0);
+  });
+});
+
+describe("reduceDetail", () => {
+  const toEntry = (detail: unknown) => ({ Source: "s", DetailType: "t", Detail: JSON.stringify(detail) });
+
+  it("returns the detail unchanged when it fits", () => {
+    const small = event("ev").detail;
+    expect(reduceDetail(small, toEntry, 10_000)).toEqual(small);
+  });
+
+  it("trims arrays inside changes before trimming the change list itself", () => {
+    const before = Array.from({ length: 50 }, (_, i) => ({ id: `s${i}`, v: "x".repeat(40) }));
+    const detail = event("ev", { id: "tx" }, [
+      { path: "/segments", before, after: [] },
+      { path: "/amount", before: 1, after: 2 },
+    ]).detail;
+    const reduced = reduceDetail(detail, toEntry, 1_500);
+    expect(reduced?.data.changes).toHaveLength(2);
+    expect(reduced?._truncated?.[0]).toMatchObject({ path: "/data/changes/0/before", total: 50 });
+    expect(entrySize(toEntry(reduced))).toBeLessThanOrEqual(1_500);
+  });
+});

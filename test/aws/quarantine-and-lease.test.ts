@@ -1,0 +1,83 @@
+import { randomBytes } from "node:crypto";
+import { GetCommand } from "@aws-sdk/lib-dynamodb";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DynamoLeaseLock } from "../../shared/aws/lease-lock.js";
+import { DynamoQuarantine } from "../../shared/aws/quarantine.js";
+import { FakeClock } from "./support/clock.js";
+import { createTestTable, type TestTable } from "./support/dynamo.js";
+
+let table: TestTable;
+beforeAll(async () => {
+  table = await createTestTable();
+});
+afterAll(async () => table.drop());
+
+describe("DynamoQuarantine on DynamoDB Local", () => {
+  const make = (tenant: string, clock = new FakeClock()) =>
+    new DynamoQuarantine({ doc: table.doc, tableName: table.tableName, tenant, clock, retentionDays: 7 });
+
+  it("keeps one record per id, with a TTL of the retention period", async () => {
+    const clock = new FakeClock();
+    const quarantine = make("q1", clock);
+    const record = { id: "r1", kind: "transaction" as const, entityId: "tx_1", reason: "invalid amount", raw: { amount: "x" }, at: "2026-03-01T12:00:00Z" };
+    await quarantine.put(record);
+    await quarantine.put(record);
+    expect(await quarantine.list()).toEqual([record]);
+    const item = await table.doc.send(new GetCommand({ TableName: table.tableName, Key: { pk: "QUAR#q1", sk: "r1" } }));
+    expect(item.Item?.ttl).toBe(Math.ceil((clock.now() + 7 * 86_400_000) / 1000));
+  });
+
+  it("lists every record of its tenant only, across Query pages, with large raw bodies intact", async () => {
+    // Random text barely compresses: 24 records of ~64 KB overflow one 1 MB Query page.
+    const big = { blob: randomBytes(48 * 1024).toString("base64") };
+    const quarantine = make("q2");
+    await Promise.all(
+      Array.from({ length: 24 }, (_, i) => quarantine.put({ id: `r${i}`, kind: "card", reason: "bad", raw: big, at: "2026-03-01T12:00:00Z" })),
+    );
+    await make("q3").put({ id: "other", kind: "card", reason: "bad", raw: null, at: "2026-03-01T12:00:00Z" });
+    const records = await quarantine.list();
+    expect(records).toHaveLength(24);
+    expect(records[0]?.raw).toEqual(big);
+  });
+});
+
+describe("DynamoLeaseLock on DynamoDB Local", () => {
+  const lockWith = (clock: FakeClock) => new DynamoLeaseLock({ doc: table.doc, tableName: table.tableName, clock });
+
+  it("lets one owner hold a lease until it is released", async () => {
+    const clock = new FakeClock();
+    const first = await lockWith(clock).tryAcquire("acme#cycle", 10_000);
+    expect(first).toBeDefined();
+    expect(await lockWith(clock).tryAcquire("acme#cycle", 10_000)).toBeUndefined();
+    await first?.release();
+    expect(await lockWith(clock).tryAcquire("acme#cycle", 10_000)).toBeDefined();
+  });
+
+  it("hands an expired lease to a new owner, after which the old owner can neither renew nor release it", async () => {
+    const clock = new FakeClock();
+    const old = await lockWith(clock).tryAcquire("acme#expiring", 1_000);
+    clock.advance(1_001);
+    const taker = await lockWith(clock).tryAcquire("acme#expiring", 5_000);
+    expect(taker).toBeDefined();
+    expect(await old?.renew(5_000)).toBe(false);
+    await old?.release();
+    expect(await lockWith(clock).tryAcquire("acme#expiring", 5_000)).toBeUndefined();
+  });
+
+  it("keeps a renewed lease past its first expiry", async () => {
+    const clock = new FakeClock();
+    const lease = await lockWith(clock).tryAcquire("acme#renewed", 1_000);
+    clock.advance(900);
+    expect(await lease?.renew(1_000)).toBe(true);
+    clock.advance(900);
+    expect(await lockWith(clock).tryAcquire("acme#renewed", 1_000)).toBeUndefined();
+    const item = await table.doc.send(new GetCommand({ TableName: table.tableName, Key: { pk: "LEASE#acme#renewed", sk: "LEASE" } }));
+    expect(item.Item?.ttl).toBeGreaterThan(clock.now() / 1000);
+  });
+
+  it("grants a contended lease to exactly one of many concurrent callers", async () => {
+    const clock = new FakeClock();
+    const results = await Promise.all(Array.from({ length: 16 }, () => lockWith(clock).tryAcquire("acme#contended", 10_000)));
+    expect(results.filter((r) => r !== undefined)).toHaveLength(1);
+  });
+});

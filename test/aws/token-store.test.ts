@@ -1,0 +1,120 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { SecretFormatError, SecretStoreError } from "../../shared/aws/errors.js";
+import { SecretsManagerTokenStore } from "../../shared/aws/token-store.js";
+import { FakeClock } from "./support/clock.js";
+import { createTestTable, type TestTable } from "./support/dynamo.js";
+import { FakeSecretsManager, awsError } from "./support/fake-secrets-manager.js";
+
+const SECRET = { client_id: "cid", client_secret: "csecret", refresh_token: "rt-1", pii_salt: "salt" };
+
+let table: TestTable;
+beforeAll(async () => {
+  table = await createTestTable();
+});
+afterAll(async () => table.drop());
+
+let tenantCounter = 0;
+function setup(initial: Record<string, unknown> = SECRET) {
+  tenantCounter += 1;
+  const secrets = new FakeSecretsManager("arn:secret:provider", initial);
+  const clock = new FakeClock();
+  const make = () =>
+    new SecretsManagerTokenStore({
+      secrets: secrets.client,
+      secretId: secrets.secretId,
+      doc: table.doc,
+      tableName: table.tableName,
+      tenant: `tenant-${tenantCounter}`,
+      clock,
+      backoff: { random: () => 0.5, maxAttempts: 3 },
+      cacheTtlMs: 60_000,
+    });
+  return { secrets, clock, make, store: make() };
+}
+
+describe("SecretsManagerTokenStore", () => {
+  it("loads the refresh token from the secret and no access token before any refresh", async () => {
+    const { store } = setup();
+    expect(await store.load()).toEqual({ refreshToken: "rt-1" });
+  });
+
+  it("writes a new AWSCURRENT version with the rotated refresh token, keeping the other fields", async () => {
+    const { store, secrets } = setup();
+    await store.save({ refreshToken: "rt-2", accessToken: "at-2", accessTokenExpiresAt: 2_000_000_000_000, scope: "transactions:read" });
+    expect(secrets.current()).toEqual({ ...SECRET, refresh_token: "rt-2" });
+    expect(secrets.versionCount).toBe(2);
+  });
+
+  it("shares the access token with every other container through the table", async () => {
+    const { store, make } = setup();
+    await store.save({ refreshToken: "rt-2", accessToken: "at-2", accessTokenExpiresAt: 2_000_000_000_000, scope: "s" });
+    expect(await make().load()).toEqual({ refreshToken: "rt-2", accessToken: "at-2", accessTokenExpiresAt: 2_000_000_000_000, scope: "s" });
+  });
+
+  it("does not create a secret version when only the access token changed", async () => {
+    const { store, secrets } = setup();
+    await store.save({ refreshToken: "rt-1", accessToken: "at-1" });
+    expect(secrets.versionCount).toBe(1);
+    expect((await store.load())?.accessToken).toBe("at-1");
+  });
+
+  it("re-reads the secret on every load, so a refresh token rotated by another container is seen", async () => {
+    const { store, make } = setup();
+    expect((await store.load())?.refreshToken).toBe("rt-1");
+    await make().save({ refreshToken: "rt-9", accessToken: "at-9" });
+    expect((await store.load())?.refreshToken).toBe("rt-9");
+  });
+
+  it("drops a shared access token issued under an older secret version (secret replaced out of band)", async () => {
+    const { store, make, secrets } = setup();
+    await store.save({ refreshToken: "rt-2", accessToken: "at-2" });
+    // An operator re-authorizes and writes a new family's refresh token straight into the secret.
+    await make().saveVersion({ refreshToken: "rt-new-family" }, { clientRequestToken: "manual-1", stages: ["AWSCURRENT"] });
+    expect(secrets.current().refresh_token).toBe("rt-new-family");
+    expect(await store.load()).toEqual({ refreshToken: "rt-new-family" });
+  });
+
+  it("never returns the new access token when the secret write failed", async () => {
+    const { store, secrets } = setup();
+    secrets.failNext("PutSecretValue", awsError("AccessDeniedException", 400));
+    await expect(store.save({ refreshToken: "rt-2", accessToken: "at-2" })).rejects.toBeInstanceOf(SecretStoreError);
+    expect(await store.load()).toEqual({ refreshToken: "rt-1" });
+  });
+
+  it("retries a throttled PutSecretValue with the same ClientRequestToken, creating one version", async () => {
+    const { store, secrets, clock } = setup();
+    secrets.failNext("PutSecretValue", awsError("ThrottlingException", 400, true), 2);
+    await store.save({ refreshToken: "rt-2", accessToken: "at-2" });
+    const puts = secrets.calls.filter((call) => call.operation === "PutSecretValue");
+    expect(puts).toHaveLength(3);
+    expect(new Set(puts.map((call) => call.input.ClientRequestToken)).size).toBe(1);
+    expect(secrets.versionCount).toBe(2);
+    expect(clock.sleeps).toHaveLength(2);
+  });
+
+  it("caches the credentials with an explicit expiry", async () => {
+    const { store, secrets, clock } = setup();
+    await store.credentials();
+    await store.credentials();
+    const reads = () => secrets.calls.filter((call) => call.operation === "GetSecretValue").length;
+    expect(reads()).toBe(1);
+    clock.advance(60_001);
+    await store.credentials();
+    expect(reads()).toBe(2);
+  });
+
+  it("names the bad fields of a malformed secret without echoing any value", async () => {
+    const { store } = setup({ client_id: "cid", client_secret: "", refresh_token: "super-secret-value" });
+    const error = await store.credentials().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(SecretFormatError);
+    expect(error).toMatchObject({ fields: ["client_secret", "pii_salt"] });
+    expect(String((error as Error).message)).not.toContain("super-secret-value");
+  });
+
+  it("writes a rotation's version with its request token and labels", async () => {
+    const { store, secrets } = setup();
+    await store.forRotation({ clientRequestToken: "rot-1", stages: ["AWSCURRENT", "AWSPENDING"] }).save({ refreshToken: "rt-2", accessToken: "at-2" });
+    expect(secrets.stagesOf("rot-1")).toEqual(["AWSCURRENT", "AWSPENDING"]);
+    expect((await store.load())?.accessToken).toBe("at-2");
+  });
+});
