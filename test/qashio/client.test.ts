@@ -1,0 +1,388 @@
+import { describe, expect, it } from "vitest";
+import { QashioClient } from "../../shared/qashio/client.js";
+import { StaticTokenProvider } from "../../shared/qashio/auth/token-provider.js";
+import { InvalidRequestError, InvalidResponseError, ServerError, TimeoutError } from "../../shared/qashio/errors.js";
+import type { DriftReport } from "../../shared/qashio/schemas/index.js";
+import {
+  CARD_ID,
+  TRANSACTION_ID,
+  bankAccountFixture,
+  cardBalanceFixture,
+  chartOfAccountFixture,
+  coreCardFixture,
+  coreCardWriteFixture,
+  erpCardDetailFixture,
+  erpCardFixture,
+  invitationResultFixture,
+  poolAccountFixture,
+  statementSummaryFixture,
+  statementsByAccountFixture,
+  supplierFixture,
+  taxRateFixture,
+  transactionDetailFixture,
+  transactionFixture,
+} from "./schemas/fixtures.js";
+import { captureLogger, fail, fakeClock, json, ok, pagination, routedFetch, scriptedFetch, type RecordedCall } from "./helpers.js";
+
+const BASE_URL = "https://api.example.test";
+const SECOND_TX = "6a1d8b6f-3e5c-4a7b-8c2f-4d9e3b8f0a21";
+
+function clientWith(fetch: ReturnType<typeof scriptedFetch>, extra: { onDrift?: (w: DriftReport) => void } = {}) {
+  const logger = captureLogger();
+  const clock = fakeClock();
+  const client = new QashioClient({
+    baseUrl: BASE_URL,
+    tokenProvider: new StaticTokenProvider("access-1"),
+    fetch,
+    clock,
+    logger,
+    retry: { random: () => 0 },
+    ...extra,
+  });
+  return { client, logger, clock };
+}
+
+const listOf = (items: unknown[], page = 1, totalPages = 1) => ok(items, { pagination: pagination(page, totalPages) });
+
+describe("QashioClient reads", () => {
+  it.each([
+    ["listTransactions", (c: QashioClient) => c.listTransactions({ client_sync_status: "not_synced", page_size: 50 }), "/public/v1/erp/transactions", transactionFixture()],
+    ["listErpCards", (c: QashioClient) => c.listErpCards({ status: "active", last4: "4821" }), "/public/v1/erp/cards", erpCardFixture()],
+    ["listPoolAccounts", (c: QashioClient) => c.listPoolAccounts({ status: "all" }), "/public/v1/erp/pool_accounts", poolAccountFixture()],
+    ["listBankAccounts", (c: QashioClient) => c.listBankAccounts({ is_deleted: false }), "/public/v1/erp/bank_accounts", bankAccountFixture()],
+    ["listChartOfAccounts", (c: QashioClient) => c.listChartOfAccounts({ account_currency: "AED" }), "/public/v1/erp/chart_of_accounts", chartOfAccountFixture()],
+    ["listTaxRates", (c: QashioClient) => c.listTaxRates({ updated_at_from: "2024-01-01", updated_at_to: "2024-01-31" }), "/public/v1/erp/tax_rates", taxRateFixture()],
+    ["listSuppliers", (c: QashioClient) => c.listSuppliers({ remote_name: "careem" }), "/public/v1/erp/suppliers", supplierFixture()],
+    ["listStatements", (c: QashioClient) => c.listStatements({ month: "2024-04", account_type: "Card" }), "/public/v1/erp/statements", statementSummaryFixture()],
+  ])("%s reads one page with a checked query and parses its items", async (_name, call, path, item) => {
+    const fetch = scriptedFetch(listOf([item]));
+    const { client } = clientWith(fetch);
+    const page = await call(client);
+    expect(fetch.calls[0]!.url.pathname).toBe(path);
+    expect(fetch.calls[0]!.method).toBe("GET");
+    expect(page.data).toHaveLength(1);
+    expect(page.invalid).toEqual([]);
+    expect(page.pagination.has_next).toBe(false);
+  });
+
+  it("sends booleans and numbers of the query as text", async () => {
+    const fetch = scriptedFetch(listOf([]));
+    const { client } = clientWith(fetch);
+    await client.listTransactions({ exclude_from_sync: false, page: 2, page_size: 25 });
+    expect(fetch.calls[0]!.url.search).toBe("?page=2&page_size=25&exclude_from_sync=false");
+  });
+
+  it("reads one transaction by UUID with the detail fields", async () => {
+    const fetch = scriptedFetch(ok(transactionDetailFixture()));
+    const { client } = clientWith(fetch);
+    const tx = await client.getTransaction(TRANSACTION_ID);
+    expect(fetch.calls[0]!.url.pathname).toBe(`/public/v1/erp/transactions/${TRANSACTION_ID}`);
+    expect(tx.id).toBe(TRANSACTION_ID);
+  });
+
+  it("reads one ERP card with its configuration objects", async () => {
+    const fetch = scriptedFetch(ok(erpCardDetailFixture()));
+    const { client } = clientWith(fetch);
+    const card = await client.getErpCard(CARD_ID);
+    expect(fetch.calls[0]!.url.pathname).toBe(`/public/v1/erp/cards/${CARD_ID}`);
+    expect(card.id).toBe(CARD_ID);
+  });
+
+  it("reads statements by account with the account fields and the inner pagination", async () => {
+    const fetch = scriptedFetch(ok(statementsByAccountFixture()));
+    const { client } = clientWith(fetch);
+    const page = await client.getStatementsByAccount(CARD_ID, { from_month: "2024-01" });
+    expect(fetch.calls[0]!.url.pathname).toBe(`/public/v1/erp/statements/${CARD_ID}`);
+    expect(page).toMatchObject({ page: 1, totalPages: 2, total: 14, account: { account_external_id: CARD_ID, account_type: "Card" } });
+    expect(page.data).toHaveLength(2);
+  });
+
+  it("reads the company summary as received (shape not in the spec)", async () => {
+    const fetch = scriptedFetch(ok({ total_balance: 10, currency: "AED" }));
+    const { client } = clientWith(fetch);
+    expect(await client.getCompanySummary()).toEqual({ total_balance: 10, currency: "AED" });
+    expect(fetch.calls[0]!.url.pathname).toBe("/public/v1/erp/company/summary");
+  });
+
+  it("reads core cards with page_info and card balances", async () => {
+    const fetch = scriptedFetch(
+      ok({ cards: [coreCardFixture()], page_info: { current_page: 1, per_page: 20, total_entries: 1, total_pages: 1, next_page: null, previous_page: null, offset: 0 } }),
+      ok(cardBalanceFixture()),
+    );
+    const { client } = clientWith(fetch);
+    const page = await client.listCoreCards({ limit: 5 });
+    expect(page.data[0]!.id).toBe(CARD_ID);
+    expect(page.pageInfo.next_page).toBeNull();
+    const balance = await client.getCardBalance({ last_four: "4821" });
+    expect(balance.cards[0]!.card_id).toBe(CARD_ID);
+    expect(fetch.calls[1]!.url.pathname).toBe("/public/v1/core/cards/balance");
+    expect(fetch.calls[1]!.url.searchParams.get("last_four")).toBe("4821");
+  });
+
+  it("validates the current token at /oauth2/validate", async () => {
+    const fetch = scriptedFetch(json(200, { active: true }));
+    const { client } = clientWith(fetch);
+    expect(await client.validate()).toEqual({ active: true });
+    expect(fetch.calls[0]!.url.pathname).toBe("/oauth2/validate");
+    expect(fetch.calls[0]!.headers.authorization).toBe("Bearer access-1");
+  });
+});
+
+describe("QashioClient request checks (no network call on bad input)", () => {
+  async function rejected(run: (c: QashioClient) => Promise<unknown>) {
+    const fetch = scriptedFetch(listOf([]));
+    const { client } = clientWith(fetch);
+    const error = await run(client).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(InvalidRequestError);
+    expect(fetch.calls).toHaveLength(0);
+    return error as InvalidRequestError;
+  }
+
+  it("names every offending transaction query field", async () => {
+    const error = await rejected((c) =>
+      c.listTransactions({ page: 0, card_last_four: "12", transaction_time_from: "2024-01-01", client_sync_status: "pending" as never }),
+    );
+    expect(error.fields).toEqual(expect.arrayContaining(["page", "card_last_four", "transaction_time_to", "client_sync_status"]));
+    expect(error.message).toMatch(/card_last_four/);
+    expect(error.status).toBeUndefined();
+  });
+
+  it("rejects an unrecognised account_type, a bad last4 and an inverted date range on ERP cards", async () => {
+    const error = await rejected((c) =>
+      c.listErpCards({ account_type: "company" as never, last4: "48a1", issued_time_from: "2024-02-01", issued_time_to: "2024-01-01" }),
+    );
+    expect(error.fields).toEqual(expect.arrayContaining(["account_type", "last4", "issued_time_to"]));
+  });
+
+  it("rejects a master-data range with one end only", async () => {
+    const error = await rejected((c) => c.listSuppliers({ updated_at_from: "2024-01-01" }));
+    expect(error.fields).toEqual(["updated_at_to"]);
+  });
+
+  it("rejects an unparseable month", async () => {
+    await rejected((c) => c.listStatements({ month: "2024-13" }));
+    await rejected((c) => c.getStatementsByAccount(CARD_ID, { to_month: "April" }));
+  });
+
+  it("rejects a card balance query with status only", async () => {
+    const error = await rejected((c) => c.getCardBalance({ status: "active" }));
+    expect(error.errors[0]!.code).toBe("REQUIRED");
+  });
+
+  it("rejects a CT reference where the transaction UUID is required", async () => {
+    const error = await rejected((c) => c.getTransaction("CT10023456"));
+    expect(error.fields).toEqual(["transactionId"]);
+    expect(error.message).not.toContain("CT10023456");
+  });
+
+  it("rejects a card id that is not a CA id, and empty write bodies", async () => {
+    await rejected((c) => c.updateCard("12345", { nickname: "x" }));
+    await rejected((c) => c.updateCard(CARD_ID, {}));
+    await rejected((c) => c.updateVelocityLimit(CARD_ID, {}));
+    await rejected((c) => c.suspendCard("nope"));
+  });
+
+  it("rejects an empty acknowledgement and ids that are not UUIDs", async () => {
+    await rejected((c) => c.acknowledgeTransactions([]));
+    await rejected((c) => c.acknowledgeTransactions(["CT10023456"]));
+  });
+
+  it("rejects an invitation without addresses", async () => {
+    await rejected((c) => c.inviteUsers([]));
+  });
+});
+
+describe("QashioClient writes", () => {
+  it("acknowledges with {transaction_ids: [...]} and retries it on a 5xx (idempotent)", async () => {
+    const fetch = scriptedFetch(fail(503), ok({}));
+    const { client } = clientWith(fetch);
+    const result = await client.acknowledgeTransactions([TRANSACTION_ID, SECOND_TX]);
+    expect(fetch.calls).toHaveLength(2);
+    expect(fetch.calls[1]!.method).toBe("POST");
+    expect(fetch.calls[1]!.url.pathname).toBe("/public/v1/erp/transactions/acknowledge");
+    expect(fetch.calls[1]!.body).toEqual({ transaction_ids: [TRANSACTION_ID, SECOND_TX] });
+    expect(result.acknowledged).toBe(2);
+  });
+
+  it("accepts an acknowledgement answered 2xx without the standard envelope, with a warning", async () => {
+    const fetch = scriptedFetch(new Response(null, { status: 204 }));
+    const { client, logger } = clientWith(fetch);
+    await expect(client.acknowledgeTransactions([TRANSACTION_ID])).resolves.toMatchObject({ acknowledged: 1 });
+    expect(logger.lines.some((l) => l.level === "warn" && l.message.includes("acknowledge"))).toBe(true);
+  });
+
+  it("issues a card once, never retrying a 5xx or a network error", async () => {
+    for (const reply of [fail(500), new TypeError("fetch failed")]) {
+      const fetch = scriptedFetch(reply, ok({ card: coreCardFixture() }));
+      const { client, clock } = clientWith(fetch);
+      const error = await client.issueCard({ nickname: "New card" }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(reply instanceof Response ? ServerError : Error);
+      expect(error).not.toBeInstanceOf(TimeoutError);
+      expect(fetch.calls).toHaveLength(1);
+      expect(clock.sleeps).toEqual([]);
+    }
+  });
+
+  it("returns the issued card when data.card has the card shape", async () => {
+    const fetch = scriptedFetch(json(201, { status_code: 201, success: true, message: "Resource created", data: { card: coreCardFixture() } }));
+    const { client } = clientWith(fetch);
+    const result = await client.issueCard({ nickname: "New card" });
+    expect(fetch.calls[0]!.url.pathname).toBe("/public/v1/core/cards");
+    expect(fetch.calls[0]!.body).toEqual({ nickname: "New card" });
+    expect(result.card?.id).toBe(CARD_ID);
+  });
+
+  it("updates a card with PUT and returns data.card", async () => {
+    const fetch = scriptedFetch(ok({ card: coreCardWriteFixture() }, { message: "Resource updated" }));
+    const { client } = clientWith(fetch);
+    const result = await client.updateCard(CARD_ID, { velocity_period: "MONTHLY", auto_top_up_amount: 500 });
+    expect(fetch.calls[0]!.method).toBe("PUT");
+    expect(fetch.calls[0]!.url.pathname).toBe(`/public/v1/core/cards/${CARD_ID}`);
+    expect(fetch.calls[0]!.body).toEqual({ velocity_period: "MONTHLY", auto_top_up_amount: 500 });
+    expect(result.card.id).toBe(CARD_ID);
+  });
+
+  it("suspends a card through change_status with status suspended", async () => {
+    const fetch = scriptedFetch(ok({ message: "Status change is being processed" }, { message: "Resource updated" }));
+    const { client } = clientWith(fetch);
+    const result = await client.suspendCard(CARD_ID, { reason: "lost" });
+    expect(fetch.calls[0]!.method).toBe("PUT");
+    expect(fetch.calls[0]!.url.pathname).toBe(`/public/v1/core/cards/${CARD_ID}/change_status`);
+    expect(fetch.calls[0]!.body).toEqual({ status: "suspended", reason: "lost" });
+    expect(result.message).toBe("Status change is being processed");
+  });
+
+  it("sets the velocity limit with POST and does not retry it on a 5xx", async () => {
+    const fetch = scriptedFetch(fail(502), ok({ card: coreCardWriteFixture() }));
+    const { client } = clientWith(fetch);
+    await expect(client.updateVelocityLimit(CARD_ID, { spend_limit_active: true, spend_limit_period: "WEEKLY" })).rejects.toBeInstanceOf(ServerError);
+    expect(fetch.calls).toHaveLength(1);
+    expect(fetch.calls[0]!.url.pathname).toBe(`/public/v1/core/cards/${CARD_ID}/update_velocity_limit`);
+  });
+
+  it("invites end users with {end_user: [...]} and returns the summary", async () => {
+    const fetch = scriptedFetch(json(201, { status_code: 201, success: true, data: invitationResultFixture() }));
+    const { client } = clientWith(fetch);
+    const result = await client.inviteUsers(["new.hire@example.com", "already.invited@example.com"]);
+    expect(fetch.calls[0]!.body).toEqual({ end_user: ["new.hire@example.com", "already.invited@example.com"] });
+    expect(result.summary?.total_processed?.failed).toBe(1);
+  });
+});
+
+describe("QashioClient response handling", () => {
+  it("keeps an unlisted enum value and reports the drift to onDrift and the logger", async () => {
+    const drift: DriftReport[] = [];
+    const fetch = scriptedFetch(listOf([transactionFixture({ transaction_category: "crypto_purchase" })]));
+    const { client, logger } = clientWith(fetch, { onDrift: (w) => drift.push(w) });
+    const page = await client.listTransactions();
+    expect(page.data[0]!.transaction_category).toBe("crypto_purchase");
+    expect(drift).toEqual([expect.objectContaining({ field: "transaction_category", value: "crypto_purchase", count: 1 })]);
+    expect(logger.lines.some((l) => l.level === "warn" && l.attributes?.value === "crypto_purchase")).toBe(true);
+  });
+
+  it("sets an item that fails its schema aside with its index instead of failing the page", async () => {
+    const broken = transactionFixture({ id: 42 });
+    const fetch = scriptedFetch(listOf([transactionFixture(), broken]));
+    const { client } = clientWith(fetch);
+    const page = await client.listTransactions();
+    expect(page.data).toHaveLength(1);
+    expect(page.invalid).toEqual([{ index: 1, raw: broken, issues: [expect.objectContaining({ path: "id" })] }]);
+  });
+
+  it("throws InvalidResponseError with the schema issues when the envelope is wrong", async () => {
+    const fetch = scriptedFetch(json(200, { success: true, data: [] }));
+    const { client } = clientWith(fetch);
+    const error = (await client.listTransactions().catch((e: unknown) => e)) as InvalidResponseError;
+    expect(error).toBeInstanceOf(InvalidResponseError);
+    expect(error.issues.map((i) => i.path)).toContain("pagination");
+  });
+});
+
+describe("QashioClient iterators", () => {
+  const ids = (n: number) => Array.from({ length: n }, (_, i) => `00000000-0000-4000-8000-${String(i).padStart(12, "0")}`);
+
+  it("walks every page of a pagination list while has_next", async () => {
+    const all = ids(5);
+    const fetch = routedFetch((call: RecordedCall) => {
+      const page = Number(call.url.searchParams.get("page"));
+      return listOf(all.slice((page - 1) * 2, page * 2).map((id) => transactionFixture({ id })), page, 3);
+    });
+    const { client } = clientWith(fetch);
+    const seen: string[] = [];
+    for await (const tx of client.iterateTransactions({ client_sync_status: "not_synced" })) seen.push(tx.id);
+    expect(seen).toEqual(all);
+    expect(fetch.calls.map((c) => c.url.searchParams.get("page"))).toEqual(["1", "2", "3"]);
+    expect(fetch.calls.every((c) => c.url.searchParams.get("client_sync_status") === "not_synced")).toBe(true);
+  });
+
+  it("walks the core card list by page_info.next_page", async () => {
+    const fetch = routedFetch((call) => {
+      const page = Number(call.url.searchParams.get("page"));
+      const next = page < 3 ? page + 1 : null;
+      return ok({
+        cards: [coreCardFixture({ id: `CA${page}` })],
+        page_info: { current_page: page, per_page: 1, total_entries: 3, total_pages: 3, next_page: next, previous_page: page > 1 ? page - 1 : null, offset: page - 1 },
+      });
+    });
+    const { client } = clientWith(fetch);
+    const seen: string[] = [];
+    for await (const card of client.iterateCoreCards()) seen.push(card.id);
+    expect(seen).toEqual(["CA1", "CA2", "CA3"]);
+  });
+
+  it("stops a core card walk whose next_page does not advance", async () => {
+    const fetch = routedFetch(() =>
+      ok({ cards: [], page_info: { current_page: 1, per_page: 1, total_entries: 3, total_pages: 3, next_page: 1, previous_page: null, offset: 0 } }),
+    );
+    const { client } = clientWith(fetch);
+    const walk = async () => {
+      for await (const _ of client.iterateCoreCards()) void _;
+    };
+    await expect(walk()).rejects.toBeInstanceOf(InvalidResponseError);
+    expect(fetch.calls).toHaveLength(1);
+  });
+
+  it("walks statements by account by the inner page and total_pages", async () => {
+    const fetch = routedFetch((call) => {
+      const page = Number(call.url.searchParams.get("page"));
+      const month = `2024-0${page}`;
+      return ok(
+        statementsByAccountFixture({
+          page,
+          total_pages: 3,
+          total: 3,
+          data: [{ statement_period: { month, from: `${month}-01`, to: `${month}-28` }, opening_balance: 1, closing_balance: 2, currency: "AED" }],
+        }),
+      );
+    });
+    const { client } = clientWith(fetch);
+    const months: string[] = [];
+    for await (const period of client.iterateStatementsByAccount(CARD_ID)) months.push(period.statement_period.month);
+    expect(months).toEqual(["2024-01", "2024-02", "2024-03"]);
+  });
+
+  it("ends a walk on an invalid item unless onInvalid takes it", async () => {
+    const fetch = routedFetch(() => listOf([transactionFixture(), transactionFixture({ id: null })]));
+    const { client } = clientWith(fetch);
+    const strict = async () => {
+      for await (const _ of client.iterateTransactions()) void _;
+    };
+    await expect(strict()).rejects.toBeInstanceOf(InvalidResponseError);
+
+    const setAside: number[] = [];
+    const seen: unknown[] = [];
+    for await (const tx of client.iterateTransactions({}, { onInvalid: (item) => setAside.push(item.index) })) seen.push(tx);
+    expect(seen).toHaveLength(1);
+    expect(setAside).toEqual([1]);
+  });
+
+  it("stops at maxPages when the provider never says the last page", async () => {
+    const fetch = routedFetch((call) => listOf([], Number(call.url.searchParams.get("page")), 1_000_000));
+    const { client } = clientWith(fetch);
+    const walk = async () => {
+      for await (const _ of client.iterateSuppliers({}, { maxPages: 4 })) void _;
+    };
+    await expect(walk()).rejects.toThrow(/4 pages/);
+    expect(fetch.calls).toHaveLength(4);
+  });
+});
