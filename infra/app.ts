@@ -1,0 +1,32 @@
+/**
+ * CDK entry point (cdk.json: `npx tsx infra/app.ts`). Context: `tenantsFile` (default
+ * infra/tenants.example.json), `eventsDir` (default docs/events), `qashioUrls` ({production, eu, sandbox},
+ * overridden by QASHIO_PRODUCTION_URL / QASHIO_EU_URL / QASHIO_SANDBOX_URL).
+ */
+import { isAbsolute, join } from "node:path";
+import { App } from "aws-cdk-lib";
+import { buildBridgeApp } from "./app-builder.js";
+import { InfraError } from "./errors.js";
+import { loadEventDetailSchemas } from "./event-schemas-source.js";
+import { loadTenantsFile, providerUrlsFrom } from "./tenant-config.js";
+
+const repoRoot = join(import.meta.dirname, "..");
+const fromRoot = (path: string): string => (isAbsolute(path) ? path : join(repoRoot, path));
+
+const app = new App();
+try {
+  const tenants = loadTenantsFile(fromRoot(String(app.node.tryGetContext("tenantsFile") ?? "infra/tenants.example.json")));
+  const eventSchemas = loadEventDetailSchemas(fromRoot(String(app.node.tryGetContext("eventsDir") ?? "docs/events")));
+  buildBridgeApp({
+    app,
+    tenants,
+    eventSchemas,
+    providerUrls: providerUrlsFrom(app.node.tryGetContext("qashioUrls"), process.env),
+  });
+} catch (error) {
+  if (!(error instanceof InfraError)) throw error;
+  // a configuration mistake: the message names tenant and field, a stack trace would only hide it
+  console.error(`qashio-bridge synth failed: ${error.message}`);
+  process.exit(1);
+}
+app.synth();

@@ -1,0 +1,163 @@
+import { Duration, RemovalPolicy } from "aws-cdk-lib";
+import * as iam from "aws-cdk-lib/aws-iam";
+import * as lambda from "aws-cdk-lib/aws-lambda";
+import * as nodejs from "aws-cdk-lib/aws-lambda-nodejs";
+import * as logs from "aws-cdk-lib/aws-logs";
+import type * as sqs from "aws-cdk-lib/aws-sqs";
+import { Construct } from "constructs";
+
+/**
+ * ESM bundles run code (AWS SDK, Powertools Tracer) that calls `require`; esbuild's ESM output has none,
+ * so every bundle starts by defining it.
+ */
+export const ESM_REQUIRE_BANNER =
+  "import { createRequire as __bridgeCreateRequire } from 'module'; const require = __bridgeCreateRequire(import.meta.url);";
+
+/**
+ * Bundle the AWS SDK v3 into each function instead of using the copy in the nodejs24.x runtime:
+ * the version is pinned to the one the tests ran against, and see /work/notes/bundle-size.md and
+ * docs/spec-gaps.md (## Infrastructure) for the measured size and cold-start trade-off.
+ */
+export const BUNDLE_AWS_SDK = true;
+
+/**
+ * On-failure destination granting only sqs:SendMessage on the queue; the key is granted separately
+ * (TenantKey.grantDataUse), where SqsDestination's grant would add `kms:GenerateDataKey*` and `kms:ReEncrypt*`.
+ */
+export class QueueOnFailure implements lambda.IDestination {
+  constructor(private readonly queue: sqs.IQueue) {}
+
+  bind(_scope: Construct, fn: lambda.IFunction): lambda.DestinationConfig {
+    fn.grantPrincipal.addToPrincipalPolicy(
+      new iam.PolicyStatement({ actions: ["sqs:SendMessage"], resources: [this.queue.queueArn] }),
+    );
+    return { destination: this.queue.queueArn };
+  }
+}
+
+/** Environment of every bridge function, exactly as shared/aws/config.ts validates it. */
+export interface BridgeFunctionEnvironment {
+  readonly TENANT_ID: string;
+  readonly QASHIO_BASE_URL: string;
+  readonly TABLE_NAME: string;
+  readonly SECRET_ID: string;
+  readonly EVENT_BUS_NAME: string;
+  readonly EVENT_SOURCE: string;
+  readonly PII_MODE: "full" | "redact" | "hash";
+  readonly EMIT_CARD_CREATED: "true" | "false";
+  readonly CYCLE_BUDGET_MS?: string;
+}
+
+/** Properties of {@link BridgeFunction}. */
+export interface BridgeFunctionProps {
+  /** Absolute path of the handler file (exports `handler`). */
+  readonly entry: string;
+  /** Short description shown in the console. */
+  readonly description: string;
+  /** The function's environment (Powertools variables are added). */
+  readonly environment: BridgeFunctionEnvironment;
+  /**
+   * Maximum run time of one invocation.
+   * @default Duration.minutes(5)
+   */
+  readonly timeout?: Duration;
+  /**
+   * Concurrent executions reserved (and capped); 1 keeps one tenant's cycles of this kind from overlapping.
+   * @default - not reserved
+   */
+  readonly reservedConcurrentExecutions?: number;
+  /**
+   * Where asynchronous invocations that failed or expired are sent.
+   * @default - no on-failure destination
+   */
+  readonly onFailure?: sqs.IQueue;
+  /**
+   * How long an asynchronous invocation may wait (e.g. throttled behind a running cycle) before it is dropped
+   * to the on-failure destination; only used with `onFailure`.
+   * @default Duration.hours(6)
+   */
+  readonly maxEventAge?: Duration;
+  /**
+   * Memory size in MB.
+   * @default 512
+   */
+  readonly memorySize?: number;
+  /**
+   * Days CloudWatch keeps the function's logs.
+   * @default logs.RetentionDays.THREE_MONTHS
+   */
+  readonly logRetention?: logs.RetentionDays;
+}
+
+/**
+ * One bridge Lambda function: nodejs24.x on arm64, bundled by the local esbuild as minified ESM with
+ * source maps, X-Ray tracing, its own log group, and a role with only what it is granted.
+ */
+export class BridgeFunction extends Construct {
+  /** The function. */
+  public readonly function: nodejs.NodejsFunction;
+  /** Its log group (explicit, so retention and encryption are ours). */
+  public readonly logGroup: logs.LogGroup;
+  /** Its execution role (no managed policies). */
+  public readonly role: iam.Role;
+
+  constructor(scope: Construct, id: string, props: BridgeFunctionProps) {
+    super(scope, id);
+    this.logGroup = new logs.LogGroup(this, "Logs", {
+      retention: props.logRetention ?? logs.RetentionDays.THREE_MONTHS,
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
+    this.role = new iam.Role(this, "Role", {
+      assumedBy: new iam.ServicePrincipal("lambda.amazonaws.com"),
+      description: `${props.description} (execution role)`,
+    });
+    // Only this function's log group, instead of AWSLambdaBasicExecutionRole's logs:* on every group
+    this.role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        actions: ["logs:CreateLogStream", "logs:PutLogEvents"],
+        resources: [this.logGroup.logGroupArn],
+      }),
+    );
+    const { CYCLE_BUDGET_MS, ...required } = props.environment;
+    this.function = new nodejs.NodejsFunction(this, "Function", {
+      entry: props.entry,
+      handler: "handler",
+      description: props.description,
+      runtime: lambda.Runtime.NODEJS_24_X,
+      architecture: lambda.Architecture.ARM_64,
+      memorySize: props.memorySize ?? 512,
+      timeout: props.timeout ?? Duration.minutes(5),
+      role: this.role,
+      logGroup: this.logGroup,
+      tracing: lambda.Tracing.ACTIVE,
+      reservedConcurrentExecutions: props.reservedConcurrentExecutions,
+      environment: {
+        ...required,
+        ...(CYCLE_BUDGET_MS === undefined ? {} : { CYCLE_BUDGET_MS }),
+        POWERTOOLS_SERVICE_NAME: "qashio-bridge",
+        POWERTOOLS_METRICS_NAMESPACE: "QashioBridge",
+        // source maps are only useful if Node applies them to stack traces
+        NODE_OPTIONS: "--enable-source-maps",
+      },
+      bundling: {
+        format: nodejs.OutputFormat.ESM,
+        mainFields: ["module", "main"],
+        banner: ESM_REQUIRE_BANNER,
+        minify: true,
+        sourceMap: true,
+        sourcesContent: false,
+        target: "node24",
+        bundleAwsSDK: BUNDLE_AWS_SDK,
+        forceDockerBundling: false,
+      },
+      ...(props.onFailure
+        ? {
+            onFailure: new QueueOnFailure(props.onFailure),
+            // the next scheduled cycle retries; Lambda's own async retries would only pile up behind the lease
+            retryAttempts: 0,
+            maxEventAge: props.maxEventAge ?? Duration.hours(6),
+          }
+        : {}),
+    });
+  }
+}

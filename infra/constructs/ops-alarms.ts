@@ -1,0 +1,129 @@
+import { Duration } from "aws-cdk-lib";
+import * as cloudwatch from "aws-cdk-lib/aws-cloudwatch";
+import * as actions from "aws-cdk-lib/aws-cloudwatch-actions";
+import type * as kms from "aws-cdk-lib/aws-kms";
+import type * as lambda from "aws-cdk-lib/aws-lambda";
+import * as sns from "aws-cdk-lib/aws-sns";
+import * as subscriptions from "aws-cdk-lib/aws-sns-subscriptions";
+import type * as sqs from "aws-cdk-lib/aws-sqs";
+import { Construct } from "constructs";
+import { bridgeMetric } from "./bridge-metrics.js";
+
+/** Where alarm notifications go: an email address (a topic is created) or an existing topic. */
+export type AlarmTarget = { readonly email: string } | { readonly topicArn: string };
+
+/** Properties of {@link OpsAlarms}. */
+export interface OpsAlarmsProps {
+  /** Tenant id: the metric dimension and part of every alarm name. */
+  readonly tenantId: string;
+  /** Email address or topic ARN receiving the notifications. */
+  readonly target: AlarmTarget;
+  /** Key encrypting a created topic (CloudWatch must be allowed to use it). */
+  readonly encryptionKey: kms.IKey;
+  /** Functions whose errors alarm, by a short name used in the alarm name (e.g. `PollTransactions`). */
+  readonly functions: Readonly<Record<string, lambda.IFunction>>;
+  /**
+   * Functions whose every error alarms at once (e.g. token rotation, which runs rarely); others alarm when
+   * 2 of 3 five-minute periods have errors, since the next cycle retries a transient failure anyway.
+   * @default - none
+   */
+  readonly alarmOnFirstError?: readonly string[];
+  /** Queues that alarm as soon as they hold a message, by short name. */
+  readonly deadLetterQueues: Readonly<Record<string, sqs.IQueue>>;
+  /**
+   * SyncLagSeconds above which the tenant is considered behind.
+   * @default 1800
+   */
+  readonly syncLagThresholdSeconds?: number;
+}
+
+/**
+ * The tenant's alarms (token family revoked, sync lag, function errors, dead letters, quarantine) and the
+ * SNS topic they notify. Each alarm's description points to its section in docs/runbook.md.
+ */
+export class OpsAlarms extends Construct {
+  /** Topic receiving ALARM and OK notifications. */
+  public readonly topic: sns.ITopic;
+  /** Every alarm, by name suffix (e.g. `TokenFamilyRevoked`, `Errors-PollCards`, `DeadLetters-Pollers`). */
+  public readonly alarms: ReadonlyMap<string, cloudwatch.Alarm>;
+
+  constructor(scope: Construct, id: string, props: OpsAlarmsProps) {
+    super(scope, id);
+    const tenant = props.tenantId;
+    if ("email" in props.target) {
+      const topic = new sns.Topic(this, "Topic", {
+        displayName: `qashio-bridge ${tenant} alarms`,
+        masterKey: props.encryptionKey,
+        enforceSSL: true,
+      });
+      topic.addSubscription(new subscriptions.EmailSubscription(props.target.email));
+      this.topic = topic;
+    } else {
+      this.topic = sns.Topic.fromTopicArn(this, "Topic", props.target.topicArn);
+    }
+    const action = new actions.SnsAction(this.topic);
+    const alarms = new Map<string, cloudwatch.Alarm>();
+    const add = (suffix: string, runbook: string, metric: cloudwatch.IMetric, options: Omit<cloudwatch.AlarmProps, "metric">) => {
+      const alarm = new cloudwatch.Alarm(this, suffix, {
+        ...options,
+        metric,
+        alarmName: `QashioBridge-${tenant}-${suffix}`,
+        alarmDescription: `${options.alarmDescription} Runbook: docs/runbook.md#${runbook}`,
+      });
+      alarm.addAlarmAction(action);
+      alarm.addOkAction(action);
+      alarms.set(suffix, alarm);
+    };
+
+    add("TokenFamilyRevoked", "tokenfamilyrevoked", bridgeMetric(tenant, "TokenFamilyRevoked", { aggregate: "MAX" }), {
+      alarmDescription: `Tenant ${tenant}: the provider revoked the token family; polling stopped until re-authorization.`,
+      threshold: 1,
+      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+      evaluationPeriods: 1,
+      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+    });
+    const lagThreshold = props.syncLagThresholdSeconds ?? 1800;
+    add("SyncLag", "synclag", bridgeMetric(tenant, "SyncLagSeconds", { aggregate: "MAX" }), {
+      alarmDescription: `Tenant ${tenant}: the oldest unpublished change is older than ${lagThreshold} s.`,
+      threshold: lagThreshold,
+      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+      evaluationPeriods: 3,
+      datapointsToAlarm: 2,
+      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+    });
+    add("Quarantined", "quarantined", bridgeMetric(tenant, "Quarantined", { aggregate: "SUM" }), {
+      alarmDescription: `Tenant ${tenant}: provider records were quarantined instead of published.`,
+      threshold: 1,
+      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+      evaluationPeriods: 1,
+      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+    });
+    const firstError = new Set(props.alarmOnFirstError ?? []);
+    for (const [name, fn] of Object.entries(props.functions)) {
+      const once = firstError.has(name);
+      add(`Errors-${name}`, "function-errors", fn.metricErrors({ period: Duration.minutes(5), statistic: "Sum" }), {
+        alarmDescription: `Tenant ${tenant}: ${name} invocations failed${once ? "" : " in 2 of the last 3 five-minute periods"}.`,
+        threshold: 1,
+        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        evaluationPeriods: once ? 1 : 3,
+        datapointsToAlarm: once ? 1 : 2,
+        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      });
+    }
+    for (const [name, queue] of Object.entries(props.deadLetterQueues)) {
+      add(
+        `DeadLetters-${name}`,
+        "dead-letters",
+        queue.metricApproximateNumberOfMessagesVisible({ period: Duration.minutes(5), statistic: "Maximum" }),
+        {
+          alarmDescription: `Tenant ${tenant}: dead-letter queue ${name} is not empty.`,
+          threshold: 1,
+          comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+          evaluationPeriods: 1,
+          treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+        },
+      );
+    }
+    this.alarms = alarms;
+  }
+}

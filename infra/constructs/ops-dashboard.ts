@@ -1,0 +1,123 @@
+import { Duration } from "aws-cdk-lib";
+import * as cloudwatch from "aws-cdk-lib/aws-cloudwatch";
+import type * as lambda from "aws-cdk-lib/aws-lambda";
+import type * as sqs from "aws-cdk-lib/aws-sqs";
+import { Construct } from "constructs";
+import { bridgeMetric } from "./bridge-metrics.js";
+
+/** Properties of {@link OpsDashboard}. */
+export interface OpsDashboardProps {
+  /** Tenant id: the metric dimension and the dashboard name. */
+  readonly tenantId: string;
+  /** Functions graphed (invocations, errors, throttles, duration), by short name. */
+  readonly functions: Readonly<Record<string, lambda.IFunction>>;
+  /** Queues whose depth is graphed, by short name. */
+  readonly deadLetterQueues: Readonly<Record<string, sqs.IQueue>>;
+  /**
+   * Alarms shown in the status widget at the top.
+   * @default - no alarm widget
+   */
+  readonly alarms?: readonly cloudwatch.IAlarm[];
+  /**
+   * SyncLagSeconds threshold drawn on the lag graph.
+   * @default - no line
+   */
+  readonly syncLagThresholdSeconds?: number;
+}
+
+/** Titles of the dashboard's graphs, in order (tests and the runbook refer to them). */
+export const DASHBOARD_WIDGETS = {
+  events: "Events published by type",
+  providerErrors: "Provider errors by status class",
+  syncLag: "Sync lag (s)",
+  cycleDuration: "Cycle duration (ms)",
+  tokens: "Token refreshes / family revoked",
+  quarantine: "Quarantined records",
+  throughput: "Pulled / acknowledged / publish failures",
+  deadLetters: "Dead-letter queue depth",
+  functions: "Function errors and throttles",
+} as const;
+
+/** One CloudWatch dashboard per tenant: `QashioBridge-<tenant>`. */
+export class OpsDashboard extends Construct {
+  /** The dashboard. */
+  public readonly dashboard: cloudwatch.Dashboard;
+
+  constructor(scope: Construct, id: string, props: OpsDashboardProps) {
+    super(scope, id);
+    const t = props.tenantId;
+    const fns = Object.entries(props.functions);
+    this.dashboard = new cloudwatch.Dashboard(this, "Dashboard", {
+      dashboardName: `QashioBridge-${t}`,
+      defaultInterval: Duration.hours(24),
+    });
+    const graph = (title: string, left: cloudwatch.IMetric[], extra: Partial<cloudwatch.GraphWidgetProps> = {}) =>
+      new cloudwatch.GraphWidget({ title, left, width: 12, height: 6, ...extra });
+
+    this.dashboard.addWidgets(
+      new cloudwatch.TextWidget({
+        markdown: `# qashio-bridge: ${t}\nAlarms and what to do: docs/runbook.md. Metrics: namespace QashioBridge, tenant = ${t}.`,
+        width: 24,
+        height: 2,
+      }),
+    );
+    if (props.alarms && props.alarms.length > 0) {
+      this.dashboard.addWidgets(
+        new cloudwatch.AlarmStatusWidget({ title: "Alarms", alarms: [...props.alarms], width: 24, height: 3 }),
+      );
+    }
+    this.dashboard.addWidgets(
+      graph(DASHBOARD_WIDGETS.events, [bridgeMetric(t, "EventsPublished", { aggregate: "SUM", groupBy: "type" })], {
+        stacked: true,
+      }),
+      graph(DASHBOARD_WIDGETS.providerErrors, [
+        bridgeMetric(t, "ProviderErrors", { aggregate: "SUM", groupBy: "status_class" }),
+      ]),
+    );
+    this.dashboard.addWidgets(
+      graph(DASHBOARD_WIDGETS.syncLag, [bridgeMetric(t, "SyncLagSeconds", { aggregate: "MAX", label: "max lag" })], {
+        leftAnnotations:
+          props.syncLagThresholdSeconds === undefined
+            ? undefined
+            : [{ value: props.syncLagThresholdSeconds, label: "alarm threshold", color: cloudwatch.Color.RED }],
+      }),
+      graph(DASHBOARD_WIDGETS.cycleDuration, [
+        bridgeMetric(t, "CycleDurationMs", { aggregate: "MAX", label: "max" }),
+        bridgeMetric(t, "CycleDurationMs", { aggregate: "AVG", label: "average" }),
+      ]),
+    );
+    this.dashboard.addWidgets(
+      graph(DASHBOARD_WIDGETS.tokens, [
+        bridgeMetric(t, "TokenRefreshes", { aggregate: "SUM", label: "refreshes" }),
+        bridgeMetric(t, "TokenFamilyRevoked", { aggregate: "SUM", label: "family revoked" }),
+      ]),
+      graph(DASHBOARD_WIDGETS.quarantine, [bridgeMetric(t, "Quarantined", { aggregate: "SUM", label: "quarantined" })]),
+    );
+    this.dashboard.addWidgets(
+      graph(DASHBOARD_WIDGETS.throughput, [
+        bridgeMetric(t, "TransactionsPulled", { aggregate: "SUM", label: "transactions pulled" }),
+        bridgeMetric(t, "Acknowledged", { aggregate: "SUM", label: "acknowledged" }),
+        bridgeMetric(t, "EventsFailed", { aggregate: "SUM", label: "publish failures" }),
+      ]),
+      graph(
+        DASHBOARD_WIDGETS.deadLetters,
+        Object.entries(props.deadLetterQueues).map(([name, queue]) =>
+          queue.metricApproximateNumberOfMessagesVisible({ label: name, statistic: "Maximum" }),
+        ),
+      ),
+    );
+    this.dashboard.addWidgets(
+      graph(
+        DASHBOARD_WIDGETS.functions,
+        fns.flatMap(([name, fn]) => [
+          fn.metricErrors({ label: `${name} errors`, statistic: "Sum" }),
+          fn.metricThrottles({ label: `${name} throttles`, statistic: "Sum" }),
+        ]),
+        {
+          width: 24,
+          right: fns.map(([name, fn]) => fn.metricDuration({ label: `${name} p95 duration`, statistic: "p95" })),
+        },
+      ),
+    );
+  }
+}

@@ -1,0 +1,75 @@
+import { Duration, Stack } from "aws-cdk-lib";
+import * as iam from "aws-cdk-lib/aws-iam";
+import type * as lambda from "aws-cdk-lib/aws-lambda";
+import * as scheduler from "aws-cdk-lib/aws-scheduler";
+import * as targets from "aws-cdk-lib/aws-scheduler-targets";
+import type * as sqs from "aws-cdk-lib/aws-sqs";
+import { Construct } from "constructs";
+
+/** Properties of {@link PollSchedules}. */
+export interface PollSchedulesProps {
+  /** Tenant id, named in the schedule group and descriptions. */
+  readonly tenantId: string;
+  /** Function polling transactions. */
+  readonly pollTransactions: lambda.IFunction;
+  /** Function polling cards. */
+  readonly pollCards: lambda.IFunction;
+  /** Minutes between two transaction cycles. */
+  readonly transactionsEveryMinutes: number;
+  /** Minutes between two card cycles. */
+  readonly cardsEveryMinutes: number;
+  /** Queue receiving schedule deliveries EventBridge Scheduler could not make. */
+  readonly deadLetterQueue: sqs.IQueue;
+  /**
+   * Create the schedules enabled.
+   * @default true
+   */
+  readonly enabled?: boolean;
+}
+
+/**
+ * EventBridge Scheduler schedules that start the tenant's polling cycles, in a schedule group of their own
+ * so an operator can find (and pause) one tenant's schedules.
+ */
+export class PollSchedules extends Construct {
+  /** The tenant's schedule group. */
+  public readonly group: scheduler.ScheduleGroup;
+  /** Role EventBridge Scheduler assumes to invoke the pollers and write dead letters (grant it the queue's key). */
+  public readonly role: iam.Role;
+  /** Schedule of transaction cycles. */
+  public readonly transactions: scheduler.Schedule;
+  /** Schedule of card cycles. */
+  public readonly cards: scheduler.Schedule;
+
+  constructor(scope: Construct, id: string, props: PollSchedulesProps) {
+    super(scope, id);
+    this.group = new scheduler.ScheduleGroup(this, "Group", { scheduleGroupName: `qashio-bridge-${props.tenantId}` });
+    this.role = new iam.Role(this, "Role", {
+      description: `qashio-bridge ${props.tenantId}: EventBridge Scheduler invoking the pollers`,
+      assumedBy: new iam.ServicePrincipal("scheduler.amazonaws.com", {
+        conditions: { StringEquals: { "aws:SourceAccount": Stack.of(this).account } },
+      }),
+    });
+    const schedule = (kind: "transactions" | "cards", fn: lambda.IFunction, minutes: number): scheduler.Schedule =>
+      new scheduler.Schedule(this, kind === "transactions" ? "Transactions" : "Cards", {
+        scheduleGroup: this.group,
+        description: `qashio-bridge ${props.tenantId}: poll ${kind} every ${minutes} min`,
+        schedule: scheduler.ScheduleExpression.rate(Duration.minutes(minutes)),
+        enabled: props.enabled ?? true,
+        target: new targets.LambdaInvoke(fn, {
+          role: this.role,
+          input: scheduler.ScheduleTargetInput.fromObject({
+            kind,
+            tenant: props.tenantId,
+            scheduledTime: scheduler.ContextAttribute.scheduledTime,
+          }),
+          deadLetterQueue: props.deadLetterQueue,
+          // a missed tick is made up by the next one: deliver promptly or not at all
+          retryAttempts: 2,
+          maxEventAge: Duration.seconds(Math.max(60, minutes * 60)),
+        }),
+      });
+    this.transactions = schedule("transactions", props.pollTransactions, props.transactionsEveryMinutes);
+    this.cards = schedule("cards", props.pollCards, props.cardsEveryMinutes);
+  }
+}

@@ -1,0 +1,87 @@
+import { Duration, RemovalPolicy, Stack } from "aws-cdk-lib";
+import * as iam from "aws-cdk-lib/aws-iam";
+import * as kms from "aws-cdk-lib/aws-kms";
+import { Construct } from "constructs";
+
+/** Key actions a function needs to read and write the tenant's encrypted table items, secret and queues. */
+export const KEY_DATA_ACTIONS = ["kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey", "kms:DescribeKey"] as const;
+
+/** Properties of {@link TenantKey}. */
+export interface TenantKeyProps {
+  /** Tenant id, named in the key's alias and description. */
+  readonly tenantId: string;
+  /**
+   * Let CloudWatch alarms use the key (needed when the alarm topic is encrypted with it).
+   * @default true
+   */
+  readonly allowCloudWatchAlarms?: boolean;
+  /**
+   * Let EventBridge use the key (needed when a rule's DLQ is encrypted with it).
+   * @default true
+   */
+  readonly allowEventBridgeDlq?: boolean;
+}
+
+/**
+ * The tenant's customer-managed KMS key: encrypts its table, secret, queues and alarm topic, so one
+ * tenant's data can be revoked or audited without touching another's.
+ */
+export class TenantKey extends Construct {
+  /** The key, with yearly automatic rotation. */
+  public readonly key: kms.Key;
+
+  /**
+   * Lets a function use the key through the services that store this tenant's data (DynamoDB, Secrets Manager,
+   * SQS) and nowhere else: explicit actions instead of grantEncryptDecrypt's `GenerateDataKey*`/`ReEncrypt*`.
+   */
+  grantDataUse(grantee: iam.IGrantable): void {
+    const region = Stack.of(this).region;
+    grantee.grantPrincipal.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        actions: [...KEY_DATA_ACTIONS],
+        resources: [this.key.keyArn],
+        conditions: {
+          StringEquals: {
+            "kms:ViaService": ["dynamodb", "secretsmanager", "sqs"].map((service) => `${service}.${region}.amazonaws.com`),
+          },
+        },
+      }),
+    );
+  }
+
+  constructor(scope: Construct, id: string, props: TenantKeyProps) {
+    super(scope, id);
+    const account = Stack.of(this).account;
+    this.key = new kms.Key(this, "Key", {
+      alias: `alias/qashio-bridge/${props.tenantId}`,
+      description: `qashio-bridge tenant ${props.tenantId}: table, secret, queues and alarm topic`,
+      enableKeyRotation: true,
+      pendingWindow: Duration.days(30),
+      removalPolicy: RemovalPolicy.RETAIN,
+    });
+    if (props.allowCloudWatchAlarms ?? true) {
+      // CloudWatch alarms publish to the encrypted topic only if the key policy lets them
+      this.key.addToResourcePolicy(
+        new iam.PolicyStatement({
+          sid: "AllowCloudWatchAlarmsToPublishToEncryptedTopic",
+          principals: [new iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+          actions: ["kms:Decrypt", "kms:GenerateDataKey*"],
+          resources: ["*"],
+          conditions: { StringEquals: { "aws:SourceAccount": account } },
+        }),
+      );
+    }
+    if (props.allowEventBridgeDlq ?? true) {
+      // EventBridge writes undeliverable webhook events to the encrypted DLQ under its own principal
+      this.key.addToResourcePolicy(
+        new iam.PolicyStatement({
+          sid: "AllowEventBridgeToWriteEncryptedDeadLetters",
+          principals: [new iam.ServicePrincipal("events.amazonaws.com")],
+          actions: ["kms:Decrypt", "kms:GenerateDataKey"],
+          resources: ["*"],
+          conditions: { StringEquals: { "aws:SourceAccount": account } },
+        }),
+      );
+    }
+  }
+}

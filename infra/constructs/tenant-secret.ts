@@ -1,0 +1,78 @@
+import { Duration, RemovalPolicy } from "aws-cdk-lib";
+import * as iam from "aws-cdk-lib/aws-iam";
+import type * as kms from "aws-cdk-lib/aws-kms";
+import type * as lambda from "aws-cdk-lib/aws-lambda";
+import * as secretsmanager from "aws-cdk-lib/aws-secretsmanager";
+import { Construct } from "constructs";
+
+/**
+ * How often Secrets Manager runs the token rotation: its shortest allowed interval. Six new versions a day
+ * stay far below AWS's "at most one version per ~10 minutes" guidance, and refreshing every 4 h keeps an
+ * idle tenant's single-use refresh token (lifetime not stated by the provider, spec 5.11) from expiring.
+ */
+export const TOKEN_ROTATION_INTERVAL = Duration.hours(4);
+
+/** Properties of {@link TenantSecret}. */
+export interface TenantSecretProps {
+  /** Tenant id, named in the description. */
+  readonly tenantId: string;
+  /** Customer-managed key encrypting the secret. */
+  readonly encryptionKey: kms.IKey;
+  /**
+   * What happens to the secret when the stack is deleted.
+   * @default RemovalPolicy.RETAIN (it holds the only copy of the live refresh token)
+   */
+  readonly removalPolicy?: RemovalPolicy;
+}
+
+/** Secret actions of the runtime: read the token set, write a rotated refresh token as a new version. */
+export const SECRET_RUNTIME_ACTIONS = [
+  "secretsmanager:GetSecretValue",
+  "secretsmanager:DescribeSecret",
+  "secretsmanager:PutSecretValue",
+] as const;
+
+/**
+ * The tenant's provider credentials: JSON `{client_id, client_secret, refresh_token, pii_salt}`.
+ * Created with a generated `pii_salt` and empty credentials; onboarding fills them in.
+ */
+export class TenantSecret extends Construct {
+  /** The secret. */
+  public readonly secret: secretsmanager.Secret;
+
+  constructor(scope: Construct, id: string, props: TenantSecretProps) {
+    super(scope, id);
+    this.secret = new secretsmanager.Secret(this, "Secret", {
+      description:
+        `qashio-bridge tenant ${props.tenantId}: provider OAuth credentials. Onboarding: put client_id and ` +
+        `client_secret into this JSON, then run "npm run bridge -- authorize --secret-id <this ARN>" to store the ` +
+        `first refresh_token. Keep pii_salt unchanged (hashed identifiers depend on it).`,
+      encryptionKey: props.encryptionKey,
+      generateSecretString: {
+        secretStringTemplate: JSON.stringify({ client_id: "", client_secret: "", refresh_token: "" }),
+        generateStringKey: "pii_salt",
+        passwordLength: 48,
+        excludePunctuation: true,
+      },
+      removalPolicy: props.removalPolicy ?? RemovalPolicy.RETAIN,
+    });
+  }
+
+  /** Grants the runtime's secret actions on this secret only. */
+  grantRuntimeAccess(grantee: iam.IGrantable): void {
+    grantee.grantPrincipal.addToPrincipalPolicy(
+      new iam.PolicyStatement({ actions: [...SECRET_RUNTIME_ACTIONS], resources: [this.secret.secretArn] }),
+    );
+  }
+
+  /**
+   * Schedules the token rotation function. Not rotated on deploy: a fresh secret has no refresh token yet.
+   */
+  addTokenRotation(rotationFunction: lambda.IFunction): secretsmanager.RotationSchedule {
+    return this.secret.addRotationSchedule("TokenRotation", {
+      rotationLambda: rotationFunction,
+      automaticallyAfter: TOKEN_ROTATION_INTERVAL,
+      rotateImmediatelyOnUpdate: false,
+    });
+  }
+}

@@ -1,0 +1,90 @@
+import { Duration, SecretValue } from "aws-cdk-lib";
+import * as events from "aws-cdk-lib/aws-events";
+import * as targets from "aws-cdk-lib/aws-events-targets";
+import type * as sqs from "aws-cdk-lib/aws-sqs";
+import { Construct } from "constructs";
+import type { WebhookAuthConfig, WebhookConfig } from "../tenant-config.js";
+
+/** Properties of {@link WebhookForwarder}. */
+export interface WebhookForwarderProps {
+  /** Tenant id: only this tenant's events are forwarded. */
+  readonly tenantId: string;
+  /** Bus carrying the tenant's events. */
+  readonly bus: events.IEventBus;
+  /** EventBridge `source` of the bridge's events. */
+  readonly eventSource: string;
+  /** The webhook: URL, event types, authentication (secrets by ARN), retry settings. */
+  readonly webhook: WebhookConfig;
+  /** Queue receiving events that could not be delivered after the retries. */
+  readonly deadLetterQueue: sqs.IQueue;
+}
+
+/** A dynamic reference resolved by CloudFormation at deploy time: the value never enters the template. */
+function secretValue(ref: { secretArn: string; jsonField?: string | undefined }): SecretValue {
+  return SecretValue.secretsManager(ref.secretArn, ref.jsonField === undefined ? {} : { jsonField: ref.jsonField });
+}
+
+function authorization(auth: WebhookAuthConfig): events.Authorization {
+  switch (auth.type) {
+    case "apiKey":
+      return events.Authorization.apiKey(auth.headerName, secretValue(auth.value));
+    case "basic":
+      return events.Authorization.basic(auth.username, secretValue(auth.password));
+    case "oauthClientCredentials":
+      return events.Authorization.oauth({
+        authorizationEndpoint: auth.tokenUrl,
+        httpMethod: events.HttpMethod.POST,
+        clientId: auth.clientId,
+        clientSecret: secretValue(auth.clientSecret),
+        bodyParameters: {
+          grant_type: events.HttpParameter.fromString("client_credentials"),
+          ...(auth.scope === undefined ? {} : { scope: events.HttpParameter.fromString(auth.scope) }),
+        },
+      });
+  }
+}
+
+/**
+ * Forwards chosen event types of one tenant to one HTTPS URL: an EventBridge rule (detail-type filter),
+ * a connection holding the credentials, an API destination, a retry policy and a DLQ.
+ */
+export class WebhookForwarder extends Construct {
+  /** Rule selecting the events. */
+  public readonly rule: events.Rule;
+  /** Connection (EventBridge keeps its credentials in a Secrets Manager secret it manages). */
+  public readonly connection: events.Connection;
+  /** API destination: URL, method and rate limit. */
+  public readonly destination: events.ApiDestination;
+
+  constructor(scope: Construct, id: string, props: WebhookForwarderProps) {
+    super(scope, id);
+    const hook = props.webhook;
+    this.connection = new events.Connection(this, "Connection", {
+      description: `qashio-bridge ${props.tenantId} webhook ${hook.name}`,
+      authorization: authorization(hook.auth),
+    });
+    this.destination = new events.ApiDestination(this, "Destination", {
+      description: `qashio-bridge ${props.tenantId} webhook ${hook.name}`,
+      connection: this.connection,
+      endpoint: hook.url,
+      httpMethod: events.HttpMethod.POST,
+      rateLimitPerSecond: hook.rateLimitPerSecond,
+    });
+    this.rule = new events.Rule(this, "Rule", {
+      eventBus: props.bus,
+      description: `qashio-bridge ${props.tenantId}: ${hook.eventTypes.join(", ")} to webhook ${hook.name}`,
+      eventPattern: {
+        source: [props.eventSource],
+        detailType: [...hook.eventTypes],
+        detail: { tenant: [props.tenantId] },
+      },
+      targets: [
+        new targets.ApiDestination(this.destination, {
+          deadLetterQueue: props.deadLetterQueue,
+          retryAttempts: hook.retryAttempts,
+          maxEventAge: Duration.hours(hook.maxEventAgeHours),
+        }),
+      ],
+    });
+  }
+}

@@ -1,0 +1,147 @@
+/**
+ * Reads the event catalog's JSON Schemas (docs/events/<type>.json, written by the engine) and turns each
+ * into a JSON Schema draft-04 document for the EventBridge schema registry, which accepts only
+ * JSONSchemaDraft4 and OpenApi3.
+ */
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { EventSchemaError } from "./errors.js";
+
+const DRAFT_04 = "http://json-schema.org/draft-04/schema#";
+
+/** The JSON Schema of one event type's `detail`, as read from the catalog. */
+export interface EventDetailSchema {
+  /** Event type, which is also the EventBridge `detail-type` (e.g. `transaction.created`). */
+  readonly type: string;
+  /** The schema of `detail`, already draft-04. */
+  readonly schema: Record<string, unknown>;
+  /** File it was read from. */
+  readonly file: string;
+}
+
+type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+
+function isObject(value: unknown): value is Record<string, Json> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** Keywords of later drafts with no draft-04 equivalent: refuse rather than register a looser schema. */
+const UNSUPPORTED_KEYWORDS = ["$dynamicRef", "$dynamicAnchor", "unevaluatedProperties", "unevaluatedItems", "dependentSchemas", "if", "then", "else"];
+
+/** Keywords whose values are data, not schemas: copied as they are. */
+const DATA_KEYWORDS = ["enum", "default", "examples", "required", "description", "title", "format", "pattern"];
+
+/**
+ * Rewrites a draft-2020-12 / draft-07 schema (as zod's `toJSONSchema` emits) into draft-04:
+ * `$defs` -> `definitions`, `const` -> one-value `enum`, numeric `exclusiveMinimum`/`exclusiveMaximum` ->
+ * `minimum`/`maximum` with the boolean form, `prefixItems` -> tuple `items`. A draft-04 input passes unchanged.
+ *
+ * @throws EventSchemaError when a keyword has no draft-04 form.
+ * @example
+ * ```ts
+ * toDraft04({ $schema: "https://json-schema.org/draft/2020-12/schema", const: "a" }, "x.json");
+ * // { $schema: "http://json-schema.org/draft-04/schema#", enum: ["a"] }
+ * ```
+ */
+export function toDraft04(schema: Record<string, unknown>, file: string): Record<string, unknown> {
+  const convert = (node: Json, at: string): Json => {
+    if (Array.isArray(node)) return node.map((item, i) => convert(item, `${at}/${i}`));
+    if (!isObject(node)) return node;
+    const out: Record<string, Json> = {};
+    for (const [key, value] of Object.entries(node)) {
+      if (UNSUPPORTED_KEYWORDS.includes(key)) {
+        throw new EventSchemaError(`${file}: keyword "${key}" at ${at || "/"} has no JSON Schema draft-04 form`, { file });
+      }
+      if (key === "$schema" || value === undefined) continue;
+      if (DATA_KEYWORDS.includes(key)) {
+        out[key] = value;
+        continue;
+      }
+      if (key === "$defs" || key === "definitions") {
+        out.definitions = Object.fromEntries(
+          Object.entries(isObject(value) ? value : {}).map(([name, def]) => [name, convert(def, `${at}/${key}/${name}`)]),
+        );
+      } else if (key === "$ref" && typeof value === "string") {
+        out.$ref = value.replace(/^#\/\$defs\//, "#/definitions/");
+      } else if (key === "const") {
+        out.enum = [convert(value, `${at}/const`)];
+      } else if ((key === "exclusiveMinimum" || key === "exclusiveMaximum") && typeof value === "number") {
+        out[key === "exclusiveMinimum" ? "minimum" : "maximum"] = value;
+        out[key] = true;
+      } else if (key === "prefixItems") {
+        out.items = convert(value, `${at}/prefixItems`);
+        if ("items" in node && node.items === false) out.additionalItems = false;
+      } else if (key === "items" && "prefixItems" in node) {
+        if (node.items !== false) out.additionalItems = convert(value, `${at}/items`);
+      } else if (key === "properties" || key === "patternProperties") {
+        // property names are data, not keywords: convert only their schemas
+        out[key] = Object.fromEntries(
+          Object.entries(isObject(value) ? value : {}).map(([name, sub]) => [name, convert(sub, `${at}/${key}/${name}`)]),
+        );
+      } else {
+        out[key] = convert(value, `${at}/${key}`);
+      }
+    }
+    return out;
+  };
+  const converted = convert(schema as Json, "") as Record<string, Json>;
+  return { $schema: DRAFT_04, ...converted };
+}
+
+/**
+ * Reads every `<type>.json` of the event catalog directory.
+ *
+ * @throws EventSchemaError when the directory is missing or empty, or a file is not a JSON object.
+ */
+export function loadEventDetailSchemas(dir: string): EventDetailSchema[] {
+  if (!existsSync(dir)) {
+    throw new EventSchemaError(
+      `event catalog ${dir} is missing: the schema registry entries are built from docs/events/<type>.json (written by the engine's schema export)`,
+    );
+  }
+  const files = readdirSync(dir)
+    .filter((name) => name.endsWith(".json"))
+    .sort();
+  if (files.length === 0) {
+    throw new EventSchemaError(`event catalog ${dir} has no <type>.json files: export the event JSON Schemas first`);
+  }
+  return files.map((name) => {
+    const file = join(dir, name);
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(readFileSync(file, "utf8"));
+    } catch (cause) {
+      throw new EventSchemaError(`${file} is not valid JSON`, { file }, { cause });
+    }
+    if (!isObject(parsed)) throw new EventSchemaError(`${file} is not a JSON Schema object`, { file });
+    return { type: name.slice(0, -".json".length), schema: toDraft04(parsed, file), file };
+  });
+}
+
+/**
+ * Wraps a `detail` schema in the EventBridge envelope so the registry describes whole events
+ * (code bindings and the console's schema view expect the envelope). Definitions move to the root so
+ * `#/definitions/...` references keep resolving.
+ */
+export function eventEnvelopeSchema(detail: EventDetailSchema, source: string): Record<string, unknown> {
+  const { $schema: _schema, $id: _id, definitions, title, ...detailSchema } = detail.schema;
+  return {
+    $schema: DRAFT_04,
+    title: `${source}@${detail.type}`,
+    description: `EventBridge event of detail-type "${detail.type}" from source "${source}"; detail as in docs/events/${detail.type}.json`,
+    type: "object",
+    required: ["version", "id", "detail-type", "source", "account", "time", "region", "detail"],
+    properties: {
+      version: { type: "string" },
+      id: { type: "string" },
+      "detail-type": { type: "string", enum: [detail.type] },
+      source: { type: "string", enum: [source] },
+      account: { type: "string" },
+      time: { type: "string", format: "date-time" },
+      region: { type: "string" },
+      resources: { type: "array", items: { type: "string" } },
+      detail: title === undefined ? detailSchema : { title, ...detailSchema },
+    },
+    ...(definitions === undefined ? {} : { definitions }),
+  };
+}

@@ -1,0 +1,41 @@
+import { Validations } from "aws-cdk-lib";
+import type { TenantStack } from "./tenant-stack.js";
+
+/**
+ * cdk-nag AwsSolutions findings of a tenant stack that are accepted, each with its reason. Every id names one
+ * finding (`Rule[Finding]`), so a new wildcard or a new queue without a reason still fails synth.
+ */
+export function acknowledgeTenantStackFindings(stack: TenantStack): void {
+  for (const fn of [stack.pollTransactions, stack.pollCards, stack.rotateToken]) {
+    Validations.of(fn.role).acknowledge({
+      id: "AwsSolutions-IAM5[Resource::*]",
+      reason:
+        "X-Ray (xray:PutTraceSegments, xray:PutTelemetryRecords) has no resource-level permissions; added by " +
+        "Tracing.ACTIVE for the Powertools Tracer." +
+        (fn === stack.rotateToken
+          ? " Also secretsmanager:GetRandomPassword, which has no resource either and is added by RotationSchedule."
+          : ""),
+    });
+  }
+  for (const [schedule, fn] of [
+    [stack.schedules.transactions, stack.pollTransactions],
+    [stack.schedules.cards, stack.pollCards],
+  ] as const) {
+    const arnToken = stack.resolve(fn.function.functionArn) as { "Fn::GetAtt": [string, string] };
+    // the target role is created by the scheduler-targets module, one per function, next to the schedule's stack
+    Validations.of(stack).acknowledge({
+      id: `AwsSolutions-IAM5[Resource::<${arnToken["Fn::GetAtt"][0]}.Arn>:*]`,
+      reason: `EventBridge Scheduler's role for ${schedule.node.id} may invoke that one function's versions and aliases ` +
+        "(<function ARN>:*), as the LambdaInvoke target grants; no other function.",
+    });
+  }
+  const queues = [stack.pollerDeadLetters, ...stack.webhookDeadLetters];
+  for (const queue of queues) {
+    Validations.of(queue.queue).acknowledge({
+      id: "AwsSolutions-SQS3",
+      reason:
+        "This queue is itself a dead-letter queue (Lambda on-failure destination, Scheduler DLQ or EventBridge " +
+        "target DLQ); cdk-nag only recognises queues used as another queue's redrive target.",
+    });
+  }
+}

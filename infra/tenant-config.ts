@@ -1,0 +1,280 @@
+/**
+ * Tenant configuration of the CDK app: one JSON file lists every customer tenant.
+ * Validated with zod; a bad entry fails synth with a message naming the tenant and the field.
+ */
+import { readFileSync } from "node:fs";
+import { z } from "zod";
+import { BASE_URL_ENV_VARS, normaliseBaseUrl, type QashioDeployment } from "../shared/qashio/config.js";
+import { TenantConfigError } from "./errors.js";
+
+/** Event types the bridge publishes (EventBridge `detail-type`), see docs/events.md. */
+export const EVENT_TYPES = [
+  "transaction.created",
+  "transaction.changed",
+  "card.created",
+  "card.updated",
+  "card.suspended",
+  "card.status_changed",
+] as const;
+export type EventType = (typeof EVENT_TYPES)[number];
+
+/** Defaults of optional tenant fields, named so docs and tests can refer to them. */
+export const TENANT_DEFAULTS = {
+  eventSource: "qashio.bridge",
+  piiMode: "redact",
+  emitCardCreated: true,
+  transactionsEveryMinutes: 5,
+  cardsEveryMinutes: 15,
+  archiveRetentionDays: 30,
+  syncLagThresholdSeconds: 1800,
+  webhookRetryAttempts: 24,
+  webhookMaxEventAgeHours: 24,
+} as const;
+
+/** Tenant ids become stack names, resource names and a metric dimension: keep them short slugs. */
+const TENANT_ID_PATTERN = /^[a-z0-9](?:[a-z0-9-]{0,30}[a-z0-9])?$/;
+const SECRET_ARN_PATTERN = /^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:.+$/;
+const EVENT_BUS_ARN_PATTERN = /^arn:aws[a-z-]*:events:[a-z0-9-]+:\d{12}:event-bus\/[\w.\-/]+$/;
+const SNS_TOPIC_ARN_PATTERN = /^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[\w-]+$/;
+
+const httpsUrl = z.url({ protocol: /^https$/, error: "must be an https:// URL" });
+
+/** A reference to a value kept in an existing Secrets Manager secret, never the value itself. */
+const secretRef = z.strictObject({
+  /** ARN of an existing secret. */
+  secretArn: z.string().regex(SECRET_ARN_PATTERN, "must be a Secrets Manager secret ARN"),
+  /** JSON key inside the secret; the whole secret string when absent. */
+  jsonField: z.string().min(1).optional(),
+});
+
+const webhookAuthSchema = z.discriminatedUnion("type", [
+  z.strictObject({
+    type: z.literal("apiKey"),
+    headerName: z.string().min(1),
+    value: secretRef,
+  }),
+  z.strictObject({
+    type: z.literal("basic"),
+    username: z.string().min(1),
+    password: secretRef,
+  }),
+  z.strictObject({
+    type: z.literal("oauthClientCredentials"),
+    tokenUrl: httpsUrl,
+    clientId: z.string().min(1),
+    clientSecret: secretRef,
+    scope: z.string().min(1).optional(),
+  }),
+]);
+
+const webhookSchema = z.strictObject({
+  /** Short name used in construct ids and resource names. */
+  name: z.string().regex(/^[a-z0-9][a-z0-9-]{0,30}$/, "must be a lowercase slug of at most 31 characters"),
+  url: httpsUrl,
+  eventTypes: z.array(z.enum(EVENT_TYPES)).min(1),
+  auth: webhookAuthSchema,
+  /** Invocations per second EventBridge may send to this URL. */
+  rateLimitPerSecond: z.number().int().min(1).max(300).optional(),
+  retryAttempts: z.number().int().min(0).max(185).default(TENANT_DEFAULTS.webhookRetryAttempts),
+  maxEventAgeHours: z.number().int().min(1).max(24).default(TENANT_DEFAULTS.webhookMaxEventAgeHours),
+});
+
+const eventBusSchema = z.union([
+  z.strictObject({ mode: z.literal("create") }),
+  z.strictObject({ mode: z.literal("import"), name: z.string().regex(/^[\w.-]{1,256}$/, "must be an event bus name") }),
+  z.strictObject({ mode: z.literal("import"), arn: z.string().regex(EVENT_BUS_ARN_PATTERN, "must be an event bus ARN") }),
+], { error: 'must be { "mode": "create" } or { "mode": "import", "name" | "arn": ... }' });
+
+const alarmsSchema = z
+  .strictObject({
+    email: z.email().optional(),
+    topicArn: z.string().regex(SNS_TOPIC_ARN_PATTERN, "must be an SNS topic ARN").optional(),
+    syncLagThresholdSeconds: z.number().int().min(60).default(TENANT_DEFAULTS.syncLagThresholdSeconds),
+  })
+  .refine((a) => (a.email === undefined) !== (a.topicArn === undefined), {
+    message: "set exactly one of email or topicArn",
+  });
+
+const tenantSchema = z.strictObject({
+  id: z.string().regex(TENANT_ID_PATTERN, "must be a lowercase slug (a-z, 0-9, '-') of at most 32 characters"),
+  /** Named provider deployment or a literal https URL. */
+  environment: z
+    .string()
+    .refine((v) => ["production", "eu", "sandbox"].includes(v) || /^https:\/\/[^\s/]+/.test(v), {
+      message: "must be production, eu, sandbox or an https:// URL",
+    }),
+  account: z.string().regex(/^\d{12}$/, "must be a 12-digit AWS account id").optional(),
+  region: z.string().regex(/^[a-z]{2}(-[a-z]+)+-\d$/, "must be an AWS region such as eu-west-1").optional(),
+  schedules: z
+    .strictObject({
+      transactionsEveryMinutes: z.number().int().min(1).max(1440).default(TENANT_DEFAULTS.transactionsEveryMinutes),
+      cardsEveryMinutes: z.number().int().min(1).max(1440).default(TENANT_DEFAULTS.cardsEveryMinutes),
+    })
+    .prefault({}),
+  eventBus: eventBusSchema.prefault({ mode: "create" }),
+  eventSource: z
+    .string()
+    .regex(/^[a-z0-9][\w.-]{0,255}$/, "must be an EventBridge source such as qashio.bridge")
+    .refine((s) => !s.startsWith("aws."), "must not start with aws.")
+    .default(TENANT_DEFAULTS.eventSource),
+  piiMode: z.enum(["full", "redact", "hash"]).default(TENANT_DEFAULTS.piiMode),
+  emitCardCreated: z.boolean().default(TENANT_DEFAULTS.emitCardCreated),
+  archiveRetentionDays: z.number().int().min(0).max(3650).default(TENANT_DEFAULTS.archiveRetentionDays),
+  alarms: alarmsSchema,
+  webhooks: z.array(webhookSchema).default([]),
+});
+
+const tenantsFileSchema = z.strictObject({
+  $schema: z.string().optional(),
+  tenants: z.array(z.unknown()).min(1, "list at least one tenant"),
+});
+
+/** One tenant, validated and with defaults applied. */
+export type TenantConfig = z.output<typeof tenantSchema>;
+/** One webhook of a tenant, validated. */
+export type WebhookConfig = TenantConfig["webhooks"][number];
+/** How a webhook authenticates, validated. */
+export type WebhookAuthConfig = WebhookConfig["auth"];
+/** Base URLs of the named provider deployments. */
+export type ProviderUrls = Partial<Record<QashioDeployment, string>>;
+
+function formatPath(path: readonly PropertyKey[]): string {
+  let out = "";
+  for (const part of path) {
+    out += typeof part === "number" ? `[${part}]` : `${out ? "." : ""}${String(part)}`;
+  }
+  return out || "(root)";
+}
+
+/**
+ * Validates one tenant entry.
+ *
+ * @param raw - the entry as read from JSON.
+ * @param index - position in the file, named when the id is unusable.
+ * @throws TenantConfigError naming the tenant and the first offending field.
+ * @example
+ * ```ts
+ * const tenant = parseTenantConfig({ id: "acme", environment: "sandbox", alarms: { email: "ops@acme.test" } });
+ * tenant.schedules.transactionsEveryMinutes; // 5
+ * ```
+ */
+export function parseTenantConfig(raw: unknown, index = 0): TenantConfig {
+  const result = tenantSchema.safeParse(raw);
+  if (result.success) return result.data;
+  const rawId = typeof raw === "object" && raw !== null ? (raw as { id?: unknown }).id : undefined;
+  const tenant = typeof rawId === "string" && TENANT_ID_PATTERN.test(rawId) ? rawId : `tenants[${index}]`;
+  const issue = result.error.issues[0];
+  const field = issue
+    ? issue.code === "unrecognized_keys"
+      ? formatPath([...issue.path, issue.keys[0] ?? ""])
+      : formatPath(issue.path)
+    : "(root)";
+  const more = result.error.issues.length > 1 ? ` (and ${result.error.issues.length - 1} more issue(s))` : "";
+  throw new TenantConfigError(`tenant "${tenant}": field ${field}: ${issue?.message ?? "invalid"}${more}`, {
+    tenant,
+    field,
+  });
+}
+
+/**
+ * Validates a whole tenants document: every tenant, unique ids, unique webhook names per tenant.
+ *
+ * @throws TenantConfigError naming the tenant and field.
+ */
+export function parseTenantsDocument(raw: unknown): TenantConfig[] {
+  const file = tenantsFileSchema.safeParse(raw);
+  if (!file.success) {
+    const issue = file.error.issues[0];
+    throw new TenantConfigError(`tenants file: field ${formatPath(issue?.path ?? [])}: ${issue?.message ?? "invalid"}`, {
+      field: formatPath(issue?.path ?? []),
+    });
+  }
+  const tenants = file.data.tenants.map((entry, index) => parseTenantConfig(entry, index));
+  const seen = new Set<string>();
+  for (const tenant of tenants) {
+    if (seen.has(tenant.id)) {
+      throw new TenantConfigError(`tenant "${tenant.id}": field id: listed more than once`, {
+        tenant: tenant.id,
+        field: "id",
+      });
+    }
+    seen.add(tenant.id);
+    const names = new Set<string>();
+    tenant.webhooks.forEach((hook, i) => {
+      if (names.has(hook.name)) {
+        throw new TenantConfigError(`tenant "${tenant.id}": field webhooks[${i}].name: "${hook.name}" is used twice`, {
+          tenant: tenant.id,
+          field: `webhooks[${i}].name`,
+        });
+      }
+      names.add(hook.name);
+    });
+  }
+  return tenants;
+}
+
+/**
+ * Reads and validates the tenants file.
+ *
+ * @throws TenantConfigError when the file is missing, not JSON, or invalid.
+ */
+export function loadTenantsFile(path: string): TenantConfig[] {
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (cause) {
+    throw new TenantConfigError(`tenants file ${path} cannot be read`, {}, { cause });
+  }
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (cause) {
+    throw new TenantConfigError(`tenants file ${path} is not valid JSON`, {}, { cause });
+  }
+  return parseTenantsDocument(raw);
+}
+
+/**
+ * Reads the named deployments' base URLs: the environment (`QASHIO_PRODUCTION_URL`, ...) wins over the
+ * cdk context value `qashioUrls` (`{ production, eu, sandbox }`), so CI and operators can override cdk.json.
+ */
+export function providerUrlsFrom(context: unknown, env: Readonly<Record<string, string | undefined>>): ProviderUrls {
+  const fromContext = typeof context === "object" && context !== null ? (context as Record<string, unknown>) : {};
+  const urls: ProviderUrls = {};
+  for (const [deployment, variable] of Object.entries(BASE_URL_ENV_VARS) as [QashioDeployment, string][]) {
+    const value = env[variable]?.trim() || (typeof fromContext[deployment] === "string" ? fromContext[deployment] : "");
+    if (value) urls[deployment] = value;
+  }
+  return urls;
+}
+
+/**
+ * Resolves the provider base URL of a tenant.
+ *
+ * @throws TenantConfigError when a named deployment has no URL configured.
+ * @example
+ * ```ts
+ * resolveProviderUrl(tenant, { sandbox: "https://sandbox.provider.test" }); // "https://sandbox.provider.test"
+ * ```
+ */
+export function resolveProviderUrl(tenant: TenantConfig, urls: ProviderUrls): string {
+  const env = tenant.environment;
+  const named = env === "production" || env === "eu" || env === "sandbox";
+  const url = named ? urls[env] : env;
+  if (!url) {
+    const variable = BASE_URL_ENV_VARS[env as QashioDeployment];
+    throw new TenantConfigError(
+      `tenant "${tenant.id}": field environment: "${env}" needs its base URL; set ${variable} or the cdk context qashioUrls.${env}`,
+      { tenant: tenant.id, field: "environment" },
+    );
+  }
+  try {
+    return normaliseBaseUrl(url, named ? BASE_URL_ENV_VARS[env] : "environment");
+  } catch (cause) {
+    throw new TenantConfigError(
+      `tenant "${tenant.id}": field environment: ${(cause as Error).message}`,
+      { tenant: tenant.id, field: "environment" },
+      { cause },
+    );
+  }
+}

@@ -1,0 +1,209 @@
+import { join } from "node:path";
+import { Annotations, CfnOutput, Duration, Stack, type StackProps } from "aws-cdk-lib";
+import type { Construct } from "constructs";
+import { BridgeFunction, type BridgeFunctionEnvironment } from "./constructs/bridge-function.js";
+import { EventSchemas } from "./constructs/event-schemas.js";
+import { FailureQueue } from "./constructs/failure-queue.js";
+import { OpsAlarms } from "./constructs/ops-alarms.js";
+import { OpsDashboard } from "./constructs/ops-dashboard.js";
+import { PollSchedules } from "./constructs/poll-schedules.js";
+import { TenantEventBus } from "./constructs/tenant-event-bus.js";
+import { TenantKey } from "./constructs/tenant-key.js";
+import { TenantSecret } from "./constructs/tenant-secret.js";
+import { TenantTable } from "./constructs/tenant-table.js";
+import { WebhookForwarder } from "./constructs/webhook-forwarder.js";
+import type { EventDetailSchema } from "./event-schemas-source.js";
+import { acknowledgeTenantStackFindings } from "./nag-acknowledgements.js";
+import type { TenantConfig } from "./tenant-config.js";
+
+/** Properties of {@link TenantStack}. */
+export interface TenantStackProps extends StackProps {
+  /** The validated tenant configuration. */
+  readonly tenant: TenantConfig;
+  /** Provider base URL resolved from the tenant's environment. */
+  readonly providerBaseUrl: string;
+  /** The event catalog's detail schemas, registered in the tenant's schema registry. */
+  readonly eventSchemas: readonly EventDetailSchema[];
+  /**
+   * Directory of the Lambda handlers (poll-transactions.ts, poll-cards.ts, rotate-token.ts).
+   * @default <repository>/functions
+   */
+  readonly functionsDir?: string;
+}
+
+/** Stack name of a tenant. */
+export function tenantStackName(tenantId: string): string {
+  return `QashioBridge-${tenantId}`;
+}
+
+/**
+ * Longest an invocation may run: the schedule period, between one and five minutes, so a cycle normally ends
+ * before the next tick (the reserved concurrency of 1 and the lease cover the rest).
+ */
+export function pollerTimeout(everyMinutes: number): Duration {
+  return Duration.seconds(Math.min(300, Math.max(60, everyMinutes * 60)));
+}
+
+/** Cycle budget handed to the engine: the timeout minus time to write snapshots and flush metrics. */
+export function cycleBudgetMs(timeout: Duration): number {
+  return Math.max(30_000, timeout.toMilliseconds() - 30_000);
+}
+
+/**
+ * Everything one customer tenant runs on: table, secret, functions, schedules, bus, archive, schema
+ * registry, webhooks, alarms and dashboard. Tenants share nothing, not even a KMS key.
+ */
+export class TenantStack extends Stack {
+  public readonly key: TenantKey;
+  public readonly table: TenantTable;
+  public readonly secret: TenantSecret;
+  public readonly eventBus: TenantEventBus;
+  public readonly pollerDeadLetters: FailureQueue;
+  public readonly pollTransactions: BridgeFunction;
+  public readonly pollCards: BridgeFunction;
+  public readonly rotateToken: BridgeFunction;
+  public readonly schedules: PollSchedules;
+  public readonly eventSchemas: EventSchemas;
+  public readonly webhooks: readonly WebhookForwarder[];
+  public readonly webhookDeadLetters: readonly FailureQueue[];
+  public readonly alarms: OpsAlarms;
+  public readonly dashboard: OpsDashboard;
+
+  constructor(scope: Construct, id: string, props: TenantStackProps) {
+    super(scope, id, {
+      description: `qashio-bridge tenant ${props.tenant.id}`,
+      ...props,
+    });
+    const tenant = props.tenant;
+    if (/\.(example|invalid|test)$/.test(new URL(props.providerBaseUrl).hostname)) {
+      Annotations.of(this).addWarningV2(
+        "qashio-bridge:placeholderProviderUrl",
+        `provider URL ${props.providerBaseUrl} is a placeholder: set the real one (QASHIO_*_URL or cdk context qashioUrls) before deploying`,
+      );
+    }
+    const functionsDir = props.functionsDir ?? join(import.meta.dirname, "..", "functions");
+
+    this.key = new TenantKey(this, "Key", { tenantId: tenant.id });
+    const key = this.key.key;
+    this.table = new TenantTable(this, "Table", { encryptionKey: key });
+    this.secret = new TenantSecret(this, "Secret", { tenantId: tenant.id, encryptionKey: key });
+    this.eventBus = new TenantEventBus(this, "EventBus", {
+      tenantId: tenant.id,
+      bus: tenant.eventBus,
+      eventSource: tenant.eventSource,
+      archiveRetentionDays: tenant.archiveRetentionDays,
+    });
+    this.pollerDeadLetters = new FailureQueue(this, "PollerDeadLetters", { encryptionKey: key });
+
+    const environment: BridgeFunctionEnvironment = {
+      TENANT_ID: tenant.id,
+      QASHIO_BASE_URL: props.providerBaseUrl,
+      TABLE_NAME: this.table.table.tableName,
+      SECRET_ID: this.secret.secret.secretArn,
+      EVENT_BUS_NAME: this.eventBus.busNameForPutEvents,
+      EVENT_SOURCE: tenant.eventSource,
+      PII_MODE: tenant.piiMode,
+      EMIT_CARD_CREATED: tenant.emitCardCreated ? "true" : "false",
+    };
+    const poller = (name: string, file: string, everyMinutes: number, what: string): BridgeFunction => {
+      const timeout = pollerTimeout(everyMinutes);
+      return new BridgeFunction(this, name, {
+        entry: join(functionsDir, file),
+        description: `qashio-bridge ${tenant.id}: ${what}`,
+        environment: { ...environment, CYCLE_BUDGET_MS: String(cycleBudgetMs(timeout)) },
+        timeout,
+        reservedConcurrentExecutions: 1,
+        onFailure: this.pollerDeadLetters.queue,
+        maxEventAge: Duration.seconds(Math.max(60, everyMinutes * 60)),
+      });
+    };
+    this.pollTransactions = poller(
+      "PollTransactions",
+      "poll-transactions.ts",
+      tenant.schedules.transactionsEveryMinutes,
+      "pull, publish and acknowledge transactions",
+    );
+    this.pollCards = poller("PollCards", "poll-cards.ts", tenant.schedules.cardsEveryMinutes, "diff cards and publish");
+    this.rotateToken = new BridgeFunction(this, "RotateToken", {
+      entry: join(functionsDir, "rotate-token.ts"),
+      description: `qashio-bridge ${tenant.id}: Secrets Manager rotation, refreshes the provider token under the lease`,
+      environment,
+      // may wait for a running cycle's lease before refreshing
+      timeout: Duration.minutes(10),
+    });
+
+    for (const fn of [this.pollTransactions, this.pollCards, this.rotateToken]) {
+      this.table.grantItemAccess(fn.function);
+      this.secret.grantRuntimeAccess(fn.function);
+      this.key.grantDataUse(fn.function);
+    }
+    this.eventBus.grantPutEvents(this.pollTransactions.function);
+    this.eventBus.grantPutEvents(this.pollCards.function);
+    this.secret.addTokenRotation(this.rotateToken.function);
+
+    this.schedules = new PollSchedules(this, "Schedules", {
+      tenantId: tenant.id,
+      pollTransactions: this.pollTransactions.function,
+      pollCards: this.pollCards.function,
+      transactionsEveryMinutes: tenant.schedules.transactionsEveryMinutes,
+      cardsEveryMinutes: tenant.schedules.cardsEveryMinutes,
+      deadLetterQueue: this.pollerDeadLetters.queue,
+    });
+    this.key.grantDataUse(this.schedules.role);
+
+    this.eventSchemas = new EventSchemas(this, "EventSchemas", {
+      tenantId: tenant.id,
+      eventSource: tenant.eventSource,
+      schemas: props.eventSchemas,
+    });
+
+    const deadLetterQueues: Record<string, FailureQueue["queue"]> = { Pollers: this.pollerDeadLetters.queue };
+    const webhookDeadLetters: FailureQueue[] = [];
+    this.webhooks = tenant.webhooks.map((webhook) => {
+      const dlq = new FailureQueue(this, `Webhook-${webhook.name}-DeadLetters`, { encryptionKey: key });
+      webhookDeadLetters.push(dlq);
+      deadLetterQueues[`Webhook-${webhook.name}`] = dlq.queue;
+      return new WebhookForwarder(this, `Webhook-${webhook.name}`, {
+        tenantId: tenant.id,
+        bus: this.eventBus.bus,
+        eventSource: tenant.eventSource,
+        webhook,
+        deadLetterQueue: dlq.queue,
+      });
+    });
+
+    this.webhookDeadLetters = webhookDeadLetters;
+
+    const functions = {
+      PollTransactions: this.pollTransactions.function,
+      PollCards: this.pollCards.function,
+      RotateToken: this.rotateToken.function,
+    };
+    this.alarms = new OpsAlarms(this, "Alarms", {
+      tenantId: tenant.id,
+      target: tenant.alarms.email === undefined ? { topicArn: tenant.alarms.topicArn ?? "" } : { email: tenant.alarms.email },
+      encryptionKey: key,
+      functions,
+      alarmOnFirstError: ["RotateToken"],
+      deadLetterQueues,
+      syncLagThresholdSeconds: tenant.alarms.syncLagThresholdSeconds,
+    });
+    this.dashboard = new OpsDashboard(this, "Dashboard", {
+      tenantId: tenant.id,
+      functions,
+      deadLetterQueues,
+      alarms: [...this.alarms.alarms.values()],
+      syncLagThresholdSeconds: tenant.alarms.syncLagThresholdSeconds,
+    });
+
+    new CfnOutput(this, "SecretArn", {
+      value: this.secret.secret.secretArn,
+      description: "Onboarding: npm run bridge -- authorize --secret-id <this ARN>",
+    });
+    new CfnOutput(this, "TableName", { value: this.table.table.tableName });
+    new CfnOutput(this, "EventBusName", { value: this.eventBus.busNameForPutEvents });
+    new CfnOutput(this, "DashboardName", { value: this.dashboard.dashboard.dashboardName });
+
+    acknowledgeTenantStackFindings(this);
+  }
+}
