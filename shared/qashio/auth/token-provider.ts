@@ -251,9 +251,11 @@ export class OAuthTokenProvider implements TokenProvider {
   private async persist(tokens: StoredTokens): Promise<void> {
     try {
       await this.options.store.save(tokens);
-    } catch (cause) {
+    } catch (error) {
       this.unsaved = tokens;
-      throw new TokenUnavailableError("rotated tokens could not be saved to the token store; they will be saved again before use", {}, { cause });
+      // Only the error's name travels: a store's message could quote the tokens it failed to write.
+      const reason = error instanceof Error ? error.name : "unknown error";
+      throw new TokenUnavailableError(`rotated tokens could not be saved to the token store (${reason}); they will be saved again before use`);
     }
     this.unsaved = undefined;
     this.current = tokens;

@@ -1,0 +1,129 @@
+import { describe, expect, it } from "vitest";
+import { buildAuthorizeUrl, createState, exchangeCode, refresh, stateMatches, validate } from "../../shared/qashio/auth/oauth.js";
+import { jwtExpiry } from "../../shared/qashio/auth/jwt.js";
+import { OAuthTokenProvider } from "../../shared/qashio/auth/token-provider.js";
+import type { StoredTokens } from "../../shared/qashio/auth/token-store.js";
+import { ForbiddenError, RateLimitedError, UnauthorizedError } from "../../shared/qashio/errors.js";
+import { fakeClock, json, jwt, scriptedFetch } from "./helpers.js";
+
+const BASE_URL = "https://api.example.test";
+const tokenSet = { access_token: "at-1", token_type: "Bearer", refresh_token: "rt-2", scope: "cards:read" };
+
+describe("authorization-code helpers", () => {
+  it("builds the authorize URL with response_type, client_id, redirect_uri, scope and state", () => {
+    const url = new URL(
+      buildAuthorizeUrl({
+        authorizeUrl: "https://auth.example.test/",
+        clientId: "client-1",
+        redirectUri: "https://app.example/callback?x=1",
+        scope: ["transactions:read", "cards:read"],
+        state: "st-1",
+      }),
+    );
+    expect(url.origin + url.pathname).toBe("https://auth.example.test/oauth2/authorize");
+    expect(Object.fromEntries(url.searchParams)).toEqual({
+      response_type: "code",
+      client_id: "client-1",
+      redirect_uri: "https://app.example/callback?x=1",
+      scope: "transactions:read cards:read",
+      state: "st-1",
+    });
+  });
+
+  it("creates unguessable states and compares them exactly", () => {
+    const a = createState();
+    expect(a).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(createState()).not.toBe(a);
+    expect(stateMatches(a, a)).toBe(true);
+    expect(stateMatches(a, `${a}x`)).toBe(false);
+    expect(stateMatches(a, null)).toBe(false);
+    expect(stateMatches("", "")).toBe(false);
+  });
+
+  it("exchanges a code with the authorization_code grant as JSON, without a bearer token", async () => {
+    const fetch = scriptedFetch(json(200, tokenSet));
+    const result = await exchangeCode(
+      { baseUrl: BASE_URL, clientId: "client-1", clientSecret: "secret", fetch, clock: fakeClock() },
+      { code: "code-1", redirectUri: "https://app.example/callback" },
+    );
+    expect(result.refresh_token).toBe("rt-2");
+    const call = fetch.calls[0]!;
+    expect(call.method).toBe("POST");
+    expect(call.url.pathname).toBe("/oauth2/token");
+    expect(call.headers["content-type"]).toBe("application/json");
+    expect(call.headers.authorization).toBeUndefined();
+    expect(call.body).toEqual({
+      grant_type: "authorization_code",
+      client_id: "client-1",
+      client_secret: "secret",
+      code: "code-1",
+      redirect_uri: "https://app.example/callback",
+    });
+  });
+
+  it("does not replay a code after a 5xx (a code is single use) but does after a 429", async () => {
+    const options = { baseUrl: BASE_URL, clientId: "c", clientSecret: "s", clock: fakeClock() };
+    const after500 = scriptedFetch(json(500, {}), json(200, tokenSet));
+    await expect(exchangeCode({ ...options, fetch: after500 }, { code: "x", redirectUri: "y" })).rejects.toMatchObject({ status: 500 });
+    expect(after500.calls).toHaveLength(1);
+    const after429 = scriptedFetch(json(429, {}, { "retry-after": "1" }), json(200, tokenSet));
+    await refresh({ ...options, fetch: after429 }, "rt-1");
+    expect(after429.calls).toHaveLength(2);
+  });
+
+  it("maps an expired or used code to UnauthorizedError and keeps the OAuth error code", async () => {
+    const fetch = scriptedFetch(json(401, { error: "invalid_grant", error_description: "code expired" }));
+    const error = await exchangeCode({ baseUrl: BASE_URL, clientId: "c", clientSecret: "s", fetch, clock: fakeClock() }, { code: "x", redirectUri: "y" }).catch(
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(UnauthorizedError);
+    expect((error as UnauthorizedError).errors).toEqual([{ field: null, code: "invalid_grant", message: "" }]);
+  });
+
+  it("stores the exchanged tokens through OAuthTokenProvider.authorizeWithCode", async () => {
+    const saved: StoredTokens[] = [];
+    const clock = fakeClock();
+    const access = jwt({ exp: Math.floor(clock.now() / 1000) + 900 });
+    const provider = new OAuthTokenProvider({
+      baseUrl: BASE_URL,
+      clientId: "c",
+      clientSecret: "s",
+      clock,
+      fetch: scriptedFetch(json(200, { ...tokenSet, access_token: access })),
+      store: { load: async () => saved.at(-1), save: async (t) => void saved.push(t) },
+    });
+    await provider.authorizeWithCode("code-1", "https://app.example/cb");
+    expect(saved).toEqual([{ accessToken: access, accessTokenExpiresAt: clock.now() + 900_000, refreshToken: "rt-2", scope: "cards:read" }]);
+    expect(await provider.getAccessToken()).toBe(access);
+  });
+});
+
+describe("validate", () => {
+  it("returns active for a valid token", async () => {
+    const fetch = scriptedFetch(json(200, { active: true }));
+    expect(await validate({ baseUrl: BASE_URL, fetch, clock: fakeClock() }, "at-1")).toEqual({ active: true });
+    expect(fetch.calls[0]!.headers.authorization).toBe("Bearer at-1");
+  });
+
+  it("maps 401 and 403 (API access disabled) to typed errors without refreshing", async () => {
+    await expect(validate({ baseUrl: BASE_URL, fetch: scriptedFetch(json(401, {})), clock: fakeClock() }, "t")).rejects.toBeInstanceOf(UnauthorizedError);
+    await expect(validate({ baseUrl: BASE_URL, fetch: scriptedFetch(json(403, {})), clock: fakeClock() }, "t")).rejects.toBeInstanceOf(ForbiddenError);
+  });
+
+  it("keeps the rate-limit wait on a 429 beyond the allowed Retry-After", async () => {
+    const fetch = scriptedFetch(json(429, {}, { "retry-after": "120" }));
+    const error = await validate({ baseUrl: BASE_URL, fetch, clock: fakeClock() }, "t").catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(RateLimitedError);
+    expect((error as RateLimitedError).retryAfterMs).toBe(120_000);
+  });
+});
+
+describe("jwtExpiry", () => {
+  it("reads exp in milliseconds and ignores tokens that are not JWTs", () => {
+    expect(jwtExpiry(jwt({ exp: 1_700_000_000 }))).toBe(1_700_000_000_000);
+    expect(jwtExpiry(jwt({ sub: "x" }))).toBeUndefined();
+    expect(jwtExpiry(jwt({ exp: "soon" }))).toBeUndefined();
+    expect(jwtExpiry("opaque-token")).toBeUndefined();
+    expect(jwtExpiry("a.!!!.c")).toBeUndefined();
+  });
+});

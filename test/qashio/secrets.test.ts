@@ -1,0 +1,160 @@
+/**
+ * No secret (client secret, refresh token, access token) in any error message, `String(err)`,
+ * `JSON.stringify(err)`, cause chain or log line, across every failure path that handles one.
+ */
+import { describe, expect, it } from "vitest";
+import { QashioClient } from "../../shared/qashio/client.js";
+import { OAuthTokenProvider, StaticTokenProvider } from "../../shared/qashio/auth/token-provider.js";
+import { exchangeCode } from "../../shared/qashio/auth/oauth.js";
+import type { StoredTokens, TokenStore } from "../../shared/qashio/auth/token-store.js";
+import {
+  InvalidResponseError,
+  NetworkError,
+  ReauthorizationRequiredError,
+  TokenUnavailableError,
+  UnauthorizedError,
+} from "../../shared/qashio/errors.js";
+import { captureLogger, fail, fakeClock, json, jwt, scriptedFetch } from "./helpers.js";
+
+const BASE_URL = "https://api.example.test";
+const CLIENT_SECRET = "cs-SECRET-client-7f3a";
+const REFRESH_TOKEN = "rt-SECRET-refresh-91b2";
+const ACCESS_TOKEN = jwt({ sub: "company-1", marker: "at-SECRET-access", exp: 1 });
+const NEW_REFRESH_TOKEN = "rt-SECRET-rotated-55c0";
+const NEW_ACCESS_TOKEN = "at-SECRET-new-access-0d1e";
+const SECRETS = [CLIENT_SECRET, REFRESH_TOKEN, ACCESS_TOKEN, NEW_REFRESH_TOKEN, NEW_ACCESS_TOKEN, "at-SECRET-access"];
+
+/** Every text an error exposes, following the cause chain. */
+function textsOf(error: unknown, depth = 0): string[] {
+  if (depth > 5 || error === undefined || error === null) return [];
+  const texts = [String(error), JSON.stringify(error)];
+  if (error instanceof Error) {
+    texts.push(error.message, error.stack ?? "");
+    texts.push(...textsOf(error.cause, depth + 1));
+  }
+  return texts;
+}
+
+function expectNoSecret(texts: readonly string[]): void {
+  for (const text of texts) {
+    for (const secret of SECRETS) expect(text, "a secret leaked").not.toContain(secret);
+  }
+}
+
+function store(initial: StoredTokens): TokenStore & { failing: boolean } {
+  let current = initial;
+  return {
+    failing: false,
+    async load() {
+      return current;
+    },
+    async save(tokens) {
+      if (this.failing) throw new Error(`could not write ${tokens.refreshToken} / ${tokens.accessToken ?? ""}`);
+      current = tokens;
+    },
+  };
+}
+
+function oauthProvider(fetch: ReturnType<typeof scriptedFetch>, tokenStore: TokenStore, logger = captureLogger()) {
+  return new OAuthTokenProvider({
+    baseUrl: BASE_URL,
+    clientId: "client-1",
+    clientSecret: CLIENT_SECRET,
+    store: tokenStore,
+    fetch,
+    clock: fakeClock(),
+    logger,
+  });
+}
+
+const echoingBody = {
+  error: "invalid_grant",
+  error_description: `refresh token ${REFRESH_TOKEN} was reused by client with secret ${CLIENT_SECRET}`,
+};
+
+describe("secrets stay out of errors and logs", () => {
+  it("when the refresh token is rejected and the body echoes it", async () => {
+    const logger = captureLogger();
+    const fetch = scriptedFetch(json(401, echoingBody));
+    const provider = oauthProvider(fetch, store({ refreshToken: REFRESH_TOKEN, accessToken: ACCESS_TOKEN, accessTokenExpiresAt: 0 }), logger);
+    const error = await provider.getAccessToken().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ReauthorizationRequiredError);
+    expect((error as Error).cause).toBeInstanceOf(UnauthorizedError);
+    expectNoSecret([...textsOf(error), logger.text()]);
+  });
+
+  it("when the token endpoint answers 400 with an echoing body", async () => {
+    const fetch = scriptedFetch(json(400, { ...echoingBody, error: "invalid_request" }));
+    const error = await exchangeCode(
+      { baseUrl: BASE_URL, clientId: "client-1", clientSecret: CLIENT_SECRET, fetch, clock: fakeClock() },
+      { code: "code-1", redirectUri: "https://app.example/cb" },
+    ).catch((e: unknown) => e);
+    expect((error as Error).name).toBe("BadRequestError");
+    expect((error as Error).message).toContain("invalid_request");
+    expectNoSecret(textsOf(error));
+  });
+
+  it("when a token response carrying tokens fails its schema", async () => {
+    const fetch = scriptedFetch(json(200, { access_token: NEW_ACCESS_TOKEN, refresh_token: NEW_REFRESH_TOKEN, token_type: "MAC" }));
+    const provider = oauthProvider(fetch, store({ refreshToken: REFRESH_TOKEN }));
+    const error = (await provider.getAccessToken().catch((e: unknown) => e)) as InvalidResponseError;
+    expect(error).toBeInstanceOf(InvalidResponseError);
+    expect(error.issues.map((i) => i.path)).toEqual(["token_type"]);
+    expectNoSecret([...textsOf(error), JSON.stringify(error.issues)]);
+  });
+
+  it("when the token store cannot save and its error quotes the tokens", async () => {
+    const fetch = scriptedFetch(json(200, { access_token: NEW_ACCESS_TOKEN, refresh_token: NEW_REFRESH_TOKEN, token_type: "Bearer" }));
+    const tokenStore = store({ refreshToken: REFRESH_TOKEN });
+    tokenStore.failing = true;
+    const error = await oauthProvider(fetch, tokenStore).getAccessToken().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(TokenUnavailableError);
+    expectNoSecret(textsOf(error));
+  });
+
+  it("when the API keeps answering 401 to the access tokens", async () => {
+    const logger = captureLogger();
+    const fetch = scriptedFetch(fail(401));
+    const client = new QashioClient({
+      baseUrl: BASE_URL,
+      tokenProvider: new StaticTokenProvider([ACCESS_TOKEN, NEW_ACCESS_TOKEN]),
+      fetch,
+      clock: fakeClock(),
+      logger,
+    });
+    const error = await client.listTransactions().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(UnauthorizedError);
+    expectNoSecret([...textsOf(error), logger.text()]);
+  });
+
+  it("when the network error quotes the request", async () => {
+    const logger = captureLogger();
+    const fetch = scriptedFetch(new TypeError(`fetch failed: Authorization: Bearer ${ACCESS_TOKEN}`));
+    const client = new QashioClient({
+      baseUrl: BASE_URL,
+      tokenProvider: new StaticTokenProvider(ACCESS_TOKEN),
+      fetch,
+      clock: fakeClock(),
+      logger,
+      retry: { maxAttempts: 2, random: () => 0 },
+    });
+    const error = await client.getCompanySummary().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(NetworkError);
+    expect(logger.lines.length).toBeGreaterThan(0);
+    expectNoSecret([...textsOf(error), logger.text()]);
+  });
+
+  it("when the full OAuth path succeeds (logs only)", async () => {
+    const logger = captureLogger();
+    const fetch = scriptedFetch(
+      json(200, { access_token: NEW_ACCESS_TOKEN, refresh_token: NEW_REFRESH_TOKEN, token_type: "Bearer" }),
+      fail(503),
+      json(200, { status_code: 200, success: true, data: {} }),
+    );
+    const provider = oauthProvider(fetch, store({ refreshToken: REFRESH_TOKEN }), logger);
+    const client = new QashioClient({ baseUrl: BASE_URL, tokenProvider: provider, fetch, clock: fakeClock(), logger, retry: { random: () => 0 } });
+    await client.getCompanySummary();
+    expect(logger.lines.some((l) => l.level === "warn")).toBe(true);
+    expectNoSecret([logger.text()]);
+  });
+});
