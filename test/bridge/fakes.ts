@@ -75,14 +75,18 @@ export class MemoryQuarantine implements Quarantine {
 }
 
 /** Leases in a Map, expiring on the given clock. */
+let nextLockOwner = 1;
+
+/** Leases in a Map (pass one instance's `leases` to another to model two processes), expiring on the given clock. */
 export class MemoryLock implements Lock {
-  private readonly leases = new Map<string, { owner: number; expiresAt: number }>();
-  private nextOwner = 1;
-  constructor(private readonly clock: Clock) {}
+  constructor(
+    private readonly clock: Clock,
+    readonly leases = new Map<string, { owner: number; expiresAt: number }>(),
+  ) {}
   async tryAcquire(name: string, ttlMs: number): Promise<LockHandle | undefined> {
     const current = this.leases.get(name);
     if (current && current.expiresAt > this.clock.now()) return undefined;
-    const owner = this.nextOwner++;
+    const owner = nextLockOwner++;
     this.leases.set(name, { owner, expiresAt: this.clock.now() + ttlMs });
     const held = () => {
       const lease = this.leases.get(name);

@@ -1,0 +1,51 @@
+/**
+ * Local (embedded) adapters of the bridge ports: everything lives in one state directory.
+ *
+ * Layout: `snapshots/` (segment files), `quarantine/<id>.json`, `locks/<name>.lock`, `tokens.json`;
+ * events go to a JSON Lines file in EventBridge target shape.
+ *
+ * @example
+ * ```ts
+ * import { createLocalAdapters } from "./shared/local/index.js";
+ * const { snapshots, quarantine, lock, tokens } = createLocalAdapters(".state");
+ * ```
+ */
+import type { Clock } from "../bridge/ports.js";
+import { FileLock } from "./file-lock.js";
+import { FileQuarantine } from "./quarantine.js";
+import { FileSnapshotStore } from "./snapshot-store.js";
+import { FileTokenStore } from "./token-store.js";
+
+export { writeFileAtomic, fsyncDir, TEMP_SUFFIX } from "./atomic.js";
+export { FileSnapshotStore } from "./snapshot-store.js";
+export { FileTokenStore } from "./token-store.js";
+export { FileQuarantine } from "./quarantine.js";
+export { FileLock } from "./file-lock.js";
+export { JsonlEventPublisher, toEventBridgeEnvelope } from "./jsonl-publisher.js";
+export type { EventBridgeEnvelope, JsonlEventPublisherOptions } from "./jsonl-publisher.js";
+export { LocalStateError, CorruptStateError } from "./errors.js";
+
+/** The file-backed adapters of one state directory. */
+export interface LocalAdapters {
+  readonly snapshots: FileSnapshotStore;
+  readonly quarantine: FileQuarantine;
+  readonly lock: FileLock;
+  readonly tokens: FileTokenStore;
+}
+
+/**
+ * Builds every file-backed adapter over one state directory (created lazily on first write).
+ *
+ * @example
+ * ```ts
+ * const local = createLocalAdapters(process.env.BRIDGE_STATE_DIR ?? ".state");
+ * ```
+ */
+export function createLocalAdapters(stateDir: string, options: { clock?: Pick<Clock, "now"> } = {}): LocalAdapters {
+  return {
+    snapshots: new FileSnapshotStore(stateDir),
+    quarantine: new FileQuarantine(stateDir),
+    lock: new FileLock(stateDir, options),
+    tokens: new FileTokenStore(stateDir),
+  };
+}

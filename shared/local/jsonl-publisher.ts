@@ -1,0 +1,107 @@
+/**
+ * EventPublisher that appends one JSON line per event to a file, in the shape an EventBridge rule target
+ * receives, so local consumers see exactly what they would see in AWS.
+ */
+import { randomUUID } from "node:crypto";
+import { mkdir, open } from "node:fs/promises";
+import path from "node:path";
+import type { BridgeEvent, BridgeEventDetail, EventPublisher, PublishFailure } from "../bridge/ports.js";
+
+/** An event as an EventBridge rule target receives it. */
+export interface EventBridgeEnvelope {
+  readonly version: "0";
+  readonly id: string;
+  readonly "detail-type": string;
+  readonly source: string;
+  readonly account: string;
+  readonly time: string;
+  readonly region: string;
+  readonly resources: readonly string[];
+  readonly detail: BridgeEventDetail;
+}
+
+/** Options of {@link JsonlEventPublisher}. */
+export interface JsonlEventPublisherOptions {
+  /** Target file; created (with its directory) when missing. */
+  readonly file: string;
+  /** `account` of the envelope. @default "000000000000" */
+  readonly account?: string;
+  /** `region` of the envelope. @default "local" */
+  readonly region?: string;
+  /** Envelope id per delivery, like EventBridge's own (deduplicate on `detail.id`). @default crypto.randomUUID */
+  readonly newId?: () => string;
+}
+
+/**
+ * Wraps a bridge event in the EventBridge target envelope.
+ *
+ * @example
+ * ```ts
+ * JSON.stringify(toEventBridgeEnvelope(event, { account: "123456789012", region: "eu-west-1", id: randomUUID() }));
+ * ```
+ */
+export function toEventBridgeEnvelope(event: BridgeEvent, context: { account: string; region: string; id: string }): EventBridgeEnvelope {
+  return {
+    version: "0",
+    id: context.id,
+    "detail-type": event.detailType,
+    source: event.source,
+    account: context.account,
+    time: event.time,
+    region: context.region,
+    resources: [],
+    detail: event.detail,
+  };
+}
+
+/**
+ * Appends events to a JSON Lines file and fsyncs before resolving. Writes of one process are serialised;
+ * a line torn by a crash is closed off with a newline before the next append, so later lines stay parseable.
+ *
+ * @example
+ * ```ts
+ * const publisher = new JsonlEventPublisher({ file: "events.jsonl" });
+ * await publisher.publish(events);
+ * ```
+ */
+export class JsonlEventPublisher implements EventPublisher {
+  private queue: Promise<unknown> = Promise.resolve();
+  private readonly account: string;
+  private readonly region: string;
+  private readonly newId: () => string;
+
+  constructor(private readonly options: JsonlEventPublisherOptions) {
+    this.account = options.account ?? "000000000000";
+    this.region = options.region ?? "local";
+    this.newId = options.newId ?? randomUUID;
+  }
+
+  publish(events: readonly BridgeEvent[]): Promise<{ readonly failed: readonly PublishFailure[] }> {
+    const run = this.queue.then(() => this.append(events));
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  private async append(events: readonly BridgeEvent[]): Promise<{ readonly failed: readonly PublishFailure[] }> {
+    if (events.length === 0) return { failed: [] };
+    let text = "";
+    for (const event of events) {
+      text += JSON.stringify(toEventBridgeEnvelope(event, { account: this.account, region: this.region, id: this.newId() })) + "\n";
+    }
+    await mkdir(path.dirname(this.options.file), { recursive: true });
+    const handle = await open(this.options.file, "a+");
+    try {
+      const { size } = await handle.stat();
+      if (size > 0) {
+        const last = Buffer.alloc(1);
+        await handle.read(last, 0, 1, size - 1);
+        if (last[0] !== 0x0a) text = "\n" + text;
+      }
+      await handle.appendFile(text);
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    return { failed: [] };
+  }
+}

@@ -1,0 +1,52 @@
+/**
+ * File-backed Quarantine: one JSON file per record, named by its deterministic id (idempotent put).
+ */
+import { mkdir, readdir, readFile } from "node:fs/promises";
+import path from "node:path";
+import type { Quarantine, QuarantineRecord } from "../bridge/ports.js";
+import { TEMP_SUFFIX, writeFileAtomic } from "./atomic.js";
+import { CorruptStateError } from "./errors.js";
+
+/**
+ * Keeps quarantine records in `<stateDir>/quarantine/<id>.json`, written atomically.
+ *
+ * @example
+ * ```ts
+ * const quarantine = new FileQuarantine(".state");
+ * for (const record of await quarantine.list()) console.log(record.reason);
+ * ```
+ */
+export class FileQuarantine implements Quarantine {
+  readonly dir: string;
+
+  constructor(stateDir: string) {
+    this.dir = path.join(stateDir, "quarantine");
+  }
+
+  async put(record: QuarantineRecord): Promise<void> {
+    await mkdir(this.dir, { recursive: true, mode: 0o700 });
+    await writeFileAtomic(path.join(this.dir, `${encodeURIComponent(record.id)}.json`), JSON.stringify(record) + "\n", { mode: 0o600 });
+  }
+
+  /** All records, oldest first. */
+  async list(): Promise<QuarantineRecord[]> {
+    let names: string[];
+    try {
+      names = await readdir(this.dir);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === "ENOENT") return [];
+      throw err;
+    }
+    const records: QuarantineRecord[] = [];
+    for (const name of names) {
+      if (!name.endsWith(".json") || name.endsWith(TEMP_SUFFIX)) continue;
+      const file = path.join(this.dir, name);
+      try {
+        records.push(JSON.parse(await readFile(file, "utf8")) as QuarantineRecord);
+      } catch (err) {
+        throw new CorruptStateError("Quarantine record is not valid JSON", { file }, { cause: err });
+      }
+    }
+    return records.sort((a, b) => (a.at === b.at ? a.id.localeCompare(b.id) : a.at.localeCompare(b.at)));
+  }
+}

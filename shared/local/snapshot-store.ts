@@ -1,0 +1,212 @@
+/**
+ * File-backed SnapshotStore built for large backlogs: each `putMany` writes one immutable segment file
+ * (temp + fsync + rename), so a page of snapshots costs one fsync, not one per item. A segment's first line
+ * is its index (key, offset, length); opening the store reads only those lines, keeping memory to a small
+ * key index while snapshot bodies stay on disk. Segments whose every entry was superseded are deleted.
+ */
+import { randomBytes } from "node:crypto";
+import { mkdir, open, readdir, unlink } from "node:fs/promises";
+import path from "node:path";
+import type { Snapshot, SnapshotKey, SnapshotStore } from "../bridge/ports.js";
+import { TEMP_SUFFIX, writeFileAtomic } from "./atomic.js";
+import { CorruptStateError } from "./errors.js";
+
+const SEGMENT_PATTERN = /^seg-(\d{12})-[0-9a-f]{8}\.log$/;
+
+interface Segment {
+  readonly name: string;
+  readonly seq: number;
+  /** Entries of this segment still current in the index. */
+  live: number;
+}
+
+interface Location {
+  readonly segment: Segment;
+  readonly offset: number;
+  readonly length: number;
+}
+
+/** Reads the first line of a segment (its index) without reading the body. */
+async function readHeader(file: string): Promise<{ entries: [string, number, number][]; bodyStart: number }> {
+  const handle = await open(file, "r");
+  try {
+    let buffer = Buffer.alloc(64 * 1024);
+    let filled = 0;
+    for (;;) {
+      const { bytesRead } = await handle.read(buffer, filled, buffer.length - filled, filled);
+      filled += bytesRead;
+      const newline = buffer.subarray(0, filled).indexOf(0x0a);
+      if (newline >= 0) {
+        const header = JSON.parse(buffer.subarray(0, newline).toString("utf8")) as { v: number; entries: [string, number, number][] };
+        if (header.v !== 1 || !Array.isArray(header.entries)) throw new Error("unknown segment header");
+        return { entries: header.entries, bodyStart: newline + 1 };
+      }
+      if (bytesRead === 0) throw new Error("segment header without newline");
+      if (filled === buffer.length) {
+        const bigger = Buffer.alloc(buffer.length * 2);
+        buffer.copy(bigger);
+        buffer = bigger;
+      }
+    }
+  } finally {
+    await handle.close();
+  }
+}
+
+/**
+ * Snapshots of one tenant in `<stateDir>/snapshots/`. One writer per state directory at a time
+ * (the CLI holds a FileLock for the cycle); readers in the same process see writes immediately.
+ *
+ * @example
+ * ```ts
+ * const store = new FileSnapshotStore(".state");
+ * await store.putMany([{ key: "transaction:7f…", hash, object, updatedAt: new Date().toISOString() }]);
+ * ```
+ */
+export class FileSnapshotStore implements SnapshotStore {
+  readonly dir: string;
+  private index = new Map<SnapshotKey, Location>();
+  private segments = new Map<string, Segment>();
+  private nextSeq = 1;
+  private loading?: Promise<void>;
+  /** putMany calls run one at a time so the index follows segment order. */
+  private writes: Promise<unknown> = Promise.resolve();
+
+  constructor(stateDir: string) {
+    this.dir = path.join(stateDir, "snapshots");
+  }
+
+  /** Number of snapshots currently stored. */
+  async size(): Promise<number> {
+    await this.load();
+    return this.index.size;
+  }
+
+  async getMany(keys: readonly SnapshotKey[]): Promise<Map<SnapshotKey, Snapshot>> {
+    await this.load();
+    const out = new Map<SnapshotKey, Snapshot>();
+    const bySegment = new Map<Segment, { key: SnapshotKey; location: Location }[]>();
+    for (const key of keys) {
+      const location = this.index.get(key);
+      if (!location) continue;
+      const list = bySegment.get(location.segment) ?? [];
+      list.push({ key, location });
+      bySegment.set(location.segment, list);
+    }
+    for (const [segment, wanted] of bySegment) {
+      const file = path.join(this.dir, segment.name);
+      const handle = await open(file, "r");
+      try {
+        for (const { key, location } of wanted) {
+          const buffer = Buffer.alloc(location.length);
+          await handle.read(buffer, 0, location.length, location.offset);
+          try {
+            out.set(key, JSON.parse(buffer.toString("utf8")) as Snapshot);
+          } catch (err) {
+            throw new CorruptStateError("Snapshot segment entry is not valid JSON", { file }, { cause: err });
+          }
+        }
+      } finally {
+        await handle.close();
+      }
+    }
+    return out;
+  }
+
+  putMany(snapshots: readonly Snapshot[]): Promise<void> {
+    const run = this.writes.then(() => this.writeSegment(snapshots));
+    this.writes = run.catch(() => undefined);
+    return run;
+  }
+
+  private async writeSegment(snapshots: readonly Snapshot[]): Promise<void> {
+    if (snapshots.length === 0) return;
+    await this.load();
+    // Last write of a key within one call wins, as with separate puts.
+    const unique = new Map<SnapshotKey, Snapshot>();
+    for (const s of snapshots) unique.set(s.key, s);
+    const entries: [string, number, number][] = [];
+    const lines: string[] = [];
+    let offset = 0;
+    for (const s of unique.values()) {
+      const line = JSON.stringify({ key: s.key, hash: s.hash, object: s.object, updatedAt: s.updatedAt });
+      const length = Buffer.byteLength(line);
+      entries.push([s.key, offset, length]);
+      lines.push(line);
+      offset += length + 1;
+    }
+    const header = JSON.stringify({ v: 1, entries });
+    const seq = this.nextSeq++;
+    const name = `seg-${String(seq).padStart(12, "0")}-${randomBytes(4).toString("hex")}.log`;
+    await mkdir(this.dir, { recursive: true, mode: 0o700 });
+    await writeFileAtomic(path.join(this.dir, name), header + "\n" + lines.join("\n") + "\n", { mode: 0o600 });
+
+    const segment: Segment = { name, seq, live: 0 };
+    this.segments.set(name, segment);
+    const bodyStart = Buffer.byteLength(header) + 1;
+    const emptied: Segment[] = [];
+    for (const [key, entryOffset, length] of entries) {
+      const previous = this.index.get(key as SnapshotKey);
+      if (previous) {
+        previous.segment.live -= 1;
+        if (previous.segment.live === 0) emptied.push(previous.segment);
+      }
+      this.index.set(key as SnapshotKey, { segment, offset: bodyStart + entryOffset, length });
+      segment.live += 1;
+    }
+    // The new segment is durable, so wholly superseded ones can go.
+    for (const old of emptied) {
+      this.segments.delete(old.name);
+      await unlink(path.join(this.dir, old.name)).catch(() => undefined);
+    }
+  }
+
+  private load(): Promise<void> {
+    this.loading ??= this.loadSegments();
+    return this.loading;
+  }
+
+  private async loadSegments(): Promise<void> {
+    let names: string[];
+    try {
+      names = await readdir(this.dir);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === "ENOENT") return;
+      throw err;
+    }
+    const found: Segment[] = [];
+    for (const name of names) {
+      if (name.endsWith(TEMP_SUFFIX)) {
+        // Left by a crash before rename: never part of the store.
+        await unlink(path.join(this.dir, name)).catch(() => undefined);
+        continue;
+      }
+      const match = SEGMENT_PATTERN.exec(name);
+      if (match) found.push({ name, seq: Number(match[1]), live: 0 });
+    }
+    found.sort((a, b) => a.seq - b.seq || a.name.localeCompare(b.name));
+    for (const segment of found) {
+      const file = path.join(this.dir, segment.name);
+      let header;
+      try {
+        header = await readHeader(file);
+      } catch (err) {
+        throw new CorruptStateError("Snapshot segment header is unreadable", { file }, { cause: err });
+      }
+      this.segments.set(segment.name, segment);
+      for (const [key, offset, length] of header.entries) {
+        const previous = this.index.get(key as SnapshotKey);
+        if (previous) previous.segment.live -= 1;
+        this.index.set(key as SnapshotKey, { segment, offset: header.bodyStart + offset, length });
+        segment.live += 1;
+      }
+      this.nextSeq = Math.max(this.nextSeq, segment.seq + 1);
+    }
+    for (const segment of found) {
+      if (segment.live === 0) {
+        this.segments.delete(segment.name);
+        await unlink(path.join(this.dir, segment.name)).catch(() => undefined);
+      }
+    }
+  }
+}

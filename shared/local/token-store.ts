@@ -1,0 +1,52 @@
+/**
+ * File-backed TokenStore: one JSON file, owner-only permissions, atomic replace.
+ */
+import { mkdir, readFile } from "node:fs/promises";
+import path from "node:path";
+import type { StoredTokens, TokenStore } from "../qashio/auth/token-store.js";
+import { writeFileAtomic } from "./atomic.js";
+import { CorruptStateError } from "./errors.js";
+
+/**
+ * Keeps a tenant's tokens in `<stateDir>/tokens.json` (mode 0600). `save` resolves only once the file is durable,
+ * so a rotated refresh token is never lost to a crash.
+ *
+ * @example
+ * ```ts
+ * const store = new FileTokenStore(".state");
+ * await store.save({ refreshToken: "…" });
+ * ```
+ */
+export class FileTokenStore implements TokenStore {
+  readonly file: string;
+
+  constructor(stateDir: string, fileName = "tokens.json") {
+    this.file = path.join(stateDir, fileName);
+  }
+
+  async load(): Promise<StoredTokens | undefined> {
+    let text: string;
+    try {
+      text = await readFile(this.file, "utf8");
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+      throw err;
+    }
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch (err) {
+      throw new CorruptStateError("Token file is not valid JSON", { file: this.file }, { cause: err });
+    }
+    const tokens = parsed as Partial<StoredTokens> | null;
+    if (!tokens || typeof tokens.refreshToken !== "string") {
+      throw new CorruptStateError("Token file holds no refresh token", { file: this.file });
+    }
+    return tokens as StoredTokens;
+  }
+
+  async save(tokens: StoredTokens): Promise<void> {
+    await mkdir(path.dirname(this.file), { recursive: true, mode: 0o700 });
+    await writeFileAtomic(this.file, JSON.stringify(tokens) + "\n", { mode: 0o600 });
+  }
+}

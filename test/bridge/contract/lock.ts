@@ -1,0 +1,90 @@
+/**
+ * Contract every Lock adapter must pass. Time is driven by the fake clock handed to the factory,
+ * so adapters must take their notion of "now" from an injected clock.
+ */
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import type { Lock } from "../../../shared/bridge/ports.js";
+import { FakeClock } from "../fakes.js";
+
+/** What a factory hands the suite: two instances (as two processes would hold) over one backing store. */
+export interface LockFixture {
+  readonly lock: Lock;
+  readonly peer: Lock;
+  readonly cleanup: () => Promise<void>;
+}
+
+/**
+ * Registers the Lock contract for one adapter.
+ *
+ * @example
+ * ```ts
+ * describeLockContract("FileLock", async (clock) => ({ lock: new FileLock(dir, { clock }), peer: new FileLock(dir, { clock }), cleanup }));
+ * ```
+ */
+export function describeLockContract(name: string, factory: (clock: FakeClock) => Promise<LockFixture>): void {
+  describe(`Lock contract: ${name}`, () => {
+    let clock: FakeClock;
+    let fixture: LockFixture;
+    beforeEach(async () => {
+      clock = new FakeClock();
+      fixture = await factory(clock);
+    });
+    afterEach(async () => {
+      await fixture.cleanup();
+    });
+
+    it("grants a free lock and refuses it to another owner while the lease runs", async () => {
+      const held = await fixture.lock.tryAcquire("refresh", 10_000);
+      expect(held).toBeDefined();
+      expect(await fixture.peer.tryAcquire("refresh", 10_000)).toBeUndefined();
+      expect(await fixture.lock.tryAcquire("refresh", 10_000)).toBeUndefined();
+    });
+
+    it("lets another owner in after release", async () => {
+      const held = await fixture.lock.tryAcquire("refresh", 10_000);
+      await held!.release();
+      expect(await fixture.peer.tryAcquire("refresh", 10_000)).toBeDefined();
+    });
+
+    it("hands an expired lease to another owner; the old holder then fails to renew and cannot release it", async () => {
+      const old = await fixture.lock.tryAcquire("refresh", 10_000);
+      clock.advance(10_001);
+      const taken = await fixture.peer.tryAcquire("refresh", 10_000);
+      expect(taken).toBeDefined();
+      expect(await old!.renew(10_000)).toBe(false);
+      await old!.release();
+      expect(await fixture.lock.tryAcquire("refresh", 10_000)).toBeUndefined();
+    });
+
+    it("extends a lease on renew", async () => {
+      const held = await fixture.lock.tryAcquire("refresh", 10_000);
+      clock.advance(9_000);
+      expect(await held!.renew(10_000)).toBe(true);
+      clock.advance(9_000);
+      expect(await fixture.peer.tryAcquire("refresh", 10_000)).toBeUndefined();
+      clock.advance(2_000);
+      expect(await fixture.peer.tryAcquire("refresh", 10_000)).toBeDefined();
+    });
+
+    it("keeps different names independent", async () => {
+      expect(await fixture.lock.tryAcquire("a", 10_000)).toBeDefined();
+      expect(await fixture.peer.tryAcquire("b", 10_000)).toBeDefined();
+    });
+
+    it("grants a contested lock to exactly one of many simultaneous callers", async () => {
+      const attempts = await Promise.all(
+        Array.from({ length: 8 }, (_, i) => (i % 2 ? fixture.peer : fixture.lock).tryAcquire("contested", 10_000)),
+      );
+      expect(attempts.filter(Boolean)).toHaveLength(1);
+    });
+
+    it("grants an expired, contested lock to exactly one of many simultaneous callers", async () => {
+      await fixture.lock.tryAcquire("stale", 1_000);
+      clock.advance(5_000);
+      const attempts = await Promise.all(
+        Array.from({ length: 8 }, (_, i) => (i % 2 ? fixture.peer : fixture.lock).tryAcquire("stale", 10_000)),
+      );
+      expect(attempts.filter(Boolean)).toHaveLength(1);
+    });
+  });
+}

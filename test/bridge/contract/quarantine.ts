@@ -1,0 +1,74 @@
+/**
+ * Contract every Quarantine adapter must pass.
+ */
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import type { Quarantine, QuarantineRecord } from "../../../shared/bridge/ports.js";
+
+/** What a factory hands the suite. */
+export interface QuarantineFixture {
+  readonly quarantine: Quarantine;
+  readonly reopen?: () => Promise<Quarantine>;
+  readonly cleanup: () => Promise<void>;
+}
+
+function record(id: string, at = "2025-01-15T10:00:00.000Z"): QuarantineRecord {
+  return {
+    id,
+    kind: "transaction",
+    entityId: `txn-${id}`,
+    reason: "validation: id: missing",
+    raw: { qashio_id: "CT1", nested: { amount: 1.5, list: [1, "two", null] } },
+    at,
+  };
+}
+
+/**
+ * Registers the Quarantine contract for one adapter.
+ *
+ * @example
+ * ```ts
+ * describeQuarantineContract("FileQuarantine", async () => ({ quarantine: new FileQuarantine(dir), cleanup }));
+ * ```
+ */
+export function describeQuarantineContract(name: string, factory: () => Promise<QuarantineFixture>): void {
+  describe(`Quarantine contract: ${name}`, () => {
+    let fixture: QuarantineFixture;
+    beforeEach(async () => {
+      fixture = await factory();
+    });
+    afterEach(async () => {
+      await fixture.cleanup();
+    });
+
+    it("lists nothing before anything is quarantined", async () => {
+      expect(await fixture.quarantine.list()).toEqual([]);
+    });
+
+    it("keeps the reason and the raw body of a record", async () => {
+      await fixture.quarantine.put(record("q1"));
+      expect(await fixture.quarantine.list()).toEqual([record("q1")]);
+    });
+
+    it("keeps one record when the same id is put twice", async () => {
+      await fixture.quarantine.put(record("q2"));
+      await fixture.quarantine.put(record("q2"));
+      await fixture.quarantine.put(record("q3", "2025-01-15T10:00:01.000Z"));
+      const ids = (await fixture.quarantine.list()).map((r) => r.id).sort();
+      expect(ids).toEqual(["q2", "q3"]);
+    });
+
+    it("keeps a record without an entity id", async () => {
+      const { entityId: _omit, ...withoutEntity } = record("q4");
+      await fixture.quarantine.put(withoutEntity);
+      const [stored] = await fixture.quarantine.list();
+      expect(stored?.entityId).toBeUndefined();
+      expect(stored?.reason).toBe("validation: id: missing");
+    });
+
+    it("keeps records durable across a new instance", async (ctx) => {
+      if (!fixture.reopen) return ctx.skip();
+      await fixture.quarantine.put(record("q5"));
+      expect((await (await fixture.reopen()).list()).map((r) => r.id)).toEqual(["q5"]);
+    });
+  });
+}

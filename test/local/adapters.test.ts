@@ -1,0 +1,147 @@
+import { appendFile, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import {
+  CorruptStateError,
+  FileQuarantine,
+  FileSnapshotStore,
+  FileTokenStore,
+  JsonlEventPublisher,
+  createLocalAdapters,
+  writeFileAtomic,
+} from "../../shared/local/index.js";
+import { sampleEvent } from "../bridge/contract/index.js";
+
+let dir: string;
+beforeEach(async () => {
+  dir = await mkdtemp(path.join(tmpdir(), "bridge-local-"));
+});
+afterEach(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe("writeFileAtomic", () => {
+  it("replaces the file whole and leaves no temp file behind", async () => {
+    const file = path.join(dir, "state.json");
+    await writeFileAtomic(file, "old");
+    await writeFileAtomic(file, "new");
+    expect(await readFile(file, "utf8")).toBe("new");
+    expect(await readdir(dir)).toEqual(["state.json"]);
+  });
+});
+
+describe("FileSnapshotStore", () => {
+  const snap = (key: `card:${string}`, n: number) => ({ key, hash: `h${n}`, object: { n }, updatedAt: "2025-01-15T10:00:00.000Z" });
+
+  it("writes one segment file per putMany, however many snapshots it holds", async () => {
+    const store = new FileSnapshotStore(dir);
+    await store.putMany(Array.from({ length: 100 }, (_, i) => snap(`card:C${i}`, i)));
+    expect(await readdir(path.join(dir, "snapshots"))).toHaveLength(1);
+    expect(await store.size()).toBe(100);
+  });
+
+  it("deletes a segment once every entry in it was superseded", async () => {
+    const store = new FileSnapshotStore(dir);
+    await store.putMany([snap("card:A", 1), snap("card:B", 1)]);
+    await store.putMany([snap("card:A", 2)]);
+    expect(await readdir(path.join(dir, "snapshots"))).toHaveLength(2);
+    await store.putMany([snap("card:B", 2)]);
+    expect(await readdir(path.join(dir, "snapshots"))).toHaveLength(2);
+    const reopened = new FileSnapshotStore(dir);
+    const found = await reopened.getMany(["card:A", "card:B"]);
+    expect([found.get("card:A")?.hash, found.get("card:B")?.hash]).toEqual(["h2", "h2"]);
+  });
+
+  it("ignores and removes a temp file left by a crash mid-write", async () => {
+    const store = new FileSnapshotStore(dir);
+    await store.putMany([snap("card:A", 1)]);
+    const torn = path.join(dir, "snapshots", "seg-000000000002-deadbeef.log.123.abcd1234.tmp");
+    await writeFile(torn, '{"v":1,"entries":[["card:A",0,');
+    const reopened = new FileSnapshotStore(dir);
+    expect((await reopened.getMany(["card:A"])).get("card:A")?.hash).toBe("h1");
+    expect((await readdir(path.join(dir, "snapshots"))).some((n) => n.endsWith(".tmp"))).toBe(false);
+  });
+
+  it("reports a segment with a broken header as corrupt instead of guessing", async () => {
+    await mkdir(path.join(dir, "snapshots"), { recursive: true });
+    await writeFile(path.join(dir, "snapshots", "seg-000000000001-deadbeef.log"), "not json\n");
+    await expect(new FileSnapshotStore(dir).getMany(["card:A"])).rejects.toBeInstanceOf(CorruptStateError);
+  });
+
+  it("serialises concurrent writes so the newest write of a key wins after reopening", async () => {
+    const store = new FileSnapshotStore(dir);
+    await Promise.all([store.putMany([snap("card:A", 1)]), store.putMany([snap("card:A", 2)]), store.putMany([snap("card:A", 3)])]);
+    expect((await store.getMany(["card:A"])).get("card:A")?.hash).toBe("h3");
+    expect((await new FileSnapshotStore(dir).getMany(["card:A"])).get("card:A")?.hash).toBe("h3");
+  });
+});
+
+describe("FileTokenStore", () => {
+  it("keeps the token file readable by its owner only", async () => {
+    const store = new FileTokenStore(dir);
+    await store.save({ refreshToken: "rt" });
+    expect((await stat(store.file)).mode & 0o777).toBe(0o600);
+  });
+
+  it("names the file, not its content, when the file is corrupt", async () => {
+    const store = new FileTokenStore(dir);
+    await writeFile(store.file, "{ refresh: secret-value");
+    const error = await store.load().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(CorruptStateError);
+    expect((error as Error).message).not.toContain("secret-value");
+  });
+});
+
+describe("FileQuarantine", () => {
+  it("lists records oldest first", async () => {
+    const quarantine = new FileQuarantine(dir);
+    const base = { kind: "card" as const, reason: "validation: x", raw: {} };
+    await quarantine.put({ ...base, id: "b", at: "2025-01-15T10:00:02.000Z" });
+    await quarantine.put({ ...base, id: "a", at: "2025-01-15T10:00:01.000Z" });
+    expect((await quarantine.list()).map((r) => r.id)).toEqual(["a", "b"]);
+  });
+});
+
+describe("JsonlEventPublisher", () => {
+  it("writes one line per event in the EventBridge rule-target shape", async () => {
+    const file = path.join(dir, "events.jsonl");
+    const publisher = new JsonlEventPublisher({ file, account: "123456789012", region: "eu-west-1", newId: () => "env-1" });
+    await publisher.publish([sampleEvent(1)]);
+    const [line] = (await readFile(file, "utf8")).trim().split("\n");
+    const envelope = JSON.parse(line!) as Record<string, unknown>;
+    expect(Object.keys(envelope)).toEqual(["version", "id", "detail-type", "source", "account", "time", "region", "resources", "detail"]);
+    expect(envelope).toMatchObject({
+      version: "0",
+      id: "env-1",
+      "detail-type": "transaction.created",
+      source: "qashio.bridge",
+      account: "123456789012",
+      region: "eu-west-1",
+      time: "2025-01-15T10:00:00.000Z",
+      resources: [],
+      detail: sampleEvent(1).detail,
+    });
+  });
+
+  it("starts a new line after a line torn by a crash, so later events stay parseable", async () => {
+    const file = path.join(dir, "events.jsonl");
+    await appendFile(file, '{"version":"0","id":"torn"');
+    await new JsonlEventPublisher({ file }).publish([sampleEvent(2)]);
+    const lines = (await readFile(file, "utf8")).split("\n").filter(Boolean);
+    expect(lines).toHaveLength(2);
+    expect((JSON.parse(lines[1]!) as { detail: { id: string } }).detail.id).toBe(sampleEvent(2).detail.id);
+  });
+});
+
+describe("createLocalAdapters", () => {
+  it("puts every adapter under the one state directory", async () => {
+    const local = createLocalAdapters(dir);
+    await local.snapshots.putMany([{ key: "card:A", hash: "h", object: {}, updatedAt: "2025-01-15T10:00:00.000Z" }]);
+    await local.tokens.save({ refreshToken: "rt" });
+    await local.quarantine.put({ id: "q", kind: "card", reason: "r", raw: {}, at: "2025-01-15T10:00:00.000Z" });
+    const handle = await local.lock.tryAcquire("cycle", 1000);
+    expect((await readdir(dir)).sort()).toEqual(["locks", "quarantine", "snapshots", "tokens.json"]);
+    await handle?.release();
+  });
+});

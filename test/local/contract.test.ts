@@ -1,0 +1,55 @@
+/** The file-backed adapters pass the port contract suite. */
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import {
+  describeEventPublisherContract,
+  describeLockContract,
+  describeQuarantineContract,
+  describeSnapshotStoreContract,
+  describeTokenStoreContract,
+} from "../bridge/contract/index.js";
+import { FileLock, FileQuarantine, FileSnapshotStore, FileTokenStore, JsonlEventPublisher } from "../../shared/local/index.js";
+import type { EventBridgeEnvelope } from "../../shared/local/index.js";
+
+async function tempDir(): Promise<{ dir: string; cleanup: () => Promise<void> }> {
+  const dir = await mkdtemp(path.join(tmpdir(), "bridge-local-"));
+  return { dir, cleanup: () => rm(dir, { recursive: true, force: true }) };
+}
+
+describeSnapshotStoreContract("FileSnapshotStore", async () => {
+  const { dir, cleanup } = await tempDir();
+  return { store: new FileSnapshotStore(dir), reopen: async () => new FileSnapshotStore(dir), cleanup };
+});
+
+describeQuarantineContract("FileQuarantine", async () => {
+  const { dir, cleanup } = await tempDir();
+  return { quarantine: new FileQuarantine(dir), reopen: async () => new FileQuarantine(dir), cleanup };
+});
+
+describeLockContract("FileLock", async (clock) => {
+  const { dir, cleanup } = await tempDir();
+  return { lock: new FileLock(dir, { clock }), peer: new FileLock(dir, { clock }), cleanup };
+});
+
+describeTokenStoreContract("FileTokenStore", async () => {
+  const { dir, cleanup } = await tempDir();
+  return { store: new FileTokenStore(dir), reopen: async () => new FileTokenStore(dir), cleanup };
+});
+
+describeEventPublisherContract("JsonlEventPublisher", async () => {
+  const { dir, cleanup } = await tempDir();
+  const file = path.join(dir, "out", "events.jsonl");
+  return {
+    publisher: new JsonlEventPublisher({ file }),
+    delivered: async () => {
+      const text = await readFile(file, "utf8").catch(() => "");
+      return text
+        .split("\n")
+        .filter(Boolean)
+        .map((line) => JSON.parse(line) as EventBridgeEnvelope)
+        .map((e) => ({ source: e.source, detailType: e["detail-type"], detail: e.detail }));
+    },
+    cleanup,
+  };
+});
