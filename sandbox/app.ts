@@ -1,0 +1,102 @@
+/**
+ * The sandbox's Hono application: request ids, control surface, latency and faults,
+ * OAuth, the current API under `/public/v1` and the earlier generation under `/legacy`.
+ */
+import { randomUUID } from "node:crypto";
+import { Hono } from "hono";
+import { apiKeyAuth, bearerAuth } from "./auth.js";
+import { ApiError, OAuthError } from "./errors.js";
+import { delay, errorBody, type SandboxEnv } from "./http.js";
+import { registerControl } from "./routes/control.js";
+import { registerCore } from "./routes/core.js";
+import { CURRENT_ERP_PATHS, LEGACY_ERP_PATHS, registerAcknowledge, registerErpReads } from "./routes/erp.js";
+import { registerOAuth } from "./routes/oauth.js";
+import type { SandboxState } from "./state.js";
+
+/** Prefix of the earlier connector generation's paths (§9; its host is not shown). */
+export const LEGACY_PREFIX = "/legacy";
+
+const STATUS_MESSAGES: Readonly<Record<number, string>> = {
+  429: "Too many requests",
+  500: "Internal server error",
+  502: "Bad gateway",
+  503: "Service unavailable",
+  504: "Gateway timeout",
+};
+
+const FAULT_CODES: Readonly<Record<number, string>> = { 429: "RATE_LIMITED", 503: "SERVICE_UNAVAILABLE" };
+
+/** Builds the app bound to one sandbox state. */
+export function buildApp(state: SandboxState): Hono<SandboxEnv> {
+  const app = new Hono<SandboxEnv>();
+
+  app.use("*", async (c, next) => {
+    const requestId = randomUUID();
+    c.set("requestId", requestId);
+    c.set("state", state);
+    state.settle();
+    await next();
+    c.header("x-request-id", requestId);
+  });
+
+  registerControl(app);
+
+  // Latency and faults apply to the provider API only, not to the control surface.
+  app.use("*", async (c, next) => {
+    if (c.req.path.startsWith("/_sandbox")) return next();
+    const signal = c.req.raw.signal;
+    await delay(state.latencyMs, signal);
+    const fault = state.faults.take(c.req.method, c.req.path);
+    if (!fault) return next();
+    await delay(fault.delayMs ?? 0, signal);
+    if (fault.malformed) {
+      return c.body('{"status_code": 200, "success": true, "data": [ <truncated', (fault.status ?? 200) as 200, {
+        "content-type": "application/json",
+        "x-request-id": c.get("requestId"),
+      });
+    }
+    if (fault.status === undefined) return next();
+    if (fault.retryAfter !== undefined) c.header("retry-after", String(fault.retryAfter));
+    const message = STATUS_MESSAGES[fault.status] ?? "Injected failure";
+    if (c.req.path.startsWith("/oauth2/")) {
+      return c.json({ error: fault.status === 429 || fault.status === 503 ? "temporarily_unavailable" : "server_error", error_description: message }, fault.status as 500);
+    }
+    const code = FAULT_CODES[fault.status] ?? (fault.status >= 500 ? "INTERNAL_ERROR" : "INJECTED_FAULT");
+    return c.json(errorBody(c, fault.status, message, [{ field: null, code, message }]), fault.status as 500);
+  });
+
+  registerOAuth(app);
+
+  const erp = new Hono<SandboxEnv>();
+  erp.use("*", bearerAuth());
+  registerErpReads(erp, CURRENT_ERP_PATHS);
+  registerAcknowledge(erp);
+  app.route("/public/v1/erp", erp);
+
+  const core = new Hono<SandboxEnv>();
+  core.use("*", bearerAuth());
+  registerCore(core);
+  app.route("/public/v1/core", core);
+
+  const legacy = new Hono<SandboxEnv>();
+  legacy.use("*", apiKeyAuth());
+  registerErpReads(legacy, LEGACY_ERP_PATHS);
+  app.route(LEGACY_PREFIX, legacy);
+
+  app.notFound((c) => c.json(errorBody(c, 404, "Resource not found", [{ field: null, code: "NOT_FOUND", message: "no such endpoint" }]), 404));
+
+  app.onError((error, c) => {
+    c.header("x-request-id", c.get("requestId"));
+    if (error instanceof OAuthError) {
+      return c.json({ error: error.error, error_description: error.description }, error.status);
+    }
+    if (error instanceof ApiError) {
+      for (const [name, value] of Object.entries(error.headers)) c.header(name, value);
+      return c.json(errorBody(c, error.status, error.message, error.errors), error.status as 400);
+    }
+    console.error("sandbox: unexpected error", error);
+    return c.json(errorBody(c, 500, "Internal server error", [{ field: null, code: "INTERNAL_ERROR", message: "unexpected sandbox error" }]), 500);
+  });
+
+  return app;
+}

@@ -1,0 +1,177 @@
+/**
+ * Transactions of one company, kept in creation order with per-status counts per
+ * chunk, so list queries never sort and the hot filter (`client_sync_status` alone)
+ * finds its page in O(n / CHUNK + CHUNK + page) and acknowledging is O(batch).
+ */
+import type { ClientSyncStatus, TransactionRecord } from "./model.js";
+
+const CHUNK = 512;
+const STATUSES: readonly ClientSyncStatus[] = ["not_synced", "synced", "outdated"];
+
+/** Narrowing of one list query; `predicate` carries every other filter. */
+export interface TransactionQuery {
+  readonly clientSyncStatus?: ClientSyncStatus;
+  readonly qashioId?: string;
+  readonly parentQashioId?: string;
+  readonly predicate?: (tx: TransactionRecord) => boolean;
+}
+
+export interface TransactionPage {
+  readonly total: number;
+  readonly items: TransactionRecord[];
+}
+
+export class TransactionStore {
+  /** Oldest first: appending keeps the order, reading backwards gives newest first. */
+  private readonly items: TransactionRecord[] = [];
+  private readonly indexById = new Map<string, number>();
+  private readonly indexByQashioId = new Map<string, number>();
+  private readonly childrenByParentQashioId = new Map<string, number[]>();
+  private readonly chunkCounts: Record<ClientSyncStatus, number[]> = { not_synced: [], synced: [], outdated: [] };
+  private readonly totals: Record<ClientSyncStatus, number> = { not_synced: 0, synced: 0, outdated: 0 };
+
+  get size(): number {
+    return this.items.length;
+  }
+
+  /** Appends a transaction newer than every stored one. */
+  add(tx: TransactionRecord): void {
+    const index = this.items.length;
+    this.items.push(tx);
+    this.indexById.set(tx.id, index);
+    this.indexByQashioId.set(tx.qashio_id, index);
+    if (tx.parent_qashio_id !== null) {
+      const children = this.childrenByParentQashioId.get(tx.parent_qashio_id);
+      if (children) children.push(index);
+      else this.childrenByParentQashioId.set(tx.parent_qashio_id, [index]);
+    }
+    const chunk = Math.floor(index / CHUNK);
+    for (const status of STATUSES) {
+      const counts = this.chunkCounts[status];
+      if (counts.length <= chunk) counts.push(0);
+    }
+    this.chunkCounts[tx.client_sync_status][chunk] = (this.chunkCounts[tx.client_sync_status][chunk] ?? 0) + 1;
+    this.totals[tx.client_sync_status]++;
+  }
+
+  get(id: string): TransactionRecord | undefined {
+    const index = this.indexById.get(id);
+    return index === undefined ? undefined : this.items[index];
+  }
+
+  getByQashioId(qashioId: string): TransactionRecord | undefined {
+    const index = this.indexByQashioId.get(qashioId);
+    return index === undefined ? undefined : this.items[index];
+  }
+
+  /** Newest stored transaction, if any. */
+  newest(): TransactionRecord | undefined {
+    return this.items[this.items.length - 1];
+  }
+
+  /** Every transaction, oldest first (for whole-store reports; not for request paths). */
+  all(): readonly TransactionRecord[] {
+    return this.items;
+  }
+
+  countByStatus(status: ClientSyncStatus): number {
+    return this.totals[status];
+  }
+
+  /** Moves a stored transaction to another `client_sync_status`, keeping the counts right. */
+  setSyncStatus(tx: TransactionRecord, status: ClientSyncStatus): void {
+    if (tx.client_sync_status === status) return;
+    const index = this.indexById.get(tx.id);
+    if (index === undefined) throw new RangeError(`transaction ${tx.id} is not in this store`);
+    const chunk = Math.floor(index / CHUNK);
+    const before = tx.client_sync_status;
+    this.chunkCounts[before][chunk] = (this.chunkCounts[before][chunk] ?? 0) - 1;
+    this.totals[before]--;
+    this.chunkCounts[status][chunk] = (this.chunkCounts[status][chunk] ?? 0) + 1;
+    this.totals[status]++;
+    tx.client_sync_status = status;
+  }
+
+  /** One page, newest first, of the transactions matching `query`. */
+  page(query: TransactionQuery, offset: number, limit: number): TransactionPage {
+    const status = query.clientSyncStatus;
+    const predicate = (tx: TransactionRecord): boolean =>
+      (status === undefined || tx.client_sync_status === status) &&
+      (query.parentQashioId === undefined || tx.parent_qashio_id === query.parentQashioId) &&
+      (query.predicate === undefined || query.predicate(tx));
+
+    if (query.qashioId !== undefined) {
+      const index = this.indexByQashioId.get(query.qashioId);
+      const tx = index === undefined ? undefined : this.items[index];
+      return this.collect(tx !== undefined && predicate(tx) ? [tx] : [], offset, limit);
+    }
+    if (query.parentQashioId !== undefined) {
+      const indices = this.childrenByParentQashioId.get(query.parentQashioId) ?? [];
+      const matches: TransactionRecord[] = [];
+      for (let i = indices.length - 1; i >= 0; i--) {
+        const tx = this.items[indices[i] ?? -1];
+        if (tx !== undefined && predicate(tx)) matches.push(tx);
+      }
+      return this.collect(matches, offset, limit);
+    }
+    if (query.predicate === undefined) {
+      if (status === undefined) {
+        const end = Math.max(0, this.items.length - offset);
+        const start = Math.max(0, end - limit);
+        return { total: this.items.length, items: this.items.slice(start, end).reverse() };
+      }
+      return { total: this.totals[status], items: this.pageByStatus(status, offset, limit) };
+    }
+    return this.scan(predicate, status, offset, limit);
+  }
+
+  private collect(matches: TransactionRecord[], offset: number, limit: number): TransactionPage {
+    return { total: matches.length, items: matches.slice(offset, offset + limit) };
+  }
+
+  /** Skips whole chunks by their counts, then reads the page. */
+  private pageByStatus(status: ClientSyncStatus, offset: number, limit: number): TransactionRecord[] {
+    const counts = this.chunkCounts[status];
+    const out: TransactionRecord[] = [];
+    let skip = offset;
+    for (let chunk = counts.length - 1; chunk >= 0 && out.length < limit; chunk--) {
+      const count = counts[chunk] ?? 0;
+      if (count === 0) continue;
+      if (skip >= count) {
+        skip -= count;
+        continue;
+      }
+      const low = chunk * CHUNK;
+      for (let i = Math.min(this.items.length, low + CHUNK) - 1; i >= low && out.length < limit; i--) {
+        const tx = this.items[i];
+        if (tx === undefined || tx.client_sync_status !== status) continue;
+        if (skip > 0) skip--;
+        else out.push(tx);
+      }
+    }
+    return out;
+  }
+
+  /** One pass, newest first, counting every match and keeping the page's. */
+  private scan(
+    predicate: (tx: TransactionRecord) => boolean,
+    status: ClientSyncStatus | undefined,
+    offset: number,
+    limit: number,
+  ): TransactionPage {
+    const out: TransactionRecord[] = [];
+    let total = 0;
+    const chunks = Math.ceil(this.items.length / CHUNK);
+    for (let chunk = chunks - 1; chunk >= 0; chunk--) {
+      if (status !== undefined && (this.chunkCounts[status][chunk] ?? 0) === 0) continue;
+      const low = chunk * CHUNK;
+      for (let i = Math.min(this.items.length, low + CHUNK) - 1; i >= low; i--) {
+        const tx = this.items[i];
+        if (tx === undefined || !predicate(tx)) continue;
+        if (total >= offset && out.length < limit) out.push(tx);
+        total++;
+      }
+    }
+    return { total, items: out };
+  }
+}

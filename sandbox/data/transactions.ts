@@ -1,0 +1,431 @@
+/**
+ * Builds realistic transactions for one company: merchants, MCCs, FX, VAT, fees,
+ * segments, line items, receipts, and refunds/reversals naming their purchase.
+ */
+import type { Prng} from "../prng.js";
+import { round2 } from "../prng.js";
+import { MCC_DESCRIPTIONS, MERCHANTS, convert, type MerchantProfile } from "./catalog.js";
+import type { CardRecord, ClientSyncStatus, CompanyData, MasterRecord, TransactionRecord, UserProfile } from "./model.js";
+
+const DAY_MS = 86_400_000;
+
+/** Categories the factory can build (§2.2). */
+export const BUILDABLE_CATEGORIES = [
+  "purchase",
+  "refund",
+  "reversal",
+  "card_loading",
+  "card_unloading",
+  "cash_withdrawal",
+  "deposit",
+  "cashback",
+  "account_transfer",
+] as const;
+export type BuildableCategory = (typeof BUILDABLE_CATEGORIES)[number];
+
+const CATEGORY_WEIGHTS: readonly (readonly [BuildableCategory, number])[] = [
+  ["purchase", 70],
+  ["refund", 7],
+  ["reversal", 5],
+  ["card_loading", 6],
+  ["card_unloading", 2],
+  ["cash_withdrawal", 3],
+  ["cashback", 2],
+  ["deposit", 2],
+  ["account_transfer", 3],
+];
+
+/** Categories forced early in a seeded history so every kind is present. */
+const SPECIAL_SEQUENCE: readonly BuildableCategory[] = [
+  "card_loading",
+  "refund",
+  "cash_withdrawal",
+  "reversal",
+  "card_unloading",
+  "account_transfer",
+  "refund",
+  "cashback",
+  "deposit",
+];
+
+const MEMOS: readonly string[] = [
+  "Quarterly licence renewal",
+  "Client workshop in Riyadh",
+  "Team offsite",
+  "Replacement for damaged equipment",
+  "Conference travel",
+  "Monthly subscription",
+  "Campaign for product launch",
+  "Site visit",
+];
+
+export interface CreateOptions {
+  readonly category?: BuildableCategory;
+  readonly parent?: TransactionRecord;
+  /** Sandbox time the transaction happened (epoch ms). */
+  readonly timeMs: number;
+  /** `created_at` (ISO); newest-first order is creation order. */
+  readonly createdAt: string;
+  readonly syncStatus: ClientSyncStatus;
+  /** Sandbox "now" (epoch ms): nothing is cleared in the future. */
+  readonly nowMs: number;
+}
+
+export class TransactionFactory {
+  private readonly supplierByKey: Map<string, MasterRecord>;
+  private readonly accountByNumber: Map<string, MasterRecord>;
+  private readonly taxByCode: Map<string, MasterRecord>;
+  private readonly spendCards: CardRecord[];
+  private readonly atmCards: CardRecord[];
+  private readonly purchases: TransactionRecord[] = [];
+  private readonly refCache = new Map<string, Readonly<Record<string, unknown>>>();
+  private readonly approvedBy: Readonly<Record<string, unknown>>;
+  private readonly segmentsByLabel: Map<string, CompanyData["segments"][number][]>;
+  /** Sequence behind `qashio_id`, so ids stay unique even for a batch built before it is stored. */
+  private lastSeq: number;
+
+  constructor(
+    private readonly data: CompanyData,
+    private readonly prng: Prng,
+    private readonly ordinal: number,
+    private readonly approver: UserProfile,
+  ) {
+    this.supplierByKey = new Map(data.suppliers.map((s) => [String(s.extra.key), s]));
+    this.accountByNumber = new Map(data.chartOfAccounts.map((a) => [String(a.extra.account_number), a]));
+    this.taxByCode = new Map(data.taxRates.map((t) => [String(t.extra.tax_rate_code), t]));
+    this.spendCards = data.cards.filter((c) => c.status === "Active" || c.status === "Suspended" || c.status === "Terminated");
+    this.atmCards = this.spendCards.filter((c) => c.atmWithdrawalAllowed);
+    this.lastSeq = data.transactions.size;
+    this.approvedBy = Object.freeze({ user_external_id: approver.externalId, name: `${approver.firstName} ${approver.lastName}` });
+    this.segmentsByLabel = new Map();
+    for (const segment of data.segments) {
+      const list = this.segmentsByLabel.get(segment.label);
+      if (list) list.push(segment);
+      else this.segmentsByLabel.set(segment.label, [segment]);
+    }
+    for (const tx of data.transactions.all()) if (tx.transaction_category === "purchase") this.purchases.push(tx);
+  }
+
+  /**
+   * Fills the store with `count` past transactions, oldest first. `mixed`: the older
+   * 40% were acknowledged (some changed since: `outdated`), the rest `not_synced`;
+   * `backlog`: every one `not_synced`.
+   */
+  seedHistory(count: number, nowMs: number, mode: "mixed" | "backlog"): void {
+    const spanMs = (count > 1000 ? 365 : 60) * DAY_MS;
+    const start = nowMs - spanMs;
+    const step = (spanMs - 3_600_000) / Math.max(1, count);
+    const syncedCount = mode === "mixed" ? Math.floor(count * 0.4) : 0;
+    for (let i = 0; i < count; i++) {
+      const timeMs = Math.floor(start + i * step + this.prng.next() * step * 0.9);
+      const special = mode === "mixed" && i >= 3 && (i - 3) % 3 === 0 ? SPECIAL_SEQUENCE[(i - 3) / 3] : undefined;
+      const syncStatus: ClientSyncStatus = i < syncedCount ? (i % 5 === 2 ? "outdated" : "synced") : "not_synced";
+      const tx = this.create({
+        category: special,
+        timeMs,
+        createdAt: new Date(timeMs + this.prng.int(1_000, 90_000)).toISOString(),
+        syncStatus,
+        nowMs,
+      });
+      this.data.transactions.add(tx);
+    }
+  }
+
+  /** Builds one transaction (not stored). */
+  create(options: CreateOptions): TransactionRecord {
+    let category: BuildableCategory = options.category ?? this.prng.weighted(CATEGORY_WEIGHTS);
+    let parent = options.parent;
+    if ((category === "refund" || category === "reversal") && parent === undefined) {
+      parent = this.recentPurchase();
+      if (parent === undefined) category = "purchase";
+    }
+    if (parent !== undefined && category !== "refund" && category !== "reversal") category = "refund";
+    const tx = this.build(category, parent, options);
+    if (category === "purchase") this.purchases.push(tx);
+    return tx;
+  }
+
+  private recentPurchase(): TransactionRecord | undefined {
+    if (this.purchases.length === 0) return undefined;
+    // Refunds follow recent purchases more often than old ones.
+    const window = Math.min(this.purchases.length, 20);
+    return this.purchases[this.purchases.length - 1 - this.prng.int(0, window - 1)];
+  }
+
+  private build(category: BuildableCategory, parent: TransactionRecord | undefined, o: CreateOptions): TransactionRecord {
+    const p = this.prng;
+    const company = this.data.company;
+    const billingCurrency = company.currency;
+    const card = parent ? (this.data.cards.find((c) => c.id === parent.card_external_id) ?? p.pick(this.spendCards)) : this.cardFor(category);
+    const holder = card.holder;
+    const merchant = this.merchantFor(category, parent);
+    let transactionAmount: number;
+    let transactionCurrency: string;
+    if (parent) {
+      transactionCurrency = String(parent.transaction_currency);
+      const parentAmount = Number(parent.transaction_amount);
+      transactionAmount = category === "reversal" || p.chance(0.5) ? parentAmount : round2(parentAmount * p.int(20, 90) / 100);
+    } else if (merchant) {
+      transactionCurrency = merchant.currency;
+      transactionAmount = p.money(merchant.min, merchant.max);
+    } else {
+      transactionCurrency = billingCurrency;
+      transactionAmount = category === "cashback" ? p.money(5, 250) : category === "cash_withdrawal" ? p.pick([200, 500, 1000, 1500]) : p.pick([1_000, 2_500, 5_000, 10_000]);
+    }
+    const billingAmount = convert(transactionAmount, transactionCurrency, billingCurrency);
+    const foreign = transactionCurrency !== billingCurrency;
+    const fee =
+      category === "cash_withdrawal" ? round2(billingAmount * 0.02 + 10) : foreign && (category === "purchase") ? round2(billingAmount * 0.02) : 0;
+    const clearedMs = o.timeMs + p.int(1, 2) * DAY_MS + p.int(0, 6 * 3_600_000);
+    const cleared = clearedMs <= o.nowMs;
+    const supplier = merchant ? this.supplierByKey.get(merchant.supplier) : undefined;
+    const account = merchant
+      ? this.accountByNumber.get(merchant.account)
+      : this.accountByNumber.get(category === "cashback" || category === "cash_withdrawal" ? "6900" : "1150");
+    const tax = this.taxFor(merchant, category);
+    const taxRate = Number(tax?.extra.total_tax_rate ?? 0);
+    const vat = tax && tax.extra.tax_rate_code !== "RC" ? round2((billingAmount * taxRate) / (100 + taxRate)) : 0;
+    const credit = category === "refund" || category === "reversal" || category === "card_loading" || category === "deposit" || category === "cashback";
+    const pool = card.poolAccountId ? this.data.pools.find((x) => x.id === card.poolAccountId) : undefined;
+    const approval = this.approvalFor(o.syncStatus);
+    const erpSync = o.syncStatus === "not_synced" ? p.weighted<string>([["draft", 4], ["pending", 3], ["validated", 3], ["not_validated", 1], ["failed", 1]]) : "success";
+    const segments = this.segmentsFor();
+    const createdMs = Date.parse(o.createdAt);
+    const updatedMs = Math.max(createdMs, cleared ? clearedMs : createdMs) + (o.syncStatus === "outdated" ? p.int(2, 6) * DAY_MS : 0);
+    const updatedAt = new Date(Math.min(updatedMs, Math.max(o.nowMs, createdMs))).toISOString();
+    const description = this.describe(category, merchant, parent, card);
+    const tx: TransactionRecord = {
+      id: p.uuid(),
+      qashio_id: `CT${this.ordinal}${String(++this.lastSeq).padStart(9, "0")}`,
+      parent_id: parent ? parent.id : null,
+      parent_qashio_id: parent ? parent.qashio_id : null,
+      company_id: company.id,
+      merchant_name: merchant ? merchant.name : this.pseudoMerchant(category),
+      merchant_city: merchant ? merchant.city : category === "cash_withdrawal" ? "Dubai" : null,
+      merchant_country: merchant ? merchant.country : category === "cash_withdrawal" ? company.country : null,
+      mcc_code: merchant ? merchant.mcc : category === "cash_withdrawal" ? "6011" : null,
+      mcc_description: merchant ? (MCC_DESCRIPTIONS[merchant.mcc] ?? null) : category === "cash_withdrawal" ? (MCC_DESCRIPTIONS["6011"] ?? null) : null,
+      transaction_amount: transactionAmount,
+      transaction_currency: transactionCurrency,
+      billing_amount: billingAmount,
+      billing_currency: billingCurrency,
+      clearing_amount: cleared ? billingAmount : 0,
+      vat_amount: vat,
+      fee_charges: fee,
+      transaction_time: new Date(o.timeMs).toISOString(),
+      cleared_at: cleared ? new Date(clearedMs).toISOString() : null,
+      created_at: o.createdAt,
+      updated_at: updatedAt,
+      modified_date: updatedAt,
+      transaction_type: credit ? "credit" : "debit",
+      transaction_category: category,
+      clearing_status: cleared ? "cleared" : "pending",
+      settlement_status: cleared ? "settled" : "unsettled",
+      message_type: category === "reversal" ? "reversal" : cleared ? "clearing" : "authorization",
+      status_code: "00",
+      card_name: card.nickname,
+      card_external_id: card.id,
+      card_last_four: card.lastFour,
+      card_holder_name: `${holder.firstName} ${holder.lastName}`,
+      card_holder_email: holder.email,
+      employee_id: holder.employeeId,
+      pool_account_name: pool ? pool.accountName : null,
+      pool_external_id: pool ? pool.id : null,
+      erp_supplier: supplier ? this.supplierRef(supplier) : null,
+      erp_chart_of_account: account ? this.accountRef(account) : null,
+      erp_supplier_name: supplier ? supplier.remote_name : null,
+      erp_chart_of_account_name: account ? account.remote_name : null,
+      chart_of_account_number: account ? String(account.extra.account_number) : null,
+      erp_tax_rate_name: tax ? tax.remote_name : null,
+      expense_category_name: merchant ? merchant.expenseCategory : null,
+      vendor_trn: merchant && merchant.country === company.country ? `100${p.digits(12)}` : null,
+      purchase_order_number: category === "purchase" && p.chance(0.25) ? `PO-${new Date(o.timeMs).getUTCFullYear()}-${p.digits(4)}` : null,
+      rrn: p.digits(12),
+      supplier_qashio_external_id: supplier ? String(supplier.extra.qashio_external_id) : null,
+      chart_of_account_qashio_external_id: account ? String(account.extra.qashio_external_id) : null,
+      erp_supplier_remote_id: supplier ? supplier.remote_id : null,
+      erp_tax_rate_remote_id: tax ? tax.remote_id : null,
+      erp_chart_of_account_remote_id: account ? account.remote_id : null,
+      client_sync_status: o.syncStatus,
+      erp_sync_status: erpSync,
+      erp_sync_type: category === "purchase" || category === "refund" || category === "reversal" ? "expense" : "bank_transfer",
+      exclude_from_sync: category === "account_transfer" && p.chance(0.5),
+      sync_errors: erpSync === "failed" || erpSync === "not_validated" ? [this.syncError()] : [],
+      approval_status: approval.status,
+      approved_date_time: approval.approved ? new Date(createdMs + p.int(1, 48) * 3_600_000).toISOString() : null,
+      approved_by: approval.approved ? this.approvedBy : null,
+      memo: p.chance(0.35) ? p.pick(MEMOS) : null,
+      transaction_description: description,
+      segments,
+      line_items: category === "purchase" && merchant ? this.lineItems(merchant, billingAmount, vat, tax, account, segments, o.createdAt) : [],
+      receipts: category === "purchase" && p.chance(0.7) ? [this.receipt()] : [],
+      visible: true,
+      transaction_status: o.syncStatus === "not_synced" ? p.weighted<string>([["draft", 5], ["pushed", 3], ["failed", 1]]) : "synced",
+      transaction_fee_amount: fee,
+      clearing_fee: cleared ? fee : 0,
+    };
+    return tx;
+  }
+
+
+  /** Nested references are shared between transactions (memory for big backlogs); views copy on write. */
+  private supplierRef(supplier: MasterRecord): Readonly<Record<string, unknown>> {
+    let ref = this.refCache.get(supplier.id);
+    if (!ref) {
+      ref = Object.freeze({ id: supplier.id, qashio_external_id: supplier.extra.qashio_external_id, remote_id: supplier.remote_id, remote_name: supplier.remote_name, status: supplier.status });
+      this.refCache.set(supplier.id, ref);
+    }
+    return ref;
+  }
+
+  private accountRef(account: MasterRecord): Readonly<Record<string, unknown>> {
+    let ref = this.refCache.get(account.id);
+    if (!ref) {
+      ref = Object.freeze({
+        id: account.id,
+        qashio_external_id: account.extra.qashio_external_id,
+        remote_id: account.remote_id,
+        remote_name: account.remote_name,
+        account_type: account.extra.account_type,
+        account_number: account.extra.account_number,
+        account_currency: account.extra.account_currency,
+      });
+      this.refCache.set(account.id, ref);
+    }
+    return ref;
+  }
+
+  private cardFor(category: BuildableCategory): CardRecord {
+    if (category === "cash_withdrawal" && this.atmCards.length > 0) return this.prng.pick(this.atmCards);
+    return this.prng.pick(this.spendCards);
+  }
+
+  private merchantFor(category: BuildableCategory, parent: TransactionRecord | undefined): MerchantProfile | undefined {
+    if (parent) return MERCHANTS.find((m) => m.name === parent.merchant_name);
+    if (category === "purchase") return this.prng.pick(MERCHANTS);
+    return undefined;
+  }
+
+  private pseudoMerchant(category: BuildableCategory): string {
+    switch (category) {
+      case "card_loading":
+        return "Card top-up";
+      case "card_unloading":
+        return "Card unload to funding account";
+      case "cash_withdrawal":
+        return "Emirates NBD ATM";
+      case "cashback":
+        return "Qashio Cashback";
+      case "deposit":
+        return "Funding deposit";
+      case "account_transfer":
+        return "Transfer between accounts";
+      default:
+        return "Unknown merchant";
+    }
+  }
+
+  private taxFor(merchant: MerchantProfile | undefined, category: BuildableCategory): MasterRecord | undefined {
+    if (!merchant) return category === "cash_withdrawal" || category === "cashback" ? this.taxByCode.get("OS") : undefined;
+    const home = this.data.company.country;
+    if (merchant.country === home) return this.taxByCode.get(home === "SA" ? "SA15" : "SR");
+    if (merchant.country === "AE" || merchant.country === "SA") return this.taxByCode.get("OS");
+    return this.taxByCode.get("RC");
+  }
+
+  private approvalFor(sync: ClientSyncStatus): { status: string; approved: boolean } {
+    if (sync !== "not_synced") return { status: this.prng.chance(0.85) ? "approved" : "admin_approved", approved: true };
+    const status = this.prng.weighted<string>([
+      ["approved", 8],
+      ["pending", 4],
+      ["initiated", 2],
+      ["review", 1],
+      ["admin_approved", 1],
+      ["rejected", 1],
+    ]);
+    return { status, approved: status === "approved" || status === "admin_approved" };
+  }
+
+  private segmentsFor() {
+    const pickLabel = (label: string) => this.prng.pick(this.segmentsByLabel.get(label) ?? []);
+    const out = [pickLabel("Location"), pickLabel("Department")];
+    if (this.prng.chance(0.4)) out.push(pickLabel("Project"));
+    if (this.prng.chance(0.5)) out.push(pickLabel("cost_centre"));
+    return out;
+  }
+
+  private lineItems(
+    merchant: MerchantProfile,
+    billing: number,
+    vat: number,
+    tax: MasterRecord | undefined,
+    account: MasterRecord | undefined,
+    segments: unknown[],
+    createdAt: string,
+  ) {
+    const count = Math.min(merchant.lineItems.length, this.prng.int(1, 3));
+    const items = [];
+    let restAmount = billing;
+    let restVat = vat;
+    for (let i = 0; i < count; i++) {
+      const last = i === count - 1;
+      const share = last ? 1 : this.prng.int(30, 70) / 100;
+      const amount = last ? round2(restAmount) : round2(restAmount * share);
+      const itemVat = last ? round2(restVat) : round2(restVat * share);
+      restAmount -= amount;
+      restVat -= itemVat;
+      items.push({
+        id: this.prng.uuid(),
+        amount,
+        vat_amount: itemVat,
+        description: merchant.lineItems[i] ?? merchant.name,
+        expense_category: merchant.expenseCategory,
+        erp_tax_rate_name: tax ? tax.remote_name : null,
+        erp_tax_rate_remote_id: tax ? tax.remote_id : null,
+        erp_chart_of_account_name: account ? account.remote_name : null,
+        erp_chart_of_account_remote_id: account ? account.remote_id : null,
+        segments,
+        created_at: createdAt,
+        updated_at: createdAt,
+      });
+    }
+    return items;
+  }
+
+  private receipt() {
+    const code = this.prng.code(8);
+    return { id: this.prng.uuid(), name: `receipt-${code.toLowerCase()}.pdf`, label: "Receipt", code, erp_internal_id: null, erp_code: null };
+  }
+
+  private syncError() {
+    const [code, name] = this.prng.pick([
+      ["TAX_RATE_REQUIRED", "Tax rate is required for this ledger account"],
+      ["SUPPLIER_INACTIVE", "Supplier is inactive in the accounting system"],
+      ["PERIOD_LOCKED", "Accounting period is locked"],
+    ] as const);
+    return { id: this.prng.uuid(), name, label: "sync_error", code, erp_internal_id: null, erp_code: null };
+  }
+
+  private describe(category: BuildableCategory, merchant: MerchantProfile | undefined, parent: TransactionRecord | undefined, card: CardRecord): string {
+    switch (category) {
+      case "purchase":
+        return `${merchant?.name ?? "Purchase"} - ${card.nickname}`;
+      case "refund":
+        return `Refund from ${String(parent?.merchant_name ?? "merchant")}`;
+      case "reversal":
+        return `Authorisation reversed by ${String(parent?.merchant_name ?? "merchant")}`;
+      case "card_loading":
+        return `Top-up of ${card.nickname}`;
+      case "card_unloading":
+        return `Balance of ${card.nickname} returned to funding account`;
+      case "cash_withdrawal":
+        return "ATM cash withdrawal";
+      case "cashback":
+        return "Monthly cashback reward";
+      case "deposit":
+        return "Bank transfer into company funding account";
+      case "account_transfer":
+        return "Transfer from funding account to pool account";
+    }
+  }
+}

@@ -1,0 +1,50 @@
+/**
+ * Injected faults: the next `count` requests matching method and path prefix fail
+ * as told (a status with the error envelope and `Retry-After`, a delay, a body that
+ * is not JSON). The control surface itself is never faulted.
+ */
+
+export interface FaultSpec {
+  readonly method?: string;
+  readonly pathPrefix?: string;
+  readonly status?: number;
+  readonly count: number;
+  /** Seconds, sent as `Retry-After`. */
+  readonly retryAfter?: number;
+  /** Real-time delay before answering (for client timeouts). */
+  readonly delayMs?: number;
+  readonly malformed?: boolean;
+}
+
+interface ActiveFault extends FaultSpec {
+  remaining: number;
+}
+
+export class FaultQueue {
+  private faults: ActiveFault[] = [];
+
+  add(spec: FaultSpec): void {
+    this.faults.push({ ...spec, method: spec.method?.toUpperCase(), remaining: spec.count });
+  }
+
+  clear(): void {
+    this.faults = [];
+  }
+
+  /** Faults still armed (for the control surface). */
+  list(): FaultSpec[] {
+    return this.faults.map(({ remaining, ...spec }) => ({ ...spec, count: remaining }));
+  }
+
+  /** Consumes and returns the first armed fault matching the request, if any. */
+  take(method: string, path: string): FaultSpec | undefined {
+    const index = this.faults.findIndex(
+      (f) => (f.method === undefined || f.method === method.toUpperCase()) && (f.pathPrefix === undefined || path.startsWith(f.pathPrefix)),
+    );
+    if (index < 0) return undefined;
+    const fault = this.faults[index] as ActiveFault;
+    fault.remaining--;
+    if (fault.remaining <= 0) this.faults.splice(index, 1);
+    return fault;
+  }
+}

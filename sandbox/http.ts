@@ -1,0 +1,140 @@
+/**
+ * Envelopes (§4.1, §7), pagination blocks (§8.1) and request checks shared by the routes.
+ */
+import type { Context } from "hono";
+import type { z } from "zod";
+import { checkBody, checkQuery } from "../shared/qashio/schemas/index.js";
+import type { CompanyData } from "./data/model.js";
+import { ValidationError, type FieldError } from "./errors.js";
+import type { AccessGrant } from "./oauth.js";
+import type { SandboxState } from "./state.js";
+import { MAX_PAGE_SIZE } from "./state.js";
+
+/** Hono environment of the sandbox app. */
+export interface SandboxEnv {
+  Variables: {
+    requestId: string;
+    state: SandboxState;
+    /** Company of the caller (set by the bearer or API-key middleware). */
+    data: CompanyData;
+    /** Present for bearer callers; legacy API-key callers have none (all read scopes). */
+    grant?: AccessGrant;
+  };
+}
+
+export type SandboxContext = Context<SandboxEnv>;
+
+/** `meta` of both envelopes. */
+export function meta(c: SandboxContext): { request_id: string; timestamp: string } {
+  return { request_id: c.get("requestId"), timestamp: c.get("state").clock.nowIso() };
+}
+
+/** §4.1 success envelope. */
+export function ok(
+  c: SandboxContext,
+  data: unknown,
+  options: { status?: 200 | 201; message?: string; pagination?: Pagination } = {},
+): Response {
+  const status = options.status ?? 200;
+  const body: Record<string, unknown> = { status_code: status, success: true };
+  if (options.message !== undefined) body.message = options.message;
+  body.data = data;
+  if (options.pagination) body.pagination = options.pagination;
+  body.meta = meta(c);
+  return c.json(body, status);
+}
+
+/** §7 error envelope body (no `success` field). */
+export function errorBody(c: SandboxContext, status: number, message: string, errors: readonly FieldError[]): Record<string, unknown> {
+  return { status_code: status, message, errors, meta: meta(c) };
+}
+
+/** §8.1 `pagination` block. */
+export interface Pagination {
+  readonly page: number;
+  readonly page_size: number;
+  readonly total_records: number;
+  readonly total_pages: number;
+  readonly has_next: boolean;
+  readonly has_previous: boolean;
+}
+
+export function pagination(page: number, pageSize: number, total: number): Pagination {
+  const totalPages = Math.ceil(total / pageSize);
+  return { page, page_size: pageSize, total_records: total, total_pages: totalPages, has_next: page < totalPages, has_previous: page > 1 };
+}
+
+/** One page of an already ordered array. */
+export function slicePage<T>(items: readonly T[], page: number, pageSize: number): T[] {
+  return items.slice((page - 1) * pageSize, page * pageSize);
+}
+
+/**
+ * Checks the request's query with the shared schema (the client's rule set), then the
+ * sandbox's own maximum page size; throws a 400 with one entry per offending field.
+ */
+export function parseQuery<S extends z.ZodType>(c: SandboxContext, schema: S, sizeFields: readonly string[] = ["page_size"]): z.output<S> {
+  const params = new URL(c.req.url).searchParams;
+  const result = checkQuery(schema, params);
+  const errors: FieldError[] = result.ok ? [] : [...result.errors];
+  for (const field of sizeFields) {
+    const raw = params.get(field);
+    if (raw !== null && /^\s*\+?\d+\s*$/.test(raw) && Number(raw) > MAX_PAGE_SIZE && !errors.some((e) => e.field === field)) {
+      errors.push({ field, code: "OUT_OF_RANGE", message: `${field} must be at most ${MAX_PAGE_SIZE}` });
+    }
+  }
+  if (errors.length > 0 || !result.ok) throw new ValidationError(errors);
+  return result.value;
+}
+
+/** Reads a JSON body: 400 when it is not JSON. */
+export async function readJson(c: SandboxContext): Promise<unknown> {
+  const text = await c.req.text();
+  if (text.trim() === "") return {};
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    throw new ValidationError([{ field: null, code: "INVALID_FORMAT", message: "request body must be JSON" }], "Malformed request body");
+  }
+}
+
+/** Reads and checks a JSON write body with the shared schema. */
+export async function parseBody<S extends z.ZodType>(c: SandboxContext, schema: S): Promise<z.output<S>> {
+  const result = checkBody(schema, await readJson(c));
+  if (!result.ok) throw new ValidationError(result.errors);
+  return result.value;
+}
+
+/** Inclusive `YYYY-MM-DD` range test on the date part of an ISO timestamp (§8.2 rule 1). */
+export function inDateRange(iso: string | null | undefined, from: string | undefined, to: string | undefined): boolean {
+  if (from === undefined && to === undefined) return true;
+  if (!iso) return false;
+  const day = iso.slice(0, 10);
+  return (from === undefined || day >= from) && (to === undefined || day <= to);
+}
+
+/** Case-insensitive partial match (§8.2 rule 5). */
+export function contains(value: unknown, needle: string | undefined): boolean {
+  if (needle === undefined) return true;
+  return typeof value === "string" && value.toLowerCase().includes(needle.toLowerCase());
+}
+
+/** Waits real time, rejecting when the request is aborted (client timeouts). */
+export function delay(ms: number, signal?: AbortSignal): Promise<void> {
+  if (ms <= 0) return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) {
+      reject(signal.reason);
+      return;
+    }
+    const timer = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal?.reason);
+    };
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}

@@ -1,0 +1,114 @@
+/**
+ * `npm run sandbox -- --port <port> [--seed <n>] [--latency-ms <n>] [--frozen-clock]`:
+ * runs the provider sandbox on 127.0.0.1 until SIGINT or SIGTERM.
+ */
+import { parseArgs } from "node:util";
+import { SandboxUsageError } from "./errors.js";
+import { createSandbox, DEFAULT_SEED, LEGACY_PREFIX, SANDBOX_CLIENT } from "./index.js";
+
+/** Port when `--port` is not given. */
+export const DEFAULT_PORT = 8787;
+
+export interface MainOptions {
+  readonly port: number;
+  readonly seed: number;
+  readonly latencyMs: number;
+  readonly frozenClock: boolean;
+  readonly help: boolean;
+}
+
+const USAGE = `Usage: npm run sandbox -- [--port <port>] [--seed <n>] [--latency-ms <n>] [--frozen-clock]
+  --port <port>       TCP port on 127.0.0.1 (0 = any free port; default ${DEFAULT_PORT})
+  --seed <n>          seed of the deterministic data (default ${DEFAULT_SEED})
+  --latency-ms <n>    fixed delay before every provider API answer (default 0)
+  --frozen-clock      sandbox time only moves through POST /_sandbox/clock (default: follows real time)`;
+
+function integer(name: string, raw: string | undefined, fallback: number, max: number): number {
+  if (raw === undefined) return fallback;
+  if (!/^\d+$/.test(raw) || Number(raw) > max) throw new SandboxUsageError(`--${name} must be an integer from 0 to ${max}, got "${raw}"`);
+  return Number(raw);
+}
+
+/** Parses the command line; throws {@link SandboxUsageError} on bad arguments. */
+export function parseMainArgs(argv: readonly string[]): MainOptions {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: [...argv],
+      options: {
+        port: { type: "string" },
+        seed: { type: "string" },
+        "latency-ms": { type: "string" },
+        "frozen-clock": { type: "boolean" },
+        help: { type: "boolean", short: "h" },
+      },
+      strict: true,
+      allowPositionals: false,
+    }));
+  } catch (cause) {
+    throw new SandboxUsageError(cause instanceof Error ? cause.message : String(cause), { cause });
+  }
+  return {
+    port: integer("port", values.port, DEFAULT_PORT, 65_535),
+    seed: integer("seed", values.seed, DEFAULT_SEED, 4_294_967_295),
+    latencyMs: integer("latency-ms", values["latency-ms"], 0, 60_000),
+    frozenClock: values["frozen-clock"] ?? false,
+    help: values.help ?? false,
+  };
+}
+
+async function main(): Promise<void> {
+  let options: MainOptions;
+  try {
+    options = parseMainArgs(process.argv.slice(2));
+  } catch (error) {
+    if (!(error instanceof SandboxUsageError)) throw error;
+    console.error(`sandbox: ${error.message}\n${USAGE}`);
+    process.exit(2);
+  }
+  if (options.help) {
+    console.log(USAGE);
+    return;
+  }
+  const sandbox = createSandbox({ seed: options.seed, latencyMs: options.latencyMs, realTime: !options.frozenClock });
+  let server;
+  try {
+    server = await sandbox.listen(options.port);
+  } catch (error) {
+    console.error(`sandbox: cannot listen on 127.0.0.1:${options.port}: ${error instanceof Error ? error.message : String(error)}`);
+    process.exit(1);
+  }
+  const lines = [
+    `Qashio provider sandbox listening on ${server.url} (seed ${options.seed}, latency ${options.latencyMs} ms)`,
+    `  authorize:  ${server.url}/oauth2/authorize?response_type=code&client_id=${SANDBOX_CLIENT.clientId}&redirect_uri=<http://127.0.0.1:PORT/callback>&scope=transactions:read&state=<random>`,
+    `  client:     client_id=${SANDBOX_CLIENT.clientId} client_secret=${SANDBOX_CLIENT.clientSecret}`,
+    `  control:    ${server.url}/_sandbox/companies (clock, faults, reset, latency: see README)`,
+    `  legacy:     ${server.url}${LEGACY_PREFIX}/erp-transactions?companyId=<id> with header x-api-key`,
+    "  companies:",
+    ...sandbox.control
+      .companies()
+      .map((c) => `    ${c.id}  ${c.name.padEnd(20)} legacy x-api-key=${c.apiKey}${c.apiAccessEnabled ? "" : "  (API access disabled: 403)"}`),
+  ];
+  console.log(lines.join("\n"));
+
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    console.log(`sandbox: ${signal} received, stopping`);
+    server.close().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        console.error(`sandbox: error while stopping: ${error instanceof Error ? error.message : String(error)}`);
+        process.exit(1);
+      },
+    );
+  };
+  process.once("SIGINT", () => stop("SIGINT"));
+  process.once("SIGTERM", () => stop("SIGTERM"));
+}
+
+// Only run when executed, not when imported by tests.
+if (process.argv[1] && import.meta.url === new URL(`file://${process.argv[1]}`).href) {
+  void main();
+}

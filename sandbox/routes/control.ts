@@ -1,0 +1,189 @@
+/**
+ * Control surface under `/_sandbox` (issue 3 item 6): companies, authorization codes,
+ * activity generation, dashboard card changes, clock, faults, reset, latency.
+ * Never faulted, never delayed.
+ */
+import type { Hono } from "hono";
+import { z } from "zod";
+import { checkBody } from "../../shared/qashio/schemas/index.js";
+import type { ErpCardStatus } from "../data/model.js";
+import { BUILDABLE_CATEGORIES } from "../data/transactions.js";
+import { OAuthError, ValidationError } from "../errors.js";
+import { readJson, type SandboxContext, type SandboxEnv } from "../http.js";
+import { erpCardDetailView, transactionListView } from "../views.js";
+
+/** Most transactions one control call creates. */
+export const MAX_CREATED_PER_CALL = 1000;
+/** Largest backlog a reset builds. */
+export const MAX_RESET_TRANSACTIONS = 200_000;
+
+const ERP_CARD_STATUSES: readonly ErpCardStatus[] = ["Active", "Inactive", "Suspended", "Terminated", "Draft", "Cancelled"];
+
+const nonNegativeInt = z.number().int().nonnegative();
+
+const AuthorizationCodeBody = z.object({
+  client_id: z.string().min(1),
+  redirect_uri: z.string().min(1),
+  scope: z.string().optional(),
+});
+
+const CreateTransactionsBody = z.object({
+  count: z.number().int().min(1).max(MAX_CREATED_PER_CALL).optional(),
+  transaction_category: z.enum(BUILDABLE_CATEGORIES).optional(),
+  parent_qashio_id: z.string().min(1).optional(),
+});
+
+const CardStatusBody = z.object({ status: z.string().min(1) });
+
+const ClockBody = z.object({ advance_seconds: z.number().nonnegative() });
+
+const FaultBody = z
+  .object({
+    method: z.string().min(1).optional(),
+    path_prefix: z.string().startsWith("/").optional(),
+    status: z.number().int().min(400).max(599).optional(),
+    count: z.number().int().min(1),
+    retry_after: nonNegativeInt.optional(),
+    delay_ms: nonNegativeInt.max(120_000).optional(),
+    malformed: z.boolean().optional(),
+  })
+  .refine((f) => f.status !== undefined || f.delay_ms !== undefined || f.malformed === true, {
+    message: "one of status, delay_ms or malformed is required",
+  });
+
+const ResetBody = z.object({
+  seed: z.number().int().nonnegative().optional(),
+  transactions: z.number().int().min(0).max(MAX_RESET_TRANSACTIONS).optional(),
+  company_id: z.string().min(1).optional(),
+});
+
+const LatencyBody = z.object({ latency_ms: nonNegativeInt.max(60_000) });
+
+const ApiAccessBody = z.object({ enabled: z.boolean() });
+
+async function body<S extends z.ZodType>(c: SandboxContext, schema: S): Promise<z.output<S>> {
+  const result = checkBody(schema, await readJson(c));
+  if (!result.ok) throw new ValidationError(result.errors);
+  return result.value;
+}
+
+function company(c: SandboxContext) {
+  return c.get("state").requireCompany(c.req.param("companyId") ?? "");
+}
+
+export function registerControl(app: Hono<SandboxEnv>): void {
+  app.get("/_sandbox/companies", (c) =>
+    c.json({
+      data: c
+        .get("state")
+        .listCompanies()
+        .map((d) => ({
+          id: d.company.id,
+          name: d.company.name,
+          legal_name: d.company.legalName,
+          currency: d.company.currency,
+          api_access_enabled: d.company.apiAccessEnabled,
+          legacy_api_key: d.company.apiKey,
+          transactions: d.transactions.size,
+        })),
+    }),
+  );
+
+  app.post("/_sandbox/companies/:companyId/authorization_codes", async (c) => {
+    const data = company(c);
+    const b = await body(c, AuthorizationCodeBody);
+    try {
+      const code = c.get("state").oauth.issueCode({ clientId: b.client_id, redirectUri: b.redirect_uri, scope: b.scope, companyId: data.company.id });
+      return c.json({ code }, 201);
+    } catch (error) {
+      if (error instanceof OAuthError) throw new ValidationError([{ field: error.error === "invalid_client" ? "client_id" : error.error === "invalid_scope" ? "scope" : "redirect_uri", code: "INVALID_FORMAT", message: error.description }]);
+      throw error;
+    }
+  });
+
+  app.post("/_sandbox/companies/:companyId/transactions", async (c) => {
+    const data = company(c);
+    const b = await body(c, CreateTransactionsBody);
+    const created = c.get("state").createTransactions(data, {
+      count: b.count ?? 1,
+      category: b.transaction_category,
+      parentQashioId: b.parent_qashio_id,
+    });
+    return c.json({ data: created.map(transactionListView) }, 201);
+  });
+
+  app.patch("/_sandbox/companies/:companyId/transactions/:id", async (c) => {
+    const data = company(c);
+    const raw = await readJson(c);
+    if (raw === null || typeof raw !== "object" || Array.isArray(raw)) {
+      throw new ValidationError([{ field: null, code: "INVALID_FORMAT", message: "body must be an object of fields" }]);
+    }
+    const tx = c.get("state").patchTransaction(data, c.req.param("id") ?? "", raw as Record<string, unknown>);
+    return c.json({ data: transactionListView(tx) }, 200);
+  });
+
+  app.post("/_sandbox/companies/:companyId/cards/:cardId/status", async (c) => {
+    const data = company(c);
+    const state = c.get("state");
+    const card = state.requireCard(data, c.req.param("cardId") ?? "");
+    const b = await body(c, CardStatusBody);
+    const status = ERP_CARD_STATUSES.find((s) => s.toLowerCase() === b.status.toLowerCase());
+    if (!status) throw new ValidationError([{ field: "status", code: "INVALID_ENUM", message: `status must be one of: ${ERP_CARD_STATUSES.join(", ")}` }]);
+    state.setCardStatus(card, status);
+    return c.json({ data: erpCardDetailView(card, data.company) }, 200);
+  });
+
+  app.post("/_sandbox/companies/:companyId/api_access", async (c) => {
+    const data = company(c);
+    const b = await body(c, ApiAccessBody);
+    data.company.apiAccessEnabled = b.enabled;
+    return c.json({ data: { id: data.company.id, api_access_enabled: b.enabled } }, 200);
+  });
+
+  app.get("/_sandbox/companies/:companyId/audit", (c) => c.json({ data: company(c).audit }, 200));
+
+  app.get("/_sandbox/clock", (c) => c.json({ data: { now: c.get("state").clock.nowIso() } }, 200));
+  app.post("/_sandbox/clock", async (c) => {
+    const b = await body(c, ClockBody);
+    const state = c.get("state");
+    state.advanceClock(b.advance_seconds);
+    return c.json({ data: { now: state.clock.nowIso() } }, 200);
+  });
+
+  app.get("/_sandbox/faults", (c) => c.json({ data: c.get("state").faults.list() }, 200));
+  app.post("/_sandbox/faults", async (c) => {
+    const b = await body(c, FaultBody);
+    const faults = c.get("state").faults;
+    faults.add({
+      method: b.method,
+      pathPrefix: b.path_prefix,
+      status: b.status,
+      count: b.count,
+      retryAfter: b.retry_after,
+      delayMs: b.delay_ms,
+      malformed: b.malformed,
+    });
+    return c.json({ data: faults.list() }, 201);
+  });
+  app.delete("/_sandbox/faults", (c) => {
+    c.get("state").faults.clear();
+    return c.json({ data: [] }, 200);
+  });
+
+  app.post("/_sandbox/reset", async (c) => {
+    const b = await body(c, ResetBody);
+    const state = c.get("state");
+    state.reset({ seed: b.seed, transactions: b.transactions, companyId: b.company_id });
+    return c.json(
+      { data: { seed: state.seed, companies: state.listCompanies().map((d) => ({ id: d.company.id, name: d.company.name, transactions: d.transactions.size })) } },
+      200,
+    );
+  });
+
+  app.get("/_sandbox/latency", (c) => c.json({ data: { latency_ms: c.get("state").latencyMs } }, 200));
+  app.post("/_sandbox/latency", async (c) => {
+    const b = await body(c, LatencyBody);
+    c.get("state").latencyMs = b.latency_ms;
+    return c.json({ data: { latency_ms: b.latency_ms } }, 200);
+  });
+}

@@ -1,0 +1,359 @@
+/**
+ * Card and user operations of spec §4.9-§4.10: core card list (`page_info`), card
+ * balance, issuance, funding update, asynchronous suspension, velocity limit, invitations.
+ */
+import type { Hono } from "hono";
+import {
+  CardBalanceQuerySchema,
+  ChangeStatusBodySchema,
+  CoreCardsQuerySchema,
+  DEFAULT_PAGE_SIZES,
+  InviteBodySchema,
+  SUSPEND_STATUS,
+  UpdateCardBodySchema,
+  UpdateVelocityLimitBodySchema,
+} from "../../shared/qashio/schemas/index.js";
+import { requireScope } from "../auth.js";
+import type { CardRecord, CompanyData } from "../data/model.js";
+import { ApiError, ForbiddenError, ValidationError, type FieldError } from "../errors.js";
+import { ok, parseBody, parseQuery, readJson, slicePage, type SandboxContext, type SandboxEnv } from "../http.js";
+import { Prng } from "../prng.js";
+import { coreCardView } from "../views.js";
+
+/** Allowed `velocity_period` values (spec: not shown). */
+export const VELOCITY_PERIODS = ["DAILY", "WEEKLY", "MONTHLY", "QUARTERLY", "YEARLY"] as const;
+/** Allowed `card_usage_type` values (spec: not shown). */
+export const CARD_USAGE_TYPES = ["RELOADABLE", "ONE_TIME"] as const;
+/** Allowed `spend_limit_period` values (spec: not shown). */
+export const SPEND_LIMIT_PERIODS = ["DAILY", "WEEKLY", "MONTHLY", "QUARTERLY", "YEARLY", "ALL_TIME", "PER_TRANSACTION"] as const;
+/** The issuer refuses a spend limit above this amount (a 400 "could not be applied at the issuer"). */
+export const ISSUER_MAX_SPEND_LIMIT = 500_000;
+/** Invitations of at most this many addresses are processed at once (with `summary`); more are queued. */
+export const IMMEDIATE_INVITATION_LIMIT = 10;
+/** Most addresses one invitation request takes. */
+export const MAX_INVITATIONS = 100;
+
+const UPDATED = "Resource updated successfully";
+const CREATED = "Resource created successfully";
+const CLOSED_STATUSES = new Set(["Terminated", "Cancelled"]);
+
+export function registerCore(router: Hono<SandboxEnv>): void {
+  router.get("/cards", listCoreCards);
+  router.get("/cards/balance", cardBalance);
+  router.post("/cards", issueCard);
+  router.put("/cards/:cardId", updateCard);
+  router.put("/cards/:cardId/change_status", changeStatus);
+  router.post("/cards/:cardId/update_velocity_limit", updateVelocityLimit);
+  router.post("/user_profiles/invite", invite);
+}
+
+/** Cards the token's user sees: the sandbox user is an administrator who does not see `Draft` cards. */
+function visibleCards(data: CompanyData): CardRecord[] {
+  return [...data.cards].reverse().filter((card) => card.status !== "Draft");
+}
+
+function listCoreCards(c: SandboxContext): Response {
+  requireScope(c, "cards:read");
+  const q = parseQuery(c, CoreCardsQuerySchema, ["page_size", "limit"]);
+  const data = c.get("data");
+  const page = q.page ?? 1;
+  const perPage = q.page_size ?? q.limit ?? DEFAULT_PAGE_SIZES.core_cards;
+  const cards = visibleCards(data);
+  const totalPages = Math.ceil(cards.length / perPage);
+  return ok(c, {
+    cards: slicePage(cards, page, perPage).map((card) => coreCardView(card, data.company)),
+    page_info: {
+      current_page: page,
+      per_page: perPage,
+      total_entries: cards.length,
+      total_pages: totalPages,
+      next_page: page < totalPages ? page + 1 : null,
+      previous_page: page > 1 ? page - 1 : null,
+      offset: (page - 1) * perPage,
+    },
+  });
+}
+
+function cardBalance(c: SandboxContext): Response {
+  requireScope(c, "wallet:read");
+  const q = parseQuery(c, CardBalanceQuerySchema);
+  const data = c.get("data");
+  const cards = visibleCards(data).filter(
+    (card) =>
+      (q.nickname === undefined || card.nickname === q.nickname) &&
+      (q.last_four === undefined || card.lastFour === q.last_four) &&
+      (q.status === undefined || card.status.toLowerCase() === q.status),
+  );
+  const round = (n: number) => Math.round(n * 100) / 100;
+  return ok(c, {
+    company_balance: { amount: data.company.fundingBalance, currency: data.company.currency },
+    cards: cards.map((card) => ({
+      card_id: card.id,
+      nickname: card.nickname,
+      last_four: card.lastFour,
+      status: card.status.toLowerCase(),
+      // Pending authorisations are already held against the balance.
+      balance: round(cardBalanceOf(card, data) - card.pendingAuthorisations),
+      currency: card.currency,
+    })),
+  });
+}
+
+function cardBalanceOf(card: CardRecord, data: CompanyData): number {
+  if (card.poolAccountId === null) return card.balance;
+  return data.pools.find((p) => p.id === card.poolAccountId)?.balance ?? 0;
+}
+
+function findCard(c: SandboxContext): CardRecord {
+  const state = c.get("state");
+  return state.requireCard(c.get("data"), c.req.param("cardId") ?? "");
+}
+
+function refuseClosed(card: CardRecord): void {
+  if (CLOSED_STATUSES.has(card.status)) {
+    throw new ValidationError([{ field: null, code: "INVALID_STATE", message: `card is ${card.status.toLowerCase()} and cannot be changed` }], "Card cannot be changed in its current state");
+  }
+}
+
+function enumError(field: string, allowed: readonly string[]): FieldError {
+  return { field, code: "INVALID_ENUM", message: `${field} must be one of: ${allowed.join(", ")}` };
+}
+
+async function updateCard(c: SandboxContext): Promise<Response> {
+  requireScope(c, "cards:write");
+  const body = await parseBody(c, UpdateCardBodySchema);
+  const errors: FieldError[] = [];
+  const velocity = body.velocity_period?.toUpperCase();
+  const usage = body.card_usage_type?.toUpperCase();
+  if (velocity !== undefined && !(VELOCITY_PERIODS as readonly string[]).includes(velocity)) errors.push(enumError("velocity_period", VELOCITY_PERIODS));
+  if (usage !== undefined && !(CARD_USAGE_TYPES as readonly string[]).includes(usage)) errors.push(enumError("card_usage_type", CARD_USAGE_TYPES));
+  if (body.card_usage_type_amount !== undefined && body.card_usage_type_amount === 0) {
+    errors.push({ field: "card_usage_type_amount", code: "OUT_OF_RANGE", message: "card_usage_type_amount must be positive" });
+  }
+  if (body.nickname !== undefined && body.nickname.length > 64) errors.push({ field: "nickname", code: "OUT_OF_RANGE", message: "nickname must be at most 64 characters" });
+  if (errors.length > 0) throw new ValidationError(errors);
+  const card = findCard(c);
+  refuseClosed(card);
+  const state = c.get("state");
+  if (body.auto_top_up_amount !== undefined) {
+    card.autoTopUpAmount = body.auto_top_up_amount;
+    card.autoTopUpEnabled = body.auto_top_up_amount > 0;
+  }
+  if (body.card_usage_type_amount !== undefined) card.allowedMaxBalance = body.card_usage_type_amount;
+  if (velocity !== undefined) card.velocityPeriod = velocity;
+  if (usage !== undefined) card.cardUsageType = usage;
+  if (body.nickname !== undefined) card.nickname = body.nickname;
+  card.updatedAt = state.clock.stampIso();
+  audit(c, "card.funding_updated", card, body);
+  return ok(c, { card: coreCardView(card, c.get("data").company, true) }, { message: UPDATED });
+}
+
+async function changeStatus(c: SandboxContext): Promise<Response> {
+  requireScope(c, "cards:write");
+  const body = await parseBody(c, ChangeStatusBodySchema);
+  if (body.status.toLowerCase() !== SUSPEND_STATUS) {
+    throw new ForbiddenError("Only suspension is permitted through the API", "status");
+  }
+  const card = findCard(c);
+  const state = c.get("state");
+  const data = c.get("data");
+  // Retrying an accepted or committed suspension has the same final effect (§7 rule 4).
+  const alreadySuspending = card.status === "Suspended" || state.isSuspensionPending(data.company.id, card.id);
+  if (!alreadySuspending) {
+    if (card.status !== "Active") {
+      throw new ValidationError(
+        [{ field: "status", code: "INVALID_STATE", message: `a ${card.status.toLowerCase()} card cannot be suspended` }],
+        "Card cannot be suspended in its current state",
+      );
+    }
+    state.queueSuspension(data.company.id, card.id);
+    audit(c, "card.suspension_requested", card, { reason_given: body.reason !== undefined });
+  }
+  return ok(c, { message: "Card status change is being processed" }, { message: UPDATED });
+}
+
+async function updateVelocityLimit(c: SandboxContext): Promise<Response> {
+  requireScope(c, "cards:write");
+  const body = await parseBody(c, UpdateVelocityLimitBodySchema);
+  const period = body.spend_limit_period?.toUpperCase();
+  if (period !== undefined && !(SPEND_LIMIT_PERIODS as readonly string[]).includes(period)) {
+    throw new ValidationError([enumError("spend_limit_period", SPEND_LIMIT_PERIODS)]);
+  }
+  const card = findCard(c);
+  if (body.spend_limit_max_amount !== undefined && body.spend_limit_max_amount > ISSUER_MAX_SPEND_LIMIT) {
+    throw new ValidationError(
+      [{ field: "spend_limit_max_amount", code: "OUT_OF_RANGE", message: `the issuer accepts at most ${ISSUER_MAX_SPEND_LIMIT}` }],
+      "Limit could not be applied at the issuer",
+    );
+  }
+  if (CLOSED_STATUSES.has(card.status)) {
+    throw new ValidationError([{ field: null, code: "INVALID_STATE", message: `card is ${card.status.toLowerCase()}` }], "Limit could not be applied at the issuer");
+  }
+  const limit = card.spendLimit;
+  if (body.spend_limit_active !== undefined) limit.active = body.spend_limit_active;
+  if (period !== undefined) limit.period = period;
+  if (body.spend_limit_max_amount !== undefined) limit.maxAmount = body.spend_limit_max_amount;
+  if (body.spend_limit_frequency !== undefined) limit.frequency = body.spend_limit_frequency;
+  const state = c.get("state");
+  limit.updatedAt = state.clock.stampIso();
+  card.updatedAt = limit.updatedAt;
+  // Every call is audited and notifies, even when nothing changed (§4.9).
+  audit(c, "card.velocity_limit_updated", card, body);
+  return ok(c, { card: coreCardView(card, c.get("data").company, true) }, { status: 201, message: CREATED });
+}
+
+const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+
+async function invite(c: SandboxContext): Promise<Response> {
+  requireScope(c, "users:read");
+  const body = await parseBody(c, InviteBodySchema);
+  if (body.end_user.length > MAX_INVITATIONS) {
+    throw new ValidationError([{ field: "end_user", code: "OUT_OF_RANGE", message: `end_user must hold at most ${MAX_INVITATIONS} addresses` }]);
+  }
+  const valid = body.end_user.filter((e) => EMAIL.test(e.trim()));
+  if (valid.length === 0) {
+    throw new ValidationError([{ field: "end_user", code: "INVALID_FORMAT", message: "end_user holds no valid email address" }], "No valid email addresses");
+  }
+  const data = c.get("data");
+  const success: string[] = [];
+  const failed: string[] = [];
+  for (const raw of body.end_user) {
+    const email = raw.trim();
+    const key = email.toLowerCase();
+    if (!EMAIL.test(email) || data.invited.has(key)) {
+      failed.push(email);
+      continue;
+    }
+    data.invited.add(key);
+    success.push(email);
+  }
+  audit(c, "users.invited", undefined, { invited: success.length, failed: failed.length });
+  if (body.end_user.length > IMMEDIATE_INVITATION_LIMIT) {
+    return ok(c, { message: "Invitations are queued for processing" }, { status: 201, message: CREATED });
+  }
+  return ok(
+    c,
+    {
+      message: `${success.length} invitation(s) sent, ${failed.length} failed`,
+      summary: {
+        success_emails: { end_user: success },
+        failed_emails: { end_user: failed },
+        total_processed: { success: success.length, failed: failed.length, total: success.length + failed.length },
+      },
+    },
+    { status: 201, message: CREATED },
+  );
+}
+
+/** Body of `POST /public/v1/core/cards` (spec: not shown; the sandbox's choice, see docs/spec-gaps.md). */
+interface IssueCardBody {
+  nickname: string;
+  cardType: "Virtual" | "Physical";
+  userId: string;
+  accountType: "reloadable" | "pool";
+  poolAccountId: string | null;
+  maxBalance: number;
+}
+
+function checkIssueBody(raw: unknown, data: CompanyData): IssueCardBody {
+  const body = (raw !== null && typeof raw === "object" ? raw : {}) as Record<string, unknown>;
+  const errors: FieldError[] = [];
+  const nickname = body.nickname;
+  if (typeof nickname !== "string" || nickname.trim() === "") errors.push({ field: "nickname", code: "REQUIRED", message: "nickname is required" });
+  else if (nickname.length > 64) errors.push({ field: "nickname", code: "OUT_OF_RANGE", message: "nickname must be at most 64 characters" });
+  const cardType = typeof body.card_type === "string" ? body.card_type.toUpperCase() : undefined;
+  if (cardType === undefined) errors.push({ field: "card_type", code: "REQUIRED", message: "card_type is required" });
+  else if (cardType !== "VIRTUAL" && cardType !== "PHYSICAL") errors.push(enumError("card_type", ["VIRTUAL", "PHYSICAL"]));
+  const userId = body.user_id;
+  if (typeof userId !== "string" || userId === "") errors.push({ field: "user_id", code: "REQUIRED", message: "user_id is required" });
+  else if (!data.users.some((u) => u.userId === userId)) errors.push({ field: "user_id", code: "NOT_FOUND", message: "user_id is not a user profile of this company" });
+  const accountType = typeof body.account_type === "string" ? body.account_type.toUpperCase() : "RELOADABLE";
+  if (accountType !== "RELOADABLE" && accountType !== "POOL") errors.push(enumError("account_type", ["RELOADABLE", "POOL"]));
+  let poolAccountId: string | null = null;
+  if (accountType === "POOL") {
+    const pool = data.pools.find((p) => p.id === body.pool_account_id);
+    if (body.pool_account_id === undefined) errors.push({ field: "pool_account_id", code: "REQUIRED", message: "pool_account_id is required for a pool card" });
+    else if (!pool) errors.push({ field: "pool_account_id", code: "NOT_FOUND", message: "pool_account_id is not a pool account of this company" });
+    else if (pool.status !== "Active") errors.push({ field: "pool_account_id", code: "INVALID_STATE", message: "pool account is not active" });
+    else poolAccountId = pool.id;
+  }
+  const amount = body.card_usage_type_amount;
+  if (amount !== undefined && (typeof amount !== "number" || !Number.isInteger(amount) || amount <= 0)) {
+    errors.push({ field: "card_usage_type_amount", code: "OUT_OF_RANGE", message: "card_usage_type_amount must be a positive integer" });
+  }
+  if (errors.length > 0) throw new ValidationError(errors);
+  return {
+    nickname: (nickname as string).trim(),
+    cardType: cardType === "PHYSICAL" ? "Physical" : "Virtual",
+    userId: userId as string,
+    accountType: accountType === "POOL" ? "pool" : "reloadable",
+    poolAccountId,
+    maxBalance: typeof amount === "number" ? amount : 5_000,
+  };
+}
+
+async function issueCard(c: SandboxContext): Promise<Response> {
+  requireScope(c, "cards:write");
+  const data = c.get("data");
+  const body = checkIssueBody(await readJson(c), data);
+  const state = c.get("state");
+  const stamp = state.clock.stampIso();
+  // Ids of issued cards come from their own stream so issuing does not shift seeded data.
+  const prng = new Prng((state.seed * 31 + data.cards.length * 7 + state.clock.nowSeconds()) >>> 0);
+  const holder = data.users.find((u) => u.userId === body.userId);
+  const pool = body.poolAccountId ? data.pools.find((p) => p.id === body.poolAccountId) : undefined;
+  if (!holder) throw new ApiError(500, "user vanished");
+  const card: CardRecord = {
+    id: `CA${prng.code(10)}`,
+    nickname: body.nickname,
+    // A virtual card is usable at once; a physical card waits for activation on delivery.
+    status: body.cardType === "Virtual" ? "Active" : "Inactive",
+    cardType: body.cardType,
+    lastFour: prng.digits(4),
+    holder,
+    accountType: body.accountType,
+    accountExternalId: pool ? pool.id : `AC${prng.code(10)}`,
+    poolAccountId: pool ? pool.id : null,
+    currency: data.company.currency,
+    allowedMaxBalance: pool ? pool.allowedMaxBalance : body.maxBalance,
+    topupType: pool ? "pool" : "manual",
+    velocityPeriod: "MONTHLY",
+    cardUsageType: pool ? "POOL" : "RELOADABLE",
+    autoTopUpAmount: 0,
+    autoTopUpEnabled: false,
+    floatManagementEnabled: false,
+    cardReplaced: false,
+    replacedByCardId: null,
+    atmWithdrawalAllowed: body.cardType === "Physical",
+    countryLimitsActive: false,
+    categoryLimitsActive: false,
+    lowBalanceNotificationActive: false,
+    lowBalanceNotificationAmount: 0,
+    segments: [],
+    customSegments: [],
+    issuedAt: stamp,
+    activatedAt: body.cardType === "Virtual" ? stamp : null,
+    terminatedAt: null,
+    createdAt: stamp,
+    updatedAt: stamp,
+    balance: 0,
+    pendingAuthorisations: 0,
+    spendLimit: { active: false, period: "MONTHLY", maxAmount: 0, frequency: 0, consumed: 0, consumedFrequency: 0, updatedAt: stamp },
+    allowedCountries: [],
+    blockedCountries: [],
+    allowedMccs: [],
+  };
+  data.cards.push(card);
+  if (!pool) data.statementAccounts.push({ accountExternalId: card.accountExternalId, accountName: card.nickname, accountType: "Card" });
+  audit(c, "card.issued", card, { card_type: card.cardType });
+  return ok(c, { card: coreCardView(card, data.company, true) }, { status: 201, message: CREATED });
+}
+
+function audit(c: SandboxContext, action: string, card: CardRecord | undefined, details: object): void {
+  c.get("data").audit.push({
+    at: c.get("state").clock.nowIso(),
+    action,
+    ...(card ? { cardId: card.id } : {}),
+    details: { ...details },
+  });
+}

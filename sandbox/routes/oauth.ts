@@ -1,0 +1,197 @@
+/**
+ * OAuth operations (§4.2): the authorization screen (a real HTML page), the token
+ * endpoint and validate. Errors here are OAuth-style `{ error, error_description }`.
+ */
+import type { Hono } from "hono";
+import { checkBody, TokenRequestSchema } from "../../shared/qashio/schemas/index.js";
+import { bearerToken } from "../auth.js";
+import { OAuthError, UnauthorizedError } from "../errors.js";
+import type { SandboxContext, SandboxEnv } from "../http.js";
+
+export function registerOAuth(app: Hono<SandboxEnv>): void {
+  app.get("/oauth2/authorize", authorizePage);
+  app.post("/oauth2/authorize", authorizeDecision);
+  app.post("/oauth2/token", token);
+  app.get("/oauth2/validate", validate);
+}
+
+interface AuthorizeParams {
+  responseType: string;
+  clientId: string;
+  redirectUri: string;
+  scope: string;
+  state: string;
+}
+
+function paramsFrom(get: (name: string) => string | undefined): AuthorizeParams {
+  return {
+    responseType: get("response_type") ?? "",
+    clientId: get("client_id") ?? "",
+    redirectUri: get("redirect_uri") ?? "",
+    scope: get("scope") ?? "",
+    state: get("state") ?? "",
+  };
+}
+
+function escapeHtml(value: string): string {
+  return value.replace(/[&<>"']/g, (ch) => `&#${ch.charCodeAt(0)};`);
+}
+
+function page(title: string, body: string): string {
+  return `<!doctype html>
+<html lang="en">
+<head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${escapeHtml(title)}</title>
+<style>
+body{font-family:system-ui,sans-serif;max-width:36rem;margin:3rem auto;padding:0 1rem;color:#1d2433}
+fieldset{border:1px solid #ccd;border-radius:8px;padding:1rem}label{display:block;margin:.4rem 0}
+button{font-size:1rem;padding:.5rem 1.2rem;margin-right:.6rem;border-radius:6px;border:1px solid #889;cursor:pointer}
+button[value=approve]{background:#1f6feb;color:#fff;border-color:#1f6feb}.muted{color:#667}
+</style></head>
+<body>${body}</body></html>`;
+}
+
+/** Client and redirect are checked before anything is redirected (an unknown redirect is never followed). */
+function checkClient(c: SandboxContext, params: AuthorizeParams): Response | undefined {
+  const oauth = c.get("state").oauth;
+  if (!oauth.isClient(params.clientId)) {
+    return c.html(page("Authorization error", `<h1>Authorization error</h1><p id="error">Unknown client_id.</p>`), 400);
+  }
+  if (!oauth.isRedirectUriAllowed(params.redirectUri)) {
+    return c.html(page("Authorization error", `<h1>Authorization error</h1><p id="error">redirect_uri is not registered for this client.</p>`), 400);
+  }
+  return undefined;
+}
+
+function redirectWith(c: SandboxContext, redirectUri: string, values: Record<string, string>): Response {
+  const url = new URL(redirectUri);
+  for (const [key, value] of Object.entries(values)) if (value !== "") url.searchParams.set(key, value);
+  return c.redirect(url.toString(), 302);
+}
+
+function authorizePage(c: SandboxContext): Response {
+  const params = paramsFrom((name) => c.req.query(name));
+  const invalid = checkClient(c, params);
+  if (invalid) return invalid;
+  if (params.responseType !== "code") {
+    return redirectWith(c, params.redirectUri, { error: "unsupported_response_type", state: params.state });
+  }
+  try {
+    c.get("state").oauth.normaliseScope(params.scope);
+  } catch (error) {
+    if (error instanceof OAuthError) return redirectWith(c, params.redirectUri, { error: error.error, state: params.state });
+    throw error;
+  }
+  const companies = c
+    .get("state")
+    .listCompanies()
+    .map((d, i) => {
+      const note = d.company.apiAccessEnabled ? "" : ` <span class="muted">(API access disabled)</span>`;
+      return `<label><input type="radio" name="company_id" value="${escapeHtml(d.company.id)}"${i === 0 ? " checked" : ""}> ${escapeHtml(d.company.legalName)}${note}</label>`;
+    })
+    .join("\n");
+  const hidden = (["response_type", "client_id", "redirect_uri", "scope", "state"] as const)
+    .map((name) => {
+      const value = { response_type: params.responseType, client_id: params.clientId, redirect_uri: params.redirectUri, scope: params.scope, state: params.state }[name];
+      return `<input type="hidden" name="${name}" value="${escapeHtml(value)}">`;
+    })
+    .join("\n");
+  const scopes = (params.scope || "all sandbox scopes").split(/\s+/).map((s) => `<li>${escapeHtml(s)}</li>`).join("");
+  return c.html(
+    page(
+      "Authorize sandbox-client",
+      `<h1>Authorize ${escapeHtml(params.clientId)}</h1>
+<p>The application asks for access to one company's card programme:</p><ul id="scopes">${scopes}</ul>
+<form method="post" action="/oauth2/authorize">
+${hidden}
+<fieldset><legend>Company</legend>
+${companies}
+</fieldset>
+<p><button type="submit" name="decision" value="approve">Approve</button><button type="submit" name="decision" value="deny">Deny</button></p>
+</form>
+<p class="muted">Qashio provider sandbox. Nothing here moves real money.</p>`,
+    ),
+  );
+}
+
+async function authorizeDecision(c: SandboxContext): Promise<Response> {
+  const form = await c.req.parseBody();
+  const field = (name: string) => (typeof form[name] === "string" ? form[name] : undefined);
+  const params = paramsFrom(field);
+  const invalid = checkClient(c, params);
+  if (invalid) return invalid;
+  if (field("decision") !== "approve") return redirectWith(c, params.redirectUri, { error: "access_denied", state: params.state });
+  const state = c.get("state");
+  const companyId = field("company_id") ?? "";
+  if (!state.company(companyId)) {
+    return c.html(page("Authorization error", `<h1>Authorization error</h1><p id="error">Pick a company.</p>`), 400);
+  }
+  try {
+    const code = state.oauth.issueCode({ clientId: params.clientId, redirectUri: params.redirectUri, scope: params.scope, companyId });
+    return redirectWith(c, params.redirectUri, { code, state: params.state });
+  } catch (error) {
+    if (error instanceof OAuthError) return redirectWith(c, params.redirectUri, { error: error.error, state: params.state });
+    throw error;
+  }
+}
+
+/** Reads the token request: JSON per the spec; form encoding and HTTP Basic client auth are accepted too. */
+async function tokenRequestBody(c: SandboxContext): Promise<Record<string, unknown>> {
+  const type = c.req.header("content-type") ?? "";
+  let body: Record<string, unknown>;
+  if (type.includes("application/x-www-form-urlencoded")) {
+    body = Object.fromEntries(new URLSearchParams(await c.req.text()));
+  } else {
+    const text = await c.req.text();
+    try {
+      const parsed: unknown = text.trim() === "" ? {} : JSON.parse(text);
+      if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) throw new TypeError("not an object");
+      body = parsed as Record<string, unknown>;
+    } catch (cause) {
+      throw new OAuthError(400, "invalid_request", "request body must be a JSON object", { cause });
+    }
+  }
+  const basic = /^Basic\s+(\S+)$/i.exec(c.req.header("authorization") ?? "");
+  if (basic?.[1] && body.client_id === undefined) {
+    const [id, secret] = Buffer.from(basic[1], "base64").toString("utf8").split(":");
+    body.client_id = id;
+    body.client_secret = secret;
+  }
+  return body;
+}
+
+async function token(c: SandboxContext): Promise<Response> {
+  const body = await tokenRequestBody(c);
+  if (body.grant_type !== "authorization_code" && body.grant_type !== "refresh_token") {
+    if (body.grant_type === undefined) throw new OAuthError(400, "invalid_request", "grant_type is required");
+    throw new OAuthError(400, "unsupported_grant_type", "grant_type must be authorization_code or refresh_token");
+  }
+  const checked = checkBody(TokenRequestSchema, body);
+  if (!checked.ok) {
+    const fields = checked.errors.map((e) => e.field ?? "request").join(", ");
+    throw new OAuthError(400, "invalid_request", `missing or invalid parameters: ${fields}`);
+  }
+  const oauth = c.get("state").oauth;
+  const request = checked.value;
+  const tokens =
+    request.grant_type === "authorization_code"
+      ? oauth.exchangeCode({ clientId: request.client_id, clientSecret: request.client_secret, code: request.code, redirectUri: request.redirect_uri })
+      : oauth.refresh({ clientId: request.client_id, clientSecret: request.client_secret, refreshToken: request.refresh_token });
+  c.header("cache-control", "no-store");
+  return c.json(tokens, 200);
+}
+
+function validate(c: SandboxContext): Response {
+  const state = c.get("state");
+  let grant;
+  try {
+    grant = state.oauth.verifyAccessToken(bearerToken(c.req.header("authorization")));
+  } catch (error) {
+    if (error instanceof UnauthorizedError) throw new OAuthError(401, "invalid_token", error.message, { cause: error });
+    throw error;
+  }
+  const data = state.company(grant.companyId);
+  if (!data) throw new OAuthError(401, "invalid_token", "token names an unknown company");
+  if (!data.company.apiAccessEnabled) throw new OAuthError(403, "access_denied", "API access is disabled for this company");
+  return c.json({ active: true, company_id: grant.companyId, client_id: grant.clientId, scope: [...grant.scopes].join(" "), exp: grant.expiresAt }, 200);
+}

@@ -1,0 +1,204 @@
+/**
+ * The whole mutable sandbox: seeded companies, OAuth, faults, pending suspensions,
+ * clock and latency. Route handlers and the control surface both go through it.
+ */
+import { SandboxClock } from "./clock.js";
+import type { BuildableCategory } from "./data/transactions.js";
+import type { CardRecord, CompanyData, ErpCardStatus, TransactionRecord } from "./data/model.js";
+import { seedCompanies } from "./data/seed.js";
+import { NotFoundError, ValidationError, type FieldError } from "./errors.js";
+import { FaultQueue } from "./faults.js";
+import { OAuthServer } from "./oauth.js";
+
+/** Time between an accepted suspension and its commit (sandbox seconds, at most 60 per the issue). */
+export const SUSPENSION_PROCESSING_SECONDS = 30;
+
+/** Largest page a list accepts; over it is a 400 `OUT_OF_RANGE` (spec: not shown). */
+export const MAX_PAGE_SIZE = 100;
+
+/** Largest acknowledge batch (spec: not shown). */
+export const MAX_ACKNOWLEDGE_BATCH = 1000;
+
+/** Default seed when none is given. */
+export const DEFAULT_SEED = 1;
+
+/** Fields a control-surface PATCH may not change. */
+const IMMUTABLE_TRANSACTION_FIELDS = new Set(["id", "qashio_id", "company_id", "parent_id", "parent_qashio_id", "created_at", "client_sync_status"]);
+
+interface PendingSuspension {
+  readonly companyId: string;
+  readonly cardId: string;
+  readonly dueMs: number;
+}
+
+export interface ResetOptions {
+  readonly seed?: number;
+  /** Backlog size of one company (every transaction `not_synced`). */
+  readonly transactions?: number;
+  /** Company that gets the backlog (default: the first). */
+  readonly companyId?: string;
+}
+
+export class SandboxState {
+  readonly clock: SandboxClock;
+  readonly oauth: OAuthServer;
+  readonly faults = new FaultQueue();
+  latencyMs: number;
+  seed: number;
+  private companies = new Map<string, CompanyData>();
+  private pending: PendingSuspension[] = [];
+
+  constructor(options: { seed: number; startTime: number; latencyMs: number; realTime: boolean }) {
+    this.clock = new SandboxClock(options.startTime, options.realTime);
+    this.oauth = new OAuthServer(this.clock);
+    this.latencyMs = options.latencyMs;
+    this.seed = options.seed;
+    this.reset({ seed: options.seed });
+  }
+
+  /** Re-seeds all data; OAuth grants, clock and latency survive (company ids are fixed). */
+  reset(options: ResetOptions = {}): void {
+    if (options.companyId !== undefined && !this.companies.has(options.companyId) && this.companies.size > 0) {
+      throw new NotFoundError("Unknown company", "company_id");
+    }
+    this.seed = options.seed ?? this.seed;
+    const data = seedCompanies({
+      seed: this.seed,
+      nowMs: this.clock.nowMs(),
+      backlog: options.transactions,
+      backlogCompanyId: options.companyId,
+    });
+    this.companies = new Map(data.map((d) => [d.company.id, d]));
+    this.pending = [];
+    this.faults.clear();
+  }
+
+  /** Every company, in seed order. */
+  listCompanies(): CompanyData[] {
+    return [...this.companies.values()];
+  }
+
+  company(companyId: string): CompanyData | undefined {
+    return this.companies.get(companyId);
+  }
+
+  /** The company or a 404 (unknown ids and ids of nothing look the same). */
+  requireCompany(companyId: string): CompanyData {
+    const data = this.companies.get(companyId);
+    if (!data) throw new NotFoundError("Company not found");
+    return data;
+  }
+
+  requireCard(data: CompanyData, cardId: string): CardRecord {
+    const card = data.cards.find((c) => c.id === cardId);
+    if (!card) throw new NotFoundError("Card not found");
+    return card;
+  }
+
+  /** Commits suspensions whose processing delay has passed (sandbox time). */
+  settle(): void {
+    if (this.pending.length === 0) return;
+    const now = this.clock.nowMs();
+    const due = this.pending.filter((p) => p.dueMs <= now);
+    if (due.length === 0) return;
+    this.pending = this.pending.filter((p) => p.dueMs > now);
+    for (const p of due) {
+      const card = this.company(p.companyId)?.cards.find((c) => c.id === p.cardId);
+      // A dashboard change in the meantime wins over the queued request.
+      if (card && card.status === "Active") {
+        card.status = "Suspended";
+        card.updatedAt = this.clock.stampIso();
+      }
+    }
+  }
+
+  /** Whether a suspension of the card is queued and not yet committed. */
+  isSuspensionPending(companyId: string, cardId: string): boolean {
+    return this.pending.some((p) => p.companyId === companyId && p.cardId === cardId);
+  }
+
+  /** Queues a suspension, committed after {@link SUSPENSION_PROCESSING_SECONDS}. */
+  queueSuspension(companyId: string, cardId: string): void {
+    if (this.isSuspensionPending(companyId, cardId)) return;
+    this.pending.push({ companyId, cardId, dueMs: this.clock.nowMs() + SUSPENSION_PROCESSING_SECONDS * 1000 });
+  }
+
+  /** Moves the clock and commits what became due. */
+  advanceClock(seconds: number): void {
+    this.clock.advance(seconds);
+    this.settle();
+  }
+
+  /**
+   * Acknowledges a batch: all ids must be this company's, else nothing changes and
+   * each unknown id gets a `NOT_FOUND` entry. O(batch).
+   */
+  acknowledge(data: CompanyData, ids: readonly string[]): string[] {
+    const errors: FieldError[] = [];
+    const found: TransactionRecord[] = [];
+    ids.forEach((id, i) => {
+      const tx = data.transactions.get(id);
+      if (tx) found.push(tx);
+      else errors.push({ field: `transaction_ids.${i}`, code: "NOT_FOUND", message: `transaction_ids.${i} is not a transaction of this company` });
+    });
+    if (errors.length > 0) throw new ValidationError(errors, "Some transactions were not found");
+    for (const tx of found) data.transactions.setSyncStatus(tx, "synced");
+    return [...new Set(found.map((tx) => tx.id))];
+  }
+
+  /** New transactions "appearing" now (control surface): `not_synced`. */
+  createTransactions(data: CompanyData, options: { count: number; category?: BuildableCategory; parentQashioId?: string }): TransactionRecord[] {
+    let parent: TransactionRecord | undefined;
+    if (options.parentQashioId !== undefined) {
+      parent = data.transactions.getByQashioId(options.parentQashioId);
+      if (!parent) throw new ValidationError([{ field: "parent_qashio_id", code: "NOT_FOUND", message: "parent_qashio_id is not a transaction of this company" }]);
+      if (parent.transaction_category !== "purchase") {
+        throw new ValidationError([{ field: "parent_qashio_id", code: "INVALID_ENUM", message: "parent_qashio_id must name a purchase" }]);
+      }
+    }
+    const created: TransactionRecord[] = [];
+    for (let i = 0; i < options.count; i++) {
+      const createdAt = this.clock.stampIso();
+      const tx = data.factory.create({
+        category: options.category,
+        parent,
+        timeMs: Date.parse(createdAt),
+        createdAt,
+        syncStatus: "not_synced",
+        nowMs: this.clock.nowMs(),
+      });
+      data.transactions.add(tx);
+      created.push(tx);
+    }
+    return created;
+  }
+
+  /** A change made at the provider: fields replaced, `updated_at` moves, `synced` becomes `outdated`. */
+  patchTransaction(data: CompanyData, id: string, fields: Record<string, unknown>): TransactionRecord {
+    const tx = data.transactions.get(id);
+    if (!tx) throw new NotFoundError("Transaction not found");
+    const errors: FieldError[] = Object.keys(fields)
+      .filter((f) => IMMUTABLE_TRANSACTION_FIELDS.has(f))
+      .map((f) => ({ field: f, code: "INVALID_FORMAT", message: `${f} cannot be changed` }));
+    if (errors.length > 0) throw new ValidationError(errors);
+    for (const [field, value] of Object.entries(fields)) {
+      if (field === "updated_at" || field === "modified_date") continue;
+      tx[field] = value;
+    }
+    const stamp = this.clock.stampIso();
+    tx.updated_at = stamp;
+    tx.modified_date = stamp;
+    if (tx.client_sync_status === "synced") data.transactions.setSyncStatus(tx, "outdated");
+    return tx;
+  }
+
+  /** A status change made in the provider's dashboard (control surface). */
+  setCardStatus(card: CardRecord, status: ErpCardStatus): void {
+    if (card.status === status) return;
+    const stamp = this.clock.stampIso();
+    if (status === "Active" && card.activatedAt === null) card.activatedAt = stamp;
+    if (status === "Terminated") card.terminatedAt = stamp;
+    card.status = status;
+    card.updatedAt = stamp;
+  }
+}

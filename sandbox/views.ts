@@ -1,0 +1,342 @@
+/**
+ * Response shapes of spec §2 built from the sandbox records. Every view returns a
+ * fresh object, so a caller may not mutate sandbox state through it.
+ */
+import type {
+  CardRecord,
+  MasterRecord,
+  PoolAccountRecord,
+  SandboxCompany,
+  StatementRecord,
+  TransactionRecord,
+  UserProfile,
+} from "./data/model.js";
+import { round2 } from "./prng.js";
+
+const DETAIL_ONLY_FIELDS = ["transaction_status", "transaction_fee_amount", "clearing_fee"] as const;
+
+/** Transaction as listed (§2.2): `billing_amount` and `clearing_amount` include fees (rule 1). */
+export function transactionListView(tx: TransactionRecord): Record<string, unknown> {
+  const view: Record<string, unknown> = { ...tx };
+  for (const field of DETAIL_ONLY_FIELDS) delete view[field];
+  view.billing_amount = round2(tx.billing_amount + tx.transaction_fee_amount);
+  view.clearing_amount = tx.clearing_amount === 0 ? 0 : round2(tx.clearing_amount + tx.clearing_fee);
+  return view;
+}
+
+/** Single-transaction read (§2.2 rules 2-3): pre-fee amounts, fees apart, `erp_company`. */
+export function transactionDetailView(tx: TransactionRecord, company: SandboxCompany): Record<string, unknown> {
+  return {
+    ...tx,
+    erp_company: {
+      id: company.id,
+      name: company.name,
+      business_legal_name: company.legalName,
+      company_country: company.country,
+      parent_company_id: null,
+      status: company.apiAccessEnabled ? "active" : "api_disabled",
+      is_deleted: false,
+      updated_at: company.createdAt,
+      created_at: company.createdAt,
+    },
+  };
+}
+
+function masked(card: CardRecord): string {
+  return `**** **** **** ${card.lastFour}`;
+}
+
+/** ERP card (§2.3), list shape. */
+export function erpCardView(card: CardRecord, company: SandboxCompany): Record<string, unknown> {
+  return {
+    id: card.id,
+    card_nickname: card.nickname,
+    status: card.status,
+    card_type: card.cardType,
+    masked_card_number: masked(card),
+    cardholder: { name: fullName(card.holder), email: card.holder.email, employee_id: card.holder.employeeId },
+    company_name: company.name,
+    account_external_id: card.accountExternalId,
+    account_type: card.accountType,
+    card_currency: card.currency,
+    allowed_max_balance: card.allowedMaxBalance,
+    topup_type: card.topupType,
+    float_management_enabled: card.floatManagementEnabled,
+    card_replaced: card.cardReplaced,
+    purchase_limits_active: card.spendLimit.active,
+    transaction_limits_active: card.spendLimit.frequency > 0,
+    country_limits_active: card.countryLimitsActive,
+    category_limits_active: card.categoryLimitsActive,
+    atm_withdrawal_allowed: card.atmWithdrawalAllowed,
+    low_balance_notification_active: card.lowBalanceNotificationActive,
+    low_balance_notification_amount: card.lowBalanceNotificationAmount,
+    segments: card.segments.map((s) => ({ ...s })),
+    custom_segments: card.customSegments.map((s) => ({ ...s })),
+    issued_at: card.issuedAt,
+    activated_at: card.activatedAt,
+    terminated_at: card.terminatedAt,
+    created_at: card.createdAt,
+  };
+}
+
+/** Single ERP card read (§2.3): the list shape plus the configuration objects. */
+export function erpCardDetailView(card: CardRecord, company: SandboxCompany): Record<string, unknown> {
+  return {
+    ...erpCardView(card, company),
+    purchase_limits: {
+      enabled: card.spendLimit.active,
+      amount: card.spendLimit.maxAmount,
+      frequency: card.spendLimit.period,
+      limit_currency: card.currency,
+      number_of_purchases: card.spendLimit.frequency,
+    },
+    country_limits: {
+      restriction_mode: card.countryLimitsActive ? "allow_list" : "none",
+      allowed_countries: [...card.allowedCountries],
+      blocked_countries: [...card.blockedCountries],
+    },
+    merchant_category_limits: {
+      restriction_type: card.categoryLimitsActive ? "allow" : "none",
+      categories: [
+        { name: "Travel", mcc_codes: [...card.allowedMccs] },
+        { name: "Software", mcc_codes: ["5734", "5818", "7372"] },
+      ],
+      merchant_groups: [],
+    },
+    topup_configuration: {
+      auto_topup_enabled: card.autoTopUpEnabled,
+      auto_topup_amount: card.autoTopUpAmount,
+      frequency: card.velocityPeriod,
+    },
+    auto_top_up_configuration: {
+      amount: card.autoTopUpAmount,
+      trigger: card.autoTopUpEnabled ? "balance_below_threshold" : "manual",
+      threshold: card.lowBalanceNotificationAmount,
+    },
+    atm_configuration: {
+      atm_withdrawal_allowed: card.atmWithdrawalAllowed,
+      frequency: "DAILY",
+      max_amount: card.atmWithdrawalAllowed ? 2_000 : 0,
+      number_of_withdrawals: card.atmWithdrawalAllowed ? 3 : 0,
+      limit_per_withdrawal: card.atmWithdrawalAllowed ? 1_000 : 0,
+    },
+  };
+}
+
+/** Spend-limit object of the write responses (§2.4). */
+function spendLimitObject(card: CardRecord): Record<string, unknown> {
+  const limit = card.spendLimit;
+  return {
+    id: `SL-${card.id}`,
+    name: `${card.nickname} spend limit`,
+    active: limit.active,
+    description: null,
+    min_amount: 0,
+    max_amount: limit.maxAmount,
+    currency: card.currency,
+    period: limit.period,
+    limit_type: "SPEND",
+    frequency: limit.frequency,
+    num_of_days: null,
+    remote_id: null,
+    external_id: `SL${card.id.slice(2)}`,
+    remaining_balance: round2(Math.max(0, limit.maxAmount - limit.consumed)),
+    remaining_frequency: Math.max(0, limit.frequency - limit.consumedFrequency),
+    remote_sync: true,
+    consumed_limit: limit.consumed,
+    consumed_frequency: limit.consumedFrequency,
+    transaction_scope: "ALL",
+    remote_data: null,
+  };
+}
+
+/** Core (operational) card (§2.4). `write` adds the write-response objects. */
+export function coreCardView(card: CardRecord, company: SandboxCompany, write = false): Record<string, unknown> {
+  const status = card.status.toLowerCase();
+  const view: Record<string, unknown> = {
+    id: card.id,
+    nickname: card.nickname,
+    card_number: masked(card),
+    card_type: card.cardType.toUpperCase(),
+    status,
+    display_status: status,
+    user_name: fullName(card.holder),
+    user_email: card.holder.email,
+    company_name: company.name,
+    velocity_period: card.velocityPeriod,
+    allow_atm: card.atmWithdrawalAllowed,
+    allow_replace_card: card.cardType === "Physical",
+    card_replaced: card.cardReplaced,
+    return_card: false,
+    shipping_card: card.cardType === "Physical" && card.status === "Inactive",
+    terminated_at: card.terminatedAt,
+    spend_restriction_type: card.categoryLimitsActive ? "ALLOW" : "NONE",
+    last_four: card.lastFour,
+    limit_amount_notification: card.lowBalanceNotificationActive,
+    card_balance_running_low_notification: card.lowBalanceNotificationAmount,
+    allowed_countries_list: [...card.allowedCountries],
+    allowed_countries_list_active: card.countryLimitsActive,
+    foreign_entity: false,
+    atm_restricted_at: null,
+    issuer: "sandbox-issuer",
+    allowed_mccs_active: card.categoryLimitsActive,
+    spend_limit_active: card.spendLimit.active,
+    atm_limit_active: card.atmWithdrawalAllowed,
+    auto_top_up_amount: card.autoTopUpAmount,
+    auto_load_on_transaction_approval: false,
+    tokenization_status: card.status === "Active" ? "tokenized" : "not_tokenized",
+    account_type: card.accountType.toUpperCase(),
+    account_id: card.accountExternalId,
+    currency: card.currency,
+    show_pool_balance_to_cardholder: card.accountType === "pool",
+    is_manager: false,
+    is_account_manager: false,
+    is_dept_manager: false,
+    can_edit_all_time_limit: true,
+    can_reset_limit: true,
+    reset_summary: null,
+    issued_at: card.issuedAt,
+    first_activated_at: card.activatedAt,
+    external_id: card.id,
+    replaced_by_card_external_id: card.replacedByCardId,
+    replaced_by_card_id: card.replacedByCardId,
+    card_usage_type: card.cardUsageType,
+    card_usage_type_amount: card.allowedMaxBalance,
+    account_balance: card.balance,
+    shipment_tracking: null,
+    spend_limit: write ? spendLimitObject(card) : card.spendLimit.maxAmount,
+    atm_limit: card.atmWithdrawalAllowed ? 2_000 : 0,
+    shipping_address: card.cardType === "Physical" ? { line1: "Office 1204, Business Bay", city: "Dubai", country: company.country } : null,
+    card_template: null,
+    erp_bank_account: null,
+    step_up_auth_delegated_user_profile: null,
+    created_at: card.createdAt,
+    atm_transactions_limit_active: card.atmWithdrawalAllowed,
+    atm_transactions_limit: card.atmWithdrawalAllowed ? 3 : 0,
+    transactions_limit_active: card.spendLimit.frequency > 0,
+    transactions_limit: {
+      max_amount: card.spendLimit.maxAmount,
+      min_amount: 0,
+      currency: card.currency,
+      period: card.spendLimit.period,
+      frequency: card.spendLimit.frequency,
+      transaction_scope: "ALL",
+    },
+    department: segmentName(card, "Department"),
+    location: segmentName(card, "Location"),
+    division: null,
+    project: null,
+    return_address: null,
+    expense_categories: [],
+    merchants: [],
+    merchant_groups: [],
+    custom_segments: card.customSegments.map((s) => ({ ...s })),
+    shipping_details: { method: card.cardType === "Physical" ? "courier" : null, return_address: null, shipping_address: null },
+    wallets_status: { apple_pay: card.status === "Active", google_pay: false, samsung_pay: false },
+    user_profile: userProfileView(card.holder, company),
+  };
+  if (write) {
+    view.advanced_velocity_limits = [];
+    view.card_product = {
+      id: "CP-SANDBOX-01",
+      name: `${card.cardType} corporate card`,
+      status: "active",
+      description: "Sandbox card product",
+      pan_format_token: null,
+      track_format_token: null,
+      proxy_format_token: null,
+      remote_id: null,
+      external_id: "CPSANDBOX01",
+      notification_template_remote_id: null,
+      auth_settings_allowed_list_status_active: false,
+      currency_settings: { currency: card.currency },
+      pin_settings: null,
+    };
+  }
+  return view;
+}
+
+function segmentName(card: CardRecord, label: string): string | null {
+  return card.segments.find((s) => s.label === label)?.name ?? null;
+}
+
+function userProfileView(user: UserProfile, company: SandboxCompany): Record<string, unknown> {
+  return {
+    department_name: user.department,
+    first_name: user.firstName,
+    last_name: user.lastName,
+    company_name: company.name,
+    user_name: user.email,
+    system_role_name: user.role,
+    email: user.email,
+    user_email: user.email,
+    external_id: user.externalId,
+    user_id: user.userId,
+    status: "active",
+    fullname: fullName(user),
+    employee_id: user.employeeId,
+    department_id: null,
+    managing_departments: [],
+  };
+}
+
+/** Pool account (§2.5). */
+export function poolAccountView(pool: PoolAccountRecord, company: SandboxCompany): Record<string, unknown> {
+  return {
+    id: pool.id,
+    account_name: pool.accountName,
+    status: pool.status,
+    currency: pool.currency,
+    topup_type: pool.topupType,
+    allowed_max_balance: pool.allowedMaxBalance,
+    low_balance_notification_active: pool.lowBalanceNotificationActive,
+    low_balance_notification_amount: pool.lowBalanceNotificationAmount,
+    company_name: company.name,
+    created_by: { user_id: pool.createdBy.userId, name: fullName(pool.createdBy) },
+    account_managers: pool.managers.map((m) => ({ user_id: m.userId, name: fullName(m), email: m.email })),
+    created_at: pool.createdAt,
+  };
+}
+
+/** Master-data record (§2.6) without the sandbox-internal `key`. */
+export function masterRecordView(record: MasterRecord): Record<string, unknown> {
+  const { key: _key, ...extra } = record.extra;
+  return {
+    id: record.id,
+    remote_id: record.remote_id,
+    remote_name: record.remote_name,
+    status: record.status,
+    is_deleted: record.is_deleted,
+    created_at: record.created_at,
+    updated_at: record.updated_at,
+    ...extra,
+  };
+}
+
+/** Statement summary (§2.7). */
+export function statementView(statement: StatementRecord, companyId: string): Record<string, unknown> {
+  return {
+    account_external_id: statement.accountExternalId,
+    account_name: statement.accountName,
+    account_type: statement.accountType,
+    company_id: companyId,
+    currency: statement.currency,
+    statement_period: { month: statement.month, from: statement.from, to: statement.to },
+    opening_balance: statement.opening,
+    closing_balance: statement.closing,
+  };
+}
+
+/** One period of the statements-by-account read (§4.7). */
+export function statementPeriodView(statement: StatementRecord): Record<string, unknown> {
+  return {
+    statement_period: { month: statement.month, from: statement.from, to: statement.to },
+    opening_balance: statement.opening,
+    closing_balance: statement.closing,
+    currency: statement.currency,
+  };
+}
+
+export function fullName(user: UserProfile): string {
+  return `${user.firstName} ${user.lastName}`;
+}
