@@ -9,6 +9,7 @@ import { DEFAULT_MAX_PAGES, DEFAULT_PAGE_SIZE, type CardCycleDeps, type CycleOpt
 import type { EventType } from "./events/schemas.js";
 import type { BridgeEvent, QuarantineRecord, Snapshot, SnapshotKey } from "./ports.js";
 import type { CycleReport } from "./report.js";
+import { pageEntries, type PageEntry } from "./provider.js";
 
 /** `full` walks every card; `suspended-only` walks the `status=suspended` list (cheap, catches suspensions only). */
 export type CardCycleMode = "full" | "suspended-only";
@@ -58,21 +59,22 @@ class CardRun extends CycleRun {
           mode === "suspended-only" ? { status: "suspended", page, page_size: pageSize } : { page, page_size: pageSize },
         ),
       );
-      this.report.pulled += result.data.length;
-      if (result.data.length > 0) this.deps.metrics.add("CardsPulled", result.data.length, "Count");
-      await this.processPage(result.data);
-      const hasNext = result.pagination?.has_next ?? result.data.length >= pageSize;
-      if (result.data.length === 0 || !hasNext) break;
+      const entries = pageEntries(result);
+      this.report.pulled += entries.length;
+      if (entries.length > 0) this.deps.metrics.add("CardsPulled", entries.length, "Count");
+      await this.processPage(entries);
+      const hasNext = result.pagination?.has_next ?? entries.length >= pageSize;
+      if (entries.length === 0 || !hasNext) break;
     }
     return this.finish();
   }
 
-  private async processPage(raws: readonly unknown[]): Promise<void> {
+  private async processPage(entries: readonly PageEntry[]): Promise<void> {
     const { deps } = this;
     const quarantine: QuarantineRecord[] = [];
     const items: { id: string; object: Record<string, unknown>; hash: string }[] = [];
-    for (const raw of raws) {
-      const result = this.validators.card(raw);
+    for (const { raw, rejected } of entries) {
+      const result = rejected === undefined ? this.validators.card(raw) : { success: false as const, reason: rejected };
       if (!result.success) {
         const rawId = (raw as Record<string, unknown> | null)?.["id"];
         quarantine.push(this.quarantineRecord("card", "validation", result.reason, raw, typeof rawId === "string" ? rawId : undefined));

@@ -14,6 +14,7 @@
  */
 export type * from "./ports.js";
 export type * from "./provider.js";
+export { pageEntries } from "./provider.js";
 export { pollTransactions, PULL_STATUSES, TRANSACTION_VOLATILE_FIELDS, transactionKey, transactionAliasKey, normaliseTransaction } from "./transactions.js";
 export type { TransactionCycleOptions } from "./transactions.js";
 export { pollCards, cardKey, cardEventType } from "./cards.js";

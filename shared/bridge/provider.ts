@@ -16,11 +16,48 @@ export interface PageInfo {
   readonly has_next?: boolean;
 }
 
-/** One page of a list endpoint, items not yet validated. */
+/** A list item the client's own schema check rejected, handed over raw (QashioClient's `invalid`). */
+export interface RejectedItem {
+  /** Position in the page's `data` as the provider sent it. */
+  readonly index: number;
+  readonly raw: unknown;
+  /** Schema issues (paths and messages, never input values). */
+  readonly issues?: readonly { readonly path: string; readonly message: string }[];
+}
+
+/**
+ * One page of a list endpoint. `data` holds items the client accepted (or all items, raw, for a client that
+ * does not validate); `invalid` holds the rejected ones raw, so the engine can quarantine and acknowledge them.
+ */
 export interface ProviderPage {
   readonly data: readonly unknown[];
+  readonly invalid?: readonly RejectedItem[];
   readonly pagination?: PageInfo;
   readonly requestId?: string;
+}
+
+/** A page item with the client's rejection reason, if it rejected it. */
+export interface PageEntry {
+  readonly raw: unknown;
+  readonly rejected?: string;
+}
+
+/**
+ * Puts a page back in provider order: accepted items and rejected ones (at their original index).
+ *
+ * @example
+ * ```ts
+ * pageEntries({ data: [a, c], invalid: [{ index: 1, raw: b, issues: [] }] }); // [{raw:a}, {raw:b, rejected:"…"}, {raw:c}]
+ * ```
+ */
+export function pageEntries(page: ProviderPage): PageEntry[] {
+  const entries: PageEntry[] = page.data.map((raw) => ({ raw }));
+  const invalid = [...(page.invalid ?? [])].sort((a, b) => a.index - b.index);
+  for (const item of invalid) {
+    const reason = (item.issues ?? []).map((i) => `${i.path}: ${i.message}`).join("; ") || "rejected by the client schema";
+    entries.splice(Math.min(Math.max(item.index, 0), entries.length), 0, { raw: item.raw, rejected: reason });
+  }
+  return entries;
 }
 
 /** Query of the transaction list the engine sends (snake_case as in spec §4.3). */

@@ -7,7 +7,7 @@ import { diffObjects, type Change } from "./diff.js";
 import { CycleRun, parseTime } from "./cycle.js";
 import { DEFAULT_MAX_PAGES, DEFAULT_PAGE_SIZE, MIN_PAGE_SIZE, type CycleOptions, type TransactionCycleDeps } from "./deps.js";
 import type { BridgeEvent, QuarantineRecord, Snapshot, SnapshotKey } from "./ports.js";
-import type { ProviderPage, PullStatus } from "./provider.js";
+import { pageEntries, type PageEntry, type ProviderPage, type PullStatus } from "./provider.js";
 import type { CycleOutcome, CycleReport } from "./report.js";
 
 /** Pull statuses in the order the spec suggests (§1): new first, then changed-after-acknowledge. */
@@ -52,6 +52,9 @@ interface Item {
   readonly hash: string;
   readonly changedAtMs?: number;
 }
+
+/** The acknowledge body takes transaction UUIDs only; one malformed id would fail the whole call. */
+const ACKNOWLEDGEABLE_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 function optionalString(value: unknown): string | undefined {
   return typeof value === "string" && value !== "" ? value : undefined;
@@ -126,19 +129,19 @@ class TransactionRun extends CycleRun {
       if (this.pastDeadline(this.options.deadline)) return "deadline";
       if (calls >= this.maxPages) return "page_limit";
       const result = await this.list(status, page);
-      const items = result.data;
+      const items = pageEntries(result);
       this.report.pulled += items.length;
       if (items.length > 0) this.deps.metrics.add("TransactionsPulled", items.length, "Count");
       const hasNext = result.pagination?.has_next ?? items.length >= this.pageSize;
       const isLast = items.length === 0 || !hasNext;
 
-      const fresh: unknown[] = [];
+      const fresh: PageEntry[] = [];
       const freshKeys = new Set<string>();
-      for (const raw of items) {
-        const key = itemKey(raw);
+      for (const entry of items) {
+        const key = itemKey(entry.raw);
         if (handled.has(key) || freshKeys.has(key)) continue;
         freshKeys.add(key);
-        fresh.push(raw);
+        fresh.push(entry);
       }
       if (fresh.length === 0) {
         if (isLast) return "complete";
@@ -153,7 +156,7 @@ class TransactionRun extends CycleRun {
   }
 
   /** One batch: validate, diff, publish, write snapshots, quarantine, acknowledge. True when every item was acknowledged. */
-  private async processBatch(raws: readonly unknown[]): Promise<boolean> {
+  private async processBatch(entries: readonly PageEntry[]): Promise<boolean> {
     const { deps } = this;
     const quarantine: QuarantineRecord[] = [];
     const ackIds: string[] = [];
@@ -161,12 +164,12 @@ class TransactionRun extends CycleRun {
     const items: Item[] = [];
     const seen = new Set<string>();
 
-    for (const raw of raws) {
-      const result = this.validators.transaction(raw);
+    for (const { raw, rejected } of entries) {
+      const result = rejected === undefined ? this.validators.transaction(raw) : { success: false as const, reason: rejected };
       if (!result.success) {
         const rawId = optionalString((raw as Record<string, unknown> | null)?.["id"]);
         quarantine.push(this.quarantineRecord("transaction", "validation", result.reason, raw, rawId));
-        if (rawId) ackIds.push(rawId);
+        if (rawId && ACKNOWLEDGEABLE_ID.test(rawId)) ackIds.push(rawId);
         else unacknowledgeable += 1;
         continue;
       }
@@ -187,7 +190,7 @@ class TransactionRun extends CycleRun {
       if (item.qashioId) this.parents.set(item.qashioId, item.id);
       items.push(item);
     }
-    this.report.handled += raws.length;
+    this.report.handled += entries.length;
 
     const snapshots = items.length
       ? await this.port("read snapshots", () => deps.snapshots.getMany(items.map((i) => transactionKey(i.id))))
