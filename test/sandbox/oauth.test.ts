@@ -1,0 +1,217 @@
+import { beforeEach, describe, expect, it } from "vitest";
+import { TokenSetSchema, ValidateResponseSchema } from "../../shared/qashio/schemas/index.js";
+import { ACCESS_TOKEN_TTL_SECONDS } from "../../sandbox/index.js";
+import { BASE, CLIENT, REDIRECT_URI, harness, type Harness } from "./helpers.js";
+
+let h: Harness;
+beforeEach(async () => {
+  h = await harness();
+});
+
+async function token(body: Record<string, unknown>, headers: Record<string, string> = { "content-type": "application/json" }) {
+  const res = await h.sandbox.fetch(`${BASE}/oauth2/token`, { method: "POST", headers, body: JSON.stringify(body) });
+  return { status: res.status, body: (await res.json()) as Record<string, any>, headers: res.headers };
+}
+
+function code(companyId = h.companyId, redirectUri = REDIRECT_URI, scope?: string): string {
+  return h.sandbox.control.issueAuthorizationCode({ companyId, redirectUri, scope });
+}
+
+const exchange = (c: string, redirectUri = REDIRECT_URI) => token({ grant_type: "authorization_code", ...CLIENT, code: c, redirect_uri: redirectUri });
+const refresh = (refreshToken: string) => token({ grant_type: "refresh_token", ...CLIENT, refresh_token: refreshToken });
+const api = (accessToken: string) => h.json("/public/v1/erp/cards", { token: accessToken });
+
+function claims(jwt: string): Record<string, any> {
+  return JSON.parse(Buffer.from(jwt.split(".")[1] ?? "", "base64url").toString("utf8")) as Record<string, any>;
+}
+
+describe("POST /oauth2/token, authorization_code grant", () => {
+  it("issues a Bearer token set whose access token is a JWT with exp 15 minutes ahead", async () => {
+    const { status, body, headers } = await exchange(code());
+    expect(status).toBe(200);
+    const set = TokenSetSchema.parse(body);
+    expect(set.token_type).toBe("Bearer");
+    expect(set.scope?.split(" ")).toContain("transactions:read");
+    expect(body).not.toHaveProperty("status_code");
+    expect(headers.get("cache-control")).toBe("no-store");
+    const c = claims(set.access_token);
+    expect(c.exp - c.iat).toBe(ACCESS_TOKEN_TTL_SECONDS);
+    expect(c.company_id).toBe(h.companyId);
+    expect((await api(set.access_token)).status).toBe(200);
+  });
+
+  it("grants only the requested scopes", async () => {
+    const { body } = await exchange(code(h.companyId, REDIRECT_URI, "cards:read transactions:read"));
+    expect(body.scope).toBe("cards:read transactions:read");
+  });
+
+  it("refuses a code used twice with 401", async () => {
+    const c = code();
+    expect((await exchange(c)).status).toBe(200);
+    const again = await exchange(c);
+    expect(again.status).toBe(401);
+    expect(again.body).toEqual({ error: "invalid_grant", error_description: expect.any(String) });
+  });
+
+  it("accepts a code until ten minutes of sandbox time have passed, then answers 401", async () => {
+    const fresh = code();
+    const stale = code();
+    h.sandbox.control.advanceClock(599);
+    expect((await exchange(fresh)).status).toBe(200);
+    h.sandbox.control.advanceClock(1);
+    const late = await exchange(stale);
+    expect(late.status).toBe(401);
+    expect(late.body.error).toBe("invalid_grant");
+  });
+
+  it("answers 400 when redirect_uri differs from the one the code was issued for, by as little as a slash", async () => {
+    const c = code();
+    const { status, body } = await exchange(c, `${REDIRECT_URI}/`);
+    expect(status).toBe(400);
+    expect(body.error).toBe("invalid_grant");
+    expect((await exchange(c)).status).toBe(200);
+  });
+
+  it("answers 401 for wrong client credentials and an unknown code", async () => {
+    const wrongSecret = await token({ grant_type: "authorization_code", client_id: "sandbox-client", client_secret: "nope", code: code(), redirect_uri: REDIRECT_URI });
+    expect(wrongSecret.status).toBe(401);
+    expect(wrongSecret.body.error).toBe("invalid_client");
+    expect((await exchange("no-such-code")).status).toBe(401);
+  });
+
+  it.each([
+    [{ ...CLIENT, code: "x", redirect_uri: REDIRECT_URI }, "invalid_request"],
+    [{ grant_type: "password", ...CLIENT }, "unsupported_grant_type"],
+    [{ grant_type: "authorization_code", ...CLIENT, redirect_uri: REDIRECT_URI }, "invalid_request"],
+    [{ grant_type: "refresh_token", ...CLIENT }, "invalid_request"],
+  ])("answers 400 for missing or unsupported parameters %j", async (body, error) => {
+    const res = await token(body);
+    expect(res.status).toBe(400);
+    expect(res.body.error).toBe(error);
+  });
+
+  it("accepts a form-encoded request too", async () => {
+    const params = new URLSearchParams({ grant_type: "authorization_code", ...CLIENT, code: code(), redirect_uri: REDIRECT_URI });
+    const res = await h.sandbox.fetch(`${BASE}/oauth2/token`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: params.toString(),
+    });
+    expect(res.status).toBe(200);
+  });
+});
+
+describe("POST /oauth2/token, refresh_token grant", () => {
+  it("rotates: a refresh returns a new refresh token and the old one is consumed", async () => {
+    const first = (await exchange(code())).body;
+    const second = await refresh(first.refresh_token);
+    expect(second.status).toBe(200);
+    expect(second.body.refresh_token).not.toBe(first.refresh_token);
+    expect(second.body.access_token).not.toBe(first.access_token);
+    expect((await refresh(second.body.refresh_token)).status).toBe(200);
+  });
+
+  it("revokes the whole family when a consumed refresh token is presented again", async () => {
+    const first = (await exchange(code())).body;
+    const second = (await refresh(first.refresh_token)).body;
+    const third = (await refresh(second.refresh_token)).body;
+    const reuse = await refresh(first.refresh_token);
+    expect(reuse.status).toBe(401);
+    expect(reuse.body.error).toBe("invalid_grant");
+    expect((await refresh(third.refresh_token)).status).toBe(401);
+    expect((await api(third.access_token)).status).toBe(401);
+    expect((await api(first.access_token)).status).toBe(401);
+  });
+
+  it("leaves other families untouched when one family is revoked", async () => {
+    const a = (await exchange(code())).body;
+    const b = (await exchange(code())).body;
+    await refresh(a.refresh_token);
+    await refresh(a.refresh_token);
+    expect((await api(b.access_token)).status).toBe(200);
+    expect((await refresh(b.refresh_token)).status).toBe(200);
+  });
+
+  it("answers 401 for an unknown refresh token", async () => {
+    expect((await refresh("rt_unknown")).status).toBe(401);
+  });
+});
+
+describe("access token expiry and GET /oauth2/validate", () => {
+  it("validates a live token, then answers 401 once it expired in sandbox time", async () => {
+    const validate = (t: string) => h.sandbox.fetch(`${BASE}/oauth2/validate`, { headers: { authorization: `Bearer ${t}` } });
+    const live = await validate(h.tokens.access_token);
+    expect(live.status).toBe(200);
+    expect(ValidateResponseSchema.parse(await live.json()).active).toBe(true);
+    h.sandbox.control.advanceClock(ACCESS_TOKEN_TTL_SECONDS);
+    const expired = await validate(h.tokens.access_token);
+    expect(expired.status).toBe(401);
+    expect(await expired.json()).toMatchObject({ error: "invalid_token" });
+    expect((await api(h.tokens.access_token)).status).toBe(401);
+    expect((await refresh(h.tokens.refresh_token)).status).toBe(200);
+  });
+
+  it("answers 401 without a token and 403 when the company's API access is disabled", async () => {
+    expect((await h.sandbox.fetch(`${BASE}/oauth2/validate`)).status).toBe(401);
+    const disabled = (await exchange(code(h.disabledCompanyId))).body;
+    const res = await h.sandbox.fetch(`${BASE}/oauth2/validate`, { headers: { authorization: `Bearer ${disabled.access_token}` } });
+    expect(res.status).toBe(403);
+    expect(await res.json()).toMatchObject({ error: "access_denied" });
+  });
+});
+
+describe("GET and POST /oauth2/authorize", () => {
+  const query = (over: Record<string, string> = {}) =>
+    new URLSearchParams({ response_type: "code", client_id: "sandbox-client", redirect_uri: REDIRECT_URI, scope: "transactions:read", state: "xyz", ...over }).toString();
+
+  it("shows an HTML page with every company to pick and approve/deny buttons", async () => {
+    const res = await h.sandbox.fetch(`${BASE}/oauth2/authorize?${query()}`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toContain("text/html");
+    const html = await res.text();
+    for (const c of h.sandbox.control.companies()) expect(html).toContain(`value="${c.id}"`);
+    expect(html).toContain('value="approve"');
+    expect(html).toContain('value="deny"');
+  });
+
+  it("redirects with code and state on approval, and the code exchanges for a token of the picked company", async () => {
+    const form = new URLSearchParams({ response_type: "code", client_id: "sandbox-client", redirect_uri: REDIRECT_URI, scope: "transactions:read", state: "s-1", company_id: h.otherCompanyId, decision: "approve" });
+    const res = await h.sandbox.fetch(`${BASE}/oauth2/authorize`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: form.toString(), redirect: "manual" });
+    expect(res.status).toBe(302);
+    const location = new URL(res.headers.get("location") ?? "");
+    expect(`${location.origin}${location.pathname}`).toBe(REDIRECT_URI);
+    expect(location.searchParams.get("state")).toBe("s-1");
+    const set = (await exchange(location.searchParams.get("code") ?? "")).body;
+    expect(claims(set.access_token).company_id).toBe(h.otherCompanyId);
+    expect(set.scope).toBe("transactions:read");
+  });
+
+  it("redirects with error=access_denied and the state on denial", async () => {
+    const form = new URLSearchParams({ response_type: "code", client_id: "sandbox-client", redirect_uri: REDIRECT_URI, state: "s-2", company_id: h.companyId, decision: "deny" });
+    const res = await h.sandbox.fetch(`${BASE}/oauth2/authorize`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: form.toString() });
+    const location = new URL(res.headers.get("location") ?? "");
+    expect(location.searchParams.get("error")).toBe("access_denied");
+    expect(location.searchParams.get("state")).toBe("s-2");
+    expect(location.searchParams.has("code")).toBe(false);
+  });
+
+  it("never redirects to an unregistered redirect_uri or for an unknown client", async () => {
+    for (const over of [{ redirect_uri: "https://evil.example/cb" }, { client_id: "other" }]) {
+      const res = await h.sandbox.fetch(`${BASE}/oauth2/authorize?${query(over)}`);
+      expect(res.status).toBe(400);
+      expect(res.headers.get("location")).toBeNull();
+    }
+  });
+
+  it("accepts localhost redirect URIs on any port", async () => {
+    const res = await h.sandbox.fetch(`${BASE}/oauth2/authorize?${query({ redirect_uri: "http://localhost:49152/oauth/callback" })}`);
+    expect(res.status).toBe(200);
+  });
+
+  it("redirects with an error for a wrong response_type or an unknown scope", async () => {
+    const wrongType = await h.sandbox.fetch(`${BASE}/oauth2/authorize?${query({ response_type: "token" })}`);
+    expect(new URL(wrongType.headers.get("location") ?? "").searchParams.get("error")).toBe("unsupported_response_type");
+    const wrongScope = await h.sandbox.fetch(`${BASE}/oauth2/authorize?${query({ scope: "admin:all" })}`);
+    expect(new URL(wrongScope.headers.get("location") ?? "").searchParams.get("error")).toBe("invalid_scope");
+  });
+});

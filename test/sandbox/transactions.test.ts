@@ -1,0 +1,274 @@
+import { beforeEach, describe, expect, it } from "vitest";
+import { z } from "zod";
+import {
+  ErrorEnvelopeSchema,
+  TransactionDetailSchema,
+  TransactionSchema,
+  listEnvelope,
+  successEnvelope,
+} from "../../shared/qashio/schemas/index.js";
+import { ForbiddenError, NotFoundError, UnauthorizedError } from "../../shared/qashio/errors.js";
+import { errorCodes, harness, tokensFor, type Harness } from "./helpers.js";
+
+const LIST = "/public/v1/erp/transactions";
+const TransactionList = listEnvelope(TransactionSchema);
+
+let h: Harness;
+beforeEach(async () => {
+  h = await harness();
+});
+
+describe("GET /public/v1/erp/transactions", () => {
+  it("answers the list envelope with 10 transactions by default, newest first, request id in body and header", async () => {
+    const { status, headers, body } = await h.json(LIST);
+    expect(status).toBe(200);
+    const page = TransactionList.parse(body);
+    expect(page.data).toHaveLength(10);
+    expect(page.pagination).toMatchObject({ page: 1, page_size: 10, total_records: 40, total_pages: 4, has_next: true, has_previous: false });
+    expect(body.meta.request_id).toBe(headers.get("x-request-id"));
+    const created = page.data.map((t) => String(t.created_at));
+    expect([...created].sort().reverse()).toEqual(created);
+  });
+
+  it("walks every page to the end with has_next and answers an empty page past it", async () => {
+    const seen: string[] = [];
+    for (let page = 1; ; page++) {
+      const { body } = await h.json(`${LIST}?page=${page}&page_size=7`);
+      seen.push(...body.data.map((t: { id: string }) => t.id));
+      if (!body.pagination.has_next) break;
+    }
+    expect(new Set(seen).size).toBe(40);
+    const past = await h.json(`${LIST}?page=9&page_size=7`);
+    expect(past.body.data).toEqual([]);
+    expect(past.body.pagination).toMatchObject({ page: 9, has_next: false, has_previous: true });
+  });
+
+  it("accepts page_size up to 100", async () => {
+    const { status, body } = await h.json(`${LIST}?page_size=100`);
+    expect(status).toBe(200);
+    expect(body.data).toHaveLength(40);
+  });
+
+  it.each([
+    ["page=0", ["page:OUT_OF_RANGE"]],
+    ["page=abc", ["page:INVALID_FORMAT"]],
+    ["page_size=0", ["page_size:OUT_OF_RANGE"]],
+    ["page_size=101", ["page_size:OUT_OF_RANGE"]],
+    ["transaction_status=done", ["transaction_status:INVALID_ENUM"]],
+    ["transaction_category=gift", ["transaction_category:INVALID_ENUM"]],
+    ["erp_sync_status=maybe", ["erp_sync_status:INVALID_ENUM"]],
+    ["approval_status=ok", ["approval_status:INVALID_ENUM"]],
+    ["client_sync_status=new", ["client_sync_status:INVALID_ENUM"]],
+    ["client_sync_status=synced&client_sync_status=outdated", ["client_sync_status:INVALID_FORMAT"]],
+    ["card_last_four=123", ["card_last_four:INVALID_FORMAT"]],
+    ["card_last_four=12a4", ["card_last_four:INVALID_FORMAT"]],
+    ["transaction_time_from=2025-01-01", ["transaction_time_to:REQUIRED"]],
+    ["transaction_time_to=2025-01-01", ["transaction_time_from:REQUIRED"]],
+    ["transaction_time_from=2025-13-01&transaction_time_to=2025-01-31", ["transaction_time_from:INVALID_FORMAT"]],
+    ["exclude_from_sync=maybe", ["exclude_from_sync:INVALID_FORMAT"]],
+    ["page=0&card_last_four=1&approval_status=x", ["page:OUT_OF_RANGE", "approval_status:INVALID_ENUM", "card_last_four:INVALID_FORMAT"]],
+  ])("answers 400 for %s with one error per offending field", async (query, expected) => {
+    const { status, headers, body } = await h.json(`${LIST}?${query}`);
+    expect(status).toBe(400);
+    const envelope = ErrorEnvelopeSchema.parse(body);
+    expect(body).not.toHaveProperty("success");
+    expect(envelope.status_code).toBe(400);
+    expect(body.meta.request_id).toBe(headers.get("x-request-id"));
+    expect(errorCodes(body).sort()).toEqual([...expected].sort());
+  });
+
+  it("filters on client_sync_status with exact totals", async () => {
+    const counts: Record<string, number> = {};
+    for (const status of ["not_synced", "synced", "outdated"]) {
+      const { body } = await h.json(`${LIST}?client_sync_status=${status}&page_size=100`);
+      expect(body.data.every((t: { client_sync_status: string }) => t.client_sync_status === status)).toBe(true);
+      expect(body.pagination.total_records).toBe(body.data.length);
+      counts[status] = body.data.length;
+    }
+    expect(counts.not_synced).toBeGreaterThanOrEqual(15);
+    expect((counts.not_synced ?? 0) + (counts.synced ?? 0) + (counts.outdated ?? 0)).toBe(40);
+  });
+
+  it("filters on qashio_id and parent_qashio_id exactly", async () => {
+    const all = (await h.json(`${LIST}?page_size=100`)).body.data as { qashio_id: string; parent_qashio_id: string | null }[];
+    const child = all.find((t) => t.parent_qashio_id !== null);
+    expect(child).toBeDefined();
+    const byId = await h.json(`${LIST}?qashio_id=${child?.qashio_id}`);
+    expect(byId.body.data.map((t: { qashio_id: string }) => t.qashio_id)).toEqual([child?.qashio_id]);
+    const partial = await h.json(`${LIST}?qashio_id=${child?.qashio_id.slice(0, 5)}`);
+    expect(partial.body.data).toEqual([]);
+    const children = await h.json(`${LIST}?parent_qashio_id=${child?.parent_qashio_id}`);
+    expect(children.body.data.length).toBeGreaterThan(0);
+    expect(children.body.data.every((t: { parent_qashio_id: string }) => t.parent_qashio_id === child?.parent_qashio_id)).toBe(true);
+  });
+
+  it("filters on category, card, employee, currencies, statuses, exclude_from_sync and an inclusive time range", async () => {
+    const all = (await h.json(`${LIST}?page_size=100`)).body.data as Record<string, any>[];
+    const sample = all[5] as Record<string, any>;
+    const detail = (await h.json(`${LIST}/${sample.id}`)).body.data;
+    const day = String(sample.transaction_time).slice(0, 10);
+    const cases: [string, (t: Record<string, any>) => boolean][] = [
+      [`transaction_category=${sample.transaction_category}`, (t) => t.transaction_category === sample.transaction_category],
+      [`card_last_four=${sample.card_last_four}`, (t) => t.card_last_four === sample.card_last_four],
+      [`employee_id=${sample.employee_id}`, (t) => t.employee_id === sample.employee_id],
+      [`transaction_currency=${sample.transaction_currency}`, (t) => t.transaction_currency === sample.transaction_currency],
+      [`billing_currency=${sample.billing_currency}`, (t) => t.billing_currency === sample.billing_currency],
+      [`approval_status=${sample.approval_status}`, (t) => t.approval_status === sample.approval_status],
+      [`erp_sync_status=${sample.erp_sync_status}`, (t) => t.erp_sync_status === sample.erp_sync_status],
+      [`exclude_from_sync=${sample.exclude_from_sync}`, (t) => t.exclude_from_sync === sample.exclude_from_sync],
+      [`transaction_time_from=${day}&transaction_time_to=${day}`, (t) => String(t.transaction_time).startsWith(day)],
+    ];
+    for (const [query, matches] of cases) {
+      const { body } = await h.json(`${LIST}?${query}&page_size=100`);
+      expect(body.data.map((t: { id: string }) => t.id), query).toEqual(all.filter(matches).map((t) => t.id));
+      expect(body.data.map((t: { id: string }) => t.id), query).toContain(sample.id);
+    }
+    const byStatus = await h.json(`${LIST}?transaction_status=${detail.transaction_status}&page_size=100`);
+    expect(byStatus.body.data.map((t: { id: string }) => t.id)).toContain(sample.id);
+  });
+
+  it("answers 401 without a token or with a forged one", async () => {
+    expect((await h.json(LIST, { token: null })).status).toBe(401);
+    const forged = `${h.tokens.access_token.slice(0, -4)}AAAA`;
+    const { status, body } = await h.json(LIST, { token: forged });
+    expect(status).toBe(401);
+    expect(errorCodes(body)).toEqual(["null:UNAUTHORIZED"]);
+  });
+
+  it("answers 403 when the company's API access is disabled, and when the token lacks the scope", async () => {
+    const disabled = await tokensFor(h.sandbox, h.disabledCompanyId);
+    expect((await h.json(LIST, { token: disabled.access_token })).status).toBe(403);
+    const narrow = await tokensFor(h.sandbox, h.companyId, "cards:read");
+    const { status, body } = await h.json(LIST, { token: narrow.access_token });
+    expect(status).toBe(403);
+    expect(ErrorEnvelopeSchema.parse(body).status_code).toBe(403);
+  });
+});
+
+describe("GET /public/v1/erp/transactions/{id}", () => {
+  it("answers the single read with pre-fee amounts, fees apart and erp_company, where the list is fee-inclusive", async () => {
+    const all = (await h.json(`${LIST}?page_size=100`)).body.data as Record<string, any>[];
+    const withFee = all.find((t) => Number(t.fee_charges) > 0 && Number(t.clearing_amount) > 0);
+    expect(withFee).toBeDefined();
+    const { status, body } = await h.json(`${LIST}/${withFee?.id}`);
+    expect(status).toBe(200);
+    const detail = successEnvelope(TransactionDetailSchema).parse(body).data;
+    expect(detail.transaction_fee_amount).toBeGreaterThan(0);
+    expect(Number(detail.billing_amount) + Number(detail.transaction_fee_amount)).toBeCloseTo(Number(withFee?.billing_amount), 2);
+    expect(Number(detail.clearing_amount) + Number(detail.clearing_fee)).toBeCloseTo(Number(withFee?.clearing_amount), 2);
+    expect(detail.erp_company?.id).toBe(h.companyId);
+    expect(["draft", "pushed", "synced", "failed"]).toContain(detail.transaction_status);
+  });
+
+  it("answers 400 for a CT reference or another malformed id", async () => {
+    const [first] = (await h.json(LIST)).body.data as { qashio_id: string }[];
+    for (const id of [first?.qashio_id, "not-a-uuid"]) {
+      const { status, body } = await h.json(`${LIST}/${id}`);
+      expect(status).toBe(400);
+      expect(errorCodes(body)).toEqual(["transactionId:INVALID_FORMAT"]);
+    }
+  });
+
+  it("answers 404 for an unknown id and for another company's transaction", async () => {
+    expect((await h.json(`${LIST}/2f1e7c52-0d3b-4c5a-9e8f-000000000000`)).status).toBe(404);
+    const other = await tokensFor(h.sandbox, h.otherCompanyId);
+    const [theirs] = (await h.json(LIST, { token: other.access_token })).body.data as { id: string }[];
+    const { status, body } = await h.json(`${LIST}/${theirs?.id}`);
+    expect(status).toBe(404);
+    expect(body).not.toHaveProperty("data");
+  });
+});
+
+describe("client_sync_status state machine and acknowledge", () => {
+  const ACK = "/public/v1/erp/transactions/acknowledge";
+
+  it("moves not_synced to synced, then a change makes it outdated, and acknowledging again makes it synced", async () => {
+    const before = (await h.json(`${LIST}?client_sync_status=not_synced&page_size=3`)).body;
+    const ids = before.data.map((t: { id: string }) => t.id) as string[];
+    const ack = await h.json(ACK, { body: { transaction_ids: ids } });
+    expect(ack.status).toBe(200);
+    successEnvelope(z.looseObject({ acknowledged: z.number() })).parse(ack.body);
+    expect(ack.body.data).toMatchObject({ acknowledged: 3, transaction_ids: ids });
+
+    const after = (await h.json(`${LIST}?client_sync_status=not_synced&page_size=100`)).body;
+    expect(after.pagination.total_records).toBe(before.pagination.total_records - 3);
+    expect(after.data.map((t: { id: string }) => t.id)).not.toContain(ids[0]);
+
+    const patched = await h.json(`/_sandbox/companies/${h.companyId}/transactions/${ids[0]}`, { method: "PATCH", body: { memo: "corrected" } });
+    expect(patched.status).toBe(200);
+    const outdated = (await h.json(`${LIST}?client_sync_status=outdated&page_size=100`)).body.data as { id: string; memo: string }[];
+    expect(outdated.find((t) => t.id === ids[0])?.memo).toBe("corrected");
+
+    await h.json(ACK, { body: { transaction_ids: [ids[0]] } });
+    const detail = (await h.json(`${LIST}/${ids[0]}`)).body.data;
+    expect(detail.client_sync_status).toBe("synced");
+  });
+
+  it("is idempotent: acknowledging a synced transaction keeps it synced", async () => {
+    const [tx] = (await h.json(`${LIST}?client_sync_status=synced`)).body.data as { id: string }[];
+    const { status } = await h.json(ACK, { body: { transaction_ids: [tx?.id, tx?.id] } });
+    expect(status).toBe(200);
+    expect((await h.json(`${LIST}/${tx?.id}`)).body.data.client_sync_status).toBe("synced");
+  });
+
+  it("refuses unknown and other-company ids with one NOT_FOUND per id and acknowledges nothing", async () => {
+    const other = await tokensFor(h.sandbox, h.otherCompanyId);
+    const [theirs] = (await h.json(LIST, { token: other.access_token })).body.data as { id: string }[];
+    const [mine] = (await h.json(`${LIST}?client_sync_status=not_synced`)).body.data as { id: string }[];
+    const unknown = "2f1e7c52-0d3b-4c5a-9e8f-000000000000";
+    const { status, body } = await h.json(ACK, { body: { transaction_ids: [mine?.id, theirs?.id, unknown] } });
+    expect(status).toBe(400);
+    expect(errorCodes(body)).toEqual(["transaction_ids.1:NOT_FOUND", "transaction_ids.2:NOT_FOUND"]);
+    expect((await h.json(`${LIST}/${mine?.id}`)).body.data.client_sync_status).toBe("not_synced");
+  });
+
+  it.each([
+    [{ transaction_ids: [] }, ["transaction_ids:REQUIRED"]],
+    [{}, ["transaction_ids:REQUIRED"]],
+    [{ transaction_ids: "abc" }, ["transaction_ids:INVALID_FORMAT"]],
+    [{ transaction_ids: ["CT1000000001"] }, ["transaction_ids.0:INVALID_FORMAT"]],
+    ["{not json", ["null:INVALID_FORMAT"]],
+  ])("answers 400 for the body %j", async (payload, expected) => {
+    const { status, body } = await h.json(ACK, { body: payload });
+    expect(status).toBe(400);
+    expect(errorCodes(body)).toEqual(expected);
+  });
+
+  it("caps a batch at 1000 ids", async () => {
+    const ids = Array.from({ length: 1001 }, (_, i) => `2f1e7c52-0d3b-4c5a-9e8f-${String(i).padStart(12, "0")}`);
+    const { status, body } = await h.json(ACK, { body: { transaction_ids: ids } });
+    expect(status).toBe(400);
+    expect(errorCodes(body)).toEqual(["transaction_ids:OUT_OF_RANGE"]);
+  });
+
+  it("needs the transactions:write scope", async () => {
+    const readOnly = await tokensFor(h.sandbox, h.companyId, "transactions:read");
+    const [tx] = (await h.json(LIST)).body.data as { id: string }[];
+    expect((await h.json(ACK, { body: { transaction_ids: [tx?.id] }, token: readOnly.access_token })).status).toBe(403);
+  });
+});
+
+describe("transactions through the provider client", () => {
+  it("lists, reads, iterates and acknowledges", async () => {
+    const page = await h.client.listTransactions({ client_sync_status: "not_synced", page_size: 5 });
+    expect(page.data).toHaveLength(5);
+    expect(page.pagination.has_next).toBe(true);
+    const detail = await h.client.getTransaction(page.data[0]?.id as string);
+    expect(detail.id).toBe(page.data[0]?.id);
+    const all: string[] = [];
+    for await (const tx of h.client.iterateTransactions({ page_size: 9 })) all.push(tx.id);
+    expect(all).toHaveLength(40);
+    const result = await h.client.acknowledgeTransactions(page.data.map((t) => t.id));
+    expect(result.acknowledged).toBe(5);
+    expect(result.requestId).toMatch(/^[0-9a-f-]{36}$/);
+    const next = await h.client.listTransactions({ client_sync_status: "not_synced", page_size: 100 });
+    expect(next.pagination.total_records).toBe(page.pagination.total_records - 5);
+  });
+
+  it("surfaces 401, 403 and 404 as the client's typed errors", async () => {
+    await expect(h.clientFor("not.a.token").listTransactions()).rejects.toBeInstanceOf(UnauthorizedError);
+    const disabled = await tokensFor(h.sandbox, h.disabledCompanyId);
+    await expect(h.clientFor(disabled.access_token).listTransactions()).rejects.toBeInstanceOf(ForbiddenError);
+    await expect(h.client.getTransaction("2f1e7c52-0d3b-4c5a-9e8f-000000000000")).rejects.toBeInstanceOf(NotFoundError);
+  });
+});
