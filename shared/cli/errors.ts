@@ -12,6 +12,8 @@ export const EXIT = {
   usage: 2,
   /** The provider revoked the token family: a person must run `authorize` again. */
   reauthorize: 3,
+  /** `run --once` stopped at its time budget; the next run resumes where it stopped. */
+  incomplete: 4,
   /** Stopped by SIGINT before finishing (conventional 128 + 2). */
   interrupted: 130,
 } as const;
@@ -80,5 +82,14 @@ export class CycleFailedError extends CliError {
 
   constructor(message: string, options?: ErrorOptions) {
     super(message, EXIT.failed, options);
+  }
+}
+
+/** A `--once` cycle stopped at its time budget or page bound: nothing is lost, the next run resumes. */
+export class CycleIncompleteError extends CliError {
+  override name = "CycleIncompleteError";
+
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, EXIT.incomplete, options);
   }
 }

@@ -141,10 +141,23 @@ export function formatEvent(event: BridgeEvent, p: Palette = NO_COLOURS): string
   return parts.join("  ");
 }
 
+/**
+ * Adds up published counts by type.
+ *
+ * @example
+ * mergeCounts({ a: 1 }, { a: 2, b: 1 }); // { a: 3, b: 1 }
+ */
+export function mergeCounts(...counts: readonly Readonly<Record<string, number>>[]): Record<string, number> {
+  const total: Record<string, number> = {};
+  for (const c of counts) for (const [k, n] of Object.entries(c)) total[k] = (total[k] ?? 0) + n;
+  return total;
+}
+
 /** Counts of one cycle the summary line shows. */
 export interface CycleSummary {
   readonly cycle: number;
-  readonly events: readonly BridgeEvent[];
+  /** Events published, by type. */
+  readonly published: Readonly<Record<string, number>>;
   readonly acknowledged: number;
   readonly quarantined: number;
   readonly durationMs: number;
@@ -156,14 +169,13 @@ export interface CycleSummary {
  * One line summing up a cycle: events by type, acknowledgements, quarantine, duration.
  *
  * @example
- * formatCycleSummary({ cycle: 1, events, acknowledged: 12, quarantined: 0, durationMs: 84 });
+ * formatCycleSummary({ cycle: 1, published: { "transaction.created": 2, "card.suspended": 1 }, acknowledged: 12, quarantined: 0, durationMs: 84 });
  * // "── cycle 1: 3 events (2 transaction.created, 1 card.suspended) · 12 acknowledged · 0 quarantined · 84 ms"
  */
 export function formatCycleSummary(summary: CycleSummary, p: Palette = NO_COLOURS): string {
-  const byType = new Map<string, number>();
-  for (const e of summary.events) byType.set(e.detail.type, (byType.get(e.detail.type) ?? 0) + 1);
-  const types = [...byType.entries()].map(([type, n]) => `${n} ${type}`).join(", ");
-  const count = summary.events.length;
+  const entries = Object.entries(summary.published).filter(([, n]) => n > 0);
+  const types = entries.map(([type, n]) => `${n} ${type}`).join(", ");
+  const count = entries.reduce((sum, [, n]) => sum + n, 0);
   const events = `${count} event${count === 1 ? "" : "s"}${types === "" ? "" : ` (${types})`}`;
   const quarantined = summary.quarantined > 0 ? p.red(`${summary.quarantined} quarantined`) : "0 quarantined";
   const tail = summary.partial === true ? ` · ${p.yellow("stopped at budget, resumes next cycle")}` : "";

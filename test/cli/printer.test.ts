@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { BridgeEvent } from "../../shared/bridge/ports.js";
-import { COLOURS, NO_COLOURS, formatCycleSummary, formatEvent, shouldColour, showValue } from "../../shared/cli/printer.js";
+import { COLOURS, NO_COLOURS, formatCycleSummary, formatEvent, mergeCounts, shouldColour, showValue } from "../../shared/cli/printer.js";
 
 function event(type: string, subject: BridgeEvent["detail"]["subject"], data: BridgeEvent["detail"]["data"]): BridgeEvent {
   return {
@@ -78,15 +78,21 @@ describe("showValue", () => {
 
 describe("formatCycleSummary", () => {
   it("counts events by type", () => {
-    expect(formatCycleSummary({ cycle: 3, events: [purchase, purchase], acknowledged: 2, quarantined: 0, durationMs: 84.4 })).toBe(
+    expect(formatCycleSummary({ cycle: 3, published: { "transaction.created": 2, "card.created": 0 }, acknowledged: 2, quarantined: 0, durationMs: 84.4 })).toBe(
       "── cycle 3: 2 events (2 transaction.created) · 2 acknowledged · 0 quarantined · 84 ms",
     );
   });
 
   it("says when a cycle stopped at its budget", () => {
-    expect(formatCycleSummary({ cycle: 1, events: [], acknowledged: 0, quarantined: 1, durationMs: 5, partial: true })).toBe(
+    expect(formatCycleSummary({ cycle: 1, published: {}, acknowledged: 0, quarantined: 1, durationMs: 5, partial: true })).toBe(
       "── cycle 1: 0 events · 0 acknowledged · 1 quarantined · 5 ms · stopped at budget, resumes next cycle",
     );
+  });
+});
+
+describe("mergeCounts", () => {
+  it("adds counts of the same type", () => {
+    expect(mergeCounts({ a: 1 }, { a: 2, b: 1 })).toEqual({ a: 3, b: 1 });
   });
 });
 

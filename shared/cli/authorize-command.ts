@@ -1,0 +1,119 @@
+/**
+ * `bridge authorize [--port <p>] [--scope ...] [--secret-id <arn>]`: signs the integration in once, as a person.
+ * Tokens go to the state directory (local mode) or, with `--secret-id`, into the tenant's Secrets Manager secret.
+ */
+import { resolve } from "node:path";
+import { SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
+import type { Lock } from "../bridge/ports.js";
+import type { TokenStore } from "../qashio/auth/token-store.js";
+import { DEFAULT_LOCK_NAME, DEFAULT_LOCK_TTL_MS } from "../qashio/auth/token-provider.js";
+import { AUTHORIZE_URL_ENV_VAR, resolveAuthorizeUrl, resolveBaseUrl } from "../qashio/config.js";
+import type { FetchLike } from "../qashio/http.js";
+import { FileLock, FileTokenStore } from "../local/index.js";
+import type { AuthorizeArgs } from "./args.js";
+import { DEFAULT_SCOPES, authorizeWithBrowser } from "./authorize.js";
+import { DEFAULT_STATE_DIR, loadEnv, readProviderSettings, type Env } from "./config.js";
+import { AuthorizeError, ConfigError, EXIT, type SettingIssue } from "./errors.js";
+import { line, type CliIo } from "./io.js";
+import { openInBrowser } from "./open-url.js";
+import { readOnboardingSecret, secretTokenStore } from "./secret-onboarding.js";
+
+/** Seams for tests: the browser opener, the Secrets Manager client, the fetch of the token exchange. */
+export interface AuthorizeSeams {
+  readonly open?: (url: string) => Promise<boolean>;
+  readonly secrets?: SecretsManagerClient;
+  readonly fetch?: FetchLike;
+  /** Receives the authorize URL (tests play the browser here). */
+  readonly onAuthorizeUrl?: (url: string) => void | Promise<void>;
+}
+
+/** Saves under the same lock the token provider refreshes under, so a running bridge cannot overwrite the new family. */
+function lockedStore(store: TokenStore, lock: Lock): TokenStore {
+  return {
+    load: () => store.load(),
+    async save(tokens) {
+      const handle = await lock.tryAcquire(DEFAULT_LOCK_NAME, DEFAULT_LOCK_TTL_MS);
+      if (handle === undefined) throw new AuthorizeError("a running bridge is refreshing its token right now; run authorize again in a moment");
+      try {
+        await store.save(tokens);
+      } finally {
+        await handle.release();
+      }
+    },
+  };
+}
+
+function resolveUrls(env: Env, baseTarget: string): { baseUrl: string; authorizeUrl: string } {
+  const issues: SettingIssue[] = [];
+  let baseUrl = "";
+  let authorizeUrl = "";
+  try {
+    baseUrl = resolveBaseUrl(baseTarget, env);
+  } catch (error) {
+    issues.push({ setting: "QASHIO_BASE_URL", problem: (error as Error).message });
+  }
+  try {
+    // The provider's authorize screen may live elsewhere; the sandbox serves it at its base URL.
+    authorizeUrl = env[AUTHORIZE_URL_ENV_VAR]?.trim() ? resolveAuthorizeUrl(undefined, env) : baseUrl;
+  } catch (error) {
+    issues.push({ setting: AUTHORIZE_URL_ENV_VAR, problem: (error as Error).message });
+  }
+  if (issues.length > 0) throw new ConfigError(issues);
+  return { baseUrl, authorizeUrl };
+}
+
+/**
+ * Runs the authorization-code flow and stores the first token set; returns the exit code.
+ *
+ * @example
+ * process.exitCode = await authorizeCommand({ port: 0, noOpen: false, timeoutMs: 600_000 }, io);
+ */
+export async function authorizeCommand(args: AuthorizeArgs, io: CliIo, seams: AuthorizeSeams = {}): Promise<number> {
+  const env = await loadEnv(io.env, io.cwd);
+  const provider = readProviderSettings(env, { allowMissingClient: args.secretId !== undefined });
+  const { baseUrl, authorizeUrl } = resolveUrls(env, provider.baseUrl);
+  let clientId = provider.clientId;
+  let clientSecret = provider.clientSecret;
+  let store: TokenStore;
+  let where: string;
+  if (args.secretId !== undefined) {
+    const secrets = seams.secrets ?? new SecretsManagerClient({});
+    const current = await readOnboardingSecret(secrets, args.secretId);
+    clientId ??= current.client_id;
+    clientSecret ??= current.client_secret;
+    const missing: SettingIssue[] = [];
+    if (clientId === undefined) missing.push({ setting: "QASHIO_CLIENT_ID", problem: "is not set and the secret has no client_id" });
+    if (clientSecret === undefined) missing.push({ setting: "QASHIO_CLIENT_SECRET", problem: "is not set and the secret has no client_secret" });
+    if (missing.length > 0 || clientId === undefined || clientSecret === undefined) throw new ConfigError(missing);
+    store = secretTokenStore(secrets, args.secretId, { client_id: clientId, client_secret: clientSecret });
+    where = `secret ${args.secretId} (refresh_token merged; client_id, client_secret, pii_salt kept)`;
+  } else {
+    if (clientId === undefined || clientSecret === undefined) throw new ConfigError([]);
+    const stateDir = resolve(io.cwd, env.BRIDGE_STATE_DIR?.trim() || DEFAULT_STATE_DIR);
+    const files = new FileTokenStore(stateDir);
+    store = lockedStore(files, new FileLock(stateDir));
+    where = files.file;
+  }
+  const scope = args.scope ?? DEFAULT_SCOPES;
+  const result = await authorizeWithBrowser({
+    baseUrl,
+    authorizeUrl,
+    clientId,
+    clientSecret,
+    scope,
+    port: args.port,
+    timeoutMs: args.timeoutMs,
+    store,
+    fetch: seams.fetch,
+    signal: io.signal,
+    onAuthorizeUrl: async (url) => {
+      line(io.stdout, "Open this address in a browser and approve access:");
+      line(io.stdout, `  ${url}`);
+      line(io.stdout, `Waiting for the redirect on ${new URL(new URL(url).searchParams.get("redirect_uri") ?? "http://127.0.0.1").origin} ...`);
+      if (!args.noOpen) await (seams.open ?? openInBrowser)(url);
+      await seams.onAuthorizeUrl?.(url);
+    },
+  });
+  line(io.stdout, `Authorized${result.scope ? ` (scope: ${result.scope})` : ""}. Tokens stored in ${where}.`);
+  return EXIT.ok;
+}

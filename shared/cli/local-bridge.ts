@@ -1,0 +1,194 @@
+/**
+ * Local mode composition: the engine wired to the file-backed adapters of shared/local (state directory,
+ * JSON Lines event file), the provider client with an OAuth token provider that rotates under a file lock,
+ * and one cycle = transactions, then cards.
+ */
+import {
+  CycleAbortedError,
+  ReauthorizationNeededError as EngineReauthorizationNeeded,
+  emptyReport,
+  pollCards,
+  pollTransactions,
+  totalPublished,
+  type BridgeEvent,
+  type CardCycleDeps,
+  type Clock,
+  type CycleReport,
+  type EventPublisher,
+  type Lock,
+  type Logger,
+  type TokenStore,
+  type TransactionCycleDeps,
+} from "../bridge/index.js";
+import { OAuthTokenProvider } from "../qashio/auth/token-provider.js";
+import { QashioClient } from "../qashio/client.js";
+import { resolveBaseUrl } from "../qashio/config.js";
+import type { FetchLike } from "../qashio/http.js";
+import { JsonlEventPublisher, createLocalAdapters } from "../local/index.js";
+import type { Env, LocalSettings } from "./config.js";
+import { MemoryMetrics, observePublished, systemClock } from "./console-ports.js";
+import { CliError, ConfigError, CycleFailedError, EXIT, ReauthorizationNeededError } from "./errors.js";
+
+/** Name of the lease one cycle holds, so two local processes never run cycles of one tenant at once. */
+export const CYCLE_LOCK = "cycle";
+
+export interface LocalBridgeOptions {
+  /** Environment for named base URLs (QASHIO_SANDBOX_URL, ...). */
+  readonly env: Env;
+  readonly logger: Logger;
+  /** @default global fetch */
+  readonly fetch?: FetchLike;
+  /** @default the system clock */
+  readonly clock?: Clock;
+  /** Called with the events each publish accepted (the demo's printer). */
+  readonly onPublished?: (events: readonly BridgeEvent[]) => void;
+}
+
+/** The engine's dependencies for one tenant in local mode. */
+export interface LocalBridge {
+  readonly settings: LocalSettings;
+  readonly transactions: TransactionCycleDeps;
+  readonly cards: CardCycleDeps;
+  readonly lock: Lock;
+  readonly tokens: TokenStore;
+  readonly metrics: MemoryMetrics;
+  readonly clock: Clock;
+  readonly baseUrl: string;
+}
+
+/** What one cycle did. */
+export interface CycleResult {
+  readonly transactions: CycleReport;
+  readonly cards: CycleReport;
+  /** Total events published by both halves. */
+  readonly events: number;
+  /** False when a half stopped at the budget or page bound (it resumes next cycle). */
+  readonly complete: boolean;
+  readonly durationMs: number;
+}
+
+/**
+ * Opens the local adapters and the provider client. Seeds the token store from QASHIO_REFRESH_TOKEN
+ * when the state directory holds no token yet.
+ *
+ * @throws ConfigError when no token is stored and QASHIO_REFRESH_TOKEN is not set, or the base URL cannot be resolved.
+ * @example
+ * const bridge = await openLocalBridge(settings, { env, logger });
+ * const result = await runCycle(bridge);
+ */
+export async function openLocalBridge(settings: LocalSettings, options: LocalBridgeOptions): Promise<LocalBridge> {
+  let baseUrl: string;
+  try {
+    baseUrl = resolveBaseUrl(settings.baseUrl, options.env);
+  } catch (error) {
+    throw new ConfigError([{ setting: "QASHIO_BASE_URL", problem: (error as Error).message }], { cause: error });
+  }
+  const clock = options.clock ?? systemClock;
+  const dir = settings.stateDir;
+  const local = createLocalAdapters(dir, { clock });
+  const tokens: TokenStore = local.tokens;
+  const lock: Lock = local.lock;
+  if ((await tokens.load()) === undefined) {
+    if (settings.refreshToken === undefined) {
+      throw new ConfigError([
+        {
+          setting: "QASHIO_REFRESH_TOKEN",
+          problem: `is required while the state directory (${dir}) holds no token; or run \`npm run bridge -- authorize\` first`,
+        },
+      ]);
+    }
+    await tokens.save({ refreshToken: settings.refreshToken });
+  }
+  const metrics = new MemoryMetrics();
+  const tokenProvider = new OAuthTokenProvider({
+    baseUrl,
+    clientId: settings.clientId,
+    clientSecret: settings.clientSecret,
+    store: tokens,
+    lock,
+    clock,
+    fetch: options.fetch,
+    onEvent: (event) => {
+      if (event === "refreshed") metrics.add("TokenRefreshes", 1);
+    },
+  });
+  const client = new QashioClient({ baseUrl, tokenProvider, fetch: options.fetch, clock, logger: options.logger });
+  let publisher: EventPublisher = new JsonlEventPublisher({ file: settings.eventsFile });
+  if (options.onPublished !== undefined) publisher = observePublished(publisher, options.onPublished);
+  const common = {
+    tenant: settings.tenant,
+    snapshots: local.snapshots,
+    publisher,
+    quarantine: local.quarantine,
+    clock,
+    metrics,
+    logger: options.logger,
+    pii: { mode: settings.piiMode, salt: settings.piiSalt },
+    source: settings.eventSource,
+  };
+  return {
+    settings,
+    transactions: { ...common, provider: client },
+    cards: { ...common, provider: client, emitCardCreated: settings.emitCardCreated },
+    lock,
+    tokens,
+    metrics,
+    clock,
+    baseUrl,
+  };
+}
+
+/** Converts an engine failure into the CLI's error with its exit code. */
+function cliErrorOf(error: unknown): CliError {
+  if (error instanceof CliError) return error;
+  if (error instanceof EngineReauthorizationNeeded || (error instanceof Error && error.name === "ReauthorizationRequiredError")) {
+    return new ReauthorizationNeededError(
+      "the provider revoked this integration's token family: run `npm run bridge -- authorize` to sign in again",
+      { cause: error },
+    );
+  }
+  if (error instanceof CycleAbortedError) {
+    const where = [error.status === undefined ? undefined : `status ${error.status}`, error.requestId === undefined ? undefined : `request ${error.requestId}`]
+      .filter(Boolean)
+      .join(", ");
+    return new CycleFailedError(`the ${error.report.kind} cycle stopped: ${error.message}${where ? ` (${where})` : ""}; the next run resumes`, { cause: error });
+  }
+  const e = error instanceof Error ? error : new Error(String(error));
+  return new CycleFailedError(`the cycle failed: ${e.name}: ${e.message}`, { cause: error });
+}
+
+/**
+ * Runs one cycle (transactions, then cards) under the tenant's cycle lock, within `budgetMs`.
+ *
+ * @throws ReauthorizationNeededError (exit 3) when the token family is revoked; CycleFailedError (exit 1) otherwise.
+ * @example
+ * const { events, complete } = await runCycle(bridge, 300_000);
+ */
+export async function runCycle(bridge: LocalBridge, budgetMs = bridge.settings.cycleBudgetMs): Promise<CycleResult> {
+  const started = bridge.clock.now();
+  const deadline = started + budgetMs;
+  // The lease outlives the budget so it never lapses mid-cycle; a crashed holder frees it on expiry.
+  const handle = await bridge.lock.tryAcquire(CYCLE_LOCK, budgetMs + 60_000);
+  if (handle === undefined) {
+    throw new CliError("another bridge process is running a cycle for this tenant (state directory lock held); try again later", EXIT.failed);
+  }
+  try {
+    let transactions = emptyReport("transactions");
+    let cards = emptyReport("cards");
+    try {
+      transactions = await pollTransactions(bridge.transactions, { deadline });
+      cards = await pollCards(bridge.cards, { deadline });
+    } catch (error) {
+      throw cliErrorOf(error);
+    }
+    return {
+      transactions,
+      cards,
+      events: totalPublished(transactions) + totalPublished(cards),
+      complete: transactions.outcome === "complete" && cards.outcome === "complete",
+      durationMs: bridge.clock.now() - started,
+    };
+  } finally {
+    await handle.release();
+  }
+}

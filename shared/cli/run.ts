@@ -1,0 +1,72 @@
+/**
+ * `bridge run [--once] [--interval <duration>]`: local mode. Reads the settings, then runs one cycle
+ * (transactions, then cards) or loops every interval until SIGINT/SIGTERM, stopping between cycles.
+ */
+import type { RunArgs } from "./args.js";
+import { loadEnv, readLocalSettings } from "./config.js";
+import { streamLogger } from "./console-ports.js";
+import { CliError, CycleIncompleteError, EXIT, ReauthorizationNeededError } from "./errors.js";
+import { line, pause, type CliIo } from "./io.js";
+import { openLocalBridge, runCycle, type CycleResult, type LocalBridge, type LocalBridgeOptions } from "./local-bridge.js";
+import { COLOURS, NO_COLOURS, formatCycleSummary, mergeCounts, shouldColour, type Palette } from "./printer.js";
+
+/** Summary line of a cycle, from the engine's reports. */
+export function summaryOf(cycle: number, result: CycleResult, palette: Palette): string {
+  const { transactions: t, cards: c } = result;
+  return formatCycleSummary(
+    {
+      cycle,
+      published: mergeCounts(t.published, c.published),
+      acknowledged: t.acknowledged,
+      quarantined: t.quarantined + c.quarantined,
+      durationMs: result.durationMs,
+      partial: !result.complete,
+    },
+    palette,
+  );
+}
+
+/**
+ * Runs local mode with the given arguments; returns the exit code.
+ *
+ * @example
+ * process.exitCode = await runCommand({ once: true, intervalMs: 60_000 }, io);
+ */
+export async function runCommand(args: RunArgs, io: CliIo, overrides: Partial<LocalBridgeOptions> = {}): Promise<number> {
+  const env = await loadEnv(io.env, io.cwd);
+  const settings = readLocalSettings(env, io.cwd);
+  const logger = overrides.logger ?? streamLogger(io.stderr, settings.logLevel);
+  const palette = shouldColour(io.stdout, io.env) ? COLOURS : NO_COLOURS;
+  const bridge = await openLocalBridge(settings, { env, logger, ...overrides });
+  line(io.stderr, `bridge: tenant ${settings.tenant}, provider ${bridge.baseUrl}, state ${settings.stateDir}, events -> ${settings.eventsFile}`);
+  if (args.once) {
+    const result = await runCycle(bridge);
+    line(io.stdout, summaryOf(1, result, palette));
+    if (!result.complete) {
+      throw new CycleIncompleteError("the cycle stopped at its time budget (BRIDGE_CYCLE_BUDGET); run again to resume");
+    }
+    return EXIT.ok;
+  }
+  return loop(bridge, args.intervalMs, io, palette);
+}
+
+async function loop(bridge: LocalBridge, intervalMs: number, io: CliIo, palette: Palette): Promise<number> {
+  const logger = bridge.transactions.logger;
+  line(io.stderr, `bridge: polling every ${Math.round(intervalMs / 1000)} s; Ctrl-C stops after the current cycle`);
+  let cycle = 0;
+  while (!io.signal.aborted) {
+    cycle += 1;
+    const started = bridge.clock.now();
+    try {
+      line(io.stdout, summaryOf(cycle, await runCycle(bridge), palette));
+    } catch (error) {
+      // A revoked token family needs a person; retrying would only fail again.
+      if (error instanceof ReauthorizationNeededError) throw error;
+      if (!(error instanceof CliError) || error.exitCode !== EXIT.failed) throw error;
+      logger.error(`cycle ${cycle} failed; retrying at the next interval`, { error: error.message });
+    }
+    await pause(Math.max(0, started + intervalMs - bridge.clock.now()), io.signal);
+  }
+  line(io.stderr, `bridge: stopped after ${cycle} cycle${cycle === 1 ? "" : "s"}`);
+  return EXIT.ok;
+}
