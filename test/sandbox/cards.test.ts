@@ -1,0 +1,374 @@
+import { beforeEach, describe, expect, it } from "vitest";
+import {
+  CardBalanceSchema,
+  CoreCardListEnvelopeSchema,
+  CoreCardWriteDataSchema,
+  ChangeStatusDataSchema,
+  ErpCardDetailSchema,
+  ErpCardSchema,
+  InvitationResultSchema,
+  listEnvelope,
+  successEnvelope,
+} from "../../shared/qashio/schemas/index.js";
+import { BadRequestError, ForbiddenError, NotFoundError } from "../../shared/qashio/errors.js";
+import { SUSPENSION_PROCESSING_SECONDS } from "../../sandbox/index.js";
+import { errorCodes, harness, tokensFor, type Harness } from "./helpers.js";
+
+const ERP = "/public/v1/erp/cards";
+const CORE = "/public/v1/core/cards";
+
+let h: Harness;
+beforeEach(async () => {
+  h = await harness();
+});
+
+type Card = Record<string, any>;
+async function erpCards(query = "page_size=100"): Promise<Card[]> {
+  return (await h.json(`${ERP}?${query}`)).body.data as Card[];
+}
+async function cardWith(status: string): Promise<Card> {
+  const card = (await erpCards()).find((c) => c.status === status);
+  if (!card) throw new Error(`no ${status} card`);
+  return card;
+}
+
+describe("GET /public/v1/erp/cards", () => {
+  it("lists 20 per page by default, newest first, every card validating", async () => {
+    const { status, body } = await h.json(ERP);
+    expect(status).toBe(200);
+    const page = listEnvelope(ErpCardSchema).parse(body);
+    expect(page.pagination).toMatchObject({ page: 1, page_size: 20, total_records: 12 });
+    const created = page.data.map((c) => String(c.created_at));
+    expect([...created].sort().reverse()).toEqual(created);
+    expect(page.data.every((c) => String(c.masked_card_number).startsWith("****"))).toBe(true);
+  });
+
+  it("filters on status, card_type, account_type, pool account, user, last4 and date ranges sent alone", async () => {
+    const all = await erpCards();
+    const pooled = all.find((c) => c.account_type === "pool") as Card;
+    const pick = all[3] as Card;
+    const users = (await h.json(`/public/v1/core/cards?page_size=100`)).body.data.cards as Card[];
+    const holder = users.find((c) => c.id === pick.id)?.user_profile.user_id as string;
+    const cases: [string, (c: Card) => boolean][] = [
+      ["status=suspended", (c) => c.status === "Suspended"],
+      ["card_type=physical", (c) => c.card_type === "Physical"],
+      ["account_type=pool", (c) => c.account_type === "pool"],
+      [`pool_account_id=${pooled.account_external_id}`, (c) => c.account_external_id === pooled.account_external_id],
+      [`user_id=${holder}`, (c) => c.cardholder.email === pick.cardholder.email],
+      [`last4=${String(pick.masked_card_number).slice(-4)}`, (c) => c.masked_card_number === pick.masked_card_number],
+      ["created_time_from=2025-03-01", (c) => String(c.created_at) >= "2025-03-01"],
+      ["issued_time_to=2024-12-31", (c) => c.issued_at !== null && String(c.issued_at) < "2025-01-01"],
+    ];
+    for (const [query, matches] of cases) {
+      const got = (await erpCards(`${query}&page_size=100`)).map((c) => c.id);
+      expect(got, query).toEqual(all.filter(matches).map((c) => c.id));
+      expect(got.length, query).toBeGreaterThan(0);
+    }
+  });
+
+  it.each([
+    ["account_type=company", ["account_type:INVALID_ENUM"]],
+    ["status=frozen", ["status:INVALID_ENUM"]],
+    ["card_type=plastic", ["card_type:INVALID_ENUM"]],
+    ["last4=12345", ["last4:INVALID_FORMAT"]],
+    ["issued_time_from=2025-02-01&issued_time_to=2025-01-01", ["issued_time_to:INVALID_RANGE"]],
+    ["created_time_from=2025-02-01&created_time_to=2025-01-01", ["created_time_to:INVALID_RANGE"]],
+    ["page_size=500", ["page_size:OUT_OF_RANGE"]],
+  ])("answers 400 for %s", async (query, expected) => {
+    const { status, body } = await h.json(`${ERP}?${query}`);
+    expect(status).toBe(400);
+    expect(errorCodes(body)).toEqual(expected);
+  });
+
+  it("answers 404 for a pool account or user of nobody in this company", async () => {
+    expect((await h.json(`${ERP}?pool_account_id=PAUNKNOWN00`)).status).toBe(404);
+    expect((await h.json(`${ERP}?user_id=00000000-0000-4000-8000-000000000000`)).status).toBe(404);
+  });
+
+  it("has every status, both types and both funding models among the seeded cards", async () => {
+    const all = await erpCards();
+    expect(new Set(all.map((c) => c.status))).toEqual(new Set(["Active", "Inactive", "Suspended", "Terminated", "Draft", "Cancelled"]));
+    expect(new Set(all.map((c) => c.card_type))).toEqual(new Set(["Virtual", "Physical"]));
+    expect(new Set(all.map((c) => c.account_type))).toEqual(new Set(["reloadable", "pool"]));
+  });
+});
+
+describe("GET /public/v1/erp/cards/{cardId}", () => {
+  it("answers one card with its configuration objects", async () => {
+    const card = await cardWith("Active");
+    const { status, body } = await h.json(`${ERP}/${card.id}`);
+    expect(status).toBe(200);
+    const detail = successEnvelope(ErpCardDetailSchema).parse(body).data;
+    expect(detail.purchase_limits).toBeTruthy();
+    expect(detail.country_limits).toBeTruthy();
+    expect(detail.merchant_category_limits?.categories?.[0]?.mcc_codes?.length).toBeGreaterThan(0);
+    expect(detail.topup_configuration).toBeTruthy();
+    expect(detail.atm_configuration).toBeTruthy();
+  });
+
+  it("answers 404 for an unknown card and for another company's card", async () => {
+    expect((await h.json(`${ERP}/CAUNKNOWN000`)).status).toBe(404);
+    const other = await tokensFor(h.sandbox, h.otherCompanyId);
+    const [theirs] = (await h.json(ERP, { token: other.access_token })).body.data as Card[];
+    expect((await h.json(`${ERP}/${theirs?.id}`)).status).toBe(404);
+    await expect(h.client.getErpCard(theirs?.id as string)).rejects.toBeInstanceOf(NotFoundError);
+  });
+});
+
+describe("GET /public/v1/core/cards", () => {
+  it("answers { cards, page_info } with lowercase statuses, hiding draft cards", async () => {
+    const { status, body } = await h.json(`${CORE}?page_size=5&page=2`);
+    expect(status).toBe(200);
+    const { data } = CoreCardListEnvelopeSchema.parse(body);
+    expect(data.page_info).toEqual({ current_page: 2, per_page: 5, total_entries: 11, total_pages: 3, next_page: 3, previous_page: 1, offset: 5 });
+    expect(body).not.toHaveProperty("pagination");
+    const all = (await h.json(`${CORE}?page_size=100`)).body.data.cards as Card[];
+    expect(all.every((c) => c.status === String(c.status).toLowerCase())).toBe(true);
+    expect(all.some((c) => c.status === "draft")).toBe(false);
+  });
+
+  it("accepts limit instead of page_size and defaults to 20", async () => {
+    expect((await h.json(`${CORE}?limit=4`)).body.data.page_info.per_page).toBe(4);
+    expect((await h.json(CORE)).body.data.page_info).toMatchObject({ per_page: 20, next_page: null, previous_page: null });
+    expect((await h.json(`${CORE}?limit=0`)).status).toBe(400);
+    expect((await h.json(`${CORE}?limit=101`)).status).toBe(400);
+  });
+
+  it("answers 401 without a token", async () => {
+    expect((await h.json(CORE, { token: null })).status).toBe(401);
+  });
+
+  it("is walked by the client with next_page", async () => {
+    const ids: string[] = [];
+    for await (const card of h.client.iterateCoreCards({ page_size: 3 })) ids.push(card.id);
+    expect(ids).toHaveLength(11);
+  });
+});
+
+describe("GET /public/v1/core/cards/balance", () => {
+  it("answers the company balance and the matching cards' balances net of pending authorisations", async () => {
+    const card = await cardWith("Active");
+    const last4 = String(card.masked_card_number).slice(-4);
+    const { status, body } = await h.json(`/public/v1/core/cards/balance?last_four=${last4}`);
+    expect(status).toBe(200);
+    const data = successEnvelope(CardBalanceSchema).parse(body).data;
+    expect(data.company_balance?.currency).toBe("AED");
+    expect(data.cards.map((c) => c.card_id)).toContain(card.id);
+    const record = h.sandbox.control.company(h.companyId)?.cards.find((c) => c.id === card.id);
+    const entry = data.cards.find((c) => c.card_id === card.id);
+    expect(entry?.balance).toBeCloseTo((record?.poolAccountId ? 0 : (record?.balance ?? 0)) - (record?.pendingAuthorisations ?? 0), 1);
+  });
+
+  it("matches the exact nickname and narrows on status", async () => {
+    const card = await cardWith("Suspended");
+    const byName = await h.client.getCardBalance({ nickname: card.card_nickname as string });
+    expect(byName.cards.map((c) => c.card_id)).toEqual([card.id]);
+    const partial = await h.client.getCardBalance({ nickname: String(card.card_nickname).slice(0, 4) });
+    expect(partial.cards).toEqual([]);
+    const narrowed = await h.client.getCardBalance({ nickname: card.card_nickname as string, status: "active" });
+    expect(narrowed.cards).toEqual([]);
+  });
+
+  it.each([
+    ["status=active", ["null:REQUIRED"]],
+    ["", ["null:REQUIRED"]],
+    ["nickname=x&status=frozen", ["status:INVALID_ENUM"]],
+    ["last_four=12", ["last_four:INVALID_FORMAT"]],
+  ])("answers 400 for %j", async (query, expected) => {
+    const { status, body } = await h.json(`/public/v1/core/cards/balance?${query}`);
+    expect(status).toBe(400);
+    expect(errorCodes(body)).toEqual(expected);
+  });
+});
+
+describe("PUT /public/v1/core/cards/{cardId} (funding update)", () => {
+  it("changes only the fields sent and answers the updated card", async () => {
+    const card = await cardWith("Active");
+    const { status, body } = await h.json(`${CORE}/${card.id}`, { method: "PUT", body: { auto_top_up_amount: 1500, velocity_period: "weekly" } });
+    expect(status).toBe(200);
+    expect(body.message).toMatch(/updated/i);
+    const updated = successEnvelope(CoreCardWriteDataSchema).parse(body).data.card;
+    expect(updated.auto_top_up_amount).toBe(1500);
+    expect(updated.velocity_period).toBe("WEEKLY");
+    expect(updated.nickname).toBe(card.card_nickname);
+    const detail = (await h.json(`${ERP}/${card.id}`)).body.data;
+    expect(detail.topup_configuration).toMatchObject({ auto_topup_amount: 1500, frequency: "WEEKLY" });
+    const result = await h.client.updateCard(card.id as string, { nickname: "Renamed", card_usage_type_amount: 12000 });
+    expect(result.card.nickname).toBe("Renamed");
+    expect((await h.json(`${ERP}/${card.id}`)).body.data).toMatchObject({ card_nickname: "Renamed", allowed_max_balance: 12000 });
+  });
+
+  it.each([
+    [{}, ["null:REQUIRED"]],
+    [{ auto_top_up_amount: -5 }, ["auto_top_up_amount:OUT_OF_RANGE"]],
+    [{ auto_top_up_amount: 1.5 }, ["auto_top_up_amount:INVALID_FORMAT"]],
+    [{ velocity_period: "HOURLY" }, ["velocity_period:INVALID_ENUM"]],
+    [{ card_usage_type: "PREPAID_GIFT" }, ["card_usage_type:INVALID_ENUM"]],
+    [{ nickname: "" }, ["nickname:REQUIRED"]],
+  ])("answers 400 for %j", async (payload, expected) => {
+    const card = await cardWith("Active");
+    const { status, body } = await h.json(`${CORE}/${card.id}`, { method: "PUT", body: payload });
+    expect(status).toBe(400);
+    expect(errorCodes(body)).toEqual(expected);
+  });
+
+  it("answers 404 for an unknown card, 400 for a terminated one, 403 without cards:write", async () => {
+    expect((await h.json(`${CORE}/CAUNKNOWN000`, { method: "PUT", body: { nickname: "x" } })).status).toBe(404);
+    const terminated = await cardWith("Terminated");
+    expect((await h.json(`${CORE}/${terminated.id}`, { method: "PUT", body: { nickname: "x" } })).status).toBe(400);
+    const readOnly = await tokensFor(h.sandbox, h.companyId, "cards:read");
+    const card = await cardWith("Active");
+    expect((await h.json(`${CORE}/${card.id}`, { method: "PUT", body: { nickname: "x" }, token: readOnly.access_token })).status).toBe(403);
+  });
+});
+
+describe("PUT /public/v1/core/cards/{cardId}/change_status (suspension)", () => {
+  it("accepts at once and commits after the processing delay of sandbox time", async () => {
+    const card = await cardWith("Active");
+    const { status, body } = await h.json(`${CORE}/${card.id}/change_status`, { method: "PUT", body: { status: "suspended", reason: "lost" } });
+    expect(status).toBe(200);
+    expect(successEnvelope(ChangeStatusDataSchema).parse(body).data.message).toMatch(/processed/);
+    expect((await h.json(`${ERP}/${card.id}`)).body.data.status).toBe("Active");
+    h.sandbox.control.advanceClock(SUSPENSION_PROCESSING_SECONDS - 1);
+    expect((await h.json(`${ERP}/${card.id}`)).body.data.status).toBe("Active");
+    h.sandbox.control.advanceClock(1);
+    expect((await h.json(`${ERP}/${card.id}`)).body.data.status).toBe("Suspended");
+    expect(SUSPENSION_PROCESSING_SECONDS).toBeLessThanOrEqual(60);
+  });
+
+  it("commits through the control-surface clock too, and a retry has the same final effect", async () => {
+    const card = await cardWith("Active");
+    await h.client.suspendCard(card.id as string, { reason: "travel over" });
+    await h.client.suspendCard(card.id as string);
+    const clock = await h.json("/_sandbox/clock", { body: { advance_seconds: 60 } });
+    expect(clock.status).toBe(200);
+    expect((await h.client.getErpCard(card.id as string)).status).toBe("Suspended");
+    expect((await h.json(`${CORE}/${card.id}/change_status`, { method: "PUT", body: { status: "suspended" } })).status).toBe(200);
+  });
+
+  it.each(["active", "terminated", "inactive"])("answers 403 for status %s", async (target) => {
+    const card = await cardWith("Active");
+    const { status, body } = await h.json(`${CORE}/${card.id}/change_status`, { method: "PUT", body: { status: target } });
+    expect(status).toBe(403);
+    expect(body).not.toHaveProperty("success");
+  });
+
+  it.each(["Inactive", "Terminated", "Draft", "Cancelled"])("answers 400 when the card is %s", async (current) => {
+    const card = await cardWith(current);
+    const { status, body } = await h.json(`${CORE}/${card.id}/change_status`, { method: "PUT", body: { status: "suspended" } });
+    expect(status).toBe(400);
+    expect(errorCodes(body)).toEqual(["status:INVALID_STATE"]);
+  });
+
+  it("answers 400 without a status, 404 for an unknown card, 401 without a token", async () => {
+    const card = await cardWith("Active");
+    expect(errorCodes((await h.json(`${CORE}/${card.id}/change_status`, { method: "PUT", body: {} })).body)).toEqual(["status:REQUIRED"]);
+    expect((await h.json(`${CORE}/CAUNKNOWN000/change_status`, { method: "PUT", body: { status: "suspended" } })).status).toBe(404);
+    expect((await h.json(`${CORE}/${card.id}/change_status`, { method: "PUT", body: { status: "suspended" }, token: null })).status).toBe(401);
+  });
+
+  it("leaves a card the dashboard reactivated or terminated meanwhile alone", async () => {
+    const card = await cardWith("Active");
+    await h.json(`${CORE}/${card.id}/change_status`, { method: "PUT", body: { status: "suspended" } });
+    await h.json(`/_sandbox/companies/${h.companyId}/cards/${card.id}/status`, { body: { status: "Terminated" } });
+    h.sandbox.control.advanceClock(SUSPENSION_PROCESSING_SECONDS);
+    expect((await h.json(`${ERP}/${card.id}`)).body.data.status).toBe("Terminated");
+  });
+});
+
+describe("POST /public/v1/core/cards/{cardId}/update_velocity_limit", () => {
+  it("sets the limit, answers 201 with the card, and audits every call even without change", async () => {
+    const card = await cardWith("Active");
+    const body = { spend_limit_active: true, spend_limit_period: "DAILY", spend_limit_max_amount: 2500, spend_limit_frequency: 10 };
+    const res = await h.json(`${CORE}/${card.id}/update_velocity_limit`, { body });
+    expect(res.status).toBe(201);
+    expect(res.body.message).toMatch(/created/i);
+    const updated = successEnvelope(CoreCardWriteDataSchema).parse(res.body).data.card;
+    expect(updated.spend_limit).toMatchObject({ active: true, period: "DAILY", max_amount: 2500, frequency: 10 });
+    expect((await h.json(`${ERP}/${card.id}`)).body.data.purchase_limits).toMatchObject({ enabled: true, amount: 2500, frequency: "DAILY", number_of_purchases: 10 });
+    await h.client.updateVelocityLimit(card.id as string, body);
+    const audit = (await h.json(`/_sandbox/companies/${h.companyId}/audit`)).body.data as { action: string; cardId: string }[];
+    expect(audit.filter((a) => a.action === "card.velocity_limit_updated" && a.cardId === card.id)).toHaveLength(2);
+  });
+
+  it.each([
+    [{}, ["null:REQUIRED"]],
+    [{ spend_limit_active: "yes" }, ["spend_limit_active:INVALID_FORMAT"]],
+    [{ spend_limit_period: "HOURLY" }, ["spend_limit_period:INVALID_ENUM"]],
+    [{ spend_limit_max_amount: -1 }, ["spend_limit_max_amount:OUT_OF_RANGE"]],
+    [{ spend_limit_max_amount: 600_000 }, ["spend_limit_max_amount:OUT_OF_RANGE"]],
+  ])("answers 400 for %j", async (payload, expected) => {
+    const card = await cardWith("Active");
+    const { status, body } = await h.json(`${CORE}/${card.id}/update_velocity_limit`, { body: payload });
+    expect(status).toBe(400);
+    expect(errorCodes(body)).toEqual(expected);
+  });
+
+  it("answers 404 for an unknown card", async () => {
+    await expect(h.client.updateVelocityLimit("CAUNKNOWN000", { spend_limit_active: false })).rejects.toBeInstanceOf(NotFoundError);
+  });
+});
+
+describe("POST /public/v1/core/cards (issuance)", () => {
+  it("issues a virtual card that is active at once and listed afterwards", async () => {
+    const users = (await h.json(`${CORE}?page_size=100`)).body.data.cards as Card[];
+    const userId = users[0]?.user_profile.user_id as string;
+    const result = await h.client.issueCard({ nickname: "Conference 2025", card_type: "VIRTUAL", user_id: userId, card_usage_type_amount: 3000 });
+    expect(result.card?.status).toBe("active");
+    expect(result.card?.card_usage_type_amount).toBe(3000);
+    const listed = (await erpCards()).find((c) => c.id === result.card?.id);
+    expect(listed).toMatchObject({ card_nickname: "Conference 2025", card_type: "Virtual", account_type: "reloadable" });
+  });
+
+  it("issues a physical pool card inactive until delivered", async () => {
+    const users = (await h.json(`${CORE}?page_size=100`)).body.data.cards as Card[];
+    const pools = (await h.json("/public/v1/erp/pool_accounts?status=active")).body.data as Card[];
+    const res = await h.json(CORE, { body: { nickname: "Driver card", card_type: "physical", user_id: users[0]?.user_profile.user_id, account_type: "POOL", pool_account_id: pools[0]?.id } });
+    expect(res.status).toBe(201);
+    expect(res.body.data.card).toMatchObject({ status: "inactive", account_id: pools[0]?.id });
+  });
+
+  it("answers 400 with one entry per offending field", async () => {
+    const { status, body } = await h.json(CORE, { body: { card_type: "METAL", user_id: "nobody", account_type: "POOL" } });
+    expect(status).toBe(400);
+    expect(errorCodes(body).sort()).toEqual(["card_type:INVALID_ENUM", "nickname:REQUIRED", "pool_account_id:REQUIRED", "user_id:NOT_FOUND"]);
+    await expect(h.client.issueCard({ nickname: "x" })).rejects.toBeInstanceOf(BadRequestError);
+  });
+
+  it("needs cards:write", async () => {
+    const readOnly = await tokensFor(h.sandbox, h.companyId, "cards:read");
+    await expect(h.clientFor(readOnly.access_token).issueCard({ nickname: "x", card_type: "VIRTUAL" })).rejects.toBeInstanceOf(ForbiddenError);
+  });
+});
+
+describe("POST /public/v1/core/user_profiles/invite", () => {
+  it("answers 201 with a summary; already-invited and invalid addresses are listed under failed", async () => {
+    const existing = (await erpCards())[0]?.cardholder.email as string;
+    const result = await h.client.inviteUsers(["new.hire@falcongate.ae", existing, "not-an-email"]);
+    const parsed = InvitationResultSchema.parse(result);
+    expect(parsed.summary?.success_emails?.end_user).toEqual(["new.hire@falcongate.ae"]);
+    expect(parsed.summary?.failed_emails?.end_user).toEqual([existing, "not-an-email"]);
+    expect(parsed.summary?.total_processed).toEqual({ success: 1, failed: 2, total: 3 });
+    const again = await h.client.inviteUsers(["New.Hire@falcongate.ae"]);
+    expect(again.summary?.failed_emails?.end_user).toEqual(["New.Hire@falcongate.ae"]);
+  });
+
+  it("queues more than ten addresses and answers without a summary", async () => {
+    const emails = Array.from({ length: 11 }, (_, i) => `temp${i}@falcongate.ae`);
+    const { status, body } = await h.json("/public/v1/core/user_profiles/invite", { body: { end_user: emails } });
+    expect(status).toBe(201);
+    expect(body.data.summary).toBeUndefined();
+    expect(body.data.message).toMatch(/queued/);
+  });
+
+  it.each([
+    [{ end_user: ["nope", "also nope"] }, ["end_user:INVALID_FORMAT"]],
+    [{ end_user: [] }, ["end_user:REQUIRED"]],
+    [{ end_user: "a@b.co" }, ["end_user:INVALID_FORMAT"]],
+    [{}, ["end_user:REQUIRED"]],
+  ])("answers 400 for %j", async (payload, expected) => {
+    const { status, body } = await h.json("/public/v1/core/user_profiles/invite", { body: payload });
+    expect(status).toBe(400);
+    expect(errorCodes(body)).toEqual(expected);
+  });
+});
