@@ -1,0 +1,61 @@
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { App, Stack } from "aws-cdk-lib";
+import { Match, Template } from "aws-cdk-lib/assertions";
+import { describe, expect, it } from "vitest";
+import { BridgeFunction, ESM_REQUIRE_BANNER } from "../../infra/constructs/bridge-function.js";
+import { FIXTURE_FUNCTIONS_DIR } from "./helpers.js";
+
+const environment = {
+  TENANT_ID: "acme",
+  QASHIO_BASE_URL: "https://api.provider.test",
+  TABLE_NAME: "table",
+  SECRET_ID: "arn:aws:secretsmanager:eu-west-1:123456789012:secret:s",
+  EVENT_BUS_NAME: "bus",
+  EVENT_SOURCE: "qashio.bridge",
+  PII_MODE: "hash",
+  EMIT_CARD_CREATED: "true",
+} as const;
+
+describe("BridgeFunction", () => {
+  // the one test that really bundles: with the local esbuild, no Docker
+  it("bundles minified ESM with the createRequire banner and a source map", () => {
+    const app = new App({ builtinCloudFormationValidation: false });
+    const stack = new Stack(app, "Bundling");
+    new BridgeFunction(stack, "Fn", {
+      entry: join(FIXTURE_FUNCTIONS_DIR, "uses-require.ts"),
+      description: "bundling check",
+      environment,
+    });
+    const assembly = app.synth();
+    const assetDirs = readdirSync(assembly.directory).filter((d) => d.startsWith("asset."));
+    expect(assetDirs).toHaveLength(1);
+    const dir = join(assembly.directory, assetDirs[0] as string);
+    const code = readFileSync(join(dir, "index.mjs"), "utf8");
+    expect(code.startsWith(ESM_REQUIRE_BANNER)).toBe(true);
+    expect(code).toMatch(/\/\/# sourceMappingURL=index\.mjs\.map\s*$/);
+    expect(existsSync(join(dir, "index.mjs.map"))).toBe(true);
+    expect(code.split("\n").length).toBeLessThan(6);
+    Template.fromStack(stack).hasResourceProperties("AWS::Lambda::Function", {
+      Handler: "index.handler",
+      Runtime: "nodejs24.x",
+      Environment: { Variables: { ...environment, NODE_OPTIONS: "--enable-source-maps", POWERTOOLS_METRICS_NAMESPACE: "QashioBridge", POWERTOOLS_SERVICE_NAME: "qashio-bridge" } },
+    });
+  });
+
+  it("gives its role only its own log group, no managed policy", () => {
+    const app = new App({ builtinCloudFormationValidation: false, context: { "aws:cdk:bundling-stacks": [] } });
+    const stack = new Stack(app, "Role");
+    new BridgeFunction(stack, "Fn", { entry: join(FIXTURE_FUNCTIONS_DIR, "poll-cards.ts"), description: "role check", environment });
+    const template = Template.fromStack(stack);
+    template.hasResourceProperties("AWS::IAM::Role", { ManagedPolicyArns: Match.absent() });
+    template.hasResourceProperties("AWS::IAM::Policy", {
+      PolicyDocument: {
+        Statement: [
+          { Action: ["logs:CreateLogStream", "logs:PutLogEvents"], Effect: "Allow", Resource: { "Fn::GetAtt": [Match.stringLikeRegexp("^FnLogs"), "Arn"] } },
+          { Action: ["xray:PutTraceSegments", "xray:PutTelemetryRecords"], Effect: "Allow", Resource: "*" },
+        ],
+      },
+    });
+  });
+});

@@ -1,0 +1,104 @@
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { EventSchemaError } from "../../infra/errors.js";
+import { eventEnvelopeSchema, loadEventDetailSchemas, toDraft04 } from "../../infra/event-schemas-source.js";
+
+const DRAFT_04 = "http://json-schema.org/draft-04/schema#";
+
+describe("toDraft04", () => {
+  it("rewrites the 2020-12 keywords zod emits into their draft-04 forms", () => {
+    const converted = toDraft04(
+      {
+        $schema: "https://json-schema.org/draft/2020-12/schema",
+        type: "object",
+        properties: {
+          type: { type: "string", const: "card.updated" },
+          amount: { type: "number", exclusiveMinimum: 0 },
+          pair: { type: "array", prefixItems: [{ type: "string" }, { type: "number" }], items: false },
+          card: { $ref: "#/$defs/Card" },
+        },
+        $defs: { Card: { type: "object", properties: { const: { type: "string" } } } },
+      },
+      "card.updated.json",
+    );
+    expect(converted).toEqual({
+      $schema: DRAFT_04,
+      type: "object",
+      properties: {
+        type: { type: "string", enum: ["card.updated"] },
+        amount: { type: "number", minimum: 0, exclusiveMinimum: true },
+        pair: { type: "array", items: [{ type: "string" }, { type: "number" }], additionalItems: false },
+        card: { $ref: "#/definitions/Card" },
+      },
+      definitions: { Card: { type: "object", properties: { const: { type: "string" } } } },
+    });
+  });
+
+  it("leaves data keywords (enum, default, examples) untouched", () => {
+    const schema = { enum: [{ const: 1 }], default: { const: 2 }, examples: [{ $defs: 3 }] };
+    expect(toDraft04(schema, "x.json")).toEqual({ $schema: DRAFT_04, ...schema });
+  });
+
+  it("refuses a keyword draft-04 cannot express instead of registering a looser schema", () => {
+    expect(() => toDraft04({ type: "object", unevaluatedProperties: false }, "x.json")).toThrow(
+      'x.json: keyword "unevaluatedProperties" at / has no JSON Schema draft-04 form',
+    );
+  });
+});
+
+describe("loadEventDetailSchemas", () => {
+  it("fails synth with a clear message when the catalog directory is missing or empty", () => {
+    const dir = mkdtempSync(join(tmpdir(), "events-"));
+    expect(() => loadEventDetailSchemas(join(dir, "absent"))).toThrow(EventSchemaError);
+    expect(() => loadEventDetailSchemas(join(dir, "absent"))).toThrow(/is missing: the schema registry entries/);
+    expect(() => loadEventDetailSchemas(dir)).toThrow(/has no <type>.json files/);
+  });
+
+  it("reads one schema per <type>.json, named by the file", () => {
+    const dir = mkdtempSync(join(tmpdir(), "events-"));
+    writeFileSync(join(dir, "card.suspended.json"), JSON.stringify({ type: "object" }));
+    writeFileSync(join(dir, "notes.md"), "not a schema");
+    const schemas = loadEventDetailSchemas(dir);
+    expect(schemas.map((s) => s.type)).toEqual(["card.suspended"]);
+    expect(schemas[0]?.schema).toEqual({ $schema: DRAFT_04, type: "object" });
+  });
+
+  it("names the file that is not JSON", () => {
+    const dir = mkdtempSync(join(tmpdir(), "events-"));
+    writeFileSync(join(dir, "card.updated.json"), "{");
+    expect(() => loadEventDetailSchemas(dir)).toThrow(`${join(dir, "card.updated.json")} is not valid JSON`);
+  });
+});
+
+describe("eventEnvelopeSchema", () => {
+  it("wraps the detail in the EventBridge envelope and hoists definitions so references still resolve", () => {
+    const envelope = eventEnvelopeSchema(
+      {
+        type: "card.updated",
+        file: "card.updated.json",
+        schema: {
+          $schema: DRAFT_04,
+          $id: "https://schemas.test/card.updated.json",
+          title: "card.updated",
+          type: "object",
+          properties: { card: { $ref: "#/definitions/Card" } },
+          definitions: { Card: { type: "object" } },
+        },
+      },
+      "qashio.bridge",
+    );
+    expect(envelope).toMatchObject({
+      $schema: DRAFT_04,
+      title: "qashio.bridge@card.updated",
+      properties: {
+        "detail-type": { enum: ["card.updated"] },
+        source: { enum: ["qashio.bridge"] },
+        detail: { title: "card.updated", type: "object", properties: { card: { $ref: "#/definitions/Card" } } },
+      },
+      definitions: { Card: { type: "object" } },
+    });
+    expect(JSON.stringify(envelope)).not.toContain("$id");
+  });
+});

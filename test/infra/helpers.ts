@@ -1,0 +1,49 @@
+import { join } from "node:path";
+import { App } from "aws-cdk-lib";
+import { buildBridgeApp, type BridgeAppOptions } from "../../infra/app-builder.js";
+import { loadEventDetailSchemas, type EventDetailSchema } from "../../infra/event-schemas-source.js";
+import { loadTenantsFile, type TenantConfig } from "../../infra/tenant-config.js";
+import { EVENT_TYPES } from "../../infra/tenant-config.js";
+import { existsSync, readdirSync } from "node:fs";
+
+export const REPO_ROOT = join(import.meta.dirname, "..", "..");
+export const EXAMPLE_TENANTS_FILE = join(REPO_ROOT, "infra", "tenants.example.json");
+/** Stand-in handlers: template tests skip bundling, so only the entry paths must exist. */
+export const FIXTURE_FUNCTIONS_DIR = join(import.meta.dirname, "fixtures", "functions");
+export const PROVIDER_URLS = {
+  production: "https://api.provider.test",
+  eu: "https://api.eu.provider.test",
+  sandbox: "https://api.sandbox.provider.test",
+};
+
+/** The engine's catalog when it has been exported, otherwise a minimal schema per event type. */
+export function eventSchemasForTests(): EventDetailSchema[] {
+  const dir = join(REPO_ROOT, "docs", "events");
+  if (existsSync(dir) && readdirSync(dir).some((f) => f.endsWith(".json"))) return loadEventDetailSchemas(dir);
+  return EVENT_TYPES.map((type) => ({
+    type,
+    file: `${type}.json`,
+    schema: { $schema: "http://json-schema.org/draft-04/schema#", type: "object", properties: { type: { enum: [type] } } },
+  }));
+}
+
+/**
+ * An app that skips bundling (context `aws:cdk:bundling-stacks` = []) and the built-in CloudFormation
+ * validation, which together take ~15 s per synth; CI's `npm run synth` does both for real.
+ */
+export function testApp(): App {
+  return new App({ builtinCloudFormationValidation: false, context: { "aws:cdk:bundling-stacks": [] } });
+}
+
+/** Builds the app of the example tenants file (or the given tenants) the fast way. */
+export function buildTestApp(overrides: Partial<BridgeAppOptions> & { tenants?: readonly TenantConfig[] } = {}) {
+  return buildBridgeApp({
+    app: testApp(),
+    tenants: loadTenantsFile(EXAMPLE_TENANTS_FILE),
+    providerUrls: PROVIDER_URLS,
+    eventSchemas: eventSchemasForTests(),
+    functionsDir: FIXTURE_FUNCTIONS_DIR,
+    nag: false,
+    ...overrides,
+  });
+}

@@ -1,0 +1,33 @@
+import * as sqs from "aws-cdk-lib/aws-sqs";
+import { AwsSolutionsChecks } from "cdk-nag";
+import { describe, expect, it } from "vitest";
+import { buildTestApp } from "./helpers.js";
+
+function findings(report: ReturnType<AwsSolutionsChecks["validateScope"]>): string[] {
+  return report.violations.flatMap((v) => v.violatingResources.map((r) => `${v.ruleName} ${r.constructPath ?? ""}`));
+}
+
+describe("cdk-nag AwsSolutions", () => {
+  it("reports no unacknowledged finding on the two-tenant example app", () => {
+    const { app } = buildTestApp();
+    const report = new AwsSolutionsChecks().validateScope(app);
+    expect(findings(report)).toEqual([]);
+    expect(report.success).toBe(true);
+  });
+
+  it("still reports a finding nobody acknowledged (the check above can fail)", () => {
+    const { app, stacks } = buildTestApp();
+    new sqs.Queue(stacks[0]!, "UnencryptedQueue", { encryption: sqs.QueueEncryption.UNENCRYPTED });
+    const report = new AwsSolutionsChecks().validateScope(app);
+    expect(report.success).toBe(false);
+    expect(findings(report)).toEqual(
+      expect.arrayContaining([expect.stringMatching(/^AwsSolutions-SQS4 QashioBridge-acme-sandbox\/UnencryptedQueue/)]),
+    );
+  });
+
+  it("is registered on the app as a validation plugin, so synth fails on a finding", () => {
+    const { app, stacks } = buildTestApp({ nag: true });
+    new sqs.Queue(stacks[1]!, "UnencryptedQueue", { encryption: sqs.QueueEncryption.UNENCRYPTED });
+    expect(() => app.synth()).toThrow(/AwsSolutions-SQS/);
+  });
+});

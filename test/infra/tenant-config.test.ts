@@ -1,0 +1,128 @@
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { TenantConfigError } from "../../infra/errors.js";
+import {
+  loadTenantsFile,
+  parseTenantConfig,
+  parseTenantsDocument,
+  providerUrlsFrom,
+  resolveProviderUrl,
+  TENANT_DEFAULTS,
+} from "../../infra/tenant-config.js";
+import { EXAMPLE_TENANTS_FILE } from "./helpers.js";
+
+const minimal = { id: "acme", environment: "sandbox", alarms: { email: "ops@acme.test" } };
+const secretArn = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:hooks-AbCdEf";
+
+function errorOf(fn: () => unknown): TenantConfigError {
+  try {
+    fn();
+  } catch (error) {
+    if (error instanceof TenantConfigError) return error;
+    throw error;
+  }
+  throw new Error("expected a TenantConfigError");
+}
+
+describe("tenant config", () => {
+  it("accepts the two-tenant example file", () => {
+    const tenants = loadTenantsFile(EXAMPLE_TENANTS_FILE);
+    expect(tenants.map((t) => t.id)).toEqual(["acme-sandbox", "globex"]);
+    expect(tenants[0]?.webhooks).toHaveLength(2);
+    expect(tenants[1]?.eventBus).toEqual({ mode: "import", name: "globex-finance" });
+  });
+
+  it("fills every optional field with its named default", () => {
+    const tenant = parseTenantConfig(minimal);
+    expect(tenant).toMatchObject({
+      eventSource: TENANT_DEFAULTS.eventSource,
+      piiMode: TENANT_DEFAULTS.piiMode,
+      emitCardCreated: true,
+      eventBus: { mode: "create" },
+      schedules: { transactionsEveryMinutes: 5, cardsEveryMinutes: 15 },
+      archiveRetentionDays: 30,
+      alarms: { syncLagThresholdSeconds: 1800 },
+      webhooks: [],
+    });
+  });
+
+  it.each([
+    ["an unknown environment", { ...minimal, environment: "staging" }, "environment", "production, eu, sandbox or an https:// URL"],
+    ["a plain-http environment URL", { ...minimal, environment: "http://provider.test" }, "environment", "https"],
+    ["a zero schedule rate", { ...minimal, schedules: { cardsEveryMinutes: 0 } }, "schedules.cardsEveryMinutes", ">=1"],
+    ["a misspelt field", { ...minimal, schedule: {} }, "schedule", "Unrecognized key"],
+    ["both alarm targets", { ...minimal, alarms: { email: "a@b.test", topicArn: "arn:aws:sns:eu-west-1:123456789012:t" } }, "alarms", "exactly one"],
+    ["an unknown PII mode", { ...minimal, piiMode: "mask" }, "piiMode", "Invalid option"],
+    ["an imported bus with neither name nor ARN", { ...minimal, eventBus: { mode: "import" } }, "eventBus", "mode"],
+    [
+      "a webhook with an unknown event type",
+      { ...minimal, webhooks: [{ name: "erp", url: "https://erp.test/h", eventTypes: ["card.deleted"], auth: { type: "basic", username: "u", password: { secretArn } } }] },
+      "webhooks[0].eventTypes[0]",
+      "card.created",
+    ],
+    [
+      "a webhook secret given as a literal instead of a secret ARN",
+      { ...minimal, webhooks: [{ name: "erp", url: "https://erp.test/h", eventTypes: ["card.created"], auth: { type: "apiKey", headerName: "x-api-key", value: "s3cr3t" } }] },
+      "webhooks[0].auth.value",
+      "",
+    ],
+  ])("rejects %s, naming the tenant and the field", (_what, raw, field, message) => {
+    const error = errorOf(() => parseTenantConfig(raw, 3));
+    expect(error.tenant).toBe("acme");
+    expect(error.field).toBe(field);
+    expect(error.message).toContain(`tenant "acme": field ${field}`);
+    expect(error.message).toContain(message);
+  });
+
+  it("names the tenant by position when its id is unusable", () => {
+    const error = errorOf(() => parseTenantsDocument({ tenants: [minimal, { ...minimal, id: "Not A Slug" }] }));
+    expect(error.message).toMatch(/^tenant "tenants\[1\]": field id: must be a lowercase slug/);
+  });
+
+  it("rejects a tenant listed twice and a webhook name used twice", () => {
+    expect(errorOf(() => parseTenantsDocument({ tenants: [minimal, minimal] })).message).toBe(
+      'tenant "acme": field id: listed more than once',
+    );
+    const hook = { name: "erp", url: "https://erp.test/h", eventTypes: ["card.created"], auth: { type: "basic", username: "u", password: { secretArn } } };
+    expect(errorOf(() => parseTenantsDocument({ tenants: [{ ...minimal, webhooks: [hook, hook] }] })).field).toBe(
+      "webhooks[1].name",
+    );
+  });
+
+  it("fails on a file that is missing, not JSON, or lists no tenant", () => {
+    const dir = mkdtempSync(join(tmpdir(), "tenants-"));
+    writeFileSync(join(dir, "broken.json"), "{ tenants: ");
+    writeFileSync(join(dir, "empty.json"), JSON.stringify({ tenants: [] }));
+    expect(() => loadTenantsFile(join(dir, "absent.json"))).toThrow(/cannot be read/);
+    expect(() => loadTenantsFile(join(dir, "broken.json"))).toThrow(/is not valid JSON/);
+    expect(() => loadTenantsFile(join(dir, "empty.json"))).toThrow("tenants file: field tenants: list at least one tenant");
+  });
+});
+
+describe("provider URL", () => {
+  const tenant = parseTenantConfig(minimal);
+
+  it("takes the environment variable over the cdk context", () => {
+    const urls = providerUrlsFrom(
+      { sandbox: "https://context.test", production: "https://prod-context.test" },
+      { QASHIO_SANDBOX_URL: "https://env.test/" },
+    );
+    expect(urls).toEqual({ sandbox: "https://env.test/", production: "https://prod-context.test" });
+    expect(resolveProviderUrl(tenant, urls)).toBe("https://env.test");
+  });
+
+  it("uses a literal https URL as it is", () => {
+    expect(resolveProviderUrl(parseTenantConfig({ ...minimal, environment: "https://custom.test/" }), {})).toBe(
+      "https://custom.test",
+    );
+  });
+
+  it("fails naming the variable and context key when a named deployment has no URL", () => {
+    const error = errorOf(() => resolveProviderUrl(tenant, {}));
+    expect(error.message).toBe(
+      'tenant "acme": field environment: "sandbox" needs its base URL; set QASHIO_SANDBOX_URL or the cdk context qashioUrls.sandbox',
+    );
+  });
+});

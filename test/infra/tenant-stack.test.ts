@@ -1,0 +1,296 @@
+import { Match, Template } from "aws-cdk-lib/assertions";
+import { beforeAll, describe, expect, it } from "vitest";
+import { DASHBOARD_WIDGETS } from "../../infra/constructs/ops-dashboard.js";
+import { EVENT_TYPES } from "../../infra/tenant-config.js";
+import type { TenantStack } from "../../infra/tenant-stack.js";
+import { buildTestApp } from "./helpers.js";
+
+type Statement = { Action: string | string[]; Resource: unknown; Effect: string; Condition?: unknown };
+
+let acme: TenantStack;
+let globex: TenantStack;
+let acmeT: Template;
+let globexT: Template;
+
+beforeAll(() => {
+  const { stacks } = buildTestApp();
+  [acme, globex] = stacks as [TenantStack, TenantStack];
+  acmeT = Template.fromStack(acme);
+  globexT = Template.fromStack(globex);
+});
+
+function statements(template: Template): Statement[] {
+  return Object.values(template.findResources("AWS::IAM::Policy")).flatMap(
+    (policy) => (policy as { Properties: { PolicyDocument: { Statement: Statement[] } } }).Properties.PolicyDocument.Statement,
+  );
+}
+const actionsOf = (s: Statement): string[] => (Array.isArray(s.Action) ? s.Action : [s.Action]);
+const resourcesOf = (s: Statement): unknown[] => (Array.isArray(s.Resource) ? s.Resource : [s.Resource]);
+const logicalIdOf = (template: Template, type: string): string => {
+  const ids = Object.keys(template.findResources(type));
+  expect(ids).toHaveLength(1);
+  return ids[0] as string;
+};
+
+describe("tenant stacks", () => {
+  it("creates one stack per tenant, named QashioBridge-<tenant>", () => {
+    expect([acme.stackName, globex.stackName]).toEqual(["QashioBridge-acme-sandbox", "QashioBridge-globex"]);
+  });
+
+  it("encrypts the table with the tenant key, on demand, with PITR and the ttl attribute", () => {
+    acmeT.resourceCountIs("AWS::DynamoDB::Table", 1);
+    acmeT.hasResourceProperties("AWS::DynamoDB::Table", {
+      KeySchema: [
+        { AttributeName: "pk", KeyType: "HASH" },
+        { AttributeName: "sk", KeyType: "RANGE" },
+      ],
+      BillingMode: "PAY_PER_REQUEST",
+      PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
+      SSESpecification: { SSEEnabled: true, SSEType: "KMS", KMSMasterKeyId: { "Fn::GetAtt": [logicalIdOf(acmeT, "AWS::KMS::Key"), "Arn"] } },
+      TimeToLiveSpecification: { AttributeName: "ttl", Enabled: true },
+    });
+    acmeT.hasResourceProperties("AWS::KMS::Key", { EnableKeyRotation: true });
+  });
+
+  it("creates the secret empty but for a generated pii_salt, encrypted, with onboarding instructions", () => {
+    acmeT.hasResourceProperties("AWS::SecretsManager::Secret", {
+      KmsKeyId: { "Fn::GetAtt": [logicalIdOf(acmeT, "AWS::KMS::Key"), "Arn"] },
+      Description: Match.stringLikeRegexp("npm run bridge -- authorize --secret-id"),
+      GenerateSecretString: {
+        SecretStringTemplate: JSON.stringify({ client_id: "", client_secret: "", refresh_token: "" }),
+        GenerateStringKey: "pii_salt",
+      },
+    });
+  });
+
+  it("rotates the token every 4 hours through rotate-token, not on deploy", () => {
+    acmeT.hasResourceProperties("AWS::SecretsManager::RotationSchedule", {
+      RotationLambdaARN: { "Fn::GetAtt": [Match.stringLikeRegexp("^RotateTokenFunction"), "Arn"] },
+      RotationRules: { ScheduleExpression: "rate(4 hours)" },
+      RotateImmediatelyOnUpdate: false,
+    });
+  });
+
+  it("runs three nodejs24.x arm64 functions with the contract's environment", () => {
+    const functions = acmeT.findResources("AWS::Lambda::Function");
+    expect(Object.keys(functions)).toHaveLength(3);
+    for (const fn of Object.values(functions) as { Properties: Record<string, unknown> }[]) {
+      expect(fn.Properties).toMatchObject({ Runtime: "nodejs24.x", Architectures: ["arm64"], TracingConfig: { Mode: "Active" } });
+    }
+    acmeT.hasResourceProperties("AWS::Lambda::Function", {
+      Description: Match.stringLikeRegexp("transactions"),
+      Environment: {
+        Variables: {
+          TENANT_ID: "acme-sandbox",
+          QASHIO_BASE_URL: "https://api.sandbox.provider.test",
+          TABLE_NAME: { Ref: logicalIdOf(acmeT, "AWS::DynamoDB::Table") },
+          SECRET_ID: { Ref: logicalIdOf(acmeT, "AWS::SecretsManager::Secret") },
+          EVENT_BUS_NAME: { Ref: logicalIdOf(acmeT, "AWS::Events::EventBus") },
+          EVENT_SOURCE: "qashio.bridge",
+          PII_MODE: "hash",
+          EMIT_CARD_CREATED: "true",
+          CYCLE_BUDGET_MS: "270000",
+          POWERTOOLS_SERVICE_NAME: "qashio-bridge",
+          POWERTOOLS_METRICS_NAMESPACE: "QashioBridge",
+        },
+      },
+    });
+    globexT.hasResourceProperties("AWS::Lambda::Function", {
+      Description: Match.stringLikeRegexp("cards"),
+      Environment: { Variables: Match.objectLike({ EVENT_BUS_NAME: "globex-finance", PII_MODE: "redact", EMIT_CARD_CREATED: "false" }) },
+    });
+  });
+
+  it("reserves one concurrent execution per poller and sends failed async invocations to the encrypted DLQ", () => {
+    const reserved = Object.values(acmeT.findResources("AWS::Lambda::Function"))
+      .map((fn) => (fn as { Properties: { ReservedConcurrentExecutions?: number; Description: string } }).Properties)
+      .filter((p) => p.ReservedConcurrentExecutions === 1)
+      .map((p) => p.Description);
+    expect(reserved).toHaveLength(2);
+    expect(reserved.every((d) => /transactions|cards/.test(d))).toBe(true);
+    acmeT.resourcePropertiesCountIs(
+      "AWS::Lambda::EventInvokeConfig",
+      {
+        MaximumRetryAttempts: 0,
+        DestinationConfig: { OnFailure: { Destination: { "Fn::GetAtt": [Match.stringLikeRegexp("^PollerDeadLetters"), "Arn"] } } },
+      },
+      2,
+    );
+  });
+
+  it("encrypts every queue with the tenant key and the alarm topic it creates", () => {
+    const key = { "Fn::GetAtt": [logicalIdOf(globexT, "AWS::KMS::Key"), "Arn"] };
+    for (const queue of Object.values(acmeT.findResources("AWS::SQS::Queue"))) {
+      expect((queue as { Properties: { KmsMasterKeyId: unknown } }).Properties.KmsMasterKeyId).toEqual({
+        "Fn::GetAtt": [logicalIdOf(acmeT, "AWS::KMS::Key"), "Arn"],
+      });
+    }
+    globexT.hasResourceProperties("AWS::SNS::Topic", { KmsMasterKeyId: key });
+    globexT.hasResourceProperties("AWS::SNS::Subscription", { Protocol: "email", Endpoint: "finance-ops@globex.example" });
+    acmeT.resourceCountIs("AWS::SNS::Topic", 0);
+  });
+
+  it("schedules each poller at the tenant's rate through EventBridge Scheduler, with the DLQ", () => {
+    acmeT.hasResourceProperties("AWS::Scheduler::Schedule", {
+      ScheduleExpression: "rate(5 minutes)",
+      GroupName: "qashio-bridge-acme-sandbox",
+      Target: Match.objectLike({ Arn: { "Fn::GetAtt": [Match.stringLikeRegexp("^PollTransactionsFunction"), "Arn"] }, DeadLetterConfig: Match.anyValue() }),
+    });
+    acmeT.hasResourceProperties("AWS::Scheduler::Schedule", {
+      ScheduleExpression: "rate(15 minutes)",
+      Target: Match.objectLike({ Arn: { "Fn::GetAtt": [Match.stringLikeRegexp("^PollCardsFunction"), "Arn"] } }),
+    });
+    globexT.hasResourceProperties("AWS::Scheduler::Schedule", { ScheduleExpression: "rate(2 minutes)" });
+    globexT.hasResourceProperties("AWS::Scheduler::Schedule", { ScheduleExpression: "rate(30 minutes)" });
+  });
+
+  it("creates the bus only when asked and archives the tenant's events on it", () => {
+    acmeT.hasResourceProperties("AWS::Events::EventBus", { Name: "qashio-bridge-acme-sandbox" });
+    acmeT.hasResourceProperties("AWS::Events::Archive", {
+      EventPattern: { source: ["qashio.bridge"], detail: { tenant: ["acme-sandbox"] } },
+      RetentionDays: 14,
+    });
+    globexT.resourceCountIs("AWS::Events::EventBus", 0);
+    globexT.hasResourceProperties("AWS::Events::Archive", {
+      SourceArn: Match.objectLike({ "Fn::Join": ["", Match.arrayWith([":event-bus/globex-finance"])] }),
+      EventPattern: { source: ["qashio.bridge"], detail: { tenant: ["globex"] } },
+    });
+  });
+
+  it("registers a JSONSchemaDraft4 schema per event type in the tenant's registry", () => {
+    acmeT.hasResourceProperties("AWS::EventSchemas::Registry", { RegistryName: "qashio-bridge-acme-sandbox" });
+    const schemas = Object.values(acmeT.findResources("AWS::EventSchemas::Schema")).map(
+      (s) => (s as { Properties: { SchemaName: string; Type: string; Content: string } }).Properties,
+    );
+    expect(schemas.map((s) => s.SchemaName).sort()).toEqual(EVENT_TYPES.map((t) => `qashio.bridge@${t}`).sort());
+    for (const schema of schemas) {
+      expect(schema.Type).toBe("JSONSchemaDraft4");
+      const content = JSON.parse(schema.Content) as { $schema: string; properties: Record<string, unknown> };
+      expect(content.$schema).toBe("http://json-schema.org/draft-04/schema#");
+      expect(content.properties.detail).toBeDefined();
+      expect(schema.Content).not.toMatch(/"\$defs"|"const"|draft\/2020-12/);
+    }
+  });
+
+  it("forwards each webhook's event types through a rule, connection, API destination, retry policy and DLQ", () => {
+    acmeT.resourceCountIs("AWS::Events::Rule", 2);
+    acmeT.hasResourceProperties("AWS::Events::Rule", {
+      EventBusName: { Ref: logicalIdOf(acmeT, "AWS::Events::EventBus") },
+      EventPattern: {
+        source: ["qashio.bridge"],
+        "detail-type": ["transaction.created", "transaction.changed"],
+        detail: { tenant: ["acme-sandbox"] },
+      },
+      Targets: [
+        Match.objectLike({
+          Arn: { "Fn::GetAtt": [Match.stringLikeRegexp("^WebhookerpDestination"), "Arn"] },
+          RetryPolicy: { MaximumRetryAttempts: 24, MaximumEventAgeInSeconds: 86400 },
+          DeadLetterConfig: { Arn: { "Fn::GetAtt": [Match.stringLikeRegexp("^WebhookerpDeadLetters"), "Arn"] } },
+        }),
+      ],
+    });
+    acmeT.hasResourceProperties("AWS::Events::ApiDestination", {
+      InvocationEndpoint: "https://erp.acme.example/hooks/qashio",
+      HttpMethod: "POST",
+      InvocationRateLimitPerSecond: 10,
+    });
+    acmeT.hasResourceProperties("AWS::Events::Connection", { AuthorizationType: "API_KEY" });
+    acmeT.hasResourceProperties("AWS::Events::Connection", {
+      AuthorizationType: "OAUTH_CLIENT_CREDENTIALS",
+      AuthParameters: { OAuthParameters: Match.objectLike({ AuthorizationEndpoint: "https://auth.acme.example/oauth2/token" }) },
+    });
+    globexT.resourceCountIs("AWS::Events::Rule", 0);
+  });
+
+  it("keeps webhook credentials out of the template: only Secrets Manager dynamic references", () => {
+    const connections = JSON.stringify(acmeT.findResources("AWS::Events::Connection"));
+    expect(connections).toContain("{{resolve:secretsmanager:arn:aws:secretsmanager:eu-west-1:111111111111:secret:acme/erp-webhook-AbCdEf:SecretString:api_key::}}");
+    expect(connections).toContain("{{resolve:secretsmanager:arn:aws:secretsmanager:eu-west-1:111111111111:secret:acme/audit-oauth-GhIjKl:SecretString:client_secret::}}");
+  });
+});
+
+describe("least-privilege IAM", () => {
+  const scoped: [string, string][] = [
+    ["dynamodb:", "AWS::DynamoDB::Table"],
+    ["secretsmanager:PutSecretValue", "AWS::SecretsManager::Secret"],
+    ["events:PutEvents", "AWS::Events::EventBus"],
+    ["kms:", "AWS::KMS::Key"],
+  ];
+
+  it.each(scoped)("grants %s only on this tenant's own resource, never on *", (prefix, type) => {
+    for (const template of [acmeT, globexT]) {
+      const relevant = statements(template).filter((s) => actionsOf(s).some((a) => a.startsWith(prefix)));
+      expect(relevant.length).toBeGreaterThan(0);
+      for (const statement of relevant) {
+        expect(resourcesOf(statement)).not.toContain("*");
+        const text = JSON.stringify(statement.Resource);
+        if (type === "AWS::Events::EventBus" && template === globexT) expect(text).toContain("event-bus/globex-finance");
+        else expect(text).toContain(logicalIdOf(template, type));
+      }
+    }
+  });
+
+  it("uses * only for X-Ray and the rotation's GetRandomPassword, which have no resource-level permissions", () => {
+    const wildcardActions = statements(acmeT)
+      .filter((s) => resourcesOf(s).includes("*"))
+      .flatMap(actionsOf);
+    expect([...new Set(wildcardActions)].sort()).toEqual([
+      "secretsmanager:GetRandomPassword",
+      "xray:PutTelemetryRecords",
+      "xray:PutTraceSegments",
+    ]);
+  });
+
+  it("limits the key to DynamoDB, Secrets Manager and SQS on the functions' behalf", () => {
+    const kms = statements(acmeT).filter((s) => actionsOf(s).some((a) => a.startsWith("kms:")));
+    for (const statement of kms) {
+      expect(actionsOf(statement).some((a) => a.includes("*"))).toBe(false);
+      expect(JSON.stringify(statement.Condition)).toMatch(/kms:ViaService.*dynamodb.*secretsmanager.*sqs/);
+    }
+  });
+
+  it("gives the stacks of two tenants no reference to each other", () => {
+    expect(JSON.stringify(acmeT.toJSON())).not.toContain("globex");
+    expect(JSON.stringify(globexT.toJSON())).not.toContain("acme");
+  });
+});
+
+describe("ops", () => {
+  it("alarms on the runtime's signals with the documented thresholds, notifying the tenant's target", () => {
+    const alarm = (name: string) =>
+      Object.values(globexT.findResources("AWS::CloudWatch::Alarm", { Properties: { AlarmName: `QashioBridge-globex-${name}` } }))[0] as
+        | { Properties: Record<string, unknown> }
+        | undefined;
+    expect(alarm("TokenFamilyRevoked")?.Properties).toMatchObject({
+      Threshold: 1,
+      ComparisonOperator: "GreaterThanOrEqualToThreshold",
+      Metrics: [expect.objectContaining({ Expression: "SELECT MAX(TokenFamilyRevoked) FROM QashioBridge WHERE tenant = 'globex'" })],
+    });
+    expect(alarm("SyncLag")?.Properties).toMatchObject({ Threshold: 900, ComparisonOperator: "GreaterThanThreshold" });
+    expect(alarm("Quarantined")?.Properties).toMatchObject({ Threshold: 1, ComparisonOperator: "GreaterThanOrEqualToThreshold" });
+    expect(alarm("Errors-PollTransactions")?.Properties).toMatchObject({ MetricName: "Errors", Namespace: "AWS/Lambda", Threshold: 1, DatapointsToAlarm: 2 });
+    expect(alarm("Errors-RotateToken")?.Properties).toMatchObject({ Threshold: 1, EvaluationPeriods: 1 });
+    expect(alarm("DeadLetters-Pollers")?.Properties).toMatchObject({ MetricName: "ApproximateNumberOfMessagesVisible", Threshold: 1 });
+    const topic = { Ref: logicalIdOf(globexT, "AWS::SNS::Topic") };
+    for (const a of Object.values(globexT.findResources("AWS::CloudWatch::Alarm"))) {
+      expect((a as { Properties: { AlarmActions: unknown[] } }).Properties.AlarmActions).toEqual([topic]);
+    }
+  });
+
+  it("alarms on every webhook DLQ and sends acme's alarms to its imported topic", () => {
+    acmeT.hasResourceProperties("AWS::CloudWatch::Alarm", {
+      AlarmName: "QashioBridge-acme-sandbox-DeadLetters-Webhook-erp",
+      AlarmActions: ["arn:aws:sns:eu-west-1:111111111111:qashio-bridge-ops"],
+    });
+    acmeT.resourceCountIs("AWS::CloudWatch::Alarm", 9);
+  });
+
+  it("draws a dashboard per tenant with every required graph, split by type and status class", () => {
+    globexT.hasResourceProperties("AWS::CloudWatch::Dashboard", { DashboardName: "QashioBridge-globex" });
+    const body = JSON.stringify(globexT.findResources("AWS::CloudWatch::Dashboard"));
+    for (const title of Object.values(DASHBOARD_WIDGETS)) expect(body).toContain(title);
+    expect(body).toContain("SELECT SUM(EventsPublished) FROM QashioBridge WHERE tenant = 'globex' GROUP BY type");
+    expect(body).toContain("SELECT SUM(ProviderErrors) FROM QashioBridge WHERE tenant = 'globex' GROUP BY status_class");
+    expect(body).toContain("ApproximateNumberOfMessagesVisible");
+  });
+});
