@@ -1,0 +1,145 @@
+import { describe, expect, it } from "vitest";
+import { pollCards } from "../../shared/bridge/cards.js";
+import { parseEventDetail } from "../../shared/bridge/events/schemas.js";
+import { CycleAbortedError } from "../../shared/bridge/errors.js";
+import { makeRig } from "./fakes.js";
+
+describe("pollCards", () => {
+  it("records a card seen for the first time silently", async () => {
+    const rig = makeRig();
+    const card = rig.provider.addCard();
+    const report = await pollCards(rig.deps);
+    expect(rig.publisher.events).toEqual([]);
+    expect(rig.snapshots.data.has(`card:${card["id"] as string}`)).toBe(true);
+    expect(report.outcome).toBe("complete");
+  });
+
+  it("publishes card.created on first sighting when the tenant asks for it", async () => {
+    const rig = makeRig({ emitCardCreated: true });
+    rig.provider.addCard();
+    await pollCards(rig.deps);
+    expect(rig.publisher.events.map((e) => e.detailType)).toEqual(["card.created"]);
+    expect(parseEventDetail(rig.publisher.events[0]!.detail).success).toBe(true);
+  });
+
+  it("publishes card.suspended with a /status change when a card becomes Suspended", async () => {
+    const rig = makeRig();
+    const card = rig.provider.addCard();
+    await pollCards(rig.deps);
+    rig.provider.changeCard(card["id"] as string, { status: "Suspended" });
+    await pollCards(rig.deps);
+    const [event] = rig.publisher.events;
+    expect(event?.detailType).toBe("card.suspended");
+    expect(event?.detail.subject).toEqual({ type: "card", id: card["id"] });
+    expect(event?.detail.data.changes).toEqual([{ path: "/status", before: "Active", after: "Suspended" }]);
+    expect(parseEventDetail(event!.detail).success).toBe(true);
+  });
+
+  it("publishes card.status_changed for any other status move", async () => {
+    const rig = makeRig();
+    const card = rig.provider.addCard({ status: "Suspended" });
+    await pollCards(rig.deps);
+    rig.provider.changeCard(card["id"] as string, { status: "Active" });
+    await pollCards(rig.deps);
+    expect(rig.publisher.events.map((e) => e.detailType)).toEqual(["card.status_changed"]);
+    expect(rig.publisher.events[0]!.detail.data.changes).toContainEqual({ path: "/status", before: "Suspended", after: "Active" });
+  });
+
+  it("publishes card.updated when limits or nickname change and nothing when nothing changed", async () => {
+    const rig = makeRig();
+    const card = rig.provider.addCard();
+    await pollCards(rig.deps);
+    await pollCards(rig.deps);
+    expect(rig.publisher.events).toHaveLength(0);
+    rig.provider.changeCard(card["id"] as string, { card_nickname: "Travel", allowed_max_balance: 5000 });
+    await pollCards(rig.deps);
+    const [event] = rig.publisher.events;
+    expect(event?.detailType).toBe("card.updated");
+    expect(event?.detail.data.changes).toEqual([
+      { path: "/allowed_max_balance", before: 1000, after: 5000 },
+      { path: "/card_nickname", before: "Card 1", after: "Travel" },
+    ]);
+  });
+
+  it("walks every page, and lists a card shifted onto the next page by a new card only once", async () => {
+    const rig = makeRig({ emitCardCreated: true });
+    for (let i = 0; i < 5; i++) rig.provider.addCard();
+    let lists = 0;
+    rig.provider.beforeCall = () => {
+      lists += 1;
+      if (lists === 2) rig.provider.addCard();
+    };
+    await pollCards(rig.deps, { pageSize: 2 });
+    const ids = rig.publisher.events.map((e) => e.detail.subject.id);
+    expect(new Set(ids).size).toBe(ids.length);
+    expect(ids).toHaveLength(5);
+    await pollCards(rig.deps, { pageSize: 2 });
+    expect(rig.publisher.events).toHaveLength(6);
+  });
+
+  it("in suspended-only mode reads only the suspended list and publishes new suspensions", async () => {
+    const rig = makeRig();
+    const a = rig.provider.addCard();
+    rig.provider.addCard();
+    await pollCards(rig.deps);
+    rig.provider.changeCard(a["id"] as string, { status: "Suspended" });
+    await pollCards(rig.deps, { mode: "suspended-only" });
+    expect(rig.publisher.events.map((e) => [e.detailType, e.detail.subject.id])).toEqual([["card.suspended", a["id"]]]);
+    const last = rig.provider.calls.at(-1);
+    expect(last).toEqual({ op: "listErpCards", query: { status: "suspended", page: 1, page_size: 100 } });
+    await pollCards(rig.deps);
+    expect(rig.publisher.events).toHaveLength(1);
+  });
+
+  it("keeps the old snapshot when the event fails, so the next walk re-sends the same event id", async () => {
+    const rig = makeRig();
+    const card = rig.provider.addCard();
+    await pollCards(rig.deps);
+    rig.provider.changeCard(card["id"] as string, { status: "Terminated" });
+    rig.publisher.reject = () => "throttled";
+    await pollCards(rig.deps);
+    expect(rig.publisher.events).toHaveLength(0);
+    rig.publisher.reject = () => undefined;
+    await pollCards(rig.deps);
+    expect(rig.publisher.events.map((e) => e.detailType)).toEqual(["card.status_changed"]);
+  });
+
+  it("quarantines an invalid card and goes on with the others", async () => {
+    const rig = makeRig({ emitCardCreated: true });
+    rig.provider.addCard();
+    rig.provider.cards.unshift({ status: "Active" });
+    await pollCards(rig.deps);
+    expect(rig.publisher.events).toHaveLength(1);
+    expect((await rig.quarantine.list())[0]).toMatchObject({ kind: "card", reason: "validation: id: missing or not a non-empty string" });
+  });
+
+  it("hashes cardholder PII in hash mode, the same way on every walk", async () => {
+    const rig = makeRig({ emitCardCreated: true, pii: { mode: "hash", salt: "salt-1" } });
+    rig.provider.addCard();
+    await pollCards(rig.deps);
+    await pollCards(rig.deps);
+    const holder = rig.publisher.events[0]!.detail.data.object["cardholder"] as Record<string, string>;
+    expect(holder["name"]).toMatch(/^hmac-sha256:/);
+    expect(holder["employee_id"]).toBe("E1");
+    expect(rig.publisher.events).toHaveLength(1);
+  });
+
+  it("stops at the deadline before walking further pages", async () => {
+    const rig = makeRig();
+    for (let i = 0; i < 6; i++) rig.provider.addCard();
+    rig.provider.beforeCall = () => rig.clock.advance(1000);
+    const report = await pollCards(rig.deps, { pageSize: 2, deadline: rig.clock.now() + 1500 });
+    expect(report.outcome).toBe("deadline");
+    expect(rig.provider.count("listErpCards")).toBe(2);
+  });
+
+  it("aborts with the report when the card list fails", async () => {
+    const rig = makeRig();
+    rig.provider.beforeCall = () => {
+      throw Object.assign(new Error("rate limited"), { name: "RateLimitedError", status: 429 });
+    };
+    const error = await pollCards(rig.deps).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(CycleAbortedError);
+    expect(rig.metrics.sum("ProviderErrors", { status_class: "4xx" })).toBe(1);
+  });
+});

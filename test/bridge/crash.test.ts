@@ -1,0 +1,81 @@
+import { describe, expect, it } from "vitest";
+import { pollTransactions } from "../../shared/bridge/transactions.js";
+import { CycleAbortedError } from "../../shared/bridge/errors.js";
+import { CrashPoint, crashingPorts, SimulatedCrash } from "./faults.js";
+import { makeRig, type TestRig } from "./fakes.js";
+import { expectNothingLost } from "./invariants.js";
+
+/** A scenario: a page of new transactions and a refund, then one changed after acknowledge. */
+function scenario(): { rig: TestRig; changeOne: () => void } {
+  const rig = makeRig();
+  const first = rig.provider.addTransaction();
+  rig.provider.addTransaction();
+  rig.provider.addTransaction({ transaction_category: "refund", parent_qashio_id: first.qashio_id });
+  return { rig, changeOne: () => rig.provider.changeTransaction(first.id, { memo: "edited" }) };
+}
+
+describe("crash safety of the transaction cycle", () => {
+  it("counts the effects of a cycle in the order publish, write snapshots, acknowledge", async () => {
+    const { rig } = scenario();
+    const crash = new CrashPoint(undefined);
+    await pollTransactions({ ...rig.deps, ...crashingPorts(rig.deps, crash) }, { pageSize: 2 });
+    expect(crash.effects).toEqual([
+      "provider.listTransactions",
+      // The refund's parent is not on this page nor in the store yet: one provider read.
+      "provider.listTransactions",
+      "publisher.publish",
+      "snapshots.putMany",
+      "provider.acknowledgeTransactions",
+      "provider.listTransactions",
+      "publisher.publish",
+      "snapshots.putMany",
+      "provider.acknowledgeTransactions",
+      "provider.listTransactions",
+    ]);
+  });
+
+  // Crash at every effect of two cycles (new items, then a change), before and after it applies.
+  const points = Array.from({ length: 16 }, (_, at) => [
+    { at, after: false },
+    { at, after: true },
+  ]).flat();
+  it.each(points)("loses nothing when the process crashes at effect $at (after: $after)", async (plan) => {
+    const { rig, changeOne } = scenario();
+    const crash = new CrashPoint(plan);
+    const crashing = { ...rig.deps, ...crashingPorts(rig.deps, crash) };
+    const runs = [() => pollTransactions(crashing, { pageSize: 2 }), () => (changeOne(), pollTransactions(crashing, { pageSize: 2 }))];
+    for (const run of runs) {
+      try {
+        await run();
+      } catch (error) {
+        if (!(error instanceof CycleAbortedError && error.cause instanceof SimulatedCrash)) throw error;
+      }
+    }
+    // The next process starts over with the same durable state.
+    await pollTransactions(rig.deps, { pageSize: 2 });
+    expectNothingLost(rig);
+    expect(crash.crashed || plan.at >= crash.effects.length).toBe(true);
+  });
+
+  it("re-sends the same event ids after a crash between publish and snapshot write", async () => {
+    const rig = makeRig();
+    rig.provider.addTransaction();
+    const crash = new CrashPoint({ at: 2, after: false });
+    await expect(pollTransactions({ ...rig.deps, ...crashingPorts(rig.deps, crash) })).rejects.toThrow(CycleAbortedError);
+    expect(crash.effects.at(-1)).toBe("snapshots.putMany");
+    await pollTransactions(rig.deps);
+    expect(rig.publisher.events).toHaveLength(2);
+    expect(rig.publisher.ids[0]).toBe(rig.publisher.ids[1]);
+  });
+
+  it("only acknowledges, publishing nothing, after a crash between snapshot write and acknowledge", async () => {
+    const rig = makeRig();
+    rig.provider.addTransaction();
+    const crash = new CrashPoint({ at: 3, after: false });
+    await expect(pollTransactions({ ...rig.deps, ...crashingPorts(rig.deps, crash) })).rejects.toThrow(CycleAbortedError);
+    expect(crash.effects.at(-1)).toBe("provider.acknowledgeTransactions");
+    const report = await pollTransactions(rig.deps);
+    expect(rig.publisher.events).toHaveLength(1);
+    expect(report).toMatchObject({ unchanged: 1, acknowledged: 1 });
+  });
+});

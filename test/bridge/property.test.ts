@@ -1,0 +1,95 @@
+/**
+ * Property-based tests: random provider activity (new and changed transactions, also while a cycle walks
+ * pages), random page sizes and a random crash point in any cycle. Whatever happens, every transaction's
+ * final state reaches the sink, duplicates carry the same id and detail, and nothing stays pullable.
+ */
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { pollTransactions } from "../../shared/bridge/transactions.js";
+import { CycleAbortedError } from "../../shared/bridge/errors.js";
+import { CrashPoint, crashingPorts, SimulatedCrash } from "./faults.js";
+import { makeRig } from "./fakes.js";
+import { expectNothingLost } from "./invariants.js";
+
+type Step =
+  | { readonly kind: "add"; readonly count: number; readonly refund: boolean }
+  | { readonly kind: "change"; readonly pick: number; readonly memo: string }
+  | { readonly kind: "cycle"; readonly pageSize: number; readonly crash: { at: number; after: boolean } | null };
+
+const stepArb: fc.Arbitrary<Step> = fc.oneof(
+  fc.record({ kind: fc.constant("add" as const), count: fc.integer({ min: 1, max: 6 }), refund: fc.boolean() }),
+  fc.record({ kind: fc.constant("change" as const), pick: fc.nat(), memo: fc.string({ maxLength: 6 }) }),
+  fc.record({
+    kind: fc.constant("cycle" as const),
+    pageSize: fc.integer({ min: 1, max: 5 }),
+    crash: fc.option(fc.record({ at: fc.nat({ max: 25 }), after: fc.boolean() }), { nil: null }),
+  }),
+);
+
+/** Activity injected before provider list calls while a cycle runs: 0 none, 1 add, 2 change. */
+const churnArb = fc.array(fc.constantFrom(0, 0, 1, 2), { minLength: 1, maxLength: 20 });
+
+describe("transaction cycle properties", () => {
+  it("never loses a change and never duplicates with a different id, under churn and crashes", async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(stepArb, { minLength: 1, maxLength: 14 }), churnArb, fc.nat(), async (steps, churn, seed) => {
+        const rig = makeRig();
+        let tick = seed;
+        let churnOn = true;
+        const changeSome = (pick: number, memo: string): void => {
+          const all = rig.provider.transactions;
+          if (all.length === 0) return;
+          rig.provider.changeTransaction(all[pick % all.length]!.id, { memo, transaction_amount: pick % 997 });
+        };
+        rig.provider.beforeCall = (call) => {
+          if (!churnOn || call.op !== "listTransactions" || call.query.qashio_id) return;
+          const action = churn[tick++ % churn.length];
+          if (action === 1) rig.provider.addTransaction();
+          if (action === 2) changeSome(tick * 31, `churn ${tick}`);
+        };
+        for (const step of steps) {
+          if (step.kind === "add") {
+            for (let i = 0; i < step.count; i++) {
+              const parent = rig.provider.transactions[i];
+              rig.provider.addTransaction(step.refund && parent ? { transaction_category: "refund", parent_qashio_id: parent.qashio_id } : {});
+            }
+          } else if (step.kind === "change") {
+            changeSome(step.pick, step.memo);
+          } else {
+            const crash = new CrashPoint(step.crash ?? undefined);
+            const deps = { ...rig.deps, ...crashingPorts(rig.deps, crash) };
+            try {
+              await pollTransactions(deps, { pageSize: step.pageSize, maxPages: 500 });
+            } catch (error) {
+              if (!(error instanceof CycleAbortedError && error.cause instanceof SimulatedCrash)) throw error;
+            }
+          }
+        }
+        // Activity stops; a few clean cycles must drain everything.
+        churnOn = false;
+        for (let i = 0; i < 3 && rig.provider.pending().length > 0; i++) await pollTransactions(rig.deps, { pageSize: 3 });
+        expectNothingLost(rig);
+        const created = new Set(rig.publisher.ofType("transaction.created").map((e) => e.detail.subject.id));
+        expect(created.size).toBe(rig.provider.transactions.length);
+      }),
+      { numRuns: 80 },
+    );
+  });
+
+  it("drains any backlog in one uncrashed cycle without churn, with one list and one acknowledge per page", async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 0, max: 60 }), fc.integer({ min: 1, max: 25 }), async (count, pageSize) => {
+        const rig = makeRig();
+        for (let i = 0; i < count; i++) rig.provider.addTransaction();
+        const report = await pollTransactions(rig.deps, { pageSize });
+        const pages = Math.ceil(count / pageSize);
+        expect(report.outcome).toBe("complete");
+        expect(rig.provider.pending()).toEqual([]);
+        expect(rig.provider.count("acknowledgeTransactions")).toBe(pages);
+        // One list per page, one empty read of not_synced when the backlog is empty, one empty read of outdated.
+        expect(rig.provider.count("listTransactions")).toBe(Math.max(pages, 1) + 1);
+      }),
+      { numRuns: 60 },
+    );
+  });
+});
