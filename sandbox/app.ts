@@ -87,6 +87,8 @@ export function buildApp(state: SandboxState): Hono<SandboxEnv> {
 
   app.onError((error, c) => {
     c.header("x-request-id", c.get("requestId"));
+    // The caller gave up (timeout): nobody reads this answer.
+    if (c.req.raw.signal.aborted) return c.body(null, 499 as 200);
     if (error instanceof OAuthError) {
       return c.json({ error: error.error, error_description: error.description }, error.status);
     }

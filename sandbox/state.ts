@@ -160,7 +160,8 @@ export class SandboxState {
     for (let i = 0; i < options.count; i++) {
       const createdAt = this.clock.stampIso();
       const tx = data.factory.create({
-        category: options.category,
+        // A child without a named category is a refund.
+        category: options.category ?? (parent ? "refund" : undefined),
         parent,
         timeMs: Date.parse(createdAt),
         createdAt,

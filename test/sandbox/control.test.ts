@@ -1,0 +1,279 @@
+import { beforeEach, describe, expect, it } from "vitest";
+import { StaticTokenProvider } from "../../shared/qashio/auth/token-provider.js";
+import { QashioClient } from "../../shared/qashio/client.js";
+import { InvalidResponseError, RateLimitedError, ServerError, TimeoutError } from "../../shared/qashio/errors.js";
+import { ErrorEnvelopeSchema, TransactionSchema } from "../../shared/qashio/schemas/index.js";
+import { createSandbox } from "../../sandbox/index.js";
+import { BASE, CLIENT, REDIRECT_URI, errorCodes, harness, instantClock, tokensFor, type Harness } from "./helpers.js";
+
+const LIST = "/public/v1/erp/transactions";
+
+let h: Harness;
+beforeEach(async () => {
+  h = await harness();
+});
+
+type Row = Record<string, any>;
+const control = (path: string, body?: unknown, method?: string) => h.json(`/_sandbox${path}`, { body, method, token: null });
+
+describe("companies and authorization codes", () => {
+  it("lists the seeded companies with id and name", async () => {
+    const { status, body } = await control("/companies");
+    expect(status).toBe(200);
+    expect(body.data.map((c: Row) => c.id)).toEqual([h.companyId, h.otherCompanyId, h.disabledCompanyId]);
+    expect(body.data.every((c: Row) => typeof c.name === "string" && c.name.length > 0)).toBe(true);
+  });
+
+  it("issues a code as if the user approved, exchangeable once at the token endpoint", async () => {
+    const { status, body } = await control(`/companies/${h.otherCompanyId}/authorization_codes`, { client_id: "sandbox-client", redirect_uri: REDIRECT_URI, scope: "cards:read" });
+    expect(status).toBe(201);
+    const exchange = () =>
+      h.sandbox.fetch(`${BASE}/oauth2/token`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ grant_type: "authorization_code", ...CLIENT, code: body.code, redirect_uri: REDIRECT_URI }),
+      });
+    const first = await exchange();
+    expect(first.status).toBe(200);
+    expect(((await first.json()) as Row).scope).toBe("cards:read");
+    expect((await exchange()).status).toBe(401);
+  });
+
+  it("refuses an unregistered redirect, an unknown client or scope (400) and an unknown company (404)", async () => {
+    expect((await control(`/companies/${h.companyId}/authorization_codes`, { client_id: "sandbox-client", redirect_uri: "https://example.com/cb" })).status).toBe(400);
+    expect((await control(`/companies/${h.companyId}/authorization_codes`, { client_id: "other", redirect_uri: REDIRECT_URI })).status).toBe(400);
+    expect((await control(`/companies/${h.companyId}/authorization_codes`, { client_id: "sandbox-client", redirect_uri: REDIRECT_URI, scope: "root" })).status).toBe(400);
+    expect((await control(`/companies/nope/authorization_codes`, { client_id: "sandbox-client", redirect_uri: REDIRECT_URI })).status).toBe(404);
+  });
+
+  it("toggles a company's API access", async () => {
+    expect((await control(`/companies/${h.companyId}/api_access`, { enabled: false })).status).toBe(200);
+    expect((await h.json(LIST)).status).toBe(403);
+    await control(`/companies/${h.companyId}/api_access`, { enabled: true });
+    expect((await h.json(LIST)).status).toBe(200);
+  });
+});
+
+describe("activity generation", () => {
+  it("creates new not_synced transactions that lead the list", async () => {
+    const { status, body } = await control(`/companies/${h.companyId}/transactions`, { count: 3, transaction_category: "purchase" });
+    expect(status).toBe(201);
+    expect(body.data).toHaveLength(3);
+    for (const tx of body.data as Row[]) {
+      expect(TransactionSchema.safeParse(tx).success).toBe(true);
+      expect(tx).toMatchObject({ client_sync_status: "not_synced", transaction_category: "purchase", company_id: h.companyId });
+    }
+    const newest = (await h.json(`${LIST}?client_sync_status=not_synced&page_size=3`)).body.data.map((t: Row) => t.id);
+    expect(newest).toEqual((body.data as Row[]).map((t) => t.id).reverse());
+  });
+
+  it("creates a refund whose parent_qashio_id names the purchase, and refuses a parent that is no purchase", async () => {
+    const purchase = (await h.json(`${LIST}?transaction_category=purchase`)).body.data[0] as Row;
+    const { body } = await control(`/companies/${h.companyId}/transactions`, { parent_qashio_id: purchase.qashio_id });
+    const refund = body.data[0] as Row;
+    expect(refund).toMatchObject({ transaction_category: "refund", parent_qashio_id: purchase.qashio_id, parent_id: purchase.id, merchant_name: purchase.merchant_name });
+    expect(refund.transaction_amount).toBeLessThanOrEqual(purchase.transaction_amount);
+    const reversal = await control(`/companies/${h.companyId}/transactions`, { parent_qashio_id: purchase.qashio_id, transaction_category: "reversal" });
+    expect(reversal.body.data[0].transaction_amount).toBe(purchase.transaction_amount);
+    const children = (await h.json(`${LIST}?parent_qashio_id=${purchase.qashio_id}`)).body.data as Row[];
+    expect(children.map((c) => c.id)).toEqual(expect.arrayContaining([refund.id, reversal.body.data[0].id]));
+    const bad = await control(`/companies/${h.companyId}/transactions`, { parent_qashio_id: refund.qashio_id });
+    expect(bad.status).toBe(400);
+    expect((await control(`/companies/${h.companyId}/transactions`, { parent_qashio_id: "CT0" })).status).toBe(400);
+  });
+
+  it.each([[{ count: 0 }], [{ count: 1001 }], [{ transaction_category: "gift" }]])("answers 400 for %j", async (payload) => {
+    const { status, body } = await control(`/companies/${h.companyId}/transactions`, payload);
+    expect(status).toBe(400);
+    ErrorEnvelopeSchema.parse(body);
+  });
+
+  it("patches a transaction: updated_at and modified_date move even on a frozen clock, synced becomes outdated", async () => {
+    const synced = (await h.json(`${LIST}?client_sync_status=synced`)).body.data[0] as Row;
+    const first = await control(`/companies/${h.companyId}/transactions/${synced.id}`, { memo: "split with team", approval_status: "approved" }, "PATCH");
+    expect(first.status).toBe(200);
+    expect(first.body.data).toMatchObject({ memo: "split with team", client_sync_status: "outdated" });
+    expect(first.body.data.updated_at > synced.updated_at).toBe(true);
+    expect(first.body.data.modified_date).toBe(first.body.data.updated_at);
+    const second = await control(`/companies/${h.companyId}/transactions/${synced.id}`, { memo: "again" }, "PATCH");
+    expect(second.body.data.updated_at > first.body.data.updated_at).toBe(true);
+    const notSynced = (await h.json(`${LIST}?client_sync_status=not_synced`)).body.data[0] as Row;
+    const stays = await control(`/companies/${h.companyId}/transactions/${notSynced.id}`, { memo: "x" }, "PATCH");
+    expect(stays.body.data.client_sync_status).toBe("not_synced");
+  });
+
+  it("refuses to patch identity or sync status (400), and an unknown transaction (404)", async () => {
+    const tx = (await h.json(LIST)).body.data[0] as Row;
+    const { status, body } = await control(`/companies/${h.companyId}/transactions/${tx.id}`, { id: "x", client_sync_status: "synced" }, "PATCH");
+    expect(status).toBe(400);
+    expect(errorCodes(body)).toEqual(["id:INVALID_FORMAT", "client_sync_status:INVALID_FORMAT"]);
+    expect((await control(`/companies/${h.companyId}/transactions/2f1e7c52-0d3b-4c5a-9e8f-000000000000`, { memo: "x" }, "PATCH")).status).toBe(404);
+  });
+
+  it("changes a card's status as the provider's dashboard would", async () => {
+    const suspended = ((await h.json("/public/v1/erp/cards?status=suspended")).body.data as Row[])[0] as Row;
+    const { status, body } = await control(`/companies/${h.companyId}/cards/${suspended.id}/status`, { status: "active" });
+    expect(status).toBe(200);
+    expect(body.data.status).toBe("Active");
+    expect((await h.json(`/public/v1/erp/cards/${suspended.id}`)).body.data.status).toBe("Active");
+    expect((await control(`/companies/${h.companyId}/cards/${suspended.id}/status`, { status: "frozen" })).status).toBe(400);
+    expect((await control(`/companies/${h.otherCompanyId}/cards/${suspended.id}/status`, { status: "Active" })).status).toBe(404);
+  });
+});
+
+describe("clock", () => {
+  it("advances sandbox time and reports it", async () => {
+    const before = (await control("/clock")).body.data.now as string;
+    expect(before).toBe("2025-03-15T12:00:00.000Z");
+    const { status, body } = await control("/clock", { advance_seconds: 90 });
+    expect(status).toBe(200);
+    expect(body.data.now).toBe("2025-03-15T12:01:30.000Z");
+    expect((await control("/clock", { advance_seconds: -1 })).status).toBe(400);
+    const { body: listed, headers } = await h.json(LIST);
+    expect(listed.meta.timestamp).toBe("2025-03-15T12:01:30.000Z");
+    expect(headers.get("x-request-id")).toBe(listed.meta.request_id);
+  });
+});
+
+describe("faults", () => {
+  it("fails the next count matching requests with the status, the error envelope and Retry-After", async () => {
+    const armed = await control("/faults", { method: "GET", path_prefix: LIST, status: 503, count: 2, retry_after: 7 });
+    expect(armed.status).toBe(201);
+    for (let i = 0; i < 2; i++) {
+      const { status, headers, body } = await h.json(LIST);
+      expect(status).toBe(503);
+      expect(headers.get("retry-after")).toBe("7");
+      expect(ErrorEnvelopeSchema.parse(body).status_code).toBe(503);
+      expect(body.meta.request_id).toBe(headers.get("x-request-id"));
+      expect(body).not.toHaveProperty("success");
+    }
+    expect((await h.json(LIST)).status).toBe(200);
+  });
+
+  it("matches on method and path prefix only", async () => {
+    await control("/faults", { method: "POST", path_prefix: "/public/v1/erp/transactions/acknowledge", status: 500, count: 1 });
+    expect((await h.json(LIST)).status).toBe(200);
+    expect((await h.json("/public/v1/erp/cards")).status).toBe(200);
+    const tx = (await h.json(LIST)).body.data[0] as Row;
+    expect((await h.json(`${LIST}/acknowledge`, { body: { transaction_ids: [tx.id] } })).status).toBe(500);
+    expect((await h.json(`${LIST}/acknowledge`, { body: { transaction_ids: [tx.id] } })).status).toBe(200);
+  });
+
+  it("drives the client's retry on 429 with Retry-After, without real sleeps", async () => {
+    await control("/faults", { path_prefix: LIST, status: 429, count: 1, retry_after: 3 });
+    const clock = instantClock();
+    const client = new QashioClient({ baseUrl: BASE, tokenProvider: new StaticTokenProvider(h.tokens.access_token), fetch: h.sandbox.fetch, clock, retry: { maxAttempts: 3 } });
+    const page = await client.listTransactions();
+    expect(page.data).toHaveLength(10);
+    expect(clock.sleeps).toEqual([3000]);
+    await control("/faults", { path_prefix: LIST, status: 429, count: 5, retry_after: 1 });
+    await expect(client.listTransactions()).rejects.toBeInstanceOf(RateLimitedError);
+    await control("/faults", { path_prefix: LIST, status: 502, count: 5 });
+    await expect(client.listTransactions()).rejects.toBeInstanceOf(ServerError);
+  });
+
+  it("answers a body that is not JSON when malformed", async () => {
+    await control("/faults", { path_prefix: LIST, malformed: true, count: 1 });
+    const res = await h.call(LIST);
+    expect(res.status).toBe(200);
+    await expect(res.clone().json()).rejects.toThrow();
+    expect(res.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
+    await control("/faults", { path_prefix: LIST, malformed: true, count: 1 });
+    await expect(h.client.listTransactions()).rejects.toBeInstanceOf(InvalidResponseError);
+  });
+
+  it("delays the answer by delay_ms of real time", async () => {
+    await control("/faults", { path_prefix: LIST, delay_ms: 60, count: 1 });
+    const started = performance.now();
+    expect((await h.call(LIST)).status).toBe(200);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(55);
+  });
+
+  it("lets an aborted request reject at once while the delay runs, which the client reports as a timeout", async () => {
+    await control("/faults", { path_prefix: LIST, delay_ms: 30_000, count: 2 });
+    const started = performance.now();
+    await expect(h.sandbox.fetch(`${BASE}${LIST}`, { headers: { authorization: `Bearer ${h.tokens.access_token}` }, signal: AbortSignal.timeout(50) })).rejects.toThrow();
+    const client = new QashioClient({ baseUrl: BASE, tokenProvider: new StaticTokenProvider(h.tokens.access_token), fetch: h.sandbox.fetch, clock: instantClock(), timeoutMs: 50, retry: { maxAttempts: 1 } });
+    await expect(client.listTransactions()).rejects.toBeInstanceOf(TimeoutError);
+    expect(performance.now() - started).toBeLessThan(5_000);
+  });
+
+  it("combines a delay with a status", async () => {
+    await control("/faults", { path_prefix: LIST, delay_ms: 20, status: 504, count: 1 });
+    expect((await h.call(LIST)).status).toBe(504);
+  });
+
+  it("answers OAuth-style bodies on the token endpoint", async () => {
+    await control("/faults", { path_prefix: "/oauth2/token", status: 503, count: 1, retry_after: 2 });
+    const res = await h.sandbox.fetch(`${BASE}/oauth2/token`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
+    expect(res.status).toBe(503);
+    expect(res.headers.get("retry-after")).toBe("2");
+    expect(await res.json()).toEqual({ error: "temporarily_unavailable", error_description: expect.any(String) });
+  });
+
+  it("never faults the control surface, lists armed faults and clears them", async () => {
+    await control("/faults", { status: 500, count: 3 });
+    expect((await control("/companies")).status).toBe(200);
+    expect((await control("/faults")).body.data).toEqual([{ status: 500, count: 3 }]);
+    expect((await control("/faults", undefined, "DELETE")).status).toBe(200);
+    expect((await h.json(LIST)).status).toBe(200);
+  });
+
+  it.each([[{ count: 1 }], [{ status: 200, count: 1 }], [{ status: 500 }], [{ status: 500, count: 1, path_prefix: "public" }]])("answers 400 for %j", async (payload) => {
+    expect((await control("/faults", payload)).status).toBe(400);
+  });
+});
+
+describe("reset", () => {
+  it("re-seeds deterministically; tokens stay valid", async () => {
+    const before = (await h.json(`${LIST}?page_size=100`)).body.data.map((t: Row) => t.id);
+    await control(`/companies/${h.companyId}/transactions`, { count: 5 });
+    const { status, body } = await control("/reset", {});
+    expect(status).toBe(200);
+    expect(body.data.seed).toBe(7);
+    expect((await h.json(`${LIST}?page_size=100`)).body.data.map((t: Row) => t.id)).toEqual(before);
+    await control("/reset", { seed: 8 });
+    const other = (await h.json(`${LIST}?page_size=100`)).body.data.map((t: Row) => t.id);
+    expect(other).not.toEqual(before);
+  });
+
+  it("builds a backlog of the requested size, every transaction not_synced, leaving other companies alone", async () => {
+    const otherToken = await tokensFor(h.sandbox, h.otherCompanyId);
+    const otherBefore = (await h.json(`${LIST}?page_size=100`, { token: otherToken.access_token })).body.data.map((t: Row) => t.id);
+    const { body } = await control("/reset", { transactions: 2500 });
+    expect(body.data.companies[0]).toMatchObject({ id: h.companyId, transactions: 2500 });
+    const page = (await h.json(`${LIST}?client_sync_status=not_synced&page_size=100&page=25`)).body;
+    expect(page.pagination).toMatchObject({ total_records: 2500, total_pages: 25, has_next: false });
+    expect((await h.json(`${LIST}?page_size=100`, { token: otherToken.access_token })).body.data.map((t: Row) => t.id)).toEqual(otherBefore);
+  });
+
+  it("clears faults and refuses bad options", async () => {
+    await control("/faults", { status: 500, count: 3 });
+    await control("/reset", {});
+    expect((await h.json(LIST)).status).toBe(200);
+    expect((await control("/reset", { seed: -1 })).status).toBe(400);
+    expect((await control("/reset", { transactions: 1.5 })).status).toBe(400);
+    expect((await control("/reset", { company_id: "nope" })).status).toBe(404);
+  });
+});
+
+describe("latency", () => {
+  it("delays every provider API answer by the latency set at creation or through the control surface, never the control surface", async () => {
+    const slow = createSandbox({ seed: 7, latencyMs: 40 });
+    const started = performance.now();
+    await slow.fetch(`${BASE}/public/v1/erp/cards`);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(35);
+
+    expect((await control("/latency")).body.data.latency_ms).toBe(0);
+    expect((await control("/latency", { latency_ms: 40 })).status).toBe(200);
+    const t0 = performance.now();
+    await h.call(LIST);
+    expect(performance.now() - t0).toBeGreaterThanOrEqual(35);
+    const t1 = performance.now();
+    await control("/companies");
+    expect(performance.now() - t1).toBeLessThan(35);
+    expect((await control("/latency", { latency_ms: -1 })).status).toBe(400);
+    h.sandbox.control.setLatency(0);
+    expect(h.sandbox.control.state.latencyMs).toBe(0);
+  });
+});

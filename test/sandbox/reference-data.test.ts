@@ -1,0 +1,233 @@
+import { beforeEach, describe, expect, it } from "vitest";
+import {
+  BankAccountSchema,
+  ChartOfAccountSchema,
+  CompanySummarySchema,
+  PoolAccountSchema,
+  StatementSummarySchema,
+  StatementsByAccountSchema,
+  SupplierSchema,
+  TaxRateSchema,
+  listEnvelope,
+  successEnvelope,
+} from "../../shared/qashio/schemas/index.js";
+import { NotFoundError } from "../../shared/qashio/errors.js";
+import { errorCodes, harness, tokensFor, type Harness } from "./helpers.js";
+
+let h: Harness;
+beforeEach(async () => {
+  h = await harness();
+});
+
+type Row = Record<string, any>;
+
+describe("GET /public/v1/erp/pool_accounts", () => {
+  it("lists pool accounts newest first, 20 per page by default", async () => {
+    const { status, body } = await h.json("/public/v1/erp/pool_accounts");
+    expect(status).toBe(200);
+    const page = listEnvelope(PoolAccountSchema).parse(body);
+    expect(page.pagination).toMatchObject({ page_size: 20, total_records: 4 });
+    const created = page.data.map((p) => String(p.created_at));
+    expect([...created].sort().reverse()).toEqual(created);
+  });
+
+  it("filters on status (all switches it off), manager, creator and a creation range sent alone", async () => {
+    const all = (await h.json("/public/v1/erp/pool_accounts")).body.data as Row[];
+    const manager = all[0]?.account_managers[1].user_id as string;
+    const creator = all[0]?.created_by.user_id as string;
+    const cases: [string, (p: Row) => boolean][] = [
+      ["status=active", (p) => p.status === "Active"],
+      ["status=terminated", (p) => p.status === "Terminated"],
+      ["status=all", () => true],
+      [`manager_id=${manager}`, (p) => p.account_managers.some((m: Row) => m.user_id === manager)],
+      [`created_by=${creator}`, (p) => p.created_by.user_id === creator],
+      [`created_time_to=${String(all[2]?.created_at).slice(0, 10)}`, (p) => String(p.created_at).slice(0, 10) <= String(all[2]?.created_at).slice(0, 10)],
+    ];
+    for (const [query, matches] of cases) {
+      const got = ((await h.json(`/public/v1/erp/pool_accounts?${query}`)).body.data as Row[]).map((p) => p.id);
+      expect(got, query).toEqual(all.filter(matches).map((p) => p.id));
+      expect(got.length, query).toBeGreaterThan(0);
+    }
+  });
+
+  it.each([
+    ["status=suspended", ["status:INVALID_ENUM"]],
+    ["created_time_from=2025-02-01&created_time_to=2025-01-01", ["created_time_to:INVALID_RANGE"]],
+    ["created_time_from=yesterday", ["created_time_from:INVALID_FORMAT"]],
+  ])("answers 400 for %s", async (query, expected) => {
+    const { status, body } = await h.json(`/public/v1/erp/pool_accounts?${query}`);
+    expect(status).toBe(400);
+    expect(errorCodes(body)).toEqual(expected);
+  });
+
+  it("answers 404 for a manager who is nobody in this company", async () => {
+    expect((await h.json("/public/v1/erp/pool_accounts?manager_id=00000000-0000-4000-8000-000000000000")).status).toBe(404);
+  });
+});
+
+describe("master data lists", () => {
+  const lists = [
+    ["/public/v1/erp/bank_accounts", BankAccountSchema],
+    ["/public/v1/erp/chart_of_accounts", ChartOfAccountSchema],
+    ["/public/v1/erp/tax_rates", TaxRateSchema],
+    ["/public/v1/erp/suppliers", SupplierSchema],
+  ] as const;
+
+  it.each(lists)("%s lists 10 per page by default, newest first, every record validating", async (path, schema) => {
+    const { status, body } = await h.json(path);
+    expect(status).toBe(200);
+    const page = listEnvelope(schema).parse(body);
+    expect(page.pagination.page_size).toBe(10);
+    expect(page.data.length).toBe(Math.min(10, page.pagination.total_records));
+    const created = page.data.map((r) => String(r.created_at));
+    expect([...created].sort().reverse()).toEqual(created);
+    expect(page.data[0]).not.toHaveProperty("key");
+  });
+
+  it.each(lists)("%s filters case-insensitively on remote_name and remote_id, exactly on status and is_deleted, and on both-ended date ranges", async (path) => {
+    const all = (await h.json(`${path}?page_size=100`)).body.data as Row[];
+    const sample = all[1] as Row;
+    const word = String(sample.remote_name).split(" ")[0]?.toUpperCase() as string;
+    const cases: [string, (r: Row) => boolean][] = [
+      [`remote_name=${encodeURIComponent(word)}`, (r) => String(r.remote_name).toLowerCase().includes(word.toLowerCase())],
+      [`remote_id=${String(sample.remote_id).slice(-3).toLowerCase()}`, (r) => String(r.remote_id).toLowerCase().includes(String(sample.remote_id).slice(-3).toLowerCase())],
+      [`status=${sample.status}`, (r) => r.status === sample.status],
+      [`is_deleted=${sample.is_deleted}`, (r) => r.is_deleted === sample.is_deleted],
+      [
+        `created_at_from=${String(sample.created_at).slice(0, 10)}&created_at_to=${String(sample.created_at).slice(0, 10)}`,
+        (r) => String(r.created_at).slice(0, 10) === String(sample.created_at).slice(0, 10),
+      ],
+      [`updated_at_from=2000-01-01&updated_at_to=${String(sample.updated_at).slice(0, 10)}`, (r) => String(r.updated_at).slice(0, 10) <= String(sample.updated_at).slice(0, 10)],
+    ];
+    for (const [query, matches] of cases) {
+      const got = ((await h.json(`${path}?${query}&page_size=100`)).body.data as Row[]).map((r) => r.id);
+      expect(got, query).toEqual(all.filter(matches).map((r) => r.id));
+      expect(got, query).toContain(sample.id);
+    }
+  });
+
+  it.each(lists)("%s answers 400 for an unknown status, a malformed boolean and a range with one end", async (path) => {
+    const { status, body } = await h.json(`${path}?status=archived&is_deleted=yes&updated_at_from=2025-01-01&created_at_to=2025-01-01`);
+    expect(status).toBe(400);
+    expect(errorCodes(body).sort()).toEqual(["created_at_from:REQUIRED", "is_deleted:INVALID_FORMAT", "status:INVALID_ENUM", "updated_at_to:REQUIRED"]);
+  });
+
+  it("filters chart of accounts on account_number, account_type and account_currency", async () => {
+    const expenses = (await h.json("/public/v1/erp/chart_of_accounts?account_type=expense&page_size=100")).body.data as Row[];
+    expect(expenses.length).toBeGreaterThan(5);
+    expect(expenses.every((r) => r.account_type === "EXPENSE")).toBe(true);
+    const one = (await h.json("/public/v1/erp/chart_of_accounts?account_number=6200")).body.data as Row[];
+    expect(one.map((r) => r.remote_name)).toEqual(["Software Subscriptions"]);
+    expect((await h.json("/public/v1/erp/chart_of_accounts?account_currency=usd")).body.data).toEqual([]);
+  });
+
+  it("is read through the client and walked to the end", async () => {
+    const suppliers: string[] = [];
+    for await (const s of h.client.iterateSuppliers({ page_size: 10 })) suppliers.push(s.id);
+    expect(suppliers.length).toBe(27);
+    expect((await h.client.listTaxRates()).data.length).toBe(6);
+    expect((await h.client.listBankAccounts()).data.length).toBe(4);
+    expect((await h.client.listChartOfAccounts({ page_size: 5 })).pagination.has_next).toBe(true);
+  });
+
+  it("answers 403 for a disabled company", async () => {
+    const disabled = await tokensFor(h.sandbox, h.disabledCompanyId);
+    expect((await h.json("/public/v1/erp/suppliers", { token: disabled.access_token })).status).toBe(403);
+  });
+});
+
+describe("statements", () => {
+  it("lists one account-month per entry, most recent month first, 20 per page by default", async () => {
+    const { status, body } = await h.json("/public/v1/erp/statements");
+    expect(status).toBe(200);
+    const page = listEnvelope(StatementSummarySchema).parse(body);
+    expect(page.pagination.page_size).toBe(20);
+    const months = page.data.map((s) => s.statement_period.month);
+    expect([...months].sort().reverse()).toEqual(months);
+    expect(months[0]).toBe("2025-02");
+    expect(page.data[0]?.statement_period).toEqual({ month: "2025-02", from: "2025-02-01", to: "2025-02-28" });
+  });
+
+  it("chains each account's closing balance into the next month's opening balance", async () => {
+    const all: Row[] = [];
+    for await (const s of h.client.iterateStatements({ page_size: 100 })) all.push(s);
+    const byAccount = new Map<string, Row[]>();
+    for (const s of all) byAccount.set(s.account_external_id, [...(byAccount.get(s.account_external_id) ?? []), s]);
+    expect(new Set(all.map((s) => s.account_type))).toEqual(new Set(["Card", "PoolAccount", "CompanyFundAccount", "Subsidiary"]));
+    for (const periods of byAccount.values()) {
+      const ordered = [...periods].sort((a, b) => String(a.statement_period.month).localeCompare(String(b.statement_period.month)));
+      for (let i = 1; i < ordered.length; i++) expect(ordered[i]?.opening_balance).toBe(ordered[i - 1]?.closing_balance);
+    }
+  });
+
+  it("filters on month, account_type and account_id", async () => {
+    const jan = (await h.json("/public/v1/erp/statements?month=2025-01&page_size=100")).body.data as Row[];
+    expect(jan.length).toBeGreaterThan(0);
+    expect(jan.every((s) => s.statement_period.month === "2025-01")).toBe(true);
+    const pools = (await h.json("/public/v1/erp/statements?account_type=PoolAccount&page_size=100")).body.data as Row[];
+    expect(pools.every((s) => s.account_type === "PoolAccount")).toBe(true);
+    const one = (await h.json(`/public/v1/erp/statements?account_id=${pools[0]?.account_external_id}&page_size=100`)).body.data as Row[];
+    expect(one.every((s) => s.account_external_id === pools[0]?.account_external_id)).toBe(true);
+  });
+
+  it.each([
+    ["month=2025-13", ["month:INVALID_FORMAT"]],
+    ["month=January", ["month:INVALID_FORMAT"]],
+    ["account_type=Wallet", ["account_type:INVALID_ENUM"]],
+  ])("answers 400 for %s", async (query, expected) => {
+    const { status, body } = await h.json(`/public/v1/erp/statements?${query}`);
+    expect(status).toBe(400);
+    expect(errorCodes(body)).toEqual(expected);
+  });
+
+  it("reads one account's periods with inner pagination (12 by default) and no top-level pagination", async () => {
+    const funding = (await h.json("/public/v1/erp/statements?account_type=CompanyFundAccount")).body.data[0] as Row;
+    const { status, body } = await h.json(`/public/v1/erp/statements/${funding.account_external_id}?page_size=4&page=2`);
+    expect(status).toBe(200);
+    const data = successEnvelope(StatementsByAccountSchema).parse(body).data;
+    expect(body).not.toHaveProperty("pagination");
+    expect(data).toMatchObject({ account_type: "CompanyFundAccount", page: 2, total: 6, total_pages: 2 });
+    expect(data.data.map((p) => p.statement_period.month)).toEqual(["2024-10", "2024-09"]);
+    expect((await h.json(`/public/v1/erp/statements/${funding.account_external_id}`)).body.data.data).toHaveLength(6);
+    const window = await h.client.getStatementsByAccount(funding.account_external_id as string, { from_month: "2024-11", to_month: "2025-01" });
+    expect(window.data.map((p) => p.statement_period.month)).toEqual(["2025-01", "2024-12", "2024-11"]);
+    const fromOnly = await h.client.getStatementsByAccount(funding.account_external_id as string, { from_month: "2025-01" });
+    expect(fromOnly.data).toHaveLength(2);
+  });
+
+  it("answers 200 with an empty inner list and a null account_type for a valid account without statements", async () => {
+    const draft = ((await h.json("/public/v1/erp/cards?status=draft")).body.data as Row[])[0] as Row;
+    const { status, body } = await h.json(`/public/v1/erp/statements/${draft.account_external_id}`);
+    expect(status).toBe(200);
+    expect(body.data).toMatchObject({ account_external_id: draft.account_external_id, account_type: null, total: 0, total_pages: 0, data: [] });
+  });
+
+  it("answers 404 for an unknown account, another company's account, and 400 for an unparseable month", async () => {
+    expect((await h.json("/public/v1/erp/statements/FAUNKNOWN")).status).toBe(404);
+    const other = await tokensFor(h.sandbox, h.otherCompanyId);
+    const theirs = (await h.json("/public/v1/erp/statements", { token: other.access_token })).body.data[0] as Row;
+    await expect(h.client.getStatementsByAccount(theirs.account_external_id as string)).rejects.toBeInstanceOf(NotFoundError);
+    const mine = (await h.json("/public/v1/erp/statements")).body.data[0] as Row;
+    const bad = await h.json(`/public/v1/erp/statements/${mine.account_external_id}?from_month=2025-1`);
+    expect(bad.status).toBe(400);
+    expect(errorCodes(bad.body)).toEqual(["from_month:INVALID_FORMAT"]);
+  });
+});
+
+describe("GET /public/v1/erp/company/summary", () => {
+  it("answers the company's headline position", async () => {
+    const { status, body } = await h.json("/public/v1/erp/company/summary");
+    expect(status).toBe(200);
+    const summary = successEnvelope(CompanySummarySchema).parse(body).data as Row;
+    expect(summary).toMatchObject({ company_id: h.companyId, currency: "AED", cards: { total: 12 } });
+    expect(summary.available_balance).toBeCloseTo(summary.total_balance - summary.pending_authorisations, 2);
+    expect(summary.month_to_date_spend.month).toBe("2025-03");
+    expect(await h.client.getCompanySummary()).toMatchObject({ company_id: h.companyId });
+  });
+
+  it("answers 401 without a token and 403 for a disabled company", async () => {
+    expect((await h.json("/public/v1/erp/company/summary", { token: null })).status).toBe(401);
+    const disabled = await tokensFor(h.sandbox, h.disabledCompanyId);
+    expect((await h.json("/public/v1/erp/company/summary", { token: disabled.access_token })).status).toBe(403);
+  });
+});
