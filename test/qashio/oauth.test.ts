@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { buildAuthorizeUrl, createState, exchangeCode, refresh, stateMatches, validate } from "../../shared/qashio/auth/oauth.js";
 import { jwtExpiry } from "../../shared/qashio/auth/jwt.js";
-import { OAuthTokenProvider } from "../../shared/qashio/auth/token-provider.js";
+import { OAuthTokenProvider, isRejectedGrant } from "../../shared/qashio/auth/token-provider.js";
 import type { StoredTokens } from "../../shared/qashio/auth/token-store.js";
 import { ForbiddenError, RateLimitedError, UnauthorizedError } from "../../shared/qashio/errors.js";
 import { fakeClock, json, jwt, scriptedFetch } from "./helpers.js";
@@ -125,5 +125,16 @@ describe("jwtExpiry", () => {
     expect(jwtExpiry(jwt({ exp: "soon" }))).toBeUndefined();
     expect(jwtExpiry("opaque-token")).toBeUndefined();
     expect(jwtExpiry("a.!!!.c")).toBeUndefined();
+  });
+});
+
+describe("isRejectedGrant", () => {
+  it("is true for a 401 and a 400 invalid_grant, false for other errors", async () => {
+    const options = { baseUrl: BASE_URL, clientId: "c", clientSecret: "s", clock: fakeClock() };
+    const errorFor = (status: number, body: unknown) => refresh({ ...options, fetch: scriptedFetch(json(status, body)) }, "rt").catch((e: unknown) => e);
+    expect(isRejectedGrant(await errorFor(401, {}))).toBe(true);
+    expect(isRejectedGrant(await errorFor(400, { error: "invalid_grant" }))).toBe(true);
+    expect(isRejectedGrant(await errorFor(400, { error: "invalid_request" }))).toBe(false);
+    expect(isRejectedGrant(await errorFor(500, {}))).toBe(false);
   });
 });

@@ -262,8 +262,16 @@ export class OAuthTokenProvider implements TokenProvider {
   }
 }
 
-/** A refresh the provider refused for the grant itself: 401, or 400 with OAuth code `invalid_grant`. */
-function isRejectedGrant(error: unknown): error is QashioError {
+/**
+ * True when the token endpoint refused the grant itself (401, or 400 with OAuth code `invalid_grant`): the refresh
+ * token is spent, revoked or expired, or the client credentials are wrong.
+ *
+ * @example
+ * ```ts
+ * try { await refresh(options, token); } catch (e) { if (isRejectedGrant(e)) reloadStoreOrReauthorize(); else throw e; }
+ * ```
+ */
+export function isRejectedGrant(error: unknown): error is QashioError {
   if (error instanceof UnauthorizedError) return true;
   return error instanceof BadRequestError && error.errors.some((e) => e.code === "invalid_grant");
 }
