@@ -1,0 +1,65 @@
+import { beforeEach, describe, expect, it } from "vitest";
+import { TransactionSchema, listEnvelope } from "../../shared/qashio/schemas/index.js";
+import { LEGACY_PREFIX } from "../../sandbox/index.js";
+import { errorCodes, harness, type Harness } from "./helpers.js";
+
+let h: Harness;
+let apiKey: string;
+beforeEach(async () => {
+  h = await harness();
+  apiKey = h.sandbox.control.companies()[0]?.apiKey as string;
+});
+
+const legacy = (path: string, key: string | undefined, companyId: string | undefined, query = "") => {
+  const params = new URLSearchParams(query);
+  if (companyId !== undefined) params.set("companyId", companyId);
+  return h.json(`${LEGACY_PREFIX}${path}?${params.toString()}`, { token: null, headers: key === undefined ? {} : { "x-api-key": key } });
+};
+
+describe("earlier connector generation (§9)", () => {
+  it.each([
+    ["/erp-transactions", "/public/v1/erp/transactions"],
+    ["/erp-bank-accounts", "/public/v1/erp/bank_accounts"],
+    ["/erp-chart-of-accounts", "/public/v1/erp/chart_of_accounts"],
+    ["/erp-suppliers", "/public/v1/erp/suppliers"],
+    ["/erp-tax-rates", "/public/v1/erp/tax_rates"],
+    ["/cards", "/public/v1/erp/cards"],
+    ["/pool-accounts", "/public/v1/erp/pool_accounts"],
+    ["/statements", "/public/v1/erp/statements"],
+    ["/company/summary", "/public/v1/erp/company/summary"],
+  ])("serves %s with x-api-key and companyId on the same data as %s", async (old, current) => {
+    const before = await legacy(old, apiKey, h.companyId);
+    const now = await h.json(current);
+    expect(before.status).toBe(200);
+    expect({ ...before.body, meta: undefined }).toEqual({ ...now.body, meta: undefined });
+  });
+
+  it("applies the same query rules and single reads", async () => {
+    const page = await legacy("/erp-transactions", apiKey, h.companyId, "client_sync_status=not_synced&page_size=5");
+    expect(listEnvelope(TransactionSchema).parse(page.body).data).toHaveLength(5);
+    const id = page.body.data[0].id as string;
+    expect((await legacy(`/erp-transactions/${id}`, apiKey, h.companyId)).body.data.id).toBe(id);
+    const bad = await legacy("/erp-transactions", apiKey, h.companyId, "card_last_four=1");
+    expect(bad.status).toBe(400);
+    expect(errorCodes(bad.body)).toEqual(["card_last_four:INVALID_FORMAT"]);
+  });
+
+  it("answers 401 without or with an unknown x-api-key, 400 without companyId, 403 for another company's id", async () => {
+    expect((await legacy("/cards", undefined, h.companyId)).status).toBe(401);
+    expect((await legacy("/cards", "wrong-key", h.companyId)).status).toBe(401);
+    const missing = await legacy("/cards", apiKey, undefined);
+    expect(missing.status).toBe(400);
+    expect(errorCodes(missing.body)).toEqual(["companyId:REQUIRED"]);
+    expect((await legacy("/cards", apiKey, h.otherCompanyId)).status).toBe(403);
+  });
+
+  it("does not accept a bearer token instead of the API key, nor the current paths at the legacy prefix", async () => {
+    expect((await h.json(`${LEGACY_PREFIX}/erp-transactions?companyId=${h.companyId}`)).status).toBe(401);
+    expect((await legacy("/bank_accounts", apiKey, h.companyId)).status).toBe(404);
+  });
+
+  it("answers 403 for a company whose API access is disabled", async () => {
+    const disabled = h.sandbox.control.companies()[2];
+    expect((await legacy("/cards", disabled?.apiKey, disabled?.id)).status).toBe(403);
+  });
+});

@@ -1,0 +1,115 @@
+import { describe, expect, it } from "vitest";
+import { seedCompanies } from "../../sandbox/data/seed.js";
+import type { CompanyData } from "../../sandbox/data/model.js";
+import { MERCHANTS, MCC_DESCRIPTIONS } from "../../sandbox/data/catalog.js";
+import { TransactionDetailSchema } from "../../shared/qashio/schemas/index.js";
+import { transactionDetailView } from "../../sandbox/views.js";
+
+const NOW = Date.parse("2025-03-15T12:00:00.000Z");
+
+function snapshot(data: CompanyData[]): unknown {
+  return data.map((d) => ({
+    company: d.company,
+    users: d.users,
+    cards: d.cards,
+    pools: d.pools,
+    master: [d.bankAccounts, d.chartOfAccounts, d.taxRates, d.suppliers],
+    statements: d.statements,
+    transactions: d.transactions.all(),
+  }));
+}
+
+describe("seeded data", () => {
+  it("is identical for the same seed and time, and differs for another seed", () => {
+    const a = seedCompanies({ seed: 42, nowMs: NOW });
+    const b = seedCompanies({ seed: 42, nowMs: NOW });
+    const c = seedCompanies({ seed: 43, nowMs: NOW });
+    expect(JSON.stringify(snapshot(a))).toBe(JSON.stringify(snapshot(b)));
+    expect(JSON.stringify(snapshot(a))).not.toBe(JSON.stringify(snapshot(c)));
+    expect(a.map((d) => d.company.id)).toEqual(c.map((d) => d.company.id));
+  });
+
+  it.each([1, 2, 99, 123_456])("with seed %i gives every company at least 25 transactions, 15 not_synced, across categories", (seed) => {
+    for (const data of seedCompanies({ seed, nowMs: NOW })) {
+      const all = data.transactions.all();
+      expect(all.length).toBeGreaterThanOrEqual(25);
+      expect(data.transactions.countByStatus("not_synced")).toBeGreaterThanOrEqual(15);
+      expect(data.transactions.countByStatus("synced")).toBeGreaterThan(0);
+      expect(data.transactions.countByStatus("outdated")).toBeGreaterThan(0);
+      const categories = new Set(all.map((t) => t.transaction_category));
+      for (const kind of ["purchase", "refund", "reversal", "card_loading", "card_unloading", "cash_withdrawal"]) expect(categories).toContain(kind);
+      for (const tx of all) {
+        expect(TransactionDetailSchema.safeParse(transactionDetailView(tx, data.company)).success).toBe(true);
+        expect(tx.created_at <= new Date(NOW).toISOString()).toBe(true);
+        if (tx.parent_qashio_id !== null) {
+          const parent = data.transactions.getByQashioId(tx.parent_qashio_id);
+          expect(parent?.transaction_category).toBe("purchase");
+          expect(parent?.id).toBe(tx.parent_id);
+          expect(parent && parent.created_at < tx.created_at).toBe(true);
+          expect(Number(tx.transaction_amount)).toBeLessThanOrEqual(Number(parent?.transaction_amount));
+        }
+      }
+    }
+  });
+
+  it("keeps transactions in creation order with unique ids and qashio ids", () => {
+    for (const data of seedCompanies({ seed: 5, nowMs: NOW })) {
+      const all = data.transactions.all();
+      const created = all.map((t) => t.created_at);
+      expect([...created].sort()).toEqual(created);
+      expect(new Set(all.map((t) => t.id)).size).toBe(all.length);
+      expect(new Set(all.map((t) => t.qashio_id)).size).toBe(all.length);
+    }
+  });
+
+  it("looks like real card spend: known merchants with their MCC, several currencies, segments and line items that add up", () => {
+    const [data] = seedCompanies({ seed: 11, nowMs: NOW });
+    const purchases = (data?.transactions.all() ?? []).filter((t) => t.transaction_category === "purchase");
+    const currencies = new Set(purchases.map((t) => t.transaction_currency));
+    expect(currencies.size).toBeGreaterThanOrEqual(2);
+    for (const tx of purchases) {
+      const merchant = MERCHANTS.find((m) => m.name === tx.merchant_name);
+      expect(merchant?.mcc).toBe(tx.mcc_code);
+      expect(tx.mcc_description).toBe(MCC_DESCRIPTIONS[String(tx.mcc_code)]);
+      const segments = tx.segments as { label: string }[];
+      expect(segments.map((s) => s.label)).toEqual(expect.arrayContaining(["Location", "Department"]));
+      const items = tx.line_items as { amount: number }[];
+      expect(items.length).toBeGreaterThan(0);
+      expect(items.reduce((sum, i) => sum + i.amount, 0)).toBeCloseTo(tx.billing_amount, 1);
+    }
+  });
+
+  it("has cards of every status, both types and funding models, pool accounts and master data per company", () => {
+    for (const data of seedCompanies({ seed: 3, nowMs: NOW })) {
+      expect(new Set(data.cards.map((c) => c.status))).toEqual(new Set(["Active", "Inactive", "Suspended", "Terminated", "Draft", "Cancelled"]));
+      expect(new Set(data.cards.map((c) => c.cardType))).toEqual(new Set(["Virtual", "Physical"]));
+      expect(new Set(data.cards.map((c) => c.accountType))).toEqual(new Set(["reloadable", "pool"]));
+      expect(data.pools.length).toBeGreaterThanOrEqual(2);
+      expect(data.suppliers.length).toBeGreaterThan(10);
+      expect(data.chartOfAccounts.length).toBeGreaterThan(10);
+      expect(data.taxRates.length).toBeGreaterThan(3);
+      expect(data.bankAccounts.length).toBeGreaterThan(1);
+      expect(data.cards.filter((c) => c.poolAccountId !== null).every((c) => data.pools.some((p) => p.id === c.poolAccountId))).toBe(true);
+    }
+  });
+
+  it("chains monthly statements: each closing balance is the next month's opening balance", () => {
+    for (const data of seedCompanies({ seed: 9, nowMs: NOW })) {
+      const byAccount = new Map<string, typeof data.statements>();
+      for (const s of data.statements) byAccount.set(s.accountExternalId, [...(byAccount.get(s.accountExternalId) ?? []), s]);
+      expect(byAccount.size).toBeGreaterThan(3);
+      for (const periods of byAccount.values()) {
+        const ordered = [...periods].sort((a, b) => a.month.localeCompare(b.month));
+        for (let i = 1; i < ordered.length; i++) expect(ordered[i]?.opening).toBe(ordered[i - 1]?.closing);
+      }
+    }
+  });
+
+  it("builds a backlog of exactly the requested size for one company, every transaction not_synced", () => {
+    const companies = seedCompanies({ seed: 1, nowMs: NOW, backlog: 3_000 });
+    const [first, second] = companies;
+    expect(first?.transactions.size).toBe(3_000);
+    expect(first?.transactions.countByStatus("not_synced")).toBe(3_000);
+    expect(second?.transactions.size).toBe(seedCompanies({ seed: 1, nowMs: NOW })[1]?.transactions.size);
+  });
+});

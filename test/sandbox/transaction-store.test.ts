@@ -1,0 +1,94 @@
+import { describe, expect, it } from "vitest";
+import { TransactionStore } from "../../sandbox/data/transaction-store.js";
+import type { ClientSyncStatus, TransactionRecord } from "../../sandbox/data/model.js";
+
+function tx(i: number, status: ClientSyncStatus, parent: string | null = null): TransactionRecord {
+  return {
+    id: `id-${i}`,
+    qashio_id: `CT${i}`,
+    parent_id: null,
+    parent_qashio_id: parent,
+    company_id: "c",
+    client_sync_status: status,
+    transaction_category: i % 7 === 0 ? "refund" : "purchase",
+    transaction_time: "",
+    created_at: "",
+    updated_at: "",
+    modified_date: "",
+    billing_amount: 0,
+    clearing_amount: 0,
+    transaction_fee_amount: 0,
+    clearing_fee: 0,
+  };
+}
+
+/** Status of the i-th record, spread so chunks hold mixed statuses. */
+const statusOf = (i: number): ClientSyncStatus => (i % 3 === 0 ? "synced" : i % 11 === 0 ? "outdated" : "not_synced");
+
+function filled(n: number): TransactionStore {
+  const store = new TransactionStore();
+  for (let i = 0; i < n; i++) store.add(tx(i, statusOf(i), i % 50 === 1 ? "CT0" : null));
+  return store;
+}
+
+/** The reference answer: filter and slice the newest-first array. */
+function expected(n: number, keep: (i: number) => boolean, offset: number, limit: number): string[] {
+  const ids: string[] = [];
+  for (let i = n - 1; i >= 0; i--) if (keep(i)) ids.push(`id-${i}`);
+  return ids.slice(offset, offset + limit);
+}
+
+describe("TransactionStore", () => {
+  const n = 5_000;
+  const store = filled(n);
+
+  it.each([0, 1, 99, 511, 512, 1_000, 3_300, 3_400])("pages newest first on client_sync_status alone at offset %i", (offset) => {
+    for (const status of ["not_synced", "synced", "outdated"] as const) {
+      const page = store.page({ clientSyncStatus: status }, offset, 100);
+      expect(page.items.map((t) => t.id)).toEqual(expected(n, (i) => statusOf(i) === status, offset, 100));
+      expect(page.total).toBe(expected(n, (i) => statusOf(i) === status, 0, n).length);
+    }
+  });
+
+  it("pages without a filter, with a predicate, on qashio_id and on parent_qashio_id", () => {
+    expect(store.page({}, 4_950, 100).items.map((t) => t.id)).toEqual(expected(n, () => true, 4_950, 100));
+    const refunds = store.page({ clientSyncStatus: "not_synced", predicate: (t) => t.transaction_category === "refund" }, 10, 20);
+    expect(refunds.items.map((t) => t.id)).toEqual(expected(n, (i) => statusOf(i) === "not_synced" && i % 7 === 0, 10, 20));
+    expect(store.page({ qashioId: "CT42" }, 0, 10).items.map((t) => t.id)).toEqual(["id-42"]);
+    expect(store.page({ qashioId: "CT42", clientSyncStatus: "not_synced" }, 0, 10).total).toBe(0);
+    const children = store.page({ parentQashioId: "CT0" }, 0, 1_000);
+    expect(children.items.map((t) => t.id)).toEqual(expected(n, (i) => i % 50 === 1, 0, 1_000));
+  });
+
+  it("keeps counts and pages right as statuses move", () => {
+    const local = filled(2_000);
+    const page = local.page({ clientSyncStatus: "not_synced" }, 0, 100);
+    for (const t of page.items) local.setSyncStatus(t, "synced");
+    expect(local.countByStatus("not_synced")).toBe(page.total - 100);
+    const next = local.page({ clientSyncStatus: "not_synced" }, 0, 100);
+    expect(next.items.some((t) => page.items.includes(t))).toBe(false);
+    expect(next.total).toBe(page.total - 100);
+    local.setSyncStatus(page.items[0] as TransactionRecord, "outdated");
+    expect(local.page({ clientSyncStatus: "outdated" }, 0, 1).items[0]?.id).toBe(page.items[0]?.id);
+  });
+
+  it("answers a sync-status page of a 100k store without visiting every record", () => {
+    const big = new TransactionStore();
+    let visited = 0;
+    for (let i = 0; i < 100_000; i++) {
+      const record = tx(i, "not_synced");
+      big.add(
+        new Proxy(record, {
+          get(target, key, receiver) {
+            if (key === "client_sync_status") visited++;
+            return Reflect.get(target, key, receiver) as unknown;
+          },
+        }),
+      );
+    }
+    visited = 0;
+    const page = big.page({ clientSyncStatus: "not_synced" }, 50_000, 100);
+    expect(page.items[0]?.id).toBe("id-49999");
+    expect(visited).toBeLessThan(2_000);
+  });
+});
