@@ -1,0 +1,101 @@
+/**
+ * Lambda environment of every bridge function, validated once per container with zod. The variable names are the
+ * contract with the CDK stack (see notes/CONTRACT.md "AWS runtime").
+ */
+import { z } from "zod";
+import { resolveBaseUrl } from "../qashio/config.js";
+import { ConfigurationError } from "./errors.js";
+
+export const DEFAULT_EVENT_SOURCE = "qashio.bridge";
+export const DEFAULT_METRICS_NAMESPACE = "QashioBridge";
+export const DEFAULT_SERVICE_NAME = "qashio-bridge";
+/** Time kept back from the Lambda's remaining time so a cycle ends cleanly before the timeout. */
+export const CYCLE_SAFETY_MARGIN_MS = 10_000;
+
+const nonEmpty = z.string().trim().min(1, "must not be empty");
+
+const EnvSchema = z.object({
+  // The tenant id goes into table keys and lease names, so it must not contain the key separator `#`.
+  TENANT_ID: nonEmpty.regex(/^[A-Za-z0-9_.:-]+$/, "must be letters, digits, _ . : or -"),
+  QASHIO_BASE_URL: nonEmpty,
+  TABLE_NAME: nonEmpty,
+  SECRET_ID: nonEmpty,
+  EVENT_BUS_NAME: nonEmpty,
+  EVENT_SOURCE: nonEmpty.default(DEFAULT_EVENT_SOURCE),
+  PII_MODE: z.enum(["full", "redact", "hash"]),
+  EMIT_CARD_CREATED: z.enum(["true", "false"]).default("false"),
+  CYCLE_BUDGET_MS: z.coerce.number().int().positive().optional(),
+  POWERTOOLS_SERVICE_NAME: nonEmpty.default(DEFAULT_SERVICE_NAME),
+  POWERTOOLS_METRICS_NAMESPACE: nonEmpty.default(DEFAULT_METRICS_NAMESPACE),
+});
+
+/** Validated settings of one function. */
+export interface RuntimeConfig {
+  readonly tenant: string;
+  readonly baseUrl: string;
+  readonly tableName: string;
+  readonly secretId: string;
+  readonly eventBusName: string;
+  readonly eventSource: string;
+  readonly piiMode: "full" | "redact" | "hash";
+  readonly emitCardCreated: boolean;
+  /** Upper bound of one cycle; the Lambda's remaining time (minus a margin) bounds it too. */
+  readonly cycleBudgetMs?: number;
+  readonly serviceName: string;
+  readonly metricsNamespace: string;
+}
+
+/**
+ * Reads and validates the function environment.
+ *
+ * @throws ConfigurationError naming every missing or invalid variable (values are never echoed: some are ARNs of
+ *   secrets, and none is needed to fix the problem).
+ * @example
+ * const config = loadConfig(process.env);
+ */
+export function loadConfig(env: Readonly<Record<string, string | undefined>> = process.env): RuntimeConfig {
+  const parsed = EnvSchema.safeParse(env);
+  const issues: { variable: string; problem: string }[] = [];
+  if (!parsed.success) {
+    for (const issue of parsed.error.issues) {
+      const variable = String(issue.path[0] ?? "(environment)");
+      const problem = issue.code === "invalid_type" && env[variable] === undefined ? "is required" : issue.message;
+      issues.push({ variable, problem });
+    }
+  }
+  let baseUrl: string | undefined;
+  if (parsed.success) {
+    try {
+      baseUrl = resolveBaseUrl(parsed.data.QASHIO_BASE_URL, env);
+    } catch (error) {
+      issues.push({ variable: "QASHIO_BASE_URL", problem: (error as Error).message });
+    }
+  }
+  if (!parsed.success || baseUrl === undefined || issues.length > 0) {
+    const list = issues.map((i) => `${i.variable} ${i.problem}`).join("; ");
+    throw new ConfigurationError(`Invalid function environment: ${list}`, issues);
+  }
+  const data = parsed.data;
+  return {
+    tenant: data.TENANT_ID,
+    baseUrl,
+    tableName: data.TABLE_NAME,
+    secretId: data.SECRET_ID,
+    eventBusName: data.EVENT_BUS_NAME,
+    eventSource: data.EVENT_SOURCE,
+    piiMode: data.PII_MODE,
+    emitCardCreated: data.EMIT_CARD_CREATED === "true",
+    ...(data.CYCLE_BUDGET_MS !== undefined ? { cycleBudgetMs: data.CYCLE_BUDGET_MS } : {}),
+    serviceName: data.POWERTOOLS_SERVICE_NAME,
+    metricsNamespace: data.POWERTOOLS_METRICS_NAMESPACE,
+  };
+}
+
+/**
+ * Epoch ms at which the cycle stops starting new work: the configured budget, capped by the Lambda's remaining time
+ * minus a safety margin.
+ */
+export function cycleDeadline(now: number, remainingMs: number, budgetMs?: number): number {
+  const available = Math.max(0, remainingMs - CYCLE_SAFETY_MARGIN_MS);
+  return now + Math.min(available, budgetMs ?? Number.POSITIVE_INFINITY);
+}

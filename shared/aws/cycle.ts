@@ -1,0 +1,58 @@
+/**
+ * One scheduled cycle of one kind under the tenant's cycle lease: two cycles of the same kind for one tenant never
+ * overlap (an invocation that finds the lease held skips), while a transaction cycle and a card cycle may run side by
+ * side (they touch different snapshot keys and share only the token, whose refresh has its own lease).
+ */
+import { pollCards, pollTransactions } from "../bridge/index.js";
+import type { CardCycleMode } from "../bridge/cards.js";
+import type { CycleReport } from "../bridge/report.js";
+import { leaseNames } from "./keys.js";
+import type { TenantRuntime } from "./runtime.js";
+
+export type CycleKind = "transactions" | "cards";
+
+/** The cycle lease outlives the deadline by this much, so it never lapses while the invocation still works. */
+export const CYCLE_LEASE_SLACK_MS = 60_000;
+
+/** What an invocation did. */
+export type CycleResult =
+  | { readonly status: "completed"; readonly report: CycleReport }
+  | { readonly status: "skipped"; readonly reason: "lease_held" };
+
+export interface RunCycleOptions {
+  /** Epoch ms after which the engine starts no new page. */
+  readonly deadline: number;
+  /** Card cycle mode. @default "full" */
+  readonly cardMode?: CardCycleMode;
+}
+
+/**
+ * Runs one cycle of `kind` for the runtime's tenant under its cycle lease.
+ *
+ * @returns `skipped` when another invocation holds the lease; the engine's report otherwise.
+ * @throws whatever the engine throws (CycleAbortedError, ReauthorizationNeededError): the lease is released first.
+ * @example
+ * const result = await runCycle(runtime, "transactions", { deadline: Date.now() + 50_000 });
+ */
+export async function runCycle(runtime: TenantRuntime, kind: CycleKind, options: RunCycleOptions): Promise<CycleResult> {
+  const { tenant } = runtime.config;
+  const name = kind === "transactions" ? leaseNames.transactionsCycle(tenant) : leaseNames.cardsCycle(tenant);
+  const ttlMs = Math.max(0, options.deadline - runtime.clock.now()) + CYCLE_LEASE_SLACK_MS;
+  const lease = await runtime.lock.tryAcquire(name, ttlMs);
+  if (lease === undefined) {
+    runtime.transactions.logger.info("Another invocation is running this cycle; skipping", { kind });
+    return { status: "skipped", reason: "lease_held" };
+  }
+  try {
+    const report =
+      kind === "transactions"
+        ? await pollTransactions(runtime.transactions, { deadline: options.deadline })
+        : await pollCards(runtime.cards, { deadline: options.deadline, mode: options.cardMode ?? "full" });
+    return { status: "completed", report };
+  } finally {
+    // A failed release must not hide the cycle's own outcome; the lease then simply expires.
+    await lease.release().catch((error: unknown) =>
+      runtime.transactions.logger.warn("Could not release the cycle lease; it will expire", { kind, error: (error as Error).name }),
+    );
+  }
+}

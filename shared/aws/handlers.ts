@@ -1,0 +1,210 @@
+/**
+ * Handler factories for the Lambda entries in functions/: middy with Powertools Logger, Metrics (EMF) and Tracer,
+ * the environment validated once per container, the tenant runtime cached per container, and the work delegated to
+ * `runCycle` / `rotateProviderSecret`. Factories take every dependency so tests run them without Lambda.
+ */
+import { Logger } from "@aws-lambda-powertools/logger";
+import { injectLambdaContext } from "@aws-lambda-powertools/logger/middleware";
+import { Metrics } from "@aws-lambda-powertools/metrics";
+import { logMetrics } from "@aws-lambda-powertools/metrics/middleware";
+import { Tracer } from "@aws-lambda-powertools/tracer";
+import { captureLambdaHandler } from "@aws-lambda-powertools/tracer/middleware";
+import middy from "@middy/core";
+import type { Context } from "aws-lambda";
+import type { CardCycleMode } from "../bridge/cards.js";
+import type { Clock } from "../bridge/ports.js";
+import { totalPublished } from "../bridge/report.js";
+import { storedTokensOf } from "../qashio/auth/token-provider.js";
+import { refresh, validate } from "../qashio/auth/oauth.js";
+import { BadRequestError, UnauthorizedError } from "../qashio/errors.js";
+import type { FetchLike } from "../qashio/http.js";
+import { systemClock } from "./clock.js";
+import { cycleDeadline, loadConfig, type RuntimeConfig } from "./config.js";
+import { runCycle, type CycleKind } from "./cycle.js";
+import { RotationError } from "./errors.js";
+import { leaseNames } from "./keys.js";
+import { PowertoolsLoggerAdapter, PowertoolsMetricsAdapter } from "./observability.js";
+import { rotateProviderSecret, type RotationEvent } from "./rotation.js";
+import { RuntimeCache, TOKEN_LEASE_TTL_MS, defaultAwsClients, type AwsClients, type TenantRuntime } from "./runtime.js";
+
+/** What the handlers are built from; everything defaults to the Lambda environment. */
+export interface HandlerOptions {
+  /** @default process.env */
+  readonly env?: Readonly<Record<string, string | undefined>>;
+  /** Built once per container. @default defaultAwsClients */
+  readonly clients?: () => AwsClients;
+  /** Provider fetch. @default global fetch */
+  readonly fetch?: FetchLike;
+  /** @default systemClock */
+  readonly clock?: Clock;
+  readonly logger?: Logger;
+  readonly metrics?: Metrics;
+  readonly tracer?: Tracer;
+}
+
+/** The part of a scheduled event the pollers read: an optional card mode (EventBridge Scheduler input or rule detail). */
+export interface PollEvent {
+  readonly mode?: CardCycleMode;
+  readonly detail?: { readonly mode?: CardCycleMode } | null;
+}
+
+/** What a poll invocation returns (no PII, no token): the cycle's counters, or why it skipped. */
+export interface PollResult {
+  readonly kind: CycleKind;
+  readonly status: "completed" | "skipped";
+  readonly outcome?: string;
+  readonly published?: number;
+  readonly acknowledged?: number;
+  readonly quarantined?: number;
+  readonly durationMs?: number;
+}
+
+/** Container-level state shared by the invocations of one handler. */
+class Container {
+  readonly clock: Clock;
+  readonly logger: Logger;
+  readonly metrics: Metrics;
+  readonly tracer: Tracer;
+  readonly loggerPort: PowertoolsLoggerAdapter;
+  readonly metricsPort: PowertoolsMetricsAdapter;
+  readonly #cache = new RuntimeCache();
+  #config?: RuntimeConfig;
+  #clients?: AwsClients;
+
+  constructor(readonly options: HandlerOptions) {
+    this.clock = options.clock ?? systemClock;
+    this.logger = options.logger ?? new Logger();
+    this.metrics = options.metrics ?? new Metrics();
+    this.tracer = options.tracer ?? new Tracer();
+    this.loggerPort = new PowertoolsLoggerAdapter(this.logger);
+    this.metricsPort = new PowertoolsMetricsAdapter(this.metrics);
+  }
+
+  /** Validated config (once per container); sets the tenant on logs and metrics. */
+  config(): RuntimeConfig {
+    if (this.#config === undefined) {
+      const config = loadConfig(this.options.env ?? process.env);
+      this.logger.appendPersistentKeys({ tenant: config.tenant });
+      this.metrics.setDefaultDimensions({ tenant: config.tenant });
+      this.#config = config;
+    }
+    return this.#config;
+  }
+
+  async runtime(): Promise<TenantRuntime> {
+    const config = this.config();
+    if (this.#clients === undefined) {
+      const clients = (this.options.clients ?? defaultAwsClients)();
+      for (const client of Object.values(clients)) this.tracer.captureAWSv3Client(client);
+      this.#clients = clients;
+    }
+    return this.#cache.get({
+      config,
+      clients: this.#clients,
+      logger: this.loggerPort,
+      metrics: this.metricsPort,
+      clock: this.clock,
+      ...(this.options.fetch !== undefined ? { fetch: this.options.fetch } : {}),
+    });
+  }
+
+  /** Wraps a handler body in the Powertools middlewares. */
+  wrap<E, R>(body: (event: E, context: Context) => Promise<R>) {
+    return middy(body)
+      .use(captureLambdaHandler(this.tracer))
+      .use(injectLambdaContext(this.logger))
+      .use(logMetrics(this.metrics, { captureColdStartMetric: true }));
+  }
+}
+
+/** Logs a failure by name and message only (errors of this codebase never carry secrets), then rethrows. */
+function logFailure(logger: Logger, message: string, error: unknown): never {
+  const e = error instanceof Error ? error : new Error(String(error));
+  logger.error(message, { error: { name: e.name, message: e.message } });
+  throw error;
+}
+
+/**
+ * Builds a poller handler (`poll-transactions` or `poll-cards`): validates the environment, wires the adapters,
+ * takes the tenant's cycle lease and runs one engine cycle within the invocation's remaining time.
+ *
+ * @example
+ * export const handler = createPollHandler("transactions");
+ */
+export function createPollHandler(kind: CycleKind, options: HandlerOptions = {}) {
+  const container = new Container(options);
+  return container.wrap<PollEvent | undefined, PollResult>(async (event, context) => {
+    try {
+      const runtime = await container.runtime();
+      const deadline = cycleDeadline(container.clock.now(), context.getRemainingTimeInMillis(), runtime.config.cycleBudgetMs);
+      const cardMode = event?.mode ?? event?.detail?.mode ?? "full";
+      const result = await runCycle(runtime, kind, { deadline, cardMode });
+      if (result.status === "skipped") return { kind, status: "skipped" };
+      const { report } = result;
+      const summary: PollResult = {
+        kind,
+        status: "completed",
+        outcome: report.outcome,
+        published: totalPublished(report),
+        acknowledged: report.acknowledged,
+        quarantined: report.quarantined,
+        durationMs: report.durationMs,
+      };
+      container.logger.info("Cycle finished", { ...summary });
+      return summary;
+    } catch (error) {
+      return logFailure(container.logger, "Cycle failed", error);
+    } finally {
+      container.metricsPort.flush();
+    }
+  });
+}
+
+function isRejectedGrant(error: unknown): boolean {
+  if (error instanceof UnauthorizedError) return true;
+  return error instanceof BadRequestError && error.errors.some((e) => e.code === "invalid_grant");
+}
+
+/**
+ * Builds the Secrets Manager rotation handler of the provider secret (see rotation.ts for the step semantics).
+ *
+ * @example
+ * export const handler = createRotationHandler();
+ */
+export function createRotationHandler(options: HandlerOptions = {}) {
+  const container = new Container(options);
+  return container.wrap<RotationEvent, void>(async (event) => {
+    try {
+      const runtime = await container.runtime();
+      const { config } = runtime;
+      if (event.SecretId !== config.secretId) {
+        throw new RotationError("Rotation event is for a different secret than SECRET_ID", event.SecretId, event.Step);
+      }
+      const credentials = await runtime.tokens.credentials();
+      const oauth = {
+        baseUrl: config.baseUrl,
+        clientId: credentials.client_id,
+        clientSecret: credentials.client_secret,
+        clock: container.clock,
+        ...(options.fetch !== undefined ? { fetch: options.fetch } : {}),
+      };
+      await rotateProviderSecret(event, {
+        secrets: runtime.clients.secrets,
+        store: runtime.tokens,
+        lock: runtime.lock,
+        lockName: leaseNames.tokenRefresh(config.tenant),
+        lockTtlMs: TOKEN_LEASE_TTL_MS,
+        clock: container.clock,
+        logger: container.loggerPort,
+        metrics: container.metricsPort,
+        refresh: async (refreshToken) => storedTokensOf(await refresh(oauth, refreshToken), container.clock.now()),
+        validate: async (accessToken) => (await validate(oauth, accessToken)).active,
+        isRejectedGrant,
+      });
+    } catch (error) {
+      logFailure(container.logger, "Rotation step failed", error);
+    } finally {
+      container.metricsPort.flush();
+    }
+  });
+}

@@ -1,0 +1,154 @@
+/**
+ * Secrets Manager rotation of the provider secret: the rotation refreshes the provider token family (a new single-use
+ * refresh token) under the same lease the pollers use for their refreshes.
+ *
+ * Why not the textbook "write AWSPENDING in createSecret, promote in finishSecret": the moment the provider issues a
+ * new refresh token the old one is spent, and presenting a spent refresh token revokes the whole family. Any reader of
+ * AWSCURRENT between createSecret and finishSecret (separate invocations, seconds to minutes apart) would hold a spent
+ * token. So createSecret, while holding the refresh lease, writes the new refresh token as the rotation's version
+ * (its ClientRequestToken) with both labels AWSPENDING and AWSCURRENT in one PutSecretValue: written as pending and
+ * promoted atomically, before the new access token is used or shared. The remaining steps are then safe:
+ * - setSecret: nothing to do (the provider already holds the new token).
+ * - testSecret: the shared access token answers `GET /oauth2/validate`.
+ * - finishSecret: detach AWSPENDING; never move AWSCURRENT back (a poller may have rotated again since).
+ * Every step is idempotent: Secrets Manager retries steps.
+ */
+import { DescribeSecretCommand, UpdateSecretVersionStageCommand, type SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
+import type { Clock, Lock, LockHandle, Logger, Metrics } from "../bridge/ports.js";
+import type { StoredTokens } from "../qashio/auth/token-store.js";
+import { ReauthorizationRequiredError } from "../qashio/errors.js";
+import { RotationError } from "./errors.js";
+import type { SecretsManagerTokenStore } from "./token-store.js";
+
+export type RotationStep = "createSecret" | "setSecret" | "testSecret" | "finishSecret";
+
+/** The event Secrets Manager invokes a rotation function with. */
+export interface RotationEvent {
+  readonly SecretId: string;
+  readonly ClientRequestToken: string;
+  readonly Step: RotationStep | string;
+}
+
+export interface RotationDeps {
+  readonly secrets: SecretsManagerClient;
+  readonly store: SecretsManagerTokenStore;
+  readonly lock: Lock;
+  /** The refresh lease name the pollers' token provider uses. */
+  readonly lockName: string;
+  /** @default 30_000 */
+  readonly lockTtlMs?: number;
+  /** How long to wait for a poller's refresh to finish. @default 20_000 */
+  readonly lockWaitMs?: number;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  readonly metrics: Metrics;
+  /** One refresh at the provider (spends `refreshToken`). Throws the client's UnauthorizedError on a rejected grant. */
+  readonly refresh: (refreshToken: string) => Promise<StoredTokens>;
+  /** True when the provider accepts the access token. */
+  readonly validate: (accessToken: string) => Promise<boolean>;
+  /** True for an error meaning the provider rejected the refresh grant (401 / invalid_grant). */
+  readonly isRejectedGrant: (error: unknown) => boolean;
+}
+
+/** Labels the rotation's version gets in createSecret: pending and current at once (see the module comment). */
+export const ROTATION_STAGES = ["AWSCURRENT", "AWSPENDING"] as const;
+
+/**
+ * Runs one rotation step.
+ *
+ * @throws RotationError for an event that does not belong to the configured secret or a version not under rotation;
+ *   ReauthorizationRequiredError when the provider revoked the family.
+ * @example
+ * await rotateProviderSecret({ SecretId, ClientRequestToken, Step: "createSecret" }, deps);
+ */
+export async function rotateProviderSecret(event: RotationEvent, deps: RotationDeps): Promise<void> {
+  const { SecretId: secretId, ClientRequestToken: token, Step: step } = event;
+  const stages = await versionStages(deps.secrets, secretId);
+  const tokenStages = stages.get(token);
+  if (tokenStages === undefined) throw new RotationError(`Version ${token} has no stage for rotation`, secretId, step);
+
+  switch (step) {
+    case "createSecret":
+      return createSecret(secretId, token, tokenStages, deps);
+    case "setSecret":
+      deps.logger.info("setSecret: nothing to set, the provider issued the token", { step });
+      return;
+    case "testSecret":
+      return testSecret(secretId, deps);
+    case "finishSecret":
+      return finishSecret(secretId, token, stages, deps);
+    default:
+      throw new RotationError(`Unknown rotation step ${step}`, secretId, step);
+  }
+}
+
+async function versionStages(secrets: SecretsManagerClient, secretId: string): Promise<Map<string, readonly string[]>> {
+  const description = await secrets.send(new DescribeSecretCommand({ SecretId: secretId }));
+  return new Map(Object.entries(description.VersionIdsToStages ?? {}));
+}
+
+async function createSecret(secretId: string, token: string, tokenStages: readonly string[], deps: RotationDeps): Promise<void> {
+  // A retried step: the version already holds a value (written with AWSCURRENT, or filled earlier).
+  if (tokenStages.includes("AWSCURRENT") || (await deps.store.readVersion(token)) !== undefined) {
+    deps.logger.info("createSecret: version already written", { step: "createSecret" });
+    return;
+  }
+  if (!tokenStages.includes("AWSPENDING")) throw new RotationError(`Version ${token} is not AWSPENDING`, secretId, "createSecret");
+  const lease = await acquire(deps, secretId);
+  try {
+    const stored = await deps.store.load();
+    if (stored === undefined) throw new RotationError("No refresh token in the secret", secretId, "createSecret");
+    const next = await refreshOnce(stored.refreshToken, deps);
+    await deps.store.forRotation({ clientRequestToken: token, stages: ROTATION_STAGES }).save(next);
+    deps.metrics.add("TokenRefreshes", 1, "Count");
+    deps.logger.info("createSecret: refreshed the provider token and wrote it as AWSCURRENT", { step: "createSecret" });
+  } finally {
+    await lease.release();
+  }
+}
+
+/** One refresh; a rejected grant re-reads the secret and adopts a token another container rotated meanwhile. */
+async function refreshOnce(refreshToken: string, deps: RotationDeps): Promise<StoredTokens> {
+  try {
+    return await deps.refresh(refreshToken);
+  } catch (error) {
+    if (!deps.isRejectedGrant(error)) throw error;
+    const reloaded = await deps.store.load();
+    if (reloaded !== undefined && reloaded.refreshToken !== refreshToken) return deps.refresh(reloaded.refreshToken);
+    deps.metrics.add("TokenFamilyRevoked", 1, "Count");
+    throw new ReauthorizationRequiredError("The provider rejected the refresh token during rotation: re-authorize the integration", {}, { cause: error });
+  }
+}
+
+async function acquire(deps: RotationDeps, secretId: string): Promise<LockHandle> {
+  const waitMs = deps.lockWaitMs ?? 20_000;
+  const started = deps.clock.now();
+  for (;;) {
+    const lease = await deps.lock.tryAcquire(deps.lockName, deps.lockTtlMs ?? 30_000);
+    if (lease !== undefined) return lease;
+    if (deps.clock.now() - started >= waitMs) {
+      throw new RotationError(`Token refresh lease still held after ${waitMs} ms`, secretId, "createSecret");
+    }
+    await deps.clock.sleep(250);
+  }
+}
+
+async function testSecret(secretId: string, deps: RotationDeps): Promise<void> {
+  const stored = await deps.store.load();
+  if (stored?.accessToken === undefined) throw new RotationError("No shared access token to test", secretId, "testSecret");
+  if (!(await deps.validate(stored.accessToken))) {
+    throw new RotationError("The provider did not accept the new access token", secretId, "testSecret");
+  }
+}
+
+async function finishSecret(secretId: string, token: string, stages: Map<string, readonly string[]>, deps: RotationDeps): Promise<void> {
+  if (!(stages.get(token) ?? []).includes("AWSPENDING")) {
+    deps.logger.info("finishSecret: AWSPENDING already detached", { step: "finishSecret" });
+    return;
+  }
+  await deps.secrets.send(
+    new UpdateSecretVersionStageCommand({ SecretId: secretId, VersionStage: "AWSPENDING", RemoveFromVersionId: token }),
+  );
+  const current = [...stages].find(([, labels]) => labels.includes("AWSCURRENT"))?.[0];
+  deps.logger.info("finishSecret: rotation complete", { step: "finishSecret", currentIsRotationVersion: current === token });
+}

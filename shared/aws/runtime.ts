@@ -1,0 +1,171 @@
+/**
+ * Composition of the AWS runtime for one tenant: SDK clients, adapters, the provider client with its OAuth token
+ * provider (refreshes serialised by the tenant's DynamoDB lease), and the engine's dependencies. Built once per
+ * container and reused by warm invocations; rebuilt when the provider credentials in the secret change.
+ */
+import { createHash } from "node:crypto";
+import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { EventBridgeClient } from "@aws-sdk/client-eventbridge";
+import { SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
+import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
+import type { CardCycleDeps, TransactionCycleDeps } from "../bridge/deps.js";
+import type { Clock, Logger, Metrics } from "../bridge/ports.js";
+import { OAuthTokenProvider, type TokenEvent } from "../qashio/auth/token-provider.js";
+import { QashioClient } from "../qashio/client.js";
+import type { FetchLike } from "../qashio/http.js";
+import { systemClock } from "./clock.js";
+import type { RuntimeConfig } from "./config.js";
+import { EventBridgePublisher } from "./event-publisher.js";
+import { leaseNames } from "./keys.js";
+import { DynamoLeaseLock } from "./lease-lock.js";
+import { DynamoQuarantine } from "./quarantine.js";
+import { DynamoSnapshotStore } from "./snapshot-store.js";
+import { SecretsManagerTokenStore, type ProviderSecret } from "./token-store.js";
+
+/** The SDK clients the runtime uses; tests pass clients bound to DynamoDB Local or mocks. */
+export interface AwsClients {
+  readonly dynamo: DynamoDBClient;
+  readonly eventBridge: EventBridgeClient;
+  readonly secrets: SecretsManagerClient;
+}
+
+/**
+ * Default SDK clients: region and credentials from the Lambda environment; the SDK's standard retry (3 attempts)
+ * handles throttling per request, the adapters add their own loops for partial batch failures.
+ */
+export function defaultAwsClients(): AwsClients {
+  return { dynamo: new DynamoDBClient({}), eventBridge: new EventBridgeClient({}), secrets: new SecretsManagerClient({}) };
+}
+
+export interface TenantRuntimeOptions {
+  readonly config: RuntimeConfig;
+  readonly clients: AwsClients;
+  readonly logger: Logger;
+  readonly metrics: Metrics;
+  /** @default systemClock */
+  readonly clock?: Clock;
+  /** Provider fetch; tests pass the sandbox's in-process fetch. @default global fetch */
+  readonly fetch?: FetchLike;
+}
+
+/** Everything a handler needs for one tenant. */
+export interface TenantRuntime {
+  readonly config: RuntimeConfig;
+  readonly clients: AwsClients;
+  readonly clock: Clock;
+  readonly lock: DynamoLeaseLock;
+  readonly tokens: SecretsManagerTokenStore;
+  readonly tokenProvider: OAuthTokenProvider;
+  readonly client: QashioClient;
+  readonly transactions: TransactionCycleDeps;
+  readonly cards: CardCycleDeps;
+}
+
+/** Lease length of one token refresh: longer than a refresh plus two Secrets Manager writes can take. */
+export const TOKEN_LEASE_TTL_MS = 30_000;
+
+/**
+ * Builds a tenant runtime from validated config and clients.
+ *
+ * @example
+ * const runtime = await createTenantRuntime({ config: loadConfig(), clients: defaultAwsClients(), logger, metrics });
+ * await pollTransactions(runtime.transactions, { deadline });
+ */
+export async function createTenantRuntime(options: TenantRuntimeOptions): Promise<TenantRuntime> {
+  const { config, clients, logger } = options;
+  const clock = options.clock ?? systemClock;
+  const doc = DynamoDBDocumentClient.from(clients.dynamo, { marshallOptions: { removeUndefinedValues: true } });
+  const tokens = new SecretsManagerTokenStore({
+    secrets: clients.secrets,
+    secretId: config.secretId,
+    doc,
+    tableName: config.tableName,
+    tenant: config.tenant,
+    clock,
+    logger,
+  });
+  return assemble(options, clock, doc, tokens, await tokens.credentials());
+}
+
+/** Fingerprint of the credentials a runtime was built with (to notice a changed secret without keeping values). */
+export function credentialsFingerprint(secret: Pick<ProviderSecret, "client_id" | "client_secret" | "pii_salt">): string {
+  return createHash("sha256").update(JSON.stringify([secret.client_id, secret.client_secret, secret.pii_salt])).digest("hex");
+}
+
+function assemble(
+  options: TenantRuntimeOptions,
+  clock: Clock,
+  doc: DynamoDBDocumentClient,
+  tokens: SecretsManagerTokenStore,
+  secret: ProviderSecret,
+): TenantRuntime {
+  const { config, clients, logger, metrics } = options;
+  const lock = new DynamoLeaseLock({ doc, tableName: config.tableName, clock });
+  const onEvent = (event: TokenEvent): void => {
+    if (event === "refreshed") metrics.add("TokenRefreshes", 1, "Count");
+    if (event === "rotated_elsewhere") logger.warn("Refresh token was rotated by another container; adopted it");
+  };
+  const tokenProvider = new OAuthTokenProvider({
+    baseUrl: config.baseUrl,
+    clientId: secret.client_id,
+    clientSecret: secret.client_secret,
+    store: tokens,
+    lock,
+    lockName: leaseNames.tokenRefresh(config.tenant),
+    lockTtlMs: TOKEN_LEASE_TTL_MS,
+    clock,
+    logger,
+    onEvent,
+    ...(options.fetch !== undefined ? { fetch: options.fetch } : {}),
+  });
+  const client = new QashioClient({
+    baseUrl: config.baseUrl,
+    tokenProvider,
+    clock,
+    logger,
+    ...(options.fetch !== undefined ? { fetch: options.fetch } : {}),
+  });
+  const common = {
+    tenant: config.tenant,
+    snapshots: new DynamoSnapshotStore({ doc, tableName: config.tableName, tenant: config.tenant, clock }),
+    publisher: new EventBridgePublisher({ client: clients.eventBridge, eventBusName: config.eventBusName, clock, logger }),
+    quarantine: new DynamoQuarantine({ doc, tableName: config.tableName, tenant: config.tenant, clock }),
+    clock,
+    metrics,
+    logger,
+    pii: { mode: config.piiMode, salt: secret.pii_salt },
+    source: config.eventSource,
+  };
+  return {
+    config,
+    clients,
+    clock,
+    lock,
+    tokens,
+    tokenProvider,
+    client,
+    transactions: { ...common, provider: client },
+    cards: { ...common, provider: client, emitCardCreated: config.emitCardCreated },
+  };
+}
+
+/**
+ * Keeps one runtime per container: reused while the credentials in the secret (read through the store's cache with
+ * an explicit expiry) stay the same, rebuilt when they change.
+ */
+export class RuntimeCache {
+  #runtime?: { fingerprint: string; runtime: TenantRuntime };
+
+  /** The runtime for these options, building it on first use or after the credentials changed. */
+  async get(options: TenantRuntimeOptions): Promise<TenantRuntime> {
+    const cached = this.#runtime;
+    if (cached !== undefined) {
+      const secret = await cached.runtime.tokens.credentials();
+      if (credentialsFingerprint(secret) === cached.fingerprint) return cached.runtime;
+      options.logger.info("Provider credentials changed in the secret; rebuilding the runtime");
+    }
+    const runtime = await createTenantRuntime(options);
+    this.#runtime = { fingerprint: credentialsFingerprint(await runtime.tokens.credentials()), runtime };
+    return runtime;
+  }
+}
