@@ -1,0 +1,69 @@
+import { spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+import { DEFAULT_PORT, parseMainArgs } from "../../sandbox/main.js";
+import { SandboxUsageError } from "../../sandbox/index.js";
+
+const ROOT = fileURLToPath(new URL("../../", import.meta.url));
+
+function start(args: string[]) {
+  return spawn(process.execPath, ["--import", "tsx", "sandbox/main.ts", ...args], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
+}
+
+function exitOf(child: ReturnType<typeof start>): Promise<number | null> {
+  return new Promise((resolve) => child.once("exit", (code) => resolve(code)));
+}
+
+describe("parseMainArgs", () => {
+  it("reads port, seed, latency and the frozen clock, with defaults", () => {
+    expect(parseMainArgs([])).toEqual({ port: DEFAULT_PORT, seed: 1, latencyMs: 0, frozenClock: false, help: false });
+    expect(parseMainArgs(["--port", "0", "--seed", "42", "--latency-ms", "25", "--frozen-clock"])).toEqual({ port: 0, seed: 42, latencyMs: 25, frozenClock: true, help: false });
+  });
+
+  it.each([[["--port", "abc"]], [["--port", "70000"]], [["--seed", "-1"]], [["--latency-ms", "1.5"]], [["--verbose"]], [["extra"]], [["--port"]]])(
+    "refuses %j with a usage error",
+    (argv) => {
+      expect(() => parseMainArgs(argv)).toThrow(SandboxUsageError);
+    },
+  );
+});
+
+describe("npm run sandbox", () => {
+  it("prints the URL and the seeded credentials once listening, serves, and stops cleanly on SIGTERM", async () => {
+    const child = start(["--port", "0", "--seed", "3"]);
+    const exited = exitOf(child);
+    let out = "";
+    const url = await new Promise<string>((resolve, reject) => {
+      child.stdout.on("data", (chunk: Buffer) => {
+        out += chunk.toString();
+        const match = /http:\/\/127\.0\.0\.1:(\d+)/.exec(out);
+        if (match && out.includes("companies:") && out.split("\n").length > 9) resolve(match[0]);
+      });
+      child.once("exit", (code) => reject(new Error(`exited early with ${code}: ${out}`)));
+    });
+    expect(out).toContain("client_id=sandbox-client");
+    expect(out).toContain("client_secret=sandbox-secret");
+    expect(out).toContain("3f6c1a52-8d4e-4b7a-9c21-5e0f7d9a1b01");
+    const companies = (await (await fetch(`${url}/_sandbox/companies`)).json()) as { data: unknown[] };
+    expect(companies.data).toHaveLength(3);
+    child.kill("SIGTERM");
+    expect(await exited).toBe(0);
+  });
+
+  it("stops cleanly on SIGINT too", async () => {
+    const child = start(["--port", "0"]);
+    const exited = exitOf(child);
+    await new Promise<void>((resolve) => child.stdout.on("data", (chunk: Buffer) => chunk.toString().includes("http://127.0.0.1:") && resolve()));
+    child.kill("SIGINT");
+    expect(await exited).toBe(0);
+  });
+
+  it("exits 2 with a clear message on bad arguments", async () => {
+    const child = start(["--port", "nope"]);
+    let err = "";
+    child.stderr.on("data", (chunk: Buffer) => (err += chunk.toString()));
+    expect(await exitOf(child)).toBe(2);
+    expect(err).toContain('--port must be an integer from 0 to 65535, got "nope"');
+    expect(err).toContain("Usage:");
+  });
+});
