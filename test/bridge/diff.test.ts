@@ -1,0 +1,70 @@
+import { describe, expect, it } from "vitest";
+import { diffObjects, escapePointerToken, jsonEqual } from "../../shared/bridge/diff.js";
+
+describe("diffObjects", () => {
+  it("reports nothing for equal objects whatever their key order", () => {
+    expect(diffObjects({ a: 1, b: { c: [1, 2] } }, { b: { c: [1, 2] }, a: 1 })).toEqual([]);
+  });
+
+  it("reports leaf changes with JSON Pointer paths in sorted key order", () => {
+    expect(diffObjects({ memo: "a", erp_supplier: { id: "S1", status: "active" } }, { memo: "b", erp_supplier: { id: "S1", status: "inactive" } })).toEqual([
+      { path: "/erp_supplier/status", before: "active", after: "inactive" },
+      { path: "/memo", before: "a", after: "b" },
+    ]);
+  });
+
+  it("reports added and removed members with null on the missing side", () => {
+    expect(diffObjects({ a: 1 }, { b: 2 })).toEqual([
+      { path: "/a", before: 1, after: null },
+      { path: "/b", before: null, after: 2 },
+    ]);
+  });
+
+  it("treats an absent member and a null member as equal", () => {
+    expect(diffObjects({ a: null }, {})).toEqual([]);
+  });
+
+  it("matches array elements by id, not by position", () => {
+    const before = { segments: [{ id: "S1", code: "A" }, { id: "S2", code: "B" }] };
+    const after = { segments: [{ id: "S0", code: "Z" }, { id: "S2", code: "B2" }, { id: "S1", code: "A" }] };
+    expect(diffObjects(before, after)).toEqual([
+      { path: "/segments/S0", before: null, after: { id: "S0", code: "Z" } },
+      { path: "/segments/S2/code", before: "B", after: "B2" },
+    ]);
+  });
+
+  it("reports an element removed from an id-matched array", () => {
+    expect(diffObjects({ receipts: [{ id: "R1" }, { id: "R2" }] }, { receipts: [{ id: "R2" }] })).toEqual([
+      { path: "/receipts/R1", before: { id: "R1" }, after: null },
+    ]);
+  });
+
+  it("matches nested id arrays (segments inside line items)", () => {
+    const before = { line_items: [{ id: "L1", segments: [{ id: "S1", code: "P1" }] }] };
+    const after = { line_items: [{ id: "L1", segments: [{ id: "S1", code: "P2" }] }] };
+    expect(diffObjects(before, after)).toEqual([{ path: "/line_items/L1/segments/S1/code", before: "P1", after: "P2" }]);
+  });
+
+  it("replaces arrays without unique ids as a whole", () => {
+    expect(diffObjects({ tags: [1, 2] }, { tags: [2, 1] })).toEqual([{ path: "/tags", before: [1, 2], after: [2, 1] }]);
+    const dup = [{ id: "X", v: 1 }, { id: "X", v: 2 }];
+    expect(diffObjects({ l: dup }, { l: [dup[1], dup[0]] })).toEqual([{ path: "/l", before: dup, after: [dup[1], dup[0]] }]);
+  });
+
+  it("escapes ~ and / in keys and ids per RFC 6901", () => {
+    expect(escapePointerToken("a/b~c")).toBe("a~1b~0c");
+    expect(diffObjects({ items: [{ id: "x/y", v: 1 }] }, { items: [{ id: "x/y", v: 2 }] })[0]?.path).toBe("/items/x~1y/v");
+  });
+
+  it("reports a type change as one change", () => {
+    expect(diffObjects({ a: { b: 1 } }, { a: "flat" })).toEqual([{ path: "/a", before: { b: 1 }, after: "flat" }]);
+  });
+});
+
+describe("jsonEqual", () => {
+  it("compares deeply and tells arrays from objects", () => {
+    expect(jsonEqual({ a: [1, { b: 2 }] }, { a: [1, { b: 2 }] })).toBe(true);
+    expect(jsonEqual([], {})).toBe(false);
+    expect(jsonEqual({ a: 1 }, { a: 1, b: 0 })).toBe(false);
+  });
+});

@@ -1,0 +1,58 @@
+import { describe, expect, it } from "vitest";
+import { applyPii, assertPiiPolicy, REDACTED } from "../../shared/bridge/pii.js";
+import { canonicalJson, contentHash, eventId, uuidFromHex } from "../../shared/bridge/hash.js";
+import { BridgeConfigurationError } from "../../shared/bridge/errors.js";
+
+const txn = { id: "t1", card_holder_name: "Ann Holder", card_holder_email: "Ann@Example.com ", memo: "x" };
+const card = { id: "CA1", cardholder: { name: "Ann Holder", email: "ann@example.com", employee_id: "E1" } };
+
+describe("applyPii", () => {
+  it("leaves everything as is in full mode", () => {
+    expect(applyPii(txn, { mode: "full" })).toBe(txn);
+  });
+
+  it("replaces cardholder name and email in redact mode, top level and nested, without mutating the input", () => {
+    expect(applyPii(txn, { mode: "redact" })).toEqual({ ...txn, card_holder_name: REDACTED, card_holder_email: REDACTED });
+    expect(applyPii(card, { mode: "redact" }).cardholder).toEqual({ name: REDACTED, email: REDACTED, employee_id: "E1" });
+    expect(txn.card_holder_name).toBe("Ann Holder");
+    expect(applyPii({ user_name: "Bo", user_email: "bo@x.io" }, { mode: "redact" })).toEqual({ user_name: REDACTED, user_email: REDACTED });
+  });
+
+  it("hashes with the tenant salt: same person same hash, another salt another hash, email case-insensitive", () => {
+    const a = applyPii(txn, { mode: "hash", salt: "s1" });
+    const b = applyPii({ ...txn, card_holder_email: "ann@example.com" }, { mode: "hash", salt: "s1" });
+    const c = applyPii(txn, { mode: "hash", salt: "s2" });
+    expect(a.card_holder_email).toMatch(/^hmac-sha256:[0-9a-f]{64}$/);
+    expect(a.card_holder_email).toBe(b.card_holder_email);
+    expect(a.card_holder_name).not.toBe(c.card_holder_name);
+    expect(applyPii(card, { mode: "hash", salt: "s1" }).cardholder.email).toBe(a.card_holder_email);
+  });
+
+  it("leaves null and absent personal fields alone", () => {
+    expect(applyPii({ card_holder_name: null }, { mode: "redact" })).toEqual({ card_holder_name: null });
+  });
+
+  it("rejects hash mode without a salt and unknown modes", () => {
+    expect(() => assertPiiPolicy({ mode: "hash" })).toThrow(BridgeConfigurationError);
+    expect(() => assertPiiPolicy({ mode: "mask" as "full" })).toThrow(/Unknown PII mode/);
+  });
+});
+
+describe("hashes and event ids", () => {
+  it("serialises canonically with sorted keys and drops undefined members", () => {
+    expect(canonicalJson({ b: 1, a: [true, null, undefined], c: undefined })).toBe('{"a":[true,null,null],"b":1}');
+    expect(contentHash({ a: 1, b: 2 })).toBe(contentHash({ b: 2, a: 1 }));
+  });
+
+  it("gives one change one id and any different input another", () => {
+    const base = { tenant: "acme", type: "transaction.changed", subjectId: "t1", beforeHash: "h0", afterHash: "h1" };
+    expect(eventId(base)).toBe(eventId({ ...base }));
+    for (const other of [{ tenant: "other" }, { type: "transaction.created" }, { subjectId: "t2" }, { beforeHash: "hx" }, { afterHash: "hy" }]) {
+      expect(eventId({ ...base, ...other })).not.toBe(eventId(base));
+    }
+  });
+
+  it("formats hash-based ids as RFC 9562 version-8 UUIDs", () => {
+    expect(uuidFromHex("f".repeat(64))).toBe("ffffffff-ffff-8fff-bfff-ffffffffffff");
+  });
+});
