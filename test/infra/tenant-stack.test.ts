@@ -1,9 +1,11 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { Match, Template } from "aws-cdk-lib/assertions";
 import { beforeAll, describe, expect, it } from "vitest";
 import { DASHBOARD_WIDGETS } from "../../infra/constructs/ops-dashboard.js";
 import { EVENT_TYPES } from "../../infra/tenant-config.js";
 import type { TenantStack } from "../../infra/tenant-stack.js";
-import { buildTestApp } from "./helpers.js";
+import { buildTestApp, REPO_ROOT } from "./helpers.js";
 
 type Statement = { Action: string | string[]; Resource: unknown; Effect: string; Condition?: unknown };
 
@@ -292,5 +294,19 @@ describe("ops", () => {
     expect(body).toContain("SELECT SUM(EventsPublished) FROM QashioBridge WHERE tenant = 'globex' GROUP BY type");
     expect(body).toContain("SELECT SUM(ProviderErrors) FROM QashioBridge WHERE tenant = 'globex' GROUP BY status_class");
     expect(body).toContain("ApproximateNumberOfMessagesVisible");
+  });
+});
+
+describe("runbook", () => {
+  it("has the section every alarm description links to", () => {
+    const runbook = readFileSync(join(REPO_ROOT, "docs", "runbook.md"), "utf8");
+    const anchors = new Set(
+      [...runbook.matchAll(/^## (.+)$/gm)].map((m) => (m[1] as string).toLowerCase().replace(/[^a-z0-9 -]/g, "").replace(/ /g, "-")),
+    );
+    const links = Object.values(acmeT.findResources("AWS::CloudWatch::Alarm")).map(
+      (a) => /docs\/runbook\.md#([\w-]+)/.exec((a as { Properties: { AlarmDescription: string } }).Properties.AlarmDescription)?.[1],
+    );
+    expect(links.length).toBeGreaterThan(0);
+    for (const link of links) expect(anchors).toContain(link);
   });
 });
