@@ -151,7 +151,7 @@ export async function authorizeWithBrowser(options: AuthorizeOptions): Promise<A
       // The client's errors carry status and request id only, never the code or secret.
       throw new AuthorizeError(`the code exchange failed: ${(error as Error).message}`, { cause: error });
     }
-    await options.store.save(storedTokensOf(tokens));
+    await options.store.save(storedTokensOf(tokens, Date.now()));
     return { scope: tokens.scope ?? undefined, redirectUri };
   } finally {
     server.closeAllConnections();

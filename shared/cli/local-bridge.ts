@@ -40,6 +40,8 @@ export interface LocalBridgeOptions {
   readonly fetch?: FetchLike;
   /** @default the system clock */
   readonly clock?: Clock;
+  /** Replaces the JSON Lines publisher (the bench's null sink). */
+  readonly publisher?: EventPublisher;
   /** Called with the events each publish accepted (the demo's printer). */
   readonly onPublished?: (events: readonly BridgeEvent[]) => void;
 }
@@ -113,7 +115,7 @@ export async function openLocalBridge(settings: LocalSettings, options: LocalBri
     },
   });
   const client = new QashioClient({ baseUrl, tokenProvider, fetch: options.fetch, clock, logger: options.logger });
-  let publisher: EventPublisher = new JsonlEventPublisher({ file: settings.eventsFile });
+  let publisher: EventPublisher = options.publisher ?? new JsonlEventPublisher({ file: settings.eventsFile });
   if (options.onPublished !== undefined) publisher = observePublished(publisher, options.onPublished);
   const common = {
     tenant: settings.tenant,

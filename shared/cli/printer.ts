@@ -99,17 +99,21 @@ function money(object: Record<string, unknown>, amountKey: string, currencyKey: 
   return currency === undefined ? numeric : `${currency} ${numeric}`;
 }
 
+/** `MM-DD HH:MM:SS` (UTC) of an ISO time: the day matters, changes can be about old transactions. */
 function timeOf(iso: string): string {
-  const match = /T(\d{2}:\d{2}:\d{2})/.exec(iso);
-  return match?.[1] ?? iso;
+  const match = /^\d{4}-(\d{2}-\d{2})T(\d{2}:\d{2}:\d{2})/.exec(iso);
+  return match ? `${match[1]} ${match[2]}` : iso;
 }
+
+/** Bookkeeping timestamps that move with every change: listed last, after the changes that say what happened. */
+const BOOKKEEPING_PATHS = new Set(["/updated_at", "/modified_date"]);
 
 /**
  * Formats one event as one line: time, type, subject, what it is, and what changed.
  *
  * @example
  * formatEvent(event, NO_COLOURS);
- * // "10:15:02 transaction.changed  CT1001  AED 120.00 Careem  approval_status: pending → approved"
+ * // "03-01 10:15:02  transaction.changed  CT1001  AED 120.00  Careem  approval_status: pending → approved"
  */
 export function formatEvent(event: BridgeEvent, p: Palette = NO_COLOURS): string {
   const { detail } = event;
@@ -130,7 +134,8 @@ export function formatEvent(event: BridgeEvent, p: Palette = NO_COLOURS): string
     const status = str(object, "status");
     if (status !== undefined && detail.data.changes === undefined) parts.push(p.dim(status));
   }
-  const changes = detail.data.changes ?? [];
+  const all = detail.data.changes ?? [];
+  const changes = [...all.filter((c) => !BOOKKEEPING_PATHS.has(c.path)), ...all.filter((c) => BOOKKEEPING_PATHS.has(c.path))];
   if (changes.length > 0) {
     const shown = changes
       .slice(0, 3)

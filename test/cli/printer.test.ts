@@ -19,7 +19,7 @@ const purchase = event(
 
 describe("formatEvent", () => {
   it("shows time, type, reference, amount and merchant of a new purchase", () => {
-    expect(formatEvent(purchase)).toBe("10:15:02  transaction.created  CT1001  AED 120.00  Careem");
+    expect(formatEvent(purchase)).toBe("03-01 10:15:02  transaction.created  CT1001  AED 120.00  Careem");
   });
 
   it("names the category and the parent of a refund", () => {
@@ -28,25 +28,25 @@ describe("formatEvent", () => {
       { type: "transaction", id: "7a", qashio_id: "CT1002" },
       { object: { transaction_category: "refund", billing_amount: -20.5, billing_currency: "AED", merchant_name: "Careem" }, parent: { id: "6f1c", qashio_id: "CT1001" } },
     );
-    expect(formatEvent(refund)).toBe("10:15:02  transaction.created  CT1002  refund  AED -20.50  Careem  of CT1001");
+    expect(formatEvent(refund)).toBe("03-01 10:15:02  transaction.created  CT1002  refund  AED -20.50  Careem  of CT1001");
   });
 
-  it("lists up to three changes with before and after", () => {
+  it("lists up to three changes with before and after, bookkeeping timestamps last", () => {
     const changed = event(
       "transaction.changed",
       { type: "transaction", id: "6f1c", qashio_id: "CT1001" },
       {
         object: { billing_amount: 120, billing_currency: "AED" },
         changes: [
+          { path: "/updated_at", before: "a", after: "b" },
           { path: "/approval_status", before: "pending", after: "approved" },
           { path: "/memo", before: null, after: "team lunch" },
           { path: "/line_items/li-1/amount", before: 10, after: 12 },
-          { path: "/updated_at", before: "a", after: "b" },
         ],
       },
     );
     expect(formatEvent(changed)).toBe(
-      "10:15:02  transaction.changed  CT1001  AED 120.00  approval_status: pending → approved, memo: null → team lunch, line_items/li-1/amount: 10 → 12, +1 more",
+      "03-01 10:15:02  transaction.changed  CT1001  AED 120.00  approval_status: pending → approved, memo: null → team lunch, line_items/li-1/amount: 10 → 12, +1 more",
     );
   });
 
@@ -56,7 +56,7 @@ describe("formatEvent", () => {
       { type: "card", id: "CA77" },
       { object: { card_nickname: "Travel", status: "Suspended" }, changes: [{ path: "/status", before: "Active", after: "Suspended" }] },
     );
-    expect(formatEvent(suspended)).toBe('10:15:02  card.suspended       CA77  "Travel"  status: Active → Suspended');
+    expect(formatEvent(suspended)).toBe('03-01 10:15:02  card.suspended       CA77  "Travel"  status: Active → Suspended');
   });
 
   it("colours the type only when given the colour palette", () => {

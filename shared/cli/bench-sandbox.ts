@@ -1,0 +1,44 @@
+/**
+ * Child process of `bridge bench`: hosts the sandbox with an N-transaction backlog on a loopback port, so the
+ * bench process measures the bridge's CPU and memory only. Talks to the parent over IPC:
+ * receives `{ transactions, latencyMs, seed }`, answers `{ url, companyId, code, redirectUri }` when ready,
+ * exits when the parent disconnects.
+ */
+import { createSandbox } from "../../sandbox/index.js";
+
+/** Message from the bench to this child. */
+export interface BenchSandboxRequest {
+  readonly transactions: number;
+  readonly latencyMs: number;
+  readonly seed: number;
+  readonly redirectUri: string;
+  readonly scope: string;
+}
+
+/** Message from this child once the backlog is built and the server listens. */
+export interface BenchSandboxReady {
+  readonly url: string;
+  readonly companyId: string;
+  readonly code: string;
+}
+
+process.once("message", (message: BenchSandboxRequest) => {
+  void (async () => {
+    const sandbox = createSandbox({ seed: message.seed });
+    sandbox.control.reset({ transactions: message.transactions });
+    const [company] = sandbox.control.companies();
+    if (company === undefined) throw new Error("sandbox has no company");
+    const server = await sandbox.listen(0);
+    // Latency applies from now on: building the backlog is not part of the measurement.
+    sandbox.control.setLatency(message.latencyMs);
+    const code = sandbox.control.issueAuthorizationCode({ companyId: company.id, redirectUri: message.redirectUri, scope: message.scope });
+    const ready: BenchSandboxReady = { url: server.url, companyId: company.id, code };
+    process.send?.(ready);
+    process.once("disconnect", () => {
+      void server.close().finally(() => process.exit(0));
+    });
+  })().catch((error: unknown) => {
+    console.error(`bench sandbox failed: ${(error as Error).message}`);
+    process.exit(1);
+  });
+});

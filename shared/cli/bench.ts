@@ -1,0 +1,157 @@
+/**
+ * `npm run bench`: drains an N-transaction backlog from the sandbox through the real engine and the real
+ * local adapters (file snapshot store, quarantine, lock, token store; JSON Lines events unless `--sink null`),
+ * and reports provider calls, events, wall time, CPU per transaction and peak RSS against the floor.
+ *
+ * Honesty of the numbers: the sandbox runs in a child process (./bench-sandbox.ts) and is reached over
+ * loopback HTTP, so the CPU and RSS measured here are the bridge's alone, HTTP client and JSON parsing
+ * included, as in production. Only the drain is timed: backlog building, start-up and authorization are not.
+ */
+import { fork, type ChildProcess } from "node:child_process";
+import { mkdtemp, rm, stat } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { DEFAULT_PAGE_SIZE, pollTransactions, totalPublished, type EventPublisher } from "../bridge/index.js";
+import { exchangeCode } from "../qashio/auth/oauth.js";
+import { storedTokensOf } from "../qashio/auth/token-provider.js";
+import { FileTokenStore } from "../local/index.js";
+import type { BenchArgs } from "./args.js";
+import { DEFAULT_SCOPES } from "./authorize.js";
+import type { BenchSandboxReady, BenchSandboxRequest } from "./bench-sandbox.js";
+import { floorOf, formatBenchReport, toBenchJson, type BenchMeasurement } from "./bench-report.js";
+import { DEFAULT_EVENT_SOURCE, type LocalSettings } from "./config.js";
+import { streamLogger } from "./console-ports.js";
+import { CliError, EXIT } from "./errors.js";
+import { line, type CliIo } from "./io.js";
+import { openLocalBridge } from "./local-bridge.js";
+
+const SANDBOX_CLIENT_ID = "sandbox-client";
+const SANDBOX_CLIENT_SECRET = "sandbox-secret";
+/** Redirect URI the bench's authorization code is bound to; nothing listens there, the code is exchanged directly. */
+const BENCH_REDIRECT_URI = "http://127.0.0.1:9/callback";
+
+/** A publisher that accepts and drops every event (`--sink null`): isolates the engine from file I/O. */
+const nullPublisher: EventPublisher = { publish: async () => ({ failed: [] }) };
+
+function startSandbox(request: BenchSandboxRequest): Promise<{ child: ChildProcess; ready: BenchSandboxReady }> {
+  const entry = fileURLToPath(new URL("./bench-sandbox.ts", import.meta.url));
+  const child = fork(entry, [], { execArgv: ["--import", "tsx"], stdio: ["ignore", "ignore", "inherit", "ipc"] });
+  return new Promise((resolve, reject) => {
+    child.once("error", reject);
+    child.once("exit", (code) => reject(new CliError(`the bench sandbox exited early (code ${code})`, EXIT.failed)));
+    child.once("message", (ready: BenchSandboxReady) => resolve({ child, ready }));
+    child.send(request);
+  });
+}
+
+/**
+ * Runs the benchmark; returns the exit code (0 even when a budget is missed: the report says which).
+ *
+ * @example
+ * process.exitCode = await benchCommand({ transactions: 10_000, latencyMs: 20, json: true, sink: "jsonl" }, io);
+ */
+export async function benchCommand(args: BenchArgs, io: CliIo): Promise<number> {
+  const human = (text: string) => line(args.json ? io.stderr : io.stdout, text);
+  human(`bench: building a ${args.transactions}-transaction backlog in the sandbox (child process), latency ${args.latencyMs} ms per request ...`);
+  const { child, ready } = await startSandbox({
+    transactions: args.transactions,
+    latencyMs: args.latencyMs,
+    seed: 1,
+    redirectUri: BENCH_REDIRECT_URI,
+    scope: DEFAULT_SCOPES,
+  });
+  const dir = await mkdtemp(join(tmpdir(), "qashio-bridge-bench-"));
+  try {
+    const settings: LocalSettings = {
+      baseUrl: ready.url,
+      clientId: SANDBOX_CLIENT_ID,
+      clientSecret: SANDBOX_CLIENT_SECRET,
+      tenant: "bench",
+      stateDir: join(dir, "state"),
+      eventsFile: join(dir, "events.jsonl"),
+      piiMode: "redact",
+      eventSource: DEFAULT_EVENT_SOURCE,
+      emitCardCreated: false,
+      cycleBudgetMs: 24 * 3_600_000,
+      logLevel: "warn",
+    };
+    const tokens = await exchangeCode(
+      { baseUrl: ready.url, clientId: SANDBOX_CLIENT_ID, clientSecret: SANDBOX_CLIENT_SECRET },
+      { code: ready.code, redirectUri: BENCH_REDIRECT_URI },
+    );
+    await new FileTokenStore(settings.stateDir).save(storedTokensOf(tokens, Date.now()));
+
+    let providerCalls = 0;
+    let providerWaitMs = 0;
+    const countingFetch = async (input: string, init: RequestInit) => {
+      providerCalls += 1;
+      const sent = performance.now();
+      try {
+        return await fetch(input, init);
+      } finally {
+        // Until the headers arrive: the sandbox's latency plus its own service time.
+        providerWaitMs += performance.now() - sent;
+      }
+    };
+    const bridge = await openLocalBridge(settings, {
+      env: io.env,
+      logger: streamLogger(io.stderr, "warn"),
+      fetch: countingFetch,
+      ...(args.sink === "null" ? { publisher: nullPublisher } : {}),
+    });
+
+    human("bench: draining ...");
+    const cpuBefore = process.cpuUsage();
+    const started = performance.now();
+    let events = 0;
+    let acknowledged = 0;
+    for (let cycle = 0; cycle < 100; cycle += 1) {
+      const report = await pollTransactions(bridge.transactions, {});
+      events += totalPublished(report);
+      acknowledged += report.acknowledged;
+      if (report.outcome === "complete") break;
+    }
+    const wallMs = performance.now() - started;
+    const cpu = process.cpuUsage(cpuBefore);
+    const peakRssMb = process.resourceUsage().maxRSS / 1024;
+    const callsDuringDrain = providerCalls;
+    const waitDuringDrain = providerWaitMs;
+
+    // Outside the measurement: the provider must have nothing left to pull.
+    const left = await bridge.transactions.provider.listTransactions({ client_sync_status: "not_synced", page: 1, page_size: 1 });
+    const remaining = left.pagination?.total_records ?? left.data.length;
+    const floor = floorOf({ transactions: args.transactions, pageSize: DEFAULT_PAGE_SIZE, ackBatchSize: DEFAULT_PAGE_SIZE });
+    const eventsBytes = args.sink === "jsonl" ? (await stat(settings.eventsFile).catch(() => ({ size: 0 }))).size : 0;
+    const measurement: BenchMeasurement = {
+      transactions: args.transactions,
+      events,
+      providerCalls: callsDuringDrain,
+      floorCalls: floor.calls,
+      wallMs,
+      latencyMs: args.latencyMs,
+      bridgeCpuUs: cpu.user + cpu.system,
+      peakRssMb,
+      notes: [
+        `sandbox in a child process over loopback HTTP: CPU and RSS are the bridge process's only (HTTP client and JSON parsing included)`,
+        args.sink === "jsonl"
+          ? `real local adapters: file snapshot store, JSON Lines events (${(eventsBytes / 1_048_576).toFixed(1)} MB written, fsync per page)`
+          : "real local snapshot store; events dropped by a null sink (--sink null)",
+        `floor = ${floor.pages} list pages (page_size ${DEFAULT_PAGE_SIZE}, incl. one empty outdated page) + ${floor.acknowledgeCalls} acknowledge calls`,
+        `waiting for the sandbox: ${Math.round(waitDuringDrain)} ms in total, ${(waitDuringDrain / Math.max(1, callsDuringDrain)).toFixed(1)} ms per call ` +
+          `(configured latency ${args.latencyMs} ms + the sandbox's own service time); bridge's own time ${Math.round(wallMs - waitDuringDrain)} ms`,
+        `acknowledged ${acknowledged}; not_synced left on the provider: ${remaining}`,
+      ],
+    };
+    for (const text of formatBenchReport(measurement)) human(text);
+    if (args.json) line(io.stdout, JSON.stringify(toBenchJson(measurement)));
+    if (events !== args.transactions || remaining !== 0) {
+      line(io.stderr, `bench: inconsistent drain: ${events} events for ${args.transactions} transactions, ${remaining} left not_synced`);
+      return EXIT.failed;
+    }
+    return EXIT.ok;
+  } finally {
+    child.disconnect();
+    await rm(dir, { recursive: true, force: true });
+  }
+}

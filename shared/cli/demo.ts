@@ -1,0 +1,195 @@
+/**
+ * `npm start` (= `bridge demo`): the embedded provider sandbox on a loopback port, the bridge authorized
+ * against it through the real authorization-code flow, and a cycle every few seconds while the sandbox
+ * generates activity through its control surface: new spend, refunds of earlier purchases, approvals
+ * changing, now and then a card suspended (or reactivated) in the provider's dashboard.
+ * Every event is printed as one line; events also go to a JSON Lines file in a temp state directory.
+ */
+import { mkdtemp } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { BridgeEvent } from "../bridge/ports.js";
+import { createSandbox, SANDBOX_CLIENT } from "../../sandbox/index.js";
+import { FileTokenStore } from "../local/index.js";
+import type { DemoArgs } from "./args.js";
+import { authorizeWithBrowser, DEFAULT_SCOPES } from "./authorize.js";
+import { DEFAULT_CYCLE_BUDGET_MS, DEFAULT_EVENT_SOURCE, type LocalSettings } from "./config.js";
+import { streamLogger } from "./console-ports.js";
+import { EXIT, ReauthorizationNeededError } from "./errors.js";
+import { line, pause, type CliIo } from "./io.js";
+import { openLocalBridge, runCycle } from "./local-bridge.js";
+import { COLOURS, NO_COLOURS, formatEvent, shouldColour } from "./printer.js";
+import { summaryOf } from "./run.js";
+
+/** Tenant id of the demo's events. */
+export const DEMO_TENANT = "demo";
+
+/** Small deterministic PRNG (mulberry32) so a seed replays the same activity. */
+function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
+  };
+}
+
+/** What the demo remembers from the events it saw, to aim the next activity at real ids. */
+interface Seen {
+  purchases: { id: string; qashioId: string }[];
+  transactions: string[];
+}
+
+const APPROVALS = ["pending", "approved", "approved", "rejected", "admin_approved"] as const;
+
+/** Drives the sandbox's control surface over HTTP, like a test or a person with curl would. */
+class ActivityGenerator {
+  private readonly random: () => number;
+
+  constructor(
+    private readonly baseUrl: string,
+    private readonly companyId: string,
+    private readonly cards: () => { id: string; status: string }[],
+    seed: number,
+  ) {
+    this.random = prng(seed);
+  }
+
+  private pick<T>(items: readonly T[]): T | undefined {
+    return items.length === 0 ? undefined : items[Math.floor(this.random() * items.length)];
+  }
+
+  private async control(method: string, path: string, body: unknown): Promise<void> {
+    const response = await fetch(`${this.baseUrl}/_sandbox/companies/${this.companyId}${path}`, {
+      method,
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
+    if (!response.ok) throw new Error(`sandbox control ${method} ${path} answered ${response.status}`);
+  }
+
+  /** One round of activity; returns what was done, for the narration line. */
+  async round(cycle: number, seen: Seen): Promise<string[]> {
+    const done: string[] = [];
+    const spend = 1 + Math.floor(this.random() * 3);
+    await this.control("POST", "/transactions", { count: spend, transaction_category: "purchase" });
+    done.push(`${spend} new purchase${spend === 1 ? "" : "s"}`);
+    const refunded = this.random() < 0.5 ? this.pick(seen.purchases) : undefined;
+    if (refunded !== undefined) {
+      await this.control("POST", "/transactions", { count: 1, transaction_category: "refund", parent_qashio_id: refunded.qashioId });
+      done.push(`refund of ${refunded.qashioId}`);
+    }
+    const changed = this.pick(seen.transactions);
+    if (changed !== undefined) {
+      const approval = this.pick(APPROVALS) ?? "approved";
+      await this.control("PATCH", `/transactions/${changed}`, { approval_status: approval });
+      done.push(`approval → ${approval}`);
+    }
+    if (cycle % 3 === 0) {
+      const active = this.cards().filter((c) => c.status === "Active");
+      const suspended = this.cards().filter((c) => c.status === "Suspended");
+      const card = cycle % 6 === 0 ? this.pick(suspended) : this.pick(active);
+      if (card !== undefined) {
+        const status = card.status === "Active" ? "Suspended" : "Active";
+        await this.control("POST", `/cards/${card.id}/status`, { status });
+        done.push(`card ${card.id} ${status === "Suspended" ? "suspended" : "reactivated"} in the dashboard`);
+      }
+    }
+    return done;
+  }
+}
+
+/**
+ * Runs the demo; returns the exit code. `--cycles n` stops after n cycles, otherwise Ctrl-C stops it
+ * cleanly between cycles.
+ *
+ * @example
+ * process.exitCode = await demoCommand({ cycles: 2, intervalMs: 3_000, seed: 42 }, io);
+ */
+export async function demoCommand(args: DemoArgs, io: CliIo): Promise<number> {
+  const palette = shouldColour(io.stdout, io.env) ? COLOURS : NO_COLOURS;
+  const sandbox = createSandbox({ seed: args.seed, realTime: true });
+  const server = await sandbox.listen(0);
+  try {
+    const [company] = sandbox.control.companies();
+    if (company === undefined) throw new Error("the sandbox has no company");
+    const dir = await mkdtemp(join(tmpdir(), "qashio-bridge-demo-"));
+    const settings: LocalSettings = {
+      baseUrl: server.url,
+      clientId: SANDBOX_CLIENT.clientId,
+      clientSecret: SANDBOX_CLIENT.clientSecret,
+      tenant: DEMO_TENANT,
+      stateDir: join(dir, "state"),
+      eventsFile: join(dir, "events.jsonl"),
+      piiMode: "redact",
+      eventSource: DEFAULT_EVENT_SOURCE,
+      emitCardCreated: false,
+      cycleBudgetMs: DEFAULT_CYCLE_BUDGET_MS,
+      logLevel: "warn",
+    };
+    line(io.stdout, palette.bold(`qashio-bridge demo: sandbox at ${server.url}, company "${company.name}"`));
+    line(io.stdout, palette.dim(`events are appended to ${settings.eventsFile} (EventBridge target shape); Ctrl-C stops`));
+
+    // The real authorization-code flow; the control surface approves as the person would.
+    await authorizeWithBrowser({
+      baseUrl: server.url,
+      authorizeUrl: server.url,
+      clientId: settings.clientId,
+      clientSecret: settings.clientSecret,
+      scope: DEFAULT_SCOPES,
+      port: 0,
+      timeoutMs: 10_000,
+      store: new FileTokenStore(settings.stateDir),
+      signal: io.signal,
+      onAuthorizeUrl: async (url) => {
+        const authorize = new URL(url);
+        const redirectUri = authorize.searchParams.get("redirect_uri") ?? "";
+        const code = sandbox.control.issueAuthorizationCode({ companyId: company.id, redirectUri, scope: DEFAULT_SCOPES });
+        const redirect = new URL(redirectUri);
+        redirect.searchParams.set("code", code);
+        redirect.searchParams.set("state", authorize.searchParams.get("state") ?? "");
+        await fetch(redirect);
+      },
+    });
+    line(io.stdout, palette.dim("authorized against the sandbox (authorization-code flow, tokens in the state directory)"));
+
+    const seen: Seen = { purchases: [], transactions: [] };
+    const remember = (events: readonly BridgeEvent[]) => {
+      for (const event of events) {
+        line(io.stdout, formatEvent(event, palette));
+        const { subject, data } = event.detail;
+        if (subject.type !== "transaction") continue;
+        if (!seen.transactions.includes(subject.id)) seen.transactions.push(subject.id);
+        if (data.object.transaction_category === "purchase" && subject.qashio_id !== undefined && event.detail.type === "transaction.created") {
+          seen.purchases.push({ id: subject.id, qashioId: subject.qashio_id });
+        }
+      }
+    };
+    const bridge = await openLocalBridge(settings, { env: io.env, logger: streamLogger(io.stderr, settings.logLevel), onPublished: remember });
+    const cards = () => sandbox.control.company(company.id)?.cards.map((c) => ({ id: c.id, status: c.status })) ?? [];
+    const activity = new ActivityGenerator(server.url, company.id, cards, args.seed);
+
+    let cycle = 0;
+    while (!io.signal.aborted) {
+      cycle += 1;
+      if (cycle > 1) {
+        const done = await activity.round(cycle, seen);
+        line(io.stdout, palette.dim(`   sandbox activity: ${done.join(", ")}`));
+      }
+      try {
+        line(io.stdout, summaryOf(cycle, await runCycle(bridge), palette));
+      } catch (error) {
+        if (error instanceof ReauthorizationNeededError) throw error;
+        line(io.stderr, `cycle ${cycle} failed: ${(error as Error).message}`);
+      }
+      if (args.cycles !== undefined && cycle >= args.cycles) break;
+      await pause(args.intervalMs, io.signal);
+    }
+    line(io.stdout, palette.dim(`stopped after ${cycle} cycle${cycle === 1 ? "" : "s"}; events are in ${settings.eventsFile}`));
+    return EXIT.ok;
+  } finally {
+    await server.close();
+  }
+}

@@ -1,0 +1,55 @@
+/**
+ * Entry of `bridge.ts`: parses the command line, runs the command, maps errors to exit codes.
+ * Commands are imported lazily so `help` and argument errors answer at once.
+ */
+import { USAGE, parseCommand, type ParsedCommand } from "./args.js";
+import { SETTINGS } from "./config.js";
+import { CliError, EXIT, UsageError } from "./errors.js";
+import { line, type CliIo } from "./io.js";
+
+function settingsHelp(): string {
+  const width = Math.max(...SETTINGS.map((s) => s.name.length));
+  return SETTINGS.map((s) => `  ${s.name.padEnd(width)}  ${s.required === "yes" ? "required" : `default ${s.default || "-"}`}`).join("\n");
+}
+
+async function dispatch(parsed: ParsedCommand, io: CliIo): Promise<number> {
+  switch (parsed.command) {
+    case "help":
+      line(io.stdout, `${USAGE}\n\nSettings of run (environment or .env):\n${settingsHelp()}`);
+      return EXIT.ok;
+    case "run":
+      return (await import("./run.js")).runCommand(parsed.args, io);
+    case "authorize":
+      return (await import("./authorize-command.js")).authorizeCommand(parsed.args, io);
+    case "demo":
+      return (await import("./demo.js")).demoCommand(parsed.args, io);
+    case "bench":
+      return (await import("./bench.js")).benchCommand(parsed.args, io);
+  }
+}
+
+/**
+ * Runs `bridge.ts` with `argv` (without node and script) and returns the exit code.
+ * Errors are printed as one message for a person; secrets never appear in them.
+ *
+ * @example
+ * process.exitCode = await main(process.argv.slice(2), io);
+ */
+export async function main(argv: readonly string[], io: CliIo): Promise<number> {
+  try {
+    return await dispatch(parseCommand(argv), io);
+  } catch (error) {
+    if (error instanceof UsageError) {
+      line(io.stderr, `error: ${error.message}`);
+      line(io.stderr, "Run `npm run bridge -- help` for usage.");
+      return error.exitCode;
+    }
+    if (error instanceof CliError) {
+      line(io.stderr, `error: ${error.message}`);
+      return error.exitCode;
+    }
+    const e = error instanceof Error ? error : new Error(String(error));
+    line(io.stderr, `error: unexpected ${e.name}: ${e.message}`);
+    return EXIT.failed;
+  }
+}
