@@ -70,33 +70,14 @@ async function main(): Promise<void> {
     console.log(USAGE);
     return;
   }
-  const sandbox = createSandbox({ seed: options.seed, latencyMs: options.latencyMs, realTime: !options.frozenClock });
-  let server;
-  try {
-    server = await sandbox.listen(options.port);
-  } catch (error) {
-    console.error(`sandbox: cannot listen on 127.0.0.1:${options.port}: ${error instanceof Error ? error.message : String(error)}`);
-    process.exit(1);
-  }
-  const lines = [
-    `Qashio provider sandbox listening on ${server.url} (seed ${options.seed}, latency ${options.latencyMs} ms)`,
-    `  authorize:  ${server.url}/oauth2/authorize?response_type=code&client_id=${SANDBOX_CLIENT.clientId}&redirect_uri=<http://127.0.0.1:PORT/callback>&scope=transactions:read&state=<random>`,
-    `  client:     client_id=${SANDBOX_CLIENT.clientId} client_secret=${SANDBOX_CLIENT.clientSecret}`,
-    `  control:    ${server.url}/_sandbox/companies (clock, faults, reset, latency: see README)`,
-    `  legacy:     ${server.url}${LEGACY_PREFIX}/erp-transactions?companyId=<id> with header x-api-key`,
-    "  companies:",
-    ...sandbox.control
-      .companies()
-      .map((c) => `    ${c.id}  ${c.name.padEnd(20)} legacy x-api-key=${c.apiKey}${c.apiAccessEnabled ? "" : "  (API access disabled: 403)"}`),
-  ];
-  console.log(lines.join("\n"));
-
+  // Handlers first, so a signal arriving right after the URL is printed is never missed.
+  let server: { close(): Promise<void> } | undefined;
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
     stopping = true;
     console.log(`sandbox: ${signal} received, stopping`);
-    server.close().then(
+    (server ? server.close() : Promise.resolve()).then(
       () => process.exit(0),
       (error: unknown) => {
         console.error(`sandbox: error while stopping: ${error instanceof Error ? error.message : String(error)}`);
@@ -106,6 +87,29 @@ async function main(): Promise<void> {
   };
   process.once("SIGINT", () => stop("SIGINT"));
   process.once("SIGTERM", () => stop("SIGTERM"));
+
+  const sandbox = createSandbox({ seed: options.seed, latencyMs: options.latencyMs, realTime: !options.frozenClock });
+  let listening;
+  try {
+    listening = await sandbox.listen(options.port);
+  } catch (error) {
+    console.error(`sandbox: cannot listen on 127.0.0.1:${options.port}: ${error instanceof Error ? error.message : String(error)}`);
+    process.exit(1);
+  }
+  server = listening;
+  const url = listening.url;
+  const lines = [
+    `Qashio provider sandbox listening on ${url} (seed ${options.seed}, latency ${options.latencyMs} ms)`,
+    `  authorize:  ${url}/oauth2/authorize?response_type=code&client_id=${SANDBOX_CLIENT.clientId}&redirect_uri=<http://127.0.0.1:PORT/callback>&scope=transactions:read&state=<random>`,
+    `  client:     client_id=${SANDBOX_CLIENT.clientId} client_secret=${SANDBOX_CLIENT.clientSecret}`,
+    `  control:    ${url}/_sandbox/companies (clock, faults, reset, latency: see README)`,
+    `  legacy:     ${url}${LEGACY_PREFIX}/erp-transactions?companyId=<id> with header x-api-key`,
+    "  companies:",
+    ...sandbox.control
+      .companies()
+      .map((c) => `    ${c.id}  ${c.name.padEnd(20)} legacy x-api-key=${c.apiKey}${c.apiAccessEnabled ? "" : "  (API access disabled: 403)"}`),
+  ];
+  console.log(lines.join("\n"));
 }
 
 // Only run when executed, not when imported by tests.

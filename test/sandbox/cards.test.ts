@@ -12,7 +12,7 @@ import {
 } from "../../shared/qashio/schemas/index.js";
 import { BadRequestError, ForbiddenError, NotFoundError } from "../../shared/qashio/errors.js";
 import { SUSPENSION_PROCESSING_SECONDS } from "../../sandbox/index.js";
-import { errorCodes, harness, tokensFor, type Harness } from "./helpers.js";
+import { errorCodes, harness, tokensFor, type Harness, type Row } from "./helpers.js";
 
 const ERP = "/public/v1/erp/cards";
 const CORE = "/public/v1/core/cards";
@@ -22,11 +22,10 @@ beforeEach(async () => {
   h = await harness();
 });
 
-type Card = Record<string, any>;
-async function erpCards(query = "page_size=100"): Promise<Card[]> {
-  return (await h.json(`${ERP}?${query}`)).body.data as Card[];
+async function erpCards(query = "page_size=100"): Promise<Row[]> {
+  return (await h.json(`${ERP}?${query}`)).body.data as Row[];
 }
-async function cardWith(status: string): Promise<Card> {
+async function cardWith(status: string): Promise<Row> {
   const card = (await erpCards()).find((c) => c.status === status);
   if (!card) throw new Error(`no ${status} card`);
   return card;
@@ -45,11 +44,11 @@ describe("GET /public/v1/erp/cards", () => {
 
   it("filters on status, card_type, account_type, pool account, user, last4 and date ranges sent alone", async () => {
     const all = await erpCards();
-    const pooled = all.find((c) => c.account_type === "pool") as Card;
-    const pick = all[3] as Card;
-    const users = (await h.json(`/public/v1/core/cards?page_size=100`)).body.data.cards as Card[];
+    const pooled = all.find((c) => c.account_type === "pool") as Row;
+    const pick = all[3] as Row;
+    const users = (await h.json(`/public/v1/core/cards?page_size=100`)).body.data.cards as Row[];
     const holder = users.find((c) => c.id === pick.id)?.user_profile.user_id as string;
-    const cases: [string, (c: Card) => boolean][] = [
+    const cases: [string, (c: Row) => boolean][] = [
       ["status=suspended", (c) => c.status === "Suspended"],
       ["card_type=physical", (c) => c.card_type === "Physical"],
       ["account_type=pool", (c) => c.account_type === "pool"],
@@ -109,7 +108,7 @@ describe("GET /public/v1/erp/cards/{cardId}", () => {
   it("answers 404 for an unknown card and for another company's card", async () => {
     expect((await h.json(`${ERP}/CAUNKNOWN000`)).status).toBe(404);
     const other = await tokensFor(h.sandbox, h.otherCompanyId);
-    const [theirs] = (await h.json(ERP, { token: other.access_token })).body.data as Card[];
+    const [theirs] = (await h.json(ERP, { token: other.access_token })).body.data as Row[];
     expect((await h.json(`${ERP}/${theirs?.id}`)).status).toBe(404);
     await expect(h.client.getErpCard(theirs?.id as string)).rejects.toBeInstanceOf(NotFoundError);
   });
@@ -122,7 +121,7 @@ describe("GET /public/v1/core/cards", () => {
     const { data } = CoreCardListEnvelopeSchema.parse(body);
     expect(data.page_info).toEqual({ current_page: 2, per_page: 5, total_entries: 11, total_pages: 3, next_page: 3, previous_page: 1, offset: 5 });
     expect(body).not.toHaveProperty("pagination");
-    const all = (await h.json(`${CORE}?page_size=100`)).body.data.cards as Card[];
+    const all = (await h.json(`${CORE}?page_size=100`)).body.data.cards as Row[];
     expect(all.every((c) => c.status === String(c.status).toLowerCase())).toBe(true);
     expect(all.some((c) => c.status === "draft")).toBe(false);
   });
@@ -311,7 +310,7 @@ describe("POST /public/v1/core/cards/{cardId}/update_velocity_limit", () => {
 
 describe("POST /public/v1/core/cards (issuance)", () => {
   it("issues a virtual card that is active at once and listed afterwards", async () => {
-    const users = (await h.json(`${CORE}?page_size=100`)).body.data.cards as Card[];
+    const users = (await h.json(`${CORE}?page_size=100`)).body.data.cards as Row[];
     const userId = users[0]?.user_profile.user_id as string;
     const result = await h.client.issueCard({ nickname: "Conference 2025", card_type: "VIRTUAL", user_id: userId, card_usage_type_amount: 3000 });
     expect(result.card?.status).toBe("active");
@@ -321,8 +320,8 @@ describe("POST /public/v1/core/cards (issuance)", () => {
   });
 
   it("issues a physical pool card inactive until delivered", async () => {
-    const users = (await h.json(`${CORE}?page_size=100`)).body.data.cards as Card[];
-    const pools = (await h.json("/public/v1/erp/pool_accounts?status=active")).body.data as Card[];
+    const users = (await h.json(`${CORE}?page_size=100`)).body.data.cards as Row[];
+    const pools = (await h.json("/public/v1/erp/pool_accounts?status=active")).body.data as Row[];
     const res = await h.json(CORE, { body: { nickname: "Driver card", card_type: "physical", user_id: users[0]?.user_profile.user_id, account_type: "POOL", pool_account_id: pools[0]?.id } });
     expect(res.status).toBe(201);
     expect(res.body.data.card).toMatchObject({ status: "inactive", account_id: pools[0]?.id });

@@ -4,7 +4,7 @@ import { QashioClient } from "../../shared/qashio/client.js";
 import { InvalidResponseError, RateLimitedError, ServerError, TimeoutError } from "../../shared/qashio/errors.js";
 import { ErrorEnvelopeSchema, TransactionSchema } from "../../shared/qashio/schemas/index.js";
 import { createSandbox } from "../../sandbox/index.js";
-import { BASE, CLIENT, REDIRECT_URI, errorCodes, harness, instantClock, tokensFor, type Harness } from "./helpers.js";
+import { BASE, CLIENT, REDIRECT_URI, errorCodes, harness, instantClock, tokensFor, type Harness, type Row } from "./helpers.js";
 
 const LIST = "/public/v1/erp/transactions";
 
@@ -13,7 +13,6 @@ beforeEach(async () => {
   h = await harness();
 });
 
-type Row = Record<string, any>;
 const control = (path: string, body?: unknown, method?: string) => h.json(`/_sandbox${path}`, { body, method, token: null });
 
 describe("companies and authorization codes", () => {

@@ -7,6 +7,10 @@ import { StaticTokenProvider } from "../../shared/qashio/auth/token-provider.js"
 import type { Clock } from "../../shared/qashio/http.js";
 import { createSandbox, SANDBOX_IN_PROCESS_URL, type Sandbox, type SandboxOptions } from "../../sandbox/index.js";
 
+/** A JSON object navigated freely in assertions (its shape is asserted with the shared schemas separately). */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- response bodies are read loosely in tests
+export type Row = Record<string, any>;
+
 export const START = "2025-03-15T12:00:00.000Z";
 export const REDIRECT_URI = "http://127.0.0.1:8765/callback";
 export const BASE = SANDBOX_IN_PROCESS_URL;
@@ -32,7 +36,7 @@ export interface Harness {
   /** Raw call with the first company's bearer token unless `token` is given (null: none). */
   call(path: string, init?: CallInit): Promise<Response>;
   /** Raw call returning status, headers and parsed JSON body. */
-  json(path: string, init?: CallInit): Promise<{ status: number; headers: Headers; body: Record<string, any> }>;
+  json(path: string, init?: CallInit): Promise<{ status: number; headers: Headers; body: Row }>;
   client: QashioClient;
   clientFor(token: string): QashioClient;
 }
@@ -89,7 +93,7 @@ export async function harness(options: SandboxOptions = {}): Promise<Harness> {
     call,
     async json(path, init) {
       const res = await call(path, init);
-      return { status: res.status, headers: res.headers, body: (await res.json()) as Record<string, any> };
+      return { status: res.status, headers: res.headers, body: (await res.json()) as Row };
     },
     client: clientFor(tokens.access_token),
     clientFor,
@@ -97,6 +101,6 @@ export async function harness(options: SandboxOptions = {}): Promise<Harness> {
 }
 
 /** Asserts the §7 error envelope and returns its `errors` as `field:code` strings. */
-export function errorCodes(body: Record<string, any>): string[] {
+export function errorCodes(body: Row): string[] {
   return (body.errors as { field: string | null; code: string }[]).map((e) => `${e.field}:${e.code}`);
 }

@@ -1,7 +1,7 @@
 import { beforeEach, describe, expect, it } from "vitest";
 import { TokenSetSchema, ValidateResponseSchema } from "../../shared/qashio/schemas/index.js";
 import { ACCESS_TOKEN_TTL_SECONDS } from "../../sandbox/index.js";
-import { BASE, CLIENT, REDIRECT_URI, harness, type Harness } from "./helpers.js";
+import { BASE, CLIENT, REDIRECT_URI, harness, type Harness, type Row } from "./helpers.js";
 
 let h: Harness;
 beforeEach(async () => {
@@ -10,7 +10,7 @@ beforeEach(async () => {
 
 async function token(body: Record<string, unknown>, headers: Record<string, string> = { "content-type": "application/json" }) {
   const res = await h.sandbox.fetch(`${BASE}/oauth2/token`, { method: "POST", headers, body: JSON.stringify(body) });
-  return { status: res.status, body: (await res.json()) as Record<string, any>, headers: res.headers };
+  return { status: res.status, body: (await res.json()) as Row, headers: res.headers };
 }
 
 function code(companyId = h.companyId, redirectUri = REDIRECT_URI, scope?: string): string {
@@ -21,8 +21,8 @@ const exchange = (c: string, redirectUri = REDIRECT_URI) => token({ grant_type: 
 const refresh = (refreshToken: string) => token({ grant_type: "refresh_token", ...CLIENT, refresh_token: refreshToken });
 const api = (accessToken: string) => h.json("/public/v1/erp/cards", { token: accessToken });
 
-function claims(jwt: string): Record<string, any> {
-  return JSON.parse(Buffer.from(jwt.split(".")[1] ?? "", "base64url").toString("utf8")) as Record<string, any>;
+function claims(jwt: string): Row {
+  return JSON.parse(Buffer.from(jwt.split(".")[1] ?? "", "base64url").toString("utf8")) as Row;
 }
 
 describe("POST /oauth2/token, authorization_code grant", () => {
@@ -196,7 +196,8 @@ describe("GET and POST /oauth2/authorize", () => {
   });
 
   it("never redirects to an unregistered redirect_uri or for an unknown client", async () => {
-    for (const over of [{ redirect_uri: "https://evil.example/cb" }, { client_id: "other" }]) {
+    const overrides: Record<string, string>[] = [{ redirect_uri: "https://evil.example/cb" }, { client_id: "other" }];
+    for (const over of overrides) {
       const res = await h.sandbox.fetch(`${BASE}/oauth2/authorize?${query(over)}`);
       expect(res.status).toBe(400);
       expect(res.headers.get("location")).toBeNull();

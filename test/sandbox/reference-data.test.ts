@@ -12,14 +12,13 @@ import {
   successEnvelope,
 } from "../../shared/qashio/schemas/index.js";
 import { NotFoundError } from "../../shared/qashio/errors.js";
-import { errorCodes, harness, tokensFor, type Harness } from "./helpers.js";
+import { errorCodes, harness, tokensFor, type Harness, type Row } from "./helpers.js";
 
 let h: Harness;
 beforeEach(async () => {
   h = await harness();
 });
 
-type Row = Record<string, any>;
 
 describe("GET /public/v1/erp/pool_accounts", () => {
   it("lists pool accounts newest first, 20 per page by default", async () => {

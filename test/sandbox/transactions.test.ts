@@ -8,7 +8,7 @@ import {
   successEnvelope,
 } from "../../shared/qashio/schemas/index.js";
 import { ForbiddenError, NotFoundError, UnauthorizedError } from "../../shared/qashio/errors.js";
-import { errorCodes, harness, tokensFor, type Harness } from "./helpers.js";
+import { errorCodes, harness, tokensFor, type Harness, type Row } from "./helpers.js";
 
 const LIST = "/public/v1/erp/transactions";
 const TransactionList = listEnvelope(TransactionSchema);
@@ -103,11 +103,11 @@ describe("GET /public/v1/erp/transactions", () => {
   });
 
   it("filters on category, card, employee, currencies, statuses, exclude_from_sync and an inclusive time range", async () => {
-    const all = (await h.json(`${LIST}?page_size=100`)).body.data as Record<string, any>[];
-    const sample = all[5] as Record<string, any>;
+    const all = (await h.json(`${LIST}?page_size=100`)).body.data as Row[];
+    const sample = all[5] as Row;
     const detail = (await h.json(`${LIST}/${sample.id}`)).body.data;
     const day = String(sample.transaction_time).slice(0, 10);
-    const cases: [string, (t: Record<string, any>) => boolean][] = [
+    const cases: [string, (t: Row) => boolean][] = [
       [`transaction_category=${sample.transaction_category}`, (t) => t.transaction_category === sample.transaction_category],
       [`card_last_four=${sample.card_last_four}`, (t) => t.card_last_four === sample.card_last_four],
       [`employee_id=${sample.employee_id}`, (t) => t.employee_id === sample.employee_id],
@@ -147,7 +147,7 @@ describe("GET /public/v1/erp/transactions", () => {
 
 describe("GET /public/v1/erp/transactions/{id}", () => {
   it("answers the single read with pre-fee amounts, fees apart and erp_company, where the list is fee-inclusive", async () => {
-    const all = (await h.json(`${LIST}?page_size=100`)).body.data as Record<string, any>[];
+    const all = (await h.json(`${LIST}?page_size=100`)).body.data as Row[];
     const withFee = all.find((t) => Number(t.fee_charges) > 0 && Number(t.clearing_amount) > 0);
     expect(withFee).toBeDefined();
     const { status, body } = await h.json(`${LIST}/${withFee?.id}`);
