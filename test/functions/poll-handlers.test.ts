@@ -1,0 +1,163 @@
+import { PutEventsCommand, type PutEventsRequestEntry } from "@aws-sdk/client-eventbridge";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { ConfigurationError } from "../../shared/aws/errors.js";
+import { DynamoLeaseLock } from "../../shared/aws/lease-lock.js";
+import { leaseNames } from "../../shared/aws/keys.js";
+import { awsError } from "../aws/support/fake-secrets-manager.js";
+import { createHarness, subjectIds, TENANT, type Harness } from "./support/harness.js";
+
+let h: Harness;
+beforeEach(async () => {
+  h = await createHarness();
+});
+afterEach(async () => h.close());
+
+const company = () => {
+  const data = h.sandbox.control.company(h.companyId);
+  if (data === undefined) throw new Error("no company");
+  return data;
+};
+
+describe("poll-transactions handler", () => {
+  it("publishes transaction.created for the whole backlog and leaves nothing pending at the provider", async () => {
+    const backlog = company().transactions.all().filter((t) => t.client_sync_status !== "synced").map((t) => t.id);
+    const result = await h.poller("transactions")();
+    expect(result).toMatchObject({ kind: "transactions", status: "completed", outcome: "complete", published: backlog.length });
+    expect(subjectIds(h.published, "transaction.created")).toEqual(new Set(backlog));
+    expect(h.published.every((e) => e.source === "qashio.bridge" && e.detail.tenant === TENANT)).toBe(true);
+    expect(h.pendingAtProvider()).toBe(0);
+  });
+
+  it("publishes transaction.changed with the changed path after the provider changes a transaction", async () => {
+    const poll = h.poller("transactions");
+    await poll();
+    const target = company().transactions.get(h.published[0]?.detail.subject.id ?? "");
+    if (target === undefined) throw new Error("no published transaction");
+    h.sandbox.control.state.patchTransaction(company(), target.id, { memo: "Team lunch, client visit" });
+    h.published.length = 0;
+    const result = await poll();
+    expect(result.published).toBe(1);
+    const [changed] = h.published;
+    expect(changed?.detailType).toBe("transaction.changed");
+    expect(changed?.detail.subject.id).toBe(target.id);
+    expect(changed?.detail.data.changes).toContainEqual(expect.objectContaining({ path: "/memo", after: "Team lunch, client visit" }));
+    expect(h.pendingAtProvider()).toBe(0);
+  });
+
+  it("rides out provider faults (500 on a list, 429 on acknowledge) within the cycle", async () => {
+    h.sandbox.control.state.faults.add({ method: "GET", pathPrefix: "/public/v1/erp/transactions", status: 500, count: 2 });
+    h.sandbox.control.state.faults.add({ method: "POST", pathPrefix: "/public/v1/erp/transactions", status: 429, count: 1, retryAfter: 1 });
+    const result = await h.poller("transactions")();
+    expect(result.outcome).toBe("complete");
+    expect(h.pendingAtProvider()).toBe(0);
+  });
+
+  it("re-sends the same event ids after a crash between publishing and acknowledging, then finishes", async () => {
+    const backlog = h.pendingAtProvider();
+    // EventBridge takes the first batch, then the call fails as a whole: the invocation dies before acknowledging.
+    let calls = 0;
+    const accepted: PutEventsRequestEntry[] = [];
+    h.eventBridge.on(PutEventsCommand).callsFake((input: { Entries: PutEventsRequestEntry[] }) => {
+      calls += 1;
+      accepted.push(...input.Entries);
+      if (calls === 2) throw awsError("AccessDeniedException", 400);
+      return { FailedEntryCount: 0, Entries: input.Entries.map(() => ({ EventId: "x" })) };
+    });
+    await expect(h.poller("transactions")()).rejects.toThrow();
+    expect(h.pendingAtProvider()).toBeGreaterThan(0);
+
+    h.eventBridge.on(PutEventsCommand).callsFake((input: { Entries: PutEventsRequestEntry[] }) => {
+      accepted.push(...input.Entries);
+      return { FailedEntryCount: 0, Entries: input.Entries.map(() => ({ EventId: "x" })) };
+    });
+    const result = await h.poller("transactions")();
+    expect(result.status).toBe("completed");
+    expect(h.pendingAtProvider()).toBe(0);
+    const details = accepted.map((entry) => JSON.parse(entry.Detail ?? "{}") as { id: string; subject: { id: string } });
+    expect(new Set(details.map((d) => d.subject.id)).size).toBe(backlog);
+    // A duplicate delivery always carries the id of the first one.
+    const idBySubject = new Map<string, string>();
+    for (const d of details) {
+      expect(idBySubject.get(d.subject.id) ?? d.id).toBe(d.id);
+      idBySubject.set(d.subject.id, d.id);
+    }
+  });
+
+  it("skips when another invocation holds the tenant's transaction cycle lease", async () => {
+    const lock = new DynamoLeaseLock({ doc: h.table.doc, tableName: h.table.tableName, clock: h.clock });
+    const lease = await lock.tryAcquire(leaseNames.transactionsCycle(TENANT), 60_000);
+    expect(await h.poller("transactions")()).toEqual({ kind: "transactions", status: "skipped" });
+    expect(h.published).toHaveLength(0);
+    await lease?.release();
+    expect((await h.poller("transactions")()).status).toBe("completed");
+  });
+
+  it("reuses the shared access token across containers instead of refreshing per invocation", async () => {
+    await h.poller("transactions")();
+    await h.poller("cards")();
+    await h.poller("transactions")();
+    expect(h.refreshTokensPresented).toHaveLength(1);
+    expect(h.secrets.versionCount).toBe(2);
+  });
+
+  it("fails with a ConfigurationError naming every bad variable", async () => {
+    const { TABLE_NAME: _table, ...rest } = h.env;
+    const poll = h.poller("transactions", { env: { ...rest, PII_MODE: "sometimes" } });
+    const error = await poll().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ConfigurationError);
+    expect((error as ConfigurationError).issues.map((i) => i.variable).sort()).toEqual(["PII_MODE", "TABLE_NAME"]);
+  });
+
+  it("emits EMF metrics in the QashioBridge namespace with the tenant dimension", async () => {
+    await h.poller("transactions")();
+    const emf = h.output.filter((line) => line.includes('"_aws"')).map((line) => JSON.parse(line) as Record<string, unknown>);
+    const names = emf.flatMap((doc) =>
+      ((doc._aws as { CloudWatchMetrics: { Namespace: string; Metrics: { Name: string }[]; Dimensions: string[][] }[] }).CloudWatchMetrics).flatMap(
+        (m) => m.Metrics.map((metric) => ({ name: metric.Name, namespace: m.Namespace, dimensions: m.Dimensions.flat() })),
+      ),
+    );
+    for (const name of ["TransactionsPulled", "EventsPublished", "Acknowledged", "TokenRefreshes", "CycleDurationMs", "SyncLagSeconds"]) {
+      expect(names.find((n) => n.name === name), name).toMatchObject({ namespace: "QashioBridge", dimensions: expect.arrayContaining(["tenant"]) });
+    }
+    expect(names.find((n) => n.name === "EventsPublished")?.dimensions).toContain("type");
+    expect(emf.every((doc) => doc.tenant === TENANT)).toBe(true);
+  });
+
+  it("never writes a token, the client secret or a cardholder name to its logs", async () => {
+    await h.poller("transactions")();
+    await h.poller("cards")();
+    const stored = await h.tokenStore().load();
+    const secrets = [stored?.refreshToken, stored?.accessToken, "sandbox-secret", ...h.refreshTokensPresented];
+    const names = company().cards.map((card) => `${card.holder.firstName} ${card.holder.lastName}`);
+    const text = h.output.join("\n");
+    expect(text.length).toBeGreaterThan(0);
+    for (const value of [...secrets, ...names]) if (value !== undefined) expect(text).not.toContain(value);
+    const events = JSON.stringify(h.published);
+    for (const name of names) expect(events).not.toContain(name);
+  });
+});
+
+describe("poll-cards handler", () => {
+  it("records cards silently first, then publishes card.suspended when a card is suspended", async () => {
+    const poll = h.poller("cards");
+    expect(await poll()).toMatchObject({ status: "completed", published: 0 });
+    const active = company().cards.find((card) => card.status === "Active");
+    if (active === undefined) throw new Error("no active card");
+    h.sandbox.control.state.setCardStatus(active, "Suspended");
+    expect(await poll()).toMatchObject({ status: "completed", published: 1 });
+    expect(h.published[0]).toMatchObject({
+      detailType: "card.suspended",
+      detail: { subject: { type: "card", id: active.id }, data: { changes: [expect.objectContaining({ path: "/status", after: "Suspended" })] } },
+    });
+  });
+
+  it("takes the suspended-only fast path when the schedule asks for it", async () => {
+    await h.poller("cards")();
+    const active = company().cards.find((card) => card.status === "Active");
+    if (active === undefined) throw new Error("no active card");
+    h.sandbox.control.state.setCardStatus(active, "Suspended");
+    const result = await h.poller("cards")({ mode: "suspended-only" });
+    expect(result.published).toBe(1);
+    expect(h.published[0]?.detailType).toBe("card.suspended");
+  });
+});

@@ -1,0 +1,242 @@
+/**
+ * End-to-end harness of the Lambda handlers: the provider sandbox (in-process fetch), DynamoDB Local (fresh table),
+ * a fake Secrets Manager holding the tenant secret, and a mocked EventBridge that records every entry it accepts.
+ * Each `container()` is one Lambda container (its own handler instance, SDK clients and token provider).
+ */
+import { randomUUID } from "node:crypto";
+import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import {
+  EventBridgeClient,
+  PutEventsCommand,
+  type EventBridgeClientResolvedConfig,
+  type PutEventsRequestEntry,
+  type ServiceInputTypes,
+  type ServiceOutputTypes,
+} from "@aws-sdk/client-eventbridge";
+import { Logger } from "@aws-lambda-powertools/logger";
+import { Metrics } from "@aws-lambda-powertools/metrics";
+import { Tracer } from "@aws-lambda-powertools/tracer";
+import type { Context } from "aws-lambda";
+import { mockClient, type AwsStub } from "aws-sdk-client-mock";
+import { vi } from "vitest";
+import { createSandbox, SANDBOX_CLIENT, SANDBOX_IN_PROCESS_URL, type Sandbox } from "../../../sandbox/index.js";
+import type { BridgeEventDetail, Clock } from "../../../shared/bridge/ports.js";
+import { createPollHandler, createRotationHandler, type HandlerOptions, type PollEvent, type PollResult } from "../../../shared/aws/handlers.js";
+import type { RotationEvent } from "../../../shared/aws/rotation.js";
+import { SecretsManagerTokenStore } from "../../../shared/aws/token-store.js";
+import { createTestTable, localDynamoClient, type TestTable } from "../../aws/support/dynamo.js";
+import { FakeSecretsManager } from "../../aws/support/fake-secrets-manager.js";
+
+export const REDIRECT_URI = "http://127.0.0.1:8765/callback";
+export const TENANT = "falcon";
+export const PII_SALT = "salt-for-tests-0123456789";
+const CLIENT = { client_id: SANDBOX_CLIENT.clientId, client_secret: SANDBOX_CLIENT.clientSecret };
+
+/** One entry EventBridge accepted, decoded. */
+export interface PublishedEvent {
+  readonly source: string;
+  readonly detailType: string;
+  readonly detail: BridgeEventDetail & { _truncated?: unknown };
+}
+
+/** Sandbox time drives the bridge clock; sleeps only yield (no time passes unless a test advances it). */
+function sandboxClock(sandbox: Sandbox): Clock {
+  return {
+    now: () => sandbox.control.now(),
+    sleep: () => new Promise((resolve) => setImmediate(resolve)),
+  };
+}
+
+export function lambdaContext(remainingMs = 60_000): Context {
+  return {
+    callbackWaitsForEmptyEventLoop: false,
+    functionName: "bridge-test",
+    functionVersion: "$LATEST",
+    invokedFunctionArn: "arn:aws:lambda:eu-west-1:123456789012:function:bridge-test",
+    memoryLimitInMB: "512",
+    awsRequestId: randomUUID(),
+    logGroupName: "/aws/lambda/bridge-test",
+    logStreamName: "stream",
+    getRemainingTimeInMillis: () => remainingMs,
+    done: () => undefined,
+    fail: () => undefined,
+    succeed: () => undefined,
+  };
+}
+
+/** A scheduled event as EventBridge delivers it. */
+export function scheduledEvent(detail: Record<string, unknown> = {}): PollEvent & Record<string, unknown> {
+  return {
+    version: "0",
+    id: randomUUID(),
+    "detail-type": "Scheduled Event",
+    source: "aws.events",
+    account: "123456789012",
+    time: new Date().toISOString(),
+    region: "eu-west-1",
+    resources: ["arn:aws:events:eu-west-1:123456789012:rule/poll"],
+    detail,
+  };
+}
+
+export interface Harness {
+  readonly sandbox: Sandbox;
+  readonly companyId: string;
+  readonly table: TestTable;
+  readonly secrets: FakeSecretsManager;
+  readonly env: Record<string, string>;
+  /** Every event EventBridge accepted, in order. */
+  readonly published: PublishedEvent[];
+  /** Every refresh token presented at the token endpoint, in order. */
+  readonly refreshTokensPresented: string[];
+  /** Everything the Powertools loggers and metrics wrote. */
+  readonly output: string[];
+  readonly eventBridge: AwsStub<ServiceInputTypes, ServiceOutputTypes, EventBridgeClientResolvedConfig>;
+  readonly clock: Clock;
+  /** A new Lambda container running the transaction or card poller. */
+  poller(kind: "transactions" | "cards", options?: Partial<HandlerOptions>): (event?: PollEvent) => Promise<PollResult>;
+  /** A new Lambda container running the rotation function. */
+  rotator(): (event: RotationEvent) => Promise<void>;
+  /** Transactions still `not_synced` or `outdated` at the provider. */
+  pendingAtProvider(): number;
+  /** True when the bridge's stored refresh token still works (family not revoked); spends it and stores the next. */
+  familyStillValid(): Promise<boolean>;
+  /** A token store over the harness's table and secret (for assertions). */
+  tokenStore(): SecretsManagerTokenStore;
+  close(): Promise<void>;
+}
+
+/**
+ * Builds the harness: authorizes the first seeded company through the sandbox's token endpoint and seeds the secret
+ * with its refresh token, as onboarding does.
+ */
+export async function createHarness(options: { seed?: number; piiMode?: "full" | "redact" | "hash" } = {}): Promise<Harness> {
+  // Dev mode sends Powertools output to the global console (captured below); it would also disable metrics.
+  vi.stubEnv("POWERTOOLS_DEV", "true");
+  vi.stubEnv("POWERTOOLS_METRICS_DISABLED", "false");
+  vi.stubEnv("AWS_REGION", "eu-west-1");
+  const output: string[] = [];
+  const capture = (...args: unknown[]) => void output.push(args.map((a) => (typeof a === "string" ? a : JSON.stringify(a))).join(" "));
+  for (const method of ["log", "info", "warn", "error", "debug"] as const) vi.spyOn(console, method).mockImplementation(capture);
+
+  const sandbox = createSandbox({ seed: options.seed ?? 1, startTime: "2026-03-01T12:00:00Z" });
+  const [company] = sandbox.control.companies();
+  if (company === undefined) throw new Error("sandbox has no company");
+  const refreshTokensPresented: string[] = [];
+  const fetch = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+    const url = typeof input === "string" ? input : input instanceof URL ? input.href : input.url;
+    if (url.endsWith("/oauth2/token") && typeof init?.body === "string") {
+      const body = JSON.parse(init.body) as { grant_type?: string; refresh_token?: string };
+      if (body.grant_type === "refresh_token" && body.refresh_token !== undefined) refreshTokensPresented.push(body.refresh_token);
+    }
+    return sandbox.fetch(input, init);
+  };
+
+  const code = sandbox.control.issueAuthorizationCode({ companyId: company.id, redirectUri: REDIRECT_URI });
+  const tokenResponse = await sandbox.fetch(`${SANDBOX_IN_PROCESS_URL}/oauth2/token`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ grant_type: "authorization_code", ...CLIENT, code, redirect_uri: REDIRECT_URI }),
+  });
+  const initial = (await tokenResponse.json()) as { refresh_token: string };
+
+  const table = await createTestTable("fn");
+  const secrets = new FakeSecretsManager(`arn:aws:secretsmanager:eu-west-1:123456789012:secret:${randomUUID()}`, {
+    ...CLIENT,
+    refresh_token: initial.refresh_token,
+    pii_salt: PII_SALT,
+  });
+
+  const eventBridgeClient = new EventBridgeClient({ region: "eu-west-1", credentials: { accessKeyId: "x", secretAccessKey: "x" } });
+  const eventBridge = mockClient(eventBridgeClient);
+  const published: PublishedEvent[] = [];
+  eventBridge.on(PutEventsCommand).callsFake((input: { Entries: PutEventsRequestEntry[] }) => {
+    for (const entry of input.Entries) {
+      published.push({ source: entry.Source ?? "", detailType: entry.DetailType ?? "", detail: JSON.parse(entry.Detail ?? "{}") as PublishedEvent["detail"] });
+    }
+    return { FailedEntryCount: 0, Entries: input.Entries.map(() => ({ EventId: randomUUID() })) };
+  });
+
+  const env: Record<string, string> = {
+    TENANT_ID: TENANT,
+    QASHIO_BASE_URL: SANDBOX_IN_PROCESS_URL,
+    TABLE_NAME: table.tableName,
+    SECRET_ID: secrets.secretId,
+    EVENT_BUS_NAME: "bridge-bus",
+    EVENT_SOURCE: "qashio.bridge",
+    PII_MODE: options.piiMode ?? "redact",
+    EMIT_CARD_CREATED: "false",
+    POWERTOOLS_SERVICE_NAME: "qashio-bridge",
+    POWERTOOLS_METRICS_NAMESPACE: "QashioBridge",
+  };
+  const clock = sandboxClock(sandbox);
+  const dynamoClients: DynamoDBClient[] = [];
+  const handlerOptions = (overrides: Partial<HandlerOptions> = {}): HandlerOptions => ({
+    env,
+    clients: () => {
+      const dynamo = localDynamoClient();
+      dynamoClients.push(dynamo);
+      return { dynamo, eventBridge: eventBridgeClient, secrets: secrets.client };
+    },
+    fetch,
+    clock,
+    logger: new Logger({ serviceName: "qashio-bridge", logLevel: "DEBUG" }),
+    metrics: new Metrics({ namespace: "QashioBridge", serviceName: "qashio-bridge" }),
+    tracer: new Tracer({ enabled: false }),
+    ...overrides,
+  });
+
+  const harness: Harness = {
+    sandbox,
+    companyId: company.id,
+    table,
+    secrets,
+    env,
+    published,
+    refreshTokensPresented,
+    output,
+    eventBridge,
+    clock,
+    poller(kind, overrides) {
+      const handler = createPollHandler(kind, handlerOptions(overrides));
+      return (event) => handler(event ?? scheduledEvent(), lambdaContext());
+    },
+    rotator() {
+      const handler = createRotationHandler(handlerOptions());
+      return (event) => handler(event, lambdaContext());
+    },
+    pendingAtProvider() {
+      const store = sandbox.control.company(company.id)?.transactions;
+      return (store?.countByStatus("not_synced") ?? 0) + (store?.countByStatus("outdated") ?? 0);
+    },
+    tokenStore() {
+      return new SecretsManagerTokenStore({ secrets: secrets.client, secretId: secrets.secretId, doc: table.doc, tableName: table.tableName, tenant: TENANT });
+    },
+    async familyStillValid() {
+      const store = harness.tokenStore();
+      const stored = await store.load();
+      if (stored === undefined) return false;
+      const response = await fetch(`${SANDBOX_IN_PROCESS_URL}/oauth2/token`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ grant_type: "refresh_token", ...CLIENT, refresh_token: stored.refreshToken }),
+      });
+      if (response.status !== 200) return false;
+      const next = (await response.json()) as { access_token: string; refresh_token: string };
+      await store.save({ refreshToken: next.refresh_token, accessToken: next.access_token });
+      return true;
+    },
+    async close() {
+      for (const client of dynamoClients) client.destroy();
+      eventBridge.restore();
+      await table.drop();
+      vi.unstubAllEnvs();
+    },
+  };
+  return harness;
+}
+
+/** Ids of the provider transactions an event set covers. */
+export function subjectIds(events: readonly PublishedEvent[], type?: string): Set<string> {
+  return new Set(events.filter((e) => type === undefined || e.detailType === type).map((e) => e.detail.subject.id));
+}
