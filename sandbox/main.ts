@@ -71,13 +71,13 @@ async function main(): Promise<void> {
     return;
   }
   // Handlers first, so a signal arriving right after the URL is printed is never missed.
-  let server: { close(): Promise<void> } | undefined;
+  const running: { server?: { close(): Promise<void> } } = {};
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
     stopping = true;
     console.log(`sandbox: ${signal} received, stopping`);
-    (server ? server.close() : Promise.resolve()).then(
+    (running.server ? running.server.close() : Promise.resolve()).then(
       () => process.exit(0),
       (error: unknown) => {
         console.error(`sandbox: error while stopping: ${error instanceof Error ? error.message : String(error)}`);
@@ -96,7 +96,7 @@ async function main(): Promise<void> {
     console.error(`sandbox: cannot listen on 127.0.0.1:${options.port}: ${error instanceof Error ? error.message : String(error)}`);
     process.exit(1);
   }
-  server = listening;
+  running.server = listening;
   const url = listening.url;
   const lines = [
     `Qashio provider sandbox listening on ${url} (seed ${options.seed}, latency ${options.latencyMs} ms)`,
