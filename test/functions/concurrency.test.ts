@@ -1,0 +1,82 @@
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { ACCESS_TOKEN_TTL_SECONDS } from "../../sandbox/index.js";
+import type { PollResult } from "../../shared/aws/handlers.js";
+import { createHarness, subjectIds, type Harness } from "./support/harness.js";
+
+const ROUNDS = 20;
+
+let h: Harness;
+beforeEach(async () => {
+  h = await createHarness({ seed: 3 });
+});
+afterEach(async () => h.close());
+
+describe("concurrent invocations against one tenant", () => {
+  it("never presents a refresh token twice and loses no change across 20 rounds of 2 transaction pollers and 1 card poller", async () => {
+    const data = h.sandbox.control.company(h.companyId);
+    if (data === undefined) throw new Error("no company");
+    const state = h.sandbox.control.state;
+    const memos = new Map<string, string>();
+    const statusMoves: { cardId: string; status: string }[] = [];
+    let containers = { txA: h.poller("transactions"), txB: h.poller("transactions"), cards: h.poller("cards") };
+    const results: PollResult[] = [];
+
+    for (let round = 0; round < ROUNDS; round += 1) {
+      // Provider activity between cycles: new spend, an edit to an already-published transaction, a card status move.
+      state.createTransactions(data, { count: 2 });
+      const published = [...subjectIds(h.published, "transaction.created")];
+      const edited = published[round % Math.max(1, published.length)];
+      if (edited !== undefined && round > 0) {
+        const memo = `edited in round ${round}`;
+        state.patchTransaction(data, edited, { memo });
+        memos.set(edited, memo);
+      }
+      const card = data.cards[round % 3];
+      if (card !== undefined && round > 0 && round % 2 === 0) {
+        const status = card.status === "Suspended" ? "Active" : "Suspended";
+        state.setCardStatus(card, status);
+        statusMoves.push({ cardId: card.id, status });
+      }
+      // Every third round the access token has expired, so all three containers want a refresh at once.
+      if (round % 3 === 2) h.sandbox.control.advanceClock(ACCESS_TOKEN_TTL_SECONDS + 1);
+      // Now and then Lambda starts fresh containers (cold start: no token in memory).
+      if (round % 5 === 4) containers = { txA: h.poller("transactions"), txB: h.poller("transactions"), cards: h.poller("cards") };
+
+      results.push(...(await Promise.all([containers.txA(), containers.txB(), containers.cards()])));
+    }
+    // A transaction poller that skipped in the last round leaves nothing behind once one more cycle runs.
+    results.push(await containers.txA());
+
+    expect(results.filter((r) => r.kind === "transactions" && r.status === "completed").length).toBeGreaterThanOrEqual(ROUNDS);
+    expect(results.filter((r) => r.kind === "cards").every((r) => r.status === "completed")).toBe(true);
+
+    // Token safety: refreshes happened (tokens expired), each refresh token was presented once, the family lives.
+    expect(h.refreshTokensPresented.length).toBeGreaterThanOrEqual(Math.floor(ROUNDS / 3));
+    expect(new Set(h.refreshTokensPresented).size).toBe(h.refreshTokensPresented.length);
+    expect(await h.familyStillValid()).toBe(true);
+
+    // No change lost: every transaction has its created event, every edit its changed event, every status move its event.
+    expect(h.pendingAtProvider()).toBe(0);
+    const everyTransaction = data.transactions.all().filter((t) => subjectIds(h.published).has(t.id) || t.client_sync_status !== "synced");
+    expect(everyTransaction.length).toBeGreaterThan(ROUNDS * 2);
+    for (const [id, memo] of memos) {
+      const seen = h.published.some(
+        (e) => e.detailType === "transaction.changed" && e.detail.subject.id === id && e.detail.data.changes?.some((c) => c.path === "/memo" && c.after === memo),
+      );
+      expect(seen, `change of ${id} to "${memo}"`).toBe(true);
+    }
+    for (const move of statusMoves) {
+      const seen = h.published.some(
+        (e) => e.detail.subject.id === move.cardId && e.detail.data.changes?.some((c) => c.path === "/status" && c.after === move.status),
+      );
+      expect(seen, `card ${move.cardId} -> ${move.status}`).toBe(true);
+    }
+    // At-least-once: a re-delivered change carries the same event id.
+    const idsByContent = new Map<string, Set<string>>();
+    for (const e of h.published) {
+      const key = JSON.stringify([e.detailType, e.detail.subject.id, e.detail.data.changes ?? null]);
+      idsByContent.set(key, (idsByContent.get(key) ?? new Set()).add(e.detail.id));
+    }
+    for (const ids of idsByContent.values()) expect(ids.size).toBe(1);
+  });
+});
