@@ -31,6 +31,10 @@ import { CliError, ConfigError, CycleFailedError, EXIT, ReauthorizationNeededErr
 
 /** Name of the lease one cycle holds, so two local processes never run cycles of one tenant at once. */
 export const CYCLE_LOCK = "cycle";
+/** Lease length of a cycle: short, so a crashed run blocks the next one for at most this long. */
+export const CYCLE_LEASE_MS = 30_000;
+/** The lease is renewed this often while the cycle runs. */
+export const CYCLE_LEASE_RENEW_MS = 10_000;
 
 export interface LocalBridgeOptions {
   /** Environment for named base URLs (QASHIO_SANDBOX_URL, ...). */
@@ -169,11 +173,23 @@ function cliErrorOf(error: unknown): CliError {
 export async function runCycle(bridge: LocalBridge, budgetMs = bridge.settings.cycleBudgetMs): Promise<CycleResult> {
   const started = bridge.clock.now();
   const deadline = started + budgetMs;
-  // The lease outlives the budget so it never lapses mid-cycle; a crashed holder frees it on expiry.
-  const handle = await bridge.lock.tryAcquire(CYCLE_LOCK, budgetMs + 60_000);
+  const handle = await bridge.lock.tryAcquire(CYCLE_LOCK, CYCLE_LEASE_MS);
   if (handle === undefined) {
-    throw new CliError("another bridge process is running a cycle for this tenant (state directory lock held); try again later", EXIT.failed);
+    throw new CliError(
+      `another bridge process is running a cycle on this state directory; if a run crashed, its lease expires within ${CYCLE_LEASE_MS / 1000} s`,
+      EXIT.failed,
+    );
   }
+  // A short lease kept alive while the cycle runs: a crash frees it soon, a long cycle keeps it.
+  const heartbeat = setInterval(() => {
+    handle.renew(CYCLE_LEASE_MS).then(
+      (held) => {
+        if (!held) bridge.transactions.logger.warn("the cycle lease was lost; another process may start a cycle");
+      },
+      (error: unknown) => bridge.transactions.logger.warn("renewing the cycle lease failed", { error }),
+    );
+  }, CYCLE_LEASE_RENEW_MS);
+  heartbeat.unref();
   try {
     let transactions = emptyReport("transactions");
     let cards = emptyReport("cards");
@@ -191,6 +207,7 @@ export async function runCycle(bridge: LocalBridge, budgetMs = bridge.settings.c
       durationMs: bridge.clock.now() - started,
     };
   } finally {
+    clearInterval(heartbeat);
     await handle.release();
   }
 }

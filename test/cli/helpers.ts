@@ -1,0 +1,138 @@
+/**
+ * Helpers of the CLI tests: a sandbox on a loopback port, a bridge environment authorized against it,
+ * the bridge run as a child process or in-process, and readers of the events file.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+import { createSandbox, type Sandbox } from "../../sandbox/index.js";
+import type { EventBridgeEnvelope } from "../../shared/local/index.js";
+import { exchangeCode } from "../../shared/qashio/auth/oauth.js";
+import { main } from "../../shared/cli/main.js";
+
+export const ROOT = new URL("../../", import.meta.url).pathname;
+/** tsx's ESM loader by absolute URL, so a child started outside the repository still finds it. */
+export const TSX_LOADER = pathToFileURL(join(ROOT, "node_modules/tsx/dist/loader.mjs")).href;
+export const CLIENT = { id: "sandbox-client", secret: "sandbox-secret" };
+const REDIRECT_URI = "http://127.0.0.1:9/callback";
+
+export interface Harness {
+  readonly sandbox: Sandbox;
+  readonly url: string;
+  readonly companyId: string;
+  readonly dir: string;
+  readonly eventsFile: string;
+  /** Environment of the bridge: settings only (no inherited variables). */
+  readonly env: Record<string, string>;
+  /** Calls the control surface over HTTP. */
+  control(method: string, path: string, body?: unknown): Promise<unknown>;
+  close(): Promise<void>;
+}
+
+/**
+ * Starts a sandbox on an ephemeral loopback port and a bridge environment whose QASHIO_REFRESH_TOKEN comes
+ * from a real authorization-code exchange; the state directory starts empty.
+ */
+export async function startHarness(options: { seed?: number; transactions?: number } = {}): Promise<Harness> {
+  const sandbox = createSandbox({ seed: options.seed ?? 1 });
+  if (options.transactions !== undefined) sandbox.control.reset({ transactions: options.transactions });
+  const server = await sandbox.listen(0);
+  const [company] = sandbox.control.companies();
+  if (company === undefined) throw new Error("no company");
+  const code = sandbox.control.issueAuthorizationCode({ companyId: company.id, redirectUri: REDIRECT_URI });
+  const tokens = await exchangeCode({ baseUrl: server.url, clientId: CLIENT.id, clientSecret: CLIENT.secret }, { code, redirectUri: REDIRECT_URI });
+  const dir = await mkdtemp(join(tmpdir(), "cli-e2e-"));
+  const eventsFile = join(dir, "events.jsonl");
+  return {
+    sandbox,
+    url: server.url,
+    companyId: company.id,
+    dir,
+    eventsFile,
+    env: {
+      QASHIO_BASE_URL: server.url,
+      QASHIO_CLIENT_ID: CLIENT.id,
+      QASHIO_CLIENT_SECRET: CLIENT.secret,
+      QASHIO_REFRESH_TOKEN: tokens.refresh_token,
+      BRIDGE_TENANT: "acme",
+      BRIDGE_STATE_DIR: join(dir, "state"),
+      BRIDGE_EVENTS_FILE: eventsFile,
+      BRIDGE_LOG_LEVEL: "warn",
+    },
+    async control(method, path, body) {
+      const response = await fetch(`${server.url}/_sandbox${path.replace("{company}", company.id)}`, {
+        method,
+        headers: { "content-type": "application/json" },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+      if (!response.ok) throw new Error(`control ${method} ${path}: ${response.status} ${await response.text()}`);
+      return response.json();
+    },
+    async close() {
+      await server.close();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+export interface Outcome {
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/** The child's environment: PATH and HOME only, plus the given settings (no inherited QASHIO_/BRIDGE_ variables). */
+function childEnv(env: Record<string, string>): Record<string, string> {
+  return { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", NO_COLOR: "1", ...env };
+}
+
+/** Spawns `node --import tsx bridge.ts <args>` (what `npm run bridge --` runs) in `cwd`. */
+export function spawnBridge(args: readonly string[], env: Record<string, string>, cwd = ROOT): ChildProcess & { outcome: Promise<Outcome> } {
+  const child = spawn(process.execPath, ["--import", TSX_LOADER, join(ROOT, "bridge.ts"), ...args], { cwd, env: childEnv(env), stdio: ["ignore", "pipe", "pipe"] });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+  const outcome = new Promise<Outcome>((resolve) => child.on("close", (code) => resolve({ code, stdout, stderr })));
+  return Object.assign(child, { outcome });
+}
+
+/** Runs `bridge.ts <args>` in this process through `main`, with its own streams and stop signal. */
+export async function runInProcess(args: readonly string[], env: Record<string, string>, signal = new AbortController().signal, cwd = ROOT): Promise<Outcome> {
+  let stdout = "";
+  let stderr = "";
+  const code = await main(args, {
+    env: childEnv(env),
+    cwd,
+    stdout: { write: (chunk: string) => (stdout += chunk) },
+    stderr: { write: (chunk: string) => (stderr += chunk) },
+    signal,
+  });
+  return { code, stdout, stderr };
+}
+
+/** Every line of the events file, parsed (none when the file does not exist). */
+export async function readEvents(file: string): Promise<EventBridgeEnvelope[]> {
+  let text: string;
+  try {
+    text = await readFile(file, "utf8");
+  } catch {
+    return [];
+  }
+  return text
+    .split("\n")
+    .filter((l) => l.trim() !== "")
+    .map((l) => JSON.parse(l) as EventBridgeEnvelope);
+}
+
+/** Ids of the company's transactions with one of the given `client_sync_status` values. */
+export function idsWithStatus(h: Harness, ...statuses: string[]): string[] {
+  const data = h.sandbox.control.company(h.companyId);
+  if (data === undefined) return [];
+  return data.transactions
+    .all()
+    .filter((t) => statuses.includes(t.client_sync_status))
+    .map((t) => t.id);
+}

@@ -1,0 +1,239 @@
+/**
+ * End-to-end: `bridge run --once` against the sandbox on a loopback port, as a child process where the
+ * process boundary matters (exit codes, a crash), in-process otherwise (same `main`, faster).
+ */
+import { watch } from "node:fs";
+import { readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { EXIT } from "../../shared/cli/errors.js";
+import { refresh } from "../../shared/qashio/auth/oauth.js";
+import { CLIENT, idsWithStatus, readEvents, runInProcess, spawnBridge, startHarness, type Harness } from "./helpers.js";
+
+let harness: Harness | undefined;
+afterEach(async () => {
+  await harness?.close();
+  harness = undefined;
+});
+
+async function start(options?: Parameters<typeof startHarness>[0]): Promise<Harness> {
+  harness = await startHarness(options);
+  return harness;
+}
+
+/** Resolves once `file` exists with at least one complete line (watching its directory, no polling). */
+function firstLine(file: string): Promise<void> {
+  return new Promise((resolve) => {
+    const dir = join(file, "..");
+    const check = async () => {
+      const text = await readFile(file, "utf8").catch(() => "");
+      if (text.includes("\n")) {
+        watcher.close();
+        resolve();
+      }
+    };
+    const watcher = watch(dir, () => void check());
+    void check();
+  });
+}
+
+describe("bridge run --once (spawned)", () => {
+  it("publishes transaction.created for every not_synced or outdated transaction, acknowledges them and exits 0", async () => {
+    const h = await start();
+    const pending = idsWithStatus(h, "not_synced", "outdated");
+    expect(pending.length).toBeGreaterThanOrEqual(15);
+
+    const { code, stdout } = await spawnBridge(["run", "--once"], h.env).outcome;
+
+    expect(code).toBe(EXIT.ok);
+    expect(stdout).toMatch(new RegExp(`cycle 1: ${pending.length} events \\(${pending.length} transaction.created\\) · ${pending.length} acknowledged`));
+    const events = await readEvents(h.eventsFile);
+    expect(events.map((e) => e.detail.subject.id).sort()).toEqual([...pending].sort());
+    for (const event of events) {
+      expect(Object.keys(event).sort()).toEqual(["account", "detail", "detail-type", "id", "region", "resources", "source", "time", "version"]);
+      expect(event).toMatchObject({ "detail-type": "transaction.created", source: "qashio.bridge", detail: { tenant: "acme", type: "transaction.created" } });
+    }
+    expect(idsWithStatus(h, "not_synced", "outdated")).toEqual([]);
+  });
+
+  it("survives being killed mid-cycle: the next run delivers every change, duplicates carry the same id", async () => {
+    const h = await start();
+    const pending = idsWithStatus(h, "not_synced", "outdated");
+    // Acknowledge hangs, so the process dies after publishing and before the provider hears back.
+    await h.control("POST", "/faults", { method: "POST", path_prefix: "/public/v1/erp/transactions/acknowledge", delay_ms: 120_000, count: 1 });
+    const doomed = spawnBridge(["run", "--once"], h.env);
+    await firstLine(h.eventsFile);
+    doomed.kill("SIGKILL");
+    expect((await doomed.outcome).code).toBeNull();
+    expect(idsWithStatus(h, "not_synced", "outdated").length).toBe(pending.length);
+    await h.control("DELETE", "/faults");
+    // The dead run's cycle lease would expire within 30 s; remove it rather than wait.
+    await rm(join(h.env.BRIDGE_STATE_DIR as string, "locks", "cycle.lock"), { force: true });
+
+    const { code } = await spawnBridge(["run", "--once"], h.env).outcome;
+
+    expect(code).toBe(EXIT.ok);
+    const events = await readEvents(h.eventsFile);
+    expect(new Set(events.map((e) => e.detail.subject.id))).toEqual(new Set(pending));
+    const idsBySubject = new Map<string, Set<string>>();
+    for (const e of events) idsBySubject.set(e.detail.subject.id, (idsBySubject.get(e.detail.subject.id) ?? new Set()).add(e.detail.id));
+    for (const ids of idsBySubject.values()) expect(ids.size).toBe(1);
+    expect(idsWithStatus(h, "not_synced", "outdated")).toEqual([]);
+  });
+
+  it("names every bad setting once, exits 2 and never prints the client secret", async () => {
+    const secret = "do-not-print-this-secret";
+    const { code, stdout, stderr } = await spawnBridge(["run", "--once"], {
+      QASHIO_BASE_URL: "ftp://nowhere",
+      QASHIO_CLIENT_SECRET: secret,
+      BRIDGE_PII_MODE: "sometimes",
+    }, tmpdir()).outcome;
+
+    expect(code).toBe(EXIT.usage);
+    expect(stderr).toContain("Invalid settings");
+    for (const setting of ["QASHIO_BASE_URL", "QASHIO_CLIENT_ID", "BRIDGE_TENANT", "BRIDGE_PII_MODE"]) {
+      expect(stderr.split(setting).length - 1).toBe(1);
+    }
+    expect(stdout + stderr).not.toContain(secret);
+    expect(stderr).not.toContain("QASHIO_CLIENT_SECRET");
+  });
+});
+
+describe("bridge run --once (in-process)", () => {
+  it("publishes transaction.changed with the changed path after a PATCH", async () => {
+    const h = await start();
+    const published = new Set(idsWithStatus(h, "not_synced", "outdated"));
+    expect((await runInProcess(["run", "--once"], h.env)).code).toBe(EXIT.ok);
+    const target = [...published][3];
+    await h.control("PATCH", `/companies/{company}/transactions/${target}`, { memo: "client dinner", approval_status: "approved" });
+    expect(idsWithStatus(h, "outdated")).toEqual([target]);
+
+    const { code, stdout } = await runInProcess(["run", "--once"], h.env);
+
+    expect(code).toBe(EXIT.ok);
+    expect(stdout).toContain("1 transaction.changed");
+    const changed = (await readEvents(h.eventsFile)).filter((e) => e["detail-type"] === "transaction.changed");
+    expect(changed).toHaveLength(1);
+    expect(changed[0]?.detail.subject.id).toBe(target);
+    expect(changed[0]?.detail.data.changes).toContainEqual(expect.objectContaining({ path: "/memo", after: "client dinner" }));
+    expect(idsWithStatus(h, "outdated")).toEqual([]);
+  });
+
+  it("publishes card.suspended after a status change in the provider's dashboard", async () => {
+    const h = await start();
+    expect((await runInProcess(["run", "--once"], h.env)).code).toBe(EXIT.ok);
+    const card = h.sandbox.control.company(h.companyId)?.cards.find((c) => c.status === "Active");
+    if (card === undefined) throw new Error("no active card in the seed");
+    await h.control("POST", `/companies/{company}/cards/${card.id}/status`, { status: "Suspended" });
+
+    expect((await runInProcess(["run", "--once"], h.env)).code).toBe(EXIT.ok);
+
+    const cardEvents = (await readEvents(h.eventsFile)).filter((e) => e.detail.subject.type === "card");
+    expect(cardEvents).toHaveLength(1);
+    expect(cardEvents[0]).toMatchObject({
+      "detail-type": "card.suspended",
+      detail: { subject: { id: card.id }, data: { changes: [{ path: "/status", before: "Active", after: "Suspended" }] } },
+    });
+  });
+
+  it("converges through 429 and 500 answers on lists and on acknowledge", async () => {
+    const h = await start();
+    const pending = idsWithStatus(h, "not_synced", "outdated");
+    const list = { method: "GET", path_prefix: "/public/v1/erp/transactions" };
+    const ack = { method: "POST", path_prefix: "/public/v1/erp/transactions/acknowledge" };
+    await h.control("POST", "/faults", { ...list, status: 429, retry_after: 0, count: 1 });
+    await h.control("POST", "/faults", { ...list, status: 500, count: 1 });
+    await h.control("POST", "/faults", { ...ack, status: 500, count: 1 });
+    await h.control("POST", "/faults", { ...ack, status: 429, retry_after: 0, count: 1 });
+    await h.control("POST", "/faults", { method: "GET", path_prefix: "/public/v1/erp/cards", status: 503, count: 1 });
+
+    const { code } = await runInProcess(["run", "--once"], h.env);
+
+    expect(code).toBe(EXIT.ok);
+    expect(await h.control("GET", "/faults")).toEqual({ data: [] });
+    expect(new Set((await readEvents(h.eventsFile)).map((e) => e.detail.subject.id))).toEqual(new Set(pending));
+    expect(idsWithStatus(h, "not_synced", "outdated")).toEqual([]);
+  });
+
+  it("exits 1 when faults outlast the retries, and the next run delivers everything", async () => {
+    const h = await start();
+    const pending = idsWithStatus(h, "not_synced", "outdated");
+    await h.control("POST", "/faults", { method: "POST", path_prefix: "/public/v1/erp/transactions/acknowledge", status: 429, retry_after: 0, count: 50 });
+
+    const failed = await runInProcess(["run", "--once"], h.env);
+
+    expect(failed.code).toBe(EXIT.failed);
+    expect(failed.stderr).toMatch(/the transactions cycle stopped: .*status 429.*the next run resumes/);
+    await h.control("DELETE", "/faults");
+    expect((await runInProcess(["run", "--once"], h.env)).code).toBe(EXIT.ok);
+    expect(new Set((await readEvents(h.eventsFile)).map((e) => e.detail.subject.id))).toEqual(new Set(pending));
+    expect(idsWithStatus(h, "not_synced", "outdated")).toEqual([]);
+  });
+
+  it("keeps its token family valid over ten runs while access tokens expire between them", async () => {
+    const h = await start();
+    const tokensFile = join(h.env.BRIDGE_STATE_DIR as string, "tokens.json");
+    const seen = new Set<string>();
+    for (let run = 0; run < 10; run += 1) {
+      await h.control("POST", "/companies/{company}/transactions", { count: 1 });
+      const { code, stderr } = await runInProcess(["run", "--once"], h.env);
+      expect(code, stderr).toBe(EXIT.ok);
+      seen.add((JSON.parse(await readFile(tokensFile, "utf8")) as { refreshToken: string }).refreshToken);
+      await h.control("POST", "/clock", { advance_seconds: 3_600 });
+    }
+    expect(seen.size).toBeGreaterThanOrEqual(9);
+    expect(idsWithStatus(h, "not_synced", "outdated")).toEqual([]);
+    // The stored refresh token is still the live one of the family: the provider accepts it.
+    const last = (JSON.parse(await readFile(tokensFile, "utf8")) as { refreshToken: string }).refreshToken;
+    await expect(refresh({ baseUrl: h.url, clientId: CLIENT.id, clientSecret: CLIENT.secret }, last)).resolves.toMatchObject({ token_type: "Bearer" });
+  });
+
+  it("stops with exit 3 and a re-authorize message when the token family is revoked", async () => {
+    const h = await start();
+    const first = h.env.QASHIO_REFRESH_TOKEN as string;
+    const options = { baseUrl: h.url, clientId: CLIENT.id, clientSecret: CLIENT.secret };
+    expect((await runInProcess(["run", "--once"], h.env)).code).toBe(EXIT.ok);
+    await h.control("POST", "/clock", { advance_seconds: 3_600 });
+    // Replaying the consumed first refresh token revokes the whole family (spec §5 rule 6).
+    await refresh(options, first).catch(() => undefined);
+    await refresh(options, first).catch(() => undefined);
+
+    const { code, stderr } = await runInProcess(["run", "--once"], h.env);
+
+    expect(code).toBe(EXIT.reauthorize);
+    expect(stderr).toContain("run `npm run bridge -- authorize` to sign in again");
+    expect(stderr).not.toContain(first);
+  });
+
+  it("asks for a token when the state directory has none and QASHIO_REFRESH_TOKEN is unset", async () => {
+    const h = await start();
+    const { QASHIO_REFRESH_TOKEN: _unused, ...env } = h.env;
+    const { code, stderr } = await runInProcess(["run", "--once"], env);
+    expect(code).toBe(EXIT.usage);
+    expect(stderr).toMatch(/QASHIO_REFRESH_TOKEN: is required while the state directory .* holds no token/);
+  });
+
+  it("rejects a bad argument with exit 2 before reading any setting", async () => {
+    const { code, stderr } = await runInProcess(["run", "--interval", "often"], {});
+    expect(code).toBe(EXIT.usage);
+    expect(stderr).toContain('--interval: invalid duration "often"');
+    expect(stderr).toContain("npm run bridge -- help");
+  });
+});
+
+describe("bridge run (loop)", () => {
+  it("stops cleanly between cycles when signalled", async () => {
+    const h = await start();
+    const controller = new AbortController();
+    const run = runInProcess(["run", "--interval", "1h"], h.env, controller.signal);
+    // The loop waits an hour after its first cycle unless stopped; stop it once the cycle is done.
+    await firstLine(h.eventsFile);
+    controller.abort();
+    const { code, stdout, stderr } = await run;
+    expect(code).toBe(EXIT.ok);
+    expect(stdout).toContain("cycle 1:");
+    expect(stdout).not.toContain("cycle 2:");
+    expect(stderr).toContain("stopped after 1 cycle");
+  });
+});
