@@ -4,9 +4,18 @@
  */
 import { createHash, createHmac } from "node:crypto";
 
+/** Characters JSON.stringify escapes in a string (quotes, backslash, controls, lone surrogates). */
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
+const NEEDS_ESCAPE = /["\\\u0000-\u001f\ud800-\udfff]/;
+
+function jsonString(text: string): string {
+  return NEEDS_ESCAPE.test(text) ? JSON.stringify(text) : `"${text}"`;
+}
+
 /**
  * Serialises `value` as JSON with object keys sorted, so equal data always gives equal text.
  * `undefined` object members are dropped (as JSON.stringify does); non-finite numbers become `null`.
+ * Hot path (once per pulled item), hence hand-rolled rather than a generic replacer.
  *
  * @example
  * ```ts
@@ -14,30 +23,41 @@ import { createHash, createHmac } from "node:crypto";
  * ```
  */
 export function canonicalJson(value: unknown): string {
-  if (value === null || typeof value !== "object") {
-    if (value === undefined || typeof value === "function" || typeof value === "symbol") return "null";
-    return JSON.stringify(value) ?? "null";
-  }
-  if (Array.isArray(value)) {
-    let out = "[";
-    for (let i = 0; i < value.length; i++) {
-      if (i > 0) out += ",";
-      out += canonicalJson(value[i]);
+  switch (typeof value) {
+    case "string":
+      return jsonString(value);
+    case "number":
+      return Number.isFinite(value) ? String(value) : "null";
+    case "boolean":
+      return value ? "true" : "false";
+    case "bigint":
+      return String(value);
+    case "object": {
+      if (value === null) return "null";
+      if (Array.isArray(value)) {
+        let out = "[";
+        for (let i = 0; i < value.length; i++) {
+          if (i > 0) out += ",";
+          out += canonicalJson(value[i]);
+        }
+        return out + "]";
+      }
+      const record = value as Record<string, unknown>;
+      const keys = Object.keys(record).sort();
+      let out = "{";
+      let first = true;
+      for (const key of keys) {
+        const member = record[key];
+        if (member === undefined || typeof member === "function" || typeof member === "symbol") continue;
+        if (!first) out += ",";
+        first = false;
+        out += jsonString(key) + ":" + canonicalJson(member);
+      }
+      return out + "}";
     }
-    return out + "]";
+    default:
+      return "null";
   }
-  const record = value as Record<string, unknown>;
-  const keys = Object.keys(record).sort();
-  let out = "{";
-  let first = true;
-  for (const key of keys) {
-    const member = record[key];
-    if (member === undefined) continue;
-    if (!first) out += ",";
-    first = false;
-    out += JSON.stringify(key) + ":" + canonicalJson(member);
-  }
-  return out + "}";
 }
 
 /** Hex sha-256 of a string. */

@@ -27,7 +27,7 @@ export { BridgeError, BridgeConfigurationError, CycleAbortedError, Reauthorizati
 export type { CycleAbortContext } from "./errors.js";
 export { diffObjects, jsonEqual, escapePointerToken } from "./diff.js";
 export type { Change } from "./diff.js";
-export { applyPii, assertPiiPolicy, REDACTED, HASH_PREFIX } from "./pii.js";
+export { applyPii, applyPiiInPlace, assertPiiPolicy, REDACTED, HASH_PREFIX } from "./pii.js";
 export type { PiiMode, PiiPolicy } from "./pii.js";
 export { canonicalJson, contentHash, eventId, sha256Hex, uuidFromHex } from "./hash.js";
 export type { EventIdentity } from "./hash.js";

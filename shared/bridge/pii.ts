@@ -35,17 +35,49 @@ export function assertPiiPolicy(policy: PiiPolicy): void {
   }
 }
 
+/** Hashes per policy: the same few cardholders recur on every page, and an HMAC costs more than a lookup. */
+const hashCache = new WeakMap<PiiPolicy, Map<string, string>>();
+const HASH_CACHE_LIMIT = 10_000;
+
 function transform(field: string, value: unknown, policy: PiiPolicy): unknown {
   if (typeof value !== "string" || value === "") return value;
   if (policy.mode === "redact") return REDACTED;
   // Emails are case-insensitive: hash the normalised form so one person always maps to one hash.
   const text = field.endsWith("email") ? value.trim().toLowerCase() : value.trim();
-  return HASH_PREFIX + hmacSha256Hex(policy.salt ?? "", text);
+  let cache = hashCache.get(policy);
+  if (!cache) hashCache.set(policy, (cache = new Map()));
+  let hashed = cache.get(text);
+  if (hashed === undefined) {
+    hashed = HASH_PREFIX + hmacSha256Hex(policy.salt ?? "", text);
+    if (cache.size >= HASH_CACHE_LIMIT) cache.clear();
+    cache.set(text, hashed);
+  }
+  return hashed;
 }
 
 /**
- * Returns `object` with cardholder name and email handled per `policy` (a shallow copy when anything changes;
- * the input is never mutated). Non-string values (null, absent) are left as they are.
+ * Handles the personal fields of `target` in place; nested objects are replaced by copies, never mutated.
+ * Only for objects the caller owns (e.g. a fresh copy made while normalising).
+ */
+export function applyPiiInPlace(target: Record<string, unknown>, policy: PiiPolicy): void {
+  if (policy.mode === "full") return;
+  for (const field of TOP_LEVEL_FIELDS) {
+    if (field in target) target[field] = transform(field, target[field], policy);
+  }
+  for (const parent in NESTED_FIELDS) {
+    const nested = target[parent];
+    if (typeof nested !== "object" || nested === null || Array.isArray(nested)) continue;
+    const copy = { ...(nested as Record<string, unknown>) };
+    for (const field of NESTED_FIELDS[parent] ?? []) {
+      if (field in copy) copy[field] = transform(field, copy[field], policy);
+    }
+    target[parent] = copy;
+  }
+}
+
+/**
+ * Returns `object` with cardholder name and email handled per `policy` (a shallow copy; the input is never
+ * mutated). Non-string values (null, absent) are left as they are.
  *
  * @example
  * ```ts
@@ -54,23 +86,7 @@ function transform(field: string, value: unknown, policy: PiiPolicy): unknown {
  */
 export function applyPii<T extends Record<string, unknown>>(object: T, policy: PiiPolicy): T {
   if (policy.mode === "full") return object;
-  let out: Record<string, unknown> | undefined;
-  for (const field of TOP_LEVEL_FIELDS) {
-    if (!(field in object)) continue;
-    const next = transform(field, object[field], policy);
-    if (next !== object[field]) (out ??= { ...object })[field] = next;
-  }
-  for (const [parent, fields] of Object.entries(NESTED_FIELDS)) {
-    const nested = object[parent];
-    if (typeof nested !== "object" || nested === null || Array.isArray(nested)) continue;
-    const record = nested as Record<string, unknown>;
-    let copy: Record<string, unknown> | undefined;
-    for (const field of fields) {
-      if (!(field in record)) continue;
-      const next = transform(field, record[field], policy);
-      if (next !== record[field]) (copy ??= { ...record })[field] = next;
-    }
-    if (copy) (out ??= { ...object })[parent] = copy;
-  }
-  return (out ?? object) as T;
+  const copy: Record<string, unknown> = { ...object };
+  applyPiiInPlace(copy, policy);
+  return copy as T;
 }

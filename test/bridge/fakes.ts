@@ -271,17 +271,15 @@ export class FakeProvider implements ProviderPort {
     let list = this.transactions;
     if (query.client_sync_status) list = list.filter((t) => t.client_sync_status === query.client_sync_status);
     if (query.qashio_id) list = list.filter((t) => t.qashio_id === query.qashio_id);
-    return this.page(list.map((t) => (this.rawOverrides.has(t.id) ? this.rawOverrides.get(t.id) : structuredClone(t))), query);
+    return this.page(list, query, (t) => (this.rawOverrides.has(t.id) ? this.rawOverrides.get(t.id) : structuredClone(t)));
   }
 
   async acknowledgeTransactions(ids: string[]): Promise<unknown> {
     const call = { op: "acknowledgeTransactions", ids: [...ids] } as const;
     this.calls.push(call);
     await this.beforeCall(call);
-    for (const id of ids) {
-      const txn = this.transactions.find((t) => t.id === id);
-      if (txn) txn.client_sync_status = "synced";
-    }
+    const wanted = new Set(ids);
+    for (const txn of this.transactions) if (wanted.has(txn.id)) txn.client_sync_status = "synced";
     return { acknowledged: ids.length };
   }
 
@@ -315,16 +313,16 @@ export class FakeProvider implements ProviderPort {
     this.calls.push(call);
     await this.beforeCall(call);
     const list = query.status ? this.cards.filter((c) => String(c["status"]).toLowerCase() === query.status) : this.cards;
-    return this.page(list.map((c) => structuredClone(c)), query);
+    return this.page(list, query, (c) => structuredClone(c));
   }
 
   count(op: ProviderCall["op"]): number {
     return this.calls.filter((c) => c.op === op).length;
   }
 
-  private page(all: readonly unknown[], query: { page: number; page_size: number }): ProviderPage {
+  private page<T>(all: readonly T[], query: { page: number; page_size: number }, copy: (item: T) => unknown): ProviderPage {
     const start = (query.page - 1) * query.page_size;
-    const data = all.slice(start, start + query.page_size);
+    const data = all.slice(start, start + query.page_size).map(copy);
     const totalPages = Math.ceil(all.length / query.page_size);
     return {
       data,
