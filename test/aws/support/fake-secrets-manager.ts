@@ -14,7 +14,8 @@ import { mockClient } from "aws-sdk-client-mock";
 
 interface Version {
   readonly id: string;
-  readonly value: string;
+  /** Undefined for the empty version Secrets Manager labels AWSPENDING when a rotation starts. */
+  value: string | undefined;
   stages: Set<string>;
 }
 
@@ -50,18 +51,30 @@ export class FakeSecretsManager {
     for (let i = 0; i < times; i += 1) this.#failures.push({ operation, error });
   }
 
+  /** What RotateSecret does before invoking the rotation function: an empty version labelled AWSPENDING. */
+  startRotation(token: string): void {
+    const version: Version = { id: token, value: undefined, stages: new Set() };
+    this.versions.push(version);
+    this.#moveStage("AWSPENDING", version);
+  }
+
   /** The parsed JSON of the AWSCURRENT version. */
   current(): Record<string, unknown> {
-    return JSON.parse(this.#byStage("AWSCURRENT").value) as Record<string, unknown>;
+    return JSON.parse(this.#byStage("AWSCURRENT").value ?? "null") as Record<string, unknown>;
   }
 
   stagesOf(versionId: string): string[] {
     return [...(this.versions.find((v) => v.id === versionId)?.stages ?? [])].sort();
   }
 
-  /** Number of PutSecretValue calls that created a new version. */
+  /** Number of versions holding a value. */
   get versionCount(): number {
-    return this.versions.length;
+    return this.versions.filter((v) => v.value !== undefined).length;
+  }
+
+  /** Id of the version labelled `stage`, if any. */
+  versionWith(stage: string): string | undefined {
+    return this.versions.find((v) => v.stages.has(stage))?.id;
   }
 
   async #run<T>(operation: Operation, input: Record<string, unknown>, body: () => T): Promise<T> {
@@ -83,7 +96,7 @@ export class FakeSecretsManager {
   #get(input: { VersionId?: string; VersionStage?: string }) {
     const version =
       input.VersionId !== undefined ? this.versions.find((v) => v.id === input.VersionId) : this.#byStage(input.VersionStage ?? "AWSCURRENT");
-    if (version === undefined) throw awsError("ResourceNotFoundException");
+    if (version?.value === undefined) throw awsError("ResourceNotFoundException");
     return { ARN: this.secretId, VersionId: version.id, SecretString: version.value, VersionStages: [...version.stages] };
   }
 
@@ -91,7 +104,11 @@ export class FakeSecretsManager {
     const id = input.ClientRequestToken ?? randomUUID();
     const existing = this.versions.find((v) => v.id === id);
     if (existing !== undefined) {
-      if (existing.value !== input.SecretString) throw awsError("ResourceExistsException");
+      if (existing.value !== undefined && existing.value !== input.SecretString) throw awsError("ResourceExistsException");
+      if (existing.value === undefined) {
+        existing.value = input.SecretString ?? "";
+        for (const stage of input.VersionStages ?? ["AWSCURRENT"]) this.#moveStage(stage, existing);
+      }
       return { ARN: this.secretId, VersionId: id, VersionStages: [...existing.stages] };
     }
     const stages = input.VersionStages ?? ["AWSCURRENT"];
