@@ -68,10 +68,12 @@ function itemKey(raw: unknown): string {
   return typeof id === "string" && id !== "" ? id : `sha:${contentHash(raw)}`;
 }
 
+/** A 400 from the provider (or the client's own request check) naming `page_size`. */
 function isPageSizeRejection(err: unknown): boolean {
-  const e = err as { status?: unknown; errors?: unknown; cause?: unknown } | null;
-  const inner = (e?.cause ?? e) as { status?: unknown; errors?: unknown } | null;
-  if (inner?.status !== 400 || !Array.isArray(inner.errors)) return false;
+  const outer = err as { cause?: unknown } | null;
+  const inner = (outer?.cause ?? outer) as { status?: unknown; name?: unknown; errors?: unknown } | null;
+  if (inner?.status !== 400 && inner?.name !== "InvalidRequestError") return false;
+  if (!Array.isArray(inner.errors)) return false;
   return inner.errors.some((x: unknown) => (x as { field?: unknown } | null)?.field === "page_size");
 }
 

@@ -1,0 +1,95 @@
+/**
+ * The engine against the provider sandbox through the real QashioClient: proves the client satisfies the
+ * provider port and the cycle drains a seeded backlog, sees PATCHed changes, refunds and suspensions.
+ */
+import { beforeEach, describe, expect, it } from "vitest";
+import { createSandbox, SANDBOX_IN_PROCESS_URL, type Sandbox } from "../../sandbox/index.js";
+import { OAuthTokenProvider, QashioClient, exchangeCode, storedTokensOf } from "../../shared/qashio/index.js";
+import { pollCards, pollTransactions, type ProviderPort } from "../../shared/bridge/index.js";
+import { makeRig, MemoryLock, MemoryTokenStore, type TestRig } from "./fakes.js";
+
+const REDIRECT = "http://127.0.0.1:8765/callback";
+const START = "2025-03-15T12:00:00Z";
+
+interface World {
+  sandbox: Sandbox;
+  companyId: string;
+  client: QashioClient;
+  rig: TestRig;
+  control(method: string, path: string, body?: unknown): Promise<Record<string, unknown>>;
+}
+
+async function world(): Promise<World> {
+  const sandbox = createSandbox({ seed: 3, startTime: START });
+  const [company] = sandbox.control.companies().filter((c) => c.apiAccessEnabled);
+  const companyId = company!.id;
+  const oauth = { baseUrl: SANDBOX_IN_PROCESS_URL, clientId: "sandbox-client", clientSecret: "sandbox-secret", fetch: sandbox.fetch };
+  const code = sandbox.control.issueAuthorizationCode({ companyId, redirectUri: REDIRECT });
+  const store = new MemoryTokenStore(storedTokensOf(await exchangeCode(oauth, { code, redirectUri: REDIRECT }), Date.parse(START)));
+  const rig = makeRig({ tenant: companyId, emitCardCreated: false });
+  const tokenProvider = new OAuthTokenProvider({ ...oauth, store, lock: new MemoryLock(rig.clock) });
+  const client = new QashioClient({ baseUrl: SANDBOX_IN_PROCESS_URL, tokenProvider, fetch: sandbox.fetch });
+  // The client is the provider port: this assignment is the compile-time proof.
+  const provider: ProviderPort = client;
+  Object.assign(rig.deps, { provider });
+  const control = async (method: string, path: string, body?: unknown) => {
+    const res = await sandbox.fetch(`${SANDBOX_IN_PROCESS_URL}/_sandbox/companies/${companyId}${path}`, {
+      method,
+      headers: { "content-type": "application/json" },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    expect(res.status, `${method} ${path}`).toBeLessThan(300);
+    return (await res.json()) as Record<string, unknown>;
+  };
+  return { sandbox, companyId, client, rig, control };
+}
+
+async function pullable(client: QashioClient): Promise<number> {
+  const a = await client.listTransactions({ client_sync_status: "not_synced", page: 1, page_size: 1 });
+  const b = await client.listTransactions({ client_sync_status: "outdated", page: 1, page_size: 1 });
+  return a.pagination.total_records + b.pagination.total_records;
+}
+
+describe("bridge engine against the sandbox", () => {
+  let w: World;
+  beforeEach(async () => {
+    w = await world();
+  });
+
+  it("drains the seeded backlog in one cycle and leaves nothing pullable", async () => {
+    const before = await pullable(w.client);
+    expect(before).toBeGreaterThan(0);
+    const report = await pollTransactions(w.rig.deps);
+    expect(report.outcome).toBe("complete");
+    expect(report.handled).toBe(before);
+    expect(await pullable(w.client)).toBe(0);
+    expect(new Set(w.rig.publisher.ids).size).toBe(w.rig.publisher.events.length);
+    const second = await pollTransactions(w.rig.deps);
+    expect(second.handled).toBe(0);
+  });
+
+  it("publishes transaction.changed after a dashboard PATCH, and a refund with its parent", async () => {
+    await pollTransactions(w.rig.deps);
+    const [purchase] = (await w.client.listTransactions({ transaction_category: "purchase", page: 1, page_size: 1 })).data;
+    await w.control("PATCH", `/transactions/${purchase!.id}`, { memo: "patched in the dashboard" });
+    await w.control("POST", "/transactions", { count: 1, transaction_category: "refund", parent_qashio_id: purchase!.qashio_id });
+    const seen = w.rig.publisher.events.length;
+    await pollTransactions(w.rig.deps);
+    const fresh = w.rig.publisher.events.slice(seen);
+    const changed = fresh.find((e) => e.detail.type === "transaction.changed" && e.detail.subject.id === purchase!.id);
+    expect(changed?.detail.data.changes).toContainEqual(expect.objectContaining({ path: "/memo", after: "patched in the dashboard" }));
+    const refund = fresh.find((e) => e.detail.type === "transaction.created" && e.detail.data.object["parent_qashio_id"] === purchase!.qashio_id);
+    expect(refund?.detail.data.parent).toEqual({ id: purchase!.id, qashio_id: purchase!.qashio_id });
+  });
+
+  it("publishes card.suspended after a dashboard status change, in both walk modes", async () => {
+    await pollCards(w.rig.deps);
+    expect(w.rig.publisher.events).toHaveLength(0);
+    const [active] = (await w.client.listErpCards({ status: "active", page: 1, page_size: 2 })).data;
+    await w.control("POST", `/cards/${active!.id}/status`, { status: "Suspended" });
+    await pollCards(w.rig.deps, { mode: "suspended-only" });
+    expect(w.rig.publisher.events.map((e) => [e.detail.type, e.detail.subject.id])).toEqual([["card.suspended", active!.id]]);
+    await pollCards(w.rig.deps);
+    expect(w.rig.publisher.events).toHaveLength(1);
+  });
+});
