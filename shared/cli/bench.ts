@@ -11,7 +11,8 @@ import { fork, type ChildProcess } from "node:child_process";
 import { mkdtemp, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { createRequire } from "node:module";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { DEFAULT_PAGE_SIZE, pollTransactions, totalPublished, type EventPublisher } from "../bridge/index.js";
 import { exchangeCode } from "../qashio/auth/oauth.js";
 import { storedTokensOf } from "../qashio/auth/token-provider.js";
@@ -36,7 +37,9 @@ const nullPublisher: EventPublisher = { publish: async () => ({ failed: [] }) };
 
 function startSandbox(request: BenchSandboxRequest): Promise<{ child: ChildProcess; ready: BenchSandboxReady }> {
   const entry = fileURLToPath(new URL("./bench-sandbox.ts", import.meta.url));
-  const child = fork(entry, [], { execArgv: ["--import", "tsx"], stdio: ["ignore", "ignore", "inherit", "ipc"] });
+  // tsx's loader by absolute URL: `--import tsx` would resolve against the working directory.
+  const tsx = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href;
+  const child = fork(entry, [], { execArgv: ["--import", tsx], stdio: ["ignore", "ignore", "inherit", "ipc"] });
   return new Promise((resolve, reject) => {
     child.once("error", reject);
     child.once("exit", (code) => reject(new CliError(`the bench sandbox exited early (code ${code})`, EXIT.failed)));

@@ -1,0 +1,107 @@
+/**
+ * `bridge authorize` against the sandbox: the person's browser is played by the test, which approves through
+ * the sandbox's control surface and follows the redirect.
+ */
+import { GetSecretValueCommand, PutSecretValueCommand, SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
+import { mockClient } from "aws-sdk-client-mock";
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { authorizeCommand } from "../../shared/cli/authorize-command.js";
+import { EXIT } from "../../shared/cli/errors.js";
+import { ROOT, idsWithStatus, runInProcess, startHarness, type Harness } from "./helpers.js";
+
+let harness: Harness | undefined;
+afterEach(async () => {
+  await harness?.close();
+  harness = undefined;
+});
+
+/** Approves in the sandbox as the person would, then follows the redirect with the given state. */
+function approve(h: Harness, state?: string) {
+  return async (url: string) => {
+    const authorize = new URL(url);
+    const redirectUri = authorize.searchParams.get("redirect_uri") ?? "";
+    const code = h.sandbox.control.issueAuthorizationCode({ companyId: h.companyId, redirectUri, scope: authorize.searchParams.get("scope") ?? undefined });
+    const redirect = new URL(redirectUri);
+    redirect.searchParams.set("code", code);
+    redirect.searchParams.set("state", state ?? authorize.searchParams.get("state") ?? "");
+    await fetch(redirect);
+  };
+}
+
+function io(env: Record<string, string>) {
+  const out = { stdout: "", stderr: "" };
+  return {
+    out,
+    io: {
+      env,
+      cwd: ROOT,
+      stdout: { write: (c: string) => (out.stdout += c) },
+      stderr: { write: (c: string) => (out.stderr += c) },
+      signal: new AbortController().signal,
+    },
+  };
+}
+
+const args = { port: 0, noOpen: true, timeoutMs: 10_000 };
+
+describe("bridge authorize", () => {
+  it("stores the tokens in the state directory, and run --once then works without QASHIO_REFRESH_TOKEN", async () => {
+    const h = (harness = await startHarness());
+    const { QASHIO_REFRESH_TOKEN: _unused, ...env } = h.env;
+    const { io: cli, out } = io(env);
+    let opened = false;
+
+    const code = await authorizeCommand(args, cli, { onAuthorizeUrl: approve(h), open: async () => (opened = true) });
+
+    expect(code).toBe(EXIT.ok);
+    expect(opened).toBe(false);
+    expect(out.stdout).toMatch(/Open this address in a browser[\s\S]*\/oauth2\/authorize\?response_type=code/);
+    expect(out.stdout).toContain(`Tokens stored in ${join(h.env.BRIDGE_STATE_DIR as string, "tokens.json")}`);
+    const stored = JSON.parse(await readFile(join(h.env.BRIDGE_STATE_DIR as string, "tokens.json"), "utf8")) as { refreshToken: string };
+    expect(out.stdout).not.toContain(stored.refreshToken);
+    expect((await runInProcess(["run", "--once"], env)).code).toBe(EXIT.ok);
+    expect(idsWithStatus(h, "not_synced", "outdated")).toEqual([]);
+  });
+
+  it("fails on a redirect with a foreign state and stores nothing", async () => {
+    const h = (harness = await startHarness());
+    const { io: cli } = io(h.env);
+    await expect(authorizeCommand(args, cli, { onAuthorizeUrl: approve(h, "forged-state") })).rejects.toThrow(/state does not match/);
+    await expect(readFile(join(h.env.BRIDGE_STATE_DIR as string, "tokens.json"))).rejects.toThrow(/ENOENT/);
+  });
+
+  it("with --secret-id, takes the client from the secret and merges the refresh token into it", async () => {
+    const h = (harness = await startHarness());
+    const secrets = new SecretsManagerClient({ region: "eu-west-1" });
+    const mock = mockClient(secrets);
+    mock.on(GetSecretValueCommand).resolves({
+      SecretString: JSON.stringify({ client_id: "sandbox-client", client_secret: "sandbox-secret", pii_salt: "from-cdk" }),
+      VersionId: "v1",
+    });
+    mock.on(PutSecretValueCommand).resolves({ VersionId: "v2" });
+    const arn = "arn:aws:secretsmanager:eu-west-1:111122223333:secret:qashio-acme";
+    const { io: cli, out } = io({ QASHIO_BASE_URL: h.url });
+
+    const code = await authorizeCommand({ ...args, secretId: arn }, cli, { onAuthorizeUrl: approve(h), secrets });
+
+    expect(code).toBe(EXIT.ok);
+    const put = mock.commandCalls(PutSecretValueCommand)[0]?.args[0].input;
+    expect(put?.SecretId).toBe(arn);
+    const written = JSON.parse(put?.SecretString ?? "{}") as Record<string, string>;
+    expect(written).toMatchObject({ client_id: "sandbox-client", client_secret: "sandbox-secret", pii_salt: "from-cdk" });
+    expect(written.refresh_token).toMatch(/.+/);
+    expect(out.stdout).toContain(`Tokens stored in secret ${arn}`);
+    expect(out.stdout).not.toContain(written.refresh_token as string);
+  });
+
+  it("with --secret-id, names the client settings missing from both environment and secret", async () => {
+    const secrets = new SecretsManagerClient({ region: "eu-west-1" });
+    mockClient(secrets).on(GetSecretValueCommand).resolves({ SecretString: "{}", VersionId: "v1" });
+    const { io: cli } = io({ QASHIO_BASE_URL: "http://127.0.0.1:9" });
+    await expect(authorizeCommand({ ...args, secretId: "arn:x" }, cli, { secrets })).rejects.toThrow(
+      /QASHIO_CLIENT_ID: is not set and the secret has no client_id[\s\S]*QASHIO_CLIENT_SECRET/,
+    );
+  });
+});

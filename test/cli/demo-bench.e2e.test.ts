@@ -1,0 +1,53 @@
+/**
+ * End-to-end: `npm start` (demo) and `npm run bench` as child processes, as a person runs them.
+ */
+import { describe, expect, it } from "vitest";
+import { EXIT } from "../../shared/cli/errors.js";
+import { spawnBridge } from "./helpers.js";
+
+describe("bridge demo --cycles 2", () => {
+  it("prints one line per event and a summary per cycle, without colour on a pipe, and exits 0", async () => {
+    const { code, stdout, stderr } = await spawnBridge(["demo", "--cycles", "2", "--interval", "0ms"], {}).outcome;
+
+    expect(code, stderr).toBe(EXIT.ok);
+    expect(stdout).toMatch(/sandbox at http:\/\/127\.0\.0\.1:\d+/);
+    expect(stdout).toMatch(/events are appended to \S+events\.jsonl/);
+    expect(stdout).toMatch(/^\d{2}-\d{2} \d{2}:\d{2}:\d{2} {2}transaction\.created {2}CT\d+/m);
+    expect(stdout).toMatch(/^── cycle 1: \d+ events \(\d+ transaction\.created\)/m);
+    expect(stdout).toMatch(/sandbox activity: \d new purchases?/);
+    expect(stdout).toMatch(/^── cycle 2: /m);
+    expect(stdout).toContain("stopped after 2 cycles");
+    expect(stdout).not.toContain("\u001b[");
+  });
+});
+
+describe("bridge bench --transactions 500 --latency-ms 1 --json", () => {
+  it("ends with one JSON line whose numbers agree with each other", async () => {
+    const { code, stdout, stderr } = await spawnBridge(["bench", "--transactions", "500", "--latency-ms", "1", "--json"], {}).outcome;
+
+    expect(code, stderr).toBe(EXIT.ok);
+    const last = stdout.trim().split("\n").at(-1) ?? "";
+    const result = JSON.parse(last) as Record<string, number>;
+    expect(Object.keys(result)).toEqual([
+      "transactions",
+      "events",
+      "provider_calls",
+      "floor_calls",
+      "wall_ms",
+      "floor_ms",
+      "cpu_us_per_txn",
+      "peak_rss_mb",
+      "latency_ms",
+    ]);
+    expect(result.transactions).toBe(500);
+    expect(result.events).toBe(500);
+    expect(result.latency_ms).toBe(1);
+    expect(result.provider_calls).toBeGreaterThanOrEqual(result.floor_calls as number);
+    expect(result.floor_ms).toBe((result.floor_calls as number) * 1);
+    expect(result.wall_ms).toBeGreaterThanOrEqual(result.floor_ms as number);
+    expect(result.cpu_us_per_txn).toBeGreaterThan(0);
+    expect(result.peak_rss_mb).toBeGreaterThan(0);
+    // The human report goes to stderr with --json, so stdout stays machine-readable.
+    expect(stderr).toContain("budget check:");
+  });
+});
