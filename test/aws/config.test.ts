@@ -1,0 +1,70 @@
+import { describe, expect, it } from "vitest";
+import { CYCLE_SAFETY_MARGIN_MS, cycleDeadline, loadConfig } from "../../shared/aws/config.js";
+import { ConfigurationError } from "../../shared/aws/errors.js";
+
+const valid = {
+  TENANT_ID: "acme",
+  QASHIO_BASE_URL: "https://api.example.com/",
+  TABLE_NAME: "bridge",
+  SECRET_ID: "arn:aws:secretsmanager:eu-west-1:123456789012:secret:acme-AbCdEf",
+  EVENT_BUS_NAME: "bridge-bus",
+  PII_MODE: "hash",
+  POWERTOOLS_SERVICE_NAME: "qashio-bridge",
+};
+
+describe("loadConfig", () => {
+  it("reads a valid environment, applying the documented defaults", () => {
+    expect(loadConfig(valid)).toEqual({
+      tenant: "acme",
+      baseUrl: "https://api.example.com",
+      tableName: "bridge",
+      secretId: valid.SECRET_ID,
+      eventBusName: "bridge-bus",
+      eventSource: "qashio.bridge",
+      piiMode: "hash",
+      emitCardCreated: false,
+      serviceName: "qashio-bridge",
+      metricsNamespace: "QashioBridge",
+    });
+  });
+
+  it("reads the optional settings", () => {
+    const config = loadConfig({ ...valid, EMIT_CARD_CREATED: "true", CYCLE_BUDGET_MS: "45000", EVENT_SOURCE: "acme.cards" });
+    expect(config).toMatchObject({ emitCardCreated: true, cycleBudgetMs: 45_000, eventSource: "acme.cards" });
+  });
+
+  it("resolves a named deployment through its URL variable", () => {
+    expect(loadConfig({ ...valid, QASHIO_BASE_URL: "sandbox", QASHIO_SANDBOX_URL: "http://sandbox.local" }).baseUrl).toBe("http://sandbox.local");
+  });
+
+  it("names every missing or invalid variable in one error", () => {
+    const { TABLE_NAME: _t, SECRET_ID: _s, ...rest } = valid;
+    const error = (() => {
+      try {
+        loadConfig({ ...rest, PII_MODE: "partial", EMIT_CARD_CREATED: "yes", CYCLE_BUDGET_MS: "-1", TENANT_ID: "a#b" });
+      } catch (e) {
+        return e;
+      }
+    })();
+    expect(error).toBeInstanceOf(ConfigurationError);
+    const variables = (error as ConfigurationError).issues.map((i) => i.variable).sort();
+    expect(variables).toEqual(["CYCLE_BUDGET_MS", "EMIT_CARD_CREATED", "PII_MODE", "SECRET_ID", "TABLE_NAME", "TENANT_ID"]);
+    expect((error as Error).message).toMatch(/TABLE_NAME is required/);
+  });
+
+  it("rejects a base URL that is neither a URL nor a deployment", () => {
+    expect(() => loadConfig({ ...valid, QASHIO_BASE_URL: "ftp://x" })).toThrow(/QASHIO_BASE_URL/);
+  });
+});
+
+describe("cycleDeadline", () => {
+  it("keeps a safety margin before the Lambda timeout", () => {
+    expect(cycleDeadline(1_000, 60_000)).toBe(1_000 + 60_000 - CYCLE_SAFETY_MARGIN_MS);
+  });
+  it("is capped by the configured budget", () => {
+    expect(cycleDeadline(1_000, 900_000, 30_000)).toBe(31_000);
+  });
+  it("never lies in the past", () => {
+    expect(cycleDeadline(1_000, 5_000)).toBe(1_000);
+  });
+});

@@ -1,0 +1,37 @@
+import { Metrics } from "@aws-lambda-powertools/metrics";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { PowertoolsMetricsAdapter } from "../../shared/aws/observability.js";
+
+afterEach(() => vi.unstubAllEnvs());
+
+function capture() {
+  vi.stubEnv("POWERTOOLS_DEV", "true");
+  vi.stubEnv("POWERTOOLS_METRICS_DISABLED", "false");
+  const lines: Record<string, unknown>[] = [];
+  vi.spyOn(console, "log").mockImplementation((line: unknown) => void lines.push(JSON.parse(String(line)) as Record<string, unknown>));
+  vi.spyOn(console, "warn").mockImplementation(() => undefined);
+  const metrics = new Metrics({ namespace: "QashioBridge", serviceName: "svc", defaultDimensions: { tenant: "acme" } });
+  return { metrics, lines };
+}
+
+describe("PowertoolsMetricsAdapter", () => {
+  it("sums dimensioned counts into one EMF document per dimension set, keeping the tenant", () => {
+    const { metrics, lines } = capture();
+    const adapter = new PowertoolsMetricsAdapter(metrics);
+    adapter.add("EventsPublished", 1, "Count", { type: "card.suspended" });
+    adapter.add("EventsPublished", 1, "Count", { type: "card.suspended" });
+    adapter.add("EventsPublished", 1, "Count", { type: "transaction.created" });
+    adapter.flush();
+    expect(lines.map((l) => [l.type, l.EventsPublished, l.tenant])).toEqual([
+      ["card.suspended", 2, "acme"],
+      ["transaction.created", 1, "acme"],
+    ]);
+  });
+
+  it("adds plain metrics to the invocation's buffer, published with the tenant dimension", () => {
+    const { metrics, lines } = capture();
+    new PowertoolsMetricsAdapter(metrics).add("CycleDurationMs", 1234, "Milliseconds");
+    metrics.publishStoredMetrics();
+    expect(lines[0]).toMatchObject({ CycleDurationMs: 1234, tenant: "acme" });
+  });
+});
