@@ -12,7 +12,8 @@ beforeEach(async () => {
 afterEach(async () => h.close());
 
 describe("concurrent invocations against one tenant", () => {
-  it("never presents a refresh token twice and loses no change across 20 rounds of 2 transaction pollers and 1 card poller", async () => {
+  // The slowest test of the AWS runtime (~8 s): CI runs it once, not again in the Node 24 pass.
+  it.skipIf(process.env.QASHIO_SKIP_SLOW === "1")("never presents a refresh token twice and loses no change across 20 rounds of 2 transaction pollers and 1 card poller", async () => {
     const data = h.sandbox.control.company(h.companyId);
     if (data === undefined) throw new Error("no company");
     const state = h.sandbox.control.state;
