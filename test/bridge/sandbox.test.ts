@@ -4,15 +4,19 @@
  */
 import { beforeEach, describe, expect, it } from "vitest";
 import { createSandbox, SANDBOX_IN_PROCESS_URL, type Sandbox } from "../../sandbox/index.js";
-import { OAuthTokenProvider, QashioClient, exchangeCode, storedTokensOf } from "../../shared/qashio/index.js";
-import { pollCards, pollTransactions, type ProviderPort } from "../../shared/bridge/index.js";
+import { OAuthTokenProvider, QashioClient, exchangeCode, refresh, storedTokensOf } from "../../shared/qashio/index.js";
+import { pollCards, pollTransactions, ReauthorizationNeededError, type ProviderPort } from "../../shared/bridge/index.js";
 import { makeRig, MemoryLock, MemoryTokenStore, type TestRig } from "./fakes.js";
 
 const REDIRECT = "http://127.0.0.1:8765/callback";
 const START = "2025-03-15T12:00:00Z";
 
+const tokenCalls = { count: 0 };
+
 interface World {
   sandbox: Sandbox;
+  store: MemoryTokenStore;
+  oauth: { baseUrl: string; clientId: string; clientSecret: string; fetch: Sandbox["fetch"] };
   companyId: string;
   client: QashioClient;
   rig: TestRig;
@@ -27,8 +31,13 @@ async function world(): Promise<World> {
   const code = sandbox.control.issueAuthorizationCode({ companyId, redirectUri: REDIRECT });
   const store = new MemoryTokenStore(storedTokensOf(await exchangeCode(oauth, { code, redirectUri: REDIRECT }), Date.parse(START)));
   const rig = makeRig({ tenant: companyId, emitCardCreated: false });
-  const tokenProvider = new OAuthTokenProvider({ ...oauth, store, lock: new MemoryLock(rig.clock) });
-  const client = new QashioClient({ baseUrl: SANDBOX_IN_PROCESS_URL, tokenProvider, fetch: sandbox.fetch });
+  rig.clock.ms = Date.parse(START);
+  const fetch: typeof sandbox.fetch = (input, init) => {
+    if (String(input).endsWith("/oauth2/token")) tokenCalls.count += 1;
+    return sandbox.fetch(input, init);
+  };
+  const tokenProvider = new OAuthTokenProvider({ ...oauth, fetch, store, lock: new MemoryLock(rig.clock), clock: rig.clock });
+  const client = new QashioClient({ baseUrl: SANDBOX_IN_PROCESS_URL, tokenProvider, fetch, clock: rig.clock });
   // The client is the provider port: this assignment is the compile-time proof.
   const provider: ProviderPort = client;
   Object.assign(rig.deps, { provider });
@@ -41,7 +50,7 @@ async function world(): Promise<World> {
     expect(res.status, `${method} ${path}`).toBeLessThan(300);
     return (await res.json()) as Record<string, unknown>;
   };
-  return { sandbox, companyId, client, rig, control };
+  return { sandbox, store, oauth, companyId, client, rig, control };
 }
 
 async function pullable(client: QashioClient): Promise<number> {
@@ -91,5 +100,20 @@ describe("bridge engine against the sandbox", () => {
     expect(w.rig.publisher.events.map((e) => [e.detail.type, e.detail.subject.id])).toEqual([["card.suspended", active!.id]]);
     await pollCards(w.rig.deps);
     expect(w.rig.publisher.events).toHaveLength(1);
+  });
+
+  it("stops with a re-authorize error after one token call when the token family is revoked", async () => {
+    // Another party used the stored refresh token: it is consumed, and presenting it again revokes the family.
+    const stored = await w.store.load();
+    await refresh(w.oauth, stored!.refreshToken);
+    w.sandbox.control.advanceClock(3600);
+    w.rig.clock.advance(3600_000);
+    tokenCalls.count = 0;
+    const error = await pollTransactions(w.rig.deps).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ReauthorizationNeededError);
+    expect((error as Error).message).toMatch(/re-authorize/);
+    expect(tokenCalls.count).toBe(1);
+    expect(w.rig.metrics.sum("TokenFamilyRevoked")).toBe(1);
+    await expect(pollTransactions(w.rig.deps)).rejects.toBeInstanceOf(ReauthorizationNeededError);
   });
 });
