@@ -2,7 +2,7 @@ import { PutEventsCommand, type EventBridgeClient, type PutEventsRequestEntry } 
 import type { BridgeEvent, Clock, EventPublisher, Logger, PublishFailure } from "../bridge/ports.js";
 import { systemClock } from "./clock.js";
 import { PublishError } from "./errors.js";
-import { MAX_ENTRY_BYTES, entrySize, reduceDetail, type ReducedDetail } from "./event-size.js";
+import { MAX_ENTRY_BYTES, entrySize, reduceDetail, truncationsOf, type ReducedDetail } from "./event-size.js";
 import { DEFAULT_BACKOFF, backoffDelay, isRetryableAwsError, mapLimit, type BackoffOptions } from "./retry.js";
 
 /** PutEvents accepts at most 10 entries per call. */
@@ -95,7 +95,7 @@ export class EventBridgePublisher implements EventPublisher {
       eventId: event.detail.id,
       type: event.detailType,
       bytes: size,
-      truncated: reduced._truncated,
+      truncated: truncationsOf(reduced),
     });
     const reducedEntry = toEntry(reduced);
     return { event, entry: reducedEntry, size: entrySize(reducedEntry) };

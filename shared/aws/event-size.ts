@@ -6,8 +6,9 @@
  *
  * Reduction rules for an event whose entry exceeds the limit (never dropped silently):
  * 1. Arrays inside `detail.data` (the object, each change's `before`/`after`, the parent), largest first, keep the
- *    longest prefix that makes the entry fit (possibly none), each trim recorded in `detail._truncated` as
- *    `{ path, total, kept }` with `path` a JSON Pointer into `detail`.
+ *    longest prefix that makes the entry fit (possibly none), each trim recorded in `detail.data.object._truncated`
+ *    as `{ path, total, kept }` with `path` a JSON Pointer into `detail`. (The marker lives in the object because the
+ *    event schemas keep `detail` and `data` closed while the provider object is open.)
  * 2. If it still does not fit, the `detail.data.changes` list itself is trimmed the same way.
  * 3. If it still does not fit (e.g. one huge string), the event is returned as failed with reason `oversized` so the
  *    engine quarantines it.
@@ -51,8 +52,17 @@ export interface Truncation {
   readonly kept: number;
 }
 
-/** A detail with the reduction marker the publisher may add. */
-export type ReducedDetail = BridgeEventDetail & { readonly _truncated?: readonly Truncation[] };
+/** Key of the reduction marker inside `detail.data.object`. */
+export const TRUNCATION_MARKER = "_truncated";
+
+/** A detail as sent, possibly reduced (then `data.object._truncated` lists the trims). */
+export type ReducedDetail = BridgeEventDetail;
+
+/** The trims recorded in a reduced detail (empty when it was sent whole). */
+export function truncationsOf(detail: BridgeEventDetail): readonly Truncation[] {
+  const marker = detail.data.object[TRUNCATION_MARKER];
+  return Array.isArray(marker) ? (marker as Truncation[]) : [];
+}
 
 const escapePointer = (segment: string): string => segment.replace(/~/g, "~0").replace(/\//g, "~1");
 
@@ -89,9 +99,12 @@ export function reduceDetail(
   toEntry: (detail: ReducedDetail) => SizedEntry,
   limit: number = MAX_ENTRY_BYTES,
 ): ReducedDetail | undefined {
-  const copy = structuredClone(detail) as ReducedDetail & { data: Record<string, unknown> };
+  const copy = structuredClone(detail) as BridgeEventDetail & { data: Record<string, unknown> };
   const truncations: Truncation[] = [];
-  const withMarker = (): ReducedDetail => (truncations.length > 0 ? { ...copy, _truncated: [...truncations] } : copy);
+  const withMarker = (): ReducedDetail =>
+    truncations.length > 0
+      ? { ...copy, data: { ...copy.data, object: { ...(copy.data.object as Record<string, unknown>), [TRUNCATION_MARKER]: [...truncations] } } }
+      : copy;
   const fits = (): boolean => entrySize(toEntry(withMarker())) <= limit;
   if (fits()) return copy;
 

@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { BridgeEvent } from "../../shared/bridge/ports.js";
 import { PublishError } from "../../shared/aws/errors.js";
 import { EventBridgePublisher } from "../../shared/aws/event-publisher.js";
-import { MAX_ENTRY_BYTES, entrySize, reduceDetail } from "../../shared/aws/event-size.js";
+import { MAX_ENTRY_BYTES, entrySize, reduceDetail, truncationsOf } from "../../shared/aws/event-size.js";
 import { FakeClock } from "./support/clock.js";
 import { awsError } from "./support/fake-secrets-manager.js";
 
@@ -126,12 +126,12 @@ describe("EventBridgePublisher", () => {
     expect(await publisher().publish([big])).toEqual({ failed: [] });
     const [entry] = sentEntries()[0] ?? [];
     expect(entrySize(entry ?? {})).toBeLessThanOrEqual(MAX_ENTRY_BYTES);
-    const detail = JSON.parse(entry?.Detail ?? "{}") as { data: { object: { line_items: unknown[]; receipts: unknown[] } }; _truncated: unknown[] };
+    const detail = JSON.parse(entry?.Detail ?? "{}") as { data: { object: { line_items: unknown[]; receipts: unknown[]; _truncated: unknown[] } } };
     const kept = detail.data.object.line_items.length;
     expect(kept).toBeGreaterThan(1_000);
     expect(detail.data.object.line_items).toEqual(lineItems.slice(0, kept));
     expect(detail.data.object.receipts).toEqual([{ id: "r1" }]);
-    expect(detail._truncated).toEqual([{ path: "/data/object/line_items", total: 3_000, kept }]);
+    expect(detail.data.object._truncated).toEqual([{ path: "/data/object/line_items", total: 3_000, kept }]);
   });
 
   it("returns an event that no trimming can fit as failed with reason oversized", async () => {
@@ -157,7 +157,7 @@ describe("reduceDetail", () => {
     ]).detail;
     const reduced = reduceDetail(detail, toEntry, 1_500);
     expect(reduced?.data.changes).toHaveLength(2);
-    expect(reduced?._truncated?.[0]).toMatchObject({ path: "/data/changes/0/before", total: 50 });
+    expect(truncationsOf(reduced ?? detail)[0]).toMatchObject({ path: "/data/changes/0/before", total: 50 });
     expect(entrySize(toEntry(reduced))).toBeLessThanOrEqual(1_500);
   });
 });

@@ -1,6 +1,9 @@
 import { PutEventsCommand, type PutEventsRequestEntry } from "@aws-sdk/client-eventbridge";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ConfigurationError } from "../../shared/aws/errors.js";
+import { truncationsOf } from "../../shared/aws/event-size.js";
+import { parseEventDetail } from "../../shared/bridge/index.js";
+import type { BridgeEventDetail } from "../../shared/bridge/ports.js";
 import { DynamoLeaseLock } from "../../shared/aws/lease-lock.js";
 import { leaseNames } from "../../shared/aws/keys.js";
 import { awsError } from "../aws/support/fake-secrets-manager.js";
@@ -41,6 +44,22 @@ describe("poll-transactions handler", () => {
     expect(changed?.detailType).toBe("transaction.changed");
     expect(changed?.detail.subject.id).toBe(target.id);
     expect(changed?.detail.data.changes).toContainEqual(expect.objectContaining({ path: "/memo", after: "Team lunch, client visit" }));
+    expect(h.pendingAtProvider()).toBe(0);
+  });
+
+  it("publishes an oversized change trimmed with a marker, still valid against the event schema", async () => {
+    const poll = h.poller("transactions");
+    await poll();
+    const target = company().transactions.get(h.published[0]?.detail.subject.id ?? "");
+    if (target === undefined) throw new Error("no published transaction");
+    const lineItems = Array.from({ length: 1_500 }, (_, i) => ({ id: `li_${i}`, description: `Item ${i} ${"x".repeat(80)}`, amount: i }));
+    h.sandbox.control.state.patchTransaction(company(), target.id, { line_items: lineItems });
+    h.published.length = 0;
+    expect(await poll()).toMatchObject({ published: 1, quarantined: 0 });
+    const [event] = h.published;
+    expect(event?.detailType).toBe("transaction.changed");
+    expect(truncationsOf(event?.detail as BridgeEventDetail).length).toBeGreaterThan(0);
+    expect(parseEventDetail(event?.detail).success).toBe(true);
     expect(h.pendingAtProvider()).toBe(0);
   });
 
