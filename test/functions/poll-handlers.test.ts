@@ -2,7 +2,8 @@ import { PutEventsCommand, type PutEventsRequestEntry } from "@aws-sdk/client-ev
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ConfigurationError } from "../../shared/aws/errors.js";
 import { truncationsOf } from "../../shared/aws/event-size.js";
-import { parseEventDetail } from "../../shared/bridge/index.js";
+import { ReauthorizationNeededError, parseEventDetail } from "../../shared/bridge/index.js";
+import { ACCESS_TOKEN_TTL_SECONDS } from "../../sandbox/index.js";
 import type { BridgeEventDetail } from "../../shared/bridge/ports.js";
 import { DynamoLeaseLock } from "../../shared/aws/lease-lock.js";
 import { leaseNames } from "../../shared/aws/keys.js";
@@ -117,6 +118,23 @@ describe("poll-transactions handler", () => {
     await h.poller("transactions")();
     expect(h.refreshTokensPresented).toHaveLength(1);
     expect(h.secrets.versionCount).toBe(2);
+  });
+
+  it("stops with a re-authorize error and a TokenFamilyRevoked metric when the family is revoked, without a retry loop", async () => {
+    await h.poller("transactions")();
+    // Someone replays the spent first refresh token: the provider revokes the whole family.
+    const spent = h.refreshTokensPresented[0];
+    await h.sandbox.fetch("http://sandbox.local/oauth2/token", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ grant_type: "refresh_token", client_id: "sandbox-client", client_secret: "sandbox-secret", refresh_token: spent }),
+    });
+    h.sandbox.control.advanceClock(ACCESS_TOKEN_TTL_SECONDS + 1);
+    const presentedBefore = h.refreshTokensPresented.length;
+    const error = await h.poller("transactions")().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ReauthorizationNeededError);
+    expect(h.refreshTokensPresented.length - presentedBefore).toBe(1);
+    expect(h.output.some((line) => line.includes('"TokenFamilyRevoked"'))).toBe(true);
   });
 
   it("fails with a ConfigurationError naming every bad variable", async () => {

@@ -1,0 +1,37 @@
+/**
+ * AWS runtime of the bridge: adapters of the engine's ports on DynamoDB, EventBridge and Secrets Manager, the Lambda
+ * environment, and the handler factories `functions/*.ts` export.
+ *
+ * @example
+ * ```ts
+ * import { createPollHandler } from "./shared/aws/index.js";
+ * export const handler = createPollHandler("transactions");
+ * ```
+ */
+export { DynamoSnapshotStore, BATCH_GET_LIMIT, BATCH_WRITE_LIMIT, DEFAULT_COMPRESS_ABOVE_BYTES } from "./snapshot-store.js";
+export type { DynamoSnapshotStoreOptions } from "./snapshot-store.js";
+export { DynamoQuarantine, DEFAULT_QUARANTINE_RETENTION_DAYS } from "./quarantine.js";
+export type { DynamoQuarantineOptions } from "./quarantine.js";
+export { DynamoLeaseLock } from "./lease-lock.js";
+export type { DynamoLeaseLockOptions } from "./lease-lock.js";
+export { EventBridgePublisher, MAX_ENTRIES_PER_CALL } from "./event-publisher.js";
+export type { EventBridgePublisherOptions } from "./event-publisher.js";
+export { entrySize, reduceDetail, truncationsOf, MAX_ENTRY_BYTES, TRUNCATION_MARKER } from "./event-size.js";
+export type { SizedEntry, Truncation } from "./event-size.js";
+export { SecretsManagerTokenStore, ProviderSecretSchema, parseSecret, DEFAULT_SECRET_CACHE_TTL_MS } from "./token-store.js";
+export type { ProviderSecret, SecretRead, SecretsManagerTokenStoreOptions, VersionWrite } from "./token-store.js";
+export { loadConfig, cycleDeadline, CYCLE_SAFETY_MARGIN_MS, DEFAULT_EVENT_SOURCE, DEFAULT_METRICS_NAMESPACE, DEFAULT_SERVICE_NAME } from "./config.js";
+export type { RuntimeConfig } from "./config.js";
+export { leaseNames } from "./keys.js";
+export { runCycle, CYCLE_LEASE_SLACK_MS } from "./cycle.js";
+export type { CycleKind, CycleResult, RunCycleOptions } from "./cycle.js";
+export { rotateProviderSecret, ROTATION_STAGES } from "./rotation.js";
+export type { RotationDeps, RotationEvent, RotationStep } from "./rotation.js";
+export { createTenantRuntime, defaultAwsClients, RuntimeCache, TOKEN_LEASE_TTL_MS } from "./runtime.js";
+export type { AwsClients, TenantRuntime, TenantRuntimeOptions } from "./runtime.js";
+export { createPollHandler, createRotationHandler } from "./handlers.js";
+export type { HandlerOptions, PollEvent, PollResult } from "./handlers.js";
+export { PowertoolsLoggerAdapter, PowertoolsMetricsAdapter } from "./observability.js";
+export { backoffDelay, isRetryableAwsError, withRetries, DEFAULT_BACKOFF } from "./retry.js";
+export type { BackoffOptions } from "./retry.js";
+export * from "./errors.js";
