@@ -12,6 +12,20 @@ function jsonString(text: string): string {
   return NEEDS_ESCAPE.test(text) ? JSON.stringify(text) : `"${text}"`;
 }
 
+/** `"key":` prefixes: provider objects repeat the same few hundred keys on every item. */
+const memberPrefixes = new Map<string, string>();
+const MEMBER_PREFIX_LIMIT = 10_000;
+
+function memberPrefix(key: string): string {
+  let prefix = memberPrefixes.get(key);
+  if (prefix === undefined) {
+    prefix = jsonString(key) + ":";
+    if (memberPrefixes.size >= MEMBER_PREFIX_LIMIT) memberPrefixes.clear();
+    memberPrefixes.set(key, prefix);
+  }
+  return prefix;
+}
+
 /**
  * Serialises `value` as JSON with object keys sorted, so equal data always gives equal text.
  * `undefined` object members are dropped (as JSON.stringify does); non-finite numbers become `null`.
@@ -51,13 +65,33 @@ export function canonicalJson(value: unknown): string {
         if (member === undefined || typeof member === "function" || typeof member === "symbol") continue;
         if (!first) out += ",";
         first = false;
-        out += jsonString(key) + ":" + canonicalJson(member);
+        out += memberPrefix(key) + canonicalJson(member);
       }
       return out + "}";
     }
     default:
       return "null";
   }
+}
+
+/** Canonical JSON of objects hashed by {@link contentHash}, so adapters can write it instead of serialising again. */
+const serialised = new WeakMap<object, string>();
+
+/**
+ * JSON text of `value`: the canonical text computed when it was hashed (sorted keys), else `JSON.stringify`.
+ * Adapters use it to serialise snapshot and event objects once per item instead of three times.
+ *
+ * @example
+ * ```ts
+ * const line = `{"object":${jsonOf(snapshot.object)}}`;
+ * ```
+ */
+export function jsonOf(value: unknown): string {
+  if (typeof value === "object" && value !== null) {
+    const cached = serialised.get(value);
+    if (cached !== undefined) return cached;
+  }
+  return JSON.stringify(value) ?? "null";
 }
 
 /** Hex sha-256 of a string. */
@@ -74,7 +108,9 @@ export function sha256Hex(text: string): string {
  * ```
  */
 export function contentHash(value: unknown): string {
-  return sha256Hex(canonicalJson(value));
+  const text = canonicalJson(value);
+  if (typeof value === "object" && value !== null) serialised.set(value, text);
+  return sha256Hex(text);
 }
 
 /** Hex HMAC-SHA256 of `text` keyed with `key`. */

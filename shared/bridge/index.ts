@@ -29,7 +29,7 @@ export { diffObjects, jsonEqual, escapePointerToken } from "./diff.js";
 export type { Change } from "./diff.js";
 export { applyPii, applyPiiInPlace, assertPiiPolicy, REDACTED, HASH_PREFIX } from "./pii.js";
 export type { PiiMode, PiiPolicy } from "./pii.js";
-export { canonicalJson, contentHash, eventId, sha256Hex, uuidFromHex } from "./hash.js";
+export { canonicalJson, contentHash, eventId, jsonOf, sha256Hex, uuidFromHex } from "./hash.js";
 export type { EventIdentity } from "./hash.js";
 export { requireObjectWithId, schemaValidator } from "./validate.js";
 export type { ItemValidator, ValidationResult, Validators, SafeParseSchema } from "./validate.js";

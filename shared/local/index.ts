@@ -21,7 +21,7 @@ export { FileSnapshotStore } from "./snapshot-store.js";
 export { FileTokenStore } from "./token-store.js";
 export { FileQuarantine } from "./quarantine.js";
 export { FileLock } from "./file-lock.js";
-export { JsonlEventPublisher, toEventBridgeEnvelope } from "./jsonl-publisher.js";
+export { JsonlEventPublisher, toEventBridgeEnvelope, envelopeLine } from "./jsonl-publisher.js";
 export type { EventBridgeEnvelope, JsonlEventPublisherOptions } from "./jsonl-publisher.js";
 export { LocalStateError, CorruptStateError } from "./errors.js";
 

@@ -6,6 +6,7 @@ import { randomUUID } from "node:crypto";
 import { mkdir, open } from "node:fs/promises";
 import path from "node:path";
 import type { BridgeEvent, BridgeEventDetail, EventPublisher, PublishFailure } from "../bridge/ports.js";
+import { jsonOf } from "../bridge/hash.js";
 
 /** An event as an EventBridge rule target receives it. */
 export interface EventBridgeEnvelope {
@@ -55,6 +56,20 @@ export function toEventBridgeEnvelope(event: BridgeEvent, context: { account: st
 }
 
 /**
+ * Serialises an envelope as one JSON line, reusing the object text the engine computed for hashing.
+ * Same members and order as `JSON.stringify(envelope)`; only `detail.data` members are ordered object-first.
+ */
+export function envelopeLine(envelope: EventBridgeEnvelope): string {
+  const { detail, ...head } = envelope;
+  const { data, ...detailHead } = detail;
+  const { object, ...dataRest } = data;
+  const rest = JSON.stringify(dataRest);
+  const dataJson = `{"object":${jsonOf(object)}${rest === "{}" ? "" : "," + rest.slice(1, -1)}}`;
+  const detailJson = `${JSON.stringify(detailHead).slice(0, -1)},"data":${dataJson}}`;
+  return `${JSON.stringify(head).slice(0, -1)},"detail":${detailJson}}`;
+}
+
+/**
  * Appends events to a JSON Lines file and fsyncs before resolving. Writes of one process are serialised;
  * a line torn by a crash is closed off with a newline before the next append, so later lines stay parseable.
  *
@@ -69,6 +84,8 @@ export class JsonlEventPublisher implements EventPublisher {
   private readonly account: string;
   private readonly region: string;
   private readonly newId: () => string;
+  private dirReady = false;
+  private tailChecked = false;
 
   constructor(private readonly options: JsonlEventPublisherOptions) {
     this.account = options.account ?? "000000000000";
@@ -86,19 +103,26 @@ export class JsonlEventPublisher implements EventPublisher {
     if (events.length === 0) return { failed: [] };
     let text = "";
     for (const event of events) {
-      text += JSON.stringify(toEventBridgeEnvelope(event, { account: this.account, region: this.region, id: this.newId() })) + "\n";
+      text += envelopeLine(toEventBridgeEnvelope(event, { account: this.account, region: this.region, id: this.newId() })) + "\n";
     }
-    await mkdir(path.dirname(this.options.file), { recursive: true });
+    if (!this.dirReady) {
+      await mkdir(path.dirname(this.options.file), { recursive: true });
+      this.dirReady = true;
+    }
     const handle = await open(this.options.file, "a+");
     try {
-      const { size } = await handle.stat();
-      if (size > 0) {
-        const last = Buffer.alloc(1);
-        await handle.read(last, 0, 1, size - 1);
-        if (last[0] !== 0x0a) text = "\n" + text;
+      // Only the first append of this instance can meet a line torn by an earlier crash.
+      if (!this.tailChecked) {
+        const { size } = await handle.stat();
+        if (size > 0) {
+          const last = Buffer.alloc(1);
+          await handle.read(last, 0, 1, size - 1);
+          if (last[0] !== 0x0a) text = "\n" + text;
+        }
       }
       await handle.appendFile(text);
       await handle.sync();
+      this.tailChecked = true;
     } finally {
       await handle.close();
     }

@@ -8,6 +8,7 @@ import { randomBytes } from "node:crypto";
 import { mkdir, open, readdir, unlink } from "node:fs/promises";
 import path from "node:path";
 import type { Snapshot, SnapshotKey, SnapshotStore } from "../bridge/ports.js";
+import { jsonOf } from "../bridge/hash.js";
 import { TEMP_SUFFIX, writeFileAtomic } from "./atomic.js";
 import { CorruptStateError } from "./errors.js";
 
@@ -68,6 +69,7 @@ export class FileSnapshotStore implements SnapshotStore {
   private index = new Map<SnapshotKey, Location>();
   private segments = new Map<string, Segment>();
   private nextSeq = 1;
+  private dirReady = false;
   private loading?: Promise<void>;
   /** putMany calls run one at a time so the index follows segment order. */
   private writes: Promise<unknown> = Promise.resolve();
@@ -129,7 +131,8 @@ export class FileSnapshotStore implements SnapshotStore {
     const lines: string[] = [];
     let offset = 0;
     for (const s of unique.values()) {
-      const line = JSON.stringify({ key: s.key, hash: s.hash, object: s.object, updatedAt: s.updatedAt });
+      // The engine already serialised the object to hash it: reuse that text.
+      const line = `{"key":${JSON.stringify(s.key)},"hash":${JSON.stringify(s.hash)},"object":${jsonOf(s.object)},"updatedAt":${JSON.stringify(s.updatedAt)}}`;
       const length = Buffer.byteLength(line);
       entries.push([s.key, offset, length]);
       lines.push(line);
@@ -138,7 +141,10 @@ export class FileSnapshotStore implements SnapshotStore {
     const header = JSON.stringify({ v: 1, entries });
     const seq = this.nextSeq++;
     const name = `seg-${String(seq).padStart(12, "0")}-${randomBytes(4).toString("hex")}.log`;
-    await mkdir(this.dir, { recursive: true, mode: 0o700 });
+    if (!this.dirReady) {
+      await mkdir(this.dir, { recursive: true, mode: 0o700 });
+      this.dirReady = true;
+    }
     await writeFileAtomic(path.join(this.dir, name), header + "\n" + lines.join("\n") + "\n", { mode: 0o600 });
 
     const segment: Segment = { name, seq, live: 0 };

@@ -9,9 +9,12 @@ import {
   FileTokenStore,
   JsonlEventPublisher,
   createLocalAdapters,
+  envelopeLine,
+  toEventBridgeEnvelope,
   writeFileAtomic,
 } from "../../shared/local/index.js";
 import { sampleEvent } from "../bridge/contract/index.js";
+import { contentHash } from "../../shared/bridge/hash.js";
 
 let dir: string;
 beforeEach(async () => {
@@ -122,6 +125,22 @@ describe("JsonlEventPublisher", () => {
       resources: [],
       detail: sampleEvent(1).detail,
     });
+  });
+
+  it("serialises an envelope to a line that parses back to the same envelope, hashed objects included", () => {
+    const event = sampleEvent(3);
+    const withExtras = {
+      ...event,
+      detail: {
+        ...event.detail,
+        data: { ...event.detail.data, changes: [{ path: "/memo", before: "a\"b", after: null }], parent: { id: "p", qashio_id: "CTp" } },
+      },
+    };
+    contentHash(withExtras.detail.data.object);
+    for (const e of [event, withExtras]) {
+      const envelope = toEventBridgeEnvelope(e, { account: "1", region: "r", id: "i" });
+      expect(JSON.parse(envelopeLine(envelope))).toEqual(envelope);
+    }
   });
 
   it("starts a new line after a line torn by a crash, so later events stay parseable", async () => {
