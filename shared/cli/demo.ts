@@ -39,7 +39,8 @@ function prng(seed: number): () => number {
 /** What the demo remembers from the events it saw, to aim the next activity at real ids. */
 interface Seen {
   purchases: { id: string; qashioId: string }[];
-  transactions: string[];
+  /** Transaction id -> last approval status published. */
+  approvals: Map<string, string>;
 }
 
 const APPROVALS = ["pending", "approved", "approved", "rejected", "admin_approved"] as const;
@@ -81,9 +82,10 @@ class ActivityGenerator {
       await this.control("POST", "/transactions", { count: 1, transaction_category: "refund", parent_qashio_id: refunded.qashioId });
       done.push(`refund of ${refunded.qashioId}`);
     }
-    const changed = this.pick(seen.transactions);
+    const changed = this.pick([...seen.approvals.keys()]);
     if (changed !== undefined) {
-      const approval = this.pick(APPROVALS) ?? "approved";
+      // Always a real move, so the change shows in the event.
+      const approval = this.pick(APPROVALS.filter((a) => a !== seen.approvals.get(changed))) ?? "approved";
       await this.control("PATCH", `/transactions/${changed}`, { approval_status: approval });
       done.push(`approval → ${approval}`);
     }
@@ -155,13 +157,13 @@ export async function demoCommand(args: DemoArgs, io: CliIo): Promise<number> {
     });
     line(io.stdout, palette.dim("authorized against the sandbox (authorization-code flow, tokens in the state directory)"));
 
-    const seen: Seen = { purchases: [], transactions: [] };
+    const seen: Seen = { purchases: [], approvals: new Map() };
     const remember = (events: readonly BridgeEvent[]) => {
       for (const event of events) {
         line(io.stdout, formatEvent(event, palette));
         const { subject, data } = event.detail;
         if (subject.type !== "transaction") continue;
-        if (!seen.transactions.includes(subject.id)) seen.transactions.push(subject.id);
+        seen.approvals.set(subject.id, String(data.object.approval_status ?? ""));
         if (data.object.transaction_category === "purchase" && subject.qashio_id !== undefined && event.detail.type === "transaction.created") {
           seen.purchases.push({ id: subject.id, qashioId: subject.qashio_id });
         }

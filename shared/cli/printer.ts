@@ -105,7 +105,7 @@ function timeOf(iso: string): string {
   return match ? `${match[1]} ${match[2]}` : iso;
 }
 
-/** Bookkeeping timestamps that move with every change: listed last, after the changes that say what happened. */
+/** Bookkeeping timestamps that move with every change: they say when, not what. */
 const BOOKKEEPING_PATHS = new Set(["/updated_at", "/modified_date"]);
 
 /**
@@ -135,12 +135,13 @@ export function formatEvent(event: BridgeEvent, p: Palette = NO_COLOURS): string
     if (status !== undefined && detail.data.changes === undefined) parts.push(p.dim(status));
   }
   const all = detail.data.changes ?? [];
-  const changes = [...all.filter((c) => !BOOKKEEPING_PATHS.has(c.path)), ...all.filter((c) => BOOKKEEPING_PATHS.has(c.path))];
-  if (changes.length > 0) {
-    const shown = changes
-      .slice(0, 3)
-      .map((c) => `${c.path.replace(/^\//, "")}: ${showValue(c.before, 24)} → ${showValue(c.after, 24)}`);
-    if (changes.length > 3) shown.push(`+${changes.length - 3} more`);
+  // Bookkeeping timestamps are shown only when nothing else changed; they are counted otherwise.
+  const substantive = all.filter((c) => !BOOKKEEPING_PATHS.has(c.path));
+  const candidates = substantive.length > 0 ? substantive : all;
+  if (candidates.length > 0) {
+    const shown = candidates.slice(0, 3).map((c) => `${c.path.replace(/^\//, "")}: ${showValue(c.before, 24)} → ${showValue(c.after, 24)}`);
+    const more = all.length - Math.min(3, candidates.length);
+    if (more > 0) shown.push(`+${more} more`);
     parts.push(p.blue(shown.join(", ")));
   }
   return parts.join("  ");

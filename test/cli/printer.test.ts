@@ -31,7 +31,7 @@ describe("formatEvent", () => {
     expect(formatEvent(refund)).toBe("03-01 10:15:02  transaction.created  CT1002  refund  AED -20.50  Careem  of CT1001");
   });
 
-  it("lists up to three changes with before and after, bookkeeping timestamps last", () => {
+  it("lists up to three changes with before and after, counting bookkeeping timestamps", () => {
     const changed = event(
       "transaction.changed",
       { type: "transaction", id: "6f1c", qashio_id: "CT1001" },
@@ -42,12 +42,22 @@ describe("formatEvent", () => {
           { path: "/approval_status", before: "pending", after: "approved" },
           { path: "/memo", before: null, after: "team lunch" },
           { path: "/line_items/li-1/amount", before: 10, after: 12 },
+          { path: "/segments/s-1/code", before: "A", after: "B" },
         ],
       },
     );
     expect(formatEvent(changed)).toBe(
-      "03-01 10:15:02  transaction.changed  CT1001  AED 120.00  approval_status: pending → approved, memo: null → team lunch, line_items/li-1/amount: 10 → 12, +1 more",
+      "03-01 10:15:02  transaction.changed  CT1001  AED 120.00  approval_status: pending → approved, memo: null → team lunch, line_items/li-1/amount: 10 → 12, +2 more",
     );
+  });
+
+  it("shows bookkeeping timestamps when nothing else changed", () => {
+    const touched = event(
+      "transaction.changed",
+      { type: "transaction", id: "6f1c", qashio_id: "CT1001" },
+      { object: {}, changes: [{ path: "/updated_at", before: "2026-03-01T10:00:00Z", after: "2026-03-02T10:00:00Z" }] },
+    );
+    expect(formatEvent(touched)).toBe("03-01 10:15:02  transaction.changed  CT1001  updated_at: 2026-03-01T10:00:00Z → 2026-03-02T10:00:00Z");
   });
 
   it("shows a card suspension with nickname and status change", () => {
