@@ -14,9 +14,8 @@ import type { Context } from "aws-lambda";
 import type { CardCycleMode } from "../bridge/cards.js";
 import type { Clock } from "../bridge/ports.js";
 import { totalPublished } from "../bridge/report.js";
-import { storedTokensOf } from "../qashio/auth/token-provider.js";
+import { isRejectedGrant, storedTokensOf } from "../qashio/auth/token-provider.js";
 import { refresh, validate } from "../qashio/auth/oauth.js";
-import { BadRequestError, UnauthorizedError } from "../qashio/errors.js";
 import type { FetchLike } from "../qashio/http.js";
 import { systemClock } from "./clock.js";
 import { cycleDeadline, loadConfig, type RuntimeConfig } from "./config.js";
@@ -158,11 +157,6 @@ export function createPollHandler(kind: CycleKind, options: HandlerOptions = {})
       container.metricsPort.flush();
     }
   });
-}
-
-function isRejectedGrant(error: unknown): boolean {
-  if (error instanceof UnauthorizedError) return true;
-  return error instanceof BadRequestError && error.errors.some((e) => e.code === "invalid_grant");
 }
 
 /**
