@@ -82,6 +82,21 @@ describe("bridge run --once (spawned)", () => {
     expect(idsWithStatus(h, "not_synced", "outdated")).toEqual([]);
   });
 
+  it("stops cleanly between cycles on SIGTERM and exits 0", async () => {
+    const h = await start();
+    const child = spawnBridge(["run", "--interval", "1h"], h.env);
+    await new Promise<void>((resolve) => {
+      child.stdout?.on("data", (chunk: Buffer) => {
+        if (chunk.toString().includes("cycle 1:")) resolve();
+      });
+    });
+    child.kill("SIGTERM");
+    const { code, stdout, stderr } = await child.outcome;
+    expect(code).toBe(EXIT.ok);
+    expect(stdout).not.toContain("cycle 2:");
+    expect(stderr).toContain("stopped after 1 cycle");
+  });
+
   it("names every bad setting once, exits 2 and never prints the client secret", async () => {
     const secret = "do-not-print-this-secret";
     const { code, stdout, stderr } = await spawnBridge(["run", "--once"], {
@@ -169,6 +184,24 @@ describe("bridge run --once (in-process)", () => {
     expect((await runInProcess(["run", "--once"], h.env)).code).toBe(EXIT.ok);
     expect(new Set((await readEvents(h.eventsFile)).map((e) => e.detail.subject.id))).toEqual(new Set(pending));
     expect(idsWithStatus(h, "not_synced", "outdated")).toEqual([]);
+  });
+
+  it("exits 4 when the cycle stops at its time budget, and the next run finishes the backlog", async () => {
+    const h = await start({ transactions: 500 });
+    await h.control("POST", "/latency", { latency_ms: 300 });
+
+    const partial = await runInProcess(["run", "--once"], { ...h.env, BRIDGE_CYCLE_BUDGET: "1s" });
+
+    expect(partial.code).toBe(EXIT.incomplete);
+    expect(partial.stdout).toContain("stopped at budget, resumes next cycle");
+    expect(partial.stderr).toContain("run again to resume");
+    const left = idsWithStatus(h, "not_synced").length;
+    expect(left).toBeGreaterThan(0);
+    expect(left).toBeLessThan(500);
+    await h.control("POST", "/latency", { latency_ms: 0 });
+    expect((await runInProcess(["run", "--once"], h.env)).code).toBe(EXIT.ok);
+    expect(idsWithStatus(h, "not_synced", "outdated")).toEqual([]);
+    expect(new Set((await readEvents(h.eventsFile)).map((e) => e.detail.subject.id)).size).toBe(500);
   });
 
   it("keeps its token family valid over ten runs while access tokens expire between them", async () => {
