@@ -70,25 +70,29 @@ function resolveUrls(env: Env, baseTarget: string): { baseUrl: string; authorize
  */
 export async function authorizeCommand(args: AuthorizeArgs, io: CliIo, seams: AuthorizeSeams = {}): Promise<number> {
   const env = await loadEnv(io.env, io.cwd);
-  const provider = readProviderSettings(env, { allowMissingClient: args.secretId !== undefined });
+  // Client credentials are checked below: with --secret-id they may come from the secret.
+  const provider = readProviderSettings(env, { allowMissingClient: true });
   const { baseUrl, authorizeUrl } = resolveUrls(env, provider.baseUrl);
   let clientId = provider.clientId;
   let clientSecret = provider.clientSecret;
   let store: TokenStore;
   let where: string;
+  let secrets: SecretsManagerClient | undefined;
   if (args.secretId !== undefined) {
-    const secrets = seams.secrets ?? new SecretsManagerClient({});
+    secrets = seams.secrets ?? new SecretsManagerClient({});
     const current = await readOnboardingSecret(secrets, args.secretId);
     clientId ??= current.client_id;
     clientSecret ??= current.client_secret;
-    const missing: SettingIssue[] = [];
-    if (clientId === undefined) missing.push({ setting: "QASHIO_CLIENT_ID", problem: "is not set and the secret has no client_id" });
-    if (clientSecret === undefined) missing.push({ setting: "QASHIO_CLIENT_SECRET", problem: "is not set and the secret has no client_secret" });
-    if (missing.length > 0 || clientId === undefined || clientSecret === undefined) throw new ConfigError(missing);
+  }
+  const unset = (field: string) => (args.secretId === undefined ? "is not set" : `is not set and the secret has none (${field})`);
+  const missing: SettingIssue[] = [];
+  if (clientId === undefined) missing.push({ setting: "QASHIO_CLIENT_ID", problem: unset("client_id") });
+  if (clientSecret === undefined) missing.push({ setting: "QASHIO_CLIENT_SECRET", problem: unset("client_secret") });
+  if (clientId === undefined || clientSecret === undefined) throw new ConfigError(missing);
+  if (secrets !== undefined && args.secretId !== undefined) {
     store = secretTokenStore(secrets, args.secretId, { client_id: clientId, client_secret: clientSecret });
     where = `secret ${args.secretId} (refresh_token merged; client_id, client_secret, pii_salt kept)`;
   } else {
-    if (clientId === undefined || clientSecret === undefined) throw new ConfigError([]);
     const stateDir = resolve(io.cwd, env.BRIDGE_STATE_DIR?.trim() || DEFAULT_STATE_DIR);
     const files = new FileTokenStore(stateDir);
     store = lockedStore(files, new FileLock(stateDir));

@@ -47,6 +47,11 @@ function io(env: Record<string, string>) {
 const args = { port: 0, noOpen: true, timeoutMs: 10_000 };
 
 describe("bridge authorize", () => {
+  it("names the missing client settings without --secret-id", async () => {
+    const { io: cli } = io({ QASHIO_BASE_URL: "http://127.0.0.1:9" });
+    await expect(authorizeCommand(args, cli)).rejects.toThrow(/QASHIO_CLIENT_ID: is not set\n[\s\S]*QASHIO_CLIENT_SECRET: is not set/);
+  });
+
   it("stores the tokens in the state directory, and run --once then works without QASHIO_REFRESH_TOKEN", async () => {
     const h = (harness = await startHarness());
     const { QASHIO_REFRESH_TOKEN: _unused, ...env } = h.env;
@@ -101,7 +106,7 @@ describe("bridge authorize", () => {
     mockClient(secrets).on(GetSecretValueCommand).resolves({ SecretString: "{}", VersionId: "v1" });
     const { io: cli } = io({ QASHIO_BASE_URL: "http://127.0.0.1:9" });
     await expect(authorizeCommand({ ...args, secretId: "arn:x" }, cli, { secrets })).rejects.toThrow(
-      /QASHIO_CLIENT_ID: is not set and the secret has no client_id[\s\S]*QASHIO_CLIENT_SECRET/,
+      /QASHIO_CLIENT_ID: is not set and the secret has none \(client_id\)[\s\S]*QASHIO_CLIENT_SECRET: is not set and the secret has none \(client_secret\)/,
     );
   });
 });
