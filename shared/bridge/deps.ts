@@ -53,4 +53,10 @@ export interface CycleOptions {
   readonly pageSize?: number;
   /** Bound on list calls per pull status / per walk. @default 10000 */
   readonly maxPages?: number;
+  /**
+   * Transactions: read the next page while the current batch is published, stored and acknowledged, so provider
+   * latency overlaps the bridge's own work. Same number of calls plus one confirming read per drained status.
+   * @default true
+   */
+  readonly readAhead?: boolean;
 }

@@ -80,7 +80,7 @@ function isPageSizeRejection(err: unknown): boolean {
 class TransactionRun extends CycleRun {
   private pageSize: number;
   private readonly maxPages: number;
-  /** qashio_id -> id of transactions seen in this cycle, and parents already resolved. */
+  /** Parents found (or not found: null) by a provider read in this cycle; refunds are few, so this stays small. */
   private readonly parents = new Map<string, string | null>();
 
   constructor(
@@ -121,18 +121,29 @@ class TransactionRun extends CycleRun {
   }
 
   /**
-   * Drains one pull status. Acknowledged items leave the filtered list, so the walk stays on a page while it
-   * yields items not yet handled in this pass and moves on only when a page holds nothing new (items that stay
-   * listed despite an acknowledge, e.g. changed again). New arrivals at the top are picked up on the page being
-   * re-read or by the next cycle; the page bound and deadline guarantee termination.
+   * Drains one pull status. Acknowledged items leave the filtered list, so the batch after the one in hand always
+   * sits on the page after it: the walk reads that page while the current batch is processed (hiding provider
+   * latency) and otherwise re-reads the same page. It moves on only when a page holds nothing new (items that stay
+   * listed despite an acknowledge), and confirms the end with a plain read after a read-ahead chain, so a read that
+   * raced an acknowledge cannot skip a batch. The page bound and the deadline guarantee termination.
    */
   private async drain(status: PullStatus): Promise<CycleOutcome> {
     const handled = new Set<string>();
     let page = 1;
-    for (let calls = 0; ; calls++) {
+    let calls = 0;
+    let readAhead = this.options.readAhead ?? true;
+    let inHand: ProviderPage | undefined;
+    let fromReadAhead = false;
+    for (;;) {
       if (this.pastDeadline(this.options.deadline)) return "deadline";
-      if (calls >= this.maxPages) return "page_limit";
-      const result = await this.list(status, page);
+      if (!inHand) {
+        if (calls >= this.maxPages) return "page_limit";
+        calls += 1;
+        inHand = await this.list(status, page);
+        fromReadAhead = false;
+      }
+      const result = inHand;
+      inHand = undefined;
       const items = pageEntries(result);
       this.report.pulled += items.length;
       if (items.length > 0) this.deps.metrics.add("TransactionsPulled", items.length, "Count");
@@ -148,14 +159,29 @@ class TransactionRun extends CycleRun {
         fresh.push(entry);
       }
       if (fresh.length === 0) {
-        if (isLast) return "complete";
-        page += 1;
+        if (!isLast) page += 1;
+        else if (!fromReadAhead) return "complete";
         continue;
+      }
+
+      let next: Promise<ProviderPage> | undefined;
+      if (readAhead && !isLast && calls < this.maxPages && !this.pastDeadline(this.options.deadline)) {
+        calls += 1;
+        next = this.list(status, page + 1);
+        // Observed below; a failure of the batch must not leave it unhandled.
+        next.catch(() => undefined);
       }
       const allAcknowledged = await this.processBatch(fresh);
       for (const key of freshKeys) handled.add(key);
+      // Items that stay listed shift the pages: fall back to plain re-reads for the rest of this pass.
+      if (!allAcknowledged) readAhead = false;
+      if (next) {
+        inHand = await next;
+        fromReadAhead = true;
+        continue;
+      }
       // The whole last page was new and acknowledged: nothing can be left behind it in this pass.
-      if (isLast && fresh.length === items.length && allAcknowledged) return "complete";
+      if (isLast && !fromReadAhead && fresh.length === items.length && allAcknowledged) return "complete";
     }
   }
 
@@ -191,7 +217,6 @@ class TransactionRun extends CycleRun {
         hash: contentHash(object),
         changedAtMs: parseTime(object["updated_at"]) ?? parseTime(object["modified_date"]),
       };
-      if (item.qashioId) this.parents.set(item.qashioId, item.id);
       items.push(item);
     }
     this.report.handled += entries.length;
@@ -224,7 +249,7 @@ class TransactionRun extends CycleRun {
       toPublish.push({ item, type: "transaction.changed", before, changes });
     }
 
-    const parents = await this.resolveParents(toPublish.map((p) => p.item));
+    const parents = await this.resolveParents(toPublish.map((p) => p.item), items);
     // Newest first in the list; publish oldest first so consumers see a page in time order.
     toPublish.reverse();
     const events: BridgeEvent[] = toPublish.map(({ item, type, before, changes }) => {
@@ -275,16 +300,22 @@ class TransactionRun extends CycleRun {
   }
 
   /**
-   * Parent `{id}` per parent qashio_id: from the item's own `parent_id`, this cycle's items, the snapshot
-   * store's alias, else one provider read per distinct parent (cached for the cycle). Unresolvable: no parent.
+   * Parent `{id}` per parent qashio_id: from the item's own `parent_id`, the same page, the snapshot store's
+   * alias (written with every transaction snapshot), else one provider read per distinct parent (cached for the
+   * cycle). Unresolvable: no parent. Memory stays at one page: nothing is kept per transaction seen.
    */
-  private async resolveParents(items: readonly Item[]): Promise<Map<string, string>> {
+  private async resolveParents(items: readonly Item[], page: readonly Item[]): Promise<Map<string, string>> {
     const resolved = new Map<string, string>();
     const missing = new Set<string>();
+    let onPage: Map<string, string> | undefined;
     for (const item of items) {
       const qid = item.parentQashioId;
       if (!qid) continue;
-      const known = item.parentId ?? this.parents.get(qid);
+      if (!onPage) {
+        onPage = new Map();
+        for (const other of page) if (other.qashioId) onPage.set(other.qashioId, other.id);
+      }
+      const known = item.parentId ?? onPage.get(qid) ?? this.parents.get(qid);
       if (known) resolved.set(qid, known);
       else if (known !== null) missing.add(qid);
     }

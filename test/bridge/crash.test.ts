@@ -18,7 +18,7 @@ describe("crash safety of the transaction cycle", () => {
   it("counts the effects of a cycle in the order publish, write snapshots, acknowledge", async () => {
     const { rig } = scenario();
     const crash = new CrashPoint(undefined);
-    await pollTransactions({ ...rig.deps, ...crashingPorts(rig.deps, crash) }, { pageSize: 2 });
+    await pollTransactions({ ...rig.deps, ...crashingPorts(rig.deps, crash) }, { pageSize: 2, readAhead: false });
     expect(crash.effects).toEqual([
       "provider.listTransactions",
       // The refund's parent is not on this page nor in the store yet: one provider read.
@@ -31,6 +31,21 @@ describe("crash safety of the transaction cycle", () => {
       "snapshots.putMany",
       "provider.acknowledgeTransactions",
       "provider.listTransactions",
+    ]);
+  });
+
+  it("keeps the order publish, write snapshots, acknowledge per batch when reading ahead", async () => {
+    const { rig } = scenario();
+    const crash = new CrashPoint(undefined);
+    await pollTransactions({ ...rig.deps, ...crashingPorts(rig.deps, crash) }, { pageSize: 2 });
+    const writes = crash.effects.filter((e) => e !== "provider.listTransactions");
+    expect(writes).toEqual([
+      "publisher.publish",
+      "snapshots.putMany",
+      "provider.acknowledgeTransactions",
+      "publisher.publish",
+      "snapshots.putMany",
+      "provider.acknowledgeTransactions",
     ]);
   });
 

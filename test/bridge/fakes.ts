@@ -211,6 +211,8 @@ export class FakeProvider implements ProviderPort {
   readonly calls: ProviderCall[] = [];
   /** Runs before every call; throw from it to fail the call. */
   beforeCall: (call: ProviderCall) => void | Promise<void> = () => undefined;
+  /** Ids handed out by a sync-status list and not acknowledged since: what a bridge may hold in hand. */
+  readonly inFlight = new Set<string>();
   /** Raw items to serve in place of a transaction, by id (to inject invalid records). */
   readonly rawOverrides = new Map<string, unknown>();
   private counter = 0;
@@ -271,7 +273,10 @@ export class FakeProvider implements ProviderPort {
     let list = this.transactions;
     if (query.client_sync_status) list = list.filter((t) => t.client_sync_status === query.client_sync_status);
     if (query.qashio_id) list = list.filter((t) => t.qashio_id === query.qashio_id);
-    return this.page(list, query, (t) => (this.rawOverrides.has(t.id) ? this.rawOverrides.get(t.id) : structuredClone(t)));
+    return this.page(list, query, (t) => {
+      if (query.client_sync_status) this.inFlight.add(t.id);
+      return this.rawOverrides.has(t.id) ? this.rawOverrides.get(t.id) : structuredClone(t);
+    });
   }
 
   async acknowledgeTransactions(ids: string[]): Promise<unknown> {
@@ -280,6 +285,7 @@ export class FakeProvider implements ProviderPort {
     await this.beforeCall(call);
     const wanted = new Set(ids);
     for (const txn of this.transactions) if (wanted.has(txn.id)) txn.client_sync_status = "synced";
+    for (const id of ids) this.inFlight.delete(id);
     return { acknowledged: ids.length };
   }
 

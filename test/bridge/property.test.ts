@@ -36,8 +36,10 @@ describe("transaction cycle properties", () => {
         const rig = makeRig();
         let tick = seed;
         let churnOn = true;
+        // A change between a transaction's read and its acknowledge is the spec's unguardable race
+        // (acknowledge carries no version, docs/spec-gaps.md): changes land outside that window.
         const changeSome = (pick: number, memo: string): void => {
-          const all = rig.provider.transactions;
+          const all = rig.provider.transactions.filter((t) => !rig.provider.inFlight.has(t.id));
           if (all.length === 0) return;
           rig.provider.changeTransaction(all[pick % all.length]!.id, { memo, transaction_amount: pick % 997 });
         };
@@ -86,8 +88,8 @@ describe("transaction cycle properties", () => {
         expect(report.outcome).toBe("complete");
         expect(rig.provider.pending()).toEqual([]);
         expect(rig.provider.count("acknowledgeTransactions")).toBe(pages);
-        // One list per page, one empty read of not_synced when the backlog is empty, one empty read of outdated.
-        expect(rig.provider.count("listTransactions")).toBe(Math.max(pages, 1) + 1);
+        // One list per page (read ahead), one confirming read after a read-ahead chain, one empty read of outdated.
+        expect(rig.provider.count("listTransactions")).toBe(Math.max(pages, 1) + (pages > 1 ? 1 : 0) + 1);
       }),
       { numRuns: 60 },
     );

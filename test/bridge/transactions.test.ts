@@ -78,13 +78,29 @@ describe("pollTransactions", () => {
     const report = await pollTransactions(rig.deps);
     expect(rig.publisher.events).toHaveLength(250);
     expect(rig.provider.count("acknowledgeTransactions")).toBe(3);
-    // 3 pages of not_synced + 1 empty outdated page.
-    expect(rig.provider.count("listTransactions")).toBe(4);
-    expect(report.providerCalls).toBe(7);
+    // 3 pages of not_synced (2 read ahead), 1 confirming read, 1 empty outdated page.
+    expect(rig.provider.count("listTransactions")).toBe(5);
+    expect(report.providerCalls).toBe(8);
     expect(rig.snapshots.getManyCalls).toBe(3);
     expect(rig.snapshots.putManyCalls).toBe(3);
     // The first page holds transactions 250..151, newest first; its events go out oldest first.
     expect(rig.publisher.events[0]!.detail.subject.id).toBe(txnId(151));
+  });
+
+  it("reads the next page while the current batch is processed, and re-reads instead when read-ahead is off", async () => {
+    const pagesRead = async (readAhead: boolean) => {
+      const rig = makeRig();
+      for (let i = 0; i < 25; i++) rig.provider.addTransaction();
+      await pollTransactions(rig.deps, { pageSize: 10, readAhead });
+      expect(new Set(rig.publisher.ids).size).toBe(25);
+      return rig.provider.calls.map((c) => (c.op === "listTransactions" ? `list:${c.query.client_sync_status}:${c.query.page}` : "ack"));
+    };
+    expect(await pagesRead(true)).toEqual([
+      "list:not_synced:1", "list:not_synced:2", "ack", "list:not_synced:2", "ack", "ack", "list:not_synced:1", "list:outdated:1",
+    ]);
+    expect(await pagesRead(false)).toEqual([
+      "list:not_synced:1", "ack", "list:not_synced:1", "ack", "list:not_synced:1", "ack", "list:outdated:1",
+    ]);
   });
 
   it("asks for the configured page size, 100 by default", async () => {
@@ -116,9 +132,9 @@ describe("pollTransactions", () => {
         rig.provider.addTransaction();
         rig.provider.addTransaction();
       }
-      if (lists === 2) {
+      if (lists === 3) {
         // A not-yet-pulled transaction changes while it waits; one already acknowledged changes too.
-        const waiting = rig.provider.pending().at(-1)!;
+        const waiting = rig.provider.pending().filter((t) => !rig.provider.inFlight.has(t.id)).at(-1)!;
         rig.provider.changeTransaction(waiting.id, { memo: "edited while waiting" });
         const done = rig.provider.transactions.find((t) => t.client_sync_status === "synced")!;
         rig.provider.changeTransaction(done.id, { memo: "edited after acknowledge" });
