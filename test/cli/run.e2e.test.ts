@@ -239,6 +239,24 @@ describe("bridge run --once (in-process)", () => {
     expect(stderr).not.toContain(first);
   });
 
+  it("applies the optional settings: event source, card.created, hashed cardholder data", async () => {
+    const h = await start();
+    const env = { ...h.env, BRIDGE_EVENT_SOURCE: "acme.cards", BRIDGE_EMIT_CARD_CREATED: "true", BRIDGE_PII_MODE: "hash", BRIDGE_PII_SALT: "0123456789abcdef0123" };
+
+    expect((await runInProcess(["run", "--once"], env)).code).toBe(EXIT.ok);
+
+    const events = await readEvents(h.eventsFile);
+    const cards = h.sandbox.control.company(h.companyId)?.cards ?? [];
+    expect(events.filter((e) => e["detail-type"] === "card.created")).toHaveLength(cards.length);
+    expect(new Set(events.map((e) => e.source))).toEqual(new Set(["acme.cards"]));
+    const names = events.flatMap((e) => {
+      const name = e.detail.data.object.card_holder_name;
+      return typeof name === "string" ? [name] : [];
+    });
+    expect(names.length).toBeGreaterThan(0);
+    for (const name of names) expect(name).toMatch(/^hmac-sha256:[0-9a-f]{64}$/);
+  });
+
   it("asks for a token when the state directory has none and QASHIO_REFRESH_TOKEN is unset", async () => {
     const h = await start();
     const { QASHIO_REFRESH_TOKEN: _unused, ...env } = h.env;
