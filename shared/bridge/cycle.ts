@@ -59,11 +59,6 @@ export function parseTime(value: unknown): number | undefined {
   return Number.isNaN(ms) ? undefined : ms;
 }
 
-/** A change ready to publish, with what is needed to finish it once published. */
-export interface PendingEvent {
-  readonly event: BridgeEvent;
-}
-
 /** One run of a cycle: holds the report and the deps, and owns error conversion. */
 export class CycleRun {
   readonly report: CycleReport;

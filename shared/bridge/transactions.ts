@@ -159,8 +159,10 @@ class TransactionRun extends CycleRun {
         fresh.push(entry);
       }
       if (fresh.length === 0) {
-        if (!isLast) page += 1;
-        else if (!fromReadAhead) return "complete";
+        // A read-ahead page shows the list before the last acknowledge: decide on a plain read of the page.
+        if (fromReadAhead) continue;
+        if (isLast) return "complete";
+        page += 1;
         continue;
       }
 
