@@ -152,6 +152,8 @@ export async function benchCommand(args: BenchArgs, io: CliIo): Promise<number> 
         `provider calls took ${(waitDuringDrain / Math.max(1, callsDuringDrain)).toFixed(1)} ms each on average (configured latency ${args.latencyMs} ms ` +
           `+ the sandbox's own service time); some call was in flight for ${Math.round(busyDuringDrain)} ms of the wall time, ` +
           `none for ${Math.round(wallMs - busyDuringDrain)} ms (the bridge working alone)`,
+        `CPU split per transaction: user ${(cpu.user / args.transactions).toFixed(1)} us, system ${(cpu.system / args.transactions).toFixed(1)} us ` +
+          `(all threads of the process: GC helpers and the libuv pool doing file writes and fsync included)`,
         `acknowledged ${acknowledged}; not_synced left on the provider: ${remaining}`,
       ],
     };
