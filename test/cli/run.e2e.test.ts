@@ -86,8 +86,10 @@ describe("bridge run --once (spawned)", () => {
     const h = await start();
     const child = spawnBridge(["run", "--interval", "1h"], h.env);
     await new Promise<void>((resolve) => {
+      let seen = "";
       child.stdout?.on("data", (chunk: Buffer) => {
-        if (chunk.toString().includes("cycle 1:")) resolve();
+        seen += chunk.toString();
+        if (seen.includes("cycle 1:")) resolve();
       });
     });
     child.kill("SIGTERM");
