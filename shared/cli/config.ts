@@ -8,6 +8,7 @@ import { resolve } from "node:path";
 import { parseEnv } from "node:util";
 import { ConfigError, type SettingIssue } from "./errors.js";
 import { parseDuration } from "./args.js";
+import { BASE_URL_ENV_VARS, normaliseBaseUrl, resolveBaseUrl, type QashioDeployment } from "../qashio/config.js";
 
 export const DEFAULT_STATE_DIR = ".state";
 export const DEFAULT_EVENTS_FILE = "events.jsonl";
@@ -27,7 +28,7 @@ export type Env = Readonly<Record<string, string | undefined>>;
 
 /** Settings of the provider connection, shared by `run` and `authorize`. */
 export interface ProviderSettings {
-  /** A URL, or one of {@link NAMED_ENVIRONMENTS}. */
+  /** The resolved base URL (a named environment is resolved through its QASHIO_*_URL variable). */
   readonly baseUrl: string;
   readonly clientId: string;
   readonly clientSecret: string;
@@ -126,17 +127,21 @@ class Reader {
   }
 }
 
-function readProvider(r: Reader): ProviderSettings {
-  const baseUrl = r.required("QASHIO_BASE_URL");
-  if (baseUrl !== "" && !(NAMED_ENVIRONMENTS as readonly string[]).includes(baseUrl)) {
-    let ok = false;
+function readProvider(r: Reader, env: Env): ProviderSettings {
+  let baseUrl = r.required("QASHIO_BASE_URL");
+  if ((NAMED_ENVIRONMENTS as readonly string[]).includes(baseUrl)) {
+    const variable = BASE_URL_ENV_VARS[baseUrl as QashioDeployment];
     try {
-      const url = new URL(baseUrl);
-      ok = url.protocol === "https:" || url.protocol === "http:";
+      baseUrl = resolveBaseUrl(baseUrl, env);
     } catch {
-      ok = false;
+      r.problem("QASHIO_BASE_URL", `is "${baseUrl}", which needs ${variable} set to an http(s) URL`);
     }
-    if (!ok) r.problem("QASHIO_BASE_URL", `must be an http(s) URL or one of ${NAMED_ENVIRONMENTS.join(", ")}`);
+  } else if (baseUrl !== "") {
+    try {
+      baseUrl = normaliseBaseUrl(baseUrl);
+    } catch {
+      r.problem("QASHIO_BASE_URL", `must be an http(s) URL without credentials, query or fragment, or one of ${NAMED_ENVIRONMENTS.join(", ")}`);
+    }
   }
   return { baseUrl, clientId: r.required("QASHIO_CLIENT_ID"), clientSecret: r.required("QASHIO_CLIENT_SECRET") };
 }
@@ -150,7 +155,7 @@ export function readProviderSettings(
   options: { allowMissingClient?: boolean } = {},
 ): { baseUrl: string; clientId?: string; clientSecret?: string } {
   const r = new Reader(env);
-  const provider = readProvider(r);
+  const provider = readProvider(r, env);
   const issues = r.issues.filter((i) => i.setting === "QASHIO_BASE_URL" || options.allowMissingClient !== true);
   if (issues.length > 0) throw new ConfigError(issues);
   return {
@@ -169,7 +174,7 @@ export function readProviderSettings(
  */
 export function readLocalSettings(env: Env, cwd: string): LocalSettings {
   const r = new Reader(env);
-  const provider = readProvider(r);
+  const provider = readProvider(r, env);
   const tenant = r.required("BRIDGE_TENANT");
   if (tenant !== "" && !/^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/.test(tenant)) {
     r.problem("BRIDGE_TENANT", "must be 1-64 letters, digits, '-' or '_', starting with a letter or digit");

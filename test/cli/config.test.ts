@@ -40,8 +40,22 @@ describe("readLocalSettings", () => {
     expect(settings.refreshToken).toBeUndefined();
   });
 
-  it("accepts a named provider environment", () => {
-    expect(readLocalSettings({ ...valid, QASHIO_BASE_URL: "eu" }, "/work").baseUrl).toBe("eu");
+  it("resolves a named provider environment through its variable", () => {
+    expect(readLocalSettings({ ...valid, QASHIO_BASE_URL: "eu", QASHIO_EU_URL: "https://eu.provider.test/" }, "/work").baseUrl).toBe(
+      "https://eu.provider.test",
+    );
+  });
+
+  it("names the variable a named environment needs when it is unset", () => {
+    expect(issuesOf({ ...valid, QASHIO_BASE_URL: "sandbox" }).issues).toEqual([
+      { setting: "QASHIO_BASE_URL", problem: 'is "sandbox", which needs QASHIO_SANDBOX_URL set to an http(s) URL' },
+    ]);
+  });
+
+  it("rejects a base URL carrying credentials without echoing them", () => {
+    const error = issuesOf({ ...valid, QASHIO_BASE_URL: "https://user:pw@provider.test" });
+    expect(error.issues.map((i) => i.setting)).toEqual(["QASHIO_BASE_URL"]);
+    expect(error.message).not.toContain("pw");
   });
 
   it("names every missing required setting in one error", () => {
@@ -97,8 +111,8 @@ describe("readLocalSettings", () => {
 
 describe("readProviderSettings", () => {
   it("lets authorize --secret-id go without client settings", () => {
-    expect(readProviderSettings({ QASHIO_BASE_URL: "sandbox" }, { allowMissingClient: true })).toEqual({
-      baseUrl: "sandbox",
+    expect(readProviderSettings({ QASHIO_BASE_URL: "sandbox", QASHIO_SANDBOX_URL: "http://127.0.0.1:4010" }, { allowMissingClient: true })).toEqual({
+      baseUrl: "http://127.0.0.1:4010",
       clientId: undefined,
       clientSecret: undefined,
     });
