@@ -26,13 +26,19 @@ export function summaryOf(cycle: number, result: CycleResult, palette: Palette):
   );
 }
 
+/** Seams of `run` for tests: bridge options, and the wait between cycles (so no test really waits). */
+export interface RunSeams extends Partial<LocalBridgeOptions> {
+  readonly pause?: (ms: number, signal: AbortSignal) => Promise<void>;
+}
+
 /**
  * Runs local mode with the given arguments; returns the exit code.
  *
  * @example
  * process.exitCode = await runCommand({ once: true, intervalMs: 60_000 }, io);
  */
-export async function runCommand(args: RunArgs, io: CliIo, overrides: Partial<LocalBridgeOptions> = {}): Promise<number> {
+export async function runCommand(args: RunArgs, io: CliIo, seams: RunSeams = {}): Promise<number> {
+  const { pause: wait = pause, ...overrides } = seams;
   const env = await loadEnv(io.env, io.cwd);
   const settings = readLocalSettings(env, io.cwd);
   const logger = overrides.logger ?? streamLogger(io.stderr, settings.logLevel);
@@ -47,10 +53,16 @@ export async function runCommand(args: RunArgs, io: CliIo, overrides: Partial<Lo
     }
     return EXIT.ok;
   }
-  return loop(bridge, args.intervalMs, io, palette);
+  return loop(bridge, args.intervalMs, io, palette, wait);
 }
 
-async function loop(bridge: LocalBridge, intervalMs: number, io: CliIo, palette: Palette): Promise<number> {
+async function loop(
+  bridge: LocalBridge,
+  intervalMs: number,
+  io: CliIo,
+  palette: Palette,
+  wait: NonNullable<RunSeams["pause"]>,
+): Promise<number> {
   const logger = bridge.transactions.logger;
   line(io.stderr, `bridge: polling every ${Math.round(intervalMs / 1000)} s; Ctrl-C stops after the current cycle`);
   let cycle = 0;
@@ -65,7 +77,7 @@ async function loop(bridge: LocalBridge, intervalMs: number, io: CliIo, palette:
       if (!(error instanceof CliError) || error.exitCode !== EXIT.failed) throw error;
       logger.error(`cycle ${cycle} failed; retrying at the next interval`, { error: error.message });
     }
-    await pause(Math.max(0, started + intervalMs - bridge.clock.now()), io.signal);
+    await wait(Math.max(0, started + intervalMs - bridge.clock.now()), io.signal);
   }
   line(io.stderr, `bridge: stopped after ${cycle} cycle${cycle === 1 ? "" : "s"}`);
   return EXIT.ok;

@@ -8,6 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { EXIT } from "../../shared/cli/errors.js";
+import { runCommand } from "../../shared/cli/run.js";
 import { refresh } from "../../shared/qashio/auth/oauth.js";
 import { CLIENT, idsWithStatus, readEvents, runInProcess, spawnBridge, startHarness, type Harness } from "./helpers.js";
 
@@ -288,5 +289,40 @@ describe("bridge run (loop)", () => {
     expect(stdout).toContain("cycle 1:");
     expect(stdout).not.toContain("cycle 2:");
     expect(stderr).toContain("stopped after 1 cycle");
+  });
+});
+
+describe("bridge run (loop) after a failed cycle", () => {
+  it("logs the failure, tries again at the next interval and delivers everything", async () => {
+    const h = await start();
+    const pending = idsWithStatus(h, "not_synced", "outdated");
+    await h.control("POST", "/faults", { method: "POST", path_prefix: "/public/v1/erp/transactions/acknowledge", status: 429, retry_after: 0, count: 50 });
+    const controller = new AbortController();
+    const waits: number[] = [];
+    let stdout = "";
+    let stderr = "";
+    const io = {
+      env: h.env,
+      cwd: h.dir,
+      stdout: { write: (c: string) => (stdout += c) },
+      stderr: { write: (c: string) => (stderr += c) },
+      signal: controller.signal,
+    };
+
+    const code = await runCommand({ once: false, intervalMs: 60_000 }, io, {
+      // Instead of waiting the interval: clear the faults after the first cycle, stop after the second.
+      pause: async (ms) => {
+        waits.push(ms);
+        if (waits.length === 1) await h.control("DELETE", "/faults");
+        else controller.abort();
+      },
+    });
+
+    expect(code).toBe(EXIT.ok);
+    expect(stderr).toMatch(/cycle 1 failed; retrying at the next interval .*status 429/);
+    expect(stdout).toMatch(/cycle 2: \d+ events/);
+    expect(waits.every((ms) => ms > 0 && ms <= 60_000)).toBe(true);
+    expect(new Set((await readEvents(h.eventsFile)).map((e) => e.detail.subject.id))).toEqual(new Set(pending));
+    expect(idsWithStatus(h, "not_synced", "outdated")).toEqual([]);
   });
 });
