@@ -22,7 +22,7 @@ export type EventType = (typeof EVENT_TYPES)[number];
 export const TENANT_DEFAULTS = {
   eventSource: "qashio.bridge",
   piiMode: "redact",
-  emitCardCreated: true,
+  emitCardCreated: false,
   transactionsEveryMinutes: 5,
   cardsEveryMinutes: 15,
   archiveRetentionDays: 30,

@@ -39,7 +39,7 @@ describe("tenant config", () => {
     expect(tenant).toMatchObject({
       eventSource: TENANT_DEFAULTS.eventSource,
       piiMode: TENANT_DEFAULTS.piiMode,
-      emitCardCreated: true,
+      emitCardCreated: false,
       eventBus: { mode: "create" },
       schedules: { transactionsEveryMinutes: 5, cardsEveryMinutes: 15 },
       archiveRetentionDays: 30,
