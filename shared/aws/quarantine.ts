@@ -91,6 +91,27 @@ export class DynamoQuarantine implements Quarantine {
     return records;
   }
 
+  /** Counts the tenant's records with `Select: COUNT` (no item is read back), following every page. */
+  async size(): Promise<number> {
+    let count = 0;
+    let startKey: Record<string, unknown> | undefined;
+    do {
+      const page = await this.#doc.send(
+        new QueryCommand({
+          TableName: this.#table,
+          KeyConditionExpression: "pk = :pk",
+          ExpressionAttributeValues: { ":pk": quarantinePartition(this.#tenant) },
+          Select: "COUNT",
+          ConsistentRead: true,
+          ExclusiveStartKey: startKey,
+        }),
+      );
+      count += page.Count ?? 0;
+      startKey = page.LastEvaluatedKey;
+    } while (startKey !== undefined);
+    return count;
+  }
+
   #decode(item: QuarantineItem): QuarantineRecord {
     try {
       const rawJson = item.rawz !== undefined ? gunzipSync(item.rawz).toString("utf8") : item.raw;

@@ -85,6 +85,8 @@ export interface Quarantine {
   /** Resolves only once the record is durable. Putting the same id twice keeps one record. */
   put(record: QuarantineRecord): Promise<void>;
   list(): Promise<QuarantineRecord[]>;
+  /** How many records are held now (a gauge for "quarantine not empty"; cheaper than `list`). */
+  size(): Promise<number>;
 }
 
 /** A held lease. */
@@ -116,6 +118,7 @@ export type MetricName =
   | "EventsFailed"
   | "Acknowledged"
   | "Quarantined"
+  | "QuarantineSize"
   | "ProviderErrors"
   | "TokenRefreshes"
   | "TokenFamilyRevoked"

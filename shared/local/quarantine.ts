@@ -49,4 +49,16 @@ export class FileQuarantine implements Quarantine {
     }
     return records.sort((a, b) => (a.at === b.at ? a.id.localeCompare(b.id) : a.at.localeCompare(b.at)));
   }
+
+  /** Number of records, counted from file names without reading them. */
+  async size(): Promise<number> {
+    let names: string[];
+    try {
+      names = await readdir(this.dir);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === "ENOENT") return 0;
+      throw err;
+    }
+    return names.filter((name) => name.endsWith(".json") && !name.endsWith(TEMP_SUFFIX)).length;
+  }
 }

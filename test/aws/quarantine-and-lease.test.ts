@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { GetCommand } from "@aws-sdk/lib-dynamodb";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { DynamoLeaseLock } from "../../shared/aws/lease-lock.js";
 import { DynamoQuarantine } from "../../shared/aws/quarantine.js";
 import { FakeClock } from "./support/clock.js";
@@ -38,6 +38,20 @@ describe("DynamoQuarantine on DynamoDB Local", () => {
     const records = await quarantine.list();
     expect(records).toHaveLength(24);
     expect(records[0]?.raw).toEqual(big);
+  });
+
+  it("counts every record of its tenant only, across COUNT Query pages", async () => {
+    const big = { blob: randomBytes(48 * 1024).toString("base64") };
+    const quarantine = make("q4");
+    await Promise.all(
+      Array.from({ length: 24 }, (_, i) => quarantine.put({ id: `r${i}`, kind: "card", reason: "bad", raw: big, at: "2026-03-01T12:00:00Z" })),
+    );
+    await make("q5").put({ id: "other", kind: "card", reason: "bad", raw: null, at: "2026-03-01T12:00:00Z" });
+    const send = vi.spyOn(table.doc, "send");
+    expect(await quarantine.size()).toBe(24);
+    // More than one page proves the count follows LastEvaluatedKey rather than trusting the first page.
+    expect(send.mock.calls.length).toBeGreaterThan(1);
+    send.mockRestore();
   });
 });
 

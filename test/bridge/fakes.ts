@@ -72,6 +72,9 @@ export class MemoryQuarantine implements Quarantine {
   async list(): Promise<QuarantineRecord[]> {
     return [...this.records.values()].map((r) => structuredClone(r));
   }
+  async size(): Promise<number> {
+    return this.records.size;
+  }
 }
 
 /** Leases in a Map, expiring on the given clock. */

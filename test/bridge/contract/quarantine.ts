@@ -65,6 +65,17 @@ export function describeQuarantineContract(name: string, factory: () => Promise<
       expect(stored?.reason).toBe("validation: id: missing");
     });
 
+    it("counts zero records before anything is quarantined", async () => {
+      expect(await fixture.quarantine.size()).toBe(0);
+    });
+
+    it("counts each distinct record once, however often it is put", async () => {
+      await fixture.quarantine.put(record("s1"));
+      await fixture.quarantine.put(record("s1"));
+      await fixture.quarantine.put(record("s2", "2025-01-15T10:00:01.000Z"));
+      expect(await fixture.quarantine.size()).toBe(2);
+    });
+
     it("keeps records durable across a new instance", async (ctx) => {
       if (!fixture.reopen) return ctx.skip();
       await fixture.quarantine.put(record("q5"));
