@@ -53,6 +53,7 @@ export function crashingPorts(
     quarantine: {
       put: (record) => crash.around("quarantine.put", () => ports.quarantine.put(record)),
       list: () => ports.quarantine.list(),
+      size: () => ports.quarantine.size(),
     },
     provider: {
       listTransactions: (query) => crash.around("provider.listTransactions", () => ports.provider.listTransactions(query)),
