@@ -56,7 +56,8 @@ function transform(field: string, value: unknown, policy: PiiPolicy): unknown {
 }
 
 /**
- * Handles the personal fields of `target` in place; nested objects are replaced by copies, never mutated.
+ * Handles the personal fields of `target` in place, replacing values of existing members only (member order holds);
+ * nested objects are replaced by copies, never mutated.
  * Only for objects the caller owns (e.g. a fresh copy made while normalising).
  */
 export function applyPiiInPlace(target: Record<string, unknown>, policy: PiiPolicy): void {

@@ -1,0 +1,50 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { canonicalCopy, canonicalJson, contentHash, jsonOf, sha256Hex } from "../../shared/bridge/hash.js";
+import { normaliseTransaction } from "../../shared/bridge/transactions.js";
+
+/** JSON objects with awkward keys: array indexes, __proto__, unicode, keys that differ only in case. */
+const key = fc.oneof(fc.string(), fc.constantFrom("0", "1", "10", "9", "__proto__", "toJSON", "a", "B", "é", "\u2028"));
+const json = fc.letrec((tie) => ({
+  value: fc.oneof(
+    { depthSize: "small" },
+    fc.constant(null),
+    fc.boolean(),
+    fc.double(),
+    fc.integer(),
+    fc.string(),
+    fc.array(tie("value"), { maxLength: 4 }),
+    tie("object"),
+  ),
+  object: fc.dictionary(key, tie("value"), { maxKeys: 6 }),
+})).object as fc.Arbitrary<Record<string, unknown>>;
+
+describe("canonicalCopy", () => {
+  it("hashes exactly as canonicalJson of the original object, whatever the keys", () => {
+    fc.assert(
+      fc.property(json, (object) => {
+        const copy = canonicalCopy(object);
+        expect(contentHash(copy)).toBe(sha256Hex(canonicalJson(object)));
+        expect(jsonOf(copy)).toBe(canonicalJson(object));
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it("leaves out the top-level members it is told to omit, and undefined members", () => {
+    const copy = canonicalCopy({ b: 1, volatile: "x", a: { d: undefined, c: 2 } }, new Set(["volatile"]));
+    expect(JSON.stringify(copy)).toBe('{"a":{"c":2},"b":1}');
+  });
+
+  it("keeps the hash of a normalised transaction equal to the canonical hash after PII handling", () => {
+    fc.assert(
+      fc.property(json, fc.constantFrom("full", "redact", "hash") as fc.Arbitrary<"full" | "redact" | "hash">, (object, mode) => {
+        const data = { ...object, card_holder_name: "Ann", cardholder: { name: "Ann", email: "a@x.io", "1": 1 }, client_sync_status: "not_synced" };
+        const normalised = normaliseTransaction(data, { mode, salt: "s" });
+        expect(normalised).not.toHaveProperty("client_sync_status");
+        expect(contentHash(normalised)).toBe(sha256Hex(canonicalJson(normalised)));
+      }),
+      { numRuns: 200 },
+    );
+  });
+});
