@@ -11,6 +11,7 @@ export type BridgeMetricName =
   | "EventsFailed"
   | "Acknowledged"
   | "Quarantined"
+  | "QuarantineSize"
   | "ProviderErrors"
   | "TokenRefreshes"
   | "TokenFamilyRevoked"

@@ -91,12 +91,15 @@ export class OpsAlarms extends Construct {
       datapointsToAlarm: 2,
       treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
     });
-    add("Quarantined", "quarantined", bridgeMetric(tenant, "Quarantined", { aggregate: "SUM" }), {
-      alarmDescription: `Tenant ${tenant}: provider records were quarantined instead of published.`,
+    // A gauge of records held (emitted after every cycle), not new records per period: the alarm stays on while
+    // any record remains and a re-quarantined record is not counted again.
+    add("QuarantineNotEmpty", "quarantinenotempty", bridgeMetric(tenant, "QuarantineSize", { aggregate: "MAX" }), {
+      alarmDescription: `Tenant ${tenant}: the quarantine holds provider records that were not published.`,
       threshold: 1,
       comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
       evaluationPeriods: 1,
-      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      // Periods between cycles carry no data point; keep the last state instead of clearing.
+      treatMissingData: cloudwatch.TreatMissingData.IGNORE,
     });
     const firstError = new Set(props.alarmOnFirstError ?? []);
     for (const [name, fn] of Object.entries(props.functions)) {

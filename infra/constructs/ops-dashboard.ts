@@ -32,7 +32,7 @@ export const DASHBOARD_WIDGETS = {
   syncLag: "Sync lag (s)",
   cycleDuration: "Cycle duration (ms)",
   tokens: "Token refreshes / family revoked",
-  quarantine: "Quarantined records",
+  quarantine: "Quarantine size / newly quarantined",
   throughput: "Pulled / acknowledged / publish failures",
   deadLetters: "Dead-letter queue depth",
   functions: "Function errors and throttles",
@@ -91,7 +91,10 @@ export class OpsDashboard extends Construct {
         bridgeMetric(t, "TokenRefreshes", { aggregate: "SUM", label: "refreshes" }),
         bridgeMetric(t, "TokenFamilyRevoked", { aggregate: "SUM", label: "family revoked" }),
       ]),
-      graph(DASHBOARD_WIDGETS.quarantine, [bridgeMetric(t, "Quarantined", { aggregate: "SUM", label: "quarantined" })]),
+      graph(DASHBOARD_WIDGETS.quarantine, [
+        bridgeMetric(t, "QuarantineSize", { aggregate: "MAX", label: "records held" }),
+        bridgeMetric(t, "Quarantined", { aggregate: "SUM", label: "newly quarantined" }),
+      ]),
     );
     this.dashboard.addWidgets(
       graph(DASHBOARD_WIDGETS.throughput, [

@@ -27,6 +27,18 @@ export interface RunCycleOptions {
 }
 
 /**
+ * Emits the `QuarantineSize` gauge (records held now) after a cycle, whatever its outcome; a failed count is logged,
+ * never allowed to hide the cycle's own result.
+ */
+async function emitQuarantineSize(runtime: TenantRuntime, kind: CycleKind): Promise<void> {
+  try {
+    runtime.transactions.metrics.add("QuarantineSize", await runtime.transactions.quarantine.size(), "Count");
+  } catch (error) {
+    runtime.transactions.logger.warn("Could not count the quarantine", { kind, error: (error as Error).name });
+  }
+}
+
+/**
  * Runs one cycle of `kind` for the runtime's tenant under its cycle lease.
  *
  * @returns `skipped` when another invocation holds the lease; the engine's report otherwise.
@@ -50,6 +62,7 @@ export async function runCycle(runtime: TenantRuntime, kind: CycleKind, options:
         : await pollCards(runtime.cards, { deadline: options.deadline, mode: options.cardMode ?? "full" });
     return { status: "completed", report };
   } finally {
+    await emitQuarantineSize(runtime, kind);
     // A failed release must not hide the cycle's own outcome; the lease then simply expires.
     await lease.release().catch((error: unknown) =>
       runtime.transactions.logger.warn("Could not release the cycle lease; it will expire", { kind, error: (error as Error).name }),

@@ -36,13 +36,16 @@ export function streamLogger(stream: OutputStream, level: LogLevel): Logger {
   return { debug: at("debug"), info: at("info"), warn: at("warn"), error: at("error") };
 }
 
-/** Metrics summed in memory by name (and `type` dimension), readable by the command. */
+/** Metrics that are a level, not a count: the latest value replaces the previous one. */
+const GAUGES: ReadonlySet<MetricName> = new Set<MetricName>(["QuarantineSize"]);
+
+/** Metrics summed in memory by name (and `type` dimension), gauges kept at their latest value, readable by the command. */
 export class MemoryMetrics implements Metrics {
   readonly totals = new Map<string, number>();
 
   add(name: MetricName, value: number, _unit?: string, dimensions?: Readonly<Record<string, string>>): void {
     const key = dimensions?.type === undefined ? name : `${name}:${dimensions.type}`;
-    this.totals.set(key, (this.totals.get(key) ?? 0) + value);
+    this.totals.set(key, GAUGES.has(name) ? value : (this.totals.get(key) ?? 0) + value);
   }
 
   get(name: MetricName): number {

@@ -71,6 +71,8 @@ export interface CycleResult {
   /** False when a half stopped at the budget or page bound (it resumes next cycle). */
   readonly complete: boolean;
   readonly durationMs: number;
+  /** Records held in the quarantine after the cycle (also the `QuarantineSize` gauge). */
+  readonly quarantineSize: number;
 }
 
 /**
@@ -163,6 +165,18 @@ function cliErrorOf(error: unknown): CliError {
   return new CycleFailedError(`the cycle failed: ${e.name}: ${e.message}`, { cause: error });
 }
 
+/** Sets the `QuarantineSize` gauge after a cycle, whatever its outcome; a failed count is logged, never thrown. */
+async function measureQuarantine(bridge: LocalBridge): Promise<number | undefined> {
+  try {
+    const size = await bridge.transactions.quarantine.size();
+    bridge.metrics.add("QuarantineSize", size, "Count");
+    return size;
+  } catch (error) {
+    bridge.transactions.logger.warn("counting the quarantine failed", { error });
+    return undefined;
+  }
+}
+
 /**
  * Runs one cycle (transactions, then cards) under the tenant's cycle lock, within `budgetMs`.
  *
@@ -197,14 +211,17 @@ export async function runCycle(bridge: LocalBridge, budgetMs = bridge.settings.c
       transactions = await pollTransactions(bridge.transactions, { deadline });
       cards = await pollCards(bridge.cards, { deadline });
     } catch (error) {
+      await measureQuarantine(bridge);
       throw cliErrorOf(error);
     }
+    const quarantineSize = (await measureQuarantine(bridge)) ?? 0;
     return {
       transactions,
       cards,
       events: totalPublished(transactions) + totalPublished(cards),
       complete: transactions.outcome === "complete" && cards.outcome === "complete",
       durationMs: bridge.clock.now() - started,
+      quarantineSize,
     };
   } finally {
     clearInterval(heartbeat);

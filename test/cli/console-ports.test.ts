@@ -41,6 +41,13 @@ describe("MemoryMetrics", () => {
     expect(metrics.get("Acknowledged")).toBe(5);
     expect(metrics.totals.get("EventsPublished:transaction.created")).toBe(3);
   });
+
+  it("keeps a gauge at its latest value instead of summing it", () => {
+    const metrics = new MemoryMetrics();
+    metrics.add("QuarantineSize", 2, "Count");
+    metrics.add("QuarantineSize", 1, "Count");
+    expect(metrics.get("QuarantineSize")).toBe(1);
+  });
 });
 
 describe("observePublished", () => {

@@ -6,6 +6,7 @@ import { ReauthorizationNeededError, parseEventDetail } from "../../shared/bridg
 import { ACCESS_TOKEN_TTL_SECONDS } from "../../sandbox/index.js";
 import type { BridgeEventDetail } from "../../shared/bridge/ports.js";
 import { DynamoLeaseLock } from "../../shared/aws/lease-lock.js";
+import { DynamoQuarantine } from "../../shared/aws/quarantine.js";
 import { leaseNames } from "../../shared/aws/keys.js";
 import { awsError } from "../aws/support/fake-secrets-manager.js";
 import { createHarness, subjectIds, TENANT, type Harness } from "./support/harness.js";
@@ -158,6 +159,21 @@ describe("poll-transactions handler", () => {
     }
     expect(names.find((n) => n.name === "EventsPublished")?.dimensions).toContain("type");
     expect(emf.every((doc) => doc.tenant === TENANT)).toBe(true);
+  });
+
+  it("reports the quarantine's size after every cycle as a gauge, so a held record keeps counting until it is gone", async () => {
+    const quarantineSizes = () =>
+      h.output
+        .filter((line) => line.includes('"_aws"'))
+        .map((line) => (JSON.parse(line) as Record<string, unknown>).QuarantineSize)
+        .filter((value) => value !== undefined);
+    await h.poller("transactions")();
+    expect(quarantineSizes()).toEqual([0]);
+    const quarantine = new DynamoQuarantine({ doc: h.table.doc, tableName: h.table.tableName, tenant: TENANT });
+    await quarantine.put({ id: "held", kind: "transaction", reason: "invalid amount", raw: {}, at: "2026-03-01T12:00:00Z" });
+    await h.poller("transactions")();
+    await h.poller("cards")();
+    expect(quarantineSizes()).toEqual([0, 1, 1]);
   });
 
   it("never writes a token, the client secret or a cardholder name to its logs", async () => {

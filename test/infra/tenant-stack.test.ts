@@ -269,7 +269,13 @@ describe("ops", () => {
       Metrics: [expect.objectContaining({ Expression: "SELECT MAX(TokenFamilyRevoked) FROM QashioBridge WHERE tenant = 'globex'" })],
     });
     expect(alarm("SyncLag")?.Properties).toMatchObject({ Threshold: 900, ComparisonOperator: "GreaterThanThreshold" });
-    expect(alarm("Quarantined")?.Properties).toMatchObject({ Threshold: 1, ComparisonOperator: "GreaterThanOrEqualToThreshold" });
+    expect(alarm("QuarantineNotEmpty")?.Properties).toMatchObject({
+      Threshold: 1,
+      ComparisonOperator: "GreaterThanOrEqualToThreshold",
+      TreatMissingData: "ignore",
+      Metrics: [expect.objectContaining({ Expression: "SELECT MAX(QuarantineSize) FROM QashioBridge WHERE tenant = 'globex'" })],
+    });
+    expect(alarm("Quarantined")).toBeUndefined();
     expect(alarm("Errors-PollTransactions")?.Properties).toMatchObject({ MetricName: "Errors", Namespace: "AWS/Lambda", Threshold: 1, DatapointsToAlarm: 2 });
     expect(alarm("Errors-RotateToken")?.Properties).toMatchObject({ Threshold: 1, EvaluationPeriods: 1 });
     expect(alarm("DeadLetters-Pollers")?.Properties).toMatchObject({ MetricName: "ApproximateNumberOfMessagesVisible", Threshold: 1 });
@@ -292,6 +298,7 @@ describe("ops", () => {
     const body = JSON.stringify(globexT.findResources("AWS::CloudWatch::Dashboard"));
     for (const title of Object.values(DASHBOARD_WIDGETS)) expect(body).toContain(title);
     expect(body).toContain("SELECT SUM(EventsPublished) FROM QashioBridge WHERE tenant = 'globex' GROUP BY type");
+    expect(body).toContain("SELECT MAX(QuarantineSize) FROM QashioBridge WHERE tenant = 'globex'");
     expect(body).toContain("SELECT SUM(ProviderErrors) FROM QashioBridge WHERE tenant = 'globex' GROUP BY status_class");
     expect(body).toContain("ApproximateNumberOfMessagesVisible");
   });

@@ -1,0 +1,28 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { readLocalSettings } from "../../shared/cli/config.js";
+import { openLocalBridge, runCycle } from "../../shared/cli/local-bridge.js";
+import { FileQuarantine } from "../../shared/local/quarantine.js";
+import type { Logger } from "../../shared/bridge/ports.js";
+import { startHarness, type Harness } from "./helpers.js";
+
+const silent: Logger = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
+
+let harness: Harness | undefined;
+afterEach(async () => {
+  await harness?.close();
+  harness = undefined;
+});
+
+describe("local bridge cycle", () => {
+  it("reports the records held in quarantine after every cycle, as a gauge rather than a running sum", async () => {
+    harness = await startHarness();
+    const settings = readLocalSettings(harness.env, harness.dir);
+    const bridge = await openLocalBridge(settings, { env: harness.env, logger: silent });
+
+    expect((await runCycle(bridge)).quarantineSize).toBe(0);
+    await new FileQuarantine(settings.stateDir).put({ id: "held", kind: "transaction", reason: "invalid amount", raw: {}, at: "2026-03-01T12:00:00Z" });
+    expect((await runCycle(bridge)).quarantineSize).toBe(1);
+    expect((await runCycle(bridge)).quarantineSize).toBe(1);
+    expect(bridge.metrics.get("QuarantineSize")).toBe(1);
+  });
+});
