@@ -75,7 +75,16 @@ import {
   type UpdateVelocityLimitBody,
 } from "./schemas/index.js";
 import { InvalidRequestError } from "./errors.js";
-import { HttpCore, type Clock, type ClientLogger, type FetchLike, type HttpResponse, type RetryMode, type RetryOptions } from "./http.js";
+import {
+  HttpCore,
+  type Clock,
+  type ClientLogger,
+  type FetchLike,
+  type HttpResponse,
+  type RetryEvent,
+  type RetryMode,
+  type RetryOptions,
+} from "./http.js";
 import type { TokenProvider } from "./auth/token-provider.js";
 import { validate as validateToken } from "./auth/oauth.js";
 import { parseItems, parseOrThrow, type ParseContext } from "./parse.js";
@@ -122,6 +131,8 @@ export interface QashioClientOptions {
   readonly logger?: ClientLogger;
   /** Called once per (schema, field, value) of enum drift found in a response. */
   readonly onDrift?: (warning: DriftReport) => void;
+  /** Called for each failed attempt the client retries (not the failure it throws); see `RetryEvent`. */
+  readonly onRetry?: (event: RetryEvent) => void;
 }
 
 /** Statements of one account: the account fields plus one page of its monthly periods. */

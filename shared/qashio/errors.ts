@@ -99,6 +99,13 @@ export class RateLimitedError extends QashioError {
 /** 5xx after the retry budget was spent, or on a request that must not be retried. */
 export class ServerError extends QashioError {
   override name = "ServerError";
+  /** Wait the provider asked for (`Retry-After`, e.g. on a 503 during maintenance), when it sent one. */
+  readonly retryAfterMs?: number;
+
+  constructor(message: string, context: QashioErrorContext & { retryAfterMs?: number } = {}, options?: ErrorOptions) {
+    super(message, context, options);
+    this.retryAfterMs = context.retryAfterMs;
+  }
 }
 
 /** The request failed before a response arrived (DNS, connection reset, TLS...). The outcome is unknown. */

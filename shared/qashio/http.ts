@@ -43,7 +43,7 @@ export interface RetryOptions {
   readonly baseDelayMs?: number;
   /** Cap of any computed backoff delay. @default 20_000 */
   readonly maxDelayMs?: number;
-  /** Longest `Retry-After` honoured; a longer one ends the retries with `RateLimitedError.retryAfterMs`. @default 60_000 */
+  /** Longest `Retry-After` (429 or 5xx) honoured; a longer one ends the retries with the error's `retryAfterMs`. @default 60_000 */
   readonly maxRetryAfterMs?: number;
   /** Uniform [0, 1) source for the jitter. @default Math.random */
   readonly random?: () => number;
@@ -108,6 +108,39 @@ export interface HttpCoreOptions {
   readonly timeoutMs?: number;
   readonly retry?: RetryOptions;
   readonly logger?: ClientLogger;
+  /** Called for each failed attempt that is retried (e.g. to count ProviderErrors); a throw from it is ignored. */
+  readonly onRetry?: (event: RetryEvent) => void;
+}
+
+/** `status_class` of a failed attempt, as the ProviderErrors metric names it. */
+export type StatusClass = "4xx" | "5xx" | "network" | "timeout" | "other";
+
+/**
+ * A failed attempt the client is about to send again (after a backoff, or after a token refresh on 401).
+ * The failure that ends a call is not reported here: it is thrown, and the caller counts it.
+ * Carries no token, query string or body.
+ */
+export interface RetryEvent {
+  /** HTTP status, when a response arrived. */
+  readonly status?: number;
+  readonly statusClass: StatusClass;
+  readonly method: string;
+  /** Request path only, never a query string. */
+  readonly path: string;
+  /** Error class name (`ServerError`, `NetworkError`, ...). */
+  readonly error: string;
+  /** 1-based number of the attempt that failed. */
+  readonly attempt: number;
+  /** Wait before the next attempt (0 for the replay after a 401 refresh). */
+  readonly delayMs: number;
+}
+
+/** The `status_class` of a client error: `4xx`/`5xx` by status, else `network`, `timeout` or `other`. */
+export function statusClassOf(error: QashioError): StatusClass {
+  if (error.status !== undefined) return error.status >= 500 ? "5xx" : error.status >= 400 ? "4xx" : "other";
+  if (error instanceof TimeoutError) return "timeout";
+  if (error instanceof NetworkError) return "network";
+  return "other";
 }
 
 type Attempt =
@@ -136,15 +169,38 @@ export function requestIdOf(body: unknown, headers: Headers): string | undefined
   return headers.get("x-request-id") ?? undefined;
 }
 
+/** Replaces every occurrence of each secret in `text` with `***`; longest first so a secret inside another goes too. */
+export function redactSecrets(text: string, secrets: readonly string[]): string {
+  let out = text;
+  for (const secret of [...secrets].filter((s) => s.length > 0).sort((a, b) => b.length - a.length)) {
+    out = out.split(secret).join("***");
+  }
+  return out;
+}
+
+/** The secrets one request carries: the bearer token sent and any token-endpoint credential in its body. */
+function secretsOf(request: HttpRequest, token: string | undefined): string[] {
+  const secrets = token === undefined ? [] : [token];
+  if (isRecord(request.body)) {
+    for (const key of ["client_secret", "refresh_token", "code", "access_token"]) {
+      const value = request.body[key];
+      if (typeof value === "string") secrets.push(value);
+    }
+  }
+  return secrets;
+}
+
 /** The envelope's `errors[]`; read tolerantly when the body breaks the schema, since it must still give a typed error. */
-function errorDetailsOf(body: unknown): ProviderErrorDetail[] {
+function errorDetailsOf(body: unknown, redact: (text: string) => string = (text) => text): ProviderErrorDetail[] {
   const envelope = ErrorEnvelopeSchema.safeParse(body);
-  if (envelope.success) return envelope.data.errors.map(({ field, code, message }) => ({ field, code, message }));
+  if (envelope.success) {
+    return envelope.data.errors.map(({ field, code, message }) => ({ field, code, message: redact(message) }));
+  }
   if (!isRecord(body) || !Array.isArray(body.errors)) return [];
   return body.errors.filter(isRecord).map((e) => ({
     field: typeof e.field === "string" ? e.field : null,
     code: typeof e.code === "string" ? e.code : "UNKNOWN",
-    message: typeof e.message === "string" ? e.message : "",
+    message: typeof e.message === "string" ? redact(e.message) : "",
   }));
 }
 
@@ -170,25 +226,30 @@ function parseJson(text: string): { ok: true; value: unknown } | { ok: false } {
   }
 }
 
-/** Turns a non-2xx response into its typed error. Never includes a token endpoint's body text (it may echo secrets). */
+/**
+ * Turns a non-2xx response into its typed error. Never includes a token endpoint's body text (it may echo secrets);
+ * an envelope's `message` and `errors[].message` keep their text with every `where.secrets` value replaced by `***`.
+ */
 export function errorForResponse(
   status: number,
   headers: Headers,
   text: string,
-  where: { method: string; path: string; errorBody: "envelope" | "oauth"; now: number },
+  where: { method: string; path: string; errorBody: "envelope" | "oauth"; now: number; secrets?: readonly string[] },
 ): QashioError {
   const parsed = parseJson(text);
   const body = parsed.ok ? parsed.value : undefined;
+  const redact = (value: string): string => redactSecrets(value, where.secrets ?? []);
   const context: QashioErrorContext = {
     status,
-    errors: where.errorBody === "envelope" ? errorDetailsOf(body) : oauthErrorDetailsOf(body),
+    errors: where.errorBody === "envelope" ? errorDetailsOf(body, redact) : oauthErrorDetailsOf(body),
     requestId: requestIdOf(body, headers),
     method: where.method,
     path: where.path,
   };
   let detail = "";
   if (where.errorBody === "envelope" && isRecord(body) && typeof body.message === "string" && body.message) {
-    detail = `: ${body.message.slice(0, 200)}`;
+    // Redact before cutting, so a cut can never leave part of a secret behind.
+    detail = `: ${redact(body.message).slice(0, 200)}`;
   } else if (where.errorBody === "oauth") {
     const code = oauthErrorCodeOf(body);
     if (code) detail = ` (${code})`;
@@ -201,7 +262,9 @@ export function errorForResponse(
   if (status === 429) {
     return new RateLimitedError(message, { ...context, retryAfterMs: parseRetryAfter(headers.get("retry-after"), where.now) });
   }
-  if (status >= 500) return new ServerError(message, context);
+  if (status >= 500) {
+    return new ServerError(message, { ...context, retryAfterMs: parseRetryAfter(headers.get("retry-after"), where.now) });
+  }
   return new QashioError(message, context);
 }
 
@@ -234,6 +297,7 @@ export class HttpCore {
   private readonly retry: Required<RetryOptions>;
   private readonly tokenProvider?: TokenProvider;
   private readonly logger?: ClientLogger;
+  private readonly onRetry?: (event: RetryEvent) => void;
 
   constructor(options: HttpCoreOptions) {
     this.baseUrl = options.baseUrl.replace(/\/+$/, "");
@@ -243,6 +307,7 @@ export class HttpCore {
     this.retry = { ...DEFAULT_RETRY, ...options.retry };
     this.tokenProvider = options.tokenProvider;
     this.logger = options.logger;
+    this.onRetry = options.onRetry;
   }
 
   /**
@@ -265,11 +330,12 @@ export class HttpCore {
       if (outcome.kind === "response") {
         const { status, headers, text } = outcome;
         if (status >= 200 && status < 300) return this.success(status, headers, text, where);
-        error = errorForResponse(status, headers, text, { ...where, errorBody, now: this.clock.now() });
+        error = errorForResponse(status, headers, text, { ...where, errorBody, now: this.clock.now(), secrets: secretsOf(request, token) });
         if (status === 401 && request.auth === "bearer" && this.tokenProvider && token !== undefined && !replayedAfter401) {
           replayedAfter401 = true;
           attempt -= 1;
           this.logger?.debug("provider answered 401; refreshing the token and replaying once", { ...where, requestId: error.requestId });
+          this.reportRetry(error, attempt + 1, 0);
           replayToken = await this.tokenProvider.refreshAfterUnauthorized(token);
           continue;
         }
@@ -277,7 +343,7 @@ export class HttpCore {
         error = outcome.error;
       }
       if (!isRetryable(error, request.retry) || attempt >= this.retry.maxAttempts) throw error;
-      const retryAfterMs = error instanceof RateLimitedError ? error.retryAfterMs : undefined;
+      const retryAfterMs = error instanceof RateLimitedError || error instanceof ServerError ? error.retryAfterMs : undefined;
       if (retryAfterMs !== undefined && retryAfterMs > this.retry.maxRetryAfterMs) throw error;
       const delayMs = retryAfterMs ?? this.backoff(attempt);
       this.logger?.warn("provider request failed; retrying", {
@@ -288,7 +354,18 @@ export class HttpCore {
         attempt,
         delayMs,
       });
+      this.reportRetry(error, attempt, delayMs);
       await this.clock.sleep(delayMs);
+    }
+  }
+
+  private reportRetry(error: QashioError, attempt: number, delayMs: number): void {
+    if (!this.onRetry) return;
+    const { status, method = "", path = "" } = error;
+    try {
+      this.onRetry({ status, statusClass: statusClassOf(error), method, path, error: error.name, attempt, delayMs });
+    } catch {
+      // A failing metrics hook must not turn a recoverable provider error into a failed call.
     }
   }
 

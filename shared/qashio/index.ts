@@ -19,14 +19,18 @@ export {
   DEFAULT_TIMEOUT_MS,
   systemClock,
   parseRetryAfter,
+  redactSecrets,
+  statusClassOf,
   type Clock,
   type ClientLogger,
   type FetchLike,
   type HttpCoreOptions,
   type HttpRequest,
   type HttpResponse,
+  type RetryEvent,
   type RetryMode,
   type RetryOptions,
+  type StatusClass,
 } from "./http.js";
 export {
   AUTHORIZE_URL_ENV_VAR,

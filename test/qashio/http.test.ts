@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { HttpCore, parseRetryAfter, type HttpRequest, type RetryMode } from "../../shared/qashio/http.js";
+import { HttpCore, parseRetryAfter, type HttpRequest, type RetryEvent, type RetryMode } from "../../shared/qashio/http.js";
 import { StaticTokenProvider } from "../../shared/qashio/auth/token-provider.js";
 import {
   BadRequestError,
@@ -158,6 +158,24 @@ describe("HttpCore retries", () => {
     expect(clock.sleeps).toEqual([]);
   });
 
+  it("honours Retry-After on a 503 instead of the computed backoff", async () => {
+    const fetch = scriptedFetch(fail(503, [], { "retry-after": "4" }), ok([]));
+    const { http, clock } = core(fetch);
+    await http.request(read());
+    expect(fetch.calls).toHaveLength(2);
+    expect(clock.sleeps).toEqual([4000]);
+  });
+
+  it("stops at once with ServerError.retryAfterMs when a 5xx asks for a wait beyond the allowed one", async () => {
+    const fetch = scriptedFetch(fail(503, [], { "retry-after": "120" }), ok([]));
+    const { http, clock } = core(fetch, { retry: { random: () => 0.5, maxRetryAfterMs: 60_000 } });
+    const error = (await http.request(read()).catch((e: unknown) => e)) as ServerError;
+    expect(error).toBeInstanceOf(ServerError);
+    expect(error.retryAfterMs).toBe(120_000);
+    expect(fetch.calls).toHaveLength(1);
+    expect(clock.sleeps).toEqual([]);
+  });
+
   it("retries 5xx with full-jitter exponential backoff until success", async () => {
     const fetch = scriptedFetch(fail(503), fail(500), fail(502), ok([]));
     const { http, clock } = core(fetch);
@@ -277,6 +295,66 @@ describe("HttpCore retry modes", () => {
     const after500 = scriptedFetch(fail(500), ok({}));
     await expect(core(after500).http.request(invite)).rejects.toBeInstanceOf(ServerError);
     expect(after500.calls).toHaveLength(1);
+  });
+});
+
+describe("HttpCore onRetry hook", () => {
+  function withHook(fetch: ReturnType<typeof scriptedFetch>, extra: Partial<ConstructorParameters<typeof HttpCore>[0]> = {}) {
+    const events: RetryEvent[] = [];
+    return { ...core(fetch, { onRetry: (event) => events.push(event), ...extra }), events };
+  }
+
+  it("reports every retried failure with its status class, method and path, and not the final success", async () => {
+    const fetch = scriptedFetch(fail(503), fail(429, [], { "retry-after": "1" }), new TypeError("fetch failed"), ok([]));
+    const { http, events } = withHook(fetch);
+    await http.request(read());
+    expect(events.map((e) => [e.status, e.statusClass, e.error, e.attempt])).toEqual([
+      [503, "5xx", "ServerError", 1],
+      [429, "4xx", "RateLimitedError", 2],
+      [undefined, "network", "NetworkError", 3],
+    ]);
+    expect(events[0]).toMatchObject({ method: "GET", path: "/public/v1/erp/transactions", delayMs: 125 });
+    expect(events[1]?.delayMs).toBe(1000);
+  });
+
+  it("reports the 401 that was replayed after a refresh", async () => {
+    const { http, events } = withHook(scriptedFetch(fail(401), ok([])));
+    await http.request(read());
+    expect(events).toEqual([
+      { status: 401, statusClass: "4xx", method: "GET", path: "/public/v1/erp/transactions", error: "UnauthorizedError", attempt: 1, delayMs: 0 },
+    ]);
+  });
+
+  it("does not report the failure that ends the call, so a caller counting thrown errors counts it once", async () => {
+    const { http, events } = withHook(scriptedFetch(fail(500)), { retry: { maxAttempts: 3, random: () => 0 } });
+    await expect(http.request(read())).rejects.toBeInstanceOf(ServerError);
+    expect(events.map((e) => e.attempt)).toEqual([1, 2]);
+  });
+
+  it("reports timeouts with the timeout class", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    const { http, events } = withHook(scriptedFetch(hangingReply(), ok([])), { timeoutMs: 1000 });
+    const pending = http.request(read());
+    await vi.advanceTimersByTimeAsync(1000);
+    await pending;
+    expect(events.map((e) => e.statusClass)).toEqual(["timeout"]);
+  });
+
+  it("keeps the request going when the hook throws", async () => {
+    const fetch = scriptedFetch(fail(502), ok([]));
+    const { http } = core(fetch, {
+      onRetry: () => {
+        throw new Error("metrics backend down");
+      },
+    });
+    await expect(http.request(read())).resolves.toMatchObject({ status: 200 });
+  });
+
+  it("puts no token or query string in the event", async () => {
+    const { http, events } = withHook(scriptedFetch(fail(401), fail(503), ok([])));
+    await http.request(read());
+    expect(events).toHaveLength(2);
+    expect(JSON.stringify(events)).not.toMatch(/token-|not_synced|\?/);
   });
 });
 

@@ -8,6 +8,7 @@ import { OAuthTokenProvider, StaticTokenProvider } from "../../shared/qashio/aut
 import { exchangeCode } from "../../shared/qashio/auth/oauth.js";
 import type { StoredTokens, TokenStore } from "../../shared/qashio/auth/token-store.js";
 import {
+  BadRequestError,
   InvalidResponseError,
   NetworkError,
   ReauthorizationRequiredError,
@@ -125,6 +126,65 @@ describe("secrets stay out of errors and logs", () => {
     const error = await client.listTransactions().catch((e: unknown) => e);
     expect(error).toBeInstanceOf(UnauthorizedError);
     expectNoSecret([...textsOf(error), logger.text()]);
+  });
+
+  it("when a 401 envelope quotes the bearer token that was sent", async () => {
+    // Echoes whichever token it was sent, so both the first call and the replay after refresh quote one.
+    const echo401 = (call: { headers: Record<string, string> }) => {
+      const token = (call.headers.authorization ?? "").replace("Bearer ", "");
+      return json(401, {
+        status_code: 401,
+        message: `Bearer ${token} is not valid`,
+        errors: [{ field: "authorization", code: "INVALID_TOKEN", message: `token ${token} has expired` }],
+      });
+    };
+    const client = new QashioClient({
+      baseUrl: BASE_URL,
+      tokenProvider: new StaticTokenProvider([ACCESS_TOKEN, NEW_ACCESS_TOKEN]),
+      fetch: scriptedFetch(echo401),
+      clock: fakeClock(),
+    });
+    const error = (await client.listTransactions().catch((e: unknown) => e)) as UnauthorizedError;
+    expect(error).toBeInstanceOf(UnauthorizedError);
+    expect(error.message).toContain("Bearer *** is not valid");
+    expect(error.errors[0]?.message).toBe("token *** has expired");
+    expectNoSecret([...textsOf(error), JSON.stringify(error.errors)]);
+  });
+
+  it("when a 400 envelope quotes the bearer token in its message and errors[]", async () => {
+    const body = {
+      status_code: 400,
+      message: `request with ${ACCESS_TOKEN} rejected`,
+      errors: [
+        { field: "page", code: "INVALID_VALUE", message: `page must be positive (token ${ACCESS_TOKEN})` },
+        { field: null, code: "INVALID_REQUEST", message: `${ACCESS_TOKEN}` },
+      ],
+    };
+    const client = new QashioClient({
+      baseUrl: BASE_URL,
+      tokenProvider: new StaticTokenProvider(ACCESS_TOKEN),
+      fetch: scriptedFetch(json(400, body)),
+      clock: fakeClock(),
+    });
+    const error = (await client.getCompanySummary().catch((e: unknown) => e)) as BadRequestError;
+    expect(error).toBeInstanceOf(BadRequestError);
+    expect(error.message).toContain("request with *** rejected");
+    expect(error.errors.map((e) => e.message)).toEqual(["page must be positive (token ***)", "***"]);
+    expectNoSecret([...textsOf(error), JSON.stringify(error.errors)]);
+  });
+
+  it("when an echoed token sits right at the message's length cut", async () => {
+    const body = { status_code: 400, message: `${"x".repeat(190)}${ACCESS_TOKEN}`, errors: [] };
+    const client = new QashioClient({
+      baseUrl: BASE_URL,
+      tokenProvider: new StaticTokenProvider(ACCESS_TOKEN),
+      fetch: scriptedFetch(json(400, body)),
+      clock: fakeClock(),
+    });
+    const error = await client.getCompanySummary().catch((e: unknown) => e);
+    expect((error as Error).message).toContain("***");
+    expectNoSecret(textsOf(error));
+    expect((error as Error).message).not.toContain(ACCESS_TOKEN.slice(0, 10));
   });
 
   it("when the network error quotes the request", async () => {
