@@ -123,6 +123,8 @@ function assemble(
     tokenProvider,
     clock,
     logger,
+    // Retried failures only: the failure that ends a call is counted by the engine (cycle.ts), so none is counted twice.
+    onRetry: (event) => metrics.add("ProviderErrors", 1, "Count", { status_class: event.statusClass }),
     ...(options.fetch !== undefined ? { fetch: options.fetch } : {}),
   });
   const common = {

@@ -120,7 +120,15 @@ export async function openLocalBridge(settings: LocalSettings, options: LocalBri
       if (event === "refreshed") metrics.add("TokenRefreshes", 1);
     },
   });
-  const client = new QashioClient({ baseUrl, tokenProvider, fetch: options.fetch, clock, logger: options.logger });
+  const client = new QashioClient({
+    baseUrl,
+    tokenProvider,
+    fetch: options.fetch,
+    clock,
+    logger: options.logger,
+    // Retried failures only: the failure that ends a call is counted by the engine (cycle.ts), so none is counted twice.
+    onRetry: (event) => metrics.add("ProviderErrors", 1, "Count", { status_class: event.statusClass }),
+  });
   let publisher: EventPublisher = options.publisher ?? new JsonlEventPublisher({ file: settings.eventsFile });
   if (options.onPublished !== undefined) publisher = observePublished(publisher, options.onPublished);
   const common = {

@@ -1,0 +1,28 @@
+/** ProviderErrors in local mode counts the failures the client retried as well as those that end a cycle. */
+import { afterEach, describe, expect, it } from "vitest";
+import { readLocalSettings } from "../../shared/cli/config.js";
+import { openLocalBridge, runCycle } from "../../shared/cli/local-bridge.js";
+import type { Logger } from "../../shared/bridge/ports.js";
+import { startHarness, type Harness } from "./helpers.js";
+
+const silent: Logger = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
+
+let harness: Harness | undefined;
+afterEach(async () => {
+  await harness?.close();
+  harness = undefined;
+});
+
+describe("ProviderErrors in local mode", () => {
+  it("counts a 503 the client retried successfully, once", async () => {
+    harness = await startHarness();
+    const bridge = await openLocalBridge(readLocalSettings(harness.env, harness.dir), { env: harness.env, logger: silent });
+    await runCycle(bridge);
+    expect(bridge.metrics.get("ProviderErrors")).toBe(0);
+
+    // Retry-After 0: the client retries at once, so the test never waits on a backoff.
+    await harness.control("POST", "/faults", { path_prefix: "/public/v1/erp/transactions", status: 503, count: 1, retry_after: 0 });
+    await runCycle(bridge);
+    expect(bridge.metrics.get("ProviderErrors")).toBe(1);
+  });
+});
