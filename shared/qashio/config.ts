@@ -23,9 +23,14 @@ function isDeployment(value: string): value is QashioDeployment {
   return Object.hasOwn(BASE_URL_ENV_VARS, value);
 }
 
-/** Shows a URL in an error message without any user:password part it might carry. */
+/** Shows a URL in an error message without its user:password part, query string or fragment (each may hold a secret). */
 function describe(value: string): string {
-  return JSON.stringify(value.replace(/\/\/[^/@]*@/, "//***@"));
+  return JSON.stringify(
+    value
+      .replace(/\/\/[^/@]*@/, "//***@")
+      .replace(/\?[^#]*/, "?***")
+      .replace(/#.*$/s, "#***"),
+  );
 }
 
 /**

@@ -41,6 +41,28 @@ describe("resolveBaseUrl", () => {
     expect(error).toBeInstanceOf(ConfigurationError);
     expect(error?.message).not.toContain("pa55word");
   });
+
+  it.each([
+    ["a query string", "https://api.example/v1?api_key=s3cr3t-q", "https://api.example/v1?***"],
+    ["a fragment", "https://api.example/v1#s3cr3t-f", "https://api.example/v1#***"],
+    ["both", "https://api.example/v1?k=s3cr3t-q#s3cr3t-f", "https://api.example/v1?***#***"],
+  ])("masks %s of a rejected base URL", (_label, url, shown) => {
+    const error = (() => {
+      try {
+        resolveBaseUrl("eu", { QASHIO_EU_URL: url });
+      } catch (e) {
+        return e as Error;
+      }
+      return undefined;
+    })();
+    expect(error).toBeInstanceOf(ConfigurationError);
+    expect(error?.message).toContain(`QASHIO_EU_URL "${shown}"`);
+    expect(error?.message).not.toMatch(/s3cr3t/);
+  });
+
+  it("masks the query string of a target that is not a URL at all", () => {
+    expect(() => resolveBaseUrl("api.example/v1?token=s3cr3t", env)).toThrow(/"api\.example\/v1\?\*\*\*"/);
+  });
 });
 
 describe("resolveAuthorizeUrl", () => {
