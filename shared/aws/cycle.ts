@@ -3,7 +3,7 @@
  * overlap (an invocation that finds the lease held skips), while a transaction cycle and a card cycle may run side by
  * side (they touch different snapshot keys and share only the token, whose refresh has its own lease).
  */
-import { pollCards, pollTransactions } from "../bridge/index.js";
+import { ReauthorizationNeededError, emptyReport, pollCards, pollTransactions } from "../bridge/index.js";
 import type { CardCycleMode } from "../bridge/cards.js";
 import type { CycleReport } from "../bridge/report.js";
 import { leaseNames } from "./keys.js";
@@ -24,6 +24,27 @@ export interface RunCycleOptions {
   readonly deadline: number;
   /** Card cycle mode. @default "full" */
   readonly cardMode?: CardCycleMode;
+}
+
+/**
+ * Stops before any provider call while the token family is marked revoked for the current secret version: presenting
+ * the rejected refresh token again on every tick cannot succeed (only re-onboarding, a new version, can).
+ */
+async function failFastWhenRevoked(runtime: TenantRuntime, kind: CycleKind): Promise<void> {
+  if ((await runtime.tokens.revokedVersion()) === undefined) return;
+  runtime.transactions.metrics.add("TokenFamilyRevoked", 1, "Count");
+  throw new ReauthorizationNeededError(
+    `The provider revoked the bridge's token family for tenant "${runtime.config.tenant}": re-authorize the integration ` +
+      "(npm run bridge -- authorize --secret-id <arn>); no provider call is made until the secret has a new version",
+    { report: emptyReport(kind) },
+  );
+}
+
+/** Marks the family revoked; a failed write is logged (the next tick then finds out again at the provider). */
+async function rememberRevoked(runtime: TenantRuntime, kind: CycleKind): Promise<void> {
+  await runtime.tokens.markRevoked().catch((error: unknown) =>
+    runtime.transactions.logger.warn("Could not record the revoked token family", { kind, error: (error as Error).name }),
+  );
 }
 
 /**
@@ -48,6 +69,7 @@ async function emitQuarantineSize(runtime: TenantRuntime, kind: CycleKind): Prom
  */
 export async function runCycle(runtime: TenantRuntime, kind: CycleKind, options: RunCycleOptions): Promise<CycleResult> {
   const { tenant } = runtime.config;
+  await failFastWhenRevoked(runtime, kind);
   const name = kind === "transactions" ? leaseNames.transactionsCycle(tenant) : leaseNames.cardsCycle(tenant);
   const ttlMs = Math.max(0, options.deadline - runtime.clock.now()) + CYCLE_LEASE_SLACK_MS;
   const lease = await runtime.lock.tryAcquire(name, ttlMs);
@@ -56,10 +78,13 @@ export async function runCycle(runtime: TenantRuntime, kind: CycleKind, options:
     return { status: "skipped", reason: "lease_held" };
   }
   try {
-    const report =
-      kind === "transactions"
-        ? await pollTransactions(runtime.transactions, { deadline: options.deadline })
-        : await pollCards(runtime.cards, { deadline: options.deadline, mode: options.cardMode ?? "full" });
+    const report = await (kind === "transactions"
+      ? pollTransactions(runtime.transactions, { deadline: options.deadline })
+      : pollCards(runtime.cards, { deadline: options.deadline, mode: options.cardMode ?? "full" })
+    ).catch(async (error: unknown) => {
+      if (error instanceof ReauthorizationNeededError) await rememberRevoked(runtime, kind);
+      throw error;
+    });
     return { status: "completed", report };
   } finally {
     await emitQuarantineSize(runtime, kind);

@@ -7,6 +7,7 @@
  * | quarantine      | `QUAR#<tenant>`                 | `<record id>`    |
  * | lease           | `LEASE#<name>`                  | `LEASE`          |
  * | access token    | `TOKEN#<tenant>`                | `ACCESS`         |
+ * | revoked family  | `TOKEN#<tenant>`                | `REVOKED`        |
  *
  * Snapshots get one partition each so BatchGetItem spreads over partitions; quarantine records share one partition per
  * tenant so `list()` is a single Query.
@@ -24,6 +25,7 @@ export const quarantinePartition = (tenant: string): string => `QUAR#${tenant}`;
 export const quarantineItemKey = (tenant: string, id: string): ItemKey => ({ pk: quarantinePartition(tenant), sk: id });
 export const leaseItemKey = (name: string): ItemKey => ({ pk: `LEASE#${name}`, sk: "LEASE" });
 export const accessTokenItemKey = (tenant: string): ItemKey => ({ pk: `TOKEN#${tenant}`, sk: "ACCESS" });
+export const revokedFamilyItemKey = (tenant: string): ItemKey => ({ pk: `TOKEN#${tenant}`, sk: "REVOKED" });
 
 /** Lease names used by the handlers: one per cycle kind and one for token refresh, all per tenant. */
 export const leaseNames = {

@@ -94,6 +94,13 @@ async function createSecret(secretId: string, token: string, tokenStages: readon
     return;
   }
   if (!tokenStages.includes("AWSPENDING")) throw new RotationError(`Version ${token} is not AWSPENDING`, secretId, "createSecret");
+  // Refreshing a refresh token the provider already rejected can only fail again: stop before any provider call.
+  if ((await deps.store.revokedVersion()) !== undefined) {
+    deps.metrics.add("TokenFamilyRevoked", 1, "Count");
+    throw new ReauthorizationRequiredError(
+      "The token family is revoked for the current secret version: re-authorize the integration before rotating",
+    );
+  }
   const lease = await acquire(deps, secretId);
   try {
     const stored = await deps.store.load();
@@ -116,6 +123,7 @@ async function refreshOnce(refreshToken: string, deps: RotationDeps): Promise<St
     const reloaded = await deps.store.load();
     if (reloaded !== undefined && reloaded.refreshToken !== refreshToken) return deps.refresh(reloaded.refreshToken);
     deps.metrics.add("TokenFamilyRevoked", 1, "Count");
+    await deps.store.markRevoked().catch((e: unknown) => deps.logger.warn("Could not record the revoked token family", { error: (e as Error).name }));
     throw new ReauthorizationRequiredError("The provider rejected the refresh token during rotation: re-authorize the integration", {}, { cause: error });
   }
 }

@@ -6,7 +6,7 @@ import type { Clock, Logger } from "../bridge/ports.js";
 import type { StoredTokens, TokenStore } from "../qashio/auth/token-store.js";
 import { systemClock } from "./clock.js";
 import { SecretFormatError, SecretStoreError } from "./errors.js";
-import { accessTokenItemKey, ttlSeconds } from "./keys.js";
+import { accessTokenItemKey, revokedFamilyItemKey, ttlSeconds } from "./keys.js";
 import { DEFAULT_BACKOFF, isRetryableAwsError, withRetries, type BackoffOptions } from "./retry.js";
 
 /** The provider secret's JSON: client credentials, the current refresh token, and the tenant's PII salt. */
@@ -62,6 +62,14 @@ interface AccessTokenItem {
   ttl: number;
 }
 
+/** Marker of a revoked token family: the secret version whose refresh token the provider rejected for good. */
+interface RevokedFamilyItem {
+  pk: string;
+  sk: string;
+  secretVersionId: string;
+  at: string;
+}
+
 /** The access-token item outlives the token by this much (housekeeping only). */
 const ACCESS_ITEM_TTL_SLACK_MS = 86_400_000;
 
@@ -78,6 +86,9 @@ const ACCESS_ITEM_TTL_SLACK_MS = 86_400_000;
  *   so after a refresh answered 401 it sees a refresh token another container rotated meanwhile.
  * - An access token recorded against an older secret version than the current one is not returned (the secret was
  *   replaced, e.g. by a re-authorization), which forces a refresh with the current refresh token.
+ * - A revoked token family is remembered (`TOKEN#<tenant>`/`REVOKED`, holding the secret version whose refresh token
+ *   was rejected): `revokedVersion()` lets pollers and the rotation fail fast, with no provider call, until a new
+ *   secret version (re-onboarding) replaces it.
  * - Throttled Secrets Manager calls are retried with backoff; PutSecretValue reuses one ClientRequestToken across
  *   retries so a retry cannot create a second version.
  *
@@ -92,6 +103,8 @@ export class SecretsManagerTokenStore implements TokenStore {
   readonly #cacheTtlMs: number;
   #cache?: { read: SecretRead; expiresAt: number };
   #inflightRead?: Promise<SecretRead>;
+  /** Version of the refresh token the last `load` returned: the one a rejected refresh presented. */
+  #lastLoadedVersionId?: string;
 
   constructor(options: SecretsManagerTokenStoreOptions) {
     this.#options = options;
@@ -115,6 +128,7 @@ export class SecretsManagerTokenStore implements TokenStore {
 
   async load(): Promise<StoredTokens | undefined> {
     const [read, item] = await Promise.all([this.readSecret(), this.#readAccessItem()]);
+    this.#lastLoadedVersionId = read.versionId;
     const tokens: StoredTokens = { refreshToken: read.secret.refresh_token };
     if (item === undefined || item.secretVersionId !== read.versionId || item.accessToken === undefined) {
       return item?.scope !== undefined ? { ...tokens, scope: item.scope } : tokens;
@@ -153,6 +167,53 @@ export class SecretsManagerTokenStore implements TokenStore {
     }
     await this.#writeAccessItem(tokens, versionId);
     return versionId;
+  }
+
+  /**
+   * Records that the token family is revoked for the secret version last returned by `load` (the token provider and
+   * the rotation re-load the store before declaring the family lost, so that is the version holding the rejected
+   * refresh token). Nothing is recorded when nothing was loaded yet.
+   *
+   * @example
+   * if (error instanceof ReauthorizationNeededError) await store.markRevoked();
+   */
+  async markRevoked(): Promise<void> {
+    const versionId = this.#lastLoadedVersionId ?? this.#cache?.read.versionId;
+    if (versionId === undefined) return;
+    const { doc, tableName, tenant } = this.#options;
+    const item: RevokedFamilyItem = { ...revokedFamilyItemKey(tenant), secretVersionId: versionId, at: new Date(this.#clock.now()).toISOString() };
+    await doc.send(new PutCommand({ TableName: tableName, Item: item as unknown as Record<string, unknown> }));
+  }
+
+  /**
+   * The current secret version when it is marked revoked, else undefined. Costs one DynamoDB read; the secret is read
+   * (fresh) only when a marker exists, and a marker for an older version (the secret was re-onboarded) is removed.
+   *
+   * @example
+   * if ((await store.revokedVersion()) !== undefined) throw new ReauthorizationRequiredError("re-authorize");
+   */
+  async revokedVersion(): Promise<string | undefined> {
+    const { doc, tableName, tenant } = this.#options;
+    const key = revokedFamilyItemKey(tenant);
+    const result = await doc.send(new GetCommand({ TableName: tableName, Key: key, ConsistentRead: true }));
+    const marker = result.Item as RevokedFamilyItem | undefined;
+    if (marker === undefined) return undefined;
+    const current = await this.readSecret();
+    if (current.versionId === marker.secretVersionId) return marker.secretVersionId;
+    // Only the stale marker goes: another container may have just marked the new version.
+    await doc
+      .send(
+        new DeleteCommand({
+          TableName: tableName,
+          Key: key,
+          ConditionExpression: "secretVersionId = :v",
+          ExpressionAttributeValues: { ":v": marker.secretVersionId },
+        }),
+      )
+      .catch((error: unknown) => {
+        if ((error as Error).name !== "ConditionalCheckFailedException") throw error;
+      });
+    return undefined;
   }
 
   /** Reads AWSCURRENT of the secret (single flight per container) and refreshes the cache. */

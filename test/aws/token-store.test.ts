@@ -65,6 +65,18 @@ describe("SecretsManagerTokenStore", () => {
     expect((await store.load())?.refreshToken).toBe("rt-9");
   });
 
+  it("remembers a revoked family for the loaded secret version, for every container, until a new version replaces it", async () => {
+    const { store, make } = setup();
+    expect(await store.revokedVersion()).toBeUndefined();
+    await store.load();
+    await store.markRevoked();
+    const revoked = await make().revokedVersion();
+    expect(revoked).toBeDefined();
+    await make().saveVersion({ refreshToken: "rt-new-family" }, { clientRequestToken: "reonboard-1", stages: ["AWSCURRENT"] });
+    expect(await make().revokedVersion()).toBeUndefined();
+    expect(await store.revokedVersion()).toBeUndefined();
+  });
+
   it("drops a shared access token issued under an older secret version (secret replaced out of band)", async () => {
     const { store, make, secrets } = setup();
     await store.save({ refreshToken: "rt-2", accessToken: "at-2" });

@@ -3,19 +3,42 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ConfigurationError } from "../../shared/aws/errors.js";
 import { truncationsOf } from "../../shared/aws/event-size.js";
 import { ReauthorizationNeededError, parseEventDetail } from "../../shared/bridge/index.js";
-import { ACCESS_TOKEN_TTL_SECONDS } from "../../sandbox/index.js";
+import { PutSecretValueCommand } from "@aws-sdk/client-secrets-manager";
+import { ACCESS_TOKEN_TTL_SECONDS, SANDBOX_IN_PROCESS_URL } from "../../sandbox/index.js";
+import { exchangeCode } from "../../shared/qashio/auth/oauth.js";
 import type { BridgeEventDetail } from "../../shared/bridge/ports.js";
 import { DynamoLeaseLock } from "../../shared/aws/lease-lock.js";
 import { DynamoQuarantine } from "../../shared/aws/quarantine.js";
 import { leaseNames } from "../../shared/aws/keys.js";
 import { awsError } from "../aws/support/fake-secrets-manager.js";
-import { createHarness, subjectIds, TENANT, type Harness } from "./support/harness.js";
+import { createHarness, REDIRECT_URI, subjectIds, TENANT, type Harness } from "./support/harness.js";
 
 let h: Harness;
 beforeEach(async () => {
   h = await createHarness();
 });
 afterEach(async () => h.close());
+
+/** Someone replays the spent first refresh token: the provider revokes the whole family; access tokens expire. */
+async function revokeFamily(): Promise<void> {
+  const spent = h.refreshTokensPresented[0];
+  await h.sandbox.fetch("http://sandbox.local/oauth2/token", {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ grant_type: "refresh_token", client_id: "sandbox-client", client_secret: "sandbox-secret", refresh_token: spent }),
+  });
+  h.sandbox.control.advanceClock(ACCESS_TOKEN_TTL_SECONDS + 1);
+}
+
+/** What `authorize --secret-id` does: a new authorization, written as a new secret version. */
+async function reonboard(): Promise<void> {
+  const code = h.sandbox.control.issueAuthorizationCode({ companyId: h.companyId, redirectUri: REDIRECT_URI });
+  const oauth = { baseUrl: SANDBOX_IN_PROCESS_URL, clientId: "sandbox-client", clientSecret: "sandbox-secret", fetch: h.sandbox.fetch };
+  const tokens = await exchangeCode(oauth, { code, redirectUri: REDIRECT_URI });
+  await h.secrets.client.send(
+    new PutSecretValueCommand({ SecretId: h.secrets.secretId, SecretString: JSON.stringify({ ...h.secrets.current(), refresh_token: tokens.refresh_token }) }),
+  );
+}
 
 const company = () => {
   const data = h.sandbox.control.company(h.companyId);
@@ -136,6 +159,31 @@ describe("poll-transactions handler", () => {
     expect(error).toBeInstanceOf(ReauthorizationNeededError);
     expect(h.refreshTokensPresented.length - presentedBefore).toBe(1);
     expect(h.output.some((line) => line.includes('"TokenFamilyRevoked"'))).toBe(true);
+  });
+
+  it("fails fast on later ticks after a revocation, with no provider call, until re-onboarding writes a new secret version", async () => {
+    await h.poller("transactions")();
+    await revokeFamily();
+    expect(await h.poller("transactions")().catch((e: unknown) => e)).toBeInstanceOf(ReauthorizationNeededError);
+    const presented = h.refreshTokensPresented.length;
+    let providerCalls = 0;
+    const countingFetch = async (input: string | URL | Request, init?: RequestInit) => {
+      providerCalls += 1;
+      return h.sandbox.fetch(input, init);
+    };
+    const revokedBefore = h.output.filter((line) => line.includes('"TokenFamilyRevoked"')).length;
+
+    for (const kind of ["transactions", "cards"] as const) {
+      expect(await h.poller(kind, { fetch: countingFetch })().catch((e: unknown) => e)).toBeInstanceOf(ReauthorizationNeededError);
+    }
+
+    expect(providerCalls).toBe(0);
+    expect(h.refreshTokensPresented).toHaveLength(presented);
+    expect(h.output.filter((line) => line.includes('"TokenFamilyRevoked"')).length - revokedBefore).toBe(2);
+
+    await reonboard();
+    expect((await h.poller("transactions")()).status).toBe("completed");
+    expect(h.pendingAtProvider()).toBe(0);
   });
 
   it("fails with a ConfigurationError naming every bad variable", async () => {

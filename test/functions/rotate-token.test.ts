@@ -1,9 +1,13 @@
 import { randomUUID } from "node:crypto";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { ACCESS_TOKEN_TTL_SECONDS } from "../../sandbox/index.js";
+import { PutSecretValueCommand } from "@aws-sdk/client-secrets-manager";
+import { ACCESS_TOKEN_TTL_SECONDS, SANDBOX_IN_PROCESS_URL } from "../../sandbox/index.js";
+import { ReauthorizationNeededError } from "../../shared/bridge/index.js";
+import { exchangeCode, refresh } from "../../shared/qashio/auth/oauth.js";
+import { ReauthorizationRequiredError } from "../../shared/qashio/errors.js";
 import { RotationError } from "../../shared/aws/errors.js";
 import type { RotationEvent } from "../../shared/aws/rotation.js";
-import { createHarness, type Harness } from "./support/harness.js";
+import { createHarness, REDIRECT_URI, type Harness } from "./support/harness.js";
 
 let h: Harness;
 beforeEach(async () => {
@@ -77,6 +81,34 @@ describe("rotate-token handler (Secrets Manager rotation)", () => {
     await Promise.all([rotator(eventFor(token, "createSecret")), h.poller("transactions")(), h.poller("cards")(), h.poller("transactions")()]);
     for (const step of steps.slice(1)) await rotator(eventFor(token, step));
     expect(new Set(h.refreshTokensPresented).size).toBe(h.refreshTokensPresented.length);
+    expect(await h.familyStillValid()).toBe(true);
+  });
+
+  it("stops refreshing a revoked family at the next rotation and the next poll, until a new secret version arrives", async () => {
+    const first = h.secrets.current().refresh_token as string;
+    await rotate();
+    // Replaying the spent first token revokes the family at the provider.
+    const oauth = { baseUrl: SANDBOX_IN_PROCESS_URL, clientId: "sandbox-client", clientSecret: "sandbox-secret", fetch: h.sandbox.fetch };
+    await refresh(oauth, first).catch(() => undefined);
+    h.sandbox.control.advanceClock(ACCESS_TOKEN_TTL_SECONDS + 1);
+    const failedRotation = randomUUID();
+    h.secrets.startRotation(failedRotation);
+    await expect(h.rotator()(eventFor(failedRotation, "createSecret"))).rejects.toBeInstanceOf(ReauthorizationRequiredError);
+    const presented = h.refreshTokensPresented.length;
+
+    const nextRotation = randomUUID();
+    h.secrets.startRotation(nextRotation);
+    await expect(h.rotator()(eventFor(nextRotation, "createSecret"))).rejects.toBeInstanceOf(ReauthorizationRequiredError);
+    await expect(h.poller("transactions")()).rejects.toBeInstanceOf(ReauthorizationNeededError);
+    expect(h.refreshTokensPresented).toHaveLength(presented);
+
+    const code = h.sandbox.control.issueAuthorizationCode({ companyId: h.companyId, redirectUri: REDIRECT_URI });
+    const tokens = await exchangeCode(oauth, { code, redirectUri: REDIRECT_URI });
+    await h.secrets.client.send(
+      new PutSecretValueCommand({ SecretId: h.secrets.secretId, SecretString: JSON.stringify({ ...h.secrets.current(), refresh_token: tokens.refresh_token }) }),
+    );
+    await rotate();
+    expect(h.refreshTokensPresented.at(-1)).toBe(tokens.refresh_token);
     expect(await h.familyStillValid()).toBe(true);
   });
 
