@@ -69,6 +69,8 @@ export interface BenchArgs {
   readonly json: boolean;
   /** Where events go: the real JSONL publisher to a temp file, or a sink that drops them. */
   readonly sink: "jsonl" | "null";
+  /** Exit non-zero when a budget is missed (machine-dependent: for people and CI jobs on quiet machines). */
+  readonly check: boolean;
 }
 
 export type ParsedCommand =
@@ -86,8 +88,9 @@ Commands:
                                                   sign in once as a person and store the tokens
   demo       [--cycles <n>] [--interval <duration>] [--seed <n>]
                                                   embedded sandbox + bridge + activity (npm start)
-  bench      [--transactions <n>] [--latency-ms <ms>] [--sink jsonl|null] [--json]
+  bench      [--transactions <n>] [--latency-ms <ms>] [--sink jsonl|null] [--json] [--check]
                                                   drain a backlog from the sandbox and measure
+                                                  (--check: exit 1 when a budget is missed)
   help                                            this text
 
 Durations: 500ms, 30s, 5m, 1h, 1m30s. Settings come from the environment and .env (see README).`;
@@ -200,6 +203,7 @@ export function parseCommand(argv: readonly string[]): ParsedCommand {
         "latency-ms": { type: "string" },
         json: { type: "boolean", default: false },
         sink: { type: "string" },
+        check: { type: "boolean", default: false },
       });
       const sink = (values.sink as string | undefined) ?? "jsonl";
       if (sink !== "jsonl" && sink !== "null") throw new UsageError(`--sink must be jsonl or null, got "${sink}"`);
@@ -210,6 +214,7 @@ export function parseCommand(argv: readonly string[]): ParsedCommand {
           latencyMs: integer("--latency-ms", values["latency-ms"] as string | undefined, 0, 20),
           json: values.json === true,
           sink,
+          check: values.check === true,
         },
       };
     }

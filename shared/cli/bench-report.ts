@@ -120,6 +120,18 @@ export function checkBudgets(json: BenchJson): BudgetCheck[] {
 }
 
 /**
+ * Exit code of `bench --check`: 0 when every budget holds, else 1 with one line per missed budget. The CPU and wall
+ * budgets depend on the machine, so the check belongs to people and CI jobs on quiet machines, not the default suite.
+ *
+ * @example
+ * const { code, lines } = budgetVerdict(toBenchJson(measurement));
+ */
+export function budgetVerdict(json: BenchJson): { readonly code: 0 | 1; readonly lines: string[] } {
+  const missed = checkBudgets(json).filter((c) => !c.ok);
+  return { code: missed.length === 0 ? 0 : 1, lines: missed.map((c) => `bench --check: budget missed: ${c.name} ${c.actual}, budget ${c.budget}`) };
+}
+
+/**
  * The human-readable report: numbers, budgets, and what the numbers include.
  *
  * @example

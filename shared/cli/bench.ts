@@ -20,7 +20,7 @@ import { FileTokenStore } from "../local/index.js";
 import type { BenchArgs } from "./args.js";
 import { DEFAULT_SCOPES } from "./authorize.js";
 import type { BenchSandboxReady, BenchSandboxRequest } from "./bench-sandbox.js";
-import { floorOf, formatBenchReport, toBenchJson, type BenchMeasurement } from "./bench-report.js";
+import { budgetVerdict, floorOf, formatBenchReport, toBenchJson, type BenchMeasurement } from "./bench-report.js";
 import { DEFAULT_EVENT_SOURCE, type LocalSettings } from "./config.js";
 import { streamLogger } from "./console-ports.js";
 import { CliError, EXIT } from "./errors.js";
@@ -49,7 +49,8 @@ function startSandbox(request: BenchSandboxRequest): Promise<{ child: ChildProce
 }
 
 /**
- * Runs the benchmark; returns the exit code (0 even when a budget is missed: the report says which).
+ * Runs the benchmark; returns the exit code: 1 for an inconsistent drain, or (with `--check`) a missed budget; 0 otherwise
+ * (the report says which budgets were missed).
  *
  * @example
  * process.exitCode = await benchCommand({ transactions: 10_000, latencyMs: 20, json: true, sink: "jsonl" }, io);
@@ -162,6 +163,11 @@ export async function benchCommand(args: BenchArgs, io: CliIo): Promise<number> 
     if (events !== args.transactions || remaining !== 0) {
       line(io.stderr, `bench: inconsistent drain: ${events} events for ${args.transactions} transactions, ${remaining} left not_synced`);
       return EXIT.failed;
+    }
+    if (args.check) {
+      const verdict = budgetVerdict(toBenchJson(measurement));
+      for (const text of verdict.lines) line(io.stderr, text);
+      if (verdict.code !== 0) return EXIT.failed;
     }
     return EXIT.ok;
   } finally {

@@ -76,10 +76,10 @@ describe("parseCommand", () => {
   });
 
   it("reads bench options with defaults", () => {
-    expect(parseCommand(["bench"])).toEqual({ command: "bench", args: { transactions: 10_000, latencyMs: 20, json: false, sink: "jsonl" } });
-    expect(parseCommand(["bench", "--transactions", "500", "--latency-ms", "1", "--json", "--sink", "null"])).toEqual({
+    expect(parseCommand(["bench"])).toEqual({ command: "bench", args: { transactions: 10_000, latencyMs: 20, json: false, sink: "jsonl", check: false } });
+    expect(parseCommand(["bench", "--transactions", "500", "--latency-ms", "1", "--json", "--sink", "null", "--check"])).toEqual({
       command: "bench",
-      args: { transactions: 500, latencyMs: 1, json: true, sink: "null" },
+      args: { transactions: 500, latencyMs: 1, json: true, sink: "null", check: true },
     });
   });
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { checkBudgets, floorOf, formatBenchReport, toBenchJson, type BenchMeasurement } from "../../shared/cli/bench-report.js";
+import { budgetVerdict, checkBudgets, floorOf, formatBenchReport, toBenchJson, type BenchMeasurement } from "../../shared/cli/bench-report.js";
 
 const measurement: BenchMeasurement = {
   transactions: 10_000,
@@ -52,6 +52,16 @@ describe("checkBudgets", () => {
   it("flags each budget that is missed", () => {
     const slow = toBenchJson({ ...measurement, providerCalls: 260, bridgeCpuUs: 2_000_000, wallMs: 6_000, peakRssMb: 250 });
     expect(checkBudgets(slow).filter((c) => !c.ok).map((c) => c.name)).toEqual(["provider calls", "CPU per transaction", "wall time", "peak RSS"]);
+  });
+
+  it("gives bench --check exit 0 inside every budget and exit 1 naming each missed budget", () => {
+    expect(budgetVerdict(toBenchJson(measurement))).toEqual({ code: 0, lines: [] });
+    const verdict = budgetVerdict(toBenchJson({ ...measurement, wallMs: 6_000, peakRssMb: 250 }));
+    expect(verdict.code).toBe(1);
+    expect(verdict.lines).toEqual([
+      expect.stringMatching(/^bench --check: budget missed: wall time 6000 ms/),
+      expect.stringMatching(/^bench --check: budget missed: peak RSS 250 MB/),
+    ]);
   });
 
   it("skips the wall budget when there is no latency to compare with", () => {

@@ -43,6 +43,9 @@ describe("bridge bench --transactions 500 --latency-ms 1 --json", () => {
     expect(result.events).toBe(500);
     expect(result.latency_ms).toBe(1);
     expect(result.provider_calls).toBeGreaterThanOrEqual(result.floor_calls as number);
+    // Deterministic budget: the floor plus the token refresh and a little slack, never a page read twice.
+    expect(result.provider_calls).toBeLessThanOrEqual((result.floor_calls as number) + 3);
+    expect(result.events).toBe(result.transactions);
     expect(result.floor_ms).toBe((result.floor_calls as number) * 1);
     expect(result.wall_ms).toBeGreaterThanOrEqual(result.floor_ms as number);
     expect(result.cpu_us_per_txn).toBeGreaterThan(0);
