@@ -1,8 +1,9 @@
 /**
  * File-backed SnapshotStore built for large backlogs: each `putMany` writes one immutable segment file
  * (temp + fsync + rename), so a page of snapshots costs one fsync, not one per item. A segment's first line
- * is its index (key, offset, length); opening the store reads only those lines, keeping memory to a small
- * key index while snapshot bodies stay on disk. Segments whose every entry was superseded are deleted.
+ * is its index (key, offset, length); opening the store reads only those lines into a compact off-heap
+ * {@link KeyIndex} (32-64 bytes per key, no JS objects per key) while snapshot bodies stay on disk.
+ * Segments whose every entry was superseded are deleted.
  */
 import { randomBytes } from "node:crypto";
 import { mkdir, open, readdir, unlink } from "node:fs/promises";
@@ -11,20 +12,17 @@ import type { Snapshot, SnapshotKey, SnapshotStore } from "../bridge/ports.js";
 import { jsonOf } from "../bridge/hash.js";
 import { TEMP_SUFFIX, writeFileAtomic } from "./atomic.js";
 import { CorruptStateError } from "./errors.js";
+import { KeyIndex } from "./key-index.js";
 
 const SEGMENT_PATTERN = /^seg-(\d{12})-[0-9a-f]{8}\.log$/;
 
 interface Segment {
+  /** In-memory id the key index refers to (file sequence numbers may repeat after a race without the lock). */
+  readonly id: number;
   readonly name: string;
   readonly seq: number;
   /** Entries of this segment still current in the index. */
   live: number;
-}
-
-interface Location {
-  readonly segment: Segment;
-  readonly offset: number;
-  readonly length: number;
 }
 
 /** Reads the first line of a segment (its index) without reading the body. */
@@ -66,8 +64,10 @@ async function readHeader(file: string): Promise<{ entries: [string, number, num
  */
 export class FileSnapshotStore implements SnapshotStore {
   readonly dir: string;
-  private index = new Map<SnapshotKey, Location>();
-  private segments = new Map<string, Segment>();
+  private readonly index = new KeyIndex();
+  /** Segments by in-memory id. */
+  private readonly segments = new Map<number, Segment>();
+  private nextId = 1;
   private nextSeq = 1;
   private dirReady = false;
   private loading?: Promise<void>;
@@ -84,29 +84,40 @@ export class FileSnapshotStore implements SnapshotStore {
     return this.index.size;
   }
 
+  /** Bytes the in-memory key index takes (32-64 bytes per key, off the JS heap). */
+  async indexBytes(): Promise<number> {
+    await this.load();
+    return this.index.bytes;
+  }
+
   async getMany(keys: readonly SnapshotKey[]): Promise<Map<SnapshotKey, Snapshot>> {
     await this.load();
     const out = new Map<SnapshotKey, Snapshot>();
-    const bySegment = new Map<Segment, { key: SnapshotKey; location: Location }[]>();
+    const bySegment = new Map<number, { key: SnapshotKey; offset: number; length: number }[]>();
     for (const key of keys) {
       const location = this.index.get(key);
       if (!location) continue;
-      const list = bySegment.get(location.segment) ?? [];
-      list.push({ key, location });
-      bySegment.set(location.segment, list);
+      let list = bySegment.get(location.segment);
+      if (!list) bySegment.set(location.segment, (list = []));
+      list.push({ key, offset: location.offset, length: location.length });
     }
-    for (const [segment, wanted] of bySegment) {
+    for (const [id, wanted] of bySegment) {
+      const segment = this.segments.get(id);
+      if (!segment) throw new CorruptStateError("Snapshot index names a segment that is gone", { file: this.dir });
       const file = path.join(this.dir, segment.name);
       const handle = await open(file, "r");
       try {
-        for (const { key, location } of wanted) {
-          const buffer = Buffer.alloc(location.length);
-          await handle.read(buffer, 0, location.length, location.offset);
+        for (const { key, offset, length } of wanted) {
+          const buffer = Buffer.alloc(length);
+          await handle.read(buffer, 0, length, offset);
+          let snapshot: Snapshot;
           try {
-            out.set(key, JSON.parse(buffer.toString("utf8")) as Snapshot);
+            snapshot = JSON.parse(buffer.toString("utf8")) as Snapshot;
           } catch (err) {
             throw new CorruptStateError("Snapshot segment entry is not valid JSON", { file }, { cause: err });
           }
+          // A fingerprint collision points at another key's entry: that key has no snapshot here.
+          if (snapshot.key === key) out.set(key, snapshot);
         }
       } finally {
         await handle.close();
@@ -147,24 +158,28 @@ export class FileSnapshotStore implements SnapshotStore {
     }
     await writeFileAtomic(path.join(this.dir, name), header + "\n" + lines.join("\n") + "\n", { mode: 0o600 });
 
-    const segment: Segment = { name, seq, live: 0 };
-    this.segments.set(name, segment);
+    const segment: Segment = { id: this.nextId++, name, seq, live: 0 };
+    this.segments.set(segment.id, segment);
     const bodyStart = Buffer.byteLength(header) + 1;
     const emptied: Segment[] = [];
     for (const [key, entryOffset, length] of entries) {
-      const previous = this.index.get(key as SnapshotKey);
-      if (previous) {
-        previous.segment.live -= 1;
-        if (previous.segment.live === 0) emptied.push(previous.segment);
-      }
-      this.index.set(key as SnapshotKey, { segment, offset: bodyStart + entryOffset, length });
+      const previous = this.supersede(this.index.set(key, { segment: segment.id, offset: bodyStart + entryOffset, length }));
+      if (previous?.live === 0) emptied.push(previous);
       segment.live += 1;
     }
     // The new segment is durable, so wholly superseded ones can go.
     for (const old of emptied) {
-      this.segments.delete(old.name);
+      this.segments.delete(old.id);
       await unlink(path.join(this.dir, old.name)).catch(() => undefined);
     }
+  }
+
+  /** Counts one entry of segment `id` as superseded; returns that segment. */
+  private supersede(id: number | undefined): Segment | undefined {
+    if (id === undefined) return undefined;
+    const previous = this.segments.get(id);
+    if (previous) previous.live -= 1;
+    return previous;
   }
 
   private load(): Promise<void> {
@@ -188,7 +203,7 @@ export class FileSnapshotStore implements SnapshotStore {
         continue;
       }
       const match = SEGMENT_PATTERN.exec(name);
-      if (match) found.push({ name, seq: Number(match[1]), live: 0 });
+      if (match) found.push({ id: this.nextId++, name, seq: Number(match[1]), live: 0 });
     }
     found.sort((a, b) => a.seq - b.seq || a.name.localeCompare(b.name));
     for (const segment of found) {
@@ -199,18 +214,16 @@ export class FileSnapshotStore implements SnapshotStore {
       } catch (err) {
         throw new CorruptStateError("Snapshot segment header is unreadable", { file }, { cause: err });
       }
-      this.segments.set(segment.name, segment);
+      this.segments.set(segment.id, segment);
       for (const [key, offset, length] of header.entries) {
-        const previous = this.index.get(key as SnapshotKey);
-        if (previous) previous.segment.live -= 1;
-        this.index.set(key as SnapshotKey, { segment, offset: header.bodyStart + offset, length });
+        this.supersede(this.index.set(key, { segment: segment.id, offset: header.bodyStart + offset, length }));
         segment.live += 1;
       }
       this.nextSeq = Math.max(this.nextSeq, segment.seq + 1);
     }
     for (const segment of found) {
       if (segment.live === 0) {
-        this.segments.delete(segment.name);
+        this.segments.delete(segment.id);
         await unlink(path.join(this.dir, segment.name)).catch(() => undefined);
       }
     }

@@ -1,0 +1,27 @@
+import { describe, expect, it } from "vitest";
+import { KeyIndex } from "../../shared/local/key-index.js";
+
+describe("KeyIndex", () => {
+  it("finds every key it holds and reports the segment of an entry it replaces", () => {
+    const index = new KeyIndex();
+    for (let i = 0; i < 50_000; i++) expect(index.set(`transaction:${i}`, { segment: 1, offset: i * 10, length: i })).toBeUndefined();
+    expect(index.set("transaction:7", { segment: 2, offset: 5, length: 6 })).toBe(1);
+    expect(index.size).toBe(50_000);
+    expect(index.get("transaction:7")).toEqual({ segment: 2, offset: 5, length: 6 });
+    expect(index.get("transaction:49999")).toEqual({ segment: 1, offset: 499_990, length: 49_999 });
+    expect(index.get("transaction:50000")).toBeUndefined();
+  });
+
+  it("keeps offsets beyond 4 GiB exact", () => {
+    const index = new KeyIndex();
+    index.set("card:A", { segment: 3, offset: 2 ** 33 + 1, length: 10 });
+    expect(index.get("card:A")?.offset).toBe(2 ** 33 + 1);
+  });
+
+  it("costs at most 64 bytes per key however many keys it holds", () => {
+    const index = new KeyIndex();
+    for (let i = 0; i < 200_000; i++) index.set(`transaction:qashio_id:CT${1_000_000_000 + i}`, { segment: i >> 7, offset: i, length: 1 });
+    expect(index.size).toBe(200_000);
+    expect(index.bytes / index.size).toBeLessThanOrEqual(64);
+  });
+});
