@@ -6,6 +6,7 @@ import { canonicalCopy, contentHash } from "./hash.js";
 import { applyPiiInPlace, type PiiPolicy } from "./pii.js";
 import { diffObjects, type Change } from "./diff.js";
 import { CycleRun, parseTime } from "./cycle.js";
+import { RecentIds } from "./recent-ids.js";
 import { DEFAULT_MAX_PAGES, DEFAULT_PAGE_SIZE, MIN_PAGE_SIZE, type CycleOptions, type TransactionCycleDeps } from "./deps.js";
 import type { BridgeEvent, QuarantineRecord, Snapshot, SnapshotKey } from "./ports.js";
 import { pageEntries, type PageEntry, type ProviderPage, type PullStatus } from "./provider.js";
@@ -126,9 +127,10 @@ class TransactionRun extends CycleRun {
    * latency) and otherwise re-reads the same page. It moves on only when a page holds nothing new (items that stay
    * listed despite an acknowledge), and confirms the end with a plain read after a read-ahead chain, so a read that
    * raced an acknowledge cannot skip a batch. The page bound and the deadline guarantee termination.
+   * Handled ids are remembered for a few pages only (see {@link RecentIds}), so memory does not grow with the backlog.
    */
   private async drain(status: PullStatus): Promise<CycleOutcome> {
-    const handled = new Set<string>();
+    const handled = new RecentIds();
     let page = 1;
     let calls = 0;
     let readAhead = this.options.readAhead ?? true;
@@ -174,7 +176,7 @@ class TransactionRun extends CycleRun {
         next.catch(() => undefined);
       }
       const allAcknowledged = await this.processBatch(fresh);
-      for (const key of freshKeys) handled.add(key);
+      handled.add(freshKeys);
       // Items that stay listed shift the pages: fall back to plain re-reads for the rest of this pass.
       if (!allAcknowledged) readAhead = false;
       if (next) {

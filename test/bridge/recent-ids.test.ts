@@ -1,0 +1,46 @@
+import { describe, expect, it, vi } from "vitest";
+import { RECENT_BATCHES, RecentIds } from "../../shared/bridge/recent-ids.js";
+import { pollTransactions } from "../../shared/bridge/transactions.js";
+import { makeRig } from "./fakes.js";
+
+describe("RecentIds", () => {
+  it("remembers the last few batches only, however many batches pass", () => {
+    const handled = new RecentIds();
+    for (let batch = 0; batch < 1_000; batch++) handled.add(Array.from({ length: 100 }, (_, i) => `${batch}-${i}`));
+    expect(handled.size).toBe(RECENT_BATCHES * 100);
+    expect(handled.has("999-0")).toBe(true);
+    expect(handled.has("0-0")).toBe(false);
+  });
+
+  it("keeps an id met again after it was handled for the rest of the pass", () => {
+    const handled = new RecentIds(1);
+    handled.add(["stuck", "gone"]);
+    expect(handled.has("stuck")).toBe(true);
+    handled.add(["b"]);
+    handled.add(["c"]);
+    expect(handled.has("stuck")).toBe(true);
+    expect(handled.has("gone")).toBe(false);
+  });
+});
+
+describe("pollTransactions memory", () => {
+  it("remembers at most a few pages of handled ids while draining a large backlog", async () => {
+    const rig = makeRig();
+    for (let i = 0; i < 3_000; i++) rig.provider.addTransaction();
+    const sizes: number[] = [];
+    const original = RecentIds.prototype.add;
+    const spy = vi.spyOn(RecentIds.prototype, "add").mockImplementation(function (this: RecentIds, ids: Iterable<string>) {
+      original.call(this, ids);
+      sizes.push(this.size);
+    });
+    try {
+      const report = await pollTransactions(rig.deps, { pageSize: 50 });
+      expect(report).toMatchObject({ outcome: "complete", acknowledged: 3_000 });
+    } finally {
+      spy.mockRestore();
+    }
+    expect(rig.publisher.events).toHaveLength(3_000);
+    expect(sizes.length).toBeGreaterThanOrEqual(60);
+    expect(Math.max(...sizes)).toBeLessThanOrEqual(RECENT_BATCHES * 50);
+  });
+});
