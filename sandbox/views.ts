@@ -150,7 +150,47 @@ function spendLimitObject(card: CardRecord): Record<string, unknown> {
   };
 }
 
-/** Core (operational) card (§2.4). `write` adds the write-response objects. */
+/** Flags the provider sometimes sends as `"true"`/`"false"` (§2.4). */
+const STRING_TYPED_FLAGS = [
+  "allow_atm",
+  "card_replaced",
+  "return_card",
+  "allowed_mccs_active",
+  "spend_limit_active",
+  "atm_limit_active",
+  "is_manager",
+  "transactions_limit_active",
+] as const;
+
+/** Amounts the provider sometimes sends as numeric strings (§2.4). */
+const STRING_TYPED_AMOUNTS = ["auto_top_up_amount", "account_balance", "card_usage_type_amount", "atm_limit"] as const;
+
+/**
+ * Whether this card is shown with the string-typed values of §2.4 in the core list: about half the cards,
+ * chosen by id so a card looks the same on every page and every poll.
+ */
+export function isStringTypedInList(card: CardRecord): boolean {
+  let sum = 0;
+  for (const ch of card.id) sum += ch.charCodeAt(0);
+  return sum % 2 === 0;
+}
+
+/** Rewrites a core card view the way some provider responses look: flags as strings, amounts as numeric strings. */
+function withStringTypedValues(view: Record<string, unknown>, card: CardRecord): void {
+  for (const key of STRING_TYPED_FLAGS) {
+    if (typeof view[key] === "boolean") view[key] = String(view[key]);
+  }
+  for (const key of STRING_TYPED_AMOUNTS) {
+    if (typeof view[key] === "number") view[key] = view[key].toFixed(2);
+  }
+  // §2.4 shows `Virtual` next to `PHYSICAL`/`VIRTUAL`.
+  view.card_type = card.cardType;
+}
+
+/**
+ * Core (operational) card (§2.4). `write` adds the write-response objects. Write responses, and the cards
+ * {@link isStringTypedInList} picks in the list, carry string-typed flags and amounts, as the spec shows.
+ */
 export function coreCardView(card: CardRecord, company: SandboxCompany, write = false): Record<string, unknown> {
   const status = card.status.toLowerCase();
   const view: Record<string, unknown> = {
@@ -234,9 +274,11 @@ export function coreCardView(card: CardRecord, company: SandboxCompany, write = 
     shipping_details: { method: card.cardType === "Physical" ? "courier" : null, return_address: null, shipping_address: null },
     wallets_status: { apple_pay: card.status === "Active", google_pay: false, samsung_pay: false },
     user_profile: userProfileView(card.holder, company),
+    // §2.4 lists it among the card's objects without limiting it to write responses.
+    advanced_velocity_limits: [],
   };
+  if (write || isStringTypedInList(card)) withStringTypedValues(view, card);
   if (write) {
-    view.advanced_velocity_limits = [];
     view.card_product = {
       id: "CP-SANDBOX-01",
       name: `${card.cardType} corporate card`,
