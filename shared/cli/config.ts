@@ -3,8 +3,9 @@
  * (the environment wins), validated in one place, defaults named as constants.
  * Error messages name the setting and the problem, never the value.
  */
+import { statSync, type Stats } from "node:fs";
 import { readFile } from "node:fs/promises";
-import { resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { parseEnv } from "node:util";
 import { ConfigError, type SettingIssue } from "./errors.js";
 import { parseDuration } from "./args.js";
@@ -165,9 +166,51 @@ export function readProviderSettings(
   };
 }
 
+/** File of the state directory holding the tokens (shared/local FileTokenStore's default name). */
+export const TOKENS_FILE = "tokens.json";
+
+function statOf(path: string): Stats | undefined {
+  try {
+    return statSync(path);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "ENOENT" || code === "ENOTDIR") return undefined;
+    throw error;
+  }
+}
+
+/** The nearest existing ancestor of `path` that is not a directory (so `path` can never be created), if any. */
+function blockingAncestor(path: string): string | undefined {
+  for (let dir = dirname(path); ; dir = dirname(dir)) {
+    const stats = statOf(dir);
+    if (stats !== undefined) return stats.isDirectory() ? undefined : dir;
+    if (dirname(dir) === dir) return undefined;
+  }
+}
+
+/** Problems of the paths and the token seed that would otherwise surface only mid-run, one issue per setting. */
+function checkPaths(r: Reader, stateDir: string, eventsFile: string): void {
+  const state = statOf(stateDir);
+  const stateBlocked = state === undefined ? blockingAncestor(stateDir) : undefined;
+  if (state !== undefined && !state.isDirectory()) r.problem("BRIDGE_STATE_DIR", `must be a directory, but ${stateDir} is a file`);
+  else if (stateBlocked !== undefined) r.problem("BRIDGE_STATE_DIR", `cannot be created: ${stateBlocked} is a file, not a directory`);
+  const events = statOf(eventsFile);
+  const eventsBlocked = events === undefined ? blockingAncestor(eventsFile) : undefined;
+  if (events?.isDirectory() === true) r.problem("BRIDGE_EVENTS_FILE", `must be a file, but ${eventsFile} is a directory`);
+  else if (eventsBlocked !== undefined) r.problem("BRIDGE_EVENTS_FILE", `cannot be created: ${eventsBlocked} is a file, not a directory`);
+  const stateUsable = state?.isDirectory() === true || (state === undefined && stateBlocked === undefined);
+  if (stateUsable && r.raw("QASHIO_REFRESH_TOKEN") === undefined && statOf(join(stateDir, TOKENS_FILE)) === undefined) {
+    r.problem(
+      "QASHIO_REFRESH_TOKEN",
+      `is required while the state directory (${stateDir}) holds no token; or run \`npm run bridge -- authorize\` first`,
+    );
+  }
+}
+
 /**
- * Validates every setting of `run` at once. Relative paths resolve against `cwd`.
- * Throws {@link ConfigError} (exit 2) naming each bad setting.
+ * Validates every setting of `run` at once. Relative paths resolve against `cwd`. The file system is consulted too:
+ * a state directory or events file that cannot be created, and a missing QASHIO_REFRESH_TOKEN while the state
+ * directory holds no token, are reported with the rest. Throws {@link ConfigError} (exit 2) naming each bad setting.
  *
  * @example
  * const settings = readLocalSettings(await loadEnv(process.env, process.cwd()), process.cwd());
@@ -203,13 +246,16 @@ export function readLocalSettings(env: Env, cwd: string): LocalSettings {
     }
   }
   const logLevel = r.oneOf("BRIDGE_LOG_LEVEL", LOG_LEVELS, "info");
+  const stateDir = resolve(cwd, r.raw("BRIDGE_STATE_DIR") ?? DEFAULT_STATE_DIR);
+  const eventsFile = resolve(cwd, r.raw("BRIDGE_EVENTS_FILE") ?? DEFAULT_EVENTS_FILE);
+  checkPaths(r, stateDir, eventsFile);
   if (r.issues.length > 0) throw new ConfigError(r.issues);
   return {
     ...provider,
     refreshToken: r.raw("QASHIO_REFRESH_TOKEN"),
     tenant,
-    stateDir: resolve(cwd, r.raw("BRIDGE_STATE_DIR") ?? DEFAULT_STATE_DIR),
-    eventsFile: resolve(cwd, r.raw("BRIDGE_EVENTS_FILE") ?? DEFAULT_EVENTS_FILE),
+    stateDir,
+    eventsFile,
     piiMode,
     piiSalt,
     eventSource,

@@ -1,4 +1,4 @@
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -11,6 +11,7 @@ const valid = {
   QASHIO_CLIENT_ID: "sandbox-client",
   QASHIO_CLIENT_SECRET: SECRET,
   BRIDGE_TENANT: "acme",
+  QASHIO_REFRESH_TOKEN: "rt-seed",
 };
 
 function issuesOf(env: Record<string, string>): ConfigError {
@@ -37,7 +38,7 @@ describe("readLocalSettings", () => {
       cycleBudgetMs: 300_000,
       logLevel: "info",
     });
-    expect(settings.refreshToken).toBeUndefined();
+    expect(settings.refreshToken).toBe("rt-seed");
   });
 
   it("resolves a named provider environment through its variable", () => {
@@ -60,7 +61,7 @@ describe("readLocalSettings", () => {
 
   it("names every missing required setting in one error", () => {
     const error = issuesOf({});
-    expect(error.issues.map((i) => i.setting)).toEqual(["QASHIO_BASE_URL", "QASHIO_CLIENT_ID", "QASHIO_CLIENT_SECRET", "BRIDGE_TENANT"]);
+    expect(error.issues.map((i) => i.setting)).toEqual(["QASHIO_BASE_URL", "QASHIO_CLIENT_ID", "QASHIO_CLIENT_SECRET", "BRIDGE_TENANT", "QASHIO_REFRESH_TOKEN"]);
     expect(error.exitCode).toBe(2);
     expect(error.message).toContain("QASHIO_CLIENT_SECRET: is required");
   });
@@ -106,6 +107,61 @@ describe("readLocalSettings", () => {
     const settings = readLocalSettings({ ...valid, BRIDGE_STATE_DIR: "var/state", BRIDGE_EVENTS_FILE: "/tmp/e.jsonl" }, "/srv/app");
     expect(settings.stateDir).toBe("/srv/app/var/state");
     expect(settings.eventsFile).toBe("/tmp/e.jsonl");
+  });
+});
+
+describe("readLocalSettings on the file system", () => {
+  let dir: string;
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), "cli-paths-"));
+    await writeFile(join(dir, "plain-file"), "x");
+    await mkdir(join(dir, "a-directory"));
+  });
+  afterEach(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  const settingsError = (env: Record<string, string>): ConfigError => {
+    try {
+      readLocalSettings(env, dir);
+    } catch (error) {
+      if (error instanceof ConfigError) return error;
+      throw error;
+    }
+    throw new Error("expected a ConfigError");
+  };
+
+  it("names a state directory under a regular file", () => {
+    const error = settingsError({ ...valid, BRIDGE_STATE_DIR: "plain-file/state" });
+    expect(error.issues).toEqual([{ setting: "BRIDGE_STATE_DIR", problem: `cannot be created: ${join(dir, "plain-file")} is a file, not a directory` }]);
+    expect(error.exitCode).toBe(2);
+  });
+
+  it("names a state directory that is a regular file", () => {
+    expect(settingsError({ ...valid, BRIDGE_STATE_DIR: "plain-file" }).issues.map((i) => i.setting)).toEqual(["BRIDGE_STATE_DIR"]);
+  });
+
+  it("names an events file that is a directory, or lies under a regular file", () => {
+    expect(settingsError({ ...valid, BRIDGE_EVENTS_FILE: "a-directory" }).issues).toEqual([
+      { setting: "BRIDGE_EVENTS_FILE", problem: `must be a file, but ${join(dir, "a-directory")} is a directory` },
+    ]);
+    expect(settingsError({ ...valid, BRIDGE_EVENTS_FILE: "plain-file/events.jsonl" }).issues.map((i) => i.setting)).toEqual(["BRIDGE_EVENTS_FILE"]);
+  });
+
+  it("asks for QASHIO_REFRESH_TOKEN only while the state directory holds no token", async () => {
+    const { QASHIO_REFRESH_TOKEN: _seed, ...withoutSeed } = valid;
+    expect(settingsError({ ...withoutSeed, BRIDGE_STATE_DIR: "state" }).issues).toEqual([
+      { setting: "QASHIO_REFRESH_TOKEN", problem: expect.stringMatching(/^is required while the state directory .* holds no token/) },
+    ]);
+    await mkdir(join(dir, "state"));
+    await writeFile(join(dir, "state", "tokens.json"), "{}");
+    expect(readLocalSettings({ ...withoutSeed, BRIDGE_STATE_DIR: "state" }, dir).refreshToken).toBeUndefined();
+  });
+
+  it("names every file-system problem together with the other bad settings in one error", () => {
+    const { QASHIO_REFRESH_TOKEN: _seed, ...withoutSeed } = valid;
+    const error = settingsError({ ...withoutSeed, BRIDGE_TENANT: "acme corp", BRIDGE_EVENTS_FILE: "a-directory", BRIDGE_STATE_DIR: "fresh-state" });
+    expect(error.issues.map((i) => i.setting)).toEqual(["BRIDGE_TENANT", "BRIDGE_EVENTS_FILE", "QASHIO_REFRESH_TOKEN"]);
   });
 });
 

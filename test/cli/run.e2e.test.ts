@@ -3,7 +3,7 @@
  * process boundary matters (exit codes, a crash), in-process otherwise (same `main`, faster).
  */
 import { watch } from "node:fs";
-import { readFile, rm } from "node:fs/promises";
+import { readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -266,6 +266,25 @@ describe("bridge run --once (in-process)", () => {
     const { code, stderr } = await runInProcess(["run", "--once"], env);
     expect(code).toBe(EXIT.usage);
     expect(stderr).toMatch(/QASHIO_REFRESH_TOKEN: is required while the state directory .* holds no token/);
+  });
+
+  it("names a state directory under a regular file, an events file that is a directory and the missing token at once, exit 2", async () => {
+    const h = await start();
+    await writeFile(join(h.dir, "plain-file"), "x");
+    const { QASHIO_REFRESH_TOKEN: _unused, ...env } = h.env;
+    const bad = { ...env, BRIDGE_STATE_DIR: join(h.dir, "plain-file", "state"), BRIDGE_EVENTS_FILE: h.dir };
+
+    const { code, stderr } = await runInProcess(["run", "--once"], bad);
+
+    expect(code).toBe(EXIT.usage);
+    expect(stderr).toContain("BRIDGE_STATE_DIR: cannot be created");
+    expect(stderr).toContain("BRIDGE_EVENTS_FILE: must be a file");
+    expect(stderr).not.toContain("ENOTDIR");
+    const fresh = { ...env, BRIDGE_STATE_DIR: join(h.dir, "empty-state"), BRIDGE_EVENTS_FILE: h.dir };
+    const second = await runInProcess(["run", "--once"], fresh);
+    expect(second.code).toBe(EXIT.usage);
+    expect(second.stderr).toContain("BRIDGE_EVENTS_FILE: must be a file");
+    expect(second.stderr).toContain("QASHIO_REFRESH_TOKEN: is required");
   });
 
   it("rejects a bad argument with exit 2 before reading any setting", async () => {
