@@ -129,7 +129,7 @@ function assemble(
   });
   const common = {
     tenant: config.tenant,
-    snapshots: new DynamoSnapshotStore({ doc, tableName: config.tableName, tenant: config.tenant, clock }),
+    snapshots: new DynamoSnapshotStore({ doc, tableName: config.tableName, tenant: config.tenant, clock, logger }),
     publisher: new EventBridgePublisher({ client: clients.eventBridge, eventBusName: config.eventBusName, clock, logger }),
     quarantine: new DynamoQuarantine({ doc, tableName: config.tableName, tenant: config.tenant, clock }),
     clock,

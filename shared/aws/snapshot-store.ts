@@ -1,8 +1,8 @@
 import { gunzipSync, gzipSync } from "node:zlib";
 import { BatchGetCommand, BatchWriteCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
-import type { Clock, Snapshot, SnapshotKey, SnapshotStore } from "../bridge/ports.js";
+import type { Clock, Logger, Snapshot, SnapshotKey, SnapshotStore } from "../bridge/ports.js";
 import { systemClock } from "./clock.js";
-import { CorruptItemError, DynamoBatchIncompleteError, ItemTooLargeError } from "./errors.js";
+import { CorruptItemError, DynamoBatchIncompleteError } from "./errors.js";
 import { snapshotItemKey } from "./keys.js";
 import { DEFAULT_BACKOFF, backoffDelay, chunk, mapLimit, type BackoffOptions } from "./retry.js";
 
@@ -14,6 +14,11 @@ export const BATCH_WRITE_LIMIT = 25;
 export const DEFAULT_COMPRESS_ABOVE_BYTES = 2_048;
 /** DynamoDB's item limit is 400 KB; keep room for keys and attribute names. */
 const MAX_OBJECT_BYTES = 390 * 1024;
+/**
+ * Object stored in place of one too large for an item even gzip-compressed: the hash is kept, so an identical re-pull
+ * still yields no event, and a change yields `transaction.changed` diffed against this marker (see docs/spec-gaps.md).
+ */
+export const TRUNCATED_SNAPSHOT_OBJECT: Readonly<Record<string, unknown>> = Object.freeze({ _snapshot_truncated: true });
 
 export interface DynamoSnapshotStoreOptions {
   readonly doc: DynamoDBDocumentClient;
@@ -27,6 +32,8 @@ export interface DynamoSnapshotStoreOptions {
   readonly compressAboveBytes?: number;
   /** Batch calls in flight at once. @default 4 */
   readonly concurrency?: number;
+  /** Warned when a snapshot is stored hash-only. */
+  readonly logger?: Logger;
 }
 
 /** Stored shape of one snapshot item: hash and time in the clear, the object as JSON text or gzip of it. */
@@ -40,12 +47,15 @@ interface SnapshotItem {
   obj?: string;
   /** gzip of the JSON when large. */
   objz?: Uint8Array;
+  /** Set when the object was replaced by TRUNCATED_SNAPSHOT_OBJECT: its compressed size in bytes. */
+  truncatedFromBytes?: number;
 }
 
 /**
  * Snapshot store on DynamoDB: one item per entity (`SNAP#<tenant>#<kind>:<id>`), read with BatchGetItem (100 keys,
  * strongly consistent) and written with BatchWriteItem (25 items), retrying unprocessed keys and items with backoff.
  * No version check on write: the per-tenant cycle lease makes the running cycle the only writer of its entity kind.
+ * An object too large for one item even gzip-compressed is stored hash-only (TRUNCATED_SNAPSHOT_OBJECT).
  *
  * @example
  * const store = new DynamoSnapshotStore({ doc, tableName: "bridge", tenant: "acme" });
@@ -59,6 +69,7 @@ export class DynamoSnapshotStore implements SnapshotStore {
   readonly #backoff: BackoffOptions;
   readonly #compressAbove: number;
   readonly #concurrency: number;
+  readonly #logger?: Logger;
 
   constructor(options: DynamoSnapshotStoreOptions) {
     this.#doc = options.doc;
@@ -68,6 +79,7 @@ export class DynamoSnapshotStore implements SnapshotStore {
     this.#backoff = { ...DEFAULT_BACKOFF, ...options.backoff };
     this.#compressAbove = options.compressAboveBytes ?? DEFAULT_COMPRESS_ABOVE_BYTES;
     this.#concurrency = options.concurrency ?? 4;
+    this.#logger = options.logger;
   }
 
   async getMany(keys: readonly SnapshotKey[]): Promise<Map<SnapshotKey, Snapshot>> {
@@ -97,12 +109,12 @@ export class DynamoSnapshotStore implements SnapshotStore {
     if (Buffer.byteLength(json) <= this.#compressAbove) return { ...base, obj: json };
     const compressed = gzipSync(json);
     if (compressed.byteLength > MAX_OBJECT_BYTES) {
-      throw new ItemTooLargeError(
-        `Snapshot ${snapshot.key} is ${compressed.byteLength} bytes compressed, above DynamoDB's item limit`,
-        this.#table,
-        snapshot.key,
-        compressed.byteLength,
-      );
+      // Failing here would block the tenant for good (published, never acknowledged, re-published every cycle).
+      this.#logger?.warn("Snapshot too large for DynamoDB even compressed; stored hash-only", {
+        key: snapshot.key,
+        compressedBytes: compressed.byteLength,
+      });
+      return { ...base, obj: JSON.stringify(TRUNCATED_SNAPSHOT_OBJECT), truncatedFromBytes: compressed.byteLength };
     }
     return { ...base, objz: new Uint8Array(compressed) };
   }

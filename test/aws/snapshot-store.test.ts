@@ -1,10 +1,13 @@
+import { randomBytes } from "node:crypto";
 import { BatchGetCommand, BatchWriteCommand, DynamoDBDocumentClient, GetCommand } from "@aws-sdk/lib-dynamodb";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { mockClient } from "aws-sdk-client-mock";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Snapshot, SnapshotKey } from "../../shared/bridge/ports.js";
 import { DynamoBatchIncompleteError } from "../../shared/aws/errors.js";
-import { DynamoSnapshotStore } from "../../shared/aws/snapshot-store.js";
+import { DynamoSnapshotStore, TRUNCATED_SNAPSHOT_OBJECT } from "../../shared/aws/snapshot-store.js";
+import { pollTransactions } from "../../shared/bridge/index.js";
+import { makeRig } from "../bridge/fakes.js";
 import { FakeClock } from "./support/clock.js";
 import { createTestTable, type TestTable } from "./support/dynamo.js";
 
@@ -52,6 +55,42 @@ describe("DynamoSnapshotStore on DynamoDB Local", () => {
     expect(raw.Item?.obj).toBeUndefined();
     expect((raw.Item?.objz as Uint8Array).byteLength).toBeLessThan(JSON.stringify(large.object).length / 3);
     expect((await store().getMany(["transaction:big"])).get("transaction:big")).toEqual(large);
+  });
+
+  it("stores an object too large for an item even compressed hash-only, with a marker instead of the object", async () => {
+    // Random text barely compresses: ~560 KB of base64 stays above 400 KB gzipped.
+    const huge = snapshot("transaction:huge", { id: "huge", blob: randomBytes(420 * 1024).toString("base64") });
+    await store().putMany([huge, snapshot("transaction:small", { id: "small" })]);
+    const found = await store().getMany(["transaction:huge", "transaction:small"]);
+    expect(found.get("transaction:huge")).toEqual({ ...huge, object: TRUNCATED_SNAPSHOT_OBJECT });
+    expect(found.get("transaction:small")?.object).toEqual({ id: "small" });
+  });
+
+  it("lets the engine get past a transaction too large to snapshot: no event on an identical re-pull, changed on a change", async () => {
+    const rig = makeRig({}, { snapshots: store("engine") });
+    const txn = rig.provider.addTransaction({ memo: randomBytes(420 * 1024).toString("base64") });
+    // The first cycle publishes and snapshots, then loses the acknowledge: the next cycle pulls the same data.
+    let failAck = true;
+    rig.provider.beforeCall = (call) => {
+      if (call.op === "acknowledgeTransactions" && failAck) {
+        failAck = false;
+        throw new Error("connection reset");
+      }
+    };
+    await pollTransactions(rig.deps).catch(() => undefined);
+    expect(rig.publisher.ofType("transaction.created")).toHaveLength(1);
+
+    const second = await pollTransactions(rig.deps);
+    expect(second.outcome).toBe("complete");
+    expect(rig.publisher.events).toHaveLength(1);
+    expect(rig.provider.pending()).toEqual([]);
+
+    rig.provider.changeTransaction(txn.id, { merchant_name: "Renamed" });
+    await pollTransactions(rig.deps);
+    const changed = rig.publisher.ofType("transaction.changed");
+    expect(changed).toHaveLength(1);
+    expect(changed[0]?.detail.data.changes).toContainEqual({ path: "/_snapshot_truncated", before: true, after: null });
+    expect(changed[0]?.detail.data.changes).toContainEqual(expect.objectContaining({ path: "/merchant_name", after: "Renamed" }));
   });
 });
 
