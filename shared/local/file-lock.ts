@@ -1,9 +1,12 @@
 /**
- * Cross-process lock on the local filesystem: a lease file per name holding an owner token and an expiry.
- * Creation is atomic (hard link of a complete temp file), so a reader never sees a half-written lease.
+ * Cross-process lock on the local filesystem. Each take-over of a name creates a new generation file
+ * (`<name>.lock`, then `<name>.lock.1`, `<name>.lock.2`, ...) holding an owner token and an expiry; the highest
+ * generation is the lease. Creation is atomic and exclusive (hard link of a complete temp file), so one expired
+ * generation has exactly one successor, a reader never sees a half-written lease, and no valid lease is ever
+ * moved or deleted by a contender.
  */
 import { randomUUID } from "node:crypto";
-import { link, mkdir, open, readFile, rename, unlink } from "node:fs/promises";
+import { link, mkdir, open, readdir, readFile, unlink } from "node:fs/promises";
 import path from "node:path";
 import type { Clock, Lock, LockHandle } from "../bridge/ports.js";
 import { writeFileAtomic, TEMP_SUFFIX } from "./atomic.js";
@@ -50,8 +53,11 @@ async function createExclusive(file: string, body: string): Promise<boolean> {
 }
 
 /**
- * File lock for local mode: `<stateDir>/locks/<name>.lock`. An expired lease is taken over atomically
- * (rename-then-verify), so two processes never both believe they hold it.
+ * File lock for local mode: `<stateDir>/locks/<name>.lock[.<generation>]`. Rules that make it safe:
+ * a generation file is only created exclusively; a contender creates generation g+1 only after reading
+ * generation g expired, and keeps it only if nothing higher exists afterwards; the highest generation is never
+ * deleted (release marks it expired), so the highest generation number only grows. Older generations are
+ * deleted by the holder of a higher one. Like any lease, it assumes a holder stops before its lease expires.
  *
  * @example
  * ```ts
@@ -71,49 +77,75 @@ export class FileLock implements Lock {
 
   async tryAcquire(name: string, ttlMs: number): Promise<LockHandle | undefined> {
     await mkdir(this.dir, { recursive: true, mode: 0o700 });
-    const file = path.join(this.dir, `${encodeURIComponent(name)}.lock`);
-    const token = randomUUID();
-    const body = () => JSON.stringify({ token, pid: process.pid, expiresAt: this.clock.now() + ttlMs } satisfies Lease);
-    if (await createExclusive(file, body())) return this.handle(file, token);
-
-    const current = await readLease(file);
-    if (current && current.expiresAt > this.clock.now()) return undefined;
-    if (current) {
-      // Move the expired lease aside, then check it is the one we judged expired (not a fresh one taken meanwhile).
-      const tomb = `${file}.${randomUUID()}.stale`;
-      try {
-        await rename(file, tomb);
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
-      }
-      const moved = await readLease(tomb);
-      if (moved && moved.token !== current.token) {
-        await link(tomb, file).catch(() => undefined);
-        await unlink(tomb).catch(() => undefined);
-        return undefined;
-      }
-      await unlink(tomb).catch(() => undefined);
+    const base = `${encodeURIComponent(name)}.lock`;
+    const top = await this.highest(base);
+    let next = 0;
+    if (top !== undefined) {
+      const current = await readLease(this.file(base, top));
+      // Gone: removed by hand while we listed; let the next attempt decide on a fresh listing.
+      if (!current || current.expiresAt > this.clock.now()) return undefined;
+      next = top + 1;
     }
-    return (await createExclusive(file, body())) ? this.handle(file, token) : undefined;
+    const token = randomUUID();
+    const file = this.file(base, next);
+    const lease = JSON.stringify({ token, pid: process.pid, expiresAt: this.clock.now() + ttlMs } satisfies Lease);
+    if (!(await createExclusive(file, lease))) return undefined;
+    // A contender that read an older generation may create a stale one; only the highest generation holds.
+    if ((await this.highest(base)) !== next) {
+      await unlink(file).catch(() => undefined);
+      return undefined;
+    }
+    await this.removeBelow(base, next);
+    return this.handle(base, next, token);
   }
 
-  private handle(file: string, token: string): LockHandle {
+  private file(base: string, generation: number): string {
+    return path.join(this.dir, generation === 0 ? base : `${base}.${generation}`);
+  }
+
+  /** Generations present for `base`, highest first. */
+  private async generations(base: string): Promise<number[]> {
+    const found: number[] = [];
+    for (const entry of await readdir(this.dir)) {
+      if (entry === base) found.push(0);
+      else if (entry.startsWith(`${base}.`)) {
+        const rest = entry.slice(base.length + 1);
+        if (/^[1-9][0-9]*$/.test(rest)) found.push(Number(rest));
+      }
+    }
+    return found.sort((a, b) => b - a);
+  }
+
+  private async highest(base: string): Promise<number | undefined> {
+    return (await this.generations(base))[0];
+  }
+
+  /** Deletes superseded generations (never the highest one). */
+  private async removeBelow(base: string, generation: number): Promise<void> {
+    for (const g of await this.generations(base)) {
+      if (g < generation) await unlink(this.file(base, g)).catch(() => undefined);
+    }
+  }
+
+  private handle(base: string, generation: number, token: string): LockHandle {
+    const file = this.file(base, generation);
     const held = async (): Promise<boolean> => {
       const lease = await readLease(file);
-      return lease?.token === token && lease.expiresAt > this.clock.now();
+      if (lease?.token !== token || lease.expiresAt <= this.clock.now()) return false;
+      return (await this.highest(base)) === generation;
     };
+    const write = (expiresAt: number): Promise<void> =>
+      writeFileAtomic(file, JSON.stringify({ token, pid: process.pid, expiresAt } satisfies Lease), { mode: 0o600 });
     return {
       renew: async (ttlMs) => {
-        // Nobody takes over an unexpired lease, so checking then replacing is safe.
+        // Nobody takes over an unexpired highest generation, so checking then replacing is safe.
         if (!(await held())) return false;
-        await writeFileAtomic(file, JSON.stringify({ token, pid: process.pid, expiresAt: this.clock.now() + ttlMs } satisfies Lease), {
-          mode: 0o600,
-        });
+        await write(this.clock.now() + ttlMs);
         return true;
       },
       release: async () => {
-        const lease = await readLease(file);
-        if (lease?.token === token) await unlink(file).catch(() => undefined);
+        // Marked expired, not deleted: the highest generation must stay so numbers only grow.
+        if (await held()) await write(0);
       },
     };
   }

@@ -1,7 +1,7 @@
 /**
  * Local (embedded) adapters of the bridge ports: everything lives in one state directory.
  *
- * Layout: `snapshots/` (segment files), `quarantine/<id>.json`, `locks/<name>.lock`, `tokens.json`;
+ * Layout: `snapshots/` (segment files), `quarantine/<id>.json`, `locks/<name>.lock[.<generation>]`, `tokens.json`;
  * events go to a JSON Lines file in EventBridge target shape.
  *
  * @example

@@ -38,7 +38,9 @@ describe("token refresh across processes sharing a state directory", () => {
     const clock = new FakeClock(Date.parse(START));
     // Each "process" has its own store and lock instances over the same files.
     const processes = Array.from({ length: 3 }, () => {
-      const tokenProvider = new OAuthTokenProvider({ ...oauth, store: new FileTokenStore(dir), lock: new FileLock(dir, { clock }), clock });
+      // Waiters poll every fake millisecond: the fake time they burn while a real refresh runs stays far below the lease.
+      const lock = new FileLock(dir, { clock });
+      const tokenProvider = new OAuthTokenProvider({ ...oauth, store: new FileTokenStore(dir), lock, lockPollMs: 1, clock });
       return new QashioClient({ baseUrl: SANDBOX_IN_PROCESS_URL, tokenProvider, fetch, clock });
     });
 

@@ -86,5 +86,31 @@ export function describeLockContract(name: string, factory: (clock: FakeClock) =
       );
       expect(attempts.filter(Boolean)).toHaveLength(1);
     });
+
+    it("grants an expired lease to exactly one of eight staggered, jittered contenders, round after round", async () => {
+      // Stagger and jitter by event-loop turns (no timers): contenders arrive at different steps of a take-over.
+      let seed = 7;
+      const jitter = async (i: number): Promise<void> => {
+        seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
+        for (let turns = (seed % 4) + i * 2; turns > 0; turns--) await new Promise<void>((resolve) => setImmediate(resolve));
+      };
+      const holders: number[] = [];
+      for (let round = 0; round < 50; round++) {
+        const name = `jitter-${round % 5}`;
+        // A released lease, then an expired one: contenders race to take the latter over.
+        await (await fixture.lock.tryAcquire(name, 1_000))?.release();
+        expect(await fixture.peer.tryAcquire(name, 1_000)).toBeDefined();
+        clock.advance(5_000);
+        const attempts = await Promise.all(
+          Array.from({ length: 8 }, async (_, i) => {
+            await jitter(i);
+            return (i % 2 ? fixture.peer : fixture.lock).tryAcquire(name, 10_000);
+          }),
+        );
+        holders.push(attempts.filter(Boolean).length);
+        clock.advance(20_000);
+      }
+      expect(holders.filter((n) => n !== 1)).toEqual([]);
+    });
   });
 }
