@@ -66,6 +66,8 @@ export class CycleRun {
   readonly validators: Validators;
   private readonly startedAt: number;
   private oldestLagMs = 0;
+  /** Change times (epoch ms) of items pulled whose change is not yet published or acknowledged, by subject id. */
+  private readonly unpublished = new Map<string, number>();
 
   constructor(
     readonly deps: BridgeDeps,
@@ -101,6 +103,23 @@ export class CycleRun {
     } catch (err) {
       throw new StepFailure(step, { cause: err });
     }
+  }
+
+  /** Notes an item pulled with a change not yet delivered: its age counts towards SyncLagSeconds until settled. */
+  pending(subjectId: string, changedAtMs: number | undefined): void {
+    if (changedAtMs !== undefined) this.unpublished.set(subjectId, changedAtMs);
+  }
+
+  /** Notes a raw pulled item (e.g. a page read ahead that the cycle will not process) as not yet delivered. */
+  pendingRaw(raw: unknown): void {
+    if (typeof raw !== "object" || raw === null) return;
+    const item = raw as Record<string, unknown>;
+    if (typeof item["id"] === "string") this.pending(item["id"], parseTime(item["updated_at"]) ?? parseTime(item["modified_date"]));
+  }
+
+  /** The item is done with in this cycle (published, unchanged, quarantined, acknowledged). */
+  settled(subjectId: string): void {
+    this.unpublished.delete(subjectId);
   }
 
   /** Applies the tenant's PII policy. */
@@ -167,6 +186,7 @@ export class CycleRun {
       const type = event.detail.type;
       this.report.published[type] = (this.report.published[type] ?? 0) + 1;
       this.deps.metrics.add("EventsPublished", 1, "Count", { type });
+      this.settled(event.detail.subject.id);
       const changedAt = changedAtMs[i];
       if (changedAt !== undefined) this.oldestLagMs = Math.max(this.oldestLagMs, now - changedAt);
     });
@@ -213,11 +233,18 @@ export class CycleRun {
     return deadline !== undefined && this.deps.clock.now() >= deadline;
   }
 
-  /** Ends the cycle: duration and lag metrics, one log line. */
+  /**
+   * Ends the cycle: duration and lag metrics, one log line. SyncLagSeconds is the age of the oldest change not
+   * delivered: still pending now (the cycle stopped or failed before delivering it), or published in this cycle
+   * (measured when published, since it was pending until then). See docs/spec-gaps.md (Bridge engine).
+   */
   finish(): CycleReport {
     const { report, deps } = this;
-    report.durationMs = Math.max(0, deps.clock.now() - this.startedAt);
-    report.syncLagSeconds = Math.round(this.oldestLagMs / 1000);
+    const now = deps.clock.now();
+    report.durationMs = Math.max(0, now - this.startedAt);
+    let lagMs = this.oldestLagMs;
+    for (const changedAt of this.unpublished.values()) lagMs = Math.max(lagMs, now - changedAt);
+    report.syncLagSeconds = Math.max(0, Math.round(lagMs / 1000));
     deps.metrics.add("CycleDurationMs", report.durationMs, "Milliseconds");
     deps.metrics.add("SyncLagSeconds", report.syncLagSeconds, "Seconds");
     const level = report.outcome === "aborted" ? "error" : "info";

@@ -31,7 +31,7 @@ export interface CycleReport {
   acknowledged: number;
   /** Provider calls made (lists, acknowledges, parent reads). */
   providerCalls: number;
-  /** Age in seconds of the oldest change published in this cycle (0 when none). */
+  /** Age in seconds of the oldest change pulled and not delivered, else of the oldest published in this cycle (docs/spec-gaps.md). */
   syncLagSeconds: number;
   durationMs: number;
 }

@@ -137,7 +137,11 @@ class TransactionRun extends CycleRun {
     let inHand: ProviderPage | undefined;
     let fromReadAhead = false;
     for (;;) {
-      if (this.pastDeadline(this.options.deadline)) return "deadline";
+      if (this.pastDeadline(this.options.deadline)) {
+        // A page read ahead and left unprocessed holds changes still undelivered: they count towards the lag.
+        if (inHand) for (const { raw } of pageEntries(inHand)) if (!handled.has(itemKey(raw))) this.pendingRaw(raw);
+        return "deadline";
+      }
       if (!inHand) {
         if (calls >= this.maxPages) return "page_limit";
         calls += 1;
@@ -222,6 +226,7 @@ class TransactionRun extends CycleRun {
         changedAtMs: parseTime(object["updated_at"]) ?? parseTime(object["modified_date"]),
       };
       items.push(item);
+      this.pending(id, item.changedAtMs);
     }
     this.report.handled += entries.length;
 
@@ -300,6 +305,7 @@ class TransactionRun extends CycleRun {
       this.report.acknowledged += ackIds.length;
       deps.metrics.add("Acknowledged", ackIds.length, "Count");
     }
+    for (const item of items) this.settled(item.id);
     return unacknowledgeable === 0;
   }
 

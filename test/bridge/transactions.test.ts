@@ -289,6 +289,48 @@ describe("pollTransactions", () => {
     expect(rig.metrics.points.some((p) => p.name === "CycleDurationMs")).toBe(true);
   });
 
+  it("reports the age of a pulled change as sync lag when the cycle aborts before publishing it", async () => {
+    const rig = makeRig();
+    const txn = rig.provider.addTransaction();
+    rig.clock.ms = Date.parse(txn.updated_at) + 600_000;
+    rig.deps.snapshots.getMany = () => Promise.reject(new Error("store down"));
+    const error = await pollTransactions(rig.deps).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(CycleAbortedError);
+    expect((error as CycleAbortedError).report.syncLagSeconds).toBe(600);
+    expect(rig.metrics.sum("SyncLagSeconds")).toBe(600);
+  });
+
+  it("counts a change the publisher failed to take at its age, not only the changes published", async () => {
+    const rig = makeRig();
+    const older = rig.provider.addTransaction();
+    rig.provider.addTransaction();
+    rig.clock.ms = Date.parse(older.updated_at) + 300_000;
+    // The publisher takes the newer one and throws on the older one: the older change stays undelivered.
+    const publish = rig.publisher.publish.bind(rig.publisher);
+    rig.deps.publisher.publish = async (events) => {
+      if (events.some((e) => e.detail.subject.id === older.id)) throw new Error("bus down");
+      return publish(events);
+    };
+    const error = await pollTransactions(rig.deps, { pageSize: 1, readAhead: false }).catch((e: unknown) => e);
+    expect((error as CycleAbortedError).report.syncLagSeconds).toBe(300);
+  });
+
+  it("reports the lag of a page read ahead and left behind at the deadline", async () => {
+    const rig = makeRig();
+    const older = rig.provider.addTransaction();
+    rig.provider.addTransaction();
+    const start = Date.parse(older.updated_at) + 120_000;
+    rig.clock.ms = start;
+    rig.provider.beforeCall = (call) => {
+      // Publishing the first page takes the cycle past its deadline.
+      if (call.op === "acknowledgeTransactions") rig.clock.ms = start + 10_000;
+    };
+    const report = await pollTransactions(rig.deps, { pageSize: 1, deadline: start + 5_000 });
+    expect(report.outcome).toBe("deadline");
+    expect(rig.publisher.events.map((e) => e.detail.subject.id)).not.toContain(older.id);
+    expect(report.syncLagSeconds).toBe(130);
+  });
+
   it("stops with a re-authorize error and a TokenFamilyRevoked metric when the token family is revoked", async () => {
     const rig = makeRig();
     rig.provider.addTransaction();
