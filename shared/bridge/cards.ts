@@ -3,8 +3,8 @@
  * publish card events, then write snapshots. Cards have no acknowledge: the snapshot is the only cursor.
  */
 import { contentHash } from "./hash.js";
-import { diffObjects } from "./diff.js";
-import { CycleRun } from "./cycle.js";
+import { diffObjects, type Change } from "./diff.js";
+import { CycleRun, parseTime } from "./cycle.js";
 import { DEFAULT_MAX_PAGES, DEFAULT_PAGE_SIZE, type CardCycleDeps, type CycleOptions } from "./deps.js";
 import type { EventType } from "./events/schemas.js";
 import type { BridgeEvent, QuarantineRecord, Snapshot, SnapshotKey } from "./ports.js";
@@ -25,10 +25,39 @@ export function cardKey(id: string): SnapshotKey {
   return `card:${id}`;
 }
 
-/** Event type of a card change: status moves win over other changes. */
+/** A status compared without case: the spec shows both `Active` (§2.3) and `active` (§4.4, §2.5). */
+function statusKey(status: unknown): unknown {
+  return typeof status === "string" ? status.toLowerCase() : status;
+}
+
+/** True when two statuses differ in more than letter case. */
+export function isStatusMove(beforeStatus: unknown, afterStatus: unknown): boolean {
+  return statusKey(beforeStatus) !== statusKey(afterStatus);
+}
+
+/** Event type of a card change: status moves win over other changes; a case-only difference is no move. */
 export function cardEventType(beforeStatus: unknown, afterStatus: unknown): EventType {
-  if (beforeStatus === afterStatus) return "card.updated";
-  return typeof afterStatus === "string" && afterStatus.toLowerCase() === "suspended" ? "card.suspended" : "card.status_changed";
+  if (!isStatusMove(beforeStatus, afterStatus)) return "card.updated";
+  return statusKey(afterStatus) === "suspended" ? "card.suspended" : "card.status_changed";
+}
+
+/**
+ * When a card change happened, from the card's own timestamps, so an event re-sent after a crash keeps its time:
+ * `updated_at` / `modified_date` if the provider sends one; for `card.created` the card's `created_at`
+ * (else `issued_at`); otherwise the latest `*_at` member that changed (e.g. `terminated_at`, `activated_at`).
+ * Undefined when the card carries none (e.g. a suspension): the caller then uses the detection time.
+ */
+export function cardChangedAt(object: Readonly<Record<string, unknown>>, changes?: readonly Change[]): number | undefined {
+  const stamped = parseTime(object["updated_at"]) ?? parseTime(object["modified_date"]);
+  if (stamped !== undefined) return stamped;
+  if (!changes) return parseTime(object["created_at"]) ?? parseTime(object["issued_at"]);
+  let latest: number | undefined;
+  for (const change of changes) {
+    if (!/^\/[^/]+_at$/.test(change.path)) continue;
+    const at = parseTime(change.after);
+    if (at !== undefined && (latest === undefined || at > latest)) latest = at;
+  }
+  return latest;
 }
 
 class CardRun extends CycleRun {
@@ -112,7 +141,9 @@ class CardRun extends CycleRun {
         pending.push(snapshot);
         continue;
       }
-      const changes = diffObjects(before.object, item.object);
+      const moved = isStatusMove(before.object["status"], item.object["status"]);
+      // A status differing only in case is not a change: no event, the snapshot takes the new spelling.
+      const changes = diffObjects(before.object, item.object).filter((c) => moved || c.path !== "/status");
       if (changes.length === 0) {
         this.report.unchanged += 1;
         silent.push(snapshot);
@@ -142,7 +173,7 @@ class CardRun extends CycleRun {
       object: item.object,
       beforeHash,
       afterHash: item.hash,
-      occurredAt: now,
+      occurredAt: cardChangedAt(item.object, changes) ?? now,
       changes,
     });
   }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { pollCards } from "../../shared/bridge/cards.js";
+import { cardEventType, pollCards } from "../../shared/bridge/cards.js";
 import { parseEventDetail } from "../../shared/bridge/events/schemas.js";
 import { CycleAbortedError } from "../../shared/bridge/errors.js";
 import { makeRig } from "./fakes.js";
@@ -141,5 +141,73 @@ describe("pollCards", () => {
     const error = await pollCards(rig.deps).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(CycleAbortedError);
     expect(rig.metrics.sum("ProviderErrors", { status_class: "4xx" })).toBe(1);
+  });
+
+  it("treats statuses differing only in letter case as the same status", () => {
+    expect(cardEventType("Active", "active")).toBe("card.updated");
+    expect(cardEventType("active", "Suspended")).toBe("card.suspended");
+    expect(cardEventType("SUSPENDED", "Active")).toBe("card.status_changed");
+  });
+
+  it("publishes nothing for a status that changes only its letter case, and leaves it out of other changes", async () => {
+    const rig = makeRig();
+    const card = rig.provider.addCard();
+    await pollCards(rig.deps);
+    rig.provider.changeCard(card["id"] as string, { status: "active" });
+    await pollCards(rig.deps);
+    expect(rig.publisher.events).toEqual([]);
+    expect(rig.snapshots.data.get(`card:${card["id"] as string}`)?.object["status"]).toBe("active");
+    rig.provider.changeCard(card["id"] as string, { status: "ACTIVE", card_nickname: "Travel" });
+    await pollCards(rig.deps);
+    expect(rig.publisher.events.map((e) => [e.detailType, e.detail.data.changes])).toEqual([
+      ["card.updated", [{ path: "/card_nickname", before: "Card 1", after: "Travel" }]],
+    ]);
+  });
+
+  it("re-sends the same card event after a crash between publish and snapshot write, at the card's own time", async () => {
+    const rig = makeRig({ emitCardCreated: true });
+    const card = rig.provider.addCard({ created_at: "2025-01-10T08:00:00.000Z" });
+    const id = card["id"] as string;
+    const putMany = rig.snapshots.putMany.bind(rig.snapshots);
+    const crashOnce = (): void => {
+      let crashed = false;
+      rig.deps.snapshots.putMany = async (snapshots) => {
+        if (crashed) return putMany(snapshots);
+        crashed = true;
+        throw new Error("crash after publish");
+      };
+    };
+    const walkCrashWalk = async (): Promise<void> => {
+      crashOnce();
+      await expect(pollCards(rig.deps)).rejects.toBeInstanceOf(CycleAbortedError);
+      rig.clock.advance(60_000);
+      await pollCards(rig.deps);
+    };
+    await walkCrashWalk();
+    rig.provider.changeCard(id, { status: "Terminated", terminated_at: "2025-01-12T09:30:00.000Z" });
+    await walkCrashWalk();
+    const [created, resentCreated, terminated, resentTerminated] = rig.publisher.events;
+    expect(resentCreated?.detail).toEqual(created?.detail);
+    expect(created?.detail.occurred_at).toBe("2025-01-10T08:00:00.000Z");
+    expect(resentTerminated).toEqual(terminated);
+    expect(terminated?.time).toBe("2025-01-12T09:30:00.000Z");
+    expect(terminated?.detailType).toBe("card.status_changed");
+  });
+
+  it("re-sends a suspension without a card timestamp with the same id and data, timed at its detection", async () => {
+    const rig = makeRig();
+    const card = rig.provider.addCard();
+    await pollCards(rig.deps);
+    rig.provider.changeCard(card["id"] as string, { status: "Suspended" });
+    const putMany = rig.snapshots.putMany.bind(rig.snapshots);
+    rig.deps.snapshots.putMany = () => Promise.reject(new Error("crash after publish"));
+    await expect(pollCards(rig.deps)).rejects.toBeInstanceOf(CycleAbortedError);
+    rig.deps.snapshots.putMany = putMany;
+    rig.clock.advance(60_000);
+    await pollCards(rig.deps);
+    const [first, resent] = rig.publisher.events;
+    expect(resent?.detail.id).toBe(first?.detail.id);
+    expect(resent?.detail.data).toEqual(first?.detail.data);
+    expect(Date.parse(resent!.detail.occurred_at) - Date.parse(first!.detail.occurred_at)).toBe(60_000);
   });
 });
