@@ -9,7 +9,7 @@ import { pollTransactions } from "../../shared/bridge/transactions.js";
 import { CycleAbortedError } from "../../shared/bridge/errors.js";
 import { CrashPoint, crashingPorts, SimulatedCrash } from "./faults.js";
 import { makeRig } from "./fakes.js";
-import { expectNothingLost } from "./invariants.js";
+import { expectEachStatePublished, expectNothingLost, pullableStates, statesSeenBy } from "./invariants.js";
 
 type Step =
   | { readonly kind: "add"; readonly count: number; readonly refund: boolean }
@@ -49,6 +49,8 @@ describe("transaction cycle properties", () => {
           if (action === 1) rig.provider.addTransaction();
           if (action === 2) changeSome(tick * 31, `churn ${tick}`);
         };
+        // States a crash-free cycle saw (pullable before it, unchanged by churn during it): each must be published.
+        const seen: (readonly [string, string])[] = [];
         for (const step of steps) {
           if (step.kind === "add") {
             for (let i = 0; i < step.count; i++) {
@@ -60,16 +62,19 @@ describe("transaction cycle properties", () => {
           } else {
             const crash = new CrashPoint(step.crash ?? undefined);
             const deps = { ...rig.deps, ...crashingPorts(rig.deps, crash) };
+            const before = pullableStates(rig);
             try {
               await pollTransactions(deps, { pageSize: step.pageSize, maxPages: 500 });
             } catch (error) {
               if (!(error instanceof CycleAbortedError && error.cause instanceof SimulatedCrash)) throw error;
             }
+            if (!crash.crashed) seen.push(...statesSeenBy(before, rig));
           }
         }
         // Activity stops; a few clean cycles must drain everything.
         churnOn = false;
         for (let i = 0; i < 3 && rig.provider.pending().length > 0; i++) await pollTransactions(rig.deps, { pageSize: 3 });
+        expectEachStatePublished(rig, seen);
         expectNothingLost(rig);
         const created = new Set(rig.publisher.ofType("transaction.created").map((e) => e.detail.subject.id));
         expect(created.size).toBe(rig.provider.transactions.length);
