@@ -5,18 +5,11 @@
 import { readFileSync } from "node:fs";
 import { z } from "zod";
 import { BASE_URL_ENV_VARS, normaliseBaseUrl, type QashioDeployment } from "../shared/qashio/config.js";
+import { EVENT_TYPES } from "../shared/bridge/events/schemas.js";
 import { TenantConfigError } from "./errors.js";
 
-/** Event types the bridge publishes (EventBridge `detail-type`), see docs/events.md. */
-export const EVENT_TYPES = [
-  "transaction.created",
-  "transaction.changed",
-  "card.created",
-  "card.updated",
-  "card.suspended",
-  "card.status_changed",
-] as const;
-export type EventType = (typeof EVENT_TYPES)[number];
+/** Event types a webhook may forward: the ones the engine publishes (docs/events.md). */
+export { EVENT_TYPES, type EventType } from "../shared/bridge/events/schemas.js";
 
 /** Defaults of optional tenant fields, named so docs and tests can refer to them. */
 export const TENANT_DEFAULTS = {

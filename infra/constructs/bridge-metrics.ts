@@ -1,22 +1,12 @@
 import { Duration } from "aws-cdk-lib";
 import * as cloudwatch from "aws-cdk-lib/aws-cloudwatch";
+import type { MetricName } from "../../shared/bridge/ports.js";
 
 /** Namespace of the bridge's custom metrics (POWERTOOLS_METRICS_NAMESPACE). */
 export const METRIC_NAMESPACE = "QashioBridge";
 
-/** Custom metrics the runtime emits (issue 5), each with dimension `tenant`. */
-export type BridgeMetricName =
-  | "TransactionsPulled"
-  | "EventsPublished"
-  | "EventsFailed"
-  | "Acknowledged"
-  | "Quarantined"
-  | "QuarantineSize"
-  | "ProviderErrors"
-  | "TokenRefreshes"
-  | "TokenFamilyRevoked"
-  | "SyncLagSeconds"
-  | "CycleDurationMs";
+/** Custom metrics the runtime emits (issue 5), each with dimension `tenant`: the engine's own names. */
+export type BridgeMetricName = MetricName;
 
 /** Aggregations CloudWatch Metrics Insights supports. */
 export type InsightsAggregate = "SUM" | "MAX" | "MIN" | "AVG" | "COUNT";

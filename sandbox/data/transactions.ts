@@ -4,23 +4,14 @@
  */
 import type { Prng} from "../prng.js";
 import { round2 } from "../prng.js";
+import { TRANSACTION_CATEGORIES } from "../../shared/qashio/schemas/enums.js";
 import { MCC_DESCRIPTIONS, MERCHANTS, convert, type MerchantProfile } from "./catalog.js";
 import type { CardRecord, ClientSyncStatus, CompanyData, MasterRecord, TransactionRecord, UserProfile } from "./model.js";
 
 const DAY_MS = 86_400_000;
 
-/** Categories the factory can build (§2.2). */
-export const BUILDABLE_CATEGORIES = [
-  "purchase",
-  "refund",
-  "reversal",
-  "card_loading",
-  "card_unloading",
-  "cash_withdrawal",
-  "deposit",
-  "cashback",
-  "account_transfer",
-] as const;
+/** Categories the factory can build: every one the spec lists (§2.2). */
+export const BUILDABLE_CATEGORIES = TRANSACTION_CATEGORIES;
 export type BuildableCategory = (typeof BUILDABLE_CATEGORIES)[number];
 
 const CATEGORY_WEIGHTS: readonly (readonly [BuildableCategory, number])[] = [
