@@ -5,11 +5,13 @@
  * must not make a whole page unreadable, so a drift enum accepts any string, keeps
  * the raw value and reports a {@link DriftWarning} instead of failing.
  *
- * Design choice: warnings go to a sink bound with `AsyncLocalStorage` for the
- * duration of one parse ({@link parseWithDrift} / {@link withDriftSink}). Schemas
- * stay module-level constants with no mutable state, so concurrent parses (in one
- * event loop or across async tasks) never see each other's warnings, and parsing
- * outside any sink simply drops warnings (the data is the same either way).
+ * Design choice: warnings go to a sink bound for the duration of one parse. Zod
+ * parses synchronously, so {@link parseWithDrift} / {@link parseEach} bind it in a
+ * module variable set and restored around the synchronous parse (no async context
+ * per item). {@link withDriftSink} binds it with `AsyncLocalStorage`, so it also
+ * reaches async continuations. Schemas stay module-level constants with no mutable
+ * state, concurrent parses never see each other's warnings, and parsing outside any
+ * sink simply drops warnings (the data is the same either way).
  */
 import { AsyncLocalStorage } from "node:async_hooks";
 import { z } from "zod";
@@ -33,6 +35,20 @@ export interface DriftReport extends DriftWarning {
 export type DriftSink = (warning: DriftWarning) => void;
 
 const sinkStorage = new AsyncLocalStorage<DriftSink>();
+
+/** Sink of the synchronous parse running now (innermost wins over `sinkStorage`); undefined between parses. */
+let syncSink: DriftSink | undefined;
+
+/** Runs the synchronous `fn` with `sink` bound, restoring the previous binding after (also on throw). */
+function withSyncSink<R>(sink: DriftSink, fn: () => R): R {
+  const previous = syncSink;
+  syncSink = sink;
+  try {
+    return fn();
+  } finally {
+    syncSink = previous;
+  }
+}
 
 /** Where a drift enum lives: schema name and field name. */
 export interface DriftLocation {
@@ -88,7 +104,7 @@ export function driftEnumsFor(schema: string) {
 
 /** Sends a warning to the sink of the current parse, if any. */
 export function reportDrift(warning: DriftWarning): void {
-  sinkStorage.getStore()?.(warning);
+  (syncSink ?? sinkStorage.getStore())?.(warning);
 }
 
 /**
@@ -101,7 +117,31 @@ export function reportDrift(warning: DriftWarning): void {
  * ```
  */
 export function withDriftSink<R>(sink: DriftSink, fn: () => R): R {
-  return sinkStorage.run(sink, fn);
+  // Unbind a synchronous sink so the new one is innermost here and in fn's continuations.
+  const previous = syncSink;
+  syncSink = undefined;
+  try {
+    return sinkStorage.run(sink, fn);
+  } finally {
+    syncSink = previous;
+  }
+}
+
+/** Collects warnings deduplicated by (schema, field, value), with counts; drift is rare, so this stays tiny. */
+class DriftCounter {
+  private readonly counts = new Map<string, { warning: DriftWarning; count: number }>();
+  readonly sink: DriftSink = (warning) => {
+    const key = JSON.stringify([warning.schema, warning.field, warning.value]);
+    const seen = this.counts.get(key);
+    if (seen) seen.count += 1;
+    else this.counts.set(key, { warning, count: 1 });
+  };
+
+  reports(): DriftReport[] {
+    const out: DriftReport[] = [];
+    for (const { warning, count } of this.counts.values()) out.push({ ...warning, count });
+    return out;
+  }
 }
 
 /** Result of {@link parseWithDrift}. */
@@ -125,17 +165,9 @@ export function parseWithDrift<S extends z.ZodType>(
   input: unknown,
   onDrift?: (warning: DriftReport) => void,
 ): DriftParseResult<z.output<S>> {
-  const counts = new Map<string, { warning: DriftWarning; count: number }>();
-  const result = withDriftSink(
-    (warning) => {
-      const key = JSON.stringify([warning.schema, warning.field, warning.value]);
-      const seen = counts.get(key);
-      if (seen) seen.count += 1;
-      else counts.set(key, { warning, count: 1 });
-    },
-    () => schema.safeParse(input),
-  );
-  const drift: DriftReport[] = [...counts.values()].map(({ warning, count }) => ({ ...warning, count }));
+  const counter = new DriftCounter();
+  const result = withSyncSink(counter.sink, () => schema.safeParse(input));
+  const drift = counter.reports();
   if (onDrift) for (const warning of drift) onDrift(warning);
   return result.success
     ? { success: true, data: result.data as z.output<S>, drift }
@@ -166,18 +198,17 @@ export function parseEach<S extends z.ZodType>(
 ): ParseEachResult<z.output<S>> {
   const valid: z.output<S>[] = [];
   const invalid: ParseEachResult<z.output<S>>["invalid"] = [];
-  const counts = new Map<string, DriftReport>();
-  items.forEach((raw, index) => {
-    const one = parseWithDrift(schema, raw);
-    for (const w of one.drift) {
-      const key = JSON.stringify([w.schema, w.field, w.value]);
-      const prev = counts.get(key);
-      counts.set(key, prev ? { ...prev, count: prev.count + w.count } : w);
+  // One sink for the whole page: counts across items are what callers get anyway.
+  const counter = new DriftCounter();
+  withSyncSink(counter.sink, () => {
+    for (let index = 0; index < items.length; index++) {
+      const raw = items[index];
+      const one = schema.safeParse(raw);
+      if (one.success) valid.push(one.data as z.output<S>);
+      else invalid.push({ index, raw, error: one.error });
     }
-    if (one.success) valid.push(one.data);
-    else invalid.push({ index, raw, error: one.error });
   });
-  const drift = [...counts.values()];
+  const drift = counter.reports();
   if (onDrift) for (const warning of drift) onDrift(warning);
   return { valid, invalid, drift };
 }
