@@ -1,6 +1,7 @@
 /**
  * Canonical JSON, content hashes and deterministic event ids.
- * Hashes must not depend on the key order the provider happens to send, so keys are sorted.
+ * {@link contentHash} sorts keys (order-independent); {@link recordHash} hashes a provider record in the key order it
+ * came with, which is cheaper and stable for one provider (see docs/spec-gaps.md, Bridge engine).
  */
 import * as crypto from "node:crypto";
 import { createHash, createHmac } from "node:crypto";
@@ -207,6 +208,23 @@ export function contentHash(value: unknown): string {
   const isObject = typeof value === "object" && value !== null;
   const text = isObject && canonicalObjects.has(value) ? JSON.stringify(value) : canonicalJson(value);
   if (isObject) serialised.set(value, text);
+  return sha256Hex(text);
+}
+
+/**
+ * Content hash of a provider record as it is: hex sha-256 of `JSON.stringify(record)`, keys in the record's own order.
+ * The text is kept for {@link jsonOf}, so the snapshot store and the event sink write it without serialising again.
+ * The same provider output always gives the same hash; a key order change alone changes the hash but not
+ * `diffObjects`, which the engine treats as "unchanged" (no event, snapshot rewritten).
+ *
+ * @example
+ * ```ts
+ * recordHash({ id: "t1", amount: 5 }); // sha-256 of '{"id":"t1","amount":5}'
+ * ```
+ */
+export function recordHash(record: object): string {
+  const text = JSON.stringify(record);
+  serialised.set(record, text);
   return sha256Hex(text);
 }
 

@@ -2,7 +2,7 @@
  * The transaction cycle: pull `not_synced`, then `outdated`; per page diff against snapshots,
  * publish, write snapshots, then acknowledge. See docs/events.md and /work/notes/readme-engine.md.
  */
-import { canonicalCopy, contentHash } from "./hash.js";
+import { contentHash, recordHash } from "./hash.js";
 import { applyPiiInPlace, type PiiPolicy } from "./pii.js";
 import { diffObjects, type Change } from "./diff.js";
 import { CycleRun, parseTime } from "./cycle.js";
@@ -15,7 +15,7 @@ import type { CycleOutcome, CycleReport } from "./report.js";
 /** Pull statuses in the order the spec suggests (§1): new first, then changed-after-acknowledge. */
 export const PULL_STATUSES: readonly PullStatus[] = ["not_synced", "outdated"];
 
-/** Fields left out of snapshots, hashes and events: bookkeeping of the provider, not business data. */
+/** Fields left out of snapshots, hashes and events: bookkeeping of the provider, not business data (see normaliseTransaction). */
 export const TRANSACTION_VOLATILE_FIELDS: readonly string[] = ["client_sync_status"];
 
 /** Options of {@link pollTransactions}. */
@@ -31,15 +31,15 @@ export function transactionAliasKey(qashioId: string): SnapshotKey {
   return `transaction:qashio_id:${qashioId}`;
 }
 
-const VOLATILE = new Set(TRANSACTION_VOLATILE_FIELDS);
-
 /**
  * The transaction as the bridge diffs, stores and publishes it: volatile fields out, PII per tenant.
- * One copy, keys sorted as it is made, so hashing it is one native `JSON.stringify` (see {@link canonicalCopy}).
+ * A shallow copy in the provider's key order (nested objects shared, never mutated), hashed with {@link recordHash}.
  */
 export function normaliseTransaction(data: Readonly<Record<string, unknown>>, pii: PiiPolicy): Record<string, unknown> {
-  const out = canonicalCopy(data, VOLATILE);
-  // Replaces values of existing members only, so the sorted order holds.
+  // Object rest copies in one step and keeps a fast-properties object (a keyed copy of ~65 members goes to
+  // dictionary mode, which makes JSON.stringify ~25% slower); own `__proto__` members stay members.
+  const { client_sync_status: _volatile, ...out } = data;
+  // Replaces values of existing members only, and copies nested objects it changes.
   applyPiiInPlace(out, pii);
   return out;
 }
@@ -222,7 +222,7 @@ class TransactionRun extends CycleRun {
         parentQashioId: optionalString(object["parent_qashio_id"]),
         parentId: optionalString(object["parent_id"]),
         object,
-        hash: contentHash(object),
+        hash: recordHash(object),
         changedAtMs: parseTime(object["updated_at"]) ?? parseTime(object["modified_date"]),
       };
       items.push(item);

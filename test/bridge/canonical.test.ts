@@ -1,6 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { canonicalCopy, canonicalJson, contentHash, jsonOf, sha256Hex } from "../../shared/bridge/hash.js";
+import { canonicalCopy, canonicalJson, contentHash, jsonOf, recordHash, sha256Hex } from "../../shared/bridge/hash.js";
+import { diffObjects } from "../../shared/bridge/diff.js";
 import { normaliseTransaction } from "../../shared/bridge/transactions.js";
 
 /** JSON objects with awkward keys: array indexes, __proto__, unicode, keys that differ only in case. */
@@ -36,15 +37,40 @@ describe("canonicalCopy", () => {
     expect(JSON.stringify(copy)).toBe('{"a":{"c":2},"b":1}');
   });
 
-  it("keeps the hash of a normalised transaction equal to the canonical hash after PII handling", () => {
+  it("hashes a normalised transaction as its JSON text in provider key order, after PII handling", () => {
     fc.assert(
       fc.property(json, fc.constantFrom("full", "redact", "hash") as fc.Arbitrary<"full" | "redact" | "hash">, (object, mode) => {
         const data = { ...object, card_holder_name: "Ann", cardholder: { name: "Ann", email: "a@x.io", "1": 1 }, client_sync_status: "not_synced" };
         const normalised = normaliseTransaction(data, { mode, salt: "s" });
         expect(normalised).not.toHaveProperty("client_sync_status");
-        expect(contentHash(normalised)).toBe(sha256Hex(canonicalJson(normalised)));
+        expect(Object.keys(normalised)).toEqual(Object.keys(data).filter((k) => k !== "client_sync_status"));
+        const text = JSON.stringify(normalised);
+        expect(recordHash(normalised)).toBe(sha256Hex(text));
+        expect(jsonOf(normalised)).toBe(text);
       }),
       { numRuns: 200 },
     );
+  });
+
+  it("gives a reordered transaction another hash but no changes, so the engine publishes nothing for it", () => {
+    fc.assert(
+      fc.property(json, (object) => {
+        // As the provider sends it: parsed JSON (no NaN, no undefined members).
+        const data = JSON.parse(JSON.stringify({ ...object, id: "t1", amount: 5, cardholder: { name: "Ann", email: "a@x.io" } })) as Record<string, unknown>;
+        const reordered = Object.fromEntries(Object.entries(data).reverse());
+        const a = normaliseTransaction(data, { mode: "redact" });
+        const b = normaliseTransaction(reordered, { mode: "redact" });
+        expect(diffObjects(a, b)).toEqual([]);
+        expect(recordHash(normaliseTransaction(data, { mode: "redact" }))).toBe(recordHash(a));
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it("never mutates the provider record it normalises", () => {
+    const data = { id: "t1", cardholder: { name: "Ann", email: "a@x.io" }, card_holder_name: "Ann", client_sync_status: "outdated" };
+    const before = structuredClone(data);
+    normaliseTransaction(data, { mode: "hash", salt: "s" });
+    expect(data).toEqual(before);
   });
 });
