@@ -138,16 +138,26 @@ export class FileSnapshotStore implements SnapshotStore {
     // Last write of a key within one call wins, as with separate puts.
     const unique = new Map<SnapshotKey, Snapshot>();
     for (const s of snapshots) unique.set(s.key, s);
-    const entries: [string, number, number][] = [];
+    const keys: SnapshotKey[] = [];
     const lines: string[] = [];
-    let offset = 0;
+    let bound = 0;
     for (const s of unique.values()) {
       // The engine already serialised the object to hash it: reuse that text.
       const line = `{"key":${JSON.stringify(s.key)},"hash":${JSON.stringify(s.hash)},"object":${jsonOf(s.object)},"updatedAt":${JSON.stringify(s.updatedAt)}}`;
-      const length = Buffer.byteLength(line);
-      entries.push([s.key, offset, length]);
+      keys.push(s.key);
       lines.push(line);
-      offset += length + 1;
+      bound += line.length * 3 + 1;
+    }
+    // Encode each line once into one buffer: the byte count comes back from the write (no separate
+    // Buffer.byteLength scan, no joined copy of the page to encode again).
+    const body = Buffer.allocUnsafe(bound);
+    const entries: [string, number, number][] = [];
+    let offset = 0;
+    for (let i = 0; i < lines.length; i++) {
+      const length = body.write(lines[i] as string, offset, "utf8");
+      entries.push([keys[i] as string, offset, length]);
+      offset += length;
+      body[offset++] = 0x0a;
     }
     const header = JSON.stringify({ v: 1, entries });
     const seq = this.nextSeq++;
@@ -156,11 +166,12 @@ export class FileSnapshotStore implements SnapshotStore {
       await mkdir(this.dir, { recursive: true, mode: 0o700 });
       this.dirReady = true;
     }
-    await writeFileAtomic(path.join(this.dir, name), header + "\n" + lines.join("\n") + "\n", { mode: 0o600 });
+    const head = Buffer.from(header + "\n", "utf8");
+    await writeFileAtomic(path.join(this.dir, name), Buffer.concat([head, body.subarray(0, offset)], head.length + offset), { mode: 0o600 });
 
     const segment: Segment = { id: this.nextId++, name, seq, live: 0 };
     this.segments.set(segment.id, segment);
-    const bodyStart = Buffer.byteLength(header) + 1;
+    const bodyStart = head.length;
     const emptied: Segment[] = [];
     for (const [key, entryOffset, length] of entries) {
       const previous = this.supersede(this.index.set(key, { segment: segment.id, offset: bodyStart + entryOffset, length }));
