@@ -138,26 +138,33 @@ export class FileSnapshotStore implements SnapshotStore {
     // Last write of a key within one call wins, as with separate puts.
     const unique = new Map<SnapshotKey, Snapshot>();
     for (const s of snapshots) unique.set(s.key, s);
+    // Each line is written as three pieces around the object text the engine already made to hash it:
+    // no joined line string (a flattened copy per snapshot), no Buffer.byteLength scan, one encode.
     const keys: SnapshotKey[] = [];
-    const lines: string[] = [];
+    const heads: string[] = [];
+    const objects: string[] = [];
+    const tails: string[] = [];
     let bound = 0;
     for (const s of unique.values()) {
-      // The engine already serialised the object to hash it: reuse that text.
-      const line = `{"key":${JSON.stringify(s.key)},"hash":${JSON.stringify(s.hash)},"object":${jsonOf(s.object)},"updatedAt":${JSON.stringify(s.updatedAt)}}`;
+      const head = `{"key":${JSON.stringify(s.key)},"hash":${JSON.stringify(s.hash)},"object":`;
+      const object = jsonOf(s.object);
+      const tail = `,"updatedAt":${JSON.stringify(s.updatedAt)}}\n`;
       keys.push(s.key);
-      lines.push(line);
-      bound += line.length * 3 + 1;
+      heads.push(head);
+      objects.push(object);
+      tails.push(tail);
+      bound += (head.length + object.length + tail.length) * 3;
     }
-    // Encode each line once into one buffer: the byte count comes back from the write (no separate
-    // Buffer.byteLength scan, no joined copy of the page to encode again).
     const body = Buffer.allocUnsafe(bound);
     const entries: [string, number, number][] = [];
     let offset = 0;
-    for (let i = 0; i < lines.length; i++) {
-      const length = body.write(lines[i] as string, offset, "utf8");
-      entries.push([keys[i] as string, offset, length]);
-      offset += length;
-      body[offset++] = 0x0a;
+    for (let i = 0; i < keys.length; i++) {
+      const start = offset;
+      offset += body.write(heads[i] as string, offset, "utf8");
+      offset += body.write(objects[i] as string, offset, "utf8");
+      offset += body.write(tails[i] as string, offset, "utf8");
+      // The entry's length leaves out the newline.
+      entries.push([keys[i] as string, start, offset - start - 1]);
     }
     const header = JSON.stringify({ v: 1, entries });
     const seq = this.nextSeq++;
