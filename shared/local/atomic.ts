@@ -30,11 +30,13 @@ export async function fsyncDir(dir: string): Promise<void> {
  * await writeFileAtomic(".state/tokens.json", JSON.stringify(tokens), { mode: 0o600 });
  * ```
  */
-export async function writeFileAtomic(file: string, data: string | Uint8Array, options: { mode?: number } = {}): Promise<void> {
+export async function writeFileAtomic(file: string, data: string | Uint8Array | readonly Uint8Array[], options: { mode?: number } = {}): Promise<void> {
   const temp = `${file}.${process.pid}.${randomBytes(4).toString("hex")}${TEMP_SUFFIX}`;
   const handle = await open(temp, "w", options.mode ?? 0o644);
   try {
-    await handle.writeFile(data);
+    // Chunks go one after the other from the handle's current position.
+    if (Array.isArray(data)) for (const chunk of data as readonly Uint8Array[]) await handle.writeFile(chunk);
+    else await handle.writeFile(data as string | Uint8Array);
     await handle.sync();
   } catch (err) {
     await handle.close();
@@ -49,4 +51,25 @@ export async function writeFileAtomic(file: string, data: string | Uint8Array, o
     throw err;
   }
   await fsyncDir(path.dirname(file));
+}
+
+/**
+ * A buffer reused across writes of one writer that never overlaps its own writes: encoding each page into a fresh
+ * buffer leaves ~1 MB of external memory per page alive until the next full GC (it outlives the fsync, so it is
+ * promoted), which shows up as peak RSS.
+ *
+ * @example
+ * ```ts
+ * const scratch = new ScratchBuffer();
+ * const buffer = scratch.take(text.length * 3);
+ * ```
+ */
+export class ScratchBuffer {
+  private buffer: Buffer = Buffer.alloc(0);
+
+  /** A buffer of at least `size` bytes; its contents are undefined and it is valid until the next call. */
+  take(size: number): Buffer {
+    if (this.buffer.length < size) this.buffer = Buffer.allocUnsafeSlow(Math.max(size, this.buffer.length * 2));
+    return this.buffer;
+  }
 }

@@ -7,6 +7,7 @@ import { mkdir, open } from "node:fs/promises";
 import path from "node:path";
 import type { BridgeEvent, BridgeEventDetail, EventPublisher, PublishFailure } from "../bridge/ports.js";
 import { jsonOf } from "../bridge/hash.js";
+import { ScratchBuffer } from "./atomic.js";
 
 /** An event as an EventBridge rule target receives it. */
 export interface EventBridgeEnvelope {
@@ -91,6 +92,7 @@ export class JsonlEventPublisher implements EventPublisher {
   private readonly newId: () => string;
   private dirReady = false;
   private tailChecked = false;
+  private readonly scratch = new ScratchBuffer();
 
   constructor(private readonly options: JsonlEventPublisherOptions) {
     this.account = options.account ?? "000000000000";
@@ -114,7 +116,8 @@ export class JsonlEventPublisher implements EventPublisher {
       parts.push(before, object, after);
       bound += (before.length + object.length + after.length) * 3 + 1;
     }
-    const buffer = Buffer.allocUnsafe(bound);
+    // Appends never overlap (see publish), so the scratch buffer is free again once this one resolves.
+    const buffer = this.scratch.take(bound);
     // Byte 0 is kept for the newline that closes a line torn by an earlier crash.
     let end = 1;
     for (let i = 0; i < parts.length; i += 3) {

@@ -10,7 +10,7 @@ import { mkdir, open, readdir, unlink } from "node:fs/promises";
 import path from "node:path";
 import type { Snapshot, SnapshotKey, SnapshotStore } from "../bridge/ports.js";
 import { jsonOf } from "../bridge/hash.js";
-import { TEMP_SUFFIX, writeFileAtomic } from "./atomic.js";
+import { ScratchBuffer, TEMP_SUFFIX, writeFileAtomic } from "./atomic.js";
 import { CorruptStateError } from "./errors.js";
 import { KeyIndex } from "./key-index.js";
 
@@ -70,6 +70,7 @@ export class FileSnapshotStore implements SnapshotStore {
   private nextId = 1;
   private nextSeq = 1;
   private dirReady = false;
+  private readonly scratch = new ScratchBuffer();
   private loading?: Promise<void>;
   /** putMany calls run one at a time so the index follows segment order. */
   private writes: Promise<unknown> = Promise.resolve();
@@ -155,7 +156,7 @@ export class FileSnapshotStore implements SnapshotStore {
       tails.push(tail);
       bound += (head.length + object.length + tail.length) * 3;
     }
-    const body = Buffer.allocUnsafe(bound);
+    const body = this.scratch.take(bound);
     const entries: [string, number, number][] = [];
     let offset = 0;
     for (let i = 0; i < keys.length; i++) {
@@ -174,7 +175,8 @@ export class FileSnapshotStore implements SnapshotStore {
       this.dirReady = true;
     }
     const head = Buffer.from(header + "\n", "utf8");
-    await writeFileAtomic(path.join(this.dir, name), Buffer.concat([head, body.subarray(0, offset)], head.length + offset), { mode: 0o600 });
+    // Segment writes never overlap (see putMany), so the scratch buffer is free again once this resolves.
+    await writeFileAtomic(path.join(this.dir, name), [head, body.subarray(0, offset)], { mode: 0o600 });
 
     const segment: Segment = { id: this.nextId++, name, seq, live: 0 };
     this.segments.set(segment.id, segment);
