@@ -51,6 +51,24 @@ function tooManyPages(maxPages: number): InvalidResponseError {
   return new InvalidResponseError(`pagination did not end within ${maxPages} pages`);
 }
 
+/** The loop every walker shares: `nextPage` reads the page number to request after `result`, or undefined at the end. */
+async function* walkPages<P>(
+  fetchPage: (page: number) => Promise<P>,
+  options: WalkOptions,
+  nextPage: (result: P, page: number) => number | undefined,
+): AsyncGenerator<P, void, undefined> {
+  const maxPages = options.maxPages ?? DEFAULT_MAX_PAGES;
+  let page = options.startPage ?? 1;
+  for (let read = 0; read < maxPages; read += 1) {
+    const result = await fetchPage(page);
+    yield result;
+    const next = nextPage(result, page);
+    if (next === undefined) return;
+    page = next;
+  }
+  throw tooManyPages(maxPages);
+}
+
 /**
  * Walks a `pagination` list: requests page 1, 2, ... while `has_next` is true.
  *
@@ -65,15 +83,7 @@ export async function* pagesByHasNext<P extends { readonly pagination: Paginatio
   fetchPage: (page: number) => Promise<P>,
   options: WalkOptions = {},
 ): AsyncGenerator<P, void, undefined> {
-  const maxPages = options.maxPages ?? DEFAULT_MAX_PAGES;
-  let page = options.startPage ?? 1;
-  for (let read = 0; read < maxPages; read += 1) {
-    const result = await fetchPage(page);
-    yield result;
-    if (!result.pagination.has_next) return;
-    page += 1;
-  }
-  throw tooManyPages(maxPages);
+  yield* walkPages(fetchPage, options, (result, page) => (result.pagination.has_next ? page + 1 : undefined));
 }
 
 /**
@@ -88,17 +98,12 @@ export async function* pagesByNextPage<P extends { readonly pageInfo: PageInfo }
   fetchPage: (page: number) => Promise<P>,
   options: WalkOptions = {},
 ): AsyncGenerator<P, void, undefined> {
-  const maxPages = options.maxPages ?? DEFAULT_MAX_PAGES;
-  let page = options.startPage ?? 1;
-  for (let read = 0; read < maxPages; read += 1) {
-    const result = await fetchPage(page);
-    yield result;
+  yield* walkPages(fetchPage, options, (result, page) => {
     const next = result.pageInfo.next_page;
-    if (next === null || next === undefined) return;
+    if (next === null || next === undefined) return undefined;
     if (next <= page) throw new InvalidResponseError(`page_info.next_page ${next} does not advance past page ${page}`);
-    page = next;
-  }
-  throw tooManyPages(maxPages);
+    return next;
+  });
 }
 
 /**
@@ -113,15 +118,7 @@ export async function* pagesByTotalPages<P extends { readonly page: number; read
   fetchPage: (page: number) => Promise<P>,
   options: WalkOptions = {},
 ): AsyncGenerator<P, void, undefined> {
-  const maxPages = options.maxPages ?? DEFAULT_MAX_PAGES;
-  let page = options.startPage ?? 1;
-  for (let read = 0; read < maxPages; read += 1) {
-    const result = await fetchPage(page);
-    yield result;
-    if (page >= result.totalPages) return;
-    page += 1;
-  }
-  throw tooManyPages(maxPages);
+  yield* walkPages(fetchPage, options, (result, page) => (page >= result.totalPages ? undefined : page + 1));
 }
 
 /**
