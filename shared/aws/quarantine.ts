@@ -1,5 +1,5 @@
 import { gunzipSync, gzipSync } from "node:zlib";
-import { PutCommand, QueryCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
+import { PutCommand, QueryCommand, type DynamoDBDocumentClient, type QueryCommandOutput } from "@aws-sdk/lib-dynamodb";
 import type { Clock, EntityKind, Quarantine, QuarantineRecord } from "../bridge/ports.js";
 import { systemClock } from "./clock.js";
 import { CorruptItemError } from "./errors.js";
@@ -74,26 +74,21 @@ export class DynamoQuarantine implements Quarantine {
 
   async list(): Promise<QuarantineRecord[]> {
     const records: QuarantineRecord[] = [];
-    let startKey: Record<string, unknown> | undefined;
-    do {
-      const page = await this.#doc.send(
-        new QueryCommand({
-          TableName: this.#table,
-          KeyConditionExpression: "pk = :pk",
-          ExpressionAttributeValues: { ":pk": quarantinePartition(this.#tenant) },
-          ConsistentRead: true,
-          ExclusiveStartKey: startKey,
-        }),
-      );
+    for await (const page of this.#pages()) {
       for (const item of page.Items ?? []) records.push(this.#decode(item as unknown as QuarantineItem));
-      startKey = page.LastEvaluatedKey;
-    } while (startKey !== undefined);
+    }
     return records;
   }
 
   /** Counts the tenant's records with `Select: COUNT` (no item is read back), following every page. */
   async size(): Promise<number> {
     let count = 0;
+    for await (const page of this.#pages("COUNT")) count += page.Count ?? 0;
+    return count;
+  }
+
+  /** Every page of the tenant's quarantine partition (consistent reads). */
+  async *#pages(select?: "COUNT"): AsyncGenerator<QueryCommandOutput> {
     let startKey: Record<string, unknown> | undefined;
     do {
       const page = await this.#doc.send(
@@ -101,15 +96,14 @@ export class DynamoQuarantine implements Quarantine {
           TableName: this.#table,
           KeyConditionExpression: "pk = :pk",
           ExpressionAttributeValues: { ":pk": quarantinePartition(this.#tenant) },
-          Select: "COUNT",
+          ...(select ? { Select: select } : {}),
           ConsistentRead: true,
           ExclusiveStartKey: startKey,
         }),
       );
-      count += page.Count ?? 0;
+      yield page;
       startKey = page.LastEvaluatedKey;
     } while (startKey !== undefined);
-    return count;
   }
 
   #decode(item: QuarantineItem): QuarantineRecord {
