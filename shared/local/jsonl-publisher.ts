@@ -3,7 +3,7 @@
  * receives, so local consumers see exactly what they would see in AWS.
  */
 import { randomUUID } from "node:crypto";
-import { mkdir, open } from "node:fs/promises";
+import { closeSync, fstatSync, fsyncSync, mkdirSync, openSync, readSync, writeSync } from "node:fs";
 import path from "node:path";
 import type { BridgeEvent, BridgeEventDetail, EventPublisher, PublishFailure } from "../bridge/ports.js";
 import { jsonOf } from "../bridge/hash.js";
@@ -127,29 +127,31 @@ export class JsonlEventPublisher implements EventPublisher {
       buffer[end++] = 0x0a;
     }
     let start = 1;
+    // Synchronous syscalls, as in writeFileAtomic (see atomic.ts): the caller awaits durability anyway.
     if (!this.dirReady) {
-      await mkdir(path.dirname(this.options.file), { recursive: true });
+      mkdirSync(path.dirname(this.options.file), { recursive: true });
       this.dirReady = true;
     }
-    const handle = await open(this.options.file, "a+");
+    const fd = openSync(this.options.file, "a+");
     try {
       // Only the first append of this instance can meet a line torn by an earlier crash.
       if (!this.tailChecked) {
-        const { size } = await handle.stat();
+        const { size } = fstatSync(fd);
         if (size > 0) {
           const last = Buffer.alloc(1);
-          await handle.read(last, 0, 1, size - 1);
+          readSync(fd, last, 0, 1, size - 1);
           if (last[0] !== 0x0a) {
             buffer[0] = 0x0a;
             start = 0;
           }
         }
       }
-      await handle.appendFile(buffer.subarray(start, end));
-      await handle.sync();
+      // Append mode: every write lands at the end; writeSync may write less than asked.
+      while (start < end) start += writeSync(fd, buffer, start, end - start);
+      fsyncSync(fd);
       this.tailChecked = true;
     } finally {
-      await handle.close();
+      closeSync(fd);
     }
     return { failed: [] };
   }
