@@ -181,15 +181,20 @@ export class CycleRun {
     const { failed } = await this.port("publish events", () => this.deps.publisher.publish(events));
     for (const failure of failed) failures.set(failure.event.detail.id, failure);
     const now = this.deps.clock.now();
+    // One metric point per type and batch rather than per event: a page is one type or two.
+    const publishedByType = new Map<string, number>();
     events.forEach((event, i) => {
       if (failures.has(event.detail.id)) return;
       const type = event.detail.type;
-      this.report.published[type] = (this.report.published[type] ?? 0) + 1;
-      this.deps.metrics.add("EventsPublished", 1, "Count", { type });
+      publishedByType.set(type, (publishedByType.get(type) ?? 0) + 1);
       this.settled(event.detail.subject.id);
       const changedAt = changedAtMs[i];
       if (changedAt !== undefined) this.oldestLagMs = Math.max(this.oldestLagMs, now - changedAt);
     });
+    for (const [type, count] of publishedByType) {
+      this.report.published[type] = (this.report.published[type] ?? 0) + count;
+      this.deps.metrics.add("EventsPublished", count, "Count", { type });
+    }
     if (failures.size > 0) {
       this.report.publishFailed += failures.size;
       this.deps.metrics.add("EventsFailed", failures.size, "Count");

@@ -65,14 +65,25 @@ export function envelopeLine(envelope: EventBridgeEnvelope): string {
   return before + object + after;
 }
 
-/** {@link envelopeLine} as the text before the object, the object's text, and the text after it. */
+const quote = JSON.stringify as (text: string) => string;
+
+/**
+ * {@link envelopeLine} as the text before the object, the object's text, and the text after it. Written member by
+ * member from the envelope's fixed shape: once per event, so no object copies to split off `detail` and `data`.
+ */
 function envelopeParts(envelope: EventBridgeEnvelope): [string, string, string] {
-  const { detail, ...head } = envelope;
-  const { data, ...detailHead } = detail;
-  const { object, ...dataRest } = data;
-  const rest = JSON.stringify(dataRest);
-  const before = `${JSON.stringify(head).slice(0, -1)},"detail":${JSON.stringify(detailHead).slice(0, -1)},"data":{"object":`;
-  return [before, jsonOf(object), `${rest === "{}" ? "" : "," + rest.slice(1, -1)}}}}`];
+  const { detail } = envelope;
+  const { data } = detail;
+  const before =
+    `{"version":${quote(envelope.version)},"id":${quote(envelope.id)},"detail-type":${quote(envelope["detail-type"])},` +
+    `"source":${quote(envelope.source)},"account":${quote(envelope.account)},"time":${quote(envelope.time)},` +
+    `"region":${quote(envelope.region)},"resources":${JSON.stringify(envelope.resources)},"detail":{"id":${quote(detail.id)},` +
+    `"type":${quote(detail.type)},"schema_version":${quote(detail.schema_version)},"tenant":${quote(detail.tenant)},` +
+    `"occurred_at":${quote(detail.occurred_at)},"subject":${JSON.stringify(detail.subject)},"data":{"object":`;
+  let after = "";
+  if (data.changes !== undefined) after += `,"changes":${JSON.stringify(data.changes)}`;
+  if (data.parent !== undefined) after += `,"parent":${JSON.stringify(data.parent)}`;
+  return [before, jsonOf(data.object), `${after}}}}`];
 }
 
 /**

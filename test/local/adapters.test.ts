@@ -139,7 +139,11 @@ describe("JsonlEventPublisher", () => {
     contentHash(withExtras.detail.data.object);
     for (const e of [event, withExtras]) {
       const envelope = toEventBridgeEnvelope(e, { account: "1", region: "r", id: "i" });
-      expect(JSON.parse(envelopeLine(envelope))).toEqual(envelope);
+      const parsed = JSON.parse(envelopeLine(envelope)) as typeof envelope;
+      expect(parsed).toEqual(envelope);
+      // Member order as JSON.stringify gives it (consumers may diff lines textually).
+      expect(Object.keys(parsed)).toEqual(Object.keys(envelope));
+      expect(Object.keys(parsed.detail)).toEqual(Object.keys(envelope.detail));
     }
   });
 
