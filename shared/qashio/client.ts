@@ -120,7 +120,7 @@ export interface QashioClientOptions {
   /** Provider base URL (see config.ts `resolveBaseUrl`). */
   readonly baseUrl: string;
   readonly tokenProvider: TokenProvider;
-  /** @default globalThis.fetch */
+  /** @default nodeHttpFetch (node:http with keep-alive) */
   readonly fetch?: FetchLike;
   /** @default the system clock */
   readonly clock?: Clock;

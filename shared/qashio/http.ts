@@ -17,10 +17,34 @@ import {
   type QashioErrorContext,
 } from "./errors.js";
 import type { TokenProvider } from "./auth/token-provider.js";
+import { nodeHttpFetch } from "./node-transport.js";
 import { ErrorEnvelopeSchema } from "./schemas/index.js";
 
-/** Any fetch-compatible function (global fetch, the sandbox's in-process fetch, a test fake). */
-export type FetchLike = (input: string, init: RequestInit) => Promise<Response>;
+/** Response headers as HttpCore reads them; a fetch `Headers` fits. */
+export interface ResponseHeaders {
+  get(name: string): string | null;
+}
+
+/** The part of a response HttpCore reads; a fetch `Response` fits. */
+export interface FetchResponse {
+  readonly status: number;
+  readonly headers: ResponseHeaders;
+  text(): Promise<string>;
+}
+
+/** The part of `RequestInit` HttpCore sends (a plain header record, a JSON string body); global fetch accepts it. */
+export interface FetchInit {
+  readonly method?: string;
+  readonly headers?: Readonly<Record<string, string>> | Headers;
+  readonly body?: string;
+  readonly signal?: AbortSignal;
+}
+
+/**
+ * Any fetch-compatible function: `nodeHttpFetch` (the default), global fetch, the sandbox's in-process fetch, a test
+ * fake. Only the subset in `FetchInit` and `FetchResponse` is used.
+ */
+export type FetchLike = (input: string, init: FetchInit) => Promise<FetchResponse>;
 
 /** Time source; tests inject a fake so nothing really sleeps. Structurally the bridge's `Clock` port. */
 export interface Clock {
@@ -100,7 +124,7 @@ export interface HttpCoreOptions {
   /** Provider base URL (see config.ts `resolveBaseUrl`). */
   readonly baseUrl: string;
   readonly tokenProvider?: TokenProvider;
-  /** @default globalThis.fetch */
+  /** @default nodeHttpFetch (node:http with keep-alive) */
   readonly fetch?: FetchLike;
   /** @default systemClock */
   readonly clock?: Clock;
@@ -144,7 +168,7 @@ export function statusClassOf(error: QashioError): StatusClass {
 }
 
 type Attempt =
-  | { readonly kind: "response"; readonly status: number; readonly headers: Headers; readonly text: string }
+  | { readonly kind: "response"; readonly status: number; readonly headers: ResponseHeaders; readonly text: string }
   | { readonly kind: "failure"; readonly error: QashioError };
 
 function isRecord(value: unknown): value is Record<string, unknown> {
@@ -162,7 +186,7 @@ export function parseRetryAfter(value: string | null, now: number): number | und
 }
 
 /** Reads the request id from `meta.request_id` of a body, else the `x-request-id` header. */
-export function requestIdOf(body: unknown, headers: Headers): string | undefined {
+export function requestIdOf(body: unknown, headers: ResponseHeaders): string | undefined {
   if (isRecord(body) && isRecord(body.meta) && typeof body.meta.request_id === "string" && body.meta.request_id) {
     return body.meta.request_id;
   }
@@ -232,7 +256,7 @@ function parseJson(text: string): { ok: true; value: unknown } | { ok: false } {
  */
 export function errorForResponse(
   status: number,
-  headers: Headers,
+  headers: ResponseHeaders,
   text: string,
   where: { method: string; path: string; errorBody: "envelope" | "oauth"; now: number; secrets?: readonly string[] },
 ): QashioError {
@@ -301,7 +325,7 @@ export class HttpCore {
 
   constructor(options: HttpCoreOptions) {
     this.baseUrl = options.baseUrl.replace(/\/+$/, "");
-    this.fetchFn = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
+    this.fetchFn = options.fetch ?? nodeHttpFetch;
     this.clock = options.clock ?? systemClock;
     this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.retry = { ...DEFAULT_RETRY, ...options.retry };
@@ -382,7 +406,7 @@ export class HttpCore {
     return this.tokenProvider.getAccessToken();
   }
 
-  private success(status: number, headers: Headers, text: string, where: { method: string; path: string }): HttpResponse {
+  private success(status: number, headers: ResponseHeaders, text: string, where: { method: string; path: string }): HttpResponse {
     const parsed = parseJson(text);
     if (!parsed.ok) {
       throw new InvalidResponseError(`${where.method} ${where.path} answered ${status} with a body that is not JSON`, {

@@ -23,15 +23,19 @@ export {
   statusClassOf,
   type Clock,
   type ClientLogger,
+  type FetchInit,
   type FetchLike,
+  type FetchResponse,
   type HttpCoreOptions,
   type HttpRequest,
   type HttpResponse,
+  type ResponseHeaders,
   type RetryEvent,
   type RetryMode,
   type RetryOptions,
   type StatusClass,
 } from "./http.js";
+export { nodeHttpFetch, TransportError } from "./node-transport.js";
 export {
   AUTHORIZE_URL_ENV_VAR,
   BASE_URL_ENV_VARS,

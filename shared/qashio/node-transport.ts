@@ -1,0 +1,141 @@
+/**
+ * The provider client's default transport: a `FetchLike` over `node:http` / `node:https` with keep-alive sockets.
+ * It exists for CPU: a 360 KB page costs about half the CPU of undici's fetch (`docs/spec-gaps.md`, Provider API client).
+ */
+import http, { type IncomingHttpHeaders, type OutgoingHttpHeaders } from "node:http";
+import https from "node:https";
+import type { FetchInit, FetchResponse, ResponseHeaders } from "./http.js";
+
+/** At most a read-ahead page and an acknowledge are in flight per client; the cap bounds an accidental fan-out. */
+const MAX_SOCKETS_PER_HOST = 8;
+/** Idle sockets close after this (undici's default), before common 5 s server timeouts; a shorter `Keep-Alive` hint wins. */
+const IDLE_SOCKET_TIMEOUT_MS = 4_000;
+/** Sent unless the caller gives one: WAF rule sets commonly block requests without a user agent. */
+const USER_AGENT = "qashio-bridge";
+
+// One pool per protocol for the whole process, so page reads, read-ahead and acknowledges reuse warm connections.
+const agentOptions = { keepAlive: true, maxSockets: MAX_SOCKETS_PER_HOST, timeout: IDLE_SOCKET_TIMEOUT_MS };
+const AGENTS: Readonly<Record<string, { readonly module: typeof http | typeof https; readonly agent: http.Agent }>> = {
+  "http:": { module: http, agent: new http.Agent(agentOptions) },
+  "https:": { module: https, agent: new https.Agent(agentOptions) },
+};
+
+/**
+ * A request that failed before its response was complete. Carries the system error code only: no cause, because a
+ * Node error may quote the URL (`ERR_INVALID_URL` keeps its `input`) and the URL may carry a query string.
+ */
+export class TransportError extends Error {
+  override name = "TransportError";
+  /** `ECONNREFUSED`, `ECONNRESET`, `ENOTFOUND`, ... or `ERR_*` when the request could not be sent at all. */
+  readonly code: string;
+
+  constructor(code: string, what = "request") {
+    super(`${what} failed (${code})`);
+    this.code = code;
+  }
+}
+
+function transportErrorOf(error: unknown): TransportError {
+  const { code, syscall } = (typeof error === "object" && error !== null ? error : {}) as { code?: unknown; syscall?: unknown };
+  return new TransportError(typeof code === "string" ? code : "ERR_HTTP_TRANSPORT", typeof syscall === "string" ? syscall : undefined);
+}
+
+/** Like fetch: the signal's reason, by default a DOMException named `AbortError`. */
+function abortReasonOf(signal: AbortSignal): unknown {
+  return signal.reason ?? new DOMException("This operation was aborted", "AbortError");
+}
+
+function requestHeadersOf(init: FetchInit, body: Buffer | undefined): OutgoingHttpHeaders {
+  const given = init.headers instanceof Headers ? Object.fromEntries(init.headers) : init.headers;
+  // Node sets headers case-insensitively in key order: a caller's `User-Agent` replaces the default.
+  const headers: OutgoingHttpHeaders = { "user-agent": USER_AGENT, ...given };
+  // The body is never decompressed; without this header a server may pick any coding (RFC 9110 §12.5.3).
+  headers["accept-encoding"] = "identity";
+  if (body !== undefined) headers["content-length"] = body.length;
+  return headers;
+}
+
+function responseHeadersOf(headers: IncomingHttpHeaders): ResponseHeaders {
+  return {
+    get(name) {
+      const value = headers[name.toLowerCase()];
+      if (value === undefined) return null;
+      return Array.isArray(value) ? value.join(", ") : value;
+    },
+  };
+}
+
+function decodeUtf8(chunks: readonly Buffer[], length: number): string {
+  const bytes = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, length);
+  const text = bytes.toString("utf8");
+  // fetch's text() drops a byte order mark, which JSON.parse would reject.
+  return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
+}
+
+/**
+ * Sends one request over a pooled keep-alive socket and resolves when the response headers arrive; `text()` resolves
+ * when the body is complete. Supports what `HttpCore` sends: method, headers, a string body and an abort signal.
+ * Fails with `TransportError` before a complete response and with the signal's reason once aborted.
+ *
+ * @example
+ * const response = await nodeHttpFetch("https://api.example/public/v1/erp/cards", { headers: { accept: "application/json" } });
+ * const body = JSON.parse(await response.text());
+ */
+export function nodeHttpFetch(input: string, init: FetchInit = {}): Promise<FetchResponse> {
+  const { signal } = init;
+  if (signal?.aborted) return Promise.reject(abortReasonOf(signal));
+  let url: URL;
+  try {
+    url = new URL(input);
+  } catch {
+    return Promise.reject(new TransportError("ERR_INVALID_URL", "URL parsing"));
+  }
+  const transport = AGENTS[url.protocol];
+  if (transport === undefined) return Promise.reject(new TransportError("ERR_UNSUPPORTED_PROTOCOL", `${url.protocol} request`));
+  const body = init.body === undefined ? undefined : Buffer.from(init.body, "utf8");
+
+  return new Promise<FetchResponse>((resolve, reject) => {
+    let rejectBody: ((reason: unknown) => void) | undefined;
+    // Settles whichever promise is pending: the response before the headers, the body after them.
+    const fail = (reason: unknown) => {
+      signal?.removeEventListener("abort", onAbort);
+      reject(reason);
+      rejectBody?.(reason);
+    };
+    const onAbort = () => {
+      fail(abortReasonOf(signal!));
+      request.destroy();
+    };
+
+    const request = transport.module.request(
+      url,
+      { method: init.method ?? "GET", headers: requestHeadersOf(init, body), agent: transport.agent },
+      (response) => {
+        const chunks: Buffer[] = [];
+        let length = 0;
+        const complete = new Promise<void>((resolveBody, rejectComplete) => {
+          rejectBody = rejectComplete;
+          response.on("data", (chunk: Buffer) => {
+            chunks.push(chunk);
+            length += chunk.length;
+          });
+          response.on("end", () => {
+            signal?.removeEventListener("abort", onAbort);
+            resolveBody();
+          });
+          response.on("error", (error) => fail(transportErrorOf(error)));
+        });
+        // A body nobody reads may fail without an unhandled rejection.
+        complete.catch(() => undefined);
+        resolve({
+          status: response.statusCode ?? 0,
+          headers: responseHeadersOf(response.headers),
+          text: () => complete.then(() => decodeUtf8(chunks, length)),
+        });
+      },
+    );
+    request.on("error", (error) => fail(transportErrorOf(error)));
+    signal?.addEventListener("abort", onAbort, { once: true });
+    request.end(body);
+  });
+}

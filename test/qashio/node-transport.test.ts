@@ -1,0 +1,253 @@
+/** The node:http transport against real loopback servers: a tiny node:http server per test, and the sandbox end to end. */
+import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from "node:http";
+import { inspect } from "node:util";
+import { afterEach, describe, expect, it } from "vitest";
+import { nodeHttpFetch, TransportError } from "../../shared/qashio/node-transport.js";
+import { HttpCore } from "../../shared/qashio/http.js";
+import { NetworkError, TimeoutError } from "../../shared/qashio/errors.js";
+import { QashioClient } from "../../shared/qashio/client.js";
+import { StaticTokenProvider } from "../../shared/qashio/auth/token-provider.js";
+import { exchangeCode } from "../../shared/qashio/auth/oauth.js";
+import { createSandbox } from "../../sandbox/index.js";
+
+interface Received {
+  readonly method: string;
+  readonly url: string;
+  readonly headers: IncomingHttpHeaders;
+  readonly body: string;
+}
+
+interface Loopback {
+  readonly url: string;
+  readonly received: Received[];
+  /** Connections the server accepted. */
+  connections: number;
+  close(): Promise<void>;
+}
+
+const opened: Loopback[] = [];
+
+/** A loopback server that records each request (body included) and then lets `handler` answer, or not. */
+async function loopback(handler: (request: Received, res: ServerResponse) => void): Promise<Loopback> {
+  const received: Received[] = [];
+  const server = createServer((req: IncomingMessage, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (chunk: Buffer) => chunks.push(chunk));
+    req.on("end", () => {
+      const request = { method: req.method ?? "", url: req.url ?? "", headers: req.headers, body: Buffer.concat(chunks).toString("utf8") };
+      received.push(request);
+      handler(request, res);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const address = server.address();
+  if (address === null || typeof address === "string") throw new Error("no port");
+  const box: Loopback = {
+    url: `http://127.0.0.1:${address.port}`,
+    received,
+    connections: 0,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+  server.on("connection", () => (box.connections += 1));
+  opened.push(box);
+  return box;
+}
+
+/** A port nothing listens on: bound, then released. */
+async function closedPortUrl(): Promise<string> {
+  const server = await loopback(() => undefined);
+  await server.close();
+  return server.url;
+}
+
+/** Resolves when the server has received `count` requests (no sleeping). */
+function receivedCount(server: Loopback, count: number): Promise<void> {
+  return new Promise((resolve) => {
+    const poll = () => (server.received.length >= count ? resolve() : setImmediate(poll));
+    poll();
+  });
+}
+
+afterEach(async () => {
+  await Promise.all(opened.splice(0).map((server) => server.close()));
+});
+
+const SECRET_QUERY = "query-secret-7f3a";
+const SECRET_TOKEN = "bearer-secret-91c2";
+
+describe("nodeHttpFetch", () => {
+  it("sends a GET with the given headers and reads the status and headers case-insensitively", async () => {
+    const server = await loopback((_request, res) => {
+      res.writeHead(201, { "content-type": "application/json", "x-request-id": "req-42" });
+      res.end('{"ok":true}');
+    });
+    const response = await nodeHttpFetch(`${server.url}/public/v1/erp/cards?page=2`, {
+      method: "GET",
+      headers: { accept: "application/json", authorization: "Bearer t-1" },
+    });
+    expect(response.status).toBe(201);
+    expect(response.headers.get("X-Request-Id")).toBe("req-42");
+    expect(response.headers.get("retry-after")).toBeNull();
+    expect(await response.text()).toBe('{"ok":true}');
+    const [request] = server.received;
+    expect(request).toMatchObject({ method: "GET", url: "/public/v1/erp/cards?page=2", body: "" });
+    expect(request!.headers).toMatchObject({ accept: "application/json", authorization: "Bearer t-1", "accept-encoding": "identity" });
+    expect(request!.headers["user-agent"]).toBeTruthy();
+    expect(request!.headers["transfer-encoding"]).toBeUndefined();
+  });
+
+  it("posts a string body with its byte length, multi-byte characters included", async () => {
+    const server = await loopback((request, res) => res.end(request.body));
+    const body = JSON.stringify({ transaction_ids: ["a"], note: "café €5" });
+    const response = await nodeHttpFetch(`${server.url}/ack`, { method: "POST", headers: { "content-type": "application/json" }, body });
+    expect(await response.text()).toBe(body);
+    expect(server.received[0]).toMatchObject({ method: "POST", body });
+    expect(server.received[0]!.headers["content-length"]).toBe(String(Buffer.byteLength(body)));
+  });
+
+  it("accepts a Headers object, and a caller's user agent replaces the default", async () => {
+    const server = await loopback((_request, res) => res.end());
+    await nodeHttpFetch(server.url, { headers: new Headers({ "X-Trace": "abc", "User-Agent": "probe/1" }) });
+    expect(server.received[0]!.headers).toMatchObject({ "x-trace": "abc", "user-agent": "probe/1" });
+  });
+
+  it("decodes a body over 1 MB sent in many chunks, with multi-byte characters split across them", async () => {
+    // One ASCII byte first, then 3-byte characters: 64 KB chunk edges fall inside characters.
+    const text = `x${"€".repeat(400_000)}"é"`;
+    const bytes = Buffer.from(text, "utf8");
+    const server = await loopback((_request, res) => {
+      res.writeHead(200, { "content-length": bytes.length });
+      for (let at = 0; at < bytes.length; at += 65_537) res.write(bytes.subarray(at, at + 65_537));
+      res.end();
+    });
+    const received = await (await nodeHttpFetch(server.url)).text();
+    expect(bytes.length).toBeGreaterThan(1_000_000);
+    expect(received.length).toBe(text.length);
+    expect(received === text).toBe(true);
+  });
+
+  it("drops a leading byte order mark like fetch does", async () => {
+    const server = await loopback((_request, res) => res.end(Buffer.from('\uFEFF{"a":1}', "utf8")));
+    expect(await (await nodeHttpFetch(server.url)).text()).toBe('{"a":1}');
+  });
+
+  it("reuses one keep-alive socket for sequential requests", async () => {
+    const server = await loopback((_request, res) => res.end("{}"));
+    for (const method of ["GET", "POST", "GET"]) {
+      const response = await nodeHttpFetch(`${server.url}/page`, { method, body: method === "POST" ? "{}" : undefined });
+      await response.text();
+    }
+    expect(server.received).toHaveLength(3);
+    expect(server.connections).toBe(1);
+  });
+
+  it("rejects with the signal's AbortError when aborted before the response", async () => {
+    const server = await loopback(() => undefined);
+    const controller = new AbortController();
+    const pending = nodeHttpFetch(server.url, { signal: controller.signal });
+    await receivedCount(server, 1);
+    controller.abort();
+    await expect(pending).rejects.toMatchObject({ name: "AbortError" });
+  });
+
+  it("rejects at once when the signal is already aborted, sending nothing", async () => {
+    const server = await loopback((_request, res) => res.end());
+    await expect(nodeHttpFetch(`${server.url}/aborted`, { signal: AbortSignal.abort() })).rejects.toMatchObject({ name: "AbortError" });
+    await (await nodeHttpFetch(`${server.url}/next`)).text();
+    expect(server.received.map((r) => r.url)).toEqual(["/next"]);
+  });
+
+  it("rejects the body with the AbortError when aborted while the body streams", async () => {
+    const server = await loopback((_request, res) => {
+      res.writeHead(200, { "content-length": 1000 });
+      res.write("x".repeat(10));
+    });
+    const controller = new AbortController();
+    const response = await nodeHttpFetch(server.url, { signal: controller.signal });
+    controller.abort();
+    await expect(response.text()).rejects.toMatchObject({ name: "AbortError" });
+  });
+
+  it("fails the body with ECONNRESET when the server drops the connection mid-body", async () => {
+    const server = await loopback((_request, res) => {
+      res.writeHead(200, { "content-length": 1000 });
+      res.write("x".repeat(10), () => res.socket?.destroy());
+    });
+    const response = await nodeHttpFetch(server.url);
+    const error = await response.text().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(TransportError);
+    expect(error).toMatchObject({ code: "ECONNRESET" });
+  });
+
+  it("fails with ECONNREFUSED and never quotes the URL or a header", async () => {
+    const url = `${await closedPortUrl()}/x?token=${SECRET_QUERY}`;
+    const error = await nodeHttpFetch(url, { headers: { authorization: `Bearer ${SECRET_TOKEN}` } }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(TransportError);
+    expect(error).toMatchObject({ code: "ECONNREFUSED" });
+    expect(inspect(error)).not.toMatch(new RegExp(`${SECRET_QUERY}|${SECRET_TOKEN}|/x`));
+  });
+
+  it("refuses a non-http(s) URL and a malformed one without quoting either", async () => {
+    const ftp = await nodeHttpFetch(`ftp://user:${SECRET_TOKEN}@host/x?token=${SECRET_QUERY}`).catch((e: unknown) => e);
+    expect(ftp).toMatchObject({ name: "TransportError", code: "ERR_UNSUPPORTED_PROTOCOL", message: "ftp: request failed (ERR_UNSUPPORTED_PROTOCOL)" });
+    const malformed = await nodeHttpFetch(`not a url?token=${SECRET_QUERY}`).catch((e: unknown) => e);
+    expect(malformed).toMatchObject({ name: "TransportError", code: "ERR_INVALID_URL" });
+    expect(inspect([ftp, malformed])).not.toMatch(new RegExp(`${SECRET_QUERY}|${SECRET_TOKEN}`));
+  });
+});
+
+describe("HttpCore over its default transport", () => {
+  const read = { method: "GET", path: "/public/v1/erp/transactions", query: { token: SECRET_QUERY }, auth: { token: SECRET_TOKEN }, retry: "idempotent" } as const;
+
+  it("maps a server that never answers to TimeoutError", async () => {
+    const server = await loopback(() => undefined);
+    const http = new HttpCore({ baseUrl: server.url, timeoutMs: 50, retry: { maxAttempts: 1 } });
+    await expect(http.request(read)).rejects.toBeInstanceOf(TimeoutError);
+    expect(server.received).toHaveLength(1);
+  });
+
+  it("maps a refused connection to NetworkError naming ECONNREFUSED, never the query or the token", async () => {
+    const http = new HttpCore({ baseUrl: await closedPortUrl(), retry: { maxAttempts: 1 } });
+    const error = await http.request(read).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(NetworkError);
+    expect((error as NetworkError).message).toBe("GET /public/v1/erp/transactions failed before a response (ECONNREFUSED)");
+    expect(inspect(error)).not.toMatch(new RegExp(`${SECRET_QUERY}|${SECRET_TOKEN}`));
+  });
+
+  it("maps a connection dropped mid-body to NetworkError naming ECONNRESET", async () => {
+    const server = await loopback((_request, res) => {
+      res.writeHead(200, { "content-length": 1000 });
+      res.write("{", () => res.socket?.destroy());
+    });
+    const http = new HttpCore({ baseUrl: server.url, retry: { maxAttempts: 1 } });
+    await expect(http.request(read)).rejects.toThrow(/failed before a response \(ECONNRESET\)/);
+  });
+});
+
+describe("QashioClient without an injected fetch", () => {
+  it("lists and acknowledges transactions from the sandbox over loopback", async () => {
+    const sandbox = createSandbox({ seed: 3 });
+    const server = await sandbox.listen(0);
+    try {
+      const [company] = sandbox.control.companies().filter((c) => c.apiAccessEnabled);
+      const redirectUri = "http://127.0.0.1:9/callback";
+      const code = sandbox.control.issueAuthorizationCode({ companyId: company!.id, redirectUri });
+      const tokens = await exchangeCode({ baseUrl: server.url, clientId: "sandbox-client", clientSecret: "sandbox-secret" }, { code, redirectUri });
+      const client = new QashioClient({ baseUrl: server.url, tokenProvider: new StaticTokenProvider(tokens.access_token) });
+
+      const page = await client.listTransactions({ client_sync_status: "not_synced" });
+      expect(page.data.length).toBeGreaterThan(0);
+      expect(page.invalid).toEqual([]);
+      const first = page.data[0]!;
+      expect(await client.acknowledgeTransactions([first.id])).toMatchObject({ acknowledged: 1 });
+      const after = await client.listTransactions({ client_sync_status: "not_synced" });
+      expect(after.data.map((t) => t.id)).not.toContain(first.id);
+    } finally {
+      await server.close();
+    }
+  });
+});
