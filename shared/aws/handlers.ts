@@ -32,7 +32,7 @@ export interface HandlerOptions {
   readonly env?: Readonly<Record<string, string | undefined>>;
   /** Built once per container. @default defaultAwsClients */
   readonly clients?: () => AwsClients;
-  /** Provider fetch. @default global fetch */
+  /** Provider fetch. @default nodeHttpFetch (the client's keep-alive node:http transport) */
   readonly fetch?: FetchLike;
   /** @default systemClock */
   readonly clock?: Clock;

@@ -44,7 +44,7 @@ export interface TenantRuntimeOptions {
   readonly metrics: Metrics;
   /** @default systemClock */
   readonly clock?: Clock;
-  /** Provider fetch; tests pass the sandbox's in-process fetch. @default global fetch */
+  /** Provider fetch; tests pass the sandbox's in-process fetch. @default nodeHttpFetch */
   readonly fetch?: FetchLike;
 }
 

@@ -16,6 +16,8 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import { DEFAULT_PAGE_SIZE, pollTransactions, totalPublished, type EventPublisher } from "../bridge/index.js";
 import { exchangeCode } from "../qashio/auth/oauth.js";
 import { storedTokensOf } from "../qashio/auth/token-provider.js";
+import type { FetchInit } from "../qashio/http.js";
+import { nodeHttpFetch } from "../qashio/node-transport.js";
 import { FileTokenStore } from "../local/index.js";
 import type { BenchArgs } from "./args.js";
 import { DEFAULT_SCOPES } from "./authorize.js";
@@ -93,12 +95,13 @@ export async function benchCommand(args: BenchArgs, io: CliIo): Promise<number> 
     let providerBusyMs = 0;
     let inFlight = 0;
     let busySince = 0;
-    const countingFetch = async (input: string, init: RequestInit) => {
+    // Wraps the client's default transport, so the bench measures what production sends.
+    const countingFetch = async (input: string, init: FetchInit) => {
       providerCalls += 1;
       const sent = performance.now();
       if (inFlight++ === 0) busySince = sent;
       try {
-        return await fetch(input, init);
+        return await nodeHttpFetch(input, init);
       } finally {
         const now = performance.now();
         providerWaitMs += now - sent;

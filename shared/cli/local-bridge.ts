@@ -40,7 +40,7 @@ export interface LocalBridgeOptions {
   /** Environment for named base URLs (QASHIO_SANDBOX_URL, ...). */
   readonly env: Env;
   readonly logger: Logger;
-  /** @default global fetch */
+  /** @default nodeHttpFetch (the client's keep-alive node:http transport) */
   readonly fetch?: FetchLike;
   /** @default the system clock */
   readonly clock?: Clock;
