@@ -15,6 +15,7 @@
  */
 import { AsyncLocalStorage } from "node:async_hooks";
 import { z } from "zod";
+import { conformsTo, declareListedStrings } from "./conform.js";
 
 /** One unlisted enum value seen while parsing a provider payload. */
 export interface DriftWarning {
@@ -85,6 +86,7 @@ export function driftEnum<const T extends readonly string[]>(
     const probe = options.caseInsensitive ? ctx.value.toLowerCase() : ctx.value;
     if (!known.has(probe)) reportDrift({ schema: where.schema, field: where.field, value: ctx.value });
   });
+  declareListedStrings(schema, values, options.caseInsensitive ?? false);
   return schema as unknown as z.ZodType<DriftValue<T>, string>;
 }
 
@@ -152,7 +154,8 @@ export type DriftParseResult<T> =
 /**
  * Safe-parses `input` and returns the drift warnings raised by that parse,
  * deduplicated by (schema, field, value) with a count. `onDrift`, when given, is
- * called once per deduplicated warning after the parse.
+ * called once per deduplicated warning after the parse. An input already in output
+ * form (see {@link conformsTo}) is returned as it is, in its own key order.
  *
  * @example
  * ```ts
@@ -165,6 +168,7 @@ export function parseWithDrift<S extends z.ZodType>(
   input: unknown,
   onDrift?: (warning: DriftReport) => void,
 ): DriftParseResult<z.output<S>> {
+  if (conformsTo(schema)(input)) return { success: true, data: input, drift: [] };
   const counter = new DriftCounter();
   const result = withSyncSink(counter.sink, () => schema.safeParse(input));
   const drift = counter.reports();
@@ -184,6 +188,8 @@ export interface ParseEachResult<T> {
 /**
  * Parses each item of a page on its own so one bad record (e.g. a transaction
  * without a valid id) can be quarantined while the rest of the page proceeds.
+ * Items already in output form (see {@link conformsTo}) are kept as they are, in
+ * their own key order; only the others go through zod.
  *
  * @example
  * ```ts
@@ -200,9 +206,15 @@ export function parseEach<S extends z.ZodType>(
   const invalid: ParseEachResult<z.output<S>>["invalid"] = [];
   // One sink for the whole page: counts across items are what callers get anyway.
   const counter = new DriftCounter();
+  const conforms = conformsTo(schema);
   withSyncSink(counter.sink, () => {
     for (let index = 0; index < items.length; index++) {
       const raw = items[index];
+      // Already in output form: zod would return an equal copy and report nothing, so keep the item as it is.
+      if (conforms(raw)) {
+        valid.push(raw);
+        continue;
+      }
       const one = schema.safeParse(raw);
       if (one.success) valid.push(one.data as z.output<S>);
       else invalid.push({ index, raw, error: one.error });
