@@ -10,7 +10,16 @@ import { createHash, createHmac } from "node:crypto";
 // eslint-disable-next-line no-control-regex -- matching control characters is the point
 const NEEDS_ESCAPE = /["\\\u0000-\u001f\ud800-\udfff]/;
 
-function jsonString(text: string): string {
+/**
+ * JSON text of a string, as `JSON.stringify(text)` gives it; several times cheaper for the short ids, keys and
+ * timestamps that need no escaping (a regex test instead of the generic serialiser).
+ *
+ * @example
+ * ```ts
+ * jsonString('say "hi"'); // '"say \\"hi\\""'
+ * ```
+ */
+export function jsonString(text: string): string {
   return NEEDS_ESCAPE.test(text) ? JSON.stringify(text) : `"${text}"`;
 }
 

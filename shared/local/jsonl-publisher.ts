@@ -6,7 +6,7 @@ import { randomUUID } from "node:crypto";
 import { closeSync, fstatSync, fsyncSync, mkdirSync, openSync, readSync, writeSync } from "node:fs";
 import path from "node:path";
 import type { BridgeEvent, BridgeEventDetail, EventPublisher, PublishFailure } from "../bridge/ports.js";
-import { jsonOf } from "../bridge/hash.js";
+import { jsonOf, jsonString as quote } from "../bridge/hash.js";
 import { ScratchBuffer } from "./atomic.js";
 
 /** An event as an EventBridge rule target receives it. */
@@ -64,8 +64,6 @@ export function envelopeLine(envelope: EventBridgeEnvelope): string {
   const [before, object, after] = envelopeParts(envelope);
   return before + object + after;
 }
-
-const quote = JSON.stringify as (text: string) => string;
 
 /**
  * {@link envelopeLine} as the text before the object, the object's text, and the text after it. Written member by

@@ -10,7 +10,7 @@ import { closeSync, mkdirSync, openSync, readSync, unlinkSync } from "node:fs";
 import { open, readdir, unlink } from "node:fs/promises";
 import path from "node:path";
 import type { Snapshot, SnapshotKey, SnapshotStore } from "../bridge/ports.js";
-import { jsonOf } from "../bridge/hash.js";
+import { jsonOf, jsonString } from "../bridge/hash.js";
 import { ScratchBuffer, TEMP_SUFFIX, writeFileAtomic } from "./atomic.js";
 import { CorruptStateError } from "./errors.js";
 import { KeyIndex } from "./key-index.js";
@@ -149,9 +149,9 @@ export class FileSnapshotStore implements SnapshotStore {
     const tails: string[] = [];
     let bound = 0;
     for (const s of unique.values()) {
-      const head = `{"key":${JSON.stringify(s.key)},"hash":${JSON.stringify(s.hash)},"object":`;
+      const head = `{"key":${jsonString(s.key)},"hash":${jsonString(s.hash)},"object":`;
       const object = jsonOf(s.object);
-      const tail = `,"updatedAt":${JSON.stringify(s.updatedAt)}}\n`;
+      const tail = `,"updatedAt":${jsonString(s.updatedAt)}}\n`;
       keys.push(s.key);
       heads.push(head);
       objects.push(object);

@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { canonicalCopy, canonicalJson, contentHash, jsonOf, recordHash, sha256Hex } from "../../shared/bridge/hash.js";
+import { canonicalCopy, canonicalJson, contentHash, jsonOf, jsonString, recordHash, sha256Hex } from "../../shared/bridge/hash.js";
 import { diffObjects } from "../../shared/bridge/diff.js";
 import { normaliseTransaction } from "../../shared/bridge/transactions.js";
 
@@ -72,5 +72,17 @@ describe("canonicalCopy", () => {
     const before = structuredClone(data);
     normaliseTransaction(data, { mode: "hash", salt: "s" });
     expect(data).toEqual(before);
+  });
+});
+
+describe("jsonString", () => {
+  it("gives JSON.stringify's text for any string: quotes, backslashes, controls, lone surrogates, unicode", () => {
+    const text = fc.oneof(fc.string({ unit: "binary" }), fc.string({ unit: "grapheme" }), fc.constantFrom('"', "\\", "\u0000", "\u001f", "\ud800", "\udfff", "\u2028", ""));
+    fc.assert(
+      fc.property(text, (value) => {
+        expect(jsonString(value)).toBe(JSON.stringify(value));
+      }),
+      { numRuns: 500 },
+    );
   });
 });
