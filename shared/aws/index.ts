@@ -18,8 +18,10 @@ export { EventBridgePublisher, MAX_ENTRIES_PER_CALL } from "./event-publisher.js
 export type { EventBridgePublisherOptions } from "./event-publisher.js";
 export { entrySize, reduceDetail, truncationsOf, MAX_ENTRY_BYTES, TRUNCATION_MARKER } from "./event-size.js";
 export type { SizedEntry, Truncation } from "./event-size.js";
-export { SecretsManagerTokenStore, ProviderSecretSchema, parseSecret, DEFAULT_SECRET_CACHE_TTL_MS } from "./token-store.js";
-export type { ProviderSecret, SecretRead, SecretsManagerTokenStoreOptions, VersionWrite } from "./token-store.js";
+export { ProviderSecretClient, ProviderSecretSchema, isSecretNotFound, parseSecret } from "./provider-secret.js";
+export type { ProviderSecret, ProviderSecretClientOptions, SecretRead, SecretValue, VersionWrite } from "./provider-secret.js";
+export { SecretsManagerTokenStore, DEFAULT_SECRET_CACHE_TTL_MS } from "./token-store.js";
+export type { SecretsManagerTokenStoreOptions } from "./token-store.js";
 export { loadConfig, cycleDeadline, CYCLE_SAFETY_MARGIN_MS, DEFAULT_EVENT_SOURCE, DEFAULT_METRICS_NAMESPACE, DEFAULT_SERVICE_NAME } from "./config.js";
 export type { RuntimeConfig } from "./config.js";
 export { leaseNames } from "./keys.js";

@@ -1,28 +1,14 @@
-import { randomUUID } from "node:crypto";
-import { GetSecretValueCommand, PutSecretValueCommand, type SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 import { DeleteCommand, GetCommand, PutCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
-import { z } from "zod";
+import type { SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 import type { Clock, Logger } from "../bridge/ports.js";
 import type { StoredTokens, TokenStore } from "../qashio/auth/token-store.js";
 import { systemClock } from "./clock.js";
-import { SecretFormatError, SecretStoreError } from "./errors.js";
 import { accessTokenItemKey, revokedFamilyItemKey, ttlSeconds } from "./keys.js";
-import { DEFAULT_BACKOFF, isRetryableAwsError, withRetries, type BackoffOptions } from "./retry.js";
+import { isSecretNotFound, ProviderSecretClient, type ProviderSecret, type SecretRead, type VersionWrite } from "./provider-secret.js";
+import type { BackoffOptions } from "./retry.js";
 
-/** The provider secret's JSON: client credentials, the current refresh token, and the tenant's PII salt. */
-export const ProviderSecretSchema = z.looseObject({
-  client_id: z.string().min(1),
-  client_secret: z.string().min(1),
-  refresh_token: z.string().min(1),
-  pii_salt: z.string().min(1),
-});
-export type ProviderSecret = z.infer<typeof ProviderSecretSchema>;
-
-/** The secret value as read: parsed JSON plus the version it came from. */
-export interface SecretRead {
-  readonly secret: ProviderSecret;
-  readonly versionId: string;
-}
+// The secret's shape and I/O live in provider-secret.ts; re-exported for the store's existing importers.
+export type { ProviderSecret, SecretRead, VersionWrite } from "./provider-secret.js";
 
 /** Cached credentials are re-read after this long. */
 export const DEFAULT_SECRET_CACHE_TTL_MS = 5 * 60_000;
@@ -41,12 +27,6 @@ export interface SecretsManagerTokenStoreOptions {
   /** Expiry of the cached secret used by `credentials()`. @default DEFAULT_SECRET_CACHE_TTL_MS */
   readonly cacheTtlMs?: number;
   readonly logger?: Logger;
-}
-
-/** How a rotation writes its version: Secrets Manager's request token, and the labels the version gets. */
-export interface VersionWrite {
-  readonly clientRequestToken: string;
-  readonly stages: readonly string[];
 }
 
 /** The shared access-token item (one per tenant): encrypted at rest by the table's KMS key, never logged. */
@@ -89,8 +69,8 @@ const ACCESS_ITEM_TTL_SLACK_MS = 86_400_000;
  * - A revoked token family is remembered (`TOKEN#<tenant>`/`REVOKED`, holding the secret version whose refresh token
  *   was rejected): `revokedVersion()` lets pollers and the rotation fail fast, with no provider call, until a new
  *   secret version (re-onboarding) replaces it.
- * - Throttled Secrets Manager calls are retried with backoff; PutSecretValue reuses one ClientRequestToken across
- *   retries so a retry cannot create a second version.
+ * - Secrets Manager calls go through `ProviderSecretClient`: throttled calls are retried with backoff, and
+ *   PutSecretValue reuses one ClientRequestToken across retries so a retry cannot create a second version.
  *
  * @example
  * const store = new SecretsManagerTokenStore({ secrets, secretId, doc, tableName, tenant: "acme" });
@@ -99,7 +79,7 @@ const ACCESS_ITEM_TTL_SLACK_MS = 86_400_000;
 export class SecretsManagerTokenStore implements TokenStore {
   readonly #options: SecretsManagerTokenStoreOptions;
   readonly #clock: Clock;
-  readonly #backoff: BackoffOptions;
+  readonly #secret: ProviderSecretClient;
   readonly #cacheTtlMs: number;
   #cache?: { read: SecretRead; expiresAt: number };
   #inflightRead?: Promise<SecretRead>;
@@ -109,7 +89,8 @@ export class SecretsManagerTokenStore implements TokenStore {
   constructor(options: SecretsManagerTokenStoreOptions) {
     this.#options = options;
     this.#clock = options.clock ?? systemClock;
-    this.#backoff = { ...DEFAULT_BACKOFF, ...options.backoff };
+    const { secrets, secretId, backoff, logger } = options;
+    this.#secret = new ProviderSecretClient({ secrets, secretId, clock: this.#clock, backoff, logger });
     this.#cacheTtlMs = options.cacheTtlMs ?? DEFAULT_SECRET_CACHE_TTL_MS;
   }
 
@@ -218,76 +199,34 @@ export class SecretsManagerTokenStore implements TokenStore {
 
   /** Reads AWSCURRENT of the secret (single flight per container) and refreshes the cache. */
   async readSecret(): Promise<SecretRead> {
-    this.#inflightRead ??= this.#getSecret({}).finally(() => {
-      this.#inflightRead = undefined;
-    });
+    this.#inflightRead ??= this.#secret
+      .read()
+      .then((read) => this.#cached(read))
+      .finally(() => {
+        this.#inflightRead = undefined;
+      });
     return this.#inflightRead;
   }
 
   /** Reads one version of the secret by id, or undefined when it does not exist. */
   async readVersion(versionId: string): Promise<SecretRead | undefined> {
     try {
-      return await this.#getSecret({ VersionId: versionId });
+      return await this.#secret.read(versionId);
     } catch (error) {
-      if (error instanceof SecretStoreError && (error.cause as Error | undefined)?.name === "ResourceNotFoundException") return undefined;
+      if (isSecretNotFound(error)) return undefined;
       throw error;
     }
   }
 
-  async #getSecret(version: { VersionId?: string }): Promise<SecretRead> {
-    const { secretId } = this.#options;
-    const response = await this.#call("GetSecretValue", () =>
-      this.#options.secrets.send(new GetSecretValueCommand({ SecretId: secretId, ...version })),
-    );
-    const read = parseSecret(secretId, response.SecretString, response.VersionId);
-    if (version.VersionId === undefined) this.#cache = { read, expiresAt: this.#clock.now() + this.#cacheTtlMs };
-    return read;
-  }
-
   async #putSecret(secret: ProviderSecret, write?: VersionWrite): Promise<string> {
-    const { secretId } = this.#options;
-    // One request token across retries: a retried call after a lost response cannot create a second version.
-    const clientRequestToken = write?.clientRequestToken ?? randomUUID();
-    const response = await this.#call("PutSecretValue", () =>
-      this.#options.secrets.send(
-        new PutSecretValueCommand({
-          SecretId: secretId,
-          SecretString: JSON.stringify(secret),
-          ClientRequestToken: clientRequestToken,
-          ...(write !== undefined ? { VersionStages: [...write.stages] } : {}),
-        }),
-      ),
-    );
-    const versionId = response.VersionId ?? clientRequestToken;
-    this.#cache = { read: { secret, versionId }, expiresAt: this.#clock.now() + this.#cacheTtlMs };
+    const versionId = await this.#secret.put(secret, write);
+    this.#cached({ secret, versionId });
     return versionId;
   }
 
-  async #call<T>(operation: string, send: () => Promise<T>): Promise<T> {
-    let attempts = 0;
-    try {
-      return await withRetries(
-        async (attempt) => {
-          attempts = attempt;
-          return send();
-        },
-        {
-          clock: this.#clock,
-          backoff: this.#backoff,
-          onRetry: (error, attempt) =>
-            this.#options.logger?.warn("Secrets Manager call failed, retrying", { operation, attempt, error: (error as Error).name }),
-        },
-      );
-    } catch (error) {
-      const retryable = isRetryableAwsError(error);
-      throw new SecretStoreError(
-        `${operation} on the provider secret failed${retryable ? ` after ${attempts} attempts` : ""}: ${(error as Error).name}`,
-        this.#options.secretId,
-        operation,
-        attempts,
-        { cause: error },
-      );
-    }
+  #cached(read: SecretRead): SecretRead {
+    this.#cache = { read, expiresAt: this.#clock.now() + this.#cacheTtlMs };
+    return read;
   }
 
   async #readAccessItem(): Promise<AccessTokenItem | undefined> {
@@ -314,23 +253,4 @@ export class SecretsManagerTokenStore implements TokenStore {
     };
     await doc.send(new PutCommand({ TableName: tableName, Item: item as unknown as Record<string, unknown> }));
   }
-}
-
-/** Parses the secret JSON; errors name the bad fields, never their values. */
-export function parseSecret(secretId: string, secretString: string | undefined, versionId: string | undefined): SecretRead {
-  if (secretString === undefined || versionId === undefined) {
-    throw new SecretFormatError("The provider secret has no string value", secretId, []);
-  }
-  let json: unknown;
-  try {
-    json = JSON.parse(secretString);
-  } catch (error) {
-    throw new SecretFormatError("The provider secret is not JSON", secretId, [], { cause: new Error((error as Error).name) });
-  }
-  const parsed = ProviderSecretSchema.safeParse(json);
-  if (!parsed.success) {
-    const fields = [...new Set(parsed.error.issues.map((issue) => issue.path.join(".") || "(root)"))];
-    throw new SecretFormatError(`The provider secret is missing or has invalid fields: ${fields.join(", ")}`, secretId, fields);
-  }
-  return { secret: parsed.data, versionId };
 }

@@ -1,0 +1,183 @@
+/**
+ * The tenant's provider secret in Secrets Manager: its JSON shape, and the one reader and writer of its versions. The
+ * token store and onboarding (`authorize --secret-id`) both go through it, so both retry throttled calls and neither
+ * puts a secret value into an error.
+ */
+import { randomUUID } from "node:crypto";
+import { GetSecretValueCommand, PutSecretValueCommand, type SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
+import { z } from "zod";
+import type { Clock, Logger } from "../bridge/ports.js";
+import { systemClock } from "./clock.js";
+import { SecretFormatError, SecretStoreError } from "./errors.js";
+import { DEFAULT_BACKOFF, isRetryableAwsError, withRetries, type BackoffOptions } from "./retry.js";
+
+/** The provider secret's JSON: client credentials, the current refresh token, and the tenant's PII salt. */
+export const ProviderSecretSchema = z.looseObject({
+  client_id: z.string().min(1),
+  client_secret: z.string().min(1),
+  refresh_token: z.string().min(1),
+  pii_salt: z.string().min(1),
+});
+export type ProviderSecret = z.infer<typeof ProviderSecretSchema>;
+
+/** The secret value as read: parsed JSON plus the version it came from. */
+export interface SecretRead {
+  readonly secret: ProviderSecret;
+  readonly versionId: string;
+}
+
+/** One version's value as Secrets Manager returns it: the text may be absent, empty or not JSON. */
+export interface SecretValue {
+  readonly text: string | undefined;
+  readonly versionId: string | undefined;
+}
+
+/** How a rotation writes its version: Secrets Manager's request token, and the labels the version gets. */
+export interface VersionWrite {
+  readonly clientRequestToken: string;
+  readonly stages: readonly string[];
+}
+
+export interface ProviderSecretClientOptions {
+  readonly secrets: SecretsManagerClient;
+  /** ARN (or name) of the provider secret. */
+  readonly secretId: string;
+  /** Sleeps between retries. @default systemClock */
+  readonly clock?: Clock;
+  /** Retry of throttled Secrets Manager calls. @default DEFAULT_BACKOFF */
+  readonly backoff?: Partial<BackoffOptions>;
+  /** Receives one warning per retried call. */
+  readonly logger?: Logger;
+}
+
+/**
+ * Reads and writes versions of one provider secret. Throttled and transient failures are retried with backoff; a
+ * call that still fails throws `SecretStoreError` (operation, attempts, the AWS error as `cause`), never a value.
+ *
+ * @example
+ * const secret = new ProviderSecretClient({ secrets: new SecretsManagerClient({}), secretId: arn });
+ * const { secret: current } = await secret.read();
+ * await secret.put({ ...current, refresh_token: "rt-2" });
+ */
+export class ProviderSecretClient {
+  readonly secretId: string;
+  readonly #options: ProviderSecretClientOptions;
+  readonly #clock: Clock;
+  readonly #backoff: BackoffOptions;
+
+  constructor(options: ProviderSecretClientOptions) {
+    this.secretId = options.secretId;
+    this.#options = options;
+    this.#clock = options.clock ?? systemClock;
+    this.#backoff = { ...DEFAULT_BACKOFF, ...options.backoff };
+  }
+
+  /**
+   * The raw value of AWSCURRENT, or of the version `versionId`.
+   *
+   * @example
+   * const { text } = await secret.getValue();
+   */
+  async getValue(versionId?: string): Promise<SecretValue> {
+    const response = await this.#call("GetSecretValue", () =>
+      this.#options.secrets.send(
+        new GetSecretValueCommand({ SecretId: this.secretId, ...(versionId !== undefined ? { VersionId: versionId } : {}) }),
+      ),
+    );
+    return { text: response.SecretString, versionId: response.VersionId };
+  }
+
+  /**
+   * The complete secret of AWSCURRENT, or of the version `versionId`; `SecretFormatError` names the bad fields.
+   *
+   * @example
+   * const { secret, versionId } = await secret.read();
+   */
+  async read(versionId?: string): Promise<SecretRead> {
+    const value = await this.getValue(versionId);
+    return parseSecret(this.secretId, value.text, value.versionId);
+  }
+
+  /**
+   * Writes `value` as a new version, AWSCURRENT unless `write` names the request token and labels; returns its id.
+   *
+   * @example
+   * const versionId = await secret.put({ ...current, refresh_token: "rt-2" });
+   */
+  async put(value: Readonly<Record<string, unknown>>, write?: VersionWrite): Promise<string> {
+    // One request token across retries: a retried call after a lost response cannot create a second version.
+    const clientRequestToken = write?.clientRequestToken ?? randomUUID();
+    const response = await this.#call("PutSecretValue", () =>
+      this.#options.secrets.send(
+        new PutSecretValueCommand({
+          SecretId: this.secretId,
+          SecretString: JSON.stringify(value),
+          ClientRequestToken: clientRequestToken,
+          ...(write !== undefined ? { VersionStages: [...write.stages] } : {}),
+        }),
+      ),
+    );
+    return response.VersionId ?? clientRequestToken;
+  }
+
+  async #call<T>(operation: string, send: () => Promise<T>): Promise<T> {
+    let attempts = 0;
+    try {
+      return await withRetries(
+        async (attempt) => {
+          attempts = attempt;
+          return send();
+        },
+        {
+          clock: this.#clock,
+          backoff: this.#backoff,
+          onRetry: (error, attempt) =>
+            this.#options.logger?.warn("Secrets Manager call failed, retrying", { operation, attempt, error: (error as Error).name }),
+        },
+      );
+    } catch (error) {
+      const retryable = isRetryableAwsError(error);
+      throw new SecretStoreError(
+        `${operation} on the provider secret failed${retryable ? ` after ${attempts} attempts` : ""}: ${(error as Error).name}`,
+        this.secretId,
+        operation,
+        attempts,
+        { cause: error },
+      );
+    }
+  }
+}
+
+/**
+ * True when the secret, or the version asked for, has no value (Secrets Manager answers ResourceNotFoundException).
+ *
+ * @example
+ * const read = await secret.read(id).catch((error: unknown) => (isSecretNotFound(error) ? undefined : Promise.reject(error)));
+ */
+export function isSecretNotFound(error: unknown): boolean {
+  return error instanceof SecretStoreError && (error.cause as Error | undefined)?.name === "ResourceNotFoundException";
+}
+
+/**
+ * Parses the secret JSON; errors name the bad fields, never their values.
+ *
+ * @example
+ * const { secret } = parseSecret(arn, response.SecretString, response.VersionId);
+ */
+export function parseSecret(secretId: string, secretString: string | undefined, versionId: string | undefined): SecretRead {
+  if (secretString === undefined || versionId === undefined) {
+    throw new SecretFormatError("The provider secret has no string value", secretId, []);
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(secretString);
+  } catch (error) {
+    throw new SecretFormatError("The provider secret is not JSON", secretId, [], { cause: new Error((error as Error).name) });
+  }
+  const parsed = ProviderSecretSchema.safeParse(json);
+  if (!parsed.success) {
+    const fields = [...new Set(parsed.error.issues.map((issue) => issue.path.join(".") || "(root)"))];
+    throw new SecretFormatError(`The provider secret is missing or has invalid fields: ${fields.join(", ")}`, secretId, fields);
+  }
+  return { secret: parsed.data, versionId };
+}

@@ -1,0 +1,45 @@
+import { describe, expect, it } from "vitest";
+import { SecretStoreError } from "../../shared/aws/errors.js";
+import type { Logger } from "../../shared/bridge/ports.js";
+import { ProviderSecretClient, isSecretNotFound } from "../../shared/aws/provider-secret.js";
+import { FakeClock } from "./support/clock.js";
+import { FakeSecretsManager, awsError } from "./support/fake-secrets-manager.js";
+
+const SECRET = { client_id: "cid", client_secret: "csecret", refresh_token: "rt-1", pii_salt: "salt" };
+
+function setup() {
+  const secrets = new FakeSecretsManager("arn:secret:provider", SECRET);
+  const clock = new FakeClock();
+  const warnings: Readonly<Record<string, unknown>>[] = [];
+  const logger: Logger = { debug: () => {}, info: () => {}, error: () => {}, warn: (_, fields) => void warnings.push(fields ?? {}) };
+  const backoff = { random: () => 0.5, maxAttempts: 3 };
+  const client = new ProviderSecretClient({ secrets: secrets.client, secretId: secrets.secretId, clock, backoff, logger });
+  return { secrets, clock, warnings, client };
+}
+
+describe("ProviderSecretClient", () => {
+  it("reads back a version it wrote, by id, and recognises a version that does not exist", async () => {
+    const { client } = setup();
+    const versionId = await client.put({ ...SECRET, refresh_token: "rt-2" });
+    expect(await client.read(versionId)).toEqual({ secret: { ...SECRET, refresh_token: "rt-2" }, versionId });
+    const missing = await client.read("no-such-version").catch((e: unknown) => e);
+    expect(isSecretNotFound(missing)).toBe(true);
+    expect(isSecretNotFound(new SecretStoreError("x", "arn", "GetSecretValue", 1, { cause: awsError("AccessDeniedException") }))).toBe(false);
+  });
+
+  it("warns once per retried call and names the operation and attempts when throttling outlasts the retries", async () => {
+    const { client, secrets, warnings } = setup();
+    secrets.failNext("GetSecretValue", awsError("ThrottlingException", 400, true), 3);
+    const error = await client.getValue().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(SecretStoreError);
+    expect(error).toMatchObject({
+      operation: "GetSecretValue",
+      attempts: 3,
+      message: "GetSecretValue on the provider secret failed after 3 attempts: ThrottlingException",
+    });
+    expect(warnings).toEqual([
+      { operation: "GetSecretValue", attempt: 1, error: "ThrottlingException" },
+      { operation: "GetSecretValue", attempt: 2, error: "ThrottlingException" },
+    ]);
+  });
+});
