@@ -1,19 +1,18 @@
 /**
  * Onboarding of an AWS tenant: `authorize --secret-id <arn>` writes the first refresh token into the tenant's
  * provider secret. The AWS token store (shared/aws) needs a complete secret to load; the secret CDK creates is
- * not complete yet, so this small writer reads whatever is there, keeps every field, and merges the token in.
+ * not complete yet, so this small writer reads whatever is there, keeps every field, and merges the token in. Its
+ * Secrets Manager calls go through the store's `ProviderSecretClient`, so throttled calls are retried the same way.
  */
 import { randomBytes } from "node:crypto";
-import {
-  GetSecretValueCommand,
-  PutSecretValueCommand,
-  ResourceNotFoundException,
-  type SecretsManagerClient,
-} from "@aws-sdk/client-secrets-manager";
+import type { SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
+// The module itself, not shared/aws/index.ts: the CLI needs the secret client, not the Lambda runtime.
+import { isSecretNotFound, ProviderSecretClient, type ProviderSecretClientOptions } from "../aws/provider-secret.js";
+import { SecretStoreError } from "../aws/errors.js";
 import type { StoredTokens, TokenStore } from "../qashio/auth/token-store.js";
 import { CliError, EXIT } from "./errors.js";
 
-/** Fields of the provider secret (see shared/aws/token-store.ts); other fields are kept as they are. */
+/** Fields of the provider secret (see shared/aws/provider-secret.ts); other fields are kept as they are. */
 export interface OnboardingSecret {
   readonly client_id?: string;
   readonly client_secret?: string;
@@ -33,6 +32,9 @@ export class SecretOnboardingError extends CliError {
   }
 }
 
+/** Retry of throttled Secrets Manager calls (tests pin the clock). */
+export type OnboardingRetry = Pick<ProviderSecretClientOptions, "clock" | "backoff">;
+
 /**
  * Reads the current secret JSON. An absent value, a non-JSON placeholder or a non-object reads as `{}`
  * (the secret is created empty, with instructions, by the stack).
@@ -40,14 +42,22 @@ export class SecretOnboardingError extends CliError {
  * @example
  * const { client_id } = await readOnboardingSecret(secrets, arn);
  */
-export async function readOnboardingSecret(secrets: SecretsManagerClient, secretId: string): Promise<OnboardingSecret> {
+export async function readOnboardingSecret(
+  secrets: SecretsManagerClient,
+  secretId: string,
+  retry: OnboardingRetry = {},
+): Promise<OnboardingSecret> {
+  return readLenient(new ProviderSecretClient({ secrets, secretId, ...retry }));
+}
+
+async function readLenient(secret: ProviderSecretClient): Promise<OnboardingSecret> {
   let text: string | undefined;
   try {
-    text = (await secrets.send(new GetSecretValueCommand({ SecretId: secretId }))).SecretString;
+    text = (await secret.getValue()).text;
   } catch (error) {
     // A secret without any version yet answers ResourceNotFoundException for its value.
-    if (error instanceof ResourceNotFoundException || (error as Error).name === "ResourceNotFoundException") return {};
-    throw new SecretOnboardingError(`cannot read secret ${secretId}: ${(error as Error).name}`, secretId, { cause: error });
+    if (isSecretNotFound(error)) return {};
+    throw onboardingError("read", secret.secretId, error);
   }
   if (text === undefined || text.trim() === "") return {};
   try {
@@ -56,6 +66,14 @@ export async function readOnboardingSecret(secrets: SecretsManagerClient, secret
   } catch {
     return {};
   }
+}
+
+/** Names the AWS error (and the attempts, when throttling outlasted the retries), never a value. */
+function onboardingError(action: "read" | "write", secretId: string, error: unknown): SecretOnboardingError {
+  const failure = error instanceof SecretStoreError ? error : undefined;
+  const name = ((failure?.cause ?? error) as Error).name;
+  const retried = failure !== undefined && failure.attempts > 1 ? ` (after ${failure.attempts} attempts)` : "";
+  return new SecretOnboardingError(`cannot ${action} secret ${secretId}: ${name}${retried}`, secretId, { cause: error });
 }
 
 /**
@@ -72,16 +90,18 @@ export function secretTokenStore(
   secrets: SecretsManagerClient,
   secretId: string,
   fill: { readonly client_id: string; readonly client_secret: string },
+  retry: OnboardingRetry = {},
 ): TokenStore & { readonly written: () => OnboardingSecret | undefined } {
+  const secret = new ProviderSecretClient({ secrets, secretId, ...retry });
   let written: OnboardingSecret | undefined;
   return {
     written: () => written,
     async load(): Promise<StoredTokens | undefined> {
-      const current = await readOnboardingSecret(secrets, secretId);
+      const current = await readLenient(secret);
       return current.refresh_token === undefined ? undefined : { refreshToken: current.refresh_token };
     },
     async save(tokens: StoredTokens): Promise<void> {
-      const current = await readOnboardingSecret(secrets, secretId);
+      const current = await readLenient(secret);
       const next: OnboardingSecret = {
         ...current,
         client_id: current.client_id ?? fill.client_id,
@@ -90,9 +110,9 @@ export function secretTokenStore(
         refresh_token: tokens.refreshToken,
       };
       try {
-        await secrets.send(new PutSecretValueCommand({ SecretId: secretId, SecretString: JSON.stringify(next) }));
+        await secret.put(next);
       } catch (error) {
-        throw new SecretOnboardingError(`cannot write secret ${secretId}: ${(error as Error).name}`, secretId, { cause: error });
+        throw onboardingError("write", secretId, error);
       }
       written = next;
     },

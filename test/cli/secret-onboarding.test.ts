@@ -1,11 +1,23 @@
 import { GetSecretValueCommand, PutSecretValueCommand, ResourceNotFoundException, SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 import { mockClient } from "aws-sdk-client-mock";
 import { beforeEach, describe, expect, it } from "vitest";
+import { EXIT } from "../../shared/cli/errors.js";
 import { SecretOnboardingError, readOnboardingSecret, secretTokenStore } from "../../shared/cli/secret-onboarding.js";
+import { FakeClock } from "../aws/support/clock.js";
 
 const ARN = "arn:aws:secretsmanager:eu-west-1:111122223333:secret:qashio-acme-AbCdEf";
 const secrets = new SecretsManagerClient({ region: "eu-west-1" });
 const mock = mockClient(secrets);
+
+/** What Secrets Manager answers past its request rate: a name only, no value. */
+function throttled(): Error {
+  return Object.assign(new Error("Rate exceeded"), { name: "ThrottlingException", $metadata: { httpStatusCode: 400 } });
+}
+
+function retrying() {
+  const clock = new FakeClock();
+  return { clock, retry: { clock, backoff: { random: () => 0.5, maxAttempts: 3 } } };
+}
 
 function written(): Record<string, unknown> {
   const call = mock.commandCalls(PutSecretValueCommand)[0];
@@ -47,5 +59,51 @@ describe("secretTokenStore", () => {
     const save = secretTokenStore(secrets, ARN, { client_id: "a", client_secret: "b" }).save({ refreshToken: "rt-secret" });
     await expect(save).rejects.toThrow(SecretOnboardingError);
     await expect(save).rejects.toThrow(`cannot write secret ${ARN}: AccessDeniedException`);
+  });
+
+  it("retries throttled GetSecretValue and PutSecretValue calls and still writes the token, as one version", async () => {
+    const { clock, retry } = retrying();
+    mock
+      .on(GetSecretValueCommand)
+      .rejectsOnce(throttled())
+      .resolves({ SecretString: JSON.stringify({ client_id: "cid", client_secret: "cs", pii_salt: "salt" }), VersionId: "v1" });
+    mock.on(PutSecretValueCommand).rejectsOnce(throttled()).rejectsOnce(throttled()).resolves({ VersionId: "v2" });
+    await secretTokenStore(secrets, ARN, { client_id: "a", client_secret: "b" }, retry).save({ refreshToken: "rt" });
+    expect(mock.commandCalls(GetSecretValueCommand)).toHaveLength(2);
+    const puts = mock.commandCalls(PutSecretValueCommand).map((call) => call.args[0].input);
+    expect(puts).toHaveLength(3);
+    expect(new Set(puts.map((input) => input.ClientRequestToken)).size).toBe(1);
+    expect(written()).toEqual({ client_id: "cid", client_secret: "cs", pii_salt: "salt", refresh_token: "rt" });
+    expect(clock.sleeps).toHaveLength(3);
+  });
+
+  it("retries a throttled read of the secret", async () => {
+    const { retry } = retrying();
+    mock.on(GetSecretValueCommand).rejectsOnce(throttled()).resolves({ SecretString: JSON.stringify({ client_id: "cid" }), VersionId: "v1" });
+    expect(await readOnboardingSecret(secrets, ARN, retry)).toEqual({ client_id: "cid" });
+    expect(mock.commandCalls(GetSecretValueCommand)).toHaveLength(2);
+  });
+
+  it("does not retry an error that is not throttling", async () => {
+    const { clock, retry } = retrying();
+    mock.on(GetSecretValueCommand).rejects(Object.assign(new Error("denied"), { name: "AccessDeniedException" }));
+    const read = readOnboardingSecret(secrets, ARN, retry);
+    await expect(read).rejects.toThrow(SecretOnboardingError);
+    await expect(read).rejects.toThrow(`cannot read secret ${ARN}: AccessDeniedException`);
+    expect(mock.commandCalls(GetSecretValueCommand)).toHaveLength(1);
+    expect(clock.sleeps).toEqual([]);
+  });
+
+  it("fails with the attempts when throttling outlasts the retries, exiting as a failed command", async () => {
+    const { retry } = retrying();
+    mock.on(GetSecretValueCommand).resolves({ SecretString: "{}", VersionId: "v1" });
+    mock.on(PutSecretValueCommand).rejects(throttled());
+    const error = await secretTokenStore(secrets, ARN, { client_id: "a", client_secret: "b" }, retry)
+      .save({ refreshToken: "rt-secret" })
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(SecretOnboardingError);
+    expect(error).toMatchObject({ exitCode: EXIT.failed, message: `cannot write secret ${ARN}: ThrottlingException (after 3 attempts)` });
+    expect(String((error as Error).message)).not.toContain("rt-secret");
+    expect(mock.commandCalls(PutSecretValueCommand)).toHaveLength(3);
   });
 });
