@@ -287,7 +287,8 @@ class TransactionRun extends CycleRun {
       writes.push({ key: transactionKey(item.id), hash: item.hash, object: item.object, updatedAt: now });
       if (item.qashioId) {
         const alias = { id: item.id, qashio_id: item.qashioId };
-        writes.push({ key: transactionAliasKey(item.qashioId), hash: contentHash(alias), object: alias, updatedAt: now });
+        // Its members are in sorted order, so recordHash equals contentHash here without sorting keys per item.
+        writes.push({ key: transactionAliasKey(item.qashioId), hash: recordHash(alias), object: alias, updatedAt: now });
       }
     };
     toPublish.forEach(({ item }, i) => {

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { pollTransactions } from "../../shared/bridge/transactions.js";
 import { CycleAbortedError, ReauthorizationNeededError } from "../../shared/bridge/errors.js";
 import { parseEventDetail } from "../../shared/bridge/events/schemas.js";
+import { contentHash } from "../../shared/bridge/hash.js";
 import { makeRig, txnId } from "./fakes.js";
 
 describe("pollTransactions", () => {
@@ -252,6 +253,10 @@ describe("pollTransactions", () => {
       { id: older.id, qashio_id: older.qashio_id },
     ]);
     expect(rig.provider.calls.filter((c) => c.op === "listTransactions" && c.query.qashio_id)).toHaveLength(0);
+    // The alias is a snapshot like any other: its hash is the content hash of its object.
+    const alias = rig.snapshots.data.get(`transaction:qashio_id:${older.qashio_id}`);
+    expect(alias?.object).toEqual({ id: older.id, qashio_id: older.qashio_id });
+    expect(alias?.hash).toBe(contentHash(alias?.object));
 
     // Parent unknown to the store: one provider read, cached for the rest of the cycle.
     const fresh = makeRig();
