@@ -39,6 +39,7 @@ function fingerprint(key: string): [number, number] {
  * ```ts
  * const index = new KeyIndex();
  * index.set("transaction:7f…", { segment: 3, offset: 120, length: 3600 }); // undefined: nothing replaced
+ * index.set("transaction:7f…", { segment: 4, offset: 0, length: 3610 }); // { segment: 3, offset: 120, length: 3600 }
  * index.get("transaction:7f…"); // { segment: 3, offset: 120, length: 3600 }
  * ```
  */
@@ -64,17 +65,16 @@ export class KeyIndex {
   get(key: string): KeyLocation | undefined {
     const [h, l] = fingerprint(key);
     const slot = this.find(h, l);
-    if (this.lo[slot] === 0) return undefined;
-    return { segment: this.segments[slot] as number, offset: this.offsets[slot] as number, length: this.lengths[slot] as number };
+    return this.lo[slot] === 0 ? undefined : this.locationAt(slot);
   }
 
-  /** Sets the location of `key`; returns the segment of the entry it replaces, if any. */
-  set(key: string, location: KeyLocation): number | undefined {
+  /** Sets the location of `key`; returns the location it replaces, if any (the store counts dead bytes with it). */
+  set(key: string, location: KeyLocation): KeyLocation | undefined {
     const [h, l] = fingerprint(key);
     let slot = this.find(h, l);
-    let replaced: number | undefined;
+    let replaced: KeyLocation | undefined;
     if (this.lo[slot] !== 0) {
-      replaced = this.segments[slot];
+      replaced = this.locationAt(slot);
     } else {
       if ((this.count + 1) * 4 > this.capacity * 3) {
         this.grow();
@@ -88,6 +88,10 @@ export class KeyIndex {
     this.offsets[slot] = location.offset;
     this.lengths[slot] = location.length;
     return replaced;
+  }
+
+  private locationAt(slot: number): KeyLocation {
+    return { segment: this.segments[slot] as number, offset: this.offsets[slot] as number, length: this.lengths[slot] as number };
   }
 
   /** Slot holding fingerprint (h, l), or the empty slot where it would go (linear probing). */

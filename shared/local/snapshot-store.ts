@@ -3,11 +3,13 @@
  * (temp + fsync + rename), so a page of snapshots costs one fsync, not one per item. A segment's first line
  * is its index (key, offset, length); opening the store reads only those lines into a compact off-heap
  * {@link KeyIndex} (32-64 bytes per key, no JS objects per key) while snapshot bodies stay on disk.
- * Segments whose every entry was superseded are deleted.
+ * Segments whose every entry was superseded are deleted. Once superseded (dead) bytes outweigh live ones, a `putMany`
+ * also compacts: it copies the live entries of the sparsest segments, byte for byte, into a new segment, which empties
+ * them so they are deleted the same way.
  */
 import { randomBytes } from "node:crypto";
 import { closeSync, mkdirSync, openSync, readSync, unlinkSync } from "node:fs";
-import { open, readdir, unlink } from "node:fs/promises";
+import { readdir, unlink } from "node:fs/promises";
 import path from "node:path";
 import type { Snapshot, SnapshotKey, SnapshotStore } from "../bridge/ports.js";
 import { jsonOf, jsonString } from "../bridge/hash.js";
@@ -17,6 +19,21 @@ import { KeyIndex } from "./key-index.js";
 
 const SEGMENT_PATTERN = /^seg-(\d{12})-[0-9a-f]{8}\.log$/;
 
+/**
+ * Compaction copies out of a segment only while less than half of it is live, so it copies fewer bytes than it frees;
+ * each byte a putMany writes dies once, so compaction rewrites less than putMany writes (amortised, under one rewrite
+ * per byte). While dead bytes outweigh live ones, some segment is under half live: a due compaction always has work,
+ * and the store stays within about twice its live bytes plus the floor.
+ */
+const COMPACT_LIVE_RATIO = 0.5;
+/** The floor: a few MB, so a small store is not rewritten (one fsync each time) to free a few kilobytes. */
+const DEFAULT_COMPACT_MIN_DEAD_BYTES = 4 * 1024 * 1024;
+/** About what a page of 100 snapshots already takes in the reusable write buffer, so compaction does not grow it. */
+const DEFAULT_COMPACT_BATCH_BYTES = 1024 * 1024;
+
+/** One header entry: key, byte offset (from the start of the body) and length of its line, newline excluded. */
+type HeaderEntry = [key: string, offset: number, length: number];
+
 interface Segment {
   /** In-memory id the key index refers to (file sequence numbers may repeat after a race without the lock). */
   readonly id: number;
@@ -24,20 +41,41 @@ interface Segment {
   readonly seq: number;
   /** Entries of this segment still current in the index. */
   live: number;
+  /** Bytes of those entries' lines, newlines included. */
+  liveBytes: number;
+  /** Bytes of all its lines. The header is left out: a header entry is shorter than the line it lists. */
+  bodyBytes: number;
+}
+
+/** Tuning of a {@link FileSnapshotStore}; the defaults suit the bridge, tests shrink them. */
+export interface FileSnapshotStoreOptions {
+  /**
+   * Dead (superseded) bytes tolerated whatever the live data; beyond it, compaction is due once dead bytes also
+   * outweigh live ones.
+   * @default 4 MiB
+   */
+  readonly compactMinDeadBytes?: number;
+  /**
+   * Live bytes one compaction batch copies, and so holds in memory, at most (a larger single entry goes alone).
+   * A putMany runs batches until it has copied as many bytes as it wrote, or one batch if it wrote less.
+   * @default 1 MiB
+   */
+  readonly compactBatchBytes?: number;
 }
 
 /** Reads the first line of a segment (its index) without reading the body. */
-async function readHeader(file: string): Promise<{ entries: [string, number, number][]; bodyStart: number }> {
-  const handle = await open(file, "r");
+function readHeader(file: string): { entries: HeaderEntry[]; bodyStart: number } {
+  // Synchronous, as every read here (see atomic.ts): opening a store reads one header per segment.
+  const fd = openSync(file, "r");
   try {
     let buffer = Buffer.alloc(64 * 1024);
     let filled = 0;
     for (;;) {
-      const { bytesRead } = await handle.read(buffer, filled, buffer.length - filled, filled);
+      const bytesRead = readSync(fd, buffer, filled, buffer.length - filled, filled);
       filled += bytesRead;
       const newline = buffer.subarray(0, filled).indexOf(0x0a);
       if (newline >= 0) {
-        const header = JSON.parse(buffer.subarray(0, newline).toString("utf8")) as { v: number; entries: [string, number, number][] };
+        const header = JSON.parse(buffer.subarray(0, newline).toString("utf8")) as { v: number; entries: HeaderEntry[] };
         if (header.v !== 1 || !Array.isArray(header.entries)) throw new Error("unknown segment header");
         return { entries: header.entries, bodyStart: newline + 1 };
       }
@@ -49,17 +87,25 @@ async function readHeader(file: string): Promise<{ entries: [string, number, num
       }
     }
   } finally {
-    await handle.close();
+    closeSync(fd);
+  }
+}
+
+/** Reads bytes [from, to) of a segment into `buffer` at `at`. */
+function readRange(fd: number, file: string, buffer: Buffer, at: number, from: number, to: number): void {
+  if (to > from && readSync(fd, buffer, at, to - from, from) !== to - from) {
+    throw new CorruptStateError("Snapshot segment is shorter than its header says", { file });
   }
 }
 
 /**
  * Snapshots of one tenant in `<stateDir>/snapshots/`. One writer per state directory at a time
  * (the CLI holds a FileLock for the cycle); readers in the same process see writes immediately.
+ * Compaction runs inside `putMany`, after its own segment is durable, and costs nothing while it is not due.
  *
  * @example
  * ```ts
- * const store = new FileSnapshotStore(".state");
+ * const store = new FileSnapshotStore(".state", { compactMinDeadBytes: 16 * 1024 * 1024 });
  * await store.putMany([{ key: "transaction:7f…", hash, object, updatedAt: new Date().toISOString() }]);
  * ```
  */
@@ -68,6 +114,11 @@ export class FileSnapshotStore implements SnapshotStore {
   private readonly index = new KeyIndex();
   /** Segments by in-memory id. */
   private readonly segments = new Map<number, Segment>();
+  /** Sums of the segments' `bodyBytes` and `liveBytes`: their difference is the dead bytes compaction can free. */
+  private bodyBytes = 0;
+  private liveBytes = 0;
+  private readonly compactMinDeadBytes: number;
+  private readonly compactBatchBytes: number;
   private nextId = 1;
   private nextSeq = 1;
   private dirReady = false;
@@ -76,8 +127,10 @@ export class FileSnapshotStore implements SnapshotStore {
   /** putMany calls run one at a time so the index follows segment order. */
   private writes: Promise<unknown> = Promise.resolve();
 
-  constructor(stateDir: string) {
+  constructor(stateDir: string, options: FileSnapshotStoreOptions = {}) {
     this.dir = path.join(stateDir, "snapshots");
+    this.compactMinDeadBytes = options.compactMinDeadBytes ?? DEFAULT_COMPACT_MIN_DEAD_BYTES;
+    this.compactBatchBytes = options.compactBatchBytes ?? DEFAULT_COMPACT_BATCH_BYTES;
   }
 
   /** Number of snapshots currently stored. */
@@ -106,7 +159,7 @@ export class FileSnapshotStore implements SnapshotStore {
     for (const [id, wanted] of bySegment) {
       const segment = this.segments.get(id);
       if (!segment) throw new CorruptStateError("Snapshot index names a segment that is gone", { file: this.dir });
-      const file = path.join(this.dir, segment.name);
+      const file = this.fileOf(segment);
       // Synchronous reads, as in writeFileAtomic (see atomic.ts): a thread-pool round trip per entry costs more.
       const fd = openSync(file, "r");
       try {
@@ -130,14 +183,26 @@ export class FileSnapshotStore implements SnapshotStore {
   }
 
   putMany(snapshots: readonly Snapshot[]): Promise<void> {
-    const run = this.writes.then(() => this.writeSegment(snapshots));
+    const run = this.writes.then(() => this.write(snapshots));
     this.writes = run.catch(() => undefined);
     return run;
   }
 
-  private async writeSegment(snapshots: readonly Snapshot[]): Promise<void> {
+  private async write(snapshots: readonly Snapshot[]): Promise<void> {
     if (snapshots.length === 0) return;
     await this.load();
+    const written = await this.writeSnapshots(snapshots);
+    // Copying as many bytes as the call wrote keeps up with the dead bytes it made; one batch is the least worth an fsync.
+    let budget = Math.max(written, this.compactBatchBytes);
+    while (budget > 0 && this.compactionDue()) {
+      const copied = await this.compactBatch();
+      if (copied === 0) break;
+      budget -= copied;
+    }
+  }
+
+  /** Encodes `snapshots` into one new segment; returns the bytes of its body. */
+  private async writeSnapshots(snapshots: readonly Snapshot[]): Promise<number> {
     // Last write of a key within one call wins, as with separate puts.
     const unique = new Map<SnapshotKey, Snapshot>();
     for (const s of snapshots) unique.set(s.key, s);
@@ -159,7 +224,7 @@ export class FileSnapshotStore implements SnapshotStore {
       bound += (head.length + object.length + tail.length) * 3;
     }
     const body = this.scratch.take(bound);
-    const entries: [string, number, number][] = [];
+    const entries: HeaderEntry[] = [];
     let offset = 0;
     for (let i = 0; i < keys.length; i++) {
       const start = offset;
@@ -169,43 +234,150 @@ export class FileSnapshotStore implements SnapshotStore {
       // The entry's length leaves out the newline.
       entries.push([keys[i] as string, start, offset - start - 1]);
     }
-    const header = JSON.stringify({ v: 1, entries });
+    await this.writeSegment(entries, body.subarray(0, offset));
+    return offset;
+  }
+
+  /**
+   * Writes one segment (a header line listing `entries`, then `body`) atomically, points the index at its entries and
+   * deletes the segments that leaves without a current entry. putMany and compaction both write through here.
+   */
+  private async writeSegment(entries: HeaderEntry[], body: Uint8Array): Promise<void> {
+    const head = Buffer.from(JSON.stringify({ v: 1, entries }) + "\n", "utf8");
     const seq = this.nextSeq++;
     const name = `seg-${String(seq).padStart(12, "0")}-${randomBytes(4).toString("hex")}.log`;
     if (!this.dirReady) {
       mkdirSync(this.dir, { recursive: true, mode: 0o700 });
       this.dirReady = true;
     }
-    const head = Buffer.from(header + "\n", "utf8");
     // Segment writes never overlap (see putMany), so the scratch buffer is free again once this resolves.
-    await writeFileAtomic(path.join(this.dir, name), [head, body.subarray(0, offset)], { mode: 0o600 });
+    await writeFileAtomic(path.join(this.dir, name), [head, body], { mode: 0o600 });
 
-    const segment: Segment = { id: this.nextId++, name, seq, live: 0 };
+    const segment = this.newSegment(name, seq);
     this.segments.set(segment.id, segment);
-    const bodyStart = head.length;
     const emptied: Segment[] = [];
-    for (const [key, entryOffset, length] of entries) {
-      const previous = this.supersede(this.index.set(key, { segment: segment.id, offset: bodyStart + entryOffset, length }));
+    for (const [key, offset, length] of entries) {
+      const previous = this.place(segment, key, head.length + offset, length);
       if (previous?.live === 0) emptied.push(previous);
-      segment.live += 1;
     }
-    // The new segment is durable, so wholly superseded ones can go.
-    for (const old of emptied) {
-      this.segments.delete(old.id);
-      try {
-        unlinkSync(path.join(this.dir, old.name));
-      } catch {
-        // Already gone: the store only needs it not to be read again.
+    // The new segment is durable, so the ones it wholly supersedes can go.
+    for (const old of emptied) this.drop(old);
+  }
+
+  /** Whether dead bytes outweigh live ones and the floor (see COMPACT_LIVE_RATIO): a comparison, free while not due. */
+  private compactionDue(): boolean {
+    const dead = this.bodyBytes - this.liveBytes;
+    return dead > this.liveBytes && dead > this.compactMinDeadBytes;
+  }
+
+  /**
+   * Copies the live entries of the sparsest segments, one batch at most, into a new segment; returns the bytes copied.
+   * A crash before the new segment is durable leaves the old ones as they were; after it, an old segment still on disk
+   * only duplicates entries the new one (higher sequence number) holds byte for byte, and loading deletes it.
+   */
+  private async compactBatch(): Promise<number> {
+    const sparse = [...this.segments.values()]
+      .filter((s) => s.liveBytes < s.bodyBytes * COMPACT_LIVE_RATIO)
+      .sort((a, b) => a.liveBytes / a.bodyBytes - b.liveBytes / b.bodyBytes);
+    // Pick first (keys and places only), then read: the batch's bytes are known before the buffer is taken.
+    const picked: { segment: Segment; live: HeaderEntry[] }[] = [];
+    let bytes = 0;
+    let full = false;
+    for (const segment of sparse) {
+      const live: HeaderEntry[] = [];
+      const header = this.header(segment);
+      for (const [key, offset, length] of header.entries) {
+        const at = this.index.get(key);
+        // Only the entry the index points at is live (this also skips a fingerprint collision's other key).
+        if (at?.segment !== segment.id || at.offset !== header.bodyStart + offset) continue;
+        if (bytes > 0 && bytes + length + 1 > this.compactBatchBytes) {
+          full = true;
+          break;
+        }
+        live.push([key, at.offset, length]);
+        bytes += length + 1;
       }
+      if (live.length > 0) picked.push({ segment, live });
+      if (full) break;
+    }
+    const body = this.scratch.take(bytes);
+    const entries: HeaderEntry[] = [];
+    let filled = 0;
+    for (const { segment, live } of picked) {
+      const file = this.fileOf(segment);
+      const first = entries.length;
+      const fd = openSync(file, "r");
+      try {
+        // Lines are copied with their newline, so neighbouring live lines are one read.
+        let runFrom = 0;
+        let runTo = 0;
+        let runAt = filled;
+        for (const [key, offset, length] of live) {
+          if (offset !== runTo) {
+            readRange(fd, file, body, runAt, runFrom, runTo);
+            runFrom = offset;
+            runTo = offset;
+            runAt = filled;
+          }
+          runTo += length + 1;
+          entries.push([key, filled, length]);
+          filled += length + 1;
+        }
+        readRange(fd, file, body, runAt, runFrom, runTo);
+      } finally {
+        closeSync(fd);
+      }
+      for (let i = first; i < entries.length; i++) {
+        const [, offset, length] = entries[i] as HeaderEntry;
+        if (body[offset + length] !== 0x0a) throw new CorruptStateError("Snapshot segment entry does not end where its header says", { file });
+      }
+    }
+    if (filled > 0) await this.writeSegment(entries, body.subarray(0, filled));
+    return filled;
+  }
+
+  private header(segment: Segment): { entries: HeaderEntry[]; bodyStart: number } {
+    const file = this.fileOf(segment);
+    try {
+      return readHeader(file);
+    } catch (err) {
+      throw new CorruptStateError("Snapshot segment header is unreadable", { file }, { cause: err });
     }
   }
 
-  /** Counts one entry of segment `id` as superseded; returns that segment. */
-  private supersede(id: number | undefined): Segment | undefined {
-    if (id === undefined) return undefined;
-    const previous = this.segments.get(id);
-    if (previous) previous.live -= 1;
+  private newSegment(name: string, seq: number): Segment {
+    return { id: this.nextId++, name, seq, live: 0, liveBytes: 0, bodyBytes: 0 };
+  }
+
+  private fileOf(segment: Segment): string {
+    return path.join(this.dir, segment.name);
+  }
+
+  /** Points `key` at a line of `segment`; returns the segment whose entry that supersedes, if any. */
+  private place(segment: Segment, key: string, offset: number, length: number): Segment | undefined {
+    segment.live += 1;
+    segment.liveBytes += length + 1;
+    segment.bodyBytes += length + 1;
+    this.liveBytes += length + 1;
+    this.bodyBytes += length + 1;
+    const replaced = this.index.set(key, { segment: segment.id, offset, length });
+    const previous = replaced && this.segments.get(replaced.segment);
+    if (!replaced || !previous) return undefined;
+    previous.live -= 1;
+    previous.liveBytes -= replaced.length + 1;
+    this.liveBytes -= replaced.length + 1;
     return previous;
+  }
+
+  /** Forgets a segment without a current entry and deletes its file. */
+  private drop(segment: Segment): void {
+    this.segments.delete(segment.id);
+    this.bodyBytes -= segment.bodyBytes;
+    try {
+      unlinkSync(this.fileOf(segment));
+    } catch {
+      // Already gone: the store only needs it not to be read again.
+    }
   }
 
   private load(): Promise<void> {
@@ -229,29 +401,16 @@ export class FileSnapshotStore implements SnapshotStore {
         continue;
       }
       const match = SEGMENT_PATTERN.exec(name);
-      if (match) found.push({ id: this.nextId++, name, seq: Number(match[1]), live: 0 });
+      if (match) found.push(this.newSegment(name, Number(match[1])));
     }
     found.sort((a, b) => a.seq - b.seq || a.name.localeCompare(b.name));
     for (const segment of found) {
-      const file = path.join(this.dir, segment.name);
-      let header;
-      try {
-        header = await readHeader(file);
-      } catch (err) {
-        throw new CorruptStateError("Snapshot segment header is unreadable", { file }, { cause: err });
-      }
+      const header = this.header(segment);
       this.segments.set(segment.id, segment);
-      for (const [key, offset, length] of header.entries) {
-        this.supersede(this.index.set(key, { segment: segment.id, offset: header.bodyStart + offset, length }));
-        segment.live += 1;
-      }
+      for (const [key, offset, length] of header.entries) this.place(segment, key, header.bodyStart + offset, length);
       this.nextSeq = Math.max(this.nextSeq, segment.seq + 1);
     }
-    for (const segment of found) {
-      if (segment.live === 0) {
-        this.segments.delete(segment.id);
-        await unlink(path.join(this.dir, segment.name)).catch(() => undefined);
-      }
-    }
+    // Wholly superseded segments are what a crash between a segment write and the deletes leaves behind.
+    for (const segment of found) if (segment.live === 0) this.drop(segment);
   }
 }

@@ -2,10 +2,10 @@ import { describe, expect, it } from "vitest";
 import { KeyIndex } from "../../shared/local/key-index.js";
 
 describe("KeyIndex", () => {
-  it("finds every key it holds and reports the segment of an entry it replaces", () => {
+  it("finds every key it holds and reports the location of an entry it replaces", () => {
     const index = new KeyIndex();
     for (let i = 0; i < 50_000; i++) expect(index.set(`transaction:${i}`, { segment: 1, offset: i * 10, length: i })).toBeUndefined();
-    expect(index.set("transaction:7", { segment: 2, offset: 5, length: 6 })).toBe(1);
+    expect(index.set("transaction:7", { segment: 2, offset: 5, length: 6 })).toEqual({ segment: 1, offset: 70, length: 7 });
     expect(index.size).toBe(50_000);
     expect(index.get("transaction:7")).toEqual({ segment: 2, offset: 5, length: 6 });
     expect(index.get("transaction:49999")).toEqual({ segment: 1, offset: 499_990, length: 49_999 });
