@@ -1,0 +1,146 @@
+/** FileSnapshotStore compaction: disk stays within a constant factor of live data, and every key reads its last write. */
+import { mkdtemp, readdir, readFile, rm, stat } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import fc from "fast-check";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import type { Snapshot, SnapshotKey } from "../../shared/bridge/ports.js";
+import { FileSnapshotStore } from "../../shared/local/snapshot-store.js";
+import type { FileSnapshotStoreOptions } from "../../shared/local/snapshot-store.js";
+import { expectReadsModel, snapshotOf as snap } from "./snapshot-fixtures.js";
+
+/** Small thresholds so a test writes a few hundred kilobytes, not megabytes. */
+const MIN_DEAD = 32 * 1024;
+const BATCH = 16 * 1024;
+const options: FileSnapshotStoreOptions = { compactMinDeadBytes: MIN_DEAD, compactBatchBytes: BATCH };
+
+let dir: string;
+beforeEach(async () => {
+  dir = await mkdtemp(path.join(tmpdir(), "bridge-compaction-"));
+});
+afterEach(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+/** Bytes of the lines the model's snapshots take in a segment body (the store writes each as this JSON plus a newline). */
+function liveBytes(model: Map<SnapshotKey, Snapshot>): number {
+  let total = 0;
+  for (const s of model.values()) total += Buffer.byteLength(JSON.stringify(s)) + 1;
+  return total;
+}
+
+async function segmentFiles(): Promise<string[]> {
+  const names = await readdir(path.join(dir, "snapshots")).catch(() => []);
+  return names.filter((n) => n.endsWith(".log")).sort();
+}
+
+async function diskBytes(): Promise<number> {
+  let total = 0;
+  for (const name of await segmentFiles()) total += (await stat(path.join(dir, "snapshots", name))).size;
+  return total;
+}
+
+/**
+ * What compaction promises: dead bytes at most the live bytes or the floor, plus what one batch can leave behind;
+ * headers on top (shorter than the lines they list: under half a line for the tiniest snapshots here).
+ */
+function diskBound(live: number, tuning = { minDead: MIN_DEAD, batch: BATCH }): number {
+  return 1.5 * (2 * live + tuning.minDead + tuning.batch);
+}
+
+/** A deterministic generator, so the scenario below is the same on every run. */
+function lcg(seed: number): () => number {
+  let state = seed;
+  return () => (state = (Math.imul(state, 1664525) + 1013904223) >>> 0) / 2 ** 32;
+}
+
+describe("FileSnapshotStore compaction", () => {
+  it("keeps disk within a constant factor of live data while hot keys are overwritten many times, also after reopening", async () => {
+    // Each page adds one snapshot that never changes and rewrites nine hot ones: without compaction every segment
+    // keeps a live entry, so the directory holds every byte ever written (ten times the live data here).
+    const random = lcg(7);
+    const model = new Map<SnapshotKey, Snapshot>();
+    let store = new FileSnapshotStore(dir, options);
+    let version = 0;
+    let written = 0;
+    for (let call = 0; call < 240; call++) {
+      if (call === 120) store = new FileSnapshotStore(dir, options);
+      const page = [snap(`transaction:cold-${call}`, ++version, 900)];
+      for (let i = 0; i < 9; i++) page.push(snap(`transaction:hot-${Math.floor(random() * 20)}`, ++version, 900));
+      await store.putMany(page);
+      for (const s of page) model.set(s.key, s);
+      written += liveBytes(new Map(page.map((s) => [s.key, s])));
+      expect(await diskBytes()).toBeLessThanOrEqual(diskBound(liveBytes(model)));
+    }
+    expect(written).toBeGreaterThan(5 * liveBytes(model));
+    await expectReadsModel(store, model);
+    await expectReadsModel(new FileSnapshotStore(dir, options), model);
+  });
+
+  it("copies each live snapshot byte for byte: same key, hash, object text and updatedAt", async () => {
+    const store = new FileSnapshotStore(dir, options);
+    const model = new Map<SnapshotKey, Snapshot>();
+    for (let call = 0; call < 60; call++) {
+      const page = [snap(`card:keep-${call}`, call, 700), snap("card:hot", call, 4000), snap(`card:hot-${call % 3}`, call, 700)];
+      await store.putMany(page);
+      for (const s of page) model.set(s.key, s);
+    }
+    // Every live line on disk, newest segment first, must be the exact line the put wrote.
+    const seen = new Map<string, string>();
+    const files = await segmentFiles();
+    expect(files.length).toBeLessThan(60);
+    for (const name of files.reverse()) {
+      const [header, ...lines] = (await readFile(path.join(dir, "snapshots", name), "utf8")).split("\n");
+      expect(JSON.parse(header as string)).toHaveProperty("v", 1);
+      for (const line of lines.filter(Boolean)) {
+        const key = (JSON.parse(line) as Snapshot).key;
+        if (!seen.has(key)) seen.set(key, line);
+      }
+    }
+    for (const [key, s] of model) expect(seen.get(key)).toBe(JSON.stringify(s));
+  });
+
+  it("leaves a store of brand-new keys alone: one segment per putMany", async () => {
+    const store = new FileSnapshotStore(dir, options);
+    for (let call = 0; call < 20; call++) await store.putMany(Array.from({ length: 10 }, (_, i) => snap(`transaction:t${call}-${i}`, call, 1000)));
+    expect(await segmentFiles()).toHaveLength(20);
+  });
+
+  it("returns the last written snapshot of every key and stays bounded over random puts of new keys, overwrites and reopens", async () => {
+    // An item adds a key never written before (one in eight) or rewrites one of the first four (`pick` chooses which):
+    // most segments keep a live entry or two, the shape that grew the directory without bound before compaction.
+    const fresh = fc.integer({ min: 0, max: 7 }).map((n) => n === 0);
+    const item = fc.record({ fresh, pick: fc.nat(), size: fc.integer({ min: 0, max: 1500 }) });
+    // Tiny thresholds: compaction runs often, batches split segments and some single entries exceed a batch.
+    const tuning = { minDead: 4096, batch: 2048 };
+    const tiny: FileSnapshotStoreOptions = { compactMinDeadBytes: tuning.minDead, compactBatchBytes: tuning.batch };
+    const put = fc.record({ kind: fc.constant("put" as const), items: fc.array(item, { minLength: 1, maxLength: 12, size: "max" }) });
+    const reopen = fc.record({ kind: fc.constant("reopen" as const) });
+    await fc.assert(
+      fc.asyncProperty(fc.array(fc.oneof({ arbitrary: put, weight: 6 }, { arbitrary: reopen, weight: 1 }), { minLength: 30, maxLength: 60 }), async (steps) => {
+        await rm(dir, { recursive: true, force: true });
+        let store = new FileSnapshotStore(dir, tiny);
+        const model = new Map<SnapshotKey, Snapshot>();
+        const keys: SnapshotKey[] = [];
+        let version = 0;
+        for (const step of steps) {
+          if (step.kind === "reopen") {
+            store = new FileSnapshotStore(dir, tiny);
+            continue;
+          }
+          const page = step.items.map(({ fresh, pick, size }) => {
+            if (fresh || keys.length === 0) keys.push(`transaction:k${keys.length}`);
+            const key = fresh || keys.length === 1 ? (keys[keys.length - 1] as SnapshotKey) : (keys[pick % Math.min(keys.length, 4)] as SnapshotKey);
+            return snap(key, ++version, size);
+          });
+          await store.putMany(page);
+          for (const s of page) model.set(s.key, s);
+          await expectReadsModel(store, model);
+          expect(await diskBytes()).toBeLessThanOrEqual(diskBound(liveBytes(model), tuning));
+        }
+        await expectReadsModel(new FileSnapshotStore(dir, tiny), model);
+      }),
+      { numRuns: 25, interruptAfterTimeLimit: 15_000 },
+    );
+  });
+});
