@@ -17,7 +17,7 @@ import { FileSnapshotStore } from "./snapshot-store.js";
 import { FileTokenStore } from "./token-store.js";
 
 export { writeFileAtomic, TEMP_SUFFIX } from "./atomic.js";
-export { FileSnapshotStore } from "./snapshot-store.js";
+export { FileSnapshotStore, type FileSnapshotStoreOptions } from "./snapshot-store.js";
 export { FileTokenStore } from "./token-store.js";
 export { FileQuarantine } from "./quarantine.js";
 export { FileLock } from "./file-lock.js";
