@@ -3,10 +3,12 @@
  * (`<name>.lock`, then `<name>.lock.1`, `<name>.lock.2`, ...) holding an owner token and an expiry; the highest
  * generation is the lease. Creation is atomic and exclusive (hard link of a complete temp file), so one expired
  * generation has exactly one successor, a reader never sees a half-written lease, and no valid lease is ever
- * moved or deleted by a contender.
+ * moved or deleted by a contender, unless its holder has provably exited (see {@link holderHasExited}).
  */
 import { randomUUID } from "node:crypto";
+import { readFileSync, readlinkSync } from "node:fs";
 import { link, mkdir, open, readdir, readFile, unlink } from "node:fs/promises";
+import { hostname } from "node:os";
 import path from "node:path";
 import type { Clock, Lock, LockHandle } from "../bridge/ports.js";
 import { writeFileAtomic, TEMP_SUFFIX } from "./atomic.js";
@@ -15,6 +17,50 @@ interface Lease {
   readonly token: string;
   readonly pid: number;
   readonly expiresAt: number;
+  /** Who holds it, where that can be told (Linux): lets a contender see that the holder has exited. */
+  readonly holder?: ProcessIdentity;
+}
+
+/** A process as the kernel tells it apart: host, pid namespace and start time (a reused pid has another start time). */
+interface ProcessIdentity {
+  readonly host: string;
+  readonly pidNamespace: string;
+  readonly startTime: string;
+}
+
+/** Start time of `pid` in clock ticks since boot (field 22 of /proc/<pid>/stat); the command name may hold spaces. */
+function startTimeOf(pid: number): string | undefined {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19];
+}
+
+/** This process's identity, or undefined where /proc does not tell it (not Linux). */
+const ownIdentity: ProcessIdentity | undefined = (() => {
+  try {
+    const startTime = startTimeOf(process.pid);
+    return startTime ? { host: hostname(), pidNamespace: readlinkSync("/proc/self/ns/pid"), startTime } : undefined;
+  } catch {
+    return undefined;
+  }
+})();
+
+/**
+ * True only when the lease's holder ran on this host, in this pid namespace, and is no longer running: its pid is
+ * gone, or now belongs to a process started at another time. Anything uncertain (another host or container, no
+ * /proc, a permission error, a lease without identity) is false, so the lease then holds until it expires: taking a
+ * live holder's lease would let two processes refresh the token family at once, which revokes it.
+ */
+function holderHasExited(lease: Lease): boolean {
+  const holder = lease.holder;
+  const own = ownIdentity;
+  if (!holder || !own || typeof holder.startTime !== "string") return false;
+  if (holder.host !== own.host || holder.pidNamespace !== own.pidNamespace) return false;
+  if (lease.pid === process.pid) return holder.startTime !== own.startTime;
+  try {
+    return startTimeOf(lease.pid) !== holder.startTime;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === "ENOENT";
+  }
 }
 
 const systemClock: Pick<Clock, "now"> = { now: () => Date.now() };
@@ -83,12 +129,14 @@ export class FileLock implements Lock {
     if (top !== undefined) {
       const current = await readLease(this.file(base, top));
       // Gone: removed by hand while we listed; let the next attempt decide on a fresh listing.
-      if (!current || current.expiresAt > this.clock.now()) return undefined;
+      if (!current) return undefined;
+      // A holder that crashed leaves a lease that would block everyone until it expires.
+      if (current.expiresAt > this.clock.now() && !holderHasExited(current)) return undefined;
       next = top + 1;
     }
     const token = randomUUID();
     const file = this.file(base, next);
-    const lease = JSON.stringify({ token, pid: process.pid, expiresAt: this.clock.now() + ttlMs } satisfies Lease);
+    const lease = JSON.stringify({ token, pid: process.pid, expiresAt: this.clock.now() + ttlMs, holder: ownIdentity } satisfies Lease);
     if (!(await createExclusive(file, lease))) return undefined;
     // A contender that read an older generation may create a stale one; only the highest generation holds.
     if ((await this.highest(base)) !== next) {
@@ -135,7 +183,7 @@ export class FileLock implements Lock {
       return (await this.highest(base)) === generation;
     };
     const write = (expiresAt: number): Promise<void> =>
-      writeFileAtomic(file, JSON.stringify({ token, pid: process.pid, expiresAt } satisfies Lease), { mode: 0o600 });
+      writeFileAtomic(file, JSON.stringify({ token, pid: process.pid, expiresAt, holder: ownIdentity } satisfies Lease), { mode: 0o600 });
     return {
       renew: async (ttlMs) => {
         // Nobody takes over an unexpired highest generation, so checking then replacing is safe.
