@@ -39,9 +39,7 @@ interface Segment {
   readonly id: number;
   readonly name: string;
   readonly seq: number;
-  /** Entries of this segment still current in the index. */
-  live: number;
-  /** Bytes of those entries' lines, newlines included. */
+  /** Bytes of the lines of this segment still current in the index, newlines included; 0 when none is. */
   liveBytes: number;
   /** Bytes of all its lines. The header is left out: a header entry is shorter than the line it lists. */
   bodyBytes: number;
@@ -258,7 +256,7 @@ export class FileSnapshotStore implements SnapshotStore {
     const emptied: Segment[] = [];
     for (const [key, offset, length] of entries) {
       const previous = this.place(segment, key, head.length + offset, length);
-      if (previous?.live === 0) emptied.push(previous);
+      if (previous?.liveBytes === 0) emptied.push(previous);
     }
     // The new segment is durable, so the ones it wholly supersedes can go.
     for (const old of emptied) this.drop(old);
@@ -346,7 +344,7 @@ export class FileSnapshotStore implements SnapshotStore {
   }
 
   private newSegment(name: string, seq: number): Segment {
-    return { id: this.nextId++, name, seq, live: 0, liveBytes: 0, bodyBytes: 0 };
+    return { id: this.nextId++, name, seq, liveBytes: 0, bodyBytes: 0 };
   }
 
   private fileOf(segment: Segment): string {
@@ -355,7 +353,6 @@ export class FileSnapshotStore implements SnapshotStore {
 
   /** Points `key` at a line of `segment`; returns the segment whose entry that supersedes, if any. */
   private place(segment: Segment, key: string, offset: number, length: number): Segment | undefined {
-    segment.live += 1;
     segment.liveBytes += length + 1;
     segment.bodyBytes += length + 1;
     this.liveBytes += length + 1;
@@ -363,7 +360,6 @@ export class FileSnapshotStore implements SnapshotStore {
     const replaced = this.index.set(key, { segment: segment.id, offset, length });
     const previous = replaced && this.segments.get(replaced.segment);
     if (!replaced || !previous) return undefined;
-    previous.live -= 1;
     previous.liveBytes -= replaced.length + 1;
     this.liveBytes -= replaced.length + 1;
     return previous;
@@ -411,6 +407,6 @@ export class FileSnapshotStore implements SnapshotStore {
       this.nextSeq = Math.max(this.nextSeq, segment.seq + 1);
     }
     // Wholly superseded segments are what a crash between a segment write and the deletes leaves behind.
-    for (const segment of found) if (segment.live === 0) this.drop(segment);
+    for (const segment of found) if (segment.liveBytes === 0) this.drop(segment);
   }
 }
