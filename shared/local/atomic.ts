@@ -27,11 +27,12 @@ function fsyncDirSync(dir: string): void {
 }
 
 /** Writes all of `chunk` at the descriptor's position (writeSync may write less than asked). */
-function writeAll(fd: number, chunk: Uint8Array): void {
+export function writeAll(fd: number, chunk: Uint8Array): void {
   for (let done = 0; done < chunk.length; ) done += writeSync(fd, chunk, done, chunk.length - done);
 }
 
-function unlinkQuietly(file: string): void {
+/** Deletes `file` if it is there: for temp files and superseded files, whose absence is all that matters. */
+export function unlinkQuietly(file: string): void {
   try {
     unlinkSync(file);
   } catch {

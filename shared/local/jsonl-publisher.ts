@@ -3,11 +3,11 @@
  * receives, so local consumers see exactly what they would see in AWS.
  */
 import { randomUUID } from "node:crypto";
-import { closeSync, fstatSync, fsyncSync, mkdirSync, openSync, readSync, writeSync } from "node:fs";
+import { closeSync, fstatSync, fsyncSync, mkdirSync, openSync, readSync } from "node:fs";
 import path from "node:path";
 import type { BridgeEvent, BridgeEventDetail, EventPublisher, PublishFailure } from "../bridge/ports.js";
 import { jsonOf, jsonString as quote } from "../bridge/hash.js";
-import { ScratchBuffer } from "./atomic.js";
+import { ScratchBuffer, writeAll } from "./atomic.js";
 
 /** An event as an EventBridge rule target receives it. */
 export interface EventBridgeEnvelope {
@@ -155,8 +155,8 @@ export class JsonlEventPublisher implements EventPublisher {
           }
         }
       }
-      // Append mode: every write lands at the end; writeSync may write less than asked.
-      while (start < end) start += writeSync(fd, buffer, start, end - start);
+      // Append mode: the write lands at the end.
+      writeAll(fd, buffer.subarray(start, end));
       fsyncSync(fd);
       this.tailChecked = true;
     } finally {

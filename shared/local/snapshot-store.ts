@@ -8,12 +8,12 @@
  * them so they are deleted the same way.
  */
 import { randomBytes } from "node:crypto";
-import { closeSync, mkdirSync, openSync, readSync, unlinkSync } from "node:fs";
-import { readdir, unlink } from "node:fs/promises";
+import { closeSync, mkdirSync, openSync, readSync } from "node:fs";
+import { readdir } from "node:fs/promises";
 import path from "node:path";
 import type { Snapshot, SnapshotKey, SnapshotStore } from "../bridge/ports.js";
 import { jsonOf, jsonString } from "../bridge/hash.js";
-import { ScratchBuffer, TEMP_SUFFIX, writeFileAtomic } from "./atomic.js";
+import { ScratchBuffer, TEMP_SUFFIX, unlinkQuietly, writeFileAtomic } from "./atomic.js";
 import { CorruptStateError } from "./errors.js";
 import { KeyIndex } from "./key-index.js";
 
@@ -369,11 +369,7 @@ export class FileSnapshotStore implements SnapshotStore {
   private drop(segment: Segment): void {
     this.segments.delete(segment.id);
     this.bodyBytes -= segment.bodyBytes;
-    try {
-      unlinkSync(this.fileOf(segment));
-    } catch {
-      // Already gone: the store only needs it not to be read again.
-    }
+    unlinkQuietly(this.fileOf(segment));
   }
 
   private load(): Promise<void> {
@@ -393,7 +389,7 @@ export class FileSnapshotStore implements SnapshotStore {
     for (const name of names) {
       if (name.endsWith(TEMP_SUFFIX)) {
         // Left by a crash before rename: never part of the store.
-        await unlink(path.join(this.dir, name)).catch(() => undefined);
+        unlinkQuietly(path.join(this.dir, name));
         continue;
       }
       const match = SEGMENT_PATTERN.exec(name);
