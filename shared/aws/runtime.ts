@@ -20,7 +20,8 @@ import { leaseNames } from "./keys.js";
 import { DynamoLeaseLock } from "./lease-lock.js";
 import { DynamoQuarantine } from "./quarantine.js";
 import { DynamoSnapshotStore } from "./snapshot-store.js";
-import { SecretsManagerTokenStore, type ProviderSecret } from "./token-store.js";
+import type { ProviderSecret } from "./provider-secret.js";
+import { SecretsManagerTokenStore } from "./token-store.js";
 
 /** The SDK clients the runtime uses; tests pass clients bound to DynamoDB Local or mocks. */
 export interface AwsClients {

@@ -7,9 +7,6 @@ import { accessTokenItemKey, revokedFamilyItemKey, ttlSeconds } from "./keys.js"
 import { isSecretNotFound, ProviderSecretClient, type ProviderSecret, type SecretRead, type VersionWrite } from "./provider-secret.js";
 import type { BackoffOptions } from "./retry.js";
 
-// The secret's shape and I/O live in provider-secret.ts; re-exported for the store's existing importers.
-export type { ProviderSecret, SecretRead, VersionWrite } from "./provider-secret.js";
-
 /** Cached credentials are re-read after this long. */
 export const DEFAULT_SECRET_CACHE_TTL_MS = 5 * 60_000;
 
