@@ -84,9 +84,8 @@ export class NotFoundError extends QashioError {
   override name = "NotFoundError";
 }
 
-/** 429 after the retry budget was spent (or when the provider asked to wait longer than allowed). */
-export class RateLimitedError extends QashioError {
-  override name = "RateLimitedError";
+/** A provider answer that may say when to try again: `Retry-After` on a 429, or on a 5xx such as a 503 in maintenance. */
+export abstract class RetryAfterError extends QashioError {
   /** Wait the provider asked for (`Retry-After`), when it sent one. */
   readonly retryAfterMs?: number;
 
@@ -96,16 +95,14 @@ export class RateLimitedError extends QashioError {
   }
 }
 
-/** 5xx after the retry budget was spent, or on a request that must not be retried. */
-export class ServerError extends QashioError {
-  override name = "ServerError";
-  /** Wait the provider asked for (`Retry-After`, e.g. on a 503 during maintenance), when it sent one. */
-  readonly retryAfterMs?: number;
+/** 429 after the retry budget was spent (or when the provider asked to wait longer than allowed). */
+export class RateLimitedError extends RetryAfterError {
+  override name = "RateLimitedError";
+}
 
-  constructor(message: string, context: QashioErrorContext & { retryAfterMs?: number } = {}, options?: ErrorOptions) {
-    super(message, context, options);
-    this.retryAfterMs = context.retryAfterMs;
-  }
+/** 5xx after the retry budget was spent, or on a request that must not be retried. */
+export class ServerError extends RetryAfterError {
+  override name = "ServerError";
 }
 
 /** The request failed before a response arrived (DNS, connection reset, TLS...). The outcome is unknown. */

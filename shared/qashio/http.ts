@@ -10,6 +10,7 @@ import {
   NotFoundError,
   QashioError,
   RateLimitedError,
+  RetryAfterError,
   ServerError,
   TimeoutError,
   UnauthorizedError,
@@ -367,7 +368,7 @@ export class HttpCore {
         error = outcome.error;
       }
       if (!isRetryable(error, request.retry) || attempt >= this.retry.maxAttempts) throw error;
-      const retryAfterMs = error instanceof RateLimitedError || error instanceof ServerError ? error.retryAfterMs : undefined;
+      const retryAfterMs = error instanceof RetryAfterError ? error.retryAfterMs : undefined;
       if (retryAfterMs !== undefined && retryAfterMs > this.retry.maxRetryAfterMs) throw error;
       const delayMs = retryAfterMs ?? this.backoff(attempt);
       this.logger?.warn("provider request failed; retrying", {
