@@ -78,6 +78,8 @@ afterEach(async () => {
 
 const SECRET_QUERY = "query-secret-7f3a";
 const SECRET_TOKEN = "bearer-secret-91c2";
+/** A path no stack trace contains (a bare `/x` matched the checkout directory /tmp/x). */
+const SECRET_PATH = "/path-secret-5d0e";
 
 describe("nodeHttpFetch", () => {
   it("sends a GET with the given headers and reads the status and headers case-insensitively", async () => {
@@ -184,11 +186,11 @@ describe("nodeHttpFetch", () => {
   });
 
   it("fails with ECONNREFUSED and never quotes the URL or a header", async () => {
-    const url = `${await closedPortUrl()}/x?token=${SECRET_QUERY}`;
+    const url = `${await closedPortUrl()}${SECRET_PATH}?token=${SECRET_QUERY}`;
     const error = await nodeHttpFetch(url, { headers: { authorization: `Bearer ${SECRET_TOKEN}` } }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(TransportError);
     expect(error).toMatchObject({ code: "ECONNREFUSED" });
-    expect(inspect(error)).not.toMatch(new RegExp(`${SECRET_QUERY}|${SECRET_TOKEN}|/x`));
+    expect(inspect(error)).not.toMatch(new RegExp(`${SECRET_QUERY}|${SECRET_TOKEN}|${SECRET_PATH}`));
   });
 
   it("refuses a non-http(s) URL and a malformed one without quoting either", async () => {
