@@ -26,8 +26,7 @@ export const DEFAULT_SEED = 1;
 const IMMUTABLE_TRANSACTION_FIELDS = new Set(["id", "qashio_id", "company_id", "parent_id", "parent_qashio_id", "created_at", "client_sync_status"]);
 
 interface PendingSuspension {
-  readonly companyId: string;
-  readonly cardId: string;
+  readonly card: CardRecord;
   readonly dueMs: number;
 }
 
@@ -102,25 +101,22 @@ export class SandboxState {
     const due = this.pending.filter((p) => p.dueMs <= now);
     if (due.length === 0) return;
     this.pending = this.pending.filter((p) => p.dueMs > now);
-    for (const p of due) {
-      const card = this.company(p.companyId)?.cards.find((c) => c.id === p.cardId);
-      // A dashboard change in the meantime wins over the queued request.
-      if (card && card.status === "Active") {
-        card.status = "Suspended";
-        card.updatedAt = this.clock.stampIso();
-      }
+    for (const { card } of due) {
+      // Only Active cards are queued, and a dashboard change drops the request (setCardStatus).
+      card.status = "Suspended";
+      card.updatedAt = this.clock.stampIso();
     }
   }
 
   /** Whether a suspension of the card is queued and not yet committed. */
-  isSuspensionPending(companyId: string, cardId: string): boolean {
-    return this.pending.some((p) => p.companyId === companyId && p.cardId === cardId);
+  isSuspensionPending(card: CardRecord): boolean {
+    return this.pending.some((p) => p.card === card);
   }
 
   /** Queues a suspension, committed after {@link SUSPENSION_PROCESSING_SECONDS}. */
-  queueSuspension(companyId: string, cardId: string): void {
-    if (this.isSuspensionPending(companyId, cardId)) return;
-    this.pending.push({ companyId, cardId, dueMs: this.clock.nowMs() + SUSPENSION_PROCESSING_SECONDS * 1000 });
+  queueSuspension(card: CardRecord): void {
+    if (this.isSuspensionPending(card)) return;
+    this.pending.push({ card, dueMs: this.clock.nowMs() + SUSPENSION_PROCESSING_SECONDS * 1000 });
   }
 
   /** Moves the clock and commits what became due. */
@@ -196,6 +192,8 @@ export class SandboxState {
   /** A status change made in the provider's dashboard (control surface). */
   setCardStatus(card: CardRecord, status: ErpCardStatus): void {
     if (card.status === status) return;
+    // The dashboard wins over a queued suspension: it must not commit later, and a retry must see the new state.
+    this.pending = this.pending.filter((p) => p.card !== card);
     const stamp = this.clock.stampIso();
     if (status === "Active" && card.activatedAt === null) card.activatedAt = stamp;
     if (status === "Terminated") card.terminatedAt = stamp;

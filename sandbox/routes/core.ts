@@ -156,9 +156,8 @@ async function changeStatus(c: SandboxContext): Promise<Response> {
   }
   const card = findCard(c);
   const state = c.get("state");
-  const data = c.get("data");
   // Retrying an accepted or committed suspension has the same final effect (§7 rule 4).
-  const alreadySuspending = card.status === "Suspended" || state.isSuspensionPending(data.company.id, card.id);
+  const alreadySuspending = card.status === "Suspended" || state.isSuspensionPending(card);
   if (!alreadySuspending) {
     if (card.status !== "Active") {
       throw new ValidationError(
@@ -166,7 +165,7 @@ async function changeStatus(c: SandboxContext): Promise<Response> {
         "Card cannot be suspended in its current state",
       );
     }
-    state.queueSuspension(data.company.id, card.id);
+    state.queueSuspension(card);
     audit(c, "card.suspension_requested", card, { reason_given: body.reason !== undefined });
   }
   return ok(c, { message: "Card status change is being processed" }, { message: UPDATED });

@@ -273,6 +273,25 @@ describe("PUT /public/v1/core/cards/{cardId}/change_status (suspension)", () => 
     h.sandbox.control.advanceClock(SUSPENSION_PROCESSING_SECONDS);
     expect((await h.json(`${ERP}/${card.id}`)).body.data.status).toBe("Terminated");
   });
+
+  it("drops a pending suspension when the dashboard moves the card away and back to Active", async () => {
+    const card = await cardWith("Active");
+    const dashboard = (status: string) => h.json(`/_sandbox/companies/${h.companyId}/cards/${card.id}/status`, { body: { status } });
+    expect((await h.json(`${CORE}/${card.id}/change_status`, { method: "PUT", body: { status: "suspended" } })).status).toBe(200);
+    await dashboard("Inactive");
+    await dashboard("Active");
+    h.sandbox.control.advanceClock(SUSPENSION_PROCESSING_SECONDS + 1);
+    expect((await h.json(`${ERP}/${card.id}`)).body.data.status).toBe("Active");
+  });
+
+  it("answers 400 to a retry once the dashboard terminated a card with a suspension pending", async () => {
+    const card = await cardWith("Active");
+    await h.json(`${CORE}/${card.id}/change_status`, { method: "PUT", body: { status: "suspended" } });
+    await h.json(`/_sandbox/companies/${h.companyId}/cards/${card.id}/status`, { body: { status: "Terminated" } });
+    const retry = await h.json(`${CORE}/${card.id}/change_status`, { method: "PUT", body: { status: "suspended" } });
+    expect(retry.status).toBe(400);
+    expect(errorCodes(retry.body)).toEqual(["status:INVALID_STATE"]);
+  });
 });
 
 describe("POST /public/v1/core/cards/{cardId}/update_velocity_limit", () => {
