@@ -13,6 +13,8 @@ export type CommandName = (typeof COMMANDS)[number];
 export const DEFAULT_INTERVAL_MS = 60_000;
 /** Shortest interval accepted: below this the provider's rate limit is the likely outcome. */
 export const MIN_INTERVAL_MS = 1_000;
+/** Longest duration accepted: Node timers overflow above 2^31-1 ms (about 24.8 days) and then fire at once. */
+export const MAX_DURATION_MS = 2 ** 31 - 1;
 
 const UNIT_MS: Readonly<Record<string, number>> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 };
 
@@ -36,6 +38,19 @@ export function parseDuration(text: string): number {
     throw new UsageError(`invalid duration "${text}": use a number with a unit, e.g. 30s, 5m, 1h, 1m30s`);
   }
   return Math.round(total);
+}
+
+/**
+ * What is wrong with a duration of `ms` for a setting whose minimum is `minMs`, or undefined when it is in range.
+ * Worded without the value, so a flag or a setting name can prefix it.
+ *
+ * @example
+ * durationRangeProblem(2_160_000_000, 1_000); // "must be at most 2147483647 ms (about 24.8 days)"
+ */
+export function durationRangeProblem(ms: number, minMs: number): string | undefined {
+  if (ms < minMs) return `must be at least ${minMs} ms`;
+  if (ms > MAX_DURATION_MS) return `must be at most ${MAX_DURATION_MS} ms (about 24.8 days)`;
+  return undefined;
 }
 
 export interface RunArgs {
@@ -111,7 +126,8 @@ function duration(flag: string, text: string | undefined, min: number, fallback:
   } catch (error) {
     throw new UsageError(`${flag}: ${(error as Error).message}`, { cause: error });
   }
-  if (ms < min) throw new UsageError(`${flag} must be at least ${min} ms, got ${text}`);
+  const problem = durationRangeProblem(ms, min);
+  if (problem !== undefined) throw new UsageError(`${flag} ${problem}, got ${text}`);
   return ms;
 }
 

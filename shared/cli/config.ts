@@ -8,7 +8,7 @@ import { readFile } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
 import { parseEnv } from "node:util";
 import { ConfigError, type SettingIssue } from "./errors.js";
-import { parseDuration } from "./args.js";
+import { durationRangeProblem, parseDuration } from "./args.js";
 import { BASE_URL_ENV_VARS, normaliseBaseUrl, resolveBaseUrl, type QashioDeployment } from "../qashio/config.js";
 
 export const DEFAULT_STATE_DIR = ".state";
@@ -240,7 +240,8 @@ export function readLocalSettings(env: Env, cwd: string): LocalSettings {
   if (budgetText !== undefined) {
     try {
       cycleBudgetMs = parseDuration(budgetText);
-      if (cycleBudgetMs < 1_000) r.problem("BRIDGE_CYCLE_BUDGET", "must be at least 1s");
+      const problem = durationRangeProblem(cycleBudgetMs, 1_000);
+      if (problem !== undefined) r.problem("BRIDGE_CYCLE_BUDGET", problem);
     } catch {
       r.problem("BRIDGE_CYCLE_BUDGET", "must be a duration such as 30s, 5m, 1h");
     }

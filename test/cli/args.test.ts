@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { DEFAULT_INTERVAL_MS, parseCommand, parseDuration } from "../../shared/cli/args.js";
+import { DEFAULT_INTERVAL_MS, MAX_DURATION_MS, parseCommand, parseDuration } from "../../shared/cli/args.js";
 import { UsageError } from "../../shared/cli/errors.js";
 
 describe("parseDuration", () => {
@@ -38,6 +38,19 @@ describe("parseCommand", () => {
 
   it("rejects an interval under one second", () => {
     expect(() => parseCommand(["run", "--interval", "10ms"])).toThrow(/at least 1000 ms/);
+  });
+
+  it.each([
+    ["run", "--interval"],
+    ["authorize", "--timeout"],
+    ["demo", "--interval"],
+  ])("rejects %s %s longer than a Node timer can wait (it would fire at once)", (command, flag) => {
+    expect(() => parseCommand([command as string, flag as string, "600h"])).toThrow(new RegExp(`${flag} must be at most ${MAX_DURATION_MS} ms`));
+    expect(() => parseCommand([command as string, flag as string, "600h"])).toThrow(UsageError);
+  });
+
+  it("accepts the longest interval a timer can wait", () => {
+    expect(parseCommand(["run", "--interval", "596h"])).toEqual({ command: "run", args: { once: false, intervalMs: 596 * 3_600_000 } });
   });
 
   it("rejects --once together with --interval", () => {

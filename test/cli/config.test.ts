@@ -59,6 +59,12 @@ describe("readLocalSettings", () => {
     expect(error.message).not.toContain("pw");
   });
 
+  it("bounds BRIDGE_CYCLE_BUDGET by what a Node timer can wait", () => {
+    expect(issuesOf({ ...valid, BRIDGE_CYCLE_BUDGET: "600h" }).issues).toEqual([
+      { setting: "BRIDGE_CYCLE_BUDGET", problem: "must be at most 2147483647 ms (about 24.8 days)" },
+    ]);
+  });
+
   it("names every missing required setting in one error", () => {
     const error = issuesOf({});
     expect(error.issues.map((i) => i.setting)).toEqual(["QASHIO_BASE_URL", "QASHIO_CLIENT_ID", "QASHIO_CLIENT_SECRET", "BRIDGE_TENANT", "QASHIO_REFRESH_TOKEN"]);
