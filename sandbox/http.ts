@@ -98,11 +98,29 @@ export async function readJson(c: SandboxContext): Promise<unknown> {
   }
 }
 
-/** Reads and checks a JSON write body with the shared schema. */
-export async function parseBody<S extends z.ZodType>(c: SandboxContext, schema: S): Promise<z.output<S>> {
-  const result = checkBody(schema, await readJson(c));
-  if (!result.ok) throw new ValidationError(result.errors);
+/**
+ * Reads and checks a JSON write body with the shared schema, then with the sandbox's own
+ * `rules` on the fields the schema accepted; throws one 400 with every offending field (§7).
+ */
+export async function parseBody<S extends z.ZodType>(
+  c: SandboxContext,
+  schema: S,
+  rules: (body: z.output<S>) => FieldError[] = () => [],
+): Promise<z.output<S>> {
+  const raw = await readJson(c);
+  const result = checkBody(schema, raw);
+  const errors: FieldError[] = result.ok ? [] : [...result.errors];
+  const accepted = result.ok ? result : checkBody(schema, withoutFields(raw, errors));
+  if (accepted.ok) errors.push(...rules(accepted.value).filter((e) => !errors.some((seen) => seen.field === e.field)));
+  if (errors.length > 0 || !result.ok) throw new ValidationError(errors);
   return result.value;
+}
+
+/** The body without the top-level fields that already have an error. */
+function withoutFields(raw: unknown, errors: readonly FieldError[]): unknown {
+  if (raw === null || typeof raw !== "object" || Array.isArray(raw)) return raw;
+  const offending = new Set(errors.map((e) => e.field?.split(".")[0]));
+  return Object.fromEntries(Object.entries(raw).filter(([field]) => !offending.has(field)));
 }
 
 /** Inclusive `YYYY-MM-DD` range test on the date part of an ISO timestamp (§8.2 rule 1). */

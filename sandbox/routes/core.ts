@@ -12,6 +12,7 @@ import {
   SUSPEND_STATUS,
   UpdateCardBodySchema,
   UpdateVelocityLimitBodySchema,
+  type UpdateCardBody,
 } from "../../shared/qashio/schemas/index.js";
 import { requireScope } from "../auth.js";
 import type { CardRecord, CompanyData } from "../data/model.js";
@@ -115,23 +116,29 @@ function refuseClosed(card: CardRecord): void {
   }
 }
 
+function isOneOf(value: string, allowed: readonly string[]): boolean {
+  return allowed.includes(value);
+}
+
 function enumError(field: string, allowed: readonly string[]): FieldError {
   return { field, code: "INVALID_ENUM", message: `${field} must be one of: ${allowed.join(", ")}` };
 }
 
+/** The sandbox's rules for a funding update beyond the shared body schema. */
+function fundingRules(body: UpdateCardBody): FieldError[] {
+  const errors: FieldError[] = [];
+  if (body.velocity_period !== undefined && !isOneOf(body.velocity_period.toUpperCase(), VELOCITY_PERIODS)) errors.push(enumError("velocity_period", VELOCITY_PERIODS));
+  if (body.card_usage_type !== undefined && !isOneOf(body.card_usage_type.toUpperCase(), CARD_USAGE_TYPES)) errors.push(enumError("card_usage_type", CARD_USAGE_TYPES));
+  if (body.card_usage_type_amount === 0) errors.push({ field: "card_usage_type_amount", code: "OUT_OF_RANGE", message: "card_usage_type_amount must be positive" });
+  if (body.nickname !== undefined && body.nickname.length > 64) errors.push({ field: "nickname", code: "OUT_OF_RANGE", message: "nickname must be at most 64 characters" });
+  return errors;
+}
+
 async function updateCard(c: SandboxContext): Promise<Response> {
   requireScope(c, "cards:write");
-  const body = await parseBody(c, UpdateCardBodySchema);
-  const errors: FieldError[] = [];
+  const body = await parseBody(c, UpdateCardBodySchema, fundingRules);
   const velocity = body.velocity_period?.toUpperCase();
   const usage = body.card_usage_type?.toUpperCase();
-  if (velocity !== undefined && !(VELOCITY_PERIODS as readonly string[]).includes(velocity)) errors.push(enumError("velocity_period", VELOCITY_PERIODS));
-  if (usage !== undefined && !(CARD_USAGE_TYPES as readonly string[]).includes(usage)) errors.push(enumError("card_usage_type", CARD_USAGE_TYPES));
-  if (body.card_usage_type_amount !== undefined && body.card_usage_type_amount === 0) {
-    errors.push({ field: "card_usage_type_amount", code: "OUT_OF_RANGE", message: "card_usage_type_amount must be positive" });
-  }
-  if (body.nickname !== undefined && body.nickname.length > 64) errors.push({ field: "nickname", code: "OUT_OF_RANGE", message: "nickname must be at most 64 characters" });
-  if (errors.length > 0) throw new ValidationError(errors);
   const card = findCard(c);
   refuseClosed(card);
   const state = c.get("state");
@@ -173,11 +180,10 @@ async function changeStatus(c: SandboxContext): Promise<Response> {
 
 async function updateVelocityLimit(c: SandboxContext): Promise<Response> {
   requireScope(c, "cards:write");
-  const body = await parseBody(c, UpdateVelocityLimitBodySchema);
+  const body = await parseBody(c, UpdateVelocityLimitBodySchema, (b) =>
+    b.spend_limit_period !== undefined && !isOneOf(b.spend_limit_period.toUpperCase(), SPEND_LIMIT_PERIODS) ? [enumError("spend_limit_period", SPEND_LIMIT_PERIODS)] : [],
+  );
   const period = body.spend_limit_period?.toUpperCase();
-  if (period !== undefined && !(SPEND_LIMIT_PERIODS as readonly string[]).includes(period)) {
-    throw new ValidationError([enumError("spend_limit_period", SPEND_LIMIT_PERIODS)]);
-  }
   const card = findCard(c);
   if (body.spend_limit_max_amount !== undefined && body.spend_limit_max_amount > ISSUER_MAX_SPEND_LIMIT) {
     throw new ValidationError(

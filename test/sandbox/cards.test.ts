@@ -204,6 +204,8 @@ describe("PUT /public/v1/core/cards/{cardId} (funding update)", () => {
     [{ velocity_period: "HOURLY" }, ["velocity_period:INVALID_ENUM"]],
     [{ card_usage_type: "PREPAID_GIFT" }, ["card_usage_type:INVALID_ENUM"]],
     [{ nickname: "" }, ["nickname:REQUIRED"]],
+    [{ auto_top_up_amount: -1, velocity_period: "FORTNIGHTLY" }, ["auto_top_up_amount:OUT_OF_RANGE", "velocity_period:INVALID_ENUM"]],
+    [{ nickname: "", card_usage_type: "GIFT", card_usage_type_amount: 0 }, ["nickname:REQUIRED", "card_usage_type:INVALID_ENUM", "card_usage_type_amount:OUT_OF_RANGE"]],
   ])("answers 400 for %j", async (payload, expected) => {
     const card = await cardWith("Active");
     const { status, body } = await h.json(`${CORE}/${card.id}`, { method: "PUT", body: payload });
@@ -315,6 +317,7 @@ describe("POST /public/v1/core/cards/{cardId}/update_velocity_limit", () => {
     [{ spend_limit_period: "HOURLY" }, ["spend_limit_period:INVALID_ENUM"]],
     [{ spend_limit_max_amount: -1 }, ["spend_limit_max_amount:OUT_OF_RANGE"]],
     [{ spend_limit_max_amount: 600_000 }, ["spend_limit_max_amount:OUT_OF_RANGE"]],
+    [{ spend_limit_max_amount: -5, spend_limit_period: "HOURLY" }, ["spend_limit_max_amount:OUT_OF_RANGE", "spend_limit_period:INVALID_ENUM"]],
   ])("answers 400 for %j", async (payload, expected) => {
     const card = await cardWith("Active");
     const { status, body } = await h.json(`${CORE}/${card.id}/update_velocity_limit`, { body: payload });
