@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { buildAuthorizeUrl, createState, exchangeCode, refresh, stateMatches, validate } from "../../shared/qashio/auth/oauth.js";
 import { jwtExpiry } from "../../shared/qashio/auth/jwt.js";
-import { OAuthTokenProvider, isRejectedGrant } from "../../shared/qashio/auth/token-provider.js";
+import { OAuthTokenProvider, isInvalidClient, isRejectedGrant } from "../../shared/qashio/auth/token-provider.js";
 import type { StoredTokens } from "../../shared/qashio/auth/token-store.js";
 import { ForbiddenError, RateLimitedError, UnauthorizedError } from "../../shared/qashio/errors.js";
 import { fakeClock, json, jwt, scriptedFetch } from "./helpers.js";
@@ -136,5 +136,15 @@ describe("isRejectedGrant", () => {
     expect(isRejectedGrant(await errorFor(400, { error: "invalid_grant" }))).toBe(true);
     expect(isRejectedGrant(await errorFor(400, { error: "invalid_request" }))).toBe(false);
     expect(isRejectedGrant(await errorFor(500, {}))).toBe(false);
+  });
+
+  it("is false for invalid_client, which isInvalidClient recognises: a wrong client secret says nothing about the grant", async () => {
+    const options = { baseUrl: BASE_URL, clientId: "c", clientSecret: "s", clock: fakeClock() };
+    const errorFor = (status: number, body: unknown) => refresh({ ...options, fetch: scriptedFetch(json(status, body)) }, "rt").catch((e: unknown) => e);
+    const wrongSecret = await errorFor(401, { error: "invalid_client" });
+    expect(isRejectedGrant(wrongSecret)).toBe(false);
+    expect(isInvalidClient(wrongSecret)).toBe(true);
+    expect(isInvalidClient(await errorFor(401, { error: "invalid_grant" }))).toBe(false);
+    expect(isInvalidClient(new Error("invalid_client"))).toBe(false);
   });
 });

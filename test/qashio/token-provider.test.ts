@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { OAuthTokenProvider, StaticTokenProvider, type RefreshLock, type TokenEvent } from "../../shared/qashio/auth/token-provider.js";
 import type { StoredTokens, TokenStore } from "../../shared/qashio/auth/token-store.js";
-import { ReauthorizationRequiredError, TokenUnavailableError } from "../../shared/qashio/errors.js";
+import { ReauthorizationRequiredError, TokenUnavailableError, UnauthorizedError } from "../../shared/qashio/errors.js";
 import { captureLogger, fakeClock, json, jwt, scriptedFetch, type RecordedCall } from "./helpers.js";
 
 const BASE_URL = "https://api.example.test";
@@ -189,6 +189,19 @@ describe("OAuthTokenProvider", () => {
     expect(events).toEqual(["reauthorization_required"]);
     expect(fetch.calls).toHaveLength(1);
     expect(store.saves).toEqual([]);
+  });
+
+  it("reports a refresh answered invalid_client as the provider's refusal of the client, not a revoked family", async () => {
+    const store = memoryStore({ refreshToken: "rt-1" });
+    const fetch = scriptedFetch(json(401, { error: "invalid_client" }));
+    const events: TokenEvent[] = [];
+    const provider = new OAuthTokenProvider({ baseUrl: BASE_URL, clientId: "c", clientSecret: "wrong", store, fetch, clock: fakeClock(), onEvent: (e) => events.push(e) });
+    const error = await provider.getAccessToken().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(UnauthorizedError);
+    expect(error).not.toBeInstanceOf(ReauthorizationRequiredError);
+    expect((error as UnauthorizedError).errors.map((e) => e.code)).toEqual(["invalid_client"]);
+    expect(events).toEqual([]);
+    expect(await store.load()).toEqual({ refreshToken: "rt-1" });
   });
 
   it("treats a 400 invalid_grant on refresh as a revoked family too", async () => {

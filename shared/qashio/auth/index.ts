@@ -20,6 +20,7 @@ export {
   DEFAULT_REFRESH_SKEW_MS,
   OAuthTokenProvider,
   StaticTokenProvider,
+  isInvalidClient,
   isRejectedGrant,
   storedTokensOf,
   type OAuthTokenProviderOptions,

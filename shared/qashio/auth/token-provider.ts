@@ -2,13 +2,7 @@
  * Bearer tokens for the API: the `TokenProvider` interface, a static one for tests, and the OAuth one
  * (rotation saved before use, JWT expiry, single flight, optional cross-process lock).
  */
-import {
-  BadRequestError,
-  ReauthorizationRequiredError,
-  TokenUnavailableError,
-  UnauthorizedError,
-  type QashioError,
-} from "../errors.js";
+import { BadRequestError, QashioError, ReauthorizationRequiredError, TokenUnavailableError, UnauthorizedError } from "../errors.js";
 import { systemClock, type Clock } from "../http.js";
 import { jwtExpiry } from "./jwt.js";
 import { exchangeCode, refresh, type OAuthClientOptions } from "./oauth.js";
@@ -117,6 +111,8 @@ export function storedTokensOf(set: TokenSet, now: number): StoredTokens {
  * - The rotated refresh token is saved to the store before the new access token is handed out.
  * - A refresh answered 401 re-loads the store: a changed refresh token means another process rotated (use it);
  *   otherwise the family is revoked and `ReauthorizationRequiredError` is thrown.
+ * - A refresh answered `invalid_client` is thrown as is (see {@link isInvalidClient}): the client credentials are
+ *   wrong, the refresh token was not judged, so the family is not reported revoked.
  *
  * @example
  * ```ts
@@ -236,7 +232,7 @@ export class OAuthTokenProvider implements TokenProvider {
       }
       this.options.onEvent?.("reauthorization_required");
       throw new ReauthorizationRequiredError(
-        "the provider rejected the refresh token (reused, revoked or expired) or the client credentials: re-authorize the integration",
+        "the provider rejected the refresh token (reused, revoked or expired): re-authorize the integration",
         { status: error.status, requestId: error.requestId, method: error.method, path: error.path, errors: error.errors },
         { cause: error },
       );
@@ -263,8 +259,22 @@ export class OAuthTokenProvider implements TokenProvider {
 }
 
 /**
+ * True when the token endpoint refused the client itself (OAuth code `invalid_client`, RFC 6749 §5.2): the client id
+ * or secret is wrong. The grant was not judged, so the refresh token (and its family) is still good.
+ *
+ * @example
+ * ```ts
+ * try { await refresh(options, token); } catch (e) { if (isInvalidClient(e)) fixClientCredentials(); else throw e; }
+ * ```
+ */
+export function isInvalidClient(error: unknown): error is QashioError {
+  return error instanceof QashioError && error.errors.some((e) => e.code === "invalid_client");
+}
+
+/**
  * True when the token endpoint refused the grant itself (401, or 400 with OAuth code `invalid_grant`): the refresh
- * token is spent, revoked or expired, or the client credentials are wrong.
+ * token is spent, revoked or expired. Not for `invalid_client` (see {@link isInvalidClient}): a wrong client secret
+ * says nothing about the token family.
  *
  * @example
  * ```ts
@@ -272,6 +282,7 @@ export class OAuthTokenProvider implements TokenProvider {
  * ```
  */
 export function isRejectedGrant(error: unknown): error is QashioError {
+  if (isInvalidClient(error)) return false;
   if (error instanceof UnauthorizedError) return true;
   return error instanceof BadRequestError && error.errors.some((e) => e.code === "invalid_grant");
 }
