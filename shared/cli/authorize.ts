@@ -7,9 +7,9 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import type { TokenStore } from "../qashio/auth/token-store.js";
 import { buildAuthorizeUrl, createState, exchangeCode, stateMatches } from "../qashio/auth/oauth.js";
-import { storedTokensOf } from "../qashio/auth/token-provider.js";
+import { isInvalidClient, storedTokensOf } from "../qashio/auth/token-provider.js";
 import type { FetchLike } from "../qashio/http.js";
-import { AuthorizeError } from "./errors.js";
+import { AuthorizeError, clientCredentialsRejected } from "./errors.js";
 
 /** Scopes requested when `--scope` is not given: what the bridge reads and acknowledges. */
 export const DEFAULT_SCOPES = "transactions:read transactions:write cards:read";
@@ -148,6 +148,7 @@ export async function authorizeWithBrowser(options: AuthorizeOptions): Promise<A
         { code: outcome.code, redirectUri },
       );
     } catch (error) {
+      if (isInvalidClient(error)) throw clientCredentialsRejected({ cause: error });
       // The client's errors carry status and request id only, never the code or secret.
       throw new AuthorizeError(`the code exchange failed: ${(error as Error).message}`, { cause: error });
     }

@@ -58,6 +58,30 @@ export class ConfigError extends CliError {
   }
 }
 
+/**
+ * The provider refused the client id and secret (OAuth `invalid_client`): a settings problem (exit 2). Nothing was
+ * revoked, so the operator fixes the settings instead of authorizing again.
+ */
+export function clientCredentialsRejected(options?: ErrorOptions): ConfigError {
+  return new ConfigError(
+    [
+      {
+        setting: "QASHIO_CLIENT_ID / QASHIO_CLIENT_SECRET",
+        problem: "refused by the provider's token endpoint (invalid_client): check both values; no token was revoked",
+      },
+    ],
+    options,
+  );
+}
+
+/** The first error in `error`'s cause chain that `matches`, if any (the engine wraps provider errors). */
+export function causeMatching<T>(error: unknown, matches: (e: unknown) => e is T): T | undefined {
+  for (let e: unknown = error, depth = 0; e !== undefined && depth < 8; e = e instanceof Error ? e.cause : undefined, depth++) {
+    if (matches(e)) return e;
+  }
+  return undefined;
+}
+
 /** The token family is revoked or no token is known: a person must authorize again. */
 export class ReauthorizationNeededError extends CliError {
   override name = "ReauthorizationNeededError";

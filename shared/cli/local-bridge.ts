@@ -20,14 +20,22 @@ import {
   type TokenStore,
   type TransactionCycleDeps,
 } from "../bridge/index.js";
-import { OAuthTokenProvider } from "../qashio/auth/token-provider.js";
+import { OAuthTokenProvider, isInvalidClient } from "../qashio/auth/token-provider.js";
 import { QashioClient } from "../qashio/client.js";
 import { resolveBaseUrl } from "../qashio/config.js";
 import type { FetchLike } from "../qashio/http.js";
 import { JsonlEventPublisher, createLocalAdapters } from "../local/index.js";
 import type { Env, LocalSettings } from "./config.js";
 import { MemoryMetrics, observePublished, systemClock } from "./console-ports.js";
-import { CliError, ConfigError, CycleFailedError, EXIT, ReauthorizationNeededError } from "./errors.js";
+import {
+  CliError,
+  ConfigError,
+  CycleFailedError,
+  EXIT,
+  ReauthorizationNeededError,
+  causeMatching,
+  clientCredentialsRejected,
+} from "./errors.js";
 
 /** Name of the lease one cycle holds, so two local processes never run cycles of one tenant at once. */
 export const CYCLE_LOCK = "cycle";
@@ -157,6 +165,8 @@ export async function openLocalBridge(settings: LocalSettings, options: LocalBri
 /** Converts an engine failure into the CLI's error with its exit code. */
 function cliErrorOf(error: unknown): CliError {
   if (error instanceof CliError) return error;
+  // Checked first: the engine may wrap it like any provider failure, but it is a settings problem.
+  if (causeMatching(error, isInvalidClient) !== undefined) return clientCredentialsRejected({ cause: error });
   if (error instanceof EngineReauthorizationNeeded || (error instanceof Error && error.name === "ReauthorizationRequiredError")) {
     return new ReauthorizationNeededError(
       "the provider revoked this integration's token family: run `npm run bridge -- authorize` to sign in again",

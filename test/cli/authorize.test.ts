@@ -1,7 +1,7 @@
 import { describe, expect, it, vi } from "vitest";
 import type { StoredTokens, TokenStore } from "../../shared/qashio/auth/token-store.js";
 import { CALLBACK_PATH, DEFAULT_SCOPES, authorizeWithBrowser, type AuthorizeOptions } from "../../shared/cli/authorize.js";
-import { AuthorizeError } from "../../shared/cli/errors.js";
+import { AuthorizeError, ConfigError, EXIT } from "../../shared/cli/errors.js";
 
 class MemoryTokenStore implements TokenStore {
   saved?: StoredTokens;
@@ -123,6 +123,21 @@ describe("authorizeWithBrowser", () => {
     )) as Error;
     expect(error).toBeInstanceOf(AuthorizeError);
     expect(error.message).toMatch(/code exchange failed/);
+    expect(error.message).not.toMatch(/code-xyz|secret-1/);
+  });
+
+  it("reports a code exchange refused with invalid_client as a client settings problem (exit 2), not a failed sign-in", async () => {
+    const refused = async () => Response.json({ error: "invalid_client" }, { status: 401 });
+    const run = authorizeWithBrowser(
+      options({ fetch: refused, onAuthorizeUrl: browser((a) => ({ code: "code-xyz", state: a.searchParams.get("state") as string })) }),
+    );
+    const error = await run.then(
+      () => new Error("expected a failure"),
+      (e: unknown) => e as Error,
+    );
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).exitCode).toBe(EXIT.usage);
+    expect(error.message).toContain("QASHIO_CLIENT_ID / QASHIO_CLIENT_SECRET: refused by the provider's token endpoint (invalid_client)");
     expect(error.message).not.toMatch(/code-xyz|secret-1/);
   });
 
