@@ -23,8 +23,10 @@ import { coreCardView } from "../views.js";
 
 /** Allowed `velocity_period` values (spec: not shown). */
 export const VELOCITY_PERIODS = ["DAILY", "WEEKLY", "MONTHLY", "QUARTERLY", "YEARLY"] as const;
-/** Allowed `card_usage_type` values (spec: not shown). */
+/** `card_usage_type` values of a card with its own account (spec: not shown). */
 export const CARD_USAGE_TYPES = ["RELOADABLE", "ONE_TIME"] as const;
+/** The `card_usage_type` of a pool card: its funding model follows the pool, fixed at issuance. */
+export const POOL_CARD_USAGE_TYPE = "POOL";
 /** Allowed `spend_limit_period` values (spec: not shown). */
 export const SPEND_LIMIT_PERIODS = ["DAILY", "WEEKLY", "MONTHLY", "QUARTERLY", "YEARLY", "ALL_TIME", "PER_TRANSACTION"] as const;
 /** The issuer refuses a spend limit above this amount (a 400 "could not be applied at the issuer"). */
@@ -124,11 +126,19 @@ function enumError(field: string, allowed: readonly string[]): FieldError {
   return { field, code: "INVALID_ENUM", message: `${field} must be one of: ${allowed.join(", ")}` };
 }
 
-/** The sandbox's rules for a funding update beyond the shared body schema. */
-function fundingRules(body: UpdateCardBody): FieldError[] {
+/** `card_usage_type` values a card takes; any known value while the card is unknown (a 404 follows). */
+function usageTypesOf(card: CardRecord | undefined): readonly string[] {
+  if (card === undefined) return [...CARD_USAGE_TYPES, POOL_CARD_USAGE_TYPE];
+  // The PUT names no pool account, so it cannot move a card onto or off a pool: the value sent must fit the card.
+  return card.poolAccountId === null ? CARD_USAGE_TYPES : [POOL_CARD_USAGE_TYPE];
+}
+
+/** The sandbox's rules for a funding update of `card` beyond the shared body schema. */
+function fundingRules(body: UpdateCardBody, card: CardRecord | undefined): FieldError[] {
   const errors: FieldError[] = [];
+  const usageTypes = usageTypesOf(card);
   if (body.velocity_period !== undefined && !isOneOf(body.velocity_period.toUpperCase(), VELOCITY_PERIODS)) errors.push(enumError("velocity_period", VELOCITY_PERIODS));
-  if (body.card_usage_type !== undefined && !isOneOf(body.card_usage_type.toUpperCase(), CARD_USAGE_TYPES)) errors.push(enumError("card_usage_type", CARD_USAGE_TYPES));
+  if (body.card_usage_type !== undefined && !isOneOf(body.card_usage_type.toUpperCase(), usageTypes)) errors.push(enumError("card_usage_type", usageTypes));
   if (body.card_usage_type_amount === 0) errors.push({ field: "card_usage_type_amount", code: "OUT_OF_RANGE", message: "card_usage_type_amount must be positive" });
   if (body.nickname !== undefined && body.nickname.length > 64) errors.push({ field: "nickname", code: "OUT_OF_RANGE", message: "nickname must be at most 64 characters" });
   return errors;
@@ -136,7 +146,8 @@ function fundingRules(body: UpdateCardBody): FieldError[] {
 
 async function updateCard(c: SandboxContext): Promise<Response> {
   requireScope(c, "cards:write");
-  const body = await parseBody(c, UpdateCardBodySchema, fundingRules);
+  const known = c.get("data").cards.find((card) => card.id === c.req.param("cardId"));
+  const body = await parseBody(c, UpdateCardBodySchema, (b) => fundingRules(b, known));
   const velocity = body.velocity_period?.toUpperCase();
   const usage = body.card_usage_type?.toUpperCase();
   const card = findCard(c);
@@ -323,7 +334,7 @@ async function issueCard(c: SandboxContext): Promise<Response> {
     allowedMaxBalance: pool ? pool.allowedMaxBalance : body.maxBalance,
     topupType: pool ? "pool" : "manual",
     velocityPeriod: "MONTHLY",
-    cardUsageType: pool ? "POOL" : "RELOADABLE",
+    cardUsageType: pool ? POOL_CARD_USAGE_TYPE : "RELOADABLE",
     autoTopUpAmount: 0,
     autoTopUpEnabled: false,
     floatManagementEnabled: false,

@@ -213,6 +213,23 @@ describe("PUT /public/v1/core/cards/{cardId} (funding update)", () => {
     expect(errorCodes(body)).toEqual(expected);
   });
 
+  it("takes back a pool card's own card_usage_type POOL, and refuses a funding model the card's account cannot have", async () => {
+    const pool = (await erpCards()).find((c) => c.account_type === "pool" && c.status === "Active");
+    const own = await cardWith("Active");
+    if (!pool || own.account_type !== "reloadable") throw new Error("expected an active pool card and an active reloadable card");
+    const coreCard = async (id: string) => ((await h.json(`${CORE}?page_size=100`)).body.data.cards as Row[]).find((c) => c.id === id) as Row;
+    const echoed = (await coreCard(pool.id as string)).card_usage_type as string;
+    expect(echoed).toBe("POOL");
+    const same = await h.json(`${CORE}/${pool.id}`, { method: "PUT", body: { card_usage_type: echoed } });
+    expect(same.status).toBe(200);
+    expect(same.body.data.card.card_usage_type).toBe("POOL");
+    const offPool = await h.json(`${CORE}/${pool.id}`, { method: "PUT", body: { card_usage_type: "RELOADABLE" } });
+    expect(errorCodes(offPool.body)).toEqual(["card_usage_type:INVALID_ENUM"]);
+    const ontoPool = await h.json(`${CORE}/${own.id}`, { method: "PUT", body: { card_usage_type: "pool" } });
+    expect(errorCodes(ontoPool.body)).toEqual(["card_usage_type:INVALID_ENUM"]);
+    expect((await coreCard(own.id as string)).card_usage_type).toBe("RELOADABLE");
+  });
+
   it("answers 404 for an unknown card, 400 for a terminated one, 403 without cards:write", async () => {
     expect((await h.json(`${CORE}/CAUNKNOWN000`, { method: "PUT", body: { nickname: "x" } })).status).toBe(404);
     const terminated = await cardWith("Terminated");
