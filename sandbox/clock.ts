@@ -1,4 +1,10 @@
 /**
+ * Latest sandbox time. A year short of 9999-12-31, so every time derived from the clock (token and
+ * code expiries, stamps) keeps a four-digit ISO year and stays a valid `Date`.
+ */
+export const LATEST_SANDBOX_TIME_MS = Date.UTC(9999, 0, 1);
+
+/**
  * Sandbox time. Tests move it with `advance`; nothing in the sandbox reads the wall clock
  * unless `realTime` is on (the standalone server), where it also follows real time.
  */
@@ -42,9 +48,14 @@ export class SandboxClock {
     return new Date(stamp).toISOString();
   }
 
-  /** Moves sandbox time forward. */
+  /** Whether moving forward by `seconds` keeps the clock at or before {@link LATEST_SANDBOX_TIME_MS}. */
+  canAdvance(seconds: number): boolean {
+    return Number.isFinite(seconds) && seconds >= 0 && this.nowMs() + seconds * 1000 <= LATEST_SANDBOX_TIME_MS;
+  }
+
+  /** Moves sandbox time forward; a move past {@link LATEST_SANDBOX_TIME_MS} is refused, the clock unchanged. */
   advance(seconds: number): void {
-    if (!Number.isFinite(seconds) || seconds < 0) throw new RangeError("advance_seconds must be a non-negative number");
+    if (!this.canAdvance(seconds)) throw new RangeError("the clock cannot move by that many seconds");
     this.offsetMs += seconds * 1000;
   }
 }

@@ -5,6 +5,7 @@
 import { serve } from "@hono/node-server";
 import type { Hono } from "hono";
 import { buildApp } from "./app.js";
+import { LATEST_SANDBOX_TIME_MS } from "./clock.js";
 import type { CompanyData } from "./data/model.js";
 import type { SandboxEnv } from "./http.js";
 import { SANDBOX_CLIENT } from "./oauth.js";
@@ -62,7 +63,7 @@ export interface Sandbox {
 function toEpochMs(value: number | string | Date | undefined): number {
   if (value === undefined) return Math.floor(Date.now() / 1000) * 1000;
   const ms = value instanceof Date ? value.getTime() : typeof value === "string" ? Date.parse(value) : value;
-  if (!Number.isFinite(ms)) throw new RangeError("startTime is not a valid time");
+  if (!Number.isFinite(ms) || ms > LATEST_SANDBOX_TIME_MS) throw new RangeError("startTime is not a valid time");
   return ms;
 }
 

@@ -2,7 +2,7 @@
  * The whole mutable sandbox: seeded companies, OAuth, faults, pending suspensions,
  * clock and latency. Route handlers and the control surface both go through it.
  */
-import { SandboxClock } from "./clock.js";
+import { LATEST_SANDBOX_TIME_MS, SandboxClock } from "./clock.js";
 import type { BuildableCategory } from "./data/transactions.js";
 import type { CardRecord, CompanyData, ErpCardStatus, TransactionRecord } from "./data/model.js";
 import { seedCompanies } from "./data/seed.js";
@@ -119,8 +119,11 @@ export class SandboxState {
     this.pending.push({ card, dueMs: this.clock.nowMs() + SUSPENSION_PROCESSING_SECONDS * 1000 });
   }
 
-  /** Moves the clock and commits what became due. */
+  /** Moves the clock and commits what became due; a move the clock cannot make is a 400 and changes nothing. */
   advanceClock(seconds: number): void {
+    if (!this.clock.canAdvance(seconds)) {
+      throw new ValidationError([{ field: "advance_seconds", code: "OUT_OF_RANGE", message: `advance_seconds must keep the clock before ${new Date(LATEST_SANDBOX_TIME_MS).toISOString()}` }]);
+    }
     this.clock.advance(seconds);
     this.settle();
   }

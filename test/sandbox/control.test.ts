@@ -3,7 +3,7 @@ import { StaticTokenProvider } from "../../shared/qashio/auth/token-provider.js"
 import { QashioClient } from "../../shared/qashio/client.js";
 import { InvalidResponseError, RateLimitedError, ServerError, TimeoutError } from "../../shared/qashio/errors.js";
 import { ErrorEnvelopeSchema, TransactionSchema } from "../../shared/qashio/schemas/index.js";
-import { createSandbox } from "../../sandbox/index.js";
+import { createSandbox, ValidationError } from "../../sandbox/index.js";
 import { BASE, CLIENT, REDIRECT_URI, errorCodes, harness, instantClock, tokensFor, type Harness, type Row } from "./helpers.js";
 
 const LIST = "/public/v1/erp/transactions";
@@ -131,6 +131,23 @@ describe("clock", () => {
     const { body: listed, headers } = await h.json(LIST);
     expect(listed.meta.timestamp).toBe("2025-03-15T12:01:30.000Z");
     expect(headers.get("x-request-id")).toBe(listed.meta.request_id);
+  });
+
+  it("refuses a move past the latest valid time (400, clock unchanged) and keeps answering; the edge itself works", async () => {
+    const refused = await control("/clock", { advance_seconds: 1e13 });
+    expect(refused.status).toBe(400);
+    expect(errorCodes(refused.body)).toEqual(["advance_seconds:OUT_OF_RANGE"]);
+    expect((await control("/clock")).body.data.now).toBe("2025-03-15T12:00:00.000Z");
+    expect(() => h.sandbox.control.advanceClock(1e13)).toThrow(ValidationError);
+    expect((await h.json(LIST)).status).toBe(200);
+    expect((await control("/reset", {})).status).toBe(200);
+    const toEdge = (Date.UTC(9999, 0, 1) - Date.parse("2025-03-15T12:00:00.000Z")) / 1000;
+    expect((await control("/clock", { advance_seconds: toEdge })).body.data.now).toBe("9999-01-01T00:00:00.000Z");
+    expect((await control("/clock", { advance_seconds: 1 })).status).toBe(400);
+    expect((await control("/reset", {})).status).toBe(200);
+    const { status, body } = await h.json(`${LIST}?page_size=1`);
+    expect(status).toBe(401); // the token issued in 2025 expired long ago; the sandbox still answers with its envelope
+    expect(body.meta.timestamp).toMatch(/^9999-01-01T/);
   });
 });
 
