@@ -37,7 +37,7 @@ export interface ProviderSettings {
 
 /** Validated settings of `run`. */
 export interface LocalSettings extends ProviderSettings {
-  /** Seeds the state directory's token store when it holds none. */
+  /** Stands in for a stored token while the state directory holds none; never saved itself (see local-tokens.ts). */
   readonly refreshToken?: string;
   readonly tenant: string;
   /** Absolute path. */

@@ -91,6 +91,19 @@ export class ReauthorizationNeededError extends CliError {
   }
 }
 
+/** The token file cannot be used (not JSON, no refresh token): a new token set from `authorize` replaces it. */
+export class TokenFileError extends CliError {
+  override name = "TokenFileError";
+  /** Absolute path of the token file. */
+  readonly file: string;
+
+  /** @param reason - what is wrong with the file (the local adapter's message: it never quotes the contents). */
+  constructor(file: string, reason: string, options?: ErrorOptions) {
+    super(`cannot use the token file ${file} (${reason}): run \`npm run bridge -- authorize\` to store a new token set`, EXIT.reauthorize, options);
+    this.file = file;
+  }
+}
+
 /** The authorization-code flow failed (state mismatch, denied, timed out, exchange failed). */
 export class AuthorizeError extends CliError {
   override name = "AuthorizeError";

@@ -17,7 +17,6 @@ import {
   type EventPublisher,
   type Lock,
   type Logger,
-  type TokenStore,
   type TransactionCycleDeps,
 } from "../bridge/index.js";
 import { OAuthTokenProvider, isInvalidClient } from "../qashio/auth/token-provider.js";
@@ -26,6 +25,7 @@ import { resolveBaseUrl } from "../qashio/config.js";
 import type { FetchLike } from "../qashio/http.js";
 import { JsonlEventPublisher, createLocalAdapters } from "../local/index.js";
 import type { Env, LocalSettings } from "./config.js";
+import { LocalTokenStore } from "./local-tokens.js";
 import { MemoryMetrics, observePublished, systemClock } from "./console-ports.js";
 import {
   CliError,
@@ -64,7 +64,7 @@ export interface LocalBridge {
   readonly transactions: TransactionCycleDeps;
   readonly cards: CardCycleDeps;
   readonly lock: Lock;
-  readonly tokens: TokenStore;
+  readonly tokens: LocalTokenStore;
   readonly metrics: MemoryMetrics;
   readonly clock: Clock;
   readonly baseUrl: string;
@@ -84,10 +84,11 @@ export interface CycleResult {
 }
 
 /**
- * Opens the local adapters and the provider client. Seeds the token store from QASHIO_REFRESH_TOKEN
- * when the state directory holds no token yet.
+ * Opens the local adapters and the provider client. While the state directory holds no token, QASHIO_REFRESH_TOKEN
+ * stands in for it (see LocalTokenStore: the seed itself is never saved).
  *
- * @throws ConfigError when no token is stored and QASHIO_REFRESH_TOKEN is not set, or the base URL cannot be resolved.
+ * @throws ConfigError when no token is stored and QASHIO_REFRESH_TOKEN is not set, or the base URL cannot be resolved;
+ *   TokenFileError when the token file is corrupt.
  * @example
  * const bridge = await openLocalBridge(settings, { env, logger });
  * const result = await runCycle(bridge);
@@ -102,18 +103,16 @@ export async function openLocalBridge(settings: LocalSettings, options: LocalBri
   const clock = options.clock ?? systemClock;
   const dir = settings.stateDir;
   const local = createLocalAdapters(dir, { clock });
-  const tokens: TokenStore = local.tokens;
+  const tokens = new LocalTokenStore(dir, settings.refreshToken);
   const lock: Lock = local.lock;
+  // Read once up front: a missing or unusable token stops here, before any provider call.
   if ((await tokens.load()) === undefined) {
-    if (settings.refreshToken === undefined) {
-      throw new ConfigError([
-        {
-          setting: "QASHIO_REFRESH_TOKEN",
-          problem: `is required while the state directory (${dir}) holds no token; or run \`npm run bridge -- authorize\` first`,
-        },
-      ]);
-    }
-    await tokens.save({ refreshToken: settings.refreshToken });
+    throw new ConfigError([
+      {
+        setting: "QASHIO_REFRESH_TOKEN",
+        problem: `is required while the state directory (${dir}) holds no token; or run \`npm run bridge -- authorize\` first`,
+      },
+    ]);
   }
   const metrics = new MemoryMetrics();
   const tokenProvider = new OAuthTokenProvider({
@@ -163,11 +162,20 @@ export async function openLocalBridge(settings: LocalSettings, options: LocalBri
 }
 
 /** Converts an engine failure into the CLI's error with its exit code. */
-function cliErrorOf(error: unknown): CliError {
-  if (error instanceof CliError) return error;
-  // Checked first: the engine may wrap it like any provider failure, but it is a settings problem.
+async function cliErrorOf(error: unknown, bridge: LocalBridge): Promise<CliError> {
+  // Our own adapters' errors (the token file's) are already fit for a person, wherever the engine wrapped them.
+  const own = causeMatching(error, (e): e is CliError => e instanceof CliError);
+  if (own !== undefined) return own;
+  // Checked before the revoked family: the engine may wrap it like any provider failure, but it is a settings problem.
   if (causeMatching(error, isInvalidClient) !== undefined) return clientCredentialsRejected({ cause: error });
   if (error instanceof EngineReauthorizationNeeded || (error instanceof Error && error.name === "ReauthorizationRequiredError")) {
+    if (await bridge.tokens.usesSeed().catch(() => false)) {
+      return new ReauthorizationNeededError(
+        "the provider rejected QASHIO_REFRESH_TOKEN (spent, revoked or expired); nothing was stored: set it to a fresh " +
+          "refresh token, or run `npm run bridge -- authorize`",
+        { cause: error },
+      );
+    }
     return new ReauthorizationNeededError(
       "the provider revoked this integration's token family: run `npm run bridge -- authorize` to sign in again",
       { cause: error },
@@ -230,7 +238,7 @@ export async function runCycle(bridge: LocalBridge, budgetMs = bridge.settings.c
       cards = await pollCards(bridge.cards, { deadline });
     } catch (error) {
       await measureQuarantine(bridge);
-      throw cliErrorOf(error);
+      throw await cliErrorOf(error, bridge);
     }
     const quarantineSize = (await measureQuarantine(bridge)) ?? 0;
     return {

@@ -2,6 +2,8 @@
  * End-to-end: how `bridge run --once` reports problems with the tokens and the client credentials, against the sandbox.
  * Each message must point at the real fix (settings, the seed, re-authorize) and never print a token or secret.
  */
+import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { EXIT } from "../../shared/cli/errors.js";
 import { CLIENT, idsWithStatus, runInProcess, startHarness, type Harness } from "./helpers.js";
@@ -32,5 +34,43 @@ describe("bridge run --once: token and credential errors", () => {
     // Nothing was revoked: the right secret works without authorizing again.
     expect((await runInProcess(["run", "--once"], h.env)).code).toBe(EXIT.ok);
     expect(idsWithStatus(h, "not_synced", "outdated")).toEqual([]);
+  });
+
+  it("stores nothing for a rejected QASHIO_REFRESH_TOKEN, so a corrected one is used on the next run and then ignored", async () => {
+    const h = await start();
+    const tokensFile = join(h.env.BRIDGE_STATE_DIR as string, "tokens.json");
+    const valid = h.env.QASHIO_REFRESH_TOKEN as string;
+
+    const rejected = await runInProcess(["run", "--once"], { ...h.env, QASHIO_REFRESH_TOKEN: "not-a-real-token" });
+
+    expect(rejected.code).toBe(EXIT.reauthorize);
+    expect(rejected.stderr).toContain("the provider rejected QASHIO_REFRESH_TOKEN");
+    expect(rejected.stderr).not.toContain("not-a-real-token");
+    await expect(readFile(tokensFile, "utf8")).rejects.toThrow(/ENOENT/);
+    expect((await runInProcess(["run", "--once"], h.env)).code).toBe(EXIT.ok);
+    const stored = JSON.parse(await readFile(tokensFile, "utf8")) as { refreshToken: string };
+    expect(stored.refreshToken).not.toBe(valid);
+    // From now on the rotated token is used: neither a bogus nor the spent seed is sent again.
+    expect((await runInProcess(["run", "--once"], { ...h.env, QASHIO_REFRESH_TOKEN: "not-a-real-token" })).code).toBe(EXIT.ok);
+    await h.control("POST", "/clock", { advance_seconds: 3_600 });
+    expect((await runInProcess(["run", "--once"], h.env)).code).toBe(EXIT.ok);
+  });
+
+  it.each([
+    ['{"refreshToken":', "not valid JSON"],
+    ["{}", "holds no refresh token"],
+  ])("names a corrupt token file (%s) and the fix, exit 3", async (content, reason) => {
+    const h = await start();
+    const state = h.env.BRIDGE_STATE_DIR as string;
+    await mkdir(state, { recursive: true });
+    await writeFile(join(state, "tokens.json"), content);
+
+    const { code, stderr } = await runInProcess(["run", "--once"], h.env);
+
+    expect(code).toBe(EXIT.reauthorize);
+    expect(stderr).toContain(`cannot use the token file ${join(state, "tokens.json")}`);
+    expect(stderr).toContain(reason);
+    expect(stderr).toContain("run `npm run bridge -- authorize` to store a new token set");
+    expect(stderr).not.toContain("unexpected");
   });
 });

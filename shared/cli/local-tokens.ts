@@ -1,0 +1,51 @@
+/**
+ * The token store of local mode: `<state>/tokens.json`, seeded from QASHIO_REFRESH_TOKEN without ever writing the
+ * seed. The seed stands in while the file holds no token; only a token set the provider returned is saved. So a
+ * rejected seed leaves nothing behind (a corrected variable is read on the next run), and once a refresh succeeded
+ * the variable is ignored, so a spent seed is never sent again (a replay would revoke the family).
+ */
+import type { StoredTokens, TokenStore } from "../qashio/auth/token-store.js";
+import { CorruptStateError, FileTokenStore } from "../local/index.js";
+import { TokenFileError } from "./errors.js";
+
+export class LocalTokenStore implements TokenStore {
+  private readonly files: FileTokenStore;
+
+  /**
+   * @param stateDir - the state directory (`BRIDGE_STATE_DIR`).
+   * @param seed - QASHIO_REFRESH_TOKEN, used only while the file holds no token.
+   */
+  constructor(
+    stateDir: string,
+    private readonly seed?: string,
+  ) {
+    this.files = new FileTokenStore(stateDir);
+  }
+
+  /** Absolute path of the token file. */
+  get file(): string {
+    return this.files.file;
+  }
+
+  async load(): Promise<StoredTokens | undefined> {
+    return (await this.stored()) ?? (this.seed === undefined ? undefined : { refreshToken: this.seed });
+  }
+
+  save(tokens: StoredTokens): Promise<void> {
+    return this.files.save(tokens);
+  }
+
+  /** True while the seed stands in for a stored token (nothing was ever saved). */
+  async usesSeed(): Promise<boolean> {
+    return this.seed !== undefined && (await this.stored()) === undefined;
+  }
+
+  private async stored(): Promise<StoredTokens | undefined> {
+    try {
+      return await this.files.load();
+    } catch (error) {
+      if (error instanceof CorruptStateError) throw new TokenFileError(this.files.file, error.message, { cause: error });
+      throw error;
+    }
+  }
+}
