@@ -7,7 +7,7 @@ import { statSync, type Stats } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
 import { parseEnv } from "node:util";
-import { ConfigError, type SettingIssue } from "./errors.js";
+import { ConfigError, EnvFileError, type SettingIssue } from "./errors.js";
 import { durationRangeProblem, parseDuration } from "./args.js";
 import { BASE_URL_ENV_VARS, normaliseBaseUrl, resolveBaseUrl, type QashioDeployment } from "../qashio/config.js";
 
@@ -78,22 +78,26 @@ export const SETTINGS: readonly SettingDoc[] = [
 
 /**
  * Reads `.env` in `cwd` (when present) and overlays the given environment: a variable set in
- * the environment wins over the same one in `.env`.
+ * the environment wins over the same one in `.env`. A blank variable counts as unset (as everywhere in the
+ * settings), so it does not hide the `.env` value.
  *
+ * @throws EnvFileError (exit 2) when `.env` exists but cannot be read.
  * @example
  * const env = await loadEnv(process.env, process.cwd());
  */
 export async function loadEnv(env: Env, cwd: string, file = ".env"): Promise<Env> {
+  const path = resolve(cwd, file);
   let text: string;
   try {
-    text = await readFile(resolve(cwd, file), "utf8");
+    text = await readFile(path, "utf8");
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return { ...env };
-    throw error;
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "ENOENT") return { ...env };
+    throw new EnvFileError(path, code ?? (error as Error).name, { cause: error });
   }
   const fromFile = parseEnv(text);
   const merged: Record<string, string | undefined> = { ...fromFile };
-  for (const [key, value] of Object.entries(env)) if (value !== undefined) merged[key] = value;
+  for (const [key, value] of Object.entries(env)) if (value !== undefined && value.trim() !== "") merged[key] = value;
   return merged;
 }
 

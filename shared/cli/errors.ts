@@ -82,6 +82,18 @@ export function causeMatching<T>(error: unknown, matches: (e: unknown) => e is T
   return undefined;
 }
 
+/** The `.env` file exists but cannot be read (a directory, no permission): exit 2, naming the file. */
+export class EnvFileError extends CliError {
+  override name = "EnvFileError";
+  readonly file: string;
+
+  /** @param reason - the system error code (EISDIR, EACCES), never the file's contents. */
+  constructor(file: string, reason: string, options?: ErrorOptions) {
+    super(`cannot read the settings file ${file} (${reason}): fix or remove it`, EXIT.usage, options);
+    this.file = file;
+  }
+}
+
 /** The token family is revoked or no token is known: a person must authorize again. */
 export class ReauthorizationNeededError extends CliError {
   override name = "ReauthorizationNeededError";

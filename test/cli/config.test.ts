@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { loadEnv, readLocalSettings, readProviderSettings } from "../../shared/cli/config.js";
-import { ConfigError } from "../../shared/cli/errors.js";
+import { ConfigError, EnvFileError } from "../../shared/cli/errors.js";
 
 const SECRET = "s3cr3t-value-never-printed";
 const valid = {
@@ -204,5 +204,18 @@ describe("loadEnv", () => {
 
   it("works without a .env file", async () => {
     expect(await loadEnv({ A: "1" }, dir)).toEqual({ A: "1" });
+  });
+
+  it("lets .env apply when the environment sets the variable blank (blank counts as unset)", async () => {
+    await writeFile(join(dir, ".env"), "BRIDGE_TENANT=from-file\n");
+    expect((await loadEnv({ BRIDGE_TENANT: "", QASHIO_CLIENT_ID: " " }, dir)).BRIDGE_TENANT).toBe("from-file");
+  });
+
+  it("names an unreadable .env (here a directory) with exit 2", async () => {
+    await mkdir(join(dir, ".env"));
+    const error = await loadEnv({}, dir).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(EnvFileError);
+    expect((error as EnvFileError).exitCode).toBe(2);
+    expect((error as EnvFileError).message).toBe(`cannot read the settings file ${join(dir, ".env")} (EISDIR): fix or remove it`);
   });
 });
