@@ -6,6 +6,7 @@ import { LATEST_SANDBOX_TIME_MS, SandboxClock } from "./clock.js";
 import type { BuildableCategory } from "./data/transactions.js";
 import type { CardRecord, CompanyData, ErpCardStatus, TransactionRecord } from "./data/model.js";
 import { seedCompanies } from "./data/seed.js";
+import { checkTransactionPatch, STAMPED_FIELDS } from "./data/transaction-patch.js";
 import { NotFoundError, ValidationError, type FieldError } from "./errors.js";
 import { FaultQueue } from "./faults.js";
 import { OAuthServer } from "./oauth.js";
@@ -21,9 +22,6 @@ export const MAX_ACKNOWLEDGE_BATCH = 1000;
 
 /** Default seed when none is given. */
 export const DEFAULT_SEED = 1;
-
-/** Fields a control-surface PATCH may not change. */
-const IMMUTABLE_TRANSACTION_FIELDS = new Set(["id", "qashio_id", "company_id", "parent_id", "parent_qashio_id", "created_at", "client_sync_status"]);
 
 interface PendingSuspension {
   readonly card: CardRecord;
@@ -177,13 +175,10 @@ export class SandboxState {
   patchTransaction(data: CompanyData, id: string, fields: Record<string, unknown>): TransactionRecord {
     const tx = data.transactions.get(id);
     if (!tx) throw new NotFoundError("Transaction not found");
-    const errors: FieldError[] = Object.keys(fields)
-      .filter((f) => IMMUTABLE_TRANSACTION_FIELDS.has(f))
-      .map((f) => ({ field: f, code: "INVALID_FORMAT", message: `${f} cannot be changed` }));
+    const errors = checkTransactionPatch(tx, fields);
     if (errors.length > 0) throw new ValidationError(errors);
     for (const [field, value] of Object.entries(fields)) {
-      if (field === "updated_at" || field === "modified_date") continue;
-      tx[field] = value;
+      if (!STAMPED_FIELDS.has(field)) tx[field] = value;
     }
     const stamp = this.clock.stampIso();
     tx.updated_at = stamp;

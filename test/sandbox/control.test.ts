@@ -109,6 +109,20 @@ describe("activity generation", () => {
     expect((await control(`/companies/${h.companyId}/transactions/2f1e7c52-0d3b-4c5a-9e8f-000000000000`, { memo: "x" }, "PATCH")).status).toBe(404);
   });
 
+  it("refuses values no read could serve, every offending field at once, and leaves the transaction as it was", async () => {
+    const tx = (await h.json(LIST)).body.data[0] as Row;
+    const path = `/companies/${h.companyId}/transactions/${tx.id}`;
+    const { status, body } = await control(path, { transaction_time: null, billing_amount: "lots", segments: 3, id: "x" }, "PATCH");
+    expect(status).toBe(400);
+    expect(errorCodes(body).sort()).toEqual(["billing_amount:INVALID_FORMAT", "id:INVALID_FORMAT", "segments:INVALID_FORMAT", "transaction_time:INVALID_FORMAT"]);
+    expect(errorCodes((await control(path, { transaction_time: "yesterday" }, "PATCH")).body)).toEqual(["transaction_time:INVALID_FORMAT"]);
+    for (const read of ["/public/v1/erp/company/summary", LIST, `${LIST}/${tx.id}`]) expect((await h.json(read)).status).toBe(200);
+    expect((await h.json(`${LIST}/${tx.id}`)).body.data).toMatchObject({ transaction_time: tx.transaction_time, updated_at: tx.updated_at });
+    const drifted = await control(path, { approval_status: "escalated", transaction_time: "2025-03-14T09:30:00.000Z" }, "PATCH");
+    expect(drifted.status).toBe(200);
+    expect((await h.json("/public/v1/erp/company/summary")).status).toBe(200);
+  });
+
   it("changes a card's status as the provider's dashboard would", async () => {
     const suspended = ((await h.json("/public/v1/erp/cards?status=suspended")).body.data as Row[])[0] as Row;
     const { status, body } = await control(`/companies/${h.companyId}/cards/${suspended.id}/status`, { status: "active" });

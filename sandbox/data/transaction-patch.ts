@@ -1,0 +1,39 @@
+/**
+ * What a control-surface `PATCH` of a transaction may change: never identity or sync
+ * status, and only to values every read can serve (the provider's §2.2 shape, plus the
+ * fields the sandbox computes with).
+ */
+import { z } from "zod";
+import { checkBody, TransactionDetailSchema } from "../../shared/qashio/schemas/index.js";
+import type { FieldError } from "../errors.js";
+import type { TransactionRecord } from "./model.js";
+
+/** Fields a patch may not change. */
+const IMMUTABLE_FIELDS = new Set(["id", "qashio_id", "company_id", "parent_id", "parent_qashio_id", "created_at", "client_sync_status"]);
+
+/** Fields every patch leaves alone: the write itself stamps them. */
+export const STAMPED_FIELDS = new Set(["updated_at", "modified_date"]);
+
+/**
+ * A stored transaction: the single-read schema, with the fields lists, filters, views and the company
+ * summary compute with made required and strictly typed (the schema itself is lenient for clients).
+ */
+const StoredTransactionSchema = TransactionDetailSchema.extend({
+  transaction_category: z.string(),
+  transaction_time: z.iso.datetime(),
+  billing_amount: z.number(),
+  clearing_amount: z.number(),
+  transaction_fee_amount: z.number(),
+  clearing_fee: z.number(),
+});
+
+/** One entry per offending field of `fields` applied to `tx`; empty when the patch can be stored. */
+export function checkTransactionPatch(tx: TransactionRecord, fields: Readonly<Record<string, unknown>>): FieldError[] {
+  const errors: FieldError[] = Object.keys(fields)
+    .filter((f) => IMMUTABLE_FIELDS.has(f))
+    .map((f) => ({ field: f, code: "INVALID_FORMAT", message: `${f} cannot be changed` }));
+  const patched = Object.fromEntries(Object.entries(fields).filter(([f]) => !IMMUTABLE_FIELDS.has(f) && !STAMPED_FIELDS.has(f)));
+  const result = checkBody(StoredTransactionSchema, { ...tx, ...patched });
+  if (!result.ok) errors.push(...result.errors);
+  return errors;
+}
