@@ -107,14 +107,18 @@ export class TransactionFactory {
     const start = nowMs - spanMs;
     const step = (spanMs - 3_600_000) / Math.max(1, count);
     const syncedCount = mode === "mixed" ? Math.floor(count * 0.4) : 0;
+    const newest = this.data.transactions.newest();
+    let lastCreatedMs = newest ? Date.parse(newest.created_at) : -Infinity;
     for (let i = 0; i < count; i++) {
       const timeMs = Math.floor(start + i * step + this.prng.next() * step * 0.9);
       const special = mode === "mixed" && i >= 3 && (i - 3) % 3 === 0 ? SPECIAL_SEQUENCE[(i - 3) / 3] : undefined;
       const syncStatus: ClientSyncStatus = i < syncedCount ? (i % 5 === 2 ? "outdated" : "synced") : "not_synced";
+      // Lists are newest first by creation order: at big backlogs the jitter can exceed the gap, so keep created_at rising.
+      lastCreatedMs = Math.max(timeMs + this.prng.int(1_000, 90_000), lastCreatedMs + 1);
       const tx = this.create({
         category: special,
         timeMs,
-        createdAt: new Date(timeMs + this.prng.int(1_000, 90_000)).toISOString(),
+        createdAt: new Date(lastCreatedMs).toISOString(),
         syncStatus,
         nowMs,
       });

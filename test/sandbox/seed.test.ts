@@ -105,6 +105,14 @@ describe("seeded data", () => {
     }
   });
 
+  it("keeps created_at strictly rising in a backlog big enough for the time jitter to exceed the gap", () => {
+    const [first] = seedCompanies({ seed: 7, nowMs: NOW, backlog: 100_000 });
+    const created = (first?.transactions.all() ?? []).map((t) => t.created_at);
+    expect(created).toHaveLength(100_000);
+    const inversions = created.filter((c, i) => i > 0 && c <= (created[i - 1] as string)).length;
+    expect(inversions).toBe(0);
+  });
+
   it("builds a backlog of exactly the requested size for one company, every transaction not_synced", () => {
     const companies = seedCompanies({ seed: 1, nowMs: NOW, backlog: 3_000 });
     const [first, second] = companies;
