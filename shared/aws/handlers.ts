@@ -191,7 +191,7 @@ export function createRotationHandler(options: HandlerOptions = {}) {
         clock: container.clock,
         logger: container.loggerPort,
         metrics: container.metricsPort,
-        refresh: async (refreshToken) => storedTokensOf(await refresh(oauth, refreshToken), container.clock.now()),
+        refresh: async (refreshToken, deadline) => storedTokensOf(await refresh(oauth, refreshToken, deadline), container.clock.now()),
         validate: async (accessToken) => (await validate(oauth, accessToken)).active,
         isRejectedGrant,
       });

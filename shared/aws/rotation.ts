@@ -15,6 +15,7 @@
  */
 import { DescribeSecretCommand, UpdateSecretVersionStageCommand, type SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 import type { Clock, Lock, LockHandle, Logger, Metrics } from "../bridge/ports.js";
+import { DEFAULT_LOCK_TTL_MS, refreshDeadline } from "../qashio/auth/token-provider.js";
 import type { StoredTokens } from "../qashio/auth/token-store.js";
 import { ReauthorizationRequiredError } from "../qashio/errors.js";
 import { RotationError } from "./errors.js";
@@ -42,8 +43,11 @@ export interface RotationDeps {
   readonly clock: Clock;
   readonly logger: Logger;
   readonly metrics: Metrics;
-  /** One refresh at the provider (spends `refreshToken`). Throws the client's UnauthorizedError on a rejected grant. */
-  readonly refresh: (refreshToken: string) => Promise<StoredTokens>;
+  /**
+   * One refresh at the provider (spends `refreshToken`), over (retries included) by `deadline` (epoch ms).
+   * Throws the client's UnauthorizedError on a rejected grant.
+   */
+  readonly refresh: (refreshToken: string, deadline: number) => Promise<StoredTokens>;
   /** True when the provider accepts the access token. */
   readonly validate: (accessToken: string) => Promise<boolean>;
   /** True for an error meaning the provider rejected the refresh grant (401 / invalid_grant). */
@@ -102,10 +106,11 @@ async function createSecret(secretId: string, token: string, tokenStages: readon
     );
   }
   const lease = await acquire(deps, secretId);
+  const deadline = refreshDeadline(deps.clock.now(), deps.lockTtlMs ?? DEFAULT_LOCK_TTL_MS);
   try {
     const stored = await deps.store.load();
     if (stored === undefined) throw new RotationError("No refresh token in the secret", secretId, "createSecret");
-    const next = await refreshOnce(stored.refreshToken, deps);
+    const next = await refreshOnce(stored.refreshToken, deadline, deps);
     await deps.store.forRotation({ clientRequestToken: token, stages: ROTATION_STAGES }).save(next);
     deps.metrics.add("TokenRefreshes", 1, "Count");
     deps.logger.info("createSecret: refreshed the provider token and wrote it as AWSCURRENT", { step: "createSecret" });
@@ -115,13 +120,13 @@ async function createSecret(secretId: string, token: string, tokenStages: readon
 }
 
 /** One refresh; a rejected grant re-reads the secret and adopts a token another container rotated meanwhile. */
-async function refreshOnce(refreshToken: string, deps: RotationDeps): Promise<StoredTokens> {
+async function refreshOnce(refreshToken: string, deadline: number, deps: RotationDeps): Promise<StoredTokens> {
   try {
-    return await deps.refresh(refreshToken);
+    return await deps.refresh(refreshToken, deadline);
   } catch (error) {
     if (!deps.isRejectedGrant(error)) throw error;
     const reloaded = await deps.store.load();
-    if (reloaded !== undefined && reloaded.refreshToken !== refreshToken) return deps.refresh(reloaded.refreshToken);
+    if (reloaded !== undefined && reloaded.refreshToken !== refreshToken) return deps.refresh(reloaded.refreshToken, deadline);
     deps.metrics.add("TokenFamilyRevoked", 1, "Count");
     await deps.store.markRevoked().catch((e: unknown) => deps.logger.warn("Could not record the revoked token family", { error: (e as Error).name }));
     throw new ReauthorizationRequiredError("The provider rejected the refresh token during rotation: re-authorize the integration", {}, { cause: error });
@@ -132,7 +137,7 @@ async function acquire(deps: RotationDeps, secretId: string): Promise<LockHandle
   const waitMs = deps.lockWaitMs ?? 20_000;
   const started = deps.clock.now();
   for (;;) {
-    const lease = await deps.lock.tryAcquire(deps.lockName, deps.lockTtlMs ?? 30_000);
+    const lease = await deps.lock.tryAcquire(deps.lockName, deps.lockTtlMs ?? DEFAULT_LOCK_TTL_MS);
     if (lease !== undefined) return lease;
     if (deps.clock.now() - started >= waitMs) {
       throw new RotationError(`Token refresh lease still held after ${waitMs} ms`, secretId, "createSecret");

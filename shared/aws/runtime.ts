@@ -62,7 +62,7 @@ export interface TenantRuntime {
   readonly cards: CardCycleDeps;
 }
 
-/** Lease length of one token refresh: longer than a refresh plus two Secrets Manager writes can take. */
+/** Lease length of one token refresh: its first half bounds the refresh call, retries included; the second is for the Secrets Manager writes. */
 export const TOKEN_LEASE_TTL_MS = 30_000;
 
 /**

@@ -112,6 +112,11 @@ export interface HttpRequest {
   readonly auth: "bearer" | "none" | { readonly token: string };
   /** How error bodies look: the standard envelope (spec §7) or the token/validate operations' unknown shape. */
   readonly errorBody?: "envelope" | "oauth";
+  /**
+   * Epoch ms by which the request and its retries must be over: each attempt's timeout is cut to the time left and
+   * no retry starts after it. For work done under a lease, which must not outlive the lease.
+   */
+  readonly deadline?: number;
 }
 
 /** A 2xx response with its JSON body (undefined when empty). */
@@ -350,7 +355,11 @@ export class HttpCore {
       attempt += 1;
       const token = replayToken ?? (await this.tokenFor(request));
       replayToken = undefined;
-      const outcome = await this.send(request, token);
+      const timeoutMs = this.attemptTimeout(request);
+      if (timeoutMs <= 0) {
+        throw new TimeoutError(`${where.method} ${where.path} was not sent: its deadline had passed`, { ...where, timeoutMs: 0 });
+      }
+      const outcome = await this.send(request, token, timeoutMs);
       let error: QashioError;
       if (outcome.kind === "response") {
         const { status, headers, text } = outcome;
@@ -371,6 +380,8 @@ export class HttpCore {
       const retryAfterMs = error instanceof RetryAfterError ? error.retryAfterMs : undefined;
       if (retryAfterMs !== undefined && retryAfterMs > this.retry.maxRetryAfterMs) throw error;
       const delayMs = retryAfterMs ?? this.backoff(attempt);
+      // A retry that would start past the deadline is not attempted: the last error stands.
+      if (request.deadline !== undefined && this.clock.now() + delayMs >= request.deadline) throw error;
       this.logger?.warn("provider request failed; retrying", {
         ...where,
         status: error.status,
@@ -428,13 +439,19 @@ export class HttpCore {
     return `${this.baseUrl}${request.path}${search ? `?${search}` : ""}`;
   }
 
-  private async send(request: HttpRequest, token: string | undefined): Promise<Attempt> {
+  /** The next attempt's timeout: the configured one, cut to the time left before the request's deadline. */
+  private attemptTimeout(request: HttpRequest): number {
+    if (request.deadline === undefined) return this.timeoutMs;
+    return Math.min(this.timeoutMs, request.deadline - this.clock.now());
+  }
+
+  private async send(request: HttpRequest, token: string | undefined, timeoutMs: number): Promise<Attempt> {
     const where = { method: request.method, path: request.path };
     const headers: Record<string, string> = { accept: "application/json" };
     if (token !== undefined) headers.authorization = `Bearer ${token}`;
     if (request.body !== undefined) headers["content-type"] = "application/json";
     const controller = new AbortController();
-    const timer = setTimeout(() => controller.abort(), this.timeoutMs);
+    const timer = setTimeout(() => controller.abort(), timeoutMs);
     try {
       const response = await this.fetchFn(this.url(request), {
         method: request.method,
@@ -448,9 +465,9 @@ export class HttpCore {
       if (controller.signal.aborted) {
         return {
           kind: "failure",
-          error: new TimeoutError(`${where.method} ${where.path} got no response within ${this.timeoutMs} ms`, {
+          error: new TimeoutError(`${where.method} ${where.path} got no response within ${timeoutMs} ms`, {
             ...where,
-            timeoutMs: this.timeoutMs,
+            timeoutMs,
           }),
         };
       }

@@ -112,6 +112,18 @@ describe("rotate-token handler (Secrets Manager rotation)", () => {
     expect(await h.familyStillValid()).toBe(true);
   });
 
+  it("gives up a refresh the provider asks to delay past half the lease, without presenting the token again", async () => {
+    const before = h.secrets.current().refresh_token;
+    // Retry-After 20 s: a retry would come after the 15 s the 30 s lease leaves for the refresh call.
+    h.sandbox.control.state.faults.add({ method: "POST", pathPrefix: "/oauth2/token", status: 429, count: 1, retryAfter: 20 });
+    const token = randomUUID();
+    h.secrets.startRotation(token);
+    await expect(h.rotator()(eventFor(token, "createSecret"))).rejects.toThrow();
+    expect(h.refreshTokensPresented).toEqual([before]);
+    expect(h.secrets.current().refresh_token).toBe(before);
+    expect(await h.familyStillValid()).toBe(true);
+  });
+
   it("refuses an event for another secret", async () => {
     const rotator = h.rotator();
     await expect(rotator({ SecretId: "arn:aws:secretsmanager:eu-west-1:1:secret:other", ClientRequestToken: "t", Step: "createSecret" })).rejects.toBeInstanceOf(

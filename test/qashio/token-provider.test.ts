@@ -263,6 +263,33 @@ describe("OAuthTokenProvider with a cross-process lock", () => {
     expect(events).toEqual(["refresh:rt-1", "save:rt-2"]);
   });
 
+  it("never presents the refresh token after its lease could have lapsed, however long the provider asks to wait", async () => {
+    const clock = fakeClock();
+    const ttlMs = 30_000;
+    let leaseUntil = 0;
+    const lock: RefreshLock = {
+      async tryAcquire(_name, ttl) {
+        if (clock.now() < leaseUntil) return undefined;
+        leaseUntil = clock.now() + ttl;
+        return { release: async () => void (leaseUntil = 0) };
+      },
+    };
+    const sentAt: number[] = [];
+    const fetch = scriptedFetch((call: RecordedCall) => {
+      sentAt.push(clock.now());
+      expect((call.body as Record<string, string>).refresh_token).toBe("rt-1");
+      return json(429, { error: "slow_down" }, { "retry-after": "10" });
+    });
+    const store = memoryStore({ refreshToken: "rt-1", accessToken: "old", accessTokenExpiresAt: clock.now() - 1 });
+    const provider = new OAuthTokenProvider({ baseUrl: BASE_URL, clientId: "c", clientSecret: CLIENT_SECRET, store, fetch, clock, lock, lockTtlMs: ttlMs });
+    const acquiredAt = clock.now();
+    await expect(provider.getAccessToken()).rejects.toThrow();
+    // Retried within the first half of the lease only (t=0 and t=10 s; t=20 s would be past it), then released.
+    expect(sentAt).toEqual([acquiredAt, acquiredAt + 10_000]);
+    expect(leaseUntil).toBe(0);
+    expect(store.saves).toEqual([]);
+  });
+
   it("uses the tokens another process saved while it waited for the lock, without refreshing", async () => {
     const clock = fakeClock();
     const store = memoryStore({ refreshToken: "rt-1", accessToken: "old", accessTokenExpiresAt: clock.now() - 1 });

@@ -96,7 +96,7 @@ function coreFor(options: Omit<OAuthClientOptions, "clientId" | "clientSecret">)
   });
 }
 
-async function postToken(options: OAuthClientOptions, body: Record<string, string>): Promise<TokenSet> {
+async function postToken(options: OAuthClientOptions, body: Record<string, string>, deadline?: number): Promise<TokenSet> {
   // A code and a refresh token are single use: only a 429 (not processed) is safe to send again.
   const response = await coreFor(options).request({
     method: "POST",
@@ -105,6 +105,7 @@ async function postToken(options: OAuthClientOptions, body: Record<string, strin
     auth: "none",
     retry: "unambiguous-only",
     errorBody: "oauth",
+    deadline,
   });
   const parsed = parseWithDrift(TokenSetSchema, response.body);
   if (!parsed.success) {
@@ -142,7 +143,8 @@ export function exchangeCode(options: OAuthClientOptions, grant: { code: string;
 /**
  * Refreshes with `grant_type=refresh_token`. The sent refresh token is consumed: persist the returned one
  * before using the new access token. Not retried on ambiguous failures: replaying a consumed refresh token
- * revokes the whole token family (spec §5 rule 6).
+ * revokes the whole token family (spec §5 rule 6). With `deadline` (epoch ms), the call and its retries are over by
+ * then: a refresh made under a lease must not outlive it.
  *
  * @throws UnauthorizedError when the refresh token is invalid, expired, revoked or reused.
  * @example
@@ -151,13 +153,17 @@ export function exchangeCode(options: OAuthClientOptions, grant: { code: string;
  * await store.save({ refreshToken: next.refresh_token, accessToken: next.access_token });
  * ```
  */
-export function refresh(options: OAuthClientOptions, refreshToken: string): Promise<TokenSet> {
-  return postToken(options, {
-    grant_type: "refresh_token",
-    client_id: options.clientId,
-    client_secret: options.clientSecret,
-    refresh_token: refreshToken,
-  });
+export function refresh(options: OAuthClientOptions, refreshToken: string, deadline?: number): Promise<TokenSet> {
+  return postToken(
+    options,
+    {
+      grant_type: "refresh_token",
+      client_id: options.clientId,
+      client_secret: options.clientSecret,
+      refresh_token: refreshToken,
+    },
+    deadline,
+  );
 }
 
 /**

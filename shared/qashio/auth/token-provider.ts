@@ -68,7 +68,10 @@ export interface OAuthTokenProviderOptions extends OAuthClientOptions {
   readonly lock?: RefreshLock;
   /** @default "qashio-token-refresh" */
   readonly lockName?: string;
-  /** Lease length; longer than a refresh can take. @default 30_000 */
+  /**
+   * Lease length. The refresh call, retries included, must end within its first half (see {@link refreshDeadline});
+   * the rest is left for saving the rotated tokens. @default 30_000
+   */
   readonly lockTtlMs?: number;
   /** How long to wait for another holder before giving up. @default 20_000 */
   readonly lockWaitMs?: number;
@@ -85,6 +88,15 @@ export const DEFAULT_LOCK_TTL_MS = 30_000;
 export const DEFAULT_LOCK_WAIT_MS = 20_000;
 export const DEFAULT_LOCK_POLL_MS = 250;
 export const DEFAULT_REFRESH_SKEW_MS = 60_000;
+
+/**
+ * When a refresh under a lease taken at `acquiredAt` must be over: half-way through the lease. A 429 with a long
+ * Retry-After could otherwise keep retrying after the lease lapsed, while another process, holding the lease by
+ * then, presents the same refresh token: a reuse that revokes the whole family. The second half is for the saves.
+ */
+export function refreshDeadline(acquiredAt: number, lockTtlMs: number): number {
+  return acquiredAt + Math.floor(lockTtlMs / 2);
+}
 
 /**
  * Stored form of a token set. The expiry is the access token's JWT `exp`; failing that, `expires_in`
@@ -189,13 +201,14 @@ export class OAuthTokenProvider implements TokenProvider {
 
   private async refreshExclusive(rejected: string | undefined): Promise<StoredTokens> {
     const handle = await this.acquireLock();
+    const deadline = handle ? refreshDeadline(this.clock.now(), this.options.lockTtlMs ?? DEFAULT_LOCK_TTL_MS) : undefined;
     try {
       // Another process may have rotated while we waited: the store is the truth.
       const stored = await this.options.store.load();
       if (!stored) throw new TokenUnavailableError("no tokens stored for this tenant: authorize the integration first");
       this.current = stored;
       if (this.isFresh(stored, rejected)) return stored;
-      return await this.rotate(stored.refreshToken, rejected, true);
+      return await this.rotate(stored.refreshToken, rejected, true, deadline);
     } finally {
       await handle?.release();
     }
@@ -217,10 +230,10 @@ export class OAuthTokenProvider implements TokenProvider {
     }
   }
 
-  private async rotate(refreshToken: string, rejected: string | undefined, mayAdopt: boolean): Promise<StoredTokens> {
+  private async rotate(refreshToken: string, rejected: string | undefined, mayAdopt: boolean, deadline?: number): Promise<StoredTokens> {
     let set: TokenSet;
     try {
-      set = await refresh(this.options, refreshToken);
+      set = await refresh(this.options, refreshToken, deadline);
     } catch (error) {
       if (!isRejectedGrant(error)) throw error;
       const stored = await this.options.store.load();
@@ -228,7 +241,7 @@ export class OAuthTokenProvider implements TokenProvider {
         this.current = stored;
         this.options.onEvent?.("rotated_elsewhere");
         this.options.logger?.warn("refresh token was rotated by another process; using the stored tokens");
-        return this.isFresh(stored, rejected) ? stored : this.rotate(stored.refreshToken, rejected, false);
+        return this.isFresh(stored, rejected) ? stored : this.rotate(stored.refreshToken, rejected, false, deadline);
       }
       this.options.onEvent?.("reauthorization_required");
       throw new ReauthorizationRequiredError(
