@@ -2,17 +2,15 @@
  * `bridge authorize [--port <p>] [--scope ...] [--secret-id <arn>]`: signs the integration in once, as a person.
  * Tokens go to the state directory (local mode) or, with `--secret-id`, into the tenant's Secrets Manager secret.
  */
-import { resolve } from "node:path";
 import { SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 import type { Lock } from "../bridge/ports.js";
 import type { TokenStore } from "../qashio/auth/token-store.js";
 import { DEFAULT_LOCK_NAME, DEFAULT_LOCK_TTL_MS } from "../qashio/auth/token-provider.js";
-import { AUTHORIZE_URL_ENV_VAR, resolveAuthorizeUrl, resolveBaseUrl } from "../qashio/config.js";
 import type { FetchLike } from "../qashio/http.js";
 import { FileLock, FileTokenStore } from "../local/index.js";
 import type { AuthorizeArgs } from "./args.js";
 import { DEFAULT_SCOPES, authorizeWithBrowser } from "./authorize.js";
-import { DEFAULT_STATE_DIR, loadEnv, readProviderSettings, type Env } from "./config.js";
+import { loadEnv, readAuthorizeSettings } from "./config.js";
 import { AuthorizeError, ConfigError, EXIT, type SettingIssue } from "./errors.js";
 import { line, type CliIo } from "./io.js";
 import { openInBrowser } from "./open-url.js";
@@ -43,25 +41,6 @@ function lockedStore(store: TokenStore, lock: Lock): TokenStore {
   };
 }
 
-function resolveUrls(env: Env, baseTarget: string): { baseUrl: string; authorizeUrl: string } {
-  const issues: SettingIssue[] = [];
-  let baseUrl = "";
-  let authorizeUrl = "";
-  try {
-    baseUrl = resolveBaseUrl(baseTarget, env);
-  } catch (error) {
-    issues.push({ setting: "QASHIO_BASE_URL", problem: (error as Error).message });
-  }
-  try {
-    // The provider's authorize screen may live elsewhere; the sandbox serves it at its base URL.
-    authorizeUrl = env[AUTHORIZE_URL_ENV_VAR]?.trim() ? resolveAuthorizeUrl(undefined, env) : baseUrl;
-  } catch (error) {
-    issues.push({ setting: AUTHORIZE_URL_ENV_VAR, problem: (error as Error).message });
-  }
-  if (issues.length > 0) throw new ConfigError(issues);
-  return { baseUrl, authorizeUrl };
-}
-
 /**
  * Runs the authorization-code flow and stores the first token set; returns the exit code.
  *
@@ -70,11 +49,11 @@ function resolveUrls(env: Env, baseTarget: string): { baseUrl: string; authorize
  */
 export async function authorizeCommand(args: AuthorizeArgs, io: CliIo, seams: AuthorizeSeams = {}): Promise<number> {
   const env = await loadEnv(io.env, io.cwd);
-  // Client credentials are checked below: with --secret-id they may come from the secret.
-  const provider = readProviderSettings(env, { allowMissingClient: true });
-  const { baseUrl, authorizeUrl } = resolveUrls(env, provider.baseUrl);
-  let clientId = provider.clientId;
-  let clientSecret = provider.clientSecret;
+  // Every setting is checked before the browser opens: a failure after sign-in would waste the issued token family.
+  const settings = readAuthorizeSettings(env, io.cwd, { tokensInSecret: args.secretId !== undefined });
+  const { baseUrl, authorizeUrl } = settings;
+  let clientId = settings.clientId;
+  let clientSecret = settings.clientSecret;
   let store: TokenStore;
   let where: string;
   let secrets: SecretsManagerClient | undefined;
@@ -84,7 +63,8 @@ export async function authorizeCommand(args: AuthorizeArgs, io: CliIo, seams: Au
     clientId ??= current.client_id;
     clientSecret ??= current.client_secret;
   }
-  const unset = (field: string) => (args.secretId === undefined ? "is not set" : `is not set and the secret has none (${field})`);
+  // Without --secret-id readAuthorizeSettings already named a missing client; this also narrows the types.
+  const unset = (field: string) => `is not set and the secret has none (${field})`;
   const missing: SettingIssue[] = [];
   if (clientId === undefined) missing.push({ setting: "QASHIO_CLIENT_ID", problem: unset("client_id") });
   if (clientSecret === undefined) missing.push({ setting: "QASHIO_CLIENT_SECRET", problem: unset("client_secret") });
@@ -93,9 +73,8 @@ export async function authorizeCommand(args: AuthorizeArgs, io: CliIo, seams: Au
     store = secretTokenStore(secrets, args.secretId, { client_id: clientId, client_secret: clientSecret });
     where = `secret ${args.secretId} (refresh_token merged; client_id, client_secret, pii_salt kept)`;
   } else {
-    const stateDir = resolve(io.cwd, env.BRIDGE_STATE_DIR?.trim() || DEFAULT_STATE_DIR);
-    const files = new FileTokenStore(stateDir);
-    store = lockedStore(files, new FileLock(stateDir));
+    const files = new FileTokenStore(settings.stateDir);
+    store = lockedStore(files, new FileLock(settings.stateDir));
     where = files.file;
   }
   const scope = args.scope ?? DEFAULT_SCOPES;

@@ -9,7 +9,7 @@ import { dirname, join, resolve } from "node:path";
 import { parseEnv } from "node:util";
 import { ConfigError, EnvFileError, type SettingIssue } from "./errors.js";
 import { durationRangeProblem, parseDuration } from "./args.js";
-import { BASE_URL_ENV_VARS, normaliseBaseUrl, resolveBaseUrl, type QashioDeployment } from "../qashio/config.js";
+import { AUTHORIZE_URL_ENV_VAR, BASE_URL_ENV_VARS, normaliseBaseUrl, resolveBaseUrl, type QashioDeployment } from "../qashio/config.js";
 
 export const DEFAULT_STATE_DIR = ".state";
 export const DEFAULT_EVENTS_FILE = "events.jsonl";
@@ -132,41 +132,85 @@ class Reader {
   }
 }
 
+/** What is wrong with a URL setting, worded without its value (it may carry credentials), or undefined when usable. */
+function urlProblem(value: string): string | undefined {
+  try {
+    normaliseBaseUrl(value);
+    return undefined;
+  } catch {
+    // normaliseBaseUrl decides; this only words the reason without quoting the value.
+  }
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return "is not an absolute http(s) URL";
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") return "must use http or https";
+  if (url.username || url.password) return "must not carry credentials (user:password@)";
+  return "must not carry a query string or fragment";
+}
+
 function readProvider(r: Reader, env: Env): ProviderSettings {
   let baseUrl = r.required("QASHIO_BASE_URL");
   if ((NAMED_ENVIRONMENTS as readonly string[]).includes(baseUrl)) {
-    const variable = BASE_URL_ENV_VARS[baseUrl as QashioDeployment];
-    try {
-      baseUrl = resolveBaseUrl(baseUrl, env);
-    } catch {
-      r.problem("QASHIO_BASE_URL", `is "${baseUrl}", which needs ${variable} set to an http(s) URL`);
-    }
+    const name = baseUrl;
+    const variable = BASE_URL_ENV_VARS[name as QashioDeployment];
+    const value = r.raw(variable);
+    const problem = value === undefined ? undefined : urlProblem(value);
+    if (value === undefined) r.problem("QASHIO_BASE_URL", `is "${name}", which needs ${variable} to be set`);
+    else if (problem !== undefined) r.problem(variable, `${problem} (QASHIO_BASE_URL is "${name}")`);
+    else baseUrl = resolveBaseUrl(name, env);
   } else if (baseUrl !== "") {
-    try {
-      baseUrl = normaliseBaseUrl(baseUrl);
-    } catch {
-      r.problem("QASHIO_BASE_URL", `must be an http(s) URL without credentials, query or fragment, or one of ${NAMED_ENVIRONMENTS.join(", ")}`);
-    }
+    const problem = urlProblem(baseUrl);
+    if (problem === undefined) baseUrl = normaliseBaseUrl(baseUrl);
+    else r.problem("QASHIO_BASE_URL", `${problem}; or use one of ${NAMED_ENVIRONMENTS.join(", ")}`);
   }
   return { baseUrl, clientId: r.required("QASHIO_CLIENT_ID"), clientSecret: r.required("QASHIO_CLIENT_SECRET") };
 }
 
+/** Validated settings of `authorize`. */
+export interface AuthorizeSettings {
+  readonly baseUrl: string;
+  /** The provider's authorization screen: QASHIO_AUTHORIZE_URL, else the base URL (the sandbox serves it there). */
+  readonly authorizeUrl: string;
+  /** Undefined only with `tokensInSecret`, where the secret may supply it. */
+  readonly clientId?: string;
+  readonly clientSecret?: string;
+  /** Absolute path; checked only when the tokens go there. */
+  readonly stateDir: string;
+}
+
 /**
- * Validates the provider settings `authorize` needs (client id and secret may be absent
- * when `allowMissingClient` is set: `authorize --secret-id` reads them from the secret).
+ * Validates every setting `authorize` needs, before any browser opens: base and authorize URLs, client id and secret,
+ * and the state directory the tokens go to. With `tokensInSecret` (`--secret-id`) the client settings may be absent
+ * (the secret may hold them) and the state directory is not used.
+ *
+ * @throws ConfigError (exit 2) naming each bad setting.
+ * @example
+ * const settings = readAuthorizeSettings(await loadEnv(process.env, process.cwd()), process.cwd());
  */
-export function readProviderSettings(
-  env: Env,
-  options: { allowMissingClient?: boolean } = {},
-): { baseUrl: string; clientId?: string; clientSecret?: string } {
+export function readAuthorizeSettings(env: Env, cwd: string, options: { tokensInSecret?: boolean } = {}): AuthorizeSettings {
   const r = new Reader(env);
   const provider = readProvider(r, env);
-  const issues = r.issues.filter((i) => i.setting === "QASHIO_BASE_URL" || options.allowMissingClient !== true);
+  let authorizeUrl = provider.baseUrl;
+  const authorizeText = r.raw(AUTHORIZE_URL_ENV_VAR);
+  if (authorizeText !== undefined) {
+    const problem = urlProblem(authorizeText);
+    if (problem === undefined) authorizeUrl = normaliseBaseUrl(authorizeText);
+    else r.problem(AUTHORIZE_URL_ENV_VAR, problem);
+  }
+  const stateDir = resolve(cwd, r.raw("BRIDGE_STATE_DIR") ?? DEFAULT_STATE_DIR);
+  if (options.tokensInSecret !== true) checkStateDir(r, stateDir);
+  const optional = options.tokensInSecret === true ? ["QASHIO_CLIENT_ID", "QASHIO_CLIENT_SECRET"] : [];
+  const issues = r.issues.filter((i) => !optional.includes(i.setting));
   if (issues.length > 0) throw new ConfigError(issues);
   return {
     baseUrl: provider.baseUrl,
+    authorizeUrl,
     clientId: provider.clientId === "" ? undefined : provider.clientId,
     clientSecret: provider.clientSecret === "" ? undefined : provider.clientSecret,
+    stateDir,
   };
 }
 
@@ -192,17 +236,25 @@ function blockingAncestor(path: string): string | undefined {
   }
 }
 
+/** Reports a state directory that is a file or cannot be created; returns whether it is usable. */
+function checkStateDir(r: Reader, stateDir: string): boolean {
+  const state = statOf(stateDir);
+  if (state !== undefined) {
+    if (!state.isDirectory()) r.problem("BRIDGE_STATE_DIR", `must be a directory, but ${stateDir} is a file`);
+    return state.isDirectory();
+  }
+  const blocked = blockingAncestor(stateDir);
+  if (blocked !== undefined) r.problem("BRIDGE_STATE_DIR", `cannot be created: ${blocked} is a file, not a directory`);
+  return blocked === undefined;
+}
+
 /** Problems of the paths and the token seed that would otherwise surface only mid-run, one issue per setting. */
 function checkPaths(r: Reader, stateDir: string, eventsFile: string): void {
-  const state = statOf(stateDir);
-  const stateBlocked = state === undefined ? blockingAncestor(stateDir) : undefined;
-  if (state !== undefined && !state.isDirectory()) r.problem("BRIDGE_STATE_DIR", `must be a directory, but ${stateDir} is a file`);
-  else if (stateBlocked !== undefined) r.problem("BRIDGE_STATE_DIR", `cannot be created: ${stateBlocked} is a file, not a directory`);
+  const stateUsable = checkStateDir(r, stateDir);
   const events = statOf(eventsFile);
   const eventsBlocked = events === undefined ? blockingAncestor(eventsFile) : undefined;
   if (events?.isDirectory() === true) r.problem("BRIDGE_EVENTS_FILE", `must be a file, but ${eventsFile} is a directory`);
   else if (eventsBlocked !== undefined) r.problem("BRIDGE_EVENTS_FILE", `cannot be created: ${eventsBlocked} is a file, not a directory`);
-  const stateUsable = state?.isDirectory() === true || (state === undefined && stateBlocked === undefined);
   if (stateUsable && r.raw("QASHIO_REFRESH_TOKEN") === undefined && statOf(join(stateDir, TOKENS_FILE)) === undefined) {
     r.problem(
       "QASHIO_REFRESH_TOKEN",

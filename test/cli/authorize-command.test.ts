@@ -4,11 +4,11 @@
  */
 import { GetSecretValueCommand, PutSecretValueCommand, SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 import { mockClient } from "aws-sdk-client-mock";
-import { readFile } from "node:fs/promises";
+import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { authorizeCommand } from "../../shared/cli/authorize-command.js";
-import { EXIT } from "../../shared/cli/errors.js";
+import { ConfigError, EXIT } from "../../shared/cli/errors.js";
 import { ROOT, idsWithStatus, runInProcess, startHarness, type Harness } from "./helpers.js";
 
 let harness: Harness | undefined;
@@ -45,11 +45,34 @@ function io(env: Record<string, string>) {
 }
 
 const args = { port: 0, noOpen: true, timeoutMs: 10_000 };
+const CLIENT_ENV = { QASHIO_BASE_URL: "http://127.0.0.1:9", QASHIO_CLIENT_ID: "c", QASHIO_CLIENT_SECRET: "s" };
 
 describe("bridge authorize", () => {
   it("names the missing client settings without --secret-id", async () => {
     const { io: cli } = io({ QASHIO_BASE_URL: "http://127.0.0.1:9" });
-    await expect(authorizeCommand(args, cli)).rejects.toThrow(/QASHIO_CLIENT_ID: is not set\n[\s\S]*QASHIO_CLIENT_SECRET: is not set/);
+    await expect(authorizeCommand(args, cli)).rejects.toThrow(/QASHIO_CLIENT_ID: is required but not set\n[\s\S]*QASHIO_CLIENT_SECRET: is required but not set/);
+  });
+
+  it("rejects a state directory that cannot be created before the browser opens, exit 2", async () => {
+    const h = (harness = await startHarness());
+    await writeFile(join(h.dir, "afile"), "x");
+    const env = { ...h.env, BRIDGE_STATE_DIR: join(h.dir, "afile", "state") };
+    let shown = false;
+    const { io: cli } = io(env);
+
+    const error = await authorizeCommand(args, cli, { onAuthorizeUrl: () => void (shown = true) }).catch((e: unknown) => e);
+
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).exitCode).toBe(EXIT.usage);
+    expect((error as ConfigError).message).toContain(`BRIDGE_STATE_DIR: cannot be created: ${join(h.dir, "afile")} is a file, not a directory`);
+    expect(shown).toBe(false);
+  });
+
+  it("names a bad QASHIO_AUTHORIZE_URL without echoing it, exit 2", async () => {
+    const { code, stderr } = await runInProcess(["authorize", "--no-open"], { ...CLIENT_ENV, QASHIO_AUTHORIZE_URL: "nope-value" });
+    expect(code).toBe(EXIT.usage);
+    expect(stderr).toContain("QASHIO_AUTHORIZE_URL: is not an absolute http(s) URL");
+    expect(stderr).not.toContain("nope-value");
   });
 
   it("stores the tokens in the state directory, and run --once then works without QASHIO_REFRESH_TOKEN", async () => {

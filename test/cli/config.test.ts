@@ -2,7 +2,7 @@ import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { loadEnv, readLocalSettings, readProviderSettings } from "../../shared/cli/config.js";
+import { loadEnv, readAuthorizeSettings, readLocalSettings } from "../../shared/cli/config.js";
 import { ConfigError, EnvFileError } from "../../shared/cli/errors.js";
 
 const SECRET = "s3cr3t-value-never-printed";
@@ -49,8 +49,17 @@ describe("readLocalSettings", () => {
 
   it("names the variable a named environment needs when it is unset", () => {
     expect(issuesOf({ ...valid, QASHIO_BASE_URL: "sandbox" }).issues).toEqual([
-      { setting: "QASHIO_BASE_URL", problem: 'is "sandbox", which needs QASHIO_SANDBOX_URL set to an http(s) URL' },
+      { setting: "QASHIO_BASE_URL", problem: 'is "sandbox", which needs QASHIO_SANDBOX_URL to be set' },
     ]);
+  });
+
+  it("names the named environment's variable and its real problem when that URL carries credentials or a query", () => {
+    const error = issuesOf({ ...valid, QASHIO_BASE_URL: "sandbox", QASHIO_SANDBOX_URL: "https://u:pw-value@h.test/?k=x" });
+    expect(error.issues).toEqual([{ setting: "QASHIO_SANDBOX_URL", problem: 'must not carry credentials (user:password@) (QASHIO_BASE_URL is "sandbox")' }]);
+    expect(issuesOf({ ...valid, QASHIO_BASE_URL: "sandbox", QASHIO_SANDBOX_URL: "https://h.test/?k=x" }).issues).toEqual([
+      { setting: "QASHIO_SANDBOX_URL", problem: 'must not carry a query string or fragment (QASHIO_BASE_URL is "sandbox")' },
+    ]);
+    expect(error.message).not.toContain("pw-value");
   });
 
   it("rejects a base URL carrying credentials without echoing them", () => {
@@ -171,17 +180,44 @@ describe("readLocalSettings on the file system", () => {
   });
 });
 
-describe("readProviderSettings", () => {
-  it("lets authorize --secret-id go without client settings", () => {
-    expect(readProviderSettings({ QASHIO_BASE_URL: "sandbox", QASHIO_SANDBOX_URL: "http://127.0.0.1:4010" }, { allowMissingClient: true })).toEqual({
-      baseUrl: "http://127.0.0.1:4010",
-      clientId: undefined,
-      clientSecret: undefined,
-    });
+describe("readAuthorizeSettings", () => {
+  let dir: string;
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), "cli-authorize-"));
+  });
+  afterEach(async () => {
+    await rm(dir, { recursive: true, force: true });
   });
 
-  it("requires client settings otherwise", () => {
-    expect(() => readProviderSettings({ QASHIO_BASE_URL: "sandbox" })).toThrow(/QASHIO_CLIENT_ID[\s\S]*QASHIO_CLIENT_SECRET/);
+  it("lets authorize --secret-id go without client settings and without a state directory", () => {
+    expect(
+      readAuthorizeSettings({ QASHIO_BASE_URL: "sandbox", QASHIO_SANDBOX_URL: "http://127.0.0.1:4010", BRIDGE_STATE_DIR: "/dev/null/state" }, dir, {
+        tokensInSecret: true,
+      }),
+    ).toEqual({ baseUrl: "http://127.0.0.1:4010", authorizeUrl: "http://127.0.0.1:4010", clientId: undefined, clientSecret: undefined, stateDir: "/dev/null/state" });
+  });
+
+  it("takes the authorize screen from QASHIO_AUTHORIZE_URL", () => {
+    expect(readAuthorizeSettings({ ...valid, QASHIO_AUTHORIZE_URL: "https://auth.provider.test/" }, dir).authorizeUrl).toBe("https://auth.provider.test");
+  });
+
+  it("names every bad setting at once, the state directory included, without echoing a value", async () => {
+    await writeFile(join(dir, "afile"), "x");
+    let error: unknown;
+    try {
+      readAuthorizeSettings({ QASHIO_BASE_URL: "sandbox", QASHIO_AUTHORIZE_URL: "nope-value", BRIDGE_STATE_DIR: join(dir, "afile", "state") }, dir);
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).issues).toEqual([
+      { setting: "QASHIO_BASE_URL", problem: 'is "sandbox", which needs QASHIO_SANDBOX_URL to be set' },
+      { setting: "QASHIO_CLIENT_ID", problem: "is required but not set" },
+      { setting: "QASHIO_CLIENT_SECRET", problem: "is required but not set" },
+      { setting: "QASHIO_AUTHORIZE_URL", problem: "is not an absolute http(s) URL" },
+      { setting: "BRIDGE_STATE_DIR", problem: `cannot be created: ${join(dir, "afile")} is a file, not a directory` },
+    ]);
+    expect((error as ConfigError).message).not.toContain("nope-value");
   });
 });
 
