@@ -7,6 +7,7 @@ import type {
   MasterRecord,
   PoolAccountRecord,
   SandboxCompany,
+  StatementAccount,
   StatementRecord,
   TransactionRecord,
   UserProfile,
@@ -355,12 +356,17 @@ export function masterRecordView(record: MasterRecord): Record<string, unknown> 
   };
 }
 
+/** `account_name` of a statement account: a card account's is its card's current nickname (§2.7, §4.7). */
+export function statementAccountName(account: StatementAccount): string {
+  return account.accountType === "Card" ? account.card.nickname : account.accountName;
+}
+
 /** Statement summary (§2.7). */
 export function statementView(statement: StatementRecord, companyId: string): Record<string, unknown> {
   return {
-    account_external_id: statement.accountExternalId,
-    account_name: statement.accountName,
-    account_type: statement.accountType,
+    account_external_id: statement.account.accountExternalId,
+    account_name: statementAccountName(statement.account),
+    account_type: statement.account.accountType,
     company_id: companyId,
     currency: statement.currency,
     statement_period: { month: statement.month, from: statement.from, to: statement.to },

@@ -142,9 +142,7 @@ export interface TransactionRecord {
 }
 
 export interface StatementRecord {
-  readonly accountExternalId: string;
-  readonly accountName: string;
-  readonly accountType: "Card" | "PoolAccount" | "CompanyFundAccount" | "Subsidiary";
+  readonly account: StatementAccount;
   readonly currency: string;
   /** `YYYY-MM`. */
   readonly month: string;
@@ -154,12 +152,13 @@ export interface StatementRecord {
   readonly closing: number;
 }
 
-/** An account that can have statements (§2.1: card, pool, funding account, subsidiary). */
-export interface StatementAccount {
-  readonly accountExternalId: string;
-  readonly accountName: string;
-  readonly accountType: StatementRecord["accountType"];
-}
+/**
+ * An account that can have statements (§2.1: card, pool, funding account, subsidiary). A card account
+ * holds its card rather than a name: its `account_name` is the card's current nickname (§2.7, §4.7).
+ */
+export type StatementAccount =
+  | { readonly accountExternalId: string; readonly accountType: "PoolAccount" | "CompanyFundAccount" | "Subsidiary"; readonly accountName: string }
+  | { readonly accountExternalId: string; readonly accountType: "Card"; readonly card: CardRecord };
 
 export interface AuditRecord {
   readonly at: string;

@@ -373,15 +373,14 @@ function seedStatements(
   nowMs: number,
   ordinal: number,
 ): { accounts: StatementAccount[]; statements: StatementRecord[] } {
-  const accounts: (StatementAccount & { createdMs: number })[] = [
-    { accountExternalId: company.fundingAccountId, accountName: `${company.name} Funding Account`, accountType: "CompanyFundAccount", createdMs: Date.parse(company.createdAt) },
-    ...pools.map((p) => ({ accountExternalId: p.id, accountName: p.accountName, accountType: "PoolAccount" as const, createdMs: Date.parse(p.createdAt) })),
-    ...cards
-      .filter((c) => c.accountType === "reloadable")
-      .map((c) => ({ accountExternalId: c.accountExternalId, accountName: c.nickname, accountType: "Card" as const, createdMs: Date.parse(c.createdAt) })),
+  const opened = (account: StatementAccount, iso: string) => ({ account, createdMs: Date.parse(iso) });
+  const accounts = [
+    opened({ accountExternalId: company.fundingAccountId, accountName: `${company.name} Funding Account`, accountType: "CompanyFundAccount" }, company.createdAt),
+    ...pools.map((p) => opened({ accountExternalId: p.id, accountName: p.accountName, accountType: "PoolAccount" }, p.createdAt)),
+    ...cards.filter((c) => c.accountType === "reloadable").map((c) => opened({ accountExternalId: c.accountExternalId, accountType: "Card", card: c }, c.createdAt)),
   ];
   if (ordinal === 1) {
-    accounts.push({ accountExternalId: `SUB${prng.code(9)}`, accountName: `${company.name} - Abu Dhabi Branch`, accountType: "Subsidiary", createdMs: Date.parse(company.createdAt) });
+    accounts.push(opened({ accountExternalId: `SUB${prng.code(9)}`, accountName: `${company.name} - Abu Dhabi Branch`, accountType: "Subsidiary" }, company.createdAt));
   }
   const now = new Date(nowMs);
   const months: { month: string; from: string; to: string; startMs: number }[] = [];
@@ -392,18 +391,18 @@ function seedStatements(
     months.push({ month: s.slice(0, 7), from: s.slice(0, 10), to: new Date(end).toISOString().slice(0, 10), startMs: start });
   }
   const statements: StatementRecord[] = [];
-  for (const account of accounts) {
+  for (const { account, createdMs } of accounts) {
     let balance = account.accountType === "CompanyFundAccount" ? prng.money(150_000, 600_000) : prng.money(0, 20_000);
     for (const period of months) {
       // Statements start with the month the account was opened in.
-      if (account.createdMs >= Date.UTC(new Date(period.startMs).getUTCFullYear(), new Date(period.startMs).getUTCMonth() + 1, 1)) continue;
+      if (createdMs >= Date.UTC(new Date(period.startMs).getUTCFullYear(), new Date(period.startMs).getUTCMonth() + 1, 1)) continue;
       const scale = account.accountType === "CompanyFundAccount" ? 80_000 : 6_000;
       const closing = Math.max(0, round2(balance + prng.money(-scale, scale)));
-      statements.push({ ...period, accountExternalId: account.accountExternalId, accountName: account.accountName, accountType: account.accountType, currency: company.currency, opening: balance, closing });
+      statements.push({ ...period, account, currency: company.currency, opening: balance, closing });
       balance = closing;
     }
   }
   // Most recent month first, then accounts in a stable order.
   statements.sort((a, b) => (a.month === b.month ? 0 : a.month < b.month ? 1 : -1));
-  return { accounts: accounts.map(({ createdMs: _createdMs, ...a }) => a), statements };
+  return { accounts: accounts.map((a) => a.account), statements };
 }

@@ -360,7 +360,7 @@ async function issueCard(c: SandboxContext): Promise<Response> {
     allowedMccs: [],
   };
   data.cards.push(card);
-  if (!pool) data.statementAccounts.push({ accountExternalId: card.accountExternalId, accountName: card.nickname, accountType: "Card" });
+  if (!pool) data.statementAccounts.push({ accountExternalId: card.accountExternalId, accountType: "Card", card });
   audit(c, "card.issued", card, { card_type: card.cardType });
   return ok(c, { card: coreCardView(card, data.company, true) }, { status: 201, message: CREATED });
 }

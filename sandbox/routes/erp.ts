@@ -39,6 +39,7 @@ import {
   erpCardView,
   masterRecordView,
   poolAccountView,
+  statementAccountName,
   statementPeriodView,
   statementView,
   transactionDetailView,
@@ -268,8 +269,8 @@ function listStatements(c: SandboxContext): Response {
   const matches = data.statements.filter(
     (s) =>
       (q.month === undefined || s.month === q.month) &&
-      (q.account_type === undefined || s.accountType === q.account_type) &&
-      (q.account_id === undefined || s.accountExternalId === q.account_id),
+      (q.account_type === undefined || s.account.accountType === q.account_type) &&
+      (q.account_id === undefined || s.account.accountExternalId === q.account_id),
   );
   return ok(c, slicePage(matches, page, pageSize).map((s) => statementView(s, data.company.id)), {
     pagination: pagination(page, pageSize, matches.length),
@@ -287,14 +288,14 @@ function statementsByAccount(c: SandboxContext): Response {
   const pageSize = q.page_size ?? DEFAULT_PAGE_SIZES.statements_by_account;
   const periods = data.statements.filter(
     (s) =>
-      s.accountExternalId === accountId &&
+      s.account === account &&
       (q.from_month === undefined || s.month >= q.from_month) &&
       (q.to_month === undefined || s.month <= q.to_month),
   );
-  const hasStatements = data.statements.some((s) => s.accountExternalId === accountId);
+  const hasStatements = data.statements.some((s) => s.account === account);
   return ok(c, {
     account_external_id: account.accountExternalId,
-    account_name: account.accountName,
+    account_name: statementAccountName(account),
     account_type: hasStatements ? account.accountType : null,
     page,
     total_pages: Math.ceil(periods.length / pageSize),

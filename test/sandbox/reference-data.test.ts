@@ -201,6 +201,17 @@ describe("statements", () => {
     expect(body.data).toMatchObject({ account_external_id: draft.account_external_id, account_type: null, total: 0, total_pages: 0, data: [] });
   });
 
+  it("names a card account by the card's current nickname, in both reads, after a rename", async () => {
+    const card = (await h.json("/public/v1/erp/statements?account_type=Card&page_size=100")).body.data[0] as Row;
+    const owner = ((await h.json("/public/v1/erp/cards?page_size=100")).body.data as Row[]).find((c) => c.account_external_id === card.account_external_id) as Row;
+    expect(card.account_name).toBe(owner.card_nickname);
+    expect((await h.json(`/public/v1/core/cards/${owner.id}`, { method: "PUT", body: { nickname: "Renamed Card" } })).status).toBe(200);
+    expect((await h.json(`/public/v1/erp/statements/${card.account_external_id}`)).body.data.account_name).toBe("Renamed Card");
+    const listed = (await h.json(`/public/v1/erp/statements?account_id=${card.account_external_id}&page_size=100`)).body.data as Row[];
+    expect(listed.length).toBeGreaterThan(0);
+    expect(listed.every((s) => s.account_name === "Renamed Card")).toBe(true);
+  });
+
   it("answers 404 for an unknown account, another company's account, and 400 for an unparseable month", async () => {
     expect((await h.json("/public/v1/erp/statements/FAUNKNOWN")).status).toBe(404);
     const other = await tokensFor(h.sandbox, h.otherCompanyId);

@@ -96,7 +96,7 @@ describe("seeded data", () => {
   it("chains monthly statements: each closing balance is the next month's opening balance", () => {
     for (const data of seedCompanies({ seed: 9, nowMs: NOW })) {
       const byAccount = new Map<string, typeof data.statements>();
-      for (const s of data.statements) byAccount.set(s.accountExternalId, [...(byAccount.get(s.accountExternalId) ?? []), s]);
+      for (const s of data.statements) byAccount.set(s.account.accountExternalId, [...(byAccount.get(s.account.accountExternalId) ?? []), s]);
       expect(byAccount.size).toBeGreaterThan(3);
       for (const periods of byAccount.values()) {
         const ordered = [...periods].sort((a, b) => a.month.localeCompare(b.month));
