@@ -9,6 +9,7 @@ import type { TokenStore } from "../qashio/auth/token-store.js";
 import { buildAuthorizeUrl, createState, exchangeCode, stateMatches } from "../qashio/auth/oauth.js";
 import { isInvalidClient, storedTokensOf } from "../qashio/auth/token-provider.js";
 import type { FetchLike } from "../qashio/http.js";
+import type { TokenSet } from "../qashio/schemas/index.js";
 import { AuthorizeError, clientCredentialsRejected } from "./errors.js";
 
 /** Scopes requested when `--scope` is not given: what the bridge reads and acknowledges. */
@@ -56,7 +57,11 @@ function listen(server: Server, port: number): Promise<number> {
   });
 }
 
-type Redirect = { readonly code: string } | { readonly error: AuthorizeError };
+/** Sends the browser its page; resolves once the page is written, so closing the server cannot cut it off. */
+type Reply = (status: number, title: string, body: string) => Promise<void>;
+
+/** A code, whose browser request waits for `reply` (sent after the exchange), or a refusal already answered. */
+type Redirect = { readonly code: string; readonly reply: Reply } | { readonly error: AuthorizeError; readonly sent: Promise<void> };
 
 /**
  * Waits for the one redirect carrying our `state`. Requests for other paths (a browser's favicon) get 404;
@@ -69,11 +74,9 @@ function awaitRedirect(server: Server, state: string, timeoutMs: number, signal?
       signal?.removeEventListener("abort", onAbort);
       resolve(outcome);
     };
-    const onAbort = () => finish({ error: new AuthorizeError("authorization cancelled") });
-    const timer = setTimeout(
-      () => finish({ error: new AuthorizeError(`no redirect arrived within ${Math.round(timeoutMs / 1000)} s; run authorize again`) }),
-      timeoutMs,
-    );
+    const fail = (error: AuthorizeError, sent = Promise.resolve()) => finish({ error, sent });
+    const onAbort = () => fail(new AuthorizeError("authorization cancelled"));
+    const timer = setTimeout(() => fail(new AuthorizeError(`no redirect arrived within ${Math.round(timeoutMs / 1000)} s; run authorize again`)), timeoutMs);
     signal?.addEventListener("abort", onAbort, { once: true });
     server.on("request", (req: IncomingMessage, res: ServerResponse) => {
       const url = new URL(req.url ?? "/", "http://127.0.0.1");
@@ -81,31 +84,50 @@ function awaitRedirect(server: Server, state: string, timeoutMs: number, signal?
         res.writeHead(404, { "content-type": "text/plain" }).end("not found");
         return;
       }
-      const reply = (status: number, title: string, body: string) =>
-        res.writeHead(status, { "content-type": "text/html; charset=utf-8", connection: "close" }).end(PAGE(title, body));
+      const reply: Reply = (status, title, body) =>
+        new Promise((done) => {
+          res.once("close", done);
+          res.writeHead(status, { "content-type": "text/html; charset=utf-8", connection: "close" }).end(PAGE(title, body), done);
+        });
       if (!stateMatches(state, url.searchParams.get("state"))) {
-        reply(400, "Authorization failed", "The response did not match this sign-in (state mismatch). Start again from the terminal.");
-        finish({ error: new AuthorizeError("the redirect's state does not match the one sent (possible forgery); nothing was stored") });
+        const sent = reply(400, "Authorization failed", "The response did not match this sign-in (state mismatch). Start again from the terminal.");
+        fail(new AuthorizeError("the redirect's state does not match the one sent (possible forgery); nothing was stored"), sent);
         return;
       }
       const denied = url.searchParams.get("error");
       if (denied !== null) {
-        reply(200, "Authorization not granted", "The provider reported that access was not granted. You can close this tab.");
+        const sent = reply(200, "Authorization not granted", "The provider reported that access was not granted. You can close this tab.");
         // Only the OAuth error code is echoed: it is a fixed word, never a secret.
         const code = /^[a-z_]{1,40}$/.test(denied) ? denied : "unknown_error";
-        finish({ error: new AuthorizeError(`authorization was not granted (${code})`) });
+        fail(new AuthorizeError(`authorization was not granted (${code})`), sent);
         return;
       }
       const code = url.searchParams.get("code");
       if (code === null || code === "") {
-        reply(400, "Authorization failed", "The redirect carried no code. Start again from the terminal.");
-        finish({ error: new AuthorizeError("the redirect carried no authorization code") });
+        const sent = reply(400, "Authorization failed", "The redirect carried no code. Start again from the terminal.");
+        fail(new AuthorizeError("the redirect carried no authorization code"), sent);
         return;
       }
-      reply(200, "Authorized", "The bridge is authorized. You can close this tab and return to the terminal.");
-      finish({ code });
+      finish({ code, reply });
     });
   });
+}
+
+/** Exchanges the code and saves the token set: the browser hears "Authorized" only after both. */
+async function exchangeAndSave(options: AuthorizeOptions, code: string, redirectUri: string): Promise<TokenSet> {
+  let tokens: TokenSet;
+  try {
+    tokens = await exchangeCode(
+      { baseUrl: options.baseUrl, clientId: options.clientId, clientSecret: options.clientSecret, fetch: options.fetch },
+      { code, redirectUri },
+    );
+  } catch (error) {
+    if (isInvalidClient(error)) throw clientCredentialsRejected({ cause: error });
+    // The client's errors carry status and request id only, never the code or secret.
+    throw new AuthorizeError(`the code exchange failed: ${(error as Error).message}`, { cause: error });
+  }
+  await options.store.save(storedTokensOf(tokens, Date.now()));
+  return tokens;
 }
 
 /**
@@ -138,21 +160,26 @@ export async function authorizeWithBrowser(options: AuthorizeOptions): Promise<A
       state,
     });
     const redirect = awaitRedirect(server, state, options.timeoutMs, options.signal);
-    await options.onAuthorizeUrl(url);
-    const outcome = await redirect;
-    if ("error" in outcome) throw outcome.error;
+    // Not awaited before the redirect: a browser that follows it at once waits for the page sent after the exchange.
+    const shown = Promise.resolve().then(() => options.onAuthorizeUrl(url));
+    const outcome = await Promise.race([redirect, shown.then(() => redirect)]);
+    // Once the page is sent, the caller's callback (a browser following the redirect) may finish too.
+    const settled = () => shown.catch(() => undefined);
+    if ("error" in outcome) {
+      await outcome.sent;
+      await settled();
+      throw outcome.error;
+    }
     let tokens;
     try {
-      tokens = await exchangeCode(
-        { baseUrl: options.baseUrl, clientId: options.clientId, clientSecret: options.clientSecret, fetch: options.fetch },
-        { code: outcome.code, redirectUri },
-      );
+      tokens = await exchangeAndSave(options, outcome.code, redirectUri);
     } catch (error) {
-      if (isInvalidClient(error)) throw clientCredentialsRejected({ cause: error });
-      // The client's errors carry status and request id only, never the code or secret.
-      throw new AuthorizeError(`the code exchange failed: ${(error as Error).message}`, { cause: error });
+      await outcome.reply(500, "Authorization failed", "The bridge could not finish signing in. The terminal says why; start again from there.");
+      await settled();
+      throw error;
     }
-    await options.store.save(storedTokensOf(tokens, Date.now()));
+    await outcome.reply(200, "Authorized", "The bridge is authorized. You can close this tab and return to the terminal.");
+    await settled();
     return { scope: tokens.scope ?? undefined, redirectUri };
   } finally {
     server.closeAllConnections();

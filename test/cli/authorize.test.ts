@@ -26,14 +26,18 @@ function tokenEndpoint(requests: TokenRequest[]) {
 }
 
 /** Plays the person's browser: reads the authorize URL and follows the redirect the provider would send. */
-function browser(answer: (authorize: URL) => Record<string, string>) {
+function browser(answer: (authorize: URL) => Record<string, string>, pages: { status: number; text: string }[] = []) {
   return async (url: string) => {
     const authorize = new URL(url);
     const redirect = new URL(authorize.searchParams.get("redirect_uri") as string);
     for (const [key, value] of Object.entries(answer(authorize))) redirect.searchParams.set(key, value);
-    await fetch(redirect);
+    const response = await fetch(redirect);
+    pages.push({ status: response.status, text: await response.text() });
   };
 }
+
+/** Follows the redirect with the request's own state and a code. */
+const approving = (pages: { status: number; text: string }[]) => browser((a) => ({ code: "code-1", state: a.searchParams.get("state") as string }), pages);
 
 function options(overrides: Partial<AuthorizeOptions>): AuthorizeOptions {
   return {
@@ -78,6 +82,38 @@ describe("authorizeWithBrowser", () => {
       },
     ]);
     expect(store.saved).toMatchObject({ accessToken: "at-1", refreshToken: "rt-1", scope: "transactions:read" });
+  });
+
+  it("tells the browser \"Authorized\" only once the tokens are saved", async () => {
+    const pages: { status: number; text: string }[] = [];
+    const store = new MemoryTokenStore();
+    let savedWhenAnswered: StoredTokens | undefined;
+    await authorizeWithBrowser(
+      options({
+        store,
+        fetch: tokenEndpoint([]),
+        onAuthorizeUrl: async (url) => {
+          await approving(pages)(url);
+          savedWhenAnswered = store.saved;
+        },
+      }),
+    );
+    expect(pages).toEqual([{ status: 200, text: expect.stringContaining("<h1>Authorized</h1>") as string }]);
+    expect(savedWhenAnswered).toMatchObject({ refreshToken: "rt-1" });
+  });
+
+  it("shows the browser an error page when the code exchange fails", async () => {
+    const pages: { status: number; text: string }[] = [];
+    const failing = async () => Response.json({ error: "invalid_grant" }, { status: 401 });
+    await expect(authorizeWithBrowser(options({ fetch: failing, onAuthorizeUrl: approving(pages) }))).rejects.toThrow(/code exchange failed/);
+    expect(pages).toEqual([{ status: 500, text: expect.stringContaining("<h1>Authorization failed</h1>") as string }]);
+  });
+
+  it("shows the browser an error page when the tokens cannot be saved", async () => {
+    const pages: { status: number; text: string }[] = [];
+    const store: TokenStore = { load: async () => undefined, save: async () => Promise.reject(new Error("ENOTDIR: not a directory")) };
+    await expect(authorizeWithBrowser(options({ store, fetch: tokenEndpoint([]), onAuthorizeUrl: approving(pages) }))).rejects.toThrow(/ENOTDIR/);
+    expect(pages).toEqual([{ status: 500, text: expect.stringContaining("<h1>Authorization failed</h1>") as string }]);
   });
 
   it("uses a fresh state on every run", async () => {
