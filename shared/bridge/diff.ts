@@ -23,13 +23,18 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
+/** A member's own value: `record[key]` alone would find inherited members such as `constructor` or `toString`. */
+function own(record: Readonly<Record<string, unknown>>, key: string): unknown {
+  return Object.hasOwn(record, key) ? record[key] : undefined;
+}
+
 /** Element ids of an array when every element is an object with a unique string/number `id`; else undefined. */
 function elementIds(array: readonly unknown[]): string[] | undefined {
   const ids: string[] = [];
   const seen = new Set<string>();
   for (const element of array) {
     if (!isPlainObject(element)) return undefined;
-    const id = element["id"];
+    const id = own(element, "id");
     if (typeof id !== "string" && typeof id !== "number") return undefined;
     const key = String(id);
     if (seen.has(key)) return undefined;
@@ -54,8 +59,8 @@ export function jsonEqual(a: unknown, b: unknown): boolean {
   if (Array.isArray(b)) return false;
   const ra = a as Record<string, unknown>;
   const rb = b as Record<string, unknown>;
-  for (const key in ra) if (!jsonEqual(ra[key], rb[key])) return false;
-  for (const key in rb) if (!(key in ra) && !jsonEqual(undefined, rb[key])) return false;
+  for (const key of Object.keys(ra)) if (!jsonEqual(ra[key], own(rb, key))) return false;
+  for (const key of Object.keys(rb)) if (!Object.hasOwn(ra, key) && !jsonEqual(undefined, rb[key])) return false;
   return true;
 }
 
@@ -67,7 +72,7 @@ function diffInto(path: string, before: unknown, after: unknown, out: Change[]):
   if (before === after) return;
   if (isPlainObject(before) && isPlainObject(after)) {
     const keys = new Set([...Object.keys(before), ...Object.keys(after)]);
-    for (const key of [...keys].sort()) diffInto(`${path}/${escapePointerToken(key)}`, before[key], after[key], out);
+    for (const key of [...keys].sort()) diffInto(`${path}/${escapePointerToken(key)}`, own(before, key), own(after, key), out);
     return;
   }
   if (Array.isArray(before) && Array.isArray(after)) {

@@ -56,6 +56,15 @@ describe("diffObjects", () => {
     expect(diffObjects({ items: [{ id: "x/y", v: 1 }] }, { items: [{ id: "x/y", v: 2 }] })[0]?.path).toBe("/items/x~1y/v");
   });
 
+  it("diffs members named like Object.prototype members (constructor, toString) as ordinary members", () => {
+    expect(diffObjects({}, { constructor: "x" })).toEqual([{ path: "/constructor", before: null, after: "x" }]);
+    expect(diffObjects({ toString: "a" }, {})).toEqual([{ path: "/toString", before: "a", after: null }]);
+    expect(diffObjects({ tags: [{ k: 1 }] }, { tags: [{ k: 1, valueOf: "v" }] })).toEqual([
+      { path: "/tags", before: [{ k: 1 }], after: [{ k: 1, valueOf: "v" }] },
+    ]);
+    expect(diffObjects({ custom_segments: { constructor: "a" } }, { custom_segments: { constructor: "a" } })).toEqual([]);
+  });
+
   it("reports a type change as one change", () => {
     expect(diffObjects({ a: { b: 1 } }, { a: "flat" })).toEqual([{ path: "/a", before: { b: 1 }, after: "flat" }]);
   });
@@ -66,5 +75,11 @@ describe("jsonEqual", () => {
     expect(jsonEqual({ a: [1, { b: 2 }] }, { a: [1, { b: 2 }] })).toBe(true);
     expect(jsonEqual([], {})).toBe(false);
     expect(jsonEqual({ a: 1 }, { a: 1, b: 0 })).toBe(false);
+  });
+
+  it("sees only own members, never inherited ones", () => {
+    expect(jsonEqual({}, { toString: "x" })).toBe(false);
+    expect(jsonEqual({ constructor: "x" }, {})).toBe(false);
+    expect(jsonEqual({ hasOwnProperty: null }, {})).toBe(true);
   });
 });
