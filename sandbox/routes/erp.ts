@@ -118,7 +118,8 @@ function listTransactions(c: SandboxContext): Response {
   if (q.erp_sync_status !== undefined) conditions.push((tx) => tx.erp_sync_status === q.erp_sync_status);
   if (q.approval_status !== undefined) conditions.push((tx) => tx.approval_status === q.approval_status);
   if (q.card_last_four !== undefined) conditions.push((tx) => tx.card_last_four === q.card_last_four);
-  if (q.employee_id !== undefined) conditions.push((tx) => tx.employee_id === q.employee_id);
+  // A text filter, not one of §8.2 rule 5's exact identifier filters.
+  if (q.employee_id !== undefined) conditions.push((tx) => contains(tx.employee_id, q.employee_id));
   if (q.transaction_currency !== undefined) {
     const currency = q.transaction_currency.toUpperCase();
     conditions.push((tx) => tx.transaction_currency === currency);
@@ -253,8 +254,8 @@ function listMasterData(
       (q.is_deleted === undefined || r.is_deleted === q.is_deleted) &&
       inDateRange(r.created_at, q.created_at_from, q.created_at_to) &&
       inDateRange(r.updated_at, q.updated_at_from, q.updated_at_to) &&
-      (q.account_number === undefined || r.extra.account_number === q.account_number) &&
-      (q.account_type === undefined || String(r.extra.account_type).toLowerCase() === q.account_type.toLowerCase()) &&
+      contains(r.extra.account_number, q.account_number) &&
+      contains(r.extra.account_type, q.account_type) &&
       (q.account_currency === undefined || String(r.extra.account_currency).toLowerCase() === q.account_currency.toLowerCase()),
   );
   return ok(c, slicePage(matches, page, pageSize).map(masterRecordView), { pagination: pagination(page, pageSize, matches.length) });

@@ -120,6 +120,14 @@ describe("master data lists", () => {
     expect((await h.json("/public/v1/erp/chart_of_accounts?account_currency=usd")).body.data).toEqual([]);
   });
 
+  it("matches account_number and account_type in part, case-insensitively, as text filters (§8.2 rule 5)", async () => {
+    const sixtyTwo = (await h.json("/public/v1/erp/chart_of_accounts?account_number=62&page_size=100")).body.data as Row[];
+    expect(sixtyTwo.map((r) => r.account_number).sort()).toEqual(["6200", "6210"]);
+    const exp = (await h.json("/public/v1/erp/chart_of_accounts?account_type=exPen&page_size=100")).body.data as Row[];
+    expect(exp.length).toBeGreaterThan(5);
+    expect(exp.every((r) => String(r.account_type).toLowerCase().includes("expen"))).toBe(true);
+  });
+
   it("is read through the client and walked to the end", async () => {
     const suppliers: string[] = [];
     for await (const s of h.client.iterateSuppliers({ page_size: 10 })) suppliers.push(s.id);

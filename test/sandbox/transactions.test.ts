@@ -102,6 +102,19 @@ describe("GET /public/v1/erp/transactions", () => {
     expect(children.body.data.every((t: { parent_qashio_id: string }) => t.parent_qashio_id === child?.parent_qashio_id)).toBe(true);
   });
 
+  it("matches employee_id case-insensitively and in part, as a text filter (§8.2 rule 5)", async () => {
+    const all = (await h.json(`${LIST}?page_size=100`)).body.data as Row[];
+    const employee = String((all[5] as Row).employee_id);
+    const exact = (await h.json(`${LIST}?employee_id=${employee}&page_size=100`)).body.data as Row[];
+    expect(exact.length).toBeGreaterThan(0);
+    const lower = (await h.json(`${LIST}?employee_id=${employee.toLowerCase()}&page_size=100`)).body.data as Row[];
+    expect(lower.map((t) => t.id)).toEqual(exact.map((t) => t.id));
+    const part = employee.slice(0, -1);
+    const partial = (await h.json(`${LIST}?employee_id=${part}&page_size=100`)).body.data as Row[];
+    expect(partial.map((t) => t.id)).toEqual(all.filter((t) => String(t.employee_id).includes(part)).map((t) => t.id));
+    expect(partial.length).toBeGreaterThan(exact.length);
+  });
+
   it("filters on category, card, employee, currencies, statuses, exclude_from_sync and an inclusive time range", async () => {
     const all = (await h.json(`${LIST}?page_size=100`)).body.data as Row[];
     const sample = all[5] as Row;
