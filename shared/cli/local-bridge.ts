@@ -98,7 +98,10 @@ export async function openLocalBridge(settings: LocalSettings, options: LocalBri
   try {
     baseUrl = resolveBaseUrl(settings.baseUrl, options.env);
   } catch (error) {
-    throw new ConfigError([{ setting: "QASHIO_BASE_URL", problem: (error as Error).message }], { cause: error });
+    // The client's message quotes the (masked) value; settings messages never do.
+    throw new ConfigError([{ setting: "QASHIO_BASE_URL", problem: "does not resolve to an http(s) URL without credentials, query or fragment" }], {
+      cause: error,
+    });
   }
   const clock = options.clock ?? systemClock;
   const dir = settings.stateDir;
