@@ -3,7 +3,7 @@
  * receives, so local consumers see exactly what they would see in AWS.
  */
 import { randomUUID } from "node:crypto";
-import { closeSync, fstatSync, fsyncSync, mkdirSync, openSync, readSync } from "node:fs";
+import { closeSync, fstatSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readSync } from "node:fs";
 import path from "node:path";
 import type { BridgeEvent, BridgeEventDetail, EventPublisher, PublishFailure } from "../bridge/ports.js";
 import { jsonOf, jsonString as quote } from "../bridge/hash.js";
@@ -86,7 +86,8 @@ function envelopeParts(envelope: EventBridgeEnvelope): [string, string, string] 
 
 /**
  * Appends events to a JSON Lines file and fsyncs before resolving. Writes of one process are serialised;
- * a line torn by a crash is closed off with a newline before the next append, so later lines stay parseable.
+ * a failed write is cut back off the file, and a line torn by a crash is closed off with a newline before the next
+ * append, so later lines stay parseable.
  *
  * @example
  * ```ts
@@ -143,25 +144,44 @@ export class JsonlEventPublisher implements EventPublisher {
     }
     const fd = openSync(this.options.file, "a+");
     try {
-      // Only the first append of this instance can meet a line torn by an earlier crash.
-      if (!this.tailChecked) {
-        const { size } = fstatSync(fd);
-        if (size > 0) {
-          const last = Buffer.alloc(1);
-          readSync(fd, last, 0, 1, size - 1);
-          if (last[0] !== 0x0a) {
-            buffer[0] = 0x0a;
-            start = 0;
-          }
+      // The length before this append: a write that fails part-way is cut back to it (see discardFailedWrite).
+      const { size } = fstatSync(fd);
+      // Only the first append of this instance, or one after a failed write, can meet a torn line.
+      if (!this.tailChecked && size > 0) {
+        const last = Buffer.alloc(1);
+        readSync(fd, last, 0, 1, size - 1);
+        if (last[0] !== 0x0a) {
+          buffer[0] = 0x0a;
+          start = 0;
         }
       }
-      // Append mode: the write lands at the end.
-      writeAll(fd, buffer.subarray(start, end));
-      fsyncSync(fd);
+      try {
+        // Append mode: the write lands at the end.
+        writeAll(fd, buffer.subarray(start, end));
+        fsyncSync(fd);
+      } catch (err) {
+        this.discardFailedWrite(fd, size);
+        throw err;
+      }
       this.tailChecked = true;
     } finally {
       closeSync(fd);
     }
     return { failed: [] };
+  }
+
+  /**
+   * A throw tells the engine nothing was published, and it re-sends: the half-written line must not stay, or the
+   * re-sent event would be glued onto it and never parse. Cut the file back (the file has one writer, as the
+   * torn-line check already assumes); should that fail too, the next append checks the tail and starts a new line.
+   */
+  private discardFailedWrite(fd: number, size: number): void {
+    this.tailChecked = false;
+    try {
+      ftruncateSync(fd, size);
+      fsyncSync(fd);
+    } catch {
+      // The tail check of the next append closes the torn line off instead.
+    }
   }
 }

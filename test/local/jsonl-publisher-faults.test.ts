@@ -1,0 +1,87 @@
+import type * as nodeFs from "node:fs";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { JsonlEventPublisher } from "../../shared/local/index.js";
+import { pollTransactions } from "../../shared/bridge/transactions.js";
+import { sampleEvent } from "../bridge/contract/index.js";
+import { makeRig } from "../bridge/fakes.js";
+
+/** Faults the next write (half the buffer lands, then ENOSPC) and, optionally, the truncation that cleans up after it. */
+const faults = vi.hoisted(() => ({ tearNextWrite: false, failTruncate: false }));
+
+vi.mock("node:fs", async (importOriginal) => {
+  const fs = await importOriginal<typeof nodeFs>();
+  const writeSync = ((fd: number, buffer: Uint8Array, offset?: number, length?: number) => {
+    if (faults.tearNextWrite && length !== undefined) {
+      faults.tearNextWrite = false;
+      fs.writeSync(fd, buffer, offset, Math.floor(length / 2));
+      throw Object.assign(new Error("ENOSPC: no space left on device, write"), { code: "ENOSPC" });
+    }
+    return fs.writeSync(fd, buffer, offset, length);
+  }) as typeof fs.writeSync;
+  const ftruncateSync = ((fd: number, len?: number) => {
+    if (faults.failTruncate) throw Object.assign(new Error("EIO: i/o error, ftruncate"), { code: "EIO" });
+    fs.ftruncateSync(fd, len);
+  }) as typeof fs.ftruncateSync;
+  return { ...fs, default: { ...fs, writeSync, ftruncateSync }, writeSync, ftruncateSync };
+});
+
+let dir: string;
+let file: string;
+beforeEach(async () => {
+  dir = await mkdtemp(path.join(tmpdir(), "bridge-jsonl-"));
+  file = path.join(dir, "events.jsonl");
+  faults.tearNextWrite = false;
+  faults.failTruncate = false;
+});
+afterEach(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+/** Detail ids of the file's lines; throws on a line that does not parse. */
+async function detailIds(): Promise<string[]> {
+  const lines = (await readFile(file, "utf8")).split("\n").filter(Boolean);
+  return lines.map((line) => (JSON.parse(line) as { detail: { id: string } }).detail.id);
+}
+
+describe("JsonlEventPublisher after a write that fails part-way", () => {
+  it("rejects the publish and cuts the half-written line off, so the re-sent events land on lines of their own", async () => {
+    const publisher = new JsonlEventPublisher({ file });
+    await publisher.publish([sampleEvent(1)]);
+    faults.tearNextWrite = true;
+    await expect(publisher.publish([sampleEvent(2), sampleEvent(3)])).rejects.toThrow(/ENOSPC/);
+    expect(await detailIds()).toEqual([sampleEvent(1).detail.id]);
+    await publisher.publish([sampleEvent(2), sampleEvent(3)]);
+    expect(await detailIds()).toEqual([1, 2, 3].map((n) => sampleEvent(n).detail.id));
+  });
+
+  it("starts a new line after the torn one when the file cannot be cut back either", async () => {
+    const publisher = new JsonlEventPublisher({ file });
+    await publisher.publish([sampleEvent(1)]);
+    faults.tearNextWrite = true;
+    faults.failTruncate = true;
+    await expect(publisher.publish([sampleEvent(2)])).rejects.toThrow(/ENOSPC/);
+    faults.failTruncate = false;
+    await publisher.publish([sampleEvent(2)]);
+    const lines = (await readFile(file, "utf8")).split("\n").filter(Boolean);
+    expect(lines).toHaveLength(3);
+    expect(() => JSON.parse(lines[1] as string) as unknown).toThrow();
+    expect((JSON.parse(lines[2] as string) as { detail: { id: string } }).detail.id).toBe(sampleEvent(2).detail.id);
+  });
+
+  it("loses no change when the engine re-sends in the same process after the failed cycle", async () => {
+    const rig = makeRig({}, { publisher: new JsonlEventPublisher({ file }) });
+    const first = rig.provider.addTransaction();
+    await pollTransactions(rig.deps);
+    const second = rig.provider.addTransaction();
+    faults.tearNextWrite = true;
+    await expect(pollTransactions(rig.deps)).rejects.toThrow(/publish events failed/);
+    await pollTransactions(rig.deps);
+    const lines = (await readFile(file, "utf8")).split("\n").filter(Boolean);
+    const subjects = lines.map((line) => (JSON.parse(line) as { detail: { subject: { id: string } } }).detail.subject.id);
+    expect(subjects).toEqual([first.id, second.id]);
+    expect(rig.provider.pending()).toEqual([]);
+  });
+});
