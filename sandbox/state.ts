@@ -2,6 +2,7 @@
  * The whole mutable sandbox: seeded companies, OAuth, faults, pending suspensions,
  * clock and latency. Route handlers and the control surface both go through it.
  */
+import { isDeepStrictEqual } from "node:util";
 import { LATEST_SANDBOX_TIME_MS, SandboxClock } from "./clock.js";
 import type { BuildableCategory } from "./data/transactions.js";
 import type { CardRecord, CompanyData, ErpCardStatus, TransactionRecord } from "./data/model.js";
@@ -171,15 +172,18 @@ export class SandboxState {
     return created;
   }
 
-  /** A change made at the provider: fields replaced, `updated_at` moves, `synced` becomes `outdated`. */
+  /**
+   * A change made at the provider: fields replaced, `updated_at` moves, `synced` becomes `outdated`.
+   * A patch that changes no value is no change (§3.1) and leaves the transaction as it was.
+   */
   patchTransaction(data: CompanyData, id: string, fields: Record<string, unknown>): TransactionRecord {
     const tx = data.transactions.get(id);
     if (!tx) throw new NotFoundError("Transaction not found");
     const errors = checkTransactionPatch(tx, fields);
     if (errors.length > 0) throw new ValidationError(errors);
-    for (const [field, value] of Object.entries(fields)) {
-      if (!STAMPED_FIELDS.has(field)) tx[field] = value;
-    }
+    const changes = Object.entries(fields).filter(([field, value]) => !STAMPED_FIELDS.has(field) && !isDeepStrictEqual(tx[field], value));
+    if (changes.length === 0) return tx;
+    for (const [field, value] of changes) tx[field] = value;
     const stamp = this.clock.stampIso();
     tx.updated_at = stamp;
     tx.modified_date = stamp;

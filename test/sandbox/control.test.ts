@@ -101,6 +101,17 @@ describe("activity generation", () => {
     expect(stays.body.data.client_sync_status).toBe("not_synced");
   });
 
+  it("treats a patch that changes no value as no change: updated_at stays, synced stays synced (§3.1)", async () => {
+    const synced = (await h.json(`${LIST}?client_sync_status=synced`)).body.data[0] as Row;
+    const path = `/companies/${h.companyId}/transactions/${synced.id}`;
+    for (const body of [{}, { memo: synced.memo, segments: synced.segments }, { updated_at: "2030-01-01T00:00:00.000Z" }]) {
+      const { status, body: patched } = await control(path, body, "PATCH");
+      expect(status).toBe(200);
+      expect(patched.data).toMatchObject({ client_sync_status: "synced", updated_at: synced.updated_at, modified_date: synced.modified_date });
+    }
+    expect((await h.json(`${LIST}?client_sync_status=outdated&qashio_id=${synced.qashio_id}`)).body.data).toEqual([]);
+  });
+
   it("refuses to patch identity or sync status (400), and an unknown transaction (404)", async () => {
     const tx = (await h.json(LIST)).body.data[0] as Row;
     const { status, body } = await control(`/companies/${h.companyId}/transactions/${tx.id}`, { id: "x", client_sync_status: "synced" }, "PATCH");
