@@ -44,6 +44,17 @@ export function pollerTimeout(everyMinutes: number): Duration {
   return Duration.seconds(Math.min(300, Math.max(60, everyMinutes * 60)));
 }
 
+/** Lambda keeps a queued asynchronous invocation at most 6 hours. */
+const MAX_ASYNC_EVENT_AGE_SECONDS = 6 * 60 * 60;
+
+/**
+ * How long a tick may wait behind a running cycle before it goes to the DLQ: one schedule period (the next tick
+ * does its work anyway), capped at what Lambda allows for schedules over 6 hours.
+ */
+export function pollerMaxEventAge(everyMinutes: number): Duration {
+  return Duration.seconds(Math.min(MAX_ASYNC_EVENT_AGE_SECONDS, Math.max(60, everyMinutes * 60)));
+}
+
 /** Cycle budget handed to the engine: the timeout minus time to write snapshots and flush metrics. */
 export function cycleBudgetMs(timeout: Duration): number {
   return Math.max(30_000, timeout.toMilliseconds() - 30_000);
@@ -114,7 +125,7 @@ export class TenantStack extends Stack {
         timeout,
         reservedConcurrentExecutions: 1,
         onFailure: this.pollerDeadLetters.queue,
-        maxEventAge: Duration.seconds(Math.max(60, everyMinutes * 60)),
+        maxEventAge: pollerMaxEventAge(everyMinutes),
       });
     };
     this.pollTransactions = poller(
@@ -184,7 +195,11 @@ export class TenantStack extends Stack {
       target: tenant.alarms.email === undefined ? { topicArn: tenant.alarms.topicArn ?? "" } : { email: tenant.alarms.email },
       encryptionKey: key,
       functions,
-      alarmOnFirstError: ["RotateToken"],
+      cycleEveryMinutes: {
+        PollTransactions: tenant.schedules.transactionsEveryMinutes,
+        PollCards: tenant.schedules.cardsEveryMinutes,
+      },
+      syncLagEveryMinutes: tenant.schedules.transactionsEveryMinutes,
       deadLetterQueues,
       syncLagThresholdSeconds: tenant.alarms.syncLagThresholdSeconds,
     });

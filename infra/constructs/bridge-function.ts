@@ -5,6 +5,7 @@ import * as nodejs from "aws-cdk-lib/aws-lambda-nodejs";
 import * as logs from "aws-cdk-lib/aws-logs";
 import type * as sqs from "aws-cdk-lib/aws-sqs";
 import { Construct } from "constructs";
+import { METRIC_NAMESPACE, METRIC_SERVICE } from "./bridge-metrics.js";
 
 /**
  * ESM bundles run code (AWS SDK, Powertools Tracer) that calls `require`; esbuild's ESM output has none,
@@ -134,8 +135,8 @@ export class BridgeFunction extends Construct {
       environment: {
         ...required,
         ...(CYCLE_BUDGET_MS === undefined ? {} : { CYCLE_BUDGET_MS }),
-        POWERTOOLS_SERVICE_NAME: "qashio-bridge",
-        POWERTOOLS_METRICS_NAMESPACE: "QashioBridge",
+        POWERTOOLS_SERVICE_NAME: METRIC_SERVICE,
+        POWERTOOLS_METRICS_NAMESPACE: METRIC_NAMESPACE,
         // source maps are only useful if Node applies them to stack traces
         NODE_OPTIONS: "--enable-source-maps",
       },

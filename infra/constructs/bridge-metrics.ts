@@ -4,6 +4,8 @@ import type { MetricName } from "../../shared/bridge/ports.js";
 
 /** Namespace of the bridge's custom metrics (POWERTOOLS_METRICS_NAMESPACE). */
 export const METRIC_NAMESPACE = "QashioBridge";
+/** Service name of the functions (POWERTOOLS_SERVICE_NAME), which Powertools adds as the `service` dimension. */
+export const METRIC_SERVICE = "qashio-bridge";
 
 /** Custom metrics the runtime emits (issue 5), each with dimension `tenant`: the engine's own names. */
 export type BridgeMetricName = MetricName;
@@ -53,5 +55,34 @@ export function bridgeMetric(
     expression: `SELECT ${options.aggregate}(${name}) FROM ${METRIC_NAMESPACE} WHERE tenant = '${tenantId}'${groupBy}`,
     period: options.period ?? Duration.minutes(5),
     label: options.label ?? name,
+  });
+}
+
+/** Options of {@link bridgeTenantMetric}. */
+export interface BridgeTenantMetricOptions {
+  /** Statistic over the period, e.g. `Maximum`. */
+  readonly statistic: string;
+  /** Period of each data point. */
+  readonly period: Duration;
+}
+
+/**
+ * One bridge metric of one tenant with the exact dimension set the runtime emits it with when it adds no
+ * dimension of its own (`service`, `tenant`). Alarms on a plain metric may look back a whole day, while
+ * {@link bridgeMetric}'s Metrics Insights alarms see only the last 3 hours: use this one for an alarm whose period
+ * follows a slow schedule, and only for metrics emitted without `type` or `status_class`.
+ *
+ * @example
+ * ```ts
+ * bridgeTenantMetric("acme", "SyncLagSeconds", { statistic: "Maximum", period: Duration.hours(1) });
+ * ```
+ */
+export function bridgeTenantMetric(tenantId: string, name: BridgeMetricName, options: BridgeTenantMetricOptions): cloudwatch.Metric {
+  return new cloudwatch.Metric({
+    namespace: METRIC_NAMESPACE,
+    metricName: name,
+    dimensionsMap: { service: METRIC_SERVICE, tenant: tenantId },
+    statistic: options.statistic,
+    period: options.period,
   });
 }

@@ -7,7 +7,11 @@ import * as sns from "aws-cdk-lib/aws-sns";
 import * as subscriptions from "aws-cdk-lib/aws-sns-subscriptions";
 import type * as sqs from "aws-cdk-lib/aws-sqs";
 import { Construct } from "constructs";
-import { bridgeMetric } from "./bridge-metrics.js";
+import { cycleAlarmWindow, describeAlarmWindow, type AlarmWindow } from "./alarm-window.js";
+import { bridgeMetric, bridgeTenantMetric } from "./bridge-metrics.js";
+
+/** A function outside any schedule alarms on its first error, over five minutes. */
+const FIRST_ERROR_WINDOW: AlarmWindow = { period: Duration.minutes(5), evaluationPeriods: 1, datapointsToAlarm: 1 };
 
 /** Where alarm notifications go: an email address (a topic is created) or an existing topic. */
 export type AlarmTarget = { readonly email: string } | { readonly topicArn: string };
@@ -23,11 +27,14 @@ export interface OpsAlarmsProps {
   /** Functions whose errors alarm, by a short name used in the alarm name (e.g. `PollTransactions`). */
   readonly functions: Readonly<Record<string, lambda.IFunction>>;
   /**
-   * Functions whose every error alarms at once (e.g. token rotation, which runs rarely); others alarm when
-   * 2 of 3 five-minute periods have errors, since the next cycle retries a transient failure anyway.
+   * Schedule, in minutes, of each function that runs in cycles, by the same short name: its errors alarm over
+   * windows derived from the schedule ({@link cycleAlarmWindow}), since the next cycle retries a transient failure
+   * anyway. A function not listed (e.g. token rotation, which runs rarely) alarms on its first error.
    * @default - none
    */
-  readonly alarmOnFirstError?: readonly string[];
+  readonly cycleEveryMinutes?: Readonly<Record<string, number>>;
+  /** Schedule of the transactions poller, in minutes: SyncLag is evaluated over windows derived from it. */
+  readonly syncLagEveryMinutes: number;
   /** Queues that alarm as soon as they hold a message, by short name. */
   readonly deadLetterQueues: Readonly<Record<string, sqs.IQueue>>;
   /**
@@ -83,13 +90,16 @@ export class OpsAlarms extends Construct {
       treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
     });
     const lagThreshold = props.syncLagThresholdSeconds ?? 1800;
-    add("SyncLag", "synclag", bridgeMetric(tenant, "SyncLagSeconds", { aggregate: "MAX" }), {
-      alarmDescription: `Tenant ${tenant}: the oldest unpublished change is older than ${lagThreshold} s.`,
+    const lagWindow = cycleAlarmWindow(props.syncLagEveryMinutes);
+    // A plain metric: a Metrics Insights alarm cannot look back further than 3 hours, a slow schedule's window can.
+    add("SyncLag", "synclag", bridgeTenantMetric(tenant, "SyncLagSeconds", { statistic: "Maximum", period: lagWindow.period }), {
+      alarmDescription: `Tenant ${tenant}: the oldest unpublished change was older than ${lagThreshold} s in ${describeAlarmWindow(lagWindow)}.`,
       threshold: lagThreshold,
       comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-      evaluationPeriods: 3,
-      datapointsToAlarm: 2,
-      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      evaluationPeriods: lagWindow.evaluationPeriods,
+      datapointsToAlarm: lagWindow.datapointsToAlarm,
+      // A period without a cycle (a tick late into the next period) says nothing new: keep the state.
+      treatMissingData: cloudwatch.TreatMissingData.IGNORE,
     });
     // A gauge of records held (emitted after every cycle), not new records per period: the alarm stays on while
     // any record remains and a re-quarantined record is not counted again.
@@ -101,16 +111,19 @@ export class OpsAlarms extends Construct {
       // Periods between cycles carry no data point; keep the last state instead of clearing.
       treatMissingData: cloudwatch.TreatMissingData.IGNORE,
     });
-    const firstError = new Set(props.alarmOnFirstError ?? []);
     for (const [name, fn] of Object.entries(props.functions)) {
-      const once = firstError.has(name);
-      add(`Errors-${name}`, "function-errors", fn.metricErrors({ period: Duration.minutes(5), statistic: "Sum" }), {
-        alarmDescription: `Tenant ${tenant}: ${name} invocations failed${once ? "" : " in 2 of the last 3 five-minute periods"}.`,
+      const everyMinutes = props.cycleEveryMinutes?.[name];
+      const window = everyMinutes === undefined ? FIRST_ERROR_WINDOW : cycleAlarmWindow(everyMinutes);
+      const when = everyMinutes === undefined ? "" : ` in ${describeAlarmWindow(window)}`;
+      add(`Errors-${name}`, "function-errors", fn.metricErrors({ period: window.period, statistic: "Sum" }), {
+        alarmDescription: `Tenant ${tenant}: ${name} invocations failed${when}.`,
         threshold: 1,
         comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-        evaluationPeriods: once ? 1 : 3,
-        datapointsToAlarm: once ? 1 : 2,
-        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+        evaluationPeriods: window.evaluationPeriods,
+        datapointsToAlarm: window.datapointsToAlarm,
+        // Lambda reports Errors (0 on success) only for periods with an invocation; between a cycle's ticks keep the
+        // state, while a rare one-off function (rotation) clears once its failure is a period old.
+        treatMissingData: everyMinutes === undefined ? cloudwatch.TreatMissingData.NOT_BREACHING : cloudwatch.TreatMissingData.IGNORE,
       });
     }
     for (const [name, queue] of Object.entries(props.deadLetterQueues)) {

@@ -3,9 +3,9 @@ import { join } from "node:path";
 import { Match, Template } from "aws-cdk-lib/assertions";
 import { beforeAll, describe, expect, it } from "vitest";
 import { DASHBOARD_WIDGETS } from "../../infra/constructs/ops-dashboard.js";
-import { EVENT_TYPES } from "../../infra/tenant-config.js";
+import { EVENT_TYPES, loadTenantsFile, type TenantConfig } from "../../infra/tenant-config.js";
 import type { TenantStack } from "../../infra/tenant-stack.js";
-import { buildTestApp, REPO_ROOT } from "./helpers.js";
+import { buildTestApp, EXAMPLE_TENANTS_FILE, REPO_ROOT } from "./helpers.js";
 
 type Statement = { Action: string | string[]; Resource: unknown; Effect: string; Condition?: unknown };
 
@@ -144,6 +144,13 @@ describe("tenant stacks", () => {
     });
     globexT.hasResourceProperties("AWS::Scheduler::Schedule", { ScheduleExpression: "rate(2 minutes)" });
     globexT.hasResourceProperties("AWS::Scheduler::Schedule", { ScheduleExpression: "rate(30 minutes)" });
+  });
+
+  it("lets a tick wait one schedule period behind a running cycle, at most Lambda's 6 hours", () => {
+    acmeT.resourcePropertiesCountIs("AWS::Lambda::EventInvokeConfig", { MaximumEventAgeInSeconds: 300 }, 1);
+    const daily = { ...(loadTenantsFile(EXAMPLE_TENANTS_FILE)[0] as TenantConfig), schedules: { transactionsEveryMinutes: 1440, cardsEveryMinutes: 420 } };
+    const [stack] = buildTestApp({ tenants: [daily] }).stacks as [TenantStack];
+    Template.fromStack(stack).resourcePropertiesCountIs("AWS::Lambda::EventInvokeConfig", { MaximumEventAgeInSeconds: 21_600 }, 2);
   });
 
   it("creates the bus only when asked and archives the tenant's events on it", () => {

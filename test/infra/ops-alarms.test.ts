@@ -1,0 +1,98 @@
+import { Metrics } from "@aws-lambda-powertools/metrics";
+import { Template } from "aws-cdk-lib/assertions";
+import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { PowertoolsMetricsAdapter } from "../../shared/aws/observability.js";
+import { cycleAlarmWindow } from "../../infra/constructs/alarm-window.js";
+import { loadTenantsFile, type TenantConfig } from "../../infra/tenant-config.js";
+import type { TenantStack } from "../../infra/tenant-stack.js";
+import { buildTestApp, EXAMPLE_TENANTS_FILE } from "./helpers.js";
+
+type AlarmProperties = Record<string, unknown> & { Dimensions?: { Name: string; Value: string }[] };
+
+const DAY_SECONDS = 86_400;
+
+/** The example's globex tenant on other schedules. */
+function globexEvery(transactionsEveryMinutes: number, cardsEveryMinutes: number): TenantConfig {
+  const globex = loadTenantsFile(EXAMPLE_TENANTS_FILE).find((t) => t.id === "globex") as TenantConfig;
+  return { ...globex, schedules: { transactionsEveryMinutes, cardsEveryMinutes } };
+}
+
+function alarmsOf(tenant: TenantConfig): (suffix: string) => AlarmProperties {
+  const [stack] = buildTestApp({ tenants: [tenant] }).stacks as [TenantStack];
+  const template = Template.fromStack(stack);
+  return (suffix) => {
+    const found = Object.values(template.findResources("AWS::CloudWatch::Alarm", { Properties: { AlarmName: `QashioBridge-globex-${suffix}` } }));
+    expect(found).toHaveLength(1);
+    return (found[0] as { Properties: AlarmProperties }).Properties;
+  };
+}
+
+describe("cycle alarms follow the tenant's schedule", () => {
+  let short: (suffix: string) => AlarmProperties;
+  let long: (suffix: string) => AlarmProperties;
+  beforeAll(() => {
+    short = alarmsOf(globexEvery(2, 30));
+    long = alarmsOf(globexEvery(1440, 600));
+  });
+
+  it("evaluates a short schedule over 2 of 3 periods of at least five minutes", () => {
+    expect(short("SyncLag")).toMatchObject({ Period: 300, EvaluationPeriods: 3, DatapointsToAlarm: 2, TreatMissingData: "ignore" });
+    expect(short("Errors-PollTransactions")).toMatchObject({ Period: 300, EvaluationPeriods: 3, DatapointsToAlarm: 2, TreatMissingData: "ignore" });
+    expect(short("Errors-PollCards")).toMatchObject({ Period: 1800, EvaluationPeriods: 3, DatapointsToAlarm: 2 });
+    expect(short("Errors-PollCards").AlarmDescription).toContain("2 of the last 3 30-minute periods");
+  });
+
+  it("evaluates a long schedule over periods as long as the schedule, within CloudWatch's one-day window", () => {
+    expect(long("SyncLag")).toMatchObject({ Period: DAY_SECONDS, EvaluationPeriods: 1, DatapointsToAlarm: 1, TreatMissingData: "ignore" });
+    expect(long("SyncLag").AlarmDescription).toContain("in the last one-day period");
+    expect(long("Errors-PollTransactions")).toMatchObject({ Period: DAY_SECONDS, EvaluationPeriods: 1, DatapointsToAlarm: 1 });
+    expect(long("Errors-PollCards")).toMatchObject({ Period: 36_000, EvaluationPeriods: 2, DatapointsToAlarm: 2 });
+  });
+
+  it("keeps the rotation's errors alarm on its first error whatever the schedules", () => {
+    for (const alarm of [short, long]) {
+      expect(alarm("Errors-RotateToken")).toMatchObject({ Period: 300, EvaluationPeriods: 1, DatapointsToAlarm: 1, TreatMissingData: "notBreaching" });
+    }
+  });
+
+  it("gives every allowed schedule a window CloudWatch accepts, with a cycle in every period", () => {
+    for (let everyMinutes = 1; everyMinutes <= 1440; everyMinutes++) {
+      const window = cycleAlarmWindow(everyMinutes);
+      const periodSeconds = window.period.toSeconds();
+      expect(periodSeconds % 60).toBe(0);
+      expect(periodSeconds).toBeGreaterThanOrEqual(everyMinutes * 60);
+      expect(periodSeconds * window.evaluationPeriods).toBeLessThanOrEqual(DAY_SECONDS);
+      expect(window.datapointsToAlarm).toBeGreaterThanOrEqual(1);
+      expect(window.datapointsToAlarm).toBeLessThanOrEqual(window.evaluationPeriods);
+    }
+  });
+});
+
+describe("the SyncLag alarm's metric", () => {
+  afterEach(() => vi.unstubAllEnvs());
+
+  it("has exactly the dimensions the runtime emits SyncLagSeconds with, under the functions' environment", () => {
+    const alarm = alarmsOf(globexEvery(5, 15))("SyncLag");
+    const [stack] = buildTestApp({ tenants: [globexEvery(5, 15)] }).stacks as [TenantStack];
+    const env = (Template.fromStack(stack).findResources("AWS::Lambda::Function") as Record<string, { Properties: { Environment: { Variables: Record<string, unknown> } } }>);
+    const variables = Object.values(env)[0]?.Properties.Environment.Variables ?? {};
+    vi.stubEnv("POWERTOOLS_DEV", "true");
+    vi.stubEnv("POWERTOOLS_METRICS_DISABLED", "false");
+    vi.stubEnv("POWERTOOLS_SERVICE_NAME", String(variables["POWERTOOLS_SERVICE_NAME"]));
+    vi.stubEnv("POWERTOOLS_METRICS_NAMESPACE", String(variables["POWERTOOLS_METRICS_NAMESPACE"]));
+    const lines: Record<string, unknown>[] = [];
+    vi.spyOn(console, "log").mockImplementation((line: unknown) => void lines.push(JSON.parse(String(line)) as Record<string, unknown>));
+    vi.spyOn(console, "warn").mockImplementation(() => undefined);
+    const metrics = new Metrics();
+    metrics.setDefaultDimensions({ tenant: "globex" });
+    new PowertoolsMetricsAdapter(metrics).add("SyncLagSeconds", 12, "Seconds");
+    metrics.publishStoredMetrics();
+
+    const emf = lines[0] as { _aws: { CloudWatchMetrics: { Namespace: string; Dimensions: string[][] }[] } } & Record<string, unknown>;
+    const [directive] = emf._aws.CloudWatchMetrics;
+    expect(directive?.Namespace).toBe(alarm["Namespace"]);
+    expect(alarm["MetricName"]).toBe("SyncLagSeconds");
+    expect(directive?.Dimensions).toEqual([alarm.Dimensions?.map((d) => d.Name).sort()]);
+    for (const { Name, Value } of alarm.Dimensions ?? []) expect(emf[Name]).toBe(Value);
+  });
+});
