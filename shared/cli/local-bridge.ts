@@ -188,7 +188,8 @@ async function cliErrorOf(error: unknown, bridge: LocalBridge): Promise<CliError
     const where = [error.status === undefined ? undefined : `status ${error.status}`, error.requestId === undefined ? undefined : `request ${error.requestId}`]
       .filter(Boolean)
       .join(", ");
-    return new CycleFailedError(`the ${error.report.kind} cycle stopped: ${error.message}${where ? ` (${where})` : ""}; the next run resumes`, { cause: error });
+    // The engine's message already names the cycle, the failed step and that the next cycle resumes.
+    return new CycleFailedError(`${error.message}${where ? ` (${where})` : ""}`, { cause: error });
   }
   const e = error instanceof Error ? error : new Error(String(error));
   return new CycleFailedError(`the cycle failed: ${e.name}: ${e.message}`, { cause: error });

@@ -133,8 +133,8 @@ export class InvalidResponseError extends QashioError {
 }
 
 /**
- * The refresh token was rejected (reused, revoked, expired) or the client credentials are invalid, and no
- * other process rotated it: the token family is gone and an operator must re-authorize the integration.
+ * The refresh token was rejected (reused, revoked, expired) and no other process rotated it: the token family is
+ * gone and an operator must re-authorize the integration. Wrong client credentials (`invalid_client`) are not this.
  */
 export class ReauthorizationRequiredError extends QashioError {
   override name = "ReauthorizationRequiredError";

@@ -182,7 +182,8 @@ describe("bridge run --once (in-process)", () => {
     const failed = await runInProcess(["run", "--once"], h.env);
 
     expect(failed.code).toBe(EXIT.failed);
-    expect(failed.stderr).toMatch(/the transactions cycle stopped: .*status 429.*the next run resumes/);
+    expect(failed.stderr).toMatch(/transactions cycle stopped: acknowledge transactions failed \(RateLimitedError 429: .*the next cycle resumes \(status 429/);
+    expect(failed.stderr.match(/cycle stopped/g)).toHaveLength(1);
     await h.control("DELETE", "/faults");
     expect((await runInProcess(["run", "--once"], h.env)).code).toBe(EXIT.ok);
     expect(new Set((await readEvents(h.eventsFile)).map((e) => e.detail.subject.id))).toEqual(new Set(pending));
