@@ -9,7 +9,8 @@
  *    longest prefix that makes the entry fit (possibly none), each trim recorded in `detail.data.object._truncated`
  *    as `{ path, total, kept }` with `path` a JSON Pointer into `detail`. (The marker lives in the object because the
  *    event schemas keep `detail` and `data` closed while the provider object is open.)
- * 2. If it still does not fit, the `detail.data.changes` list itself is trimmed the same way.
+ * 2. If it still does not fit, the `detail.data.changes` list itself is trimmed the same way, down to its first
+ *    change (the event schemas require at least one); trims recorded for the changes dropped are dropped with them.
  * 3. If it still does not fit (e.g. one huge string), the event is returned as failed with reason `oversized` so the
  *    engine quarantines it.
  * Consumers seeing `_truncated` re-read the full object from the provider by `subject.qashio_id`.
@@ -66,12 +67,17 @@ export function truncationsOf(detail: BridgeEventDetail): readonly Truncation[] 
 
 const escapePointer = (segment: string): string => segment.replace(/~/g, "~0").replace(/\//g, "~1");
 
+/** Changes a trimmed `changes` list keeps at least: the event schemas require `minItems: 1`. */
+const MIN_CHANGES_KEPT = 1;
+
 interface ArrayRef {
   readonly path: string;
   readonly holder: Record<string, unknown> | unknown[];
   readonly key: string | number;
   readonly array: unknown[];
   readonly bytes: number;
+  /** Fewest elements the event's schema allows. @default 0 */
+  readonly minKept?: number;
 }
 
 /** Every array under `value` (not descending into arrays already collected), with where it lives. */
@@ -88,6 +94,13 @@ function collectArrays(value: unknown, path: string, out: ArrayRef[], holder?: A
       collectArrays(child, `${path}/${escapePointer(childKey)}`, out, value as Record<string, unknown>, childKey);
     }
   }
+}
+
+/** True for a trim recorded inside an element of the array at `path` that is no longer kept (it went with it). */
+function insideDropped(truncation: Truncation, path: string, kept: number): boolean {
+  if (!truncation.path.startsWith(`${path}/`)) return false;
+  const index = Number(truncation.path.slice(path.length + 1).split("/")[0]);
+  return Number.isInteger(index) && index >= kept;
 }
 
 /**
@@ -120,20 +133,20 @@ export function reduceDetail(
   inner.sort((a, b) => b.bytes - a.bytes);
   const candidates: ArrayRef[] = [...inner];
   if (changes.length > 0) {
-    candidates.push({ path: "/data/changes", holder: data, key: "changes", array: changes, bytes: 0 });
+    candidates.push({ path: "/data/changes", holder: data, key: "changes", array: changes, bytes: 0, minKept: MIN_CHANGES_KEPT });
   }
 
   for (const ref of candidates) {
     const total = ref.array.length;
+    const minKept = ref.minKept ?? 0;
+    const shown = [...truncations];
     const setKept = (kept: number): void => {
       (ref.holder as Record<string | number, unknown>)[ref.key] = ref.array.slice(0, kept);
-      const marker = { path: ref.path, total, kept };
-      const existing = truncations.findIndex((t) => t.path === ref.path);
-      if (existing >= 0) truncations[existing] = marker;
-      else truncations.push(marker);
+      truncations.splice(0, truncations.length, ...shown.filter((t) => t.path !== ref.path && !insideDropped(t, ref.path, kept)));
+      truncations.push({ path: ref.path, total, kept });
     };
     // Largest prefix that fits: binary search on the kept count (each probe re-measures the exact entry).
-    let low = 0;
+    let low = minKept;
     let high = total - 1;
     let best = -1;
     while (low <= high) {
@@ -150,7 +163,7 @@ export function reduceDetail(
       setKept(best);
       return withMarker();
     }
-    setKept(0);
+    setKept(minKept);
   }
   return undefined;
 }

@@ -1,6 +1,8 @@
 import { EventBridgeClient, PutEventsCommand, type PutEventsRequestEntry } from "@aws-sdk/client-eventbridge";
 import { mockClient } from "aws-sdk-client-mock";
+import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
+import { EVENT_TYPES, parseEventDetail, type EventType } from "../../shared/bridge/events/index.js";
 import type { BridgeEvent } from "../../shared/bridge/ports.js";
 import { PublishError } from "../../shared/aws/errors.js";
 import { EventBridgePublisher } from "../../shared/aws/event-publisher.js";
@@ -159,5 +161,66 @@ describe("reduceDetail", () => {
     expect(reduced?.data.changes).toHaveLength(2);
     expect(truncationsOf(reduced ?? detail)[0]).toMatchObject({ path: "/data/changes/0/before", total: 50 });
     expect(entrySize(toEntry(reduced))).toBeLessThanOrEqual(1_500);
+  });
+
+  it("keeps at least one change: an event whose first change alone is too big fails as oversized instead of sending changes: []", () => {
+    const detail = event("ev", { id: "tx", note: "small" }, [{ path: "/memo", before: "m".repeat(300 * 1024), after: null }]).detail;
+    expect(reduceDetail(detail, toEntry)).toBeUndefined();
+  });
+
+  it("trims the change list down to the changes that fit, dropping the trims recorded inside the dropped ones", () => {
+    const segments = Array.from({ length: 50 }, (_, i) => ({ id: `s${i}`, v: "x".repeat(40) }));
+    const detail = event("ev", { id: "tx" }, [
+      { path: "/amount", before: 1, after: 2 },
+      { path: "/memo", before: "a".repeat(2_000), after: "b" },
+      { path: "/segments", before: segments, after: [] },
+    ]).detail;
+    const reduced = reduceDetail(detail, toEntry, 1_500);
+    expect(reduced?.data.changes).toEqual([{ path: "/amount", before: 1, after: 2 }]);
+    expect(truncationsOf(reduced ?? detail)).toEqual([{ path: "/data/changes", total: 3, kept: 1 }]);
+  });
+});
+
+/** A detail of `type` that its schema accepts, around the given object members and changes. */
+function validDetail(type: EventType, extra: Record<string, unknown>, changes: { path: string; before: unknown; after: unknown }[]) {
+  const card = type.startsWith("card.");
+  const object = card ? { id: "CA1", status: "Active", cardholder: { name: "A" }, ...extra } : { id: "tx", qashio_id: "CT1", ...extra };
+  const withChanges = type.endsWith(".created") ? {} : { changes };
+  return {
+    id: "0b7c1c36-3f38-4b7e-9c39-6f0e5a6d8a11",
+    type,
+    schema_version: "1.0",
+    tenant: "acme",
+    occurred_at: "2026-03-01T12:00:00.000Z",
+    subject: card ? { type: "card" as const, id: "CA1" } : { type: "transaction" as const, id: "tx", qashio_id: "CT1" },
+    data: { object, ...withChanges },
+  };
+}
+
+describe("reduceDetail and the event schemas", () => {
+  const toEntry = (detail: unknown) => ({ Source: "qashio.bridge", DetailType: "t", Detail: JSON.stringify(detail), Time: new Date(0) });
+  const item = fc.record({ id: fc.string({ maxLength: 8 }), v: fc.string({ maxLength: 200 }) });
+  const value = fc.oneof(fc.constant(null), fc.string({ maxLength: 3_000 }), fc.array(item, { maxLength: 60 }));
+  const change = fc.record({ path: fc.constantFrom("/memo", "/segments", "/limits", "/status"), before: value, after: value });
+
+  it("never returns a reduced event that its schema rejects", () => {
+    fc.assert(
+      fc.property(
+        fc.constantFrom(...EVENT_TYPES),
+        fc.dictionary(fc.constantFrom("line_items", "receipts", "tags", "memo"), value),
+        fc.array(change, { minLength: 1, maxLength: 6 }),
+        fc.integer({ min: 600, max: 20_000 }),
+        (type, extra, changes, limit) => {
+          const detail = validDetail(type, extra, changes);
+          expect(parseEventDetail(detail).success).toBe(true);
+          const reduced = reduceDetail(detail as never, toEntry, limit);
+          if (reduced === undefined) return;
+          expect(entrySize(toEntry(reduced))).toBeLessThanOrEqual(limit);
+          const parsed = parseEventDetail(reduced);
+          expect(parsed.error?.issues).toBeUndefined();
+        },
+      ),
+      { numRuns: 300 },
+    );
   });
 });
