@@ -4,7 +4,7 @@
  */
 import { contentHash } from "./hash.js";
 import { diffObjects, type Change } from "./diff.js";
-import { CycleRun, parseTime } from "./cycle.js";
+import { CycleRun, parseTime, versionTime } from "./cycle.js";
 import { DEFAULT_MAX_PAGES, DEFAULT_PAGE_SIZE, type CardCycleDeps, type CycleOptions } from "./deps.js";
 import type { EventType } from "./events/schemas.js";
 import type { BridgeEvent, QuarantineRecord, Snapshot, SnapshotKey } from "./ports.js";
@@ -127,7 +127,7 @@ class CardRun extends CycleRun {
     const silent: Snapshot[] = [];
     for (const item of items) {
       const before = snapshots.get(cardKey(item.id));
-      const snapshot: Snapshot = { key: cardKey(item.id), hash: item.hash, object: item.object, updatedAt: new Date(now).toISOString() };
+      const snapshot: Snapshot = { key: cardKey(item.id), hash: item.hash, object: item.object, updatedAt: versionTime(now, before) };
       if (before?.hash === item.hash) {
         this.report.unchanged += 1;
         continue;
@@ -137,7 +137,7 @@ class CardRun extends CycleRun {
           silent.push(snapshot);
           continue;
         }
-        events.push(this.cardEvent("card.created", item, "", now));
+        events.push(this.cardEvent("card.created", item, undefined, now));
         pending.push(snapshot);
         continue;
       }
@@ -150,7 +150,7 @@ class CardRun extends CycleRun {
         continue;
       }
       const type = cardEventType(before.object["status"], item.object["status"]);
-      events.push(this.cardEvent(type, item, before.hash, now, changes));
+      events.push(this.cardEvent(type, item, before, now, changes));
       pending.push(snapshot);
     }
     const failures = await this.publish(events, events.map(() => undefined));
@@ -162,7 +162,7 @@ class CardRun extends CycleRun {
   private cardEvent(
     type: EventType,
     item: { id: string; object: Record<string, unknown>; hash: string },
-    beforeHash: string,
+    before: Snapshot | undefined,
     now: number,
     changes?: ReturnType<typeof diffObjects>,
   ): BridgeEvent {
@@ -171,7 +171,7 @@ class CardRun extends CycleRun {
       kind: "card",
       subjectId: item.id,
       object: item.object,
-      beforeHash,
+      before,
       afterHash: item.hash,
       occurredAt: cardChangedAt(item.object, changes) ?? now,
       changes,

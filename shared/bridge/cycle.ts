@@ -7,7 +7,7 @@ import { contentHash, eventId, sha256Hex, uuidFromHex } from "./hash.js";
 import type { Change } from "./diff.js";
 import { DEFAULT_SOURCE, type BridgeDeps } from "./deps.js";
 import { SCHEMA_VERSION, type EventType } from "./events/schemas.js";
-import type { BridgeEvent, EntityKind, PublishFailure, QuarantineRecord } from "./ports.js";
+import type { BridgeEvent, EntityKind, PublishFailure, QuarantineRecord, Snapshot } from "./ports.js";
 import { emptyReport, type CycleReport } from "./report.js";
 import { requireObjectWithId, type Validators } from "./validate.js";
 import { applyPii, assertPiiPolicy } from "./pii.js";
@@ -57,6 +57,20 @@ export function parseTime(value: unknown): number | undefined {
   if (typeof value !== "string" || value === "") return undefined;
   const ms = Date.parse(value);
   return Number.isNaN(ms) ? undefined : ms;
+}
+
+/**
+ * `updatedAt` of a new snapshot version: now, yet always later than the version it replaces, so it tells the
+ * versions of one subject apart (event ids depend on it) even when the clock stalls or steps back.
+ *
+ * @example
+ * ```ts
+ * const snapshot = { key, hash, object, updatedAt: versionTime(clock.now(), before) };
+ * ```
+ */
+export function versionTime(nowMs: number, before: Snapshot | undefined): string {
+  const previous = parseTime(before?.updatedAt);
+  return new Date(previous !== undefined && previous >= nowMs ? previous + 1 : nowMs).toISOString();
 }
 
 /** One run of a cycle: holds the report and the deps, and owns error conversion. */
@@ -127,14 +141,17 @@ export class CycleRun {
     return applyPii(object, this.deps.pii);
   }
 
-  /** Builds one event; the id depends only on tenant, type, subject and both content hashes. */
+  /**
+   * Builds one event. The id depends only on tenant, type, subject, the snapshot diffed against (none for a first
+   * sighting) and the new content hash: a re-send after a crash meets the same snapshot and keeps its id.
+   */
   buildEvent(input: {
     type: EventType;
     kind: EntityKind;
     subjectId: string;
     qashioId?: string;
     object: Record<string, unknown>;
-    beforeHash: string;
+    before: Snapshot | undefined;
     afterHash: string;
     occurredAt: number;
     changes?: readonly Change[];
@@ -144,7 +161,8 @@ export class CycleRun {
       tenant: this.deps.tenant,
       type: input.type,
       subjectId: input.subjectId,
-      beforeHash: input.beforeHash,
+      beforeHash: input.before?.hash ?? "",
+      beforeVersion: input.before?.updatedAt ?? "",
       afterHash: input.afterHash,
     });
     const occurredAt = new Date(input.occurredAt).toISOString();

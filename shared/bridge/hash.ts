@@ -263,19 +263,27 @@ export interface EventIdentity {
   readonly subjectId: string;
   /** Content hash of the snapshot before the change; empty when there was none. */
   readonly beforeHash: string;
+  /**
+   * `updatedAt` of the snapshot before the change; empty when there was none. A later change back to an earlier
+   * state (Active, Suspended, Active, Suspended) diffs against a newer version, so it is not taken for a re-send.
+   */
+  readonly beforeVersion: string;
   readonly afterHash: string;
 }
 
 /**
- * Deterministic event id: a UUID-shaped sha-256 of tenant, type, subject and both content hashes.
- * Re-publishing the same change after a crash gives the same id, so consumers can deduplicate.
+ * Deterministic event id: a UUID-shaped sha-256 of tenant, type, subject, the snapshot before (content hash and
+ * version) and the content hash after. Re-publishing the same change after a crash diffs against the same snapshot,
+ * so it gives the same id and consumers can deduplicate.
  *
  * @example
  * ```ts
- * eventId({ tenant: "acme", type: "transaction.created", subjectId: "7f…", beforeHash: "", afterHash: "ab…" });
+ * eventId({ tenant: "acme", type: "transaction.created", subjectId: "7f…", beforeHash: "", beforeVersion: "", afterHash: "ab…" });
  * ```
  */
 export function eventId(identity: EventIdentity): string {
-  const { tenant, type, subjectId, beforeHash, afterHash } = identity;
-  return uuidFromHex(sha256Hex(`${tenant}\u0000${type}\u0000${subjectId}\u0000${beforeHash}\u0000${afterHash}`));
+  const { tenant, type, subjectId, beforeHash, beforeVersion, afterHash } = identity;
+  // Appended last and only when present: ids of first sightings stay what they were before versions counted.
+  const version = beforeVersion === "" ? "" : `\u0000${beforeVersion}`;
+  return uuidFromHex(sha256Hex(`${tenant}\u0000${type}\u0000${subjectId}\u0000${beforeHash}\u0000${afterHash}${version}`));
 }

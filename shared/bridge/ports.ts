@@ -18,7 +18,10 @@ export interface Snapshot {
   readonly hash: string;
   /** What the diff needs: the normalised provider object as last published. */
   readonly object: Record<string, unknown>;
-  /** ISO 8601 time the snapshot was written. */
+  /**
+   * ISO 8601 time the snapshot was written, always later than the version it replaced: it names the version, and
+   * event ids depend on it (docs/events.md), so adapters must store it verbatim.
+   */
   readonly updatedAt: string;
 }
 

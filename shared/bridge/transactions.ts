@@ -5,7 +5,7 @@
 import { contentHash, recordHash } from "./hash.js";
 import { applyPiiInPlace, type PiiPolicy } from "./pii.js";
 import { diffObjects, type Change } from "./diff.js";
-import { CycleRun, parseTime } from "./cycle.js";
+import { CycleRun, parseTime, versionTime } from "./cycle.js";
 import { RecentIds } from "./recent-ids.js";
 import { DEFAULT_MAX_PAGES, DEFAULT_PAGE_SIZE, MIN_PAGE_SIZE, type CycleOptions, type TransactionCycleDeps } from "./deps.js";
 import type { BridgeEvent, QuarantineRecord, Snapshot, SnapshotKey } from "./ports.js";
@@ -235,7 +235,7 @@ class TransactionRun extends CycleRun {
       : new Map<SnapshotKey, Snapshot>();
 
     const toPublish: { item: Item; type: "transaction.created" | "transaction.changed"; before?: Snapshot; changes?: Change[] }[] = [];
-    const silentWrites: Item[] = [];
+    const silentWrites: { item: Item; before: Snapshot }[] = [];
     for (const item of items) {
       const before = snapshots.get(transactionKey(item.id));
       if (!before) {
@@ -251,7 +251,7 @@ class TransactionRun extends CycleRun {
       if (changes.length === 0) {
         // Same data, different hash (e.g. null vs absent): refresh the snapshot, publish nothing.
         this.report.unchanged += 1;
-        silentWrites.push(item);
+        silentWrites.push({ item, before });
         ackIds.push(item.id);
         continue;
       }
@@ -269,7 +269,7 @@ class TransactionRun extends CycleRun {
         subjectId: item.id,
         qashioId: item.qashioId,
         object: item.object,
-        beforeHash: before?.hash ?? "",
+        before,
         afterHash: item.hash,
         occurredAt: item.changedAtMs ?? deps.clock.now(),
         changes,
@@ -281,23 +281,24 @@ class TransactionRun extends CycleRun {
       toPublish.map((p) => p.item.changedAtMs),
     );
 
-    const now = new Date(deps.clock.now()).toISOString();
+    const nowMs = deps.clock.now();
+    const now = new Date(nowMs).toISOString();
     const writes: Snapshot[] = [];
-    const snapshotOf = (item: Item): void => {
-      writes.push({ key: transactionKey(item.id), hash: item.hash, object: item.object, updatedAt: now });
+    const snapshotOf = (item: Item, before: Snapshot | undefined): void => {
+      writes.push({ key: transactionKey(item.id), hash: item.hash, object: item.object, updatedAt: versionTime(nowMs, before) });
       if (item.qashioId) {
         const alias = { id: item.id, qashio_id: item.qashioId };
         // Its members are in sorted order, so recordHash equals contentHash here without sorting keys per item.
         writes.push({ key: transactionAliasKey(item.qashioId), hash: recordHash(alias), object: alias, updatedAt: now });
       }
     };
-    toPublish.forEach(({ item }, i) => {
+    toPublish.forEach(({ item, before }, i) => {
       const failure = failures.get((events[i] as BridgeEvent).detail.id);
       if (failure) quarantine.push(this.quarantineRecord("transaction", "publish", failure.reason, item.raw, item.id));
-      else snapshotOf(item);
+      else snapshotOf(item, before);
       ackIds.push(item.id);
     });
-    for (const item of silentWrites) snapshotOf(item);
+    for (const { item, before } of silentWrites) snapshotOf(item, before);
     if (writes.length) await this.port("write snapshots", () => deps.snapshots.putMany(writes));
     await this.quarantine(quarantine);
 

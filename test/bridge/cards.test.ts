@@ -91,6 +91,52 @@ describe("pollCards", () => {
     expect(rig.publisher.events).toHaveLength(1);
   });
 
+  it("gives a repeated status move or nickname flip a new event id, even on a clock that stands still", async () => {
+    const rig = makeRig();
+    const card = rig.provider.addCard();
+    const id = card["id"] as string;
+    await pollCards(rig.deps);
+    for (const status of ["Suspended", "Active", "Suspended", "Active"]) {
+      rig.provider.changeCard(id, { status });
+      await pollCards(rig.deps);
+    }
+    for (const card_nickname of ["Travel", "Card 1", "Travel"]) {
+      rig.provider.changeCard(id, { card_nickname });
+      await pollCards(rig.deps);
+    }
+    expect(rig.publisher.events.map((e) => e.detailType)).toEqual([
+      "card.suspended",
+      "card.status_changed",
+      "card.suspended",
+      "card.status_changed",
+      "card.updated",
+      "card.updated",
+      "card.updated",
+    ]);
+    expect(new Set(rig.publisher.ids).size).toBe(7);
+  });
+
+  it("re-sends a repeated suspension after a crash with its own id, not the first suspension's", async () => {
+    const rig = makeRig();
+    const card = rig.provider.addCard();
+    const id = card["id"] as string;
+    await pollCards(rig.deps);
+    for (const status of ["Suspended", "Active"]) {
+      rig.provider.changeCard(id, { status });
+      await pollCards(rig.deps);
+    }
+    rig.provider.changeCard(id, { status: "Suspended" });
+    const putMany = rig.snapshots.putMany.bind(rig.snapshots);
+    rig.deps.snapshots.putMany = () => Promise.reject(new Error("crash after publish"));
+    await expect(pollCards(rig.deps)).rejects.toBeInstanceOf(CycleAbortedError);
+    rig.deps.snapshots.putMany = putMany;
+    await pollCards(rig.deps);
+    expect(rig.publisher.events.map((e) => e.detailType)).toEqual(["card.suspended", "card.status_changed", "card.suspended", "card.suspended"]);
+    const [first, second, resent] = rig.publisher.ofType("card.suspended");
+    expect(second?.detail.id).not.toBe(first?.detail.id);
+    expect(resent?.detail.id).toBe(second?.detail.id);
+  });
+
   it("keeps the old snapshot when the event fails, so the next walk re-sends the same event id", async () => {
     const rig = makeRig();
     const card = rig.provider.addCard();

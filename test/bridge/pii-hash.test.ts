@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { applyPii, assertPiiPolicy, REDACTED } from "../../shared/bridge/pii.js";
-import { canonicalJson, contentHash, eventId, uuidFromHex } from "../../shared/bridge/hash.js";
+import { canonicalJson, contentHash, eventId, sha256Hex, uuidFromHex } from "../../shared/bridge/hash.js";
 import { BridgeConfigurationError } from "../../shared/bridge/errors.js";
 
 const txn = { id: "t1", card_holder_name: "Ann Holder", card_holder_email: "Ann@Example.com ", memo: "x" };
@@ -45,11 +45,15 @@ describe("hashes and event ids", () => {
   });
 
   it("gives one change one id and any different input another", () => {
-    const base = { tenant: "acme", type: "transaction.changed", subjectId: "t1", beforeHash: "h0", afterHash: "h1" };
+    const base = { tenant: "acme", type: "transaction.changed", subjectId: "t1", beforeHash: "h0", beforeVersion: "2025-01-15T10:00:00.000Z", afterHash: "h1" };
     expect(eventId(base)).toBe(eventId({ ...base }));
-    for (const other of [{ tenant: "other" }, { type: "transaction.created" }, { subjectId: "t2" }, { beforeHash: "hx" }, { afterHash: "hy" }]) {
-      expect(eventId({ ...base, ...other })).not.toBe(eventId(base));
-    }
+    const others = [{ tenant: "other" }, { type: "transaction.created" }, { subjectId: "t2" }, { beforeHash: "hx" }, { beforeVersion: "2025-01-15T10:00:00.001Z" }, { afterHash: "hy" }];
+    for (const other of others) expect(eventId({ ...base, ...other })).not.toBe(eventId(base));
+  });
+
+  it("keeps the id of a first sighting (no snapshot before) as it was before snapshot versions counted", () => {
+    const created = { tenant: "acme", type: "transaction.created", subjectId: "t1", beforeHash: "", beforeVersion: "", afterHash: "h1" };
+    expect(eventId(created)).toBe(uuidFromHex(sha256Hex("acme\u0000transaction.created\u0000t1\u0000\u0000h1")));
   });
 
   it("formats hash-based ids as RFC 9562 version-8 UUIDs", () => {

@@ -73,6 +73,36 @@ describe("pollTransactions", () => {
     expect(first.publisher.ids[0]).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
   });
 
+  it("gives a change back and forth a new event id each time when updated_at does not move", async () => {
+    const rig = makeRig();
+    const txn = rig.provider.addTransaction();
+    await pollTransactions(rig.deps);
+    const stamp = txn.updated_at;
+    for (const memo of ["Client visit", "", "Client visit"]) {
+      rig.provider.changeTransaction(txn.id, { memo }).updated_at = stamp;
+      await pollTransactions(rig.deps);
+    }
+    const changed = rig.publisher.ofType("transaction.changed");
+    expect(changed.map((e) => e.detail.data.changes)).toEqual([
+      [{ path: "/memo", before: "", after: "Client visit" }],
+      [{ path: "/memo", before: "Client visit", after: "" }],
+      [{ path: "/memo", before: "", after: "Client visit" }],
+    ]);
+    expect(new Set(changed.map((e) => e.detail.id)).size).toBe(3);
+  });
+
+  it("stamps each new snapshot version later than the one it replaces, even on a clock that steps back", async () => {
+    const rig = makeRig();
+    const txn = rig.provider.addTransaction();
+    await pollTransactions(rig.deps);
+    const first = rig.snapshots.data.get(`transaction:${txn.id}`)!.updatedAt;
+    rig.provider.changeTransaction(txn.id, { memo: "x" });
+    rig.clock.advance(-60_000);
+    await pollTransactions(rig.deps);
+    const second = rig.snapshots.data.get(`transaction:${txn.id}`)!.updatedAt;
+    expect(Date.parse(second)).toBeGreaterThan(Date.parse(first));
+  });
+
   it("uses one list call and one acknowledge call per page and publishes oldest first", async () => {
     const rig = makeRig();
     for (let i = 0; i < 250; i++) rig.provider.addTransaction();
