@@ -10,7 +10,7 @@ import { PollSchedules } from "./constructs/poll-schedules.js";
 import { TenantEventBus } from "./constructs/tenant-event-bus.js";
 import { TenantKey } from "./constructs/tenant-key.js";
 import { TenantSecret } from "./constructs/tenant-secret.js";
-import { TenantTable } from "./constructs/tenant-table.js";
+import { POLLER_TABLE_ACTIONS, ROTATION_TABLE_ACTIONS, TenantTable } from "./constructs/tenant-table.js";
 import { WebhookForwarder } from "./constructs/webhook-forwarder.js";
 import type { EventDetailSchema } from "./event-schemas-source.js";
 import { acknowledgeTenantStackFindings } from "./nag-acknowledgements.js";
@@ -143,13 +143,16 @@ export class TenantStack extends Stack {
       timeout: Duration.minutes(10),
     });
 
-    for (const fn of [this.pollTransactions, this.pollCards, this.rotateToken]) {
-      this.table.grantItemAccess(fn.function);
-      this.secret.grantRuntimeAccess(fn.function);
-      this.key.grantDataUse(fn.function);
+    for (const fn of [this.pollTransactions.function, this.pollCards.function]) {
+      this.table.grantItemAccess(fn, POLLER_TABLE_ACTIONS);
+      this.secret.grantRuntimeAccess(fn);
+      // sqs: Lambda writes a failed invocation to the encrypted DLQ with the function's role
+      this.key.grantDataUse(fn, ["dynamodb", "secretsmanager", "sqs"]);
+      this.eventBus.grantPutEvents(fn);
     }
-    this.eventBus.grantPutEvents(this.pollTransactions.function);
-    this.eventBus.grantPutEvents(this.pollCards.function);
+    this.table.grantItemAccess(this.rotateToken.function, ROTATION_TABLE_ACTIONS);
+    this.secret.grantRuntimeAccess(this.rotateToken.function);
+    this.key.grantDataUse(this.rotateToken.function, ["dynamodb", "secretsmanager"]);
     this.secret.addTokenRotation(this.rotateToken.function);
 
     this.schedules = new PollSchedules(this, "Schedules", {
@@ -160,7 +163,7 @@ export class TenantStack extends Stack {
       cardsEveryMinutes: tenant.schedules.cardsEveryMinutes,
       deadLetterQueue: this.pollerDeadLetters.queue,
     });
-    this.key.grantDataUse(this.schedules.role);
+    this.key.grantDataUse(this.schedules.role, ["sqs"]);
 
     this.eventSchemas = new EventSchemas(this, "EventSchemas", {
       tenantId: tenant.id,

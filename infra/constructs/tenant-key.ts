@@ -3,8 +3,18 @@ import * as iam from "aws-cdk-lib/aws-iam";
 import * as kms from "aws-cdk-lib/aws-kms";
 import { Construct } from "constructs";
 
-/** Key actions a function needs to read and write the tenant's encrypted table items, secret and queues. */
-export const KEY_DATA_ACTIONS = ["kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey", "kms:DescribeKey"] as const;
+/** Services that store the tenant's data under the key on a caller's behalf. */
+export type KeyService = "dynamodb" | "secretsmanager" | "sqs";
+
+/**
+ * Key actions a caller of each service needs. None calls kms:Encrypt: they encrypt under data keys
+ * (GenerateDataKey) and read with Decrypt; an SQS producer needs no key metadata.
+ */
+export const KEY_ACTIONS_VIA: Readonly<Record<KeyService, readonly string[]>> = {
+  dynamodb: ["kms:Decrypt", "kms:GenerateDataKey", "kms:DescribeKey"],
+  secretsmanager: ["kms:Decrypt", "kms:GenerateDataKey", "kms:DescribeKey"],
+  sqs: ["kms:Decrypt", "kms:GenerateDataKey"],
+};
 
 /** Properties of {@link TenantKey}. */
 export interface TenantKeyProps {
@@ -31,19 +41,17 @@ export class TenantKey extends Construct {
   public readonly key: kms.Key;
 
   /**
-   * Lets a function use the key through the services that store this tenant's data (DynamoDB, Secrets Manager,
-   * SQS) and nowhere else: explicit actions instead of grantEncryptDecrypt's `GenerateDataKey*`/`ReEncrypt*`.
+   * Lets a principal use the key through the given services only (kms:ViaService), with the actions those services
+   * need ({@link KEY_ACTIONS_VIA}) instead of grantEncryptDecrypt's `Encrypt`/`GenerateDataKey*`/`ReEncrypt*`.
    */
-  grantDataUse(grantee: iam.IGrantable): void {
+  grantDataUse(grantee: iam.IGrantable, services: readonly KeyService[]): void {
     const region = Stack.of(this).region;
     grantee.grantPrincipal.addToPrincipalPolicy(
       new iam.PolicyStatement({
-        actions: [...KEY_DATA_ACTIONS],
+        actions: [...new Set(services.flatMap((service) => KEY_ACTIONS_VIA[service]))],
         resources: [this.key.keyArn],
         conditions: {
-          StringEquals: {
-            "kms:ViaService": ["dynamodb", "secretsmanager", "sqs"].map((service) => `${service}.${region}.amazonaws.com`),
-          },
+          StringEquals: { "kms:ViaService": services.map((service) => `${service}.${region}.amazonaws.com`) },
         },
       }),
     );

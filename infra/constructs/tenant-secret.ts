@@ -25,12 +25,11 @@ export interface TenantSecretProps {
   readonly removalPolicy?: RemovalPolicy;
 }
 
-/** Secret actions of the runtime: read the token set, write a rotated refresh token as a new version. */
-export const SECRET_RUNTIME_ACTIONS = [
-  "secretsmanager:GetSecretValue",
-  "secretsmanager:DescribeSecret",
-  "secretsmanager:PutSecretValue",
-] as const;
+/**
+ * Secret actions of the runtime: read the token set, write a rotated refresh token as a new version. The rotation's
+ * own DescribeSecret and UpdateSecretVersionStage come with {@link TenantSecret.addTokenRotation}.
+ */
+export const SECRET_RUNTIME_ACTIONS = ["secretsmanager:GetSecretValue", "secretsmanager:PutSecretValue"] as const;
 
 /**
  * The tenant's provider credentials: JSON `{client_id, client_secret, refresh_token, pii_salt}`.

@@ -15,18 +15,22 @@ export interface TenantTableProps {
   readonly removalPolicy?: RemovalPolicy;
 }
 
-/** Item-level actions the runtime needs: snapshots (batch), lease and quarantine (conditional single items). */
-export const TABLE_DATA_ACTIONS = [
+/**
+ * Item actions a poller sends (shared/aws): snapshots (BatchGet, BatchWrite), quarantine (Put, Query for its size),
+ * leases (conditional Put, Delete; never renewed, the cycle lease outlives the function timeout) and the shared
+ * access token (Get, Put, Delete).
+ */
+export const POLLER_TABLE_ACTIONS = [
   "dynamodb:GetItem",
   "dynamodb:BatchGetItem",
   "dynamodb:Query",
   "dynamodb:PutItem",
-  "dynamodb:UpdateItem",
   "dynamodb:DeleteItem",
   "dynamodb:BatchWriteItem",
-  "dynamodb:ConditionCheckItem",
-  "dynamodb:DescribeTable",
 ] as const;
+
+/** Item actions the token rotation sends: the token lease and the shared access token only. */
+export const ROTATION_TABLE_ACTIONS = ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:DeleteItem"] as const;
 
 /**
  * The tenant's DynamoDB table: snapshots, leases and quarantine (keys `pk`/`sk`, TTL attribute `ttl`).
@@ -51,10 +55,11 @@ export class TenantTable extends Construct {
     });
   }
 
-  /** Grants the item-level actions on this table only (no index or stream ARNs, no wildcard). */
-  grantItemAccess(grantee: iam.IGrantable): void {
-    grantee.grantPrincipal.addToPrincipalPolicy(
-      new iam.PolicyStatement({ actions: [...TABLE_DATA_ACTIONS], resources: [this.table.tableArn] }),
-    );
+  /**
+   * Grants item actions (e.g. {@link POLLER_TABLE_ACTIONS}) on this table only (no index or stream ARNs, no
+   * wildcard).
+   */
+  grantItemAccess(grantee: iam.IGrantable, actions: readonly string[]): void {
+    grantee.grantPrincipal.addToPrincipalPolicy(new iam.PolicyStatement({ actions: [...actions], resources: [this.table.tableArn] }));
   }
 }

@@ -250,11 +250,75 @@ describe("least-privilege IAM", () => {
     ]);
   });
 
-  it("limits the key to DynamoDB, Secrets Manager and SQS on the functions' behalf", () => {
+  /** The actions granted to the role whose logical id starts with `role`, beyond logs and X-Ray. */
+  function grantedTo(template: Template, role: string): string[] {
+    const policies = Object.values(template.findResources("AWS::IAM::Policy")) as {
+      Properties: { Roles: { Ref: string }[]; PolicyDocument: { Statement: Statement[] } };
+    }[];
+    const mine = policies.filter((p) => p.Properties.Roles.some((r) => r.Ref.startsWith(role)));
+    expect(mine.length).toBeGreaterThan(0);
+    return [
+      ...new Set(mine.flatMap((p) => p.Properties.PolicyDocument.Statement.flatMap(actionsOf)).filter((a) => !/^(logs|xray):/.test(a))),
+    ].sort();
+  }
+  const via = (template: Template, role: string): string[] => {
+    const text = JSON.stringify(
+      Object.values(template.findResources("AWS::IAM::Policy")).filter((p) =>
+        (p as { Properties: { Roles: { Ref: string }[] } }).Properties.Roles.some((r) => r.Ref.startsWith(role)),
+      ),
+    );
+    return ["dynamodb", "secretsmanager", "sqs"].filter((service) => text.includes(`"${service}."`));
+  };
+  const pollerActions = [
+    "dynamodb:BatchGetItem",
+    "dynamodb:BatchWriteItem",
+    "dynamodb:DeleteItem",
+    "dynamodb:GetItem",
+    "dynamodb:PutItem",
+    "dynamodb:Query",
+    "events:PutEvents",
+    "kms:Decrypt",
+    "kms:DescribeKey",
+    "kms:GenerateDataKey",
+    "secretsmanager:GetSecretValue",
+    "secretsmanager:PutSecretValue",
+    "sqs:SendMessage",
+  ];
+
+  it.each(["PollTransactionsRole", "PollCardsRole"])("grants %s only the actions the poller's code sends", (role) => {
+    for (const template of [acmeT, globexT]) {
+      expect(grantedTo(template, role)).toEqual(pollerActions);
+      expect(via(template, role)).toEqual(["dynamodb", "secretsmanager", "sqs"]);
+    }
+  });
+
+  it("grants the rotation the token lease and token items, and DescribeSecret with the rotation schedule", () => {
+    expect(grantedTo(acmeT, "RotateTokenRole")).toEqual([
+      "dynamodb:DeleteItem",
+      "dynamodb:GetItem",
+      "dynamodb:PutItem",
+      "kms:Decrypt",
+      "kms:DescribeKey",
+      "kms:GenerateDataKey",
+      "secretsmanager:DescribeSecret",
+      "secretsmanager:GetRandomPassword",
+      "secretsmanager:GetSecretValue",
+      "secretsmanager:PutSecretValue",
+      "secretsmanager:UpdateSecretVersionStage",
+    ]);
+    expect(via(acmeT, "RotateTokenRole")).toEqual(["dynamodb", "secretsmanager"]);
+  });
+
+  it("lets the Scheduler role invoke the pollers and write its encrypted DLQ, nothing more", () => {
+    expect(grantedTo(acmeT, "SchedulesRole")).toEqual(["kms:Decrypt", "kms:GenerateDataKey", "lambda:InvokeFunction", "sqs:SendMessage"]);
+    expect(via(acmeT, "SchedulesRole")).toEqual(["sqs"]);
+  });
+
+  it("never grants kms:Encrypt or a wildcard key action, and always through a named service", () => {
     const kms = statements(acmeT).filter((s) => actionsOf(s).some((a) => a.startsWith("kms:")));
     for (const statement of kms) {
-      expect(actionsOf(statement).some((a) => a.includes("*"))).toBe(false);
-      expect(JSON.stringify(statement.Condition)).toMatch(/kms:ViaService.*dynamodb.*secretsmanager.*sqs/);
+      expect(actionsOf(statement).filter((a) => a === "kms:Encrypt" || a.includes("*"))).toEqual([]);
+      expect(JSON.stringify(statement.Condition)).toMatch(/kms:ViaService/);
     }
   });
 
