@@ -179,6 +179,45 @@ describe("pollCards", () => {
     expect(rig.provider.count("listErpCards")).toBe(2);
   });
 
+  it("resumes a walk cut off by the time budget where it stopped, so every card is checked in turn", async () => {
+    const rig = makeRig();
+    for (let i = 0; i < 30; i++) rig.provider.addCard();
+    rig.provider.beforeCall = () => rig.clock.advance(1000);
+    const onePageCycle = async (): Promise<string> => (await pollCards(rig.deps, { pageSize: 10, deadline: rig.clock.now() + 500 })).outcome;
+    const pagesRead = (): unknown[] => rig.provider.calls.map((c) => (c.op === "listErpCards" ? c.query.page : undefined));
+    const outcomes = [await onePageCycle(), await onePageCycle(), await onePageCycle()];
+    expect(outcomes).toEqual(["deadline", "deadline", "complete"]);
+    expect(pagesRead()).toEqual([1, 2, 3]);
+    expect([...rig.snapshots.data.keys()].filter((k) => /^card:CA/.test(k))).toHaveLength(30);
+
+    const onPage3 = rig.provider.cards[25]!["id"] as string;
+    rig.provider.changeCard(onPage3, { status: "Suspended" });
+    for (let i = 0; i < 3; i++) await onePageCycle();
+    expect(pagesRead()).toEqual([1, 2, 3, 1, 2, 3]);
+    expect(rig.publisher.events.map((e) => [e.detailType, e.detail.subject.id])).toEqual([["card.suspended", onPage3]]);
+  });
+
+  it("resumes a walk stopped by the page bound, and from the same card when the page size changes", async () => {
+    const rig = makeRig({ emitCardCreated: true });
+    for (let i = 0; i < 12; i++) rig.provider.addCard();
+    expect((await pollCards(rig.deps, { pageSize: 4, maxPages: 2 })).outcome).toBe("page_limit");
+    await pollCards(rig.deps, { pageSize: 2, maxPages: 1 });
+    await pollCards(rig.deps, { pageSize: 2, maxPages: 1 });
+    const queries = rig.provider.calls.map((c) => (c.op === "listErpCards" ? [c.query.page, c.query.page_size] : undefined));
+    expect(queries).toEqual([[1, 4], [2, 4], [5, 2], [6, 2]]);
+    const created = rig.publisher.events.map((e) => e.detail.subject.id);
+    expect(created).toEqual(rig.provider.cards.map((c) => c["id"]));
+  });
+
+  it("keeps the cursors of the full walk and the suspended-only walk apart", async () => {
+    const rig = makeRig();
+    for (let i = 0; i < 4; i++) rig.provider.addCard({ status: "Suspended" });
+    await pollCards(rig.deps, { pageSize: 2, maxPages: 1 });
+    await pollCards(rig.deps, { mode: "suspended-only", pageSize: 2, maxPages: 1 });
+    const pages = rig.provider.calls.map((c) => (c.op === "listErpCards" ? [c.query.status ?? "all", c.query.page] : undefined));
+    expect(pages).toEqual([["all", 1], ["suspended", 1]]);
+  });
+
   it("aborts with the report when the card list fails", async () => {
     const rig = makeRig();
     rig.provider.beforeCall = () => {
