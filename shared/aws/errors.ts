@@ -118,3 +118,15 @@ export class RotationError extends AwsRuntimeError {
     super(message, options);
   }
 }
+
+/** A poll invocation's event is malformed; `field` names the offending member (its value is never echoed). */
+export class PollEventError extends AwsRuntimeError {
+  override name = "PollEventError";
+  constructor(
+    message: string,
+    readonly field: string,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+}

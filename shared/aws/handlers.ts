@@ -20,7 +20,7 @@ import type { FetchLike } from "../qashio/http.js";
 import { systemClock } from "./clock.js";
 import { cycleDeadline, loadConfig, type RuntimeConfig } from "./config.js";
 import { runCycle, type CycleKind } from "./cycle.js";
-import { RotationError } from "./errors.js";
+import { PollEventError, RotationError } from "./errors.js";
 import { leaseNames } from "./keys.js";
 import { PowertoolsLoggerAdapter, PowertoolsMetricsAdapter } from "./observability.js";
 import { rotateProviderSecret, type RotationEvent } from "./rotation.js";
@@ -45,6 +45,23 @@ export interface HandlerOptions {
 export interface PollEvent {
   readonly mode?: CardCycleMode;
   readonly detail?: { readonly mode?: CardCycleMode } | null;
+}
+
+/** Every card mode: a record, so a mode added to CardCycleMode fails to compile until it is listed here. */
+const CARD_CYCLE_MODES: Readonly<Record<CardCycleMode, true>> = { full: true, "suspended-only": true };
+
+/**
+ * The card mode an event asks for (`mode`, else `detail.mode`, else `full`).
+ * @throws PollEventError naming the field when it is set to anything but a card mode (the value is not echoed).
+ * @example
+ * cardModeOf({ detail: { mode: "suspended-only" } }); // "suspended-only"
+ */
+export function cardModeOf(event: PollEvent | undefined): CardCycleMode {
+  const [field, mode] = event?.mode !== undefined ? ["mode", event.mode] : ["detail.mode", event?.detail?.mode];
+  if (mode === undefined) return "full";
+  if (typeof mode === "string" && Object.hasOwn(CARD_CYCLE_MODES, mode)) return mode;
+  const allowed = Object.keys(CARD_CYCLE_MODES).map((m) => `"${m}"`).join(" or ");
+  throw new PollEventError(`Poll event field ${field} must be ${allowed}`, field);
 }
 
 /** What a poll invocation returns (no PII, no token): the cycle's counters, or why it skipped. */
@@ -134,9 +151,9 @@ export function createPollHandler(kind: CycleKind, options: HandlerOptions = {})
   const container = new Container(options);
   return container.wrap<PollEvent | undefined, PollResult>(async (event, context) => {
     try {
+      const cardMode = cardModeOf(event);
       const runtime = await container.runtime();
       const deadline = cycleDeadline(container.clock.now(), context.getRemainingTimeInMillis(), runtime.config.cycleBudgetMs);
-      const cardMode = event?.mode ?? event?.detail?.mode ?? "full";
       const result = await runCycle(runtime, kind, { deadline, cardMode });
       if (result.status === "skipped") return { kind, status: "skipped" };
       const { report } = result;

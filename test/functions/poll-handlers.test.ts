@@ -11,6 +11,7 @@ import { DynamoLeaseLock } from "../../shared/aws/lease-lock.js";
 import { DynamoQuarantine } from "../../shared/aws/quarantine.js";
 import { leaseNames } from "../../shared/aws/keys.js";
 import { awsError } from "../aws/support/fake-secrets-manager.js";
+import type { PollEvent } from "../../shared/aws/handlers.js";
 import { createHarness, REDIRECT_URI, subjectIds, TENANT, type Harness } from "./support/harness.js";
 
 let h: Harness;
@@ -250,6 +251,19 @@ describe("poll-cards handler", () => {
       detailType: "card.suspended",
       detail: { subject: { type: "card", id: active.id }, data: { changes: [expect.objectContaining({ path: "/status", after: "Suspended" })] } },
     });
+  });
+
+  it.each([
+    [{ mode: "suspend-only-SECRET" }, "mode"],
+    [{ detail: { mode: "FULL-SECRET" } }, "detail.mode"],
+    [{ mode: 7 }, "mode"],
+  ])("rejects a card mode it does not know (%j), naming the field without echoing the value", async (event, field) => {
+    const result = h.poller("cards")(event as PollEvent);
+    await expect(result).rejects.toMatchObject({ name: "PollEventError", field, message: `Poll event field ${field} must be "full" or "suspended-only"` });
+    expect(h.published).toEqual([]);
+    expect(h.refreshTokensPresented).toEqual([]);
+    expect(h.output.join("\n")).not.toMatch(/SECRET/);
+    expect(h.output.join("\n")).toContain("PollEventError");
   });
 
   it("takes the suspended-only fast path when the schedule asks for it", async () => {
