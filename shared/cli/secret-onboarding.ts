@@ -60,12 +60,15 @@ async function readLenient(secret: ProviderSecretClient): Promise<OnboardingSecr
     throw onboardingError("read", secret.secretId, error);
   }
   if (text === undefined || text.trim() === "") return {};
+  let json: unknown;
   try {
-    const json: unknown = JSON.parse(text);
-    return typeof json === "object" && json !== null && !Array.isArray(json) ? (json as OnboardingSecret) : {};
+    json = JSON.parse(text);
   } catch {
     return {};
   }
+  if (typeof json !== "object" || json === null || Array.isArray(json)) return {};
+  // The stack creates the secret with empty placeholders (`"client_id": ""`): an empty field is one not yet filled.
+  return Object.fromEntries(Object.entries(json).filter(([, value]) => value !== "")) as OnboardingSecret;
 }
 
 /** Names the AWS error (and the attempts, when throttling outlasted the retries), never a value. */

@@ -48,6 +48,16 @@ describe("secretTokenStore", () => {
     expect(JSON.stringify(secret)).not.toContain('"at"');
   });
 
+  it("fills the empty placeholders the stack creates the secret with (client_id, client_secret, refresh_token: \"\")", async () => {
+    mock.on(GetSecretValueCommand).resolves({ SecretString: JSON.stringify({ client_id: "", client_secret: "", refresh_token: "" }), VersionId: "v1" });
+    mock.on(PutSecretValueCommand).resolves({ VersionId: "v2" });
+    expect(await readOnboardingSecret(secrets, ARN)).toEqual({});
+    const store = secretTokenStore(secrets, ARN, { client_id: "env-id", client_secret: "env-secret" });
+    expect(await store.load()).toBeUndefined();
+    await store.save({ refreshToken: "rt", accessToken: "at" });
+    expect(written()).toMatchObject({ client_id: "env-id", client_secret: "env-secret", refresh_token: "rt" });
+  });
+
   it("treats a placeholder text secret as empty", async () => {
     mock.on(GetSecretValueCommand).resolves({ SecretString: "run npm run bridge -- authorize --secret-id <arn>", VersionId: "v1" });
     expect(await readOnboardingSecret(secrets, ARN)).toEqual({});
