@@ -52,7 +52,7 @@ export interface LocalSettings extends ProviderSettings {
   readonly logLevel: LogLevel;
 }
 
-/** One row of the settings table (README and `help` are generated from the same list). */
+/** One row of the settings table: `help` prints it, and a test checks README's table against it. */
 export interface SettingDoc {
   readonly name: string;
   readonly required: string;
@@ -65,7 +65,8 @@ export const SETTINGS: readonly SettingDoc[] = [
   { name: "QASHIO_CLIENT_ID", required: "yes", default: "", meaning: "OAuth client id issued to the integrator" },
   { name: "QASHIO_CLIENT_SECRET", required: "yes", default: "", meaning: "OAuth client secret (never printed)" },
   { name: "QASHIO_REFRESH_TOKEN", required: "no", default: "", meaning: "first refresh token; used only while the state directory holds no token (else run `authorize`)" },
-  { name: "BRIDGE_TENANT", required: "yes", default: "", meaning: "tenant id written into every event (letters, digits, `-`, `_`; up to 64)" },
+  { name: "QASHIO_AUTHORIZE_URL", required: "no", default: "the base URL", meaning: "address of the provider's authorization screen (`authorize` only)" },
+  { name: "BRIDGE_TENANT", required: "yes", default: "", meaning: "tenant id written into every event (a letter or digit, then letters, digits, `-`, `_`; up to 64)" },
   { name: "BRIDGE_STATE_DIR", required: "no", default: DEFAULT_STATE_DIR, meaning: "snapshots, tokens, quarantine, locks" },
   { name: "BRIDGE_EVENTS_FILE", required: "no", default: DEFAULT_EVENTS_FILE, meaning: "JSON Lines file, one EventBridge-target-shaped event per line (appended)" },
   { name: "BRIDGE_PII_MODE", required: "no", default: DEFAULT_PII_MODE, meaning: "cardholder name and email: `full`, `redact` or `hash`" },

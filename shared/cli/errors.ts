@@ -6,15 +6,15 @@
 /** Exit codes of `bridge.ts` commands (documented in the README). */
 export const EXIT = {
   ok: 0,
-  /** A cycle or command could not finish (provider unreachable, faults that outlasted retries). */
+  /** A cycle or command could not finish (provider unreachable, faults that outlasted retries, an unexpected error). */
   failed: 1,
   /** Bad command-line arguments or settings. */
   usage: 2,
   /** The provider revoked the token family: a person must run `authorize` again. */
   reauthorize: 3,
-  /** `run --once` stopped at its time budget; the next run resumes where it stopped. */
+  /** `run --once` stopped at its time budget or page bound; the next run resumes where it stopped. */
   incomplete: 4,
-  /** Stopped by SIGINT before finishing (conventional 128 + 2). */
+  /** Stopped at once by a second Ctrl-C or SIGTERM; the first stops cleanly (conventional 128 + 2). */
   interrupted: 130,
 } as const;
 

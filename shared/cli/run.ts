@@ -49,7 +49,7 @@ export async function runCommand(args: RunArgs, io: CliIo, seams: RunSeams = {})
     const result = await runCycle(bridge);
     line(io.stdout, summaryOf(1, result, palette));
     if (!result.complete) {
-      throw new CycleIncompleteError("the cycle stopped at its time budget (BRIDGE_CYCLE_BUDGET); run again to resume");
+      throw new CycleIncompleteError("the cycle stopped at its time budget (BRIDGE_CYCLE_BUDGET) or its page bound; run again to resume");
     }
     return EXIT.ok;
   }

@@ -1,4 +1,6 @@
+import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
+import { SETTINGS } from "../../shared/cli/config.js";
 import { EXIT } from "../../shared/cli/errors.js";
 import { runInProcess } from "./helpers.js";
 
@@ -9,6 +11,15 @@ describe("bridge.ts main", () => {
     expect(stdout).toContain("Usage: npm run bridge -- <command>");
     expect(stdout).toMatch(/BRIDGE_STATE_DIR\s+default \.state/);
     expect(stdout).toMatch(/QASHIO_CLIENT_SECRET\s+required/);
+  });
+
+  it("README's settings table lists exactly the settings help prints, with the same requirement and default", () => {
+    const readme = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
+    const rows = readme
+      .split("\n")
+      .filter((l) => /^\| `(QASHIO|BRIDGE)_[A-Z_]+` \|/.test(l))
+      .map((l) => l.split("|").slice(1, 4).map((cell) => cell.trim().replaceAll("`", "")));
+    expect(rows).toEqual(SETTINGS.map((s) => [s.name, s.required.replaceAll("`", ""), s.default]));
   });
 
   it("rejects an unknown command with exit 2 and a pointer to help", async () => {
