@@ -10,7 +10,7 @@ import { SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import type { CardCycleDeps, TransactionCycleDeps } from "../bridge/deps.js";
 import type { Clock, Logger, Metrics } from "../bridge/ports.js";
-import { OAuthTokenProvider, type TokenEvent } from "../qashio/auth/token-provider.js";
+import { DEFAULT_LOCK_TTL_MS, OAuthTokenProvider, type TokenEvent } from "../qashio/auth/token-provider.js";
 import { QashioClient } from "../qashio/client.js";
 import type { FetchLike } from "../qashio/http.js";
 import { systemClock } from "./clock.js";
@@ -63,7 +63,7 @@ export interface TenantRuntime {
 }
 
 /** Lease length of one token refresh: its first half bounds the refresh call, retries included; the second is for the Secrets Manager writes. */
-export const TOKEN_LEASE_TTL_MS = 30_000;
+export const TOKEN_LEASE_TTL_MS = DEFAULT_LOCK_TTL_MS;
 
 /**
  * Builds a tenant runtime from validated config and clients.

@@ -113,8 +113,8 @@ export interface HttpRequest {
   /** How error bodies look: the standard envelope (spec §7) or the token/validate operations' unknown shape. */
   readonly errorBody?: "envelope" | "oauth";
   /**
-   * Epoch ms by which the request and its retries must be over: each attempt's timeout is cut to the time left and
-   * no retry starts after it. For work done under a lease, which must not outlive the lease.
+   * Epoch ms by which the request and its retries must be over: an attempt starts only when its whole timeout fits
+   * before it (an attempt cut short could be processed unanswered). For work under a lease, which must not outlive it.
    */
   readonly deadline?: number;
 }
@@ -355,11 +355,13 @@ export class HttpCore {
       attempt += 1;
       const token = replayToken ?? (await this.tokenFor(request));
       replayToken = undefined;
-      const timeoutMs = this.attemptTimeout(request);
-      if (timeoutMs <= 0) {
-        throw new TimeoutError(`${where.method} ${where.path} was not sent: its deadline had passed`, { ...where, timeoutMs: 0 });
+      if (!this.attemptFits(request, 0)) {
+        throw new TimeoutError(`${where.method} ${where.path} was not sent: a whole attempt no longer fits before its deadline`, {
+          ...where,
+          timeoutMs: this.timeoutMs,
+        });
       }
-      const outcome = await this.send(request, token, timeoutMs);
+      const outcome = await this.send(request, token);
       let error: QashioError;
       if (outcome.kind === "response") {
         const { status, headers, text } = outcome;
@@ -380,8 +382,8 @@ export class HttpCore {
       const retryAfterMs = error instanceof RetryAfterError ? error.retryAfterMs : undefined;
       if (retryAfterMs !== undefined && retryAfterMs > this.retry.maxRetryAfterMs) throw error;
       const delayMs = retryAfterMs ?? this.backoff(attempt);
-      // A retry that would start past the deadline is not attempted: the last error stands.
-      if (request.deadline !== undefined && this.clock.now() + delayMs >= request.deadline) throw error;
+      // A retry that could not finish before the deadline is not attempted: the last error stands.
+      if (!this.attemptFits(request, delayMs)) throw error;
       this.logger?.warn("provider request failed; retrying", {
         ...where,
         status: error.status,
@@ -439,19 +441,18 @@ export class HttpCore {
     return `${this.baseUrl}${request.path}${search ? `?${search}` : ""}`;
   }
 
-  /** The next attempt's timeout: the configured one, cut to the time left before the request's deadline. */
-  private attemptTimeout(request: HttpRequest): number {
-    if (request.deadline === undefined) return this.timeoutMs;
-    return Math.min(this.timeoutMs, request.deadline - this.clock.now());
+  /** Whether an attempt starting `delayMs` from now ends, at its timeout, by the request's deadline (if any). */
+  private attemptFits(request: HttpRequest, delayMs: number): boolean {
+    return request.deadline === undefined || this.clock.now() + delayMs + this.timeoutMs <= request.deadline;
   }
 
-  private async send(request: HttpRequest, token: string | undefined, timeoutMs: number): Promise<Attempt> {
+  private async send(request: HttpRequest, token: string | undefined): Promise<Attempt> {
     const where = { method: request.method, path: request.path };
     const headers: Record<string, string> = { accept: "application/json" };
     if (token !== undefined) headers.authorization = `Bearer ${token}`;
     if (request.body !== undefined) headers["content-type"] = "application/json";
     const controller = new AbortController();
-    const timer = setTimeout(() => controller.abort(), timeoutMs);
+    const timer = setTimeout(() => controller.abort(), this.timeoutMs);
     try {
       const response = await this.fetchFn(this.url(request), {
         method: request.method,
@@ -465,9 +466,9 @@ export class HttpCore {
       if (controller.signal.aborted) {
         return {
           kind: "failure",
-          error: new TimeoutError(`${where.method} ${where.path} got no response within ${timeoutMs} ms`, {
+          error: new TimeoutError(`${where.method} ${where.path} got no response within ${this.timeoutMs} ms`, {
             ...where,
-            timeoutMs,
+            timeoutMs: this.timeoutMs,
           }),
         };
       }

@@ -278,16 +278,24 @@ describe("OAuthTokenProvider with a cross-process lock", () => {
     const fetch = scriptedFetch((call: RecordedCall) => {
       sentAt.push(clock.now());
       expect((call.body as Record<string, string>).refresh_token).toBe("rt-1");
-      return json(429, { error: "slow_down" }, { "retry-after": "10" });
+      return json(429, { error: "slow_down" }, { "retry-after": "3" });
     });
     const store = memoryStore({ refreshToken: "rt-1", accessToken: "old", accessTokenExpiresAt: clock.now() - 1 });
     const provider = new OAuthTokenProvider({ baseUrl: BASE_URL, clientId: "c", clientSecret: CLIENT_SECRET, store, fetch, clock, lock, lockTtlMs: ttlMs });
     const acquiredAt = clock.now();
     await expect(provider.getAccessToken()).rejects.toThrow();
-    // Retried within the first half of the lease only (t=0 and t=10 s; t=20 s would be past it), then released.
-    expect(sentAt).toEqual([acquiredAt, acquiredAt + 10_000]);
+    // Attempts (10 s timeout each) only where a whole one ends in the lease's first half: t=0 and t=3 s; one at t=6 s
+    // could still be unanswered at 16 s. Then the lease is released.
+    expect(sentAt).toEqual([acquiredAt, acquiredAt + 3_000]);
     expect(leaseUntil).toBe(0);
     expect(store.saves).toEqual([]);
+  });
+
+  it("refuses a lease too short for one whole refresh attempt in its first half", () => {
+    const lock: RefreshLock = { tryAcquire: async () => undefined };
+    const options = { baseUrl: BASE_URL, clientId: "c", clientSecret: CLIENT_SECRET, store: memoryStore(undefined), lock };
+    expect(() => new OAuthTokenProvider({ ...options, lockTtlMs: 19_999, timeoutMs: 10_000 })).toThrow(RangeError);
+    expect(() => new OAuthTokenProvider({ ...options, lockTtlMs: 20_000, timeoutMs: 10_000 })).not.toThrow();
   });
 
   it("uses the tokens another process saved while it waited for the lock, without refreshing", async () => {

@@ -3,7 +3,7 @@
  * (rotation saved before use, JWT expiry, single flight, optional cross-process lock).
  */
 import { BadRequestError, QashioError, ReauthorizationRequiredError, TokenUnavailableError, UnauthorizedError } from "../errors.js";
-import { systemClock, type Clock } from "../http.js";
+import { DEFAULT_TIMEOUT_MS, systemClock, type Clock } from "../http.js";
 import { jwtExpiry } from "./jwt.js";
 import { exchangeCode, refresh, type OAuthClientOptions } from "./oauth.js";
 import type { StoredTokens, TokenStore } from "./token-store.js";
@@ -69,8 +69,8 @@ export interface OAuthTokenProviderOptions extends OAuthClientOptions {
   /** @default "qashio-token-refresh" */
   readonly lockName?: string;
   /**
-   * Lease length. The refresh call, retries included, must end within its first half (see {@link refreshDeadline});
-   * the rest is left for saving the rotated tokens. @default 30_000
+   * Lease length, at least twice `timeoutMs`. The refresh call, retries included, must end within its first half
+   * (see {@link refreshDeadline}); the rest is left for saving the rotated tokens. @default 30_000
    */
   readonly lockTtlMs?: number;
   /** How long to wait for another holder before giving up. @default 20_000 */
@@ -141,6 +141,12 @@ export class OAuthTokenProvider implements TokenProvider {
   private inflight?: Promise<StoredTokens>;
 
   constructor(options: OAuthTokenProviderOptions) {
+    const lockTtlMs = options.lockTtlMs ?? DEFAULT_LOCK_TTL_MS;
+    const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    // A refresh attempt must fit whole in the lease's first half (see refreshDeadline), else none would ever start.
+    if (options.lock && refreshDeadline(0, lockTtlMs) < timeoutMs) {
+      throw new RangeError(`lockTtlMs (${lockTtlMs} ms) must be at least twice the request timeout (${timeoutMs} ms)`);
+    }
     this.options = options;
     this.clock = options.clock ?? systemClock;
   }
