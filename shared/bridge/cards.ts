@@ -5,7 +5,7 @@
  */
 import { contentHash } from "./hash.js";
 import { diffObjects, type Change } from "./diff.js";
-import { CycleRun, parseTime, versionTime } from "./cycle.js";
+import { CycleRun, parseTime, statusOf, versionTime } from "./cycle.js";
 import { DEFAULT_MAX_PAGES, DEFAULT_PAGE_SIZE, type CardCycleDeps, type CycleOptions } from "./deps.js";
 import type { EventType } from "./events/schemas.js";
 import type { BridgeEvent, QuarantineRecord, Snapshot, SnapshotKey } from "./ports.js";
@@ -96,9 +96,20 @@ class CardRun extends CycleRun {
         break;
       }
       const query = { page, page_size: pageSize };
-      const result = await this.provider(`list ${mode} cards`, () =>
-        this.deps.provider.listErpCards(mode === "suspended-only" ? { status: "suspended", ...query } : query),
-      );
+      let result;
+      try {
+        result = await this.provider(`list ${mode} cards`, () =>
+          this.deps.provider.listErpCards(mode === "suspended-only" ? { status: "suspended", ...query } : query),
+        );
+      } catch (err) {
+        // The spec leaves a page past the end open: should the provider refuse the page a saved cursor points to
+        // (cards removed since), start afresh rather than fail every cycle on it.
+        if (read > 0 || page === 1 || statusOf(err) !== 400) throw err;
+        this.deps.logger.warn("card walk cursor points past the card list; starting afresh", { mode, page });
+        page = 0;
+        read = -1;
+        continue;
+      }
       const entries = pageEntries(result);
       this.report.pulled += entries.length;
       if (entries.length > 0) this.deps.metrics.add("CardsPulled", entries.length, "Count");

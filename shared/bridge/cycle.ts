@@ -35,6 +35,11 @@ function errorContext(err: unknown): { status?: number; requestId?: string; name
   };
 }
 
+/** HTTP status of a failed provider call (seen through the step it failed in), if it had one. */
+export function statusOf(err: unknown): number | undefined {
+  return errorContext(err instanceof StepFailure ? err.cause : err).status;
+}
+
 /** True when `err` (or a cause) is the client's ReauthorizationRequiredError (token family revoked). */
 export function isReauthorizationRequired(err: unknown): boolean {
   for (let e: unknown = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {

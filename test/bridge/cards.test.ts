@@ -209,6 +209,33 @@ describe("pollCards", () => {
     expect(created).toEqual(rig.provider.cards.map((c) => c["id"]));
   });
 
+  it("starts afresh when the provider refuses the page a saved cursor points to (cards removed since)", async () => {
+    const rig = makeRig({ emitCardCreated: true });
+    for (let i = 0; i < 6; i++) rig.provider.addCard();
+    expect((await pollCards(rig.deps, { pageSize: 2, maxPages: 2 })).outcome).toBe("page_limit");
+    rig.provider.cards.splice(2);
+    rig.provider.beforeCall = (call) => {
+      if (call.op === "listErpCards" && (call.query.page ?? 1) > 1) {
+        throw Object.assign(new Error("page out of range"), { name: "InvalidRequestError", status: 400 });
+      }
+    };
+    const report = await pollCards(rig.deps, { pageSize: 2 });
+    expect(report.outcome).toBe("complete");
+    const pages = rig.provider.calls.map((c) => (c.op === "listErpCards" ? c.query.page : undefined));
+    expect(pages).toEqual([1, 2, 3, 1]);
+    expect(rig.logger.lines.some((l) => l.message.includes("starting afresh"))).toBe(true);
+  });
+
+  it("fails a fresh walk on a refused page like any other provider error", async () => {
+    const rig = makeRig();
+    for (let i = 0; i < 2; i++) rig.provider.addCard();
+    rig.provider.beforeCall = () => {
+      throw Object.assign(new Error("bad request"), { name: "InvalidRequestError", status: 400 });
+    };
+    expect(await pollCards(rig.deps).catch((e: unknown) => e)).toBeInstanceOf(CycleAbortedError);
+    expect(rig.provider.count("listErpCards")).toBe(1);
+  });
+
   it("keeps the cursors of the full walk and the suspended-only walk apart", async () => {
     const rig = makeRig();
     for (let i = 0; i < 4; i++) rig.provider.addCard({ status: "Suspended" });
