@@ -10,7 +10,7 @@ import { buildAuthorizeUrl, createState, exchangeCode, stateMatches } from "../q
 import { isInvalidClient, storedTokensOf } from "../qashio/auth/token-provider.js";
 import type { FetchLike } from "../qashio/http.js";
 import type { TokenSet } from "../qashio/schemas/index.js";
-import { AuthorizeError, clientCredentialsRejected } from "./errors.js";
+import { AuthorizeError, ClientCredentialsRejectedError } from "./errors.js";
 
 /** Scopes requested when `--scope` is not given: what the bridge reads and acknowledges. */
 export const DEFAULT_SCOPES = "transactions:read transactions:write cards:read";
@@ -122,7 +122,7 @@ async function exchangeAndSave(options: AuthorizeOptions, code: string, redirect
       { code, redirectUri },
     );
   } catch (error) {
-    if (isInvalidClient(error)) throw clientCredentialsRejected({ cause: error });
+    if (isInvalidClient(error)) throw new ClientCredentialsRejectedError({ cause: error });
     // The client's errors carry status and request id only, never the code or secret.
     throw new AuthorizeError(`the code exchange failed: ${(error as Error).message}`, { cause: error });
   }

@@ -62,16 +62,20 @@ export class ConfigError extends CliError {
  * The provider refused the client id and secret (OAuth `invalid_client`): a settings problem (exit 2). Nothing was
  * revoked, so the operator fixes the settings instead of authorizing again.
  */
-export function clientCredentialsRejected(options?: ErrorOptions): ConfigError {
-  return new ConfigError(
-    [
-      {
-        setting: "QASHIO_CLIENT_ID / QASHIO_CLIENT_SECRET",
-        problem: "refused by the provider's token endpoint (invalid_client): check both values; no token was revoked",
-      },
-    ],
-    options,
-  );
+export class ClientCredentialsRejectedError extends ConfigError {
+  override name = "ClientCredentialsRejectedError";
+
+  constructor(options?: ErrorOptions) {
+    super(
+      [
+        {
+          setting: "QASHIO_CLIENT_ID / QASHIO_CLIENT_SECRET",
+          problem: "refused by the provider's token endpoint (invalid_client): check both values; no token was revoked",
+        },
+      ],
+      options,
+    );
+  }
 }
 
 /** The first error in `error`'s cause chain that `matches`, if any (the engine wraps provider errors). */

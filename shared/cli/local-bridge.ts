@@ -34,7 +34,7 @@ import {
   EXIT,
   ReauthorizationNeededError,
   causeMatching,
-  clientCredentialsRejected,
+  ClientCredentialsRejectedError,
 } from "./errors.js";
 
 /** Name of the lease one cycle holds, so two local processes never run cycles of one tenant at once. */
@@ -170,7 +170,7 @@ async function cliErrorOf(error: unknown, bridge: LocalBridge): Promise<CliError
   const own = causeMatching(error, (e): e is CliError => e instanceof CliError);
   if (own !== undefined) return own;
   // Checked before the revoked family: the engine may wrap it like any provider failure, but it is a settings problem.
-  if (causeMatching(error, isInvalidClient) !== undefined) return clientCredentialsRejected({ cause: error });
+  if (causeMatching(error, isInvalidClient) !== undefined) return new ClientCredentialsRejectedError({ cause: error });
   if (error instanceof EngineReauthorizationNeeded || (error instanceof Error && error.name === "ReauthorizationRequiredError")) {
     if (await bridge.tokens.usesSeed().catch(() => false)) {
       return new ReauthorizationNeededError(
