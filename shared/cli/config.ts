@@ -9,7 +9,7 @@ import { dirname, join, resolve } from "node:path";
 import { parseEnv } from "node:util";
 import { ConfigError, EnvFileError, type SettingIssue } from "./errors.js";
 import { durationRangeProblem, parseDuration } from "./args.js";
-import { AUTHORIZE_URL_ENV_VAR, BASE_URL_ENV_VARS, normaliseBaseUrl, resolveBaseUrl, type QashioDeployment } from "../qashio/config.js";
+import { AUTHORIZE_URL_ENV_VAR, BASE_URL_ENV_VARS, baseUrlProblem, normaliseBaseUrl, resolveBaseUrl, type QashioDeployment } from "../qashio/config.js";
 
 export const DEFAULT_STATE_DIR = ".state";
 export const DEFAULT_EVENTS_FILE = "events.jsonl";
@@ -133,37 +133,18 @@ class Reader {
   }
 }
 
-/** What is wrong with a URL setting, worded without its value (it may carry credentials), or undefined when usable. */
-function urlProblem(value: string): string | undefined {
-  try {
-    normaliseBaseUrl(value);
-    return undefined;
-  } catch {
-    // normaliseBaseUrl decides; this only words the reason without quoting the value.
-  }
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    return "is not an absolute http(s) URL";
-  }
-  if (url.protocol !== "http:" && url.protocol !== "https:") return "must use http or https";
-  if (url.username || url.password) return "must not carry credentials (user:password@)";
-  return "must not carry a query string or fragment";
-}
-
 function readProvider(r: Reader, env: Env): ProviderSettings {
   let baseUrl = r.required("QASHIO_BASE_URL");
   if ((NAMED_ENVIRONMENTS as readonly string[]).includes(baseUrl)) {
     const name = baseUrl;
     const variable = BASE_URL_ENV_VARS[name as QashioDeployment];
     const value = r.raw(variable);
-    const problem = value === undefined ? undefined : urlProblem(value);
+    const problem = value === undefined ? undefined : baseUrlProblem(value);
     if (value === undefined) r.problem("QASHIO_BASE_URL", `is "${name}", which needs ${variable} to be set`);
     else if (problem !== undefined) r.problem(variable, `${problem} (QASHIO_BASE_URL is "${name}")`);
     else baseUrl = resolveBaseUrl(name, env);
   } else if (baseUrl !== "") {
-    const problem = urlProblem(baseUrl);
+    const problem = baseUrlProblem(baseUrl);
     if (problem === undefined) baseUrl = normaliseBaseUrl(baseUrl);
     else r.problem("QASHIO_BASE_URL", `${problem}; or use one of ${NAMED_ENVIRONMENTS.join(", ")}`);
   }
@@ -197,7 +178,7 @@ export function readAuthorizeSettings(env: Env, cwd: string, options: { tokensIn
   let authorizeUrl = provider.baseUrl;
   const authorizeText = r.raw(AUTHORIZE_URL_ENV_VAR);
   if (authorizeText !== undefined) {
-    const problem = urlProblem(authorizeText);
+    const problem = baseUrlProblem(authorizeText);
     if (problem === undefined) authorizeUrl = normaliseBaseUrl(authorizeText);
     else r.problem(AUTHORIZE_URL_ENV_VAR, problem);
   }

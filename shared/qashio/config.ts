@@ -41,22 +41,26 @@ function describe(value: string): string {
  * @throws ConfigurationError naming the bad value.
  */
 export function normaliseBaseUrl(value: string, source = "base URL"): string {
+  const problem = baseUrlProblem(value);
+  if (problem !== undefined) throw new ConfigurationError(`${source} ${describe(value)} ${problem}`);
+  return new URL(value).href.replace(/\/+$/, "");
+}
+
+/**
+ * Why `value` cannot be a provider base URL, worded without the value (it may carry credentials), or undefined
+ * when it can. Settings readers report this next to the setting's name.
+ */
+export function baseUrlProblem(value: string): string | undefined {
   let url: URL;
   try {
     url = new URL(value);
   } catch {
-    throw new ConfigurationError(`${source} ${describe(value)} is not an absolute URL (expected http:// or https://)`);
+    return "is not an absolute http(s) URL";
   }
-  if (url.protocol !== "http:" && url.protocol !== "https:") {
-    throw new ConfigurationError(`${source} ${describe(value)} must use http or https, not ${url.protocol}`);
-  }
-  if (url.username || url.password) {
-    throw new ConfigurationError(`${source} ${describe(value)} must not carry credentials`);
-  }
-  if (url.search || url.hash) {
-    throw new ConfigurationError(`${source} ${describe(value)} must not carry a query string or fragment`);
-  }
-  return url.href.replace(/\/+$/, "");
+  if (url.protocol !== "http:" && url.protocol !== "https:") return "must use http or https";
+  if (url.username || url.password) return "must not carry credentials (user:password@)";
+  if (url.search || url.hash) return "must not carry a query string or fragment";
+  return undefined;
 }
 
 /**
