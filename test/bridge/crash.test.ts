@@ -3,7 +3,7 @@ import { pollTransactions } from "../../shared/bridge/transactions.js";
 import { CycleAbortedError } from "../../shared/bridge/errors.js";
 import { CrashPoint, crashingPorts, SimulatedCrash } from "./faults.js";
 import { makeRig, type TestRig } from "./fakes.js";
-import { expectNothingLost } from "./invariants.js";
+import { expectAcknowledgedAreRecorded, expectNothingLost } from "./invariants.js";
 
 /** A scenario: a page of new transactions and a refund, then one changed after acknowledge. */
 function scenario(): { rig: TestRig; changeOne: () => void } {
@@ -65,6 +65,7 @@ describe("crash safety of the transaction cycle", () => {
       } catch (error) {
         if (!(error instanceof CycleAbortedError && error.cause instanceof SimulatedCrash)) throw error;
       }
+      expectAcknowledgedAreRecorded(rig);
     }
     // The next process starts over with the same durable state.
     await pollTransactions(rig.deps, { pageSize: 2 });

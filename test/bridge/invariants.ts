@@ -45,6 +45,20 @@ export function expectEachStatePublished(rig: TestRig, states: Iterable<readonly
 }
 
 /**
+ * Holds at every moment, crashes included: a transaction the provider shows `synced` has its snapshot written, or a
+ * quarantine record. Acknowledging first would let a crash leave it synced with no snapshot, and its next change
+ * would come out as a second `transaction.created` instead of a `transaction.changed`.
+ */
+export function expectAcknowledgedAreRecorded(rig: TestRig): void {
+  const quarantined = new Set([...rig.quarantine.records.values()].map((r) => r.entityId));
+  const unrecorded = rig.provider.transactions
+    .filter((t) => t.client_sync_status === "synced")
+    .map((t) => t.id)
+    .filter((id) => !rig.snapshots.data.has(`transaction:${id}`) && !quarantined.has(id));
+  expect(unrecorded).toEqual([]);
+}
+
+/**
  * Every provider transaction's final state was the last one published, nothing is left pending, one observed change (subject,
  * type, object, changes) always carries one id, and events sharing an id are identical.
  */

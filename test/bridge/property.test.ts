@@ -9,7 +9,7 @@ import { pollTransactions } from "../../shared/bridge/transactions.js";
 import { CycleAbortedError } from "../../shared/bridge/errors.js";
 import { CrashPoint, crashingPorts, SimulatedCrash } from "./faults.js";
 import { makeRig } from "./fakes.js";
-import { expectEachStatePublished, expectNothingLost, pullableStates, statesSeenBy } from "./invariants.js";
+import { expectAcknowledgedAreRecorded, expectEachStatePublished, expectNothingLost, pullableStates, statesSeenBy } from "./invariants.js";
 
 type Step =
   | { readonly kind: "add"; readonly count: number; readonly refund: boolean }
@@ -69,6 +69,7 @@ describe("transaction cycle properties", () => {
               if (!(error instanceof CycleAbortedError && error.cause instanceof SimulatedCrash)) throw error;
             }
             if (!crash.crashed) seen.push(...statesSeenBy(before, rig));
+            expectAcknowledgedAreRecorded(rig);
           }
         }
         // Activity stops; a few clean cycles must drain everything.
