@@ -146,8 +146,10 @@ export class OAuthServer {
     const parts = token.split(".");
     if (parts.length !== 3) throw new UnauthorizedError("Malformed access token");
     const [header, payload, signature] = parts as [string, string, string];
-    const expected = this.sign(`${header}.${payload}`);
-    const given = Buffer.from(signature, "base64url");
+    // The signature's text is compared, not its decoded bytes: base64url decoding skips stray characters and
+    // padding, so a token with junk in its signature would otherwise pass as the one issued.
+    const expected = Buffer.from(this.sign(`${header}.${payload}`).toString("base64url"));
+    const given = Buffer.from(signature);
     if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw new UnauthorizedError("Invalid access token");
     let claims: Record<string, unknown>;
     try {

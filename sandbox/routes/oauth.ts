@@ -69,13 +69,20 @@ function redirectWith(c: SandboxContext, redirectUri: string, values: Record<str
   return c.redirect(url.toString(), 302);
 }
 
-function authorizePage(c: SandboxContext): Response {
-  const params = paramsFrom((name) => c.req.query(name));
+/** What both steps of the authorization screen check: a known client and redirect, and the code flow (§5 rule 4a). */
+function checkRequest(c: SandboxContext, params: AuthorizeParams): Response | undefined {
   const invalid = checkClient(c, params);
   if (invalid) return invalid;
   if (params.responseType !== "code") {
     return redirectWith(c, params.redirectUri, { error: "unsupported_response_type", state: params.state });
   }
+  return undefined;
+}
+
+function authorizePage(c: SandboxContext): Response {
+  const params = paramsFrom((name) => c.req.query(name));
+  const invalid = checkRequest(c, params);
+  if (invalid) return invalid;
   try {
     c.get("state").oauth.normaliseScope(params.scope);
   } catch (error) {
@@ -118,7 +125,7 @@ async function authorizeDecision(c: SandboxContext): Promise<Response> {
   const form = await c.req.parseBody();
   const field = (name: string) => (typeof form[name] === "string" ? form[name] : undefined);
   const params = paramsFrom(field);
-  const invalid = checkClient(c, params);
+  const invalid = checkRequest(c, params);
   if (invalid) return invalid;
   if (field("decision") !== "approve") return redirectWith(c, params.redirectUri, { error: "access_denied", state: params.state });
   const state = c.get("state");

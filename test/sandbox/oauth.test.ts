@@ -151,6 +151,18 @@ describe("access token expiry and GET /oauth2/validate", () => {
     expect((await refresh(h.tokens.refresh_token)).status).toBe(200);
   });
 
+  it("answers 401 for an access token whose signature text differs from the one issued, even if it decodes the same", async () => {
+    const validate = (t: string) => h.sandbox.fetch(`${BASE}/oauth2/validate`, { headers: { authorization: `Bearer ${t}` } });
+    const [header, payload, signature] = h.tokens.access_token.split(".") as [string, string, string];
+    // base64url decoding skips characters outside its alphabet and trailing padding: these decode to the same bytes.
+    for (const forged of [`${signature}!!`, `${signature}=`, `${signature.slice(0, 4)}*${signature.slice(4)}`]) {
+      expect(Buffer.from(forged, "base64url").equals(Buffer.from(signature, "base64url"))).toBe(true);
+      expect((await validate(`${header}.${payload}.${forged}`)).status).toBe(401);
+      expect((await api(`${header}.${payload}.${forged}`)).status).toBe(401);
+    }
+    expect((await validate(h.tokens.access_token)).status).toBe(200);
+  });
+
   it("answers 401 without a token and 403 when the company's API access is disabled", async () => {
     expect((await h.sandbox.fetch(`${BASE}/oauth2/validate`)).status).toBe(401);
     const disabled = (await exchange(code(h.disabledCompanyId))).body;
@@ -184,6 +196,16 @@ describe("GET and POST /oauth2/authorize", () => {
     const set = (await exchange(location.searchParams.get("code") ?? "")).body;
     expect(claims(set.access_token).company_id).toBe(h.otherCompanyId);
     expect(set.scope).toBe("transactions:read");
+  });
+
+  it("issues no code on approval unless the request asks for the code flow", async () => {
+    for (const responseType of ["token", ""]) {
+      const form = new URLSearchParams({ response_type: responseType, client_id: "sandbox-client", redirect_uri: REDIRECT_URI, scope: "transactions:read", state: "s-3", company_id: h.companyId, decision: "approve" });
+      const res = await h.sandbox.fetch(`${BASE}/oauth2/authorize`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: form.toString(), redirect: "manual" });
+      const location = new URL(res.headers.get("location") ?? "");
+      expect(location.searchParams.get("error")).toBe("unsupported_response_type");
+      expect(location.searchParams.has("code")).toBe(false);
+    }
   });
 
   it("redirects with error=access_denied and the state on denial", async () => {
