@@ -266,6 +266,19 @@ const CARD_SPECS: readonly CardSpec[] = [
   { nickname: "New Hire Equipment", status: "Draft", cardType: "Virtual", pool: null, ageDays: 0 },
 ];
 
+/**
+ * A card's funding settings, consistent with each other: auto top-up on exactly when its amount is positive and the
+ * top-up type says so (spec-gaps, Sandbox). Pool cards are funded by their pool. Draws what earlier seeds drew, in
+ * the same order, so the rest of the seeded data stays as it was.
+ */
+function topUp(pool: boolean, prng: Prng): { topupType: string; autoTopUpAmount: number; autoTopUpEnabled: boolean } {
+  if (pool) return { topupType: "pool", autoTopUpAmount: 0, autoTopUpEnabled: false };
+  prng.pick(["manual", "auto_topup"]);
+  const amount = prng.pick([1_000, 2_500, 5_000]);
+  const enabled = prng.chance(0.5);
+  return { topupType: enabled ? "auto_topup" : "manual", autoTopUpAmount: enabled ? amount : 0, autoTopUpEnabled: enabled };
+}
+
 function seedCards(
   prng: Prng,
   company: SandboxCompany,
@@ -298,11 +311,9 @@ function seedCards(
       poolAccountId: pool ? pool.id : null,
       currency: company.currency,
       allowedMaxBalance: maxBalance,
-      topupType: pool ? "pool" : prng.pick(["manual", "auto_topup"]),
+      ...topUp(pool !== undefined, prng),
       velocityPeriod: "MONTHLY",
       cardUsageType: pool ? "POOL" : "RELOADABLE",
-      autoTopUpAmount: pool ? 0 : prng.pick([0, 1_000, 2_500, 5_000]),
-      autoTopUpEnabled: !pool && prng.chance(0.5),
       floatManagementEnabled: prng.chance(0.3),
       cardReplaced: spec.status === "Terminated",
       replacedByCardId: null,

@@ -79,6 +79,17 @@ describe("seeded data", () => {
     }
   });
 
+  it("seeds card funding that agrees with itself: auto top-up on exactly when its amount is positive and the type says so", () => {
+    for (const seed of [1, 2, 3, 42]) {
+      const cards = seedCompanies({ seed, nowMs: NOW }).flatMap((d) => d.cards);
+      for (const card of cards) {
+        const expectedType = card.poolAccountId !== null ? "pool" : card.autoTopUpEnabled ? "auto_topup" : "manual";
+        expect([card.topupType, card.autoTopUpEnabled, card.autoTopUpAmount > 0]).toEqual([expectedType, card.autoTopUpEnabled, card.autoTopUpEnabled]);
+      }
+      expect(new Set(cards.map((c) => c.topupType))).toEqual(new Set(["pool", "auto_topup", "manual"]));
+    }
+  });
+
   it("has cards of every status, both types and funding models, pool accounts and master data per company", () => {
     for (const data of seedCompanies({ seed: 3, nowMs: NOW })) {
       expect(new Set(data.cards.map((c) => c.status))).toEqual(new Set(["Active", "Inactive", "Suspended", "Terminated", "Draft", "Cancelled"]));
