@@ -73,6 +73,33 @@ describe("crash safety of the transaction cycle", () => {
     expect(crash.crashed || plan.at >= crash.effects.length).toBe(true);
   });
 
+  // The quarantine path: an invalid item and an event the publisher rejects go to quarantine before the acknowledge.
+  const quarantinePoints = Array.from({ length: 6 }, (_, at) => [
+    { at, after: false },
+    { at, after: true },
+  ]).flat();
+  it.each(quarantinePoints)("quarantines before acknowledging when the process crashes at effect $at (after: $after)", async (plan) => {
+    const invalid = (raw: unknown) => (raw as { memo?: string }).memo === "bad";
+    const rig = makeRig({}, { validators: { transaction: (raw) => (invalid(raw) ? { success: false, reason: "memo: rejected" } : { success: true, data: raw as Record<string, unknown> }) } });
+    const good = rig.provider.addTransaction();
+    const bad = rig.provider.addTransaction({ memo: "bad" });
+    const rejected = rig.provider.addTransaction();
+    rig.publisher.reject = (e) => (e.detail.subject.id === rejected.id ? "entry too large" : undefined);
+    const crash = new CrashPoint(plan);
+    try {
+      await pollTransactions({ ...rig.deps, ...crashingPorts(rig.deps, crash) }, { pageSize: 5 });
+    } catch (error) {
+      if (!(error instanceof CycleAbortedError && error.cause instanceof SimulatedCrash)) throw error;
+    }
+    expectAcknowledgedAreRecorded(rig);
+    await pollTransactions(rig.deps, { pageSize: 5 });
+    expect(rig.provider.pending()).toEqual([]);
+    expect(new Set([...rig.quarantine.records.values()].map((r) => r.entityId))).toEqual(new Set([bad.id, rejected.id]));
+    expect(rig.quarantine.records.size).toBe(2);
+    expect(new Set(rig.publisher.events.map((e) => e.detail.subject.id))).toEqual(new Set([good.id]));
+    expect(crash.crashed || plan.at >= crash.effects.length).toBe(true);
+  });
+
   it("re-sends the same event ids after a crash between publish and snapshot write", async () => {
     const rig = makeRig();
     rig.provider.addTransaction();
