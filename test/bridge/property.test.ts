@@ -31,6 +31,8 @@ const churnArb = fc.array(fc.constantFrom(0, 0, 1, 2), { minLength: 1, maxLength
 
 describe("transaction cycle properties", () => {
   it("never loses a change and never duplicates with a different id, under churn and crashes", async () => {
+    // Guards the test itself: the crash wrapper must really crash cycles, or the property proves nothing about crashes.
+    let crashedCycles = 0;
     await fc.assert(
       fc.asyncProperty(fc.array(stepArb, { minLength: 1, maxLength: 14 }), churnArb, fc.nat(), async (steps, churn, seed) => {
         const rig = makeRig();
@@ -68,7 +70,8 @@ describe("transaction cycle properties", () => {
             } catch (error) {
               if (!(error instanceof CycleAbortedError && error.cause instanceof SimulatedCrash)) throw error;
             }
-            if (!crash.crashed) seen.push(...statesSeenBy(before, rig));
+            if (crash.crashed) crashedCycles += 1;
+            else seen.push(...statesSeenBy(before, rig));
             expectAcknowledgedAreRecorded(rig);
           }
         }
@@ -82,6 +85,7 @@ describe("transaction cycle properties", () => {
       }),
       { numRuns: 80 },
     );
+    expect(crashedCycles).toBeGreaterThan(10);
   });
 
   it("drains any backlog in one uncrashed cycle without churn, with one list and one acknowledge per page", async () => {
