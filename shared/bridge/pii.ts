@@ -40,10 +40,12 @@ const hashCache = new WeakMap<PiiPolicy, Map<string, string>>();
 const HASH_CACHE_LIMIT = 10_000;
 
 function transform(field: string, value: unknown, policy: PiiPolicy): unknown {
-  if (typeof value !== "string" || value === "") return value;
+  if (value === null || value === undefined || value === "") return value;
   if (policy.mode === "redact") return REDACTED;
-  // Emails are case-insensitive: hash the normalised form so one person always maps to one hash.
-  const text = field.endsWith("email") ? value.trim().toLowerCase() : value.trim();
+  // A personal field of the wrong type (a record bound for quarantine, e.g. `{"full": "Ann"}`) is no less personal:
+  // it is hashed as its JSON text. Emails are case-insensitive: hash the normalised form, one person, one hash.
+  const text =
+    typeof value !== "string" ? JSON.stringify(value) : field.endsWith("email") ? value.trim().toLowerCase() : value.trim();
   let cache = hashCache.get(policy);
   if (!cache) hashCache.set(policy, (cache = new Map()));
   let hashed = cache.get(text);
@@ -67,7 +69,12 @@ export function applyPiiInPlace(target: Record<string, unknown>, policy: PiiPoli
   }
   for (const parent in NESTED_FIELDS) {
     const nested = target[parent];
-    if (typeof nested !== "object" || nested === null || Array.isArray(nested)) continue;
+    if (nested === null || nested === undefined) continue;
+    if (typeof nested !== "object" || Array.isArray(nested)) {
+      // Not the object the spec shows: whatever it holds may be the cardholder, so it is handled whole.
+      target[parent] = transform(parent, nested, policy);
+      continue;
+    }
     const copy = { ...(nested as Record<string, unknown>) };
     for (const field of NESTED_FIELDS[parent] ?? []) {
       if (field in copy) copy[field] = transform(field, copy[field], policy);
@@ -78,7 +85,7 @@ export function applyPiiInPlace(target: Record<string, unknown>, policy: PiiPoli
 
 /**
  * Returns `object` with cardholder name and email handled per `policy` (a shallow copy; the input is never
- * mutated). Non-string values (null, absent) are left as they are.
+ * mutated). Null, absent and empty values are left as they are; a value of the wrong type is handled whole.
  *
  * @example
  * ```ts

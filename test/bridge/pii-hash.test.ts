@@ -32,6 +32,16 @@ describe("applyPii", () => {
     expect(applyPii({ card_holder_name: null }, { mode: "redact" })).toEqual({ card_holder_name: null });
   });
 
+  it("handles a personal field of the wrong type whole, so a record bound for quarantine keeps no name or email", () => {
+    const odd = { card_holder_name: { full: "Sara Kapoor" }, card_holder_email: ["sara@example.com"], cardholder: "Sara Kapoor", memo: "x" };
+    const redacted = applyPii(odd, { mode: "redact" });
+    expect(redacted).toEqual({ card_holder_name: REDACTED, card_holder_email: REDACTED, cardholder: REDACTED, memo: "x" });
+    const hashed = applyPii(odd, { mode: "hash", salt: "s1" });
+    expect(JSON.stringify(hashed)).not.toMatch(/Sara|sara@/);
+    expect(hashed.card_holder_name).toMatch(/^hmac-sha256:[0-9a-f]{64}$/);
+    expect(applyPii({ ...odd }, { mode: "hash", salt: "s1" }).card_holder_name).toBe(hashed.card_holder_name);
+  });
+
   it("rejects hash mode without a salt and unknown modes", () => {
     expect(() => assertPiiPolicy({ mode: "hash" })).toThrow(BridgeConfigurationError);
     expect(() => assertPiiPolicy({ mode: "mask" as "full" })).toThrow(/Unknown PII mode/);

@@ -242,6 +242,20 @@ describe("pollTransactions", () => {
     expect(rig.provider.pending()).toHaveLength(0);
   });
 
+  it("keeps no cardholder name or email in a quarantine record, even in a field of the wrong type", async () => {
+    const validator = (raw: unknown) =>
+      typeof (raw as { card_holder_name?: unknown }).card_holder_name === "string"
+        ? { success: true as const, data: raw as Record<string, unknown> }
+        : { success: false as const, reason: "card_holder_name: expected string" };
+    const rig = makeRig({ pii: { mode: "redact" } }, { validators: { transaction: validator } });
+    rig.provider.addTransaction({ card_holder_name: { full: "Sara Kapoor" }, card_holder_email: ["sara@example.com"] });
+    await pollTransactions(rig.deps);
+    const [record] = await rig.quarantine.list();
+    expect(record?.reason).toBe("validation: card_holder_name: expected string");
+    expect(JSON.stringify(record)).not.toMatch(/Sara|sara@/);
+    expect(rig.provider.pending()).toEqual([]);
+  });
+
   it("quarantines a record without an id and does not loop on it", async () => {
     const rig = makeRig();
     const t = rig.provider.addTransaction();
