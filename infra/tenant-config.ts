@@ -26,24 +26,34 @@ export const TENANT_DEFAULTS = {
 
 /** Tenant ids become stack names, resource names and a metric dimension: keep them short slugs. */
 const TENANT_ID_PATTERN = /^[a-z0-9](?:[a-z0-9-]{0,30}[a-z0-9])?$/;
-const SECRET_ARN_PATTERN = /^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:.+$/;
+/** Secret names take letters, digits and `/_+=.@-` (AWS); anything else would break the `{{resolve:...}}` reference. */
+const SECRET_ARN_PATTERN = /^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:[\w/+=.@-]+$/;
+/** An HTTP header name (RFC 9110 token). */
+const HEADER_NAME_PATTERN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const EVENT_BUS_ARN_PATTERN = /^arn:aws[a-z-]*:events:[a-z0-9-]+:\d{12}:event-bus\/[\w.\-/]+$/;
 const SNS_TOPIC_ARN_PATTERN = /^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[\w-]+$/;
 
-const httpsUrl = z.url({ protocol: /^https$/, error: "must be an https:// URL" });
+const httpsUrl = z
+  .url({ protocol: /^https$/, error: "must be an https:// URL" })
+  // Credentials in a URL would land in the template in clear: they belong in a secret (auth).
+  .refine((value) => !/^https:\/\/[^/?#]*@/i.test(value), "must not carry credentials (user:password@); use auth");
 
 /** A reference to a value kept in an existing Secrets Manager secret, never the value itself. */
 const secretRef = z.strictObject({
   /** ARN of an existing secret. */
   secretArn: z.string().regex(SECRET_ARN_PATTERN, "must be a Secrets Manager secret ARN"),
   /** JSON key inside the secret; the whole secret string when absent. */
-  jsonField: z.string().min(1).optional(),
+  jsonField: z
+    .string()
+    .min(1)
+    .regex(/^[^:{}]+$/, "must not contain ':', '{' or '}' (they would break CloudFormation's dynamic reference)")
+    .optional(),
 });
 
 const webhookAuthSchema = z.discriminatedUnion("type", [
   z.strictObject({
     type: z.literal("apiKey"),
-    headerName: z.string().min(1),
+    headerName: z.string().regex(HEADER_NAME_PATTERN, "must be an HTTP header name (letters, digits, -, no spaces)"),
     value: secretRef,
   }),
   z.strictObject({
@@ -214,15 +224,18 @@ export function parseTenantsDocument(raw: unknown): TenantConfig[] {
 export function loadTenantsFile(path: string): TenantConfig[] {
   let text: string;
   try {
-    text = readFileSync(path, "utf8");
+    // A byte-order mark some editors write is not part of the JSON.
+    text = readFileSync(path, "utf8").replace(/^\uFEFF/, "");
   } catch (cause) {
-    throw new TenantConfigError(`tenants file ${path} cannot be read`, {}, { cause });
+    const code = (cause as NodeJS.ErrnoException).code ?? (cause as Error).name;
+    throw new TenantConfigError(`tenants file ${path} cannot be read (${code})`, {}, { cause });
   }
   let raw: unknown;
   try {
     raw = JSON.parse(text);
   } catch (cause) {
-    throw new TenantConfigError(`tenants file ${path} is not valid JSON`, {}, { cause });
+    // The file holds no secrets (secrets are referenced by ARN), so the parser's position note may be shown.
+    throw new TenantConfigError(`tenants file ${path} is not valid JSON (YAML is not supported): ${(cause as Error).message}`, {}, { cause });
   }
   return parseTenantsDocument(raw);
 }

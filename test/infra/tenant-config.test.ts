@@ -68,6 +68,30 @@ describe("tenant config", () => {
       "webhooks[0].auth.value",
       "",
     ],
+    [
+      "a secret ARN with characters a secret name cannot have",
+      { ...minimal, webhooks: [{ name: "erp", url: "https://erp.test/h", eventTypes: ["card.created"], auth: { type: "basic", username: "u", password: { secretArn: `${secretArn} y}}` } } }] },
+      "webhooks[0].auth.password.secretArn",
+      "must be a Secrets Manager secret ARN",
+    ],
+    [
+      "a secret JSON key with a colon",
+      { ...minimal, webhooks: [{ name: "erp", url: "https://erp.test/h", eventTypes: ["card.created"], auth: { type: "basic", username: "u", password: { secretArn, jsonField: "a:b" } } }] },
+      "webhooks[0].auth.password.jsonField",
+      "must not contain ':'",
+    ],
+    [
+      "a header name with a line break",
+      { ...minimal, webhooks: [{ name: "erp", url: "https://erp.test/h", eventTypes: ["card.created"], auth: { type: "apiKey", headerName: "bad header\nx", value: { secretArn } } }] },
+      "webhooks[0].auth.headerName",
+      "must be an HTTP header name",
+    ],
+    [
+      "a webhook URL carrying credentials",
+      { ...minimal, webhooks: [{ name: "erp", url: "https://user:pw@erp.test/h", eventTypes: ["card.created"], auth: { type: "basic", username: "u", password: { secretArn } } }] },
+      "webhooks[0].url",
+      "must not carry credentials",
+    ],
   ])("rejects %s, naming the tenant and the field", (_what, raw, field, message) => {
     const error = errorOf(() => parseTenantConfig(raw, 3));
     expect(error.tenant).toBe("acme");
@@ -91,12 +115,19 @@ describe("tenant config", () => {
     );
   });
 
+  it("reads a file that starts with a byte-order mark", () => {
+    const dir = mkdtempSync(join(tmpdir(), "tenants-"));
+    writeFileSync(join(dir, "bom.json"), `\uFEFF${JSON.stringify({ tenants: [minimal] })}`);
+    expect(loadTenantsFile(join(dir, "bom.json")).map((t) => t.id)).toEqual(["acme"]);
+  });
+
   it("fails on a file that is missing, not JSON, or lists no tenant", () => {
     const dir = mkdtempSync(join(tmpdir(), "tenants-"));
     writeFileSync(join(dir, "broken.json"), "{ tenants: ");
     writeFileSync(join(dir, "empty.json"), JSON.stringify({ tenants: [] }));
-    expect(() => loadTenantsFile(join(dir, "absent.json"))).toThrow(/cannot be read/);
-    expect(() => loadTenantsFile(join(dir, "broken.json"))).toThrow(/is not valid JSON/);
+    expect(() => loadTenantsFile(join(dir, "absent.json"))).toThrow(/cannot be read \(ENOENT\)/);
+    expect(() => loadTenantsFile(dir)).toThrow(/cannot be read \(EISDIR\)/);
+    expect(() => loadTenantsFile(join(dir, "broken.json"))).toThrow(/is not valid JSON \(YAML is not supported\): .*JSON/);
     expect(() => loadTenantsFile(join(dir, "empty.json"))).toThrow("tenants file: field tenants: list at least one tenant");
   });
 });
