@@ -13,6 +13,7 @@ import { DEFAULT_SCOPES, authorizeWithBrowser } from "./authorize.js";
 import { loadEnv, readAuthorizeSettings } from "./config.js";
 import { AuthorizeError, ConfigError, EXIT, type SettingIssue } from "./errors.js";
 import { line, type CliIo } from "./io.js";
+import { bindToSettings } from "./local-bridge.js";
 import { openInBrowser } from "./open-url.js";
 import { readOnboardingSecret, secretTokenStore } from "./secret-onboarding.js";
 
@@ -73,6 +74,8 @@ export async function authorizeCommand(args: AuthorizeArgs, io: CliIo, seams: Au
     store = secretTokenStore(secrets, args.secretId, { client_id: clientId, client_secret: clientSecret });
     where = `secret ${args.secretId} (refresh_token merged; client_id, client_secret, pii_salt kept)`;
   } else {
+    // Before the browser opens: tokens of one provider or client must not land where another's live.
+    await bindToSettings(settings.stateDir, { baseUrl, clientId });
     const files = new FileTokenStore(settings.stateDir);
     store = lockedStore(files, new FileLock(settings.stateDir));
     where = files.file;

@@ -58,6 +58,25 @@ export class ConfigError extends CliError {
   }
 }
 
+/** The setting each part of a state directory's binding comes from. */
+const BINDING_SETTINGS = { baseUrl: "QASHIO_BASE_URL", clientId: "QASHIO_CLIENT_ID", tenant: "BRIDGE_TENANT" } as const;
+
+/**
+ * BRIDGE_STATE_DIR belongs to another provider, client or tenant (exit 2): its tokens must not go to another provider,
+ * and another tenant's snapshots would hide changes. Names the settings that differ, never their values.
+ */
+export class StateDirTakenError extends ConfigError {
+  override name = "StateDirTakenError";
+
+  constructor(fields: readonly (keyof typeof BINDING_SETTINGS)[], dir: string, options?: ErrorOptions) {
+    const settings = fields.map((field) => BINDING_SETTINGS[field]).join(", ");
+    super(
+      [{ setting: "BRIDGE_STATE_DIR", problem: `(${dir}) belongs to another ${settings} than these settings name: use another state directory` }],
+      options,
+    );
+  }
+}
+
 /**
  * The provider refused the client id and secret (OAuth `invalid_client`): a settings problem (exit 2). Nothing was
  * revoked, so the operator fixes the settings instead of authorizing again.

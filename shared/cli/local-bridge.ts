@@ -23,7 +23,7 @@ import { OAuthTokenProvider, isInvalidClient } from "../qashio/auth/token-provid
 import { QashioClient } from "../qashio/client.js";
 import { resolveBaseUrl } from "../qashio/config.js";
 import type { FetchLike } from "../qashio/http.js";
-import { JsonlEventPublisher, createLocalAdapters } from "../local/index.js";
+import { JsonlEventPublisher, StateBindingMismatchError, bindStateDir, createLocalAdapters, type StateBinding } from "../local/index.js";
 import type { Env, LocalSettings } from "./config.js";
 import { LocalTokenStore } from "./local-tokens.js";
 import { MemoryMetrics, observePublished, systemClock } from "./console-ports.js";
@@ -35,6 +35,7 @@ import {
   ReauthorizationNeededError,
   causeMatching,
   ClientCredentialsRejectedError,
+  StateDirTakenError,
 } from "./errors.js";
 
 /** Name of the lease one cycle holds, so two local processes never run cycles of one tenant at once. */
@@ -84,6 +85,20 @@ export interface CycleResult {
 }
 
 /**
+ * Binds the state directory to the provider, client and tenant on first use, and refuses it to any other.
+ *
+ * @throws StateDirTakenError when the directory belongs to another provider, client or tenant.
+ */
+export async function bindToSettings(dir: string, binding: StateBinding): Promise<void> {
+  try {
+    await bindStateDir(dir, binding);
+  } catch (error) {
+    if (error instanceof StateBindingMismatchError) throw new StateDirTakenError(error.fields, dir, { cause: error });
+    throw error;
+  }
+}
+
+/**
  * Opens the local adapters and the provider client. While the state directory holds no token, QASHIO_REFRESH_TOKEN
  * stands in for it (see LocalTokenStore: the seed itself is never saved).
  *
@@ -105,6 +120,7 @@ export async function openLocalBridge(settings: LocalSettings, options: LocalBri
   }
   const clock = options.clock ?? systemClock;
   const dir = settings.stateDir;
+  await bindToSettings(dir, { baseUrl, clientId: settings.clientId, tenant: settings.tenant });
   const local = createLocalAdapters(dir, { clock });
   const tokens = new LocalTokenStore(dir, settings.refreshToken);
   const lock: Lock = local.lock;

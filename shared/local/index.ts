@@ -1,7 +1,8 @@
 /**
  * Local (embedded) adapters of the bridge ports: everything lives in one state directory.
  *
- * Layout: `snapshots/` (segment files), `quarantine/<id>.json`, `locks/<name>.lock[.<generation>]`, `tokens.json`;
+ * Layout: `snapshots/` (segment files), `quarantine/<id>.json`, `locks/<name>.lock[.<generation>]`, `tokens.json`,
+ * `binding.json` (the provider, client and tenant the directory belongs to);
  * events go to a JSON Lines file in EventBridge target shape.
  *
  * @example
@@ -24,6 +25,7 @@ export { FileLock } from "./file-lock.js";
 export { JsonlEventPublisher, toEventBridgeEnvelope, envelopeLine } from "./jsonl-publisher.js";
 export type { EventBridgeEnvelope, JsonlEventPublisherOptions } from "./jsonl-publisher.js";
 export { LocalStateError, CorruptStateError } from "./errors.js";
+export { bindStateDir, StateBindingMismatchError, type StateBinding } from "./state-binding.js";
 
 /** The file-backed adapters of one state directory. */
 export interface LocalAdapters {

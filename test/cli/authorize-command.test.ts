@@ -8,7 +8,8 @@ import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { authorizeCommand } from "../../shared/cli/authorize-command.js";
-import { ConfigError, EXIT } from "../../shared/cli/errors.js";
+import { ConfigError, EXIT, StateDirTakenError } from "../../shared/cli/errors.js";
+import { bindStateDir } from "../../shared/local/index.js";
 import { ROOT, idsWithStatus, runInProcess, startHarness, type Harness } from "./helpers.js";
 
 let harness: Harness | undefined;
@@ -65,6 +66,17 @@ describe("bridge authorize", () => {
     expect(error).toBeInstanceOf(ConfigError);
     expect((error as ConfigError).exitCode).toBe(EXIT.usage);
     expect((error as ConfigError).message).toContain(`BRIDGE_STATE_DIR: cannot be created: ${join(h.dir, "afile")} is a file, not a directory`);
+    expect(shown).toBe(false);
+  });
+
+  it("refuses a state directory bound to another provider before the browser opens, exit 2", async () => {
+    const h = (harness = await startHarness());
+    await bindStateDir(h.env.BRIDGE_STATE_DIR as string, { baseUrl: "https://api.other-provider.test", clientId: "c-other" });
+    let shown = false;
+    const { io: cli } = io(h.env);
+    const error = await authorizeCommand(args, cli, { onAuthorizeUrl: () => void (shown = true) }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StateDirTakenError);
+    expect((error as ConfigError).message).toContain("belongs to another QASHIO_BASE_URL, QASHIO_CLIENT_ID");
     expect(shown).toBe(false);
   });
 

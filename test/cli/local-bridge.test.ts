@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { readLocalSettings } from "../../shared/cli/config.js";
 import { openLocalBridge, runCycle } from "../../shared/cli/local-bridge.js";
-import { ConfigError } from "../../shared/cli/errors.js";
+import { ConfigError, EXIT, StateDirTakenError } from "../../shared/cli/errors.js";
 import { FileQuarantine } from "../../shared/local/quarantine.js";
 import type { Logger } from "../../shared/bridge/ports.js";
 import { startHarness, type Harness } from "./helpers.js";
@@ -25,6 +25,32 @@ describe("local bridge cycle", () => {
     expect((await runCycle(bridge)).quarantineSize).toBe(1);
     expect((await runCycle(bridge)).quarantineSize).toBe(1);
     expect(bridge.metrics.get("QuarantineSize")).toBe(1);
+  });
+
+  it("never sends a state directory's tokens to another provider, nor lets another client or tenant use it", async () => {
+    harness = await startHarness();
+    const settings = readLocalSettings(harness.env, harness.dir);
+    await runCycle(await openLocalBridge(settings, { env: harness.env, logger: silent }));
+    const sent: string[] = [];
+    const fetch = async (url: string) => {
+      sent.push(url);
+      throw new Error("must not be called");
+    };
+    const others = [
+      [{ ...settings, baseUrl: "https://api.other-provider.test" }, "QASHIO_BASE_URL"],
+      [{ ...settings, clientId: "another-client" }, "QASHIO_CLIENT_ID"],
+      [{ ...settings, tenant: "another-tenant" }, "BRIDGE_TENANT"],
+    ] as const;
+    for (const [other, setting] of others) {
+      const error = await openLocalBridge(other, { env: harness.env, logger: silent, fetch }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(StateDirTakenError);
+      expect((error as StateDirTakenError).exitCode).toBe(EXIT.usage);
+      expect((error as Error).message).toContain(`BRIDGE_STATE_DIR: (${settings.stateDir}) belongs to another ${setting}`);
+      expect((error as Error).message).not.toMatch(/other-provider|another-client|another-tenant/);
+    }
+    expect(sent).toEqual([]);
+    // The owner still runs.
+    expect((await runCycle(await openLocalBridge(settings, { env: harness.env, logger: silent }))).complete).toBe(true);
   });
 
   it("names an unusable base URL without quoting it", async () => {

@@ -1,0 +1,71 @@
+/**
+ * What a state directory belongs to. Its tokens were issued by one provider to one client, and its snapshots record
+ * what one tenant has published: sending those tokens to another provider would leak them, and another tenant's
+ * snapshots would hide its changes. So a directory is bound on first use and checked on every later one.
+ */
+import { mkdirSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { writeFileAtomic } from "./atomic.js";
+import { CorruptStateError, LocalStateError } from "./errors.js";
+
+/** The owner of a state directory; `tenant` is absent where the caller does not know it (authorize). */
+export interface StateBinding {
+  readonly baseUrl: string;
+  readonly clientId: string;
+  readonly tenant?: string;
+}
+
+/** The state directory belongs to another provider, client or tenant. Names the fields, never their values. */
+export class StateBindingMismatchError extends LocalStateError {
+  override name = "StateBindingMismatchError";
+  readonly fields: readonly (keyof StateBinding)[];
+
+  constructor(file: string, fields: readonly (keyof StateBinding)[]) {
+    super(`state directory belongs to another ${fields.join(", ")} (recorded in ${file})`, { file });
+    this.fields = fields;
+  }
+}
+
+/**
+ * Checks `binding` against the one recorded in `<dir>/binding.json`, recording it on first use (and a tenant not
+ * yet recorded). A directory from before bindings existed is bound to its first user.
+ *
+ * @throws StateBindingMismatchError when the directory belongs to another provider, client or tenant.
+ * @throws CorruptStateError when the binding file cannot be parsed.
+ * @example
+ * ```ts
+ * await bindStateDir(".state", { baseUrl: "https://api.example.test", clientId: "c-1", tenant: "acme" });
+ * ```
+ */
+export async function bindStateDir(dir: string, binding: StateBinding): Promise<void> {
+  const file = path.join(dir, "binding.json");
+  const recorded = readBinding(file);
+  if (recorded) {
+    const fields = (["baseUrl", "clientId", "tenant"] as const).filter(
+      (field) => recorded[field] !== undefined && binding[field] !== undefined && recorded[field] !== binding[field],
+    );
+    if (fields.length > 0) throw new StateBindingMismatchError(file, fields);
+    // Same owner; only a tenant learnt now (the directory was first used by authorize) is worth recording.
+    if (recorded.tenant !== undefined || binding.tenant === undefined) return;
+  }
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  await writeFileAtomic(file, `${JSON.stringify(binding)}\n`, { mode: 0o600 });
+}
+
+function readBinding(file: string): StateBinding | undefined {
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    throw new LocalStateError("state directory binding cannot be read", { file }, { cause: error });
+  }
+  try {
+    const value = JSON.parse(text) as Partial<Record<keyof StateBinding, unknown>>;
+    if (typeof value.baseUrl !== "string" || typeof value.clientId !== "string") throw new Error("baseUrl or clientId missing");
+    if (value.tenant !== undefined && typeof value.tenant !== "string") throw new Error("tenant is not a string");
+    return { baseUrl: value.baseUrl, clientId: value.clientId, ...(value.tenant !== undefined ? { tenant: value.tenant } : {}) };
+  } catch (cause) {
+    throw new CorruptStateError("state directory binding is not valid JSON of a binding", { file }, { cause });
+  }
+}
