@@ -10,7 +10,7 @@ import type { FetchLike } from "../qashio/http.js";
 import { FileLock, FileTokenStore } from "../local/index.js";
 import type { AuthorizeArgs } from "./args.js";
 import { DEFAULT_SCOPES, authorizeWithBrowser } from "./authorize.js";
-import { loadEnv, readAuthorizeSettings } from "./config.js";
+import { loadEnv, readAuthorizeSettings, settingNameWarnings } from "./config.js";
 import { AuthorizeError, ConfigError, EXIT, type SettingIssue } from "./errors.js";
 import { line, type CliIo } from "./io.js";
 import { bindToSettings } from "./local-bridge.js";
@@ -50,6 +50,7 @@ function lockedStore(store: TokenStore, lock: Lock): TokenStore {
  */
 export async function authorizeCommand(args: AuthorizeArgs, io: CliIo, seams: AuthorizeSeams = {}): Promise<number> {
   const env = await loadEnv(io.env, io.cwd);
+  for (const warning of settingNameWarnings(env)) line(io.stderr, `warning: ${warning}`);
   // Every setting is checked before the browser opens: a failure after sign-in would waste the issued token family.
   const settings = readAuthorizeSettings(env, io.cwd, { tokensInSecret: args.secretId !== undefined });
   const { baseUrl, authorizeUrl } = settings;

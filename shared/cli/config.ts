@@ -78,6 +78,37 @@ export const SETTINGS: readonly SettingDoc[] = [
 ];
 
 /**
+ * Warnings for variables under the settings' prefixes (`QASHIO_`, `BRIDGE_`) that name no setting: most likely a
+ * typo (`BRIDGE_PII_MOD`), which would otherwise leave the default silently in force. Names only, never values.
+ *
+ * @example
+ * settingNameWarnings({ BRIDGE_PII_MOD: "hash" }); // ["BRIDGE_PII_MOD is not a setting (did you mean BRIDGE_PII_MODE?)"]
+ */
+export function settingNameWarnings(env: Env): string[] {
+  const known = [...SETTINGS.map((s) => s.name), ...Object.values(BASE_URL_ENV_VARS)];
+  return Object.keys(env)
+    .filter((name) => /^(QASHIO|BRIDGE)_/.test(name) && env[name] !== undefined && !known.includes(name))
+    .sort()
+    .map((name) => {
+      const near = known.find((k) => editDistance(k, name) <= 2);
+      return `${name} is not a setting${near ? ` (did you mean ${near}?)` : ""}; see \`npm run bridge -- help\``;
+    });
+}
+
+/** Levenshtein distance; names are short. */
+function editDistance(a: string, b: string): number {
+  let row = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const next = [i];
+    for (let j = 1; j <= b.length; j++) {
+      next[j] = Math.min((row[j] ?? 0) + 1, (next[j - 1] ?? 0) + 1, (row[j - 1] ?? 0) + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+    row = next;
+  }
+  return row[b.length] ?? 0;
+}
+
+/**
  * Reads `.env` in `cwd` (when present) and overlays the given environment: a variable set in
  * the environment wins over the same one in `.env`. A blank variable counts as unset (as everywhere in the
  * settings), so it does not hide the `.env` value.

@@ -236,7 +236,8 @@ export async function runCycle(bridge: LocalBridge, budgetMs = bridge.settings.c
   const handle = await bridge.lock.tryAcquire(CYCLE_LOCK, CYCLE_LEASE_MS);
   if (handle === undefined) {
     throw new CliError(
-      `another bridge process is running a cycle on this state directory; if a run crashed, its lease expires within ${CYCLE_LEASE_MS / 1000} s`,
+      `another bridge process is running a cycle on this state directory (${bridge.settings.stateDir}); the lease of a run ` +
+        `that has exited is taken over at once on the same machine, else it expires within ${CYCLE_LEASE_MS / 1000} s`,
       EXIT.failed,
     );
   }

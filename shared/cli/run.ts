@@ -3,7 +3,7 @@
  * (transactions, then cards) or loops every interval until SIGINT/SIGTERM, stopping between cycles.
  */
 import type { RunArgs } from "./args.js";
-import { loadEnv, readLocalSettings } from "./config.js";
+import { loadEnv, readLocalSettings, settingNameWarnings } from "./config.js";
 import { streamLogger } from "./console-ports.js";
 import { CliError, CycleIncompleteError, EXIT, ReauthorizationNeededError } from "./errors.js";
 import { line, pause, type CliIo } from "./io.js";
@@ -40,6 +40,7 @@ export interface RunSeams extends Partial<LocalBridgeOptions> {
 export async function runCommand(args: RunArgs, io: CliIo, seams: RunSeams = {}): Promise<number> {
   const { pause: wait = pause, ...overrides } = seams;
   const env = await loadEnv(io.env, io.cwd);
+  for (const warning of settingNameWarnings(env)) line(io.stderr, `warning: ${warning}`);
   const settings = readLocalSettings(env, io.cwd);
   const logger = overrides.logger ?? streamLogger(io.stderr, settings.logLevel);
   const palette = shouldColour(io.stdout, io.env) ? COLOURS : NO_COLOURS;

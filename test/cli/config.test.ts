@@ -2,7 +2,7 @@ import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { loadEnv, readAuthorizeSettings, readLocalSettings } from "../../shared/cli/config.js";
+import { loadEnv, readAuthorizeSettings, readLocalSettings, settingNameWarnings } from "../../shared/cli/config.js";
 import { ConfigError, EnvFileError } from "../../shared/cli/errors.js";
 
 const SECRET = "s3cr3t-value-never-printed";
@@ -177,6 +177,23 @@ describe("readLocalSettings on the file system", () => {
     const { QASHIO_REFRESH_TOKEN: _seed, ...withoutSeed } = valid;
     const error = settingsError({ ...withoutSeed, BRIDGE_TENANT: "acme corp", BRIDGE_EVENTS_FILE: "a-directory", BRIDGE_STATE_DIR: "fresh-state" });
     expect(error.issues.map((i) => i.setting)).toEqual(["BRIDGE_TENANT", "BRIDGE_EVENTS_FILE", "QASHIO_REFRESH_TOKEN"]);
+  });
+});
+
+describe("settingNameWarnings", () => {
+  it("warns of a prefixed variable that names no setting, suggesting the near one, never echoing a value", () => {
+    const warnings = settingNameWarnings({ BRIDGE_PII_MOD: "hash-secret-value", QASHIO_CLIENTID: "x", BRIDGE_SOMETHING_ELSE: "1", PATH: "/bin" });
+    expect(warnings).toEqual([
+      "BRIDGE_PII_MOD is not a setting (did you mean BRIDGE_PII_MODE?); see `npm run bridge -- help`",
+      "BRIDGE_SOMETHING_ELSE is not a setting; see `npm run bridge -- help`",
+      "QASHIO_CLIENTID is not a setting (did you mean QASHIO_CLIENT_ID?); see `npm run bridge -- help`",
+    ]);
+    expect(warnings.join("\n")).not.toContain("hash-secret-value");
+  });
+
+  it("is silent for every real setting and the named deployments' URL variables", () => {
+    const env = { QASHIO_BASE_URL: "sandbox", QASHIO_SANDBOX_URL: "http://127.0.0.1:4010", QASHIO_PRODUCTION_URL: "https://p.test", QASHIO_EU_URL: "https://e.test", QASHIO_AUTHORIZE_URL: "https://a.test", BRIDGE_TENANT: "acme", BRIDGE_PII_MODE: "redact" };
+    expect(settingNameWarnings(env)).toEqual([]);
   });
 });
 
