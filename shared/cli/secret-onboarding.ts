@@ -74,9 +74,13 @@ async function readLenient(secret: ProviderSecretClient): Promise<OnboardingSecr
 /** Names the AWS error (and the attempts, when throttling outlasted the retries), never a value. */
 function onboardingError(action: "read" | "write", secretId: string, error: unknown): SecretOnboardingError {
   const failure = error instanceof SecretStoreError ? error : undefined;
-  const name = ((failure?.cause ?? error) as Error).name;
+  const cause = (failure?.cause ?? error) as Error & { $metadata?: { httpStatusCode?: number } };
+  // A write is named only: its message could quote the value sent. A read sends nothing secret, and an error raised
+  // before any request (no credentials, no region) carries the SDK's own explanation, which is the useful part.
+  const local = action === "read" && cause.$metadata?.httpStatusCode === undefined && cause.message;
+  const reason = local ? `${cause.name}: ${cause.message}` : cause.name;
   const retried = failure !== undefined && failure.attempts > 1 ? ` (after ${failure.attempts} attempts)` : "";
-  return new SecretOnboardingError(`cannot ${action} secret ${secretId}: ${name}${retried}`, secretId, { cause: error });
+  return new SecretOnboardingError(`cannot ${action} secret ${secretId}: ${reason}${retried}`, secretId, { cause: error });
 }
 
 /**

@@ -63,6 +63,16 @@ describe("secretTokenStore", () => {
     expect(await readOnboardingSecret(secrets, ARN)).toEqual({});
   });
 
+  it("explains a read that failed before any request (no credentials), and names a write failure only", async () => {
+    mock.on(GetSecretValueCommand).rejects(new Error("Could not load credentials from any providers"));
+    await expect(readOnboardingSecret(secrets, ARN)).rejects.toThrow(`cannot read secret ${ARN}: Error: Could not load credentials from any providers`);
+    mock.reset();
+    mock.on(GetSecretValueCommand).resolves({ SecretString: "{}", VersionId: "v1" });
+    mock.on(PutSecretValueCommand).rejects(new Error("failed writing rt-secret"));
+    const error = await secretTokenStore(secrets, ARN, { client_id: "a", client_secret: "b" }).save({ refreshToken: "rt-secret" }).catch((e: unknown) => e);
+    expect((error as Error).message).toBe(`cannot write secret ${ARN}: Error`);
+  });
+
   it("reports a failed write by operation, without values", async () => {
     mock.on(GetSecretValueCommand).resolves({ SecretString: "{}", VersionId: "v1" });
     mock.on(PutSecretValueCommand).rejects(Object.assign(new Error("denied rt-secret"), { name: "AccessDeniedException" }));
