@@ -9,7 +9,12 @@ let stops = 0;
 const stop = () => {
   stops += 1;
   // A second Ctrl-C means "now": skip the clean stop between cycles.
-  if (stops > 1) process.exit(130);
+  if (stops > 1) {
+    process.stderr.write("stopped at once\n");
+    process.exit(130);
+  }
+  // A cycle can take seconds to finish: say that the signal was heard.
+  process.stderr.write("stopping after the current step; press Ctrl-C again to stop at once\n");
   controller.abort();
 };
 process.on("SIGINT", stop);
