@@ -98,7 +98,8 @@ export type ParsedCommand =
 export const USAGE = `Usage: npm run bridge -- <command> [options]
 
 Commands:
-  run        [--once] [--interval <duration>]     poll the provider and write events (local mode)
+  run        [--once] [--interval <duration>]     poll the provider and write events (local mode);
+                                                  without --once, a cycle every --interval (default 1m)
   authorize  [--port <p>] [--scope "<scopes>"] [--secret-id <arn>] [--no-open] [--timeout <duration>]
                                                   sign in once as a person and store the tokens
   demo       [--cycles <n>] [--interval <duration>] [--seed <n>]
