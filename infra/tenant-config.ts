@@ -166,7 +166,8 @@ export function parseTenantConfig(raw: unknown, index = 0): TenantConfig {
   if (result.success) return result.data;
   const rawId = typeof raw === "object" && raw !== null ? (raw as { id?: unknown }).id : undefined;
   const tenant = typeof rawId === "string" && TENANT_ID_PATTERN.test(rawId) ? rawId : `tenants[${index}]`;
-  const issue = result.error.issues[0];
+  // A misspelt key explains the "missing" one it was meant to be: report it first.
+  const issue = result.error.issues.find((i) => i.code === "unrecognized_keys") ?? result.error.issues[0];
   const field = issue
     ? issue.code === "unrecognized_keys"
       ? formatPath([...issue.path, issue.keys[0] ?? ""])

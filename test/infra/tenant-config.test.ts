@@ -100,6 +100,13 @@ describe("tenant config", () => {
     expect(error.message).toContain(message);
   });
 
+  it("reports a misspelt key before the required field it was meant to be", () => {
+    const { environment, ...rest } = minimal;
+    const error = errorOf(() => parseTenantConfig({ ...rest, enviroment: environment }));
+    expect(error.field).toBe("enviroment");
+    expect(error.message).toContain('tenant "acme": field enviroment: Unrecognized key');
+  });
+
   it("names the tenant by position when its id is unusable", () => {
     const error = errorOf(() => parseTenantsDocument({ tenants: [minimal, { ...minimal, id: "Not A Slug" }] }));
     expect(error.message).toMatch(/^tenant "tenants\[1\]": field id: must be a lowercase slug/);
