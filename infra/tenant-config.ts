@@ -125,6 +125,22 @@ const tenantSchema = z.strictObject({
   archiveRetentionDays: z.number().int().min(0).max(3650).default(TENANT_DEFAULTS.archiveRetentionDays),
   alarms: alarmsSchema,
   webhooks: z.array(webhookSchema).default([]),
+}).superRefine((tenant, ctx) => {
+  // Caught here rather than at deploy: rules and the archive need the bus in the stack's own account and region,
+  // and an alarm can only notify a topic in its own region.
+  const placed: { path: (string | number)[]; arn: string | undefined; account: boolean }[] = [
+    { path: ["eventBus", "arn"], arn: "arn" in tenant.eventBus ? tenant.eventBus.arn : undefined, account: true },
+    { path: ["alarms", "topicArn"], arn: tenant.alarms.topicArn, account: false },
+  ];
+  for (const { path, arn, account } of placed) {
+    if (arn === undefined) continue;
+    const [, , , region, accountId] = arn.split(":");
+    if (tenant.region !== undefined && region !== tenant.region) {
+      ctx.addIssue({ code: "custom", path, message: "must be in the tenant's region" });
+    } else if (account && tenant.account !== undefined && accountId !== tenant.account) {
+      ctx.addIssue({ code: "custom", path, message: "must be in the tenant's account" });
+    }
+  }
 });
 
 const tenantsFileSchema = z.strictObject({

@@ -92,12 +92,35 @@ describe("tenant config", () => {
       "webhooks[0].url",
       "must not carry credentials",
     ],
+    [
+      "an imported bus in another account than the tenant's",
+      { ...minimal, account: "111122223333", region: "eu-west-1", eventBus: { mode: "import", arn: "arn:aws:events:eu-west-1:999999999999:event-bus/shared" } },
+      "eventBus.arn",
+      "must be in the tenant's account",
+    ],
+    [
+      "an alarm topic in another region than the tenant's",
+      { ...minimal, region: "eu-west-1", alarms: { topicArn: "arn:aws:sns:us-east-1:123456789012:ops" } },
+      "alarms.topicArn",
+      "must be in the tenant's region",
+    ],
   ])("rejects %s, naming the tenant and the field", (_what, raw, field, message) => {
     const error = errorOf(() => parseTenantConfig(raw, 3));
     expect(error.tenant).toBe("acme");
     expect(error.field).toBe(field);
     expect(error.message).toContain(`tenant "acme": field ${field}`);
     expect(error.message).toContain(message);
+  });
+
+  it("accepts an imported bus and an alarm topic in the tenant's own account and region", () => {
+    const tenant = parseTenantConfig({
+      ...minimal,
+      account: "123456789012",
+      region: "eu-west-1",
+      eventBus: { mode: "import", arn: "arn:aws:events:eu-west-1:123456789012:event-bus/shared" },
+      alarms: { topicArn: "arn:aws:sns:eu-west-1:210987654321:ops" },
+    });
+    expect(tenant.eventBus).toEqual({ mode: "import", arn: "arn:aws:events:eu-west-1:123456789012:event-bus/shared" });
   });
 
   it("reports a misspelt key before the required field it was meant to be", () => {
