@@ -10,7 +10,7 @@ import { buildAuthorizeUrl, createState, exchangeCode, stateMatches } from "../q
 import { isInvalidClient, storedTokensOf } from "../qashio/auth/token-provider.js";
 import type { FetchLike } from "../qashio/http.js";
 import type { TokenSet } from "../qashio/schemas/index.js";
-import { AuthorizeError, ClientCredentialsRejectedError } from "./errors.js";
+import { AuthorizeError, ClientCredentialsRejectedError, UsageError } from "./errors.js";
 
 /** Scopes requested when `--scope` is not given: what the bridge reads and acknowledges. */
 export const DEFAULT_SCOPES = "transactions:read transactions:write cards:read";
@@ -147,7 +147,11 @@ export async function authorizeWithBrowser(options: AuthorizeOptions): Promise<A
   try {
     port = await listen(server, options.port);
   } catch (error) {
-    throw new AuthorizeError(`cannot listen on 127.0.0.1:${options.port} for the redirect: ${(error as Error).message}`, { cause: error });
+    const where = `cannot listen on 127.0.0.1:${options.port} for the redirect`;
+    if ((error as NodeJS.ErrnoException).code === "EADDRINUSE") {
+      throw new UsageError(`${where}: the port is in use; pass another --port, or --port 0 for any free one`, { cause: error });
+    }
+    throw new AuthorizeError(`${where}: ${(error as Error).message}`, { cause: error });
   }
   const redirectUri = `http://127.0.0.1:${port}${CALLBACK_PATH}`;
   try {

@@ -116,6 +116,20 @@ describe("authorizeWithBrowser", () => {
     expect(pages).toEqual([{ status: 500, text: expect.stringContaining("<h1>Authorization failed</h1>") as string }]);
   });
 
+  it("names a callback port already in use and how to pick another, as a usage error", async () => {
+    const { createServer } = await import("node:net");
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, "127.0.0.1", resolve));
+    const port = (taken.address() as { port: number }).port;
+    try {
+      const error = await authorizeWithBrowser(options({ port })).catch((e: unknown) => e);
+      expect((error as Error).message).toBe(`cannot listen on 127.0.0.1:${port} for the redirect: the port is in use; pass another --port, or --port 0 for any free one`);
+      expect((error as { exitCode?: number }).exitCode).toBe(EXIT.usage);
+    } finally {
+      taken.close();
+    }
+  });
+
   it("uses a fresh state on every run", async () => {
     const states: string[] = [];
     for (let i = 0; i < 2; i += 1) {
