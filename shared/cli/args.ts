@@ -3,6 +3,7 @@
  * with node:util `parseArgs` in strict mode so an unknown flag is an error, not ignored.
  */
 import { parseArgs, type ParseArgsConfig } from "node:util";
+import { BUDGET_BACKLOG } from "./bench-report.js";
 import { UsageError } from "./errors.js";
 
 /** Commands `bridge.ts` understands. */
@@ -227,7 +228,7 @@ export function parseCommand(argv: readonly string[]): ParsedCommand {
       return {
         command: "bench",
         args: {
-          transactions: integer("--transactions", values.transactions as string | undefined, 1, 10_000),
+          transactions: integer("--transactions", values.transactions as string | undefined, 1, BUDGET_BACKLOG),
           latencyMs: integer("--latency-ms", values["latency-ms"] as string | undefined, 0, 20),
           json: values.json === true,
           sink,

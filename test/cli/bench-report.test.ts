@@ -76,5 +76,11 @@ describe("formatBenchReport", () => {
     expect(text).toContain("floor 4020 ms = 201 calls x 20 ms");
     expect(text).toMatch(/ok {3}CPU per transaction/);
     expect(text).toContain("note: sandbox ran in a child process");
+    expect(text).toContain("budget check:\n");
+  });
+
+  it("says the budgets are set for a 10,000 backlog when the run is smaller", () => {
+    const text = formatBenchReport({ ...measurement, transactions: 300, events: 300 }).join("\n");
+    expect(text).toContain("budget check (the budgets are set for a backlog of 10000 or more;");
   });
 });
