@@ -14,7 +14,7 @@ const stop = () => {
     process.exit(130);
   }
   // A cycle can take seconds to finish: say that the signal was heard.
-  process.stderr.write("stopping after the current step; press Ctrl-C again to stop at once\n");
+  process.stderr.write("stopping cleanly after the current cycle; Ctrl-C again stops at once\n");
   controller.abort();
 };
 process.on("SIGINT", stop);

@@ -75,8 +75,9 @@ export async function authorizeCommand(args: AuthorizeArgs, io: CliIo, seams: Au
     store = secretTokenStore(secrets, args.secretId, { client_id: clientId, client_secret: clientSecret });
     where = `secret ${args.secretId} (refresh_token merged; client_id, client_secret, pii_salt kept)`;
   } else {
-    // Before the browser opens: tokens of one provider or client must not land where another's live.
-    await bindToSettings(settings.stateDir, { baseUrl, clientId });
+    // Before the browser opens: tokens of one provider must not land where another's state lives. A new client id
+    // may take the directory over: the sign-in replaces the tokens and none of the old ones is sent.
+    await bindToSettings(settings.stateDir, { baseUrl, clientId }, { rebindClient: true });
     const files = new FileTokenStore(settings.stateDir);
     store = lockedStore(files, new FileLock(settings.stateDir));
     where = files.file;

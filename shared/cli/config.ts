@@ -90,7 +90,11 @@ export function settingNameWarnings(env: Env): string[] {
     .filter((name) => /^(QASHIO|BRIDGE)_/.test(name) && env[name] !== undefined && !known.includes(name))
     .sort()
     .map((name) => {
-      const near = known.find((k) => editDistance(k, name) <= 2);
+      const [near] = known
+        .map((k) => ({ k, d: editDistance(k, name) }))
+        .filter(({ d }) => d <= 2)
+        .sort((a, b) => a.d - b.d)
+        .map(({ k }) => k);
       return `${name} is not a setting${near ? ` (did you mean ${near}?)` : ""}; see \`npm run bridge -- help\``;
     });
 }

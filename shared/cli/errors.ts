@@ -71,7 +71,12 @@ export class StateDirTakenError extends ConfigError {
   constructor(fields: readonly (keyof typeof BINDING_SETTINGS)[], dir: string, options?: ErrorOptions) {
     const settings = fields.map((field) => BINDING_SETTINGS[field]).join(", ");
     super(
-      [{ setting: "BRIDGE_STATE_DIR", problem: `(${dir}) belongs to another ${settings} than these settings name: use another state directory` }],
+      [
+        {
+          setting: "BRIDGE_STATE_DIR",
+          problem: `(${dir}) holds the tokens or snapshots of another ${settings} than these settings name (see its binding.json): use another state directory`,
+        },
+      ],
       options,
     );
   }

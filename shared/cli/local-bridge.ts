@@ -23,7 +23,15 @@ import { OAuthTokenProvider, isInvalidClient } from "../qashio/auth/token-provid
 import { QashioClient } from "../qashio/client.js";
 import { resolveBaseUrl } from "../qashio/config.js";
 import type { FetchLike } from "../qashio/http.js";
-import { JsonlEventPublisher, StateBindingMismatchError, bindStateDir, createLocalAdapters, type StateBinding } from "../local/index.js";
+import {
+  JsonlEventPublisher,
+  LocalStateError,
+  StateBindingMismatchError,
+  bindStateDir,
+  createLocalAdapters,
+  type BindOptions,
+  type StateBinding,
+} from "../local/index.js";
 import type { Env, LocalSettings } from "./config.js";
 import { LocalTokenStore } from "./local-tokens.js";
 import { MemoryMetrics, observePublished, systemClock } from "./console-ports.js";
@@ -85,15 +93,22 @@ export interface CycleResult {
 }
 
 /**
- * Binds the state directory to the provider, client and tenant on first use, and refuses it to any other.
+ * Binds the state directory to the provider, client and tenant on first use, and refuses its state to any other.
  *
- * @throws StateDirTakenError when the directory belongs to another provider, client or tenant.
+ * @throws StateDirTakenError when the directory holds state of another provider, client or tenant.
+ * @throws ConfigError when its binding file is unreadable.
+ * @example
+ * await bindToSettings(settings.stateDir, { baseUrl, clientId: settings.clientId, tenant: settings.tenant });
  */
-export async function bindToSettings(dir: string, binding: StateBinding): Promise<void> {
+export async function bindToSettings(dir: string, binding: StateBinding, options: BindOptions = {}): Promise<void> {
   try {
-    await bindStateDir(dir, binding);
+    await bindStateDir(dir, binding, options);
   } catch (error) {
     if (error instanceof StateBindingMismatchError) throw new StateDirTakenError(error.fields, dir, { cause: error });
+    if (error instanceof LocalStateError) {
+      const problem = `(${dir}): ${error.message} (${error.file ?? "binding.json"}); restore it or use another state directory`;
+      throw new ConfigError([{ setting: "BRIDGE_STATE_DIR", problem }], { cause: error });
+    }
     throw error;
   }
 }

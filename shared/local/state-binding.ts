@@ -3,7 +3,7 @@
  * what one tenant has published: sending those tokens to another provider would leak them, and another tenant's
  * snapshots would hide its changes. So a directory is bound on first use and checked on every later one.
  */
-import { mkdirSync, readFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { writeFileAtomic } from "./atomic.js";
 import { CorruptStateError, LocalStateError } from "./errors.js";
@@ -20,36 +20,63 @@ export class StateBindingMismatchError extends LocalStateError {
   override name = "StateBindingMismatchError";
   readonly fields: readonly (keyof StateBinding)[];
 
-  constructor(file: string, fields: readonly (keyof StateBinding)[]) {
-    super(`state directory belongs to another ${fields.join(", ")} (recorded in ${file})`, { file });
+  constructor(file: string, fields: readonly (keyof StateBinding)[], options?: ErrorOptions) {
+    super(`state directory belongs to another ${fields.join(", ")} (recorded in ${file})`, { file }, options);
     this.fields = fields;
   }
 }
 
+/** How far a caller may move a directory that already holds state. */
+export interface BindOptions {
+  /**
+   * Let a new client id take the directory over (authorize: it replaces the tokens through a fresh sign-in and sends
+   * none of the old ones). The provider and tenant still have to match.
+   */
+  readonly rebindClient?: boolean;
+}
+
 /**
  * Checks `binding` against the one recorded in `<dir>/binding.json`, recording it on first use (and a tenant not
- * yet recorded). A directory from before bindings existed is bound to its first user.
+ * yet recorded). The binding guards state: while the directory holds no tokens and no snapshots (a first run that
+ * failed on a mistyped setting), it simply follows the settings. A directory from before bindings existed is bound
+ * to its next user.
  *
- * @throws StateBindingMismatchError when the directory belongs to another provider, client or tenant.
+ * @throws StateBindingMismatchError when the directory holds state of another provider, client or tenant.
  * @throws CorruptStateError when the binding file cannot be parsed.
  * @example
  * ```ts
  * await bindStateDir(".state", { baseUrl: "https://api.example.test", clientId: "c-1", tenant: "acme" });
  * ```
  */
-export async function bindStateDir(dir: string, binding: StateBinding): Promise<void> {
+export async function bindStateDir(dir: string, binding: StateBinding, options: BindOptions = {}): Promise<void> {
   const file = path.join(dir, "binding.json");
   const recorded = readBinding(file);
+  let next: StateBinding = binding;
   if (recorded) {
     const fields = (["baseUrl", "clientId", "tenant"] as const).filter(
       (field) => recorded[field] !== undefined && binding[field] !== undefined && recorded[field] !== binding[field],
     );
-    if (fields.length > 0) throw new StateBindingMismatchError(file, fields);
-    // Same owner; only a tenant learnt now (the directory was first used by authorize) is worth recording.
-    if (recorded.tenant !== undefined || binding.tenant === undefined) return;
+    if (fields.length === 0) {
+      // Same owner; only a tenant learnt now (the directory was first used by authorize) is worth recording.
+      if (recorded.tenant !== undefined || binding.tenant === undefined) return;
+    } else if (holdsState(dir)) {
+      const clientOnly = fields.length === 1 && fields[0] === "clientId";
+      if (!(clientOnly && options.rebindClient === true)) throw new StateBindingMismatchError(file, fields);
+    }
+    next = { ...recorded, ...binding };
   }
   mkdirSync(dir, { recursive: true, mode: 0o700 });
-  await writeFileAtomic(file, `${JSON.stringify(binding)}\n`, { mode: 0o600 });
+  await writeFileAtomic(file, `${JSON.stringify(next)}\n`, { mode: 0o600 });
+}
+
+/** Whether the directory holds what the binding protects: tokens, or snapshots of what was published. */
+function holdsState(dir: string): boolean {
+  if (existsSync(path.join(dir, "tokens.json"))) return true;
+  try {
+    return readdirSync(path.join(dir, "snapshots")).length > 0;
+  } catch {
+    return false;
+  }
 }
 
 function readBinding(file: string): StateBinding | undefined {

@@ -71,12 +71,14 @@ describe("bridge authorize", () => {
 
   it("refuses a state directory bound to another provider before the browser opens, exit 2", async () => {
     const h = (harness = await startHarness());
-    await bindStateDir(h.env.BRIDGE_STATE_DIR as string, { baseUrl: "https://api.other-provider.test", clientId: "c-other" });
+    const stateDir = h.env.BRIDGE_STATE_DIR as string;
+    await bindStateDir(stateDir, { baseUrl: "https://api.other-provider.test", clientId: "c-other" });
+    await writeFile(join(stateDir, "tokens.json"), JSON.stringify({ refreshToken: "rt-of-the-other-provider" }));
     let shown = false;
     const { io: cli } = io(h.env);
     const error = await authorizeCommand(args, cli, { onAuthorizeUrl: () => void (shown = true) }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(StateDirTakenError);
-    expect((error as ConfigError).message).toContain("belongs to another QASHIO_BASE_URL, QASHIO_CLIENT_ID");
+    expect((error as ConfigError).message).toContain("holds the tokens or snapshots of another QASHIO_BASE_URL");
     expect(shown).toBe(false);
   });
 

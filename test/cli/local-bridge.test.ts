@@ -1,3 +1,5 @@
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { readLocalSettings } from "../../shared/cli/config.js";
 import { openLocalBridge, runCycle } from "../../shared/cli/local-bridge.js";
@@ -45,12 +47,24 @@ describe("local bridge cycle", () => {
       const error = await openLocalBridge(other, { env: harness.env, logger: silent, fetch }).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(StateDirTakenError);
       expect((error as StateDirTakenError).exitCode).toBe(EXIT.usage);
-      expect((error as Error).message).toContain(`BRIDGE_STATE_DIR: (${settings.stateDir}) belongs to another ${setting}`);
+      expect((error as Error).message).toContain(`BRIDGE_STATE_DIR: (${settings.stateDir}) holds the tokens or snapshots of another ${setting}`);
       expect((error as Error).message).not.toMatch(/other-provider|another-client|another-tenant/);
     }
     expect(sent).toEqual([]);
     // The owner still runs.
     expect((await runCycle(await openLocalBridge(settings, { env: harness.env, logger: silent }))).complete).toBe(true);
+  });
+
+  it("names an unreadable binding file as a state directory problem, exit 2", async () => {
+    harness = await startHarness();
+    const settings = readLocalSettings(harness.env, harness.dir);
+    await runCycle(await openLocalBridge(settings, { env: harness.env, logger: silent }));
+    writeFileSync(join(settings.stateDir, "binding.json"), "{ torn");
+    const error = await openLocalBridge(settings, { env: harness.env, logger: silent }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).exitCode).toBe(EXIT.usage);
+    expect((error as Error).message).toContain(`BRIDGE_STATE_DIR: (${settings.stateDir}): state directory binding is not valid JSON`);
+    expect((error as Error).message).toContain("restore it or use another state directory");
   });
 
   it("names an unusable base URL without quoting it", async () => {

@@ -97,7 +97,7 @@ describe("bridge run --once (spawned)", () => {
     const { code, stdout, stderr } = await child.outcome;
     expect(code).toBe(EXIT.ok);
     expect(stdout).not.toContain("cycle 2:");
-    expect(stderr).toContain("stopping after the current step; press Ctrl-C again to stop at once");
+    expect(stderr).toContain("stopping cleanly after the current cycle; Ctrl-C again stops at once");
     expect(stderr).toContain("stopped after 1 cycle");
   });
 

@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -8,6 +8,15 @@ const owner = { baseUrl: "https://api.provider.test", clientId: "client-1", tena
 
 function freshDir(): string {
   return join(mkdtempSync(join(tmpdir(), "binding-")), "state");
+}
+
+/** Gives the directory what the binding protects: tokens, or a snapshot segment. */
+function holdState(dir: string, what: "tokens" | "snapshots"): void {
+  if (what === "tokens") writeFileSync(join(dir, "tokens.json"), "{}");
+  else {
+    mkdirSync(join(dir, "snapshots"), { recursive: true });
+    writeFileSync(join(dir, "snapshots", "seg-000000000001-abcd.log"), "");
+  }
 }
 
 function mismatch(promise: Promise<unknown>): Promise<StateBindingMismatchError> {
@@ -30,9 +39,10 @@ describe("bindStateDir", () => {
     await expect(bindStateDir(dir, owner)).resolves.toBeUndefined();
   });
 
-  it("refuses another provider, client or tenant, naming every field that differs and no value", async () => {
+  it("refuses the state of another provider, client or tenant, naming every field that differs and no value", async () => {
     const dir = freshDir();
     await bindStateDir(dir, owner);
+    holdState(dir, "tokens");
     expect((await mismatch(bindStateDir(dir, { ...owner, baseUrl: "https://evil.test" }))).fields).toEqual(["baseUrl"]);
     expect((await mismatch(bindStateDir(dir, { ...owner, clientId: "client-2", tenant: "globex" }))).fields).toEqual(["clientId", "tenant"]);
     const error = await mismatch(bindStateDir(dir, { ...owner, tenant: "globex" }));
@@ -46,7 +56,26 @@ describe("bindStateDir", () => {
     await bindStateDir(dir, owner);
     expect(JSON.parse(readFileSync(join(dir, "binding.json"), "utf8"))).toEqual(owner);
     await expect(bindStateDir(dir, { baseUrl: owner.baseUrl, clientId: owner.clientId })).resolves.toBeUndefined();
+    holdState(dir, "snapshots");
     expect((await mismatch(bindStateDir(dir, { ...owner, tenant: "globex" }))).fields).toEqual(["tenant"]);
+  });
+
+  it("follows the settings while the directory holds no tokens and no snapshots (a first run with a typo)", async () => {
+    const dir = freshDir();
+    await bindStateDir(dir, { ...owner, clientId: "clinet-1" });
+    await bindStateDir(dir, owner);
+    expect(JSON.parse(readFileSync(join(dir, "binding.json"), "utf8"))).toEqual(owner);
+  });
+
+  it("lets a new client id take over a directory with state only when asked (authorize), never a new provider", async () => {
+    const dir = freshDir();
+    await bindStateDir(dir, owner);
+    holdState(dir, "tokens");
+    await mismatch(bindStateDir(dir, { ...owner, clientId: "client-2" }));
+    await bindStateDir(dir, { baseUrl: owner.baseUrl, clientId: "client-2" }, { rebindClient: true });
+    expect(JSON.parse(readFileSync(join(dir, "binding.json"), "utf8"))).toEqual({ ...owner, clientId: "client-2" });
+    const error = await mismatch(bindStateDir(dir, { baseUrl: "https://evil.test", clientId: "client-3" }, { rebindClient: true }));
+    expect(error.fields).toEqual(["baseUrl", "clientId"]);
   });
 
   it("reports an unreadable binding as corrupt state instead of rebinding the directory", async () => {
