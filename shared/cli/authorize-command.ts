@@ -77,7 +77,7 @@ export async function authorizeCommand(args: AuthorizeArgs, io: CliIo, seams: Au
   } else {
     // Before the browser opens: tokens of one provider must not land where another's state lives. A new client id
     // may take the directory over: the sign-in replaces the tokens and none of the old ones is sent.
-    await bindToSettings(settings.stateDir, { baseUrl, clientId }, { rebindClient: true });
+    await bindToSettings(settings.stateDir, { baseUrl, clientId, ...(settings.tenant ? { tenant: settings.tenant } : {}) }, { rebindClient: true });
     const files = new FileTokenStore(settings.stateDir);
     store = lockedStore(files, new FileLock(settings.stateDir));
     where = files.file;

@@ -196,6 +196,8 @@ export interface AuthorizeSettings {
   readonly clientSecret?: string;
   /** Absolute path; checked only when the tokens go there. */
   readonly stateDir: string;
+  /** BRIDGE_TENANT when set: authorize needs none, but a state directory of another tenant must not take its tokens. */
+  readonly tenant?: string;
 }
 
 /**
@@ -219,6 +221,8 @@ export function readAuthorizeSettings(env: Env, cwd: string, options: { tokensIn
   }
   const stateDir = resolve(cwd, r.raw("BRIDGE_STATE_DIR") ?? DEFAULT_STATE_DIR);
   if (options.tokensInSecret !== true) checkStateDir(r, stateDir);
+  const tenant = r.raw("BRIDGE_TENANT");
+  if (tenant !== undefined) checkTenant(r, tenant);
   const optional = options.tokensInSecret === true ? ["QASHIO_CLIENT_ID", "QASHIO_CLIENT_SECRET"] : [];
   const issues = r.issues.filter((i) => !optional.includes(i.setting));
   if (issues.length > 0) throw new ConfigError(issues);
@@ -228,7 +232,15 @@ export function readAuthorizeSettings(env: Env, cwd: string, options: { tokensIn
     clientId: provider.clientId === "" ? undefined : provider.clientId,
     clientSecret: provider.clientSecret === "" ? undefined : provider.clientSecret,
     stateDir,
+    ...(tenant !== undefined ? { tenant } : {}),
   };
+}
+
+/** A tenant id: it is written into every event and names the state directory's owner. */
+function checkTenant(r: Reader, tenant: string): void {
+  if (tenant !== "" && !/^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/.test(tenant)) {
+    r.problem("BRIDGE_TENANT", "must be 1-64 letters, digits, '-' or '_', starting with a letter or digit");
+  }
 }
 
 /** File of the state directory holding the tokens (shared/local FileTokenStore's default name). */
@@ -292,9 +304,7 @@ export function readLocalSettings(env: Env, cwd: string): LocalSettings {
   const r = new Reader(env);
   const provider = readProvider(r, env);
   const tenant = r.required("BRIDGE_TENANT");
-  if (tenant !== "" && !/^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/.test(tenant)) {
-    r.problem("BRIDGE_TENANT", "must be 1-64 letters, digits, '-' or '_', starting with a letter or digit");
-  }
+  checkTenant(r, tenant);
   const piiMode = r.oneOf("BRIDGE_PII_MODE", PII_MODES, DEFAULT_PII_MODE);
   const piiSalt = r.raw("BRIDGE_PII_SALT");
   if (piiMode === "hash" && piiSalt === undefined) r.problem("BRIDGE_PII_SALT", "is required when BRIDGE_PII_MODE is hash");

@@ -8,6 +8,7 @@ import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { authorizeCommand } from "../../shared/cli/authorize-command.js";
+import { readAuthorizeSettings } from "../../shared/cli/config.js";
 import { ConfigError, EXIT, StateDirTakenError } from "../../shared/cli/errors.js";
 import { bindStateDir } from "../../shared/local/index.js";
 import { ROOT, idsWithStatus, runInProcess, startHarness, type Harness } from "./helpers.js";
@@ -79,6 +80,20 @@ describe("bridge authorize", () => {
     const error = await authorizeCommand(args, cli, { onAuthorizeUrl: () => void (shown = true) }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(StateDirTakenError);
     expect((error as ConfigError).message).toContain("holds the tokens or snapshots of another QASHIO_BASE_URL");
+    expect(shown).toBe(false);
+  });
+
+  it("refuses a state directory holding another tenant's state when BRIDGE_TENANT is set, exit 2", async () => {
+    const h = (harness = await startHarness());
+    const stateDir = h.env.BRIDGE_STATE_DIR as string;
+    const { baseUrl, clientId } = readAuthorizeSettings(h.env, h.dir);
+    await bindStateDir(stateDir, { baseUrl, clientId: clientId as string, tenant: "acme" });
+    await writeFile(join(stateDir, "tokens.json"), JSON.stringify({ refreshToken: "rt-of-acme" }));
+    let shown = false;
+    const { io: cli } = io({ ...h.env, BRIDGE_TENANT: "globex" });
+    const error = await authorizeCommand(args, cli, { onAuthorizeUrl: () => void (shown = true) }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StateDirTakenError);
+    expect((error as ConfigError).message).toContain("holds the tokens or snapshots of another BRIDGE_TENANT");
     expect(shown).toBe(false);
   });
 
