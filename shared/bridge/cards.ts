@@ -96,15 +96,18 @@ class CardRun extends CycleRun {
         break;
       }
       const query = { page, page_size: pageSize };
+      // The spec leaves a page past the end open: should the provider refuse the page a saved cursor points to
+      // (cards removed since), start afresh rather than fail every cycle on it.
+      const resumedPastEnd = (err: unknown): boolean => read === 0 && page > 1 && statusOf(err) === 400;
       let result;
       try {
-        result = await this.provider(`list ${mode} cards`, () =>
-          this.deps.provider.listErpCards(mode === "suspended-only" ? { status: "suspended", ...query } : query),
+        result = await this.provider(
+          `list ${mode} cards`,
+          () => this.deps.provider.listErpCards(mode === "suspended-only" ? { status: "suspended", ...query } : query),
+          resumedPastEnd,
         );
       } catch (err) {
-        // The spec leaves a page past the end open: should the provider refuse the page a saved cursor points to
-        // (cards removed since), start afresh rather than fail every cycle on it.
-        if (read > 0 || page === 1 || statusOf(err) !== 400) throw err;
+        if (!resumedPastEnd(err)) throw err;
         this.deps.logger.warn("card walk cursor points past the card list; starting afresh", { mode, page });
         page = 0;
         read = -1;

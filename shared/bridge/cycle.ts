@@ -102,13 +102,16 @@ export class CycleRun {
     this.startedAt = deps.clock.now();
   }
 
-  /** Runs a provider call, counting it and recording a failure by status class. */
-  async provider<T>(step: string, fn: () => Promise<T>): Promise<T> {
+  /**
+   * Runs a provider call, counting it and recording a failure by status class; a failure the caller handles as a
+   * normal answer (`expected`) is not a provider error.
+   */
+  async provider<T>(step: string, fn: () => Promise<T>, expected?: (err: unknown) => boolean): Promise<T> {
     this.report.providerCalls += 1;
     try {
       return await fn();
     } catch (err) {
-      if (!isReauthorizationRequired(err)) {
+      if (!isReauthorizationRequired(err) && expected?.(err) !== true) {
         this.deps.metrics.add("ProviderErrors", 1, "Count", { status_class: statusClass(err) });
       }
       throw new StepFailure(step, { cause: err });

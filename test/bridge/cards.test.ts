@@ -224,6 +224,8 @@ describe("pollCards", () => {
     const pages = rig.provider.calls.map((c) => (c.op === "listErpCards" ? c.query.page : undefined));
     expect(pages).toEqual([1, 2, 3, 1]);
     expect(rig.logger.lines.some((l) => l.message.includes("starting afresh"))).toBe(true);
+    // An answer the walk handles is not a provider fault on the dashboard.
+    expect(rig.metrics.sum("ProviderErrors")).toBe(0);
   });
 
   it("fails a fresh walk on a refused page like any other provider error", async () => {
@@ -234,6 +236,7 @@ describe("pollCards", () => {
     };
     expect(await pollCards(rig.deps).catch((e: unknown) => e)).toBeInstanceOf(CycleAbortedError);
     expect(rig.provider.count("listErpCards")).toBe(1);
+    expect(rig.metrics.sum("ProviderErrors", { status_class: "4xx" })).toBe(1);
   });
 
   it("keeps the cursors of the full walk and the suspended-only walk apart", async () => {
