@@ -165,16 +165,17 @@ class CardRun extends CycleRun {
 
     const snapshots = await this.port("read snapshots", () => deps.snapshots.getMany(items.map((i) => cardKey(i.id))));
     const now = deps.clock.now();
+    const nowIso = new Date(now).toISOString();
     const events: BridgeEvent[] = [];
     const pending: Snapshot[] = [];
     const silent: Snapshot[] = [];
     for (const item of items) {
       const before = snapshots.get(cardKey(item.id));
-      const snapshot: Snapshot = { key: cardKey(item.id), hash: item.hash, object: item.object, updatedAt: versionTime(now, before) };
       if (before?.hash === item.hash) {
         this.report.unchanged += 1;
         continue;
       }
+      const snapshot: Snapshot = { key: cardKey(item.id), hash: item.hash, object: item.object, updatedAt: versionTime(now, before, nowIso) };
       if (!before) {
         if (!deps.emitCardCreated) {
           silent.push(snapshot);

@@ -73,9 +73,11 @@ export function parseTime(value: unknown): number | undefined {
  * const snapshot = { key, hash, object, updatedAt: versionTime(clock.now(), before) };
  * ```
  */
-export function versionTime(nowMs: number, before: Snapshot | undefined): string {
+export function versionTime(nowMs: number, before: Snapshot | undefined, nowIso?: string): string {
   const previous = parseTime(before?.updatedAt);
-  return new Date(previous !== undefined && previous >= nowMs ? previous + 1 : nowMs).toISOString();
+  if (previous !== undefined && previous >= nowMs) return new Date(previous + 1).toISOString();
+  // A page stamps many snapshots at one time: its caller formats that time once.
+  return nowIso ?? new Date(nowMs).toISOString();
 }
 
 /** One run of a cycle: holds the report and the deps, and owns error conversion. */

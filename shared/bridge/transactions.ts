@@ -285,7 +285,7 @@ class TransactionRun extends CycleRun {
     const now = new Date(nowMs).toISOString();
     const writes: Snapshot[] = [];
     const snapshotOf = (item: Item, before: Snapshot | undefined): void => {
-      writes.push({ key: transactionKey(item.id), hash: item.hash, object: item.object, updatedAt: versionTime(nowMs, before) });
+      writes.push({ key: transactionKey(item.id), hash: item.hash, object: item.object, updatedAt: versionTime(nowMs, before, now) });
       if (item.qashioId) {
         const alias = { id: item.id, qashio_id: item.qashioId };
         // Its members are in sorted order, so recordHash equals contentHash here without sorting keys per item.
