@@ -137,7 +137,7 @@ export async function openLocalBridge(settings: LocalSettings, options: LocalBri
   const dir = settings.stateDir;
   await bindToSettings(dir, { baseUrl, clientId: settings.clientId, tenant: settings.tenant });
   const local = createLocalAdapters(dir, { clock });
-  const tokens = new LocalTokenStore(dir, settings.refreshToken);
+  const tokens = new LocalTokenStore(local.tokens, settings.refreshToken);
   const lock: Lock = local.lock;
   // Read once up front: a missing or unusable token stops here, before any provider call.
   if ((await tokens.load()) === undefined) {

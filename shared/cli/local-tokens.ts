@@ -9,18 +9,14 @@ import { CorruptStateError, FileTokenStore } from "../local/index.js";
 import { TokenFileError } from "./errors.js";
 
 export class LocalTokenStore implements TokenStore {
-  private readonly files: FileTokenStore;
-
   /**
-   * @param stateDir - the state directory (`BRIDGE_STATE_DIR`).
+   * @param files - the state directory's token file (the local adapters' `tokens`).
    * @param seed - QASHIO_REFRESH_TOKEN, used only while the file holds no token.
    */
   constructor(
-    stateDir: string,
+    private readonly files: FileTokenStore,
     private readonly seed?: string,
-  ) {
-    this.files = new FileTokenStore(stateDir);
-  }
+  ) {}
 
   /** Absolute path of the token file. */
   get file(): string {
