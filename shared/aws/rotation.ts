@@ -15,7 +15,7 @@
  */
 import { DescribeSecretCommand, UpdateSecretVersionStageCommand, type SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 import type { Clock, Lock, LockHandle, Logger, Metrics } from "../bridge/ports.js";
-import { DEFAULT_LOCK_TTL_MS, refreshDeadline } from "../qashio/auth/token-provider.js";
+import { DEFAULT_LOCK_TTL_MS, DEFAULT_LOCK_WAIT_MS, refreshDeadline } from "../qashio/auth/token-provider.js";
 import type { StoredTokens } from "../qashio/auth/token-store.js";
 import { ReauthorizationRequiredError } from "../qashio/errors.js";
 import { RotationError } from "./errors.js";
@@ -134,7 +134,7 @@ async function refreshOnce(refreshToken: string, deadline: number, deps: Rotatio
 }
 
 async function acquire(deps: RotationDeps, secretId: string): Promise<LockHandle> {
-  const waitMs = deps.lockWaitMs ?? 20_000;
+  const waitMs = deps.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS;
   const started = deps.clock.now();
   for (;;) {
     const lease = await deps.lock.tryAcquire(deps.lockName, deps.lockTtlMs ?? DEFAULT_LOCK_TTL_MS);

@@ -135,17 +135,18 @@ export function storedTokensOf(set: TokenSet, now: number): StoredTokens {
 export class OAuthTokenProvider implements TokenProvider {
   private readonly options: OAuthTokenProviderOptions;
   private readonly clock: Clock;
+  private readonly lockTtlMs: number;
   private current?: StoredTokens;
   /** Tokens the provider issued but the store failed to save: re-saved before anything else. */
   private unsaved?: StoredTokens;
   private inflight?: Promise<StoredTokens>;
 
   constructor(options: OAuthTokenProviderOptions) {
-    const lockTtlMs = options.lockTtlMs ?? DEFAULT_LOCK_TTL_MS;
+    this.lockTtlMs = options.lockTtlMs ?? DEFAULT_LOCK_TTL_MS;
     const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     // A refresh attempt must fit whole in the lease's first half (see refreshDeadline), else none would ever start.
-    if (options.lock && refreshDeadline(0, lockTtlMs) < timeoutMs) {
-      throw new RangeError(`lockTtlMs (${lockTtlMs} ms) must be at least twice the request timeout (${timeoutMs} ms)`);
+    if (options.lock && refreshDeadline(0, this.lockTtlMs) < timeoutMs) {
+      throw new RangeError(`lockTtlMs (${this.lockTtlMs} ms) must be at least twice the request timeout (${timeoutMs} ms)`);
     }
     this.options = options;
     this.clock = options.clock ?? systemClock;
@@ -207,7 +208,7 @@ export class OAuthTokenProvider implements TokenProvider {
 
   private async refreshExclusive(rejected: string | undefined): Promise<StoredTokens> {
     const handle = await this.acquireLock();
-    const deadline = handle ? refreshDeadline(this.clock.now(), this.options.lockTtlMs ?? DEFAULT_LOCK_TTL_MS) : undefined;
+    const deadline = handle ? refreshDeadline(this.clock.now(), this.lockTtlMs) : undefined;
     try {
       // Another process may have rotated while we waited: the store is the truth.
       const stored = await this.options.store.load();
@@ -227,7 +228,7 @@ export class OAuthTokenProvider implements TokenProvider {
     const waitMs = this.options.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS;
     const start = this.clock.now();
     for (;;) {
-      const handle = await lock.tryAcquire(name, this.options.lockTtlMs ?? DEFAULT_LOCK_TTL_MS);
+      const handle = await lock.tryAcquire(name, this.lockTtlMs);
       if (handle) return handle;
       if (this.clock.now() - start >= waitMs) {
         throw new TokenUnavailableError(`token refresh lock "${name}" still held by another process after ${waitMs} ms`);
