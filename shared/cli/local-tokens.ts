@@ -5,7 +5,7 @@
  * the variable is ignored, so a spent seed is never sent again (a replay would revoke the family).
  */
 import type { StoredTokens, TokenStore } from "../qashio/auth/token-store.js";
-import { CorruptStateError, FileTokenStore } from "../local/index.js";
+import { CorruptStateError, type FileTokenStore } from "../local/index.js";
 import { TokenFileError } from "./errors.js";
 
 export class LocalTokenStore implements TokenStore {
