@@ -9,7 +9,7 @@ import { dirname, join, resolve } from "node:path";
 import { parseEnv } from "node:util";
 import { ConfigError, EnvFileError, type SettingIssue } from "./errors.js";
 import { durationRangeProblem, parseDuration } from "./args.js";
-import { AUTHORIZE_URL_ENV_VAR, BASE_URL_ENV_VARS, baseUrlProblem, normaliseBaseUrl, resolveBaseUrl, type QashioDeployment } from "../qashio/config.js";
+import { AUTHORIZE_URL_ENV_VAR, BASE_URL_ENV_VARS, baseUrlProblem, normaliseBaseUrl, type QashioDeployment } from "../qashio/config.js";
 
 export const DEFAULT_STATE_DIR = ".state";
 export const DEFAULT_EVENTS_FILE = "events.jsonl";
@@ -18,7 +18,7 @@ export const DEFAULT_PII_MODE = "redact";
 export const DEFAULT_CYCLE_BUDGET_MS = 5 * 60_000;
 export const PII_MODES = ["full", "redact", "hash"] as const;
 export const LOG_LEVELS = ["debug", "info", "warn", "error"] as const;
-/** Named provider environments QASHIO_BASE_URL may use instead of a URL (resolved by resolveBaseUrl). */
+/** Named provider environments QASHIO_BASE_URL may use instead of a URL (resolved through BASE_URL_ENV_VARS). */
 export const NAMED_ENVIRONMENTS = ["production", "eu", "sandbox"] as const;
 
 export type PiiMode = (typeof PII_MODES)[number];
@@ -166,22 +166,26 @@ class Reader {
   problem(name: string, problem: string): void {
     this.issues.push({ setting: name, problem });
   }
+
+  /** `text`, the value of `name`, as a normalised base URL; else records why not (never quoting it) and `note`. */
+  url(name: string, text: string, note = ""): string | undefined {
+    const problem = baseUrlProblem(text);
+    if (problem === undefined) return normaliseBaseUrl(text);
+    this.problem(name, `${problem}${note}`);
+    return undefined;
+  }
 }
 
-function readProvider(r: Reader, env: Env): ProviderSettings {
+function readProvider(r: Reader): ProviderSettings {
   let baseUrl = r.required("QASHIO_BASE_URL");
   if ((NAMED_ENVIRONMENTS as readonly string[]).includes(baseUrl)) {
     const name = baseUrl;
     const variable = BASE_URL_ENV_VARS[name as QashioDeployment];
     const value = r.raw(variable);
-    const problem = value === undefined ? undefined : baseUrlProblem(value);
     if (value === undefined) r.problem("QASHIO_BASE_URL", `is "${name}", which needs ${variable} to be set`);
-    else if (problem !== undefined) r.problem(variable, `${problem} (QASHIO_BASE_URL is "${name}")`);
-    else baseUrl = resolveBaseUrl(name, env);
+    else baseUrl = r.url(variable, value, ` (QASHIO_BASE_URL is "${name}")`) ?? baseUrl;
   } else if (baseUrl !== "") {
-    const problem = baseUrlProblem(baseUrl);
-    if (problem === undefined) baseUrl = normaliseBaseUrl(baseUrl);
-    else r.problem("QASHIO_BASE_URL", `${problem}; or use one of ${NAMED_ENVIRONMENTS.join(", ")}`);
+    baseUrl = r.url("QASHIO_BASE_URL", baseUrl, `; or use one of ${NAMED_ENVIRONMENTS.join(", ")}`) ?? baseUrl;
   }
   return { baseUrl, clientId: r.required("QASHIO_CLIENT_ID"), clientSecret: r.required("QASHIO_CLIENT_SECRET") };
 }
@@ -211,14 +215,9 @@ export interface AuthorizeSettings {
  */
 export function readAuthorizeSettings(env: Env, cwd: string, options: { tokensInSecret?: boolean } = {}): AuthorizeSettings {
   const r = new Reader(env);
-  const provider = readProvider(r, env);
-  let authorizeUrl = provider.baseUrl;
+  const provider = readProvider(r);
   const authorizeText = r.raw(AUTHORIZE_URL_ENV_VAR);
-  if (authorizeText !== undefined) {
-    const problem = baseUrlProblem(authorizeText);
-    if (problem === undefined) authorizeUrl = normaliseBaseUrl(authorizeText);
-    else r.problem(AUTHORIZE_URL_ENV_VAR, problem);
-  }
+  const authorizeUrl = (authorizeText !== undefined ? r.url(AUTHORIZE_URL_ENV_VAR, authorizeText) : undefined) ?? provider.baseUrl;
   const stateDir = resolve(cwd, r.raw("BRIDGE_STATE_DIR") ?? DEFAULT_STATE_DIR);
   if (options.tokensInSecret !== true) checkStateDir(r, stateDir);
   const tenant = r.raw("BRIDGE_TENANT");
@@ -302,7 +301,7 @@ function checkPaths(r: Reader, stateDir: string, eventsFile: string): void {
  */
 export function readLocalSettings(env: Env, cwd: string): LocalSettings {
   const r = new Reader(env);
-  const provider = readProvider(r, env);
+  const provider = readProvider(r);
   const tenant = r.required("BRIDGE_TENANT");
   checkTenant(r, tenant);
   const piiMode = r.oneOf("BRIDGE_PII_MODE", PII_MODES, DEFAULT_PII_MODE);
