@@ -2,7 +2,7 @@
  * Machinery shared by the transaction and card cycles: provider calls with error accounting,
  * event building, publishing with per-event failures, quarantine records, and the end-of-cycle report.
  */
-import { CycleAbortedError, ReauthorizationNeededError } from "./errors.js";
+import { causeMatching, CycleAbortedError, ReauthorizationNeededError } from "./errors.js";
 import { contentHash, eventId, sha256Hex, uuidFromHex } from "./hash.js";
 import type { Change } from "./diff.js";
 import { DEFAULT_SOURCE, type BridgeDeps } from "./deps.js";
@@ -42,10 +42,7 @@ export function statusOf(err: unknown): number | undefined {
 
 /** True when `err` (or a cause) is the client's ReauthorizationRequiredError (token family revoked). */
 export function isReauthorizationRequired(err: unknown): boolean {
-  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
-    if (e.name === "ReauthorizationRequiredError") return true;
-  }
-  return false;
+  return causeMatching(err, (e): e is Error => e instanceof Error && e.name === "ReauthorizationRequiredError") !== undefined;
 }
 
 /** `status_class` dimension of the ProviderErrors metric. */

@@ -48,3 +48,11 @@ export class CycleAbortedError extends BridgeError {
 export class ReauthorizationNeededError extends CycleAbortedError {
   override name = "ReauthorizationNeededError";
 }
+
+/** The first error in `error`'s cause chain that `matches`, if any (the engine and the client wrap each other's errors). */
+export function causeMatching<T>(error: unknown, matches: (e: unknown) => e is T): T | undefined {
+  for (let e: unknown = error, depth = 0; e !== undefined && depth < 8; e = e instanceof Error ? e.cause : undefined, depth++) {
+    if (matches(e)) return e;
+  }
+  return undefined;
+}

@@ -102,14 +102,6 @@ export class ClientCredentialsRejectedError extends ConfigError {
   }
 }
 
-/** The first error in `error`'s cause chain that `matches`, if any (the engine wraps provider errors). */
-export function causeMatching<T>(error: unknown, matches: (e: unknown) => e is T): T | undefined {
-  for (let e: unknown = error, depth = 0; e !== undefined && depth < 8; e = e instanceof Error ? e.cause : undefined, depth++) {
-    if (matches(e)) return e;
-  }
-  return undefined;
-}
-
 /** The `.env` file exists but cannot be read (a directory, no permission): exit 2, naming the file. */
 export class EnvFileError extends CliError {
   override name = "EnvFileError";

@@ -6,6 +6,7 @@
 import {
   CycleAbortedError,
   ReauthorizationNeededError as EngineReauthorizationNeeded,
+  causeMatching,
   emptyReport,
   pollCards,
   pollTransactions,
@@ -41,7 +42,6 @@ import {
   CycleFailedError,
   EXIT,
   ReauthorizationNeededError,
-  causeMatching,
   ClientCredentialsRejectedError,
   StateDirTakenError,
 } from "./errors.js";
