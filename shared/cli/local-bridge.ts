@@ -113,6 +113,11 @@ export async function bindToSettings(dir: string, binding: StateBinding, options
   }
 }
 
+/** Who the settings say the state directory belongs to. */
+function bindingOf(settings: LocalSettings, baseUrl: string): StateBinding {
+  return { baseUrl, clientId: settings.clientId, tenant: settings.tenant };
+}
+
 /**
  * Opens the local adapters and the provider client. While the state directory holds no token, QASHIO_REFRESH_TOKEN
  * stands in for it (see LocalTokenStore: the seed itself is never saved).
@@ -135,7 +140,7 @@ export async function openLocalBridge(settings: LocalSettings, options: LocalBri
   }
   const clock = options.clock ?? systemClock;
   const dir = settings.stateDir;
-  await bindToSettings(dir, { baseUrl, clientId: settings.clientId, tenant: settings.tenant });
+  await bindToSettings(dir, bindingOf(settings, baseUrl));
   const local = createLocalAdapters(dir, { clock });
   const tokens = new LocalTokenStore(local.tokens, settings.refreshToken);
   const lock: Lock = local.lock;
@@ -267,6 +272,9 @@ export async function runCycle(bridge: LocalBridge, budgetMs = bridge.settings.c
   }, CYCLE_LEASE_RENEW_MS);
   heartbeat.unref();
   try {
+    // Checked again under the lock: two first uses of an empty directory both pass the check at open, and only the
+    // first cycle's state may stay; the other one now finds it and stops before any provider call.
+    await bindToSettings(bridge.settings.stateDir, bindingOf(bridge.settings, bridge.baseUrl));
     let transactions = emptyReport("transactions");
     let cards = emptyReport("cards");
     try {

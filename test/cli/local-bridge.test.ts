@@ -55,6 +55,32 @@ describe("local bridge cycle", () => {
     expect((await runCycle(await openLocalBridge(settings, { env: harness.env, logger: silent }))).complete).toBe(true);
   });
 
+  it("lets only the first of two first uses racing on an empty state directory keep it", async () => {
+    harness = await startHarness();
+    const settings = readLocalSettings(harness.env, harness.dir);
+    const sent: string[] = [];
+    const fetch = async (url: string) => {
+      sent.push(url);
+      throw new Error("must not be called");
+    };
+    // Both open while the directory holds nothing, so both pass the check at open.
+    const owner = await openLocalBridge(settings, { env: harness.env, logger: silent });
+    const others = await Promise.all(
+      [{ ...settings, baseUrl: "https://api.other-provider.test" }, { ...settings, tenant: "another-tenant" }].map((other) =>
+        openLocalBridge(other, { env: harness!.env, logger: silent, fetch }),
+      ),
+    );
+    expect((await runCycle(owner)).complete).toBe(true);
+    for (const other of others) {
+      const error = await runCycle(other).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(StateDirTakenError);
+      expect((error as StateDirTakenError).exitCode).toBe(EXIT.usage);
+    }
+    // The owner's tokens never went elsewhere, and the refused cycles left the lock free.
+    expect(sent).toEqual([]);
+    expect((await runCycle(owner)).complete).toBe(true);
+  });
+
   it("names an unreadable binding file as a state directory problem, exit 2", async () => {
     harness = await startHarness();
     const settings = readLocalSettings(harness.env, harness.dir);
