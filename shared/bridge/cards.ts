@@ -5,6 +5,7 @@
  */
 import { contentHash } from "./hash.js";
 import { diffObjects, type Change } from "./diff.js";
+import { conformPii } from "./pii.js";
 import { CycleRun, parseTime, statusOf, versionTime } from "./cycle.js";
 import { DEFAULT_MAX_PAGES, DEFAULT_PAGE_SIZE, type CardCycleDeps, type CycleOptions } from "./deps.js";
 import type { EventType } from "./events/schemas.js";
@@ -186,8 +187,9 @@ class CardRun extends CycleRun {
         continue;
       }
       const moved = isStatusMove(before.object["status"], item.object["status"]);
-      // A status differing only in case is not a change: no event, the snapshot takes the new spelling.
-      const changes = diffObjects(before.object, item.object).filter((c) => moved || c.path !== "/status");
+      // A status differing only in case is not a change, nor is PII in the form of an earlier PII mode: no event,
+      // the snapshot takes the new form (and never reaches an event in the old one).
+      const changes = diffObjects(conformPii(before.object, deps.pii), item.object).filter((c) => moved || c.path !== "/status");
       if (changes.length === 0) {
         this.report.unchanged += 1;
         silent.push(snapshot);

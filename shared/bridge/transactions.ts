@@ -3,7 +3,7 @@
  * publish, write snapshots, then acknowledge. See docs/events.md and /work/notes/readme-engine.md.
  */
 import { contentHash, recordHash } from "./hash.js";
-import { applyPiiInPlace, type PiiPolicy } from "./pii.js";
+import { applyPiiInPlace, conformPii, type PiiPolicy } from "./pii.js";
 import { diffObjects, type Change } from "./diff.js";
 import { CycleRun, parseTime, versionTime } from "./cycle.js";
 import { RecentIds } from "./recent-ids.js";
@@ -247,9 +247,10 @@ class TransactionRun extends CycleRun {
         ackIds.push(item.id);
         continue;
       }
-      const changes = diffObjects(before.object, item.object);
+      // The snapshot may predate a PII mode switch: diff it in the current form, never publish its cleartext.
+      const changes = diffObjects(conformPii(before.object, deps.pii), item.object);
       if (changes.length === 0) {
-        // Same data, different hash (e.g. null vs absent): refresh the snapshot, publish nothing.
+        // Same data, different hash (e.g. null vs absent, PII in an older form): refresh the snapshot, publish nothing.
         this.report.unchanged += 1;
         silentWrites.push({ item, before });
         ackIds.push(item.id);

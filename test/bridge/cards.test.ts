@@ -170,6 +170,22 @@ describe("pollCards", () => {
     expect(rig.publisher.events).toHaveLength(1);
   });
 
+  it.each(["redact", "hash"] as const)(
+    "after a switch from full to %s, publishes no cleartext and no event for PII that only changed form",
+    async (mode) => {
+      const rig = makeRig();
+      const edited = rig.provider.addCard();
+      const untouched = rig.provider.addCard();
+      await pollCards(rig.deps);
+      rig.provider.changeCard(edited["id"] as string, { card_nickname: "Travel" });
+      await pollCards({ ...rig.deps, pii: { mode, salt: "salt-1" } });
+      expect(rig.publisher.events).toHaveLength(1);
+      expect(rig.publisher.events[0]!.detail.data.changes).toEqual([{ path: "/card_nickname", before: "Card 1", after: "Travel" }]);
+      expect(JSON.stringify(rig.publisher.events)).not.toMatch(/Ann Holder|ann@example\.com/);
+      expect(JSON.stringify(rig.snapshots.data.get(`card:${untouched["id"] as string}`))).not.toMatch(/Ann Holder|ann@example\.com/);
+    },
+  );
+
   it("stops at the deadline before walking further pages", async () => {
     const rig = makeRig();
     for (let i = 0; i < 6; i++) rig.provider.addCard();

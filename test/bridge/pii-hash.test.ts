@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { applyPii, assertPiiPolicy, REDACTED } from "../../shared/bridge/pii.js";
+import { applyPii, assertPiiPolicy, conformPii, REDACTED } from "../../shared/bridge/pii.js";
 import { canonicalJson, contentHash, eventId, sha256Hex, uuidFromHex } from "../../shared/bridge/hash.js";
 import { BridgeConfigurationError } from "../../shared/bridge/errors.js";
 
@@ -45,6 +45,33 @@ describe("applyPii", () => {
   it("rejects hash mode without a salt and unknown modes", () => {
     expect(() => assertPiiPolicy({ mode: "hash" })).toThrow(BridgeConfigurationError);
     expect(() => assertPiiPolicy({ mode: "mask" as "full" })).toThrow(/Unknown PII mode/);
+  });
+});
+
+describe("conformPii", () => {
+  const hash = { mode: "hash" as const, salt: "s1" };
+
+  it("brings cleartext stored under full to the current mode, as applyPii would have stored it", () => {
+    expect(conformPii(txn, { mode: "redact" })).toEqual(applyPii(txn, { mode: "redact" }));
+    expect(conformPii(card, hash)).toEqual(applyPii(card, hash));
+    expect(card.cardholder.name).toBe("Ann Holder");
+  });
+
+  it("leaves values already masked alone: no hash of the redact marker, no hash of a hash", () => {
+    const otherSalt = applyPii(txn, { mode: "hash", salt: "s2" });
+    expect(conformPii(otherSalt, hash)).toEqual(otherSalt);
+    expect(conformPii({ card_holder_name: REDACTED }, hash)).toEqual({ card_holder_name: REDACTED });
+    expect(conformPii(otherSalt, { mode: "redact" })).toMatchObject({ card_holder_name: REDACTED, card_holder_email: REDACTED });
+  });
+
+  it("hashes a name that only looks like a hash", () => {
+    for (const name of ["hmac-sha256:abc", `hmac-sha256:${"A".repeat(64)}`, ` hmac-sha256:${"a".repeat(64)}`]) {
+      expect(conformPii({ card_holder_name: name }, hash)["card_holder_name"]).not.toBe(name);
+    }
+  });
+
+  it("returns the stored object itself in full mode", () => {
+    expect(conformPii(txn, { mode: "full" })).toBe(txn);
   });
 });
 

@@ -325,6 +325,25 @@ describe("pollTransactions", () => {
     expect(JSON.stringify([...rig.snapshots.data.values()])).not.toMatch(/Ann Holder|ann@example\.com/);
   });
 
+  it.each(["redact", "hash"] as const)(
+    "after a switch from full to %s, publishes no cleartext and no event for PII that only changed form",
+    async (mode) => {
+      const rig = makeRig();
+      const edited = rig.provider.addTransaction();
+      const untouched = rig.provider.addTransaction();
+      await pollTransactions(rig.deps);
+      rig.provider.changeTransaction(edited.id, { memo: "team lunch" });
+      untouched.client_sync_status = "outdated";
+      await pollTransactions({ ...rig.deps, pii: { mode, salt: "s3cret" } });
+      const changed = rig.publisher.ofType("transaction.changed");
+      expect(changed.map((e) => e.detail.subject.id)).toEqual([edited.id]);
+      expect(changed[0]!.detail.data.changes!.map((c) => c.path)).toEqual(["/memo", "/updated_at"]);
+      expect(JSON.stringify(rig.publisher.events.slice(2))).not.toMatch(/Ann Holder|ann@example\.com/);
+      expect(JSON.stringify(rig.snapshots.data.get(`transaction:${untouched.id}`))).not.toMatch(/Ann Holder|ann@example\.com/);
+      expect(rig.provider.pending()).toHaveLength(0);
+    },
+  );
+
   it("records sync lag, cycle duration, pulled and acknowledged metrics", async () => {
     const rig = makeRig();
     rig.provider.addTransaction();
