@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { EventSchemaError } from "../../infra/errors.js";
 import { eventEnvelopeSchema, loadEventDetailSchemas, toDraft04 } from "../../infra/event-schemas-source.js";
+import { EVENT_TYPES } from "../../shared/bridge/events/index.js";
 
 const DRAFT_04 = "http://json-schema.org/draft-04/schema#";
 
@@ -63,6 +64,16 @@ describe("loadEventDetailSchemas", () => {
     const schemas = loadEventDetailSchemas(dir);
     expect(schemas.map((s) => s.type)).toEqual(["card.suspended"]);
     expect(schemas[0]?.schema).toEqual({ $schema: DRAFT_04, type: "object" });
+  });
+
+  it("registers the committed catalog open to members a later 1.x adds, as docs/events.md promises consumers", () => {
+    const schemas = loadEventDetailSchemas(join(import.meta.dirname, "../../docs/events"));
+    expect(schemas.map((s) => s.type).sort()).toEqual([...EVENT_TYPES].sort());
+    for (const detail of schemas) {
+      const content = JSON.stringify(eventEnvelopeSchema(detail, "qashio.bridge"));
+      expect(content, detail.type).not.toContain('"additionalProperties":false');
+      expect(content, detail.type).toContain('"additionalProperties":{}');
+    }
   });
 
   it("names the file that is not JSON", () => {

@@ -1,6 +1,7 @@
 /**
  * Zod schemas of the bridge's event details, one per event type; the JSON Schema files under
- * docs/events/ are generated from these (see ./json-schema.ts).
+ * docs/events/ are generated from these (see ./json-schema.ts). They are consumer schemas: every object is open,
+ * since a 1.x minor version may add optional members anywhere (docs/events.md, Versioning).
  */
 import { z } from "zod";
 
@@ -26,7 +27,7 @@ const SchemaVersion = z
   .describe("Version of the detail shape, major.minor; consumers accept any 1.x");
 
 const ChangeSchema = z
-  .object({
+  .looseObject({
     path: z.string().describe("JSON Pointer into data.object; elements of arrays with ids are addressed by id"),
     before: z.unknown().describe("Value before the change; null when the member did not exist"),
     after: z.unknown().describe("Value after the change; null when the member was removed"),
@@ -36,7 +37,7 @@ const ChangeSchema = z
 const Changes = z.array(ChangeSchema).min(1).describe("What changed since the last published snapshot");
 
 const ParentSchema = z
-  .object({
+  .looseObject({
     id: z.string().describe("UUID of the parent (original) transaction"),
     qashio_id: z.string().describe("CT… reference of the parent transaction"),
   })
@@ -84,13 +85,13 @@ function detail<T extends EventType, D extends z.ZodType>(
   description: string,
 ) {
   return z
-    .object({
+    .looseObject({
       id: z.uuid().describe("Deterministic event id: the same change always has the same id; deduplicate on it"),
       type: z.literal(type),
       schema_version: SchemaVersion,
       tenant: z.string().min(1).describe("Tenant (company) the bridge runs for"),
       occurred_at: z.iso.datetime({ offset: true }).describe("When the change happened (provider updated_at) or was detected"),
-      subject: z.object({
+      subject: z.looseObject({
         type: z.literal(subjectType),
         id: z.string().describe(subjectType === "transaction" ? "Transaction UUID" : "CA… card id"),
         qashio_id: z.string().optional().describe("CT… reference (transactions)"),
@@ -104,7 +105,7 @@ function detail<T extends EventType, D extends z.ZodType>(
 export const TransactionCreatedDetail = detail(
   "transaction.created",
   "transaction",
-  z.object({ object: TransactionObject, parent: ParentSchema.optional() }),
+  z.looseObject({ object: TransactionObject, parent: ParentSchema.optional() }),
   "A transaction the bridge had not seen before",
 );
 
@@ -112,7 +113,7 @@ export const TransactionCreatedDetail = detail(
 export const TransactionChangedDetail = detail(
   "transaction.changed",
   "transaction",
-  z.object({ object: TransactionObject, changes: Changes, parent: ParentSchema.optional() }),
+  z.looseObject({ object: TransactionObject, changes: Changes, parent: ParentSchema.optional() }),
   "A transaction changed since the bridge last published it",
 );
 
@@ -120,7 +121,7 @@ export const TransactionChangedDetail = detail(
 export const CardCreatedDetail = detail(
   "card.created",
   "card",
-  z.object({ object: CardObject }),
+  z.looseObject({ object: CardObject }),
   "A card the bridge had not seen before (opt-in per tenant)",
 );
 
@@ -128,7 +129,7 @@ export const CardCreatedDetail = detail(
 export const CardUpdatedDetail = detail(
   "card.updated",
   "card",
-  z.object({ object: CardObject, changes: Changes }),
+  z.looseObject({ object: CardObject, changes: Changes }),
   "A card's limits, nickname or other settings changed; its status did not",
 );
 
@@ -136,7 +137,7 @@ export const CardUpdatedDetail = detail(
 export const CardSuspendedDetail = detail(
   "card.suspended",
   "card",
-  z.object({ object: CardObject, changes: Changes }),
+  z.looseObject({ object: CardObject, changes: Changes }),
   "A card's status moved to Suspended (changes include /status)",
 );
 
@@ -144,7 +145,7 @@ export const CardSuspendedDetail = detail(
 export const CardStatusChangedDetail = detail(
   "card.status_changed",
   "card",
-  z.object({ object: CardObject, changes: Changes }),
+  z.looseObject({ object: CardObject, changes: Changes }),
   "A card's status moved to anything other than Suspended (changes include /status)",
 );
 
