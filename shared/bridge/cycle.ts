@@ -9,7 +9,7 @@ import { DEFAULT_SOURCE, type BridgeDeps } from "./deps.js";
 import { SCHEMA_VERSION, type EventType } from "./events/schemas.js";
 import type { BridgeEvent, EntityKind, PublishFailure, QuarantineRecord, Snapshot } from "./ports.js";
 import { emptyReport, type CycleReport } from "./report.js";
-import { requireObjectWithId, type Validators } from "./validate.js";
+import { cardValidator, requireObjectWithId, type Validators } from "./validate.js";
 import { applyPii, assertPiiPolicy } from "./pii.js";
 
 /** A failed dependency call, tagged with what was being done (internal; converted at the cycle boundary). */
@@ -96,7 +96,7 @@ export class CycleRun {
     this.source = deps.source ?? DEFAULT_SOURCE;
     this.validators = {
       transaction: deps.validators?.transaction ?? requireObjectWithId,
-      card: deps.validators?.card ?? requireObjectWithId,
+      card: cardValidator(deps.validators?.card),
     };
     this.startedAt = deps.clock.now();
   }

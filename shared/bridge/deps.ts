@@ -29,7 +29,7 @@ export interface BridgeDeps {
   readonly pii: PiiPolicy;
   /** EventBridge `Source`. @default "qashio.bridge" */
   readonly source?: string;
-  /** Per-item validators. @default `requireObjectWithId` for both kinds */
+  /** Per-item validators; cards must also carry a string `status` (`cardValidator`). @default `requireObjectWithId` for both kinds */
   readonly validators?: Partial<Validators>;
 }
 

@@ -33,6 +33,24 @@ export const requireObjectWithId: ItemValidator = (raw) => {
 };
 
 /**
+ * The engine's card check: `base` (the plugged validator, else {@link requireObjectWithId}), then a string
+ * `status`. Every card event carries one (docs/events/card.*.json) and spec §2.3 types it as a string, so a card
+ * without one is quarantined rather than published against the schema, whatever the plugged validator allows.
+ *
+ * @example
+ * ```ts
+ * cardValidator()({ id: "CA1", status: null }); // { success: false, reason: "status: missing or not a string" }
+ * ```
+ */
+export function cardValidator(base: ItemValidator = requireObjectWithId): ItemValidator {
+  return (raw) => {
+    const result = base(raw);
+    if (!result.success || typeof result.data["status"] === "string") return result;
+    return { success: false, reason: "status: missing or not a string" };
+  };
+}
+
+/**
  * Wraps a zod schema as an {@link ItemValidator}: issues become `path: message` lines (no input values),
  * and the parsed value must still be an object with a string id.
  *

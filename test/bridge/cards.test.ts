@@ -2,6 +2,8 @@ import { describe, expect, it } from "vitest";
 import { cardEventType, pollCards } from "../../shared/bridge/cards.js";
 import { parseEventDetail } from "../../shared/bridge/events/schemas.js";
 import { CycleAbortedError } from "../../shared/bridge/errors.js";
+import { schemaValidator } from "../../shared/bridge/validate.js";
+import { ErpCardSchema } from "../../shared/qashio/schemas/erp-card.js";
 import { makeRig } from "./fakes.js";
 
 describe("pollCards", () => {
@@ -157,6 +159,28 @@ describe("pollCards", () => {
     await pollCards(rig.deps);
     expect(rig.publisher.events).toHaveLength(1);
     expect((await rig.quarantine.list())[0]).toMatchObject({ kind: "card", reason: "validation: id: missing or not a non-empty string" });
+  });
+
+  it.each([
+    ["the default validator", undefined],
+    ["a plugged client schema that allows a null status", schemaValidator(ErpCardSchema)],
+  ])("quarantines a card without a string status under %s, since every card event carries one", async (_, card) => {
+    const rig = makeRig({ emitCardCreated: true }, card ? { validators: { card } } : {});
+    const known = rig.provider.addCard();
+    const missing = rig.provider.addCard();
+    await pollCards(rig.deps);
+    rig.provider.changeCard(known["id"] as string, { status: null });
+    delete missing["status"];
+    rig.provider.addCard({ status: 7 });
+    rig.provider.addCard({ status: "Active" });
+    await pollCards(rig.deps);
+    const events = rig.publisher.events;
+    expect(events.map((e) => e.detail.type)).toEqual(["card.created", "card.created", "card.created"]);
+    for (const event of events) expect(parseEventDetail(event.detail).success).toBe(true);
+    const quarantined = await rig.quarantine.list();
+    expect(quarantined).toHaveLength(3);
+    for (const q of quarantined) expect(q.reason).toMatch(/^validation: status: /);
+    expect(quarantined.filter((q) => q.entityId === known["id"] || q.entityId === missing["id"])).toHaveLength(2);
   });
 
   it("hashes cardholder PII in hash mode, the same way on every walk", async () => {
