@@ -11,6 +11,7 @@ import { DEFAULT_MAX_PAGES, DEFAULT_PAGE_SIZE, MIN_PAGE_SIZE, type CycleOptions,
 import type { BridgeEvent, QuarantineRecord, Snapshot, SnapshotKey } from "./ports.js";
 import { pageEntries, type PageEntry, type ProviderPage, type PullStatus } from "./provider.js";
 import type { CycleOutcome, CycleReport } from "./report.js";
+import type { ValidationResult } from "./validate.js";
 
 /** Pull statuses in the order the spec suggests (§1): new first, then changed-after-acknowledge. */
 export const PULL_STATUSES: readonly PullStatus[] = ["not_synced", "outdated"];
@@ -160,7 +161,8 @@ class TransactionRun extends CycleRun {
       const freshKeys = new Set<string>();
       for (const entry of items) {
         const key = itemKey(entry.raw);
-        if (handled.has(key) || freshKeys.has(key)) continue;
+        if (handled.has(key)) continue;
+        // A key repeated within the page goes along too: the batch picks which copy to keep.
         freshKeys.add(key);
         fresh.push(entry);
       }
@@ -202,8 +204,8 @@ class TransactionRun extends CycleRun {
     const items: Item[] = [];
     const seen = new Set<string>();
 
-    for (const { raw, rejected } of entries) {
-      const result = rejected === undefined ? this.validators.transaction(raw) : { success: false as const, reason: rejected };
+    const copies = this.oneCopyPerKey(entries);
+    for (const { raw, result } of copies) {
       if (!result.success) {
         const rawId = optionalString((raw as Record<string, unknown> | null)?.["id"]);
         quarantine.push(this.quarantineRecord("transaction", "validation", result.reason, raw, rawId));
@@ -228,7 +230,7 @@ class TransactionRun extends CycleRun {
       items.push(item);
       this.pending(id, item.changedAtMs);
     }
-    this.report.handled += entries.length;
+    this.report.handled += copies.length;
 
     const snapshots = items.length
       ? await this.port("read snapshots", () => deps.snapshots.getMany(items.map((i) => transactionKey(i.id))))
@@ -310,6 +312,33 @@ class TransactionRun extends CycleRun {
     }
     for (const item of items) this.settled(item.id);
     return unacknowledgeable === 0;
+  }
+
+  /**
+   * Validates a batch, keeping one copy of each key (id) the page lists more than once: a valid copy over a rejected
+   * one, which would otherwise be quarantined and acknowledged in its place; else the first. Copies that differ are
+   * logged, as the provider then contradicts itself within one page.
+   */
+  private oneCopyPerKey(entries: readonly PageEntry[]): { raw: unknown; result: ValidationResult }[] {
+    const kept = new Map<string, { raw: unknown; result: ValidationResult }>();
+    for (const { raw, rejected } of entries) {
+      const result: ValidationResult = rejected === undefined ? this.validators.transaction(raw) : { success: false, reason: rejected };
+      const key = itemKey(raw);
+      const other = kept.get(key);
+      if (!other) {
+        kept.set(key, { raw, result });
+        continue;
+      }
+      const replace = !other.result.success && result.success;
+      if (contentHash(other.raw) !== contentHash(raw)) {
+        this.deps.logger.warn("transaction listed twice on one page with different content", {
+          id: key,
+          kept: replace ? "later copy (the earlier is invalid)" : "earlier copy",
+        });
+      }
+      if (replace) kept.set(key, { raw, result });
+    }
+    return [...kept.values()];
   }
 
   /**

@@ -3,6 +3,7 @@ import { pollTransactions } from "../../shared/bridge/transactions.js";
 import { CycleAbortedError, ReauthorizationNeededError } from "../../shared/bridge/errors.js";
 import { parseEventDetail } from "../../shared/bridge/events/schemas.js";
 import { contentHash } from "../../shared/bridge/hash.js";
+import { requireObjectWithId } from "../../shared/bridge/validate.js";
 import { makeRig, txnId } from "./fakes.js";
 
 describe("pollTransactions", () => {
@@ -240,6 +241,27 @@ describe("pollTransactions", () => {
     expect(rig.metrics.sum("Quarantined")).toBe(1);
     expect(report.quarantined).toBe(1);
     expect(rig.provider.pending()).toHaveLength(0);
+  });
+
+  it.each([
+    ["an invalid copy before a valid one", "bad", "fine"],
+    ["a valid copy before an invalid one", "fine", "bad"],
+    ["two valid copies that differ", "fine", "also fine"],
+  ])("keeps one copy of an id listed twice on a page, a valid one, and warns when they differ: %s", async (_, first, second) => {
+    const rejectBad = (raw: unknown) =>
+      (raw as { memo?: string }).memo === "bad" ? { success: false as const, reason: "memo: rejected" } : requireObjectWithId(raw);
+    const rig = makeRig({}, { validators: { transaction: rejectBad } });
+    const txn = rig.provider.addTransaction({ memo: second });
+    const stand = rig.provider.addTransaction();
+    // The page lists the transaction twice, the copy given first on top.
+    rig.provider.rawOverrides.set(stand.id, { ...structuredClone(txn), memo: first, client_sync_status: "not_synced" });
+    const report = await pollTransactions(rig.deps);
+    const published = rig.publisher.ofType("transaction.created");
+    expect(published.map((e) => [e.detail.subject.id, e.detail.data.object["memo"]])).toEqual([[txn.id, first === "bad" ? second : first]]);
+    expect(await rig.quarantine.list()).toEqual([]);
+    expect(report.handled).toBe(1);
+    const warnings = rig.logger.lines.filter((l) => l.message.startsWith("transaction listed twice on one page"));
+    expect(warnings.map((w) => w.attributes?.["id"])).toEqual([txn.id]);
   });
 
   it("keeps no cardholder name or email in a quarantine record, even in a field of the wrong type", async () => {
