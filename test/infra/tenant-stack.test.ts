@@ -369,9 +369,30 @@ describe("ops", () => {
     const body = JSON.stringify(globexT.findResources("AWS::CloudWatch::Dashboard"));
     for (const title of Object.values(DASHBOARD_WIDGETS)) expect(body).toContain(title);
     expect(body).toContain("SELECT SUM(EventsPublished) FROM QashioBridge WHERE tenant = 'globex' GROUP BY type");
-    expect(body).toContain("SELECT MAX(QuarantineSize) FROM QashioBridge WHERE tenant = 'globex'");
+    expect(body).toContain(String.raw`[\"QashioBridge\",\"QuarantineSize\",\"service\",\"qashio-bridge\",\"tenant\",\"globex\",{\"label\":\"records held\",\"stat\":\"Maximum\"}]`);
     expect(body).toContain("SELECT SUM(ProviderErrors) FROM QashioBridge WHERE tenant = 'globex' GROUP BY status_class");
     expect(body).toContain("ApproximateNumberOfMessagesVisible");
+  });
+});
+
+/** The dashboard's widgets, with every CloudFormation token in the body replaced by a placeholder string. */
+function dashboardWidgets(template: Template): { properties: { title?: string; metrics?: unknown[][] } }[] {
+  const [dashboard] = Object.values(template.findResources("AWS::CloudWatch::Dashboard")) as { Properties: { DashboardBody: unknown } }[];
+  const body = dashboard?.Properties.DashboardBody as string | { "Fn::Join": [string, unknown[]] };
+  const text = typeof body === "string" ? body : body["Fn::Join"][1].map((part) => (typeof part === "string" ? part : "TOKEN")).join("");
+  return (JSON.parse(text) as { widgets: { properties: { title?: string; metrics?: unknown[][] } }[] }).widgets;
+}
+
+describe("dashboard", () => {
+  it("gives every graph at most one Metrics Insights query, the most one GetMetricData call may run", () => {
+    for (const template of [acmeT, globexT]) {
+      const graphs = dashboardWidgets(template).filter((w) => w.properties.metrics !== undefined);
+      expect(graphs.length).toBe(Object.keys(DASHBOARD_WIDGETS).length);
+      for (const { properties } of graphs) {
+        const selects = (properties.metrics ?? []).flat().filter((m) => /^\s*SELECT\b/i.test((m as { expression?: string }).expression ?? ""));
+        expect(selects.length, properties.title).toBeLessThanOrEqual(1);
+      }
+    }
   });
 });
 
