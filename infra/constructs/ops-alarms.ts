@@ -33,7 +33,10 @@ export interface OpsAlarmsProps {
    * @default - none
    */
   readonly cycleEveryMinutes?: Readonly<Record<string, number>>;
-  /** Schedule of the transactions poller, in minutes: SyncLag is evaluated over windows derived from it. */
+  /**
+   * Schedule of the transactions poller, in minutes: SyncLag and QuarantineGrowing are evaluated over windows derived
+   * from it.
+   */
   readonly syncLagEveryMinutes: number;
   /** Queues that alarm as soon as they hold a message, by short name. */
   readonly deadLetterQueues: Readonly<Record<string, sqs.IQueue>>;
@@ -45,8 +48,8 @@ export interface OpsAlarmsProps {
 }
 
 /**
- * The tenant's alarms (token family revoked, sync lag, function errors, dead letters, quarantine) and the
- * SNS topic they notify. Each alarm's description points to its section in docs/runbook.md.
+ * The tenant's alarms (token family revoked, sync lag, function errors, dead letters, quarantine held and growing)
+ * and the SNS topic they notify. Each alarm's description points to its section in docs/runbook.md.
  */
 export class OpsAlarms extends Construct {
   /** Topic receiving ALARM and OK notifications. */
@@ -110,6 +113,17 @@ export class OpsAlarms extends Construct {
       evaluationPeriods: 1,
       // Periods between cycles carry no data point; keep the last state instead of clearing.
       treatMissingData: cloudwatch.TreatMissingData.IGNORE,
+    });
+    // QuarantineNotEmpty stays on while any record is held, so it says nothing about records quarantined later.
+    const growingWindow: AlarmWindow = { period: lagWindow.period, evaluationPeriods: 1, datapointsToAlarm: 1 };
+    add("QuarantineGrowing", "quarantinegrowing", bridgeTenantMetric(tenant, "Quarantined", { statistic: "Sum", period: growingWindow.period }), {
+      alarmDescription: `Tenant ${tenant}: provider records were quarantined in ${describeAlarmWindow(growingWindow)}.`,
+      threshold: 1,
+      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+      evaluationPeriods: growingWindow.evaluationPeriods,
+      datapointsToAlarm: growingWindow.datapointsToAlarm,
+      // Quarantined is emitted only when a cycle quarantines something: a period without it is a period without new records.
+      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
     });
     for (const [name, fn] of Object.entries(props.functions)) {
       const everyMinutes = props.cycleEveryMinutes?.[name];

@@ -346,7 +346,14 @@ describe("ops", () => {
       TreatMissingData: "ignore",
       Metrics: [expect.objectContaining({ Expression: "SELECT MAX(QuarantineSize) FROM QashioBridge WHERE tenant = 'globex'" })],
     });
-    expect(alarm("Quarantined")).toBeUndefined();
+    expect(alarm("QuarantineGrowing")?.Properties).toMatchObject({
+      Threshold: 1,
+      ComparisonOperator: "GreaterThanOrEqualToThreshold",
+      TreatMissingData: "notBreaching",
+      Namespace: "QashioBridge",
+      MetricName: "Quarantined",
+      Statistic: "Sum",
+    });
     expect(alarm("Errors-PollTransactions")?.Properties).toMatchObject({ MetricName: "Errors", Namespace: "AWS/Lambda", Threshold: 1, DatapointsToAlarm: 2 });
     expect(alarm("Errors-RotateToken")?.Properties).toMatchObject({ Threshold: 1, EvaluationPeriods: 1 });
     expect(alarm("DeadLetters-Pollers")?.Properties).toMatchObject({ MetricName: "ApproximateNumberOfMessagesVisible", Threshold: 1 });
@@ -361,7 +368,7 @@ describe("ops", () => {
       AlarmName: "QashioBridge-acme-sandbox-DeadLetters-Webhook-erp",
       AlarmActions: ["arn:aws:sns:eu-west-1:111111111111:qashio-bridge-ops"],
     });
-    acmeT.resourceCountIs("AWS::CloudWatch::Alarm", 9);
+    acmeT.resourceCountIs("AWS::CloudWatch::Alarm", 10);
   });
 
   it("draws a dashboard per tenant with every required graph, split by type and status class", () => {
