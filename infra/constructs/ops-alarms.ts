@@ -29,7 +29,8 @@ export interface OpsAlarmsProps {
   /**
    * Schedule, in minutes, of each function that runs in cycles, by the same short name: its errors alarm over
    * windows derived from the schedule ({@link cycleAlarmWindow}), since the next cycle retries a transient failure
-   * anyway. A function not listed (e.g. token rotation, which runs rarely) alarms on its first error.
+   * anyway. A function not listed (e.g. token rotation, which runs rarely) alarms on its first error. The fastest
+   * schedule (or the transactions one) is also the period of TokenFamilyRevoked, which every cycle reports.
    * @default - none
    */
   readonly cycleEveryMinutes?: Readonly<Record<string, number>>;
@@ -85,11 +86,17 @@ export class OpsAlarms extends Construct {
       alarms.set(suffix, alarm);
     };
 
-    add("TokenFamilyRevoked", "tokenfamilyrevoked", bridgeMetric(tenant, "TokenFamilyRevoked", { aggregate: "MAX" }), {
-      alarmDescription: `Tenant ${tenant}: the provider revoked the token family; polling stopped until re-authorization.`,
+    // While revoked every tick of both pollers reports it: a period as long as the faster schedule holds one, so the
+    // alarm stays on until re-authorization and clears one period after the reports stop.
+    const revokedEvery = Math.min(props.syncLagEveryMinutes, ...Object.values(props.cycleEveryMinutes ?? {}));
+    const revokedWindow: AlarmWindow = { period: cycleAlarmWindow(revokedEvery).period, evaluationPeriods: 1, datapointsToAlarm: 1 };
+    const revoked = bridgeTenantMetric(tenant, "TokenFamilyRevoked", { statistic: "Maximum", period: revokedWindow.period });
+    add("TokenFamilyRevoked", "tokenfamilyrevoked", revoked, {
+      alarmDescription: `Tenant ${tenant}: the provider revoked the token family (reported in ${describeAlarmWindow(revokedWindow)}); polling stopped until re-authorization.`,
       threshold: 1,
       comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-      evaluationPeriods: 1,
+      evaluationPeriods: revokedWindow.evaluationPeriods,
+      datapointsToAlarm: revokedWindow.datapointsToAlarm,
       treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
     });
     const lagThreshold = props.syncLagThresholdSeconds ?? 1800;

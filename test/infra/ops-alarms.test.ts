@@ -57,6 +57,14 @@ describe("cycle alarms follow the tenant's schedule", () => {
     expect(long("QuarantineGrowing").AlarmDescription).toContain("in the last one-day period");
   });
 
+  it("keeps TokenFamilyRevoked on while every tick of the faster poller reports it, clearing a period after they stop", () => {
+    const revoked = { MetricName: "TokenFamilyRevoked", Threshold: 1, EvaluationPeriods: 1, DatapointsToAlarm: 1, TreatMissingData: "notBreaching" };
+    expect(short("TokenFamilyRevoked")).toMatchObject({ ...revoked, Period: 300 });
+    expect(long("TokenFamilyRevoked")).toMatchObject({ ...revoked, Period: 36_000 });
+    expect(alarmsOf(globexEvery(90, 240))("TokenFamilyRevoked")).toMatchObject({ ...revoked, Period: 5400 });
+    expect(long("TokenFamilyRevoked").AlarmDescription).toContain("the last 600-minute period");
+  });
+
   it("keeps the rotation's errors alarm on its first error whatever the schedules", () => {
     for (const alarm of [short, long]) {
       expect(alarm("Errors-RotateToken")).toMatchObject({ Period: 300, EvaluationPeriods: 1, DatapointsToAlarm: 1, TreatMissingData: "notBreaching" });
@@ -79,7 +87,7 @@ describe("cycle alarms follow the tenant's schedule", () => {
 describe("the alarms on plain bridge metrics", () => {
   afterEach(() => vi.unstubAllEnvs());
 
-  it.each(["SyncLag", "QuarantineGrowing"])("%s has exactly the dimensions the runtime emits its metric with, under the functions' environment", (suffix) => {
+  it.each(["SyncLag", "QuarantineGrowing", "TokenFamilyRevoked"])("%s has exactly the dimensions the runtime emits its metric with, under the functions' environment", (suffix) => {
     const alarm = alarmsOf(globexEvery(5, 15))(suffix);
     const [stack] = buildTestApp({ tenants: [globexEvery(5, 15)] }).stacks as [TenantStack];
     const env = (Template.fromStack(stack).findResources("AWS::Lambda::Function") as Record<string, { Properties: { Environment: { Variables: Record<string, unknown> } } }>);

@@ -337,7 +337,8 @@ describe("ops", () => {
     expect(alarm("TokenFamilyRevoked")?.Properties).toMatchObject({
       Threshold: 1,
       ComparisonOperator: "GreaterThanOrEqualToThreshold",
-      Metrics: [expect.objectContaining({ Expression: "SELECT MAX(TokenFamilyRevoked) FROM QashioBridge WHERE tenant = 'globex'" })],
+      Namespace: "QashioBridge",
+      MetricName: "TokenFamilyRevoked",
     });
     expect(alarm("SyncLag")?.Properties).toMatchObject({ Threshold: 900, ComparisonOperator: "GreaterThanThreshold" });
     expect(alarm("QuarantineNotEmpty")?.Properties).toMatchObject({
