@@ -39,8 +39,15 @@ export interface OpsAlarmsProps {
    * from it.
    */
   readonly syncLagEveryMinutes: number;
-  /** Queues that alarm as soon as they hold a message, by short name. */
+  /** Queues that alarm as long as they hold a message, by short name: their messages need handling (redrive, purge). */
   readonly deadLetterQueues: Readonly<Record<string, sqs.IQueue>>;
+  /**
+   * Queues receiving scheduled cycles' failed or undelivered ticks, by short name, with the schedule in minutes whose
+   * periods their alarm evaluates ({@link cycleAlarmWindow}). They alarm on messages sent, not held, so they clear by
+   * themselves once ticks stop failing (the next tick retries anyway), keeping the messages for inspection.
+   * @default - none
+   */
+  readonly cycleDeadLetterQueues?: Readonly<Record<string, { readonly queue: sqs.IQueue; readonly everyMinutes: number }>>;
   /**
    * SyncLagSeconds above which the tenant is considered behind.
    * @default 1800
@@ -160,6 +167,17 @@ export class OpsAlarms extends Construct {
           treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
         },
       );
+    }
+    for (const [name, { queue, everyMinutes }] of Object.entries(props.cycleDeadLetterQueues ?? {})) {
+      const window = cycleAlarmWindow(everyMinutes);
+      add(`DeadLetters-${name}`, "dead-letters", queue.metricNumberOfMessagesSent({ period: window.period, statistic: "Sum" }), {
+        alarmDescription: `Tenant ${tenant}: ticks went to dead-letter queue ${name} in ${describeAlarmWindow(window)}.`,
+        threshold: 1,
+        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        evaluationPeriods: window.evaluationPeriods,
+        datapointsToAlarm: window.datapointsToAlarm,
+        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      });
     }
     this.alarms = alarms;
   }

@@ -65,6 +65,13 @@ describe("cycle alarms follow the tenant's schedule", () => {
     expect(long("TokenFamilyRevoked").AlarmDescription).toContain("the last 600-minute period");
   });
 
+  it("alarms on ticks sent to the pollers' DLQ in 2 of 3 periods of the slower schedule, clearing without a purge", () => {
+    const sent = { MetricName: "NumberOfMessagesSent", Statistic: "Sum", Threshold: 1, TreatMissingData: "notBreaching" };
+    expect(short("DeadLetters-Pollers")).toMatchObject({ ...sent, Period: 1800, EvaluationPeriods: 3, DatapointsToAlarm: 2 });
+    expect(long("DeadLetters-Pollers")).toMatchObject({ ...sent, Period: DAY_SECONDS, EvaluationPeriods: 1, DatapointsToAlarm: 1 });
+    expect(short("DeadLetters-Pollers").AlarmDescription).toContain("2 of the last 3 30-minute periods");
+  });
+
   it("keeps the rotation's errors alarm on its first error whatever the schedules", () => {
     for (const alarm of [short, long]) {
       expect(alarm("Errors-RotateToken")).toMatchObject({ Period: 300, EvaluationPeriods: 1, DatapointsToAlarm: 1, TreatMissingData: "notBreaching" });

@@ -357,7 +357,7 @@ describe("ops", () => {
     });
     expect(alarm("Errors-PollTransactions")?.Properties).toMatchObject({ MetricName: "Errors", Namespace: "AWS/Lambda", Threshold: 1, DatapointsToAlarm: 2 });
     expect(alarm("Errors-RotateToken")?.Properties).toMatchObject({ Threshold: 1, EvaluationPeriods: 1 });
-    expect(alarm("DeadLetters-Pollers")?.Properties).toMatchObject({ MetricName: "ApproximateNumberOfMessagesVisible", Threshold: 1 });
+    expect(alarm("DeadLetters-Pollers")?.Properties).toMatchObject({ MetricName: "NumberOfMessagesSent", Statistic: "Sum", Threshold: 1 });
     const topic = { Ref: logicalIdOf(globexT, "AWS::SNS::Topic") };
     for (const a of Object.values(globexT.findResources("AWS::CloudWatch::Alarm"))) {
       expect((a as { Properties: { AlarmActions: unknown[] } }).Properties.AlarmActions).toEqual([topic]);
@@ -368,6 +368,8 @@ describe("ops", () => {
     acmeT.hasResourceProperties("AWS::CloudWatch::Alarm", {
       AlarmName: "QashioBridge-acme-sandbox-DeadLetters-Webhook-erp",
       AlarmActions: ["arn:aws:sns:eu-west-1:111111111111:qashio-bridge-ops"],
+      // a webhook DLQ holds events still to redrive: it stays on until they are handled
+      MetricName: "ApproximateNumberOfMessagesVisible",
     });
     acmeT.resourceCountIs("AWS::CloudWatch::Alarm", 10);
   });
