@@ -418,4 +418,22 @@ describe("runbook", () => {
     expect(links.length).toBeGreaterThan(0);
     for (const link of links) expect(anchors).toContain(link);
   });
+
+  it("says how to find every generated name its commands need: queues, log groups, archive, webhook rules, schedules", () => {
+    const runbook = readFileSync(join(REPO_ROOT, "docs", "runbook.md"), "utf8");
+    const listed = [...runbook.matchAll(/^# (\S+)\.\.\.\s+(AWS::\S+)/gm)].map((m) => ({
+      id: new RegExp(`^${(m[1] as string).replace("<name>", "[A-Za-z0-9]+")}[0-9A-F]{8}$`),
+      type: m[2] as string,
+    }));
+    for (const template of [acmeT, globexT]) {
+      for (const type of ["AWS::SQS::Queue", "AWS::Logs::LogGroup", "AWS::Events::Archive", "AWS::Events::Rule"]) {
+        const ids = Object.keys(template.findResources(type));
+        // acme has webhooks, globex none
+        if (template === acmeT) expect(ids.length, type).toBeGreaterThan(0);
+        for (const id of ids) expect(listed.some((l) => l.type === type && l.id.test(id)), id).toBe(true);
+      }
+      template.hasResourceProperties("AWS::Scheduler::ScheduleGroup", { Name: Match.stringLikeRegexp("^qashio-bridge-") });
+    }
+    expect(runbook).toContain("aws scheduler list-schedules --group-name qashio-bridge-$T");
+  });
 });
