@@ -419,6 +419,15 @@ describe("runbook", () => {
     for (const link of links) expect(anchors).toContain(link);
   });
 
+  it("sends publish records to the re-drive section, never calling them transient or telling to just delete them", () => {
+    const runbook = readFileSync(join(REPO_ROOT, "docs", "runbook.md"), "utf8");
+    const section = /^## QuarantineNotEmpty$([\s\S]*?)^## /m.exec(runbook)?.[1] ?? "";
+    expect(section).toContain("re-drive: see [Re-driving a publish failure](#re-driving-a-publish-failure)");
+    expect(section).toContain("Never just delete a `publish` record");
+    expect(section).not.toMatch(/nothing to fix/i);
+    expect(runbook).toMatch(/^## Re-driving a publish failure$/m);
+  });
+
   it("says how to find every generated name its commands need: queues, log groups, archive, webhook rules, schedules", () => {
     const runbook = readFileSync(join(REPO_ROOT, "docs", "runbook.md"), "utf8");
     const listed = [...runbook.matchAll(/^# (\S+)\.\.\.\s+(AWS::\S+)/gm)].map((m) => ({
