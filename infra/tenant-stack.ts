@@ -171,12 +171,12 @@ export class TenantStack extends Stack {
       schemas: props.eventSchemas,
     });
 
-    const deadLetterQueues: Record<string, FailureQueue["queue"]> = { Pollers: this.pollerDeadLetters.queue };
+    const webhookQueues: Record<string, FailureQueue["queue"]> = {};
     const webhookDeadLetters: FailureQueue[] = [];
     this.webhooks = tenant.webhooks.map((webhook) => {
       const dlq = new FailureQueue(this, `Webhook-${webhook.name}-DeadLetters`, { encryptionKey: key });
       webhookDeadLetters.push(dlq);
-      deadLetterQueues[`Webhook-${webhook.name}`] = dlq.queue;
+      webhookQueues[`Webhook-${webhook.name}`] = dlq.queue;
       return new WebhookForwarder(this, `Webhook-${webhook.name}`, {
         tenantId: tenant.id,
         bus: this.eventBus.bus,
@@ -203,13 +203,20 @@ export class TenantStack extends Stack {
         PollCards: tenant.schedules.cardsEveryMinutes,
       },
       syncLagEveryMinutes: tenant.schedules.transactionsEveryMinutes,
-      deadLetterQueues,
+      deadLetterQueues: webhookQueues,
+      // the slower schedule, so each period holds a tick of both pollers
+      cycleDeadLetterQueues: {
+        Pollers: {
+          queue: this.pollerDeadLetters.queue,
+          everyMinutes: Math.max(tenant.schedules.transactionsEveryMinutes, tenant.schedules.cardsEveryMinutes),
+        },
+      },
       syncLagThresholdSeconds: tenant.alarms.syncLagThresholdSeconds,
     });
     this.dashboard = new OpsDashboard(this, "Dashboard", {
       tenantId: tenant.id,
       functions,
-      deadLetterQueues,
+      deadLetterQueues: { Pollers: this.pollerDeadLetters.queue, ...webhookQueues },
       alarms: [...this.alarms.alarms.values()],
       syncLagThresholdSeconds: tenant.alarms.syncLagThresholdSeconds,
     });

@@ -69,8 +69,9 @@ export interface BridgeTenantMetricOptions {
 /**
  * One bridge metric of one tenant with the exact dimension set the runtime emits it with when it adds no
  * dimension of its own (`service`, `tenant`). Alarms on a plain metric may look back a whole day, while
- * {@link bridgeMetric}'s Metrics Insights alarms see only the last 3 hours: use this one for an alarm whose period
- * follows a slow schedule, and only for metrics emitted without `type` or `status_class`.
+ * {@link bridgeMetric}'s Metrics Insights alarms see only the last 3 hours, and a dashboard graph may hold only one
+ * Insights query: use this one for an alarm whose period follows a slow schedule or a graph of several series, and
+ * only for metrics emitted without `type` or `status_class`.
  *
  * @example
  * ```ts

@@ -29,14 +29,25 @@ export interface OpsAlarmsProps {
   /**
    * Schedule, in minutes, of each function that runs in cycles, by the same short name: its errors alarm over
    * windows derived from the schedule ({@link cycleAlarmWindow}), since the next cycle retries a transient failure
-   * anyway. A function not listed (e.g. token rotation, which runs rarely) alarms on its first error.
+   * anyway. A function not listed (e.g. token rotation, which runs rarely) alarms on its first error. The fastest
+   * schedule (or the transactions one) is also the period of TokenFamilyRevoked, which every cycle reports.
    * @default - none
    */
   readonly cycleEveryMinutes?: Readonly<Record<string, number>>;
-  /** Schedule of the transactions poller, in minutes: SyncLag is evaluated over windows derived from it. */
+  /**
+   * Schedule of the transactions poller, in minutes: SyncLag and QuarantineGrowing are evaluated over windows derived
+   * from it.
+   */
   readonly syncLagEveryMinutes: number;
-  /** Queues that alarm as soon as they hold a message, by short name. */
+  /** Queues that alarm as long as they hold a message, by short name: their messages need handling (redrive, purge). */
   readonly deadLetterQueues: Readonly<Record<string, sqs.IQueue>>;
+  /**
+   * Queues receiving scheduled cycles' failed or undelivered ticks, by short name, with the schedule in minutes whose
+   * periods their alarm evaluates ({@link cycleAlarmWindow}). They alarm on messages sent, not held, so they clear by
+   * themselves once ticks stop failing (the next tick retries anyway), keeping the messages for inspection.
+   * @default - none
+   */
+  readonly cycleDeadLetterQueues?: Readonly<Record<string, { readonly queue: sqs.IQueue; readonly everyMinutes: number }>>;
   /**
    * SyncLagSeconds above which the tenant is considered behind.
    * @default 1800
@@ -45,8 +56,8 @@ export interface OpsAlarmsProps {
 }
 
 /**
- * The tenant's alarms (token family revoked, sync lag, function errors, dead letters, quarantine) and the
- * SNS topic they notify. Each alarm's description points to its section in docs/runbook.md.
+ * The tenant's alarms (token family revoked, sync lag, function errors, dead letters, quarantine held and growing)
+ * and the SNS topic they notify. Each alarm's description points to its section in docs/runbook.md.
  */
 export class OpsAlarms extends Construct {
   /** Topic receiving ALARM and OK notifications. */
@@ -82,11 +93,17 @@ export class OpsAlarms extends Construct {
       alarms.set(suffix, alarm);
     };
 
-    add("TokenFamilyRevoked", "tokenfamilyrevoked", bridgeMetric(tenant, "TokenFamilyRevoked", { aggregate: "MAX" }), {
-      alarmDescription: `Tenant ${tenant}: the provider revoked the token family; polling stopped until re-authorization.`,
+    // While revoked every tick of both pollers reports it: a period as long as the faster schedule holds one, so the
+    // alarm stays on until re-authorization and clears one period after the reports stop.
+    const revokedEvery = Math.min(props.syncLagEveryMinutes, ...Object.values(props.cycleEveryMinutes ?? {}));
+    const revokedWindow: AlarmWindow = { period: cycleAlarmWindow(revokedEvery).period, evaluationPeriods: 1, datapointsToAlarm: 1 };
+    const revoked = bridgeTenantMetric(tenant, "TokenFamilyRevoked", { statistic: "Maximum", period: revokedWindow.period });
+    add("TokenFamilyRevoked", "tokenfamilyrevoked", revoked, {
+      alarmDescription: `Tenant ${tenant}: the provider revoked the token family (reported in ${describeAlarmWindow(revokedWindow)}); polling stopped until re-authorization.`,
       threshold: 1,
       comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-      evaluationPeriods: 1,
+      evaluationPeriods: revokedWindow.evaluationPeriods,
+      datapointsToAlarm: revokedWindow.datapointsToAlarm,
       treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
     });
     const lagThreshold = props.syncLagThresholdSeconds ?? 1800;
@@ -110,6 +127,17 @@ export class OpsAlarms extends Construct {
       evaluationPeriods: 1,
       // Periods between cycles carry no data point; keep the last state instead of clearing.
       treatMissingData: cloudwatch.TreatMissingData.IGNORE,
+    });
+    // QuarantineNotEmpty stays on while any record is held, so it says nothing about records quarantined later.
+    const growingWindow: AlarmWindow = { period: lagWindow.period, evaluationPeriods: 1, datapointsToAlarm: 1 };
+    add("QuarantineGrowing", "quarantinegrowing", bridgeTenantMetric(tenant, "Quarantined", { statistic: "Sum", period: growingWindow.period }), {
+      alarmDescription: `Tenant ${tenant}: provider records were quarantined in ${describeAlarmWindow(growingWindow)}.`,
+      threshold: 1,
+      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+      evaluationPeriods: growingWindow.evaluationPeriods,
+      datapointsToAlarm: growingWindow.datapointsToAlarm,
+      // Quarantined is emitted only when a cycle quarantines something: a period without it is a period without new records.
+      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
     });
     for (const [name, fn] of Object.entries(props.functions)) {
       const everyMinutes = props.cycleEveryMinutes?.[name];
@@ -139,6 +167,17 @@ export class OpsAlarms extends Construct {
           treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
         },
       );
+    }
+    for (const [name, { queue, everyMinutes }] of Object.entries(props.cycleDeadLetterQueues ?? {})) {
+      const window = cycleAlarmWindow(everyMinutes);
+      add(`DeadLetters-${name}`, "dead-letters", queue.metricNumberOfMessagesSent({ period: window.period, statistic: "Sum" }), {
+        alarmDescription: `Tenant ${tenant}: ticks went to dead-letter queue ${name} in ${describeAlarmWindow(window)}.`,
+        threshold: 1,
+        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        evaluationPeriods: window.evaluationPeriods,
+        datapointsToAlarm: window.datapointsToAlarm,
+        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      });
     }
     this.alarms = alarms;
   }

@@ -3,7 +3,7 @@ import * as cloudwatch from "aws-cdk-lib/aws-cloudwatch";
 import type * as lambda from "aws-cdk-lib/aws-lambda";
 import type * as sqs from "aws-cdk-lib/aws-sqs";
 import { Construct } from "constructs";
-import { bridgeMetric } from "./bridge-metrics.js";
+import { bridgeMetric, bridgeTenantMetric, type BridgeMetricName } from "./bridge-metrics.js";
 
 /** Properties of {@link OpsDashboard}. */
 export interface OpsDashboardProps {
@@ -53,6 +53,10 @@ export class OpsDashboard extends Construct {
     });
     const graph = (title: string, left: cloudwatch.IMetric[], extra: Partial<cloudwatch.GraphWidgetProps> = {}) =>
       new cloudwatch.GraphWidget({ title, left, width: 12, height: 6, ...extra });
+    // A graph may hold only one Metrics Insights query (one per GetMetricData call): a graph of several series draws
+    // plain metrics, which only metrics emitted without a dimension of their own (`type`, `status_class`) can be.
+    const plain = (name: BridgeMetricName, statistic: string, label: string) =>
+      bridgeTenantMetric(t, name, { statistic, period: Duration.minutes(5) }).with({ label });
 
     this.dashboard.addWidgets(
       new cloudwatch.TextWidget({
@@ -82,25 +86,25 @@ export class OpsDashboard extends Construct {
             : [{ value: props.syncLagThresholdSeconds, label: "alarm threshold", color: cloudwatch.Color.RED }],
       }),
       graph(DASHBOARD_WIDGETS.cycleDuration, [
-        bridgeMetric(t, "CycleDurationMs", { aggregate: "MAX", label: "max" }),
-        bridgeMetric(t, "CycleDurationMs", { aggregate: "AVG", label: "average" }),
+        plain("CycleDurationMs", "Maximum", "max"),
+        plain("CycleDurationMs", "Average", "average"),
       ]),
     );
     this.dashboard.addWidgets(
       graph(DASHBOARD_WIDGETS.tokens, [
-        bridgeMetric(t, "TokenRefreshes", { aggregate: "SUM", label: "refreshes" }),
-        bridgeMetric(t, "TokenFamilyRevoked", { aggregate: "SUM", label: "family revoked" }),
+        plain("TokenRefreshes", "Sum", "refreshes"),
+        plain("TokenFamilyRevoked", "Sum", "family revoked"),
       ]),
       graph(DASHBOARD_WIDGETS.quarantine, [
-        bridgeMetric(t, "QuarantineSize", { aggregate: "MAX", label: "records held" }),
-        bridgeMetric(t, "Quarantined", { aggregate: "SUM", label: "newly quarantined" }),
+        plain("QuarantineSize", "Maximum", "records held"),
+        plain("Quarantined", "Sum", "newly quarantined"),
       ]),
     );
     this.dashboard.addWidgets(
       graph(DASHBOARD_WIDGETS.throughput, [
-        bridgeMetric(t, "TransactionsPulled", { aggregate: "SUM", label: "transactions pulled" }),
-        bridgeMetric(t, "Acknowledged", { aggregate: "SUM", label: "acknowledged" }),
-        bridgeMetric(t, "EventsFailed", { aggregate: "SUM", label: "publish failures" }),
+        plain("TransactionsPulled", "Sum", "transactions pulled"),
+        plain("Acknowledged", "Sum", "acknowledged"),
+        plain("EventsFailed", "Sum", "publish failures"),
       ]),
       graph(
         DASHBOARD_WIDGETS.deadLetters,

@@ -40,7 +40,7 @@ interface Aggregate {
 /**
  * Engine metrics on Powertools Metrics. The tenant is a default dimension of the Powertools instance. Data points
  * with extra dimensions (`type`, `status_class`) are aggregated per dimension set (counts summed) and emitted by
- * `flush()` as one EMF document each, instead of one document per call.
+ * `flush()` as one EMF document per dimension set (per value for other units), instead of one document per call.
  *
  * @example
  * const metrics = new PowertoolsMetricsAdapter(powertoolsMetrics);
@@ -68,10 +68,13 @@ export class PowertoolsMetricsAdapter implements Metrics {
   /** Emits the aggregated dimensioned metrics. */
   flush(): void {
     for (const aggregate of this.#aggregates.values()) {
-      const single = this.metrics.singleMetric();
-      single.addDimensions({ ...aggregate.dimensions });
-      for (const value of aggregate.values) single.addMetric(aggregate.name, UNITS[aggregate.unit], value);
-      single.publishStoredMetrics();
+      for (const value of aggregate.values) {
+        // A single-metric instance publishes on addMetric and then drops its dimensions: one instance per value, and no
+        // publishStoredMetrics() after it (it would find nothing and print a plain-text warning).
+        const single = this.metrics.singleMetric();
+        single.addDimensions({ ...aggregate.dimensions });
+        single.addMetric(aggregate.name, UNITS[aggregate.unit], value);
+      }
     }
     this.#aggregates.clear();
   }

@@ -276,7 +276,8 @@ export class CycleRun {
     for (const changedAt of this.unpublished.values()) lagMs = Math.max(lagMs, now - changedAt);
     report.syncLagSeconds = Math.max(0, Math.round(lagMs / 1000));
     deps.metrics.add("CycleDurationMs", report.durationMs, "Milliseconds");
-    deps.metrics.add("SyncLagSeconds", report.syncLagSeconds, "Seconds");
+    // Cards carry no change time: a 0 from a card cycle would hide a missing transaction cycle from the SyncLag alarm.
+    if (report.kind === "transactions") deps.metrics.add("SyncLagSeconds", report.syncLagSeconds, "Seconds");
     const level = report.outcome === "aborted" ? "error" : "info";
     deps.logger[level](`${report.kind} cycle ${report.outcome}`, { ...report });
     return report;

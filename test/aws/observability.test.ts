@@ -28,6 +28,22 @@ describe("PowertoolsMetricsAdapter", () => {
     ]);
   });
 
+  it("publishes every value of a dimensioned non-count metric with its dimensions, and warns about nothing", () => {
+    const { metrics, lines } = capture();
+    const warn = vi.spyOn(console, "warn").mockImplementation(() => undefined);
+    const adapter = new PowertoolsMetricsAdapter(metrics);
+    adapter.add("CycleDurationMs", 10, "Milliseconds", { type: "card.suspended" });
+    adapter.add("CycleDurationMs", 20, "Milliseconds", { type: "card.suspended" });
+    adapter.add("EventsPublished", 1, "Count", { type: "card.suspended" });
+    adapter.flush();
+    expect(lines.map((l) => [l.CycleDurationMs ?? l.EventsPublished, l.type, l.tenant])).toEqual([
+      [10, "card.suspended", "acme"],
+      [20, "card.suspended", "acme"],
+      [1, "card.suspended", "acme"],
+    ]);
+    expect(warn).not.toHaveBeenCalled();
+  });
+
   it("adds plain metrics to the invocation's buffer, published with the tenant dimension", () => {
     const { metrics, lines } = capture();
     new PowertoolsMetricsAdapter(metrics).add("CycleDurationMs", 1234, "Milliseconds");

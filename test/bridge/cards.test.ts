@@ -16,6 +16,14 @@ describe("pollCards", () => {
     expect(report.outcome).toBe("complete");
   });
 
+  it("emits no SyncLagSeconds, so a period with only card cycles does not read as a transaction lag of 0", async () => {
+    const rig = makeRig();
+    rig.provider.addCard();
+    await pollCards(rig.deps);
+    expect(rig.metrics.points.some((p) => p.name === "CycleDurationMs")).toBe(true);
+    expect(rig.metrics.points.filter((p) => p.name === "SyncLagSeconds")).toEqual([]);
+  });
+
   it("publishes card.created on first sighting when the tenant asks for it", async () => {
     const rig = makeRig({ emitCardCreated: true });
     rig.provider.addCard();

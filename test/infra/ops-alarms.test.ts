@@ -2,6 +2,7 @@ import { Metrics } from "@aws-lambda-powertools/metrics";
 import { Template } from "aws-cdk-lib/assertions";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { PowertoolsMetricsAdapter } from "../../shared/aws/observability.js";
+import type { MetricName } from "../../shared/bridge/ports.js";
 import { cycleAlarmWindow } from "../../infra/constructs/alarm-window.js";
 import { loadTenantsFile, type TenantConfig } from "../../infra/tenant-config.js";
 import type { TenantStack } from "../../infra/tenant-stack.js";
@@ -49,6 +50,28 @@ describe("cycle alarms follow the tenant's schedule", () => {
     expect(long("Errors-PollCards")).toMatchObject({ Period: 36_000, EvaluationPeriods: 2, DatapointsToAlarm: 2 });
   });
 
+  it("alarms on records newly quarantined in one period of the transactions schedule, clearing in a period without", () => {
+    const growing = { MetricName: "Quarantined", Statistic: "Sum", Threshold: 1, EvaluationPeriods: 1, DatapointsToAlarm: 1, TreatMissingData: "notBreaching" };
+    expect(short("QuarantineGrowing")).toMatchObject({ ...growing, Period: 300 });
+    expect(long("QuarantineGrowing")).toMatchObject({ ...growing, Period: DAY_SECONDS });
+    expect(long("QuarantineGrowing").AlarmDescription).toContain("in the last one-day period");
+  });
+
+  it("keeps TokenFamilyRevoked on while every tick of the faster poller reports it, clearing a period after they stop", () => {
+    const revoked = { MetricName: "TokenFamilyRevoked", Threshold: 1, EvaluationPeriods: 1, DatapointsToAlarm: 1, TreatMissingData: "notBreaching" };
+    expect(short("TokenFamilyRevoked")).toMatchObject({ ...revoked, Period: 300 });
+    expect(long("TokenFamilyRevoked")).toMatchObject({ ...revoked, Period: 36_000 });
+    expect(alarmsOf(globexEvery(90, 240))("TokenFamilyRevoked")).toMatchObject({ ...revoked, Period: 5400 });
+    expect(long("TokenFamilyRevoked").AlarmDescription).toContain("the last 600-minute period");
+  });
+
+  it("alarms on ticks sent to the pollers' DLQ in 2 of 3 periods of the slower schedule, clearing without a purge", () => {
+    const sent = { MetricName: "NumberOfMessagesSent", Statistic: "Sum", Threshold: 1, TreatMissingData: "notBreaching" };
+    expect(short("DeadLetters-Pollers")).toMatchObject({ ...sent, Period: 1800, EvaluationPeriods: 3, DatapointsToAlarm: 2 });
+    expect(long("DeadLetters-Pollers")).toMatchObject({ ...sent, Period: DAY_SECONDS, EvaluationPeriods: 1, DatapointsToAlarm: 1 });
+    expect(short("DeadLetters-Pollers").AlarmDescription).toContain("2 of the last 3 30-minute periods");
+  });
+
   it("keeps the rotation's errors alarm on its first error whatever the schedules", () => {
     for (const alarm of [short, long]) {
       expect(alarm("Errors-RotateToken")).toMatchObject({ Period: 300, EvaluationPeriods: 1, DatapointsToAlarm: 1, TreatMissingData: "notBreaching" });
@@ -68,11 +91,11 @@ describe("cycle alarms follow the tenant's schedule", () => {
   });
 });
 
-describe("the SyncLag alarm's metric", () => {
+describe("the alarms on plain bridge metrics", () => {
   afterEach(() => vi.unstubAllEnvs());
 
-  it("has exactly the dimensions the runtime emits SyncLagSeconds with, under the functions' environment", () => {
-    const alarm = alarmsOf(globexEvery(5, 15))("SyncLag");
+  it.each(["SyncLag", "QuarantineGrowing", "TokenFamilyRevoked"])("%s has exactly the dimensions the runtime emits its metric with, under the functions' environment", (suffix) => {
+    const alarm = alarmsOf(globexEvery(5, 15))(suffix);
     const [stack] = buildTestApp({ tenants: [globexEvery(5, 15)] }).stacks as [TenantStack];
     const env = (Template.fromStack(stack).findResources("AWS::Lambda::Function") as Record<string, { Properties: { Environment: { Variables: Record<string, unknown> } } }>);
     const variables = Object.values(env)[0]?.Properties.Environment.Variables ?? {};
@@ -85,13 +108,14 @@ describe("the SyncLag alarm's metric", () => {
     vi.spyOn(console, "warn").mockImplementation(() => undefined);
     const metrics = new Metrics();
     metrics.setDefaultDimensions({ tenant: "globex" });
-    new PowertoolsMetricsAdapter(metrics).add("SyncLagSeconds", 12, "Seconds");
+    const name = alarm["MetricName"] as MetricName;
+    new PowertoolsMetricsAdapter(metrics).add(name, 12, name === "SyncLagSeconds" ? "Seconds" : "Count");
     metrics.publishStoredMetrics();
 
     const emf = lines[0] as { _aws: { CloudWatchMetrics: { Namespace: string; Dimensions: string[][] }[] } } & Record<string, unknown>;
     const [directive] = emf._aws.CloudWatchMetrics;
     expect(directive?.Namespace).toBe(alarm["Namespace"]);
-    expect(alarm["MetricName"]).toBe("SyncLagSeconds");
+    expect(emf[name]).toBe(12);
     expect(directive?.Dimensions).toEqual([alarm.Dimensions?.map((d) => d.Name).sort()]);
     for (const { Name, Value } of alarm.Dimensions ?? []) expect(emf[Name]).toBe(Value);
   });

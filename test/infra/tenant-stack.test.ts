@@ -337,7 +337,8 @@ describe("ops", () => {
     expect(alarm("TokenFamilyRevoked")?.Properties).toMatchObject({
       Threshold: 1,
       ComparisonOperator: "GreaterThanOrEqualToThreshold",
-      Metrics: [expect.objectContaining({ Expression: "SELECT MAX(TokenFamilyRevoked) FROM QashioBridge WHERE tenant = 'globex'" })],
+      Namespace: "QashioBridge",
+      MetricName: "TokenFamilyRevoked",
     });
     expect(alarm("SyncLag")?.Properties).toMatchObject({ Threshold: 900, ComparisonOperator: "GreaterThanThreshold" });
     expect(alarm("QuarantineNotEmpty")?.Properties).toMatchObject({
@@ -346,10 +347,17 @@ describe("ops", () => {
       TreatMissingData: "ignore",
       Metrics: [expect.objectContaining({ Expression: "SELECT MAX(QuarantineSize) FROM QashioBridge WHERE tenant = 'globex'" })],
     });
-    expect(alarm("Quarantined")).toBeUndefined();
+    expect(alarm("QuarantineGrowing")?.Properties).toMatchObject({
+      Threshold: 1,
+      ComparisonOperator: "GreaterThanOrEqualToThreshold",
+      TreatMissingData: "notBreaching",
+      Namespace: "QashioBridge",
+      MetricName: "Quarantined",
+      Statistic: "Sum",
+    });
     expect(alarm("Errors-PollTransactions")?.Properties).toMatchObject({ MetricName: "Errors", Namespace: "AWS/Lambda", Threshold: 1, DatapointsToAlarm: 2 });
     expect(alarm("Errors-RotateToken")?.Properties).toMatchObject({ Threshold: 1, EvaluationPeriods: 1 });
-    expect(alarm("DeadLetters-Pollers")?.Properties).toMatchObject({ MetricName: "ApproximateNumberOfMessagesVisible", Threshold: 1 });
+    expect(alarm("DeadLetters-Pollers")?.Properties).toMatchObject({ MetricName: "NumberOfMessagesSent", Statistic: "Sum", Threshold: 1 });
     const topic = { Ref: logicalIdOf(globexT, "AWS::SNS::Topic") };
     for (const a of Object.values(globexT.findResources("AWS::CloudWatch::Alarm"))) {
       expect((a as { Properties: { AlarmActions: unknown[] } }).Properties.AlarmActions).toEqual([topic]);
@@ -360,8 +368,10 @@ describe("ops", () => {
     acmeT.hasResourceProperties("AWS::CloudWatch::Alarm", {
       AlarmName: "QashioBridge-acme-sandbox-DeadLetters-Webhook-erp",
       AlarmActions: ["arn:aws:sns:eu-west-1:111111111111:qashio-bridge-ops"],
+      // a webhook DLQ holds events still to redrive: it stays on until they are handled
+      MetricName: "ApproximateNumberOfMessagesVisible",
     });
-    acmeT.resourceCountIs("AWS::CloudWatch::Alarm", 9);
+    acmeT.resourceCountIs("AWS::CloudWatch::Alarm", 10);
   });
 
   it("draws a dashboard per tenant with every required graph, split by type and status class", () => {
@@ -369,9 +379,30 @@ describe("ops", () => {
     const body = JSON.stringify(globexT.findResources("AWS::CloudWatch::Dashboard"));
     for (const title of Object.values(DASHBOARD_WIDGETS)) expect(body).toContain(title);
     expect(body).toContain("SELECT SUM(EventsPublished) FROM QashioBridge WHERE tenant = 'globex' GROUP BY type");
-    expect(body).toContain("SELECT MAX(QuarantineSize) FROM QashioBridge WHERE tenant = 'globex'");
+    expect(body).toContain(String.raw`[\"QashioBridge\",\"QuarantineSize\",\"service\",\"qashio-bridge\",\"tenant\",\"globex\",{\"label\":\"records held\",\"stat\":\"Maximum\"}]`);
     expect(body).toContain("SELECT SUM(ProviderErrors) FROM QashioBridge WHERE tenant = 'globex' GROUP BY status_class");
     expect(body).toContain("ApproximateNumberOfMessagesVisible");
+  });
+});
+
+/** The dashboard's widgets, with every CloudFormation token in the body replaced by a placeholder string. */
+function dashboardWidgets(template: Template): { properties: { title?: string; metrics?: unknown[][] } }[] {
+  const [dashboard] = Object.values(template.findResources("AWS::CloudWatch::Dashboard")) as { Properties: { DashboardBody: unknown } }[];
+  const body = dashboard?.Properties.DashboardBody as string | { "Fn::Join": [string, unknown[]] };
+  const text = typeof body === "string" ? body : body["Fn::Join"][1].map((part) => (typeof part === "string" ? part : "TOKEN")).join("");
+  return (JSON.parse(text) as { widgets: { properties: { title?: string; metrics?: unknown[][] } }[] }).widgets;
+}
+
+describe("dashboard", () => {
+  it("gives every graph at most one Metrics Insights query, the most one GetMetricData call may run", () => {
+    for (const template of [acmeT, globexT]) {
+      const graphs = dashboardWidgets(template).filter((w) => w.properties.metrics !== undefined);
+      expect(graphs.length).toBe(Object.keys(DASHBOARD_WIDGETS).length);
+      for (const { properties } of graphs) {
+        const selects = (properties.metrics ?? []).flat().filter((m) => /^\s*SELECT\b/i.test((m as { expression?: string }).expression ?? ""));
+        expect(selects.length, properties.title).toBeLessThanOrEqual(1);
+      }
+    }
   });
 });
 
@@ -386,5 +417,32 @@ describe("runbook", () => {
     );
     expect(links.length).toBeGreaterThan(0);
     for (const link of links) expect(anchors).toContain(link);
+  });
+
+  it("sends publish records to the re-drive section, never calling them transient or telling to just delete them", () => {
+    const runbook = readFileSync(join(REPO_ROOT, "docs", "runbook.md"), "utf8");
+    const section = /^## QuarantineNotEmpty$([\s\S]*?)^## /m.exec(runbook)?.[1] ?? "";
+    expect(section).toContain("re-drive: see [Re-driving a publish failure](#re-driving-a-publish-failure)");
+    expect(section).toContain("Never just delete a `publish` record");
+    expect(section).not.toMatch(/nothing to fix/i);
+    expect(runbook).toMatch(/^## Re-driving a publish failure$/m);
+  });
+
+  it("says how to find every generated name its commands need: queues, log groups, archive, webhook rules, schedules", () => {
+    const runbook = readFileSync(join(REPO_ROOT, "docs", "runbook.md"), "utf8");
+    const listed = [...runbook.matchAll(/^# (\S+)\.\.\.\s+(AWS::\S+)/gm)].map((m) => ({
+      id: new RegExp(`^${(m[1] as string).replace("<name>", "[A-Za-z0-9]+")}[0-9A-F]{8}$`),
+      type: m[2] as string,
+    }));
+    for (const template of [acmeT, globexT]) {
+      for (const type of ["AWS::SQS::Queue", "AWS::Logs::LogGroup", "AWS::Events::Archive", "AWS::Events::Rule"]) {
+        const ids = Object.keys(template.findResources(type));
+        // acme has webhooks, globex none
+        if (template === acmeT) expect(ids.length, type).toBeGreaterThan(0);
+        for (const id of ids) expect(listed.some((l) => l.type === type && l.id.test(id)), id).toBe(true);
+      }
+      template.hasResourceProperties("AWS::Scheduler::ScheduleGroup", { Name: Match.stringLikeRegexp("^qashio-bridge-") });
+    }
+    expect(runbook).toContain("aws scheduler list-schedules --group-name qashio-bridge-$T");
   });
 });
