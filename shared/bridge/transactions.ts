@@ -193,7 +193,10 @@ class TransactionRun extends CycleRun {
     }
   }
 
-  /** One batch: validate, diff, publish, write snapshots, quarantine, acknowledge. True when every item was acknowledged. */
+  /**
+   * One batch: validate, diff, publish, write snapshots, quarantine, acknowledge. True when every item was
+   * acknowledged; false when some stay listed (no usable id, or an event that failed for now).
+   */
   private async processBatch(entries: readonly PageEntry[]): Promise<boolean> {
     const { deps } = this;
     const quarantine: QuarantineRecord[] = [];
@@ -292,8 +295,15 @@ class TransactionRun extends CycleRun {
         writes.push({ key: transactionAliasKey(item.qashioId), hash: recordHash(alias), object: alias, updatedAt: now });
       }
     };
+    // Items whose event failed for now: no snapshot, no quarantine, no acknowledge, so they stay listed and the next
+    // cycle re-sends the same event id (a failure for good is quarantined and acknowledged instead).
+    const deferred = new Set<string>();
     toPublish.forEach(({ item, before }, i) => {
       const failure = failures.get((events[i] as BridgeEvent).detail.id);
+      if (failure?.retryable === true) {
+        deferred.add(item.id);
+        return;
+      }
       if (failure) quarantine.push(this.quarantineRecord("transaction", "publish", failure.reason, item.raw, item.id));
       else snapshotOf(item, before);
       ackIds.push(item.id);
@@ -307,8 +317,9 @@ class TransactionRun extends CycleRun {
       this.report.acknowledged += ackIds.length;
       deps.metrics.add("Acknowledged", ackIds.length, "Count");
     }
-    for (const item of items) this.settled(item.id);
-    return unacknowledgeable === 0;
+    // A deferred item stays pending: its change counts towards SyncLagSeconds.
+    for (const item of items) if (!deferred.has(item.id)) this.settled(item.id);
+    return unacknowledgeable === 0 && deferred.size === 0;
   }
 
   /**
