@@ -95,6 +95,8 @@ export interface Quarantine {
   /** Resolves only once the record is durable. Putting the same id twice keeps one record. */
   put(record: QuarantineRecord): Promise<void>;
   list(): Promise<QuarantineRecord[]>;
+  /** Removes a record once its case is settled (e.g. re-driven); resolves once durable. An absent id is a no-op. */
+  delete(id: string): Promise<void>;
   /** How many records are held now (a gauge for "quarantine not empty"; cheaper than `list`). */
   size(): Promise<number>;
 }

@@ -72,6 +72,9 @@ export class MemoryQuarantine implements Quarantine {
   async list(): Promise<QuarantineRecord[]> {
     return [...this.records.values()].map((r) => structuredClone(r));
   }
+  async delete(id: string): Promise<void> {
+    this.records.delete(id);
+  }
   async size(): Promise<number> {
     return this.records.size;
   }
