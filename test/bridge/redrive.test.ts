@@ -6,11 +6,14 @@ import { makeRig } from "./fakes.js";
 
 describe("redrivePublishFailures", () => {
   it("publishes a transaction whose event failed for good, then deletes its record and leaves other records alone", async () => {
-    const rig = makeRig({ pii: { mode: "redact" } });
+    const broken = (raw: unknown) => (raw as { broken?: boolean }).broken === true;
+    const rig = makeRig(
+      { pii: { mode: "redact" } },
+      { validators: { transaction: (raw) => (broken(raw) ? { success: false, reason: "broken" } : { success: true, data: raw as Record<string, unknown> }) } },
+    );
     const failed = rig.provider.addTransaction();
     const invalid = rig.provider.addTransaction();
     rig.provider.rawOverrides.set(invalid.id, { id: invalid.id, qashio_id: invalid.qashio_id, broken: true });
-    rig.deps = { ...rig.deps, validators: { transaction: (raw) => ((raw as { broken?: boolean }).broken ? { success: false, reason: "broken" } : { success: true, data: raw as Record<string, unknown> }) } };
     rig.publisher.reject = (e) => (e.detail.subject.id === failed.id ? "AccessDeniedException: not allowed" : undefined);
     await pollTransactions(rig.deps);
     expect(rig.provider.pending()).toEqual([]);
@@ -77,12 +80,10 @@ describe("redrivePublishFailures", () => {
     rig.publisher.reject = () => "InvalidArgument: no";
     await pollTransactions(rig.deps);
     rig.publisher.reject = () => undefined;
-    const snapshots = rig.deps.snapshots;
-    rig.deps = { ...rig.deps, snapshots: { getMany: (k) => snapshots.getMany(k), putMany: () => Promise.reject(new Error("disk full")) } };
-    await expect(redrivePublishFailures(rig.deps)).rejects.toBeInstanceOf(CycleAbortedError);
+    const diskFull = { ...rig.deps, snapshots: { getMany: rig.snapshots.getMany.bind(rig.snapshots), putMany: () => Promise.reject(new Error("disk full")) } };
+    await expect(redrivePublishFailures(diskFull)).rejects.toBeInstanceOf(CycleAbortedError);
     expect(rig.quarantine.records.size).toBe(1);
 
-    rig.deps = { ...rig.deps, snapshots };
     const remove = rig.quarantine.delete.bind(rig.quarantine);
     let deletes = 0;
     rig.quarantine.delete = async (id) => {
