@@ -34,10 +34,11 @@ interface Pending {
 /**
  * Publishes bridge events to EventBridge: entries sized before sending with EventBridge's rules, packed into calls of
  * at most 10 entries and 256 KB, oversized events reduced by the rules in `event-size.ts`. When a call answers
- * `FailedEntryCount > 0` only the failed entries are retried, with backoff; entries that keep failing (or fail with a
- * permanent error code, or cannot be reduced) are returned in `failed` for the engine to quarantine. A call failing as
- * a whole (throttled, unavailable) is retried, then raises `PublishError`: the engine then acknowledges nothing and
- * re-sends the same event ids next cycle.
+ * `FailedEntryCount > 0` only the failed entries are retried, with backoff. Entries with a permanent error code, or
+ * that cannot be reduced, are returned in `failed` for the engine to quarantine; entries whose retryable code outlasts
+ * the retries are returned with `retryable: true`, which the engine leaves pending for the next cycle. A call failing
+ * as a whole (throttled, unavailable) is retried, then raises `PublishError`: the engine then acknowledges nothing
+ * and re-sends the same event ids next cycle.
  *
  * @example
  * const publisher = new EventBridgePublisher({ client: new EventBridgeClient({}), eventBusName: "bridge" });
@@ -141,8 +142,10 @@ export class EventBridgePublisher implements EventPublisher {
       pending = retry;
       lastReason = reasons;
       if (pending.length > 0 && attempt >= this.#backoff.maxAttempts) {
+        // Their last code was one worth retrying (throttling, InternalFailure, or unknown): a later cycle may get
+        // through, so the engine keeps the item pending instead of quarantining and acknowledging it.
         for (const item of pending) {
-          failures.push({ event: item.event, reason: `${lastReason.get(item) ?? "failed"} (after ${attempt} attempts)` });
+          failures.push({ event: item.event, reason: `${lastReason.get(item) ?? "failed"} (after ${attempt} attempts)`, retryable: true });
         }
         break;
       }

@@ -1,5 +1,5 @@
 import { gunzipSync, gzipSync } from "node:zlib";
-import { PutCommand, QueryCommand, type DynamoDBDocumentClient, type QueryCommandOutput } from "@aws-sdk/lib-dynamodb";
+import { DeleteCommand, PutCommand, QueryCommand, type DynamoDBDocumentClient, type QueryCommandOutput } from "@aws-sdk/lib-dynamodb";
 import type { Clock, EntityKind, Quarantine, QuarantineRecord } from "../bridge/ports.js";
 import { systemClock } from "./clock.js";
 import { CorruptItemError } from "./errors.js";
@@ -70,6 +70,10 @@ export class DynamoQuarantine implements Quarantine {
       ...encodeRaw(record.raw),
     };
     await this.#doc.send(new PutCommand({ TableName: this.#table, Item: item as unknown as Record<string, unknown> }));
+  }
+
+  async delete(id: string): Promise<void> {
+    await this.#doc.send(new DeleteCommand({ TableName: this.#table, Key: quarantineItemKey(this.#tenant, id) }));
   }
 
   async list(): Promise<QuarantineRecord[]> {

@@ -197,8 +197,9 @@ export class CycleRun {
   }
 
   /**
-   * Publishes events and returns the ids of those that failed for good. A throw from the publisher
-   * means nothing is known to be published, so it aborts the cycle (the next one re-sends the same ids).
+   * Publishes events and returns the failures by event id: for good, or for now (`retryable`, which the caller leaves
+   * pending). A throw from the publisher means nothing is known to be published, so it aborts the cycle (the next one
+   * re-sends the same ids).
    */
   async publish(events: readonly BridgeEvent[], changedAtMs: readonly (number | undefined)[]): Promise<Map<string, PublishFailure>> {
     const failures = new Map<string, PublishFailure>();
@@ -223,10 +224,17 @@ export class CycleRun {
     if (failures.size > 0) {
       this.report.publishFailed += failures.size;
       this.deps.metrics.add("EventsFailed", failures.size, "Count");
-      this.deps.logger.warn("events rejected by the publisher", {
-        count: failures.size,
-        reasons: [...new Set([...failures.values()].map((f) => f.reason))].slice(0, 5),
-      });
+      const deferred = [...failures.values()].filter((f) => f.retryable === true);
+      const rejected = [...failures.values()].filter((f) => f.retryable !== true);
+      this.report.publishDeferred += deferred.length;
+      const reasons = (list: readonly PublishFailure[]) => [...new Set(list.map((f) => f.reason))].slice(0, 5);
+      if (rejected.length > 0) this.deps.logger.warn("events rejected by the publisher", { count: rejected.length, reasons: reasons(rejected) });
+      if (deferred.length > 0) {
+        this.deps.logger.warn("events not taken by the publisher for now; left for the next cycle", {
+          count: deferred.length,
+          reasons: reasons(deferred),
+        });
+      }
     }
     return failures;
   }

@@ -18,6 +18,8 @@ export { pageEntries } from "./provider.js";
 export { pollTransactions, PULL_STATUSES, TRANSACTION_VOLATILE_FIELDS, transactionKey, transactionAliasKey, normaliseTransaction } from "./transactions.js";
 export type { TransactionCycleOptions } from "./transactions.js";
 export { pollCards, cardKey, cardEventType } from "./cards.js";
+export { redrivePublishFailures, isPublishFailure, PUBLISH_FAILURE_PREFIX } from "./redrive.js";
+export type { RedriveReport, RedriveOptions, KeptRecord } from "./redrive.js";
 export type { CardCycleMode, CardCycleOptions } from "./cards.js";
 export { DEFAULT_SOURCE, DEFAULT_PAGE_SIZE, MIN_PAGE_SIZE, DEFAULT_MAX_PAGES } from "./deps.js";
 export type { BridgeDeps, TransactionCycleDeps, CardCycleDeps, CycleOptions } from "./deps.js";

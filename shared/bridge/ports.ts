@@ -59,10 +59,17 @@ export interface BridgeEvent {
   readonly detail: BridgeEventDetail;
 }
 
+/** One event the publisher did not take, after the adapter's own retries. */
 export interface PublishFailure {
   readonly event: BridgeEvent;
-  /** Why it failed for good (after the adapter's own retries); never contains a secret. */
+  /** Why it failed; never contains a secret. */
   readonly reason: string;
+  /**
+   * True when the failure is transient (throttling, a service fault that outlasted the adapter's retries): the engine
+   * then leaves the item unacknowledged, with no snapshot and no quarantine record, so the next cycle re-sends the same
+   * event id. Absent or false: failed for good; the engine quarantines the item and acknowledges it.
+   */
+  readonly retryable?: boolean;
 }
 
 /** Publishes events. Per-event failures are returned, not thrown; a throw means nothing is known to be published. */
@@ -88,6 +95,8 @@ export interface Quarantine {
   /** Resolves only once the record is durable. Putting the same id twice keeps one record. */
   put(record: QuarantineRecord): Promise<void>;
   list(): Promise<QuarantineRecord[]>;
+  /** Removes a record once its case is settled (e.g. re-driven); resolves once durable. An absent id is a no-op. */
+  delete(id: string): Promise<void>;
   /** How many records are held now (a gauge for "quarantine not empty"; cheaper than `list`). */
   size(): Promise<number>;
 }

@@ -23,8 +23,10 @@ export interface CycleReport {
   handled: number;
   /** Events published, by event type. */
   published: Record<string, number>;
-  /** Events the publisher rejected for good. */
+  /** Events the publisher did not take: rejected for good, or deferred. */
   publishFailed: number;
+  /** Of `publishFailed`, events that failed for now (transient): their items stay pending and are re-sent next cycle. */
+  publishDeferred: number;
   /** Items handled that had not changed since their snapshot (no event). */
   unchanged: number;
   quarantined: number;
@@ -45,6 +47,7 @@ export function emptyReport(kind: CycleReport["kind"]): CycleReport {
     handled: 0,
     published: {},
     publishFailed: 0,
+    publishDeferred: 0,
     unchanged: 0,
     quarantined: 0,
     acknowledged: 0,

@@ -64,6 +64,16 @@ function optionalString(value: unknown): string | undefined {
   return typeof value === "string" && value !== "" ? value : undefined;
 }
 
+/**
+ * The raw body without the provider's sync bookkeeping: a version whose publish fails again on a re-drive (read back
+ * `synced`) then keeps the quarantine id it got when pulled.
+ */
+function withoutSyncStatus(raw: unknown): unknown {
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) return raw;
+  const { client_sync_status: _volatile, ...rest } = raw as Record<string, unknown>;
+  return rest;
+}
+
 /** Key under which an item counts as handled within one status pass. */
 function itemKey(raw: unknown): string {
   const id = typeof raw === "object" && raw !== null ? (raw as Record<string, unknown>)["id"] : undefined;
@@ -195,8 +205,12 @@ class TransactionRun extends CycleRun {
     }
   }
 
-  /** One batch: validate, diff, publish, write snapshots, quarantine, acknowledge. True when every item was acknowledged. */
-  private async processBatch(entries: readonly PageEntry[]): Promise<boolean> {
+  /**
+   * One batch: validate, diff, publish, write snapshots, quarantine, acknowledge. True when every item was
+   * acknowledged; false when some stay listed (no usable id, or an event that failed for now). `delivered`, when
+   * given, receives the ids whose current state is delivered (published now, or equal to its snapshot).
+   */
+  private async processBatch(entries: readonly PageEntry[], delivered?: Set<string>): Promise<boolean> {
     const { deps } = this;
     const quarantine: QuarantineRecord[] = [];
     const ackIds: string[] = [];
@@ -246,6 +260,7 @@ class TransactionRun extends CycleRun {
       }
       if (before.hash === item.hash) {
         this.report.unchanged += 1;
+        delivered?.add(item.id);
         ackIds.push(item.id);
         continue;
       }
@@ -255,6 +270,7 @@ class TransactionRun extends CycleRun {
         // Same data, different hash (e.g. null vs absent, PII in an older form): refresh the snapshot, publish nothing.
         this.report.unchanged += 1;
         silentWrites.push({ item, before });
+        delivered?.add(item.id);
         ackIds.push(item.id);
         continue;
       }
@@ -295,10 +311,20 @@ class TransactionRun extends CycleRun {
         writes.push({ key: transactionAliasKey(item.qashioId), hash: recordHash(alias), object: alias, updatedAt: now });
       }
     };
+    // Items whose event failed for now: no snapshot, no quarantine, no acknowledge, so they stay listed and the next
+    // cycle re-sends the same event id (a failure for good is quarantined and acknowledged instead).
+    const deferred = new Set<string>();
     toPublish.forEach(({ item, before }, i) => {
       const failure = failures.get((events[i] as BridgeEvent).detail.id);
-      if (failure) quarantine.push(this.quarantineRecord("transaction", "publish", failure.reason, item.raw, item.id));
-      else snapshotOf(item, before);
+      if (failure?.retryable === true) {
+        deferred.add(item.id);
+        return;
+      }
+      if (failure) quarantine.push(this.quarantineRecord("transaction", "publish", failure.reason, withoutSyncStatus(item.raw), item.id));
+      else {
+        snapshotOf(item, before);
+        delivered?.add(item.id);
+      }
       ackIds.push(item.id);
     });
     for (const { item, before } of silentWrites) snapshotOf(item, before);
@@ -310,8 +336,37 @@ class TransactionRun extends CycleRun {
       this.report.acknowledged += ackIds.length;
       deps.metrics.add("Acknowledged", ackIds.length, "Count");
     }
-    for (const item of items) this.settled(item.id);
-    return unacknowledgeable === 0;
+    // A deferred item stays pending: its change counts towards SyncLagSeconds.
+    for (const item of items) if (!deferred.has(item.id)) this.settled(item.id);
+    return unacknowledgeable === 0 && deferred.size === 0;
+  }
+
+  /**
+   * Reads the given transactions again, one provider read each by qashio_id, and runs them through the batch path of
+   * a pulled page, a page at a time. Returns the ids now delivered and those the provider no longer lists.
+   */
+  async reprocess(refs: readonly TransactionRef[]): Promise<{ delivered: Set<string>; missing: Set<string> }> {
+    const delivered = new Set<string>();
+    const missing = new Set<string>();
+    let batch: PageEntry[] = [];
+    for (const ref of refs) {
+      const page = await this.provider("read transaction by qashio_id", () =>
+        this.deps.provider.listTransactions({ qashio_id: ref.qashioId, page: 1, page_size: 1 }),
+      );
+      const entry = pageEntries(page).find(({ raw }) => (raw as Record<string, unknown> | null)?.["id"] === ref.id);
+      if (!entry) {
+        missing.add(ref.id);
+        continue;
+      }
+      this.report.pulled += 1;
+      batch.push(entry);
+      if (batch.length >= this.pageSize) {
+        await this.processBatch(batch, delivered);
+        batch = [];
+      }
+    }
+    if (batch.length > 0) await this.processBatch(batch, delivered);
+    return { delivered, missing };
   }
 
   /**
@@ -380,6 +435,45 @@ class TransactionRun extends CycleRun {
       if (id) resolved.set(qid, id);
     }
     return resolved;
+  }
+}
+
+/** A transaction to read again: its id, and its qashio_id (the only exact-match filter of the list, spec §4.3). */
+export interface TransactionRef {
+  readonly id: string;
+  readonly qashioId: string;
+}
+
+/** What {@link reprocessTransactions} did. */
+export interface ReprocessResult {
+  readonly report: CycleReport;
+  /** Ids whose current state is delivered: published now, or already equal to its snapshot. */
+  readonly delivered: ReadonlySet<string>;
+  /** Ids the provider does not list under their qashio_id. */
+  readonly missing: ReadonlySet<string>;
+}
+
+/**
+ * Reads the given transactions again and runs them through the same path as a pulled page (diff, publish, snapshot,
+ * quarantine, acknowledge). Internal to the engine: the re-drive of publish failures is built on it.
+ *
+ * @throws {CycleAbortedError} a dependency failed; `error.report` holds what was done.
+ * @example
+ * ```ts
+ * const { delivered, missing } = await reprocessTransactions(deps, [{ id: record.entityId, qashioId: "CT1000000008" }]);
+ * ```
+ */
+export async function reprocessTransactions(
+  deps: TransactionCycleDeps,
+  refs: readonly TransactionRef[],
+  options: Pick<CycleOptions, "pageSize"> = {},
+): Promise<ReprocessResult> {
+  const run = new TransactionRun(deps, options);
+  try {
+    const { delivered, missing } = await run.reprocess(refs);
+    return { report: run.finish(), delivered, missing };
+  } catch (err) {
+    throw run.fail(err);
   }
 }
 

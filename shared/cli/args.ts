@@ -7,7 +7,7 @@ import { BUDGET_BACKLOG } from "./bench-report.js";
 import { UsageError } from "./errors.js";
 
 /** Commands `bridge.ts` understands. */
-export const COMMANDS = ["run", "authorize", "demo", "bench", "help"] as const;
+export const COMMANDS = ["run", "authorize", "demo", "bench", "redrive", "help"] as const;
 export type CommandName = (typeof COMMANDS)[number];
 
 /** Default poll interval of `run` without `--once`. */
@@ -91,6 +91,7 @@ export interface BenchArgs {
 
 export type ParsedCommand =
   | { readonly command: "run"; readonly args: RunArgs }
+  | { readonly command: "redrive" }
   | { readonly command: "authorize"; readonly args: AuthorizeArgs }
   | { readonly command: "demo"; readonly args: DemoArgs }
   | { readonly command: "bench"; readonly args: BenchArgs }
@@ -101,6 +102,8 @@ export const USAGE = `Usage: npm run bridge -- <command> [options]
 Commands:
   run        [--once] [--interval <duration>]     poll the provider and write events (local mode);
                                                   without --once, a cycle every --interval (default 1m)
+  redrive                                         publish again the transactions quarantined because their
+                                                  event failed for good, once the cause is fixed (local mode)
   authorize  [--port <p>] [--scope "<scopes>"] [--secret-id <arn>] [--no-open] [--timeout <duration>]
                                                   sign in once as a person and store the tokens
   demo       [--cycles <n>] [--interval <duration>] [--seed <n>]
@@ -174,6 +177,9 @@ export function parseCommand(argv: readonly string[]): ParsedCommand {
         },
       };
     }
+    case "redrive":
+      strictParse("redrive", rest, {});
+      return { command: "redrive" };
     case "authorize": {
       const { values } = strictParse("authorize", rest, {
         port: { type: "string" },

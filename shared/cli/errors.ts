@@ -162,3 +162,15 @@ export class CycleIncompleteError extends CliError {
     super(message, EXIT.incomplete, options);
   }
 }
+
+/** `redrive` left some quarantined publish failures in place (their event failed again, or the transaction is gone). */
+export class RedriveIncompleteError extends CliError {
+  override name = "RedriveIncompleteError";
+  /** Records kept. */
+  readonly kept: number;
+
+  constructor(message: string, kept: number, options?: ErrorOptions) {
+    super(message, EXIT.failed, options);
+    this.kept = kept;
+  }
+}

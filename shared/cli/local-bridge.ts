@@ -10,6 +10,7 @@ import {
   emptyReport,
   pollCards,
   pollTransactions,
+  redrivePublishFailures,
   totalPublished,
   type BridgeEvent,
   type CardCycleDeps,
@@ -18,6 +19,7 @@ import {
   type EventPublisher,
   type Lock,
   type Logger,
+  type RedriveReport,
   type TransactionCycleDeps,
 } from "../bridge/index.js";
 import { OAuthTokenProvider, isInvalidClient } from "../qashio/auth/token-provider.js";
@@ -244,15 +246,14 @@ async function measureQuarantine(bridge: LocalBridge): Promise<number | undefine
 }
 
 /**
- * Runs one cycle (transactions, then cards) under the tenant's cycle lock, within `budgetMs`.
+ * Runs `work` under the tenant's cycle lease (renewed while it runs), once the state directory's binding is checked
+ * again under it: cycles and re-drives of one tenant never overlap.
  *
- * @throws ReauthorizationNeededError (exit 3) when the token family is revoked; CycleFailedError (exit 1) otherwise.
+ * @throws CliError (exit 1) when another process holds the lease.
  * @example
- * const { events, complete } = await runCycle(bridge, 300_000);
+ * const report = await withCycleLock(bridge, () => redrivePublishFailures(bridge.transactions));
  */
-export async function runCycle(bridge: LocalBridge, budgetMs = bridge.settings.cycleBudgetMs): Promise<CycleResult> {
-  const started = bridge.clock.now();
-  const deadline = started + budgetMs;
+export async function withCycleLock<T>(bridge: LocalBridge, work: () => Promise<T>): Promise<T> {
   const handle = await bridge.lock.tryAcquire(CYCLE_LOCK, CYCLE_LEASE_MS);
   if (handle === undefined) {
     throw new CliError(
@@ -275,6 +276,24 @@ export async function runCycle(bridge: LocalBridge, budgetMs = bridge.settings.c
     // Checked again under the lock: two first uses of an empty directory both pass the check at open, and only the
     // first cycle's state may stay; the other one now finds it and stops before any provider call.
     await bindToSettings(bridge.settings.stateDir, bindingOf(bridge.settings, bridge.baseUrl));
+    return await work();
+  } finally {
+    clearInterval(heartbeat);
+    await handle.release();
+  }
+}
+
+/**
+ * Runs one cycle (transactions, then cards) under the tenant's cycle lock, within `budgetMs`.
+ *
+ * @throws ReauthorizationNeededError (exit 3) when the token family is revoked; CycleFailedError (exit 1) otherwise.
+ * @example
+ * const { events, complete } = await runCycle(bridge, 300_000);
+ */
+export async function runCycle(bridge: LocalBridge, budgetMs = bridge.settings.cycleBudgetMs): Promise<CycleResult> {
+  const started = bridge.clock.now();
+  const deadline = started + budgetMs;
+  return withCycleLock(bridge, async () => {
     let transactions = emptyReport("transactions");
     let cards = emptyReport("cards");
     try {
@@ -293,8 +312,24 @@ export async function runCycle(bridge: LocalBridge, budgetMs = bridge.settings.c
       durationMs: bridge.clock.now() - started,
       quarantineSize,
     };
-  } finally {
-    clearInterval(heartbeat);
-    await handle.release();
-  }
+  });
+}
+
+/**
+ * Re-drives the tenant's quarantined publish failures (see `redrivePublishFailures`) under the cycle lock.
+ *
+ * @throws ReauthorizationNeededError (exit 3) when the token family is revoked; CycleFailedError (exit 1) otherwise.
+ * @example
+ * const { redriven, kept } = await runRedrive(bridge);
+ */
+export async function runRedrive(bridge: LocalBridge): Promise<RedriveReport> {
+  return withCycleLock(bridge, async () => {
+    try {
+      return await redrivePublishFailures(bridge.transactions);
+    } catch (error) {
+      throw await cliErrorOf(error, bridge);
+    } finally {
+      await measureQuarantine(bridge);
+    }
+  });
 }

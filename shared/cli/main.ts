@@ -19,6 +19,8 @@ async function dispatch(parsed: ParsedCommand, io: CliIo): Promise<number> {
       return EXIT.ok;
     case "run":
       return (await import("./run.js")).runCommand(parsed.args, io);
+    case "redrive":
+      return (await import("./redrive.js")).redriveCommand(io);
     case "authorize":
       return (await import("./authorize-command.js")).authorizeCommand(parsed.args, io);
     case "demo":

@@ -32,6 +32,23 @@ export interface RunSeams extends Partial<LocalBridgeOptions> {
 }
 
 /**
+ * Reads the settings (environment and .env) and opens the local bridge, telling stderr where it reads and writes.
+ *
+ * @throws ConfigError (exit 2) for bad settings.
+ * @example
+ * const bridge = await openFromSettings(io);
+ */
+export async function openFromSettings(io: CliIo, overrides: Partial<LocalBridgeOptions> = {}): Promise<LocalBridge> {
+  const env = await loadEnv(io.env, io.cwd);
+  for (const warning of settingNameWarnings(env)) line(io.stderr, `warning: ${warning}`);
+  const settings = readLocalSettings(env, io.cwd);
+  const logger = overrides.logger ?? streamLogger(io.stderr, settings.logLevel);
+  const bridge = await openLocalBridge(settings, { env, logger, ...overrides });
+  line(io.stderr, `bridge: tenant ${settings.tenant}, provider ${bridge.baseUrl}, state ${settings.stateDir}, events -> ${settings.eventsFile}`);
+  return bridge;
+}
+
+/**
  * Runs local mode with the given arguments; returns the exit code.
  *
  * @example
@@ -39,13 +56,8 @@ export interface RunSeams extends Partial<LocalBridgeOptions> {
  */
 export async function runCommand(args: RunArgs, io: CliIo, seams: RunSeams = {}): Promise<number> {
   const { pause: wait = pause, ...overrides } = seams;
-  const env = await loadEnv(io.env, io.cwd);
-  for (const warning of settingNameWarnings(env)) line(io.stderr, `warning: ${warning}`);
-  const settings = readLocalSettings(env, io.cwd);
-  const logger = overrides.logger ?? streamLogger(io.stderr, settings.logLevel);
+  const bridge = await openFromSettings(io, overrides);
   const palette = shouldColour(io.stdout, io.env) ? COLOURS : NO_COLOURS;
-  const bridge = await openLocalBridge(settings, { env, logger, ...overrides });
-  line(io.stderr, `bridge: tenant ${settings.tenant}, provider ${bridge.baseUrl}, state ${settings.stateDir}, events -> ${settings.eventsFile}`);
   if (args.once) {
     const result = await runCycle(bridge);
     line(io.stdout, summaryOf(1, result, palette));

@@ -41,6 +41,24 @@ export function unlinkQuietly(file: string): void {
 }
 
 /**
+ * Deletes `file` if it is there, durably: the directory is fsynced so a crash cannot bring the file back.
+ *
+ * @example
+ * ```ts
+ * removeFileDurably(".state/quarantine/0b7c1c36.json");
+ * ```
+ */
+export function removeFileDurably(file: string): void {
+  try {
+    unlinkSync(file);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return;
+    throw err;
+  }
+  fsyncDirSync(path.dirname(file));
+}
+
+/**
  * Atomically replaces `file` with `data`.
  *
  * @example

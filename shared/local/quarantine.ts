@@ -4,7 +4,7 @@
 import { mkdir, readdir, readFile } from "node:fs/promises";
 import path from "node:path";
 import type { Quarantine, QuarantineRecord } from "../bridge/ports.js";
-import { TEMP_SUFFIX, writeFileAtomic } from "./atomic.js";
+import { TEMP_SUFFIX, removeFileDurably, writeFileAtomic } from "./atomic.js";
 import { CorruptStateError } from "./errors.js";
 
 /**
@@ -25,7 +25,15 @@ export class FileQuarantine implements Quarantine {
 
   async put(record: QuarantineRecord): Promise<void> {
     await mkdir(this.dir, { recursive: true, mode: 0o700 });
-    await writeFileAtomic(path.join(this.dir, `${encodeURIComponent(record.id)}.json`), JSON.stringify(record) + "\n", { mode: 0o600 });
+    await writeFileAtomic(this.#file(record.id), JSON.stringify(record) + "\n", { mode: 0o600 });
+  }
+
+  async delete(id: string): Promise<void> {
+    removeFileDurably(this.#file(id));
+  }
+
+  #file(id: string): string {
+    return path.join(this.dir, `${encodeURIComponent(id)}.json`);
   }
 
   /** All records, oldest first. */

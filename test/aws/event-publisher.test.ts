@@ -9,6 +9,8 @@ import { EventBridgePublisher } from "../../shared/aws/event-publisher.js";
 import { MAX_ENTRY_BYTES, entrySize, reduceDetail, truncationsOf } from "../../shared/aws/event-size.js";
 import { FakeClock } from "./support/clock.js";
 import { awsError } from "./support/fake-secrets-manager.js";
+import { pollTransactions } from "../../shared/bridge/transactions.js";
+import { makeRig } from "../bridge/fakes.js";
 
 const client = new EventBridgeClient({ region: "eu-west-1", credentials: { accessKeyId: "x", secretAccessKey: "x" } });
 const mock = mockClient(client);
@@ -97,6 +99,42 @@ describe("EventBridgePublisher", () => {
       ["ev_flaky", "InternalFailure: boom (after 3 attempts)"],
     ]);
     expect(sentEntries().map(detailIds)).toEqual([["ev_bad", "ev_flaky"], ["ev_flaky"], ["ev_flaky"]]);
+  });
+
+  it("marks entries whose throttling or InternalFailure outlasts the retries as retryable, and permanent or oversized ones not", async () => {
+    mock.on(PutEventsCommand).callsFake((input: { Entries: PutEventsRequestEntry[] }) => ({
+      FailedEntryCount: input.Entries.length,
+      Entries: input.Entries.map((entry) => {
+        if (entry.Detail?.includes('"ev_bad"')) return { ErrorCode: "MalformedDetail", ErrorMessage: "bad json" };
+        if (entry.Detail?.includes('"ev_internal"')) return { ErrorCode: "InternalFailure", ErrorMessage: "boom" };
+        return { ErrorCode: "ThrottlingException", ErrorMessage: "Rate exceeded" };
+      }),
+    }));
+    const huge = event("ev_huge", { id: "tx", memo: "m".repeat(300_000) });
+    const result = await publisher(new FakeClock(), 3).publish([event("ev_bad"), event("ev_throttled"), event("ev_internal"), huge]);
+    const retryable = Object.fromEntries(result.failed.map((f) => [f.event.detail.id, f.retryable === true]));
+    expect(retryable).toEqual({ ev_bad: false, ev_throttled: true, ev_internal: true, ev_huge: false });
+  });
+
+  it("with the engine, leaves a transaction whose entry stayed throttled pending and delivers it next cycle with the same id", async () => {
+    let healthy = false;
+    mock.on(PutEventsCommand).callsFake((input: { Entries: PutEventsRequestEntry[] }) => ({
+      FailedEntryCount: healthy ? 0 : input.Entries.length,
+      Entries: input.Entries.map(() => (healthy ? { EventId: "e" } : { ErrorCode: "ThrottlingException", ErrorMessage: "Rate exceeded" })),
+    }));
+    const rig = makeRig({}, { publisher: publisher(new FakeClock(), 3) });
+    const txn = rig.provider.addTransaction();
+    const first = await pollTransactions(rig.deps);
+    expect(first).toMatchObject({ acknowledged: 0, quarantined: 0, publishDeferred: 1 });
+    expect(rig.provider.pending().map((t) => t.id)).toEqual([txn.id]);
+    const throttledIds = sentEntries().flatMap(detailIds);
+
+    mock.resetHistory();
+    healthy = true;
+    const second = await pollTransactions(rig.deps);
+    expect(second).toMatchObject({ acknowledged: 1, published: { "transaction.created": 1 } });
+    expect(sentEntries().flatMap(detailIds)).toEqual([throttledIds[0]]);
+    expect(rig.provider.pending()).toEqual([]);
   });
 
   it("retries a throttled call as a whole and then succeeds", async () => {

@@ -160,6 +160,24 @@ describe("pollCards", () => {
     expect(rig.publisher.events.map((e) => e.detailType)).toEqual(["card.status_changed"]);
   });
 
+  it("writes no snapshot and no quarantine record for a card event that failed for now, and re-sends it with the same id", async () => {
+    const rig = makeRig();
+    const card = rig.provider.addCard();
+    const id = card["id"] as string;
+    await pollCards(rig.deps);
+    const before = rig.snapshots.data.get(`card:${id}`);
+    rig.provider.changeCard(id, { status: "Suspended" });
+    rig.publisher.reject = () => ({ reason: "ThrottlingException (after 8 attempts)", retryable: true });
+    const report = await pollCards(rig.deps);
+    expect(report).toMatchObject({ publishFailed: 1, publishDeferred: 1, quarantined: 0 });
+    expect(rig.snapshots.data.get(`card:${id}`)).toEqual(before);
+    expect(rig.quarantine.records.size).toBe(0);
+    rig.publisher.reject = () => undefined;
+    await pollCards(rig.deps);
+    expect(rig.publisher.events.map((e) => e.detail.id)).toEqual([rig.publisher.offered[0]?.detail.id]);
+    expect(rig.snapshots.data.get(`card:${id}`)?.object["status"]).toBe("Suspended");
+  });
+
   it("quarantines an invalid card and goes on with the others", async () => {
     const rig = makeRig({ emitCardCreated: true });
     rig.provider.addCard();

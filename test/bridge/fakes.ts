@@ -72,6 +72,9 @@ export class MemoryQuarantine implements Quarantine {
   async list(): Promise<QuarantineRecord[]> {
     return [...this.records.values()].map((r) => structuredClone(r));
   }
+  async delete(id: string): Promise<void> {
+    this.records.delete(id);
+  }
   async size(): Promise<number> {
     return this.records.size;
   }
@@ -119,18 +122,24 @@ export class MemoryTokenStore implements TokenStore {
   }
 }
 
-/** Records every published event; `reject` decides per event whether it fails for good. */
+/**
+ * Records every published event; `reject` decides per event whether it fails: a reason (for good), or a reason with
+ * `retryable` (for now).
+ */
 export class RecordingPublisher implements EventPublisher {
   readonly events: BridgeEvent[] = [];
+  /** Every event offered, taken or not, in order. */
+  readonly offered: BridgeEvent[] = [];
   calls = 0;
-  reject: (event: BridgeEvent) => string | undefined = () => undefined;
+  reject: (event: BridgeEvent) => string | Omit<PublishFailure, "event"> | undefined = () => undefined;
   async publish(events: readonly BridgeEvent[]): Promise<{ readonly failed: readonly PublishFailure[] }> {
     this.calls += 1;
     const failed: PublishFailure[] = [];
     for (const event of events) {
-      const reason = this.reject(event);
-      if (reason) failed.push({ event, reason });
-      else this.events.push(structuredClone(event));
+      this.offered.push(structuredClone(event));
+      const failure = this.reject(event);
+      if (!failure) this.events.push(structuredClone(event));
+      else failed.push(typeof failure === "string" ? { event, reason: failure } : { event, ...failure });
     }
     return { failed };
   }

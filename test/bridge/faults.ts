@@ -39,7 +39,7 @@ export class CrashPoint {
   }
 }
 
-/** Wraps the ports; every call of publish / putMany / quarantine.put / list / acknowledge is an effect point. */
+/** Wraps the ports; every call of publish / putMany / quarantine.put / quarantine.delete / list / acknowledge is an effect point. */
 export function crashingPorts(
   ports: { snapshots: SnapshotStore; publisher: EventPublisher; quarantine: Quarantine; provider: TransactionProviderPort },
   crash: CrashPoint,
@@ -53,6 +53,7 @@ export function crashingPorts(
     quarantine: {
       put: (record) => crash.around("quarantine.put", () => ports.quarantine.put(record)),
       list: () => ports.quarantine.list(),
+      delete: (id) => crash.around("quarantine.delete", () => ports.quarantine.delete(id)),
       size: () => ports.quarantine.size(),
     },
     provider: {

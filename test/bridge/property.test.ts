@@ -104,4 +104,34 @@ describe("transaction cycle properties", () => {
       { numRuns: 60 },
     );
   });
+
+  it("walks past transactions whose events failed for now, acknowledging all others, and sends them next cycle", async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 1, max: 40 }),
+        fc.integer({ min: 1, max: 7 }),
+        fc.boolean(),
+        fc.array(fc.nat(), { maxLength: 12 }),
+        async (count, pageSize, readAhead, picks) => {
+          const rig = makeRig();
+          for (let i = 0; i < count; i++) rig.provider.addTransaction();
+          const deferred = new Set(picks.map((p) => rig.provider.transactions[p % count]!.id));
+          rig.publisher.reject = (e) => (deferred.has(e.detail.subject.id) ? { reason: "ThrottlingException", retryable: true } : undefined);
+          const report = await pollTransactions(rig.deps, { pageSize, readAhead });
+          expect(report.outcome).toBe("complete");
+          expect(new Set(rig.provider.pending().map((t) => t.id))).toEqual(deferred);
+          // Each item is offered once per cycle: a deferred one is not re-sent in a loop within the pass.
+          expect(rig.publisher.offered).toHaveLength(count);
+          const firstIds = new Map(rig.publisher.offered.map((e) => [e.detail.subject.id, e.detail.id]));
+
+          rig.publisher.reject = () => undefined;
+          await pollTransactions(rig.deps, { pageSize, readAhead });
+          expect(rig.provider.pending()).toEqual([]);
+          expect(rig.publisher.events).toHaveLength(count);
+          for (const e of rig.publisher.events) expect(e.detail.id).toBe(firstIds.get(e.detail.subject.id));
+        },
+      ),
+      { numRuns: 80 },
+    );
+  });
 });

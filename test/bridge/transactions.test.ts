@@ -305,6 +305,51 @@ describe("pollTransactions", () => {
     expect(rig.provider.pending()).toHaveLength(0);
   });
 
+  it("leaves a transaction whose event failed for now unacknowledged, unsnapshotted and unquarantined, and re-sends the same event id next cycle", async () => {
+    const rig = makeRig();
+    const throttled = rig.provider.addTransaction();
+    const other = rig.provider.addTransaction();
+    rig.clock.ms = Date.parse(throttled.updated_at) + 300_000;
+    rig.publisher.reject = (e) =>
+      e.detail.subject.id === throttled.id ? { reason: "ThrottlingException: Rate exceeded (after 8 attempts)", retryable: true } : undefined;
+    const first = await pollTransactions(rig.deps);
+    expect(first).toMatchObject({ outcome: "complete", acknowledged: 1, quarantined: 0, publishFailed: 1, publishDeferred: 1 });
+    expect(rig.publisher.events.map((e) => e.detail.subject.id)).toEqual([other.id]);
+    expect(rig.snapshots.data.has(`transaction:${throttled.id}`)).toBe(false);
+    expect(rig.quarantine.records.size).toBe(0);
+    expect(rig.provider.pending().map((t) => t.id)).toEqual([throttled.id]);
+    // Still undelivered, so its age is the lag; the failure is counted and logged at warn.
+    expect(first.syncLagSeconds).toBe(300);
+    expect(rig.metrics.sum("EventsFailed")).toBe(1);
+    expect(rig.logger.lines).toContainEqual(expect.objectContaining({ level: "warn", message: expect.stringMatching(/for now/) }));
+    const offered = rig.publisher.offered.find((e) => e.detail.subject.id === throttled.id)!;
+
+    rig.publisher.reject = () => undefined;
+    rig.clock.advance(60_000);
+    const second = await pollTransactions(rig.deps);
+    expect(second).toMatchObject({ acknowledged: 1, publishFailed: 0, published: { "transaction.created": 1 } });
+    const [resent] = rig.publisher.events.filter((e) => e.detail.subject.id === throttled.id);
+    expect(resent?.detail).toEqual(offered.detail);
+    expect(rig.snapshots.data.has(`transaction:${throttled.id}`)).toBe(true);
+    expect(rig.provider.pending()).toHaveLength(0);
+  });
+
+  it("re-sends a transaction.changed that failed for now with the same id and changes", async () => {
+    const rig = makeRig();
+    const txn = rig.provider.addTransaction();
+    await pollTransactions(rig.deps);
+    rig.provider.changeTransaction(txn.id, { memo: "edited" });
+    rig.publisher.reject = () => ({ reason: "InternalFailure: boom (after 8 attempts)", retryable: true });
+    await pollTransactions(rig.deps);
+    expect(rig.provider.pending().map((t) => t.client_sync_status)).toEqual(["outdated"]);
+    rig.publisher.reject = () => undefined;
+    await pollTransactions(rig.deps);
+    const [offered, resent] = rig.publisher.offered.filter((e) => e.detail.type === "transaction.changed");
+    expect(resent?.detail).toEqual(offered?.detail);
+    expect(rig.publisher.ofType("transaction.changed")).toHaveLength(1);
+    expect(rig.provider.pending()).toHaveLength(0);
+  });
+
   it("carries the parent of a refund from the refund's parent_id, the snapshot alias, or one provider read", async () => {
     const rig = makeRig();
     const purchase = rig.provider.addTransaction();

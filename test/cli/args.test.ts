@@ -20,6 +20,11 @@ describe("parseDuration", () => {
 });
 
 describe("parseCommand", () => {
+  it("reads redrive, which takes no options", () => {
+    expect(parseCommand(["redrive"])).toEqual({ command: "redrive" });
+    expect(() => parseCommand(["redrive", "--once"])).toThrow(/redrive: Unknown option/);
+  });
+
   it("reads run --once", () => {
     expect(parseCommand(["run", "--once"])).toEqual({ command: "run", args: { once: true, intervalMs: DEFAULT_INTERVAL_MS } });
   });

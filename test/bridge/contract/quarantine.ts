@@ -76,6 +76,29 @@ export function describeQuarantineContract(name: string, factory: () => Promise<
       expect(await fixture.quarantine.size()).toBe(2);
     });
 
+    it("deletes one record and keeps the others", async () => {
+      await fixture.quarantine.put(record("d1"));
+      await fixture.quarantine.put(record("d2", "2025-01-15T10:00:01.000Z"));
+      await fixture.quarantine.delete("d1");
+      expect((await fixture.quarantine.list()).map((r) => r.id)).toEqual(["d2"]);
+      expect(await fixture.quarantine.size()).toBe(1);
+    });
+
+    it("treats deleting an absent record as done", async () => {
+      await fixture.quarantine.delete("never-put");
+      await fixture.quarantine.put(record("d3"));
+      await fixture.quarantine.delete("d3");
+      await fixture.quarantine.delete("d3");
+      expect(await fixture.quarantine.list()).toEqual([]);
+    });
+
+    it("keeps a deleted record gone across a new instance", async (ctx) => {
+      if (!fixture.reopen) return ctx.skip();
+      await fixture.quarantine.put(record("d4"));
+      await fixture.quarantine.delete("d4");
+      expect(await (await fixture.reopen()).list()).toEqual([]);
+    });
+
     it("keeps records durable across a new instance", async (ctx) => {
       if (!fixture.reopen) return ctx.skip();
       await fixture.quarantine.put(record("q5"));

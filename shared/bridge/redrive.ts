@@ -1,0 +1,89 @@
+/**
+ * Re-drive of publish failures: a transaction whose event failed for good was quarantined and acknowledged, so no
+ * cycle pulls it again. Once the cause is fixed, the re-drive reads each such transaction again and runs it through
+ * the cycle's own batch path; a record is deleted only once its transaction's current state is delivered.
+ */
+import type { CycleOptions, TransactionCycleDeps } from "./deps.js";
+import type { QuarantineRecord } from "./ports.js";
+import type { CycleReport } from "./report.js";
+import { reprocessTransactions, type TransactionRef } from "./transactions.js";
+
+/** Reason prefix of a record quarantined because its event failed for good (see `CycleRun.quarantineRecord`). */
+export const PUBLISH_FAILURE_PREFIX = "publish: ";
+
+/** A quarantine record the re-drive left in place, and why. */
+export interface KeptRecord {
+  readonly record: QuarantineRecord;
+  readonly why: "no transaction id or qashio_id in the record" | "not found at the provider" | "its event was not published";
+}
+
+/** What {@link redrivePublishFailures} did. */
+export interface RedriveReport {
+  /** Records of transactions whose event failed for good, found in the quarantine. */
+  readonly considered: number;
+  /** Records deleted: their transaction's current state is now published (or already was). */
+  readonly redriven: readonly QuarantineRecord[];
+  readonly kept: readonly KeptRecord[];
+  /** The engine's report of the re-read transactions (events published, acknowledged, quarantined again). */
+  readonly cycle: CycleReport;
+}
+
+/** Options of {@link redrivePublishFailures}. */
+export type RedriveOptions = Pick<CycleOptions, "pageSize">;
+
+/** True for a record of a transaction whose event failed for good. */
+export function isPublishFailure(record: QuarantineRecord): boolean {
+  return record.kind === "transaction" && record.reason.startsWith(PUBLISH_FAILURE_PREFIX);
+}
+
+/** The qashio_id kept in a record's raw body (not PII, so present in every PII mode). */
+function qashioIdOf(raw: unknown): string | undefined {
+  const value = typeof raw === "object" && raw !== null ? (raw as Record<string, unknown>)["qashio_id"] : undefined;
+  return typeof value === "string" && value !== "" ? value : undefined;
+}
+
+/**
+ * Re-drives the tenant's quarantined publish failures: reads each transaction again from the provider (by
+ * qashio_id), publishes its current state as a pulled item would be (`transaction.created` when nothing was ever
+ * published for it, else `transaction.changed` against the last published state), writes its snapshot, acknowledges
+ * it, then deletes the record. A record whose event fails again, or whose transaction is gone, is kept. Safe to run
+ * again: a transaction already delivered is found unchanged and only its record is deleted. Hold the tenant's cycle
+ * lock around it, as around a cycle.
+ *
+ * @throws {CycleAbortedError} a provider, store or publisher call failed; records not yet deleted stay.
+ * @example
+ * ```ts
+ * const { redriven, kept } = await redrivePublishFailures(deps);
+ * logger.info("re-drive done", { redriven: redriven.length, kept: kept.length });
+ * ```
+ */
+export async function redrivePublishFailures(deps: TransactionCycleDeps, options: RedriveOptions = {}): Promise<RedriveReport> {
+  const records = (await deps.quarantine.list()).filter(isPublishFailure);
+  const kept: KeptRecord[] = [];
+  const refs = new Map<string, TransactionRef>();
+  const eligible: QuarantineRecord[] = [];
+  for (const record of records) {
+    const qashioId = qashioIdOf(record.raw);
+    if (record.entityId === undefined || qashioId === undefined) {
+      kept.push({ record, why: "no transaction id or qashio_id in the record" });
+      continue;
+    }
+    // One transaction can hold several records (one per failed version): one read serves them all.
+    refs.set(record.entityId, { id: record.entityId, qashioId });
+    eligible.push(record);
+  }
+  const { report, delivered, missing } = await reprocessTransactions(deps, [...refs.values()], options);
+  const redriven: QuarantineRecord[] = [];
+  for (const record of eligible) {
+    const id = record.entityId as string;
+    if (delivered.has(id)) {
+      await deps.quarantine.delete(record.id);
+      redriven.push(record);
+    } else kept.push({ record, why: missing.has(id) ? "not found at the provider" : "its event was not published" });
+  }
+  for (const { record, why } of kept) {
+    deps.logger.warn("quarantined publish failure kept", { quarantineId: record.id, entityId: record.entityId, why });
+  }
+  deps.logger.info("publish failures re-driven", { considered: records.length, redriven: redriven.length, kept: kept.length });
+  return { considered: records.length, redriven, kept, cycle: report };
+}

@@ -1,0 +1,100 @@
+import { describe, expect, it } from "vitest";
+import { pollTransactions } from "../../shared/bridge/transactions.js";
+import { redrivePublishFailures } from "../../shared/bridge/redrive.js";
+import { CycleAbortedError } from "../../shared/bridge/errors.js";
+import { makeRig } from "./fakes.js";
+
+describe("redrivePublishFailures", () => {
+  it("publishes a transaction whose event failed for good, then deletes its record and leaves other records alone", async () => {
+    const broken = (raw: unknown) => (raw as { broken?: boolean }).broken === true;
+    const rig = makeRig(
+      { pii: { mode: "redact" } },
+      { validators: { transaction: (raw) => (broken(raw) ? { success: false, reason: "broken" } : { success: true, data: raw as Record<string, unknown> }) } },
+    );
+    const failed = rig.provider.addTransaction();
+    const invalid = rig.provider.addTransaction();
+    rig.provider.rawOverrides.set(invalid.id, { id: invalid.id, qashio_id: invalid.qashio_id, broken: true });
+    rig.publisher.reject = (e) => (e.detail.subject.id === failed.id ? "AccessDeniedException: not allowed" : undefined);
+    await pollTransactions(rig.deps);
+    expect(rig.provider.pending()).toEqual([]);
+    expect(rig.quarantine.records.size).toBe(2);
+
+    rig.publisher.reject = () => undefined;
+    const report = await redrivePublishFailures(rig.deps);
+    expect(report).toMatchObject({ considered: 1, kept: [] });
+    expect(report.redriven.map((r) => r.entityId)).toEqual([failed.id]);
+    expect(rig.publisher.ofType("transaction.created").map((e) => e.detail.subject)).toEqual([
+      { type: "transaction", id: failed.id, qashio_id: failed.qashio_id },
+    ]);
+    expect(rig.snapshots.data.has(`transaction:${failed.id}`)).toBe(true);
+    expect([...rig.quarantine.records.values()].map((r) => r.entityId)).toEqual([invalid.id]);
+    expect(rig.provider.calls.filter((c) => c.op === "listTransactions" && c.query.qashio_id === failed.qashio_id)).toHaveLength(1);
+  });
+
+  it("re-drives a failed transaction.changed against the last published state", async () => {
+    const rig = makeRig();
+    const txn = rig.provider.addTransaction();
+    await pollTransactions(rig.deps);
+    rig.provider.changeTransaction(txn.id, { memo: "edited" });
+    rig.publisher.reject = () => "MalformedDetail: bad";
+    await pollTransactions(rig.deps);
+    rig.publisher.reject = () => undefined;
+    await redrivePublishFailures(rig.deps);
+    const [changed] = rig.publisher.ofType("transaction.changed");
+    expect(changed?.detail.data.changes).toContainEqual({ path: "/memo", before: "", after: "edited" });
+    expect(rig.quarantine.records.size).toBe(0);
+  });
+
+  it("keeps the record when the event fails again or the transaction is gone", async () => {
+    const rig = makeRig();
+    const again = rig.provider.addTransaction();
+    const gone = rig.provider.addTransaction();
+    rig.publisher.reject = () => "oversized: too big";
+    await pollTransactions(rig.deps);
+    rig.provider.transactions.splice(rig.provider.transactions.indexOf(gone), 1);
+    const report = await redrivePublishFailures(rig.deps);
+    expect(report.redriven).toEqual([]);
+    expect(Object.fromEntries(report.kept.map((k) => [k.record.entityId, k.why]))).toEqual({
+      [again.id]: "its event was not published",
+      [gone.id]: "not found at the provider",
+    });
+    expect(rig.quarantine.records.size).toBe(2);
+    expect(rig.logger.lines.filter((l) => l.level === "warn" && l.message === "quarantined publish failure kept")).toHaveLength(2);
+  });
+
+  it("keeps the record while the event fails for now, and the transaction unacknowledged until a later run", async () => {
+    const rig = makeRig();
+    const txn = rig.provider.addTransaction();
+    rig.publisher.reject = () => "NotAuthorizedForSourceException: no";
+    await pollTransactions(rig.deps);
+    rig.publisher.reject = () => ({ reason: "ThrottlingException", retryable: true });
+    expect((await redrivePublishFailures(rig.deps)).kept).toHaveLength(1);
+    rig.publisher.reject = () => undefined;
+    expect((await redrivePublishFailures(rig.deps)).redriven).toHaveLength(1);
+    expect(rig.publisher.events.map((e) => e.detail.subject.id)).toEqual([txn.id]);
+  });
+
+  it("can run again after failing between the publish and the delete: the event is not sent twice", async () => {
+    const rig = makeRig();
+    rig.provider.addTransaction();
+    rig.publisher.reject = () => "InvalidArgument: no";
+    await pollTransactions(rig.deps);
+    rig.publisher.reject = () => undefined;
+    const diskFull = { ...rig.deps, snapshots: { getMany: rig.snapshots.getMany.bind(rig.snapshots), putMany: () => Promise.reject(new Error("disk full")) } };
+    await expect(redrivePublishFailures(diskFull)).rejects.toBeInstanceOf(CycleAbortedError);
+    expect(rig.quarantine.records.size).toBe(1);
+
+    const remove = rig.quarantine.delete.bind(rig.quarantine);
+    let deletes = 0;
+    rig.quarantine.delete = async (id) => {
+      if (deletes++ === 0) throw new Error("store down");
+      return remove(id);
+    };
+    await expect(redrivePublishFailures(rig.deps)).rejects.toThrow("store down");
+    expect(await redrivePublishFailures(rig.deps)).toMatchObject({ considered: 1, kept: [] });
+    // Sent by the first run (the snapshot write failed after it) and again with the same id by the second; not by the third.
+    expect(new Set(rig.publisher.ids).size).toBe(1);
+    expect(rig.publisher.events).toHaveLength(2);
+    expect(rig.quarantine.records.size).toBe(0);
+  });
+});
