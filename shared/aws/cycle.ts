@@ -3,7 +3,7 @@
  * overlap (an invocation that finds the lease held skips), while a transaction cycle and a card cycle may run side by
  * side (they touch different snapshot keys and share only the token, whose refresh has its own lease).
  */
-import { ReauthorizationNeededError, emptyReport, pollCards, pollTransactions } from "../bridge/index.js";
+import { ReauthorizationNeededError, emptyReport, pollCards, pollTransactions, redrivePublishFailures, type RedriveReport } from "../bridge/index.js";
 import type { CardCycleMode } from "../bridge/cards.js";
 import type { CycleReport } from "../bridge/report.js";
 import { leaseNames } from "./keys.js";
@@ -60,6 +60,34 @@ async function emitQuarantineSize(runtime: TenantRuntime, kind: CycleKind): Prom
 }
 
 /**
+ * Runs `work` under the tenant's cycle lease of `kind`, then emits the quarantine gauge and releases the lease.
+ * Returns undefined when another invocation holds the lease. A revoked family stops it before any provider call.
+ */
+async function underCycleLease<T>(runtime: TenantRuntime, kind: CycleKind, deadline: number, work: () => Promise<T>): Promise<T | undefined> {
+  const { tenant } = runtime.config;
+  await failFastWhenRevoked(runtime, kind);
+  const name = kind === "transactions" ? leaseNames.transactionsCycle(tenant) : leaseNames.cardsCycle(tenant);
+  const ttlMs = Math.max(0, deadline - runtime.clock.now()) + CYCLE_LEASE_SLACK_MS;
+  const lease = await runtime.lock.tryAcquire(name, ttlMs);
+  if (lease === undefined) {
+    runtime.transactions.logger.info("Another invocation is running this cycle; skipping", { kind });
+    return undefined;
+  }
+  try {
+    return await work().catch(async (error: unknown) => {
+      if (error instanceof ReauthorizationNeededError) await rememberRevoked(runtime, kind);
+      throw error;
+    });
+  } finally {
+    await emitQuarantineSize(runtime, kind);
+    // A failed release must not hide the cycle's own outcome; the lease then simply expires.
+    await lease.release().catch((error: unknown) =>
+      runtime.transactions.logger.warn("Could not release the cycle lease; it will expire", { kind, error: (error as Error).name }),
+    );
+  }
+}
+
+/**
  * Runs one cycle of `kind` for the runtime's tenant under its cycle lease.
  *
  * @returns `skipped` when another invocation holds the lease; the engine's report otherwise.
@@ -68,29 +96,28 @@ async function emitQuarantineSize(runtime: TenantRuntime, kind: CycleKind): Prom
  * const result = await runCycle(runtime, "transactions", { deadline: Date.now() + 50_000 });
  */
 export async function runCycle(runtime: TenantRuntime, kind: CycleKind, options: RunCycleOptions): Promise<CycleResult> {
-  const { tenant } = runtime.config;
-  await failFastWhenRevoked(runtime, kind);
-  const name = kind === "transactions" ? leaseNames.transactionsCycle(tenant) : leaseNames.cardsCycle(tenant);
-  const ttlMs = Math.max(0, options.deadline - runtime.clock.now()) + CYCLE_LEASE_SLACK_MS;
-  const lease = await runtime.lock.tryAcquire(name, ttlMs);
-  if (lease === undefined) {
-    runtime.transactions.logger.info("Another invocation is running this cycle; skipping", { kind });
-    return { status: "skipped", reason: "lease_held" };
-  }
-  try {
-    const report = await (kind === "transactions"
+  const report = await underCycleLease(runtime, kind, options.deadline, () =>
+    kind === "transactions"
       ? pollTransactions(runtime.transactions, { deadline: options.deadline })
-      : pollCards(runtime.cards, { deadline: options.deadline, mode: options.cardMode ?? "full" })
-    ).catch(async (error: unknown) => {
-      if (error instanceof ReauthorizationNeededError) await rememberRevoked(runtime, kind);
-      throw error;
-    });
-    return { status: "completed", report };
-  } finally {
-    await emitQuarantineSize(runtime, kind);
-    // A failed release must not hide the cycle's own outcome; the lease then simply expires.
-    await lease.release().catch((error: unknown) =>
-      runtime.transactions.logger.warn("Could not release the cycle lease; it will expire", { kind, error: (error as Error).name }),
-    );
-  }
+      : pollCards(runtime.cards, { deadline: options.deadline, mode: options.cardMode ?? "full" }),
+  );
+  return report === undefined ? { status: "skipped", reason: "lease_held" } : { status: "completed", report };
+}
+
+/** What a re-drive invocation did. */
+export type RedriveResult =
+  | { readonly status: "completed"; readonly redrive: RedriveReport }
+  | { readonly status: "skipped"; readonly reason: "lease_held" };
+
+/**
+ * Re-drives the tenant's quarantined publish failures (`redrivePublishFailures`) under the transaction cycle's lease,
+ * so it never overlaps a transaction cycle.
+ *
+ * @returns `skipped` when a transaction cycle holds the lease (invoke again once it is done).
+ * @example
+ * const result = await runRedrive(runtime, { deadline: Date.now() + 50_000 });
+ */
+export async function runRedrive(runtime: TenantRuntime, options: Pick<RunCycleOptions, "deadline">): Promise<RedriveResult> {
+  const redrive = await underCycleLease(runtime, "transactions", options.deadline, () => redrivePublishFailures(runtime.transactions));
+  return redrive === undefined ? { status: "skipped", reason: "lease_held" } : { status: "completed", redrive };
 }

@@ -19,7 +19,7 @@ import { refresh, validate } from "../qashio/auth/oauth.js";
 import type { FetchLike } from "../qashio/http.js";
 import { systemClock } from "./clock.js";
 import { cycleDeadline, loadConfig, type RuntimeConfig } from "./config.js";
-import { runCycle, type CycleKind } from "./cycle.js";
+import { runCycle, runRedrive, type CycleKind } from "./cycle.js";
 import { PollEventError, RotationError } from "./errors.js";
 import { leaseNames } from "./keys.js";
 import { PowertoolsLoggerAdapter, PowertoolsMetricsAdapter } from "./observability.js";
@@ -41,10 +41,33 @@ export interface HandlerOptions {
   readonly tracer?: Tracer;
 }
 
-/** The part of a scheduled event the pollers read: an optional card mode (EventBridge Scheduler input or rule detail). */
+/**
+ * The part of an event the pollers read: an optional card mode (EventBridge Scheduler input or rule detail), and an
+ * optional action an operator invokes by hand (`redrive`, transaction poller only; see docs/runbook.md).
+ */
 export interface PollEvent {
   readonly mode?: CardCycleMode;
   readonly detail?: { readonly mode?: CardCycleMode } | null;
+  readonly action?: PollAction;
+}
+
+/** What an invocation does: a scheduled cycle, or a re-drive of the quarantined publish failures. */
+export type PollAction = "cycle" | "redrive";
+
+/**
+ * The action an event asks `kind`'s poller for (`action`, else `cycle`).
+ * @throws PollEventError when `action` is anything else, or `redrive` on the card poller (the value is not echoed).
+ * @example
+ * pollActionOf({ action: "redrive" }, "transactions"); // "redrive"
+ */
+export function pollActionOf(event: PollEvent | undefined, kind: CycleKind): PollAction {
+  const action: unknown = event?.action;
+  if (action === undefined || action === "cycle") return "cycle";
+  if (action === "redrive" && kind === "transactions") return "redrive";
+  throw new PollEventError(
+    kind === "transactions" ? 'Poll event field action must be "cycle" or "redrive"' : 'Poll event field action must be "cycle" on the card poller',
+    "action",
+  );
 }
 
 /** Every card mode: a record, so a mode added to CardCycleMode fails to compile until it is listed here. */
@@ -73,6 +96,10 @@ export interface PollResult {
   readonly acknowledged?: number;
   readonly quarantined?: number;
   readonly durationMs?: number;
+  /** A re-drive: quarantined publish failures published and removed. */
+  readonly redriven?: number;
+  /** A re-drive: records kept (their quarantine ids; the log says why). */
+  readonly kept?: readonly string[];
 }
 
 /** Container-level state shared by the invocations of one handler. */
@@ -140,6 +167,23 @@ function logFailure(logger: Logger, message: string, error: unknown): never {
   throw error;
 }
 
+/** The transaction poller's `redrive` action: counters of the re-drive, kept records by id (no PII). */
+async function redrive(container: Container, runtime: TenantRuntime, deadline: number): Promise<PollResult> {
+  const result = await runRedrive(runtime, { deadline });
+  if (result.status === "skipped") return { kind: "transactions", status: "skipped" };
+  const { redrive: report } = result;
+  const summary: PollResult = {
+    kind: "transactions",
+    status: "completed",
+    outcome: "redrive",
+    published: totalPublished(report.cycle),
+    redriven: report.redriven.length,
+    kept: report.kept.map(({ record }) => record.id),
+  };
+  container.logger.info("Re-drive finished", { ...summary });
+  return summary;
+}
+
 /**
  * Builds a poller handler (`poll-transactions` or `poll-cards`): validates the environment, wires the adapters,
  * takes the tenant's cycle lease and runs one engine cycle within the invocation's remaining time.
@@ -151,9 +195,11 @@ export function createPollHandler(kind: CycleKind, options: HandlerOptions = {})
   const container = new Container(options);
   return container.wrap<PollEvent | undefined, PollResult>(async (event, context) => {
     try {
+      const action = pollActionOf(event, kind);
       const cardMode = cardModeOf(event);
       const runtime = await container.runtime();
       const deadline = cycleDeadline(container.clock.now(), context.getRemainingTimeInMillis(), runtime.config.cycleBudgetMs);
+      if (action === "redrive") return await redrive(container, runtime, deadline);
       const result = await runCycle(runtime, kind, { deadline, cardMode });
       if (result.status === "skipped") return { kind, status: "skipped" };
       const { report } = result;

@@ -225,6 +225,44 @@ describe("poll-transactions handler", () => {
     expect(quarantineSizes()).toEqual([0, 1, 1]);
   });
 
+  it("re-drives a transaction whose event the bus refused for good once invoked with action redrive, and refuses the action elsewhere", async () => {
+    const poll = h.poller("transactions");
+    const refusedId = company().transactions.all().find((t) => t.client_sync_status !== "synced")?.id;
+    // The bus refuses that transaction's event for good (as a missing key grant would), and takes the rest.
+    h.eventBridge.on(PutEventsCommand).callsFake((input: { Entries: PutEventsRequestEntry[] }) => ({
+      FailedEntryCount: 0,
+      Entries: input.Entries.map((entry) => {
+        const detail = JSON.parse(entry.Detail ?? "{}") as BridgeEventDetail;
+        if (detail.subject.id === refusedId) return { ErrorCode: "AccessDeniedException", ErrorMessage: "not authorized" };
+        h.published.push({ source: entry.Source ?? "", detailType: entry.DetailType ?? "", detail });
+        return { EventId: "e" };
+      }),
+    }));
+    expect(await poll()).toMatchObject({ status: "completed", quarantined: 1 });
+    expect(subjectIds(h.published).has(refusedId ?? "")).toBe(false);
+    // Acknowledged with its record written: no cycle pulls it again.
+    expect(h.pendingAtProvider()).toBe(0);
+    await expect(h.poller("cards")({ action: "redrive" })).rejects.toThrow('Poll event field action must be "cycle" on the card poller');
+    await expect(poll({ action: "replay" as never })).rejects.toThrow('Poll event field action must be "cycle" or "redrive"');
+
+    // Still refused: the record stays, named in the result.
+    const kept = await poll({ action: "redrive" });
+    expect(kept).toMatchObject({ kind: "transactions", status: "completed", outcome: "redrive", redriven: 0 });
+    expect(kept.kept).toHaveLength(1);
+
+    // The cause fixed, the re-drive publishes it and removes the record.
+    h.eventBridge.on(PutEventsCommand).callsFake((input: { Entries: PutEventsRequestEntry[] }) => {
+      for (const entry of input.Entries) {
+        h.published.push({ source: entry.Source ?? "", detailType: entry.DetailType ?? "", detail: JSON.parse(entry.Detail ?? "{}") as BridgeEventDetail });
+      }
+      return { FailedEntryCount: 0, Entries: input.Entries.map(() => ({ EventId: "e" })) };
+    });
+    expect(await poll({ action: "redrive" })).toMatchObject({ status: "completed", outcome: "redrive", published: 1, redriven: 1, kept: [] });
+    expect(subjectIds(h.published, "transaction.created").has(refusedId ?? "")).toBe(true);
+    const quarantine = new DynamoQuarantine({ doc: h.table.doc, tableName: h.table.tableName, tenant: TENANT });
+    expect(await quarantine.size()).toBe(0);
+  });
+
   it("never writes a token, the client secret or a cardholder name to its logs", async () => {
     await h.poller("transactions")();
     await h.poller("cards")();
