@@ -47,6 +47,27 @@ export function isPageSizeRejection(err: unknown): boolean {
   return inner.errors.some((x: unknown) => (x as { field?: unknown } | null)?.field === "page_size");
 }
 
+/** A field name or error code fit for a log line: an identifier-like token, never free text that could hold a value. */
+const ERROR_TOKEN = /^[A-Za-z0-9_.[\]-]{1,64}$/;
+/** Entries of a provider error's `errors[]` named in an abort message; the rest are counted. */
+const MAX_NAMED_ERRORS = 10;
+
+/**
+ * `field code` of each entry of a provider error's `errors[]` (e.g. `transaction_ids.3 NOT_FOUND`), so an operator
+ * sees which input the provider refused. Entry messages are left out: they may quote the refused values.
+ */
+function errorFields(err: unknown): string | undefined {
+  const errors = (err as { errors?: unknown } | null)?.errors;
+  if (!Array.isArray(errors) || errors.length === 0) return undefined;
+  const token = (value: unknown): string => (typeof value === "string" && ERROR_TOKEN.test(value) ? value : "?");
+  const named = errors.slice(0, MAX_NAMED_ERRORS).map((e: unknown) => {
+    const { field, code } = (e ?? {}) as { field?: unknown; code?: unknown };
+    return `${field === null || field === undefined ? "(request)" : token(field)} ${token(code)}`;
+  });
+  const more = errors.length - named.length;
+  return named.join(", ") + (more > 0 ? ` and ${more} more` : "");
+}
+
 /** Reads `status` / `requestId` off a provider error without depending on its class. */
 function errorContext(err: unknown): { status?: number; requestId?: string; name: string; message: string } {
   if (!(err instanceof Error)) return { name: "Error", message: String(err) };
@@ -356,6 +377,7 @@ export class CycleRun {
     this.deps.metrics.add("CycleErrors", 1, "Count");
     const report = this.finish();
     const ctx = errorContext(cause);
+    const fields = errorFields(cause);
     if (isReauthorizationRequired(cause)) {
       this.deps.metrics.add("TokenFamilyRevoked", 1, "Count");
       return new ReauthorizationNeededError(
@@ -366,7 +388,8 @@ export class CycleRun {
       );
     }
     return new CycleAbortedError(
-      `${report.kind} cycle stopped: ${step} failed (${ctx.name}${ctx.status ? ` ${ctx.status}` : ""}: ${ctx.message}); ` +
+      `${report.kind} cycle stopped: ${step} failed (${ctx.name}${ctx.status ? ` ${ctx.status}` : ""}: ${ctx.message}` +
+        `${fields ? `; errors: ${fields}` : ""}); ` +
         "work done so far is durable and the next cycle resumes",
       { report, status: ctx.status, requestId: ctx.requestId },
       { cause },

@@ -471,6 +471,26 @@ describe("pollTransactions", () => {
     expect(rig.metrics.sum("CycleErrors")).toBe(0);
   });
 
+  it("names the fields and codes the provider refused on acknowledge in the abort message, never their values", async () => {
+    const rig = makeRig();
+    rig.provider.addTransaction();
+    const refused = rig.provider.addTransaction();
+    let i = -1;
+    rig.provider.beforeCall = (call) => {
+      if (call.op !== "acknowledgeTransactions") return;
+      i = call.ids.indexOf(refused.id);
+      throw Object.assign(new Error("Some transactions were not found"), {
+        name: "BadRequestError",
+        status: 400,
+        errors: [{ field: `transaction_ids.${i}`, code: "NOT_FOUND", message: `${refused.id} is not a transaction of this company` }],
+      });
+    };
+    const error = (await pollTransactions(rig.deps).catch((e: unknown) => e)) as CycleAbortedError;
+    expect(error).toBeInstanceOf(CycleAbortedError);
+    expect(error.message).toContain(`errors: transaction_ids.${i} NOT_FOUND`);
+    expect(error.message).not.toContain(refused.id);
+  });
+
   it("refuses to start in hash mode without a salt", async () => {
     const rig = makeRig({ pii: { mode: "hash" } });
     await expect(pollTransactions(rig.deps)).rejects.toThrow(/salt/);
