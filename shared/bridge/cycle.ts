@@ -38,7 +38,14 @@ function deadlineExceeded(err: unknown): (Error & { deadline: number }) | undefi
   );
 }
 
-/** A 400 from the provider (or the client's own request check) naming `page_size`. */
+/**
+ * A 400 from the provider (or the client's own request check) naming `page_size`, seen directly or through a step.
+ *
+ * @example
+ * ```ts
+ * isPageSizeRejection(Object.assign(new Error("x"), { status: 400, errors: [{ field: "page_size", code: "OUT_OF_RANGE" }] })); // true
+ * ```
+ */
 export function isPageSizeRejection(err: unknown): boolean {
   const outer = err as { cause?: unknown } | null;
   const inner = (outer?.cause ?? outer) as { status?: unknown; name?: unknown; errors?: unknown } | null;
@@ -164,6 +171,7 @@ export class CycleRun {
       return await fn(this.call);
     } catch (err) {
       const late = deadlineExceeded(err);
+      // An earlier deadline is not the cycle's (a token refresh held to its lease): that one is a failure.
       if (late && this.cycle.deadline !== undefined && late.deadline >= this.cycle.deadline) {
         if (late.cause !== undefined) this.deps.metrics.add("ProviderErrors", 1, "Count", { status_class: statusClass(late.cause) });
         const last = late.cause === undefined ? undefined : errorContext(late.cause);
