@@ -6,8 +6,8 @@
 import { contentHash } from "./hash.js";
 import { diffObjects, type Change } from "./diff.js";
 import { conformPii } from "./pii.js";
-import { CycleRun, parseTime, statusOf, versionTime } from "./cycle.js";
-import { DEFAULT_MAX_PAGES, DEFAULT_PAGE_SIZE, type CardCycleDeps, type CycleOptions } from "./deps.js";
+import { CycleRun, isPageSizeRejection, parseTime, statusOf, versionTime } from "./cycle.js";
+import { DEFAULT_MAX_PAGES, type CardCycleDeps, type CycleOptions } from "./deps.js";
 import type { EventType } from "./events/schemas.js";
 import type { BridgeEvent, QuarantineRecord, Snapshot, SnapshotKey } from "./ports.js";
 import type { CycleReport } from "./report.js";
@@ -77,17 +77,16 @@ class CardRun extends CycleRun {
     override readonly deps: CardCycleDeps,
     private readonly options: CardCycleOptions,
   ) {
-    super(deps, "cards");
+    super(deps, "cards", options);
   }
 
   async run(): Promise<CycleReport> {
     const mode = this.options.mode ?? "full";
-    const pageSize = this.options.pageSize ?? DEFAULT_PAGE_SIZE;
     const maxPages = this.options.maxPages ?? DEFAULT_MAX_PAGES;
     const cursor = await this.readCursor(mode);
     // A walk cut short by an earlier cycle goes on where it stopped; the offset survives a change of page size.
-    let page = Math.floor(cursor.offset / pageSize) + 1;
-    for (let read = 0; ; read++, page++) {
+    let offset = cursor.offset;
+    for (let read = 0; ; read++) {
       if (this.pastDeadline(this.options.deadline)) {
         this.report.outcome = "deadline";
         break;
@@ -96,21 +95,29 @@ class CardRun extends CycleRun {
         this.report.outcome = "page_limit";
         break;
       }
-      const query = { page, page_size: pageSize };
+      let page = 1;
       // The spec leaves a page past the end open: should the provider refuse the page a saved cursor points to
-      // (cards removed since), start afresh rather than fail every cycle on it.
-      const resumedPastEnd = (err: unknown): boolean => read === 0 && page > 1 && statusOf(err) === 400;
+      // (cards removed since), start afresh rather than fail every cycle on it. A page size it refuses is not that.
+      const resumedPastEnd = (err: unknown): boolean => read === 0 && page > 1 && statusOf(err) === 400 && !isPageSizeRejection(err);
       let result;
       try {
-        result = await this.provider(
+        result = await this.listPage(
           `list ${mode} cards`,
-          () => this.deps.provider.listErpCards(mode === "suspended-only" ? { status: "suspended", ...query } : query),
+          (size, call) => {
+            page = Math.floor(offset / size) + 1;
+            const query = { page, page_size: size };
+            return this.deps.provider.listErpCards(mode === "suspended-only" ? { status: "suspended", ...query } : query, call);
+          },
           resumedPastEnd,
         );
       } catch (err) {
+        if (this.outOfTime(err)) {
+          this.report.outcome = "deadline";
+          break;
+        }
         if (!resumedPastEnd(err)) throw err;
         this.deps.logger.warn("card walk cursor points past the card list; starting afresh", { mode, page });
-        page = 0;
+        offset = 0;
         read = -1;
         continue;
       }
@@ -118,11 +125,12 @@ class CardRun extends CycleRun {
       this.report.pulled += entries.length;
       if (entries.length > 0) this.deps.metrics.add("CardsPulled", entries.length, "Count");
       await this.processPage(entries);
-      const hasNext = result.pagination?.has_next ?? entries.length >= pageSize;
+      offset = page * this.pageSize;
+      const hasNext = result.pagination?.has_next ?? entries.length >= this.pageSize;
       if (entries.length === 0 || !hasNext) break;
     }
-    // Stopped early: the next cycle starts at the first page not walked. Complete: the next walk starts afresh.
-    await this.writeCursor(mode, cursor, this.report.outcome === "complete" ? 0 : (page - 1) * pageSize);
+    // Stopped early: the next cycle starts at the first card not walked. Complete: the next walk starts afresh.
+    await this.writeCursor(mode, cursor, this.report.outcome === "complete" ? 0 : offset);
     return this.finish();
   }
 

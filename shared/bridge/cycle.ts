@@ -5,12 +5,13 @@
 import { causeMatching, CycleAbortedError, ReauthorizationNeededError } from "./errors.js";
 import { contentHash, eventId, sha256Hex, uuidFromHex } from "./hash.js";
 import type { Change } from "./diff.js";
-import { DEFAULT_SOURCE, type BridgeDeps } from "./deps.js";
+import { DEFAULT_DEADLINE_GRACE_MS, DEFAULT_PAGE_SIZE, DEFAULT_SOURCE, MIN_PAGE_SIZE, type BridgeDeps, type CycleOptions } from "./deps.js";
 import { SCHEMA_VERSION, type EventType } from "./events/schemas.js";
 import type { BridgeEvent, EntityKind, PublishFailure, QuarantineRecord, Snapshot } from "./ports.js";
 import { emptyReport, type CycleReport } from "./report.js";
 import { cardValidator, requireObjectWithId, type Validators } from "./validate.js";
 import { applyPii, assertPiiPolicy } from "./pii.js";
+import type { ProviderCallOptions, ProviderPage } from "./provider.js";
 
 /** A failed dependency call, tagged with what was being done (internal; converted at the cycle boundary). */
 class StepFailure extends Error {
@@ -21,6 +22,57 @@ class StepFailure extends Error {
   ) {
     super(step, options);
   }
+}
+
+/** A provider call the client would not send (or send again) because it could not finish by the cycle's deadline. */
+class OutOfTime extends StepFailure {
+  override name = "OutOfTime";
+}
+
+/** The client's DeadlineExceededError, seen by name (the engine does not depend on the client). */
+function deadlineExceeded(err: unknown): (Error & { deadline: number }) | undefined {
+  return causeMatching(
+    err,
+    (e): e is Error & { deadline: number } =>
+      e instanceof Error && e.name === "DeadlineExceededError" && typeof (e as { deadline?: unknown }).deadline === "number",
+  );
+}
+
+/**
+ * A 400 from the provider (or the client's own request check) naming `page_size`, seen directly or through a step.
+ *
+ * @example
+ * ```ts
+ * isPageSizeRejection(Object.assign(new Error("x"), { status: 400, errors: [{ field: "page_size", code: "OUT_OF_RANGE" }] })); // true
+ * ```
+ */
+export function isPageSizeRejection(err: unknown): boolean {
+  const outer = err as { cause?: unknown } | null;
+  const inner = (outer?.cause ?? outer) as { status?: unknown; name?: unknown; errors?: unknown } | null;
+  if (inner?.status !== 400 && inner?.name !== "InvalidRequestError") return false;
+  if (!Array.isArray(inner.errors)) return false;
+  return inner.errors.some((x: unknown) => (x as { field?: unknown } | null)?.field === "page_size");
+}
+
+/** A field name or error code fit for a log line: an identifier-like token, never free text that could hold a value. */
+const ERROR_TOKEN = /^[A-Za-z0-9_.[\]-]{1,64}$/;
+/** Entries of a provider error's `errors[]` named in an abort message; the rest are counted. */
+const MAX_NAMED_ERRORS = 10;
+
+/**
+ * `field code` of each entry of a provider error's `errors[]` (e.g. `transaction_ids.3 NOT_FOUND`), so an operator
+ * sees which input the provider refused. Entry messages are left out: they may quote the refused values.
+ */
+function errorFields(err: unknown): string | undefined {
+  const errors = (err as { errors?: unknown } | null)?.errors;
+  if (!Array.isArray(errors) || errors.length === 0) return undefined;
+  const token = (value: unknown): string => (typeof value === "string" && ERROR_TOKEN.test(value) ? value : "?");
+  const named = errors.slice(0, MAX_NAMED_ERRORS).map((e: unknown) => {
+    const { field, code } = (e ?? {}) as { field?: unknown; code?: unknown };
+    return `${field === null || field === undefined ? "(request)" : token(field)} ${token(code)}`;
+  });
+  const more = errors.length - named.length;
+  return named.join(", ") + (more > 0 ? ` and ${more} more` : "");
 }
 
 /** Reads `status` / `requestId` off a provider error without depending on its class. */
@@ -82,6 +134,10 @@ export class CycleRun {
   readonly report: CycleReport;
   readonly source: string;
   readonly validators: Validators;
+  /** `page_size` of list calls; lowered for the rest of the cycle when the provider rejects it. */
+  protected pageSize: number;
+  /** What every provider call must end by: the deadline plus its grace. */
+  private readonly call: ProviderCallOptions;
   private readonly startedAt: number;
   private oldestLagMs = 0;
   /** Change times (epoch ms) of items pulled whose change is not yet published or acknowledged, by subject id. */
@@ -90,8 +146,11 @@ export class CycleRun {
   constructor(
     readonly deps: BridgeDeps,
     kind: CycleReport["kind"],
+    private readonly cycle: CycleOptions,
   ) {
     assertPiiPolicy(deps.pii);
+    this.pageSize = cycle.pageSize ?? DEFAULT_PAGE_SIZE;
+    this.call = cycle.deadline === undefined ? {} : { deadline: cycle.deadline + (cycle.deadlineGraceMs ?? DEFAULT_DEADLINE_GRACE_MS) };
     this.report = emptyReport(kind);
     this.source = deps.source ?? DEFAULT_SOURCE;
     this.validators = {
@@ -102,18 +161,54 @@ export class CycleRun {
   }
 
   /**
-   * Runs a provider call, counting it and recording a failure by status class; a failure the caller handles as a
-   * normal answer (`expected`) is not a provider error.
+   * Runs a provider call with the cycle's call deadline, counting it and recording a failure by status class; a
+   * failure the caller handles as a normal answer (`expected`) is not a provider error. A call the client stops for
+   * want of time throws {@link OutOfTime} (see {@link outOfTime}); only the failed attempt before it, if any, counts.
    */
-  async provider<T>(step: string, fn: () => Promise<T>, expected?: (err: unknown) => boolean): Promise<T> {
+  async provider<T>(step: string, fn: (call: ProviderCallOptions) => Promise<T>, expected?: (err: unknown) => boolean): Promise<T> {
     this.report.providerCalls += 1;
     try {
-      return await fn();
+      return await fn(this.call);
     } catch (err) {
+      const late = deadlineExceeded(err);
+      // An earlier deadline is not the cycle's (a token refresh held to its lease): that one is a failure.
+      if (late && this.cycle.deadline !== undefined && late.deadline >= this.cycle.deadline) {
+        if (late.cause !== undefined) this.deps.metrics.add("ProviderErrors", 1, "Count", { status_class: statusClass(late.cause) });
+        const last = late.cause === undefined ? undefined : errorContext(late.cause);
+        this.deps.logger.warn("provider call cannot finish before the cycle deadline; stopping", { step, lastError: last?.name, status: last?.status });
+        throw new OutOfTime(step, { cause: err });
+      }
       if (!isReauthorizationRequired(err) && expected?.(err) !== true) {
         this.deps.metrics.add("ProviderErrors", 1, "Count", { status_class: statusClass(err) });
       }
       throw new StepFailure(step, { cause: err });
+    }
+  }
+
+  /** True when `err` is a provider call stopped by the cycle's deadline: the cycle ends with outcome `deadline`. */
+  outOfTime(err: unknown): boolean {
+    return err instanceof OutOfTime;
+  }
+
+  /**
+   * Lists one page through {@link provider}, halving the page size while the provider rejects it (its maximum is not
+   * specified), down to MIN_PAGE_SIZE. `list` is called with the size to ask for.
+   */
+  async listPage(
+    step: string,
+    list: (pageSize: number, call: ProviderCallOptions) => Promise<ProviderPage>,
+    expected?: (err: unknown) => boolean,
+  ): Promise<ProviderPage> {
+    for (;;) {
+      const size = this.pageSize;
+      const smaller = (err: unknown): boolean => size > MIN_PAGE_SIZE && isPageSizeRejection(err);
+      try {
+        return await this.provider(step, (call) => list(size, call), (err) => smaller(err) || expected?.(err) === true);
+      } catch (err) {
+        if (!smaller(err)) throw err;
+        this.pageSize = Math.min(this.pageSize, Math.max(MIN_PAGE_SIZE, Math.floor(size / 2)));
+        this.deps.logger.warn("provider rejected page_size; retrying smaller", { from: size, to: this.pageSize });
+      }
     }
   }
 
@@ -299,6 +394,7 @@ export class CycleRun {
     this.deps.metrics.add("CycleErrors", 1, "Count");
     const report = this.finish();
     const ctx = errorContext(cause);
+    const fields = errorFields(cause);
     if (isReauthorizationRequired(cause)) {
       this.deps.metrics.add("TokenFamilyRevoked", 1, "Count");
       return new ReauthorizationNeededError(
@@ -309,7 +405,8 @@ export class CycleRun {
       );
     }
     return new CycleAbortedError(
-      `${report.kind} cycle stopped: ${step} failed (${ctx.name}${ctx.status ? ` ${ctx.status}` : ""}: ${ctx.message}); ` +
+      `${report.kind} cycle stopped: ${step} failed (${ctx.name}${ctx.status ? ` ${ctx.status}` : ""}: ${ctx.message}` +
+        `${fields ? `; errors: ${fields}` : ""}); ` +
         "work done so far is durable and the next cycle resumes",
       { report, status: ctx.status, requestId: ctx.requestId },
       { cause },

@@ -12,6 +12,12 @@ export const DEFAULT_SOURCE = "qashio.bridge";
 export const DEFAULT_PAGE_SIZE = 100;
 /** Smallest page size the engine falls back to when the provider rejects a larger one (the spec default, §8.1). */
 export const MIN_PAGE_SIZE = 10;
+/**
+ * Default time a provider call may run past the cycle deadline, retries included. Calls start only before the
+ * deadline; the grace lets a page already published and stored get its acknowledge (with the client's 10 s attempt
+ * timeout, an acknowledge may start up to 5 s after the deadline). Keep it below the caller's own slack.
+ */
+export const DEFAULT_DEADLINE_GRACE_MS = 15_000;
 /** Default bound on list calls per pull status (transactions) or per walk (cards) in one cycle. */
 export const DEFAULT_MAX_PAGES = 10_000;
 
@@ -49,6 +55,11 @@ export interface CardCycleDeps extends BridgeDeps {
 export interface CycleOptions {
   /** Epoch ms after which no new page is started; the cycle stops cleanly and resumes next time. */
   readonly deadline?: number;
+  /**
+   * How long past `deadline` a provider call under way may run, retries included (a call that cannot end by then is
+   * not sent, and the cycle stops with outcome `deadline`). @default 15000 ({@link DEFAULT_DEADLINE_GRACE_MS})
+   */
+  readonly deadlineGraceMs?: number;
   /** `page_size` of list calls. @default 100 */
   readonly pageSize?: number;
   /** Bound on list calls per pull status / per walk. @default 10000 */

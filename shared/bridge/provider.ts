@@ -75,16 +75,26 @@ export interface CardListQuery {
   page_size: number;
 }
 
+/** Settings the engine sends with every provider call. */
+export interface ProviderCallOptions {
+  /**
+   * Epoch ms by which the call, retries included, must be over. A call that cannot finish by then is not sent (or
+   * not sent again) and rejects with an error named `DeadlineExceededError` carrying this `deadline`, as
+   * `QashioClient` does; the cycle then stops with outcome `deadline`.
+   */
+  readonly deadline?: number;
+}
+
 /** What the transaction cycle needs from the provider. */
 export interface TransactionProviderPort {
-  listTransactions(query: TransactionListQuery): Promise<ProviderPage>;
+  listTransactions(query: TransactionListQuery, options?: ProviderCallOptions): Promise<ProviderPage>;
   /** Moves the given transactions to `synced` (spec §3.1). One call per page. */
-  acknowledgeTransactions(ids: string[]): Promise<unknown>;
+  acknowledgeTransactions(ids: string[], options?: ProviderCallOptions): Promise<unknown>;
 }
 
 /** What the card cycle needs from the provider. */
 export interface CardProviderPort {
-  listErpCards(query: CardListQuery): Promise<ProviderPage>;
+  listErpCards(query: CardListQuery, options?: ProviderCallOptions): Promise<ProviderPage>;
 }
 
 /** Everything the engine needs from the provider. */

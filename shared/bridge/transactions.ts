@@ -7,7 +7,7 @@ import { applyPiiInPlace, conformPii, type PiiPolicy } from "./pii.js";
 import { diffObjects, type Change } from "./diff.js";
 import { CycleRun, parseTime, versionTime } from "./cycle.js";
 import { RecentIds } from "./recent-ids.js";
-import { DEFAULT_MAX_PAGES, DEFAULT_PAGE_SIZE, MIN_PAGE_SIZE, type CycleOptions, type TransactionCycleDeps } from "./deps.js";
+import { DEFAULT_MAX_PAGES, type CycleOptions, type TransactionCycleDeps } from "./deps.js";
 import type { BridgeEvent, QuarantineRecord, Snapshot, SnapshotKey } from "./ports.js";
 import { pageEntries, type PageEntry, type ProviderPage, type PullStatus } from "./provider.js";
 import type { CycleOutcome, CycleReport } from "./report.js";
@@ -80,17 +80,7 @@ function itemKey(raw: unknown): string {
   return typeof id === "string" && id !== "" ? id : `sha:${contentHash(raw)}`;
 }
 
-/** A 400 from the provider (or the client's own request check) naming `page_size`. */
-function isPageSizeRejection(err: unknown): boolean {
-  const outer = err as { cause?: unknown } | null;
-  const inner = (outer?.cause ?? outer) as { status?: unknown; name?: unknown; errors?: unknown } | null;
-  if (inner?.status !== 400 && inner?.name !== "InvalidRequestError") return false;
-  if (!Array.isArray(inner.errors)) return false;
-  return inner.errors.some((x: unknown) => (x as { field?: unknown } | null)?.field === "page_size");
-}
-
 class TransactionRun extends CycleRun {
-  private pageSize: number;
   private readonly maxPages: number;
   /** Parents found (or not found: null) by a provider read in this cycle; refunds are few, so this stays small. */
   private readonly parents = new Map<string, string | null>();
@@ -99,14 +89,16 @@ class TransactionRun extends CycleRun {
     override readonly deps: TransactionCycleDeps,
     private readonly options: TransactionCycleOptions,
   ) {
-    super(deps, "transactions");
-    this.pageSize = options.pageSize ?? DEFAULT_PAGE_SIZE;
+    super(deps, "transactions", options);
     this.maxPages = options.maxPages ?? DEFAULT_MAX_PAGES;
   }
 
   async run(): Promise<CycleReport> {
     for (const status of PULL_STATUSES) {
-      const outcome = await this.drain(status);
+      const outcome = await this.drain(status).catch((err: unknown) => {
+        if (this.outOfTime(err)) return "deadline" as const;
+        throw err;
+      });
       if (outcome !== "complete") {
         this.report.outcome = outcome;
         break;
@@ -115,21 +107,10 @@ class TransactionRun extends CycleRun {
     return this.finish();
   }
 
-  /** Lists one page, stepping the page size down when the provider rejects it (its maximum is not specified). */
-  private async list(status: PullStatus, page: number): Promise<ProviderPage> {
-    for (;;) {
-      try {
-        const size = this.pageSize;
-        return await this.provider(`list ${status} transactions`, () =>
-          this.deps.provider.listTransactions({ client_sync_status: status, page, page_size: size }),
-        );
-      } catch (err) {
-        if (!isPageSizeRejection(err) || this.pageSize <= MIN_PAGE_SIZE) throw err;
-        const smaller = Math.max(MIN_PAGE_SIZE, Math.floor(this.pageSize / 2));
-        this.deps.logger.warn("provider rejected page_size; retrying smaller", { from: this.pageSize, to: smaller });
-        this.pageSize = smaller;
-      }
-    }
+  private list(status: PullStatus, page: number): Promise<ProviderPage> {
+    return this.listPage(`list ${status} transactions`, (size, call) =>
+      this.deps.provider.listTransactions({ client_sync_status: status, page, page_size: size }, call),
+    );
   }
 
   /**
@@ -332,7 +313,8 @@ class TransactionRun extends CycleRun {
     await this.quarantine(quarantine);
 
     if (ackIds.length) {
-      await this.provider("acknowledge transactions", () => deps.provider.acknowledgeTransactions(ackIds));
+      // Refused for want of time, the page stays listed: the next cycle finds it unchanged and acknowledges it.
+      await this.provider("acknowledge transactions", (call) => deps.provider.acknowledgeTransactions(ackIds, call));
       this.report.acknowledged += ackIds.length;
       deps.metrics.add("Acknowledged", ackIds.length, "Count");
     }
@@ -424,8 +406,8 @@ class TransactionRun extends CycleRun {
       const alias = aliases.get(transactionAliasKey(qid));
       let id = optionalString(alias?.object["id"]);
       if (!id) {
-        const page = await this.provider("read parent transaction", () =>
-          this.deps.provider.listTransactions({ qashio_id: qid, page: 1, page_size: 1 }),
+        const page = await this.provider("read parent transaction", (call) =>
+          this.deps.provider.listTransactions({ qashio_id: qid, page: 1, page_size: 1 }, call),
         );
         const first = page.data[0] as Record<string, unknown> | undefined;
         id = first && first["qashio_id"] === qid ? optionalString(first["id"]) : undefined;

@@ -163,6 +163,15 @@ export interface SuspendCardResult {
   readonly requestId?: string;
 }
 
+/** Settings of one call, for a caller with a time budget. */
+export interface CallOptions {
+  /**
+   * Epoch ms by which the call, retries included, must be over: an attempt starts only when its whole timeout fits
+   * before it, else the call throws `DeadlineExceededError` (see `HttpRequest.deadline`).
+   */
+  readonly deadline?: number;
+}
+
 /** Outcome of an acknowledgement. */
 export interface AcknowledgeResult {
   readonly acknowledged: number;
@@ -196,8 +205,8 @@ export class QashioClient {
   // ---- transactions (§4.3) ----
 
   /** `GET /public/v1/erp/transactions`: one page, newest first. */
-  listTransactions(query: TransactionsQuery = {}): Promise<Page<Transaction>> {
-    return this.listPage(PATHS.transactions, TransactionsQuerySchema, query, TransactionSchema);
+  listTransactions(query: TransactionsQuery = {}, options?: CallOptions): Promise<Page<Transaction>> {
+    return this.listPage(PATHS.transactions, TransactionsQuerySchema, query, TransactionSchema, options);
   }
 
   /** `GET /public/v1/erp/transactions/{id}`: `id` is the UUID (`CT…` references are refused). */
@@ -210,9 +219,10 @@ export class QashioClient {
    * `POST /public/v1/erp/transactions/acknowledge` with `{"transaction_ids": [...]}`. Idempotent, so retried
    * like a read. The response shape is not in the spec: any 2xx counts as success.
    */
-  async acknowledgeTransactions(ids: readonly string[]): Promise<AcknowledgeResult> {
+  async acknowledgeTransactions(ids: readonly string[], options: CallOptions = {}): Promise<AcknowledgeResult> {
     const body = this.checkedBody(AcknowledgeBodySchema, { transaction_ids: [...ids] }, "POST", PATHS.acknowledge);
-    const response = await this.http.request({ method: "POST", path: PATHS.acknowledge, body, auth: "bearer", retry: "idempotent" });
+    const { deadline } = options;
+    const response = await this.http.request({ method: "POST", path: PATHS.acknowledge, body, auth: "bearer", retry: "idempotent", deadline });
     if (!UnknownEnvelope.safeParse(response.body).success) {
       this.options.logger?.warn("acknowledge answered 2xx without the standard envelope", {
         path: PATHS.acknowledge,
@@ -226,8 +236,8 @@ export class QashioClient {
   // ---- ERP cards, pool accounts, master data, statements, company (§4.4-§4.8) ----
 
   /** `GET /public/v1/erp/cards`: one page of cards (accounting view). */
-  listErpCards(query: ErpCardsQuery = {}): Promise<Page<ErpCard>> {
-    return this.listPage(PATHS.erpCards, ErpCardsQuerySchema, query, ErpCardSchema);
+  listErpCards(query: ErpCardsQuery = {}, options?: CallOptions): Promise<Page<ErpCard>> {
+    return this.listPage(PATHS.erpCards, ErpCardsQuerySchema, query, ErpCardSchema, options);
   }
 
   /** `GET /public/v1/erp/cards/{cardId}`: one card with its configuration objects; the committed card state. */
@@ -436,13 +446,14 @@ export class QashioClient {
     return { method, path, status: response.status, requestId: response.requestId, onDrift: this.onDrift };
   }
 
-  private get(path: string, query: Readonly<Record<string, unknown>> = {}): Promise<HttpResponse> {
+  private get(path: string, query: Readonly<Record<string, unknown>> = {}, options: CallOptions = {}): Promise<HttpResponse> {
     return this.http.request({
       method: "GET",
       path,
       query: query as Readonly<Record<string, string | number | boolean | undefined>>,
       auth: "bearer",
       retry: "idempotent",
+      deadline: options.deadline,
     });
   }
 
@@ -460,9 +471,10 @@ export class QashioClient {
     querySchema: Q,
     query: Readonly<Record<string, unknown>>,
     itemSchema: S,
+    options?: CallOptions,
   ): Promise<Page<z.output<S>>> {
     const checked = this.checkedQuery(querySchema, query, "GET", path);
-    const response = await this.get(path, checked);
+    const response = await this.get(path, checked, options);
     const context = this.context("GET", path, response);
     const envelope = parseOrThrow(UnknownListEnvelope, response.body, context);
     const { valid, invalid } = parseItems(itemSchema, envelope.data, context);

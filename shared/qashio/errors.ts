@@ -121,6 +121,22 @@ export class TimeoutError extends QashioError {
   }
 }
 
+/**
+ * A request with a deadline (`HttpRequest.deadline`) was not sent, or not sent again, because a whole attempt could
+ * no longer finish before it. `cause` holds the failure of the last attempt, when one was made. The caller is out of
+ * time, not facing a provider fault: it should stop and try again later.
+ */
+export class DeadlineExceededError extends QashioError {
+  override name = "DeadlineExceededError";
+  /** The deadline (epoch ms) the request was held to. */
+  readonly deadline: number;
+
+  constructor(message: string, context: QashioErrorContext & { deadline: number }, options?: ErrorOptions) {
+    super(message, context, options);
+    this.deadline = context.deadline;
+  }
+}
+
 /** The response body was not JSON or did not match its schema. Carries the schema issues, never the body. */
 export class InvalidResponseError extends QashioError {
   override name = "InvalidResponseError";

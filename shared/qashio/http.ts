@@ -4,6 +4,7 @@
  */
 import {
   BadRequestError,
+  DeadlineExceededError,
   ForbiddenError,
   InvalidResponseError,
   NetworkError,
@@ -114,7 +115,8 @@ export interface HttpRequest {
   readonly errorBody?: "envelope" | "oauth";
   /**
    * Epoch ms by which the request and its retries must be over: an attempt starts only when its whole timeout fits
-   * before it (an attempt cut short could be processed unanswered). For work under a lease, which must not outlive it.
+   * before it (an attempt cut short could be processed unanswered). For work under a lease, which must not outlive it,
+   * and for a cycle with a time budget. A request stopped by it throws `DeadlineExceededError`.
    */
   readonly deadline?: number;
 }
@@ -355,12 +357,7 @@ export class HttpCore {
       attempt += 1;
       const token = replayToken ?? (await this.tokenFor(request));
       replayToken = undefined;
-      if (!this.attemptFits(request, 0)) {
-        throw new TimeoutError(`${where.method} ${where.path} was not sent: a whole attempt no longer fits before its deadline`, {
-          ...where,
-          timeoutMs: this.timeoutMs,
-        });
-      }
+      if (!this.attemptFits(request, 0)) throw this.outOfTime(request, "sent");
       const outcome = await this.send(request, token);
       let error: QashioError;
       if (outcome.kind === "response") {
@@ -382,8 +379,8 @@ export class HttpCore {
       const retryAfterMs = error instanceof RetryAfterError ? error.retryAfterMs : undefined;
       if (retryAfterMs !== undefined && retryAfterMs > this.retry.maxRetryAfterMs) throw error;
       const delayMs = retryAfterMs ?? this.backoff(attempt);
-      // A retry that could not finish before the deadline is not attempted: the last error stands.
-      if (!this.attemptFits(request, delayMs)) throw error;
+      // A retry that could not finish before the deadline is not attempted: the caller learns it is out of time.
+      if (!this.attemptFits(request, delayMs)) throw this.outOfTime(request, "retried", error);
       this.logger?.warn("provider request failed; retrying", {
         ...where,
         status: error.status,
@@ -439,6 +436,16 @@ export class HttpCore {
     }
     const search = params.toString();
     return `${this.baseUrl}${request.path}${search ? `?${search}` : ""}`;
+  }
+
+  private outOfTime(request: HttpRequest, what: "sent" | "retried", last?: QashioError): DeadlineExceededError {
+    const where = { method: request.method, path: request.path };
+    const after = last ? ` (last attempt: ${last.message})` : "";
+    return new DeadlineExceededError(
+      `${where.method} ${where.path} was not ${what}: a whole attempt no longer fits before its deadline${after}`,
+      { ...where, deadline: request.deadline ?? Number.POSITIVE_INFINITY },
+      last ? { cause: last } : undefined,
+    );
   }
 
   /** Whether an attempt starting `delayMs` from now ends, at its timeout, by the request's deadline (if any). */

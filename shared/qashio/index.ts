@@ -7,6 +7,7 @@ export {
   PATHS,
   type QashioClientOptions,
   type AcknowledgeResult,
+  type CallOptions,
   type CardWriteResult,
   type IssueCardResult,
   type StatementsByAccountPage,

@@ -5,6 +5,7 @@ import { CycleAbortedError } from "../../shared/bridge/errors.js";
 import { schemaValidator } from "../../shared/bridge/validate.js";
 import { ErpCardSchema } from "../../shared/qashio/schemas/erp-card.js";
 import { makeRig } from "./fakes.js";
+import { clientOverFake } from "./provider-client.js";
 
 describe("pollCards", () => {
   it("records a card seen for the first time silently", async () => {
@@ -322,6 +323,51 @@ describe("pollCards", () => {
     const error = await pollCards(rig.deps).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(CycleAbortedError);
     expect(rig.metrics.sum("ProviderErrors", { status_class: "4xx" })).toBe(1);
+  });
+
+  it("stops on time with outcome deadline when a rate-limited card list cannot finish, and resumes at its cursor", async () => {
+    const rig = makeRig();
+    for (let i = 0; i < 4; i++) rig.provider.addCard();
+    let limited = false;
+    const deps = {
+      ...rig.deps,
+      provider: clientOverFake(rig.provider, rig.clock, (call) => (limited && call.op === "listErpCards" ? { status: 429, retryAfterSeconds: 55 } : undefined)),
+    };
+    await pollCards(deps, { pageSize: 2, maxPages: 1 });
+    limited = true;
+    const deadline = rig.clock.now() + 20_000;
+    const report = await pollCards(deps, { pageSize: 2, deadline });
+    expect(report.outcome).toBe("deadline");
+    expect(rig.clock.now()).toBeLessThanOrEqual(deadline);
+    expect(rig.metrics.sum("CycleErrors")).toBe(0);
+    limited = false;
+    expect((await pollCards(deps, { pageSize: 2 })).outcome).toBe("complete");
+    const pages = rig.provider.calls.map((c) => (c.op === "listErpCards" ? c.query.page : undefined));
+    expect(pages).toEqual([1, 2]);
+  });
+
+  it("steps its page size down when the provider refuses it, and completes", async () => {
+    const rig = makeRig({ maxPageSize: 50 });
+    for (let i = 0; i < 3; i++) rig.provider.addCard();
+    expect((await pollCards(rig.deps)).outcome).toBe("complete");
+    const sizes = rig.provider.calls.map((c) => (c.op === "listErpCards" ? c.query.page_size : undefined));
+    expect(sizes).toEqual([100, 50]);
+    expect(rig.snapshots.data.size).toBe(3);
+    // A size it steps down from is an answer the walk handles, not a provider fault.
+    expect(rig.metrics.sum("ProviderErrors")).toBe(0);
+  });
+
+  it("takes a refused page size on a resumed walk for what it is, not for a cursor past the end", async () => {
+    const rig = makeRig({ maxPageSize: 10 });
+    for (let i = 0; i < 30; i++) rig.provider.addCard();
+    await pollCards(rig.deps, { pageSize: 10, maxPages: 2 });
+    rig.provider.calls.length = 0;
+    const report = await pollCards(rig.deps, { pageSize: 20 });
+    expect(report.outcome).toBe("complete");
+    const queries = rig.provider.calls.map((c) => (c.op === "listErpCards" ? [c.query.page, c.query.page_size] : undefined));
+    // Offset 20 at size 20 is page 2; at size 10 it is page 3: the walk goes on where it stopped.
+    expect(queries).toEqual([[2, 20], [3, 10]]);
+    expect(rig.logger.lines.some((l) => l.message.includes("starting afresh"))).toBe(false);
   });
 
   it("treats statuses differing only in letter case as the same status", () => {

@@ -230,6 +230,7 @@ export class FakeProvider implements ProviderPort {
   private counter = 0;
   private clockMs = Date.parse("2025-01-15T09:00:00.000Z");
 
+  /** `maxPageSize`: the largest `page_size` either list accepts; a larger one is refused with a 400 naming it. */
   constructor(private readonly maxPageSize = Number.POSITIVE_INFINITY) {}
 
   /** Adds a new transaction at the top (not_synced); returns it. */
@@ -275,13 +276,6 @@ export class FakeProvider implements ProviderPort {
     const call = { op: "listTransactions", query: { ...query } } as const;
     this.calls.push(call);
     await this.beforeCall(call);
-    if (query.page_size > this.maxPageSize) {
-      throw Object.assign(new Error("page_size out of range"), {
-        name: "BadRequestError",
-        status: 400,
-        errors: [{ field: "page_size", code: "OUT_OF_RANGE", message: "too large" }],
-      });
-    }
     let list = this.transactions;
     if (query.client_sync_status) list = list.filter((t) => t.client_sync_status === query.client_sync_status);
     if (query.qashio_id) list = list.filter((t) => t.qashio_id === query.qashio_id);
@@ -339,6 +333,13 @@ export class FakeProvider implements ProviderPort {
   }
 
   private page<T>(all: readonly T[], query: { page: number; page_size: number }, copy: (item: T) => unknown): ProviderPage {
+    if (query.page_size > this.maxPageSize) {
+      throw Object.assign(new Error("page_size out of range"), {
+        name: "BadRequestError",
+        status: 400,
+        errors: [{ field: "page_size", code: "OUT_OF_RANGE", message: "too large" }],
+      });
+    }
     const start = (query.page - 1) * query.page_size;
     const data = all.slice(start, start + query.page_size).map(copy);
     const totalPages = Math.ceil(all.length / query.page_size);

@@ -5,6 +5,7 @@ import { parseEventDetail } from "../../shared/bridge/events/schemas.js";
 import { contentHash } from "../../shared/bridge/hash.js";
 import { requireObjectWithId } from "../../shared/bridge/validate.js";
 import { makeRig, txnId } from "./fakes.js";
+import { clientOverFake } from "./provider-client.js";
 
 describe("pollTransactions", () => {
   it("publishes transaction.created for a new transaction, writes its snapshot and acknowledges it", async () => {
@@ -498,6 +499,82 @@ describe("pollTransactions", () => {
     await pollTransactions(rig.deps);
     expect(rig.publisher.events).toHaveLength(1);
     expect(rig.provider.pending()).toHaveLength(0);
+  });
+
+  it("stops on time with outcome deadline when a rate-limited acknowledge cannot finish, and the next cycle acknowledges the page as unchanged", async () => {
+    const rig = makeRig();
+    for (let i = 0; i < 3; i++) rig.provider.addTransaction();
+    let limited = true;
+    const deps = {
+      ...rig.deps,
+      provider: clientOverFake(rig.provider, rig.clock, (call) =>
+        limited && call.op === "acknowledgeTransactions" ? { status: 429, retryAfterSeconds: 55 } : undefined,
+      ),
+    };
+    const deadline = rig.clock.now() + 20_000;
+    const first = await pollTransactions(deps, { deadline });
+    expect(first).toMatchObject({ outcome: "deadline", acknowledged: 0, published: { "transaction.created": 3 } });
+    expect(rig.clock.now()).toBeLessThanOrEqual(deadline);
+    // The 429 was a provider error; the retry not sent for want of time was not, nor was the cycle one.
+    expect(rig.metrics.sum("ProviderErrors", { status_class: "4xx" })).toBe(1);
+    expect(rig.metrics.sum("CycleErrors")).toBe(0);
+    expect(rig.logger.lines.some((l) => l.level === "warn" && l.message.includes("cycle deadline"))).toBe(true);
+
+    limited = false;
+    const second = await pollTransactions(deps, { deadline: rig.clock.now() + 20_000 });
+    expect(second).toMatchObject({ outcome: "complete", unchanged: 3, acknowledged: 3, published: {} });
+    expect(rig.publisher.events).toHaveLength(3);
+    expect(rig.provider.pending()).toEqual([]);
+  });
+
+  it("lets an acknowledge run into the grace after the deadline, and no further", async () => {
+    const rig = makeRig();
+    rig.provider.addTransaction();
+    rig.publisher.reject = () => {
+      rig.clock.advance(12_000);
+      return undefined;
+    };
+    const deps = { ...rig.deps, provider: clientOverFake(rig.provider, rig.clock) };
+    // Publishing takes the page 2 s past the deadline: its acknowledge still fits the 15 s grace.
+    const late = await pollTransactions(deps, { deadline: rig.clock.now() + 10_000 });
+    expect(late).toMatchObject({ outcome: "deadline", acknowledged: 1 });
+    rig.provider.addTransaction();
+    // With no grace, the acknowledge is not sent: the page stays listed for the next cycle.
+    const strict = await pollTransactions(deps, { deadline: rig.clock.now() + 10_000, deadlineGraceMs: 0 });
+    expect(strict).toMatchObject({ outcome: "deadline", acknowledged: 0, published: { "transaction.created": 1 } });
+    expect(rig.provider.pending()).toHaveLength(1);
+    expect(rig.metrics.sum("ProviderErrors")).toBe(0);
+  });
+
+  it("ends with outcome deadline, sending nothing and counting no provider error, when a list cannot finish before the deadline", async () => {
+    const rig = makeRig();
+    rig.provider.addTransaction();
+    const deps = { ...rig.deps, provider: clientOverFake(rig.provider, rig.clock) };
+    const report = await pollTransactions(deps, { deadline: rig.clock.now() + 1_000, deadlineGraceMs: 0 });
+    expect(report.outcome).toBe("deadline");
+    expect(rig.provider.calls).toEqual([]);
+    expect(rig.metrics.sum("ProviderErrors")).toBe(0);
+    expect(rig.metrics.sum("CycleErrors")).toBe(0);
+  });
+
+  it("names the fields and codes the provider refused on acknowledge in the abort message, never their values", async () => {
+    const rig = makeRig();
+    rig.provider.addTransaction();
+    const refused = rig.provider.addTransaction();
+    let i = -1;
+    rig.provider.beforeCall = (call) => {
+      if (call.op !== "acknowledgeTransactions") return;
+      i = call.ids.indexOf(refused.id);
+      throw Object.assign(new Error("Some transactions were not found"), {
+        name: "BadRequestError",
+        status: 400,
+        errors: [{ field: `transaction_ids.${i}`, code: "NOT_FOUND", message: `${refused.id} is not a transaction of this company` }],
+      });
+    };
+    const error = (await pollTransactions(rig.deps).catch((e: unknown) => e)) as CycleAbortedError;
+    expect(error).toBeInstanceOf(CycleAbortedError);
+    expect(error.message).toContain(`errors: transaction_ids.${i} NOT_FOUND`);
+    expect(error.message).not.toContain(refused.id);
   });
 
   it("refuses to start in hash mode without a salt", async () => {

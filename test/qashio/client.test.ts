@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { QashioClient } from "../../shared/qashio/client.js";
 import { StaticTokenProvider } from "../../shared/qashio/auth/token-provider.js";
-import { InvalidRequestError, InvalidResponseError, ServerError, TimeoutError } from "../../shared/qashio/errors.js";
+import { DeadlineExceededError, InvalidRequestError, InvalidResponseError, ServerError, TimeoutError } from "../../shared/qashio/errors.js";
 import type { DriftReport } from "../../shared/qashio/schemas/index.js";
 import {
   CARD_ID,
@@ -202,6 +202,21 @@ describe("QashioClient writes", () => {
     expect(fetch.calls[1]!.url.pathname).toBe("/public/v1/erp/transactions/acknowledge");
     expect(fetch.calls[1]!.body).toEqual({ transaction_ids: [TRANSACTION_ID, SECOND_TX] });
     expect(result.acknowledged).toBe(2);
+  });
+
+  it.each([
+    ["listTransactions", (c: QashioClient, deadline: number) => c.listTransactions({ client_sync_status: "not_synced" }, { deadline })],
+    ["listErpCards", (c: QashioClient, deadline: number) => c.listErpCards({ page: 1 }, { deadline })],
+    ["acknowledgeTransactions", (c: QashioClient, deadline: number) => c.acknowledgeTransactions([TRANSACTION_ID], { deadline })],
+  ])("%s with a deadline does not wait out a Retry-After that would overrun it", async (_name, call) => {
+    const fetch = scriptedFetch(fail(429, [], { "retry-after": "55" }), ok({}));
+    const { client, clock } = clientWith(fetch);
+    const deadline = clock.now() + 20_000;
+    const error = await call(client, deadline).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(DeadlineExceededError);
+    expect(error).toMatchObject({ deadline });
+    expect(fetch.calls).toHaveLength(1);
+    expect(clock.sleeps).toEqual([]);
   });
 
   it("accepts an acknowledgement answered 2xx without the standard envelope, with a warning", async () => {

@@ -3,6 +3,7 @@ import { HttpCore, parseRetryAfter, type HttpRequest, type RetryEvent, type Retr
 import { StaticTokenProvider } from "../../shared/qashio/auth/token-provider.js";
 import {
   BadRequestError,
+  DeadlineExceededError,
   ForbiddenError,
   InvalidResponseError,
   NetworkError,
@@ -252,8 +253,11 @@ describe("HttpCore retries", () => {
     // Retry-After 14 s with 15 s left: the retry would have 1 s of its 10 s timeout, so it could be processed unanswered.
     const fetch = scriptedFetch(fail(429, [], { "retry-after": "14" }), ok([]));
     const { http, clock } = core(fetch, { timeoutMs: 10_000 });
-    const error = await http.request({ ...read("unambiguous-only"), deadline: clock.now() + 15_000 }).catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(RateLimitedError);
+    const deadline = clock.now() + 15_000;
+    const error = await http.request({ ...read("unambiguous-only"), deadline }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(DeadlineExceededError);
+    expect(error).toMatchObject({ deadline, cause: expect.any(RateLimitedError) });
+    expect((error as Error).message).toContain("answered 429");
     expect(fetch.calls).toHaveLength(1);
     expect(clock.sleeps).toEqual([]);
   });
@@ -269,7 +273,8 @@ describe("HttpCore retries", () => {
     const fetch = scriptedFetch(fail(429, [], { "retry-after": "3" }), fail(429, [], { "retry-after": "3" }), ok([]));
     const { http, clock } = core(fetch, { timeoutMs: 5000 });
     const error = await http.request({ ...read("unambiguous-only"), deadline: clock.now() + 10_999 }).catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(RateLimitedError);
+    expect(error).toBeInstanceOf(DeadlineExceededError);
+    expect((error as Error).cause).toBeInstanceOf(RateLimitedError);
     expect(fetch.calls).toHaveLength(2);
     expect(clock.sleeps).toEqual([3000]);
   });
@@ -278,7 +283,8 @@ describe("HttpCore retries", () => {
     const fetch = scriptedFetch(ok([]));
     const { http, clock } = core(fetch, { timeoutMs: 10_000 });
     const error = await http.request({ ...read(), deadline: clock.now() + 9_999 }).catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(TimeoutError);
+    expect(error).toBeInstanceOf(DeadlineExceededError);
+    expect((error as Error).cause).toBeUndefined();
     expect(fetch.calls).toHaveLength(0);
   });
 
