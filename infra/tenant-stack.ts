@@ -1,6 +1,7 @@
 import { join } from "node:path";
 import { Annotations, CfnOutput, Duration, Stack, type StackProps } from "aws-cdk-lib";
 import type { Construct } from "constructs";
+import { CYCLE_SAFETY_MARGIN_MS } from "../shared/aws/config.js";
 import { BridgeFunction, type BridgeFunctionEnvironment } from "./constructs/bridge-function.js";
 import { EventSchemas } from "./constructs/event-schemas.js";
 import { FailureQueue } from "./constructs/failure-queue.js";
@@ -55,9 +56,12 @@ export function pollerMaxEventAge(everyMinutes: number): Duration {
   return Duration.seconds(Math.min(MAX_ASYNC_EVENT_AGE_SECONDS, Math.max(60, everyMinutes * 60)));
 }
 
-/** Cycle budget handed to the engine: the timeout minus time to write snapshots and flush metrics. */
+/**
+ * Cycle budget handed to the engine: the timeout minus what the runtime keeps back anyway (the calls' grace past the
+ * deadline, writing the page in flight, flushing metrics), so the setting and the runtime agree.
+ */
 export function cycleBudgetMs(timeout: Duration): number {
-  return Math.max(30_000, timeout.toMilliseconds() - 30_000);
+  return Math.max(30_000, timeout.toMilliseconds() - CYCLE_SAFETY_MARGIN_MS);
 }
 
 /**

@@ -3,14 +3,19 @@
  * contract with the CDK stack (see notes/CONTRACT.md "AWS runtime").
  */
 import { z } from "zod";
+import { DEFAULT_DEADLINE_GRACE_MS } from "../bridge/deps.js";
 import { resolveBaseUrl } from "../qashio/config.js";
 import { ConfigurationError } from "./errors.js";
 
 export const DEFAULT_EVENT_SOURCE = "qashio.bridge";
 export const DEFAULT_METRICS_NAMESPACE = "QashioBridge";
 export const DEFAULT_SERVICE_NAME = "qashio-bridge";
-/** Time kept back from the Lambda's remaining time so a cycle ends cleanly before the timeout. */
-export const CYCLE_SAFETY_MARGIN_MS = 10_000;
+/**
+ * Time kept back from the Lambda's remaining time so a cycle ends cleanly before the timeout: the grace its provider
+ * calls may run past the deadline (an acknowledge of a page already published), plus time to write that page's
+ * snapshots and flush metrics.
+ */
+export const CYCLE_SAFETY_MARGIN_MS = DEFAULT_DEADLINE_GRACE_MS + 15_000;
 
 const nonEmpty = z.string().trim().min(1, "must not be empty");
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { CYCLE_SAFETY_MARGIN_MS, cycleDeadline, loadConfig } from "../../shared/aws/config.js";
+import { DEFAULT_DEADLINE_GRACE_MS } from "../../shared/bridge/deps.js";
 import { ConfigurationError } from "../../shared/aws/errors.js";
 
 const valid = {
@@ -58,6 +59,10 @@ describe("loadConfig", () => {
 });
 
 describe("cycleDeadline", () => {
+  it("keeps back more than the engine's calls may run past the deadline, so a cycle ends before the Lambda timeout", () => {
+    expect(CYCLE_SAFETY_MARGIN_MS).toBeGreaterThanOrEqual(DEFAULT_DEADLINE_GRACE_MS + 10_000);
+  });
+
   it("keeps a safety margin before the Lambda timeout", () => {
     expect(cycleDeadline(1_000, 60_000)).toBe(1_000 + 60_000 - CYCLE_SAFETY_MARGIN_MS);
   });
