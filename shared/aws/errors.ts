@@ -130,3 +130,12 @@ export class PollEventError extends AwsRuntimeError {
     super(message, options);
   }
 }
+
+/**
+ * True for DynamoDB's answer to a write whose condition did not hold (`ConditionalCheckFailedException`).
+ * @example
+ * if (isConditionFailure(error)) return false; // the item was already there
+ */
+export function isConditionFailure(error: unknown): boolean {
+  return error instanceof Error && error.name === "ConditionalCheckFailedException";
+}

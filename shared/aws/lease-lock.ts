@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { DeleteCommand, PutCommand, UpdateCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import type { Clock, Lock, LockHandle } from "../bridge/ports.js";
 import { systemClock } from "./clock.js";
+import { isConditionFailure } from "./errors.js";
 import { leaseItemKey, ttlSeconds } from "./keys.js";
 
 /** DynamoDB deletes expired leases lazily; the TTL is only housekeeping, `expiresAt` is what the condition checks. */
@@ -15,9 +16,6 @@ export interface DynamoLeaseLockOptions {
   /** Owner token generator; tests pin it. @default randomUUID */
   readonly ownerId?: () => string;
 }
-
-const isConditionFailure = (error: unknown): boolean =>
-  error instanceof Error && error.name === "ConditionalCheckFailedException";
 
 /**
  * Lease lock on DynamoDB: a lease is the item `LEASE#<name>` holding an owner token and `expiresAt` (epoch ms).

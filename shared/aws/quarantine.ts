@@ -2,7 +2,7 @@ import { gunzipSync, gzipSync } from "node:zlib";
 import { DeleteCommand, PutCommand, QueryCommand, type DynamoDBDocumentClient, type QueryCommandOutput } from "@aws-sdk/lib-dynamodb";
 import type { Clock, EntityKind, Quarantine, QuarantineRecord } from "../bridge/ports.js";
 import { systemClock } from "./clock.js";
-import { CorruptItemError } from "./errors.js";
+import { CorruptItemError, isConditionFailure } from "./errors.js";
 import { quarantineItemKey, quarantinePartition, ttlSeconds } from "./keys.js";
 
 /** Quarantine records expire after this many days unless configured otherwise. */
@@ -59,7 +59,7 @@ export class DynamoQuarantine implements Quarantine {
     this.#retentionMs = (options.retentionDays ?? DEFAULT_QUARANTINE_RETENTION_DAYS) * 86_400_000;
   }
 
-  async put(record: QuarantineRecord): Promise<void> {
+  async put(record: QuarantineRecord): Promise<boolean> {
     const item: QuarantineItem = {
       ...quarantineItemKey(this.#tenant, record.id),
       kind: record.kind,
@@ -69,7 +69,16 @@ export class DynamoQuarantine implements Quarantine {
       ...(record.entityId !== undefined ? { entityId: record.entityId } : {}),
       ...encodeRaw(record.raw),
     };
-    await this.#doc.send(new PutCommand({ TableName: this.#table, Item: item as unknown as Record<string, unknown> }));
+    try {
+      // Conditional, so a record already held keeps its first `at` and ttl, and the caller learns it was not new.
+      await this.#doc.send(
+        new PutCommand({ TableName: this.#table, Item: item as unknown as Record<string, unknown>, ConditionExpression: "attribute_not_exists(pk)" }),
+      );
+      return true;
+    } catch (error) {
+      if (isConditionFailure(error)) return false;
+      throw error;
+    }
   }
 
   async delete(id: string): Promise<void> {

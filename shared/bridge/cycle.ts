@@ -353,12 +353,17 @@ export class CycleRun {
   /** Writes quarantine records durably; resolves only when all are written. */
   async quarantine(records: readonly QuarantineRecord[]): Promise<void> {
     if (records.length === 0) return;
-    await this.port("write quarantine records", () => Promise.all(records.map((r) => this.deps.quarantine.put(r))));
+    const added = await this.port("write quarantine records", () => Promise.all(records.map((r) => this.deps.quarantine.put(r))));
     this.report.quarantined += records.length;
-    this.deps.metrics.add("Quarantined", records.length, "Count");
-    for (const r of records) {
-      this.deps.logger.warn("record quarantined", { kind: r.kind, entityId: r.entityId, reason: r.reason, quarantineId: r.id });
-    }
+    // Only records not held before count and warn: an invalid card is quarantined again on every walk, and would
+    // otherwise raise QuarantineGrowing each time.
+    const fresh = added.filter(Boolean).length;
+    if (fresh > 0) this.deps.metrics.add("Quarantined", fresh, "Count");
+    records.forEach((r, i) => {
+      const attributes = { kind: r.kind, entityId: r.entityId, reason: r.reason, quarantineId: r.id };
+      if (added[i]) this.deps.logger.warn("record quarantined", attributes);
+      else this.deps.logger.debug("record quarantined again (already held)", attributes);
+    });
   }
 
   /** True when the deadline has passed. */

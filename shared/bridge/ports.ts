@@ -92,8 +92,11 @@ export interface QuarantineRecord {
 }
 
 export interface Quarantine {
-  /** Resolves only once the record is durable. Putting the same id twice keeps one record. */
-  put(record: QuarantineRecord): Promise<void>;
+  /**
+   * Resolves only once the record is durable: true when it is new, false when a record with its id is already held
+   * (that one is kept as it is, so `at` stays the first time it was quarantined).
+   */
+  put(record: QuarantineRecord): Promise<boolean>;
   list(): Promise<QuarantineRecord[]>;
   /** Removes a record once its case is settled (e.g. re-driven); resolves once durable. An absent id is a no-op. */
   delete(id: string): Promise<void>;

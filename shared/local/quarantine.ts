@@ -1,6 +1,7 @@
 /**
  * File-backed Quarantine: one JSON file per record, named by its deterministic id (idempotent put).
  */
+import { existsSync } from "node:fs";
 import { mkdir, readdir, readFile } from "node:fs/promises";
 import path from "node:path";
 import type { Quarantine, QuarantineRecord } from "../bridge/ports.js";
@@ -23,9 +24,13 @@ export class FileQuarantine implements Quarantine {
     this.dir = path.join(stateDir, "quarantine");
   }
 
-  async put(record: QuarantineRecord): Promise<void> {
+  async put(record: QuarantineRecord): Promise<boolean> {
+    const file = this.#file(record.id);
+    // A record file only ever appears whole (atomic write), so one that exists is durable.
+    if (existsSync(file)) return false;
     await mkdir(this.dir, { recursive: true, mode: 0o700 });
-    await writeFileAtomic(this.#file(record.id), JSON.stringify(record) + "\n", { mode: 0o600 });
+    await writeFileAtomic(file, JSON.stringify(record) + "\n", { mode: 0o600 });
+    return true;
   }
 
   async delete(id: string): Promise<void> {

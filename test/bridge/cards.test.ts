@@ -188,6 +188,17 @@ describe("pollCards", () => {
     expect((await rig.quarantine.list())[0]).toMatchObject({ kind: "card", reason: "validation: id: missing or not a non-empty string" });
   });
 
+  it("counts and warns about an invalid card once, not on every walk that finds it again", async () => {
+    const rig = makeRig();
+    rig.provider.addCard();
+    rig.provider.cards.unshift({ status: "Active" });
+    for (let walk = 0; walk < 3; walk += 1) expect((await pollCards(rig.deps)).quarantined).toBe(1);
+    expect(rig.quarantine.records.size).toBe(1);
+    // Quarantined feeds the QuarantineGrowing alarm: a record already held must not raise it again.
+    expect(rig.metrics.sum("Quarantined")).toBe(1);
+    expect(rig.logger.lines.filter((l) => l.level === "warn" && l.message === "record quarantined")).toHaveLength(1);
+  });
+
   it.each([
     ["the default validator", undefined],
     ["a plugged client schema that allows a null status", schemaValidator(ErpCardSchema)],

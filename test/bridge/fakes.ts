@@ -66,8 +66,10 @@ export class MemorySnapshotStore implements SnapshotStore {
 /** Quarantine records in a Map keyed by id. */
 export class MemoryQuarantine implements Quarantine {
   readonly records = new Map<string, QuarantineRecord>();
-  async put(record: QuarantineRecord): Promise<void> {
+  async put(record: QuarantineRecord): Promise<boolean> {
+    if (this.records.has(record.id)) return false;
     this.records.set(record.id, structuredClone(record));
+    return true;
   }
   async list(): Promise<QuarantineRecord[]> {
     return [...this.records.values()].map((r) => structuredClone(r));

@@ -49,12 +49,13 @@ export function describeQuarantineContract(name: string, factory: () => Promise<
       expect(await fixture.quarantine.list()).toEqual([record("q1")]);
     });
 
-    it("keeps one record when the same id is put twice", async () => {
-      await fixture.quarantine.put(record("q2"));
-      await fixture.quarantine.put(record("q2"));
-      await fixture.quarantine.put(record("q3", "2025-01-15T10:00:01.000Z"));
-      const ids = (await fixture.quarantine.list()).map((r) => r.id).sort();
-      expect(ids).toEqual(["q2", "q3"]);
+    it("keeps one record when the same id is put twice, the first, and says which put was new", async () => {
+      expect(await fixture.quarantine.put(record("q2"))).toBe(true);
+      expect(await fixture.quarantine.put({ ...record("q2"), at: "2025-01-16T09:00:00.000Z" })).toBe(false);
+      expect(await fixture.quarantine.put(record("q3", "2025-01-15T10:00:01.000Z"))).toBe(true);
+      const held = await fixture.quarantine.list();
+      expect(held.map((r) => r.id).sort()).toEqual(["q2", "q3"]);
+      expect(held.find((r) => r.id === "q2")?.at).toBe(record("q2").at);
     });
 
     it("keeps a record without an entity id", async () => {
