@@ -111,13 +111,16 @@ export type RedriveResult =
 
 /**
  * Re-drives the tenant's quarantined publish failures (`redrivePublishFailures`) under the transaction cycle's lease,
- * so it never overlaps a transaction cycle.
+ * so it never overlaps a transaction cycle, within the invocation's deadline: records not reached are kept for the
+ * next invocation, and each batch's records are deleted as soon as it is delivered.
  *
  * @returns `skipped` when a transaction cycle holds the lease (invoke again once it is done).
  * @example
  * const result = await runRedrive(runtime, { deadline: Date.now() + 50_000 });
  */
 export async function runRedrive(runtime: TenantRuntime, options: Pick<RunCycleOptions, "deadline">): Promise<RedriveResult> {
-  const redrive = await underCycleLease(runtime, "transactions", options.deadline, () => redrivePublishFailures(runtime.transactions));
+  const redrive = await underCycleLease(runtime, "transactions", options.deadline, () =>
+    redrivePublishFailures(runtime.transactions, { deadline: options.deadline }),
+  );
   return redrive === undefined ? { status: "skipped", reason: "lease_held" } : { status: "completed", redrive };
 }

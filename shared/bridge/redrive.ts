@@ -14,7 +14,11 @@ export const PUBLISH_FAILURE_PREFIX = "publish: ";
 /** A quarantine record the re-drive left in place, and why. */
 export interface KeptRecord {
   readonly record: QuarantineRecord;
-  readonly why: "no transaction id or qashio_id in the record" | "not found at the provider" | "its event was not published";
+  readonly why:
+    | "no transaction id or qashio_id in the record"
+    | "not found at the provider"
+    | "not reached before the deadline"
+    | "its event was not published";
 }
 
 /** What {@link redrivePublishFailures} did. */
@@ -29,7 +33,7 @@ export interface RedriveReport {
 }
 
 /** Options of {@link redrivePublishFailures}. */
-export type RedriveOptions = Pick<CycleOptions, "pageSize">;
+export type RedriveOptions = Pick<CycleOptions, "pageSize" | "deadline">;
 
 /** True for a record of a transaction whose event failed for good. */
 export function isPublishFailure(record: QuarantineRecord): boolean {
@@ -61,25 +65,33 @@ export async function redrivePublishFailures(deps: TransactionCycleDeps, options
   const records = (await deps.quarantine.list()).filter(isPublishFailure);
   const kept: KeptRecord[] = [];
   const refs = new Map<string, TransactionRef>();
-  const eligible: QuarantineRecord[] = [];
+  // One transaction can hold several records (one per failed version): one read serves them all.
+  const byTransaction = new Map<string, QuarantineRecord[]>();
   for (const record of records) {
     const qashioId = qashioIdOf(record.raw);
     if (record.entityId === undefined || qashioId === undefined) {
       kept.push({ record, why: "no transaction id or qashio_id in the record" });
       continue;
     }
-    // One transaction can hold several records (one per failed version): one read serves them all.
     refs.set(record.entityId, { id: record.entityId, qashioId });
-    eligible.push(record);
+    byTransaction.set(record.entityId, [...(byTransaction.get(record.entityId) ?? []), record]);
   }
-  const { report, delivered, missing } = await reprocessTransactions(deps, [...refs.values()], options);
   const redriven: QuarantineRecord[] = [];
-  for (const record of eligible) {
-    const id = record.entityId as string;
-    if (delivered.has(id)) {
-      await deps.quarantine.delete(record.id);
-      redriven.push(record);
-    } else kept.push({ record, why: missing.has(id) ? "not found at the provider" : "its event was not published" });
+  // Deleted batch by batch, so a run cut short (a Lambda timeout) keeps what it did and the next one goes on.
+  const afterBatch = async (delivered: ReadonlySet<string>): Promise<void> => {
+    for (const id of delivered) {
+      for (const record of byTransaction.get(id) ?? []) {
+        await deps.quarantine.delete(record.id);
+        redriven.push(record);
+      }
+      byTransaction.delete(id);
+    }
+  };
+  const { report, missing, unreached } = await reprocessTransactions(deps, [...refs.values()], { ...options, afterBatch });
+  const notReached = new Set(unreached);
+  for (const [id, held] of byTransaction) {
+    const why = missing.has(id) ? "not found at the provider" : notReached.has(id) ? "not reached before the deadline" : "its event was not published";
+    for (const record of held) kept.push({ record, why });
   }
   for (const { record, why } of kept) {
     deps.logger.warn("quarantined publish failure kept", { quarantineId: record.id, entityId: record.entityId, why });

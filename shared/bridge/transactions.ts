@@ -325,16 +325,43 @@ class TransactionRun extends CycleRun {
 
   /**
    * Reads the given transactions again, one provider read each by qashio_id, and runs them through the batch path of
-   * a pulled page, a page at a time. Returns the ids now delivered and those the provider no longer lists.
+   * a pulled page, a page at a time, calling `afterBatch` with each batch's delivered ids as soon as that batch is
+   * done (so its records can go before a timeout cuts the run). Reads stop at the deadline, or at a read that cannot
+   * finish by it; the refs not reached are returned, and the outcome is `deadline`.
    */
-  async reprocess(refs: readonly TransactionRef[]): Promise<{ delivered: Set<string>; missing: Set<string> }> {
+  async reprocess(
+    refs: readonly TransactionRef[],
+    afterBatch?: (delivered: ReadonlySet<string>) => Promise<void>,
+  ): Promise<{ delivered: Set<string>; missing: Set<string>; unreached: string[] }> {
     const delivered = new Set<string>();
     const missing = new Set<string>();
+    let unreached: string[] = [];
     let batch: PageEntry[] = [];
-    for (const ref of refs) {
-      const page = await this.provider("read transaction by qashio_id", () =>
-        this.deps.provider.listTransactions({ qashio_id: ref.qashioId, page: 1, page_size: 1 }),
-      );
+    const flush = async (): Promise<void> => {
+      if (batch.length === 0) return;
+      const done = new Set<string>();
+      await this.processBatch(batch, done);
+      batch = [];
+      for (const id of done) delivered.add(id);
+      await afterBatch?.(done);
+    };
+    for (let i = 0; i < refs.length; i += 1) {
+      const ref = refs[i] as TransactionRef;
+      let page: ProviderPage | undefined;
+      if (!this.pastDeadline(this.options.deadline)) {
+        try {
+          page = await this.provider("read transaction by qashio_id", (call) =>
+            this.deps.provider.listTransactions({ qashio_id: ref.qashioId, page: 1, page_size: 1 }, call),
+          );
+        } catch (err) {
+          if (!this.outOfTime(err)) throw err;
+        }
+      }
+      if (page === undefined) {
+        unreached = refs.slice(i).map((r) => r.id);
+        this.report.outcome = "deadline";
+        break;
+      }
       const entry = pageEntries(page).find(({ raw }) => (raw as Record<string, unknown> | null)?.["id"] === ref.id);
       if (!entry) {
         missing.add(ref.id);
@@ -342,13 +369,11 @@ class TransactionRun extends CycleRun {
       }
       this.report.pulled += 1;
       batch.push(entry);
-      if (batch.length >= this.pageSize) {
-        await this.processBatch(batch, delivered);
-        batch = [];
-      }
+      if (batch.length >= this.pageSize) await flush();
     }
-    if (batch.length > 0) await this.processBatch(batch, delivered);
-    return { delivered, missing };
+    // Within the calls' grace: what was read before the deadline is published and its records go.
+    await flush();
+    return { delivered, missing, unreached };
   }
 
   /**
@@ -433,6 +458,14 @@ export interface ReprocessResult {
   readonly delivered: ReadonlySet<string>;
   /** Ids the provider does not list under their qashio_id. */
   readonly missing: ReadonlySet<string>;
+  /** Ids not read before the deadline (the report's outcome is then `deadline`). */
+  readonly unreached: readonly string[];
+}
+
+/** Options of {@link reprocessTransactions}. */
+export interface ReprocessOptions extends Pick<CycleOptions, "pageSize" | "deadline"> {
+  /** Called with each batch's delivered ids once that batch is done. */
+  readonly afterBatch?: (delivered: ReadonlySet<string>) => Promise<void>;
 }
 
 /**
@@ -448,12 +481,13 @@ export interface ReprocessResult {
 export async function reprocessTransactions(
   deps: TransactionCycleDeps,
   refs: readonly TransactionRef[],
-  options: Pick<CycleOptions, "pageSize"> = {},
+  options: ReprocessOptions = {},
 ): Promise<ReprocessResult> {
-  const run = new TransactionRun(deps, options);
+  const { afterBatch, ...cycle } = options;
+  const run = new TransactionRun(deps, cycle);
   try {
-    const { delivered, missing } = await run.reprocess(refs);
-    return { report: run.finish(), delivered, missing };
+    const { delivered, missing, unreached } = await run.reprocess(refs, afterBatch);
+    return { report: run.finish(), delivered, missing, unreached };
   } catch (err) {
     throw run.fail(err);
   }

@@ -45,6 +45,52 @@ describe("redrivePublishFailures", () => {
     expect(rig.quarantine.records.size).toBe(0);
   });
 
+  it("stops reading at the deadline, deletes the records of every batch it finished, and the next run goes on", async () => {
+    const rig = makeRig();
+    for (let i = 0; i < 25; i += 1) rig.provider.addTransaction();
+    rig.publisher.reject = () => "AccessDeniedException: not allowed";
+    await pollTransactions(rig.deps);
+    expect(rig.quarantine.records.size).toBe(25);
+    rig.publisher.reject = () => undefined;
+
+    // Each read by qashio_id takes a second; the run has 12.
+    const list = rig.provider.listTransactions.bind(rig.provider);
+    rig.provider.listTransactions = async (query, options) => {
+      if (query.qashio_id !== undefined) rig.clock.advance(1_000);
+      return list(query, options);
+    };
+    const first = await redrivePublishFailures(rig.deps, { pageSize: 5, deadline: rig.clock.now() + 12_000 });
+    expect(first.cycle.outcome).toBe("deadline");
+    // 12 read before the deadline, in batches of 5, 5 and 2: all published and their records gone.
+    expect(first.redriven).toHaveLength(12);
+    expect(first.kept).toHaveLength(13);
+    expect(first.kept.every((k) => k.why === "not reached before the deadline")).toBe(true);
+    expect(rig.quarantine.records.size).toBe(13);
+
+    const second = await redrivePublishFailures(rig.deps, { pageSize: 5, deadline: rig.clock.now() + 60_000 });
+    expect(second).toMatchObject({ considered: 13, kept: [] });
+    expect(second.cycle.outcome).toBe("complete");
+    expect(rig.quarantine.records.size).toBe(0);
+    expect(new Set(rig.publisher.ofType("transaction.created").map((e) => e.detail.subject.id)).size).toBe(25);
+  });
+
+  it("keeps the records of a finished batch deleted when a later batch fails", async () => {
+    const rig = makeRig();
+    for (let i = 0; i < 6; i += 1) rig.provider.addTransaction();
+    rig.publisher.reject = () => "AccessDeniedException: not allowed";
+    await pollTransactions(rig.deps);
+    let published = 0;
+    rig.publisher.reject = () => undefined;
+    const publish = rig.publisher.publish.bind(rig.publisher);
+    rig.publisher.publish = async (events) => {
+      // The second batch's publish call throws: nothing known published, the run aborts.
+      if (published++ > 0) throw new Error("bus down");
+      return publish(events);
+    };
+    await expect(redrivePublishFailures(rig.deps, { pageSize: 3 })).rejects.toBeInstanceOf(CycleAbortedError);
+    expect(rig.quarantine.records.size).toBe(3);
+  });
+
   it("keeps the record when the event fails again or the transaction is gone", async () => {
     const rig = makeRig();
     const again = rig.provider.addTransaction();
