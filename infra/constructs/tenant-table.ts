@@ -16,9 +16,10 @@ export interface TenantTableProps {
 }
 
 /**
- * Item actions a poller sends (shared/aws): snapshots (BatchGet, BatchWrite), quarantine (Put, Query for its size),
- * leases (conditional Put, Delete; never renewed, the cycle lease outlives the function timeout) and the shared
- * access token (Get, Put, Delete).
+ * Item actions a poller sends (shared/aws): snapshots (BatchGet, BatchWrite), quarantine (conditional Put, Update of
+ * the TTL of a record found again, Query for its size and the re-drive, Delete once re-driven), leases (conditional
+ * Put, Delete; never renewed, the cycle lease outlives the function timeout) and the shared access token (Get, Put,
+ * Delete).
  */
 export const POLLER_TABLE_ACTIONS = [
   "dynamodb:GetItem",
@@ -26,6 +27,7 @@ export const POLLER_TABLE_ACTIONS = [
   "dynamodb:Query",
   "dynamodb:PutItem",
   "dynamodb:DeleteItem",
+  "dynamodb:UpdateItem",
   "dynamodb:BatchWriteItem",
 ] as const;
 

@@ -1,5 +1,5 @@
 import { gunzipSync, gzipSync } from "node:zlib";
-import { DeleteCommand, PutCommand, QueryCommand, type DynamoDBDocumentClient, type QueryCommandOutput } from "@aws-sdk/lib-dynamodb";
+import { DeleteCommand, PutCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient, type QueryCommandOutput } from "@aws-sdk/lib-dynamodb";
 import type { Clock, EntityKind, Quarantine, QuarantineRecord } from "../bridge/ports.js";
 import { systemClock } from "./clock.js";
 import { CorruptItemError, isConditionFailure } from "./errors.js";
@@ -69,16 +69,34 @@ export class DynamoQuarantine implements Quarantine {
       ...(record.entityId !== undefined ? { entityId: record.entityId } : {}),
       ...encodeRaw(record.raw),
     };
+    const now = ttlSeconds(this.#clock.now());
     try {
-      // Conditional, so a record already held keeps its first `at` and ttl, and the caller learns it was not new.
+      // Conditional, so a record already held keeps its first `at` and the caller learns it was not new. An expired
+      // item DynamoDB has not swept yet (it may take days) counts as gone.
       await this.#doc.send(
-        new PutCommand({ TableName: this.#table, Item: item as unknown as Record<string, unknown>, ConditionExpression: "attribute_not_exists(pk)" }),
+        new PutCommand({
+          TableName: this.#table,
+          Item: item as unknown as Record<string, unknown>,
+          ConditionExpression: "attribute_not_exists(pk) OR #ttl < :now",
+          ExpressionAttributeNames: { "#ttl": "ttl" },
+          ExpressionAttributeValues: { ":now": now },
+        }),
       );
       return true;
     } catch (error) {
-      if (isConditionFailure(error)) return false;
-      throw error;
+      if (!isConditionFailure(error)) throw error;
     }
+    // Still being found (an invalid card on every walk, a re-drive that fails again): its retention starts over.
+    await this.#doc.send(
+      new UpdateCommand({
+        TableName: this.#table,
+        Key: quarantineItemKey(this.#tenant, record.id),
+        UpdateExpression: "SET #ttl = :ttl",
+        ExpressionAttributeNames: { "#ttl": "ttl" },
+        ExpressionAttributeValues: { ":ttl": item.ttl },
+      }),
+    );
+    return false;
   }
 
   async delete(id: string): Promise<void> {
@@ -108,7 +126,10 @@ export class DynamoQuarantine implements Quarantine {
         new QueryCommand({
           TableName: this.#table,
           KeyConditionExpression: "pk = :pk",
-          ExpressionAttributeValues: { ":pk": quarantinePartition(this.#tenant) },
+          // Expired items linger until DynamoDB sweeps them (days): they are gone for the bridge already.
+          FilterExpression: "#ttl >= :now",
+          ExpressionAttributeNames: { "#ttl": "ttl" },
+          ExpressionAttributeValues: { ":pk": quarantinePartition(this.#tenant), ":now": ttlSeconds(this.#clock.now()) },
           ...(select ? { Select: select } : {}),
           ConsistentRead: true,
           ExclusiveStartKey: startKey,

@@ -27,6 +27,24 @@ describe("DynamoQuarantine on DynamoDB Local", () => {
     expect(item.Item?.ttl).toBe(Math.ceil((clock.now() + 7 * 86_400_000) / 1000));
   });
 
+  it("treats an expired record DynamoDB has not swept yet as gone, and restarts the retention of one found again", async () => {
+    const clock = new FakeClock();
+    const quarantine = make("q-ttl", clock);
+    const record = (id: string, at: string) => ({ id, kind: "card" as const, reason: "validation: status: missing", raw: { id }, at });
+    expect(await quarantine.put(record("found-again", "2026-03-01T12:00:00Z"))).toBe(true);
+    expect(await quarantine.put(record("expires", "2026-03-01T12:00:00Z"))).toBe(true);
+    clock.advance(5 * 86_400_000);
+    // Found again after 5 of its 7 days: not new, keeps its first `at`, and holds for 7 days from now.
+    expect(await quarantine.put(record("found-again", "2026-03-06T12:00:00Z"))).toBe(false);
+    clock.advance(3 * 86_400_000);
+    // Day 8: "expires" is past its TTL though still stored (DynamoDB Local, like DynamoDB, sweeps lazily or never).
+    expect((await quarantine.list()).map((r) => [r.id, r.at])).toEqual([["found-again", "2026-03-01T12:00:00Z"]]);
+    expect(await quarantine.size()).toBe(1);
+    // Put again, the expired one is a new record.
+    expect(await quarantine.put(record("expires", "2026-03-09T12:00:00Z"))).toBe(true);
+    expect((await quarantine.list()).find((r) => r.id === "expires")?.at).toBe("2026-03-09T12:00:00Z");
+  });
+
   it("lists every record of its tenant only, across Query pages, with large raw bodies intact", async () => {
     // Random text barely compresses: 24 records of ~64 KB overflow one 1 MB Query page.
     const big = { blob: randomBytes(48 * 1024).toString("base64") };

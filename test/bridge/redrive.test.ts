@@ -55,9 +55,9 @@ describe("redrivePublishFailures", () => {
 
     // Each read by qashio_id takes a second; the run has 12.
     const list = rig.provider.listTransactions.bind(rig.provider);
-    rig.provider.listTransactions = async (query, options) => {
+    rig.provider.listTransactions = async (query) => {
       if (query.qashio_id !== undefined) rig.clock.advance(1_000);
-      return list(query, options);
+      return list(query);
     };
     const first = await redrivePublishFailures(rig.deps, { pageSize: 5, deadline: rig.clock.now() + 12_000 });
     expect(first.cycle.outcome).toBe("deadline");

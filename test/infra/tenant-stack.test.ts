@@ -276,6 +276,7 @@ describe("least-privilege IAM", () => {
     "dynamodb:GetItem",
     "dynamodb:PutItem",
     "dynamodb:Query",
+    "dynamodb:UpdateItem",
     "events:PutEvents",
     "kms:Decrypt",
     "kms:DescribeKey",
