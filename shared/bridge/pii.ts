@@ -114,9 +114,10 @@ export function applyPii<T extends Record<string, unknown>>(object: T, policy: P
 
 /**
  * Returns a stored object (a snapshot written under an earlier PII setting) with its personal fields brought to
- * `policy`, so a diff against a newly pulled object neither reports a mere change of form nor carries cleartext
- * in `before`. Values already masked stay as they are: `"[redacted]"` cannot be hashed back into a pseudonym, and
- * an existing hash (another salt, perhaps) is not hashed again. Under `full` the object is returned unchanged.
+ * `policy`, so a diff against a newly pulled object carries no cleartext in `before` and reports no change for
+ * cleartext that was merely masked. Values already masked stay as they are: `"[redacted]"` cannot be hashed back into
+ * a pseudonym, and an existing hash (another salt, perhaps) is not hashed again, so those still differ from the new
+ * form once (see docs/events.md, PII). Under `full` the object is returned unchanged.
  *
  * @example
  * ```ts
