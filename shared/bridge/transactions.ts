@@ -2,6 +2,7 @@
  * The transaction cycle: pull `not_synced`, then `outdated`; per page diff against snapshots,
  * publish, write snapshots, then acknowledge. See docs/events.md and /work/notes/readme-engine.md.
  */
+import { causeMatching } from "./errors.js";
 import { contentHash, recordHash } from "./hash.js";
 import { applyPiiInPlace, conformPii, type PiiPolicy } from "./pii.js";
 import { diffObjects, type Change } from "./diff.js";
@@ -72,6 +73,33 @@ function withoutSyncStatus(raw: unknown): unknown {
   if (typeof raw !== "object" || raw === null || Array.isArray(raw)) return raw;
   const { client_sync_status: _volatile, ...rest } = raw as Record<string, unknown>;
   return rest;
+}
+
+type ErrorEntry = { readonly field?: unknown; readonly code?: unknown };
+
+/** `errors[]` entries of a provider error anywhere in a cause chain (a step failure wraps the client's error). */
+function errorEntries(err: unknown): readonly ErrorEntry[] {
+  const found = causeMatching(err, (e): e is { errors: ErrorEntry[] } => Array.isArray((e as { errors?: unknown } | null)?.errors));
+  return found?.errors ?? [];
+}
+
+const ACK_ID_FIELD = /^transaction_ids\.(\d+)$/;
+
+/**
+ * Indexes of the acknowledge body's ids a provider error names (`transaction_ids.<i>`), when it names ids and nothing
+ * else; undefined otherwise (the failure is then not about particular ids).
+ */
+function refusedAckIndexes(err: unknown, count: number): Set<number> | undefined {
+  const entries = errorEntries(err);
+  if (entries.length === 0) return undefined;
+  const refused = new Set<number>();
+  for (const { field } of entries) {
+    const match = typeof field === "string" ? ACK_ID_FIELD.exec(field) : null;
+    const index = match ? Number(match[1]) : NaN;
+    if (!(index < count)) return undefined;
+    refused.add(index);
+  }
+  return refused;
 }
 
 /** Key under which an item counts as handled within one status pass. */
@@ -313,14 +341,40 @@ class TransactionRun extends CycleRun {
     await this.quarantine(quarantine);
 
     if (ackIds.length) {
-      // Refused for want of time, the page stays listed: the next cycle finds it unchanged and acknowledges it.
-      await this.provider("acknowledge transactions", (call) => deps.provider.acknowledgeTransactions(ackIds, call));
-      this.report.acknowledged += ackIds.length;
-      deps.metrics.add("Acknowledged", ackIds.length, "Count");
+      const acknowledged = await this.acknowledge(ackIds);
+      unacknowledgeable += ackIds.length - acknowledged;
+      this.report.acknowledged += acknowledged;
+      if (acknowledged > 0) deps.metrics.add("Acknowledged", acknowledged, "Count");
     }
     // A deferred item stays pending: its change counts towards SyncLagSeconds.
     for (const item of items) if (!deferred.has(item.id)) this.settled(item.id);
     return unacknowledgeable === 0 && deferred.size === 0;
+  }
+
+  /**
+   * Acknowledges `ids`; returns how many were acknowledged. Refused for want of time, the page stays listed: the next
+   * cycle finds it unchanged and acknowledges it. When the provider refuses ids by name (`transaction_ids.<i>`, the
+   * whole call failing: §4.3 shows no partial success), the others are sent again once, and the refused ones stay
+   * listed (their events are published; the walk moves past them and each cycle tries them again) instead of stopping
+   * every cycle at their page. A refusal that names anything else stops the cycle as any failure does.
+   */
+  private async acknowledge(ids: readonly string[]): Promise<number> {
+    const send = (batch: readonly string[]) =>
+      this.provider("acknowledge transactions", (call) => this.deps.provider.acknowledgeTransactions([...batch], call));
+    try {
+      await send(ids);
+      return ids.length;
+    } catch (err) {
+      const refused = refusedAckIndexes(err, ids.length);
+      if (refused === undefined) throw err;
+      const rest = ids.filter((_, i) => !refused.has(i));
+      this.deps.logger.warn("provider refused to acknowledge some transactions; they stay listed", {
+        ids: ids.filter((_, i) => refused.has(i)),
+        codes: [...new Set(errorEntries(err).map((e) => e.code))],
+      });
+      if (rest.length > 0) await send(rest);
+      return rest.length;
+    }
   }
 
   /**

@@ -7,6 +7,14 @@ import { requireObjectWithId } from "../../shared/bridge/validate.js";
 import { makeRig, txnId } from "./fakes.js";
 import { clientOverFake } from "./provider-client.js";
 
+/** A provider 400 refusing the acknowledge of `refused` among `ids`, in the shape the client raises. */
+function refusal(ids: readonly string[], refused: readonly string[]): Error {
+  const errors = ids.flatMap((id, i) =>
+    refused.includes(id) ? [{ field: `transaction_ids.${i}`, code: "NOT_FOUND", message: `${id} is not a transaction of this company` }] : [],
+  );
+  return Object.assign(new Error("Some transactions were not found"), { name: "InvalidRequestError", status: 400, errors });
+}
+
 describe("pollTransactions", () => {
   it("publishes transaction.created for a new transaction, writes its snapshot and acknowledges it", async () => {
     const rig = makeRig();
@@ -559,22 +567,38 @@ describe("pollTransactions", () => {
 
   it("names the fields and codes the provider refused on acknowledge in the abort message, never their values", async () => {
     const rig = makeRig();
-    rig.provider.addTransaction();
-    const refused = rig.provider.addTransaction();
-    let i = -1;
+    const txns = [rig.provider.addTransaction(), rig.provider.addTransaction()];
+    // A refusal of the request as a whole, not of particular ids: the cycle stops and says what was refused.
     rig.provider.beforeCall = (call) => {
       if (call.op !== "acknowledgeTransactions") return;
-      i = call.ids.indexOf(refused.id);
-      throw Object.assign(new Error("Some transactions were not found"), {
-        name: "BadRequestError",
+      throw Object.assign(new Error("The acknowledge was refused"), {
+        name: "InvalidRequestError",
         status: 400,
-        errors: [{ field: `transaction_ids.${i}`, code: "NOT_FOUND", message: `${refused.id} is not a transaction of this company` }],
+        errors: [{ field: "transaction_ids", code: "TOO_MANY", message: `${call.ids.join(",")} is too many` }],
       });
     };
     const error = (await pollTransactions(rig.deps).catch((e: unknown) => e)) as CycleAbortedError;
     expect(error).toBeInstanceOf(CycleAbortedError);
-    expect(error.message).toContain(`errors: transaction_ids.${i} NOT_FOUND`);
-    expect(error.message).not.toContain(refused.id);
+    expect(error.message).toContain("errors: transaction_ids TOO_MANY");
+    for (const t of txns) expect(error.message).not.toContain(t.id);
+  });
+
+  it("acknowledges the rest when the provider refuses some ids by name, so one refused id does not stall the backlog", async () => {
+    const rig = makeRig();
+    const txns = Array.from({ length: 7 }, () => rig.provider.addTransaction());
+    const stuck = txns[5]!.id;
+    rig.provider.beforeCall = (call) => {
+      if (call.op === "acknowledgeTransactions" && call.ids.includes(stuck)) throw refusal(call.ids, [stuck]);
+    };
+    for (let cycle = 0; cycle < 2; cycle += 1) {
+      const report = await pollTransactions(rig.deps, { pageSize: 3 });
+      expect(report.outcome).toBe("complete");
+      // Only the refused id stays listed; every other transaction, on every page, was published once and acknowledged.
+      expect(rig.provider.pending().map((t) => t.id)).toEqual([stuck]);
+    }
+    expect(rig.publisher.ofType("transaction.created")).toHaveLength(7);
+    expect(rig.metrics.sum("ProviderErrors", { status_class: "4xx" })).toBeGreaterThan(0);
+    expect(rig.logger.lines.some((l) => l.message === "provider refused to acknowledge some transactions; they stay listed")).toBe(true);
   });
 
   it("refuses to start in hash mode without a salt", async () => {
