@@ -86,17 +86,26 @@ export class DynamoQuarantine implements Quarantine {
     } catch (error) {
       if (!isConditionFailure(error)) throw error;
     }
-    // Still being found (an invalid card on every walk, a re-drive that fails again): its retention starts over.
-    await this.#doc.send(
-      new UpdateCommand({
-        TableName: this.#table,
-        Key: quarantineItemKey(this.#tenant, record.id),
-        UpdateExpression: "SET #ttl = :ttl",
-        ExpressionAttributeNames: { "#ttl": "ttl" },
-        ExpressionAttributeValues: { ":ttl": item.ttl },
-      }),
-    );
-    return false;
+    try {
+      // Still being found (an invalid card on every walk, a re-drive that fails again): its retention starts over.
+      // Conditional: an UpdateItem on a key deleted meanwhile would create a bare item holding only the key and ttl.
+      await this.#doc.send(
+        new UpdateCommand({
+          TableName: this.#table,
+          Key: quarantineItemKey(this.#tenant, record.id),
+          UpdateExpression: "SET #ttl = :ttl",
+          ConditionExpression: "attribute_exists(pk)",
+          ExpressionAttributeNames: { "#ttl": "ttl" },
+          ExpressionAttributeValues: { ":ttl": item.ttl },
+        }),
+      );
+      return false;
+    } catch (error) {
+      if (!isConditionFailure(error)) throw error;
+    }
+    // Deleted between the two calls (re-driven, or swept): it is new again.
+    await this.#doc.send(new PutCommand({ TableName: this.#table, Item: item as unknown as Record<string, unknown> }));
+    return true;
   }
 
   async delete(id: string): Promise<void> {

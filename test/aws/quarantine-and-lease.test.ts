@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { GetCommand } from "@aws-sdk/lib-dynamodb";
+import { DeleteCommand, GetCommand, UpdateCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { DynamoLeaseLock } from "../../shared/aws/lease-lock.js";
 import { DynamoQuarantine } from "../../shared/aws/quarantine.js";
@@ -43,6 +43,22 @@ describe("DynamoQuarantine on DynamoDB Local", () => {
     // Put again, the expired one is a new record.
     expect(await quarantine.put(record("expires", "2026-03-09T12:00:00Z"))).toBe(true);
     expect((await quarantine.list()).find((r) => r.id === "expires")?.at).toBe("2026-03-09T12:00:00Z");
+  });
+
+  it("stores a record found again whole when it was deleted between the put and the ttl update, not a bare key", async () => {
+    const key = { pk: "QUAR#q-race", sk: "raced" };
+    // Deletes the item just before the ttl update reaches DynamoDB, as a re-drive or a TTL sweep could.
+    const doc = {
+      send: async (command: unknown) => {
+        if (command instanceof UpdateCommand) await table.doc.send(new DeleteCommand({ TableName: table.tableName, Key: key }));
+        return table.doc.send(command as never);
+      },
+    } as unknown as DynamoDBDocumentClient;
+    const quarantine = new DynamoQuarantine({ doc, tableName: table.tableName, tenant: "q-race", clock: new FakeClock(), retentionDays: 7 });
+    const record = { id: "raced", kind: "card" as const, reason: "validation: status: missing", raw: { id: "c1" }, at: "2026-03-01T12:00:00Z" };
+    expect(await quarantine.put(record)).toBe(true);
+    expect(await quarantine.put(record)).toBe(true);
+    expect(await quarantine.list()).toEqual([record]);
   });
 
   it("lists every record of its tenant only, across Query pages, with large raw bodies intact", async () => {
