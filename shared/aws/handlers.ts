@@ -91,6 +91,8 @@ export function cardModeOf(event: PollEvent | undefined): CardCycleMode {
 export interface PollResult {
   readonly kind: CycleKind;
   readonly status: "completed" | "skipped";
+  /** Set for an invocation that asked for something else than a cycle. */
+  readonly action?: Exclude<PollAction, "cycle">;
   readonly outcome?: string;
   readonly published?: number;
   readonly acknowledged?: number;
@@ -175,7 +177,9 @@ async function redrive(container: Container, runtime: TenantRuntime, deadline: n
   const summary: PollResult = {
     kind: "transactions",
     status: "completed",
-    outcome: "redrive",
+    action: "redrive",
+    // `deadline`: records were not reached, invoke again; `complete`: every record was tried (`kept` stay for good).
+    outcome: report.cycle.outcome,
     published: totalPublished(report.cycle),
     redriven: report.redriven.length,
     kept: report.kept.map(({ record }) => record.id),

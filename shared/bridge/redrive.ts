@@ -33,7 +33,19 @@ export interface RedriveReport {
 }
 
 /** Options of {@link redrivePublishFailures}. */
-export type RedriveOptions = Pick<CycleOptions, "pageSize" | "deadline">;
+export interface RedriveOptions extends Pick<CycleOptions, "pageSize" | "deadline"> {
+  /** Source of the order records are taken in. @default Math.random */
+  readonly random?: () => number;
+}
+
+/** `items` in a random order (Fisher-Yates). */
+function shuffled<T>(items: T[], random: () => number): T[] {
+  for (let i = items.length - 1; i > 0; i -= 1) {
+    const j = Math.floor(random() * (i + 1));
+    [items[i], items[j]] = [items[j] as T, items[i] as T];
+  }
+  return items;
+}
 
 /** True for a record of a transaction whose event failed for good. */
 export function isPublishFailure(record: QuarantineRecord): boolean {
@@ -87,7 +99,10 @@ export async function redrivePublishFailures(deps: TransactionCycleDeps, options
       byTransaction.delete(id);
     }
   };
-  const { report, missing, unreached } = await reprocessTransactions(deps, [...refs.values()], { ...options, afterBatch });
+  // In random order: records that keep failing (or are gone) must not hold the others back run after run when a
+  // deadline lets each run read only some of them.
+  const { random = Math.random, ...cycle } = options;
+  const { report, missing, unreached } = await reprocessTransactions(deps, shuffled([...refs.values()], random), { ...cycle, afterBatch });
   const notReached = new Set(unreached);
   for (const [id, held] of byTransaction) {
     const why = missing.has(id) ? "not found at the provider" : notReached.has(id) ? "not reached before the deadline" : "its event was not published";

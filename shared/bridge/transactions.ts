@@ -389,15 +389,29 @@ class TransactionRun extends CycleRun {
   ): Promise<{ delivered: Set<string>; missing: Set<string>; unreached: string[] }> {
     const delivered = new Set<string>();
     const missing = new Set<string>();
-    let unreached: string[] = [];
+    const unreached: string[] = [];
     let batch: PageEntry[] = [];
-    const flush = async (): Promise<void> => {
-      if (batch.length === 0) return;
+    /** Processes the batch in hand; false when a call in it ran out of time (the cycle then ends with `deadline`). */
+    const flush = async (): Promise<boolean> => {
+      if (batch.length === 0) return true;
       const done = new Set<string>();
-      await this.processBatch(batch, done);
+      const inHand = batch;
       batch = [];
+      let inTime = true;
+      try {
+        await this.processBatch(inHand, done);
+      } catch (err) {
+        // Out of time in the acknowledge or a parent read: what was published and stored still counts.
+        if (!this.outOfTime(err)) throw err;
+        inTime = false;
+        for (const { raw } of inHand) {
+          const id = (raw as Record<string, unknown>)["id"] as string;
+          if (!done.has(id)) unreached.push(id);
+        }
+      }
       for (const id of done) delivered.add(id);
       await afterBatch?.(done);
+      return inTime;
     };
     for (let i = 0; i < refs.length; i += 1) {
       const ref = refs[i] as TransactionRef;
@@ -411,22 +425,21 @@ class TransactionRun extends CycleRun {
           if (!this.outOfTime(err)) throw err;
         }
       }
-      if (page === undefined) {
-        unreached = refs.slice(i).map((r) => r.id);
+      const entry = page && pageEntries(page).find(({ raw }) => (raw as Record<string, unknown> | null)?.["id"] === ref.id);
+      if (page !== undefined && entry === undefined) missing.add(ref.id);
+      if (entry !== undefined) {
+        this.report.pulled += 1;
+        batch.push(entry);
+      }
+      const inTime = page !== undefined && (batch.length < this.pageSize || (await flush()));
+      if (!inTime) {
+        for (const r of refs.slice(page === undefined ? i : i + 1)) unreached.push(r.id);
         this.report.outcome = "deadline";
         break;
       }
-      const entry = pageEntries(page).find(({ raw }) => (raw as Record<string, unknown> | null)?.["id"] === ref.id);
-      if (!entry) {
-        missing.add(ref.id);
-        continue;
-      }
-      this.report.pulled += 1;
-      batch.push(entry);
-      if (batch.length >= this.pageSize) await flush();
     }
     // Within the calls' grace: what was read before the deadline is published and its records go.
-    await flush();
+    if (!(await flush())) this.report.outcome = "deadline";
     return { delivered, missing, unreached };
   }
 

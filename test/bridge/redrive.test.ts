@@ -74,6 +74,47 @@ describe("redrivePublishFailures", () => {
     expect(new Set(rig.publisher.ofType("transaction.created").map((e) => e.detail.subject.id)).size).toBe(25);
   });
 
+  it("takes records in a new order each run, so ones that keep failing cannot hold the others back at every deadline", async () => {
+    const rig = makeRig();
+    const txns = Array.from({ length: 10 }, () => rig.provider.addTransaction());
+    rig.publisher.reject = () => "AccessDeniedException: not allowed";
+    await pollTransactions(rig.deps);
+    const listed = (await rig.quarantine.list()).map((r) => r.entityId);
+    // The first four records in list order keep failing; every run has time for four reads.
+    const failing = new Set(listed.slice(0, 4));
+    rig.publisher.reject = (e) => (failing.has(e.detail.subject.id) ? "AccessDeniedException: still not allowed" : undefined);
+    const list = rig.provider.listTransactions.bind(rig.provider);
+    rig.provider.listTransactions = async (query) => {
+      if (query.qashio_id !== undefined) rig.clock.advance(1_000);
+      return list(query);
+    };
+    let seed = 7;
+    const random = () => ((seed = (seed * 48271) % 2147483647) / 2147483647);
+    for (let run = 0; run < 20 && rig.quarantine.records.size > 4; run += 1) {
+      await redrivePublishFailures(rig.deps, { pageSize: 2, deadline: rig.clock.now() + 4_000, random });
+    }
+    expect([...rig.quarantine.records.values()].map((r) => r.entityId).sort()).toEqual([...failing].sort());
+    expect(txns.filter((t) => !failing.has(t.id)).every((t) => rig.publisher.ofType("transaction.created").some((e) => e.detail.subject.id === t.id))).toBe(true);
+  });
+
+  it("ends with outcome deadline, not an abort, when the last batch's acknowledge runs out of time, and drops its delivered records", async () => {
+    const rig = makeRig();
+    for (let i = 0; i < 3; i += 1) rig.provider.addTransaction();
+    rig.publisher.reject = () => "AccessDeniedException: not allowed";
+    await pollTransactions(rig.deps);
+    rig.publisher.reject = () => undefined;
+    rig.provider.beforeCall = (call) => {
+      if (call.op !== "acknowledgeTransactions") return;
+      throw Object.assign(new Error("no time left"), { name: "DeadlineExceededError", deadline: rig.clock.now() + 15_000 });
+    };
+    const report = await redrivePublishFailures(rig.deps, { deadline: rig.clock.now() + 10_000 });
+    expect(report.cycle.outcome).toBe("deadline");
+    // Read before the deadline and published: their records go although the acknowledge ran out of time.
+    expect(report.redriven).toHaveLength(3);
+    expect(rig.quarantine.records.size).toBe(0);
+    expect(rig.publisher.ofType("transaction.created")).toHaveLength(3);
+  });
+
   it("keeps the records of a finished batch deleted when a later batch fails", async () => {
     const rig = makeRig();
     for (let i = 0; i < 6; i += 1) rig.provider.addTransaction();

@@ -247,7 +247,7 @@ describe("poll-transactions handler", () => {
 
     // Still refused: the record stays, named in the result.
     const kept = await poll({ action: "redrive" });
-    expect(kept).toMatchObject({ kind: "transactions", status: "completed", outcome: "redrive", redriven: 0 });
+    expect(kept).toMatchObject({ kind: "transactions", status: "completed", action: "redrive", outcome: "complete", redriven: 0 });
     expect(kept.kept).toHaveLength(1);
 
     // The cause fixed, the re-drive publishes it and removes the record.
@@ -257,7 +257,7 @@ describe("poll-transactions handler", () => {
       }
       return { FailedEntryCount: 0, Entries: input.Entries.map(() => ({ EventId: "e" })) };
     });
-    expect(await poll({ action: "redrive" })).toMatchObject({ status: "completed", outcome: "redrive", published: 1, redriven: 1, kept: [] });
+    expect(await poll({ action: "redrive" })).toMatchObject({ status: "completed", action: "redrive", outcome: "complete", published: 1, redriven: 1, kept: [] });
     expect(subjectIds(h.published, "transaction.created").has(refusedId ?? "")).toBe(true);
     const quarantine = new DynamoQuarantine({ doc: h.table.doc, tableName: h.table.tableName, tenant: TENANT });
     expect(await quarantine.size()).toBe(0);
