@@ -13,6 +13,9 @@ import { cardValidator, requireObjectWithId, type Validators } from "./validate.
 import { applyPii, assertPiiPolicy } from "./pii.js";
 import type { ProviderCallOptions, ProviderPage } from "./provider.js";
 
+/** How a CycleAbortedError's message ends: what an operator may rely on after a cycle stopped. */
+export const RESUME_ADVICE = "work done so far is durable and the next cycle resumes";
+
 /** A failed dependency call, tagged with what was being done (internal; converted at the cycle boundary). */
 class StepFailure extends Error {
   override name = "StepFailure";
@@ -412,7 +415,7 @@ export class CycleRun {
     return new CycleAbortedError(
       `${report.kind} cycle stopped: ${step} failed (${ctx.name}${ctx.status ? ` ${ctx.status}` : ""}: ${ctx.message}` +
         `${fields ? `; errors: ${fields}` : ""}); ` +
-        "work done so far is durable and the next cycle resumes",
+        RESUME_ADVICE,
       { report, status: ctx.status, requestId: ctx.requestId },
       { cause },
     );

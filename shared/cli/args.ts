@@ -103,7 +103,8 @@ Commands:
   run        [--once] [--interval <duration>]     poll the provider and write events (local mode);
                                                   without --once, a cycle every --interval (default 1m)
   redrive                                         publish again the transactions quarantined because their
-                                                  event failed for good, once the cause is fixed (local mode)
+                                                  event failed for good, once the cause is fixed (local mode;
+                                                  the JSON Lines sink never refuses for good, so usually none)
   authorize  [--port <p>] [--scope "<scopes>"] [--secret-id <arn>] [--no-open] [--timeout <duration>]
                                                   sign in once as a person and store the tokens
   demo       [--cycles <n>] [--interval <duration>] [--seed <n>]

@@ -11,6 +11,7 @@ import {
   pollCards,
   pollTransactions,
   redrivePublishFailures,
+  RESUME_ADVICE,
   totalPublished,
   type BridgeEvent,
   type CardCycleDeps,
@@ -107,12 +108,15 @@ export async function bindToSettings(dir: string, binding: StateBinding, options
     await bindStateDir(dir, binding, options);
   } catch (error) {
     if (error instanceof StateBindingMismatchError) throw new StateDirTakenError(error.fields, dir, { cause: error });
-    if (error instanceof LocalStateError) {
-      const problem = `(${dir}): ${error.message} (${error.file ?? "binding.json"}); restore it or use another state directory`;
-      throw new ConfigError([{ setting: "BRIDGE_STATE_DIR", problem }], { cause: error });
-    }
+    if (error instanceof LocalStateError) throw stateFileProblem(error, dir, "binding.json", "restore it or use another state directory");
     throw error;
   }
+}
+
+/** A file of the state directory that cannot be used, as a settings error naming it (exit 2: it will not heal). */
+function stateFileProblem(error: LocalStateError, dir: string, fallbackFile: string, advice: string): ConfigError {
+  const problem = `(${dir}): ${error.message} (${error.file ?? fallbackFile}); ${advice}`;
+  return new ConfigError([{ setting: "BRIDGE_STATE_DIR", problem }], { cause: error });
 }
 
 /** Who the settings say the state directory belongs to. */
@@ -207,6 +211,9 @@ async function cliErrorOf(error: unknown, bridge: LocalBridge): Promise<CliError
   // Our own adapters' errors (the token file's) are already fit for a person, wherever the engine wrapped them.
   const own = causeMatching(error, (e): e is CliError => e instanceof CliError);
   if (own !== undefined) return own;
+  // A corrupt snapshot segment or quarantine record fails every run alike: name the file instead of retrying.
+  const state = causeMatching(error, (e): e is LocalStateError => e instanceof LocalStateError);
+  if (state !== undefined) return stateFileProblem(state, bridge.settings.stateDir, "a file in it", "restore it or move it aside");
   // Checked before the revoked family: the engine may wrap it like any provider failure, but it is a settings problem.
   if (causeMatching(error, isInvalidClient) !== undefined) return new ClientCredentialsRejectedError({ cause: error });
   if (error instanceof EngineReauthorizationNeeded || (error instanceof Error && error.name === "ReauthorizationRequiredError")) {
@@ -257,7 +264,7 @@ export async function withCycleLock<T>(bridge: LocalBridge, work: () => Promise<
   const handle = await bridge.lock.tryAcquire(CYCLE_LOCK, CYCLE_LEASE_MS);
   if (handle === undefined) {
     throw new CliError(
-      `another bridge process is running a cycle on this state directory (${bridge.settings.stateDir}); the lease of a run ` +
+      `another bridge process is running a cycle or re-drive on this state directory (${bridge.settings.stateDir}); the lease of a run ` +
         `that has exited is taken over at once on the same machine, else it expires within ${CYCLE_LEASE_MS / 1000} s`,
       EXIT.failed,
     );
@@ -322,12 +329,17 @@ export async function runCycle(bridge: LocalBridge, budgetMs = bridge.settings.c
  * @example
  * const { redriven, kept } = await runRedrive(bridge);
  */
-export async function runRedrive(bridge: LocalBridge): Promise<RedriveReport> {
+export async function runRedrive(bridge: LocalBridge, budgetMs = bridge.settings.cycleBudgetMs): Promise<RedriveReport> {
+  const deadline = bridge.clock.now() + budgetMs;
   return withCycleLock(bridge, async () => {
     try {
-      return await redrivePublishFailures(bridge.transactions);
+      return await redrivePublishFailures(bridge.transactions, { deadline });
     } catch (error) {
-      throw await cliErrorOf(error, bridge);
+      const cli = await cliErrorOf(error, bridge);
+      if (!(cli instanceof CycleFailedError)) throw cli;
+      // A stopped re-drive is not resumed by the next cycle: its records stay until `redrive` runs again.
+      const message = cli.message.replace(RESUME_ADVICE, "records not re-driven yet are kept: run `redrive` again once the cause is fixed");
+      throw new CycleFailedError(message.replace(/^transactions cycle stopped/, "re-drive stopped"), { cause: error });
     } finally {
       await measureQuarantine(bridge);
     }

@@ -1,6 +1,8 @@
 /**
  * End-to-end, in-process: `bridge redrive` against the sandbox after a run whose publisher refused one event for good.
  */
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { BridgeEvent, EventPublisher, PublishFailure } from "../../shared/bridge/ports.js";
 import { EXIT } from "../../shared/cli/errors.js";
@@ -61,6 +63,34 @@ describe("bridge redrive (in-process)", () => {
     const error = await redriveCommand({ ...io, stdout: { write: (c: string) => (stdout += c) } }, { publisher: refusing(h.eventsFile, victim) }).catch((e: unknown) => e);
     expect(error).toMatchObject({ name: "RedriveIncompleteError", exitCode: EXIT.failed, kept: 1 });
     expect(stdout).toContain(`(transaction ${victim}): its event was not published`);
+  });
+
+  it("names a corrupt quarantine record's file as a state directory problem, exit 2", async () => {
+    const h = (harness = await startHarness());
+    expect((await runInProcess(["run", "--once"], h.env, undefined, h.dir)).code).toBe(EXIT.ok);
+    const dir = join(h.env.BRIDGE_STATE_DIR!, "quarantine");
+    mkdirSync(dir, { recursive: true });
+    const file = join(dir, "aaaaaaaa-0000-0000-0000-000000000000.json");
+    writeFileSync(file, "{oops");
+    const { code, stderr } = await runInProcess(["redrive"], h.env, undefined, h.dir);
+    expect(code).toBe(EXIT.usage);
+    expect(stderr).toContain(`BRIDGE_STATE_DIR: (${h.env.BRIDGE_STATE_DIR}): Quarantine record is not valid JSON (${file}); restore it or move it aside`);
+  });
+
+  it("says a stopped re-drive keeps its records for the next redrive, not that the next cycle resumes", async () => {
+    const h = (harness = await startHarness());
+    const [victim] = idsWithStatus(h, "not_synced");
+    if (victim === undefined) throw new Error("no pending transaction");
+    const io = { env: h.env, cwd: h.dir, stdout: { write: () => true }, stderr: { write: () => true }, signal: new AbortController().signal };
+    await runCommand({ once: true, intervalMs: 60_000 }, io, { publisher: refusing(h.eventsFile, victim) });
+    const { redriveCommand } = await import("../../shared/cli/redrive.js");
+    const broken: EventPublisher = { publish: async () => Promise.reject(new Error("disk full")) };
+    const error = (await redriveCommand(io, { publisher: broken }).catch((e: unknown) => e)) as Error & { exitCode: number };
+    expect(error.exitCode).toBe(EXIT.failed);
+    expect(error.message).toMatch(/^re-drive stopped: publish events failed/);
+    expect(error.message).toContain("records not re-driven yet are kept: run `redrive` again once the cause is fixed");
+    expect(error.message).not.toContain("next cycle resumes");
+    expect((await new FileQuarantine(h.env.BRIDGE_STATE_DIR!).list()).map((r) => r.entityId)).toEqual([victim]);
   });
 
   it("rejects arguments with exit 2", async () => {
