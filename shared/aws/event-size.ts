@@ -8,7 +8,7 @@
  * 1. Arrays inside `detail.data` (the object, each change's `before`/`after`, the parent), largest first, keep the
  *    longest prefix that makes the entry fit (possibly none), each trim recorded in `detail.data.object._truncated`
  *    as `{ path, total, kept }` with `path` a JSON Pointer into `detail`. (The marker lives in the object because the
- *    event schemas keep `detail` and `data` closed while the provider object is open.)
+ *    engine emits only the declared members of `detail` and `data`; the provider object is open.)
  * 2. If it still does not fit, the `detail.data.changes` list itself is trimmed the same way, down to its first
  *    change (the event schemas require at least one); trims recorded for the changes dropped are dropped with them.
  * 3. If it still does not fit (e.g. one huge string), the event is returned as failed with reason `oversized` so the
