@@ -47,7 +47,14 @@ function shuffled<T>(items: T[], random: () => number): T[] {
   return items;
 }
 
-/** True for a record of a transaction whose event failed for good. */
+/**
+ * True for a record of a transaction whose event failed for good.
+ *
+ * @example
+ * ```ts
+ * const toRedrive = (await quarantine.list()).filter(isPublishFailure);
+ * ```
+ */
 export function isPublishFailure(record: QuarantineRecord): boolean {
   return record.kind === "transaction" && record.reason.startsWith(PUBLISH_FAILURE_PREFIX);
 }
