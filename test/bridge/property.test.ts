@@ -134,4 +134,34 @@ describe("transaction cycle properties", () => {
       { numRuns: 80 },
     );
   });
+
+  it("walks past transactions the provider refuses to acknowledge, publishing each once and acknowledging all others", async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 1, max: 40 }),
+        fc.integer({ min: 1, max: 7 }),
+        fc.boolean(),
+        fc.array(fc.nat(), { maxLength: 12 }),
+        async (count, pageSize, readAhead, picks) => {
+          const rig = makeRig();
+          for (let i = 0; i < count; i++) rig.provider.addTransaction();
+          const refused = new Set(picks.map((p) => rig.provider.transactions[p % count]!.id));
+          rig.provider.beforeCall = (call) => {
+            if (call.op !== "acknowledgeTransactions") return;
+            const errors = call.ids.flatMap((id, i) => (refused.has(id) ? [{ field: `transaction_ids.${i}`, code: "NOT_FOUND" }] : []));
+            if (errors.length > 0) throw Object.assign(new Error("Some transactions were not found"), { status: 400, errors });
+          };
+          for (let cycle = 0; cycle < 2; cycle++) {
+            const report = await pollTransactions(rig.deps, { pageSize, readAhead });
+            expect(report.outcome).toBe("complete");
+            expect(new Set(rig.provider.pending().map((t) => t.id))).toEqual(refused);
+          }
+          // Refused ones stay listed, but their events went out once: the second cycle finds them unchanged.
+          expect(rig.publisher.events).toHaveLength(count);
+          expect(new Set(rig.publisher.events.map((e) => e.detail.subject.id)).size).toBe(count);
+        },
+      ),
+      { numRuns: 80 },
+    );
+  });
 });
