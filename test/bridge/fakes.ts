@@ -411,3 +411,11 @@ export function makeRig(
   };
   return { provider, snapshots, publisher, quarantine, clock, metrics, logger, deps };
 }
+
+/** A provider 400 refusing the acknowledge of `refused` among `ids`, in the shape the client raises. */
+export function refusal(ids: readonly string[], refused: readonly string[]): Error {
+  const errors = ids.flatMap((id, i) =>
+    refused.includes(id) ? [{ field: `transaction_ids.${i}`, code: "NOT_FOUND", message: `${id} is not a transaction of this company` }] : [],
+  );
+  return Object.assign(new Error("Some transactions were not found"), { name: "InvalidRequestError", status: 400, errors });
+}

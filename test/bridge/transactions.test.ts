@@ -4,16 +4,8 @@ import { CycleAbortedError, ReauthorizationNeededError } from "../../shared/brid
 import { parseEventDetail } from "../../shared/bridge/events/schemas.js";
 import { contentHash } from "../../shared/bridge/hash.js";
 import { requireObjectWithId } from "../../shared/bridge/validate.js";
-import { makeRig, txnId } from "./fakes.js";
+import { makeRig, refusal, txnId } from "./fakes.js";
 import { clientOverFake } from "./provider-client.js";
-
-/** A provider 400 refusing the acknowledge of `refused` among `ids`, in the shape the client raises. */
-function refusal(ids: readonly string[], refused: readonly string[]): Error {
-  const errors = ids.flatMap((id, i) =>
-    refused.includes(id) ? [{ field: `transaction_ids.${i}`, code: "NOT_FOUND", message: `${id} is not a transaction of this company` }] : [],
-  );
-  return Object.assign(new Error("Some transactions were not found"), { name: "InvalidRequestError", status: 400, errors });
-}
 
 describe("pollTransactions", () => {
   it("publishes transaction.created for a new transaction, writes its snapshot and acknowledges it", async () => {

@@ -28,13 +28,20 @@ function refusing(file: string, refused: string): EventPublisher {
   };
 }
 
+/** A sandbox harness after one `run --once` whose publisher refused one pending transaction's event for good. */
+async function runWithOneRefused() {
+  const h = (harness = await startHarness());
+  const [victim] = idsWithStatus(h, "not_synced");
+  if (victim === undefined) throw new Error("no pending transaction");
+  const io = { env: h.env, cwd: h.dir, stdout: { write: () => true }, stderr: { write: () => true }, signal: new AbortController().signal };
+  const runCode = await runCommand({ once: true, intervalMs: 60_000 }, io, { publisher: refusing(h.eventsFile, victim) });
+  return { h, victim, io, runCode };
+}
+
 describe("bridge redrive (in-process)", () => {
   it("publishes the transaction whose event failed for good, removes its quarantine record and exits 0", async () => {
-    const h = (harness = await startHarness());
-    const [victim] = idsWithStatus(h, "not_synced");
-    if (victim === undefined) throw new Error("no pending transaction");
-    const io = { env: h.env, cwd: h.dir, stdout: { write: () => true }, stderr: { write: () => true }, signal: new AbortController().signal };
-    expect(await runCommand({ once: true, intervalMs: 60_000 }, io, { publisher: refusing(h.eventsFile, victim) })).toBe(EXIT.ok);
+    const { h, victim, runCode } = await runWithOneRefused();
+    expect(runCode).toBe(EXIT.ok);
     expect((await readEvents(h.eventsFile)).map((e) => e.detail.subject.id)).not.toContain(victim);
     // Acknowledged with the rest: no later run would pull it again.
     expect(idsWithStatus(h, "not_synced", "outdated")).toEqual([]);
@@ -53,11 +60,7 @@ describe("bridge redrive (in-process)", () => {
   });
 
   it("exits 1 and names the record when the transaction cannot be published yet", async () => {
-    const h = (harness = await startHarness());
-    const [victim] = idsWithStatus(h, "not_synced");
-    if (victim === undefined) throw new Error("no pending transaction");
-    const io = { env: h.env, cwd: h.dir, stdout: { write: () => true }, stderr: { write: () => true }, signal: new AbortController().signal };
-    await runCommand({ once: true, intervalMs: 60_000 }, io, { publisher: refusing(h.eventsFile, victim) });
+    const { h, victim, io } = await runWithOneRefused();
     const { redriveCommand } = await import("../../shared/cli/redrive.js");
     let stdout = "";
     const error = await redriveCommand({ ...io, stdout: { write: (c: string) => (stdout += c) } }, { publisher: refusing(h.eventsFile, victim) }).catch((e: unknown) => e);
@@ -78,11 +81,7 @@ describe("bridge redrive (in-process)", () => {
   });
 
   it("says a stopped re-drive keeps its records for the next redrive, not that the next cycle resumes", async () => {
-    const h = (harness = await startHarness());
-    const [victim] = idsWithStatus(h, "not_synced");
-    if (victim === undefined) throw new Error("no pending transaction");
-    const io = { env: h.env, cwd: h.dir, stdout: { write: () => true }, stderr: { write: () => true }, signal: new AbortController().signal };
-    await runCommand({ once: true, intervalMs: 60_000 }, io, { publisher: refusing(h.eventsFile, victim) });
+    const { h, victim, io } = await runWithOneRefused();
     const { redriveCommand } = await import("../../shared/cli/redrive.js");
     const broken: EventPublisher = { publish: async () => Promise.reject(new Error("disk full")) };
     const error = (await redriveCommand(io, { publisher: broken }).catch((e: unknown) => e)) as Error & { exitCode: number };
