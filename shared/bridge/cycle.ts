@@ -50,11 +50,25 @@ function deadlineExceeded(err: unknown): (Error & { deadline: number }) | undefi
  * ```
  */
 export function isPageSizeRejection(err: unknown): boolean {
-  const outer = err as { cause?: unknown } | null;
-  const inner = (outer?.cause ?? outer) as { status?: unknown; name?: unknown; errors?: unknown } | null;
-  if (inner?.status !== 400 && inner?.name !== "InvalidRequestError") return false;
-  if (!Array.isArray(inner.errors)) return false;
-  return inner.errors.some((x: unknown) => (x as { field?: unknown } | null)?.field === "page_size");
+  const refusal = providerRefusal(err);
+  if (refusal === undefined || (refusal.status !== 400 && refusal.name !== "InvalidRequestError")) return false;
+  return refusal.errors.some((x) => x?.field === "page_size");
+}
+
+/** One entry of a provider error's `errors[]`: the field it names and the error code. */
+export type ProviderErrorEntry = { readonly field?: unknown; readonly code?: unknown } | null;
+
+/**
+ * The provider error in `err`'s cause chain that lists `errors[]` (a step failure wraps the client's error), if any;
+ * read by shape, as the engine does not depend on the client's classes.
+ *
+ * @example
+ * ```ts
+ * providerRefusal(stepFailure)?.errors; // [{ field: "transaction_ids.3", code: "NOT_FOUND", ... }]
+ * ```
+ */
+export function providerRefusal(err: unknown): { readonly errors: readonly ProviderErrorEntry[]; readonly status?: unknown; readonly name?: unknown } | undefined {
+  return causeMatching(err, (e): e is { errors: ProviderErrorEntry[] } => Array.isArray((e as { errors?: unknown } | null)?.errors));
 }
 
 /** A field name or error code fit for a log line: an identifier-like token, never free text that could hold a value. */
@@ -67,11 +81,11 @@ const MAX_NAMED_ERRORS = 10;
  * sees which input the provider refused. Entry messages are left out: they may quote the refused values.
  */
 function errorFields(err: unknown): string | undefined {
-  const errors = (err as { errors?: unknown } | null)?.errors;
-  if (!Array.isArray(errors) || errors.length === 0) return undefined;
+  const errors = providerRefusal(err)?.errors ?? [];
+  if (errors.length === 0) return undefined;
   const token = (value: unknown): string => (typeof value === "string" && ERROR_TOKEN.test(value) ? value : "?");
-  const named = errors.slice(0, MAX_NAMED_ERRORS).map((e: unknown) => {
-    const { field, code } = (e ?? {}) as { field?: unknown; code?: unknown };
+  const named = errors.slice(0, MAX_NAMED_ERRORS).map((e) => {
+    const { field, code } = e ?? {};
     return `${field === null || field === undefined ? "(request)" : token(field)} ${token(code)}`;
   });
   const more = errors.length - named.length;

@@ -2,11 +2,10 @@
  * The transaction cycle: pull `not_synced`, then `outdated`; per page diff against snapshots,
  * publish, write snapshots, then acknowledge. See docs/events.md and /work/notes/readme-engine.md.
  */
-import { causeMatching } from "./errors.js";
 import { contentHash, recordHash } from "./hash.js";
 import { applyPiiInPlace, conformPii, type PiiPolicy } from "./pii.js";
 import { diffObjects, type Change } from "./diff.js";
-import { CycleRun, parseTime, versionTime } from "./cycle.js";
+import { CycleRun, parseTime, providerRefusal, versionTime } from "./cycle.js";
 import { RecentIds } from "./recent-ids.js";
 import { DEFAULT_MAX_PAGES, type CycleOptions, type TransactionCycleDeps } from "./deps.js";
 import type { BridgeEvent, QuarantineRecord, Snapshot, SnapshotKey } from "./ports.js";
@@ -75,14 +74,6 @@ function withoutSyncStatus(raw: unknown): unknown {
   return rest;
 }
 
-type ErrorEntry = { readonly field?: unknown; readonly code?: unknown };
-
-/** `errors[]` entries of a provider error anywhere in a cause chain (a step failure wraps the client's error). */
-function errorEntries(err: unknown): readonly ErrorEntry[] {
-  const found = causeMatching(err, (e): e is { errors: ErrorEntry[] } => Array.isArray((e as { errors?: unknown } | null)?.errors));
-  return found?.errors ?? [];
-}
-
 const ACK_ID_FIELD = /^transaction_ids\.(\d+)$/;
 
 /**
@@ -90,10 +81,11 @@ const ACK_ID_FIELD = /^transaction_ids\.(\d+)$/;
  * else; undefined otherwise (the failure is then not about particular ids).
  */
 function refusedAckIndexes(err: unknown, count: number): Set<number> | undefined {
-  const entries = errorEntries(err);
+  const entries = providerRefusal(err)?.errors ?? [];
   if (entries.length === 0) return undefined;
   const refused = new Set<number>();
-  for (const { field } of entries) {
+  for (const entry of entries) {
+    const field = entry?.field;
     const match = typeof field === "string" ? ACK_ID_FIELD.exec(field) : null;
     const index = match ? Number(match[1]) : NaN;
     if (!(index < count)) return undefined;
@@ -370,7 +362,7 @@ class TransactionRun extends CycleRun {
       const rest = ids.filter((_, i) => !refused.has(i));
       this.deps.logger.warn("provider refused to acknowledge some transactions; they stay listed", {
         ids: ids.filter((_, i) => refused.has(i)),
-        codes: [...new Set(errorEntries(err).map((e) => e.code))],
+        codes: [...new Set((providerRefusal(err)?.errors ?? []).map((e) => e?.code))],
       });
       if (rest.length > 0) await send(rest);
       return rest.length;
