@@ -83,23 +83,23 @@ function qashioIdOf(raw: unknown): string | undefined {
 export async function redrivePublishFailures(deps: TransactionCycleDeps, options: RedriveOptions = {}): Promise<RedriveReport> {
   const records = (await deps.quarantine.list()).filter(isPublishFailure);
   const kept: KeptRecord[] = [];
-  const refs = new Map<string, TransactionRef>();
   // One transaction can hold several records (one per failed version): one read serves them all.
-  const byTransaction = new Map<string, QuarantineRecord[]>();
+  const byTransaction = new Map<string, { readonly ref: TransactionRef; readonly records: QuarantineRecord[] }>();
   for (const record of records) {
     const qashioId = qashioIdOf(record.raw);
     if (record.entityId === undefined || qashioId === undefined) {
       kept.push({ record, why: "no transaction id or qashio_id in the record" });
       continue;
     }
-    refs.set(record.entityId, { id: record.entityId, qashioId });
-    byTransaction.set(record.entityId, [...(byTransaction.get(record.entityId) ?? []), record]);
+    const held = byTransaction.get(record.entityId);
+    if (held) held.records.push(record);
+    else byTransaction.set(record.entityId, { ref: { id: record.entityId, qashioId }, records: [record] });
   }
   const redriven: QuarantineRecord[] = [];
   // Deleted batch by batch, so a run cut short (a Lambda timeout) keeps what it did and the next one goes on.
   const afterBatch = async (delivered: ReadonlySet<string>): Promise<void> => {
     for (const id of delivered) {
-      for (const record of byTransaction.get(id) ?? []) {
+      for (const record of byTransaction.get(id)?.records ?? []) {
         await deps.quarantine.delete(record.id);
         redriven.push(record);
       }
@@ -109,11 +109,12 @@ export async function redrivePublishFailures(deps: TransactionCycleDeps, options
   // In random order: records that keep failing (or are gone) must not hold the others back run after run when a
   // deadline lets each run read only some of them.
   const { random = Math.random, ...cycle } = options;
-  const { report, missing, unreached } = await reprocessTransactions(deps, shuffled([...refs.values()], random), { ...cycle, afterBatch });
+  const refs = shuffled([...byTransaction.values()].map((held) => held.ref), random);
+  const { report, missing, unreached } = await reprocessTransactions(deps, refs, { ...cycle, afterBatch });
   const notReached = new Set(unreached);
   for (const [id, held] of byTransaction) {
     const why = missing.has(id) ? "not found at the provider" : notReached.has(id) ? "not reached before the deadline" : "its event was not published";
-    for (const record of held) kept.push({ record, why });
+    for (const record of held.records) kept.push({ record, why });
   }
   for (const { record, why } of kept) {
     deps.logger.warn("quarantined publish failure kept", { quarantineId: record.id, entityId: record.entityId, why });
