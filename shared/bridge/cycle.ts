@@ -13,8 +13,16 @@ import { cardValidator, requireObjectWithId, type Validators } from "./validate.
 import { applyPii, assertPiiPolicy } from "./pii.js";
 import type { ProviderCallOptions, ProviderPage } from "./provider.js";
 
-/** How a CycleAbortedError's message ends: what an operator may rely on after a cycle stopped. */
-export const RESUME_ADVICE = "work done so far is durable and the next cycle resumes";
+/** What stopped and what an operator may rely on next, as a CycleAbortedError's message names them. */
+export interface AbortWording {
+  /** What stopped, e.g. "transactions cycle". */
+  readonly what?: string;
+  /** How the message ends. */
+  readonly next: string;
+}
+
+/** A cycle's: the next one picks up where it stopped. */
+const CYCLE_ABORT: AbortWording = { next: "work done so far is durable and the next cycle resumes" };
 
 /** A failed dependency call, tagged with what was being done (internal; converted at the cycle boundary). */
 class StepFailure extends Error {
@@ -409,7 +417,7 @@ export class CycleRun {
   }
 
   /** Converts a failure into the error the caller sees, after recording metrics and the report. */
-  fail(err: unknown): Error {
+  fail(err: unknown, wording: AbortWording = CYCLE_ABORT): Error {
     this.report.outcome = "aborted";
     const step = err instanceof StepFailure ? err.step : "cycle";
     const cause = err instanceof StepFailure ? err.cause : err;
@@ -427,9 +435,9 @@ export class CycleRun {
       );
     }
     return new CycleAbortedError(
-      `${report.kind} cycle stopped: ${step} failed (${ctx.name}${ctx.status ? ` ${ctx.status}` : ""}: ${ctx.message}` +
+      `${wording.what ?? `${report.kind} cycle`} stopped: ${step} failed (${ctx.name}${ctx.status ? ` ${ctx.status}` : ""}: ${ctx.message}` +
         `${fields ? `; errors: ${fields}` : ""}); ` +
-        RESUME_ADVICE,
+        wording.next,
       { report, status: ctx.status, requestId: ctx.requestId },
       { cause },
     );

@@ -5,7 +5,7 @@
 import { contentHash, recordHash } from "./hash.js";
 import { applyPiiInPlace, conformPii, type PiiPolicy } from "./pii.js";
 import { diffObjects, type Change } from "./diff.js";
-import { CycleRun, parseTime, providerRefusal, versionTime } from "./cycle.js";
+import { CycleRun, parseTime, providerRefusal, versionTime, type AbortWording } from "./cycle.js";
 import { RecentIds } from "./recent-ids.js";
 import { DEFAULT_MAX_PAGES, type CycleOptions, type TransactionCycleDeps } from "./deps.js";
 import type { BridgeEvent, QuarantineRecord, Snapshot, SnapshotKey } from "./ports.js";
@@ -510,6 +510,9 @@ export interface TransactionRef {
   readonly qashioId: string;
 }
 
+/** A stopped re-drive is not resumed by the next cycle: its records stay until the re-drive runs again. */
+const REDRIVE_ABORT: AbortWording = { what: "re-drive", next: "records not re-driven yet are kept: run `redrive` again once the cause is fixed" };
+
 /** What {@link reprocessTransactions} did. */
 export interface ReprocessResult {
   readonly report: CycleReport;
@@ -548,7 +551,7 @@ export async function reprocessTransactions(
     const { delivered, missing, unreached } = await run.reprocess(refs, afterBatch);
     return { report: run.finish(), delivered, missing, unreached };
   } catch (err) {
-    throw run.fail(err);
+    throw run.fail(err, REDRIVE_ABORT);
   }
 }
 

@@ -11,7 +11,6 @@ import {
   pollCards,
   pollTransactions,
   redrivePublishFailures,
-  RESUME_ADVICE,
   totalPublished,
   type BridgeEvent,
   type CardCycleDeps,
@@ -335,11 +334,7 @@ export async function runRedrive(bridge: LocalBridge, budgetMs = bridge.settings
     try {
       return await redrivePublishFailures(bridge.transactions, { deadline });
     } catch (error) {
-      const cli = await cliErrorOf(error, bridge);
-      if (!(cli instanceof CycleFailedError)) throw cli;
-      // A stopped re-drive is not resumed by the next cycle: its records stay until `redrive` runs again.
-      const message = cli.message.replace(RESUME_ADVICE, "records not re-driven yet are kept: run `redrive` again once the cause is fixed");
-      throw new CycleFailedError(message.replace(/^transactions cycle stopped/, "re-drive stopped"), { cause: error });
+      throw await cliErrorOf(error, bridge);
     } finally {
       await measureQuarantine(bridge);
     }
