@@ -75,7 +75,9 @@ export type ProviderErrorEntry = { readonly field?: unknown; readonly code?: unk
  * providerRefusal(stepFailure)?.errors; // [{ field: "transaction_ids.3", code: "NOT_FOUND", ... }]
  * ```
  */
-export function providerRefusal(err: unknown): { readonly errors: readonly ProviderErrorEntry[]; readonly status?: unknown; readonly name?: unknown } | undefined {
+export function providerRefusal(
+  err: unknown,
+): { readonly errors: readonly ProviderErrorEntry[]; readonly status?: unknown; readonly name?: unknown; readonly requestId?: unknown } | undefined {
   return causeMatching(err, (e): e is { errors: ProviderErrorEntry[] } => Array.isArray((e as { errors?: unknown } | null)?.errors));
 }
 

@@ -132,6 +132,7 @@ export type MetricName =
   | "EventsPublished"
   | "EventsFailed"
   | "Acknowledged"
+  | "AcknowledgeRefused"
   | "Quarantined"
   | "QuarantineSize"
   | "ProviderErrors"

@@ -31,6 +31,11 @@ export interface CycleReport {
   unchanged: number;
   quarantined: number;
   acknowledged: number;
+  /**
+   * Ids the provider refused by name on acknowledge (`transaction_ids.<i>`): their events are published, but they stay
+   * listed and the next cycle tries them again (metric `AcknowledgeRefused`).
+   */
+  acknowledgeRefused: number;
   /** Provider calls made (lists, acknowledges, parent reads). */
   providerCalls: number;
   /** Age in seconds of the oldest change pulled and not delivered, else of the oldest published in this cycle (docs/spec-gaps.md). */
@@ -51,6 +56,7 @@ export function emptyReport(kind: CycleReport["kind"]): CycleReport {
     unchanged: 0,
     quarantined: 0,
     acknowledged: 0,
+    acknowledgeRefused: 0,
     providerCalls: 0,
     syncLagSeconds: 0,
     durationMs: 0,

@@ -348,7 +348,9 @@ class TransactionRun extends CycleRun {
    * cycle finds it unchanged and acknowledges it. When the provider refuses ids by name (`transaction_ids.<i>`, the
    * whole call failing: §4.3 shows no partial success), the others are sent again once, and the refused ones stay
    * listed (their events are published; the walk moves past them and each cycle tries them again) instead of stopping
-   * every cycle at their page. A refusal that names anything else stops the cycle as any failure does.
+   * every cycle at their page. The refused ones are logged (ids, codes, the provider's request id) and counted in
+   * `AcknowledgeRefused`, which alarms when refusals persist. A refusal that names anything else stops the cycle as
+   * any failure does.
    */
   private async acknowledge(ids: readonly string[]): Promise<number> {
     const send = (batch: readonly string[]) =>
@@ -360,9 +362,13 @@ class TransactionRun extends CycleRun {
       const refused = refusedAckIndexes(err, ids.length);
       if (refused === undefined) throw err;
       const rest = ids.filter((_, i) => !refused.has(i));
+      const refusal = providerRefusal(err);
+      this.report.acknowledgeRefused += refused.size;
+      this.deps.metrics.add("AcknowledgeRefused", refused.size, "Count");
       this.deps.logger.warn("provider refused to acknowledge some transactions; they stay listed", {
         ids: ids.filter((_, i) => refused.has(i)),
-        codes: [...new Set((providerRefusal(err)?.errors ?? []).map((e) => e?.code))],
+        codes: [...new Set((refusal?.errors ?? []).map((e) => e?.code))],
+        ...(typeof refusal?.requestId === "string" ? { requestId: refusal.requestId } : {}),
       });
       if (rest.length > 0) await send(rest);
       return rest.length;

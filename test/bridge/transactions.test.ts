@@ -593,6 +593,45 @@ describe("pollTransactions", () => {
     expect(rig.logger.lines.some((l) => l.message === "provider refused to acknowledge some transactions; they stay listed")).toBe(true);
   });
 
+  it("counts the ids refused on acknowledge in AcknowledgeRefused and the report, every cycle they are refused, and emits nothing once they are not", async () => {
+    const rig = makeRig();
+    const txns = Array.from({ length: 7 }, () => rig.provider.addTransaction());
+    const stuck = [txns[1]!.id, txns[5]!.id];
+    let refusing = true;
+    rig.provider.beforeCall = (call) => {
+      if (!refusing || call.op !== "acknowledgeTransactions" || !call.ids.some((id) => stuck.includes(id))) return;
+      throw Object.assign(refusal(call.ids, stuck), { requestId: "req-42" });
+    };
+    const refusedPoints = () => rig.metrics.points.filter((p) => p.name === "AcknowledgeRefused");
+
+    for (let cycle = 1; cycle <= 2; cycle += 1) {
+      const report = await pollTransactions(rig.deps, { pageSize: 3 });
+      expect(report).toMatchObject({ outcome: "complete", acknowledgeRefused: 2 });
+      expect(rig.metrics.sum("AcknowledgeRefused")).toBe(2 * cycle);
+    }
+    // One data point per refused acknowledge call, in the tenant's own dimension set (alarmed as a plain metric).
+    for (const point of refusedPoints()) expect(point).toMatchObject({ unit: "Count", dimensions: undefined });
+    const warnings = rig.logger.lines.filter((l) => l.message === "provider refused to acknowledge some transactions; they stay listed");
+    expect(new Set(warnings.flatMap((w) => w.attributes?.["ids"] as string[]))).toEqual(new Set(stuck));
+    for (const w of warnings) expect(w.attributes).toMatchObject({ codes: ["NOT_FOUND"], requestId: "req-42" });
+
+    // The provider takes them again: the cycle acknowledges them and reports no refusal, emitting no data point.
+    refusing = false;
+    const pointsBefore = refusedPoints().length;
+    const settled = await pollTransactions(rig.deps, { pageSize: 3 });
+    expect(settled).toMatchObject({ outcome: "complete", acknowledged: 2, acknowledgeRefused: 0 });
+    expect(refusedPoints()).toHaveLength(pointsBefore);
+    expect(rig.provider.pending()).toEqual([]);
+  });
+
+  it("emits no AcknowledgeRefused data point and reports 0 when the provider takes every acknowledge", async () => {
+    const rig = makeRig();
+    for (let i = 0; i < 5; i += 1) rig.provider.addTransaction();
+    const report = await pollTransactions(rig.deps, { pageSize: 2 });
+    expect(report).toMatchObject({ outcome: "complete", acknowledged: 5, acknowledgeRefused: 0 });
+    expect(rig.metrics.points.filter((p) => p.name === "AcknowledgeRefused")).toEqual([]);
+  });
+
   it("refuses to start in hash mode without a salt", async () => {
     const rig = makeRig({ pii: { mode: "hash" } });
     await expect(pollTransactions(rig.deps)).rejects.toThrow(/salt/);
