@@ -96,6 +96,8 @@ export interface PollResult {
   readonly outcome?: string;
   readonly published?: number;
   readonly acknowledged?: number;
+  /** Ids the provider refused to acknowledge (metric `AcknowledgeRefused`; the warn log names them). */
+  readonly acknowledgeRefused?: number;
   readonly quarantined?: number;
   readonly durationMs?: number;
   /** A re-drive: quarantined publish failures published and removed. */
@@ -213,6 +215,7 @@ export function createPollHandler(kind: CycleKind, options: HandlerOptions = {})
         outcome: report.outcome,
         published: totalPublished(report),
         acknowledged: report.acknowledged,
+        acknowledgeRefused: report.acknowledgeRefused,
         quarantined: report.quarantined,
         durationMs: report.durationMs,
       };

@@ -165,6 +165,11 @@ export interface CycleSummary {
   /** Events published, by type. */
   readonly published: Readonly<Record<string, number>>;
   readonly acknowledged: number;
+  /**
+   * Ids the provider refused to acknowledge (they stay listed and are tried again next cycle); shown only when above 0.
+   * @default 0
+   */
+  readonly acknowledgeRefused?: number;
   readonly quarantined: number;
   readonly durationMs: number;
   /** True when the cycle stopped at its time budget and resumes next time. */
@@ -172,18 +177,24 @@ export interface CycleSummary {
 }
 
 /**
- * One line summing up a cycle: events by type, acknowledgements, quarantine, duration.
+ * One line summing up a cycle: events by type, acknowledgements (and refused acknowledges, if any), quarantine, duration.
  *
  * @example
  * formatCycleSummary({ cycle: 1, published: { "transaction.created": 2, "card.suspended": 1 }, acknowledged: 12, quarantined: 0, durationMs: 84 });
  * // "── cycle 1: 3 events (2 transaction.created, 1 card.suspended) · 12 acknowledged · 0 quarantined · 84 ms"
+ * formatCycleSummary({ cycle: 2, published: {}, acknowledged: 0, acknowledgeRefused: 1, quarantined: 0, durationMs: 30 });
+ * // "── cycle 2: 0 events · 0 acknowledged · 1 acknowledge refused · 0 quarantined · 30 ms"
  */
 export function formatCycleSummary(summary: CycleSummary, p: Palette = NO_COLOURS): string {
   const entries = Object.entries(summary.published).filter(([, n]) => n > 0);
   const types = entries.map(([type, n]) => `${n} ${type}`).join(", ");
   const count = entries.reduce((sum, [, n]) => sum + n, 0);
   const events = `${count} event${count === 1 ? "" : "s"}${types === "" ? "" : ` (${types})`}`;
+  const refused = (summary.acknowledgeRefused ?? 0) > 0 ? ` · ${p.yellow(`${summary.acknowledgeRefused} acknowledge refused`)}` : "";
   const quarantined = summary.quarantined > 0 ? p.red(`${summary.quarantined} quarantined`) : "0 quarantined";
   const tail = summary.partial === true ? ` · ${p.yellow("stopped at budget, resumes next cycle")}` : "";
-  return p.dim(`── cycle ${summary.cycle}: `) + `${events} · ${summary.acknowledged} acknowledged · ${quarantined} · ${Math.round(summary.durationMs)} ms${tail}`;
+  return (
+    p.dim(`── cycle ${summary.cycle}: `) +
+    `${events} · ${summary.acknowledged} acknowledged${refused} · ${quarantined} · ${Math.round(summary.durationMs)} ms${tail}`
+  );
 }

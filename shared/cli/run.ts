@@ -18,6 +18,7 @@ export function summaryOf(cycle: number, result: CycleResult, palette: Palette):
       cycle,
       published: mergeCounts(t.published, c.published),
       acknowledged: t.acknowledged,
+      acknowledgeRefused: t.acknowledgeRefused,
       quarantined: t.quarantined + c.quarantined,
       durationMs: result.durationMs,
       partial: !result.complete,

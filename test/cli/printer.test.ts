@@ -1,6 +1,8 @@
 import { describe, expect, it } from "vitest";
 import type { BridgeEvent } from "../../shared/bridge/ports.js";
+import { emptyReport } from "../../shared/bridge/report.js";
 import { COLOURS, NO_COLOURS, formatCycleSummary, formatEvent, mergeCounts, shouldColour, showValue } from "../../shared/cli/printer.js";
+import { summaryOf } from "../../shared/cli/run.js";
 
 function event(type: string, subject: BridgeEvent["detail"]["subject"], data: BridgeEvent["detail"]["data"]): BridgeEvent {
   return {
@@ -91,6 +93,21 @@ describe("formatCycleSummary", () => {
     expect(formatCycleSummary({ cycle: 3, published: { "transaction.created": 2, "card.created": 0 }, acknowledged: 2, quarantined: 0, durationMs: 84.4 })).toBe(
       "── cycle 3: 2 events (2 transaction.created) · 2 acknowledged · 0 quarantined · 84 ms",
     );
+  });
+
+  it("shows ids the provider refused to acknowledge next to the acknowledged count, only when there are some", () => {
+    expect(formatCycleSummary({ cycle: 2, published: {}, acknowledged: 4, acknowledgeRefused: 1, quarantined: 0, durationMs: 30 })).toBe(
+      "── cycle 2: 0 events · 4 acknowledged · 1 acknowledge refused · 0 quarantined · 30 ms",
+    );
+    expect(formatCycleSummary({ cycle: 2, published: {}, acknowledged: 4, acknowledgeRefused: 0, quarantined: 0, durationMs: 30 })).toBe(
+      "── cycle 2: 0 events · 4 acknowledged · 0 quarantined · 30 ms",
+    );
+  });
+
+  it("takes the refused acknowledges from the transaction cycle's report in run's summary line", () => {
+    const transactions = { ...emptyReport("transactions"), acknowledged: 3, acknowledgeRefused: 2 };
+    const result = { transactions, cards: emptyReport("cards"), events: 0, complete: true, durationMs: 12, quarantineSize: 0 };
+    expect(summaryOf(5, result, NO_COLOURS)).toBe("── cycle 5: 0 events · 3 acknowledged · 2 acknowledge refused · 0 quarantined · 12 ms");
   });
 
   it("says when a cycle stopped at its budget", () => {

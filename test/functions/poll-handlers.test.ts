@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import { PutEventsCommand, type PutEventsRequestEntry } from "@aws-sdk/client-eventbridge";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ConfigurationError } from "../../shared/aws/errors.js";
@@ -208,6 +209,37 @@ describe("poll-transactions handler", () => {
     }
     expect(names.find((n) => n.name === "EventsPublished")?.dimensions).toContain("type");
     expect(emf.every((doc) => doc.tenant === TENANT)).toBe(true);
+  });
+
+  it("counts a transaction the provider refuses to acknowledge in its result and AcknowledgeRefused, and logs the fields the runbook's query reads", async () => {
+    const stuck = company().transactions.all().find((t) => t.client_sync_status !== "synced")?.id as string;
+    // The provider does not find that id for the company (the sandbox's NOT_FOUND for an id it does not hold).
+    const refusing = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+      const url = typeof input === "string" ? input : input instanceof URL ? input.href : input.url;
+      if (!url.endsWith("/transactions/acknowledge") || typeof init?.body !== "string") return h.sandbox.fetch(input, init);
+      const body = JSON.parse(init.body) as { transaction_ids: string[] };
+      const sent = body.transaction_ids.map((id) => (id === stuck ? randomUUID() : id));
+      return h.sandbox.fetch(input, { ...init, body: JSON.stringify({ ...body, transaction_ids: sent }) });
+    };
+    const poll = h.poller("transactions", { fetch: refusing });
+    const backlog = h.pendingAtProvider();
+
+    for (let cycle = 1; cycle <= 2; cycle += 1) {
+      expect(await poll()).toMatchObject({ status: "completed", outcome: "complete", acknowledgeRefused: 1, acknowledged: cycle === 1 ? backlog - 1 : 0 });
+    }
+    expect(h.pendingAtProvider()).toBe(1);
+    expect(subjectIds(h.published).has(stuck)).toBe(true);
+
+    const docs = h.output.map((line) => JSON.parse(line) as Record<string, unknown>);
+    const emf = docs.filter((doc) => doc["AcknowledgeRefused"] !== undefined);
+    expect(emf.map((doc) => doc["AcknowledgeRefused"])).toEqual([1, 1]);
+    for (const doc of emf) {
+      const [directive] = (doc._aws as { CloudWatchMetrics: { Namespace: string; Dimensions: string[][] }[] }).CloudWatchMetrics;
+      expect(directive).toMatchObject({ Namespace: "QashioBridge", Dimensions: [["service", "tenant"]] });
+    }
+    const warnings = docs.filter((doc) => doc["message"] === "provider refused to acknowledge some transactions; they stay listed");
+    expect(warnings).toHaveLength(2);
+    for (const w of warnings) expect(w).toMatchObject({ level: "WARN", ids: [stuck], codes: ["NOT_FOUND"], requestId: expect.any(String) });
   });
 
   it("reports the quarantine's size after every cycle as a gauge, so a held record keeps counting until it is gone", async () => {
