@@ -35,8 +35,8 @@ export interface OpsAlarmsProps {
    */
   readonly cycleEveryMinutes?: Readonly<Record<string, number>>;
   /**
-   * Schedule of the transactions poller, in minutes: SyncLag and QuarantineGrowing are evaluated over windows derived
-   * from it.
+   * Schedule of the transactions poller, in minutes: SyncLag, QuarantineGrowing and AcknowledgeRefused are evaluated
+   * over windows derived from it.
    */
   readonly syncLagEveryMinutes: number;
   /** Queues that alarm as long as they hold a message, by short name: their messages need handling (redrive, purge). */
@@ -56,8 +56,9 @@ export interface OpsAlarmsProps {
 }
 
 /**
- * The tenant's alarms (token family revoked, sync lag, function errors, dead letters, quarantine held and growing)
- * and the SNS topic they notify. Each alarm's description points to its section in docs/runbook.md.
+ * The tenant's alarms (token family revoked, sync lag, function errors, dead letters, quarantine held and growing,
+ * acknowledges the provider keeps refusing) and the SNS topic they notify. Each alarm's description points to its
+ * section in docs/runbook.md.
  */
 export class OpsAlarms extends Construct {
   /** Topic receiving ALARM and OK notifications. */
@@ -137,6 +138,23 @@ export class OpsAlarms extends Construct {
       evaluationPeriods: growingWindow.evaluationPeriods,
       datapointsToAlarm: growingWindow.datapointsToAlarm,
       // Quarantined is emitted only when a cycle quarantines something: a period without it is a period without new records.
+      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+    });
+    // A refused id stays listed and every transaction cycle tries it again, so a refusal that persists is reported in
+    // every period of the transactions schedule, while one a retry clears is reported once: 2 of 3 periods (the id was
+    // refused again when retried) page, a single refusal does not.
+    const refusedWindow = cycleAlarmWindow(props.syncLagEveryMinutes);
+    const refused = bridgeTenantMetric(tenant, "AcknowledgeRefused", { statistic: "Sum", period: refusedWindow.period });
+    add("AcknowledgeRefused", "acknowledgerefused", refused, {
+      alarmDescription:
+        `Tenant ${tenant}: the provider refused to acknowledge transactions in ${describeAlarmWindow(refusedWindow)}; ` +
+        "their events are published, but they stay unsynced at the provider and are pulled again every cycle.",
+      threshold: 1,
+      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+      evaluationPeriods: refusedWindow.evaluationPeriods,
+      datapointsToAlarm: refusedWindow.datapointsToAlarm,
+      // AcknowledgeRefused is emitted only when an acknowledge is refused: a period without it is a period without
+      // refusals, so the alarm clears by itself once the provider takes the ids.
       treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
     });
     for (const [name, fn] of Object.entries(props.functions)) {

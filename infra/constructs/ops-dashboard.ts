@@ -33,7 +33,7 @@ export const DASHBOARD_WIDGETS = {
   cycleDuration: "Cycle duration (ms)",
   tokens: "Token refreshes / family revoked",
   quarantine: "Quarantine size / newly quarantined",
-  throughput: "Pulled / acknowledged / publish failures",
+  throughput: "Pulled / acknowledged / acknowledge refused / publish failures",
   deadLetters: "Dead-letter queue depth",
   functions: "Function errors and throttles",
 } as const;
@@ -104,6 +104,7 @@ export class OpsDashboard extends Construct {
       graph(DASHBOARD_WIDGETS.throughput, [
         plain("TransactionsPulled", "Sum", "transactions pulled"),
         plain("Acknowledged", "Sum", "acknowledged"),
+        plain("AcknowledgeRefused", "Sum", "acknowledge refused"),
         plain("EventsFailed", "Sum", "publish failures"),
       ]),
       graph(

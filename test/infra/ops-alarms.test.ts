@@ -65,6 +65,28 @@ describe("cycle alarms follow the tenant's schedule", () => {
     expect(long("TokenFamilyRevoked").AlarmDescription).toContain("the last 600-minute period");
   });
 
+  it("alarms on acknowledges refused in 2 of 3 periods of the transactions schedule, not on one refusal, clearing in periods without", () => {
+    const refused = {
+      Namespace: "QashioBridge",
+      MetricName: "AcknowledgeRefused",
+      Statistic: "Sum",
+      Threshold: 1,
+      ComparisonOperator: "GreaterThanOrEqualToThreshold",
+      TreatMissingData: "notBreaching",
+    };
+    expect(short("AcknowledgeRefused")).toMatchObject({ ...refused, Period: 300, EvaluationPeriods: 3, DatapointsToAlarm: 2 });
+    expect(alarmsOf(globexEvery(60, 5))("AcknowledgeRefused")).toMatchObject({ ...refused, Period: 3600, EvaluationPeriods: 3, DatapointsToAlarm: 2 });
+    expect(alarmsOf(globexEvery(720, 5))("AcknowledgeRefused")).toMatchObject({ ...refused, Period: 43_200, EvaluationPeriods: 2, DatapointsToAlarm: 2 });
+    // CloudWatch's one-day window holds one cycle of a daily schedule: there, one refusal alarms.
+    expect(long("AcknowledgeRefused")).toMatchObject({ ...refused, Period: DAY_SECONDS, EvaluationPeriods: 1, DatapointsToAlarm: 1 });
+    expect(short("AcknowledgeRefused").AlarmDescription).toContain("in 2 of the last 3 5-minute periods");
+    expect(short("AcknowledgeRefused").AlarmDescription).toMatch(/Runbook: docs\/runbook\.md#acknowledgerefused$/);
+    // Notifies ALARM and OK on the same topic as the other alarms.
+    const actions = short("SyncLag")["AlarmActions"];
+    expect(actions).toHaveLength(1);
+    expect(short("AcknowledgeRefused")).toMatchObject({ AlarmActions: actions, OKActions: actions });
+  });
+
   it("alarms on ticks sent to the pollers' DLQ in 2 of 3 periods of the slower schedule, clearing without a purge", () => {
     const sent = { MetricName: "NumberOfMessagesSent", Statistic: "Sum", Threshold: 1, TreatMissingData: "notBreaching" };
     expect(short("DeadLetters-Pollers")).toMatchObject({ ...sent, Period: 1800, EvaluationPeriods: 3, DatapointsToAlarm: 2 });
@@ -94,7 +116,7 @@ describe("cycle alarms follow the tenant's schedule", () => {
 describe("the alarms on plain bridge metrics", () => {
   afterEach(() => vi.unstubAllEnvs());
 
-  it.each(["SyncLag", "QuarantineGrowing", "TokenFamilyRevoked"])("%s has exactly the dimensions the runtime emits its metric with, under the functions' environment", (suffix) => {
+  it.each(["SyncLag", "QuarantineGrowing", "TokenFamilyRevoked", "AcknowledgeRefused"])("%s has exactly the dimensions the runtime emits its metric with, under the functions' environment", (suffix) => {
     const alarm = alarmsOf(globexEvery(5, 15))(suffix);
     const [stack] = buildTestApp({ tenants: [globexEvery(5, 15)] }).stacks as [TenantStack];
     const env = (Template.fromStack(stack).findResources("AWS::Lambda::Function") as Record<string, { Properties: { Environment: { Variables: Record<string, unknown> } } }>);

@@ -356,6 +356,15 @@ describe("ops", () => {
       MetricName: "Quarantined",
       Statistic: "Sum",
     });
+    expect(alarm("AcknowledgeRefused")?.Properties).toMatchObject({
+      Threshold: 1,
+      ComparisonOperator: "GreaterThanOrEqualToThreshold",
+      TreatMissingData: "notBreaching",
+      Namespace: "QashioBridge",
+      MetricName: "AcknowledgeRefused",
+      Statistic: "Sum",
+      DatapointsToAlarm: 2,
+    });
     expect(alarm("Errors-PollTransactions")?.Properties).toMatchObject({ MetricName: "Errors", Namespace: "AWS/Lambda", Threshold: 1, DatapointsToAlarm: 2 });
     expect(alarm("Errors-RotateToken")?.Properties).toMatchObject({ Threshold: 1, EvaluationPeriods: 1 });
     expect(alarm("DeadLetters-Pollers")?.Properties).toMatchObject({ MetricName: "NumberOfMessagesSent", Statistic: "Sum", Threshold: 1 });
@@ -372,7 +381,7 @@ describe("ops", () => {
       // a webhook DLQ holds events still to redrive: it stays on until they are handled
       MetricName: "ApproximateNumberOfMessagesVisible",
     });
-    acmeT.resourceCountIs("AWS::CloudWatch::Alarm", 10);
+    acmeT.resourceCountIs("AWS::CloudWatch::Alarm", 11);
   });
 
   it("draws a dashboard per tenant with every required graph, split by type and status class", () => {
@@ -382,6 +391,7 @@ describe("ops", () => {
     expect(body).toContain("SELECT SUM(EventsPublished) FROM QashioBridge WHERE tenant = 'globex' GROUP BY type");
     expect(body).toContain(String.raw`[\"QashioBridge\",\"QuarantineSize\",\"service\",\"qashio-bridge\",\"tenant\",\"globex\",{\"label\":\"records held\",\"stat\":\"Maximum\"}]`);
     expect(body).toContain("SELECT SUM(ProviderErrors) FROM QashioBridge WHERE tenant = 'globex' GROUP BY status_class");
+    expect(body).toContain(String.raw`[\"QashioBridge\",\"AcknowledgeRefused\",\"service\",\"qashio-bridge\",\"tenant\",\"globex\",{\"label\":\"acknowledge refused\",\"stat\":\"Sum\"}]`);
     expect(body).toContain("ApproximateNumberOfMessagesVisible");
   });
 });
