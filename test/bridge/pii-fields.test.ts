@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { applyPii, applyPiiInPlace, conformPii, PERSONAL_FIELDS, REDACTED, type PiiPolicy } from "../../shared/bridge/pii.js";
 import { TransactionSchema } from "../../shared/qashio/schemas/transaction.js";
@@ -263,5 +264,16 @@ describe("conformPii on the new personal fields", () => {
     expect(conformed.account_managers[1]).toEqual({ user_id: "usr_3", name: expect.stringMatching(HASHED), email: expect.stringMatching(HASHED) });
     expect(conformed.created_by).toEqual(otherSalt.created_by);
     expect(conformPii({ approved_by: { name: REDACTED } }, hash)).toEqual({ approved_by: { name: REDACTED } });
+  });
+});
+
+describe("docs/events.md, PII modes", () => {
+  it("lists exactly the personal fields the bridge masks", () => {
+    const text = readFileSync(new URL("../../docs/events.md", import.meta.url), "utf8");
+    const section = text.slice(text.indexOf("## PII modes"), text.indexOf("\n## ", text.indexOf("## PII modes") + 1));
+    // The table of personal fields: | spec | object | masked | kept |
+    const rows = section.split("\n").filter((line) => /^\| §/.test(line));
+    const listed = rows.flatMap((row) => [...(row.split("|")[3] ?? "").matchAll(/`([^`]+)`/g)].map((m) => m[1]));
+    expect([...listed].sort()).toEqual([...PERSONAL_FIELDS].sort());
   });
 });
