@@ -31,7 +31,7 @@ export interface BridgeDeps {
   readonly clock: Clock;
   readonly metrics: Metrics;
   readonly logger: Logger;
-  /** Cardholder PII handling of this tenant. */
+  /** Handling of personal fields (PERSONAL_FIELDS in ./pii.ts) for this tenant. */
   readonly pii: PiiPolicy;
   /** EventBridge `Source`. @default "qashio.bridge" */
   readonly source?: string;

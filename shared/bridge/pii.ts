@@ -1,10 +1,11 @@
 /**
- * Personal data of cardholders, handled per tenant setting before anything is diffed, stored or published.
+ * Personal data (cardholders, approvers, other employees: {@link PERSONAL_FIELDS}), handled per tenant setting before
+ * anything is diffed, stored or published.
  */
 import { BridgeConfigurationError } from "./errors.js";
 import { hmacSha256Hex } from "./hash.js";
 
-/** How cardholder name and email leave the provider: as is, replaced by a marker, or as a salted hash. */
+/** How personal fields leave the provider: as is, replaced by a marker, or as a salted hash. */
 export type PiiMode = "full" | "redact" | "hash";
 
 /** A tenant's PII setting. */
@@ -23,10 +24,76 @@ export const HASH_PREFIX = "hmac-sha256:";
 /** A value as `transform` hashes it: the prefix and a lower-case hex HMAC-SHA256, nothing else. */
 const HASHED = new RegExp(`^${HASH_PREFIX}[0-9a-f]{64}$`);
 
-/** Top-level personal fields (transaction list/detail and the operational card view). */
-const TOP_LEVEL_FIELDS = ["card_holder_name", "card_holder_email", "user_name", "user_email"] as const;
-/** Personal fields nested under an object member (the accounting card view's `cardholder`). */
-const NESTED_FIELDS: Readonly<Record<string, readonly string[]>> = { cardholder: ["name", "email"] };
+/**
+ * The personal fields of the provider's objects, as paths: `a` is a top-level member, `a.b` member `b` of the object
+ * `a`, `a[].b` member `b` of each object in the array `a`. The value a path names is masked whole, whatever its type
+ * (an address object becomes one marker or one hash). Taken from the provider spec (`../shared/spec/provider-api.md`,
+ * sections cited below); what is left out on purpose (provider user ids, card names, free text) is listed in
+ * docs/events.md, "PII modes", and a test holds that list and this table equal.
+ */
+export const PERSONAL_FIELDS: readonly string[] = Object.freeze([
+  // §2.2 "Card and holder": the cardholder's name and email (rule 4) and employee id (§4.3: "cardholder's employee
+  // identifier"; an HR key, so next to a hashed name it would undo the pseudonym).
+  "card_holder_name",
+  "card_holder_email",
+  "employee_id",
+  // §2.2 nested shapes, approved_by { user_external_id, name }: the approver, an employee.
+  "approved_by.name",
+  // §2.3 cardholder { name, email, employee_id }.
+  "cardholder.name",
+  "cardholder.email",
+  "cardholder.employee_id",
+  // §2.4, the operational card: the cardholder (user_*, user_profile), postal addresses and the step-up delegate's
+  // profile. The spec shows no members for the last three, so they are masked whole.
+  "user_name",
+  "user_email",
+  "user_profile.first_name",
+  "user_profile.last_name",
+  "user_profile.fullname",
+  "user_profile.user_name",
+  "user_profile.email",
+  "user_profile.user_email",
+  "user_profile.employee_id",
+  "shipping_address",
+  "return_address",
+  "shipping_details.shipping_address",
+  "shipping_details.return_address",
+  "step_up_auth_delegated_user_profile",
+  // §2.5 pool account: created_by { user_id, name }, account_managers[] { user_id, name, email }.
+  "created_by.name",
+  "account_managers[].name",
+  "account_managers[].email",
+]);
+
+/** Personal members of one parent member: of the object itself, or of each object in the array (`each`). */
+interface NestedFields {
+  readonly parent: string;
+  readonly each: boolean;
+  readonly members: readonly string[];
+}
+
+/** {@link PERSONAL_FIELDS} compiled once: top-level members, then the parents of nested ones. */
+const { top: TOP_LEVEL_FIELDS, nested: NESTED_FIELDS } = compile(PERSONAL_FIELDS);
+
+function compile(paths: readonly string[]): { top: readonly string[]; nested: readonly NestedFields[] } {
+  const top: string[] = [];
+  const nested = new Map<string, { parent: string; each: boolean; members: string[] }>();
+  for (const path of paths) {
+    const match = /^([a-z_]+)(?:(\[\])?\.([a-z_]+))?$/.exec(path);
+    if (!match) throw new Error(`PII path "${path}" is not "a", "a.b" or "a[].b"`);
+    const [, parent = "", each, member] = match;
+    if (member === undefined) {
+      top.push(parent);
+      continue;
+    }
+    const entry = nested.get(parent) ?? { parent, each: each !== undefined, members: [] };
+    if (entry.each !== (each !== undefined)) throw new Error(`PII path "${path}": "${parent}" is both an object and an array`);
+    entry.members.push(member);
+    nested.set(parent, entry);
+  }
+  for (const field of top) if (nested.has(field)) throw new Error(`PII path "${field}" is masked whole and per member`);
+  return { top, nested: [...nested.values()] };
+}
 
 /** Checks a policy once, up front, so a cycle never starts with an unusable setting. */
 export function assertPiiPolicy(policy: PiiPolicy): void {
@@ -52,8 +119,9 @@ function transform(field: string, value: unknown, policy: PiiPolicy, keepMasked:
   if (value === null || value === undefined || value === "") return value;
   if (policy.mode === "redact") return REDACTED;
   if (keepMasked && isMasked(value)) return value;
-  // A personal field of the wrong type (a record bound for quarantine, e.g. `{"full": "Ann"}`) is no less personal:
-  // it is hashed as its JSON text. Emails are case-insensitive: hash the normalised form, one person, one hash.
+  // A value that is not a string (an address object, or a record bound for quarantine with `{"full": "Ann"}` for a
+  // name) is no less personal: it is hashed as its JSON text. Emails are case-insensitive: hash the normalised form,
+  // one person, one hash.
   const text =
     typeof value !== "string" ? JSON.stringify(value) : field.endsWith("email") ? value.trim().toLowerCase() : value.trim();
   let cache = hashCache.get(policy);
@@ -69,7 +137,7 @@ function transform(field: string, value: unknown, policy: PiiPolicy, keepMasked:
 
 /**
  * Handles the personal fields of `target` in place, replacing values of existing members only (member order holds);
- * nested objects are replaced by copies, never mutated.
+ * nested objects and arrays holding a personal value are replaced by copies, never mutated.
  * Only for objects the caller owns (e.g. a fresh copy made while normalising).
  */
 export function applyPiiInPlace(target: Record<string, unknown>, policy: PiiPolicy): void {
@@ -77,28 +145,60 @@ export function applyPiiInPlace(target: Record<string, unknown>, policy: PiiPoli
 }
 
 function maskInPlace(target: Record<string, unknown>, policy: PiiPolicy, keepMasked: boolean): void {
+  // A few property reads per object: null, absent and "" stay as they are, and nothing is copied unless it changes.
   for (const field of TOP_LEVEL_FIELDS) {
-    if (field in target) target[field] = transform(field, target[field], policy, keepMasked);
+    const value = target[field];
+    if (value !== undefined && value !== null && value !== "") target[field] = transform(field, value, policy, keepMasked);
   }
-  for (const parent in NESTED_FIELDS) {
-    const nested = target[parent];
-    if (nested === null || nested === undefined) continue;
-    if (typeof nested !== "object" || Array.isArray(nested)) {
-      // Not the object the spec shows: whatever it holds may be the cardholder, so it is handled whole.
-      target[parent] = transform(parent, nested, policy, keepMasked);
-      continue;
+  for (const { parent, each, members } of NESTED_FIELDS) {
+    const value = target[parent];
+    if (value === undefined || value === null) continue;
+    if (each !== Array.isArray(value) || typeof value !== "object") {
+      // Not the shape the spec shows: whatever it holds may be a person, so it is handled whole.
+      target[parent] = transform(parent, value, policy, keepMasked);
+    } else if (each) {
+      let copy: unknown[] | undefined;
+      const list = value as readonly unknown[];
+      for (let i = 0; i < list.length; i++) {
+        const element = list[i];
+        const masked = isRecord(element) ? maskMembers(element, members, policy, keepMasked) : transform(parent, element, policy, keepMasked);
+        if (masked === element) continue;
+        copy ??= list.slice();
+        copy[i] = masked;
+      }
+      if (copy) target[parent] = copy;
+    } else {
+      target[parent] = maskMembers(value as Record<string, unknown>, members, policy, keepMasked);
     }
-    const copy = { ...(nested as Record<string, unknown>) };
-    for (const field of NESTED_FIELDS[parent] ?? []) {
-      if (field in copy) copy[field] = transform(field, copy[field], policy, keepMasked);
-    }
-    target[parent] = copy;
   }
 }
 
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** `object` itself when none of `members` changes, else a copy (same member order) with them handled. */
+function maskMembers(
+  object: Record<string, unknown>,
+  members: readonly string[],
+  policy: PiiPolicy,
+  keepMasked: boolean,
+): Record<string, unknown> {
+  let copy: Record<string, unknown> | undefined;
+  for (const member of members) {
+    const value = object[member];
+    if (value === undefined || value === null || value === "") continue;
+    const masked = transform(member, value, policy, keepMasked);
+    if (masked === value) continue;
+    copy ??= { ...object };
+    copy[member] = masked;
+  }
+  return copy ?? object;
+}
+
 /**
- * Returns `object` with cardholder name and email handled per `policy` (a shallow copy; the input is never
- * mutated). Null, absent and empty values are left as they are; a value of the wrong type is handled whole.
+ * Returns `object` with its personal fields ({@link PERSONAL_FIELDS}) handled per `policy` (a shallow copy; the input
+ * is never mutated). Null, absent and empty values are left as they are; a value of the wrong type is handled whole.
  *
  * @example
  * ```ts
@@ -117,7 +217,9 @@ export function applyPii<T extends Record<string, unknown>>(object: T, policy: P
  * `policy`, so a diff against a newly pulled object carries no cleartext in `before` and reports no change for
  * cleartext that was merely masked. Values already masked stay as they are: `"[redacted]"` cannot be hashed back into
  * a pseudonym, and an existing hash (another salt, perhaps) is not hashed again, so those still differ from the new
- * form once (see docs/events.md, PII). Under `full` the object is returned unchanged.
+ * form once (see docs/events.md, PII). A snapshot written by an earlier version of the bridge, which masked fewer
+ * fields (not `employee_id` nor `approved_by.name`), is brought to the current table the same way, so the upgrade
+ * publishes no change either. Under `full` the object is returned unchanged.
  *
  * @example
  * ```ts

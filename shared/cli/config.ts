@@ -69,7 +69,7 @@ export const SETTINGS: readonly SettingDoc[] = [
   { name: "BRIDGE_TENANT", required: "yes", default: "", meaning: "tenant id written into every event (a letter or digit, then letters, digits, `-`, `_`; up to 64)" },
   { name: "BRIDGE_STATE_DIR", required: "no", default: DEFAULT_STATE_DIR, meaning: "snapshots, tokens, quarantine, locks" },
   { name: "BRIDGE_EVENTS_FILE", required: "no", default: DEFAULT_EVENTS_FILE, meaning: "JSON Lines file, one EventBridge-target-shaped event per line (appended)" },
-  { name: "BRIDGE_PII_MODE", required: "no", default: DEFAULT_PII_MODE, meaning: "cardholder name and email: `full`, `redact` or `hash`" },
+  { name: "BRIDGE_PII_MODE", required: "no", default: DEFAULT_PII_MODE, meaning: "personal fields (cardholder name, email, employee id; approver name; docs/events.md): `full`, `redact` or `hash`" },
   { name: "BRIDGE_PII_SALT", required: "with `hash`", default: "", meaning: "per-tenant salt of `hash` mode (at least 16 characters)" },
   { name: "BRIDGE_EVENT_SOURCE", required: "no", default: DEFAULT_EVENT_SOURCE, meaning: "EventBridge `source` of the events" },
   { name: "BRIDGE_EMIT_CARD_CREATED", required: "no", default: "false", meaning: "`true` to publish `card.created` for cards seen the first time" },

@@ -4,6 +4,7 @@ import { parseEventDetail } from "../../shared/bridge/events/schemas.js";
 import { CycleAbortedError } from "../../shared/bridge/errors.js";
 import { schemaValidator } from "../../shared/bridge/validate.js";
 import { ErpCardSchema } from "../../shared/qashio/schemas/erp-card.js";
+import { contentHash } from "../../shared/bridge/hash.js";
 import { makeRig } from "./fakes.js";
 import { clientOverFake } from "./provider-client.js";
 
@@ -228,7 +229,7 @@ describe("pollCards", () => {
     await pollCards(rig.deps);
     const holder = rig.publisher.events[0]!.detail.data.object["cardholder"] as Record<string, string>;
     expect(holder["name"]).toMatch(/^hmac-sha256:/);
-    expect(holder["employee_id"]).toBe("E1");
+    expect(holder["employee_id"]).toMatch(/^hmac-sha256:[0-9a-f]{64}$/);
     expect(rig.publisher.events).toHaveLength(1);
   });
 
@@ -245,6 +246,41 @@ describe("pollCards", () => {
       expect(rig.publisher.events[0]!.detail.data.changes).toEqual([{ path: "/card_nickname", before: "Card 1", after: "Travel" }]);
       expect(JSON.stringify(rig.publisher.events)).not.toMatch(/Ann Holder|ann@example\.com/);
       expect(JSON.stringify(rig.snapshots.data.get(`card:${untouched["id"] as string}`))).not.toMatch(/Ann Holder|ann@example\.com/);
+    },
+  );
+
+  const holder = { name: "Ann Holder", email: "ann@example.com", employee_id: "EMP-2001" };
+
+  it("under redact, keeps no employee id in card events, snapshots or quarantine records", async () => {
+    const rig = makeRig({ emitCardCreated: true, pii: { mode: "redact" } });
+    const card = rig.provider.addCard({ cardholder: holder });
+    rig.provider.addCard({ cardholder: { ...holder, employee_id: "EMP-2002" }, status: null });
+    await pollCards(rig.deps);
+    rig.provider.changeCard(card["id"] as string, { card_nickname: "Travel" });
+    await pollCards(rig.deps);
+    expect(rig.publisher.events.map((e) => e.detail.type)).toEqual(["card.created", "card.updated"]);
+    expect(rig.publisher.events[1]!.detail.data.object["cardholder"]).toEqual({ name: "[redacted]", email: "[redacted]", employee_id: "[redacted]" });
+    const quarantined = await rig.quarantine.list();
+    expect(quarantined).toHaveLength(1);
+    expect(JSON.stringify([rig.publisher.events, [...rig.snapshots.data.values()], quarantined])).not.toMatch(/EMP-20|Ann Holder/);
+  });
+
+  it.each(["redact", "hash"] as const)(
+    "publishes nothing for a card snapshot stored under %s before employee ids were masked",
+    async (mode) => {
+      const rig = makeRig({ pii: { mode, salt: "salt-1" } });
+      const card = rig.provider.addCard({ cardholder: holder });
+      await pollCards(rig.deps);
+      // The snapshot as the previous version wrote it: name and email masked, employee id in clear.
+      const key = `card:${card["id"] as string}` as const;
+      const current = rig.snapshots.data.get(key)!;
+      const old = { ...current.object, cardholder: { ...(current.object["cardholder"] as object), employee_id: "EMP-2001" } };
+      rig.snapshots.data.set(key, { ...current, object: old, hash: contentHash(old) });
+      const report = await pollCards(rig.deps);
+      expect(rig.publisher.events).toEqual([]);
+      expect(report.unchanged).toBe(1);
+      expect(rig.snapshots.data.get(key)).toEqual({ ...current, updatedAt: expect.any(String) });
+      expect(JSON.stringify(rig.snapshots.data.get(key))).not.toContain("EMP-2001");
     },
   );
 

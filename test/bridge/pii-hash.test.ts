@@ -11,9 +11,10 @@ describe("applyPii", () => {
     expect(applyPii(txn, { mode: "full" })).toBe(txn);
   });
 
-  it("replaces cardholder name and email in redact mode, top level and nested, without mutating the input", () => {
+  it("replaces cardholder name, email and employee id in redact mode, top level and nested, without mutating the input", () => {
     expect(applyPii(txn, { mode: "redact" })).toEqual({ ...txn, card_holder_name: REDACTED, card_holder_email: REDACTED });
-    expect(applyPii(card, { mode: "redact" }).cardholder).toEqual({ name: REDACTED, email: REDACTED, employee_id: "E1" });
+    expect(applyPii(card, { mode: "redact" }).cardholder).toEqual({ name: REDACTED, email: REDACTED, employee_id: REDACTED });
+    expect(card.cardholder.employee_id).toBe("E1");
     expect(txn.card_holder_name).toBe("Ann Holder");
     expect(applyPii({ user_name: "Bo", user_email: "bo@x.io" }, { mode: "redact" })).toEqual({ user_name: REDACTED, user_email: REDACTED });
   });

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { pollTransactions } from "../../shared/bridge/transactions.js";
 import { CycleAbortedError, ReauthorizationNeededError } from "../../shared/bridge/errors.js";
 import { parseEventDetail } from "../../shared/bridge/events/schemas.js";
-import { contentHash } from "../../shared/bridge/hash.js";
+import { contentHash, recordHash } from "../../shared/bridge/hash.js";
 import { requireObjectWithId } from "../../shared/bridge/validate.js";
 import { makeRig, refusal, txnId } from "./fakes.js";
 import { clientOverFake } from "./provider-client.js";
@@ -409,6 +409,46 @@ describe("pollTransactions", () => {
       expect(JSON.stringify(rig.publisher.events.slice(2))).not.toMatch(/Ann Holder|ann@example\.com/);
       expect(JSON.stringify(rig.snapshots.data.get(`transaction:${untouched.id}`))).not.toMatch(/Ann Holder|ann@example\.com/);
       expect(rig.provider.pending()).toHaveLength(0);
+    },
+  );
+
+  const approver = { user_external_id: "USR-APPROVER-1", name: "Vikram Al Mansoori" };
+
+  it("under redact, keeps no employee id or approver name in events, snapshots or quarantine records", async () => {
+    const rig = makeRig({ pii: { mode: "redact" } });
+    rig.provider.addTransaction({ employee_id: "EMP-1008", approved_by: approver });
+    const refused = rig.provider.addTransaction({ employee_id: "EMP-1009", approved_by: approver });
+    const invalid = rig.provider.addTransaction();
+    rig.provider.rawOverrides.set(invalid.id, { qashio_id: "CT-broken", employee_id: "EMP-1010", approved_by: approver });
+    rig.publisher.reject = (e) => (e.detail.subject.id === refused.id ? "entry too large" : undefined);
+    await pollTransactions(rig.deps);
+    const [event] = rig.publisher.events;
+    expect(event?.detail.data.object).toMatchObject({ employee_id: "[redacted]", approved_by: { user_external_id: "USR-APPROVER-1", name: "[redacted]" } });
+    const quarantined = await rig.quarantine.list();
+    expect(quarantined.map((q) => q.reason.split(":")[0]).sort()).toEqual(["publish", "validation"]);
+    const stored = JSON.stringify([rig.publisher.events, [...rig.snapshots.data.values()], quarantined]);
+    expect(stored).not.toMatch(/EMP-10|Vikram|Mansoori/);
+    expect(stored).toContain("USR-APPROVER-1");
+  });
+
+  it.each(["redact", "hash"] as const)(
+    "publishes nothing for a snapshot stored under %s before employee ids and approver names were masked",
+    async (mode) => {
+      const rig = makeRig({ pii: { mode, salt: "s3cret" } });
+      const txn = rig.provider.addTransaction({ employee_id: "EMP-1008", approved_by: approver });
+      await pollTransactions(rig.deps);
+      // The snapshot as the previous version wrote it: names masked, employee id and approver name in clear.
+      const key = `transaction:${txn.id}` as const;
+      const current = rig.snapshots.data.get(key)!;
+      const old = { ...current.object, employee_id: "EMP-1008", approved_by: approver };
+      rig.snapshots.data.set(key, { ...current, object: old, hash: recordHash(old) });
+      txn.client_sync_status = "outdated";
+      const report = await pollTransactions(rig.deps);
+      expect(rig.publisher.events.map((e) => e.detail.type)).toEqual(["transaction.created"]);
+      expect(report.unchanged).toBe(1);
+      expect(rig.snapshots.data.get(key)).toEqual({ ...current, updatedAt: expect.any(String) });
+      expect(JSON.stringify(rig.snapshots.data.get(key))).not.toMatch(/EMP-1008|Vikram/);
+      expect(rig.provider.pending()).toEqual([]);
     },
   );
 

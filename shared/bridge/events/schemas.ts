@@ -72,7 +72,7 @@ const CardObject = z
     status: z.string().describe("Active, Inactive, Suspended, Terminated, Draft, Cancelled (or a new provider value)"),
     card_nickname: z.string().nullable().optional(),
     cardholder: z
-      .looseObject({ name: Personal, email: Personal, employee_id: z.string().nullable().optional() })
+      .looseObject({ name: Personal, email: Personal, employee_id: Personal })
       .nullable()
       .optional(),
   })

@@ -1,0 +1,279 @@
+import { readFileSync } from "node:fs";
+import { describe, expect, it } from "vitest";
+import { applyPii, applyPiiInPlace, conformPii, PERSONAL_FIELDS, REDACTED, type PiiPolicy } from "../../shared/bridge/pii.js";
+import { TransactionSchema } from "../../shared/qashio/schemas/transaction.js";
+import { ErpCardSchema } from "../../shared/qashio/schemas/erp-card.js";
+import { CoreCardSchema } from "../../shared/qashio/schemas/core-card.js";
+import { PoolAccountSchema } from "../../shared/qashio/schemas/pool-account.js";
+
+type Json = Record<string, unknown>;
+
+const redact: PiiPolicy = { mode: "redact" };
+const hash: PiiPolicy = { mode: "hash", salt: "tenant-salt-0123456789" };
+const HASHED = /^hmac-sha256:[0-9a-f]{64}$/;
+
+/** §2.2: a transaction with every personal field, and the fields kept on purpose. */
+const transaction = {
+  id: "5f0c7a5e-2d4b-4f6a-9b1e-3c8d2a7e9f10",
+  qashio_id: "CT0000042",
+  card_name: "Travel card",
+  card_external_id: "CA7Q2M9X4K",
+  card_holder_name: "Aisha Rahman",
+  card_holder_email: " Aisha.Rahman@Example.com",
+  employee_id: "EMP-0042",
+  approval_status: "approved",
+  approved_by: { user_external_id: "USR-APPROVER-1", name: "Omar Said" },
+  memo: "client lunch",
+  transaction_description: "Careem ride",
+  line_items: [{ id: "li-1", amount: 10, description: "ride to the office" }],
+  receipts: [{ id: "rcpt-1", name: "receipt.jpg" }],
+};
+
+/** §2.3: an ERP card. */
+const erpCard = {
+  id: "CA7Q2M9X4K",
+  card_nickname: "Travel card",
+  status: "Active",
+  cardholder: { name: "Bilal Khan", email: "bilal.khan@example.com", employee_id: "EMP-0077" },
+};
+
+/** §2.4: an operational card: the holder, the addresses, the step-up delegate. */
+const coreCard = {
+  id: "CA7Q2M9X4L",
+  nickname: "Ops card",
+  status: "active",
+  user_name: "Chen Wei",
+  user_email: "chen.wei@example.com",
+  shipping_address: { line1: "Villa Seven Jumeirah Road", city: "Umm Suqeim", recipient: "Chen Wei" },
+  return_address: { line1: "Warehouse Road Seven", city: "Al Quoz" },
+  shipping_details: {
+    method: "courier",
+    return_address: { line1: "Return Lane Nine" },
+    shipping_address: { line1: "Shipping Lane Three" },
+  },
+  step_up_auth_delegated_user_profile: { first_name: "Dana", last_name: "Levi", email: "dana.levi@example.com" },
+  user_profile: {
+    department_name: "Finance",
+    first_name: "Chen",
+    last_name: "Wei",
+    company_name: "Falcon Trading",
+    user_name: "chenwei.login",
+    system_role_name: "Employee",
+    email: "Chen.Wei@Example.com ",
+    user_email: "chen.wei+card@example.com",
+    external_id: "USR-EXT-9",
+    user_id: "u-123",
+    status: "active",
+    fullname: "Chen Wei",
+    employee_id: "EMP-0099",
+    department_id: "dep-1",
+    managing_departments: [],
+  },
+};
+
+/** §2.5: a pool account: its creator and managers. */
+const poolAccount = {
+  id: "pool-1",
+  account_name: "Marketing pool",
+  created_by: { user_id: "usr_1", name: "Elif Demir" },
+  account_managers: [
+    { user_id: "usr_2", name: "Farah Aziz", email: "farah.aziz@example.com" },
+    { user_id: "usr_3", name: "Gita Rao", email: "GITA.RAO@example.com" },
+  ],
+};
+
+const FIXTURES: readonly [string, Json][] = [
+  ["transaction (§2.2)", transaction],
+  ["ERP card (§2.3)", erpCard],
+  ["operational card (§2.4)", coreCard],
+  ["pool account (§2.5)", poolAccount],
+];
+
+/** Every personal value of the fixtures, as sent (parts of masked-whole addresses and profiles included). */
+const CLEARTEXT = [
+  "Aisha Rahman", "Aisha.Rahman@Example.com", "EMP-0042", "Omar Said",
+  "Bilal Khan", "bilal.khan@example.com", "EMP-0077",
+  "Chen Wei", "chen.wei@example.com", "Villa Seven", "Umm Suqeim", "Warehouse Road", "Al Quoz", "Return Lane",
+  "Shipping Lane", "Dana", "Levi", "dana.levi@example.com", "Chen", "Wei", "chenwei.login", "chen.wei+card",
+  "EMP-0099",
+  "Elif Demir", "Farah Aziz", "farah.aziz@example.com", "Gita Rao", "GITA.RAO@example.com",
+];
+
+/** What must pass unchanged: provider user ids, card names, free text. */
+const KEPT: readonly [Json, string, unknown][] = [
+  [transaction, "approved_by.user_external_id", "USR-APPROVER-1"],
+  [transaction, "card_name", "Travel card"],
+  [transaction, "memo", "client lunch"],
+  [transaction, "transaction_description", "Careem ride"],
+  [erpCard, "card_nickname", "Travel card"],
+  [coreCard, "nickname", "Ops card"],
+  [coreCard, "user_profile.user_id", "u-123"],
+  [coreCard, "user_profile.external_id", "USR-EXT-9"],
+  [coreCard, "user_profile.department_name", "Finance"],
+  [coreCard, "shipping_details.method", "courier"],
+  [poolAccount, "created_by.user_id", "usr_1"],
+  [poolAccount, "account_name", "Marketing pool"],
+];
+
+function deepFreeze<T>(value: T): T {
+  if (typeof value === "object" && value !== null) {
+    for (const member of Object.values(value)) deepFreeze(member);
+    Object.freeze(value);
+  }
+  return value;
+}
+for (const [, fixture] of FIXTURES) deepFreeze(fixture);
+
+/** Values at a PERSONAL_FIELDS path (`a`, `a.b`, `a[].b`); none when a step is missing. */
+function valuesAt(object: Json, path: string): unknown[] {
+  const [head = "", member] = path.split(".");
+  const each = head.endsWith("[]");
+  const parent = object[each ? head.slice(0, -2) : head];
+  if (parent === undefined) return [];
+  if (member === undefined) return [parent];
+  const holders = each ? (parent as Json[]) : [parent as Json];
+  return holders.filter((h) => h && member in h).map((h) => h[member]);
+}
+
+/** The member at a dotted path. */
+function at(object: Json, path: string): unknown {
+  return path.split(".").reduce<unknown>((o, k) => (o as Json)[k], object);
+}
+
+/** Member names of every object, depth first, to compare order. */
+function shape(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(shape);
+  if (typeof value !== "object" || value === null) return typeof value;
+  return Object.entries(value).map(([k, v]) => [k, shape(v)]);
+}
+
+describe("the personal fields of §2.2-§2.5", () => {
+  it("are all carried by the fixtures, so the checks below cover the whole table", () => {
+    for (const path of PERSONAL_FIELDS) {
+      const found = FIXTURES.flatMap(([, fixture]) => valuesAt(fixture, path));
+      expect(found.length, path).toBeGreaterThan(0);
+    }
+  });
+
+  it.each([
+    ["redact", redact],
+    ["hash", hash],
+  ] as const)("leave no cleartext under %s, mask each path, keep ids, card names and free text", (_, policy) => {
+    for (const [name, fixture] of FIXTURES) {
+      const out = applyPii(fixture, policy);
+      const text = JSON.stringify(out).toLowerCase();
+      for (const value of CLEARTEXT) expect(text, `${name}: ${value}`).not.toContain(value.toLowerCase().trim());
+      for (const path of PERSONAL_FIELDS) {
+        for (const value of valuesAt(out, path)) {
+          if (policy.mode === "redact") expect(value, `${name}: ${path}`).toBe(REDACTED);
+          else expect(value, `${name}: ${path}`).toMatch(HASHED);
+        }
+      }
+      for (const [kept, path, value] of KEPT) if (kept === fixture) expect(at(out, path), path).toEqual(value);
+      // Member order holds, except that a masked-whole object becomes a string.
+      expect(Object.keys(out)).toEqual(Object.keys(fixture));
+    }
+    expect(shape(applyPii(transaction, policy))).toEqual(shape(transaction));
+    expect(shape(applyPii(poolAccount, policy))).toEqual(shape(poolAccount));
+  });
+
+  it.each([
+    ["redact", redact],
+    ["hash", hash],
+  ] as const)("leave no cleartext under %s after the typed client's schemas parsed the objects", (_, policy) => {
+    const parsed: Json[] = [
+      TransactionSchema.parse(transaction),
+      ErpCardSchema.parse(erpCard),
+      CoreCardSchema.parse(coreCard),
+      PoolAccountSchema.parse(poolAccount),
+    ];
+    for (const object of parsed) {
+      const text = JSON.stringify(applyPii(object, policy)).toLowerCase();
+      for (const value of CLEARTEXT) expect(text, value).not.toContain(value.toLowerCase().trim());
+    }
+  });
+
+  it("give one person one pseudonym under hash wherever they appear: employee ids and normalised emails", () => {
+    const txn = applyPii(transaction, hash);
+    const card = applyPii({ ...erpCard, cardholder: { ...erpCard.cardholder, employee_id: "EMP-0042", email: "aisha.rahman@example.com" } }, hash);
+    const core = applyPii(coreCard, hash);
+    expect(card.cardholder.employee_id).toBe(txn.employee_id);
+    expect(card.cardholder.email).toBe(txn.card_holder_email);
+    expect(core.user_profile.email).toBe(core.user_email);
+    expect(core.user_profile.employee_id).not.toBe(txn.employee_id);
+    // Addresses are masked whole: one marker or one hash in place of the object.
+    expect(applyPii(coreCard, redact).shipping_address).toBe(REDACTED);
+    expect(core.shipping_details.shipping_address).toMatch(HASHED);
+    expect(core.shipping_details.method).toBe("courier");
+  });
+
+  it("handle a parent of the wrong shape whole, and array elements that are not objects one by one", () => {
+    const odd = {
+      approved_by: "Omar Said",
+      account_managers: { name: "Farah Aziz" },
+      created_by: ["Elif Demir"],
+      user_profile: "Chen Wei",
+    };
+    expect(applyPii(odd, redact)).toEqual({ approved_by: REDACTED, account_managers: REDACTED, created_by: REDACTED, user_profile: REDACTED });
+    const managers = applyPii({ account_managers: ["Farah Aziz", null, "", { user_id: "usr_3", name: "Gita Rao" }] }, hash).account_managers;
+    expect(managers[0]).toMatch(HASHED);
+    expect(managers.slice(1, 3)).toEqual([null, ""]);
+    expect(managers[3]).toEqual({ user_id: "usr_3", name: expect.stringMatching(HASHED) });
+    expect(JSON.stringify(applyPii(odd, hash))).not.toMatch(/Omar|Farah|Elif|Chen/);
+  });
+
+  it("leave null, absent and empty values alone and copy no nested object without a personal value", () => {
+    const approvedBy = deepFreeze({ user_external_id: "USR-1", name: null });
+    const managers = deepFreeze([{ user_id: "usr_2", name: "", email: null }, { user_id: "usr_3" }]);
+    const cardholder = deepFreeze({ name: "", email: null, employee_id: null });
+    const target: Json = { employee_id: null, approved_by: approvedBy, account_managers: managers, cardholder, user_profile: undefined };
+    applyPiiInPlace(target, redact);
+    expect(target).toEqual({ employee_id: null, approved_by: approvedBy, account_managers: managers, cardholder, user_profile: undefined });
+    expect(target["cardholder"]).toBe(cardholder);
+    expect(target["approved_by"]).toBe(approvedBy);
+    expect(target["account_managers"]).toBe(managers);
+  });
+});
+
+describe("conformPii on the new personal fields", () => {
+  /** A snapshot as the bridge stored it before employee ids and approver names were masked. */
+  function storedByOldRules(policy: PiiPolicy): Json {
+    const masked = applyPii(transaction, policy);
+    return { ...masked, employee_id: transaction.employee_id, approved_by: transaction.approved_by };
+  }
+
+  it.each([
+    ["redact", redact],
+    ["hash", hash],
+  ] as const)("brings a snapshot stored under %s by the old rules to what applyPii stores now", (_, policy) => {
+    const conformed = conformPii(storedByOldRules(policy), policy) as typeof transaction;
+    expect(conformed).toEqual(applyPii(transaction, policy));
+    expect([conformed.employee_id, conformed.approved_by.name]).toEqual(policy.mode === "redact" ? [REDACTED, REDACTED] : [expect.stringMatching(HASHED), expect.stringMatching(HASHED)]);
+    expect(conformed.approved_by.user_external_id).toBe("USR-APPROVER-1");
+    const oldCard = { ...applyPii(erpCard, policy), cardholder: { ...applyPii(erpCard, policy).cardholder, employee_id: "EMP-0077" } };
+    expect(conformPii(oldCard, policy)).toEqual(applyPii(erpCard, policy));
+    for (const [, fixture] of FIXTURES) expect(conformPii(fixture, policy)).toEqual(applyPii(fixture, policy));
+  });
+
+  it("keeps masked values in nested objects and arrays, and masks the cleartext beside them", () => {
+    const otherSalt = applyPii(poolAccount, { mode: "hash", salt: "another-salt-0123" });
+    const stored = { ...otherSalt, account_managers: [otherSalt.account_managers[0], poolAccount.account_managers[1]] };
+    const conformed = conformPii(stored, hash) as typeof poolAccount;
+    expect(conformed.account_managers[0]).toEqual(otherSalt.account_managers[0]);
+    expect(conformed.account_managers[1]).toEqual(applyPii(poolAccount, hash).account_managers[1]);
+    expect(conformed.account_managers[1]).toEqual({ user_id: "usr_3", name: expect.stringMatching(HASHED), email: expect.stringMatching(HASHED) });
+    expect(conformed.created_by).toEqual(otherSalt.created_by);
+    expect(conformPii({ approved_by: { name: REDACTED } }, hash)).toEqual({ approved_by: { name: REDACTED } });
+  });
+});
+
+describe("docs/events.md, PII modes", () => {
+  it("lists exactly the personal fields the bridge masks", () => {
+    const text = readFileSync(new URL("../../docs/events.md", import.meta.url), "utf8");
+    const section = text.slice(text.indexOf("## PII modes"), text.indexOf("\n## ", text.indexOf("## PII modes") + 1));
+    // The table of personal fields: | spec | object | masked | kept |
+    const rows = section.split("\n").filter((line) => /^\| §/.test(line));
+    const listed = rows.flatMap((row) => [...(row.split("|")[3] ?? "").matchAll(/`([^`]+)`/g)].map((m) => m[1]));
+    expect([...listed].sort()).toEqual([...PERSONAL_FIELDS].sort());
+  });
+});
