@@ -11,7 +11,7 @@ import { PollSchedules } from "./constructs/poll-schedules.js";
 import { TenantEventBus } from "./constructs/tenant-event-bus.js";
 import { TenantKey } from "./constructs/tenant-key.js";
 import { TenantSecret } from "./constructs/tenant-secret.js";
-import { POLLER_TABLE_ACTIONS, ROTATION_TABLE_ACTIONS, TenantTable } from "./constructs/tenant-table.js";
+import { POLLER_TABLE_ACTIONS, ROTATION_TABLE_ACTIONS, SNAPSHOT_SCAN_ACTIONS, TenantTable } from "./constructs/tenant-table.js";
 import { WebhookForwarder } from "./constructs/webhook-forwarder.js";
 import type { EventDetailSchema } from "./event-schemas-source.js";
 import { acknowledgeTenantStackFindings } from "./nag-acknowledgements.js";
@@ -154,6 +154,7 @@ export class TenantStack extends Stack {
       this.key.grantDataUse(fn, ["dynamodb", "secretsmanager", "sqs"]);
       this.eventBus.grantPutEvents(fn);
     }
+    this.table.grantItemAccess(this.pollTransactions.function, SNAPSHOT_SCAN_ACTIONS);
     this.table.grantItemAccess(this.rotateToken.function, ROTATION_TABLE_ACTIONS);
     this.secret.grantRuntimeAccess(this.rotateToken.function);
     this.key.grantDataUse(this.rotateToken.function, ["dynamodb", "secretsmanager"]);

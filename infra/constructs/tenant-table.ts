@@ -31,6 +31,12 @@ export const POLLER_TABLE_ACTIONS = [
   "dynamodb:BatchWriteItem",
 ] as const;
 
+/**
+ * Table actions only the transaction poller sends: the Scan of its `conform-pii` action, which walks the tenant's
+ * snapshots to re-mask them after a PII mode switch.
+ */
+export const SNAPSHOT_SCAN_ACTIONS = ["dynamodb:Scan"] as const;
+
 /** Item actions the token rotation sends: the token lease and the shared access token only. */
 export const ROTATION_TABLE_ACTIONS = ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:DeleteItem"] as const;
 

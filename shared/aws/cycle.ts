@@ -1,9 +1,19 @@
 /**
  * One scheduled cycle of one kind under the tenant's cycle lease: two cycles of the same kind for one tenant never
  * overlap (an invocation that finds the lease held skips), while a transaction cycle and a card cycle may run side by
- * side (they touch different snapshot keys and share only the token, whose refresh has its own lease).
+ * side (they touch different snapshot keys and share only the token, whose refresh has its own lease). The PII
+ * conform pass rewrites snapshots of both kinds, so it holds both leases.
  */
-import { ReauthorizationNeededError, emptyReport, pollCards, pollTransactions, redrivePublishFailures, type RedriveReport } from "../bridge/index.js";
+import {
+  ReauthorizationNeededError,
+  conformSnapshots,
+  emptyReport,
+  pollCards,
+  pollTransactions,
+  redrivePublishFailures,
+  type ConformReport,
+  type RedriveReport,
+} from "../bridge/index.js";
 import type { CardCycleMode } from "../bridge/cards.js";
 import type { CycleReport } from "../bridge/report.js";
 import { leaseNames } from "./keys.js";
@@ -60,12 +70,11 @@ async function emitQuarantineSize(runtime: TenantRuntime, kind: CycleKind): Prom
 }
 
 /**
- * Runs `work` under the tenant's cycle lease of `kind`, then emits the quarantine gauge and releases the lease.
- * Returns undefined when another invocation holds the lease. A revoked family stops it before any provider call.
+ * Runs `work` holding the tenant's cycle lease of `kind` until `deadline` (plus slack), then releases it.
+ * Returns undefined when another invocation holds the lease.
  */
-async function underCycleLease<T>(runtime: TenantRuntime, kind: CycleKind, deadline: number, work: () => Promise<T>): Promise<T | undefined> {
+async function underLease<T>(runtime: TenantRuntime, kind: CycleKind, deadline: number, work: () => Promise<T>): Promise<T | undefined> {
   const { tenant } = runtime.config;
-  await failFastWhenRevoked(runtime, kind);
   const name = kind === "transactions" ? leaseNames.transactionsCycle(tenant) : leaseNames.cardsCycle(tenant);
   const ttlMs = Math.max(0, deadline - runtime.clock.now()) + CYCLE_LEASE_SLACK_MS;
   const lease = await runtime.lock.tryAcquire(name, ttlMs);
@@ -74,17 +83,31 @@ async function underCycleLease<T>(runtime: TenantRuntime, kind: CycleKind, deadl
     return undefined;
   }
   try {
-    return await work().catch(async (error: unknown) => {
-      if (error instanceof ReauthorizationNeededError) await rememberRevoked(runtime, kind);
-      throw error;
-    });
+    return await work();
   } finally {
-    await emitQuarantineSize(runtime, kind);
     // A failed release must not hide the cycle's own outcome; the lease then simply expires.
     await lease.release().catch((error: unknown) =>
       runtime.transactions.logger.warn("Could not release the cycle lease; it will expire", { kind, error: (error as Error).name }),
     );
   }
+}
+
+/**
+ * Runs `work` under the tenant's cycle lease of `kind`, then emits the quarantine gauge and releases the lease.
+ * Returns undefined when another invocation holds the lease. A revoked family stops it before any provider call.
+ */
+async function underCycleLease<T>(runtime: TenantRuntime, kind: CycleKind, deadline: number, work: () => Promise<T>): Promise<T | undefined> {
+  await failFastWhenRevoked(runtime, kind);
+  return underLease(runtime, kind, deadline, async () => {
+    try {
+      return await work().catch(async (error: unknown) => {
+        if (error instanceof ReauthorizationNeededError) await rememberRevoked(runtime, kind);
+        throw error;
+      });
+    } finally {
+      await emitQuarantineSize(runtime, kind);
+    }
+  });
 }
 
 /**
@@ -123,4 +146,28 @@ export async function runRedrive(runtime: TenantRuntime, options: Pick<RunCycleO
     redrivePublishFailures(runtime.transactions, { deadline: options.deadline }),
   );
   return redrive === undefined ? { status: "skipped", reason: "lease_held" } : { status: "completed", redrive };
+}
+
+/** What a PII conform invocation did. */
+export type ConformResult =
+  | { readonly status: "completed"; readonly conform: ConformReport }
+  | { readonly status: "skipped"; readonly reason: "lease_held" };
+
+/**
+ * Re-masks the tenant's snapshots to its current PII mode (`conformSnapshots`) under both cycle leases, transactions
+ * then cards, since it rewrites snapshots of both kinds: a cycle that wrote a snapshot between the pass's read and
+ * its write would otherwise lose it to the older object. Needs no provider call, so a revoked token family does not
+ * stop it. Within the invocation's deadline; a pass stopped there reports a cursor to go on from.
+ *
+ * @returns `skipped` when either cycle holds its lease (invoke again once it is done).
+ * @throws SnapshotCursorError when `cursor` is not one a previous pass reported.
+ * @example
+ * const result = await runConformPii(runtime, { deadline: Date.now() + 50_000 });
+ */
+export async function runConformPii(runtime: TenantRuntime, options: Pick<RunCycleOptions, "deadline"> & { readonly cursor?: string }): Promise<ConformResult> {
+  const { deadline, cursor } = options;
+  const conform = await underLease(runtime, "transactions", deadline, () =>
+    underLease(runtime, "cards", deadline, () => conformSnapshots(runtime.transactions, { deadline, ...(cursor === undefined ? {} : { cursor }) })),
+  );
+  return conform === undefined ? { status: "skipped", reason: "lease_held" } : { status: "completed", conform };
 }

@@ -19,7 +19,7 @@ import { refresh, validate } from "../qashio/auth/oauth.js";
 import type { FetchLike } from "../qashio/http.js";
 import { systemClock } from "./clock.js";
 import { cycleDeadline, loadConfig, type RuntimeConfig } from "./config.js";
-import { runCycle, runRedrive, type CycleKind } from "./cycle.js";
+import { runConformPii, runCycle, runRedrive, type CycleKind } from "./cycle.js";
 import { PollEventError, RotationError } from "./errors.js";
 import { leaseNames } from "./keys.js";
 import { PowertoolsLoggerAdapter, PowertoolsMetricsAdapter } from "./observability.js";
@@ -43,31 +43,56 @@ export interface HandlerOptions {
 
 /**
  * The part of an event the pollers read: an optional card mode (EventBridge Scheduler input or rule detail), and an
- * optional action an operator invokes by hand (`redrive`, transaction poller only; see docs/runbook.md).
+ * optional action an operator invokes by hand (`redrive` or `conform-pii`, transaction poller only, the latter with
+ * the `cursor` a pass stopped at its deadline reported; see docs/runbook.md).
  */
 export interface PollEvent {
   readonly mode?: CardCycleMode;
   readonly detail?: { readonly mode?: CardCycleMode } | null;
   readonly action?: PollAction;
+  readonly cursor?: string;
 }
 
-/** What an invocation does: a scheduled cycle, or a re-drive of the quarantined publish failures. */
-export type PollAction = "cycle" | "redrive";
+/**
+ * What an invocation does: a scheduled cycle, a re-drive of the quarantined publish failures, or a pass re-masking
+ * the stored snapshots to the current PII mode.
+ */
+export type PollAction = "cycle" | "redrive" | "conform-pii";
+
+/** Actions of the transaction poller besides `cycle`. */
+const OPERATOR_ACTIONS: readonly PollAction[] = ["redrive", "conform-pii"];
 
 /**
  * The action an event asks `kind`'s poller for (`action`, else `cycle`).
- * @throws PollEventError when `action` is anything else, or `redrive` on the card poller (the value is not echoed).
+ * @throws PollEventError when `action` is anything else, or an operator action on the card poller (the value is not
+ *   echoed).
  * @example
  * pollActionOf({ action: "redrive" }, "transactions"); // "redrive"
  */
 export function pollActionOf(event: PollEvent | undefined, kind: CycleKind): PollAction {
   const action: unknown = event?.action;
   if (action === undefined || action === "cycle") return "cycle";
-  if (action === "redrive" && kind === "transactions") return "redrive";
+  if (kind === "transactions" && OPERATOR_ACTIONS.includes(action as PollAction)) return action as PollAction;
   throw new PollEventError(
-    kind === "transactions" ? 'Poll event field action must be "cycle" or "redrive"' : 'Poll event field action must be "cycle" on the card poller',
+    kind === "transactions"
+      ? 'Poll event field action must be "cycle", "redrive" or "conform-pii"'
+      : 'Poll event field action must be "cycle" on the card poller',
     "action",
   );
+}
+
+/**
+ * The cursor an event hands a `conform-pii` pass (from the result of one stopped at its deadline), if any.
+ * @throws PollEventError when `cursor` is set with another action, or is not a non-empty string (not echoed).
+ * @example
+ * conformCursorOf({ action: "conform-pii", cursor: "eyJwayI6…" }, "conform-pii"); // "eyJwayI6…"
+ */
+export function conformCursorOf(event: PollEvent | undefined, action: PollAction): string | undefined {
+  const cursor: unknown = event?.cursor;
+  if (cursor === undefined) return undefined;
+  if (action !== "conform-pii") throw new PollEventError('Poll event field cursor goes only with action "conform-pii"', "cursor");
+  if (typeof cursor !== "string" || cursor === "") throw new PollEventError("Poll event field cursor must be the cursor a conform-pii result gave", "cursor");
+  return cursor;
 }
 
 /** Every card mode: a record, so a mode added to CardCycleMode fails to compile until it is listed here. */
@@ -104,6 +129,12 @@ export interface PollResult {
   readonly redriven?: number;
   /** A re-drive: records kept (their quarantine ids; the log says why). */
   readonly kept?: readonly string[];
+  /** A PII conform pass: snapshots read. */
+  readonly scanned?: number;
+  /** A PII conform pass: snapshots rewritten with their personal fields masked. */
+  readonly rewritten?: number;
+  /** A PII conform pass stopped at its deadline: invoke again with it as the event's `cursor` to go on. */
+  readonly cursor?: string;
 }
 
 /** Container-level state shared by the invocations of one handler. */
@@ -190,6 +221,26 @@ async function redrive(container: Container, runtime: TenantRuntime, deadline: n
   return summary;
 }
 
+/** The transaction poller's `conform-pii` action: counters of the pass, and where to go on after a deadline. */
+async function conformPii(container: Container, runtime: TenantRuntime, deadline: number, cursor: string | undefined): Promise<PollResult> {
+  const result = await runConformPii(runtime, { deadline, ...(cursor === undefined ? {} : { cursor }) });
+  if (result.status === "skipped") return { kind: "transactions", status: "skipped" };
+  const { conform: report } = result;
+  const summary: PollResult = {
+    kind: "transactions",
+    status: "completed",
+    action: "conform-pii",
+    // `deadline`: invoke again with `cursor`; `complete`: every snapshot is in the current form; `full_mode`: nothing to do.
+    outcome: report.outcome,
+    scanned: report.scanned,
+    rewritten: report.rewritten,
+    durationMs: report.durationMs,
+    ...(report.cursor === undefined ? {} : { cursor: report.cursor }),
+  };
+  container.logger.info("PII conform pass finished", { ...summary });
+  return summary;
+}
+
 /**
  * Builds a poller handler (`poll-transactions` or `poll-cards`): validates the environment, wires the adapters,
  * takes the tenant's cycle lease and runs one engine cycle within the invocation's remaining time.
@@ -202,10 +253,12 @@ export function createPollHandler(kind: CycleKind, options: HandlerOptions = {})
   return container.wrap<PollEvent | undefined, PollResult>(async (event, context) => {
     try {
       const action = pollActionOf(event, kind);
+      const cursor = conformCursorOf(event, action);
       const cardMode = cardModeOf(event);
       const runtime = await container.runtime();
       const deadline = cycleDeadline(container.clock.now(), context.getRemainingTimeInMillis(), runtime.config.cycleBudgetMs);
       if (action === "redrive") return await redrive(container, runtime, deadline);
+      if (action === "conform-pii") return await conformPii(container, runtime, deadline, cursor);
       const result = await runCycle(runtime, kind, { deadline, cardMode });
       if (result.status === "skipped") return { kind, status: "skipped" };
       const { report } = result;

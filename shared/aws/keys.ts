@@ -20,7 +20,10 @@ export interface ItemKey {
   readonly sk: string;
 }
 
-export const snapshotItemKey = (tenant: string, key: SnapshotKey): ItemKey => ({ pk: `SNAP#${tenant}#${key}`, sk: "SNAP" });
+/** Start of the partition key of every snapshot of `tenant` (tenant ids hold no `#`, so no other tenant's starts so). */
+export const snapshotPartitionPrefix = (tenant: string): string => `SNAP#${tenant}#`;
+export const SNAPSHOT_SORT_KEY = "SNAP";
+export const snapshotItemKey = (tenant: string, key: SnapshotKey): ItemKey => ({ pk: `${snapshotPartitionPrefix(tenant)}${key}`, sk: SNAPSHOT_SORT_KEY });
 export const quarantinePartition = (tenant: string): string => `QUAR#${tenant}`;
 export const quarantineItemKey = (tenant: string, id: string): ItemKey => ({ pk: quarantinePartition(tenant), sk: id });
 export const leaseItemKey = (name: string): ItemKey => ({ pk: `LEASE#${name}`, sk: "LEASE" });

@@ -1,9 +1,10 @@
 import { gunzipSync, gzipSync } from "node:zlib";
-import { BatchGetCommand, BatchWriteCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
-import type { Clock, Logger, Snapshot, SnapshotKey, SnapshotStore } from "../bridge/ports.js";
+import { BatchGetCommand, BatchWriteCommand, ScanCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
+import { SnapshotCursorError } from "../bridge/errors.js";
+import type { Clock, Logger, Snapshot, SnapshotKey, SnapshotPage, SnapshotScanOptions, SnapshotStore } from "../bridge/ports.js";
 import { systemClock } from "./clock.js";
 import { CorruptItemError, DynamoBatchIncompleteError } from "./errors.js";
-import { snapshotItemKey } from "./keys.js";
+import { SNAPSHOT_SORT_KEY, snapshotItemKey, snapshotPartitionPrefix, type ItemKey } from "./keys.js";
 import { DEFAULT_BACKOFF, backoffDelay, chunk, mapLimit, type BackoffOptions } from "./retry.js";
 
 /** BatchGetItem accepts at most 100 keys per call. */
@@ -56,6 +57,8 @@ interface SnapshotItem {
  * strongly consistent) and written with BatchWriteItem (25 items), retrying unprocessed keys and items with backoff.
  * No version check on write: the per-tenant cycle lease makes the running cycle the only writer of its entity kind.
  * An object too large for one item even gzip-compressed is stored hash-only (TRUNCATED_SNAPSHOT_OBJECT).
+ * `scan` walks the table with a strongly consistent Scan filtered to the tenant's snapshot items (the table also holds
+ * quarantine records, leases, tokens and, in tests, other tenants); its cursor is the Scan's last evaluated key.
  *
  * @example
  * const store = new DynamoSnapshotStore({ doc, tableName: "bridge", tenant: "acme" });
@@ -101,6 +104,30 @@ export class DynamoSnapshotStore implements SnapshotStore {
     const items = [...latest.values()].map((snapshot) => this.#encode(snapshot));
     await mapLimit(chunk(items, BATCH_WRITE_LIMIT), this.#concurrency, (batch) => this.#batchWrite(batch));
   }
+
+  async scan(options: SnapshotScanOptions): Promise<SnapshotPage> {
+    let start = options.cursor === undefined ? undefined : decodeCursor(options.cursor);
+    const snapshots: Snapshot[] = [];
+    // `Limit` bounds the items a Scan call reads before the filter: calls go on until the page is full or the table ends.
+    do {
+      const result = await this.#doc.send(
+        new ScanCommand({
+          TableName: this.#table,
+          ConsistentRead: true,
+          Limit: options.limit - snapshots.length,
+          FilterExpression: "begins_with(pk, :prefix) AND sk = :sk",
+          ExpressionAttributeValues: { ":prefix": snapshotPartitionPrefix(this.#tenant), ":sk": SNAPSHOT_SORT_KEY },
+          ...(start === undefined ? {} : { ExclusiveStartKey: start }),
+        }),
+      );
+      for (const item of result.Items ?? []) snapshots.push(this.#decode(item as unknown as SnapshotItem));
+      start = result.LastEvaluatedKey as ItemKey | undefined;
+    } while (start !== undefined && snapshots.length < options.limit);
+    return start === undefined ? { snapshots } : { snapshots, cursor: encodeCursor(start) };
+  }
+
+  /** Nothing to do: a put replaces the item in place (point-in-time recovery keeps its own copies, see the runbook). */
+  async vacuum(): Promise<void> {}
 
   #encode(snapshot: Snapshot): SnapshotItem {
     const key = snapshotItemKey(this.#tenant, snapshot.key);
@@ -171,4 +198,22 @@ export class DynamoSnapshotStore implements SnapshotStore {
       pending = result.UnprocessedItems?.[this.#table] ?? [];
     }
   }
+}
+
+/** A Scan's last evaluated key as a cursor: base64url of its JSON (the key of a table item, no PII). */
+function encodeCursor(key: ItemKey): string {
+  return Buffer.from(JSON.stringify({ pk: key.pk, sk: key.sk }), "utf8").toString("base64url");
+}
+
+/** @throws SnapshotCursorError when `cursor` is not one {@link encodeCursor} made. */
+function decodeCursor(cursor: string): ItemKey {
+  let key: unknown;
+  try {
+    key = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8"));
+  } catch (error) {
+    throw new SnapshotCursorError({ cause: error });
+  }
+  const { pk, sk, ...rest } = (typeof key === "object" && key !== null ? key : {}) as Record<string, unknown>;
+  if (typeof pk !== "string" || typeof sk !== "string" || pk === "" || sk === "" || Object.keys(rest).length > 0) throw new SnapshotCursorError();
+  return { pk, sk };
 }

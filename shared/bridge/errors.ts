@@ -13,6 +13,15 @@ export class BridgeConfigurationError extends BridgeError {
   override name = "BridgeConfigurationError";
 }
 
+/** A snapshot store was handed a scan cursor it did not issue (mistyped, cut short, or from another store). */
+export class SnapshotCursorError extends BridgeError {
+  override name = "SnapshotCursorError";
+
+  constructor(options?: ErrorOptions) {
+    super("Not a cursor of this snapshot store: pass one its scan returned", options);
+  }
+}
+
 /** Context of a cycle that stopped before it finished. */
 export interface CycleAbortContext {
   /** What the cycle did before it stopped; effects already made are durable. */

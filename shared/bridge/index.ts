@@ -3,6 +3,7 @@
  *
  * Entry points: {@link pollTransactions} and {@link pollCards}; both take ports (see ./ports.ts) and a
  * structural provider (see ./provider.ts) that `QashioClient` satisfies, and return a {@link CycleReport}.
+ * Operator actions: {@link redrivePublishFailures}, and {@link conformSnapshots} after a PII mode switch.
  *
  * @example
  * ```ts
@@ -20,12 +21,14 @@ export type { TransactionCycleOptions } from "./transactions.js";
 export { pollCards, cardKey, cardEventType } from "./cards.js";
 export { redrivePublishFailures, isPublishFailure, PUBLISH_FAILURE_PREFIX } from "./redrive.js";
 export type { RedriveReport, RedriveOptions, KeptRecord } from "./redrive.js";
+export { conformSnapshots, DEFAULT_CONFORM_PAGE_SIZE } from "./conform.js";
+export type { ConformReport, ConformOptions, ConformOutcome } from "./conform.js";
 export type { CardCycleMode, CardCycleOptions } from "./cards.js";
 export { DEFAULT_SOURCE, DEFAULT_PAGE_SIZE, MIN_PAGE_SIZE, DEFAULT_MAX_PAGES } from "./deps.js";
 export type { BridgeDeps, TransactionCycleDeps, CardCycleDeps, CycleOptions } from "./deps.js";
 export { emptyReport, totalPublished } from "./report.js";
 export type { CycleReport, CycleOutcome } from "./report.js";
-export { BridgeError, BridgeConfigurationError, CycleAbortedError, ReauthorizationNeededError, causeMatching } from "./errors.js";
+export { BridgeError, BridgeConfigurationError, CycleAbortedError, ReauthorizationNeededError, SnapshotCursorError, causeMatching } from "./errors.js";
 export type { CycleAbortContext } from "./errors.js";
 export { diffObjects, jsonEqual, escapePointerToken } from "./diff.js";
 export type { Change } from "./diff.js";

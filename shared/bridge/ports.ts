@@ -25,12 +25,43 @@ export interface Snapshot {
   readonly updatedAt: string;
 }
 
+/** Where to read in {@link SnapshotStore.scan}. */
+export interface SnapshotScanOptions {
+  /** Cursor of the previous page: the page starts after it. Without one, the walk starts at the beginning. */
+  readonly cursor?: string;
+  /** Most snapshots in the page (a whole number, at least 1). */
+  readonly limit: number;
+}
+
+/** One page of a walk over a tenant's snapshots. */
+export interface SnapshotPage {
+  readonly snapshots: readonly Snapshot[];
+  /** Where the next page starts; absent once the walk has reached the end of the store. */
+  readonly cursor?: string;
+}
+
 /** Snapshots of one tenant (the tenant is bound when the store is built). */
 export interface SnapshotStore {
   /** Reads many snapshots; missing keys are simply absent from the map. */
   getMany(keys: readonly SnapshotKey[]): Promise<Map<SnapshotKey, Snapshot>>;
   /** Writes (creates or replaces) many snapshots; resolves only when all are durable. */
   putMany(snapshots: readonly Snapshot[]): Promise<void>;
+  /**
+   * Reads one page of the tenant's snapshots (every key: aliases and cursors too), in the store's own order: at most
+   * `limit` of them, after `options.cursor`, so a walk holds one page in memory whatever the size of the store. A page
+   * may hold fewer, even none, before the end; only a page without a cursor ends the walk. A snapshot stored for the
+   * whole walk comes at least once; one rewritten during the walk may come again, in its new version. A cursor stays
+   * valid for a new instance over the same storage.
+   *
+   * @throws SnapshotCursorError for a cursor this store did not issue.
+   */
+  scan(options: SnapshotScanOptions): Promise<SnapshotPage>;
+  /**
+   * Removes whatever the store still keeps of snapshot versions `putMany` replaced, so an overwritten value (e.g.
+   * cleartext masked by `conformSnapshots`) is gone from its storage as well; resolves once that is durable. A store
+   * whose writes replace in place (DynamoDB) has nothing to do.
+   */
+  vacuum(): Promise<void>;
 }
 
 /** The `detail` of one bridge event (see docs/events.md). */

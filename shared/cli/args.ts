@@ -7,7 +7,7 @@ import { BUDGET_BACKLOG } from "./bench-report.js";
 import { UsageError } from "./errors.js";
 
 /** Commands `bridge.ts` understands. */
-export const COMMANDS = ["run", "authorize", "demo", "bench", "redrive", "help"] as const;
+export const COMMANDS = ["run", "authorize", "demo", "bench", "redrive", "conform-pii", "help"] as const;
 export type CommandName = (typeof COMMANDS)[number];
 
 /** Default poll interval of `run` without `--once`. */
@@ -59,6 +59,11 @@ export interface RunArgs {
   readonly intervalMs: number;
 }
 
+export interface ConformPiiArgs {
+  /** Where a pass stopped at its time budget goes on (the cursor it printed); absent: from the start. */
+  readonly cursor?: string;
+}
+
 export interface AuthorizeArgs {
   /** Local port of the redirect listener; 0 picks a free one. */
   readonly port: number;
@@ -92,6 +97,7 @@ export interface BenchArgs {
 export type ParsedCommand =
   | { readonly command: "run"; readonly args: RunArgs }
   | { readonly command: "redrive" }
+  | { readonly command: "conform-pii"; readonly args: ConformPiiArgs }
   | { readonly command: "authorize"; readonly args: AuthorizeArgs }
   | { readonly command: "demo"; readonly args: DemoArgs }
   | { readonly command: "bench"; readonly args: BenchArgs }
@@ -105,6 +111,9 @@ Commands:
   redrive                                         publish again the transactions quarantined because their
                                                   event failed for good, once the cause is fixed (local mode;
                                                   the JSON Lines sink never refuses for good, so usually none)
+  conform-pii [--cursor <cursor>]                 after switching BRIDGE_PII_MODE away from full: re-mask the
+                                                  cardholder names and emails stored in the snapshots;
+                                                  --cursor goes on where a pass stopped at its time budget
   authorize  [--port <p>] [--scope "<scopes>"] [--secret-id <arn>] [--no-open] [--timeout <duration>]
                                                   sign in once as a person and store the tokens
   demo       [--cycles <n>] [--interval <duration>] [--seed <n>]
@@ -181,6 +190,13 @@ export function parseCommand(argv: readonly string[]): ParsedCommand {
     case "redrive":
       strictParse("redrive", rest, {});
       return { command: "redrive" };
+    case "conform-pii": {
+      const { values } = strictParse("conform-pii", rest, { cursor: { type: "string" } });
+      const cursor = values.cursor as string | undefined;
+      if (cursor === undefined) return { command: "conform-pii", args: {} };
+      if (cursor.trim() === "") throw new UsageError("--cursor must not be empty: pass the cursor a stopped conform-pii printed, or leave it out");
+      return { command: "conform-pii", args: { cursor: cursor.trim() } };
+    }
     case "authorize": {
       const { values } = strictParse("authorize", rest, {
         port: { type: "string" },

@@ -12,7 +12,7 @@ export const EXIT = {
   usage: 2,
   /** The provider revoked the token family: a person must run `authorize` again. */
   reauthorize: 3,
-  /** `run --once` stopped at its time budget or page bound; the next run resumes where it stopped. */
+  /** `run --once` or `conform-pii` stopped at its time budget (or page bound); the next run resumes where it stopped. */
   incomplete: 4,
   /** Stopped at once by a second Ctrl-C or SIGTERM; the first stops cleanly (conventional 128 + 2). */
   interrupted: 130,
@@ -172,5 +172,17 @@ export class RedriveIncompleteError extends CliError {
   constructor(message: string, kept: number, options?: ErrorOptions) {
     super(message, EXIT.failed, options);
     this.kept = kept;
+  }
+}
+
+/** `conform-pii` stopped at its time budget: snapshots not reached keep their old form until a run goes on. */
+export class ConformIncompleteError extends CliError {
+  override name = "ConformIncompleteError";
+  /** Where the pass goes on (`--cursor`); undefined when it stopped before its first page. */
+  readonly cursor?: string;
+
+  constructor(message: string, cursor: string | undefined, options?: ErrorOptions) {
+    super(message, EXIT.incomplete, options);
+    this.cursor = cursor;
   }
 }

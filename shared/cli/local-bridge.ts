@@ -6,7 +6,9 @@
 import {
   CycleAbortedError,
   ReauthorizationNeededError as EngineReauthorizationNeeded,
+  SnapshotCursorError,
   causeMatching,
+  conformSnapshots,
   emptyReport,
   pollCards,
   pollTransactions,
@@ -15,6 +17,7 @@ import {
   type BridgeEvent,
   type CardCycleDeps,
   type Clock,
+  type ConformReport,
   type CycleReport,
   type EventPublisher,
   type Lock,
@@ -46,6 +49,7 @@ import {
   ReauthorizationNeededError,
   ClientCredentialsRejectedError,
   StateDirTakenError,
+  UsageError,
 } from "./errors.js";
 
 /** Name of the lease one cycle holds, so two local processes never run cycles of one tenant at once. */
@@ -263,7 +267,7 @@ export async function withCycleLock<T>(bridge: LocalBridge, work: () => Promise<
   const handle = await bridge.lock.tryAcquire(CYCLE_LOCK, CYCLE_LEASE_MS);
   if (handle === undefined) {
     throw new CliError(
-      `another bridge process is running a cycle or re-drive on this state directory (${bridge.settings.stateDir}); the lease of a run ` +
+      `another bridge process is running a cycle, re-drive or conform-pii on this state directory (${bridge.settings.stateDir}); the lease of a run ` +
         `that has exited is taken over at once on the same machine, else it expires within ${CYCLE_LEASE_MS / 1000} s`,
       EXIT.failed,
     );
@@ -337,6 +341,36 @@ export async function runRedrive(bridge: LocalBridge, budgetMs = bridge.settings
       throw await cliErrorOf(error, bridge);
     } finally {
       await measureQuarantine(bridge);
+    }
+  });
+}
+
+/**
+ * Re-masks the snapshots of the state directory to the current PII mode (see `conformSnapshots`) under the cycle
+ * lock, which covers transactions and cards alike, within `budgetMs`; `cursor` goes on from where a pass stopped.
+ *
+ * @throws UsageError (exit 2) when `cursor` is not one a pass over this state directory printed; ConfigError (exit 2)
+ *   for a corrupt snapshot segment; CycleFailedError (exit 1) otherwise.
+ * @example
+ * const { outcome, rewritten } = await runConformPii(bridge);
+ */
+export async function runConformPii(bridge: LocalBridge, cursor?: string, budgetMs = bridge.settings.cycleBudgetMs): Promise<ConformReport> {
+  const deadline = bridge.clock.now() + budgetMs;
+  return withCycleLock(bridge, async () => {
+    try {
+      return await conformSnapshots(bridge.transactions, { deadline, ...(cursor === undefined ? {} : { cursor }) });
+    } catch (error) {
+      if (error instanceof SnapshotCursorError) {
+        throw new UsageError("--cursor is not a cursor of this state directory's snapshots: pass the one conform-pii printed, or leave it out to start over", {
+          cause: error,
+        });
+      }
+      const state = causeMatching(error, (e): e is LocalStateError => e instanceof LocalStateError);
+      if (state !== undefined) throw stateFileProblem(state, bridge.settings.stateDir, "a file in it", "restore it or move it aside");
+      const e = error instanceof Error ? error : new Error(String(error));
+      throw new CycleFailedError(`conform-pii stopped: ${e.name}: ${e.message}; snapshots rewritten so far keep their new form: run conform-pii again`, {
+        cause: error,
+      });
     }
   });
 }

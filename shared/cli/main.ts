@@ -21,6 +21,8 @@ async function dispatch(parsed: ParsedCommand, io: CliIo): Promise<number> {
       return (await import("./run.js")).runCommand(parsed.args, io);
     case "redrive":
       return (await import("./redrive.js")).redriveCommand(io);
+    case "conform-pii":
+      return (await import("./conform-pii.js")).conformPiiCommand(parsed.args, io);
     case "authorize":
       return (await import("./authorize-command.js")).authorizeCommand(parsed.args, io);
     case "demo":

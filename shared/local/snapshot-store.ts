@@ -5,19 +5,24 @@
  * {@link KeyIndex} (32-64 bytes per key, no JS objects per key) while snapshot bodies stay on disk.
  * Segments whose every entry was superseded are deleted. Once superseded (dead) bytes outweigh live ones, a `putMany`
  * also compacts: it copies the live entries of the sparsest segments, byte for byte, into a new segment, which empties
- * them so they are deleted the same way.
+ * them so they are deleted the same way. `scan` walks live entries segment by segment in file order (an entry rewritten
+ * or compacted moves to a newer segment, so a walk meets it again rather than missing it); `vacuum` compacts every
+ * segment holding a superseded entry, so no replaced version stays on disk.
  */
 import { randomBytes } from "node:crypto";
 import { closeSync, mkdirSync, openSync, readSync } from "node:fs";
 import { readdir } from "node:fs/promises";
 import path from "node:path";
-import type { Snapshot, SnapshotKey, SnapshotStore } from "../bridge/ports.js";
+import type { Snapshot, SnapshotKey, SnapshotPage, SnapshotScanOptions, SnapshotStore } from "../bridge/ports.js";
+import { SnapshotCursorError } from "../bridge/errors.js";
 import { jsonOf, jsonString } from "../bridge/hash.js";
 import { ScratchBuffer, TEMP_SUFFIX, unlinkQuietly, writeFileAtomic } from "./atomic.js";
 import { CorruptStateError } from "./errors.js";
 import { KeyIndex } from "./key-index.js";
 
 const SEGMENT_PATTERN = /^seg-(\d{12})-[0-9a-f]{8}\.log$/;
+/** A scan cursor: the segment's name without `seg-` and `.log`, and the header position of the last entry returned. */
+const CURSOR_PATTERN = /^(\d{12}-[0-9a-f]{8}):(\d{1,9})$/;
 
 /**
  * Compaction copies out of a segment only while less than half of it is live, so it copies fewer bytes than it frees;
@@ -87,6 +92,11 @@ function readHeader(file: string): { entries: HeaderEntry[]; bodyStart: number }
   } finally {
     closeSync(fd);
   }
+}
+
+/** Segments in the order they were written (file sequence number, then name), the order a scan walks them in. */
+function segmentOrder(a: { seq: number; name: string }, b: { seq: number; name: string }): number {
+  return a.seq - b.seq || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
 }
 
 /** Reads bytes [from, to) of a segment into `buffer` at `at`. */
@@ -186,6 +196,75 @@ export class FileSnapshotStore implements SnapshotStore {
     return run;
   }
 
+  /**
+   * One page of live entries, segment by segment in the order they were written, from the entry after the cursor's.
+   * A segment the cursor names that is gone since was emptied into newer ones, which the walk still reaches.
+   */
+  async scan(options: SnapshotScanOptions): Promise<SnapshotPage> {
+    const from = options.cursor === undefined ? undefined : this.parseCursor(options.cursor);
+    await this.load();
+    const picked: { segment: Segment; live: { key: string; offset: number; length: number; position: number }[] }[] = [];
+    let count = 0;
+    let last: { segment: Segment; position: number } | undefined;
+    walk: for (const segment of [...this.segments.values()].sort(segmentOrder)) {
+      const order = from === undefined ? 1 : segmentOrder(segment, from);
+      if (order < 0) continue;
+      const header = this.header(segment);
+      const live: (typeof picked)[number]["live"] = [];
+      picked.push({ segment, live });
+      for (let position = order === 0 ? (from?.position ?? -1) + 1 : 0; position < header.entries.length; position++) {
+        const [key, offset, length] = header.entries[position] as HeaderEntry;
+        const at = this.index.get(key);
+        if (at?.segment !== segment.id || at.offset !== header.bodyStart + offset) continue;
+        live.push({ key, offset: at.offset, length, position });
+        last = { segment, position };
+        if (++count === options.limit) break walk;
+      }
+    }
+    const snapshots: Snapshot[] = [];
+    for (const { segment, live } of picked) {
+      if (live.length === 0) continue;
+      const file = this.fileOf(segment);
+      const fd = openSync(file, "r");
+      try {
+        for (const { key, offset, length } of live) {
+          const buffer = Buffer.allocUnsafe(length);
+          readRange(fd, file, buffer, 0, offset, offset + length);
+          let snapshot: Snapshot;
+          try {
+            snapshot = JSON.parse(buffer.toString("utf8")) as Snapshot;
+          } catch (err) {
+            throw new CorruptStateError("Snapshot segment entry is not valid JSON", { file }, { cause: err });
+          }
+          if (snapshot.key !== key) throw new CorruptStateError("Snapshot segment entry does not hold the key its header names", { file });
+          snapshots.push(snapshot);
+        }
+      } finally {
+        closeSync(fd);
+      }
+    }
+    // A full page may be the last one: the next call then finds nothing and ends the walk.
+    const cursor = count === options.limit && last !== undefined ? `${last.segment.name.slice(4, -4)}:${last.position}` : undefined;
+    return cursor === undefined ? { snapshots } : { snapshots, cursor };
+  }
+
+  /** Compacts every segment that holds a superseded entry, in batches, until each segment holds live entries only. */
+  vacuum(): Promise<void> {
+    const run = this.writes.then(async () => {
+      await this.load();
+      while ((await this.compactBatch(1)) > 0);
+    });
+    this.writes = run.catch(() => undefined);
+    return run;
+  }
+
+  private parseCursor(cursor: string): { seq: number; name: string; position: number } {
+    const match = CURSOR_PATTERN.exec(cursor);
+    if (!match) throw new SnapshotCursorError();
+    const tag = match[1] as string;
+    return { seq: Number(tag.slice(0, 12)), name: `seg-${tag}.log`, position: Number(match[2]) };
+  }
+
   private async write(snapshots: readonly Snapshot[]): Promise<void> {
     if (snapshots.length === 0) return;
     await this.load();
@@ -269,13 +348,14 @@ export class FileSnapshotStore implements SnapshotStore {
   }
 
   /**
-   * Copies the live entries of the sparsest segments, one batch at most, into a new segment; returns the bytes copied.
+   * Copies the live entries of the sparsest segments (those less than `liveRatio` live), one batch at most, into a new
+   * segment; returns the bytes copied.
    * A crash before the new segment is durable leaves the old ones as they were; after it, an old segment still on disk
    * only duplicates entries the new one (higher sequence number) holds byte for byte, and loading deletes it.
    */
-  private async compactBatch(): Promise<number> {
+  private async compactBatch(liveRatio = COMPACT_LIVE_RATIO): Promise<number> {
     const sparse = [...this.segments.values()]
-      .filter((s) => s.liveBytes < s.bodyBytes * COMPACT_LIVE_RATIO)
+      .filter((s) => s.liveBytes < s.bodyBytes * liveRatio)
       .sort((a, b) => a.liveBytes / a.bodyBytes - b.liveBytes / b.bodyBytes);
     // Pick first (keys and places only), then read: the batch's bytes are known before the buffer is taken.
     const picked: { segment: Segment; live: HeaderEntry[] }[] = [];

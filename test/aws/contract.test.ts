@@ -33,8 +33,8 @@ const noop = async (): Promise<void> => {};
 
 describeSnapshotStoreContract("DynamoSnapshotStore", async () => {
   const tenant = randomUUID();
-  const make = () => new DynamoSnapshotStore({ doc: table.doc, tableName: table.tableName, tenant });
-  return { store: make(), reopen: async () => make(), cleanup: noop };
+  const make = (of = tenant) => new DynamoSnapshotStore({ doc: table.doc, tableName: table.tableName, tenant: of });
+  return { store: make(), reopen: async () => make(), neighbour: async () => make(randomUUID()), cleanup: noop };
 });
 
 describeQuarantineContract("DynamoQuarantine", async () => {

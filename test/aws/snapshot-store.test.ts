@@ -66,6 +66,32 @@ describe("DynamoSnapshotStore on DynamoDB Local", () => {
     expect(found.get("transaction:small")?.object).toEqual({ id: "small" });
   });
 
+  it("walks its tenant's snapshots only, past quarantine records, leases and tokens, with full pages until the end", async () => {
+    const tenant = "walker";
+    const others = [
+      ...Array.from({ length: 40 }, (_, i) => ({ pk: `QUAR#${tenant}`, sk: `record-${i}`, kind: "transaction", reason: "validation: x" })),
+      { pk: `LEASE#${tenant}#cycle#transactions`, sk: "LEASE", owner: "x" },
+      { pk: `TOKEN#${tenant}`, sk: "ACCESS", token: "x" },
+      { pk: `SNAP#${tenant}#transaction:odd`, sk: "NOT-A-SNAPSHOT" },
+    ];
+    for (let i = 0; i < others.length; i += 25) {
+      const batch = others.slice(i, i + 25).map((Item) => ({ PutRequest: { Item } }));
+      await table.doc.send(new BatchWriteCommand({ RequestItems: { [table.tableName]: batch } }));
+    }
+    await store(`${tenant}-2`).putMany([snapshot("card:CA1", { status: "Active" })]);
+    const mine = Array.from({ length: 23 }, (_, i) => snapshot(`transaction:w${i}`, { i }));
+    await store(tenant).putMany(mine);
+
+    const pages: { snapshots: readonly Snapshot[]; cursor?: string }[] = [];
+    for (let cursor: string | undefined, first = true; first || cursor !== undefined; first = false) {
+      const page = await store(tenant).scan({ limit: 5, ...(cursor === undefined ? {} : { cursor }) });
+      pages.push(page);
+      cursor = page.cursor;
+    }
+    expect(pages.flatMap((p) => p.snapshots).sort((a, b) => a.key.localeCompare(b.key))).toEqual(mine.sort((a, b) => a.key.localeCompare(b.key)));
+    expect(pages.slice(0, -1).map((p) => p.snapshots.length)).toEqual(pages.slice(0, -1).map(() => 5));
+  });
+
   it("lets the engine get past a transaction too large to snapshot: no event on an identical re-pull, changed on a change", async () => {
     const rig = makeRig({}, { snapshots: store("engine") });
     const txn = rig.provider.addTransaction({ memo: randomBytes(420 * 1024).toString("base64") });

@@ -16,9 +16,12 @@ import type {
   QuarantineRecord,
   Snapshot,
   SnapshotKey,
+  SnapshotPage,
+  SnapshotScanOptions,
   SnapshotStore,
   TokenStore,
 } from "../../shared/bridge/ports.js";
+import { SnapshotCursorError } from "../../shared/bridge/errors.js";
 import type { StoredTokens } from "../../shared/qashio/auth/token-store.js";
 import type {
   CardListQuery,
@@ -60,6 +63,24 @@ export class MemorySnapshotStore implements SnapshotStore {
   async putMany(snapshots: readonly Snapshot[]): Promise<void> {
     this.putManyCalls += 1;
     for (const s of snapshots) this.data.set(s.key, structuredClone(s));
+  }
+  scanCalls = 0;
+  vacuumCalls = 0;
+  /** Walks the keys in sorted order; the cursor is the last key returned, so a rewrite never moves a key. */
+  async scan(options: SnapshotScanOptions): Promise<SnapshotPage> {
+    this.scanCalls += 1;
+    const { cursor, limit } = options;
+    if (cursor !== undefined && !/^(transaction|card):/.test(cursor)) throw new SnapshotCursorError();
+    const keys = [...this.data.keys()].sort().filter((key) => cursor === undefined || key > cursor);
+    const page = keys.slice(0, limit);
+    const last = page.at(-1);
+    return {
+      snapshots: page.map((key) => structuredClone(this.data.get(key) as Snapshot)),
+      ...(keys.length > limit && last !== undefined ? { cursor: last } : {}),
+    };
+  }
+  async vacuum(): Promise<void> {
+    this.vacuumCalls += 1;
   }
 }
 

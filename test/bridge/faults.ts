@@ -48,6 +48,8 @@ export function crashingPorts(
     snapshots: {
       getMany: (keys) => ports.snapshots.getMany(keys),
       putMany: (snapshots) => crash.around("snapshots.putMany", () => ports.snapshots.putMany(snapshots)),
+      scan: (options) => ports.snapshots.scan(options),
+      vacuum: () => ports.snapshots.vacuum(),
     },
     publisher: { publish: (events) => crash.around("publisher.publish", () => ports.publisher.publish(events)) },
     quarantine: {

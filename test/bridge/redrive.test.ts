@@ -167,7 +167,14 @@ describe("redrivePublishFailures", () => {
     rig.publisher.reject = () => "InvalidArgument: no";
     await pollTransactions(rig.deps);
     rig.publisher.reject = () => undefined;
-    const diskFull = { ...rig.deps, snapshots: { getMany: rig.snapshots.getMany.bind(rig.snapshots), putMany: () => Promise.reject(new Error("disk full")) } };
+    const { snapshots } = rig;
+    const failingWrites = {
+      getMany: snapshots.getMany.bind(snapshots),
+      putMany: () => Promise.reject(new Error("disk full")),
+      scan: snapshots.scan.bind(snapshots),
+      vacuum: snapshots.vacuum.bind(snapshots),
+    };
+    const diskFull = { ...rig.deps, snapshots: failingWrites };
     await expect(redrivePublishFailures(diskFull)).rejects.toBeInstanceOf(CycleAbortedError);
     expect(rig.quarantine.records.size).toBe(1);
 

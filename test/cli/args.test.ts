@@ -25,6 +25,24 @@ describe("parseCommand", () => {
     expect(() => parseCommand(["redrive", "--once"])).toThrow(/redrive: Unknown option/);
   });
 
+  it("reads conform-pii, with or without the --cursor a stopped pass printed", () => {
+    expect(parseCommand(["conform-pii"])).toEqual({ command: "conform-pii", args: {} });
+    expect(parseCommand(["conform-pii", "--cursor", "000000000007-0a1b2c3d:99"])).toEqual({
+      command: "conform-pii",
+      args: { cursor: "000000000007-0a1b2c3d:99" },
+    });
+  });
+
+  it.each([
+    [["conform-pii", "--cursor"], /conform-pii: Option '--cursor <value>' argument missing/],
+    [["conform-pii", "--cursor", " "], /--cursor must not be empty/],
+    [["conform-pii", "--all"], /conform-pii: Unknown option '--all'/],
+    [["conform-pii", "now"], /conform-pii: Unexpected argument 'now'/],
+  ])("rejects %j with a usage error", (argv, message) => {
+    expect(() => parseCommand(argv)).toThrow(UsageError);
+    expect(() => parseCommand(argv)).toThrow(message);
+  });
+
   it("reads run --once", () => {
     expect(parseCommand(["run", "--once"])).toEqual({ command: "run", args: { once: true, intervalMs: DEFAULT_INTERVAL_MS } });
   });

@@ -9,6 +9,7 @@ describe("bridge.ts main", () => {
     const { code, stdout } = await runInProcess(["help"], {});
     expect(code).toBe(EXIT.ok);
     expect(stdout).toContain("Usage: npm run bridge -- <command>");
+    expect(stdout).toContain("conform-pii [--cursor <cursor>]");
     expect(stdout).toMatch(/BRIDGE_STATE_DIR\s+default \.state/);
     expect(stdout).toMatch(/QASHIO_CLIENT_SECRET\s+required/);
   });

@@ -1,5 +1,7 @@
 import { randomUUID } from "node:crypto";
-import { PutEventsCommand, type PutEventsRequestEntry } from "@aws-sdk/client-eventbridge";
+import { gunzipSync } from "node:zlib";
+import { EventBridgeClient, PutEventsCommand, type PutEventsRequestEntry } from "@aws-sdk/client-eventbridge";
+import { ScanCommand } from "@aws-sdk/lib-dynamodb";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ConfigurationError } from "../../shared/aws/errors.js";
 import { truncationsOf } from "../../shared/aws/event-size.js";
@@ -12,7 +14,8 @@ import { DynamoLeaseLock } from "../../shared/aws/lease-lock.js";
 import { DynamoQuarantine } from "../../shared/aws/quarantine.js";
 import { leaseNames } from "../../shared/aws/keys.js";
 import { awsError } from "../aws/support/fake-secrets-manager.js";
-import type { PollEvent } from "../../shared/aws/handlers.js";
+import type { PollEvent, PollResult } from "../../shared/aws/handlers.js";
+import { localDynamoClient } from "../aws/support/dynamo.js";
 import { createHarness, REDIRECT_URI, subjectIds, TENANT, type Harness } from "./support/harness.js";
 
 let h: Harness;
@@ -275,7 +278,7 @@ describe("poll-transactions handler", () => {
     // Acknowledged with its record written: no cycle pulls it again.
     expect(h.pendingAtProvider()).toBe(0);
     await expect(h.poller("cards")({ action: "redrive" })).rejects.toThrow('Poll event field action must be "cycle" on the card poller');
-    await expect(poll({ action: "replay" as never })).rejects.toThrow('Poll event field action must be "cycle" or "redrive"');
+    await expect(poll({ action: "replay" as never })).rejects.toThrow('Poll event field action must be "cycle", "redrive" or "conform-pii"');
 
     // Still refused: the record stays, named in the result.
     const kept = await poll({ action: "redrive" });
@@ -306,6 +309,116 @@ describe("poll-transactions handler", () => {
     for (const value of [...secrets, ...names]) if (value !== undefined) expect(text).not.toContain(value);
     const events = JSON.stringify(h.published);
     for (const name of names) expect(events).not.toContain(name);
+  });
+});
+
+/** Every item of the tenant's table as JSON text, snapshot objects stored gzip-compressed included. */
+async function storedText(): Promise<string> {
+  const items: Record<string, unknown>[] = [];
+  let start: Record<string, unknown> | undefined;
+  do {
+    const page = await h.table.doc.send(new ScanCommand({ TableName: h.table.tableName, ConsistentRead: true, ExclusiveStartKey: start }));
+    items.push(...(page.Items ?? []));
+    start = page.LastEvaluatedKey;
+  } while (start !== undefined);
+  return items.map(({ objz, ...item }) => JSON.stringify(item) + (objz instanceof Uint8Array ? gunzipSync(objz).toString("utf8") : "")).join("\n");
+}
+
+/** Cardholder names and emails of the sandbox company (on its cards and transactions). */
+function cardholderValues(): string[] {
+  return company().cards.flatMap((card) => [`${card.holder.firstName} ${card.holder.lastName}`, card.holder.email]);
+}
+
+describe("poll-transactions conform-pii action", () => {
+  it("re-masks every snapshot written under full once invoked after a switch to redact; later cycles publish nothing", async () => {
+    h.env.PII_MODE = "full";
+    await h.poller("transactions")();
+    await h.poller("cards")();
+    const cleartext = cardholderValues();
+    const before = await storedText();
+    expect(cleartext.filter((value) => before.includes(value)).length).toBeGreaterThan(0);
+
+    h.env.PII_MODE = "redact";
+    const result = await h.poller("transactions")({ action: "conform-pii" });
+    expect(result).toMatchObject({ kind: "transactions", status: "completed", action: "conform-pii", outcome: "complete" });
+    expect(result.rewritten).toBeGreaterThan(0);
+    expect(result.cursor).toBeUndefined();
+    const after = await storedText();
+    for (const value of cleartext) expect(after).not.toContain(value);
+
+    const published = h.published.length;
+    await h.poller("transactions")();
+    await h.poller("cards")();
+    expect(h.published).toHaveLength(published);
+    expect(await h.poller("transactions")({ action: "conform-pii" })).toMatchObject({ outcome: "complete", rewritten: 0 });
+  });
+
+  it("stops at the invocation's deadline with a cursor, and invocations with the cursor finish the pass", async () => {
+    h.env.PII_MODE = "full";
+    h.sandbox.control.state.createTransactions(company(), { count: 150 });
+    await h.poller("transactions")();
+    await h.poller("cards")();
+    const holders = cardholderValues();
+    const withCleartext = (await storedText()).split("\n").filter((item) => holders.some((value) => item.includes(value))).length;
+    expect(withCleartext).toBeGreaterThan(150);
+    h.env.PII_MODE = "redact";
+    // Each Scan call takes 20 s of the invocation's 30 s budget (60 s remaining less the 30 s safety margin).
+    const dynamo = localDynamoClient();
+    dynamo.middlewareStack.add(
+      (next, context) => async (args) => {
+        if (context.commandName === "ScanCommand") h.sandbox.control.advanceClock(20);
+        return next(args);
+      },
+      { step: "initialize" },
+    );
+    const eventBridge = new EventBridgeClient({ region: "eu-west-1", credentials: { accessKeyId: "x", secretAccessKey: "x" } });
+    const results: PollResult[] = [];
+    try {
+      let cursor: string | undefined;
+      do {
+        const poll = h.poller("transactions", { clients: () => ({ dynamo, eventBridge, secrets: h.secrets.client }) });
+        const result = await poll({ action: "conform-pii", ...(cursor === undefined ? {} : { cursor }) });
+        results.push(result);
+        cursor = result.cursor;
+      } while (cursor !== undefined && results.length < 20);
+    } finally {
+      dynamo.destroy();
+    }
+    expect(results[0]).toMatchObject({ status: "completed", action: "conform-pii", outcome: "deadline", cursor: expect.any(String) });
+    expect(results.at(-1)).toMatchObject({ outcome: "complete" });
+    expect(results.length).toBeGreaterThan(1);
+    const scanned = results.reduce((sum, r) => sum + (r.scanned ?? 0), 0);
+    const rewritten = results.reduce((sum, r) => sum + (r.rewritten ?? 0), 0);
+    expect(scanned).toBeGreaterThan(300);
+    expect(rewritten).toBe(withCleartext);
+    const after = await storedText();
+    for (const value of holders) expect(after).not.toContain(value);
+  });
+
+  it("skips while a card cycle holds its lease (it rewrites card snapshots too), and says when there is nothing to do", async () => {
+    const lock = new DynamoLeaseLock({ doc: h.table.doc, tableName: h.table.tableName, clock: h.clock });
+    const lease = await lock.tryAcquire(leaseNames.cardsCycle(TENANT), 60_000);
+    expect(await h.poller("transactions")({ action: "conform-pii" })).toEqual({ kind: "transactions", status: "skipped" });
+    await lease?.release();
+    // The transaction lease was given back: a cycle runs.
+    expect(await h.poller("transactions")()).toMatchObject({ status: "completed" });
+    h.env.PII_MODE = "full";
+    expect(await h.poller("transactions")({ action: "conform-pii" })).toMatchObject({
+      status: "completed",
+      action: "conform-pii",
+      outcome: "full_mode",
+      scanned: 0,
+      rewritten: 0,
+    });
+  });
+
+  it("refuses the action on the card poller, a cursor with another action or of another shape, and a cursor it did not issue", async () => {
+    await expect(h.poller("cards")({ action: "conform-pii" })).rejects.toThrow('Poll event field action must be "cycle" on the card poller');
+    await expect(h.poller("transactions")({ cursor: "abc" })).rejects.toMatchObject({ name: "PollEventError", field: "cursor" });
+    await expect(h.poller("transactions")({ action: "redrive", cursor: "abc" })).rejects.toMatchObject({ name: "PollEventError", field: "cursor" });
+    await expect(h.poller("transactions")({ action: "conform-pii", cursor: 7 as never })).rejects.toMatchObject({ name: "PollEventError", field: "cursor" });
+    await expect(h.poller("transactions")({ action: "conform-pii", cursor: "bm90IGEga2V5" })).rejects.toMatchObject({ name: "SnapshotCursorError" });
+    expect(h.published).toEqual([]);
   });
 });
 

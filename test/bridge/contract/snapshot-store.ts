@@ -2,14 +2,34 @@
  * Contract every SnapshotStore adapter must pass (memory fake, file store, DynamoDB).
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { Snapshot, SnapshotKey, SnapshotStore } from "../../../shared/bridge/ports.js";
+import type { Snapshot, SnapshotKey, SnapshotPage, SnapshotStore } from "../../../shared/bridge/ports.js";
 
-/** What a factory hands the suite; `reopen` (optional) builds a fresh instance over the same backing data. */
+/**
+ * What a factory hands the suite; `reopen` (optional) builds a fresh instance over the same backing data, and
+ * `neighbour` (optional) the store of another tenant over that same backing data.
+ */
 export interface SnapshotStoreFixture {
   readonly store: SnapshotStore;
   readonly reopen?: () => Promise<SnapshotStore>;
+  readonly neighbour?: () => Promise<SnapshotStore>;
   readonly cleanup: () => Promise<void>;
 }
+
+/** Every page of a walk from `cursor` to its end (bounded, so a walk that never ends fails instead of hanging). */
+async function walk(store: SnapshotStore, limit: number, cursor?: string, onPage?: (page: SnapshotPage) => Promise<void>): Promise<SnapshotPage[]> {
+  const pages: SnapshotPage[] = [];
+  let next = cursor;
+  do {
+    const page = await store.scan({ limit, ...(next === undefined ? {} : { cursor: next }) });
+    pages.push(page);
+    await onPage?.(page);
+    next = page.cursor;
+    if (pages.length > 1_000) throw new Error("the walk does not end");
+  } while (next !== undefined);
+  return pages;
+}
+
+const keysOf = (pages: readonly SnapshotPage[]): SnapshotKey[] => pages.flatMap((p) => p.snapshots.map((s) => s.key));
 
 function snapshot(key: SnapshotKey, object: Record<string, unknown>, hash = `h-${key}-${JSON.stringify(object).length}`): Snapshot {
   return { key, hash, object, updatedAt: "2025-01-15T10:00:00.000Z" };
@@ -97,6 +117,74 @@ export function describeSnapshotStoreContract(name: string, factory: () => Promi
       const found = await again.getMany(["card:CA9", "card:CA8"]);
       expect(found.get("card:CA9")?.object).toEqual({ status: "Inactive" });
       expect(found.get("card:CA8")?.hash).toBe("h3");
+    });
+
+    it("walks an empty store in one page without a cursor", async () => {
+      expect(await fixture.store.scan({ limit: 10 })).toEqual({ snapshots: [] });
+    });
+
+    it("walks every snapshot once, as last written, in pages of at most the limit, the last one without a cursor", async () => {
+      const written = Array.from({ length: 230 }, (_, i) => snapshot(i % 3 === 0 ? `card:CA${i}` : `transaction:t${i}`, { i }, `h${i}`));
+      await fixture.store.putMany(written);
+      await fixture.store.putMany([snapshot("transaction:t1", { i: 1, again: true }, "h1b")]);
+      const pages = await walk(fixture.store, 40);
+      expect(pages.every((p) => p.snapshots.length <= 40)).toBe(true);
+      expect(pages.slice(0, -1).every((p) => p.cursor !== undefined)).toBe(true);
+      const seen = pages.flatMap((p) => p.snapshots);
+      expect(seen.map((s) => s.key).sort()).toEqual(written.map((s) => s.key).sort());
+      const t1 = seen.find((s) => s.key === "transaction:t1");
+      expect(t1).toEqual({ key: "transaction:t1", hash: "h1b", object: { i: 1, again: true }, updatedAt: "2025-01-15T10:00:00.000Z" });
+      expect(seen.find((s) => s.key === "card:CA9")).toEqual(snapshot("card:CA9", { i: 9 }, "h9"));
+    });
+
+    it("meets every snapshot at least once while the walk rewrites each one it reads, and the walk ends", async () => {
+      const written = Array.from({ length: 120 }, (_, i) => snapshot(`transaction:t${i}`, { i, name: "Ann" }, `h${i}`));
+      await fixture.store.putMany(written);
+      const rewritten = new Set<SnapshotKey>();
+      const pages = await walk(fixture.store, 25, undefined, async (page) => {
+        const fresh = page.snapshots.filter((s) => !rewritten.has(s.key));
+        for (const s of fresh) rewritten.add(s.key);
+        await fixture.store.putMany(fresh.map((s) => ({ ...s, object: { ...s.object, name: "[redacted]" } })));
+      });
+      expect(new Set(keysOf(pages))).toEqual(new Set(written.map((s) => s.key)));
+      const after = await fixture.store.getMany(written.map((s) => s.key));
+      expect([...after.values()].every((s) => s.object["name"] === "[redacted]" && s.hash === `h${String(s.object["i"])}`)).toBe(true);
+    });
+
+    it("goes on from a page's cursor, on a new instance too", async () => {
+      const written = Array.from({ length: 60 }, (_, i) => snapshot(`transaction:t${i}`, { i }));
+      await fixture.store.putMany(written);
+      const first = await fixture.store.scan({ limit: 20 });
+      expect(first.snapshots).toHaveLength(20);
+      expect(first.cursor).toEqual(expect.any(String));
+      const rest = await walk((await fixture.reopen?.()) ?? fixture.store, 15, first.cursor);
+      expect([...keysOf([first]), ...keysOf(rest)].sort()).toEqual(written.map((s) => s.key).sort());
+    });
+
+    it("refuses a cursor it did not issue", async () => {
+      await fixture.store.putMany([snapshot("card:CA1", { status: "Active" })]);
+      await expect(fixture.store.scan({ limit: 10, cursor: "not a cursor" })).rejects.toMatchObject({ name: "SnapshotCursorError" });
+    });
+
+    it("walks only its own tenant's snapshots", async (ctx) => {
+      if (!fixture.neighbour) return ctx.skip();
+      const neighbour = await fixture.neighbour();
+      await neighbour.putMany(Array.from({ length: 30 }, (_, i) => snapshot(`transaction:n${i}`, { i })));
+      await fixture.store.putMany([snapshot("card:CA1", { status: "Active" }), snapshot("transaction:mine", { i: 1 })]);
+      expect(keysOf(await walk(fixture.store, 7)).sort()).toEqual(["card:CA1", "transaction:mine"]);
+    });
+
+    it("reads every snapshot as last written after a vacuum, on a new instance too", async () => {
+      await fixture.store.putMany(Array.from({ length: 50 }, (_, i) => snapshot(`transaction:t${i}`, { i, v: 1 }, `a${i}`)));
+      await fixture.store.putMany(Array.from({ length: 25 }, (_, i) => snapshot(`transaction:t${i * 2}`, { i: i * 2, v: 2 }, `b${i * 2}`)));
+      await fixture.store.vacuum();
+      await fixture.store.vacuum();
+      const expected = (i: number) => (i % 2 === 0 ? { i, v: 2 } : { i, v: 1 });
+      for (const store of [fixture.store, (await fixture.reopen?.()) ?? fixture.store]) {
+        const all = (await walk(store, 100)).flatMap((p) => p.snapshots);
+        expect(all).toHaveLength(50);
+        for (const s of all) expect(s.object).toEqual(expected(Number(s.object["i"])));
+      }
     });
   });
 }

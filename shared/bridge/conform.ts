@@ -1,0 +1,116 @@
+/**
+ * Re-masking of stored snapshots after a switch of the tenant's PII mode: a cycle brings a snapshot to the current
+ * mode only when its item is pulled again, which for a transaction that never changes is never. This pass walks the
+ * whole store once and rewrites every snapshot whose personal fields are not in the current form.
+ */
+import type { BridgeDeps } from "./deps.js";
+import { jsonEqual } from "./diff.js";
+import { assertPiiPolicy, conformPii, type PiiMode } from "./pii.js";
+import type { Snapshot } from "./ports.js";
+
+/** Snapshots read (and at most rewritten) per store call. */
+export const DEFAULT_CONFORM_PAGE_SIZE = 100;
+
+/**
+ * Why a pass ended: `complete` (every snapshot was read, and the store vacuumed), `deadline` (stopped between pages:
+ * go on from `cursor`), `full_mode` (the tenant's mode is `full`: nothing to mask, nothing read).
+ */
+export type ConformOutcome = "complete" | "deadline" | "full_mode";
+
+/** What {@link conformSnapshots} did. */
+export interface ConformReport {
+  /** The PII mode snapshots were brought to. */
+  readonly mode: PiiMode;
+  readonly outcome: ConformOutcome;
+  /** Snapshots read, aliases and cursors included (a store may return a rewritten one again, in its new form). */
+  readonly scanned: number;
+  /** Snapshots rewritten with their personal fields in the current form. */
+  readonly rewritten: number;
+  /**
+   * With outcome `deadline`: where the pass goes on (the `cursor` option of the next run); absent when it stopped
+   * before its first page (run it again from the start) and for the other outcomes.
+   */
+  readonly cursor?: string;
+  readonly durationMs: number;
+}
+
+/** Options of {@link conformSnapshots}. */
+export interface ConformOptions {
+  /** Epoch ms after which no new page is read; the pass stops with outcome `deadline` and a cursor to go on from. */
+  readonly deadline?: number;
+  /** A cursor a run stopped at its deadline reported: the pass goes on from there instead of starting over. */
+  readonly cursor?: string;
+  /** Snapshots per page. @default 100 ({@link DEFAULT_CONFORM_PAGE_SIZE}) */
+  readonly pageSize?: number;
+}
+
+/** The snapshot with its personal fields brought to the policy, or undefined when they already are (or it holds none). */
+function conformed(snapshot: Snapshot, deps: Pick<BridgeDeps, "pii">): Snapshot | undefined {
+  const { object } = snapshot;
+  // An entry of another shape (a corrupt or foreign one) has no personal fields the engine knows of: left as it is.
+  if (typeof object !== "object" || object === null || Array.isArray(object)) return undefined;
+  const masked = conformPii(object, deps.pii);
+  // Hash and time stay: they name the version published, and event ids derive from them (docs/events.md), so an
+  // event re-sent after a crash keeps its id; the next cycle finds the hash differs and the diff empty, as it does
+  // for a snapshot it masks itself.
+  return jsonEqual(masked, object) ? undefined : { ...snapshot, object: masked };
+}
+
+/**
+ * Walks the tenant's snapshot store page by page and rewrites every snapshot whose cardholder name or email is not in
+ * the tenant's current PII form (`conformPii`: cleartext redacted or hashed; values already masked stay, except that
+ * `redact` also replaces a hash), keeping its hash and `updatedAt`. Aliases and walk cursors hold no personal field
+ * and are left alone. After a complete pass the store is vacuumed, so no replaced version stays in its storage.
+ * Under `full` nothing is read or written (outcome `full_mode`).
+ *
+ * Idempotent: a second pass rewrites nothing. Stopped at its deadline, a pass reports a cursor to go on from; a run
+ * without it starts over, which is always correct, only longer. Hold the tenant's cycle lock(s) around it: a cycle
+ * writing a snapshot between this pass's read and write would be overwritten with the older object.
+ *
+ * @throws SnapshotCursorError when `options.cursor` is not a cursor of this store; whatever the store throws
+ *   otherwise (snapshots rewritten before stay rewritten).
+ * @example
+ * ```ts
+ * const report = await conformSnapshots(deps, { deadline: clock.now() + 50_000 });
+ * if (report.outcome === "deadline") await conformSnapshots(deps, { cursor: report.cursor });
+ * ```
+ */
+export async function conformSnapshots(
+  deps: Pick<BridgeDeps, "snapshots" | "pii" | "clock" | "logger">,
+  options: ConformOptions = {},
+): Promise<ConformReport> {
+  assertPiiPolicy(deps.pii);
+  const { mode } = deps.pii;
+  const started = deps.clock.now();
+  if (mode === "full") {
+    deps.logger.info("PII mode is full: snapshots keep cardholder data as sent, nothing to re-mask");
+    return { mode, outcome: "full_mode", scanned: 0, rewritten: 0, durationMs: 0 };
+  }
+  const limit = options.pageSize ?? DEFAULT_CONFORM_PAGE_SIZE;
+  if (!Number.isSafeInteger(limit) || limit < 1) throw new RangeError(`pageSize must be a whole number of at least 1, got ${limit}`);
+  let cursor = options.cursor;
+  let scanned = 0;
+  let rewritten = 0;
+  const report = (outcome: ConformOutcome): ConformReport => {
+    const done = { mode, outcome, scanned, rewritten, durationMs: deps.clock.now() - started };
+    deps.logger.info("snapshots conformed to the PII mode", { ...done, ...(outcome === "deadline" ? { cursor } : {}) });
+    return outcome === "deadline" && cursor !== undefined ? { ...done, cursor } : done;
+  };
+  for (;;) {
+    if (options.deadline !== undefined && deps.clock.now() >= options.deadline) return report("deadline");
+    const page = await deps.snapshots.scan(cursor === undefined ? { limit } : { cursor, limit });
+    const writes: Snapshot[] = [];
+    for (const snapshot of page.snapshots) {
+      const masked = conformed(snapshot, deps);
+      if (masked !== undefined) writes.push(masked);
+    }
+    if (writes.length > 0) await deps.snapshots.putMany(writes);
+    scanned += page.snapshots.length;
+    rewritten += writes.length;
+    if (page.cursor === undefined) break;
+    cursor = page.cursor;
+  }
+  await deps.snapshots.vacuum();
+  cursor = undefined;
+  return report("complete");
+}

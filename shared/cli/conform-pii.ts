@@ -1,0 +1,44 @@
+/**
+ * `bridge conform-pii [--cursor <cursor>]`: local mode. After BRIDGE_PII_MODE is switched away from `full`, rewrites
+ * every snapshot of the state directory that still holds a cardholder's name or email in another form, so no
+ * cleartext stays behind for items the provider never lists again.
+ */
+import type { ConformReport } from "../bridge/index.js";
+import type { ConformPiiArgs } from "./args.js";
+import { ConformIncompleteError, EXIT } from "./errors.js";
+import { line, type CliIo } from "./io.js";
+import { runConformPii, type LocalBridgeOptions } from "./local-bridge.js";
+import { openFromSettings } from "./run.js";
+
+/**
+ * One line for a person: what the pass read and rewrote.
+ *
+ * @example
+ * formatConformSummary(report); // "conform-pii: 64 snapshots read, 37 rewritten to PII mode redact"
+ */
+export function formatConformSummary(report: ConformReport): string {
+  if (report.outcome === "full_mode") return "conform-pii: PII mode is full; snapshots keep cardholder data as sent, nothing to re-mask";
+  const counts = `${report.scanned} snapshot${report.scanned === 1 ? "" : "s"} read, ${report.rewritten} rewritten to PII mode ${report.mode}`;
+  return report.outcome === "deadline" ? `conform-pii: stopped at the time budget: ${counts} so far` : `conform-pii: ${counts}`;
+}
+
+/**
+ * Runs the re-masking pass with the local settings; returns the exit code.
+ *
+ * @throws ConformIncompleteError (exit 4) when the pass stopped at BRIDGE_CYCLE_BUDGET: its message says how to go on.
+ * @example
+ * process.exitCode = await conformPiiCommand({}, io);
+ */
+export async function conformPiiCommand(args: ConformPiiArgs, io: CliIo, seams: Partial<LocalBridgeOptions> = {}): Promise<number> {
+  const bridge = await openFromSettings(io, seams);
+  const report = await runConformPii(bridge, args.cursor);
+  line(io.stdout, formatConformSummary(report));
+  if (report.outcome === "deadline") {
+    const goOn =
+      report.cursor === undefined
+        ? "run `npm run bridge -- conform-pii` again"
+        : `go on with \`npm run bridge -- conform-pii --cursor ${report.cursor}\` (or run it without --cursor to start over)`;
+    throw new ConformIncompleteError(`conform-pii stopped at its time budget (BRIDGE_CYCLE_BUDGET); ${goOn}`, report.cursor);
+  }
+  return EXIT.ok;
+}

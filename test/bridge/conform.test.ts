@@ -1,0 +1,180 @@
+import { describe, expect, it, vi } from "vitest";
+import { conformSnapshots } from "../../shared/bridge/conform.js";
+import { pollCards } from "../../shared/bridge/cards.js";
+import { CycleAbortedError } from "../../shared/bridge/errors.js";
+import { HASH_PREFIX, REDACTED, conformPii, type PiiPolicy } from "../../shared/bridge/pii.js";
+import type { Snapshot, SnapshotKey } from "../../shared/bridge/ports.js";
+import { pollTransactions } from "../../shared/bridge/transactions.js";
+import { makeRig, type TestRig } from "./fakes.js";
+
+const REDACT: PiiPolicy = { mode: "redact" };
+const HASH: PiiPolicy = { mode: "hash", salt: "tenant-salt-0123456789" };
+const OTHER_SALT_HASH = `${HASH_PREFIX}${"ab".repeat(32)}`;
+
+/** A rig whose cycles ran under `full`: its snapshots hold the cardholders' names and emails in cleartext. */
+async function rigWrittenUnderFull(transactions: number, cards = 0): Promise<TestRig> {
+  const rig = makeRig({ pii: { mode: "full" } });
+  for (let i = 0; i < transactions; i++) rig.provider.addTransaction();
+  for (let i = 0; i < cards; i++) rig.provider.addCard();
+  await pollTransactions(rig.deps);
+  await pollCards(rig.deps);
+  return rig;
+}
+
+/** Occurrences of the fakes' cardholder name and email anywhere in the store. */
+function cleartextIn(rig: TestRig): number {
+  return JSON.stringify([...rig.snapshots.data.values()]).match(/Ann Holder|ann@example\.com/g)?.length ?? 0;
+}
+
+/** Keys of the snapshots each putMany was handed. */
+function recordWrites(rig: TestRig): SnapshotKey[][] {
+  const writes: SnapshotKey[][] = [];
+  const put = rig.snapshots.putMany.bind(rig.snapshots);
+  vi.spyOn(rig.snapshots, "putMany").mockImplementation(async (snapshots) => {
+    writes.push(snapshots.map((s) => s.key));
+    return put(snapshots);
+  });
+  return writes;
+}
+
+function snapshot(key: SnapshotKey, object: Record<string, unknown>): Snapshot {
+  return { key, hash: `h-${key}`, object, updatedAt: "2025-01-15T10:00:00.000Z" };
+}
+
+describe("conformSnapshots", () => {
+  it("rewrites only the snapshots holding cleartext, in the current form, keeping their hash and updatedAt", async () => {
+    const rig = await rigWrittenUnderFull(3, 2);
+    const before = structuredClone(rig.snapshots.data);
+    expect(cleartextIn(rig)).toBeGreaterThan(0);
+    const writes = recordWrites(rig);
+
+    const report = await conformSnapshots({ ...rig.deps, pii: REDACT });
+
+    expect(report).toMatchObject({ mode: "redact", outcome: "complete", scanned: before.size, rewritten: 5 });
+    expect(report.cursor).toBeUndefined();
+    expect(writes.flat().sort()).toEqual([...before.keys()].filter((key) => !key.startsWith("transaction:qashio_id:")).sort());
+    for (const [key, old] of before) {
+      expect(rig.snapshots.data.get(key)).toEqual({ ...old, object: conformPii(old.object, REDACT) });
+    }
+    expect(cleartextIn(rig)).toBe(0);
+    expect(rig.snapshots.vacuumCalls).toBe(1);
+  });
+
+  it("is idempotent: a second pass reads every snapshot and writes none", async () => {
+    const rig = await rigWrittenUnderFull(4, 1);
+    const deps = { ...rig.deps, pii: HASH };
+    expect((await conformSnapshots(deps)).rewritten).toBe(5);
+    const stored = structuredClone(rig.snapshots.data);
+    const writes = recordWrites(rig);
+    const again = await conformSnapshots(deps);
+    expect(again).toMatchObject({ outcome: "complete", scanned: stored.size, rewritten: 0 });
+    expect(writes).toEqual([]);
+    expect(rig.snapshots.data).toEqual(stored);
+  });
+
+  it("stops between pages at the deadline with a cursor, and a run from that cursor finishes the pass", async () => {
+    const rig = await rigWrittenUnderFull(20);
+    const deps = { ...rig.deps, pii: REDACT };
+    const total = rig.snapshots.data.size;
+    // Each page read takes a second; the first run has 2.5.
+    const scan = rig.snapshots.scan.bind(rig.snapshots);
+    vi.spyOn(rig.snapshots, "scan").mockImplementation(async (options) => {
+      rig.clock.advance(1_000);
+      return scan(options);
+    });
+
+    const first = await conformSnapshots(deps, { pageSize: 5, deadline: rig.clock.now() + 2_500 });
+    expect(first).toMatchObject({ outcome: "deadline", scanned: 15, cursor: expect.any(String) });
+    expect(first.rewritten).toBeLessThan(20);
+    expect(cleartextIn(rig)).toBeGreaterThan(0);
+    expect(rig.snapshots.vacuumCalls).toBe(0);
+
+    const second = await conformSnapshots(deps, { pageSize: 5, cursor: first.cursor, deadline: rig.clock.now() + 60_000 });
+    expect(second).toMatchObject({ outcome: "complete", scanned: total - 15 });
+    expect(first.rewritten + second.rewritten).toBe(20);
+    expect(cleartextIn(rig)).toBe(0);
+    expect(rig.snapshots.vacuumCalls).toBe(1);
+  });
+
+  it("reports a deadline already passed without reading, and without a cursor, so the next run starts over", async () => {
+    const rig = await rigWrittenUnderFull(2);
+    const report = await conformSnapshots({ ...rig.deps, pii: REDACT }, { deadline: rig.clock.now() });
+    expect(report).toMatchObject({ outcome: "deadline", scanned: 0, rewritten: 0 });
+    expect(report.cursor).toBeUndefined();
+    expect(rig.snapshots.scanCalls).toBe(0);
+  });
+
+  it("does nothing under full and says so", async () => {
+    const rig = await rigWrittenUnderFull(2, 1);
+    const stored = structuredClone(rig.snapshots.data);
+    const report = await conformSnapshots(rig.deps);
+    expect(report).toEqual({ mode: "full", outcome: "full_mode", scanned: 0, rewritten: 0, durationMs: 0 });
+    expect(rig.snapshots.scanCalls).toBe(0);
+    expect(rig.snapshots.vacuumCalls).toBe(0);
+    expect(rig.snapshots.data).toEqual(stored);
+    expect(rig.logger.lines).toContainEqual(expect.objectContaining({ level: "info", message: expect.stringMatching(/PII mode is full.*nothing to re-mask/) }));
+  });
+
+  it("leaves values already masked as they are under hash; under redact the marker stays and a hash becomes it, as in a cycle", async () => {
+    const masked = {
+      redacted: snapshot("transaction:redacted", { card_holder_name: REDACTED, card_holder_email: REDACTED, memo: "x" }),
+      otherSalt: snapshot("transaction:other-salt", { card_holder_name: OTHER_SALT_HASH, card_holder_email: null }),
+      nested: snapshot("card:CA1", { status: "Active", cardholder: { name: REDACTED, email: "", employee_id: "E1" } }),
+    };
+    const clear = snapshot("card:CA2", { status: "Active", cardholder: { name: "Ann Holder", email: "Ann@Example.com", employee_id: "E2" } });
+    for (const [policy, untouched, rewritten] of [
+      [HASH, [masked.redacted, masked.otherSalt, masked.nested], [clear]],
+      [REDACT, [masked.redacted, masked.nested], [clear, masked.otherSalt]],
+    ] as const) {
+      const rig = makeRig();
+      await rig.snapshots.putMany([...untouched, ...rewritten]);
+      const report = await conformSnapshots({ ...rig.deps, pii: policy });
+      expect(report.rewritten).toBe(rewritten.length);
+      for (const s of untouched) expect(rig.snapshots.data.get(s.key)).toEqual(s);
+      for (const s of rewritten) expect(rig.snapshots.data.get(s.key)).toEqual({ ...s, object: conformPii(s.object, policy) });
+    }
+  });
+
+  it("reads past entries whose object is not an object, leaving them as they are", async () => {
+    const rig = makeRig();
+    const odd = [
+      { ...snapshot("transaction:null", {}), object: null },
+      { ...snapshot("transaction:array", {}), object: ["Ann Holder"] },
+      { ...snapshot("card:text", {}), object: "Ann Holder" },
+    ] as unknown as Snapshot[];
+    await rig.snapshots.putMany([...odd, snapshot("transaction:ann", { card_holder_name: "Ann Holder" })]);
+    const report = await conformSnapshots({ ...rig.deps, pii: REDACT });
+    expect(report).toMatchObject({ outcome: "complete", scanned: 4, rewritten: 1 });
+    for (const s of odd) expect(rig.snapshots.data.get(s.key)).toEqual(s);
+  });
+
+  it("keeps the id of an event re-sent after a crash, and the next card walk publishes nothing", async () => {
+    const rig = await rigWrittenUnderFull(1, 1);
+    const deps = { ...rig.deps, pii: REDACT };
+    const [txn] = rig.provider.transactions;
+    if (txn === undefined) throw new Error("no transaction");
+    rig.provider.changeTransaction(txn.id, { memo: "edited" });
+    // The change is published, then the snapshot write fails: the next cycle re-sends it against the same snapshot.
+    const put = rig.snapshots.putMany.bind(rig.snapshots);
+    const failing = vi.spyOn(rig.snapshots, "putMany").mockRejectedValueOnce(new Error("disk full"));
+    await expect(pollTransactions(deps)).rejects.toBeInstanceOf(CycleAbortedError);
+    failing.mockImplementation(put);
+    const [sent] = rig.publisher.ofType("transaction.changed");
+
+    expect((await conformSnapshots(deps)).rewritten).toBe(2);
+    await pollTransactions(deps);
+    const changed = rig.publisher.ofType("transaction.changed");
+    expect(changed).toHaveLength(2);
+    expect(changed[1]?.detail.id).toBe(sent?.detail.id);
+    expect(changed[1]?.detail.data.changes?.map((c) => c.path)).not.toContain("/card_holder_name");
+
+    const published = rig.publisher.events.length;
+    await pollCards(deps);
+    expect(rig.publisher.events).toHaveLength(published);
+  });
+
+  it("passes on a cursor the store did not issue as its error", async () => {
+    const rig = await rigWrittenUnderFull(1);
+    await expect(conformSnapshots({ ...rig.deps, pii: REDACT }, { cursor: "garbage" })).rejects.toMatchObject({ name: "SnapshotCursorError" });
+  });
+});

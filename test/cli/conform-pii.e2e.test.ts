@@ -1,0 +1,114 @@
+/**
+ * End-to-end, in-process: `bridge conform-pii` against the sandbox after runs under BRIDGE_PII_MODE=full, then a
+ * switch to redact: no cardholder name or email may stay anywhere in the state directory.
+ */
+import { readdir, readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import type { SnapshotScanOptions } from "../../shared/bridge/ports.js";
+import { EXIT } from "../../shared/cli/errors.js";
+import { FileSnapshotStore } from "../../shared/local/index.js";
+import { FakeClock } from "../bridge/fakes.js";
+import { readEvents, runInProcess, startHarness, type Harness } from "./helpers.js";
+
+let harness: Harness | undefined;
+afterEach(async () => {
+  await harness?.close();
+  harness = undefined;
+});
+
+/** Every file under `dir`, as text. */
+async function filesUnder(dir: string): Promise<string[]> {
+  const entries = await readdir(dir, { withFileTypes: true, recursive: true });
+  const files = entries.filter((e) => e.isFile()).map((e) => join(e.parentPath, e.name));
+  return Promise.all(files.map((file) => readFile(file, "utf8")));
+}
+
+/** The cardholder names and emails of the sandbox company that occur anywhere in the state directory. */
+async function cleartextInState(h: Harness): Promise<string[]> {
+  const data = h.sandbox.control.company(h.companyId);
+  if (data === undefined) throw new Error("no company");
+  const values = new Set<string>();
+  for (const t of data.transactions.all()) {
+    for (const value of [t.card_holder_name, t.card_holder_email]) if (typeof value === "string" && value !== "") values.add(value);
+  }
+  for (const card of data.cards) values.add(card.holder.email).add(`${card.holder.firstName} ${card.holder.lastName}`);
+  const text = (await filesUnder(h.env.BRIDGE_STATE_DIR!)).join("\n");
+  return [...values].filter((value) => text.includes(value));
+}
+
+/** A harness whose state directory was written by a run under `full`, and settings switched to `redact` since. */
+async function switchedToRedact(transactions?: number): Promise<{ h: Harness; env: Record<string, string> }> {
+  const h = (harness = await startHarness(transactions === undefined ? {} : { transactions }));
+  expect((await runInProcess(["run", "--once"], { ...h.env, BRIDGE_PII_MODE: "full" }, undefined, h.dir)).code).toBe(EXIT.ok);
+  return { h, env: { ...h.env, BRIDGE_PII_MODE: "redact" } };
+}
+
+describe("bridge conform-pii (in-process)", () => {
+  it("leaves no cardholder name or email in the state directory after a switch from full to redact, and cycles stay quiet", async () => {
+    const { h, env } = await switchedToRedact();
+    // A cycle alone does not get there: the acknowledged transactions are never listed again.
+    expect((await runInProcess(["run", "--once"], env, undefined, h.dir)).code).toBe(EXIT.ok);
+    expect((await cleartextInState(h)).length).toBeGreaterThan(0);
+    const events = (await readEvents(h.eventsFile)).length;
+
+    const { code, stdout } = await runInProcess(["conform-pii"], env, undefined, h.dir);
+    expect(code).toBe(EXIT.ok);
+    expect(stdout).toMatch(/^conform-pii: \d+ snapshots read, [1-9]\d* rewritten to PII mode redact\n$/);
+    expect(await cleartextInState(h)).toEqual([]);
+
+    expect((await runInProcess(["run", "--once"], env, undefined, h.dir)).code).toBe(EXIT.ok);
+    expect(await readEvents(h.eventsFile)).toHaveLength(events);
+    const again = await runInProcess(["conform-pii"], env, undefined, h.dir);
+    expect(again).toMatchObject({ code: EXIT.ok, stdout: expect.stringMatching(/, 0 rewritten to PII mode redact/) });
+  });
+
+  it("stops at its time budget with exit 4 and a cursor, and a run with --cursor finishes the pass", async () => {
+    const { h, env } = await switchedToRedact(200);
+    // Each page read takes a minute of a 150 s budget: three pages of 100 of the 400-odd snapshots, then the budget is
+    // out. The jumps outrun the 30 s cycle lease, which is then not marked released: an hour in the past, it has
+    // lapsed for the real clock of the next run.
+    const clock = new FakeClock(Date.now() - 3_600_000);
+    const scan = FileSnapshotStore.prototype.scan;
+    vi.spyOn(FileSnapshotStore.prototype, "scan").mockImplementation(function (this: FileSnapshotStore, options: SnapshotScanOptions) {
+      clock.advance(60_000);
+      return scan.call(this, options);
+    });
+    const { conformPiiCommand } = await import("../../shared/cli/conform-pii.js");
+    let stdout = "";
+    const io = {
+      env: { ...env, BRIDGE_CYCLE_BUDGET: "150s" },
+      cwd: h.dir,
+      stdout: { write: (chunk: string) => (stdout += chunk) },
+      stderr: { write: () => true },
+      signal: new AbortController().signal,
+    };
+    const error = (await conformPiiCommand({}, io, { clock }).catch((e: unknown) => e)) as Error & { exitCode: number; cursor?: string };
+    expect(error).toMatchObject({ name: "ConformIncompleteError", exitCode: EXIT.incomplete, cursor: expect.any(String) });
+    expect(error.message).toContain(`go on with \`npm run bridge -- conform-pii --cursor ${error.cursor}\``);
+    expect(stdout).toMatch(/^conform-pii: stopped at the time budget: 300 snapshots read, [1-9]\d* rewritten to PII mode redact so far\n$/);
+    expect((await cleartextInState(h)).length).toBeGreaterThan(0);
+    vi.restoreAllMocks();
+
+    const rest = await runInProcess(["conform-pii", "--cursor", error.cursor ?? ""], env, undefined, h.dir);
+    expect(rest.code).toBe(EXIT.ok);
+    expect(await cleartextInState(h)).toEqual([]);
+  });
+
+  it("says there is nothing to do under full, exit 0", async () => {
+    const { h } = await switchedToRedact();
+    const { code, stdout } = await runInProcess(["conform-pii"], { ...h.env, BRIDGE_PII_MODE: "full" }, undefined, h.dir);
+    expect(code).toBe(EXIT.ok);
+    expect(stdout).toBe("conform-pii: PII mode is full; snapshots keep cardholder data as sent, nothing to re-mask\n");
+    expect((await cleartextInState(h)).length).toBeGreaterThan(0);
+  });
+
+  it("rejects a cursor this state directory did not give, and bad arguments, with exit 2", async () => {
+    const { h, env } = await switchedToRedact();
+    const bad = await runInProcess(["conform-pii", "--cursor", "eyJwayI6IlNOQVAifQ"], env, undefined, h.dir);
+    expect(bad.code).toBe(EXIT.usage);
+    expect(bad.stderr).toContain("--cursor is not a cursor of this state directory's snapshots");
+    expect((await runInProcess(["conform-pii", "--cursor"], {})).code).toBe(EXIT.usage);
+    expect((await runInProcess(["conform-pii", "--force"], {})).code).toBe(EXIT.usage);
+  });
+});
