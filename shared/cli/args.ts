@@ -82,6 +82,8 @@ export interface DemoArgs {
   readonly cycles?: number;
   readonly intervalMs: number;
   readonly seed: number;
+  /** Keep the temp directory (events file, state) when the demo ends; by default it is removed. */
+  readonly keep: boolean;
 }
 
 export interface BenchArgs {
@@ -116,8 +118,9 @@ Commands:
                                                   --cursor goes on where a pass stopped at its time budget
   authorize  [--port <p>] [--scope "<scopes>"] [--secret-id <arn>] [--no-open] [--timeout <duration>]
                                                   sign in once as a person and store the tokens
-  demo       [--cycles <n>] [--interval <duration>] [--seed <n>]
-                                                  embedded sandbox + bridge + activity (npm start)
+  demo       [--cycles <n>] [--interval <duration>] [--seed <n>] [--keep]
+                                                  embedded sandbox + bridge + activity (npm start); its temp
+                                                  directory is removed at the end unless --keep
   bench      [--transactions <n>] [--latency-ms <ms>] [--sink jsonl|null] [--json] [--check]
                                                   drain a backlog from the sandbox and measure
                                                   (--check: exit 1 when a budget is missed)
@@ -227,6 +230,7 @@ export function parseCommand(argv: readonly string[]): ParsedCommand {
         cycles: { type: "string" },
         interval: { type: "string" },
         seed: { type: "string" },
+        keep: { type: "boolean", default: false },
       });
       const cyclesText = values.cycles as string | undefined;
       return {
@@ -235,6 +239,7 @@ export function parseCommand(argv: readonly string[]): ParsedCommand {
           cycles: cyclesText === undefined ? undefined : integer("--cycles", cyclesText, 1, 1),
           intervalMs: duration("--interval", values.interval as string | undefined, 0, 3_000),
           seed: integer("--seed", values.seed as string | undefined, 0, 42),
+          keep: values.keep === true,
         },
       };
     }

@@ -94,6 +94,8 @@ export async function authorizeCommand(args: AuthorizeArgs, io: CliIo, seams: Au
     store,
     fetch: seams.fetch,
     signal: io.signal,
+    onForeignRedirect: () =>
+      line(io.stderr, "warning: refused a redirect with another state (an old browser tab, or someone else on this machine); still waiting"),
     onAuthorizeUrl: async (url) => {
       line(io.stdout, "Open this address in a browser and approve access:");
       line(io.stdout, `  ${url}`);

@@ -35,6 +35,11 @@ export interface AuthorizeOptions {
   readonly fetch?: FetchLike;
   /** Aborts the wait (Ctrl-C). */
   readonly signal?: AbortSignal;
+  /**
+   * Called for each redirect refused for carrying another `state` (an old browser tab, or another local user's
+   * request): it is answered 400 and the wait goes on.
+   */
+  readonly onForeignRedirect?: () => void;
 }
 
 export interface AuthorizeResult {
@@ -64,19 +69,27 @@ type Reply = (status: number, title: string, body: string) => Promise<void>;
 type Redirect = { readonly code: string; readonly reply: Reply } | { readonly error: AuthorizeError; readonly sent: Promise<void> };
 
 /**
- * Waits for the one redirect carrying our `state`. Requests for other paths (a browser's favicon) get 404;
- * the first request to the callback path decides the outcome.
+ * Waits for the one redirect carrying our `state`. Requests for other paths (a browser's favicon) get 404. A callback
+ * request with another `state` gets 400 and changes nothing, so no other local user can end the wait; the first one
+ * carrying our `state` decides the outcome.
  */
-function awaitRedirect(server: Server, state: string, timeoutMs: number, signal?: AbortSignal): Promise<Redirect> {
+function awaitRedirect(server: Server, state: string, timeoutMs: number, signal?: AbortSignal, onForeign?: () => void): Promise<Redirect> {
   return new Promise((resolve) => {
+    let refused = 0;
+    let decided = false;
     const finish = (outcome: Redirect) => {
+      decided = true;
       clearTimeout(timer);
       signal?.removeEventListener("abort", onAbort);
       resolve(outcome);
     };
     const fail = (error: AuthorizeError, sent = Promise.resolve()) => finish({ error, sent });
     const onAbort = () => fail(new AuthorizeError("authorization cancelled"));
-    const timer = setTimeout(() => fail(new AuthorizeError(`no redirect arrived within ${Math.round(timeoutMs / 1000)} s; run authorize again`)), timeoutMs);
+    const onTimeout = () => {
+      const foreign = refused === 0 ? "" : ` (${refused === 1 ? "1 redirect with another state was" : `${refused} redirects with another state were`} refused)`;
+      fail(new AuthorizeError(`no redirect arrived within ${Math.round(timeoutMs / 1000)} s${foreign}; run authorize again`));
+    };
+    const timer = setTimeout(onTimeout, timeoutMs);
     signal?.addEventListener("abort", onAbort, { once: true });
     server.on("request", (req: IncomingMessage, res: ServerResponse) => {
       const url = new URL(req.url ?? "/", "http://127.0.0.1");
@@ -89,9 +102,16 @@ function awaitRedirect(server: Server, state: string, timeoutMs: number, signal?
           res.once("close", done);
           res.writeHead(status, { "content-type": "text/html; charset=utf-8", connection: "close" }).end(PAGE(title, body), done);
         });
+      // Constant-time comparison (stateMatches). Not ours: refused, and the wait goes on.
       if (!stateMatches(state, url.searchParams.get("state"))) {
-        const sent = reply(400, "Authorization failed", "The response did not match this sign-in (state mismatch). Start again from the terminal.");
-        fail(new AuthorizeError("the redirect's state does not match the one sent (possible forgery); nothing was stored"), sent);
+        refused += 1;
+        void reply(
+          400,
+          "Authorization refused",
+          "This response does not belong to the sign-in the terminal is waiting for (state mismatch), so it was ignored. " +
+            "If you started the sign-in again, use the newest address the terminal printed.",
+        );
+        if (!decided) onForeign?.();
         return;
       }
       const denied = url.searchParams.get("error");
@@ -133,7 +153,7 @@ async function exchangeAndSave(options: AuthorizeOptions, code: string, redirect
 /**
  * Runs the authorization-code flow on a loopback redirect and saves the token set to `store`.
  *
- * @throws AuthorizeError on a state mismatch, a denial, a timeout, or a failed exchange.
+ * @throws AuthorizeError on a denial, a timeout, or a failed exchange (a redirect with another state only waits on).
  * @example
  * await authorizeWithBrowser({
  *   baseUrl, authorizeUrl: baseUrl, clientId, clientSecret, scope: DEFAULT_SCOPES, port: 0, timeoutMs: 600_000,
@@ -163,7 +183,7 @@ export async function authorizeWithBrowser(options: AuthorizeOptions): Promise<A
       scope: options.scope,
       state,
     });
-    const redirect = awaitRedirect(server, state, options.timeoutMs, options.signal);
+    const redirect = awaitRedirect(server, state, options.timeoutMs, options.signal, options.onForeignRedirect);
     // Not awaited before the redirect: a browser that follows it at once waits for the page sent after the exchange.
     const shown = Promise.resolve().then(() => options.onAuthorizeUrl(url));
     const outcome = await Promise.race([redirect, shown.then(() => redirect)]);

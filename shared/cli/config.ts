@@ -77,6 +77,9 @@ export const SETTINGS: readonly SettingDoc[] = [
   { name: "BRIDGE_LOG_LEVEL", required: "no", default: "info", meaning: "stderr log level: `debug`, `info`, `warn`, `error`" },
 ];
 
+/** A variable name as a shell writes it: only such a name is ever printed. */
+const VARIABLE_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
 /**
  * Warnings for variables under the settings' prefixes (`QASHIO_`, `BRIDGE_`) that name no setting: most likely a
  * typo (`BRIDGE_PII_MOD`), which would otherwise leave the default silently in force. Names only, never values.
@@ -87,7 +90,8 @@ export const SETTINGS: readonly SettingDoc[] = [
 export function settingNameWarnings(env: Env): string[] {
   const known = [...SETTINGS.map((s) => s.name), ...Object.values(BASE_URL_ENV_VARS)];
   return Object.keys(env)
-    .filter((name) => /^(QASHIO|BRIDGE)_/.test(name) && env[name] !== undefined && !known.includes(name))
+    // Only a plausible name is quoted: a "name" with spaces, `:` or line breaks may hold a value (see parseEnvFile).
+    .filter((name) => VARIABLE_NAME.test(name) && /^(QASHIO|BRIDGE)_/.test(name) && env[name] !== undefined && !known.includes(name))
     .sort()
     .map((name) => {
       const [near] = known
@@ -112,12 +116,74 @@ function editDistance(a: string, b: string): number {
   return row[b.length] ?? 0;
 }
 
+/** One `.env` assignment: optional `export`, a variable name, `=`, the value (parsed by Node's parseEnv). */
+const ASSIGNMENT = /^[ \t]*(?:export[ \t]+)?([A-Za-z_][A-Za-z0-9_]*)[ \t]*=(.*)$/;
+const QUOTES = ['"', "'", "`"];
+
+/** What {@link parseEnvFile} read. */
+export interface EnvFileContent {
+  readonly values: Record<string, string>;
+  /** 1-based numbers of the lines that are neither `NAME=value` nor a comment nor blank. */
+  readonly malformed: readonly number[];
+}
+
+/**
+ * Parses `.env` text line by line. Node's parseEnv alone does not drop a line without `=`: it glues the line's text,
+ * value included, onto the next variable's name (and a blank line holding spaces, or an indented comment, loses the
+ * next variable the same way). Here each line is an assignment, a comment or blank; any other line is reported by
+ * number and never read. The value of each assignment (quotes, `\n` in double quotes, `# comment`) is Node's
+ * parseEnv's, and a quoted value that is not closed on its line runs on to the line holding its closing quote, as
+ * in parseEnv.
+ *
+ * @example
+ * parseEnvFile("A=1\nQASHIO_CLIENT_SECRET: x\n"); // { values: { A: "1" }, malformed: [2] }
+ */
+export function parseEnvFile(text: string): EnvFileContent {
+  const lines = text.replace(/^\uFEFF/, "").split(/\r?\n/);
+  const values: Record<string, string> = Object.create(null) as Record<string, string>;
+  const malformed: number[] = [];
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i] ?? "";
+    const trimmed = line.trim();
+    if (trimmed === "" || trimmed.startsWith("#")) continue;
+    const match = ASSIGNMENT.exec(line);
+    if (match === null) {
+      malformed.push(i + 1);
+      continue;
+    }
+    const [, name = "", rest = ""] = match;
+    const value = rest.replace(/^[ \t]+/, "");
+    const quote = value[0] ?? "";
+    let last = i;
+    if (QUOTES.includes(quote) && !value.includes(quote, 1)) {
+      const closing = lines.findIndex((next, j) => j > i && next.includes(quote));
+      if (closing !== -1) last = closing;
+    }
+    const entry = [`${name}=${rest}`, ...lines.slice(i + 1, last + 1)].join("\n");
+    // Ends with a line break, as a line of a file does (parseEnv drops an unclosed quote's value at the very end).
+    values[name] = parseEnv(`${entry}\n`)[name] ?? "";
+    i = last;
+  }
+  return { values, malformed };
+}
+
+/** The problem of a `.env` with malformed lines: their numbers only, never their text. */
+function malformedProblem(lines: readonly number[]): string {
+  const shown = lines.slice(0, 10).join(", ");
+  const more = lines.length > 10 ? ` and ${lines.length - 10} more` : "";
+  return lines.length === 1
+    ? `line ${shown} is malformed (expected NAME=value); its text is not shown, in case it holds a secret`
+    : `lines ${shown}${more} are malformed (expected NAME=value); their text is not shown, in case it holds a secret`;
+}
+
 /**
  * Reads `.env` in `cwd` (when present) and overlays the given environment: a variable set in
  * the environment wins over the same one in `.env`. A blank variable counts as unset (as everywhere in the
  * settings), so it does not hide the `.env` value.
  *
  * @throws EnvFileError (exit 2) when `.env` exists but cannot be read.
+ * @throws ConfigError (exit 2) when a line of `.env` is not `NAME=value`, a comment or blank: it names the line
+ *   numbers only, since such a line (`QASHIO_CLIENT_SECRET: ...`) most likely holds a value meant for a setting.
  * @example
  * const env = await loadEnv(process.env, process.cwd());
  */
@@ -131,7 +197,8 @@ export async function loadEnv(env: Env, cwd: string, file = ".env"): Promise<Env
     if (code === "ENOENT") return { ...env };
     throw new EnvFileError(path, code ?? (error as Error).name, { cause: error });
   }
-  const fromFile = parseEnv(text);
+  const { values: fromFile, malformed } = parseEnvFile(text);
+  if (malformed.length > 0) throw new ConfigError([{ setting: file, problem: malformedProblem(malformed) }]);
   const merged: Record<string, string | undefined> = { ...fromFile };
   for (const [key, value] of Object.entries(env)) if (value !== undefined && value.trim() !== "") merged[key] = value;
   return merged;

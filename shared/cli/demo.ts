@@ -3,9 +3,10 @@
  * against it through the real authorization-code flow, and a cycle every few seconds while the sandbox
  * generates activity through its control surface: new spend, refunds of earlier purchases, approvals
  * changing, now and then a card suspended (or reactivated) in the provider's dashboard.
- * Every event is printed as one line; events also go to a JSON Lines file in a temp state directory.
+ * Every event is printed as one line; events also go to a JSON Lines file in a temp directory, which is removed when
+ * the demo ends unless `--keep` is given.
  */
-import { mkdtemp } from "node:fs/promises";
+import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { BridgeEvent } from "../bridge/ports.js";
@@ -18,11 +19,13 @@ import { streamLogger } from "./console-ports.js";
 import { EXIT, ReauthorizationNeededError } from "./errors.js";
 import { line, pause, type CliIo } from "./io.js";
 import { openLocalBridge, runCycle } from "./local-bridge.js";
-import { COLOURS, NO_COLOURS, formatEvent, shouldColour } from "./printer.js";
+import { COLOURS, NO_COLOURS, formatEvent, shouldColour, type Palette } from "./printer.js";
 import { summaryOf } from "./run.js";
 
 /** Tenant id of the demo's events. */
 export const DEMO_TENANT = "demo";
+/** The events file, in the demo's temp directory. */
+const EVENTS_FILE = "events.jsonl";
 
 /** Small deterministic PRNG (mulberry32) so a seed replays the same activity. */
 function prng(seed: number): () => number {
@@ -105,26 +108,52 @@ class ActivityGenerator {
 
 /**
  * Runs the demo; returns the exit code. `--cycles n` stops after n cycles, otherwise Ctrl-C stops it
- * cleanly between cycles.
+ * cleanly between cycles. Its temp directory (events file and state) is removed when it ends, however it ends,
+ * unless `--keep` is given; only a second Ctrl-C ("stop at once") leaves it behind.
  *
  * @example
- * process.exitCode = await demoCommand({ cycles: 2, intervalMs: 3_000, seed: 42 }, io);
+ * process.exitCode = await demoCommand({ cycles: 2, intervalMs: 3_000, seed: 42, keep: false }, io);
  */
 export async function demoCommand(args: DemoArgs, io: CliIo): Promise<number> {
   const palette = shouldColour(io.stdout, io.env) ? COLOURS : NO_COLOURS;
+  const dir = await mkdtemp(join(tmpdir(), "qashio-bridge-demo-"));
+  let cycles: number;
+  let removed = false;
+  try {
+    cycles = await runDemo(args, io, dir, palette);
+  } finally {
+    if (!args.keep) removed = await removeDir(dir, io);
+  }
+  const where = removed ? `removed ${dir} (--keep keeps it)` : `events are in ${join(dir, EVENTS_FILE)}`;
+  line(io.stdout, palette.dim(`stopped after ${cycles} cycle${cycles === 1 ? "" : "s"}; ${where}`));
+  return EXIT.ok;
+}
+
+/** Removes the demo's temp directory; a failure is a warning, never the demo's outcome. Returns whether it is gone. */
+async function removeDir(dir: string, io: CliIo): Promise<boolean> {
+  try {
+    await rm(dir, { recursive: true, force: true });
+    return true;
+  } catch (error) {
+    line(io.stderr, `warning: could not remove ${dir} (${(error as NodeJS.ErrnoException).code ?? (error as Error).name})`);
+    return false;
+  }
+}
+
+/** Runs the demo in `dir` until its cycles are done or Ctrl-C; returns the number of cycles run. */
+async function runDemo(args: DemoArgs, io: CliIo, dir: string, palette: Palette): Promise<number> {
   const sandbox = createSandbox({ seed: args.seed, realTime: true });
   const server = await sandbox.listen(0);
   try {
     const [company] = sandbox.control.companies();
     if (company === undefined) throw new Error("the sandbox has no company");
-    const dir = await mkdtemp(join(tmpdir(), "qashio-bridge-demo-"));
     const settings: LocalSettings = {
       baseUrl: server.url,
       clientId: SANDBOX_CLIENT.clientId,
       clientSecret: SANDBOX_CLIENT.clientSecret,
       tenant: DEMO_TENANT,
       stateDir: join(dir, "state"),
-      eventsFile: join(dir, "events.jsonl"),
+      eventsFile: join(dir, EVENTS_FILE),
       piiMode: "redact",
       eventSource: DEFAULT_EVENT_SOURCE,
       emitCardCreated: false,
@@ -132,7 +161,8 @@ export async function demoCommand(args: DemoArgs, io: CliIo): Promise<number> {
       logLevel: "warn",
     };
     line(io.stdout, palette.bold(`qashio-bridge demo: sandbox at ${server.url}, company "${company.name}"`));
-    line(io.stdout, palette.dim(`events are appended to ${settings.eventsFile} (EventBridge target shape); Ctrl-C stops`));
+    const kept = args.keep ? "kept at the end (--keep)" : "removed at the end unless --keep";
+    line(io.stdout, palette.dim(`events are appended to ${settings.eventsFile} (EventBridge target shape), ${kept}; Ctrl-C stops`));
 
     // The real authorization-code flow; the control surface approves as the person would.
     await authorizeWithBrowser({
@@ -189,8 +219,7 @@ export async function demoCommand(args: DemoArgs, io: CliIo): Promise<number> {
       if (args.cycles !== undefined && cycle >= args.cycles) break;
       await pause(args.intervalMs, io.signal);
     }
-    line(io.stdout, palette.dim(`stopped after ${cycle} cycle${cycle === 1 ? "" : "s"}; events are in ${settings.eventsFile}`));
-    return EXIT.ok;
+    return cycle;
   } finally {
     await server.close();
   }

@@ -24,7 +24,7 @@ export interface EventBridgeEnvelope {
 
 /** Options of {@link JsonlEventPublisher}. */
 export interface JsonlEventPublisherOptions {
-  /** Target file; created (with its directory) when missing. */
+  /** Target file; created (with its directory) when missing, readable by its owner only (0600, directories 0700). */
   readonly file: string;
   /** `account` of the envelope. @default "000000000000" */
   readonly account?: string;
@@ -138,11 +138,13 @@ export class JsonlEventPublisher implements EventPublisher {
     }
     let start = 1;
     // Synchronous syscalls, as in writeFileAtomic (see atomic.ts): the caller awaits durability anyway.
+    // Owner-only, as all other local state: events carry cardholder data. An existing file or directory keeps the
+    // mode it has, so an operator may widen it for a consumer running as another user.
     if (!this.dirReady) {
-      mkdirSync(path.dirname(this.options.file), { recursive: true });
+      mkdirSync(path.dirname(this.options.file), { recursive: true, mode: 0o700 });
       this.dirReady = true;
     }
-    const fd = openSync(this.options.file, "a+");
+    const fd = openSync(this.options.file, "a+", 0o600);
     try {
       // The length before this append: a write that fails part-way is cut back to it (see discardFailedWrite).
       const { size } = fstatSync(fd);

@@ -104,7 +104,8 @@ describe("parseCommand", () => {
   });
 
   it("reads demo --cycles", () => {
-    expect(parseCommand(["demo", "--cycles", "2"])).toEqual({ command: "demo", args: { cycles: 2, intervalMs: 3_000, seed: 42 } });
+    expect(parseCommand(["demo", "--cycles", "2"])).toEqual({ command: "demo", args: { cycles: 2, intervalMs: 3_000, seed: 42, keep: false } });
+    expect(parseCommand(["demo", "--keep"])).toMatchObject({ command: "demo", args: { keep: true } });
   });
 
   it("rejects demo --cycles 0", () => {

@@ -122,11 +122,38 @@ describe("bridge authorize", () => {
     expect(idsWithStatus(h, "not_synced", "outdated")).toEqual([]);
   });
 
-  it("fails on a redirect with a foreign state and stores nothing", async () => {
+  it("refuses a redirect with a foreign state with a warning, never redeems its code, and keeps waiting for the person's", async () => {
     const h = (harness = await startHarness());
-    const { io: cli } = io(h.env);
-    await expect(authorizeCommand(args, cli, { onAuthorizeUrl: approve(h, "forged-state") })).rejects.toThrow(/state does not match/);
-    await expect(readFile(join(h.env.BRIDGE_STATE_DIR as string, "tokens.json"))).rejects.toThrow(/ENOENT/);
+    const { io: cli, out } = io(h.env);
+    let foreign = { code: "", redirectUri: "" };
+    const code = await authorizeCommand(args, cli, {
+      onAuthorizeUrl: async (url) => {
+        // Another local user's code (login CSRF) arrives first, with a state of their own.
+        const redirectUri = new URL(url).searchParams.get("redirect_uri") ?? "";
+        foreign = { code: h.sandbox.control.issueAuthorizationCode({ companyId: h.companyId, redirectUri }), redirectUri };
+        const redirect = new URL(redirectUri);
+        redirect.searchParams.set("code", foreign.code);
+        redirect.searchParams.set("state", "forged-state");
+        expect((await fetch(redirect)).status).toBe(400);
+        await approve(h)(url);
+      },
+    });
+    expect(code).toBe(EXIT.ok);
+    expect(out.stderr).toContain("warning: refused a redirect with another state (an old browser tab, or someone else on this machine); still waiting");
+    expect(out.stdout).toContain("Tokens stored in");
+    // The foreign code was never presented: it can still be redeemed, once.
+    const redeem = await fetch(`${h.url}/oauth2/token`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({
+        grant_type: "authorization_code",
+        client_id: h.env.QASHIO_CLIENT_ID,
+        client_secret: h.env.QASHIO_CLIENT_SECRET,
+        code: foreign.code,
+        redirect_uri: foreign.redirectUri,
+      }),
+    });
+    expect(redeem.status).toBe(200);
   });
 
   it("with --secret-id, takes the client from the secret and merges the refresh token into it", async () => {

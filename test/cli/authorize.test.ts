@@ -146,11 +146,39 @@ describe("authorizeWithBrowser", () => {
     expect(states[0]).not.toBe(states[1]);
   });
 
-  it("refuses a redirect whose state does not match and stores nothing", async () => {
+  it("answers a redirect with another state 400 without ending the wait, and takes the code of the one with ours", async () => {
     const store = new MemoryTokenStore();
     const requests: TokenRequest[] = [];
-    const run = authorizeWithBrowser(options({ store, fetch: tokenEndpoint(requests), onAuthorizeUrl: browser(() => ({ code: "c", state: "forged" })) }));
-    await expect(run).rejects.toThrow(/state does not match/);
+    const pages: { status: number; text: string }[] = [];
+    let foreign = 0;
+    const result = await authorizeWithBrowser(
+      options({
+        store,
+        fetch: tokenEndpoint(requests),
+        onForeignRedirect: () => (foreign += 1),
+        onAuthorizeUrl: async (url) => {
+          // Another local user who read the redirect address (not the state) tries their own code first; so does an old tab.
+          await browser(() => ({ code: "attacker-code", state: "forged" }), pages)(url);
+          await browser(() => ({ code: "old-code" }), pages)(url);
+          await browser((a) => ({ code: "code-1", state: a.searchParams.get("state") as string }), pages)(url);
+        },
+      }),
+    );
+    expect(pages.map((p) => p.status)).toEqual([400, 400, 200]);
+    expect(pages[0]?.text).toContain("<h1>Authorization refused</h1>");
+    expect(foreign).toBe(2);
+    expect(requests.map((r) => r.body.code)).toEqual(["code-1"]);
+    expect(result.redirectUri).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/callback$/);
+    expect(store.saved).toMatchObject({ refreshToken: "rt-1" });
+  });
+
+  it("lets no redirect with another state end the flow: it runs to its timeout, saying how many were refused, and stores nothing", async () => {
+    const store = new MemoryTokenStore();
+    const requests: TokenRequest[] = [];
+    const run = authorizeWithBrowser(
+      options({ store, timeoutMs: 1_000, fetch: tokenEndpoint(requests), onAuthorizeUrl: browser(() => ({ error: "access_denied", state: "forged" })) }),
+    );
+    await expect(run).rejects.toThrow(new AuthorizeError("no redirect arrived within 1 s (1 redirect with another state was refused); run authorize again"));
     expect(requests).toEqual([]);
     expect(store.saved).toBeUndefined();
   });

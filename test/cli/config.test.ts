@@ -2,7 +2,7 @@ import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { loadEnv, readAuthorizeSettings, readLocalSettings, settingNameWarnings } from "../../shared/cli/config.js";
+import { loadEnv, parseEnvFile, readAuthorizeSettings, readLocalSettings, settingNameWarnings } from "../../shared/cli/config.js";
 import { ConfigError, EnvFileError } from "../../shared/cli/errors.js";
 
 const SECRET = "s3cr3t-value-never-printed";
@@ -191,6 +191,13 @@ describe("settingNameWarnings", () => {
     expect(warnings.join("\n")).not.toContain("hash-secret-value");
   });
 
+  it("never quotes a name that is no variable name: Node's parseEnv glues a line without = (value included) onto the next name", () => {
+    const glued = { "QASHIO_CLIENT_SECRET: ClientS3cret\nBRIDGE_TENANT": "acme", "BRIDGE_PII_SALT SaltS3cret": "x", BRIDGE_PII_MOD: "hash" };
+    const warnings = settingNameWarnings(glued);
+    expect(warnings).toEqual(["BRIDGE_PII_MOD is not a setting (did you mean BRIDGE_PII_MODE?); see `npm run bridge -- help`"]);
+    expect(warnings.join("\n")).not.toMatch(/ClientS3cret|SaltS3cret/);
+  });
+
   it("is silent for every real setting and the named deployments' URL variables", () => {
     const env = { QASHIO_BASE_URL: "sandbox", QASHIO_SANDBOX_URL: "http://127.0.0.1:4010", QASHIO_PRODUCTION_URL: "https://p.test", QASHIO_EU_URL: "https://e.test", QASHIO_AUTHORIZE_URL: "https://a.test", BRIDGE_TENANT: "acme", BRIDGE_PII_MODE: "redact" };
     expect(settingNameWarnings(env)).toEqual([]);
@@ -238,6 +245,33 @@ describe("readAuthorizeSettings", () => {
   });
 });
 
+describe("parseEnvFile", () => {
+  it("reads NAME=value lines with Node's quoting, comments, export and CRLF", () => {
+    const text = 'export A=1\r\nB = two words # note\r\nC="multi\nline"\n# comment\nD=\'x#y\'\nE=\n';
+    expect(parseEnvFile(text)).toEqual({ values: { A: "1", B: "two words", C: "multi\nline", D: "x#y", E: "" }, malformed: [] });
+  });
+
+  it("keeps the variable after a blank line of spaces or an indented comment (parseEnv alone glues them into its name)", () => {
+    expect(parseEnvFile("A=1\n   \n  # note\n\tB=2\n")).toEqual({ values: { A: "1", B: "2" }, malformed: [] });
+  });
+
+  it.each([
+    ["KEY value", "QASHIO_CLIENT_SECRET ClientS3cret"],
+    ["KEY: value", "QASHIO_CLIENT_SECRET: ClientS3cret"],
+    ["text only", "ClientS3cret"],
+    ["no name", "=ClientS3cret"],
+    ["a name with a space", "QASHIO_CLIENT SECRET=ClientS3cret"],
+  ])("reports a %s line by number, reads none of it, and still reads the next line", (_, bad) => {
+    const { values, malformed } = parseEnvFile(`QASHIO_CLIENT_ID=cid\n${bad}\nBRIDGE_TENANT=acme\n`);
+    expect(malformed).toEqual([2]);
+    expect(values).toEqual({ QASHIO_CLIENT_ID: "cid", BRIDGE_TENANT: "acme" });
+  });
+
+  it("counts the lines of a multi-line quoted value when numbering a malformed line", () => {
+    expect(parseEnvFile('A="one\ntwo"\nB=2\nnot a line\n').malformed).toEqual([4]);
+  });
+});
+
 describe("loadEnv", () => {
   let dir: string;
   beforeEach(async () => {
@@ -262,6 +296,26 @@ describe("loadEnv", () => {
   it("lets .env apply when the environment sets the variable blank (blank counts as unset)", async () => {
     await writeFile(join(dir, ".env"), "BRIDGE_TENANT=from-file\n");
     expect((await loadEnv({ BRIDGE_TENANT: "", QASHIO_CLIENT_ID: " " }, dir)).BRIDGE_TENANT).toBe("from-file");
+  });
+
+  it.each([
+    ["KEY value", "QASHIO_CLIENT_SECRET ClientS3cretValue"],
+    ["KEY: value", "QASHIO_CLIENT_SECRET: ClientS3cretValue"],
+    ["text only", "ClientS3cretValue"],
+  ])("refuses a .env with a %s line as a settings error (exit 2), naming the line number but never its text", async (_, bad) => {
+    await writeFile(join(dir, ".env"), `QASHIO_CLIENT_ID=cid\n\n${bad}\nBRIDGE_TENANT=acme\n`);
+    const error = await loadEnv({}, dir).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).exitCode).toBe(2);
+    expect((error as ConfigError).message).toBe(
+      "Invalid settings (environment or .env):\n  - .env: line 3 is malformed (expected NAME=value); its text is not shown, in case it holds a secret",
+    );
+    expect((error as ConfigError).message).not.toContain("ClientS3cretValue");
+  });
+
+  it("names every malformed line at once", async () => {
+    await writeFile(join(dir, ".env"), "A=1\nbad one\nB=2\nbad: two\n");
+    await expect(loadEnv({}, dir)).rejects.toThrow("lines 2, 4 are malformed (expected NAME=value)");
   });
 
   it("names an unreadable .env (here a directory) with exit 2", async () => {

@@ -1,6 +1,8 @@
 /**
  * End-to-end: `npm start` (demo) and `npm run bench` as child processes, as a person runs them.
  */
+import { existsSync } from "node:fs";
+import { dirname } from "node:path";
 import { describe, expect, it } from "vitest";
 import { EXIT } from "../../shared/cli/errors.js";
 import { spawnBridge } from "./helpers.js";
@@ -11,12 +13,15 @@ describe("bridge demo --cycles 2", () => {
 
     expect(code, stderr).toBe(EXIT.ok);
     expect(stdout).toMatch(/sandbox at http:\/\/127\.0\.0\.1:\d+/);
-    expect(stdout).toMatch(/events are appended to \S+events\.jsonl/);
+    const eventsFile = /events are appended to (\S+events\.jsonl)/.exec(stdout)?.[1];
+    expect(eventsFile).toBeDefined();
     expect(stdout).toMatch(/^\d{2}-\d{2} \d{2}:\d{2}:\d{2} {2}transaction\.created {2}CT\d+/m);
     expect(stdout).toMatch(/^── cycle 1: \d+ events \(\d+ transaction\.created\)/m);
     expect(stdout).toMatch(/sandbox activity: \d new purchases?/);
     expect(stdout).toMatch(/^── cycle 2: /m);
     expect(stdout).toContain("stopped after 2 cycles");
+    // Its temp directory goes with it (no --keep).
+    expect(existsSync(dirname(eventsFile as string))).toBe(false);
     expect(stdout).not.toContain("\u001b[");
   });
 });

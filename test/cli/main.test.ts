@@ -1,4 +1,7 @@
 import { readFileSync } from "node:fs";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { SETTINGS } from "../../shared/cli/config.js";
 import { EXIT } from "../../shared/cli/errors.js";
@@ -35,4 +38,23 @@ describe("bridge.ts main", () => {
     expect(code).toBe(EXIT.usage);
     expect(stderr).toContain("--txns");
   });
+
+  it.each([["run", "--once"], ["authorize", "--no-open"], ["redrive"]])(
+    "%s refuses a .env line without = (exit 2) and never prints its secret value on stdout or stderr",
+    async (...command) => {
+      const dir = await mkdtemp(join(tmpdir(), "cli-envleak-"));
+      try {
+        await writeFile(
+          join(dir, ".env"),
+          "QASHIO_BASE_URL=http://127.0.0.1:9\nQASHIO_CLIENT_ID=cid\nQASHIO_CLIENT_SECRET: ClientS3cretValue\nBRIDGE_PII_SALT SaltS3cretValue1234\nBRIDGE_TENANT=acme\n",
+        );
+        const { code, stdout, stderr } = await runInProcess(command, {}, undefined, dir);
+        expect(code).toBe(EXIT.usage);
+        expect(stderr).toContain("error: Invalid settings (environment or .env):\n  - .env: lines 3, 4 are malformed (expected NAME=value)");
+        expect(stdout + stderr).not.toMatch(/ClientS3cretValue|SaltS3cretValue1234/);
+      } finally {
+        await rm(dir, { recursive: true, force: true });
+      }
+    },
+  );
 });

@@ -1,4 +1,4 @@
-import { appendFile, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { appendFile, chmod, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -146,6 +146,23 @@ describe("JsonlEventPublisher", () => {
       expect(Object.keys(parsed.detail)).toEqual(Object.keys(envelope.detail));
     }
   });
+
+  it.skipIf(process.platform === "win32")(
+    "creates the file readable by its owner only (0600) and the directories it makes 0700, but leaves an existing file's mode",
+    async () => {
+      const file = path.join(dir, "out", "nested", "events.jsonl");
+      await new JsonlEventPublisher({ file }).publish([sampleEvent(1)]);
+      expect((await stat(file)).mode & 0o777).toBe(0o600);
+      expect((await stat(path.join(dir, "out"))).mode & 0o777).toBe(0o700);
+      expect((await stat(path.join(dir, "out", "nested"))).mode & 0o777).toBe(0o700);
+
+      // An operator widened it for a consumer running as another user: the bridge does not take that back.
+      await chmod(file, 0o640);
+      await new JsonlEventPublisher({ file }).publish([sampleEvent(2)]);
+      expect((await stat(file)).mode & 0o777).toBe(0o640);
+      expect((await readFile(file, "utf8")).trim().split("\n")).toHaveLength(2);
+    },
+  );
 
   it("starts a new line after a line torn by a crash, so later events stay parseable", async () => {
     const file = path.join(dir, "events.jsonl");

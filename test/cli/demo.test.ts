@@ -1,0 +1,67 @@
+/**
+ * `bridge demo` in-process: its temp directory (events file, state) is removed when it ends, unless --keep.
+ */
+import { existsSync } from "node:fs";
+import { readFile, rm } from "node:fs/promises";
+import { dirname } from "node:path";
+import { describe, expect, it } from "vitest";
+import { demoCommand } from "../../shared/cli/demo.js";
+import type { DemoArgs } from "../../shared/cli/args.js";
+import { EXIT } from "../../shared/cli/errors.js";
+import { ROOT } from "./helpers.js";
+
+/** Runs the demo with its own streams; `onStdout` sees the output as it grows (to play Ctrl-C). */
+async function demo(args: Partial<DemoArgs>, onStdout: (stdout: string, stop: () => void) => void = () => undefined) {
+  const controller = new AbortController();
+  let stdout = "";
+  let stderr = "";
+  const code = await demoCommand(
+    { cycles: 1, intervalMs: 0, seed: 42, keep: false, ...args },
+    {
+      env: { NO_COLOR: "1" },
+      cwd: ROOT,
+      stdout: {
+        write: (chunk: string) => {
+          stdout += chunk;
+          onStdout(stdout, () => controller.abort());
+        },
+      },
+      stderr: { write: (chunk: string) => (stderr += chunk) },
+      signal: controller.signal,
+    },
+  );
+  const eventsFile = /events are appended to (\S+events\.jsonl)/.exec(stdout)?.[1] ?? "";
+  return { code, stdout, stderr, eventsFile, dir: dirname(eventsFile) };
+}
+
+describe("bridge demo's temp directory", () => {
+  it("is removed at the end of the demo's cycles, and both the first and the last line say so", async () => {
+    const { code, stdout, stderr, eventsFile, dir } = await demo({ cycles: 1 });
+    expect(code, stderr).toBe(EXIT.ok);
+    expect(dir).toMatch(/qashio-bridge-demo-/);
+    expect(stdout).toContain(`events are appended to ${eventsFile} (EventBridge target shape), removed at the end unless --keep; Ctrl-C stops`);
+    expect(stdout.trimEnd().split("\n").at(-1)).toBe(`stopped after 1 cycle; removed ${dir} (--keep keeps it)`);
+    expect(existsSync(dir)).toBe(false);
+  });
+
+  it("is removed when Ctrl-C stops the demo", async () => {
+    const { code, stdout, dir } = await demo({ cycles: undefined, intervalMs: 60_000 }, (out, stop) => {
+      if (out.includes("── cycle 1:")) stop();
+    });
+    expect(code).toBe(EXIT.ok);
+    expect(stdout).toContain(`stopped after 1 cycle; removed ${dir}`);
+    expect(existsSync(dir)).toBe(false);
+  });
+
+  it("is kept with --keep, the events file named in the last line", async () => {
+    const { code, stdout, eventsFile, dir } = await demo({ cycles: 1, keep: true });
+    try {
+      expect(code).toBe(EXIT.ok);
+      expect(stdout).toContain("(EventBridge target shape), kept at the end (--keep); Ctrl-C stops");
+      expect(stdout.trimEnd().split("\n").at(-1)).toBe(`stopped after 1 cycle; events are in ${eventsFile}`);
+      expect((await readFile(eventsFile, "utf8")).trim().split("\n").length).toBeGreaterThan(0);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
