@@ -20,7 +20,8 @@ export interface TenantSecretProps {
   readonly encryptionKey: kms.IKey;
   /**
    * What happens to the secret when the stack is deleted.
-   * @default RemovalPolicy.RETAIN (it holds the only copy of the live refresh token)
+   * @default RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE (it holds the only copy of the live refresh token; a failed
+   * first deploy, which never stored one, removes it)
    */
   readonly removalPolicy?: RemovalPolicy;
 }
@@ -53,7 +54,7 @@ export class TenantSecret extends Construct {
         passwordLength: 48,
         excludePunctuation: true,
       },
-      removalPolicy: props.removalPolicy ?? RemovalPolicy.RETAIN,
+      removalPolicy: props.removalPolicy ?? RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE,
     });
   }
 

@@ -218,6 +218,47 @@ describe("tenant stacks", () => {
   });
 });
 
+/** Logical id -> "DeletionPolicy/UpdateReplacePolicy" of every resource that is not simply deleted with the stack. */
+function keptResources(template: Template): Record<string, string> {
+  const resources = template.toJSON()["Resources"] as Record<string, { DeletionPolicy?: string; UpdateReplacePolicy?: string }>;
+  const kept: Record<string, string> = {};
+  for (const [id, resource] of Object.entries(resources)) {
+    const policies = `${resource.DeletionPolicy ?? "Delete"}/${resource.UpdateReplacePolicy ?? "Delete"}`;
+    if (policies !== "Delete/Delete") kept[id] = policies;
+  }
+  return kept;
+}
+
+describe("what a stack delete or a failed first create leaves", () => {
+  // RetainExceptOnCreate: kept on update and delete, removed when the create that made it rolls back.
+  const kept = {
+    Key9BCD29C7: "RetainExceptOnCreate/Retain",
+    SecretA29EB826: "RetainExceptOnCreate/Retain",
+    PollerDeadLettersQueue213A9CE4: "RetainExceptOnCreate/Retain",
+    // deletion protection would refuse the rollback's DeleteTable: always retained (its name is generated)
+    Table710B521B: "Retain/Retain",
+  };
+
+  it("retains the stateful resources, under the logical ids deployed stacks have, and removes them when their first create rolls back", () => {
+    expect(keptResources(globexT)).toEqual(kept);
+    expect(keptResources(acmeT)).toEqual({
+      ...kept,
+      WebhookerpDeadLettersQueue6628A433: "RetainExceptOnCreate/Retain",
+      WebhookcardsauditDeadLettersQueue5B8FADEB: "RetainExceptOnCreate/Retain",
+    });
+  });
+
+  it("deletes the schedule group, whose fixed name would block the next create of the stack if it were retained", () => {
+    for (const [template, tenant] of [[acmeT, "acme-sandbox"], [globexT, "globex"]] as const) {
+      template.hasResource("AWS::Scheduler::ScheduleGroup", {
+        DeletionPolicy: "Delete",
+        UpdateReplacePolicy: "Delete",
+        Properties: { Name: `qashio-bridge-${tenant}` },
+      });
+    }
+  });
+});
+
 describe("least-privilege IAM", () => {
   const scoped: [string, string][] = [
     ["dynamodb:", "AWS::DynamoDB::Table"],
