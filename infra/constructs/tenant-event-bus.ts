@@ -1,4 +1,4 @@
-import { Duration } from "aws-cdk-lib";
+import { Duration, RemovalPolicy } from "aws-cdk-lib";
 import * as events from "aws-cdk-lib/aws-events";
 import * as iam from "aws-cdk-lib/aws-iam";
 import { Construct } from "constructs";
@@ -59,6 +59,10 @@ export class TenantEventBus extends Construct {
       eventPattern: { source: [props.eventSource], detail: { tenant: [props.tenantId] } },
       retention: retentionDays === 0 ? undefined : Duration.days(retentionDays),
     });
+    // The replay source: kept when the stack is deleted, and when a new bus source (import <-> create, another ARN)
+    // replaces it, so its events can still be replayed by the old archive's name. Removed only when the create that
+    // made it rolls back. The construct ids (EventBus/Archive) must never change on deployed stacks.
+    this.archive.applyRemovalPolicy(RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE);
   }
 
   /** Grants events:PutEvents on this bus only. */

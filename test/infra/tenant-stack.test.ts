@@ -235,6 +235,8 @@ describe("what a stack delete or a failed first create leaves", () => {
     Key9BCD29C7: "RetainExceptOnCreate/Retain",
     SecretA29EB826: "RetainExceptOnCreate/Retain",
     PollerDeadLettersQueue213A9CE4: "RetainExceptOnCreate/Retain",
+    // the replay source, also kept when a new bus source replaces it
+    EventBusArchive52248A77: "RetainExceptOnCreate/Retain",
     // deletion protection would refuse the rollback's DeleteTable: always retained (its name is generated)
     Table710B521B: "Retain/Retain",
   };
