@@ -98,6 +98,9 @@ export class TenantStack extends Stack {
     }
     const functionsDir = props.functionsDir ?? join(import.meta.dirname, "..", "functions");
 
+    // NEVER change the construct ids "Key", "Table", "Secret", "EventBus" (nor the ids inside those constructs) on
+    // deployed stacks: they make the logical ids, and a new logical id orphans the retained resource and starts an
+    // empty one (no snapshots, no refresh token, a new pii_salt, an empty archive). test/infra pins them.
     this.key = new TenantKey(this, "Key", { tenantId: tenant.id });
     const key = this.key.key;
     this.table = new TenantTable(this, "Table", { encryptionKey: key });

@@ -53,6 +53,7 @@ export class TenantEventBus extends Construct {
       this.busNameForPutEvents = source.name;
     }
     const retentionDays = props.archiveRetentionDays ?? 30;
+    // The id "Archive" must never change on deployed stacks (it makes the logical id; test/infra pins it).
     this.archive = new events.Archive(this, "Archive", {
       sourceEventBus: this.bus,
       description: `qashio-bridge tenant ${props.tenantId}: replay source`,
@@ -61,7 +62,7 @@ export class TenantEventBus extends Construct {
     });
     // The replay source: kept when the stack is deleted, and when a new bus source (import <-> create, another ARN)
     // replaces it, so its events can still be replayed by the old archive's name. Removed only when the create that
-    // made it rolls back. The construct ids (EventBus/Archive) must never change on deployed stacks.
+    // made it rolls back.
     this.archive.applyRemovalPolicy(RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE);
   }
 

@@ -60,6 +60,7 @@ export class TenantKey extends Construct {
   constructor(scope: Construct, id: string, props: TenantKeyProps) {
     super(scope, id);
     const account = Stack.of(this).account;
+    // The id "Key" must never change on deployed stacks (it makes the logical id; test/infra pins it).
     this.key = new kms.Key(this, "Key", {
       alias: `alias/qashio-bridge/${props.tenantId}`,
       description: `qashio-bridge tenant ${props.tenantId}: table, secret, queues and alarm topic`,

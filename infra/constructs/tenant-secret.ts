@@ -42,6 +42,9 @@ export class TenantSecret extends Construct {
 
   constructor(scope: Construct, id: string, props: TenantSecretProps) {
     super(scope, id);
+    // The id "Secret" and generateSecretString must never change on deployed stacks: a new id orphans the secret, and
+    // CloudFormation regenerates the whole value (refresh_token, client credentials, pii_salt) when
+    // GenerateSecretString changes. test/infra pins both.
     this.secret = new secretsmanager.Secret(this, "Secret", {
       description:
         `qashio-bridge tenant ${props.tenantId}: provider OAuth credentials. Onboarding: put client_id and ` +

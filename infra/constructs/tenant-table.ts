@@ -48,6 +48,7 @@ export class TenantTable extends Construct {
 
   constructor(scope: Construct, id: string, props: TenantTableProps) {
     super(scope, id);
+    // The id "Table" must never change on deployed stacks (it makes the logical id; test/infra pins it).
     this.table = new dynamodb.Table(this, "Table", {
       partitionKey: { name: "pk", type: dynamodb.AttributeType.STRING },
       sortKey: { name: "sk", type: dynamodb.AttributeType.STRING },

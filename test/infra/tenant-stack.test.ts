@@ -250,6 +250,27 @@ describe("what a stack delete or a failed first create leaves", () => {
     });
   });
 
+  it("pins the logical ids of the key, table, secret and archive: a new id would orphan the deployed resource and start an empty one", () => {
+    for (const template of [acmeT, globexT]) {
+      expect(logicalIdOf(template, "AWS::KMS::Key")).toBe("Key9BCD29C7");
+      expect(logicalIdOf(template, "AWS::DynamoDB::Table")).toBe("Table710B521B");
+      expect(logicalIdOf(template, "AWS::SecretsManager::Secret")).toBe("SecretA29EB826");
+      expect(logicalIdOf(template, "AWS::Events::Archive")).toBe("EventBusArchive52248A77");
+    }
+  });
+
+  it("pins the secret's GenerateSecretString exactly: any change makes CloudFormation regenerate the whole secret value", () => {
+    for (const template of [acmeT, globexT]) {
+      const secret = template.toJSON()["Resources"]["SecretA29EB826"] as { Properties: { GenerateSecretString: unknown } };
+      expect(secret.Properties.GenerateSecretString).toStrictEqual({
+        SecretStringTemplate: '{"client_id":"","client_secret":"","refresh_token":""}',
+        GenerateStringKey: "pii_salt",
+        PasswordLength: 48,
+        ExcludePunctuation: true,
+      });
+    }
+  });
+
   it("deletes the schedule group, whose fixed name would block the next create of the stack if it were retained", () => {
     for (const [template, tenant] of [[acmeT, "acme-sandbox"], [globexT, "globex"]] as const) {
       template.hasResource("AWS::Scheduler::ScheduleGroup", {
