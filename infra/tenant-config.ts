@@ -16,6 +16,7 @@ export const TENANT_DEFAULTS = {
   eventSource: "qashio.bridge",
   piiMode: "redact",
   emitCardCreated: false,
+  schedulesEnabled: true,
   transactionsEveryMinutes: 5,
   cardsEveryMinutes: 15,
   archiveRetentionDays: 30,
@@ -110,6 +111,11 @@ const tenantSchema = z.strictObject({
   region: z.string().regex(/^[a-z]{2}(-[a-z]+)+-\d$/, "must be an AWS region such as eu-west-1").optional(),
   schedules: z
     .strictObject({
+      /**
+       * false deploys both schedules disabled, so no cycle runs: a tenant not yet onboarded (deploy disabled,
+       * authorize, then set true and redeploy).
+       */
+      enabled: z.boolean({ error: "must be true or false" }).default(TENANT_DEFAULTS.schedulesEnabled),
       transactionsEveryMinutes: z.number().int().min(1).max(1440).default(TENANT_DEFAULTS.transactionsEveryMinutes),
       cardsEveryMinutes: z.number().int().min(1).max(1440).default(TENANT_DEFAULTS.cardsEveryMinutes),
     })

@@ -169,6 +169,7 @@ export class TenantStack extends Stack {
       transactionsEveryMinutes: tenant.schedules.transactionsEveryMinutes,
       cardsEveryMinutes: tenant.schedules.cardsEveryMinutes,
       deadLetterQueue: this.pollerDeadLetters.queue,
+      enabled: tenant.schedules.enabled,
     });
     this.key.grantDataUse(this.schedules.role, ["sqs"]);
 

@@ -15,7 +15,7 @@ const DAY_SECONDS = 86_400;
 /** The example's globex tenant on other schedules. */
 function globexEvery(transactionsEveryMinutes: number, cardsEveryMinutes: number): TenantConfig {
   const globex = loadTenantsFile(EXAMPLE_TENANTS_FILE).find((t) => t.id === "globex") as TenantConfig;
-  return { ...globex, schedules: { transactionsEveryMinutes, cardsEveryMinutes } };
+  return { ...globex, schedules: { ...globex.schedules, transactionsEveryMinutes, cardsEveryMinutes } };
 }
 
 function alarmsOf(tenant: TenantConfig): (suffix: string) => AlarmProperties {

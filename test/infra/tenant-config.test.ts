@@ -41,7 +41,7 @@ describe("tenant config", () => {
       piiMode: TENANT_DEFAULTS.piiMode,
       emitCardCreated: false,
       eventBus: { mode: "create" },
-      schedules: { transactionsEveryMinutes: 5, cardsEveryMinutes: 15 },
+      schedules: { enabled: true, transactionsEveryMinutes: 5, cardsEveryMinutes: 15 },
       archiveRetentionDays: 30,
       alarms: { syncLagThresholdSeconds: 1800 },
       webhooks: [],
@@ -53,6 +53,7 @@ describe("tenant config", () => {
     ["a plain-http environment URL", { ...minimal, environment: "http://provider.test" }, "environment", "https"],
     ["a zero schedule rate", { ...minimal, schedules: { cardsEveryMinutes: 0 } }, "schedules.cardsEveryMinutes", ">=1"],
     ["a misspelt field", { ...minimal, schedule: {} }, "schedule", "Unrecognized key"],
+    ["schedules enabled given as a string", { ...minimal, schedules: { enabled: "false" } }, "schedules.enabled", "must be true or false"],
     ["both alarm targets", { ...minimal, alarms: { email: "a@b.test", topicArn: "arn:aws:sns:eu-west-1:123456789012:t" } }, "alarms", "exactly one"],
     ["an unknown PII mode", { ...minimal, piiMode: "mask" }, "piiMode", "Invalid option"],
     ["an imported bus with neither name nor ARN", { ...minimal, eventBus: { mode: "import" } }, "eventBus", "mode"],
@@ -121,6 +122,14 @@ describe("tenant config", () => {
       alarms: { topicArn: "arn:aws:sns:eu-west-1:210987654321:ops" },
     });
     expect(tenant.eventBus).toEqual({ mode: "import", arn: "arn:aws:events:eu-west-1:123456789012:event-bus/shared" });
+  });
+
+  it("deploys a tenant's schedules disabled when asked, keeping their rates", () => {
+    expect(parseTenantConfig({ ...minimal, schedules: { enabled: false, cardsEveryMinutes: 30 } }).schedules).toEqual({
+      enabled: false,
+      transactionsEveryMinutes: 5,
+      cardsEveryMinutes: 30,
+    });
   });
 
   it("reports a misspelt key before the required field it was meant to be", () => {

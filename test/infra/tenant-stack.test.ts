@@ -146,9 +146,21 @@ describe("tenant stacks", () => {
     globexT.hasResourceProperties("AWS::Scheduler::Schedule", { ScheduleExpression: "rate(30 minutes)" });
   });
 
+  it("creates the schedules enabled, or disabled when the tenant's schedules.enabled is false (a tenant not yet onboarded)", () => {
+    for (const template of [acmeT, globexT]) template.resourcePropertiesCountIs("AWS::Scheduler::Schedule", { State: "ENABLED" }, 2);
+    const globexConfig = loadTenantsFile(EXAMPLE_TENANTS_FILE)[1] as TenantConfig;
+    const pending = { ...globexConfig, schedules: { ...globexConfig.schedules, enabled: false } };
+    const [stack] = buildTestApp({ tenants: [pending] }).stacks as [TenantStack];
+    const template = Template.fromStack(stack);
+    template.resourceCountIs("AWS::Scheduler::Schedule", 2);
+    template.resourcePropertiesCountIs("AWS::Scheduler::Schedule", { State: "DISABLED", ScheduleExpression: "rate(2 minutes)" }, 1);
+    template.resourcePropertiesCountIs("AWS::Scheduler::Schedule", { State: "DISABLED", ScheduleExpression: "rate(30 minutes)" }, 1);
+  });
+
   it("lets a tick wait one schedule period behind a running cycle, at most Lambda's 6 hours", () => {
     acmeT.resourcePropertiesCountIs("AWS::Lambda::EventInvokeConfig", { MaximumEventAgeInSeconds: 300 }, 1);
-    const daily = { ...(loadTenantsFile(EXAMPLE_TENANTS_FILE)[0] as TenantConfig), schedules: { transactionsEveryMinutes: 1440, cardsEveryMinutes: 420 } };
+    const acmeConfig = loadTenantsFile(EXAMPLE_TENANTS_FILE)[0] as TenantConfig;
+    const daily = { ...acmeConfig, schedules: { ...acmeConfig.schedules, transactionsEveryMinutes: 1440, cardsEveryMinutes: 420 } };
     const [stack] = buildTestApp({ tenants: [daily] }).stacks as [TenantStack];
     Template.fromStack(stack).resourcePropertiesCountIs("AWS::Lambda::EventInvokeConfig", { MaximumEventAgeInSeconds: 21_600 }, 2);
   });
