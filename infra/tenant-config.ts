@@ -112,8 +112,8 @@ const tenantSchema = z.strictObject({
   schedules: z
     .strictObject({
       /**
-       * false deploys both schedules disabled, so no cycle runs: a tenant not yet onboarded (deploy disabled,
-       * authorize, then set true and redeploy).
+       * false deploys both schedules disabled, so no cycle runs and the Heartbeat alarm does not notify: a tenant
+       * not yet onboarded (deploy disabled, authorize, then set true and redeploy).
        */
       enabled: z.boolean({ error: "must be true or false" }).default(TENANT_DEFAULTS.schedulesEnabled),
       transactionsEveryMinutes: z.number().int().min(1).max(1440).default(TENANT_DEFAULTS.transactionsEveryMinutes),

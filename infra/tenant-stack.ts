@@ -220,6 +220,11 @@ export class TenantStack extends Stack {
         },
       },
       syncLagThresholdSeconds: tenant.alarms.syncLagThresholdSeconds,
+      heartbeat: {
+        function: this.pollTransactions.function,
+        everyMinutes: tenant.schedules.transactionsEveryMinutes,
+        notify: tenant.schedules.enabled,
+      },
     });
     this.dashboard = new OpsDashboard(this, "Dashboard", {
       tenantId: tenant.id,

@@ -457,7 +457,7 @@ describe("ops", () => {
       // a webhook DLQ holds events still to redrive: it stays on until they are handled
       MetricName: "ApproximateNumberOfMessagesVisible",
     });
-    acmeT.resourceCountIs("AWS::CloudWatch::Alarm", 11);
+    acmeT.resourceCountIs("AWS::CloudWatch::Alarm", 12);
   });
 
   it("draws a dashboard per tenant with every required graph, split by type and status class", () => {
