@@ -203,7 +203,8 @@ export function parseTenantConfig(raw: unknown, index = 0): TenantConfig {
 }
 
 /**
- * Validates a whole tenants document: every tenant, unique ids, unique webhook names per tenant.
+ * Validates a whole tenants document: every tenant, unique ids, webhook names unique per tenant even once their dashes
+ * are removed (CloudFormation's logical ids, which the runbook finds resources by, drop them).
  *
  * @throws TenantConfigError naming the tenant and field.
  */
@@ -225,15 +226,21 @@ export function parseTenantsDocument(raw: unknown): TenantConfig[] {
       });
     }
     seen.add(tenant.id);
-    const names = new Set<string>();
+    const names = new Map<string, string>();
     tenant.webhooks.forEach((hook, i) => {
-      if (names.has(hook.name)) {
-        throw new TenantConfigError(`tenant "${tenant.id}": field webhooks[${i}].name: "${hook.name}" is used twice`, {
-          tenant: tenant.id,
-          field: `webhooks[${i}].name`,
-        });
+      const field = `webhooks[${i}].name`;
+      const earlier = names.get(hook.name.replaceAll("-", ""));
+      if (earlier === hook.name) {
+        throw new TenantConfigError(`tenant "${tenant.id}": field ${field}: "${hook.name}" is used twice`, { tenant: tenant.id, field });
       }
-      names.add(hook.name);
+      if (earlier !== undefined) {
+        throw new TenantConfigError(
+          `tenant "${tenant.id}": field ${field}: webhooks "${earlier}" and "${hook.name}" have the same name once dashes ` +
+            "are removed, as in their resources' logical ids: rename one",
+          { tenant: tenant.id, field },
+        );
+      }
+      names.set(hook.name.replaceAll("-", ""), hook.name);
     });
   }
   return tenants;

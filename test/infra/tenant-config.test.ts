@@ -154,6 +154,16 @@ describe("tenant config", () => {
     );
   });
 
+  it("rejects webhook names that are the same once dashes are removed, naming both", () => {
+    const hook = (name: string) => ({ name, url: "https://erp.test/h", eventTypes: ["card.created"], auth: { type: "basic", username: "u", password: { secretArn } } });
+    const error = errorOf(() => parseTenantsDocument({ tenants: [{ ...minimal, webhooks: [hook("erp"), hook("a-b"), hook("ab")] }] }));
+    expect(error.field).toBe("webhooks[2].name");
+    expect(error.message).toBe(
+      'tenant "acme": field webhooks[2].name: webhooks "a-b" and "ab" have the same name once dashes are removed, as in their resources\' logical ids: rename one',
+    );
+    expect(parseTenantsDocument({ tenants: [{ ...minimal, webhooks: [hook("a-b"), hook("a-c")] }] })[0]?.webhooks).toHaveLength(2);
+  });
+
   it("reads a file that starts with a byte-order mark", () => {
     const dir = mkdtempSync(join(tmpdir(), "tenants-"));
     writeFileSync(join(dir, "bom.json"), `\uFEFF${JSON.stringify({ tenants: [minimal] })}`);
