@@ -45,6 +45,11 @@ export class TenantEventBus extends Construct {
         description: `qashio-bridge events of tenant ${props.tenantId}`,
       });
       this.busNameForPutEvents = this.bus.eventBusName;
+      // Kept with its archive: a replay goes only to the bus the archive records, and EventBridge refuses to delete a
+      // bus that still has rules (the kept archive's managed rule, consumers' own rules), which would fail the stack
+      // delete. Removed when the create that made it rolls back. Its name is fixed: after offboarding, delete it
+      // (archive first) before the same tenant id is deployed again (runbook, "Offboarding and renaming a tenant").
+      this.bus.applyRemovalPolicy(RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE);
     } else if ("arn" in source) {
       this.bus = events.EventBus.fromEventBusArn(this, "Bus", source.arn);
       this.busNameForPutEvents = source.arn;
