@@ -16,6 +16,7 @@ export const TENANT_DEFAULTS = {
   eventSource: "qashio.bridge",
   piiMode: "redact",
   emitCardCreated: false,
+  schedulesEnabled: true,
   transactionsEveryMinutes: 5,
   cardsEveryMinutes: 15,
   archiveRetentionDays: 30,
@@ -110,6 +111,11 @@ const tenantSchema = z.strictObject({
   region: z.string().regex(/^[a-z]{2}(-[a-z]+)+-\d$/, "must be an AWS region such as eu-west-1").optional(),
   schedules: z
     .strictObject({
+      /**
+       * false deploys both schedules disabled, so no cycle runs and the Heartbeat alarm does not notify: a tenant
+       * not yet onboarded (deploy disabled, authorize, then set true and redeploy).
+       */
+      enabled: z.boolean({ error: "must be true or false" }).default(TENANT_DEFAULTS.schedulesEnabled),
       transactionsEveryMinutes: z.number().int().min(1).max(1440).default(TENANT_DEFAULTS.transactionsEveryMinutes),
       cardsEveryMinutes: z.number().int().min(1).max(1440).default(TENANT_DEFAULTS.cardsEveryMinutes),
     })
@@ -197,7 +203,8 @@ export function parseTenantConfig(raw: unknown, index = 0): TenantConfig {
 }
 
 /**
- * Validates a whole tenants document: every tenant, unique ids, unique webhook names per tenant.
+ * Validates a whole tenants document: every tenant, unique ids, webhook names unique per tenant even once their dashes
+ * are removed (CloudFormation's logical ids, which the runbook finds resources by, drop them).
  *
  * @throws TenantConfigError naming the tenant and field.
  */
@@ -219,15 +226,21 @@ export function parseTenantsDocument(raw: unknown): TenantConfig[] {
       });
     }
     seen.add(tenant.id);
-    const names = new Set<string>();
+    const names = new Map<string, string>();
     tenant.webhooks.forEach((hook, i) => {
-      if (names.has(hook.name)) {
-        throw new TenantConfigError(`tenant "${tenant.id}": field webhooks[${i}].name: "${hook.name}" is used twice`, {
-          tenant: tenant.id,
-          field: `webhooks[${i}].name`,
-        });
+      const field = `webhooks[${i}].name`;
+      const earlier = names.get(hook.name.replaceAll("-", ""));
+      if (earlier === hook.name) {
+        throw new TenantConfigError(`tenant "${tenant.id}": field ${field}: "${hook.name}" is used twice`, { tenant: tenant.id, field });
       }
-      names.add(hook.name);
+      if (earlier !== undefined) {
+        throw new TenantConfigError(
+          `tenant "${tenant.id}": field ${field}: webhooks "${earlier}" and "${hook.name}" have the same name once dashes ` +
+            "are removed, as in their resources' logical ids: rename one",
+          { tenant: tenant.id, field },
+        );
+      }
+      names.set(hook.name.replaceAll("-", ""), hook.name);
     });
   }
   return tenants;

@@ -98,6 +98,9 @@ export class TenantStack extends Stack {
     }
     const functionsDir = props.functionsDir ?? join(import.meta.dirname, "..", "functions");
 
+    // NEVER change the construct ids "Key", "Table", "Secret", "EventBus" (nor the ids inside those constructs) on
+    // deployed stacks: they make the logical ids, and a new logical id orphans the retained resource and starts an
+    // empty one (no snapshots, no refresh token, a new pii_salt, an empty archive). test/infra pins them.
     this.key = new TenantKey(this, "Key", { tenantId: tenant.id });
     const key = this.key.key;
     this.table = new TenantTable(this, "Table", { encryptionKey: key });
@@ -167,6 +170,7 @@ export class TenantStack extends Stack {
       transactionsEveryMinutes: tenant.schedules.transactionsEveryMinutes,
       cardsEveryMinutes: tenant.schedules.cardsEveryMinutes,
       deadLetterQueue: this.pollerDeadLetters.queue,
+      enabled: tenant.schedules.enabled,
     });
     this.key.grantDataUse(this.schedules.role, ["sqs"]);
 
@@ -217,6 +221,11 @@ export class TenantStack extends Stack {
         },
       },
       syncLagThresholdSeconds: tenant.alarms.syncLagThresholdSeconds,
+      heartbeat: {
+        function: this.pollTransactions.function,
+        everyMinutes: tenant.schedules.transactionsEveryMinutes,
+        notify: tenant.schedules.enabled,
+      },
     });
     this.dashboard = new OpsDashboard(this, "Dashboard", {
       tenantId: tenant.id,

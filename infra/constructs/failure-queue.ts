@@ -30,7 +30,8 @@ export class FailureQueue extends Construct {
       dataKeyReuse: Duration.hours(1),
       enforceSSL: true,
       retentionPeriod: props.retentionPeriod ?? Duration.days(14),
-      removalPolicy: RemovalPolicy.RETAIN,
+      // kept on update and delete (messages to inspect), removed when the create that made it rolls back
+      removalPolicy: RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE,
     });
   }
 }

@@ -53,11 +53,18 @@ export interface OpsAlarmsProps {
    * @default 1800
    */
   readonly syncLagThresholdSeconds?: number;
+  /**
+   * The function whose invocations show that cycles run (the transaction poller) and its schedule in minutes: the
+   * Heartbeat alarm fires when it was invoked in none of the periods of {@link cycleAlarmWindow} of that schedule.
+   * `notify: false` (the tenant's schedules are deployed disabled) keeps the alarm, with its actions disabled.
+   * @default - no heartbeat alarm
+   */
+  readonly heartbeat?: { readonly function: lambda.IFunction; readonly everyMinutes: number; readonly notify: boolean };
 }
 
 /**
  * The tenant's alarms (token family revoked, sync lag, function errors, dead letters, quarantine held and growing,
- * acknowledges the provider keeps refusing) and the SNS topic they notify. Each alarm's description points to its
+ * acknowledges the provider keeps refusing, cycles no longer running) and the SNS topic they notify. Each alarm's description points to its
  * section in docs/runbook.md.
  */
 export class OpsAlarms extends Construct {
@@ -195,6 +202,28 @@ export class OpsAlarms extends Construct {
         evaluationPeriods: window.evaluationPeriods,
         datapointsToAlarm: window.datapointsToAlarm,
         treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      });
+    }
+    if (props.heartbeat !== undefined) {
+      const { function: fn, everyMinutes, notify } = props.heartbeat;
+      // Every evaluated period must lack an invocation, so a tick late into the next period does not page.
+      const base = cycleAlarmWindow(everyMinutes);
+      const window: AlarmWindow = { ...base, datapointsToAlarm: base.evaluationPeriods };
+      const minutes = window.period.toMinutes();
+      const length = minutes === 24 * 60 ? "one-day" : `${minutes}-minute`;
+      const span = window.evaluationPeriods === 1 ? `the last ${length} period` : `any of the last ${window.evaluationPeriods} ${length} periods`;
+      add("Heartbeat", "heartbeat", fn.metricInvocations({ period: window.period, statistic: "Sum" }), {
+        alarmDescription:
+          `Tenant ${tenant}: the transaction poller was not invoked in ${span}: no cycle runs ` +
+          "(schedules disabled or deleted, or EventBridge Scheduler cannot invoke it).",
+        threshold: 1,
+        comparisonOperator: cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
+        evaluationPeriods: window.evaluationPeriods,
+        datapointsToAlarm: window.datapointsToAlarm,
+        // Lambda reports Invocations only for periods with an invocation: a period without data is the signal.
+        treatMissingData: cloudwatch.TreatMissingData.BREACHING,
+        // A tenant deployed with its schedules disabled runs no cycle on purpose: the alarm shows it, silently.
+        actionsEnabled: notify,
       });
     }
     this.alarms = alarms;

@@ -1,4 +1,4 @@
-import { Duration, Stack } from "aws-cdk-lib";
+import { Duration, RemovalPolicy, Stack } from "aws-cdk-lib";
 import * as iam from "aws-cdk-lib/aws-iam";
 import type * as lambda from "aws-cdk-lib/aws-lambda";
 import * as scheduler from "aws-cdk-lib/aws-scheduler";
@@ -43,7 +43,12 @@ export class PollSchedules extends Construct {
 
   constructor(scope: Construct, id: string, props: PollSchedulesProps) {
     super(scope, id);
-    this.group = new scheduler.ScheduleGroup(this, "Group", { scheduleGroupName: `qashio-bridge-${props.tenantId}` });
+    this.group = new scheduler.ScheduleGroup(this, "Group", {
+      scheduleGroupName: `qashio-bridge-${props.tenantId}`,
+      // Holds no state, and its name is fixed: a retained group would make the next create of this tenant's stack
+      // (a retry after a failed first deploy, or re-onboarding) fail with "already exists".
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
     this.role = new iam.Role(this, "Role", {
       description: `qashio-bridge ${props.tenantId}: EventBridge Scheduler invoking the pollers`,
       assumedBy: new iam.ServicePrincipal("scheduler.amazonaws.com", {

@@ -1,4 +1,4 @@
-import { Duration } from "aws-cdk-lib";
+import { Duration, RemovalPolicy } from "aws-cdk-lib";
 import * as events from "aws-cdk-lib/aws-events";
 import * as iam from "aws-cdk-lib/aws-iam";
 import { Construct } from "constructs";
@@ -45,6 +45,11 @@ export class TenantEventBus extends Construct {
         description: `qashio-bridge events of tenant ${props.tenantId}`,
       });
       this.busNameForPutEvents = this.bus.eventBusName;
+      // Kept with its archive: a replay goes only to the bus the archive records, and EventBridge refuses to delete a
+      // bus that still has rules (the kept archive's managed rule, consumers' own rules), which would fail the stack
+      // delete. Removed when the create that made it rolls back. Its name is fixed: after offboarding, delete it
+      // (archive first) before the same tenant id is deployed again (runbook, "Offboarding and renaming a tenant").
+      this.bus.applyRemovalPolicy(RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE);
     } else if ("arn" in source) {
       this.bus = events.EventBus.fromEventBusArn(this, "Bus", source.arn);
       this.busNameForPutEvents = source.arn;
@@ -53,12 +58,17 @@ export class TenantEventBus extends Construct {
       this.busNameForPutEvents = source.name;
     }
     const retentionDays = props.archiveRetentionDays ?? 30;
+    // The id "Archive" must never change on deployed stacks (it makes the logical id; test/infra pins it).
     this.archive = new events.Archive(this, "Archive", {
       sourceEventBus: this.bus,
       description: `qashio-bridge tenant ${props.tenantId}: replay source`,
       eventPattern: { source: [props.eventSource], detail: { tenant: [props.tenantId] } },
       retention: retentionDays === 0 ? undefined : Duration.days(retentionDays),
     });
+    // The replay source: kept when the stack is deleted, and when a new bus source (import <-> create, another ARN)
+    // replaces it, so its events can still be replayed by the old archive's name. Removed only when the create that
+    // made it rolls back.
+    this.archive.applyRemovalPolicy(RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE);
   }
 
   /** Grants events:PutEvents on this bus only. */

@@ -60,12 +60,15 @@ export class TenantKey extends Construct {
   constructor(scope: Construct, id: string, props: TenantKeyProps) {
     super(scope, id);
     const account = Stack.of(this).account;
+    // The id "Key" must never change on deployed stacks (it makes the logical id; test/infra pins it).
     this.key = new kms.Key(this, "Key", {
       alias: `alias/qashio-bridge/${props.tenantId}`,
       description: `qashio-bridge tenant ${props.tenantId}: table, secret, queues and alarm topic`,
       enableKeyRotation: true,
       pendingWindow: Duration.days(30),
-      removalPolicy: RemovalPolicy.RETAIN,
+      // Retained on update and delete, but removed when the create that made it rolls back (RetainExceptOnCreate):
+      // a failed first deploy leaves no key behind.
+      removalPolicy: RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE,
     });
     if (props.allowCloudWatchAlarms ?? true) {
       // CloudWatch alarms publish to the encrypted topic only if the key policy lets them

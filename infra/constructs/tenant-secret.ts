@@ -20,7 +20,8 @@ export interface TenantSecretProps {
   readonly encryptionKey: kms.IKey;
   /**
    * What happens to the secret when the stack is deleted.
-   * @default RemovalPolicy.RETAIN (it holds the only copy of the live refresh token)
+   * @default RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE (it holds the only copy of the live refresh token; a failed
+   * first deploy, which never stored one, removes it)
    */
   readonly removalPolicy?: RemovalPolicy;
 }
@@ -41,6 +42,9 @@ export class TenantSecret extends Construct {
 
   constructor(scope: Construct, id: string, props: TenantSecretProps) {
     super(scope, id);
+    // The id "Secret" and generateSecretString must never change on deployed stacks: a new id orphans the secret, and
+    // CloudFormation regenerates the whole value (refresh_token, client credentials, pii_salt) when
+    // GenerateSecretString changes. test/infra pins both.
     this.secret = new secretsmanager.Secret(this, "Secret", {
       description:
         `qashio-bridge tenant ${props.tenantId}: provider OAuth credentials. Onboarding: put client_id and ` +
@@ -53,7 +57,7 @@ export class TenantSecret extends Construct {
         passwordLength: 48,
         excludePunctuation: true,
       },
-      removalPolicy: props.removalPolicy ?? RemovalPolicy.RETAIN,
+      removalPolicy: props.removalPolicy ?? RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE,
     });
   }
 

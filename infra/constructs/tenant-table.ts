@@ -10,7 +10,11 @@ export interface TenantTableProps {
   readonly encryptionKey: kms.IKey;
   /**
    * What happens to the table when the stack is deleted.
-   * @default RemovalPolicy.RETAIN (snapshots are the record of what was published)
+   * @default RemovalPolicy.RETAIN (snapshots are the record of what was published). Not RETAIN_ON_UPDATE_OR_DELETE
+   * like the key, secret and queues: the table has deletion protection, which refuses CloudFormation's DeleteTable
+   * too, so a rollback of a failed first create could not remove it and would end in ROLLBACK_FAILED. Its name is
+   * generated, so the empty table a failed first deploy leaves behind does not block the retry (runbook,
+   * "Offboarding and renaming a tenant").
    */
   readonly removalPolicy?: RemovalPolicy;
 }
@@ -50,6 +54,7 @@ export class TenantTable extends Construct {
 
   constructor(scope: Construct, id: string, props: TenantTableProps) {
     super(scope, id);
+    // The id "Table" must never change on deployed stacks (it makes the logical id; test/infra pins it).
     this.table = new dynamodb.Table(this, "Table", {
       partitionKey: { name: "pk", type: dynamodb.AttributeType.STRING },
       sortKey: { name: "sk", type: dynamodb.AttributeType.STRING },

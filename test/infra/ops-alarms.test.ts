@@ -15,7 +15,7 @@ const DAY_SECONDS = 86_400;
 /** The example's globex tenant on other schedules. */
 function globexEvery(transactionsEveryMinutes: number, cardsEveryMinutes: number): TenantConfig {
   const globex = loadTenantsFile(EXAMPLE_TENANTS_FILE).find((t) => t.id === "globex") as TenantConfig;
-  return { ...globex, schedules: { transactionsEveryMinutes, cardsEveryMinutes } };
+  return { ...globex, schedules: { ...globex.schedules, transactionsEveryMinutes, cardsEveryMinutes } };
 }
 
 function alarmsOf(tenant: TenantConfig): (suffix: string) => AlarmProperties {
@@ -92,6 +92,39 @@ describe("cycle alarms follow the tenant's schedule", () => {
     expect(short("DeadLetters-Pollers")).toMatchObject({ ...sent, Period: 1800, EvaluationPeriods: 3, DatapointsToAlarm: 2 });
     expect(long("DeadLetters-Pollers")).toMatchObject({ ...sent, Period: DAY_SECONDS, EvaluationPeriods: 1, DatapointsToAlarm: 1 });
     expect(short("DeadLetters-Pollers").AlarmDescription).toContain("2 of the last 3 30-minute periods");
+  });
+
+  it("alarms when the transaction poller was invoked in none of the periods of its schedule's window, missing data breaching", () => {
+    const heartbeat = {
+      Namespace: "AWS/Lambda",
+      MetricName: "Invocations",
+      Statistic: "Sum",
+      Threshold: 1,
+      ComparisonOperator: "LessThanThreshold",
+      TreatMissingData: "breaching",
+      ActionsEnabled: true,
+    };
+    expect(short("Heartbeat")).toMatchObject({ ...heartbeat, Period: 300, EvaluationPeriods: 3, DatapointsToAlarm: 3 });
+    expect(short("Heartbeat").Dimensions).toEqual([{ Name: "FunctionName", Value: { Ref: expect.stringMatching(/^PollTransactionsFunction/) } }]);
+    expect(short("Heartbeat").AlarmDescription).toContain("was not invoked in any of the last 3 5-minute periods");
+    expect(short("Heartbeat").AlarmDescription).toMatch(/Runbook: docs\/runbook\.md#heartbeat$/);
+    expect(alarmsOf(globexEvery(60, 5))("Heartbeat")).toMatchObject({ ...heartbeat, Period: 3600, EvaluationPeriods: 3, DatapointsToAlarm: 3 });
+    expect(alarmsOf(globexEvery(720, 5))("Heartbeat")).toMatchObject({ ...heartbeat, Period: 43_200, EvaluationPeriods: 2, DatapointsToAlarm: 2 });
+    expect(long("Heartbeat")).toMatchObject({ ...heartbeat, Period: DAY_SECONDS, EvaluationPeriods: 1, DatapointsToAlarm: 1 });
+    expect(long("Heartbeat").AlarmDescription).toContain("was not invoked in the last one-day period");
+    // Notifies ALARM and OK on the same topic as the other alarms.
+    const actions = short("SyncLag")["AlarmActions"];
+    expect(short("Heartbeat")).toMatchObject({ AlarmActions: actions, OKActions: actions });
+  });
+
+  it("keeps the heartbeat of a tenant deployed with its schedules disabled, without notifying, and only that alarm", () => {
+    const enabled = globexEvery(5, 15);
+    const disabled = alarmsOf({ ...enabled, schedules: { ...enabled.schedules, enabled: false } });
+    const actions = short("SyncLag")["AlarmActions"];
+    expect(disabled("Heartbeat")).toMatchObject({ ActionsEnabled: false, TreatMissingData: "breaching", AlarmActions: actions, OKActions: actions });
+    for (const other of ["SyncLag", "Errors-PollTransactions", "Errors-RotateToken", "DeadLetters-Pollers", "TokenFamilyRevoked"]) {
+      expect(disabled(other)["ActionsEnabled"]).not.toBe(false);
+    }
   });
 
   it("keeps the rotation's errors alarm on its first error whatever the schedules", () => {

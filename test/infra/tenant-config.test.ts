@@ -41,7 +41,7 @@ describe("tenant config", () => {
       piiMode: TENANT_DEFAULTS.piiMode,
       emitCardCreated: false,
       eventBus: { mode: "create" },
-      schedules: { transactionsEveryMinutes: 5, cardsEveryMinutes: 15 },
+      schedules: { enabled: true, transactionsEveryMinutes: 5, cardsEveryMinutes: 15 },
       archiveRetentionDays: 30,
       alarms: { syncLagThresholdSeconds: 1800 },
       webhooks: [],
@@ -53,6 +53,7 @@ describe("tenant config", () => {
     ["a plain-http environment URL", { ...minimal, environment: "http://provider.test" }, "environment", "https"],
     ["a zero schedule rate", { ...minimal, schedules: { cardsEveryMinutes: 0 } }, "schedules.cardsEveryMinutes", ">=1"],
     ["a misspelt field", { ...minimal, schedule: {} }, "schedule", "Unrecognized key"],
+    ["schedules enabled given as a string", { ...minimal, schedules: { enabled: "false" } }, "schedules.enabled", "must be true or false"],
     ["both alarm targets", { ...minimal, alarms: { email: "a@b.test", topicArn: "arn:aws:sns:eu-west-1:123456789012:t" } }, "alarms", "exactly one"],
     ["an unknown PII mode", { ...minimal, piiMode: "mask" }, "piiMode", "Invalid option"],
     ["an imported bus with neither name nor ARN", { ...minimal, eventBus: { mode: "import" } }, "eventBus", "mode"],
@@ -123,6 +124,14 @@ describe("tenant config", () => {
     expect(tenant.eventBus).toEqual({ mode: "import", arn: "arn:aws:events:eu-west-1:123456789012:event-bus/shared" });
   });
 
+  it("deploys a tenant's schedules disabled when asked, keeping their rates", () => {
+    expect(parseTenantConfig({ ...minimal, schedules: { enabled: false, cardsEveryMinutes: 30 } }).schedules).toEqual({
+      enabled: false,
+      transactionsEveryMinutes: 5,
+      cardsEveryMinutes: 30,
+    });
+  });
+
   it("reports a misspelt key before the required field it was meant to be", () => {
     const { environment, ...rest } = minimal;
     const error = errorOf(() => parseTenantConfig({ ...rest, enviroment: environment }));
@@ -143,6 +152,16 @@ describe("tenant config", () => {
     expect(errorOf(() => parseTenantsDocument({ tenants: [{ ...minimal, webhooks: [hook, hook] }] })).field).toBe(
       "webhooks[1].name",
     );
+  });
+
+  it("rejects webhook names that are the same once dashes are removed, naming both", () => {
+    const hook = (name: string) => ({ name, url: "https://erp.test/h", eventTypes: ["card.created"], auth: { type: "basic", username: "u", password: { secretArn } } });
+    const error = errorOf(() => parseTenantsDocument({ tenants: [{ ...minimal, webhooks: [hook("erp"), hook("a-b"), hook("ab")] }] }));
+    expect(error.field).toBe("webhooks[2].name");
+    expect(error.message).toBe(
+      'tenant "acme": field webhooks[2].name: webhooks "a-b" and "ab" have the same name once dashes are removed, as in their resources\' logical ids: rename one',
+    );
+    expect(parseTenantsDocument({ tenants: [{ ...minimal, webhooks: [hook("a-b"), hook("a-c")] }] })[0]?.webhooks).toHaveLength(2);
   });
 
   it("reads a file that starts with a byte-order mark", () => {

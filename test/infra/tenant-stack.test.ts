@@ -146,9 +146,21 @@ describe("tenant stacks", () => {
     globexT.hasResourceProperties("AWS::Scheduler::Schedule", { ScheduleExpression: "rate(30 minutes)" });
   });
 
+  it("creates the schedules enabled, or disabled when the tenant's schedules.enabled is false (a tenant not yet onboarded)", () => {
+    for (const template of [acmeT, globexT]) template.resourcePropertiesCountIs("AWS::Scheduler::Schedule", { State: "ENABLED" }, 2);
+    const globexConfig = loadTenantsFile(EXAMPLE_TENANTS_FILE)[1] as TenantConfig;
+    const pending = { ...globexConfig, schedules: { ...globexConfig.schedules, enabled: false } };
+    const [stack] = buildTestApp({ tenants: [pending] }).stacks as [TenantStack];
+    const template = Template.fromStack(stack);
+    template.resourceCountIs("AWS::Scheduler::Schedule", 2);
+    template.resourcePropertiesCountIs("AWS::Scheduler::Schedule", { State: "DISABLED", ScheduleExpression: "rate(2 minutes)" }, 1);
+    template.resourcePropertiesCountIs("AWS::Scheduler::Schedule", { State: "DISABLED", ScheduleExpression: "rate(30 minutes)" }, 1);
+  });
+
   it("lets a tick wait one schedule period behind a running cycle, at most Lambda's 6 hours", () => {
     acmeT.resourcePropertiesCountIs("AWS::Lambda::EventInvokeConfig", { MaximumEventAgeInSeconds: 300 }, 1);
-    const daily = { ...(loadTenantsFile(EXAMPLE_TENANTS_FILE)[0] as TenantConfig), schedules: { transactionsEveryMinutes: 1440, cardsEveryMinutes: 420 } };
+    const acmeConfig = loadTenantsFile(EXAMPLE_TENANTS_FILE)[0] as TenantConfig;
+    const daily = { ...acmeConfig, schedules: { ...acmeConfig.schedules, transactionsEveryMinutes: 1440, cardsEveryMinutes: 420 } };
     const [stack] = buildTestApp({ tenants: [daily] }).stacks as [TenantStack];
     Template.fromStack(stack).resourcePropertiesCountIs("AWS::Lambda::EventInvokeConfig", { MaximumEventAgeInSeconds: 21_600 }, 2);
   });
@@ -215,6 +227,72 @@ describe("tenant stacks", () => {
     const connections = JSON.stringify(acmeT.findResources("AWS::Events::Connection"));
     expect(connections).toContain("{{resolve:secretsmanager:arn:aws:secretsmanager:eu-west-1:111111111111:secret:acme/erp-webhook-AbCdEf:SecretString:api_key::}}");
     expect(connections).toContain("{{resolve:secretsmanager:arn:aws:secretsmanager:eu-west-1:111111111111:secret:acme/audit-oauth-GhIjKl:SecretString:client_secret::}}");
+  });
+});
+
+/** Logical id -> "DeletionPolicy/UpdateReplacePolicy" of every resource that is not simply deleted with the stack. */
+function keptResources(template: Template): Record<string, string> {
+  const resources = template.toJSON()["Resources"] as Record<string, { DeletionPolicy?: string; UpdateReplacePolicy?: string }>;
+  const kept: Record<string, string> = {};
+  for (const [id, resource] of Object.entries(resources)) {
+    const policies = `${resource.DeletionPolicy ?? "Delete"}/${resource.UpdateReplacePolicy ?? "Delete"}`;
+    if (policies !== "Delete/Delete") kept[id] = policies;
+  }
+  return kept;
+}
+
+describe("what a stack delete or a failed first create leaves", () => {
+  // RetainExceptOnCreate: kept on update and delete, removed when the create that made it rolls back.
+  const kept = {
+    Key9BCD29C7: "RetainExceptOnCreate/Retain",
+    SecretA29EB826: "RetainExceptOnCreate/Retain",
+    PollerDeadLettersQueue213A9CE4: "RetainExceptOnCreate/Retain",
+    // the replay source, also kept when a new bus source replaces it
+    EventBusArchive52248A77: "RetainExceptOnCreate/Retain",
+    // deletion protection would refuse the rollback's DeleteTable: always retained (its name is generated)
+    Table710B521B: "Retain/Retain",
+  };
+
+  it("retains the stateful resources, under the logical ids deployed stacks have, and removes them when their first create rolls back", () => {
+    expect(keptResources(globexT)).toEqual(kept);
+    expect(keptResources(acmeT)).toEqual({
+      ...kept,
+      // a created bus stays with its archive (replays go to it; a bus with rules cannot be deleted)
+      EventBusEEC924FB: "RetainExceptOnCreate/Retain",
+      WebhookerpDeadLettersQueue6628A433: "RetainExceptOnCreate/Retain",
+      WebhookcardsauditDeadLettersQueue5B8FADEB: "RetainExceptOnCreate/Retain",
+    });
+  });
+
+  it("pins the logical ids of the key, table, secret and archive: a new id would orphan the deployed resource and start an empty one", () => {
+    for (const template of [acmeT, globexT]) {
+      expect(logicalIdOf(template, "AWS::KMS::Key")).toBe("Key9BCD29C7");
+      expect(logicalIdOf(template, "AWS::DynamoDB::Table")).toBe("Table710B521B");
+      expect(logicalIdOf(template, "AWS::SecretsManager::Secret")).toBe("SecretA29EB826");
+      expect(logicalIdOf(template, "AWS::Events::Archive")).toBe("EventBusArchive52248A77");
+    }
+  });
+
+  it("pins the secret's GenerateSecretString exactly: any change makes CloudFormation regenerate the whole secret value", () => {
+    for (const template of [acmeT, globexT]) {
+      const secret = template.toJSON()["Resources"]["SecretA29EB826"] as { Properties: { GenerateSecretString: unknown } };
+      expect(secret.Properties.GenerateSecretString).toStrictEqual({
+        SecretStringTemplate: '{"client_id":"","client_secret":"","refresh_token":""}',
+        GenerateStringKey: "pii_salt",
+        PasswordLength: 48,
+        ExcludePunctuation: true,
+      });
+    }
+  });
+
+  it("deletes the schedule group, whose fixed name would block the next create of the stack if it were retained", () => {
+    for (const [template, tenant] of [[acmeT, "acme-sandbox"], [globexT, "globex"]] as const) {
+      template.hasResource("AWS::Scheduler::ScheduleGroup", {
+        DeletionPolicy: "Delete",
+        UpdateReplacePolicy: "Delete",
+        Properties: { Name: `qashio-bridge-${tenant}` },
+      });
+    }
   });
 });
 
@@ -384,7 +462,7 @@ describe("ops", () => {
       // a webhook DLQ holds events still to redrive: it stays on until they are handled
       MetricName: "ApproximateNumberOfMessagesVisible",
     });
-    acmeT.resourceCountIs("AWS::CloudWatch::Alarm", 11);
+    acmeT.resourceCountIs("AWS::CloudWatch::Alarm", 12);
   });
 
   it("draws a dashboard per tenant with every required graph, split by type and status class", () => {
