@@ -152,6 +152,15 @@ const mutationArb: fc.Arbitrary<Mutation> = fc.record({
   key: keyArb,
 });
 
+/** `String(value)`, or its JSON text when the value is an object a mutation gave an own `toString` member. */
+function textOf(value: unknown): string {
+  try {
+    return String(value);
+  } catch {
+    return JSON.stringify(value) ?? "";
+  }
+}
+
 function mutate(root: Record<string, unknown>, m: Mutation): void {
   const paths = m.top ? Object.keys(root).map((k) => [k]) : pathsOf(root);
   const path = paths[m.pick % paths.length] ?? [];
@@ -175,7 +184,7 @@ function mutate(root: Record<string, unknown>, m: Mutation): void {
       if (typeof old === "string") parent[last] = old === old.toUpperCase() ? old.toLowerCase() : old.toUpperCase();
       break;
     case "stringify":
-      parent[last] = String(old);
+      parent[last] = textOf(old);
       break;
     case "nonFinite":
       if (typeof old === "number") parent[last] = [NaN, Infinity, -Infinity][m.pick % 3];
@@ -187,7 +196,7 @@ function mutate(root: Record<string, unknown>, m: Mutation): void {
       // An entry list sent keyed by label (tolerated for segments); the first key may be anything, even `__proto__`.
       const [owner, name] = Array.isArray(old) ? [parent, last] : [root as Record<string | number, unknown>, "segments"];
       const list = owner[name];
-      const keyOf = (e: unknown, i: number) => (i === 0 ? m.key : String((e as Row | null)?.label ?? i));
+      const keyOf = (e: unknown, i: number) => (i === 0 ? m.key : textOf((e as Row | null)?.label ?? i));
       if (Array.isArray(list)) owner[name] = Object.fromEntries(list.map((e, i) => [keyOf(e, i), e]));
       break;
     }
