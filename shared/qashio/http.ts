@@ -16,6 +16,7 @@ import {
   TimeoutError,
   UnauthorizedError,
   type ProviderErrorDetail,
+  type ProviderText,
   type QashioErrorContext,
 } from "./errors.js";
 import type { TokenProvider } from "./auth/token-provider.js";
@@ -201,11 +202,30 @@ export function requestIdOf(body: unknown, headers: ResponseHeaders): string | u
   return headers.get("x-request-id") ?? undefined;
 }
 
-/** Replaces every occurrence of each secret in `text` with `***`; longest first so a secret inside another goes too. */
+/**
+ * The forms a secret may take when a server quotes it back: as sent, URL-encoded (upper- or lowercase hex, `+` for a
+ * space) and JSON-escaped.
+ */
+function secretForms(secret: string): string[] {
+  const encoded = encodeURIComponent(secret);
+  return [
+    secret,
+    encoded,
+    encoded.replace(/%[0-9A-F]{2}/g, (escape) => escape.toLowerCase()),
+    new URLSearchParams({ s: secret }).toString().slice(2),
+    JSON.stringify(secret).slice(1, -1),
+  ];
+}
+
+/**
+ * Replaces every occurrence of each secret in `text`, in any form of {@link secretForms}, with `***`; longest first
+ * so a secret inside another goes too.
+ */
 export function redactSecrets(text: string, secrets: readonly string[]): string {
+  const forms = new Set(secrets.filter((s) => s.length > 0).flatMap(secretForms));
   let out = text;
-  for (const secret of [...secrets].filter((s) => s.length > 0).sort((a, b) => b.length - a.length)) {
-    out = out.split(secret).join("***");
+  for (const form of [...forms].sort((a, b) => b.length - a.length)) {
+    out = out.split(form).join("***");
   }
   return out;
 }
@@ -222,17 +242,25 @@ function secretsOf(request: HttpRequest, token: string | undefined): string[] {
   return secrets;
 }
 
-/** The envelope's `errors[]`; read tolerantly when the body breaks the schema, since it must still give a typed error. */
-function errorDetailsOf(body: unknown, redact: (text: string) => string = (text) => text): ProviderErrorDetail[] {
+/** One entry of the envelope's `errors[]`, as read: its free text apart, since it never goes on the error itself. */
+interface EnvelopeEntry {
+  readonly detail: ProviderErrorDetail;
+  readonly text: string;
+}
+
+/**
+ * The envelope's `errors[]`, each entry's `message` taken out as its text; read tolerantly when the body breaks the
+ * schema, since it must still give a typed error.
+ */
+function envelopeEntriesOf(body: unknown): EnvelopeEntry[] {
   const envelope = ErrorEnvelopeSchema.safeParse(body);
   if (envelope.success) {
-    return envelope.data.errors.map(({ field, code, message }) => ({ field, code, message: redact(message) }));
+    return envelope.data.errors.map(({ field, code, message }) => ({ detail: { field, code, message: "" }, text: message }));
   }
   if (!isRecord(body) || !Array.isArray(body.errors)) return [];
   return body.errors.filter(isRecord).map((e) => ({
-    field: typeof e.field === "string" ? e.field : null,
-    code: typeof e.code === "string" ? e.code : "UNKNOWN",
-    message: typeof e.message === "string" ? redact(e.message) : "",
+    detail: { field: typeof e.field === "string" ? e.field : null, code: typeof e.code === "string" ? e.code : "UNKNOWN", message: "" },
+    text: typeof e.message === "string" ? e.message : "",
   }));
 }
 
@@ -259,8 +287,10 @@ function parseJson(text: string): { ok: true; value: unknown } | { ok: false } {
 }
 
 /**
- * Turns a non-2xx response into its typed error. Never includes a token endpoint's body text (it may echo secrets);
- * an envelope's `message` and `errors[].message` keep their text with every `where.secrets` value replaced by `***`.
+ * Turns a non-2xx response into its typed error. The message names the method, the path, the status and, for a token
+ * endpoint, its OAuth error code; never the provider's free text, which may quote personal data or secrets. The
+ * envelope's `message` and `errors[].message` go, with every `where.secrets` value replaced by `***`, only to the
+ * error's non-enumerable `providerText`; a token endpoint's description is not kept at all.
  */
 export function errorForResponse(
   status: number,
@@ -271,18 +301,26 @@ export function errorForResponse(
   const parsed = parseJson(text);
   const body = parsed.ok ? parsed.value : undefined;
   const redact = (value: string): string => redactSecrets(value, where.secrets ?? []);
+  const entries = where.errorBody === "envelope" ? envelopeEntriesOf(body) : [];
+  let providerText: ProviderText | undefined;
+  if (where.errorBody === "envelope" && isRecord(body)) {
+    const message = typeof body.message === "string" && body.message ? body.message : undefined;
+    providerText = {
+      // Redact before cutting, so a cut can never leave part of a secret behind.
+      ...(message === undefined ? {} : { message: redact(message).slice(0, 200) }),
+      errors: entries.map((e) => redact(e.text)),
+    };
+  }
   const context: QashioErrorContext = {
     status,
-    errors: where.errorBody === "envelope" ? errorDetailsOf(body, redact) : oauthErrorDetailsOf(body),
+    errors: where.errorBody === "envelope" ? entries.map((e) => e.detail) : oauthErrorDetailsOf(body),
     requestId: requestIdOf(body, headers),
     method: where.method,
     path: where.path,
+    ...(providerText === undefined ? {} : { providerText }),
   };
   let detail = "";
-  if (where.errorBody === "envelope" && isRecord(body) && typeof body.message === "string" && body.message) {
-    // Redact before cutting, so a cut can never leave part of a secret behind.
-    detail = `: ${redact(body.message).slice(0, 200)}`;
-  } else if (where.errorBody === "oauth") {
+  if (where.errorBody === "oauth") {
     const code = oauthErrorCodeOf(body);
     if (code) detail = ` (${code})`;
   }
