@@ -45,3 +45,22 @@ describe("a provider refusal quoting personal data", () => {
     }
   });
 });
+
+describe("a provider refusal through the real client", () => {
+  it("still leaves only the ids it names listed, while a code echoing the bearer token reaches no log", async () => {
+    const rig = makeRig();
+    const txns = Array.from({ length: 3 }, () => rig.provider.addTransaction());
+    const stuck = txns[1]!.id;
+    rig.provider.beforeCall = (call) => {
+      if (call.op !== "acknowledgeTransactions" || !call.ids.includes(stuck)) return;
+      // clientOverFake sends the bearer token "token"; this provider quotes it as the code.
+      const errors = [{ field: `transaction_ids.${call.ids.indexOf(stuck)}`, code: "token", message: `${stuck} is locked` }];
+      throw Object.assign(new Error("refused"), { status: 400, errors });
+    };
+    const report = await pollTransactions({ ...rig.deps, provider: clientOverFake(rig.provider, rig.clock) });
+    expect(report.outcome).toBe("complete");
+    expect(rig.provider.pending().map((t) => t.id)).toEqual([stuck]);
+    const warning = rig.logger.lines.find((l) => l.message === "provider refused to acknowledge some transactions; they stay listed");
+    expect(warning?.attributes).toEqual({ ids: [stuck], codes: ["?"] });
+  });
+});
