@@ -23,14 +23,20 @@ function isDeployment(value: string): value is QashioDeployment {
   return Object.hasOwn(BASE_URL_ENV_VARS, value);
 }
 
-/** Shows a URL in an error message without its user:password part, query string or fragment (each may hold a secret). */
-function describe(value: string): string {
-  return JSON.stringify(
-    value
-      .replace(/\/\/[^/@]*@/, "//***@")
-      .replace(/\?[^#]*/, "?***")
-      .replace(/#.*$/s, "#***"),
-  );
+/**
+ * Where a rejected URL points, for an error message: ` (host api.example)` when `value` parses, carries no credentials
+ * and holds no `@` at all (a password with `/` in it moves the apparent host into the password, and one with `@`
+ * leaves part of itself in the host); else nothing. The value itself is never quoted: its user:password part, query
+ * string or fragment may hold a secret, and masking them by pattern misses odd passwords.
+ */
+function hostHint(value: string): string {
+  if (value.includes("@")) return "";
+  try {
+    const url = new URL(value);
+    return url.username || url.password || !url.host ? "" : ` (host ${url.host})`;
+  } catch {
+    return "";
+  }
 }
 
 /**
@@ -38,11 +44,11 @@ function describe(value: string): string {
  * and returns it without a trailing slash.
  *
  * @param source - what the value came from, named in the error (e.g. `QASHIO_EU_URL`).
- * @throws ConfigurationError naming the bad value.
+ * @throws ConfigurationError naming the source and the problem, never the value (at most its host).
  */
 export function normaliseBaseUrl(value: string, source = "base URL"): string {
   const problem = baseUrlProblem(value);
-  if (problem !== undefined) throw new ConfigurationError(`${source} ${describe(value)} ${problem}`);
+  if (problem !== undefined) throw new ConfigurationError(`${source}${hostHint(value)} ${problem}`);
   return new URL(value).href.replace(/\/+$/, "");
 }
 
@@ -69,7 +75,7 @@ export function baseUrlProblem(value: string): string | undefined {
  * @param target - `"production"`, `"eu"`, `"sandbox"` (read from `QASHIO_PRODUCTION_URL`, `QASHIO_EU_URL`,
  *   `QASHIO_SANDBOX_URL`) or a literal `http(s)://` URL.
  * @param env - environment to read; defaults to `process.env`.
- * @throws ConfigurationError naming the bad value or the missing variable.
+ * @throws ConfigurationError naming the setting and the problem (never the value) or the missing variable.
  * @example
  * ```ts
  * const baseUrl = resolveBaseUrl(process.env.QASHIO_TARGET ?? "sandbox");
@@ -87,8 +93,9 @@ export function resolveBaseUrl(target: string, env: Env = process.env): string {
     return normaliseBaseUrl(value, variable);
   }
   if (/^https?:\/\//i.test(trimmed)) return normaliseBaseUrl(trimmed, "base URL");
+  // Not quoted: a mistyped URL may still carry a password.
   throw new ConfigurationError(
-    `base URL target ${describe(target)} is neither a deployment (${Object.keys(BASE_URL_ENV_VARS).join(", ")}) nor an http(s) URL`,
+    `base URL target is neither a deployment (${Object.keys(BASE_URL_ENV_VARS).join(", ")}) nor an http(s) URL`,
   );
 }
 

@@ -56,6 +56,29 @@ describe("loadConfig", () => {
   it("rejects a base URL that is neither a URL nor a deployment", () => {
     expect(() => loadConfig({ ...valid, QASHIO_BASE_URL: "ftp://x" })).toThrow(/QASHIO_BASE_URL/);
   });
+
+  it.each([
+    ["https://svc:pa/ss@api.example", ["pa/ss", "svc", "api.example"]],
+    ["https://svc:p@ss@api.example", ["p@ss", "ss@", "svc", "api.example"]],
+  ])("never echoes the URL %s, literal or named, in its error", (url, leaks) => {
+    for (const env of [
+      { ...valid, QASHIO_BASE_URL: url },
+      { ...valid, QASHIO_BASE_URL: "production", QASHIO_PRODUCTION_URL: url },
+    ]) {
+      const error = (() => {
+        try {
+          loadConfig(env);
+        } catch (e) {
+          return e as ConfigurationError;
+        }
+      })();
+      expect(error).toBeInstanceOf(ConfigurationError);
+      expect(error?.message).toMatch(/^Invalid function environment: QASHIO_BASE_URL /);
+      for (const text of [error?.message ?? "", JSON.stringify(error?.issues)]) {
+        for (const leak of leaks) expect(text).not.toContain(leak);
+      }
+    }
+  });
 });
 
 describe("cycleDeadline", () => {

@@ -180,6 +180,20 @@ describe("provider URL", () => {
     );
   });
 
+  it.each([
+    ["https://svc:Pr0d/S3cret@api.example", ["Pr0d", "S3cret", "svc", "api.example"]],
+    ["https://svc:Pr0d@S3cret@api.example", ["Pr0d", "S3cret", "svc", "api.example"]],
+  ])("never echoes the URL %s at synth, named or literal", (url, leaks) => {
+    const errors = [
+      errorOf(() => resolveProviderUrl(parseTenantConfig({ ...minimal, environment: "production" }), { production: url })),
+      errorOf(() => resolveProviderUrl(parseTenantConfig({ ...minimal, environment: url }), {})),
+    ];
+    for (const error of errors) {
+      expect(error.message).toMatch(/^tenant "acme": field environment: (QASHIO_PRODUCTION_URL|environment) /);
+      for (const leak of leaks) expect(error.message).not.toContain(leak);
+    }
+  });
+
   it("fails naming the variable and context key when a named deployment has no URL", () => {
     const error = errorOf(() => resolveProviderUrl(tenant, {}));
     expect(error.message).toBe(
