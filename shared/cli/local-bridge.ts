@@ -139,7 +139,7 @@ export async function openLocalBridge(settings: LocalSettings, options: LocalBri
     baseUrl = resolveBaseUrl(settings.baseUrl, options.env);
   } catch (error) {
     // Neither the client's message nor a settings message quotes the value (it may carry credentials).
-    throw new ConfigError([{ setting: "QASHIO_BASE_URL", problem: "does not resolve to an http(s) URL without credentials, query or fragment" }], {
+    throw new ConfigError([{ setting: "QASHIO_BASE_URL", problem: "does not resolve to an https URL (http only for a loopback host) without credentials, query or fragment" }], {
       cause: error,
     });
   }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { resolveAuthorizeUrl, resolveBaseUrl } from "../../shared/qashio/config.js";
+import { baseUrlProblem, isLoopbackHost, resolveAuthorizeUrl, resolveBaseUrl } from "../../shared/qashio/config.js";
 import { ConfigurationError } from "../../shared/qashio/errors.js";
 
 const env = {
@@ -25,7 +25,7 @@ describe("resolveBaseUrl", () => {
   it("names where a bad value came from and what is wrong, never the value", () => {
     expect(() => resolveBaseUrl("staging", env)).toThrow(ConfigurationError);
     expect(() => resolveBaseUrl("staging", env)).toThrow("base URL target is neither a deployment (production, eu, sandbox) nor an http(s) URL");
-    expect(() => resolveBaseUrl("sandbox", { QASHIO_SANDBOX_URL: "ftp://x" })).toThrow("QASHIO_SANDBOX_URL (host x) must use http or https");
+    expect(() => resolveBaseUrl("sandbox", { QASHIO_SANDBOX_URL: "ftp://x" })).toThrow("QASHIO_SANDBOX_URL (host x) must use https");
     expect(() => resolveBaseUrl("https://x.test/?token=1", env)).toThrow("base URL (host x.test) must not carry a query string or fragment");
   });
 
@@ -75,6 +75,34 @@ function errorOf(fn: () => unknown): Error {
   }
   throw new Error("expected a throw");
 }
+
+describe("https", () => {
+  const HTTPS_REQUIRED = "must use https (http is accepted only for a loopback host: localhost, 127.0.0.0/8 or ::1)";
+
+  it.each([
+    ["http://api.example", "api.example"],
+    ["http://sandbox.local", "sandbox.local"],
+    ["http://10.0.0.1:4010", "10.0.0.1:4010"],
+    ["http://localhost.evil.example", "localhost.evil.example"],
+    ["http://127.0.0.1.nip.io", "127.0.0.1.nip.io"],
+    ["http://[::2]", "[::2]"],
+  ])("refuses %s, naming the setting and that https is required", (url, host) => {
+    expect(baseUrlProblem(url)).toBe(HTTPS_REQUIRED);
+    expect(() => resolveBaseUrl("eu", { QASHIO_EU_URL: url })).toThrow(`QASHIO_EU_URL (host ${host}) ${HTTPS_REQUIRED}`);
+    expect(() => resolveBaseUrl(url, {})).toThrow(`base URL (host ${host}) ${HTTPS_REQUIRED}`);
+    expect(() => resolveAuthorizeUrl(undefined, { QASHIO_AUTHORIZE_URL: url })).toThrow(`QASHIO_AUTHORIZE_URL (host ${host}) ${HTTPS_REQUIRED}`);
+  });
+
+  it("accepts https, and http for a loopback host as the URL parser writes it", () => {
+    for (const host of ["localhost", "127.0.0.1", "127.255.0.9", "[::1]"]) expect(isLoopbackHost(host)).toBe(true);
+    for (const host of ["localhost.", "128.0.0.1", "[::ffff:7f00:1]", "example.localhost", "0.0.0.0"]) expect(isLoopbackHost(host)).toBe(false);
+    const accepted = ["http://localhost:4010", "http://LOCALHOST:4010/", "http://127.0.0.1:9", "http://127.1.2.3", "http://127.1:4010", "http://[::1]:4010"];
+    for (const url of [...accepted, "http://[0:0:0:0:0:0:0:1]", "https://api.example"]) {
+      expect(baseUrlProblem(url)).toBeUndefined();
+      expect(resolveBaseUrl("eu", { QASHIO_EU_URL: url })).toBe(new URL(url).href.replace(/\/+$/, ""));
+    }
+  });
+});
 
 describe("resolveAuthorizeUrl", () => {
   it("prefers the explicit URL, else QASHIO_AUTHORIZE_URL", () => {
