@@ -18,8 +18,11 @@ export { COMPANY_DEFINITIONS } from "./data/seed.js";
 export type { FaultSpec } from "./faults.js";
 export * from "./errors.js";
 
-/** Base URL to use with the in-process {@link Sandbox.fetch}. */
-export const SANDBOX_IN_PROCESS_URL = "http://sandbox.local";
+/**
+ * Base URL to use with the in-process {@link Sandbox.fetch}. No request leaves the process; it is https so that the
+ * bridge's settings checks (https unless a loopback host) accept it.
+ */
+export const SANDBOX_IN_PROCESS_URL = "https://sandbox.local";
 
 export interface SandboxOptions {
   /** Seed of the deterministic data. @default 1 */
@@ -75,7 +78,7 @@ function toEpochMs(value: number | string | Date | undefined): number {
  * const sandbox = createSandbox({ seed: 7, startTime: "2025-03-15T12:00:00Z" });
  * const [company] = sandbox.control.companies();
  * const code = sandbox.control.issueAuthorizationCode({ companyId: company.id, redirectUri: "http://127.0.0.1:8765/callback" });
- * const res = await sandbox.fetch("http://sandbox.local/oauth2/token", {
+ * const res = await sandbox.fetch("https://sandbox.local/oauth2/token", {
  *   method: "POST",
  *   headers: { "content-type": "application/json" },
  *   body: JSON.stringify({ grant_type: "authorization_code", client_id: "sandbox-client", client_secret: "sandbox-secret", code, redirect_uri: "http://127.0.0.1:8765/callback" }),

@@ -61,7 +61,7 @@ export interface SettingDoc {
 }
 
 export const SETTINGS: readonly SettingDoc[] = [
-  { name: "QASHIO_BASE_URL", required: "yes", default: "", meaning: "provider base URL, or `production`, `eu`, `sandbox` (resolved from QASHIO_PRODUCTION_URL / QASHIO_EU_URL / QASHIO_SANDBOX_URL)" },
+  { name: "QASHIO_BASE_URL", required: "yes", default: "", meaning: "provider base URL (https; http only for a loopback host), or `production`, `eu`, `sandbox` (resolved from QASHIO_PRODUCTION_URL / QASHIO_EU_URL / QASHIO_SANDBOX_URL)" },
   { name: "QASHIO_CLIENT_ID", required: "yes", default: "", meaning: "OAuth client id issued to the integrator" },
   { name: "QASHIO_CLIENT_SECRET", required: "yes", default: "", meaning: "OAuth client secret (never printed)" },
   { name: "QASHIO_REFRESH_TOKEN", required: "no", default: "", meaning: "first refresh token; used only while the state directory holds no token (else run `authorize`)" },

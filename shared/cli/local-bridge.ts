@@ -142,8 +142,8 @@ export async function openLocalBridge(settings: LocalSettings, options: LocalBri
   try {
     baseUrl = resolveBaseUrl(settings.baseUrl, options.env);
   } catch (error) {
-    // The client's message quotes the (masked) value; settings messages never do.
-    throw new ConfigError([{ setting: "QASHIO_BASE_URL", problem: "does not resolve to an http(s) URL without credentials, query or fragment" }], {
+    // Neither the client's message nor a settings message quotes the value (it may carry credentials).
+    throw new ConfigError([{ setting: "QASHIO_BASE_URL", problem: "does not resolve to an https URL (http only for a loopback host) without credentials, query or fragment" }], {
       cause: error,
     });
   }

@@ -1,6 +1,6 @@
 /**
  * Provider base URLs. Nothing is hard-coded: named deployments are read from the environment,
- * anything else must be a literal http(s) URL.
+ * anything else must be a literal https URL (http only for a loopback host, such as a local sandbox).
  */
 import { ConfigurationError } from "./errors.js";
 
@@ -23,32 +23,53 @@ function isDeployment(value: string): value is QashioDeployment {
   return Object.hasOwn(BASE_URL_ENV_VARS, value);
 }
 
-/** Shows a URL in an error message without its user:password part, query string or fragment (each may hold a secret). */
-function describe(value: string): string {
-  return JSON.stringify(
-    value
-      .replace(/\/\/[^/@]*@/, "//***@")
-      .replace(/\?[^#]*/, "?***")
-      .replace(/#.*$/s, "#***"),
-  );
+/**
+ * Where a rejected URL points, for an error message: ` (host api.example)` when `value` parses, carries no credentials
+ * and holds no `@` at all (a password with `/` in it moves the apparent host into the password, and one with `@`
+ * leaves part of itself in the host); else nothing. The value itself is never quoted: its user:password part, query
+ * string or fragment may hold a secret, and masking them by pattern misses odd passwords.
+ */
+function hostHint(value: string): string {
+  if (value.includes("@")) return "";
+  try {
+    const url = new URL(value);
+    return url.username || url.password || !url.host ? "" : ` (host ${url.host})`;
+  } catch {
+    return "";
+  }
 }
 
 /**
- * Checks that `value` is an absolute http(s) URL without credentials, query or fragment,
- * and returns it without a trailing slash.
+ * Checks that `value` is an absolute https URL (http only for a loopback host) without credentials, query or
+ * fragment, and returns it without a trailing slash.
  *
  * @param source - what the value came from, named in the error (e.g. `QASHIO_EU_URL`).
- * @throws ConfigurationError naming the bad value.
+ * @throws ConfigurationError naming the source and the problem, never the value (at most its host).
  */
 export function normaliseBaseUrl(value: string, source = "base URL"): string {
   const problem = baseUrlProblem(value);
-  if (problem !== undefined) throw new ConfigurationError(`${source} ${describe(value)} ${problem}`);
+  if (problem !== undefined) throw new ConfigurationError(`${source}${hostHint(value)} ${problem}`);
   return new URL(value).href.replace(/\/+$/, "");
 }
 
 /**
+ * True for a host name that can only be this machine: `localhost`, 127.0.0.0/8, `[::1]`, as the WHATWG URL parser
+ * writes them (lower case, IPv4 in dotted decimal, IPv6 compressed in brackets).
+ *
+ * @example
+ * ```ts
+ * isLoopbackHost(new URL("http://127.1:4010").hostname); // true ("127.0.0.1")
+ * isLoopbackHost("api.example"); // false
+ * ```
+ */
+export function isLoopbackHost(hostname: string): boolean {
+  return hostname === "localhost" || hostname === "[::1]" || /^127(?:\.\d{1,3}){3}$/.test(hostname);
+}
+
+/**
  * Why `value` cannot be a provider base URL, worded without the value (it may carry credentials), or undefined
- * when it can. Settings readers report this next to the setting's name.
+ * when it can. Settings readers report this next to the setting's name. The client secret and tokens travel to this
+ * address, so it must use https; plain http is accepted only for a loopback host (a local sandbox, tests).
  */
 export function baseUrlProblem(value: string): string | undefined {
   let url: URL;
@@ -57,7 +78,9 @@ export function baseUrlProblem(value: string): string | undefined {
   } catch {
     return "is not an absolute http(s) URL";
   }
-  if (url.protocol !== "http:" && url.protocol !== "https:") return "must use http or https";
+  if (url.protocol !== "https:" && !(url.protocol === "http:" && isLoopbackHost(url.hostname))) {
+    return "must use https (http is accepted only for a loopback host: localhost, 127.0.0.0/8 or ::1)";
+  }
   if (url.username || url.password) return "must not carry credentials (user:password@)";
   if (url.search || url.hash) return "must not carry a query string or fragment";
   return undefined;
@@ -67,9 +90,9 @@ export function baseUrlProblem(value: string): string | undefined {
  * Resolves the provider base URL from a deployment name or a literal URL.
  *
  * @param target - `"production"`, `"eu"`, `"sandbox"` (read from `QASHIO_PRODUCTION_URL`, `QASHIO_EU_URL`,
- *   `QASHIO_SANDBOX_URL`) or a literal `http(s)://` URL.
+ *   `QASHIO_SANDBOX_URL`) or a literal `https://` URL (`http://` only for a loopback host).
  * @param env - environment to read; defaults to `process.env`.
- * @throws ConfigurationError naming the bad value or the missing variable.
+ * @throws ConfigurationError naming the setting and the problem (never the value) or the missing variable.
  * @example
  * ```ts
  * const baseUrl = resolveBaseUrl(process.env.QASHIO_TARGET ?? "sandbox");
@@ -87,8 +110,9 @@ export function resolveBaseUrl(target: string, env: Env = process.env): string {
     return normaliseBaseUrl(value, variable);
   }
   if (/^https?:\/\//i.test(trimmed)) return normaliseBaseUrl(trimmed, "base URL");
+  // Not quoted: a mistyped URL may still carry a password.
   throw new ConfigurationError(
-    `base URL target ${describe(target)} is neither a deployment (${Object.keys(BASE_URL_ENV_VARS).join(", ")}) nor an http(s) URL`,
+    `base URL target is neither a deployment (${Object.keys(BASE_URL_ENV_VARS).join(", ")}) nor an http(s) URL`,
   );
 }
 

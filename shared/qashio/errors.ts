@@ -3,14 +3,31 @@
  *
  * Every error carries what a caller needs to act (status, the envelope's `errors[]`, the request id,
  * the method and the path without its query string) and never a secret: no token, no client secret,
- * no query string, no raw response body.
+ * no query string, no raw response body. The provider's free text is never in `message` (it may quote personal data);
+ * see {@link ProviderText}.
  */
 
-/** One entry of the provider's error envelope `errors[]` (spec §7). */
+/**
+ * One entry of the provider's error envelope `errors[]` (spec §7). For a provider answer, `message` is empty: the
+ * entry's text is in {@link QashioError.providerText}. The client's own request checks fill it with their own words.
+ */
 export interface ProviderErrorDetail {
   readonly field: string | null;
   readonly code: string;
   readonly message: string;
+}
+
+/**
+ * The provider's own free text of one error answer: the envelope's `message` and each `errors[].message`, in order,
+ * with the secrets the request sent (also URL-encoded or JSON-escaped) replaced by `***`. It may still quote personal
+ * data the provider echoed, so it is never part of an error's `message`, and it sits on a non-enumerable property that
+ * `JSON.stringify`, Powertools Logger and `util.inspect` leave out. Read it explicitly, when debugging by hand.
+ */
+export interface ProviderText {
+  /** The envelope's top-level `message` (at most 200 characters), when it had one. */
+  readonly message?: string;
+  /** `errors[i].message` for each entry of `errors[]`, in the same order. */
+  readonly errors: readonly string[];
 }
 
 /** A schema problem found in a response, reduced to what is safe to log (no input values). */
@@ -31,6 +48,8 @@ export interface QashioErrorContext {
   readonly method?: string;
   /** Request path only: never a query string. */
   readonly path?: string;
+  /** The provider's free text, kept off `message` and out of serialisation (see {@link ProviderText}). */
+  readonly providerText?: ProviderText;
 }
 
 /** Base class of every error the provider API client throws. */
@@ -41,6 +60,11 @@ export class QashioError extends Error {
   readonly requestId?: string;
   readonly method?: string;
   readonly path?: string;
+  /**
+   * The provider's free text of the answer, for debugging by hand: non-enumerable, so no logger or serialiser
+   * writes it out. It may quote personal data; never log it. See {@link ProviderText}.
+   */
+  declare readonly providerText?: ProviderText;
 
   constructor(message: string, context: QashioErrorContext = {}, options?: ErrorOptions) {
     super(message, options);
@@ -49,6 +73,9 @@ export class QashioError extends Error {
     this.requestId = context.requestId;
     this.method = context.method;
     this.path = context.path;
+    if (context.providerText !== undefined) {
+      Object.defineProperty(this, "providerText", { value: context.providerText, enumerable: false, writable: false, configurable: true });
+    }
   }
 }
 

@@ -16,6 +16,7 @@ import {
   TimeoutError,
   UnauthorizedError,
   type ProviderErrorDetail,
+  type ProviderText,
   type QashioErrorContext,
 } from "./errors.js";
 import type { TokenProvider } from "./auth/token-provider.js";
@@ -201,11 +202,30 @@ export function requestIdOf(body: unknown, headers: ResponseHeaders): string | u
   return headers.get("x-request-id") ?? undefined;
 }
 
-/** Replaces every occurrence of each secret in `text` with `***`; longest first so a secret inside another goes too. */
+/**
+ * The forms a secret may take when a server quotes it back: as sent, URL-encoded (upper- or lowercase hex, `+` for a
+ * space) and JSON-escaped.
+ */
+function secretForms(secret: string): string[] {
+  const encoded = encodeURIComponent(secret);
+  return [
+    secret,
+    encoded,
+    encoded.replace(/%[0-9A-F]{2}/g, (escape) => escape.toLowerCase()),
+    new URLSearchParams({ s: secret }).toString().slice(2),
+    JSON.stringify(secret).slice(1, -1),
+  ];
+}
+
+/**
+ * Replaces every occurrence of each secret in `text`, in any form of {@link secretForms}, with `***`; longest first
+ * so a secret inside another goes too.
+ */
 export function redactSecrets(text: string, secrets: readonly string[]): string {
+  const forms = new Set(secrets.filter((s) => s.length > 0).flatMap(secretForms));
   let out = text;
-  for (const secret of [...secrets].filter((s) => s.length > 0).sort((a, b) => b.length - a.length)) {
-    out = out.split(secret).join("***");
+  for (const form of [...forms].sort((a, b) => b.length - a.length)) {
+    out = out.split(form).join("***");
   }
   return out;
 }
@@ -222,28 +242,84 @@ function secretsOf(request: HttpRequest, token: string | undefined): string[] {
   return secrets;
 }
 
-/** The envelope's `errors[]`; read tolerantly when the body breaks the schema, since it must still give a typed error. */
-function errorDetailsOf(body: unknown, redact: (text: string) => string = (text) => text): ProviderErrorDetail[] {
-  const envelope = ErrorEnvelopeSchema.safeParse(body);
-  if (envelope.success) {
-    return envelope.data.errors.map(({ field, code, message }) => ({ field, code, message: redact(message) }));
+/**
+ * A field name or error code of the envelope fit to carry on an error (and so into logs): an identifier, dotted or
+ * indexed (`page_size`, `transaction_ids.3`, `line_items[0].amount`, `NOT_FOUND`), never free text.
+ */
+const ERROR_TOKEN = /^[A-Za-z_][A-Za-z0-9_]{0,63}(?:\.[A-Za-z0-9_]{1,64}|\[\d{1,9}\])*$/;
+const MAX_ERROR_TOKEN_LENGTH = 128;
+
+/**
+ * `value` when it is an identifier ({@link ERROR_TOKEN}) that is not, does not contain, and (from 8 characters) is not
+ * part of any secret the request sent, in any form of {@link secretForms}; else `?`. A provider (or a gateway before
+ * it) that puts a token into `field` or `code` must not get it onto the error.
+ */
+export function safeErrorToken(value: string, secrets: readonly string[]): string {
+  if (value.length > MAX_ERROR_TOKEN_LENGTH || !ERROR_TOKEN.test(value)) return "?";
+  for (const form of secrets.filter((s) => s.length > 0).flatMap(secretForms)) {
+    if (value.includes(form) || (value.length >= 8 && form.includes(value))) return "?";
   }
-  if (!isRecord(body) || !Array.isArray(body.errors)) return [];
-  return body.errors.filter(isRecord).map((e) => ({
-    field: typeof e.field === "string" ? e.field : null,
-    code: typeof e.code === "string" ? e.code : "UNKNOWN",
-    message: typeof e.message === "string" ? redact(e.message) : "",
-  }));
+  return value;
 }
 
-/** The OAuth-style error code of a token-endpoint body, only when it looks like a plain identifier. */
+/** One entry of the envelope's `errors[]`, as read: its free text apart, since it never goes on the error itself. */
+interface EnvelopeEntry {
+  readonly detail: ProviderErrorDetail;
+  readonly text: string;
+}
+
+/**
+ * The envelope's `errors[]`, `field` and `code` passed through {@link safeErrorToken} and each entry's `message` taken
+ * out as its text; read tolerantly when the body breaks the schema, since it must still give a typed error.
+ */
+function envelopeEntriesOf(body: unknown, secrets: readonly string[]): EnvelopeEntry[] {
+  const entry = (field: string | null, code: string, text: string): EnvelopeEntry => ({
+    detail: { field: field === null ? null : safeErrorToken(field, secrets), code: safeErrorToken(code, secrets), message: "" },
+    text,
+  });
+  const envelope = ErrorEnvelopeSchema.safeParse(body);
+  if (envelope.success) return envelope.data.errors.map(({ field, code, message }) => entry(field, code, message));
+  if (!isRecord(body) || !Array.isArray(body.errors)) return [];
+  return body.errors
+    .filter(isRecord)
+    .map((e) =>
+      entry(typeof e.field === "string" ? e.field : null, typeof e.code === "string" ? e.code : "UNKNOWN", typeof e.message === "string" ? e.message : ""),
+    );
+}
+
+/**
+ * OAuth error codes reported as they are: RFC 6749 §5.2 (token endpoint), `access_denied` (RFC 6749 §4.1.2.1; the
+ * sandbox's validate answers it on a 403), RFC 6750 §3.1 (the validate operation is a bearer-protected resource) and
+ * the codes spec §7 lists. Any other code is reported as `unknown_error`: it could be a credential a gateway echoed.
+ */
+export const OAUTH_ERROR_CODES: ReadonlySet<string> = new Set([
+  "invalid_request",
+  "invalid_client",
+  "invalid_grant",
+  "unauthorized_client",
+  "unsupported_grant_type",
+  "invalid_scope",
+  "access_denied",
+  "invalid_token",
+  "insufficient_scope",
+  "NOT_FOUND",
+  "INVALID_ENUM",
+  "OUT_OF_RANGE",
+  "UNAUTHORIZED",
+]);
+
+/**
+ * The OAuth-style error code (`error`, else `code`) of a token-endpoint body: itself when in {@link OAUTH_ERROR_CODES},
+ * `unknown_error` for any other string, undefined when the body has none.
+ */
 export function oauthErrorCodeOf(body: unknown): string | undefined {
   if (!isRecord(body)) return undefined;
   const code = body.error ?? body.code;
-  return typeof code === "string" && /^[a-z][a-z0-9_]{0,63}$/i.test(code) ? code : undefined;
+  if (typeof code !== "string" || code === "") return undefined;
+  return OAUTH_ERROR_CODES.has(code) ? code : "unknown_error";
 }
 
-/** Token-endpoint errors carry no envelope: keep only a safe OAuth error code, never its description. */
+/** Token-endpoint errors carry no envelope: keep only the allow-listed OAuth error code, never its description. */
 function oauthErrorDetailsOf(body: unknown): ProviderErrorDetail[] {
   const code = oauthErrorCodeOf(body);
   return code ? [{ field: null, code, message: "" }] : [];
@@ -259,8 +335,11 @@ function parseJson(text: string): { ok: true; value: unknown } | { ok: false } {
 }
 
 /**
- * Turns a non-2xx response into its typed error. Never includes a token endpoint's body text (it may echo secrets);
- * an envelope's `message` and `errors[].message` keep their text with every `where.secrets` value replaced by `***`.
+ * Turns a non-2xx response into its typed error. The message names the method, the path, the status and, for a token
+ * endpoint, its OAuth error code (allow-listed); never the provider's free text, which may quote personal data or
+ * secrets. The envelope's `errors[].field` and `code` are kept only when identifiers free of the request's secrets. The
+ * envelope's `message` and `errors[].message` go, with every `where.secrets` value replaced by `***`, only to the
+ * error's non-enumerable `providerText`; a token endpoint's description is not kept at all.
  */
 export function errorForResponse(
   status: number,
@@ -271,18 +350,26 @@ export function errorForResponse(
   const parsed = parseJson(text);
   const body = parsed.ok ? parsed.value : undefined;
   const redact = (value: string): string => redactSecrets(value, where.secrets ?? []);
+  const entries = where.errorBody === "envelope" ? envelopeEntriesOf(body, where.secrets ?? []) : [];
+  let providerText: ProviderText | undefined;
+  if (where.errorBody === "envelope" && isRecord(body)) {
+    const message = typeof body.message === "string" && body.message ? body.message : undefined;
+    providerText = {
+      // Redact before cutting, so a cut can never leave part of a secret behind.
+      ...(message === undefined ? {} : { message: redact(message).slice(0, 200) }),
+      errors: entries.map((e) => redact(e.text)),
+    };
+  }
   const context: QashioErrorContext = {
     status,
-    errors: where.errorBody === "envelope" ? errorDetailsOf(body, redact) : oauthErrorDetailsOf(body),
+    errors: where.errorBody === "envelope" ? entries.map((e) => e.detail) : oauthErrorDetailsOf(body),
     requestId: requestIdOf(body, headers),
     method: where.method,
     path: where.path,
+    ...(providerText === undefined ? {} : { providerText }),
   };
   let detail = "";
-  if (where.errorBody === "envelope" && isRecord(body) && typeof body.message === "string" && body.message) {
-    // Redact before cutting, so a cut can never leave part of a secret behind.
-    detail = `: ${redact(body.message).slice(0, 200)}`;
-  } else if (where.errorBody === "oauth") {
+  if (where.errorBody === "oauth") {
     const code = oauthErrorCodeOf(body);
     if (code) detail = ` (${code})`;
   }

@@ -35,7 +35,18 @@ describe("loadConfig", () => {
   });
 
   it("resolves a named deployment through its URL variable", () => {
-    expect(loadConfig({ ...valid, QASHIO_BASE_URL: "sandbox", QASHIO_SANDBOX_URL: "http://sandbox.local" }).baseUrl).toBe("http://sandbox.local");
+    expect(loadConfig({ ...valid, QASHIO_BASE_URL: "sandbox", QASHIO_SANDBOX_URL: "https://sandbox.local" }).baseUrl).toBe("https://sandbox.local");
+  });
+
+  it("requires https for the provider, literal or named, unless it is a loopback host", () => {
+    const problem = "must use https (http is accepted only for a loopback host: localhost, 127.0.0.0/8 or ::1)";
+    expect(() => loadConfig({ ...valid, QASHIO_BASE_URL: "http://api.example.com" })).toThrow(
+      `Invalid function environment: QASHIO_BASE_URL base URL (host api.example.com) ${problem}`,
+    );
+    expect(() => loadConfig({ ...valid, QASHIO_BASE_URL: "production", QASHIO_PRODUCTION_URL: "http://api.example.com" })).toThrow(
+      `Invalid function environment: QASHIO_BASE_URL QASHIO_PRODUCTION_URL (host api.example.com) ${problem}`,
+    );
+    expect(loadConfig({ ...valid, QASHIO_BASE_URL: "sandbox", QASHIO_SANDBOX_URL: "http://127.0.0.1:4010" }).baseUrl).toBe("http://127.0.0.1:4010");
   });
 
   it("names every missing or invalid variable in one error", () => {
@@ -55,6 +66,29 @@ describe("loadConfig", () => {
 
   it("rejects a base URL that is neither a URL nor a deployment", () => {
     expect(() => loadConfig({ ...valid, QASHIO_BASE_URL: "ftp://x" })).toThrow(/QASHIO_BASE_URL/);
+  });
+
+  it.each([
+    ["https://svc:pa/ss@api.example", ["pa/ss", "svc", "api.example"]],
+    ["https://svc:p@ss@api.example", ["p@ss", "ss@", "svc", "api.example"]],
+  ])("never echoes the URL %s, literal or named, in its error", (url, leaks) => {
+    for (const env of [
+      { ...valid, QASHIO_BASE_URL: url },
+      { ...valid, QASHIO_BASE_URL: "production", QASHIO_PRODUCTION_URL: url },
+    ]) {
+      const error = (() => {
+        try {
+          loadConfig(env);
+        } catch (e) {
+          return e as ConfigurationError;
+        }
+      })();
+      expect(error).toBeInstanceOf(ConfigurationError);
+      expect(error?.message).toMatch(/^Invalid function environment: QASHIO_BASE_URL /);
+      for (const text of [error?.message ?? "", JSON.stringify(error?.issues)]) {
+        for (const leak of leaks) expect(text).not.toContain(leak);
+      }
+    }
   });
 });
 

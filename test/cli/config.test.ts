@@ -81,6 +81,25 @@ describe("readLocalSettings", () => {
     expect(error.message).toContain("QASHIO_CLIENT_SECRET: is required");
   });
 
+  it("requires https for the provider and the authorize screen unless the host is a loopback address", () => {
+    const problem = "must use https (http is accepted only for a loopback host: localhost, 127.0.0.0/8 or ::1)";
+    expect(issuesOf({ ...valid, QASHIO_BASE_URL: "http://provider.test" }).issues).toEqual([
+      { setting: "QASHIO_BASE_URL", problem: `${problem}; or use one of production, eu, sandbox` },
+    ]);
+    expect(issuesOf({ ...valid, QASHIO_BASE_URL: "eu", QASHIO_EU_URL: "http://eu.provider.test" }).issues).toEqual([
+      { setting: "QASHIO_EU_URL", problem: `${problem} (QASHIO_BASE_URL is "eu")` },
+    ]);
+    const authorize = (() => {
+      try {
+        readAuthorizeSettings({ ...valid, QASHIO_AUTHORIZE_URL: "http://auth.provider.test" }, tmpdir());
+      } catch (e) {
+        return e as ConfigError;
+      }
+    })();
+    expect(authorize?.issues).toEqual([{ setting: "QASHIO_AUTHORIZE_URL", problem }]);
+    expect(readLocalSettings({ ...valid, QASHIO_BASE_URL: "http://[::1]:4010" }, "/work").baseUrl).toBe("http://[::1]:4010");
+  });
+
   it("names each invalid setting without echoing its value", () => {
     const error = issuesOf({
       ...valid,

@@ -98,7 +98,7 @@ describe("local bridge cycle", () => {
     const settings = { ...readLocalSettings(harness.env, harness.dir), baseUrl: "https://user:pw-value@provider.test/?k=v" };
     const error = await openLocalBridge(settings, { env: harness.env, logger: silent }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ConfigError);
-    expect((error as ConfigError).message).toContain("QASHIO_BASE_URL: does not resolve to an http(s) URL");
+    expect((error as ConfigError).message).toContain("QASHIO_BASE_URL: does not resolve to an https URL");
     expect((error as ConfigError).message).not.toMatch(/provider\.test|pw-value/);
   });
 });

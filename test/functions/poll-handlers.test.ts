@@ -27,7 +27,7 @@ afterEach(async () => h.close());
 /** Someone replays the spent first refresh token: the provider revokes the whole family; access tokens expire. */
 async function revokeFamily(): Promise<void> {
   const spent = h.refreshTokensPresented[0];
-  await h.sandbox.fetch("http://sandbox.local/oauth2/token", {
+  await h.sandbox.fetch(`${SANDBOX_IN_PROCESS_URL}/oauth2/token`, {
     method: "POST",
     headers: { "content-type": "application/json" },
     body: JSON.stringify({ grant_type: "refresh_token", client_id: "sandbox-client", client_secret: "sandbox-secret", refresh_token: spent }),
@@ -153,7 +153,7 @@ describe("poll-transactions handler", () => {
     await h.poller("transactions")();
     // Someone replays the spent first refresh token: the provider revokes the whole family.
     const spent = h.refreshTokensPresented[0];
-    await h.sandbox.fetch("http://sandbox.local/oauth2/token", {
+    await h.sandbox.fetch(`${SANDBOX_IN_PROCESS_URL}/oauth2/token`, {
       method: "POST",
       headers: { "content-type": "application/json" },
       body: JSON.stringify({ grant_type: "refresh_token", client_id: "sandbox-client", client_secret: "sandbox-secret", refresh_token: spent }),

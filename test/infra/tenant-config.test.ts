@@ -199,6 +199,30 @@ describe("provider URL", () => {
     );
   });
 
+  it.each([
+    ["https://svc:Pr0d/S3cret@api.example", ["Pr0d", "S3cret", "svc", "api.example"]],
+    ["https://svc:Pr0d@S3cret@api.example", ["Pr0d", "S3cret", "svc", "api.example"]],
+  ])("never echoes the URL %s at synth, named or literal", (url, leaks) => {
+    const errors = [
+      errorOf(() => resolveProviderUrl(parseTenantConfig({ ...minimal, environment: "production" }), { production: url })),
+      errorOf(() => resolveProviderUrl(parseTenantConfig({ ...minimal, environment: url }), {})),
+    ];
+    for (const error of errors) {
+      expect(error.message).toMatch(/^tenant "acme": field environment: (QASHIO_PRODUCTION_URL|environment) /);
+      for (const leak of leaks) expect(error.message).not.toContain(leak);
+    }
+  });
+
+  it("refuses a named deployment's plain-http URL at synth, naming the variable and that https is required", () => {
+    const prod = parseTenantConfig({ ...minimal, environment: "production" });
+    for (const urls of [providerUrlsFrom({ production: "http://api.provider.example" }, {}), providerUrlsFrom({}, { QASHIO_PRODUCTION_URL: "http://api.provider.example" })]) {
+      expect(errorOf(() => resolveProviderUrl(prod, urls)).message).toBe(
+        'tenant "acme": field environment: QASHIO_PRODUCTION_URL (host api.provider.example) must use https ' +
+          "(http is accepted only for a loopback host: localhost, 127.0.0.0/8 or ::1)",
+      );
+    }
+  });
+
   it("fails naming the variable and context key when a named deployment has no URL", () => {
     const error = errorOf(() => resolveProviderUrl(tenant, {}));
     expect(error.message).toBe(

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { resolveAuthorizeUrl, resolveBaseUrl } from "../../shared/qashio/config.js";
+import { baseUrlProblem, isLoopbackHost, resolveAuthorizeUrl, resolveBaseUrl } from "../../shared/qashio/config.js";
 import { ConfigurationError } from "../../shared/qashio/errors.js";
 
 const env = {
@@ -22,46 +22,85 @@ describe("resolveBaseUrl", () => {
     expect(() => resolveBaseUrl("eu", {})).toThrow(/QASHIO_EU_URL/);
   });
 
-  it("names a bad value and where it came from", () => {
+  it("names where a bad value came from and what is wrong, never the value", () => {
     expect(() => resolveBaseUrl("staging", env)).toThrow(ConfigurationError);
-    expect(() => resolveBaseUrl("staging", env)).toThrow(/"staging"/);
-    expect(() => resolveBaseUrl("sandbox", { QASHIO_SANDBOX_URL: "ftp://x" })).toThrow(/QASHIO_SANDBOX_URL "ftp:\/\/x"/);
-    expect(() => resolveBaseUrl("https://x.test/?token=1", env)).toThrow(/query string/);
+    expect(() => resolveBaseUrl("staging", env)).toThrow("base URL target is neither a deployment (production, eu, sandbox) nor an http(s) URL");
+    expect(() => resolveBaseUrl("sandbox", { QASHIO_SANDBOX_URL: "ftp://x" })).toThrow("QASHIO_SANDBOX_URL (host x) must use https");
+    expect(() => resolveBaseUrl("https://x.test/?token=1", env)).toThrow("base URL (host x.test) must not carry a query string or fragment");
   });
 
   it("refuses credentials in a URL without repeating them", () => {
-    const error = (() => {
-      try {
-        resolveBaseUrl("https://user:pa55word@x.test", env);
-      } catch (e) {
-        return e as Error;
-      }
-      return undefined;
-    })();
-    expect(error).toBeInstanceOf(ConfigurationError);
-    expect(error?.message).not.toContain("pa55word");
+    expect(() => resolveBaseUrl("https://user:pa55word@x.test", env)).toThrow("base URL must not carry credentials (user:password@)");
   });
 
   it.each([
-    ["a query string", "https://api.example/v1?api_key=s3cr3t-q", "https://api.example/v1?***"],
-    ["a fragment", "https://api.example/v1#s3cr3t-f", "https://api.example/v1#***"],
-    ["both", "https://api.example/v1?k=s3cr3t-q#s3cr3t-f", "https://api.example/v1?***#***"],
-  ])("masks %s of a rejected base URL", (_label, url, shown) => {
-    const error = (() => {
-      try {
-        resolveBaseUrl("eu", { QASHIO_EU_URL: url });
-      } catch (e) {
-        return e as Error;
-      }
-      return undefined;
-    })();
-    expect(error).toBeInstanceOf(ConfigurationError);
-    expect(error?.message).toContain(`QASHIO_EU_URL "${shown}"`);
-    expect(error?.message).not.toMatch(/s3cr3t/);
+    ["a password with /", "https://svcacct:pa/ss@host.example", "is not an absolute http(s) URL", ["pa/ss", "svcacct", "host.example"]],
+    ["a password with @", "https://svcacct:p@ss@host.example", "must not carry credentials (user:password@)", ["p@ss", "ss@", "svcacct", "host.example"]],
+    ["a password with / and a path", "https://svc:Pr0dS3cret/x@api.example", "is not an absolute http(s) URL", ["Pr0dS3cret", "svc", "api.example"]],
+    ["a user name with / (which parses as a host)", "https://tok/en@host.example?x=1", "must not carry a query string or fragment", ["tok", "en@", "host.example"]],
+  ])("never shows %s, nor its host", (_what, url, problem, leaks) => {
+    for (const [target, source, urls] of [
+      [url, "base URL", {}],
+      ["production", "QASHIO_PRODUCTION_URL", { QASHIO_PRODUCTION_URL: url }],
+    ] as const) {
+      const error = errorOf(() => resolveBaseUrl(target, urls));
+      expect(error).toBeInstanceOf(ConfigurationError);
+      expect(error.message).toBe(`${source} ${problem}`);
+      for (const leak of leaks) expect(error.message).not.toContain(leak);
+    }
   });
 
-  it("masks the query string of a target that is not a URL at all", () => {
-    expect(() => resolveBaseUrl("api.example/v1?token=s3cr3t", env)).toThrow(/"api\.example\/v1\?\*\*\*"/);
+  it.each([
+    ["a query string", "https://api.example/v1?api_key=s3cr3t-q"],
+    ["a fragment", "https://api.example/v1#s3cr3t-f"],
+    ["both", "https://api.example/v1?k=s3cr3t-q#s3cr3t-f"],
+  ])("shows only the host of a base URL rejected for %s", (_label, url) => {
+    const error = errorOf(() => resolveBaseUrl("eu", { QASHIO_EU_URL: url }));
+    expect(error).toBeInstanceOf(ConfigurationError);
+    expect(error.message).toBe("QASHIO_EU_URL (host api.example) must not carry a query string or fragment");
+  });
+
+  it("does not quote a target that is not a URL at all", () => {
+    const error = errorOf(() => resolveBaseUrl("api.example/v1?token=s3cr3t", env));
+    expect(error.message).not.toContain("api.example");
+    expect(error.message).not.toContain("s3cr3t");
+  });
+});
+
+function errorOf(fn: () => unknown): Error {
+  try {
+    fn();
+  } catch (e) {
+    return e as Error;
+  }
+  throw new Error("expected a throw");
+}
+
+describe("https", () => {
+  const HTTPS_REQUIRED = "must use https (http is accepted only for a loopback host: localhost, 127.0.0.0/8 or ::1)";
+
+  it.each([
+    ["http://api.example", "api.example"],
+    ["http://sandbox.local", "sandbox.local"],
+    ["http://10.0.0.1:4010", "10.0.0.1:4010"],
+    ["http://localhost.evil.example", "localhost.evil.example"],
+    ["http://127.0.0.1.nip.io", "127.0.0.1.nip.io"],
+    ["http://[::2]", "[::2]"],
+  ])("refuses %s, naming the setting and that https is required", (url, host) => {
+    expect(baseUrlProblem(url)).toBe(HTTPS_REQUIRED);
+    expect(() => resolveBaseUrl("eu", { QASHIO_EU_URL: url })).toThrow(`QASHIO_EU_URL (host ${host}) ${HTTPS_REQUIRED}`);
+    expect(() => resolveBaseUrl(url, {})).toThrow(`base URL (host ${host}) ${HTTPS_REQUIRED}`);
+    expect(() => resolveAuthorizeUrl(undefined, { QASHIO_AUTHORIZE_URL: url })).toThrow(`QASHIO_AUTHORIZE_URL (host ${host}) ${HTTPS_REQUIRED}`);
+  });
+
+  it("accepts https, and http for a loopback host as the URL parser writes it", () => {
+    for (const host of ["localhost", "127.0.0.1", "127.255.0.9", "[::1]"]) expect(isLoopbackHost(host)).toBe(true);
+    for (const host of ["localhost.", "128.0.0.1", "[::ffff:7f00:1]", "example.localhost", "0.0.0.0"]) expect(isLoopbackHost(host)).toBe(false);
+    const accepted = ["http://localhost:4010", "http://LOCALHOST:4010/", "http://127.0.0.1:9", "http://127.1.2.3", "http://127.1:4010", "http://[::1]:4010"];
+    for (const url of [...accepted, "http://[0:0:0:0:0:0:0:1]", "https://api.example"]) {
+      expect(baseUrlProblem(url)).toBeUndefined();
+      expect(resolveBaseUrl("eu", { QASHIO_EU_URL: url })).toBe(new URL(url).href.replace(/\/+$/, ""));
+    }
   });
 });
 

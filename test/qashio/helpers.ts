@@ -1,4 +1,6 @@
 /** Test doubles for the provider client: fake clock, scripted fetch, capturing logger, JWT maker, envelopes. */
+import { Logger } from "@aws-lambda-powertools/logger";
+import { vi } from "vitest";
 import type { Clock, ClientLogger, FetchLike } from "../../shared/qashio/http.js";
 
 /** A clock whose sleeps return at once and move time forward; every sleep is recorded. */
@@ -146,4 +148,22 @@ export function captureLogger(): ClientLogger & { lines: LogLine[]; text(): stri
 /** Resolves every pending promise continuation (no timers involved). */
 export async function flushMicrotasks(rounds = 20): Promise<void> {
   for (let i = 0; i < rounds; i += 1) await Promise.resolve();
+}
+
+/**
+ * What Powertools Logger writes when `log` logs through it: a real Logger in dev mode, whose output goes to the
+ * global console (captured here). Its error formatting is the one CloudWatch would get.
+ */
+export function powertoolsOutput(log: (logger: Logger) => void): string {
+  vi.stubEnv("POWERTOOLS_DEV", "true");
+  const output: string[] = [];
+  const capture = (...args: unknown[]) => void output.push(args.map((a) => (typeof a === "string" ? a : JSON.stringify(a))).join(" "));
+  const spies = (["log", "info", "warn", "error", "debug"] as const).map((method) => vi.spyOn(console, method).mockImplementation(capture));
+  try {
+    log(new Logger({ serviceName: "qashio-bridge", logLevel: "DEBUG" }));
+  } finally {
+    for (const spy of spies) spy.mockRestore();
+    vi.unstubAllEnvs();
+  }
+  return output.join("\n");
 }

@@ -93,8 +93,9 @@ describe("HttpCore status mapping without retry", () => {
       requestId: REQUEST_ID,
       method: "GET",
       path: "/public/v1/erp/transactions",
-      errors: [{ field: "card_last_four", code: "INVALID_ENUM", message: "bad" }],
+      errors: [{ field: "card_last_four", code: "INVALID_ENUM", message: "" }],
     });
+    expect((error as BadRequestError).providerText?.errors).toEqual(["bad"]);
   });
 
   it("keeps the query string out of the error's path and message", async () => {

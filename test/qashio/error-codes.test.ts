@@ -1,0 +1,97 @@
+/**
+ * Codes and field names the provider sends back are carried on errors (and so reach logs) only when they are fixed
+ * words: OAuth codes from an allow-list, envelope `field`/`code` identifiers that hold no secret of the request.
+ */
+import { describe, expect, it } from "vitest";
+import { refresh } from "../../shared/qashio/auth/oauth.js";
+import { isInvalidClient, isRejectedGrant, StaticTokenProvider } from "../../shared/qashio/auth/token-provider.js";
+import { QashioClient } from "../../shared/qashio/client.js";
+import { BadRequestError, QashioError } from "../../shared/qashio/errors.js";
+import { OAUTH_ERROR_CODES, safeErrorToken } from "../../shared/qashio/http.js";
+import { fakeClock, json, scriptedFetch } from "./helpers.js";
+
+const BASE_URL = "https://api.example.test";
+const CLIENT_SECRET = "s3cr3t_Client_Value_123";
+const REFRESH_TOKEN = "rt_9f8e7d6c5b4a39281706f5e4d3c2b1a0";
+const BEARER = "at_0a1b2c3d4e5f60718293a4b5c6d7e8f9";
+
+async function refreshAnswered(status: number, body: unknown): Promise<QashioError> {
+  const options = { baseUrl: BASE_URL, clientId: "client-1", clientSecret: CLIENT_SECRET, fetch: scriptedFetch(json(status, body)), clock: fakeClock() };
+  const error = await refresh(options, REFRESH_TOKEN).catch((e: unknown) => e);
+  expect(error).toBeInstanceOf(QashioError);
+  return error as QashioError;
+}
+
+describe("OAuth error codes", () => {
+  it.each([
+    ["the refresh token sent, as error", 400, { error: REFRESH_TOKEN }],
+    ["the client secret, as code", 401, { code: CLIENT_SECRET }],
+    ["a code outside the allow-list", 400, { error: "server_busy", error_description: "try later" }],
+    ["an upper-case variant of a standard code", 400, { error: "INVALID_GRANT" }],
+  ])("reports %s as unknown_error", async (_what, status, body) => {
+    const error = await refreshAnswered(status, body);
+    expect(error.message).toBe(`POST /oauth2/token answered ${status} (unknown_error)`);
+    expect(error.errors).toEqual([{ field: null, code: "unknown_error", message: "" }]);
+    for (const text of [error.message, JSON.stringify(error)]) {
+      for (const secret of [REFRESH_TOKEN, CLIENT_SECRET, "server_busy"]) expect(text).not.toContain(secret);
+    }
+  });
+
+  it("reports RFC 6749 §5.2 and spec §7 codes as they are, so a refused client is still told from a refused grant", async () => {
+    const rfc = ["invalid_request", "invalid_client", "invalid_grant", "unauthorized_client", "unsupported_grant_type", "invalid_scope"];
+    const spec = ["NOT_FOUND", "INVALID_ENUM", "OUT_OF_RANGE", "UNAUTHORIZED"];
+    for (const code of [...rfc, ...spec]) {
+      expect(OAUTH_ERROR_CODES.has(code)).toBe(true);
+      const error = await refreshAnswered(400, { error: code });
+      expect(error.message).toBe(`POST /oauth2/token answered 400 (${code})`);
+      expect(error.errors).toEqual([{ field: null, code, message: "" }]);
+    }
+    expect(isInvalidClient(await refreshAnswered(401, { error: "invalid_client" }))).toBe(true);
+    expect(isRejectedGrant(await refreshAnswered(400, { code: "invalid_grant" }))).toBe(true);
+    expect(isRejectedGrant(await refreshAnswered(400, { error: REFRESH_TOKEN }))).toBe(false);
+  });
+});
+
+describe("envelope errors[] field and code", () => {
+  it("keeps identifiers, replaces free text and anything holding the bearer token sent by ?", async () => {
+    const body = {
+      status_code: 400,
+      message: "rejected",
+      errors: [
+        { field: "transaction_ids.3", code: "NOT_FOUND", message: "" },
+        { field: "page_size", code: "OUT_OF_RANGE", message: "" },
+        { field: "line_items[0].amount", code: "INVALID_FORMAT", message: "" },
+        { field: null, code: "UNAUTHORIZED", message: "" },
+        { field: BEARER, code: "INVALID_TOKEN", message: "" },
+        { field: "authorization", code: `x_${BEARER}`, message: "" },
+        { field: BEARER.slice(0, 20), code: "TRUNCATED", message: "" },
+        { field: "card holder", code: "khalid.fernandes@falcongate.ae", message: "" },
+        { field: "q", code: encodeURIComponent(`Bearer ${BEARER}`), message: "" },
+      ],
+    };
+    const client = new QashioClient({ baseUrl: BASE_URL, tokenProvider: new StaticTokenProvider(BEARER), fetch: scriptedFetch(json(400, body)), clock: fakeClock() });
+    const error = (await client.getCompanySummary().catch((e: unknown) => e)) as BadRequestError;
+    expect(error).toBeInstanceOf(BadRequestError);
+    expect(error.errors.map((e) => [e.field, e.code])).toEqual([
+      ["transaction_ids.3", "NOT_FOUND"],
+      ["page_size", "OUT_OF_RANGE"],
+      ["line_items[0].amount", "INVALID_FORMAT"],
+      [null, "UNAUTHORIZED"],
+      ["?", "INVALID_TOKEN"],
+      ["authorization", "?"],
+      ["?", "TRUNCATED"],
+      ["?", "?"],
+      ["q", "?"],
+    ]);
+    const text = JSON.stringify(error);
+    for (const leak of [BEARER, BEARER.slice(0, 20), "khalid", "card holder"]) expect(text).not.toContain(leak);
+  });
+
+  it("safeErrorToken checks the pattern, the length and every form of each secret", () => {
+    expect(safeErrorToken("transaction_ids.12", ["tok"])).toBe("transaction_ids.12");
+    expect(safeErrorToken("a".repeat(129), [])).toBe("?");
+    expect(safeErrorToken("abc-def", [])).toBe("?");
+    expect(safeErrorToken("my_token_x", ["token"])).toBe("?");
+    expect(safeErrorToken("tok_abcdefgh", ["xx tok_abcdefgh yy"])).toBe("?");
+  });
+});
