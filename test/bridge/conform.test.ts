@@ -119,7 +119,7 @@ describe("conformSnapshots", () => {
     const masked = {
       redacted: snapshot("transaction:redacted", { card_holder_name: REDACTED, card_holder_email: REDACTED, memo: "x" }),
       otherSalt: snapshot("transaction:other-salt", { card_holder_name: OTHER_SALT_HASH, card_holder_email: null }),
-      nested: snapshot("card:CA1", { status: "Active", cardholder: { name: REDACTED, email: "", employee_id: "E1" } }),
+      nested: snapshot("card:CA1", { status: "Active", cardholder: { name: REDACTED, email: "", employee_id: REDACTED } }),
     };
     const clear = snapshot("card:CA2", { status: "Active", cardholder: { name: "Ann Holder", email: "Ann@Example.com", employee_id: "E2" } });
     for (const [policy, untouched, rewritten] of [
