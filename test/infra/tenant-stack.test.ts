@@ -323,6 +323,17 @@ describe("least-privilege IAM", () => {
     }
   });
 
+  it("conditions every Lambda permission on its source, Secrets Manager's rotation invoke on the stack's account", () => {
+    for (const template of [acmeT, globexT]) {
+      const permissions = Object.values(template.findResources("AWS::Lambda::Permission")) as { Properties: Record<string, unknown> }[];
+      expect(permissions.map((p) => p.Properties.Principal)).toContain("secretsmanager.amazonaws.com");
+      for (const { Properties: p } of permissions) {
+        expect(p.SourceAccount ?? p.SourceArn, JSON.stringify(p)).toBeDefined();
+        if (p.Principal === "secretsmanager.amazonaws.com") expect(p.SourceAccount).toEqual({ Ref: "AWS::AccountId" });
+      }
+    }
+  });
+
   it("gives the stacks of two tenants no reference to each other", () => {
     expect(JSON.stringify(acmeT.toJSON())).not.toContain("globex");
     expect(JSON.stringify(globexT.toJSON())).not.toContain("acme");
