@@ -36,6 +36,51 @@ export class QueueOnFailure implements lambda.IDestination {
   }
 }
 
+/**
+ * Actions a bridge function's role may hold on `Resource: "*"`, as none has resource-level permissions: X-Ray's
+ * (added by `Tracing.ACTIVE`) and Secrets Manager's GetRandomPassword (added by a rotation schedule).
+ */
+export const NO_RESOURCE_LEVEL_ACTIONS: readonly string[] = [
+  "xray:PutTraceSegments",
+  "xray:PutTelemetryRecords",
+  "secretsmanager:GetRandomPassword",
+];
+
+/** An Allow of {@link NO_RESOURCE_LEVEL_ACTIONS} only, on `"*"` only. */
+function isNoResourceLevelStatement(statement: iam.PolicyStatement): boolean {
+  return (
+    statement.effect === iam.Effect.ALLOW &&
+    statement.notActions.length === 0 &&
+    statement.notResources.length === 0 &&
+    statement.resources.length === 1 &&
+    statement.resources[0] === "*" &&
+    statement.actions.length > 0 &&
+    statement.actions.every((action) => NO_RESOURCE_LEVEL_ACTIONS.includes(action))
+  );
+}
+
+/**
+ * A bridge function's execution role. Statements that only allow {@link NO_RESOURCE_LEVEL_ACTIONS} on `"*"` go to a
+ * policy of their own ({@link BridgeFunctionRole.noResourceLevelPolicy}), everything else to the default policy, so
+ * the cdk-nag acknowledgement of `Resource::*` can name that one policy: any other wildcard, whatever its action,
+ * lands in the default policy and fails synth.
+ */
+export class BridgeFunctionRole extends iam.Role {
+  static readonly NO_RESOURCE_LEVEL_POLICY_ID = "NoResourceLevelActions";
+
+  /** The policy holding the `"*"` statements of {@link NO_RESOURCE_LEVEL_ACTIONS}, once one was added. */
+  get noResourceLevelPolicy(): iam.Policy | undefined {
+    return this.node.tryFindChild(BridgeFunctionRole.NO_RESOURCE_LEVEL_POLICY_ID) as iam.Policy | undefined;
+  }
+
+  override addToPrincipalPolicy(statement: iam.PolicyStatement): iam.AddToPrincipalPolicyResult {
+    if (!isNoResourceLevelStatement(statement)) return super.addToPrincipalPolicy(statement);
+    const policy = this.noResourceLevelPolicy ?? new iam.Policy(this, BridgeFunctionRole.NO_RESOURCE_LEVEL_POLICY_ID, { roles: [this] });
+    policy.addStatements(statement);
+    return { statementAdded: true, policyDependable: policy };
+  }
+}
+
 /** Environment of every bridge function, exactly as shared/aws/config.ts validates it. */
 export interface BridgeFunctionEnvironment {
   readonly TENANT_ID: string;
@@ -100,7 +145,7 @@ export class BridgeFunction extends Construct {
   /** Its log group (explicit, so retention and encryption are ours). */
   public readonly logGroup: logs.LogGroup;
   /** Its execution role (no managed policies). */
-  public readonly role: iam.Role;
+  public readonly role: BridgeFunctionRole;
 
   constructor(scope: Construct, id: string, props: BridgeFunctionProps) {
     super(scope, id);
@@ -108,7 +153,7 @@ export class BridgeFunction extends Construct {
       retention: props.logRetention ?? logs.RetentionDays.THREE_MONTHS,
       removalPolicy: RemovalPolicy.DESTROY,
     });
-    this.role = new iam.Role(this, "Role", {
+    this.role = new BridgeFunctionRole(this, "Role", {
       assumedBy: new iam.ServicePrincipal("lambda.amazonaws.com"),
       description: `${props.description} (execution role)`,
     });

@@ -250,6 +250,27 @@ describe("least-privilege IAM", () => {
     ]);
   });
 
+  it.each(["PollTransactionsRole", "PollCardsRole", "RotateTokenRole"])(
+    "keeps %s's only * statements in its no-resource-level policy, with exactly X-Ray (and GetRandomPassword for rotation)",
+    (role) => {
+      for (const template of [acmeT, globexT]) {
+        const policies = Object.entries(template.findResources("AWS::IAM::Policy")) as [
+          string,
+          { Properties: { Roles: { Ref: string }[]; PolicyDocument: { Statement: Statement[] } } },
+        ][];
+        const mine = policies.filter(([, p]) => p.Properties.Roles.some((r) => r.Ref.startsWith(role)));
+        const wildcards = mine.flatMap(([id, p]) => p.Properties.PolicyDocument.Statement.filter((s) => resourcesOf(s).includes("*")).map((s) => ({ id, s })));
+        expect(wildcards.every(({ id }) => id.startsWith(`${role.replace(/Role$/, "")}RoleNoResourceLevelActions`)), JSON.stringify(wildcards)).toBe(true);
+        expect(wildcards.every(({ s }) => resourcesOf(s).length === 1 && s.Effect === "Allow")).toBe(true);
+        expect([...new Set(wildcards.flatMap(({ s }) => actionsOf(s)))].sort()).toEqual(
+          role === "RotateTokenRole"
+            ? ["secretsmanager:GetRandomPassword", "xray:PutTelemetryRecords", "xray:PutTraceSegments"]
+            : ["xray:PutTelemetryRecords", "xray:PutTraceSegments"],
+        );
+      }
+    },
+  );
+
   /** The actions granted to the role whose logical id starts with `role`, beyond logs and X-Ray. */
   function grantedTo(template: Template, role: string): string[] {
     const policies = Object.values(template.findResources("AWS::IAM::Policy")) as {
