@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { Match, Template } from "aws-cdk-lib/assertions";
 import { beforeAll, describe, expect, it } from "vitest";
 import { DASHBOARD_WIDGETS } from "../../infra/constructs/ops-dashboard.js";
+import { partitionKeyPatterns } from "../../shared/aws/keys.js";
 import { EVENT_TYPES, loadTenantsFile, type TenantConfig } from "../../infra/tenant-config.js";
 import type { TenantStack } from "../../infra/tenant-stack.js";
 import { buildTestApp, EXAMPLE_TENANTS_FILE, REPO_ROOT } from "./helpers.js";
@@ -309,9 +310,37 @@ describe("least-privilege IAM", () => {
 
   it.each(["PollTransactionsRole", "PollCardsRole"])("grants %s only the actions the poller's code sends", (role) => {
     for (const template of [acmeT, globexT]) {
-      expect(grantedTo(template, role)).toEqual(pollerActions);
+      // Scan: the transaction poller's conform-pii action walks the snapshots
+      const expected = role === "PollTransactionsRole" ? [...pollerActions, "dynamodb:Scan"].sort() : pollerActions;
+      expect(grantedTo(template, role)).toEqual(expected);
       expect(via(template, role)).toEqual(["dynamodb", "secretsmanager", "sqs"]);
     }
+  });
+
+  it.each([
+    ["PollTransactionsRole", "pollTransactions"],
+    ["PollCardsRole", "pollCards"],
+    ["RotateTokenRole", "rotateToken"],
+  ] as const)("scopes %s's item actions to its partition keys (dynamodb:LeadingKeys), leaving only Scan unconditioned", (role, user) => {
+    for (const [template, tenant] of [
+      [acmeT, "acme-sandbox"],
+      [globexT, "globex"],
+    ] as const) {
+      const mine = Object.values(template.findResources("AWS::IAM::Policy"))
+        .filter((p) => (p as { Properties: { Roles: { Ref: string }[] } }).Properties.Roles.some((r) => r.Ref.startsWith(role)))
+        .flatMap((p) => (p as { Properties: { PolicyDocument: { Statement: Statement[] } } }).Properties.PolicyDocument.Statement)
+        .filter((st) => actionsOf(st).some((a) => a.startsWith("dynamodb:")));
+      for (const statement of mine) {
+        if (actionsOf(statement).includes("dynamodb:Scan")) {
+          expect(actionsOf(statement)).toEqual(["dynamodb:Scan"]);
+          expect(role).toBe("PollTransactionsRole");
+          expect(statement.Condition).toBeUndefined();
+        } else {
+          expect(statement.Condition).toEqual({ "ForAllValues:StringLike": { "dynamodb:LeadingKeys": partitionKeyPatterns(tenant, user) } });
+        }
+      }
+    }
+    expect(partitionKeyPatterns("acme-sandbox", user).every((p) => p.includes("acme-sandbox"))).toBe(true);
   });
 
   it("grants the rotation the token lease and token items, and DescribeSecret with the rotation schedule", () => {
