@@ -108,6 +108,7 @@ export class TenantStack extends Stack {
       bus: tenant.eventBus,
       eventSource: tenant.eventSource,
       archiveRetentionDays: tenant.archiveRetentionDays,
+      encryptionKey: key,
     });
     this.pollerDeadLetters = new FailureQueue(this, "PollerDeadLetters", { encryptionKey: key });
 

@@ -1,6 +1,7 @@
-import { Duration } from "aws-cdk-lib";
+import { Duration, Stack } from "aws-cdk-lib";
 import * as events from "aws-cdk-lib/aws-events";
 import * as iam from "aws-cdk-lib/aws-iam";
+import type * as kms from "aws-cdk-lib/aws-kms";
 import { Construct } from "constructs";
 
 /** Where the tenant's events go: a bus of its own, or an existing one. */
@@ -17,6 +18,8 @@ export interface TenantEventBusProps {
   readonly bus: TenantEventBusSource;
   /** EventBridge `source` of the bridge's events. */
   readonly eventSource: string;
+  /** The tenant's key: encrypts a created bus and the archive. */
+  readonly encryptionKey: kms.IKey;
   /**
    * Days the archive keeps events for replay; 0 keeps them indefinitely.
    * @default 30
@@ -39,10 +42,12 @@ export class TenantEventBus extends Construct {
   constructor(scope: Construct, id: string, props: TenantEventBusProps) {
     super(scope, id);
     const source = props.bus;
+    const createdName = `qashio-bridge-${props.tenantId}`;
     if (source.mode === "create") {
       this.bus = new events.EventBus(this, "Bus", {
-        eventBusName: `qashio-bridge-${props.tenantId}`,
+        eventBusName: createdName,
         description: `qashio-bridge events of tenant ${props.tenantId}`,
+        kmsKey: props.encryptionKey,
       });
       this.busNameForPutEvents = this.bus.eventBusName;
     } else if ("arn" in source) {
@@ -59,6 +64,42 @@ export class TenantEventBus extends Construct {
       eventPattern: { source: [props.eventSource], detail: { tenant: [props.tenantId] } },
       retention: retentionDays === 0 ? undefined : Duration.days(retentionDays),
     });
+    this.encryptArchive(props.encryptionKey, source.mode === "create" ? this.createdBusArn(createdName) : this.bus.eventBusArn);
+  }
+
+  /**
+   * The created bus's ARN built from its name, as CDK's own key policy statement for the bus does: the bus's
+   * `Fn::GetAtt` in the key policy would make key and bus depend on each other.
+   */
+  private createdBusArn(name: string): string {
+    return Stack.of(this).formatArn({ service: "events", resource: "event-bus", resourceName: name });
+  }
+
+  /**
+   * Puts the archive under the tenant key. Not through `Archive`'s `kmsKey`, whose key policy statement names the bus
+   * by `Fn::GetAtt` (a dependency cycle with a created bus) and lets EventBridge use the key without any condition
+   * for DescribeKey only. The statements follow AWS's example for archives: data-key actions only for events of this
+   * bus (`kms:EncryptionContext:aws:events:event-bus:arn`, the context EventBridge encrypts archived events under).
+   */
+  private encryptArchive(key: kms.IKey, busArn: string): void {
+    (this.archive.node.defaultChild as events.CfnArchive).kmsKeyIdentifier = key.keyArn;
+    key.addToResourcePolicy(
+      new iam.PolicyStatement({
+        sid: "AllowEventBridgeToEncryptTheArchive",
+        principals: [new iam.ServicePrincipal("events.amazonaws.com")],
+        actions: ["kms:Decrypt", "kms:GenerateDataKey", "kms:ReEncrypt*"],
+        resources: ["*"],
+        conditions: { StringEquals: { "kms:EncryptionContext:aws:events:event-bus:arn": busArn } },
+      }),
+    );
+    key.addToResourcePolicy(
+      new iam.PolicyStatement({
+        sid: "AllowEventBridgeToDescribeTheKey",
+        principals: [new iam.ServicePrincipal("events.amazonaws.com")],
+        actions: ["kms:DescribeKey"],
+        resources: ["*"],
+      }),
+    );
   }
 
   /** Grants events:PutEvents on this bus only. */

@@ -33,7 +33,7 @@ export interface TenantKeyProps {
 }
 
 /**
- * The tenant's customer-managed KMS key: encrypts its table, secret, queues and alarm topic, so one
+ * The tenant's customer-managed KMS key: encrypts its table, secret, queues, alarm topic, event bus and archive, so one
  * tenant's data can be revoked or audited without touching another's.
  */
 export class TenantKey extends Construct {
@@ -62,7 +62,7 @@ export class TenantKey extends Construct {
     const account = Stack.of(this).account;
     this.key = new kms.Key(this, "Key", {
       alias: `alias/qashio-bridge/${props.tenantId}`,
-      description: `qashio-bridge tenant ${props.tenantId}: table, secret, queues and alarm topic`,
+      description: `qashio-bridge tenant ${props.tenantId}: table, secret, queues, alarm topic, event bus and archive`,
       enableKeyRotation: true,
       pendingWindow: Duration.days(30),
       removalPolicy: RemovalPolicy.RETAIN,

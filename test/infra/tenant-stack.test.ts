@@ -167,6 +167,49 @@ describe("tenant stacks", () => {
     });
   });
 
+  it("encrypts a created bus and every archive with the tenant key, EventBridge's key use bound to that bus", () => {
+    type KeyStatement = { Sid?: string; Action: string | string[]; Principal?: { Service?: string }; Condition?: Record<string, Record<string, unknown>> };
+    const keyStatements = (template: Template) =>
+      (Object.values(template.findResources("AWS::KMS::Key"))[0] as { Properties: { KeyPolicy: { Statement: KeyStatement[] } } }).Properties.KeyPolicy
+        .Statement;
+    const busArn = (name: string) => ({
+      "Fn::Join": ["", ["arn:", { Ref: "AWS::Partition" }, ":events:", { Ref: "AWS::Region" }, ":", { Ref: "AWS::AccountId" }, `:event-bus/${name}`]],
+    });
+    const key = (template: Template) => ({ "Fn::GetAtt": [logicalIdOf(template, "AWS::KMS::Key"), "Arn"] });
+    acmeT.hasResourceProperties("AWS::Events::EventBus", { KmsKeyIdentifier: key(acmeT) });
+    for (const [template, bus] of [
+      [acmeT, "qashio-bridge-acme-sandbox"],
+      [globexT, "globex-finance"],
+    ] as const) {
+      template.hasResourceProperties("AWS::Events::Archive", { KmsKeyIdentifier: key(template) });
+      const events = keyStatements(template).filter((st) => st.Principal?.Service === "events.amazonaws.com");
+      // every data-key use by EventBridge is bound to this bus (or, for the DLQs, to the account)
+      for (const st of events.filter((e) => [e.Action].flat().some((a) => a !== "kms:DescribeKey"))) {
+        expect(st.Condition?.StringEquals, JSON.stringify(st)).toBeDefined();
+      }
+      expect(events).toContainEqual(
+        expect.objectContaining({
+          Sid: "AllowEventBridgeToEncryptTheArchive",
+          Condition: { StringEquals: { "kms:EncryptionContext:aws:events:event-bus:arn": busArn(bus) } },
+        }),
+      );
+    }
+    expect(keyStatements(acmeT)).toContainEqual(
+      expect.objectContaining({
+        Principal: { Service: "events.amazonaws.com" },
+        Condition: {
+          StringEquals: {
+            "aws:SourceAccount": { Ref: "AWS::AccountId" },
+            "aws:SourceArn": busArn("qashio-bridge-acme-sandbox"),
+            "kms:EncryptionContext:aws:events:event-bus:arn": busArn("qashio-bridge-acme-sandbox"),
+          },
+        },
+      }),
+    );
+    // an imported bus keeps its owner's encryption: no statement for it beyond the archive's
+    expect(JSON.stringify(keyStatements(globexT))).not.toContain("aws:SourceArn");
+  });
+
   it("registers a JSONSchemaDraft4 schema per event type in the tenant's registry", () => {
     acmeT.hasResourceProperties("AWS::EventSchemas::Registry", { RegistryName: "qashio-bridge-acme-sandbox" });
     const schemas = Object.values(acmeT.findResources("AWS::EventSchemas::Schema")).map(
