@@ -132,6 +132,7 @@ export class TenantStack extends Stack {
         reservedConcurrentExecutions: 1,
         onFailure: this.pollerDeadLetters.queue,
         maxEventAge: pollerMaxEventAge(everyMinutes),
+        logEncryptionKey: key,
       });
     };
     this.pollTransactions = poller(
@@ -147,6 +148,7 @@ export class TenantStack extends Stack {
       environment,
       // may wait for a running cycle's lease before refreshing
       timeout: Duration.minutes(10),
+      logEncryptionKey: key,
     });
 
     const pollers: [BridgeFunction, TableUser][] = [

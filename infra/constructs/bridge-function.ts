@@ -1,5 +1,6 @@
 import { Duration, RemovalPolicy } from "aws-cdk-lib";
 import * as iam from "aws-cdk-lib/aws-iam";
+import type * as kms from "aws-cdk-lib/aws-kms";
 import * as lambda from "aws-cdk-lib/aws-lambda";
 import * as nodejs from "aws-cdk-lib/aws-lambda-nodejs";
 import * as logs from "aws-cdk-lib/aws-logs";
@@ -129,6 +130,11 @@ export interface BridgeFunctionProps {
    */
   readonly memorySize?: number;
   /**
+   * Customer-managed key of the function's log group (its policy must let CloudWatch Logs use it).
+   * @default - CloudWatch Logs' own encryption
+   */
+  readonly logEncryptionKey?: kms.IKey;
+  /**
    * Days CloudWatch keeps the function's logs.
    * @default logs.RetentionDays.THREE_MONTHS
    */
@@ -151,6 +157,7 @@ export class BridgeFunction extends Construct {
     super(scope, id);
     this.logGroup = new logs.LogGroup(this, "Logs", {
       retention: props.logRetention ?? logs.RetentionDays.THREE_MONTHS,
+      encryptionKey: props.logEncryptionKey,
       removalPolicy: RemovalPolicy.DESTROY,
     });
     this.role = new BridgeFunctionRole(this, "Role", {

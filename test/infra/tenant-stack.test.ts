@@ -210,6 +210,29 @@ describe("tenant stacks", () => {
     expect(JSON.stringify(keyStatements(globexT))).not.toContain("aws:SourceArn");
   });
 
+  it("encrypts the functions' log groups with the tenant key, CloudWatch Logs' use bound to log groups of the account", () => {
+    for (const template of [acmeT, globexT]) {
+      const groups = Object.values(template.findResources("AWS::Logs::LogGroup")) as { Properties: { KmsKeyId?: unknown } }[];
+      expect(groups).toHaveLength(3);
+      for (const group of groups) expect(group.Properties.KmsKeyId).toEqual({ "Fn::GetAtt": [logicalIdOf(template, "AWS::KMS::Key"), "Arn"] });
+      const key = Object.values(template.findResources("AWS::KMS::Key"))[0] as { Properties: { KeyPolicy: { Statement: unknown[] } } };
+      expect(key.Properties.KeyPolicy.Statement).toContainEqual({
+        Sid: "AllowCloudWatchLogsToEncryptLogGroups",
+        Effect: "Allow",
+        Principal: { Service: { "Fn::Join": ["", ["logs.", { Ref: "AWS::Region" }, ".amazonaws.com"]] } },
+        Action: ["kms:Encrypt*", "kms:Decrypt*", "kms:ReEncrypt*", "kms:GenerateDataKey*", "kms:Describe*"],
+        Resource: "*",
+        Condition: {
+          ArnLike: {
+            "kms:EncryptionContext:aws:logs:arn": {
+              "Fn::Join": ["", ["arn:", { Ref: "AWS::Partition" }, ":logs:", { Ref: "AWS::Region" }, ":", { Ref: "AWS::AccountId" }, ":log-group:*"]],
+            },
+          },
+        },
+      });
+    }
+  });
+
   it("registers a JSONSchemaDraft4 schema per event type in the tenant's registry", () => {
     acmeT.hasResourceProperties("AWS::EventSchemas::Registry", { RegistryName: "qashio-bridge-acme-sandbox" });
     const schemas = Object.values(acmeT.findResources("AWS::EventSchemas::Schema")).map(
