@@ -1,4 +1,4 @@
-import { Duration, Stack } from "aws-cdk-lib";
+import { Aws, Duration, Stack } from "aws-cdk-lib";
 import * as events from "aws-cdk-lib/aws-events";
 import * as iam from "aws-cdk-lib/aws-iam";
 import type * as kms from "aws-cdk-lib/aws-kms";
@@ -54,7 +54,14 @@ export class TenantEventBus extends Construct {
       this.bus = events.EventBus.fromEventBusArn(this, "Bus", source.arn);
       this.busNameForPutEvents = source.arn;
     } else {
-      this.bus = events.EventBus.fromEventBusName(this, "Bus", source.name);
+      // The ARN from the pseudo parameters even when the stack is pinned to an account and region (where
+      // fromEventBusName would write literals): the archive's SourceArn stays the same text when a deployed tenant
+      // gets account and region, and a changed SourceArn would replace the archive and lose its events.
+      this.bus = events.EventBus.fromEventBusAttributes(this, "Bus", {
+        eventBusName: source.name,
+        eventBusArn: `arn:${Aws.PARTITION}:events:${Aws.REGION}:${Aws.ACCOUNT_ID}:event-bus/${source.name}`,
+        eventBusPolicy: "",
+      });
       this.busNameForPutEvents = source.name;
     }
     const retentionDays = props.archiveRetentionDays ?? 30;

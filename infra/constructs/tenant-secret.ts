@@ -1,4 +1,4 @@
-import { Duration, RemovalPolicy, Stack } from "aws-cdk-lib";
+import { Aws, Duration, RemovalPolicy } from "aws-cdk-lib";
 import * as iam from "aws-cdk-lib/aws-iam";
 import type * as kms from "aws-cdk-lib/aws-kms";
 import * as lambda from "aws-cdk-lib/aws-lambda";
@@ -84,7 +84,8 @@ export class TenantSecret extends Construct {
       .filter((c): c is lambda.CfnPermission => c instanceof lambda.CfnPermission && c.principal === SECRETS_MANAGER_PRINCIPAL);
     // CDK's RotationSchedule creates it through grantInvoke; if that ever changes, fail synth rather than go without.
     if (permissions.length === 0) throw new Error("RotationSchedule created no Lambda permission for Secrets Manager to condition");
-    for (const permission of permissions) permission.sourceAccount ??= Stack.of(this).account;
+    // The pseudo parameter even in a stack pinned to an account: a changed SourceAccount replaces the permission.
+    for (const permission of permissions) permission.sourceAccount ??= Aws.ACCOUNT_ID;
     return schedule;
   }
 }

@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { Token } from "aws-cdk-lib";
 import { Match, Template } from "aws-cdk-lib/assertions";
 import { beforeAll, describe, expect, it } from "vitest";
 import { DASHBOARD_WIDGETS } from "../../infra/constructs/ops-dashboard.js";
@@ -38,6 +39,32 @@ const logicalIdOf = (template: Template, type: string): string => {
 describe("tenant stacks", () => {
   it("creates one stack per tenant, named QashioBridge-<tenant>", () => {
     expect([acme.stackName, globex.stackName]).toEqual(["QashioBridge-acme-sandbox", "QashioBridge-globex"]);
+  });
+
+  it("pins a tenant that configures ARNs to its account and region, and leaves one without any environment-agnostic", () => {
+    expect([acme.account, acme.region]).toEqual(["111111111111", "eu-west-1"]);
+    expect(Token.isUnresolved(globex.account) && Token.isUnresolved(globex.region)).toBe(true);
+  });
+
+  it("writes the same replacement-sensitive properties whether a tenant is pinned or not, so pinning a deployed one replaces nothing", () => {
+    const sensitive: [string, string][] = [
+      ["AWS::Events::Archive", "SourceArn"],
+      ["AWS::Lambda::Permission", "SourceAccount"],
+      ["AWS::Lambda::Permission", "FunctionName"],
+      ["AWS::Events::EventBus", "Name"],
+      ["AWS::Events::Rule", "EventBusName"],
+    ];
+    const propertiesOf = (template: Template) =>
+      sensitive.map(([type, property]) =>
+        Object.entries(template.findResources(type)).map(([id, r]) => [id, (r as { Properties: Record<string, unknown> }).Properties[property]]),
+      );
+    for (const tenant of loadTenantsFile(EXAMPLE_TENANTS_FILE)) {
+      const { account: _account, region: _region, ...agnostic } = tenant;
+      const pinned = { ...tenant, account: "111111111111", region: "eu-west-1" };
+      const [a] = buildTestApp({ tenants: [agnostic as TenantConfig] }).stacks;
+      const [b] = buildTestApp({ tenants: [pinned] }).stacks;
+      expect(propertiesOf(Template.fromStack(b!)), tenant.id).toEqual(propertiesOf(Template.fromStack(a!)));
+    }
   });
 
   it("encrypts the table with the tenant key, on demand, with PITR and the ttl attribute", () => {
@@ -172,9 +199,11 @@ describe("tenant stacks", () => {
     const keyStatements = (template: Template) =>
       (Object.values(template.findResources("AWS::KMS::Key"))[0] as { Properties: { KeyPolicy: { Statement: KeyStatement[] } } }).Properties.KeyPolicy
         .Statement;
-    const busArn = (name: string) => ({
-      "Fn::Join": ["", ["arn:", { Ref: "AWS::Partition" }, ":events:", { Ref: "AWS::Region" }, ":", { Ref: "AWS::AccountId" }, `:event-bus/${name}`]],
-    });
+    // acme is pinned to an account and region (it configures ARNs), globex is environment-agnostic
+    const busArn = (name: string) =>
+      name === "globex-finance"
+        ? { "Fn::Join": ["", ["arn:", { Ref: "AWS::Partition" }, ":events:", { Ref: "AWS::Region" }, ":", { Ref: "AWS::AccountId" }, `:event-bus/${name}`]] }
+        : { "Fn::Join": ["", ["arn:", { Ref: "AWS::Partition" }, `:events:eu-west-1:111111111111:event-bus/${name}`]] };
     const key = (template: Template) => ({ "Fn::GetAtt": [logicalIdOf(template, "AWS::KMS::Key"), "Arn"] });
     acmeT.hasResourceProperties("AWS::Events::EventBus", { KmsKeyIdentifier: key(acmeT) });
     for (const [template, bus] of [
@@ -199,7 +228,7 @@ describe("tenant stacks", () => {
         Principal: { Service: "events.amazonaws.com" },
         Condition: {
           StringEquals: {
-            "aws:SourceAccount": { Ref: "AWS::AccountId" },
+            "aws:SourceAccount": "111111111111",
             "aws:SourceArn": busArn("qashio-bridge-acme-sandbox"),
             "kms:EncryptionContext:aws:events:event-bus:arn": busArn("qashio-bridge-acme-sandbox"),
           },
@@ -211,6 +240,13 @@ describe("tenant stacks", () => {
   });
 
   it("encrypts the functions' log groups with the tenant key, CloudWatch Logs' use bound to log groups of the account", () => {
+    const logsIn = (template: Template) =>
+      template === acmeT
+        ? { service: "logs.eu-west-1.amazonaws.com", arn: { "Fn::Join": ["", ["arn:", { Ref: "AWS::Partition" }, ":logs:eu-west-1:111111111111:log-group:*"]] } }
+        : {
+            service: { "Fn::Join": ["", ["logs.", { Ref: "AWS::Region" }, ".amazonaws.com"]] },
+            arn: { "Fn::Join": ["", ["arn:", { Ref: "AWS::Partition" }, ":logs:", { Ref: "AWS::Region" }, ":", { Ref: "AWS::AccountId" }, ":log-group:*"]] },
+          };
     for (const template of [acmeT, globexT]) {
       const groups = Object.values(template.findResources("AWS::Logs::LogGroup")) as { Properties: { KmsKeyId?: unknown } }[];
       expect(groups).toHaveLength(3);
@@ -219,16 +255,10 @@ describe("tenant stacks", () => {
       expect(key.Properties.KeyPolicy.Statement).toContainEqual({
         Sid: "AllowCloudWatchLogsToEncryptLogGroups",
         Effect: "Allow",
-        Principal: { Service: { "Fn::Join": ["", ["logs.", { Ref: "AWS::Region" }, ".amazonaws.com"]] } },
+        Principal: { Service: logsIn(template).service },
         Action: ["kms:Encrypt*", "kms:Decrypt*", "kms:ReEncrypt*", "kms:GenerateDataKey*", "kms:Describe*"],
         Resource: "*",
-        Condition: {
-          ArnLike: {
-            "kms:EncryptionContext:aws:logs:arn": {
-              "Fn::Join": ["", ["arn:", { Ref: "AWS::Partition" }, ":logs:", { Ref: "AWS::Region" }, ":", { Ref: "AWS::AccountId" }, ":log-group:*"]],
-            },
-          },
-        },
+        Condition: { ArnLike: { "kms:EncryptionContext:aws:logs:arn": logsIn(template).arn } },
       });
     }
   });
@@ -355,7 +385,7 @@ describe("least-privilege IAM", () => {
         (p as { Properties: { Roles: { Ref: string }[] } }).Properties.Roles.some((r) => r.Ref.startsWith(role)),
       ),
     );
-    return ["dynamodb", "secretsmanager", "sqs"].filter((service) => text.includes(`"${service}."`));
+    return ["dynamodb", "secretsmanager", "sqs"].filter((service) => text.includes(`"${service}.`));
   };
   const pollerActions = [
     "dynamodb:BatchGetItem",
@@ -445,6 +475,7 @@ describe("least-privilege IAM", () => {
       expect(permissions.map((p) => p.Properties.Principal)).toContain("secretsmanager.amazonaws.com");
       for (const { Properties: p } of permissions) {
         expect(p.SourceAccount ?? p.SourceArn, JSON.stringify(p)).toBeDefined();
+        // the pseudo parameter even in the pinned acme stack: pinning must not replace the permission
         if (p.Principal === "secretsmanager.amazonaws.com") expect(p.SourceAccount).toEqual({ Ref: "AWS::AccountId" });
       }
     }
