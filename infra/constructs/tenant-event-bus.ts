@@ -38,9 +38,12 @@ export class TenantEventBus extends Construct {
   public readonly archive: events.Archive;
   /** Value for the functions' EVENT_BUS_NAME: the bus name, or the ARN for a bus imported by ARN. */
   public readonly busNameForPutEvents: string;
+  /** The `source` the tenant's functions publish under (the only one {@link grantPutEvents} allows). */
+  public readonly eventSource: string;
 
   constructor(scope: Construct, id: string, props: TenantEventBusProps) {
     super(scope, id);
+    this.eventSource = props.eventSource;
     const source = props.bus;
     const createdName = `qashio-bridge-${props.tenantId}`;
     if (source.mode === "create") {
@@ -109,10 +112,22 @@ export class TenantEventBus extends Construct {
     );
   }
 
-  /** Grants events:PutEvents on this bus only. */
+  /**
+   * Grants events:PutEvents on this bus only, and only for entries whose `source` is the tenant's: on a shared bus a
+   * tenant's function cannot publish under another tenant's source (`detail.tenant` is beyond IAM's reach, so a
+   * per-tenant source is what isolates tenants there). Every entry must carry it (`ForAllValues`), and the key must be
+   * present (`Null`), since `ForAllValues` of no value is true.
+   */
   grantPutEvents(grantee: iam.IGrantable): void {
     grantee.grantPrincipal.addToPrincipalPolicy(
-      new iam.PolicyStatement({ actions: ["events:PutEvents"], resources: [this.bus.eventBusArn] }),
+      new iam.PolicyStatement({
+        actions: ["events:PutEvents"],
+        resources: [this.bus.eventBusArn],
+        conditions: {
+          "ForAllValues:StringEquals": { "events:source": [this.eventSource] },
+          Null: { "events:source": "false" },
+        },
+      }),
     );
   }
 }

@@ -481,6 +481,21 @@ describe("least-privilege IAM", () => {
     }
   });
 
+  it("lets the pollers publish only under the tenant's own source, on its own bus", () => {
+    for (const template of [acmeT, globexT]) {
+      const puts = statements(template).filter((st) => actionsOf(st).includes("events:PutEvents"));
+      expect(puts).toHaveLength(2);
+      for (const st of puts) {
+        expect(actionsOf(st)).toEqual(["events:PutEvents"]);
+        expect(st.Condition).toEqual({ "ForAllValues:StringEquals": { "events:source": ["qashio.bridge"] }, Null: { "events:source": "false" } });
+      }
+    }
+    const custom = { ...(loadTenantsFile(EXAMPLE_TENANTS_FILE)[1] as TenantConfig), eventSource: "globex.cards" };
+    const [stack] = buildTestApp({ tenants: [custom] }).stacks;
+    const put = statements(Template.fromStack(stack!)).find((st) => actionsOf(st).includes("events:PutEvents"));
+    expect(put?.Condition).toMatchObject({ "ForAllValues:StringEquals": { "events:source": ["globex.cards"] } });
+  });
+
   it("gives the stacks of two tenants no reference to each other", () => {
     expect(JSON.stringify(acmeT.toJSON())).not.toContain("globex");
     expect(JSON.stringify(globexT.toJSON())).not.toContain("acme");
