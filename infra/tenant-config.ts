@@ -150,13 +150,20 @@ const tenantSchema = z.strictObject({
   }
 });
 
-/** Every ARN a tenant configures, with its path and whether it must also be in the tenant's account. */
+/** An ARN of the tenant's config: where it is, and whether it must also be in the tenant's account. */
+interface PlacedArn {
+  readonly path: (string | number)[];
+  readonly arn: string;
+  readonly account: boolean;
+}
+
+/** Every ARN a tenant configures. */
 function arnsOf(tenant: {
   eventBus: { mode: string; arn?: string } | { mode: string; name: string };
   alarms: { topicArn?: string | undefined };
   webhooks: readonly { auth: z.output<typeof webhookAuthSchema> }[];
-}): { path: (string | number)[]; arn: string; account: boolean }[] {
-  const placed: { path: (string | number)[]; arn: string | undefined; account: boolean }[] = [
+}): PlacedArn[] {
+  const placed: (Omit<PlacedArn, "arn"> & { arn: string | undefined })[] = [
     { path: ["eventBus", "arn"], arn: "arn" in tenant.eventBus ? tenant.eventBus.arn : undefined, account: true },
     { path: ["alarms", "topicArn"], arn: tenant.alarms.topicArn, account: false },
     ...tenant.webhooks.map((hook, i) => {
@@ -169,7 +176,7 @@ function arnsOf(tenant: {
       return { path: ["webhooks", i, "auth", field, "secretArn"], arn: ref.secretArn, account: false };
     }),
   ];
-  return placed.filter((p): p is { path: (string | number)[]; arn: string; account: boolean } => p.arn !== undefined);
+  return placed.filter((p): p is PlacedArn => p.arn !== undefined);
 }
 
 const tenantsFileSchema = z.strictObject({
