@@ -132,14 +132,21 @@ const tenantSchema = z.strictObject({
   alarms: alarmsSchema,
   webhooks: z.array(webhookSchema).default([]),
 }).superRefine((tenant, ctx) => {
-  // Caught here rather than at deploy: rules and the archive need the bus in the stack's own account and region,
-  // and an alarm can only notify a topic in its own region.
-  const placed: { path: (string | number)[]; arn: string | undefined; account: boolean }[] = [
-    { path: ["eventBus", "arn"], arn: "arn" in tenant.eventBus ? tenant.eventBus.arn : undefined, account: true },
-    { path: ["alarms", "topicArn"], arn: tenant.alarms.topicArn, account: false },
-  ];
+  // Caught here rather than at deploy: rules and the archive need the bus in the stack's own account and region, an
+  // alarm can only notify a topic in its own region, and CloudFormation resolves a webhook secret in the stack's region
+  // (a secret of another account is fine: dynamic references take its full ARN).
+  const placed = arnsOf(tenant);
+  const first = placed[0];
+  if (first !== undefined) {
+    // An ARN pins the tenant to a place, so the stack is pinned too: the checks below then always run, and a deploy
+    // from a shell with another default account or region fails at once instead of half-way.
+    for (const field of ["region", "account"] as const) {
+      if (tenant[field] === undefined) {
+        ctx.addIssue({ code: "custom", path: [field], message: `is required when an ARN is configured (${formatPath(first.path)})` });
+      }
+    }
+  }
   for (const { path, arn, account } of placed) {
-    if (arn === undefined) continue;
     const [, , , region, accountId] = arn.split(":");
     if (tenant.region !== undefined && region !== tenant.region) {
       ctx.addIssue({ code: "custom", path, message: "must be in the tenant's region" });
@@ -148,6 +155,35 @@ const tenantSchema = z.strictObject({
     }
   }
 });
+
+/** An ARN of the tenant's config: where it is, and whether it must also be in the tenant's account. */
+interface PlacedArn {
+  readonly path: (string | number)[];
+  readonly arn: string;
+  readonly account: boolean;
+}
+
+/** Every ARN a tenant configures. */
+function arnsOf(tenant: {
+  eventBus: { mode: string; arn?: string } | { mode: string; name: string };
+  alarms: { topicArn?: string | undefined };
+  webhooks: readonly { auth: z.output<typeof webhookAuthSchema> }[];
+}): PlacedArn[] {
+  const placed: (Omit<PlacedArn, "arn"> & { arn: string | undefined })[] = [
+    { path: ["eventBus", "arn"], arn: "arn" in tenant.eventBus ? tenant.eventBus.arn : undefined, account: true },
+    { path: ["alarms", "topicArn"], arn: tenant.alarms.topicArn, account: false },
+    ...tenant.webhooks.map((hook, i) => {
+      const [field, ref] =
+        hook.auth.type === "apiKey"
+          ? (["value", hook.auth.value] as const)
+          : hook.auth.type === "basic"
+            ? (["password", hook.auth.password] as const)
+            : (["clientSecret", hook.auth.clientSecret] as const);
+      return { path: ["webhooks", i, "auth", field, "secretArn"], arn: ref.secretArn, account: false };
+    }),
+  ];
+  return placed.filter((p): p is PlacedArn => p.arn !== undefined);
+}
 
 const tenantsFileSchema = z.strictObject({
   $schema: z.string().optional(),

@@ -2,6 +2,7 @@ import { join } from "node:path";
 import { Annotations, CfnOutput, Duration, Stack, type StackProps } from "aws-cdk-lib";
 import type { Construct } from "constructs";
 import { CYCLE_SAFETY_MARGIN_MS } from "../shared/aws/config.js";
+import { partitionKeyPatterns, type TableUser } from "../shared/aws/keys.js";
 import { BridgeFunction, type BridgeFunctionEnvironment } from "./constructs/bridge-function.js";
 import { EventSchemas } from "./constructs/event-schemas.js";
 import { FailureQueue } from "./constructs/failure-queue.js";
@@ -11,7 +12,7 @@ import { PollSchedules } from "./constructs/poll-schedules.js";
 import { TenantEventBus } from "./constructs/tenant-event-bus.js";
 import { TenantKey } from "./constructs/tenant-key.js";
 import { TenantSecret } from "./constructs/tenant-secret.js";
-import { POLLER_TABLE_ACTIONS, ROTATION_TABLE_ACTIONS, SNAPSHOT_SCAN_ACTIONS, TenantTable } from "./constructs/tenant-table.js";
+import { POLLER_TABLE_ACTIONS, ROTATION_TABLE_ACTIONS, TenantTable } from "./constructs/tenant-table.js";
 import { WebhookForwarder } from "./constructs/webhook-forwarder.js";
 import type { EventDetailSchema } from "./event-schemas-source.js";
 import { acknowledgeTenantStackFindings } from "./nag-acknowledgements.js";
@@ -110,6 +111,7 @@ export class TenantStack extends Stack {
       bus: tenant.eventBus,
       eventSource: tenant.eventSource,
       archiveRetentionDays: tenant.archiveRetentionDays,
+      encryptionKey: key,
     });
     this.pollerDeadLetters = new FailureQueue(this, "PollerDeadLetters", { encryptionKey: key });
 
@@ -133,6 +135,7 @@ export class TenantStack extends Stack {
         reservedConcurrentExecutions: 1,
         onFailure: this.pollerDeadLetters.queue,
         maxEventAge: pollerMaxEventAge(everyMinutes),
+        logEncryptionKey: key,
       });
     };
     this.pollTransactions = poller(
@@ -148,17 +151,23 @@ export class TenantStack extends Stack {
       environment,
       // may wait for a running cycle's lease before refreshing
       timeout: Duration.minutes(10),
+      logEncryptionKey: key,
     });
 
-    for (const fn of [this.pollTransactions.function, this.pollCards.function]) {
-      this.table.grantItemAccess(fn, POLLER_TABLE_ACTIONS);
+    const pollers: [BridgeFunction, TableUser][] = [
+      [this.pollTransactions, "pollTransactions"],
+      [this.pollCards, "pollCards"],
+    ];
+    for (const [{ function: fn }, user] of pollers) {
+      this.table.grantItemAccess(fn, POLLER_TABLE_ACTIONS, partitionKeyPatterns(tenant.id, user));
       this.secret.grantRuntimeAccess(fn);
       // sqs: Lambda writes a failed invocation to the encrypted DLQ with the function's role
       this.key.grantDataUse(fn, ["dynamodb", "secretsmanager", "sqs"]);
       this.eventBus.grantPutEvents(fn);
     }
-    this.table.grantItemAccess(this.pollTransactions.function, SNAPSHOT_SCAN_ACTIONS);
-    this.table.grantItemAccess(this.rotateToken.function, ROTATION_TABLE_ACTIONS);
+    // The operator's conform-pii action (transaction poller) scans the snapshots; a Scan cannot be partition-scoped.
+    this.table.grantScan(this.pollTransactions.function);
+    this.table.grantItemAccess(this.rotateToken.function, ROTATION_TABLE_ACTIONS, partitionKeyPatterns(tenant.id, "rotateToken"));
     this.secret.grantRuntimeAccess(this.rotateToken.function);
     this.key.grantDataUse(this.rotateToken.function, ["dynamodb", "secretsmanager"]);
     this.secret.addTokenRotation(this.rotateToken.function);

@@ -1,5 +1,6 @@
 import { Duration, RemovalPolicy } from "aws-cdk-lib";
 import * as iam from "aws-cdk-lib/aws-iam";
+import type * as kms from "aws-cdk-lib/aws-kms";
 import * as lambda from "aws-cdk-lib/aws-lambda";
 import * as nodejs from "aws-cdk-lib/aws-lambda-nodejs";
 import * as logs from "aws-cdk-lib/aws-logs";
@@ -33,6 +34,51 @@ export class QueueOnFailure implements lambda.IDestination {
       new iam.PolicyStatement({ actions: ["sqs:SendMessage"], resources: [this.queue.queueArn] }),
     );
     return { destination: this.queue.queueArn };
+  }
+}
+
+/**
+ * Actions a bridge function's role may hold on `Resource: "*"`, as none has resource-level permissions: X-Ray's
+ * (added by `Tracing.ACTIVE`) and Secrets Manager's GetRandomPassword (added by a rotation schedule).
+ */
+export const NO_RESOURCE_LEVEL_ACTIONS: readonly string[] = [
+  "xray:PutTraceSegments",
+  "xray:PutTelemetryRecords",
+  "secretsmanager:GetRandomPassword",
+];
+
+/** An Allow of {@link NO_RESOURCE_LEVEL_ACTIONS} only, on `"*"` only. */
+function isNoResourceLevelStatement(statement: iam.PolicyStatement): boolean {
+  return (
+    statement.effect === iam.Effect.ALLOW &&
+    statement.notActions.length === 0 &&
+    statement.notResources.length === 0 &&
+    statement.resources.length === 1 &&
+    statement.resources[0] === "*" &&
+    statement.actions.length > 0 &&
+    statement.actions.every((action) => NO_RESOURCE_LEVEL_ACTIONS.includes(action))
+  );
+}
+
+/**
+ * A bridge function's execution role. Statements that only allow {@link NO_RESOURCE_LEVEL_ACTIONS} on `"*"` go to a
+ * policy of their own ({@link BridgeFunctionRole.noResourceLevelPolicy}), everything else to the default policy, so
+ * the cdk-nag acknowledgement of `Resource::*` can name that one policy: any other wildcard, whatever its action,
+ * lands in the default policy and fails synth.
+ */
+export class BridgeFunctionRole extends iam.Role {
+  static readonly NO_RESOURCE_LEVEL_POLICY_ID = "NoResourceLevelActions";
+
+  /** The policy holding the `"*"` statements of {@link NO_RESOURCE_LEVEL_ACTIONS}, once one was added. */
+  get noResourceLevelPolicy(): iam.Policy | undefined {
+    return this.node.tryFindChild(BridgeFunctionRole.NO_RESOURCE_LEVEL_POLICY_ID) as iam.Policy | undefined;
+  }
+
+  override addToPrincipalPolicy(statement: iam.PolicyStatement): iam.AddToPrincipalPolicyResult {
+    if (!isNoResourceLevelStatement(statement)) return super.addToPrincipalPolicy(statement);
+    const policy = this.noResourceLevelPolicy ?? new iam.Policy(this, BridgeFunctionRole.NO_RESOURCE_LEVEL_POLICY_ID, { roles: [this] });
+    policy.addStatements(statement);
+    return { statementAdded: true, policyDependable: policy };
   }
 }
 
@@ -84,6 +130,11 @@ export interface BridgeFunctionProps {
    */
   readonly memorySize?: number;
   /**
+   * Customer-managed key of the function's log group (its policy must let CloudWatch Logs use it).
+   * @default - CloudWatch Logs' own encryption
+   */
+  readonly logEncryptionKey?: kms.IKey;
+  /**
    * Days CloudWatch keeps the function's logs.
    * @default logs.RetentionDays.THREE_MONTHS
    */
@@ -100,15 +151,16 @@ export class BridgeFunction extends Construct {
   /** Its log group (explicit, so retention and encryption are ours). */
   public readonly logGroup: logs.LogGroup;
   /** Its execution role (no managed policies). */
-  public readonly role: iam.Role;
+  public readonly role: BridgeFunctionRole;
 
   constructor(scope: Construct, id: string, props: BridgeFunctionProps) {
     super(scope, id);
     this.logGroup = new logs.LogGroup(this, "Logs", {
       retention: props.logRetention ?? logs.RetentionDays.THREE_MONTHS,
+      encryptionKey: props.logEncryptionKey,
       removalPolicy: RemovalPolicy.DESTROY,
     });
-    this.role = new iam.Role(this, "Role", {
+    this.role = new BridgeFunctionRole(this, "Role", {
       assumedBy: new iam.ServicePrincipal("lambda.amazonaws.com"),
       description: `${props.description} (execution role)`,
     });

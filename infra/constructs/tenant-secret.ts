@@ -1,7 +1,7 @@
-import { Duration, RemovalPolicy } from "aws-cdk-lib";
+import { Aws, Duration, RemovalPolicy } from "aws-cdk-lib";
 import * as iam from "aws-cdk-lib/aws-iam";
 import type * as kms from "aws-cdk-lib/aws-kms";
-import type * as lambda from "aws-cdk-lib/aws-lambda";
+import * as lambda from "aws-cdk-lib/aws-lambda";
 import * as secretsmanager from "aws-cdk-lib/aws-secretsmanager";
 import { Construct } from "constructs";
 
@@ -11,6 +11,8 @@ import { Construct } from "constructs";
  * idle tenant's single-use refresh token (lifetime not stated by the provider, spec 5.11) from expiring.
  */
 export const TOKEN_ROTATION_INTERVAL = Duration.hours(4);
+
+const SECRETS_MANAGER_PRINCIPAL = "secretsmanager.amazonaws.com";
 
 /** Properties of {@link TenantSecret}. */
 export interface TenantSecretProps {
@@ -70,12 +72,24 @@ export class TenantSecret extends Construct {
 
   /**
    * Schedules the token rotation function. Not rotated on deploy: a fresh secret has no refresh token yet.
+   *
+   * The schedule lets `secretsmanager.amazonaws.com` invoke the function through a Lambda permission without any
+   * source condition; it gets `SourceAccount` (this stack's account), the condition AWS documents for rotation
+   * functions against the confused deputy. The handler also refuses a rotation event for any other secret.
    */
   addTokenRotation(rotationFunction: lambda.IFunction): secretsmanager.RotationSchedule {
-    return this.secret.addRotationSchedule("TokenRotation", {
+    const schedule = this.secret.addRotationSchedule("TokenRotation", {
       rotationLambda: rotationFunction,
       automaticallyAfter: TOKEN_ROTATION_INTERVAL,
       rotateImmediatelyOnUpdate: false,
     });
+    const permissions = rotationFunction.node
+      .findAll()
+      .filter((c): c is lambda.CfnPermission => c instanceof lambda.CfnPermission && c.principal === SECRETS_MANAGER_PRINCIPAL);
+    // CDK's RotationSchedule creates it through grantInvoke; if that ever changes, fail synth rather than go without.
+    if (permissions.length === 0) throw new Error("RotationSchedule created no Lambda permission for Secrets Manager to condition");
+    // The pseudo parameter even in a stack pinned to an account: a changed SourceAccount replaces the permission.
+    for (const permission of permissions) permission.sourceAccount ??= Aws.ACCOUNT_ID;
+    return schedule;
   }
 }

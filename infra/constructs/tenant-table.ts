@@ -23,7 +23,7 @@ export interface TenantTableProps {
  * Item actions a poller sends (shared/aws): snapshots (BatchGet, BatchWrite), quarantine (conditional Put, Update of
  * the TTL of a record found again, Query for its size and the re-drive, Delete once re-driven), leases (conditional
  * Put, Delete; never renewed, the cycle lease outlives the function timeout) and the shared access token (Get, Put,
- * Delete).
+ * Delete). Granted with the poller's partition keys (`partitionKeyPatterns` in shared/aws/keys.ts).
  */
 export const POLLER_TABLE_ACTIONS = [
   "dynamodb:GetItem",
@@ -35,14 +35,14 @@ export const POLLER_TABLE_ACTIONS = [
   "dynamodb:BatchWriteItem",
 ] as const;
 
-/**
- * Table actions only the transaction poller sends: the Scan of its `conform-pii` action, which walks the tenant's
- * snapshots to re-mask them after a PII mode switch.
- */
-export const SNAPSHOT_SCAN_ACTIONS = ["dynamodb:Scan"] as const;
-
 /** Item actions the token rotation sends: the token lease and the shared access token only. */
 export const ROTATION_TABLE_ACTIONS = ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:DeleteItem"] as const;
+
+/**
+ * Condition operator of the `dynamodb:LeadingKeys` scope: every partition key a request names (all of a batch's)
+ * must match one of the patterns (`StringLike`, so `SNAP#<tenant>#*` covers the snapshots).
+ */
+export const LEADING_KEYS_OPERATOR = "ForAllValues:StringLike";
 
 /**
  * The tenant's DynamoDB table: snapshots, leases and quarantine (keys `pk`/`sk`, TTL attribute `ttl`).
@@ -70,9 +70,29 @@ export class TenantTable extends Construct {
 
   /**
    * Grants item actions (e.g. {@link POLLER_TABLE_ACTIONS}) on this table only (no index or stream ARNs, no
-   * wildcard).
+   * wildcard), and only on the items whose partition key matches one of `partitionKeys` (IAM `StringLike` patterns,
+   * from `partitionKeyPatterns` in shared/aws/keys.ts) through a `dynamodb:LeadingKeys` condition.
    */
-  grantItemAccess(grantee: iam.IGrantable, actions: readonly string[]): void {
-    grantee.grantPrincipal.addToPrincipalPolicy(new iam.PolicyStatement({ actions: [...actions], resources: [this.table.tableArn] }));
+  grantItemAccess(grantee: iam.IGrantable, actions: readonly string[], partitionKeys: readonly string[]): void {
+    if (partitionKeys.length === 0) throw new Error("grantItemAccess needs at least one partition key pattern");
+    if (actions.includes("dynamodb:Scan")) {
+      // A Scan names no partition key: the condition would not scope it (ForAllValues of nothing is true).
+      throw new Error("dynamodb:Scan cannot be scoped by dynamodb:LeadingKeys; use grantScan");
+    }
+    grantee.grantPrincipal.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        actions: [...actions],
+        resources: [this.table.tableArn],
+        conditions: { [LEADING_KEYS_OPERATOR]: { "dynamodb:LeadingKeys": [...partitionKeys] } },
+      }),
+    );
+  }
+
+  /**
+   * Grants `dynamodb:Scan` on this table, without a partition-key condition: a Scan names no partition key, so
+   * `dynamodb:LeadingKeys` cannot scope it and the caller reads every item of the (tenant's own) table.
+   */
+  grantScan(grantee: iam.IGrantable): void {
+    grantee.grantPrincipal.addToPrincipalPolicy(new iam.PolicyStatement({ actions: ["dynamodb:Scan"], resources: [this.table.tableArn] }));
   }
 }

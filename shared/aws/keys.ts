@@ -37,5 +37,30 @@ export const leaseNames = {
   tokenRefresh: (tenant: string) => `${tenant}#token-refresh`,
 } as const;
 
+/** The functions that use the table, each with an IAM role of its own. */
+export type TableUser = "pollTransactions" | "pollCards" | "rotateToken";
+
+/**
+ * The partition keys each function reads or writes, as IAM `StringLike` patterns for a `dynamodb:LeadingKeys`
+ * condition (the CDK app scopes each role's item actions with them). Both pollers: the tenant's snapshots, its
+ * quarantine partition, the two cycle leases (a re-drive runs under the transaction cycle's) and the token refresh
+ * lease, and the token partition (access token and revoked-family marker). The rotation: the token refresh lease and
+ * the token partition only. Tenant ids hold no `*` or `?`, so only the snapshot prefix's own `*` is a wildcard.
+ *
+ * @example
+ * partitionKeyPatterns("acme", "rotateToken"); // ["LEASE#acme#token-refresh", "TOKEN#acme"]
+ */
+export function partitionKeyPatterns(tenant: string, user: TableUser): string[] {
+  const token = [...new Set([leaseItemKey(leaseNames.tokenRefresh(tenant)).pk, accessTokenItemKey(tenant).pk, revokedFamilyItemKey(tenant).pk])];
+  if (user === "rotateToken") return token;
+  return [
+    `${snapshotPartitionPrefix(tenant)}*`,
+    quarantinePartition(tenant),
+    leaseItemKey(leaseNames.transactionsCycle(tenant)).pk,
+    leaseItemKey(leaseNames.cardsCycle(tenant)).pk,
+    ...token,
+  ];
+}
+
 /** Epoch seconds for DynamoDB's TTL attribute. */
 export const ttlSeconds = (epochMs: number): number => Math.ceil(epochMs / 1000);

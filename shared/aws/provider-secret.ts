@@ -11,12 +11,18 @@ import { systemClock } from "./clock.js";
 import { SecretFormatError, SecretStoreError } from "./errors.js";
 import { DEFAULT_BACKOFF, isRetryableAwsError, withRetries, type BackoffOptions } from "./retry.js";
 
+/**
+ * Shortest `pii_salt` the runtime accepts, as local mode does for `BRIDGE_PII_SALT`: a short salt makes the `hash`
+ * pseudonyms brute-forceable from one known email. The stack generates 48 characters, onboarding 43.
+ */
+export const PII_SALT_MIN_LENGTH = 16;
+
 /** The provider secret's JSON: client credentials, the current refresh token, and the tenant's PII salt. */
 export const ProviderSecretSchema = z.looseObject({
   client_id: z.string().min(1),
   client_secret: z.string().min(1),
   refresh_token: z.string().min(1),
-  pii_salt: z.string().min(1),
+  pii_salt: z.string().min(PII_SALT_MIN_LENGTH),
 });
 export type ProviderSecret = z.infer<typeof ProviderSecretSchema>;
 
@@ -177,7 +183,9 @@ export function parseSecret(secretId: string, secretString: string | undefined, 
   const parsed = ProviderSecretSchema.safeParse(json);
   if (!parsed.success) {
     const fields = [...new Set(parsed.error.issues.map((issue) => issue.path.join(".") || "(root)"))];
-    throw new SecretFormatError(`The provider secret is missing or has invalid fields: ${fields.join(", ")}`, secretId, fields);
+    const shortSalt = parsed.error.issues.some((issue) => issue.path[0] === "pii_salt" && issue.code === "too_small");
+    const hint = shortSalt ? ` (pii_salt must be at least ${PII_SALT_MIN_LENGTH} characters)` : "";
+    throw new SecretFormatError(`The provider secret is missing or has invalid fields: ${fields.join(", ")}${hint}`, secretId, fields);
   }
   return { secret: parsed.data, versionId };
 }

@@ -15,7 +15,7 @@ import { AuthorizeError, ConfigError, EXIT, type SettingIssue } from "./errors.j
 import { line, type CliIo } from "./io.js";
 import { bindToSettings } from "./local-bridge.js";
 import { openInBrowser } from "./open-url.js";
-import { readOnboardingSecret, secretTokenStore } from "./secret-onboarding.js";
+import { assertUsableSalt, readOnboardingSecret, secretTokenStore } from "./secret-onboarding.js";
 
 /** Seams for tests: the browser opener, the Secrets Manager client, the fetch of the token exchange. */
 export interface AuthorizeSeams {
@@ -62,6 +62,7 @@ export async function authorizeCommand(args: AuthorizeArgs, io: CliIo, seams: Au
   if (args.secretId !== undefined) {
     secrets = seams.secrets ?? new SecretsManagerClient({});
     const current = await readOnboardingSecret(secrets, args.secretId);
+    assertUsableSalt(current, args.secretId);
     clientId ??= current.client_id;
     clientSecret ??= current.client_secret;
   }

@@ -7,7 +7,7 @@
 import { randomBytes } from "node:crypto";
 import type { SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 // The module itself, not shared/aws/index.ts: the CLI needs the secret client, not the Lambda runtime.
-import { isSecretNotFound, ProviderSecretClient, type ProviderSecretClientOptions } from "../aws/provider-secret.js";
+import { isSecretNotFound, PII_SALT_MIN_LENGTH, ProviderSecretClient, type ProviderSecretClientOptions } from "../aws/provider-secret.js";
 import { SecretStoreError } from "../aws/errors.js";
 import type { StoredTokens, TokenStore } from "../qashio/auth/token-store.js";
 import { CliError, EXIT } from "./errors.js";
@@ -69,6 +69,25 @@ async function readLenient(secret: ProviderSecretClient): Promise<OnboardingSecr
   if (typeof json !== "object" || json === null || Array.isArray(json)) return {};
   // The stack creates the secret with empty placeholders (`"client_id": ""`): an empty field is one not yet filled.
   return Object.fromEntries(Object.entries(json).filter(([, value]) => value !== "")) as OnboardingSecret;
+}
+
+/**
+ * Refuses a secret whose `pii_salt` (set by hand) is shorter than the pollers accept, before the browser opens: the
+ * token would be stored and every poll would then fail on the secret. The salt is not echoed.
+ *
+ * @throws SecretOnboardingError naming `pii_salt` and the minimum length.
+ * @example
+ * assertUsableSalt(await readOnboardingSecret(secrets, arn), arn);
+ */
+export function assertUsableSalt(secret: OnboardingSecret, secretId: string): void {
+  const salt = secret.pii_salt;
+  if (salt === undefined || (typeof salt === "string" && salt.length >= PII_SALT_MIN_LENGTH)) return;
+  throw new SecretOnboardingError(
+    `secret ${secretId} has a pii_salt that is not a string of at least ${PII_SALT_MIN_LENGTH} characters, which the ` +
+      "pollers refuse: put a longer random one into the secret, or remove the field to have one generated " +
+      "(hashed identifiers change with the salt)",
+    secretId,
+  );
 }
 
 /** Names the AWS error (and the attempts, when throttling outlasted the retries), never a value. */

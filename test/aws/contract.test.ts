@@ -57,7 +57,7 @@ describeTokenStoreContract("SecretsManagerTokenStore", async () => {
     client_id: "cid",
     client_secret: "cs",
     refresh_token: "rt-initial",
-    pii_salt: "salt",
+    pii_salt: "salt-0123456789abcdef",
   });
   const tenant = randomUUID();
   const make = () =>

@@ -1,11 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { SecretStoreError } from "../../shared/aws/errors.js";
+import { SecretFormatError, SecretStoreError } from "../../shared/aws/errors.js";
 import type { Logger } from "../../shared/bridge/ports.js";
-import { ProviderSecretClient, isSecretNotFound } from "../../shared/aws/provider-secret.js";
+import { ProviderSecretClient, isSecretNotFound, parseSecret } from "../../shared/aws/provider-secret.js";
 import { FakeClock } from "./support/clock.js";
 import { FakeSecretsManager, awsError } from "./support/fake-secrets-manager.js";
 
-const SECRET = { client_id: "cid", client_secret: "csecret", refresh_token: "rt-1", pii_salt: "salt" };
+const SECRET = { client_id: "cid", client_secret: "csecret", refresh_token: "rt-1", pii_salt: "salt-0123456789abcdef" };
 
 function setup() {
   const secrets = new FakeSecretsManager("arn:secret:provider", SECRET);
@@ -41,5 +41,26 @@ describe("ProviderSecretClient", () => {
       { operation: "GetSecretValue", attempt: 1, error: "ThrottlingException" },
       { operation: "GetSecretValue", attempt: 2, error: "ThrottlingException" },
     ]);
+  });
+});
+
+describe("parseSecret", () => {
+  it("refuses a pii_salt under 16 characters as SecretFormatError naming pii_salt, never its value", () => {
+    const short = JSON.stringify({ ...SECRET, pii_salt: "fifteen-chars!!" });
+    const error = (() => {
+      try {
+        return parseSecret("arn:secret:provider", short, "v1");
+      } catch (e) {
+        return e;
+      }
+    })();
+    expect(error).toBeInstanceOf(SecretFormatError);
+    expect(error).toMatchObject({ fields: ["pii_salt"] });
+    expect((error as Error).message).toBe(
+      "The provider secret is missing or has invalid fields: pii_salt (pii_salt must be at least 16 characters)",
+    );
+    expect(parseSecret("arn:secret:provider", JSON.stringify({ ...SECRET, pii_salt: "sixteen-chars!!!" }), "v1").secret.pii_salt).toBe(
+      "sixteen-chars!!!",
+    );
   });
 });

@@ -5,7 +5,7 @@ import { FakeClock } from "./support/clock.js";
 import { createTestTable, type TestTable } from "./support/dynamo.js";
 import { FakeSecretsManager, awsError } from "./support/fake-secrets-manager.js";
 
-const SECRET = { client_id: "cid", client_secret: "csecret", refresh_token: "rt-1", pii_salt: "salt" };
+const SECRET = { client_id: "cid", client_secret: "csecret", refresh_token: "rt-1", pii_salt: "salt-0123456789abcdef" };
 
 let table: TestTable;
 beforeAll(async () => {

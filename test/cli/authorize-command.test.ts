@@ -161,7 +161,7 @@ describe("bridge authorize", () => {
     const secrets = new SecretsManagerClient({ region: "eu-west-1" });
     const mock = mockClient(secrets);
     mock.on(GetSecretValueCommand).resolves({
-      SecretString: JSON.stringify({ client_id: "sandbox-client", client_secret: "sandbox-secret", pii_salt: "from-cdk" }),
+      SecretString: JSON.stringify({ client_id: "sandbox-client", client_secret: "sandbox-secret", pii_salt: "from-cdk-0123456789abcdef" }),
       VersionId: "v1",
     });
     mock.on(PutSecretValueCommand).resolves({ VersionId: "v2" });
@@ -174,10 +174,29 @@ describe("bridge authorize", () => {
     const put = mock.commandCalls(PutSecretValueCommand)[0]?.args[0].input;
     expect(put?.SecretId).toBe(arn);
     const written = JSON.parse(put?.SecretString ?? "{}") as Record<string, string>;
-    expect(written).toMatchObject({ client_id: "sandbox-client", client_secret: "sandbox-secret", pii_salt: "from-cdk" });
+    expect(written).toMatchObject({ client_id: "sandbox-client", client_secret: "sandbox-secret", pii_salt: "from-cdk-0123456789abcdef" });
     expect(written.refresh_token).toMatch(/.+/);
     expect(out.stdout).toContain(`Tokens stored in secret ${arn}`);
     expect(out.stdout).not.toContain(written.refresh_token as string);
+  });
+
+  it("with --secret-id, refuses a pii_salt shorter than the pollers accept before the browser opens, without echoing it", async () => {
+    const secrets = new SecretsManagerClient({ region: "eu-west-1" });
+    const mock = mockClient(secrets);
+    mock.on(GetSecretValueCommand).resolves({
+      SecretString: JSON.stringify({ client_id: "c", client_secret: "s", pii_salt: "short-salt-1234" }),
+      VersionId: "v1",
+    });
+    let opened = false;
+    const { io: cli } = io({ QASHIO_BASE_URL: "http://127.0.0.1:9" });
+    const error = await authorizeCommand({ ...args, secretId: "arn:x" }, cli, { secrets, onAuthorizeUrl: () => void (opened = true) }).catch(
+      (e: unknown) => e as Error,
+    );
+    expect(error).toBeInstanceOf(Error);
+    expect((error as Error).message).toMatch(/pii_salt that is not a string of at least 16 characters/);
+    expect((error as Error).message).not.toContain("short-salt-1234");
+    expect(opened).toBe(false);
+    expect(mock.commandCalls(PutSecretValueCommand)).toHaveLength(0);
   });
 
   it("with --secret-id, names the client settings missing from both environment and secret", async () => {

@@ -2,6 +2,7 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { App, Stack } from "aws-cdk-lib";
 import { Match, Template } from "aws-cdk-lib/assertions";
+import * as iam from "aws-cdk-lib/aws-iam";
 import { describe, expect, it } from "vitest";
 import { BridgeFunction, ESM_REQUIRE_BANNER } from "../../infra/constructs/bridge-function.js";
 import { FIXTURE_FUNCTIONS_DIR } from "./helpers.js";
@@ -53,9 +54,34 @@ describe("BridgeFunction", () => {
       PolicyDocument: {
         Statement: [
           { Action: ["logs:CreateLogStream", "logs:PutLogEvents"], Effect: "Allow", Resource: { "Fn::GetAtt": [Match.stringLikeRegexp("^FnLogs"), "Arn"] } },
-          { Action: ["xray:PutTraceSegments", "xray:PutTelemetryRecords"], Effect: "Allow", Resource: "*" },
         ],
       },
     });
+    // X-Ray has no resource-level permissions: its "*" lives in a policy of its own, the one cdk-nag may accept
+    template.hasResourceProperties("AWS::IAM::Policy", {
+      PolicyName: Match.stringLikeRegexp("NoResourceLevelActions"),
+      PolicyDocument: { Statement: [{ Action: ["xray:PutTraceSegments", "xray:PutTelemetryRecords"], Effect: "Allow", Resource: "*" }] },
+    });
+  });
+
+  it("routes only Allow statements of actions without resource-level permissions on * to that policy", () => {
+    const app = new App({ builtinCloudFormationValidation: false, context: { "aws:cdk:bundling-stacks": [] } });
+    const stack = new Stack(app, "Routing");
+    const fn = new BridgeFunction(stack, "Fn", { entry: join(FIXTURE_FUNCTIONS_DIR, "poll-cards.ts"), description: "routing", environment });
+    fn.role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: ["secretsmanager:GetRandomPassword"], resources: ["*"] }));
+    fn.role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: ["xray:PutTraceSegments", "secretsmanager:GetSecretValue"], resources: ["*"] }));
+    fn.role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: ["xray:PutTraceSegments"], resources: ["arn:aws:xray:eu-west-1:1:group/x", "*"] }));
+    const policies = Template.fromStack(stack).findResources("AWS::IAM::Policy") as Record<
+      string,
+      { Properties: { PolicyDocument: { Statement: { Action: unknown }[] } } }
+    >;
+    const [noResourceId, defaultId] = [/^FnRoleNoResourceLevelActions/, /^FnRoleDefaultPolicy/].map((re) => Object.keys(policies).find((id) => re.test(id)) ?? "");
+    expect(policies[noResourceId ?? ""]?.Properties.PolicyDocument.Statement.map((st) => st.Action)).toEqual([
+      ["xray:PutTraceSegments", "xray:PutTelemetryRecords"],
+      "secretsmanager:GetRandomPassword",
+    ]);
+    const defaults = JSON.stringify(policies[defaultId ?? ""]);
+    expect(defaults).toContain("secretsmanager:GetSecretValue");
+    expect(defaults).toContain("arn:aws:xray:eu-west-1:1:group/x");
   });
 });

@@ -1,6 +1,8 @@
+import * as iam from "aws-cdk-lib/aws-iam";
 import * as sqs from "aws-cdk-lib/aws-sqs";
 import { AwsSolutionsChecks } from "cdk-nag";
 import { describe, expect, it } from "vitest";
+import type { TenantStack } from "../../infra/tenant-stack.js";
 import { buildTestApp } from "./helpers.js";
 
 function findings(report: ReturnType<AwsSolutionsChecks["validateScope"]>): string[] {
@@ -23,6 +25,20 @@ describe("cdk-nag AwsSolutions", () => {
     expect(findings(report)).toEqual(
       expect.arrayContaining([expect.stringMatching(/^AwsSolutions-SQS4 QashioBridge-acme-sandbox\/UnencryptedQueue/)]),
     );
+  });
+
+  it.each([
+    ["PollTransactions", ["secretsmanager:GetSecretValue", "dynamodb:GetItem"]],
+    ["PollCards", ["xray:PutTraceSegments", "secretsmanager:GetSecretValue"]],
+    ["RotateToken", ["kms:Decrypt"]],
+  ] as const)("still fails on any other wildcard on the %s role, whatever its action", (fn, actions) => {
+    const { app, stacks } = buildTestApp();
+    const stack = stacks[0] as TenantStack;
+    const target = { PollTransactions: stack.pollTransactions, PollCards: stack.pollCards, RotateToken: stack.rotateToken }[fn];
+    target.function.addToRolePolicy(new iam.PolicyStatement({ actions: [...actions], resources: ["*"] }));
+    const report = new AwsSolutionsChecks().validateScope(app);
+    expect(report.success).toBe(false);
+    expect(findings(report)).toEqual([`AwsSolutions-IAM5[Resource::*] QashioBridge-acme-sandbox/${fn}/Role/DefaultPolicy/Resource`]);
   });
 
   it("is registered on the app as a validation plugin, so synth fails on a finding", () => {

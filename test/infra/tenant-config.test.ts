@@ -101,8 +101,37 @@ describe("tenant config", () => {
     ],
     [
       "an alarm topic in another region than the tenant's",
-      { ...minimal, region: "eu-west-1", alarms: { topicArn: "arn:aws:sns:us-east-1:123456789012:ops" } },
+      { ...minimal, account: "123456789012", region: "eu-west-1", alarms: { topicArn: "arn:aws:sns:us-east-1:123456789012:ops" } },
       "alarms.topicArn",
+      "must be in the tenant's region",
+    ],
+    [
+      "an alarm topic ARN without the tenant's region",
+      { ...minimal, alarms: { topicArn: "arn:aws:sns:eu-west-1:123456789012:ops" } },
+      "region",
+      "is required when an ARN is configured (alarms.topicArn)",
+    ],
+    [
+      "an imported bus ARN without the tenant's account",
+      { ...minimal, region: "eu-west-1", eventBus: { mode: "import", arn: "arn:aws:events:eu-west-1:123456789012:event-bus/shared" } },
+      "account",
+      "is required when an ARN is configured (eventBus.arn)",
+    ],
+    [
+      "a webhook secret without the tenant's region and account",
+      { ...minimal, webhooks: [{ name: "erp", url: "https://erp.test/h", eventTypes: ["card.created"], auth: { type: "basic", username: "u", password: { secretArn } } }] },
+      "region",
+      "is required when an ARN is configured (webhooks[0].auth.password.secretArn)",
+    ],
+    [
+      "a webhook secret in another region than the tenant's",
+      {
+        ...minimal,
+        account: "123456789012",
+        region: "us-east-1",
+        webhooks: [{ name: "erp", url: "https://erp.test/h", eventTypes: ["card.created"], auth: { type: "apiKey", headerName: "x-api-key", value: { secretArn } } }],
+      },
+      "webhooks[0].auth.value.secretArn",
       "must be in the tenant's region",
     ],
   ])("rejects %s, naming the tenant and the field", (_what, raw, field, message) => {
@@ -132,6 +161,21 @@ describe("tenant config", () => {
     });
   });
 
+  it("accepts a webhook secret of another account in the tenant's region (dynamic references take a full ARN)", () => {
+    const tenant = parseTenantConfig({
+      ...minimal,
+      account: "210987654321",
+      region: "eu-west-1",
+      webhooks: [{ name: "erp", url: "https://erp.test/h", eventTypes: ["card.created"], auth: { type: "oauthClientCredentials", tokenUrl: "https://auth.test/t", clientId: "c", clientSecret: { secretArn } } }],
+    });
+    expect(tenant.webhooks).toHaveLength(1);
+  });
+
+  it("keeps a tenant without any ARN environment-agnostic: account and region stay optional", () => {
+    expect(parseTenantConfig(minimal)).not.toHaveProperty("region");
+    expect(parseTenantConfig({ ...minimal, region: "eu-west-1" }).region).toBe("eu-west-1");
+  });
+
   it("reports a misspelt key before the required field it was meant to be", () => {
     const { environment, ...rest } = minimal;
     const error = errorOf(() => parseTenantConfig({ ...rest, enviroment: environment }));
@@ -149,19 +193,21 @@ describe("tenant config", () => {
       'tenant "acme": field id: listed more than once',
     );
     const hook = { name: "erp", url: "https://erp.test/h", eventTypes: ["card.created"], auth: { type: "basic", username: "u", password: { secretArn } } };
-    expect(errorOf(() => parseTenantsDocument({ tenants: [{ ...minimal, webhooks: [hook, hook] }] })).field).toBe(
+    expect(errorOf(() => parseTenantsDocument({ tenants: [{ ...minimal, account: "123456789012", region: "eu-west-1", webhooks: [hook, hook] }] })).field).toBe(
       "webhooks[1].name",
     );
   });
 
   it("rejects webhook names that are the same once dashes are removed, naming both", () => {
     const hook = (name: string) => ({ name, url: "https://erp.test/h", eventTypes: ["card.created"], auth: { type: "basic", username: "u", password: { secretArn } } });
-    const error = errorOf(() => parseTenantsDocument({ tenants: [{ ...minimal, webhooks: [hook("erp"), hook("a-b"), hook("ab")] }] }));
+    // A webhook secret's ARN needs the tenant pinned to an account and region.
+    const pinned = { ...minimal, account: "123456789012", region: "eu-west-1" };
+    const error = errorOf(() => parseTenantsDocument({ tenants: [{ ...pinned, webhooks: [hook("erp"), hook("a-b"), hook("ab")] }] }));
     expect(error.field).toBe("webhooks[2].name");
     expect(error.message).toBe(
       'tenant "acme": field webhooks[2].name: webhooks "a-b" and "ab" have the same name once dashes are removed, as in their resources\' logical ids: rename one',
     );
-    expect(parseTenantsDocument({ tenants: [{ ...minimal, webhooks: [hook("a-b"), hook("a-c")] }] })[0]?.webhooks).toHaveLength(2);
+    expect(parseTenantsDocument({ tenants: [{ ...pinned, webhooks: [hook("a-b"), hook("a-c")] }] })[0]?.webhooks).toHaveLength(2);
   });
 
   it("reads a file that starts with a byte-order mark", () => {

@@ -1,8 +1,10 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { Token } from "aws-cdk-lib";
 import { Match, Template } from "aws-cdk-lib/assertions";
 import { beforeAll, describe, expect, it } from "vitest";
 import { DASHBOARD_WIDGETS } from "../../infra/constructs/ops-dashboard.js";
+import { partitionKeyPatterns } from "../../shared/aws/keys.js";
 import { EVENT_TYPES, loadTenantsFile, type TenantConfig } from "../../infra/tenant-config.js";
 import type { TenantStack } from "../../infra/tenant-stack.js";
 import { buildTestApp, EXAMPLE_TENANTS_FILE, REPO_ROOT } from "./helpers.js";
@@ -37,6 +39,32 @@ const logicalIdOf = (template: Template, type: string): string => {
 describe("tenant stacks", () => {
   it("creates one stack per tenant, named QashioBridge-<tenant>", () => {
     expect([acme.stackName, globex.stackName]).toEqual(["QashioBridge-acme-sandbox", "QashioBridge-globex"]);
+  });
+
+  it("pins a tenant that configures ARNs to its account and region, and leaves one without any environment-agnostic", () => {
+    expect([acme.account, acme.region]).toEqual(["111111111111", "eu-west-1"]);
+    expect(Token.isUnresolved(globex.account) && Token.isUnresolved(globex.region)).toBe(true);
+  });
+
+  it("writes the same replacement-sensitive properties whether a tenant is pinned or not, so pinning a deployed one replaces nothing", () => {
+    const sensitive: [string, string][] = [
+      ["AWS::Events::Archive", "SourceArn"],
+      ["AWS::Lambda::Permission", "SourceAccount"],
+      ["AWS::Lambda::Permission", "FunctionName"],
+      ["AWS::Events::EventBus", "Name"],
+      ["AWS::Events::Rule", "EventBusName"],
+    ];
+    const propertiesOf = (template: Template) =>
+      sensitive.map(([type, property]) =>
+        Object.entries(template.findResources(type)).map(([id, r]) => [id, (r as { Properties: Record<string, unknown> }).Properties[property]]),
+      );
+    for (const tenant of loadTenantsFile(EXAMPLE_TENANTS_FILE)) {
+      const { account: _account, region: _region, ...agnostic } = tenant;
+      const pinned = { ...tenant, account: "111111111111", region: "eu-west-1" };
+      const [a] = buildTestApp({ tenants: [agnostic as TenantConfig] }).stacks;
+      const [b] = buildTestApp({ tenants: [pinned] }).stacks;
+      expect(propertiesOf(Template.fromStack(b!)), tenant.id).toEqual(propertiesOf(Template.fromStack(a!)));
+    }
   });
 
   it("encrypts the table with the tenant key, on demand, with PITR and the ttl attribute", () => {
@@ -176,6 +204,75 @@ describe("tenant stacks", () => {
       SourceArn: Match.objectLike({ "Fn::Join": ["", Match.arrayWith([":event-bus/globex-finance"])] }),
       EventPattern: { source: ["qashio.bridge"], detail: { tenant: ["globex"] } },
     });
+  });
+
+  it("encrypts a created bus and every archive with the tenant key, EventBridge's key use bound to that bus", () => {
+    type KeyStatement = { Sid?: string; Action: string | string[]; Principal?: { Service?: string }; Condition?: Record<string, Record<string, unknown>> };
+    const keyStatements = (template: Template) =>
+      (Object.values(template.findResources("AWS::KMS::Key"))[0] as { Properties: { KeyPolicy: { Statement: KeyStatement[] } } }).Properties.KeyPolicy
+        .Statement;
+    // acme is pinned to an account and region (it configures ARNs), globex is environment-agnostic
+    const busArn = (name: string) =>
+      name === "globex-finance"
+        ? { "Fn::Join": ["", ["arn:", { Ref: "AWS::Partition" }, ":events:", { Ref: "AWS::Region" }, ":", { Ref: "AWS::AccountId" }, `:event-bus/${name}`]] }
+        : { "Fn::Join": ["", ["arn:", { Ref: "AWS::Partition" }, `:events:eu-west-1:111111111111:event-bus/${name}`]] };
+    const key = (template: Template) => ({ "Fn::GetAtt": [logicalIdOf(template, "AWS::KMS::Key"), "Arn"] });
+    acmeT.hasResourceProperties("AWS::Events::EventBus", { KmsKeyIdentifier: key(acmeT) });
+    for (const [template, bus] of [
+      [acmeT, "qashio-bridge-acme-sandbox"],
+      [globexT, "globex-finance"],
+    ] as const) {
+      template.hasResourceProperties("AWS::Events::Archive", { KmsKeyIdentifier: key(template) });
+      const events = keyStatements(template).filter((st) => st.Principal?.Service === "events.amazonaws.com");
+      // every data-key use by EventBridge is bound to this bus (or, for the DLQs, to the account)
+      for (const st of events.filter((e) => [e.Action].flat().some((a) => a !== "kms:DescribeKey"))) {
+        expect(st.Condition?.StringEquals, JSON.stringify(st)).toBeDefined();
+      }
+      expect(events).toContainEqual(
+        expect.objectContaining({
+          Sid: "AllowEventBridgeToEncryptTheArchive",
+          Condition: { StringEquals: { "kms:EncryptionContext:aws:events:event-bus:arn": busArn(bus) } },
+        }),
+      );
+    }
+    expect(keyStatements(acmeT)).toContainEqual(
+      expect.objectContaining({
+        Principal: { Service: "events.amazonaws.com" },
+        Condition: {
+          StringEquals: {
+            "aws:SourceAccount": "111111111111",
+            "aws:SourceArn": busArn("qashio-bridge-acme-sandbox"),
+            "kms:EncryptionContext:aws:events:event-bus:arn": busArn("qashio-bridge-acme-sandbox"),
+          },
+        },
+      }),
+    );
+    // an imported bus keeps its owner's encryption: no statement for it beyond the archive's
+    expect(JSON.stringify(keyStatements(globexT))).not.toContain("aws:SourceArn");
+  });
+
+  it("encrypts the functions' log groups with the tenant key, CloudWatch Logs' use bound to log groups of the account", () => {
+    const logsIn = (template: Template) =>
+      template === acmeT
+        ? { service: "logs.eu-west-1.amazonaws.com", arn: { "Fn::Join": ["", ["arn:", { Ref: "AWS::Partition" }, ":logs:eu-west-1:111111111111:log-group:*"]] } }
+        : {
+            service: { "Fn::Join": ["", ["logs.", { Ref: "AWS::Region" }, ".amazonaws.com"]] },
+            arn: { "Fn::Join": ["", ["arn:", { Ref: "AWS::Partition" }, ":logs:", { Ref: "AWS::Region" }, ":", { Ref: "AWS::AccountId" }, ":log-group:*"]] },
+          };
+    for (const template of [acmeT, globexT]) {
+      const groups = Object.values(template.findResources("AWS::Logs::LogGroup")) as { Properties: { KmsKeyId?: unknown } }[];
+      expect(groups).toHaveLength(3);
+      for (const group of groups) expect(group.Properties.KmsKeyId).toEqual({ "Fn::GetAtt": [logicalIdOf(template, "AWS::KMS::Key"), "Arn"] });
+      const key = Object.values(template.findResources("AWS::KMS::Key"))[0] as { Properties: { KeyPolicy: { Statement: unknown[] } } };
+      expect(key.Properties.KeyPolicy.Statement).toContainEqual({
+        Sid: "AllowCloudWatchLogsToEncryptLogGroups",
+        Effect: "Allow",
+        Principal: { Service: logsIn(template).service },
+        Action: ["kms:Encrypt*", "kms:Decrypt*", "kms:ReEncrypt*", "kms:GenerateDataKey*", "kms:Describe*"],
+        Resource: "*",
+        Condition: { ArnLike: { "kms:EncryptionContext:aws:logs:arn": logsIn(template).arn } },
+      });
+    }
   });
 
   it("registers a JSONSchemaDraft4 schema per event type in the tenant's registry", () => {
@@ -328,6 +425,27 @@ describe("least-privilege IAM", () => {
     ]);
   });
 
+  it.each(["PollTransactionsRole", "PollCardsRole", "RotateTokenRole"])(
+    "keeps %s's only * statements in its no-resource-level policy, with exactly X-Ray (and GetRandomPassword for rotation)",
+    (role) => {
+      for (const template of [acmeT, globexT]) {
+        const policies = Object.entries(template.findResources("AWS::IAM::Policy")) as [
+          string,
+          { Properties: { Roles: { Ref: string }[]; PolicyDocument: { Statement: Statement[] } } },
+        ][];
+        const mine = policies.filter(([, p]) => p.Properties.Roles.some((r) => r.Ref.startsWith(role)));
+        const wildcards = mine.flatMap(([id, p]) => p.Properties.PolicyDocument.Statement.filter((s) => resourcesOf(s).includes("*")).map((s) => ({ id, s })));
+        expect(wildcards.every(({ id }) => id.startsWith(`${role.replace(/Role$/, "")}RoleNoResourceLevelActions`)), JSON.stringify(wildcards)).toBe(true);
+        expect(wildcards.every(({ s }) => resourcesOf(s).length === 1 && s.Effect === "Allow")).toBe(true);
+        expect([...new Set(wildcards.flatMap(({ s }) => actionsOf(s)))].sort()).toEqual(
+          role === "RotateTokenRole"
+            ? ["secretsmanager:GetRandomPassword", "xray:PutTelemetryRecords", "xray:PutTraceSegments"]
+            : ["xray:PutTelemetryRecords", "xray:PutTraceSegments"],
+        );
+      }
+    },
+  );
+
   /** The actions granted to the role whose logical id starts with `role`, beyond logs and X-Ray. */
   function grantedTo(template: Template, role: string): string[] {
     const policies = Object.values(template.findResources("AWS::IAM::Policy")) as {
@@ -345,7 +463,7 @@ describe("least-privilege IAM", () => {
         (p as { Properties: { Roles: { Ref: string }[] } }).Properties.Roles.some((r) => r.Ref.startsWith(role)),
       ),
     );
-    return ["dynamodb", "secretsmanager", "sqs"].filter((service) => text.includes(`"${service}."`));
+    return ["dynamodb", "secretsmanager", "sqs"].filter((service) => text.includes(`"${service}.`));
   };
   const pollerActions = [
     "dynamodb:BatchGetItem",
@@ -372,6 +490,32 @@ describe("least-privilege IAM", () => {
       expect(grantedTo(template, role)).toEqual([...pollerActions, ...extra].sort());
       expect(via(template, role)).toEqual(["dynamodb", "secretsmanager", "sqs"]);
     }
+  });
+
+  it.each([
+    ["PollTransactionsRole", "pollTransactions"],
+    ["PollCardsRole", "pollCards"],
+    ["RotateTokenRole", "rotateToken"],
+  ] as const)("scopes %s's item actions to its partition keys (dynamodb:LeadingKeys), leaving only Scan unconditioned", (role, user) => {
+    for (const [template, tenant] of [
+      [acmeT, "acme-sandbox"],
+      [globexT, "globex"],
+    ] as const) {
+      const mine = Object.values(template.findResources("AWS::IAM::Policy"))
+        .filter((p) => (p as { Properties: { Roles: { Ref: string }[] } }).Properties.Roles.some((r) => r.Ref.startsWith(role)))
+        .flatMap((p) => (p as { Properties: { PolicyDocument: { Statement: Statement[] } } }).Properties.PolicyDocument.Statement)
+        .filter((st) => actionsOf(st).some((a) => a.startsWith("dynamodb:")));
+      for (const statement of mine) {
+        if (actionsOf(statement).includes("dynamodb:Scan")) {
+          expect(actionsOf(statement)).toEqual(["dynamodb:Scan"]);
+          expect(role).toBe("PollTransactionsRole");
+          expect(statement.Condition).toBeUndefined();
+        } else {
+          expect(statement.Condition).toEqual({ "ForAllValues:StringLike": { "dynamodb:LeadingKeys": partitionKeyPatterns(tenant, user) } });
+        }
+      }
+    }
+    expect(partitionKeyPatterns("acme-sandbox", user).every((p) => p.includes("acme-sandbox"))).toBe(true);
   });
 
   it("grants the rotation the token lease and token items, and DescribeSecret with the rotation schedule", () => {
@@ -402,6 +546,33 @@ describe("least-privilege IAM", () => {
       expect(actionsOf(statement).filter((a) => a === "kms:Encrypt" || a.includes("*"))).toEqual([]);
       expect(JSON.stringify(statement.Condition)).toMatch(/kms:ViaService/);
     }
+  });
+
+  it("conditions every Lambda permission on its source, Secrets Manager's rotation invoke on the stack's account", () => {
+    for (const template of [acmeT, globexT]) {
+      const permissions = Object.values(template.findResources("AWS::Lambda::Permission")) as { Properties: Record<string, unknown> }[];
+      expect(permissions.map((p) => p.Properties.Principal)).toContain("secretsmanager.amazonaws.com");
+      for (const { Properties: p } of permissions) {
+        expect(p.SourceAccount ?? p.SourceArn, JSON.stringify(p)).toBeDefined();
+        // the pseudo parameter even in the pinned acme stack: pinning must not replace the permission
+        if (p.Principal === "secretsmanager.amazonaws.com") expect(p.SourceAccount).toEqual({ Ref: "AWS::AccountId" });
+      }
+    }
+  });
+
+  it("lets the pollers publish only under the tenant's own source, on its own bus", () => {
+    for (const template of [acmeT, globexT]) {
+      const puts = statements(template).filter((st) => actionsOf(st).includes("events:PutEvents"));
+      expect(puts).toHaveLength(2);
+      for (const st of puts) {
+        expect(actionsOf(st)).toEqual(["events:PutEvents"]);
+        expect(st.Condition).toEqual({ "ForAllValues:StringEquals": { "events:source": ["qashio.bridge"] }, Null: { "events:source": "false" } });
+      }
+    }
+    const custom = { ...(loadTenantsFile(EXAMPLE_TENANTS_FILE)[1] as TenantConfig), eventSource: "globex.cards" };
+    const [stack] = buildTestApp({ tenants: [custom] }).stacks;
+    const put = statements(Template.fromStack(stack!)).find((st) => actionsOf(st).includes("events:PutEvents"));
+    expect(put?.Condition).toMatchObject({ "ForAllValues:StringEquals": { "events:source": ["globex.cards"] } });
   });
 
   it("gives the stacks of two tenants no reference to each other", () => {

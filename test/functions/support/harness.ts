@@ -96,7 +96,7 @@ export interface Harness {
   /** A new Lambda container running the transaction or card poller. */
   poller(kind: "transactions" | "cards", options?: Partial<HandlerOptions>): (event?: PollEvent) => Promise<PollResult>;
   /** A new Lambda container running the rotation function. */
-  rotator(): (event: RotationEvent) => Promise<void>;
+  rotator(options?: Partial<HandlerOptions>): (event: RotationEvent) => Promise<void>;
   /** Transactions still `not_synced` or `outdated` at the provider. */
   pendingAtProvider(): number;
   /** True when the bridge's stored refresh token still works (family not revoked); spends it and stores the next. */
@@ -201,8 +201,8 @@ export async function createHarness(options: { seed?: number; piiMode?: "full" |
       const handler = createPollHandler(kind, handlerOptions(overrides));
       return (event) => handler(event ?? scheduledEvent(), lambdaContext());
     },
-    rotator() {
-      const handler = createRotationHandler(handlerOptions());
+    rotator(overrides) {
+      const handler = createRotationHandler(handlerOptions(overrides));
       return (event) => handler(event, lambdaContext());
     },
     pendingAtProvider() {

@@ -1,0 +1,172 @@
+/**
+ * Every DynamoDB request the three functions send, recorded while they run against DynamoDB Local, must be allowed by
+ * the IAM statements the CDK app gives that function's role: the action, and for item actions the
+ * `dynamodb:LeadingKeys` condition (every partition key the request names matches one of the role's patterns).
+ * So a new key layout or a new call fails here before it fails in AWS with AccessDenied.
+ */
+import { randomUUID } from "node:crypto";
+import { EventBridgeClient, PutEventsCommand, type PutEventsRequestEntry } from "@aws-sdk/client-eventbridge";
+import { Template } from "aws-cdk-lib/assertions";
+import { mockClient } from "aws-sdk-client-mock";
+import { afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import type { HandlerOptions } from "../../shared/aws/handlers.js";
+import type { TableUser } from "../../shared/aws/keys.js";
+import type { BridgeEventDetail } from "../../shared/bridge/ports.js";
+import { parseTenantConfig } from "../../infra/tenant-config.js";
+import { localDynamoClient } from "../aws/support/dynamo.js";
+import { buildTestApp } from "../infra/helpers.js";
+import { createHarness, TENANT, type Harness } from "./support/harness.js";
+
+type Statement = { Action: string | string[]; Effect: string; Condition?: Record<string, Record<string, string[]>> };
+
+/** The DynamoDB statements of each function's role in a stack synthesized for the harness's tenant. */
+let policies: Record<TableUser, Statement[]>;
+beforeAll(() => {
+  const tenant = parseTenantConfig({ id: TENANT, environment: "sandbox", alarms: { email: "ops@falcon.test" } });
+  const [stack] = buildTestApp({ tenants: [tenant] }).stacks;
+  const resources = Object.values(Template.fromStack(stack!).findResources("AWS::IAM::Policy")) as {
+    Properties: { Roles: { Ref: string }[]; PolicyDocument: { Statement: Statement[] } };
+  }[];
+  const of = (role: string) =>
+    resources
+      .filter((p) => p.Properties.Roles.some((r) => r.Ref.startsWith(role)))
+      .flatMap((p) => p.Properties.PolicyDocument.Statement)
+      .filter((s) => [s.Action].flat().some((a) => a.startsWith("dynamodb:")));
+  policies = { pollTransactions: of("PollTransactionsRole"), pollCards: of("PollCardsRole"), rotateToken: of("RotateTokenRole") };
+});
+
+/** One request as the low-level client sent it. */
+interface Call {
+  readonly user: TableUser;
+  readonly action: string;
+  readonly leadingKeys: readonly string[];
+}
+
+const text = (value: unknown): string => (typeof value === "object" && value !== null && "S" in value ? String((value as { S: unknown }).S) : String(value));
+
+/** The partition keys a request names, as IAM's dynamodb:LeadingKeys sees them. */
+function leadingKeysOf(action: string, input: Record<string, unknown>): string[] {
+  type Keyed = { pk?: unknown };
+  switch (action) {
+    case "dynamodb:GetItem":
+    case "dynamodb:DeleteItem":
+    case "dynamodb:UpdateItem":
+      return [text((input.Key as Keyed).pk)];
+    case "dynamodb:PutItem":
+      return [text((input.Item as Keyed).pk)];
+    case "dynamodb:Query": {
+      const placeholder = /\bpk\s*=\s*(:\w+)/.exec(String(input.KeyConditionExpression))?.[1] ?? "";
+      return [text((input.ExpressionAttributeValues as Record<string, unknown>)[placeholder])];
+    }
+    case "dynamodb:BatchGetItem":
+      return Object.values(input.RequestItems as Record<string, { Keys: Keyed[] }>).flatMap((r) => r.Keys.map((k) => text(k.pk)));
+    case "dynamodb:BatchWriteItem":
+      return Object.values(input.RequestItems as Record<string, { PutRequest?: { Item: Keyed }; DeleteRequest?: { Key: Keyed } }[]>).flatMap((requests) =>
+        requests.map((r) => text(r.PutRequest?.Item.pk ?? r.DeleteRequest?.Key.pk)),
+      );
+    case "dynamodb:Scan":
+      return [];
+    default:
+      throw new Error(`no leading-key rule for ${action}: add one to this test`);
+  }
+}
+
+/** IAM StringLike: `*` any run of characters, `?` one character. */
+const like = (pattern: string, value: string): boolean =>
+  new RegExp(`^${pattern.replace(/[.+^${}()|[\]\\]/g, "\\$&").replace(/\*/g, ".*").replace(/\?/g, ".")}$`).test(value);
+
+/** Whether one of the statements allows the call, evaluating the conditions the app writes. */
+function allowed(statements: readonly Statement[], call: Call): boolean {
+  return statements.some((s) => {
+    if (s.Effect !== "Allow" || ![s.Action].flat().includes(call.action)) return false;
+    if (s.Condition === undefined) return true;
+    return Object.entries(s.Condition).every(([operator, keys]) => {
+      if (operator !== "ForAllValues:StringLike" || Object.keys(keys).join() !== "dynamodb:LeadingKeys") throw new Error(`unexpected condition ${operator}`);
+      const patterns = keys["dynamodb:LeadingKeys"] ?? [];
+      return call.leadingKeys.every((key) => patterns.some((pattern) => like(pattern, key)));
+    });
+  });
+}
+
+let h: Harness;
+let calls: Call[];
+beforeEach(async () => {
+  h = await createHarness();
+  calls = [];
+});
+afterEach(async () => h.close());
+
+/** An EventBridge client that refuses the events of `refused` subjects for good and takes the rest. */
+function eventBridge(refused: () => ReadonlySet<string>): EventBridgeClient {
+  const client = new EventBridgeClient({ region: "eu-west-1", credentials: { accessKeyId: "x", secretAccessKey: "x" } });
+  mockClient(client)
+    .on(PutEventsCommand)
+    .callsFake((input: { Entries: PutEventsRequestEntry[] }) => ({
+      FailedEntryCount: 0,
+      Entries: input.Entries.map((entry) =>
+        refused().has((JSON.parse(entry.Detail ?? "{}") as BridgeEventDetail).subject.id)
+          ? { ErrorCode: "AccessDeniedException", ErrorMessage: "not authorized" }
+          : { EventId: randomUUID() },
+      ),
+    }));
+  return client;
+}
+
+/** Handler options whose DynamoDB client records every request under `user`. */
+function recording(user: TableUser, bus: EventBridgeClient): Partial<HandlerOptions> {
+  return {
+    clients: () => {
+      const dynamo = localDynamoClient();
+      dynamo.middlewareStack.add(
+        (next, context) => async (args) => {
+          const action = `dynamodb:${String(context.commandName).replace(/Command$/, "")}`;
+          calls.push({ user, action, leadingKeys: leadingKeysOf(action, args.input as Record<string, unknown>) });
+          return next(args);
+        },
+        { step: "build", name: "recordTableAccess" },
+      );
+      return { dynamo, eventBridge: bus, secrets: h.secrets.client };
+    },
+  };
+}
+
+describe("table access of the functions against their roles' dynamodb:LeadingKeys scope", () => {
+  it("allows every request of a transaction cycle with a quarantined publish, its re-drive, a card cycle and a rotation", async () => {
+    const refusedId = h.sandbox.control
+      .company(h.companyId)
+      ?.transactions.all()
+      .find((t) => t.client_sync_status !== "synced")?.id;
+    let refused = new Set([refusedId ?? ""]);
+    const bus = eventBridge(() => refused);
+    const transactions = h.poller("transactions", recording("pollTransactions", bus));
+    expect(await transactions()).toMatchObject({ status: "completed", quarantined: 1 });
+    refused = new Set();
+    expect(await transactions({ action: "redrive" })).toMatchObject({ status: "completed", redriven: 1 });
+    expect(await h.poller("cards", recording("pollCards", bus))()).toMatchObject({ status: "completed" });
+    const token = randomUUID();
+    h.secrets.startRotation(token);
+    const rotation = h.rotator(recording("rotateToken", bus));
+    for (const Step of ["createSecret", "setSecret", "testSecret", "finishSecret"]) await rotation({ SecretId: h.secrets.secretId, ClientRequestToken: token, Step });
+
+    // each function really reached the kinds of items it is scoped to
+    const prefixes = (user: TableUser) => new Set(calls.filter((c) => c.user === user).flatMap((c) => c.leadingKeys.map((k) => k.split("#")[0])));
+    expect(prefixes("pollTransactions")).toEqual(new Set(["LEASE", "TOKEN", "SNAP", "QUAR"]));
+    expect(prefixes("pollCards")).toEqual(new Set(["LEASE", "TOKEN", "SNAP", "QUAR"]));
+    expect(prefixes("rotateToken")).toEqual(new Set(["LEASE", "TOKEN"]));
+
+    const denied = calls.filter((call) => !allowed(policies[call.user], call));
+    expect(denied).toEqual([]);
+  });
+
+  it("would deny the rotation a snapshot or quarantine item, and any function another tenant's items", () => {
+    const rotation = (action: string, key: string) => allowed(policies.rotateToken, { user: "rotateToken", action, leadingKeys: [key] });
+    expect(rotation("dynamodb:GetItem", `TOKEN#${TENANT}`)).toBe(true);
+    expect(rotation("dynamodb:GetItem", `SNAP#${TENANT}#card:1`)).toBe(false);
+    expect(rotation("dynamodb:DeleteItem", `QUAR#${TENANT}`)).toBe(false);
+    expect(rotation("dynamodb:PutItem", `LEASE#${TENANT}#cycle#transactions`)).toBe(false);
+    const poller = (keys: string[]) => allowed(policies.pollCards, { user: "pollCards", action: "dynamodb:BatchWriteItem", leadingKeys: keys });
+    expect(poller([`SNAP#${TENANT}#card:1`, `SNAP#${TENANT}#transaction:2`])).toBe(true);
+    expect(poller([`SNAP#${TENANT}#card:1`, `SNAP#${TENANT}-2#card:1`])).toBe(false);
+    expect(poller([`QUAR#${TENANT}-2`])).toBe(false);
+  });
+});
