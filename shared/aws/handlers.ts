@@ -23,7 +23,8 @@ import { runConformPii, runCycle, runRedrive, type CycleKind } from "./cycle.js"
 import { PollEventError, RotationError } from "./errors.js";
 import { leaseNames } from "./keys.js";
 import { PowertoolsLoggerAdapter, PowertoolsMetricsAdapter } from "./observability.js";
-import { rotateProviderSecret, type RotationEvent } from "./rotation.js";
+import { ProviderSecretClient } from "./provider-secret.js";
+import { rotateProviderSecret, skipRotation, skipsRotation, type RotationEvent } from "./rotation.js";
 import { RuntimeCache, TOKEN_LEASE_TTL_MS, defaultAwsClients, type AwsClients, type TenantRuntime } from "./runtime.js";
 
 /** What the handlers are built from; everything defaults to the Lambda environment. */
@@ -169,16 +170,21 @@ class Container {
     return this.#config;
   }
 
-  async runtime(): Promise<TenantRuntime> {
-    const config = this.config();
+  /** The SDK clients (once per container, traced). */
+  clients(): AwsClients {
     if (this.#clients === undefined) {
       const clients = (this.options.clients ?? defaultAwsClients)();
       for (const client of Object.values(clients)) this.tracer.captureAWSv3Client(client);
       this.#clients = clients;
     }
+    return this.#clients;
+  }
+
+  async runtime(): Promise<TenantRuntime> {
+    const config = this.config();
     return this.#cache.get({
       config,
-      clients: this.#clients,
+      clients: this.clients(),
       logger: this.loggerPort,
       metrics: this.metricsPort,
       clock: this.clock,
@@ -283,7 +289,8 @@ export function createPollHandler(kind: CycleKind, options: HandlerOptions = {})
 }
 
 /**
- * Builds the Secrets Manager rotation handler of the provider secret (see rotation.ts for the step semantics).
+ * Builds the Secrets Manager rotation handler of the provider secret (see rotation.ts for the step semantics). A
+ * secret not yet onboarded (no refresh token) completes its rotation as a logged skip, without error.
  *
  * @example
  * export const handler = createRotationHandler();
@@ -292,11 +299,18 @@ export function createRotationHandler(options: HandlerOptions = {}) {
   const container = new Container(options);
   return container.wrap<RotationEvent, void>(async (event) => {
     try {
-      const runtime = await container.runtime();
-      const { config } = runtime;
+      const config = container.config();
       if (event.SecretId !== config.secretId) {
         throw new RotationError("Rotation event is for a different secret than SECRET_ID", event.SecretId, event.Step);
       }
+      // Before the runtime, which needs a complete secret: one not yet onboarded has nothing to refresh.
+      const { secrets } = container.clients();
+      const secret = new ProviderSecretClient({ secrets, secretId: config.secretId, clock: container.clock, logger: container.loggerPort });
+      if (await skipsRotation(event, secret)) {
+        await skipRotation(event, { secrets, logger: container.loggerPort });
+        return;
+      }
+      const runtime = await container.runtime();
       const credentials = await runtime.tokens.credentials();
       const oauth = {
         baseUrl: config.baseUrl,

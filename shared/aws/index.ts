@@ -27,7 +27,7 @@ export type { RuntimeConfig } from "./config.js";
 export { leaseNames } from "./keys.js";
 export { runCycle, CYCLE_LEASE_SLACK_MS } from "./cycle.js";
 export type { CycleKind, CycleResult, RunCycleOptions } from "./cycle.js";
-export { rotateProviderSecret, ROTATION_STAGES } from "./rotation.js";
+export { awaitingOnboarding, rotateProviderSecret, ROTATION_STAGES, skipRotation, skipsRotation } from "./rotation.js";
 export type { RotationDeps, RotationEvent, RotationStep } from "./rotation.js";
 export { createTenantRuntime, defaultAwsClients, RuntimeCache, TOKEN_LEASE_TTL_MS } from "./runtime.js";
 export type { AwsClients, TenantRuntime, TenantRuntimeOptions } from "./runtime.js";

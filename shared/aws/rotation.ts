@@ -12,6 +12,10 @@
  * - testSecret: the shared access token answers `GET /oauth2/validate`.
  * - finishSecret: detach AWSPENDING; never move AWSCURRENT back (a poller may have rotated again since).
  * Every step is idempotent: Secrets Manager retries steps.
+ *
+ * A secret not yet onboarded (as the stack creates it: no refresh token until `authorize --secret-id`) has nothing to
+ * refresh, and its rotation runs every 4 hours from the deploy on: {@link skipsRotation} tells the handler so, and
+ * {@link skipRotation} completes the steps without a provider call or an error (see there).
  */
 import { DescribeSecretCommand, UpdateSecretVersionStageCommand, type SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 import type { Clock, Lock, LockHandle, Logger, Metrics } from "../bridge/ports.js";
@@ -19,6 +23,7 @@ import { DEFAULT_LOCK_TTL_MS, DEFAULT_LOCK_WAIT_MS, refreshDeadline } from "../q
 import type { StoredTokens } from "../qashio/auth/token-store.js";
 import { ReauthorizationRequiredError } from "../qashio/errors.js";
 import { RotationError } from "./errors.js";
+import { isSecretNotFound, type ProviderSecretClient } from "./provider-secret.js";
 import type { SecretsManagerTokenStore } from "./token-store.js";
 
 export type RotationStep = "createSecret" | "setSecret" | "testSecret" | "finishSecret";
@@ -79,6 +84,78 @@ export async function rotateProviderSecret(event: RotationEvent, deps: RotationD
       return;
     case "testSecret":
       return testSecret(secretId, deps);
+    case "finishSecret":
+      return finishSecret(secretId, token, stages, deps);
+    default:
+      throw new RotationError(`Unknown rotation step ${step}`, secretId, step);
+  }
+}
+
+/**
+ * True for a secret value that holds no refresh token yet (`refresh_token` absent or `""`): the secret as the stack
+ * creates it (only `pii_salt` generated), or with the client filled in but not signed in yet. Any other value, with a
+ * token or not a JSON object at all, is not awaiting onboarding: it rotates, or fails, as before.
+ *
+ * @example
+ * awaitingOnboarding('{"client_id":"","client_secret":"","refresh_token":"","pii_salt":"..."}'); // true
+ */
+export function awaitingOnboarding(text: string | undefined): boolean {
+  if (text === undefined) return false;
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    return false;
+  }
+  if (typeof json !== "object" || json === null || Array.isArray(json)) return false;
+  const token = (json as Record<string, unknown>).refresh_token;
+  return token === undefined || token === "";
+}
+
+/**
+ * Whether this step belongs to a rotation with nothing to refresh. createSecret decides: it skips when the secret
+ * (AWSCURRENT) is awaiting onboarding. The later steps follow that decision: a rotation whose createSecret skipped
+ * has an empty version (Secrets Manager's AWSPENDING placeholder), while one that refreshed always wrote it, so a
+ * secret onboarded between two steps of a skipped rotation still finishes as skipped. Reads one secret version.
+ *
+ * @example
+ * if (await skipsRotation(event, secret)) return skipRotation(event, deps);
+ */
+export async function skipsRotation(event: RotationEvent, secret: ProviderSecretClient): Promise<boolean> {
+  if (event.Step === "createSecret") return awaitingOnboarding((await secret.getValue()).text);
+  try {
+    await secret.getValue(event.ClientRequestToken);
+    return false;
+  } catch (error) {
+    if (isSecretNotFound(error)) return true;
+    throw error;
+  }
+}
+
+/**
+ * Runs one step of a rotation with nothing to refresh ({@link skipsRotation}): createSecret writes no version,
+ * setSecret and testSecret have nothing to do, and finishSecret detaches AWSPENDING from the rotation's empty
+ * version, which leaves AWSCURRENT where it is and no AWSPENDING to block the next rotation. No provider call, and no
+ * error: a tenant not yet onboarded is expected, not a failure.
+ *
+ * @throws RotationError for a version not under rotation or an unknown step, as {@link rotateProviderSecret}.
+ * @example
+ * await skipRotation({ SecretId, ClientRequestToken, Step: "finishSecret" }, { secrets, logger });
+ */
+export async function skipRotation(event: RotationEvent, deps: Pick<RotationDeps, "secrets" | "logger">): Promise<void> {
+  const { SecretId: secretId, ClientRequestToken: token, Step: step } = event;
+  const stages = await versionStages(deps.secrets, secretId);
+  if (!stages.has(token)) throw new RotationError(`Version ${token} has no stage for rotation`, secretId, step);
+  switch (step) {
+    case "createSecret":
+      deps.logger.info("createSecret: skipped, the secret holds no refresh_token yet (tenant not onboarded: run authorize --secret-id)", {
+        step,
+      });
+      return;
+    case "setSecret":
+    case "testSecret":
+      deps.logger.info(`${step}: skipped, nothing was refreshed (tenant not onboarded)`, { step });
+      return;
     case "finishSecret":
       return finishSecret(secretId, token, stages, deps);
     default:
@@ -154,7 +231,12 @@ async function testSecret(secretId: string, deps: RotationDeps): Promise<void> {
   }
 }
 
-async function finishSecret(secretId: string, token: string, stages: Map<string, readonly string[]>, deps: RotationDeps): Promise<void> {
+async function finishSecret(
+  secretId: string,
+  token: string,
+  stages: Map<string, readonly string[]>,
+  deps: Pick<RotationDeps, "secrets" | "logger">,
+): Promise<void> {
   if (!(stages.get(token) ?? []).includes("AWSPENDING")) {
     deps.logger.info("finishSecret: AWSPENDING already detached", { step: "finishSecret" });
     return;

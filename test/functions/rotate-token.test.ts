@@ -6,8 +6,8 @@ import { ReauthorizationNeededError } from "../../shared/bridge/index.js";
 import { exchangeCode, refresh } from "../../shared/qashio/auth/oauth.js";
 import { ReauthorizationRequiredError } from "../../shared/qashio/errors.js";
 import { RotationError } from "../../shared/aws/errors.js";
-import type { RotationEvent } from "../../shared/aws/rotation.js";
-import { createHarness, REDIRECT_URI, type Harness } from "./support/harness.js";
+import { awaitingOnboarding, type RotationEvent } from "../../shared/aws/rotation.js";
+import { createHarness, PII_SALT, REDIRECT_URI, type Harness } from "./support/harness.js";
 
 let h: Harness;
 beforeEach(async () => {
@@ -134,5 +134,85 @@ describe("rotate-token handler (Secrets Manager rotation)", () => {
 
   it("refuses a token that is not under rotation", async () => {
     await expect(h.rotator()(eventFor(randomUUID(), "createSecret"))).rejects.toThrow(/no stage for rotation/);
+  });
+});
+
+/** The secret as the stack creates it (infra/constructs/tenant-secret.ts): placeholders, a generated salt, no token. */
+const AS_DEPLOYED = { client_id: "", client_secret: "", refresh_token: "", pii_salt: PII_SALT };
+
+async function putSecret(value: Record<string, unknown>): Promise<string> {
+  const put = await h.secrets.client.send(new PutSecretValueCommand({ SecretId: h.secrets.secretId, SecretString: JSON.stringify(value) }));
+  return put.VersionId as string;
+}
+
+/** Lines the handlers logged at ERROR level. */
+const errorsLogged = () => h.output.filter((line) => /"level":\s*"ERROR"/.test(line));
+
+describe("rotate-token handler before onboarding (no refresh token yet)", () => {
+  it("completes every step as a logged skip: no error, no provider call, AWSCURRENT kept, no AWSPENDING left", async () => {
+    const deployed = await putSecret(AS_DEPLOYED);
+    const versions = h.secrets.versionCount;
+    const token = await rotate();
+    expect(h.refreshTokensPresented).toEqual([]);
+    expect(h.secrets.versionWith("AWSCURRENT")).toBe(deployed);
+    expect(h.secrets.current()).toEqual(AS_DEPLOYED);
+    expect(h.secrets.versionCount).toBe(versions);
+    expect(h.secrets.stagesOf(token)).toEqual([]);
+    expect(h.secrets.versionWith("AWSPENDING")).toBeUndefined();
+    expect(errorsLogged()).toEqual([]);
+    expect(h.output.join("\n")).toContain("createSecret: skipped, the secret holds no refresh_token yet (tenant not onboarded");
+  });
+
+  it("skips every 4 hours without blocking the next rotation, and refreshes once the tenant is onboarded", async () => {
+    await putSecret({ ...AS_DEPLOYED, client_id: "sandbox-client", client_secret: "sandbox-secret" });
+    await rotate();
+    await rotate();
+    expect(h.refreshTokensPresented).toEqual([]);
+    const code = h.sandbox.control.issueAuthorizationCode({ companyId: h.companyId, redirectUri: REDIRECT_URI });
+    const oauth = { baseUrl: SANDBOX_IN_PROCESS_URL, clientId: "sandbox-client", clientSecret: "sandbox-secret", fetch: h.sandbox.fetch };
+    const tokens = await exchangeCode(oauth, { code, redirectUri: REDIRECT_URI });
+    await putSecret({ ...h.secrets.current(), refresh_token: tokens.refresh_token });
+    const token = await rotate();
+    expect(h.refreshTokensPresented).toEqual([tokens.refresh_token]);
+    expect(h.secrets.stagesOf(token)).toEqual(["AWSCURRENT"]);
+    expect(await h.familyStillValid()).toBe(true);
+    expect(errorsLogged()).toEqual([]);
+  });
+
+  it("finishes a skipped rotation as skipped when the tenant is onboarded between its steps", async () => {
+    await putSecret(AS_DEPLOYED);
+    const token = randomUUID();
+    h.secrets.startRotation(token);
+    const rotator = h.rotator();
+    await rotator(eventFor(token, "createSecret"));
+    const onboarded = await putSecret({ client_id: "sandbox-client", client_secret: "sandbox-secret", refresh_token: "rt-from-authorize", pii_salt: PII_SALT });
+    for (const step of steps.slice(1)) await rotator(eventFor(token, step));
+    expect(h.refreshTokensPresented).toEqual([]);
+    expect(h.secrets.versionWith("AWSCURRENT")).toBe(onboarded);
+    expect(h.secrets.versionWith("AWSPENDING")).toBeUndefined();
+    expect(errorsLogged()).toEqual([]);
+  });
+
+  it("still refuses a token not under rotation and an event for another secret", async () => {
+    await putSecret(AS_DEPLOYED);
+    await expect(h.rotator()(eventFor(randomUUID(), "createSecret"))).rejects.toThrow(/no stage for rotation/);
+    await expect(h.rotator()(eventFor(randomUUID(), "finishSecret"))).rejects.toThrow(/no stage for rotation/);
+    await expect(
+      h.rotator()({ SecretId: "arn:aws:secretsmanager:eu-west-1:1:secret:other", ClientRequestToken: "t", Step: "createSecret" }),
+    ).rejects.toBeInstanceOf(RotationError);
+  });
+
+  it("rotates (and fails) as before a secret that is malformed rather than awaiting onboarding", async () => {
+    expect(awaitingOnboarding(JSON.stringify(AS_DEPLOYED))).toBe(true);
+    expect(awaitingOnboarding(JSON.stringify({ client_id: "c", pii_salt: PII_SALT }))).toBe(true);
+    expect(awaitingOnboarding(JSON.stringify({ ...AS_DEPLOYED, refresh_token: "rt" }))).toBe(false);
+    expect(awaitingOnboarding("not json")).toBe(false);
+    expect(awaitingOnboarding("[]")).toBe(false);
+    expect(awaitingOnboarding(undefined)).toBe(false);
+    await putSecret({ ...AS_DEPLOYED, refresh_token: "rt-without-client" });
+    const token = randomUUID();
+    h.secrets.startRotation(token);
+    await expect(h.rotator()(eventFor(token, "createSecret"))).rejects.toThrow(/missing or has invalid fields: client_id, client_secret/);
+    expect(h.secrets.versionWith("AWSPENDING")).toBe(token);
   });
 });
