@@ -2,7 +2,7 @@
  * `bridge authorize [--port <p>] [--scope ...] [--secret-id <arn>]`: signs the integration in once, as a person.
  * Tokens go to the state directory (local mode) or, with `--secret-id`, into the tenant's Secrets Manager secret.
  */
-import { SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
+import type { SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 import type { Lock } from "../bridge/ports.js";
 import type { TokenStore } from "../qashio/auth/token-store.js";
 import { DEFAULT_LOCK_NAME, DEFAULT_LOCK_TTL_MS } from "../qashio/auth/token-provider.js";
@@ -15,7 +15,7 @@ import { AuthorizeError, ConfigError, EXIT, type SettingIssue } from "./errors.j
 import { line, type CliIo } from "./io.js";
 import { bindToSettings } from "./local-bridge.js";
 import { openInBrowser } from "./open-url.js";
-import { assertUsableSalt, readOnboardingSecret, secretTokenStore } from "./secret-onboarding.js";
+import { assertUsableSalt, onboardingSecretsClient, readOnboardingSecret, secretRegion, secretTokenStore } from "./secret-onboarding.js";
 
 /** Seams for tests: the browser opener, the Secrets Manager client, the fetch of the token exchange. */
 export interface AuthorizeSeams {
@@ -60,9 +60,23 @@ export async function authorizeCommand(args: AuthorizeArgs, io: CliIo, seams: Au
   let where: string;
   let secrets: SecretsManagerClient | undefined;
   if (args.secretId !== undefined) {
-    secrets = seams.secrets ?? new SecretsManagerClient({});
+    // The region (and an AWS_REGION contradicting the ARN) is checked whichever client is used.
+    secretRegion(args.secretId, env);
+    secrets = seams.secrets ?? (await onboardingSecretsClient(args.secretId, env));
     const current = await readOnboardingSecret(secrets, args.secretId);
     assertUsableSalt(current, args.secretId);
+    // The pollers refresh with the secret's client: a token issued to another one (a QASHIO_CLIENT_ID left in the
+    // environment or .env from local mode) would fail at their first refresh.
+    if (clientId !== undefined && current.client_id !== undefined && clientId !== current.client_id) {
+      throw new ConfigError([
+        {
+          setting: "QASHIO_CLIENT_ID",
+          problem:
+            `differs from the client_id in secret ${args.secretId}: unset QASHIO_CLIENT_ID and QASHIO_CLIENT_SECRET to sign in ` +
+            "with the secret's client, or, to move the tenant to another client, put the new client_id and client_secret into the secret first",
+        },
+      ]);
+    }
     clientId ??= current.client_id;
     clientSecret ??= current.client_secret;
   }
@@ -74,7 +88,8 @@ export async function authorizeCommand(args: AuthorizeArgs, io: CliIo, seams: Au
   if (clientId === undefined || clientSecret === undefined) throw new ConfigError(missing);
   if (secrets !== undefined && args.secretId !== undefined) {
     store = secretTokenStore(secrets, args.secretId, { client_id: clientId, client_secret: clientSecret });
-    where = `secret ${args.secretId} (refresh_token merged; client_id, client_secret, pii_salt kept)`;
+    where = `secret ${args.secretId} (refresh_token, client_id and client_secret merged; pii_salt kept)`;
+    line(io.stdout, `Signing in at ${baseUrl} with client_id ${clientId}; the token goes to secret ${args.secretId}.`);
   } else {
     // Before the browser opens: tokens of one provider must not land where another's state lives. A new client id
     // may take the directory over: the sign-in replaces the tokens and none of the old ones is sent.

@@ -5,12 +5,13 @@
  * Secrets Manager calls go through the store's `ProviderSecretClient`, so throttled calls are retried the same way.
  */
 import { randomBytes } from "node:crypto";
-import type { SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
+import { SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 // The module itself, not shared/aws/index.ts: the CLI needs the secret client, not the Lambda runtime.
 import { isSecretNotFound, PII_SALT_MIN_LENGTH, ProviderSecretClient, type ProviderSecretClientOptions } from "../aws/provider-secret.js";
 import { SecretStoreError } from "../aws/errors.js";
 import type { StoredTokens, TokenStore } from "../qashio/auth/token-store.js";
-import { CliError, EXIT } from "./errors.js";
+import type { Env } from "./config.js";
+import { CliError, ConfigError, EXIT, UsageError } from "./errors.js";
 
 /** Fields of the provider secret (see shared/aws/provider-secret.ts); other fields are kept as they are. */
 export interface OnboardingSecret {
@@ -30,6 +31,70 @@ export class SecretOnboardingError extends CliError {
     super(message, EXIT.failed, options);
     this.secretId = secretId;
   }
+}
+
+/** `arn:<partition>:secretsmanager:<region>:<account>:secret:<name>`; secret names cannot hold a colon. */
+const SECRET_ARN = /^arn:[a-z-]+:secretsmanager:([a-z0-9-]+):\d{12}:secret:[^:]+$/;
+
+/**
+ * The region `secretId` is reached in, before any AWS call. An ARN names its region and that is used, whatever
+ * region a profile names; an `AWS_REGION` (environment or .env) that differs is refused, since it points at another
+ * deployment than the ARN. A secret name has no region: `AWS_REGION`, else undefined (the SDK then looks for a
+ * profile's region, see {@link onboardingSecretsClient}).
+ *
+ * @throws UsageError for an `arn:` id that is not a Secrets Manager secret ARN; ConfigError naming AWS_REGION and both
+ *   regions when they differ.
+ * @example
+ * secretRegion("arn:aws:secretsmanager:eu-west-1:123456789012:secret:SecretA29EB826-AbCdEf", {}); // "eu-west-1"
+ */
+export function secretRegion(secretId: string, env: Env): string | undefined {
+  const configured = env.AWS_REGION?.trim() || undefined;
+  if (!secretId.startsWith("arn:")) return configured;
+  const region = SECRET_ARN.exec(secretId)?.[1];
+  if (region === undefined) {
+    throw new UsageError(
+      `--secret-id ${secretId} is not a Secrets Manager secret ARN (arn:aws:secretsmanager:<region>:<account>:secret:<name>): pass the stack output SecretArn`,
+    );
+  }
+  if (configured !== undefined && configured !== region) {
+    throw new ConfigError([
+      {
+        setting: "AWS_REGION",
+        problem: `is ${configured}, but the secret ARN is in ${region}: unset AWS_REGION (the ARN's region is used) or set it to ${region}`,
+      },
+    ]);
+  }
+  return region;
+}
+
+/**
+ * A Secrets Manager client for `secretId` in its region ({@link secretRegion}). For a secret name without
+ * `AWS_REGION` the SDK's own lookup (a profile's region) must find one; checked here, before the browser opens.
+ *
+ * @throws as {@link secretRegion}; ConfigError naming AWS_REGION when a name leaves the region unknown.
+ * @example
+ * const secrets = await onboardingSecretsClient(arn, env);
+ */
+export async function onboardingSecretsClient(secretId: string, env: Env): Promise<SecretsManagerClient> {
+  const region = secretRegion(secretId, env);
+  const client = new SecretsManagerClient(region === undefined ? {} : { region });
+  if (region === undefined) {
+    try {
+      await client.config.region();
+    } catch (error) {
+      client.destroy();
+      throw new ConfigError(
+        [
+          {
+            setting: "AWS_REGION",
+            problem: `is not set and no profile names a region, which --secret-id ${secretId} needs: it is a secret name, not an ARN (pass the stack output SecretArn, which names its region, or set AWS_REGION)`,
+          },
+        ],
+        { cause: error },
+      );
+    }
+  }
+  return client;
 }
 
 /** Retry of throttled Secrets Manager calls (tests pin the clock). */
@@ -103,10 +168,10 @@ function onboardingError(action: "read" | "write", secretId: string, error: unkn
 }
 
 /**
- * A write-only token store over the provider secret: `save` merges `refresh_token` into the secret JSON,
- * keeping `client_id`, `client_secret`, `pii_salt` and any other field, and fills the client credentials
- * and a random `pii_salt` only when the secret lacks them. The access token is not stored: the pollers
- * refresh on their first run.
+ * A write-only token store over the provider secret: `save` merges `refresh_token` and `client`, the client the
+ * token was issued to (the pollers refresh with the secret's client), into the secret JSON, keeping `pii_salt` and
+ * any other field, and fills a random `pii_salt` only when the secret lacks one. The access token is not stored: the
+ * pollers refresh on their first run.
  *
  * @example
  * const store = secretTokenStore(new SecretsManagerClient({}), arn, { client_id, client_secret });
@@ -115,7 +180,7 @@ function onboardingError(action: "read" | "write", secretId: string, error: unkn
 export function secretTokenStore(
   secrets: SecretsManagerClient,
   secretId: string,
-  fill: { readonly client_id: string; readonly client_secret: string },
+  client: { readonly client_id: string; readonly client_secret: string },
   retry: OnboardingRetry = {},
 ): TokenStore & { readonly written: () => OnboardingSecret | undefined } {
   const secret = new ProviderSecretClient({ secrets, secretId, ...retry });
@@ -130,8 +195,8 @@ export function secretTokenStore(
       const current = await readLenient(secret);
       const next: OnboardingSecret = {
         ...current,
-        client_id: current.client_id ?? fill.client_id,
-        client_secret: current.client_secret ?? fill.client_secret,
+        client_id: client.client_id,
+        client_secret: client.client_secret,
         pii_salt: current.pii_salt ?? randomBytes(32).toString("base64url"),
         refresh_token: tokens.refreshToken,
       };

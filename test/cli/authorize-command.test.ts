@@ -6,10 +6,10 @@ import { GetSecretValueCommand, PutSecretValueCommand, SecretsManagerClient } fr
 import { mockClient } from "aws-sdk-client-mock";
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { authorizeCommand } from "../../shared/cli/authorize-command.js";
 import { readAuthorizeSettings } from "../../shared/cli/config.js";
-import { ConfigError, EXIT, StateDirTakenError } from "../../shared/cli/errors.js";
+import { ConfigError, EXIT, StateDirTakenError, UsageError } from "../../shared/cli/errors.js";
 import { bindStateDir } from "../../shared/local/index.js";
 import { ROOT, idsWithStatus, runInProcess, startHarness, type Harness } from "./helpers.js";
 
@@ -48,6 +48,8 @@ function io(env: Record<string, string>) {
 
 const args = { port: 0, noOpen: true, timeoutMs: 10_000 };
 const CLIENT_ENV = { QASHIO_BASE_URL: "http://127.0.0.1:9", QASHIO_CLIENT_ID: "c", QASHIO_CLIENT_SECRET: "s" };
+/** A secret ARN as the stack output SecretArn gives it. */
+const ARN = "arn:aws:secretsmanager:eu-west-1:111122223333:secret:SecretA29EB826-AbCdEf";
 
 describe("bridge authorize", () => {
   it("names the missing client settings without --secret-id", async () => {
@@ -189,7 +191,7 @@ describe("bridge authorize", () => {
     });
     let opened = false;
     const { io: cli } = io({ QASHIO_BASE_URL: "http://127.0.0.1:9" });
-    const error = await authorizeCommand({ ...args, secretId: "arn:x" }, cli, { secrets, onAuthorizeUrl: () => void (opened = true) }).catch(
+    const error = await authorizeCommand({ ...args, secretId: ARN }, cli, { secrets, onAuthorizeUrl: () => void (opened = true) }).catch(
       (e: unknown) => e as Error,
     );
     expect(error).toBeInstanceOf(Error);
@@ -203,8 +205,116 @@ describe("bridge authorize", () => {
     const secrets = new SecretsManagerClient({ region: "eu-west-1" });
     mockClient(secrets).on(GetSecretValueCommand).resolves({ SecretString: "{}", VersionId: "v1" });
     const { io: cli } = io({ QASHIO_BASE_URL: "http://127.0.0.1:9" });
-    await expect(authorizeCommand({ ...args, secretId: "arn:x" }, cli, { secrets })).rejects.toThrow(
+    await expect(authorizeCommand({ ...args, secretId: ARN }, cli, { secrets })).rejects.toThrow(
       /QASHIO_CLIENT_ID: is not set and the secret has none \(client_id\)[\s\S]*QASHIO_CLIENT_SECRET: is not set and the secret has none \(client_secret\)/,
     );
+  });
+});
+
+/** The SDK's own region lookup finds nothing: no AWS_REGION, no profile (process environment, which the SDK reads). */
+function noAwsRegionConfigured(): void {
+  vi.stubEnv("AWS_REGION", undefined);
+  vi.stubEnv("AWS_PROFILE", undefined);
+  vi.stubEnv("AWS_CONFIG_FILE", "/nonexistent/aws-config");
+  vi.stubEnv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent/aws-credentials");
+}
+
+describe("bridge authorize --secret-id: region and client", () => {
+  afterEach(() => {
+    vi.unstubAllEnvs();
+  });
+
+  /** Every SecretsManagerClient the command creates, mocked: the calls show the region each client resolved. */
+  function mockEveryClient(secret: Record<string, string>) {
+    const mock = mockClient(SecretsManagerClient);
+    mock.on(GetSecretValueCommand).resolves({ SecretString: JSON.stringify(secret), VersionId: "v1" });
+    mock.on(PutSecretValueCommand).resolves({ VersionId: "v2" });
+    return mock;
+  }
+
+  it("takes the region from the ARN when no AWS region is configured, and says where it signs in", async () => {
+    noAwsRegionConfigured();
+    const h = (harness = await startHarness());
+    const mock = mockEveryClient({ client_id: "sandbox-client", client_secret: "sandbox-secret", pii_salt: "from-cdk-0123456789abcdef" });
+    try {
+      const { io: cli, out } = io({ QASHIO_BASE_URL: h.url });
+      expect(await authorizeCommand({ ...args, secretId: ARN }, cli, { onAuthorizeUrl: approve(h) })).toBe(EXIT.ok);
+      const clients = mock.calls().map((call) => call.thisValue as SecretsManagerClient);
+      expect(clients.length).toBeGreaterThan(0);
+      for (const client of clients) expect(await client.config.region()).toBe("eu-west-1");
+      expect(mock.commandCalls(PutSecretValueCommand)).toHaveLength(1);
+      expect(out.stdout).toContain(`Signing in at ${h.url} with client_id sandbox-client; the token goes to secret ${ARN}.`);
+    } finally {
+      mock.restore();
+    }
+  });
+
+  it("refuses an AWS_REGION that contradicts the ARN, naming both, before any AWS call or browser (exit 2)", async () => {
+    const mock = mockEveryClient({});
+    try {
+      const { code, stderr } = await runInProcess(["authorize", "--no-open", "--secret-id", ARN], { QASHIO_BASE_URL: "http://127.0.0.1:9", AWS_REGION: "us-east-1" });
+      expect(code).toBe(EXIT.usage);
+      expect(stderr).toContain("AWS_REGION: is us-east-1, but the secret ARN is in eu-west-1");
+      expect(mock.calls()).toHaveLength(0);
+    } finally {
+      mock.restore();
+    }
+  });
+
+  it("needs a region for a secret name: AWS_REGION is used, and without one it says so before the browser opens", async () => {
+    noAwsRegionConfigured();
+    const mock = mockEveryClient({});
+    try {
+      let opened = false;
+      const { io: cli } = io({ QASHIO_BASE_URL: "http://127.0.0.1:9" });
+      const error = await authorizeCommand({ ...args, secretId: "qashio-acme" }, cli, { onAuthorizeUrl: () => void (opened = true) }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(ConfigError);
+      expect((error as Error).message).toMatch(/AWS_REGION: is not set and no profile names a region, .*it is a secret name, not an ARN/);
+      expect(opened).toBe(false);
+      expect(mock.calls()).toHaveLength(0);
+
+      const { io: withRegion } = io({ QASHIO_BASE_URL: "http://127.0.0.1:9", AWS_REGION: "eu-central-1" });
+      // The empty secret has no client: the command stops there, after reading it in AWS_REGION.
+      await expect(authorizeCommand({ ...args, secretId: "qashio-acme" }, withRegion)).rejects.toThrow(/QASHIO_CLIENT_ID: is not set and the secret has none/);
+      expect(await (mock.call(0).thisValue as SecretsManagerClient).config.region()).toBe("eu-central-1");
+    } finally {
+      mock.restore();
+    }
+  });
+
+  it("refuses an id that starts like an ARN but is not a secret ARN (exit 2)", async () => {
+    const { io: cli } = io({ QASHIO_BASE_URL: "http://127.0.0.1:9" });
+    const error = await authorizeCommand({ ...args, secretId: "arn:aws:ssm:eu-west-1:111122223333:parameter/x" }, cli).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(UsageError);
+    expect((error as Error).message).toContain("is not a Secrets Manager secret ARN");
+  });
+
+  it("refuses a QASHIO_CLIENT_ID that differs from the secret's client before the browser opens", async () => {
+    const secrets = new SecretsManagerClient({ region: "eu-west-1" });
+    const mock = mockClient(secrets);
+    mock.on(GetSecretValueCommand).resolves({ SecretString: JSON.stringify({ client_id: "tenant-client", client_secret: "s", pii_salt: "from-cdk-0123456789abcdef" }), VersionId: "v1" });
+    let opened = false;
+    const { io: cli } = io({ ...CLIENT_ENV, QASHIO_CLIENT_ID: "local-mode-client" });
+    const error = await authorizeCommand({ ...args, secretId: ARN }, cli, { secrets, onAuthorizeUrl: () => void (opened = true) }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as Error).message).toContain(`QASHIO_CLIENT_ID: differs from the client_id in secret ${ARN}`);
+    expect(opened).toBe(false);
+    expect(mock.commandCalls(PutSecretValueCommand)).toHaveLength(0);
+  });
+
+  it("stores the client secret it signed in with, so a client secret changed at the provider reaches the pollers", async () => {
+    const h = (harness = await startHarness());
+    const secrets = new SecretsManagerClient({ region: "eu-west-1" });
+    const mock = mockClient(secrets);
+    mock.on(GetSecretValueCommand).resolves({
+      SecretString: JSON.stringify({ client_id: "sandbox-client", client_secret: "secret-before-the-change", refresh_token: "rt-old", pii_salt: "from-cdk-0123456789abcdef" }),
+      VersionId: "v1",
+    });
+    mock.on(PutSecretValueCommand).resolves({ VersionId: "v2" });
+    const { io: cli } = io({ QASHIO_BASE_URL: h.url, QASHIO_CLIENT_SECRET: "sandbox-secret" });
+    expect(await authorizeCommand({ ...args, secretId: ARN }, cli, { onAuthorizeUrl: approve(h), secrets })).toBe(EXIT.ok);
+    const written = JSON.parse(mock.commandCalls(PutSecretValueCommand)[0]?.args[0].input.SecretString ?? "{}") as Record<string, string>;
+    expect(written).toMatchObject({ client_id: "sandbox-client", client_secret: "sandbox-secret", pii_salt: "from-cdk-0123456789abcdef" });
+    expect(written.refresh_token).not.toBe("rt-old");
   });
 });

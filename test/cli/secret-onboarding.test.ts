@@ -27,14 +27,14 @@ function written(): Record<string, unknown> {
 describe("secretTokenStore", () => {
   beforeEach(() => mock.reset());
 
-  it("merges the refresh token into the secret, keeping client credentials, salt and other fields", async () => {
+  it("merges the refresh token and the client it was issued to into the secret, keeping salt and other fields", async () => {
     mock.on(GetSecretValueCommand).resolves({
-      SecretString: JSON.stringify({ client_id: "cid", client_secret: "csecret", pii_salt: "salt-from-cdk", refresh_token: "old", note: "x" }),
+      SecretString: JSON.stringify({ client_id: "cid", client_secret: "csecret-old", pii_salt: "salt-from-cdk", refresh_token: "old", note: "x" }),
       VersionId: "v1",
     });
     mock.on(PutSecretValueCommand).resolves({ VersionId: "v2" });
-    await secretTokenStore(secrets, ARN, { client_id: "env-id", client_secret: "env-secret" }).save({ refreshToken: "rt-new", accessToken: "at" });
-    expect(written()).toEqual({ client_id: "cid", client_secret: "csecret", pii_salt: "salt-from-cdk", refresh_token: "rt-new", note: "x" });
+    await secretTokenStore(secrets, ARN, { client_id: "cid", client_secret: "csecret-new" }).save({ refreshToken: "rt-new", accessToken: "at" });
+    expect(written()).toEqual({ client_id: "cid", client_secret: "csecret-new", pii_salt: "salt-from-cdk", refresh_token: "rt-new", note: "x" });
     expect(mock.commandCalls(PutSecretValueCommand)[0]?.args[0].input.SecretId).toBe(ARN);
   });
 
@@ -88,7 +88,7 @@ describe("secretTokenStore", () => {
       .rejectsOnce(throttled())
       .resolves({ SecretString: JSON.stringify({ client_id: "cid", client_secret: "cs", pii_salt: "salt" }), VersionId: "v1" });
     mock.on(PutSecretValueCommand).rejectsOnce(throttled()).rejectsOnce(throttled()).resolves({ VersionId: "v2" });
-    await secretTokenStore(secrets, ARN, { client_id: "a", client_secret: "b" }, retry).save({ refreshToken: "rt" });
+    await secretTokenStore(secrets, ARN, { client_id: "cid", client_secret: "cs" }, retry).save({ refreshToken: "rt" });
     expect(mock.commandCalls(GetSecretValueCommand)).toHaveLength(2);
     const puts = mock.commandCalls(PutSecretValueCommand).map((call) => call.args[0].input);
     expect(puts).toHaveLength(3);
