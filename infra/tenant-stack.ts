@@ -248,6 +248,12 @@ export class TenantStack extends Stack {
       value: this.secret.secret.secretArn,
       description: "Onboarding: npm run bridge -- authorize --secret-id <this ARN>",
     });
+    // Not in the secret (its description): authorize reads only the secret's value, and the stack cannot write the
+    // value without changing GenerateSecretString, which regenerates it. README step 3 passes this as QASHIO_BASE_URL.
+    new CfnOutput(this, "ProviderBaseUrl", {
+      value: props.providerBaseUrl,
+      description: "Provider base URL of the pollers: onboarding passes it to authorize as QASHIO_BASE_URL",
+    });
     new CfnOutput(this, "TableName", { value: this.table.table.tableName });
     new CfnOutput(this, "EventBusName", { value: this.eventBus.busNameForPutEvents });
     new CfnOutput(this, "DashboardName", { value: this.dashboard.dashboard.dashboardName });

@@ -93,6 +93,19 @@ describe("tenant stacks", () => {
     });
   });
 
+  it("outputs the provider base URL the pollers use, for onboarding to sign in at the same deployment", () => {
+    for (const [template, url] of [
+      [acmeT, "https://api.sandbox.provider.test"],
+      [globexT, "https://api.provider.test"],
+    ] as const) {
+      template.hasOutput("ProviderBaseUrl", { Value: url });
+      const pollers = Object.values(template.findResources("AWS::Lambda::Function")) as {
+        Properties: { Environment: { Variables: Record<string, unknown> } };
+      }[];
+      for (const fn of pollers) expect(fn.Properties.Environment.Variables.QASHIO_BASE_URL).toBe(url);
+    }
+  });
+
   it("rotates the token every 4 hours through rotate-token, not on deploy", () => {
     acmeT.hasResourceProperties("AWS::SecretsManager::RotationSchedule", {
       RotationLambdaARN: { "Fn::GetAtt": [Match.stringLikeRegexp("^RotateTokenFunction"), "Arn"] },
