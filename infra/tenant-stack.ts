@@ -246,7 +246,7 @@ export class TenantStack extends Stack {
 
     new CfnOutput(this, "SecretArn", {
       value: this.secret.secret.secretArn,
-      description: "Onboarding: npm run bridge -- authorize --secret-id <this ARN>",
+      description: "Onboarding (README step 3): QASHIO_BASE_URL=<ProviderBaseUrl output> npm run bridge -- authorize --secret-id <this ARN>",
     });
     // Not in the secret (its description): authorize reads only the secret's value, and the stack cannot write the
     // value without changing GenerateSecretString, which regenerates it. README step 3 passes this as QASHIO_BASE_URL.
