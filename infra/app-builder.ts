@@ -27,6 +27,11 @@ export interface BridgeAppOptions {
    * @default true
    */
   readonly nag?: boolean;
+  /**
+   * The runbook page alarm descriptions and dashboards link to (validated by `runbookUrlFrom`).
+   * @default "docs/runbook.md" (repository-relative)
+   */
+  readonly runbookUrl?: string;
 }
 
 /**
@@ -49,6 +54,7 @@ export function buildBridgeApp(options: BridgeAppOptions): { app: App; stacks: T
         providerBaseUrl: resolveProviderUrl(tenant, options.providerUrls),
         eventSchemas: options.eventSchemas,
         functionsDir: options.functionsDir,
+        runbookUrl: options.runbookUrl,
         env: tenant.account === undefined && tenant.region === undefined ? undefined : { account: tenant.account, region: tenant.region },
       }),
   );

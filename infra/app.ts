@@ -1,13 +1,15 @@
 /**
  * CDK entry point (cdk.json: `npx tsx infra/app.ts`). Context: `tenantsFile` (default
  * infra/tenants.example.json), `eventsDir` (default docs/events), `qashioUrls` ({production, eu, sandbox},
- * overridden by QASHIO_PRODUCTION_URL / QASHIO_EU_URL / QASHIO_SANDBOX_URL).
+ * overridden by QASHIO_PRODUCTION_URL / QASHIO_EU_URL / QASHIO_SANDBOX_URL), `runbookUrl` (optional https address of
+ * docs/runbook.md, for absolute links in alarm descriptions and dashboards).
  */
 import { isAbsolute, join } from "node:path";
 import { App } from "aws-cdk-lib";
 import { buildBridgeApp } from "./app-builder.js";
 import { InfraError } from "./errors.js";
 import { loadEventDetailSchemas } from "./event-schemas-source.js";
+import { runbookUrlFrom } from "./runbook-link.js";
 import { loadTenantsFile, providerUrlsFrom } from "./tenant-config.js";
 
 const repoRoot = join(import.meta.dirname, "..");
@@ -22,6 +24,7 @@ try {
     tenants,
     eventSchemas,
     providerUrls: providerUrlsFrom(app.node.tryGetContext("qashioUrls"), process.env),
+    runbookUrl: runbookUrlFrom(app.node.tryGetContext("runbookUrl")),
   });
 } catch (error) {
   if (!(error instanceof InfraError)) throw error;

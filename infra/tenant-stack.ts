@@ -31,6 +31,11 @@ export interface TenantStackProps extends StackProps {
    * @default <repository>/functions
    */
   readonly functionsDir?: string;
+  /**
+   * The runbook page alarm descriptions and the dashboard link to (validated by `runbookUrlFrom`).
+   * @default "docs/runbook.md" (repository-relative)
+   */
+  readonly runbookUrl?: string;
 }
 
 /** Stack name of a tenant. */
@@ -235,6 +240,7 @@ export class TenantStack extends Stack {
         everyMinutes: tenant.schedules.transactionsEveryMinutes,
         notify: tenant.schedules.enabled,
       },
+      runbookUrl: props.runbookUrl,
     });
     this.dashboard = new OpsDashboard(this, "Dashboard", {
       tenantId: tenant.id,
@@ -242,6 +248,7 @@ export class TenantStack extends Stack {
       deadLetterQueues: { Pollers: this.pollerDeadLetters.queue, ...webhookQueues },
       alarms: [...this.alarms.alarms.values()],
       syncLagThresholdSeconds: tenant.alarms.syncLagThresholdSeconds,
+      runbookUrl: props.runbookUrl,
     });
 
     new CfnOutput(this, "SecretArn", {

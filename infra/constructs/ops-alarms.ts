@@ -7,6 +7,7 @@ import * as sns from "aws-cdk-lib/aws-sns";
 import * as subscriptions from "aws-cdk-lib/aws-sns-subscriptions";
 import type * as sqs from "aws-cdk-lib/aws-sqs";
 import { Construct } from "constructs";
+import { DEFAULT_RUNBOOK_URL, runbookLink } from "../runbook-link.js";
 import { cycleAlarmWindow, describeAlarmWindow, type AlarmWindow } from "./alarm-window.js";
 import { bridgeMetric, bridgeTenantMetric } from "./bridge-metrics.js";
 
@@ -60,12 +61,17 @@ export interface OpsAlarmsProps {
    * @default - no heartbeat alarm
    */
   readonly heartbeat?: { readonly function: lambda.IFunction; readonly everyMinutes: number; readonly notify: boolean };
+  /**
+   * The runbook page each alarm description links a section of (validated by `runbookUrlFrom`).
+   * @default "docs/runbook.md" (repository-relative)
+   */
+  readonly runbookUrl?: string;
 }
 
 /**
  * The tenant's alarms (token family revoked, sync lag, function errors, dead letters, quarantine held and growing,
  * acknowledges the provider keeps refusing, cycles no longer running) and the SNS topic they notify. Each alarm's description points to its
- * section in docs/runbook.md.
+ * section in docs/runbook.md (at `runbookUrl` when given).
  */
 export class OpsAlarms extends Construct {
   /** Topic receiving ALARM and OK notifications. */
@@ -88,13 +94,14 @@ export class OpsAlarms extends Construct {
       this.topic = sns.Topic.fromTopicArn(this, "Topic", props.target.topicArn);
     }
     const action = new actions.SnsAction(this.topic);
+    const runbookUrl = props.runbookUrl ?? DEFAULT_RUNBOOK_URL;
     const alarms = new Map<string, cloudwatch.Alarm>();
     const add = (suffix: string, runbook: string, metric: cloudwatch.IMetric, options: Omit<cloudwatch.AlarmProps, "metric">) => {
       const alarm = new cloudwatch.Alarm(this, suffix, {
         ...options,
         metric,
         alarmName: `QashioBridge-${tenant}-${suffix}`,
-        alarmDescription: `${options.alarmDescription} Runbook: docs/runbook.md#${runbook}`,
+        alarmDescription: `${options.alarmDescription} Runbook: ${runbookLink(runbookUrl, runbook)}`,
       });
       alarm.addAlarmAction(action);
       alarm.addOkAction(action);

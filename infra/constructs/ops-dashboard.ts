@@ -3,6 +3,7 @@ import * as cloudwatch from "aws-cdk-lib/aws-cloudwatch";
 import type * as lambda from "aws-cdk-lib/aws-lambda";
 import type * as sqs from "aws-cdk-lib/aws-sqs";
 import { Construct } from "constructs";
+import { DEFAULT_RUNBOOK_URL } from "../runbook-link.js";
 import { bridgeMetric, bridgeTenantMetric, type BridgeMetricName } from "./bridge-metrics.js";
 
 /** Properties of {@link OpsDashboard}. */
@@ -23,6 +24,11 @@ export interface OpsDashboardProps {
    * @default - no line
    */
   readonly syncLagThresholdSeconds?: number;
+  /**
+   * The runbook page the text at the top links to (validated by `runbookUrlFrom`).
+   * @default "docs/runbook.md" (repository-relative, shown as text)
+   */
+  readonly runbookUrl?: string;
 }
 
 /** Titles of the dashboard's graphs, in order (tests and the runbook refer to them). */
@@ -58,9 +64,13 @@ export class OpsDashboard extends Construct {
     const plain = (name: BridgeMetricName, statistic: string, label: string) =>
       bridgeTenantMetric(t, name, { statistic, period: Duration.minutes(5) }).with({ label });
 
+    const runbookUrl = props.runbookUrl ?? DEFAULT_RUNBOOK_URL;
+    // A relative path is no link from the console: shown as text. An absolute URL is a markdown link.
+    const runbook =
+      runbookUrl === DEFAULT_RUNBOOK_URL ? DEFAULT_RUNBOOK_URL : `[docs/runbook.md](${runbookUrl.replaceAll("(", "%28").replaceAll(")", "%29")})`;
     this.dashboard.addWidgets(
       new cloudwatch.TextWidget({
-        markdown: `# qashio-bridge: ${t}\nAlarms and what to do: docs/runbook.md. Metrics: namespace QashioBridge, tenant = ${t}.`,
+        markdown: `# qashio-bridge: ${t}\nAlarms and what to do: ${runbook}. Metrics: namespace QashioBridge, tenant = ${t}.`,
         width: 24,
         height: 2,
       }),

@@ -1,13 +1,17 @@
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { REPO_ROOT } from "./helpers.js";
+import { EXAMPLE_TENANTS_FILE, PROVIDER_URLS, REPO_ROOT } from "./helpers.js";
 
 /** Runs infra/app.ts as `cdk synth` does: context in CDK_CONTEXT_JSON, output in CDK_OUTDIR. */
 function runApp(context: Record<string, unknown>) {
   const outdir = mkdtempSync(join(tmpdir(), "cdk-out-"));
+  return spawnOut(outdir, context);
+}
+
+function spawnOut(outdir: string, context: Record<string, unknown>) {
   return spawnSync(process.execPath, ["--import", "tsx", join(REPO_ROOT, "infra", "app.ts")], {
     cwd: REPO_ROOT,
     encoding: "utf8",
@@ -37,5 +41,22 @@ describe("infra/app.ts", () => {
     const result = runApp({ eventsDir: join(tmpdir(), "no-such-catalog") });
     expect(result.status).toBe(1);
     expect(result.stderr).toMatch(/qashio-bridge synth failed: event catalog .*no-such-catalog is missing/);
+  });
+
+  it("builds absolute runbook links from the context runbookUrl, and refuses one that is not https without echoing it", () => {
+    const outdir = mkdtempSync(join(tmpdir(), "cdk-out-"));
+    const runbookUrl = "https://git.example/qashio-bridge/blob/main/docs/runbook.md";
+    // Bundling skipped: only the alarm descriptions matter here.
+    const ok = spawnOut(outdir, { tenantsFile: EXAMPLE_TENANTS_FILE, qashioUrls: PROVIDER_URLS, runbookUrl, "aws:cdk:bundling-stacks": [] });
+    expect(ok.stderr).not.toContain("synth failed");
+    expect(ok.status).toBe(0);
+    const template = readFileSync(join(outdir, "QashioBridge-globex.template.json"), "utf8");
+    expect(template).toContain(`Runbook: ${runbookUrl}#synclag`);
+    expect(template).not.toContain("Runbook: docs/runbook.md");
+
+    const bad = runApp({ tenantsFile: EXAMPLE_TENANTS_FILE, runbookUrl: "http://wiki:hunter2@git.example/runbook.md" });
+    expect(bad.status).toBe(1);
+    expect(bad.stderr).toContain("qashio-bridge synth failed: context runbookUrl: must be an https:// URL");
+    expect(bad.stderr).not.toContain("hunter2");
   });
 });
