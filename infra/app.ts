@@ -1,6 +1,7 @@
 /**
- * CDK entry point (cdk.json: `npx tsx infra/app.ts`). Context: `tenantsFile` (default
- * infra/tenants.example.json), `eventsDir` (default docs/events), `qashioUrls` ({production, eu, sandbox},
+ * CDK entry point (cdk.json: `npx tsx infra/app.ts`). Context: `tenantsFile` (required, no default: a deploy
+ * without it must not fall back to the example tenants; `npm run synth` passes infra/tenants.example.json),
+ * `eventsDir` (default docs/events), `qashioUrls` ({production, eu, sandbox},
  * overridden by QASHIO_PRODUCTION_URL / QASHIO_EU_URL / QASHIO_SANDBOX_URL), `runbookUrl` (optional https address of
  * docs/runbook.md, for absolute links in alarm descriptions and dashboards).
  */
@@ -17,7 +18,14 @@ const fromRoot = (path: string): string => (isAbsolute(path) ? path : join(repoR
 
 const app = new App();
 try {
-  const tenants = loadTenantsFile(fromRoot(String(app.node.tryGetContext("tenantsFile") ?? "infra/tenants.example.json")));
+  const tenantsFile: unknown = app.node.tryGetContext("tenantsFile");
+  if (typeof tenantsFile !== "string" || tenantsFile.trim() === "") {
+    throw new InfraError(
+      "context tenantsFile is not set: pass -c tenantsFile=path/to/tenants.json (the example tenants: npm run synth, " +
+        "which passes -c tenantsFile=infra/tenants.example.json)",
+    );
+  }
+  const tenants = loadTenantsFile(fromRoot(tenantsFile));
   const eventSchemas = loadEventDetailSchemas(fromRoot(String(app.node.tryGetContext("eventsDir") ?? "docs/events")));
   buildBridgeApp({
     app,

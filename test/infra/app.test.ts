@@ -38,7 +38,7 @@ describe("infra/app.ts", () => {
   });
 
   it("fails synth when the event catalog is missing", () => {
-    const result = runApp({ eventsDir: join(tmpdir(), "no-such-catalog") });
+    const result = runApp({ tenantsFile: EXAMPLE_TENANTS_FILE, eventsDir: join(tmpdir(), "no-such-catalog") });
     expect(result.status).toBe(1);
     expect(result.stderr).toMatch(/qashio-bridge synth failed: event catalog .*no-such-catalog is missing/);
   });
@@ -58,5 +58,16 @@ describe("infra/app.ts", () => {
     expect(bad.status).toBe(1);
     expect(bad.stderr).toContain("qashio-bridge synth failed: context runbookUrl: must be an https:// URL");
     expect(bad.stderr).not.toContain("hunter2");
+  });
+
+  it("has no default tenants file: without -c tenantsFile synth fails, so no deploy falls back to the example tenants", () => {
+    const result = runApp({});
+    expect(result.status).toBe(1);
+    expect(result.stderr).toContain("qashio-bridge synth failed: context tenantsFile is not set: pass -c tenantsFile=path/to/tenants.json");
+    const cdkJson = JSON.parse(readFileSync(join(REPO_ROOT, "cdk.json"), "utf8")) as { context: Record<string, unknown> };
+    expect(cdkJson.context).not.toHaveProperty("tenantsFile");
+    // `npm run synth` (CI, offline) names the example explicitly.
+    const pkg = JSON.parse(readFileSync(join(REPO_ROOT, "package.json"), "utf8")) as { scripts: Record<string, string> };
+    expect(pkg.scripts.synth).toBe("cdk synth --quiet -c tenantsFile=infra/tenants.example.json");
   });
 });
