@@ -1,4 +1,4 @@
-import { Aws, Duration, RemovalPolicy, Stack } from "aws-cdk-lib";
+import { Aws, Duration, RemovalPolicy } from "aws-cdk-lib";
 import * as events from "aws-cdk-lib/aws-events";
 import * as iam from "aws-cdk-lib/aws-iam";
 import type * as kms from "aws-cdk-lib/aws-kms";
@@ -50,8 +50,10 @@ export class TenantEventBus extends Construct {
       this.bus = new events.EventBus(this, "Bus", {
         eventBusName: createdName,
         description: `qashio-bridge events of tenant ${props.tenantId}`,
-        kmsKey: props.encryptionKey,
       });
+      // Not through `kmsKey`, whose key policy statement lets EventBridge use the key for this bus only: see
+      // allowEventBridgeUse.
+      (this.bus.node.defaultChild as events.CfnEventBus).kmsKeyIdentifier = props.encryptionKey.keyArn;
       this.busNameForPutEvents = this.bus.eventBusName;
       // Kept with its archive: a replay goes only to the bus the archive records, and EventBridge refuses to delete a
       // bus that still has rules (the kept archive's managed rule, consumers' own rules), which would fail the stack
@@ -84,38 +86,46 @@ export class TenantEventBus extends Construct {
     // replaces it, so its events can still be replayed by the old archive's name. Removed only when the create that
     // made it rolls back.
     this.archive.applyRemovalPolicy(RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE);
-    this.encryptArchive(props.encryptionKey, source.mode === "create" ? this.createdBusArn(createdName) : this.bus.eventBusArn);
+    // Not through `Archive`'s `kmsKey`, whose key policy statement names the bus by `Fn::GetAtt` (a dependency cycle
+    // with a created bus) and binds the key to this one bus.
+    (this.archive.node.defaultChild as events.CfnArchive).kmsKeyIdentifier = props.encryptionKey.keyArn;
+    TenantEventBus.allowEventBridgeUse(props.encryptionKey);
   }
 
   /**
-   * The created bus's ARN built from its name, as CDK's own key policy statement for the bus does: the bus's
-   * `Fn::GetAtt` in the key policy would make key and bus depend on each other.
+   * Lets EventBridge use the tenant key for the event buses and archives of the stack's account and region. AWS's
+   * examples for a bus and for an archive bind the data-key actions to one bus by the encryption context EventBridge
+   * uses for both (`kms:EncryptionContext:aws:events:event-bus:arn`, the bus ARN); here the context may be any bus ARN
+   * of the account and region. The key is the tenant's alone, and a change of `eventBus` keeps the old archive and a
+   * created bus (RetainExceptOnCreate) under this key: bound to the current bus, the rewritten key policy would leave
+   * them without a grant, and a replay from the kept archive (which decrypts it and publishes on its bus) would fail.
+   * So the statement is written whatever the bus source (an import may have replaced a created bus), and its ARN
+   * pattern is built from the pseudo parameters even in a pinned stack, so pinning does not rewrite it.
+   *
+   * One statement for both uses, with the archive's actions (the bus needs Decrypt and GenerateDataKey only). Not
+   * `aws:SourceArn`, which names one resource and which a replay's calls need not carry. `aws:SourceAccount` only if
+   * present: AWS's bus example conditions on it, but its archive example conditions on the encryption context alone
+   * and AWS does not say that archive and replay calls carry it, so a plain StringEquals could deny archiving (and
+   * silently: nothing alarms on it). The context's pattern already names the account.
    */
-  private createdBusArn(name: string): string {
-    return Stack.of(this).formatArn({ service: "events", resource: "event-bus", resourceName: name });
-  }
-
-  /**
-   * Puts the archive under the tenant key. Not through `Archive`'s `kmsKey`, whose key policy statement names the bus
-   * by `Fn::GetAtt` (a dependency cycle with a created bus) and lets EventBridge use the key without any condition
-   * for DescribeKey only. The statements follow AWS's example for archives: data-key actions only for events of this
-   * bus (`kms:EncryptionContext:aws:events:event-bus:arn`, the context EventBridge encrypts archived events under).
-   */
-  private encryptArchive(key: kms.IKey, busArn: string): void {
-    (this.archive.node.defaultChild as events.CfnArchive).kmsKeyIdentifier = key.keyArn;
+  private static allowEventBridgeUse(key: kms.IKey): void {
+    const eventBridge = new iam.ServicePrincipal("events.amazonaws.com");
     key.addToResourcePolicy(
       new iam.PolicyStatement({
-        sid: "AllowEventBridgeToEncryptTheArchive",
-        principals: [new iam.ServicePrincipal("events.amazonaws.com")],
+        sid: "AllowEventBridgeToEncryptTheAccountsBusesAndArchives",
+        principals: [eventBridge],
         actions: ["kms:Decrypt", "kms:GenerateDataKey", "kms:ReEncrypt*"],
         resources: ["*"],
-        conditions: { StringEquals: { "kms:EncryptionContext:aws:events:event-bus:arn": busArn } },
+        conditions: {
+          StringEqualsIfExists: { "aws:SourceAccount": Aws.ACCOUNT_ID },
+          ArnLike: { "kms:EncryptionContext:aws:events:event-bus:arn": `arn:${Aws.PARTITION}:events:${Aws.REGION}:${Aws.ACCOUNT_ID}:event-bus/*` },
+        },
       }),
     );
     key.addToResourcePolicy(
       new iam.PolicyStatement({
         sid: "AllowEventBridgeToDescribeTheKey",
-        principals: [new iam.ServicePrincipal("events.amazonaws.com")],
+        principals: [eventBridge],
         actions: ["kms:DescribeKey"],
         resources: ["*"],
       }),

@@ -36,6 +36,59 @@ const logicalIdOf = (template: Template, type: string): string => {
   return ids[0] as string;
 };
 
+type KeyStatement = {
+  Sid?: string;
+  Effect: string;
+  Action: string | string[];
+  Principal?: { Service?: unknown };
+  Condition?: Record<string, Record<string, unknown>>;
+};
+/** The key policy statements whose principal is EventBridge. */
+const eventBridgeKeyStatements = (template: Template): KeyStatement[] =>
+  (Object.values(template.findResources("AWS::KMS::Key"))[0] as { Properties: { KeyPolicy: { Statement: KeyStatement[] } } }).Properties.KeyPolicy.Statement.filter(
+    (st) => st.Principal?.Service === "events.amazonaws.com",
+  );
+
+type Env = { partition: string; region: string; account: string };
+/** A template value with the pseudo parameters of `env` substituted (strings, Ref to them, Fn::Join). */
+function resolveIn(value: unknown, env: Env): string {
+  if (typeof value === "string") return value;
+  const v = value as Record<string, unknown>;
+  const pseudo: Record<string, string> = { "AWS::Partition": env.partition, "AWS::Region": env.region, "AWS::AccountId": env.account };
+  if (typeof v["Ref"] === "string" && v["Ref"] in pseudo) return pseudo[v["Ref"]] as string;
+  if (Array.isArray(v["Fn::Join"])) {
+    const [separator, parts] = v["Fn::Join"] as [string, unknown[]];
+    return parts.map((part) => resolveIn(part, env)).join(separator);
+  }
+  throw new Error(`cannot resolve ${JSON.stringify(value)}`);
+}
+/** IAM's wildcard match: `*` any run of characters, `?` one character. */
+function globMatches(pattern: string, text: string): boolean {
+  const regex = pattern
+    .split("")
+    .map((c) => (c === "*" ? ".*" : c === "?" ? "." : c.replace(/[.+^${}()|[\]\\]/g, "\\$&")))
+    .join("");
+  return new RegExp(`^${regex}$`).test(text);
+}
+/**
+ * Whether an Allow statement grants `action` to a request with these context keys, evaluating the operators the key
+ * policy uses the way IAM does: a key absent from the request fails the operator unless it ends in IfExists.
+ */
+function statementAllows(st: KeyStatement, action: string, context: Record<string, string>, env: Env): boolean {
+  if (st.Effect !== "Allow" || ![st.Action].flat().some((a) => globMatches(a, action))) return false;
+  return Object.entries(st.Condition ?? {}).every(([operator, block]) =>
+    Object.entries(block).every(([key, expected]) => {
+      const base = operator.replace(/IfExists$/, "");
+      const actual = context[key];
+      if (actual === undefined) return base !== operator;
+      const values = [expected].flat().map((e) => resolveIn(e, env));
+      if (base === "StringEquals" || base === "ArnEquals") return values.includes(actual);
+      if (base === "StringLike" || base === "ArnLike") return values.some((pattern) => globMatches(pattern, actual));
+      throw new Error(`operator ${operator} not evaluated by this test`);
+    }),
+  );
+}
+
 describe("tenant stacks", () => {
   it("creates one stack per tenant, named QashioBridge-<tenant>", () => {
     expect([acme.stackName, globex.stackName]).toEqual(["QashioBridge-acme-sandbox", "QashioBridge-globex"]);
@@ -219,49 +272,70 @@ describe("tenant stacks", () => {
     });
   });
 
-  it("encrypts a created bus and every archive with the tenant key, EventBridge's key use bound to that bus", () => {
-    type KeyStatement = { Sid?: string; Action: string | string[]; Principal?: { Service?: string }; Condition?: Record<string, Record<string, unknown>> };
-    const keyStatements = (template: Template) =>
-      (Object.values(template.findResources("AWS::KMS::Key"))[0] as { Properties: { KeyPolicy: { Statement: KeyStatement[] } } }).Properties.KeyPolicy
-        .Statement;
-    // acme is pinned to an account and region (it configures ARNs), globex is environment-agnostic
-    const busArn = (name: string) =>
-      name === "globex-finance"
-        ? { "Fn::Join": ["", ["arn:", { Ref: "AWS::Partition" }, ":events:", { Ref: "AWS::Region" }, ":", { Ref: "AWS::AccountId" }, `:event-bus/${name}`]] }
-        : { "Fn::Join": ["", ["arn:", { Ref: "AWS::Partition" }, `:events:eu-west-1:111111111111:event-bus/${name}`]] };
+  it("encrypts a created bus and every archive with the tenant key, EventBridge's key use bound to the buses of the account", () => {
     const key = (template: Template) => ({ "Fn::GetAtt": [logicalIdOf(template, "AWS::KMS::Key"), "Arn"] });
     acmeT.hasResourceProperties("AWS::Events::EventBus", { KmsKeyIdentifier: key(acmeT) });
-    for (const [template, bus] of [
-      [acmeT, "qashio-bridge-acme-sandbox"],
-      [globexT, "globex-finance"],
-    ] as const) {
+    // pinned (acme) or not (globex), the pattern is built from the pseudo parameters: pinning does not rewrite it
+    const busesOfTheAccount = {
+      "Fn::Join": ["", ["arn:", { Ref: "AWS::Partition" }, ":events:", { Ref: "AWS::Region" }, ":", { Ref: "AWS::AccountId" }, ":event-bus/*"]],
+    };
+    for (const template of [acmeT, globexT]) {
       template.hasResourceProperties("AWS::Events::Archive", { KmsKeyIdentifier: key(template) });
-      const events = keyStatements(template).filter((st) => st.Principal?.Service === "events.amazonaws.com");
-      // every data-key use by EventBridge is bound to this bus (or, for the DLQs, to the account)
-      for (const st of events.filter((e) => [e.Action].flat().some((a) => a !== "kms:DescribeKey"))) {
-        expect(st.Condition?.StringEquals, JSON.stringify(st)).toBeDefined();
-      }
-      expect(events).toContainEqual(
-        expect.objectContaining({
-          Sid: "AllowEventBridgeToEncryptTheArchive",
-          Condition: { StringEquals: { "kms:EncryptionContext:aws:events:event-bus:arn": busArn(bus) } },
-        }),
-      );
-    }
-    expect(keyStatements(acmeT)).toContainEqual(
-      expect.objectContaining({
+      const events = eventBridgeKeyStatements(template);
+      expect(events).toContainEqual({
+        Sid: "AllowEventBridgeToEncryptTheAccountsBusesAndArchives",
+        Effect: "Allow",
         Principal: { Service: "events.amazonaws.com" },
+        Action: ["kms:Decrypt", "kms:GenerateDataKey", "kms:ReEncrypt*"],
+        Resource: "*",
         Condition: {
-          StringEquals: {
-            "aws:SourceAccount": "111111111111",
-            "aws:SourceArn": busArn("qashio-bridge-acme-sandbox"),
-            "kms:EncryptionContext:aws:events:event-bus:arn": busArn("qashio-bridge-acme-sandbox"),
-          },
+          StringEqualsIfExists: { "aws:SourceAccount": { Ref: "AWS::AccountId" } },
+          ArnLike: { "kms:EncryptionContext:aws:events:event-bus:arn": busesOfTheAccount },
         },
-      }),
-    );
-    // an imported bus keeps its owner's encryption: no statement for it beyond the archive's
-    expect(JSON.stringify(keyStatements(globexT))).not.toContain("aws:SourceArn");
+      });
+      // every data-key use by EventBridge is bound to the account (bus ARNs of the account, or for the DLQs the source
+      // account); none to one bus (CDK's statement for EventBus's kmsKey, which a change of eventBus would rewrite)
+      for (const st of events.filter((e) => [e.Action].flat().some((a) => a !== "kms:DescribeKey"))) {
+        expect(Object.keys(st.Condition ?? {}), JSON.stringify(st)).not.toHaveLength(0);
+      }
+      expect(JSON.stringify(events)).not.toContain("aws:SourceArn");
+    }
+  });
+
+  it("still lets EventBridge use the key for the old bus and its kept archive after an eventBus change, so a replay from it works", () => {
+    const [acmeConfig, globexConfig] = loadTenantsFile(EXAMPLE_TENANTS_FILE) as [TenantConfig, TenantConfig];
+    const cases = [
+      // create -> import by name: the created bus and its archive are kept under the key (RetainExceptOnCreate)
+      { tenant: acmeConfig, change: { mode: "import", name: "shared-bus" }, oldBus: "qashio-bridge-acme-sandbox", account: "111111111111", region: "eu-west-1" },
+      // import -> create, environment-agnostic: the archive on the imported bus is kept under the key
+      { tenant: globexConfig, change: { mode: "create" }, oldBus: "globex-finance", account: "333333333333", region: "us-east-2" },
+    ] as const;
+    for (const { tenant, change, oldBus, account, region } of cases) {
+      const env = { partition: "aws", region, account };
+      const oldBusArn = `arn:aws:events:${region}:${account}:event-bus/${oldBus}`;
+      const [beforeStack] = buildTestApp({ tenants: [tenant] }).stacks as [TenantStack];
+      const [afterStack] = buildTestApp({ tenants: [{ ...tenant, eventBus: change }] }).stacks as [TenantStack];
+      const before = Template.fromStack(beforeStack);
+      const after = Template.fromStack(afterStack);
+      // the change does move the archive (a new one on the new bus; the old one kept)
+      expect(JSON.stringify(after.findResources("AWS::Events::Archive"))).not.toContain(`event-bus/${oldBus}`);
+      for (const [when, template] of [["before", before], ["after", after]] as const) {
+        const allows = (action: string, context: Record<string, string>) =>
+          eventBridgeKeyStatements(template).some((st) => statementAllows(st, action, context, env));
+        // the old bus: a replay publishes on it, EventBridge encrypts and matches its events (with the bus's context)
+        for (const action of ["kms:GenerateDataKey", "kms:Decrypt"]) {
+          const busCall = { "aws:SourceAccount": account, "aws:SourceArn": oldBusArn, "kms:EncryptionContext:aws:events:event-bus:arn": oldBusArn };
+          expect(allows(action, busCall), `${tenant.id} ${when}: ${action} on the old bus`).toBe(true);
+        }
+        // the old archive: a replay decrypts it; AWS's example for archives grants these actions on the context alone
+        for (const action of ["kms:GenerateDataKey", "kms:Decrypt", "kms:ReEncryptFrom", "kms:ReEncryptTo"]) {
+          expect(allows(action, { "kms:EncryptionContext:aws:events:event-bus:arn": oldBusArn }), `${tenant.id} ${when}: ${action} on the old archive`).toBe(true);
+        }
+        // never for a bus of another account
+        const foreign = `arn:aws:events:${region}:999999999999:event-bus/${oldBus}`;
+        expect(allows("kms:Decrypt", { "kms:EncryptionContext:aws:events:event-bus:arn": foreign }), `${tenant.id} ${when}: another account`).toBe(false);
+      }
+    }
   });
 
   it("encrypts the functions' log groups with the tenant key, CloudWatch Logs' use bound to log groups of the account", () => {
