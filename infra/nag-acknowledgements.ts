@@ -31,13 +31,13 @@ export function acknowledgeTenantStackFindings(stack: TenantStack): void {
         "(<function ARN>:*), as the LambdaInvoke target grants; no other function.",
     });
   }
-  const queues = [stack.pollerDeadLetters, ...stack.webhookDeadLetters];
+  const queues = [stack.pollerDeadLetters, ...(stack.eventBus.deadLetters ? [stack.eventBus.deadLetters] : []), ...stack.webhookDeadLetters];
   for (const queue of queues) {
     Validations.of(queue.queue).acknowledge({
       id: "AwsSolutions-SQS3",
       reason:
-        "This queue is itself a dead-letter queue (Lambda on-failure destination, Scheduler DLQ or EventBridge " +
-        "target DLQ); cdk-nag only recognises queues used as another queue's redrive target.",
+        "This queue is itself a dead-letter queue (Lambda on-failure destination, Scheduler DLQ, EventBridge " +
+        "target DLQ or event bus DLQ); cdk-nag only recognises queues used as another queue's redrive target.",
     });
   }
 }

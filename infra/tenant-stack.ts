@@ -194,6 +194,9 @@ export class TenantStack extends Stack {
       schemas: props.eventSchemas,
     });
 
+    // a created bus's DLQ (events the bus accepted but could not encrypt or decrypt)
+    const busQueues: Record<string, FailureQueue["queue"]> =
+      this.eventBus.deadLetters === undefined ? {} : { EventBus: this.eventBus.deadLetters.queue };
     const webhookQueues: Record<string, FailureQueue["queue"]> = {};
     const webhookDeadLetters: FailureQueue[] = [];
     this.webhooks = tenant.webhooks.map((webhook) => {
@@ -226,7 +229,8 @@ export class TenantStack extends Stack {
         PollCards: tenant.schedules.cardsEveryMinutes,
       },
       syncLagEveryMinutes: tenant.schedules.transactionsEveryMinutes,
-      deadLetterQueues: webhookQueues,
+      // each message in these is an event still to deliver: they alarm while not empty
+      deadLetterQueues: { ...busQueues, ...webhookQueues },
       // the slower schedule, so each period holds a tick of both pollers
       cycleDeadLetterQueues: {
         Pollers: {
@@ -245,7 +249,7 @@ export class TenantStack extends Stack {
     this.dashboard = new OpsDashboard(this, "Dashboard", {
       tenantId: tenant.id,
       functions,
-      deadLetterQueues: { Pollers: this.pollerDeadLetters.queue, ...webhookQueues },
+      deadLetterQueues: { Pollers: this.pollerDeadLetters.queue, ...busQueues, ...webhookQueues },
       alarms: [...this.alarms.alarms.values()],
       syncLagThresholdSeconds: tenant.alarms.syncLagThresholdSeconds,
       runbookUrl: props.runbookUrl,

@@ -2,7 +2,9 @@ import { Aws, Duration, RemovalPolicy } from "aws-cdk-lib";
 import * as events from "aws-cdk-lib/aws-events";
 import * as iam from "aws-cdk-lib/aws-iam";
 import type * as kms from "aws-cdk-lib/aws-kms";
+import type * as sqs from "aws-cdk-lib/aws-sqs";
 import { Construct } from "constructs";
+import { FailureQueue } from "./failure-queue.js";
 
 /** Where the tenant's events go: a bus of its own, or an existing one. */
 export type TenantEventBusSource =
@@ -36,6 +38,12 @@ export class TenantEventBus extends Construct {
   public readonly bus: events.IEventBus;
   /** Archive of this tenant's events (source and `detail.tenant` filtered, as an imported bus may be shared). */
   public readonly archive: events.Archive;
+  /**
+   * Dead-letter queue of a created bus: events the bus accepted but could not process because of an encryption or
+   * decryption error (AWS strongly recommends one on a bus under a customer managed key). None for an imported bus,
+   * whose settings are its owner's.
+   */
+  public readonly deadLetters?: FailureQueue;
   /** Value for the functions' EVENT_BUS_NAME: the bus name, or the ARN for a bus imported by ARN. */
   public readonly busNameForPutEvents: string;
   /** The `source` the tenant's functions publish under (the only one {@link grantPutEvents} allows). */
@@ -47,10 +55,29 @@ export class TenantEventBus extends Construct {
     const source = props.bus;
     const createdName = `qashio-bridge-${props.tenantId}`;
     if (source.mode === "create") {
+      // Under the tenant key like the other DLQs (EventBridge may write to it: TenantKey's statement for encrypted
+      // dead letters). It cannot take events while that key itself is disabled or pending deletion; the pollers stop
+      // then too (table and secret are under the same key), so only events in flight at that moment are exposed.
+      const deadLetters = new FailureQueue(this, "DeadLetters", { encryptionKey: props.encryptionKey });
+      this.deadLetters = deadLetters;
       this.bus = new events.EventBus(this, "Bus", {
         eventBusName: createdName,
         description: `qashio-bridge events of tenant ${props.tenantId}`,
+        deadLetterQueue: deadLetters.queue,
       });
+      // AWS's queue policy for an event bus DLQ: EventBridge sends on behalf of this bus only. Kept like the queue and
+      // the bus (RetainExceptOnCreate), so a bus left behind by a change of eventBus can still write to it (a replay
+      // from the kept archive goes to that bus).
+      deadLetters.queue.addToResourcePolicy(
+        new iam.PolicyStatement({
+          sid: "AllowTheBusToSendDeadLetters",
+          principals: [new iam.ServicePrincipal("events.amazonaws.com")],
+          actions: ["sqs:SendMessage"],
+          resources: [deadLetters.queue.queueArn],
+          conditions: { ArnEquals: { "aws:SourceArn": this.bus.eventBusArn } },
+        }),
+      );
+      (deadLetters.queue.node.findChild("Policy") as sqs.QueuePolicy).applyRemovalPolicy(RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE);
       // Not through `kmsKey`, whose key policy statement lets EventBridge use the key for this bus only: see
       // allowEventBridgeUse.
       (this.bus.node.defaultChild as events.CfnEventBus).kmsKeyIdentifier = props.encryptionKey.keyArn;

@@ -26,7 +26,7 @@ export interface TenantKeyProps {
    */
   readonly allowCloudWatchAlarms?: boolean;
   /**
-   * Let EventBridge use the key (needed when a rule's DLQ is encrypted with it).
+   * Let EventBridge use the key (needed when a rule's or the bus's DLQ is encrypted with it).
    * @default true
    */
   readonly allowEventBridgeDlq?: boolean;
@@ -90,7 +90,8 @@ export class TenantKey extends Construct {
       );
     }
     if (props.allowEventBridgeDlq ?? true) {
-      // EventBridge writes undeliverable webhook events to the encrypted DLQ under its own principal
+      // EventBridge writes undeliverable webhook events, and events a created bus could not encrypt or decrypt, to the
+      // encrypted DLQs under its own principal
       this.key.addToResourcePolicy(
         new iam.PolicyStatement({
           sid: "AllowEventBridgeToWriteEncryptedDeadLetters",

@@ -338,6 +338,39 @@ describe("tenant stacks", () => {
     }
   });
 
+  it("gives a created bus a dead-letter queue under the tenant key, which only that bus may send to", () => {
+    const queue = Object.keys(acmeT.findResources("AWS::SQS::Queue")).filter((id) => id.startsWith("EventBusDeadLetters"));
+    expect(queue).toHaveLength(1);
+    const queueArn = { "Fn::GetAtt": [queue[0], "Arn"] };
+    // events the bus accepted but could not encrypt or decrypt (a disabled key, a key policy without the grant)
+    acmeT.hasResourceProperties("AWS::Events::EventBus", { Name: "qashio-bridge-acme-sandbox", DeadLetterConfig: { Arn: queueArn } });
+    acmeT.hasResourceProperties("AWS::SQS::Queue", {
+      KmsMasterKeyId: { "Fn::GetAtt": [logicalIdOf(acmeT, "AWS::KMS::Key"), "Arn"] },
+      MessageRetentionPeriod: 14 * 24 * 3600,
+    });
+    acmeT.hasResourceProperties("AWS::SQS::QueuePolicy", {
+      Queues: [{ Ref: queue[0] }],
+      PolicyDocument: {
+        Statement: Match.arrayWith([
+          {
+            Sid: "AllowTheBusToSendDeadLetters",
+            Effect: "Allow",
+            Principal: { Service: "events.amazonaws.com" },
+            Action: "sqs:SendMessage",
+            Resource: queueArn,
+            Condition: { ArnEquals: { "aws:SourceArn": { "Fn::GetAtt": [logicalIdOf(acmeT, "AWS::Events::EventBus"), "Arn"] } } },
+          },
+        ]),
+      },
+    });
+    // EventBridge may write to a queue under the key (for the bus's DLQ as for the webhooks')
+    expect(eventBridgeKeyStatements(acmeT)).toContainEqual(
+      expect.objectContaining({ Sid: "AllowEventBridgeToWriteEncryptedDeadLetters", Action: ["kms:Decrypt", "kms:GenerateDataKey"] }),
+    );
+    // an imported bus is its owner's: no DLQ is set on it
+    expect(Object.keys(globexT.findResources("AWS::SQS::Queue")).filter((id) => id.startsWith("EventBus"))).toEqual([]);
+  });
+
   it("encrypts the functions' log groups with the tenant key, CloudWatch Logs' use bound to log groups of the account", () => {
     const logsIn = (template: Template) =>
       template === acmeT
@@ -443,6 +476,9 @@ describe("what a stack delete or a failed first create leaves", () => {
       ...kept,
       // a created bus stays with its archive (replays go to it; a bus with rules cannot be deleted)
       EventBusEEC924FB: "RetainExceptOnCreate/Retain",
+      // its DLQ and the policy letting it send there stay with it (a replay from the kept archive goes to that bus)
+      EventBusDeadLettersQueueB0775C00: "RetainExceptOnCreate/Retain",
+      EventBusDeadLettersQueuePolicyC531AFBD: "RetainExceptOnCreate/Retain",
       WebhookerpDeadLettersQueue6628A433: "RetainExceptOnCreate/Retain",
       WebhookcardsauditDeadLettersQueue5B8FADEB: "RetainExceptOnCreate/Retain",
     });
@@ -713,14 +749,23 @@ describe("ops", () => {
     }
   });
 
-  it("alarms on every webhook DLQ and sends acme's alarms to its imported topic", () => {
+  it("alarms on every webhook DLQ and a created bus's DLQ, and sends acme's alarms to its imported topic", () => {
     acmeT.hasResourceProperties("AWS::CloudWatch::Alarm", {
       AlarmName: "QashioBridge-acme-sandbox-DeadLetters-Webhook-erp",
       AlarmActions: ["arn:aws:sns:eu-west-1:111111111111:qashio-bridge-ops"],
       // a webhook DLQ holds events still to redrive: it stays on until they are handled
       MetricName: "ApproximateNumberOfMessagesVisible",
     });
-    acmeT.resourceCountIs("AWS::CloudWatch::Alarm", 12);
+    // a created bus's DLQ holds events the bus could not process: it stays on until they are handled too
+    acmeT.hasResourceProperties("AWS::CloudWatch::Alarm", {
+      AlarmName: "QashioBridge-acme-sandbox-DeadLetters-EventBus",
+      MetricName: "ApproximateNumberOfMessagesVisible",
+      Dimensions: [{ Name: "QueueName", Value: { "Fn::GetAtt": [Match.stringLikeRegexp("^EventBusDeadLettersQueue"), "QueueName"] } }],
+      Threshold: 1,
+      ComparisonOperator: "GreaterThanOrEqualToThreshold",
+    });
+    acmeT.resourceCountIs("AWS::CloudWatch::Alarm", 13);
+    expect(Object.keys(globexT.findResources("AWS::CloudWatch::Alarm")).filter((id) => id.includes("EventBus"))).toEqual([]);
   });
 
   it("draws a dashboard per tenant with every required graph, split by type and status class", () => {
@@ -732,6 +777,8 @@ describe("ops", () => {
     expect(body).toContain("SELECT SUM(ProviderErrors) FROM QashioBridge WHERE tenant = 'globex' GROUP BY status_class");
     expect(body).toContain(String.raw`[\"QashioBridge\",\"AcknowledgeRefused\",\"service\",\"qashio-bridge\",\"tenant\",\"globex\",{\"label\":\"acknowledge refused\",\"stat\":\"Sum\"}]`);
     expect(body).toContain("ApproximateNumberOfMessagesVisible");
+    // acme's dead-letter graph also shows its created bus's DLQ
+    expect(JSON.stringify(acmeT.findResources("AWS::CloudWatch::Dashboard"))).toMatch(/EventBusDeadLettersQueue[0-9A-F]{8}.{0,80}EventBus/);
   });
 });
 
