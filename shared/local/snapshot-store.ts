@@ -18,7 +18,7 @@ import { SnapshotCursorError } from "../bridge/errors.js";
 import { jsonOf, jsonString } from "../bridge/hash.js";
 import { ScratchBuffer, TEMP_SUFFIX, unlinkQuietly, writeFileAtomic } from "./atomic.js";
 import { CorruptStateError } from "./errors.js";
-import { KeyIndex } from "./key-index.js";
+import { KeyIndex, sameFingerprint } from "./key-index.js";
 
 const SEGMENT_PATTERN = /^seg-(\d{12})-[0-9a-f]{8}\.log$/;
 /** A scan cursor: the segment's name without `seg-` and `.log`, and the header position of the last entry returned. */
@@ -167,25 +167,7 @@ export class FileSnapshotStore implements SnapshotStore {
     for (const [id, wanted] of bySegment) {
       const segment = this.segments.get(id);
       if (!segment) throw new CorruptStateError("Snapshot index names a segment that is gone", { file: this.dir });
-      const file = this.fileOf(segment);
-      // Synchronous reads, as in writeFileAtomic (see atomic.ts): a thread-pool round trip per entry costs more.
-      const fd = openSync(file, "r");
-      try {
-        for (const { key, offset, length } of wanted) {
-          const buffer = Buffer.allocUnsafe(length);
-          const read = readSync(fd, buffer, 0, length, offset);
-          let snapshot: Snapshot;
-          try {
-            snapshot = JSON.parse(buffer.toString("utf8", 0, read)) as Snapshot;
-          } catch (err) {
-            throw new CorruptStateError("Snapshot segment entry is not valid JSON", { file }, { cause: err });
-          }
-          // A fingerprint collision points at another key's entry: that key has no snapshot here.
-          if (snapshot.key === key) out.set(key, snapshot);
-        }
-      } finally {
-        closeSync(fd);
-      }
+      for (const snapshot of this.readEntries(segment, wanted)) out.set(snapshot.key, snapshot);
     }
     return out;
   }
@@ -222,30 +204,43 @@ export class FileSnapshotStore implements SnapshotStore {
       }
     }
     const snapshots: Snapshot[] = [];
-    for (const { segment, live } of picked) {
-      if (live.length === 0) continue;
-      const file = this.fileOf(segment);
-      const fd = openSync(file, "r");
-      try {
-        for (const { key, offset, length } of live) {
-          const buffer = Buffer.allocUnsafe(length);
-          readRange(fd, file, buffer, 0, offset, offset + length);
-          let snapshot: Snapshot;
-          try {
-            snapshot = JSON.parse(buffer.toString("utf8")) as Snapshot;
-          } catch (err) {
-            throw new CorruptStateError("Snapshot segment entry is not valid JSON", { file }, { cause: err });
-          }
-          if (snapshot.key !== key) throw new CorruptStateError("Snapshot segment entry does not hold the key its header names", { file });
-          snapshots.push(snapshot);
-        }
-      } finally {
-        closeSync(fd);
-      }
-    }
+    for (const { segment, live } of picked) if (live.length > 0) snapshots.push(...this.readEntries(segment, live));
     // A full page may be the last one: the next call then finds nothing and ends the walk.
     const cursor = count === options.limit && last !== undefined ? `${last.segment.name.slice(4, -4)}:${last.position}` : undefined;
     return cursor === undefined ? { snapshots } : { snapshots, cursor };
+  }
+
+  /**
+   * Reads the lines `wanted` names in one segment (each at the place the index holds for its key) and returns their
+   * snapshots, in order. A line holding another key whose fingerprint is the wanted key's is a collision (see
+   * KeyIndex): the wanted key has no snapshot here, and the line is skipped, so `getMany` and `scan` agree on what the
+   * store holds. A line holding any other key means the segment's header and body disagree: CorruptStateError, as for a
+   * line that is not JSON or is cut short.
+   */
+  private readEntries(segment: Segment, wanted: readonly { key: string; offset: number; length: number }[]): Snapshot[] {
+    const file = this.fileOf(segment);
+    const snapshots: Snapshot[] = [];
+    // Synchronous reads, as in writeFileAtomic (see atomic.ts): a thread-pool round trip per entry costs more.
+    const fd = openSync(file, "r");
+    try {
+      for (const { key, offset, length } of wanted) {
+        const buffer = Buffer.allocUnsafe(length);
+        readRange(fd, file, buffer, 0, offset, offset + length);
+        let snapshot: Snapshot;
+        try {
+          snapshot = JSON.parse(buffer.toString("utf8")) as Snapshot;
+        } catch (err) {
+          throw new CorruptStateError("Snapshot segment entry is not valid JSON", { file }, { cause: err });
+        }
+        if (snapshot.key === key) snapshots.push(snapshot);
+        else if (typeof snapshot.key !== "string" || !sameFingerprint(key, snapshot.key)) {
+          throw new CorruptStateError("Snapshot segment entry does not hold the key its header names", { file });
+        }
+      }
+    } finally {
+      closeSync(fd);
+    }
+    return snapshots;
   }
 
   /** Compacts every segment that holds a superseded entry, in batches, until each segment holds live entries only. */
