@@ -66,11 +66,14 @@ export class MemorySnapshotStore implements SnapshotStore {
   }
   scanCalls = 0;
   vacuumCalls = 0;
-  /** Walks the keys in sorted order; the cursor is the last key returned, so a rewrite never moves a key. */
+  /**
+   * Walks the keys in sorted order; the cursor is the last key returned, so a rewrite never moves a key. No key is
+   * ever deleted, so a cursor naming a key this store does not hold is not one of its own.
+   */
   async scan(options: SnapshotScanOptions): Promise<SnapshotPage> {
     this.scanCalls += 1;
     const { cursor, limit } = options;
-    if (cursor !== undefined && !/^(transaction|card):/.test(cursor)) throw new SnapshotCursorError();
+    if (cursor !== undefined && !this.data.has(cursor as SnapshotKey)) throw new SnapshotCursorError();
     const keys = [...this.data.keys()].sort().filter((key) => cursor === undefined || key > cursor);
     const page = keys.slice(0, limit);
     const last = page.at(-1);

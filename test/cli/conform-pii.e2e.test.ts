@@ -108,6 +108,11 @@ describe("bridge conform-pii (in-process)", () => {
     const bad = await runInProcess(["conform-pii", "--cursor", "eyJwayI6IlNOQVAifQ"], env, undefined, h.dir);
     expect(bad.code).toBe(EXIT.usage);
     expect(bad.stderr).toContain("--cursor is not a cursor of this state directory's snapshots");
+    // Well-formed, but of another state directory (another store id): refused too, never taken as the end of the walk.
+    const foreign = await runInProcess(["conform-pii", "--cursor", "0123456789abcdef.000000000001-abcdef01:3"], env, undefined, h.dir);
+    expect(foreign).toMatchObject({ code: EXIT.usage, stdout: "" });
+    expect(foreign.stderr).toContain("--cursor is not a cursor of this state directory's snapshots");
+    expect((await cleartextInState(h)).length).toBeGreaterThan(0);
     expect((await runInProcess(["conform-pii", "--cursor"], {})).code).toBe(EXIT.usage);
     expect((await runInProcess(["conform-pii", "--force"], {})).code).toBe(EXIT.usage);
   });
