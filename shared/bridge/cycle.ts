@@ -2,6 +2,7 @@
  * Machinery shared by the transaction and card cycles: provider calls with error accounting,
  * event building, publishing with per-event failures, quarantine records, and the end-of-cycle report.
  */
+import { logToken } from "../log-token.js";
 import { causeMatching, CycleAbortedError, ReauthorizationNeededError } from "./errors.js";
 import { contentHash, eventId, sha256Hex, uuidFromHex } from "./hash.js";
 import type { Change } from "./diff.js";
@@ -81,8 +82,6 @@ export function providerRefusal(
   return causeMatching(err, (e): e is { errors: ProviderErrorEntry[] } => Array.isArray((e as { errors?: unknown } | null)?.errors));
 }
 
-/** A field name or error code fit for a log line: an identifier-like token, never free text that could hold a value. */
-const ERROR_TOKEN = /^[A-Za-z0-9_.[\]-]{1,64}$/;
 /** Entries of a provider error's `errors[]` named in an abort message; the rest are counted. */
 const MAX_NAMED_ERRORS = 10;
 
@@ -93,10 +92,11 @@ const MAX_NAMED_ERRORS = 10;
 function errorFields(err: unknown): string | undefined {
   const errors = providerRefusal(err)?.errors ?? [];
   if (errors.length === 0) return undefined;
-  const token = (value: unknown): string => (typeof value === "string" && ERROR_TOKEN.test(value) ? value : "?");
   const named = errors.slice(0, MAX_NAMED_ERRORS).map((e) => {
     const { field, code } = e ?? {};
-    return `${field === null || field === undefined ? "(request)" : token(field)} ${token(code)}`;
+    // Only identifiers (logToken): a provider other than the client, or a client that let one through, could put
+    // free text holding a value into either.
+    return `${field === null || field === undefined ? "(request)" : logToken(field)} ${logToken(code)}`;
   });
   const more = errors.length - named.length;
   return named.join(", ") + (more > 0 ? ` and ${more} more` : "");
