@@ -99,7 +99,7 @@ describe("bridge conform-pii (in-process)", () => {
     const { h } = await switchedToRedact();
     const { code, stdout } = await runInProcess(["conform-pii"], { ...h.env, BRIDGE_PII_MODE: "full" }, undefined, h.dir);
     expect(code).toBe(EXIT.ok);
-    expect(stdout).toBe("conform-pii: PII mode is full; snapshots keep cardholder data as sent, nothing to re-mask\n");
+    expect(stdout).toBe("conform-pii: PII mode is full; snapshots keep personal fields as sent, nothing to re-mask\n");
     expect((await cleartextInState(h)).length).toBeGreaterThan(0);
   });
 
