@@ -91,7 +91,11 @@ export class MemorySnapshotStore implements SnapshotStore {
 export class MemoryQuarantine implements Quarantine {
   readonly records = new Map<string, QuarantineRecord>();
   async put(record: QuarantineRecord): Promise<boolean> {
-    if (this.records.has(record.id)) return false;
+    const held = this.records.get(record.id);
+    if (held) {
+      this.records.set(record.id, structuredClone({ ...held, reason: record.reason, raw: record.raw }));
+      return false;
+    }
     this.records.set(record.id, structuredClone(record));
     return true;
   }
