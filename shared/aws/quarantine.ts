@@ -87,16 +87,30 @@ export class DynamoQuarantine implements Quarantine {
       if (!isConditionFailure(error)) throw error;
     }
     try {
-      // Still being found (an invalid card on every walk, a re-drive that fails again): its retention starts over.
-      // Conditional: an UpdateItem on a key deleted meanwhile would create a bare item holding only the key and ttl.
+      // Still being found (an invalid card on every walk, a re-drive that fails again): its retention starts over, and
+      // its reason and body take the current form (after a PII mode switch, no cleartext of the earlier mode stays);
+      // `at` stays the first time. Conditional: an UpdateItem on a key deleted meanwhile would create a bare item.
+      const body = encodeRaw(record.raw);
+      const set = ["#ttl = :ttl", "#reason = :reason"];
+      const remove: string[] = [];
+      const names: Record<string, string> = { "#ttl": "ttl", "#reason": "reason" };
+      const values: Record<string, unknown> = { ":ttl": item.ttl, ":reason": record.reason };
+      for (const attribute of RAW_ATTRIBUTES) {
+        names[`#${attribute}`] = attribute;
+        if (body[attribute] === undefined) remove.push(`#${attribute}`);
+        else {
+          set.push(`#${attribute} = :${attribute}`);
+          values[`:${attribute}`] = body[attribute];
+        }
+      }
       await this.#doc.send(
         new UpdateCommand({
           TableName: this.#table,
           Key: quarantineItemKey(this.#tenant, record.id),
-          UpdateExpression: "SET #ttl = :ttl",
+          UpdateExpression: `SET ${set.join(", ")}${remove.length > 0 ? ` REMOVE ${remove.join(", ")}` : ""}`,
           ConditionExpression: "attribute_exists(pk)",
-          ExpressionAttributeNames: { "#ttl": "ttl" },
-          ExpressionAttributeValues: { ":ttl": item.ttl },
+          ExpressionAttributeNames: names,
+          ExpressionAttributeValues: values,
         }),
       );
       return false;
@@ -173,6 +187,9 @@ export class DynamoQuarantine implements Quarantine {
     }
   }
 }
+
+/** The attributes a raw body is stored in (see encodeRaw): a record found again replaces all three. */
+const RAW_ATTRIBUTES = ["raw", "rawz", "rawTruncatedFrom"] as const;
 
 /** JSON text of the raw body; gzip when large; cut (and flagged) when it could not fit an item even compressed. */
 function encodeRaw(raw: unknown): Pick<QuarantineItem, "raw" | "rawz" | "rawTruncatedFrom"> {

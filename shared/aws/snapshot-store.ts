@@ -37,6 +37,14 @@ export interface DynamoSnapshotStoreOptions {
   readonly logger?: Logger;
 }
 
+/** What a scan cursor holds (see DynamoSnapshotStore's #encodeCursor). */
+interface CursorJson {
+  readonly tenant: string;
+  readonly table: string;
+  readonly pk: string;
+  readonly sk: string;
+}
+
 /** Stored shape of one snapshot item: hash and time in the clear, the object as JSON text or gzip of it. */
 interface SnapshotItem {
   pk: string;
@@ -58,7 +66,8 @@ interface SnapshotItem {
  * No version check on write: the per-tenant cycle lease makes the running cycle the only writer of its entity kind.
  * An object too large for one item even gzip-compressed is stored hash-only (TRUNCATED_SNAPSHOT_OBJECT).
  * `scan` walks the table with a strongly consistent Scan filtered to the tenant's snapshot items (the table also holds
- * quarantine records, leases, tokens and, in tests, other tenants); its cursor is the Scan's last evaluated key.
+ * quarantine records, leases, tokens and, in tests, other tenants); its cursor is the Scan's last evaluated key, with
+ * the tenant and table it belongs to.
  *
  * @example
  * const store = new DynamoSnapshotStore({ doc, tableName: "bridge", tenant: "acme" });
@@ -106,7 +115,7 @@ export class DynamoSnapshotStore implements SnapshotStore {
   }
 
   async scan(options: SnapshotScanOptions): Promise<SnapshotPage> {
-    let start = options.cursor === undefined ? undefined : decodeCursor(options.cursor);
+    let start = options.cursor === undefined ? undefined : this.#decodeCursor(options.cursor);
     const snapshots: Snapshot[] = [];
     // `Limit` bounds the items a Scan call reads before the filter: calls go on until the page is full or the table ends.
     do {
@@ -123,7 +132,31 @@ export class DynamoSnapshotStore implements SnapshotStore {
       for (const item of result.Items ?? []) snapshots.push(this.#decode(item as unknown as SnapshotItem));
       start = result.LastEvaluatedKey as ItemKey | undefined;
     } while (start !== undefined && snapshots.length < options.limit);
-    return start === undefined ? { snapshots } : { snapshots, cursor: encodeCursor(start) };
+    return start === undefined ? { snapshots } : { snapshots, cursor: this.#encodeCursor(start) };
+  }
+
+  /**
+   * A Scan's last evaluated key as a cursor: base64url of its JSON (the key of a table item, no PII) with this store's
+   * tenant and table, since the key alone (possibly a quarantine, lease or token item) does not say whose walk it was.
+   */
+  #encodeCursor(key: ItemKey): string {
+    const cursor: CursorJson = { tenant: this.#tenant, table: this.#table, pk: key.pk, sk: key.sk };
+    return Buffer.from(JSON.stringify(cursor), "utf8").toString("base64url");
+  }
+
+  /** @throws SnapshotCursorError when `cursor` is not one this store's scan handed out (this tenant, this table). */
+  #decodeCursor(cursor: string): ItemKey {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8"));
+    } catch (error) {
+      throw new SnapshotCursorError({ cause: error });
+    }
+    const { tenant, table, pk, sk, ...rest } = (typeof parsed === "object" && parsed !== null ? parsed : {}) as Partial<Record<keyof CursorJson, unknown>>;
+    const fits = typeof pk === "string" && typeof sk === "string" && pk !== "" && sk !== "" && Object.keys(rest).length === 0;
+    // Another tenant's walk, or another table's (a cursor of another stack): refused, not taken as a place in this one.
+    if (!fits || tenant !== this.#tenant || table !== this.#table) throw new SnapshotCursorError();
+    return { pk, sk };
   }
 
   /** Nothing to do: a put replaces the item in place (point-in-time recovery keeps its own copies, see the runbook). */
@@ -198,22 +231,4 @@ export class DynamoSnapshotStore implements SnapshotStore {
       pending = result.UnprocessedItems?.[this.#table] ?? [];
     }
   }
-}
-
-/** A Scan's last evaluated key as a cursor: base64url of its JSON (the key of a table item, no PII). */
-function encodeCursor(key: ItemKey): string {
-  return Buffer.from(JSON.stringify({ pk: key.pk, sk: key.sk }), "utf8").toString("base64url");
-}
-
-/** @throws SnapshotCursorError when `cursor` is not one {@link encodeCursor} made. */
-function decodeCursor(cursor: string): ItemKey {
-  let key: unknown;
-  try {
-    key = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8"));
-  } catch (error) {
-    throw new SnapshotCursorError({ cause: error });
-  }
-  const { pk, sk, ...rest } = (typeof key === "object" && key !== null ? key : {}) as Record<string, unknown>;
-  if (typeof pk !== "string" || typeof sk !== "string" || pk === "" || sk === "" || Object.keys(rest).length > 0) throw new SnapshotCursorError();
-  return { pk, sk };
 }

@@ -57,9 +57,11 @@ function conformed(snapshot: Snapshot, deps: Pick<BridgeDeps, "pii">): Snapshot 
 }
 
 /**
- * Walks the tenant's snapshot store page by page and rewrites every snapshot whose cardholder name or email is not in
+ * Walks the tenant's snapshot store page by page and rewrites every snapshot holding a personal field (any path of
+ * PERSONAL_FIELDS, see docs/events.md, "PII modes": cardholders, approvers, employee ids, addresses, ...) that is not in
  * the tenant's current PII form (`conformPii`: cleartext redacted or hashed; values already masked stay, except that
- * `redact` also replaces a hash), keeping its hash and `updatedAt`. Aliases and walk cursors hold no personal field
+ * `redact` also replaces a hash), keeping its hash and `updatedAt`. For after a switch away from `full` or from `hash`
+ * to `redact`, and after an upgrade whose PERSONAL_FIELDS masks more fields than the snapshots were written with. Aliases and walk cursors hold no personal field
  * and are left alone. After a complete pass the store is vacuumed, so no replaced version stays in its storage.
  * Under `full` nothing is read or written (outcome `full_mode`).
  *
@@ -83,7 +85,7 @@ export async function conformSnapshots(
   const { mode } = deps.pii;
   const started = deps.clock.now();
   if (mode === "full") {
-    deps.logger.info("PII mode is full: snapshots keep cardholder data as sent, nothing to re-mask");
+    deps.logger.info("PII mode is full: snapshots keep personal fields as sent, nothing to re-mask");
     return { mode, outcome: "full_mode", scanned: 0, rewritten: 0, durationMs: 0 };
   }
   const limit = options.pageSize ?? DEFAULT_CONFORM_PAGE_SIZE;

@@ -2,6 +2,7 @@
  * Machinery shared by the transaction and card cycles: provider calls with error accounting,
  * event building, publishing with per-event failures, quarantine records, and the end-of-cycle report.
  */
+import { logToken } from "../log-token.js";
 import { causeMatching, CycleAbortedError, ReauthorizationNeededError } from "./errors.js";
 import { contentHash, eventId, sha256Hex, uuidFromHex } from "./hash.js";
 import type { Change } from "./diff.js";
@@ -10,7 +11,7 @@ import { SCHEMA_VERSION, type EventType } from "./events/schemas.js";
 import type { BridgeEvent, EntityKind, PublishFailure, QuarantineRecord, Snapshot } from "./ports.js";
 import { emptyReport, type CycleReport } from "./report.js";
 import { cardValidator, requireObjectWithId, type Validators } from "./validate.js";
-import { applyPii, assertPiiPolicy } from "./pii.js";
+import { applyPii, assertPiiPolicy, type PiiPolicy } from "./pii.js";
 import type { ProviderCallOptions, ProviderPage } from "./provider.js";
 
 /** What stopped and what an operator may rely on next, as a CycleAbortedError's message names them. */
@@ -81,8 +82,6 @@ export function providerRefusal(
   return causeMatching(err, (e): e is { errors: ProviderErrorEntry[] } => Array.isArray((e as { errors?: unknown } | null)?.errors));
 }
 
-/** A field name or error code fit for a log line: an identifier-like token, never free text that could hold a value. */
-const ERROR_TOKEN = /^[A-Za-z0-9_.[\]-]{1,64}$/;
 /** Entries of a provider error's `errors[]` named in an abort message; the rest are counted. */
 const MAX_NAMED_ERRORS = 10;
 
@@ -93,10 +92,11 @@ const MAX_NAMED_ERRORS = 10;
 function errorFields(err: unknown): string | undefined {
   const errors = providerRefusal(err)?.errors ?? [];
   if (errors.length === 0) return undefined;
-  const token = (value: unknown): string => (typeof value === "string" && ERROR_TOKEN.test(value) ? value : "?");
   const named = errors.slice(0, MAX_NAMED_ERRORS).map((e) => {
     const { field, code } = e ?? {};
-    return `${field === null || field === undefined ? "(request)" : token(field)} ${token(code)}`;
+    // Only identifiers (logToken): a provider other than the client, or a client that let one through, could put
+    // free text holding a value into either.
+    return `${field === null || field === undefined ? "(request)" : logToken(field)} ${logToken(code)}`;
   });
   const more = errors.length - named.length;
   return named.join(", ") + (more > 0 ? ` and ${more} more` : "");
@@ -157,6 +157,30 @@ export function versionTime(nowMs: number, before: Snapshot | undefined, nowIso?
 }
 
 /** One run of a cycle: holds the report and the deps, and owns error conversion. */
+/** Every personal field replaced by the same marker: the form of a body a quarantine id is computed from. */
+const ID_FORM: PiiPolicy = Object.freeze({ mode: "redact" });
+
+/**
+ * The id of a quarantine record: tenant, entity kind, cause (`validation` or `publish`) and the content hash of the
+ * raw body with every personal field (PERSONAL_FIELDS) redacted, whatever the tenant's PII mode and salt. So the same
+ * bad input found again keeps its id across a mode switch (full, redact, hash) or a new salt, and the id carries no
+ * personal value: a hash over the cleartext would let anyone holding the stored (masked) record confirm a guessed
+ * name or email by hashing it with the rest of the record, which is what `hash` mode's secret salt prevents. A bridge
+ * version that masks more fields redacts those too, so a record found again after such an upgrade gets a new id once
+ * (docs/runbook.md, QuarantineNotEmpty). The reason's text is left out: the same input refused by a reworded check
+ * keeps its record. Two inputs that differ in personal values only share a record (their redacted forms are alike).
+ *
+ * @example
+ * ```ts
+ * quarantineId("acme", "card", "validation", { id: "CA1", cardholder: { name: "Ann" } });
+ * // the same id as for { id: "CA1", cardholder: { name: "[redacted]" } } or a hashed name
+ * ```
+ */
+export function quarantineId(tenant: string, kind: EntityKind, cause: "validation" | "publish", raw: unknown): string {
+  const form = typeof raw === "object" && raw !== null && !Array.isArray(raw) ? applyPii(raw as Record<string, unknown>, ID_FORM) : raw;
+  return uuidFromHex(sha256Hex(`${tenant}\u0000${kind}\u0000${cause}\u0000${contentHash(form)}`));
+}
+
 export class CycleRun {
   readonly report: CycleReport;
   readonly source: string;
@@ -361,11 +385,14 @@ export class CycleRun {
     return failures;
   }
 
-  /** A deterministic quarantine record: the same bad input for the same reason kind gives the same id. */
+  /**
+   * A deterministic quarantine record: the same bad input for the same reason kind gives the same id, whatever the
+   * tenant's PII mode or salt (see {@link quarantineId}), so a record found again after a switch is not counted as new.
+   */
   quarantineRecord(kind: EntityKind, cause: "validation" | "publish", reason: string, raw: unknown, entityId?: string): QuarantineRecord {
     // The raw body goes through the PII policy too: the quarantine must not hold what snapshots may not.
     const body = typeof raw === "object" && raw !== null && !Array.isArray(raw) ? this.pii(raw as Record<string, unknown>) : raw;
-    const id = uuidFromHex(sha256Hex(`${this.deps.tenant}\u0000${kind}\u0000${cause}\u0000${contentHash(body)}`));
+    const id = quarantineId(this.deps.tenant, kind, cause, raw);
     const record: QuarantineRecord = {
       id,
       kind,

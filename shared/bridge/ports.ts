@@ -110,13 +110,13 @@ export interface EventPublisher {
 
 /** A provider record the bridge could not process, kept durably with why. */
 export interface QuarantineRecord {
-  /** Deterministic id: the same bad input gives the same id (idempotent put). */
+  /** Deterministic id: the same bad input gives the same id (idempotent put), whatever the PII mode. */
   readonly id: string;
   readonly kind: EntityKind;
   /** Provider id of the entity when known. */
   readonly entityId?: string;
   readonly reason: string;
-  /** The raw provider body as received. */
+  /** The provider body as received, its personal fields in the tenant's PII form when it was last found. */
   readonly raw: unknown;
   /** ISO 8601. */
   readonly at: string;
@@ -124,8 +124,10 @@ export interface QuarantineRecord {
 
 export interface Quarantine {
   /**
-   * Resolves only once the record is durable: true when it is new, false when a record with its id is already held
-   * (that one is kept as it is, so `at` stays the first time it was quarantined).
+   * Resolves only once the record is durable: true when it is new, false when a record with its id is already held.
+   * A held record keeps its first `at` and takes this one's `reason` and `raw`: the same input found again, with its
+   * personal fields in the tenant's current PII form, so a record found again after a mode switch holds no cleartext
+   * of the earlier mode.
    */
   put(record: QuarantineRecord): Promise<boolean>;
   list(): Promise<QuarantineRecord[]>;

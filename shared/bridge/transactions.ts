@@ -2,6 +2,7 @@
  * The transaction cycle: pull `not_synced`, then `outdated`; per page diff against snapshots,
  * publish, write snapshots, then acknowledge. See docs/events.md and /work/notes/readme-engine.md.
  */
+import { logToken } from "../log-token.js";
 import { contentHash, recordHash } from "./hash.js";
 import { applyPiiInPlace, conformPii, type PiiPolicy } from "./pii.js";
 import { diffObjects, type Change } from "./diff.js";
@@ -367,7 +368,8 @@ class TransactionRun extends CycleRun {
       this.deps.metrics.add("AcknowledgeRefused", refused.size, "Count");
       this.deps.logger.warn("provider refused to acknowledge some transactions; they stay listed", {
         ids: ids.filter((_, i) => refused.has(i)),
-        codes: [...new Set((refusal?.errors ?? []).map((e) => e?.code))],
+        // Checked here too: any ProviderPort may refuse, not only the client, which already checks what it throws.
+        codes: [...new Set((refusal?.errors ?? []).map((e) => logToken(e?.code)))],
         ...(typeof refusal?.requestId === "string" ? { requestId: refusal.requestId } : {}),
       });
       if (rest.length > 0) await send(rest);

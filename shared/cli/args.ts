@@ -113,9 +113,11 @@ Commands:
   redrive                                         publish again the transactions quarantined because their
                                                   event failed for good, once the cause is fixed (local mode;
                                                   the JSON Lines sink never refuses for good, so usually none)
-  conform-pii [--cursor <cursor>]                 after switching BRIDGE_PII_MODE away from full: re-mask the
-                                                  cardholder names and emails stored in the snapshots;
-                                                  --cursor goes on where a pass stopped at its time budget
+  conform-pii [--cursor <cursor>]                 re-mask the personal fields stored in the snapshots (every
+                                                  PERSONAL_FIELDS path, see docs/events.md) to BRIDGE_PII_MODE:
+                                                  after a switch away from full or from hash to redact, and
+                                                  after an upgrade that masks more fields; --cursor goes on
+                                                  where a pass stopped at its time budget
   authorize  [--port <p>] [--scope "<scopes>"] [--secret-id <arn>] [--no-open] [--timeout <duration>]
                                                   sign in once as a person and store the tokens
   demo       [--cycles <n>] [--interval <duration>] [--seed <n>] [--keep]

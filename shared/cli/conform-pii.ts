@@ -1,7 +1,8 @@
 /**
- * `bridge conform-pii [--cursor <cursor>]`: local mode. After BRIDGE_PII_MODE is switched away from `full`, rewrites
- * every snapshot of the state directory that still holds a cardholder's name or email in another form, so no
- * cleartext stays behind for items the provider never lists again.
+ * `bridge conform-pii [--cursor <cursor>]`: local mode. Rewrites every snapshot of the state directory that still
+ * holds a personal field (PERSONAL_FIELDS, see docs/events.md) in another form than BRIDGE_PII_MODE's, so no cleartext
+ * (or older pseudonym) stays behind for items the provider never lists again: after BRIDGE_PII_MODE is switched away
+ * from `full` or from `hash` to `redact`, and after an upgrade that masks more fields.
  */
 import type { ConformReport } from "../bridge/index.js";
 import type { ConformPiiArgs } from "./args.js";
@@ -17,7 +18,7 @@ import { openFromSettings } from "./run.js";
  * formatConformSummary(report); // "conform-pii: 64 snapshots read, 37 rewritten to PII mode redact"
  */
 export function formatConformSummary(report: ConformReport): string {
-  if (report.outcome === "full_mode") return "conform-pii: PII mode is full; snapshots keep cardholder data as sent, nothing to re-mask";
+  if (report.outcome === "full_mode") return "conform-pii: PII mode is full; snapshots keep personal fields as sent, nothing to re-mask";
   const counts = `${report.scanned} snapshot${report.scanned === 1 ? "" : "s"} read, ${report.rewritten} rewritten to PII mode ${report.mode}`;
   return report.outcome === "deadline" ? `conform-pii: stopped at the time budget: ${counts} so far` : `conform-pii: ${counts}`;
 }

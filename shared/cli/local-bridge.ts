@@ -209,8 +209,15 @@ export async function openLocalBridge(settings: LocalSettings, options: LocalBri
   };
 }
 
-/** Converts an engine failure into the CLI's error with its exit code. */
-async function cliErrorOf(error: unknown, bridge: LocalBridge): Promise<CliError> {
+/**
+ * Converts an engine failure into the CLI's error with its exit code; `otherwise` words a failure none of the known
+ * kinds matches (exit 1).
+ */
+async function cliErrorOf(
+  error: unknown,
+  bridge: LocalBridge,
+  otherwise: (e: Error) => string = (e) => `the cycle failed: ${e.name}: ${e.message}`,
+): Promise<CliError> {
   // Our own adapters' errors (the token file's) are already fit for a person, wherever the engine wrapped them.
   const own = causeMatching(error, (e): e is CliError => e instanceof CliError);
   if (own !== undefined) return own;
@@ -239,8 +246,7 @@ async function cliErrorOf(error: unknown, bridge: LocalBridge): Promise<CliError
     // The engine's message already names the cycle, the failed step and that the next cycle resumes.
     return new CycleFailedError(`${error.message}${where ? ` (${where})` : ""}`, { cause: error });
   }
-  const e = error instanceof Error ? error : new Error(String(error));
-  return new CycleFailedError(`the cycle failed: ${e.name}: ${e.message}`, { cause: error });
+  return new CycleFailedError(otherwise(error instanceof Error ? error : new Error(String(error))), { cause: error });
 }
 
 /** Sets the `QuarantineSize` gauge after a cycle, whatever its outcome; a failed count is logged, never thrown. */
@@ -365,12 +371,11 @@ export async function runConformPii(bridge: LocalBridge, cursor?: string, budget
           cause: error,
         });
       }
-      const state = causeMatching(error, (e): e is LocalStateError => e instanceof LocalStateError);
-      if (state !== undefined) throw stateFileProblem(state, bridge.settings.stateDir, "a file in it", "restore it or move it aside");
-      const e = error instanceof Error ? error : new Error(String(error));
-      throw new CycleFailedError(`conform-pii stopped: ${e.name}: ${e.message}; snapshots rewritten so far keep their new form: run conform-pii again`, {
-        cause: error,
-      });
+      throw await cliErrorOf(
+        error,
+        bridge,
+        (e) => `conform-pii stopped: ${e.name}: ${e.message}; snapshots rewritten so far keep their new form: run conform-pii again`,
+      );
     }
   });
 }

@@ -7,7 +7,7 @@
  * The caller awaits durability before doing anything else anyway, so the event loop loses nothing it needed.
  */
 import { randomBytes } from "node:crypto";
-import { closeSync, fsyncSync, openSync, renameSync, unlinkSync, writeSync } from "node:fs";
+import { closeSync, fsyncSync, linkSync, openSync, renameSync, unlinkSync, writeSync } from "node:fs";
 import path from "node:path";
 
 /** Suffix of temp files; anything ending with it is a leftover of a crash and safe to delete. */
@@ -88,6 +88,30 @@ export async function writeFileAtomic(file: string, data: string | Uint8Array | 
     throw err;
   }
   fsyncDirSync(path.dirname(file));
+}
+
+/**
+ * Creates `file` holding `data` unless it exists: written whole to a temp file, then linked into place, which fails
+ * rather than replaces when another process created it first. Returns true when this call created it.
+ *
+ * @example
+ * ```ts
+ * if (!(await createFileOnce(".state/snapshots/store-id", id))) id = readFileSync(".state/snapshots/store-id", "utf8");
+ * ```
+ */
+export async function createFileOnce(file: string, data: string, options: { mode?: number } = {}): Promise<boolean> {
+  const temp = `${file}.${process.pid}.${randomBytes(4).toString("hex")}.new${TEMP_SUFFIX}`;
+  await writeFileAtomic(temp, data, options);
+  try {
+    linkSync(temp, file);
+    return true;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "EEXIST") return false;
+    throw err;
+  } finally {
+    // Removed durably: the directory fsync also makes the link durable.
+    removeFileDurably(temp);
+  }
 }
 
 /**

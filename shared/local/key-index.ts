@@ -33,6 +33,16 @@ function fingerprint(key: string): [number, number] {
 }
 
 /**
+ * Whether two keys share a slot of the index (one fingerprint): a line holding `found` where `wanted` was looked up
+ * is then a collision, not a damaged segment.
+ */
+export function sameFingerprint(wanted: string, found: string): boolean {
+  const [h1, l1] = fingerprint(wanted);
+  const [h2, l2] = fingerprint(found);
+  return h1 === h2 && l1 === l2;
+}
+
+/**
  * Snapshot key -> location, in typed arrays.
  *
  * @example

@@ -1,12 +1,12 @@
 /**
  * File-backed Quarantine: one JSON file per record, named by its deterministic id (idempotent put).
  */
-import { existsSync } from "node:fs";
-import { mkdir, readdir, readFile } from "node:fs/promises";
+import { readFileSync } from "node:fs";
+import { mkdir, readdir } from "node:fs/promises";
 import path from "node:path";
 import type { Quarantine, QuarantineRecord } from "../bridge/ports.js";
 import { TEMP_SUFFIX, removeFileDurably, writeFileAtomic } from "./atomic.js";
-import { CorruptStateError } from "./errors.js";
+import { CorruptStateError, LocalStateError } from "./errors.js";
 
 /**
  * Keeps quarantine records in `<stateDir>/quarantine/<id>.json`, written atomically.
@@ -27,10 +27,34 @@ export class FileQuarantine implements Quarantine {
   async put(record: QuarantineRecord): Promise<boolean> {
     const file = this.#file(record.id);
     // A record file only ever appears whole (atomic write), so one that exists is durable.
-    if (existsSync(file)) return false;
+    const held = this.#read(file, { missingOk: true });
+    if (held !== undefined) {
+      // Found again: the first `at` stays; reason and body take the current form (a PII mode switch masks them).
+      const text = JSON.stringify({ ...held, reason: record.reason, raw: record.raw }) + "\n";
+      if (text !== JSON.stringify(held) + "\n") await writeFileAtomic(file, text, { mode: 0o600 });
+      return false;
+    }
     await mkdir(this.dir, { recursive: true, mode: 0o700 });
     await writeFileAtomic(file, JSON.stringify(record) + "\n", { mode: 0o600 });
     return true;
+  }
+
+  /** The record in `file`; with `missingOk`, undefined when there is none. */
+  #read(file: string): QuarantineRecord;
+  #read(file: string, options: { missingOk: true }): QuarantineRecord | undefined;
+  #read(file: string, options: { missingOk?: boolean } = {}): QuarantineRecord | undefined {
+    let text: string;
+    try {
+      text = readFileSync(file, "utf8");
+    } catch (err) {
+      if (options.missingOk === true && (err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+      throw new LocalStateError("Quarantine record cannot be read", { file }, { cause: err });
+    }
+    try {
+      return JSON.parse(text) as QuarantineRecord;
+    } catch (err) {
+      throw new CorruptStateError("Quarantine record is not valid JSON", { file }, { cause: err });
+    }
   }
 
   async delete(id: string): Promise<void> {
@@ -53,12 +77,7 @@ export class FileQuarantine implements Quarantine {
     const records: QuarantineRecord[] = [];
     for (const name of names) {
       if (!name.endsWith(".json") || name.endsWith(TEMP_SUFFIX)) continue;
-      const file = path.join(this.dir, name);
-      try {
-        records.push(JSON.parse(await readFile(file, "utf8")) as QuarantineRecord);
-      } catch (err) {
-        throw new CorruptStateError("Quarantine record is not valid JSON", { file }, { cause: err });
-      }
+      records.push(this.#read(path.join(this.dir, name)));
     }
     return records.sort((a, b) => (a.at === b.at ? a.id.localeCompare(b.id) : a.at.localeCompare(b.at)));
   }

@@ -10,19 +10,28 @@
  * segment holding a superseded entry, so no replaced version stays on disk.
  */
 import { randomBytes } from "node:crypto";
-import { closeSync, mkdirSync, openSync, readSync } from "node:fs";
+import { closeSync, mkdirSync, openSync, readFileSync, readSync } from "node:fs";
 import { readdir } from "node:fs/promises";
 import path from "node:path";
 import type { Snapshot, SnapshotKey, SnapshotPage, SnapshotScanOptions, SnapshotStore } from "../bridge/ports.js";
 import { SnapshotCursorError } from "../bridge/errors.js";
 import { jsonOf, jsonString } from "../bridge/hash.js";
-import { ScratchBuffer, TEMP_SUFFIX, unlinkQuietly, writeFileAtomic } from "./atomic.js";
+import { ScratchBuffer, TEMP_SUFFIX, createFileOnce, unlinkQuietly, writeFileAtomic } from "./atomic.js";
 import { CorruptStateError } from "./errors.js";
-import { KeyIndex } from "./key-index.js";
+import { KeyIndex, sameFingerprint } from "./key-index.js";
 
 const SEGMENT_PATTERN = /^seg-(\d{12})-[0-9a-f]{8}\.log$/;
-/** A scan cursor: the segment's name without `seg-` and `.log`, and the header position of the last entry returned. */
-const CURSOR_PATTERN = /^(\d{12}-[0-9a-f]{8}):(\d{1,9})$/;
+/**
+ * A scan cursor: the store's id, then the segment's name without `seg-` and `.log` and the header position of the last
+ * entry returned (`<id>.<sequence>-<tag>:<position>`).
+ */
+const CURSOR_PATTERN = /^([0-9a-f]{16})\.(\d{12}-[0-9a-f]{8}):(\d{1,9})$/;
+/**
+ * File naming the store: a random id, made the first time a walk hands out a cursor, so a cursor of another state
+ * directory (or of this one before it was replaced) is refused rather than taken as a place in this one.
+ */
+const STORE_ID_FILE = "store-id";
+const STORE_ID_PATTERN = /^[0-9a-f]{16}$/;
 
 /**
  * Compaction copies out of a segment only while less than half of it is live, so it copies fewer bytes than it frees;
@@ -99,6 +108,22 @@ function segmentOrder(a: { seq: number; name: string }, b: { seq: number; name: 
   return a.seq - b.seq || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
 }
 
+/** A cursor's parts, before they are checked against the store. */
+interface ParsedCursor {
+  readonly storeId: string;
+  readonly seq: number;
+  readonly name: string;
+  readonly position: number;
+}
+
+/** @throws SnapshotCursorError when `cursor` is not of the form a scan hands out. */
+function parseCursor(cursor: string): ParsedCursor {
+  const match = CURSOR_PATTERN.exec(cursor);
+  if (!match) throw new SnapshotCursorError();
+  const tag = match[2] as string;
+  return { storeId: match[1] as string, seq: Number(tag.slice(0, 12)), name: `seg-${tag}.log`, position: Number(match[3]) };
+}
+
 /** Reads bytes [from, to) of a segment into `buffer` at `at`. */
 function readRange(fd: number, file: string, buffer: Buffer, at: number, from: number, to: number): void {
   if (to > from && readSync(fd, buffer, at, to - from, from) !== to - from) {
@@ -129,6 +154,8 @@ export class FileSnapshotStore implements SnapshotStore {
   private readonly compactBatchBytes: number;
   private nextId = 1;
   private nextSeq = 1;
+  /** The store's id (STORE_ID_FILE), once read or made. */
+  private storeId?: string;
   private dirReady = false;
   private readonly scratch = new ScratchBuffer();
   private loading?: Promise<void>;
@@ -167,25 +194,7 @@ export class FileSnapshotStore implements SnapshotStore {
     for (const [id, wanted] of bySegment) {
       const segment = this.segments.get(id);
       if (!segment) throw new CorruptStateError("Snapshot index names a segment that is gone", { file: this.dir });
-      const file = this.fileOf(segment);
-      // Synchronous reads, as in writeFileAtomic (see atomic.ts): a thread-pool round trip per entry costs more.
-      const fd = openSync(file, "r");
-      try {
-        for (const { key, offset, length } of wanted) {
-          const buffer = Buffer.allocUnsafe(length);
-          const read = readSync(fd, buffer, 0, length, offset);
-          let snapshot: Snapshot;
-          try {
-            snapshot = JSON.parse(buffer.toString("utf8", 0, read)) as Snapshot;
-          } catch (err) {
-            throw new CorruptStateError("Snapshot segment entry is not valid JSON", { file }, { cause: err });
-          }
-          // A fingerprint collision points at another key's entry: that key has no snapshot here.
-          if (snapshot.key === key) out.set(key, snapshot);
-        }
-      } finally {
-        closeSync(fd);
-      }
+      for (const snapshot of this.readEntries(segment, wanted)) out.set(snapshot.key, snapshot);
     }
     return out;
   }
@@ -199,10 +208,14 @@ export class FileSnapshotStore implements SnapshotStore {
   /**
    * One page of live entries, segment by segment in the order they were written, from the entry after the cursor's.
    * A segment the cursor names that is gone since was emptied into newer ones, which the walk still reaches.
+   *
+   * @throws SnapshotCursorError for a cursor of another store (another state directory, or this one before it was
+   *   replaced: the store's id differs), of a segment this store never wrote, or of another shape.
    */
   async scan(options: SnapshotScanOptions): Promise<SnapshotPage> {
-    const from = options.cursor === undefined ? undefined : this.parseCursor(options.cursor);
+    const cursor = options.cursor === undefined ? undefined : parseCursor(options.cursor);
     await this.load();
+    const from = cursor === undefined ? undefined : this.checkCursor(cursor);
     const picked: { segment: Segment; live: { key: string; offset: number; length: number; position: number }[] }[] = [];
     let count = 0;
     let last: { segment: Segment; position: number } | undefined;
@@ -222,30 +235,43 @@ export class FileSnapshotStore implements SnapshotStore {
       }
     }
     const snapshots: Snapshot[] = [];
-    for (const { segment, live } of picked) {
-      if (live.length === 0) continue;
-      const file = this.fileOf(segment);
-      const fd = openSync(file, "r");
-      try {
-        for (const { key, offset, length } of live) {
-          const buffer = Buffer.allocUnsafe(length);
-          readRange(fd, file, buffer, 0, offset, offset + length);
-          let snapshot: Snapshot;
-          try {
-            snapshot = JSON.parse(buffer.toString("utf8")) as Snapshot;
-          } catch (err) {
-            throw new CorruptStateError("Snapshot segment entry is not valid JSON", { file }, { cause: err });
-          }
-          if (snapshot.key !== key) throw new CorruptStateError("Snapshot segment entry does not hold the key its header names", { file });
-          snapshots.push(snapshot);
-        }
-      } finally {
-        closeSync(fd);
-      }
-    }
+    for (const { segment, live } of picked) if (live.length > 0) snapshots.push(...this.readEntries(segment, live));
     // A full page may be the last one: the next call then finds nothing and ends the walk.
-    const cursor = count === options.limit && last !== undefined ? `${last.segment.name.slice(4, -4)}:${last.position}` : undefined;
-    return cursor === undefined ? { snapshots } : { snapshots, cursor };
+    if (count !== options.limit || last === undefined) return { snapshots };
+    return { snapshots, cursor: `${await this.id()}.${last.segment.name.slice(4, -4)}:${last.position}` };
+  }
+
+  /**
+   * Reads the lines `wanted` names in one segment (each at the place the index holds for its key) and returns their
+   * snapshots, in order. A line holding another key whose fingerprint is the wanted key's is a collision (see
+   * KeyIndex): the wanted key has no snapshot here, and the line is skipped, so `getMany` and `scan` agree on what the
+   * store holds. A line holding any other key means the segment's header and body disagree: CorruptStateError, as for a
+   * line that is not JSON or is cut short.
+   */
+  private readEntries(segment: Segment, wanted: readonly { key: string; offset: number; length: number }[]): Snapshot[] {
+    const file = this.fileOf(segment);
+    const snapshots: Snapshot[] = [];
+    // Synchronous reads, as in writeFileAtomic (see atomic.ts): a thread-pool round trip per entry costs more.
+    const fd = openSync(file, "r");
+    try {
+      for (const { key, offset, length } of wanted) {
+        const buffer = Buffer.allocUnsafe(length);
+        readRange(fd, file, buffer, 0, offset, offset + length);
+        let snapshot: Snapshot;
+        try {
+          snapshot = JSON.parse(buffer.toString("utf8")) as Snapshot;
+        } catch (err) {
+          throw new CorruptStateError("Snapshot segment entry is not valid JSON", { file }, { cause: err });
+        }
+        if (snapshot.key === key) snapshots.push(snapshot);
+        else if (typeof snapshot.key !== "string" || !sameFingerprint(key, snapshot.key)) {
+          throw new CorruptStateError("Snapshot segment entry does not hold the key its header names", { file });
+        }
+      }
+    } finally {
+      closeSync(fd);
+    }
+    return snapshots;
   }
 
   /** Compacts every segment that holds a superseded entry, in batches, until each segment holds live entries only. */
@@ -258,11 +284,38 @@ export class FileSnapshotStore implements SnapshotStore {
     return run;
   }
 
-  private parseCursor(cursor: string): { seq: number; name: string; position: number } {
-    const match = CURSOR_PATTERN.exec(cursor);
-    if (!match) throw new SnapshotCursorError();
-    const tag = match[1] as string;
-    return { seq: Number(tag.slice(0, 12)), name: `seg-${tag}.log`, position: Number(match[2]) };
+  /**
+   * Where a walk goes on from `cursor`, once it is known to be one of this store's: its id is this store's, and its
+   * segment is one this store wrote (a sequence number below the next one; the segment itself may be gone since).
+   */
+  private checkCursor(cursor: ParsedCursor): { seq: number; name: string; position: number } {
+    if (this.storeId === undefined || cursor.storeId !== this.storeId || cursor.seq >= this.nextSeq) throw new SnapshotCursorError();
+    return cursor;
+  }
+
+  /** The store's id, made (STORE_ID_FILE) when it has none yet; a race with another process keeps the first one. */
+  private async id(): Promise<string> {
+    if (this.storeId !== undefined) return this.storeId;
+    const file = path.join(this.dir, STORE_ID_FILE);
+    await createFileOnce(file, `${randomBytes(8).toString("hex")}\n`, { mode: 0o600 });
+    this.storeId = this.readId();
+    if (this.storeId === undefined) throw new CorruptStateError("Snapshot store id is missing", { file });
+    return this.storeId;
+  }
+
+  /** The id in STORE_ID_FILE, undefined when there is none. */
+  private readId(): string | undefined {
+    const file = path.join(this.dir, STORE_ID_FILE);
+    let text: string;
+    try {
+      text = readFileSync(file, "utf8");
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+      throw err;
+    }
+    const id = text.trim();
+    if (!STORE_ID_PATTERN.test(id)) throw new CorruptStateError("Snapshot store id is not 16 hex digits", { file });
+    return id;
   }
 
   private async write(snapshots: readonly Snapshot[]): Promise<void> {
@@ -465,6 +518,7 @@ export class FileSnapshotStore implements SnapshotStore {
       if ((err as NodeJS.ErrnoException).code === "ENOENT") return;
       throw err;
     }
+    this.storeId = this.readId();
     const found: Segment[] = [];
     for (const name of names) {
       if (name.endsWith(TEMP_SUFFIX)) {

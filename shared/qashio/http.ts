@@ -21,7 +21,8 @@ import {
 } from "./errors.js";
 import type { TokenProvider } from "./auth/token-provider.js";
 import { nodeHttpFetch } from "./node-transport.js";
-import { ErrorEnvelopeSchema } from "./schemas/index.js";
+import { isLogToken } from "../log-token.js";
+import { ERROR_CODES, ErrorEnvelopeSchema } from "./schemas/index.js";
 
 /** Response headers as HttpCore reads them; a fetch `Headers` fits. */
 export interface ResponseHeaders {
@@ -243,19 +244,13 @@ function secretsOf(request: HttpRequest, token: string | undefined): string[] {
 }
 
 /**
- * A field name or error code of the envelope fit to carry on an error (and so into logs): an identifier, dotted or
- * indexed (`page_size`, `transaction_ids.3`, `line_items[0].amount`, `NOT_FOUND`), never free text.
- */
-const ERROR_TOKEN = /^[A-Za-z_][A-Za-z0-9_]{0,63}(?:\.[A-Za-z0-9_]{1,64}|\[\d{1,9}\])*$/;
-const MAX_ERROR_TOKEN_LENGTH = 128;
-
-/**
- * `value` when it is an identifier ({@link ERROR_TOKEN}) that is not, does not contain, and (from 8 characters) is not
- * part of any secret the request sent, in any form of {@link secretForms}; else `?`. A provider (or a gateway before
- * it) that puts a token into `field` or `code` must not get it onto the error.
+ * `value` when it is fit for a log line (`isLogToken`: an identifier, dotted or indexed, never free text) and is not,
+ * does not contain, and (from 8 characters) is not part of any secret the request sent, in any form of
+ * {@link secretForms}; else `?`. A provider (or a gateway before it) that puts a token into `field` or `code` must not
+ * get it onto the error.
  */
 export function safeErrorToken(value: string, secrets: readonly string[]): string {
-  if (value.length > MAX_ERROR_TOKEN_LENGTH || !ERROR_TOKEN.test(value)) return "?";
+  if (!isLogToken(value)) return "?";
   for (const form of secrets.filter((s) => s.length > 0).flatMap(secretForms)) {
     if (value.includes(form) || (value.length >= 8 && form.includes(value))) return "?";
   }
@@ -290,7 +285,8 @@ function envelopeEntriesOf(body: unknown, secrets: readonly string[]): EnvelopeE
 /**
  * OAuth error codes reported as they are: RFC 6749 §5.2 (token endpoint), `access_denied` (RFC 6749 §4.1.2.1; the
  * sandbox's validate answers it on a 403), RFC 6750 §3.1 (the validate operation is a bearer-protected resource) and
- * the codes spec §7 lists. Any other code is reported as `unknown_error`: it could be a credential a gateway echoed.
+ * the codes of the spec §7 envelope (`ERROR_CODES`). Any other code is reported as `unknown_error`: it could be a
+ * credential a gateway echoed.
  */
 export const OAUTH_ERROR_CODES: ReadonlySet<string> = new Set([
   "invalid_request",
@@ -302,10 +298,7 @@ export const OAUTH_ERROR_CODES: ReadonlySet<string> = new Set([
   "access_denied",
   "invalid_token",
   "insufficient_scope",
-  "NOT_FOUND",
-  "INVALID_ENUM",
-  "OUT_OF_RANGE",
-  "UNAUTHORIZED",
+  ...ERROR_CODES,
 ]);
 
 /**

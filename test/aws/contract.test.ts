@@ -24,17 +24,25 @@ import { createTestTable, type TestTable } from "./support/dynamo.js";
 import { FakeSecretsManager } from "./support/fake-secrets-manager.js";
 
 let table: TestTable;
+/** A second table, as another stack's: a snapshot walk's cursor must not carry over to it. */
+let otherTable: TestTable;
 beforeAll(async () => {
-  table = await createTestTable();
+  [table, otherTable] = await Promise.all([createTestTable(), createTestTable()]);
 });
-afterAll(async () => table.drop());
+afterAll(async () => Promise.all([table.drop(), otherTable.drop()]));
 
 const noop = async (): Promise<void> => {};
 
 describeSnapshotStoreContract("DynamoSnapshotStore", async () => {
   const tenant = randomUUID();
   const make = (of = tenant) => new DynamoSnapshotStore({ doc: table.doc, tableName: table.tableName, tenant: of });
-  return { store: make(), reopen: async () => make(), neighbour: async () => make(randomUUID()), cleanup: noop };
+  return {
+    store: make(),
+    reopen: async () => make(),
+    neighbour: async () => make(randomUUID()),
+    foreign: async () => new DynamoSnapshotStore({ doc: otherTable.doc, tableName: otherTable.tableName, tenant }),
+    cleanup: noop,
+  };
 });
 
 describeQuarantineContract("DynamoQuarantine", async () => {

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { BatchGetCommand, BatchWriteCommand, DynamoDBDocumentClient, GetCommand } from "@aws-sdk/lib-dynamodb";
+import { BatchGetCommand, BatchWriteCommand, DynamoDBDocumentClient, GetCommand, ScanCommand } from "@aws-sdk/lib-dynamodb";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { mockClient } from "aws-sdk-client-mock";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -168,6 +168,54 @@ describe("DynamoSnapshotStore batching and retries", () => {
     expect(mock.commandCalls(BatchWriteCommand)).toHaveLength(4);
     expect(clock.sleeps).toHaveLength(3);
     expect(clock.sleeps[1]).toBeGreaterThan(clock.sleeps[0] as number);
+    mock.restore();
+  });
+});
+
+describe("DynamoSnapshotStore scan requests", () => {
+  const doc = DynamoDBDocumentClient.from(new DynamoDBClient({ region: "eu-west-1" }));
+  const make = (tenant = "acme", tableName = "t") => new DynamoSnapshotStore({ doc, tableName, tenant });
+  const item = { pk: "SNAP#acme#card:a", sk: "SNAP", key: "card:a", hash: "h", updatedAt: "t", obj: "{}" };
+
+  it("reads strongly consistently (a pass must see every write before it) and only the tenant's snapshot items", async () => {
+    const mock = mockClient(doc);
+    // The last item read is a quarantine record: the cursor is where the Scan stopped, whatever the item there.
+    const stoppedAt = { pk: "QUAR#acme", sk: "0b7c1c36" };
+    mock.on(ScanCommand).resolvesOnce({ Items: [item], LastEvaluatedKey: stoppedAt }).resolves({ Items: [] });
+    const page = await make().scan({ limit: 1 });
+    expect(page.snapshots.map((s) => s.key)).toEqual(["card:a"]);
+    await make().scan({ limit: 1, cursor: page.cursor as string });
+    expect(mock.commandCalls(ScanCommand).map((c) => c.args[0].input)).toEqual([
+      {
+        TableName: "t",
+        ConsistentRead: true,
+        Limit: 1,
+        FilterExpression: "begins_with(pk, :prefix) AND sk = :sk",
+        ExpressionAttributeValues: { ":prefix": "SNAP#acme#", ":sk": "SNAP" },
+      },
+      {
+        TableName: "t",
+        ConsistentRead: true,
+        Limit: 1,
+        FilterExpression: "begins_with(pk, :prefix) AND sk = :sk",
+        ExpressionAttributeValues: { ":prefix": "SNAP#acme#", ":sk": "SNAP" },
+        ExclusiveStartKey: stoppedAt,
+      },
+    ]);
+    mock.restore();
+  });
+
+  it("refuses its cursor on another tenant's store and on another table's, without sending a Scan", async () => {
+    const mock = mockClient(doc);
+    mock.on(ScanCommand).resolvesOnce({ Items: [item], LastEvaluatedKey: { pk: "SNAP#acme#card:a", sk: "SNAP" } });
+    const { cursor } = await make().scan({ limit: 1 });
+    expect(cursor).toEqual(expect.any(String));
+    await expect(make("globex").scan({ limit: 1, cursor })).rejects.toMatchObject({ name: "SnapshotCursorError" });
+    await expect(make("acme", "other-table").scan({ limit: 1, cursor })).rejects.toMatchObject({ name: "SnapshotCursorError" });
+    // The key alone, as cursors were before they named their tenant and table, is refused too.
+    const bare = Buffer.from(JSON.stringify({ pk: "SNAP#acme#card:a", sk: "SNAP" })).toString("base64url");
+    await expect(make().scan({ limit: 1, cursor: bare })).rejects.toMatchObject({ name: "SnapshotCursorError" });
+    expect(mock.commandCalls(ScanCommand)).toHaveLength(1);
     mock.restore();
   });
 });

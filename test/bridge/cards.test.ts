@@ -5,6 +5,7 @@ import { CycleAbortedError } from "../../shared/bridge/errors.js";
 import { schemaValidator } from "../../shared/bridge/validate.js";
 import { ErpCardSchema } from "../../shared/qashio/schemas/erp-card.js";
 import { contentHash } from "../../shared/bridge/hash.js";
+import { applyPii, type PiiPolicy } from "../../shared/bridge/pii.js";
 import { makeRig } from "./fakes.js";
 import { clientOverFake } from "./provider-client.js";
 
@@ -250,6 +251,25 @@ describe("pollCards", () => {
   );
 
   const holder = { name: "Ann Holder", email: "ann@example.com", employee_id: "EMP-2001" };
+
+  it("keeps an invalid card's one record through switches of the PII mode and salt, its body in each new form", async () => {
+    const rig = makeRig();
+    rig.provider.addCard({ cardholder: holder, status: null });
+    const policies: PiiPolicy[] = [{ mode: "full" }, { mode: "redact" }, { mode: "hash", salt: "salt-1" }, { mode: "hash", salt: "salt-2" }, { mode: "redact" }];
+    const ids = new Set<string>();
+    for (const pii of policies) {
+      expect((await pollCards({ ...rig.deps, pii })).quarantined).toBe(1);
+      const [held, ...more] = await rig.quarantine.list();
+      expect(more).toEqual([]);
+      ids.add(held!.id);
+      expect(held!.raw).toMatchObject({ cardholder: applyPii({ cardholder: holder }, pii)["cardholder"] as object });
+    }
+    expect(ids.size).toBe(1);
+    // Found again, not new: Quarantined (QuarantineGrowing) counts it once, and the size stays one record.
+    expect(rig.metrics.sum("Quarantined")).toBe(1);
+    expect(rig.logger.lines.filter((l) => l.level === "warn" && l.message === "record quarantined")).toHaveLength(1);
+    expect(JSON.stringify(await rig.quarantine.list())).not.toMatch(/Ann Holder|ann@example\.com|EMP-2001|hmac-sha256/);
+  });
 
   it("under redact, keeps no employee id in card events, snapshots or quarantine records", async () => {
     const rig = makeRig({ emitCardCreated: true, pii: { mode: "redact" } });

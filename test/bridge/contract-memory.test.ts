@@ -4,7 +4,7 @@ import { MemoryLock, MemoryQuarantine, MemorySnapshotStore, MemoryTokenStore, Re
 
 const noop = async (): Promise<void> => undefined;
 
-describeSnapshotStoreContract("MemorySnapshotStore", async () => ({ store: new MemorySnapshotStore(), cleanup: noop }));
+describeSnapshotStoreContract("MemorySnapshotStore", async () => ({ store: new MemorySnapshotStore(), foreign: async () => new MemorySnapshotStore(), cleanup: noop }));
 describeQuarantineContract("MemoryQuarantine", async () => ({ quarantine: new MemoryQuarantine(), cleanup: noop }));
 describeLockContract("MemoryLock", async (clock) => {
   const lock = new MemoryLock(clock);

@@ -66,11 +66,14 @@ export class MemorySnapshotStore implements SnapshotStore {
   }
   scanCalls = 0;
   vacuumCalls = 0;
-  /** Walks the keys in sorted order; the cursor is the last key returned, so a rewrite never moves a key. */
+  /**
+   * Walks the keys in sorted order; the cursor is the last key returned, so a rewrite never moves a key. No key is
+   * ever deleted, so a cursor naming a key this store does not hold is not one of its own.
+   */
   async scan(options: SnapshotScanOptions): Promise<SnapshotPage> {
     this.scanCalls += 1;
     const { cursor, limit } = options;
-    if (cursor !== undefined && !/^(transaction|card):/.test(cursor)) throw new SnapshotCursorError();
+    if (cursor !== undefined && !this.data.has(cursor as SnapshotKey)) throw new SnapshotCursorError();
     const keys = [...this.data.keys()].sort().filter((key) => cursor === undefined || key > cursor);
     const page = keys.slice(0, limit);
     const last = page.at(-1);
@@ -88,7 +91,11 @@ export class MemorySnapshotStore implements SnapshotStore {
 export class MemoryQuarantine implements Quarantine {
   readonly records = new Map<string, QuarantineRecord>();
   async put(record: QuarantineRecord): Promise<boolean> {
-    if (this.records.has(record.id)) return false;
+    const held = this.records.get(record.id);
+    if (held) {
+      this.records.set(record.id, structuredClone({ ...held, reason: record.reason, raw: record.raw }));
+      return false;
+    }
     this.records.set(record.id, structuredClone(record));
     return true;
   }

@@ -64,3 +64,42 @@ describe("a provider refusal through the real client", () => {
     expect(warning?.attributes).toEqual({ ids: [stuck], codes: ["?"] });
   });
 });
+
+describe("a provider refusal from a ProviderPort other than the client", () => {
+  it("names fields and codes in the abort message by the client's rule: identifiers, dotted or indexed, up to 128 characters", async () => {
+    const rig = makeRig();
+    rig.provider.addTransaction();
+    const long = `line_items[0].amount.${"b".repeat(60)}`;
+    rig.provider.beforeCall = (call) => {
+      if (call.op !== "acknowledgeTransactions") return;
+      const errors = [
+        { field: "transaction-ids", code: "REJECTED", message: "" },
+        { field: long, code: "OUT_OF_RANGE", message: "" },
+      ];
+      throw Object.assign(new Error("refused"), { status: 400, errors });
+    };
+    const error = (await pollTransactions(rig.deps).catch((e: unknown) => e)) as CycleAbortedError;
+    expect(error).toBeInstanceOf(CycleAbortedError);
+    expect(error.message).toContain(`errors: ? REJECTED, ${long} OUT_OF_RANGE)`);
+  });
+
+  it("logs the refused ids with their codes only when the codes are identifiers", async () => {
+    const rig = makeRig();
+    const txns = Array.from({ length: 3 }, () => rig.provider.addTransaction());
+    const stuck = [txns[0]!.id, txns[2]!.id];
+    rig.provider.beforeCall = (call) => {
+      if (call.op !== "acknowledgeTransactions" || !stuck.some((id) => call.ids.includes(id))) return;
+      // The fake provider is the engine's port directly: nothing cleaned these codes before the engine saw them.
+      const errors = stuck
+        .filter((id) => call.ids.includes(id))
+        .map((id, i) => ({ field: `transaction_ids.${call.ids.indexOf(id)}`, code: i === 0 ? `LOCKED_BY ${NAME} <${EMAIL}>` : "LOCKED", message: "" }));
+      throw Object.assign(new Error("refused"), { status: 400, errors });
+    };
+    const report = await pollTransactions(rig.deps);
+    expect(report.acknowledgeRefused).toBe(2);
+    const warning = rig.logger.lines.find((l) => l.message === "provider refused to acknowledge some transactions; they stay listed");
+    expect(warning?.attributes).toEqual({ ids: stuck, codes: ["?", "LOCKED"] });
+    for (const leak of LEAKS) expect(JSON.stringify(rig.logger.lines)).not.toContain(leak);
+  });
+});
+

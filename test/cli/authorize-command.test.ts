@@ -11,7 +11,7 @@ import { authorizeCommand } from "../../shared/cli/authorize-command.js";
 import { readAuthorizeSettings } from "../../shared/cli/config.js";
 import { ConfigError, EXIT, StateDirTakenError, UsageError } from "../../shared/cli/errors.js";
 import { bindStateDir } from "../../shared/local/index.js";
-import { ROOT, idsWithStatus, runInProcess, startHarness, type Harness } from "./helpers.js";
+import { ROOT, authorizeFlow, idsWithStatus, runInProcess, startHarness, type Harness } from "./helpers.js";
 
 let harness: Harness | undefined;
 afterEach(async () => {
@@ -127,19 +127,19 @@ describe("bridge authorize", () => {
   it("refuses a redirect with a foreign state with a warning, never redeems its code, and keeps waiting for the person's", async () => {
     const h = (harness = await startHarness());
     const { io: cli, out } = io(h.env);
-    let foreign = { code: "", redirectUri: "" };
-    const code = await authorizeCommand(args, cli, {
-      onAuthorizeUrl: async (url) => {
-        // Another local user's code (login CSRF) arrives first, with a state of their own.
-        const redirectUri = new URL(url).searchParams.get("redirect_uri") ?? "";
-        foreign = { code: h.sandbox.control.issueAuthorizationCode({ companyId: h.companyId, redirectUri }), redirectUri };
-        const redirect = new URL(redirectUri);
-        redirect.searchParams.set("code", foreign.code);
-        redirect.searchParams.set("state", "forged-state");
-        expect((await fetch(redirect)).status).toBe(400);
-        await approve(h)(url);
-      },
-    });
+    const flow = authorizeFlow();
+    const run = flow.watch(authorizeCommand(args, cli, { onAuthorizeUrl: flow.onAuthorizeUrl }));
+    const url = await flow.url;
+    // Another local user's code (login CSRF) arrives first, with a state of their own.
+    const redirectUri = new URL(url).searchParams.get("redirect_uri") ?? "";
+    const foreign = { code: h.sandbox.control.issueAuthorizationCode({ companyId: h.companyId, redirectUri }), redirectUri };
+    const redirect = new URL(redirectUri);
+    redirect.searchParams.set("code", foreign.code);
+    redirect.searchParams.set("state", "forged-state");
+    expect((await flow.visit(redirect)).status).toBe(400);
+    expect(await flow.pending(), "a redirect with another state ended the wait").toBe(true);
+    await approve(h)(url);
+    const code = await run;
     expect(code).toBe(EXIT.ok);
     expect(out.stderr).toContain("warning: refused a redirect with another state (an old browser tab, or someone else on this machine); still waiting");
     expect(out.stdout).toContain("Tokens stored in");

@@ -2,6 +2,7 @@ import { describe, expect, it, vi } from "vitest";
 import type { StoredTokens, TokenStore } from "../../shared/qashio/auth/token-store.js";
 import { CALLBACK_PATH, DEFAULT_SCOPES, authorizeWithBrowser, type AuthorizeOptions } from "../../shared/cli/authorize.js";
 import { AuthorizeError, ConfigError, EXIT } from "../../shared/cli/errors.js";
+import { authorizeFlow } from "./helpers.js";
 
 class MemoryTokenStore implements TokenStore {
   saved?: StoredTokens;
@@ -34,6 +35,13 @@ function browser(answer: (authorize: URL) => Record<string, string>, pages: { st
     const response = await fetch(redirect);
     pages.push({ status: response.status, text: await response.text() });
   };
+}
+
+/** The redirect the provider would send for `authorize`, carrying `params`. */
+function redirectOf(authorize: URL, params: Record<string, string>): URL {
+  const redirect = new URL(authorize.searchParams.get("redirect_uri") as string);
+  for (const [key, value] of Object.entries(params)) redirect.searchParams.set(key, value);
+  return redirect;
 }
 
 /** Follows the redirect with the request's own state and a code. */
@@ -149,21 +157,17 @@ describe("authorizeWithBrowser", () => {
   it("answers a redirect with another state 400 without ending the wait, and takes the code of the one with ours", async () => {
     const store = new MemoryTokenStore();
     const requests: TokenRequest[] = [];
-    const pages: { status: number; text: string }[] = [];
     let foreign = 0;
-    const result = await authorizeWithBrowser(
-      options({
-        store,
-        fetch: tokenEndpoint(requests),
-        onForeignRedirect: () => (foreign += 1),
-        onAuthorizeUrl: async (url) => {
-          // Another local user who read the redirect address (not the state) tries their own code first; so does an old tab.
-          await browser(() => ({ code: "attacker-code", state: "forged" }), pages)(url);
-          await browser(() => ({ code: "old-code" }), pages)(url);
-          await browser((a) => ({ code: "code-1", state: a.searchParams.get("state") as string }), pages)(url);
-        },
-      }),
+    const flow = authorizeFlow();
+    const run = flow.watch(
+      authorizeWithBrowser(options({ store, fetch: tokenEndpoint(requests), onForeignRedirect: () => (foreign += 1), onAuthorizeUrl: flow.onAuthorizeUrl })),
     );
+    const authorize = new URL(await flow.url);
+    // Another local user who read the redirect address (not the state) tries their own code first; so does an old tab.
+    const pages = [await flow.visit(redirectOf(authorize, { code: "attacker-code", state: "forged" })), await flow.visit(redirectOf(authorize, { code: "old-code" }))];
+    expect(await flow.pending(), "a redirect with another state ended the wait").toBe(true);
+    pages.push(await flow.visit(redirectOf(authorize, { code: "code-1", state: authorize.searchParams.get("state") as string })));
+    const result = await run;
     expect(pages.map((p) => p.status)).toEqual([400, 400, 200]);
     expect(pages[0]?.text).toContain("<h1>Authorization refused</h1>");
     expect(foreign).toBe(2);
@@ -175,9 +179,11 @@ describe("authorizeWithBrowser", () => {
   it("lets no redirect with another state end the flow: it runs to its timeout, saying how many were refused, and stores nothing", async () => {
     const store = new MemoryTokenStore();
     const requests: TokenRequest[] = [];
-    const run = authorizeWithBrowser(
-      options({ store, timeoutMs: 1_000, fetch: tokenEndpoint(requests), onAuthorizeUrl: browser(() => ({ error: "access_denied", state: "forged" })) }),
-    );
+    const flow = authorizeFlow();
+    const run = flow.watch(authorizeWithBrowser(options({ store, timeoutMs: 1_000, fetch: tokenEndpoint(requests), onAuthorizeUrl: flow.onAuthorizeUrl })));
+    const authorize = new URL(await flow.url);
+    expect((await flow.visit(redirectOf(authorize, { error: "access_denied", state: "forged" }))).status).toBe(400);
+    expect(await flow.pending(), "a redirect with another state ended the wait").toBe(true);
     await expect(run).rejects.toThrow(new AuthorizeError("no redirect arrived within 1 s (1 redirect with another state was refused); run authorize again"));
     expect(requests).toEqual([]);
     expect(store.saved).toBeUndefined();

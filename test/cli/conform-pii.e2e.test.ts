@@ -99,7 +99,7 @@ describe("bridge conform-pii (in-process)", () => {
     const { h } = await switchedToRedact();
     const { code, stdout } = await runInProcess(["conform-pii"], { ...h.env, BRIDGE_PII_MODE: "full" }, undefined, h.dir);
     expect(code).toBe(EXIT.ok);
-    expect(stdout).toBe("conform-pii: PII mode is full; snapshots keep cardholder data as sent, nothing to re-mask\n");
+    expect(stdout).toBe("conform-pii: PII mode is full; snapshots keep personal fields as sent, nothing to re-mask\n");
     expect((await cleartextInState(h)).length).toBeGreaterThan(0);
   });
 
@@ -108,6 +108,11 @@ describe("bridge conform-pii (in-process)", () => {
     const bad = await runInProcess(["conform-pii", "--cursor", "eyJwayI6IlNOQVAifQ"], env, undefined, h.dir);
     expect(bad.code).toBe(EXIT.usage);
     expect(bad.stderr).toContain("--cursor is not a cursor of this state directory's snapshots");
+    // Well-formed, but of another state directory (another store id): refused too, never taken as the end of the walk.
+    const foreign = await runInProcess(["conform-pii", "--cursor", "0123456789abcdef.000000000001-abcdef01:3"], env, undefined, h.dir);
+    expect(foreign).toMatchObject({ code: EXIT.usage, stdout: "" });
+    expect(foreign.stderr).toContain("--cursor is not a cursor of this state directory's snapshots");
+    expect((await cleartextInState(h)).length).toBeGreaterThan(0);
     expect((await runInProcess(["conform-pii", "--cursor"], {})).code).toBe(EXIT.usage);
     expect((await runInProcess(["conform-pii", "--force"], {})).code).toBe(EXIT.usage);
   });

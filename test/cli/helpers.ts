@@ -136,3 +136,46 @@ export function idsWithStatus(h: Harness, ...statuses: string[]): string[] {
     .filter((t) => statuses.includes(t.client_sync_status))
     .map((t) => t.id);
 }
+
+/**
+ * An authorize flow as a test drives it: `onAuthorizeUrl` hands the URL over and returns at once (so the flow can
+ * settle without waiting for the test's browser), `url` is that URL, `pending()` says whether the flow is still
+ * waiting, and `visit` follows a redirect as a browser would, failing at once with a message naming the cause if the
+ * flow fails before its page comes.
+ *
+ * @example
+ * const flow = authorizeFlow();
+ * const run = flow.watch(authorizeWithBrowser({ ...options, onAuthorizeUrl: flow.onAuthorizeUrl }));
+ */
+export function authorizeFlow() {
+  let show: (url: string) => void = () => undefined;
+  const url = new Promise<string>((resolve) => (show = resolve));
+  let settled = false;
+  let ended: Promise<never> = new Promise<never>(() => undefined);
+  return {
+    url,
+    onAuthorizeUrl: (shown: string): void => show(shown),
+    watch<T>(run: Promise<T>): Promise<T> {
+      // A flow that succeeds has sent its page first; one that fails may never answer the redirect.
+      ended = run.then(
+        () => new Promise<never>(() => undefined),
+        (error: unknown) => Promise.reject(new Error(`the authorize flow failed before this redirect was answered: ${String(error)}`)),
+      );
+      ended.catch(() => undefined);
+      run.then(
+        () => (settled = true),
+        () => (settled = true),
+      );
+      return run;
+    },
+    /** True while the flow waits; checked after a short pause, so a flow a redirect ended has had time to end. */
+    async pending(): Promise<boolean> {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      return !settled;
+    },
+    async visit(redirect: URL): Promise<{ status: number; text: string }> {
+      const page = fetch(redirect).then(async (response) => ({ status: response.status, text: await response.text() }));
+      return Promise.race([page, ended]);
+    },
+  };
+}

@@ -1,9 +1,10 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { readLocalSettings } from "../../shared/cli/config.js";
-import { openLocalBridge, runCycle } from "../../shared/cli/local-bridge.js";
-import { ConfigError, EXIT, StateDirTakenError } from "../../shared/cli/errors.js";
+import { openLocalBridge, runConformPii, runCycle } from "../../shared/cli/local-bridge.js";
+import { ConfigError, CycleFailedError, EXIT, StateDirTakenError, UsageError } from "../../shared/cli/errors.js";
+import { FileSnapshotStore } from "../../shared/local/snapshot-store.js";
 import { FileQuarantine } from "../../shared/local/quarantine.js";
 import type { Logger } from "../../shared/bridge/ports.js";
 import { startHarness, type Harness } from "./helpers.js";
@@ -102,3 +103,32 @@ describe("local bridge cycle", () => {
     expect((error as ConfigError).message).not.toMatch(/provider\.test|pw-value/);
   });
 });
+
+describe("local bridge conform-pii errors", () => {
+  it("maps a foreign cursor to exit 2, a corrupt segment to a state directory problem (exit 2) and any other failure to exit 1", async () => {
+    harness = await startHarness();
+    const settings = { ...readLocalSettings(harness.env, harness.dir), piiMode: "redact" as const };
+    await runCycle(await openLocalBridge(settings, { env: harness.env, logger: silent }));
+    const open = () => openLocalBridge(settings, { env: harness!.env, logger: silent });
+
+    const cursor = await runConformPii(await open(), "0123456789abcdef.000000000001-abcdef01:0").catch((e: unknown) => e);
+    expect(cursor).toBeInstanceOf(UsageError);
+    expect((cursor as UsageError).message).toContain("--cursor is not a cursor of this state directory's snapshots");
+
+    vi.spyOn(FileSnapshotStore.prototype, "scan").mockRejectedValueOnce(new Error("EIO: i/o error, read"));
+    const failed = await runConformPii(await open()).catch((e: unknown) => e);
+    expect(failed).toBeInstanceOf(CycleFailedError);
+    expect((failed as CycleFailedError).exitCode).toBe(EXIT.failed);
+    expect((failed as Error).message).toBe(
+      "conform-pii stopped: Error: EIO: i/o error, read; snapshots rewritten so far keep their new form: run conform-pii again",
+    );
+
+    const segment = join(settings.stateDir, "snapshots", "seg-999999999999-deadbeef.log");
+    writeFileSync(segment, "not json\n");
+    const corrupt = await runConformPii(await open()).catch((e: unknown) => e);
+    expect(corrupt).toBeInstanceOf(ConfigError);
+    expect((corrupt as ConfigError).exitCode).toBe(EXIT.usage);
+    expect((corrupt as Error).message).toContain(`BRIDGE_STATE_DIR: (${settings.stateDir}): Snapshot segment header is unreadable (${segment}); restore it or move it aside`);
+  });
+});
+

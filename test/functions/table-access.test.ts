@@ -131,18 +131,24 @@ function recording(user: TableUser, bus: EventBridgeClient): Partial<HandlerOpti
 }
 
 describe("table access of the functions against their roles' dynamodb:LeadingKeys scope", () => {
-  it("allows every request of a transaction cycle with a quarantined publish, its re-drive, a card cycle and a rotation", async () => {
+  it("allows every request of a transaction cycle with a quarantined publish, its re-drive, a card cycle, a conform-pii pass and a rotation", async () => {
     const refusedId = h.sandbox.control
       .company(h.companyId)
       ?.transactions.all()
       .find((t) => t.client_sync_status !== "synced")?.id;
     let refused = new Set([refusedId ?? ""]);
     const bus = eventBridge(() => refused);
+    // Snapshots written under full, so the conform-pii pass below rewrites some (BatchWriteItem) as well as scanning.
+    h.env.PII_MODE = "full";
     const transactions = h.poller("transactions", recording("pollTransactions", bus));
     expect(await transactions()).toMatchObject({ status: "completed", quarantined: 1 });
     refused = new Set();
     expect(await transactions({ action: "redrive" })).toMatchObject({ status: "completed", redriven: 1 });
     expect(await h.poller("cards", recording("pollCards", bus))()).toMatchObject({ status: "completed" });
+    h.env.PII_MODE = "redact";
+    const conform = await h.poller("transactions", recording("pollTransactions", bus))({ action: "conform-pii" });
+    expect(conform).toMatchObject({ status: "completed", action: "conform-pii", outcome: "complete" });
+    expect(conform.rewritten).toBeGreaterThan(0);
     const token = randomUUID();
     h.secrets.startRotation(token);
     const rotation = h.rotator(recording("rotateToken", bus));
@@ -153,6 +159,12 @@ describe("table access of the functions against their roles' dynamodb:LeadingKey
     expect(prefixes("pollTransactions")).toEqual(new Set(["LEASE", "TOKEN", "SNAP", "QUAR"]));
     expect(prefixes("pollCards")).toEqual(new Set(["LEASE", "TOKEN", "SNAP", "QUAR"]));
     expect(prefixes("rotateToken")).toEqual(new Set(["LEASE", "TOKEN"]));
+    // ... with every kind of request it sends: conform-pii's Scan included, which no other request of theirs sends.
+    const actions = (user: TableUser) => [...new Set(calls.filter((c) => c.user === user).map((c) => c.action))].sort();
+    const items = ["dynamodb:BatchGetItem", "dynamodb:BatchWriteItem", "dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query"];
+    expect(actions("pollTransactions")).toEqual([...items, "dynamodb:Scan"]);
+    expect(actions("pollCards")).toEqual(items);
+    expect(actions("rotateToken")).toEqual(["dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem"]);
 
     const denied = calls.filter((call) => !allowed(policies[call.user], call));
     expect(denied).toEqual([]);

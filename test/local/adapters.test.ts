@@ -72,6 +72,17 @@ describe("FileSnapshotStore", () => {
     await expect(new FileSnapshotStore(dir).getMany(["card:A"])).rejects.toBeInstanceOf(CorruptStateError);
   });
 
+  it("reports a line that holds another key than its header names as corrupt, in getMany and scan alike", async () => {
+    await mkdir(path.join(dir, "snapshots"), { recursive: true });
+    const line = JSON.stringify({ key: "card:B", hash: "h", object: { status: "Active" }, updatedAt: "2025-01-15T10:00:00.000Z" });
+    const header = JSON.stringify({ v: 1, entries: [["card:A", 0, Buffer.byteLength(line)]] });
+    const segment = path.join(dir, "snapshots", "seg-000000000001-deadbeef.log");
+    await writeFile(segment, `${header}\n${line}\n`);
+    const corrupt = { name: "CorruptStateError", message: "Snapshot segment entry does not hold the key its header names", file: segment };
+    await expect(new FileSnapshotStore(dir).getMany(["card:A"])).rejects.toMatchObject(corrupt);
+    await expect(new FileSnapshotStore(dir).scan({ limit: 10 })).rejects.toMatchObject(corrupt);
+  });
+
   it("serialises concurrent writes so the newest write of a key wins after reopening", async () => {
     const store = new FileSnapshotStore(dir);
     await Promise.all([store.putMany([snap("card:A", 1)]), store.putMany([snap("card:A", 2)]), store.putMany([snap("card:A", 3)])]);

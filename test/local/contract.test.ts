@@ -18,8 +18,17 @@ async function tempDir(): Promise<{ dir: string; cleanup: () => Promise<void> }>
 }
 
 describeSnapshotStoreContract("FileSnapshotStore", async () => {
-  const { dir, cleanup } = await tempDir();
-  return { store: new FileSnapshotStore(dir), reopen: async () => new FileSnapshotStore(dir), cleanup };
+  const own = await tempDir();
+  const other = await tempDir();
+  return {
+    store: new FileSnapshotStore(own.dir),
+    reopen: async () => new FileSnapshotStore(own.dir),
+    foreign: async () => new FileSnapshotStore(other.dir),
+    cleanup: async () => {
+      await own.cleanup();
+      await other.cleanup();
+    },
+  };
 });
 
 describeQuarantineContract("FileQuarantine", async () => {

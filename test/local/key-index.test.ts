@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { KeyIndex } from "../../shared/local/key-index.js";
+import { KeyIndex, sameFingerprint } from "../../shared/local/key-index.js";
 
 describe("KeyIndex", () => {
   it("finds every key it holds and reports the location of an entry it replaces", () => {
@@ -23,5 +23,10 @@ describe("KeyIndex", () => {
     for (let i = 0; i < 200_000; i++) index.set(`transaction:qashio_id:CT${1_000_000_000 + i}`, { segment: i >> 7, offset: i, length: 1 });
     expect(index.size).toBe(200_000);
     expect(index.bytes / index.size).toBeLessThanOrEqual(64);
+  });
+
+  it("tells a key sharing the wanted key's slot from any other", () => {
+    expect(sameFingerprint("transaction:7", "transaction:7")).toBe(true);
+    expect(sameFingerprint("transaction:7", "transaction:8")).toBe(false);
   });
 });

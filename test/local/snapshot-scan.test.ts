@@ -87,6 +87,23 @@ describe("FileSnapshotStore scan", () => {
     expect(rest.every((s) => s.hash === "h2")).toBe(true);
   });
 
+  it("refuses a cursor of its own id naming a segment it never wrote, and one of the store its directory held before", async () => {
+    const store = new FileSnapshotStore(dir);
+    await store.putMany(Array.from({ length: 20 }, (_, i) => snapshotOf(`card:CA${i}`, 1, 50)));
+    const { cursor } = await store.scan({ limit: 5 });
+    expect(cursor).toMatch(/^[0-9a-f]{16}\.000000000001-[0-9a-f]{8}:4$/);
+    const beyond = (cursor as string).replace(/\.\d{12}-/, ".000000000002-");
+    await expect(new FileSnapshotStore(dir).scan({ limit: 10, cursor: beyond })).rejects.toMatchObject({ name: "SnapshotCursorError" });
+    // A cursor of the form before stores had an id, past every segment: once walked nothing and reported the end.
+    await expect(new FileSnapshotStore(dir).scan({ limit: 10, cursor: "000000000099-abcdef01:3" })).rejects.toMatchObject({ name: "SnapshotCursorError" });
+    expect((await new FileSnapshotStore(dir).scan({ limit: 10, cursor })).snapshots).toHaveLength(10);
+
+    await rm(path.join(dir, "snapshots"), { recursive: true });
+    const replaced = new FileSnapshotStore(dir);
+    await replaced.putMany(Array.from({ length: 20 }, (_, i) => snapshotOf(`card:CA${i}`, 2, 50)));
+    await expect(replaced.scan({ limit: 10, cursor })).rejects.toMatchObject({ name: "SnapshotCursorError" });
+  });
+
   it.each(["", "seg-000000000001-abcdef01.log:0", "000000000001-ABCDEF01:0", "000000000001-abcdef01:-1", "000000000001-abcdef01"])(
     "refuses the cursor %j",
     async (cursor) => {

@@ -8,6 +8,8 @@ import { isInvalidClient, isRejectedGrant, StaticTokenProvider } from "../../sha
 import { QashioClient } from "../../shared/qashio/client.js";
 import { BadRequestError, QashioError } from "../../shared/qashio/errors.js";
 import { OAUTH_ERROR_CODES, safeErrorToken } from "../../shared/qashio/http.js";
+import { ERROR_CODES } from "../../shared/qashio/schemas/index.js";
+import { isLogToken, logToken } from "../../shared/log-token.js";
 import { fakeClock, json, scriptedFetch } from "./helpers.js";
 
 const BASE_URL = "https://api.example.test";
@@ -46,6 +48,8 @@ describe("OAuth error codes", () => {
       expect(error.message).toBe(`POST /oauth2/token answered 400 (${code})`);
       expect(error.errors).toEqual([{ field: null, code, message: "" }]);
     }
+    // Every code of the §7 envelope, spec and project alike, from the one list the schemas use.
+    for (const code of ERROR_CODES) expect(OAUTH_ERROR_CODES.has(code)).toBe(true);
     expect(isInvalidClient(await refreshAnswered(401, { error: "invalid_client" }))).toBe(true);
     expect(isRejectedGrant(await refreshAnswered(400, { code: "invalid_grant" }))).toBe(true);
     expect(isRejectedGrant(await refreshAnswered(400, { error: REFRESH_TOKEN }))).toBe(false);
@@ -85,6 +89,14 @@ describe("envelope errors[] field and code", () => {
     ]);
     const text = JSON.stringify(error);
     for (const leak of [BEARER, BEARER.slice(0, 20), "khalid", "card holder"]) expect(text).not.toContain(leak);
+  });
+
+  it("logToken, the rule the client and the engine share, keeps identifiers up to 128 characters and nothing else", () => {
+    for (const token of ["NOT_FOUND", "page_size", "transaction_ids.12", "line_items[0].amount", `a${".b".repeat(63)}`]) expect(logToken(token)).toBe(token);
+    for (const value of ["", "abc-def", "card holder", "ann@example.com", "1abc", `a${".b".repeat(64)}`, 7, null, undefined]) {
+      expect(logToken(value)).toBe("?");
+      expect(isLogToken(value)).toBe(false);
+    }
   });
 
   it("safeErrorToken checks the pattern, the length and every form of each secret", () => {

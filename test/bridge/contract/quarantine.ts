@@ -49,13 +49,35 @@ export function describeQuarantineContract(name: string, factory: () => Promise<
       expect(await fixture.quarantine.list()).toEqual([record("q1")]);
     });
 
-    it("keeps one record when the same id is put twice, the first, and says which put was new", async () => {
+    it("keeps one record when the same id is put twice, with the first `at`, and says which put was new", async () => {
       expect(await fixture.quarantine.put(record("q2"))).toBe(true);
       expect(await fixture.quarantine.put({ ...record("q2"), at: "2025-01-16T09:00:00.000Z" })).toBe(false);
       expect(await fixture.quarantine.put(record("q3", "2025-01-15T10:00:01.000Z"))).toBe(true);
       const held = await fixture.quarantine.list();
       expect(held.map((r) => r.id).sort()).toEqual(["q2", "q3"]);
       expect(held.find((r) => r.id === "q2")?.at).toBe(record("q2").at);
+    });
+
+    it("gives a record found again the reason and body it was found with last (a PII mode switch masks them), keeping `at`", async () => {
+      const cleartext = { ...record("q5"), raw: { id: "CA1", cardholder: { name: "Ann Example", email: "ann@example.test" } } };
+      expect(await fixture.quarantine.put(cleartext)).toBe(true);
+      const masked = {
+        ...record("q5", "2025-02-01T00:00:00.000Z"),
+        reason: "validation: status: missing or not a string",
+        raw: { id: "CA1", cardholder: { name: "[redacted]", email: "[redacted]" } },
+      };
+      expect(await fixture.quarantine.put(masked)).toBe(false);
+      for (const quarantine of [fixture.quarantine, (await fixture.reopen?.()) ?? fixture.quarantine]) {
+        expect(await quarantine.list()).toEqual([{ ...masked, at: record("q5").at }]);
+      }
+      // A body of another size (compressed or not, on stores that compress) and no body at all replace it whole too.
+      const large = { ...masked, raw: { id: "CA1", note: "x".repeat(20_000) } };
+      expect(await fixture.quarantine.put(large)).toBe(false);
+      expect((await fixture.quarantine.list())[0]?.raw).toEqual(large.raw);
+      const { raw: _none, ...bodiless } = masked;
+      expect(await fixture.quarantine.put(bodiless as QuarantineRecord)).toBe(false);
+      expect((await fixture.quarantine.list())[0]?.raw).toBeUndefined();
+      expect(await fixture.quarantine.size()).toBe(1);
     });
 
     it("keeps a record without an entity id", async () => {

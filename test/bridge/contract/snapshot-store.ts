@@ -5,13 +5,15 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { Snapshot, SnapshotKey, SnapshotPage, SnapshotStore } from "../../../shared/bridge/ports.js";
 
 /**
- * What a factory hands the suite; `reopen` (optional) builds a fresh instance over the same backing data, and
- * `neighbour` (optional) the store of another tenant over that same backing data.
+ * What a factory hands the suite; `reopen` (optional) builds a fresh instance over the same backing data,
+ * `neighbour` (optional) the store of another tenant over that same backing data, and `foreign` (optional) a store
+ * over other backing data (another directory, another table).
  */
 export interface SnapshotStoreFixture {
   readonly store: SnapshotStore;
   readonly reopen?: () => Promise<SnapshotStore>;
   readonly neighbour?: () => Promise<SnapshotStore>;
+  readonly foreign?: () => Promise<SnapshotStore>;
   readonly cleanup: () => Promise<void>;
 }
 
@@ -164,6 +166,21 @@ export function describeSnapshotStoreContract(name: string, factory: () => Promi
     it("refuses a cursor it did not issue", async () => {
       await fixture.store.putMany([snapshot("card:CA1", { status: "Active" })]);
       await expect(fixture.store.scan({ limit: 10, cursor: "not a cursor" })).rejects.toMatchObject({ name: "SnapshotCursorError" });
+    });
+
+    it("refuses a well-formed cursor another store issued: another tenant's, or one over other backing data", async (ctx) => {
+      const others = [fixture.neighbour, fixture.foreign].filter((make) => make !== undefined);
+      if (others.length === 0) return ctx.skip();
+      await fixture.store.putMany(Array.from({ length: 30 }, (_, i) => snapshot(`transaction:t${i}`, { name: "Ann", i })));
+      for (const make of others) {
+        const other = await make();
+        await other.putMany(Array.from({ length: 30 }, (_, i) => snapshot(`card:CA${i}`, { i })));
+        const { cursor } = await other.scan({ limit: 5 });
+        expect(cursor).toEqual(expect.any(String));
+        await expect(fixture.store.scan({ limit: 10, cursor })).rejects.toMatchObject({ name: "SnapshotCursorError" });
+      }
+      // Its own cursors still work.
+      expect(keysOf(await walk(fixture.store, 7))).toHaveLength(30);
     });
 
     it("walks only its own tenant's snapshots", async (ctx) => {

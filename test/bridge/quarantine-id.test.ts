@@ -1,0 +1,39 @@
+/** Quarantine record ids: the same bad input keeps its id whatever PII form it is stored in, and the id holds no personal value. */
+import { describe, expect, it } from "vitest";
+import { quarantineId } from "../../shared/bridge/cycle.js";
+import { applyPii, type PiiPolicy } from "../../shared/bridge/pii.js";
+
+const raw = {
+  id: "CA1",
+  status: null,
+  card_nickname: "Travel",
+  cardholder: { name: "Ann Holder", email: "ann@example.com", employee_id: "EMP-2001" },
+  approved_by: { user_external_id: "u-7", name: "Bob Approver" },
+};
+
+describe("quarantineId", () => {
+  it("is the same for a body in any PII form, under any salt", () => {
+    const id = quarantineId("acme", "card", "validation", raw);
+    const policies: PiiPolicy[] = [{ mode: "full" }, { mode: "redact" }, { mode: "hash", salt: "salt-1" }, { mode: "hash", salt: "salt-2" }];
+    for (const policy of policies) expect(quarantineId("acme", "card", "validation", applyPii(raw, policy))).toBe(id);
+  });
+
+  it("takes no personal value in: another cardholder or approver gives the same id", () => {
+    const other = { ...raw, cardholder: { name: "Cy Other", email: "cy@example.com", employee_id: "EMP-9" }, approved_by: { user_external_id: "u-7", name: "Dee" } };
+    expect(quarantineId("acme", "card", "validation", other)).toBe(quarantineId("acme", "card", "validation", raw));
+  });
+
+  it("differs by tenant, entity kind, cause and any member that is not personal", () => {
+    const id = quarantineId("acme", "card", "validation", raw);
+    expect(new Set([
+      id,
+      quarantineId("globex", "card", "validation", raw),
+      quarantineId("acme", "transaction", "validation", raw),
+      quarantineId("acme", "card", "publish", raw),
+      quarantineId("acme", "card", "validation", { ...raw, card_nickname: "Fuel" }),
+      quarantineId("acme", "card", "validation", { ...raw, approved_by: { user_external_id: "u-8", name: "Bob Approver" } }),
+    ]).size).toBe(6);
+    // A body that is not an object has no personal fields the engine knows of: hashed as it is.
+    expect(quarantineId("acme", "card", "validation", "not an object")).not.toBe(quarantineId("acme", "card", "validation", null));
+  });
+});
