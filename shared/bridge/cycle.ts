@@ -407,13 +407,16 @@ export class CycleRun {
   /** Writes quarantine records durably; resolves only when all are written. */
   async quarantine(records: readonly QuarantineRecord[]): Promise<void> {
     if (records.length === 0) return;
-    const added = await this.port("write quarantine records", () => Promise.all(records.map((r) => this.deps.quarantine.put(r))));
     this.report.quarantined += records.length;
+    // One put per id (the last record of it): inputs that differ only in personal fields share an id, and puts of one
+    // id in parallel could each find it absent and count it twice.
+    const unique = [...new Map(records.map((r) => [r.id, r])).values()];
+    const added = await this.port("write quarantine records", () => Promise.all(unique.map((r) => this.deps.quarantine.put(r))));
     // Only records not held before count and warn: an invalid card is quarantined again on every walk, and would
     // otherwise raise QuarantineGrowing each time.
     const fresh = added.filter(Boolean).length;
     if (fresh > 0) this.deps.metrics.add("Quarantined", fresh, "Count");
-    records.forEach((r, i) => {
+    unique.forEach((r, i) => {
       const attributes = { kind: r.kind, entityId: r.entityId, reason: r.reason, quarantineId: r.id };
       if (added[i]) this.deps.logger.warn("record quarantined", attributes);
       else this.deps.logger.debug("record quarantined again (already held)", attributes);

@@ -201,6 +201,23 @@ describe("pollCards", () => {
     expect(rig.logger.lines.filter((l) => l.level === "warn" && l.message === "record quarantined")).toHaveLength(1);
   });
 
+  it("writes a quarantine record once when two invalid cards of one walk share its id (differing only in personal fields)", async () => {
+    const rig = makeRig({ pii: { mode: "redact" } });
+    rig.provider.addCard();
+    rig.provider.cards.unshift({ status: "Active", cardholder: { name: "Ann" } }, { status: "Active", cardholder: { name: "Bob" } });
+    // Puts of one id in parallel would each find it absent (the file adapter checks, then writes) and count it twice.
+    const putIds: string[] = [];
+    const put = rig.quarantine.put.bind(rig.quarantine);
+    rig.quarantine.put = (record) => {
+      putIds.push(record.id);
+      return put(record);
+    };
+    expect((await pollCards(rig.deps)).quarantined).toBe(2);
+    expect(putIds).toHaveLength(1);
+    expect(rig.quarantine.records.size).toBe(1);
+    expect(rig.metrics.sum("Quarantined")).toBe(1);
+  });
+
   it.each([
     ["the default validator", undefined],
     ["a plugged client schema that allows a null status", schemaValidator(ErpCardSchema)],
