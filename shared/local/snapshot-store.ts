@@ -32,6 +32,8 @@ const CURSOR_PATTERN = /^([0-9a-f]{16})\.(\d{12}-[0-9a-f]{8}):(\d{1,9})$/;
  */
 const STORE_ID_FILE = "store-id";
 const STORE_ID_PATTERN = /^[0-9a-f]{16}$/;
+/** What to do about a damaged id file: it only ties conform-pii cursors to this store. */
+const STORE_ID_HINT = "(deleting the file gives the store a new id; only conform-pii cursors already handed out stop working)";
 
 /**
  * Compaction copies out of a segment only while less than half of it is live, so it copies fewer bytes than it frees;
@@ -289,6 +291,8 @@ export class FileSnapshotStore implements SnapshotStore {
    * segment is one this store wrote (a sequence number below the next one; the segment itself may be gone since).
    */
   private checkCursor(cursor: ParsedCursor): { seq: number; name: string; position: number } {
+    // Read here, not on load: the id matters for cursors only, so a damaged id file must not stop cycles.
+    this.storeId ??= this.readId();
     if (this.storeId === undefined || cursor.storeId !== this.storeId || cursor.seq >= this.nextSeq) throw new SnapshotCursorError();
     return cursor;
   }
@@ -311,10 +315,10 @@ export class FileSnapshotStore implements SnapshotStore {
       text = readFileSync(file, "utf8");
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
-      throw err;
+      throw new CorruptStateError(`Snapshot store id cannot be read ${STORE_ID_HINT}`, { file }, { cause: err });
     }
     const id = text.trim();
-    if (!STORE_ID_PATTERN.test(id)) throw new CorruptStateError("Snapshot store id is not 16 hex digits", { file });
+    if (!STORE_ID_PATTERN.test(id)) throw new CorruptStateError(`Snapshot store id is not 16 hex digits ${STORE_ID_HINT}`, { file });
     return id;
   }
 
@@ -518,7 +522,6 @@ export class FileSnapshotStore implements SnapshotStore {
       if ((err as NodeJS.ErrnoException).code === "ENOENT") return;
       throw err;
     }
-    this.storeId = this.readId();
     const found: Segment[] = [];
     for (const name of names) {
       if (name.endsWith(TEMP_SUFFIX)) {

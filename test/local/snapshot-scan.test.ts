@@ -1,6 +1,6 @@
 /** FileSnapshotStore walks and vacuum: segments rewritten or compacted under a walk, and no replaced byte left on disk. */
 import { existsSync } from "node:fs";
-import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
+import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -102,6 +102,19 @@ describe("FileSnapshotStore scan", () => {
     const replaced = new FileSnapshotStore(dir);
     await replaced.putMany(Array.from({ length: 20 }, (_, i) => snapshotOf(`card:CA${i}`, 2, 50)));
     await expect(replaced.scan({ limit: 10, cursor })).rejects.toMatchObject({ name: "SnapshotCursorError" });
+  });
+
+  it("keeps reading and writing with a damaged store id file, and names the file when a cursor needs the id", async () => {
+    const store = new FileSnapshotStore(dir);
+    await store.putMany(Array.from({ length: 6 }, (_, i) => snapshotOf(`card:CA${i}`, 1, 50)));
+    const { cursor } = await store.scan({ limit: 2 });
+    const idFile = path.join(dir, "snapshots", "store-id");
+    await writeFile(idFile, "not an id\n");
+    const reopened = new FileSnapshotStore(dir);
+    expect((await reopened.getMany(["card:CA1"])).get("card:CA1")).toEqual(snapshotOf("card:CA1", 1, 50));
+    await reopened.putMany([snapshotOf("card:CA9", 1, 50)]);
+    expect((await reopened.scan({ limit: 100 })).snapshots).toHaveLength(7);
+    await expect(reopened.scan({ limit: 2, cursor })).rejects.toMatchObject({ name: "CorruptStateError", file: idFile, message: expect.stringMatching(/deleting the file/) });
   });
 
   it.each(["", "seg-000000000001-abcdef01.log:0", "000000000001-ABCDEF01:0", "000000000001-abcdef01:-1", "000000000001-abcdef01"])(
