@@ -11,8 +11,10 @@ const LOG_TOKEN = /^[A-Za-z_][A-Za-z0-9_]{0,63}(?:\.[A-Za-z0-9_]{1,64}|\[\d{1,9}
 
 /**
  * True when `value` is a field name or error code fit for a log line: an identifier ({@link LOG_TOKEN}) of at most
- * {@link MAX_LOG_TOKEN_LENGTH} characters, never free text that could hold a value (a name, an email, a sentence).
- * It says nothing about secrets: the client also checks a token against the secrets of its request.
+ * {@link MAX_LOG_TOKEN_LENGTH} characters, never free text (an email, a sentence, a full name with a space). A single
+ * word still passes, so a provider that put a value such as a first name in `field` or `code` would get it logged;
+ * the spec's fields and codes are identifiers, and that is what this allows. It says nothing about secrets: the
+ * client also checks a token against the secrets of its request.
  *
  * @example
  * ```ts
