@@ -4,7 +4,7 @@
  * whole store once and rewrites every snapshot whose personal fields are not in the current form.
  */
 import type { BridgeDeps } from "./deps.js";
-import { jsonEqual } from "./diff.js";
+import { isPlainObject, jsonEqual } from "./diff.js";
 import { assertPiiPolicy, conformPii, type PiiMode } from "./pii.js";
 import type { Snapshot } from "./ports.js";
 
@@ -48,7 +48,7 @@ export interface ConformOptions {
 function conformed(snapshot: Snapshot, deps: Pick<BridgeDeps, "pii">): Snapshot | undefined {
   const { object } = snapshot;
   // An entry of another shape (a corrupt or foreign one) has no personal fields the engine knows of: left as it is.
-  if (typeof object !== "object" || object === null || Array.isArray(object)) return undefined;
+  if (!isPlainObject(object)) return undefined;
   const masked = conformPii(object, deps.pii);
   // Hash and time stay: they name the version published, and event ids derive from them (docs/events.md), so an
   // event re-sent after a crash keeps its id; the next cycle finds the hash differs and the diff empty, as it does

@@ -4,6 +4,7 @@
  */
 import { logToken } from "../log-token.js";
 import { causeMatching, CycleAbortedError, ReauthorizationNeededError } from "./errors.js";
+import { isPlainObject } from "./diff.js";
 import { contentHash, eventId, sha256Hex, uuidFromHex } from "./hash.js";
 import type { Change } from "./diff.js";
 import { DEFAULT_DEADLINE_GRACE_MS, DEFAULT_PAGE_SIZE, DEFAULT_SOURCE, MIN_PAGE_SIZE, type BridgeDeps, type CycleOptions } from "./deps.js";
@@ -177,7 +178,7 @@ const ID_FORM: PiiPolicy = Object.freeze({ mode: "redact" });
  * ```
  */
 export function quarantineId(tenant: string, kind: EntityKind, cause: "validation" | "publish", raw: unknown): string {
-  const form = typeof raw === "object" && raw !== null && !Array.isArray(raw) ? applyPii(raw as Record<string, unknown>, ID_FORM) : raw;
+  const form = isPlainObject(raw) ? applyPii(raw, ID_FORM) : raw;
   return uuidFromHex(sha256Hex(`${tenant}\u0000${kind}\u0000${cause}\u0000${contentHash(form)}`));
 }
 
@@ -391,7 +392,7 @@ export class CycleRun {
    */
   quarantineRecord(kind: EntityKind, cause: "validation" | "publish", reason: string, raw: unknown, entityId?: string): QuarantineRecord {
     // The raw body goes through the PII policy too: the quarantine must not hold what snapshots may not.
-    const body = typeof raw === "object" && raw !== null && !Array.isArray(raw) ? this.pii(raw as Record<string, unknown>) : raw;
+    const body = isPlainObject(raw) ? this.pii(raw) : raw;
     const id = quarantineId(this.deps.tenant, kind, cause, raw);
     const record: QuarantineRecord = {
       id,

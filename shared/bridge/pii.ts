@@ -3,6 +3,7 @@
  * anything is diffed, stored or published.
  */
 import { BridgeConfigurationError } from "./errors.js";
+import { isPlainObject } from "./diff.js";
 import { hmacSha256Hex } from "./hash.js";
 
 /** How personal fields leave the provider: as is, replaced by a marker, or as a salted hash. */
@@ -161,7 +162,7 @@ function maskInPlace(target: Record<string, unknown>, policy: PiiPolicy, keepMas
       const list = value as readonly unknown[];
       for (let i = 0; i < list.length; i++) {
         const element = list[i];
-        const masked = isRecord(element) ? maskMembers(element, members, policy, keepMasked) : transform(parent, element, policy, keepMasked);
+        const masked = isPlainObject(element) ? maskMembers(element, members, policy, keepMasked) : transform(parent, element, policy, keepMasked);
         if (masked === element) continue;
         copy ??= list.slice();
         copy[i] = masked;
@@ -171,10 +172,6 @@ function maskInPlace(target: Record<string, unknown>, policy: PiiPolicy, keepMas
       target[parent] = maskMembers(value as Record<string, unknown>, members, policy, keepMasked);
     }
   }
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 /** `object` itself when none of `members` changes, else a copy (same member order) with them handled. */

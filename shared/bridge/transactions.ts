@@ -5,7 +5,7 @@
 import { logToken } from "../log-token.js";
 import { contentHash, recordHash } from "./hash.js";
 import { applyPiiInPlace, conformPii, type PiiPolicy } from "./pii.js";
-import { diffObjects, type Change } from "./diff.js";
+import { diffObjects, isPlainObject, type Change } from "./diff.js";
 import { CycleRun, parseTime, providerRefusal, versionTime, type AbortWording } from "./cycle.js";
 import { RecentIds } from "./recent-ids.js";
 import { DEFAULT_MAX_PAGES, type CycleOptions, type TransactionCycleDeps } from "./deps.js";
@@ -70,8 +70,8 @@ function optionalString(value: unknown): string | undefined {
  * `synced`) then keeps the quarantine id it got when pulled.
  */
 function withoutSyncStatus(raw: unknown): unknown {
-  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) return raw;
-  const { client_sync_status: _volatile, ...rest } = raw as Record<string, unknown>;
+  if (!isPlainObject(raw)) return raw;
+  const { client_sync_status: _volatile, ...rest } = raw;
   return rest;
 }
 
