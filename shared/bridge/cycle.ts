@@ -161,6 +161,11 @@ export function versionTime(nowMs: number, before: Snapshot | undefined, nowIso?
 /** Every personal field replaced by the same marker: the form of a body a quarantine id is computed from. */
 const ID_FORM: PiiPolicy = Object.freeze({ mode: "redact" });
 
+/** A quarantine record's reason: its cause, then what went wrong (the re-drive finds publish failures by the cause). */
+export function quarantineReason(cause: "validation" | "publish", reason: string): string {
+  return `${cause}: ${reason}`;
+}
+
 /**
  * The id of a quarantine record: tenant, entity kind, cause (`validation` or `publish`) and the content hash of the
  * raw body with every personal field (PERSONAL_FIELDS) redacted, whatever the tenant's PII mode and salt. So the same
@@ -397,7 +402,7 @@ export class CycleRun {
     const record: QuarantineRecord = {
       id,
       kind,
-      reason: `${cause}: ${reason}`,
+      reason: quarantineReason(cause, reason),
       raw: body,
       at: new Date(this.deps.clock.now()).toISOString(),
       ...(entityId === undefined ? {} : { entityId }),

@@ -3,13 +3,14 @@
  * cycle pulls it again. Once the cause is fixed, the re-drive reads each such transaction again and runs it through
  * the cycle's own batch path; a record is deleted only once its transaction's current state is delivered.
  */
+import { quarantineReason } from "./cycle.js";
 import type { CycleOptions, TransactionCycleDeps } from "./deps.js";
 import type { QuarantineRecord } from "./ports.js";
 import type { CycleReport } from "./report.js";
 import { reprocessTransactions, type TransactionRef } from "./transactions.js";
 
 /** Reason prefix of a record quarantined because its event failed for good (see `CycleRun.quarantineRecord`). */
-export const PUBLISH_FAILURE_PREFIX = "publish: ";
+export const PUBLISH_FAILURE_PREFIX = quarantineReason("publish", "");
 
 /** A quarantine record the re-drive left in place, and why. */
 export interface KeptRecord {
