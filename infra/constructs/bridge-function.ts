@@ -41,7 +41,7 @@ export class QueueOnFailure implements lambda.IDestination {
  * Actions a bridge function's role may hold on `Resource: "*"`, as none has resource-level permissions: X-Ray's
  * (added by `Tracing.ACTIVE`) and Secrets Manager's GetRandomPassword (added by a rotation schedule).
  */
-export const NO_RESOURCE_LEVEL_ACTIONS: readonly string[] = [
+const NO_RESOURCE_LEVEL_ACTIONS: readonly string[] = [
   "xray:PutTraceSegments",
   "xray:PutTelemetryRecords",
   "secretsmanager:GetRandomPassword",

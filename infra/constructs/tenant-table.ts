@@ -42,7 +42,7 @@ export const ROTATION_TABLE_ACTIONS = ["dynamodb:GetItem", "dynamodb:PutItem", "
  * Condition operator of the `dynamodb:LeadingKeys` scope: every partition key a request names (all of a batch's)
  * must match one of the patterns (`StringLike`, so `SNAP#<tenant>#*` covers the snapshots).
  */
-export const LEADING_KEYS_OPERATOR = "ForAllValues:StringLike";
+const LEADING_KEYS_OPERATOR = "ForAllValues:StringLike";
 
 /**
  * The tenant's DynamoDB table: snapshots, leases and quarantine (keys `pk`/`sk`, TTL attribute `ttl`).
