@@ -41,10 +41,15 @@ export function cycleAlarmWindow(everyMinutes: number): AlarmWindow {
   };
 }
 
+/** A window's period length in words, for alarm descriptions: "60-minute", or "one-day". */
+export function describePeriodLength(window: AlarmWindow): string {
+  const minutes = window.period.toMinutes();
+  return minutes === MAX_ALARM_WINDOW_MINUTES ? "one-day" : `${minutes}-minute`;
+}
+
 /** The window in words, for alarm descriptions: "2 of the last 3 60-minute periods". */
 export function describeAlarmWindow(window: AlarmWindow): string {
-  const minutes = window.period.toMinutes();
-  const length = minutes === MAX_ALARM_WINDOW_MINUTES ? "one-day" : `${minutes}-minute`;
+  const length = describePeriodLength(window);
   if (window.evaluationPeriods === 1) return `the last ${length} period`;
   return `${window.datapointsToAlarm} of the last ${window.evaluationPeriods} ${length} periods`;
 }

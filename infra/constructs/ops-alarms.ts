@@ -8,7 +8,7 @@ import * as subscriptions from "aws-cdk-lib/aws-sns-subscriptions";
 import type * as sqs from "aws-cdk-lib/aws-sqs";
 import { Construct } from "constructs";
 import { DEFAULT_RUNBOOK_URL, runbookLink } from "../runbook-link.js";
-import { cycleAlarmWindow, describeAlarmWindow, type AlarmWindow } from "./alarm-window.js";
+import { cycleAlarmWindow, describeAlarmWindow, describePeriodLength, type AlarmWindow } from "./alarm-window.js";
 import { bridgeMetric, bridgeTenantMetric } from "./bridge-metrics.js";
 
 /** A function outside any schedule alarms on its first error, over five minutes. */
@@ -216,8 +216,7 @@ export class OpsAlarms extends Construct {
       // Every evaluated period must lack an invocation, so a tick late into the next period does not page.
       const base = cycleAlarmWindow(everyMinutes);
       const window: AlarmWindow = { ...base, datapointsToAlarm: base.evaluationPeriods };
-      const minutes = window.period.toMinutes();
-      const length = minutes === 24 * 60 ? "one-day" : `${minutes}-minute`;
+      const length = describePeriodLength(window);
       const span = window.evaluationPeriods === 1 ? `the last ${length} period` : `any of the last ${window.evaluationPeriods} ${length} periods`;
       add("Heartbeat", "heartbeat", fn.metricInvocations({ period: window.period, statistic: "Sum" }), {
         alarmDescription:
