@@ -30,12 +30,34 @@ export interface AwsClients {
   readonly secrets: SecretsManagerClient;
 }
 
+/** How long one SDK request attempt may take: connecting, and then waiting for the response. */
+export interface SdkTimeouts {
+  readonly connectionTimeoutMs: number;
+  readonly requestTimeoutMs: number;
+}
+
 /**
- * Default SDK clients: region and credentials from the Lambda environment; the SDK's standard retry (3 attempts)
- * handles throttling per request, the adapters add their own loops for partial batch failures.
+ * Without these the SDK waits on a silent connection until its 300 s socket timeout, past the Lambda's own timeout:
+ * the invocation would die holding its lease. Bounded, a hung attempt fails as a retryable `TimeoutError` and the
+ * SDK's standard retry tries again. Every call of the bridge is small (a page of keys, 25 writes, 10 events, a secret).
  */
-export function defaultAwsClients(): AwsClients {
-  return { dynamo: new DynamoDBClient({}), eventBridge: new EventBridgeClient({}), secrets: new SecretsManagerClient({}) };
+export const SDK_TIMEOUTS: SdkTimeouts = { connectionTimeoutMs: 3_000, requestTimeoutMs: 10_000 };
+
+/**
+ * Default SDK clients: region and credentials from the Lambda environment; each attempt bounded by `timeouts`; the SDK's
+ * standard retry (3 attempts) handles throttling and timeouts per request, the adapters add their own loops for
+ * partial batch failures.
+ */
+export function defaultAwsClients(timeouts: SdkTimeouts = SDK_TIMEOUTS): AwsClients {
+  const config = {
+    requestHandler: {
+      connectionTimeout: timeouts.connectionTimeoutMs,
+      requestTimeout: timeouts.requestTimeoutMs,
+      // Since @smithy/node-http-handler 4.4 an exceeded requestTimeout only logs a warning unless this is set.
+      throwOnRequestTimeout: true,
+    },
+  };
+  return { dynamo: new DynamoDBClient(config), eventBridge: new EventBridgeClient(config), secrets: new SecretsManagerClient(config) };
 }
 
 export interface TenantRuntimeOptions {
