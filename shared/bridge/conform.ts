@@ -4,7 +4,7 @@
  * whole store once and rewrites every snapshot whose personal fields are not in the current form.
  */
 import type { BridgeDeps } from "./deps.js";
-import { isPlainObject, jsonEqual } from "./diff.js";
+import { isPlainObject } from "./diff.js";
 import { assertPiiPolicy, conformPii, type PiiMode } from "./pii.js";
 import type { Snapshot } from "./ports.js";
 
@@ -52,8 +52,9 @@ function conformed(snapshot: Snapshot, deps: Pick<BridgeDeps, "pii">): Snapshot 
   const masked = conformPii(object, deps.pii);
   // Hash and time stay: they name the version published, and event ids derive from them (docs/events.md), so an
   // event re-sent after a crash keeps its id; the next cycle finds the hash differs and the diff empty, as it does
-  // for a snapshot it masks itself.
-  return jsonEqual(masked, object) ? undefined : { ...snapshot, object: masked };
+  // for a snapshot it masks itself. conformPii copies only on change, so identity tells whether there is anything to
+  // write, without a deep compare of every snapshot.
+  return masked === object ? undefined : { ...snapshot, object: masked };
 }
 
 /**

@@ -142,21 +142,34 @@ function transform(field: string, value: unknown, policy: PiiPolicy, keepMasked:
  * Only for objects the caller owns (e.g. a fresh copy made while normalising).
  */
 export function applyPiiInPlace(target: Record<string, unknown>, policy: PiiPolicy): void {
-  if (policy.mode !== "full") maskInPlace(target, policy, false);
+  if (policy.mode !== "full") maskFields(target, policy, false, (field, value) => (target[field] = value));
 }
 
-function maskInPlace(target: Record<string, unknown>, policy: PiiPolicy, keepMasked: boolean): void {
+/**
+ * Reads the personal fields of `source` and hands each whose value changes to `write`, which decides where it goes
+ * (`source` itself or a copy): one walk serves the in-place masking of fresh objects and the copy-on-change of stored
+ * ones. A changed nested object or array is a copy; `source` and what it holds are never mutated here.
+ */
+function maskFields(
+  source: Readonly<Record<string, unknown>>,
+  policy: PiiPolicy,
+  keepMasked: boolean,
+  write: (field: string, value: unknown) => void,
+): void {
   // A few property reads per object: null, absent and "" stay as they are, and nothing is copied unless it changes.
   for (const field of TOP_LEVEL_FIELDS) {
-    const value = target[field];
-    if (value !== undefined && value !== null && value !== "") target[field] = transform(field, value, policy, keepMasked);
+    const value = source[field];
+    if (value === undefined || value === null || value === "") continue;
+    const masked = transform(field, value, policy, keepMasked);
+    if (masked !== value) write(field, masked);
   }
   for (const { parent, each, members } of NESTED_FIELDS) {
-    const value = target[parent];
+    const value = source[parent];
     if (value === undefined || value === null) continue;
+    let replacement: unknown;
     if (each !== Array.isArray(value) || typeof value !== "object") {
       // Not the shape the spec shows: whatever it holds may be a person, so it is handled whole.
-      target[parent] = transform(parent, value, policy, keepMasked);
+      replacement = transform(parent, value, policy, keepMasked);
     } else if (each) {
       let copy: unknown[] | undefined;
       const list = value as readonly unknown[];
@@ -167,10 +180,11 @@ function maskInPlace(target: Record<string, unknown>, policy: PiiPolicy, keepMas
         copy ??= list.slice();
         copy[i] = masked;
       }
-      if (copy) target[parent] = copy;
+      replacement = copy ?? value;
     } else {
-      target[parent] = maskMembers(value as Record<string, unknown>, members, policy, keepMasked);
+      replacement = maskMembers(value as Record<string, unknown>, members, policy, keepMasked);
     }
+    if (replacement !== value) write(parent, replacement);
   }
 }
 
@@ -216,17 +230,22 @@ export function applyPii<T extends Record<string, unknown>>(object: T, policy: P
  * a pseudonym, and an existing hash (another salt, perhaps) is not hashed again, so those still differ from the new
  * form once (see docs/events.md, PII). A snapshot written by an earlier version of the bridge, which masked fewer
  * fields (not `employee_id` nor `approved_by.name`), is brought to the current table the same way, so the upgrade
- * publishes no change either. Under `full` the object is returned unchanged.
+ * publishes no change either.
+ *
+ * Copy on change: an object that already conforms (always so under `full`) is returned itself, so `!==` tells a
+ * caller whether it changed; otherwise the result is a copy, and so is each nested object or array on the way to a
+ * changed value, while the rest is shared with `stored`. `stored` is never mutated; nor may the result be, as it can
+ * be `stored` or share its members.
  *
  * @example
  * ```ts
- * conformPii({ card_holder_name: "Ann" }, { mode: "redact" }); // { card_holder_name: "[redacted]" }
- * conformPii({ card_holder_name: "[redacted]" }, { mode: "hash", salt }); // unchanged
+ * conformPii({ card_holder_name: "Ann" }, { mode: "redact" }); // { card_holder_name: "[redacted]" }, a copy
+ * conformPii(stored, { mode: "hash", salt }) === stored; // true when no personal field of stored needs masking
  * ```
  */
-export function conformPii(stored: Readonly<Record<string, unknown>>, policy: PiiPolicy): Record<string, unknown> {
+export function conformPii(stored: Readonly<Record<string, unknown>>, policy: PiiPolicy): Readonly<Record<string, unknown>> {
   if (policy.mode === "full") return stored;
-  const copy: Record<string, unknown> = { ...stored };
-  maskInPlace(copy, policy, true);
-  return copy;
+  let copy: Record<string, unknown> | undefined;
+  maskFields(stored, policy, true, (field, value) => ((copy ??= { ...stored })[field] = value));
+  return copy ?? stored;
 }

@@ -267,6 +267,55 @@ describe("conformPii on the new personal fields", () => {
   });
 });
 
+describe("conformPii copies on change", () => {
+  it.each([
+    ["full", { mode: "full" } as PiiPolicy],
+    ["redact", redact],
+    ["hash", hash],
+  ] as const)("returns an object already in %s form itself", (_, policy) => {
+    for (const [name, fixture] of FIXTURES) {
+      const stored = deepFreeze(applyPii(fixture, policy));
+      expect(conformPii(stored, policy), name).toBe(stored);
+    }
+    const markers = deepFreeze({ card_holder_name: REDACTED, employee_id: "", approved_by: { user_external_id: "USR-1", name: REDACTED }, cardholder: null });
+    expect(conformPii(markers, policy)).toBe(markers);
+  });
+
+  it("returns an object hashed with another salt itself under hash, as a hash is never hashed again", () => {
+    for (const [name, fixture] of FIXTURES) {
+      const stored = deepFreeze(applyPii(fixture, { mode: "hash", salt: "another-salt-0123" }));
+      expect(conformPii(stored, hash), name).toBe(stored);
+    }
+  });
+
+  it("returns a copy of a changed object and leaves the deep-frozen input as it was", () => {
+    const before = structuredClone(transaction);
+    for (const policy of [redact, hash]) {
+      const conformed = conformPii(transaction, policy);
+      expect(conformed).not.toBe(transaction);
+      expect(conformed).toEqual(applyPii(transaction, policy));
+    }
+    expect(transaction).toEqual(before);
+  });
+
+  it("copies only the nested objects and arrays on the way to a changed value; the rest is shared", () => {
+    const txn = deepFreeze({ ...applyPii(transaction, hash), approved_by: transaction.approved_by });
+    const conformedTxn = conformPii(txn, hash) as typeof transaction;
+    expect(conformedTxn.approved_by).not.toBe(txn.approved_by);
+    expect(conformedTxn.approved_by.name).toMatch(HASHED);
+    expect(conformedTxn.line_items).toBe(txn.line_items);
+    expect(conformedTxn.receipts).toBe(txn.receipts);
+
+    const masked = applyPii(poolAccount, redact);
+    const pool = deepFreeze({ ...masked, account_managers: [masked.account_managers[0], poolAccount.account_managers[1]] });
+    const conformedPool = conformPii(pool, redact) as typeof poolAccount;
+    expect(conformedPool.account_managers).not.toBe(pool.account_managers);
+    expect(conformedPool.account_managers[0]).toBe(pool.account_managers[0]);
+    expect(conformedPool.account_managers[1]).toEqual(masked.account_managers[1]);
+    expect(conformedPool.created_by).toBe(pool.created_by);
+  });
+});
+
 describe("docs/events.md, PII modes", () => {
   it("lists exactly the personal fields the bridge masks", () => {
     const text = readFileSync(new URL("../../docs/events.md", import.meta.url), "utf8");
