@@ -212,7 +212,7 @@ function logFailure(logger: Logger, message: string, error: unknown): never {
 async function redrive(container: Container, runtime: TenantRuntime, deadline: number): Promise<PollResult> {
   const result = await runRedrive(runtime, { deadline });
   if (result.status === "skipped") return { kind: "transactions", status: "skipped" };
-  const { redrive: report } = result;
+  const { report } = result;
   const summary: PollResult = {
     kind: "transactions",
     status: "completed",
@@ -231,7 +231,7 @@ async function redrive(container: Container, runtime: TenantRuntime, deadline: n
 async function conformPii(container: Container, runtime: TenantRuntime, deadline: number, cursor: string | undefined): Promise<PollResult> {
   const result = await runConformPii(runtime, { deadline, ...(cursor === undefined ? {} : { cursor }) });
   if (result.status === "skipped") return { kind: "transactions", status: "skipped" };
-  const { conform: report } = result;
+  const { report } = result;
   const summary: PollResult = {
     kind: "transactions",
     status: "completed",
