@@ -24,10 +24,13 @@ export type CycleKind = "transactions" | "cards";
 /** The cycle lease outlives the deadline by this much, so it never lapses while the invocation still works. */
 export const CYCLE_LEASE_SLACK_MS = 60_000;
 
-/** What an invocation did. */
-export type CycleResult =
-  | { readonly status: "completed"; readonly report: CycleReport }
+/** What work under the tenant's cycle leases did: its report, or a skip because another invocation held a lease. */
+export type Leased<T> =
+  | { readonly status: "completed"; readonly report: T }
   | { readonly status: "skipped"; readonly reason: "lease_held" };
+
+/** What a cycle invocation did. */
+export type CycleResult = Leased<CycleReport>;
 
 export interface RunCycleOptions {
   /** Epoch ms after which the engine starts no new page. */
@@ -70,20 +73,22 @@ async function emitQuarantineSize(runtime: TenantRuntime, kind: CycleKind): Prom
 }
 
 /**
- * Runs `work` holding the tenant's cycle lease of `kind` until `deadline` (plus slack), then releases it.
- * Returns undefined when another invocation holds the lease.
+ * Runs `work` holding the tenant's cycle leases of `kinds`, taken in this order, until `deadline` (plus slack), then
+ * releases them in reverse. Skips when another invocation holds any of them (the ones already taken are released).
  */
-async function underLease<T>(runtime: TenantRuntime, kind: CycleKind, deadline: number, work: () => Promise<T>): Promise<T | undefined> {
+async function underLeases<T>(runtime: TenantRuntime, kinds: readonly CycleKind[], deadline: number, work: () => Promise<T>): Promise<Leased<T>> {
+  const [kind, ...rest] = kinds;
+  if (kind === undefined) return { status: "completed", report: await work() };
   const { tenant } = runtime.config;
   const name = kind === "transactions" ? leaseNames.transactionsCycle(tenant) : leaseNames.cardsCycle(tenant);
   const ttlMs = Math.max(0, deadline - runtime.clock.now()) + CYCLE_LEASE_SLACK_MS;
   const lease = await runtime.lock.tryAcquire(name, ttlMs);
   if (lease === undefined) {
     runtime.transactions.logger.info("Another invocation is running this cycle; skipping", { kind });
-    return undefined;
+    return { status: "skipped", reason: "lease_held" };
   }
   try {
-    return await work();
+    return await underLeases(runtime, rest, deadline, work);
   } finally {
     // A failed release must not hide the cycle's own outcome; the lease then simply expires.
     await lease.release().catch((error: unknown) =>
@@ -93,12 +98,12 @@ async function underLease<T>(runtime: TenantRuntime, kind: CycleKind, deadline: 
 }
 
 /**
- * Runs `work` under the tenant's cycle lease of `kind`, then emits the quarantine gauge and releases the lease.
- * Returns undefined when another invocation holds the lease. A revoked family stops it before any provider call.
+ * Runs `work`, which calls the provider, under the tenant's cycle lease of `kind`, then emits the quarantine gauge and
+ * releases the lease. A revoked family stops it before any provider call, and a revocation it meets is recorded.
  */
-async function underCycleLease<T>(runtime: TenantRuntime, kind: CycleKind, deadline: number, work: () => Promise<T>): Promise<T | undefined> {
+async function underCycleLease<T>(runtime: TenantRuntime, kind: CycleKind, deadline: number, work: () => Promise<T>): Promise<Leased<T>> {
   await failFastWhenRevoked(runtime, kind);
-  return underLease(runtime, kind, deadline, async () => {
+  return underLeases(runtime, [kind], deadline, async () => {
     try {
       return await work().catch(async (error: unknown) => {
         if (error instanceof ReauthorizationNeededError) await rememberRevoked(runtime, kind);
@@ -119,18 +124,12 @@ async function underCycleLease<T>(runtime: TenantRuntime, kind: CycleKind, deadl
  * const result = await runCycle(runtime, "transactions", { deadline: Date.now() + 50_000 });
  */
 export async function runCycle(runtime: TenantRuntime, kind: CycleKind, options: RunCycleOptions): Promise<CycleResult> {
-  const report = await underCycleLease(runtime, kind, options.deadline, () =>
+  return underCycleLease(runtime, kind, options.deadline, () =>
     kind === "transactions"
       ? pollTransactions(runtime.transactions, { deadline: options.deadline })
       : pollCards(runtime.cards, { deadline: options.deadline, mode: options.cardMode ?? "full" }),
   );
-  return report === undefined ? { status: "skipped", reason: "lease_held" } : { status: "completed", report };
 }
-
-/** What a re-drive invocation did. */
-export type RedriveResult =
-  | { readonly status: "completed"; readonly redrive: RedriveReport }
-  | { readonly status: "skipped"; readonly reason: "lease_held" };
 
 /**
  * Re-drives the tenant's quarantined publish failures (`redrivePublishFailures`) under the transaction cycle's lease,
@@ -141,17 +140,9 @@ export type RedriveResult =
  * @example
  * const result = await runRedrive(runtime, { deadline: Date.now() + 50_000 });
  */
-export async function runRedrive(runtime: TenantRuntime, options: Pick<RunCycleOptions, "deadline">): Promise<RedriveResult> {
-  const redrive = await underCycleLease(runtime, "transactions", options.deadline, () =>
-    redrivePublishFailures(runtime.transactions, { deadline: options.deadline }),
-  );
-  return redrive === undefined ? { status: "skipped", reason: "lease_held" } : { status: "completed", redrive };
+export async function runRedrive(runtime: TenantRuntime, options: Pick<RunCycleOptions, "deadline">): Promise<Leased<RedriveReport>> {
+  return underCycleLease(runtime, "transactions", options.deadline, () => redrivePublishFailures(runtime.transactions, { deadline: options.deadline }));
 }
-
-/** What a PII conform invocation did. */
-export type ConformResult =
-  | { readonly status: "completed"; readonly conform: ConformReport }
-  | { readonly status: "skipped"; readonly reason: "lease_held" };
 
 /**
  * Re-masks the tenant's snapshots to its current PII mode (`conformSnapshots`) under both cycle leases, transactions
@@ -164,10 +155,9 @@ export type ConformResult =
  * @example
  * const result = await runConformPii(runtime, { deadline: Date.now() + 50_000 });
  */
-export async function runConformPii(runtime: TenantRuntime, options: Pick<RunCycleOptions, "deadline"> & { readonly cursor?: string }): Promise<ConformResult> {
+export async function runConformPii(runtime: TenantRuntime, options: Pick<RunCycleOptions, "deadline"> & { readonly cursor?: string }): Promise<Leased<ConformReport>> {
   const { deadline, cursor } = options;
-  const conform = await underLease(runtime, "transactions", deadline, () =>
-    underLease(runtime, "cards", deadline, () => conformSnapshots(runtime.transactions, { deadline, ...(cursor === undefined ? {} : { cursor }) })),
+  return underLeases(runtime, ["transactions", "cards"], deadline, () =>
+    conformSnapshots(runtime.transactions, { deadline, ...(cursor === undefined ? {} : { cursor }) }),
   );
-  return conform === undefined ? { status: "skipped", reason: "lease_held" } : { status: "completed", conform };
 }

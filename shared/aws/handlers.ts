@@ -12,14 +12,16 @@ import { captureLambdaHandler } from "@aws-lambda-powertools/tracer/middleware";
 import middy from "@middy/core";
 import type { Context } from "aws-lambda";
 import type { CardCycleMode } from "../bridge/cards.js";
+import type { ConformReport } from "../bridge/conform.js";
 import type { Clock } from "../bridge/ports.js";
-import { totalPublished } from "../bridge/report.js";
+import type { RedriveReport } from "../bridge/redrive.js";
+import { totalPublished, type CycleReport } from "../bridge/report.js";
 import { isRejectedGrant, storedTokensOf } from "../qashio/auth/token-provider.js";
 import { refresh, validate } from "../qashio/auth/oauth.js";
 import type { FetchLike } from "../qashio/http.js";
 import { systemClock } from "./clock.js";
 import { cycleDeadline, loadConfig, type RuntimeConfig } from "./config.js";
-import { runConformPii, runCycle, runRedrive, type CycleKind } from "./cycle.js";
+import { runConformPii, runCycle, runRedrive, type CycleKind, type Leased } from "./cycle.js";
 import { PollEventError, RotationError } from "./errors.js";
 import { leaseNames } from "./keys.js";
 import { PowertoolsLoggerAdapter, PowertoolsMetricsAdapter } from "./observability.js";
@@ -208,14 +210,24 @@ function logFailure(logger: Logger, message: string, error: unknown): never {
   throw error;
 }
 
-/** The transaction poller's `redrive` action: counters of the re-drive, kept records by id (no PII). */
-async function redrive(container: Container, runtime: TenantRuntime, deadline: number): Promise<PollResult> {
-  const result = await runRedrive(runtime, { deadline });
-  if (result.status === "skipped") return { kind: "transactions", status: "skipped" };
-  const { redrive: report } = result;
-  const summary: PollResult = {
-    kind: "transactions",
-    status: "completed",
+/** What a completed invocation reports besides its poller and status. */
+type Summary = Omit<PollResult, "kind" | "status">;
+
+/** A cycle's counters. */
+function cycleSummary(report: CycleReport): Summary {
+  return {
+    outcome: report.outcome,
+    published: totalPublished(report),
+    acknowledged: report.acknowledged,
+    acknowledgeRefused: report.acknowledgeRefused,
+    quarantined: report.quarantined,
+    durationMs: report.durationMs,
+  };
+}
+
+/** The `redrive` action's counters, kept records by id (no PII). */
+function redriveSummary(report: RedriveReport): Summary {
+  return {
     action: "redrive",
     // `deadline`: records were not reached, invoke again; `complete`: every record was tried (`kept` stay for good).
     outcome: report.cycle.outcome,
@@ -223,18 +235,11 @@ async function redrive(container: Container, runtime: TenantRuntime, deadline: n
     redriven: report.redriven.length,
     kept: report.kept.map(({ record }) => record.id),
   };
-  container.logger.info("Re-drive finished", { ...summary });
-  return summary;
 }
 
-/** The transaction poller's `conform-pii` action: counters of the pass, and where to go on after a deadline. */
-async function conformPii(container: Container, runtime: TenantRuntime, deadline: number, cursor: string | undefined): Promise<PollResult> {
-  const result = await runConformPii(runtime, { deadline, ...(cursor === undefined ? {} : { cursor }) });
-  if (result.status === "skipped") return { kind: "transactions", status: "skipped" };
-  const { conform: report } = result;
-  const summary: PollResult = {
-    kind: "transactions",
-    status: "completed",
+/** The `conform-pii` action's counters, and where to go on after a deadline. */
+function conformSummary(report: ConformReport): Summary {
+  return {
     action: "conform-pii",
     // `deadline`: invoke again with `cursor`; `complete`: every snapshot is in the current form; `full_mode`: nothing to do.
     outcome: report.outcome,
@@ -243,13 +248,20 @@ async function conformPii(container: Container, runtime: TenantRuntime, deadline
     durationMs: report.durationMs,
     ...(report.cursor === undefined ? {} : { cursor: report.cursor }),
   };
-  container.logger.info("PII conform pass finished", { ...summary });
+}
+
+/** What `kind`'s poller returns for leased work: `skipped`, or the report's summary, logged as `finished`. */
+function pollResultOf<T>(container: Container, kind: CycleKind, result: Leased<T>, finished: string, summarize: (report: T) => Summary): PollResult {
+  if (result.status === "skipped") return { kind, status: "skipped" };
+  const summary: PollResult = { kind, status: "completed", ...summarize(result.report) };
+  container.logger.info(finished, { ...summary });
   return summary;
 }
 
 /**
  * Builds a poller handler (`poll-transactions` or `poll-cards`): validates the environment, wires the adapters,
- * takes the tenant's cycle lease and runs one engine cycle within the invocation's remaining time.
+ * takes the tenant's cycle lease and runs one engine cycle (or the operator action the event asks for) within the
+ * invocation's remaining time.
  *
  * @example
  * export const handler = createPollHandler("transactions");
@@ -263,23 +275,12 @@ export function createPollHandler(kind: CycleKind, options: HandlerOptions = {})
       const cardMode = cardModeOf(event);
       const runtime = await container.runtime();
       const deadline = cycleDeadline(container.clock.now(), context.getRemainingTimeInMillis(), runtime.config.cycleBudgetMs);
-      if (action === "redrive") return await redrive(container, runtime, deadline);
-      if (action === "conform-pii") return await conformPii(container, runtime, deadline, cursor);
-      const result = await runCycle(runtime, kind, { deadline, cardMode });
-      if (result.status === "skipped") return { kind, status: "skipped" };
-      const { report } = result;
-      const summary: PollResult = {
-        kind,
-        status: "completed",
-        outcome: report.outcome,
-        published: totalPublished(report),
-        acknowledged: report.acknowledged,
-        acknowledgeRefused: report.acknowledgeRefused,
-        quarantined: report.quarantined,
-        durationMs: report.durationMs,
-      };
-      container.logger.info("Cycle finished", { ...summary });
-      return summary;
+      if (action === "redrive") return pollResultOf(container, kind, await runRedrive(runtime, { deadline }), "Re-drive finished", redriveSummary);
+      if (action === "conform-pii") {
+        const result = await runConformPii(runtime, { deadline, ...(cursor === undefined ? {} : { cursor }) });
+        return pollResultOf(container, kind, result, "PII conform pass finished", conformSummary);
+      }
+      return pollResultOf(container, kind, await runCycle(runtime, kind, { deadline, cardMode }), "Cycle finished", cycleSummary);
     } catch (error) {
       return logFailure(container.logger, "Cycle failed", error);
     } finally {
