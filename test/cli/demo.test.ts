@@ -53,6 +53,18 @@ describe("bridge demo's temp directory", () => {
     expect(existsSync(dir)).toBe(false);
   });
 
+  it("is removed when the demo fails, and the failure is passed on", async () => {
+    let seen = "";
+    const failed = demo({ cycles: 1 }, (out) => {
+      seen = out;
+      if (out.includes("authorized against the sandbox")) throw new Error("stdout closed");
+    });
+    await expect(failed).rejects.toThrow("stdout closed");
+    const dir = dirname(/events are appended to (\S+events\.jsonl)/.exec(seen)?.[1] ?? "");
+    expect(dir).toMatch(/qashio-bridge-demo-/);
+    expect(existsSync(dir)).toBe(false);
+  });
+
   it("is kept with --keep, the events file named in the last line", async () => {
     const { code, stdout, eventsFile, dir } = await demo({ cycles: 1, keep: true });
     try {
