@@ -28,11 +28,11 @@ export function eventSchemasForTests(): EventDetailSchema[] {
 }
 
 /**
- * An app that skips bundling (context `aws:cdk:bundling-stacks` = []) and the built-in CloudFormation
- * validation, which together take ~15 s per synth; CI's `npm run synth` does both for real.
+ * An app (with the given context) that skips bundling (context `aws:cdk:bundling-stacks` = []) and the built-in
+ * CloudFormation validation, which together take ~15 s per synth; CI's `npm run synth` does both for real.
  */
-export function testApp(): App {
-  return new App({ builtinCloudFormationValidation: false, context: { "aws:cdk:bundling-stacks": [] } });
+export function testApp(context: Record<string, unknown> = {}): App {
+  return new App({ builtinCloudFormationValidation: false, context: { ...context, "aws:cdk:bundling-stacks": [] } });
 }
 
 /** Builds the app of the example tenants file (or the given tenants) the fast way. */
