@@ -31,9 +31,8 @@ export function acknowledgeTenantStackFindings(stack: TenantStack): void {
         "(<function ARN>:*), as the LambdaInvoke target grants; no other function.",
     });
   }
-  const queues = [stack.pollerDeadLetters, ...(stack.eventBus.deadLetters ? [stack.eventBus.deadLetters] : []), ...stack.webhookDeadLetters];
-  for (const queue of queues) {
-    Validations.of(queue.queue).acknowledge({
+  for (const queue of Object.values(stack.deadLetterQueues)) {
+    Validations.of(queue).acknowledge({
       id: "AwsSolutions-SQS3",
       reason:
         "This queue is itself a dead-letter queue (Lambda on-failure destination, Scheduler DLQ, EventBridge " +

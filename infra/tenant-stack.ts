@@ -1,5 +1,6 @@
 import { join } from "node:path";
 import { Annotations, CfnOutput, Duration, Stack, type StackProps } from "aws-cdk-lib";
+import type * as sqs from "aws-cdk-lib/aws-sqs";
 import type { Construct } from "constructs";
 import { CYCLE_SAFETY_MARGIN_MS } from "../shared/aws/config.js";
 import { partitionKeyPatterns, type TableUser } from "../shared/aws/keys.js";
@@ -86,7 +87,11 @@ export class TenantStack extends Stack {
   public readonly schedules: PollSchedules;
   public readonly eventSchemas: EventSchemas;
   public readonly webhooks: readonly WebhookForwarder[];
-  public readonly webhookDeadLetters: readonly FailureQueue[];
+  /**
+   * Every dead-letter queue of the tenant, by the short name its alarm and dashboard line carry: `Pollers` (failed
+   * ticks), then a created bus's (`EventBus`) and each webhook's (`Webhook-<name>`), which hold events to deliver.
+   */
+  public readonly deadLetterQueues: Readonly<Record<string, sqs.Queue>>;
   public readonly alarms: OpsAlarms;
   public readonly dashboard: OpsDashboard;
 
@@ -194,16 +199,15 @@ export class TenantStack extends Stack {
       schemas: props.eventSchemas,
     });
 
-    // a created bus's DLQ (events the bus accepted but could not encrypt or decrypt)
-    const busQueues: Record<string, FailureQueue["queue"]> =
+    // Each message in these is an event still to deliver: a created bus's DLQ holds events the bus accepted but could
+    // not encrypt or decrypt, a webhook's those EventBridge could not deliver to the endpoint.
+    const eventDeadLetters: Record<string, sqs.Queue> =
       this.eventBus.deadLetters === undefined ? {} : { EventBus: this.eventBus.deadLetters.queue };
-    const webhookQueues: Record<string, FailureQueue["queue"]> = {};
-    const webhookDeadLetters: FailureQueue[] = [];
     this.webhooks = tenant.webhooks.map((webhook) => {
-      const dlq = new FailureQueue(this, `Webhook-${webhook.name}-DeadLetters`, { encryptionKey: key });
-      webhookDeadLetters.push(dlq);
-      webhookQueues[`Webhook-${webhook.name}`] = dlq.queue;
-      return new WebhookForwarder(this, `Webhook-${webhook.name}`, {
+      const name = `Webhook-${webhook.name}`;
+      const dlq = new FailureQueue(this, `${name}-DeadLetters`, { encryptionKey: key });
+      eventDeadLetters[name] = dlq.queue;
+      return new WebhookForwarder(this, name, {
         tenantId: tenant.id,
         bus: this.eventBus.bus,
         eventSource: tenant.eventSource,
@@ -211,8 +215,7 @@ export class TenantStack extends Stack {
         deadLetterQueue: dlq.queue,
       });
     });
-
-    this.webhookDeadLetters = webhookDeadLetters;
+    this.deadLetterQueues = { Pollers: this.pollerDeadLetters.queue, ...eventDeadLetters };
 
     const functions = {
       PollTransactions: this.pollTransactions.function,
@@ -229,8 +232,8 @@ export class TenantStack extends Stack {
         PollCards: tenant.schedules.cardsEveryMinutes,
       },
       syncLagEveryMinutes: tenant.schedules.transactionsEveryMinutes,
-      // each message in these is an event still to deliver: they alarm while not empty
-      deadLetterQueues: { ...busQueues, ...webhookQueues },
+      // events still to deliver: they alarm while not empty
+      deadLetterQueues: eventDeadLetters,
       // the slower schedule, so each period holds a tick of both pollers
       cycleDeadLetterQueues: {
         Pollers: {
@@ -249,7 +252,7 @@ export class TenantStack extends Stack {
     this.dashboard = new OpsDashboard(this, "Dashboard", {
       tenantId: tenant.id,
       functions,
-      deadLetterQueues: { Pollers: this.pollerDeadLetters.queue, ...busQueues, ...webhookQueues },
+      deadLetterQueues: this.deadLetterQueues,
       alarms: [...this.alarms.alarms.values()],
       syncLagThresholdSeconds: tenant.alarms.syncLagThresholdSeconds,
       runbookUrl: props.runbookUrl,

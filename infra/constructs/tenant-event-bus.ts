@@ -20,7 +20,7 @@ export interface TenantEventBusProps {
   readonly bus: TenantEventBusSource;
   /** EventBridge `source` of the bridge's events. */
   readonly eventSource: string;
-  /** The tenant's key: encrypts a created bus and the archive. */
+  /** The tenant's key: encrypts a created bus and the archive. Its policy must let EventBridge use it (TenantKey's does). */
   readonly encryptionKey: kms.IKey;
   /**
    * Days the archive keeps events for replay; 0 keeps them indefinitely.
@@ -78,8 +78,8 @@ export class TenantEventBus extends Construct {
         }),
       );
       (deadLetters.queue.node.findChild("Policy") as sqs.QueuePolicy).applyRemovalPolicy(RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE);
-      // Not through `kmsKey`, whose key policy statement lets EventBridge use the key for this bus only: see
-      // allowEventBridgeUse.
+      // Not through `kmsKey`, whose key policy statement lets EventBridge use the key for this bus only: see TenantKey's
+      // statement for the buses and archives of the account.
       (this.bus.node.defaultChild as events.CfnEventBus).kmsKeyIdentifier = props.encryptionKey.keyArn;
       this.busNameForPutEvents = this.bus.eventBusName;
       // Kept with its archive: a replay goes only to the bus the archive records, and EventBridge refuses to delete a
@@ -116,47 +116,6 @@ export class TenantEventBus extends Construct {
     // Not through `Archive`'s `kmsKey`, whose key policy statement names the bus by `Fn::GetAtt` (a dependency cycle
     // with a created bus) and binds the key to this one bus.
     (this.archive.node.defaultChild as events.CfnArchive).kmsKeyIdentifier = props.encryptionKey.keyArn;
-    TenantEventBus.allowEventBridgeUse(props.encryptionKey);
-  }
-
-  /**
-   * Lets EventBridge use the tenant key for the event buses and archives of the stack's account and region. AWS's
-   * examples for a bus and for an archive bind the data-key actions to one bus by the encryption context EventBridge
-   * uses for both (`kms:EncryptionContext:aws:events:event-bus:arn`, the bus ARN); here the context may be any bus ARN
-   * of the account and region. The key is the tenant's alone, and a change of `eventBus` keeps the old archive and a
-   * created bus (RetainExceptOnCreate) under this key: bound to the current bus, the rewritten key policy would leave
-   * them without a grant, and a replay from the kept archive (which decrypts it and publishes on its bus) would fail.
-   * So the statement is written whatever the bus source (an import may have replaced a created bus), and its ARN
-   * pattern is built from the pseudo parameters even in a pinned stack, so pinning does not rewrite it.
-   *
-   * One statement for both uses, with the archive's actions (the bus needs Decrypt and GenerateDataKey only). Not
-   * `aws:SourceArn`, which names one resource and which a replay's calls need not carry. `aws:SourceAccount` only if
-   * present: AWS's bus example conditions on it, but its archive example conditions on the encryption context alone
-   * and AWS does not say that archive and replay calls carry it, so a plain StringEquals could deny archiving (and
-   * silently: nothing alarms on it). The context's pattern already names the account.
-   */
-  private static allowEventBridgeUse(key: kms.IKey): void {
-    const eventBridge = new iam.ServicePrincipal("events.amazonaws.com");
-    key.addToResourcePolicy(
-      new iam.PolicyStatement({
-        sid: "AllowEventBridgeToEncryptTheAccountsBusesAndArchives",
-        principals: [eventBridge],
-        actions: ["kms:Decrypt", "kms:GenerateDataKey", "kms:ReEncrypt*"],
-        resources: ["*"],
-        conditions: {
-          StringEqualsIfExists: { "aws:SourceAccount": Aws.ACCOUNT_ID },
-          ArnLike: { "kms:EncryptionContext:aws:events:event-bus:arn": `arn:${Aws.PARTITION}:events:${Aws.REGION}:${Aws.ACCOUNT_ID}:event-bus/*` },
-        },
-      }),
-    );
-    key.addToResourcePolicy(
-      new iam.PolicyStatement({
-        sid: "AllowEventBridgeToDescribeTheKey",
-        principals: [eventBridge],
-        actions: ["kms:DescribeKey"],
-        resources: ["*"],
-      }),
-    );
   }
 
   /**

@@ -1,4 +1,4 @@
-import { ArnFormat, Duration, RemovalPolicy, Stack } from "aws-cdk-lib";
+import { ArnFormat, Aws, Duration, RemovalPolicy, Stack } from "aws-cdk-lib";
 import * as iam from "aws-cdk-lib/aws-iam";
 import * as kms from "aws-cdk-lib/aws-kms";
 import { Construct } from "constructs";
@@ -126,5 +126,41 @@ export class TenantKey extends Construct {
         }),
       );
     }
+    // EventBridge encrypts the buses and archives of the stack's account and region with the key. AWS's examples for a
+    // bus and for an archive bind the data-key actions to one bus by the encryption context EventBridge uses for both
+    // (`kms:EncryptionContext:aws:events:event-bus:arn`, the bus ARN); here the context may be any bus ARN of the
+    // account and region. The key is the tenant's alone, and a change of `eventBus` keeps the old archive and a created
+    // bus (RetainExceptOnCreate) under this key: bound to the current bus, the rewritten key policy would leave them
+    // without a grant, and a replay from the kept archive (which decrypts it and publishes on its bus) would fail. So
+    // the statement is written whatever the bus source (an import may have replaced a created bus), with no option to
+    // leave it out, and its ARN pattern is built from the pseudo parameters even in a pinned stack, so pinning does not
+    // rewrite it.
+    //
+    // One statement for both uses, with the archive's actions (the bus needs Decrypt and GenerateDataKey only). Not
+    // `aws:SourceArn`, which names one resource and which a replay's calls need not carry. `aws:SourceAccount` only if
+    // present: AWS's bus example conditions on it, but its archive example conditions on the encryption context alone
+    // and AWS does not say that archive and replay calls carry it, so a plain StringEquals could deny archiving (and
+    // silently: nothing alarms on it). The context's pattern already names the account.
+    const eventBridge = new iam.ServicePrincipal("events.amazonaws.com");
+    this.key.addToResourcePolicy(
+      new iam.PolicyStatement({
+        sid: "AllowEventBridgeToEncryptTheAccountsBusesAndArchives",
+        principals: [eventBridge],
+        actions: ["kms:Decrypt", "kms:GenerateDataKey", "kms:ReEncrypt*"],
+        resources: ["*"],
+        conditions: {
+          StringEqualsIfExists: { "aws:SourceAccount": Aws.ACCOUNT_ID },
+          ArnLike: { "kms:EncryptionContext:aws:events:event-bus:arn": `arn:${Aws.PARTITION}:events:${Aws.REGION}:${Aws.ACCOUNT_ID}:event-bus/*` },
+        },
+      }),
+    );
+    this.key.addToResourcePolicy(
+      new iam.PolicyStatement({
+        sid: "AllowEventBridgeToDescribeTheKey",
+        principals: [eventBridge],
+        actions: ["kms:DescribeKey"],
+        resources: ["*"],
+      }),
+    );
   }
 }

@@ -2,16 +2,14 @@ import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { Template } from "aws-cdk-lib/assertions";
 import { describe, expect, it } from "vitest";
-import { EXAMPLE_TENANTS_FILE, PROVIDER_URLS, REPO_ROOT } from "./helpers.js";
+import { bridgeAppOptionsFromContext } from "../../infra/app-context.js";
+import { buildTestApp, EXAMPLE_TENANTS_FILE, PROVIDER_URLS, REPO_ROOT, testApp } from "./helpers.js";
 
-/** Runs infra/app.ts as `cdk synth` does: context in CDK_CONTEXT_JSON, output in CDK_OUTDIR. */
+/** Runs infra/app.ts as `cdk synth` does (context in CDK_CONTEXT_JSON, output in CDK_OUTDIR): its exit and output. */
 function runApp(context: Record<string, unknown>) {
   const outdir = mkdtempSync(join(tmpdir(), "cdk-out-"));
-  return spawnOut(outdir, context);
-}
-
-function spawnOut(outdir: string, context: Record<string, unknown>) {
   return spawnSync(process.execPath, ["--import", "tsx", join(REPO_ROOT, "infra", "app.ts")], {
     cwd: REPO_ROOT,
     encoding: "utf8",
@@ -43,17 +41,7 @@ describe("infra/app.ts", () => {
     expect(result.stderr).toMatch(/qashio-bridge synth failed: event catalog .*no-such-catalog is missing/);
   });
 
-  it("builds absolute runbook links from the context runbookUrl, and refuses one that is not https without echoing it", () => {
-    const outdir = mkdtempSync(join(tmpdir(), "cdk-out-"));
-    const runbookUrl = "https://git.example/qashio-bridge/blob/main/docs/runbook.md";
-    // Bundling skipped: only the alarm descriptions matter here.
-    const ok = spawnOut(outdir, { tenantsFile: EXAMPLE_TENANTS_FILE, qashioUrls: PROVIDER_URLS, runbookUrl, "aws:cdk:bundling-stacks": [] });
-    expect(ok.stderr).not.toContain("synth failed");
-    expect(ok.status).toBe(0);
-    const template = readFileSync(join(outdir, "QashioBridge-globex.template.json"), "utf8");
-    expect(template).toContain(`Runbook: ${runbookUrl}#synclag`);
-    expect(template).not.toContain("Runbook: docs/runbook.md");
-
+  it("refuses a context runbookUrl that is not https without echoing it", () => {
     const bad = runApp({ tenantsFile: EXAMPLE_TENANTS_FILE, runbookUrl: "http://wiki:hunter2@git.example/runbook.md" });
     expect(bad.status).toBe(1);
     expect(bad.stderr).toContain("qashio-bridge synth failed: context runbookUrl: must be an https:// URL");
@@ -69,5 +57,18 @@ describe("infra/app.ts", () => {
     // `npm run synth` (CI, offline) names the example explicitly.
     const pkg = JSON.parse(readFileSync(join(REPO_ROOT, "package.json"), "utf8")) as { scripts: Record<string, string> };
     expect(pkg.scripts.synth).toBe("cdk synth --quiet -c tenantsFile=infra/tenants.example.json");
+  });
+});
+
+// In-process: what infra/app.ts builds from its context. The cases above run it for real; the successful synth it
+// ends with is `npm run synth`'s (CI).
+describe("the app's context (bridgeAppOptionsFromContext)", () => {
+  it("builds absolute runbook links from the context runbookUrl", () => {
+    const runbookUrl = "https://git.example/qashio-bridge/blob/main/docs/runbook.md";
+    const app = testApp({ tenantsFile: EXAMPLE_TENANTS_FILE, qashioUrls: PROVIDER_URLS, runbookUrl });
+    const { stacks } = buildTestApp({ ...bridgeAppOptionsFromContext(app, {}), app });
+    const template = JSON.stringify(Template.fromStack(stacks.find((stack) => stack.stackName === "QashioBridge-globex")!).toJSON());
+    expect(template).toContain(`Runbook: ${runbookUrl}#synclag`);
+    expect(template).not.toContain("Runbook: docs/runbook.md");
   });
 });

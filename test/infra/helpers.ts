@@ -1,8 +1,10 @@
 import { join } from "node:path";
 import { App } from "aws-cdk-lib";
+import { Template } from "aws-cdk-lib/assertions";
 import { buildBridgeApp, type BridgeAppOptions } from "../../infra/app-builder.js";
 import { loadEventDetailSchemas, type EventDetailSchema } from "../../infra/event-schemas-source.js";
 import { loadTenantsFile, type TenantConfig } from "../../infra/tenant-config.js";
+import type { TenantStack } from "../../infra/tenant-stack.js";
 import { EVENT_TYPES } from "../../infra/tenant-config.js";
 import { existsSync, readdirSync } from "node:fs";
 
@@ -28,11 +30,11 @@ export function eventSchemasForTests(): EventDetailSchema[] {
 }
 
 /**
- * An app that skips bundling (context `aws:cdk:bundling-stacks` = []) and the built-in CloudFormation
- * validation, which together take ~15 s per synth; CI's `npm run synth` does both for real.
+ * An app (with the given context) that skips bundling (context `aws:cdk:bundling-stacks` = []) and the built-in
+ * CloudFormation validation, which together take ~15 s per synth; CI's `npm run synth` does both for real.
  */
-export function testApp(): App {
-  return new App({ builtinCloudFormationValidation: false, context: { "aws:cdk:bundling-stacks": [] } });
+export function testApp(context: Record<string, unknown> = {}): App {
+  return new App({ builtinCloudFormationValidation: false, context: { ...context, "aws:cdk:bundling-stacks": [] } });
 }
 
 /** Builds the app of the example tenants file (or the given tenants) the fast way. */
@@ -46,4 +48,30 @@ export function buildTestApp(overrides: Partial<BridgeAppOptions> & { tenants?: 
     nag: false,
     ...overrides,
   });
+}
+
+/** A stack of the example app with its template. */
+export interface ExampleStack {
+  readonly stack: TenantStack;
+  readonly template: Template;
+}
+
+/** The example app's stacks: acme-sandbox (pinned, a created bus, webhooks) and globex (environment-agnostic, an imported bus). */
+export interface ExampleApp {
+  readonly acme: ExampleStack;
+  readonly globex: ExampleStack;
+}
+
+let example: ExampleApp | undefined;
+
+/**
+ * The example app, built once per test file for the tests that need no other configuration (and add nothing to it:
+ * the stacks are shared).
+ */
+export function exampleStacks(): ExampleApp {
+  if (example === undefined) {
+    const [acme, globex] = buildTestApp().stacks as [TenantStack, TenantStack];
+    example = { acme: { stack: acme, template: Template.fromStack(acme) }, globex: { stack: globex, template: Template.fromStack(globex) } };
+  }
+  return example;
 }

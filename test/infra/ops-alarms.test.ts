@@ -6,7 +6,7 @@ import type { MetricName } from "../../shared/bridge/ports.js";
 import { cycleAlarmWindow } from "../../infra/constructs/alarm-window.js";
 import { loadTenantsFile, type TenantConfig } from "../../infra/tenant-config.js";
 import type { TenantStack } from "../../infra/tenant-stack.js";
-import { buildTestApp, EXAMPLE_TENANTS_FILE } from "./helpers.js";
+import { buildTestApp, EXAMPLE_TENANTS_FILE, exampleStacks } from "./helpers.js";
 
 type AlarmProperties = Record<string, unknown> & { Dimensions?: { Name: string; Value: string }[] };
 
@@ -20,7 +20,11 @@ function globexEvery(transactionsEveryMinutes: number, cardsEveryMinutes: number
 
 function alarmsOf(tenant: TenantConfig): (suffix: string) => AlarmProperties {
   const [stack] = buildTestApp({ tenants: [tenant] }).stacks as [TenantStack];
-  const template = Template.fromStack(stack);
+  return alarmsIn(Template.fromStack(stack));
+}
+
+/** The properties of globex's alarm of each suffix in `template`. */
+function alarmsIn(template: Template): (suffix: string) => AlarmProperties {
   return (suffix) => {
     const found = Object.values(template.findResources("AWS::CloudWatch::Alarm", { Properties: { AlarmName: `QashioBridge-globex-${suffix}` } }));
     expect(found).toHaveLength(1);
@@ -150,9 +154,9 @@ describe("the alarms on plain bridge metrics", () => {
   afterEach(() => vi.unstubAllEnvs());
 
   it.each(["SyncLag", "QuarantineGrowing", "TokenFamilyRevoked", "AcknowledgeRefused"])("%s has exactly the dimensions the runtime emits its metric with, under the functions' environment", (suffix) => {
-    const alarm = alarmsOf(globexEvery(5, 15))(suffix);
-    const [stack] = buildTestApp({ tenants: [globexEvery(5, 15)] }).stacks as [TenantStack];
-    const env = (Template.fromStack(stack).findResources("AWS::Lambda::Function") as Record<string, { Properties: { Environment: { Variables: Record<string, unknown> } } }>);
+    const { template } = exampleStacks().globex;
+    const alarm = alarmsIn(template)(suffix);
+    const env = (template.findResources("AWS::Lambda::Function") as Record<string, { Properties: { Environment: { Variables: Record<string, unknown> } } }>);
     const variables = Object.values(env)[0]?.Properties.Environment.Variables ?? {};
     vi.stubEnv("POWERTOOLS_DEV", "true");
     vi.stubEnv("POWERTOOLS_METRICS_DISABLED", "false");

@@ -4,7 +4,7 @@ import { DEFAULT_RUNBOOK_URL, MAX_RUNBOOK_URL_LENGTH, runbookUrlFrom } from "../
 import { InfraError } from "../../infra/errors.js";
 import type { TenantStack } from "../../infra/tenant-stack.js";
 import { loadTenantsFile } from "../../infra/tenant-config.js";
-import { buildTestApp, EXAMPLE_TENANTS_FILE } from "./helpers.js";
+import { buildTestApp, EXAMPLE_TENANTS_FILE, exampleStacks } from "./helpers.js";
 
 const RUNBOOK = "https://git.example/qashio-bridge/blob/main/docs/runbook.md";
 
@@ -36,8 +36,7 @@ describe("runbookUrl (app context)", () => {
   });
 
   it("keeps the repository-relative path by default", () => {
-    const [stack] = buildTestApp().stacks as TenantStack[];
-    const template = Template.fromStack(stack as TenantStack);
+    const { template } = exampleStacks().acme;
     for (const description of descriptions(template)) expect(description).toMatch(/Runbook: docs\/runbook\.md#[a-z-]+$/);
     expect(dashboardBody(template)).toContain("Alarms and what to do: docs/runbook.md.");
     expect(runbookUrlFrom(undefined)).toBe(DEFAULT_RUNBOOK_URL);

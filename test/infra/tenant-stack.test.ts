@@ -7,9 +7,8 @@ import { DASHBOARD_WIDGETS } from "../../infra/constructs/ops-dashboard.js";
 import { partitionKeyPatterns } from "../../shared/aws/keys.js";
 import { EVENT_TYPES, loadTenantsFile, type TenantConfig } from "../../infra/tenant-config.js";
 import type { TenantStack } from "../../infra/tenant-stack.js";
-import { buildTestApp, EXAMPLE_TENANTS_FILE, REPO_ROOT } from "./helpers.js";
-
-type Statement = { Action: string | string[]; Resource: unknown; Effect: string; Condition?: unknown };
+import { buildTestApp, EXAMPLE_TENANTS_FILE, exampleStacks, REPO_ROOT } from "./helpers.js";
+import { allows, type PolicyStatement } from "./iam-evaluator.js";
 
 let acme: TenantStack;
 let globex: TenantStack;
@@ -17,77 +16,30 @@ let acmeT: Template;
 let globexT: Template;
 
 beforeAll(() => {
-  const { stacks } = buildTestApp();
-  [acme, globex] = stacks as [TenantStack, TenantStack];
-  acmeT = Template.fromStack(acme);
-  globexT = Template.fromStack(globex);
+  ({
+    acme: { stack: acme, template: acmeT },
+    globex: { stack: globex, template: globexT },
+  } = exampleStacks());
 });
 
-function statements(template: Template): Statement[] {
+function statements(template: Template): PolicyStatement[] {
   return Object.values(template.findResources("AWS::IAM::Policy")).flatMap(
-    (policy) => (policy as { Properties: { PolicyDocument: { Statement: Statement[] } } }).Properties.PolicyDocument.Statement,
+    (policy) => (policy as { Properties: { PolicyDocument: { Statement: PolicyStatement[] } } }).Properties.PolicyDocument.Statement,
   );
 }
-const actionsOf = (s: Statement): string[] => (Array.isArray(s.Action) ? s.Action : [s.Action]);
-const resourcesOf = (s: Statement): unknown[] => (Array.isArray(s.Resource) ? s.Resource : [s.Resource]);
+const actionsOf = (s: PolicyStatement): string[] => (Array.isArray(s.Action) ? s.Action : [s.Action]);
+const resourcesOf = (s: PolicyStatement): unknown[] => (Array.isArray(s.Resource) ? s.Resource : [s.Resource]);
 const logicalIdOf = (template: Template, type: string): string => {
   const ids = Object.keys(template.findResources(type));
   expect(ids).toHaveLength(1);
   return ids[0] as string;
 };
 
-type KeyStatement = {
-  Sid?: string;
-  Effect: string;
-  Action: string | string[];
-  Principal?: { Service?: unknown };
-  Condition?: Record<string, Record<string, unknown>>;
-};
 /** The key policy statements whose principal is EventBridge. */
-const eventBridgeKeyStatements = (template: Template): KeyStatement[] =>
-  (Object.values(template.findResources("AWS::KMS::Key"))[0] as { Properties: { KeyPolicy: { Statement: KeyStatement[] } } }).Properties.KeyPolicy.Statement.filter(
+const eventBridgeKeyStatements = (template: Template): PolicyStatement[] =>
+  (Object.values(template.findResources("AWS::KMS::Key"))[0] as { Properties: { KeyPolicy: { Statement: PolicyStatement[] } } }).Properties.KeyPolicy.Statement.filter(
     (st) => st.Principal?.Service === "events.amazonaws.com",
   );
-
-type Env = { partition: string; region: string; account: string };
-/** A template value with the pseudo parameters of `env` substituted (strings, Ref to them, Fn::Join). */
-function resolveIn(value: unknown, env: Env): string {
-  if (typeof value === "string") return value;
-  const v = value as Record<string, unknown>;
-  const pseudo: Record<string, string> = { "AWS::Partition": env.partition, "AWS::Region": env.region, "AWS::AccountId": env.account };
-  if (typeof v["Ref"] === "string" && v["Ref"] in pseudo) return pseudo[v["Ref"]] as string;
-  if (Array.isArray(v["Fn::Join"])) {
-    const [separator, parts] = v["Fn::Join"] as [string, unknown[]];
-    return parts.map((part) => resolveIn(part, env)).join(separator);
-  }
-  throw new Error(`cannot resolve ${JSON.stringify(value)}`);
-}
-/** IAM's wildcard match: `*` any run of characters, `?` one character. */
-function globMatches(pattern: string, text: string): boolean {
-  const regex = pattern
-    .split("")
-    .map((c) => (c === "*" ? ".*" : c === "?" ? "." : c.replace(/[.+^${}()|[\]\\]/g, "\\$&")))
-    .join("");
-  return new RegExp(`^${regex}$`).test(text);
-}
-/**
- * Whether an Allow statement grants `action` to a request with these context keys, evaluating the operators the key
- * policy uses the way IAM does: a key absent from the request fails the operator unless it ends in IfExists.
- */
-function statementAllows(st: KeyStatement, action: string, context: Record<string, string>, env: Env): boolean {
-  if (st.Effect !== "Allow" || ![st.Action].flat().some((a) => globMatches(a, action))) return false;
-  return Object.entries(st.Condition ?? {}).every(([operator, block]) =>
-    Object.entries(block).every(([key, expected]) => {
-      const base = operator.replace(/IfExists$/, "");
-      const actual = context[key];
-      if (actual === undefined) return base !== operator;
-      const values = [expected].flat().map((e) => resolveIn(e, env));
-      if (base === "StringEquals" || base === "ArnEquals") return values.includes(actual);
-      if (base === "StringLike" || base === "ArnLike") return values.some((pattern) => globMatches(pattern, actual));
-      throw new Error(`operator ${operator} not evaluated by this test`);
-    }),
-  );
-}
 
 describe("tenant stacks", () => {
   it("creates one stack per tenant, named QashioBridge-<tenant>", () => {
@@ -111,12 +63,16 @@ describe("tenant stacks", () => {
       sensitive.map(([type, property]) =>
         Object.entries(template.findResources(type)).map(([id, r]) => [id, (r as { Properties: Record<string, unknown> }).Properties[property]]),
       );
-    for (const tenant of loadTenantsFile(EXAMPLE_TENANTS_FILE)) {
-      const { account: _account, region: _region, ...agnostic } = tenant;
-      const pinned = { ...tenant, account: "111111111111", region: "eu-west-1" };
-      const [a] = buildTestApp({ tenants: [agnostic as TenantConfig] }).stacks;
-      const [b] = buildTestApp({ tenants: [pinned] }).stacks;
-      expect(propertiesOf(Template.fromStack(b!)), tenant.id).toEqual(propertiesOf(Template.fromStack(a!)));
+    // The example holds one of each (acme pinned, globex not): each is compared with its other variant.
+    const [acmeConfig, globexConfig] = loadTenantsFile(EXAMPLE_TENANTS_FILE) as [TenantConfig, TenantConfig];
+    const { account: _account, region: _region, ...agnosticAcme } = acmeConfig;
+    const pinnedGlobex = { ...globexConfig, account: "111111111111", region: "eu-west-1" };
+    for (const [tenant, template] of [
+      [agnosticAcme, acmeT],
+      [pinnedGlobex, globexT],
+    ] as const) {
+      const [other] = buildTestApp({ tenants: [tenant] }).stacks;
+      expect(propertiesOf(Template.fromStack(other!)), tenant.id).toEqual(propertiesOf(template));
     }
   });
 
@@ -306,34 +262,31 @@ describe("tenant stacks", () => {
     const [acmeConfig, globexConfig] = loadTenantsFile(EXAMPLE_TENANTS_FILE) as [TenantConfig, TenantConfig];
     const cases = [
       // create -> import by name: the created bus and its archive are kept under the key (RetainExceptOnCreate)
-      { tenant: acmeConfig, change: { mode: "import", name: "shared-bus" }, oldBus: "qashio-bridge-acme-sandbox", account: "111111111111", region: "eu-west-1" },
+      { tenant: acmeConfig, before: acmeT, change: { mode: "import", name: "shared-bus" }, oldBus: "qashio-bridge-acme-sandbox", account: "111111111111", region: "eu-west-1" },
       // import -> create, environment-agnostic: the archive on the imported bus is kept under the key
-      { tenant: globexConfig, change: { mode: "create" }, oldBus: "globex-finance", account: "333333333333", region: "us-east-2" },
+      { tenant: globexConfig, before: globexT, change: { mode: "create" }, oldBus: "globex-finance", account: "333333333333", region: "us-east-2" },
     ] as const;
-    for (const { tenant, change, oldBus, account, region } of cases) {
+    for (const { tenant, before, change, oldBus, account, region } of cases) {
       const env = { partition: "aws", region, account };
       const oldBusArn = `arn:aws:events:${region}:${account}:event-bus/${oldBus}`;
-      const [beforeStack] = buildTestApp({ tenants: [tenant] }).stacks as [TenantStack];
       const [afterStack] = buildTestApp({ tenants: [{ ...tenant, eventBus: change }] }).stacks as [TenantStack];
-      const before = Template.fromStack(beforeStack);
       const after = Template.fromStack(afterStack);
       // the change does move the archive (a new one on the new bus; the old one kept)
       expect(JSON.stringify(after.findResources("AWS::Events::Archive"))).not.toContain(`event-bus/${oldBus}`);
       for (const [when, template] of [["before", before], ["after", after]] as const) {
-        const allows = (action: string, context: Record<string, string>) =>
-          eventBridgeKeyStatements(template).some((st) => statementAllows(st, action, context, env));
+        const allowed = (action: string, context: Record<string, string>) => allows(eventBridgeKeyStatements(template), { action, context, env });
         // the old bus: a replay publishes on it, EventBridge encrypts and matches its events (with the bus's context)
         for (const action of ["kms:GenerateDataKey", "kms:Decrypt"]) {
           const busCall = { "aws:SourceAccount": account, "aws:SourceArn": oldBusArn, "kms:EncryptionContext:aws:events:event-bus:arn": oldBusArn };
-          expect(allows(action, busCall), `${tenant.id} ${when}: ${action} on the old bus`).toBe(true);
+          expect(allowed(action, busCall), `${tenant.id} ${when}: ${action} on the old bus`).toBe(true);
         }
         // the old archive: a replay decrypts it; AWS's example for archives grants these actions on the context alone
         for (const action of ["kms:GenerateDataKey", "kms:Decrypt", "kms:ReEncryptFrom", "kms:ReEncryptTo"]) {
-          expect(allows(action, { "kms:EncryptionContext:aws:events:event-bus:arn": oldBusArn }), `${tenant.id} ${when}: ${action} on the old archive`).toBe(true);
+          expect(allowed(action, { "kms:EncryptionContext:aws:events:event-bus:arn": oldBusArn }), `${tenant.id} ${when}: ${action} on the old archive`).toBe(true);
         }
         // never for a bus of another account
         const foreign = `arn:aws:events:${region}:999999999999:event-bus/${oldBus}`;
-        expect(allows("kms:Decrypt", { "kms:EncryptionContext:aws:events:event-bus:arn": foreign }), `${tenant.id} ${when}: another account`).toBe(false);
+        expect(allowed("kms:Decrypt", { "kms:EncryptionContext:aws:events:event-bus:arn": foreign }), `${tenant.id} ${when}: another account`).toBe(false);
       }
     }
   });
@@ -554,7 +507,7 @@ describe("least-privilege IAM", () => {
       for (const template of [acmeT, globexT]) {
         const policies = Object.entries(template.findResources("AWS::IAM::Policy")) as [
           string,
-          { Properties: { Roles: { Ref: string }[]; PolicyDocument: { Statement: Statement[] } } },
+          { Properties: { Roles: { Ref: string }[]; PolicyDocument: { Statement: PolicyStatement[] } } },
         ][];
         const mine = policies.filter(([, p]) => p.Properties.Roles.some((r) => r.Ref.startsWith(role)));
         const wildcards = mine.flatMap(([id, p]) => p.Properties.PolicyDocument.Statement.filter((s) => resourcesOf(s).includes("*")).map((s) => ({ id, s })));
@@ -572,7 +525,7 @@ describe("least-privilege IAM", () => {
   /** The actions granted to the role whose logical id starts with `role`, beyond logs and X-Ray. */
   function grantedTo(template: Template, role: string): string[] {
     const policies = Object.values(template.findResources("AWS::IAM::Policy")) as {
-      Properties: { Roles: { Ref: string }[]; PolicyDocument: { Statement: Statement[] } };
+      Properties: { Roles: { Ref: string }[]; PolicyDocument: { Statement: PolicyStatement[] } };
     }[];
     const mine = policies.filter((p) => p.Properties.Roles.some((r) => r.Ref.startsWith(role)));
     expect(mine.length).toBeGreaterThan(0);
@@ -626,7 +579,7 @@ describe("least-privilege IAM", () => {
     ] as const) {
       const mine = Object.values(template.findResources("AWS::IAM::Policy"))
         .filter((p) => (p as { Properties: { Roles: { Ref: string }[] } }).Properties.Roles.some((r) => r.Ref.startsWith(role)))
-        .flatMap((p) => (p as { Properties: { PolicyDocument: { Statement: Statement[] } } }).Properties.PolicyDocument.Statement)
+        .flatMap((p) => (p as { Properties: { PolicyDocument: { Statement: PolicyStatement[] } } }).Properties.PolicyDocument.Statement)
         .filter((st) => actionsOf(st).some((a) => a.startsWith("dynamodb:")));
       for (const statement of mine) {
         if (actionsOf(statement).includes("dynamodb:Scan")) {
