@@ -116,6 +116,21 @@ describe("EventBridgePublisher", () => {
     expect(retryable).toEqual({ ev_bad: false, ev_throttled: true, ev_internal: true, ev_huge: false });
   });
 
+  it.each(["MalformedDetail", "InvalidArgument", "ValidationException", "AccessDeniedException", "NotAuthorizedForSourceException", "ResourceNotFoundException"])(
+    "fails an entry refused with %s for good at once: one attempt, not retryable, so the engine quarantines it",
+    async (code) => {
+      mock.on(PutEventsCommand).resolves({ FailedEntryCount: 1, Entries: [{ ErrorCode: code, ErrorMessage: "refused" }] });
+      const result = await publisher().publish([event("ev_1")]);
+      expect(result.failed).toEqual([{ event: event("ev_1"), reason: `${code}: refused` }]);
+      expect(mock.commandCalls(PutEventsCommand)).toHaveLength(1);
+    },
+  );
+
+  it("raises PublishError when a call with failed entries answers fewer entries than sent, instead of taking the missing ones as delivered", async () => {
+    mock.on(PutEventsCommand).resolves({ FailedEntryCount: 1, Entries: [{ ErrorCode: "InternalFailure", ErrorMessage: "boom" }] });
+    await expect(publisher(new FakeClock(), 3).publish([event("ev_1"), event("ev_2")])).rejects.toBeInstanceOf(PublishError);
+  });
+
   it("with the engine, leaves a transaction whose entry stayed throttled pending and delivers it next cycle with the same id", async () => {
     let healthy = false;
     mock.on(PutEventsCommand).callsFake((input: { Entries: PutEventsRequestEntry[] }) => ({

@@ -74,6 +74,20 @@ describe("DynamoQuarantine on DynamoDB Local", () => {
     expect(records[0]?.raw).toEqual(big);
   });
 
+  it("keeps the head of a raw body too large for an item even compressed, flagged with its size, instead of failing the write", async () => {
+    const quarantine = make("q-huge");
+    // Random text barely compresses: ~560 KB of base64 stays far above the 350 KB kept, even gzipped.
+    const raw = { id: "tx_huge", blob: randomBytes(420 * 1024).toString("base64") };
+    const json = JSON.stringify(raw);
+    const record = { id: "huge", kind: "transaction" as const, entityId: "tx_huge", reason: "publish: oversized", raw, at: "2026-03-01T12:00:00Z" };
+    expect(await quarantine.put(record)).toBe(true);
+    const [held] = await quarantine.list();
+    expect(held).toMatchObject({ id: "huge", entityId: "tx_huge", reason: "publish: oversized", at: record.at });
+    const kept = held?.raw as { _truncated: { bytes: number }; head: string };
+    expect(kept._truncated).toEqual({ bytes: Buffer.byteLength(json) });
+    expect(kept.head).toBe(json.slice(0, 350 * 1024));
+  });
+
   it("counts every record of its tenant only, across COUNT Query pages", async () => {
     const big = { blob: randomBytes(48 * 1024).toString("base64") };
     const quarantine = make("q4");

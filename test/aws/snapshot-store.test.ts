@@ -66,6 +66,29 @@ describe("DynamoSnapshotStore on DynamoDB Local", () => {
     expect(found.get("transaction:small")?.object).toEqual({ id: "small" });
   });
 
+  it("stores an object above 2 KB gzip-compressed and one of 2 KB or less as JSON text", async () => {
+    // An object whose JSON is exactly `bytes` long.
+    const sized = (bytes: number) => ({ id: "x", note: "n".repeat(bytes - JSON.stringify({ id: "x", note: "" }).length) });
+    const small = snapshot("transaction:two-kb", sized(2_048));
+    const above = snapshot("transaction:three-kb", sized(3_072));
+    await store().putMany([small, above]);
+    const item = async (key: string) =>
+      (await table.doc.send(new GetCommand({ TableName: table.tableName, Key: { pk: `SNAP#acme#${key}`, sk: "SNAP" } }))).Item;
+    expect((await item(small.key))?.obj).toBe(JSON.stringify(small.object));
+    expect((await item(above.key))?.objz).toBeInstanceOf(Uint8Array);
+    expect((await item(above.key))?.obj).toBeUndefined();
+    expect(await store().getMany([small.key, above.key])).toEqual(new Map([[small.key, small], [above.key, above]]));
+  });
+
+  it("keeps an object whose JSON is above the item limit whole when it fits compressed, not hash-only", async () => {
+    // ~480 KB of JSON that gzips to a few KB: only the compressed size decides whether the object is kept.
+    const lineItems = Array.from({ length: 8_000 }, (_, i) => ({ id: `li_${i}`, description: "Office supplies", amount: 12.5 }));
+    const large = snapshot("transaction:compressible", { id: "compressible", line_items: lineItems });
+    expect(Buffer.byteLength(JSON.stringify(large.object))).toBeGreaterThan(400 * 1024);
+    await store().putMany([large]);
+    expect((await store().getMany([large.key])).get(large.key)).toEqual(large);
+  });
+
   it("walks its tenant's snapshots only, past quarantine records, leases and tokens, with full pages until the end", async () => {
     const tenant = "walker";
     const others = [
@@ -139,6 +162,32 @@ describe("DynamoSnapshotStore batching and retries", () => {
     const second = mock.commandCalls(BatchGetCommand)[1]?.args[0].input;
     expect(second?.RequestItems?.t?.Keys).toEqual([{ pk: itemB.pk, sk: "SNAP" }]);
     expect(clock.sleeps).toHaveLength(1);
+    mock.restore();
+  });
+
+  it("reads with strongly consistent BatchGetItem calls, so a cycle sees every snapshot the cycle before it wrote", async () => {
+    const mock = mockClient(doc);
+    mock.on(BatchGetCommand).resolves({ Responses: { t: [] } });
+    await make().getMany(["card:a"]);
+    expect(mock.commandCalls(BatchGetCommand)[0]?.args[0].input.RequestItems?.t?.ConsistentRead).toBe(true);
+    mock.restore();
+  });
+
+  it("gives up on keys that stay unprocessed with a typed error, instead of retrying until the invocation times out", async () => {
+    const mock = mockClient(doc);
+    let calls = 0;
+    // Unprocessed for 9 calls: a store that kept retrying past its 4 attempts would get the key at call 10.
+    mock.on(BatchGetCommand).callsFake((input: { RequestItems: Record<string, { Keys: unknown[] }> }) =>
+      ++calls < 10 ? { Responses: { t: [] }, UnprocessedKeys: { t: { Keys: input.RequestItems.t?.Keys } } } : { Responses: { t: [] } },
+    );
+    const clock = new FakeClock();
+    const error = await make(clock)
+      .getMany(["card:a"])
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(DynamoBatchIncompleteError);
+    expect(error).toMatchObject({ operation: "BatchGetItem", remaining: 1, attempts: 4 });
+    expect(mock.commandCalls(BatchGetCommand)).toHaveLength(4);
+    expect(clock.sleeps).toHaveLength(3);
     mock.restore();
   });
 

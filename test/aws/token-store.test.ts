@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DeleteCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
+import { ProviderSecretClient } from "../../shared/aws/provider-secret.js";
 import { SecretFormatError, SecretStoreError } from "../../shared/aws/errors.js";
 import { SecretsManagerTokenStore } from "../../shared/aws/token-store.js";
 import { FakeClock } from "./support/clock.js";
@@ -77,13 +79,38 @@ describe("SecretsManagerTokenStore", () => {
     expect(await store.revokedVersion()).toBeUndefined();
   });
 
+  it("removes only a stale revoked marker: one another container writes for the new version meanwhile stays", async () => {
+    const secrets = new FakeSecretsManager("arn:secret:provider", SECRET);
+    const storeWith = (doc: DynamoDBDocumentClient) =>
+      new SecretsManagerTokenStore({ secrets: secrets.client, secretId: secrets.secretId, doc, tableName: table.tableName, tenant: "tenant-marker-race" });
+    const first = storeWith(table.doc);
+    await first.load();
+    await first.markRevoked();
+    // Re-onboarding writes a new version; another container finds that family rejected too and marks it, between this
+    // container's read of the old marker and its delete of it.
+    await new ProviderSecretClient({ secrets: secrets.client, secretId: secrets.secretId }).put({ ...SECRET, refresh_token: "rt-new-family" });
+    const other = storeWith(table.doc);
+    await other.load();
+    const newVersion = (await other.readSecret()).versionId;
+    const racing = {
+      send: async (command: unknown) => {
+        if (command instanceof DeleteCommand) await other.markRevoked();
+        return table.doc.send(command as never);
+      },
+    } as unknown as DynamoDBDocumentClient;
+    expect(await storeWith(racing).revokedVersion()).toBeUndefined();
+    expect(await storeWith(table.doc).revokedVersion()).toBe(newVersion);
+  });
+
   it("drops a shared access token issued under an older secret version (secret replaced out of band)", async () => {
     const { store, make, secrets } = setup();
     await store.save({ refreshToken: "rt-2", accessToken: "at-2" });
-    // An operator re-authorizes and writes a new family's refresh token straight into the secret.
-    await make().saveVersion({ refreshToken: "rt-new-family" }, { clientRequestToken: "manual-1", stages: ["AWSCURRENT"] });
+    // An operator re-authorizes (`authorize --secret-id`): a new family's refresh token goes straight into the secret,
+    // and the access-token item of the old family stays in the table.
+    await new ProviderSecretClient({ secrets: secrets.client, secretId: secrets.secretId }).put({ ...SECRET, refresh_token: "rt-new-family" });
     expect(secrets.current().refresh_token).toBe("rt-new-family");
     expect(await store.load()).toEqual({ refreshToken: "rt-new-family" });
+    expect(await make().load()).toEqual({ refreshToken: "rt-new-family" });
   });
 
   it("never returns the new access token when the secret write failed", async () => {

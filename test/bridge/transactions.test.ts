@@ -384,6 +384,49 @@ describe("pollTransactions", () => {
     expect(fresh.provider.calls.filter((c) => c.op === "listTransactions" && c.query.qashio_id)).toHaveLength(1);
   });
 
+  it("resolves a refund's parent without a provider read from its own parent_id, or from the same page", async () => {
+    const rig = makeRig();
+    // Not pulled in this cycle and unknown to the store: only the refund's own parent_id names it.
+    const elsewhere = { id: txnId(999), qashio_id: "CT99999999" };
+    rig.provider.addTransaction({ transaction_category: "refund", parent_qashio_id: elsewhere.qashio_id, parent_id: elsewhere.id });
+    // A purchase and its refund, both new on one page: the purchase's alias is not written yet.
+    const purchase = rig.provider.addTransaction();
+    rig.provider.addTransaction({ transaction_category: "refund", parent_qashio_id: purchase.qashio_id });
+    await pollTransactions(rig.deps);
+    const refunds = rig.publisher.events.filter((e) => e.detail.data.object["transaction_category"] === "refund");
+    expect(refunds.map((e) => e.detail.data.parent)).toEqual([elsewhere, { id: purchase.id, qashio_id: purchase.qashio_id }]);
+    expect(rig.provider.calls.filter((c) => c.op === "listTransactions" && c.query.qashio_id)).toHaveLength(0);
+  });
+
+  it("reads a parent unknown to the store from the provider once per cycle, not once per page", async () => {
+    const rig = makeRig();
+    const parent = rig.provider.addTransaction();
+    parent.client_sync_status = "synced";
+    rig.provider.addTransaction({ transaction_category: "refund", parent_qashio_id: parent.qashio_id });
+    rig.provider.addTransaction({ transaction_category: "reversal", parent_qashio_id: parent.qashio_id });
+    await pollTransactions(rig.deps, { pageSize: 1 });
+    expect(rig.publisher.events.map((e) => e.detail.data.parent)).toEqual([
+      { id: parent.id, qashio_id: parent.qashio_id },
+      { id: parent.id, qashio_id: parent.qashio_id },
+    ]);
+    expect(rig.provider.calls.filter((c) => c.op === "listTransactions" && c.query.qashio_id)).toHaveLength(1);
+  });
+
+  it("attaches no parent when the provider answers the parent read with another transaction", async () => {
+    const rig = makeRig();
+    const refund = rig.provider.addTransaction({ transaction_category: "refund", parent_qashio_id: "CT77777777" });
+    // A provider that ignores the qashio_id filter answers with its newest transaction: the refund itself.
+    const list = rig.provider.listTransactions.bind(rig.provider);
+    rig.provider.listTransactions = (query) => list(query.qashio_id ? { page: 1, page_size: 1 } : query);
+    await pollTransactions(rig.deps);
+    const [event] = rig.publisher.events;
+    expect(event?.detail.subject.id).toBe(refund.id);
+    expect(event?.detail.data.parent).toBeUndefined();
+    expect(rig.logger.lines.filter((l) => l.message === "parent transaction not found").map((l) => l.attributes)).toEqual([
+      { parentQashioId: "CT77777777" },
+    ]);
+  });
+
   it("applies the tenant's PII mode before diffing and snapshotting", async () => {
     const rig = makeRig({ pii: { mode: "hash", salt: "s3cret" } });
     rig.provider.addTransaction();

@@ -112,6 +112,35 @@ describe("rotate-token handler (Secrets Manager rotation)", () => {
     expect(await h.familyStillValid()).toBe(true);
   });
 
+  it("adopts the refresh token re-onboarding wrote while its own refresh was rejected, instead of marking the new family revoked", async () => {
+    const first = h.secrets.current().refresh_token as string;
+    await rotate();
+    // Replaying the spent first token revokes the family at the provider; the bridge has not met the revocation yet.
+    const oauth = { baseUrl: SANDBOX_IN_PROCESS_URL, clientId: "sandbox-client", clientSecret: "sandbox-secret", fetch: h.sandbox.fetch };
+    await refresh(oauth, first).catch(() => undefined);
+    h.sandbox.control.advanceClock(ACCESS_TOKEN_TTL_SECONDS + 1);
+    const code = h.sandbox.control.issueAuthorizationCode({ companyId: h.companyId, redirectUri: REDIRECT_URI });
+    const reonboarded = await exchangeCode(oauth, { code, redirectUri: REDIRECT_URI });
+    // The operator's `authorize --secret-id` lands while the rotation's refresh of the dead token is in flight.
+    let written = false;
+    const fetch = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+      const response = await h.sandbox.fetch(input, init);
+      if (!written && String(input).endsWith("/oauth2/token")) {
+        written = true;
+        await putSecret({ ...h.secrets.current(), refresh_token: reonboarded.refresh_token });
+      }
+      return response;
+    };
+    const token = randomUUID();
+    h.secrets.startRotation(token);
+    const rotator = h.rotator({ fetch });
+    for (const step of steps) await rotator(eventFor(token, step));
+    expect(written).toBe(true);
+    expect(h.secrets.versionWith("AWSCURRENT")).toBe(token);
+    expect(await h.tokenStore().revokedVersion()).toBeUndefined();
+    expect(await h.familyStillValid()).toBe(true);
+  });
+
   it("gives up a refresh the provider asks to delay past half the lease, without presenting the token again", async () => {
     const before = h.secrets.current().refresh_token;
     // Retry-After 20 s: a retry would come after the 15 s the 30 s lease leaves for the refresh call.
