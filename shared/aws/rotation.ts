@@ -19,7 +19,7 @@
  */
 import { DescribeSecretCommand, UpdateSecretVersionStageCommand, type SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 import type { Clock, Lock, LockHandle, Logger, Metrics } from "../bridge/ports.js";
-import { DEFAULT_LOCK_TTL_MS, DEFAULT_LOCK_WAIT_MS, refreshDeadline } from "../qashio/auth/token-provider.js";
+import { DEFAULT_LOCK_TTL_MS, DEFAULT_LOCK_WAIT_MS, refreshDeadline, whileHolding } from "../qashio/auth/token-provider.js";
 import type { StoredTokens } from "../qashio/auth/token-store.js";
 import { ReauthorizationRequiredError } from "../qashio/errors.js";
 import { RotationError } from "./errors.js";
@@ -183,16 +183,23 @@ async function createSecret(secretId: string, token: string, tokenStages: readon
     );
   }
   const lease = await acquire(deps, secretId);
-  const deadline = refreshDeadline(deps.clock.now(), deps.lockTtlMs ?? DEFAULT_LOCK_TTL_MS);
+  const ttlMs = deps.lockTtlMs ?? DEFAULT_LOCK_TTL_MS;
+  const deadline = refreshDeadline(deps.clock.now(), ttlMs);
+  let unsaved = false;
   try {
     const stored = await deps.store.load();
     if (stored === undefined) throw new RotationError("No refresh token in the secret", secretId, "createSecret");
     const next = await refreshOnce(stored.refreshToken, deadline, deps);
-    await deps.store.forRotation({ clientRequestToken: token, stages: ROTATION_STAGES }).save(next);
+    unsaved = true;
+    const save = () => deps.store.forRotation({ clientRequestToken: token, stages: ROTATION_STAGES }).save(next);
+    await whileHolding(lease, ttlMs, deps.clock, save, deps.logger);
+    unsaved = false;
     deps.metrics.add("TokenRefreshes", 1, "Count");
     deps.logger.info("createSecret: refreshed the provider token and wrote it as AWSCURRENT", { step: "createSecret" });
   } finally {
-    await lease.release();
+    // Not written: the secret still holds the spent refresh token, so the lease runs out rather than let a poller
+    // take it at once and present that token.
+    if (!unsaved) await lease.release();
   }
 }
 

@@ -84,7 +84,10 @@ export interface TenantRuntime {
   readonly cards: CardCycleDeps;
 }
 
-/** Lease length of one token refresh: its first half bounds the refresh call, retries included; the second is for the Secrets Manager writes. */
+/**
+ * Lease length of one token refresh: its first half bounds the refresh call, retries included; the second is for the
+ * Secrets Manager writes, renewed while they run.
+ */
 export const TOKEN_LEASE_TTL_MS = DEFAULT_LOCK_TTL_MS;
 
 /**

@@ -155,7 +155,8 @@ export interface Lock {
 export interface Clock {
   /** Epoch milliseconds. */
   now(): number;
-  sleep(ms: number): Promise<void>;
+  /** Resolves after `ms`, or early once `signal` aborts (fakes may ignore it). */
+  sleep(ms: number, signal?: AbortSignal): Promise<void>;
 }
 
 /** Metric names the engine and handlers emit (CloudWatch names; dashboards and alarms use them). */

@@ -4,6 +4,7 @@
  * and a publisher wrapper that also hands every published event to the console printer.
  */
 import type { BridgeEvent, Clock, EventPublisher, Logger, MetricName, Metrics } from "../bridge/ports.js";
+import { realSleep } from "../qashio/http.js";
 import type { LogLevel } from "./config.js";
 import type { OutputStream } from "./printer.js";
 
@@ -56,7 +57,7 @@ export class MemoryMetrics implements Metrics {
 /** Wall clock of the process. */
 export const systemClock: Clock = {
   now: () => Date.now(),
-  sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+  sleep: realSleep,
 };
 
 /**

@@ -54,7 +54,8 @@ export type FetchLike = (input: string, init: FetchInit) => Promise<FetchRespons
 export interface Clock {
   /** Epoch milliseconds. */
   now(): number;
-  sleep(ms: number): Promise<void>;
+  /** Resolves after `ms`, or early once `signal` aborts (fakes may ignore it). */
+  sleep(ms: number, signal?: AbortSignal): Promise<void>;
 }
 
 /** Structured logger; structurally a subset of the bridge's `Logger` port. */
@@ -86,10 +87,24 @@ export const DEFAULT_RETRY: Required<RetryOptions> = {
   random: Math.random,
 };
 
+/** A real timer wait; an abort clears the timer, so a cancelled wait does not keep the process alive. */
+export function realSleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener("abort", done, { once: true });
+    function done(): void {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    }
+  });
+}
+
 /** Real time. */
 export const systemClock: Clock = {
   now: () => Date.now(),
-  sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+  sleep: realSleep,
 };
 
 /**

@@ -1,13 +1,19 @@
 import { randomUUID } from "node:crypto";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { PutSecretValueCommand } from "@aws-sdk/client-secrets-manager";
+import { GetCommand } from "@aws-sdk/lib-dynamodb";
 import { ACCESS_TOKEN_TTL_SECONDS, SANDBOX_IN_PROCESS_URL } from "../../sandbox/index.js";
 import { ReauthorizationNeededError } from "../../shared/bridge/index.js";
 import { exchangeCode, refresh } from "../../shared/qashio/auth/oauth.js";
+import { OAuthTokenProvider, type RefreshLock } from "../../shared/qashio/auth/token-provider.js";
 import { ReauthorizationRequiredError } from "../../shared/qashio/errors.js";
 import { RotationError } from "../../shared/aws/errors.js";
+import { leaseItemKey, leaseNames } from "../../shared/aws/keys.js";
+import { DynamoLeaseLock } from "../../shared/aws/lease-lock.js";
+import { TOKEN_LEASE_TTL_MS } from "../../shared/aws/runtime.js";
 import { awaitingOnboarding, type RotationEvent } from "../../shared/aws/rotation.js";
-import { createHarness, PII_SALT, REDIRECT_URI, type Harness } from "./support/harness.js";
+import { awsError } from "../aws/support/fake-secrets-manager.js";
+import { createHarness, PII_SALT, REDIRECT_URI, TENANT, type Harness } from "./support/harness.js";
 
 let h: Harness;
 beforeEach(async () => {
@@ -23,6 +29,27 @@ async function rotate(token = randomUUID()): Promise<string> {
   const rotator = h.rotator();
   for (const step of steps) await rotator(eventFor(token, step));
   return token;
+}
+
+const REFRESH_LEASE = leaseNames.tokenRefresh(TENANT);
+
+/** Another owner contending for the refresh lease, on the harness clock. */
+const contender = () => new DynamoLeaseLock({ doc: h.table.doc, tableName: h.table.tableName, clock: h.clock });
+
+/** True once `check` holds, tried across event-loop turns for up to 5 real seconds (the harness clock stays put). */
+async function eventually(check: () => Promise<boolean>): Promise<boolean> {
+  const started = Date.now();
+  while (Date.now() - started < 5_000) {
+    if (await check()) return true;
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  return false;
+}
+
+/** True when the refresh lease, as the table holds it, was just renewed: it runs a whole TTL from now. */
+async function leaseRenewedNow(): Promise<boolean> {
+  const { Item } = await h.table.doc.send(new GetCommand({ TableName: h.table.tableName, Key: leaseItemKey(REFRESH_LEASE) }));
+  return Item?.expiresAt === h.clock.now() + TOKEN_LEASE_TTL_MS;
 }
 
 describe("rotate-token handler (Secrets Manager rotation)", () => {
@@ -151,6 +178,63 @@ describe("rotate-token handler (Secrets Manager rotation)", () => {
     expect(h.refreshTokensPresented).toEqual([before]);
     expect(h.secrets.current().refresh_token).toBe(before);
     expect(await h.familyStillValid()).toBe(true);
+  });
+
+  it("keeps the refresh lease while writing the rotated secret outlasts it: another container waits, then uses the new token", async () => {
+    const before = h.secrets.current().refresh_token;
+    const slowPut = h.secrets.holdNext("PutSecretValue");
+    const token = randomUUID();
+    h.secrets.startRotation(token);
+    const creating = h.rotator()(eventFor(token, "createSecret"));
+    await slowPut.reached;
+    // 40 s of a 30 s lease, renewed every 10 s while the write is pending.
+    for (let step = 0; step < 4; step += 1) {
+      h.sandbox.control.advanceClock(10);
+      expect(await eventually(leaseRenewedNow)).toBe(true);
+    }
+    // A container that needs a token now finds the lease held (the secret still holds the spent token).
+    const lock = contender();
+    const attempts: boolean[] = [];
+    const counted: RefreshLock = {
+      async tryAcquire(name, ttlMs) {
+        const lease = await lock.tryAcquire(name, ttlMs);
+        attempts.push(lease !== undefined);
+        return lease;
+      },
+    };
+    const { client_id: clientId, client_secret: clientSecret } = h.secrets.current() as { client_id: string; client_secret: string };
+    const container = new OAuthTokenProvider({
+      baseUrl: SANDBOX_IN_PROCESS_URL,
+      clientId,
+      clientSecret,
+      fetch: h.fetch,
+      store: h.tokenStore(),
+      lock: counted,
+      lockName: REFRESH_LEASE,
+      clock: h.clock,
+    });
+    const waiting = container.getAccessToken();
+    expect(await eventually(async () => attempts.length > 0)).toBe(true);
+    expect(attempts[0]).toBe(false);
+    slowPut.release();
+    await creating;
+    expect(await waiting).toBe((await h.tokenStore().load())?.accessToken);
+    expect(h.refreshTokensPresented).toEqual([before]);
+    expect(h.secrets.stagesOf(token)).toEqual(["AWSCURRENT", "AWSPENDING"]);
+    expect(await h.familyStillValid()).toBe(true);
+  });
+
+  it("keeps the refresh lease until it runs out when writing the rotated secret fails", async () => {
+    h.secrets.failNext("PutSecretValue", awsError("AccessDeniedException"));
+    const token = randomUUID();
+    h.secrets.startRotation(token);
+    await expect(h.rotator()(eventFor(token, "createSecret"))).rejects.toThrow(/PutSecretValue/);
+    expect(h.refreshTokensPresented).toHaveLength(1);
+    expect(await contender().tryAcquire(REFRESH_LEASE, TOKEN_LEASE_TTL_MS)).toBeUndefined();
+    h.sandbox.control.advanceClock(TOKEN_LEASE_TTL_MS / 1000 - 1);
+    expect(await contender().tryAcquire(REFRESH_LEASE, TOKEN_LEASE_TTL_MS)).toBeUndefined();
+    h.sandbox.control.advanceClock(1);
+    expect(await contender().tryAcquire(REFRESH_LEASE, TOKEN_LEASE_TTL_MS)).toBeDefined();
   });
 
   it("refuses an event for another secret", async () => {

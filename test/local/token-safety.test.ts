@@ -39,8 +39,10 @@ describe("token refresh across processes sharing a state directory", () => {
     // Each "process" has its own store and lock instances over the same files.
     const processes = Array.from({ length: 3 }, () => {
       // Waiters poll every fake millisecond: the fake time they burn while a real refresh runs stays far below the lease.
+      // The holder's keep-alive sleeps while the real file save runs, moving the fake clock 10 s a round (the lease is
+      // renewed each time): the waiters' budget allows for several rounds.
       const lock = new FileLock(dir, { clock });
-      const tokenProvider = new OAuthTokenProvider({ ...oauth, store: new FileTokenStore(dir), lock, lockPollMs: 1, clock });
+      const tokenProvider = new OAuthTokenProvider({ ...oauth, store: new FileTokenStore(dir), lock, lockPollMs: 1, lockWaitMs: 120_000, clock });
       return new QashioClient({ baseUrl: SANDBOX_IN_PROCESS_URL, tokenProvider, fetch, clock });
     });
 

@@ -145,6 +145,53 @@ export function captureLogger(): ClientLogger & { lines: LogLine[]; text(): stri
   };
 }
 
+/**
+ * A clock that moves only through `advance`: a sleep resolves once time reaches its end (or its signal aborts), so
+ * code that sleeps waits as it would in real time. `advance` wakes the sleepers in time order and lets each run
+ * (event-loop turns, no real waiting) before the next.
+ */
+export function manualClock(start = Date.UTC(2025, 0, 15, 12, 0, 0)): Clock & { readonly sleeping: number; advance(ms: number): Promise<void> } {
+  let now = start;
+  const sleepers = new Set<{ until: number; wake(): void }>();
+  return {
+    now: () => now,
+    sleep: (ms, signal) =>
+      new Promise((resolve) => {
+        if (signal?.aborted) return resolve();
+        const sleeper = {
+          until: now + ms,
+          wake() {
+            sleepers.delete(sleeper);
+            signal?.removeEventListener("abort", sleeper.wake);
+            resolve();
+          },
+        };
+        sleepers.add(sleeper);
+        signal?.addEventListener("abort", sleeper.wake, { once: true });
+      }),
+    get sleeping() {
+      return sleepers.size;
+    },
+    async advance(ms) {
+      const target = now + ms;
+      for (;;) {
+        await turns();
+        const next = [...sleepers].filter((s) => s.until <= target).sort((a, b) => a.until - b.until)[0];
+        if (next === undefined) break;
+        now = Math.max(now, next.until);
+        next.wake();
+      }
+      now = target;
+      await turns();
+    },
+  };
+}
+
+/** Lets pending continuations run for `count` event-loop turns (no timer waits). */
+export async function turns(count = 5): Promise<void> {
+  for (let i = 0; i < count; i += 1) await new Promise((resolve) => setImmediate(resolve));
+}
+
 /** Resolves every pending promise continuation (no timers involved). */
 export async function flushMicrotasks(rounds = 20): Promise<void> {
   for (let i = 0; i < rounds; i += 1) await Promise.resolve();

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { HttpCore, parseRetryAfter, type HttpRequest, type RetryEvent, type RetryMode } from "../../shared/qashio/http.js";
+import { HttpCore, parseRetryAfter, realSleep, type HttpRequest, type RetryEvent, type RetryMode } from "../../shared/qashio/http.js";
 import { StaticTokenProvider } from "../../shared/qashio/auth/token-provider.js";
 import {
   BadRequestError,
@@ -407,5 +407,19 @@ describe("parseRetryAfter", () => {
     expect(parseRetryAfter(new Date(now - 60_000).toUTCString(), now)).toBe(0);
     expect(parseRetryAfter("soon", now)).toBeUndefined();
     expect(parseRetryAfter(null, now)).toBeUndefined();
+  });
+});
+
+describe("realSleep", () => {
+  it("resolves when its signal aborts and clears its timer, so a cancelled wait does not keep the process alive", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    const stop = new AbortController();
+    const waiting = realSleep(10_000, stop.signal);
+    expect(vi.getTimerCount()).toBe(1);
+    stop.abort();
+    await waiting;
+    expect(vi.getTimerCount()).toBe(0);
+    await realSleep(10_000, stop.signal);
+    expect(vi.getTimerCount()).toBe(0);
   });
 });

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { OAuthTokenProvider, StaticTokenProvider, type RefreshLock, type TokenEvent } from "../../shared/qashio/auth/token-provider.js";
+import { DEFAULT_LOCK_NAME, OAuthTokenProvider, StaticTokenProvider, type RefreshLock, type TokenEvent } from "../../shared/qashio/auth/token-provider.js";
 import type { StoredTokens, TokenStore } from "../../shared/qashio/auth/token-store.js";
 import { ReauthorizationRequiredError, TokenUnavailableError, UnauthorizedError } from "../../shared/qashio/errors.js";
-import { captureLogger, fakeClock, json, jwt, scriptedFetch, type RecordedCall } from "./helpers.js";
+import { captureLogger, fakeClock, json, jwt, manualClock, scriptedFetch, turns, type RecordedCall } from "./helpers.js";
 
 const BASE_URL = "https://api.example.test";
 const CLIENT_SECRET = "client-secret-s3cr3t";
@@ -31,6 +31,18 @@ function memoryStore(initial: StoredTokens | undefined, events: string[] = []) {
     },
   };
   return store;
+}
+
+/** Makes the store's saves wait until `finish()` (a slow save). */
+function holdSaves(store: TokenStore): { finish(): void } {
+  let finish!: () => void;
+  const gate = new Promise<void>((resolve) => (finish = resolve));
+  const save = store.save.bind(store);
+  store.save = async (tokens) => {
+    await gate;
+    await save(tokens);
+  };
+  return { finish };
 }
 
 /** A token endpoint that rotates: refresh token rt-N yields rt-(N+1) and an access token expiring in `lifetimeMs`. */
@@ -90,13 +102,7 @@ describe("OAuthTokenProvider", () => {
 
   it("saves the rotated refresh token before handing out the new access token", async () => {
     const { provider, events, store } = setup();
-    let releaseSave!: () => void;
-    const saveGate = new Promise<void>((resolve) => (releaseSave = resolve));
-    const save = store.save.bind(store);
-    store.save = async (tokens) => {
-      await saveGate;
-      await save(tokens);
-    };
+    const slowSave = holdSaves(store);
     let handedOut = false;
     const pending = provider.getAccessToken().then((token) => {
       handedOut = true;
@@ -105,7 +111,7 @@ describe("OAuthTokenProvider", () => {
     });
     for (let i = 0; i < 50; i += 1) await Promise.resolve();
     expect(handedOut).toBe(false);
-    releaseSave();
+    slowSave.finish();
     const token = await pending;
     expect(events).toEqual(["refresh:rt-1", "save:rt-2", "use"]);
     expect(store.saves[0]!.accessToken).toBe(token);
@@ -246,7 +252,7 @@ describe("OAuthTokenProvider with a cross-process lock", () => {
         log.push(`try:${name}:${ttlMs}`);
         if (attempts <= busyAttempts) return undefined;
         log.push("acquired");
-        return { release: async () => void log.push("released") };
+        return { renew: async () => true, release: async () => void log.push("released") };
       },
     };
     return { lock, log };
@@ -271,7 +277,7 @@ describe("OAuthTokenProvider with a cross-process lock", () => {
       async tryAcquire(_name, ttl) {
         if (clock.now() < leaseUntil) return undefined;
         leaseUntil = clock.now() + ttl;
-        return { release: async () => void (leaseUntil = 0) };
+        return { renew: async () => true, release: async () => void (leaseUntil = 0) };
       },
     };
     const sentAt: number[] = [];
@@ -311,7 +317,7 @@ describe("OAuthTokenProvider with a cross-process lock", () => {
           store.set({ refreshToken: "rt-2", accessToken: "rotated-by-holder", accessTokenExpiresAt: clock.now() + 10 * MINUTE });
           return undefined;
         }
-        return { release: async () => undefined };
+        return { renew: async () => true, release: async () => undefined };
       },
     };
     const provider = new OAuthTokenProvider({ baseUrl: BASE_URL, clientId: "c", clientSecret: CLIENT_SECRET, store, fetch, clock, lock });
@@ -355,6 +361,140 @@ describe("OAuthTokenProvider with a cross-process lock", () => {
     });
     await expect(provider.getAccessToken()).rejects.toBeInstanceOf(ReauthorizationRequiredError);
     expect(log).toEqual(["try:qashio-token-refresh:30000", "acquired", "released"]);
+  });
+});
+
+describe("OAuthTokenProvider saving rotated tokens under the lease", () => {
+  const TTL = 30_000;
+
+  /** A lease over `clock`, like the DynamoDB one: taken when free or expired; renewed and released by its owner only. */
+  function leaseLock(clock: { now(): number }, renew?: () => Promise<boolean>) {
+    let lease: { owner: number; expiresAt: number } | undefined;
+    let owners = 0;
+    const renewals: number[] = [];
+    const lock: RefreshLock = {
+      async tryAcquire(_name, ttlMs) {
+        if (lease !== undefined && lease.expiresAt > clock.now()) return undefined;
+        owners += 1;
+        const owner = owners;
+        lease = { owner, expiresAt: clock.now() + ttlMs };
+        return {
+          renew: async (ttl) => {
+            renewals.push(clock.now());
+            if (renew !== undefined) return renew();
+            if (lease?.owner !== owner) return false;
+            lease.expiresAt = clock.now() + ttl;
+            return true;
+          },
+          release: async () => {
+            if (lease?.owner === owner) lease = undefined;
+          },
+        };
+      },
+    };
+    return { lock, renewals };
+  }
+
+  /** Processes sharing one store, lease and rotating token endpoint, over a clock that moves only when told to. */
+  function processes(options: { renew?: () => Promise<boolean> } = {}) {
+    const clock = manualClock();
+    const start = clock.now();
+    const events: string[] = [];
+    const store = memoryStore({ refreshToken: "rt-1", accessToken: "expired-access", accessTokenExpiresAt: start - 1 }, events);
+    const fetch = rotatingTokenEndpoint(clock, events);
+    const { lock, renewals } = leaseLock(clock, options.renew);
+    const logger = captureLogger();
+    const spawn = () =>
+      new OAuthTokenProvider({ baseUrl: BASE_URL, clientId: "c", clientSecret: CLIENT_SECRET, store, fetch, clock, logger, lock, lockTtlMs: TTL, lockWaitMs: 60_000 });
+    const presented = () => fetch.calls.map((call) => (call.body as Record<string, string>).refresh_token);
+    return { clock, start, events, store, lock, renewals, logger, spawn, presented };
+  }
+
+  it("keeps the lease while a save outlasts it: a second process waits, then uses the saved tokens, and no refresh token is presented twice", async () => {
+    const { clock, events, store, lock, spawn, presented } = processes();
+    const slowSave = holdSaves(store);
+    const first = spawn().getAccessToken();
+    await turns();
+    expect(events).toEqual(["refresh:rt-1"]);
+    await clock.advance(TTL + 5_000); // the save is still running past the lease it started under
+    const second = spawn().getAccessToken();
+    await clock.advance(5_000);
+    expect(await lock.tryAcquire(DEFAULT_LOCK_NAME, TTL)).toBeUndefined();
+    slowSave.finish();
+    const token = await first;
+    await clock.advance(1_000); // the second process's next poll takes the released lease
+    const secondToken = await second;
+    expect(presented()).toEqual(["rt-1"]);
+    expect(events).toEqual(["refresh:rt-1", "save:rt-2"]);
+    expect(secondToken).toBe(token);
+  });
+
+  it("keeps the lease after a failed save until it runs out, and saves the unsaved tokens first on the next call", async () => {
+    const { clock, events, store, lock, spawn, presented } = processes();
+    const provider = spawn();
+    store.failNextSave = true;
+    await expect(provider.getAccessToken()).rejects.toBeInstanceOf(TokenUnavailableError);
+    expect(await lock.tryAcquire(DEFAULT_LOCK_NAME, TTL)).toBeUndefined();
+    await clock.advance(TTL - 1);
+    expect(await lock.tryAcquire(DEFAULT_LOCK_NAME, TTL)).toBeUndefined();
+    await clock.advance(1);
+    const other = await lock.tryAcquire(DEFAULT_LOCK_NAME, TTL);
+    expect(other).toBeDefined();
+    await other?.release();
+    const token = await provider.getAccessToken();
+    expect(store.saves.map((s) => [s.refreshToken, s.accessToken])).toEqual([["rt-2", token]]);
+    expect(presented()).toEqual(["rt-1"]);
+    expect(events).toEqual(["refresh:rt-1", "save:rt-2"]);
+  });
+
+  it("renews the lease every third of its length while the save runs, and stops once the save settles", async () => {
+    const { clock, start, store, renewals, spawn } = processes();
+    const slowSave = holdSaves(store);
+    const pending = spawn().getAccessToken();
+    await clock.advance(35_000);
+    expect(renewals.map((at) => at - start)).toEqual([10_000, 20_000, 30_000]);
+    slowSave.finish();
+    await pending;
+    expect(clock.sleeping).toBe(0); // the keep-alive's wait was cut short, not left pending
+    await clock.advance(60_000);
+    expect(renewals).toHaveLength(3);
+  });
+
+  it("logs a renewal that finds the lease lost or fails, without any token, and still saves and hands out the new tokens", async () => {
+    const outcomes = [
+      async () => false,
+      async () => {
+        throw Object.assign(new Error("throttled while writing rt-2"), { name: "ThrottlingException" });
+      },
+    ];
+    const { clock, store, logger, spawn } = processes({ renew: () => (outcomes.shift() ?? (async () => true))() });
+    const slowSave = holdSaves(store);
+    const pending = spawn().getAccessToken();
+    await clock.advance(25_000);
+    slowSave.finish();
+    const token = await pending;
+    expect(store.saves.map((s) => s.refreshToken)).toEqual(["rt-2"]);
+    expect(logger.lines.map((l) => [l.level, l.message, l.attributes])).toEqual([
+      ["warn", expect.stringMatching(/lease lost while saving/), undefined],
+      ["warn", expect.stringMatching(/renewing the token refresh lease failed/), { error: "ThrottlingException" }],
+    ]);
+    expect(logger.text()).not.toMatch(/rt-\d/);
+    expect(logger.text()).not.toContain(token);
+  });
+
+  it("does not starve a save that needs event-loop turns when the clock's sleep returns at once", async () => {
+    const clock = fakeClock();
+    const events: string[] = [];
+    const store = memoryStore({ refreshToken: "rt-1" }, events);
+    const save = store.save.bind(store);
+    store.save = async (tokens) => {
+      await turns(20);
+      await save(tokens);
+    };
+    const { lock } = leaseLock(clock);
+    const provider = new OAuthTokenProvider({ baseUrl: BASE_URL, clientId: "c", clientSecret: CLIENT_SECRET, store, fetch: rotatingTokenEndpoint(clock, events), clock, lock });
+    await provider.getAccessToken();
+    expect(events).toEqual(["refresh:rt-1", "save:rt-2"]);
   });
 });
 

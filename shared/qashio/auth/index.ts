@@ -23,6 +23,7 @@ export {
   isInvalidClient,
   isRejectedGrant,
   storedTokensOf,
+  whileHolding,
   type OAuthTokenProviderOptions,
   type RefreshLock,
   type RefreshLockHandle,

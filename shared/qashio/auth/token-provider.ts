@@ -3,7 +3,7 @@
  * (rotation saved before use, JWT expiry, single flight, optional cross-process lock).
  */
 import { BadRequestError, QashioError, ReauthorizationRequiredError, TokenUnavailableError, UnauthorizedError } from "../errors.js";
-import { DEFAULT_TIMEOUT_MS, systemClock, type Clock } from "../http.js";
+import { DEFAULT_TIMEOUT_MS, systemClock, type ClientLogger, type Clock } from "../http.js";
 import { jwtExpiry } from "./jwt.js";
 import { exchangeCode, refresh, type OAuthClientOptions } from "./oauth.js";
 import type { StoredTokens, TokenStore } from "./token-store.js";
@@ -50,6 +50,8 @@ export class StaticTokenProvider implements TokenProvider {
 
 /** A held cross-process lease (structurally the bridge's `LockHandle`). */
 export interface RefreshLockHandle {
+  /** Extends the lease by `ttlMs` from now; false when it was lost. */
+  renew(ttlMs: number): Promise<boolean>;
   release(): Promise<void>;
 }
 
@@ -70,7 +72,8 @@ export interface OAuthTokenProviderOptions extends OAuthClientOptions {
   readonly lockName?: string;
   /**
    * Lease length, at least twice `timeoutMs`. The refresh call, retries included, must end within its first half
-   * (see {@link refreshDeadline}); the rest is left for saving the rotated tokens. @default 30_000
+   * (see {@link refreshDeadline}); the rest is left for saving the rotated tokens, renewed while the save runs (see
+   * {@link whileHolding}). @default 30_000
    */
   readonly lockTtlMs?: number;
   /** How long to wait for another holder before giving up. @default 20_000 */
@@ -96,6 +99,58 @@ export const DEFAULT_REFRESH_SKEW_MS = 60_000;
  */
 export function refreshDeadline(acquiredAt: number, lockTtlMs: number): number {
   return acquiredAt + Math.floor(lockTtlMs / 2);
+}
+
+/**
+ * Runs `work` (saving rotated tokens) while renewing `lease` by `ttlMs` every third of `ttlMs`, until `work` settles.
+ * The provider has spent the stored refresh token by then: were the lease to lapse before the store holds the new
+ * one, another process could take it, load the spent token and present it, which revokes the family. A renewal that
+ * fails or finds the lease lost is logged and the save goes on: the new tokens are the only valid ones now.
+ *
+ * @example
+ * ```ts
+ * await whileHolding(handle, 30_000, clock, () => store.save(tokens), logger);
+ * ```
+ */
+export async function whileHolding<T>(
+  lease: Pick<RefreshLockHandle, "renew">,
+  ttlMs: number,
+  clock: Clock,
+  work: () => Promise<T>,
+  logger?: Pick<ClientLogger, "warn">,
+): Promise<T> {
+  const every = Math.max(1, Math.floor(ttlMs / 3));
+  const done = new AbortController();
+  const settled = new Promise<void>((resolve) => done.signal.addEventListener("abort", () => resolve(), { once: true }));
+  const keepAlive = async (): Promise<void> => {
+    let due = clock.now() + every;
+    for (;;) {
+      // One event-loop turn per round: a fake clock whose sleep returns at once must not starve `work`.
+      await new Promise((resolve) => setImmediate(resolve));
+      if (done.signal.aborted) return;
+      await Promise.race([settled, clock.sleep(Math.max(0, due - clock.now()), done.signal)]);
+      if (done.signal.aborted) return;
+      if (clock.now() < due) continue;
+      due = clock.now() + every;
+      try {
+        if (!(await lease.renew(ttlMs))) {
+          logger?.warn("token refresh lease lost while saving the rotated tokens; another process may refresh with the spent token");
+        }
+      } catch (error) {
+        logger?.warn("renewing the token refresh lease failed while saving the rotated tokens", {
+          error: error instanceof Error ? error.name : "unknown error",
+        });
+      }
+    }
+  };
+  const renewing = keepAlive();
+  try {
+    return await work();
+  } finally {
+    done.abort();
+    // A renewal in flight ends before the caller releases, so it cannot extend a released lease.
+    await renewing;
+  }
 }
 
 /**
@@ -208,16 +263,18 @@ export class OAuthTokenProvider implements TokenProvider {
 
   private async refreshExclusive(rejected: string | undefined): Promise<StoredTokens> {
     const handle = await this.acquireLock();
-    const deadline = handle ? refreshDeadline(this.clock.now(), this.lockTtlMs) : undefined;
+    const lease = handle ? { handle, deadline: refreshDeadline(this.clock.now(), this.lockTtlMs) } : undefined;
     try {
       // Another process may have rotated while we waited: the store is the truth.
       const stored = await this.options.store.load();
       if (!stored) throw new TokenUnavailableError("no tokens stored for this tenant: authorize the integration first");
       this.current = stored;
       if (this.isFresh(stored, rejected)) return stored;
-      return await this.rotate(stored.refreshToken, rejected, true, deadline);
+      return await this.rotate(stored.refreshToken, rejected, true, lease);
     } finally {
-      await handle?.release();
+      // Unsaved tokens: the store still holds the spent refresh token, so the lease is left to run out rather than
+      // let another process take it and present that token; this process saves its tokens again first.
+      if (this.unsaved === undefined) await handle?.release();
     }
   }
 
@@ -237,10 +294,15 @@ export class OAuthTokenProvider implements TokenProvider {
     }
   }
 
-  private async rotate(refreshToken: string, rejected: string | undefined, mayAdopt: boolean, deadline?: number): Promise<StoredTokens> {
+  private async rotate(
+    refreshToken: string,
+    rejected: string | undefined,
+    mayAdopt: boolean,
+    lease?: { handle: RefreshLockHandle; deadline: number },
+  ): Promise<StoredTokens> {
     let set: TokenSet;
     try {
-      set = await refresh(this.options, refreshToken, deadline);
+      set = await refresh(this.options, refreshToken, lease?.deadline);
     } catch (error) {
       if (!isRejectedGrant(error)) throw error;
       const stored = await this.options.store.load();
@@ -248,7 +310,7 @@ export class OAuthTokenProvider implements TokenProvider {
         this.current = stored;
         this.options.onEvent?.("rotated_elsewhere");
         this.options.logger?.warn("refresh token was rotated by another process; using the stored tokens");
-        return this.isFresh(stored, rejected) ? stored : this.rotate(stored.refreshToken, rejected, false, deadline);
+        return this.isFresh(stored, rejected) ? stored : this.rotate(stored.refreshToken, rejected, false, lease);
       }
       this.options.onEvent?.("reauthorization_required");
       throw new ReauthorizationRequiredError(
@@ -258,7 +320,8 @@ export class OAuthTokenProvider implements TokenProvider {
       );
     }
     const tokens = storedTokensOf(set, this.clock.now());
-    await this.persist(tokens);
+    const save = () => this.persist(tokens);
+    await (lease ? whileHolding(lease.handle, this.lockTtlMs, this.clock, save, this.options.logger) : save());
     this.options.onEvent?.("refreshed");
     return tokens;
   }

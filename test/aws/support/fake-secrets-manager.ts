@@ -36,6 +36,7 @@ export class FakeSecretsManager {
   readonly versions: Version[] = [];
   readonly calls: { operation: Operation; input: Record<string, unknown> }[] = [];
   readonly #failures: { operation: Operation; error: Error }[] = [];
+  readonly #holds: { operation: Operation; reach(): void; until: Promise<void> }[] = [];
 
   constructor(readonly secretId: string, initial: Record<string, unknown>) {
     this.versions.push({ id: randomUUID(), value: JSON.stringify(initial), stages: new Set(["AWSCURRENT"]) });
@@ -49,6 +50,15 @@ export class FakeSecretsManager {
   /** Makes the next call of `operation` fail with `error` (queue several for several failures). */
   failNext(operation: Operation, error: Error, times = 1): void {
     for (let i = 0; i < times; i += 1) this.#failures.push({ operation, error });
+  }
+
+  /** Makes the next call of `operation` wait until `release()` (a slow call); `reached` resolves when the call arrives. */
+  holdNext(operation: Operation): { reached: Promise<void>; release(): void } {
+    let reach!: () => void;
+    let release!: () => void;
+    const reached = new Promise<void>((resolve) => (reach = resolve));
+    this.#holds.push({ operation, reach, until: new Promise((resolve) => (release = resolve)) });
+    return { reached, release };
   }
 
   /** What RotateSecret does before invoking the rotation function: an empty version labelled AWSPENDING. */
@@ -79,6 +89,12 @@ export class FakeSecretsManager {
 
   async #run<T>(operation: Operation, input: Record<string, unknown>, body: () => T): Promise<T> {
     this.calls.push({ operation, input });
+    const held = this.#holds.findIndex((h) => h.operation === operation);
+    if (held >= 0) {
+      const [hold] = this.#holds.splice(held, 1);
+      hold?.reach();
+      await hold?.until;
+    }
     const index = this.#failures.findIndex((f) => f.operation === operation);
     if (index >= 0) {
       const [failure] = this.#failures.splice(index, 1);

@@ -89,6 +89,8 @@ export interface Harness {
   readonly published: PublishedEvent[];
   /** Every refresh token presented at the token endpoint, in order. */
   readonly refreshTokensPresented: string[];
+  /** The sandbox's fetch, recording into `refreshTokensPresented` (what the handlers use). */
+  readonly fetch: (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
   /** Everything the Powertools loggers and metrics wrote. */
   readonly output: string[];
   readonly eventBridge: AwsStub<ServiceInputTypes, ServiceOutputTypes, EventBridgeClientResolvedConfig>;
@@ -194,6 +196,7 @@ export async function createHarness(options: { seed?: number; piiMode?: "full" |
     env,
     published,
     refreshTokensPresented,
+    fetch,
     output,
     eventBridge,
     clock,
