@@ -41,8 +41,10 @@ const OPERATOR = /^(ForAllValues:)?(StringEquals|ArnEquals|StringLike|ArnLike)(I
  * operator: a new kind of policy must fail the test, never pass it unevaluated.
  */
 export function allows(statements: readonly PolicyStatement[], request: IamRequest): boolean {
+  // Every statement first: a Deny after the one that allows must fail the test too, not go unseen behind `some`.
+  const denial = statements.find((statement) => statement.Effect !== "Allow");
+  if (denial) throw new Error(`Effect ${denial.Effect} is not evaluated: ${JSON.stringify(denial)}`);
   return statements.some((statement) => {
-    if (statement.Effect !== "Allow") throw new Error(`Effect ${statement.Effect} is not evaluated: ${JSON.stringify(statement)}`);
     if (![statement.Action].flat().some((action) => globMatches(action, request.action))) return false;
     return Object.entries(statement.Condition ?? {}).every(([operator, block]) =>
       Object.entries(block).every(([key, expected]) => conditionHolds(operator, key, expected, request)),
