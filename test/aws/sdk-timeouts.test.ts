@@ -4,11 +4,12 @@ import { PutEventsCommand } from "@aws-sdk/client-eventbridge";
 import { GetSecretValueCommand } from "@aws-sdk/client-secrets-manager";
 import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { CYCLE_SAFETY_MARGIN_MS } from "../../shared/aws/config.js";
 import { PublishError, SecretStoreError } from "../../shared/aws/errors.js";
 import { EventBridgePublisher } from "../../shared/aws/event-publisher.js";
 import { ProviderSecretClient } from "../../shared/aws/provider-secret.js";
 import { isRetryableAwsError } from "../../shared/aws/retry.js";
-import { defaultAwsClients, type AwsClients } from "../../shared/aws/runtime.js";
+import { SDK_TIMEOUTS, defaultAwsClients, type AwsClients } from "../../shared/aws/runtime.js";
 import { DynamoSnapshotStore } from "../../shared/aws/snapshot-store.js";
 import { CycleAbortedError } from "../../shared/bridge/errors.js";
 import { pollTransactions } from "../../shared/bridge/transactions.js";
@@ -80,6 +81,14 @@ describe("defaultAwsClients", () => {
     // The SDK marks it neither `$retryable` nor with a status: only its name tells the adapters not to retry it.
     expect((error as { $retryable?: unknown }).$retryable).toBeUndefined();
     expect(isRetryableAwsError(error)).toBe(false);
+  });
+
+  it("keeps a silent call's worst case (every SDK attempt timing out) within the cycle's safety margin", async () => {
+    const clients = defaultAwsClients();
+    for (const client of [clients.dynamo, clients.eventBridge, clients.secrets]) {
+      // The SDK's backoff between these attempts is well under a second in all.
+      expect((await client.config.maxAttempts()) * SDK_TIMEOUTS.requestTimeoutMs + 1_000).toBeLessThanOrEqual(CYCLE_SAFETY_MARGIN_MS);
+    }
   });
 });
 
