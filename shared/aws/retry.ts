@@ -1,6 +1,6 @@
 import type { Clock } from "../bridge/ports.js";
 
-/** Backoff of the adapters' own retry loops (on top of the SDK's per-request retries). */
+/** Backoff of the adapters' own retry loops (on top of the SDK's per-request retries; never for timeouts). */
 export interface BackoffOptions {
   /** Attempts including the first. @default 8 */
   readonly maxAttempts: number;
@@ -44,21 +44,26 @@ const RETRYABLE_NAMES = new Set([
   "InternalServiceErrorException",
   "ServiceUnavailable",
   "ServiceUnavailableException",
-  "TimeoutError",
-  "RequestTimeout",
-  "RequestTimeoutException",
-  "ECONNRESET",
-  "EPIPE",
-  "ETIMEDOUT",
 ]);
 
-/** True for throttling and transient faults worth another attempt (SDK v3 errors carry `name` and `$retryable`). */
+/**
+ * Timeouts and dropped connections. The SDK's standard retry has already made its attempts on these (the node handler
+ * names every one `TimeoutError`, with no `$retryable`), and each attempt may have waited a whole request timeout: an
+ * adapter loop on top would multiply a silent endpoint's wait by its own attempts.
+ */
+const TIMEOUT_NAMES = new Set(["TimeoutError", "RequestTimeout", "RequestTimeoutException", "ECONNRESET", "EPIPE", "ETIMEDOUT"]);
+
+/**
+ * True for throttling and transient service faults worth another whole call (SDK v3 errors carry `name` and
+ * `$retryable`); false for timeouts, which the SDK has already retried.
+ */
 export function isRetryableAwsError(error: unknown): boolean {
   if (typeof error !== "object" || error === null) return false;
   const candidate = error as { name?: unknown; code?: unknown; $retryable?: unknown; $metadata?: { httpStatusCode?: number } };
-  if (candidate.$retryable !== undefined) return true;
-  if (typeof candidate.name === "string" && RETRYABLE_NAMES.has(candidate.name)) return true;
-  if (typeof candidate.code === "string" && RETRYABLE_NAMES.has(candidate.code)) return true;
+  const named = (set: Set<string>) =>
+    (typeof candidate.name === "string" && set.has(candidate.name)) || (typeof candidate.code === "string" && set.has(candidate.code));
+  if (named(TIMEOUT_NAMES)) return false;
+  if (candidate.$retryable !== undefined || named(RETRYABLE_NAMES)) return true;
   const status = candidate.$metadata?.httpStatusCode;
   return status === 429 || (status !== undefined && status >= 500);
 }

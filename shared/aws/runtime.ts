@@ -37,15 +37,18 @@ export interface SdkTimeouts {
 }
 
 /**
- * Without these the SDK waits on a silent connection until its 300 s socket timeout, past the Lambda's own timeout:
- * the invocation would die holding its lease. Bounded, a hung attempt fails as a retryable `TimeoutError` and the
- * SDK's standard retry tries again. Every call of the bridge is small (a page of keys, 25 writes, 10 events, a secret).
+ * Without these the SDK waits on a silent connection until its 300 s socket timeout. Both timers start with the
+ * attempt, so one attempt lasts at most `requestTimeoutMs`; the SDK's standard retry then tries again (DynamoDB's
+ * client makes 4 attempts, EventBridge's and Secrets Manager's 3), and the adapters do not retry the final
+ * `TimeoutError` (retry.ts). So a silent endpoint fails one call after about 4 x 5 s = 20 s at most, within
+ * CYCLE_SAFETY_MARGIN_MS (30 s); with 10 s it would have been 40 s. Nothing ties it to the cycle's deadline. 5 s is
+ * ample: every call of the bridge is small (a page of keys, 25 writes, 10 events, a secret).
  */
-export const SDK_TIMEOUTS: SdkTimeouts = { connectionTimeoutMs: 3_000, requestTimeoutMs: 10_000 };
+export const SDK_TIMEOUTS: SdkTimeouts = { connectionTimeoutMs: 3_000, requestTimeoutMs: 5_000 };
 
 /**
  * Default SDK clients: region and credentials from the Lambda environment; each attempt bounded by `timeouts`; the SDK's
- * standard retry (3 attempts) handles throttling and timeouts per request, the adapters add their own loops for
+ * standard retry handles throttling and timeouts per request, the adapters add their own loops for throttling and
  * partial batch failures.
  */
 export function defaultAwsClients(timeouts: SdkTimeouts = SDK_TIMEOUTS): AwsClients {

@@ -2,13 +2,27 @@ import { createServer, type Server, type Socket } from "node:net";
 import { DescribeTableCommand } from "@aws-sdk/client-dynamodb";
 import { PutEventsCommand } from "@aws-sdk/client-eventbridge";
 import { GetSecretValueCommand } from "@aws-sdk/client-secrets-manager";
+import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { SDK_TIMEOUTS, defaultAwsClients } from "../../shared/aws/runtime.js";
+import { CYCLE_SAFETY_MARGIN_MS } from "../../shared/aws/config.js";
+import { PublishError, SecretStoreError } from "../../shared/aws/errors.js";
+import { EventBridgePublisher } from "../../shared/aws/event-publisher.js";
+import { ProviderSecretClient } from "../../shared/aws/provider-secret.js";
+import { isRetryableAwsError } from "../../shared/aws/retry.js";
+import { SDK_TIMEOUTS, defaultAwsClients, type AwsClients } from "../../shared/aws/runtime.js";
+import { DynamoSnapshotStore } from "../../shared/aws/snapshot-store.js";
+import { CycleAbortedError } from "../../shared/bridge/errors.js";
+import { pollTransactions } from "../../shared/bridge/transactions.js";
+import { makeRig } from "../bridge/fakes.js";
+import { FakeClock } from "./support/clock.js";
 
 /** A server that accepts connections and never answers: what a hung AWS endpoint looks like to the client. */
 let server: Server;
 let connections = 0;
 const sockets: Socket[] = [];
+
+/** Short enough for a test; the SDK opens a new connection for each attempt after a timeout. */
+const SHORT = { connectionTimeoutMs: 1_000, requestTimeoutMs: 150 };
 
 beforeAll(async () => {
   server = createServer((socket) => {
@@ -30,25 +44,92 @@ afterAll(async () => {
   await new Promise((resolve) => server.close(resolve));
 });
 
+/**
+ * Runs `call` against the silent server and returns its error, the connections it opened (one per SDK attempt) and the
+ * SDK's attempt limit for that client.
+ */
+async function silently(client: { config: { maxAttempts: () => Promise<number> } }, call: () => Promise<unknown>) {
+  const maxAttempts = await client.config.maxAttempts();
+  const before = connections;
+  const started = Date.now();
+  const error = await call().then(
+    () => expect.fail("a silent endpoint answered"),
+    (e: unknown) => e,
+  );
+  // Within the SDK's attempts and its own short backoff, not multiplied by an adapter loop.
+  expect(Date.now() - started).toBeLessThan(maxAttempts * SHORT.requestTimeoutMs + 2_000);
+  return { error, attempts: connections - before, maxAttempts };
+}
+
+const event = {
+  source: "qashio.bridge",
+  detailType: "transaction.created",
+  time: "2026-03-01T12:00:00.000Z",
+  detail: { id: "ev_1", type: "transaction.created", tenant: "acme" },
+} as unknown as Parameters<EventBridgePublisher["publish"]>[0][number];
+
 describe("defaultAwsClients", () => {
-  it("bounds each attempt below a Lambda timeout, so a hung call fails and is retried instead of holding the invocation", () => {
-    // The SDK's attempts of a hung call (DynamoDB's client makes up to 4) end well within the 5-minute function timeout.
-    expect(4 * (SDK_TIMEOUTS.connectionTimeoutMs + SDK_TIMEOUTS.requestTimeoutMs)).toBeLessThan(60_000);
+  it.each([
+    ["DynamoDB", (c: AwsClients) => [c.dynamo, () => c.dynamo.send(new DescribeTableCommand({ TableName: "t" }))] as const],
+    ["EventBridge", (c: AwsClients) => [c.eventBridge, () => c.eventBridge.send(new PutEventsCommand({ Entries: [{ Detail: "{}" }] }))] as const],
+    ["Secrets Manager", (c: AwsClients) => [c.secrets, () => c.secrets.send(new GetSecretValueCommand({ SecretId: "s" }))] as const],
+  ])("%s: a silent endpoint fails with a TimeoutError after the SDK's attempts, which the adapters do not retry", async (_name, make) => {
+    const [client, call] = make(defaultAwsClients(SHORT));
+    const { error, attempts, maxAttempts } = await silently(client, call);
+    expect(error).toMatchObject({ name: "TimeoutError", $metadata: { attempts: maxAttempts } });
+    expect(attempts).toBe(maxAttempts);
+    // The SDK marks it neither `$retryable` nor with a status: only its name tells the adapters not to retry it.
+    expect((error as { $retryable?: unknown }).$retryable).toBeUndefined();
+    expect(isRetryableAwsError(error)).toBe(false);
   });
 
-  it.each([
-    ["DynamoDB", (c: ReturnType<typeof defaultAwsClients>) => c.dynamo.send(new DescribeTableCommand({ TableName: "t" }))],
-    ["EventBridge", (c: ReturnType<typeof defaultAwsClients>) => c.eventBridge.send(new PutEventsCommand({ Entries: [{ Detail: "{}" }] }))],
-    ["Secrets Manager", (c: ReturnType<typeof defaultAwsClients>) => c.secrets.send(new GetSecretValueCommand({ SecretId: "s" }))],
-  ])("%s: a silent endpoint fails with a retryable TimeoutError after the SDK's attempts", async (_name, call) => {
-    const clients = defaultAwsClients({ connectionTimeoutMs: 1_000, requestTimeoutMs: 150 });
-    const before = connections;
-    const started = Date.now();
-    const error = (await call(clients).catch((e: unknown) => e)) as { name?: string; $metadata?: { attempts?: number } };
-    expect(error.name).toBe("TimeoutError");
-    // The standard retry took the timeout for a transient fault and tried again.
-    expect(error.$metadata?.attempts).toBeGreaterThan(1);
-    expect(connections - before).toBeGreaterThanOrEqual(1);
-    expect(Date.now() - started).toBeLessThan(4_000);
+  it("keeps a silent call's worst case (every SDK attempt timing out) within the cycle's safety margin", async () => {
+    const clients = defaultAwsClients();
+    for (const client of [clients.dynamo, clients.eventBridge, clients.secrets]) {
+      // The SDK's backoff between these attempts is well under a second in all.
+      expect((await client.config.maxAttempts()) * SDK_TIMEOUTS.requestTimeoutMs + 1_000).toBeLessThanOrEqual(CYCLE_SAFETY_MARGIN_MS);
+    }
+  });
+});
+
+describe("the adapters against a silent endpoint", () => {
+  it("EventBridgePublisher: one publish fails with PublishError after the SDK's attempts only", async () => {
+    const clients = defaultAwsClients(SHORT);
+    const publisher = new EventBridgePublisher({ client: clients.eventBridge, eventBusName: "bus", clock: new FakeClock() });
+    const { error, attempts, maxAttempts } = await silently(clients.eventBridge, () => publisher.publish([event]));
+    expect(error).toBeInstanceOf(PublishError);
+    expect(error).toMatchObject({ attempts: 1, cause: { name: "TimeoutError" } });
+    expect(attempts).toBe(maxAttempts);
+  });
+
+  it("ProviderSecretClient: one read fails with SecretStoreError after the SDK's attempts only", async () => {
+    const clients = defaultAwsClients(SHORT);
+    const secret = new ProviderSecretClient({ secrets: clients.secrets, secretId: "bridge/acme", clock: new FakeClock() });
+    const { error, attempts, maxAttempts } = await silently(clients.secrets, () => secret.read());
+    expect(error).toBeInstanceOf(SecretStoreError);
+    expect(error).toMatchObject({ message: expect.stringContaining("TimeoutError"), cause: { name: "TimeoutError" } });
+    expect(attempts).toBe(maxAttempts);
+  });
+
+  it("DynamoSnapshotStore: one read fails with the SDK's TimeoutError after its attempts only", async () => {
+    const clients = defaultAwsClients(SHORT);
+    const doc = DynamoDBDocumentClient.from(clients.dynamo);
+    const store = new DynamoSnapshotStore({ doc, tableName: "t", tenant: "acme", clock: new FakeClock() });
+    const { error, attempts, maxAttempts } = await silently(clients.dynamo, () => store.getMany(["transaction:tx_1"]));
+    expect(error).toMatchObject({ name: "TimeoutError" });
+    expect(attempts).toBe(maxAttempts);
+  });
+
+  it("the engine aborts the cycle naming the publish step and the timeout, and leaves the transaction unacknowledged", async () => {
+    const clients = defaultAwsClients(SHORT);
+    const publisher = new EventBridgePublisher({ client: clients.eventBridge, eventBusName: "bus", clock: new FakeClock() });
+    const rig = makeRig({}, { publisher });
+    const txn = rig.provider.addTransaction();
+    const { error, attempts, maxAttempts } = await silently(clients.eventBridge, () => pollTransactions(rig.deps));
+    expect(error).toBeInstanceOf(CycleAbortedError);
+    expect((error as Error).message).toMatch(/failed \(PublishError: PutEvents failed after 1 attempts .*TimeoutError\)/);
+    expect((error as Error).cause).toBeInstanceOf(PublishError);
+    expect(attempts).toBe(maxAttempts);
+    expect(rig.provider.pending().map((t) => t.id)).toEqual([txn.id]);
   });
 });
