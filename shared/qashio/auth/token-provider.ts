@@ -50,8 +50,8 @@ export class StaticTokenProvider implements TokenProvider {
 
 /** A held cross-process lease (structurally the bridge's `LockHandle`). */
 export interface RefreshLockHandle {
-  /** Extends the lease by `ttlMs` from now; false when it was lost. */
-  renew(ttlMs: number): Promise<boolean>;
+  /** Extends the lease by `ttlMs` from now; false when it was lost. May stop early, rejecting, once `signal` aborts. */
+  renew(ttlMs: number, signal?: AbortSignal): Promise<boolean>;
   release(): Promise<void>;
 }
 
@@ -101,11 +101,23 @@ export function refreshDeadline(acquiredAt: number, lockTtlMs: number): number {
   return acquiredAt + Math.floor(lockTtlMs / 2);
 }
 
+/** What {@link whileHolding} logs when a renewal finds the lease lost or fails (never a token). */
+export interface KeepAliveMessages {
+  readonly lost: string;
+  readonly failed: string;
+}
+
+const TOKEN_SAVE_MESSAGES: KeepAliveMessages = {
+  lost: "token refresh lease lost while saving the rotated tokens; another process may refresh with the spent token",
+  failed: "renewing the token refresh lease failed while saving the rotated tokens",
+};
+
 /**
- * Runs `work` (saving rotated tokens) while renewing `lease` by `ttlMs` every third of `ttlMs`, until `work` settles.
- * The provider has spent the stored refresh token by then: were the lease to lapse before the store holds the new
- * one, another process could take it, load the spent token and present it, which revokes the family. A renewal that
- * fails or finds the lease lost is logged and the save goes on: the new tokens are the only valid ones now.
+ * Runs `work` while renewing `lease` by `ttlMs` every third of `ttlMs`, until `work` settles, and returns (or throws)
+ * what `work` did, unchanged. For the token save: the provider has spent the stored refresh token by then, and were
+ * the lease to lapse before the store holds the new one, another process could take it, load the spent token and
+ * present it, which revokes the family. A renewal that fails or finds the lease lost is logged and `work` goes on.
+ * The keep-alive never rejects: a throwing logger, clock or `renew` cannot change the outcome nor go unhandled.
  *
  * @example
  * ```ts
@@ -118,10 +130,21 @@ export async function whileHolding<T>(
   clock: Clock,
   work: () => Promise<T>,
   logger?: Pick<ClientLogger, "warn">,
+  messages: KeepAliveMessages = TOKEN_SAVE_MESSAGES,
 ): Promise<T> {
   const every = Math.max(1, Math.floor(ttlMs / 3));
   const done = new AbortController();
   const settled = new Promise<void>((resolve) => done.signal.addEventListener("abort", () => resolve(), { once: true }));
+  const warn = (message: string, error?: unknown): void => {
+    // A renewal cut short because `work` settled is not worth a warning.
+    if (done.signal.aborted) return;
+    try {
+      if (error === undefined) logger?.warn(message);
+      else logger?.warn(message, { error: error instanceof Error ? error.name : "unknown error" });
+    } catch {
+      // A broken logger must not end the keep-alive.
+    }
+  };
   const keepAlive = async (): Promise<void> => {
     let due = clock.now() + every;
     for (;;) {
@@ -133,22 +156,20 @@ export async function whileHolding<T>(
       if (clock.now() < due) continue;
       due = clock.now() + every;
       try {
-        if (!(await lease.renew(ttlMs))) {
-          logger?.warn("token refresh lease lost while saving the rotated tokens; another process may refresh with the spent token");
-        }
+        if (!(await lease.renew(ttlMs, done.signal))) warn(messages.lost);
       } catch (error) {
-        logger?.warn("renewing the token refresh lease failed while saving the rotated tokens", {
-          error: error instanceof Error ? error.name : "unknown error",
-        });
+        warn(messages.failed, error);
       }
     }
   };
-  const renewing = keepAlive();
+  // A throwing clock ends the keep-alive (logged as a failed renewal); it never rejects.
+  const renewing = keepAlive().catch((error: unknown) => warn(messages.failed, error));
   try {
     return await work();
   } finally {
     done.abort();
-    // A renewal in flight ends before the caller releases, so it cannot extend a released lease.
+    // A renewal in flight ends before the caller releases, so it cannot extend a released lease (the file lock's
+    // renew checks, then writes). The abort cuts a slow one short: the DynamoDB lease stops its request.
     await renewing;
   }
 }
