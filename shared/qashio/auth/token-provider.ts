@@ -175,6 +175,19 @@ export async function whileHolding<T>(
 }
 
 /**
+ * Tokens whose save failed. `replaced` is the refresh token they replaced (spent by the refresh; undefined for a code
+ * exchange, which replaces nothing spent). `handle` is the refresh lease they were issued under, kept rather than
+ * released: until it expires (at most one TTL after its last renewal) or this process saves again, other processes
+ * wait instead of taking it and presenting the spent token. It narrows the window, it does not close it: a lease that
+ * runs out first lets the next refresh present the spent token, which revokes the family.
+ */
+interface Unsaved {
+  readonly tokens: StoredTokens;
+  readonly replaced: string | undefined;
+  readonly handle: RefreshLockHandle | undefined;
+}
+
+/**
  * Stored form of a token set. The expiry is the access token's JWT `exp`; failing that, `expires_in`
  * (not in the spec, read when sent) counted from `now`; failing both, unknown (used until a 401).
  */
@@ -213,9 +226,10 @@ export class OAuthTokenProvider implements TokenProvider {
   private readonly clock: Clock;
   private readonly lockTtlMs: number;
   private current?: StoredTokens;
-  /** Tokens the provider issued but the store failed to save: re-saved before anything else. */
-  private unsaved?: StoredTokens;
+  /** Tokens the provider issued but the store failed to save: re-saved (see `loaded`) before anything else. */
+  private unsaved?: Unsaved;
   private inflight?: Promise<StoredTokens>;
+  private resaving?: Promise<void>;
 
   constructor(options: OAuthTokenProviderOptions) {
     this.lockTtlMs = options.lockTtlMs ?? DEFAULT_LOCK_TTL_MS;
@@ -267,12 +281,32 @@ export class OAuthTokenProvider implements TokenProvider {
   }
 
   private async loaded(): Promise<StoredTokens> {
-    if (this.unsaved) await this.persist(this.unsaved);
+    // Shared by concurrent callers: a second re-save would find its own tokens stored and drop them as foreign.
+    if (this.unsaved) await (this.resaving ??= this.saveAgain(this.unsaved).finally(() => (this.resaving = undefined)));
     if (this.current) return this.current;
     const stored = await this.options.store.load();
     if (!stored) throw new TokenUnavailableError("no tokens stored for this tenant: authorize the integration first");
     this.current = stored;
     return stored;
+  }
+
+  /**
+   * Saves the unsaved tokens again, but only while the store still holds the refresh token they replaced (or already
+   * their own: a store that wrote the secret but failed a later step): anything else was written since (e.g. a
+   * re-authorization) and must not be overwritten, so they are dropped for it. Either
+   * way the lease kept since the failed save is released then, so nobody, this process included, waits for it.
+   */
+  private async saveAgain(unsaved: Unsaved): Promise<void> {
+    const stored = await this.options.store.load();
+    const ours = [unsaved.replaced, unsaved.tokens.refreshToken];
+    if (unsaved.replaced === undefined || (stored !== undefined && ours.includes(stored.refreshToken))) {
+      await this.persist(unsaved.tokens, unsaved.replaced, unsaved.handle);
+    } else {
+      this.unsaved = undefined;
+      this.current = stored;
+      this.options.logger?.warn("the token store changed after the rotated tokens failed to save; using the stored tokens instead");
+    }
+    await unsaved.handle?.release();
   }
 
   private refreshShared(rejected: string | undefined): Promise<StoredTokens> {
@@ -293,9 +327,8 @@ export class OAuthTokenProvider implements TokenProvider {
       if (this.isFresh(stored, rejected)) return stored;
       return await this.rotate(stored.refreshToken, rejected, true, lease);
     } finally {
-      // Unsaved tokens: the store still holds the spent refresh token, so the lease is left to run out rather than
-      // let another process take it and present that token; this process saves its tokens again first.
-      if (this.unsaved === undefined) await handle?.release();
+      // Kept with unsaved tokens (see `Unsaved`), released once they are saved again or dropped.
+      if (handle !== undefined && this.unsaved?.handle !== handle) await handle.release();
     }
   }
 
@@ -341,18 +374,21 @@ export class OAuthTokenProvider implements TokenProvider {
       );
     }
     const tokens = storedTokensOf(set, this.clock.now());
-    const save = () => this.persist(tokens);
+    const save = () => this.persist(tokens, refreshToken, lease?.handle);
     await (lease ? whileHolding(lease.handle, this.lockTtlMs, this.clock, save, this.options.logger) : save());
     this.options.onEvent?.("refreshed");
     return tokens;
   }
 
-  /** Saves before use: until the save succeeds the new tokens are kept aside, never handed out. */
-  private async persist(tokens: StoredTokens): Promise<void> {
+  /**
+   * Saves before use: until the save succeeds the new tokens are kept aside (with the refresh token they `replaced`
+   * and the lease `handle` they were issued under), never handed out.
+   */
+  private async persist(tokens: StoredTokens, replaced?: string, handle?: RefreshLockHandle): Promise<void> {
     try {
       await this.options.store.save(tokens);
     } catch (error) {
-      this.unsaved = tokens;
+      this.unsaved = { tokens, replaced, handle };
       // Only the error's name travels: a store's message could quote the tokens it failed to write.
       const reason = error instanceof Error ? error.name : "unknown error";
       throw new TokenUnavailableError(`rotated tokens could not be saved to the token store (${reason}); they will be saved again before use`);
