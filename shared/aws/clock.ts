@@ -1,8 +1,2 @@
-import type { Clock } from "../bridge/ports.js";
-import { realSleep } from "../qashio/http.js";
-
-/** Wall clock with real timers; tests inject a fake `Clock` instead. */
-export const systemClock: Clock = {
-  now: () => Date.now(),
-  sleep: realSleep,
-};
+/** The AWS adapters' default clock: the shared system clock (tests inject a fake `Clock` instead). */
+export { systemClock } from "../clock.js";

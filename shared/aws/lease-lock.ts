@@ -62,7 +62,7 @@ export class DynamoLeaseLock implements Lock {
 
   #handle(key: { pk: string; sk: string }, owner: string): LockHandle {
     return {
-      renew: async (ttlMs) => {
+      renew: async (ttlMs, signal) => {
         const now = this.#clock.now();
         try {
           await this.#doc.send(
@@ -74,6 +74,8 @@ export class DynamoLeaseLock implements Lock {
               ExpressionAttributeNames: { "#owner": "owner", "#ttl": "ttl" },
               ExpressionAttributeValues: { ":owner": owner, ":expiresAt": now + ttlMs, ":ttl": ttlSeconds(now + ttlMs + TTL_SLACK_MS) },
             }),
+            // Aborted, the request may still land later, harmlessly: the owner condition fails once the lease is released.
+            { abortSignal: signal },
           );
           return true;
         } catch (error) {

@@ -185,21 +185,19 @@ async function createSecret(secretId: string, token: string, tokenStages: readon
   const lease = await acquire(deps, secretId);
   const ttlMs = deps.lockTtlMs ?? DEFAULT_LOCK_TTL_MS;
   const deadline = refreshDeadline(deps.clock.now(), ttlMs);
-  let unsaved = false;
   try {
     const stored = await deps.store.load();
     if (stored === undefined) throw new RotationError("No refresh token in the secret", secretId, "createSecret");
     const next = await refreshOnce(stored.refreshToken, deadline, deps);
-    unsaved = true;
     const save = () => deps.store.forRotation({ clientRequestToken: token, stages: ROTATION_STAGES }).save(next);
+    // Renewed while the write runs, so a slow PutSecretValue does not let a poller in with the spent token.
     await whileHolding(lease, ttlMs, deps.clock, save, deps.logger);
-    unsaved = false;
     deps.metrics.add("TokenRefreshes", 1, "Count");
     deps.logger.info("createSecret: refreshed the provider token and wrote it as AWSCURRENT", { step: "createSecret" });
   } finally {
-    // Not written: the secret still holds the spent refresh token, so the lease runs out rather than let a poller
-    // take it at once and present that token.
-    if (!unsaved) await lease.release();
+    // Released on every path: unlike a poller, the rotation keeps no unsaved tokens to save again, so holding the
+    // lease after a failed write would only stall the pollers.
+    await lease.release();
   }
 }
 

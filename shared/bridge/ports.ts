@@ -139,8 +139,11 @@ export interface Quarantine {
 
 /** A held lease. */
 export interface LockHandle {
-  /** Extends the lease; false when it was lost (expired and taken by another owner). */
-  renew(ttlMs: number): Promise<boolean>;
+  /**
+   * Extends the lease; false when it was lost (expired and taken by another owner). May stop early, rejecting, once
+   * `signal` aborts (the holder no longer needs the renewal).
+   */
+  renew(ttlMs: number, signal?: AbortSignal): Promise<boolean>;
   /** Releases the lease if still held by this owner; never throws for a lost lease. */
   release(): Promise<void>;
 }

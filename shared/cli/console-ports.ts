@@ -3,8 +3,7 @@
  * (local mode has no metrics backend; the summary line shows what matters), a system clock,
  * and a publisher wrapper that also hands every published event to the console printer.
  */
-import type { BridgeEvent, Clock, EventPublisher, Logger, MetricName, Metrics } from "../bridge/ports.js";
-import { realSleep } from "../qashio/http.js";
+import type { BridgeEvent, EventPublisher, Logger, MetricName, Metrics } from "../bridge/ports.js";
 import type { LogLevel } from "./config.js";
 import type { OutputStream } from "./printer.js";
 
@@ -54,11 +53,8 @@ export class MemoryMetrics implements Metrics {
   }
 }
 
-/** Wall clock of the process. */
-export const systemClock: Clock = {
-  now: () => Date.now(),
-  sleep: realSleep,
-};
+/** Wall clock of the process (the shared one). */
+export { systemClock } from "../clock.js";
 
 /**
  * Wraps a publisher so the events it accepted (all but the failed ones) are also handed to `onPublished`,

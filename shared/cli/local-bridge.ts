@@ -25,7 +25,7 @@ import {
   type RedriveReport,
   type TransactionCycleDeps,
 } from "../bridge/index.js";
-import { OAuthTokenProvider, isInvalidClient } from "../qashio/auth/token-provider.js";
+import { OAuthTokenProvider, isInvalidClient, whileHolding } from "../qashio/auth/token-provider.js";
 import { QashioClient } from "../qashio/client.js";
 import { resolveBaseUrl } from "../qashio/config.js";
 import type { FetchLike } from "../qashio/http.js";
@@ -56,8 +56,11 @@ import {
 export const CYCLE_LOCK = "cycle";
 /** Lease length of a cycle: short, so a crashed run blocks the next one for at most this long. */
 export const CYCLE_LEASE_MS = 30_000;
-/** The lease is renewed this often while the cycle runs. */
-export const CYCLE_LEASE_RENEW_MS = 10_000;
+
+const CYCLE_LEASE_MESSAGES = {
+  lost: "the cycle lease was lost; another process may start a cycle",
+  failed: "renewing the cycle lease failed",
+};
 
 export interface LocalBridgeOptions {
   /** Environment for named base URLs (QASHIO_SANDBOX_URL, ...). */
@@ -278,23 +281,17 @@ export async function withCycleLock<T>(bridge: LocalBridge, work: () => Promise<
       EXIT.failed,
     );
   }
-  // A short lease kept alive while the cycle runs: a crash frees it soon, a long cycle keeps it.
-  const heartbeat = setInterval(() => {
-    handle.renew(CYCLE_LEASE_MS).then(
-      (held) => {
-        if (!held) bridge.transactions.logger.warn("the cycle lease was lost; another process may start a cycle");
-      },
-      (error: unknown) => bridge.transactions.logger.warn("renewing the cycle lease failed", { error }),
-    );
-  }, CYCLE_LEASE_RENEW_MS);
-  heartbeat.unref();
-  try {
+  // A short lease kept alive (every third of it) while the cycle runs: a crash frees it soon, a long cycle keeps it.
+  // The same keep-alive as the token save's, so no renewal lands after the release.
+  const underLease = async (): Promise<T> => {
     // Checked again under the lock: two first uses of an empty directory both pass the check at open, and only the
     // first cycle's state may stay; the other one now finds it and stops before any provider call.
     await bindToSettings(bridge.settings.stateDir, bindingOf(bridge.settings, bridge.baseUrl));
-    return await work();
+    return work();
+  };
+  try {
+    return await whileHolding(handle, CYCLE_LEASE_MS, bridge.clock, underLease, bridge.transactions.logger, CYCLE_LEASE_MESSAGES);
   } finally {
-    clearInterval(heartbeat);
     await handle.release();
   }
 }

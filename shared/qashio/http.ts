@@ -22,6 +22,7 @@ import {
 import type { TokenProvider } from "./auth/token-provider.js";
 import { nodeHttpFetch } from "./node-transport.js";
 import { isLogToken } from "../log-token.js";
+import { realSleep, systemClock } from "../clock.js";
 import { ERROR_CODES, ErrorEnvelopeSchema } from "./schemas/index.js";
 
 /** Response headers as HttpCore reads them; a fetch `Headers` fits. */
@@ -78,6 +79,9 @@ export interface RetryOptions {
   readonly random?: () => number;
 }
 
+// Re-exported: the client's public API and its tests name the shared clock from here.
+export { realSleep, systemClock };
+
 export const DEFAULT_TIMEOUT_MS = 10_000;
 export const DEFAULT_RETRY: Required<RetryOptions> = {
   maxAttempts: 5,
@@ -87,25 +91,6 @@ export const DEFAULT_RETRY: Required<RetryOptions> = {
   random: Math.random,
 };
 
-/** A real timer wait; an abort clears the timer, so a cancelled wait does not keep the process alive. */
-export function realSleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal?.aborted) return resolve();
-    const timer = setTimeout(done, ms);
-    signal?.addEventListener("abort", done, { once: true });
-    function done(): void {
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", done);
-      resolve();
-    }
-  });
-}
-
-/** Real time. */
-export const systemClock: Clock = {
-  now: () => Date.now(),
-  sleep: realSleep,
-};
 
 /**
  * When a failed request may be sent again.

@@ -126,6 +126,16 @@ describe("DynamoLeaseLock on DynamoDB Local", () => {
     expect(await lockWith(clock).tryAcquire("acme#expiring", 5_000)).toBeUndefined();
   });
 
+  it("gives up a renewal once its signal aborts, without extending the lease", async () => {
+    const clock = new FakeClock();
+    const lease = await lockWith(clock).tryAcquire("acme#aborted", 1_000);
+    const stop = new AbortController();
+    stop.abort();
+    await expect(lease?.renew(60_000, stop.signal)).rejects.toMatchObject({ name: "AbortError" });
+    clock.advance(1_001);
+    expect(await lockWith(clock).tryAcquire("acme#aborted", 1_000)).toBeDefined();
+  });
+
   it("keeps a renewed lease past its first expiry", async () => {
     const clock = new FakeClock();
     const lease = await lockWith(clock).tryAcquire("acme#renewed", 1_000);

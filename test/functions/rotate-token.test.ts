@@ -224,16 +224,12 @@ describe("rotate-token handler (Secrets Manager rotation)", () => {
     expect(await h.familyStillValid()).toBe(true);
   });
 
-  it("keeps the refresh lease until it runs out when writing the rotated secret fails", async () => {
+  it("releases the refresh lease when writing the rotated secret fails (it keeps no tokens to save again)", async () => {
     h.secrets.failNext("PutSecretValue", awsError("AccessDeniedException"));
     const token = randomUUID();
     h.secrets.startRotation(token);
     await expect(h.rotator()(eventFor(token, "createSecret"))).rejects.toThrow(/PutSecretValue/);
     expect(h.refreshTokensPresented).toHaveLength(1);
-    expect(await contender().tryAcquire(REFRESH_LEASE, TOKEN_LEASE_TTL_MS)).toBeUndefined();
-    h.sandbox.control.advanceClock(TOKEN_LEASE_TTL_MS / 1000 - 1);
-    expect(await contender().tryAcquire(REFRESH_LEASE, TOKEN_LEASE_TTL_MS)).toBeUndefined();
-    h.sandbox.control.advanceClock(1);
     expect(await contender().tryAcquire(REFRESH_LEASE, TOKEN_LEASE_TTL_MS)).toBeDefined();
   });
 

@@ -396,12 +396,12 @@ describe("OAuthTokenProvider saving rotated tokens under the lease", () => {
   }
 
   /** Processes sharing one store, lease and rotating token endpoint, over a clock that moves only when told to. */
-  function processes(options: { renew?: () => Promise<boolean> } = {}) {
+  function processes(options: { renew?: () => Promise<boolean>; lifetimeMs?: number } = {}) {
     const clock = manualClock();
     const start = clock.now();
     const events: string[] = [];
     const store = memoryStore({ refreshToken: "rt-1", accessToken: "expired-access", accessTokenExpiresAt: start - 1 }, events);
-    const fetch = rotatingTokenEndpoint(clock, events);
+    const fetch = rotatingTokenEndpoint(clock, events, options.lifetimeMs);
     const { lock, renewals } = leaseLock(clock, options.renew);
     const logger = captureLogger();
     const spawn = () =>
@@ -445,6 +445,49 @@ describe("OAuthTokenProvider saving rotated tokens under the lease", () => {
     expect(store.saves.map((s) => [s.refreshToken, s.accessToken])).toEqual([["rt-2", token]]);
     expect(presented()).toEqual(["rt-1"]);
     expect(events).toEqual(["refresh:rt-1", "save:rt-2"]);
+  });
+
+  it("releases the kept lease once the next call saved the tokens again: another owner takes it at once", async () => {
+    const { events, store, lock, spawn } = processes();
+    const provider = spawn();
+    store.failNextSave = true;
+    await expect(provider.getAccessToken()).rejects.toBeInstanceOf(TokenUnavailableError);
+    await provider.getAccessToken(); // the clock has not moved: the lease would hold for 30 s more
+    expect(events).toEqual(["refresh:rt-1", "save:rt-2"]);
+    expect(await lock.tryAcquire(DEFAULT_LOCK_NAME, TTL)).toBeDefined();
+  });
+
+  it("does not wait on its own kept lease when the tokens it saved again need a refresh at once", async () => {
+    // Tokens that expire within the refresh skew: the call that saves them again must refresh them too.
+    const { events, store, spawn, presented } = processes({ lifetimeMs: 30_000 });
+    const provider = spawn();
+    store.failNextSave = true;
+    await expect(provider.getAccessToken()).rejects.toBeInstanceOf(TokenUnavailableError);
+    let token: string | undefined;
+    void provider.getAccessToken().then((t) => (token = t));
+    await turns(20); // no clock advance: a wait for the lease would never end
+    expect(token).toBeDefined();
+    expect(events).toEqual(["refresh:rt-1", "save:rt-2", "refresh:rt-2", "save:rt-3"]);
+    expect(presented()).toEqual(["rt-1", "rt-2"]);
+  });
+
+  it("drops the unsaved tokens when the store changed after the failed save (a re-authorization), and uses the stored tokens", async () => {
+    const { clock, store, lock, logger, spawn, presented } = processes();
+    const provider = spawn();
+    store.failNextSave = true;
+    await expect(provider.getAccessToken()).rejects.toBeInstanceOf(TokenUnavailableError);
+    const expiresAt = clock.now() + 15 * MINUTE;
+    const reauthorized = { refreshToken: "rt-operator", accessToken: jwt({ sub: "company-1", exp: Math.floor(expiresAt / 1000) }), accessTokenExpiresAt: expiresAt };
+    store.set(reauthorized);
+    expect(await provider.getAccessToken()).toBe(reauthorized.accessToken);
+    expect(await store.load()).toEqual(reauthorized);
+    expect(store.saves).toEqual([]);
+    expect(presented()).toEqual(["rt-1"]);
+    expect(logger.lines.filter((l) => l.level === "warn").map((l) => [l.message, l.attributes])).toEqual([
+      [expect.stringMatching(/token store changed after the rotated tokens failed to save/), undefined],
+    ]);
+    expect(logger.text()).not.toMatch(/rt-\d|rt-operator/);
+    expect(await lock.tryAcquire(DEFAULT_LOCK_NAME, TTL)).toBeDefined(); // the kept lease was released
   });
 
   it("renews the lease every third of its length while the save runs, and stops once the save settles", async () => {

@@ -50,8 +50,8 @@ export class StaticTokenProvider implements TokenProvider {
 
 /** A held cross-process lease (structurally the bridge's `LockHandle`). */
 export interface RefreshLockHandle {
-  /** Extends the lease by `ttlMs` from now; false when it was lost. */
-  renew(ttlMs: number): Promise<boolean>;
+  /** Extends the lease by `ttlMs` from now; false when it was lost. May stop early, rejecting, once `signal` aborts. */
+  renew(ttlMs: number, signal?: AbortSignal): Promise<boolean>;
   release(): Promise<void>;
 }
 
@@ -101,11 +101,23 @@ export function refreshDeadline(acquiredAt: number, lockTtlMs: number): number {
   return acquiredAt + Math.floor(lockTtlMs / 2);
 }
 
+/** What {@link whileHolding} logs when a renewal finds the lease lost or fails (never a token). */
+export interface KeepAliveMessages {
+  readonly lost: string;
+  readonly failed: string;
+}
+
+const TOKEN_SAVE_MESSAGES: KeepAliveMessages = {
+  lost: "token refresh lease lost while saving the rotated tokens; another process may refresh with the spent token",
+  failed: "renewing the token refresh lease failed while saving the rotated tokens",
+};
+
 /**
- * Runs `work` (saving rotated tokens) while renewing `lease` by `ttlMs` every third of `ttlMs`, until `work` settles.
- * The provider has spent the stored refresh token by then: were the lease to lapse before the store holds the new
- * one, another process could take it, load the spent token and present it, which revokes the family. A renewal that
- * fails or finds the lease lost is logged and the save goes on: the new tokens are the only valid ones now.
+ * Runs `work` while renewing `lease` by `ttlMs` every third of `ttlMs`, until `work` settles, and returns (or throws)
+ * what `work` did, unchanged. For the token save: the provider has spent the stored refresh token by then, and were
+ * the lease to lapse before the store holds the new one, another process could take it, load the spent token and
+ * present it, which revokes the family. A renewal that fails or finds the lease lost is logged and `work` goes on.
+ * The keep-alive never rejects: a throwing logger, clock or `renew` cannot change the outcome nor go unhandled.
  *
  * @example
  * ```ts
@@ -118,10 +130,21 @@ export async function whileHolding<T>(
   clock: Clock,
   work: () => Promise<T>,
   logger?: Pick<ClientLogger, "warn">,
+  messages: KeepAliveMessages = TOKEN_SAVE_MESSAGES,
 ): Promise<T> {
   const every = Math.max(1, Math.floor(ttlMs / 3));
   const done = new AbortController();
   const settled = new Promise<void>((resolve) => done.signal.addEventListener("abort", () => resolve(), { once: true }));
+  const warn = (message: string, error?: unknown): void => {
+    // A renewal cut short because `work` settled is not worth a warning.
+    if (done.signal.aborted) return;
+    try {
+      if (error === undefined) logger?.warn(message);
+      else logger?.warn(message, { error: error instanceof Error ? error.name : "unknown error" });
+    } catch {
+      // A broken logger must not end the keep-alive.
+    }
+  };
   const keepAlive = async (): Promise<void> => {
     let due = clock.now() + every;
     for (;;) {
@@ -133,24 +156,35 @@ export async function whileHolding<T>(
       if (clock.now() < due) continue;
       due = clock.now() + every;
       try {
-        if (!(await lease.renew(ttlMs))) {
-          logger?.warn("token refresh lease lost while saving the rotated tokens; another process may refresh with the spent token");
-        }
+        if (!(await lease.renew(ttlMs, done.signal))) warn(messages.lost);
       } catch (error) {
-        logger?.warn("renewing the token refresh lease failed while saving the rotated tokens", {
-          error: error instanceof Error ? error.name : "unknown error",
-        });
+        warn(messages.failed, error);
       }
     }
   };
-  const renewing = keepAlive();
+  // A throwing clock ends the keep-alive (logged as a failed renewal); it never rejects.
+  const renewing = keepAlive().catch((error: unknown) => warn(messages.failed, error));
   try {
     return await work();
   } finally {
     done.abort();
-    // A renewal in flight ends before the caller releases, so it cannot extend a released lease.
+    // A renewal in flight ends before the caller releases, so it cannot extend a released lease (the file lock's
+    // renew checks, then writes). The abort cuts a slow one short: the DynamoDB lease stops its request.
     await renewing;
   }
+}
+
+/**
+ * Tokens whose save failed. `replaced` is the refresh token they replaced (spent by the refresh; undefined for a code
+ * exchange, which replaces nothing spent). `handle` is the refresh lease they were issued under, kept rather than
+ * released: until it expires (at most one TTL after its last renewal) or this process saves again, other processes
+ * wait instead of taking it and presenting the spent token. It narrows the window, it does not close it: a lease that
+ * runs out first lets the next refresh present the spent token, which revokes the family.
+ */
+interface Unsaved {
+  readonly tokens: StoredTokens;
+  readonly replaced: string | undefined;
+  readonly handle: RefreshLockHandle | undefined;
 }
 
 /**
@@ -192,9 +226,10 @@ export class OAuthTokenProvider implements TokenProvider {
   private readonly clock: Clock;
   private readonly lockTtlMs: number;
   private current?: StoredTokens;
-  /** Tokens the provider issued but the store failed to save: re-saved before anything else. */
-  private unsaved?: StoredTokens;
+  /** Tokens the provider issued but the store failed to save: re-saved (see `loaded`) before anything else. */
+  private unsaved?: Unsaved;
   private inflight?: Promise<StoredTokens>;
+  private resaving?: Promise<void>;
 
   constructor(options: OAuthTokenProviderOptions) {
     this.lockTtlMs = options.lockTtlMs ?? DEFAULT_LOCK_TTL_MS;
@@ -246,12 +281,32 @@ export class OAuthTokenProvider implements TokenProvider {
   }
 
   private async loaded(): Promise<StoredTokens> {
-    if (this.unsaved) await this.persist(this.unsaved);
+    // Shared by concurrent callers: a second re-save would find its own tokens stored and drop them as foreign.
+    if (this.unsaved) await (this.resaving ??= this.saveAgain(this.unsaved).finally(() => (this.resaving = undefined)));
     if (this.current) return this.current;
     const stored = await this.options.store.load();
     if (!stored) throw new TokenUnavailableError("no tokens stored for this tenant: authorize the integration first");
     this.current = stored;
     return stored;
+  }
+
+  /**
+   * Saves the unsaved tokens again, but only while the store still holds the refresh token they replaced (or already
+   * their own: a store that wrote the secret but failed a later step): anything else was written since (e.g. a
+   * re-authorization) and must not be overwritten, so they are dropped for it. Either
+   * way the lease kept since the failed save is released then, so nobody, this process included, waits for it.
+   */
+  private async saveAgain(unsaved: Unsaved): Promise<void> {
+    const stored = await this.options.store.load();
+    const ours = [unsaved.replaced, unsaved.tokens.refreshToken];
+    if (unsaved.replaced === undefined || (stored !== undefined && ours.includes(stored.refreshToken))) {
+      await this.persist(unsaved.tokens, unsaved.replaced, unsaved.handle);
+    } else {
+      this.unsaved = undefined;
+      this.current = stored;
+      this.options.logger?.warn("the token store changed after the rotated tokens failed to save; using the stored tokens instead");
+    }
+    await unsaved.handle?.release();
   }
 
   private refreshShared(rejected: string | undefined): Promise<StoredTokens> {
@@ -272,9 +327,8 @@ export class OAuthTokenProvider implements TokenProvider {
       if (this.isFresh(stored, rejected)) return stored;
       return await this.rotate(stored.refreshToken, rejected, true, lease);
     } finally {
-      // Unsaved tokens: the store still holds the spent refresh token, so the lease is left to run out rather than
-      // let another process take it and present that token; this process saves its tokens again first.
-      if (this.unsaved === undefined) await handle?.release();
+      // Kept with unsaved tokens (see `Unsaved`), released once they are saved again or dropped.
+      if (handle !== undefined && this.unsaved?.handle !== handle) await handle.release();
     }
   }
 
@@ -320,18 +374,21 @@ export class OAuthTokenProvider implements TokenProvider {
       );
     }
     const tokens = storedTokensOf(set, this.clock.now());
-    const save = () => this.persist(tokens);
+    const save = () => this.persist(tokens, refreshToken, lease?.handle);
     await (lease ? whileHolding(lease.handle, this.lockTtlMs, this.clock, save, this.options.logger) : save());
     this.options.onEvent?.("refreshed");
     return tokens;
   }
 
-  /** Saves before use: until the save succeeds the new tokens are kept aside, never handed out. */
-  private async persist(tokens: StoredTokens): Promise<void> {
+  /**
+   * Saves before use: until the save succeeds the new tokens are kept aside (with the refresh token they `replaced`
+   * and the lease `handle` they were issued under), never handed out.
+   */
+  private async persist(tokens: StoredTokens, replaced?: string, handle?: RefreshLockHandle): Promise<void> {
     try {
       await this.options.store.save(tokens);
     } catch (error) {
-      this.unsaved = tokens;
+      this.unsaved = { tokens, replaced, handle };
       // Only the error's name travels: a store's message could quote the tokens it failed to write.
       const reason = error instanceof Error ? error.name : "unknown error";
       throw new TokenUnavailableError(`rotated tokens could not be saved to the token store (${reason}); they will be saved again before use`);

@@ -1,0 +1,150 @@
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { whileHolding } from "../../shared/qashio/auth/token-provider.js";
+import type { Clock } from "../../shared/qashio/http.js";
+import { captureLogger, manualClock, turns } from "./helpers.js";
+
+const TTL = 30_000;
+
+/** A lease that records when (on `clock`) it was renewed and answers with `answer`. */
+function recordingLease(clock: Clock, answer: (signal?: AbortSignal) => Promise<boolean> = async () => true) {
+  const renewals: number[] = [];
+  return {
+    renewals,
+    renew: (ttlMs: number, signal?: AbortSignal) => {
+      expect(ttlMs).toBe(TTL);
+      renewals.push(clock.now());
+      return answer(signal);
+    },
+  };
+}
+
+/** Work that settles only when told to. */
+function gated<T>() {
+  let settle!: (outcome: { value: T } | { error: unknown }) => void;
+  const gate = new Promise<{ value: T } | { error: unknown }>((resolve) => (settle = resolve));
+  const work = async (): Promise<T> => {
+    const outcome = await gate;
+    if ("error" in outcome) throw outcome.error;
+    return outcome.value;
+  };
+  return { work, resolve: (value: T) => settle({ value }), reject: (error: unknown) => settle({ error }) };
+}
+
+describe("whileHolding", () => {
+  const unhandled: unknown[] = [];
+  const onUnhandled = (reason: unknown) => void unhandled.push(reason);
+  beforeEach(() => {
+    unhandled.length = 0;
+    process.on("unhandledRejection", onUnhandled);
+  });
+  afterEach(() => {
+    process.off("unhandledRejection", onUnhandled);
+  });
+
+  it("passes work's result and work's error through unchanged, a synchronous throw included", async () => {
+    const clock = manualClock();
+    const lease = recordingLease(clock);
+    const result = { saved: true };
+    await expect(whileHolding(lease, TTL, clock, async () => result)).resolves.toBe(result);
+    const error = new Error("disk full");
+    await expect(whileHolding(lease, TTL, clock, async () => Promise.reject(error))).rejects.toBe(error);
+    await expect(
+      whileHolding(lease, TTL, clock, () => {
+        throw error;
+      }),
+    ).rejects.toBe(error);
+    expect(lease.renewals).toEqual([]);
+  });
+
+  it("renews every third of the TTL while work runs, and leaves no timer pending once it settles", async () => {
+    const clock = manualClock();
+    const start = clock.now();
+    const lease = recordingLease(clock);
+    const { work, resolve } = gated<string>();
+    const pending = whileHolding(lease, TTL, clock, work);
+    await clock.advance(35_000);
+    expect(lease.renewals.map((at) => at - start)).toEqual([10_000, 20_000, 30_000]);
+    resolve("ok");
+    expect(await pending).toBe("ok");
+    expect(clock.sleeping).toBe(0);
+    await clock.advance(60_000);
+    expect(lease.renewals).toHaveLength(3);
+  });
+
+  it("keeps work's result when the logger, renew or the clock throws, with no unhandled rejection", async () => {
+    const brokenLogger = {
+      warn: () => {
+        throw new Error("logger broke");
+      },
+    };
+    const answers: Array<() => Promise<boolean>> = [
+      async () => false,
+      () => {
+        throw new Error("renew threw synchronously");
+      },
+      async () => Promise.reject(new Error("renew rejected")),
+    ];
+    const clock = manualClock();
+    const lease = recordingLease(clock, () => (answers.shift() ?? (async () => true))());
+    const { work, resolve } = gated<string>();
+    const pending = whileHolding(lease, TTL, clock, work, brokenLogger);
+    await clock.advance(45_000);
+    expect(lease.renewals).toHaveLength(4); // renewals go on after each failure
+    resolve("ok");
+    expect(await pending).toBe("ok");
+
+    let reads = 0;
+    const brokenClock: Clock = {
+      now: () => {
+        reads += 1;
+        if (reads > 1) throw new Error("clock broke");
+        return 0;
+      },
+      sleep: async () => undefined,
+    };
+    const logger = captureLogger();
+    const second = gated<string>();
+    const failing = whileHolding(recordingLease(clock), TTL, brokenClock, second.work, logger);
+    await turns(10);
+    const error = new Error("save failed");
+    second.reject(error);
+    await expect(failing).rejects.toBe(error);
+    expect(logger.lines).toEqual([{ level: "warn", message: expect.stringMatching(/renewing .* failed/), attributes: { error: "Error" } }]);
+
+    const sleepless: Clock = { now: () => 0, sleep: () => Promise.reject(new Error("no timers")) };
+    const slowOk = async () => {
+      await turns(3);
+      return "ok";
+    };
+    await expect(whileHolding(recordingLease(clock), TTL, sleepless, slowOk, brokenLogger)).resolves.toBe("ok");
+    await turns(10);
+    expect(unhandled).toEqual([]);
+  });
+
+  it("cuts a renewal in flight short when work settles, and returns only once it has ended, without a warning", async () => {
+    const clock = manualClock();
+    const logger = captureLogger();
+    let ended = false;
+    // A renewal that hangs (a silent endpoint) until its signal aborts, as the DynamoDB lease's does.
+    const lease = recordingLease(clock, (signal) =>
+      new Promise<boolean>((_resolve, reject) =>
+        signal?.addEventListener("abort", () => {
+          ended = true;
+          reject(Object.assign(new Error("aborted"), { name: "AbortError" }));
+        }),
+      ),
+    );
+    const { work, resolve } = gated<string>();
+    const pending = whileHolding(lease, TTL, clock, work, logger);
+    await clock.advance(10_000);
+    expect(lease.renewals).toHaveLength(1);
+    let returned = false;
+    void pending.then(() => (returned = true));
+    resolve("ok");
+    await turns(10);
+    expect(returned).toBe(true);
+    expect(ended).toBe(true);
+    expect(await pending).toBe("ok");
+    expect(logger.lines).toEqual([]);
+  });
+});
