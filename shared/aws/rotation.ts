@@ -19,7 +19,8 @@
  */
 import { DescribeSecretCommand, UpdateSecretVersionStageCommand, type SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 import type { Clock, Lock, LockHandle, Logger, Metrics } from "../bridge/ports.js";
-import { DEFAULT_LOCK_TTL_MS, DEFAULT_LOCK_WAIT_MS, refreshDeadline, whileHolding } from "../qashio/auth/token-provider.js";
+import { DEFAULT_LOCK_TTL_MS, DEFAULT_LOCK_WAIT_MS, TOKEN_SAVE_MESSAGES, refreshDeadline } from "../qashio/auth/token-provider.js";
+import { whileHolding } from "../lease-keep-alive.js";
 import type { StoredTokens } from "../qashio/auth/token-store.js";
 import { ReauthorizationRequiredError } from "../qashio/errors.js";
 import { RotationError } from "./errors.js";
@@ -191,7 +192,7 @@ async function createSecret(secretId: string, token: string, tokenStages: readon
     const next = await refreshOnce(stored.refreshToken, deadline, deps);
     const save = () => deps.store.forRotation({ clientRequestToken: token, stages: ROTATION_STAGES }).save(next);
     // Renewed while the write runs, so a slow PutSecretValue does not let a poller in with the spent token.
-    await whileHolding(lease, ttlMs, deps.clock, save, deps.logger);
+    await whileHolding(lease, ttlMs, deps.clock, save, deps.logger, TOKEN_SAVE_MESSAGES);
     deps.metrics.add("TokenRefreshes", 1, "Count");
     deps.logger.info("createSecret: refreshed the provider token and wrote it as AWSCURRENT", { step: "createSecret" });
   } finally {

@@ -25,7 +25,8 @@ import {
   type RedriveReport,
   type TransactionCycleDeps,
 } from "../bridge/index.js";
-import { OAuthTokenProvider, isInvalidClient, whileHolding } from "../qashio/auth/token-provider.js";
+import { OAuthTokenProvider, isInvalidClient } from "../qashio/auth/token-provider.js";
+import { whileHolding } from "../lease-keep-alive.js";
 import { QashioClient } from "../qashio/client.js";
 import { resolveBaseUrl } from "../qashio/config.js";
 import type { FetchLike } from "../qashio/http.js";

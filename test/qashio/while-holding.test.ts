@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { whileHolding } from "../../shared/qashio/auth/token-provider.js";
+import { whileHolding } from "../../shared/lease-keep-alive.js";
+import { TOKEN_SAVE_MESSAGES as MESSAGES } from "../../shared/qashio/auth/token-provider.js";
 import type { Clock } from "../../shared/qashio/http.js";
 import { captureLogger, manualClock, turns } from "./helpers.js";
 
@@ -45,13 +46,20 @@ describe("whileHolding", () => {
     const clock = manualClock();
     const lease = recordingLease(clock);
     const result = { saved: true };
-    await expect(whileHolding(lease, TTL, clock, async () => result)).resolves.toBe(result);
+    await expect(whileHolding(lease, TTL, clock, async () => result, undefined, MESSAGES)).resolves.toBe(result);
     const error = new Error("disk full");
-    await expect(whileHolding(lease, TTL, clock, async () => Promise.reject(error))).rejects.toBe(error);
+    await expect(whileHolding(lease, TTL, clock, async () => Promise.reject(error), undefined, MESSAGES)).rejects.toBe(error);
     await expect(
-      whileHolding(lease, TTL, clock, () => {
-        throw error;
-      }),
+      whileHolding(
+        lease,
+        TTL,
+        clock,
+        () => {
+          throw error;
+        },
+        undefined,
+        MESSAGES,
+      ),
     ).rejects.toBe(error);
     expect(lease.renewals).toEqual([]);
   });
@@ -61,7 +69,7 @@ describe("whileHolding", () => {
     const start = clock.now();
     const lease = recordingLease(clock);
     const { work, resolve } = gated<string>();
-    const pending = whileHolding(lease, TTL, clock, work);
+    const pending = whileHolding(lease, TTL, clock, work, undefined, MESSAGES);
     await clock.advance(35_000);
     expect(lease.renewals.map((at) => at - start)).toEqual([10_000, 20_000, 30_000]);
     resolve("ok");
@@ -87,7 +95,7 @@ describe("whileHolding", () => {
     const clock = manualClock();
     const lease = recordingLease(clock, () => (answers.shift() ?? (async () => true))());
     const { work, resolve } = gated<string>();
-    const pending = whileHolding(lease, TTL, clock, work, brokenLogger);
+    const pending = whileHolding(lease, TTL, clock, work, brokenLogger, MESSAGES);
     await clock.advance(45_000);
     expect(lease.renewals).toHaveLength(4); // renewals go on after each failure
     resolve("ok");
@@ -104,7 +112,7 @@ describe("whileHolding", () => {
     };
     const logger = captureLogger();
     const second = gated<string>();
-    const failing = whileHolding(recordingLease(clock), TTL, brokenClock, second.work, logger);
+    const failing = whileHolding(recordingLease(clock), TTL, brokenClock, second.work, logger, MESSAGES);
     await turns(10);
     const error = new Error("save failed");
     second.reject(error);
@@ -116,7 +124,7 @@ describe("whileHolding", () => {
       await turns(3);
       return "ok";
     };
-    await expect(whileHolding(recordingLease(clock), TTL, sleepless, slowOk, brokenLogger)).resolves.toBe("ok");
+    await expect(whileHolding(recordingLease(clock), TTL, sleepless, slowOk, brokenLogger, MESSAGES)).resolves.toBe("ok");
     await turns(10);
     expect(unhandled).toEqual([]);
   });
@@ -135,7 +143,7 @@ describe("whileHolding", () => {
       ),
     );
     const { work, resolve } = gated<string>();
-    const pending = whileHolding(lease, TTL, clock, work, logger);
+    const pending = whileHolding(lease, TTL, clock, work, logger, MESSAGES);
     await clock.advance(10_000);
     expect(lease.renewals).toHaveLength(1);
     let returned = false;

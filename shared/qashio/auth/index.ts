@@ -23,7 +23,6 @@ export {
   isInvalidClient,
   isRejectedGrant,
   storedTokensOf,
-  whileHolding,
   type OAuthTokenProviderOptions,
   type RefreshLock,
   type RefreshLockHandle,

@@ -3,7 +3,8 @@
  * (rotation saved before use, JWT expiry, single flight, optional cross-process lock).
  */
 import { BadRequestError, QashioError, ReauthorizationRequiredError, TokenUnavailableError, UnauthorizedError } from "../errors.js";
-import { DEFAULT_TIMEOUT_MS, systemClock, type ClientLogger, type Clock } from "../http.js";
+import { DEFAULT_TIMEOUT_MS, systemClock, type Clock } from "../http.js";
+import { whileHolding, type KeepAliveMessages } from "../../lease-keep-alive.js";
 import { jwtExpiry } from "./jwt.js";
 import { exchangeCode, refresh, type OAuthClientOptions } from "./oauth.js";
 import type { StoredTokens, TokenStore } from "./token-store.js";
@@ -101,78 +102,11 @@ export function refreshDeadline(acquiredAt: number, lockTtlMs: number): number {
   return acquiredAt + Math.floor(lockTtlMs / 2);
 }
 
-/** What {@link whileHolding} logs when a renewal finds the lease lost or fails (never a token). */
-export interface KeepAliveMessages {
-  readonly lost: string;
-  readonly failed: string;
-}
-
-const TOKEN_SAVE_MESSAGES: KeepAliveMessages = {
+/** What the keep-alive of a token save logs (never a token); rotation saves tokens too. */
+export const TOKEN_SAVE_MESSAGES: KeepAliveMessages = {
   lost: "token refresh lease lost while saving the rotated tokens; another process may refresh with the spent token",
   failed: "renewing the token refresh lease failed while saving the rotated tokens",
 };
-
-/**
- * Runs `work` while renewing `lease` by `ttlMs` every third of `ttlMs`, until `work` settles, and returns (or throws)
- * what `work` did, unchanged. For the token save: the provider has spent the stored refresh token by then, and were
- * the lease to lapse before the store holds the new one, another process could take it, load the spent token and
- * present it, which revokes the family. A renewal that fails or finds the lease lost is logged and `work` goes on.
- * The keep-alive never rejects: a throwing logger, clock or `renew` cannot change the outcome nor go unhandled.
- *
- * @example
- * ```ts
- * await whileHolding(handle, 30_000, clock, () => store.save(tokens), logger);
- * ```
- */
-export async function whileHolding<T>(
-  lease: Pick<RefreshLockHandle, "renew">,
-  ttlMs: number,
-  clock: Clock,
-  work: () => Promise<T>,
-  logger?: Pick<ClientLogger, "warn">,
-  messages: KeepAliveMessages = TOKEN_SAVE_MESSAGES,
-): Promise<T> {
-  const every = Math.max(1, Math.floor(ttlMs / 3));
-  const done = new AbortController();
-  const settled = new Promise<void>((resolve) => done.signal.addEventListener("abort", () => resolve(), { once: true }));
-  const warn = (message: string, error?: unknown): void => {
-    // A renewal cut short because `work` settled is not worth a warning.
-    if (done.signal.aborted) return;
-    try {
-      if (error === undefined) logger?.warn(message);
-      else logger?.warn(message, { error: error instanceof Error ? error.name : "unknown error" });
-    } catch {
-      // A broken logger must not end the keep-alive.
-    }
-  };
-  const keepAlive = async (): Promise<void> => {
-    let due = clock.now() + every;
-    for (;;) {
-      // One event-loop turn per round: a fake clock whose sleep returns at once must not starve `work`.
-      await new Promise((resolve) => setImmediate(resolve));
-      if (done.signal.aborted) return;
-      await Promise.race([settled, clock.sleep(Math.max(0, due - clock.now()), done.signal)]);
-      if (done.signal.aborted) return;
-      if (clock.now() < due) continue;
-      due = clock.now() + every;
-      try {
-        if (!(await lease.renew(ttlMs, done.signal))) warn(messages.lost);
-      } catch (error) {
-        warn(messages.failed, error);
-      }
-    }
-  };
-  // A throwing clock ends the keep-alive (logged as a failed renewal); it never rejects.
-  const renewing = keepAlive().catch((error: unknown) => warn(messages.failed, error));
-  try {
-    return await work();
-  } finally {
-    done.abort();
-    // A renewal in flight ends before the caller releases, so it cannot extend a released lease (the file lock's
-    // renew checks, then writes). The abort cuts a slow one short: the DynamoDB lease stops its request.
-    await renewing;
-  }
-}
 
 /**
  * Tokens whose save failed. `replaced` is the refresh token they replaced (spent by the refresh; undefined for a code
@@ -375,7 +309,7 @@ export class OAuthTokenProvider implements TokenProvider {
     }
     const tokens = storedTokensOf(set, this.clock.now());
     const save = () => this.persist(tokens, refreshToken, lease?.handle);
-    await (lease ? whileHolding(lease.handle, this.lockTtlMs, this.clock, save, this.options.logger) : save());
+    await (lease ? whileHolding(lease.handle, this.lockTtlMs, this.clock, save, this.options.logger, TOKEN_SAVE_MESSAGES) : save());
     this.options.onEvent?.("refreshed");
     return tokens;
   }

@@ -1,0 +1,91 @@
+/**
+ * Keeping a lease alive while a piece of work runs: the token save under the refresh lease (shared/qashio/auth), the
+ * rotation's secret write (shared/aws/rotation.ts) and a local cycle under its file lock (shared/cli/local-bridge.ts).
+ * Structural types only, so every lock adapter and clock fits.
+ */
+
+/** A held lease that can be extended (the bridge's `LockHandle`, the client's `RefreshLockHandle`). */
+export interface RenewableLease {
+  /** Extends the lease by `ttlMs` from now; false when it was lost. May stop early, rejecting, once `signal` aborts. */
+  renew(ttlMs: number, signal?: AbortSignal): Promise<boolean>;
+}
+
+/** The clock the keep-alive waits on (`systemClock`, or a test's fake). */
+export interface KeepAliveClock {
+  now(): number;
+  sleep(ms: number, signal?: AbortSignal): Promise<void>;
+}
+
+/** Where a failed or lost renewal is reported. */
+export interface KeepAliveLogger {
+  warn(message: string, fields?: Record<string, unknown>): void;
+}
+
+/** What {@link whileHolding} logs when a renewal finds the lease lost or fails (never a token). */
+export interface KeepAliveMessages {
+  readonly lost: string;
+  readonly failed: string;
+}
+
+/**
+ * Runs `work` while renewing `lease` by `ttlMs` every third of `ttlMs`, until `work` settles, and returns (or throws)
+ * what `work` did, unchanged: work that must finish under the lease, whatever it takes (a token save: once the
+ * provider has spent the stored refresh token, a lease lapsing before the store holds the new one lets another process
+ * present the spent token, which revokes the family). A renewal that fails or finds the lease lost is logged and
+ * `work` goes on.
+ * The keep-alive never rejects: a throwing logger, clock or `renew` cannot change the outcome nor go unhandled.
+ *
+ * @example
+ * ```ts
+ * await whileHolding(handle, 30_000, systemClock, () => store.save(tokens), logger, { lost: "lease lost", failed: "renewal failed" });
+ * ```
+ */
+export async function whileHolding<T>(
+  lease: RenewableLease,
+  ttlMs: number,
+  clock: KeepAliveClock,
+  work: () => Promise<T>,
+  logger: KeepAliveLogger | undefined,
+  messages: KeepAliveMessages,
+): Promise<T> {
+  const every = Math.max(1, Math.floor(ttlMs / 3));
+  const done = new AbortController();
+  const settled = new Promise<void>((resolve) => done.signal.addEventListener("abort", () => resolve(), { once: true }));
+  const warn = (message: string, error?: unknown): void => {
+    // A renewal cut short because `work` settled is not worth a warning.
+    if (done.signal.aborted) return;
+    try {
+      if (error === undefined) logger?.warn(message);
+      else logger?.warn(message, { error: error instanceof Error ? error.name : "unknown error" });
+    } catch {
+      // A broken logger must not end the keep-alive.
+    }
+  };
+  const keepAlive = async (): Promise<void> => {
+    let due = clock.now() + every;
+    for (;;) {
+      // One event-loop turn per round: a fake clock whose sleep returns at once must not starve `work`.
+      await new Promise((resolve) => setImmediate(resolve));
+      if (done.signal.aborted) return;
+      await Promise.race([settled, clock.sleep(Math.max(0, due - clock.now()), done.signal)]);
+      if (done.signal.aborted) return;
+      if (clock.now() < due) continue;
+      due = clock.now() + every;
+      try {
+        if (!(await lease.renew(ttlMs, done.signal))) warn(messages.lost);
+      } catch (error) {
+        warn(messages.failed, error);
+      }
+    }
+  };
+  // A throwing clock ends the keep-alive (logged as a failed renewal); it never rejects.
+  const renewing = keepAlive().catch((error: unknown) => warn(messages.failed, error));
+  try {
+    return await work();
+  } finally {
+    done.abort();
+    // A renewal in flight ends before the caller releases, so it cannot extend a released lease (the file lock's
+    // renew checks, then writes). The abort cuts a slow one short: the DynamoDB lease stops its request.
+    await renewing;
+  }
+}
