@@ -390,6 +390,21 @@ describe("pollCards", () => {
     expect(rig.metrics.sum("ProviderErrors", { status_class: "4xx" })).toBe(1);
   });
 
+  it("walks on past a full page whose answer carries no pagination block (optional in the provider port)", async () => {
+    const rig = makeRig();
+    const cards = Array.from({ length: 5 }, () => rig.provider.addCard());
+    const list = rig.provider.listErpCards.bind(rig.provider);
+    rig.provider.listErpCards = async (query) => {
+      const { pagination: _dropped, ...page } = await list(query);
+      return page;
+    };
+    const report = await pollCards(rig.deps, { pageSize: 2 });
+    expect(report.outcome).toBe("complete");
+    expect(report.pulled).toBe(5);
+    expect(rig.provider.calls.map((c) => (c.op === "listErpCards" ? c.query.page : undefined))).toEqual([1, 2, 3]);
+    expect([...rig.snapshots.data.keys()].filter((k) => !k.includes("~")).sort()).toEqual(cards.map((c) => `card:${c["id"] as string}`).sort());
+  });
+
   it("keeps the cursors of the full walk and the suspended-only walk apart", async () => {
     const rig = makeRig();
     for (let i = 0; i < 4; i++) rig.provider.addCard({ status: "Suspended" });

@@ -6,6 +6,7 @@ import { contentHash, recordHash } from "../../shared/bridge/hash.js";
 import { requireObjectWithId } from "../../shared/bridge/validate.js";
 import { makeRig, refusal, txnId } from "./fakes.js";
 import { clientOverFake } from "./provider-client.js";
+import { DeadlineExceededError } from "../../shared/qashio/errors.js";
 
 describe("pollTransactions", () => {
   it("publishes transaction.created for a new transaction, writes its snapshot and acknowledges it", async () => {
@@ -151,6 +152,10 @@ describe("pollTransactions", () => {
     expect(report.outcome).toBe("complete");
     expect(rig.publisher.events).toHaveLength(45);
     expect(rig.provider.pending()).toHaveLength(0);
+    // Lowered for the rest of the cycle: each refused size is asked once, not again on every page.
+    const sizes = rig.provider.calls.flatMap((c) => (c.op === "listTransactions" ? [c.query.page_size] : []));
+    expect(sizes.filter((size) => size > 30)).toEqual([100, 50]);
+    expect(new Set(sizes.filter((size) => size <= 30))).toEqual(new Set([25]));
   });
 
   it("handles transactions that arrive and change while the cycle walks pages, skipping none", async () => {
@@ -638,6 +643,25 @@ describe("pollTransactions", () => {
     expect(rig.provider.calls).toEqual([]);
     expect(rig.metrics.sum("ProviderErrors")).toBe(0);
     expect(rig.metrics.sum("CycleErrors")).toBe(0);
+  });
+
+  it("aborts, counting a provider error, when a call is stopped by a deadline earlier than the cycle's (a token refresh held to its lease)", async () => {
+    const rig = makeRig();
+    rig.provider.addTransaction();
+    const cycleDeadline = rig.clock.now() + 60_000;
+    rig.provider.beforeCall = () => {
+      // What the client throws when a token refresh under the refresh lease cannot finish in the lease's first half.
+      throw new DeadlineExceededError("POST /oauth2/token was not retried: a whole attempt no longer fits before its deadline", {
+        method: "POST",
+        path: "/oauth2/token",
+        deadline: rig.clock.now() + 15_000,
+      });
+    };
+    const error = await pollTransactions(rig.deps, { deadline: cycleDeadline }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(CycleAbortedError);
+    expect((error as CycleAbortedError).report.outcome).toBe("aborted");
+    expect(rig.metrics.sum("ProviderErrors", { status_class: "other" })).toBe(1);
+    expect(rig.metrics.sum("CycleErrors")).toBe(1);
   });
 
   it("names the fields and codes the provider refused on acknowledge in the abort message, never their values", async () => {

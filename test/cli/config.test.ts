@@ -74,6 +74,13 @@ describe("readLocalSettings", () => {
     ]);
   });
 
+  it("refuses a BRIDGE_CYCLE_BUDGET under one second: every cycle would stop before its first page, forever", () => {
+    for (const budget of ["0s", "500ms"]) {
+      expect(issuesOf({ ...valid, BRIDGE_CYCLE_BUDGET: budget }).issues).toEqual([{ setting: "BRIDGE_CYCLE_BUDGET", problem: "must be at least 1000 ms" }]);
+    }
+    expect(readLocalSettings({ ...valid, BRIDGE_CYCLE_BUDGET: "1s" }, "/work").cycleBudgetMs).toBe(1_000);
+  });
+
   it("names every missing required setting in one error", () => {
     const error = issuesOf({});
     expect(error.issues.map((i) => i.setting)).toEqual(["QASHIO_BASE_URL", "QASHIO_CLIENT_ID", "QASHIO_CLIENT_SECRET", "BRIDGE_TENANT", "QASHIO_REFRESH_TOKEN"]);
@@ -268,6 +275,13 @@ describe("parseEnvFile", () => {
   it("reads NAME=value lines with Node's quoting, comments, export and CRLF", () => {
     const text = 'export A=1\r\nB = two words # note\r\nC="multi\nline"\n# comment\nD=\'x#y\'\nE=\n';
     expect(parseEnvFile(text)).toEqual({ values: { A: "1", B: "two words", C: "multi\nline", D: "x#y", E: "" }, malformed: [] });
+  });
+
+  it("reads the first variable of a file that starts with a byte order mark (as some Windows editors save it)", () => {
+    expect(parseEnvFile("\uFEFFQASHIO_BASE_URL=sandbox\r\nBRIDGE_TENANT=acme\r\n")).toEqual({
+      values: { QASHIO_BASE_URL: "sandbox", BRIDGE_TENANT: "acme" },
+      malformed: [],
+    });
   });
 
   it("keeps the variable after a blank line of spaces or an indented comment (parseEnv alone glues them into its name)", () => {

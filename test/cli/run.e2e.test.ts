@@ -7,7 +7,7 @@ import { readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { EXIT } from "../../shared/cli/errors.js";
+import { EXIT, ReauthorizationNeededError } from "../../shared/cli/errors.js";
 import { runCommand } from "../../shared/cli/run.js";
 import { refresh } from "../../shared/qashio/auth/oauth.js";
 import { CLIENT, idsWithStatus, readEvents, runInProcess, spawnBridge, startHarness, type Harness } from "./helpers.js";
@@ -39,6 +39,19 @@ function firstLine(file: string): Promise<void> {
   });
 }
 
+
+/** A bridge that ran once, then a revoked token family: the first refresh token replayed after the bridge used it. */
+async function startWithRevokedFamily() {
+  const h = await start();
+  const first = h.env.QASHIO_REFRESH_TOKEN as string;
+  const options = { baseUrl: h.url, clientId: CLIENT.id, clientSecret: CLIENT.secret };
+  expect((await runInProcess(["run", "--once"], h.env)).code).toBe(EXIT.ok);
+  await h.control("POST", "/clock", { advance_seconds: 3_600 });
+  // Replaying the consumed first refresh token revokes the whole family (spec §5 rule 6).
+  await refresh(options, first).catch(() => undefined);
+  await refresh(options, first).catch(() => undefined);
+  return { h, first };
+}
 describe("bridge run --once (spawned)", () => {
   it("publishes transaction.created for every not_synced or outdated transaction, acknowledges them and exits 0", async () => {
     const h = await start();
@@ -228,14 +241,7 @@ describe("bridge run --once (in-process)", () => {
   });
 
   it("stops with exit 3 and a re-authorize message when the token family is revoked", async () => {
-    const h = await start();
-    const first = h.env.QASHIO_REFRESH_TOKEN as string;
-    const options = { baseUrl: h.url, clientId: CLIENT.id, clientSecret: CLIENT.secret };
-    expect((await runInProcess(["run", "--once"], h.env)).code).toBe(EXIT.ok);
-    await h.control("POST", "/clock", { advance_seconds: 3_600 });
-    // Replaying the consumed first refresh token revokes the whole family (spec §5 rule 6).
-    await refresh(options, first).catch(() => undefined);
-    await refresh(options, first).catch(() => undefined);
+    const { h, first } = await startWithRevokedFamily();
 
     const { code, stderr } = await runInProcess(["run", "--once"], h.env);
 
@@ -310,6 +316,33 @@ describe("bridge run (loop)", () => {
     expect(stdout).toContain("cycle 1:");
     expect(stdout).not.toContain("cycle 2:");
     expect(stderr).toContain("stopped after 1 cycle");
+  });
+});
+
+describe("bridge run (loop) with a revoked token family", () => {
+  it("stops at once with the re-authorize error (exit 3) instead of retrying at every interval", async () => {
+    const { h } = await startWithRevokedFamily();
+    const controller = new AbortController();
+    const waits: number[] = [];
+    const io = {
+      env: h.env,
+      cwd: h.dir,
+      stdout: { write: (_chunk: string) => true },
+      stderr: { write: (_chunk: string) => true },
+      signal: controller.signal,
+    };
+
+    const outcome = await runCommand({ once: false, intervalMs: 60_000 }, io, {
+      // A loop that goes on would wait here; stop it after a few rounds rather than wait.
+      pause: async (ms) => {
+        waits.push(ms);
+        if (waits.length >= 3) controller.abort();
+      },
+    }).catch((error: unknown) => error);
+
+    expect(outcome).toBeInstanceOf(ReauthorizationNeededError);
+    expect((outcome as ReauthorizationNeededError).exitCode).toBe(EXIT.reauthorize);
+    expect(waits).toEqual([]);
   });
 });
 

@@ -4,6 +4,7 @@ import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
   CorruptStateError,
+  FileLock,
   FileQuarantine,
   FileSnapshotStore,
   FileTokenStore,
@@ -15,6 +16,7 @@ import {
 } from "../../shared/local/index.js";
 import { sampleEvent } from "../bridge/contract/index.js";
 import { contentHash } from "../../shared/bridge/hash.js";
+import { FakeClock } from "../bridge/fakes.js";
 
 let dir: string;
 beforeEach(async () => {
@@ -30,6 +32,22 @@ describe("writeFileAtomic", () => {
     await writeFileAtomic(file, "old");
     await writeFileAtomic(file, "new");
     expect(await readFile(file, "utf8")).toBe("new");
+    expect(await readdir(dir)).toEqual(["state.json"]);
+  });
+
+  it("keeps the old file whole and leaves no temp file behind when the write fails part-way", async () => {
+    const file = path.join(dir, "state.json");
+    await writeFileAtomic(file, "old");
+    // The second chunk is not a buffer: the write throws after the first chunk landed in the temp file.
+    await expect(writeFileAtomic(file, [Buffer.from("new"), null as unknown as Uint8Array])).rejects.toThrow(TypeError);
+    expect(await readFile(file, "utf8")).toBe("old");
+    expect(await readdir(dir)).toEqual(["state.json"]);
+  });
+
+  it("leaves no temp file behind when the rename fails", async () => {
+    const target = path.join(dir, "state.json");
+    await mkdir(target);
+    await expect(writeFileAtomic(target, "new")).rejects.toMatchObject({ code: expect.stringMatching(/^E/) });
     expect(await readdir(dir)).toEqual(["state.json"]);
   });
 });
@@ -98,6 +116,12 @@ describe("FileTokenStore", () => {
     expect((await stat(store.file)).mode & 0o777).toBe(0o600);
   });
 
+  it("creates a missing state directory readable by its owner only", async () => {
+    const store = new FileTokenStore(path.join(dir, "new-state"));
+    await store.save({ refreshToken: "rt" });
+    expect((await stat(path.join(dir, "new-state"))).mode & 0o777).toBe(0o700);
+  });
+
   it("names the file, not its content, when the file is corrupt", async () => {
     const store = new FileTokenStore(dir);
     await writeFile(store.file, "{ refresh: secret-value");
@@ -114,6 +138,59 @@ describe("FileQuarantine", () => {
     await quarantine.put({ ...base, id: "b", at: "2025-01-15T10:00:02.000Z" });
     await quarantine.put({ ...base, id: "a", at: "2025-01-15T10:00:01.000Z" });
     expect((await quarantine.list()).map((r) => r.id)).toEqual(["a", "b"]);
+  });
+
+  it("keeps each record readable by its owner only, also when a record found again is rewritten", async () => {
+    const quarantine = new FileQuarantine(dir);
+    const record = { id: "r1", kind: "card" as const, reason: "validation: x", raw: { id: "CA1" }, at: "2025-01-15T10:00:01.000Z" };
+    const file = path.join(dir, "quarantine", "r1.json");
+    expect(await quarantine.put(record)).toBe(true);
+    expect((await stat(file)).mode & 0o777).toBe(0o600);
+    expect(await quarantine.put({ ...record, reason: "validation: y" })).toBe(false);
+    expect((await quarantine.list()).map((r) => r.reason)).toEqual(["validation: y"]);
+    expect((await stat(file)).mode & 0o777).toBe(0o600);
+  });
+});
+
+describe("FileLock", () => {
+  const locks = () => path.join(dir, "locks");
+
+  it("takes over a lease file it cannot read (only a foreign tool writes one), so such a file cannot block forever", async () => {
+    await mkdir(locks(), { recursive: true });
+    await writeFile(path.join(locks(), "refresh.lock"), "{not json");
+    expect(await new FileLock(dir).tryAcquire("refresh", 10_000)).toBeDefined();
+  });
+
+  it("does not renew its lease once it expired, even before anyone took it: a contender may take it over between the check and the write", async () => {
+    const clock = new FakeClock();
+    const held = await new FileLock(dir, { clock }).tryAcquire("refresh", 10_000);
+    clock.advance(10_001);
+    expect(await held!.renew(10_000)).toBe(false);
+    expect(await new FileLock(dir, { clock }).tryAcquire("refresh", 10_000)).toBeDefined();
+  });
+
+  it("fails to renew a lease a contender has just taken over: its generation is written, older ones not yet removed", async () => {
+    const clock = new FakeClock();
+    const old = await new FileLock(dir, { clock }).tryAcquire("refresh", 10_000);
+    // A contender whose clock runs ahead finds the lease expired: it writes the next generation first, and deletes
+    // the older ones only after that (an unlink that fails is left to the next holder).
+    const next = path.join(locks(), "refresh.lock.1");
+    await writeFile(next, JSON.stringify({ token: "contender", pid: 1, expiresAt: clock.now() + 20_000 }));
+    expect(await old!.renew(10_000)).toBe(false);
+    await old!.release();
+    expect(JSON.parse(await readFile(next, "utf8"))).toMatchObject({ token: "contender" });
+  });
+
+  it("keeps the highest generation on release (marked expired, not deleted), so generation numbers only grow", async () => {
+    const clock = new FakeClock();
+    const lock = new FileLock(dir, { clock });
+    expect(await lock.tryAcquire("refresh", 10_000)).toBeDefined();
+    clock.advance(10_001);
+    const second = await lock.tryAcquire("refresh", 10_000);
+    await second!.release();
+    expect(await readdir(locks())).toEqual(["refresh.lock.1"]);
+    expect(await lock.tryAcquire("refresh", 10_000)).toBeDefined();
+    expect(await readdir(locks())).toEqual(["refresh.lock.2"]);
   });
 });
 

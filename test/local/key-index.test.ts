@@ -28,5 +28,17 @@ describe("KeyIndex", () => {
   it("tells a key sharing the wanted key's slot from any other", () => {
     expect(sameFingerprint("transaction:7", "transaction:7")).toBe(true);
     expect(sameFingerprint("transaction:7", "transaction:8")).toBe(false);
+    // These two share the first 32 bits of the fingerprint only (found by search): they never share a slot.
+    expect(sameFingerprint("card:CA15059", "card:CA31898")).toBe(false);
+  });
+
+  it("keeps two keys apart that share half their fingerprint and their first slot (found by search)", () => {
+    const index = new KeyIndex();
+    // Same low 32 bits and the same starting slot of a 1024-slot table; the high 32 bits differ.
+    index.set("card:CA2539865", { segment: 1, offset: 0, length: 10 });
+    expect(index.set("card:CA2802000", { segment: 2, offset: 0, length: 20 })).toBeUndefined();
+    expect(index.size).toBe(2);
+    expect(index.get("card:CA2539865")).toEqual({ segment: 1, offset: 0, length: 10 });
+    expect(index.get("card:CA2802000")).toEqual({ segment: 2, offset: 0, length: 20 });
   });
 });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { QashioClient } from "../../shared/qashio/client.js";
 import { StaticTokenProvider } from "../../shared/qashio/auth/token-provider.js";
-import { DeadlineExceededError, InvalidRequestError, InvalidResponseError, ServerError, TimeoutError } from "../../shared/qashio/errors.js";
+import { DeadlineExceededError, InvalidRequestError, InvalidResponseError, RateLimitedError, ServerError, TimeoutError } from "../../shared/qashio/errors.js";
 import type { DriftReport } from "../../shared/qashio/schemas/index.js";
 import {
   CARD_ID,
@@ -95,6 +95,14 @@ describe("QashioClient reads", () => {
     expect(fetch.calls[0]!.url.pathname).toBe(`/public/v1/erp/statements/${CARD_ID}`);
     expect(page).toMatchObject({ page: 1, totalPages: 2, total: 14, account: { account_external_id: CARD_ID, account_type: "Card" } });
     expect(page.data).toHaveLength(2);
+  });
+
+  it("encodes a statement account id into one path segment (the id is any text, not a checked CA id)", async () => {
+    const fetch = scriptedFetch(ok(statementsByAccountFixture()));
+    const { client } = clientWith(fetch);
+    await client.getStatementsByAccount("acct/../1?x=#");
+    expect(fetch.calls[0]!.url.pathname).toBe("/public/v1/erp/statements/acct%2F..%2F1%3Fx%3D%23");
+    expect(fetch.calls[0]!.url.search).toBe("");
   });
 
   it("reads the company summary as received (shape not in the spec)", async () => {
@@ -238,6 +246,14 @@ describe("QashioClient writes", () => {
     }
   });
 
+  it("issues a card once, not even retrying a 429 (spec §7 rule 3)", async () => {
+    const fetch = scriptedFetch(fail(429, [], { "retry-after": "1" }), ok({ card: coreCardFixture() }));
+    const { client, clock } = clientWith(fetch);
+    await expect(client.issueCard({ nickname: "New card" })).rejects.toBeInstanceOf(RateLimitedError);
+    expect(fetch.calls).toHaveLength(1);
+    expect(clock.sleeps).toEqual([]);
+  });
+
   it("returns the issued card when data.card has the card shape", async () => {
     const fetch = scriptedFetch(json(201, { status_code: 201, success: true, message: "Resource created", data: { card: coreCardFixture() } }));
     const { client } = clientWith(fetch);
@@ -302,6 +318,20 @@ describe("QashioClient response handling", () => {
     const page = await client.listTransactions();
     expect(page.data).toHaveLength(1);
     expect(page.invalid).toEqual([{ index: 1, raw: broken, issues: [expect.objectContaining({ path: "id" })] }]);
+  });
+
+  it("sets a core card that fails its schema aside too, so a core card walk ends on it unless onInvalid takes it", async () => {
+    const broken = coreCardFixture({ id: 42 });
+    const pageInfo = { current_page: 1, per_page: 20, total_entries: 2, total_pages: 1, next_page: null, previous_page: null, offset: 0 };
+    const fetch = routedFetch(() => ok({ cards: [coreCardFixture(), broken], page_info: pageInfo }));
+    const { client } = clientWith(fetch);
+    const page = await client.listCoreCards();
+    expect(page.data).toHaveLength(1);
+    expect(page.invalid).toEqual([{ index: 1, raw: broken, issues: [expect.objectContaining({ path: "id" })] }]);
+    const strict = async () => {
+      for await (const _ of client.iterateCoreCards()) void _;
+    };
+    await expect(strict()).rejects.toBeInstanceOf(InvalidResponseError);
   });
 
   it("throws InvalidResponseError with the schema issues when the envelope is wrong", async () => {

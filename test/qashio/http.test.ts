@@ -124,6 +124,14 @@ describe("HttpCore 401 handling", () => {
     expect(fetch.calls).toHaveLength(2);
   });
 
+  it("neither refreshes nor replays a request sent with a token of its own (auth: { token })", async () => {
+    const fetch = scriptedFetch(fail(401), ok([]));
+    const { http, tokenProvider } = core(fetch);
+    await expect(http.request({ ...read(), auth: { token: "given-token" } })).rejects.toBeInstanceOf(UnauthorizedError);
+    expect(tokenProvider.refreshCount).toBe(0);
+    expect(fetch.calls.map((c) => c.headers.authorization)).toEqual(["Bearer given-token"]);
+  });
+
   it("replays card issuance after a 401, since the provider rejected it before processing", async () => {
     const fetch = scriptedFetch(fail(401), json(201, { success: true, data: {} }));
     const { http } = core(fetch);
@@ -235,6 +243,30 @@ describe("HttpCore retries", () => {
     const pending = http.request(read());
     await vi.advanceTimersByTimeAsync(1000);
     await expect(pending).resolves.toMatchObject({ status: 200 });
+    expect(fetch.calls).toHaveLength(2);
+  });
+
+  it("times out an answer whose body stalls after the headers (the timeout covers the body too), then retries it", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    // Headers and the start of the body arrive; the rest never does, until the attempt is aborted.
+    const stalledBody = (_call: unknown, signal: AbortSignal | undefined) => {
+      const body = new ReadableStream<Uint8Array>({
+        start(controller) {
+          controller.enqueue(new TextEncoder().encode('{"success":true,"data":['));
+          signal?.addEventListener("abort", () => controller.error(new DOMException("This operation was aborted", "AbortError")));
+        },
+      });
+      return new Response(body, { status: 200, headers: { "content-type": "application/json" } });
+    };
+    const fetch = scriptedFetch(stalledBody, ok([]));
+    const { http } = core(fetch, { timeoutMs: 1000 });
+    let outcome: unknown;
+    void http.request(read()).then(
+      (response) => (outcome = response),
+      (error: unknown) => (outcome = error),
+    );
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(outcome).toMatchObject({ status: 200 });
     expect(fetch.calls).toHaveLength(2);
   });
 
