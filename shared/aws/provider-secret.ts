@@ -9,7 +9,14 @@ import { z } from "zod";
 import type { Clock, Logger } from "../bridge/ports.js";
 import { systemClock } from "./clock.js";
 import { SecretFormatError, SecretStoreError } from "./errors.js";
-import { DEFAULT_BACKOFF, isRetryableAwsError, withRetries, type BackoffOptions } from "./retry.js";
+import { DEFAULT_BACKOFF, isAwsTimeout, isRetryableAwsError, withRetries, type BackoffOptions } from "./retry.js";
+
+/**
+ * Whole PutSecretValue calls made while the SDK's attempts end in timeouts (reads get one). A write after a token
+ * refresh must land, or the family is lost, and it is safe to repeat: one ClientRequestToken makes one version. The
+ * refresh lease is kept alive meanwhile (whileHolding); 3 rounds of the SDK's 3 attempts of 4 s bound it to ~40 s.
+ */
+const PUT_TIMEOUT_ROUNDS = 3;
 
 /**
  * Shortest `pii_salt` the runtime accepts, as local mode does for `BRIDGE_PII_SALT`: a short salt makes the `hash`
@@ -85,7 +92,7 @@ export class ProviderSecretClient {
    * const { text } = await secret.getValue();
    */
   async getValue(versionId?: string): Promise<SecretValue> {
-    const response = await this.#call("GetSecretValue", () =>
+    const response = await this.#call("GetSecretValue", 1, () =>
       this.#options.secrets.send(
         new GetSecretValueCommand({ SecretId: this.secretId, ...(versionId !== undefined ? { VersionId: versionId } : {}) }),
       ),
@@ -113,7 +120,7 @@ export class ProviderSecretClient {
   async put(value: Readonly<Record<string, unknown>>, write?: VersionWrite): Promise<string> {
     // One request token across retries: a retried call after a lost response cannot create a second version.
     const clientRequestToken = write?.clientRequestToken ?? randomUUID();
-    const response = await this.#call("PutSecretValue", () =>
+    const response = await this.#call("PutSecretValue", PUT_TIMEOUT_ROUNDS, () =>
       this.#options.secrets.send(
         new PutSecretValueCommand({
           SecretId: this.secretId,
@@ -126,7 +133,8 @@ export class ProviderSecretClient {
     return response.VersionId ?? clientRequestToken;
   }
 
-  async #call<T>(operation: string, send: () => Promise<T>): Promise<T> {
+  /** `timeoutRounds`: whole calls made while the SDK's attempts end in timeouts (see PUT_TIMEOUT_ROUNDS). */
+  async #call<T>(operation: string, timeoutRounds: number, send: () => Promise<T>): Promise<T> {
     let attempts = 0;
     try {
       return await withRetries(
@@ -137,6 +145,7 @@ export class ProviderSecretClient {
         {
           clock: this.#clock,
           backoff: this.#backoff,
+          retryable: (error, attempt) => isRetryableAwsError(error) || (isAwsTimeout(error) && attempt < timeoutRounds),
           onRetry: (error, attempt) =>
             this.#options.logger?.warn("Secrets Manager call failed, retrying", { operation, attempt, error: (error as Error).name }),
         },

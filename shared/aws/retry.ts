@@ -59,13 +59,22 @@ const TIMEOUT_NAMES = new Set(["TimeoutError", "RequestTimeout", "RequestTimeout
  */
 export function isRetryableAwsError(error: unknown): boolean {
   if (typeof error !== "object" || error === null) return false;
-  const candidate = error as { name?: unknown; code?: unknown; $retryable?: unknown; $metadata?: { httpStatusCode?: number } };
-  const named = (set: Set<string>) =>
-    (typeof candidate.name === "string" && set.has(candidate.name)) || (typeof candidate.code === "string" && set.has(candidate.code));
-  if (named(TIMEOUT_NAMES)) return false;
-  if (candidate.$retryable !== undefined || named(RETRYABLE_NAMES)) return true;
+  const candidate = error as { $retryable?: unknown; $metadata?: { httpStatusCode?: number } };
+  if (isAwsTimeout(error)) return false;
+  if (candidate.$retryable !== undefined || hasName(error, RETRYABLE_NAMES)) return true;
   const status = candidate.$metadata?.httpStatusCode;
   return status === 429 || (status !== undefined && status >= 500);
+}
+
+/** True for a timeout or dropped connection the SDK gave up on after its own attempts (see TIMEOUT_NAMES). */
+export function isAwsTimeout(error: unknown): boolean {
+  return hasName(error, TIMEOUT_NAMES);
+}
+
+function hasName(error: unknown, names: ReadonlySet<string>): boolean {
+  if (typeof error !== "object" || error === null) return false;
+  const { name, code } = error as { name?: unknown; code?: unknown };
+  return (typeof name === "string" && names.has(name)) || (typeof code === "string" && names.has(code));
 }
 
 /**
@@ -76,13 +85,20 @@ export function isRetryableAwsError(error: unknown): boolean {
  */
 export async function withRetries<T>(
   operation: (attempt: number) => Promise<T>,
-  options: { readonly clock: Clock; readonly backoff: BackoffOptions; readonly onRetry?: (error: unknown, attempt: number) => void },
+  options: {
+    readonly clock: Clock;
+    readonly backoff: BackoffOptions;
+    readonly onRetry?: (error: unknown, attempt: number) => void;
+    /** Whether a failed attempt is worth another. @default isRetryableAwsError */
+    readonly retryable?: (error: unknown, attempt: number) => boolean;
+  },
 ): Promise<T> {
+  const retryable = options.retryable ?? isRetryableAwsError;
   for (let attempt = 1; ; attempt += 1) {
     try {
       return await operation(attempt);
     } catch (error) {
-      if (attempt >= options.backoff.maxAttempts || !isRetryableAwsError(error)) throw error;
+      if (attempt >= options.backoff.maxAttempts || !retryable(error, attempt)) throw error;
       options.onRetry?.(error, attempt);
       await options.clock.sleep(backoffDelay(attempt, options.backoff));
     }

@@ -30,21 +30,23 @@ export interface AwsClients {
   readonly secrets: SecretsManagerClient;
 }
 
-/** How long one SDK request attempt may take: connecting, and then waiting for the response. */
+/** How long one SDK request attempt may take (connecting, then waiting for the response), and how many attempts. */
 export interface SdkTimeouts {
   readonly connectionTimeoutMs: number;
   readonly requestTimeoutMs: number;
+  readonly maxAttempts: number;
 }
 
 /**
  * Without these the SDK waits on a silent connection until its 300 s socket timeout. Both timers start with the
- * attempt, so one attempt lasts at most `requestTimeoutMs`; the SDK's standard retry then tries again (DynamoDB's
- * client makes 4 attempts, EventBridge's and Secrets Manager's 3), and the adapters do not retry the final
- * `TimeoutError` (retry.ts). So a silent endpoint fails one call after about 4 x 5 s = 20 s at most, within
- * CYCLE_SAFETY_MARGIN_MS (30 s); with 10 s it would have been 40 s. Nothing ties it to the cycle's deadline. 5 s is
- * ample: every call of the bridge is small (a page of keys, 25 writes, 10 events, a secret).
+ * attempt, so one attempt lasts at most `requestTimeoutMs`; the SDK's standard retry then tries again, 3 attempts for
+ * every client (DynamoDB's would make 4), and the adapters do not retry the final `TimeoutError` (retry.ts; the
+ * provider secret's write is the one exception, see provider-secret.ts). So a silent endpoint fails one call after
+ * about 3 x 4 s = 12 s (plus the SDK's sub-second backoff), within the part of CYCLE_SAFETY_MARGIN_MS kept for the
+ * writes after the provider calls' 15 s grace. Nothing ties it to the cycle's deadline. 4 s is ample: every call of the bridge is small (a page of keys, 25 writes,
+ * 10 events, a secret).
  */
-export const SDK_TIMEOUTS: SdkTimeouts = { connectionTimeoutMs: 3_000, requestTimeoutMs: 5_000 };
+export const SDK_TIMEOUTS: SdkTimeouts = { connectionTimeoutMs: 3_000, requestTimeoutMs: 4_000, maxAttempts: 3 };
 
 /**
  * Default SDK clients: region and credentials from the Lambda environment; each attempt bounded by `timeouts`; the SDK's
@@ -53,6 +55,7 @@ export const SDK_TIMEOUTS: SdkTimeouts = { connectionTimeoutMs: 3_000, requestTi
  */
 export function defaultAwsClients(timeouts: SdkTimeouts = SDK_TIMEOUTS): AwsClients {
   const config = {
+    maxAttempts: timeouts.maxAttempts,
     requestHandler: {
       connectionTimeout: timeouts.connectionTimeoutMs,
       requestTimeout: timeouts.requestTimeoutMs,
