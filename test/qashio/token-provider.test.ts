@@ -429,6 +429,48 @@ describe("OAuthTokenProvider saving rotated tokens under the lease", () => {
     expect(secondToken).toBe(token);
   });
 
+  it("makes a caller already past its first read when a refresh fails to save re-save first: it neither waits on its own lease nor presents the spent token", async () => {
+    const { clock, start, store, spawn, presented } = processes();
+    const provider = spawn();
+    // The second caller's first read of the store waits until the first caller's refresh has failed to save.
+    const load = store.load.bind(store);
+    let reads = 0;
+    let letSecondRead!: () => void;
+    const secondRead = new Promise<void>((resolve) => (letSecondRead = resolve));
+    store.load = async () => {
+      reads += 1;
+      if (reads === 2) await secondRead;
+      return load();
+    };
+    store.failNextSave = true;
+    const first = provider.getAccessToken().catch((error: unknown) => error);
+    const second = provider.getAccessToken();
+    expect(await first).toBeInstanceOf(TokenUnavailableError);
+    letSecondRead();
+    const token = await second; // the clock has not moved: it did not wait for the kept lease to run out
+    expect(presented()).toEqual(["rt-1"]);
+    expect((await store.load())?.accessToken).toBe(token);
+    expect(clock.now()).toBe(start);
+  });
+
+  it("hands out the re-saved tokens even when releasing the lease kept since the failed save fails (it runs out by itself)", async () => {
+    const { store, lock, logger, spawn, presented } = processes();
+    const tryAcquire = lock.tryAcquire.bind(lock);
+    lock.tryAcquire = async (name, ttlMs) => {
+      const handle = await tryAcquire(name, ttlMs);
+      return handle && { ...handle, release: () => Promise.reject(new Error("network down")) };
+    };
+    const provider = spawn();
+    store.failNextSave = true;
+    await expect(provider.getAccessToken()).rejects.toBeInstanceOf(TokenUnavailableError);
+    const token = await provider.getAccessToken();
+    expect((await store.load())?.accessToken).toBe(token);
+    expect(presented()).toEqual(["rt-1"]);
+    expect(logger.lines.filter((l) => l.level === "warn").map((l) => l.message)).toContain(
+      "releasing the token refresh lease failed; it runs out by itself",
+    );
+  });
+
   it("keeps the lease after a failed save until it runs out, and saves the unsaved tokens first on the next call", async () => {
     const { clock, events, store, lock, spawn, presented } = processes();
     const provider = spawn();

@@ -215,13 +215,18 @@ export class OAuthTokenProvider implements TokenProvider {
   }
 
   private async loaded(): Promise<StoredTokens> {
-    // Shared by concurrent callers: a second re-save would find its own tokens stored and drop them as foreign.
-    if (this.unsaved) await (this.resaving ??= this.saveAgain(this.unsaved).finally(() => (this.resaving = undefined)));
+    await this.saveUnsaved();
     if (this.current) return this.current;
     const stored = await this.options.store.load();
     if (!stored) throw new TokenUnavailableError("no tokens stored for this tenant: authorize the integration first");
     this.current = stored;
     return stored;
+  }
+
+  /** Saves unsaved tokens again, if any, before anything else uses the store or the lease they keep. */
+  private async saveUnsaved(): Promise<void> {
+    // Shared by concurrent callers: a second re-save would find its own tokens stored and drop them as foreign.
+    if (this.unsaved) await (this.resaving ??= this.saveAgain(this.unsaved).finally(() => (this.resaving = undefined)));
   }
 
   /**
@@ -240,7 +245,8 @@ export class OAuthTokenProvider implements TokenProvider {
       this.current = stored;
       this.options.logger?.warn("the token store changed after the rotated tokens failed to save; using the stored tokens instead");
     }
-    await unsaved.handle?.release();
+    // The tokens are saved (or dropped) by now: a failed release must not fail the call; the lease runs out by itself.
+    await unsaved.handle?.release().catch(() => this.options.logger?.warn("releasing the token refresh lease failed; it runs out by itself"));
   }
 
   private refreshShared(rejected: string | undefined): Promise<StoredTokens> {
@@ -251,6 +257,9 @@ export class OAuthTokenProvider implements TokenProvider {
   }
 
   private async refreshExclusive(rejected: string | undefined): Promise<StoredTokens> {
+    // A caller already past `loaded()` when an earlier refresh failed to save: never wait on this process's own kept
+    // lease, nor refresh with the spent token the store still holds.
+    await this.saveUnsaved();
     const handle = await this.acquireLock();
     const lease = handle ? { handle, deadline: refreshDeadline(this.clock.now(), this.lockTtlMs) } : undefined;
     try {
