@@ -14,7 +14,7 @@ import type { TableUser } from "../../shared/aws/keys.js";
 import type { BridgeEventDetail } from "../../shared/bridge/ports.js";
 import { parseTenantConfig } from "../../infra/tenant-config.js";
 import { localDynamoClient } from "../aws/support/dynamo.js";
-import { buildTestApp } from "../infra/helpers.js";
+import { buildTestApp, roleStatements } from "../infra/helpers.js";
 import { allows, type PolicyStatement } from "../infra/iam-evaluator.js";
 import { createHarness, TENANT, type Harness } from "./support/harness.js";
 
@@ -23,14 +23,8 @@ let policies: Record<TableUser, PolicyStatement[]>;
 beforeAll(() => {
   const tenant = parseTenantConfig({ id: TENANT, environment: "sandbox", alarms: { email: "ops@falcon.test" } });
   const [stack] = buildTestApp({ tenants: [tenant] }).stacks;
-  const resources = Object.values(Template.fromStack(stack!).findResources("AWS::IAM::Policy")) as {
-    Properties: { Roles: { Ref: string }[]; PolicyDocument: { Statement: PolicyStatement[] } };
-  }[];
-  const of = (role: string) =>
-    resources
-      .filter((p) => p.Properties.Roles.some((r) => r.Ref.startsWith(role)))
-      .flatMap((p) => p.Properties.PolicyDocument.Statement)
-      .filter((s) => [s.Action].flat().some((a) => a.startsWith("dynamodb:")));
+  const template = Template.fromStack(stack!);
+  const of = (role: string) => roleStatements(template, role).filter((s) => [s.Action].flat().some((a) => a.startsWith("dynamodb:")));
   policies = { pollTransactions: of("PollTransactionsRole"), pollCards: of("PollCardsRole"), rotateToken: of("RotateTokenRole") };
   // The recorded calls carry only their partition keys: a condition on any other key needs this test to record it.
   const conditionKeys = Object.values(policies).flatMap((statements) => statements.flatMap((s) => Object.values(s.Condition ?? {}).flatMap(Object.keys)));

@@ -7,6 +7,7 @@ import { loadTenantsFile, type TenantConfig } from "../../infra/tenant-config.js
 import type { TenantStack } from "../../infra/tenant-stack.js";
 import { EVENT_TYPES } from "../../infra/tenant-config.js";
 import { existsSync, readdirSync } from "node:fs";
+import type { PolicyStatement } from "./iam-evaluator.js";
 
 export const REPO_ROOT = join(import.meta.dirname, "..", "..");
 export const EXAMPLE_TENANTS_FILE = join(REPO_ROOT, "infra", "tenants.example.json");
@@ -74,4 +75,26 @@ export function exampleStacks(): ExampleApp {
     example = { acme: { stack: acme, template: Template.fromStack(acme) }, globex: { stack: globex, template: Template.fromStack(globex) } };
   }
   return example;
+}
+
+/** An AWS::IAM::Policy resource of a synthesized template: its logical id and its statements. */
+export interface RolePolicy {
+  readonly id: string;
+  readonly statements: PolicyStatement[];
+}
+
+/** The AWS::IAM::Policy resources attached (by `Ref`) to a role whose logical id starts with `role`. */
+export function rolePolicies(template: Template, role: string): RolePolicy[] {
+  const policies = template.findResources("AWS::IAM::Policy") as Record<
+    string,
+    { Properties: { Roles: { Ref: string }[]; PolicyDocument: { Statement: PolicyStatement[] } } }
+  >;
+  return Object.entries(policies)
+    .filter(([, p]) => p.Properties.Roles.some((r) => r.Ref.startsWith(role)))
+    .map(([id, p]) => ({ id, statements: p.Properties.PolicyDocument.Statement }));
+}
+
+/** The statements of all the policies attached to a role whose logical id starts with `role`. */
+export function roleStatements(template: Template, role: string): PolicyStatement[] {
+  return rolePolicies(template, role).flatMap((p) => p.statements);
 }

@@ -7,7 +7,7 @@ import { DASHBOARD_WIDGETS } from "../../infra/constructs/ops-dashboard.js";
 import { partitionKeyPatterns } from "../../shared/aws/keys.js";
 import { EVENT_TYPES, loadTenantsFile, type TenantConfig } from "../../infra/tenant-config.js";
 import type { TenantStack } from "../../infra/tenant-stack.js";
-import { buildTestApp, EXAMPLE_TENANTS_FILE, exampleStacks, REPO_ROOT } from "./helpers.js";
+import { buildTestApp, EXAMPLE_TENANTS_FILE, exampleStacks, REPO_ROOT, rolePolicies, roleStatements } from "./helpers.js";
 import { allows, type PolicyStatement } from "./iam-evaluator.js";
 
 let acme: TenantStack;
@@ -505,12 +505,9 @@ describe("least-privilege IAM", () => {
     "keeps %s's only * statements in its no-resource-level policy, with exactly X-Ray (and GetRandomPassword for rotation)",
     (role) => {
       for (const template of [acmeT, globexT]) {
-        const policies = Object.entries(template.findResources("AWS::IAM::Policy")) as [
-          string,
-          { Properties: { Roles: { Ref: string }[]; PolicyDocument: { Statement: PolicyStatement[] } } },
-        ][];
-        const mine = policies.filter(([, p]) => p.Properties.Roles.some((r) => r.Ref.startsWith(role)));
-        const wildcards = mine.flatMap(([id, p]) => p.Properties.PolicyDocument.Statement.filter((s) => resourcesOf(s).includes("*")).map((s) => ({ id, s })));
+        const wildcards = rolePolicies(template, role).flatMap(({ id, statements: mine }) =>
+          mine.filter((s) => resourcesOf(s).includes("*")).map((s) => ({ id, s })),
+        );
         expect(wildcards.every(({ id }) => id.startsWith(`${role.replace(/Role$/, "")}RoleNoResourceLevelActions`)), JSON.stringify(wildcards)).toBe(true);
         expect(wildcards.every(({ s }) => resourcesOf(s).length === 1 && s.Effect === "Allow")).toBe(true);
         expect([...new Set(wildcards.flatMap(({ s }) => actionsOf(s)))].sort()).toEqual(
@@ -524,21 +521,12 @@ describe("least-privilege IAM", () => {
 
   /** The actions granted to the role whose logical id starts with `role`, beyond logs and X-Ray. */
   function grantedTo(template: Template, role: string): string[] {
-    const policies = Object.values(template.findResources("AWS::IAM::Policy")) as {
-      Properties: { Roles: { Ref: string }[]; PolicyDocument: { Statement: PolicyStatement[] } };
-    }[];
-    const mine = policies.filter((p) => p.Properties.Roles.some((r) => r.Ref.startsWith(role)));
+    const mine = rolePolicies(template, role);
     expect(mine.length).toBeGreaterThan(0);
-    return [
-      ...new Set(mine.flatMap((p) => p.Properties.PolicyDocument.Statement.flatMap(actionsOf)).filter((a) => !/^(logs|xray):/.test(a))),
-    ].sort();
+    return [...new Set(mine.flatMap((p) => p.statements.flatMap(actionsOf)).filter((a) => !/^(logs|xray):/.test(a)))].sort();
   }
   const via = (template: Template, role: string): string[] => {
-    const text = JSON.stringify(
-      Object.values(template.findResources("AWS::IAM::Policy")).filter((p) =>
-        (p as { Properties: { Roles: { Ref: string }[] } }).Properties.Roles.some((r) => r.Ref.startsWith(role)),
-      ),
-    );
+    const text = JSON.stringify(roleStatements(template, role));
     return ["dynamodb", "secretsmanager", "sqs"].filter((service) => text.includes(`"${service}.`));
   };
   const pollerActions = [
@@ -577,10 +565,7 @@ describe("least-privilege IAM", () => {
       [acmeT, "acme-sandbox"],
       [globexT, "globex"],
     ] as const) {
-      const mine = Object.values(template.findResources("AWS::IAM::Policy"))
-        .filter((p) => (p as { Properties: { Roles: { Ref: string }[] } }).Properties.Roles.some((r) => r.Ref.startsWith(role)))
-        .flatMap((p) => (p as { Properties: { PolicyDocument: { Statement: PolicyStatement[] } } }).Properties.PolicyDocument.Statement)
-        .filter((st) => actionsOf(st).some((a) => a.startsWith("dynamodb:")));
+      const mine = roleStatements(template, role).filter((st) => actionsOf(st).some((a) => a.startsWith("dynamodb:")));
       for (const statement of mine) {
         if (actionsOf(statement).includes("dynamodb:Scan")) {
           expect(actionsOf(statement)).toEqual(["dynamodb:Scan"]);
