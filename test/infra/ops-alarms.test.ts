@@ -23,6 +23,19 @@ function alarmsOf(tenant: TenantConfig): (suffix: string) => AlarmProperties {
   return alarmsIn(Template.fromStack(stack));
 }
 
+const globexAlarms = new Map<string, (suffix: string) => AlarmProperties>();
+
+/** The alarms of globex on the given schedules, each configuration built once per file (the stacks are only read). */
+function alarmsOfGlobexEvery(transactionsEveryMinutes: number, cardsEveryMinutes: number): (suffix: string) => AlarmProperties {
+  const key = `${transactionsEveryMinutes}/${cardsEveryMinutes}`;
+  let alarms = globexAlarms.get(key);
+  if (alarms === undefined) {
+    alarms = alarmsOf(globexEvery(transactionsEveryMinutes, cardsEveryMinutes));
+    globexAlarms.set(key, alarms);
+  }
+  return alarms;
+}
+
 /** The properties of globex's alarm of each suffix in `template`. */
 function alarmsIn(template: Template): (suffix: string) => AlarmProperties {
   return (suffix) => {
@@ -36,8 +49,8 @@ describe("cycle alarms follow the tenant's schedule", () => {
   let short: (suffix: string) => AlarmProperties;
   let long: (suffix: string) => AlarmProperties;
   beforeAll(() => {
-    short = alarmsOf(globexEvery(2, 30));
-    long = alarmsOf(globexEvery(1440, 600));
+    short = alarmsOfGlobexEvery(2, 30);
+    long = alarmsOfGlobexEvery(1440, 600);
   });
 
   it("evaluates a short schedule over 2 of 3 periods of at least five minutes", () => {
@@ -65,7 +78,7 @@ describe("cycle alarms follow the tenant's schedule", () => {
     const revoked = { MetricName: "TokenFamilyRevoked", Threshold: 1, EvaluationPeriods: 1, DatapointsToAlarm: 1, TreatMissingData: "notBreaching" };
     expect(short("TokenFamilyRevoked")).toMatchObject({ ...revoked, Period: 300 });
     expect(long("TokenFamilyRevoked")).toMatchObject({ ...revoked, Period: 36_000 });
-    expect(alarmsOf(globexEvery(90, 240))("TokenFamilyRevoked")).toMatchObject({ ...revoked, Period: 5400 });
+    expect(alarmsOfGlobexEvery(90, 240)("TokenFamilyRevoked")).toMatchObject({ ...revoked, Period: 5400 });
     expect(long("TokenFamilyRevoked").AlarmDescription).toContain("the last 600-minute period");
   });
 
@@ -79,8 +92,8 @@ describe("cycle alarms follow the tenant's schedule", () => {
       TreatMissingData: "notBreaching",
     };
     expect(short("AcknowledgeRefused")).toMatchObject({ ...refused, Period: 300, EvaluationPeriods: 3, DatapointsToAlarm: 2 });
-    expect(alarmsOf(globexEvery(60, 5))("AcknowledgeRefused")).toMatchObject({ ...refused, Period: 3600, EvaluationPeriods: 3, DatapointsToAlarm: 2 });
-    expect(alarmsOf(globexEvery(720, 5))("AcknowledgeRefused")).toMatchObject({ ...refused, Period: 43_200, EvaluationPeriods: 2, DatapointsToAlarm: 2 });
+    expect(alarmsOfGlobexEvery(60, 5)("AcknowledgeRefused")).toMatchObject({ ...refused, Period: 3600, EvaluationPeriods: 3, DatapointsToAlarm: 2 });
+    expect(alarmsOfGlobexEvery(720, 5)("AcknowledgeRefused")).toMatchObject({ ...refused, Period: 43_200, EvaluationPeriods: 2, DatapointsToAlarm: 2 });
     // CloudWatch's one-day window holds one cycle of a daily schedule: there, one refusal alarms.
     expect(long("AcknowledgeRefused")).toMatchObject({ ...refused, Period: DAY_SECONDS, EvaluationPeriods: 1, DatapointsToAlarm: 1 });
     expect(short("AcknowledgeRefused").AlarmDescription).toContain("in 2 of the last 3 5-minute periods");
@@ -112,8 +125,8 @@ describe("cycle alarms follow the tenant's schedule", () => {
     expect(short("Heartbeat").Dimensions).toEqual([{ Name: "FunctionName", Value: { Ref: expect.stringMatching(/^PollTransactionsFunction/) } }]);
     expect(short("Heartbeat").AlarmDescription).toContain("was not invoked in any of the last 3 5-minute periods");
     expect(short("Heartbeat").AlarmDescription).toMatch(/Runbook: docs\/runbook\.md#heartbeat$/);
-    expect(alarmsOf(globexEvery(60, 5))("Heartbeat")).toMatchObject({ ...heartbeat, Period: 3600, EvaluationPeriods: 3, DatapointsToAlarm: 3 });
-    expect(alarmsOf(globexEvery(720, 5))("Heartbeat")).toMatchObject({ ...heartbeat, Period: 43_200, EvaluationPeriods: 2, DatapointsToAlarm: 2 });
+    expect(alarmsOfGlobexEvery(60, 5)("Heartbeat")).toMatchObject({ ...heartbeat, Period: 3600, EvaluationPeriods: 3, DatapointsToAlarm: 3 });
+    expect(alarmsOfGlobexEvery(720, 5)("Heartbeat")).toMatchObject({ ...heartbeat, Period: 43_200, EvaluationPeriods: 2, DatapointsToAlarm: 2 });
     expect(long("Heartbeat")).toMatchObject({ ...heartbeat, Period: DAY_SECONDS, EvaluationPeriods: 1, DatapointsToAlarm: 1 });
     expect(long("Heartbeat").AlarmDescription).toContain("was not invoked in the last one-day period");
     // Notifies ALARM and OK on the same topic as the other alarms.
