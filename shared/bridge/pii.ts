@@ -156,13 +156,7 @@ function maskFields(
   keepMasked: boolean,
   write: (field: string, value: unknown) => void,
 ): void {
-  // A few property reads per object: null, absent and "" stay as they are, and nothing is copied unless it changes.
-  for (const field of TOP_LEVEL_FIELDS) {
-    const value = source[field];
-    if (value === undefined || value === null || value === "") continue;
-    const masked = transform(field, value, policy, keepMasked);
-    if (masked !== value) write(field, masked);
-  }
+  maskEach(source, TOP_LEVEL_FIELDS, policy, keepMasked, write);
   for (const { parent, each, members } of NESTED_FIELDS) {
     const value = source[parent];
     if (value === undefined || value === null) continue;
@@ -188,23 +182,41 @@ function maskFields(
   }
 }
 
-/** `object` itself when none of `members` changes, else a copy (same member order) with them handled. */
-function maskMembers(
-  object: Record<string, unknown>,
+/**
+ * Hands each of `members` of `object` whose value the policy changes to `write`. A few property reads per object:
+ * null, absent and "" stay as they are.
+ */
+function maskEach(
+  object: Readonly<Record<string, unknown>>,
   members: readonly string[],
   policy: PiiPolicy,
   keepMasked: boolean,
-): Record<string, unknown> {
-  let copy: Record<string, unknown> | undefined;
+  write: (member: string, value: unknown) => void,
+): void {
   for (const member of members) {
     const value = object[member];
     if (value === undefined || value === null || value === "") continue;
     const masked = transform(member, value, policy, keepMasked);
-    if (masked === value) continue;
-    copy ??= { ...object };
-    copy[member] = masked;
+    if (masked !== value) write(member, masked);
   }
-  return copy ?? object;
+}
+
+/** A `write` that copies `object` (same member order) on its first call; `result()` is that copy, or `object` itself. */
+function copyOnWrite(object: Readonly<Record<string, unknown>>) {
+  let copy: Record<string, unknown> | undefined;
+  return {
+    write: (member: string, value: unknown): void => {
+      (copy ??= { ...object })[member] = value;
+    },
+    result: (): Readonly<Record<string, unknown>> => copy ?? object,
+  };
+}
+
+/** `object` itself when none of `members` changes, else a copy (same member order) with them handled. */
+function maskMembers(object: Readonly<Record<string, unknown>>, members: readonly string[], policy: PiiPolicy, keepMasked: boolean): unknown {
+  const copy = copyOnWrite(object);
+  maskEach(object, members, policy, keepMasked, copy.write);
+  return copy.result();
 }
 
 /**
@@ -245,7 +257,7 @@ export function applyPii<T extends Record<string, unknown>>(object: T, policy: P
  */
 export function conformPii(stored: Readonly<Record<string, unknown>>, policy: PiiPolicy): Readonly<Record<string, unknown>> {
   if (policy.mode === "full") return stored;
-  let copy: Record<string, unknown> | undefined;
-  maskFields(stored, policy, true, (field, value) => ((copy ??= { ...stored })[field] = value));
-  return copy ?? stored;
+  const copy = copyOnWrite(stored);
+  maskFields(stored, policy, true, copy.write);
+  return copy.result();
 }
