@@ -43,8 +43,8 @@ export interface SdkTimeouts {
  * every client (DynamoDB's would make 4), and the adapters do not retry the final `TimeoutError` (retry.ts; the
  * provider secret's write is the one exception, see provider-secret.ts). So a silent endpoint fails one call after
  * about 3 x 4 s = 12 s (plus the SDK's sub-second backoff), within the part of CYCLE_SAFETY_MARGIN_MS kept for the
- * writes after the provider calls' 15 s grace. Nothing ties it to the cycle's deadline. 4 s is ample: every call of the bridge is small (a page of keys, 25 writes,
- * 10 events, a secret).
+ * writes after the provider calls' 15 s grace. Nothing ties it to the cycle's deadline. 4 s is ample: every call of
+ * the bridge is small (a page of keys, 25 writes, 10 events, a secret).
  */
 export const SDK_TIMEOUTS: SdkTimeouts = { connectionTimeoutMs: 3_000, requestTimeoutMs: 4_000, maxAttempts: 3 };
 

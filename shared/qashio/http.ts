@@ -91,7 +91,6 @@ export const DEFAULT_RETRY: Required<RetryOptions> = {
   random: Math.random,
 };
 
-
 /**
  * When a failed request may be sent again.
  * - `idempotent`: reads, PUTs, acknowledge: retried on 429, 5xx, network errors and timeouts.

@@ -232,8 +232,8 @@ export class OAuthTokenProvider implements TokenProvider {
   /**
    * Saves the unsaved tokens again, but only while the store still holds the refresh token they replaced (or already
    * their own: a store that wrote the secret but failed a later step): anything else was written since (e.g. a
-   * re-authorization) and must not be overwritten, so they are dropped for it. Either
-   * way the lease kept since the failed save is released then, so nobody, this process included, waits for it.
+   * re-authorization) and must not be overwritten, so they are dropped for it. Either way the lease kept since the
+   * failed save is released then, so nobody, this process included, waits for it.
    */
   private async saveAgain(unsaved: Unsaved): Promise<void> {
     const stored = await this.options.store.load();
