@@ -265,7 +265,9 @@ export function parseTenantsDocument(raw: unknown): TenantConfig[] {
     const names = new Map<string, string>();
     tenant.webhooks.forEach((hook, i) => {
       const field = `webhooks[${i}].name`;
-      const earlier = names.get(hook.name.replaceAll("-", ""));
+      // Dashes are dropped from logical ids, so names equal without them would collide there.
+      const key = hook.name.replaceAll("-", "");
+      const earlier = names.get(key);
       if (earlier === hook.name) {
         throw new TenantConfigError(`tenant "${tenant.id}": field ${field}: "${hook.name}" is used twice`, { tenant: tenant.id, field });
       }
@@ -276,7 +278,7 @@ export function parseTenantsDocument(raw: unknown): TenantConfig[] {
           { tenant: tenant.id, field },
         );
       }
-      names.set(hook.name.replaceAll("-", ""), hook.name);
+      names.set(key, hook.name);
     });
   }
   return tenants;

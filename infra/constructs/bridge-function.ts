@@ -67,7 +67,7 @@ function isNoResourceLevelStatement(statement: iam.PolicyStatement): boolean {
  * lands in the default policy and fails synth.
  */
 export class BridgeFunctionRole extends iam.Role {
-  static readonly NO_RESOURCE_LEVEL_POLICY_ID = "NoResourceLevelActions";
+  private static readonly NO_RESOURCE_LEVEL_POLICY_ID = "NoResourceLevelActions";
 
   /** The policy holding the `"*"` statements of {@link NO_RESOURCE_LEVEL_ACTIONS}, once one was added. */
   get noResourceLevelPolicy(): iam.Policy | undefined {

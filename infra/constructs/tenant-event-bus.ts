@@ -30,6 +30,15 @@ export interface TenantEventBusProps {
 }
 
 /**
+ * The ARN of the event bus `name` (or `*`: every bus) of the stack's account and region, from the pseudo parameters
+ * even in a pinned stack, so pinning a deployed tenant rewrites neither the imported bus's ARN nor the key policy's
+ * pattern that must cover it.
+ */
+export function accountEventBusArn(name: string): string {
+  return `arn:${Aws.PARTITION}:events:${Aws.REGION}:${Aws.ACCOUNT_ID}:event-bus/${name}`;
+}
+
+/**
  * The tenant's event bus (created or imported) and an archive of the tenant's bridge events on it, so
  * consumers can be replayed after an outage.
  */
@@ -47,7 +56,7 @@ export class TenantEventBus extends Construct {
   /** Value for the functions' EVENT_BUS_NAME: the bus name, or the ARN for a bus imported by ARN. */
   public readonly busNameForPutEvents: string;
   /** The `source` the tenant's functions publish under (the only one {@link grantPutEvents} allows). */
-  public readonly eventSource: string;
+  private readonly eventSource: string;
 
   constructor(scope: Construct, id: string, props: TenantEventBusProps) {
     super(scope, id);
@@ -96,7 +105,7 @@ export class TenantEventBus extends Construct {
       // gets account and region, and a changed SourceArn would replace the archive and lose its events.
       this.bus = events.EventBus.fromEventBusAttributes(this, "Bus", {
         eventBusName: source.name,
-        eventBusArn: `arn:${Aws.PARTITION}:events:${Aws.REGION}:${Aws.ACCOUNT_ID}:event-bus/${source.name}`,
+        eventBusArn: accountEventBusArn(source.name),
         eventBusPolicy: "",
       });
       this.busNameForPutEvents = source.name;

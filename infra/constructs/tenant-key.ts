@@ -2,6 +2,7 @@ import { ArnFormat, Aws, Duration, RemovalPolicy, Stack } from "aws-cdk-lib";
 import * as iam from "aws-cdk-lib/aws-iam";
 import * as kms from "aws-cdk-lib/aws-kms";
 import { Construct } from "constructs";
+import { accountEventBusArn } from "./tenant-event-bus.js";
 
 /** Services that store the tenant's data under the key on a caller's behalf. */
 export type KeyService = "dynamodb" | "secretsmanager" | "sqs";
@@ -129,7 +130,7 @@ export class TenantKey extends Construct {
         resources: ["*"],
         conditions: {
           StringEqualsIfExists: { "aws:SourceAccount": Aws.ACCOUNT_ID },
-          ArnLike: { "kms:EncryptionContext:aws:events:event-bus:arn": `arn:${Aws.PARTITION}:events:${Aws.REGION}:${Aws.ACCOUNT_ID}:event-bus/*` },
+          ArnLike: { "kms:EncryptionContext:aws:events:event-bus:arn": accountEventBusArn("*") },
         },
       }),
     );
