@@ -161,7 +161,7 @@ export class FileSnapshotStore implements SnapshotStore {
   private dirReady = false;
   private readonly scratch = new ScratchBuffer();
   private loading?: Promise<void>;
-  /** putMany calls run one at a time so the index follows segment order. */
+  /** Writes (putMany, vacuum) run one at a time so the index follows segment order. */
   private writes: Promise<unknown> = Promise.resolve();
 
   constructor(stateDir: string, options: FileSnapshotStoreOptions = {}) {
@@ -202,9 +202,23 @@ export class FileSnapshotStore implements SnapshotStore {
   }
 
   putMany(snapshots: readonly Snapshot[]): Promise<void> {
-    const run = this.writes.then(() => this.write(snapshots));
+    return this.serialised(() => this.write(snapshots));
+  }
+
+  /** Runs `task` after every write queued before it (putMany and vacuum), so the index follows segment order. */
+  private serialised(task: () => Promise<void>): Promise<void> {
+    const run = this.writes.then(task);
     this.writes = run.catch(() => undefined);
     return run;
+  }
+
+  /**
+   * Where `key`'s current entry is, when it is the one a header of `segment` lists at `offset` (from the body start);
+   * undefined for a superseded entry, or a fingerprint collision's other key.
+   */
+  private liveAt(segment: Segment, header: { bodyStart: number }, key: string, offset: number) {
+    const at = this.index.get(key);
+    return at?.segment === segment.id && at.offset === header.bodyStart + offset ? at : undefined;
   }
 
   /**
@@ -229,8 +243,8 @@ export class FileSnapshotStore implements SnapshotStore {
       picked.push({ segment, live });
       for (let position = order === 0 ? (from?.position ?? -1) + 1 : 0; position < header.entries.length; position++) {
         const [key, offset, length] = header.entries[position] as HeaderEntry;
-        const at = this.index.get(key);
-        if (at?.segment !== segment.id || at.offset !== header.bodyStart + offset) continue;
+        const at = this.liveAt(segment, header, key, offset);
+        if (at === undefined) continue;
         live.push({ key, offset: at.offset, length, position });
         last = { segment, position };
         if (++count === options.limit) break walk;
@@ -278,12 +292,10 @@ export class FileSnapshotStore implements SnapshotStore {
 
   /** Compacts every segment that holds a superseded entry, in batches, until each segment holds live entries only. */
   vacuum(): Promise<void> {
-    const run = this.writes.then(async () => {
+    return this.serialised(async () => {
       await this.load();
       while ((await this.compactBatch(1)) > 0);
     });
-    this.writes = run.catch(() => undefined);
-    return run;
   }
 
   /**
@@ -422,9 +434,8 @@ export class FileSnapshotStore implements SnapshotStore {
       const live: HeaderEntry[] = [];
       const header = this.header(segment);
       for (const [key, offset, length] of header.entries) {
-        const at = this.index.get(key);
-        // Only the entry the index points at is live (this also skips a fingerprint collision's other key).
-        if (at?.segment !== segment.id || at.offset !== header.bodyStart + offset) continue;
+        const at = this.liveAt(segment, header, key, offset);
+        if (at === undefined) continue;
         if (bytes > 0 && bytes + length + 1 > this.compactBatchBytes) {
           full = true;
           break;
@@ -532,7 +543,7 @@ export class FileSnapshotStore implements SnapshotStore {
       const match = SEGMENT_PATTERN.exec(name);
       if (match) found.push(this.newSegment(name, Number(match[1])));
     }
-    found.sort((a, b) => a.seq - b.seq || a.name.localeCompare(b.name));
+    found.sort(segmentOrder);
     for (const segment of found) {
       const header = this.header(segment);
       this.segments.set(segment.id, segment);
