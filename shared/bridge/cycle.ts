@@ -157,7 +157,6 @@ export function versionTime(nowMs: number, before: Snapshot | undefined, nowIso?
   return nowIso ?? new Date(nowMs).toISOString();
 }
 
-/** One run of a cycle: holds the report and the deps, and owns error conversion. */
 /** Every personal field replaced by the same marker: the form of a body a quarantine id is computed from. */
 const ID_FORM: PiiPolicy = Object.freeze({ mode: "redact" });
 
@@ -187,6 +186,7 @@ export function quarantineId(tenant: string, kind: EntityKind, cause: "validatio
   return uuidFromHex(sha256Hex(`${tenant}\u0000${kind}\u0000${cause}\u0000${contentHash(form)}`));
 }
 
+/** One run of a cycle: holds the report and the deps, and owns error conversion. */
 export class CycleRun {
   readonly report: CycleReport;
   readonly source: string;
