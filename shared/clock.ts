@@ -1,6 +1,6 @@
 /**
- * The one real clock, shared by the provider client, the AWS adapters and the CLI (each layer re-exports it under its
- * own `Clock` type, which all have this shape); tests inject fakes instead.
+ * The one clock type and the one real clock, shared by the engine, the provider client, the AWS adapters and the CLI;
+ * tests inject fakes instead.
  */
 
 /** A real timer wait; an abort clears the timer, so a cancelled wait does not keep the process alive. */
@@ -17,8 +17,16 @@ export function realSleep(ms: number, signal?: AbortSignal): Promise<void> {
   });
 }
 
+/** Time source; tests inject a fake so nothing really sleeps. The engine's port and the client's clock are this. */
+export interface Clock {
+  /** Epoch milliseconds. */
+  now(): number;
+  /** Resolves after `ms`, or early once `signal` aborts (fakes may ignore it). */
+  sleep(ms: number, signal?: AbortSignal): Promise<void>;
+}
+
 /** Wall-clock time and real timers. */
-export const systemClock: { now(): number; sleep(ms: number, signal?: AbortSignal): Promise<void> } = {
+export const systemClock: Clock = {
   now: () => Date.now(),
   sleep: realSleep,
 };

@@ -1,19 +1,14 @@
 /**
  * Keeping a lease alive while a piece of work runs: the token save under the refresh lease (shared/qashio/auth), the
  * rotation's secret write (shared/aws/rotation.ts) and a local cycle under its file lock (shared/cli/local-bridge.ts).
- * Structural types only, so every lock adapter and clock fits.
+ * Structural types only, so every lock adapter fits.
  */
+import type { Clock } from "./clock.js";
 
 /** A held lease that can be extended (the bridge's `LockHandle`, the client's `RefreshLockHandle`). */
 export interface RenewableLease {
   /** Extends the lease by `ttlMs` from now; false when it was lost. May stop early, rejecting, once `signal` aborts. */
   renew(ttlMs: number, signal?: AbortSignal): Promise<boolean>;
-}
-
-/** The clock the keep-alive waits on (`systemClock`, or a test's fake). */
-export interface KeepAliveClock {
-  now(): number;
-  sleep(ms: number, signal?: AbortSignal): Promise<void>;
 }
 
 /** Where a failed or lost renewal is reported. */
@@ -43,7 +38,7 @@ export interface KeepAliveMessages {
 export async function whileHolding<T>(
   lease: RenewableLease,
   ttlMs: number,
-  clock: KeepAliveClock,
+  clock: Clock,
   work: () => Promise<T>,
   logger: KeepAliveLogger | undefined,
   messages: KeepAliveMessages,

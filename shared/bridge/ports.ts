@@ -154,13 +154,8 @@ export interface Lock {
   tryAcquire(name: string, ttlMs: number): Promise<LockHandle | undefined>;
 }
 
-/** Time source; tests inject a fake so nothing really sleeps. */
-export interface Clock {
-  /** Epoch milliseconds. */
-  now(): number;
-  /** Resolves after `ms`, or early once `signal` aborts (fakes may ignore it). */
-  sleep(ms: number, signal?: AbortSignal): Promise<void>;
-}
+/** Time source (shared/clock.ts); tests inject a fake so nothing really sleeps. */
+export type { Clock } from "../clock.js";
 
 /** Metric names the engine and handlers emit (CloudWatch names; dashboards and alarms use them). */
 export type MetricName =

@@ -22,7 +22,7 @@ import {
 import type { TokenProvider } from "./auth/token-provider.js";
 import { nodeHttpFetch } from "./node-transport.js";
 import { isLogToken } from "../log-token.js";
-import { realSleep, systemClock } from "../clock.js";
+import { realSleep, systemClock, type Clock } from "../clock.js";
 import { ERROR_CODES, ErrorEnvelopeSchema } from "./schemas/index.js";
 
 /** Response headers as HttpCore reads them; a fetch `Headers` fits. */
@@ -51,13 +51,8 @@ export interface FetchInit {
  */
 export type FetchLike = (input: string, init: FetchInit) => Promise<FetchResponse>;
 
-/** Time source; tests inject a fake so nothing really sleeps. Structurally the bridge's `Clock` port. */
-export interface Clock {
-  /** Epoch milliseconds. */
-  now(): number;
-  /** Resolves after `ms`, or early once `signal` aborts (fakes may ignore it). */
-  sleep(ms: number, signal?: AbortSignal): Promise<void>;
-}
+/** Time source (shared/clock.ts); tests inject a fake so nothing really sleeps. */
+export type { Clock };
 
 /** Structured logger; structurally a subset of the bridge's `Logger` port. */
 export interface ClientLogger {
