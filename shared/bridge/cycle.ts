@@ -447,8 +447,10 @@ export class CycleRun {
     for (const changedAt of this.unpublished.values()) lagMs = Math.max(lagMs, now - changedAt);
     report.syncLagSeconds = Math.max(0, Math.round(lagMs / 1000));
     deps.metrics.add("CycleDurationMs", report.durationMs, "Milliseconds");
-    // Cards carry no change time: a 0 from a card cycle would hide a missing transaction cycle from the SyncLag alarm.
-    if (report.kind === "transactions") deps.metrics.add("SyncLagSeconds", report.syncLagSeconds, "Seconds");
+    // No point when the lag is unknown, as a 0 would clear the SyncLag alarm: cards carry no change time, and a
+    // transaction cycle that stopped before pulling anything (a list call failed, the deadline came first) saw nothing.
+    const lagKnown = report.kind === "transactions" && (report.outcome === "complete" || report.pulled > 0);
+    if (lagKnown) deps.metrics.add("SyncLagSeconds", report.syncLagSeconds, "Seconds");
     const level = report.outcome === "aborted" ? "error" : "info";
     deps.logger[level](`${report.kind} cycle ${report.outcome}`, { ...report });
     return report;

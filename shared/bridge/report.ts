@@ -38,7 +38,10 @@ export interface CycleReport {
   acknowledgeRefused: number;
   /** Provider calls made (lists, acknowledges, parent reads). */
   providerCalls: number;
-  /** Age in seconds of the oldest change pulled and not delivered, else of the oldest published in this cycle (docs/spec-gaps.md). */
+  /**
+   * Age in seconds of the oldest change pulled and not delivered, else of the oldest published in this cycle
+   * (docs/spec-gaps.md). 0 also when the cycle pulled nothing; the SyncLagSeconds metric is then sent only if it completed.
+   */
   syncLagSeconds: number;
   durationMs: number;
 }

@@ -524,6 +524,33 @@ describe("pollTransactions", () => {
     expect(rig.metrics.sum("SyncLagSeconds")).toBe(600);
   });
 
+  it("emits no SyncLagSeconds when the cycle fails before pulling anything, so a 0 does not clear the SyncLag alarm", async () => {
+    const rig = makeRig();
+    const txn = rig.provider.addTransaction();
+    rig.clock.ms = Date.parse(txn.updated_at) + 600_000;
+    rig.provider.beforeCall = (call) => {
+      if (call.op === "listTransactions") throw new Error("provider down");
+    };
+    const error = await pollTransactions(rig.deps).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(CycleAbortedError);
+    expect((error as CycleAbortedError).report.pulled).toBe(0);
+    expect(rig.metrics.points.filter((p) => p.name === "SyncLagSeconds")).toEqual([]);
+    expect(rig.metrics.sum("CycleErrors")).toBe(1);
+  });
+
+  it("emits no SyncLagSeconds when the deadline comes before the first page, and 0 for a complete cycle with nothing to pull", async () => {
+    const rig = makeRig();
+    rig.provider.addTransaction();
+    const late = await pollTransactions(rig.deps, { deadline: rig.clock.now() - 1 });
+    expect(late.outcome).toBe("deadline");
+    expect(late.pulled).toBe(0);
+    expect(rig.metrics.points.filter((p) => p.name === "SyncLagSeconds")).toEqual([]);
+    await pollTransactions(rig.deps);
+    const empty = await pollTransactions(rig.deps);
+    expect(empty).toMatchObject({ outcome: "complete", pulled: 0, syncLagSeconds: 0 });
+    expect(rig.metrics.points.filter((p) => p.name === "SyncLagSeconds").at(-1)?.value).toBe(0);
+  });
+
   it("counts a change the publisher failed to take at its age, not only the changes published", async () => {
     const rig = makeRig();
     const older = rig.provider.addTransaction();
