@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { DEFAULT_LOCK_NAME, OAuthTokenProvider, StaticTokenProvider, type RefreshLock, type TokenEvent } from "../../shared/qashio/auth/token-provider.js";
+import { DEFAULT_LOCK_NAME, DEFAULT_LOCK_POLL_MS, OAuthTokenProvider, StaticTokenProvider, type RefreshLock, type TokenEvent } from "../../shared/qashio/auth/token-provider.js";
 import type { StoredTokens, TokenStore } from "../../shared/qashio/auth/token-store.js";
 import { ReauthorizationRequiredError, TokenUnavailableError, UnauthorizedError } from "../../shared/qashio/errors.js";
 import { captureLogger, fakeClock, json, jwt, manualClock, scriptedFetch, turns, type RecordedCall } from "./helpers.js";
@@ -530,6 +530,47 @@ describe("OAuthTokenProvider saving rotated tokens under the lease", () => {
     ]);
     expect(logger.text()).not.toMatch(/rt-\d|rt-operator/);
     expect(await lock.tryAcquire(DEFAULT_LOCK_NAME, TTL)).toBeDefined(); // the kept lease was released
+  });
+
+  it("re-saves only under a lease it holds: a re-authorization written under the lock while the kept lease had run out is not overwritten", async () => {
+    const { clock, store, lock, spawn, presented } = processes();
+    const provider = spawn();
+    store.failNextSave = true;
+    await expect(provider.getAccessToken()).rejects.toBeInstanceOf(TokenUnavailableError);
+    await clock.advance(TTL); // the lease kept since the failed save runs out
+    const operator = await lock.tryAcquire(DEFAULT_LOCK_NAME, TTL); // `authorize` saves under the same lock
+    expect(operator).toBeDefined();
+    const pending = provider.getAccessToken();
+    await turns(20);
+    expect(store.saves).toEqual([]); // it waits for the lease: no load-check-save while another holds it
+    const expiresAt = clock.now() + 15 * MINUTE;
+    const reauthorized = { refreshToken: "rt-operator", accessToken: jwt({ sub: "company-1", exp: Math.floor(expiresAt / 1000) }), accessTokenExpiresAt: expiresAt };
+    store.set(reauthorized);
+    await operator?.release();
+    await clock.advance(DEFAULT_LOCK_POLL_MS);
+    expect(await pending).toBe(reauthorized.accessToken);
+    expect(await store.load()).toEqual(reauthorized);
+    expect(store.saves).toEqual([]);
+    expect(presented()).toEqual(["rt-1"]);
+    expect(await lock.tryAcquire(DEFAULT_LOCK_NAME, TTL)).toBeDefined(); // and it released the lease it waited for
+  });
+
+  it("keeps the lease alive while a re-save outlasts it, so no other process takes it and presents the spent token", async () => {
+    const { clock, start, store, lock, renewals, spawn, presented } = processes();
+    const provider = spawn();
+    store.failNextSave = true;
+    await expect(provider.getAccessToken()).rejects.toBeInstanceOf(TokenUnavailableError);
+    const slowSave = holdSaves(store);
+    const pending = provider.getAccessToken();
+    await clock.advance(TTL + 5_000);
+    expect(await lock.tryAcquire(DEFAULT_LOCK_NAME, TTL)).toBeUndefined();
+    expect(renewals.length).toBeGreaterThanOrEqual(3); // the kept lease renewed up front, then every third of its length
+    slowSave.finish();
+    const token = await pending;
+    expect((await store.load())?.accessToken).toBe(token);
+    expect(presented()).toEqual(["rt-1"]);
+    expect(clock.now() - start).toBeGreaterThanOrEqual(TTL);
+    expect(await lock.tryAcquire(DEFAULT_LOCK_NAME, TTL)).toBeDefined();
   });
 
   it("renews the lease every third of its length while the save runs, and stops once the save settles", async () => {

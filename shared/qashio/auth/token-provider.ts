@@ -232,21 +232,41 @@ export class OAuthTokenProvider implements TokenProvider {
   /**
    * Saves the unsaved tokens again, but only while the store still holds the refresh token they replaced (or already
    * their own: a store that wrote the secret but failed a later step): anything else was written since (e.g. a
-   * re-authorization) and must not be overwritten, so they are dropped for it. Either way the lease kept since the
-   * failed save is released then, so nobody, this process included, waits for it.
+   * re-authorization) and must not be overwritten, so they are dropped for it. The load, the check and the save run
+   * under a lease this process holds and keeps alive (see {@link resaveLease}): every writer of the store takes it,
+   * so nothing is written between the check and the save. The lease is released after, unless the save failed again.
    */
   private async saveAgain(unsaved: Unsaved): Promise<void> {
-    const stored = await this.options.store.load();
-    const ours = [unsaved.replaced, unsaved.tokens.refreshToken];
-    if (unsaved.replaced === undefined || (stored !== undefined && ours.includes(stored.refreshToken))) {
-      await this.persist(unsaved.tokens, unsaved.replaced, unsaved.handle);
-    } else {
-      this.unsaved = undefined;
-      this.current = stored;
-      this.options.logger?.warn("the token store changed after the rotated tokens failed to save; using the stored tokens instead");
+    const handle = await this.resaveLease(unsaved.handle);
+    const checkThenSave = async (): Promise<void> => {
+      const stored = await this.options.store.load();
+      const ours = [unsaved.replaced, unsaved.tokens.refreshToken];
+      if (unsaved.replaced === undefined || (stored !== undefined && ours.includes(stored.refreshToken))) {
+        await this.persist(unsaved.tokens, unsaved.replaced, handle);
+      } else {
+        this.unsaved = undefined;
+        this.current = stored;
+        this.options.logger?.warn("the token store changed after the rotated tokens failed to save; using the stored tokens instead");
+      }
+    };
+    try {
+      await (handle ? whileHolding(handle, this.lockTtlMs, this.clock, checkThenSave, this.options.logger, TOKEN_SAVE_MESSAGES) : checkThenSave());
+    } finally {
+      // Kept when the save failed again (persist put it back in `unsaved`). Otherwise the tokens are saved or dropped
+      // by now: a failed release must not fail the call; the lease runs out by itself.
+      if (handle !== undefined && this.unsaved?.handle !== handle) {
+        await handle.release().catch(() => this.options.logger?.warn("releasing the token refresh lease failed; it runs out by itself"));
+      }
     }
-    // The tokens are saved (or dropped) by now: a failed release must not fail the call; the lease runs out by itself.
-    await unsaved.handle?.release().catch(() => this.options.logger?.warn("releasing the token refresh lease failed; it runs out by itself"));
+  }
+
+  /**
+   * The lease a re-save runs under: the one kept since the failed save, renewed, or, when it ran out or was taken since,
+   * a new one, waited for as a refresh waits. None without a lock.
+   */
+  private async resaveLease(kept: RefreshLockHandle | undefined): Promise<RefreshLockHandle | undefined> {
+    if (kept !== undefined && (await kept.renew(this.lockTtlMs).catch(() => false))) return kept;
+    return this.acquireLock();
   }
 
   private refreshShared(rejected: string | undefined): Promise<StoredTokens> {
