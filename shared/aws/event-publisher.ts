@@ -165,7 +165,7 @@ export class EventBridgePublisher implements EventPublisher {
         return entries;
       } catch (error) {
         if (error instanceof PublishError) throw error;
-        if (!isRetryableAwsError(error) || attempt >= this.#backoff.maxAttempts) {
+        if (!isRetryableAwsError(error, attempt) || attempt >= this.#backoff.maxAttempts) {
           const requestId = (error as { $metadata?: { requestId?: string } }).$metadata?.requestId;
           throw new PublishError(
             `PutEvents failed after ${attempt} attempts (entry round ${entryAttempt}): ${(error as Error).name}`,

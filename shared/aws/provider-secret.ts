@@ -145,7 +145,7 @@ export class ProviderSecretClient {
         {
           clock: this.#clock,
           backoff: this.#backoff,
-          retryable: (error, attempt) => isRetryableAwsError(error) || (isAwsTimeout(error) && attempt < timeoutRounds),
+          retryable: (error, attempt) => isRetryableAwsError(error, attempt) || (isAwsTimeout(error) && attempt < timeoutRounds),
           onRetry: (error, attempt) =>
             this.#options.logger?.warn("Secrets Manager call failed, retrying", { operation, attempt, error: (error as Error).name }),
         },

@@ -1,6 +1,6 @@
 import type { Clock } from "../bridge/ports.js";
 
-/** Backoff of the adapters' own retry loops (on top of the SDK's per-request retries; never for timeouts). */
+/** Backoff of the adapters' own retry loops (on top of the SDK's per-request retries; for timeouts, see isRetryableAwsError). */
 export interface BackoffOptions {
   /** Attempts including the first. @default 8 */
   readonly maxAttempts: number;
@@ -55,12 +55,14 @@ const TIMEOUT_NAMES = new Set(["TimeoutError", "RequestTimeout", "RequestTimeout
 
 /**
  * True for throttling and transient service faults worth another whole call (SDK v3 errors carry `name` and
- * `$retryable`); false for timeouts, which the SDK has already retried.
+ * `$retryable`). A timeout is not, as the SDK has already retried it, unless the SDK made one attempt only (its retry
+ * quota, which timeouts drain, was empty: a single reset keep-alive socket would then fail the call): the adapter's
+ * first call, `attempt` 1, is then worth one more.
  */
-export function isRetryableAwsError(error: unknown): boolean {
+export function isRetryableAwsError(error: unknown, attempt = 1): boolean {
   if (typeof error !== "object" || error === null) return false;
-  const candidate = error as { $retryable?: unknown; $metadata?: { httpStatusCode?: number } };
-  if (isAwsTimeout(error)) return false;
+  const candidate = error as { $retryable?: unknown; $metadata?: { httpStatusCode?: number; attempts?: number } };
+  if (isAwsTimeout(error)) return attempt === 1 && candidate.$metadata?.attempts === 1;
   if (candidate.$retryable !== undefined || hasName(error, RETRYABLE_NAMES)) return true;
   const status = candidate.$metadata?.httpStatusCode;
   return status === 429 || (status !== undefined && status >= 500);

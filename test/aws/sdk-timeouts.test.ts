@@ -124,6 +124,24 @@ describe("the adapters against a silent endpoint", () => {
     expect(attempts).toBe(3 * maxAttempts);
   });
 
+  it.each([
+    ["EventBridgePublisher", (c: AwsClients) => [c.eventBridge, () => new EventBridgePublisher({ client: c.eventBridge, eventBusName: "bus", clock: new FakeClock() }).publish([event])] as const],
+    ["ProviderSecretClient", (c: AwsClients) => [c.secrets, () => new ProviderSecretClient({ secrets: c.secrets, secretId: "bridge/acme", clock: new FakeClock() }).read()] as const],
+  ])("%s: a timeout after one SDK attempt only (its retry quota empty) is called once more by the adapter, and no more", async (_name, make) => {
+    const [client, call] = make(defaultAwsClients({ ...SHORT, maxAttempts: 1 }));
+    const { error, attempts } = await silently(client, call, 2);
+    expect(error).toMatchObject({ cause: { name: "TimeoutError", $metadata: { attempts: 1 } } });
+    expect(attempts).toBe(2);
+  });
+
+  it("isRetryableAwsError: a timeout is worth another call only on the adapter's first, and only after a single SDK attempt", () => {
+    const timeout = (attempts: number) => Object.assign(new Error("socket hang up"), { name: "TimeoutError", $metadata: { attempts } });
+    expect(isRetryableAwsError(timeout(1))).toBe(true);
+    expect(isRetryableAwsError(timeout(1), 2)).toBe(false);
+    expect(isRetryableAwsError(timeout(3))).toBe(false);
+    expect(isRetryableAwsError(Object.assign(new Error("reset"), { code: "ECONNRESET" }))).toBe(false);
+  });
+
   it("DynamoSnapshotStore: one read fails with the SDK's TimeoutError after its attempts only", async () => {
     const clients = defaultAwsClients(SHORT);
     const doc = DynamoDBDocumentClient.from(clients.dynamo);
