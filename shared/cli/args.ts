@@ -153,9 +153,29 @@ function duration(flag: string, text: string | undefined, min: number, fallback:
 
 type OptionValues = { readonly values: Readonly<Record<string, string | boolean | undefined>> };
 
+/**
+ * `argv` with a value that starts with a dash (`--interval -5s`) joined to its option (`--interval=-5s`): parseArgs
+ * would take it for an option and answer with advice about `=`, where the value's own check names what is wrong.
+ */
+function joinDashValues(argv: readonly string[], options: NonNullable<ParseArgsConfig["options"]>): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] as string;
+    const next = argv[i + 1];
+    const option = arg.startsWith("--") ? options[arg.slice(2)] : undefined;
+    if (option?.type === "string" && next !== undefined && /^-\d/.test(next)) {
+      out.push(`${arg}=${next}`);
+      i += 1;
+    } else {
+      out.push(arg);
+    }
+  }
+  return out;
+}
+
 function strictParse(command: string, argv: string[], options: NonNullable<ParseArgsConfig["options"]>): OptionValues {
   try {
-    const { values } = parseArgs({ args: argv, options, strict: true, allowPositionals: false });
+    const { values } = parseArgs({ args: joinDashValues(argv, options), options, strict: true, allowPositionals: false });
     return { values: values as OptionValues["values"] };
   } catch (error) {
     // parseArgs messages are already specific ("Unknown option '--x'"); prefix the command.
@@ -174,6 +194,10 @@ export function parseCommand(argv: readonly string[]): ParsedCommand {
   const [name, ...rest] = argv;
   if (name === undefined || name === "help" || name === "--help" || name === "-h") {
     return { command: "help", topic: rest[0] };
+  }
+  // `run --help` asks for usage, whatever else it holds: answered before the options are checked.
+  if ((COMMANDS as readonly string[]).includes(name) && rest.some((arg) => arg === "--help" || arg === "-h")) {
+    return { command: "help", topic: name };
   }
   switch (name) {
     case "run": {

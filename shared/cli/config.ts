@@ -225,7 +225,10 @@ class Reader {
   oneOf<T extends string>(name: string, allowed: readonly T[], fallback: T): T {
     const value = this.raw(name);
     if (value === undefined) return fallback;
-    if ((allowed as readonly string[]).includes(value)) return value as T;
+    // Any case, as for the booleans: `Redact` and `DEBUG` mean what they say.
+    const lower = value.toLowerCase();
+    const match = allowed.find((choice) => choice === lower);
+    if (match !== undefined) return match;
     this.issues.push({ setting: name, problem: `must be one of ${allowed.join(", ")}` });
     return fallback;
   }

@@ -15,7 +15,7 @@ function settingsHelp(): string {
 async function dispatch(parsed: ParsedCommand, io: CliIo): Promise<number> {
   switch (parsed.command) {
     case "help":
-      line(io.stdout, `${USAGE}\n\nSettings of run (environment or .env):\n${settingsHelp()}`);
+      line(io.stdout, `${USAGE}\n\nSettings of run, authorize, redrive and conform-pii (environment or .env):\n${settingsHelp()}`);
       return EXIT.ok;
     case "run":
       return (await import("./run.js")).runCommand(parsed.args, io);

@@ -78,7 +78,7 @@ async function loop(
   wait: NonNullable<RunSeams["pause"]>,
 ): Promise<number> {
   const logger = bridge.transactions.logger;
-  line(io.stderr, `bridge: polling every ${Math.round(intervalMs / 1000)} s; Ctrl-C stops after the current cycle`);
+  line(io.stderr, `bridge: polling every ${intervalMs / 1000} s; Ctrl-C stops after the current cycle`);
   let cycle = 0;
   while (!io.signal.aborted) {
     cycle += 1;

@@ -55,6 +55,18 @@ describe("parseCommand", () => {
     expect(() => parseCommand(["run", "--onse"])).toThrow(/--onse/);
   });
 
+  it.each(["run", "authorize", "demo", "bench", "redrive", "conform-pii"])("answers %s --help (or -h) with the usage, whatever other options it holds", (command) => {
+    expect(parseCommand([command, "--help"])).toEqual({ command: "help", topic: command });
+    expect(parseCommand([command, "--bogus", "-h"])).toEqual({ command: "help", topic: command });
+  });
+
+  it("names the bad value of an option whose value starts with a dash, instead of parseArgs' advice", () => {
+    expect(() => parseCommand(["run", "--interval", "-5s"])).toThrow(/--interval: invalid duration "-5s"/);
+    expect(() => parseCommand(["demo", "--cycles", "-1"])).toThrow(/--cycles must be a whole number, got "-1"/);
+    // A flag after a string option is still a missing value, not taken as the value.
+    expect(() => parseCommand(["run", "--interval", "--once"])).toThrow(UsageError);
+  });
+
   it("rejects an interval without a unit", () => {
     expect(() => parseCommand(["run", "--interval", "30"])).toThrow(/--interval.*invalid duration "30"/);
   });

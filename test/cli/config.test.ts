@@ -132,6 +132,10 @@ describe("readLocalSettings", () => {
     }
   });
 
+  it("reads the choice settings in any case, as the booleans", () => {
+    expect(readLocalSettings({ ...valid, BRIDGE_PII_MODE: "Redact", BRIDGE_LOG_LEVEL: "DEBUG" }, "/w")).toMatchObject({ piiMode: "redact", logLevel: "debug" });
+  });
+
   it("requires a salt of at least 16 characters in hash mode", () => {
     expect(issuesOf({ ...valid, BRIDGE_PII_MODE: "hash" }).issues).toEqual([
       { setting: "BRIDGE_PII_SALT", problem: "is required when BRIDGE_PII_MODE is hash" },

@@ -307,7 +307,7 @@ describe("bridge run (loop)", () => {
   it("stops cleanly between cycles when signalled", async () => {
     const h = await start();
     const controller = new AbortController();
-    const run = runInProcess(["run", "--interval", "1h"], h.env, controller.signal);
+    const run = runInProcess(["run", "--interval", "1h500ms"], h.env, controller.signal);
     // The loop waits an hour after its first cycle unless stopped; stop it once the cycle is done.
     await firstLine(h.eventsFile);
     controller.abort();
@@ -316,6 +316,7 @@ describe("bridge run (loop)", () => {
     expect(stdout).toContain("cycle 1:");
     expect(stdout).not.toContain("cycle 2:");
     expect(stderr).toContain("stopped after 1 cycle");
+    expect(stderr).toContain("polling every 3600.5 s"); // the interval as given, not rounded
   });
 });
 
