@@ -3,7 +3,7 @@
  * (the environment wins), validated in one place, defaults named as constants.
  * Error messages name the setting and the problem, never the value.
  */
-import { statSync, type Stats } from "node:fs";
+import { accessSync, constants, mkdirSync, rmdirSync, statSync, type Stats } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
 import { parseEnv } from "node:util";
@@ -289,7 +289,7 @@ export function readAuthorizeSettings(env: Env, cwd: string, options: { tokensIn
   const authorizeText = r.raw(AUTHORIZE_URL_ENV_VAR);
   const authorizeUrl = (authorizeText !== undefined ? r.url(AUTHORIZE_URL_ENV_VAR, authorizeText) : undefined) ?? provider.baseUrl;
   const stateDir = resolve(cwd, r.raw("BRIDGE_STATE_DIR") ?? DEFAULT_STATE_DIR);
-  if (options.tokensInSecret !== true) checkStateDir(r, stateDir);
+  if (options.tokensInSecret !== true) checked(r, "BRIDGE_STATE_DIR", stateDir, () => checkStateDir(r, stateDir));
   const tenant = r.raw("BRIDGE_TENANT");
   if (tenant !== undefined) checkTenant(r, tenant);
   const optional = options.tokensInSecret === true ? ["QASHIO_CLIENT_ID", "QASHIO_CLIENT_SECRET"] : [];
@@ -325,34 +325,93 @@ function statOf(path: string): Stats | undefined {
   }
 }
 
-/** The nearest existing ancestor of `path` that is not a directory (so `path` can never be created), if any. */
-function blockingAncestor(path: string): string | undefined {
-  for (let dir = dirname(path); ; dir = dirname(dir)) {
-    const stats = statOf(dir);
-    if (stats !== undefined) return stats.isDirectory() ? undefined : dir;
-    if (dirname(dir) === dir) return undefined;
+/** Why this process cannot write in `path`, worded as a setting's problem, or undefined when it can. */
+function notWritable(path: string, mode: number): string | undefined {
+  try {
+    accessSync(path, mode);
+    return undefined;
+  } catch (error) {
+    return `is not writable by this user (${(error as NodeJS.ErrnoException).code ?? "error"}): ${path}`;
   }
 }
 
-/** Reports a state directory that is a file or cannot be created; returns whether it is usable. */
+/**
+ * What stops directory `dir`, which does not exist, from being created (worded to follow "cannot be created: "), if
+ * anything. The first missing level below the nearest existing ancestor is made and removed again, as guessing misses
+ * cases: permissions, a read-only mount, a pseudo filesystem (under /proc mkdir answers ENOENT, and Node's recursive
+ * mkdir then loops forever, deaf to Ctrl-C).
+ */
+function creationProblem(dir: string): string | undefined {
+  let child = dir;
+  let parent = dirname(dir);
+  for (;;) {
+    const stats = statOf(parent);
+    if (stats !== undefined && !stats.isDirectory()) return `${parent} is a file, not a directory`;
+    if (stats !== undefined) break;
+    if (dirname(parent) === parent) return undefined;
+    child = parent;
+    parent = dirname(parent);
+  }
+  try {
+    mkdirSync(child, { mode: 0o700 });
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? "error";
+    return code === "EEXIST" ? undefined : `${child} cannot be made in ${parent} (${code})`;
+  }
+  try {
+    rmdirSync(child);
+  } catch {
+    // Another process filled it meanwhile: it exists, as the bridge needs.
+  }
+  return undefined;
+}
+
+/** Reports a state directory that is a file, is not writable or cannot be created; returns whether it is usable. */
 function checkStateDir(r: Reader, stateDir: string): boolean {
   const state = statOf(stateDir);
-  if (state !== undefined) {
-    if (!state.isDirectory()) r.problem("BRIDGE_STATE_DIR", `must be a directory, but ${stateDir} is a file`);
-    return state.isDirectory();
+  let problem: string | undefined;
+  if (state === undefined) {
+    const blocked = creationProblem(stateDir);
+    problem = blocked === undefined ? undefined : `cannot be created: ${blocked}`;
+  } else if (!state.isDirectory()) problem = `must be a directory, but ${stateDir} is a file`;
+  else problem = notWritable(stateDir, constants.W_OK | constants.X_OK);
+  if (problem !== undefined) r.problem("BRIDGE_STATE_DIR", problem);
+  return problem === undefined;
+}
+
+/** Reports an events file that is a directory, is not writable or cannot be created. */
+function checkEventsFile(r: Reader, eventsFile: string): void {
+  const events = statOf(eventsFile);
+  const dir = dirname(eventsFile);
+  const parent = events === undefined ? statOf(dir) : undefined;
+  let problem: string | undefined;
+  if (events !== undefined) {
+    problem = events.isDirectory() ? `must be a file, but ${eventsFile} is a directory` : notWritable(eventsFile, constants.W_OK);
+  } else if (parent === undefined) {
+    const blocked = creationProblem(dir);
+    problem = blocked === undefined ? undefined : `cannot be created: ${blocked}`;
+  } else if (!parent.isDirectory()) problem = `cannot be created: ${dir} is a file, not a directory`;
+  else problem = notWritable(dir, constants.W_OK | constants.X_OK);
+  if (problem !== undefined) r.problem("BRIDGE_EVENTS_FILE", problem);
+}
+
+/**
+ * Runs a path check of `setting`, turning a file system error it meets (a stat refused: EACCES under a directory this
+ * user cannot enter) into that setting's problem; returns whether the path is usable.
+ */
+function checked(r: Reader, setting: string, path: string, check: () => boolean | void): boolean {
+  try {
+    return check() !== false;
+  } catch (error) {
+    r.problem(setting, `cannot be checked by this user (${(error as NodeJS.ErrnoException).code ?? "error"}): ${path}`);
+    return false;
   }
-  const blocked = blockingAncestor(stateDir);
-  if (blocked !== undefined) r.problem("BRIDGE_STATE_DIR", `cannot be created: ${blocked} is a file, not a directory`);
-  return blocked === undefined;
 }
 
 /** Problems of the paths and the token seed that would otherwise surface only mid-run, one issue per setting. */
 function checkPaths(r: Reader, stateDir: string, eventsFile: string): void {
-  const stateUsable = checkStateDir(r, stateDir);
-  const events = statOf(eventsFile);
-  const eventsBlocked = events === undefined ? blockingAncestor(eventsFile) : undefined;
-  if (events?.isDirectory() === true) r.problem("BRIDGE_EVENTS_FILE", `must be a file, but ${eventsFile} is a directory`);
-  else if (eventsBlocked !== undefined) r.problem("BRIDGE_EVENTS_FILE", `cannot be created: ${eventsBlocked} is a file, not a directory`);
+  const stateUsable = checked(r, "BRIDGE_STATE_DIR", stateDir, () => checkStateDir(r, stateDir));
+  checked(r, "BRIDGE_EVENTS_FILE", eventsFile, () => checkEventsFile(r, eventsFile));
   if (stateUsable && r.raw("QASHIO_REFRESH_TOKEN") === undefined && statOf(join(stateDir, TOKENS_FILE)) === undefined) {
     r.problem(
       "QASHIO_REFRESH_TOKEN",

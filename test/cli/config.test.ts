@@ -1,3 +1,4 @@
+import { existsSync } from "node:fs";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -191,6 +192,20 @@ describe("readLocalSettings on the file system", () => {
       { setting: "BRIDGE_EVENTS_FILE", problem: `must be a file, but ${join(dir, "a-directory")} is a directory` },
     ]);
     expect(settingsError({ ...valid, BRIDGE_EVENTS_FILE: "plain-file/events.jsonl" }).issues.map((i) => i.setting)).toEqual(["BRIDGE_EVENTS_FILE"]);
+  });
+
+  it("tries a missing state directory's first level and removes it again: a creatable one is no problem and is not left behind", async () => {
+    expect(readLocalSettings({ ...valid, BRIDGE_STATE_DIR: "new/state", BRIDGE_EVENTS_FILE: "out/events.jsonl" }, dir).stateDir).toBe(join(dir, "new", "state"));
+    expect(existsSync(join(dir, "new"))).toBe(false);
+    expect(existsSync(join(dir, "out"))).toBe(false);
+  });
+
+  it.runIf(existsSync("/proc/self"))("names a state directory or events file on a pseudo filesystem at once, where a recursive mkdir would loop forever", () => {
+    const error = settingsError({ ...valid, BRIDGE_STATE_DIR: "/proc/qashio-bridge-test/state", BRIDGE_EVENTS_FILE: "/proc/qashio-bridge-test/events.jsonl" });
+    expect(error.issues).toEqual([
+      { setting: "BRIDGE_STATE_DIR", problem: "cannot be created: /proc/qashio-bridge-test cannot be made in /proc (ENOENT)" },
+      { setting: "BRIDGE_EVENTS_FILE", problem: "cannot be created: /proc/qashio-bridge-test cannot be made in /proc (ENOENT)" },
+    ]);
   });
 
   it("asks for QASHIO_REFRESH_TOKEN only while the state directory holds no token", async () => {

@@ -1,0 +1,82 @@
+import { spawn, spawnSync } from "node:child_process";
+import { chmod, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ROOT, TSX_LOADER } from "./helpers.js";
+
+/** `nobody`: an ordinary user who cannot write into root's directories. Root can write anywhere, so only root can stage this. */
+const NOBODY = 65_534;
+/**
+ * Whether this can be staged here: as root, in a checkout `nobody` may read (a clone under a private home directory
+ * cannot be run as another user at all).
+ */
+const canStage =
+  process.getuid?.() === 0 &&
+  spawnSync(process.execPath, ["-e", `for (const f of process.argv.slice(1)) require("node:fs").accessSync(f, 4)`, join(ROOT, "bridge.ts"), new URL(TSX_LOADER).pathname], {
+    uid: NOBODY,
+    gid: NOBODY,
+    stdio: "ignore",
+  }).status === 0;
+
+/** Runs `bridge.ts <args>` as `nobody`; settings come from `env` only. */
+function runAsNobody(args: readonly string[], env: Record<string, string>): Promise<{ code: number | null; stderr: string }> {
+  const child = spawn(process.execPath, ["--import", TSX_LOADER, join(ROOT, "bridge.ts"), ...args], {
+    cwd: dir,
+    env: { PATH: process.env["PATH"] ?? "", HOME: dir, ...env },
+    uid: NOBODY,
+    gid: NOBODY,
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  let stderr = "";
+  child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+  return new Promise((resolve) => child.on("close", (code) => resolve({ code, stderr })));
+}
+
+let dir: string;
+const settings = {
+  QASHIO_BASE_URL: "http://127.0.0.1:9",
+  QASHIO_CLIENT_ID: "sandbox-client",
+  QASHIO_CLIENT_SECRET: "sandbox-secret-never-printed",
+  QASHIO_REFRESH_TOKEN: "rt-never-printed",
+  BRIDGE_TENANT: "acme",
+};
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), "cli-perms-"));
+  // Enterable by everyone, writable by root only, as a shared system directory would be.
+  await chmod(dir, 0o755);
+  await mkdir(join(dir, "root-state"), { mode: 0o755 });
+  await writeFile(join(dir, "root-events.jsonl"), "", { mode: 0o644 });
+  await mkdir(join(dir, "closed"), { mode: 0o700 });
+});
+
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe.runIf(canStage)("bridge run as a user who cannot write the configured paths", () => {
+  it("names BRIDGE_STATE_DIR and BRIDGE_EVENTS_FILE as not writable, exit 2, before any provider call", async () => {
+    const { code, stderr } = await runAsNobody(["run", "--once"], {
+      ...settings,
+      BRIDGE_STATE_DIR: join(dir, "root-state"),
+      BRIDGE_EVENTS_FILE: join(dir, "root-events.jsonl"),
+    });
+    expect(code).toBe(2);
+    expect(stderr).toContain(`BRIDGE_STATE_DIR: is not writable by this user (EACCES): ${join(dir, "root-state")}`);
+    expect(stderr).toContain(`BRIDGE_EVENTS_FILE: is not writable by this user (EACCES): ${join(dir, "root-events.jsonl")}`);
+    expect(stderr).not.toMatch(/unexpected|never-printed/);
+  });
+
+  it("names a state directory that cannot be created, or lies where this user cannot look, exit 2", async () => {
+    const { code, stderr } = await runAsNobody(["run", "--once"], {
+      ...settings,
+      BRIDGE_STATE_DIR: join(dir, "new-state", "deeper"),
+      BRIDGE_EVENTS_FILE: join(dir, "closed", "events.jsonl"),
+    });
+    expect(code).toBe(2);
+    expect(stderr).toContain(`BRIDGE_STATE_DIR: cannot be created: ${join(dir, "new-state")} cannot be made in ${dir} (EACCES)`);
+    expect(stderr).toContain(`BRIDGE_EVENTS_FILE: cannot be checked by this user (EACCES): ${join(dir, "closed", "events.jsonl")}`);
+    expect(stderr).not.toMatch(/unexpected|never-printed/);
+  });
+});
