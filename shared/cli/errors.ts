@@ -51,9 +51,10 @@ export class ConfigError extends CliError {
   override name = "ConfigError";
   readonly issues: readonly SettingIssue[];
 
-  constructor(issues: readonly SettingIssue[], options?: ErrorOptions) {
+  /** `heading` says what the issues are about. @default "Invalid settings (environment or .env)" */
+  constructor(issues: readonly SettingIssue[], options?: ErrorOptions & { readonly heading?: string }) {
     const lines = issues.map((i) => `  - ${i.setting}: ${i.problem}`);
-    super(`Invalid settings (environment or .env):\n${lines.join("\n")}`, EXIT.usage, options);
+    super(`${options?.heading ?? "Invalid settings (environment or .env)"}:\n${lines.join("\n")}`, EXIT.usage, options);
     this.issues = issues;
   }
 }

@@ -120,10 +120,13 @@ export async function bindToSettings(dir: string, binding: StateBinding, options
   }
 }
 
-/** A file of the state directory that cannot be used, as a settings error naming it (exit 2: it will not heal). */
+/**
+ * A file of the state directory that cannot be used, as an error naming it and the setting (exit 2: it will not heal),
+ * under a heading that blames the file, not the settings.
+ */
 function stateFileProblem(error: LocalStateError, dir: string, fallbackFile: string, advice: string): ConfigError {
-  const problem = `(${dir}): ${error.message} (${error.file ?? fallbackFile}); ${advice}`;
-  return new ConfigError([{ setting: "BRIDGE_STATE_DIR", problem }], { cause: error });
+  const problem = `${error.message} (${error.file ?? fallbackFile}); ${advice}`;
+  return new ConfigError([{ setting: "BRIDGE_STATE_DIR", problem }], { cause: error, heading: `A file in the state directory (${dir}) cannot be used` });
 }
 
 /** Who the settings say the state directory belongs to. */

@@ -90,7 +90,7 @@ describe("local bridge cycle", () => {
     const error = await openLocalBridge(settings, { env: harness.env, logger: silent }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ConfigError);
     expect((error as ConfigError).exitCode).toBe(EXIT.usage);
-    expect((error as Error).message).toContain(`BRIDGE_STATE_DIR: (${settings.stateDir}): state directory binding is not valid JSON`);
+    expect((error as Error).message).toContain(`A file in the state directory (${settings.stateDir}) cannot be used:\n  - BRIDGE_STATE_DIR: state directory binding is not valid JSON`);
     expect((error as Error).message).toContain("restore it or use another state directory");
   });
 
@@ -128,7 +128,8 @@ describe("local bridge conform-pii errors", () => {
     const corrupt = await runConformPii(await open()).catch((e: unknown) => e);
     expect(corrupt).toBeInstanceOf(ConfigError);
     expect((corrupt as ConfigError).exitCode).toBe(EXIT.usage);
-    expect((corrupt as Error).message).toContain(`BRIDGE_STATE_DIR: (${settings.stateDir}): Snapshot segment header is unreadable (${segment}); restore it or move it aside`);
+    expect((corrupt as Error).message).toContain(`A file in the state directory (${settings.stateDir}) cannot be used:\n  - BRIDGE_STATE_DIR: Snapshot segment header is unreadable (${segment}); restore it or move it aside`);
+    expect((corrupt as Error).message).not.toContain("Invalid settings");
   });
 });
 

@@ -77,7 +77,7 @@ describe("bridge redrive (in-process)", () => {
     writeFileSync(file, "{oops");
     const { code, stderr } = await runInProcess(["redrive"], h.env, undefined, h.dir);
     expect(code).toBe(EXIT.usage);
-    expect(stderr).toContain(`BRIDGE_STATE_DIR: (${h.env.BRIDGE_STATE_DIR}): Quarantine record is not valid JSON (${file}); restore it or move it aside`);
+    expect(stderr).toContain(`A file in the state directory (${h.env.BRIDGE_STATE_DIR}) cannot be used:\n  - BRIDGE_STATE_DIR: Quarantine record is not valid JSON (${file}); restore it or move it aside`);
   });
 
   it("says a stopped re-drive keeps its records for the next redrive, not that the next cycle resumes", async () => {
