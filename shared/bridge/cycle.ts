@@ -26,6 +26,11 @@ export interface AbortWording {
 /** A cycle's: the next one picks up where it stopped. */
 const CYCLE_ABORT: AbortWording = { next: "work done so far is durable and the next cycle resumes" };
 
+/** How a 403 ends whatever stopped: waiting does not help, a person must act (API access, or a scope not granted). */
+const FORBIDDEN_NEXT =
+  "the provider refuses this access (the company's API access is off, or the grant lacks a scope): turn it on or " +
+  "re-authorize with the scope; work done so far is durable, and each cycle stops the same way until then";
+
 /** A failed dependency call, tagged with what was being done (internal; converted at the cycle boundary). */
 class StepFailure extends Error {
   override name = "StepFailure";
@@ -477,7 +482,7 @@ export class CycleRun {
     return new CycleAbortedError(
       `${wording.what ?? `${report.kind} cycle`} stopped: ${step} failed (${ctx.name}${ctx.status ? ` ${ctx.status}` : ""}: ${ctx.message}` +
         `${fields ? `; errors: ${fields}` : ""}); ` +
-        wording.next,
+        (ctx.status === 403 ? FORBIDDEN_NEXT : wording.next),
       { report, status: ctx.status, requestId: ctx.requestId },
       { cause },
     );

@@ -524,6 +524,18 @@ describe("pollTransactions", () => {
     expect(rig.metrics.sum("SyncLagSeconds")).toBe(600);
   });
 
+  it("says a 403 needs a person (API access or a scope), not that the next cycle resumes", async () => {
+    const rig = makeRig();
+    rig.provider.addTransaction();
+    rig.provider.beforeCall = (call) => {
+      if (call.op === "listTransactions") throw Object.assign(new Error("GET /public/v1/erp/transactions answered 403"), { name: "ForbiddenError", status: 403 });
+    };
+    const error = await pollTransactions(rig.deps).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(CycleAbortedError);
+    expect((error as Error).message).toMatch(/list not_synced transactions failed \(ForbiddenError 403: .*\); the provider refuses this access .*re-authorize with the scope/);
+    expect((error as Error).message).not.toContain("the next cycle resumes");
+  });
+
   it("emits no SyncLagSeconds when the cycle fails before pulling anything, so a 0 does not clear the SyncLag alarm", async () => {
     const rig = makeRig();
     const txn = rig.provider.addTransaction();
