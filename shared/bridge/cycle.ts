@@ -444,7 +444,7 @@ export class CycleRun {
    * delivered: still pending now (the cycle stopped or failed before delivering it), or published in this cycle
    * (measured when published, since it was pending until then). See docs/spec-gaps.md (Bridge engine).
    */
-  finish(): CycleReport {
+  finish(what?: string): CycleReport {
     const { report, deps } = this;
     const now = deps.clock.now();
     report.durationMs = Math.max(0, now - this.startedAt);
@@ -453,11 +453,12 @@ export class CycleRun {
     report.syncLagSeconds = Math.max(0, Math.round(lagMs / 1000));
     deps.metrics.add("CycleDurationMs", report.durationMs, "Milliseconds");
     // No point when the lag is unknown, as a 0 would clear the SyncLag alarm: cards carry no change time, and a
-    // transaction cycle that stopped before pulling anything (a list call failed, the deadline came first) saw nothing.
-    const lagKnown = report.kind === "transactions" && (report.outcome === "complete" || report.pulled > 0);
+    // transaction cycle that stopped before pulling anything (a list call failed, the deadline came first) saw nothing;
+    // nor does another run (`what`: the re-drive) that pulled nothing, as it never looks at the backlog.
+    const lagKnown = report.kind === "transactions" && (report.pulled > 0 || (report.outcome === "complete" && what === undefined));
     if (lagKnown) deps.metrics.add("SyncLagSeconds", report.syncLagSeconds, "Seconds");
     const level = report.outcome === "aborted" ? "error" : "info";
-    deps.logger[level](`${report.kind} cycle ${report.outcome}`, { ...report });
+    deps.logger[level](`${what ?? `${report.kind} cycle`} ${report.outcome}`, { ...report });
     return report;
   }
 
@@ -467,7 +468,7 @@ export class CycleRun {
     const step = err instanceof StepFailure ? err.step : "cycle";
     const cause = err instanceof StepFailure ? err.cause : err;
     this.deps.metrics.add("CycleErrors", 1, "Count");
-    const report = this.finish();
+    const report = this.finish(wording.what);
     const ctx = errorContext(cause);
     const fields = errorFields(cause);
     if (isReauthorizationRequired(cause)) {

@@ -557,7 +557,7 @@ export async function reprocessTransactions(
   const run = new TransactionRun(deps, cycle);
   try {
     const { delivered, missing, unreached } = await run.reprocess(refs, afterBatch);
-    return { report: run.finish(), delivered, missing, unreached };
+    return { report: run.finish(REDRIVE_ABORT.what), delivered, missing, unreached };
   } catch (err) {
     throw run.fail(err, REDRIVE_ABORT);
   }

@@ -31,6 +31,24 @@ describe("redrivePublishFailures", () => {
     expect(rig.provider.calls.filter((c) => c.op === "listTransactions" && c.query.qashio_id === failed.qashio_id)).toHaveLength(1);
   });
 
+  it("logs itself as the re-drive, not a cycle, and sends a SyncLagSeconds point only for what it delivered (an empty one knows no backlog)", async () => {
+    const rig = makeRig();
+    const empty = await redrivePublishFailures(rig.deps);
+    expect(empty.considered).toBe(0);
+    expect(rig.metrics.points.filter((p) => p.name === "SyncLagSeconds")).toEqual([]);
+    expect(rig.logger.lines.map((l) => l.message)).toContain("re-drive complete");
+    expect(rig.logger.lines.map((l) => l.message)).not.toContain("transactions cycle complete");
+
+    const txn = rig.provider.addTransaction();
+    rig.publisher.reject = () => "AccessDeniedException: not allowed";
+    await pollTransactions(rig.deps);
+    rig.publisher.reject = () => undefined;
+    rig.metrics.points.length = 0;
+    rig.clock.ms = Date.parse(txn.updated_at) + 120_000;
+    await redrivePublishFailures(rig.deps);
+    expect(rig.metrics.points.filter((p) => p.name === "SyncLagSeconds").map((p) => p.value)).toEqual([120]);
+  });
+
   it("re-drives a failed transaction.changed against the last published state", async () => {
     const rig = makeRig();
     const txn = rig.provider.addTransaction();
