@@ -15,21 +15,25 @@ import { cardValidator, requireObjectWithId, type Validators } from "./validate.
 import { applyPii, assertPiiPolicy, type PiiPolicy } from "./pii.js";
 import type { ProviderCallOptions, ProviderPage } from "./provider.js";
 
-/** What stopped and what an operator may rely on next, as a CycleAbortedError's message names them. */
-export interface AbortWording {
-  /** What stopped, e.g. "transactions cycle". */
+/** What kind of run a CycleRun is, as its log line, its metrics and a CycleAbortedError's message need it. */
+export interface RunKind {
+  /** What runs, e.g. "re-drive". @default "<kind> cycle" */
   readonly what?: string;
-  /** How the message ends. */
+  /** How an abort's message ends: what an operator may rely on next. */
   readonly next: string;
+  /**
+   * Whether the run lists the provider's backlog, so that pulling nothing and completing means no lag (a 0 point).
+   * A run that reads chosen items only (the re-drive) knows no lag when it pulled nothing. @default true
+   */
+  readonly listsBacklog?: boolean;
 }
 
-/** A cycle's: the next one picks up where it stopped. */
-const CYCLE_ABORT: AbortWording = { next: "work done so far is durable and the next cycle resumes" };
+/** A scheduled cycle's: the next one picks up where it stopped. */
+const CYCLE_RUN: RunKind = { next: "work done so far is durable and the next cycle resumes" };
 
-/** How a 403 ends whatever stopped: waiting does not help, a person must act (API access, or a scope not granted). */
-const FORBIDDEN_NEXT =
-  "the provider refuses this access (the company's API access is off, or the grant lacks a scope): turn it on or " +
-  "re-authorize with the scope; work done so far is durable, and each cycle stops the same way until then";
+/** How a 403 begins an abort's ending: waiting does not help, a person must act (API access, or a scope not granted). */
+const FORBIDDEN =
+  "the provider refuses this access (the company's API access is off, or the grant lacks a scope): turn it on or re-authorize with the scope";
 
 /** A failed dependency call, tagged with what was being done (internal; converted at the cycle boundary). */
 class StepFailure extends Error {
@@ -444,7 +448,7 @@ export class CycleRun {
    * delivered: still pending now (the cycle stopped or failed before delivering it), or published in this cycle
    * (measured when published, since it was pending until then). See docs/spec-gaps.md (Bridge engine).
    */
-  finish(what?: string): CycleReport {
+  finish(kind: RunKind = CYCLE_RUN): CycleReport {
     const { report, deps } = this;
     const now = deps.clock.now();
     report.durationMs = Math.max(0, now - this.startedAt);
@@ -453,22 +457,22 @@ export class CycleRun {
     report.syncLagSeconds = Math.max(0, Math.round(lagMs / 1000));
     deps.metrics.add("CycleDurationMs", report.durationMs, "Milliseconds");
     // No point when the lag is unknown, as a 0 would clear the SyncLag alarm: cards carry no change time, and a
-    // transaction cycle that stopped before pulling anything (a list call failed, the deadline came first) saw nothing;
-    // nor does another run (`what`: the re-drive) that pulled nothing, as it never looks at the backlog.
-    const lagKnown = report.kind === "transactions" && (report.pulled > 0 || (report.outcome === "complete" && what === undefined));
+    // transaction run that stopped before pulling anything (a list call failed, the deadline came first), or that
+    // pulled nothing without listing the backlog (the re-drive), saw nothing of it.
+    const lagKnown = report.kind === "transactions" && (report.pulled > 0 || (report.outcome === "complete" && kind.listsBacklog !== false));
     if (lagKnown) deps.metrics.add("SyncLagSeconds", report.syncLagSeconds, "Seconds");
     const level = report.outcome === "aborted" ? "error" : "info";
-    deps.logger[level](`${what ?? `${report.kind} cycle`} ${report.outcome}`, { ...report });
+    deps.logger[level](`${kind.what ?? `${report.kind} cycle`} ${report.outcome}`, { ...report });
     return report;
   }
 
   /** Converts a failure into the error the caller sees, after recording metrics and the report. */
-  fail(err: unknown, wording: AbortWording = CYCLE_ABORT): Error {
+  fail(err: unknown, kind: RunKind = CYCLE_RUN): Error {
     this.report.outcome = "aborted";
     const step = err instanceof StepFailure ? err.step : "cycle";
     const cause = err instanceof StepFailure ? err.cause : err;
     this.deps.metrics.add("CycleErrors", 1, "Count");
-    const report = this.finish(wording.what);
+    const report = this.finish(kind);
     const ctx = errorContext(cause);
     const fields = errorFields(cause);
     if (isReauthorizationRequired(cause)) {
@@ -481,9 +485,9 @@ export class CycleRun {
       );
     }
     return new CycleAbortedError(
-      `${wording.what ?? `${report.kind} cycle`} stopped: ${step} failed (${ctx.name}${ctx.status ? ` ${ctx.status}` : ""}: ${ctx.message}` +
+      `${kind.what ?? `${report.kind} cycle`} stopped: ${step} failed (${ctx.name}${ctx.status ? ` ${ctx.status}` : ""}: ${ctx.message}` +
         `${fields ? `; errors: ${fields}` : ""}); ` +
-        (ctx.status === 403 ? FORBIDDEN_NEXT : wording.next),
+        (ctx.status !== 403 ? kind.next : kind === CYCLE_RUN ? `${FORBIDDEN}; work done so far is durable, and each cycle stops the same way until then` : `${FORBIDDEN}; ${kind.next}`),
       { report, status: ctx.status, requestId: ctx.requestId },
       { cause },
     );

@@ -40,7 +40,8 @@ export interface CycleReport {
   providerCalls: number;
   /**
    * Age in seconds of the oldest change pulled and not delivered, else of the oldest published in this cycle
-   * (docs/spec-gaps.md). 0 also when the cycle pulled nothing; the SyncLagSeconds metric is then sent only if it completed.
+   * (docs/spec-gaps.md). 0 also when the cycle pulled nothing; the SyncLagSeconds metric is then sent only by a
+   * complete cycle (never by a re-drive, which does not list the backlog).
    */
   syncLagSeconds: number;
   durationMs: number;

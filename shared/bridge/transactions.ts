@@ -6,7 +6,7 @@ import { logToken } from "../log-token.js";
 import { contentHash, recordHash } from "./hash.js";
 import { applyPiiInPlace, conformPii, type PiiPolicy } from "./pii.js";
 import { diffObjects, isPlainObject, type Change } from "./diff.js";
-import { CycleRun, parseTime, providerRefusal, versionTime, type AbortWording } from "./cycle.js";
+import { CycleRun, parseTime, providerRefusal, versionTime, type RunKind } from "./cycle.js";
 import { RecentIds } from "./recent-ids.js";
 import { DEFAULT_MAX_PAGES, type CycleOptions, type TransactionCycleDeps } from "./deps.js";
 import type { BridgeEvent, QuarantineRecord, Snapshot, SnapshotKey } from "./ports.js";
@@ -519,7 +519,11 @@ export interface TransactionRef {
 }
 
 /** A stopped re-drive is not resumed by the next cycle: its records stay until the re-drive runs again. */
-const REDRIVE_ABORT: AbortWording = { what: "re-drive", next: "records not re-driven yet are kept: run `redrive` again once the cause is fixed" };
+const REDRIVE_RUN: RunKind = {
+  what: "re-drive",
+  next: "records not re-driven yet are kept: run `redrive` again once the cause is fixed",
+  listsBacklog: false,
+};
 
 /** What {@link reprocessTransactions} did. */
 export interface ReprocessResult {
@@ -557,9 +561,9 @@ export async function reprocessTransactions(
   const run = new TransactionRun(deps, cycle);
   try {
     const { delivered, missing, unreached } = await run.reprocess(refs, afterBatch);
-    return { report: run.finish(REDRIVE_ABORT.what), delivered, missing, unreached };
+    return { report: run.finish(REDRIVE_RUN), delivered, missing, unreached };
   } catch (err) {
-    throw run.fail(err, REDRIVE_ABORT);
+    throw run.fail(err, REDRIVE_RUN);
   }
 }
 

@@ -325,13 +325,13 @@ function statOf(path: string): Stats | undefined {
   }
 }
 
-/** Why this process cannot write in `path`, worded as a setting's problem, or undefined when it can. */
-function notWritable(path: string, mode: number): string | undefined {
+/** Why this process lacks `mode` access to `path`, worded as a setting's problem, or undefined when it has it. */
+function notWritable(path: string, mode: number, what = "writable"): string | undefined {
   try {
     accessSync(path, mode);
     return undefined;
   } catch (error) {
-    return `is not writable by this user (${(error as NodeJS.ErrnoException).code ?? "error"}): ${path}`;
+    return `is not ${what} by this user (${(error as NodeJS.ErrnoException).code ?? "error"}): ${path}`;
   }
 }
 
@@ -356,6 +356,8 @@ function creationProblem(dir: string): string | undefined {
     mkdirSync(child, { mode: 0o700 });
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code ?? "error";
+    // EEXIST for a path stat found missing: a symbolic link to nothing (an unmounted volume, say).
+    if (code === "EEXIST" && statOf(child) === undefined) return `${child} is a link to a missing target`;
     return code === "EEXIST" ? undefined : `${child} cannot be made in ${parent} (${code})`;
   }
   try {
@@ -386,7 +388,8 @@ function checkEventsFile(r: Reader, eventsFile: string): void {
   const parent = events === undefined ? statOf(dir) : undefined;
   let problem: string | undefined;
   if (events !== undefined) {
-    problem = events.isDirectory() ? `must be a file, but ${eventsFile} is a directory` : notWritable(eventsFile, constants.W_OK);
+    // Read too: the publisher opens it for appending and reads its last byte (to close a line torn by a crash).
+    problem = events.isDirectory() ? `must be a file, but ${eventsFile} is a directory` : notWritable(eventsFile, constants.R_OK | constants.W_OK, "readable and writable");
   } else if (parent === undefined) {
     const blocked = creationProblem(dir);
     problem = blocked === undefined ? undefined : `cannot be created: ${blocked}`;
@@ -412,11 +415,15 @@ function checked(r: Reader, setting: string, path: string, check: () => boolean 
 function checkPaths(r: Reader, stateDir: string, eventsFile: string): void {
   const stateUsable = checked(r, "BRIDGE_STATE_DIR", stateDir, () => checkStateDir(r, stateDir));
   checked(r, "BRIDGE_EVENTS_FILE", eventsFile, () => checkEventsFile(r, eventsFile));
-  if (stateUsable && r.raw("QASHIO_REFRESH_TOKEN") === undefined && statOf(join(stateDir, TOKENS_FILE)) === undefined) {
-    r.problem(
-      "QASHIO_REFRESH_TOKEN",
-      `is required while the state directory (${stateDir}) holds no token; or run \`npm run bridge -- authorize\` first`,
-    );
+  if (stateUsable && r.raw("QASHIO_REFRESH_TOKEN") === undefined) {
+    const tokens = join(stateDir, TOKENS_FILE);
+    checked(r, "BRIDGE_STATE_DIR", tokens, () => {
+      if (statOf(tokens) !== undefined) return;
+      r.problem(
+        "QASHIO_REFRESH_TOKEN",
+        `is required while the state directory (${stateDir}) holds no token; or run \`npm run bridge -- authorize\` first`,
+      );
+    });
   }
 }
 

@@ -49,6 +49,21 @@ describe("redrivePublishFailures", () => {
     expect(rig.metrics.points.filter((p) => p.name === "SyncLagSeconds").map((p) => p.value)).toEqual([120]);
   });
 
+  it("on a 403 says the provider refuses the access and still that the records are kept for the next redrive", async () => {
+    const rig = makeRig();
+    rig.provider.addTransaction();
+    rig.publisher.reject = () => "AccessDeniedException: not allowed";
+    await pollTransactions(rig.deps);
+    rig.publisher.reject = () => undefined;
+    rig.provider.beforeCall = (call) => {
+      if (call.op === "listTransactions") throw Object.assign(new Error("answered 403"), { name: "ForbiddenError", status: 403 });
+    };
+    const error = await redrivePublishFailures(rig.deps).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(CycleAbortedError);
+    expect((error as Error).message).toMatch(/^re-drive stopped: .*the provider refuses this access .*; records not re-driven yet are kept: run `redrive` again/);
+    expect(rig.quarantine.records.size).toBe(1);
+  });
+
   it("re-drives a failed transaction.changed against the last published state", async () => {
     const rig = makeRig();
     const txn = rig.provider.addTransaction();

@@ -1,5 +1,5 @@
 import { existsSync } from "node:fs";
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -198,6 +198,24 @@ describe("readLocalSettings on the file system", () => {
     expect(readLocalSettings({ ...valid, BRIDGE_STATE_DIR: "new/state", BRIDGE_EVENTS_FILE: "out/events.jsonl" }, dir).stateDir).toBe(join(dir, "new", "state"));
     expect(existsSync(join(dir, "new"))).toBe(false);
     expect(existsSync(join(dir, "out"))).toBe(false);
+  });
+
+  it("names a state directory that is a link to a missing target (an unmounted volume), which mkdir cannot follow", async () => {
+    await symlink(join(dir, "unmounted", "volume"), join(dir, "dangling"));
+    expect(settingsError({ ...valid, BRIDGE_STATE_DIR: "dangling" }).issues).toEqual([
+      { setting: "BRIDGE_STATE_DIR", problem: `cannot be created: ${join(dir, "dangling")} is a link to a missing target` },
+    ]);
+  });
+
+  it("turns a path it cannot even stat (a symbolic link loop) into a problem of its setting, not an unexpected error", async () => {
+    await symlink(join(dir, "loop"), join(dir, "loop"));
+    const tokens = join(dir, "a-directory", "tokens.json");
+    await symlink(tokens, tokens);
+    const { QASHIO_REFRESH_TOKEN: _seed, ...withoutSeed } = valid;
+    expect(settingsError({ ...withoutSeed, BRIDGE_STATE_DIR: "a-directory", BRIDGE_EVENTS_FILE: "loop/events.jsonl" }).issues).toEqual([
+      { setting: "BRIDGE_EVENTS_FILE", problem: `cannot be checked by this user (ELOOP): ${join(dir, "loop", "events.jsonl")}` },
+      { setting: "BRIDGE_STATE_DIR", problem: `cannot be checked by this user (ELOOP): ${tokens}` },
+    ]);
   });
 
   it.runIf(existsSync("/proc/self"))("names a state directory or events file on a pseudo filesystem at once, where a recursive mkdir would loop forever", () => {

@@ -48,6 +48,9 @@ beforeAll(async () => {
   await chmod(dir, 0o755);
   await mkdir(join(dir, "root-state"), { mode: 0o755 });
   await writeFile(join(dir, "root-events.jsonl"), "", { mode: 0o644 });
+  // Writable by anyone but readable by root only: the publisher reads the last byte before it appends.
+  await writeFile(join(dir, "write-only-events.jsonl"), "", { mode: 0o622 });
+  await chmod(join(dir, "write-only-events.jsonl"), 0o622);
   await mkdir(join(dir, "closed"), { mode: 0o700 });
 });
 
@@ -64,8 +67,18 @@ describe.runIf(canStage)("bridge run as a user who cannot write the configured p
     });
     expect(code).toBe(2);
     expect(stderr).toContain(`BRIDGE_STATE_DIR: is not writable by this user (EACCES): ${join(dir, "root-state")}`);
-    expect(stderr).toContain(`BRIDGE_EVENTS_FILE: is not writable by this user (EACCES): ${join(dir, "root-events.jsonl")}`);
+    expect(stderr).toContain(`BRIDGE_EVENTS_FILE: is not readable and writable by this user (EACCES): ${join(dir, "root-events.jsonl")}`);
     expect(stderr).not.toMatch(/unexpected|never-printed/);
+  });
+
+  it("names an events file this user may write but not read (the publisher reads its last byte first)", async () => {
+    const { code, stderr } = await runAsNobody(["run", "--once"], {
+      ...settings,
+      BRIDGE_STATE_DIR: join(dir, "closed-not", "state"),
+      BRIDGE_EVENTS_FILE: join(dir, "write-only-events.jsonl"),
+    });
+    expect(code).toBe(2);
+    expect(stderr).toContain(`BRIDGE_EVENTS_FILE: is not readable and writable by this user (EACCES): ${join(dir, "write-only-events.jsonl")}`);
   });
 
   it("names a state directory that cannot be created, or lies where this user cannot look, exit 2", async () => {

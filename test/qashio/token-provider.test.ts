@@ -555,6 +555,48 @@ describe("OAuthTokenProvider saving rotated tokens under the lease", () => {
     expect(await lock.tryAcquire(DEFAULT_LOCK_NAME, TTL)).toBeDefined(); // and it released the lease it waited for
   });
 
+  it("keeps a lease it took anew for a re-save when the re-save fails before saving: no other process presents the spent token", async () => {
+    const { clock, store, lock, spawn, presented } = processes();
+    const provider = spawn();
+    store.failNextSave = true;
+    await expect(provider.getAccessToken()).rejects.toBeInstanceOf(TokenUnavailableError);
+    await clock.advance(TTL); // the kept lease runs out, and another process takes it and lets it go:
+    await (await lock.tryAcquire(DEFAULT_LOCK_NAME, TTL))?.release(); // the re-save must take a new one
+    const load = store.load.bind(store);
+    let failLoad = true;
+    store.load = async () => {
+      if (!failLoad) return load();
+      failLoad = false;
+      throw new Error("store down");
+    };
+    await expect(provider.getAccessToken()).rejects.toThrow(/store down/);
+    expect(await lock.tryAcquire(DEFAULT_LOCK_NAME, TTL)).toBeUndefined(); // still held: the store holds the spent token
+    const token = await provider.getAccessToken(); // its own next call saves, then releases
+    expect((await store.load())?.accessToken).toBe(token);
+    expect(presented()).toEqual(["rt-1"]);
+    expect(await lock.tryAcquire(DEFAULT_LOCK_NAME, TTL)).toBeDefined();
+  });
+
+  it("fails the call at once when renewing the kept lease fails, instead of waiting for its own lease, and saves at the next call", async () => {
+    const { clock, start, store, lock, spawn, presented } = processes();
+    let renewFails = false;
+    const tryAcquire = lock.tryAcquire.bind(lock);
+    lock.tryAcquire = async (name, ttlMs) => {
+      const handle = await tryAcquire(name, ttlMs);
+      return handle && { ...handle, renew: (ttl: number, signal?: AbortSignal) => (renewFails ? Promise.reject(new Error("network down")) : handle.renew(ttl, signal)) };
+    };
+    const provider = spawn();
+    store.failNextSave = true;
+    await expect(provider.getAccessToken()).rejects.toBeInstanceOf(TokenUnavailableError);
+    renewFails = true;
+    await expect(provider.getAccessToken()).rejects.toThrow(/renewing the token refresh lease failed \(Error\)/);
+    expect(clock.now()).toBe(start); // no wait on its own lease
+    renewFails = false;
+    const token = await provider.getAccessToken();
+    expect((await store.load())?.accessToken).toBe(token);
+    expect(presented()).toEqual(["rt-1"]);
+  });
+
   it("keeps the lease alive while a re-save outlasts it, so no other process takes it and presents the spent token", async () => {
     const { clock, start, store, lock, renewals, spawn, presented } = processes();
     const provider = spawn();

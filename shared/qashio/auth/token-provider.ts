@@ -238,6 +238,9 @@ export class OAuthTokenProvider implements TokenProvider {
    */
   private async saveAgain(unsaved: Unsaved): Promise<void> {
     const handle = await this.resaveLease(unsaved.handle);
+    // The tokens are now kept under this lease: should the re-save fail before its save (a failed load), the lease
+    // stays held, as after the first failed save.
+    if (handle !== unsaved.handle && this.unsaved === unsaved) this.unsaved = { ...unsaved, handle };
     const checkThenSave = async (): Promise<void> => {
       const stored = await this.options.store.load();
       const ours = [unsaved.replaced, unsaved.tokens.refreshToken];
@@ -262,10 +265,20 @@ export class OAuthTokenProvider implements TokenProvider {
 
   /**
    * The lease a re-save runs under: the one kept since the failed save, renewed, or, when it ran out or was taken since,
-   * a new one, waited for as a refresh waits. None without a lock.
+   * a new one, waited for as a refresh waits. None without a lock. A renewal that fails (rather than finding the lease
+   * lost) rejects: the lease may still be this process's own, and waiting for it would only time out.
    */
   private async resaveLease(kept: RefreshLockHandle | undefined): Promise<RefreshLockHandle | undefined> {
-    if (kept !== undefined && (await kept.renew(this.lockTtlMs).catch(() => false))) return kept;
+    if (kept !== undefined) {
+      let renewed: boolean;
+      try {
+        renewed = await kept.renew(this.lockTtlMs);
+      } catch (error) {
+        const reason = error instanceof Error ? error.name : "unknown error";
+        throw new TokenUnavailableError(`renewing the token refresh lease failed (${reason}); the unsaved tokens are saved again at the next call`);
+      }
+      if (renewed) return kept;
+    }
     return this.acquireLock();
   }
 
