@@ -34,10 +34,21 @@ const HEADER_NAME_PATTERN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const EVENT_BUS_ARN_PATTERN = /^arn:aws[a-z-]*:events:[a-z0-9-]+:\d{12}:event-bus\/[\w.\-/]+$/;
 const SNS_TOPIC_ARN_PATTERN = /^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[\w-]+$/;
 
+/**
+ * CloudFormation's pattern for an API destination's InvocationEndpoint (and a connection's AuthorizationEndpoint):
+ * ASCII letters, digits and `-()_.!~*';/?:@&=+$,`, anything else percent-encoded, no `#fragment`. A URL outside it
+ * passes synth with a mere warning and fails the deploy.
+ */
+const API_DESTINATION_URL = /^((%[0-9A-Fa-f]{2}|[-()_.!~*';/?:@&=+$,A-Za-z0-9])+)([).!';/?:,])?$/;
+
 const httpsUrl = z
   .url({ protocol: /^https$/, error: "must be an https:// URL" })
   // Credentials in a URL would land in the template in clear: they belong in a secret (auth).
-  .refine((value) => !/^https:\/\/[^/?#]*@/i.test(value), "must not carry credentials (user:password@); use auth");
+  .refine((value) => !/^https:\/\/[^/?#]*@/i.test(value), "must not carry credentials (user:password@); use auth")
+  .refine(
+    (value) => API_DESTINATION_URL.test(value),
+    "must hold only ASCII letters, digits and -()_.!~*';/?:@&=+$, (percent-encode anything else, and leave out any #fragment): EventBridge refuses other URLs at deploy",
+  );
 
 /** A reference to a value kept in an existing Secrets Manager secret, never the value itself. */
 const secretRef = z.strictObject({
@@ -187,7 +198,7 @@ function arnsOf(tenant: {
 
 const tenantsFileSchema = z.strictObject({
   $schema: z.string().optional(),
-  tenants: z.array(z.unknown()).min(1, "list at least one tenant"),
+  tenants: z.array(z.unknown(), { error: "must list the tenants (an array)" }).min(1, "list at least one tenant"),
 });
 
 /** One tenant, validated and with defaults applied. */
@@ -224,15 +235,15 @@ export function parseTenantConfig(raw: unknown, index = 0): TenantConfig {
   if (result.success) return result.data;
   const rawId = typeof raw === "object" && raw !== null ? (raw as { id?: unknown }).id : undefined;
   const tenant = typeof rawId === "string" && TENANT_ID_PATTERN.test(rawId) ? rawId : `tenants[${index}]`;
-  // A misspelt key explains the "missing" one it was meant to be: report it first.
-  const issue = result.error.issues.find((i) => i.code === "unrecognized_keys") ?? result.error.issues[0];
-  const field = issue
-    ? issue.code === "unrecognized_keys"
-      ? formatPath([...issue.path, issue.keys[0] ?? ""])
-      : formatPath(issue.path)
-    : "(root)";
-  const more = result.error.issues.length > 1 ? ` (and ${result.error.issues.length - 1} more issue(s))` : "";
-  throw new TenantConfigError(`tenant "${tenant}": field ${field}: ${issue?.message ?? "invalid"}${more}`, {
+  // A misspelt key explains the "missing" one it was meant to be: report it first. Every issue is listed, so one run
+  // shows all there is to fix.
+  const issues = [...result.error.issues].sort((a, b) => Number(b.code === "unrecognized_keys") - Number(a.code === "unrecognized_keys"));
+  const fieldOf = (issue: z.core.$ZodIssue): string =>
+    issue.code === "unrecognized_keys" ? formatPath([...issue.path, issue.keys[0] ?? ""]) : formatPath(issue.path);
+  const [first, ...rest] = issues;
+  const field = first ? fieldOf(first) : "(root)";
+  const more = rest.map((issue) => `; field ${fieldOf(issue)}: ${issue.message}`).join("");
+  throw new TenantConfigError(`tenant "${tenant}": field ${field}: ${first?.message ?? "invalid"}${more}`, {
     tenant,
     field,
   });
@@ -247,10 +258,11 @@ export function parseTenantConfig(raw: unknown, index = 0): TenantConfig {
 export function parseTenantsDocument(raw: unknown): TenantConfig[] {
   const file = tenantsFileSchema.safeParse(raw);
   if (!file.success) {
-    const issue = file.error.issues[0];
-    throw new TenantConfigError(`tenants file: field ${formatPath(issue?.path ?? [])}: ${issue?.message ?? "invalid"}`, {
-      field: formatPath(issue?.path ?? []),
-    });
+    // A misspelt `tenants` explains the missing one: named first.
+    const issue = file.error.issues.find((i) => i.code === "unrecognized_keys") ?? file.error.issues[0];
+    const field = issue?.code === "unrecognized_keys" ? formatPath([...issue.path, issue.keys[0] ?? ""]) : formatPath(issue?.path ?? []);
+    const message = issue?.code === "unrecognized_keys" ? 'is not a field of the tenants file, which holds "tenants" (and "$schema")' : (issue?.message ?? "invalid");
+    throw new TenantConfigError(`tenants file: field ${field}: ${message}`, { field });
   }
   const tenants = file.data.tenants.map((entry, index) => parseTenantConfig(entry, index));
   const seen = new Set<string>();
@@ -281,7 +293,36 @@ export function parseTenantsDocument(raw: unknown): TenantConfig[] {
       names.set(key, hook.name);
     });
   }
+  checkSourcesOnSharedBuses(tenants);
   return tenants;
+}
+
+/**
+ * Tenants on one imported bus must publish under sources of their own: the bus policy and the rules tell tenants
+ * apart by source only, so with a common one a tenant's function could put events stamped with another tenant's id
+ * into that tenant's webhooks and archive (README, "Describe the tenant").
+ *
+ * @throws TenantConfigError naming both tenants.
+ */
+function checkSourcesOnSharedBuses(tenants: readonly TenantConfig[]): void {
+  const seen = new Map<string, string>();
+  for (const tenant of tenants) {
+    const bus = tenant.eventBus;
+    if (!("name" in bus) && !("arn" in bus)) continue;
+    // An ARN names its account and region; a name lives where the tenant's stack deploys (unset: the deploy default).
+    const [, , , region, account, resource] = "arn" in bus ? bus.arn.split(":") : [];
+    const where = "arn" in bus ? `${account}/${region}/${(resource ?? "").replace(/^event-bus\//, "")}` : `${tenant.account ?? ""}/${tenant.region ?? ""}/${bus.name}`;
+    const key = `${where}\u0000${tenant.eventSource}`;
+    const other = seen.get(key);
+    if (other !== undefined) {
+      throw new TenantConfigError(
+        `tenant "${tenant.id}": field eventSource: "${tenant.eventSource}" is also the source of tenant "${other}" on the same event bus: ` +
+          "give each tenant on a shared bus a source of its own",
+        { tenant: tenant.id, field: "eventSource" },
+      );
+    }
+    seen.set(key, tenant.id);
+  }
 }
 
 /**
@@ -342,8 +383,11 @@ export function resolveProviderUrl(tenant: TenantConfig, urls: ProviderUrls): st
       { tenant: tenant.id, field: "environment" },
     );
   }
+  const source = named ? BASE_URL_ENV_VARS[env] : "environment";
   try {
-    return normaliseBaseUrl(url, named ? BASE_URL_ENV_VARS[env] : "environment");
+    // Local mode also takes http:// for a loopback host (a sandbox on this machine), which a Lambda cannot reach.
+    if (/^\s*http:/i.test(url)) throw new Error(`${source} must be an https:// URL for an AWS stack (http:// is for a local sandbox only)`);
+    return normaliseBaseUrl(url, source);
   } catch (cause) {
     throw new TenantConfigError(
       `tenant "${tenant.id}": field environment: ${(cause as Error).message}`,

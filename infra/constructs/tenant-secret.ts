@@ -49,9 +49,10 @@ export class TenantSecret extends Construct {
     // GenerateSecretString changes. test/infra pins both.
     this.secret = new secretsmanager.Secret(this, "Secret", {
       description:
-        `qashio-bridge tenant ${props.tenantId}: provider OAuth credentials. Onboarding: put client_id and ` +
-        `client_secret into this JSON, then run "npm run bridge -- authorize --secret-id <this ARN>" to store the ` +
-        `first refresh_token. Keep pii_salt unchanged (hashed identifiers depend on it).`,
+        `qashio-bridge tenant ${props.tenantId}: provider OAuth credentials. Onboarding: run "npm run bridge -- ` +
+        `authorize --secret-id <this ARN>" with QASHIO_CLIENT_ID and QASHIO_CLIENT_SECRET in the environment; it writes ` +
+        `client_id, client_secret and the first refresh_token (README, Onboard). Do not write this JSON by hand: ` +
+        `pii_salt must stay unchanged (hashed identifiers depend on it).`,
       encryptionKey: props.encryptionKey,
       generateSecretString: {
         secretStringTemplate: JSON.stringify({ client_id: "", client_secret: "", refresh_token: "" }),

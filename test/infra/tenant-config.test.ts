@@ -183,6 +183,50 @@ describe("tenant config", () => {
     expect(error.message).toContain('tenant "acme": field enviroment: Unrecognized key');
   });
 
+  it("lists every field at fault in a tenant, the misspelt key first, so one run shows all there is to fix", () => {
+    const { environment, ...rest } = minimal;
+    const error = errorOf(() => parseTenantConfig({ ...rest, enviroment: environment, alarms: { email: "ops@acme.test", topicArn: "arn:aws:sns:eu-west-1:123456789012:ops" } }));
+    expect(error.message).toMatch(/^tenant "acme": field enviroment: Unrecognized key.*; field environment: .*; field alarms: set exactly one of email or topicArn/);
+    expect(error.message).not.toContain("more issue");
+  });
+
+  it("names a misspelt key of the tenants file itself, not a missing tenants list", () => {
+    expect(errorOf(() => parseTenantsDocument({ tenant: [minimal] })).message).toBe(
+      'tenants file: field tenant: is not a field of the tenants file, which holds "tenants" (and "$schema")',
+    );
+    expect(errorOf(() => parseTenantsDocument({ tenants: minimal })).message).toBe("tenants file: field tenants: must list the tenants (an array)");
+  });
+
+  it.each([
+    ["a #fragment", "https://erp.test/h#frag"],
+    ["brackets in the query", "https://erp.test/h?a=[1]"],
+    ["a non-ASCII host", "https://bücher.example/h"],
+    ["a pipe", "https://erp.test/h|x"],
+  ])("refuses a webhook URL EventBridge would refuse at deploy (%s), and the same for an OAuth token URL", (_what, url) => {
+    const pinned = { ...minimal, account: "123456789012", region: "eu-west-1" };
+    const basic = { type: "basic", username: "u", password: { secretArn } };
+    const hook = { name: "erp", url, eventTypes: ["card.created"], auth: basic };
+    expect(errorOf(() => parseTenantConfig({ ...pinned, webhooks: [hook] })).message).toMatch(
+      /^tenant "acme": field webhooks\[0\]\.url: must hold only ASCII letters, digits and .*EventBridge refuses other URLs at deploy/,
+    );
+    const oauth = { type: "oauthClientCredentials", tokenUrl: url, clientId: "c", clientSecret: { secretArn } };
+    expect(errorOf(() => parseTenantConfig({ ...pinned, webhooks: [{ ...hook, url: "https://erp.test/h", auth: oauth }] })).field).toBe("webhooks[0].auth.tokenUrl");
+    expect(parseTenantConfig({ ...pinned, webhooks: [{ ...hook, url: "https://erp.test/h?a=%5B1%5D&b=x,y" }] }).webhooks[0]?.url).toBe("https://erp.test/h?a=%5B1%5D&b=x,y");
+  });
+
+  it("refuses two tenants importing one bus with one source (either could publish as the other), naming both", () => {
+    const shared = { eventBus: { mode: "import", name: "shared" } };
+    const byArn = { account: "123456789012", region: "eu-west-1", eventBus: { mode: "import", arn: "arn:aws:events:eu-west-1:123456789012:event-bus/shared" } };
+    expect(errorOf(() => parseTenantsDocument({ tenants: [{ ...minimal, ...shared }, { ...minimal, ...shared, id: "globex" }] })).message).toBe(
+      'tenant "globex": field eventSource: "qashio.bridge" is also the source of tenant "acme" on the same event bus: give each tenant on a shared bus a source of its own',
+    );
+    const pinnedByName = { account: "123456789012", region: "eu-west-1", ...shared };
+    expect(errorOf(() => parseTenantsDocument({ tenants: [{ ...minimal, ...byArn }, { ...minimal, ...pinnedByName, id: "globex" }] })).field).toBe("eventSource");
+    // Sources of their own, or buses of their own, are fine.
+    expect(parseTenantsDocument({ tenants: [{ ...minimal, ...shared }, { ...minimal, ...shared, id: "globex", eventSource: "globex.qashio.bridge" }] })).toHaveLength(2);
+    expect(parseTenantsDocument({ tenants: [minimal, { ...minimal, id: "globex" }] })).toHaveLength(2);
+  });
+
   it("names the tenant by position when its id is unusable", () => {
     const error = errorOf(() => parseTenantsDocument({ tenants: [minimal, { ...minimal, id: "Not A Slug" }] }));
     expect(error.message).toMatch(/^tenant "tenants\[1\]": field id: must be a lowercase slug/);
@@ -259,13 +303,14 @@ describe("provider URL", () => {
     }
   });
 
-  it("refuses a named deployment's plain-http URL at synth, naming the variable and that https is required", () => {
+  it("refuses a named deployment's plain-http URL at synth, a loopback one too (a Lambda cannot reach it), naming the variable", () => {
     const prod = parseTenantConfig({ ...minimal, environment: "production" });
-    for (const urls of [providerUrlsFrom({ production: "http://api.provider.example" }, {}), providerUrlsFrom({}, { QASHIO_PRODUCTION_URL: "http://api.provider.example" })]) {
-      expect(errorOf(() => resolveProviderUrl(prod, urls)).message).toBe(
-        'tenant "acme": field environment: QASHIO_PRODUCTION_URL (host api.provider.example) must use https ' +
-          "(http is accepted only for a loopback host: localhost, 127.0.0.0/8 or ::1)",
-      );
+    for (const url of ["http://api.provider.example", "http://127.0.0.1:4010", "HTTP://localhost:4010"]) {
+      for (const urls of [providerUrlsFrom({ production: url }, {}), providerUrlsFrom({}, { QASHIO_PRODUCTION_URL: url })]) {
+        expect(errorOf(() => resolveProviderUrl(prod, urls)).message).toBe(
+          'tenant "acme": field environment: QASHIO_PRODUCTION_URL must be an https:// URL for an AWS stack (http:// is for a local sandbox only)',
+        );
+      }
     }
   });
 

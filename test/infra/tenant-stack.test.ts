@@ -94,7 +94,8 @@ describe("tenant stacks", () => {
   it("creates the secret empty but for a generated pii_salt, encrypted, with onboarding instructions", () => {
     acmeT.hasResourceProperties("AWS::SecretsManager::Secret", {
       KmsKeyId: { "Fn::GetAtt": [logicalIdOf(acmeT, "AWS::KMS::Key"), "Arn"] },
-      Description: Match.stringLikeRegexp("npm run bridge -- authorize --secret-id"),
+      // As README's onboarding says: credentials through authorize's environment, never a hand-written JSON.
+      Description: Match.stringLikeRegexp("authorize --secret-id <this ARN>\" with QASHIO_CLIENT_ID and QASHIO_CLIENT_SECRET in the environment.*Do not write this JSON by hand"),
       GenerateSecretString: {
         SecretStringTemplate: JSON.stringify({ client_id: "", client_secret: "", refresh_token: "" }),
         GenerateStringKey: "pii_salt",
