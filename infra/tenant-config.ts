@@ -86,7 +86,10 @@ const webhookSchema = z.strictObject({
   /** Short name used in construct ids and resource names. */
   name: z.string().regex(/^[a-z0-9][a-z0-9-]{0,30}$/, "must be a lowercase slug of at most 31 characters"),
   url: httpsUrl,
-  eventTypes: z.array(z.enum(EVENT_TYPES)).min(1),
+  eventTypes: z
+    .array(z.enum(EVENT_TYPES))
+    .min(1)
+    .refine((types) => new Set(types).size === types.length, "must not list an event type twice"),
   auth: webhookAuthSchema,
   /** Invocations per second EventBridge may send to this URL. */
   rateLimitPerSecond: z.number().int().min(1).max(300).optional(),
@@ -110,6 +113,13 @@ const alarmsSchema = z
     message: "set exactly one of email or topicArn",
   });
 
+/** A schedule rate: EventBridge Scheduler takes whole minutes; more than a day apart would leave the alarms blind. */
+const everyMinutes = z
+  .number({ error: (issue) => (issue.code === "invalid_type" ? "must be a number of minutes" : undefined) })
+  .int("must be a whole number of minutes")
+  .min(1)
+  .max(1440);
+
 const tenantSchema = z.strictObject({
   id: z.string().regex(TENANT_ID_PATTERN, "must be a lowercase slug (a-z, 0-9, '-') of at most 32 characters"),
   /** Named provider deployment or a literal https URL. */
@@ -127,8 +137,8 @@ const tenantSchema = z.strictObject({
        * not yet onboarded (deploy disabled, authorize, then set true and redeploy).
        */
       enabled: z.boolean({ error: "must be true or false" }).default(TENANT_DEFAULTS.schedulesEnabled),
-      transactionsEveryMinutes: z.number().int().min(1).max(1440).default(TENANT_DEFAULTS.transactionsEveryMinutes),
-      cardsEveryMinutes: z.number().int().min(1).max(1440).default(TENANT_DEFAULTS.cardsEveryMinutes),
+      transactionsEveryMinutes: everyMinutes.default(TENANT_DEFAULTS.transactionsEveryMinutes),
+      cardsEveryMinutes: everyMinutes.default(TENANT_DEFAULTS.cardsEveryMinutes),
     })
     .prefault({}),
   eventBus: eventBusSchema.prefault({ mode: "create" }),

@@ -214,6 +214,18 @@ describe("tenant config", () => {
     expect(parseTenantConfig({ ...pinned, webhooks: [{ ...hook, url: "https://erp.test/h?a=%5B1%5D&b=x,y" }] }).webhooks[0]?.url).toBe("https://erp.test/h?a=%5B1%5D&b=x,y");
   });
 
+  it("refuses a webhook listing an event type twice, and a schedule that is not a whole number of minutes", () => {
+    const pinned = { ...minimal, account: "123456789012", region: "eu-west-1" };
+    const hook = { name: "erp", url: "https://erp.test/h", eventTypes: ["card.created", "card.created"], auth: { type: "basic", username: "u", password: { secretArn } } };
+    expect(errorOf(() => parseTenantConfig({ ...pinned, webhooks: [hook] })).message).toBe('tenant "acme": field webhooks[0].eventTypes: must not list an event type twice');
+    expect(errorOf(() => parseTenantConfig({ ...minimal, schedules: { transactionsEveryMinutes: 1.5 } })).message).toBe(
+      'tenant "acme": field schedules.transactionsEveryMinutes: must be a whole number of minutes',
+    );
+    expect(errorOf(() => parseTenantConfig({ ...minimal, schedules: { cardsEveryMinutes: "5m" } })).message).toBe(
+      'tenant "acme": field schedules.cardsEveryMinutes: must be a number of minutes',
+    );
+  });
+
   it("refuses two tenants importing one bus with one source (either could publish as the other), naming both", () => {
     const shared = { eventBus: { mode: "import", name: "shared" } };
     const byArn = { account: "123456789012", region: "eu-west-1", eventBus: { mode: "import", arn: "arn:aws:events:eu-west-1:123456789012:event-bus/shared" } };
