@@ -45,9 +45,11 @@ const httpsUrl = z
   .url({ protocol: /^https$/, error: "must be an https:// URL" })
   // Credentials in a URL would land in the template in clear: they belong in a secret (auth).
   .refine((value) => !/^https:\/\/[^/?#]*@/i.test(value), "must not carry credentials (user:password@); use auth")
+  .max(2048, "must be at most 2048 characters (EventBridge's limit)")
   .refine(
     (value) => API_DESTINATION_URL.test(value),
-    "must hold only ASCII letters, digits and -()_.!~*';/?:@&=+$, (percent-encode anything else, and leave out any #fragment): EventBridge refuses other URLs at deploy",
+    "must hold only ASCII letters, digits and -()_.!~*';/?:@&=+$, with no #fragment (percent-encode other characters of " +
+      "path and query, write a non-ASCII host in its xn-- form; an IPv6 literal host cannot be used): EventBridge refuses other URLs at deploy",
   );
 
 /** A reference to a value kept in an existing Secrets Manager secret, never the value itself. */
@@ -233,7 +235,7 @@ function formatPath(path: readonly PropertyKey[]): string {
  *
  * @param raw - the entry as read from JSON.
  * @param index - position in the file, named when the id is unusable.
- * @throws TenantConfigError naming the tenant and the first offending field.
+ * @throws TenantConfigError naming the tenant and every offending field zod reports (the misspelt key first).
  * @example
  * ```ts
  * const tenant = parseTenantConfig({ id: "acme", environment: "sandbox", alarms: { email: "ops@acme.test" } });
@@ -307,32 +309,51 @@ export function parseTenantsDocument(raw: unknown): TenantConfig[] {
   return tenants;
 }
 
+/** Where a tenant's bus is: its name, and its account and region when pinned (unset: wherever the stack deploys). */
+interface BusPlace {
+  readonly name: string;
+  readonly account?: string;
+  readonly region?: string;
+}
+
+function busPlaceOf(tenant: TenantConfig): BusPlace {
+  const bus = tenant.eventBus;
+  if ("arn" in bus) {
+    const [, , , region, account, resource] = bus.arn.split(":");
+    return { name: (resource ?? "").replace(/^event-bus\//, ""), account, region };
+  }
+  // A created bus is named after the tenant (TenantEventBus), and another tenant may import it by that name.
+  const name = "name" in bus ? bus.name : `qashio-bridge-${tenant.id}`;
+  return { name, account: tenant.account, region: tenant.region };
+}
+
+/** Whether two places may be one bus: same name, and no pinned account or region that tells them apart. */
+function maySameBus(a: BusPlace, b: BusPlace): boolean {
+  const agree = (x: string | undefined, y: string | undefined) => x === undefined || y === undefined || x === y;
+  return a.name === b.name && agree(a.account, b.account) && agree(a.region, b.region);
+}
+
 /**
- * Tenants on one imported bus must publish under sources of their own: the bus policy and the rules tell tenants
- * apart by source only, so with a common one a tenant's function could put events stamped with another tenant's id
- * into that tenant's webhooks and archive (README, "Describe the tenant").
+ * Tenants on one bus must publish under sources of their own: the bus policy and the rules tell tenants apart by
+ * source only, so with a common one a tenant's function could put events stamped with another tenant's id into that
+ * tenant's webhooks and archive (README, "Describe the tenant"). An unpinned account or region is where the shell
+ * deploys, so it may be any pinned one.
  *
  * @throws TenantConfigError naming both tenants.
  */
 function checkSourcesOnSharedBuses(tenants: readonly TenantConfig[]): void {
-  const seen = new Map<string, string>();
-  for (const tenant of tenants) {
-    const bus = tenant.eventBus;
-    if (!("name" in bus) && !("arn" in bus)) continue;
-    // An ARN names its account and region; a name lives where the tenant's stack deploys (unset: the deploy default).
-    const [, , , region, account, resource] = "arn" in bus ? bus.arn.split(":") : [];
-    const where = "arn" in bus ? `${account}/${region}/${(resource ?? "").replace(/^event-bus\//, "")}` : `${tenant.account ?? ""}/${tenant.region ?? ""}/${bus.name}`;
-    const key = `${where}\u0000${tenant.eventSource}`;
-    const other = seen.get(key);
-    if (other !== undefined) {
+  const places = tenants.map(busPlaceOf);
+  tenants.forEach((tenant, i) => {
+    for (let j = 0; j < i; j++) {
+      const other = tenants[j] as TenantConfig;
+      if (other.eventSource !== tenant.eventSource || !maySameBus(places[i] as BusPlace, places[j] as BusPlace)) continue;
       throw new TenantConfigError(
-        `tenant "${tenant.id}": field eventSource: "${tenant.eventSource}" is also the source of tenant "${other}" on the same event bus: ` +
-          "give each tenant on a shared bus a source of its own",
+        `tenant "${tenant.id}": field eventSource: "${tenant.eventSource}" is also the source of tenant "${other.id}" on what may be the ` +
+          "same event bus: give each tenant on a shared bus a source of its own (or pin account and region where they differ)",
         { tenant: tenant.id, field: "eventSource" },
       );
     }
-    seen.set(key, tenant.id);
-  }
+  });
 }
 
 /**

@@ -202,12 +202,13 @@ describe("tenant config", () => {
     ["brackets in the query", "https://erp.test/h?a=[1]"],
     ["a non-ASCII host", "https://bücher.example/h"],
     ["a pipe", "https://erp.test/h|x"],
+    ["more than 2048 characters", `https://erp.test/${"a".repeat(2040)}`],
   ])("refuses a webhook URL EventBridge would refuse at deploy (%s), and the same for an OAuth token URL", (_what, url) => {
     const pinned = { ...minimal, account: "123456789012", region: "eu-west-1" };
     const basic = { type: "basic", username: "u", password: { secretArn } };
     const hook = { name: "erp", url, eventTypes: ["card.created"], auth: basic };
     expect(errorOf(() => parseTenantConfig({ ...pinned, webhooks: [hook] })).message).toMatch(
-      /^tenant "acme": field webhooks\[0\]\.url: must hold only ASCII letters, digits and .*EventBridge refuses other URLs at deploy/,
+      /^tenant "acme": field webhooks\[0\]\.url: must (hold only ASCII letters, digits and .*EventBridge refuses other URLs at deploy|be at most 2048 characters)/,
     );
     const oauth = { type: "oauthClientCredentials", tokenUrl: url, clientId: "c", clientSecret: { secretArn } };
     expect(errorOf(() => parseTenantConfig({ ...pinned, webhooks: [{ ...hook, url: "https://erp.test/h", auth: oauth }] })).field).toBe("webhooks[0].auth.tokenUrl");
@@ -230,11 +231,18 @@ describe("tenant config", () => {
     const shared = { eventBus: { mode: "import", name: "shared" } };
     const byArn = { account: "123456789012", region: "eu-west-1", eventBus: { mode: "import", arn: "arn:aws:events:eu-west-1:123456789012:event-bus/shared" } };
     expect(errorOf(() => parseTenantsDocument({ tenants: [{ ...minimal, ...shared }, { ...minimal, ...shared, id: "globex" }] })).message).toBe(
-      'tenant "globex": field eventSource: "qashio.bridge" is also the source of tenant "acme" on the same event bus: give each tenant on a shared bus a source of its own',
+      'tenant "globex": field eventSource: "qashio.bridge" is also the source of tenant "acme" on what may be the same event bus: give each tenant on a shared bus a source of its own (or pin account and region where they differ)',
     );
     const pinnedByName = { account: "123456789012", region: "eu-west-1", ...shared };
     expect(errorOf(() => parseTenantsDocument({ tenants: [{ ...minimal, ...byArn }, { ...minimal, ...pinnedByName, id: "globex" }] })).field).toBe("eventSource");
-    // Sources of their own, or buses of their own, are fine.
+    // An unpinned account or region is wherever the shell deploys: it may be a pinned tenant's, so this may be one bus.
+    expect(errorOf(() => parseTenantsDocument({ tenants: [{ ...minimal, ...byArn }, { ...minimal, ...shared, id: "globex" }] })).field).toBe("eventSource");
+    expect(errorOf(() => parseTenantsDocument({ tenants: [minimal, { ...minimal, id: "globex", eventBus: { mode: "import", name: "qashio-bridge-acme" } }] })).message).toMatch(
+      /^tenant "globex": field eventSource: "qashio.bridge" is also the source of tenant "acme" on what may be the same event bus/,
+    );
+    // Pinned apart, sources of their own, or buses of their own are fine.
+    const otherRegion = { account: "123456789012", region: "eu-central-1", ...shared };
+    expect(parseTenantsDocument({ tenants: [{ ...minimal, ...pinnedByName }, { ...minimal, ...otherRegion, id: "globex" }] })).toHaveLength(2);
     expect(parseTenantsDocument({ tenants: [{ ...minimal, ...shared }, { ...minimal, ...shared, id: "globex", eventSource: "globex.qashio.bridge" }] })).toHaveLength(2);
     expect(parseTenantsDocument({ tenants: [minimal, { ...minimal, id: "globex" }] })).toHaveLength(2);
   });
