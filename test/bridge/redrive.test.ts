@@ -4,6 +4,15 @@ import { redrivePublishFailures } from "../../shared/bridge/redrive.js";
 import { CycleAbortedError } from "../../shared/bridge/errors.js";
 import { makeRig } from "./fakes.js";
 
+/** Adds `count` transactions whose events fail for good, so a cycle quarantines them; publishing works again after. */
+async function quarantinePublishFailures(rig: ReturnType<typeof makeRig>, count = 1, reason = "AccessDeniedException: not allowed") {
+  const txns = Array.from({ length: count }, () => rig.provider.addTransaction());
+  rig.publisher.reject = () => reason;
+  await pollTransactions(rig.deps);
+  rig.publisher.reject = () => undefined;
+  return txns;
+}
+
 describe("redrivePublishFailures", () => {
   it("publishes a transaction whose event failed for good, then deletes its record and leaves other records alone", async () => {
     const broken = (raw: unknown) => (raw as { broken?: boolean }).broken === true;
@@ -39,22 +48,16 @@ describe("redrivePublishFailures", () => {
     expect(rig.logger.lines.map((l) => l.message)).toContain("re-drive complete");
     expect(rig.logger.lines.map((l) => l.message)).not.toContain("transactions cycle complete");
 
-    const txn = rig.provider.addTransaction();
-    rig.publisher.reject = () => "AccessDeniedException: not allowed";
-    await pollTransactions(rig.deps);
-    rig.publisher.reject = () => undefined;
+    const [txn] = await quarantinePublishFailures(rig);
     rig.metrics.points.length = 0;
-    rig.clock.ms = Date.parse(txn.updated_at) + 120_000;
+    rig.clock.ms = Date.parse(txn!.updated_at) + 120_000;
     await redrivePublishFailures(rig.deps);
     expect(rig.metrics.points.filter((p) => p.name === "SyncLagSeconds").map((p) => p.value)).toEqual([120]);
   });
 
   it("on a 403 says the provider refuses the access and still that the records are kept for the next redrive", async () => {
     const rig = makeRig();
-    rig.provider.addTransaction();
-    rig.publisher.reject = () => "AccessDeniedException: not allowed";
-    await pollTransactions(rig.deps);
-    rig.publisher.reject = () => undefined;
+    await quarantinePublishFailures(rig);
     rig.provider.beforeCall = (call) => {
       if (call.op === "listTransactions") throw Object.assign(new Error("answered 403"), { name: "ForbiddenError", status: 403 });
     };
@@ -132,10 +135,7 @@ describe("redrivePublishFailures", () => {
 
   it("ends with outcome deadline, not an abort, when the last batch's acknowledge runs out of time, and drops its delivered records", async () => {
     const rig = makeRig();
-    for (let i = 0; i < 3; i += 1) rig.provider.addTransaction();
-    rig.publisher.reject = () => "AccessDeniedException: not allowed";
-    await pollTransactions(rig.deps);
-    rig.publisher.reject = () => undefined;
+    await quarantinePublishFailures(rig, 3);
     rig.provider.beforeCall = (call) => {
       if (call.op !== "acknowledgeTransactions") return;
       throw Object.assign(new Error("no time left"), { name: "DeadlineExceededError", deadline: rig.clock.now() + 15_000 });
@@ -196,10 +196,7 @@ describe("redrivePublishFailures", () => {
 
   it("can run again after failing between the publish and the delete: the event is not sent twice", async () => {
     const rig = makeRig();
-    rig.provider.addTransaction();
-    rig.publisher.reject = () => "InvalidArgument: no";
-    await pollTransactions(rig.deps);
-    rig.publisher.reject = () => undefined;
+    await quarantinePublishFailures(rig, 1, "InvalidArgument: no");
     const { snapshots } = rig;
     const failingWrites = {
       getMany: snapshots.getMany.bind(snapshots),
