@@ -1,6 +1,7 @@
-import { Duration } from "aws-cdk-lib";
+import { Duration, Stack } from "aws-cdk-lib";
 import * as cloudwatch from "aws-cdk-lib/aws-cloudwatch";
 import * as actions from "aws-cdk-lib/aws-cloudwatch-actions";
+import * as iam from "aws-cdk-lib/aws-iam";
 import type * as kms from "aws-cdk-lib/aws-kms";
 import type * as lambda from "aws-cdk-lib/aws-lambda";
 import * as sns from "aws-cdk-lib/aws-sns";
@@ -89,6 +90,17 @@ export class OpsAlarms extends Construct {
         enforceSSL: true,
       });
       topic.addSubscription(new subscriptions.EmailSubscription(props.target.email));
+      // CloudWatch alarms publish to the encrypted topic only if the key policy lets them; a topic of the tenant's
+      // own (topicArn) brings its own key, so the statement is made only with this topic.
+      props.encryptionKey.addToResourcePolicy(
+        new iam.PolicyStatement({
+          sid: "AllowCloudWatchAlarmsToPublishToEncryptedTopic",
+          principals: [new iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+          actions: ["kms:Decrypt", "kms:GenerateDataKey*"],
+          resources: ["*"],
+          conditions: { StringEquals: { "aws:SourceAccount": Stack.of(this).account } },
+        }),
+      );
       this.topic = topic;
     } else {
       this.topic = sns.Topic.fromTopicArn(this, "Topic", props.target.topicArn);

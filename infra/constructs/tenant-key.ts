@@ -63,16 +63,6 @@ export class TenantKey extends Construct {
       // a failed first deploy leaves no key behind.
       removalPolicy: RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE,
     });
-    // CloudWatch alarms publish to the encrypted topic only if the key policy lets them
-    this.key.addToResourcePolicy(
-      new iam.PolicyStatement({
-        sid: "AllowCloudWatchAlarmsToPublishToEncryptedTopic",
-        principals: [new iam.ServicePrincipal("cloudwatch.amazonaws.com")],
-        actions: ["kms:Decrypt", "kms:GenerateDataKey*"],
-        resources: ["*"],
-        conditions: { StringEquals: { "aws:SourceAccount": account } },
-      }),
-    );
     // EventBridge writes undeliverable webhook events, and events a created bus could not encrypt or decrypt, to the
     // encrypted DLQs under its own principal
     this.key.addToResourcePolicy(

@@ -35,10 +35,10 @@ const logicalIdOf = (template: Template, type: string): string => {
   return ids[0] as string;
 };
 
-/** The key policy statements whose principal is EventBridge. */
-const eventBridgeKeyStatements = (template: Template): PolicyStatement[] =>
+/** The key policy statements whose principal is `service` (EventBridge unless said). */
+const keyStatementsFor = (template: Template, service = "events.amazonaws.com"): PolicyStatement[] =>
   (Object.values(template.findResources("AWS::KMS::Key"))[0] as { Properties: { KeyPolicy: { Statement: PolicyStatement[] } } }).Properties.KeyPolicy.Statement.filter(
-    (st) => st.Principal?.Service === "events.amazonaws.com",
+    (st) => st.Principal?.Service === service,
   );
 
 describe("tenant stacks", () => {
@@ -183,6 +183,14 @@ describe("tenant stacks", () => {
     acmeT.resourceCountIs("AWS::SNS::Topic", 0);
   });
 
+  it("lets CloudWatch use the key for the alarm topic the stack creates, and only then (a tenant's own topic has its own key)", () => {
+    const cloudWatchStatements = (template: Template) => keyStatementsFor(template, "cloudwatch.amazonaws.com");
+    expect(cloudWatchStatements(globexT)).toEqual([
+      expect.objectContaining({ Sid: "AllowCloudWatchAlarmsToPublishToEncryptedTopic", Action: ["kms:Decrypt", "kms:GenerateDataKey*"] }),
+    ]);
+    expect(cloudWatchStatements(acmeT)).toEqual([]);
+  });
+
   it("schedules each poller at the tenant's rate through EventBridge Scheduler, with the DLQ", () => {
     acmeT.hasResourceProperties("AWS::Scheduler::Schedule", {
       ScheduleExpression: "rate(5 minutes)",
@@ -238,7 +246,7 @@ describe("tenant stacks", () => {
     };
     for (const template of [acmeT, globexT]) {
       template.hasResourceProperties("AWS::Events::Archive", { KmsKeyIdentifier: key(template) });
-      const events = eventBridgeKeyStatements(template);
+      const events = keyStatementsFor(template);
       expect(events).toContainEqual({
         Sid: "AllowEventBridgeToEncryptTheAccountsBusesAndArchives",
         Effect: "Allow",
@@ -275,7 +283,7 @@ describe("tenant stacks", () => {
       // the change does move the archive (a new one on the new bus; the old one kept)
       expect(JSON.stringify(after.findResources("AWS::Events::Archive"))).not.toContain(`event-bus/${oldBus}`);
       for (const [when, template] of [["before", before], ["after", after]] as const) {
-        const allowed = (action: string, context: Record<string, string>) => allows(eventBridgeKeyStatements(template), { action, context, env });
+        const allowed = (action: string, context: Record<string, string>) => allows(keyStatementsFor(template), { action, context, env });
         // the old bus: a replay publishes on it, EventBridge encrypts and matches its events (with the bus's context)
         for (const action of ["kms:GenerateDataKey", "kms:Decrypt"]) {
           const busCall = { "aws:SourceAccount": account, "aws:SourceArn": oldBusArn, "kms:EncryptionContext:aws:events:event-bus:arn": oldBusArn };
@@ -318,7 +326,7 @@ describe("tenant stacks", () => {
       },
     });
     // EventBridge may write to a queue under the key (for the bus's DLQ as for the webhooks')
-    expect(eventBridgeKeyStatements(acmeT)).toContainEqual(
+    expect(keyStatementsFor(acmeT)).toContainEqual(
       expect.objectContaining({ Sid: "AllowEventBridgeToWriteEncryptedDeadLetters", Action: ["kms:Decrypt", "kms:GenerateDataKey"] }),
     );
     // an imported bus is its owner's: no DLQ is set on it
