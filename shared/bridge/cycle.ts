@@ -342,7 +342,7 @@ export class CycleRun {
     return {
       source: this.source,
       detailType: input.type,
-      time: occurredAt,
+      time: new Date(this.deps.clock.now()).toISOString(),
       detail: {
         id,
         type: input.type,

@@ -85,7 +85,11 @@ export interface BridgeEvent {
   readonly source: string;
   /** EventBridge `DetailType`: equals `detail.type`. */
   readonly detailType: string;
-  /** ISO 8601, the EventBridge `Time`. */
+  /**
+   * ISO 8601, the EventBridge `Time`: when the bridge built the event to publish it. Not `detail.occurred_at` (the
+   * change's own time, often days older for a backlog): an archive replays, and may expire, by this time, so a replay
+   * of an outage window must find what was published in it.
+   */
   readonly time: string;
   readonly detail: BridgeEventDetail;
 }

@@ -118,7 +118,7 @@ const BOOKKEEPING_PATHS = new Set(["/updated_at", "/modified_date"]);
 export function formatEvent(event: BridgeEvent, p: Palette = NO_COLOURS): string {
   const { detail } = event;
   const object = detail.data.object;
-  const parts: string[] = [p.dim(timeOf(event.time)), typeColour(detail.type, p)(detail.type.padEnd(TYPE_WIDTH))];
+  const parts: string[] = [p.dim(timeOf(detail.occurred_at)), typeColour(detail.type, p)(detail.type.padEnd(TYPE_WIDTH))];
   parts.push(p.bold(detail.subject.qashio_id ?? detail.subject.id));
   if (detail.subject.type === "transaction") {
     const category = str(object, "transaction_category");

@@ -515,8 +515,8 @@ describe("pollCards", () => {
     const [created, resentCreated, terminated, resentTerminated] = rig.publisher.events;
     expect(resentCreated?.detail).toEqual(created?.detail);
     expect(created?.detail.occurred_at).toBe("2025-01-10T08:00:00.000Z");
-    expect(resentTerminated).toEqual(terminated);
-    expect(terminated?.time).toBe("2025-01-12T09:30:00.000Z");
+    expect(resentTerminated?.detail).toEqual(terminated?.detail);
+    expect(terminated?.detail.occurred_at).toBe("2025-01-12T09:30:00.000Z");
     expect(terminated?.detailType).toBe("card.status_changed");
   });
 

@@ -500,6 +500,16 @@ describe("pollTransactions", () => {
     },
   );
 
+  it("stamps the EventBridge time with the publish time, so an archive replays (and expires) events by when they were published; occurred_at keeps the change's time", async () => {
+    const rig = makeRig();
+    const txn = rig.provider.addTransaction();
+    rig.clock.ms = Date.parse(txn.updated_at) + 48 * 24 * 3_600_000; // a backlog pulled weeks later
+    await pollTransactions(rig.deps);
+    const [event] = rig.publisher.events;
+    expect(event?.time).toBe(new Date(rig.clock.ms).toISOString());
+    expect(event?.detail.occurred_at).toBe(new Date(txn.updated_at).toISOString());
+  });
+
   it("records sync lag, cycle duration, pulled and acknowledged metrics", async () => {
     const rig = makeRig();
     rig.provider.addTransaction();
