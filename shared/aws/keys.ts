@@ -13,6 +13,7 @@
  * tenant so `list()` is a single Query.
  */
 import type { SnapshotKey } from "../bridge/ports.js";
+import { CARD_KEY_PREFIX } from "../bridge/cards.js";
 
 /** Primary key of one item. */
 export interface ItemKey {
@@ -42,10 +43,12 @@ export type TableUser = "pollTransactions" | "pollCards" | "rotateToken";
 
 /**
  * The partition keys each function reads or writes, as IAM `StringLike` patterns for a `dynamodb:LeadingKeys`
- * condition (the CDK app scopes each role's item actions with them). Both pollers: the tenant's snapshots, its
- * quarantine partition, the two cycle leases (a re-drive runs under the transaction cycle's) and the token refresh
- * lease, and the token partition (access token and revoked-family marker). The rotation: the token refresh lease and
- * the token partition only. Tenant ids hold no `*` or `?`, so only the snapshot prefix's own `*` is a wildcard.
+ * condition (the CDK app scopes each role's item actions with them). Every function: the token refresh lease and the
+ * token partition (access token and revoked-family marker); the rotation nothing more. The transaction poller: every
+ * snapshot of the tenant, its quarantine partition and both cycle leases (a re-drive runs under the transaction
+ * cycle's lease; conform-pii rewrites card snapshots too, under both). The card poller: card snapshots only, the
+ * quarantine partition and its own cycle lease. Tenant ids hold no `*` or `?`, so only the snapshot patterns' own `*`
+ * is a wildcard.
  *
  * @example
  * partitionKeyPatterns("acme", "rotateToken"); // ["LEASE#acme#token-refresh", "TOKEN#acme"]
@@ -53,6 +56,9 @@ export type TableUser = "pollTransactions" | "pollCards" | "rotateToken";
 export function partitionKeyPatterns(tenant: string, user: TableUser): string[] {
   const token = [...new Set([leaseItemKey(leaseNames.tokenRefresh(tenant)).pk, accessTokenItemKey(tenant).pk, revokedFamilyItemKey(tenant).pk])];
   if (user === "rotateToken") return token;
+  if (user === "pollCards") {
+    return [`${snapshotPartitionPrefix(tenant)}${CARD_KEY_PREFIX}*`, quarantinePartition(tenant), leaseItemKey(leaseNames.cardsCycle(tenant)).pk, ...token];
+  }
   return [
     `${snapshotPartitionPrefix(tenant)}*`,
     quarantinePartition(tenant),

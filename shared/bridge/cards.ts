@@ -22,9 +22,12 @@ export interface CardCycleOptions extends CycleOptions {
   readonly mode?: CardCycleMode;
 }
 
+/** Start of every snapshot key the card cycle reads or writes (cards and its walk cursors): what the AWS card poller's role is scoped to. */
+export const CARD_KEY_PREFIX = "card:";
+
 /** Snapshot key of a card. */
 export function cardKey(id: string): SnapshotKey {
-  return `card:${id}`;
+  return `${CARD_KEY_PREFIX}${id}`;
 }
 
 /**
@@ -32,7 +35,7 @@ export function cardKey(id: string): SnapshotKey {
  * others, docs/spec-gaps.md), so the key cannot meet a card's.
  */
 export function walkCursorKey(mode: CardCycleMode): SnapshotKey {
-  return `card:~walk-cursor:${mode}`;
+  return `${CARD_KEY_PREFIX}~walk-cursor:${mode}`;
 }
 
 /** A status compared without case: the spec shows both `Active` (§2.3) and `active` (§4.4, §2.5). */

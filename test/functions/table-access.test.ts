@@ -152,15 +152,19 @@ describe("table access of the functions against their roles' dynamodb:LeadingKey
     expect(denied).toEqual([]);
   });
 
-  it("would deny the rotation a snapshot or quarantine item, and any function another tenant's items", () => {
+  it("would deny the rotation a snapshot or quarantine item, the card poller a transaction's, and any function another tenant's items", () => {
     const rotation = (action: string, key: string) => allowed({ user: "rotateToken", action, leadingKeys: [key] });
     expect(rotation("dynamodb:GetItem", `TOKEN#${TENANT}`)).toBe(true);
     expect(rotation("dynamodb:GetItem", `SNAP#${TENANT}#card:1`)).toBe(false);
     expect(rotation("dynamodb:DeleteItem", `QUAR#${TENANT}`)).toBe(false);
     expect(rotation("dynamodb:PutItem", `LEASE#${TENANT}#cycle#transactions`)).toBe(false);
-    const poller = (keys: string[]) => allowed({ user: "pollCards", action: "dynamodb:BatchWriteItem", leadingKeys: keys });
-    expect(poller([`SNAP#${TENANT}#card:1`, `SNAP#${TENANT}#transaction:2`])).toBe(true);
+    const poller = (keys: string[], user: TableUser = "pollCards") => allowed({ user, action: "dynamodb:BatchWriteItem", leadingKeys: keys });
+    expect(poller([`SNAP#${TENANT}#card:1`, `SNAP#${TENANT}#transaction:2`], "pollTransactions")).toBe(true);
     expect(poller([`SNAP#${TENANT}#card:1`, `SNAP#${TENANT}-2#card:1`])).toBe(false);
     expect(poller([`QUAR#${TENANT}-2`])).toBe(false);
+    // The card poller: card snapshots only, and not the transaction cycle's lease.
+    expect(poller([`SNAP#${TENANT}#card:1`, `QUAR#${TENANT}`])).toBe(true);
+    expect(poller([`SNAP#${TENANT}#transaction:2`])).toBe(false);
+    expect(poller([`LEASE#${TENANT}#cycle#transactions`])).toBe(false);
   });
 });
