@@ -280,7 +280,7 @@ class TransactionRun extends CycleRun {
     }
 
     const parents = await this.resolveParents(toPublish.map((p) => p.item), items);
-    // Newest first in the list; publish oldest first so consumers see a page in time order.
+    // Newest created first in the list; published oldest created first (not `occurred_at` order: see docs/events.md).
     toPublish.reverse();
     const events: BridgeEvent[] = toPublish.map(({ item, type, before, changes }) => {
       const parent = item.parentQashioId ? parents.get(item.parentQashioId) : undefined;

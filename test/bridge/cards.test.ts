@@ -490,6 +490,25 @@ describe("pollCards", () => {
     ]);
   });
 
+  it("orders one card's events by their publish time, even when a later change carries an older provider time", async () => {
+    const rig = makeRig();
+    const card = rig.provider.addCard();
+    const id = card["id"] as string;
+    await pollCards(rig.deps);
+    rig.provider.changeCard(id, { status: "Suspended" });
+    await pollCards(rig.deps); // detected now: occurred_at is the detection time
+    const suspendedAt = rig.clock.now();
+    rig.clock.advance(5 * 60_000);
+    rig.provider.changeCard(id, { status: "Terminated", terminated_at: new Date(suspendedAt - 30_000).toISOString() });
+    await pollCards(rig.deps);
+    const [suspended, terminated] = rig.publisher.events;
+    expect(suspended?.detailType).toBe("card.suspended");
+    expect(terminated?.detailType).toBe("card.status_changed");
+    // The later state's business time is older; its publish time is not.
+    expect(Date.parse(terminated!.detail.occurred_at)).toBeLessThan(Date.parse(suspended!.detail.occurred_at));
+    expect(Date.parse(terminated!.time)).toBeGreaterThan(Date.parse(suspended!.time));
+  });
+
   it("re-sends the same card event after a crash between publish and snapshot write, at the card's own time", async () => {
     const rig = makeRig({ emitCardCreated: true });
     const card = rig.provider.addCard({ created_at: "2025-01-10T08:00:00.000Z" });

@@ -8,7 +8,8 @@ function event(type: string, subject: BridgeEvent["detail"]["subject"], data: Br
   return {
     source: "qashio.bridge",
     detailType: type,
-    time: "2026-03-01T10:15:02.000Z",
+    // Published a day after the change: the line shows when the change happened.
+    time: "2026-03-02T08:00:00.000Z",
     detail: { id: "e1", type, schema_version: "1", tenant: "acme", occurred_at: "2026-03-01T10:15:02.000Z", subject, data },
   };
 }
