@@ -33,6 +33,26 @@ async function rotate(token = randomUUID()): Promise<string> {
 
 const REFRESH_LEASE = leaseNames.tokenRefresh(TENANT);
 
+/** The sandbox's token endpoint, reached as the deployed secret's client. */
+const sandboxOAuth = () => ({ baseUrl: SANDBOX_IN_PROCESS_URL, clientId: "sandbox-client", clientSecret: "sandbox-secret", fetch: h.sandbox.fetch });
+
+/**
+ * Revokes the bridge's token family at the provider (its spent first refresh token presented again, after a rotation)
+ * and lets the access token expire; the bridge has not met the revocation yet.
+ */
+async function revokeFamily(): Promise<void> {
+  const first = h.secrets.current().refresh_token as string;
+  await rotate();
+  await refresh(sandboxOAuth(), first).catch(() => undefined);
+  h.sandbox.control.advanceClock(ACCESS_TOKEN_TTL_SECONDS + 1);
+}
+
+/** A new token family, as a person's `authorize` starts one. */
+async function newFamily(): ReturnType<typeof exchangeCode> {
+  const code = h.sandbox.control.issueAuthorizationCode({ companyId: h.companyId, redirectUri: REDIRECT_URI });
+  return exchangeCode(sandboxOAuth(), { code, redirectUri: REDIRECT_URI });
+}
+
 /** Another owner contending for the refresh lease, on the harness clock. */
 const contender = () => new DynamoLeaseLock({ doc: h.table.doc, tableName: h.table.tableName, clock: h.clock });
 
@@ -112,12 +132,7 @@ describe("rotate-token handler (Secrets Manager rotation)", () => {
   });
 
   it("stops refreshing a revoked family at the next rotation and the next poll, until a new secret version arrives", async () => {
-    const first = h.secrets.current().refresh_token as string;
-    await rotate();
-    // Replaying the spent first token revokes the family at the provider.
-    const oauth = { baseUrl: SANDBOX_IN_PROCESS_URL, clientId: "sandbox-client", clientSecret: "sandbox-secret", fetch: h.sandbox.fetch };
-    await refresh(oauth, first).catch(() => undefined);
-    h.sandbox.control.advanceClock(ACCESS_TOKEN_TTL_SECONDS + 1);
+    await revokeFamily();
     const failedRotation = randomUUID();
     h.secrets.startRotation(failedRotation);
     await expect(h.rotator()(eventFor(failedRotation, "createSecret"))).rejects.toBeInstanceOf(ReauthorizationRequiredError);
@@ -129,8 +144,7 @@ describe("rotate-token handler (Secrets Manager rotation)", () => {
     await expect(h.poller("transactions")()).rejects.toBeInstanceOf(ReauthorizationNeededError);
     expect(h.refreshTokensPresented).toHaveLength(presented);
 
-    const code = h.sandbox.control.issueAuthorizationCode({ companyId: h.companyId, redirectUri: REDIRECT_URI });
-    const tokens = await exchangeCode(oauth, { code, redirectUri: REDIRECT_URI });
+    const tokens = await newFamily();
     await h.secrets.client.send(
       new PutSecretValueCommand({ SecretId: h.secrets.secretId, SecretString: JSON.stringify({ ...h.secrets.current(), refresh_token: tokens.refresh_token }) }),
     );
@@ -140,14 +154,8 @@ describe("rotate-token handler (Secrets Manager rotation)", () => {
   });
 
   it("adopts the refresh token re-onboarding wrote while its own refresh was rejected, instead of marking the new family revoked", async () => {
-    const first = h.secrets.current().refresh_token as string;
-    await rotate();
-    // Replaying the spent first token revokes the family at the provider; the bridge has not met the revocation yet.
-    const oauth = { baseUrl: SANDBOX_IN_PROCESS_URL, clientId: "sandbox-client", clientSecret: "sandbox-secret", fetch: h.sandbox.fetch };
-    await refresh(oauth, first).catch(() => undefined);
-    h.sandbox.control.advanceClock(ACCESS_TOKEN_TTL_SECONDS + 1);
-    const code = h.sandbox.control.issueAuthorizationCode({ companyId: h.companyId, redirectUri: REDIRECT_URI });
-    const reonboarded = await exchangeCode(oauth, { code, redirectUri: REDIRECT_URI });
+    await revokeFamily();
+    const reonboarded = await newFamily();
     // The operator's `authorize --secret-id` lands while the rotation's refresh of the dead token is in flight.
     let written = false;
     const fetch = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
@@ -277,9 +285,7 @@ describe("rotate-token handler before onboarding (no refresh token yet)", () => 
     await rotate();
     await rotate();
     expect(h.refreshTokensPresented).toEqual([]);
-    const code = h.sandbox.control.issueAuthorizationCode({ companyId: h.companyId, redirectUri: REDIRECT_URI });
-    const oauth = { baseUrl: SANDBOX_IN_PROCESS_URL, clientId: "sandbox-client", clientSecret: "sandbox-secret", fetch: h.sandbox.fetch };
-    const tokens = await exchangeCode(oauth, { code, redirectUri: REDIRECT_URI });
+    const tokens = await newFamily();
     await putSecret({ ...h.secrets.current(), refresh_token: tokens.refresh_token });
     const token = await rotate();
     expect(h.refreshTokensPresented).toEqual([tokens.refresh_token]);
