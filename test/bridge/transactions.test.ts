@@ -374,19 +374,6 @@ describe("pollTransactions", () => {
     const alias = rig.snapshots.data.get(`transaction:qashio_id:${older.qashio_id}`);
     expect(alias?.object).toEqual({ id: older.id, qashio_id: older.qashio_id });
     expect(alias?.hash).toBe(contentHash(alias?.object));
-
-    // Parent unknown to the store: one provider read, cached for the rest of the cycle.
-    const fresh = makeRig();
-    const parent = fresh.provider.addTransaction();
-    parent.client_sync_status = "synced";
-    fresh.provider.addTransaction({ transaction_category: "refund", parent_qashio_id: parent.qashio_id });
-    fresh.provider.addTransaction({ transaction_category: "reversal", parent_qashio_id: parent.qashio_id });
-    await pollTransactions(fresh.deps);
-    expect(fresh.publisher.events.map((e) => e.detail.data.parent)).toEqual([
-      { id: parent.id, qashio_id: parent.qashio_id },
-      { id: parent.id, qashio_id: parent.qashio_id },
-    ]);
-    expect(fresh.provider.calls.filter((c) => c.op === "listTransactions" && c.query.qashio_id)).toHaveLength(1);
   });
 
   it("resolves a refund's parent without a provider read from its own parent_id, or from the same page", async () => {
@@ -403,13 +390,16 @@ describe("pollTransactions", () => {
     expect(rig.provider.calls.filter((c) => c.op === "listTransactions" && c.query.qashio_id)).toHaveLength(0);
   });
 
-  it("reads a parent unknown to the store from the provider once per cycle, not once per page", async () => {
+  it.each([
+    ["both children on one page", {}],
+    ["each child on a page of its own", { pageSize: 1 }],
+  ])("reads a parent unknown to the store from the provider once per cycle, not once per page (%s)", async (_pages, options) => {
     const rig = makeRig();
     const parent = rig.provider.addTransaction();
     parent.client_sync_status = "synced";
     rig.provider.addTransaction({ transaction_category: "refund", parent_qashio_id: parent.qashio_id });
     rig.provider.addTransaction({ transaction_category: "reversal", parent_qashio_id: parent.qashio_id });
-    await pollTransactions(rig.deps, { pageSize: 1 });
+    await pollTransactions(rig.deps, options);
     expect(rig.publisher.events.map((e) => e.detail.data.parent)).toEqual([
       { id: parent.id, qashio_id: parent.qashio_id },
       { id: parent.id, qashio_id: parent.qashio_id },
