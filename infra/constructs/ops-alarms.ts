@@ -1,7 +1,6 @@
-import { Duration, Stack } from "aws-cdk-lib";
+import { Duration } from "aws-cdk-lib";
 import * as cloudwatch from "aws-cdk-lib/aws-cloudwatch";
 import * as actions from "aws-cdk-lib/aws-cloudwatch-actions";
-import * as iam from "aws-cdk-lib/aws-iam";
 import type * as kms from "aws-cdk-lib/aws-kms";
 import type * as lambda from "aws-cdk-lib/aws-lambda";
 import * as sns from "aws-cdk-lib/aws-sns";
@@ -11,6 +10,7 @@ import { Construct } from "constructs";
 import { DEFAULT_RUNBOOK_URL, runbookLink } from "../runbook-link.js";
 import { cycleAlarmWindow, describeAlarmWindow, describePeriodLength, type AlarmWindow } from "./alarm-window.js";
 import { bridgeMetric, bridgeTenantMetric } from "./bridge-metrics.js";
+import { accountServiceKeyStatement } from "./tenant-key.js";
 
 /** A function outside any schedule alarms on its first error, over five minutes. */
 const FIRST_ERROR_WINDOW: AlarmWindow = { period: Duration.minutes(5), evaluationPeriods: 1, datapointsToAlarm: 1 };
@@ -93,13 +93,7 @@ export class OpsAlarms extends Construct {
       // CloudWatch alarms publish to the encrypted topic only if the key policy lets them; a topic of the tenant's
       // own (topicArn) brings its own key, so the statement is made only with this topic.
       props.encryptionKey.addToResourcePolicy(
-        new iam.PolicyStatement({
-          sid: "AllowCloudWatchAlarmsToPublishToEncryptedTopic",
-          principals: [new iam.ServicePrincipal("cloudwatch.amazonaws.com")],
-          actions: ["kms:Decrypt", "kms:GenerateDataKey*"],
-          resources: ["*"],
-          conditions: { StringEquals: { "aws:SourceAccount": Stack.of(this).account } },
-        }),
+        accountServiceKeyStatement(this, "AllowCloudWatchAlarmsToPublishToEncryptedTopic", "cloudwatch.amazonaws.com", ["kms:Decrypt", "kms:GenerateDataKey*"]),
       );
       this.topic = topic;
     } else {

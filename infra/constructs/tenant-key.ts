@@ -17,6 +17,23 @@ export const KEY_ACTIONS_VIA: Readonly<Record<KeyService, readonly string[]>> = 
   sqs: ["kms:Decrypt", "kms:GenerateDataKey"],
 };
 
+/**
+ * A key-policy statement letting `service`'s own principal use the key (`actions`) for calls made for the stack's
+ * account (`aws:SourceAccount`): how a service that writes encrypted data under its own principal gets the key.
+ *
+ * @example
+ * key.addToResourcePolicy(accountServiceKeyStatement(this, "AllowCloudWatchAlarmsToPublishToEncryptedTopic", "cloudwatch.amazonaws.com", ["kms:Decrypt"]));
+ */
+export function accountServiceKeyStatement(scope: Construct, sid: string, service: string, actions: string[]): iam.PolicyStatement {
+  return new iam.PolicyStatement({
+    sid,
+    principals: [new iam.ServicePrincipal(service)],
+    actions,
+    resources: ["*"],
+    conditions: { StringEquals: { "aws:SourceAccount": Stack.of(scope).account } },
+  });
+}
+
 /** Properties of {@link TenantKey}. */
 export interface TenantKeyProps {
   /** Tenant id, named in the key's alias and description. */
@@ -26,7 +43,8 @@ export interface TenantKeyProps {
 /**
  * The tenant's customer-managed KMS key: encrypts its table, secret, queues, alarm topic, event bus, archive and the
  * functions' logs, so one tenant's data can be revoked or audited without touching another's. Its policy lets the
- * services that write those under their own principal (CloudWatch alarms, EventBridge, CloudWatch Logs) use it.
+ * services that write those under their own principal (EventBridge, CloudWatch Logs) use it; OpsAlarms adds
+ * CloudWatch alarms when it creates the encrypted alarm topic.
  */
 export class TenantKey extends Construct {
   /** The key, with yearly automatic rotation. */
@@ -52,7 +70,6 @@ export class TenantKey extends Construct {
   constructor(scope: Construct, id: string, props: TenantKeyProps) {
     super(scope, id);
     const stack = Stack.of(this);
-    const account = stack.account;
     // The id "Key" must never change on deployed stacks (it makes the logical id; test/infra pins it).
     this.key = new kms.Key(this, "Key", {
       alias: `alias/qashio-bridge/${props.tenantId}`,
@@ -66,13 +83,7 @@ export class TenantKey extends Construct {
     // EventBridge writes undeliverable webhook events, and events a created bus could not encrypt or decrypt, to the
     // encrypted DLQs under its own principal
     this.key.addToResourcePolicy(
-      new iam.PolicyStatement({
-        sid: "AllowEventBridgeToWriteEncryptedDeadLetters",
-        principals: [new iam.ServicePrincipal("events.amazonaws.com")],
-        actions: ["kms:Decrypt", "kms:GenerateDataKey"],
-        resources: ["*"],
-        conditions: { StringEquals: { "aws:SourceAccount": account } },
-      }),
+      accountServiceKeyStatement(this, "AllowEventBridgeToWriteEncryptedDeadLetters", "events.amazonaws.com", ["kms:Decrypt", "kms:GenerateDataKey"]),
     );
     // The statement of AWS's guide to log group encryption, bound by the log group ARN CloudWatch Logs puts in the
     // encryption context. Any log group of this account and region, not the functions' own: their names are
