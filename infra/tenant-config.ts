@@ -222,6 +222,11 @@ export type WebhookAuthConfig = WebhookConfig["auth"];
 /** Base URLs of the named provider deployments. */
 export type ProviderUrls = Partial<Record<QashioDeployment, string>>;
 
+/** The field a zod issue is about: for a misspelt key, the key itself, not the object holding it. */
+function issueField(issue: z.core.$ZodIssue): string {
+  return issue.code === "unrecognized_keys" ? formatPath([...issue.path, issue.keys[0] ?? ""]) : formatPath(issue.path);
+}
+
 function formatPath(path: readonly PropertyKey[]): string {
   let out = "";
   for (const part of path) {
@@ -250,11 +255,9 @@ export function parseTenantConfig(raw: unknown, index = 0): TenantConfig {
   // A misspelt key explains the "missing" one it was meant to be: report it first. Every issue is listed, so one run
   // shows all there is to fix.
   const issues = [...result.error.issues].sort((a, b) => Number(b.code === "unrecognized_keys") - Number(a.code === "unrecognized_keys"));
-  const fieldOf = (issue: z.core.$ZodIssue): string =>
-    issue.code === "unrecognized_keys" ? formatPath([...issue.path, issue.keys[0] ?? ""]) : formatPath(issue.path);
   const [first, ...rest] = issues;
-  const field = first ? fieldOf(first) : "(root)";
-  const more = rest.map((issue) => `; field ${fieldOf(issue)}: ${issue.message}`).join("");
+  const field = first ? issueField(first) : "(root)";
+  const more = rest.map((issue) => `; field ${issueField(issue)}: ${issue.message}`).join("");
   throw new TenantConfigError(`tenant "${tenant}": field ${field}: ${first?.message ?? "invalid"}${more}`, {
     tenant,
     field,
@@ -272,7 +275,7 @@ export function parseTenantsDocument(raw: unknown): TenantConfig[] {
   if (!file.success) {
     // A misspelt `tenants` explains the missing one: named first.
     const issue = file.error.issues.find((i) => i.code === "unrecognized_keys") ?? file.error.issues[0];
-    const field = issue?.code === "unrecognized_keys" ? formatPath([...issue.path, issue.keys[0] ?? ""]) : formatPath(issue?.path ?? []);
+    const field = issue ? issueField(issue) : "(root)";
     const message = issue?.code === "unrecognized_keys" ? 'is not a field of the tenants file, which holds "tenants" (and "$schema")' : (issue?.message ?? "invalid");
     throw new TenantConfigError(`tenants file: field ${field}: ${message}`, { field });
   }
@@ -309,6 +312,11 @@ export function parseTenantsDocument(raw: unknown): TenantConfig[] {
   return tenants;
 }
 
+/** Name of the bus a tenant with `eventBus: { mode: "create" }` gets (TenantEventBus). */
+export function createdEventBusName(tenantId: string): string {
+  return `qashio-bridge-${tenantId}`;
+}
+
 /** Where a tenant's bus is: its name, and its account and region when pinned (unset: wherever the stack deploys). */
 interface BusPlace {
   readonly name: string;
@@ -322,8 +330,8 @@ function busPlaceOf(tenant: TenantConfig): BusPlace {
     const [, , , region, account, resource] = bus.arn.split(":");
     return { name: (resource ?? "").replace(/^event-bus\//, ""), account, region };
   }
-  // A created bus is named after the tenant (TenantEventBus), and another tenant may import it by that name.
-  const name = "name" in bus ? bus.name : `qashio-bridge-${tenant.id}`;
+  // Another tenant may import a created bus by its name.
+  const name = "name" in bus ? bus.name : createdEventBusName(tenant.id);
   return { name, account: tenant.account, region: tenant.region };
 }
 

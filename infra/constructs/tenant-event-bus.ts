@@ -4,6 +4,7 @@ import * as iam from "aws-cdk-lib/aws-iam";
 import type * as kms from "aws-cdk-lib/aws-kms";
 import type * as sqs from "aws-cdk-lib/aws-sqs";
 import { Construct } from "constructs";
+import { createdEventBusName } from "../tenant-config.js";
 import { FailureQueue } from "./failure-queue.js";
 
 /** Where the tenant's events go: a bus of its own, or an existing one. */
@@ -62,7 +63,7 @@ export class TenantEventBus extends Construct {
     super(scope, id);
     this.eventSource = props.eventSource;
     const source = props.bus;
-    const createdName = `qashio-bridge-${props.tenantId}`;
+    const createdName = createdEventBusName(props.tenantId);
     if (source.mode === "create") {
       // Under the tenant key like the other DLQs (EventBridge may write to it: TenantKey's statement for encrypted
       // dead letters). It cannot take events while that key itself is disabled or pending deletion; the pollers stop
