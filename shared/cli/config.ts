@@ -336,8 +336,7 @@ function notWritable(path: string, mode: number, what = "writable"): string | un
 }
 
 /**
- * What stops directory `dir`, which does not exist, from being created (worded to follow "cannot be created: "), if
- * anything. The first missing level below the nearest existing ancestor is made and removed again, as guessing misses
+ * What stops directory `dir`, which does not exist, from being created, worded as a setting's problem, if anything. The first missing level below the nearest existing ancestor is made and removed again, as guessing misses
  * cases: permissions, a read-only mount, a pseudo filesystem (under /proc mkdir answers ENOENT, and Node's recursive
  * mkdir then loops forever, deaf to Ctrl-C).
  */
@@ -346,7 +345,7 @@ function creationProblem(dir: string): string | undefined {
   let parent = dirname(dir);
   for (;;) {
     const stats = statOf(parent);
-    if (stats !== undefined && !stats.isDirectory()) return `${parent} is a file, not a directory`;
+    if (stats !== undefined && !stats.isDirectory()) return `cannot be created: ${parent} is a file, not a directory`;
     if (stats !== undefined) break;
     if (dirname(parent) === parent) return undefined;
     child = parent;
@@ -357,8 +356,8 @@ function creationProblem(dir: string): string | undefined {
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code ?? "error";
     // EEXIST for a path stat found missing: a symbolic link to nothing (an unmounted volume, say).
-    if (code === "EEXIST" && statOf(child) === undefined) return `${child} is a link to a missing target`;
-    return code === "EEXIST" ? undefined : `${child} cannot be made in ${parent} (${code})`;
+    if (code === "EEXIST" && statOf(child) === undefined) return `cannot be created: ${child} is a link to a missing target`;
+    return code === "EEXIST" ? undefined : `cannot be created: ${child} cannot be made in ${parent} (${code})`;
   }
   try {
     rmdirSync(child);
@@ -372,10 +371,8 @@ function creationProblem(dir: string): string | undefined {
 function checkStateDir(r: Reader, stateDir: string): boolean {
   const state = statOf(stateDir);
   let problem: string | undefined;
-  if (state === undefined) {
-    const blocked = creationProblem(stateDir);
-    problem = blocked === undefined ? undefined : `cannot be created: ${blocked}`;
-  } else if (!state.isDirectory()) problem = `must be a directory, but ${stateDir} is a file`;
+  if (state === undefined) problem = creationProblem(stateDir);
+  else if (!state.isDirectory()) problem = `must be a directory, but ${stateDir} is a file`;
   else problem = notWritable(stateDir, constants.W_OK | constants.X_OK);
   if (problem !== undefined) r.problem("BRIDGE_STATE_DIR", problem);
   return problem === undefined;
@@ -390,10 +387,8 @@ function checkEventsFile(r: Reader, eventsFile: string): void {
   if (events !== undefined) {
     // Read too: the publisher opens it for appending and reads its last byte (to close a line torn by a crash).
     problem = events.isDirectory() ? `must be a file, but ${eventsFile} is a directory` : notWritable(eventsFile, constants.R_OK | constants.W_OK, "readable and writable");
-  } else if (parent === undefined) {
-    const blocked = creationProblem(dir);
-    problem = blocked === undefined ? undefined : `cannot be created: ${blocked}`;
-  } else if (!parent.isDirectory()) problem = `cannot be created: ${dir} is a file, not a directory`;
+  } else if (parent === undefined) problem = creationProblem(dir);
+  else if (!parent.isDirectory()) problem = `cannot be created: ${dir} is a file, not a directory`;
   else problem = notWritable(dir, constants.W_OK | constants.X_OK);
   if (problem !== undefined) r.problem("BRIDGE_EVENTS_FILE", problem);
 }
