@@ -253,7 +253,7 @@ export class OAuthTokenProvider implements TokenProvider {
       }
     };
     try {
-      await (handle ? whileHolding(handle, this.lockTtlMs, this.clock, checkThenSave, this.options.logger, TOKEN_SAVE_MESSAGES) : checkThenSave());
+      await this.keepingAlive(handle, checkThenSave);
     } finally {
       // Kept when the save failed again (persist put it back in `unsaved`). Otherwise the tokens are saved or dropped
       // by now: a failed release must not fail the call; the lease runs out by itself.
@@ -350,10 +350,14 @@ export class OAuthTokenProvider implements TokenProvider {
       );
     }
     const tokens = storedTokensOf(set, this.clock.now());
-    const save = () => this.persist(tokens, refreshToken, lease?.handle);
-    await (lease ? whileHolding(lease.handle, this.lockTtlMs, this.clock, save, this.options.logger, TOKEN_SAVE_MESSAGES) : save());
+    await this.keepingAlive(lease?.handle, () => this.persist(tokens, refreshToken, lease?.handle));
     this.options.onEvent?.("refreshed");
     return tokens;
+  }
+
+  /** Runs a token save, renewing `handle` (when there is a lease) while it runs: see {@link whileHolding}. */
+  private keepingAlive(handle: RefreshLockHandle | undefined, save: () => Promise<void>): Promise<void> {
+    return handle ? whileHolding(handle, this.lockTtlMs, this.clock, save, this.options.logger, TOKEN_SAVE_MESSAGES) : save();
   }
 
   /**
