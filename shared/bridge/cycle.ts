@@ -21,6 +21,8 @@ export interface RunKind {
   readonly what?: string;
   /** How an abort's message ends: what an operator may rely on next. */
   readonly next: string;
+  /** How it ends instead when the failure needs a person (a 403), so the next run would fail the same way. @default next */
+  readonly nextUntilFixed?: string;
   /**
    * Whether the run lists the provider's backlog, so that pulling nothing and completing means no lag (a 0 point).
    * A run that reads chosen items only (the re-drive) knows no lag when it pulled nothing. @default true
@@ -29,7 +31,10 @@ export interface RunKind {
 }
 
 /** A scheduled cycle's: the next one picks up where it stopped. */
-const CYCLE_RUN: RunKind = { next: "work done so far is durable and the next cycle resumes" };
+const CYCLE_RUN: RunKind = {
+  next: "work done so far is durable and the next cycle resumes",
+  nextUntilFixed: "work done so far is durable, and each cycle stops the same way until then",
+};
 
 /** How a 403 begins an abort's ending: waiting does not help, a person must act (API access, or a scope not granted). */
 const FORBIDDEN =
@@ -487,7 +492,7 @@ export class CycleRun {
     return new CycleAbortedError(
       `${kind.what ?? `${report.kind} cycle`} stopped: ${step} failed (${ctx.name}${ctx.status ? ` ${ctx.status}` : ""}: ${ctx.message}` +
         `${fields ? `; errors: ${fields}` : ""}); ` +
-        (ctx.status !== 403 ? kind.next : kind === CYCLE_RUN ? `${FORBIDDEN}; work done so far is durable, and each cycle stops the same way until then` : `${FORBIDDEN}; ${kind.next}`),
+        (ctx.status === 403 ? `${FORBIDDEN}; ${kind.nextUntilFixed ?? kind.next}` : kind.next),
       { report, status: ctx.status, requestId: ctx.requestId },
       { cause },
     );
