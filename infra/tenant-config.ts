@@ -25,6 +25,8 @@ export const TENANT_DEFAULTS = {
   webhookMaxEventAgeHours: 24,
 } as const;
 
+/** A named provider deployment, or a literal https base URL (checked in full when the stack is built). */
+const ENVIRONMENT_PATTERN = /^(?:(?:production|eu|sandbox)$|https:\/\/[^\s/])/;
 /** Tenant ids become stack names, resource names and a metric dimension: keep them short slugs. */
 const TENANT_ID_PATTERN = /^[a-z0-9](?:[a-z0-9-]{0,30}[a-z0-9])?$/;
 /** Secret names take letters, digits and `/_+=.@-` (AWS); anything else would break the `{{resolve:...}}` reference. */
@@ -42,27 +44,30 @@ const SNS_TOPIC_ARN_PATTERN = /^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[\w-]+$/;
 const API_DESTINATION_URL = /^((%[0-9A-Fa-f]{2}|[-()_.!~*';/?:@&=+$,A-Za-z0-9])+)([).!';/?:,])?$/;
 
 const httpsUrl = z
-  .url({ protocol: /^https$/, error: "must be an https:// URL" })
+  .url({ error: "must be an https:// URL", abort: true })
+  // The scheme as a pattern rather than z.url's protocol option, so the JSON Schema (editors) checks it too.
+  .regex(/^[Hh][Tt][Tt][Pp][Ss]:\/\//, { error: "must be an https:// URL", abort: true })
   // Credentials in a URL would land in the template in clear: they belong in a secret (auth).
   .refine((value) => !/^https:\/\/[^/?#]*@/i.test(value), "must not carry credentials (user:password@); use auth")
   .max(2048, "must be at most 2048 characters (EventBridge's limit)")
-  .refine(
-    (value) => API_DESTINATION_URL.test(value),
+  .regex(
+    API_DESTINATION_URL,
     "must hold only ASCII letters, digits and -()_.!~*';/?:@&=+$, with no #fragment (percent-encode other characters of " +
       "path and query, write a non-ASCII host in its xn-- form; an IPv6 literal host cannot be used): EventBridge refuses other URLs at deploy",
   );
 
 /** A reference to a value kept in an existing Secrets Manager secret, never the value itself. */
-const secretRef = z.strictObject({
-  /** ARN of an existing secret. */
-  secretArn: z.string().regex(SECRET_ARN_PATTERN, "must be a Secrets Manager secret ARN"),
-  /** JSON key inside the secret; the whole secret string when absent. */
-  jsonField: z
-    .string()
-    .min(1)
-    .regex(/^[^:{}]+$/, "must not contain ':', '{' or '}' (they would break CloudFormation's dynamic reference)")
-    .optional(),
-});
+const secretRef = z
+  .strictObject({
+    secretArn: z.string().regex(SECRET_ARN_PATTERN, "must be a Secrets Manager secret ARN").meta({ description: "ARN of an existing secret" }),
+    jsonField: z
+      .string()
+      .min(1)
+      .regex(/^[^:{}]+$/, "must not contain ':', '{' or '}' (they would break CloudFormation's dynamic reference)")
+      .optional()
+      .meta({ description: "JSON key inside the secret; the whole secret string when absent" }),
+  })
+  .meta({ description: "A value kept in an existing Secrets Manager secret, never the value itself" });
 
 const webhookAuthSchema = z.discriminatedUnion("type", [
   z.strictObject({
@@ -85,35 +90,58 @@ const webhookAuthSchema = z.discriminatedUnion("type", [
 ]);
 
 const webhookSchema = z.strictObject({
-  /** Short name used in construct ids and resource names. */
-  name: z.string().regex(/^[a-z0-9][a-z0-9-]{0,30}$/, "must be a lowercase slug of at most 31 characters"),
-  url: httpsUrl,
+  name: z
+    .string()
+    .regex(/^[a-z0-9][a-z0-9-]{0,30}$/, "must be a lowercase slug of at most 31 characters")
+    .meta({ description: "Short name, unique in the tenant: used in construct ids and resource names" }),
+  url: httpsUrl.meta({ description: "https:// endpoint EventBridge posts each event's detail to" }),
   eventTypes: z
     .array(z.enum(EVENT_TYPES))
     .min(1)
-    .refine((types) => new Set(types).size === types.length, "must not list an event type twice"),
-  auth: webhookAuthSchema,
-  /** Invocations per second EventBridge may send to this URL. */
-  rateLimitPerSecond: z.number().int().min(1).max(300).optional(),
-  retryAttempts: z.number().int().min(0).max(185).default(TENANT_DEFAULTS.webhookRetryAttempts),
-  maxEventAgeHours: z.number().int().min(1).max(24).default(TENANT_DEFAULTS.webhookMaxEventAgeHours),
+    .refine((types) => new Set(types).size === types.length, "must not list an event type twice")
+    .meta({ description: "Event types forwarded to this URL (docs/events.md)" }),
+  auth: webhookAuthSchema.meta({ description: "How EventBridge authenticates: apiKey, basic or oauthClientCredentials, credentials by secret reference" }),
+  rateLimitPerSecond: z.number().int().min(1).max(300).optional().meta({ description: "Invocations per second EventBridge may send to this URL" }),
+  retryAttempts: z
+    .number()
+    .int()
+    .min(0)
+    .max(185)
+    .default(TENANT_DEFAULTS.webhookRetryAttempts)
+    .meta({ description: "Retries of a failed delivery before it goes to the dead-letter queue" }),
+  maxEventAgeHours: z
+    .number()
+    .int()
+    .min(1)
+    .max(24)
+    .default(TENANT_DEFAULTS.webhookMaxEventAgeHours)
+    .meta({ description: "Age after which an undelivered event stops being retried and goes to the dead-letter queue" }),
 });
 
 const eventBusSchema = z.union([
   z.strictObject({ mode: z.literal("create") }),
   z.strictObject({ mode: z.literal("import"), name: z.string().regex(/^[\w.-]{1,256}$/, "must be an event bus name") }),
   z.strictObject({ mode: z.literal("import"), arn: z.string().regex(EVENT_BUS_ARN_PATTERN, "must be an event bus ARN") }),
-], { error: 'must be { "mode": "create" } or { "mode": "import", "name" | "arn": ... }' });
+], { error: 'must be { "mode": "create" } or { "mode": "import", "name" | "arn": ... }' }).meta({
+  description: "The tenant's event bus: created by the stack (default), or an existing one imported by name or ARN",
+});
 
 const alarmsSchema = z
   .strictObject({
-    email: z.email().optional(),
-    topicArn: z.string().regex(SNS_TOPIC_ARN_PATTERN, "must be an SNS topic ARN").optional(),
-    syncLagThresholdSeconds: z.number().int().min(60).default(TENANT_DEFAULTS.syncLagThresholdSeconds),
+    email: z.email().optional().meta({ description: "Email address subscribed to an SNS topic the stack creates (confirm the subscription mail)" }),
+    topicArn: z.string().regex(SNS_TOPIC_ARN_PATTERN, "must be an SNS topic ARN").optional().meta({ description: "An existing SNS topic in the tenant's region" }),
+    syncLagThresholdSeconds: z
+      .number()
+      .int()
+      .min(60)
+      .default(TENANT_DEFAULTS.syncLagThresholdSeconds)
+      .meta({ description: "SyncLag alarm threshold: age of the oldest undelivered change" }),
   })
   .refine((a) => (a.email === undefined) !== (a.topicArn === undefined), {
     message: "set exactly one of email or topicArn",
-  });
+  })
+  // The refine above, for editors: zod's JSON Schema export leaves refinements out.
+  .meta({ description: "Where alarms notify: exactly one of email or topicArn", oneOf: [{ required: ["email"] }, { required: ["topicArn"] }] });
 
 /** A schedule rate: EventBridge Scheduler takes whole minutes; more than a day apart would leave the alarms blind. */
 const everyMinutes = z
@@ -123,24 +151,35 @@ const everyMinutes = z
   .max(1440);
 
 const tenantSchema = z.strictObject({
-  id: z.string().regex(TENANT_ID_PATTERN, "must be a lowercase slug (a-z, 0-9, '-') of at most 32 characters"),
-  /** Named provider deployment or a literal https URL. */
+  id: z
+    .string()
+    .regex(TENANT_ID_PATTERN, "must be a lowercase slug (a-z, 0-9, '-') of at most 32 characters")
+    .meta({ description: "Slug: the stack name QashioBridge-<id>, resource names and the metric dimension" }),
   environment: z
     .string()
-    .refine((v) => ["production", "eu", "sandbox"].includes(v) || /^https:\/\/[^\s/]+/.test(v), {
-      message: "must be production, eu, sandbox or an https:// URL",
-    }),
-  account: z.string().regex(/^\d{12}$/, "must be a 12-digit AWS account id").optional(),
-  region: z.string().regex(/^[a-z]{2}(-[a-z]+)+-\d$/, "must be an AWS region such as eu-west-1").optional(),
+    .regex(ENVIRONMENT_PATTERN, "must be production, eu, sandbox or an https:// URL")
+    .meta({ description: "Provider deployment: production, eu, sandbox (base URLs from QASHIO_*_URL or the cdk context qashioUrls), or an https:// base URL" }),
+  account: z
+    .string()
+    .regex(/^\d{12}$/, "must be a 12-digit AWS account id")
+    .optional()
+    .meta({ description: "AWS account the stack deploys to; required when any ARN is configured" }),
+  region: z
+    .string()
+    .regex(/^[a-z]{2}(-[a-z]+)+-\d$/, "must be an AWS region such as eu-west-1")
+    .optional()
+    .meta({ description: "AWS region the stack deploys to; required when any ARN is configured" }),
   schedules: z
     .strictObject({
-      /**
-       * false deploys both schedules disabled, so no cycle runs and the Heartbeat alarm does not notify: a tenant
-       * not yet onboarded (deploy disabled, authorize, then set true and redeploy).
-       */
-      enabled: z.boolean({ error: "must be true or false" }).default(TENANT_DEFAULTS.schedulesEnabled),
-      transactionsEveryMinutes: everyMinutes.default(TENANT_DEFAULTS.transactionsEveryMinutes),
-      cardsEveryMinutes: everyMinutes.default(TENANT_DEFAULTS.cardsEveryMinutes),
+      // false: no cycle runs and the Heartbeat alarm does not notify, for a tenant not yet onboarded.
+      enabled: z
+        .boolean({ error: "must be true or false" })
+        .default(TENANT_DEFAULTS.schedulesEnabled)
+        .meta({ description: "false deploys both schedules disabled (onboarding: deploy, authorize, then set true and redeploy)" }),
+      transactionsEveryMinutes: everyMinutes
+        .default(TENANT_DEFAULTS.transactionsEveryMinutes)
+        .meta({ description: "Minutes between transaction cycles" }),
+      cardsEveryMinutes: everyMinutes.default(TENANT_DEFAULTS.cardsEveryMinutes).meta({ description: "Minutes between card cycles" }),
     })
     .prefault({}),
   eventBus: eventBusSchema.prefault({ mode: "create" }),
@@ -148,12 +187,25 @@ const tenantSchema = z.strictObject({
     .string()
     .regex(/^[a-z0-9][\w.-]{0,255}$/, "must be an EventBridge source such as qashio.bridge")
     .refine((s) => !s.startsWith("aws."), "must not start with aws.")
-    .default(TENANT_DEFAULTS.eventSource),
-  piiMode: z.enum(["full", "redact", "hash"]).default(TENANT_DEFAULTS.piiMode),
-  emitCardCreated: z.boolean().default(TENANT_DEFAULTS.emitCardCreated),
-  archiveRetentionDays: z.number().int().min(0).max(3650).default(TENANT_DEFAULTS.archiveRetentionDays),
+    .default(TENANT_DEFAULTS.eventSource)
+    .meta({ description: "Source of the published events; give each tenant on a shared bus its own" }),
+  piiMode: z
+    .enum(["full", "redact", "hash"])
+    .default(TENANT_DEFAULTS.piiMode)
+    .meta({ description: "Cardholder name and email in events and snapshots: full, redact, or hash (salted per tenant)" }),
+  emitCardCreated: z
+    .boolean()
+    .default(TENANT_DEFAULTS.emitCardCreated)
+    .meta({ description: "Publish card.created for a card seen for the first time (otherwise recorded silently)" }),
+  archiveRetentionDays: z
+    .number()
+    .int()
+    .min(0)
+    .max(3650)
+    .default(TENANT_DEFAULTS.archiveRetentionDays)
+    .meta({ description: "Days the bus archive keeps events for replay; 0 keeps them forever" }),
   alarms: alarmsSchema,
-  webhooks: z.array(webhookSchema).default([]),
+  webhooks: z.array(webhookSchema).default([]).meta({ description: "HTTPS endpoints that receive chosen event types through EventBridge API destinations" }),
 }).superRefine((tenant, ctx) => {
   // Caught here rather than at deploy: rules and the archive need the bus in the stack's own account and region, an
   // alarm can only notify a topic in its own region, and CloudFormation resolves a webhook secret in the stack's region
@@ -209,9 +261,22 @@ function arnsOf(tenant: {
 }
 
 const tenantsFileSchema = z.strictObject({
-  $schema: z.string().optional(),
+  $schema: z.string().optional().meta({ description: "Path or URL of this JSON Schema, for editors; ignored by synth" }),
+  // Each tenant is parsed on its own, so a message names the tenant (parseTenantConfig).
   tenants: z.array(z.unknown(), { error: "must list the tenants (an array)" }).min(1, "list at least one tenant"),
 });
+
+/**
+ * The tenants file as a JSON Schema (draft 2020-12) of what may be written, defaults optional, for editors
+ * (docs/tenants.schema.json). It checks each field's shape; synth also checks what spans fields or tenants (ARNs
+ * against account and region, unique ids and webhook names, sources on a shared bus, event types listed twice).
+ */
+export function tenantsFileJsonSchema(): Record<string, unknown> {
+  const document = tenantsFileSchema.extend({
+    tenants: z.array(tenantSchema).min(1).meta({ description: "The tenants, one stack QashioBridge-<id> each" }),
+  });
+  return z.toJSONSchema(document, { target: "draft-2020-12", io: "input" }) as Record<string, unknown>;
+}
 
 /** One tenant, validated and with defaults applied. */
 export type TenantConfig = z.output<typeof tenantSchema>;

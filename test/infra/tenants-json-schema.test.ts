@@ -1,0 +1,102 @@
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { Ajv2020 } from "ajv/dist/2020.js";
+import addFormats from "ajv-formats";
+import { describe, expect, it } from "vitest";
+import { parseTenantsDocument } from "../../infra/tenant-config.js";
+import { renderTenantsJsonSchema } from "../../infra/tenants-json-schema.js";
+import { EXAMPLE_TENANTS_FILE } from "./helpers.js";
+
+const SCHEMA_FILE = path.resolve(import.meta.dirname, "../../docs/tenants.schema.json");
+const committed = readFileSync(SCHEMA_FILE, "utf8");
+// strictRequired off: the alarms one-of lists members declared beside it, in `properties`, which is valid JSON Schema.
+const ajv = new Ajv2020({ strict: true, strictRequired: false, allErrors: true });
+addFormats.default(ajv);
+const validate = ajv.compile(JSON.parse(committed) as object);
+
+const secretArn = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:hooks-AbCdEf";
+const minimal = { id: "acme", environment: "sandbox", alarms: { email: "ops@acme.test" } };
+const webhook = {
+  name: "erp",
+  url: "https://erp.acme.test/hooks",
+  eventTypes: ["transaction.created"],
+  auth: { type: "apiKey", headerName: "x-api-key", value: { secretArn } },
+};
+
+/** Whether synth's own validation takes the document. */
+function synthAccepts(document: unknown): boolean {
+  try {
+    parseTenantsDocument(document);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function fileOf(...tenants: unknown[]): unknown {
+  return { $schema: "../docs/tenants.schema.json", tenants };
+}
+
+describe("tenants file JSON Schema (docs/tenants.schema.json)", () => {
+  it("matches the zod schema synth validates with (regenerate: npx tsx infra/tenants-json-schema.ts)", () => {
+    expect(committed).toBe(renderTenantsJsonSchema());
+  });
+
+  it("accepts the example tenants file, which names it for editors", () => {
+    const example = JSON.parse(readFileSync(EXAMPLE_TENANTS_FILE, "utf8")) as { $schema?: string };
+    expect(validate(example), JSON.stringify(validate.errors)).toBe(true);
+    // The example's `$schema` resolves to the committed file, as an editor would resolve it.
+    expect(path.resolve(path.dirname(EXAMPLE_TENANTS_FILE), example.$schema ?? "")).toBe(SCHEMA_FILE);
+  });
+
+  it.each([
+    ["a minimal tenant", minimal],
+    ["an https environment", { ...minimal, environment: "https://qashio.internal.test/api" }],
+    ["alarms to a topic", { ...minimal, account: "123456789012", region: "eu-west-1", alarms: { topicArn: "arn:aws:sns:eu-west-1:123456789012:ops" } }],
+    ["an imported bus", { ...minimal, eventBus: { mode: "import", name: "finance" } }],
+    ["a webhook", { ...minimal, account: "123456789012", region: "eu-west-1", webhooks: [webhook] }],
+    ["every default written out", { ...minimal, schedules: { enabled: false, transactionsEveryMinutes: 5, cardsEveryMinutes: 15 }, piiMode: "hash", emitCardCreated: true, archiveRetentionDays: 0 }],
+  ])("accepts what synth accepts: %s", (_name, tenant) => {
+    const document = fileOf(tenant);
+    expect(synthAccepts(document)).toBe(true);
+    expect(validate(document), JSON.stringify(validate.errors)).toBe(true);
+  });
+
+  it.each([
+    ["a misspelt field", { ...minimal, piiMod: "hash" }],
+    ["an unknown PII mode", { ...minimal, piiMode: "none" }],
+    ["an unknown environment", { ...minimal, environment: "staging" }],
+    ["an http environment", { ...minimal, environment: "http://qashio.test" }],
+    ["no alarms", { id: "acme", environment: "sandbox" }],
+    ["both alarm targets", { ...minimal, alarms: { email: "ops@acme.test", topicArn: "arn:aws:sns:eu-west-1:123456789012:ops" } }],
+    ["neither alarm target", { ...minimal, alarms: { syncLagThresholdSeconds: 900 } }],
+    ["a bad email", { ...minimal, alarms: { email: "ops at acme" } }],
+    ["minutes as a fraction", { ...minimal, schedules: { transactionsEveryMinutes: 2.5 } }],
+    ["a schedule of 0 minutes", { ...minimal, schedules: { cardsEveryMinutes: 0 } }],
+    ["an upper-case id", { ...minimal, id: "Acme" }],
+    ["a bus mode of its own", { ...minimal, eventBus: { mode: "share" } }],
+    ["an unknown event type", { ...minimal, webhooks: [{ ...webhook, eventTypes: ["card.deleted"] }] }],
+    ["an http webhook", { ...minimal, webhooks: [{ ...webhook, url: "http://erp.acme.test/hooks" }] }],
+    ["a secret value instead of a reference", { ...minimal, webhooks: [{ ...webhook, auth: { ...webhook.auth, value: "s3cret" } }] }],
+  ])("refuses what synth refuses: %s", (_name, tenant) => {
+    const document = fileOf(tenant);
+    expect(synthAccepts(document)).toBe(false);
+    expect(validate(document)).toBe(false);
+  });
+
+  it("refuses a file without tenants or with a misspelt top-level field, as synth does", () => {
+    for (const document of [{ tenants: [] }, { tenant: [minimal] }, { tenants: [minimal], version: 2 }]) {
+      expect(synthAccepts(document), JSON.stringify(document)).toBe(false);
+      expect(validate(document), JSON.stringify(document)).toBe(false);
+    }
+  });
+
+  it("leaves checks across fields and tenants to synth (documented in its description)", () => {
+    const elsewhere = { ...minimal, account: "123456789012", region: "eu-west-1", alarms: { topicArn: "arn:aws:sns:us-east-1:123456789012:ops" } };
+    for (const document of [fileOf(elsewhere), fileOf(minimal, minimal)]) {
+      expect(validate(document)).toBe(true);
+      expect(synthAccepts(document)).toBe(false);
+    }
+    expect(JSON.parse(committed).description).toMatch(/Synth checks more than this schema/);
+  });
+});
