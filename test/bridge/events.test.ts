@@ -1,5 +1,7 @@
 import { readdir, readFile } from "node:fs/promises";
 import path from "node:path";
+import { Ajv2020, type ValidateFunction } from "ajv/dist/2020.js";
+import addFormats from "ajv-formats";
 import { describe, expect, it } from "vitest";
 import { EVENT_TYPES, parseEventDetail, renderEventJsonSchemas } from "../../shared/bridge/events/index.js";
 import { pollCards, pollTransactions } from "../../shared/bridge/index.js";
@@ -12,6 +14,17 @@ interface JsonSchemaNode {
   readonly properties?: Readonly<Record<string, JsonSchemaNode>>;
   readonly items?: JsonSchemaNode;
   readonly additionalProperties?: unknown;
+}
+
+/** A standard JSON Schema validator per committed docs/events/<type>.json: what a consumer would check events with. */
+async function publishedValidators(): Promise<Map<string, ValidateFunction>> {
+  const ajv = new Ajv2020({ strict: true, allErrors: true });
+  addFormats.default(ajv);
+  const validators = new Map<string, ValidateFunction>();
+  for (const type of EVENT_TYPES) {
+    validators.set(type, ajv.compile(JSON.parse(await readFile(path.join(docs, "events", `${type}.json`), "utf8")) as object));
+  }
+  return validators;
 }
 
 /** Every object node of a JSON Schema document, with its JSON Pointer. */
@@ -44,10 +57,13 @@ describe("event schemas", () => {
     const catalog = await readFile(path.join(docs, "events.md"), "utf8");
     const examples = [...catalog.matchAll(/```json\n([\s\S]*?)```/g)].map((m) => JSON.parse(m[1]!) as { detail?: unknown });
     const details = examples.map((e) => e.detail).filter(Boolean) as { type: string }[];
+    const published = await publishedValidators();
     for (const type of EVENT_TYPES) {
       const example = details.find((d) => d.type === type);
       expect(example, type).toBeDefined();
       expect(parseEventDetail(example).success, type).toBe(true);
+      const validate = published.get(type)!;
+      expect(validate(example), `${type}: ${JSON.stringify(validate.errors)}`).toBe(true);
     }
   });
 
@@ -88,8 +104,11 @@ describe("event schemas", () => {
     await pollCards(rig.deps);
     const schemas = new Map([...renderEventJsonSchemas()].map(([name, text]) => [name, JSON.parse(text) as JsonSchemaNode]));
     expect(new Set(rig.publisher.events.map((e) => e.detail.type))).toEqual(new Set(EVENT_TYPES));
+    const published = await publishedValidators();
     for (const { detail } of rig.publisher.events) {
       expect(parseEventDetail(detail).success, detail.type).toBe(true);
+      const validate = published.get(detail.type)!;
+      expect(validate(detail), `${detail.type}: ${JSON.stringify(validate.errors)}`).toBe(true);
       expect(undeclaredMembers(schemas.get(`${detail.type}.json`), detail), detail.type).toEqual([]);
     }
     expect(rig.publisher.events.some((e) => e.detail.data.parent)).toBe(true);
