@@ -7,11 +7,11 @@
  */
 import { randomUUID } from "node:crypto";
 import { readFileSync, readlinkSync } from "node:fs";
-import { link, mkdir, open, readdir, readFile, unlink } from "node:fs/promises";
+import { mkdir, readdir, readFile, unlink } from "node:fs/promises";
 import { hostname } from "node:os";
 import path from "node:path";
 import type { Clock, Lock, LockHandle } from "../bridge/ports.js";
-import { writeFileAtomic, TEMP_SUFFIX } from "./atomic.js";
+import { createFileOnce, writeFileAtomic } from "./atomic.js";
 
 interface Lease {
   readonly token: string;
@@ -77,27 +77,6 @@ async function readLease(file: string): Promise<Lease | undefined> {
   }
 }
 
-/** Writes a complete temp file and hard-links it to `file`; false when `file` already exists. */
-async function createExclusive(file: string, body: string): Promise<boolean> {
-  const temp = `${file}.${process.pid}.${randomUUID()}${TEMP_SUFFIX}`;
-  const handle = await open(temp, "wx", 0o600);
-  try {
-    await handle.writeFile(body);
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
-  try {
-    await link(temp, file);
-    return true;
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "EEXIST") return false;
-    throw err;
-  } finally {
-    await unlink(temp).catch(() => undefined);
-  }
-}
-
 /**
  * File lock for local mode: `<stateDir>/locks/<name>.lock[.<generation>]`. Rules that make it safe:
  * a generation file is only created exclusively; a contender creates generation g+1 only after reading
@@ -137,7 +116,7 @@ export class FileLock implements Lock {
     const token = randomUUID();
     const file = this.file(base, next);
     const lease = JSON.stringify({ token, pid: process.pid, expiresAt: this.clock.now() + ttlMs, holder: ownIdentity } satisfies Lease);
-    if (!(await createExclusive(file, lease))) return undefined;
+    if (!(await createFileOnce(file, lease, { mode: 0o600 }))) return undefined;
     // A contender that read an older generation may create a stale one; only the highest generation holds.
     if ((await this.highest(base)) !== next) {
       await unlink(file).catch(() => undefined);
