@@ -242,11 +242,7 @@ export class TenantStack extends Stack {
         },
       },
       syncLagThresholdSeconds: tenant.alarms.syncLagThresholdSeconds,
-      heartbeat: {
-        function: this.pollTransactions.function,
-        everyMinutes: tenant.schedules.transactionsEveryMinutes,
-        notify: tenant.schedules.enabled,
-      },
+      heartbeat: { of: "PollTransactions", notify: tenant.schedules.enabled },
       runbookUrl: props.runbookUrl,
     });
     this.dashboard = new OpsDashboard(this, "Dashboard", {

@@ -56,12 +56,13 @@ export interface OpsAlarmsProps {
    */
   readonly syncLagThresholdSeconds?: number;
   /**
-   * The function whose invocations show that cycles run (the transaction poller) and its schedule in minutes: the
-   * Heartbeat alarm fires when it was invoked in none of the periods of {@link cycleAlarmWindow} of that schedule.
-   * `notify: false` (the tenant's schedules are deployed disabled) keeps the alarm, with its actions disabled.
+   * The function whose invocations show that cycles run (the transaction poller), by its short name in `functions`
+   * and `cycleEveryMinutes`: the Heartbeat alarm fires when it was invoked in none of the periods of
+   * {@link cycleAlarmWindow} of its schedule. `notify: false` (the tenant's schedules are deployed disabled) keeps the
+   * alarm, with its actions disabled.
    * @default - no heartbeat alarm
    */
-  readonly heartbeat?: { readonly function: lambda.IFunction; readonly everyMinutes: number; readonly notify: boolean };
+  readonly heartbeat?: { readonly of: string; readonly notify: boolean };
   /**
    * The runbook page each alarm description links a section of (validated by `runbookUrlFrom`).
    * @default "docs/runbook.md" (repository-relative)
@@ -218,7 +219,12 @@ export class OpsAlarms extends Construct {
       });
     }
     if (props.heartbeat !== undefined) {
-      const { function: fn, everyMinutes, notify } = props.heartbeat;
+      const { of, notify } = props.heartbeat;
+      const fn = props.functions[of];
+      const everyMinutes = props.cycleEveryMinutes?.[of];
+      if (fn === undefined || everyMinutes === undefined) {
+        throw new Error(`OpsAlarms: heartbeat names "${of}", which functions and cycleEveryMinutes must both list`);
+      }
       // Every evaluated period must lack an invocation, so a tick late into the next period does not page.
       const base = cycleAlarmWindow(everyMinutes);
       const window: AlarmWindow = { ...base, datapointsToAlarm: base.evaluationPeriods };

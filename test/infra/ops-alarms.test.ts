@@ -1,9 +1,13 @@
 import { Metrics } from "@aws-lambda-powertools/metrics";
+import { Stack } from "aws-cdk-lib";
 import { Template } from "aws-cdk-lib/assertions";
+import * as kms from "aws-cdk-lib/aws-kms";
+import * as lambda from "aws-cdk-lib/aws-lambda";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { PowertoolsMetricsAdapter } from "../../shared/aws/observability.js";
 import type { MetricName } from "../../shared/bridge/ports.js";
 import { cycleAlarmWindow } from "../../infra/constructs/alarm-window.js";
+import { OpsAlarms } from "../../infra/constructs/ops-alarms.js";
 import { loadTenantsFile, type TenantConfig } from "../../infra/tenant-config.js";
 import type { TenantStack } from "../../infra/tenant-stack.js";
 import { buildTestApp, EXAMPLE_TENANTS_FILE, exampleStacks } from "./helpers.js";
@@ -141,6 +145,28 @@ describe("cycle alarms follow the tenant's schedule", () => {
     expect(disabled("Heartbeat")).toMatchObject({ ActionsEnabled: false, TreatMissingData: "breaching", AlarmActions: actions, OKActions: actions });
     for (const other of ["SyncLag", "Errors-PollTransactions", "Errors-RotateToken", "DeadLetters-Pollers", "TokenFamilyRevoked"]) {
       expect(disabled(other)["ActionsEnabled"]).not.toBe(false);
+    }
+  });
+
+  it("refuses a heartbeat naming a function it has no schedule or function for", () => {
+    const cases: [string[], Record<string, number>][] = [
+      [["PollTransactions"], {}],
+      [[], { PollTransactions: 5 }],
+    ];
+    for (const [functions, cycleEveryMinutes] of cases) {
+      const stack = new Stack();
+      const fn = new lambda.Function(stack, "Fn", { runtime: lambda.Runtime.NODEJS_22_X, handler: "index.handler", code: lambda.Code.fromInline("exports.handler = () => {}") });
+      const props = {
+        tenantId: "acme",
+        target: { email: "ops@acme.test" },
+        encryptionKey: new kms.Key(stack, "Key"),
+        functions: Object.fromEntries(functions.map((name) => [name, fn])),
+        cycleEveryMinutes,
+        syncLagEveryMinutes: 5,
+        deadLetterQueues: {},
+        heartbeat: { of: "PollTransactions", notify: true },
+      };
+      expect(() => new OpsAlarms(stack, "Alarms", props)).toThrow('heartbeat names "PollTransactions", which functions and cycleEveryMinutes must both list');
     }
   });
 
