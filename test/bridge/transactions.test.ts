@@ -65,6 +65,28 @@ describe("pollTransactions", () => {
     expect(rig.provider.pending()).toHaveLength(0);
   });
 
+  it("publishes a transaction changed during its cycle twice in that cycle, the later state with the later occurred_at (docs/events.md, ordering)", async () => {
+    const rig = makeRig();
+    const txn = rig.provider.addTransaction();
+    let changed = false;
+    rig.provider.beforeCall = (call) => {
+      // Acknowledged in the not_synced pass, changed before the outdated pass lists it.
+      if (!changed && call.op === "listTransactions" && call.query.client_sync_status === "outdated") {
+        changed = true;
+        rig.provider.changeTransaction(txn.id, { memo: "edited" });
+      }
+    };
+    const report = await pollTransactions(rig.deps);
+    expect(report.outcome).toBe("complete");
+    const [created, edited] = rig.publisher.events;
+    expect([created?.detailType, edited?.detailType]).toEqual(["transaction.created", "transaction.changed"]);
+    expect(edited?.detail.subject.id).toBe(txn.id);
+    // The fake clock does not move within the cycle: equal publish times, as whole seconds could make them on AWS.
+    expect(edited?.time).toBe(created?.time);
+    expect(Date.parse(edited!.detail.occurred_at)).toBeGreaterThan(Date.parse(created!.detail.occurred_at));
+    expect(rig.provider.pending()).toHaveLength(0);
+  });
+
   it("gives the same change the same event id on every publish", async () => {
     const first = makeRig();
     const second = makeRig();
