@@ -52,6 +52,8 @@ interface SnapshotItem {
   key: SnapshotKey;
   hash: string;
   updatedAt: string;
+  /** The snapshot's `sequence`; absent in items written before sequences existed. */
+  sequence?: number;
   /** JSON of the object when small. */
   obj?: string;
   /** gzip of the JSON when large. */
@@ -165,7 +167,13 @@ export class DynamoSnapshotStore implements SnapshotStore {
   #encode(snapshot: Snapshot): SnapshotItem {
     const key = snapshotItemKey(this.#tenant, snapshot.key);
     const json = JSON.stringify(snapshot.object);
-    const base = { ...key, key: snapshot.key, hash: snapshot.hash, updatedAt: snapshot.updatedAt };
+    const base = {
+      ...key,
+      key: snapshot.key,
+      hash: snapshot.hash,
+      updatedAt: snapshot.updatedAt,
+      ...(snapshot.sequence === undefined ? {} : { sequence: snapshot.sequence }),
+    };
     if (Buffer.byteLength(json) <= this.#compressAbove) return { ...base, obj: json };
     const compressed = gzipSync(json);
     if (compressed.byteLength > MAX_OBJECT_BYTES) {
@@ -184,7 +192,8 @@ export class DynamoSnapshotStore implements SnapshotStore {
       const json = item.objz !== undefined ? gunzipSync(item.objz).toString("utf8") : item.obj;
       if (json === undefined || typeof item.hash !== "string" || typeof item.key !== "string") throw new Error("missing attributes");
       const object = JSON.parse(json) as Record<string, unknown>;
-      return { key: item.key, hash: item.hash, object, updatedAt: item.updatedAt };
+      if (item.sequence !== undefined && !Number.isSafeInteger(item.sequence)) throw new Error("sequence is not a whole number");
+      return { key: item.key, hash: item.hash, object, updatedAt: item.updatedAt, ...(item.sequence === undefined ? {} : { sequence: item.sequence }) };
     } catch (error) {
       throw new CorruptItemError(`Snapshot item ${item.pk} cannot be decoded`, this.#table, item.pk, { cause: error });
     }

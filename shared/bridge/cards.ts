@@ -6,7 +6,7 @@
 import { contentHash } from "./hash.js";
 import { diffObjects, type Change } from "./diff.js";
 import { conformPii } from "./pii.js";
-import { CycleRun, isPageSizeRejection, parseTime, statusOf, versionTime } from "./cycle.js";
+import { CycleRun, isPageSizeRejection, nextSequence, parseTime, statusOf, versionTime } from "./cycle.js";
 import { DEFAULT_MAX_PAGES, type CardCycleDeps, type CycleOptions } from "./deps.js";
 import type { EventType } from "./events/schemas.js";
 import type { BridgeEvent, QuarantineRecord, Snapshot, SnapshotKey } from "./ports.js";
@@ -187,14 +187,17 @@ class CardRun extends CycleRun {
         this.report.unchanged += 1;
         continue;
       }
-      const snapshot: Snapshot = { key: cardKey(item.id), hash: item.hash, object: item.object, updatedAt: versionTime(now, before, nowIso) };
+      const updatedAt = versionTime(now, before, nowIso);
+      // A rewrite without an event keeps the snapshot's sequence; one after an event takes that event's.
+      const silently: Snapshot = { key: cardKey(item.id), hash: item.hash, object: item.object, updatedAt, sequence: before?.sequence ?? 0 };
+      const published: Snapshot = { ...silently, sequence: nextSequence(before) };
       if (!before) {
         if (!deps.emitCardCreated) {
-          silent.push(snapshot);
+          silent.push(silently);
           continue;
         }
         events.push(this.cardEvent("card.created", item, undefined, now));
-        pending.push(snapshot);
+        pending.push(published);
         continue;
       }
       const moved = isStatusMove(before.object["status"], item.object["status"]);
@@ -203,12 +206,12 @@ class CardRun extends CycleRun {
       const changes = diffObjects(conformPii(before.object, deps.pii), item.object).filter((c) => moved || c.path !== "/status");
       if (changes.length === 0) {
         this.report.unchanged += 1;
-        silent.push(snapshot);
+        silent.push(silently);
         continue;
       }
       const type = cardEventType(before.object["status"], item.object["status"]);
       events.push(this.cardEvent(type, item, before, now, changes));
-      pending.push(snapshot);
+      pending.push(published);
     }
     const failures = await this.publish(events, events.map(() => undefined));
     // A card whose event failed keeps its old snapshot, so the next walk detects and re-sends the change.

@@ -171,6 +171,19 @@ export function versionTime(nowMs: number, before: Snapshot | undefined, nowIso?
   return nowIso ?? new Date(nowMs).toISOString();
 }
 
+/**
+ * `subject.sequence` of the next event about a subject: one more than its snapshot's. Deterministic, as event ids are:
+ * a re-send after a crash meets the same snapshot, so it carries the same sequence.
+ *
+ * @example
+ * ```ts
+ * const snapshot = { key, hash, object, updatedAt, sequence: nextSequence(before) }; // after publishing its event
+ * ```
+ */
+export function nextSequence(before: Snapshot | undefined): number {
+  return (before?.sequence ?? 0) + 1;
+}
+
 /** Every personal field replaced by the same marker: the form of a body a quarantine id is computed from. */
 const ID_FORM: PiiPolicy = Object.freeze({ mode: "redact" });
 
@@ -355,8 +368,8 @@ export class CycleRun {
         tenant: this.deps.tenant,
         occurred_at: occurredAt,
         subject: input.qashioId
-          ? { type: input.kind, id: input.subjectId, qashio_id: input.qashioId }
-          : { type: input.kind, id: input.subjectId },
+          ? { type: input.kind, id: input.subjectId, qashio_id: input.qashioId, sequence: nextSequence(input.before) }
+          : { type: input.kind, id: input.subjectId, sequence: nextSequence(input.before) },
         data,
       },
     };

@@ -23,6 +23,11 @@ export interface Snapshot {
    * event ids depend on it (docs/events.md), so adapters must store it verbatim.
    */
   readonly updatedAt: string;
+  /**
+   * `subject.sequence` of the last event published about the subject (0 when none was: a silent first sighting).
+   * Absent in snapshots written before sequences existed, which counts as 0. Adapters must store it verbatim.
+   */
+  readonly sequence?: number;
 }
 
 /** Where to read in {@link SnapshotStore.scan}. */
@@ -71,7 +76,7 @@ export interface BridgeEventDetail {
   readonly schema_version: string;
   readonly tenant: string;
   readonly occurred_at: string;
-  readonly subject: { readonly type: EntityKind; readonly id: string; readonly qashio_id?: string };
+  readonly subject: { readonly type: EntityKind; readonly id: string; readonly qashio_id?: string; readonly sequence: number };
   readonly data: {
     readonly object: Record<string, unknown>;
     readonly changes?: readonly { readonly path: string; readonly before: unknown; readonly after: unknown }[];

@@ -6,7 +6,7 @@ import { logToken } from "../log-token.js";
 import { contentHash, recordHash } from "./hash.js";
 import { applyPiiInPlace, conformPii, type PiiPolicy } from "./pii.js";
 import { diffObjects, isPlainObject, type Change } from "./diff.js";
-import { CycleRun, parseTime, providerRefusal, versionTime, type RunKind } from "./cycle.js";
+import { CycleRun, nextSequence, parseTime, providerRefusal, versionTime, type RunKind } from "./cycle.js";
 import { RecentIds } from "./recent-ids.js";
 import { DEFAULT_MAX_PAGES, type CycleOptions, type TransactionCycleDeps } from "./deps.js";
 import type { BridgeEvent, QuarantineRecord, Snapshot, SnapshotKey } from "./ports.js";
@@ -305,8 +305,9 @@ class TransactionRun extends CycleRun {
     const nowMs = deps.clock.now();
     const now = new Date(nowMs).toISOString();
     const writes: Snapshot[] = [];
-    const snapshotOf = (item: Item, before: Snapshot | undefined): void => {
-      writes.push({ key: transactionKey(item.id), hash: item.hash, object: item.object, updatedAt: versionTime(nowMs, before, now) });
+    /** `sequence`: the published event's, or the snapshot's own for a rewrite without an event. */
+    const snapshotOf = (item: Item, before: Snapshot | undefined, sequence: number): void => {
+      writes.push({ key: transactionKey(item.id), hash: item.hash, object: item.object, updatedAt: versionTime(nowMs, before, now), sequence });
       if (item.qashioId) {
         const alias = { id: item.id, qashio_id: item.qashioId };
         // Its members are in sorted order, so recordHash equals contentHash here without sorting keys per item.
@@ -324,12 +325,12 @@ class TransactionRun extends CycleRun {
       }
       if (failure) quarantine.push(this.quarantineRecord("transaction", "publish", failure.reason, withoutSyncStatus(item.raw), item.id));
       else {
-        snapshotOf(item, before);
+        snapshotOf(item, before, nextSequence(before));
         delivered?.add(item.id);
       }
       ackIds.push(item.id);
     });
-    for (const { item, before } of silentWrites) snapshotOf(item, before);
+    for (const { item, before } of silentWrites) snapshotOf(item, before, before.sequence ?? 0);
     if (writes.length) await this.port("write snapshots", () => deps.snapshots.putMany(writes));
     await this.quarantine(quarantine);
 

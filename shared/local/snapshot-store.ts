@@ -362,7 +362,7 @@ export class FileSnapshotStore implements SnapshotStore {
     for (const s of unique.values()) {
       const head = `{"key":${jsonString(s.key)},"hash":${jsonString(s.hash)},"object":`;
       const object = jsonOf(s.object);
-      const tail = `,"updatedAt":${jsonString(s.updatedAt)}}\n`;
+      const tail = `,"updatedAt":${jsonString(s.updatedAt)}${s.sequence === undefined ? "" : `,"sequence":${s.sequence}`}}\n`;
       keys.push(s.key);
       heads.push(head);
       objects.push(object);

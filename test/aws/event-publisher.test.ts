@@ -27,7 +27,7 @@ function event(id: string, object: Record<string, unknown> = { id, amount: 10 },
       schema_version: "1",
       tenant: "acme",
       occurred_at: "2026-03-01T12:00:00.000Z",
-      subject: { type: "transaction", id, qashio_id: `q_${id}` },
+      subject: { type: "transaction", id, qashio_id: `q_${id}`, sequence: 1 },
       data: { object, ...(changes !== undefined ? { changes } : {}) },
     },
   };

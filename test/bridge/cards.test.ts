@@ -35,6 +35,27 @@ describe("pollCards", () => {
     expect(parseEventDetail(rig.publisher.events[0]!.detail).success).toBe(true);
   });
 
+  it("numbers a card's events from its first one: 1 after a silent first sighting, 1 for card.created, then one more each", async () => {
+    for (const emitCardCreated of [false, true]) {
+      const rig = makeRig({ emitCardCreated });
+      const card = rig.provider.addCard();
+      const id = card["id"] as string;
+      await pollCards(rig.deps);
+      expect(rig.snapshots.data.get(`card:${id}`)?.sequence).toBe(emitCardCreated ? 1 : 0);
+      rig.provider.changeCard(id, { status: "Suspended" });
+      await pollCards(rig.deps);
+      rig.provider.changeCard(id, { card_nickname: "Travel" });
+      await pollCards(rig.deps);
+      const numbered = rig.publisher.events.map((e) => [e.detailType, e.detail.subject.sequence]);
+      expect(numbered).toEqual([
+        ...(emitCardCreated ? [["card.created", 1]] : []),
+        ["card.suspended", emitCardCreated ? 2 : 1],
+        ["card.updated", emitCardCreated ? 3 : 2],
+      ]);
+      expect(rig.snapshots.data.get(`card:${id}`)?.sequence).toBe(emitCardCreated ? 3 : 2);
+    }
+  });
+
   it("publishes card.suspended with a /status change when a card becomes Suspended", async () => {
     const rig = makeRig();
     const card = rig.provider.addCard();
@@ -43,7 +64,8 @@ describe("pollCards", () => {
     await pollCards(rig.deps);
     const [event] = rig.publisher.events;
     expect(event?.detailType).toBe("card.suspended");
-    expect(event?.detail.subject).toEqual({ type: "card", id: card["id"] });
+    // The silent first sighting published nothing: this is the card's first event.
+    expect(event?.detail.subject).toEqual({ type: "card", id: card["id"], sequence: 1 });
     expect(event?.detail.data.changes).toEqual([{ path: "/status", before: "Active", after: "Suspended" }]);
     expect(parseEventDetail(event!.detail).success).toBe(true);
   });

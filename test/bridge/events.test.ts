@@ -79,7 +79,7 @@ describe("event schemas", () => {
       .find((d) => d.type === "transaction.changed")!;
     const later = {
       ...changed,
-      schema_version: "1.1",
+      schema_version: "1.2",
       trace_id: "t-1",
       subject: { ...changed.subject, url: "https://example.com" },
       data: { ...changed.data, reason: "edit", changes: changed.data.changes.map((c) => ({ ...c, by: "u-1" })) },

@@ -59,14 +59,22 @@ export function expectAcknowledgedAreRecorded(rig: TestRig): void {
 }
 
 /**
- * Every provider transaction's final state was the last one published, nothing is left pending, one observed change (subject,
- * type, object, changes) always carries one id, and events sharing an id are identical.
+ * Every provider transaction's final state was the last one published and is the one the catalog's ordering rule
+ * (highest `subject.sequence`) picks, nothing is left pending, one observed change (subject, type, object, changes)
+ * always carries one id, and events sharing an id are identical (sequence included).
  */
 export function expectNothingLost(rig: TestRig): void {
   expect(rig.provider.pending()).toEqual([]);
   const latest = new Map<string, string>();
   for (const e of rig.publisher.events) latest.set(e.detail.subject.id, canonical(e.detail.data.object));
   for (const txn of rig.provider.transactions) expect(latest.get(txn.id)).toBe(publishedState(txn));
+  // What a consumer keeping the catalog's rule holds: per subject the highest sequence, on a tie the later publish.
+  const current = new Map<string, BridgeEvent>();
+  for (const e of rig.publisher.events) {
+    const held = current.get(e.detail.subject.id);
+    if (held === undefined || e.detail.subject.sequence >= held.detail.subject.sequence) current.set(e.detail.subject.id, e);
+  }
+  for (const txn of rig.provider.transactions) expect(canonical(current.get(txn.id)?.detail.data.object)).toBe(publishedState(txn));
   const idsByChange = new Map<string, Set<string>>();
   for (const e of rig.publisher.events) {
     const { subject, type, data } = e.detail;

@@ -17,7 +17,7 @@ describe("pollTransactions", () => {
     const event = rig.publisher.events[0]!;
     expect(event.detailType).toBe("transaction.created");
     expect(event.source).toBe("qashio.bridge");
-    expect(event.detail.subject).toEqual({ type: "transaction", id: txn.id, qashio_id: txn.qashio_id });
+    expect(event.detail.subject).toEqual({ type: "transaction", id: txn.id, qashio_id: txn.qashio_id, sequence: 1 });
     expect(event.detail.data.object).not.toHaveProperty("client_sync_status");
     expect(parseEventDetail(event.detail).success).toBe(true);
     expect(rig.snapshots.data.has(`transaction:${txn.id}`)).toBe(true);
@@ -114,6 +114,63 @@ describe("pollTransactions", () => {
       [{ path: "/memo", before: "", after: "Client visit" }],
     ]);
     expect(new Set(changed.map((e) => e.detail.id)).size).toBe(3);
+  });
+
+  it("numbers a transaction's events: 1, then one more per published change, the same on a re-send, none for a refused or silent one", async () => {
+    const rig = makeRig();
+    const txn = rig.provider.addTransaction();
+    const key = `transaction:${txn.id}` as const;
+    const sequences = () => rig.publisher.events.map((e) => e.detail.subject.sequence);
+    await pollTransactions(rig.deps);
+    rig.provider.changeTransaction(txn.id, { memo: "first" });
+    await pollTransactions(rig.deps);
+    expect(sequences()).toEqual([1, 2]);
+    expect(rig.snapshots.data.get(key)?.sequence).toBe(2);
+
+    // A crash between publish and snapshot write: the next cycle re-sends the same event, sequence included.
+    rig.provider.changeTransaction(txn.id, { memo: "second" });
+    const putMany = rig.deps.snapshots.putMany.bind(rig.deps.snapshots);
+    rig.deps.snapshots.putMany = async () => {
+      throw new Error("crash before the snapshot write");
+    };
+    await expect(pollTransactions(rig.deps)).rejects.toThrow();
+    rig.deps.snapshots.putMany = putMany;
+    await pollTransactions(rig.deps);
+    const [, , sent, resent] = rig.publisher.events;
+    expect(resent?.detail.id).toBe(sent?.detail.id);
+    expect(sequences()).toEqual([1, 2, 3, 3]);
+
+    // Refused for good: quarantined, never on the bus, so the next published change takes its number.
+    rig.provider.changeTransaction(txn.id, { memo: "refused" });
+    rig.publisher.reject = () => "entry too large";
+    await pollTransactions(rig.deps);
+    rig.publisher.reject = () => undefined;
+    expect(rig.snapshots.data.get(key)?.sequence).toBe(3);
+    // Same data under another key order: the snapshot is rewritten without an event and keeps its number.
+    const { object: stored, updatedAt: version } = rig.snapshots.data.get(key)!;
+    const { memo, ...rest } = rig.provider.changeTransaction(txn.id, { memo: "second" });
+    rig.provider.transactions[0] = { memo, ...rest, updated_at: stored["updated_at"] } as typeof txn;
+    await pollTransactions(rig.deps);
+    expect(rig.snapshots.data.get(key)?.updatedAt).not.toBe(version);
+    expect(rig.snapshots.data.get(key)?.sequence).toBe(3);
+    rig.provider.changeTransaction(txn.id, { memo: "third" });
+    await pollTransactions(rig.deps);
+    expect(sequences()).toEqual([1, 2, 3, 3, 4]);
+    const refused = rig.publisher.offered.find((e) => e.detail.data.object["memo"] === "refused");
+    expect(refused?.detail.subject.sequence).toBe(4);
+  });
+
+  it("counts a snapshot written before sequences existed as 0", async () => {
+    const rig = makeRig();
+    const txn = rig.provider.addTransaction();
+    await pollTransactions(rig.deps);
+    const key = `transaction:${txn.id}` as const;
+    const { sequence: _none, ...legacy } = rig.snapshots.data.get(key)!;
+    rig.snapshots.data.set(key, legacy);
+    rig.provider.changeTransaction(txn.id, { memo: "after the upgrade" });
+    await pollTransactions(rig.deps);
+    expect(rig.publisher.events.map((e) => e.detail.subject.sequence)).toEqual([1, 1]);
+    expect(rig.snapshots.data.get(key)?.sequence).toBe(1);
   });
 
   it("stamps each new snapshot version later than the one it replaces, even on a clock that steps back", async () => {

@@ -12,7 +12,7 @@ function event(id: string): BridgeEvent {
     source: "qashio.bridge",
     detailType: "transaction.created",
     time: "2026-01-01T00:00:00Z",
-    detail: { id, type: "transaction.created", schema_version: "1", tenant: "t", occurred_at: "2026-01-01T00:00:00Z", subject: { type: "transaction", id }, data: { object: {} } },
+    detail: { id, type: "transaction.created", schema_version: "1", tenant: "t", occurred_at: "2026-01-01T00:00:00Z", subject: { type: "transaction", id, sequence: 1 }, data: { object: {} } },
   };
 }
 

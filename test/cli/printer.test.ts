@@ -16,7 +16,7 @@ function event(type: string, subject: BridgeEvent["detail"]["subject"], data: Br
 
 const purchase = event(
   "transaction.created",
-  { type: "transaction", id: "6f1c", qashio_id: "CT1001" },
+  { type: "transaction", id: "6f1c", qashio_id: "CT1001", sequence: 1 },
   { object: { transaction_category: "purchase", billing_amount: 120, billing_currency: "AED", merchant_name: "Careem" } },
 );
 
@@ -28,7 +28,7 @@ describe("formatEvent", () => {
   it("names the category and the parent of a refund", () => {
     const refund = event(
       "transaction.created",
-      { type: "transaction", id: "7a", qashio_id: "CT1002" },
+      { type: "transaction", id: "7a", qashio_id: "CT1002", sequence: 1 },
       { object: { transaction_category: "refund", billing_amount: -20.5, billing_currency: "AED", merchant_name: "Careem" }, parent: { id: "6f1c", qashio_id: "CT1001" } },
     );
     expect(formatEvent(refund)).toBe("03-01 10:15:02  transaction.created  CT1002  refund  AED -20.50  Careem  of CT1001");
@@ -37,7 +37,7 @@ describe("formatEvent", () => {
   it("lists up to three changes with before and after, counting bookkeeping timestamps", () => {
     const changed = event(
       "transaction.changed",
-      { type: "transaction", id: "6f1c", qashio_id: "CT1001" },
+      { type: "transaction", id: "6f1c", qashio_id: "CT1001", sequence: 1 },
       {
         object: { billing_amount: 120, billing_currency: "AED" },
         changes: [
@@ -57,7 +57,7 @@ describe("formatEvent", () => {
   it("shows bookkeeping timestamps when nothing else changed", () => {
     const touched = event(
       "transaction.changed",
-      { type: "transaction", id: "6f1c", qashio_id: "CT1001" },
+      { type: "transaction", id: "6f1c", qashio_id: "CT1001", sequence: 1 },
       { object: {}, changes: [{ path: "/updated_at", before: "2026-03-01T10:00:00Z", after: "2026-03-02T10:00:00Z" }] },
     );
     expect(formatEvent(touched)).toBe("03-01 10:15:02  transaction.changed  CT1001  updated_at: 2026-03-01T10:00:00Z → 2026-03-02T10:00:00Z");
@@ -66,7 +66,7 @@ describe("formatEvent", () => {
   it("shows a card suspension with nickname and status change", () => {
     const suspended = event(
       "card.suspended",
-      { type: "card", id: "CA77" },
+      { type: "card", id: "CA77", sequence: 1 },
       { object: { card_nickname: "Travel", status: "Suspended" }, changes: [{ path: "/status", before: "Active", after: "Suspended" }] },
     );
     expect(formatEvent(suspended)).toBe('03-01 10:15:02  card.suspended       CA77  "Travel"  status: Active → Suspended');

@@ -6,7 +6,7 @@
 import { z } from "zod";
 
 /** Version of the event detail shape; minor bumps only add optional members (docs/events.md). */
-export const SCHEMA_VERSION = "1.0";
+export const SCHEMA_VERSION = "1.1";
 
 /** Every event type the bridge publishes; also the EventBridge `DetailType`. */
 export const EVENT_TYPES = [
@@ -95,6 +95,15 @@ function detail<T extends EventType, D extends z.ZodType>(
         type: z.literal(subjectType),
         id: z.string().describe(subjectType === "transaction" ? "Transaction UUID" : "CA… card id"),
         qashio_id: z.string().optional().describe("CT… reference (transactions)"),
+        sequence: z
+          .number()
+          .int()
+          .min(1)
+          .optional()
+          .describe(
+            "Per subject, one more than the previous event published about it (since schema 1.1; absent before): the " +
+              "event with the highest sequence holds the subject's latest state. A re-send keeps it",
+          ),
       }),
       data,
     })

@@ -32,7 +32,7 @@ export function sampleEvent(n: number, source = "qashio.bridge"): BridgeEvent {
       schema_version: "1.0",
       tenant: "acme",
       occurred_at: "2025-01-15T10:00:00.000Z",
-      subject: { type: "transaction", id: `txn-${n}`, qashio_id: `CT${n}` },
+      subject: { type: "transaction", id: `txn-${n}`, qashio_id: `CT${n}`, sequence: 1 },
       data: { object: { id: `txn-${n}`, qashio_id: `CT${n}`, amount: n, merchant_name: "Café ☕" } },
     },
   };

@@ -75,6 +75,21 @@ export function describeSnapshotStoreContract(name: string, factory: () => Promi
       expect(found.get("transaction:7f3c")).toEqual({ key: "transaction:7f3c", hash: "abc123", object, updatedAt: "2025-01-15T10:00:00.000Z" });
     });
 
+    it("keeps a snapshot's sequence verbatim, and leaves it absent when it was absent", async () => {
+      await fixture.store.putMany([
+        { ...snapshot("card:CA7", { status: "Active" }, "h7"), sequence: 0 },
+        { ...snapshot("transaction:t7", { memo: "x" }, "h8"), sequence: 41 },
+        snapshot("transaction:t8", { memo: "y" }, "h9"),
+      ]);
+      const found = await fixture.store.getMany(["card:CA7", "transaction:t7", "transaction:t8"]);
+      expect(found.get("card:CA7")?.sequence).toBe(0);
+      expect(found.get("transaction:t7")?.sequence).toBe(41);
+      expect(found.get("transaction:t8")).not.toHaveProperty("sequence");
+      const scanned = (await walk(fixture.store, 10)).flatMap((p) => p.snapshots);
+      expect(scanned.find((s) => s.key === "transaction:t7")?.sequence).toBe(41);
+      if (fixture.reopen) expect((await (await fixture.reopen()).getMany(["transaction:t7"])).get("transaction:t7")?.sequence).toBe(41);
+    });
+
     it("replaces a snapshot written earlier", async () => {
       await fixture.store.putMany([snapshot("card:CA1", { status: "Active" }, "h1")]);
       await fixture.store.putMany([snapshot("card:CA1", { status: "Suspended" }, "h2")]);
