@@ -1,5 +1,6 @@
 import { join } from "node:path";
 import { Annotations, CfnOutput, Duration, Stack, type StackProps } from "aws-cdk-lib";
+import { RegionInfo } from "aws-cdk-lib/region-info";
 import type * as sqs from "aws-cdk-lib/aws-sqs";
 import type { Construct } from "constructs";
 import { CYCLE_SAFETY_MARGIN_MS } from "../shared/aws/config.js";
@@ -105,6 +106,13 @@ export class TenantStack extends Stack {
       Annotations.of(this).addWarningV2(
         "qashio-bridge:placeholderProviderUrl",
         `provider URL ${props.providerBaseUrl} is a placeholder: set the real one (QASHIO_*_URL or cdk context qashioUrls) before deploying`,
+      );
+    }
+    // The tenants file checks a region's shape only: a typo such as eu-west-7 would fail the deploy, not synth.
+    if (tenant.region !== undefined && !RegionInfo.regions.some((known) => known.name === tenant.region)) {
+      Annotations.of(this).addWarningV2(
+        "qashio-bridge:unknownRegion",
+        `region ${tenant.region} is not one this aws-cdk-lib knows: check it for a typo (a region newer than the library is fine)`,
       );
     }
     const functionsDir = props.functionsDir ?? join(import.meta.dirname, "..", "functions");

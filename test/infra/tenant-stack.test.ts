@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Token } from "aws-cdk-lib";
-import { Match, Template } from "aws-cdk-lib/assertions";
+import { Annotations, Match, Template } from "aws-cdk-lib/assertions";
 import { beforeAll, describe, expect, it } from "vitest";
 import { DASHBOARD_WIDGETS } from "../../infra/constructs/ops-dashboard.js";
 import { partitionKeyPatterns } from "../../shared/aws/keys.js";
@@ -114,6 +114,20 @@ describe("tenant stacks", () => {
       }[];
       for (const fn of pollers) expect(fn.Properties.Environment.Variables.QASHIO_BASE_URL).toBe(url);
     }
+  });
+
+  it("warns at synth about a region this aws-cdk-lib does not know, and about a placeholder provider URL", () => {
+    const globex = loadTenantsFile(EXAMPLE_TENANTS_FILE).find((t) => t.id === "globex") as TenantConfig;
+    const warningsFor = (region: string, urls?: Record<string, string>): string[] => {
+      const [stack] = buildTestApp({ tenants: [{ ...globex, region }], ...(urls ? { providerUrls: urls } : {}) }).stacks as [TenantStack];
+      return Annotations.fromStack(stack)
+        .findWarning("*", Match.anyValue())
+        .map((w) => String(w.entry.data));
+    };
+    const typo = warningsFor("eu-west-9", { production: "https://api.qashio.real" });
+    expect(typo).toEqual([expect.stringContaining("region eu-west-9 is not one this aws-cdk-lib knows: check it for a typo")]);
+    expect(warningsFor("eu-west-1", { production: "https://api.qashio.real" })).toEqual([]);
+    expect(warningsFor("me-central-1")).toEqual([expect.stringContaining("provider URL https://api.provider.test is a placeholder")]);
   });
 
   it("rotates the token every 4 hours through rotate-token, not on deploy", () => {
