@@ -48,7 +48,7 @@ const httpsUrl = z
   // The scheme as a pattern rather than z.url's protocol option, so the JSON Schema (editors) checks it too.
   .regex(/^[Hh][Tt][Tt][Pp][Ss]:\/\//, { error: "must be an https:// URL", abort: true })
   // Credentials in a URL would land in the template in clear: they belong in a secret (auth).
-  .refine((value) => !/^https:\/\/[^/?#]*@/i.test(value), "must not carry credentials (user:password@); use auth")
+  .regex(/^(?![Hh][Tt][Tt][Pp][Ss]:\/\/[^/?#]*@)/, "must not carry credentials (user:password@); use auth")
   .max(2048, "must be at most 2048 characters (EventBridge's limit)")
   .regex(
     API_DESTINATION_URL,
@@ -94,12 +94,13 @@ const webhookSchema = z.strictObject({
     .string()
     .regex(/^[a-z0-9][a-z0-9-]{0,30}$/, "must be a lowercase slug of at most 31 characters")
     .meta({ description: "Short name, unique in the tenant: used in construct ids and resource names" }),
-  url: httpsUrl.meta({ description: "https:// endpoint EventBridge posts each event's detail to" }),
+  url: httpsUrl.meta({ description: "https:// endpoint EventBridge posts each whole event (the envelope with its detail) to" }),
   eventTypes: z
     .array(z.enum(EVENT_TYPES))
     .min(1)
     .refine((types) => new Set(types).size === types.length, "must not list an event type twice")
-    .meta({ description: "Event types forwarded to this URL (docs/events.md)" }),
+    // uniqueItems: the refine above, for editors (refinements do not reach the JSON Schema).
+    .meta({ description: "Event types forwarded to this URL (docs/events.md)", uniqueItems: true }),
   auth: webhookAuthSchema.meta({ description: "How EventBridge authenticates: apiKey, basic or oauthClientCredentials, credentials by secret reference" }),
   rateLimitPerSecond: z.number().int().min(1).max(300).optional().meta({ description: "Invocations per second EventBridge may send to this URL" }),
   retryAttempts: z
@@ -186,13 +187,13 @@ const tenantSchema = z.strictObject({
   eventSource: z
     .string()
     .regex(/^[a-z0-9][\w.-]{0,255}$/, "must be an EventBridge source such as qashio.bridge")
-    .refine((s) => !s.startsWith("aws."), "must not start with aws.")
+    .regex(/^(?!aws\.)/, "must not start with aws.")
     .default(TENANT_DEFAULTS.eventSource)
     .meta({ description: "Source of the published events; give each tenant on a shared bus its own" }),
   piiMode: z
     .enum(["full", "redact", "hash"])
     .default(TENANT_DEFAULTS.piiMode)
-    .meta({ description: "Cardholder name and email in events and snapshots: full, redact, or hash (salted per tenant)" }),
+    .meta({ description: "Personal fields (docs/events.md, PII modes) in events, snapshots and quarantine records: full, redact, or hash (salted per tenant)" }),
   emitCardCreated: z
     .boolean()
     .default(TENANT_DEFAULTS.emitCardCreated)

@@ -78,6 +78,12 @@ describe("tenants file JSON Schema (docs/tenants.schema.json)", () => {
     ["an unknown event type", { ...minimal, webhooks: [{ ...webhook, eventTypes: ["card.deleted"] }] }],
     ["an http webhook", { ...minimal, webhooks: [{ ...webhook, url: "http://erp.acme.test/hooks" }] }],
     ["a secret value instead of a reference", { ...minimal, webhooks: [{ ...webhook, auth: { ...webhook.auth, value: "s3cret" } }] }],
+    ["a URL with credentials", { ...minimal, webhooks: [{ ...webhook, url: "https://user:pw@erp.acme.test/hooks" }] }],
+    ["a token URL with a user", { ...minimal, webhooks: [{ ...webhook, auth: { type: "oauthClientCredentials", tokenUrl: "HTTPS://me@auth.acme.test/token", clientId: "c", clientSecret: { secretArn } } }] }],
+    ["a URL without its slashes", { ...minimal, webhooks: [{ ...webhook, url: "https:erp.acme.test/hooks" }] }],
+    ["a URL with a #fragment", { ...minimal, webhooks: [{ ...webhook, url: "https://erp.acme.test/hooks#x" }] }],
+    ["an event type listed twice", { ...minimal, webhooks: [{ ...webhook, eventTypes: ["card.updated", "card.updated"] }] }],
+    ["an AWS event source", { ...minimal, eventSource: "aws.qashio" }],
   ])("refuses what synth refuses: %s", (_name, tenant) => {
     const document = fileOf(tenant);
     expect(synthAccepts(document)).toBe(false);
@@ -93,7 +99,8 @@ describe("tenants file JSON Schema (docs/tenants.schema.json)", () => {
 
   it("leaves checks across fields and tenants to synth (documented in its description)", () => {
     const elsewhere = { ...minimal, account: "123456789012", region: "eu-west-1", alarms: { topicArn: "arn:aws:sns:us-east-1:123456789012:ops" } };
-    for (const document of [fileOf(elsewhere), fileOf(minimal, minimal)]) {
+    const badPort = { ...minimal, webhooks: [{ ...webhook, url: "https://erp.acme.test:99999/hooks" }] };
+    for (const document of [fileOf(elsewhere), fileOf(minimal, minimal), fileOf(badPort)]) {
       expect(validate(document)).toBe(true);
       expect(synthAccepts(document)).toBe(false);
     }
