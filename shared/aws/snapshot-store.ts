@@ -2,6 +2,7 @@ import { gunzipSync, gzipSync } from "node:zlib";
 import { BatchGetCommand, BatchWriteCommand, ScanCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { SnapshotCursorError } from "../bridge/errors.js";
 import type { Clock, Logger, Snapshot, SnapshotKey, SnapshotPage, SnapshotScanOptions, SnapshotStore } from "../bridge/ports.js";
+import { isSnapshotSequence } from "../bridge/validate.js";
 import { systemClock } from "./clock.js";
 import { CorruptItemError, DynamoBatchIncompleteError } from "./errors.js";
 import { SNAPSHOT_SORT_KEY, snapshotItemKey, snapshotPartitionPrefix, type ItemKey } from "./keys.js";
@@ -192,7 +193,7 @@ export class DynamoSnapshotStore implements SnapshotStore {
       const json = item.objz !== undefined ? gunzipSync(item.objz).toString("utf8") : item.obj;
       if (json === undefined || typeof item.hash !== "string" || typeof item.key !== "string") throw new Error("missing attributes");
       const object = JSON.parse(json) as Record<string, unknown>;
-      if (item.sequence !== undefined && !Number.isSafeInteger(item.sequence)) throw new Error("sequence is not a whole number");
+      if (!isSnapshotSequence(item.sequence)) throw new Error("sequence is not a whole number of at least 0");
       return { key: item.key, hash: item.hash, object, updatedAt: item.updatedAt, ...(item.sequence === undefined ? {} : { sequence: item.sequence }) };
     } catch (error) {
       throw new CorruptItemError(`Snapshot item ${item.pk} cannot be decoded`, this.#table, item.pk, { cause: error });

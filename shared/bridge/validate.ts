@@ -77,3 +77,16 @@ export function schemaValidator(schema: SafeParseSchema): ItemValidator {
     return requireObjectWithId(result.data);
   };
 }
+
+/**
+ * Whether a stored snapshot's `sequence` can be used: absent (a snapshot from before sequences), or a whole number of
+ * at least 0. Adapters report anything else as a corrupt snapshot, so no event carries a broken `subject.sequence`.
+ *
+ * @example
+ * ```ts
+ * if (!isSnapshotSequence(item.sequence)) throw new CorruptItemError(...);
+ * ```
+ */
+export function isSnapshotSequence(value: unknown): boolean {
+  return value === undefined || (Number.isSafeInteger(value) && (value as number) >= 0);
+}

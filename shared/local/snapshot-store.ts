@@ -15,6 +15,7 @@ import { readdir } from "node:fs/promises";
 import path from "node:path";
 import type { Snapshot, SnapshotKey, SnapshotPage, SnapshotScanOptions, SnapshotStore } from "../bridge/ports.js";
 import { SnapshotCursorError } from "../bridge/errors.js";
+import { isSnapshotSequence } from "../bridge/validate.js";
 import { jsonOf, jsonString } from "../bridge/hash.js";
 import { ScratchBuffer, TEMP_SUFFIX, createFileOnce, unlinkQuietly, writeFileAtomic } from "./atomic.js";
 import { CorruptStateError } from "./errors.js";
@@ -279,8 +280,12 @@ export class FileSnapshotStore implements SnapshotStore {
         } catch (err) {
           throw new CorruptStateError("Snapshot segment entry is not valid JSON", { file }, { cause: err });
         }
-        if (snapshot.key === key) snapshots.push(snapshot);
-        else if (typeof snapshot.key !== "string" || !sameFingerprint(key, snapshot.key)) {
+        if (snapshot.key === key) {
+          if (!isSnapshotSequence(snapshot.sequence)) {
+            throw new CorruptStateError("Snapshot segment entry has a sequence that is not a whole number of at least 0", { file });
+          }
+          snapshots.push(snapshot);
+        } else if (typeof snapshot.key !== "string" || !sameFingerprint(key, snapshot.key)) {
           throw new CorruptStateError("Snapshot segment entry does not hold the key its header names", { file });
         }
       }

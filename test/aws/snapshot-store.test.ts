@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { BatchGetCommand, BatchWriteCommand, DynamoDBDocumentClient, GetCommand, ScanCommand } from "@aws-sdk/lib-dynamodb";
+import { BatchGetCommand, BatchWriteCommand, DynamoDBDocumentClient, GetCommand, PutCommand, ScanCommand } from "@aws-sdk/lib-dynamodb";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { mockClient } from "aws-sdk-client-mock";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -34,6 +34,17 @@ describe("DynamoSnapshotStore on DynamoDB Local", () => {
     expect(found.size).toBe(230);
     expect(found.get("transaction:tx_229")).toEqual(snapshots[229]);
     expect(found.has("transaction:missing")).toBe(false);
+  });
+
+  it.each([["2"], [-1], [1.5]])("refuses a stored sequence of %j as a corrupt item", async (sequence) => {
+    const key = `transaction:seq_${String(sequence)}` as const;
+    await table.doc.send(
+      new PutCommand({
+        TableName: table.tableName,
+        Item: { pk: `SNAP#acme#${key}`, sk: "SNAP", key, hash: "h", updatedAt: "2026-03-01T12:00:00.000Z", obj: "{}", sequence },
+      }),
+    );
+    await expect(store().getMany([key])).rejects.toMatchObject({ name: "CorruptItemError", message: `Snapshot item SNAP#acme#${key} cannot be decoded` });
   });
 
   it("keeps tenants apart", async () => {

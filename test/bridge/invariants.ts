@@ -60,7 +60,7 @@ export function expectAcknowledgedAreRecorded(rig: TestRig): void {
 
 /**
  * Every provider transaction's final state was the last one published and is the one the catalog's ordering rule
- * (highest `subject.sequence`) picks, nothing is left pending, one observed change (subject, type, object, changes)
+ * (latest `time`, then highest `subject.sequence`) picks when cycles run at least a clock tick apart, nothing is left pending, one observed change (subject, type, object, changes)
  * always carries one id, and events sharing an id are identical (sequence included).
  */
 export function expectNothingLost(rig: TestRig): void {
@@ -68,13 +68,24 @@ export function expectNothingLost(rig: TestRig): void {
   const latest = new Map<string, string>();
   for (const e of rig.publisher.events) latest.set(e.detail.subject.id, canonical(e.detail.data.object));
   for (const txn of rig.provider.transactions) expect(latest.get(txn.id)).toBe(publishedState(txn));
-  // What a consumer keeping the catalog's rule holds: per subject the highest sequence, on a tie the later publish.
+  // What a consumer keeping the catalog's rule holds: per subject the latest publish `time`, on equal times the higher
+  // sequence; a later delivery of an id it holds counts with its own time (arrival order stands in for that).
   const current = new Map<string, BridgeEvent>();
+  const order = (e: BridgeEvent): [number, number] => [Date.parse(e.time), e.detail.subject.sequence];
   for (const e of rig.publisher.events) {
     const held = current.get(e.detail.subject.id);
-    if (held === undefined || e.detail.subject.sequence >= held.detail.subject.sequence) current.set(e.detail.subject.id, e);
+    const [time, sequence] = order(e);
+    const [heldTime, heldSequence] = held ? order(held) : [-Infinity, -Infinity];
+    if (time > heldTime || (time === heldTime && sequence >= heldSequence)) current.set(e.detail.subject.id, e);
   }
   for (const txn of rig.provider.transactions) expect(canonical(current.get(txn.id)?.detail.data.object)).toBe(publishedState(txn));
+  // The rule never meets a tie it cannot break: two ids of one subject never share both time and sequence.
+  const places = new Map<string, string>();
+  for (const e of rig.publisher.events) {
+    const place = `${e.detail.subject.id}\u0000${e.time}\u0000${e.detail.subject.sequence}`;
+    expect(places.get(place) ?? e.detail.id, place).toBe(e.detail.id);
+    places.set(place, e.detail.id);
+  }
   const idsByChange = new Map<string, Set<string>>();
   for (const e of rig.publisher.events) {
     const { subject, type, data } = e.detail;

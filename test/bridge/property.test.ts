@@ -89,6 +89,8 @@ describe("transaction cycle properties", () => {
             const crash = new CrashPoint(step.crash ?? undefined);
             const deps = { ...rig.deps, ...crashingPorts(rig.deps, crash) };
             const before = pullableStates(rig);
+            // Cycles run minutes apart: publish times tell cycles apart, as the catalog's ordering rule expects.
+            rig.clock.advance(60_000);
             try {
               await pollTransactions(deps, { pageSize: step.pageSize, maxPages: 500 });
             } catch (error) {
@@ -101,7 +103,10 @@ describe("transaction cycle properties", () => {
         }
         // Activity stops; a few clean cycles must drain everything.
         churnOn = false;
-        for (let i = 0; i < 3 && rig.provider.pending().length > 0; i++) await pollTransactions(rig.deps, { pageSize: 3 });
+        for (let i = 0; i < 3 && rig.provider.pending().length > 0; i++) {
+          rig.clock.advance(60_000);
+          await pollTransactions(rig.deps, { pageSize: 3 });
+        }
         expectEachStatePublished(rig, seen);
         expectNothingLost(rig);
         const created = new Set(rig.publisher.ofType("transaction.created").map((e) => e.detail.subject.id));

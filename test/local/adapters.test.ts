@@ -101,6 +101,17 @@ describe("FileSnapshotStore", () => {
     await expect(new FileSnapshotStore(dir).scan({ limit: 10 })).rejects.toMatchObject(corrupt);
   });
 
+  it.each([["2"], [-1], [1.5]])("reports a stored sequence of %j as corrupt, in getMany and scan alike", async (sequence) => {
+    await mkdir(path.join(dir, "snapshots"), { recursive: true });
+    const line = JSON.stringify({ key: "card:A", hash: "h", object: { status: "Active" }, updatedAt: "2025-01-15T10:00:00.000Z", sequence });
+    const header = JSON.stringify({ v: 1, entries: [["card:A", 0, Buffer.byteLength(line)]] });
+    const segment = path.join(dir, "snapshots", "seg-000000000001-deadbeef.log");
+    await writeFile(segment, `${header}\n${line}\n`);
+    const corrupt = { name: "CorruptStateError", message: "Snapshot segment entry has a sequence that is not a whole number of at least 0", file: segment };
+    await expect(new FileSnapshotStore(dir).getMany(["card:A"])).rejects.toMatchObject(corrupt);
+    await expect(new FileSnapshotStore(dir).scan({ limit: 10 })).rejects.toMatchObject(corrupt);
+  });
+
   it("serialises concurrent writes so the newest write of a key wins after reopening", async () => {
     const store = new FileSnapshotStore(dir);
     await Promise.all([store.putMany([snap("card:A", 1)]), store.putMany([snap("card:A", 2)]), store.putMany([snap("card:A", 3)])]);
