@@ -45,7 +45,8 @@ const API_DESTINATION_URL = /^((%[0-9A-Fa-f]{2}|[-()_.!~*';/?:@&=+$,A-Za-z0-9])+
 
 const httpsUrl = z
   .url({ error: "must be an https:// URL", abort: true })
-  // The scheme as a pattern rather than z.url's protocol option, so the JSON Schema (editors) checks it too.
+  // The scheme as a pattern rather than z.url's protocol option, so the JSON Schema (editors) checks it too. Both
+  // abort: a URL that does not parse, or is not https://, gets that one message.
   .regex(/^[Hh][Tt][Tt][Pp][Ss]:\/\//, { error: "must be an https:// URL", abort: true })
   // Credentials in a URL would land in the template in clear: they belong in a secret (auth).
   .regex(/^(?![Hh][Tt][Tt][Pp][Ss]:\/\/[^/?#]*@)/, "must not carry credentials (user:password@); use auth")
@@ -167,7 +168,7 @@ const tenantSchema = z.strictObject({
     .meta({ description: "AWS account the stack deploys to; required when any ARN is configured" }),
   region: z
     .string()
-    .regex(/^[a-z]{2}(-[a-z]+)+-\d$/, "must be an AWS region such as eu-west-1")
+    .regex(/^[a-z]{2,4}(-[a-z]+)+-\d+$/, "must be an AWS region such as eu-west-1")
     .optional()
     .meta({ description: "AWS region the stack deploys to; required when any ARN is configured" }),
   schedules: z

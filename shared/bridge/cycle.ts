@@ -360,7 +360,9 @@ export class CycleRun {
     return {
       source: this.source,
       detailType: input.type,
-      time: new Date(this.deps.clock.now()).toISOString(),
+      // Later than the snapshot diffed against, which was stored after the subject's previous event: a clock that
+      // stepped back cannot give a later state an earlier time (consumers order a subject's events by time).
+      time: new Date(Math.max(this.deps.clock.now(), (parseTime(input.before?.updatedAt) ?? -Infinity) + 1)).toISOString(),
       detail: {
         id,
         type: input.type,

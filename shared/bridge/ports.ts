@@ -91,7 +91,8 @@ export interface BridgeEvent {
   /** EventBridge `DetailType`: equals `detail.type`. */
   readonly detailType: string;
   /**
-   * ISO 8601, the EventBridge `Time`: when the bridge built the event to publish it. Not `detail.occurred_at` (the
+   * ISO 8601, the EventBridge `Time`: when the bridge built the event to publish it (at least 1 ms after the snapshot
+   * it diffed against, so a subject's events keep their order on a clock that stepped back). Not `detail.occurred_at` (the
    * change's own time, often days older for a backlog): an archive replays, and may expire, by this time, so a replay
    * of an outage window must find what was published in it.
    */

@@ -174,7 +174,7 @@ describe("pollTransactions", () => {
     expect(rig.snapshots.data.get(key)?.sequence).toBe(1);
   });
 
-  it("stamps each new snapshot version later than the one it replaces, even on a clock that steps back", async () => {
+  it("stamps each new snapshot version and each event of a subject later than the one before, even on a clock that steps back", async () => {
     const rig = makeRig();
     const txn = rig.provider.addTransaction();
     await pollTransactions(rig.deps);
@@ -184,6 +184,9 @@ describe("pollTransactions", () => {
     await pollTransactions(rig.deps);
     const second = rig.snapshots.data.get(`transaction:${txn.id}`)!.updatedAt;
     expect(Date.parse(second)).toBeGreaterThan(Date.parse(first));
+    // Consumers keep a subject's event with the latest time: the later state must not look older.
+    const [created, changed] = rig.publisher.events;
+    expect(Date.parse(changed!.time)).toBeGreaterThan(Date.parse(created!.time));
   });
 
   it("uses one list call and one acknowledge call per page and publishes oldest first", async () => {

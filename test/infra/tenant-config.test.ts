@@ -1,6 +1,7 @@
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { RegionInfo } from "aws-cdk-lib/region-info";
 import { describe, expect, it } from "vitest";
 import { TenantConfigError } from "../../infra/errors.js";
 import {
@@ -32,6 +33,19 @@ describe("tenant config", () => {
     expect(tenants.map((t) => t.id)).toEqual(["acme-sandbox", "globex"]);
     expect(tenants[0]?.webhooks).toHaveLength(2);
     expect(tenants[1]?.eventBus).toEqual({ mode: "import", name: "globex-finance" });
+  });
+
+  it("takes every region aws-cdk-lib knows (sovereign and government partitions included), and refuses a malformed one", () => {
+    const refused = RegionInfo.regions.map((r) => r.name).filter((region) => {
+      try {
+        parseTenantConfig({ ...minimal, region });
+        return false;
+      } catch {
+        return true;
+      }
+    });
+    expect(refused).toEqual([]);
+    expect(errorOf(() => parseTenantConfig({ ...minimal, region: "eu_west_1" })).message).toContain("field region: must be an AWS region such as eu-west-1");
   });
 
   it("fills every optional field with its named default", () => {

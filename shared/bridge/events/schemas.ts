@@ -101,7 +101,7 @@ function detail<T extends EventType, D extends z.ZodType>(
           .min(1)
           .optional()
           .describe(
-            "Per subject, one more than the previous event published about it; a re-send keeps it. Orders a subject's " +
+            "Per subject, one more than the previous change the bridge recorded; a re-send keeps it. Orders a subject's " +
               "events of equal envelope time (since schema 1.1; starts over if the bridge's snapshots are lost or restored)",
           ),
       }),
