@@ -4,7 +4,7 @@ import type { BridgeEvent } from "../../shared/bridge/ports.js";
 import type { TestRig } from "./fakes.js";
 
 /** JSON with object members sorted, so equal values give equal text whatever their member order. */
-function canonical(value: unknown): string {
+export function canonical(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
   if (typeof value === "object" && value !== null) {
     const entries = Object.entries(value as Record<string, unknown>).filter(([, v]) => v !== undefined);
@@ -58,6 +58,37 @@ export function expectAcknowledgedAreRecorded(rig: TestRig): void {
   expect(unrecorded).toEqual([]);
 }
 
+/** Publish time in whole seconds: what EventBridge may keep of it. */
+const wholeSeconds = (e: BridgeEvent): number => Math.floor(Date.parse(e.time) / 1000);
+
+/**
+ * The catalog's ordering rule (docs/events.md) holds over `events`, in arrival order: a consumer keeping per subject
+ * the latest `time` (whole seconds), then the higher `subject.sequence`, ends with each subject's final state
+ * (`finals`: canonical objects by subject id, as published); it never meets a tie it cannot break (two ids sharing
+ * both); and across all types the numbers of a subject's events have no holes (1..highest).
+ */
+export function expectOrderingRuleHolds(events: readonly BridgeEvent[], finals: ReadonlyMap<string, string>): void {
+  const current = new Map<string, BridgeEvent>();
+  const places = new Map<string, string>();
+  const numbers = new Map<string, Set<number>>();
+  for (const e of events) {
+    const { id: subject, sequence } = e.detail.subject;
+    const held = current.get(subject);
+    // A later delivery of an id already held counts with its own time: arrival order stands in for it here.
+    if (held === undefined || wholeSeconds(e) > wholeSeconds(held) || (wholeSeconds(e) === wholeSeconds(held) && sequence >= held.detail.subject.sequence)) {
+      current.set(subject, e);
+    }
+    const place = `${subject}\u0000${wholeSeconds(e)}\u0000${sequence}`;
+    expect(places.get(place) ?? e.detail.id, `unbreakable tie at ${place}`).toBe(e.detail.id);
+    places.set(place, e.detail.id);
+    numbers.set(subject, (numbers.get(subject) ?? new Set<number>()).add(sequence));
+  }
+  for (const [subject, state] of finals) expect(canonical(current.get(subject)?.detail.data.object), subject).toBe(state);
+  for (const [subject, seen] of numbers) {
+    expect([...seen].sort((a, b) => a - b), subject).toEqual(Array.from({ length: Math.max(...seen) }, (_, i) => i + 1));
+  }
+}
+
 /**
  * Every provider transaction's final state was the last one published and is the one the catalog's ordering rule
  * (latest `time`, then highest `subject.sequence`) picks when cycles run at least a clock tick apart, nothing is left pending, one observed change (subject, type, object, changes)
@@ -68,33 +99,8 @@ export function expectNothingLost(rig: TestRig): void {
   const latest = new Map<string, string>();
   for (const e of rig.publisher.events) latest.set(e.detail.subject.id, canonical(e.detail.data.object));
   for (const txn of rig.provider.transactions) expect(latest.get(txn.id)).toBe(publishedState(txn));
-  // What a consumer keeping the catalog's rule holds: per subject the latest publish `time`, on equal times the higher
-  // sequence; a later delivery of an id it holds counts with its own time (arrival order stands in for that).
-  const current = new Map<string, BridgeEvent>();
-  const order = (e: BridgeEvent): [number, number] => [Math.floor(Date.parse(e.time) / 1000), e.detail.subject.sequence];
-  for (const e of rig.publisher.events) {
-    const held = current.get(e.detail.subject.id);
-    const [time, sequence] = order(e);
-    const [heldTime, heldSequence] = held ? order(held) : [-Infinity, -Infinity];
-    if (time > heldTime || (time === heldTime && sequence >= heldSequence)) current.set(e.detail.subject.id, e);
-  }
-  for (const txn of rig.provider.transactions) expect(canonical(current.get(txn.id)?.detail.data.object)).toBe(publishedState(txn));
-  // Across all types, the numbers a subject's published events carry have no holes: 1..highest.
-  const numbers = new Map<string, Set<number>>();
-  for (const e of rig.publisher.events) {
-    const seen = numbers.get(e.detail.subject.id) ?? new Set<number>();
-    seen.add(e.detail.subject.sequence);
-    numbers.set(e.detail.subject.id, seen);
-  }
-  for (const [subject, seen] of numbers) expect([...seen].sort((a, b) => a - b), subject).toEqual(Array.from({ length: Math.max(...seen) }, (_, i) => i + 1));
-  // The rule never meets a tie it cannot break: two ids of one subject never share both time (whole seconds, as
-  // EventBridge may keep) and sequence.
-  const places = new Map<string, string>();
-  for (const e of rig.publisher.events) {
-    const place = `${e.detail.subject.id}\u0000${Math.floor(Date.parse(e.time) / 1000)}\u0000${e.detail.subject.sequence}`;
-    expect(places.get(place) ?? e.detail.id, place).toBe(e.detail.id);
-    places.set(place, e.detail.id);
-  }
+  const finals = new Map(rig.provider.transactions.map((txn) => [txn.id, publishedState(txn)]));
+  expectOrderingRuleHolds(rig.publisher.events, finals);
   const idsByChange = new Map<string, Set<string>>();
   for (const e of rig.publisher.events) {
     const { subject, type, data } = e.detail;
