@@ -90,24 +90,19 @@ describe("FileSnapshotStore", () => {
     await expect(new FileSnapshotStore(dir).getMany(["card:A"])).rejects.toBeInstanceOf(CorruptStateError);
   });
 
-  it("reports a line that holds another key than its header names as corrupt, in getMany and scan alike", async () => {
+  const entry = { key: "card:A", hash: "h", object: { status: "Active" }, updatedAt: "2025-01-15T10:00:00.000Z" };
+  it.each([
+    ["another key than its header names", { ...entry, key: "card:B" }, "Snapshot segment entry does not hold the key its header names"],
+    ['a sequence of "2"', { ...entry, sequence: "2" }, "Snapshot segment entry has a sequence that is not a whole number of at least 0"],
+    ["a sequence of -1", { ...entry, sequence: -1 }, "Snapshot segment entry has a sequence that is not a whole number of at least 0"],
+    ["a sequence of 1.5", { ...entry, sequence: 1.5 }, "Snapshot segment entry has a sequence that is not a whole number of at least 0"],
+  ])("reports a line holding %s as corrupt, in getMany and scan alike", async (_name, stored, message) => {
     await mkdir(path.join(dir, "snapshots"), { recursive: true });
-    const line = JSON.stringify({ key: "card:B", hash: "h", object: { status: "Active" }, updatedAt: "2025-01-15T10:00:00.000Z" });
+    const line = JSON.stringify(stored);
     const header = JSON.stringify({ v: 1, entries: [["card:A", 0, Buffer.byteLength(line)]] });
     const segment = path.join(dir, "snapshots", "seg-000000000001-deadbeef.log");
     await writeFile(segment, `${header}\n${line}\n`);
-    const corrupt = { name: "CorruptStateError", message: "Snapshot segment entry does not hold the key its header names", file: segment };
-    await expect(new FileSnapshotStore(dir).getMany(["card:A"])).rejects.toMatchObject(corrupt);
-    await expect(new FileSnapshotStore(dir).scan({ limit: 10 })).rejects.toMatchObject(corrupt);
-  });
-
-  it.each([["2"], [-1], [1.5]])("reports a stored sequence of %j as corrupt, in getMany and scan alike", async (sequence) => {
-    await mkdir(path.join(dir, "snapshots"), { recursive: true });
-    const line = JSON.stringify({ key: "card:A", hash: "h", object: { status: "Active" }, updatedAt: "2025-01-15T10:00:00.000Z", sequence });
-    const header = JSON.stringify({ v: 1, entries: [["card:A", 0, Buffer.byteLength(line)]] });
-    const segment = path.join(dir, "snapshots", "seg-000000000001-deadbeef.log");
-    await writeFile(segment, `${header}\n${line}\n`);
-    const corrupt = { name: "CorruptStateError", message: "Snapshot segment entry has a sequence that is not a whole number of at least 0", file: segment };
+    const corrupt = { name: "CorruptStateError", message, file: segment };
     await expect(new FileSnapshotStore(dir).getMany(["card:A"])).rejects.toMatchObject(corrupt);
     await expect(new FileSnapshotStore(dir).scan({ limit: 10 })).rejects.toMatchObject(corrupt);
   });
