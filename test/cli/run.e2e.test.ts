@@ -149,6 +149,9 @@ describe("bridge run --once (in-process)", () => {
     expect(changed).toHaveLength(1);
     expect(changed[0]?.detail.subject.id).toBe(target);
     expect(changed[0]?.detail.data.changes).toContainEqual(expect.objectContaining({ path: "/memo", after: "client dinner" }));
+    // The subject's second event across runs (the snapshot in the state directory carries the number).
+    const created = (await readEvents(h.eventsFile)).find((e) => e["detail-type"] === "transaction.created" && e.detail.subject.id === target);
+    expect([created?.detail.subject.sequence, changed[0]?.detail.subject.sequence]).toEqual([1, 2]);
     expect(idsWithStatus(h, "outdated")).toEqual([]);
   });
 
