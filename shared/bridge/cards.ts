@@ -179,25 +179,31 @@ class CardRun extends CycleRun {
     const now = deps.clock.now();
     const nowIso = new Date(now).toISOString();
     const events: BridgeEvent[] = [];
-    const pending: Snapshot[] = [];
+    type Item = (typeof items)[number];
+    /** Cards whose event is published below, with the snapshot it was diffed against. */
+    const pending: { item: Item; before: Snapshot | undefined }[] = [];
     const silent: Snapshot[] = [];
+    const snapshotOf = (item: Item, before: Snapshot | undefined, at: number, atIso: string, sequence: number): Snapshot => ({
+      key: cardKey(item.id),
+      hash: item.hash,
+      object: item.object,
+      updatedAt: versionTime(at, before, atIso),
+      sequence,
+    });
     for (const item of items) {
       const before = snapshots.get(cardKey(item.id));
       if (before?.hash === item.hash) {
         this.report.unchanged += 1;
         continue;
       }
-      const updatedAt = versionTime(now, before, nowIso);
-      // A rewrite without an event keeps the snapshot's sequence; one after an event takes that event's.
-      const silently: Snapshot = { key: cardKey(item.id), hash: item.hash, object: item.object, updatedAt, sequence: before?.sequence ?? 0 };
-      const published: Snapshot = { ...silently, sequence: nextSequence(before) };
       if (!before) {
         if (!deps.emitCardCreated) {
-          silent.push(silently);
+          // A rewrite without an event keeps the snapshot's sequence (0 for a first sighting).
+          silent.push(snapshotOf(item, before, now, nowIso, 0));
           continue;
         }
         events.push(this.cardEvent("card.created", item, undefined, now));
-        pending.push(published);
+        pending.push({ item, before });
         continue;
       }
       const moved = isStatusMove(before.object["status"], item.object["status"]);
@@ -206,16 +212,23 @@ class CardRun extends CycleRun {
       const changes = diffObjects(conformPii(before.object, deps.pii), item.object).filter((c) => moved || c.path !== "/status");
       if (changes.length === 0) {
         this.report.unchanged += 1;
-        silent.push(silently);
+        silent.push(snapshotOf(item, before, now, nowIso, before.sequence ?? 0));
         continue;
       }
       const type = cardEventType(before.object["status"], item.object["status"]);
       events.push(this.cardEvent(type, item, before, now, changes));
-      pending.push(published);
+      pending.push({ item, before });
     }
     const failures = await this.publish(events, events.map(() => undefined));
+    // Stamped after the publish, as transactions are: the version is later than the event's time, and a subject's
+    // next event is timed after its snapshot's version (buildEvent), so after this one even on a clock that stepped back.
+    const writtenAt = deps.clock.now();
+    const writtenIso = new Date(writtenAt).toISOString();
     // A card whose event failed keeps its old snapshot, so the next walk detects and re-sends the change.
-    const writes = [...silent, ...pending.filter((_, i) => !failures.has((events[i] as BridgeEvent).detail.id))];
+    const published = pending
+      .filter((_, i) => !failures.has((events[i] as BridgeEvent).detail.id))
+      .map(({ item, before }) => snapshotOf(item, before, writtenAt, writtenIso, nextSequence(before)));
+    const writes = [...silent, ...published];
     if (writes.length) await this.port("write snapshots", () => deps.snapshots.putMany(writes));
   }
 
@@ -258,5 +271,7 @@ export async function pollCards(deps: CardCycleDeps, options: CardCycleOptions =
     return await run.run();
   } catch (err) {
     throw run.fail(err);
+  } finally {
+    await run.leaveSecond();
   }
 }

@@ -10,7 +10,7 @@ import type { Change } from "./diff.js";
 import { DEFAULT_DEADLINE_GRACE_MS, DEFAULT_PAGE_SIZE, DEFAULT_SOURCE, MIN_PAGE_SIZE, type BridgeDeps, type CycleOptions } from "./deps.js";
 import { SCHEMA_VERSION, type EventType } from "./events/schemas.js";
 import type { BridgeEvent, EntityKind, PublishFailure, QuarantineRecord, Snapshot } from "./ports.js";
-import { emptyReport, type CycleReport } from "./report.js";
+import { emptyReport, totalPublished, type CycleReport } from "./report.js";
 import { cardValidator, requireObjectWithId, type Validators } from "./validate.js";
 import { applyPii, assertPiiPolicy, type PiiPolicy } from "./pii.js";
 import type { ProviderCallOptions, ProviderPage } from "./provider.js";
@@ -468,6 +468,19 @@ export class CycleRun {
    * delivered: still pending now (the cycle stopped or failed before delivering it), or published in this cycle
    * (measured when published, since it was pending until then). See docs/spec-gaps.md (Bridge engine).
    */
+  /**
+   * After a run that published and did not complete, waits until the clock's next whole second before the caller
+   * releases its lease. Such a run may have published events whose snapshots it did not store, so the next run of
+   * its kind can publish the same subject again under the same `subject.sequence`; EventBridge may keep only whole
+   * seconds of `time`, and this keeps that next run in a later second, so consumers can order the two
+   * (docs/events.md, ordering). A run that completed stored every snapshot it needs: no wait.
+   */
+  async leaveSecond(): Promise<void> {
+    if (this.report.outcome === "complete" || totalPublished(this.report) === 0) return;
+    const now = this.deps.clock.now();
+    await this.deps.clock.sleep(1000 - (((now % 1000) + 1000) % 1000));
+  }
+
   finish(kind: RunKind = CYCLE_RUN): CycleReport {
     const { report, deps } = this;
     const now = deps.clock.now();

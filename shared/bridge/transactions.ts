@@ -565,6 +565,8 @@ export async function reprocessTransactions(
     return { report: run.finish(REDRIVE_RUN), delivered, missing, unreached };
   } catch (err) {
     throw run.fail(err, REDRIVE_RUN);
+  } finally {
+    await run.leaveSecond();
   }
 }
 
@@ -587,5 +589,7 @@ export async function pollTransactions(deps: TransactionCycleDeps, options: Tran
     return await run.run();
   } catch (err) {
     throw run.fail(err);
+  } finally {
+    await run.leaveSecond();
   }
 }

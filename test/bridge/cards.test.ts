@@ -561,6 +561,23 @@ describe("pollCards", () => {
     expect(terminated?.detailType).toBe("card.status_changed");
   });
 
+  it("times a card's next event after its previous one, on a clock that ticks while a walk runs and then steps back", async () => {
+    const rig = makeRig();
+    // Every reading moves the clock on, as a real one does between building an event and storing its snapshot.
+    rig.clock.now = () => (rig.clock.ms += 1);
+    const card = rig.provider.addCard();
+    const id = card["id"] as string;
+    await pollCards(rig.deps);
+    rig.provider.changeCard(id, { status: "Suspended" });
+    await pollCards(rig.deps);
+    rig.clock.ms -= 60_000;
+    rig.provider.changeCard(id, { card_nickname: "Travel" });
+    await pollCards(rig.deps);
+    const [suspended, updated] = rig.publisher.events;
+    expect([suspended?.detailType, updated?.detailType]).toEqual(["card.suspended", "card.updated"]);
+    expect(Date.parse(updated!.time)).toBeGreaterThan(Date.parse(suspended!.time));
+  });
+
   it("re-sends a suspension without a card timestamp with the same id and data, timed at its detection", async () => {
     const rig = makeRig();
     const card = rig.provider.addCard();
@@ -571,10 +588,12 @@ describe("pollCards", () => {
     await expect(pollCards(rig.deps)).rejects.toBeInstanceOf(CycleAbortedError);
     rig.deps.snapshots.putMany = putMany;
     rig.clock.advance(60_000);
+    const detectedAgainAt = rig.clock.now();
     await pollCards(rig.deps);
     const [first, resent] = rig.publisher.events;
     expect(resent?.detail.id).toBe(first?.detail.id);
     expect(resent?.detail.data).toEqual(first?.detail.data);
-    expect(Date.parse(resent!.detail.occurred_at) - Date.parse(first!.detail.occurred_at)).toBe(60_000);
+    expect(Date.parse(resent!.detail.occurred_at)).toBe(detectedAgainAt);
+    expect(Date.parse(resent!.detail.occurred_at)).toBeGreaterThan(Date.parse(first!.detail.occurred_at));
   });
 });

@@ -161,6 +161,28 @@ describe("pollTransactions", () => {
     expect(refused?.detail.subject.sequence).toBe(4);
   });
 
+  it("waits for the next whole second after a run that published and did not complete, and only then", async () => {
+    const rig = makeRig();
+    rig.clock.ms = Date.parse("2025-01-15T10:00:00.250Z");
+    const txn = rig.provider.addTransaction();
+    const putMany = rig.deps.snapshots.putMany.bind(rig.deps.snapshots);
+    rig.deps.snapshots.putMany = async () => {
+      throw new Error("snapshot write refused");
+    };
+    await expect(pollTransactions(rig.deps)).rejects.toThrow(CycleAbortedError);
+    // The caller releases its lease now: the next run of this kind publishes in a later second, so a re-send of the
+    // subject under the same sequence cannot share the first one's whole-second time.
+    expect(rig.clock.now()).toBe(Date.parse("2025-01-15T10:00:01.000Z"));
+    rig.deps.snapshots.putMany = putMany;
+    rig.provider.changeTransaction(txn.id, { memo: "changed meanwhile" });
+    await pollTransactions(rig.deps);
+    const [first, second] = rig.publisher.events;
+    expect([first?.detail.subject.sequence, second?.detail.subject.sequence]).toEqual([1, 1]);
+    expect(Math.floor(Date.parse(second!.time) / 1000)).toBeGreaterThan(Math.floor(Date.parse(first!.time) / 1000));
+    // A run that completed waits for nothing.
+    expect(rig.clock.now()).toBe(Date.parse("2025-01-15T10:00:01.000Z"));
+  });
+
   it("counts a snapshot written before sequences existed as 0", async () => {
     const rig = makeRig();
     const txn = rig.provider.addTransaction();
