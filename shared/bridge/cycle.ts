@@ -184,6 +184,9 @@ export function nextSequence(before: Snapshot | undefined): number {
   return (before?.sequence ?? 0) + 1;
 }
 
+/** How far behind one host's clock another's may run, for {@link CycleRun.leaveSecond} (NTP keeps hosts far closer). */
+const HOST_CLOCK_SKEW_MS = 100;
+
 /** Every personal field replaced by the same marker: the form of a body a quarantine id is computed from. */
 const ID_FORM: PiiPolicy = Object.freeze({ mode: "redact" });
 
@@ -473,12 +476,13 @@ export class CycleRun {
    * releases its lease. Such a run may have published events whose snapshots it did not store, so the next run of
    * its kind can publish the same subject again under the same `subject.sequence`; EventBridge may keep only whole
    * seconds of `time`, and this keeps that next run in a later second, so consumers can order the two
-   * (docs/events.md, ordering). A run that completed stored every snapshot it needs: no wait.
+   * (docs/events.md, ordering). The wait ends {@link HOST_CLOCK_SKEW_MS} into that second, for the next run's host
+   * clock being a little behind this one's. A run that completed stored every snapshot it needs: no wait.
    */
   async leaveSecond(): Promise<void> {
     if (this.report.outcome === "complete" || totalPublished(this.report) === 0) return;
     const now = this.deps.clock.now();
-    await this.deps.clock.sleep(1000 - (((now % 1000) + 1000) % 1000));
+    await this.deps.clock.sleep(1000 - (((now % 1000) + 1000) % 1000) + HOST_CLOCK_SKEW_MS);
   }
 
   finish(kind: RunKind = CYCLE_RUN): CycleReport {
