@@ -220,9 +220,9 @@ class CardRun extends CycleRun {
       pending.push({ item, before });
     }
     const failures = await this.publish(events, events.map(() => undefined));
-    // Stamped after the publish, as transactions are: the version is later than the event's time, and a subject's
-    // next event is timed after its snapshot's version (buildEvent), so after this one even on a clock that stepped back.
-    const writtenAt = deps.clock.now();
+    // Stamped after the publish, as transactions are, and no earlier than the events' times: a subject's next event is
+    // timed after its snapshot's version (buildEvent), so after this one even on a clock that stepped back.
+    const writtenAt = Math.max(deps.clock.now(), ...events.map((event) => Date.parse(event.time)));
     const writtenIso = new Date(writtenAt).toISOString();
     // A card whose event failed keeps its old snapshot, so the next walk detects and re-sends the change.
     const published = pending
@@ -230,6 +230,7 @@ class CardRun extends CycleRun {
       .map(({ item, before }) => snapshotOf(item, before, writtenAt, writtenIso, nextSequence(before)));
     const writes = [...silent, ...published];
     if (writes.length) await this.port("write snapshots", () => deps.snapshots.putMany(writes));
+    this.snapshotsStored(published.length);
   }
 
   private cardEvent(

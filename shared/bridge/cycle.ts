@@ -10,7 +10,7 @@ import type { Change } from "./diff.js";
 import { DEFAULT_DEADLINE_GRACE_MS, DEFAULT_PAGE_SIZE, DEFAULT_SOURCE, MIN_PAGE_SIZE, type BridgeDeps, type CycleOptions } from "./deps.js";
 import { SCHEMA_VERSION, type EventType } from "./events/schemas.js";
 import type { BridgeEvent, EntityKind, PublishFailure, QuarantineRecord, Snapshot } from "./ports.js";
-import { emptyReport, totalPublished, type CycleReport } from "./report.js";
+import { emptyReport, type CycleReport } from "./report.js";
 import { cardValidator, requireObjectWithId, type Validators } from "./validate.js";
 import { applyPii, assertPiiPolicy, type PiiPolicy } from "./pii.js";
 import type { ProviderCallOptions, ProviderPage } from "./provider.js";
@@ -184,8 +184,11 @@ export function nextSequence(before: Snapshot | undefined): number {
   return (before?.sequence ?? 0) + 1;
 }
 
-/** How far behind one host's clock another's may run, for {@link CycleRun.leaveSecond} (NTP keeps hosts far closer). */
-const HOST_CLOCK_SKEW_MS = 100;
+/**
+ * How far into the next second {@link CycleRun.leaveSecond} waits: half a second for a `Time` rounded rather than cut
+ * to whole seconds, plus 100 ms for the next run's host clock running a little behind (NTP keeps hosts far closer).
+ */
+const NEXT_SECOND_MARGIN_MS = 600;
 
 /** Every personal field replaced by the same marker: the form of a body a quarantine id is computed from. */
 const ID_FORM: PiiPolicy = Object.freeze({ mode: "redact" });
@@ -227,6 +230,8 @@ export class CycleRun {
   private readonly call: ProviderCallOptions;
   private readonly startedAt: number;
   private oldestLagMs = 0;
+  /** Events offered to the publisher in this run whose snapshots are not stored (see {@link leaveSecond}). */
+  private offeredWithoutSnapshot = 0;
   /** Change times (epoch ms) of items pulled whose change is not yet published or acknowledged, by subject id. */
   private readonly unpublished = new Map<string, number>();
 
@@ -388,6 +393,8 @@ export class CycleRun {
   async publish(events: readonly BridgeEvent[], changedAtMs: readonly (number | undefined)[]): Promise<Map<string, PublishFailure>> {
     const failures = new Map<string, PublishFailure>();
     if (events.length === 0) return failures;
+    // Counted before the call: a publisher that throws may have put some of them on the bus already.
+    this.offeredWithoutSnapshot += events.length;
     const { failed } = await this.port("publish events", () => this.deps.publisher.publish(events));
     for (const failure of failed) failures.set(failure.event.detail.id, failure);
     const now = this.deps.clock.now();
@@ -466,25 +473,29 @@ export class CycleRun {
     return deadline !== undefined && this.deps.clock.now() >= deadline;
   }
 
+  /** Marks `count` events offered to the publisher as covered by stored snapshots (see {@link leaveSecond}). */
+  snapshotsStored(count: number): void {
+    this.offeredWithoutSnapshot = Math.max(0, this.offeredWithoutSnapshot - count);
+  }
+
+  /**
+   * Waits, when this run offered events to the publisher whose snapshots it did not store (it stopped between the two,
+   * or a publish failed), until {@link NEXT_SECOND_MARGIN_MS} into the clock's next whole second, before the caller
+   * releases its lease. The next run of this kind may publish those subjects again, in another state, under the same
+   * `subject.sequence`; EventBridge may keep only whole seconds of `time` (cut or rounded), and the wait puts that
+   * next run in a later second, so consumers can order the two (docs/events.md, ordering).
+   */
+  async leaveSecond(): Promise<void> {
+    if (this.offeredWithoutSnapshot === 0) return;
+    const now = this.deps.clock.now();
+    await this.deps.clock.sleep(1000 - (((now % 1000) + 1000) % 1000) + NEXT_SECOND_MARGIN_MS);
+  }
+
   /**
    * Ends the cycle: duration and lag metrics, one log line. SyncLagSeconds is the age of the oldest change not
    * delivered: still pending now (the cycle stopped or failed before delivering it), or published in this cycle
    * (measured when published, since it was pending until then). See docs/spec-gaps.md (Bridge engine).
    */
-  /**
-   * After a run that published and did not complete, waits until the clock's next whole second before the caller
-   * releases its lease. Such a run may have published events whose snapshots it did not store, so the next run of
-   * its kind can publish the same subject again under the same `subject.sequence`; EventBridge may keep only whole
-   * seconds of `time`, and this keeps that next run in a later second, so consumers can order the two
-   * (docs/events.md, ordering). The wait ends {@link HOST_CLOCK_SKEW_MS} into that second, for the next run's host
-   * clock being a little behind this one's. A run that completed stored every snapshot it needs: no wait.
-   */
-  async leaveSecond(): Promise<void> {
-    if (this.report.outcome === "complete" || totalPublished(this.report) === 0) return;
-    const now = this.deps.clock.now();
-    await this.deps.clock.sleep(1000 - (((now % 1000) + 1000) % 1000) + HOST_CLOCK_SKEW_MS);
-  }
-
   finish(kind: RunKind = CYCLE_RUN): CycleReport {
     const { report, deps } = this;
     const now = deps.clock.now();

@@ -302,9 +302,12 @@ class TransactionRun extends CycleRun {
       toPublish.map((p) => p.item.changedAtMs),
     );
 
-    const nowMs = deps.clock.now();
+    // Versions no earlier than this batch's event times (a clock that stepped back meanwhile): a subject's next event
+    // is timed after its snapshot's version, so after this one.
+    const nowMs = Math.max(deps.clock.now(), ...events.map((event) => Date.parse(event.time)));
     const now = new Date(nowMs).toISOString();
     const writes: Snapshot[] = [];
+    let publishedWithSnapshot = 0;
     /** `sequence`: the published event's, or the snapshot's own for a rewrite without an event. */
     const snapshotOf = (item: Item, before: Snapshot | undefined, sequence: number): void => {
       writes.push({ key: transactionKey(item.id), hash: item.hash, object: item.object, updatedAt: versionTime(nowMs, before, now), sequence });
@@ -326,12 +329,14 @@ class TransactionRun extends CycleRun {
       if (failure) quarantine.push(this.quarantineRecord("transaction", "publish", failure.reason, withoutSyncStatus(item.raw), item.id));
       else {
         snapshotOf(item, before, nextSequence(before));
+        publishedWithSnapshot += 1;
         delivered?.add(item.id);
       }
       ackIds.push(item.id);
     });
     for (const { item, before } of silentWrites) snapshotOf(item, before, before.sequence ?? 0);
     if (writes.length) await this.port("write snapshots", () => deps.snapshots.putMany(writes));
+    this.snapshotsStored(publishedWithSnapshot);
     await this.quarantine(quarantine);
 
     if (ackIds.length) {

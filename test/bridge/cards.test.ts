@@ -578,6 +578,18 @@ describe("pollCards", () => {
     expect(Date.parse(updated!.time)).toBeGreaterThan(Date.parse(suspended!.time));
   });
 
+  it("waits for the next second after a walk whose snapshot write failed after its publish", async () => {
+    const rig = makeRig();
+    rig.clock.ms = Date.parse("2025-01-15T10:00:00.250Z");
+    const card = rig.provider.addCard();
+    await pollCards(rig.deps);
+    expect(rig.clock.now()).toBe(Date.parse("2025-01-15T10:00:00.250Z"));
+    rig.provider.changeCard(card["id"] as string, { status: "Suspended" });
+    rig.deps.snapshots.putMany = () => Promise.reject(new Error("snapshot write refused"));
+    await expect(pollCards(rig.deps)).rejects.toBeInstanceOf(CycleAbortedError);
+    expect(rig.clock.now()).toBe(Date.parse("2025-01-15T10:00:01.600Z"));
+  });
+
   it("re-sends a suspension without a card timestamp with the same id and data, timed at its detection", async () => {
     const rig = makeRig();
     const card = rig.provider.addCard();

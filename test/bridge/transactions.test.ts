@@ -4,6 +4,7 @@ import { CycleAbortedError, ReauthorizationNeededError } from "../../shared/brid
 import { parseEventDetail } from "../../shared/bridge/events/schemas.js";
 import { contentHash, recordHash } from "../../shared/bridge/hash.js";
 import { requireObjectWithId } from "../../shared/bridge/validate.js";
+import type { EventPublisher } from "../../shared/bridge/ports.js";
 import { makeRig, refusal, txnId } from "./fakes.js";
 import { clientOverFake } from "./provider-client.js";
 import { DeadlineExceededError } from "../../shared/qashio/errors.js";
@@ -161,27 +162,62 @@ describe("pollTransactions", () => {
     expect(refused?.detail.subject.sequence).toBe(4);
   });
 
-  it("waits for the next whole second after a run that published and did not complete, and only then", async () => {
-    const rig = makeRig();
-    rig.clock.ms = Date.parse("2025-01-15T10:00:00.250Z");
-    const txn = rig.provider.addTransaction();
-    const putMany = rig.deps.snapshots.putMany.bind(rig.deps.snapshots);
-    rig.deps.snapshots.putMany = async () => {
-      throw new Error("snapshot write refused");
-    };
-    await expect(pollTransactions(rig.deps)).rejects.toThrow(CycleAbortedError);
-    // The caller releases its lease now: the next run of this kind publishes in a later second, so a re-send of the
-    // subject under the same sequence cannot share the first one's whole-second time.
-    // (with a margin for the next run's host clock running a little behind)
-    expect(rig.clock.now()).toBe(Date.parse("2025-01-15T10:00:01.100Z"));
-    rig.deps.snapshots.putMany = putMany;
-    rig.provider.changeTransaction(txn.id, { memo: "changed meanwhile" });
-    await pollTransactions(rig.deps);
-    const [first, second] = rig.publisher.events;
-    expect([first?.detail.subject.sequence, second?.detail.subject.sequence]).toEqual([1, 1]);
-    expect(Math.floor(Date.parse(second!.time) / 1000)).toBeGreaterThan(Math.floor(Date.parse(first!.time) / 1000));
-    // A run that completed waits for nothing.
-    expect(rig.clock.now()).toBe(Date.parse("2025-01-15T10:00:01.100Z"));
+  describe("waiting for the next second before the next run (leaveSecond)", () => {
+    const start = Date.parse("2025-01-15T10:00:00.250Z");
+    /** 600 ms into the next second: half a second for a rounded `Time`, 100 ms of host clock skew. */
+    const nextSecond = Date.parse("2025-01-15T10:00:01.600Z");
+
+    it("waits after a run whose snapshot write failed after its publish, so the next run publishes in a later second", async () => {
+      const rig = makeRig();
+      rig.clock.ms = start;
+      const txn = rig.provider.addTransaction();
+      const putMany = rig.deps.snapshots.putMany.bind(rig.deps.snapshots);
+      rig.deps.snapshots.putMany = async () => {
+        throw new Error("snapshot write refused");
+      };
+      await expect(pollTransactions(rig.deps)).rejects.toThrow(CycleAbortedError);
+      expect(rig.clock.now()).toBe(nextSecond);
+      rig.deps.snapshots.putMany = putMany;
+      rig.provider.changeTransaction(txn.id, { memo: "changed meanwhile" });
+      await pollTransactions(rig.deps);
+      const [first, second] = rig.publisher.events;
+      expect([first?.detail.subject.sequence, second?.detail.subject.sequence]).toEqual([1, 1]);
+      expect(Math.round(Date.parse(second!.time) / 1000)).toBeGreaterThan(Math.round(Date.parse(first!.time) / 1000));
+      // That run stored its snapshots: it waits for nothing.
+      expect(rig.clock.now()).toBe(nextSecond);
+    });
+
+    it("waits after a publisher that threw having put some events on the bus", async () => {
+      const rig = makeRig();
+      rig.clock.ms = start;
+      rig.provider.addTransaction();
+      rig.provider.addTransaction();
+      const publish = rig.publisher.publish.bind(rig.publisher);
+      const publisher: EventPublisher = {
+        publish: async (events) => {
+          await publish(events.slice(0, 1));
+          throw new Error("the second PutEvents call failed");
+        },
+      };
+      await expect(pollTransactions({ ...rig.deps, publisher })).rejects.toThrow(CycleAbortedError);
+      expect(rig.publisher.events).toHaveLength(1);
+      expect(rig.clock.now()).toBe(nextSecond);
+    });
+
+    it("does not wait after a run that stored the snapshot of everything it published, complete or not", async () => {
+      const rig = makeRig();
+      rig.clock.ms = start;
+      for (let i = 0; i < 3; i++) rig.provider.addTransaction();
+      // Stops at its page limit after one page, snapshots stored.
+      expect((await pollTransactions(rig.deps, { pageSize: 2, maxPages: 1 })).outcome).toBe("page_limit");
+      expect(rig.clock.now()).toBe(start);
+      // Aborts before publishing anything.
+      rig.provider.beforeCall = () => {
+        throw new Error("provider down");
+      };
+      await expect(pollTransactions(rig.deps)).rejects.toThrow(CycleAbortedError);
+      expect(rig.clock.now()).toBe(start);
+    });
   });
 
   it("counts a snapshot written before sequences existed as 0", async () => {
