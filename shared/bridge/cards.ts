@@ -6,7 +6,7 @@
 import { contentHash } from "./hash.js";
 import { diffObjects, type Change } from "./diff.js";
 import { conformPii } from "./pii.js";
-import { CycleRun, isPageSizeRejection, nextSequence, parseTime, statusOf, versionTime } from "./cycle.js";
+import { CycleRun, isPageSizeRejection, nextSequence, parseTime, statusOf, storedSequence, versionTime } from "./cycle.js";
 import { DEFAULT_MAX_PAGES, type CardCycleDeps, type CycleOptions } from "./deps.js";
 import type { EventType } from "./events/schemas.js";
 import type { BridgeEvent, QuarantineRecord, Snapshot, SnapshotKey } from "./ports.js";
@@ -198,8 +198,7 @@ class CardRun extends CycleRun {
       }
       if (!before) {
         if (!deps.emitCardCreated) {
-          // A rewrite without an event keeps the snapshot's sequence (0 for a first sighting).
-          silent.push(snapshotOf(item, before, now, nowIso, 0));
+          silent.push(snapshotOf(item, before, now, nowIso, storedSequence(before)));
           continue;
         }
         events.push(this.cardEvent("card.created", item, undefined, now));
@@ -212,7 +211,7 @@ class CardRun extends CycleRun {
       const changes = diffObjects(conformPii(before.object, deps.pii), item.object).filter((c) => moved || c.path !== "/status");
       if (changes.length === 0) {
         this.report.unchanged += 1;
-        silent.push(snapshotOf(item, before, now, nowIso, before.sequence ?? 0));
+        silent.push(snapshotOf(item, before, now, nowIso, storedSequence(before)));
         continue;
       }
       const type = cardEventType(before.object["status"], item.object["status"]);
@@ -220,17 +219,14 @@ class CardRun extends CycleRun {
       pending.push({ item, before });
     }
     const failures = await this.publish(events, events.map(() => undefined));
-    // Stamped after the publish, as transactions are, and no earlier than the events' times: a subject's next event is
-    // timed after its snapshot's version (buildEvent), so after this one even on a clock that stepped back.
-    const writtenAt = Math.max(deps.clock.now(), ...events.map((event) => Date.parse(event.time)));
+    // Stamped after the publish, as transactions are.
+    const writtenAt = this.stampAfter(events);
     const writtenIso = new Date(writtenAt).toISOString();
     // A card whose event failed keeps its old snapshot, so the next walk detects and re-sends the change.
     const published = pending
       .filter((_, i) => !failures.has((events[i] as BridgeEvent).detail.id))
       .map(({ item, before }) => snapshotOf(item, before, writtenAt, writtenIso, nextSequence(before)));
-    const writes = [...silent, ...published];
-    if (writes.length) await this.port("write snapshots", () => deps.snapshots.putMany(writes));
-    this.snapshotsStored(published.length);
+    await this.storeSnapshots([...silent, ...published], published.length);
   }
 
   private cardEvent(

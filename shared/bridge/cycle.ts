@@ -181,7 +181,15 @@ export function versionTime(nowMs: number, before: Snapshot | undefined, nowIso?
  * ```
  */
 export function nextSequence(before: Snapshot | undefined): number {
-  return (before?.sequence ?? 0) + 1;
+  return storedSequence(before) + 1;
+}
+
+/**
+ * `subject.sequence` a snapshot records: 0 for none, or one written before sequences existed. A rewrite without an
+ * event keeps it.
+ */
+export function storedSequence(before: Snapshot | undefined): number {
+  return before?.sequence ?? 0;
 }
 
 /**
@@ -473,9 +481,22 @@ export class CycleRun {
     return deadline !== undefined && this.deps.clock.now() >= deadline;
   }
 
-  /** Marks `count` events offered to the publisher as covered by stored snapshots (see {@link leaveSecond}). */
-  snapshotsStored(count: number): void {
-    this.offeredWithoutSnapshot = Math.max(0, this.offeredWithoutSnapshot - count);
+  /**
+   * When the snapshots written after publishing `events` are stamped: now, yet no earlier than those events' times (a
+   * clock that stepped back meanwhile), since a subject's next event is timed after its snapshot's version
+   * ({@link buildEvent}), so after these.
+   */
+  stampAfter(events: readonly BridgeEvent[]): number {
+    return Math.max(this.deps.clock.now(), ...events.map((event) => Date.parse(event.time)));
+  }
+
+  /**
+   * Writes a batch's snapshots, then counts the `published` events among them as covered by their snapshots, so
+   * {@link leaveSecond} no longer waits for them.
+   */
+  async storeSnapshots(writes: readonly Snapshot[], published: number): Promise<void> {
+    if (writes.length) await this.port("write snapshots", () => this.deps.snapshots.putMany(writes));
+    this.offeredWithoutSnapshot = Math.max(0, this.offeredWithoutSnapshot - published);
   }
 
   /**

@@ -6,7 +6,7 @@ import { logToken } from "../log-token.js";
 import { contentHash, recordHash } from "./hash.js";
 import { applyPiiInPlace, conformPii, type PiiPolicy } from "./pii.js";
 import { diffObjects, isPlainObject, type Change } from "./diff.js";
-import { CycleRun, nextSequence, parseTime, providerRefusal, versionTime, type RunKind } from "./cycle.js";
+import { CycleRun, nextSequence, parseTime, providerRefusal, storedSequence, versionTime, type RunKind } from "./cycle.js";
 import { RecentIds } from "./recent-ids.js";
 import { DEFAULT_MAX_PAGES, type CycleOptions, type TransactionCycleDeps } from "./deps.js";
 import type { BridgeEvent, QuarantineRecord, Snapshot, SnapshotKey } from "./ports.js";
@@ -302,9 +302,7 @@ class TransactionRun extends CycleRun {
       toPublish.map((p) => p.item.changedAtMs),
     );
 
-    // Versions no earlier than this batch's event times (a clock that stepped back meanwhile): a subject's next event
-    // is timed after its snapshot's version, so after this one.
-    const nowMs = Math.max(deps.clock.now(), ...events.map((event) => Date.parse(event.time)));
+    const nowMs = this.stampAfter(events);
     const now = new Date(nowMs).toISOString();
     const writes: Snapshot[] = [];
     let publishedWithSnapshot = 0;
@@ -334,9 +332,8 @@ class TransactionRun extends CycleRun {
       }
       ackIds.push(item.id);
     });
-    for (const { item, before } of silentWrites) snapshotOf(item, before, before.sequence ?? 0);
-    if (writes.length) await this.port("write snapshots", () => deps.snapshots.putMany(writes));
-    this.snapshotsStored(publishedWithSnapshot);
+    for (const { item, before } of silentWrites) snapshotOf(item, before, storedSequence(before));
+    await this.storeSnapshots(writes, publishedWithSnapshot);
     await this.quarantine(quarantine);
 
     if (ackIds.length) {
