@@ -269,15 +269,15 @@ const tenantsFileSchema = z.strictObject({
 });
 
 /**
- * The tenants file as a JSON Schema (draft 2020-12) of what may be written, defaults optional, for editors
- * (docs/tenants.schema.json). It checks each field's shape; synth also checks what spans fields or tenants (ARNs
- * against account and region, unique ids and webhook names, sources on a shared bus, event types listed twice).
+ * The whole tenants file as one zod schema, for its JSON Schema (docs/tenants.schema.json, rendered by
+ * infra/tenants-json-schema.ts). Synth itself parses each tenant on its own (messages name the tenant), and also checks
+ * what spans fields or tenants (ARNs against account and region, unique ids and webhook names, sources on a shared
+ * bus), which the refinements hold and a JSON Schema leaves out.
  */
-export function tenantsFileJsonSchema(): Record<string, unknown> {
-  const document = tenantsFileSchema.extend({
+export function tenantsFileDocumentSchema(): z.ZodType {
+  return tenantsFileSchema.extend({
     tenants: z.array(tenantSchema).min(1).meta({ description: "The tenants, one stack QashioBridge-<id> each" }),
   });
-  return z.toJSONSchema(document, { target: "draft-2020-12", io: "input" }) as Record<string, unknown>;
 }
 
 /** One tenant, validated and with defaults applied. */

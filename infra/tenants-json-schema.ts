@@ -4,7 +4,8 @@
  */
 import { writeFile } from "node:fs/promises";
 import { pathToFileURL } from "node:url";
-import { tenantsFileJsonSchema } from "./tenant-config.js";
+import { jsonSchemaText } from "../shared/bridge/events/json-schema.js";
+import { tenantsFileDocumentSchema } from "./tenant-config.js";
 
 /** `$id` of the rendered schema. */
 export const TENANTS_SCHEMA_ID = "https://schemas.qashio-bridge.dev/tenants.schema.json";
@@ -18,15 +19,13 @@ export const TENANTS_SCHEMA_ID = "https://schemas.qashio-bridge.dev/tenants.sche
  * ```
  */
 export function renderTenantsJsonSchema(): string {
-  const { $schema, ...generated } = tenantsFileJsonSchema();
-  const document = {
-    $schema,
-    $id: TENANTS_SCHEMA_ID,
+  const head = {
+    id: TENANTS_SCHEMA_ID,
     title: "qashio-bridge tenants file",
     description: "Tenants of the CDK app (-c tenantsFile=...). Synth checks more than this schema: see README, Deploying a tenant.",
-    ...generated,
   };
-  return JSON.stringify(document, null, 2) + "\n";
+  // What may be written: members with defaults are optional.
+  return jsonSchemaText(tenantsFileDocumentSchema(), head, "input");
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {

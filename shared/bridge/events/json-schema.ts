@@ -1,5 +1,6 @@
 /**
- * JSON Schema export of the event detail schemas (docs/events/<type>.json).
+ * JSON Schema export of the event detail schemas (docs/events/<type>.json), and the committed text form that the
+ * tenants file's schema (infra/tenants-json-schema.ts) shares.
  * Run `npx tsx shared/bridge/events/json-schema.ts [dir]` to rewrite the files; a test fails when they drift.
  */
 import { mkdir, writeFile } from "node:fs/promises";
@@ -22,16 +23,36 @@ export const SCHEMA_ID_BASE = "https://schemas.qashio-bridge.dev/events/";
 export function renderEventJsonSchemas(): Map<string, string> {
   const files = new Map<string, string>();
   for (const type of EVENT_TYPES) {
-    const generated = z.toJSONSchema(EVENT_DETAIL_SCHEMAS[type], { target: "draft-2020-12" }) as Record<string, unknown>;
-    const document = {
-      $schema: generated["$schema"],
-      $id: `${SCHEMA_ID_BASE}${type}.json`,
-      title: `${type} (detail, schema_version ${SCHEMA_VERSION})`,
-      ...Object.fromEntries(Object.entries(generated).filter(([key]) => key !== "$schema")),
-    };
-    files.set(`${type}.json`, JSON.stringify(document, null, 2) + "\n");
+    const head = { id: `${SCHEMA_ID_BASE}${type}.json`, title: `${type} (detail, schema_version ${SCHEMA_VERSION})` };
+    files.set(`${type}.json`, jsonSchemaText(EVENT_DETAIL_SCHEMAS[type], head));
   }
   return files;
+}
+
+/**
+ * The committed text of a zod schema as a JSON Schema (draft 2020-12) document: `$schema`, then the given `$id`,
+ * title and description, then the generated members; two-space indent, a final newline. `io: "input"` describes what
+ * may be written (defaults optional), `"output"` what is produced.
+ *
+ * @example
+ * ```ts
+ * jsonSchemaText(z.object({ a: z.string() }), { id: "https://example.test/a.json", title: "A" });
+ * ```
+ */
+export function jsonSchemaText(
+  schema: z.ZodType,
+  head: { readonly id: string; readonly title: string; readonly description?: string },
+  io: "input" | "output" = "output",
+): string {
+  const { $schema, ...generated } = z.toJSONSchema(schema, { target: "draft-2020-12", io }) as Record<string, unknown>;
+  const document = {
+    $schema,
+    $id: head.id,
+    title: head.title,
+    ...(head.description === undefined ? {} : { description: head.description }),
+    ...generated,
+  };
+  return JSON.stringify(document, null, 2) + "\n";
 }
 
 /** Writes the rendered schemas into `dir` (default docs/events). */
