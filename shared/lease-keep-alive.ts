@@ -1,5 +1,5 @@
 /**
- * Keeping a lease alive while a piece of work runs: the token save under the refresh lease (shared/qashio/auth), the
+ * Waiting for a lease, and keeping it alive while a piece of work runs: the token save under the refresh lease (shared/qashio/auth), the
  * rotation's secret write (shared/aws/rotation.ts) and a local cycle under its file lock (shared/cli/local-bridge.ts).
  * Structural types only, so every lock adapter fits.
  */
@@ -9,6 +9,43 @@ import type { Clock } from "./clock.js";
 export interface RenewableLease {
   /** Extends the lease by `ttlMs` from now; false when it was lost. May stop early, rejecting, once `signal` aborts. */
   renew(ttlMs: number, signal?: AbortSignal): Promise<boolean>;
+}
+
+/** A lock that hands out {@link RenewableLease}s (the bridge's `Lock`, the client's `RefreshLock`). */
+export interface LeaseSource<H extends RenewableLease> {
+  /** Tries once; undefined when another owner holds an unexpired lease on `name`. */
+  tryAcquire(name: string, ttlMs: number): Promise<H | undefined>;
+}
+
+/** How long {@link acquireWithin} tries, and how often. */
+export interface LeaseWait {
+  readonly waitMs: number;
+  readonly pollMs: number;
+}
+
+/**
+ * Takes the lease `name` for `ttlMs`, trying every `pollMs` while another owner holds it, for at most `waitMs`;
+ * undefined when it stayed held that long (the caller names what it gives up). A throwing `tryAcquire` throws.
+ *
+ * @example
+ * ```ts
+ * const handle = await acquireWithin(lock, "qashio-token-refresh", 30_000, { waitMs: 20_000, pollMs: 250 }, systemClock);
+ * ```
+ */
+export async function acquireWithin<H extends RenewableLease>(
+  lock: LeaseSource<H>,
+  name: string,
+  ttlMs: number,
+  wait: LeaseWait,
+  clock: Clock,
+): Promise<H | undefined> {
+  const start = clock.now();
+  for (;;) {
+    const handle = await lock.tryAcquire(name, ttlMs);
+    if (handle) return handle;
+    if (clock.now() - start >= wait.waitMs) return undefined;
+    await clock.sleep(wait.pollMs);
+  }
 }
 
 /** Where a failed or lost renewal is reported. */

@@ -4,7 +4,7 @@
  */
 import { BadRequestError, QashioError, ReauthorizationRequiredError, TokenUnavailableError, UnauthorizedError } from "../errors.js";
 import { DEFAULT_TIMEOUT_MS, systemClock, type Clock } from "../http.js";
-import { whileHolding, type KeepAliveMessages } from "../../lease-keep-alive.js";
+import { acquireWithin, whileHolding, type KeepAliveMessages } from "../../lease-keep-alive.js";
 import { jwtExpiry } from "./jwt.js";
 import { exchangeCode, refresh, type OAuthClientOptions } from "./oauth.js";
 import type { StoredTokens, TokenStore } from "./token-store.js";
@@ -313,15 +313,9 @@ export class OAuthTokenProvider implements TokenProvider {
     if (!lock) return undefined;
     const name = this.options.lockName ?? DEFAULT_LOCK_NAME;
     const waitMs = this.options.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS;
-    const start = this.clock.now();
-    for (;;) {
-      const handle = await lock.tryAcquire(name, this.lockTtlMs);
-      if (handle) return handle;
-      if (this.clock.now() - start >= waitMs) {
-        throw new TokenUnavailableError(`token refresh lock "${name}" still held by another process after ${waitMs} ms`);
-      }
-      await this.clock.sleep(this.options.lockPollMs ?? DEFAULT_LOCK_POLL_MS);
-    }
+    const handle = await acquireWithin(lock, name, this.lockTtlMs, { waitMs, pollMs: this.options.lockPollMs ?? DEFAULT_LOCK_POLL_MS }, this.clock);
+    if (!handle) throw new TokenUnavailableError(`token refresh lock "${name}" still held by another process after ${waitMs} ms`);
+    return handle;
   }
 
   private async rotate(
