@@ -123,7 +123,7 @@ export class TenantStack extends Stack {
     this.key = new TenantKey(this, "Key", { tenantId: tenant.id });
     const key = this.key.key;
     this.table = new TenantTable(this, "Table", { encryptionKey: key });
-    this.secret = new TenantSecret(this, "Secret", { tenantId: tenant.id, encryptionKey: key });
+    this.secret = new TenantSecret(this, "Secret", { tenantId: tenant.id, leaseTableName: this.table.table.tableName, encryptionKey: key });
     this.eventBus = new TenantEventBus(this, "EventBus", {
       tenantId: tenant.id,
       bus: tenant.eventBus,

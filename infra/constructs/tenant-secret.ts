@@ -1,9 +1,10 @@
-import { Aws, Duration, RemovalPolicy } from "aws-cdk-lib";
+import { Aws, Duration, RemovalPolicy, Tags } from "aws-cdk-lib";
 import * as iam from "aws-cdk-lib/aws-iam";
 import type * as kms from "aws-cdk-lib/aws-kms";
 import * as lambda from "aws-cdk-lib/aws-lambda";
 import * as secretsmanager from "aws-cdk-lib/aws-secretsmanager";
 import { Construct } from "constructs";
+import { SECRET_TAGS } from "../../shared/aws/keys.js";
 
 /**
  * How often Secrets Manager runs the token rotation: its shortest allowed interval. Six new versions a day
@@ -16,8 +17,13 @@ const SECRETS_MANAGER_PRINCIPAL = "secretsmanager.amazonaws.com";
 
 /** Properties of {@link TenantSecret}. */
 export interface TenantSecretProps {
-  /** Tenant id, named in the description. */
+  /** Tenant id, named in the description and tagged (see SECRET_TAGS). */
   readonly tenantId: string;
+  /**
+   * Table holding the pollers' token lease, tagged on the secret so `authorize --secret-id` writes under that lease
+   * (see SECRET_TAGS).
+   */
+  readonly leaseTableName: string;
   /** Customer-managed key encrypting the secret. */
   readonly encryptionKey: kms.IKey;
   /**
@@ -62,6 +68,9 @@ export class TenantSecret extends Construct {
       },
       removalPolicy: props.removalPolicy ?? RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE,
     });
+    // Tags change in place: neither the value nor the secret is replaced on a deployed stack.
+    Tags.of(this.secret).add(SECRET_TAGS.tenant, props.tenantId);
+    Tags.of(this.secret).add(SECRET_TAGS.leaseTable, props.leaseTableName);
   }
 
   /** Grants the runtime's secret actions on this secret only. */

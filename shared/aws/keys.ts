@@ -31,6 +31,15 @@ export const leaseItemKey = (name: string): ItemKey => ({ pk: `LEASE#${name}`, s
 export const accessTokenItemKey = (tenant: string): ItemKey => ({ pk: `TOKEN#${tenant}`, sk: "ACCESS" });
 export const revokedFamilyItemKey = (tenant: string): ItemKey => ({ pk: `TOKEN#${tenant}`, sk: "REVOKED" });
 
+/**
+ * Tags the stack puts on the tenant's provider secret: they lead `authorize --secret-id`, given only the secret, to
+ * the token lease the pollers refresh under (`tokenRefresh` of the tenant, in the table).
+ */
+export const SECRET_TAGS = {
+  tenant: "qashio-bridge:tenant",
+  leaseTable: "qashio-bridge:lease-table",
+} as const;
+
 /** Lease names used by the handlers: one per cycle kind and one for token refresh, all per tenant. */
 export const leaseNames = {
   transactionsCycle: (tenant: string) => `${tenant}#cycle#transactions`,

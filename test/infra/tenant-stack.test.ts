@@ -4,7 +4,7 @@ import { Token } from "aws-cdk-lib";
 import { Annotations, Match, Template } from "aws-cdk-lib/assertions";
 import { beforeAll, describe, expect, it } from "vitest";
 import { DASHBOARD_WIDGETS } from "../../infra/constructs/ops-dashboard.js";
-import { partitionKeyPatterns } from "../../shared/aws/keys.js";
+import { partitionKeyPatterns, SECRET_TAGS } from "../../shared/aws/keys.js";
 import { EVENT_TYPES, loadTenantsFile, type TenantConfig } from "../../infra/tenant-config.js";
 import type { TenantStack } from "../../infra/tenant-stack.js";
 import { buildTestApp, EXAMPLE_TENANTS_FILE, exampleStacks, REPO_ROOT, rolePolicies, roleStatements } from "./helpers.js";
@@ -101,6 +101,21 @@ describe("tenant stacks", () => {
         GenerateStringKey: "pii_salt",
       },
     });
+  });
+
+  it("tags the secret with its tenant and table, so authorize --secret-id writes under the pollers' token lease", () => {
+    for (const [template, tenant] of [
+      [acmeT, "acme-sandbox"],
+      [globexT, "globex"],
+    ] as const) {
+      template.hasResourceProperties("AWS::SecretsManager::Secret", {
+        // CDK renders tags sorted by key.
+        Tags: Match.arrayWith([
+          { Key: SECRET_TAGS.leaseTable, Value: { Ref: logicalIdOf(template, "AWS::DynamoDB::Table") } },
+          { Key: SECRET_TAGS.tenant, Value: tenant },
+        ]),
+      });
+    }
   });
 
   it("outputs the provider base URL the pollers use, for onboarding to sign in at the same deployment", () => {
