@@ -4,7 +4,7 @@
  * puts a secret value into an error.
  */
 import { randomUUID } from "node:crypto";
-import { GetSecretValueCommand, PutSecretValueCommand, type SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
+import { DescribeSecretCommand, GetSecretValueCommand, PutSecretValueCommand, type SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 import { z } from "zod";
 import type { Clock, Logger } from "../bridge/ports.js";
 import { systemClock } from "./clock.js";
@@ -109,6 +109,19 @@ export class ProviderSecretClient {
   async read(versionId?: string): Promise<SecretRead> {
     const value = await this.getValue(versionId);
     return parseSecret(this.secretId, value.text, value.versionId);
+  }
+
+  /**
+   * The secret's tags, by key (DescribeSecret; no value is read).
+   *
+   * @example
+   * const tenant = (await secret.tags())["qashio-bridge:tenant"];
+   */
+  async tags(): Promise<Readonly<Record<string, string>>> {
+    const response = await this.#call("DescribeSecret", 1, () => this.#options.secrets.send(new DescribeSecretCommand({ SecretId: this.secretId })));
+    const tags: Record<string, string> = {};
+    for (const { Key, Value } of response.Tags ?? []) if (Key !== undefined && Value !== undefined) tags[Key] = Value;
+    return tags;
   }
 
   /**

@@ -7,6 +7,7 @@
 import { randomBytes } from "node:crypto";
 import { SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 // The module itself, not shared/aws/index.ts: the CLI needs the secret client, not the Lambda runtime.
+import { SECRET_TAGS } from "../aws/keys.js";
 import { isSecretNotFound, PII_SALT_MIN_LENGTH, ProviderSecretClient, type ProviderSecretClientOptions } from "../aws/provider-secret.js";
 import { SecretStoreError } from "../aws/errors.js";
 import type { StoredTokens, TokenStore } from "../qashio/auth/token-store.js";
@@ -155,16 +156,48 @@ export function assertUsableSalt(secret: OnboardingSecret, secretId: string): vo
   );
 }
 
+/** Where the pollers' token lease lives, as the stack tagged the secret (see SECRET_TAGS). */
+export interface TokenLeaseTarget {
+  readonly tenant: string;
+  readonly tableName: string;
+}
+
+/**
+ * The token lease of the tenant whose secret `secretId` is, from the secret's tags; undefined for a secret without
+ * them (its stack was deployed before the tags were added).
+ *
+ * @throws SecretOnboardingError naming DescribeSecret's error (for instance AccessDeniedException), never a value.
+ * @example
+ * const target = await readTokenLeaseTarget(secrets, arn); // { tenant: "acme", tableName: "QashioBridge-acme-Table..." }
+ */
+export async function readTokenLeaseTarget(
+  secrets: SecretsManagerClient,
+  secretId: string,
+  retry: OnboardingRetry = {},
+): Promise<TokenLeaseTarget | undefined> {
+  let tags: Readonly<Record<string, string>>;
+  try {
+    tags = await new ProviderSecretClient({ secrets, secretId, ...retry }).tags();
+  } catch (error) {
+    throw onboardingError("describe", secretId, error);
+  }
+  const tenant = tags[SECRET_TAGS.tenant];
+  const tableName = tags[SECRET_TAGS.leaseTable];
+  return tenant && tableName ? { tenant, tableName } : undefined;
+}
+
 /** Names the AWS error (and the attempts, when throttling outlasted the retries), never a value. */
-function onboardingError(action: "read" | "write", secretId: string, error: unknown): SecretOnboardingError {
+function onboardingError(action: "read" | "write" | "describe", secretId: string, error: unknown): SecretOnboardingError {
   const failure = error instanceof SecretStoreError ? error : undefined;
   const cause = (failure?.cause ?? error) as Error & { $metadata?: { httpStatusCode?: number } };
-  // A write is named only: its message could quote the value sent. A read sends nothing secret, and an error raised
-  // before any request (no credentials, no region) carries the SDK's own explanation, which is the useful part.
-  const local = action === "read" && cause.$metadata?.httpStatusCode === undefined && cause.message;
+  // A write is named only: its message could quote the value sent. A read or describe sends nothing secret, and an
+  // error raised before any request (no credentials, no region) carries the SDK's own explanation: the useful part.
+  const local = action !== "write" && cause.$metadata?.httpStatusCode === undefined && cause.message;
   const reason = local ? `${cause.name}: ${cause.message}` : cause.name;
   const retried = failure !== undefined && failure.attempts > 1 ? ` (after ${failure.attempts} attempts)` : "";
-  return new SecretOnboardingError(`cannot ${action} secret ${secretId}: ${reason}${retried}`, secretId, { cause: error });
+  // DescribeSecret is a permission of its own, and the operator may wonder why a token write needs it.
+  const why = action === "describe" ? " (its tags name the token lease the pollers refresh under)" : "";
+  return new SecretOnboardingError(`cannot ${action} secret ${secretId}${why}: ${reason}${retried}`, secretId, { cause: error });
 }
 
 /**

@@ -2,11 +2,20 @@
  * `bridge authorize` against the sandbox: the person's browser is played by the test, which approves through
  * the sandbox's control surface and follows the redirect.
  */
-import { GetSecretValueCommand, PutSecretValueCommand, SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
+import { DescribeSecretCommand, GetSecretValueCommand, PutSecretValueCommand, SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 import { mockClient } from "aws-sdk-client-mock";
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { leaseNames } from "../../shared/aws/keys.js";
+import { DynamoLeaseLock } from "../../shared/aws/lease-lock.js";
+import { AuthorizeError } from "../../shared/cli/errors.js";
+import { SecretOnboardingError } from "../../shared/cli/secret-onboarding.js";
+import { FileLock } from "../../shared/local/index.js";
+import { DEFAULT_LOCK_NAME } from "../../shared/qashio/auth/token-provider.js";
+import { createTestTable, type TestTable } from "../aws/support/dynamo.js";
+import { awsError, FakeSecretsManager } from "../aws/support/fake-secrets-manager.js";
 import { authorizeCommand } from "../../shared/cli/authorize-command.js";
 import { readAuthorizeSettings } from "../../shared/cli/config.js";
 import { ConfigError, EXIT, StateDirTakenError, UsageError } from "../../shared/cli/errors.js";
@@ -167,6 +176,8 @@ describe("bridge authorize", () => {
       VersionId: "v1",
     });
     mock.on(PutSecretValueCommand).resolves({ VersionId: "v2" });
+    // A secret of a stack deployed before the lease tags: written all the same, with a warning.
+    mock.on(DescribeSecretCommand).resolves({ Tags: [] });
     const arn = "arn:aws:secretsmanager:eu-west-1:111122223333:secret:qashio-acme";
     const { io: cli, out } = io({ QASHIO_BASE_URL: h.url });
 
@@ -180,6 +191,7 @@ describe("bridge authorize", () => {
     expect(written.refresh_token).toMatch(/.+/);
     expect(out.stdout).toContain(`Tokens stored in secret ${arn}`);
     expect(out.stdout).not.toContain(written.refresh_token as string);
+    expect(out.stderr).toContain(`warning: secret ${arn} has no qashio-bridge:lease-table tag (its stack was deployed before it)`);
   });
 
   it("with --secret-id, refuses a pii_salt shorter than the pollers accept before the browser opens, without echoing it", async () => {
@@ -229,6 +241,7 @@ describe("bridge authorize --secret-id: region and client", () => {
     const mock = mockClient(SecretsManagerClient);
     mock.on(GetSecretValueCommand).resolves({ SecretString: JSON.stringify(secret), VersionId: "v1" });
     mock.on(PutSecretValueCommand).resolves({ VersionId: "v2" });
+    mock.on(DescribeSecretCommand).resolves({});
     return mock;
   }
 
@@ -311,10 +324,143 @@ describe("bridge authorize --secret-id: region and client", () => {
       VersionId: "v1",
     });
     mock.on(PutSecretValueCommand).resolves({ VersionId: "v2" });
+    mock.on(DescribeSecretCommand).resolves({});
     const { io: cli } = io({ QASHIO_BASE_URL: h.url, QASHIO_CLIENT_SECRET: "sandbox-secret" });
     expect(await authorizeCommand({ ...args, secretId: ARN }, cli, { onAuthorizeUrl: approve(h), secrets })).toBe(EXIT.ok);
     const written = JSON.parse(mock.commandCalls(PutSecretValueCommand)[0]?.args[0].input.SecretString ?? "{}") as Record<string, string>;
     expect(written).toMatchObject({ client_id: "sandbox-client", client_secret: "sandbox-secret", pii_salt: "from-cdk-0123456789abcdef" });
     expect(written.refresh_token).not.toBe("rt-old");
+  });
+});
+
+describe("bridge authorize: the token lease a running bridge refreshes under", () => {
+  let table: TestTable;
+  beforeAll(async () => {
+    table = await createTestTable("authorize");
+  });
+  afterAll(async () => {
+    await table.drop();
+  });
+
+  const TENANT = "acme";
+  const LEASE = leaseNames.tokenRefresh(TENANT);
+  /** The tenant's secret as the stack leaves it, tagged with the lease's tenant and table, the client filled in. */
+  function tenantSecret(tableName = table.tableName): FakeSecretsManager {
+    const fake = new FakeSecretsManager(ARN, { client_id: "sandbox-client", client_secret: "sandbox-secret", refresh_token: "rt-before", pii_salt: "from-cdk-0123456789abcdef" });
+    fake.tags = { "qashio-bridge:tenant": TENANT, "qashio-bridge:lease-table": tableName };
+    return fake;
+  }
+  /** A poller of another process: its own DynamoDB client on the same table. */
+  function poller(): DynamoLeaseLock {
+    return new DynamoLeaseLock({ doc: DynamoDBDocumentClient.from(table.client), tableName: table.tableName });
+  }
+  const writes = (fake: FakeSecretsManager) => fake.calls.filter((call) => call.operation === "PutSecretValue");
+
+  it("writes the secret while holding the pollers' lease, found through the secret's tags, and gives it back", async () => {
+    const h = (harness = await startHarness());
+    const fake = tenantSecret();
+    const held = fake.holdNext("PutSecretValue");
+    const { io: cli, out } = io({ QASHIO_BASE_URL: h.url });
+
+    const run = authorizeCommand({ ...args, secretId: ARN }, cli, { onAuthorizeUrl: approve(h), secrets: fake.client, dynamo: table.doc });
+    await held.reached;
+    expect(await poller().tryAcquire(LEASE, 30_000), "a poller got the lease during the write").toBeUndefined();
+    held.release();
+
+    expect(await run).toBe(EXIT.ok);
+    expect(fake.current().refresh_token).not.toBe("rt-before");
+    expect(out.stderr).not.toContain("warning");
+    const after = await poller().tryAcquire(LEASE, 30_000);
+    expect(after, "the lease was not given back").toBeDefined();
+    await after?.release();
+  });
+
+  it("waits while a poller holds the lease, and writes only once it is given back", async () => {
+    const h = (harness = await startHarness());
+    const fake = tenantSecret();
+    const refreshing = await poller().tryAcquire(LEASE, 30_000);
+    expect(refreshing).toBeDefined();
+    let leaseAttempts = 0;
+    const doc = DynamoDBDocumentClient.from(table.client);
+    const send = doc.send.bind(doc);
+    vi.spyOn(doc, "send").mockImplementation(((command: { input: { Item?: { name?: string } } }) => {
+      if (command.input.Item?.name === LEASE) leaseAttempts += 1;
+      return send(command as never);
+    }) as never);
+    const { io: cli } = io({ QASHIO_BASE_URL: h.url });
+
+    const run = authorizeCommand({ ...args, secretId: ARN }, cli, { onAuthorizeUrl: approve(h), secrets: fake.client, dynamo: doc });
+    // One try before the browser, then at least two while saving: the save is waiting.
+    await vi.waitFor(() => expect(leaseAttempts).toBeGreaterThanOrEqual(3), { timeout: 10_000, interval: 20 });
+    expect(writes(fake), "written while a poller held the lease").toHaveLength(0);
+    await refreshing?.release();
+
+    expect(await run).toBe(EXIT.ok);
+    expect(writes(fake)).toHaveLength(1);
+    expect(fake.current().refresh_token).not.toBe("rt-before");
+  });
+
+  it("gives up when the lease stays held, saying the sign-in was not stored, and leaves the secret as it was", async () => {
+    const h = (harness = await startHarness());
+    const fake = tenantSecret();
+    const refreshing = await poller().tryAcquire(LEASE, 30_000);
+    const { io: cli } = io({ QASHIO_BASE_URL: h.url });
+    try {
+      const error = await authorizeCommand({ ...args, secretId: ARN }, cli, { onAuthorizeUrl: approve(h), secrets: fake.client, dynamo: table.doc, lockWaitMs: 300 }).catch(
+        (e: unknown) => e,
+      );
+      expect(error).toBeInstanceOf(AuthorizeError);
+      expect((error as Error).message).toBe(
+        `a running bridge held the token lease "${LEASE}" for 300 ms, so this sign-in was not stored (the bridge goes on with the previous one): run authorize again`,
+      );
+      expect(writes(fake)).toHaveLength(0);
+      expect(fake.current().refresh_token).toBe("rt-before");
+    } finally {
+      await refreshing?.release();
+    }
+  });
+
+  it("refuses before the browser opens when the tagged table cannot take the lease, naming the table", async () => {
+    const fake = tenantSecret("no-such-table");
+    let opened = false;
+    const { io: cli } = io({ QASHIO_BASE_URL: "http://127.0.0.1:9" });
+    const error = await authorizeCommand({ ...args, secretId: ARN }, cli, { secrets: fake.client, dynamo: table.doc, onAuthorizeUrl: () => void (opened = true) }).catch(
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(AuthorizeError);
+    expect((error as Error).message).toBe(`cannot take the token lease in table no-such-table (tagged on secret ${ARN}): ResourceNotFoundException`);
+    expect(opened).toBe(false);
+    expect(writes(fake)).toHaveLength(0);
+  });
+
+  it("refuses before the browser opens when the secret cannot be described, naming why it is asked", async () => {
+    const fake = tenantSecret();
+    fake.failNext("DescribeSecret", awsError("AccessDeniedException"));
+    let opened = false;
+    const { io: cli } = io({ QASHIO_BASE_URL: "http://127.0.0.1:9" });
+    const error = await authorizeCommand({ ...args, secretId: ARN }, cli, { secrets: fake.client, dynamo: table.doc, onAuthorizeUrl: () => void (opened = true) }).catch(
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(SecretOnboardingError);
+    expect((error as Error).message).toBe(
+      `cannot describe secret ${ARN} (its tags name the token lease the pollers refresh under): AccessDeniedException`,
+    );
+    expect(opened).toBe(false);
+  });
+
+  it("in local mode, gives up when the state directory's token lock stays held, and stores nothing", async () => {
+    const h = (harness = await startHarness());
+    const { QASHIO_REFRESH_TOKEN: _unused, ...env } = h.env;
+    const stateDir = h.env.BRIDGE_STATE_DIR as string;
+    const refreshing = await new FileLock(stateDir).tryAcquire(DEFAULT_LOCK_NAME, 30_000);
+    const { io: cli } = io(env);
+    try {
+      const error = await authorizeCommand({ ...args }, cli, { onAuthorizeUrl: approve(h), lockWaitMs: 300 }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(AuthorizeError);
+      expect((error as Error).message).toContain(`a running bridge held the token lease "${DEFAULT_LOCK_NAME}"`);
+      await expect(readFile(join(stateDir, "tokens.json"), "utf8")).rejects.toMatchObject({ code: "ENOENT" });
+    } finally {
+      await refreshing?.release();
+    }
   });
 });

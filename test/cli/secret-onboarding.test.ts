@@ -1,8 +1,8 @@
-import { GetSecretValueCommand, PutSecretValueCommand, ResourceNotFoundException, SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
+import { DescribeSecretCommand, GetSecretValueCommand, PutSecretValueCommand, ResourceNotFoundException, SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 import { mockClient } from "aws-sdk-client-mock";
 import { beforeEach, describe, expect, it } from "vitest";
 import { EXIT } from "../../shared/cli/errors.js";
-import { SecretOnboardingError, readOnboardingSecret, secretTokenStore } from "../../shared/cli/secret-onboarding.js";
+import { SecretOnboardingError, readOnboardingSecret, readTokenLeaseTarget, secretTokenStore } from "../../shared/cli/secret-onboarding.js";
 import { FakeClock } from "../aws/support/clock.js";
 
 const ARN = "arn:aws:secretsmanager:eu-west-1:111122223333:secret:qashio-acme-AbCdEf";
@@ -125,5 +125,32 @@ describe("secretTokenStore", () => {
     expect(error).toMatchObject({ exitCode: EXIT.failed, message: `cannot write secret ${ARN}: ThrottlingException (after 3 attempts)` });
     expect(String((error as Error).message)).not.toContain("rt-secret");
     expect(mock.commandCalls(PutSecretValueCommand)).toHaveLength(3);
+  });
+});
+
+describe("readTokenLeaseTarget", () => {
+  beforeEach(() => mock.reset());
+  const tags = (entries: Record<string, string>) => ({ Tags: Object.entries(entries).map(([Key, Value]) => ({ Key, Value })) });
+
+  it("finds the tenant and table the stack tagged the secret with, among other tags", async () => {
+    mock.on(DescribeSecretCommand).resolves(tags({ "qashio-bridge:tenant": "acme", "qashio-bridge:lease-table": "QashioBridge-acme-Table-1", owner: "finance" }));
+    expect(await readTokenLeaseTarget(secrets, ARN)).toEqual({ tenant: "acme", tableName: "QashioBridge-acme-Table-1" });
+    expect(mock.commandCalls(DescribeSecretCommand)[0]?.args[0].input.SecretId).toBe(ARN);
+    expect(mock.commandCalls(GetSecretValueCommand), "the value was read").toHaveLength(0);
+  });
+
+  it("is undefined unless both tags are there and not empty", async () => {
+    const partials: Record<string, string>[] = [{}, { "qashio-bridge:tenant": "acme" }, { "qashio-bridge:lease-table": "t" }, { "qashio-bridge:tenant": "", "qashio-bridge:lease-table": "t" }];
+    for (const partial of partials) {
+      mock.on(DescribeSecretCommand).resolves(tags(partial));
+      expect(await readTokenLeaseTarget(secrets, ARN), JSON.stringify(partial)).toBeUndefined();
+    }
+  });
+
+  it("retries a throttled DescribeSecret", async () => {
+    const { retry } = retrying();
+    mock.on(DescribeSecretCommand).rejectsOnce(throttled()).resolves(tags({ "qashio-bridge:tenant": "acme", "qashio-bridge:lease-table": "t" }));
+    expect(await readTokenLeaseTarget(secrets, ARN, retry)).toEqual({ tenant: "acme", tableName: "t" });
+    expect(mock.commandCalls(DescribeSecretCommand)).toHaveLength(2);
   });
 });

@@ -35,6 +35,8 @@ export class FakeSecretsManager {
   readonly client = new SecretsManagerClient({ region: "eu-west-1", credentials: { accessKeyId: "x", secretAccessKey: "x" } });
   readonly versions: Version[] = [];
   readonly calls: { operation: Operation; input: Record<string, unknown> }[] = [];
+  /** The secret's tags, as DescribeSecret returns them. */
+  tags: Record<string, string> = {};
   readonly #failures: { operation: Operation; error: Error }[] = [];
   readonly #holds: { operation: Operation; reach(): void; until: Promise<void> }[] = [];
 
@@ -148,6 +150,7 @@ export class FakeSecretsManager {
   #describe() {
     return {
       ARN: this.secretId,
+      Tags: Object.entries(this.tags).map(([Key, Value]) => ({ Key, Value })),
       VersionIdsToStages: Object.fromEntries(this.versions.filter((v) => v.stages.size > 0).map((v) => [v.id, [...v.stages]])),
     };
   }
