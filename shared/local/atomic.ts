@@ -102,16 +102,23 @@ export async function writeFileAtomic(file: string, data: string | Uint8Array | 
 export async function createFileOnce(file: string, data: string, options: { mode?: number } = {}): Promise<boolean> {
   const temp = `${file}.${process.pid}.${randomBytes(4).toString("hex")}.new${TEMP_SUFFIX}`;
   await writeFileAtomic(temp, data, options);
+  let created: boolean;
   try {
     linkSync(temp, file);
-    return true;
+    created = true;
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "EEXIST") return false;
-    throw err;
-  } finally {
-    // Removed durably: the directory fsync also makes the link durable.
-    removeFileDurably(temp);
+    if ((err as NodeJS.ErrnoException).code !== "EEXIST") {
+      unlinkQuietly(temp);
+      throw err;
+    }
+    created = false;
   }
+  // Once linked the file is there, whatever follows: a throw would have a caller (a file lock) believe it holds
+  // nothing while its file stands. A temp file that cannot be removed stays a harmless leftover (TEMP_SUFFIX).
+  unlinkQuietly(temp);
+  // Makes the link, and the removal, durable.
+  fsyncDirSync(path.dirname(file));
+  return created;
 }
 
 /**

@@ -1,16 +1,18 @@
 /**
  * writeFileAtomic's durability order, seen through node:fs: the temp file's data is fsynced before the rename makes it
  * the target, and the directory is fsynced after, so a crash leaves the old file or the new one, never an empty one.
+ * And createFileOnce, whose created file must count as created even when its temp file cannot be removed.
  */
 import type * as nodeFs from "node:fs";
-import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { createFileOnce } from "../../shared/local/atomic.js";
 import { writeFileAtomic } from "../../shared/local/index.js";
 
 /** fsync and rename calls in order, each naming the file its descriptor was opened on. */
-const journal = vi.hoisted(() => ({ events: [] as string[], opened: new Map<number, string>() }));
+const journal = vi.hoisted(() => ({ events: [] as string[], opened: new Map<number, string>(), failUnlinkOf: undefined as RegExp | undefined }));
 
 vi.mock("node:fs", async (importOriginal) => {
   const fs = await importOriginal<typeof nodeFs>();
@@ -27,13 +29,23 @@ vi.mock("node:fs", async (importOriginal) => {
     journal.events.push(`rename ${String(from)} -> ${String(to)}`);
     fs.renameSync(from, to);
   }) as typeof fs.renameSync;
-  return { ...fs, default: { ...fs, openSync, fsyncSync, renameSync }, openSync, fsyncSync, renameSync };
+  const linkSync = ((from: nodeFs.PathLike, to: nodeFs.PathLike) => {
+    journal.events.push(`link ${String(from)} -> ${String(to)}`);
+    fs.linkSync(from, to);
+  }) as typeof fs.linkSync;
+  const unlinkSync = ((file: nodeFs.PathLike) => {
+    if (journal.failUnlinkOf?.test(String(file))) throw Object.assign(new Error(`EIO: i/o error, unlink '${String(file)}'`), { code: "EIO" });
+    fs.unlinkSync(file);
+  }) as typeof fs.unlinkSync;
+  const mocked = { openSync, fsyncSync, renameSync, linkSync, unlinkSync };
+  return { ...fs, default: { ...fs, ...mocked }, ...mocked };
 });
 
 let dir: string;
 beforeEach(async () => {
   dir = await mkdtemp(path.join(tmpdir(), "bridge-atomic-"));
   journal.events.length = 0;
+  journal.failUnlinkOf = undefined;
 });
 afterEach(async () => {
   await rm(dir, { recursive: true, force: true });
@@ -46,5 +58,26 @@ describe("writeFileAtomic durability", () => {
     const named = journal.events.map((event) => event.replaceAll(dir, "<dir>").replace(/tokens\.json\.\d+\.[0-9a-f]+\.tmp/g, "<temp>"));
     expect(named).toEqual(["fsync <dir>/<temp>", "rename <dir>/<temp> -> <dir>/tokens.json", "fsync <dir>"]);
     expect(await readFile(file, "utf8")).toBe('{"refreshToken":"rt"}\n');
+  });
+});
+
+describe("createFileOnce", () => {
+  it("reports a linked file as created even when its temp file cannot be removed, and makes the link durable", async () => {
+    const file = path.join(dir, "lease");
+    journal.failUnlinkOf = /\.new\.tmp$/;
+    expect(await createFileOnce(file, "mine", { mode: 0o600 })).toBe(true);
+    expect(await readFile(file, "utf8")).toBe("mine");
+    const named = journal.events.map((event) => event.replaceAll(dir, "<dir>").replace(/lease\.\d+\.[0-9a-f]+\.new\.tmp/g, "<temp>"));
+    expect(named.slice(-2)).toEqual(["link <dir>/<temp> -> <dir>/lease", "fsync <dir>"]);
+    // The leftover carries the temp suffix, which every reader of the directory skips.
+    expect((await readdir(dir)).filter((name) => name !== "lease")).toEqual([expect.stringMatching(/^lease\.\d+\.[0-9a-f]+\.new\.tmp$/)]);
+  });
+
+  it("reports an existing file as not created, leaving it as it was and no temp file behind", async () => {
+    const file = path.join(dir, "lease");
+    expect(await createFileOnce(file, "first")).toBe(true);
+    expect(await createFileOnce(file, "second")).toBe(false);
+    expect(await readFile(file, "utf8")).toBe("first");
+    expect(await readdir(dir)).toEqual(["lease"]);
   });
 });
