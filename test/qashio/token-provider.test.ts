@@ -269,6 +269,41 @@ describe("OAuthTokenProvider with a cross-process lock", () => {
     expect(events).toEqual(["refresh:rt-1", "save:rt-2"]);
   });
 
+  it("saves the tokens of the code flow under the lease, waiting while another process holds it", async () => {
+    const { lock, log } = fakeLock(2);
+    const { provider, clock, store } = setup({ lock });
+    const save = store.save.bind(store);
+    store.save = async (tokens) => {
+      log.push(`save:${tokens.refreshToken}`);
+      await save(tokens);
+    };
+    await provider.authorizeWithCode("code-1", "https://app.example/cb");
+    expect(clock.sleeps).toEqual([DEFAULT_LOCK_POLL_MS, DEFAULT_LOCK_POLL_MS]);
+    expect(log.slice(-3)).toEqual(["acquired", "save:rt-2", "released"]);
+  });
+
+  it("keeps the code flow's tokens when the lease stays held, and saves them before their first use", async () => {
+    let busy = true;
+    const log: string[] = [];
+    const lock: RefreshLock = {
+      async tryAcquire() {
+        if (busy) return undefined;
+        log.push("acquired");
+        return { renew: async () => true, release: async () => void log.push("released") };
+      },
+    };
+    const { provider, store, fetch } = setup({ lock });
+    await expect(provider.authorizeWithCode("code-1", "https://app.example/cb")).rejects.toBeInstanceOf(TokenUnavailableError);
+    expect(store.saves).toEqual([]);
+
+    busy = false;
+    const token = await provider.getAccessToken();
+    expect(store.saves.map((tokens) => tokens.refreshToken)).toEqual(["rt-2"]);
+    expect(token).toBe(store.saves[0]?.accessToken);
+    expect(fetch.calls, "refreshed instead of using the code flow's tokens").toHaveLength(1);
+    expect(log).toEqual(["acquired", "released"]);
+  });
+
   it("never presents the refresh token after its lease could have lapsed, however long the provider asks to wait", async () => {
     const clock = fakeClock();
     const ttlMs = 30_000;

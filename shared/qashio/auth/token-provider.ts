@@ -190,7 +190,10 @@ export class OAuthTokenProvider implements TokenProvider {
   }
 
   /**
-   * Completes the authorization-code flow: exchanges `code` and saves the token set.
+   * Completes the authorization-code flow: exchanges `code` and saves the token set, under the refresh lease (when
+   * there is a lock): a refresh of another process that read the old token before this save would otherwise store
+   * the old family's rotation over the new one. Tokens that cannot be saved now (the lease stayed held, or the store
+   * failed) are kept and saved again before use, as rotated ones are.
    *
    * @example
    * ```ts
@@ -199,7 +202,19 @@ export class OAuthTokenProvider implements TokenProvider {
    */
   async authorizeWithCode(code: string, redirectUri: string): Promise<void> {
     const tokens = storedTokensOf(await exchangeCode(this.options, { code, redirectUri }), this.clock.now());
-    await this.persist(tokens);
+    let handle: RefreshLockHandle | undefined;
+    try {
+      handle = await this.acquireLock();
+    } catch (error) {
+      this.unsaved = { tokens, replaced: undefined, handle: undefined };
+      throw error;
+    }
+    try {
+      await this.keepingAlive(handle, () => this.persist(tokens, undefined, handle));
+    } finally {
+      // Kept with unsaved tokens (see `Unsaved`), released once they are saved again or dropped.
+      if (handle !== undefined && this.unsaved?.handle !== handle) await handle.release();
+    }
   }
 
   private accessTokenOf(tokens: StoredTokens): string {
