@@ -1,5 +1,7 @@
 /** The node:http transport against real loopback servers: a tiny node:http server per test, and the sandbox end to end. */
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from "node:http";
+import { execFileSync } from "node:child_process";
+import { fileURLToPath } from "node:url";
 import { inspect } from "node:util";
 import { afterEach, describe, expect, it } from "vitest";
 import { nodeHttpFetch, TransportError } from "../../shared/qashio/node-transport.js";
@@ -9,6 +11,8 @@ import { QashioClient } from "../../shared/qashio/client.js";
 import { StaticTokenProvider } from "../../shared/qashio/auth/token-provider.js";
 import { exchangeCode } from "../../shared/qashio/auth/oauth.js";
 import { createSandbox } from "../../sandbox/index.js";
+
+const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 
 interface Received {
   readonly method: string;
@@ -115,6 +119,21 @@ describe("nodeHttpFetch", () => {
     const server = await loopback((_request, res) => res.end());
     await nodeHttpFetch(server.url, { headers: new Headers({ "X-Trace": "abc", "User-Agent": "probe/1" }) });
     expect(server.received[0]!.headers).toMatchObject({ "x-trace": "abc", "user-agent": "probe/1" });
+  });
+
+  it("never loads Node's bundled undici for plain header records (its first load costs tens of ms of CPU)", () => {
+    // A fresh process: this one has loaded undici long ago (the Headers test above, vitest itself).
+    const script = `
+      import { createServer } from "node:http";
+      const { nodeHttpFetch } = await import(${JSON.stringify(new URL("../../shared/qashio/node-transport.ts", import.meta.url).pathname)});
+      const server = createServer((_request, res) => res.end("{}"));
+      await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+      const res = await nodeHttpFetch("http://127.0.0.1:" + server.address().port + "/", { headers: { accept: "application/json" } });
+      await res.text();
+      server.close();
+      console.log(JSON.stringify(process.moduleLoadList.filter((name) => name.includes("undici"))));`;
+    const out = execFileSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], { cwd: ROOT, encoding: "utf8" });
+    expect(JSON.parse(out.trim().split("\n").at(-1) ?? "null")).toEqual([]);
   });
 
   it("decodes a body over 1 MB sent in many chunks, with multi-byte characters split across them", async () => {
