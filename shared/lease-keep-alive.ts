@@ -21,11 +21,14 @@ export interface LeaseSource<H extends RenewableLease> {
 export interface LeaseWait {
   readonly waitMs: number;
   readonly pollMs: number;
+  /** Stops the wait early (undefined is returned), e.g. on Ctrl-C. */
+  readonly signal?: AbortSignal;
 }
 
 /**
  * Takes the lease `name` for `ttlMs`, trying every `pollMs` while another owner holds it, for at most `waitMs`;
- * undefined when it stayed held that long (the caller names what it gives up). A throwing `tryAcquire` throws.
+ * undefined when it stayed held that long, or `wait.signal` aborted (the caller names what it gives up). A throwing
+ * `tryAcquire` throws.
  *
  * @example
  * ```ts
@@ -41,10 +44,11 @@ export async function acquireWithin<H extends RenewableLease>(
 ): Promise<H | undefined> {
   const start = clock.now();
   for (;;) {
+    if (wait.signal?.aborted) return undefined;
     const handle = await lock.tryAcquire(name, ttlMs);
     if (handle) return handle;
     if (clock.now() - start >= wait.waitMs) return undefined;
-    await clock.sleep(wait.pollMs);
+    await clock.sleep(wait.pollMs, wait.signal);
   }
 }
 

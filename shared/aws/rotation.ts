@@ -19,8 +19,8 @@
  */
 import { DescribeSecretCommand, UpdateSecretVersionStageCommand, type SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 import type { Clock, Lock, LockHandle, Logger, Metrics } from "../bridge/ports.js";
-import { DEFAULT_LOCK_TTL_MS, DEFAULT_LOCK_WAIT_MS, TOKEN_SAVE_MESSAGES, refreshDeadline } from "../qashio/auth/token-provider.js";
-import { whileHolding } from "../lease-keep-alive.js";
+import { DEFAULT_LOCK_POLL_MS, DEFAULT_LOCK_TTL_MS, DEFAULT_LOCK_WAIT_MS, TOKEN_SAVE_MESSAGES, refreshDeadline } from "../qashio/auth/token-provider.js";
+import { acquireWithin, whileHolding } from "../lease-keep-alive.js";
 import type { StoredTokens } from "../qashio/auth/token-store.js";
 import { ReauthorizationRequiredError } from "../qashio/errors.js";
 import { RotationError } from "./errors.js";
@@ -218,15 +218,9 @@ async function refreshOnce(refreshToken: string, deadline: number, deps: Rotatio
 
 async function acquire(deps: RotationDeps, secretId: string): Promise<LockHandle> {
   const waitMs = deps.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS;
-  const started = deps.clock.now();
-  for (;;) {
-    const lease = await deps.lock.tryAcquire(deps.lockName, deps.lockTtlMs ?? DEFAULT_LOCK_TTL_MS);
-    if (lease !== undefined) return lease;
-    if (deps.clock.now() - started >= waitMs) {
-      throw new RotationError(`Token refresh lease still held after ${waitMs} ms`, secretId, "createSecret");
-    }
-    await deps.clock.sleep(250);
-  }
+  const lease = await acquireWithin(deps.lock, deps.lockName, deps.lockTtlMs ?? DEFAULT_LOCK_TTL_MS, { waitMs, pollMs: DEFAULT_LOCK_POLL_MS }, deps.clock);
+  if (lease === undefined) throw new RotationError(`Token refresh lease still held after ${waitMs} ms`, secretId, "createSecret");
+  return lease;
 }
 
 async function testSecret(secretId: string, deps: RotationDeps): Promise<void> {
