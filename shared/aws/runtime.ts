@@ -54,7 +54,19 @@ export const SDK_TIMEOUTS: SdkTimeouts = { connectionTimeoutMs: 3_000, requestTi
  * partial batch failures.
  */
 export function defaultAwsClients(timeouts: SdkTimeouts = SDK_TIMEOUTS): AwsClients {
-  const config = {
+  const config = sdkClientConfig(timeouts);
+  return { dynamo: new DynamoDBClient(config), eventBridge: new EventBridgeClient(config), secrets: new SecretsManagerClient(config) };
+}
+
+/**
+ * The attempt bounds of {@link defaultAwsClients} as SDK client settings, for every client the bridge builds (the CLI's
+ * onboarding clients too).
+ *
+ * @example
+ * const secrets = new SecretsManagerClient({ ...sdkClientConfig(), region: "eu-west-1" });
+ */
+export function sdkClientConfig(timeouts: SdkTimeouts = SDK_TIMEOUTS) {
+  return {
     maxAttempts: timeouts.maxAttempts,
     requestHandler: {
       connectionTimeout: timeouts.connectionTimeoutMs,
@@ -63,7 +75,6 @@ export function defaultAwsClients(timeouts: SdkTimeouts = SDK_TIMEOUTS): AwsClie
       throwOnRequestTimeout: true,
     },
   };
-  return { dynamo: new DynamoDBClient(config), eventBridge: new EventBridgeClient(config), secrets: new SecretsManagerClient(config) };
 }
 
 export interface TenantRuntimeOptions {
