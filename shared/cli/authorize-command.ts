@@ -2,17 +2,13 @@
  * `bridge authorize [--port <p>] [--scope ...] [--secret-id <arn>]`: signs the integration in once, as a person.
  * Tokens go to the state directory (local mode) or, with `--secret-id`, into the tenant's Secrets Manager secret.
  */
-import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import type { SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
-import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
-// The modules themselves, not shared/aws/index.ts: the CLI needs the lease, not the Lambda runtime.
-import { SECRET_TAGS, leaseNames } from "../aws/keys.js";
-import { DynamoLeaseLock } from "../aws/lease-lock.js";
-import type { Lock } from "../bridge/ports.js";
+import type { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
+import type { Clock, Lock } from "../bridge/ports.js";
 import { systemClock } from "../clock.js";
 import { acquireWithin, whileHolding } from "../lease-keep-alive.js";
 import type { TokenStore } from "../qashio/auth/token-store.js";
-import { DEFAULT_LOCK_NAME, DEFAULT_LOCK_POLL_MS, DEFAULT_LOCK_TTL_MS, DEFAULT_LOCK_WAIT_MS, TOKEN_SAVE_MESSAGES } from "../qashio/auth/token-provider.js";
+import { DEFAULT_LOCK_NAME, DEFAULT_LOCK_POLL_MS, DEFAULT_LOCK_TTL_MS, TOKEN_SAVE_MESSAGES } from "../qashio/auth/token-provider.js";
 import type { FetchLike } from "../qashio/http.js";
 import { FileLock, FileTokenStore } from "../local/index.js";
 import type { AuthorizeArgs } from "./args.js";
@@ -24,77 +20,86 @@ import { bindToSettings } from "./local-bridge.js";
 import { openInBrowser } from "./open-url.js";
 import {
   assertUsableSalt,
+  awsClock,
   onboardingSecretsClient,
+  openTokenLease,
   readOnboardingSecret,
-  readTokenLeaseTarget,
   secretRegion,
   secretTokenStore,
 } from "./secret-onboarding.js";
 
-/** Seams for tests: the browser opener, the AWS clients, the fetch of the token exchange, the lease wait. */
+/**
+ * How long the write waits for the token lease: longer than a lease lives unrenewed (a poller that died holding it)
+ * plus a slow poller's save under it.
+ */
+export const AUTHORIZE_LEASE_WAIT_MS = 2 * DEFAULT_LOCK_TTL_MS;
+
+/** Seams for tests: the browser opener, the AWS clients, the fetch of the token exchange, the clock, the lease wait. */
 export interface AuthorizeSeams {
   readonly open?: (url: string) => Promise<boolean>;
   readonly secrets?: SecretsManagerClient;
-  /** DynamoDB client of the tenant's table (with `--secret-id`). @default a client in the secret's region */
+  /** DynamoDB client of the tenant's table (with `--secret-id`). @default one in the secret's region, with its credentials */
   readonly dynamo?: DynamoDBDocumentClient;
   readonly fetch?: FetchLike;
   /** Receives the authorize URL (tests play the browser here). */
   readonly onAuthorizeUrl?: (url: string) => void | Promise<void>;
-  /** How long the save waits for a token lease a running bridge holds. @default DEFAULT_LOCK_WAIT_MS */
+  /** This machine's clock (with `--secret-id`, corrected to AWS's time). @default systemClock */
+  readonly clock?: Clock;
+  /** How long the save waits for a token lease a running bridge holds. @default AUTHORIZE_LEASE_WAIT_MS */
   readonly lockWaitMs?: number;
+}
+
+/** How the token save waits for the lease: its clock, bound, Ctrl-C, and where it reports. */
+interface LeaseWaitContext {
+  readonly clock: Clock;
+  readonly waitMs: number;
+  readonly io: CliIo;
+}
+
+function seconds(ms: number): string {
+  return ms < 1000 ? `${ms} ms` : `${Math.round(ms / 1000)} s`;
 }
 
 /**
  * Saves under the lease the token provider refreshes under, waiting while a running bridge holds it: a refresh that
  * read the old token before this save would otherwise overwrite the new family with the old one's rotation.
  */
-function lockedStore(store: TokenStore, lock: Lock, name: string, waitMs: number): TokenStore {
+function lockedStore(store: TokenStore, lock: Lock, name: string, context: LeaseWaitContext): TokenStore {
+  const { clock, waitMs, io } = context;
+  const warn = (text: string) => line(io.stderr, `warning: ${text}`);
+  const acquire = async () => {
+    try {
+      let handle = await lock.tryAcquire(name, DEFAULT_LOCK_TTL_MS);
+      if (handle !== undefined) return handle;
+      line(io.stderr, `A running bridge holds the token lease "${name}"; waiting up to ${seconds(waitMs)} for it ...`);
+      handle = await acquireWithin(lock, name, DEFAULT_LOCK_TTL_MS, { waitMs, pollMs: DEFAULT_LOCK_POLL_MS, signal: io.signal }, clock);
+      return handle;
+    } catch (error) {
+      throw new AuthorizeError(`cannot take the token lease "${name}": ${(error as Error).name}; this sign-in was not stored: run authorize again`, {
+        cause: error,
+      });
+    }
+  };
   return {
     load: () => store.load(),
     async save(tokens) {
-      const handle = await acquireWithin(lock, name, DEFAULT_LOCK_TTL_MS, { waitMs, pollMs: DEFAULT_LOCK_POLL_MS }, systemClock);
+      const handle = await acquire();
       if (handle === undefined) {
         throw new AuthorizeError(
-          `a running bridge held the token lease "${name}" for ${waitMs < 1000 ? `${waitMs} ms` : `${Math.round(waitMs / 1000)} s`}, so this sign-in was not stored ` +
-            "(the bridge goes on with the previous one): run authorize again",
+          io.signal.aborted
+            ? `interrupted while waiting for the token lease "${name}": this sign-in was not stored`
+            : `a running bridge held the token lease "${name}" for ${seconds(waitMs)}, so this sign-in was not stored ` +
+                "(the bridge goes on with the previous one): run authorize again",
         );
       }
       try {
-        await whileHolding(handle, DEFAULT_LOCK_TTL_MS, systemClock, () => store.save(tokens), undefined, TOKEN_SAVE_MESSAGES);
+        await whileHolding(handle, DEFAULT_LOCK_TTL_MS, clock, () => store.save(tokens), { warn }, TOKEN_SAVE_MESSAGES);
       } finally {
-        await handle.release();
+        // The token is stored by now (or the save threw): a lease not given back only runs out by itself.
+        await handle.release().catch((error: unknown) => warn(`giving the token lease "${name}" back failed (${(error as Error).name}); it runs out by itself`));
       }
     },
   };
-}
-
-/**
- * The pollers' token lease for the secret: from the tags the stack put on it, in the table they name. Taken and given
- * back once before the browser opens, so a missing permission or table shows before a sign-in is spent; undefined,
- * with a warning, for a secret without the tags.
- */
-async function secretLease(secrets: SecretsManagerClient, secretId: string, io: CliIo, seams: AuthorizeSeams): Promise<{ lock: Lock; name: string } | undefined> {
-  const target = await readTokenLeaseTarget(secrets, secretId);
-  if (target === undefined) {
-    line(
-      io.stderr,
-      `warning: secret ${secretId} has no ${SECRET_TAGS.leaseTable} tag (its stack was deployed before it): the token is ` +
-        "written without the pollers' refresh lease, so a refresh at that moment could overwrite it; deploy the stack again to add the tags",
-    );
-    return undefined;
-  }
-  const doc = seams.dynamo ?? DynamoDBDocumentClient.from(new DynamoDBClient({ region: await secrets.config.region() }));
-  const lock = new DynamoLeaseLock({ doc, tableName: target.tableName });
-  const name = leaseNames.tokenRefresh(target.tenant);
-  try {
-    // Held by a refreshing poller is fine here: the save waits for it.
-    await (await lock.tryAcquire(name, DEFAULT_LOCK_TTL_MS))?.release();
-  } catch (error) {
-    throw new AuthorizeError(`cannot take the token lease in table ${target.tableName} (tagged on secret ${secretId}): ${(error as Error).name}`, {
-      cause: error,
-    });
-  }
-  return { lock, name };
 }
 
 /**
@@ -108,7 +113,8 @@ export async function authorizeCommand(args: AuthorizeArgs, io: CliIo, seams: Au
   for (const warning of settingNameWarnings(env)) line(io.stderr, `warning: ${warning}`);
   // Every setting is checked before the browser opens: a failure after sign-in would waste the issued token family.
   const settings = readAuthorizeSettings(env, io.cwd, { tokensInSecret: args.secretId !== undefined });
-  const lockWaitMs = seams.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS;
+  const waitMs = seams.lockWaitMs ?? AUTHORIZE_LEASE_WAIT_MS;
+  const clock = seams.clock ?? systemClock;
   const { baseUrl, authorizeUrl } = settings;
   let clientId = settings.clientId;
   let clientSecret = settings.clientSecret;
@@ -144,8 +150,13 @@ export async function authorizeCommand(args: AuthorizeArgs, io: CliIo, seams: Au
   if (clientId === undefined || clientSecret === undefined) throw new ConfigError(missing);
   if (secrets !== undefined && args.secretId !== undefined) {
     const written = secretTokenStore(secrets, args.secretId, { client_id: clientId, client_secret: clientSecret });
-    const lease = await secretLease(secrets, args.secretId, io, seams);
-    store = lease ? lockedStore(written, lease.lock, lease.name, lockWaitMs) : written;
+    const leaseClock = awsClock(clock, secrets);
+    const lease = await openTokenLease(secrets, args.secretId, {
+      clock: leaseClock,
+      warn: (text) => line(io.stderr, `warning: ${text}`),
+      ...(seams.dynamo ? { dynamo: seams.dynamo } : {}),
+    });
+    store = lease ? lockedStore(written, lease.lock, lease.name, { clock: leaseClock, waitMs, io }) : written;
     where = `secret ${args.secretId} (refresh_token, client_id and client_secret merged; pii_salt kept)`;
     line(io.stdout, `Signing in at ${baseUrl} with client_id ${clientId}; the token goes to secret ${args.secretId}.`);
   } else {
@@ -153,7 +164,7 @@ export async function authorizeCommand(args: AuthorizeArgs, io: CliIo, seams: Au
     // may take the directory over: the sign-in replaces the tokens and none of the old ones is sent.
     await bindToSettings(settings.stateDir, { baseUrl, clientId, ...(settings.tenant ? { tenant: settings.tenant } : {}) }, { rebindClient: true });
     const files = new FileTokenStore(settings.stateDir);
-    store = lockedStore(files, new FileLock(settings.stateDir), DEFAULT_LOCK_NAME, lockWaitMs);
+    store = lockedStore(files, new FileLock(settings.stateDir, { clock }), DEFAULT_LOCK_NAME, { clock, waitMs, io });
     where = files.file;
   }
   const scope = args.scope ?? DEFAULT_SCOPES;

@@ -5,9 +5,15 @@
  * Secrets Manager calls go through the store's `ProviderSecretClient`, so throttled calls are retried the same way.
  */
 import { randomBytes } from "node:crypto";
+import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
-// The module itself, not shared/aws/index.ts: the CLI needs the secret client, not the Lambda runtime.
-import { SECRET_TAGS } from "../aws/keys.js";
+import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
+// The modules themselves, not shared/aws/index.ts: the CLI needs the secret client and the lease, not the handlers.
+import { SECRET_TAGS, leaseNames } from "../aws/keys.js";
+import { DynamoLeaseLock } from "../aws/lease-lock.js";
+import { sdkClientConfig } from "../aws/runtime.js";
+import type { Clock, Lock } from "../bridge/ports.js";
+import { DEFAULT_LOCK_TTL_MS } from "../qashio/auth/token-provider.js";
 import { isSecretNotFound, PII_SALT_MIN_LENGTH, ProviderSecretClient, type ProviderSecretClientOptions } from "../aws/provider-secret.js";
 import { SecretStoreError } from "../aws/errors.js";
 import type { StoredTokens, TokenStore } from "../qashio/auth/token-store.js";
@@ -78,7 +84,7 @@ export function secretRegion(secretId: string, env: Env): string | undefined {
  */
 export async function onboardingSecretsClient(secretId: string, env: Env): Promise<SecretsManagerClient> {
   const region = secretRegion(secretId, env);
-  const client = new SecretsManagerClient(region === undefined ? {} : { region });
+  const client = new SecretsManagerClient({ ...sdkClientConfig(), ...(region === undefined ? {} : { region }) });
   if (region === undefined) {
     try {
       await client.config.region();
@@ -184,6 +190,89 @@ export async function readTokenLeaseTarget(
   const tenant = tags[SECRET_TAGS.tenant];
   const tableName = tags[SECRET_TAGS.leaseTable];
   return tenant && tableName ? { tenant, tableName } : undefined;
+}
+
+/**
+ * AWS's time as the secret's client last saw it: the SDK keeps the offset of each response's Date header from the
+ * local clock (second resolution). The token lease compares times the pollers wrote with AWS-synchronised clocks, so a
+ * person's clock that is off must not decide whether a poller's lease has run out.
+ *
+ * @example
+ * const clock = awsClock(systemClock, secrets); // after a first call on `secrets`
+ */
+export function awsClock(clock: Clock, secrets: SecretsManagerClient): Clock {
+  return { now: () => clock.now() + (secrets.config.systemClockOffset ?? 0), sleep: (ms, signal) => clock.sleep(ms, signal) };
+}
+
+/** The pollers' token lease, as `authorize --secret-id` takes it. */
+export interface OnboardingLease {
+  readonly lock: Lock;
+  readonly name: string;
+  readonly tableName: string;
+}
+
+/** Where {@link openTokenLease} gets its table client and time, and says what it cannot do. */
+export interface OnboardingLeaseOptions {
+  /** Client of the tenant's table. @default one in the secret's region, with its credentials */
+  readonly dynamo?: DynamoDBDocumentClient;
+  /** The time lease expiries are written and compared in: AWS's ({@link awsClock}). */
+  readonly clock: Clock;
+  readonly warn: (text: string) => void;
+  readonly retry?: OnboardingRetry;
+}
+
+/**
+ * The pollers' token lease for the tenant whose secret `secretId` is: the tenant and table from the tags the stack put
+ * on the secret ({@link readTokenLeaseTarget}). Taken, renewed and given back once, so a missing permission or table
+ * shows now, before a person signs in; a poller holding it is fine (the write waits). Undefined, with a warning, for a
+ * secret without the tags.
+ *
+ * @throws SecretOnboardingError when the secret cannot be described or the lease cannot be taken or renewed (AWS's
+ *   error named; never a value).
+ * @example
+ * const lease = await openTokenLease(secrets, arn, { clock: awsClock(systemClock, secrets), warn: console.error });
+ */
+export async function openTokenLease(secrets: SecretsManagerClient, secretId: string, options: OnboardingLeaseOptions): Promise<OnboardingLease | undefined> {
+  const target = await readTokenLeaseTarget(secrets, secretId, options.retry);
+  if (target === undefined) {
+    options.warn(
+      `secret ${secretId} lacks the tags ${SECRET_TAGS.tenant} and ${SECRET_TAGS.leaseTable} (its stack was deployed before ` +
+        "them): the token is written without the pollers' refresh lease, so a refresh at that moment could overwrite it; " +
+        "deploy the stack again to add them",
+    );
+    return undefined;
+  }
+  const doc =
+    options.dynamo ??
+    DynamoDBDocumentClient.from(new DynamoDBClient({ ...sdkClientConfig(), region: await secrets.config.region(), credentials: secrets.config.credentials }));
+  const lock = new DynamoLeaseLock({ doc, tableName: target.tableName, clock: options.clock });
+  const lease = { lock, name: leaseNames.tokenRefresh(target.tenant), tableName: target.tableName };
+  const failed = (what: string, error: unknown) => {
+    const cause = error as Error;
+    // DynamoDB's messages name the table, the action and the principal: no value of the secret.
+    return new SecretOnboardingError(
+      `cannot ${what} the token lease "${lease.name}" in table ${target.tableName} (tagged on secret ${secretId}): ${cause.name}: ${cause.message}`,
+      secretId,
+      { cause: error },
+    );
+  };
+  let handle;
+  try {
+    handle = await lock.tryAcquire(lease.name, DEFAULT_LOCK_TTL_MS);
+  } catch (error) {
+    throw failed("take", error);
+  }
+  if (handle !== undefined) {
+    try {
+      // The write renews it while it runs: that permission is checked too.
+      await handle.renew(DEFAULT_LOCK_TTL_MS);
+    } catch (error) {
+      throw failed("renew", error);
+    } finally {
+      await handle.release().catch((error: unknown) => options.warn(`${failed("give back", error).message}; it runs out by itself within 30 s`));
+    }
+  }
+  return lease;
 }
 
 /** Names the AWS error (and the attempts, when throttling outlasted the retries), never a value. */

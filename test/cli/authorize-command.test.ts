@@ -6,7 +6,8 @@ import { DescribeSecretCommand, GetSecretValueCommand, PutSecretValueCommand, Se
 import { mockClient } from "aws-sdk-client-mock";
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
+import { DeleteCommand, DynamoDBDocumentClient, PutCommand } from "@aws-sdk/lib-dynamodb";
+import { realSleep, type Clock } from "../../shared/clock.js";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { leaseNames } from "../../shared/aws/keys.js";
 import { DynamoLeaseLock } from "../../shared/aws/lease-lock.js";
@@ -191,7 +192,7 @@ describe("bridge authorize", () => {
     expect(written.refresh_token).toMatch(/.+/);
     expect(out.stdout).toContain(`Tokens stored in secret ${arn}`);
     expect(out.stdout).not.toContain(written.refresh_token as string);
-    expect(out.stderr).toContain(`warning: secret ${arn} has no qashio-bridge:lease-table tag (its stack was deployed before it)`);
+    expect(out.stderr).toContain(`warning: secret ${arn} lacks the tags qashio-bridge:tenant and qashio-bridge:lease-table (its stack was deployed before them)`);
   });
 
   it("with --secret-id, refuses a pii_salt shorter than the pollers accept before the browser opens, without echoing it", async () => {
@@ -362,8 +363,17 @@ describe("bridge authorize: the token lease a running bridge refreshes under", (
     const held = fake.holdNext("PutSecretValue");
     const { io: cli, out } = io({ QASHIO_BASE_URL: h.url });
 
-    const run = authorizeCommand({ ...args, secretId: ARN }, cli, { onAuthorizeUrl: approve(h), secrets: fake.client, dynamo: table.doc });
+    let freeBeforeSignIn = false;
+    const signIn = async (url: string) => {
+      // The check before the browser opens gave the lease back.
+      const probe = await poller().tryAcquire(LEASE, 30_000);
+      freeBeforeSignIn = probe !== undefined;
+      await probe?.release();
+      await approve(h)(url);
+    };
+    const run = authorizeCommand({ ...args, secretId: ARN }, cli, { onAuthorizeUrl: signIn, secrets: fake.client, dynamo: table.doc });
     await held.reached;
+    expect(freeBeforeSignIn).toBe(true);
     expect(await poller().tryAcquire(LEASE, 30_000), "a poller got the lease during the write").toBeUndefined();
     held.release();
 
@@ -400,6 +410,60 @@ describe("bridge authorize: the token lease a running bridge refreshes under", (
     expect(fake.current().refresh_token).not.toBe("rt-before");
   });
 
+  it("judges the lease by AWS's time, not by a clock that runs fast: a poller's live lease is never taken", async () => {
+    const h = (harness = await startHarness());
+    const fake = tenantSecret();
+    // What the SDK records after any response whose Date header is 40 s behind this machine's clock.
+    fake.client.config.systemClockOffset = -40_000;
+    const fast: Clock = { now: () => Date.now() + 40_000, sleep: realSleep };
+    const refreshing = await poller().tryAcquire(LEASE, 30_000);
+    const { io: cli } = io({ QASHIO_BASE_URL: h.url });
+    try {
+      const error = await authorizeCommand(
+        { ...args, secretId: ARN },
+        cli,
+        { onAuthorizeUrl: approve(h), secrets: fake.client, dynamo: table.doc, clock: fast, lockWaitMs: 300 },
+      ).catch((e: unknown) => e);
+      expect((error as Error).message).toContain(`a running bridge held the token lease "${LEASE}"`);
+      expect(writes(fake)).toHaveLength(0);
+    } finally {
+      await refreshing?.release();
+    }
+  });
+
+  it("reports success when the secret was written but giving the lease back failed, with a warning", async () => {
+    const h = (harness = await startHarness());
+    const fake = tenantSecret();
+    const doc = DynamoDBDocumentClient.from(table.client);
+    const send = doc.send.bind(doc);
+    vi.spyOn(doc, "send").mockImplementation(((command: object) => {
+      if (command instanceof DeleteCommand && writes(fake).length > 0) return Promise.reject(awsError("ProvisionedThroughputExceededException"));
+      return send(command as never);
+    }) as never);
+    const { io: cli, out } = io({ QASHIO_BASE_URL: h.url });
+    expect(await authorizeCommand({ ...args, secretId: ARN }, cli, { onAuthorizeUrl: approve(h), secrets: fake.client, dynamo: doc })).toBe(EXIT.ok);
+    expect(fake.current().refresh_token).not.toBe("rt-before");
+    expect(out.stderr).toContain(`warning: giving the token lease "${LEASE}" back failed (ProvisionedThroughputExceededException); it runs out by itself`);
+    expect(out.stdout).toContain(`Tokens stored in secret ${ARN}`);
+  });
+
+  it("builds its table client in the secret's region, with the secret client's credentials", async () => {
+    const h = (harness = await startHarness());
+    const fake = tenantSecret();
+    const mock = mockClient(DynamoDBDocumentClient);
+    mock.resolves({});
+    try {
+      const { io: cli } = io({ QASHIO_BASE_URL: h.url });
+      expect(await authorizeCommand({ ...args, secretId: ARN }, cli, { onAuthorizeUrl: approve(h), secrets: fake.client })).toBe(EXIT.ok);
+      const client = mock.call(0).thisValue as DynamoDBDocumentClient;
+      expect(await client.config.region()).toBe("eu-west-1");
+      expect(await client.config.credentials()).toMatchObject({ accessKeyId: "x" });
+      expect(mock.commandCalls(PutCommand)[0]?.args[0].input).toMatchObject({ TableName: table.tableName, Item: { name: LEASE } });
+    } finally {
+      mock.restore();
+    }
+  });
+
   it("gives up when the lease stays held, saying the sign-in was not stored, and leaves the secret as it was", async () => {
     const h = (harness = await startHarness());
     const fake = tenantSecret();
@@ -427,8 +491,10 @@ describe("bridge authorize: the token lease a running bridge refreshes under", (
     const error = await authorizeCommand({ ...args, secretId: ARN }, cli, { secrets: fake.client, dynamo: table.doc, onAuthorizeUrl: () => void (opened = true) }).catch(
       (e: unknown) => e,
     );
-    expect(error).toBeInstanceOf(AuthorizeError);
-    expect((error as Error).message).toBe(`cannot take the token lease in table no-such-table (tagged on secret ${ARN}): ResourceNotFoundException`);
+    expect(error).toBeInstanceOf(SecretOnboardingError);
+    expect((error as Error).message).toMatch(
+      new RegExp(`^cannot take the token lease "${LEASE}" in table no-such-table \\(tagged on secret ${ARN}\\): ResourceNotFoundException: .+`),
+    );
     expect(opened).toBe(false);
     expect(writes(fake)).toHaveLength(0);
   });
@@ -446,6 +512,42 @@ describe("bridge authorize: the token lease a running bridge refreshes under", (
       `cannot describe secret ${ARN} (its tags name the token lease the pollers refresh under): AccessDeniedException`,
     );
     expect(opened).toBe(false);
+  });
+
+  it("in local mode, says it waits for the state directory's token lock, and stores once it is given back", async () => {
+    const h = (harness = await startHarness());
+    const { QASHIO_REFRESH_TOKEN: _unused, ...env } = h.env;
+    const stateDir = h.env.BRIDGE_STATE_DIR as string;
+    const refreshing = await new FileLock(stateDir).tryAcquire(DEFAULT_LOCK_NAME, 30_000);
+    const { io: cli, out } = io(env);
+    const run = authorizeCommand({ ...args }, cli, { onAuthorizeUrl: approve(h) });
+    await vi.waitFor(() => expect(out.stderr).toContain(`A running bridge holds the token lease "${DEFAULT_LOCK_NAME}"; waiting up to 60 s for it ...`), { timeout: 10_000 });
+    await expect(readFile(join(stateDir, "tokens.json"), "utf8")).rejects.toMatchObject({ code: "ENOENT" });
+    await refreshing?.release();
+    expect(await run).toBe(EXIT.ok);
+    expect(JSON.parse(await readFile(join(stateDir, "tokens.json"), "utf8"))).toHaveProperty("refreshToken");
+  });
+
+  it("stops waiting for the lease on Ctrl-C, saying the sign-in was not stored", async () => {
+    const h = (harness = await startHarness());
+    const { QASHIO_REFRESH_TOKEN: _unused, ...env } = h.env;
+    const stateDir = h.env.BRIDGE_STATE_DIR as string;
+    const refreshing = await new FileLock(stateDir).tryAcquire(DEFAULT_LOCK_NAME, 30_000);
+    const interrupt = new AbortController();
+    const { io: base, out } = io(env);
+    const cli = { ...base, signal: interrupt.signal };
+    try {
+      const run = authorizeCommand({ ...args }, cli, { onAuthorizeUrl: approve(h) }).catch((e: unknown) => e);
+      await vi.waitFor(() => expect(out.stderr).toContain("waiting up to"), { timeout: 10_000 });
+      const started = Date.now();
+      interrupt.abort();
+      const error = await run;
+      expect(Date.now() - started).toBeLessThan(2_000);
+      expect(error).toBeInstanceOf(AuthorizeError);
+      expect((error as Error).message).toBe(`interrupted while waiting for the token lease "${DEFAULT_LOCK_NAME}": this sign-in was not stored`);
+    } finally {
+      await refreshing?.release();
+    }
   });
 
   it("in local mode, gives up when the state directory's token lock stays held, and stores nothing", async () => {

@@ -12,7 +12,7 @@ import { createFileOnce } from "../../shared/local/atomic.js";
 import { writeFileAtomic } from "../../shared/local/index.js";
 
 /** fsync and rename calls in order, each naming the file its descriptor was opened on. */
-const journal = vi.hoisted(() => ({ events: [] as string[], opened: new Map<number, string>(), failUnlinkOf: undefined as RegExp | undefined }));
+const journal = vi.hoisted(() => ({ events: [] as string[], opened: new Map<number, string>(), failUnlinkOf: undefined as RegExp | undefined, failLink: false }));
 
 vi.mock("node:fs", async (importOriginal) => {
   const fs = await importOriginal<typeof nodeFs>();
@@ -31,6 +31,7 @@ vi.mock("node:fs", async (importOriginal) => {
   }) as typeof fs.renameSync;
   const linkSync = ((from: nodeFs.PathLike, to: nodeFs.PathLike) => {
     journal.events.push(`link ${String(from)} -> ${String(to)}`);
+    if (journal.failLink) throw Object.assign(new Error(`EPERM: operation not permitted, link '${String(from)}'`), { code: "EPERM" });
     fs.linkSync(from, to);
   }) as typeof fs.linkSync;
   const unlinkSync = ((file: nodeFs.PathLike) => {
@@ -46,6 +47,7 @@ beforeEach(async () => {
   dir = await mkdtemp(path.join(tmpdir(), "bridge-atomic-"));
   journal.events.length = 0;
   journal.failUnlinkOf = undefined;
+  journal.failLink = false;
 });
 afterEach(async () => {
   await rm(dir, { recursive: true, force: true });
@@ -71,6 +73,12 @@ describe("createFileOnce", () => {
     expect(named.slice(-2)).toEqual(["link <dir>/<temp> -> <dir>/lease", "fsync <dir>"]);
     // The leftover carries the temp suffix, which every reader of the directory skips.
     expect((await readdir(dir)).filter((name) => name !== "lease")).toEqual([expect.stringMatching(/^lease\.\d+\.[0-9a-f]+\.new\.tmp$/)]);
+  });
+
+  it("throws a link failure other than an existing file, leaving neither the file nor a temp file", async () => {
+    journal.failLink = true;
+    await expect(createFileOnce(path.join(dir, "lease"), "mine")).rejects.toMatchObject({ code: "EPERM" });
+    expect(await readdir(dir)).toEqual([]);
   });
 
   it("reports an existing file as not created, leaving it as it was and no temp file behind", async () => {
