@@ -151,13 +151,61 @@ function duration(flag: string, text: string | undefined, min: number, fallback:
   return ms;
 }
 
+type Options = NonNullable<ParseArgsConfig["options"]>;
+
+/** The options of each command (help takes none). */
+const OPTIONS: Readonly<Record<Exclude<CommandName, "help">, Options>> = {
+  run: { once: { type: "boolean", default: false }, interval: { type: "string" } },
+  redrive: {},
+  "conform-pii": { cursor: { type: "string" } },
+  authorize: {
+    port: { type: "string" },
+    scope: { type: "string" },
+    "secret-id": { type: "string" },
+    "no-open": { type: "boolean", default: false },
+    timeout: { type: "string" },
+  },
+  demo: { cycles: { type: "string" }, interval: { type: "string" }, seed: { type: "string" }, keep: { type: "boolean", default: false } },
+  bench: {
+    transactions: { type: "string" },
+    "latency-ms": { type: "string" },
+    json: { type: "boolean", default: false },
+    sink: { type: "string" },
+    check: { type: "boolean", default: false },
+  },
+};
+
+/** Options npm has itself: given to `npm run` they are npm's, and one set in an npmrc is no mistake of this command line. */
+const NPM_OWN_OPTIONS = new Set(["json", "scope"]);
+
+/**
+ * Refuses a command line whose options npm kept for itself: `npm run bridge run --once` (no `--`) hands the bridge a
+ * bare `run`, which polls forever, and npm only warns. npm leaves each option it kept in the environment as
+ * `npm_config_<name>` (`--no-open` as `npm_config_open`), which tells such options apart.
+ */
+function assertNotKeptByNpm(name: string, argv: readonly string[], options: Options, env: Readonly<Record<string, string | undefined>>): void {
+  const script = env["npm_lifecycle_event"];
+  if (script === undefined) return;
+  const kept = Object.entries(options)
+    .filter(([option]) => !NPM_OWN_OPTIONS.has(option))
+    .filter(([option]) => env[`npm_config_${option.replace(/^no-/, "").replaceAll("-", "_")}`] !== undefined)
+    .map(([option, { type }]) => (type === "string" ? `--${option} <value>` : `--${option}`));
+  if (kept.length === 0) return;
+  // The `start` and `bench` scripts name their command themselves; `bridge` takes it from the command line.
+  const example = script === "bridge" ? ["npm run bridge --", name, ...argv] : [script === "start" ? "npm start --" : `npm run ${script} --`, ...argv];
+  throw new UsageError(
+    `npm kept ${kept.map((option) => option.split(" ")[0]).join(", ")} for itself: options after the script name go to npm unless ` +
+      `they follow \`--\`, as in \`${[...example, ...kept].join(" ")}\``,
+  );
+}
+
 type OptionValues = { readonly values: Readonly<Record<string, string | boolean | undefined>> };
 
 /**
  * `argv` with a value that starts with a dash (`--interval -5s`) joined to its option (`--interval=-5s`): parseArgs
  * would take it for an option and answer with advice about `=`, where the value's own check names what is wrong.
  */
-function joinDashValues(argv: readonly string[], options: NonNullable<ParseArgsConfig["options"]>): string[] {
+function joinDashValues(argv: readonly string[], options: Options): string[] {
   const out: string[] = [];
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i] as string;
@@ -173,7 +221,7 @@ function joinDashValues(argv: readonly string[], options: NonNullable<ParseArgsC
   return out;
 }
 
-function strictParse(command: string, argv: string[], options: NonNullable<ParseArgsConfig["options"]>): OptionValues {
+function strictParse(command: string, argv: string[], options: Options): OptionValues {
   try {
     const { values } = parseArgs({ args: joinDashValues(argv, options), options, strict: true, allowPositionals: false });
     return { values: values as OptionValues["values"] };
@@ -184,13 +232,14 @@ function strictParse(command: string, argv: string[], options: NonNullable<Parse
 }
 
 /**
- * Parses `process.argv.slice(2)` into a command and its typed options.
+ * Parses `process.argv.slice(2)` into a command and its typed options. `env` (the process environment) shows options
+ * npm kept for itself when the command runs as an npm script.
  * Throws {@link UsageError} (exit 2) for an unknown command or a bad option.
  *
  * @example
  * parseCommand(["run", "--interval", "30s"]); // { command: "run", args: { once: false, intervalMs: 30000 } }
  */
-export function parseCommand(argv: readonly string[]): ParsedCommand {
+export function parseCommand(argv: readonly string[], env: Readonly<Record<string, string | undefined>> = {}): ParsedCommand {
   const [name, ...rest] = argv;
   if (name === undefined || name === "help" || name === "--help" || name === "-h") {
     return { command: "help", topic: rest[0] };
@@ -199,12 +248,10 @@ export function parseCommand(argv: readonly string[]): ParsedCommand {
   if ((COMMANDS as readonly string[]).includes(name) && rest.some((arg) => arg === "--help" || arg === "-h")) {
     return { command: "help", topic: name };
   }
+  if (Object.hasOwn(OPTIONS, name)) assertNotKeptByNpm(name, rest, OPTIONS[name as keyof typeof OPTIONS], env);
   switch (name) {
     case "run": {
-      const { values } = strictParse("run", rest, {
-        once: { type: "boolean", default: false },
-        interval: { type: "string" },
-      });
+      const { values } = strictParse("run", rest, OPTIONS.run);
       if (values.once && values.interval !== undefined) {
         throw new UsageError("run: --once and --interval cannot be combined");
       }
@@ -217,23 +264,17 @@ export function parseCommand(argv: readonly string[]): ParsedCommand {
       };
     }
     case "redrive":
-      strictParse("redrive", rest, {});
+      strictParse("redrive", rest, OPTIONS.redrive);
       return { command: "redrive" };
     case "conform-pii": {
-      const { values } = strictParse("conform-pii", rest, { cursor: { type: "string" } });
+      const { values } = strictParse("conform-pii", rest, OPTIONS["conform-pii"]);
       const cursor = values.cursor as string | undefined;
       if (cursor === undefined) return { command: "conform-pii", args: {} };
       if (cursor.trim() === "") throw new UsageError("--cursor must not be empty: pass the cursor a stopped conform-pii printed, or leave it out");
       return { command: "conform-pii", args: { cursor: cursor.trim() } };
     }
     case "authorize": {
-      const { values } = strictParse("authorize", rest, {
-        port: { type: "string" },
-        scope: { type: "string" },
-        "secret-id": { type: "string" },
-        "no-open": { type: "boolean", default: false },
-        timeout: { type: "string" },
-      });
+      const { values } = strictParse("authorize", rest, OPTIONS.authorize);
       const port = integer("--port", values.port as string | undefined, 0, 0);
       if (port > 65_535) throw new UsageError(`--port must be at most 65535, got ${port}`);
       const scope = values.scope as string | undefined;
@@ -252,12 +293,7 @@ export function parseCommand(argv: readonly string[]): ParsedCommand {
       };
     }
     case "demo": {
-      const { values } = strictParse("demo", rest, {
-        cycles: { type: "string" },
-        interval: { type: "string" },
-        seed: { type: "string" },
-        keep: { type: "boolean", default: false },
-      });
+      const { values } = strictParse("demo", rest, OPTIONS.demo);
       const cyclesText = values.cycles as string | undefined;
       return {
         command: "demo",
@@ -270,13 +306,7 @@ export function parseCommand(argv: readonly string[]): ParsedCommand {
       };
     }
     case "bench": {
-      const { values } = strictParse("bench", rest, {
-        transactions: { type: "string" },
-        "latency-ms": { type: "string" },
-        json: { type: "boolean", default: false },
-        sink: { type: "string" },
-        check: { type: "boolean", default: false },
-      });
+      const { values } = strictParse("bench", rest, OPTIONS.bench);
       const sink = (values.sink as string | undefined) ?? "jsonl";
       if (sink !== "jsonl" && sink !== "null") throw new UsageError(`--sink must be jsonl or null, got "${sink}"`);
       return {

@@ -41,7 +41,7 @@ async function dispatch(parsed: ParsedCommand, io: CliIo): Promise<number> {
  */
 export async function main(argv: readonly string[], io: CliIo): Promise<number> {
   try {
-    return await dispatch(parseCommand(argv), io);
+    return await dispatch(parseCommand(argv, io.env), io);
   } catch (error) {
     if (error instanceof UsageError) {
       line(io.stderr, `error: ${error.message}`);

@@ -136,3 +136,25 @@ describe("parseCommand", () => {
     expect(() => parseCommand(["bench", "--sink", "kafka"])).toThrow(/--sink must be jsonl or null/);
   });
 });
+
+describe("parseCommand under npm", () => {
+  /** The environment npm gives a script it ran with options it kept for itself (`npm run bridge run --once`). */
+  const npm = (script: string, kept: Record<string, string>) => ({ npm_lifecycle_event: script, ...kept });
+
+  it("refuses options npm kept for itself, showing the command line with `--`", () => {
+    expect(() => parseCommand(["run"], npm("bridge", { npm_config_once: "true" }))).toThrow(
+      new UsageError("npm kept --once for itself: options after the script name go to npm unless they follow `--`, as in `npm run bridge -- run --once`"),
+    );
+    expect(() => parseCommand(["demo"], npm("start", { npm_config_keep: "true" }))).toThrow(/as in `npm start -- --keep`$/);
+    expect(() => parseCommand(["authorize", "arn:x"], npm("bridge", { npm_config_secret_id: "true", npm_config_open: "" }))).toThrow(
+      /npm kept --secret-id, --no-open for itself: .* as in `npm run bridge -- authorize arn:x --secret-id <value> --no-open`$/,
+    );
+  });
+
+  it("leaves npm's own options (json, scope) and other commands' options alone, and does nothing outside npm", () => {
+    expect(parseCommand(["bench"], npm("bench", { npm_config_json: "true" }))).toMatchObject({ command: "bench" });
+    expect(parseCommand(["authorize"], npm("bridge", { npm_config_scope: "@acme" }))).toMatchObject({ command: "authorize" });
+    expect(parseCommand(["run", "--once"], npm("bridge", { npm_config_keep: "true" }))).toMatchObject({ command: "run", args: { once: true } });
+    expect(parseCommand(["run"], { npm_config_once: "true" })).toMatchObject({ command: "run", args: { once: false } });
+  });
+});
