@@ -2,9 +2,10 @@
  * Command-line entry of qashio-bridge: `npm run bridge -- <command>`, `npm start`, `npm run bench`.
  * See shared/cli/ for the commands; `npm run bridge -- help` for usage.
  */
-import { main } from "./shared/cli/main.js";
+import { main, stopNotice } from "./shared/cli/main.js";
 
 const controller = new AbortController();
+const notice = stopNotice(process.argv[2]);
 let stops = 0;
 const stop = () => {
   stops += 1;
@@ -13,8 +14,8 @@ const stop = () => {
     process.stderr.write("stopped at once\n");
     process.exit(130);
   }
-  // A cycle can take seconds to finish: say that the signal was heard.
-  process.stderr.write("stopping cleanly after the current cycle; Ctrl-C again stops at once\n");
+  // A page can take seconds to finish: say that the signal was heard.
+  if (notice !== undefined) process.stderr.write(`${notice}\n`);
   controller.abort();
 };
 process.on("SIGINT", stop);

@@ -476,9 +476,9 @@ export class CycleRun {
     });
   }
 
-  /** True when the deadline has passed. */
+  /** True when the deadline has passed, or the cycle was asked to stop (see CycleOptions.signal). */
   pastDeadline(deadline: number | undefined): boolean {
-    return deadline !== undefined && this.deps.clock.now() >= deadline;
+    return this.cycle.signal?.aborted === true || (deadline !== undefined && this.deps.clock.now() >= deadline);
   }
 
   /**

@@ -56,6 +56,11 @@ export interface CycleOptions {
   /** Epoch ms after which no new page is started; the cycle stops cleanly and resumes next time. */
   readonly deadline?: number;
   /**
+   * A stop request (Ctrl-C, SIGTERM): once it aborts, no new page is started either, and the cycle stops as at its
+   * deadline (outcome `deadline`; the next cycle resumes). A call under way finishes.
+   */
+  readonly signal?: AbortSignal;
+  /**
    * How long past `deadline` a provider call under way may run, retries included (a call that cannot end by then is
    * not sent, and the cycle stops with outcome `deadline`). @default 15000 ({@link DEFAULT_DEADLINE_GRACE_MS})
    */

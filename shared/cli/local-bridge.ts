@@ -301,21 +301,22 @@ export async function withCycleLock<T>(bridge: LocalBridge, work: () => Promise<
 }
 
 /**
- * Runs one cycle (transactions, then cards) under the tenant's cycle lock, within `budgetMs`.
+ * Runs one cycle (transactions, then cards) under the tenant's cycle lock, within `budgetMs`; once `signal` aborts
+ * (Ctrl-C) no new page starts and the cycle ends as at its budget (`complete` false).
  *
  * @throws ReauthorizationNeededError (exit 3) when the token family is revoked; CycleFailedError (exit 1) otherwise.
  * @example
  * const { events, complete } = await runCycle(bridge, 300_000);
  */
-export async function runCycle(bridge: LocalBridge, budgetMs = bridge.settings.cycleBudgetMs): Promise<CycleResult> {
+export async function runCycle(bridge: LocalBridge, budgetMs = bridge.settings.cycleBudgetMs, signal?: AbortSignal): Promise<CycleResult> {
   const started = bridge.clock.now();
-  const deadline = started + budgetMs;
+  const options = { deadline: started + budgetMs, ...(signal ? { signal } : {}) };
   return withCycleLock(bridge, async () => {
     let transactions = emptyReport("transactions");
     let cards = emptyReport("cards");
     try {
-      transactions = await pollTransactions(bridge.transactions, { deadline });
-      cards = await pollCards(bridge.cards, { deadline });
+      transactions = await pollTransactions(bridge.transactions, options);
+      cards = await pollCards(bridge.cards, options);
     } catch (error) {
       await measureQuarantine(bridge);
       throw await cliErrorOf(error, bridge);

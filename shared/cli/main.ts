@@ -33,6 +33,25 @@ async function dispatch(parsed: ParsedCommand, io: CliIo): Promise<number> {
 }
 
 /**
+ * What the first Ctrl-C (or SIGTERM) does to `command`, said when it arrives: a cycle ends after its page in hand,
+ * `authorize` is cancelled at once (it says so itself), the rest finish what they do.
+ *
+ * @example
+ * process.stderr.write(`${stopNotice(process.argv[2])}\n`);
+ */
+export function stopNotice(command: string | undefined): string | undefined {
+  switch (command) {
+    case "run":
+    case "demo":
+      return "stopping cleanly after the page in hand; Ctrl-C again stops at once";
+    case "authorize":
+      return undefined;
+    default:
+      return "stopping cleanly once this finishes; Ctrl-C again stops at once";
+  }
+}
+
+/**
  * Runs `bridge.ts` with `argv` (without node and script) and returns the exit code.
  * Errors are printed as one message for a person; secrets never appear in them.
  *

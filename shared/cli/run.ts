@@ -1,6 +1,6 @@
 /**
  * `bridge run [--once] [--interval <duration>]`: local mode. Reads the settings, then runs one cycle
- * (transactions, then cards) or loops every interval until SIGINT/SIGTERM, stopping between cycles.
+ * (transactions, then cards) or loops every interval until SIGINT/SIGTERM, which stops the cycle after its page in hand.
  */
 import type { RunArgs } from "./args.js";
 import { loadEnv, readLocalSettings, settingNameWarnings } from "./config.js";
@@ -60,10 +60,14 @@ export async function runCommand(args: RunArgs, io: CliIo, seams: RunSeams = {})
   const bridge = await openFromSettings(io, overrides);
   const palette = shouldColour(io.stdout, io.env) ? COLOURS : NO_COLOURS;
   if (args.once) {
-    const result = await runCycle(bridge);
+    const result = await runCycle(bridge, undefined, io.signal);
     line(io.stdout, summaryOf(1, result, palette));
     if (!result.complete) {
-      throw new CycleIncompleteError("the cycle stopped at its time budget (BRIDGE_CYCLE_BUDGET) or its page bound; run again to resume");
+      throw new CycleIncompleteError(
+        io.signal.aborted
+          ? "the cycle stopped after the page in hand, as asked (Ctrl-C or SIGTERM); run again to resume"
+          : "the cycle stopped at its time budget (BRIDGE_CYCLE_BUDGET) or its page bound; run again to resume",
+      );
     }
     return EXIT.ok;
   }
@@ -78,13 +82,13 @@ async function loop(
   wait: NonNullable<RunSeams["pause"]>,
 ): Promise<number> {
   const logger = bridge.transactions.logger;
-  line(io.stderr, `bridge: polling every ${intervalMs / 1000} s; Ctrl-C stops after the current cycle`);
+  line(io.stderr, `bridge: polling every ${intervalMs / 1000} s; Ctrl-C stops after the page in hand`);
   let cycle = 0;
   while (!io.signal.aborted) {
     cycle += 1;
     const started = bridge.clock.now();
     try {
-      line(io.stdout, summaryOf(cycle, await runCycle(bridge), palette));
+      line(io.stdout, summaryOf(cycle, await runCycle(bridge, undefined, io.signal), palette));
     } catch (error) {
       // A revoked token family needs a person; retrying would only fail again.
       if (error instanceof ReauthorizationNeededError) throw error;

@@ -110,8 +110,32 @@ describe("bridge run --once (spawned)", () => {
     const { code, stdout, stderr } = await child.outcome;
     expect(code).toBe(EXIT.ok);
     expect(stdout).not.toContain("cycle 2:");
-    expect(stderr).toContain("stopping cleanly after the current cycle; Ctrl-C again stops at once");
+    expect(stderr).toContain("stopping cleanly after the page in hand; Ctrl-C again stops at once");
     expect(stderr).toContain("stopped after 1 cycle");
+  });
+
+  it("stops --once after the page in hand on SIGTERM (exit 4, run again to resume), and the next run delivers the rest", async () => {
+    const h = await start({ transactions: 1_000 });
+    const pending = idsWithStatus(h, "not_synced", "outdated");
+    // Ten pages of 100 at 300 ms a call: the whole walk would take seconds.
+    await h.control("POST", "/latency", { latency_ms: 300 });
+    const child = spawnBridge(["run", "--once"], h.env);
+    await firstLine(h.eventsFile);
+    const stoppedAt = Date.now();
+    child.kill("SIGTERM");
+    const { code, stderr } = await child.outcome;
+    expect(code).toBe(EXIT.incomplete);
+    expect(Date.now() - stoppedAt, "the cycle went on after the signal").toBeLessThan(3_000);
+    expect(stderr).toContain("stopping cleanly after the page in hand; Ctrl-C again stops at once");
+    expect(stderr).toContain("the cycle stopped after the page in hand, as asked (Ctrl-C or SIGTERM); run again to resume");
+    const first = new Set((await readEvents(h.eventsFile)).map((e) => e.detail.subject.id));
+    expect(first.size).toBeGreaterThan(0);
+    expect(first.size).toBeLessThan(pending.length);
+
+    await h.control("POST", "/latency", { latency_ms: 0 });
+    expect((await runInProcess(["run", "--once"], h.env)).code).toBe(EXIT.ok);
+    expect(new Set((await readEvents(h.eventsFile)).map((e) => e.detail.subject.id))).toEqual(new Set(pending));
+    expect(idsWithStatus(h, "not_synced", "outdated")).toEqual([]);
   });
 
   it("names every bad setting once, exits 2 and never prints the client secret", async () => {
