@@ -3,6 +3,7 @@
  * JSON Lines event file), the provider client with an OAuth token provider that rotates under a file lock,
  * and one cycle = transactions, then cards.
  */
+import { join } from "node:path";
 import {
   CycleAbortedError,
   ReauthorizationNeededError as EngineReauthorizationNeeded,
@@ -34,6 +35,7 @@ import {
   JsonlEventPublisher,
   LocalStateError,
   StateBindingMismatchError,
+  StateBindingMissingError,
   bindStateDir,
   createLocalAdapters,
   type BindOptions,
@@ -115,6 +117,11 @@ export async function bindToSettings(dir: string, binding: StateBinding, options
     await bindStateDir(dir, binding, options);
   } catch (error) {
     if (error instanceof StateBindingMismatchError) throw new StateDirTakenError(error.fields, dir, { cause: error });
+    if (error instanceof StateBindingMissingError) {
+      // Base URL, client id and tenant are no secrets: the owner can restore the file as it was.
+      const restore = `printf '%s\\n' '${JSON.stringify(binding)}' > ${join(dir, "binding.json")}`;
+      throw stateFileProblem(error, dir, "binding.json", `if it is this tenant's, restore the file (\`${restore}\`); otherwise use another state directory`);
+    }
     if (error instanceof LocalStateError) throw stateFileProblem(error, dir, "binding.json", "restore it or use another state directory");
     throw error;
   }

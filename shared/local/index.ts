@@ -25,7 +25,7 @@ export { FileLock } from "./file-lock.js";
 export { JsonlEventPublisher, toEventBridgeEnvelope, envelopeLine } from "./jsonl-publisher.js";
 export type { EventBridgeEnvelope, JsonlEventPublisherOptions } from "./jsonl-publisher.js";
 export { LocalStateError, CorruptStateError } from "./errors.js";
-export { bindStateDir, StateBindingMismatchError, type BindOptions, type StateBinding } from "./state-binding.js";
+export { bindStateDir, StateBindingMismatchError, StateBindingMissingError, type BindOptions, type StateBinding } from "./state-binding.js";
 
 /** The file-backed adapters of one state directory. */
 export interface LocalAdapters {

@@ -26,6 +26,18 @@ export class StateBindingMismatchError extends LocalStateError {
   }
 }
 
+/**
+ * The state directory holds tokens or snapshots but no binding file (deleted, lost in a partial restore, or written by
+ * a version before bindings): whose they are cannot be told, so they are not handed to whoever comes next.
+ */
+export class StateBindingMissingError extends LocalStateError {
+  override name = "StateBindingMissingError";
+
+  constructor(file: string, options?: ErrorOptions) {
+    super("state directory holds tokens or snapshots but no binding file", { file }, options);
+  }
+}
+
 /** How far a caller may move a directory that already holds state. */
 export interface BindOptions {
   /**
@@ -38,10 +50,10 @@ export interface BindOptions {
 /**
  * Checks `binding` against the one recorded in `<dir>/binding.json`, recording it on first use (and a tenant not
  * yet recorded). The binding guards state: while the directory holds no tokens and no snapshots (a first run that
- * failed on a mistyped setting), it simply follows the settings. A directory from before bindings existed is bound
- * to its next user.
+ * failed on a mistyped setting), it simply follows the settings.
  *
  * @throws StateBindingMismatchError when the directory holds state of another provider, client or tenant.
+ * @throws StateBindingMissingError when it holds state but no binding file (restore the file to let its owner in).
  * @throws CorruptStateError when the binding file cannot be parsed.
  * @example
  * ```ts
@@ -64,6 +76,8 @@ export async function bindStateDir(dir: string, binding: StateBinding, options: 
       if (!(clientOnly && options.rebindClient === true)) throw new StateBindingMismatchError(file, fields);
     }
     next = { ...recorded, ...binding };
+  } else if (holdsState(dir)) {
+    throw new StateBindingMissingError(file);
   }
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   await writeFileAtomic(file, `${JSON.stringify(next)}\n`, { mode: 0o600 });

@@ -1,4 +1,5 @@
-import { writeFileSync } from "node:fs";
+import { execSync } from "node:child_process";
+import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { readLocalSettings } from "../../shared/cli/config.js";
@@ -92,6 +93,26 @@ describe("local bridge cycle", () => {
     expect((error as ConfigError).exitCode).toBe(EXIT.usage);
     expect((error as Error).message).toContain(`A file in the state directory (${settings.stateDir}) cannot be used:\n  - BRIDGE_STATE_DIR: state directory binding is not valid JSON`);
     expect((error as Error).message).toContain("restore it or use another state directory");
+  });
+
+  it("refuses a state directory whose binding file is gone while it holds state, showing how to restore it, exit 2", async () => {
+    harness = await startHarness();
+    const settings = readLocalSettings(harness.env, harness.dir);
+    await runCycle(await openLocalBridge(settings, { env: harness.env, logger: silent }));
+    const file = join(settings.stateDir, "binding.json");
+    const recorded = JSON.parse(readFileSync(file, "utf8")) as unknown;
+    rmSync(file);
+    const error = await openLocalBridge(settings, { env: harness.env, logger: silent }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).exitCode).toBe(EXIT.usage);
+    const message = (error as Error).message;
+    expect(message).toContain("BRIDGE_STATE_DIR: state directory holds tokens or snapshots but no binding file");
+    // The command it shows restores the file as it was: run as shown, it lets the owner in again.
+    const command = /restore the file \(`(printf [^`]*)`\); otherwise use another state directory/.exec(message)?.[1];
+    expect(command).toBeDefined();
+    execSync(command as string, { shell: "/bin/sh" });
+    expect(JSON.parse(readFileSync(file, "utf8"))).toEqual(recorded);
+    expect((await runCycle(await openLocalBridge(settings, { env: harness.env, logger: silent }))).complete).toBe(true);
   });
 
   it("names an unusable base URL without quoting it", async () => {

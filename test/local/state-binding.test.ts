@@ -1,8 +1,8 @@
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { bindStateDir, CorruptStateError, StateBindingMismatchError } from "../../shared/local/index.js";
+import { bindStateDir, CorruptStateError, StateBindingMismatchError, StateBindingMissingError } from "../../shared/local/index.js";
 
 const owner = { baseUrl: "https://api.provider.test", clientId: "client-1", tenant: "acme" };
 
@@ -76,6 +76,20 @@ describe("bindStateDir", () => {
     expect(JSON.parse(readFileSync(join(dir, "binding.json"), "utf8"))).toEqual({ ...owner, clientId: "client-2" });
     const error = await mismatch(bindStateDir(dir, { baseUrl: "https://evil.test", clientId: "client-3" }, { rebindClient: true }));
     expect(error.fields).toEqual(["baseUrl", "clientId"]);
+  });
+
+  it("refuses a directory holding tokens or snapshots but no binding file to anyone, and lets it in once restored", async () => {
+    for (const what of ["tokens", "snapshots"] as const) {
+      const dir = freshDir();
+      await bindStateDir(dir, owner);
+      holdState(dir, what);
+      rmSync(join(dir, "binding.json"));
+      await expect(bindStateDir(dir, { ...owner, tenant: "globex" })).rejects.toBeInstanceOf(StateBindingMissingError);
+      await expect(bindStateDir(dir, owner)).rejects.toBeInstanceOf(StateBindingMissingError);
+      await expect(bindStateDir(dir, { baseUrl: owner.baseUrl, clientId: "client-2" }, { rebindClient: true })).rejects.toBeInstanceOf(StateBindingMissingError);
+      writeFileSync(join(dir, "binding.json"), JSON.stringify(owner));
+      await expect(bindStateDir(dir, owner)).resolves.toBeUndefined();
+    }
   });
 
   it("reports an unreadable binding as corrupt state instead of rebinding the directory", async () => {
