@@ -5,7 +5,7 @@
  */
 import { accessSync, constants, mkdirSync, rmdirSync, statSync, type Stats } from "node:fs";
 import { readFile } from "node:fs/promises";
-import { dirname, join, resolve } from "node:path";
+import { dirname, isAbsolute, join, relative, resolve } from "node:path";
 import { parseEnv } from "node:util";
 import { ConfigError, EnvFileError, type SettingIssue } from "./errors.js";
 import { durationRangeProblem, parseDuration } from "./args.js";
@@ -288,7 +288,7 @@ export function readAuthorizeSettings(env: Env, cwd: string, options: { tokensIn
   const provider = readProvider(r);
   const authorizeText = r.raw(AUTHORIZE_URL_ENV_VAR);
   const authorizeUrl = (authorizeText !== undefined ? r.url(AUTHORIZE_URL_ENV_VAR, authorizeText) : undefined) ?? provider.baseUrl;
-  const stateDir = resolve(cwd, r.raw("BRIDGE_STATE_DIR") ?? DEFAULT_STATE_DIR);
+  const stateDir = pathSetting(r, "BRIDGE_STATE_DIR", cwd, DEFAULT_STATE_DIR);
   if (options.tokensInSecret !== true) checked(r, "BRIDGE_STATE_DIR", stateDir, () => checkStateDir(r, stateDir));
   const tenant = r.raw("BRIDGE_TENANT");
   if (tenant !== undefined) checkTenant(r, tenant);
@@ -394,6 +394,24 @@ function checkEventsFile(r: Reader, eventsFile: string): void {
 }
 
 /**
+ * A path setting resolved against `cwd`. A leading `~` is not the home directory here (only a shell expands it,
+ * and not inside quotes or a .env file), so it is refused rather than left to create a directory named `~`.
+ */
+function pathSetting(r: Reader, name: string, cwd: string, fallback: string): string {
+  const text = r.raw(name) ?? fallback;
+  if (/^~(?:[/\\]|$)/.test(text)) r.problem(name, "starts with ~, which is not expanded here: use an absolute path (or $HOME in a shell)");
+  return resolve(cwd, text);
+}
+
+/** The events file must not be one of the state directory's files: appending to tokens.json would destroy the tokens. */
+function checkEventsOutsideState(r: Reader, stateDir: string, eventsFile: string): void {
+  const inside = relative(stateDir, eventsFile);
+  if (inside === "" || !(inside.startsWith("..") || isAbsolute(inside))) {
+    r.problem("BRIDGE_EVENTS_FILE", `must not be inside BRIDGE_STATE_DIR (${stateDir}): the bridge owns every file there`);
+  }
+}
+
+/**
  * Runs a path check of `setting`, turning a file system error it meets (a stat refused: EACCES under a directory this
  * user cannot enter) into that setting's problem; returns whether the path is usable.
  */
@@ -460,8 +478,9 @@ export function readLocalSettings(env: Env, cwd: string): LocalSettings {
     }
   }
   const logLevel = r.oneOf("BRIDGE_LOG_LEVEL", LOG_LEVELS, "info");
-  const stateDir = resolve(cwd, r.raw("BRIDGE_STATE_DIR") ?? DEFAULT_STATE_DIR);
-  const eventsFile = resolve(cwd, r.raw("BRIDGE_EVENTS_FILE") ?? DEFAULT_EVENTS_FILE);
+  const stateDir = pathSetting(r, "BRIDGE_STATE_DIR", cwd, DEFAULT_STATE_DIR);
+  const eventsFile = pathSetting(r, "BRIDGE_EVENTS_FILE", cwd, DEFAULT_EVENTS_FILE);
+  checkEventsOutsideState(r, stateDir, eventsFile);
   checkPaths(r, stateDir, eventsFile);
   if (r.issues.length > 0) throw new ConfigError(r.issues);
   return {

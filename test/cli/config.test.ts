@@ -183,6 +183,23 @@ describe("readLocalSettings on the file system", () => {
     expect(error.exitCode).toBe(2);
   });
 
+  it("refuses an events file inside the state directory (tokens.json or any other), but not one beside it", () => {
+    for (const events of ["state/tokens.json", "state/events.jsonl", "state", "./state/../state/x"]) {
+      expect(settingsError({ ...valid, BRIDGE_STATE_DIR: "state", BRIDGE_EVENTS_FILE: events }).issues, events).toEqual([
+        { setting: "BRIDGE_EVENTS_FILE", problem: `must not be inside BRIDGE_STATE_DIR (${join(dir, "state")}): the bridge owns every file there` },
+      ]);
+    }
+    expect(readLocalSettings({ ...valid, BRIDGE_STATE_DIR: "state", BRIDGE_EVENTS_FILE: "state-events.jsonl" }, dir).eventsFile).toBe(join(dir, "state-events.jsonl"));
+  });
+
+  it("refuses a path starting with ~, which nothing expands here, naming the setting", () => {
+    const problem = "starts with ~, which is not expanded here: use an absolute path (or $HOME in a shell)";
+    expect(settingsError({ ...valid, BRIDGE_STATE_DIR: "~/bridge-state" }).issues).toContainEqual({ setting: "BRIDGE_STATE_DIR", problem });
+    expect(settingsError({ ...valid, BRIDGE_EVENTS_FILE: "~" }).issues).toContainEqual({ setting: "BRIDGE_EVENTS_FILE", problem });
+    expect(readLocalSettings({ ...valid, BRIDGE_EVENTS_FILE: "x~/events.jsonl" }, dir).eventsFile).toBe(join(dir, "x~", "events.jsonl"));
+    expect(() => readAuthorizeSettings({ ...valid, BRIDGE_STATE_DIR: "~/s" }, dir)).toThrow(/BRIDGE_STATE_DIR: starts with ~/);
+  });
+
   it("names a state directory that is a regular file", () => {
     expect(settingsError({ ...valid, BRIDGE_STATE_DIR: "plain-file" }).issues.map((i) => i.setting)).toEqual(["BRIDGE_STATE_DIR"]);
   });
