@@ -27,7 +27,7 @@ import { DEFAULT_EVENT_SOURCE, type LocalSettings } from "./config.js";
 import { streamLogger } from "./console-ports.js";
 import { CliError, EXIT } from "./errors.js";
 import { line, type CliIo } from "./io.js";
-import { openLocalBridge } from "./local-bridge.js";
+import { bindLocalSettings, openLocalBridge } from "./local-bridge.js";
 
 const SANDBOX_CLIENT_ID = "sandbox-client";
 const SANDBOX_CLIENT_SECRET = "sandbox-secret";
@@ -86,6 +86,7 @@ export async function benchCommand(args: BenchArgs, io: CliIo): Promise<number> 
       { baseUrl: ready.url, clientId: SANDBOX_CLIENT_ID, clientSecret: SANDBOX_CLIENT_SECRET },
       { code: ready.code, redirectUri: BENCH_REDIRECT_URI },
     );
+    await bindLocalSettings(settings, io.env);
     await new FileTokenStore(settings.stateDir).save(storedTokensOf(tokens, Date.now()));
 
     let providerCalls = 0;

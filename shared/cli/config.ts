@@ -125,6 +125,10 @@ export interface EnvFileContent {
   readonly values: Record<string, string>;
   /** 1-based numbers of the lines that are neither `NAME=value` nor a comment nor blank. */
   readonly malformed: readonly number[];
+  /** Lines whose value opens a quote the line does not close (it would swallow the lines after it). */
+  readonly unclosed: readonly number[];
+  /** Lines whose unquoted value holds `#` first or right after other text: parseEnv cuts the value there, as a comment. */
+  readonly cutAtHash: readonly number[];
 }
 
 /**
@@ -132,16 +136,19 @@ export interface EnvFileContent {
  * value included, onto the next variable's name (and a blank line holding spaces, or an indented comment, loses the
  * next variable the same way). Here each line is an assignment, a comment or blank; any other line is reported by
  * number and never read. The value of each assignment (quotes, `\n` in double quotes, `# comment`) is Node's
- * parseEnv's, and a quoted value that is not closed on its line runs on to the line holding its closing quote, as
- * in parseEnv.
+ * parseEnv's. Two silent cuts of parseEnv are reported by line instead, since no setting of the bridge spans lines
+ * and secrets and salts may hold `#`: a quote not closed on its line (parseEnv runs on to a later quote, swallowing
+ * the assignments between), and an unquoted value with `#` right after other text (parseEnv ends the value there).
  *
  * @example
- * parseEnvFile("A=1\nQASHIO_CLIENT_SECRET: x\n"); // { values: { A: "1" }, malformed: [2] }
+ * parseEnvFile("A=1\nQASHIO_CLIENT_SECRET: x\nB=ab#c\n"); // { values: { A: "1", B: "ab" }, malformed: [2], unclosed: [], cutAtHash: [3] }
  */
 export function parseEnvFile(text: string): EnvFileContent {
   const lines = text.replace(/^\uFEFF/, "").split(/\r?\n/);
   const values: Record<string, string> = Object.create(null) as Record<string, string>;
   const malformed: number[] = [];
+  const unclosed: number[] = [];
+  const cutAtHash: number[] = [];
   for (let i = 0; i < lines.length; i++) {
     const line = lines[i] ?? "";
     const trimmed = line.trim();
@@ -154,26 +161,29 @@ export function parseEnvFile(text: string): EnvFileContent {
     const [, name = "", rest = ""] = match;
     const value = rest.replace(/^[ \t]+/, "");
     const quote = value[0] ?? "";
-    let last = i;
     if (QUOTES.includes(quote) && !value.includes(quote, 1)) {
-      const closing = lines.findIndex((next, j) => j > i && next.includes(quote));
-      if (closing !== -1) last = closing;
+      unclosed.push(i + 1);
+      continue;
     }
-    const entry = [`${name}=${rest}`, ...lines.slice(i + 1, last + 1)].join("\n");
-    // Ends with a line break, as a line of a file does (parseEnv drops an unclosed quote's value at the very end).
-    values[name] = parseEnv(`${entry}\n`)[name] ?? "";
-    i = last;
+    if (!QUOTES.includes(quote) && /(?:^|[^ \t])#/.test(value)) cutAtHash.push(i + 1);
+    // Ends with a line break, as a line of a file does.
+    values[name] = parseEnv(`${name}=${rest}\n`)[name] ?? "";
   }
-  return { values, malformed };
+  return { values, malformed, unclosed, cutAtHash };
+}
+
+/** `.env` lines by number only (never their text, in case it holds a secret): "line 3", "lines 3, 5 and 2 more". */
+function linesNamed(lines: readonly number[]): string {
+  const shown = lines.slice(0, 10).join(", ");
+  const more = lines.length > 10 ? ` and ${lines.length - 10} more` : "";
+  return `${lines.length === 1 ? "line" : "lines"} ${shown}${more}`;
 }
 
 /** The problem of a `.env` with malformed lines: their numbers only, never their text. */
 function malformedProblem(lines: readonly number[]): string {
-  const shown = lines.slice(0, 10).join(", ");
-  const more = lines.length > 10 ? ` and ${lines.length - 10} more` : "";
   return lines.length === 1
-    ? `line ${shown} is malformed (expected NAME=value); its text is not shown, in case it holds a secret`
-    : `lines ${shown}${more} are malformed (expected NAME=value); their text is not shown, in case it holds a secret`;
+    ? `${linesNamed(lines)} is malformed (expected NAME=value); its text is not shown, in case it holds a secret`
+    : `${linesNamed(lines)} are malformed (expected NAME=value); their text is not shown, in case it holds a secret`;
 }
 
 /**
@@ -197,8 +207,19 @@ export async function loadEnv(env: Env, cwd: string, file = ".env"): Promise<Env
     if (code === "ENOENT") return { ...env };
     throw new EnvFileError(path, code ?? (error as Error).name, { cause: error });
   }
-  const { values: fromFile, malformed } = parseEnvFile(text);
-  if (malformed.length > 0) throw new ConfigError([{ setting: file, problem: malformedProblem(malformed) }]);
+  const { values: fromFile, malformed, unclosed, cutAtHash } = parseEnvFile(text);
+  const issues: SettingIssue[] = [];
+  if (malformed.length > 0) issues.push({ setting: file, problem: malformedProblem(malformed) });
+  if (unclosed.length > 0) {
+    issues.push({ setting: file, problem: `a quote is not closed on ${linesNamed(unclosed)} (a value cannot span lines)` });
+  }
+  if (cutAtHash.length > 0) {
+    issues.push({
+      setting: file,
+      problem: `# in an unquoted value on ${linesNamed(cutAtHash)} starts a comment and cuts the value: quote the value if # belongs to it, or put a space before the comment`,
+    });
+  }
+  if (issues.length > 0) throw new ConfigError(issues);
   const merged: Record<string, string | undefined> = { ...fromFile };
   for (const [key, value] of Object.entries(env)) if (value !== undefined && value.trim() !== "") merged[key] = value;
   return merged;

@@ -18,7 +18,7 @@ import { DEFAULT_CYCLE_BUDGET_MS, DEFAULT_EVENT_SOURCE, type LocalSettings } fro
 import { streamLogger } from "./console-ports.js";
 import { EXIT, ReauthorizationNeededError } from "./errors.js";
 import { line, pause, type CliIo } from "./io.js";
-import { openLocalBridge, runCycle } from "./local-bridge.js";
+import { bindLocalSettings, openLocalBridge, runCycle } from "./local-bridge.js";
 import { COLOURS, NO_COLOURS, formatEvent, shouldColour, type Palette } from "./printer.js";
 import { summaryOf } from "./run.js";
 
@@ -164,7 +164,9 @@ async function runDemo(args: DemoArgs, io: CliIo, dir: string, palette: Palette)
     const kept = args.keep ? "kept at the end (--keep)" : "removed at the end unless --keep";
     line(io.stdout, palette.dim(`events are appended to ${settings.eventsFile} (EventBridge target shape), ${kept}; Ctrl-C stops`));
 
-    // The real authorization-code flow; the control surface approves as the person would.
+    // The real authorization-code flow; the control surface approves as the person would. Bound first, as authorize
+    // does: tokens never sit in a state directory without its binding.
+    await bindLocalSettings(settings, io.env);
     await authorizeWithBrowser({
       baseUrl: server.url,
       authorizeUrl: server.url,

@@ -142,6 +142,29 @@ function bindingOf(settings: LocalSettings, baseUrl: string): StateBinding {
 }
 
 /**
+ * Binds the state directory to the settings' provider, client and tenant (see {@link bindToSettings}); returns the
+ * resolved base URL. For a caller that stores tokens before opening the bridge (demo, bench): bound first, the
+ * tokens never sit in a directory without its binding.
+ *
+ * @throws ConfigError (exit 2) for a base URL that does not resolve, or a directory of another owner.
+ * @example
+ * const baseUrl = await bindLocalSettings(settings, io.env);
+ */
+export async function bindLocalSettings(settings: LocalSettings, env?: LocalBridgeOptions["env"]): Promise<string> {
+  let baseUrl: string;
+  try {
+    baseUrl = resolveBaseUrl(settings.baseUrl, env);
+  } catch (error) {
+    // Neither the client's message nor a settings message quotes the value (it may carry credentials).
+    throw new ConfigError([{ setting: "QASHIO_BASE_URL", problem: "does not resolve to an https URL (http only for a loopback host) without credentials, query or fragment" }], {
+      cause: error,
+    });
+  }
+  await bindToSettings(settings.stateDir, bindingOf(settings, baseUrl));
+  return baseUrl;
+}
+
+/**
  * Opens the local adapters and the provider client. While the state directory holds no token, QASHIO_REFRESH_TOKEN
  * stands in for it (see LocalTokenStore: the seed itself is never saved).
  *
@@ -152,18 +175,9 @@ function bindingOf(settings: LocalSettings, baseUrl: string): StateBinding {
  * const result = await runCycle(bridge);
  */
 export async function openLocalBridge(settings: LocalSettings, options: LocalBridgeOptions): Promise<LocalBridge> {
-  let baseUrl: string;
-  try {
-    baseUrl = resolveBaseUrl(settings.baseUrl, options.env);
-  } catch (error) {
-    // Neither the client's message nor a settings message quotes the value (it may carry credentials).
-    throw new ConfigError([{ setting: "QASHIO_BASE_URL", problem: "does not resolve to an https URL (http only for a loopback host) without credentials, query or fragment" }], {
-      cause: error,
-    });
-  }
+  const baseUrl = await bindLocalSettings(settings, options.env);
   const clock = options.clock ?? systemClock;
   const dir = settings.stateDir;
-  await bindToSettings(dir, bindingOf(settings, baseUrl));
   const local = createLocalAdapters(dir, { clock });
   const tokens = new LocalTokenStore(local.tokens, settings.refreshToken);
   const lock: Lock = local.lock;

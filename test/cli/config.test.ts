@@ -326,20 +326,22 @@ describe("readAuthorizeSettings", () => {
 });
 
 describe("parseEnvFile", () => {
+  const clean = { malformed: [], unclosed: [], cutAtHash: [] };
+
   it("reads NAME=value lines with Node's quoting, comments, export and CRLF", () => {
-    const text = 'export A=1\r\nB = two words # note\r\nC="multi\nline"\n# comment\nD=\'x#y\'\nE=\n';
-    expect(parseEnvFile(text)).toEqual({ values: { A: "1", B: "two words", C: "multi\nline", D: "x#y", E: "" }, malformed: [] });
+    const text = 'export A=1\r\nB = two words # note\r\nC="with  spaces"\n# comment\nD=\'x#y\'\nE=\nF="a#b" # note\n';
+    expect(parseEnvFile(text)).toEqual({ values: { A: "1", B: "two words", C: "with  spaces", D: "x#y", E: "", F: "a#b" }, ...clean });
   });
 
   it("reads the first variable of a file that starts with a byte order mark (as some Windows editors save it)", () => {
     expect(parseEnvFile("\uFEFFQASHIO_BASE_URL=sandbox\r\nBRIDGE_TENANT=acme\r\n")).toEqual({
       values: { QASHIO_BASE_URL: "sandbox", BRIDGE_TENANT: "acme" },
-      malformed: [],
+      ...clean,
     });
   });
 
   it("keeps the variable after a blank line of spaces or an indented comment (parseEnv alone glues them into its name)", () => {
-    expect(parseEnvFile("A=1\n   \n  # note\n\tB=2\n")).toEqual({ values: { A: "1", B: "2" }, malformed: [] });
+    expect(parseEnvFile("A=1\n   \n  # note\n\tB=2\n")).toEqual({ values: { A: "1", B: "2" }, ...clean });
   });
 
   it.each([
@@ -354,10 +356,18 @@ describe("parseEnvFile", () => {
     expect(values).toEqual({ QASHIO_CLIENT_ID: "cid", BRIDGE_TENANT: "acme" });
   });
 
-  it("counts the lines of a multi-line quoted value when numbering a malformed line", () => {
-    expect(parseEnvFile('A="one\ntwo"\nB=2\nnot a line\n').malformed).toEqual([4]);
+  it("reports a quote not closed on its line by number, without swallowing the assignments after it", () => {
+    const text = 'QASHIO_CLIENT_SECRET="s3cret\nBRIDGE_TENANT=demo\nBRIDGE_EVENT_SOURCE="my.src"\nX=\'open\n';
+    expect(parseEnvFile(text)).toEqual({ values: { BRIDGE_TENANT: "demo", BRIDGE_EVENT_SOURCE: "my.src" }, malformed: [], unclosed: [1, 4], cutAtHash: [] });
+  });
+
+  it("reports an unquoted value that # would cut (first, or right after text), not a comment after a space", () => {
+    const { cutAtHash, values } = parseEnvFile("SALT=abcdefgh#ijklmnop\nTENANT=acme#1\nEMPTY=#x\nOK=value # comment\nQ='a#b'\n");
+    expect(cutAtHash).toEqual([1, 2, 3]);
+    expect(values).toMatchObject({ OK: "value", Q: "a#b" });
   });
 });
+
 
 describe("loadEnv", () => {
   let dir: string;
@@ -374,6 +384,21 @@ describe("loadEnv", () => {
     expect(env.BRIDGE_TENANT).toBe("from-env");
     expect(env.QASHIO_CLIENT_ID).toBe("quoted id");
     expect(env.BRIDGE_PII_MODE).toBe("full");
+  });
+
+  it("refuses a .env whose values a quote or a # would silently cut, naming the lines but never their text (exit 2)", async () => {
+    await writeFile(join(dir, ".env"), 'QASHIO_CLIENT_SECRET="s3cret-value\nBRIDGE_TENANT=demo\nBRIDGE_PII_SALT=abcdefgh#s3cret-salt\n');
+    const error = await loadEnv({}, dir).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).exitCode).toBe(2);
+    expect((error as ConfigError).issues).toEqual([
+      { setting: ".env", problem: "a quote is not closed on line 1 (a value cannot span lines)" },
+      {
+        setting: ".env",
+        problem: "# in an unquoted value on line 3 starts a comment and cuts the value: quote the value if # belongs to it, or put a space before the comment",
+      },
+    ]);
+    expect((error as Error).message).not.toMatch(/s3cret/);
   });
 
   it("works without a .env file", async () => {

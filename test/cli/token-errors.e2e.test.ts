@@ -2,10 +2,12 @@
  * End-to-end: how `bridge run --once` reports problems with the tokens and the client credentials, against the sandbox.
  * Each message must point at the real fix (settings, the seed, re-authorize) and never print a token or secret.
  */
-import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { readLocalSettings } from "../../shared/cli/config.js";
 import { EXIT } from "../../shared/cli/errors.js";
+import { bindLocalSettings } from "../../shared/cli/local-bridge.js";
 import { CLIENT, idsWithStatus, runInProcess, startHarness, type Harness } from "./helpers.js";
 
 let harness: Harness | undefined;
@@ -62,7 +64,8 @@ describe("bridge run --once: token and credential errors", () => {
   ])("names a corrupt token file (%s) and the fix, exit 3", async (content, reason) => {
     const h = await start();
     const state = h.env.BRIDGE_STATE_DIR as string;
-    await mkdir(state, { recursive: true });
+    // A directory in use: bound to these settings, as the first run or authorize leaves it.
+    await bindLocalSettings(readLocalSettings(h.env, h.dir), h.env);
     await writeFile(join(state, "tokens.json"), content);
 
     const { code, stderr } = await runInProcess(["run", "--once"], h.env);
