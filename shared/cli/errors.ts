@@ -130,9 +130,16 @@ export class TokenFileError extends CliError {
   /** Absolute path of the token file. */
   readonly file: string;
 
-  /** @param reason - what is wrong with the file (the local adapter's message: it never quotes the contents). */
-  constructor(file: string, reason: string, options?: ErrorOptions) {
-    super(`cannot use the token file ${file} (${reason}): run \`npm run bridge -- authorize\` to store a new token set`, EXIT.reauthorize, options);
+  /**
+   * @param reason - what is wrong with the file (the local adapter's message: it never quotes the contents).
+   * @param options.hint - appended to the message (what else could fix it).
+   */
+  constructor(file: string, reason: string, options?: ErrorOptions & { hint?: string }) {
+    super(
+      `cannot use the token file ${file} (${reason}): run \`npm run bridge -- authorize\` to store a new token set${options?.hint ?? ""}`,
+      EXIT.reauthorize,
+      options,
+    );
     this.file = file;
   }
 }

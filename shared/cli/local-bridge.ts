@@ -263,7 +263,7 @@ async function cliErrorOf(
       );
     }
     return new ReauthorizationNeededError(
-      "the provider revoked this integration's token family: run `npm run bridge -- authorize` to sign in again",
+      `the provider revoked this integration's token family: run \`npm run bridge -- authorize\` to sign in again${bridge.tokens.seedIgnoredHint}`,
       { cause: error },
     );
   }

@@ -31,6 +31,16 @@ export class LocalTokenStore implements TokenStore {
     return this.files.save(tokens);
   }
 
+  /**
+   * What to tell a person who set QASHIO_REFRESH_TOKEN while the file holds tokens (or a corrupt file): the variable
+   * is not read then, and the way to start from it is not obvious. Empty without a seed.
+   */
+  get seedIgnoredHint(): string {
+    return this.seed === undefined
+      ? ""
+      : `; QASHIO_REFRESH_TOKEN is not read while ${this.files.file} exists: to start from it instead, move that file aside`;
+  }
+
   /** True while the seed stands in for a stored token (nothing was ever saved). */
   async usesSeed(): Promise<boolean> {
     return this.seed !== undefined && (await this.stored()) === undefined;
@@ -40,7 +50,7 @@ export class LocalTokenStore implements TokenStore {
     try {
       return await this.files.load();
     } catch (error) {
-      if (error instanceof CorruptStateError) throw new TokenFileError(this.files.file, error.message, { cause: error });
+      if (error instanceof CorruptStateError) throw new TokenFileError(this.files.file, error.message, { hint: this.seedIgnoredHint, cause: error });
       throw error;
     }
   }

@@ -275,6 +275,11 @@ describe("bridge run --once (in-process)", () => {
     expect(code).toBe(EXIT.reauthorize);
     expect(stderr).toContain("run `npm run bridge -- authorize` to sign in again");
     expect(stderr).not.toContain(first);
+    // QASHIO_REFRESH_TOKEN is still set from the first run: a fresh one there would not be read, and it says so.
+    const tokens = join(h.env.BRIDGE_STATE_DIR as string, "tokens.json");
+    expect(stderr).toContain(`; QASHIO_REFRESH_TOKEN is not read while ${tokens} exists: to start from it instead, move that file aside`);
+    const { QASHIO_REFRESH_TOKEN: _seed, ...withoutSeed } = h.env;
+    expect((await runInProcess(["run", "--once"], withoutSeed)).stderr).not.toContain("QASHIO_REFRESH_TOKEN");
   });
 
   it("applies the optional settings: event source, card.created, hashed cardholder data", async () => {

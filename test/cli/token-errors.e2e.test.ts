@@ -74,6 +74,7 @@ describe("bridge run --once: token and credential errors", () => {
     expect(stderr).toContain(`cannot use the token file ${join(state, "tokens.json")}`);
     expect(stderr).toContain(reason);
     expect(stderr).toContain("run `npm run bridge -- authorize` to store a new token set");
+    expect(stderr).toContain(`QASHIO_REFRESH_TOKEN is not read while ${join(state, "tokens.json")} exists`);
     expect(stderr).not.toContain("unexpected");
   });
 });
