@@ -6,6 +6,7 @@
 import { accessSync, constants, mkdirSync, rmdirSync, statSync, type Stats } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { dirname, isAbsolute, join, relative, resolve } from "node:path";
+import { STATE_DIRS, STATE_FILES } from "../local/layout.js";
 import { parseEnv } from "node:util";
 import { ConfigError, EnvFileError, type SettingIssue } from "./errors.js";
 import { durationRangeProblem, parseDuration } from "./args.js";
@@ -333,8 +334,6 @@ function checkTenant(r: Reader, tenant: string): void {
   }
 }
 
-/** File of the state directory holding the tokens (shared/local FileTokenStore's default name). */
-export const TOKENS_FILE = "tokens.json";
 
 function statOf(path: string): Stats | undefined {
   try {
@@ -394,9 +393,36 @@ function checkStateDir(r: Reader, stateDir: string): boolean {
   let problem: string | undefined;
   if (state === undefined) problem = creationProblem(stateDir);
   else if (!state.isDirectory()) problem = `must be a directory, but ${stateDir} is a file`;
-  else problem = notWritable(stateDir, constants.W_OK | constants.X_OK);
+  else problem = notWritable(stateDir, constants.W_OK | constants.X_OK) ?? stateEntriesProblem(stateDir);
   if (problem !== undefined) r.problem("BRIDGE_STATE_DIR", problem);
   return problem === undefined;
+}
+
+/**
+ * What is wrong with the entries the bridge keeps in an existing state directory, if anything: one of the wrong kind,
+ * or one this user cannot read and write (left by a run as another user, say under sudo). Found here, it is a
+ * settings problem (exit 2) before any provider call, not a failure of every cycle.
+ */
+function stateEntriesProblem(stateDir: string): string | undefined {
+  const entries = [
+    ...Object.values(STATE_FILES).map((name) => ({ name, directory: false })),
+    ...Object.values(STATE_DIRS).map((name) => ({ name, directory: true })),
+  ];
+  for (const { name, directory } of entries) {
+    const path = join(stateDir, name);
+    let stats: Stats | undefined;
+    try {
+      stats = statOf(path);
+    } catch (error) {
+      return `cannot be checked by this user (${(error as NodeJS.ErrnoException).code ?? "error"}): ${path}`;
+    }
+    if (stats === undefined) continue;
+    if (stats.isDirectory() !== directory) return `${path} must be a ${directory ? "directory" : "file"}, but is ${directory ? "a file" : "a directory"}`;
+    const mode = constants.R_OK | constants.W_OK | (directory ? constants.X_OK : 0);
+    const problem = notWritable(path, mode, "readable and writable");
+    if (problem !== undefined) return `${problem} (left by a run as another user, such as under sudo?)`;
+  }
+  return undefined;
 }
 
 /** Reports an events file that is a directory, is not writable or cannot be created. */
@@ -450,7 +476,7 @@ function checkPaths(r: Reader, stateDir: string, eventsFile: string): void {
   const stateUsable = checked(r, "BRIDGE_STATE_DIR", stateDir, () => checkStateDir(r, stateDir));
   checked(r, "BRIDGE_EVENTS_FILE", eventsFile, () => checkEventsFile(r, eventsFile));
   if (stateUsable && r.raw("QASHIO_REFRESH_TOKEN") === undefined) {
-    const tokens = join(stateDir, TOKENS_FILE);
+    const tokens = join(stateDir, STATE_FILES.tokens);
     checked(r, "BRIDGE_STATE_DIR", tokens, () => {
       if (statOf(tokens) !== undefined) return;
       r.problem(

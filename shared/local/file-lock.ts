@@ -12,6 +12,7 @@ import { hostname } from "node:os";
 import path from "node:path";
 import type { Clock, Lock, LockHandle } from "../bridge/ports.js";
 import { createFileOnce, writeFileAtomic } from "./atomic.js";
+import { STATE_DIRS } from "./layout.js";
 
 interface Lease {
   readonly token: string;
@@ -96,7 +97,7 @@ export class FileLock implements Lock {
   private readonly clock: Pick<Clock, "now">;
 
   constructor(stateDir: string, options: { clock?: Pick<Clock, "now"> } = {}) {
-    this.dir = path.join(stateDir, "locks");
+    this.dir = path.join(stateDir, STATE_DIRS.locks);
     this.clock = options.clock ?? systemClock;
   }
 

@@ -26,6 +26,7 @@ export { JsonlEventPublisher, toEventBridgeEnvelope, envelopeLine } from "./json
 export type { EventBridgeEnvelope, JsonlEventPublisherOptions } from "./jsonl-publisher.js";
 export { LocalStateError, CorruptStateError } from "./errors.js";
 export { bindStateDir, StateBindingMismatchError, StateBindingMissingError, type BindOptions, type StateBinding } from "./state-binding.js";
+export { STATE_DIRS, STATE_FILES } from "./layout.js";
 
 /** The file-backed adapters of one state directory. */
 export interface LocalAdapters {

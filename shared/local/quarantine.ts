@@ -7,6 +7,7 @@ import path from "node:path";
 import type { Quarantine, QuarantineRecord } from "../bridge/ports.js";
 import { TEMP_SUFFIX, removeFileDurably, writeFileAtomic } from "./atomic.js";
 import { CorruptStateError, LocalStateError } from "./errors.js";
+import { STATE_DIRS } from "./layout.js";
 
 /**
  * Keeps quarantine records in `<stateDir>/quarantine/<id>.json`, written atomically.
@@ -21,7 +22,7 @@ export class FileQuarantine implements Quarantine {
   readonly dir: string;
 
   constructor(stateDir: string) {
-    this.dir = path.join(stateDir, "quarantine");
+    this.dir = path.join(stateDir, STATE_DIRS.quarantine);
   }
 
   async put(record: QuarantineRecord): Promise<boolean> {

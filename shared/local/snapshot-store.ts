@@ -20,6 +20,7 @@ import { jsonOf, jsonString } from "../bridge/hash.js";
 import { ScratchBuffer, TEMP_SUFFIX, createFileOnce, unlinkQuietly, writeFileAtomic } from "./atomic.js";
 import { CorruptStateError } from "./errors.js";
 import { KeyIndex, sameFingerprint } from "./key-index.js";
+import { STATE_DIRS } from "./layout.js";
 
 const SEGMENT_PATTERN = /^seg-(\d{12})-[0-9a-f]{8}\.log$/;
 /**
@@ -166,7 +167,7 @@ export class FileSnapshotStore implements SnapshotStore {
   private writes: Promise<unknown> = Promise.resolve();
 
   constructor(stateDir: string, options: FileSnapshotStoreOptions = {}) {
-    this.dir = path.join(stateDir, "snapshots");
+    this.dir = path.join(stateDir, STATE_DIRS.snapshots);
     this.compactMinDeadBytes = options.compactMinDeadBytes ?? DEFAULT_COMPACT_MIN_DEAD_BYTES;
     this.compactBatchBytes = options.compactBatchBytes ?? DEFAULT_COMPACT_BATCH_BYTES;
   }

@@ -7,6 +7,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { writeFileAtomic } from "./atomic.js";
 import { CorruptStateError, LocalStateError } from "./errors.js";
+import { STATE_DIRS, STATE_FILES } from "./layout.js";
 
 /** The owner of a state directory; `tenant` is absent where the caller does not know it (authorize). */
 export interface StateBinding {
@@ -61,7 +62,7 @@ export interface BindOptions {
  * ```
  */
 export async function bindStateDir(dir: string, binding: StateBinding, options: BindOptions = {}): Promise<void> {
-  const file = path.join(dir, "binding.json");
+  const file = path.join(dir, STATE_FILES.binding);
   const recorded = readBinding(file);
   let next: StateBinding = binding;
   if (recorded) {
@@ -85,9 +86,9 @@ export async function bindStateDir(dir: string, binding: StateBinding, options: 
 
 /** Whether the directory holds what the binding protects: tokens, or snapshots of what was published. */
 function holdsState(dir: string): boolean {
-  if (existsSync(path.join(dir, "tokens.json"))) return true;
+  if (existsSync(path.join(dir, STATE_FILES.tokens))) return true;
   try {
-    return readdirSync(path.join(dir, "snapshots")).length > 0;
+    return readdirSync(path.join(dir, STATE_DIRS.snapshots)).length > 0;
   } catch {
     return false;
   }

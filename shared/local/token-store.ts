@@ -6,6 +6,7 @@ import path from "node:path";
 import type { StoredTokens, TokenStore } from "../qashio/auth/token-store.js";
 import { writeFileAtomic } from "./atomic.js";
 import { CorruptStateError } from "./errors.js";
+import { STATE_FILES } from "./layout.js";
 
 /**
  * Keeps a tenant's tokens in `<stateDir>/tokens.json` (mode 0600). `save` resolves only once the file is durable,
@@ -20,7 +21,7 @@ import { CorruptStateError } from "./errors.js";
 export class FileTokenStore implements TokenStore {
   readonly file: string;
 
-  constructor(stateDir: string, fileName = "tokens.json") {
+  constructor(stateDir: string, fileName: string = STATE_FILES.tokens) {
     this.file = path.join(stateDir, fileName);
   }
 

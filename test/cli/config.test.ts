@@ -200,6 +200,18 @@ describe("readLocalSettings on the file system", () => {
     expect(() => readAuthorizeSettings({ ...valid, BRIDGE_STATE_DIR: "~/s" }, dir)).toThrow(/BRIDGE_STATE_DIR: starts with ~/);
   });
 
+  it("names an entry of the state directory of the wrong kind (tokens.json a directory, locks a file), exit 2", async () => {
+    await mkdir(join(dir, "state", "tokens.json"), { recursive: true });
+    expect(settingsError({ ...valid, BRIDGE_STATE_DIR: "state" }).issues).toEqual([
+      { setting: "BRIDGE_STATE_DIR", problem: `${join(dir, "state", "tokens.json")} must be a file, but is a directory` },
+    ]);
+    await rm(join(dir, "state", "tokens.json"), { recursive: true });
+    await writeFile(join(dir, "state", "locks"), "");
+    expect(settingsError({ ...valid, BRIDGE_STATE_DIR: "state" }).issues).toEqual([
+      { setting: "BRIDGE_STATE_DIR", problem: `${join(dir, "state", "locks")} must be a directory, but is a file` },
+    ]);
+  });
+
   it("names a state directory that is a regular file", () => {
     expect(settingsError({ ...valid, BRIDGE_STATE_DIR: "plain-file" }).issues.map((i) => i.setting)).toEqual(["BRIDGE_STATE_DIR"]);
   });
@@ -230,8 +242,8 @@ describe("readLocalSettings on the file system", () => {
     await symlink(tokens, tokens);
     const { QASHIO_REFRESH_TOKEN: _seed, ...withoutSeed } = valid;
     expect(settingsError({ ...withoutSeed, BRIDGE_STATE_DIR: "a-directory", BRIDGE_EVENTS_FILE: "loop/events.jsonl" }).issues).toEqual([
-      { setting: "BRIDGE_EVENTS_FILE", problem: `cannot be checked by this user (ELOOP): ${join(dir, "loop", "events.jsonl")}` },
       { setting: "BRIDGE_STATE_DIR", problem: `cannot be checked by this user (ELOOP): ${tokens}` },
+      { setting: "BRIDGE_EVENTS_FILE", problem: `cannot be checked by this user (ELOOP): ${join(dir, "loop", "events.jsonl")}` },
     ]);
   });
 

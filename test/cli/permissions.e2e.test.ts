@@ -52,6 +52,10 @@ beforeAll(async () => {
   await writeFile(join(dir, "write-only-events.jsonl"), "", { mode: 0o622 });
   await chmod(join(dir, "write-only-events.jsonl"), 0o622);
   await mkdir(join(dir, "closed"), { mode: 0o700 });
+  // Left by a run under sudo: a directory anyone may write into, holding root's private token file.
+  await mkdir(join(dir, "shared-state"), { mode: 0o777 });
+  await chmod(join(dir, "shared-state"), 0o777);
+  await writeFile(join(dir, "shared-state", "tokens.json"), "{}", { mode: 0o600 });
 });
 
 afterAll(async () => {
@@ -68,6 +72,19 @@ describe.runIf(canStage)("bridge run as a user who cannot write the configured p
     expect(code).toBe(2);
     expect(stderr).toContain(`BRIDGE_STATE_DIR: is not writable by this user (EACCES): ${join(dir, "root-state")}`);
     expect(stderr).toContain(`BRIDGE_EVENTS_FILE: is not readable and writable by this user (EACCES): ${join(dir, "root-events.jsonl")}`);
+    expect(stderr).not.toMatch(/unexpected|never-printed/);
+  });
+
+  it("names a file in the state directory this user cannot read and write (left by a run under sudo), exit 2", async () => {
+    const { code, stderr } = await runAsNobody(["run", "--once"], {
+      ...settings,
+      BRIDGE_STATE_DIR: join(dir, "shared-state"),
+      BRIDGE_EVENTS_FILE: join(dir, "shared-events", "events.jsonl"),
+    });
+    expect(code).toBe(2);
+    expect(stderr).toContain(
+      `BRIDGE_STATE_DIR: is not readable and writable by this user (EACCES): ${join(dir, "shared-state", "tokens.json")} (left by a run as another user, such as under sudo?)`,
+    );
     expect(stderr).not.toMatch(/unexpected|never-printed/);
   });
 
