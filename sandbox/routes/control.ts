@@ -8,14 +8,14 @@ import { z } from "zod";
 import { checkBody } from "../../shared/qashio/schemas/index.js";
 import type { ErpCardStatus } from "../data/model.js";
 import { BUILDABLE_CATEGORIES } from "../data/transactions.js";
+import { MAX_RESET_TRANSACTIONS } from "../limits.js";
 import { OAuthError, ValidationError } from "../errors.js";
 import { readJson, type SandboxContext, type SandboxEnv } from "../http.js";
 import { erpCardDetailView, transactionListView } from "../views.js";
 
 /** Most transactions one control call creates. */
 export const MAX_CREATED_PER_CALL = 1000;
-/** Largest backlog a reset builds. */
-export const MAX_RESET_TRANSACTIONS = 200_000;
+export { MAX_RESET_TRANSACTIONS } from "../limits.js";
 
 const ERP_CARD_STATUSES: readonly ErpCardStatus[] = ["Active", "Inactive", "Suspended", "Terminated", "Draft", "Cancelled"];
 

@@ -3,6 +3,7 @@
  * with node:util `parseArgs` in strict mode so an unknown flag is an error, not ignored.
  */
 import { parseArgs, type ParseArgsConfig } from "node:util";
+import { MAX_RESET_TRANSACTIONS } from "../../sandbox/limits.js";
 import { BUDGET_BACKLOG } from "./bench-report.js";
 import { UsageError } from "./errors.js";
 
@@ -130,11 +131,18 @@ Commands:
 
 Durations: 500ms, 30s, 5m, 1h, 1m30s. Settings come from the environment and .env (see README).`;
 
-function integer(flag: string, text: string | undefined, min: number, fallback: number): number {
+/** Largest `bench --latency-ms`: every provider call must still answer within the client's 10 s attempt timeout. */
+export const MAX_BENCH_LATENCY_MS = 5_000;
+/** Largest `demo --seed`: the sandbox's generator takes a 32-bit seed (a larger one would wrap to another). */
+export const MAX_SEED = 2 ** 32 - 1;
+
+/** A whole number of `flag` in [min, max] (`why` says where the maximum comes from), or `fallback` when absent. */
+function integer(flag: string, text: string | undefined, min: number, fallback: number, max?: { value: number; why: string }): number {
   if (text === undefined) return fallback;
   if (!/^\d+$/.test(text.trim())) throw new UsageError(`${flag} must be a whole number, got "${text}"`);
   const value = Number(text);
   if (value < min) throw new UsageError(`${flag} must be at least ${min}, got ${value}`);
+  if (max !== undefined && value > max.value) throw new UsageError(`${flag} must be at most ${max.value} (${max.why}), got ${text.trim()}`);
   return value;
 }
 
@@ -300,7 +308,7 @@ export function parseCommand(argv: readonly string[], env: Readonly<Record<strin
         args: {
           cycles: cyclesText === undefined ? undefined : integer("--cycles", cyclesText, 1, 1),
           intervalMs: duration("--interval", values.interval as string | undefined, 0, 3_000),
-          seed: integer("--seed", values.seed as string | undefined, 0, 42),
+          seed: integer("--seed", values.seed as string | undefined, 0, 42, { value: MAX_SEED, why: "seeds are 32-bit" }),
           keep: values.keep === true,
         },
       };
@@ -312,8 +320,14 @@ export function parseCommand(argv: readonly string[], env: Readonly<Record<strin
       return {
         command: "bench",
         args: {
-          transactions: integer("--transactions", values.transactions as string | undefined, 1, BUDGET_BACKLOG),
-          latencyMs: integer("--latency-ms", values["latency-ms"] as string | undefined, 0, 20),
+          transactions: integer("--transactions", values.transactions as string | undefined, 1, BUDGET_BACKLOG, {
+            value: MAX_RESET_TRANSACTIONS,
+            why: "the largest backlog the sandbox builds",
+          }),
+          latencyMs: integer("--latency-ms", values["latency-ms"] as string | undefined, 0, 20, {
+            value: MAX_BENCH_LATENCY_MS,
+            why: "each call must answer within the client's 10 s attempt timeout",
+          }),
           json: values.json === true,
           sink,
           check: values.check === true,

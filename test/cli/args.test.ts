@@ -158,3 +158,18 @@ describe("parseCommand under npm", () => {
     expect(parseCommand(["run"], { npm_config_once: "true" })).toMatchObject({ command: "run", args: { once: false } });
   });
 });
+
+describe("parseCommand: upper bounds of numbers", () => {
+  it.each([
+    [["bench", "--transactions", "200001"], "--transactions must be at most 200000 (the largest backlog the sandbox builds), got 200001"],
+    [["bench", "--latency-ms", "99999999999"], "--latency-ms must be at most 5000 (each call must answer within the client's 10 s attempt timeout), got 99999999999"],
+    [["demo", "--seed", "4294967297"], "--seed must be at most 4294967295 (seeds are 32-bit), got 4294967297"],
+  ])("refuses %j with a usage error naming the bound and why", (argv, message) => {
+    expect(() => parseCommand(argv)).toThrow(new UsageError(message));
+  });
+
+  it("accepts the bounds themselves", () => {
+    expect(parseCommand(["bench", "--transactions", "200000", "--latency-ms", "5000"])).toMatchObject({ args: { transactions: 200_000, latencyMs: 5_000 } });
+    expect(parseCommand(["demo", "--seed", "4294967295"])).toMatchObject({ args: { seed: 4_294_967_295 } });
+  });
+});
