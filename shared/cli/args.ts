@@ -249,7 +249,9 @@ function strictParse(command: string, argv: string[], options: Options): OptionV
  */
 export function parseCommand(argv: readonly string[], env: Readonly<Record<string, string | undefined>> = {}): ParsedCommand {
   const [name, ...rest] = argv;
-  if (name === undefined || name === "help" || name === "--help" || name === "-h") {
+  // Not help: a script calling the bridge with an empty variable for its command must not "succeed".
+  if (name === undefined) throw new UsageError(`no command given. Commands: ${COMMANDS.join(", ")}`);
+  if (name === "help" || name === "--help" || name === "-h") {
     return { command: "help", topic: rest[0] };
   }
   // `run --help` asks for usage, whatever else it holds: answered before the options are checked.

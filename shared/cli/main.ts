@@ -9,7 +9,9 @@ import { line, type CliIo } from "./io.js";
 
 function settingsHelp(): string {
   const width = Math.max(...SETTINGS.map((s) => s.name.length));
-  return SETTINGS.map((s) => `  ${s.name.padEnd(width)}  ${s.required === "yes" ? "required" : `default ${s.default || "-"}`}`).join("\n");
+  const need = (s: (typeof SETTINGS)[number]) =>
+    s.required === "yes" ? "required" : s.required === "no" ? `default ${s.default || "-"}` : `required ${s.required.replaceAll("`", "")}`;
+  return SETTINGS.map((s) => `  ${s.name.padEnd(width)}  ${need(s)}`).join("\n");
 }
 
 async function dispatch(parsed: ParsedCommand, io: CliIo): Promise<number> {

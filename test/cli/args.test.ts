@@ -100,8 +100,9 @@ describe("parseCommand", () => {
     expect(() => parseCommand(["sync"])).toThrow(/unknown command "sync".*run, authorize, demo, bench/);
   });
 
-  it("treats no command as help", () => {
-    expect(parseCommand([])).toEqual({ command: "help", topic: undefined });
+  it("refuses no command at all (a script with an empty variable must not succeed), naming the commands", () => {
+    expect(() => parseCommand([])).toThrow(new UsageError("no command given. Commands: run, authorize, demo, bench, redrive, conform-pii, help"));
+    expect(parseCommand(["help"])).toEqual({ command: "help", topic: undefined });
   });
 
   it("reads authorize options", () => {

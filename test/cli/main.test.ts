@@ -15,6 +15,15 @@ describe("bridge.ts main", () => {
     expect(stdout).toContain("conform-pii [--cursor <cursor>]");
     expect(stdout).toMatch(/BRIDGE_STATE_DIR\s+default \.state/);
     expect(stdout).toMatch(/QASHIO_CLIENT_SECRET\s+required/);
+    expect(stdout).toMatch(/BRIDGE_PII_SALT\s+required with hash\n/);
+  });
+
+  it("refuses to run without a command, exit 2, pointing to help", async () => {
+    const { code, stdout, stderr } = await runInProcess([], {});
+    expect(code).toBe(EXIT.usage);
+    expect(stdout).toBe("");
+    expect(stderr).toContain("error: no command given. Commands: run,");
+    expect(stderr).toContain("npm run bridge -- help");
   });
 
   it("README's settings table lists exactly the settings help prints, with the same requirement and default", () => {
