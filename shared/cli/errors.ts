@@ -64,18 +64,26 @@ const BINDING_SETTINGS = { baseUrl: "QASHIO_BASE_URL", clientId: "QASHIO_CLIENT_
 
 /**
  * BRIDGE_STATE_DIR belongs to another provider, client or tenant (exit 2): its tokens must not go to another provider,
- * and another tenant's snapshots would hide changes. Names the settings that differ, never their values.
+ * and another tenant's snapshots would hide changes. Names the settings that differ, and both values of each (base
+ * URLs without credentials, client ids and tenant ids are no secrets), since `localhost` against `127.0.0.1` or a
+ * trailing path is easy to miss.
  */
 export class StateDirTakenError extends ConfigError {
   override name = "StateDirTakenError";
 
-  constructor(fields: readonly (keyof typeof BINDING_SETTINGS)[], dir: string, options?: ErrorOptions) {
+  constructor(
+    fields: readonly (keyof typeof BINDING_SETTINGS)[],
+    dir: string,
+    bindings: { readonly recorded: Partial<Record<keyof typeof BINDING_SETTINGS, string>>; readonly given: Partial<Record<keyof typeof BINDING_SETTINGS, string>> },
+    options?: ErrorOptions,
+  ) {
     const settings = fields.map((field) => BINDING_SETTINGS[field]).join(", ");
+    const values = fields.map((field) => `${BINDING_SETTINGS[field]} ${bindings.recorded[field]} there, ${bindings.given[field]} here`).join("; ");
     super(
       [
         {
           setting: "BRIDGE_STATE_DIR",
-          problem: `(${dir}) holds the tokens or snapshots of another ${settings} than these settings name (see its binding.json): use another state directory`,
+          problem: `${dir} holds the tokens or snapshots of another ${settings} than these settings name (${values}; see its binding.json): use another state directory`,
         },
       ],
       options,

@@ -116,7 +116,7 @@ export async function bindToSettings(dir: string, binding: StateBinding, options
   try {
     await bindStateDir(dir, binding, options);
   } catch (error) {
-    if (error instanceof StateBindingMismatchError) throw new StateDirTakenError(error.fields, dir, { cause: error });
+    if (error instanceof StateBindingMismatchError) throw new StateDirTakenError(error.fields, dir, error, { cause: error });
     if (error instanceof StateBindingMissingError) {
       // Base URL, client id and tenant are no secrets: the owner can restore the file as it was.
       const restore = `printf '%s\\n' '${JSON.stringify(binding)}' > ${join(dir, "binding.json")}`;

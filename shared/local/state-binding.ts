@@ -16,14 +16,21 @@ export interface StateBinding {
   readonly tenant?: string;
 }
 
-/** The state directory belongs to another provider, client or tenant. Names the fields, never their values. */
+/**
+ * The state directory belongs to another provider, client or tenant. The message names the fields; `recorded` and
+ * `given` hold both bindings, for a caller that shows them (none of them is a secret).
+ */
 export class StateBindingMismatchError extends LocalStateError {
   override name = "StateBindingMismatchError";
   readonly fields: readonly (keyof StateBinding)[];
+  readonly recorded: StateBinding;
+  readonly given: StateBinding;
 
-  constructor(file: string, fields: readonly (keyof StateBinding)[], options?: ErrorOptions) {
+  constructor(file: string, fields: readonly (keyof StateBinding)[], bindings: { recorded: StateBinding; given: StateBinding }, options?: ErrorOptions) {
     super(`state directory belongs to another ${fields.join(", ")} (recorded in ${file})`, { file }, options);
     this.fields = fields;
+    this.recorded = bindings.recorded;
+    this.given = bindings.given;
   }
 }
 
@@ -74,7 +81,7 @@ export async function bindStateDir(dir: string, binding: StateBinding, options: 
       if (recorded.tenant !== undefined || binding.tenant === undefined) return;
     } else if (holdsState(dir)) {
       const clientOnly = fields.length === 1 && fields[0] === "clientId";
-      if (!(clientOnly && options.rebindClient === true)) throw new StateBindingMismatchError(file, fields);
+      if (!(clientOnly && options.rebindClient === true)) throw new StateBindingMismatchError(file, fields, { recorded, given: binding });
     }
     next = { ...recorded, ...binding };
   } else if (holdsState(dir)) {

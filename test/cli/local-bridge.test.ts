@@ -41,16 +41,19 @@ describe("local bridge cycle", () => {
       throw new Error("must not be called");
     };
     const others = [
-      [{ ...settings, baseUrl: "https://api.other-provider.test" }, "QASHIO_BASE_URL"],
-      [{ ...settings, clientId: "another-client" }, "QASHIO_CLIENT_ID"],
-      [{ ...settings, tenant: "another-tenant" }, "BRIDGE_TENANT"],
+      [{ ...settings, baseUrl: "https://api.other-provider.test" }, "QASHIO_BASE_URL", harness.url, "https://api.other-provider.test"],
+      [{ ...settings, clientId: "another-client" }, "QASHIO_CLIENT_ID", settings.clientId, "another-client"],
+      [{ ...settings, tenant: "another-tenant" }, "BRIDGE_TENANT", settings.tenant, "another-tenant"],
     ] as const;
-    for (const [other, setting] of others) {
+    for (const [other, setting, there, here] of others) {
       const error = await openLocalBridge(other, { env: harness.env, logger: silent, fetch }).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(StateDirTakenError);
       expect((error as StateDirTakenError).exitCode).toBe(EXIT.usage);
-      expect((error as Error).message).toContain(`BRIDGE_STATE_DIR: (${settings.stateDir}) holds the tokens or snapshots of another ${setting}`);
-      expect((error as Error).message).not.toMatch(/other-provider|another-client|another-tenant/);
+      // Both values, so `localhost` against `127.0.0.1` shows at a glance; none of them is a secret.
+      expect((error as Error).message).toContain(
+        `BRIDGE_STATE_DIR: ${settings.stateDir} holds the tokens or snapshots of another ${setting} than these settings name (${setting} ${there} there, ${here} here; see its binding.json)`,
+      );
+      expect((error as Error).message).not.toContain(settings.clientSecret);
     }
     expect(sent).toEqual([]);
     // The owner still runs.
