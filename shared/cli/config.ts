@@ -3,7 +3,7 @@
  * (the environment wins), validated in one place, defaults named as constants.
  * Error messages name the setting and the problem, never the value.
  */
-import { accessSync, constants, mkdirSync, rmdirSync, statSync, type Stats } from "node:fs";
+import { accessSync, closeSync, constants, mkdirSync, openSync, rmdirSync, statSync, unlinkSync, type Stats } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { dirname, isAbsolute, join, relative, resolve } from "node:path";
 import { STATE_DIRS, STATE_FILES } from "../local/layout.js";
@@ -436,8 +436,26 @@ function checkEventsFile(r: Reader, eventsFile: string): void {
     problem = events.isDirectory() ? `must be a file, but ${eventsFile} is a directory` : notWritable(eventsFile, constants.R_OK | constants.W_OK, "readable and writable");
   } else if (parent === undefined) problem = creationProblem(dir);
   else if (!parent.isDirectory()) problem = `cannot be created: ${dir} is a file, not a directory`;
-  else problem = notWritable(dir, constants.W_OK | constants.X_OK);
+  else problem = notWritable(dir, constants.W_OK | constants.X_OK) ?? fileCreationProblem(eventsFile);
   if (problem !== undefined) r.problem("BRIDGE_EVENTS_FILE", problem);
+}
+
+/**
+ * What stops `file`, which does not exist in a writable directory, from being created, if anything: it is created
+ * and removed again, since a directory's permissions do not tell (a pseudo filesystem such as /proc refuses).
+ */
+function fileCreationProblem(file: string): string | undefined {
+  let fd: number;
+  try {
+    fd = openSync(file, "wx", 0o600);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    // Another process created it meanwhile: it exists, as the bridge needs.
+    return code === "EEXIST" ? undefined : `cannot be created (${code ?? "error"}): ${file}`;
+  }
+  closeSync(fd);
+  unlinkSync(file);
+  return undefined;
 }
 
 /**

@@ -212,6 +212,14 @@ describe("readLocalSettings on the file system", () => {
     ]);
   });
 
+  it.runIf(existsSync("/proc/self"))("names an events file its directory's permissions allow but the filesystem refuses (/proc), not leaving a probe behind", () => {
+    expect(settingsError({ ...valid, BRIDGE_EVENTS_FILE: "/proc/qashio-bridge-events.jsonl" }).issues).toEqual([
+      { setting: "BRIDGE_EVENTS_FILE", problem: "cannot be created (ENOENT): /proc/qashio-bridge-events.jsonl" },
+    ]);
+    readLocalSettings({ ...valid, BRIDGE_EVENTS_FILE: "fresh-events.jsonl" }, dir);
+    expect(existsSync(join(dir, "fresh-events.jsonl"))).toBe(false);
+  });
+
   it("names a state directory that is a regular file", () => {
     expect(settingsError({ ...valid, BRIDGE_STATE_DIR: "plain-file" }).issues.map((i) => i.setting)).toEqual(["BRIDGE_STATE_DIR"]);
   });
