@@ -74,7 +74,7 @@ export const SETTINGS: readonly SettingDoc[] = [
   { name: "BRIDGE_PII_SALT", required: "with `hash`", default: "", meaning: "per-tenant salt of `hash` mode (at least 16 characters)" },
   { name: "BRIDGE_EVENT_SOURCE", required: "no", default: DEFAULT_EVENT_SOURCE, meaning: "EventBridge `source` of the events" },
   { name: "BRIDGE_EMIT_CARD_CREATED", required: "no", default: "false", meaning: "`true` to publish `card.created` for cards seen the first time" },
-  { name: "BRIDGE_CYCLE_BUDGET", required: "no", default: "5m", meaning: "time budget of one cycle (and of one `redrive` or `conform-pii`); the cycle stops cleanly and resumes next time" },
+  { name: "BRIDGE_CYCLE_BUDGET", required: "no", default: "5m", meaning: "time budget of one cycle (and of one `redrive` or `conform-pii`; the transactions take at most three quarters of a cycle's); the cycle stops cleanly and resumes next time" },
   { name: "BRIDGE_LOG_LEVEL", required: "no", default: "info", meaning: "stderr log level: `debug`, `info`, `warn`, `error`" },
 ];
 

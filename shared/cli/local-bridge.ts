@@ -322,7 +322,15 @@ export async function withCycleLock<T>(bridge: LocalBridge, work: () => Promise<
 }
 
 /**
- * Runs one cycle (transactions, then cards) under the tenant's cycle lock, within `budgetMs`; once `signal` aborts
+ * Share of a local cycle's budget the transactions may take before the cards walk: the cards always get the rest (and
+ * whatever the transactions leave), so a transaction backlog that outlasts every cycle cannot hold card events back.
+ * On AWS each kind has its own function and schedule.
+ */
+export const TRANSACTIONS_BUDGET_SHARE = 0.75;
+
+/**
+ * Runs one cycle (transactions, then cards) under the tenant's cycle lock, within `budgetMs` (the transactions within
+ * {@link TRANSACTIONS_BUDGET_SHARE} of it); once `signal` aborts
  * (Ctrl-C) no new page starts and the cycle ends as at its budget (`complete` false).
  *
  * @throws ReauthorizationNeededError (exit 3) when the token family is revoked; CycleFailedError (exit 1) otherwise.
@@ -331,13 +339,13 @@ export async function withCycleLock<T>(bridge: LocalBridge, work: () => Promise<
  */
 export async function runCycle(bridge: LocalBridge, budgetMs = bridge.settings.cycleBudgetMs, signal?: AbortSignal): Promise<CycleResult> {
   const started = bridge.clock.now();
-  const options = { deadline: started + budgetMs, ...(signal ? { signal } : {}) };
+  const stop = signal ? { signal } : {};
   return withCycleLock(bridge, async () => {
     let transactions = emptyReport("transactions");
     let cards = emptyReport("cards");
     try {
-      transactions = await pollTransactions(bridge.transactions, options);
-      cards = await pollCards(bridge.cards, options);
+      transactions = await pollTransactions(bridge.transactions, { deadline: started + Math.floor(budgetMs * TRANSACTIONS_BUDGET_SHARE), ...stop });
+      cards = await pollCards(bridge.cards, { deadline: started + budgetMs, ...stop });
     } catch (error) {
       await measureQuarantine(bridge);
       throw await cliErrorOf(error, bridge);

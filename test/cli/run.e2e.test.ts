@@ -249,6 +249,20 @@ describe("bridge run --once (in-process)", () => {
     expect(new Set((await readEvents(h.eventsFile)).map((e) => e.detail.subject.id)).size).toBe(500);
   });
 
+  it("leaves the cards walk its share of the budget when the transactions would take all of it", async () => {
+    const h = await start({ transactions: 1_000 });
+    await h.control("POST", "/latency", { latency_ms: 300 });
+    const cards = h.sandbox.control.company(h.companyId)?.cards ?? [];
+    expect(cards.length).toBeGreaterThan(0);
+
+    const partial = await runInProcess(["run", "--once"], { ...h.env, BRIDGE_CYCLE_BUDGET: "3s", BRIDGE_EMIT_CARD_CREATED: "true" });
+
+    expect(partial.code).toBe(EXIT.incomplete);
+    expect(idsWithStatus(h, "not_synced").length, "the transactions drained within the budget").toBeGreaterThan(0);
+    const created = (await readEvents(h.eventsFile)).filter((e) => e["detail-type"] === "card.created");
+    expect(created.length, "the cards walk got no time").toBeGreaterThan(0);
+  });
+
   it("keeps its token family valid over ten runs while access tokens expire between them", async () => {
     const h = await start();
     const tokensFile = join(h.env.BRIDGE_STATE_DIR as string, "tokens.json");
