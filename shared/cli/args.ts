@@ -186,24 +186,30 @@ const OPTIONS: Readonly<Record<Exclude<CommandName, "help">, Options>> = {
 /** Options npm has itself: given to `npm run` they are npm's, and one set in an npmrc is no mistake of this command line. */
 const NPM_OWN_OPTIONS = new Set(["json", "scope"]);
 
+/** The package's scripts that run this command line (package.json); under another one (npx, a wrapper) npm kept nothing of ours. */
+const OWN_SCRIPTS = new Set(["bridge", "start", "bench"]);
+
 /**
  * Refuses a command line whose options npm kept for itself: `npm run bridge run --once` (no `--`) hands the bridge a
  * bare `run`, which polls forever, and npm only warns. npm leaves each option it kept in the environment as
- * `npm_config_<name>` (`--no-open` as `npm_config_open`), which tells such options apart.
+ * `npm_config_<name>` (`--no-open` as `npm_config_open`), which tells such options apart; their values reach the
+ * bridge as stray arguments, left out of the suggested command line.
  */
 function assertNotKeptByNpm(name: string, argv: readonly string[], options: Options, env: Readonly<Record<string, string | undefined>>): void {
   const script = env["npm_lifecycle_event"];
-  if (script === undefined) return;
+  if (script === undefined || !OWN_SCRIPTS.has(script)) return;
   const kept = Object.entries(options)
     .filter(([option]) => !NPM_OWN_OPTIONS.has(option))
     .filter(([option]) => env[`npm_config_${option.replace(/^no-/, "").replaceAll("-", "_")}`] !== undefined)
     .map(([option, { type }]) => (type === "string" ? `--${option} <value>` : `--${option}`));
   if (kept.length === 0) return;
+  const given = argv.filter((arg) => arg.startsWith("-"));
   // The `start` and `bench` scripts name their command themselves; `bridge` takes it from the command line.
-  const example = script === "bridge" ? ["npm run bridge --", name, ...argv] : [script === "start" ? "npm start --" : `npm run ${script} --`, ...argv];
+  const example = script === "bridge" ? ["npm run bridge --", name, ...given] : [script === "start" ? "npm start --" : `npm run ${script} --`, ...given];
+  const names = kept.map((option) => option.split(" ")[0]);
   throw new UsageError(
-    `npm kept ${kept.map((option) => option.split(" ")[0]).join(", ")} for itself: options after the script name go to npm unless ` +
-      `they follow \`--\`, as in \`${[...example, ...kept].join(" ")}\``,
+    `npm kept ${names.join(", ")} for itself: options after the script name go to npm unless they follow \`--\`, as in ` +
+      `\`${[...example, ...kept].join(" ")}\` (given no such option, an npmrc sets it: see \`npm config get ${(names[0] ?? "").slice(2)}\`)`,
   );
 }
 

@@ -5,7 +5,9 @@
  */
 import { accessSync, closeSync, constants, mkdirSync, openSync, rmdirSync, statSync, unlinkSync, type Stats } from "node:fs";
 import { readFile } from "node:fs/promises";
-import { dirname, isAbsolute, join, relative, resolve } from "node:path";
+import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
+import { randomBytes } from "node:crypto";
+import { TEMP_SUFFIX } from "../local/atomic.js";
 import { STATE_DIRS, STATE_FILES } from "../local/layout.js";
 import { parseEnv } from "node:util";
 import { ConfigError, EnvFileError, type SettingIssue } from "./errors.js";
@@ -166,7 +168,8 @@ export function parseEnvFile(text: string): EnvFileContent {
       unclosed.push(i + 1);
       continue;
     }
-    if (!QUOTES.includes(quote) && /(?:^|[^ \t])#/.test(value)) cutAtHash.push(i + 1);
+    // On the text after `=` as written: `NAME=   # note` is an empty value with a comment, `NAME=#x` a cut one.
+    if (!QUOTES.includes(quote) && /(?:^|[^ \t])#/.test(rest)) cutAtHash.push(i + 1);
     // Ends with a line break, as a line of a file does.
     values[name] = parseEnv(`${name}=${rest}\n`)[name] ?? "";
   }
@@ -418,8 +421,8 @@ function stateEntriesProblem(stateDir: string): string | undefined {
     }
     if (stats === undefined) continue;
     if (stats.isDirectory() !== directory) return `${path} must be a ${directory ? "directory" : "file"}, but is ${directory ? "a file" : "a directory"}`;
-    const mode = constants.R_OK | constants.W_OK | (directory ? constants.X_OK : 0);
-    const problem = notWritable(path, mode, "readable and writable");
+    // Files are read, and replaced by a rename in the directory: reading is all they need.
+    const problem = directory ? notWritable(path, constants.R_OK | constants.W_OK | constants.X_OK, "readable and writable") : notWritable(path, constants.R_OK, "readable");
     if (problem !== undefined) return `${problem} (left by a run as another user, such as under sudo?)`;
   }
   return undefined;
@@ -441,20 +444,20 @@ function checkEventsFile(r: Reader, eventsFile: string): void {
 }
 
 /**
- * What stops `file`, which does not exist in a writable directory, from being created, if anything: it is created
- * and removed again, since a directory's permissions do not tell (a pseudo filesystem such as /proc refuses).
+ * What stops `file`, which does not exist in a writable directory, from being created, if anything, since a
+ * directory's permissions do not tell (a pseudo filesystem such as /proc refuses). A probe of its own name is created
+ * and removed beside it: never the file itself, which a running bridge may create and fill meanwhile.
  */
 function fileCreationProblem(file: string): string | undefined {
+  const probe = `${file}.${process.pid}.${randomBytes(4).toString("hex")}${TEMP_SUFFIX}`;
   let fd: number;
   try {
-    fd = openSync(file, "wx", 0o600);
+    fd = openSync(probe, "wx", 0o600);
   } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    // Another process created it meanwhile: it exists, as the bridge needs.
-    return code === "EEXIST" ? undefined : `cannot be created (${code ?? "error"}): ${file}`;
+    return `cannot be created (${(error as NodeJS.ErrnoException).code ?? "error"}): ${file}`;
   }
   closeSync(fd);
-  unlinkSync(file);
+  unlinkSync(probe);
   return undefined;
 }
 
@@ -468,12 +471,22 @@ function pathSetting(r: Reader, name: string, cwd: string, fallback: string): st
   return resolve(cwd, text);
 }
 
-/** The events file must not be one of the state directory's files: appending to tokens.json would destroy the tokens. */
+/** Whether `path` is `dir` or lies under it (by name: symbolic links are not followed). */
+function within(dir: string, path: string): boolean {
+  const rest = relative(dir, path);
+  return rest === "" || !(rest === ".." || rest.startsWith(`..${sep}`) || isAbsolute(rest));
+}
+
+/**
+ * The events file must not be the state directory or one of its entries: appending to tokens.json destroyed the
+ * tokens. A file of its own beside them (`<state>/events.jsonl`) is fine.
+ */
 function checkEventsOutsideState(r: Reader, stateDir: string, eventsFile: string): void {
-  const inside = relative(stateDir, eventsFile);
-  if (inside === "" || !(inside.startsWith("..") || isAbsolute(inside))) {
-    r.problem("BRIDGE_EVENTS_FILE", `must not be inside BRIDGE_STATE_DIR (${stateDir}): the bridge owns every file there`);
-  }
+  const taken =
+    eventsFile === stateDir ||
+    Object.values(STATE_FILES).some((name) => eventsFile === join(stateDir, name)) ||
+    Object.values(STATE_DIRS).some((name) => within(join(stateDir, name), eventsFile));
+  if (taken) r.problem("BRIDGE_EVENTS_FILE", `must not be BRIDGE_STATE_DIR (${stateDir}) or one of the files and directories the bridge keeps there`);
 }
 
 /**

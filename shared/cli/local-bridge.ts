@@ -36,6 +36,7 @@ import {
   LocalStateError,
   StateBindingMismatchError,
   StateBindingMissingError,
+  STATE_FILES,
   bindStateDir,
   createLocalAdapters,
   type BindOptions,
@@ -97,8 +98,10 @@ export interface CycleResult {
   readonly cards: CycleReport;
   /** Total events published by both halves. */
   readonly events: number;
-  /** False when a half stopped at the budget or page bound (it resumes next cycle). */
+  /** False when a half stopped at the budget or page bound, or as asked (it resumes next cycle). */
   readonly complete: boolean;
+  /** True when it stopped early because its signal aborted (Ctrl-C, SIGTERM). */
+  readonly interrupted: boolean;
   readonly durationMs: number;
   /** Records held in the quarantine after the cycle (also the `QuarantineSize` gauge). */
   readonly quarantineSize: number;
@@ -119,12 +122,17 @@ export async function bindToSettings(dir: string, binding: StateBinding, options
     if (error instanceof StateBindingMismatchError) throw new StateDirTakenError(error.fields, dir, error, { cause: error });
     if (error instanceof StateBindingMissingError) {
       // Base URL, client id and tenant are no secrets: the owner can restore the file as it was.
-      const restore = `printf '%s\\n' '${JSON.stringify(binding)}' > ${join(dir, "binding.json")}`;
-      throw stateFileProblem(error, dir, "binding.json", `if it is this tenant's, restore the file (\`${restore}\`); otherwise use another state directory`);
+      const restore = `printf '%s\\n' ${shellQuoted(JSON.stringify(binding))} > ${shellQuoted(error.file ?? join(dir, STATE_FILES.binding))}`;
+      throw stateFileProblem(error, dir, STATE_FILES.binding, `if it is this tenant's, restore the file (in a POSIX shell: \`${restore}\`); otherwise use another state directory`);
     }
-    if (error instanceof LocalStateError) throw stateFileProblem(error, dir, "binding.json", "restore it or use another state directory");
+    if (error instanceof LocalStateError) throw stateFileProblem(error, dir, STATE_FILES.binding, "restore it or use another state directory");
     throw error;
   }
+}
+
+/** `text` as one word of a POSIX shell: single-quoted, each `'` closed, escaped and reopened. */
+function shellQuoted(text: string): string {
+  return `'${text.replaceAll("'", "'\\''")}'`;
 }
 
 /**
@@ -351,11 +359,13 @@ export async function runCycle(bridge: LocalBridge, budgetMs = bridge.settings.c
       throw await cliErrorOf(error, bridge);
     }
     const quarantineSize = (await measureQuarantine(bridge)) ?? 0;
+    const complete = transactions.outcome === "complete" && cards.outcome === "complete";
     return {
       transactions,
       cards,
       events: totalPublished(transactions) + totalPublished(cards),
-      complete: transactions.outcome === "complete" && cards.outcome === "complete",
+      complete,
+      interrupted: !complete && signal?.aborted === true,
       durationMs: bridge.clock.now() - started,
       quarantineSize,
     };

@@ -174,6 +174,8 @@ export interface CycleSummary {
   readonly durationMs: number;
   /** True when the cycle stopped at its time budget and resumes next time. */
   readonly partial?: boolean;
+  /** True when it stopped because it was asked to (Ctrl-C, SIGTERM), not at its budget. */
+  readonly interrupted?: boolean;
 }
 
 /**
@@ -192,7 +194,8 @@ export function formatCycleSummary(summary: CycleSummary, p: Palette = NO_COLOUR
   const events = `${count} event${count === 1 ? "" : "s"}${types === "" ? "" : ` (${types})`}`;
   const refused = (summary.acknowledgeRefused ?? 0) > 0 ? ` · ${p.yellow(`${summary.acknowledgeRefused} acknowledge refused`)}` : "";
   const quarantined = summary.quarantined > 0 ? p.red(`${summary.quarantined} quarantined`) : "0 quarantined";
-  const tail = summary.partial === true ? ` · ${p.yellow("stopped at budget, resumes next cycle")}` : "";
+  const stop = summary.interrupted === true ? "stopped as asked" : "stopped at budget";
+  const tail = summary.partial === true ? ` · ${p.yellow(`${stop}, resumes next cycle`)}` : "";
   return (
     p.dim(`── cycle ${summary.cycle}: `) +
     `${events} · ${summary.acknowledged} acknowledged${refused} · ${quarantined} · ${Math.round(summary.durationMs)} ms${tail}`

@@ -22,6 +22,7 @@ export function summaryOf(cycle: number, result: CycleResult, palette: Palette):
       quarantined: t.quarantined + c.quarantined,
       durationMs: result.durationMs,
       partial: !result.complete,
+      interrupted: result.interrupted,
     },
     palette,
   );
@@ -64,7 +65,7 @@ export async function runCommand(args: RunArgs, io: CliIo, seams: RunSeams = {})
     line(io.stdout, summaryOf(1, result, palette));
     if (!result.complete) {
       throw new CycleIncompleteError(
-        io.signal.aborted
+        result.interrupted
           ? "the cycle stopped after the page in hand, as asked (Ctrl-C or SIGTERM); run again to resume"
           : "the cycle stopped at its time budget (BRIDGE_CYCLE_BUDGET) or its page bound; run again to resume",
       );

@@ -142,14 +142,22 @@ describe("parseCommand under npm", () => {
   /** The environment npm gives a script it ran with options it kept for itself (`npm run bridge run --once`). */
   const npm = (script: string, kept: Record<string, string>) => ({ npm_lifecycle_event: script, ...kept });
 
-  it("refuses options npm kept for itself, showing the command line with `--`", () => {
+  it("refuses options npm kept for itself, showing the command line with `--` (without the values npm left stray)", () => {
+    const npmrc = (name: string) => ` (given no such option, an npmrc sets it: see \`npm config get ${name}\`)`;
     expect(() => parseCommand(["run"], npm("bridge", { npm_config_once: "true" }))).toThrow(
-      new UsageError("npm kept --once for itself: options after the script name go to npm unless they follow `--`, as in `npm run bridge -- run --once`"),
+      new UsageError(`npm kept --once for itself: options after the script name go to npm unless they follow \`--\`, as in \`npm run bridge -- run --once\`${npmrc("once")}`),
     );
-    expect(() => parseCommand(["demo"], npm("start", { npm_config_keep: "true" }))).toThrow(/as in `npm start -- --keep`$/);
+    expect(() => parseCommand(["demo"], npm("start", { npm_config_keep: "true" }))).toThrow(/as in `npm start -- --keep`/);
+    // `npm run bridge run 5m --interval`: npm kept --interval, and its value reached the bridge alone.
+    expect(() => parseCommand(["run", "5m"], npm("bridge", { npm_config_interval: "true" }))).toThrow(/as in `npm run bridge -- run --interval <value>`/);
     expect(() => parseCommand(["authorize", "arn:x"], npm("bridge", { npm_config_secret_id: "true", npm_config_open: "" }))).toThrow(
-      /npm kept --secret-id, --no-open for itself: .* as in `npm run bridge -- authorize arn:x --secret-id <value> --no-open`$/,
+      /npm kept --secret-id, --no-open for itself: .* as in `npm run bridge -- authorize --secret-id <value> --no-open`/,
     );
+  });
+
+  it("looks only under this package's own scripts: npx or another script kept nothing of the bridge's", () => {
+    expect(parseCommand(["run"], npm("npx", { npm_config_once: "true" }))).toMatchObject({ command: "run", args: { once: false } });
+    expect(parseCommand(["run"], npm("test", { npm_config_once: "true" }))).toMatchObject({ command: "run" });
   });
 
   it("leaves npm's own options (json, scope) and other commands' options alone, and does nothing outside npm", () => {

@@ -183,13 +183,14 @@ describe("readLocalSettings on the file system", () => {
     expect(error.exitCode).toBe(2);
   });
 
-  it("refuses an events file inside the state directory (tokens.json or any other), but not one beside it", () => {
-    for (const events of ["state/tokens.json", "state/events.jsonl", "state", "./state/../state/x"]) {
-      expect(settingsError({ ...valid, BRIDGE_STATE_DIR: "state", BRIDGE_EVENTS_FILE: events }).issues, events).toEqual([
-        { setting: "BRIDGE_EVENTS_FILE", problem: `must not be inside BRIDGE_STATE_DIR (${join(dir, "state")}): the bridge owns every file there` },
-      ]);
+  it("refuses an events file that is the state directory or one of its entries, but not a file of its own there", () => {
+    const problem = `must not be BRIDGE_STATE_DIR (${join(dir, "state")}) or one of the files and directories the bridge keeps there`;
+    for (const events of ["state/tokens.json", "state/binding.json", "state", "./state/../state/snapshots/x.jsonl", "state/locks"]) {
+      expect(settingsError({ ...valid, BRIDGE_STATE_DIR: "state", BRIDGE_EVENTS_FILE: events }).issues, events).toEqual([{ setting: "BRIDGE_EVENTS_FILE", problem }]);
     }
-    expect(readLocalSettings({ ...valid, BRIDGE_STATE_DIR: "state", BRIDGE_EVENTS_FILE: "state-events.jsonl" }, dir).eventsFile).toBe(join(dir, "state-events.jsonl"));
+    for (const events of ["state/events.jsonl", "state-events.jsonl", "state/..events.jsonl"]) {
+      expect(readLocalSettings({ ...valid, BRIDGE_STATE_DIR: "state", BRIDGE_EVENTS_FILE: events }, dir).eventsFile, events).toBe(join(dir, events));
+    }
   });
 
   it("refuses a path starting with ~, which nothing expands here, naming the setting", () => {
@@ -382,9 +383,9 @@ describe("parseEnvFile", () => {
   });
 
   it("reports an unquoted value that # would cut (first, or right after text), not a comment after a space", () => {
-    const { cutAtHash, values } = parseEnvFile("SALT=abcdefgh#ijklmnop\nTENANT=acme#1\nEMPTY=#x\nOK=value # comment\nQ='a#b'\n");
+    const { cutAtHash, values } = parseEnvFile("SALT=abcdefgh#ijklmnop\nTENANT=acme#1\nEMPTY=#x\nOK=value # comment\nQ='a#b'\nBLANK=   # only the first run\n");
     expect(cutAtHash).toEqual([1, 2, 3]);
-    expect(values).toMatchObject({ OK: "value", Q: "a#b" });
+    expect(values).toMatchObject({ OK: "value", Q: "a#b", BLANK: "" });
   });
 });
 

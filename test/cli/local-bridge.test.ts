@@ -100,7 +100,8 @@ describe("local bridge cycle", () => {
 
   it("refuses a state directory whose binding file is gone while it holds state, showing how to restore it, exit 2", async () => {
     harness = await startHarness();
-    const settings = readLocalSettings(harness.env, harness.dir);
+    // A path with a space and a quote: the command shown must quote it for the shell.
+    const settings = { ...readLocalSettings(harness.env, harness.dir), stateDir: join(harness.dir, "Bob's state") };
     await runCycle(await openLocalBridge(settings, { env: harness.env, logger: silent }));
     const file = join(settings.stateDir, "binding.json");
     const recorded = JSON.parse(readFileSync(file, "utf8")) as unknown;
@@ -111,7 +112,7 @@ describe("local bridge cycle", () => {
     const message = (error as Error).message;
     expect(message).toContain("BRIDGE_STATE_DIR: state directory holds tokens or snapshots but no binding file");
     // The command it shows restores the file as it was: run as shown, it lets the owner in again.
-    const command = /restore the file \(`(printf [^`]*)`\); otherwise use another state directory/.exec(message)?.[1];
+    const command = /restore the file \(in a POSIX shell: `(printf [^`]*)`\); otherwise use another state directory/.exec(message)?.[1];
     expect(command).toBeDefined();
     execSync(command as string, { shell: "/bin/sh" });
     expect(JSON.parse(readFileSync(file, "utf8"))).toEqual(recorded);

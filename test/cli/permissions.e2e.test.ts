@@ -83,7 +83,7 @@ describe.runIf(canStage)("bridge run as a user who cannot write the configured p
     });
     expect(code).toBe(2);
     expect(stderr).toContain(
-      `BRIDGE_STATE_DIR: is not readable and writable by this user (EACCES): ${join(dir, "shared-state", "tokens.json")} (left by a run as another user, such as under sudo?)`,
+      `BRIDGE_STATE_DIR: is not readable by this user (EACCES): ${join(dir, "shared-state", "tokens.json")} (left by a run as another user, such as under sudo?)`,
     );
     expect(stderr).not.toMatch(/unexpected|never-printed/);
   });

@@ -107,13 +107,16 @@ describe("formatCycleSummary", () => {
 
   it("takes the refused acknowledges from the transaction cycle's report in run's summary line", () => {
     const transactions = { ...emptyReport("transactions"), acknowledged: 3, acknowledgeRefused: 2 };
-    const result = { transactions, cards: emptyReport("cards"), events: 0, complete: true, durationMs: 12, quarantineSize: 0 };
+    const result = { transactions, cards: emptyReport("cards"), events: 0, complete: true, interrupted: false, durationMs: 12, quarantineSize: 0 };
     expect(summaryOf(5, result, NO_COLOURS)).toBe("── cycle 5: 0 events · 3 acknowledged · 2 acknowledge refused · 0 quarantined · 12 ms");
   });
 
   it("says when a cycle stopped at its budget", () => {
     expect(formatCycleSummary({ cycle: 1, published: {}, acknowledged: 0, quarantined: 1, durationMs: 5, partial: true })).toBe(
       "── cycle 1: 0 events · 0 acknowledged · 1 quarantined · 5 ms · stopped at budget, resumes next cycle",
+    );
+    expect(formatCycleSummary({ cycle: 1, published: {}, acknowledged: 0, quarantined: 0, durationMs: 5, partial: true, interrupted: true })).toBe(
+      "── cycle 1: 0 events · 0 acknowledged · 0 quarantined · 5 ms · stopped as asked, resumes next cycle",
     );
   });
 });

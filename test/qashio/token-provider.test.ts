@@ -488,6 +488,22 @@ describe("OAuthTokenProvider saving rotated tokens under the lease", () => {
     expect(clock.now()).toBe(start);
   });
 
+  it("saves the code flow's tokens under the lease it kept since a failed save, without waiting on it, and gives it back", async () => {
+    const { clock, start, store, lock, spawn } = processes();
+    const provider = spawn();
+    store.failNextSave = true;
+    await expect(provider.getAccessToken()).rejects.toBeInstanceOf(TokenUnavailableError);
+    expect(await lock.tryAcquire(DEFAULT_LOCK_NAME, TTL), "the failed save's lease is kept").toBeUndefined();
+
+    await provider.authorizeWithCode("code-1", "https://app.example/cb");
+
+    expect(clock.now(), "it waited on its own lease").toBe(start);
+    // The code flow's family replaces the rotated tokens that never got saved.
+    expect((await store.load())?.refreshToken).toBe("rt-3");
+    const free = await lock.tryAcquire(DEFAULT_LOCK_NAME, TTL);
+    expect(free, "the lease was not given back").toBeDefined();
+  });
+
   it("hands out the re-saved tokens even when releasing the lease kept since the failed save fails (it runs out by itself)", async () => {
     const { store, lock, logger, spawn, presented } = processes();
     const tryAcquire = lock.tryAcquire.bind(lock);

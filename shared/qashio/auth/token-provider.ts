@@ -202,11 +202,14 @@ export class OAuthTokenProvider implements TokenProvider {
    */
   async authorizeWithCode(code: string, redirectUri: string): Promise<void> {
     const tokens = storedTokensOf(await exchangeCode(this.options, { code, redirectUri }), this.clock.now());
+    // A lease this process still keeps for rotated tokens it failed to save is renewed, not waited for: the new
+    // family replaces those tokens.
+    const kept = this.unsaved?.handle;
     let handle: RefreshLockHandle | undefined;
     try {
-      handle = await this.acquireLock();
+      handle = await this.resaveLease(kept);
     } catch (error) {
-      this.unsaved = { tokens, replaced: undefined, handle: undefined };
+      this.unsaved = { tokens, replaced: undefined, handle: kept };
       throw error;
     }
     try {
