@@ -23,6 +23,8 @@ export interface LeaseWait {
   readonly pollMs: number;
   /** Stops the wait early (undefined is returned), e.g. on Ctrl-C. */
   readonly signal?: AbortSignal;
+  /** Called once, when the first try finds the lease held (a person may be told that it waits). */
+  readonly onWait?: () => void;
 }
 
 /**
@@ -43,10 +45,11 @@ export async function acquireWithin<H extends RenewableLease>(
   clock: Clock,
 ): Promise<H | undefined> {
   const start = clock.now();
-  for (;;) {
+  for (let tries = 0; ; tries += 1) {
     if (wait.signal?.aborted) return undefined;
     const handle = await lock.tryAcquire(name, ttlMs);
     if (handle) return handle;
+    if (tries === 0) wait.onWait?.();
     if (clock.now() - start >= wait.waitMs) return undefined;
     await clock.sleep(wait.pollMs, wait.signal);
   }

@@ -67,13 +67,10 @@ function seconds(ms: number): string {
 function lockedStore(store: TokenStore, lock: Lock, name: string, context: LeaseWaitContext): TokenStore {
   const { clock, waitMs, io } = context;
   const warn = (text: string) => line(io.stderr, `warning: ${text}`);
+  const onWait = () => line(io.stderr, `A running bridge holds the token lease "${name}"; waiting up to ${seconds(waitMs)} for it ...`);
   const acquire = async () => {
     try {
-      let handle = await lock.tryAcquire(name, DEFAULT_LOCK_TTL_MS);
-      if (handle !== undefined) return handle;
-      line(io.stderr, `A running bridge holds the token lease "${name}"; waiting up to ${seconds(waitMs)} for it ...`);
-      handle = await acquireWithin(lock, name, DEFAULT_LOCK_TTL_MS, { waitMs, pollMs: DEFAULT_LOCK_POLL_MS, signal: io.signal }, clock);
-      return handle;
+      return await acquireWithin(lock, name, DEFAULT_LOCK_TTL_MS, { waitMs, pollMs: DEFAULT_LOCK_POLL_MS, signal: io.signal, onWait }, clock);
     } catch (error) {
       throw new AuthorizeError(`cannot take the token lease "${name}": ${(error as Error).name}; this sign-in was not stored: run authorize again`, {
         cause: error,

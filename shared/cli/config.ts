@@ -5,11 +5,11 @@
  */
 import { accessSync, closeSync, constants, mkdirSync, openSync, rmdirSync, statSync, unlinkSync, type Stats } from "node:fs";
 import { readFile } from "node:fs/promises";
-import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { randomBytes } from "node:crypto";
+import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
+import { parseEnv } from "node:util";
 import { TEMP_SUFFIX } from "../local/atomic.js";
 import { STATE_DIRS, STATE_FILES } from "../local/layout.js";
-import { parseEnv } from "node:util";
 import { ConfigError, EnvFileError, type SettingIssue } from "./errors.js";
 import { durationRangeProblem, parseDuration } from "./args.js";
 import { AUTHORIZE_URL_ENV_VAR, BASE_URL_ENV_VARS, baseUrlProblem, normaliseBaseUrl, type QashioDeployment } from "../qashio/config.js";
@@ -336,7 +336,6 @@ function checkTenant(r: Reader, tenant: string): void {
     r.problem("BRIDGE_TENANT", "must be 1-64 letters, digits, '-' or '_', starting with a letter or digit");
   }
 }
-
 
 function statOf(path: string): Stats | undefined {
   try {

@@ -213,7 +213,7 @@ async function runDemo(args: DemoArgs, io: CliIo, dir: string, palette: Palette)
         line(io.stdout, palette.dim(`   sandbox activity: ${done.join(", ")}`));
       }
       try {
-        line(io.stdout, summaryOf(cycle, await runCycle(bridge, undefined, io.signal), palette));
+        line(io.stdout, summaryOf(cycle, await runCycle(bridge, { signal: io.signal }), palette));
       } catch (error) {
         if (error instanceof ReauthorizationNeededError) throw error;
         line(io.stderr, `cycle ${cycle} failed: ${(error as Error).message}`);

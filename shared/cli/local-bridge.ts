@@ -337,15 +337,16 @@ export async function withCycleLock<T>(bridge: LocalBridge, work: () => Promise<
 export const TRANSACTIONS_BUDGET_SHARE = 0.75;
 
 /**
- * Runs one cycle (transactions, then cards) under the tenant's cycle lock, within `budgetMs` (the transactions within
- * {@link TRANSACTIONS_BUDGET_SHARE} of it); once `signal` aborts
+ * Runs one cycle (transactions, then cards) under the tenant's cycle lock, within `budgetMs` (default
+ * BRIDGE_CYCLE_BUDGET; the transactions within {@link TRANSACTIONS_BUDGET_SHARE} of it); once `signal` aborts
  * (Ctrl-C) no new page starts and the cycle ends as at its budget (`complete` false).
  *
  * @throws ReauthorizationNeededError (exit 3) when the token family is revoked; CycleFailedError (exit 1) otherwise.
  * @example
- * const { events, complete } = await runCycle(bridge, 300_000);
+ * const { events, complete } = await runCycle(bridge, { budgetMs: 300_000, signal: io.signal });
  */
-export async function runCycle(bridge: LocalBridge, budgetMs = bridge.settings.cycleBudgetMs, signal?: AbortSignal): Promise<CycleResult> {
+export async function runCycle(bridge: LocalBridge, options: { readonly budgetMs?: number; readonly signal?: AbortSignal } = {}): Promise<CycleResult> {
+  const { budgetMs = bridge.settings.cycleBudgetMs, signal } = options;
   const started = bridge.clock.now();
   const stop = signal ? { signal } : {};
   return withCycleLock(bridge, async () => {

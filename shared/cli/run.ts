@@ -61,7 +61,7 @@ export async function runCommand(args: RunArgs, io: CliIo, seams: RunSeams = {})
   const bridge = await openFromSettings(io, overrides);
   const palette = shouldColour(io.stdout, io.env) ? COLOURS : NO_COLOURS;
   if (args.once) {
-    const result = await runCycle(bridge, undefined, io.signal);
+    const result = await runCycle(bridge, { signal: io.signal });
     line(io.stdout, summaryOf(1, result, palette));
     if (!result.complete) {
       throw new CycleIncompleteError(
@@ -89,7 +89,7 @@ async function loop(
     cycle += 1;
     const started = bridge.clock.now();
     try {
-      line(io.stdout, summaryOf(cycle, await runCycle(bridge, undefined, io.signal), palette));
+      line(io.stdout, summaryOf(cycle, await runCycle(bridge, { signal: io.signal }), palette));
     } catch (error) {
       // A revoked token family needs a person; retrying would only fail again.
       if (error instanceof ReauthorizationNeededError) throw error;

@@ -11,14 +11,20 @@ import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 // The modules themselves, not shared/aws/index.ts: the CLI needs the secret client and the lease, not the handlers.
 import { SECRET_TAGS, leaseNames } from "../aws/keys.js";
 import { DynamoLeaseLock } from "../aws/lease-lock.js";
-import { sdkClientConfig } from "../aws/runtime.js";
-import type { Clock, Lock } from "../bridge/ports.js";
+import { sdkClientConfig, type SdkTimeouts } from "../aws/runtime.js";
+import type { Clock, Lock, LockHandle } from "../bridge/ports.js";
 import { DEFAULT_LOCK_TTL_MS } from "../qashio/auth/token-provider.js";
 import { isSecretNotFound, PII_SALT_MIN_LENGTH, ProviderSecretClient, type ProviderSecretClientOptions } from "../aws/provider-secret.js";
 import { SecretStoreError } from "../aws/errors.js";
 import type { StoredTokens, TokenStore } from "../qashio/auth/token-store.js";
 import type { Env } from "./config.js";
 import { CliError, ConfigError, EXIT, UsageError } from "./errors.js";
+
+/**
+ * Attempt bounds of the onboarding's AWS clients: a person's connection (a VPN, a hotel) may be slower than a Lambda's,
+ * and nobody waits on a schedule here, so they are looser than the pollers' SDK_TIMEOUTS.
+ */
+export const INTERACTIVE_SDK_TIMEOUTS: SdkTimeouts = { connectionTimeoutMs: 10_000, requestTimeoutMs: 20_000, maxAttempts: 3 };
 
 /** Fields of the provider secret (see shared/aws/provider-secret.ts); other fields are kept as they are. */
 export interface OnboardingSecret {
@@ -84,7 +90,7 @@ export function secretRegion(secretId: string, env: Env): string | undefined {
  */
 export async function onboardingSecretsClient(secretId: string, env: Env): Promise<SecretsManagerClient> {
   const region = secretRegion(secretId, env);
-  const client = new SecretsManagerClient({ ...sdkClientConfig(), ...(region === undefined ? {} : { region }) });
+  const client = new SecretsManagerClient({ ...sdkClientConfig(INTERACTIVE_SDK_TIMEOUTS), ...(region === undefined ? {} : { region }) });
   if (region === undefined) {
     try {
       await client.config.region();
@@ -194,7 +200,8 @@ export async function readTokenLeaseTarget(
 
 /**
  * AWS's time as the secret's client last saw it: the SDK keeps the offset of each response's Date header from the
- * local clock (second resolution). The token lease compares times the pollers wrote with AWS-synchronised clocks, so a
+ * local clock (second resolution; @aws-sdk/core's SigV4 signer samples it on every response, where older cores did so
+ * only past minutes of skew: check this when upgrading the SDK). The token lease compares times the pollers wrote with AWS-synchronised clocks, so a
  * person's clock that is off must not decide whether a poller's lease has run out.
  *
  * @example
@@ -244,7 +251,9 @@ export async function openTokenLease(secrets: SecretsManagerClient, secretId: st
   }
   const doc =
     options.dynamo ??
-    DynamoDBDocumentClient.from(new DynamoDBClient({ ...sdkClientConfig(), region: await secrets.config.region(), credentials: secrets.config.credentials }));
+    DynamoDBDocumentClient.from(
+      new DynamoDBClient({ ...sdkClientConfig(INTERACTIVE_SDK_TIMEOUTS), region: await secrets.config.region(), credentials: secrets.config.credentials }),
+    );
   const lock = new DynamoLeaseLock({ doc, tableName: target.tableName, clock: options.clock });
   const lease = { lock, name: leaseNames.tokenRefresh(target.tenant), tableName: target.tableName };
   const failed = (what: string, error: unknown) => {
@@ -256,7 +265,7 @@ export async function openTokenLease(secrets: SecretsManagerClient, secretId: st
       { cause: error },
     );
   };
-  let handle;
+  let handle: LockHandle | undefined;
   try {
     handle = await lock.tryAcquire(lease.name, DEFAULT_LOCK_TTL_MS);
   } catch (error) {
@@ -269,7 +278,9 @@ export async function openTokenLease(secrets: SecretsManagerClient, secretId: st
     } catch (error) {
       throw failed("renew", error);
     } finally {
-      await handle.release().catch((error: unknown) => options.warn(`${failed("give back", error).message}; it runs out by itself within 30 s`));
+      await handle
+        .release()
+        .catch((error: unknown) => options.warn(`${failed("give back", error).message}; it runs out by itself within ${DEFAULT_LOCK_TTL_MS / 1000} s`));
     }
   }
   return lease;

@@ -484,13 +484,19 @@ describe("bridge authorize: the token lease a running bridge refreshes under", (
     }
   });
 
-  it("refuses before the browser opens when the tagged table cannot take the lease, naming the table", async () => {
-    const fake = tenantSecret("no-such-table");
+  /** Runs authorize --secret-id against `fake` and returns what it threw, and whether it got as far as the browser. */
+  async function refusal(fake: FakeSecretsManager): Promise<{ error: unknown; opened: boolean }> {
     let opened = false;
     const { io: cli } = io({ QASHIO_BASE_URL: "http://127.0.0.1:9" });
     const error = await authorizeCommand({ ...args, secretId: ARN }, cli, { secrets: fake.client, dynamo: table.doc, onAuthorizeUrl: () => void (opened = true) }).catch(
       (e: unknown) => e,
     );
+    return { error, opened };
+  }
+
+  it("refuses before the browser opens when the tagged table cannot take the lease, naming the table", async () => {
+    const fake = tenantSecret("no-such-table");
+    const { error, opened } = await refusal(fake);
     expect(error).toBeInstanceOf(SecretOnboardingError);
     expect((error as Error).message).toMatch(
       new RegExp(`^cannot take the token lease "${LEASE}" in table no-such-table \\(tagged on secret ${ARN}\\): ResourceNotFoundException: .+`),
@@ -502,11 +508,7 @@ describe("bridge authorize: the token lease a running bridge refreshes under", (
   it("refuses before the browser opens when the secret cannot be described, naming why it is asked", async () => {
     const fake = tenantSecret();
     fake.failNext("DescribeSecret", awsError("AccessDeniedException"));
-    let opened = false;
-    const { io: cli } = io({ QASHIO_BASE_URL: "http://127.0.0.1:9" });
-    const error = await authorizeCommand({ ...args, secretId: ARN }, cli, { secrets: fake.client, dynamo: table.doc, onAuthorizeUrl: () => void (opened = true) }).catch(
-      (e: unknown) => e,
-    );
+    const { error, opened } = await refusal(fake);
     expect(error).toBeInstanceOf(SecretOnboardingError);
     expect((error as Error).message).toBe(
       `cannot describe secret ${ARN} (its tags name the token lease the pollers refresh under): AccessDeniedException`,

@@ -389,7 +389,6 @@ describe("parseEnvFile", () => {
   });
 });
 
-
 describe("loadEnv", () => {
   let dir: string;
   beforeEach(async () => {
