@@ -6,6 +6,7 @@ import { parseArgs, type ParseArgsConfig } from "node:util";
 import { MAX_RESET_TRANSACTIONS } from "../../sandbox/limits.js";
 import { BUDGET_BACKLOG } from "./bench-report.js";
 import { UsageError } from "./errors.js";
+import { nearest } from "./nearest.js";
 
 /** Commands `bridge.ts` understands. */
 export const COMMANDS = ["run", "authorize", "demo", "bench", "redrive", "conform-pii", "help"] as const;
@@ -236,12 +237,19 @@ function joinDashValues(argv: readonly string[], options: Options): string[] {
 }
 
 function strictParse(command: string, argv: string[], options: Options): OptionValues {
+  // parseArgs lets the last of a repeated option win silently: `--interval 10m --interval 5s` is more likely a slip.
+  for (const name of Object.keys(options)) {
+    const given = argv.filter((arg) => arg === `--${name}` || arg.startsWith(`--${name}=`)).length;
+    if (given > 1) throw new UsageError(`${command}: --${name} is given ${given} times; give it once`);
+  }
   try {
     const { values } = parseArgs({ args: joinDashValues(argv, options), options, strict: true, allowPositionals: false });
     return { values: values as OptionValues["values"] };
   } catch (error) {
-    // parseArgs messages are already specific ("Unknown option '--x'"); prefix the command.
-    throw new UsageError(`${command}: ${(error as Error).message}`, { cause: error });
+    // parseArgs messages are already specific ("Unknown option '--x'"); prefix the command, and name a near option.
+    const unknown = /^Unknown option '(--[^']+)'/.exec((error as Error).message)?.[1];
+    const near = unknown === undefined ? undefined : nearest(unknown, Object.keys(options).map((name) => `--${name}`));
+    throw new UsageError(`${command}: ${(error as Error).message}${near ? ` (did you mean ${near}?)` : ""}`, { cause: error });
   }
 }
 
@@ -342,7 +350,9 @@ export function parseCommand(argv: readonly string[], env: Readonly<Record<strin
         },
       };
     }
-    default:
-      throw new UsageError(`unknown command "${name}". Commands: ${COMMANDS.join(", ")}`);
+    default: {
+      const near = nearest(name, COMMANDS);
+      throw new UsageError(`unknown command "${name}"${near ? ` (did you mean ${near}?)` : ""}. Commands: ${COMMANDS.join(", ")}`);
+    }
   }
 }

@@ -119,7 +119,9 @@ function awaitRedirect(server: Server, state: string, timeoutMs: number, signal?
         const sent = reply(200, "Authorization not granted", "The provider reported that access was not granted. You can close this tab.");
         // Only the OAuth error code is echoed: it is a fixed word, never a secret.
         const code = /^[a-z_]{1,40}$/.test(denied) ? denied : "unknown_error";
-        fail(new AuthorizeError(`authorization was not granted (${code})`), sent);
+        // RFC 6749 §4.1.2.1: the scopes asked for are unknown or not allowed to this client.
+        const hint = code === "invalid_scope" ? `: check --scope (the default asks for ${DEFAULT_SCOPES})` : "";
+        fail(new AuthorizeError(`authorization was not granted (${code})${hint}`), sent);
         return;
       }
       const code = url.searchParams.get("code");

@@ -11,6 +11,7 @@ import { parseEnv } from "node:util";
 import { TEMP_SUFFIX } from "../local/atomic.js";
 import { STATE_DIRS, STATE_FILES } from "../local/layout.js";
 import { ConfigError, EnvFileError, type SettingIssue } from "./errors.js";
+import { nearest } from "./nearest.js";
 import { durationRangeProblem, parseDuration } from "./args.js";
 import { AUTHORIZE_URL_ENV_VAR, BASE_URL_ENV_VARS, baseUrlProblem, normaliseBaseUrl, type QashioDeployment } from "../qashio/config.js";
 
@@ -97,26 +98,9 @@ export function settingNameWarnings(env: Env): string[] {
     .filter((name) => VARIABLE_NAME.test(name) && /^(QASHIO|BRIDGE)_/.test(name) && env[name] !== undefined && !known.includes(name))
     .sort()
     .map((name) => {
-      const [near] = known
-        .map((k) => ({ k, d: editDistance(k, name) }))
-        .filter(({ d }) => d <= 2)
-        .sort((a, b) => a.d - b.d)
-        .map(({ k }) => k);
+      const near = nearest(name, known);
       return `${name} is not a setting${near ? ` (did you mean ${near}?)` : ""}; see \`npm run bridge -- help\``;
     });
-}
-
-/** Levenshtein distance; names are short. */
-function editDistance(a: string, b: string): number {
-  let row = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const next = [i];
-    for (let j = 1; j <= b.length; j++) {
-      next[j] = Math.min((row[j] ?? 0) + 1, (next[j - 1] ?? 0) + 1, (row[j - 1] ?? 0) + (a[i - 1] === b[j - 1] ? 0 : 1));
-    }
-    row = next;
-  }
-  return row[b.length] ?? 0;
 }
 
 /** One `.env` assignment: optional `export`, a variable name, `=`, the value (parsed by Node's parseEnv). */
@@ -273,8 +257,9 @@ class Reader {
 
 function readProvider(r: Reader): ProviderSettings {
   let baseUrl = r.required("QASHIO_BASE_URL");
-  if ((NAMED_ENVIRONMENTS as readonly string[]).includes(baseUrl)) {
-    const name = baseUrl;
+  // Any case, as the other named values (PII mode, log level): `Sandbox` is no URL either.
+  if ((NAMED_ENVIRONMENTS as readonly string[]).includes(baseUrl.toLowerCase())) {
+    const name = baseUrl.toLowerCase();
     const variable = BASE_URL_ENV_VARS[name as QashioDeployment];
     const value = r.raw(variable);
     if (value === undefined) r.problem("QASHIO_BASE_URL", `is "${name}", which needs ${variable} to be set`);

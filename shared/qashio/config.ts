@@ -101,11 +101,12 @@ export function baseUrlProblem(value: string): string | undefined {
  */
 export function resolveBaseUrl(target: string, env: Env = process.env): string {
   const trimmed = target.trim();
-  if (isDeployment(trimmed)) {
-    const variable = BASE_URL_ENV_VARS[trimmed];
+  const named = trimmed.toLowerCase();
+  if (isDeployment(named)) {
+    const variable = BASE_URL_ENV_VARS[named];
     const value = env[variable]?.trim();
     if (!value) {
-      throw new ConfigurationError(`deployment "${trimmed}" needs ${variable} to be set to its base URL`);
+      throw new ConfigurationError(`deployment "${named}" needs ${variable} to be set to its base URL`);
     }
     return normaliseBaseUrl(value, variable);
   }

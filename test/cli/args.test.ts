@@ -182,3 +182,16 @@ describe("parseCommand: upper bounds of numbers", () => {
     expect(parseCommand(["demo", "--seed", "4294967295"])).toMatchObject({ args: { seed: 4_294_967_295 } });
   });
 });
+
+describe("parseCommand: slips", () => {
+  it("names the nearest command or option of a typo", () => {
+    expect(() => parseCommand(["hlep"])).toThrow(/^unknown command "hlep" \(did you mean help\?\)\. Commands: /);
+    expect(() => parseCommand(["run", "--onc"])).toThrow(/^run: Unknown option '--onc'.*\(did you mean --once\?\)$/);
+    expect(() => parseCommand(["sync"])).toThrow(/^unknown command "sync"\. Commands: /);
+  });
+
+  it("refuses an option given twice instead of letting the last one win", () => {
+    expect(() => parseCommand(["run", "--interval", "10m", "--interval=5s"])).toThrow(new UsageError("run: --interval is given 2 times; give it once"));
+    expect(() => parseCommand(["authorize", "--port", "1", "--port", "2"])).toThrow(/--port is given 2 times/);
+  });
+});

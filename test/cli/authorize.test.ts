@@ -194,6 +194,12 @@ describe("authorizeWithBrowser", () => {
       options({ onAuthorizeUrl: browser((a) => ({ error: "access_denied", state: a.searchParams.get("state") as string })) }),
     );
     await expect(run).rejects.toThrow(new AuthorizeError("authorization was not granted (access_denied)"));
+    const scoped = authorizeWithBrowser(
+      options({ onAuthorizeUrl: browser((a) => ({ error: "invalid_scope", state: a.searchParams.get("state") as string })) }),
+    );
+    await expect(scoped).rejects.toThrow(
+      new AuthorizeError("authorization was not granted (invalid_scope): check --scope (the default asks for transactions:read transactions:write cards:read)"),
+    );
   });
 
   it("wraps a failed exchange without echoing the code or the secret", async () => {

@@ -42,10 +42,15 @@ describe("readLocalSettings", () => {
     expect(settings.refreshToken).toBe("rt-seed");
   });
 
-  it("resolves a named provider environment through its variable", () => {
-    expect(readLocalSettings({ ...valid, QASHIO_BASE_URL: "eu", QASHIO_EU_URL: "https://eu.provider.test/" }, "/work").baseUrl).toBe(
-      "https://eu.provider.test",
-    );
+  it("resolves a named provider environment through its variable, in any case", () => {
+    for (const name of ["eu", "EU", "Eu"]) {
+      expect(readLocalSettings({ ...valid, QASHIO_BASE_URL: name, QASHIO_EU_URL: "https://eu.provider.test/" }, "/work").baseUrl, name).toBe(
+        "https://eu.provider.test",
+      );
+    }
+    expect(issuesOf({ ...valid, QASHIO_BASE_URL: "Sandbox" }).issues).toEqual([
+      { setting: "QASHIO_BASE_URL", problem: 'is "sandbox", which needs QASHIO_SANDBOX_URL to be set' },
+    ]);
   });
 
   it("names the variable a named environment needs when it is unset", () => {
