@@ -137,6 +137,24 @@ export const MAX_BENCH_LATENCY_MS = 5_000;
 /** Largest `demo --seed`: the sandbox's generator takes a 32-bit seed (a larger one would wrap to another). */
 export const MAX_SEED = 2 ** 32 - 1;
 
+/**
+ * The usage of one command: its lines of {@link USAGE} (the command's line and the indented lines under it), or
+ * undefined for a topic that is no command.
+ *
+ * @example
+ * usageOf("run"); // "  run        [--once] [--interval <duration>] ..."
+ */
+export function usageOf(topic: string): string | undefined {
+  if (!(COMMANDS as readonly string[]).includes(topic)) return undefined;
+  const lines = USAGE.split("\n");
+  const start = lines.findIndex((text) => new RegExp(`^  ${topic}\\b`).test(text));
+  if (start === -1) return undefined;
+  let end = start + 1;
+  // Continuation lines are indented to the description column, deeper than a command's own line.
+  while (end < lines.length && /^ {4,}/.test(lines[end] ?? "")) end += 1;
+  return lines.slice(start, end).join("\n");
+}
+
 /** A whole number of `flag` in [min, max] (`why` says where the maximum comes from), or `fallback` when absent. */
 function integer(flag: string, text: string | undefined, min: number, fallback: number, max?: { value: number; why: string }): number {
   if (text === undefined) return fallback;

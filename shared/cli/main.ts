@@ -2,7 +2,7 @@
  * Entry of `bridge.ts`: parses the command line, runs the command, maps errors to exit codes.
  * Commands are imported lazily so `help` and argument errors answer at once.
  */
-import { USAGE, parseCommand, type ParsedCommand } from "./args.js";
+import { USAGE, parseCommand, usageOf, type ParsedCommand } from "./args.js";
 import { SETTINGS } from "./config.js";
 import { CliError, EXIT, UsageError } from "./errors.js";
 import { line, type CliIo } from "./io.js";
@@ -16,9 +16,13 @@ function settingsHelp(): string {
 
 async function dispatch(parsed: ParsedCommand, io: CliIo): Promise<number> {
   switch (parsed.command) {
-    case "help":
-      line(io.stdout, `${USAGE}\n\nSettings of run, authorize, redrive and conform-pii (environment or .env):\n${settingsHelp()}`);
+    case "help": {
+      // `help run` (or `run --help`): that command only; any other topic, or none, the whole usage.
+      const one = parsed.topic === undefined || parsed.topic === "help" ? undefined : usageOf(parsed.topic);
+      const usage = one === undefined ? USAGE : `Usage: npm run bridge -- ${parsed.topic} [options]\n\n${one}`;
+      line(io.stdout, `${usage}\n\nSettings of run, authorize, redrive and conform-pii (environment or .env):\n${settingsHelp()}`);
       return EXIT.ok;
+    }
     case "run":
       return (await import("./run.js")).runCommand(parsed.args, io);
     case "redrive":

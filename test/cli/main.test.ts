@@ -18,6 +18,17 @@ describe("bridge.ts main", () => {
     expect(stdout).toMatch(/BRIDGE_PII_SALT\s+required with hash\n/);
   });
 
+  it("prints one command's usage for help <command> and <command> --help, the whole usage for any other topic", async () => {
+    for (const argv of [["help", "conform-pii"], ["conform-pii", "--help"]]) {
+      const { code, stdout } = await runInProcess(argv, {});
+      expect(code).toBe(EXIT.ok);
+      expect(stdout).toMatch(/^Usage: npm run bridge -- conform-pii \[options\]\n\n {2}conform-pii \[--cursor <cursor>\]/);
+      expect(stdout).toContain("where a pass stopped at its time budget");
+      expect(stdout).not.toContain("authorize  [--port");
+    }
+    expect((await runInProcess(["help", "bogus"], {})).stdout).toContain("authorize  [--port");
+  });
+
   it("refuses to run without a command, exit 2, pointing to help", async () => {
     const { code, stdout, stderr } = await runInProcess([], {});
     expect(code).toBe(EXIT.usage);
