@@ -250,7 +250,10 @@ export class CycleRun {
   ) {
     assertPiiPolicy(deps.pii);
     this.pageSize = cycle.pageSize ?? DEFAULT_PAGE_SIZE;
-    this.call = cycle.deadline === undefined ? {} : { deadline: cycle.deadline + (cycle.deadlineGraceMs ?? DEFAULT_DEADLINE_GRACE_MS) };
+    this.call = {
+      ...(cycle.deadline === undefined ? {} : { deadline: cycle.deadline + (cycle.deadlineGraceMs ?? DEFAULT_DEADLINE_GRACE_MS) }),
+      ...(cycle.signal === undefined ? {} : { stop: cycle.signal }),
+    };
     this.report = emptyReport(kind);
     this.source = deps.source ?? DEFAULT_SOURCE;
     this.validators = {
@@ -271,8 +274,10 @@ export class CycleRun {
       return await fn(this.call);
     } catch (err) {
       const late = deadlineExceeded(err);
-      // An earlier deadline is not the cycle's (a token refresh held to its lease): that one is a failure.
-      if (late && this.cycle.deadline !== undefined && late.deadline >= this.cycle.deadline) {
+      // An earlier deadline is not the cycle's (a token refresh held to its lease): that one is a failure. Once asked
+      // to stop, a call that stopped retrying ends the cycle like its deadline.
+      const cycles = late !== undefined && (this.cycle.signal?.aborted === true || (this.cycle.deadline !== undefined && late.deadline >= this.cycle.deadline));
+      if (late && cycles) {
         if (late.cause !== undefined) this.deps.metrics.add("ProviderErrors", 1, "Count", { status_class: statusClass(late.cause) });
         const last = late.cause === undefined ? undefined : errorContext(late.cause);
         this.deps.logger.warn("provider call cannot finish before the cycle deadline; stopping", { step, lastError: last?.name, status: last?.status });

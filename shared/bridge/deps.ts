@@ -57,7 +57,8 @@ export interface CycleOptions {
   readonly deadline?: number;
   /**
    * A stop request (Ctrl-C, SIGTERM): once it aborts, no new page is started either, and the cycle stops as at its
-   * deadline (outcome `deadline`; the next cycle resumes). A call under way finishes.
+   * deadline (outcome `deadline`; the next cycle resumes). An attempt under way finishes; a call waiting to retry
+   * stops waiting and is not retried.
    */
   readonly signal?: AbortSignal;
   /**

@@ -83,6 +83,8 @@ export interface ProviderCallOptions {
    * `QashioClient` does; the cycle then stops with outcome `deadline`.
    */
   readonly deadline?: number;
+  /** A stop request: once it aborts, the call starts no further attempt and rejects as out of time (see `deadline`). */
+  readonly stop?: AbortSignal;
 }
 
 /** What the transaction cycle needs from the provider. */

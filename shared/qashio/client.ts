@@ -170,6 +170,8 @@ export interface CallOptions {
    * before it, else the call throws `DeadlineExceededError` (see `HttpRequest.deadline`).
    */
   readonly deadline?: number;
+  /** Stops retries early, as when out of time (see `HttpRequest.stop`); the attempt under way finishes. */
+  readonly stop?: AbortSignal;
 }
 
 /** Outcome of an acknowledgement. */
@@ -221,8 +223,8 @@ export class QashioClient {
    */
   async acknowledgeTransactions(ids: readonly string[], options: CallOptions = {}): Promise<AcknowledgeResult> {
     const body = this.checkedBody(AcknowledgeBodySchema, { transaction_ids: [...ids] }, "POST", PATHS.acknowledge);
-    const { deadline } = options;
-    const response = await this.http.request({ method: "POST", path: PATHS.acknowledge, body, auth: "bearer", retry: "idempotent", deadline });
+    const { deadline, stop } = options;
+    const response = await this.http.request({ method: "POST", path: PATHS.acknowledge, body, auth: "bearer", retry: "idempotent", deadline, stop });
     if (!UnknownEnvelope.safeParse(response.body).success) {
       this.options.logger?.warn("acknowledge answered 2xx without the standard envelope", {
         path: PATHS.acknowledge,
@@ -454,6 +456,7 @@ export class QashioClient {
       auth: "bearer",
       retry: "idempotent",
       deadline: options.deadline,
+      stop: options.stop,
     });
   }
 

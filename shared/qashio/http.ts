@@ -115,6 +115,11 @@ export interface HttpRequest {
    * and for a cycle with a time budget. A request stopped by it throws `DeadlineExceededError`.
    */
   readonly deadline?: number;
+  /**
+   * A stop request (Ctrl-C): once it aborts, no further attempt starts and a retry's wait ends early; the request then
+   * throws `DeadlineExceededError`, as when out of time. The attempt under way is never cut: it may be processed.
+   */
+  readonly stop?: AbortSignal;
 }
 
 /** A 2xx response with its JSON body (undefined when empty). */
@@ -427,11 +432,13 @@ export class HttpCore {
     let replayedAfter401 = false;
     let replayToken: string | undefined;
     let attempt = 0;
+    let last: QashioError | undefined;
     for (;;) {
       attempt += 1;
+      if (request.stop?.aborted) throw this.outOfTime(request, last === undefined ? "sent" : "retried", last, "it was asked to stop");
       const token = replayToken ?? (await this.tokenFor(request));
       replayToken = undefined;
-      if (!this.attemptFits(request, 0)) throw this.outOfTime(request, "sent");
+      if (!this.attemptFits(request, 0)) throw this.outOfTime(request, "sent", last);
       const outcome = await this.send(request, token);
       let error: QashioError;
       if (outcome.kind === "response") {
@@ -464,7 +471,8 @@ export class HttpCore {
         delayMs,
       });
       this.reportRetry(error, attempt, delayMs);
-      await this.clock.sleep(delayMs);
+      last = error;
+      await this.clock.sleep(delayMs, request.stop);
     }
   }
 
@@ -512,11 +520,16 @@ export class HttpCore {
     return `${this.baseUrl}${request.path}${search ? `?${search}` : ""}`;
   }
 
-  private outOfTime(request: HttpRequest, what: "sent" | "retried", last?: QashioError): DeadlineExceededError {
+  private outOfTime(
+    request: HttpRequest,
+    what: "sent" | "retried",
+    last?: QashioError,
+    why = "a whole attempt no longer fits before its deadline",
+  ): DeadlineExceededError {
     const where = { method: request.method, path: request.path };
     const after = last ? ` (last attempt: ${last.message})` : "";
     return new DeadlineExceededError(
-      `${where.method} ${where.path} was not ${what}: a whole attempt no longer fits before its deadline${after}`,
+      `${where.method} ${where.path} was not ${what}: ${why}${after}`,
       { ...where, deadline: request.deadline ?? Number.POSITIVE_INFINITY },
       last ? { cause: last } : undefined,
     );

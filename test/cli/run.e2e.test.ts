@@ -6,7 +6,7 @@ import { watch } from "node:fs";
 import { readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { EXIT, ReauthorizationNeededError } from "../../shared/cli/errors.js";
 import { runCommand } from "../../shared/cli/run.js";
 import { refresh } from "../../shared/qashio/auth/oauth.js";
@@ -137,6 +137,29 @@ describe("bridge run --once (spawned)", () => {
     expect((await runInProcess(["run", "--once"], h.env)).code).toBe(EXIT.ok);
     expect(new Set((await readEvents(h.eventsFile)).map((e) => e.detail.subject.id))).toEqual(new Set(pending));
     expect(idsWithStatus(h, "not_synced", "outdated")).toEqual([]);
+  });
+
+  it("stops waiting out a provider's Retry-After on SIGTERM instead of retrying on (exit 4), and the next run delivers", async () => {
+    const h = await start();
+    const pending = idsWithStatus(h, "not_synced", "outdated");
+    const list = { method: "GET", path_prefix: "/public/v1/erp/transactions" };
+    await h.control("POST", "/faults", { ...list, status: 503, retry_after: 8, count: 10 });
+    const child = spawnBridge(["run", "--once"], h.env);
+    // The first list call failed and the client now waits 8 s before its retry.
+    await vi.waitFor(async () => expect(((await h.control("GET", "/faults")) as { data: { count: number }[] }).data[0]?.count).toBeLessThan(10), {
+      timeout: 10_000,
+      interval: 50,
+    });
+    const stoppedAt = Date.now();
+    child.kill("SIGTERM");
+    const { code, stderr } = await child.outcome;
+    expect(Date.now() - stoppedAt, "it waited the provider's Retry-After out").toBeLessThan(3_000);
+    expect(code).toBe(EXIT.incomplete);
+    expect(stderr).toContain("as asked (Ctrl-C or SIGTERM); run again to resume");
+
+    await h.control("DELETE", "/faults");
+    expect((await runInProcess(["run", "--once"], h.env)).code).toBe(EXIT.ok);
+    expect(new Set((await readEvents(h.eventsFile)).map((e) => e.detail.subject.id))).toEqual(new Set(pending));
   });
 
   it("names every bad setting once, exits 2 and never prints the client secret", async () => {

@@ -312,6 +312,22 @@ describe("HttpCore retries", () => {
     expect(clock.sleeps).toEqual([3000]);
   });
 
+  it("once asked to stop, starts no further attempt: the failed one is the last, and the call rejects as out of time", async () => {
+    const stop = new AbortController();
+    const fetch = scriptedFetch(fail(503, [], { "retry-after": "8" }), ok([]));
+    // The stop arrives while the client reports the retry it is about to wait for.
+    const { http } = core(fetch, { onRetry: () => stop.abort() });
+    const error = await http.request({ ...read(), stop: stop.signal }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(DeadlineExceededError);
+    expect((error as Error).message).toMatch(/was not retried: it was asked to stop \(last attempt: .*503/);
+    expect(fetch.calls).toHaveLength(1);
+
+    const none = scriptedFetch(ok([]));
+    const stopped = AbortSignal.abort();
+    await expect(core(none).http.request({ ...read(), stop: stopped })).rejects.toThrow(/was not sent: it was asked to stop/);
+    expect(none.calls).toHaveLength(0);
+  });
+
   it("with a deadline, sends nothing when a whole attempt no longer fits before it", async () => {
     const fetch = scriptedFetch(ok([]));
     const { http, clock } = core(fetch, { timeoutMs: 10_000 });
