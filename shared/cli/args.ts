@@ -222,13 +222,18 @@ function assertNotKeptByNpm(name: string, argv: readonly string[], options: Opti
     .filter(([option]) => env[`npm_config_${option.replace(/^no-/, "").replaceAll("-", "_")}`] !== undefined)
     .map(([option, { type }]) => (type === "string" ? `--${option} <value>` : `--${option}`));
   if (kept.length === 0) return;
-  const given = argv.filter((arg) => arg.startsWith("-"));
+  // What was given after `--` stays, values included; what npm left behind (values of the options it kept) goes.
+  const { tokens = [] } = parseArgs({ args: [...argv], options, strict: false, allowPositionals: true, tokens: true });
+  const stray = new Set(tokens.filter((token) => token.kind === "positional").map((token) => token.index));
+  const given = argv.filter((_, index) => !stray.has(index));
   // The `start` and `bench` scripts name their command themselves; `bridge` takes it from the command line.
   const example = script === "bridge" ? ["npm run bridge --", name, ...given] : [script === "start" ? "npm start --" : `npm run ${script} --`, ...given];
-  const names = kept.map((option) => option.split(" ")[0]);
+  const names = kept.map((option) => option.split(" ")[0] ?? option);
+  // npm records `--no-open` under `open`.
+  const npmKey = (names[0] ?? "").replace(/^--(?:no-)?/, "");
   throw new UsageError(
     `npm kept ${names.join(", ")} for itself: options after the script name go to npm unless they follow \`--\`, as in ` +
-      `\`${[...example, ...kept].join(" ")}\` (given no such option, an npmrc sets it: see \`npm config get ${(names[0] ?? "").slice(2)}\`)`,
+      `\`${[...example, ...kept].join(" ")}\` (given no such option, an npmrc sets it: see \`npm config get ${npmKey}\`)`,
   );
 }
 

@@ -152,8 +152,10 @@ export function parseEnvFile(text: string): EnvFileContent {
       unclosed.push(i + 1);
       continue;
     }
-    // On the text after `=` as written: `NAME=   # note` is an empty value with a comment, `NAME=#x` a cut one.
-    if (!QUOTES.includes(quote) && /(?:^|[^ \t])#/.test(rest)) cutAtHash.push(i + 1);
+    // The first `#` of the text after `=` decides: after a blank it starts a comment (`NAME=   # note`, `A=b # c#d`),
+    // first or right after text it cuts the value (`NAME=#x`, `NAME=a#b`).
+    const hash = rest.indexOf("#");
+    if (!QUOTES.includes(quote) && hash !== -1 && (hash === 0 || !/[ \t]/.test(rest.charAt(hash - 1)))) cutAtHash.push(i + 1);
     // Ends with a line break, as a line of a file does.
     values[name] = parseEnv(`${name}=${rest}\n`)[name] ?? "";
   }

@@ -3,16 +3,26 @@
  */
 
 /**
- * The candidate closest to `name` within `maxDistance` edits (the first of equally close ones), or undefined.
+ * The candidate `name` most likely meant, or undefined: the same but for case, else one that starts with it (at least
+ * 3 characters: `auth` for `authorize`), else the closest within `maxDistance` edits (the first of equally close
+ * ones) when `name` has at least 4 characters, so a short unrelated word (`rm`, `up`) gets no odd suggestion.
  *
  * @example
  * nearest("BRIDGE_PII_MOD", ["BRIDGE_PII_MODE", "BRIDGE_TENANT"]); // "BRIDGE_PII_MODE"
  */
 export function nearest(name: string, candidates: readonly string[], maxDistance = 2): string | undefined {
+  const lower = name.toLowerCase();
+  const sameButCase = candidates.find((candidate) => candidate.toLowerCase() === lower);
+  if (sameButCase !== undefined) return sameButCase;
+  if (name.replace(/^-+/, "").length >= 3) {
+    const longer = candidates.find((candidate) => candidate.toLowerCase().startsWith(lower));
+    if (longer !== undefined) return longer;
+  }
+  if (name.replace(/^-+/, "").length < 4) return undefined;
   let best: string | undefined;
   let bestDistance = maxDistance + 1;
   for (const candidate of candidates) {
-    const distance = editDistance(candidate, name);
+    const distance = editDistance(candidate.toLowerCase(), lower);
     if (distance < bestDistance) {
       best = candidate;
       bestDistance = distance;

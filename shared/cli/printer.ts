@@ -194,8 +194,9 @@ export function formatCycleSummary(summary: CycleSummary, p: Palette = NO_COLOUR
   const events = `${count} event${count === 1 ? "" : "s"}${types === "" ? "" : ` (${types})`}`;
   const refused = (summary.acknowledgeRefused ?? 0) > 0 ? ` · ${p.yellow(`${summary.acknowledgeRefused} acknowledge refused`)}` : "";
   const quarantined = summary.quarantined > 0 ? p.red(`${summary.quarantined} quarantined`) : "0 quarantined";
-  const stop = summary.interrupted === true ? "stopped as asked" : "stopped at budget";
-  const tail = summary.partial === true ? ` · ${p.yellow(`${stop}, resumes next cycle`)}` : "";
+  // Once asked to stop, this process runs no next cycle: the next run resumes.
+  const stop = summary.interrupted === true ? "stopped as asked, the next run resumes" : "stopped at budget, resumes next cycle";
+  const tail = summary.partial === true ? ` · ${p.yellow(stop)}` : "";
   return (
     p.dim(`── cycle ${summary.cycle}: `) +
     `${events} · ${summary.acknowledged} acknowledged${refused} · ${quarantined} · ${Math.round(summary.durationMs)} ms${tail}`

@@ -21,8 +21,10 @@ import type { Env } from "./config.js";
 import { CliError, ConfigError, EXIT, UsageError } from "./errors.js";
 
 /**
- * Attempt bounds of the onboarding's AWS clients: a person's connection (a VPN, a hotel) may be slower than a Lambda's,
- * and nobody waits on a schedule here, so they are looser than the pollers' SDK_TIMEOUTS.
+ * Attempt bounds of the onboarding's Secrets Manager client: a person's connection (a VPN, a hotel) may be slower than
+ * a Lambda's, and nobody waits on a schedule here, so they are looser than the pollers' SDK_TIMEOUTS. Not for the
+ * lease's table client: a renewal every third of the lease's life must end, with its retries, before the lease does,
+ * so that client keeps SDK_TIMEOUTS (3 x 4 s, against a 10 s renewal interval and a 30 s lease).
  */
 export const INTERACTIVE_SDK_TIMEOUTS: SdkTimeouts = { connectionTimeoutMs: 10_000, requestTimeoutMs: 20_000, maxAttempts: 3 };
 
@@ -252,7 +254,7 @@ export async function openTokenLease(secrets: SecretsManagerClient, secretId: st
   const doc =
     options.dynamo ??
     DynamoDBDocumentClient.from(
-      new DynamoDBClient({ ...sdkClientConfig(INTERACTIVE_SDK_TIMEOUTS), region: await secrets.config.region(), credentials: secrets.config.credentials }),
+      new DynamoDBClient({ ...sdkClientConfig(), region: await secrets.config.region(), credentials: secrets.config.credentials }),
     );
   const lock = new DynamoLeaseLock({ doc, tableName: target.tableName, clock: options.clock });
   const lease = { lock, name: leaseNames.tokenRefresh(target.tenant), tableName: target.tableName };

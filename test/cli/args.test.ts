@@ -153,6 +153,10 @@ describe("parseCommand under npm", () => {
     expect(() => parseCommand(["authorize", "arn:x"], npm("bridge", { npm_config_secret_id: "true", npm_config_open: "" }))).toThrow(
       /npm kept --secret-id, --no-open for itself: .* as in `npm run bridge -- authorize --secret-id <value> --no-open`/,
     );
+    // `npm run bridge authorize --no-open -- --secret-id arn:x`: the option given after `--` keeps its value.
+    expect(() => parseCommand(["authorize", "--secret-id", "arn:x"], npm("bridge", { npm_config_open: "" }))).toThrow(
+      /as in `npm run bridge -- authorize --secret-id arn:x --no-open` \(given no such option, an npmrc sets it: see `npm config get open`\)$/,
+    );
   });
 
   it("looks only under this package's own scripts: npx or another script kept nothing of the bridge's", () => {
@@ -184,10 +188,15 @@ describe("parseCommand: upper bounds of numbers", () => {
 });
 
 describe("parseCommand: slips", () => {
-  it("names the nearest command or option of a typo", () => {
+  it("names the command or option a typo most likely meant, and nothing for a short unrelated word", () => {
+    const hint = (argv: string[]) => /did you mean ([^?]+)\?/.exec((() => { try { parseCommand(argv); } catch (e) { return (e as Error).message; } return ""; })())?.[1];
     expect(() => parseCommand(["hlep"])).toThrow(/^unknown command "hlep" \(did you mean help\?\)\. Commands: /);
     expect(() => parseCommand(["run", "--onc"])).toThrow(/^run: Unknown option '--onc'.*\(did you mean --once\?\)$/);
-    expect(() => parseCommand(["sync"])).toThrow(/^unknown command "sync"\. Commands: /);
+    expect(hint(["RUN"])).toBe("run");
+    expect(hint(["auth"])).toBe("authorize");
+    expect(hint(["conform"])).toBe("conform-pii");
+    expect(hint(["authorize", "--secret"])).toBe("--secret-id");
+    for (const word of ["rm", "up", "sync"]) expect(hint([word]), word).toBeUndefined();
   });
 
   it("refuses an option given twice instead of letting the last one win", () => {

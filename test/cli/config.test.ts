@@ -388,9 +388,11 @@ describe("parseEnvFile", () => {
   });
 
   it("reports an unquoted value that # would cut (first, or right after text), not a comment after a space", () => {
-    const { cutAtHash, values } = parseEnvFile("SALT=abcdefgh#ijklmnop\nTENANT=acme#1\nEMPTY=#x\nOK=value # comment\nQ='a#b'\nBLANK=   # only the first run\n");
+    const { cutAtHash, values } = parseEnvFile(
+      "SALT=abcdefgh#ijklmnop\nTENANT=acme#1\nEMPTY=#x\nOK=value # comment\nQ='a#b'\nBLANK=   # only the first run\nT=acme # ticket#123, see https://x.test/#a\n",
+    );
     expect(cutAtHash).toEqual([1, 2, 3]);
-    expect(values).toMatchObject({ OK: "value", Q: "a#b", BLANK: "" });
+    expect(values).toMatchObject({ OK: "value", Q: "a#b", BLANK: "", T: "acme" });
   });
 });
 

@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from "node:child_process";
-import { chmod, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { chmod, chown, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -33,6 +33,11 @@ function runAsNobody(args: readonly string[], env: Record<string, string>): Prom
   return new Promise((resolve) => child.on("close", (code) => resolve({ code, stderr })));
 }
 
+/** `run --once` as `nobody` with the given state directory and events file (paths inside the staging directory). */
+function runOnceAsNobody(stateDir: readonly string[], eventsFile: readonly string[]): Promise<{ code: number | null; stderr: string }> {
+  return runAsNobody(["run", "--once"], { ...settings, BRIDGE_STATE_DIR: join(dir, ...stateDir), BRIDGE_EVENTS_FILE: join(dir, ...eventsFile) });
+}
+
 let dir: string;
 const settings = {
   QASHIO_BASE_URL: "http://127.0.0.1:9",
@@ -56,6 +61,11 @@ beforeAll(async () => {
   await mkdir(join(dir, "shared-state"), { mode: 0o777 });
   await chmod(join(dir, "shared-state"), 0o777);
   await writeFile(join(dir, "shared-state", "tokens.json"), "{}", { mode: 0o600 });
+  // The user's own state directory, with a token file made read-only by hand: it is replaced by rename, never written.
+  await mkdir(join(dir, "own-state"), { mode: 0o700 });
+  await writeFile(join(dir, "own-state", "tokens.json"), '{"refreshToken":"rt-never-printed"}', { mode: 0o400 });
+  await writeFile(join(dir, "own-state", "binding.json"), JSON.stringify({ baseUrl: settings.QASHIO_BASE_URL, clientId: settings.QASHIO_CLIENT_ID, tenant: settings.BRIDGE_TENANT }));
+  for (const entry of ["", "tokens.json", "binding.json"]) await chown(join(dir, "own-state", entry), NOBODY, NOBODY);
 });
 
 afterAll(async () => {
@@ -64,11 +74,7 @@ afterAll(async () => {
 
 describe.runIf(canStage)("bridge run as a user who cannot write the configured paths", () => {
   it("names BRIDGE_STATE_DIR and BRIDGE_EVENTS_FILE as not writable, exit 2, before any provider call", async () => {
-    const { code, stderr } = await runAsNobody(["run", "--once"], {
-      ...settings,
-      BRIDGE_STATE_DIR: join(dir, "root-state"),
-      BRIDGE_EVENTS_FILE: join(dir, "root-events.jsonl"),
-    });
+    const { code, stderr } = await runOnceAsNobody(["root-state"], ["root-events.jsonl"]);
     expect(code).toBe(2);
     expect(stderr).toContain(`BRIDGE_STATE_DIR: is not writable by this user (EACCES): ${join(dir, "root-state")}`);
     expect(stderr).toContain(`BRIDGE_EVENTS_FILE: is not readable and writable by this user (EACCES): ${join(dir, "root-events.jsonl")}`);
@@ -76,11 +82,7 @@ describe.runIf(canStage)("bridge run as a user who cannot write the configured p
   });
 
   it("names a file in the state directory this user cannot read and write (left by a run under sudo), exit 2", async () => {
-    const { code, stderr } = await runAsNobody(["run", "--once"], {
-      ...settings,
-      BRIDGE_STATE_DIR: join(dir, "shared-state"),
-      BRIDGE_EVENTS_FILE: join(dir, "shared-events", "events.jsonl"),
-    });
+    const { code, stderr } = await runOnceAsNobody(["shared-state"], ["shared-events", "events.jsonl"]);
     expect(code).toBe(2);
     expect(stderr).toContain(
       `BRIDGE_STATE_DIR: is not readable by this user (EACCES): ${join(dir, "shared-state", "tokens.json")} (left by a run as another user, such as under sudo?)`,
@@ -88,22 +90,21 @@ describe.runIf(canStage)("bridge run as a user who cannot write the configured p
     expect(stderr).not.toMatch(/unexpected|never-printed/);
   });
 
+  it("accepts a token file of its own made read-only: it is only ever replaced, by a rename", async () => {
+    const { code, stderr } = await runOnceAsNobody(["own-state"], ["own-state", "events.jsonl"]);
+    // Past the settings: the provider at 127.0.0.1:9 does not answer, so the cycle fails (exit 1), not exit 2.
+    expect(stderr).not.toContain("BRIDGE_STATE_DIR");
+    expect(code).toBe(1);
+  });
+
   it("names an events file this user may write but not read (the publisher reads its last byte first)", async () => {
-    const { code, stderr } = await runAsNobody(["run", "--once"], {
-      ...settings,
-      BRIDGE_STATE_DIR: join(dir, "closed-not", "state"),
-      BRIDGE_EVENTS_FILE: join(dir, "write-only-events.jsonl"),
-    });
+    const { code, stderr } = await runOnceAsNobody(["closed-not", "state"], ["write-only-events.jsonl"]);
     expect(code).toBe(2);
     expect(stderr).toContain(`BRIDGE_EVENTS_FILE: is not readable and writable by this user (EACCES): ${join(dir, "write-only-events.jsonl")}`);
   });
 
   it("names a state directory that cannot be created, or lies where this user cannot look, exit 2", async () => {
-    const { code, stderr } = await runAsNobody(["run", "--once"], {
-      ...settings,
-      BRIDGE_STATE_DIR: join(dir, "new-state", "deeper"),
-      BRIDGE_EVENTS_FILE: join(dir, "closed", "events.jsonl"),
-    });
+    const { code, stderr } = await runOnceAsNobody(["new-state", "deeper"], ["closed", "events.jsonl"]);
     expect(code).toBe(2);
     expect(stderr).toContain(`BRIDGE_STATE_DIR: cannot be created: ${join(dir, "new-state")} cannot be made in ${dir} (EACCES)`);
     expect(stderr).toContain(`BRIDGE_EVENTS_FILE: cannot be checked by this user (EACCES): ${join(dir, "closed", "events.jsonl")}`);

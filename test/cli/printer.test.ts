@@ -116,7 +116,7 @@ describe("formatCycleSummary", () => {
       "── cycle 1: 0 events · 0 acknowledged · 1 quarantined · 5 ms · stopped at budget, resumes next cycle",
     );
     expect(formatCycleSummary({ cycle: 1, published: {}, acknowledged: 0, quarantined: 0, durationMs: 5, partial: true, interrupted: true })).toBe(
-      "── cycle 1: 0 events · 0 acknowledged · 0 quarantined · 5 ms · stopped as asked, resumes next cycle",
+      "── cycle 1: 0 events · 0 acknowledged · 0 quarantined · 5 ms · stopped as asked, the next run resumes",
     );
   });
 });

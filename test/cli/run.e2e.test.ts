@@ -128,7 +128,7 @@ describe("bridge run --once (spawned)", () => {
     expect(Date.now() - stoppedAt, "the cycle went on after the signal").toBeLessThan(3_000);
     expect(stderr).toContain("stopping cleanly after the page in hand; Ctrl-C again stops at once");
     expect(stderr).toContain("the cycle stopped after the page in hand, as asked (Ctrl-C or SIGTERM); run again to resume");
-    expect(stdout).toContain("stopped as asked, resumes next cycle");
+    expect(stdout).toContain("stopped as asked, the next run resumes");
     const first = new Set((await readEvents(h.eventsFile)).map((e) => e.detail.subject.id));
     expect(first.size).toBeGreaterThan(0);
     expect(first.size).toBeLessThan(pending.length);

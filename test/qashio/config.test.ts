@@ -13,6 +13,8 @@ describe("resolveBaseUrl", () => {
     ["production", "https://prod.example.test"],
     ["eu", "https://eu.example.test"],
     ["sandbox", "http://localhost:4010"],
+    ["Sandbox", "http://localhost:4010"],
+    [" EU ", "https://eu.example.test"],
     ["https://explicit.example.test/base/", "https://explicit.example.test/base"],
   ])("resolves %s", (target, expected) => {
     expect(resolveBaseUrl(target, env)).toBe(expected);

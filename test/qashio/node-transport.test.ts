@@ -121,21 +121,26 @@ describe("nodeHttpFetch", () => {
     expect(server.received[0]!.headers).toMatchObject({ "x-trace": "abc", "user-agent": "probe/1" });
   });
 
-  it("never loads Node's bundled undici for plain header records (its first load costs tens of ms of CPU)", () => {
-    // A fresh process: this one has loaded undici long ago (the Headers test above, vitest itself). What the request
-    // loads is compared, not what is loaded at all: Node 24's node:http loads undici itself, at import.
+  it("never loads Node's bundled undici for plain header records (its first load costs tens of ms of CPU)", (context) => {
+    // A fresh process: this one has loaded undici long ago (the Headers test above, vitest itself). The list is taken
+    // right after node:http, before the transport module, so a Headers use at its top level counts too.
     const script = `
       import { createServer } from "node:http";
+      const before = new Set(process.moduleLoadList);
+      const preloaded = [...before].some((name) => name.includes("undici"));
       const { nodeHttpFetch } = await import(${JSON.stringify(new URL("../../shared/qashio/node-transport.ts", import.meta.url).pathname)});
       const server = createServer((_request, res) => res.end("{}"));
       await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
-      const before = new Set(process.moduleLoadList);
       const res = await nodeHttpFetch("http://127.0.0.1:" + server.address().port + "/", { headers: { accept: "application/json" } });
       await res.text();
       server.close();
-      console.log(JSON.stringify(process.moduleLoadList.filter((name) => !before.has(name) && name.includes("undici"))));`;
+      const added = process.moduleLoadList.filter((name) => !before.has(name) && name.includes("undici"));
+      console.log(JSON.stringify({ preloaded, added }));`;
     const out = execFileSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], { cwd: ROOT, encoding: "utf8" });
-    expect(JSON.parse(out.trim().split("\n").at(-1) ?? "null")).toEqual([]);
+    const { preloaded, added } = JSON.parse(out.trim().split("\n").at(-1) ?? "null") as { preloaded: boolean; added: string[] };
+    // Node 24's node:http loads undici itself: there is nothing left to save, and nothing to check.
+    if (preloaded) context.skip();
+    expect(added).toEqual([]);
   });
 
   it("decodes a body over 1 MB sent in many chunks, with multi-byte characters split across them", async () => {

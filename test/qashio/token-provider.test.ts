@@ -504,6 +504,29 @@ describe("OAuthTokenProvider saving rotated tokens under the lease", () => {
     expect(free, "the lease was not given back").toBeDefined();
   });
 
+  it("lets a re-save of earlier tokens finish before saving the code flow's, so the old family never lands over the new", async () => {
+    const { store, spawn } = processes();
+    const provider = spawn();
+    store.failNextSave = true;
+    await expect(provider.getAccessToken()).rejects.toBeInstanceOf(TokenUnavailableError);
+    // The next save (the re-save of rt-2, after its check) waits until released; later saves go through.
+    const save = store.save.bind(store);
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let saves = 0;
+    store.save = async (tokens) => {
+      if (++saves === 1) await gate;
+      await save(tokens);
+    };
+    const resave = provider.getAccessToken();
+    await turns();
+    const signIn = provider.authorizeWithCode("code-1", "https://app.example/cb");
+    await turns(20);
+    release();
+    await Promise.all([resave, signIn]);
+    expect((await store.load())?.refreshToken, "the re-save wrote the old family over the sign-in").toBe("rt-3");
+  });
+
   it("hands out the re-saved tokens even when releasing the lease kept since the failed save fails (it runs out by itself)", async () => {
     const { store, lock, logger, spawn, presented } = processes();
     const tryAcquire = lock.tryAcquire.bind(lock);

@@ -202,8 +202,10 @@ export class OAuthTokenProvider implements TokenProvider {
    */
   async authorizeWithCode(code: string, redirectUri: string): Promise<void> {
     const tokens = storedTokensOf(await exchangeCode(this.options, { code, redirectUri }), this.clock.now());
-    // A lease this process still keeps for rotated tokens it failed to save is renewed, not waited for: the new
-    // family replaces those tokens.
+    // A re-save of earlier tokens under way finishes first: it may hold the kept lease and would otherwise write the
+    // old family over this one. Then a lease this process still keeps for rotated tokens it failed to save is renewed,
+    // not waited for: the new family replaces those tokens.
+    await this.resaving?.catch(() => undefined);
     const kept = this.unsaved?.handle;
     let handle: RefreshLockHandle | undefined;
     try {
