@@ -46,9 +46,9 @@ function abortReasonOf(signal: AbortSignal): unknown {
 }
 
 /**
- * A `Headers` object, told apart without touching the global `Headers`: its first use loads Node's bundled undici,
- * tens of milliseconds of CPU in a process that otherwise never needs it. Header values are strings, so a record never
- * has a `get` method.
+ * A `Headers` object, told apart without touching the global `Headers`: on Node 20 its first use loads Node's bundled
+ * undici, tens of milliseconds of CPU in a process that otherwise never needs it (Node 24's node:http loads undici
+ * itself, at import). Header values are strings, so a record never has a `get` method.
  */
 function isHeaders(headers: FetchInit["headers"]): headers is Headers {
   return typeof (headers as Partial<Headers> | undefined)?.get === "function";
