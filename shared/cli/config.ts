@@ -3,15 +3,13 @@
  * (the environment wins), validated in one place, defaults named as constants.
  * Error messages name the setting and the problem, never the value.
  */
-import { accessSync, closeSync, constants, mkdirSync, openSync, rmdirSync, statSync, unlinkSync, type Stats } from "node:fs";
 import { readFile } from "node:fs/promises";
-import { randomBytes } from "node:crypto";
-import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
+import { join, resolve } from "node:path";
 import { parseEnv } from "node:util";
-import { TEMP_SUFFIX } from "../local/atomic.js";
-import { STATE_DIRS, STATE_FILES } from "../local/layout.js";
+import { STATE_FILES } from "../local/layout.js";
 import { ConfigError, EnvFileError, type SettingIssue } from "./errors.js";
 import { nearest } from "./nearest.js";
+import { eventsFileProblem, eventsFileTakesState, stateDirProblem, statOf } from "./path-checks.js";
 import { durationRangeProblem, parseDuration } from "./args.js";
 import { AUTHORIZE_URL_ENV_VAR, BASE_URL_ENV_VARS, baseUrlProblem, normaliseBaseUrl, type QashioDeployment } from "../qashio/config.js";
 
@@ -324,127 +322,24 @@ function checkTenant(r: Reader, tenant: string): void {
   }
 }
 
-function statOf(path: string): Stats | undefined {
-  try {
-    return statSync(path);
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === "ENOENT" || code === "ENOTDIR") return undefined;
-    throw error;
-  }
-}
-
-/** Why this process lacks `mode` access to `path`, worded as a setting's problem, or undefined when it has it. */
-function notWritable(path: string, mode: number, what = "writable"): string | undefined {
-  try {
-    accessSync(path, mode);
-    return undefined;
-  } catch (error) {
-    return `is not ${what} by this user (${(error as NodeJS.ErrnoException).code ?? "error"}): ${path}`;
-  }
-}
-
-/**
- * What stops directory `dir`, which does not exist, from being created, worded as a setting's problem, if anything. The first missing level below the nearest existing ancestor is made and removed again, as guessing misses
- * cases: permissions, a read-only mount, a pseudo filesystem (under /proc mkdir answers ENOENT, and Node's recursive
- * mkdir then loops forever, deaf to Ctrl-C).
- */
-function creationProblem(dir: string): string | undefined {
-  let child = dir;
-  let parent = dirname(dir);
-  for (;;) {
-    const stats = statOf(parent);
-    if (stats !== undefined && !stats.isDirectory()) return `cannot be created: ${parent} is a file, not a directory`;
-    if (stats !== undefined) break;
-    if (dirname(parent) === parent) return undefined;
-    child = parent;
-    parent = dirname(parent);
-  }
-  try {
-    mkdirSync(child, { mode: 0o700 });
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code ?? "error";
-    // EEXIST for a path stat found missing: a symbolic link to nothing (an unmounted volume, say).
-    if (code === "EEXIST" && statOf(child) === undefined) return `cannot be created: ${child} is a link to a missing target`;
-    return code === "EEXIST" ? undefined : `cannot be created: ${child} cannot be made in ${parent} (${code})`;
-  }
-  try {
-    rmdirSync(child);
-  } catch {
-    // Another process filled it meanwhile: it exists, as the bridge needs.
-  }
-  return undefined;
-}
-
 /** Reports a state directory that is a file, is not writable or cannot be created; returns whether it is usable. */
 function checkStateDir(r: Reader, stateDir: string): boolean {
-  const state = statOf(stateDir);
-  let problem: string | undefined;
-  if (state === undefined) problem = creationProblem(stateDir);
-  else if (!state.isDirectory()) problem = `must be a directory, but ${stateDir} is a file`;
-  else problem = notWritable(stateDir, constants.W_OK | constants.X_OK) ?? stateEntriesProblem(stateDir);
+  const problem = stateDirProblem(stateDir);
   if (problem !== undefined) r.problem("BRIDGE_STATE_DIR", problem);
   return problem === undefined;
 }
 
-/**
- * What is wrong with the entries the bridge keeps in an existing state directory, if anything: one of the wrong kind,
- * or one this user cannot read and write (left by a run as another user, say under sudo). Found here, it is a
- * settings problem (exit 2) before any provider call, not a failure of every cycle.
- */
-function stateEntriesProblem(stateDir: string): string | undefined {
-  const entries = [
-    ...Object.values(STATE_FILES).map((name) => ({ name, directory: false })),
-    ...Object.values(STATE_DIRS).map((name) => ({ name, directory: true })),
-  ];
-  for (const { name, directory } of entries) {
-    const path = join(stateDir, name);
-    let stats: Stats | undefined;
-    try {
-      stats = statOf(path);
-    } catch (error) {
-      return `cannot be checked by this user (${(error as NodeJS.ErrnoException).code ?? "error"}): ${path}`;
-    }
-    if (stats === undefined) continue;
-    if (stats.isDirectory() !== directory) return `${path} must be a ${directory ? "directory" : "file"}, but is ${directory ? "a file" : "a directory"}`;
-    // Files are read, and replaced by a rename in the directory: reading is all they need.
-    const problem = directory ? notWritable(path, constants.R_OK | constants.W_OK | constants.X_OK, "readable and writable") : notWritable(path, constants.R_OK, "readable");
-    if (problem !== undefined) return `${problem} (left by a run as another user, such as under sudo?)`;
-  }
-  return undefined;
-}
-
 /** Reports an events file that is a directory, is not writable or cannot be created. */
 function checkEventsFile(r: Reader, eventsFile: string): void {
-  const events = statOf(eventsFile);
-  const dir = dirname(eventsFile);
-  const parent = events === undefined ? statOf(dir) : undefined;
-  let problem: string | undefined;
-  if (events !== undefined) {
-    // Read too: the publisher opens it for appending and reads its last byte (to close a line torn by a crash).
-    problem = events.isDirectory() ? `must be a file, but ${eventsFile} is a directory` : notWritable(eventsFile, constants.R_OK | constants.W_OK, "readable and writable");
-  } else if (parent === undefined) problem = creationProblem(dir);
-  else if (!parent.isDirectory()) problem = `cannot be created: ${dir} is a file, not a directory`;
-  else problem = notWritable(dir, constants.W_OK | constants.X_OK) ?? fileCreationProblem(eventsFile);
+  const problem = eventsFileProblem(eventsFile);
   if (problem !== undefined) r.problem("BRIDGE_EVENTS_FILE", problem);
 }
 
-/**
- * What stops `file`, which does not exist in a writable directory, from being created, if anything, since a
- * directory's permissions do not tell (a pseudo filesystem such as /proc refuses). A probe of its own name is created
- * and removed beside it: never the file itself, which a running bridge may create and fill meanwhile.
- */
-function fileCreationProblem(file: string): string | undefined {
-  const probe = `${file}.${process.pid}.${randomBytes(4).toString("hex")}${TEMP_SUFFIX}`;
-  let fd: number;
-  try {
-    fd = openSync(probe, "wx", 0o600);
-  } catch (error) {
-    return `cannot be created (${(error as NodeJS.ErrnoException).code ?? "error"}): ${file}`;
+/** Reports an events file that is the state directory or one of its entries. */
+function checkEventsOutsideState(r: Reader, stateDir: string, eventsFile: string): void {
+  if (eventsFileTakesState(stateDir, eventsFile)) {
+    r.problem("BRIDGE_EVENTS_FILE", `must not be BRIDGE_STATE_DIR (${stateDir}) or one of the files and directories the bridge keeps there`);
   }
-  closeSync(fd);
-  unlinkSync(probe);
-  return undefined;
 }
 
 /**
@@ -455,24 +350,6 @@ function pathSetting(r: Reader, name: string, cwd: string, fallback: string): st
   const text = r.raw(name) ?? fallback;
   if (/^~(?:[/\\]|$)/.test(text)) r.problem(name, "starts with ~, which is not expanded here: use an absolute path (or $HOME in a shell)");
   return resolve(cwd, text);
-}
-
-/** Whether `path` is `dir` or lies under it (by name: symbolic links are not followed). */
-function within(dir: string, path: string): boolean {
-  const rest = relative(dir, path);
-  return rest === "" || !(rest === ".." || rest.startsWith(`..${sep}`) || isAbsolute(rest));
-}
-
-/**
- * The events file must not be the state directory or one of its entries: appending to tokens.json destroyed the
- * tokens. A file of its own beside them (`<state>/events.jsonl`) is fine.
- */
-function checkEventsOutsideState(r: Reader, stateDir: string, eventsFile: string): void {
-  const taken =
-    eventsFile === stateDir ||
-    Object.values(STATE_FILES).some((name) => eventsFile === join(stateDir, name)) ||
-    Object.values(STATE_DIRS).some((name) => within(join(stateDir, name), eventsFile));
-  if (taken) r.problem("BRIDGE_EVENTS_FILE", `must not be BRIDGE_STATE_DIR (${stateDir}) or one of the files and directories the bridge keeps there`);
 }
 
 /**

@@ -1,0 +1,147 @@
+/**
+ * File system checks of the path settings, before any provider call: each returns what is wrong with a path, worded
+ * as a setting's problem, or undefined. shared/cli/config.ts names the setting.
+ */
+import { randomBytes } from "node:crypto";
+import { accessSync, closeSync, constants, mkdirSync, openSync, rmdirSync, statSync, unlinkSync, type Stats } from "node:fs";
+import { dirname, isAbsolute, join, relative, sep } from "node:path";
+import { TEMP_SUFFIX } from "../local/atomic.js";
+import { STATE_DIRS, STATE_FILES } from "../local/layout.js";
+
+/** The path's stats, or undefined when it does not exist; other errors (EACCES, ELOOP) throw. */
+export function statOf(path: string): Stats | undefined {
+  try {
+    return statSync(path);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "ENOENT" || code === "ENOTDIR") return undefined;
+    throw error;
+  }
+}
+
+/** Why this process lacks `mode` access to `path`, worded as a setting's problem, or undefined when it has it. */
+function notWritable(path: string, mode: number, what = "writable"): string | undefined {
+  try {
+    accessSync(path, mode);
+    return undefined;
+  } catch (error) {
+    return `is not ${what} by this user (${(error as NodeJS.ErrnoException).code ?? "error"}): ${path}`;
+  }
+}
+
+/**
+ * What stops directory `dir`, which does not exist, from being created, worded as a setting's problem, if anything. The first missing level below the nearest existing ancestor is made and removed again, as guessing misses
+ * cases: permissions, a read-only mount, a pseudo filesystem (under /proc mkdir answers ENOENT, and Node's recursive
+ * mkdir then loops forever, deaf to Ctrl-C).
+ */
+function creationProblem(dir: string): string | undefined {
+  let child = dir;
+  let parent = dirname(dir);
+  for (;;) {
+    const stats = statOf(parent);
+    if (stats !== undefined && !stats.isDirectory()) return `cannot be created: ${parent} is a file, not a directory`;
+    if (stats !== undefined) break;
+    if (dirname(parent) === parent) return undefined;
+    child = parent;
+    parent = dirname(parent);
+  }
+  try {
+    mkdirSync(child, { mode: 0o700 });
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? "error";
+    // EEXIST for a path stat found missing: a symbolic link to nothing (an unmounted volume, say).
+    if (code === "EEXIST" && statOf(child) === undefined) return `cannot be created: ${child} is a link to a missing target`;
+    return code === "EEXIST" ? undefined : `cannot be created: ${child} cannot be made in ${parent} (${code})`;
+  }
+  try {
+    rmdirSync(child);
+  } catch {
+    // Another process filled it meanwhile: it exists, as the bridge needs.
+  }
+  return undefined;
+}
+
+/** What is wrong with the state directory: a file, not writable, not creatable, or an entry in it (see below). */
+export function stateDirProblem(stateDir: string): string | undefined {
+  const state = statOf(stateDir);
+  if (state === undefined) return creationProblem(stateDir);
+  if (!state.isDirectory()) return `must be a directory, but ${stateDir} is a file`;
+  return notWritable(stateDir, constants.W_OK | constants.X_OK) ?? stateEntriesProblem(stateDir);
+}
+
+/**
+ * What is wrong with the entries the bridge keeps in an existing state directory, if anything: one of the wrong kind,
+ * or one this user cannot read and write (left by a run as another user, say under sudo). Found here, it is a
+ * settings problem (exit 2) before any provider call, not a failure of every cycle.
+ */
+function stateEntriesProblem(stateDir: string): string | undefined {
+  const entries = [
+    ...Object.values(STATE_FILES).map((name) => ({ name, directory: false })),
+    ...Object.values(STATE_DIRS).map((name) => ({ name, directory: true })),
+  ];
+  for (const { name, directory } of entries) {
+    const path = join(stateDir, name);
+    let stats: Stats | undefined;
+    try {
+      stats = statOf(path);
+    } catch (error) {
+      return `cannot be checked by this user (${(error as NodeJS.ErrnoException).code ?? "error"}): ${path}`;
+    }
+    if (stats === undefined) continue;
+    if (stats.isDirectory() !== directory) return `${path} must be a ${directory ? "directory" : "file"}, but is ${directory ? "a file" : "a directory"}`;
+    // Files are read, and replaced by a rename in the directory: reading is all they need.
+    const problem = directory ? notWritable(path, constants.R_OK | constants.W_OK | constants.X_OK, "readable and writable") : notWritable(path, constants.R_OK, "readable");
+    if (problem !== undefined) return `${problem} (left by a run as another user, such as under sudo?)`;
+  }
+  return undefined;
+}
+
+/** What is wrong with the events file: a directory, not readable and writable, or not creatable. */
+export function eventsFileProblem(eventsFile: string): string | undefined {
+  const events = statOf(eventsFile);
+  if (events !== undefined) {
+    // Read too: the publisher opens it for appending and reads its last byte (to close a line torn by a crash).
+    return events.isDirectory() ? `must be a file, but ${eventsFile} is a directory` : notWritable(eventsFile, constants.R_OK | constants.W_OK, "readable and writable");
+  }
+  const dir = dirname(eventsFile);
+  const parent = statOf(dir);
+  if (parent === undefined) return creationProblem(dir);
+  if (!parent.isDirectory()) return `cannot be created: ${dir} is a file, not a directory`;
+  return notWritable(dir, constants.W_OK | constants.X_OK) ?? fileCreationProblem(eventsFile);
+}
+
+/**
+ * What stops `file`, which does not exist in a writable directory, from being created, if anything, since a
+ * directory's permissions do not tell (a pseudo filesystem such as /proc refuses). A probe of its own name is created
+ * and removed beside it: never the file itself, which a running bridge may create and fill meanwhile.
+ */
+function fileCreationProblem(file: string): string | undefined {
+  const probe = `${file}.${process.pid}.${randomBytes(4).toString("hex")}${TEMP_SUFFIX}`;
+  let fd: number;
+  try {
+    fd = openSync(probe, "wx", 0o600);
+  } catch (error) {
+    return `cannot be created (${(error as NodeJS.ErrnoException).code ?? "error"}): ${file}`;
+  }
+  closeSync(fd);
+  unlinkSync(probe);
+  return undefined;
+}
+
+/** Whether `path` is `dir` or lies under it (by name: symbolic links are not followed). */
+function within(dir: string, path: string): boolean {
+  const rest = relative(dir, path);
+  return rest === "" || !(rest === ".." || rest.startsWith(`..${sep}`) || isAbsolute(rest));
+}
+
+/**
+ * Whether the events file is the state directory or one of its entries: appending to tokens.json destroyed the
+ * tokens. A file of its own beside them (`<state>/events.jsonl`) is fine.
+ */
+export function eventsFileTakesState(stateDir: string, eventsFile: string): boolean {
+  return (
+    eventsFile === stateDir ||
+    Object.values(STATE_FILES).some((name) => eventsFile === join(stateDir, name)) ||
+    Object.values(STATE_DIRS).some((name) => within(join(stateDir, name), eventsFile))
+  );
+}
