@@ -30,9 +30,10 @@ function notWritable(path: string, mode: number, what = "writable"): string | un
 }
 
 /**
- * What stops directory `dir`, which does not exist, from being created, worded as a setting's problem, if anything. The first missing level below the nearest existing ancestor is made and removed again, as guessing misses
- * cases: permissions, a read-only mount, a pseudo filesystem (under /proc mkdir answers ENOENT, and Node's recursive
- * mkdir then loops forever, deaf to Ctrl-C).
+ * What stops directory `dir`, which does not exist, from being created, worded as a setting's problem, if anything.
+ * The first missing level below the nearest existing ancestor is made and removed again, as guessing misses cases:
+ * permissions, a read-only mount, a pseudo filesystem (under /proc mkdir answers ENOENT, and Node's recursive mkdir
+ * then loops forever, deaf to Ctrl-C).
  */
 function creationProblem(dir: string): string | undefined {
   let child = dir;
