@@ -49,7 +49,7 @@ export async function acquireWithin<H extends RenewableLease>(
     if (wait.signal?.aborted) return undefined;
     const handle = await lock.tryAcquire(name, ttlMs);
     if (handle) return handle;
-    if (tries === 0) wait.onWait?.();
+    if (tries === 0 && wait.waitMs > 0) wait.onWait?.();
     if (clock.now() - start >= wait.waitMs) return undefined;
     await clock.sleep(wait.pollMs, wait.signal);
   }

@@ -205,6 +205,30 @@ const OPTIONS: Readonly<Record<Exclude<CommandName, "help">, Options>> = {
 /** Options npm has itself: given to `npm run` they are npm's, and one set in an npmrc is no mistake of this command line. */
 const NPM_OWN_OPTIONS = new Set(["json", "scope"]);
 
+/**
+ * Warnings for the options npm has itself (`--json`, `--scope`) when npm holds a value for one that this command line
+ * lacks: given before `--` they went to npm, and the command runs without them (the human report, the default
+ * scopes). Only a warning: the value may just as well come from an npmrc.
+ *
+ * @example
+ * npmOwnOptionWarnings(["bench"], { npm_lifecycle_event: "bench", npm_config_json: "true" }); // ["npm holds a json setting ..."]
+ */
+export function npmOwnOptionWarnings(argv: readonly string[], env: Readonly<Record<string, string | undefined>>): string[] {
+  const [name, ...rest] = argv;
+  const script = env["npm_lifecycle_event"];
+  if (name === undefined || script === undefined || !OWN_SCRIPTS.has(script) || !Object.hasOwn(OPTIONS, name)) return [];
+  const options = OPTIONS[name as keyof typeof OPTIONS];
+  return [...NPM_OWN_OPTIONS]
+    .filter((option) => Object.hasOwn(options, option) && !rest.some((arg) => arg === `--${option}` || arg.startsWith(`--${option}=`)))
+    // npm's own default for json is "false", and scope's is empty.
+    .filter((option) => !["", "false", undefined].includes(env[`npm_config_${option}`]))
+    .map(
+      (option) =>
+        `npm holds a ${option} setting but this command line has no --${option}: if you gave one, npm kept it (put it after \`--\`); ` +
+        `otherwise it comes from an npmrc (\`npm config get ${option}\`)`,
+    );
+}
+
 /** The package's scripts that run this command line (package.json); under another one (npx, a wrapper) npm kept nothing of ours. */
 const OWN_SCRIPTS = new Set(["bridge", "start", "bench"]);
 

@@ -2,7 +2,7 @@
  * Entry of `bridge.ts`: parses the command line, runs the command, maps errors to exit codes.
  * Commands are imported lazily so `help` and argument errors answer at once.
  */
-import { USAGE, parseCommand, usageOf, type ParsedCommand } from "./args.js";
+import { USAGE, npmOwnOptionWarnings, parseCommand, usageOf, type ParsedCommand } from "./args.js";
 import { SETTINGS } from "./config.js";
 import { CliError, EXIT, UsageError } from "./errors.js";
 import { line, type CliIo } from "./io.js";
@@ -65,6 +65,7 @@ export function stopNotice(command: string | undefined): string | undefined {
  * process.exitCode = await main(process.argv.slice(2), io);
  */
 export async function main(argv: readonly string[], io: CliIo): Promise<number> {
+  for (const warning of npmOwnOptionWarnings(argv, io.env)) line(io.stderr, `warning: ${warning}`);
   try {
     return await dispatch(parseCommand(argv, io.env), io);
   } catch (error) {

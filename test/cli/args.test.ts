@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { DEFAULT_INTERVAL_MS, MAX_DURATION_MS, parseCommand, parseDuration } from "../../shared/cli/args.js";
+import { DEFAULT_INTERVAL_MS, MAX_DURATION_MS, npmOwnOptionWarnings, parseCommand, parseDuration } from "../../shared/cli/args.js";
 import { UsageError } from "../../shared/cli/errors.js";
 
 describe("parseDuration", () => {
@@ -157,6 +157,17 @@ describe("parseCommand under npm", () => {
     expect(() => parseCommand(["authorize", "--secret-id", "arn:x"], npm("bridge", { npm_config_open: "" }))).toThrow(
       /as in `npm run bridge -- authorize --secret-id arn:x --no-open` \(given no such option, an npmrc sets it: see `npm config get open`\)$/,
     );
+  });
+
+  it("warns (no more) when npm holds a json or scope setting the command line lacks", () => {
+    expect(npmOwnOptionWarnings(["bench"], npm("bench", { npm_config_json: "true" }))).toEqual([
+      "npm holds a json setting but this command line has no --json: if you gave one, npm kept it (put it after `--`); otherwise it comes from an npmrc (`npm config get json`)",
+    ]);
+    expect(npmOwnOptionWarnings(["authorize"], npm("bridge", { npm_config_scope: "cards:read" }))).toHaveLength(1);
+    expect(npmOwnOptionWarnings(["authorize", "--scope", "cards:read"], npm("bridge", { npm_config_scope: "cards:read" }))).toEqual([]);
+    expect(npmOwnOptionWarnings(["bench"], npm("bench", { npm_config_json: "false" }))).toEqual([]);
+    expect(npmOwnOptionWarnings(["run"], npm("bridge", { npm_config_json: "true" })), "run has no --json").toEqual([]);
+    expect(npmOwnOptionWarnings(["bench"], npm("test", { npm_config_json: "true" }))).toEqual([]);
   });
 
   it("looks only under this package's own scripts: npx or another script kept nothing of the bridge's", () => {
