@@ -90,7 +90,7 @@ class CardRun extends CycleRun {
     // A walk cut short by an earlier cycle goes on where it stopped; the offset survives a change of page size.
     let offset = cursor.offset;
     for (let read = 0; ; read++) {
-      if (this.pastDeadline(this.options.deadline)) {
+      if (this.pastDeadline()) {
         this.report.outcome = "deadline";
         break;
       }

@@ -276,8 +276,7 @@ export class CycleRun {
       const late = deadlineExceeded(err);
       // An earlier deadline is not the cycle's (a token refresh held to its lease): that one is a failure. Once asked
       // to stop, a call that stopped retrying ends the cycle like its deadline.
-      const cycles = late !== undefined && (this.cycle.signal?.aborted === true || (this.cycle.deadline !== undefined && late.deadline >= this.cycle.deadline));
-      if (late && cycles) {
+      if (late && (this.cycle.signal?.aborted === true || (this.cycle.deadline !== undefined && late.deadline >= this.cycle.deadline))) {
         if (late.cause !== undefined) this.deps.metrics.add("ProviderErrors", 1, "Count", { status_class: statusClass(late.cause) });
         const last = late.cause === undefined ? undefined : errorContext(late.cause);
         this.deps.logger.warn("provider call cannot finish before the cycle deadline; stopping", { step, lastError: last?.name, status: last?.status });
@@ -481,9 +480,10 @@ export class CycleRun {
     });
   }
 
-  /** True when the deadline has passed, or the cycle was asked to stop (see CycleOptions.signal). */
-  pastDeadline(deadline: number | undefined): boolean {
-    return this.cycle.signal?.aborted === true || (deadline !== undefined && this.deps.clock.now() >= deadline);
+  /** True when the cycle's deadline has passed, or the cycle was asked to stop (see CycleOptions.signal). */
+  pastDeadline(): boolean {
+    const { deadline, signal } = this.cycle;
+    return signal?.aborted === true || (deadline !== undefined && this.deps.clock.now() >= deadline);
   }
 
   /**

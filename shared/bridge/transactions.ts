@@ -150,7 +150,7 @@ class TransactionRun extends CycleRun {
     let inHand: ProviderPage | undefined;
     let fromReadAhead = false;
     for (;;) {
-      if (this.pastDeadline(this.options.deadline)) {
+      if (this.pastDeadline()) {
         // A page read ahead and left unprocessed holds changes still undelivered: they count towards the lag.
         if (inHand) for (const { raw } of pageEntries(inHand)) if (!handled.has(itemKey(raw))) this.pendingRaw(raw);
         return "deadline";
@@ -187,7 +187,7 @@ class TransactionRun extends CycleRun {
       }
 
       let next: Promise<ProviderPage> | undefined;
-      if (readAhead && !isLast && calls < this.maxPages && !this.pastDeadline(this.options.deadline)) {
+      if (readAhead && !isLast && calls < this.maxPages && !this.pastDeadline()) {
         calls += 1;
         next = this.list(status, page + 1);
         // Observed below; a failure of the batch must not leave it unhandled.
@@ -419,7 +419,7 @@ class TransactionRun extends CycleRun {
     for (let i = 0; i < refs.length; i += 1) {
       const ref = refs[i] as TransactionRef;
       let page: ProviderPage | undefined;
-      if (!this.pastDeadline(this.options.deadline)) {
+      if (!this.pastDeadline()) {
         try {
           page = await this.provider("read transaction by qashio_id", (call) =>
             this.deps.provider.listTransactions({ qashio_id: ref.qashioId, page: 1, page_size: 1 }, call),
