@@ -205,6 +205,33 @@ const OPTIONS: Readonly<Record<Exclude<CommandName, "help">, Options>> = {
 /** Options npm has itself: given to `npm run` they are npm's, and one set in an npmrc is no mistake of this command line. */
 const NPM_OWN_OPTIONS = new Set(["json", "scope"]);
 
+/** The package's scripts that run this command line (package.json); under another one (npx, a wrapper) npm kept nothing of ours. */
+const OWN_SCRIPTS = new Set(["bridge", "start", "bench"]);
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+/** The options of command `name` when npm runs it under one of this package's scripts, else undefined. */
+function optionsUnderNpm(name: string | undefined, env: Env): Options | undefined {
+  const script = env["npm_lifecycle_event"];
+  if (name === undefined || script === undefined || !OWN_SCRIPTS.has(script) || !Object.hasOwn(OPTIONS, name)) return undefined;
+  return OPTIONS[name as keyof typeof OPTIONS];
+}
+
+/** The npm config key an option lands under when npm keeps it (`--no-open` under `open`). */
+function npmKey(option: string): string {
+  return option.replace(/^no-/, "");
+}
+
+/** What npm holds for `option` in the environment of a script it runs (`npm_config_<key>`), if anything. */
+function npmValue(env: Env, option: string): string | undefined {
+  return env[`npm_config_${npmKey(option).replaceAll("-", "_")}`];
+}
+
+/** How many times `argv` gives option `name`, as `--name` or `--name=value`. */
+function timesGiven(argv: readonly string[], name: string): number {
+  return argv.filter((arg) => arg === `--${name}` || arg.startsWith(`--${name}=`)).length;
+}
+
 /**
  * Warnings for the options npm has itself (`--json`, `--scope`) when npm holds a value for one that this command line
  * lacks: given before `--` they went to npm, and the command runs without them (the human report, the default
@@ -213,15 +240,14 @@ const NPM_OWN_OPTIONS = new Set(["json", "scope"]);
  * @example
  * npmOwnOptionWarnings(["bench"], { npm_lifecycle_event: "bench", npm_config_json: "true" }); // ["npm holds a json setting ..."]
  */
-export function npmOwnOptionWarnings(argv: readonly string[], env: Readonly<Record<string, string | undefined>>): string[] {
+export function npmOwnOptionWarnings(argv: readonly string[], env: Env): string[] {
   const [name, ...rest] = argv;
-  const script = env["npm_lifecycle_event"];
-  if (name === undefined || script === undefined || !OWN_SCRIPTS.has(script) || !Object.hasOwn(OPTIONS, name)) return [];
-  const options = OPTIONS[name as keyof typeof OPTIONS];
+  const options = optionsUnderNpm(name, env);
+  if (options === undefined) return [];
   return [...NPM_OWN_OPTIONS]
-    .filter((option) => Object.hasOwn(options, option) && !rest.some((arg) => arg === `--${option}` || arg.startsWith(`--${option}=`)))
+    .filter((option) => Object.hasOwn(options, option) && timesGiven(rest, option) === 0)
     // npm's own default for json is "false", and scope's is empty.
-    .filter((option) => !["", "false", undefined].includes(env[`npm_config_${option}`]))
+    .filter((option) => !["", "false", undefined].includes(npmValue(env, option)))
     .map(
       (option) =>
         `npm holds a ${option} setting but this command line has no --${option}: if you gave one, npm kept it (put it after \`--\`); ` +
@@ -229,21 +255,17 @@ export function npmOwnOptionWarnings(argv: readonly string[], env: Readonly<Reco
     );
 }
 
-/** The package's scripts that run this command line (package.json); under another one (npx, a wrapper) npm kept nothing of ours. */
-const OWN_SCRIPTS = new Set(["bridge", "start", "bench"]);
-
 /**
  * Refuses a command line whose options npm kept for itself: `npm run bridge run --once` (no `--`) hands the bridge a
  * bare `run`, which polls forever, and npm only warns. npm leaves each option it kept in the environment as
  * `npm_config_<name>` (`--no-open` as `npm_config_open`), which tells such options apart; their values reach the
  * bridge as stray arguments, left out of the suggested command line.
  */
-function assertNotKeptByNpm(name: string, argv: readonly string[], options: Options, env: Readonly<Record<string, string | undefined>>): void {
-  const script = env["npm_lifecycle_event"];
-  if (script === undefined || !OWN_SCRIPTS.has(script)) return;
+function assertNotKeptByNpm(name: string, argv: readonly string[], env: Env): void {
+  const options = optionsUnderNpm(name, env);
+  if (options === undefined) return;
   const kept = Object.entries(options)
-    .filter(([option]) => !NPM_OWN_OPTIONS.has(option))
-    .filter(([option]) => env[`npm_config_${option.replace(/^no-/, "").replaceAll("-", "_")}`] !== undefined)
+    .filter(([option]) => !NPM_OWN_OPTIONS.has(option) && npmValue(env, option) !== undefined)
     .map(([option, { type }]) => (type === "string" ? `--${option} <value>` : `--${option}`));
   if (kept.length === 0) return;
   // What was given after `--` stays, values included; what npm left behind (values of the options it kept) goes.
@@ -251,13 +273,12 @@ function assertNotKeptByNpm(name: string, argv: readonly string[], options: Opti
   const stray = new Set(tokens.filter((token) => token.kind === "positional").map((token) => token.index));
   const given = argv.filter((_, index) => !stray.has(index));
   // The `start` and `bench` scripts name their command themselves; `bridge` takes it from the command line.
+  const script = env["npm_lifecycle_event"];
   const example = script === "bridge" ? ["npm run bridge --", name, ...given] : [script === "start" ? "npm start --" : `npm run ${script} --`, ...given];
   const names = kept.map((option) => option.split(" ")[0] ?? option);
-  // npm records `--no-open` under `open`.
-  const npmKey = (names[0] ?? "").replace(/^--(?:no-)?/, "");
   throw new UsageError(
     `npm kept ${names.join(", ")} for itself: options after the script name go to npm unless they follow \`--\`, as in ` +
-      `\`${[...example, ...kept].join(" ")}\` (given no such option, an npmrc sets it: see \`npm config get ${npmKey}\`)`,
+      `\`${[...example, ...kept].join(" ")}\` (given no such option, an npmrc sets it: see \`npm config get ${npmKey((names[0] ?? "").slice(2))}\`)`,
   );
 }
 
@@ -286,7 +307,7 @@ function joinDashValues(argv: readonly string[], options: Options): string[] {
 function strictParse(command: string, argv: string[], options: Options): OptionValues {
   // parseArgs lets the last of a repeated option win silently: `--interval 10m --interval 5s` is more likely a slip.
   for (const name of Object.keys(options)) {
-    const given = argv.filter((arg) => arg === `--${name}` || arg.startsWith(`--${name}=`)).length;
+    const given = timesGiven(argv, name);
     if (given > 1) throw new UsageError(`${command}: --${name} is given ${given} times; give it once`);
   }
   try {
@@ -308,7 +329,7 @@ function strictParse(command: string, argv: string[], options: Options): OptionV
  * @example
  * parseCommand(["run", "--interval", "30s"]); // { command: "run", args: { once: false, intervalMs: 30000 } }
  */
-export function parseCommand(argv: readonly string[], env: Readonly<Record<string, string | undefined>> = {}): ParsedCommand {
+export function parseCommand(argv: readonly string[], env: Env = {}): ParsedCommand {
   const [name, ...rest] = argv;
   // Not help: a script calling the bridge with an empty variable for its command must not "succeed".
   if (name === undefined) throw new UsageError(`no command given. Commands: ${COMMANDS.join(", ")}`);
@@ -319,7 +340,7 @@ export function parseCommand(argv: readonly string[], env: Readonly<Record<strin
   if ((COMMANDS as readonly string[]).includes(name) && rest.some((arg) => arg === "--help" || arg === "-h")) {
     return { command: "help", topic: name };
   }
-  if (Object.hasOwn(OPTIONS, name)) assertNotKeptByNpm(name, rest, OPTIONS[name as keyof typeof OPTIONS], env);
+  assertNotKeptByNpm(name, rest, env);
   switch (name) {
     case "run": {
       const { values } = strictParse("run", rest, OPTIONS.run);
