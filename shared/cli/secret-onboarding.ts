@@ -203,8 +203,8 @@ export async function readTokenLeaseTarget(
 /**
  * AWS's time as the secret's client last saw it: the SDK keeps the offset of each response's Date header from the
  * local clock (second resolution; @aws-sdk/core's SigV4 signer samples it on every response, where older cores did so
- * only past minutes of skew: check this when upgrading the SDK). The token lease compares times the pollers wrote with AWS-synchronised clocks, so a
- * person's clock that is off must not decide whether a poller's lease has run out.
+ * only past minutes of skew: check this when upgrading the SDK). The token lease compares times the pollers wrote with
+ * AWS-synchronised clocks, so a person's clock that is off must not decide whether a poller's lease has run out.
  *
  * @example
  * const clock = awsClock(systemClock, secrets); // after a first call on `secrets`
@@ -217,7 +217,6 @@ export function awsClock(clock: Clock, secrets: SecretsManagerClient): Clock {
 export interface OnboardingLease {
   readonly lock: Lock;
   readonly name: string;
-  readonly tableName: string;
 }
 
 /** Where {@link openTokenLease} gets its table client and time, and says what it cannot do. */
@@ -257,7 +256,7 @@ export async function openTokenLease(secrets: SecretsManagerClient, secretId: st
       new DynamoDBClient({ ...sdkClientConfig(), region: await secrets.config.region(), credentials: secrets.config.credentials }),
     );
   const lock = new DynamoLeaseLock({ doc, tableName: target.tableName, clock: options.clock });
-  const lease = { lock, name: leaseNames.tokenRefresh(target.tenant), tableName: target.tableName };
+  const lease = { lock, name: leaseNames.tokenRefresh(target.tenant) };
   const failed = (what: string, error: unknown) => {
     const cause = error as Error;
     // DynamoDB's messages name the table, the action and the principal: no value of the secret.
