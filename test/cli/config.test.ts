@@ -1,5 +1,5 @@
 import { existsSync } from "node:fs";
-import { mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -224,6 +224,15 @@ describe("readLocalSettings on the file system", () => {
     ]);
     readLocalSettings({ ...valid, BRIDGE_EVENTS_FILE: "fresh-events.jsonl" }, dir);
     expect(existsSync(join(dir, "fresh-events.jsonl"))).toBe(false);
+  });
+
+  it("accepts an events file that is a link to a file not created yet, probing beside the link, never through it", async () => {
+    // Opening the link itself exclusively would fail (EEXIST): only a probe of its own name tells creatable apart.
+    await mkdir(join(dir, "logs"));
+    await symlink(join(dir, "logs", "events.jsonl"), join(dir, "linked-events.jsonl"));
+    expect(readLocalSettings({ ...valid, BRIDGE_EVENTS_FILE: "linked-events.jsonl" }, dir).eventsFile).toBe(join(dir, "linked-events.jsonl"));
+    expect(existsSync(join(dir, "logs", "events.jsonl"))).toBe(false);
+    expect((await readdir(dir)).filter((name) => name.startsWith("linked-events.jsonl"))).toEqual(["linked-events.jsonl"]);
   });
 
   it("names a state directory that is a regular file", () => {
