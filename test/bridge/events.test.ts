@@ -1,10 +1,10 @@
 import { readdir, readFile } from "node:fs/promises";
 import path from "node:path";
-import { Ajv2020, type ValidateFunction } from "ajv/dist/2020.js";
-import addFormats from "ajv-formats";
+import type { ValidateFunction } from "ajv/dist/2020.js";
 import { describe, expect, it } from "vitest";
 import { EVENT_TYPES, parseEventDetail, renderEventJsonSchemas } from "../../shared/bridge/events/index.js";
 import { pollCards, pollTransactions } from "../../shared/bridge/index.js";
+import { compileJsonSchema } from "../json-schema.js";
 import { makeRig } from "./fakes.js";
 
 const docs = path.resolve(import.meta.dirname, "../../docs");
@@ -18,11 +18,9 @@ interface JsonSchemaNode {
 
 /** A standard JSON Schema validator per committed docs/events/<type>.json: what a consumer would check events with. */
 async function publishedValidators(): Promise<Map<string, ValidateFunction>> {
-  const ajv = new Ajv2020({ strict: true, allErrors: true });
-  addFormats.default(ajv);
   const validators = new Map<string, ValidateFunction>();
   for (const type of EVENT_TYPES) {
-    validators.set(type, ajv.compile(JSON.parse(await readFile(path.join(docs, "events", `${type}.json`), "utf8")) as object));
+    validators.set(type, compileJsonSchema(JSON.parse(await readFile(path.join(docs, "events", `${type}.json`), "utf8")) as object));
   }
   return validators;
 }

@@ -1,18 +1,15 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
-import { Ajv2020 } from "ajv/dist/2020.js";
-import addFormats from "ajv-formats";
 import { describe, expect, it } from "vitest";
 import { parseTenantsDocument } from "../../infra/tenant-config.js";
 import { renderTenantsJsonSchema } from "../../infra/tenants-json-schema.js";
+import { compileJsonSchema } from "../json-schema.js";
 import { EXAMPLE_TENANTS_FILE } from "./helpers.js";
 
 const SCHEMA_FILE = path.resolve(import.meta.dirname, "../../docs/tenants.schema.json");
 const committed = readFileSync(SCHEMA_FILE, "utf8");
 // strictRequired off: the alarms one-of lists members declared beside it, in `properties`, which is valid JSON Schema.
-const ajv = new Ajv2020({ strict: true, strictRequired: false, allErrors: true });
-addFormats.default(ajv);
-const validate = ajv.compile(JSON.parse(committed) as object);
+const validate = compileJsonSchema(JSON.parse(committed) as object, { strictRequired: false });
 
 const secretArn = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:hooks-AbCdEf";
 const minimal = { id: "acme", environment: "sandbox", alarms: { email: "ops@acme.test" } };
