@@ -169,7 +169,8 @@ async function updateCard(c: SandboxContext): Promise<Response> {
 async function changeStatus(c: SandboxContext): Promise<Response> {
   requireScope(c, "cards:write");
   const body = await parseBody(c, ChangeStatusBodySchema);
-  if (body.status.toLowerCase() !== SUSPEND_STATUS) {
+  // Exactly `suspended` (§4.9: "any other value ... gives 403"): `Suspended`, the status as lists show it, is another value.
+  if (body.status !== SUSPEND_STATUS) {
     throw new ForbiddenError("Only suspension is permitted through the API", "status");
   }
   const card = findCard(c);

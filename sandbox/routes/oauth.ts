@@ -3,7 +3,7 @@
  * endpoint and validate. Errors here are OAuth-style `{ error, error_description }`.
  */
 import type { Hono } from "hono";
-import { checkBody, TokenRequestSchema } from "../../shared/qashio/schemas/index.js";
+import { AuthorizationCodeGrantSchema, checkBody, RefreshTokenGrantSchema, TokenRequestSchema } from "../../shared/qashio/schemas/index.js";
 import { bearerToken } from "../auth.js";
 import { OAuthError, UnauthorizedError } from "../errors.js";
 import type { SandboxContext, SandboxEnv } from "../http.js";
@@ -167,11 +167,24 @@ async function tokenRequestBody(c: SandboxContext): Promise<Record<string, unkno
   return body;
 }
 
+/**
+ * The fields each grant takes (§4.2). Any other, a field the other grant takes ("not sent") included, is an unsupported
+ * parameter: `400`, so a client that adds one (`scope` on a refresh, a PKCE `code_verifier`) learns it here.
+ */
+const GRANT_FIELDS: Readonly<Record<"authorization_code" | "refresh_token", ReadonlySet<string>>> = {
+  authorization_code: new Set(Object.keys(AuthorizationCodeGrantSchema.shape)),
+  refresh_token: new Set(Object.keys(RefreshTokenGrantSchema.shape)),
+};
+
 async function token(c: SandboxContext): Promise<Response> {
   const body = await tokenRequestBody(c);
   if (body.grant_type !== "authorization_code" && body.grant_type !== "refresh_token") {
     if (body.grant_type === undefined) throw new OAuthError(400, "invalid_request", "grant_type is required");
     throw new OAuthError(400, "unsupported_grant_type", "grant_type must be authorization_code or refresh_token");
+  }
+  const unsupported = Object.keys(body).filter((field) => !GRANT_FIELDS[body.grant_type as "authorization_code" | "refresh_token"].has(field));
+  if (unsupported.length > 0) {
+    throw new OAuthError(400, "invalid_request", `unsupported parameters for grant_type ${String(body.grant_type)}: ${unsupported.join(", ")}`);
   }
   const checked = checkBody(TokenRequestSchema, body);
   if (!checked.ok) {

@@ -264,7 +264,7 @@ describe("PUT /public/v1/core/cards/{cardId}/change_status (suspension)", () => 
     expect((await h.json(`${CORE}/${card.id}/change_status`, { method: "PUT", body: { status: "suspended" } })).status).toBe(200);
   });
 
-  it.each(["active", "terminated", "inactive"])("answers 403 for status %s", async (target) => {
+  it.each(["active", "terminated", "inactive", "Suspended", "SUSPENDED", " suspended"])("answers 403 for status %j (only `suspended` exactly)", async (target) => {
     const card = await cardWith("Active");
     const { status, body } = await h.json(`${CORE}/${card.id}/change_status`, { method: "PUT", body: { status: target } });
     expect(status).toBe(403);

@@ -90,6 +90,20 @@ describe("POST /oauth2/token, authorization_code grant", () => {
     expect(res.body.error).toBe(error);
   });
 
+  it("answers 400 naming parameters the grant does not take, before the code or refresh token is spent", async () => {
+    const c = code();
+    const withVerifier = await token({ grant_type: "authorization_code", ...CLIENT, code: c, redirect_uri: REDIRECT_URI, code_verifier: "v" });
+    expect(withVerifier.status).toBe(400);
+    expect(withVerifier.body).toEqual({ error: "invalid_request", error_description: "unsupported parameters for grant_type authorization_code: code_verifier" });
+    const { body: set } = await exchange(c);
+    const rt = set.refresh_token as string;
+    // `code` and `redirect_uri` belong to the other grant: "not sent" with a refresh (§4.2).
+    const withCode = await token({ grant_type: "refresh_token", ...CLIENT, refresh_token: rt, scope: "cards:read", code: "x" });
+    expect(withCode.status).toBe(400);
+    expect(withCode.body.error_description).toBe("unsupported parameters for grant_type refresh_token: scope, code");
+    expect((await refresh(rt)).status).toBe(200);
+  });
+
   it("accepts a form-encoded request too", async () => {
     const params = new URLSearchParams({ grant_type: "authorization_code", ...CLIENT, code: code(), redirect_uri: REDIRECT_URI });
     const res = await h.sandbox.fetch(`${BASE}/oauth2/token`, {
