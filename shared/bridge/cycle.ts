@@ -4,7 +4,6 @@
  */
 import { logToken } from "../log-token.js";
 import { causeMatching, CycleAbortedError, ReauthorizationNeededError } from "./errors.js";
-import { isPlainObject } from "./diff.js";
 import { contentHash, eventId, sha256Hex, uuidFromHex } from "./hash.js";
 import type { Change } from "./diff.js";
 import { DEFAULT_DEADLINE_GRACE_MS, DEFAULT_PAGE_SIZE, DEFAULT_SOURCE, MIN_PAGE_SIZE, type BridgeDeps, type CycleOptions } from "./deps.js";
@@ -12,7 +11,7 @@ import { SCHEMA_VERSION, type EventType } from "./events/schemas.js";
 import type { BridgeEvent, EntityKind, PublishFailure, QuarantineRecord, Snapshot } from "./ports.js";
 import { emptyReport, type CycleReport } from "./report.js";
 import { cardValidator, requireObjectWithId, type Validators } from "./validate.js";
-import { applyPii, assertPiiPolicy, type PiiPolicy } from "./pii.js";
+import { applyPii, applyPiiToBody, assertPiiPolicy, type PiiPolicy } from "./pii.js";
 import type { ProviderCallOptions, ProviderPage } from "./provider.js";
 
 /** What kind of run a CycleRun is, as its log line, its metrics and a CycleAbortedError's message need it. */
@@ -207,14 +206,15 @@ export function quarantineReason(cause: "validation" | "publish", reason: string
 }
 
 /**
- * The id of a quarantine record: tenant, entity kind, cause (`validation` or `publish`) and the content hash of the
- * raw body with every personal field (PERSONAL_FIELDS) redacted, whatever the tenant's PII mode and salt. So the same
- * bad input found again keeps its id across a mode switch (full, redact, hash) or a new salt, and the id carries no
- * personal value: a hash over the cleartext would let anyone holding the stored (masked) record confirm a guessed
- * name or email by hashing it with the rest of the record, which is what `hash` mode's secret salt prevents. A bridge
- * version that masks more fields redacts those too, so a record found again after such an upgrade gets a new id once
- * (docs/runbook.md, QuarantineNotEmpty). The reason's text is left out: the same input refused by a reworded check
- * keeps its record. Two inputs that differ in personal values only share a record (their redacted forms are alike).
+ * The id of a quarantine record: tenant, entity kind, cause (`validation` or `publish`) and the content hash of the raw
+ * body with every personal field (PERSONAL_FIELDS) redacted, in a body of any shape (applyPiiToBody), whatever the
+ * tenant's PII mode and salt. So the same bad input found again keeps its id across a mode switch (full, redact, hash)
+ * or a new salt, and the id carries no personal value: a hash over the cleartext would let anyone holding the stored
+ * (masked) record confirm a guessed name or email by hashing it with the rest of the record, which is what `hash`
+ * mode's secret salt prevents. A bridge version that masks more fields redacts those too, so a record found again after
+ * such an upgrade gets a new id once (docs/runbook.md, QuarantineNotEmpty). The reason's text is left out: the same
+ * input refused by a reworded check keeps its record. Two inputs that differ in personal values only share a record
+ * (their redacted forms are alike).
  *
  * @example
  * ```ts
@@ -223,7 +223,7 @@ export function quarantineReason(cause: "validation" | "publish", reason: string
  * ```
  */
 export function quarantineId(tenant: string, kind: EntityKind, cause: "validation" | "publish", raw: unknown): string {
-  const form = isPlainObject(raw) ? applyPii(raw, ID_FORM) : raw;
+  const form = applyPiiToBody(raw, ID_FORM);
   return uuidFromHex(sha256Hex(`${tenant}\u0000${kind}\u0000${cause}\u0000${contentHash(form)}`));
 }
 
@@ -447,8 +447,8 @@ export class CycleRun {
    * tenant's PII mode or salt (see {@link quarantineId}), so a record found again after a switch is not counted as new.
    */
   quarantineRecord(kind: EntityKind, cause: "validation" | "publish", reason: string, raw: unknown, entityId?: string): QuarantineRecord {
-    // The raw body goes through the PII policy too: the quarantine must not hold what snapshots may not.
-    const body = isPlainObject(raw) ? this.pii(raw) : raw;
+    // The raw body goes through the PII policy too: the quarantine must not hold what snapshots may not, whatever its shape.
+    const body = applyPiiToBody(raw, this.deps.pii);
     const id = quarantineId(this.deps.tenant, kind, cause, raw);
     const record: QuarantineRecord = {
       id,

@@ -236,6 +236,47 @@ export function applyPii<T extends Record<string, unknown>>(object: T, policy: P
 }
 
 /**
+ * A quarantined body under `policy`. Bad input can have any shape: the record inside an array, wrapped in another
+ * object, or sent as JSON text. So, beyond the paths of a record, every plain object in the body, at any depth, is
+ * handled as a record is (a wrapped record's cardholder is masked), and every string outside any object (the body
+ * itself, or the elements of a top-level array: perhaps a record as text) is masked whole. Under `full`, `raw` itself.
+ * Copies what it changes; `raw` is never mutated. Bodies are cut to MAX_RECORD_DEPTH before they get here.
+ *
+ * @example
+ * ```ts
+ * applyPiiToBody([{ card_holder_name: "Ann" }], { mode: "redact" }); // [{ card_holder_name: "[redacted]" }]
+ * applyPiiToBody('{"card_holder_name":"Ann"}', { mode: "redact" }); // "[redacted]"
+ * ```
+ */
+export function applyPiiToBody(raw: unknown, policy: PiiPolicy): unknown {
+  return policy.mode === "full" ? raw : maskBody(raw, policy, true);
+}
+
+/** `loose`: strings here are outside any object, so masked whole. */
+function maskBody(value: unknown, policy: PiiPolicy, loose: boolean): unknown {
+  if (typeof value === "string") return loose ? transform("", value, policy, false) : value;
+  if (Array.isArray(value)) {
+    let copy: unknown[] | undefined;
+    for (let i = 0; i < value.length; i++) {
+      const masked = maskBody(value[i], policy, loose);
+      if (masked === value[i]) continue;
+      copy ??= value.slice();
+      copy[i] = masked;
+    }
+    return copy ?? value;
+  }
+  if (!isPlainObject(value)) return value;
+  const record = applyPii(value, policy);
+  for (const [key, member] of Object.entries(value)) {
+    // A member the record's own paths replaced is in its final form (masking it again would hash a hash).
+    if (typeof member !== "object" || member === null || record[key] !== member) continue;
+    const masked = maskBody(member, policy, false);
+    if (masked !== member) Object.defineProperty(record, key, { value: masked, enumerable: true, writable: true, configurable: true });
+  }
+  return record;
+}
+
+/**
  * Returns a stored object (a snapshot written under an earlier PII setting) with its personal fields brought to
  * `policy`, so a diff against a newly pulled object carries no cleartext in `before` and reports no change for
  * cleartext that was merely masked. Values already masked stay as they are: `"[redacted]"` cannot be hashed back into

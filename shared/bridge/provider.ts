@@ -3,6 +3,7 @@
  * `QashioClient` satisfies them; tests pass in-memory fakes. Items are handed over raw (`unknown`):
  * the engine validates each one itself so one bad record is quarantined and the rest of the page goes on.
  */
+import { cutToDepth, MAX_RECORD_DEPTH, nestedDeeperThan } from "./validate.js";
 
 /** `client_sync_status` values the transaction cycle pulls (spec §2.2, §3.1). */
 export type PullStatus = "not_synced" | "outdated";
@@ -43,7 +44,9 @@ export interface PageEntry {
 }
 
 /**
- * Puts a page back in provider order: accepted items and rejected ones (at their original index).
+ * Puts a page back in provider order: accepted items and rejected ones (at their original index). An item nested
+ * deeper than {@link MAX_RECORD_DEPTH} is rejected whatever the client said, its body cut at that depth, so nothing
+ * after this walks it recursively (hashing, diffing, quarantine ids).
  *
  * @example
  * ```ts
@@ -56,6 +59,10 @@ export function pageEntries(page: ProviderPage): PageEntry[] {
   for (const item of invalid) {
     const reason = (item.issues ?? []).map((i) => `${i.path}: ${i.message}`).join("; ") || "rejected by the client schema";
     entries.splice(Math.min(Math.max(item.index, 0), entries.length), 0, { raw: item.raw, rejected: reason });
+  }
+  for (let i = 0; i < entries.length; i++) {
+    const { raw } = entries[i] as PageEntry;
+    if (nestedDeeperThan(raw)) entries[i] = { raw: cutToDepth(raw), rejected: `(root): nested deeper than ${MAX_RECORD_DEPTH} levels` };
   }
   return entries;
 }

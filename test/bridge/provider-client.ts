@@ -26,9 +26,20 @@ function failure(fault: FaultAnswer): FetchResponse {
   return answer(fault.status, { status_code: fault.status, message: fault.message ?? `failure ${fault.status}`, errors: fault.errors ?? [] }, headers);
 }
 
+/**
+ * A list item served as this JSON text, verbatim: for bodies JSON.stringify cannot produce (a member nested 20,000
+ * levels deep, which JSON.parse takes). Put it in `FakeProvider.rawOverrides` of a provider behind {@link clientOverFake}.
+ */
+export class RawJsonText {
+  constructor(readonly text: string) {}
+}
+
 function listed(page: ProviderPage): FetchResponse {
   const pagination = { has_previous: (page.pagination?.page ?? 1) > 1, ...page.pagination };
-  return answer(200, { status_code: 200, success: true, message: "ok", data: page.data, pagination });
+  const items = page.data.map((item) => (item instanceof RawJsonText ? item.text : JSON.stringify(item)));
+  const envelope = JSON.stringify({ status_code: 200, success: true, message: "ok", data: [], pagination });
+  const body = envelope.replace('"data":[]', `"data":[${items.join(",")}]`);
+  return new Response(body, { status: 200, headers: { "content-type": "application/json" } });
 }
 
 /** Runs a FakeProvider call; an error it throws (a page size it refuses, say) becomes the provider's error answer. */

@@ -1,0 +1,141 @@
+/**
+ * Provider records of shapes no schema expects: nested far too deep for recursive hashing, or not a record at all
+ * under a PII mode. Each is quarantined (with nothing personal in it) and the rest of the page goes on.
+ */
+import { describe, expect, it } from "vitest";
+import { pollCards, pollTransactions } from "../../shared/bridge/index.js";
+import { quarantineId } from "../../shared/bridge/cycle.js";
+import { applyPiiToBody, type PiiPolicy } from "../../shared/bridge/pii.js";
+import { CUT_DEPTH_MARKER, cutToDepth, MAX_RECORD_DEPTH, nestedDeeperThan } from "../../shared/bridge/validate.js";
+import { makeRig, type TestRig } from "./fakes.js";
+import { clientOverFake, RawJsonText } from "./provider-client.js";
+
+/** JSON.parse takes it; JSON.stringify and any recursive walk overflow the stack from a few thousand levels. */
+const DEEP = 20_000;
+const deepArrayText = (depth: number) => "[".repeat(depth) + "]".repeat(depth);
+
+/** A new transaction as JSON text, as the provider would list it, with a member nested {@link DEEP} levels. */
+function withDeepMember(rig: TestRig, fields: Record<string, unknown> = {}): { id: string; text: string } {
+  const t = rig.provider.addTransaction(fields);
+  const { client_sync_status: _status, ...body } = t;
+  const json = JSON.stringify(body);
+  return { id: t.id, text: `${json.slice(0, -1)},"custom_fields":${deepArrayText(DEEP)}}` };
+}
+
+describe("a record nested deeper than MAX_RECORD_DEPTH", () => {
+  it("is quarantined with its body cut at that depth and acknowledged; the rest of the page is published", async () => {
+    const rig = makeRig();
+    const good = rig.provider.addTransaction();
+    const bad = withDeepMember(rig);
+    rig.provider.rawOverrides.set(bad.id, new RawJsonText(bad.text));
+    const report = await pollTransactions({ ...rig.deps, provider: clientOverFake(rig.provider, rig.clock) });
+    expect(report.outcome).toBe("complete");
+    expect(rig.publisher.events.map((e) => e.detail.subject.id)).toEqual([good.id]);
+    const [record, ...more] = [...rig.quarantine.records.values()];
+    expect(more).toEqual([]);
+    expect(record).toMatchObject({ entityId: bad.id, reason: `validation: (root): nested deeper than ${MAX_RECORD_DEPTH} levels` });
+    expect(JSON.stringify(record!.raw)).toContain(CUT_DEPTH_MARKER);
+    expect(nestedDeeperThan(record!.raw)).toBe(false);
+    // Acknowledged after its record: nothing is left listed, and the next cycle finds nothing.
+    expect(rig.provider.pending()).toEqual([]);
+    expect((await pollTransactions(rig.deps)).pulled).toBe(0);
+  });
+
+  it("is quarantined also without a usable id, where the walk keys items by content hash", async () => {
+    const rig = makeRig();
+    const good = rig.provider.addTransaction();
+    const bad = rig.provider.addTransaction();
+    const { id: _id, client_sync_status: _status, ...body } = bad;
+    rig.provider.rawOverrides.set(bad.id, { ...body, custom_fields: JSON.parse(deepArrayText(DEEP)) as unknown });
+    const report = await pollTransactions(rig.deps);
+    expect(report.outcome).toBe("complete");
+    expect(rig.publisher.events.map((e) => e.detail.subject.id)).toEqual([good.id]);
+    expect([...rig.quarantine.records.values()].map((r) => r.reason)).toEqual([`validation: (root): nested deeper than ${MAX_RECORD_DEPTH} levels`]);
+  });
+
+  it("is quarantined when the client also rejected it (a bad qashio_id), its record id computed from the cut body", async () => {
+    const rig = makeRig();
+    const good = rig.provider.addTransaction();
+    const bad = withDeepMember(rig, { qashio_id: "XX-not-CT" });
+    rig.provider.rawOverrides.set(bad.id, new RawJsonText(bad.text));
+    await pollTransactions({ ...rig.deps, provider: clientOverFake(rig.provider, rig.clock) });
+    expect(rig.publisher.events.map((e) => e.detail.subject.id)).toEqual([good.id]);
+    const [record] = [...rig.quarantine.records.values()];
+    expect(record!.id).toBe(quarantineId("acme", "transaction", "validation", cutToDepth(JSON.parse(bad.text))));
+    expect(rig.provider.pending()).toEqual([]);
+  });
+
+  it("leaves the card walk going: the deep card is quarantined, the others recorded", async () => {
+    const rig = makeRig({ emitCardCreated: true });
+    const good = rig.provider.addCard();
+    const bad = rig.provider.addCard();
+    // Served as they are: the fake clones cards, which a structure this deep would not survive.
+    const deep = { ...bad, limits: JSON.parse(deepArrayText(DEEP)) as unknown };
+    const provider = Object.assign(Object.create(rig.provider) as typeof rig.provider, {
+      listErpCards: () => Promise.resolve({ data: [good, deep], pagination: { has_next: false } }),
+    });
+    const report = await pollCards({ ...rig.deps, provider });
+    expect(report.outcome).toBe("complete");
+    expect(rig.publisher.events.map((e) => [e.detail.type, e.detail.subject.id])).toEqual([["card.created", good["id"]]]);
+    expect([...rig.quarantine.records.values()].map((r) => [r.entityId, r.reason])).toEqual([
+      [bad["id"], `validation: (root): nested deeper than ${MAX_RECORD_DEPTH} levels`],
+    ]);
+  });
+
+  it("cutToDepth keeps what lies above the limit and own __proto__ members as members", () => {
+    const value = JSON.parse(`{"__proto__":{"a":1},"b":${deepArrayText(40)}}`) as unknown;
+    const cut = cutToDepth(value, 3) as Record<string, unknown>;
+    expect(Object.getPrototypeOf(cut)).toBe(Object.prototype);
+    expect(Object.keys(cut)).toEqual(["__proto__", "b"]);
+    expect(JSON.stringify(cut)).toBe(`{"__proto__":{"a":1},"b":[["${CUT_DEPTH_MARKER}"]]}`);
+    expect(nestedDeeperThan(value, 3)).toBe(true);
+    expect(nestedDeeperThan(cut, 3)).toBe(false);
+    expect(nestedDeeperThan({ a: [[1]] }, 3)).toBe(false);
+  });
+});
+
+describe("a quarantined body of an unexpected shape, under redact and hash", () => {
+  const NAME = "Ann Holder";
+  const EMAIL = "ann@example.com";
+  const EMPLOYEE = "E-77";
+  const personal = { card_holder_name: NAME, card_holder_email: EMAIL, employee_id: EMPLOYEE };
+  const policies: PiiPolicy[] = [{ mode: "redact" }, { mode: "hash", salt: "salt-1" }];
+
+  it.each(policies)("keeps no personal value of an array around a record, a record as JSON text or a wrapped record (%j)", async (pii) => {
+    const rig = makeRig({ pii });
+    const good = rig.provider.addTransaction(personal);
+    const shapes = [
+      (body: object) => [body],
+      (body: object) => JSON.stringify(body),
+      (body: object) => ({ transaction: body }),
+    ];
+    for (const shape of shapes) {
+      const t = rig.provider.addTransaction(personal);
+      const { client_sync_status: _status, ...body } = t;
+      rig.provider.rawOverrides.set(t.id, shape(body));
+    }
+    await pollTransactions(rig.deps);
+    expect(rig.publisher.events.map((e) => e.detail.subject.id)).toEqual([good.id]);
+    const records = [...rig.quarantine.records.values()];
+    expect(records).toHaveLength(3);
+    expect(JSON.stringify(records)).not.toMatch(/Ann Holder|ann@example\.com|E-77/);
+  });
+
+  it("gives a record id that no personal value moves: the same shape with another cardholder shares it", () => {
+    for (const body of [[personal], JSON.stringify(personal), { transaction: personal }]) {
+      const other = JSON.parse(JSON.stringify(body).replaceAll(NAME, "Bob Other")) as unknown;
+      expect(quarantineId("acme", "transaction", "validation", body)).toBe(quarantineId("acme", "transaction", "validation", other));
+    }
+  });
+
+  it("applyPiiToBody masks a wrapped record's fields once (no hash of a hash) and leaves full mode alone", () => {
+    const hash = { mode: "hash", salt: "salt-1" } as const;
+    const once = applyPiiToBody({ cardholder: { name: NAME, employee_id: EMPLOYEE } }, hash) as { cardholder: Record<string, string> };
+    const wrapped = applyPiiToBody({ outer: { cardholder: { name: NAME, employee_id: EMPLOYEE } } }, hash) as { outer: typeof once };
+    expect(wrapped.outer).toEqual(once);
+    expect(once.cardholder["employee_id"]).toMatch(/^hmac-sha256:[0-9a-f]{64}$/);
+    const body = [{ ...personal }];
+    expect(applyPiiToBody(body, { mode: "full" })).toBe(body);
+    expect(applyPiiToBody({ tags: ["keep"], note: "keep" }, { mode: "redact" })).toEqual({ tags: ["keep"], note: "keep" });
+  });
+});
