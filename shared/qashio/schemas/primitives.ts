@@ -10,11 +10,18 @@ export const UuidSchema = z.guid();
 /** Transaction `id` (§2.1): a UUID. */
 export const TransactionIdSchema = UuidSchema;
 
+/**
+ * Longest provider reference (`qashio_id`, card id) taken; the spec shows about a dozen characters. References become
+ * storage keys (DynamoDB refuses a partition key over 2048 bytes, failing the whole batch), so a longer one is a broken
+ * record: quarantined, not a tenant stuck at the page that holds it.
+ */
+export const MAX_REFERENCE_LENGTH = 256;
+
 /** Transaction `qashio_id` (§2.1): a string starting with `CT`. */
-export const QashioIdSchema = z.string().regex(/^CT\S+$/, "must start with CT");
+export const QashioIdSchema = z.string().max(MAX_REFERENCE_LENGTH).regex(/^CT\S+$/, "must start with CT");
 
 /** Card id (§2.1): a string starting with `CA`. */
-export const CardIdSchema = z.string().regex(/^CA\S+$/, "must start with CA");
+export const CardIdSchema = z.string().max(MAX_REFERENCE_LENGTH).regex(/^CA\S+$/, "must start with CA");
 
 const NUMERIC = /^\s*-?\d+(\.\d+)?\s*$/;
 const BOOLEAN_TEXT = /^(true|false)$/i;

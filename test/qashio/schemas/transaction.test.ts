@@ -1,11 +1,15 @@
 import { describe, expect, it } from "vitest";
 import {
+  ErpCardSchema,
+  MAX_REFERENCE_LENGTH,
   TransactionDetailSchema,
   TransactionSchema,
   parseWithDrift,
 } from "../../../shared/qashio/schemas/index.js";
+import { conformsTo } from "../../../shared/qashio/schemas/conform.js";
 import {
   TRANSACTION_ID,
+  erpCardFixture,
   refundFixture,
   segmentFixture,
   transactionDetailFixture,
@@ -33,6 +37,24 @@ describe("TransactionSchema", () => {
   it("links a refund to its parent through both references", () => {
     const refund = TransactionSchema.parse(refundFixture());
     expect(refund).toMatchObject({ parent_id: TRANSACTION_ID, parent_qashio_id: "CT10023456" });
+  });
+
+  it.each([
+    ["qashio_id", (id: string) => transactionFixture({ qashio_id: id })],
+    ["parent_qashio_id", (id: string) => refundFixture({ parent_qashio_id: id })],
+  ])("refuses a %s longer than MAX_REFERENCE_LENGTH, in the conformance check as in zod (it would become a storage key)", (field, build) => {
+    const longest = `CT${"7".repeat(MAX_REFERENCE_LENGTH - 2)}`;
+    expect(TransactionSchema.safeParse(build(longest)).success).toBe(true);
+    expect(conformsTo(TransactionSchema)(build(longest))).toBe(true);
+    const tooLong = build(`${longest}7`);
+    expect(conformsTo(TransactionSchema)(tooLong)).toBe(false);
+    const result = TransactionSchema.safeParse(tooLong);
+    expect(result.success ? [] : result.error.issues.map((i) => i.path.join("."))).toEqual([field]);
+  });
+
+  it("refuses an ERP card id longer than MAX_REFERENCE_LENGTH", () => {
+    expect(ErpCardSchema.safeParse(erpCardFixture({ id: `CA${"Q".repeat(MAX_REFERENCE_LENGTH - 2)}` })).success).toBe(true);
+    expect(ErpCardSchema.safeParse(erpCardFixture({ id: `CA${"Q".repeat(MAX_REFERENCE_LENGTH - 1)}` })).success).toBe(false);
   });
 
   it("keeps fields the spec does not list", () => {
