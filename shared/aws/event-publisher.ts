@@ -7,8 +7,8 @@ import { DEFAULT_BACKOFF, backoffDelay, isRetryableAwsError, mapLimit, type Back
 
 /** PutEvents accepts at most 10 entries per call. */
 export const MAX_ENTRIES_PER_CALL = 10;
-/** Per-entry error codes that another attempt cannot fix. */
-const PERMANENT_ENTRY_ERROR = /Malformed|Invalid|Validation|AccessDenied|NotAuthorized|NotFound/i;
+/** Per-entry error codes that another attempt cannot fix (RedactionFailure: listed as not retryable by AWS). */
+const PERMANENT_ENTRY_ERROR = /Malformed|Invalid|Validation|AccessDenied|NotAuthorized|NotFound|RedactionFailure/i;
 
 export interface EventBridgePublisherOptions {
   readonly client: EventBridgeClient;

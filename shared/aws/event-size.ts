@@ -2,7 +2,7 @@
  * Size of a PutEvents entry as EventBridge counts it, and the reduction of an oversized event.
  *
  * Size rules (AWS "Calculating PutEvents event entry size"): `Time` counts 14 bytes when set; `Source`, `DetailType`,
- * `Detail` and each `Resources` entry count their UTF-8 bytes. A request's entries together must stay within 256 KB.
+ * `Detail` and each `Resources` entry count their UTF-8 bytes. A request's entries together must be less than 256 KB.
  *
  * Reduction rules for an event whose entry exceeds the limit (never dropped silently):
  * 1. Arrays inside `detail.data` (the object, each change's `before`/`after`, the parent), largest first, keep the
@@ -17,8 +17,8 @@
  */
 import type { BridgeEventDetail } from "../bridge/ports.js";
 
-/** EventBridge's per-request (and so per-entry) limit: 256 KB. */
-export const MAX_ENTRY_BYTES = 256 * 1024;
+/** EventBridge's per-request (and so per-entry) limit: "less than 256 KB", so one byte under it. */
+export const MAX_ENTRY_BYTES = 256 * 1024 - 1;
 /** Bytes EventBridge counts for a set `Time`. */
 const TIME_BYTES = 14;
 

@@ -13,7 +13,7 @@ export interface DynamoLeaseLockOptions {
   readonly tableName: string;
   /** @default systemClock */
   readonly clock?: Clock;
-  /** Owner token generator; tests pin it. @default randomUUID */
+  /** Owner token generator, called once per acquire: each call must give a new token. @default randomUUID */
   readonly ownerId?: () => string;
 }
 
@@ -49,8 +49,11 @@ export class DynamoLeaseLock implements Lock {
         new PutCommand({
           TableName: this.#table,
           Item: { ...key, name, owner, expiresAt: now + ttlMs, ttl: ttlSeconds(now + ttlMs + TTL_SLACK_MS) },
-          ConditionExpression: "attribute_not_exists(pk) OR expiresAt <= :now",
-          ExpressionAttributeValues: { ":now": now },
+          // `owner` is new to this call: the SDK sending the put again after a lost answer (a reset, a timeout) finds its
+          // own write, which must count as acquired, not as another holder's lease left to block every cycle.
+          ConditionExpression: "attribute_not_exists(pk) OR expiresAt <= :now OR #owner = :owner",
+          ExpressionAttributeNames: { "#owner": "owner" },
+          ExpressionAttributeValues: { ":now": now, ":owner": owner },
         }),
       );
     } catch (error) {

@@ -11,6 +11,23 @@ export const DEFAULT_QUARANTINE_RETENTION_DAYS = 30;
 const COMPRESS_RAW_ABOVE_BYTES = 4_096;
 /** Compressed raw bodies above this are cut (the record must still fit one 400 KB item). */
 const MAX_RAW_BYTES = 350 * 1024;
+/**
+ * Longest `entityId` and `reason` stored, in UTF-16 units (at most 3 bytes each in UTF-8): with the raw body's
+ * MAX_RAW_BYTES the item stays under DynamoDB's 400 KB. An id of a broken record can be of any length; a record
+ * DynamoDB refused would stop every cycle at its page.
+ */
+const MAX_ENTITY_ID_LENGTH = 1_024;
+const MAX_REASON_LENGTH = 4_096;
+const CUT_MARK = "…[cut]";
+
+/** `text` cut to `max` UTF-16 units, never inside a surrogate pair, and marked as cut; `text` itself when it fits. */
+function capped(text: string, max: number): string {
+  if (text.length <= max) return text;
+  let end = max - CUT_MARK.length;
+  const last = text.charCodeAt(end - 1);
+  if (last >= 0xd800 && last <= 0xdbff) end -= 1;
+  return text.slice(0, end) + CUT_MARK;
+}
 
 export interface DynamoQuarantineOptions {
   readonly doc: DynamoDBDocumentClient;
@@ -60,13 +77,14 @@ export class DynamoQuarantine implements Quarantine {
   }
 
   async put(record: QuarantineRecord): Promise<boolean> {
+    const reason = capped(record.reason, MAX_REASON_LENGTH);
     const item: QuarantineItem = {
       ...quarantineItemKey(this.#tenant, record.id),
       kind: record.kind,
-      reason: record.reason,
+      reason,
       at: record.at,
       ttl: ttlSeconds(this.#clock.now() + this.#retentionMs),
-      ...(record.entityId !== undefined ? { entityId: record.entityId } : {}),
+      ...(record.entityId !== undefined ? { entityId: capped(record.entityId, MAX_ENTITY_ID_LENGTH) } : {}),
       ...encodeRaw(record.raw),
     };
     const now = ttlSeconds(this.#clock.now());
@@ -77,9 +95,10 @@ export class DynamoQuarantine implements Quarantine {
         new PutCommand({
           TableName: this.#table,
           Item: item as unknown as Record<string, unknown>,
-          ConditionExpression: "attribute_not_exists(pk) OR #ttl < :now",
-          ExpressionAttributeNames: { "#ttl": "ttl" },
-          ExpressionAttributeValues: { ":now": now },
+          // The SDK sending this put again after a lost answer finds its own write (same `at` and `ttl`): still new.
+          ConditionExpression: "attribute_not_exists(pk) OR #ttl < :now OR (#at = :at AND #ttl = :ttl)",
+          ExpressionAttributeNames: { "#ttl": "ttl", "#at": "at" },
+          ExpressionAttributeValues: { ":now": now, ":at": item.at, ":ttl": item.ttl },
         }),
       );
       return true;
@@ -94,7 +113,7 @@ export class DynamoQuarantine implements Quarantine {
       const set = ["#ttl = :ttl", "#reason = :reason"];
       const remove: string[] = [];
       const names: Record<string, string> = { "#ttl": "ttl", "#reason": "reason" };
-      const values: Record<string, unknown> = { ":ttl": item.ttl, ":reason": record.reason };
+      const values: Record<string, unknown> = { ":ttl": item.ttl, ":reason": reason };
       for (const attribute of RAW_ATTRIBUTES) {
         names[`#${attribute}`] = attribute;
         if (body[attribute] === undefined) remove.push(`#${attribute}`);

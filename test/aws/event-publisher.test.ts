@@ -72,6 +72,18 @@ describe("EventBridgePublisher", () => {
     expect(calls.flat()).toHaveLength(9);
   });
 
+  it("starts a new call rather than send entries totalling exactly 256 KB: the limit is 'less than 256 KB'", async () => {
+    mock.on(PutEventsCommand).callsFake((input: { Entries: unknown[] }) => ({ FailedEntryCount: 0, Entries: input.Entries.map(() => ({ EventId: "x" })) }));
+    await publisher().publish([event("ev_0", { id: 0, note: "" })]);
+    const base = entrySize(sentEntries()[0]![0]!);
+    mock.resetHistory();
+    // Two entries of 128 KB each: 262,144 bytes together.
+    const note = "n".repeat(128 * 1024 - base);
+    await publisher().publish([event("ev_1", { id: 0, note }), event("ev_2", { id: 0, note })]);
+    expect(sentEntries().flat().reduce((sum, entry) => sum + entrySize(entry), 0)).toBe(256 * 1024);
+    expect(sentEntries().map((entries) => entries.length)).toEqual([1, 1]);
+  });
+
   it("retries only the failed entries, with backoff, until they go through", async () => {
     mock
       .on(PutEventsCommand)
@@ -116,7 +128,7 @@ describe("EventBridgePublisher", () => {
     expect(retryable).toEqual({ ev_bad: false, ev_throttled: true, ev_internal: true, ev_huge: false });
   });
 
-  it.each(["MalformedDetail", "InvalidArgument", "ValidationException", "AccessDeniedException", "NotAuthorizedForSourceException", "ResourceNotFoundException"])(
+  it.each(["MalformedDetail", "InvalidArgument", "ValidationException", "AccessDeniedException", "NotAuthorizedForSourceException", "ResourceNotFoundException", "RedactionFailure"])(
     "fails an entry refused with %s for good at once: one attempt, not retryable, so the engine quarantines it",
     async (code) => {
       mock.on(PutEventsCommand).resolves({ FailedEntryCount: 1, Entries: [{ ErrorCode: code, ErrorMessage: "refused" }] });

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { DynamoLeaseLock } from "../../shared/aws/lease-lock.js";
 import { DynamoQuarantine } from "../../shared/aws/quarantine.js";
 import { FakeClock } from "./support/clock.js";
-import { createTestTable, type TestTable } from "./support/dynamo.js";
+import { createTestTable, docLosingFirstAnswerOf, type TestTable } from "./support/dynamo.js";
 
 let table: TestTable;
 beforeAll(async () => {
@@ -88,6 +88,28 @@ describe("DynamoQuarantine on DynamoDB Local", () => {
     expect(kept.head).toBe(json.slice(0, 350 * 1024));
   });
 
+  it("answers new for a record whose put the SDK sent again after losing DynamoDB's answer to its own write", async () => {
+    const lossy = docLosingFirstAnswerOf("PutItemCommand");
+    const quarantine = new DynamoQuarantine({ doc: lossy.doc, tableName: table.tableName, tenant: "q-retried" });
+    const record = { id: "r-retried", kind: "transaction" as const, reason: "publish: MalformedDetail", raw: { id: "t1" }, at: "2026-03-01T12:00:00Z" };
+    expect(await quarantine.put(record)).toBe(true);
+    expect(lossy.sent()).toBe(2);
+    expect(await make("q-retried").list()).toEqual([record]);
+  });
+
+  it("cuts an entity id and a reason of any length so the record fits one item, marked as cut", async () => {
+    const quarantine = make("q-long");
+    const entityId = "T".repeat(420 * 1024);
+    const reason = `validation: ${"r".repeat(20_000)}`;
+    expect(await quarantine.put({ id: "r-long", kind: "card", entityId, reason, raw: { id: entityId }, at: "2026-03-01T12:00:00Z" })).toBe(true);
+    const [stored] = await quarantine.list();
+    expect(stored!.entityId).toBe(`${"T".repeat(1_024 - "…[cut]".length)}…[cut]`);
+    expect(stored!.reason).toBe(`${reason.slice(0, 4_096 - "…[cut]".length)}…[cut]`);
+    // Found again (its reason reworded): the update path cuts the reason the same way.
+    expect(await quarantine.put({ id: "r-long", kind: "card", entityId, reason: `${reason}!`, raw: { id: "x" }, at: "2026-03-02T12:00:00Z" })).toBe(false);
+    expect((await quarantine.list())[0]!.reason).toHaveLength(4_096);
+  });
+
   it("counts every record of its tenant only, across COUNT Query pages", async () => {
     const big = { blob: randomBytes(48 * 1024).toString("base64") };
     const quarantine = make("q4");
@@ -134,6 +156,17 @@ describe("DynamoLeaseLock on DynamoDB Local", () => {
     await expect(lease?.renew(60_000, stop.signal)).rejects.toMatchObject({ name: "AbortError" });
     clock.advance(1_001);
     expect(await lockWith(clock).tryAcquire("acme#aborted", 1_000)).toBeDefined();
+  });
+
+  it("holds a lease whose put the SDK sent again after losing DynamoDB's answer, rather than waiting out its own lease", async () => {
+    const lossy = docLosingFirstAnswerOf("PutItemCommand");
+    const name = `retried-${randomBytes(4).toString("hex")}`;
+    const handle = await new DynamoLeaseLock({ doc: lossy.doc, tableName: table.tableName }).tryAcquire(name, 60_000);
+    expect(lossy.sent()).toBe(2);
+    expect(handle).toBeDefined();
+    expect(await new DynamoLeaseLock({ doc: table.doc, tableName: table.tableName }).tryAcquire(name, 60_000)).toBeUndefined();
+    await handle!.release();
+    expect(await new DynamoLeaseLock({ doc: table.doc, tableName: table.tableName }).tryAcquire(name, 60_000)).toBeDefined();
   });
 
   it("keeps a renewed lease past its first expiry", async () => {

@@ -4,7 +4,7 @@
  */
 import { readFileSync } from "node:fs";
 import { randomUUID } from "node:crypto";
-import { CreateTableCommand, DeleteTableCommand, DynamoDBClient, ListTablesCommand } from "@aws-sdk/client-dynamodb";
+import { CreateTableCommand, DeleteTableCommand, DynamoDBClient, ListTablesCommand, type DynamoDBClientConfig } from "@aws-sdk/client-dynamodb";
 import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { inject } from "vitest";
 
@@ -14,13 +14,38 @@ const READY_POLL_MS = 50;
 let ready: Promise<void> | undefined;
 
 /** A low-level client for DynamoDB Local with dummy credentials (Local accepts any). */
-export function localDynamoClient(): DynamoDBClient {
+export function localDynamoClient(config: Partial<DynamoDBClientConfig> = {}): DynamoDBClient {
   return new DynamoDBClient({
     endpoint: inject("dynamoEndpoint"),
     region: "eu-west-1",
     credentials: { accessKeyId: "local", secretAccessKey: "local" },
     maxAttempts: 2,
+    ...config,
   });
+}
+
+/**
+ * A document client for DynamoDB Local whose first `command` (`PutItemCommand`, ...) reaches DynamoDB and is applied,
+ * and whose answer is then lost as a reset connection: the SDK's standard retry (3 attempts, as in SDK_TIMEOUTS) sends
+ * it again. `sent()` counts the attempts of that command.
+ */
+export function docLosingFirstAnswerOf(command: string): { doc: DynamoDBDocumentClient; sent: () => number } {
+  const client = localDynamoClient({ maxAttempts: 3 });
+  let lost = false;
+  let sent = 0;
+  // At the deserialize step: inside the retry loop, so it sees every attempt, after DynamoDB has answered.
+  client.middlewareStack.add(
+    (next, context) => async (args) => {
+      if (context.commandName !== command) return next(args);
+      sent += 1;
+      const answer = await next(args);
+      if (lost) return answer;
+      lost = true;
+      throw Object.assign(new Error("socket hang up"), { code: "ECONNRESET" });
+    },
+    { step: "deserialize", priority: "high", name: "loseFirstAnswer" },
+  );
+  return { doc: DynamoDBDocumentClient.from(client, { marshallOptions: { removeUndefinedValues: true } }), sent: () => sent };
 }
 
 /** Resolves once DynamoDB Local answers ListTables; throws with its log when it never does. */
