@@ -6,7 +6,7 @@ import { logToken } from "../log-token.js";
 import { contentHash, recordHash } from "./hash.js";
 import { applyPiiInPlace, conformPii, type PiiPolicy } from "./pii.js";
 import { diffObjects, isPlainObject, type Change } from "./diff.js";
-import { CycleRun, nextSequence, parseTime, providerRefusal, storedSequence, versionTime, type RunKind } from "./cycle.js";
+import { CycleRun, nextSequence, parseTime, providerRefusal, statusOf, storedSequence, versionTime, type RunKind } from "./cycle.js";
 import { RecentIds } from "./recent-ids.js";
 import { DEFAULT_MAX_PAGES, type CycleOptions, type TransactionCycleDeps } from "./deps.js";
 import type { BridgeEvent, QuarantineRecord, Snapshot, SnapshotKey } from "./ports.js";
@@ -476,7 +476,8 @@ class TransactionRun extends CycleRun {
   /**
    * Parent `{id}` per parent qashio_id: from the item's own `parent_id`, the same page, the snapshot store's
    * alias (written with every transaction snapshot), else one provider read per distinct parent (cached for the
-   * cycle). Unresolvable: no parent. Memory stays at one page: nothing is kept per transaction seen.
+   * cycle). Unresolvable, refused by the provider for this reference alone (a 4xx other than 401, 403, 408, 429), or
+   * the transaction itself: no parent. Memory stays at one page: nothing is kept per transaction seen.
    */
   private async resolveParents(items: readonly Item[], page: readonly Item[]): Promise<Map<string, string>> {
     const resolved = new Map<string, string>();
@@ -485,6 +486,11 @@ class TransactionRun extends CycleRun {
     for (const item of items) {
       const qid = item.parentQashioId;
       if (!qid) continue;
+      // A consumer walking parent links to the original purchase would loop on a refund of itself.
+      if (qid === item.qashioId || item.parentId === item.id) {
+        this.deps.logger.warn("transaction names itself as its parent; published without parent", { id: item.id });
+        continue;
+      }
       if (!onPage) {
         onPage = new Map();
         for (const other of page) if (other.qashioId) onPage.set(other.qashioId, other.id);
@@ -503,10 +509,17 @@ class TransactionRun extends CycleRun {
       if (!id) {
         const page = await this.provider("read parent transaction", (call) =>
           this.deps.provider.listTransactions({ qashio_id: qid, page: 1, page_size: 1 }, call),
-        );
-        const first = page.data[0] as Record<string, unknown> | undefined;
+        ).catch((err: unknown) => {
+          // The parent is optional: a read the provider refuses for this reference alone (a 400 for an odd id, a 414
+          // for a long one) must not stop every cycle at this page. Anything else (401, 403, 429, 5xx) still does.
+          const status = statusOf(err);
+          if (status === undefined || status < 400 || status >= 500 || [401, 403, 408, 429].includes(status)) throw err;
+          this.deps.logger.warn("provider refused the parent read; published without parent", { parentQashioId: qid, status });
+          return undefined;
+        });
+        const first = page?.data[0] as Record<string, unknown> | undefined;
         id = first && first["qashio_id"] === qid ? optionalString(first["id"]) : undefined;
-        if (!id) this.deps.logger.warn("parent transaction not found", { parentQashioId: qid });
+        if (!id && page) this.deps.logger.warn("parent transaction not found", { parentQashioId: qid });
       }
       this.parents.set(qid, id ?? null);
       if (id) resolved.set(qid, id);

@@ -7,6 +7,7 @@ import { pollCards, pollTransactions } from "../../shared/bridge/index.js";
 import { quarantineId } from "../../shared/bridge/cycle.js";
 import { applyPiiToBody, type PiiPolicy } from "../../shared/bridge/pii.js";
 import { CUT_DEPTH_MARKER, cutToDepth, MAX_RECORD_DEPTH, nestedDeeperThan } from "../../shared/bridge/validate.js";
+import { CycleAbortedError } from "../../shared/bridge/errors.js";
 import { makeRig, type TestRig } from "./fakes.js";
 import { clientOverFake, RawJsonText } from "./provider-client.js";
 
@@ -137,5 +138,50 @@ describe("a quarantined body of an unexpected shape, under redact and hash", () 
     const body = [{ ...personal }];
     expect(applyPiiToBody(body, { mode: "full" })).toBe(body);
     expect(applyPiiToBody({ tags: ["keep"], note: "keep" }, { mode: "redact" })).toEqual({ tags: ["keep"], note: "keep" });
+  });
+});
+
+describe("a refund whose parent cannot be had", () => {
+  const refusal = (status: number) => Object.assign(new Error(`refused ${status}`), { name: "ProviderError", status });
+
+  it.each([400, 404, 414])("is published without parent when the provider refuses the parent read with %i, the page going on", async (status) => {
+    const rig = makeRig();
+    const purchase = rig.provider.addTransaction();
+    const refund = rig.provider.addTransaction({ transaction_category: "refund", parent_qashio_id: "CT-odd-reference" });
+    rig.provider.beforeCall = (call) => {
+      if (call.op === "listTransactions" && call.query.qashio_id) throw refusal(status);
+    };
+    const report = await pollTransactions(rig.deps);
+    expect(report.outcome).toBe("complete");
+    expect(rig.publisher.events.map((e) => [e.detail.subject.id, e.detail.data.parent])).toEqual([
+      [purchase.id, undefined],
+      [refund.id, undefined],
+    ]);
+    expect(rig.provider.pending()).toEqual([]);
+    expect(rig.logger.lines).toContainEqual(expect.objectContaining({ level: "warn", message: "provider refused the parent read; published without parent" }));
+    // One read per reference and cycle, as for a parent not found.
+    expect(rig.provider.calls.filter((c) => c.op === "listTransactions" && c.query.qashio_id)).toHaveLength(1);
+  });
+
+  it.each([401, 403, 429, 500])("stops the cycle as any failed call does when the parent read fails with %i", async (status) => {
+    const rig = makeRig();
+    rig.provider.addTransaction({ transaction_category: "refund", parent_qashio_id: "CT-missing" });
+    rig.provider.beforeCall = (call) => {
+      if (call.op === "listTransactions" && call.query.qashio_id) throw refusal(status);
+    };
+    await expect(pollTransactions(rig.deps)).rejects.toBeInstanceOf(CycleAbortedError);
+    expect(rig.publisher.events).toEqual([]);
+  });
+
+  it("is published without parent when it names itself, by qashio_id or by id, without a provider read", async () => {
+    const rig = makeRig();
+    const self = rig.provider.addTransaction({ transaction_category: "refund" });
+    self.parent_qashio_id = self.qashio_id;
+    const byId = rig.provider.addTransaction({ transaction_category: "refund", parent_qashio_id: "CT-elsewhere" });
+    byId.parent_id = byId.id;
+    await pollTransactions(rig.deps);
+    expect(rig.publisher.events.map((e) => e.detail.data.parent)).toEqual([undefined, undefined]);
+    expect(rig.provider.calls.filter((c) => c.op === "listTransactions" && c.query.qashio_id)).toEqual([]);
+    expect(rig.logger.lines.filter((l) => l.message === "transaction names itself as its parent; published without parent")).toHaveLength(2);
   });
 });
