@@ -35,10 +35,11 @@ export interface TenantSecretProps {
 }
 
 /**
- * Secret actions of the runtime: read the token set, write a rotated refresh token as a new version. The rotation's
- * own DescribeSecret and UpdateSecretVersionStage come with {@link TenantSecret.addTokenRotation}.
+ * Secret actions of the runtime: read the token set, write a rotated refresh token as a new version, and count the
+ * versions of the last day before a refresh (ListSecretVersionIds: no value is read). The rotation's own
+ * DescribeSecret and UpdateSecretVersionStage come with {@link TenantSecret.addTokenRotation}.
  */
-export const SECRET_RUNTIME_ACTIONS = ["secretsmanager:GetSecretValue", "secretsmanager:PutSecretValue"] as const;
+export const SECRET_RUNTIME_ACTIONS = ["secretsmanager:GetSecretValue", "secretsmanager:PutSecretValue", "secretsmanager:ListSecretVersionIds"] as const;
 
 /**
  * The tenant's provider credentials: JSON `{client_id, client_secret, refresh_token, pii_salt}`.

@@ -38,6 +38,28 @@ export class DynamoBatchIncompleteError extends AwsRuntimeError {
   }
 }
 
+/**
+ * A token refresh was not started: the provider secret already has `recentVersions` versions created in the last 24
+ * hours, and Secrets Manager refuses new versions past about 100 of those. The refresh token is not spent, so no
+ * family is lost for want of a place to store its successor; the refresh goes ahead once older versions age out.
+ */
+export class SecretVersionQuotaError extends AwsRuntimeError {
+  override name = "SecretVersionQuotaError";
+  constructor(
+    readonly secretId: string,
+    readonly recentVersions: number,
+    readonly limit: number,
+    options?: ErrorOptions,
+  ) {
+    super(
+      `Token refresh postponed: the provider secret has ${recentVersions} versions created in the last 24 hours ` +
+        `(the bridge refreshes only below ${limit}, Secrets Manager keeps at most 100 such versions); the refresh ` +
+        `token is kept unspent and the refresh goes ahead once older versions are a day old (docs/runbook.md)`,
+      options,
+    );
+  }
+}
+
 /** An item would exceed DynamoDB's 400 KB item limit even compressed. */
 export class ItemTooLargeError extends AwsRuntimeError {
   override name = "ItemTooLargeError";

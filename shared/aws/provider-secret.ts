@@ -4,7 +4,13 @@
  * puts a secret value into an error.
  */
 import { randomUUID } from "node:crypto";
-import { DescribeSecretCommand, GetSecretValueCommand, PutSecretValueCommand, type SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
+import {
+  DescribeSecretCommand,
+  GetSecretValueCommand,
+  ListSecretVersionIdsCommand,
+  PutSecretValueCommand,
+  type SecretsManagerClient,
+} from "@aws-sdk/client-secrets-manager";
 import { z } from "zod";
 import type { Clock, Logger } from "../bridge/ports.js";
 import { systemClock } from "./clock.js";
@@ -122,6 +128,29 @@ export class ProviderSecretClient {
     const tags: Record<string, string> = {};
     for (const { Key, Value } of response.Tags ?? []) if (Key !== undefined && Value !== undefined) tags[Key] = Value;
     return tags;
+  }
+
+  /**
+   * How many versions of the secret were created at `sinceMs` (epoch ms) or later, deprecated ones included
+   * (ListSecretVersionIds, every page; no value is read).
+   *
+   * @example
+   * const lastDay = await secret.versionsCreatedSince(Date.now() - 86_400_000);
+   */
+  async versionsCreatedSince(sinceMs: number): Promise<number> {
+    let count = 0;
+    let nextToken: string | undefined;
+    do {
+      const token = nextToken;
+      const response = await this.#call("ListSecretVersionIds", 1, () =>
+        this.#options.secrets.send(
+          new ListSecretVersionIdsCommand({ SecretId: this.secretId, IncludeDeprecated: true, MaxResults: 100, ...(token !== undefined ? { NextToken: token } : {}) }),
+        ),
+      );
+      for (const version of response.Versions ?? []) if ((version.CreatedDate?.getTime() ?? 0) >= sinceMs) count += 1;
+      nextToken = response.NextToken;
+    } while (nextToken !== undefined);
+    return count;
   }
 
   /**

@@ -189,6 +189,8 @@ async function createSecret(secretId: string, token: string, tokenStages: readon
   try {
     const stored = await deps.store.load();
     if (stored === undefined) throw new RotationError("No refresh token in the secret", secretId, "createSecret");
+    // Before the token is spent: a secret at its version quota could not take this rotation's version.
+    await deps.store.beforeRefresh();
     const next = await refreshOnce(stored.refreshToken, deadline, deps);
     const save = () => deps.store.forRotation({ clientRequestToken: token, stages: ROTATION_STAGES }).save(next);
     // Renewed while the write runs, so a slow PutSecretValue does not let a poller in with the spent token.

@@ -3,6 +3,7 @@ import type { SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 import type { Clock, Logger } from "../bridge/ports.js";
 import type { StoredTokens, TokenStore } from "../qashio/auth/token-store.js";
 import { systemClock } from "./clock.js";
+import { SecretVersionQuotaError } from "./errors.js";
 import { accessTokenItemKey, revokedFamilyItemKey, ttlSeconds } from "./keys.js";
 import { isSecretNotFound, ProviderSecretClient, type ProviderSecret, type SecretRead, type VersionWrite } from "./provider-secret.js";
 import type { BackoffOptions } from "./retry.js";
@@ -46,6 +47,13 @@ interface RevokedFamilyItem {
   secretVersionId: string;
   at: string;
 }
+
+/**
+ * Versions of the provider secret created in the last 24 hours at which a refresh is postponed. Secrets Manager keeps
+ * every version younger than a day and refuses new ones past about 100; each refresh writes one (the refresh token
+ * rotates), so with short-lived access tokens the quota is near. The margin leaves room for onboarding and rotation.
+ */
+export const SECRET_VERSIONS_PER_DAY_LIMIT = 95;
 
 /** The access-token item outlives the token by this much (housekeeping only). */
 const ACCESS_ITEM_TTL_SLACK_MS = 86_400_000;
@@ -121,6 +129,18 @@ export class SecretsManagerTokenStore implements TokenStore {
 
   async save(tokens: StoredTokens): Promise<void> {
     await this.saveVersion(tokens);
+  }
+
+  /**
+   * Refuses a refresh (SecretVersionQuotaError, before the refresh token is spent) while the secret holds
+   * {@link SECRET_VERSIONS_PER_DAY_LIMIT} versions created in the last 24 hours: the save after it could be refused,
+   * and a refresh token whose successor cannot be stored loses the family. One ListSecretVersionIds per refresh.
+   */
+  async beforeRefresh(): Promise<void> {
+    const recent = await this.#secret.versionsCreatedSince(this.#clock.now() - 86_400_000);
+    if (recent >= SECRET_VERSIONS_PER_DAY_LIMIT) {
+      throw new SecretVersionQuotaError(this.#secret.secretId, recent, SECRET_VERSIONS_PER_DAY_LIMIT);
+    }
   }
 
   /**

@@ -27,6 +27,19 @@ describe("ProviderSecretClient", () => {
     expect(isSecretNotFound(new SecretStoreError("x", "arn", "GetSecretValue", 1, { cause: awsError("AccessDeniedException") }))).toBe(false);
   });
 
+  it("counts the versions created since a time, deprecated ones included, across ListSecretVersionIds pages", async () => {
+    const clock = new FakeClock();
+    const secrets = new FakeSecretsManager("arn:secret:provider", SECRET, () => clock.now() - 25 * 3_600_000);
+    const client = new ProviderSecretClient({ secrets: secrets.client, secretId: secrets.secretId, clock });
+    for (let i = 0; i < 59; i += 1) await client.put({ ...SECRET, refresh_token: `old-${i}` });
+    secrets.now = () => clock.now();
+    for (let i = 0; i < 120; i += 1) await client.put({ ...SECRET, refresh_token: `new-${i}` });
+    expect(await client.versionsCreatedSince(clock.now() - 86_400_000)).toBe(120);
+    expect(await client.versionsCreatedSince(0)).toBe(180);
+    const lists = secrets.calls.filter((c) => c.operation === "ListSecretVersionIds");
+    expect(lists.map((c) => c.input["IncludeDeprecated"])).toEqual([true, true, true, true]);
+  });
+
   it("warns once per retried call and names the operation and attempts when throttling outlasts the retries", async () => {
     const { client, secrets, warnings } = setup();
     secrets.failNext("GetSecretValue", awsError("ThrottlingException", 400, true), 3);

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DeleteCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { ProviderSecretClient } from "../../shared/aws/provider-secret.js";
-import { SecretFormatError, SecretStoreError } from "../../shared/aws/errors.js";
-import { SecretsManagerTokenStore } from "../../shared/aws/token-store.js";
+import { SecretFormatError, SecretStoreError, SecretVersionQuotaError } from "../../shared/aws/errors.js";
+import { SECRET_VERSIONS_PER_DAY_LIMIT, SecretsManagerTokenStore } from "../../shared/aws/token-store.js";
 import { FakeClock } from "./support/clock.js";
 import { createTestTable, type TestTable } from "./support/dynamo.js";
 import { FakeSecretsManager, awsError } from "./support/fake-secrets-manager.js";
@@ -148,6 +148,22 @@ describe("SecretsManagerTokenStore", () => {
     expect(error).toBeInstanceOf(SecretFormatError);
     expect(error).toMatchObject({ fields: ["client_secret", "pii_salt"] });
     expect(String((error as Error).message)).not.toContain("super-secret-value");
+  });
+
+  it("postpones a refresh while the secret holds SECRET_VERSIONS_PER_DAY_LIMIT versions of the last 24 hours", async () => {
+    const { store, secrets, clock } = setup();
+    secrets.now = () => clock.now();
+    // The first version (from setup) was made at the real time, after the test clock's: it counts as recent.
+    for (let i = 1; i < SECRET_VERSIONS_PER_DAY_LIMIT - 1; i += 1) await store.save({ refreshToken: `rt-${i + 1}` });
+    await expect(store.beforeRefresh()).resolves.toBeUndefined();
+    await store.save({ refreshToken: "rt-at-limit" });
+    const refused = await store.beforeRefresh().catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(SecretVersionQuotaError);
+    expect(refused).toMatchObject({ recentVersions: SECRET_VERSIONS_PER_DAY_LIMIT, limit: SECRET_VERSIONS_PER_DAY_LIMIT });
+    expect((refused as Error).message).not.toContain("rt-");
+    // A day later those versions no longer count.
+    clock.advance(86_400_001);
+    await expect(store.beforeRefresh()).resolves.toBeUndefined();
   });
 
   it("writes a rotation's version with its request token and labels", async () => {

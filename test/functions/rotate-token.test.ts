@@ -7,7 +7,8 @@ import { ReauthorizationNeededError } from "../../shared/bridge/index.js";
 import { exchangeCode, refresh } from "../../shared/qashio/auth/oauth.js";
 import { OAuthTokenProvider, type RefreshLock } from "../../shared/qashio/auth/token-provider.js";
 import { ReauthorizationRequiredError } from "../../shared/qashio/errors.js";
-import { RotationError } from "../../shared/aws/errors.js";
+import { RotationError, SecretVersionQuotaError } from "../../shared/aws/errors.js";
+import { SECRET_VERSIONS_PER_DAY_LIMIT } from "../../shared/aws/token-store.js";
 import { leaseItemKey, leaseNames } from "../../shared/aws/keys.js";
 import { DynamoLeaseLock } from "../../shared/aws/lease-lock.js";
 import { TOKEN_LEASE_TTL_MS } from "../../shared/aws/runtime.js";
@@ -81,6 +82,24 @@ describe("rotate-token handler (Secrets Manager rotation)", () => {
     expect(h.secrets.versionWith("AWSPENDING")).toBeUndefined();
     expect(h.secrets.current().refresh_token).not.toBe(before);
     expect(h.secrets.current()).toMatchObject({ client_id: "sandbox-client", pii_salt: expect.any(String) });
+    expect(await h.familyStillValid()).toBe(true);
+  });
+
+  it("postpones its refresh while the secret is at its version quota, spending no refresh token, and refreshes a day later", async () => {
+    h.secrets.now = () => h.clock.now();
+    const value = JSON.stringify(h.secrets.current());
+    for (let i = 0; i < SECRET_VERSIONS_PER_DAY_LIMIT; i += 1) {
+      await h.secrets.client.send(new PutSecretValueCommand({ SecretId: h.secrets.secretId, SecretString: value }));
+    }
+    const presented = h.refreshTokensPresented.length;
+    const token = randomUUID();
+    h.secrets.startRotation(token);
+    await expect(h.rotator()(eventFor(token, "createSecret"))).rejects.toBeInstanceOf(SecretVersionQuotaError);
+    expect(h.refreshTokensPresented).toHaveLength(presented);
+    // The lease went back: the next attempt, once the versions are a day old, refreshes.
+    h.sandbox.control.advanceClock(86_401);
+    await h.rotator()(eventFor(token, "createSecret"));
+    expect(h.refreshTokensPresented).toHaveLength(presented + 1);
     expect(await h.familyStillValid()).toBe(true);
   });
 

@@ -580,6 +580,7 @@ describe("least-privilege IAM", () => {
     "kms:DescribeKey",
     "kms:GenerateDataKey",
     "secretsmanager:GetSecretValue",
+    "secretsmanager:ListSecretVersionIds",
     "secretsmanager:PutSecretValue",
     "sqs:SendMessage",
   ];
@@ -628,6 +629,7 @@ describe("least-privilege IAM", () => {
       "secretsmanager:DescribeSecret",
       "secretsmanager:GetRandomPassword",
       "secretsmanager:GetSecretValue",
+      "secretsmanager:ListSecretVersionIds",
       "secretsmanager:PutSecretValue",
       "secretsmanager:UpdateSecretVersionStage",
     ]);

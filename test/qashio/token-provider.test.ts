@@ -117,6 +117,20 @@ describe("OAuthTokenProvider", () => {
     expect(store.saves[0]!.accessToken).toBe(token);
   });
 
+  it("asks the store before spending the refresh token: a store that could not save the successor stops the refresh unspent", async () => {
+    const { provider, fetch, store } = setup();
+    const full = Object.assign(new Error("secret at its version quota"), { name: "SecretVersionQuotaError" });
+    let refuse = true;
+    store.beforeRefresh = () => (refuse ? Promise.reject(full) : Promise.resolve());
+    await expect(provider.getAccessToken()).rejects.toBe(full);
+    expect(fetch.calls).toHaveLength(0);
+    expect(await store.load()).toMatchObject({ refreshToken: "rt-1" });
+    // Once the store can take it, the same (unspent) refresh token is used.
+    refuse = false;
+    await provider.getAccessToken();
+    expect(fetch.calls.map((c) => (c.body as Record<string, string>).refresh_token)).toEqual(["rt-1"]);
+  });
+
   it("takes the access token expiry from the JWT exp claim and refreshes only within the skew", async () => {
     const { provider, fetch, clock, store } = setup();
     const first = await provider.getAccessToken();

@@ -344,6 +344,8 @@ export class OAuthTokenProvider implements TokenProvider {
     mayAdopt: boolean,
     lease?: { handle: RefreshLockHandle; deadline: number },
   ): Promise<StoredTokens> {
+    // Nothing spent yet: a store that could not save the successor (a secret at its version quota) stops the refresh here.
+    await this.options.store.beforeRefresh?.();
     let set: TokenSet;
     try {
       set = await refresh(this.options, refreshToken, lease?.deadline);

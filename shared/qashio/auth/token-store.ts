@@ -15,4 +15,10 @@ export interface StoredTokens {
 export interface TokenStore {
   load(): Promise<StoredTokens | undefined>;
   save(tokens: StoredTokens): Promise<void>;
+  /**
+   * Called (under the refresh lease, when there is one) right before a refresh token is spent: throws when `save`
+   * could not take the tokens the refresh will give, so the refresh token stays unspent rather than its family lost.
+   * A store that can always save leaves it out.
+   */
+  beforeRefresh?(): Promise<void>;
 }

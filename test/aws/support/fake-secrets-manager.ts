@@ -6,6 +6,7 @@ import { randomUUID } from "node:crypto";
 import {
   DescribeSecretCommand,
   GetSecretValueCommand,
+  ListSecretVersionIdsCommand,
   PutSecretValueCommand,
   SecretsManagerClient,
   UpdateSecretVersionStageCommand,
@@ -17,9 +18,11 @@ interface Version {
   /** Undefined for the empty version Secrets Manager labels AWSPENDING when a rotation starts. */
   value: string | undefined;
   stages: Set<string>;
+  /** When the version was created, as ListSecretVersionIds reports it. */
+  readonly created: Date;
 }
 
-type Operation = "GetSecretValue" | "PutSecretValue" | "DescribeSecret" | "UpdateSecretVersionStage";
+type Operation = "GetSecretValue" | "PutSecretValue" | "DescribeSecret" | "UpdateSecretVersionStage" | "ListSecretVersionIds";
 
 /** An AWS-style error (name + $metadata), as the SDK raises them. */
 export function awsError(name: string, status = 400, retryable = false): Error {
@@ -40,13 +43,19 @@ export class FakeSecretsManager {
   readonly #failures: { operation: Operation; error: Error }[] = [];
   readonly #holds: { operation: Operation; reach(): void; until: Promise<void> }[] = [];
 
-  constructor(readonly secretId: string, initial: Record<string, unknown>) {
-    this.versions.push({ id: randomUUID(), value: JSON.stringify(initial), stages: new Set(["AWSCURRENT"]) });
+  /** `now`: the time versions are created at (settable later, as a test's clock moves). */
+  constructor(
+    readonly secretId: string,
+    initial: Record<string, unknown>,
+    public now: () => number = Date.now,
+  ) {
+    this.versions.push({ id: randomUUID(), value: JSON.stringify(initial), stages: new Set(["AWSCURRENT"]), created: new Date(this.now()) });
     const mock = mockClient(this.client);
     mock.on(GetSecretValueCommand).callsFake((input) => this.#run("GetSecretValue", input, () => this.#get(input)));
     mock.on(PutSecretValueCommand).callsFake((input) => this.#run("PutSecretValue", input, () => this.#put(input)));
     mock.on(DescribeSecretCommand).callsFake((input) => this.#run("DescribeSecret", input, () => this.#describe()));
     mock.on(UpdateSecretVersionStageCommand).callsFake((input) => this.#run("UpdateSecretVersionStage", input, () => this.#updateStage(input)));
+    mock.on(ListSecretVersionIdsCommand).callsFake((input) => this.#run("ListSecretVersionIds", input, () => this.#listVersions(input)));
   }
 
   /** Makes the next call of `operation` fail with `error` (queue several for several failures). */
@@ -65,7 +74,7 @@ export class FakeSecretsManager {
 
   /** What RotateSecret does before invoking the rotation function: an empty version labelled AWSPENDING. */
   startRotation(token: string): void {
-    const version: Version = { id: token, value: undefined, stages: new Set() };
+    const version: Version = { id: token, value: undefined, stages: new Set(), created: new Date(this.now()) };
     this.versions.push(version);
     this.#moveStage("AWSPENDING", version);
   }
@@ -130,7 +139,7 @@ export class FakeSecretsManager {
       return { ARN: this.secretId, VersionId: id, VersionStages: [...existing.stages] };
     }
     const stages = input.VersionStages ?? ["AWSCURRENT"];
-    const version: Version = { id, value: input.SecretString ?? "", stages: new Set() };
+    const version: Version = { id, value: input.SecretString ?? "", stages: new Set(), created: new Date(this.now()) };
     this.versions.push(version);
     for (const stage of stages) this.#moveStage(stage, version);
     return { ARN: this.secretId, VersionId: id, VersionStages: [...version.stages] };
@@ -145,6 +154,19 @@ export class FakeSecretsManager {
       from.stages.add("AWSPREVIOUS");
     }
     to.stages.add(stage);
+  }
+
+  /** Pages of `MaxResults` (Secrets Manager's default and maximum is 100), every version (deprecated ones too). */
+  #listVersions(input: { MaxResults?: number; NextToken?: string }) {
+    const from = Number(input.NextToken ?? "0");
+    const size = Math.min(input.MaxResults ?? 100, 100);
+    const page = this.versions.slice(from, from + size);
+    const next = from + size < this.versions.length ? String(from + size) : undefined;
+    return {
+      ARN: this.secretId,
+      Versions: page.map((v) => ({ VersionId: v.id, VersionStages: [...v.stages], CreatedDate: v.created })),
+      ...(next !== undefined ? { NextToken: next } : {}),
+    };
   }
 
   #describe() {
