@@ -152,7 +152,7 @@ class TransactionRun extends CycleRun {
     for (;;) {
       if (this.pastDeadline()) {
         // A page read ahead and left unprocessed holds changes still undelivered: they count towards the lag.
-        if (inHand) for (const { raw } of pageEntries(inHand)) if (!handled.has(itemKey(raw))) this.pendingRaw(raw);
+        if (inHand) for (const entry of pageEntries(inHand)) if (!this.handledAsListed(handled, entry)) this.pendingRaw(entry.raw);
         return "deadline";
       }
       if (!inHand) {
@@ -172,10 +172,9 @@ class TransactionRun extends CycleRun {
       const fresh: PageEntry[] = [];
       const freshKeys = new Set<string>();
       for (const entry of items) {
-        const key = itemKey(entry.raw);
-        if (handled.has(key)) continue;
+        if (this.handledAsListed(handled, entry)) continue;
         // A key repeated within the page goes along too: the batch picks which copy to keep.
-        freshKeys.add(key);
+        freshKeys.add(itemKey(entry.raw));
         fresh.push(entry);
       }
       if (fresh.length === 0) {
@@ -193,8 +192,9 @@ class TransactionRun extends CycleRun {
         // Observed below; a failure of the batch must not leave it unhandled.
         next.catch(() => undefined);
       }
-      const allAcknowledged = await this.processBatch(fresh);
-      handled.add(freshKeys);
+      const versions = new Map<string, string>();
+      const allAcknowledged = await this.processBatch(fresh, undefined, versions);
+      handled.add(freshKeys, versions);
       // Items that stay listed shift the pages: fall back to plain re-reads for the rest of this pass.
       if (!allAcknowledged) readAhead = false;
       if (next) {
@@ -208,11 +208,26 @@ class TransactionRun extends CycleRun {
   }
 
   /**
+   * Whether `entry` was handled in this pass as it is listed now. A copy listed again in another version (its content
+   * hash differs from the one handled: it changed while the walk went on, and a read-ahead page or a shifted one shows
+   * it) is not: it is handled again, as a change, rather than dropped as a duplicate. Costs a hash only for ids met again.
+   */
+  private handledAsListed(handled: RecentIds, entry: PageEntry): boolean {
+    const key = itemKey(entry.raw);
+    if (!handled.has(key)) return false;
+    const version = handled.versionOf(key);
+    if (version === undefined || entry.rejected !== undefined) return true;
+    const result = this.validators.transaction(entry.raw);
+    return !result.success || recordHash(normaliseTransaction(result.data, this.deps.pii)) === version;
+  }
+
+  /**
    * One batch: validate, diff, publish, write snapshots, quarantine, acknowledge. True when every item was
    * acknowledged; false when some stay listed (no usable id, or an event that failed for now). `delivered`, when
-   * given, receives the ids whose current state is delivered (published now, or equal to its snapshot).
+   * given, receives the ids whose current state is delivered (published now, or equal to its snapshot); `versions`
+   * the content hash of each valid item, by id.
    */
-  private async processBatch(entries: readonly PageEntry[], delivered?: Set<string>): Promise<boolean> {
+  private async processBatch(entries: readonly PageEntry[], delivered?: Set<string>, versions?: Map<string, string>): Promise<boolean> {
     const { deps } = this;
     const quarantine: QuarantineRecord[] = [];
     const ackIds: string[] = [];
@@ -244,6 +259,7 @@ class TransactionRun extends CycleRun {
         changedAtMs: parseTime(object["updated_at"]) ?? parseTime(object["modified_date"]),
       };
       items.push(item);
+      versions?.set(id, item.hash);
       this.pending(id, item.changedAtMs);
     }
     this.report.handled += copies.length;

@@ -185,3 +185,42 @@ describe("a refund whose parent cannot be had", () => {
     expect(rig.logger.lines.filter((l) => l.message === "transaction names itself as its parent; published without parent")).toHaveLength(2);
   });
 });
+
+describe("a transaction listed again in another version while the walk goes on", () => {
+  /** A provider serving fixed pages (acknowledged ids drop out), as a read-ahead across a change would see them. */
+  function pagedProvider(pages: Record<number, Record<string, unknown>[]>) {
+    const acked: string[] = [];
+    return {
+      acked,
+      listTransactions: (q: { client_sync_status?: string; page: number }) => {
+        const listed = q.client_sync_status === "not_synced" ? (pages[q.page] ?? []).filter((t) => !acked.includes(t["id"] as string)) : [];
+        return Promise.resolve({ data: structuredClone(listed), pagination: { has_next: q.client_sync_status === "not_synced" && q.page < 2 } });
+      },
+      acknowledgeTransactions: (ids: string[]) => Promise.resolve(void acked.push(...ids)),
+    };
+  }
+
+  it("publishes the second version as a change instead of dropping it as a duplicate", async () => {
+    const rig = makeRig();
+    const [a, x, b] = [rig.provider.addTransaction(), rig.provider.addTransaction({ memo: "v1" }), rig.provider.addTransaction()];
+    const v2 = { ...x, memo: "v2", transaction_amount: 999 };
+    const provider = pagedProvider({ 1: [a, x], 2: [v2, b] });
+    const report = await pollTransactions({ ...rig.deps, provider }, { pageSize: 2 });
+    expect(report.outcome).toBe("complete");
+    const ofX = rig.publisher.events.filter((e) => e.detail.subject.id === x.id);
+    expect(ofX.map((e) => [e.detail.type, e.detail.data.object["memo"]])).toEqual([
+      ["transaction.created", "v1"],
+      ["transaction.changed", "v2"],
+    ]);
+    expect(ofX[1]!.detail.data.changes).toContainEqual({ path: "/memo", before: "v1", after: "v2" });
+  });
+
+  it("still skips a copy listed again in the version already handled", async () => {
+    const rig = makeRig();
+    const [a, x, b] = [rig.provider.addTransaction(), rig.provider.addTransaction(), rig.provider.addTransaction()];
+    const provider = pagedProvider({ 1: [a, x], 2: [x, b] });
+    await pollTransactions({ ...rig.deps, provider }, { pageSize: 2 });
+    expect(rig.publisher.events.map((e) => e.detail.subject.id).sort()).toEqual([a.id, x.id, b.id].sort());
+    expect(provider.acked.filter((id) => id === x.id)).toHaveLength(1);
+  });
+});

@@ -23,14 +23,31 @@ describe("RecentIds", () => {
   });
 });
 
+describe("RecentIds versions", () => {
+  it("gives the version an id was last handled in, sticky ids included, and none when none was given", () => {
+    const handled = new RecentIds(1);
+    handled.add(["x", "y"], new Map([["x", "v1"]]));
+    expect(handled.has("x")).toBe(true);
+    expect(handled.versionOf("x")).toBe("v1");
+    expect(handled.versionOf("y")).toBeUndefined();
+    handled.add(["x"], new Map([["x", "v2"]]));
+    expect(handled.versionOf("x")).toBe("v2");
+    handled.add(["z"]);
+    // Out of the window, kept as sticky with the version it was last handled in.
+    expect(handled.has("x")).toBe(true);
+    expect(handled.versionOf("x")).toBe("v2");
+    expect(handled.versionOf("unknown")).toBeUndefined();
+  });
+});
+
 describe("pollTransactions memory", () => {
   it("remembers at most a few pages of handled ids while draining a large backlog", async () => {
     const rig = makeRig();
     for (let i = 0; i < 3_000; i++) rig.provider.addTransaction();
     const sizes: number[] = [];
     const original = RecentIds.prototype.add;
-    const spy = vi.spyOn(RecentIds.prototype, "add").mockImplementation(function (this: RecentIds, ids: Iterable<string>) {
-      original.call(this, ids);
+    const spy = vi.spyOn(RecentIds.prototype, "add").mockImplementation(function (this: RecentIds, ids: Iterable<string>, versions?: ReadonlyMap<string, string>) {
+      original.call(this, ids, versions);
       sizes.push(this.size);
     });
     try {
