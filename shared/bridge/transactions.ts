@@ -364,15 +364,26 @@ class TransactionRun extends CycleRun {
   }
 
   /**
-   * Acknowledges `ids`; returns how many were acknowledged. Refused for want of time, the page stays listed: the next
-   * cycle finds it unchanged and acknowledges it. When the provider refuses ids by name (`transaction_ids.<i>`, the
-   * whole call failing: §4.3 shows no partial success), the others are sent again once, and the refused ones stay
-   * listed (their events are published; the walk moves past them and each cycle tries them again) instead of stopping
-   * every cycle at their page. The refused ones are logged (ids, codes, the provider's request id) and counted in
-   * `AcknowledgeRefused`, which alarms when refusals persist. A refusal that names anything else stops the cycle as
-   * any failure does.
+   * Acknowledges `ids` in calls of at most the page size asked for (one call for a page as asked; a provider that
+   * answers with more items than asked would otherwise get an acknowledge past its own limit, every cycle); returns how
+   * many were acknowledged.
    */
   private async acknowledge(ids: readonly string[]): Promise<number> {
+    let acknowledged = 0;
+    for (let from = 0; from < ids.length; from += this.pageSize) acknowledged += await this.acknowledgeCall(ids.slice(from, from + this.pageSize));
+    return acknowledged;
+  }
+
+  /**
+   * Acknowledges `ids` in one call; returns how many were acknowledged. Refused for want of time, the page stays
+   * listed: the next cycle finds it unchanged and acknowledges it. When the provider refuses ids by name
+   * (`transaction_ids.<i>`, the whole call failing: §4.3 shows no partial success), the others are sent again once, and
+   * the refused ones stay listed (their events are published; the walk moves past them and each cycle tries them again)
+   * instead of stopping every cycle at their page. The refused ones are logged (ids, codes, the provider's request id)
+   * and counted in `AcknowledgeRefused`, which alarms when refusals persist. A refusal that names anything else stops
+   * the cycle as any failure does.
+   */
+  private async acknowledgeCall(ids: readonly string[]): Promise<number> {
     const send = (batch: readonly string[]) =>
       this.provider("acknowledge transactions", (call) => this.deps.provider.acknowledgeTransactions([...batch], call));
     try {

@@ -224,3 +224,24 @@ describe("a transaction listed again in another version while the walk goes on",
     expect(provider.acked.filter((id) => id === x.id)).toHaveLength(1);
   });
 });
+
+describe("a provider answering with more items than asked", () => {
+  it("gets its acknowledges in calls of at most the page size asked, so its own acknowledge limit is never passed", async () => {
+    const rig = makeRig();
+    for (let i = 0; i < 250; i += 1) rig.provider.addTransaction();
+    const calls: number[] = [];
+    const provider = Object.assign(Object.create(rig.provider) as typeof rig.provider, {
+      // Ignores page_size: the whole list in one page.
+      listTransactions: (q: Parameters<typeof rig.provider.listTransactions>[0]) => rig.provider.listTransactions({ ...q, page_size: 1_000 }),
+      acknowledgeTransactions: (ids: string[]) => {
+        calls.push(ids.length);
+        if (ids.length > 100) return Promise.reject(Object.assign(new Error("too many ids"), { status: 400, errors: [{ field: "transaction_ids", code: "OUT_OF_RANGE" }] }));
+        return rig.provider.acknowledgeTransactions(ids);
+      },
+    });
+    const report = await pollTransactions({ ...rig.deps, provider }, { pageSize: 100 });
+    expect(report).toMatchObject({ outcome: "complete", acknowledged: 250 });
+    expect(calls).toEqual([100, 100, 50]);
+    expect(rig.provider.pending()).toEqual([]);
+  });
+});
