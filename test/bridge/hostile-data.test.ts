@@ -9,6 +9,7 @@ import { applyPiiToBody, type PiiPolicy } from "../../shared/bridge/pii.js";
 import { CUT_DEPTH_MARKER, cutToDepth, MAX_RECORD_DEPTH, nestedDeeperThan } from "../../shared/bridge/validate.js";
 import { CycleAbortedError } from "../../shared/bridge/errors.js";
 import { makeRig, type TestRig } from "./fakes.js";
+import { CrashPoint, crashingPorts } from "./faults.js";
 import { clientOverFake, RawJsonText } from "./provider-client.js";
 
 /** JSON.parse takes it; JSON.stringify and any recursive walk overflow the stack from a few thousand levels. */
@@ -243,5 +244,24 @@ describe("a provider answering with more items than asked", () => {
     expect(report).toMatchObject({ outcome: "complete", acknowledged: 250 });
     expect(calls).toEqual([100, 100, 50]);
     expect(rig.provider.pending()).toEqual([]);
+  });
+});
+
+describe("a re-send after a crash, the provider sending one field in another accepted form meanwhile", () => {
+  it("keeps the event id: the client's normalised item hashes as the same content sent in output form", async () => {
+    const rig = makeRig();
+    const t = rig.provider.addTransaction({ vat_amount: 5 });
+    const client = clientOverFake(rig.provider, rig.clock);
+    // Crash right after the publish (effects: list, publish): the event is out, no snapshot stored.
+    const crash = new CrashPoint({ at: 1, after: true });
+    await expect(pollTransactions({ ...rig.deps, ...crashingPorts({ ...rig.deps, provider: client }, crash) })).rejects.toBeInstanceOf(CycleAbortedError);
+    expect(crash.effects).toEqual(["provider.listTransactions", "publisher.publish"]);
+    // The same amount as a numeric string: the schema normalises it back to 5.
+    t["vat_amount"] = "5";
+    await pollTransactions({ ...rig.deps, provider: client });
+    const created = rig.publisher.ofType("transaction.created");
+    expect(created).toHaveLength(2);
+    expect(created[1]!.detail.id).toBe(created[0]!.detail.id);
+    expect(created[1]!.detail.data.object["vat_amount"]).toBe(5);
   });
 });

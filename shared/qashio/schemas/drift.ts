@@ -155,7 +155,7 @@ export type DriftParseResult<T> =
  * Safe-parses `input` and returns the drift warnings raised by that parse,
  * deduplicated by (schema, field, value) with a count. `onDrift`, when given, is
  * called once per deduplicated warning after the parse. An input already in output
- * form (see {@link conformsTo}) is returned as it is, in its own key order.
+ * form (see {@link conformsTo}) is returned as it is; zod's output keeps the input's key order too.
  *
  * @example
  * ```ts
@@ -174,8 +174,29 @@ export function parseWithDrift<S extends z.ZodType>(
   const drift = counter.reports();
   if (onDrift) for (const warning of drift) onDrift(warning);
   return result.success
-    ? { success: true, data: result.data as z.output<S>, drift }
+    ? { success: true, data: inKeyOrderOf(result.data, input) as z.output<S>, drift }
     : { success: false, error: result.error, drift };
+}
+
+/**
+ * `output` (zod's result for `input`) with the members of every object in `input`'s key order, members zod added
+ * after them: zod emits its schema's order, so an item normalised by zod (a numeric string, an unlisted enum value)
+ * would otherwise serialise, and hash, differently from the same content sent in output form and kept as sent.
+ * Own `__proto__` members stay members.
+ */
+function inKeyOrderOf(output: unknown, input: unknown): unknown {
+  if (Array.isArray(output)) return Array.isArray(input) ? output.map((member, i) => inKeyOrderOf(member, input[i])) : output;
+  if (!isPlainRecord(output) || !isPlainRecord(input)) return output;
+  const entries: [string, unknown][] = [];
+  for (const key of Object.keys(input)) if (Object.hasOwn(output, key)) entries.push([key, inKeyOrderOf(output[key], input[key])]);
+  for (const key of Object.keys(output)) if (!Object.hasOwn(input, key)) entries.push([key, output[key]]);
+  return Object.fromEntries(entries);
+}
+
+function isPlainRecord(value: unknown): value is Record<string, unknown> {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return false;
+  const proto: unknown = Object.getPrototypeOf(value);
+  return proto === Object.prototype || proto === null;
 }
 
 /** Outcome of {@link parseEach}: valid items, rejected items with their index, and drift. */
@@ -188,8 +209,9 @@ export interface ParseEachResult<T> {
 /**
  * Parses each item of a page on its own so one bad record (e.g. a transaction
  * without a valid id) can be quarantined while the rest of the page proceeds.
- * Items already in output form (see {@link conformsTo}) are kept as they are, in
- * their own key order; only the others go through zod.
+ * Items already in output form (see {@link conformsTo}) are kept as they are; only
+ * the others go through zod, whose output keeps the item's key order (so the same
+ * content hashes alike whichever way it took).
  *
  * @example
  * ```ts
@@ -216,7 +238,7 @@ export function parseEach<S extends z.ZodType>(
         continue;
       }
       const one = schema.safeParse(raw);
-      if (one.success) valid.push(one.data as z.output<S>);
+      if (one.success) valid.push(inKeyOrderOf(one.data, raw) as z.output<S>);
       else invalid.push({ index, raw, error: one.error });
     }
   });

@@ -113,6 +113,19 @@ describe("withDriftSink", () => {
 });
 
 describe("parseEach", () => {
+  it("keeps an item's key order, nested objects included, when zod normalises it, so it serialises as its output form does", () => {
+    // Members in an order of the provider's own, not the schema's; one numeric string zod turns into a number.
+    const sent = transactionFixture({ erp_supplier: { status: "active", remote_id: "V-1" }, vat_amount: 5 });
+    const reordered = Object.fromEntries(Object.entries(sent).reverse());
+    const asString = { ...reordered, vat_amount: "5" };
+    const [kept] = parseEach(TransactionSchema, [reordered]).valid;
+    const [normalised] = parseEach(TransactionSchema, [asString]).valid;
+    expect(kept).toBe(reordered);
+    expect(JSON.stringify(normalised)).toBe(JSON.stringify(reordered));
+    const viaParse = parseWithDrift(TransactionSchema, asString);
+    expect(viaParse.success && JSON.stringify(viaParse.data)).toBe(JSON.stringify(reordered));
+  });
+
   it("separates records that fail from valid ones and merges their drift", () => {
     const items = [
       transactionFixture({ transaction_category: "crypto_purchase" }),
