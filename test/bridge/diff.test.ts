@@ -33,6 +33,13 @@ describe("diffObjects", () => {
     ]);
   });
 
+  it("reports nothing when id-matched elements only moved (docs/events.md: a new order alone is not a change)", () => {
+    const a = { id: "a", amount: 1 };
+    const b = { id: "b", amount: 2 };
+    expect(diffObjects({ line_items: [a, b] }, { line_items: [b, a] })).toEqual([]);
+    expect(diffObjects({ tags: ["x", "y"] }, { tags: ["y", "x"] })).toEqual([{ path: "/tags", before: ["x", "y"], after: ["y", "x"] }]);
+  });
+
   it("reports an element removed from an id-matched array", () => {
     expect(diffObjects({ receipts: [{ id: "R1" }, { id: "R2" }] }, { receipts: [{ id: "R2" }] })).toEqual([
       { path: "/receipts/R1", before: { id: "R1" }, after: null },
