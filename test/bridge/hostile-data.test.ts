@@ -43,6 +43,17 @@ describe("a record nested deeper than MAX_RECORD_DEPTH", () => {
     expect((await pollTransactions(rig.deps)).pulled).toBe(0);
   });
 
+  it("is quarantined also when the client's schema had to normalise it (a numeric string), which reorders its members", async () => {
+    const rig = makeRig();
+    const good = rig.provider.addTransaction();
+    const bad = withDeepMember(rig, { vat_amount: "5" });
+    rig.provider.rawOverrides.set(bad.id, new RawJsonText(bad.text));
+    const report = await pollTransactions({ ...rig.deps, provider: clientOverFake(rig.provider, rig.clock) });
+    expect(report.outcome).toBe("complete");
+    expect(rig.publisher.events.map((e) => e.detail.subject.id)).toEqual([good.id]);
+    expect([...rig.quarantine.records.values()].map((r) => r.entityId)).toEqual([bad.id]);
+  });
+
   it("is quarantined also without a usable id, where the walk keys items by content hash", async () => {
     const rig = makeRig();
     const good = rig.provider.addTransaction();

@@ -178,17 +178,22 @@ export function parseWithDrift<S extends z.ZodType>(
     : { success: false, error: result.error, drift };
 }
 
+/** Levels {@link inKeyOrderOf} reorders: more than any record the bridge accepts (its MAX_RECORD_DEPTH is 32). */
+const KEY_ORDER_DEPTH = 64;
+
 /**
  * `output` (zod's result for `input`) with the members of every object in `input`'s key order, members zod added
  * after them: zod emits its schema's order, so an item normalised by zod (a numeric string, an unlisted enum value)
  * would otherwise serialise, and hash, differently from the same content sent in output form and kept as sent.
- * Own `__proto__` members stay members.
+ * Own `__proto__` members stay members. Walks {@link KEY_ORDER_DEPTH} levels at most, so a record nested thousands
+ * of levels deep (which JSON.parse takes) cannot overflow the stack here; the engine refuses such a record anyway.
  */
-function inKeyOrderOf(output: unknown, input: unknown): unknown {
-  if (Array.isArray(output)) return Array.isArray(input) ? output.map((member, i) => inKeyOrderOf(member, input[i])) : output;
+function inKeyOrderOf(output: unknown, input: unknown, levels = KEY_ORDER_DEPTH): unknown {
+  if (levels === 0) return output;
+  if (Array.isArray(output)) return Array.isArray(input) ? output.map((member, i) => inKeyOrderOf(member, input[i], levels - 1)) : output;
   if (!isPlainRecord(output) || !isPlainRecord(input)) return output;
   const entries: [string, unknown][] = [];
-  for (const key of Object.keys(input)) if (Object.hasOwn(output, key)) entries.push([key, inKeyOrderOf(output[key], input[key])]);
+  for (const key of Object.keys(input)) if (Object.hasOwn(output, key)) entries.push([key, inKeyOrderOf(output[key], input[key], levels - 1)]);
   for (const key of Object.keys(output)) if (!Object.hasOwn(input, key)) entries.push([key, output[key]]);
   return Object.fromEntries(entries);
 }
