@@ -12,19 +12,22 @@ export const RECENT_BATCHES = 3;
 
 /**
  * Ids handled in the last {@link RECENT_BATCHES} batches, plus ids seen again after being handled, each with the
- * version (content hash) it was handled in, when known: a copy listed again in another version is a change to handle.
+ * versions (content hashes) it was handled in, where known: a copy listed again in a version not handled yet is a
+ * change to handle, one in any version already handled is not (so two copies the provider keeps listing side by side
+ * are each handled once, not in turn on every re-read).
  *
  * @example
  * ```ts
  * const handled = new RecentIds();
  * handled.add(["a", "b"], new Map([["a", "hash-1"]]));
  * handled.has("a"); // true (and "a" is now kept for the rest of the pass)
- * handled.versionOf("a"); // "hash-1"
+ * handled.versionsOf("a"); // Set { "hash-1" }
  * ```
  */
 export class RecentIds {
-  private readonly batches: Map<string, string | undefined>[] = [];
-  private readonly sticky = new Map<string, string | undefined>();
+  /** Per batch: id -> versions it was handled in (empty: none given). */
+  private readonly batches: Map<string, Set<string>>[] = [];
+  private readonly sticky = new Map<string, Set<string>>();
 
   constructor(private readonly window = RECENT_BATCHES) {}
 
@@ -32,30 +35,29 @@ export class RecentIds {
   has(id: string): boolean {
     if (this.sticky.has(id)) return true;
     for (const batch of this.batches) {
-      if (batch.has(id)) {
-        this.sticky.set(id, batch.get(id));
+      const versions = batch.get(id);
+      if (versions !== undefined) {
+        this.sticky.set(id, new Set(versions));
         return true;
       }
     }
     return false;
   }
 
-  /** The version `id` was last handled in, if it was handled and its version was given. */
-  versionOf(id: string): string | undefined {
-    for (let i = this.batches.length - 1; i >= 0; i -= 1) {
-      const batch = this.batches[i] as Map<string, string | undefined>;
-      if (batch.has(id)) return batch.get(id);
-    }
-    return this.sticky.get(id);
+  /** Every version `id` was handled in while remembered; empty when none was given (or it was not handled). */
+  versionsOf(id: string): ReadonlySet<string> {
+    const all = new Set(this.sticky.get(id));
+    for (const batch of this.batches) for (const version of batch.get(id) ?? []) all.add(version);
+    return all;
   }
 
   /** Records the ids of one handled batch (with their versions, where known), forgetting the oldest batch beyond the window. */
   add(ids: Iterable<string>, versions?: ReadonlyMap<string, string>): void {
-    const batch = new Map<string, string | undefined>();
+    const batch = new Map<string, Set<string>>();
     for (const id of ids) {
       const version = versions?.get(id);
-      batch.set(id, version);
-      if (this.sticky.has(id)) this.sticky.set(id, version);
+      batch.set(id, new Set(version === undefined ? [] : [version]));
+      if (version !== undefined) this.sticky.get(id)?.add(version);
     }
     this.batches.push(batch);
     if (this.batches.length > this.window) this.batches.shift();

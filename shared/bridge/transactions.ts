@@ -95,6 +95,9 @@ function refusedAckIndexes(err: unknown, count: number): Set<number> | undefined
   return refused;
 }
 
+/** The version a pass records for an id whose copy was invalid: no content hash equals it. */
+const INVALID_VERSION = "invalid";
+
 /** Key under which an item counts as handled within one status pass. */
 function itemKey(raw: unknown): string {
   const id = typeof raw === "object" && raw !== null ? (raw as Record<string, unknown>)["id"] : undefined;
@@ -208,24 +211,25 @@ class TransactionRun extends CycleRun {
   }
 
   /**
-   * Whether `entry` was handled in this pass as it is listed now. A copy listed again in another version (its content
-   * hash differs from the one handled: it changed while the walk went on, and a read-ahead page or a shifted one shows
-   * it) is not: it is handled again, as a change, rather than dropped as a duplicate. Costs a hash only for ids met again.
+   * Whether `entry` was handled in this pass as it is listed now. A valid copy listed again in a version not handled
+   * yet (it changed while the walk went on, and a read-ahead page or a shifted one shows it; or an invalid copy of it
+   * was quarantined before) is not: it is handled again, as a change, rather than dropped as a duplicate. An invalid
+   * copy met again is. Costs a hash only for ids met again.
    */
   private handledAsListed(handled: RecentIds, entry: PageEntry): boolean {
     const key = itemKey(entry.raw);
     if (!handled.has(key)) return false;
-    const version = handled.versionOf(key);
-    if (version === undefined || entry.rejected !== undefined) return true;
+    const versions = handled.versionsOf(key);
+    if (versions.size === 0 || entry.rejected !== undefined) return true;
     const result = this.validators.transaction(entry.raw);
-    return !result.success || recordHash(normaliseTransaction(result.data, this.deps.pii)) === version;
+    return !result.success || versions.has(recordHash(normaliseTransaction(result.data, this.deps.pii)));
   }
 
   /**
    * One batch: validate, diff, publish, write snapshots, quarantine, acknowledge. True when every item was
    * acknowledged; false when some stay listed (no usable id, or an event that failed for now). `delivered`, when
    * given, receives the ids whose current state is delivered (published now, or equal to its snapshot); `versions`
-   * the content hash of each valid item, by id.
+   * the content hash of each valid item, by id, and {@link INVALID_VERSION} for an id whose copy was invalid.
    */
   private async processBatch(entries: readonly PageEntry[], delivered?: Set<string>, versions?: Map<string, string>): Promise<boolean> {
     const { deps } = this;
@@ -239,6 +243,7 @@ class TransactionRun extends CycleRun {
     for (const { raw, result } of copies) {
       if (!result.success) {
         const rawId = optionalString((raw as Record<string, unknown> | null)?.["id"]);
+        if (rawId !== undefined) versions?.set(rawId, INVALID_VERSION);
         quarantine.push(this.quarantineRecord("transaction", "validation", result.reason, raw, rawId));
         if (rawId && ACKNOWLEDGEABLE_ID.test(rawId)) ackIds.push(rawId);
         else unacknowledgeable += 1;

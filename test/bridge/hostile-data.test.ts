@@ -227,6 +227,54 @@ describe("a transaction listed again in another version while the walk goes on",
     expect(ofX[1]!.detail.data.changes).toContainEqual({ path: "/memo", before: "v1", after: "v2" });
   });
 
+  it("handles each of two copies the provider keeps listing side by side once, not in turn on every re-read", async () => {
+    const rig = makeRig();
+    const x = rig.provider.addTransaction({ memo: "copy A" });
+    const y = rig.provider.addTransaction();
+    const copyB = { ...x, memo: "copy B" };
+    // Quarantined and never acknowledged (no id): the page stays listed and is read again.
+    const { id: _id, ...idless } = rig.provider.addTransaction();
+    const acked: string[] = [];
+    const provider = {
+      // x stays listed, acknowledged or not (a provider that keeps listing it).
+      listTransactions: (q: { client_sync_status?: string; page: number }) =>
+        Promise.resolve({
+          data: q.client_sync_status === "not_synced" && q.page === 1 ? structuredClone([x, copyB, y, idless].filter((t) => t.id !== y.id || !acked.includes(y.id))) : [],
+          pagination: { has_next: false },
+        }),
+      acknowledgeTransactions: (ids: string[]) => Promise.resolve(void acked.push(...ids)),
+    };
+    const report = await pollTransactions({ ...rig.deps, provider }, { pageSize: 100, maxPages: 40 });
+    expect(report.outcome).toBe("complete");
+    const ofX = rig.publisher.events.filter((e) => e.detail.subject.id === x.id).map((e) => [e.detail.type, e.detail.data.object["memo"]]);
+    expect(ofX).toEqual([
+      ["transaction.created", "copy A"],
+      ["transaction.changed", "copy B"],
+    ]);
+  });
+
+  it("publishes a valid copy met after an invalid copy of the same id was quarantined and acknowledged", async () => {
+    const rig = makeRig();
+    const [a, x, b] = [rig.provider.addTransaction(), rig.provider.addTransaction({ memo: "valid" }), rig.provider.addTransaction()];
+    const invalid = { ...x, qashio_id: "not-CT" };
+    const acked: string[] = [];
+    const keep = (t: Record<string, unknown>) => !acked.includes(t["id"] as string);
+    const provider = {
+      listTransactions: (q: { client_sync_status?: string; page: number }) => {
+        if (q.client_sync_status !== "not_synced") return Promise.resolve({ data: [], pagination: { has_next: false } });
+        if (q.page === 1) {
+          const rejected = keep(invalid) ? [{ index: 1, raw: structuredClone(invalid), issues: [{ path: "qashio_id", message: "must start with CT" }] }] : [];
+          return Promise.resolve({ data: [a].filter(keep), invalid: rejected, pagination: { has_next: true } });
+        }
+        return Promise.resolve({ data: structuredClone([x, b].filter(keep)), pagination: { has_next: false } });
+      },
+      acknowledgeTransactions: (ids: string[]) => Promise.resolve(void acked.push(...ids)),
+    };
+    await pollTransactions({ ...rig.deps, provider }, { pageSize: 2 });
+    expect(rig.publisher.events.map((e) => e.detail.subject.id).sort()).toEqual([a.id, x.id, b.id].sort());
+    expect([...rig.quarantine.records.values()].map((r) => r.entityId)).toEqual([x.id]);
+  });
+
   it("still skips a copy listed again in the version already handled", async () => {
     const rig = makeRig();
     const [a, x, b] = [rig.provider.addTransaction(), rig.provider.addTransaction(), rig.provider.addTransaction()];

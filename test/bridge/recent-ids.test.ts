@@ -24,19 +24,19 @@ describe("RecentIds", () => {
 });
 
 describe("RecentIds versions", () => {
-  it("gives the version an id was last handled in, sticky ids included, and none when none was given", () => {
+  it("gives every version an id was handled in, sticky ids included, and none when none was given", () => {
     const handled = new RecentIds(1);
     handled.add(["x", "y"], new Map([["x", "v1"]]));
     expect(handled.has("x")).toBe(true);
-    expect(handled.versionOf("x")).toBe("v1");
-    expect(handled.versionOf("y")).toBeUndefined();
+    expect([...handled.versionsOf("x")]).toEqual(["v1"]);
+    expect(handled.versionsOf("y").size).toBe(0);
     handled.add(["x"], new Map([["x", "v2"]]));
-    expect(handled.versionOf("x")).toBe("v2");
+    expect([...handled.versionsOf("x")].sort()).toEqual(["v1", "v2"]);
     handled.add(["z"]);
-    // Out of the window, kept as sticky with the version it was last handled in.
+    // Out of the window, kept as sticky with every version it was handled in.
     expect(handled.has("x")).toBe(true);
-    expect(handled.versionOf("x")).toBe("v2");
-    expect(handled.versionOf("unknown")).toBeUndefined();
+    expect([...handled.versionsOf("x")].sort()).toEqual(["v1", "v2"]);
+    expect(handled.versionsOf("unknown").size).toBe(0);
   });
 });
 
