@@ -5,6 +5,7 @@
 import { BridgeConfigurationError } from "./errors.js";
 import { isPlainObject } from "./diff.js";
 import { hmacSha256Hex } from "./hash.js";
+import { cutToDepth } from "./validate.js";
 
 /** How personal fields leave the provider: as is, replaced by a marker, or as a salted hash. */
 export type PiiMode = "full" | "redact" | "hash";
@@ -238,23 +239,45 @@ export function applyPii<T extends Record<string, unknown>>(object: T, policy: P
 /**
  * A quarantined body under `policy`. Bad input can have any shape: the record inside an array, wrapped in another
  * object, or sent as JSON text. So, beyond the paths of a record, every plain object in the body, at any depth, is
- * handled as a record is (a wrapped record's cardholder is masked), and every string outside any object (the body
- * itself, or the elements of a top-level array: perhaps a record as text) is masked whole. Under `full`, `raw` itself.
- * Copies what it changes; `raw` is never mutated. Bodies are cut to MAX_RECORD_DEPTH before they get here.
+ * handled as a record is (a wrapped record's cardholder is masked); a string holding a JSON object or array, wherever
+ * it is, is handled as that body and written back as JSON text; and any other string outside every object (the body
+ * itself, or an array's element) is masked whole. Under `full`, `raw` itself. Copies what it changes; `raw` is never
+ * mutated. Bodies are cut to MAX_RECORD_DEPTH before they get here; so is the JSON text read here.
  *
  * @example
  * ```ts
  * applyPiiToBody([{ card_holder_name: "Ann" }], { mode: "redact" }); // [{ card_holder_name: "[redacted]" }]
- * applyPiiToBody('{"card_holder_name":"Ann"}', { mode: "redact" }); // "[redacted]"
+ * applyPiiToBody('{"id":"t1","card_holder_name":"Ann"}', { mode: "redact" }); // '{"id":"t1","card_holder_name":"[redacted]"}'
+ * applyPiiToBody("Ann Holder", { mode: "redact" }); // "[redacted]"
  * ```
  */
 export function applyPiiToBody(raw: unknown, policy: PiiPolicy): unknown {
   return policy.mode === "full" ? raw : maskBody(raw, policy, true);
 }
 
-/** `loose`: strings here are outside any object, so masked whole. */
+/** The JSON object or array `text` holds (cut to MAX_RECORD_DEPTH), or undefined when it holds none. */
+function bodyInText(text: string): object | undefined {
+  const first = text.trimStart()[0];
+  if (first !== "{" && first !== "[") return undefined;
+  try {
+    const parsed: unknown = JSON.parse(text);
+    return typeof parsed === "object" && parsed !== null ? (cutToDepth(parsed) as object) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** `loose`: strings here are outside any object, so masked whole unless they hold JSON. */
 function maskBody(value: unknown, policy: PiiPolicy, loose: boolean): unknown {
-  if (typeof value === "string") return loose ? transform("", value, policy, false) : value;
+  if (typeof value === "string") {
+    const inText = bodyInText(value);
+    if (inText !== undefined) {
+      // Written back only when masking changed it: text holding nothing personal stays as sent, byte for byte.
+      const masked = JSON.stringify(maskBody(inText, policy, true));
+      return masked === JSON.stringify(inText) ? value : masked;
+    }
+    return loose ? transform("", value, policy, false) : value;
+  }
   if (Array.isArray(value)) {
     let copy: unknown[] | undefined;
     for (let i = 0; i < value.length; i++) {
@@ -268,8 +291,9 @@ function maskBody(value: unknown, policy: PiiPolicy, loose: boolean): unknown {
   if (!isPlainObject(value)) return value;
   const record = applyPii(value, policy);
   for (const [key, member] of Object.entries(value)) {
-    // A member the record's own paths replaced is in its final form (masking it again would hash a hash).
-    if (typeof member !== "object" || member === null || record[key] !== member) continue;
+    // A member the record's own paths replaced is in its final form (masking it again would hash a hash); of the
+    // others, objects, arrays and strings (JSON text) may hold what the paths do not reach.
+    if (member === null || (typeof member !== "object" && typeof member !== "string") || record[key] !== member) continue;
     const masked = maskBody(member, policy, false);
     if (masked !== member) Object.defineProperty(record, key, { value: masked, enumerable: true, writable: true, configurable: true });
   }

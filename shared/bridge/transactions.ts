@@ -304,7 +304,9 @@ class TransactionRun extends CycleRun {
     // Newest created first in the list; published oldest created first (not `occurred_at` order: see docs/events.md).
     toPublish.reverse();
     const events: BridgeEvent[] = toPublish.map(({ item, type, before, changes }) => {
-      const parent = item.parentQashioId ? parents.get(item.parentQashioId) : undefined;
+      const found = item.parentQashioId ? parents.get(item.parentQashioId) : undefined;
+      // Never the transaction itself, even when another refund of the page resolved that reference to it.
+      const parent = found === item.id ? undefined : found;
       return this.buildEvent({
         type,
         kind: "transaction",
@@ -358,10 +360,7 @@ class TransactionRun extends CycleRun {
     await this.quarantine(quarantine);
 
     if (ackIds.length) {
-      const acknowledged = await this.acknowledge(ackIds);
-      unacknowledgeable += ackIds.length - acknowledged;
-      this.report.acknowledged += acknowledged;
-      if (acknowledged > 0) deps.metrics.add("Acknowledged", acknowledged, "Count");
+      unacknowledgeable += ackIds.length - (await this.acknowledge(ackIds));
     }
     // A deferred item stays pending: its change counts towards SyncLagSeconds.
     for (const item of items) if (!deferred.has(item.id)) this.settled(item.id);
@@ -371,11 +370,17 @@ class TransactionRun extends CycleRun {
   /**
    * Acknowledges `ids` in calls of at most the page size asked for (one call for a page as asked; a provider that
    * answers with more items than asked would otherwise get an acknowledge past its own limit, every cycle); returns how
-   * many were acknowledged.
+   * many were acknowledged, and counts them in the report and the `Acknowledged` metric.
    */
   private async acknowledge(ids: readonly string[]): Promise<number> {
     let acknowledged = 0;
-    for (let from = 0; from < ids.length; from += this.pageSize) acknowledged += await this.acknowledgeCall(ids.slice(from, from + this.pageSize));
+    try {
+      for (let from = 0; from < ids.length; from += this.pageSize) acknowledged += await this.acknowledgeCall(ids.slice(from, from + this.pageSize));
+    } finally {
+      // Counted as they go: a later call failing does not undo the ones before it.
+      this.report.acknowledged += acknowledged;
+      if (acknowledged > 0) this.deps.metrics.add("Acknowledged", acknowledged, "Count");
+    }
     return acknowledged;
   }
 

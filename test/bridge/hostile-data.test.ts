@@ -5,7 +5,7 @@
 import { describe, expect, it } from "vitest";
 import { pollCards, pollTransactions } from "../../shared/bridge/index.js";
 import { quarantineId } from "../../shared/bridge/cycle.js";
-import { applyPiiToBody, type PiiPolicy } from "../../shared/bridge/pii.js";
+import { applyPii, applyPiiToBody, type PiiPolicy } from "../../shared/bridge/pii.js";
 import { CUT_DEPTH_MARKER, cutToDepth, MAX_RECORD_DEPTH, nestedDeeperThan } from "../../shared/bridge/validate.js";
 import { CycleAbortedError } from "../../shared/bridge/errors.js";
 import { makeRig, type TestRig } from "./fakes.js";
@@ -121,6 +121,7 @@ describe("a quarantined body of an unexpected shape, under redact and hash", () 
       (body: object) => [body],
       (body: object) => JSON.stringify(body),
       (body: object) => ({ transaction: body }),
+      (body: object) => ({ transaction: JSON.stringify(body) }),
     ];
     for (const shape of shapes) {
       const t = rig.provider.addTransaction(personal);
@@ -130,32 +131,45 @@ describe("a quarantined body of an unexpected shape, under redact and hash", () 
     await pollTransactions(rig.deps);
     expect(rig.publisher.events.map((e) => e.detail.subject.id)).toEqual([good.id]);
     const records = [...rig.quarantine.records.values()];
-    expect(records).toHaveLength(3);
+    expect(records).toHaveLength(4);
     expect(JSON.stringify(records)).not.toMatch(/Ann Holder|ann@example\.com|E-77/);
   });
 
-  it("gives a record id that no personal value moves: the same shape with another cardholder shares it", () => {
-    for (const body of [[personal], JSON.stringify(personal), { transaction: personal }]) {
-      const other = JSON.parse(JSON.stringify(body).replaceAll(NAME, "Bob Other")) as unknown;
-      expect(quarantineId("acme", "transaction", "validation", body)).toBe(quarantineId("acme", "transaction", "validation", other));
-    }
+  it("gives a record id that no personal value moves, and one of its own to each record whatever its shape", () => {
+    const shapes = (fields: object) => [[fields], JSON.stringify(fields), { transaction: fields }, { transaction: JSON.stringify(fields) }];
+    const ids = (fields: object) => shapes(fields).map((body) => quarantineId("acme", "transaction", "validation", body));
+    expect(ids({ id: "t1", ...personal })).toEqual(ids({ id: "t1", ...personal, card_holder_name: "Bob Other" }));
+    const all = [...ids({ id: "t1", ...personal }), ...ids({ id: "t2", ...personal })];
+    expect(new Set(all).size).toBe(all.length);
   });
 
-  it("applyPiiToBody masks a wrapped record's fields once (no hash of a hash) and leaves full mode alone", () => {
+  it("masks a record held as JSON text anywhere in the body, keeping text with nothing personal as sent", () => {
+    const redact = { mode: "redact" } as const;
+    const body = { transaction: JSON.stringify({ id: "t1", ...personal }), note: '{ "kept":  "as sent" }', list: [JSON.stringify(personal)] };
+    const masked = applyPiiToBody(body, redact) as typeof body;
+    expect(JSON.stringify(masked)).not.toMatch(/Ann Holder|ann@example\.com|E-77/);
+    expect(JSON.parse(masked.transaction)).toEqual({ id: "t1", card_holder_name: "[redacted]", card_holder_email: "[redacted]", employee_id: "[redacted]" });
+    expect(masked.note).toBe(body.note);
+    expect(applyPiiToBody("Ann Holder", redact)).toBe("[redacted]");
+  });
+
+  it("applyPiiToBody masks a record's fields as applyPii does, once (no hash of a hash), wrapped or not, and leaves full mode alone", () => {
     const hash = { mode: "hash", salt: "salt-1" } as const;
-    const once = applyPiiToBody({ cardholder: { name: NAME, employee_id: EMPLOYEE } }, hash) as { cardholder: Record<string, string> };
-    const wrapped = applyPiiToBody({ outer: { cardholder: { name: NAME, employee_id: EMPLOYEE } } }, hash) as { outer: typeof once };
-    expect(wrapped.outer).toEqual(once);
-    expect(once.cardholder["employee_id"]).toMatch(/^hmac-sha256:[0-9a-f]{64}$/);
+    const record = { cardholder: { name: NAME, employee_id: EMPLOYEE } };
+    const once = applyPiiToBody(record, hash);
+    expect(once).toEqual(applyPii(record, hash));
+    expect(JSON.stringify(once)).not.toMatch(/Ann Holder|E-77/);
+    expect((applyPiiToBody({ outer: record }, hash) as { outer: unknown }).outer).toEqual(once);
     const body = [{ ...personal }];
     expect(applyPiiToBody(body, { mode: "full" })).toBe(body);
     expect(applyPiiToBody({ tags: ["keep"], note: "keep" }, { mode: "redact" })).toEqual({ tags: ["keep"], note: "keep" });
   });
 });
 
-describe("a refund whose parent cannot be had", () => {
-  const refusal = (status: number) => Object.assign(new Error(`refused ${status}`), { name: "ProviderError", status });
+/** A provider error answer with this HTTP status. */
+const refusal = (status: number) => Object.assign(new Error(`refused ${status}`), { name: "ProviderError", status });
 
+describe("a refund whose parent cannot be had", () => {
   it.each([400, 404, 414])("is published without parent when the provider refuses the parent read with %i, the page going on", async (status) => {
     const rig = makeRig();
     const purchase = rig.provider.addTransaction();
@@ -183,6 +197,17 @@ describe("a refund whose parent cannot be had", () => {
     };
     await expect(pollTransactions(rig.deps)).rejects.toBeInstanceOf(CycleAbortedError);
     expect(rig.publisher.events).toEqual([]);
+  });
+
+  it("is published without parent when it names itself, also when another refund of the page names it as parent", async () => {
+    const rig = makeRig();
+    const self = rig.provider.addTransaction({ transaction_category: "refund" });
+    self.parent_qashio_id = self.qashio_id;
+    const child = rig.provider.addTransaction({ transaction_category: "refund", parent_qashio_id: self.qashio_id });
+    await pollTransactions(rig.deps);
+    const parents = new Map(rig.publisher.events.map((e) => [e.detail.subject.id, e.detail.data.parent]));
+    expect(parents.get(self.id)).toBeUndefined();
+    expect(parents.get(child.id)).toEqual({ id: self.id, qashio_id: self.qashio_id });
   });
 
   it("is published without parent when it names itself, by qashio_id or by id, without a provider read", async () => {
@@ -303,6 +328,19 @@ describe("a provider answering with more items than asked", () => {
     expect(report).toMatchObject({ outcome: "complete", acknowledged: 250 });
     expect(calls).toEqual([100, 100, 50]);
     expect(rig.provider.pending()).toEqual([]);
+  });
+
+  it("counts the acknowledge calls that went through when a later one fails", async () => {
+    const rig = makeRig();
+    for (let i = 0; i < 250; i += 1) rig.provider.addTransaction();
+    let calls = 0;
+    const provider = Object.assign(Object.create(rig.provider) as typeof rig.provider, {
+      listTransactions: (q: Parameters<typeof rig.provider.listTransactions>[0]) => rig.provider.listTransactions({ ...q, page_size: 1_000 }),
+      acknowledgeTransactions: (ids: string[]) => (++calls === 2 ? Promise.reject(refusal(503)) : rig.provider.acknowledgeTransactions(ids)),
+    });
+    await expect(pollTransactions({ ...rig.deps, provider }, { pageSize: 100 })).rejects.toBeInstanceOf(CycleAbortedError);
+    expect(rig.metrics.sum("Acknowledged")).toBe(100);
+    expect(rig.provider.pending()).toHaveLength(150);
   });
 });
 
