@@ -25,8 +25,9 @@ export const RECENT_BATCHES = 3;
  * ```
  */
 export class RecentIds {
-  /** Per batch: id -> versions it was handled in (empty: none given). */
-  private readonly batches: Map<string, Set<string>>[] = [];
+  /** Per batch: id -> the version it was handled in (undefined: none given). */
+  private readonly batches: Map<string, string | undefined>[] = [];
+  /** Ids met again: every version they were handled in since (a set only for these few). */
   private readonly sticky = new Map<string, Set<string>>();
 
   constructor(private readonly window = RECENT_BATCHES) {}
@@ -35,9 +36,8 @@ export class RecentIds {
   has(id: string): boolean {
     if (this.sticky.has(id)) return true;
     for (const batch of this.batches) {
-      const versions = batch.get(id);
-      if (versions !== undefined) {
-        this.sticky.set(id, new Set(versions));
+      if (batch.has(id)) {
+        this.sticky.set(id, new Set(this.versionsOf(id)));
         return true;
       }
     }
@@ -47,16 +47,19 @@ export class RecentIds {
   /** Every version `id` was handled in while remembered; empty when none was given (or it was not handled). */
   versionsOf(id: string): ReadonlySet<string> {
     const all = new Set(this.sticky.get(id));
-    for (const batch of this.batches) for (const version of batch.get(id) ?? []) all.add(version);
+    for (const batch of this.batches) {
+      const version = batch.get(id);
+      if (version !== undefined) all.add(version);
+    }
     return all;
   }
 
   /** Records the ids of one handled batch (with their versions, where known), forgetting the oldest batch beyond the window. */
   add(ids: Iterable<string>, versions?: ReadonlyMap<string, string>): void {
-    const batch = new Map<string, Set<string>>();
+    const batch = new Map<string, string | undefined>();
     for (const id of ids) {
       const version = versions?.get(id);
-      batch.set(id, new Set(version === undefined ? [] : [version]));
+      batch.set(id, version);
       if (version !== undefined) this.sticky.get(id)?.add(version);
     }
     this.batches.push(batch);

@@ -13,14 +13,20 @@ export const MAX_RECORD_DEPTH = 32;
 /** Stands in, in a quarantined body, for what lay deeper than {@link MAX_RECORD_DEPTH}. */
 export const CUT_DEPTH_MARKER = `[nested deeper than ${MAX_RECORD_DEPTH} levels]`;
 
-/** Whether `value` holds objects or arrays `levels` or more below itself (about 1 us for a 3.6 KB transaction). */
+/** Whether `value` holds objects or arrays `levels` or more below itself (about 1.3 us for a 3.6 KB transaction). */
 export function nestedDeeperThan(value: unknown, levels = MAX_RECORD_DEPTH): boolean {
   if (typeof value !== "object" || value === null) return false;
   if (levels === 0) return true;
-  // Object.values and an indexed loop: about twice as fast as for...in on objects JSON.parse made.
-  const members: readonly unknown[] = Array.isArray(value) ? value : Object.values(value);
-  for (let i = 0; i < members.length; i++) {
-    const member = members[i];
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const member: unknown = value[i];
+      if (typeof member === "object" && member !== null && nestedDeeperThan(member, levels - 1)) return true;
+    }
+    return false;
+  }
+  // for...in, not Object.values: on objects JSON.parse has just made it is the cheaper of the two (no array per object).
+  for (const key in value) {
+    const member: unknown = (value as Record<string, unknown>)[key];
     if (typeof member === "object" && member !== null && nestedDeeperThan(member, levels - 1)) return true;
   }
   return false;
