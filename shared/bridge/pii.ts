@@ -5,7 +5,7 @@
 import { BridgeConfigurationError } from "./errors.js";
 import { isPlainObject } from "./diff.js";
 import { hmacSha256Hex } from "./hash.js";
-import { cutToDepth } from "./validate.js";
+import { cutToDepth, nestedDeeperThan } from "./validate.js";
 
 /** How personal fields leave the provider: as is, replaced by a marker, or as a salted hash. */
 export type PiiMode = "full" | "redact" | "hash";
@@ -255,13 +255,13 @@ export function applyPiiToBody(raw: unknown, policy: PiiPolicy): unknown {
   return policy.mode === "full" ? raw : maskBody(raw, policy, true);
 }
 
-/** The JSON object or array `text` holds (cut to MAX_RECORD_DEPTH), or undefined when it holds none. */
+/** The JSON object or array `text` holds (as parsed, any depth), or undefined when it holds none. */
 function bodyInText(text: string): object | undefined {
   const first = text.trimStart()[0];
   if (first !== "{" && first !== "[") return undefined;
   try {
     const parsed: unknown = JSON.parse(text);
-    return typeof parsed === "object" && parsed !== null ? (cutToDepth(parsed) as object) : undefined;
+    return typeof parsed === "object" && parsed !== null ? parsed : undefined;
   } catch {
     return undefined;
   }
@@ -271,12 +271,12 @@ function bodyInText(text: string): object | undefined {
 function maskBody(value: unknown, policy: PiiPolicy, loose: boolean): unknown {
   if (typeof value === "string") {
     const inText = bodyInText(value);
-    if (inText !== undefined) {
-      // Written back only when masking changed it: text holding nothing personal stays as sent, byte for byte.
-      const masked = JSON.stringify(maskBody(inText, policy, true));
-      return masked === JSON.stringify(inText) ? value : masked;
-    }
-    return loose ? transform("", value, policy, false) : value;
+    if (inText === undefined) return loose ? transform("", value, policy, false) : value;
+    // Text nested too deep is written back cut (what lay below the cut is not kept, so nothing personal either);
+    // other text only when masking changed it, so text holding nothing personal stays as sent, byte for byte.
+    if (nestedDeeperThan(inText)) return JSON.stringify(maskBody(cutToDepth(inText), policy, true));
+    const masked = JSON.stringify(maskBody(inText, policy, true));
+    return masked === JSON.stringify(inText) ? value : masked;
   }
   if (Array.isArray(value)) {
     let copy: unknown[] | undefined;
@@ -290,14 +290,27 @@ function maskBody(value: unknown, policy: PiiPolicy, loose: boolean): unknown {
   }
   if (!isPlainObject(value)) return value;
   const record = applyPii(value, policy);
-  for (const [key, member] of Object.entries(value)) {
-    // A member the record's own paths replaced is in its final form (masking it again would hash a hash); of the
-    // others, objects, arrays and strings (JSON text) may hold what the paths do not reach.
-    if (member === null || (typeof member !== "object" && typeof member !== "string") || record[key] !== member) continue;
-    const masked = maskBody(member, policy, false);
-    if (masked !== member) Object.defineProperty(record, key, { value: masked, enumerable: true, writable: true, configurable: true });
-  }
+  maskBeyondPaths(value, record, policy);
   return record;
+}
+
+/**
+ * Handles what a record's paths did not reach, writing into `masked` (a copy the paths made of `original`): a member
+ * they left as it was goes through {@link maskBody}; one they replaced by a copy with some members masked (an
+ * approver, a cardholder) is walked the same way, member by member, so nothing is masked twice (no hash of a hash)
+ * and nothing nested in it stays in clear.
+ */
+function maskBeyondPaths(original: object, masked: Record<string, unknown>, policy: PiiPolicy): void {
+  for (const [key, member] of Object.entries(original)) {
+    if (member === null || (typeof member !== "object" && typeof member !== "string")) continue;
+    const now = masked[key];
+    if (now === member) {
+      const next = maskBody(member, policy, false);
+      if (next !== member) Object.defineProperty(masked, key, { value: next, enumerable: true, writable: true, configurable: true });
+    } else if (typeof member === "object" && typeof now === "object" && now !== null) {
+      maskBeyondPaths(member, now as Record<string, unknown>, policy);
+    }
+  }
 }
 
 /**

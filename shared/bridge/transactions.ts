@@ -174,10 +174,14 @@ class TransactionRun extends CycleRun {
 
       const fresh: PageEntry[] = [];
       const freshKeys = new Set<string>();
+      /** Keys listed twice on this page: the batch keeps one copy, and no copy of them is handled again in the pass. */
+      const repeated = new Set<string>();
       for (const entry of items) {
         if (this.handledAsListed(handled, entry)) continue;
         // A key repeated within the page goes along too: the batch picks which copy to keep.
-        freshKeys.add(itemKey(entry.raw));
+        const key = itemKey(entry.raw);
+        if (freshKeys.has(key)) repeated.add(key);
+        freshKeys.add(key);
         fresh.push(entry);
       }
       if (fresh.length === 0) {
@@ -197,6 +201,8 @@ class TransactionRun extends CycleRun {
       }
       const versions = new Map<string, string>();
       const allAcknowledged = await this.processBatch(fresh, undefined, versions);
+      // Copies side by side that stay listed would otherwise be taken in turn on every re-read.
+      for (const key of repeated) versions.delete(key);
       handled.add(freshKeys, versions);
       // Items that stay listed shift the pages: fall back to plain re-reads for the rest of this pass.
       if (!allAcknowledged) readAhead = false;

@@ -25,9 +25,10 @@ export function nestedDeeperThan(value: unknown, levels = MAX_RECORD_DEPTH): boo
     return false;
   }
   // for...in, not Object.values: on objects JSON.parse has just made it is the cheaper of the two (no array per object).
+  // It also visits inherited enumerable members, so containers are checked to be own ones.
   for (const key in value) {
     const member: unknown = (value as Record<string, unknown>)[key];
-    if (typeof member === "object" && member !== null && nestedDeeperThan(member, levels - 1)) return true;
+    if (typeof member === "object" && member !== null && Object.hasOwn(value, key) && nestedDeeperThan(member, levels - 1)) return true;
   }
   return false;
 }

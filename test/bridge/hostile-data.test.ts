@@ -95,6 +95,16 @@ describe("a record nested deeper than MAX_RECORD_DEPTH", () => {
     ]);
   });
 
+  it("counts own members only, whatever is enumerable on Object.prototype", () => {
+    const polluted = Object.prototype as Record<string, unknown>;
+    polluted["qbPolluted"] = JSON.parse(deepArrayText(40)) as unknown;
+    try {
+      expect(nestedDeeperThan({ id: "t1", line_items: [{ id: "li-1" }] })).toBe(false);
+    } finally {
+      delete polluted["qbPolluted"];
+    }
+  });
+
   it("cutToDepth keeps what lies above the limit and own __proto__ members as members", () => {
     const value = JSON.parse(`{"__proto__":{"a":1},"b":${deepArrayText(40)}}`) as unknown;
     const cut = cutToDepth(value, 3) as Record<string, unknown>;
@@ -141,6 +151,20 @@ describe("a quarantined body of an unexpected shape, under redact and hash", () 
     expect(ids({ id: "t1", ...personal })).toEqual(ids({ id: "t1", ...personal, card_holder_name: "Bob Other" }));
     const all = [...ids({ id: "t1", ...personal }), ...ids({ id: "t2", ...personal })];
     expect(new Set(all).size).toBe(all.length);
+  });
+
+  it("masks what is nested in a member the record's paths masked, and JSON text nested deeper than the depth limit", () => {
+    const redact = { mode: "redact" } as const;
+    const body = {
+      cardholder: { name: NAME, extra: { card_holder_email: EMAIL }, note: JSON.stringify({ employee_id: EMPLOYEE }) },
+      approved_by: { name: NAME, delegate: { card_holder_name: NAME } },
+      deep: `${"[".repeat(40)}${JSON.stringify(personal)}${"]".repeat(40)}`,
+    };
+    const masked = applyPiiToBody(body, redact) as typeof body;
+    expect(JSON.stringify(masked)).not.toMatch(/Ann Holder|ann@example\.com|E-77/);
+    expect(masked.cardholder.name).toBe("[redacted]");
+    // Written back cut, the marker masked whole like any string outside an object.
+    expect(masked.deep).toBe(`${"[".repeat(32)}"[redacted]"${"]".repeat(32)}`);
   });
 
   it("masks a record held as JSON text anywhere in the body, keeping text with nothing personal as sent", () => {
@@ -252,7 +276,7 @@ describe("a transaction listed again in another version while the walk goes on",
     expect(ofX[1]!.detail.data.changes).toContainEqual({ path: "/memo", before: "v1", after: "v2" });
   });
 
-  it("handles each of two copies the provider keeps listing side by side once, not in turn on every re-read", async () => {
+  it("keeps the first of two copies the provider lists side by side, and takes no copy again on re-reads or later cycles", async () => {
     const rig = makeRig();
     const x = rig.provider.addTransaction({ memo: "copy A" });
     const y = rig.provider.addTransaction();
@@ -269,13 +293,12 @@ describe("a transaction listed again in another version while the walk goes on",
         }),
       acknowledgeTransactions: (ids: string[]) => Promise.resolve(void acked.push(...ids)),
     };
-    const report = await pollTransactions({ ...rig.deps, provider }, { pageSize: 100, maxPages: 40 });
-    expect(report.outcome).toBe("complete");
+    for (let cycle = 0; cycle < 3; cycle += 1) {
+      expect((await pollTransactions({ ...rig.deps, provider }, { pageSize: 100, maxPages: 40 })).outcome).toBe("complete");
+    }
+    // As within one page (docs/spec-gaps.md, "An id listed twice on one page"): the first copy, once.
     const ofX = rig.publisher.events.filter((e) => e.detail.subject.id === x.id).map((e) => [e.detail.type, e.detail.data.object["memo"]]);
-    expect(ofX).toEqual([
-      ["transaction.created", "copy A"],
-      ["transaction.changed", "copy B"],
-    ]);
+    expect(ofX).toEqual([["transaction.created", "copy A"]]);
   });
 
   it("publishes a valid copy met after an invalid copy of the same id was quarantined and acknowledged", async () => {
