@@ -255,16 +255,25 @@ export function applyPiiToBody(raw: unknown, policy: PiiPolicy): unknown {
   return policy.mode === "full" ? raw : maskBody(raw, policy, true);
 }
 
-/** The JSON object or array `text` holds (as parsed, any depth), or undefined when it holds none. */
+/** JSON text inside JSON text unwrapped at most this often (a record encoded twice or three times). */
+const TEXT_UNWRAP_LIMIT = 3;
+
+/**
+ * The JSON object or array `text` holds (as parsed, any depth; also when encoded more than once, as a JSON string of
+ * it), or undefined when it holds none.
+ */
 function bodyInText(text: string): object | undefined {
-  const first = text.trimStart()[0];
-  if (first !== "{" && first !== "[") return undefined;
-  try {
-    const parsed: unknown = JSON.parse(text);
-    return typeof parsed === "object" && parsed !== null ? parsed : undefined;
-  } catch {
-    return undefined;
+  let current: unknown = text;
+  for (let round = 0; round < TEXT_UNWRAP_LIMIT && typeof current === "string"; round += 1) {
+    const first = current.trimStart()[0];
+    if (first !== "{" && first !== "[" && first !== '"') return undefined;
+    try {
+      current = JSON.parse(current);
+    } catch {
+      return undefined;
+    }
   }
+  return typeof current === "object" && current !== null ? current : undefined;
 }
 
 /** `loose`: strings here are outside any object, so masked whole unless they hold JSON. */
@@ -272,11 +281,13 @@ function maskBody(value: unknown, policy: PiiPolicy, loose: boolean): unknown {
   if (typeof value === "string") {
     const inText = bodyInText(value);
     if (inText === undefined) return loose ? transform("", value, policy, false) : value;
-    // Text nested too deep is written back cut (what lay below the cut is not kept, so nothing personal either);
-    // other text only when masking changed it, so text holding nothing personal stays as sent, byte for byte.
+    // Text nested too deep is written back cut (what lay below the cut is not kept, so nothing personal either).
+    // Other text stays as sent, byte for byte, only when it is exactly the JSON of what it holds and masking changed
+    // nothing: text that is not (a key given twice, whose first value JSON.parse drops; another encoding) is written
+    // back as the masked JSON.
     if (nestedDeeperThan(inText)) return JSON.stringify(maskBody(cutToDepth(inText), policy, true));
     const masked = JSON.stringify(maskBody(inText, policy, true));
-    return masked === JSON.stringify(inText) ? value : masked;
+    return masked === value ? value : masked;
   }
   if (Array.isArray(value)) {
     let copy: unknown[] | undefined;
@@ -297,20 +308,31 @@ function maskBody(value: unknown, policy: PiiPolicy, loose: boolean): unknown {
 /**
  * Handles what a record's paths did not reach, writing into `masked` (a copy the paths made of `original`): a member
  * they left as it was goes through {@link maskBody}; one they replaced by a copy with some members masked (an
- * approver, a cardholder) is walked the same way, member by member, so nothing is masked twice (no hash of a hash)
- * and nothing nested in it stays in clear.
+ * approver, a cardholder) gets the record's rule on its other members too (an approver's `employee_id`), then is
+ * walked the same way, so nothing is masked twice (no hash of a hash) and nothing nested in it stays in clear.
  */
 function maskBeyondPaths(original: object, masked: Record<string, unknown>, policy: PiiPolicy): void {
   for (const [key, member] of Object.entries(original)) {
     if (member === null || (typeof member !== "object" && typeof member !== "string")) continue;
     const now = masked[key];
     if (now === member) {
-      const next = maskBody(member, policy, false);
-      if (next !== member) Object.defineProperty(masked, key, { value: next, enumerable: true, writable: true, configurable: true });
+      setMember(masked, key, maskBody(member, policy, false), member);
     } else if (typeof member === "object" && typeof now === "object" && now !== null) {
-      maskBeyondPaths(member, now as Record<string, unknown>, policy);
+      const replaced = now as Record<string, unknown>;
+      if (isPlainObject(member)) {
+        // The record's rule for what the paths left of this member: applied to the member as sent, taken only where
+        // the paths did not already mask it.
+        const asRecord = applyPii(member, policy);
+        for (const [inner, value] of Object.entries(member)) if (replaced[inner] === value) setMember(replaced, inner, asRecord[inner], value);
+      }
+      maskBeyondPaths(member, replaced, policy);
     }
   }
+}
+
+/** Puts `next` in `target[key]` when it differs from `previous` (an own data member, `__proto__` included). */
+function setMember(target: Record<string, unknown>, key: string, next: unknown, previous: unknown): void {
+  if (next !== previous) Object.defineProperty(target, key, { value: next, enumerable: true, writable: true, configurable: true });
 }
 
 /**

@@ -13,8 +13,8 @@ export const RECENT_BATCHES = 3;
 /**
  * Ids handled in the last {@link RECENT_BATCHES} batches, plus ids seen again after being handled, each with the
  * versions (content hashes) it was handled in, where known: a copy listed again in a version not handled yet is a
- * change to handle, one in any version already handled is not (so two copies the provider keeps listing side by side
- * are each handled once, not in turn on every re-read).
+ * change to handle, one in any version already handled is not (so copies the provider keeps listing side by side on a
+ * page, every one of whose versions is recorded, are not taken in turn on every re-read).
  *
  * @example
  * ```ts
@@ -25,8 +25,8 @@ export const RECENT_BATCHES = 3;
  * ```
  */
 export class RecentIds {
-  /** Per batch: id -> the version it was handled in (undefined: none given). */
-  private readonly batches: Map<string, string | undefined>[] = [];
+  /** Per batch: id -> the version(s) it was handled in (undefined: none given). */
+  private readonly batches: Map<string, string | readonly string[] | undefined>[] = [];
   /** Ids met again: every version they were handled in since (a set only for these few). */
   private readonly sticky = new Map<string, Set<string>>();
 
@@ -49,18 +49,20 @@ export class RecentIds {
     const all = new Set(this.sticky.get(id));
     for (const batch of this.batches) {
       const version = batch.get(id);
-      if (version !== undefined) all.add(version);
+      if (typeof version === "string") all.add(version);
+      else for (const one of version ?? []) all.add(one);
     }
     return all;
   }
 
   /** Records the ids of one handled batch (with their versions, where known), forgetting the oldest batch beyond the window. */
-  add(ids: Iterable<string>, versions?: ReadonlyMap<string, string>): void {
-    const batch = new Map<string, string | undefined>();
+  add(ids: Iterable<string>, versions?: ReadonlyMap<string, string | readonly string[]>): void {
+    const batch = new Map<string, string | readonly string[] | undefined>();
     for (const id of ids) {
       const version = versions?.get(id);
       batch.set(id, version);
-      if (version !== undefined) this.sticky.get(id)?.add(version);
+      const sticky = this.sticky.get(id);
+      if (sticky !== undefined && version !== undefined) for (const one of typeof version === "string" ? [version] : version) sticky.add(one);
     }
     this.batches.push(batch);
     if (this.batches.length > this.window) this.batches.shift();

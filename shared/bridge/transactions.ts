@@ -174,7 +174,7 @@ class TransactionRun extends CycleRun {
 
       const fresh: PageEntry[] = [];
       const freshKeys = new Set<string>();
-      /** Keys listed twice on this page: the batch keeps one copy, and no copy of them is handled again in the pass. */
+      /** Keys listed twice on this page: the batch keeps one copy; every copy's version counts as handled. */
       const repeated = new Set<string>();
       for (const entry of items) {
         if (this.handledAsListed(handled, entry)) continue;
@@ -199,10 +199,10 @@ class TransactionRun extends CycleRun {
         // Observed below; a failure of the batch must not leave it unhandled.
         next.catch(() => undefined);
       }
-      const versions = new Map<string, string>();
+      const versions = new Map<string, string | readonly string[]>();
       const allAcknowledged = await this.processBatch(fresh, undefined, versions);
       // Copies side by side that stay listed would otherwise be taken in turn on every re-read.
-      for (const key of repeated) versions.delete(key);
+      for (const key of repeated) versions.set(key, fresh.filter((entry) => itemKey(entry.raw) === key).map((entry) => this.versionOf(entry)));
       handled.add(freshKeys, versions);
       // Items that stay listed shift the pages: fall back to plain re-reads for the rest of this pass.
       if (!allAcknowledged) readAhead = false;
@@ -226,9 +226,16 @@ class TransactionRun extends CycleRun {
     const key = itemKey(entry.raw);
     if (!handled.has(key)) return false;
     const versions = handled.versionsOf(key);
-    if (versions.size === 0 || entry.rejected !== undefined) return true;
+    if (versions.size === 0) return true;
+    const version = this.versionOf(entry);
+    return version === INVALID_VERSION || versions.has(version);
+  }
+
+  /** The version a pass records for a listed copy: its content hash as the batch computes it, or INVALID_VERSION. */
+  private versionOf(entry: PageEntry): string {
+    if (entry.rejected !== undefined) return INVALID_VERSION;
     const result = this.validators.transaction(entry.raw);
-    return !result.success || versions.has(recordHash(normaliseTransaction(result.data, this.deps.pii)));
+    return result.success ? recordHash(normaliseTransaction(result.data, this.deps.pii)) : INVALID_VERSION;
   }
 
   /**
@@ -237,7 +244,7 @@ class TransactionRun extends CycleRun {
    * given, receives the ids whose current state is delivered (published now, or equal to its snapshot); `versions`
    * the content hash of each valid item, by id, and {@link INVALID_VERSION} for an id whose copy was invalid.
    */
-  private async processBatch(entries: readonly PageEntry[], delivered?: Set<string>, versions?: Map<string, string>): Promise<boolean> {
+  private async processBatch(entries: readonly PageEntry[], delivered?: Set<string>, versions?: Map<string, string | readonly string[]>): Promise<boolean> {
     const { deps } = this;
     const quarantine: QuarantineRecord[] = [];
     const ackIds: string[] = [];

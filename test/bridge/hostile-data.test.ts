@@ -157,7 +157,7 @@ describe("a quarantined body of an unexpected shape, under redact and hash", () 
     const redact = { mode: "redact" } as const;
     const body = {
       cardholder: { name: NAME, extra: { card_holder_email: EMAIL }, note: JSON.stringify({ employee_id: EMPLOYEE }) },
-      approved_by: { name: NAME, delegate: { card_holder_name: NAME } },
+      approved_by: { name: NAME, employee_id: EMPLOYEE, delegate: { card_holder_name: NAME } },
       deep: `${"[".repeat(40)}${JSON.stringify(personal)}${"]".repeat(40)}`,
     };
     const masked = applyPiiToBody(body, redact) as typeof body;
@@ -169,11 +169,22 @@ describe("a quarantined body of an unexpected shape, under redact and hash", () 
 
   it("masks a record held as JSON text anywhere in the body, keeping text with nothing personal as sent", () => {
     const redact = { mode: "redact" } as const;
-    const body = { transaction: JSON.stringify({ id: "t1", ...personal }), note: '{ "kept":  "as sent" }', list: [JSON.stringify(personal)] };
+    const body = {
+      transaction: JSON.stringify({ id: "t1", ...personal }),
+      twice: JSON.stringify(JSON.stringify({ id: "t2", ...personal })),
+      // A key given twice: JSON.parse keeps the last value, the text the first.
+      repeated: `{"card_holder_name":"${NAME}","card_holder_name":null}`,
+      note: '{"kept":"as sent"}',
+      spaced: '{ "kept":  "as sent" }',
+      list: [JSON.stringify(personal)],
+    };
     const masked = applyPiiToBody(body, redact) as typeof body;
     expect(JSON.stringify(masked)).not.toMatch(/Ann Holder|ann@example\.com|E-77/);
     expect(JSON.parse(masked.transaction)).toEqual({ id: "t1", card_holder_name: "[redacted]", card_holder_email: "[redacted]", employee_id: "[redacted]" });
+    expect(JSON.parse(masked.twice)).toMatchObject({ id: "t2", card_holder_name: "[redacted]" });
     expect(masked.note).toBe(body.note);
+    // Not exactly the JSON of what it holds: written back as that JSON.
+    expect(masked.spaced).toBe('{"kept":"as sent"}');
     expect(applyPiiToBody("Ann Holder", redact)).toBe("[redacted]");
   });
 
@@ -299,6 +310,32 @@ describe("a transaction listed again in another version while the walk goes on",
     // As within one page (docs/spec-gaps.md, "An id listed twice on one page"): the first copy, once.
     const ofX = rig.publisher.events.filter((e) => e.detail.subject.id === x.id).map((e) => [e.detail.type, e.detail.data.object["memo"]]);
     expect(ofX).toEqual([["transaction.created", "copy A"]]);
+  });
+
+  it("takes no copy again once a page lists two new copies of an id it handled earlier in the pass, however often re-read", async () => {
+    const rig = makeRig();
+    const x = rig.provider.addTransaction({ memo: "v0" });
+    const [copyA, copyB] = [{ ...x, memo: "copy A" }, { ...x, memo: "copy B" }];
+    const { id: _id, ...idless } = rig.provider.addTransaction();
+    let reads = 0;
+    const provider = {
+      // The first read shows x as handled first; every later one two other copies side by side (x stays listed).
+      listTransactions: (q: { client_sync_status?: string; page: number }) => {
+        if (q.client_sync_status !== "not_synced" || q.page !== 1) return Promise.resolve({ data: [], pagination: { has_next: false } });
+        reads += 1;
+        return Promise.resolve({ data: structuredClone(reads === 1 ? [x, idless] : [copyA, copyB, idless]), pagination: { has_next: false } });
+      },
+      acknowledgeTransactions: () => Promise.resolve(undefined),
+    };
+    const report = await pollTransactions({ ...rig.deps, provider }, { pageSize: 100, maxPages: 40 });
+    expect(report.outcome).toBe("complete");
+    expect(reads).toBe(3);
+    const ofX = rig.publisher.events.filter((e) => e.detail.subject.id === x.id).map((e) => [e.detail.type, e.detail.data.object["memo"]]);
+    // The change to the copies is published once, from the first copy, as within one page.
+    expect(ofX).toEqual([
+      ["transaction.created", "v0"],
+      ["transaction.changed", "copy A"],
+    ]);
   });
 
   it("publishes a valid copy met after an invalid copy of the same id was quarantined and acknowledged", async () => {

@@ -46,7 +46,7 @@ describe("pollTransactions memory", () => {
     for (let i = 0; i < 3_000; i++) rig.provider.addTransaction();
     const sizes: number[] = [];
     const original = RecentIds.prototype.add;
-    const spy = vi.spyOn(RecentIds.prototype, "add").mockImplementation(function (this: RecentIds, ids: Iterable<string>, versions?: ReadonlyMap<string, string>) {
+    const spy = vi.spyOn(RecentIds.prototype, "add").mockImplementation(function (this: RecentIds, ids: Iterable<string>, versions?: ReadonlyMap<string, string | readonly string[]>) {
       original.call(this, ids, versions);
       sizes.push(this.size);
     });
