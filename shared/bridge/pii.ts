@@ -282,12 +282,13 @@ function maskBody(value: unknown, policy: PiiPolicy, loose: boolean): unknown {
     const inText = bodyInText(value);
     if (inText === undefined) return loose ? transform("", value, policy, false) : value;
     // Text nested too deep is written back cut (what lay below the cut is not kept, so nothing personal either).
-    // Other text stays as sent, byte for byte, only when it is exactly the JSON of what it holds and masking changed
-    // nothing: text that is not (a key given twice, whose first value JSON.parse drops; another encoding) is written
+    // Other text stays as sent, byte for byte (its numbers and escapes too), when masking changed nothing and it names
+    // no personal field: one that does may give a key twice, whose first value JSON.parse drops, so it is written
     // back as the masked JSON.
     if (nestedDeeperThan(inText)) return JSON.stringify(maskBody(cutToDepth(inText), policy, true));
     const masked = JSON.stringify(maskBody(inText, policy, true));
-    return masked === value ? value : masked;
+    const namesPersonal = TOP_LEVEL_FIELDS.some((field) => value.includes(`"${field}"`));
+    return masked === JSON.stringify(inText) && !namesPersonal ? value : masked;
   }
   if (Array.isArray(value)) {
     let copy: unknown[] | undefined;

@@ -202,7 +202,17 @@ class TransactionRun extends CycleRun {
       const versions = new Map<string, string | readonly string[]>();
       const allAcknowledged = await this.processBatch(fresh, undefined, versions);
       // Copies side by side that stay listed would otherwise be taken in turn on every re-read.
-      for (const key of repeated) versions.set(key, fresh.filter((entry) => itemKey(entry.raw) === key).map((entry) => this.versionOf(entry)));
+      if (repeated.size > 0) {
+        const copies = new Map<string, string[]>();
+        for (const entry of fresh) {
+          const key = itemKey(entry.raw);
+          if (!repeated.has(key)) continue;
+          const list = copies.get(key) ?? [];
+          list.push(this.versionOf(entry));
+          copies.set(key, list);
+        }
+        for (const [key, list] of copies) versions.set(key, list);
+      }
       handled.add(freshKeys, versions);
       // Items that stay listed shift the pages: fall back to plain re-reads for the rest of this pass.
       if (!allAcknowledged) readAhead = false;
