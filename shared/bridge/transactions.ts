@@ -155,7 +155,7 @@ class TransactionRun extends CycleRun {
     for (;;) {
       if (this.pastDeadline()) {
         // A page read ahead and left unprocessed holds changes still undelivered: they count towards the lag.
-        if (inHand) for (const entry of pageEntries(inHand)) if (!this.handledAsListed(handled, entry)) this.pendingRaw(entry.raw);
+        if (inHand) for (const entry of pageEntries(inHand)) if (!this.handledAsListed(handled, itemKey(entry.raw), entry)) this.pendingRaw(entry.raw);
         return "deadline";
       }
       if (!inHand) {
@@ -173,16 +173,19 @@ class TransactionRun extends CycleRun {
       const isLast = items.length === 0 || !hasNext;
 
       const fresh: PageEntry[] = [];
+      /** The key of each entry of `fresh`, in order (an id-less item's key is a content hash: computed once). */
+      const keysOfFresh: string[] = [];
       const freshKeys = new Set<string>();
       /** Keys listed twice on this page: the batch keeps one copy; every copy's version counts as handled. */
       const repeated = new Set<string>();
       for (const entry of items) {
-        if (this.handledAsListed(handled, entry)) continue;
-        // A key repeated within the page goes along too: the batch picks which copy to keep.
         const key = itemKey(entry.raw);
+        if (this.handledAsListed(handled, key, entry)) continue;
+        // A key repeated within the page goes along too: the batch picks which copy to keep.
         if (freshKeys.has(key)) repeated.add(key);
         freshKeys.add(key);
         fresh.push(entry);
+        keysOfFresh.push(key);
       }
       if (fresh.length === 0) {
         // A read-ahead page shows the list before the last acknowledge: decide on a plain read of the page.
@@ -204,13 +207,13 @@ class TransactionRun extends CycleRun {
       // Copies side by side that stay listed would otherwise be taken in turn on every re-read.
       if (repeated.size > 0) {
         const copies = new Map<string, string[]>();
-        for (const entry of fresh) {
-          const key = itemKey(entry.raw);
-          if (!repeated.has(key)) continue;
+        fresh.forEach((entry, i) => {
+          const key = keysOfFresh[i] as string;
+          if (!repeated.has(key)) return;
           const list = copies.get(key) ?? [];
           list.push(this.versionOf(entry));
           copies.set(key, list);
-        }
+        });
         for (const [key, list] of copies) versions.set(key, list);
       }
       handled.add(freshKeys, versions);
@@ -230,10 +233,9 @@ class TransactionRun extends CycleRun {
    * Whether `entry` was handled in this pass as it is listed now. A valid copy listed again in a version not handled
    * yet (it changed while the walk went on, and a read-ahead page or a shifted one shows it; or an invalid copy of it
    * was quarantined before) is not: it is handled again, as a change, rather than dropped as a duplicate. An invalid
-   * copy met again is. Costs a hash only for ids met again.
+   * copy met again is. `key` is the entry's item key. Costs a hash only for ids met again.
    */
-  private handledAsListed(handled: RecentIds, entry: PageEntry): boolean {
-    const key = itemKey(entry.raw);
+  private handledAsListed(handled: RecentIds, key: string, entry: PageEntry): boolean {
     if (!handled.has(key)) return false;
     const versions = handled.versionsOf(key);
     if (versions.size === 0) return true;
