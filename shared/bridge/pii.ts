@@ -166,16 +166,9 @@ function maskFields(
       // Not the shape the spec shows: whatever it holds may be a person, so it is handled whole.
       replacement = transform(parent, value, policy, keepMasked);
     } else if (each) {
-      let copy: unknown[] | undefined;
-      const list = value as readonly unknown[];
-      for (let i = 0; i < list.length; i++) {
-        const element = list[i];
-        const masked = isPlainObject(element) ? maskMembers(element, members, policy, keepMasked) : transform(parent, element, policy, keepMasked);
-        if (masked === element) continue;
-        copy ??= list.slice();
-        copy[i] = masked;
-      }
-      replacement = copy ?? value;
+      replacement = mapChanged(value as readonly unknown[], (element) =>
+        isPlainObject(element) ? maskMembers(element, members, policy, keepMasked) : transform(parent, element, policy, keepMasked),
+      );
     } else {
       replacement = maskMembers(value as Record<string, unknown>, members, policy, keepMasked);
     }
@@ -200,6 +193,18 @@ function maskEach(
     const masked = transform(member, value, policy, keepMasked);
     if (masked !== value) write(member, masked);
   }
+}
+
+/** `list` with each element put through `fn`: `list` itself when `fn` changes none, else a copy. */
+function mapChanged(list: readonly unknown[], fn: (element: unknown) => unknown): readonly unknown[] {
+  let copy: unknown[] | undefined;
+  for (let i = 0; i < list.length; i++) {
+    const mapped = fn(list[i]);
+    if (mapped === list[i]) continue;
+    copy ??= list.slice();
+    copy[i] = mapped;
+  }
+  return copy ?? list;
 }
 
 /** A `write` that copies `object` (same member order) on its first call; `result()` is that copy, or `object` itself. */
@@ -290,16 +295,7 @@ function maskBody(value: unknown, policy: PiiPolicy, loose: boolean): unknown {
     const namesPersonal = TOP_LEVEL_FIELDS.some((field) => value.includes(`"${field}"`));
     return masked === JSON.stringify(inText) && !namesPersonal ? value : masked;
   }
-  if (Array.isArray(value)) {
-    let copy: unknown[] | undefined;
-    for (let i = 0; i < value.length; i++) {
-      const masked = maskBody(value[i], policy, loose);
-      if (masked === value[i]) continue;
-      copy ??= value.slice();
-      copy[i] = masked;
-    }
-    return copy ?? value;
-  }
+  if (Array.isArray(value)) return mapChanged(value, (element) => maskBody(element, policy, loose));
   if (!isPlainObject(value)) return value;
   const record = applyPii(value, policy);
   maskBeyondPaths(value, record, policy);
