@@ -103,6 +103,30 @@ describe("rotate-token handler (Secrets Manager rotation)", () => {
     expect(await h.familyStillValid()).toBe(true);
   });
 
+  it("has pollers keep a working access token while the secret is at its version quota, failing only once it expired", async () => {
+    expect((await h.poller("transactions")()).status).toBe("completed");
+    h.secrets.now = () => h.clock.now();
+    // Versions of the last day that leave AWSCURRENT, and the shared access token bound to it, where they are.
+    for (let i = 0; i < SECRET_VERSIONS_PER_DAY_LIMIT; i += 1) {
+      await h.secrets.client.send(new PutSecretValueCommand({ SecretId: h.secrets.secretId, SecretString: `{"n":${i}}`, VersionStages: [] }));
+    }
+    const presented = h.refreshTokensPresented.length;
+    // 30 s left: a refresh is due (60 s skew) but the store turns it down; the token still works, so the poll does too.
+    h.sandbox.control.advanceClock(ACCESS_TOKEN_TTL_SECONDS - 30);
+    expect((await h.poller("transactions")()).status).toBe("completed");
+    expect(h.refreshTokensPresented).toHaveLength(presented);
+    // Expired: nothing to fall back on; the poll fails, still spending no refresh token.
+    h.sandbox.control.advanceClock(31);
+    const failed = await h.poller("transactions")().catch((e: unknown) => e);
+    expect((failed as Error).cause).toBeInstanceOf(SecretVersionQuotaError);
+    expect(h.refreshTokensPresented).toHaveLength(presented);
+    // A day on, the versions have aged out: the next poll refreshes, and the family is intact.
+    h.sandbox.control.advanceClock(86_400);
+    expect((await h.poller("transactions")()).status).toBe("completed");
+    expect(h.refreshTokensPresented).toHaveLength(presented + 1);
+    expect(await h.familyStillValid()).toBe(true);
+  });
+
   it("lets pollers use the rotated token at once, without refreshing again", async () => {
     await rotate();
     const presented = h.refreshTokensPresented.length;

@@ -131,6 +131,46 @@ describe("OAuthTokenProvider", () => {
     expect(fetch.calls.map((c) => (c.body as Record<string, string>).refresh_token)).toEqual(["rt-1"]);
   });
 
+  it("postpones an early refresh the store turns down: the access token still works, so it is used until it expires", async () => {
+    const { provider, fetch, clock, store, logger } = setup();
+    const first = await provider.getAccessToken();
+    const full = Object.assign(new Error("secret at its version quota"), { name: "SecretVersionQuotaError" });
+    let asked = 0;
+    let refuse = true;
+    store.beforeRefresh = () => {
+      asked += 1;
+      return refuse ? Promise.reject(full) : Promise.resolve();
+    };
+    clock.advance(14.5 * MINUTE); // 30 s left: inside the 60 s skew, so a refresh is due
+    expect(await provider.getAccessToken()).toBe(first);
+    expect(await provider.getAccessToken()).toBe(first);
+    // Asked once: the postponement holds until the token expires, so later calls cost no store round trip.
+    expect(asked).toBe(1);
+    expect(fetch.calls).toHaveLength(1);
+    const warning = logger.lines.find((l) => l.message.startsWith("token refresh postponed"));
+    expect(warning?.attributes).toEqual({ reason: "SecretVersionQuotaError", expiresInSeconds: 30 });
+    expect(logger.text()).not.toContain(first);
+
+    // Expired: nothing left to fall back on, so the refusal is the caller's error, and the refresh token stays unspent.
+    clock.advance(31_000);
+    await expect(provider.getAccessToken()).rejects.toBe(full);
+    expect(asked).toBe(2);
+    expect(fetch.calls).toHaveLength(1);
+    refuse = false;
+    const next = await provider.getAccessToken();
+    expect(next).not.toBe(first);
+    expect(fetch.calls.map((c) => (c.body as Record<string, string>).refresh_token)).toEqual(["rt-1", "rt-2"]);
+  });
+
+  it("does not postpone the refresh of an access token the provider rejected, even one not yet expired", async () => {
+    const { provider, fetch, store } = setup();
+    const first = await provider.getAccessToken();
+    const full = Object.assign(new Error("secret at its version quota"), { name: "SecretVersionQuotaError" });
+    store.beforeRefresh = () => Promise.reject(full);
+    await expect(provider.refreshAfterUnauthorized(first)).rejects.toBe(full);
+    expect(fetch.calls).toHaveLength(1);
+  });
+
   it("takes the access token expiry from the JWT exp claim and refreshes only within the skew", async () => {
     const { provider, fetch, clock, store } = setup();
     const first = await provider.getAccessToken();

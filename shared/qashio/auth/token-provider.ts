@@ -164,6 +164,11 @@ export class OAuthTokenProvider implements TokenProvider {
   private unsaved?: Unsaved;
   private inflight?: Promise<StoredTokens>;
   private resaving?: Promise<void>;
+  /**
+   * An early refresh the store turned down (see {@link postponedRefresh}): this access token is used, without asking
+   * the store again, until it expires.
+   */
+  private postponed?: { readonly accessToken: string; readonly until: number };
 
   constructor(options: OAuthTokenProviderOptions) {
     this.lockTtlMs = options.lockTtlMs ?? DEFAULT_LOCK_TTL_MS;
@@ -230,8 +235,10 @@ export class OAuthTokenProvider implements TokenProvider {
   private isFresh(tokens: StoredTokens, rejected?: string): boolean {
     if (!tokens.accessToken || tokens.accessToken === rejected) return false;
     if (tokens.accessTokenExpiresAt === undefined) return true;
+    const now = this.clock.now();
+    if (this.postponed?.accessToken === tokens.accessToken && this.postponed.until > now) return true;
     const skew = this.options.refreshSkewMs ?? DEFAULT_REFRESH_SKEW_MS;
-    return tokens.accessTokenExpiresAt - skew > this.clock.now();
+    return tokens.accessTokenExpiresAt - skew > now;
   }
 
   private async loaded(): Promise<StoredTokens> {
@@ -321,7 +328,7 @@ export class OAuthTokenProvider implements TokenProvider {
       if (!stored) throw new TokenUnavailableError("no tokens stored for this tenant: authorize the integration first");
       this.current = stored;
       if (this.isFresh(stored, rejected)) return stored;
-      return await this.rotate(stored.refreshToken, rejected, true, lease);
+      return await this.rotate(stored, rejected, true, lease);
     } finally {
       // Kept with unsaved tokens (see `Unsaved`), released once they are saved again or dropped.
       if (handle !== undefined && this.unsaved?.handle !== handle) await handle.release();
@@ -339,24 +346,25 @@ export class OAuthTokenProvider implements TokenProvider {
   }
 
   private async rotate(
-    refreshToken: string,
+    stored: StoredTokens,
     rejected: string | undefined,
     mayAdopt: boolean,
     lease?: { handle: RefreshLockHandle; deadline: number },
   ): Promise<StoredTokens> {
-    // Nothing spent yet: a store that could not save the successor (a secret at its version quota) stops the refresh here.
-    await this.options.store.beforeRefresh?.();
+    const { refreshToken } = stored;
+    const postponed = await this.postponedRefresh(stored, rejected);
+    if (postponed !== undefined) return postponed;
     let set: TokenSet;
     try {
       set = await refresh(this.options, refreshToken, lease?.deadline);
     } catch (error) {
       if (!isRejectedGrant(error)) throw error;
-      const stored = await this.options.store.load();
-      if (mayAdopt && stored && stored.refreshToken !== refreshToken) {
-        this.current = stored;
+      const reloaded = await this.options.store.load();
+      if (mayAdopt && reloaded && reloaded.refreshToken !== refreshToken) {
+        this.current = reloaded;
         this.options.onEvent?.("rotated_elsewhere");
         this.options.logger?.warn("refresh token was rotated by another process; using the stored tokens");
-        return this.isFresh(stored, rejected) ? stored : this.rotate(stored.refreshToken, rejected, false, lease);
+        return this.isFresh(reloaded, rejected) ? reloaded : this.rotate(reloaded, rejected, false, lease);
       }
       this.options.onEvent?.("reauthorization_required");
       throw new ReauthorizationRequiredError(
@@ -369,6 +377,29 @@ export class OAuthTokenProvider implements TokenProvider {
     await this.keepingAlive(lease?.handle, () => this.persist(tokens, refreshToken, lease?.handle));
     this.options.onEvent?.("refreshed");
     return tokens;
+  }
+
+  /**
+   * Asks the store whether a refresh may spend the refresh token now ({@link TokenStore.beforeRefresh}: nothing is
+   * spent yet, so a store that could not save the successor, such as a secret at its version quota, stops it here).
+   * When it may not, but `stored`'s access token still works (not the rejected one, not expired: the refresh was only
+   * early, within `refreshSkewMs`), the refresh is postponed rather than failed: that token is used until it expires,
+   * without asking again, and the refresh is tried once it has. Returns the tokens to use, or undefined to refresh now.
+   */
+  private async postponedRefresh(stored: StoredTokens, rejected: string | undefined): Promise<StoredTokens | undefined> {
+    try {
+      await this.options.store.beforeRefresh?.();
+      return undefined;
+    } catch (error) {
+      const { accessToken, accessTokenExpiresAt: until } = stored;
+      if (!accessToken || accessToken === rejected || until === undefined || until <= this.clock.now()) throw error;
+      this.postponed = { accessToken, until };
+      this.options.logger?.warn("token refresh postponed: the token store cannot take a new token now; the current access token is used until it expires", {
+        reason: error instanceof Error ? error.name : "unknown error",
+        expiresInSeconds: Math.round((until - this.clock.now()) / 1000),
+      });
+      return stored;
+    }
   }
 
   /** Runs a token save, renewing `handle` (when there is a lease) while it runs: see {@link whileHolding}. */
