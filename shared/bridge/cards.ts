@@ -264,11 +264,5 @@ class CardRun extends CycleRun {
  */
 export async function pollCards(deps: CardCycleDeps, options: CardCycleOptions = {}): Promise<CycleReport> {
   const run = new CardRun(deps, options);
-  try {
-    return await run.run();
-  } catch (err) {
-    throw run.fail(err);
-  } finally {
-    await run.leaveSecond();
-  }
+  return run.execute(() => run.run());
 }

@@ -511,7 +511,7 @@ export class CycleRun {
    * `subject.sequence`; EventBridge may keep only whole seconds of `time` (cut or rounded), and the wait puts that
    * next run in a later second, so consumers can order the two (docs/events.md, ordering).
    */
-  async leaveSecond(): Promise<void> {
+  private async leaveSecond(): Promise<void> {
     if (this.offeredWithoutSnapshot === 0) return;
     const now = this.deps.clock.now();
     await this.deps.clock.sleep(1000 - (((now % 1000) + 1000) % 1000) + NEXT_SECOND_MARGIN_MS);
@@ -540,8 +540,22 @@ export class CycleRun {
     return report;
   }
 
+  /**
+   * Runs `body` as this run: a failure becomes the error the caller sees ({@link fail}), and however it ends the run
+   * leaves the second ({@link leaveSecond}) before the caller releases its lease.
+   */
+  async execute<T>(body: () => Promise<T>, kind: RunKind = CYCLE_RUN): Promise<T> {
+    try {
+      return await body();
+    } catch (err) {
+      throw this.fail(err, kind);
+    } finally {
+      await this.leaveSecond();
+    }
+  }
+
   /** Converts a failure into the error the caller sees, after recording metrics and the report. */
-  fail(err: unknown, kind: RunKind = CYCLE_RUN): Error {
+  private fail(err: unknown, kind: RunKind = CYCLE_RUN): Error {
     this.report.outcome = "aborted";
     const step = err instanceof StepFailure ? err.step : "cycle";
     const cause = err instanceof StepFailure ? err.cause : err;

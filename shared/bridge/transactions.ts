@@ -637,14 +637,10 @@ export async function reprocessTransactions(
 ): Promise<ReprocessResult> {
   const { afterBatch, ...cycle } = options;
   const run = new TransactionRun(deps, cycle);
-  try {
+  return run.execute(async () => {
     const { delivered, missing, unreached } = await run.reprocess(refs, afterBatch);
     return { report: run.finish(REDRIVE_RUN), delivered, missing, unreached };
-  } catch (err) {
-    throw run.fail(err, REDRIVE_RUN);
-  } finally {
-    await run.leaveSecond();
-  }
+  }, REDRIVE_RUN);
 }
 
 /**
@@ -662,11 +658,5 @@ export async function reprocessTransactions(
  */
 export async function pollTransactions(deps: TransactionCycleDeps, options: TransactionCycleOptions = {}): Promise<CycleReport> {
   const run = new TransactionRun(deps, options);
-  try {
-    return await run.run();
-  } catch (err) {
-    throw run.fail(err);
-  } finally {
-    await run.leaveSecond();
-  }
+  return run.execute(() => run.run());
 }
