@@ -49,12 +49,15 @@ export class SecretVersionQuotaError extends AwsRuntimeError {
     readonly secretId: string,
     readonly recentVersions: number,
     readonly limit: number,
+    /** A refresh ahead of the access token's expiry, refused at the lower limit (the token in hand is used meanwhile). */
+    readonly early = false,
     options?: ErrorOptions,
   ) {
     super(
       `Token refresh postponed: the provider secret has ${recentVersions} versions created in the last 24 hours ` +
-        `(the bridge refreshes only below ${limit}, Secrets Manager keeps at most 100 such versions); the refresh ` +
-        `token is kept unspent and the refresh goes ahead once older versions are a day old (docs/runbook.md)`,
+        `(the bridge refreshes ${early ? "ahead of the access token's expiry" : "at all"} only below ${limit}, Secrets Manager keeps ` +
+        `at most about 100 such versions); the refresh token is kept unspent and the refresh goes ahead ` +
+        `${early ? "once the access token expires" : "once older versions are a day old"} (docs/runbook.md)`,
       options,
     );
   }

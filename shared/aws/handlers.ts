@@ -291,7 +291,8 @@ export function createPollHandler(kind: CycleKind, options: HandlerOptions = {})
 
 /**
  * Builds the Secrets Manager rotation handler of the provider secret (see rotation.ts for the step semantics). A
- * secret not yet onboarded (no refresh token) completes its rotation as a logged skip, without error.
+ * secret not yet onboarded (no refresh token), or one the pollers refresh often, completes its rotation as a logged
+ * skip, without error.
  *
  * @example
  * export const handler = createRotationHandler();
@@ -307,8 +308,9 @@ export function createRotationHandler(options: HandlerOptions = {}) {
       // Before the runtime, which needs a complete secret: one not yet onboarded has nothing to refresh.
       const { secrets } = container.clients();
       const secret = new ProviderSecretClient({ secrets, secretId: config.secretId, clock: container.clock, logger: container.loggerPort });
-      if (await skipsRotation(event, secret)) {
-        await skipRotation(event, { secrets, logger: container.loggerPort });
+      const skip = await skipsRotation(event, secret, container.clock.now());
+      if (skip !== undefined) {
+        await skipRotation(event, { secrets, logger: container.loggerPort }, skip);
         return;
       }
       const runtime = await container.runtime();

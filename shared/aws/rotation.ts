@@ -14,8 +14,9 @@
  * Every step is idempotent: Secrets Manager retries steps.
  *
  * A secret not yet onboarded (as the stack creates it: no refresh token until `authorize --secret-id`) has nothing to
- * refresh, and its rotation runs every 4 hours from the deploy on: {@link skipsRotation} tells the handler so, and
- * {@link skipRotation} completes the steps without a provider call or an error (see there).
+ * refresh, and its rotation runs every 4 hours from the deploy on; a secret the pollers refresh many times a day needs
+ * no rotation, and one more version would bring its version quota nearer. {@link skipsRotation} tells the handler so,
+ * and {@link skipRotation} completes the steps without a provider call or an error (see there).
  */
 import { DescribeSecretCommand, UpdateSecretVersionStageCommand, type SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 import type { Clock, Lock, LockHandle, Logger, Metrics } from "../bridge/ports.js";
@@ -25,7 +26,9 @@ import type { StoredTokens } from "../qashio/auth/token-store.js";
 import { ReauthorizationRequiredError } from "../qashio/errors.js";
 import { RotationError } from "./errors.js";
 import { isSecretNotFound, type ProviderSecretClient } from "./provider-secret.js";
-import type { SecretsManagerTokenStore } from "./token-store.js";
+import { SECRET_VERSIONS_EARLY_REFRESH_LIMIT, type SecretsManagerTokenStore } from "./token-store.js";
+
+const DAY_MS = 86_400_000;
 
 export type RotationStep = "createSecret" | "setSecret" | "testSecret" | "finishSecret";
 
@@ -114,21 +117,30 @@ export function awaitingOnboarding(text: string | undefined): boolean {
 }
 
 /**
- * Whether this step belongs to a rotation with nothing to refresh. createSecret decides: it skips when the secret
- * (AWSCURRENT) is awaiting onboarding. The later steps follow that decision: a rotation whose createSecret skipped
- * has an empty version (Secrets Manager's AWSPENDING placeholder), while one that refreshed always wrote it, so a
- * secret onboarded between two steps of a skipped rotation still finishes as skipped. Reads one secret version.
+ * Why this step belongs to a rotation with nothing to refresh, or undefined when it rotates. createSecret decides: it
+ * skips when the secret (AWSCURRENT) is awaiting onboarding, or when the secret already has
+ * {@link SECRET_VERSIONS_EARLY_REFRESH_LIMIT} versions of the last 24 hours (the pollers refresh the family that
+ * often, so it is not idle, and a rotation would only spend a version the day cannot spare). The later steps follow
+ * that decision: a rotation whose createSecret skipped has an empty version (Secrets Manager's AWSPENDING
+ * placeholder), while one that refreshed always wrote it, so a secret onboarded between two steps of a skipped
+ * rotation still finishes as skipped. Reads one secret version, and lists the versions for createSecret.
  *
  * @example
- * if (await skipsRotation(event, secret)) return skipRotation(event, deps);
+ * const skip = await skipsRotation(event, secret, clock.now());
+ * if (skip !== undefined) return skipRotation(event, deps, skip);
  */
-export async function skipsRotation(event: RotationEvent, secret: ProviderSecretClient): Promise<boolean> {
-  if (event.Step === "createSecret") return awaitingOnboarding((await secret.getValue()).text);
+export async function skipsRotation(event: RotationEvent, secret: ProviderSecretClient, now: number): Promise<string | undefined> {
+  if (event.Step === "createSecret") {
+    if (awaitingOnboarding((await secret.getValue()).text)) return "the secret holds no refresh_token yet (tenant not onboarded: run authorize --secret-id)";
+    const recent = await secret.versionsCreatedSince(now - DAY_MS);
+    if (recent < SECRET_VERSIONS_EARLY_REFRESH_LIMIT) return undefined;
+    return `the secret has ${recent} versions of the last 24 hours: the pollers refresh the token family often, and a rotation would only spend one more`;
+  }
   try {
     await secret.getValue(event.ClientRequestToken);
-    return false;
+    return undefined;
   } catch (error) {
-    if (isSecretNotFound(error)) return true;
+    if (isSecretNotFound(error)) return "nothing was refreshed (createSecret skipped)";
     throw error;
   }
 }
@@ -137,25 +149,21 @@ export async function skipsRotation(event: RotationEvent, secret: ProviderSecret
  * Runs one step of a rotation with nothing to refresh ({@link skipsRotation}): createSecret writes no version,
  * setSecret and testSecret have nothing to do, and finishSecret detaches AWSPENDING from the rotation's empty
  * version, which leaves AWSCURRENT where it is and no AWSPENDING to block the next rotation. No provider call, and no
- * error: a tenant not yet onboarded is expected, not a failure.
+ * error: a tenant not yet onboarded, or one whose pollers refresh often, is expected, not a failure. `why` is logged.
  *
  * @throws RotationError for a version not under rotation or an unknown step, as {@link rotateProviderSecret}.
  * @example
- * await skipRotation({ SecretId, ClientRequestToken, Step: "finishSecret" }, { secrets, logger });
+ * await skipRotation({ SecretId, ClientRequestToken, Step: "finishSecret" }, { secrets, logger }, "nothing was refreshed");
  */
-export async function skipRotation(event: RotationEvent, deps: Pick<RotationDeps, "secrets" | "logger">): Promise<void> {
+export async function skipRotation(event: RotationEvent, deps: Pick<RotationDeps, "secrets" | "logger">, why: string): Promise<void> {
   const { SecretId: secretId, ClientRequestToken: token, Step: step } = event;
   const stages = await versionStages(deps.secrets, secretId);
   if (!stages.has(token)) throw new RotationError(`Version ${token} has no stage for rotation`, secretId, step);
   switch (step) {
     case "createSecret":
-      deps.logger.info("createSecret: skipped, the secret holds no refresh_token yet (tenant not onboarded: run authorize --secret-id)", {
-        step,
-      });
-      return;
     case "setSecret":
     case "testSecret":
-      deps.logger.info(`${step}: skipped, nothing was refreshed (tenant not onboarded)`, { step });
+      deps.logger.info(`${step}: skipped, ${why}`, { step });
       return;
     case "finishSecret":
       return finishSecret(secretId, token, stages, deps);
@@ -190,7 +198,7 @@ async function createSecret(secretId: string, token: string, tokenStages: readon
     const stored = await deps.store.load();
     if (stored === undefined) throw new RotationError("No refresh token in the secret", secretId, "createSecret");
     // Before the token is spent: a secret at its version quota could not take this rotation's version.
-    await deps.store.beforeRefresh();
+    await deps.store.beforeRefresh(false);
     const next = await refreshOnce(stored.refreshToken, deadline, deps);
     const save = () => deps.store.forRotation({ clientRequestToken: token, stages: ROTATION_STAGES }).save(next);
     // Renewed while the write runs, so a slow PutSecretValue does not let a poller in with the spent token.

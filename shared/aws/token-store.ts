@@ -49,11 +49,20 @@ interface RevokedFamilyItem {
 }
 
 /**
- * Versions of the provider secret created in the last 24 hours at which a refresh is postponed. Secrets Manager keeps
- * every version younger than a day and refuses new ones past about 100; each refresh writes one (the refresh token
- * rotates), so with short-lived access tokens the quota is near. The margin leaves room for onboarding and rotation.
+ * Versions of the provider secret created in the last 24 hours at which a refresh is refused (postponed, its refresh
+ * token unspent). Secrets Manager keeps every version younger than a day and refuses new ones past about 100; each
+ * refresh writes one (the refresh token rotates), so with access tokens of 15 minutes (96 refreshes a day) the quota
+ * is near. Two below it: one refresh at a time passes this check (the refresh lease), and onboarding may add one.
  */
-export const SECRET_VERSIONS_PER_DAY_LIMIT = 95;
+export const SECRET_VERSIONS_PER_DAY_LIMIT = 98;
+
+/**
+ * From this many versions of the last 24 hours on, a refresh ahead of the access token's expiry is refused too (the
+ * pollers keep the token until it expires), and a scheduled rotation is skipped (the pollers exercise the family
+ * already). Refreshing early costs versions the day cannot spare: with 15-minute tokens, refreshes a minute early
+ * come every 14 minutes, 103 a day, and the limit above would then stop every refresh for about two hours each day.
+ */
+export const SECRET_VERSIONS_EARLY_REFRESH_LIMIT = 48;
 
 /** The access-token item outlives the token by this much (housekeeping only). */
 const ACCESS_ITEM_TTL_SLACK_MS = 86_400_000;
@@ -134,13 +143,18 @@ export class SecretsManagerTokenStore implements TokenStore {
   /**
    * Refuses a refresh (SecretVersionQuotaError, before the refresh token is spent) while the secret holds
    * {@link SECRET_VERSIONS_PER_DAY_LIMIT} versions created in the last 24 hours: the save after it could be refused,
-   * and a refresh token whose successor cannot be stored loses the family. One ListSecretVersionIds per refresh.
+   * and a refresh token whose successor cannot be stored loses the family. An `early` refresh (the access token still
+   * works) is refused from {@link SECRET_VERSIONS_EARLY_REFRESH_LIMIT} on. One ListSecretVersionIds per refresh.
    */
-  async beforeRefresh(): Promise<void> {
-    const recent = await this.#secret.versionsCreatedSince(this.#clock.now() - 86_400_000);
-    if (recent >= SECRET_VERSIONS_PER_DAY_LIMIT) {
-      throw new SecretVersionQuotaError(this.#secret.secretId, recent, SECRET_VERSIONS_PER_DAY_LIMIT);
-    }
+  async beforeRefresh(early = false): Promise<void> {
+    const recent = await this.recentVersions();
+    const limit = early ? SECRET_VERSIONS_EARLY_REFRESH_LIMIT : SECRET_VERSIONS_PER_DAY_LIMIT;
+    if (recent >= limit) throw new SecretVersionQuotaError(this.#secret.secretId, recent, limit, early);
+  }
+
+  /** Versions of the secret created in the last 24 hours (ListSecretVersionIds). */
+  recentVersions(): Promise<number> {
+    return this.#secret.versionsCreatedSince(this.#clock.now() - 86_400_000);
   }
 
   /**

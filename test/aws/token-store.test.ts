@@ -2,10 +2,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DeleteCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { ProviderSecretClient } from "../../shared/aws/provider-secret.js";
 import { SecretFormatError, SecretStoreError, SecretVersionQuotaError } from "../../shared/aws/errors.js";
-import { SECRET_VERSIONS_PER_DAY_LIMIT, SecretsManagerTokenStore } from "../../shared/aws/token-store.js";
+import { SECRET_VERSIONS_EARLY_REFRESH_LIMIT, SECRET_VERSIONS_PER_DAY_LIMIT, SecretsManagerTokenStore } from "../../shared/aws/token-store.js";
 import { FakeClock } from "./support/clock.js";
 import { createTestTable, type TestTable } from "./support/dynamo.js";
 import { FakeSecretsManager, awsError } from "./support/fake-secrets-manager.js";
+import { OAuthTokenProvider } from "../../shared/qashio/auth/token-provider.js";
+import { json, jwt, scriptedFetch } from "../qashio/helpers.js";
 
 const SECRET = { client_id: "cid", client_secret: "csecret", refresh_token: "rt-1", pii_salt: "salt-0123456789abcdef" };
 
@@ -16,10 +18,11 @@ beforeAll(async () => {
 afterAll(async () => table.drop());
 
 let tenantCounter = 0;
-function setup(initial: Record<string, unknown> = SECRET) {
+/** `versionsOnClock`: the secret's versions, the first one included, are created at the test clock's time. */
+function setup(initial: Record<string, unknown> = SECRET, options: { versionsOnClock?: boolean } = {}) {
   tenantCounter += 1;
-  const secrets = new FakeSecretsManager("arn:secret:provider", initial);
   const clock = new FakeClock();
+  const secrets = new FakeSecretsManager("arn:secret:provider", initial, options.versionsOnClock ? () => clock.now() : undefined);
   const make = () =>
     new SecretsManagerTokenStore({
       secrets: secrets.client,
@@ -166,10 +169,73 @@ describe("SecretsManagerTokenStore", () => {
     await expect(store.beforeRefresh()).resolves.toBeUndefined();
   });
 
+  it("refuses an early refresh (the access token still works) from SECRET_VERSIONS_EARLY_REFRESH_LIMIT versions on", async () => {
+    const { store, secrets, clock } = setup();
+    secrets.now = () => clock.now();
+    // The first version (from setup) counts as recent, as above.
+    for (let i = 1; i < SECRET_VERSIONS_EARLY_REFRESH_LIMIT - 1; i += 1) await store.save({ refreshToken: `rt-${i + 1}` });
+    await expect(store.beforeRefresh(true)).resolves.toBeUndefined();
+    await store.save({ refreshToken: "rt-at-early-limit" });
+    const refused = await store.beforeRefresh(true).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(SecretVersionQuotaError);
+    expect(refused).toMatchObject({ recentVersions: SECRET_VERSIONS_EARLY_REFRESH_LIMIT, limit: SECRET_VERSIONS_EARLY_REFRESH_LIMIT, early: true });
+    expect((refused as Error).message).toContain("ahead of the access token's expiry only below");
+    // A refresh of an expired token still goes ahead: the early limit only stops refreshes that can wait.
+    await expect(store.beforeRefresh(false)).resolves.toBeUndefined();
+  });
+
   it("writes a rotation's version with its request token and labels", async () => {
     const { store, secrets } = setup();
     await store.forRotation({ clientRequestToken: "rot-1", stages: ["AWSCURRENT", "AWSPENDING"] }).save({ refreshToken: "rt-2", accessToken: "at-2" });
     expect(secrets.stagesOf("rot-1")).toEqual(["AWSCURRENT", "AWSPENDING"]);
     expect((await store.load())?.accessToken).toBe("at-2");
+  });
+});
+
+describe("SecretsManagerTokenStore under an OAuthTokenProvider, with 15-minute access tokens polled every minute", () => {
+  it("keeps every day's versions within the limit and, from the second day on, fails no poll", async () => {
+    const { store, clock } = setup(SECRET, { versionsOnClock: true });
+    const MINUTE = 60_000;
+    const DAY = 1440 * MINUTE;
+    // The provider's token endpoint: single-use refresh tokens, access tokens living 15 minutes.
+    const presented: string[] = [];
+    // When each secret version was made: the setup's, then one per refresh.
+    const versionsAt: number[] = [clock.now()];
+    let issued = 1;
+    const fetch = scriptedFetch((call) => {
+      presented.push((call.body as Record<string, string>).refresh_token as string);
+      versionsAt.push(clock.now());
+      issued += 1;
+      return json(200, { access_token: jwt({ n: issued, exp: Math.floor((clock.now() + 15 * MINUTE) / 1000) }), token_type: "Bearer", refresh_token: `rt-${issued}` });
+    });
+    const provider = new OAuthTokenProvider({ baseUrl: "https://api.example.test", clientId: "cid", clientSecret: "csecret", store, fetch, clock });
+    const failedPolls: [number, number, number] = [0, 0, 0];
+    // A poll asks for the token a little into its minute (a deterministic 0-2 s), as a scheduled Lambda does.
+    let seed = 7;
+    const jitterMs = () => (seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648) % 2_000;
+    for (let minute = 0; minute < 3 * 1440; minute += 1) {
+      const into = jitterMs();
+      clock.advance(into);
+      try {
+        const token = await provider.getAccessToken();
+        // Never handed out expired.
+        const { exp } = JSON.parse(Buffer.from(token.split(".")[1] as string, "base64url").toString()) as { exp: number };
+        expect(exp * 1000).toBeGreaterThan(clock.now());
+      } catch (error) {
+        expect(error).toBeInstanceOf(SecretVersionQuotaError);
+        failedPolls[Math.floor(minute / 1440) as 0 | 1 | 2] += 1;
+      }
+      clock.advance(MINUTE - into);
+    }
+    // Without the early-refresh limit, refreshes a minute early (every 14 minutes) ran into the day's limit for about
+    // two hours a day. The first day pays once for its early refreshes; after that, none fails.
+    expect(failedPolls.slice(1)).toEqual([0, 0]);
+    expect(failedPolls[0]).toBeLessThan(60);
+    // Within the limit in every 24-hour window, and no refresh token presented twice.
+    for (const end of versionsAt) {
+      expect(versionsAt.filter((t) => t > end - DAY && t <= end).length).toBeLessThanOrEqual(SECRET_VERSIONS_PER_DAY_LIMIT);
+    }
+    expect(new Set(presented).size).toBe(presented.length);
+    expect(presented.length).toBeGreaterThan(2 * 96);
   });
 });

@@ -135,17 +135,18 @@ describe("OAuthTokenProvider", () => {
     const { provider, fetch, clock, store, logger } = setup();
     const first = await provider.getAccessToken();
     const full = Object.assign(new Error("secret at its version quota"), { name: "SecretVersionQuotaError" });
-    let asked = 0;
+    const asked: boolean[] = [];
     let refuse = true;
-    store.beforeRefresh = () => {
-      asked += 1;
+    store.beforeRefresh = (early) => {
+      asked.push(early);
       return refuse ? Promise.reject(full) : Promise.resolve();
     };
     clock.advance(14.5 * MINUTE); // 30 s left: inside the 60 s skew, so a refresh is due
     expect(await provider.getAccessToken()).toBe(first);
     expect(await provider.getAccessToken()).toBe(first);
-    // Asked once: the postponement holds until the token expires, so later calls cost no store round trip.
-    expect(asked).toBe(1);
+    // Asked once, as an early refresh: the postponement holds until the token expires, so later calls cost no store
+    // round trip.
+    expect(asked).toEqual([true]);
     expect(fetch.calls).toHaveLength(1);
     const warning = logger.lines.find((l) => l.message.startsWith("token refresh postponed"));
     expect(warning?.attributes).toEqual({ reason: "SecretVersionQuotaError", expiresInSeconds: 30 });
@@ -154,7 +155,7 @@ describe("OAuthTokenProvider", () => {
     // Expired: nothing left to fall back on, so the refusal is the caller's error, and the refresh token stays unspent.
     clock.advance(31_000);
     await expect(provider.getAccessToken()).rejects.toBe(full);
-    expect(asked).toBe(2);
+    expect(asked).toEqual([true, false]);
     expect(fetch.calls).toHaveLength(1);
     refuse = false;
     const next = await provider.getAccessToken();
@@ -166,8 +167,13 @@ describe("OAuthTokenProvider", () => {
     const { provider, fetch, store } = setup();
     const first = await provider.getAccessToken();
     const full = Object.assign(new Error("secret at its version quota"), { name: "SecretVersionQuotaError" });
-    store.beforeRefresh = () => Promise.reject(full);
+    const asked: boolean[] = [];
+    store.beforeRefresh = (early) => {
+      asked.push(early);
+      return Promise.reject(full);
+    };
     await expect(provider.refreshAfterUnauthorized(first)).rejects.toBe(full);
+    expect(asked).toEqual([false]);
     expect(fetch.calls).toHaveLength(1);
   });
 

@@ -381,18 +381,20 @@ export class OAuthTokenProvider implements TokenProvider {
 
   /**
    * Asks the store whether a refresh may spend the refresh token now ({@link TokenStore.beforeRefresh}: nothing is
-   * spent yet, so a store that could not save the successor, such as a secret at its version quota, stops it here).
+   * spent yet, so a store that could not save the successor, such as a secret near its version quota, stops it here).
    * When it may not, but `stored`'s access token still works (not the rejected one, not expired: the refresh was only
    * early, within `refreshSkewMs`), the refresh is postponed rather than failed: that token is used until it expires,
    * without asking again, and the refresh is tried once it has. Returns the tokens to use, or undefined to refresh now.
    */
   private async postponedRefresh(stored: StoredTokens, rejected: string | undefined): Promise<StoredTokens | undefined> {
+    const { accessToken, accessTokenExpiresAt: until } = stored;
+    const early = accessToken !== undefined && accessToken !== "" && accessToken !== rejected && until !== undefined && until > this.clock.now();
     try {
-      await this.options.store.beforeRefresh?.();
+      await this.options.store.beforeRefresh?.(early);
       return undefined;
     } catch (error) {
-      const { accessToken, accessTokenExpiresAt: until } = stored;
-      if (!accessToken || accessToken === rejected || until === undefined || until <= this.clock.now()) throw error;
+      // Checked again: the store's answer took time, and the token may have expired meanwhile.
+      if (!early || until <= this.clock.now()) throw error;
       this.postponed = { accessToken, until };
       this.options.logger?.warn("token refresh postponed: the token store cannot take a new token now; the current access token is used until it expires", {
         reason: error instanceof Error ? error.name : "unknown error",

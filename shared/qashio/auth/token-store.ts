@@ -18,7 +18,9 @@ export interface TokenStore {
   /**
    * Called (under the refresh lease, when there is one) right before a refresh token is spent: throws when `save`
    * could not take the tokens the refresh will give, so the refresh token stays unspent rather than its family lost.
-   * A store that can always save leaves it out.
+   * `early`: the access token in hand still works (the refresh is ahead of its expiry), so a store with little room
+   * left may refuse it sooner; the caller then keeps that token until it expires. A store that can always save leaves
+   * it out.
    */
-  beforeRefresh?(): Promise<void>;
+  beforeRefresh?(early: boolean): Promise<void>;
 }
