@@ -7,11 +7,12 @@ import { Construct } from "constructs";
 import { SECRET_TAGS } from "../../shared/aws/keys.js";
 
 /**
- * How often Secrets Manager runs the token rotation: its shortest allowed interval. Six new versions a day
- * stay far below AWS's "at most one version per ~10 minutes" guidance, and refreshing every 4 h keeps an
- * idle tenant's single-use refresh token (lifetime not stated by the provider, spec 5.11) from expiring.
+ * How often Secrets Manager runs the token rotation: daily keeps an idle tenant's single-use refresh token (lifetime
+ * not stated by the provider, spec 5.11; 30 days in the sandbox) from expiring. Not more often: every rotation adds a
+ * secret version (Secrets Manager's AWSPENDING placeholder, even when the rotation skips), and with 15-minute access
+ * tokens the pollers' 96 refreshes a day already leave little room under the version quota (shared/aws/token-store.ts).
  */
-export const TOKEN_ROTATION_INTERVAL = Duration.hours(4);
+export const TOKEN_ROTATION_INTERVAL = Duration.days(1);
 
 const SECRETS_MANAGER_PRINCIPAL = "secretsmanager.amazonaws.com";
 

@@ -14,9 +14,10 @@
  * Every step is idempotent: Secrets Manager retries steps.
  *
  * A secret not yet onboarded (as the stack creates it: no refresh token until `authorize --secret-id`) has nothing to
- * refresh, and its rotation runs every 4 hours from the deploy on; a secret the pollers refresh many times a day needs
- * no rotation, and one more version would bring its version quota nearer. {@link skipsRotation} tells the handler so,
- * and {@link skipRotation} completes the steps without a provider call or an error (see there).
+ * refresh, and its rotation runs daily from the deploy on; a secret the pollers refresh many times a day needs no
+ * rotation (its family is not idle), and a refresh ahead of the pollers' would only bring the version quota nearer.
+ * {@link skipsRotation} tells the handler so, and {@link skipRotation} completes the steps without a provider call or
+ * an error (see there).
  */
 import { DescribeSecretCommand, UpdateSecretVersionStageCommand, type SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 import type { Clock, Lock, LockHandle, Logger, Metrics } from "../bridge/ports.js";
@@ -120,7 +121,8 @@ export function awaitingOnboarding(text: string | undefined): boolean {
  * Why this step belongs to a rotation with nothing to refresh, or undefined when it rotates. createSecret decides: it
  * skips when the secret (AWSCURRENT) is awaiting onboarding, or when the secret already has
  * {@link SECRET_VERSIONS_EARLY_REFRESH_LIMIT} versions of the last 24 hours (the pollers refresh the family that
- * often, so it is not idle, and a rotation would only spend a version the day cannot spare). The later steps follow
+ * often, so it is not idle, and they refresh only at expiry from there on: a rotation's refresh would be an early
+ * one). The count includes this rotation's own placeholder version. The later steps follow
  * that decision: a rotation whose createSecret skipped has an empty version (Secrets Manager's AWSPENDING
  * placeholder), while one that refreshed always wrote it, so a secret onboarded between two steps of a skipped
  * rotation still finishes as skipped. Reads one secret version, and lists the versions for createSecret.
@@ -134,7 +136,7 @@ export async function skipsRotation(event: RotationEvent, secret: ProviderSecret
     if (awaitingOnboarding((await secret.getValue()).text)) return "the secret holds no refresh_token yet (tenant not onboarded: run authorize --secret-id)";
     const recent = await secret.versionsCreatedSince(now - DAY_MS);
     if (recent < SECRET_VERSIONS_EARLY_REFRESH_LIMIT) return undefined;
-    return `the secret has ${recent} versions of the last 24 hours: the pollers refresh the token family often, and a rotation would only spend one more`;
+    return `the secret has ${recent} versions of the last 24 hours: the pollers refresh the token family often, so it is not idle`;
   }
   try {
     await secret.getValue(event.ClientRequestToken);

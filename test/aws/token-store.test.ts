@@ -192,9 +192,9 @@ describe("SecretsManagerTokenStore", () => {
   });
 });
 
-describe("SecretsManagerTokenStore under an OAuthTokenProvider, with 15-minute access tokens polled every minute", () => {
+describe("SecretsManagerTokenStore under an OAuthTokenProvider, with 15-minute access tokens polled every minute and a daily rotation", () => {
   it("keeps every day's versions within the limit and, from the second day on, fails no poll", async () => {
-    const { store, clock } = setup(SECRET, { versionsOnClock: true });
+    const { store, secrets, clock } = setup(SECRET, { versionsOnClock: true });
     const MINUTE = 60_000;
     const DAY = 1440 * MINUTE;
     // The provider's token endpoint: single-use refresh tokens, access tokens living 15 minutes.
@@ -214,6 +214,12 @@ describe("SecretsManagerTokenStore under an OAuthTokenProvider, with 15-minute a
     let seed = 7;
     const jitterMs = () => (seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648) % 2_000;
     for (let minute = 0; minute < 3 * 1440; minute += 1) {
+      // The daily rotation (TOKEN_ROTATION_INTERVAL): Secrets Manager adds its AWSPENDING placeholder version even
+      // when the rotation then skips, as it does from SECRET_VERSIONS_EARLY_REFRESH_LIMIT versions on.
+      if (minute % 1440 === 600) {
+        secrets.startRotation(`rotation-${minute}`);
+        versionsAt.push(clock.now());
+      }
       const into = jitterMs();
       clock.advance(into);
       try {

@@ -85,25 +85,28 @@ describe("rotate-token handler (Secrets Manager rotation)", () => {
     expect(await h.familyStillValid()).toBe(true);
   });
 
-  it("skips while the secret has many versions of the last day (the pollers refresh often), and rotates once they aged", async () => {
+  it("skips from SECRET_VERSIONS_EARLY_REFRESH_LIMIT versions of the last day on (the pollers refresh often), and rotates below", async () => {
     h.secrets.now = () => h.clock.now();
     const value = JSON.stringify(h.secrets.current());
-    for (let i = 1; i < SECRET_VERSIONS_EARLY_REFRESH_LIMIT; i += 1) {
+    // With the setup's version and the rotation's own placeholder, the next rotation counts one below the limit.
+    for (let i = 0; i < SECRET_VERSIONS_EARLY_REFRESH_LIMIT - 3; i += 1) {
       await h.secrets.client.send(new PutSecretValueCommand({ SecretId: h.secrets.secretId, SecretString: value }));
     }
     const presented = h.refreshTokensPresented.length;
+    await rotate();
+    expect(h.refreshTokensPresented).toHaveLength(presented + 1);
+    // Its version (the placeholder it filled) and the next rotation's placeholder make the limit: a skip, not a failure.
     const current = h.secrets.versionWith("AWSCURRENT");
     const token = await rotate();
-    // A skip, not a failure: no refresh token spent, AWSCURRENT where it was, no AWSPENDING left to block the next one.
-    expect(h.refreshTokensPresented).toHaveLength(presented);
+    expect(h.refreshTokensPresented).toHaveLength(presented + 1);
     expect(h.secrets.versionWith("AWSCURRENT")).toBe(current);
     expect(h.secrets.versionWith("AWSPENDING")).toBeUndefined();
-    expect(h.output.join("\n")).toContain(`createSecret: skipped, the secret has ${SECRET_VERSIONS_EARLY_REFRESH_LIMIT + 1} versions of the last 24 hours`);
     expect(h.secrets.stagesOf(token)).toEqual([]);
+    expect(h.output.join("\n")).toContain(`createSecret: skipped, the secret has ${SECRET_VERSIONS_EARLY_REFRESH_LIMIT} versions of the last 24 hours`);
     // A day on, those versions no longer count: the rotation refreshes.
     h.sandbox.control.advanceClock(86_401);
     await rotate();
-    expect(h.refreshTokensPresented).toHaveLength(presented + 1);
+    expect(h.refreshTokensPresented).toHaveLength(presented + 2);
     expect(await h.familyStillValid()).toBe(true);
   });
 
@@ -327,7 +330,7 @@ describe("rotate-token handler before onboarding (no refresh token yet)", () => 
     expect(h.output.join("\n")).toContain("createSecret: skipped, the secret holds no refresh_token yet (tenant not onboarded");
   });
 
-  it("skips every 4 hours without blocking the next rotation, and refreshes once the tenant is onboarded", async () => {
+  it("skips at every scheduled rotation without blocking the next, and refreshes once the tenant is onboarded", async () => {
     await putSecret({ ...AS_DEPLOYED, client_id: "sandbox-client", client_secret: "sandbox-secret" });
     await rotate();
     await rotate();

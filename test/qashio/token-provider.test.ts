@@ -163,6 +163,37 @@ describe("OAuthTokenProvider", () => {
     expect(fetch.calls.map((c) => (c.body as Record<string, string>).refresh_token)).toEqual(["rt-1", "rt-2"]);
   });
 
+  it("asks again as a due refresh when the access token expired while the store was answering an early one", async () => {
+    const { provider, fetch, clock, store } = setup();
+    const first = await provider.getAccessToken();
+    const asked: boolean[] = [];
+    store.beforeRefresh = async (early) => {
+      asked.push(early);
+      if (!early) return;
+      clock.advance(MINUTE); // a slow answer, past the token's expiry
+      throw Object.assign(new Error("too many versions for an early refresh"), { name: "SecretVersionQuotaError" });
+    };
+    clock.advance(14.5 * MINUTE);
+    const next = await provider.getAccessToken();
+    expect(asked).toEqual([true, false]);
+    expect(next).not.toBe(first);
+    expect(fetch.calls).toHaveLength(2);
+  });
+
+  it("stops handing out a postponed token once the provider refused it", async () => {
+    const { provider, fetch, clock, store } = setup();
+    const first = await provider.getAccessToken();
+    const full = Object.assign(new Error("secret at its version quota"), { name: "SecretVersionQuotaError" });
+    store.beforeRefresh = () => Promise.reject(full);
+    clock.advance(14.5 * MINUTE);
+    expect(await provider.getAccessToken()).toBe(first);
+    // The provider answers 401 for it; the refresh is refused too, so the call fails ...
+    await expect(provider.refreshAfterUnauthorized(first)).rejects.toBe(full);
+    // ... and the refused token is not handed out again for the rest of its lifetime.
+    await expect(provider.getAccessToken()).rejects.toBe(full);
+    expect(fetch.calls).toHaveLength(1);
+  });
+
   it("does not postpone the refresh of an access token the provider rejected, even one not yet expired", async () => {
     const { provider, fetch, store } = setup();
     const first = await provider.getAccessToken();

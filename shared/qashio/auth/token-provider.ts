@@ -169,6 +169,8 @@ export class OAuthTokenProvider implements TokenProvider {
    * the store again, until it expires.
    */
   private postponed?: { readonly accessToken: string; readonly until: number };
+  /** The access token the provider last answered 401 for: never handed out again, nor kept by a postponed refresh. */
+  private refused?: string;
 
   constructor(options: OAuthTokenProviderOptions) {
     this.lockTtlMs = options.lockTtlMs ?? DEFAULT_LOCK_TTL_MS;
@@ -188,6 +190,7 @@ export class OAuthTokenProvider implements TokenProvider {
   }
 
   async refreshAfterUnauthorized(rejected: string): Promise<string> {
+    this.refused = rejected;
     const tokens = await this.loaded();
     // Another caller already replaced the rejected token.
     if (tokens.accessToken !== rejected && this.isFresh(tokens)) return tokens.accessToken as string;
@@ -233,7 +236,7 @@ export class OAuthTokenProvider implements TokenProvider {
   }
 
   private isFresh(tokens: StoredTokens, rejected?: string): boolean {
-    if (!tokens.accessToken || tokens.accessToken === rejected) return false;
+    if (!tokens.accessToken || tokens.accessToken === rejected || tokens.accessToken === this.refused) return false;
     if (tokens.accessTokenExpiresAt === undefined) return true;
     const now = this.clock.now();
     if (this.postponed?.accessToken === tokens.accessToken && this.postponed.until > now) return true;
@@ -388,13 +391,15 @@ export class OAuthTokenProvider implements TokenProvider {
    */
   private async postponedRefresh(stored: StoredTokens, rejected: string | undefined): Promise<StoredTokens | undefined> {
     const { accessToken, accessTokenExpiresAt: until } = stored;
-    const early = accessToken !== undefined && accessToken !== "" && accessToken !== rejected && until !== undefined && until > this.clock.now();
+    const works = accessToken !== undefined && accessToken !== "" && accessToken !== rejected && accessToken !== this.refused;
+    const early = works && until !== undefined && until > this.clock.now();
     try {
       await this.options.store.beforeRefresh?.(early);
       return undefined;
     } catch (error) {
-      // Checked again: the store's answer took time, and the token may have expired meanwhile.
-      if (!early || until <= this.clock.now()) throw error;
+      if (!early) throw error;
+      // The token expired while the store answered: the refresh is no longer early, so ask again as such.
+      if (until <= this.clock.now()) return this.postponedRefresh(stored, rejected);
       this.postponed = { accessToken, until };
       this.options.logger?.warn("token refresh postponed: the token store cannot take a new token now; the current access token is used until it expires", {
         reason: error instanceof Error ? error.name : "unknown error",
