@@ -7,12 +7,15 @@ import { Construct } from "constructs";
 import { SECRET_TAGS } from "../../shared/aws/keys.js";
 
 /**
- * How often Secrets Manager runs the token rotation: daily keeps an idle tenant's single-use refresh token (lifetime
- * not stated by the provider, spec 5.11; 30 days in the sandbox) from expiring. Not more often: every rotation adds a
+ * When Secrets Manager runs the token rotation: daily, keeping an idle tenant's single-use refresh token (lifetime not
+ * stated by the provider, spec 5.11; 30 days in the sandbox) from expiring. Not more often: every rotation adds a
  * secret version (Secrets Manager's AWSPENDING placeholder, even when the rotation skips), and with 15-minute access
- * tokens the pollers' 96 refreshes a day already leave little room under the version quota (shared/aws/token-store.ts).
+ * tokens the pollers' 96 refreshes a day leave little room under the version quota (shared/aws/token-store.ts). At a
+ * fixed hour with a one-hour window ({@link TOKEN_ROTATION_WINDOW}), so two rotations are 23 to 25 hours apart: with
+ * `rate(1 day)` the window is the whole UTC day, and two could fall minutes apart across midnight.
  */
-export const TOKEN_ROTATION_INTERVAL = Duration.days(1);
+export const TOKEN_ROTATION_SCHEDULE = "cron(0 3 * * ? *)";
+export const TOKEN_ROTATION_WINDOW = "1h";
 
 const SECRETS_MANAGER_PRINCIPAL = "secretsmanager.amazonaws.com";
 
@@ -92,8 +95,13 @@ export class TenantSecret extends Construct {
   addTokenRotation(rotationFunction: lambda.IFunction): secretsmanager.RotationSchedule {
     const schedule = this.secret.addRotationSchedule("TokenRotation", {
       rotationLambda: rotationFunction,
-      automaticallyAfter: TOKEN_ROTATION_INTERVAL,
+      automaticallyAfter: Duration.days(1),
       rotateImmediatelyOnUpdate: false,
+    });
+    // The construct writes rate() expressions only; the rules themselves take a cron() and a window.
+    (schedule.node.defaultChild as secretsmanager.CfnRotationSchedule).addPropertyOverride("RotationRules", {
+      ScheduleExpression: TOKEN_ROTATION_SCHEDULE,
+      Duration: TOKEN_ROTATION_WINDOW,
     });
     const permissions = rotationFunction.node
       .findAll()

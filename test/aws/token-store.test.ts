@@ -214,7 +214,7 @@ describe("SecretsManagerTokenStore under an OAuthTokenProvider, with 15-minute a
     let seed = 7;
     const jitterMs = () => (seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648) % 2_000;
     for (let minute = 0; minute < 3 * 1440; minute += 1) {
-      // The daily rotation (TOKEN_ROTATION_INTERVAL): Secrets Manager adds its AWSPENDING placeholder version even
+      // The daily rotation (TOKEN_ROTATION_SCHEDULE): Secrets Manager adds its AWSPENDING placeholder version even
       // when the rotation then skips, as it does from SECRET_VERSIONS_EARLY_REFRESH_LIMIT versions on.
       if (minute % 1440 === 600) {
         secrets.startRotation(`rotation-${minute}`);

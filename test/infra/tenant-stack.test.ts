@@ -145,10 +145,10 @@ describe("tenant stacks", () => {
     expect(warningsFor("me-central-1")).toEqual([expect.stringContaining("provider URL https://api.provider.test is a placeholder")]);
   });
 
-  it("rotates the token daily through rotate-token, not on deploy", () => {
+  it("rotates the token daily at a fixed hour, within one hour, through rotate-token, not on deploy", () => {
     acmeT.hasResourceProperties("AWS::SecretsManager::RotationSchedule", {
       RotationLambdaARN: { "Fn::GetAtt": [Match.stringLikeRegexp("^RotateTokenFunction"), "Arn"] },
-      RotationRules: { ScheduleExpression: "rate(1 day)" },
+      RotationRules: Match.objectEquals({ ScheduleExpression: "cron(0 3 * * ? *)", Duration: "1h" }),
       RotateImmediatelyOnUpdate: false,
     });
   });

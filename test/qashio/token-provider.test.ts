@@ -194,6 +194,22 @@ describe("OAuthTokenProvider", () => {
     expect(fetch.calls).toHaveLength(1);
   });
 
+  it("uses a refused token string again once the provider issues it anew, without refreshing on every call", async () => {
+    const clock = fakeClock();
+    const store = memoryStore({ refreshToken: "rt-1" });
+    const same = jwt({ sub: "company-1", exp: Math.floor((clock.now() + 15 * MINUTE) / 1000) });
+    let issued = 1;
+    const fetch = scriptedFetch(() => json(200, { access_token: same, token_type: "Bearer", refresh_token: `rt-${++issued}` }));
+    const provider = new OAuthTokenProvider({ baseUrl: BASE_URL, clientId: "c", clientSecret: CLIENT_SECRET, store, fetch, clock });
+    expect(await provider.getAccessToken()).toBe(same);
+    // A 401 for it, and the provider answers the refresh with the same access token string.
+    expect(await provider.refreshAfterUnauthorized(same)).toBe(same);
+    expect(fetch.calls).toHaveLength(2);
+    expect(await provider.getAccessToken()).toBe(same);
+    expect(await provider.getAccessToken()).toBe(same);
+    expect(fetch.calls).toHaveLength(2);
+  });
+
   it("does not postpone the refresh of an access token the provider rejected, even one not yet expired", async () => {
     const { provider, fetch, store } = setup();
     const first = await provider.getAccessToken();

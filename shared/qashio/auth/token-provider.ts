@@ -429,6 +429,8 @@ export class OAuthTokenProvider implements TokenProvider {
     }
     this.unsaved = undefined;
     this.current = tokens;
+    // Newly issued: even a token string the provider refused before is good again (a provider may issue it anew).
+    if (tokens.accessToken === this.refused) this.refused = undefined;
   }
 }
 
