@@ -125,7 +125,7 @@ export function awaitingOnboarding(text: string | undefined): boolean {
  * one). The count includes this rotation's own placeholder version. The later steps follow
  * that decision: a rotation whose createSecret skipped has an empty version (Secrets Manager's AWSPENDING
  * placeholder), while one that refreshed always wrote it, so a secret onboarded between two steps of a skipped
- * rotation still finishes as skipped. Reads one secret version, and lists the versions for createSecret.
+ * rotation still finishes as skipped. Reads one or two secret versions, and lists the versions for createSecret.
  *
  * @example
  * const skip = await skipsRotation(event, secret, clock.now());
@@ -134,15 +134,22 @@ export function awaitingOnboarding(text: string | undefined): boolean {
 export async function skipsRotation(event: RotationEvent, secret: ProviderSecretClient, now: number): Promise<string | undefined> {
   if (event.Step === "createSecret") {
     if (awaitingOnboarding((await secret.getValue()).text)) return "the secret holds no refresh_token yet (tenant not onboarded: run authorize --secret-id)";
+    // A retried createSecret whose refresh already wrote the version rotates on (and finds it written).
+    if (await rotationWrote(event, secret)) return undefined;
     const recent = await secret.versionsCreatedSince(now - DAY_MS);
     if (recent < SECRET_VERSIONS_EARLY_REFRESH_LIMIT) return undefined;
     return `the secret has ${recent} versions of the last 24 hours: the pollers refresh the token family often, so it is not idle`;
   }
+  return (await rotationWrote(event, secret)) ? undefined : "nothing was refreshed (createSecret skipped)";
+}
+
+/** Whether the rotation's own version holds a value: a createSecret that refreshed wrote it, a skipped one did not. */
+async function rotationWrote(event: RotationEvent, secret: ProviderSecretClient): Promise<boolean> {
   try {
     await secret.getValue(event.ClientRequestToken);
-    return undefined;
+    return true;
   } catch (error) {
-    if (isSecretNotFound(error)) return "nothing was refreshed (createSecret skipped)";
+    if (isSecretNotFound(error)) return false;
     throw error;
   }
 }

@@ -110,6 +110,26 @@ describe("rotate-token handler (Secrets Manager rotation)", () => {
     expect(await h.familyStillValid()).toBe(true);
   });
 
+  it("finds its version written, not skipped, when Secrets Manager retries a createSecret that refreshed", async () => {
+    h.secrets.now = () => h.clock.now();
+    const value = JSON.stringify(h.secrets.current());
+    const token = randomUUID();
+    h.secrets.startRotation(token);
+    await h.rotator()(eventFor(token, "createSecret"));
+    const presented = h.refreshTokensPresented.length;
+    // Many versions since: a new rotation would skip, but this one already refreshed.
+    for (let i = 0; i < SECRET_VERSIONS_EARLY_REFRESH_LIMIT; i += 1) {
+      await h.secrets.client.send(new PutSecretValueCommand({ SecretId: h.secrets.secretId, SecretString: value, VersionStages: [] }));
+    }
+    h.output.length = 0;
+    await h.rotator()(eventFor(token, "createSecret"));
+    expect(h.output.join("\n")).toContain("createSecret: version already written");
+    expect(h.output.join("\n")).not.toContain("skipped");
+    expect(h.refreshTokensPresented).toHaveLength(presented);
+    for (const step of steps.slice(1)) await h.rotator()(eventFor(token, step));
+    expect(h.secrets.stagesOf(token)).toEqual(["AWSCURRENT"]);
+  });
+
   it("has pollers keep a working access token while the secret is at its version quota, failing only once it expired", async () => {
     expect((await h.poller("transactions")()).status).toBe("completed");
     h.secrets.now = () => h.clock.now();
