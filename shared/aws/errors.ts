@@ -55,7 +55,7 @@ export class SecretVersionQuotaError extends AwsRuntimeError {
   ) {
     super(
       `Token refresh postponed: the provider secret has ${recentVersions} versions created in the last 24 hours ` +
-        `(the bridge refreshes ${early ? "ahead of the access token's expiry" : "at all"} only below ${limit}, Secrets Manager keeps ` +
+        `(the bridge refreshes ${early ? "ahead of the access token's expiry " : ""}only below ${limit}, Secrets Manager keeps ` +
         `at most about 100 such versions); the refresh token is kept unspent and the refresh goes ahead ` +
         `${early ? "once the access token expires" : "once older versions are a day old"} (docs/runbook.md)`,
       options,

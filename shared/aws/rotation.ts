@@ -122,10 +122,10 @@ export function awaitingOnboarding(text: string | undefined): boolean {
  * skips when the secret (AWSCURRENT) is awaiting onboarding, or when the secret already has
  * {@link SECRET_VERSIONS_EARLY_REFRESH_LIMIT} versions of the last 24 hours (the pollers refresh the family that
  * often, so it is not idle, and they refresh only at expiry from there on: a rotation's refresh would be an early
- * one). The count includes this rotation's own placeholder version. The later steps follow
- * that decision: a rotation whose createSecret skipped has an empty version (Secrets Manager's AWSPENDING
- * placeholder), while one that refreshed always wrote it, so a secret onboarded between two steps of a skipped
- * rotation still finishes as skipped. Reads one or two secret versions, and lists the versions for createSecret.
+ * one). The count includes this rotation's own placeholder version. The later steps follow that decision: a
+ * rotation whose createSecret skipped has an empty version (Secrets Manager's AWSPENDING placeholder), while one that
+ * refreshed always wrote it, so a secret onboarded between two steps of a skipped rotation still finishes as skipped.
+ * Reads one or two secret versions, and lists the versions for createSecret.
  *
  * @example
  * const skip = await skipsRotation(event, secret, clock.now());

@@ -52,7 +52,8 @@ interface RevokedFamilyItem {
  * Versions of the provider secret created in the last 24 hours at which a refresh is refused (postponed, its refresh
  * token unspent). Secrets Manager keeps every version younger than a day and refuses new ones past about 100; each
  * refresh writes one (the refresh token rotates), so with access tokens of 15 minutes (96 refreshes a day) the quota
- * is near. Two below it: one refresh at a time passes this check (the refresh lease), and onboarding may add one.
+ * is near. Two below it: refreshes pass this check one at a time (the refresh lease), so all that can land between a
+ * check and its write is a rotation's placeholder version or an onboarding (docs/spec-gaps.md, Secret versions).
  */
 export const SECRET_VERSIONS_PER_DAY_LIMIT = 98;
 
@@ -147,14 +148,9 @@ export class SecretsManagerTokenStore implements TokenStore {
    * works) is refused from {@link SECRET_VERSIONS_EARLY_REFRESH_LIMIT} on. One ListSecretVersionIds per refresh.
    */
   async beforeRefresh(early = false): Promise<void> {
-    const recent = await this.recentVersions();
+    const recent = await this.#secret.versionsCreatedSince(this.#clock.now() - 86_400_000);
     const limit = early ? SECRET_VERSIONS_EARLY_REFRESH_LIMIT : SECRET_VERSIONS_PER_DAY_LIMIT;
     if (recent >= limit) throw new SecretVersionQuotaError(this.#secret.secretId, recent, limit, early);
-  }
-
-  /** Versions of the secret created in the last 24 hours (ListSecretVersionIds). */
-  recentVersions(): Promise<number> {
-    return this.#secret.versionsCreatedSince(this.#clock.now() - 86_400_000);
   }
 
   /**
