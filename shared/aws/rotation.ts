@@ -27,9 +27,7 @@ import type { StoredTokens } from "../qashio/auth/token-store.js";
 import { ReauthorizationRequiredError } from "../qashio/errors.js";
 import { RotationError } from "./errors.js";
 import { isSecretNotFound, type ProviderSecretClient } from "./provider-secret.js";
-import { SECRET_VERSIONS_EARLY_REFRESH_LIMIT, type SecretsManagerTokenStore } from "./token-store.js";
-
-const DAY_MS = 86_400_000;
+import { SECRET_VERSION_WINDOW_MS, SECRET_VERSIONS_EARLY_REFRESH_LIMIT, type SecretsManagerTokenStore } from "./token-store.js";
 
 export type RotationStep = "createSecret" | "setSecret" | "testSecret" | "finishSecret";
 
@@ -136,7 +134,7 @@ export async function skipsRotation(event: RotationEvent, secret: ProviderSecret
     if (awaitingOnboarding((await secret.getValue()).text)) return "the secret holds no refresh_token yet (tenant not onboarded: run authorize --secret-id)";
     // A retried createSecret whose refresh already wrote the version rotates on (and finds it written).
     if (await rotationWrote(event, secret)) return undefined;
-    const recent = await secret.versionsCreatedSince(now - DAY_MS);
+    const recent = await secret.versionsCreatedSince(now - SECRET_VERSION_WINDOW_MS);
     if (recent < SECRET_VERSIONS_EARLY_REFRESH_LIMIT) return undefined;
     return `the secret has ${recent} versions of the last 24 hours: the pollers refresh the token family often, so it is not idle`;
   }

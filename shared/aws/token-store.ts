@@ -48,6 +48,9 @@ interface RevokedFamilyItem {
   at: string;
 }
 
+/** How far back versions count against Secrets Manager's quota: it removes none younger than a day. */
+export const SECRET_VERSION_WINDOW_MS = 86_400_000;
+
 /**
  * Versions of the provider secret created in the last 24 hours at which a refresh is refused (postponed, its refresh
  * token unspent). Secrets Manager keeps every version younger than a day and refuses new ones past about 100; each
@@ -148,7 +151,7 @@ export class SecretsManagerTokenStore implements TokenStore {
    * works) is refused from {@link SECRET_VERSIONS_EARLY_REFRESH_LIMIT} on. One ListSecretVersionIds per refresh.
    */
   async beforeRefresh(early = false): Promise<void> {
-    const recent = await this.#secret.versionsCreatedSince(this.#clock.now() - 86_400_000);
+    const recent = await this.#secret.versionsCreatedSince(this.#clock.now() - SECRET_VERSION_WINDOW_MS);
     const limit = early ? SECRET_VERSIONS_EARLY_REFRESH_LIMIT : SECRET_VERSIONS_PER_DAY_LIMIT;
     if (recent >= limit) throw new SecretVersionQuotaError(this.#secret.secretId, recent, limit, early);
   }
