@@ -220,7 +220,7 @@ export async function openLocalBridge(settings: LocalSettings, options: LocalBri
     // Retried failures only: the failure that ends a call is counted by the engine (cycle.ts), so none is counted twice.
     onRetry: (event) => metrics.add("ProviderErrors", 1, "Count", { status_class: event.statusClass }),
   });
-  let publisher: EventPublisher = options.publisher ?? new JsonlEventPublisher({ file: settings.eventsFile });
+  let publisher: EventPublisher = options.publisher ?? new JsonlEventPublisher({ file: settings.eventsFile, logger: options.logger });
   if (options.onPublished !== undefined) publisher = observePublished(publisher, options.onPublished);
   const common = {
     tenant: settings.tenant,

@@ -5,7 +5,7 @@
 import { randomUUID } from "node:crypto";
 import { closeSync, fstatSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readSync } from "node:fs";
 import path from "node:path";
-import type { BridgeEvent, BridgeEventDetail, EventPublisher, PublishFailure } from "../bridge/ports.js";
+import type { BridgeEvent, BridgeEventDetail, EventPublisher, Logger, PublishFailure } from "../bridge/ports.js";
 import { jsonOf, jsonString as quote } from "../bridge/hash.js";
 import { ScratchBuffer, writeAll } from "./atomic.js";
 
@@ -32,6 +32,8 @@ export interface JsonlEventPublisherOptions {
   readonly region?: string;
   /** Envelope id per delivery, like EventBridge's own (deduplicate on `detail.id`). @default crypto.randomUUID */
   readonly newId?: () => string;
+  /** Told when a line torn by an interrupted write is cut off the file (see {@link JsonlEventPublisher}). */
+  readonly logger?: Pick<Logger, "warn">;
 }
 
 /**
@@ -84,10 +86,41 @@ function envelopeParts(envelope: EventBridgeEnvelope): [string, string, string] 
   return [before, jsonOf(data.object), `${after}}}}`];
 }
 
+/** How every line this publisher writes starts: a torn last line that starts so (or with a NUL) is one of its own. */
+const LINE_START = Buffer.from('{"version":"0","id":"', "utf8");
+/** Bytes read per step when looking back for the last complete line. */
+const TAIL_CHUNK_BYTES = 64 * 1024;
+
+/** Where the file's last complete line ends: just past the last newline before `size`, or 0 when there is none. */
+function endOfLastLine(fd: number, size: number): number {
+  const chunk = Buffer.allocUnsafe(Math.min(size, TAIL_CHUNK_BYTES));
+  for (let end = size; end > 0; ) {
+    const start = Math.max(0, end - chunk.length);
+    const read = readSync(fd, chunk, 0, end - start, start);
+    const at = chunk.subarray(0, read).lastIndexOf(0x0a);
+    if (at >= 0) return start + at + 1;
+    end = start;
+  }
+  return 0;
+}
+
 /**
- * Appends events to a JSON Lines file and fsyncs before resolving. Writes of one process are serialised;
- * a failed write is cut back off the file, and a line torn by a crash is closed off with a newline before the next
- * append, so later lines stay parseable.
+ * Whether the bytes from `from` on are a line of this publisher that a crash cut short: they start as its lines do, or
+ * with a NUL (what a power loss can leave of data not yet synced). Anything else (a file that held something else
+ * before it was named BRIDGE_EVENTS_FILE) is not the publisher's to cut.
+ */
+function isOwnTornLine(fd: number, from: number, size: number): boolean {
+  const head = Buffer.alloc(Math.min(size - from, LINE_START.length));
+  readSync(fd, head, 0, head.length, from);
+  return head[0] === 0 || head.equals(LINE_START.subarray(0, head.length));
+}
+
+/**
+ * Appends events to a JSON Lines file and fsyncs before resolving. Writes of one process are serialised. A failed
+ * write is cut back off the file, and so is a line torn by a crash (found before the next append), so every line
+ * stays one whole event: the torn line's events were not taken (the engine stores no snapshot before the append
+ * returns), so the next cycle writes them again, whole, with the same `detail.id`. A torn tail that is not the
+ * publisher's (see {@link isOwnTornLine}), or that cannot be cut, is closed off with a newline instead.
  *
  * @example
  * ```ts
@@ -128,7 +161,7 @@ export class JsonlEventPublisher implements EventPublisher {
     }
     // Appends never overlap (see publish), so the scratch buffer is free again once this one resolves.
     const buffer = this.scratch.take(bound);
-    // Byte 0 is kept for the newline that closes a line torn by an earlier crash.
+    // Byte 0 is kept for the newline that closes a torn line that is not cut off (see cutTornLine).
     let end = 1;
     for (let i = 0; i < parts.length; i += 3) {
       end += buffer.write(parts[i] as string, end, "utf8");
@@ -149,20 +182,17 @@ export class JsonlEventPublisher implements EventPublisher {
       // The length before this append: a write that fails part-way is cut back to it (see discardFailedWrite).
       const { size } = fstatSync(fd);
       // Only the first append of this instance, or one after a failed write, can meet a torn line.
-      if (!this.tailChecked && size > 0) {
-        const last = Buffer.alloc(1);
-        readSync(fd, last, 0, 1, size - 1);
-        if (last[0] !== 0x0a) {
-          buffer[0] = 0x0a;
-          start = 0;
-        }
+      const kept = !this.tailChecked && size > 0 ? this.cutTornLine(fd, size) : size;
+      if (kept === undefined) {
+        buffer[0] = 0x0a;
+        start = 0;
       }
       try {
         // Append mode: the write lands at the end.
         writeAll(fd, buffer.subarray(start, end));
         fsyncSync(fd);
       } catch (err) {
-        this.discardFailedWrite(fd, size);
+        this.discardFailedWrite(fd, kept ?? size);
         throw err;
       }
       this.tailChecked = true;
@@ -173,9 +203,33 @@ export class JsonlEventPublisher implements EventPublisher {
   }
 
   /**
+   * Cuts a line torn by an interrupted write off the end of the file: returns the new length (`size` when the last
+   * line is whole), or undefined when the torn tail stays and the append must start with the newline at byte 0.
+   */
+  private cutTornLine(fd: number, size: number): number | undefined {
+    const last = Buffer.alloc(1);
+    readSync(fd, last, 0, 1, size - 1);
+    if (last[0] === 0x0a) return size;
+    const kept = endOfLastLine(fd, size);
+    if (isOwnTornLine(fd, kept, size)) {
+      try {
+        ftruncateSync(fd, kept);
+        this.options.logger?.warn("events file: cut off a line torn by an interrupted write; its events are written again", {
+          file: this.options.file,
+          bytes: size - kept,
+        });
+        return kept;
+      } catch {
+        // Closed off with a newline instead (below), as a foreign tail is.
+      }
+    }
+    return undefined;
+  }
+
+  /**
    * A throw tells the engine nothing was published, and it re-sends: the half-written line must not stay, or the
    * re-sent event would be glued onto it and never parse. Cut the file back (the file has one writer, as the
-   * torn-line check already assumes); should that fail too, the next append checks the tail and starts a new line.
+   * torn-line check already assumes); should that fail too, the next append checks the tail and cuts it then.
    */
   private discardFailedWrite(fd: number, size: number): void {
     this.tailChecked = false;
@@ -183,7 +237,7 @@ export class JsonlEventPublisher implements EventPublisher {
       ftruncateSync(fd, size);
       fsyncSync(fd);
     } catch {
-      // The tail check of the next append closes the torn line off instead.
+      // The tail check of the next append cuts the torn line off then.
     }
   }
 }

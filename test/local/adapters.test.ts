@@ -1,4 +1,4 @@
-import { appendFile, chmod, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { chmod, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -258,13 +258,58 @@ describe("JsonlEventPublisher", () => {
     },
   );
 
-  it("starts a new line after a line torn by a crash, so later events stay parseable", async () => {
-    const file = path.join(dir, "events.jsonl");
-    await appendFile(file, '{"version":"0","id":"torn"');
-    await new JsonlEventPublisher({ file }).publish([sampleEvent(2)]);
-    const lines = (await readFile(file, "utf8")).split("\n").filter(Boolean);
-    expect(lines).toHaveLength(2);
-    expect((JSON.parse(lines[1]!) as { detail: { id: string } }).detail.id).toBe(sampleEvent(2).detail.id);
+  describe("after a crash tore its last line", () => {
+    /** The file's lines; every one must parse. */
+    const detailIds = async (file: string) =>
+      (await readFile(file, "utf8"))
+        .split("\n")
+        .filter(Boolean)
+        .map((line) => (JSON.parse(line) as { detail: { id: string } }).detail.id);
+    /** A publisher that records its warnings, and the file it writes. */
+    const rig = async (content: string | Buffer) => {
+      const file = path.join(dir, "events.jsonl");
+      await writeFile(file, content);
+      const warnings: { message: string; attributes?: Readonly<Record<string, unknown>> }[] = [];
+      const publisher = new JsonlEventPublisher({ file, logger: { warn: (message, attributes) => warnings.push({ message, attributes }) } });
+      return { file, publisher, warnings };
+    };
+    const lineOf = (n: number) => envelopeLine(toEventBridgeEnvelope(sampleEvent(n), { account: "1", region: "r", id: `env-${n}` })) + "\n";
+
+    it.each([
+      ["a few bytes of a line", 5],
+      ["all of a line but its newline", -1],
+    ])("cuts %s off, so every line is one whole event, and says so", async (_what, cutAt) => {
+      const torn = lineOf(2).slice(0, cutAt);
+      const { file, publisher, warnings } = await rig(lineOf(1) + torn);
+      await publisher.publish([sampleEvent(2)]);
+      expect(await detailIds(file)).toEqual([sampleEvent(1).detail.id, sampleEvent(2).detail.id]);
+      expect(warnings).toEqual([{ message: expect.stringMatching(/torn/), attributes: { file, bytes: Buffer.byteLength(torn) } }]);
+    });
+
+    it("cuts a torn line longer than one read back to the last whole line", async () => {
+      const torn = lineOf(2).slice(0, 30) + "x".repeat(200_000);
+      const { file, publisher } = await rig(lineOf(1) + torn);
+      await publisher.publish([sampleEvent(3)]);
+      expect(await detailIds(file)).toEqual([sampleEvent(1).detail.id, sampleEvent(3).detail.id]);
+    });
+
+    it("cuts the NUL bytes a power loss can leave where unsynced data was, and a torn first line", async () => {
+      const zeros = await rig(Buffer.concat([Buffer.from(lineOf(1)), Buffer.alloc(4096)]));
+      await zeros.publisher.publish([sampleEvent(2)]);
+      expect(await detailIds(zeros.file)).toEqual([sampleEvent(1).detail.id, sampleEvent(2).detail.id]);
+      await rm(zeros.file);
+      const first = await rig(lineOf(1).slice(0, 100));
+      await first.publisher.publish([sampleEvent(2)]);
+      expect(await detailIds(first.file)).toEqual([sampleEvent(2).detail.id]);
+    });
+
+    it("keeps a last line that is not one of its own, and starts a new line after it", async () => {
+      const { file, publisher, warnings } = await rig(lineOf(1) + "notes kept by hand");
+      await publisher.publish([sampleEvent(2)]);
+      const lines = (await readFile(file, "utf8")).split("\n");
+      expect(lines).toEqual([lineOf(1).trimEnd(), "notes kept by hand", expect.stringContaining(sampleEvent(2).detail.id), ""]);
+      expect(warnings).toEqual([]);
+    });
   });
 });
 

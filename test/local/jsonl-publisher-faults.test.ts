@@ -57,13 +57,26 @@ describe("JsonlEventPublisher after a write that fails part-way", () => {
     expect(await detailIds()).toEqual([1, 2, 3].map((n) => sampleEvent(n).detail.id));
   });
 
-  it("starts a new line after the torn one when the file cannot be cut back either", async () => {
+  /** A publisher whose second publish tore its line and could not cut it back off the file. */
+  async function tornAndNotCutBack(): Promise<JsonlEventPublisher> {
     const publisher = new JsonlEventPublisher({ file });
     await publisher.publish([sampleEvent(1)]);
     faults.tearNextWrite = true;
     faults.failTruncate = true;
     await expect(publisher.publish([sampleEvent(2)])).rejects.toThrow(/ENOSPC/);
+    return publisher;
+  }
+
+  it("cuts the torn line off before the next append when it could not be cut back at once", async () => {
+    const publisher = await tornAndNotCutBack();
+    expect((await readFile(file, "utf8")).endsWith("\n")).toBe(false);
     faults.failTruncate = false;
+    await publisher.publish([sampleEvent(2)]);
+    expect(await detailIds()).toEqual([1, 2].map((n) => sampleEvent(n).detail.id));
+  });
+
+  it("starts a new line after the torn one when the file cannot be cut back at all", async () => {
+    const publisher = await tornAndNotCutBack();
     await publisher.publish([sampleEvent(2)]);
     const lines = (await readFile(file, "utf8")).split("\n").filter(Boolean);
     expect(lines).toHaveLength(3);
