@@ -1,4 +1,4 @@
-import { chmod, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { chmod, mkdir, mkdtemp, readdir, readFile, rm, stat, utimes, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -165,6 +165,19 @@ describe("FileLock", () => {
     await mkdir(locks(), { recursive: true });
     await writeFile(path.join(locks(), "refresh.lock"), "{not json");
     expect(await new FileLock(dir).tryAcquire("refresh", 10_000)).toBeDefined();
+  });
+
+  it("removes the temp files a process killed while creating a lease left behind, once they are old, and no others", async () => {
+    await mkdir(locks(), { recursive: true });
+    const leftover = "cycle.lock.4.22676.e3422382.new.tmp.22676.0394f1f8.tmp";
+    const fresh = "cycle.lock.5.22677.aa.new.tmp";
+    for (const name of [leftover, fresh, "notes.txt"]) await writeFile(path.join(locks(), name), "{}");
+    const hourAgo = new Date(Date.now() - 3_600_000);
+    await utimes(path.join(locks(), leftover), hourAgo, hourAgo);
+    await utimes(path.join(locks(), "notes.txt"), hourAgo, hourAgo);
+    const handle = await new FileLock(dir).tryAcquire("refresh", 10_000);
+    expect(handle).toBeDefined();
+    expect((await readdir(locks())).sort()).toEqual([fresh, "notes.txt", "refresh.lock"]);
   });
 
   it("does not renew its lease once it expired, even before anyone took it: a contender may take it over between the check and the write", async () => {
