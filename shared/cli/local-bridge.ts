@@ -40,6 +40,7 @@ import {
   bindStateDir,
   createLocalAdapters,
   type BindOptions,
+  type FileSnapshotStore,
   type StateBinding,
 } from "../local/index.js";
 import type { Env, LocalSettings } from "./config.js";
@@ -87,6 +88,8 @@ export interface LocalBridge {
   readonly cards: CardCycleDeps;
   readonly lock: Lock;
   readonly tokens: LocalTokenStore;
+  /** The engines' snapshot store, also as itself: {@link withCycleLock} reloads it under the lease. */
+  readonly snapshots: FileSnapshotStore;
   readonly metrics: MemoryMetrics;
   readonly clock: Clock;
   readonly baseUrl: string;
@@ -239,6 +242,7 @@ export async function openLocalBridge(settings: LocalSettings, options: LocalBri
     cards: { ...common, provider: client, emitCardCreated: settings.emitCardCreated },
     lock,
     tokens,
+    snapshots: local.snapshots,
     metrics,
     clock,
     baseUrl,
@@ -320,6 +324,8 @@ export async function withCycleLock<T>(bridge: LocalBridge, work: () => Promise<
     // Checked again under the lock: two first uses of an empty directory both pass the check at open, and only the
     // first cycle's state may stay; the other one now finds it and stops before any provider call.
     await bindToSettings(bridge.settings.stateDir, bindingOf(bridge.settings, bridge.baseUrl));
+    // Another process may have written snapshots since this one last held the lease (a `run --once` beside a loop).
+    await bridge.snapshots.reload();
     return work();
   };
   try {

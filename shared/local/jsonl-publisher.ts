@@ -134,7 +134,6 @@ export class JsonlEventPublisher implements EventPublisher {
   private readonly region: string;
   private readonly newId: () => string;
   private dirReady = false;
-  private tailChecked = false;
   private readonly scratch = new ScratchBuffer();
 
   constructor(private readonly options: JsonlEventPublisherOptions) {
@@ -181,8 +180,9 @@ export class JsonlEventPublisher implements EventPublisher {
     try {
       // The length before this append: a write that fails part-way is cut back to it (see discardFailedWrite).
       const { size } = fstatSync(fd);
-      // Only the first append of this instance, or one after a failed write, can meet a torn line.
-      const kept = !this.tailChecked && size > 0 ? this.cutTornLine(fd, size) : size;
+      // Checked before every append (one byte read): another process on the same file (a `run --once` beside a
+      // loop) may have been killed mid-append since this one last wrote.
+      const kept = size > 0 ? this.cutTornLine(fd, size) : size;
       if (kept === undefined) {
         buffer[0] = 0x0a;
         start = 0;
@@ -195,7 +195,6 @@ export class JsonlEventPublisher implements EventPublisher {
         this.discardFailedWrite(fd, kept ?? size);
         throw err;
       }
-      this.tailChecked = true;
     } finally {
       closeSync(fd);
     }
@@ -232,7 +231,6 @@ export class JsonlEventPublisher implements EventPublisher {
    * torn-line check already assumes); should that fail too, the next append checks the tail and cuts it then.
    */
   private discardFailedWrite(fd: number, size: number): void {
-    this.tailChecked = false;
     try {
       ftruncateSync(fd, size);
       fsyncSync(fd);

@@ -10,7 +10,7 @@
  * segment holding a superseded entry, so no replaced version stays on disk.
  */
 import { randomBytes } from "node:crypto";
-import { closeSync, mkdirSync, openSync, readFileSync, readSync } from "node:fs";
+import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, readSync } from "node:fs";
 import { readdir } from "node:fs/promises";
 import path from "node:path";
 import type { Snapshot, SnapshotKey, SnapshotPage, SnapshotScanOptions, SnapshotStore } from "../bridge/ports.js";
@@ -137,7 +137,8 @@ function readRange(fd: number, file: string, buffer: Buffer, at: number, from: n
 
 /**
  * Snapshots of one tenant in `<stateDir>/snapshots/`. One writer per state directory at a time
- * (the CLI holds a FileLock for the cycle); readers in the same process see writes immediately.
+ * (the CLI holds a FileLock for the cycle); readers in the same process see writes immediately, and a process that
+ * outlives another's writes (a `run --interval` beside a `run --once`) sees them after {@link reload}.
  * Compaction runs inside `putMany`, after its own segment is durable, and costs nothing while it is not due.
  *
  * @example
@@ -148,7 +149,7 @@ function readRange(fd: number, file: string, buffer: Buffer, at: number, from: n
  */
 export class FileSnapshotStore implements SnapshotStore {
   readonly dir: string;
-  private readonly index = new KeyIndex();
+  private index = new KeyIndex();
   /** Segments by in-memory id. */
   private readonly segments = new Map<number, Segment>();
   /** Sums of the segments' `bodyBytes` and `liveBytes`: their difference is the dead bytes compaction can free. */
@@ -294,6 +295,51 @@ export class FileSnapshotStore implements SnapshotStore {
       closeSync(fd);
     }
     return snapshots;
+  }
+
+  /**
+   * Reads the index again when the segment files on disk are not the ones this instance knows: another process wrote
+   * or compacted segments since this one loaded them (the index is loaded once, then follows this instance's own
+   * writes only), so reads would miss its snapshots or find their segments deleted. A process that keeps the store
+   * open across cycles calls this each time it takes the cycle lease, which orders it after the other writer. Costs
+   * one directory listing when nothing changed; nothing before the first load.
+   *
+   * @example
+   * ```ts
+   * await withLease(async () => { await store.reload(); await pollTransactions(deps); });
+   * ```
+   */
+  reload(): Promise<void> {
+    return this.serialised(async () => {
+      if (this.loading === undefined) return;
+      const loaded = await this.loading.then(
+        () => true,
+        () => false,
+      );
+      if (loaded && !this.changedOnDisk()) return;
+      this.index = new KeyIndex();
+      this.segments.clear();
+      this.bodyBytes = 0;
+      this.liveBytes = 0;
+      // The directory may have been replaced since (a restore): its id is read again when a cursor needs it.
+      this.storeId = undefined;
+      this.loading = this.loadSegments();
+      await this.loading;
+    });
+  }
+
+  /** Whether the segment files on disk differ from the ones this instance knows. */
+  private changedOnDisk(): boolean {
+    let names: string[];
+    try {
+      names = readdirSync(this.dir).filter((name) => SEGMENT_PATTERN.test(name));
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
+      names = [];
+    }
+    if (names.length !== this.segments.size) return true;
+    const known = new Set([...this.segments.values()].map((segment) => segment.name));
+    return names.some((name) => !known.has(name));
   }
 
   /** Compacts every segment that holds a superseded entry, in batches, until each segment holds live entries only. */

@@ -8,7 +8,7 @@ import { ConfigError, CycleFailedError, EXIT, StateDirTakenError, UsageError } f
 import { FileSnapshotStore } from "../../shared/local/snapshot-store.js";
 import { FileQuarantine } from "../../shared/local/quarantine.js";
 import type { Logger } from "../../shared/bridge/ports.js";
-import { startHarness, type Harness } from "./helpers.js";
+import { idsWithStatus, readEvents, startHarness, type Harness } from "./helpers.js";
 
 const silent: Logger = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
 
@@ -29,6 +29,38 @@ describe("local bridge cycle", () => {
     expect((await runCycle(bridge)).quarantineSize).toBe(1);
     expect((await runCycle(bridge)).quarantineSize).toBe(1);
     expect(bridge.metrics.get("QuarantineSize")).toBe(1);
+  });
+
+  it("keeps a bridge open across cycles (run --interval) in step with what another process wrote and compacted between them", async () => {
+    harness = await startHarness();
+    const settings = readLocalSettings(harness.env, harness.dir);
+    const loop = await openLocalBridge(settings, { env: harness.env, logger: silent });
+    const [edited] = idsWithStatus(harness, "not_synced");
+    expect((await runCycle(loop)).complete).toBe(true);
+
+    // Between two of the loop's cycles, a `run --once` publishes a new transaction and a change; a compaction then
+    // deletes the segments the loop loaded (each now holds a superseded entry).
+    await harness.control("POST", "/companies/{company}/transactions", { count: 1, transaction_category: "purchase" });
+    await harness.control("PATCH", `/companies/{company}/transactions/${edited}`, { memo: "changed between the loop's cycles" });
+    const [added] = idsWithStatus(harness, "not_synced");
+    expect((await runCycle(await openLocalBridge(settings, { env: harness.env, logger: silent }))).events).toBe(2);
+    await new FileSnapshotStore(settings.stateDir).vacuum();
+
+    await harness.control("PATCH", `/companies/{company}/transactions/${added}`, { memo: "changed after the other run" });
+    await harness.control("PATCH", `/companies/{company}/transactions/${edited}`, { memo: "changed again" });
+    const result = await runCycle(loop);
+    expect(result.complete).toBe(true);
+    expect(result.events).toBe(2);
+    const last = (await readEvents(harness.eventsFile)).slice(-2);
+    expect(last.map((e) => [e["detail-type"], e.detail.subject.id]).sort()).toEqual(
+      [
+        ["transaction.changed", added],
+        ["transaction.changed", edited],
+      ].sort(),
+    );
+    expect(last.find((e) => e.detail.subject.id === edited)?.detail.data.changes).toContainEqual(
+      expect.objectContaining({ path: "/memo", before: "changed between the loop's cycles", after: "changed again" }),
+    );
   });
 
   it("never sends a state directory's tokens to another provider, nor lets another client or tenant use it", async () => {

@@ -316,6 +316,16 @@ describe("JsonlEventPublisher", () => {
       expect(await detailIds(first.file)).toEqual([sampleEvent(2).detail.id]);
     });
 
+    it("checks before every append: a line another process tore between two appends of this one is cut too", async () => {
+      const { file, publisher, warnings } = await rig("");
+      await publisher.publish([sampleEvent(1)]);
+      // A `run --once` beside this long-lived publisher (a loop) was killed mid-append.
+      await writeFile(file, lineOf(2).slice(0, 60), { flag: "a" });
+      await publisher.publish([sampleEvent(3)]);
+      expect(await detailIds(file)).toEqual([sampleEvent(1).detail.id, sampleEvent(3).detail.id]);
+      expect(warnings).toHaveLength(1);
+    });
+
     it("keeps a last line that is not one of its own, and starts a new line after it", async () => {
       const { file, publisher, warnings } = await rig(lineOf(1) + "notes kept by hand");
       await publisher.publish([sampleEvent(2)]);

@@ -1,0 +1,87 @@
+/**
+ * FileSnapshotStore.reload: a store kept open across cycles (run --interval) stays in step with what other processes
+ * (each run --once a fresh store) wrote and compacted between its turns.
+ */
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import fc from "fast-check";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import type { Snapshot, SnapshotKey } from "../../shared/bridge/ports.js";
+import { FileSnapshotStore, type FileSnapshotStoreOptions } from "../../shared/local/snapshot-store.js";
+import { expectReadsModel, snapshotOf as snap } from "./snapshot-fixtures.js";
+
+/** Small thresholds, so compaction (which deletes segments) happens within a few writes. */
+const options: FileSnapshotStoreOptions = { compactMinDeadBytes: 4 * 1024, compactBatchBytes: 4 * 1024 };
+
+let dir: string;
+beforeEach(async () => {
+  dir = await mkdtemp(path.join(tmpdir(), "bridge-reload-"));
+});
+afterEach(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe("FileSnapshotStore.reload", () => {
+  it("finds the snapshots another store wrote since, and none of the segments it deleted", async () => {
+    const kept = new FileSnapshotStore(dir, options);
+    await kept.putMany([snap("card:a", 1, 600), snap("card:b", 1, 600)]);
+    const other = new FileSnapshotStore(dir, options);
+    await other.putMany([snap("card:a", 2, 600), snap("card:c", 1, 600)]);
+    await other.vacuum();
+
+    // Without a reload the kept store reads a deleted segment (and knows nothing of "c").
+    await expect(kept.getMany(["card:a"])).rejects.toThrow(/ENOENT/);
+    await kept.reload();
+    await expectReadsModel(kept, new Map([["card:a", snap("card:a", 2, 600)], ["card:b", snap("card:b", 1, 600)], ["card:c", snap("card:c", 1, 600)]]));
+  });
+
+  it("writes after a reload supersede what the other store wrote, as a fresh store reads them", async () => {
+    const kept = new FileSnapshotStore(dir, options);
+    await kept.putMany([snap("card:a", 1, 100)]);
+    const other = new FileSnapshotStore(dir, options);
+    await other.putMany([snap("card:a", 2, 100)]);
+    await other.putMany([snap("card:a", 3, 100)]);
+    await kept.reload();
+    await kept.putMany([snap("card:a", 4, 100)]);
+    await expectReadsModel(new FileSnapshotStore(dir, options), new Map([["card:a", snap("card:a", 4, 100)]]));
+  });
+
+  it("does nothing before the first load, and keeps the index when nothing changed on disk", async () => {
+    const kept = new FileSnapshotStore(dir, options);
+    await kept.reload();
+    await kept.putMany([snap("card:a", 1, 100)]);
+    await kept.reload();
+    await expectReadsModel(kept, new Map([["card:a", snap("card:a", 1, 100)]]));
+  });
+
+  it("keeps a long-lived store and fresh ones, taking turns in any order, reading every key's last write", async () => {
+    const turn = fc.record({
+      byKept: fc.boolean(),
+      writes: fc.array(fc.tuple(fc.constantFrom<SnapshotKey>("card:a", "card:b", "card:c", "card:d", "card:e"), fc.integer({ min: 50, max: 900 })), { minLength: 1, maxLength: 4 }),
+      vacuum: fc.boolean(),
+    });
+    await fc.assert(
+      fc.asyncProperty(fc.array(turn, { minLength: 1, maxLength: 8 }), async (turns) => {
+        const root = await mkdtemp(path.join(dir, "run-"));
+        const kept = new FileSnapshotStore(root, options);
+        const model = new Map<SnapshotKey, Snapshot>();
+        let version = 0;
+        for (const { byKept, writes, vacuum } of turns) {
+          // Each turn holds the cycle lease: the kept store reloads, another run opens a store of its own.
+          const store = byKept ? kept : new FileSnapshotStore(root, options);
+          if (byKept) await kept.reload();
+          const batch = writes.map(([key, size]) => snap(key, ++version, size));
+          await store.putMany(batch);
+          for (const s of batch) model.set(s.key, s);
+          if (vacuum) await store.vacuum();
+          await expectReadsModel(store, model);
+        }
+        await kept.reload();
+        await expectReadsModel(kept, model);
+        await expectReadsModel(new FileSnapshotStore(root, options), model);
+      }),
+      { numRuns: 40 },
+    );
+  });
+});
