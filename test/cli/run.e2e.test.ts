@@ -114,6 +114,23 @@ describe("bridge run --once (spawned)", () => {
     expect(stderr).toContain("stopped after 1 cycle");
   });
 
+  it("exits with its result, not as killed, on a SIGTERM that comes after --once printed its summary", async () => {
+    const h = await start();
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const child = spawnBridge(["run", "--once"], h.env);
+      let sent = false;
+      child.stdout?.on("data", (chunk: Buffer) => {
+        if (!sent && chunk.toString().includes("── cycle 1:")) {
+          sent = true;
+          child.kill("SIGTERM");
+        }
+      });
+      const { code } = await child.outcome;
+      expect(sent).toBe(true);
+      expect({ code, signal: child.signalCode }).toEqual({ code: EXIT.ok, signal: null });
+    }
+  });
+
   it("stops --once after the page in hand on SIGTERM (exit 4, run again to resume), and the next run delivers the rest", async () => {
     const h = await start({ transactions: 1_000 });
     const pending = idsWithStatus(h, "not_synced", "outdated");
