@@ -7,12 +7,10 @@ import { main, stopNotice } from "./shared/cli/main.js";
 const controller = new AbortController();
 const notice = stopNotice(process.argv[2]);
 let stops = 0;
-/** Set once `main` has returned: its work is done and stored. */
+/** Set once `main` has returned: the process exits as soon as its output is flushed. */
 let finished = false;
 const stop = () => {
-  // The process may still take a moment to wind down (sockets, timers): a signal now ends it at once with its
-  // result, rather than as killed by the signal (status 143) after a run that succeeded.
-  if (finished) process.exit();
+  if (finished) return;
   stops += 1;
   // A second Ctrl-C means "now": skip the clean stop between cycles.
   if (stops > 1) {
@@ -23,15 +21,19 @@ const stop = () => {
   if (notice !== undefined) process.stderr.write(`${notice}\n`);
   controller.abort();
 };
-// Kept to the end: signal listeners do not keep the process alive, and removing them would let a late signal kill it.
 process.on("SIGINT", stop);
 process.on("SIGTERM", stop);
 
-process.exitCode = await main(process.argv.slice(2), {
+const code = await main(process.argv.slice(2), {
   env: process.env,
   cwd: process.cwd(),
   stdout: process.stdout,
   stderr: process.stderr,
   signal: controller.signal,
 });
+// The work is done and stored. Exit once the output is flushed (writes to pipes are asynchronous on macOS), rather
+// than when the event loop has wound down (idle keep-alive sockets, Node 24's teardown): a SIGTERM in that window
+// would end the process as killed by the signal (status 143) after a run that succeeded.
 finished = true;
+await Promise.all([process.stdout, process.stderr].map((stream) => new Promise<void>((resolve) => stream.write("", () => resolve()))));
+process.exit(code);
