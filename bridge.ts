@@ -7,11 +7,13 @@ import { main, stopNotice } from "./shared/cli/main.js";
 const controller = new AbortController();
 const notice = stopNotice(process.argv[2]);
 let stops = 0;
-/** Set once `main` has returned: the process exits as soon as its output is flushed. */
+/** Set once `main` has returned: the process is winding down to exit with the command's result. */
 let finished = false;
 const stop = () => {
-  if (finished) return;
+  // A first one is ignored while winding down, which lets work the command left in flight (a read-ahead's token
+  // refresh after a failed cycle) save what it holds; the process exits with the command's result, not as killed.
   stops += 1;
+  if (finished && stops === 1) return;
   // A second Ctrl-C means "now": skip the clean stop between cycles.
   if (stops > 1) {
     process.stderr.write("stopped at once\n");
@@ -31,9 +33,7 @@ const code = await main(process.argv.slice(2), {
   stderr: process.stderr,
   signal: controller.signal,
 });
-// The work is done and stored. Exit once the output is flushed (writes to pipes are asynchronous on macOS), rather
-// than when the event loop has wound down (idle keep-alive sockets, Node 24's teardown): a SIGTERM in that window
-// would end the process as killed by the signal (status 143) after a run that succeeded.
+// Listeners stay installed while the process winds down: removing them would let a late signal kill it (status 143
+// after a run that succeeded). They do not keep it alive.
+process.exitCode = code;
 finished = true;
-await Promise.all([process.stdout, process.stderr].map((stream) => new Promise<void>((resolve) => stream.write("", () => resolve()))));
-process.exit(code);
