@@ -325,7 +325,9 @@ export async function withCycleLock<T>(bridge: LocalBridge, work: () => Promise<
     // first cycle's state may stay; the other one now finds it and stops before any provider call.
     await bindToSettings(bridge.settings.stateDir, bindingOf(bridge.settings, bridge.baseUrl));
     // Another process may have written snapshots since this one last held the lease (a `run --once` beside a loop).
-    await bridge.snapshots.reload();
+    await bridge.snapshots.reload().catch(async (error: unknown) => {
+      throw await cliErrorOf(error, bridge);
+    });
     return work();
   };
   try {

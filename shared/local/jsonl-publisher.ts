@@ -116,11 +116,27 @@ function isOwnTornLine(fd: number, from: number, size: number): boolean {
 }
 
 /**
+ * Whether the bytes from `from` on are a whole event that lacks only its newline (an editor or a shell rewrite dropped
+ * it): kept and closed off, since an event that was acknowledged is never written again.
+ */
+function isWholeEvent(fd: number, from: number, size: number): boolean {
+  const tail = Buffer.allocUnsafe(size - from);
+  readSync(fd, tail, 0, tail.length, from);
+  try {
+    JSON.parse(tail.toString("utf8"));
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
  * Appends events to a JSON Lines file and fsyncs before resolving. Writes of one process are serialised. A failed
  * write is cut back off the file, and so is a line torn by a crash (found before the next append), so every line
  * stays one whole event: the torn line's events were not taken (the engine stores no snapshot before the append
  * returns), so the next cycle writes them again, whole, with the same `detail.id`. A torn tail that is not the
- * publisher's (see {@link isOwnTornLine}), or that cannot be cut, is closed off with a newline instead.
+ * publisher's (see {@link isOwnTornLine}), a whole event without its newline, or a tail that cannot be cut, is closed
+ * off with a newline instead.
  *
  * @example
  * ```ts
@@ -210,7 +226,7 @@ export class JsonlEventPublisher implements EventPublisher {
     readSync(fd, last, 0, 1, size - 1);
     if (last[0] === 0x0a) return size;
     const kept = endOfLastLine(fd, size);
-    if (isOwnTornLine(fd, kept, size)) {
+    if (isOwnTornLine(fd, kept, size) && !isWholeEvent(fd, kept, size)) {
       try {
         ftruncateSync(fd, kept);
         this.options.logger?.warn("events file: cut off a line torn by an interrupted write; its events are written again", {

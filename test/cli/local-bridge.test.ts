@@ -63,6 +63,19 @@ describe("local bridge cycle", () => {
     );
   });
 
+  it("names a segment that turned corrupt between two cycles of an open bridge as a state directory problem, exit 2", async () => {
+    harness = await startHarness();
+    const settings = readLocalSettings(harness.env, harness.dir);
+    const loop = await openLocalBridge(settings, { env: harness.env, logger: silent });
+    expect((await runCycle(loop)).complete).toBe(true);
+    const bad = join(settings.stateDir, "snapshots", "seg-000000009999-0badc0de.log");
+    writeFileSync(bad, "not a header\n");
+    const error = await runCycle(loop).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).exitCode).toBe(EXIT.usage);
+    expect((error as Error).message).toContain(bad);
+  });
+
   it("never sends a state directory's tokens to another provider, nor lets another client or tenant use it", async () => {
     harness = await startHarness();
     const settings = readLocalSettings(harness.env, harness.dir);

@@ -288,9 +288,16 @@ describe("JsonlEventPublisher", () => {
     };
     const lineOf = (n: number) => envelopeLine(toEventBridgeEnvelope(sampleEvent(n), { account: "1", region: "r", id: `env-${n}` })) + "\n";
 
+    it("keeps a whole event that lacks only its newline (an editor dropped it) and closes it off", async () => {
+      const { file, publisher, warnings } = await rig(lineOf(1) + lineOf(2).trimEnd());
+      await publisher.publish([sampleEvent(3)]);
+      expect(await detailIds(file)).toEqual([1, 2, 3].map((n) => sampleEvent(n).detail.id));
+      expect(warnings).toEqual([]);
+    });
+
     it.each([
       ["a few bytes of a line", 5],
-      ["all of a line but its newline", -1],
+      ["all of a line but its closing brace and newline", -2],
     ])("cuts %s off, so every line is one whole event, and says so", async (_what, cutAt) => {
       const torn = lineOf(2).slice(0, cutAt);
       const { file, publisher, warnings } = await rig(lineOf(1) + torn);
