@@ -132,8 +132,8 @@ function isWholeEvent(fd: number, from: number, size: number): boolean {
 
 /**
  * Appends events to a JSON Lines file and fsyncs before resolving. Writes of one process are serialised. A failed
- * write is cut back off the file, and so is a line torn by a crash (found before the next append), so every line
- * stays one whole event: the torn line's events were not taken (the engine stores no snapshot before the append
+ * write is cut back off the file, and so is a line torn by a crash (found before the next append), so no event is
+ * glued to a torn line: the torn line's events were not taken (the engine stores no snapshot before the append
  * returns), so the next cycle writes them again, whole, with the same `detail.id`. A torn tail that is not the
  * publisher's (see {@link isOwnTornLine}), a whole event without its newline, or a tail that cannot be cut, is closed
  * off with a newline instead.
