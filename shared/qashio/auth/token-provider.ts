@@ -235,8 +235,13 @@ export class OAuthTokenProvider implements TokenProvider {
     return tokens.accessToken;
   }
 
+  /** Whether `accessToken` may be sent at all: present, neither the rejected one nor the one last refused (401). */
+  private usable(accessToken: string | undefined, rejected: string | undefined): accessToken is string {
+    return accessToken !== undefined && accessToken !== "" && accessToken !== rejected && accessToken !== this.refused;
+  }
+
   private isFresh(tokens: StoredTokens, rejected?: string): boolean {
-    if (!tokens.accessToken || tokens.accessToken === rejected || tokens.accessToken === this.refused) return false;
+    if (!this.usable(tokens.accessToken, rejected)) return false;
     if (tokens.accessTokenExpiresAt === undefined) return true;
     const now = this.clock.now();
     if (this.postponed?.accessToken === tokens.accessToken && this.postponed.until > now) return true;
@@ -391,8 +396,7 @@ export class OAuthTokenProvider implements TokenProvider {
    */
   private async postponedRefresh(stored: StoredTokens, rejected: string | undefined): Promise<StoredTokens | undefined> {
     const { accessToken, accessTokenExpiresAt: until } = stored;
-    const works = accessToken !== undefined && accessToken !== "" && accessToken !== rejected && accessToken !== this.refused;
-    const early = works && until !== undefined && until > this.clock.now();
+    const early = this.usable(accessToken, rejected) && until !== undefined && until > this.clock.now();
     try {
       await this.options.store.beforeRefresh?.(early);
       return undefined;
