@@ -9,7 +9,7 @@ import { diffObjects, isPlainObject, type Change } from "./diff.js";
 import { CycleRun, nextSequence, parseTime, providerRefusal, statusOf, storedSequence, versionTime, type RunKind } from "./cycle.js";
 import { RecentIds } from "./recent-ids.js";
 import { DEFAULT_MAX_PAGES, type CycleOptions, type TransactionCycleDeps } from "./deps.js";
-import type { BridgeEvent, QuarantineRecord, Snapshot, SnapshotKey } from "./ports.js";
+import type { BridgeEvent, PublishFailure, QuarantineRecord, Snapshot, SnapshotKey } from "./ports.js";
 import { pageEntries, type PageEntry, type ProviderPage, type PullStatus } from "./provider.js";
 import type { CycleOutcome, CycleReport } from "./report.js";
 import type { ValidationResult } from "./validate.js";
@@ -56,6 +56,40 @@ interface Item {
   readonly object: Record<string, unknown>;
   readonly hash: string;
   readonly changedAtMs?: number;
+}
+
+/** A page's transactions on their way through {@link TransactionRun.processBatch}. */
+interface Batch {
+  /** Valid items, one per id. */
+  readonly items: Item[];
+  /** Records of the invalid ones, then of events failed for good. */
+  readonly quarantine: QuarantineRecord[];
+  /** Ids to acknowledge: the invalid ones with a usable id, then the unchanged, published and failed-for-good ones. */
+  readonly ackIds: string[];
+  /** Invalid items without a usable id: they stay listed. */
+  unacknowledgeable: number;
+}
+
+/** An event to publish for an item: a first sighting, or a change from its snapshot. */
+interface Publication {
+  readonly item: Item;
+  readonly type: "transaction.created" | "transaction.changed";
+  readonly before?: Snapshot;
+  readonly changes?: Change[];
+}
+
+/** What {@link TransactionRun.freshOf} finds on a page. */
+interface FreshEntries {
+  readonly fresh: PageEntry[];
+  readonly keysOfFresh: string[];
+  readonly freshKeys: Set<string>;
+  readonly repeated: Set<string>;
+}
+
+/** An item whose snapshot is rewritten without an event (same data, another hash). */
+interface SilentWrite {
+  readonly item: Item;
+  readonly before: Snapshot;
 }
 
 /** The acknowledge body takes transaction UUIDs only; one malformed id would fail the whole call. */
@@ -172,21 +206,7 @@ class TransactionRun extends CycleRun {
       const hasNext = result.pagination?.has_next ?? items.length >= this.pageSize;
       const isLast = items.length === 0 || !hasNext;
 
-      const fresh: PageEntry[] = [];
-      /** The key of each entry of `fresh`, in order (an id-less item's key is a content hash: computed once). */
-      const keysOfFresh: string[] = [];
-      const freshKeys = new Set<string>();
-      /** Keys listed twice on this page: the batch keeps one copy; every copy's version counts as handled. */
-      const repeated = new Set<string>();
-      for (const entry of items) {
-        const key = itemKey(entry.raw);
-        if (this.handledAsListed(handled, key, entry)) continue;
-        // A key repeated within the page goes along too: the batch picks which copy to keep.
-        if (freshKeys.has(key)) repeated.add(key);
-        freshKeys.add(key);
-        fresh.push(entry);
-        keysOfFresh.push(key);
-      }
+      const { fresh, keysOfFresh, freshKeys, repeated } = this.freshOf(items, handled);
       if (fresh.length === 0) {
         // A read-ahead page shows the list before the last acknowledge: decide on a plain read of the page.
         if (fromReadAhead) continue;
@@ -230,6 +250,28 @@ class TransactionRun extends CycleRun {
   }
 
   /**
+   * The entries of a page not handled in this pass as they are listed now, with their keys (in order, and as a set)
+   * and the keys the page lists more than once: the batch keeps one copy, and every copy's version counts as handled.
+   */
+  private freshOf(items: readonly PageEntry[], handled: RecentIds): FreshEntries {
+    const fresh: PageEntry[] = [];
+    /** The key of each entry of `fresh`, in order (an id-less item's key is a content hash: computed once). */
+    const keysOfFresh: string[] = [];
+    const freshKeys = new Set<string>();
+    const repeated = new Set<string>();
+    for (const entry of items) {
+      const key = itemKey(entry.raw);
+      if (this.handledAsListed(handled, key, entry)) continue;
+      // A key repeated within the page goes along too: the batch picks which copy to keep.
+      if (freshKeys.has(key)) repeated.add(key);
+      freshKeys.add(key);
+      fresh.push(entry);
+      keysOfFresh.push(key);
+    }
+    return { fresh, keysOfFresh, freshKeys, repeated };
+  }
+
+  /**
    * Whether `entry` was handled in this pass as it is listed now. A valid copy listed again in a version not handled
    * yet (it changed while the walk went on, and a read-ahead page or a shifted one shows it; or an invalid copy of it
    * was quarantined before) is not: it is handled again, as a change, rather than dropped as a duplicate. An invalid
@@ -255,26 +297,54 @@ class TransactionRun extends CycleRun {
    * acknowledged; false when some stay listed (no usable id, or an event that failed for now). `delivered`, when
    * given, receives the ids whose current state is delivered (published now, or equal to its snapshot); `versions`
    * the content hash of each valid item, by id, and {@link INVALID_VERSION} for an id whose copy was invalid.
+   *
+   * Only the effects are sequenced here; the per-item work of each step is a synchronous method of its own. V8
+   * optimises a function by the bytecode it runs, so an async method holding the page's loops was compiled whole,
+   * awaits and all (20-30 ms of TurboFan per method on Node 20, paid by every cold process); the loops compile alone.
    */
   private async processBatch(entries: readonly PageEntry[], delivered?: Set<string>, versions?: Map<string, string | readonly string[]>): Promise<boolean> {
     const { deps } = this;
-    const quarantine: QuarantineRecord[] = [];
-    const ackIds: string[] = [];
-    let unacknowledgeable = 0;
-    const items: Item[] = [];
-    const seen = new Set<string>();
+    const batch = this.validated(entries, versions);
+    const { items } = batch;
+    const snapshots = items.length
+      ? await this.port("read snapshots", () => deps.snapshots.getMany(items.map((i) => transactionKey(i.id))))
+      : new Map<SnapshotKey, Snapshot>();
+    const { toPublish, silentWrites } = this.compared(batch, snapshots, delivered);
+    const parents = await this.resolveParents(toPublish.map((p) => p.item), items);
+    // Newest created first in the list; published oldest created first (not `occurred_at` order: see docs/events.md).
+    toPublish.reverse();
+    const events = this.eventsFor(toPublish, parents);
+    const failures = await this.publish(
+      events,
+      toPublish.map((p) => p.item.changedAtMs),
+    );
+    const { writes, publishedWithSnapshot, deferred } = this.afterPublish(batch, toPublish, silentWrites, events, failures, delivered);
+    await this.storeSnapshots(writes, publishedWithSnapshot);
+    await this.quarantine(batch.quarantine);
 
+    let { unacknowledgeable } = batch;
+    if (batch.ackIds.length) {
+      unacknowledgeable += batch.ackIds.length - (await this.acknowledge(batch.ackIds));
+    }
+    this.settleAll(items, deferred);
+    return unacknowledgeable === 0 && deferred.size === 0;
+  }
+
+  /** Validates a batch (one copy per key): valid items to diff, quarantine records and acknowledgeable ids of the rest. */
+  private validated(entries: readonly PageEntry[], versions?: Map<string, string | readonly string[]>): Batch {
+    const batch: Batch = { items: [], quarantine: [], ackIds: [], unacknowledgeable: 0 };
+    const seen = new Set<string>();
     const copies = this.oneCopyPerKey(entries);
     for (const { raw, result } of copies) {
       if (!result.success) {
         const rawId = optionalString((raw as Record<string, unknown> | null)?.["id"]);
         if (rawId !== undefined) versions?.set(rawId, INVALID_VERSION);
-        quarantine.push(this.quarantineRecord("transaction", "validation", result.reason, raw, rawId));
-        if (rawId && ACKNOWLEDGEABLE_ID.test(rawId)) ackIds.push(rawId);
-        else unacknowledgeable += 1;
+        batch.quarantine.push(this.quarantineRecord("transaction", "validation", result.reason, raw, rawId));
+        if (rawId && ACKNOWLEDGEABLE_ID.test(rawId)) batch.ackIds.push(rawId);
+        else batch.unacknowledgeable += 1;
         continue;
       }
-      const object = normaliseTransaction(result.data, deps.pii);
+      const object = normaliseTransaction(result.data, this.deps.pii);
       const id = object["id"] as string;
       if (seen.has(id)) continue;
       seen.add(id);
@@ -288,19 +358,22 @@ class TransactionRun extends CycleRun {
         hash: recordHash(object),
         changedAtMs: parseTime(object["updated_at"]) ?? parseTime(object["modified_date"]),
       };
-      items.push(item);
+      batch.items.push(item);
       versions?.set(id, item.hash);
       this.pending(id, item.changedAtMs);
     }
     this.report.handled += copies.length;
+    return batch;
+  }
 
-    const snapshots = items.length
-      ? await this.port("read snapshots", () => deps.snapshots.getMany(items.map((i) => transactionKey(i.id))))
-      : new Map<SnapshotKey, Snapshot>();
-
-    const toPublish: { item: Item; type: "transaction.created" | "transaction.changed"; before?: Snapshot; changes?: Change[] }[] = [];
-    const silentWrites: { item: Item; before: Snapshot }[] = [];
-    for (const item of items) {
+  /**
+   * Diffs each item against its snapshot: what to publish (created, changed), what only needs its snapshot rewritten,
+   * and, for an item equal to its snapshot (a re-pull after a crash), only its acknowledge.
+   */
+  private compared(batch: Batch, snapshots: ReadonlyMap<SnapshotKey, Snapshot>, delivered?: Set<string>): { toPublish: Publication[]; silentWrites: SilentWrite[] } {
+    const toPublish: Publication[] = [];
+    const silentWrites: SilentWrite[] = [];
+    for (const item of batch.items) {
       const before = snapshots.get(transactionKey(item.id));
       if (!before) {
         toPublish.push({ item, type: "transaction.created" });
@@ -309,47 +382,62 @@ class TransactionRun extends CycleRun {
       if (before.hash === item.hash) {
         this.report.unchanged += 1;
         delivered?.add(item.id);
-        ackIds.push(item.id);
+        batch.ackIds.push(item.id);
         continue;
       }
       // The snapshot may predate a PII mode switch: diff it in the current form, never publish its cleartext.
-      const changes = diffObjects(conformPii(before.object, deps.pii), item.object);
+      const changes = diffObjects(conformPii(before.object, this.deps.pii), item.object);
       if (changes.length === 0) {
         // Same data, different hash (e.g. null vs absent, PII in an older form): refresh the snapshot, publish nothing.
         this.report.unchanged += 1;
         silentWrites.push({ item, before });
         delivered?.add(item.id);
-        ackIds.push(item.id);
+        batch.ackIds.push(item.id);
         continue;
       }
       toPublish.push({ item, type: "transaction.changed", before, changes });
     }
+    return { toPublish, silentWrites };
+  }
 
-    const parents = await this.resolveParents(toPublish.map((p) => p.item), items);
-    // Newest created first in the list; published oldest created first (not `occurred_at` order: see docs/events.md).
-    toPublish.reverse();
-    const events: BridgeEvent[] = toPublish.map(({ item, type, before, changes }) => {
+  /** The events of `toPublish`, in its order, each with its parent when one was resolved. */
+  private eventsFor(toPublish: readonly Publication[], parents: ReadonlyMap<string, string>): BridgeEvent[] {
+    const events: BridgeEvent[] = [];
+    for (const { item, type, before, changes } of toPublish) {
       const found = item.parentQashioId ? parents.get(item.parentQashioId) : undefined;
       // Never the transaction itself, even when another refund of the page resolved that reference to it.
       const parent = found === item.id ? undefined : found;
-      return this.buildEvent({
-        type,
-        kind: "transaction",
-        subjectId: item.id,
-        qashioId: item.qashioId,
-        object: item.object,
-        before,
-        afterHash: item.hash,
-        occurredAt: item.changedAtMs ?? deps.clock.now(),
-        changes,
-        parent: parent ? { id: parent, qashio_id: item.parentQashioId as string } : undefined,
-      });
-    });
-    const failures = await this.publish(
-      events,
-      toPublish.map((p) => p.item.changedAtMs),
-    );
+      events.push(
+        this.buildEvent({
+          type,
+          kind: "transaction",
+          subjectId: item.id,
+          qashioId: item.qashioId,
+          object: item.object,
+          before,
+          afterHash: item.hash,
+          occurredAt: item.changedAtMs ?? this.deps.clock.now(),
+          changes,
+          parent: parent ? { id: parent, qashio_id: item.parentQashioId as string } : undefined,
+        }),
+      );
+    }
+    return events;
+  }
 
+  /**
+   * Sorts the published items by outcome: snapshots to write (published, or rewritten without an event), a quarantine
+   * record and an acknowledge for an event failed for good, nothing for one failed for now (`deferred`: no snapshot,
+   * no quarantine, no acknowledge, so it stays listed and the next cycle re-sends the same event id).
+   */
+  private afterPublish(
+    batch: Batch,
+    toPublish: readonly Publication[],
+    silentWrites: readonly SilentWrite[],
+    events: readonly BridgeEvent[],
+    failures: ReadonlyMap<string, PublishFailure>,
+    delivered?: Set<string>,
+  ): { writes: Snapshot[]; publishedWithSnapshot: number; deferred: Set<string> } {
     const nowMs = this.stampAfter(events);
     const now = new Date(nowMs).toISOString();
     const writes: Snapshot[] = [];
@@ -363,33 +451,29 @@ class TransactionRun extends CycleRun {
         writes.push({ key: transactionAliasKey(item.qashioId), hash: recordHash(alias), object: alias, updatedAt: now });
       }
     };
-    // Items whose event failed for now: no snapshot, no quarantine, no acknowledge, so they stay listed and the next
-    // cycle re-sends the same event id (a failure for good is quarantined and acknowledged instead).
     const deferred = new Set<string>();
-    toPublish.forEach(({ item, before }, i) => {
+    for (let i = 0; i < toPublish.length; i++) {
+      const { item, before } = toPublish[i] as Publication;
       const failure = failures.get((events[i] as BridgeEvent).detail.id);
       if (failure?.retryable === true) {
         deferred.add(item.id);
-        return;
+        continue;
       }
-      if (failure) quarantine.push(this.quarantineRecord("transaction", "publish", failure.reason, withoutSyncStatus(item.raw), item.id));
+      if (failure) batch.quarantine.push(this.quarantineRecord("transaction", "publish", failure.reason, withoutSyncStatus(item.raw), item.id));
       else {
         snapshotOf(item, before, nextSequence(before));
         publishedWithSnapshot += 1;
         delivered?.add(item.id);
       }
-      ackIds.push(item.id);
-    });
-    for (const { item, before } of silentWrites) snapshotOf(item, before, storedSequence(before));
-    await this.storeSnapshots(writes, publishedWithSnapshot);
-    await this.quarantine(quarantine);
-
-    if (ackIds.length) {
-      unacknowledgeable += ackIds.length - (await this.acknowledge(ackIds));
+      batch.ackIds.push(item.id);
     }
-    // A deferred item stays pending: its change counts towards SyncLagSeconds.
+    for (const { item, before } of silentWrites) snapshotOf(item, before, storedSequence(before));
+    return { writes, publishedWithSnapshot, deferred };
+  }
+
+  /** Every item of the batch is done with in this cycle, except the deferred ones: their change counts towards the lag. */
+  private settleAll(items: readonly Item[], deferred: ReadonlySet<string>): void {
     for (const item of items) if (!deferred.has(item.id)) this.settled(item.id);
-    return unacknowledgeable === 0 && deferred.size === 0;
   }
 
   /**
@@ -542,6 +626,16 @@ class TransactionRun extends CycleRun {
    * the transaction itself: no parent. Memory stays at one page: nothing is kept per transaction seen.
    */
   private async resolveParents(items: readonly Item[], page: readonly Item[]): Promise<Map<string, string>> {
+    const { resolved, missing } = this.knownParents(items, page);
+    if (missing.size === 0) return resolved;
+    return this.readParents(resolved, missing);
+  }
+
+  /**
+   * Parents resolved without a read (own `parent_id`, the same page, this cycle's earlier reads), and the parent
+   * qashio_ids still to look up; references of an item to itself are dropped with a warning.
+   */
+  private knownParents(items: readonly Item[], page: readonly Item[]): { resolved: Map<string, string>; missing: Set<string> } {
     const resolved = new Map<string, string>();
     const missing = new Set<string>();
     let onPage: Map<string, string> | undefined;
@@ -561,7 +655,11 @@ class TransactionRun extends CycleRun {
       if (known) resolved.set(qid, known);
       else if (known !== null) missing.add(qid);
     }
-    if (missing.size === 0) return resolved;
+    return { resolved, missing };
+  }
+
+  /** Looks `missing` parents up in the snapshot store's aliases, else with one provider read each; adds them to `resolved`. */
+  private async readParents(resolved: Map<string, string>, missing: ReadonlySet<string>): Promise<Map<string, string>> {
     const aliases = await this.port("read parent snapshots", () =>
       this.deps.snapshots.getMany([...missing].map(transactionAliasKey)),
     );

@@ -166,7 +166,17 @@ export class JsonlEventPublisher implements EventPublisher {
 
   private async append(events: readonly BridgeEvent[]): Promise<{ readonly failed: readonly PublishFailure[] }> {
     if (events.length === 0) return { failed: [] };
-    // Encoded piecewise into one buffer around the engine's object text: no joined line per event, one encode.
+    // Two synchronous steps, so V8 compiles the per-event loop without the file handling around it.
+    this.write(this.encode(events));
+    return { failed: [] };
+  }
+
+  /**
+   * The events' lines, encoded into the scratch buffer after a byte kept for the newline that closes a torn line that
+   * is not cut off (see cutTornLine). Encoded piecewise around the engine's object text: no joined line per event, one
+   * encode.
+   */
+  private encode(events: readonly BridgeEvent[]): Buffer {
     const parts: string[] = [];
     let bound = 1;
     for (const event of events) {
@@ -176,7 +186,6 @@ export class JsonlEventPublisher implements EventPublisher {
     }
     // Appends never overlap (see publish), so the scratch buffer is free again once this one resolves.
     const buffer = this.scratch.take(bound);
-    // Byte 0 is kept for the newline that closes a torn line that is not cut off (see cutTornLine).
     let end = 1;
     for (let i = 0; i < parts.length; i += 3) {
       end += buffer.write(parts[i] as string, end, "utf8");
@@ -184,6 +193,11 @@ export class JsonlEventPublisher implements EventPublisher {
       end += buffer.write(parts[i + 2] as string, end, "utf8");
       buffer[end++] = 0x0a;
     }
+    return buffer.subarray(0, end);
+  }
+
+  /** Appends `lines` (from {@link encode}: its first byte is free) to the file and fsyncs it. */
+  private write(lines: Buffer): void {
     let start = 1;
     // Synchronous syscalls, as in writeFileAtomic (see atomic.ts): the caller awaits durability anyway.
     // Owner-only, as all other local state: events carry cardholder data. An existing file or directory keeps the
@@ -200,12 +214,12 @@ export class JsonlEventPublisher implements EventPublisher {
       // loop) may have been killed mid-append since this one last wrote.
       const kept = size > 0 ? this.cutTornLine(fd, size) : size;
       if (kept === undefined) {
-        buffer[0] = 0x0a;
+        lines[0] = 0x0a;
         start = 0;
       }
       try {
         // Append mode: the write lands at the end.
-        writeAll(fd, buffer.subarray(start, end));
+        writeAll(fd, lines.subarray(start));
         fsyncSync(fd);
       } catch (err) {
         this.discardFailedWrite(fd, kept ?? size);
@@ -214,7 +228,6 @@ export class JsonlEventPublisher implements EventPublisher {
     } finally {
       closeSync(fd);
     }
-    return { failed: [] };
   }
 
   /**

@@ -187,6 +187,14 @@ export class FileSnapshotStore implements SnapshotStore {
 
   async getMany(keys: readonly SnapshotKey[]): Promise<Map<SnapshotKey, Snapshot>> {
     await this.load();
+    return this.readMany(keys);
+  }
+
+  /**
+   * The current snapshots of `keys`, read segment by segment. Synchronous and apart from getMany, as the encoding and
+   * placing steps of a write are: V8 then compiles the per-key loops without an async method around them.
+   */
+  private readMany(keys: readonly SnapshotKey[]): Map<SnapshotKey, Snapshot> {
     const out = new Map<SnapshotKey, Snapshot>();
     const bySegment = new Map<number, { key: SnapshotKey; offset: number; length: number }[]>();
     for (const key of keys) {
@@ -399,8 +407,15 @@ export class FileSnapshotStore implements SnapshotStore {
     }
   }
 
-  /** Encodes `snapshots` into one new segment; returns the bytes of its body. */
+  /** Writes `snapshots` as one new segment; returns the bytes of its body. */
   private async writeSnapshots(snapshots: readonly Snapshot[]): Promise<number> {
+    const { entries, body } = this.encodeSegment(snapshots);
+    await this.writeSegment(entries, body);
+    return body.length;
+  }
+
+  /** Encodes `snapshots` into a segment body in the scratch buffer, with the header entries that list its lines. */
+  private encodeSegment(snapshots: readonly Snapshot[]): { entries: HeaderEntry[]; body: Buffer } {
     // Last write of a key within one call wins, as with separate puts.
     const unique = new Map<SnapshotKey, Snapshot>();
     for (const s of snapshots) unique.set(s.key, s);
@@ -432,8 +447,7 @@ export class FileSnapshotStore implements SnapshotStore {
       // The entry's length leaves out the newline.
       entries.push([keys[i] as string, start, offset - start - 1]);
     }
-    await this.writeSegment(entries, body.subarray(0, offset));
-    return offset;
+    return { entries, body: body.subarray(0, offset) };
   }
 
   /**
@@ -450,12 +464,18 @@ export class FileSnapshotStore implements SnapshotStore {
     }
     // Segment writes never overlap (see putMany), so the scratch buffer is free again once this resolves.
     await writeFileAtomic(path.join(this.dir, name), [head, body], { mode: 0o600 });
+    this.placeSegment(this.newSegment(name, seq), entries, head.length);
+  }
 
-    const segment = this.newSegment(name, seq);
+  /**
+   * Points the index at the entries of a segment just made durable, whose body starts at `bodyStart`, and deletes the
+   * segments that leaves without a current entry.
+   */
+  private placeSegment(segment: Segment, entries: readonly HeaderEntry[], bodyStart: number): void {
     this.segments.set(segment.id, segment);
     const emptied: Segment[] = [];
     for (const [key, offset, length] of entries) {
-      const previous = this.place(segment, key, head.length + offset, length);
+      const previous = this.place(segment, key, bodyStart + offset, length);
       if (previous?.liveBytes === 0) emptied.push(previous);
     }
     // The new segment is durable, so the ones it wholly supersedes can go.
