@@ -151,8 +151,16 @@ function build(schema: Internals): Node {
       // Codecs, pipes and transforms rewrite the value; the input side still bounds what they accept.
       return { test: never, kinds: nodeOf(def.in as Internals).kinds, sure: 0 };
     default:
-      return checks.length ? UNKNOWN : container(schema);
+      return checks.length ? checked(container(schema), checks) : container(schema);
   }
+}
+
+/** A container with checks: only pure ones (an array's length bounds) are understood, run after its own test. */
+function checked(node: Node, checks: readonly Internals[]): Node {
+  if (node === UNKNOWN || !checks.every(isPureCheck)) return UNKNOWN;
+  const test = node.test;
+  const runs = checks.map((c) => c._zod);
+  return { test: (v) => test(v) && passes(runs, v), kinds: node.kinds, sure: 0 };
 }
 
 /** Wrappers and containers; none of them may carry checks (refinements are not understood). */
@@ -345,14 +353,17 @@ const PURE_FORMATS = new Set([
 /** A scalar: its type test, then its checks run as zod runs them. Unknown checks make it unknown. */
 function leaf(kinds: number, test: Test, checks: readonly Internals[]): Node {
   if (checks.length === 0) return { test, kinds, sure: kinds };
-  for (const c of checks) {
-    const def = c._zod.def;
-    const kind = def.check as string;
-    if (!PURE_CHECKS.has(kind) || c._zod.check === undefined) return UNKNOWN;
-    if ((kind === "string_format" || kind === "number_format") && !PURE_FORMATS.has(def.format as string)) return UNKNOWN;
-  }
+  if (!checks.every(isPureCheck)) return UNKNOWN;
   const runs = checks.map((c) => c._zod);
   return { test: (v) => test(v) && passes(runs, v), kinds, sure: 0 };
+}
+
+/** Whether zod's own code for the check only validates (see PURE_CHECKS and PURE_FORMATS). */
+function isPureCheck(check: Internals): boolean {
+  const def = check._zod.def;
+  const kind = def.check as string;
+  if (!PURE_CHECKS.has(kind) || check._zod.check === undefined) return false;
+  return (kind !== "string_format" && kind !== "number_format") || PURE_FORMATS.has(def.format as string);
 }
 
 /** One payload reused by every check run: checks are synchronous and do not nest. */

@@ -386,6 +386,12 @@ describe("conformsTo per schema kind", () => {
     expectConforms(z.union([z.array(z.string()), z.record(z.string(), z.string())]), [[["a"], true], [{ k: "a" }, true]]);
   });
 
+  it("rejects containers with checks other than an array's length bounds", () => {
+    expectConforms(z.array(z.number()).refine(() => true), [[[1], false]]);
+    expectConforms(z.array(z.number()).superRefine(() => undefined), [[[1], false]]);
+    expectConforms(z.looseObject({ id: z.string() }).superRefine(() => undefined), [[{ id: "a" }, false]]);
+  });
+
   it("rejects discriminated and exclusive unions (zod picks their member by other rules)", () => {
     const a = z.object({ kind: z.literal("a") });
     expectConforms(z.discriminatedUnion("kind", [a]), [[{ kind: "a" }, false]]);
@@ -430,7 +436,9 @@ describe("conformsTo per schema kind", () => {
 
   it("checks every array element and record value", () => {
     expectConforms(z.array(z.number()), [[[], true], [[1, 2], true], [[1, "2"], false], [{ 0: 1 }, false]]);
-    expectConforms(z.array(z.number()).min(1), [[[1], false]]);
+    expectConforms(z.array(z.number()).min(1), [[[1], true], [[], false], [["1"], false]]);
+    expectConforms(z.array(z.string()).max(2).length(2), [[["a", "b"], true], [["a"], false], [["a", "b", "c"], false]]);
+    expectConforms(z.array(z.guid()).min(1), [[[UUID], true], [["x"], false]]);
     const record = z.record(z.string(), z.number().nullable());
     expectConforms(record, [
       [{}, true],

@@ -330,6 +330,15 @@ describe("write bodies", () => {
     ]);
   });
 
+  it("keep a body already in its checked form as it is, and give zod's output for any other", () => {
+    const body = { transaction_ids: [TRANSACTION_ID] };
+    const kept = checkBody(AcknowledgeBodySchema, body);
+    expect(kept.ok && kept.value).toBe(body);
+    // A strip object drops what it does not list: that body is not kept.
+    const stripped = checkBody(AcknowledgeBodySchema, { transaction_ids: [TRANSACTION_ID], note: "x" });
+    expect(stripped).toEqual({ ok: true, value: { transaction_ids: [TRANSACTION_ID] } });
+  });
+
   it("update card changes only fields sent and needs at least one", () => {
     expect(checkBody(UpdateCardBodySchema, { auto_top_up_amount: 500, velocity_period: "MONTHLY" }).ok).toBe(true);
     expect(offenders(checkBody(UpdateCardBodySchema, {}))).toEqual([[null, "REQUIRED"]]);
