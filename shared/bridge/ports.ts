@@ -16,7 +16,7 @@ export interface Snapshot {
   readonly key: SnapshotKey;
   /** Content hash (hex sha-256) of `object`, the normalised provider object. */
   readonly hash: string;
-  /** What the diff needs: the normalised provider object as last published. */
+  /** What the diff needs: the normalised provider object as last published (members `undefined` count as absent). */
   readonly object: Record<string, unknown>;
   /**
    * ISO 8601 time the snapshot was written, always later than the version it replaced: it names the version, and
@@ -78,6 +78,10 @@ export interface BridgeEventDetail {
   readonly occurred_at: string;
   readonly subject: { readonly type: EntityKind; readonly id: string; readonly qashio_id?: string; readonly sequence: number };
   readonly data: {
+    /**
+     * The normalised provider object. A member the bridge leaves out of it (a volatile field) may be present with the
+     * value `undefined`, which its JSON text (what publishers send) does not show.
+     */
     readonly object: Record<string, unknown>;
     readonly changes?: readonly { readonly path: string; readonly before: unknown; readonly after: unknown }[];
     readonly parent?: { readonly id: string; readonly qashio_id: string };

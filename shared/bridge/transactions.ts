@@ -36,11 +36,15 @@ export function transactionAliasKey(qashioId: string): SnapshotKey {
 /**
  * The transaction as the bridge diffs, stores and publishes it: volatile fields out, PII per tenant.
  * A shallow copy in the provider's key order (nested objects shared, never mutated), hashed with {@link recordHash}.
+ * A volatile field the provider sent stays a member whose value is `undefined`: JSON text (hashes, snapshots, events)
+ * leaves it out, and a diff takes it for absent.
  */
 export function normaliseTransaction(data: Readonly<Record<string, unknown>>, pii: PiiPolicy): Record<string, unknown> {
-  // Object rest copies in one step and keeps a fast-properties object (a keyed copy of ~65 members goes to
-  // dictionary mode, which makes JSON.stringify ~25% slower); own `__proto__` members stay members.
-  const { client_sync_status: _volatile, ...out } = data;
+  // Object spread copies the whole object in one step, keeping its hidden class (about 1 us for 65 members, against
+  // 2.5-4 for an object rest that leaves one member out, and deleting a member would go to dictionary mode, which
+  // makes JSON.stringify ~25% slower); own `__proto__` members stay members.
+  const out = { ...data };
+  if (out["client_sync_status"] !== undefined) out["client_sync_status"] = undefined;
   // Replaces values of existing members only, and copies nested objects it changes.
   applyPiiInPlace(out, pii);
   return out;

@@ -42,9 +42,9 @@ describe("canonicalCopy", () => {
       fc.property(json, fc.constantFrom("full", "redact", "hash") as fc.Arbitrary<"full" | "redact" | "hash">, (object, mode) => {
         const data = { ...object, card_holder_name: "Ann", cardholder: { name: "Ann", email: "a@x.io", "1": 1 }, client_sync_status: "not_synced" };
         const normalised = normaliseTransaction(data, { mode, salt: "s" });
-        expect(normalised).not.toHaveProperty("client_sync_status");
-        expect(Object.keys(normalised)).toEqual(Object.keys(data).filter((k) => k !== "client_sync_status"));
+        expect(normalised["client_sync_status"]).toBeUndefined();
         const text = JSON.stringify(normalised);
+        expect(Object.keys(JSON.parse(text))).toEqual(Object.keys(data).filter((k) => k !== "client_sync_status"));
         expect(recordHash(normalised)).toBe(sha256Hex(text));
         expect(jsonOf(normalised)).toBe(text);
       }),
