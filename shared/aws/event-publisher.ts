@@ -1,5 +1,6 @@
 import { PutEventsCommand, type EventBridgeClient, type PutEventsRequestEntry } from "@aws-sdk/client-eventbridge";
 import type { BridgeEvent, Clock, EventPublisher, Logger, PublishFailure } from "../bridge/ports.js";
+import { detailJson } from "../bridge/events/json.js";
 import { systemClock } from "./clock.js";
 import { PublishError } from "./errors.js";
 import { MAX_ENTRY_BYTES, entrySize, reduceDetail, truncationsOf, type ReducedDetail } from "./event-size.js";
@@ -83,7 +84,8 @@ export class EventBridgePublisher implements EventPublisher {
       Source: event.source,
       DetailType: event.detailType,
       Time: new Date(event.time),
-      Detail: JSON.stringify(detail),
+      // The object's text as the engine made it to hash it: not serialised again (a reduced detail's copy is).
+      Detail: detailJson(detail),
     });
     const entry = toEntry(event.detail);
     const size = entrySize(entry);

@@ -3,6 +3,7 @@ import { BatchGetCommand, BatchWriteCommand, ScanCommand, type DynamoDBDocumentC
 import { SnapshotCursorError } from "../bridge/errors.js";
 import type { Clock, Logger, Snapshot, SnapshotKey, SnapshotPage, SnapshotScanOptions, SnapshotStore } from "../bridge/ports.js";
 import { isSnapshotSequence } from "../bridge/validate.js";
+import { jsonOf } from "../bridge/hash.js";
 import { systemClock } from "./clock.js";
 import { CorruptItemError, DynamoBatchIncompleteError } from "./errors.js";
 import { SNAPSHOT_SORT_KEY, snapshotItemKey, snapshotPartitionPrefix, type ItemKey } from "./keys.js";
@@ -167,7 +168,8 @@ export class DynamoSnapshotStore implements SnapshotStore {
 
   #encode(snapshot: Snapshot): SnapshotItem {
     const key = snapshotItemKey(this.#tenant, snapshot.key);
-    const json = JSON.stringify(snapshot.object);
+    // The object's text as the engine made it to hash it, not serialised again.
+    const json = jsonOf(snapshot.object);
     const base = {
       ...key,
       key: snapshot.key,

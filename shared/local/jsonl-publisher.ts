@@ -6,7 +6,8 @@ import { randomUUID } from "node:crypto";
 import { closeSync, fstatSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readSync } from "node:fs";
 import path from "node:path";
 import type { BridgeEvent, BridgeEventDetail, EventPublisher, Logger, PublishFailure } from "../bridge/ports.js";
-import { jsonOf, jsonString as quote } from "../bridge/hash.js";
+import { jsonString as quote } from "../bridge/hash.js";
+import { detailJsonParts } from "../bridge/events/json.js";
 import { ScratchBuffer, writeAll } from "./atomic.js";
 
 /** An event as an EventBridge rule target receives it. */
@@ -72,18 +73,12 @@ export function envelopeLine(envelope: EventBridgeEnvelope): string {
  * member from the envelope's fixed shape: once per event, so no object copies to split off `detail` and `data`.
  */
 function envelopeParts(envelope: EventBridgeEnvelope): [string, string, string] {
-  const { detail } = envelope;
-  const { data } = detail;
+  const [detailBefore, object, detailAfter] = detailJsonParts(envelope.detail);
   const before =
     `{"version":${quote(envelope.version)},"id":${quote(envelope.id)},"detail-type":${quote(envelope["detail-type"])},` +
     `"source":${quote(envelope.source)},"account":${quote(envelope.account)},"time":${quote(envelope.time)},` +
-    `"region":${quote(envelope.region)},"resources":${JSON.stringify(envelope.resources)},"detail":{"id":${quote(detail.id)},` +
-    `"type":${quote(detail.type)},"schema_version":${quote(detail.schema_version)},"tenant":${quote(detail.tenant)},` +
-    `"occurred_at":${quote(detail.occurred_at)},"subject":${JSON.stringify(detail.subject)},"data":{"object":`;
-  let after = "";
-  if (data.changes !== undefined) after += `,"changes":${JSON.stringify(data.changes)}`;
-  if (data.parent !== undefined) after += `,"parent":${JSON.stringify(data.parent)}`;
-  return [before, jsonOf(data.object), `${after}}}}`];
+    `"region":${quote(envelope.region)},"resources":${JSON.stringify(envelope.resources)},"detail":${detailBefore}`;
+  return [before, object, `${detailAfter}}`];
 }
 
 /** How every line this publisher writes starts: a torn last line that starts so (or with a NUL) is one of its own. */

@@ -66,8 +66,16 @@ const event = {
   source: "qashio.bridge",
   detailType: "transaction.created",
   time: "2026-03-01T12:00:00.000Z",
-  detail: { id: "ev_1", type: "transaction.created", tenant: "acme" },
-} as unknown as Parameters<EventBridgePublisher["publish"]>[0][number];
+  detail: {
+    id: "ev_1",
+    type: "transaction.created",
+    schema_version: "1.1",
+    tenant: "acme",
+    occurred_at: "2026-03-01T11:00:00.000Z",
+    subject: { type: "transaction", id: "t1", sequence: 1 },
+    data: { object: { id: "t1" } },
+  },
+} satisfies Parameters<EventBridgePublisher["publish"]>[0][number];
 
 describe("defaultAwsClients", () => {
   it.each([

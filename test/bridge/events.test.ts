@@ -1,13 +1,35 @@
 import { readdir, readFile } from "node:fs/promises";
 import path from "node:path";
 import type { ValidateFunction } from "ajv/dist/2020.js";
-import { describe, expect, it } from "vitest";
-import { EVENT_TYPES, parseEventDetail, renderEventJsonSchemas } from "../../shared/bridge/events/index.js";
-import { pollCards, pollTransactions } from "../../shared/bridge/index.js";
+import { describe, expect, it, vi } from "vitest";
+import { detailJson, detailJsonParts, EVENT_TYPES, parseEventDetail, renderEventJsonSchemas } from "../../shared/bridge/events/index.js";
+import { pollCards, pollTransactions, type BridgeEvent, type EventPublisher } from "../../shared/bridge/index.js";
 import { compileJsonSchema } from "../json-schema.js";
 import { makeRig } from "./fakes.js";
 
 const docs = path.resolve(import.meta.dirname, "../../docs");
+
+/**
+ * Events of every type, as the engine publishes them: a refund with its parent, changes, cards in every move. Copies,
+ * as the recording publisher keeps them; `publisher` sees the engine's own.
+ */
+async function oneOfEachType(publisher?: EventPublisher): Promise<BridgeEvent[]> {
+  const rig = makeRig({ emitCardCreated: true }, publisher ? { publisher } : {});
+  const purchase = rig.provider.addTransaction();
+  rig.provider.addTransaction({ transaction_category: "refund", parent_id: purchase.id, parent_qashio_id: purchase.qashio_id });
+  const card = rig.provider.addCard();
+  const other = rig.provider.addCard();
+  await pollTransactions(rig.deps);
+  await pollCards(rig.deps);
+  rig.provider.changeTransaction(purchase.id, { memo: "lunch" });
+  rig.provider.changeCard(card["id"] as string, { status: "Suspended" });
+  rig.provider.changeCard(other["id"] as string, { card_nickname: "Travel" });
+  await pollTransactions(rig.deps);
+  await pollCards(rig.deps);
+  rig.provider.changeCard(card["id"] as string, { status: "Terminated" });
+  await pollCards(rig.deps);
+  return rig.publisher.events;
+}
 
 interface JsonSchemaNode {
   readonly type?: unknown;
@@ -86,30 +108,48 @@ describe("event schemas", () => {
   });
 
   it("are what the engine emits, member for member, outside the provider's object", async () => {
-    const rig = makeRig({ emitCardCreated: true });
-    const purchase = rig.provider.addTransaction();
-    rig.provider.addTransaction({ transaction_category: "refund", parent_id: purchase.id, parent_qashio_id: purchase.qashio_id });
-    const card = rig.provider.addCard();
-    const other = rig.provider.addCard();
-    await pollTransactions(rig.deps);
-    await pollCards(rig.deps);
-    rig.provider.changeTransaction(purchase.id, { memo: "lunch" });
-    rig.provider.changeCard(card["id"] as string, { status: "Suspended" });
-    rig.provider.changeCard(other["id"] as string, { card_nickname: "Travel" });
-    await pollTransactions(rig.deps);
-    await pollCards(rig.deps);
-    rig.provider.changeCard(card["id"] as string, { status: "Terminated" });
-    await pollCards(rig.deps);
+    const events = await oneOfEachType();
     const schemas = new Map([...renderEventJsonSchemas()].map(([name, text]) => [name, JSON.parse(text) as JsonSchemaNode]));
-    expect(new Set(rig.publisher.events.map((e) => e.detail.type))).toEqual(new Set(EVENT_TYPES));
+    expect(new Set(events.map((e) => e.detail.type))).toEqual(new Set(EVENT_TYPES));
     const published = await publishedValidators();
-    for (const { detail } of rig.publisher.events) {
+    for (const { detail } of events) {
       expect(parseEventDetail(detail).success, detail.type).toBe(true);
       const validate = published.get(detail.type)!;
       expect(validate(detail), `${detail.type}: ${JSON.stringify(validate.errors)}`).toBe(true);
       expect(undeclaredMembers(schemas.get(`${detail.type}.json`), detail), detail.type).toEqual([]);
     }
-    expect(rig.publisher.events.some((e) => e.detail.data.parent)).toBe(true);
+    expect(events.some((e) => e.detail.data.parent)).toBe(true);
+  });
+
+  it("serialise to their JSON, reusing the object text the engine made to hash it", async () => {
+    const stringify = vi.spyOn(JSON, "stringify");
+    /** Whether JSON.stringify was called on the object since the last mockClear. */
+    const serialised = (object: unknown) => stringify.mock.calls.some(([value]) => value === object);
+    const texts: { type: string; text: string; reserialised: boolean; expected: string }[] = [];
+    const publisher: EventPublisher = {
+      publish: async (events) => {
+        for (const { detail } of events) {
+          stringify.mockClear();
+          const text = detailJson(detail);
+          texts.push({ type: detail.type, text, reserialised: serialised(detail.data.object), expected: JSON.stringify(detail) });
+        }
+        return { failed: [] };
+      },
+    };
+    await oneOfEachType(publisher);
+    expect(new Set(texts.map((t) => t.type))).toEqual(new Set(EVENT_TYPES));
+    for (const { type, text, reserialised, expected } of texts) {
+      expect(JSON.parse(text), type).toEqual(JSON.parse(expected));
+      // A transaction's text keeps the provider's key order; a card's is the sorted text it was hashed as.
+      if (type.startsWith("transaction.")) expect(text, type).toBe(expected);
+      expect(reserialised, type).toBe(false);
+    }
+    // An object the engine did not hash (a publisher's reduced copy) is serialised.
+    const [event] = await oneOfEachType();
+    const { detail } = event as BridgeEvent;
+    const edited = { ...detail, data: { ...detail.data, object: { ...detail.data.object, memo: "edited" } } };
+    expect((JSON.parse(detailJson(edited)) as BridgeEvent["detail"]).data.object["memo"]).toBe("edited");
+    expect(detailJsonParts(edited)[1]).toBe(JSON.stringify(edited.data.object));
   });
 
   it("reject a detail of an unknown type or with a missing member", () => {

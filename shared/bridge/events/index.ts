@@ -11,4 +11,5 @@ export {
   parseEventDetail,
 } from "./schemas.js";
 export type { EventType } from "./schemas.js";
+export { detailJson, detailJsonParts } from "./json.js";
 export { renderEventJsonSchemas, writeEventJsonSchemas, SCHEMA_ID_BASE } from "./json-schema.js";
