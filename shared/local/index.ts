@@ -22,7 +22,7 @@ export { FileSnapshotStore, type FileSnapshotStoreOptions } from "./snapshot-sto
 export { FileTokenStore } from "./token-store.js";
 export { FileQuarantine } from "./quarantine.js";
 export { FileLock } from "./file-lock.js";
-export { JsonlEventPublisher, toEventBridgeEnvelope, envelopeLine } from "./jsonl-publisher.js";
+export { JsonlEventPublisher, toEventBridgeEnvelope, envelopeLine, envelopeIds } from "./jsonl-publisher.js";
 export type { EventBridgeEnvelope, JsonlEventPublisherOptions } from "./jsonl-publisher.js";
 export { LocalStateError, CorruptStateError } from "./errors.js";
 export { bindStateDir, StateBindingMismatchError, StateBindingMissingError, type BindOptions, type StateBinding } from "./state-binding.js";

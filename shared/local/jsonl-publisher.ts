@@ -31,10 +31,31 @@ export interface JsonlEventPublisherOptions {
   readonly account?: string;
   /** `region` of the envelope. @default "local" */
   readonly region?: string;
-  /** Envelope id per delivery, like EventBridge's own (deduplicate on `detail.id`). @default crypto.randomUUID */
+  /** Envelope id per delivery, like EventBridge's own (deduplicate on `detail.id`). @default {@link envelopeIds}() */
   readonly newId?: () => string;
   /** Told when a line torn by an interrupted write is cut off the file (see {@link JsonlEventPublisher}). */
   readonly logger?: Pick<Logger, "warn">;
+}
+
+/**
+ * A source of envelope ids: UUIDs (version 4 shape) that start from a random one (`first`) and count up in their last
+ * 48 bits, so each delivery gets its own id, as EventBridge gives it, for a fraction of a fresh random UUID's cost per
+ * event.
+ *
+ * @example
+ * ```ts
+ * const next = envelopeIds();
+ * next(); // "3b1f0c2e-9a4d-4c1e-8f2a-5d6e7f80a1b3"
+ * next(); // "3b1f0c2e-9a4d-4c1e-8f2a-5d6e7f80a1b4"
+ * ```
+ */
+export function envelopeIds(first: string = randomUUID()): () => string {
+  const prefix = first.slice(0, 24);
+  let counter = Number.parseInt(first.slice(24), 16);
+  return () => {
+    counter = (counter + 1) % 2 ** 48;
+    return prefix + counter.toString(16).padStart(12, "0");
+  };
 }
 
 /**
@@ -150,7 +171,7 @@ export class JsonlEventPublisher implements EventPublisher {
   constructor(private readonly options: JsonlEventPublisherOptions) {
     this.account = options.account ?? "000000000000";
     this.region = options.region ?? "local";
-    this.newId = options.newId ?? randomUUID;
+    this.newId = options.newId ?? envelopeIds();
   }
 
   publish(events: readonly BridgeEvent[]): Promise<{ readonly failed: readonly PublishFailure[] }> {

@@ -10,6 +10,7 @@ import {
   FileTokenStore,
   JsonlEventPublisher,
   createLocalAdapters,
+  envelopeIds,
   envelopeLine,
   toEventBridgeEnvelope,
   writeFileAtomic,
@@ -214,6 +215,29 @@ describe("FileLock", () => {
 });
 
 describe("JsonlEventPublisher", () => {
+  it("gives each delivery its own UUID-shaped envelope id, by default, and other ids in another publisher", async () => {
+    const file = path.join(dir, "events.jsonl");
+    const first = new JsonlEventPublisher({ file });
+    await first.publish([sampleEvent(1), sampleEvent(1)]);
+    await first.publish([sampleEvent(1)]);
+    await new JsonlEventPublisher({ file }).publish([sampleEvent(1)]);
+    const ids = (await readFile(file, "utf8")).trim().split("\n").map((line) => (JSON.parse(line) as { id: string }).id);
+    expect(new Set(ids).size).toBe(4);
+    for (const id of ids) expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    // One publisher counts up from a random start; another starts elsewhere.
+    expect(ids[0]!.slice(0, 24)).toBe(ids[2]!.slice(0, 24));
+    expect(ids[3]!.slice(0, 24)).not.toBe(ids[0]!.slice(0, 24));
+  });
+
+  it("counts envelope ids round past the largest 48-bit value", () => {
+    const next = envelopeIds("3b1f0c2e-9a4d-4c1e-8f2a-fffffffffffe");
+    expect([next(), next(), next()]).toEqual([
+      "3b1f0c2e-9a4d-4c1e-8f2a-ffffffffffff",
+      "3b1f0c2e-9a4d-4c1e-8f2a-000000000000",
+      "3b1f0c2e-9a4d-4c1e-8f2a-000000000001",
+    ]);
+  });
+
   it("writes one line per event in the EventBridge rule-target shape", async () => {
     const file = path.join(dir, "events.jsonl");
     const publisher = new JsonlEventPublisher({ file, account: "123456789012", region: "eu-west-1", newId: () => "env-1" });
