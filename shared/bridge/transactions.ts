@@ -446,10 +446,14 @@ class TransactionRun extends CycleRun {
     const now = new Date(nowMs).toISOString();
     const writes: Snapshot[] = [];
     let publishedWithSnapshot = 0;
-    /** `sequence`: the published event's, or the snapshot's own for a rewrite without an event. */
+    /**
+     * `sequence`: the published event's, or the snapshot's own for a rewrite without an event. The alias goes with a
+     * transaction's first snapshot only: a qashio_id names one transaction for good (spec §2.2, identity), so rewriting
+     * it with every change only doubled the writes (and DynamoDB's write calls) of a page of changes.
+     */
     const snapshotOf = (item: Item, before: Snapshot | undefined, sequence: number): void => {
       writes.push({ key: transactionKey(item.id), hash: item.hash, object: item.object, updatedAt: versionTime(nowMs, before, now), sequence });
-      if (item.qashioId) {
+      if (item.qashioId && before === undefined) {
         const alias = { id: item.id, qashio_id: item.qashioId };
         // Its members are in sorted order, so recordHash equals contentHash here without sorting keys per item.
         writes.push({ key: transactionAliasKey(item.qashioId), hash: recordHash(alias), object: alias, updatedAt: now });
@@ -625,7 +629,7 @@ class TransactionRun extends CycleRun {
 
   /**
    * Parent `{id}` per parent qashio_id: from the item's own `parent_id`, the same page, the snapshot store's
-   * alias (written with every transaction snapshot), else one provider read per distinct parent (cached for the
+   * alias (written with a transaction's first snapshot), else one provider read per distinct parent (cached for the
    * cycle). Unresolvable, refused by the provider for this reference alone (a 4xx other than 401, 403, 408, 429), or
    * the transaction itself: no parent. Memory stays at one page: nothing is kept per transaction seen.
    */

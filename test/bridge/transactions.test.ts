@@ -520,6 +520,22 @@ describe("pollTransactions", () => {
     expect(alias?.hash).toBe(contentHash(alias?.object));
   });
 
+  it("writes a transaction's alias with its first snapshot only, not again with each change", async () => {
+    const rig = makeRig();
+    const txn = rig.provider.addTransaction();
+    const writes: string[][] = [];
+    const putMany = rig.snapshots.putMany.bind(rig.snapshots);
+    rig.snapshots.putMany = async (snapshots) => {
+      writes.push(snapshots.map((s) => s.key));
+      return putMany(snapshots);
+    };
+    await pollTransactions(rig.deps);
+    rig.provider.changeTransaction(txn.id, { memo: "lunch" });
+    await pollTransactions(rig.deps);
+    expect(writes).toEqual([[`transaction:${txn.id}`, `transaction:qashio_id:${txn.qashio_id}`], [`transaction:${txn.id}`]]);
+    expect(rig.snapshots.data.get(`transaction:qashio_id:${txn.qashio_id}`)?.object).toEqual({ id: txn.id, qashio_id: txn.qashio_id });
+  });
+
   it("resolves a refund's parent without a provider read from its own parent_id, or from the same page", async () => {
     const rig = makeRig();
     // Not pulled in this cycle and unknown to the store: only the refund's own parent_id names it.
