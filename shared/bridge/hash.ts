@@ -85,7 +85,10 @@ export function canonicalJson(value: unknown): string {
   }
 }
 
-/** Canonical JSON of objects hashed by {@link contentHash}, so adapters can write it instead of serialising again. */
+/**
+ * JSON text of objects hashed by {@link contentHash} (canonical, sorted keys) or {@link recordHash} (the object's own
+ * key order), so adapters can write it instead of serialising again. A hashed object is never changed afterwards.
+ */
 const serialised = new WeakMap<object, string>();
 
 /** Objects built by {@link canonicalCopy} whose `JSON.stringify` text equals their {@link canonicalJson}. */
@@ -181,7 +184,8 @@ export function canonicalCopy(record: Readonly<Record<string, unknown>>, omit?: 
 }
 
 /**
- * JSON text of `value`: the canonical text computed when it was hashed (sorted keys), else `JSON.stringify`.
+ * JSON text of `value`: the text it was hashed as (sorted keys by contentHash, its own order by recordHash), else
+ * `JSON.stringify`.
  * Adapters use it to serialise snapshot and event objects once per item instead of three times.
  *
  * @example

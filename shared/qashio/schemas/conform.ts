@@ -155,15 +155,22 @@ function build(schema: Internals): Node {
   }
 }
 
-/** A container with checks: only pure ones (an array's length bounds) are understood, run after its own test. */
+/** Length checks, the only ones understood on a container (an array's `min`, `max`, `length`, `nonempty`). */
+const LENGTH_CHECKS = new Set(["min_length", "max_length", "length_equals"]);
+
+/** A container with checks: only length bounds are understood, run after its own test. */
 function checked(node: Node, checks: readonly Internals[]): Node {
-  if (node === UNKNOWN || !checks.every(isPureCheck)) return UNKNOWN;
-  const test = node.test;
-  const runs = checks.map((c) => c._zod);
-  return { test: (v) => test(v) && passes(runs, v), kinds: node.kinds, sure: 0 };
+  if (node === UNKNOWN || !checks.every((c) => LENGTH_CHECKS.has(c._zod.def.check as string) && isPureCheck(c))) return UNKNOWN;
+  return withChecks(node.test, node.kinds, checks);
 }
 
-/** Wrappers and containers; none of them may carry checks (refinements are not understood). */
+/** A test that also runs `checks` (pure ones) as zod runs them, once `test` passes. */
+function withChecks(test: Test, kinds: number, checks: readonly Internals[]): Node {
+  const runs = checks.map((c) => c._zod);
+  return { test: (v) => test(v) && passes(runs, v), kinds, sure: 0 };
+}
+
+/** Wrappers and containers, without checks of their own (see {@link checked}). */
 function container(schema: Internals): Node {
   const zod = schema._zod;
   const def = zod.def;
@@ -354,8 +361,7 @@ const PURE_FORMATS = new Set([
 function leaf(kinds: number, test: Test, checks: readonly Internals[]): Node {
   if (checks.length === 0) return { test, kinds, sure: kinds };
   if (!checks.every(isPureCheck)) return UNKNOWN;
-  const runs = checks.map((c) => c._zod);
-  return { test: (v) => test(v) && passes(runs, v), kinds, sure: 0 };
+  return withChecks(test, kinds, checks);
 }
 
 /** Whether zod's own code for the check only validates (see PURE_CHECKS and PURE_FORMATS). */

@@ -451,6 +451,8 @@ export function checkQuery<S extends z.ZodType>(schema: S, raw: RawQuery): Check
 /**
  * Checks a JSON write body (acknowledge, card update, change status, velocity
  * limit, invite, token request) with the same error entries as {@link checkQuery}.
+ * A body already in its checked form is returned as it is (the same object), so
+ * callers must not change it while it is being sent.
  *
  * @example
  * ```ts

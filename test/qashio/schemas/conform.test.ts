@@ -390,6 +390,8 @@ describe("conformsTo per schema kind", () => {
     expectConforms(z.array(z.number()).refine(() => true), [[[1], false]]);
     expectConforms(z.array(z.number()).superRefine(() => undefined), [[[1], false]]);
     expectConforms(z.looseObject({ id: z.string() }).superRefine(() => undefined), [[{ id: "a" }, false]]);
+    // Only length bounds: any other check on a container (it would not apply to one anyway) leaves it to zod.
+    expectConforms(z.array(z.number()).check(z.multipleOf(2) as unknown as z.core.$ZodCheck<number[]>), [[[2], false]]);
   });
 
   it("rejects discriminated and exclusive unions (zod picks their member by other rules)", () => {
@@ -439,6 +441,7 @@ describe("conformsTo per schema kind", () => {
     expectConforms(z.array(z.number()).min(1), [[[1], true], [[], false], [["1"], false]]);
     expectConforms(z.array(z.string()).max(2).length(2), [[["a", "b"], true], [["a"], false], [["a", "b", "c"], false]]);
     expectConforms(z.array(z.guid()).min(1), [[[UUID], true], [["x"], false]]);
+    expectConforms(z.array(z.number()).nonempty(), [[[1], true], [[], false]]);
     const record = z.record(z.string(), z.number().nullable());
     expectConforms(record, [
       [{}, true],
