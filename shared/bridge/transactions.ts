@@ -314,7 +314,7 @@ class TransactionRun extends CycleRun {
       ? await this.port("read snapshots", () => deps.snapshots.getMany(items.map((i) => transactionKey(i.id))))
       : new Map<SnapshotKey, Snapshot>();
     const { toPublish, silentWrites } = this.compared(batch, snapshots, delivered);
-    const parents = await this.resolveParents(toPublish.map((p) => p.item), items);
+    const { parents, aliases } = await this.resolveParents(toPublish.map((p) => p.item), items);
     // Newest created first in the list; published oldest created first (not `occurred_at` order: see docs/events.md).
     toPublish.reverse();
     const events = this.eventsFor(toPublish, parents);
@@ -323,6 +323,7 @@ class TransactionRun extends CycleRun {
       toPublish.map((p) => p.item.changedAtMs),
     );
     const { writes, publishedWithSnapshot, deferred } = this.afterPublish(batch, toPublish, silentWrites, events, failures, delivered);
+    writes.push(...aliases);
     await this.storeSnapshots(writes, publishedWithSnapshot);
     await this.quarantine(batch.quarantine);
 
@@ -453,11 +454,7 @@ class TransactionRun extends CycleRun {
      */
     const snapshotOf = (item: Item, before: Snapshot | undefined, sequence: number): void => {
       writes.push({ key: transactionKey(item.id), hash: item.hash, object: item.object, updatedAt: versionTime(nowMs, before, now), sequence });
-      if (item.qashioId && before === undefined) {
-        const alias = { id: item.id, qashio_id: item.qashioId };
-        // Its members are in sorted order, so recordHash equals contentHash here without sorting keys per item.
-        writes.push({ key: transactionAliasKey(item.qashioId), hash: recordHash(alias), object: alias, updatedAt: now });
-      }
+      if (item.qashioId && before === undefined) writes.push(aliasSnapshot(item.id, item.qashioId, now));
     };
     const deferred = new Set<string>();
     for (let i = 0; i < toPublish.length; i++) {
@@ -631,11 +628,12 @@ class TransactionRun extends CycleRun {
    * Parent `{id}` per parent qashio_id: from the item's own `parent_id`, the same page, the snapshot store's
    * alias (written with a transaction's first snapshot), else one provider read per distinct parent (cached for the
    * cycle). Unresolvable, refused by the provider for this reference alone (a 4xx other than 401, 403, 408, 429), or
-   * the transaction itself: no parent. Memory stays at one page: nothing is kept per transaction seen.
+   * the transaction itself: no parent. Memory stays at one page: nothing is kept per transaction seen. Also returns the
+   * aliases of parents a provider read found, to write with the batch's snapshots.
    */
-  private async resolveParents(items: readonly Item[], page: readonly Item[]): Promise<Map<string, string>> {
+  private async resolveParents(items: readonly Item[], page: readonly Item[]): Promise<{ parents: Map<string, string>; aliases: Snapshot[] }> {
     const { resolved, missing } = this.knownParents(items, page);
-    if (missing.size === 0) return resolved;
+    if (missing.size === 0) return { parents: resolved, aliases: [] };
     return this.readParents(resolved, missing);
   }
 
@@ -666,11 +664,17 @@ class TransactionRun extends CycleRun {
     return { resolved, missing };
   }
 
-  /** Looks `missing` parents up in the snapshot store's aliases, else with one provider read each; adds them to `resolved`. */
-  private async readParents(resolved: Map<string, string>, missing: ReadonlySet<string>): Promise<Map<string, string>> {
+  /**
+   * Looks `missing` parents up in the snapshot store's aliases, else with one provider read each; adds them to
+   * `resolved`. The aliases of parents found by a read come back too, for the batch to write with its snapshots, so the
+   * next refund of one needs no read: an alias is written with a transaction's first snapshot only, and a write cut
+   * short (a DynamoDB batch failed) may have lost it.
+   */
+  private async readParents(resolved: Map<string, string>, missing: ReadonlySet<string>): Promise<{ parents: Map<string, string>; aliases: Snapshot[] }> {
     const aliases = await this.port("read parent snapshots", () =>
       this.deps.snapshots.getMany([...missing].map(transactionAliasKey)),
     );
+    const learned: Snapshot[] = [];
     for (const qid of missing) {
       const alias = aliases.get(transactionAliasKey(qid));
       let id = optionalString(alias?.object["id"]);
@@ -687,13 +691,21 @@ class TransactionRun extends CycleRun {
         });
         const first = page?.data[0] as Record<string, unknown> | undefined;
         id = first && first["qashio_id"] === qid ? optionalString(first["id"]) : undefined;
-        if (!id && page) this.deps.logger.warn("parent transaction not found", { parentQashioId: qid });
+        if (id) learned.push(aliasSnapshot(id, qid, new Date(this.deps.clock.now()).toISOString()));
+        else if (page) this.deps.logger.warn("parent transaction not found", { parentQashioId: qid });
       }
       this.parents.set(qid, id ?? null);
       if (id) resolved.set(qid, id);
     }
-    return resolved;
+    return { parents: resolved, aliases: learned };
   }
+}
+
+/** The snapshot of the alias `qashioId -> id` (see {@link transactionAliasKey}). */
+function aliasSnapshot(id: string, qashioId: string, updatedAt: string): Snapshot {
+  const alias = { id, qashio_id: qashioId };
+  // Its members are in sorted order, so recordHash equals contentHash here without sorting keys per item.
+  return { key: transactionAliasKey(qashioId), hash: recordHash(alias), object: alias, updatedAt };
 }
 
 /** A transaction to read again: its id, and its qashio_id (the only exact-match filter of the list, spec §4.3). */

@@ -567,6 +567,24 @@ describe("pollTransactions", () => {
     expect(rig.provider.calls.filter((c) => c.op === "listTransactions" && c.query.qashio_id)).toHaveLength(1);
   });
 
+  it("writes back the alias of a parent it had to read, so a later refund of it needs no read", async () => {
+    const rig = makeRig();
+    const parent = rig.provider.addTransaction();
+    await pollTransactions(rig.deps);
+    // As a write cut short can leave it: the parent's snapshot without its alias.
+    rig.snapshots.data.delete(`transaction:qashio_id:${parent.qashio_id}`);
+    rig.provider.addTransaction({ transaction_category: "refund", parent_qashio_id: parent.qashio_id });
+    await pollTransactions(rig.deps);
+    rig.provider.addTransaction({ transaction_category: "reversal", parent_qashio_id: parent.qashio_id });
+    await pollTransactions(rig.deps);
+    expect(rig.publisher.events.slice(1).map((e) => e.detail.data.parent)).toEqual([
+      { id: parent.id, qashio_id: parent.qashio_id },
+      { id: parent.id, qashio_id: parent.qashio_id },
+    ]);
+    expect(rig.provider.calls.filter((c) => c.op === "listTransactions" && c.query.qashio_id)).toHaveLength(1);
+    expect(rig.snapshots.data.get(`transaction:qashio_id:${parent.qashio_id}`)?.object).toEqual({ id: parent.id, qashio_id: parent.qashio_id });
+  });
+
   it("attaches no parent when the provider answers the parent read with another transaction", async () => {
     const rig = makeRig();
     const refund = rig.provider.addTransaction({ transaction_category: "refund", parent_qashio_id: "CT77777777" });
