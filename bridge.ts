@@ -37,3 +37,7 @@ const code = await main(process.argv.slice(2), {
 // after a run that succeeded). They do not keep it alive.
 process.exitCode = code;
 finished = true;
+// Once nothing is left to run (work the command left in flight is done), exit here instead of letting Node tear the
+// process down: its teardown closes the signal listeners some milliseconds before the process is gone, and a signal
+// in that window ended a run that had succeeded as killed (status 143).
+process.once("beforeExit", () => process.exit());
