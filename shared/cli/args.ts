@@ -96,6 +96,8 @@ export interface BenchArgs {
   readonly sink: "jsonl" | "null";
   /** Exit non-zero when a budget is missed (machine-dependent: for people and CI jobs on quiet machines). */
   readonly check: boolean;
+  /** Also drain a second, equal backlog with a minimal client (bench-baseline.ts): the machine's CPU floor per transaction. */
+  readonly baseline: boolean;
 }
 
 export type ParsedCommand =
@@ -125,9 +127,10 @@ Commands:
   demo       [--cycles <n>] [--interval <duration>] [--seed <n>] [--keep]
                                                   embedded sandbox + bridge + activity (npm start); its temp
                                                   directory is removed at the end unless --keep
-  bench      [--transactions <n>] [--latency-ms <ms>] [--sink jsonl|null] [--json] [--check]
+  bench      [--transactions <n>] [--latency-ms <ms>] [--sink jsonl|null] [--json] [--check] [--baseline]
                                                   drain a backlog from the sandbox and measure
-                                                  (--check: exit 1 when a budget is missed)
+                                                  (--check: exit 1 when a budget is missed;
+                                                  --baseline: also measure a minimal client's CPU)
   help                                            this text
 
 Durations: 500ms, 30s, 5m, 1h, 1m30s. Settings come from the environment and .env (see README).`;
@@ -199,6 +202,7 @@ const OPTIONS: Readonly<Record<Exclude<CommandName, "help">, Options>> = {
     json: { type: "boolean", default: false },
     sink: { type: "string" },
     check: { type: "boolean", default: false },
+    baseline: { type: "boolean", default: false },
   },
 };
 
@@ -415,6 +419,7 @@ export function parseCommand(argv: readonly string[], env: Env = {}): ParsedComm
           json: values.json === true,
           sink,
           check: values.check === true,
+          baseline: values.baseline === true,
         },
       };
     }

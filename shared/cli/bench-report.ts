@@ -54,12 +54,14 @@ export interface BenchMeasurement {
   readonly latencyMs: number;
   /** CPU of the bridge process only (user + system), microseconds. */
   readonly bridgeCpuUs: number;
+  /** With `--baseline`: CPU of the minimal client's drain of an equal backlog (bench-baseline.ts), microseconds. */
+  readonly baselineCpuUs?: number;
   readonly peakRssMb: number;
   /** What the numbers include, printed with them. */
   readonly notes: readonly string[];
 }
 
-/** The JSON line of `bench --json` (keys fixed by issue 4). */
+/** The JSON line of `bench --json` (keys fixed by issue 4; `baseline_cpu_us_per_txn` only with `--baseline`, last). */
 export interface BenchJson {
   readonly transactions: number;
   readonly events: number;
@@ -70,6 +72,7 @@ export interface BenchJson {
   readonly cpu_us_per_txn: number;
   readonly peak_rss_mb: number;
   readonly latency_ms: number;
+  readonly baseline_cpu_us_per_txn?: number;
 }
 
 const round = (n: number, digits = 1) => Math.round(n * 10 ** digits) / 10 ** digits;
@@ -91,6 +94,7 @@ export function toBenchJson(m: BenchMeasurement): BenchJson {
     cpu_us_per_txn: round(m.bridgeCpuUs / Math.max(1, m.transactions)),
     peak_rss_mb: round(m.peakRssMb),
     latency_ms: m.latencyMs,
+    ...(m.baselineCpuUs === undefined ? {} : { baseline_cpu_us_per_txn: round(m.baselineCpuUs / Math.max(1, m.transactions)) }),
   };
 }
 
@@ -148,6 +152,12 @@ export function formatBenchReport(m: BenchMeasurement): string[] {
     `provider calls    ${json.provider_calls} (floor ${json.floor_calls})`,
     `wall time         ${json.wall_ms} ms (floor ${json.floor_ms} ms = ${json.floor_calls} calls x ${json.latency_ms} ms)`,
     `CPU / transaction ${json.cpu_us_per_txn} us (bridge process only)`,
+    ...(json.baseline_cpu_us_per_txn === undefined
+      ? []
+      : [
+          `CPU floor         ${json.baseline_cpu_us_per_txn} us (--baseline: a minimal client, same machine, same backlog; ` +
+            `the bridge takes ${round(json.cpu_us_per_txn / Math.max(0.1, json.baseline_cpu_us_per_txn), 2)}x of it)`,
+        ]),
     `peak RSS          ${json.peak_rss_mb} MB`,
     "",
     json.transactions < BUDGET_BACKLOG

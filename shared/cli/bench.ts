@@ -7,7 +7,7 @@
  * loopback HTTP, so the CPU and RSS measured here are the bridge's alone, HTTP client and JSON parsing
  * included, as in production. Only the drain is timed: backlog building, start-up and authorization are not.
  */
-import { fork, type ChildProcess } from "node:child_process";
+import { fork, type ChildProcess, type Serializable } from "node:child_process";
 import { mkdtemp, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -21,6 +21,7 @@ import { nodeHttpFetch } from "../qashio/node-transport.js";
 import { FileTokenStore } from "../local/index.js";
 import type { BenchArgs } from "./args.js";
 import { DEFAULT_SCOPES } from "./authorize.js";
+import type { BaselineRequest, BaselineResult } from "./bench-baseline.js";
 import type { BenchSandboxReady, BenchSandboxRequest } from "./bench-sandbox.js";
 import { budgetVerdict, floorOf, formatBenchReport, toBenchJson, type BenchMeasurement } from "./bench-report.js";
 import { DEFAULT_EVENT_SOURCE, type LocalSettings } from "./config.js";
@@ -37,17 +38,64 @@ const BENCH_REDIRECT_URI = "http://127.0.0.1:9/callback";
 /** A publisher that accepts and drops every event (`--sink null`): isolates the engine from file I/O. */
 const nullPublisher: EventPublisher = { publish: async () => ({ failed: [] }) };
 
-function startSandbox(request: BenchSandboxRequest): Promise<{ child: ChildProcess; ready: BenchSandboxReady }> {
-  const entry = fileURLToPath(new URL("./bench-sandbox.ts", import.meta.url));
+/** Node options but the module loaders (`--import tsx` and the like), which a child is given by absolute URL instead. */
+function withoutLoaders(execArgv: readonly string[]): string[] {
+  const kept: string[] = [];
+  for (let i = 0; i < execArgv.length; i++) {
+    const arg = execArgv[i] as string;
+    if (/^--(import|require|loader)$/.test(arg)) i++;
+    else if (!/^--(import|require|loader)=/.test(arg)) kept.push(arg);
+  }
+  return kept;
+}
+
+/**
+ * Forks `entry` (a TypeScript module beside this one) with tsx, sends it `request` and resolves with its first answer.
+ * The child runs with this process's V8 options (`--max-semi-space-size` and the like), so a child that measures
+ * itself (the baseline) runs as the bench does.
+ */
+function forkChild<Answer>(entry: string, request: Serializable): Promise<{ child: ChildProcess; answer: Answer }> {
+  const file = fileURLToPath(new URL(entry, import.meta.url));
   // tsx's loader by absolute URL: `--import tsx` would resolve against the working directory.
   const tsx = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href;
-  const child = fork(entry, [], { execArgv: ["--import", tsx], stdio: ["ignore", "ignore", "inherit", "ipc"] });
+  const child = fork(file, [], { execArgv: [...withoutLoaders(process.execArgv), "--import", tsx], stdio: ["ignore", "ignore", "inherit", "ipc"] });
   return new Promise((resolve, reject) => {
     child.once("error", reject);
-    child.once("exit", (code) => reject(new CliError(`the bench sandbox exited early (code ${code})`, EXIT.failed)));
-    child.once("message", (ready: BenchSandboxReady) => resolve({ child, ready }));
+    child.once("exit", (code) => reject(new CliError(`the bench's child ${entry} exited early (code ${code})`, EXIT.failed)));
+    child.once("message", (answer: Answer) => resolve({ child, answer }));
     child.send(request);
   });
+}
+
+function startSandbox(request: BenchSandboxRequest): Promise<{ child: ChildProcess; ready: BenchSandboxReady }> {
+  return forkChild<BenchSandboxReady>("./bench-sandbox.ts", request).then(({ child, answer }) => ({ child, ready: answer }));
+}
+
+/**
+ * `--baseline`: a second sandbox with an equal backlog, drained by the minimal client of bench-baseline.ts in a fresh
+ * process, after the bridge's drain (so the two never share the CPU). Returns that drain's CPU, microseconds.
+ */
+async function measureBaseline(request: BenchSandboxRequest, dir: string, transactions: number): Promise<number> {
+  const { child: sandbox, ready } = await startSandbox(request);
+  try {
+    const baselineRequest: BaselineRequest = {
+      url: ready.url,
+      code: ready.code,
+      redirectUri: request.redirectUri,
+      clientId: SANDBOX_CLIENT_ID,
+      clientSecret: SANDBOX_CLIENT_SECRET,
+      pageSize: DEFAULT_PAGE_SIZE,
+      dir,
+    };
+    const { answer } = await forkChild<BaselineResult>("./bench-baseline.ts", baselineRequest);
+    if (!answer.ok) throw new CliError(`bench --baseline: the minimal client failed: ${answer.error}`, EXIT.failed);
+    if (answer.transactions !== transactions) {
+      throw new CliError(`bench --baseline: the minimal client acknowledged ${answer.transactions} of ${transactions} transactions`, EXIT.failed);
+    }
+    return answer.cpuUs;
+  } finally {
+    sandbox.disconnect();
+  }
 }
 
 /**
@@ -60,13 +108,14 @@ function startSandbox(request: BenchSandboxRequest): Promise<{ child: ChildProce
 export async function benchCommand(args: BenchArgs, io: CliIo): Promise<number> {
   const human = (text: string) => line(args.json ? io.stderr : io.stdout, text);
   human(`bench: building a ${args.transactions}-transaction backlog in the sandbox (child process), latency ${args.latencyMs} ms per request ...`);
-  const { child, ready } = await startSandbox({
+  const sandboxRequest: BenchSandboxRequest = {
     transactions: args.transactions,
     latencyMs: args.latencyMs,
     seed: 1,
     redirectUri: BENCH_REDIRECT_URI,
     scope: DEFAULT_SCOPES,
-  });
+  };
+  const { child, ready } = await startSandbox(sandboxRequest);
   const dir = await mkdtemp(join(tmpdir(), "qashio-bridge-bench-"));
   try {
     const settings: LocalSettings = {
@@ -139,6 +188,8 @@ export async function benchCommand(args: BenchArgs, io: CliIo): Promise<number> 
     const remaining = left.pagination?.total_records ?? left.data.length;
     const floor = floorOf({ transactions: args.transactions, pageSize: DEFAULT_PAGE_SIZE, ackBatchSize: DEFAULT_PAGE_SIZE });
     const eventsBytes = args.sink === "jsonl" ? (await stat(settings.eventsFile).catch(() => ({ size: 0 }))).size : 0;
+    if (args.baseline) human("bench: --baseline: draining an equal backlog with a minimal client in a fresh process ...");
+    const baselineCpuUs = args.baseline ? await measureBaseline(sandboxRequest, await mkdtemp(join(dir, "baseline-")), args.transactions) : undefined;
     const measurement: BenchMeasurement = {
       transactions: args.transactions,
       events,
@@ -147,6 +198,7 @@ export async function benchCommand(args: BenchArgs, io: CliIo): Promise<number> 
       wallMs,
       latencyMs: args.latencyMs,
       bridgeCpuUs: cpu.user + cpu.system,
+      ...(baselineCpuUs === undefined ? {} : { baselineCpuUs }),
       peakRssMb,
       notes: [
         `sandbox in a child process over loopback HTTP: CPU and RSS are the bridge process's only (HTTP client and JSON parsing included)`,

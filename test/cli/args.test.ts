@@ -126,10 +126,10 @@ describe("parseCommand", () => {
   });
 
   it("reads bench options with defaults", () => {
-    expect(parseCommand(["bench"])).toEqual({ command: "bench", args: { transactions: 10_000, latencyMs: 20, json: false, sink: "jsonl", check: false } });
-    expect(parseCommand(["bench", "--transactions", "500", "--latency-ms", "1", "--json", "--sink", "null", "--check"])).toEqual({
+    expect(parseCommand(["bench"])).toEqual({ command: "bench", args: { transactions: 10_000, latencyMs: 20, json: false, sink: "jsonl", check: false, baseline: false } });
+    expect(parseCommand(["bench", "--transactions", "500", "--latency-ms", "1", "--json", "--sink", "null", "--check", "--baseline"])).toEqual({
       command: "bench",
-      args: { transactions: 500, latencyMs: 1, json: true, sink: "null", check: true },
+      args: { transactions: 500, latencyMs: 1, json: true, sink: "null", check: true, baseline: true },
     });
   });
 

@@ -37,6 +37,13 @@ describe("toBenchJson", () => {
       latency_ms: 20,
     });
   });
+
+  it("adds the baseline's CPU per transaction, last, only when --baseline measured one", () => {
+    const json = toBenchJson({ ...measurement, baselineCpuUs: 450_000 });
+    expect(Object.keys(json).at(-1)).toBe("baseline_cpu_us_per_txn");
+    expect(json.baseline_cpu_us_per_txn).toBe(45);
+    expect("baseline_cpu_us_per_txn" in toBenchJson(measurement)).toBe(false);
+  });
 });
 
 describe("checkBudgets", () => {
@@ -77,6 +84,13 @@ describe("formatBenchReport", () => {
     expect(text).toMatch(/ok {3}CPU per transaction/);
     expect(text).toContain("note: sandbox ran in a child process");
     expect(text).toContain("budget check:\n");
+    expect(text).not.toContain("CPU floor");
+  });
+
+  it("prints the baseline's CPU and the bridge's ratio to it after the bridge's CPU", () => {
+    const lines = formatBenchReport({ ...measurement, baselineCpuUs: 480_000 });
+    const cpu = lines.findIndex((l) => l.startsWith("CPU / transaction"));
+    expect(lines[cpu + 1]).toMatch(/^CPU floor {9}48 us \(--baseline: .*the bridge takes 1\.25x of it\)$/);
   });
 
   it("says the budgets are set for a 10,000 backlog when the run is smaller", () => {

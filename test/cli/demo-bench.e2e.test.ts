@@ -59,3 +59,19 @@ describe("bridge bench --transactions 500 --latency-ms 1 --json", () => {
     expect(stderr).toContain("budget check (the budgets are set for a backlog of 10000 or more;");
   });
 });
+
+describe("bridge bench --transactions 300 --latency-ms 1 --json --baseline", () => {
+  it("also drains an equal backlog with the minimal client and reports its CPU per transaction", async () => {
+    const { code, stdout, stderr } = await spawnBridge(["bench", "--transactions", "300", "--latency-ms", "1", "--json", "--baseline"], {}).outcome;
+
+    expect(code, stderr).toBe(EXIT.ok);
+    const result = JSON.parse(stdout.trim().split("\n").at(-1) ?? "") as Record<string, number>;
+    expect(Object.keys(result).at(-1)).toBe("baseline_cpu_us_per_txn");
+    expect(result.transactions).toBe(300);
+    expect(result.baseline_cpu_us_per_txn).toBeGreaterThan(0);
+    // The bench refuses (exit 1) a baseline that did not acknowledge the whole backlog, so exit 0 says it did.
+    expect(stderr).toContain("bench: --baseline: draining an equal backlog with a minimal client");
+    expect(stderr).toMatch(/^CPU floor {9}[\d.]+ us \(--baseline: /m);
+  });
+});
+

@@ -1,0 +1,111 @@
+/**
+ * Child process of `bridge bench --baseline`: drains a backlog like the bench's with the least work the protocol asks
+ * of any client that keeps the bridge's promises, and reports the CPU of that drain. It is the machine's CPU floor per
+ * transaction, which the bridge's own figure is read against: the budget is absolute, and machines (or one VM from
+ * hour to hour) differ by a third or more.
+ *
+ * Per page: one list call, `JSON.parse`, and per item: a copy without `client_sync_status`, one `JSON.stringify`, its
+ * sha-256 (the content hash) and a second sha-256 (the event id), an EventBridge-shaped line and a snapshot line both
+ * holding that text; then the two files appended and fsynced, and one acknowledge call. No validation, no PII masking,
+ * no snapshot reads or index, no read-ahead, no retries: what no client can skip, not what a careful one does.
+ *
+ * Talks to the parent over IPC: receives a {@link BaselineRequest}, answers a {@link BaselineResult}, then exits.
+ */
+import { hash } from "node:crypto";
+import { closeSync, fsyncSync, openSync } from "node:fs";
+import { join } from "node:path";
+import { exchangeCode } from "../qashio/auth/oauth.js";
+import { PATHS } from "../qashio/client.js";
+import { nodeHttpFetch } from "../qashio/node-transport.js";
+import { writeAll } from "../local/atomic.js";
+
+/** Message from the bench to this child. */
+export interface BaselineRequest {
+  readonly url: string;
+  readonly code: string;
+  readonly redirectUri: string;
+  readonly clientId: string;
+  readonly clientSecret: string;
+  readonly pageSize: number;
+  /** Directory the two files are written in (the bench removes it). */
+  readonly dir: string;
+}
+
+/** Message from this child once its drain is done, or failed. */
+export type BaselineResult =
+  | { readonly ok: true; readonly transactions: number; readonly cpuUs: number; readonly wallMs: number }
+  | { readonly ok: false; readonly error: string };
+
+interface ListBody {
+  readonly data: readonly Record<string, unknown>[];
+}
+
+async function call(url: string, init: { method?: string; headers: Record<string, string>; body?: string }): Promise<string> {
+  const response = await nodeHttpFetch(url, init);
+  const text = await response.text();
+  if (response.status !== 200) throw new Error(`${init.method ?? "GET"} ${new URL(url).pathname} answered ${response.status}`);
+  return text;
+}
+
+/** Drains the provider's `not_synced` list to the end; returns how many transactions it acknowledged. */
+async function drain(request: BaselineRequest, accessToken: string): Promise<number> {
+  const headers = { authorization: `Bearer ${accessToken}`, accept: "application/json" };
+  const list = `${request.url}${PATHS.transactions}?client_sync_status=not_synced&page=1&page_size=${request.pageSize}`;
+  const events = openSync(join(request.dir, "events.jsonl"), "a", 0o600);
+  const snapshots = openSync(join(request.dir, "snapshots.log"), "a", 0o600);
+  try {
+    let acknowledged = 0;
+    for (let sequence = 0; ; ) {
+      const { data } = JSON.parse(await call(list, { headers })) as ListBody;
+      if (data.length === 0) return acknowledged;
+      const now = new Date().toISOString();
+      let eventLines = "";
+      let snapshotLines = "";
+      const ids: string[] = [];
+      for (const raw of data) {
+        const object: Record<string, unknown> = { ...raw, client_sync_status: undefined };
+        const id = object["id"] as string;
+        const text = JSON.stringify(object);
+        const contentHash = hash("sha256", text, "hex");
+        const eventId = hash("sha256", `baseline\u0000transaction.created\u0000${id}\u0000\u0000${contentHash}`, "hex");
+        eventLines +=
+          `{"version":"0","id":"${++sequence}","detail-type":"transaction.created","source":"qashio.bridge","account":"local",` +
+          `"time":"${now}","region":"local","resources":[],"detail":{"id":"${eventId}","type":"transaction.created",` +
+          `"schema_version":"1","tenant":"baseline","occurred_at":"${now}","subject":{"type":"transaction","id":"${id}"},` +
+          `"data":{"object":${text}}}}\n`;
+        snapshotLines += `{"key":"transaction:${id}","hash":"${contentHash}","object":${text},"updatedAt":"${now}"}\n`;
+        ids.push(id);
+      }
+      for (const [fd, lines] of [[events, eventLines], [snapshots, snapshotLines]] as const) {
+        writeAll(fd, Buffer.from(lines, "utf8"));
+        fsyncSync(fd);
+      }
+      await call(`${request.url}${PATHS.acknowledge}`, {
+        method: "POST",
+        headers: { ...headers, "content-type": "application/json" },
+        body: JSON.stringify({ transaction_ids: ids }),
+      });
+      acknowledged += ids.length;
+    }
+  } finally {
+    closeSync(events);
+    closeSync(snapshots);
+  }
+}
+
+process.once("message", (request: BaselineRequest) => {
+  void (async (): Promise<BaselineResult> => {
+    const tokens = await exchangeCode(
+      { baseUrl: request.url, clientId: request.clientId, clientSecret: request.clientSecret },
+      { code: request.code, redirectUri: request.redirectUri },
+    );
+    const cpuBefore = process.cpuUsage();
+    const started = performance.now();
+    const transactions = await drain(request, tokens.access_token);
+    const wallMs = performance.now() - started;
+    const cpu = process.cpuUsage(cpuBefore);
+    return { ok: true, transactions, cpuUs: cpu.user + cpu.system, wallMs };
+  })()
+    .catch((error: unknown): BaselineResult => ({ ok: false, error: error instanceof Error ? error.message : String(error) }))
+    .then((result) => process.send?.(result, () => process.exit(0)));
+});
