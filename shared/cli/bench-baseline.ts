@@ -33,7 +33,7 @@ export interface BaselineRequest {
 
 /** Message from this child once its drain is done, or failed. */
 export type BaselineResult =
-  | { readonly ok: true; readonly transactions: number; readonly cpuUs: number; readonly wallMs: number }
+  | { readonly ok: true; readonly transactions: number; readonly cpuUs: number }
   | { readonly ok: false; readonly error: string };
 
 /** Bytes a line adds around its object's text (envelope or snapshot members), with room to spare. */
@@ -117,11 +117,9 @@ process.once("message", (request: BaselineRequest) => {
       { code: request.code, redirectUri: request.redirectUri },
     );
     const cpuBefore = process.cpuUsage();
-    const started = performance.now();
     const transactions = await drain(request, tokens.access_token);
-    const wallMs = performance.now() - started;
     const cpu = process.cpuUsage(cpuBefore);
-    return { ok: true, transactions, cpuUs: cpu.user + cpu.system, wallMs };
+    return { ok: true, transactions, cpuUs: cpu.user + cpu.system };
   })()
     .catch((error: unknown): BaselineResult => ({ ok: false, error: error instanceof Error ? error.message : String(error) }))
     .then((result) => process.send?.(result, () => process.exit(0)));
