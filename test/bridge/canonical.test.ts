@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { canonicalCopy, canonicalJson, contentHash, jsonOf, jsonString, recordHash, sha256Hex } from "../../shared/bridge/hash.js";
+import { canonicalCopy, canonicalJson, contentHash, jsonOf, jsonString, recordHash, releaseJson, sha256Hex } from "../../shared/bridge/hash.js";
 import { diffObjects } from "../../shared/bridge/diff.js";
 import { normaliseTransaction } from "../../shared/bridge/transactions.js";
 
@@ -72,6 +72,18 @@ describe("canonicalCopy", () => {
     const before = structuredClone(data);
     normaliseTransaction(data, { mode: "hash", salt: "s" });
     expect(data).toEqual(before);
+  });
+});
+
+describe("jsonOf and releaseJson", () => {
+  it("gives the text an object was hashed as until it is released, then serialises the object again", () => {
+    const record: Record<string, unknown> = { id: "t1", amount: 5 };
+    recordHash(record);
+    // Changed after hashing (which callers must not do): the kept text shows it is the one jsonOf returns.
+    record["amount"] = 6;
+    expect(jsonOf(record)).toBe('{"id":"t1","amount":5}');
+    releaseJson(record);
+    expect(jsonOf(record)).toBe('{"id":"t1","amount":6}');
   });
 });
 
