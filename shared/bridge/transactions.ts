@@ -74,6 +74,18 @@ interface Batch {
   unacknowledgeable: number;
 }
 
+/** What a batch leaves to do once delivered (events and snapshots written): ids and counts only, no objects. */
+interface Delivery {
+  /** Ids to acknowledge (see {@link Batch.ackIds}). */
+  readonly ackIds: string[];
+  /** Invalid items without a usable id: they stay listed. */
+  readonly unacknowledgeable: number;
+  /** Ids done with in this cycle once acknowledged: every valid item but the deferred ones. */
+  readonly settled: readonly string[];
+  /** Items whose event failed for now: they stay listed, unacknowledged. */
+  readonly deferred: number;
+}
+
 /** An event to publish for an item: a first sighting, or a change from its snapshot. */
 interface Publication {
   readonly item: Item;
@@ -202,16 +214,18 @@ class TransactionRun extends CycleRun {
         inHand = await this.list(status, page);
         fromReadAhead = false;
       }
-      const result = inHand;
+      // `let`: the page's objects are dropped below before the awaits, see there.
+      let result: ProviderPage | undefined = inHand;
       inHand = undefined;
-      const items = pageEntries(result);
+      let items: PageEntry[] | undefined = pageEntries(result);
       this.report.pulled += items.length;
       if (items.length > 0) this.deps.metrics.add("TransactionsPulled", items.length, "Count");
       const hasNext = result.pagination?.has_next ?? items.length >= this.pageSize;
       const isLast = items.length === 0 || !hasNext;
 
-      const { fresh, keysOfFresh, freshKeys, repeated } = this.freshOf(items, handled);
-      if (fresh.length === 0) {
+      let found: FreshEntries | undefined = this.freshOf(items, handled);
+      const { freshKeys } = found;
+      if (found.fresh.length === 0) {
         // A read-ahead page shows the list before the last acknowledge: decide on a plain read of the page.
         if (fromReadAhead) continue;
         if (isLast) return "complete";
@@ -226,20 +240,16 @@ class TransactionRun extends CycleRun {
         // Observed below; a failure of the batch must not leave it unhandled.
         next.catch(() => undefined);
       }
-      const versions = new Map<string, string | readonly string[]>();
-      const allAcknowledged = await this.processBatch(fresh, undefined, versions);
       // Copies side by side that stay listed would otherwise be taken in turn on every re-read.
-      if (repeated.size > 0) {
-        const copies = new Map<string, string[]>();
-        fresh.forEach((entry, i) => {
-          const key = keysOfFresh[i] as string;
-          if (!repeated.has(key)) return;
-          const list = copies.get(key) ?? [];
-          list.push(this.versionOf(entry));
-          copies.set(key, list);
-        });
-        for (const [key, list] of copies) versions.set(key, list);
-      }
+      const copies = found.repeated.size > 0 ? this.versionsOfCopies(found) : undefined;
+      const wholePage = found.fresh.length === items.length;
+      const versions = new Map<string, string | readonly string[]>();
+      const batch = this.processBatch(found.fresh, undefined, versions);
+      // The page's objects are the batch's now: held here, they would live through its acknowledge and the read-ahead,
+      // waits in which young-generation GCs run and copy whatever is still reachable.
+      result = items = found = undefined;
+      const allAcknowledged = await batch;
+      if (copies) for (const [key, list] of copies) versions.set(key, list);
       handled.add(freshKeys, versions);
       // Items that stay listed shift the pages: fall back to plain re-reads for the rest of this pass.
       if (!allAcknowledged) readAhead = false;
@@ -249,8 +259,21 @@ class TransactionRun extends CycleRun {
         continue;
       }
       // The whole last page was new and acknowledged: nothing can be left behind it in this pass.
-      if (isLast && !fromReadAhead && fresh.length === items.length && allAcknowledged) return "complete";
+      if (isLast && !fromReadAhead && wholePage && allAcknowledged) return "complete";
     }
+  }
+
+  /** The version of each copy of a key listed more than once on the page, by key (see {@link handledAsListed}). */
+  private versionsOfCopies({ fresh, keysOfFresh, repeated }: FreshEntries): Map<string, string[]> {
+    const copies = new Map<string, string[]>();
+    fresh.forEach((entry, i) => {
+      const key = keysOfFresh[i] as string;
+      if (!repeated.has(key)) return;
+      const list = copies.get(key) ?? [];
+      list.push(this.versionOf(entry));
+      copies.set(key, list);
+    });
+    return copies;
   }
 
   /**
@@ -301,11 +324,21 @@ class TransactionRun extends CycleRun {
    * acknowledged; false when some stay listed (no usable id, or an event that failed for now). `delivered`, when
    * given, receives the ids whose current state is delivered (published now, or equal to its snapshot); `versions`
    * the content hash of each valid item, by id, and {@link INVALID_VERSION} for an id whose copy was invalid.
+   */
+  private async processBatch(entries: readonly PageEntry[], delivered?: Set<string>, versions?: Map<string, string | readonly string[]>): Promise<boolean> {
+    const delivery = await this.deliver(entries, delivered, versions);
+    // Returned, not awaited: the acknowledge needs ids only, and the page's objects must not be held through its wait,
+    // when young-generation GCs run (they would copy them).
+    return this.acknowledgeBatch(delivery);
+  }
+
+  /**
+   * Validate, diff, publish, write snapshots, quarantine: a batch up to its acknowledge.
    *
    * Only the effects are sequenced here; each step's per-item loop is a synchronous method, so V8 optimises the loops
    * alone rather than this async method whole (20-30 ms of TurboFan on Node 20, paid by every cold process).
    */
-  private async processBatch(entries: readonly PageEntry[], delivered?: Set<string>, versions?: Map<string, string | readonly string[]>): Promise<boolean> {
+  private async deliver(entries: readonly PageEntry[], delivered?: Set<string>, versions?: Map<string, string | readonly string[]>): Promise<Delivery> {
     const { deps } = this;
     const batch = this.validated(entries, versions);
     const { items } = batch;
@@ -327,13 +360,16 @@ class TransactionRun extends CycleRun {
     // Both adapters that write the object texts (events, snapshots) are done with them; the acknowledge is a wait.
     for (const item of items) releaseJson(item.object);
     await this.quarantine(batch.quarantine);
+    return { ackIds: batch.ackIds, unacknowledgeable: batch.unacknowledgeable, settled: this.settledIds(items, deferred), deferred: deferred.size };
+  }
 
-    let { unacknowledgeable } = batch;
-    if (batch.ackIds.length) {
-      unacknowledgeable += batch.ackIds.length - (await this.acknowledge(batch.ackIds));
-    }
-    this.settleAll(items, deferred);
-    return unacknowledgeable === 0 && deferred.size === 0;
+  /** Acknowledges a delivered batch, then settles its items; true when every item was acknowledged (see processBatch). */
+  private async acknowledgeBatch(delivery: Delivery): Promise<boolean> {
+    const { ackIds, settled } = delivery;
+    let unacknowledgeable = delivery.unacknowledgeable;
+    if (ackIds.length) unacknowledgeable += ackIds.length - (await this.acknowledge(ackIds));
+    for (const id of settled) this.settled(id);
+    return unacknowledgeable === 0 && delivery.deferred === 0;
   }
 
   /** Validates a batch (one copy per key): valid items to diff, quarantine records and acknowledgeable ids of the rest. */
@@ -478,8 +514,10 @@ class TransactionRun extends CycleRun {
   }
 
   /** Every item of the batch is done with in this cycle, except the deferred ones: their change counts towards the lag. */
-  private settleAll(items: readonly Item[], deferred: ReadonlySet<string>): void {
-    for (const item of items) if (!deferred.has(item.id)) this.settled(item.id);
+  private settledIds(items: readonly Item[], deferred: ReadonlySet<string>): string[] {
+    const ids: string[] = [];
+    for (const item of items) if (!deferred.has(item.id)) ids.push(item.id);
+    return ids;
   }
 
   /**
