@@ -357,8 +357,7 @@ class TransactionRun extends CycleRun {
     const { writes, publishedWithSnapshot, deferred } = this.afterPublish(batch, toPublish, silentWrites, events, failures, delivered);
     writes.push(...aliases);
     await this.storeSnapshots(writes, publishedWithSnapshot);
-    // Both adapters that write the object texts (events, snapshots) are done with them; the acknowledge is a wait.
-    for (const item of items) releaseJson(item.object);
+    releaseTexts(items);
     await this.quarantine(batch.quarantine);
     return { ackIds: batch.ackIds, unacknowledgeable: batch.unacknowledgeable, settled: this.settledIds(items, deferred), deferred: deferred.size };
   }
@@ -741,6 +740,14 @@ class TransactionRun extends CycleRun {
 }
 
 /** The snapshot of the alias `qashioId -> id` (see {@link transactionAliasKey}). */
+/**
+ * Releases the object texts kept for the items' snapshots and events (see releaseJson): both adapters that write them
+ * are done, and the acknowledge that follows is a wait in which young-generation GCs would copy them.
+ */
+function releaseTexts(items: readonly Item[]): void {
+  for (const item of items) releaseJson(item.object);
+}
+
 function aliasSnapshot(id: string, qashioId: string, updatedAt: string): Snapshot {
   const alias = { id, qashio_id: qashioId };
   // Its members are in sorted order, so recordHash equals contentHash here without sorting keys per item.

@@ -1,8 +1,8 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { pollTransactions } from "../../shared/bridge/transactions.js";
 import { CycleAbortedError, ReauthorizationNeededError } from "../../shared/bridge/errors.js";
 import { parseEventDetail } from "../../shared/bridge/events/schemas.js";
-import { contentHash, recordHash } from "../../shared/bridge/hash.js";
+import { contentHash, jsonOf, recordHash } from "../../shared/bridge/hash.js";
 import { requireObjectWithId } from "../../shared/bridge/validate.js";
 import type { EventPublisher } from "../../shared/bridge/ports.js";
 import { makeRig, refusal, txnId } from "./fakes.js";
@@ -54,6 +54,36 @@ describe("pollTransactions", () => {
     expect(changed[0]!.detail.data.changes).toContainEqual({ path: "/line_items/B/amount", before: 7, after: 8 });
     expect(parseEventDetail(changed[0]!.detail).success).toBe(true);
     expect(rig.provider.pending()).toHaveLength(0);
+  });
+
+  it("lets the snapshot store reuse the object text hashed for the batch, and releases that text once the batch is written", async () => {
+    const rig = makeRig();
+    rig.provider.addTransaction();
+    rig.provider.addTransaction();
+    const stringify = vi.spyOn(JSON, "stringify");
+    const written: Record<string, unknown>[] = [];
+    const putMany = rig.snapshots.putMany.bind(rig.snapshots);
+    const reused: boolean[] = [];
+    rig.snapshots.putMany = async (snapshots) => {
+      for (const { key, object } of snapshots) {
+        if (!key.startsWith("transaction:") || key.includes(":qashio_id:")) continue;
+        stringify.mockClear();
+        jsonOf(object);
+        reused.push(!stringify.mock.calls.some(([value]) => value === object));
+        written.push(object as Record<string, unknown>);
+      }
+      return putMany(snapshots);
+    };
+    try {
+      await pollTransactions(rig.deps);
+      expect(reused).toEqual([true, true]);
+      // Released by the end of the batch: jsonOf serialises the object again.
+      stringify.mockClear();
+      for (const object of written) jsonOf(object);
+      expect(stringify.mock.calls.filter(([value]) => written.includes(value as Record<string, unknown>))).toHaveLength(2);
+    } finally {
+      stringify.mockRestore();
+    }
   });
 
   it("acknowledges without an event when the pulled transaction equals its snapshot", async () => {
