@@ -405,6 +405,8 @@ export function parseCommand(argv: readonly string[], env: Env = {}): ParsedComm
       const { values } = strictParse("bench", rest, OPTIONS.bench);
       const sink = (values.sink as string | undefined) ?? "jsonl";
       if (sink !== "jsonl" && sink !== "null") throw new UsageError(`--sink must be jsonl or null, got "${sink}"`);
+      // The minimal client always writes its events file: against a bridge that writes none, the ratio would mislead.
+      if (sink === "null" && values.baseline === true) throw new UsageError("--baseline compares with a bridge writing its events: leave out --sink null");
       return {
         command: "bench",
         args: {

@@ -18,6 +18,7 @@ import { exchangeCode } from "../qashio/auth/oauth.js";
 import { PATHS } from "../qashio/client.js";
 import { nodeHttpFetch } from "../qashio/node-transport.js";
 import { ScratchBuffer, writeAll } from "../local/atomic.js";
+import { CliError, EXIT } from "./errors.js";
 
 /** Message from the bench to this child. */
 export interface BaselineRequest {
@@ -27,6 +28,8 @@ export interface BaselineRequest {
   readonly clientId: string;
   readonly clientSecret: string;
   readonly pageSize: number;
+  /** The backlog: more list calls than its pages and the empty one mean the list does not empty, and the run fails. */
+  readonly transactions: number;
   /** Directory the two files are written in (the bench removes it). */
   readonly dir: string;
 }
@@ -46,7 +49,7 @@ interface ListBody {
 async function call(url: string, init: { method?: string; headers: Record<string, string>; body?: string }): Promise<string> {
   const response = await nodeHttpFetch(url, init);
   const text = await response.text();
-  if (response.status !== 200) throw new Error(`${init.method ?? "GET"} ${new URL(url).pathname} answered ${response.status}`);
+  if (response.status !== 200) throw new CliError(`${init.method ?? "GET"} ${new URL(url).pathname} answered ${response.status}`, EXIT.failed);
   return text;
 }
 
@@ -60,13 +63,16 @@ async function drain(request: BaselineRequest, accessToken: string): Promise<num
   const snapshotScratch = new ScratchBuffer();
   try {
     let acknowledged = 0;
-    for (let sequence = 0; ; ) {
+    const maxPages = Math.ceil(request.transactions / request.pageSize) + 1;
+    for (let sequence = 0, pages = 0; ; ) {
+      if (++pages > maxPages) throw new CliError(`the list still held transactions after ${maxPages} pages (${acknowledged} acknowledged)`, EXIT.failed);
       const body = await call(list, { headers });
       const { data } = JSON.parse(body) as ListBody;
       if (data.length === 0) return acknowledged;
       const now = new Date().toISOString();
       // Lines are encoded into two buffers reused page after page: fresh ones would cost page faults, not protocol work.
-      // Each object's text is at most its part of the body; 3 bytes a character bound its UTF-8.
+      // An object's text is about its part of the body (numbers may grow: 1e5 is 100000); 3 bytes a character bound
+      // its UTF-8, and a cut line fails the run (below).
       const bound = 3 * body.length + LINE_OVERHEAD_BYTES * data.length;
       const eventLines = eventScratch.take(bound);
       const snapshotLines = snapshotScratch.take(bound);
@@ -93,6 +99,8 @@ async function drain(request: BaselineRequest, accessToken: string): Promise<num
         snapshotBytes += snapshotLines.write(`,"updatedAt":"${now}"}\n`, snapshotBytes);
         ids.push(id);
       }
+      // Buffer.write cuts a string short at the buffer's end: a full buffer may hold a cut line.
+      if (eventBytes >= eventLines.length || snapshotBytes >= snapshotLines.length) throw new CliError("a page's lines outgrew their buffer", EXIT.failed);
       for (const [fd, bytes] of [[events, eventLines.subarray(0, eventBytes)], [snapshots, snapshotLines.subarray(0, snapshotBytes)]] as const) {
         writeAll(fd, bytes);
         fsyncSync(fd);

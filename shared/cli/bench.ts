@@ -38,27 +38,18 @@ const BENCH_REDIRECT_URI = "http://127.0.0.1:9/callback";
 /** A publisher that accepts and drops every event (`--sink null`): isolates the engine from file I/O. */
 const nullPublisher: EventPublisher = { publish: async () => ({ failed: [] }) };
 
-/** Node options but the module loaders (`--import tsx` and the like), which a child is given by absolute URL instead. */
-function withoutLoaders(execArgv: readonly string[]): string[] {
-  const kept: string[] = [];
-  for (let i = 0; i < execArgv.length; i++) {
-    const arg = execArgv[i] as string;
-    if (/^--(import|require|loader)$/.test(arg)) i++;
-    else if (!/^--(import|require|loader)=/.test(arg)) kept.push(arg);
-  }
-  return kept;
-}
+/** V8 heap options the bench may run with (npm's script sets `--max-semi-space-size`), passed on to the baseline. */
+const HEAP_OPTION = /^--(max-semi-space-size|min-semi-space-size|max-old-space-size|single-threaded-gc)(=|$)/;
 
 /**
- * Forks `entry` (a TypeScript module beside this one) with tsx, sends it `request` and resolves with its first answer.
- * The child runs with this process's V8 options (`--max-semi-space-size` and the like), so a child that measures
- * itself (the baseline) runs as the bench does.
+ * Forks `entry` (a TypeScript module beside this one) with tsx and `nodeOptions`, sends it `request` and resolves with
+ * its first answer.
  */
-function forkChild<Answer>(entry: string, request: Serializable): Promise<{ child: ChildProcess; answer: Answer }> {
+function forkChild<Answer>(entry: string, request: Serializable, nodeOptions: readonly string[] = []): Promise<{ child: ChildProcess; answer: Answer }> {
   const file = fileURLToPath(new URL(entry, import.meta.url));
   // tsx's loader by absolute URL: `--import tsx` would resolve against the working directory.
   const tsx = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href;
-  const child = fork(file, [], { execArgv: [...withoutLoaders(process.execArgv), "--import", tsx], stdio: ["ignore", "ignore", "inherit", "ipc"] });
+  const child = fork(file, [], { execArgv: [...nodeOptions, "--import", tsx], stdio: ["ignore", "ignore", "inherit", "ipc"] });
   return new Promise((resolve, reject) => {
     child.once("error", reject);
     child.once("exit", (code) => reject(new CliError(`the bench's child ${entry} exited early (code ${code})`, EXIT.failed)));
@@ -85,9 +76,11 @@ async function measureBaseline(request: BenchSandboxRequest, dir: string, transa
       clientId: SANDBOX_CLIENT_ID,
       clientSecret: SANDBOX_CLIENT_SECRET,
       pageSize: DEFAULT_PAGE_SIZE,
+      transactions,
       dir,
     };
-    const { answer } = await forkChild<BaselineResult>("./bench-baseline.ts", baselineRequest);
+    // The bench's heap options, so the minimal client runs as the bridge did; not inspectors, watchers or profilers.
+    const { answer } = await forkChild<BaselineResult>("./bench-baseline.ts", baselineRequest, process.execArgv.filter((arg) => HEAP_OPTION.test(arg)));
     if (!answer.ok) throw new CliError(`bench --baseline: the minimal client failed: ${answer.error}`, EXIT.failed);
     if (answer.transactions !== transactions) {
       throw new CliError(`bench --baseline: the minimal client acknowledged ${answer.transactions} of ${transactions} transactions`, EXIT.failed);
@@ -99,11 +92,11 @@ async function measureBaseline(request: BenchSandboxRequest, dir: string, transa
 }
 
 /**
- * Runs the benchmark; returns the exit code: 1 for an inconsistent drain, or (with `--check`) a missed budget; 0 otherwise
- * (the report says which budgets were missed).
+ * Runs the benchmark; returns the exit code: 1 for an inconsistent drain, a failed `--baseline`, or (with `--check`) a
+ * missed budget; 0 otherwise (the report says which budgets were missed).
  *
  * @example
- * process.exitCode = await benchCommand({ transactions: 10_000, latencyMs: 20, json: true, sink: "jsonl" }, io);
+ * process.exitCode = await benchCommand({ transactions: 10_000, latencyMs: 20, json: true, sink: "jsonl", check: false, baseline: false }, io);
  */
 export async function benchCommand(args: BenchArgs, io: CliIo): Promise<number> {
   const human = (text: string) => line(args.json ? io.stderr : io.stdout, text);
@@ -188,8 +181,18 @@ export async function benchCommand(args: BenchArgs, io: CliIo): Promise<number> 
     const remaining = left.pagination?.total_records ?? left.data.length;
     const floor = floorOf({ transactions: args.transactions, pageSize: DEFAULT_PAGE_SIZE, ackBatchSize: DEFAULT_PAGE_SIZE });
     const eventsBytes = args.sink === "jsonl" ? (await stat(settings.eventsFile).catch(() => ({ size: 0 }))).size : 0;
-    if (args.baseline) human("bench: --baseline: draining an equal backlog with a minimal client in a fresh process ...");
-    const baselineCpuUs = args.baseline ? await measureBaseline(sandboxRequest, await mkdtemp(join(dir, "baseline-")), args.transactions) : undefined;
+    const consistent = events === args.transactions && remaining === 0;
+    // After an inconsistent drain there is nothing to compare; a failed baseline leaves the bridge's report standing.
+    let baselineCpuUs: number | undefined;
+    let baselineFailure: string | undefined;
+    if (args.baseline && consistent) {
+      human("bench: --baseline: draining an equal backlog with a minimal client in a fresh process ...");
+      try {
+        baselineCpuUs = await measureBaseline(sandboxRequest, await mkdtemp(join(dir, "baseline-")), args.transactions);
+      } catch (err) {
+        baselineFailure = err instanceof Error ? err.message : String(err);
+      }
+    }
     const measurement: BenchMeasurement = {
       transactions: args.transactions,
       events,
@@ -216,8 +219,12 @@ export async function benchCommand(args: BenchArgs, io: CliIo): Promise<number> 
     };
     for (const text of formatBenchReport(measurement)) human(text);
     if (args.json) line(io.stdout, JSON.stringify(toBenchJson(measurement)));
-    if (events !== args.transactions || remaining !== 0) {
+    if (!consistent) {
       line(io.stderr, `bench: inconsistent drain: ${events} events for ${args.transactions} transactions, ${remaining} left not_synced`);
+      return EXIT.failed;
+    }
+    if (baselineFailure !== undefined) {
+      line(io.stderr, baselineFailure);
       return EXIT.failed;
     }
     if (args.check) {

@@ -127,10 +127,18 @@ describe("parseCommand", () => {
 
   it("reads bench options with defaults", () => {
     expect(parseCommand(["bench"])).toEqual({ command: "bench", args: { transactions: 10_000, latencyMs: 20, json: false, sink: "jsonl", check: false, baseline: false } });
-    expect(parseCommand(["bench", "--transactions", "500", "--latency-ms", "1", "--json", "--sink", "null", "--check", "--baseline"])).toEqual({
+    expect(parseCommand(["bench", "--transactions", "500", "--latency-ms", "1", "--json", "--sink", "null", "--check"])).toEqual({
       command: "bench",
-      args: { transactions: 500, latencyMs: 1, json: true, sink: "null", check: true, baseline: true },
+      args: { transactions: 500, latencyMs: 1, json: true, sink: "null", check: true, baseline: false },
     });
+    expect(parseCommand(["bench", "--baseline"])).toEqual({
+      command: "bench",
+      args: { transactions: 10_000, latencyMs: 20, json: false, sink: "jsonl", check: false, baseline: true },
+    });
+  });
+
+  it("refuses --baseline with --sink null: the minimal client writes its events, so the ratio would mislead", () => {
+    expect(() => parseCommand(["bench", "--baseline", "--sink", "null"])).toThrow(/--baseline compares with a bridge writing its events/);
   });
 
   it("rejects a bench sink it does not know", () => {
