@@ -739,7 +739,6 @@ class TransactionRun extends CycleRun {
   }
 }
 
-/** The snapshot of the alias `qashioId -> id` (see {@link transactionAliasKey}). */
 /**
  * Releases the object texts kept for the items' snapshots and events (see releaseJson): both adapters that write them
  * are done, and the acknowledge that follows is a wait in which young-generation GCs would copy them.
@@ -748,6 +747,7 @@ function releaseTexts(items: readonly Item[]): void {
   for (const item of items) releaseJson(item.object);
 }
 
+/** The snapshot of the alias `qashioId -> id` (see {@link transactionAliasKey}). */
 function aliasSnapshot(id: string, qashioId: string, updatedAt: string): Snapshot {
   const alias = { id, qashio_id: qashioId };
   // Its members are in sorted order, so recordHash equals contentHash here without sorting keys per item.

@@ -66,7 +66,8 @@ function startSandbox(request: BenchSandboxRequest): Promise<{ child: ChildProce
  * `--baseline`: a second sandbox with an equal backlog, drained by the minimal client of bench-baseline.ts in a fresh
  * process, after the bridge's drain (so the two never share the CPU). Returns that drain's CPU, microseconds.
  */
-async function measureBaseline(request: BenchSandboxRequest, dir: string, transactions: number): Promise<number> {
+async function measureBaseline(request: BenchSandboxRequest, dir: string): Promise<number> {
+  const { transactions } = request;
   const { child: sandbox, ready } = await startSandbox(request);
   try {
     const baselineRequest: BaselineRequest = {
@@ -188,7 +189,7 @@ export async function benchCommand(args: BenchArgs, io: CliIo): Promise<number> 
     if (args.baseline && consistent) {
       human("bench: --baseline: draining an equal backlog with a minimal client in a fresh process ...");
       try {
-        baselineCpuUs = await measureBaseline(sandboxRequest, await mkdtemp(join(dir, "baseline-")), args.transactions);
+        baselineCpuUs = await measureBaseline(sandboxRequest, await mkdtemp(join(dir, "baseline-")));
       } catch (err) {
         baselineFailure = err instanceof Error ? err.message : String(err);
       }
