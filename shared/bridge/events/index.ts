@@ -12,4 +12,4 @@ export {
 } from "./schemas.js";
 export type { EventType } from "./schemas.js";
 export { detailJson, detailJsonParts } from "./json.js";
-export { renderEventJsonSchemas, writeEventJsonSchemas, SCHEMA_ID_BASE } from "./json-schema.js";
+// Not ./json-schema.js: it is the docs/events generator, a script with a main guard; runtime bundles must not carry it.
