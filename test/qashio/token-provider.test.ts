@@ -376,6 +376,33 @@ describe("OAuthTokenProvider with a cross-process lock", () => {
     expect(events).toEqual(["refresh:rt-1", "save:rt-2"]);
   });
 
+  it("reports a revoked family, and saved tokens, even when releasing the lease fails", async () => {
+    const throttled = Object.assign(new Error("throttled"), { name: "ProvisionedThroughputExceededException" });
+    const lock: RefreshLock = { tryAcquire: async () => ({ renew: async () => true, release: async () => Promise.reject(throttled) }) };
+    const clock = fakeClock();
+    const events: TokenEvent[] = [];
+    const logger = captureLogger();
+    const revoked = new OAuthTokenProvider({
+      baseUrl: BASE_URL,
+      clientId: "c",
+      clientSecret: CLIENT_SECRET,
+      store: memoryStore({ refreshToken: "rt-reused" }),
+      clock,
+      lock,
+      logger,
+      fetch: scriptedFetch(json(401, { error: "invalid_grant" })),
+      onEvent: (e) => events.push(e),
+    });
+    await expect(revoked.getAccessToken()).rejects.toBeInstanceOf(ReauthorizationRequiredError);
+    expect(events).toEqual(["reauthorization_required"]);
+    expect(logger.lines.map((l) => l.message)).toContain("releasing the token refresh lease failed; it runs out by itself");
+
+    const rotated = setup({ lock });
+    expect(await rotated.provider.getAccessToken()).toBe(rotated.store.saves[0]?.accessToken);
+    await expect(rotated.provider.authorizeWithCode("code-1", "https://app.example/cb")).resolves.toBeUndefined();
+    expect(rotated.store.saves.map((t) => t.refreshToken)).toEqual(["rt-2", "rt-3"]);
+  });
+
   it("saves the tokens of the code flow under the lease, waiting while another process holds it", async () => {
     const { lock, log } = fakeLock(2);
     const { provider, clock, store } = setup({ lock });

@@ -226,8 +226,16 @@ export class OAuthTokenProvider implements TokenProvider {
       await this.keepingAlive(handle, () => this.persist(tokens, undefined, handle));
     } finally {
       // Kept with unsaved tokens (see `Unsaved`), released once they are saved again or dropped.
-      if (handle !== undefined && this.unsaved?.handle !== handle) await handle.release();
+      if (handle !== undefined && this.unsaved?.handle !== handle) await this.release(handle);
     }
+  }
+
+  /**
+   * Releases a refresh lease without ever failing the call: what the call did (tokens saved, a revoked family found)
+   * must reach the caller, not a throttled DynamoDB delete; an unreleased lease runs out by itself.
+   */
+  private async release(handle: RefreshLockHandle): Promise<void> {
+    await handle.release().catch(() => this.options.logger?.warn("releasing the token refresh lease failed; it runs out by itself"));
   }
 
   private accessTokenOf(tokens: StoredTokens): string {
@@ -291,10 +299,8 @@ export class OAuthTokenProvider implements TokenProvider {
       await this.keepingAlive(handle, checkThenSave);
     } finally {
       // Kept when the save failed again (persist put it back in `unsaved`). Otherwise the tokens are saved or dropped
-      // by now: a failed release must not fail the call; the lease runs out by itself.
-      if (handle !== undefined && this.unsaved?.handle !== handle) {
-        await handle.release().catch(() => this.options.logger?.warn("releasing the token refresh lease failed; it runs out by itself"));
-      }
+      // by now.
+      if (handle !== undefined && this.unsaved?.handle !== handle) await this.release(handle);
     }
   }
 
@@ -339,7 +345,7 @@ export class OAuthTokenProvider implements TokenProvider {
       return await this.rotate(stored, rejected, true, lease);
     } finally {
       // Kept with unsaved tokens (see `Unsaved`), released once they are saved again or dropped.
-      if (handle !== undefined && this.unsaved?.handle !== handle) await handle.release();
+      if (handle !== undefined && this.unsaved?.handle !== handle) await this.release(handle);
     }
   }
 
