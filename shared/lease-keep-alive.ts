@@ -55,6 +55,34 @@ export async function acquireWithin<H extends RenewableLease>(
   }
 }
 
+/**
+ * {@link acquireWithin}, also telling when the try that took the lease began: a lease's expiry counts from about then
+ * (the DynamoDB lease sets it before its put), not from when a slow answer came back.
+ *
+ * @example
+ * ```ts
+ * const taken = await acquireTimed(lock, "qashio-token-refresh", 30_000, { waitMs: 20_000, pollMs: 250 }, systemClock);
+ * if (taken) refreshBy(taken.askedAt + 15_000);
+ * ```
+ */
+export async function acquireTimed<H extends RenewableLease>(
+  lock: LeaseSource<H>,
+  name: string,
+  ttlMs: number,
+  wait: LeaseWait,
+  clock: Clock,
+): Promise<{ handle: H; askedAt: number } | undefined> {
+  let askedAt = clock.now();
+  const timed: LeaseSource<H> = {
+    tryAcquire: (lockName, ttl) => {
+      askedAt = clock.now();
+      return lock.tryAcquire(lockName, ttl);
+    },
+  };
+  const handle = await acquireWithin(timed, name, ttlMs, wait, clock);
+  return handle && { handle, askedAt };
+}
+
 /** Where a failed or lost renewal is reported. */
 export interface KeepAliveLogger {
   warn(message: string, fields?: Record<string, unknown>): void;

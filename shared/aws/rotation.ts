@@ -22,7 +22,7 @@
 import { DescribeSecretCommand, UpdateSecretVersionStageCommand, type SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 import type { Clock, Lock, LockHandle, Logger, Metrics } from "../bridge/ports.js";
 import { DEFAULT_LOCK_POLL_MS, DEFAULT_LOCK_TTL_MS, DEFAULT_LOCK_WAIT_MS, TOKEN_SAVE_MESSAGES, refreshDeadline } from "../qashio/auth/token-provider.js";
-import { acquireWithin, whileHolding } from "../lease-keep-alive.js";
+import { acquireTimed, whileHolding } from "../lease-keep-alive.js";
 import type { StoredTokens } from "../qashio/auth/token-store.js";
 import { ReauthorizationRequiredError } from "../qashio/errors.js";
 import { RotationError } from "./errors.js";
@@ -198,9 +198,10 @@ async function createSecret(secretId: string, token: string, tokenStages: readon
       "The token family is revoked for the current secret version: re-authorize the integration before rotating",
     );
   }
-  const lease = await acquire(deps, secretId);
+  const { handle: lease, askedAt } = await acquire(deps, secretId);
   const ttlMs = deps.lockTtlMs ?? DEFAULT_LOCK_TTL_MS;
-  const deadline = refreshDeadline(deps.clock.now(), ttlMs);
+  // From when the lease was asked for: a put slowed by retries shortens what is left of it.
+  const deadline = refreshDeadline(askedAt, ttlMs);
   try {
     const stored = await deps.store.load();
     if (stored === undefined) throw new RotationError("No refresh token in the secret", secretId, "createSecret");
@@ -233,11 +234,11 @@ async function refreshOnce(refreshToken: string, deadline: number, deps: Rotatio
   }
 }
 
-async function acquire(deps: RotationDeps, secretId: string): Promise<LockHandle> {
+async function acquire(deps: RotationDeps, secretId: string): Promise<{ handle: LockHandle; askedAt: number }> {
   const waitMs = deps.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS;
-  const lease = await acquireWithin(deps.lock, deps.lockName, deps.lockTtlMs ?? DEFAULT_LOCK_TTL_MS, { waitMs, pollMs: DEFAULT_LOCK_POLL_MS }, deps.clock);
-  if (lease === undefined) throw new RotationError(`Token refresh lease still held after ${waitMs} ms`, secretId, "createSecret");
-  return lease;
+  const taken = await acquireTimed(deps.lock, deps.lockName, deps.lockTtlMs ?? DEFAULT_LOCK_TTL_MS, { waitMs, pollMs: DEFAULT_LOCK_POLL_MS }, deps.clock);
+  if (taken === undefined) throw new RotationError(`Token refresh lease still held after ${waitMs} ms`, secretId, "createSecret");
+  return taken;
 }
 
 async function testSecret(secretId: string, deps: RotationDeps): Promise<void> {

@@ -531,6 +531,61 @@ describe("OAuthTokenProvider with a cross-process lock", () => {
     await expect(provider.getAccessToken()).rejects.toBeInstanceOf(ReauthorizationRequiredError);
     expect(log).toEqual(["try:qashio-token-refresh:30000", "acquired", "released"]);
   });
+  it("counts the refresh deadline from when the lease was asked for, so a slow acquire cannot let it lapse mid-save", async () => {
+    const clock = manualClock();
+    const ttlMs = 30_000;
+    let lease: { owner: number; expiresAt: number } | undefined;
+    let owners = 0;
+    let slowPut = true;
+    const lock: RefreshLock = {
+      async tryAcquire(_name, ttl) {
+        // As the DynamoDB lease does: the expiry is set before the put, whose answer may come seconds later (SDK retries).
+        const now = clock.now();
+        if (lease && lease.expiresAt > now) return undefined;
+        const owner = ++owners;
+        lease = { owner, expiresAt: now + ttl };
+        if (slowPut) {
+          slowPut = false;
+          await clock.sleep(12_000);
+        }
+        return {
+          renew: async (t) => {
+            if (lease?.owner !== owner || lease.expiresAt <= clock.now()) return false;
+            lease.expiresAt = clock.now() + t;
+            return true;
+          },
+          release: async () => {
+            if (lease?.owner === owner) lease = undefined;
+          },
+        };
+      },
+    };
+    const store = memoryStore({ refreshToken: "rt-1", accessToken: "old", accessTokenExpiresAt: clock.now() - 1 });
+    const presented: string[] = [];
+    const fetch = scriptedFetch(async (call: RecordedCall) => {
+      const token = (call.body as Record<string, string>).refresh_token as string;
+      presented.push(token);
+      // The provider rotates, answering within the client's timeout but slowly.
+      if (presented.length === 1) await clock.sleep(9_000);
+      const n = Number(token.slice(3)) + 1;
+      return json(200, { access_token: jwt({ n, exp: Math.floor((clock.now() + 15 * MINUTE) / 1000) }), token_type: "Bearer", refresh_token: `rt-${n}` });
+    });
+    const make = () => new OAuthTokenProvider({ baseUrl: BASE_URL, clientId: "c", clientSecret: CLIENT_SECRET, store, fetch, clock, lock, lockTtlMs: ttlMs, lockWaitMs: 60_000 });
+    const slowSave = holdSaves(store);
+    const first = make().getAccessToken().catch((e: unknown) => e);
+    await clock.advance(21_000);
+    await clock.advance(9_500);
+    const second = make().getAccessToken().catch((e: unknown) => e);
+    await clock.advance(1_000);
+    slowSave.finish();
+    await clock.advance(60_000);
+    const [firstOutcome, secondOutcome] = await Promise.all([first, second]);
+    expect(presented.filter((t) => t === "rt-1"), "the spent refresh token presented again").toEqual(["rt-1"]);
+    // The slow acquire left too little of the lease for a whole refresh: that call gives up before presenting anything.
+    expect(firstOutcome).toBeInstanceOf(Error);
+    expect(secondOutcome).toBe(store.saves.at(-1)?.accessToken);
+    expect(store.saves.map((t) => t.refreshToken)).toEqual(["rt-2"]);
+  });
 });
 
 describe("OAuthTokenProvider saving rotated tokens under the lease", () => {

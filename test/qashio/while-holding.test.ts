@@ -1,8 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { whileHolding } from "../../shared/lease-keep-alive.js";
+import { acquireTimed, whileHolding } from "../../shared/lease-keep-alive.js";
 import { TOKEN_SAVE_MESSAGES as MESSAGES } from "../../shared/qashio/auth/token-provider.js";
 import type { Clock } from "../../shared/qashio/http.js";
-import { captureLogger, manualClock, turns } from "./helpers.js";
+import { captureLogger, fakeClock, manualClock, turns } from "./helpers.js";
 
 const TTL = 30_000;
 
@@ -154,5 +154,30 @@ describe("whileHolding", () => {
     expect(ended).toBe(true);
     expect(await pending).toBe("ok");
     expect(logger.lines).toEqual([]);
+  });
+});
+
+describe("acquireTimed", () => {
+  it("tells when the try that took the lease began, not when its slow answer came, after busy tries", async () => {
+    const clock = fakeClock();
+    const start = clock.now();
+    let tries = 0;
+    const lock = {
+      async tryAcquire() {
+        tries += 1;
+        // Two busy tries, then one whose put is answered 12 s after it was sent.
+        if (tries <= 2) return undefined;
+        clock.advance(12_000);
+        return { renew: async () => true };
+      },
+    };
+    const taken = await acquireTimed(lock, "lease", TTL, { waitMs: 20_000, pollMs: 250 }, clock);
+    expect(taken?.askedAt).toBe(start + 2 * 250);
+    expect(clock.now()).toBe(start + 2 * 250 + 12_000);
+  });
+
+  it("gives undefined when the lease stays held", async () => {
+    const clock = fakeClock();
+    expect(await acquireTimed({ tryAcquire: async () => undefined }, "lease", TTL, { waitMs: 1_000, pollMs: 250 }, clock)).toBeUndefined();
   });
 });

@@ -4,7 +4,7 @@
  */
 import { BadRequestError, QashioError, ReauthorizationRequiredError, TokenUnavailableError, UnauthorizedError } from "../errors.js";
 import { DEFAULT_TIMEOUT_MS, systemClock, type Clock } from "../http.js";
-import { acquireWithin, whileHolding, type KeepAliveMessages } from "../../lease-keep-alive.js";
+import { acquireTimed, whileHolding, type KeepAliveMessages } from "../../lease-keep-alive.js";
 import { jwtExpiry } from "./jwt.js";
 import { exchangeCode, refresh, type OAuthClientOptions } from "./oauth.js";
 import type { StoredTokens, TokenStore } from "./token-store.js";
@@ -334,8 +334,10 @@ export class OAuthTokenProvider implements TokenProvider {
     // A caller already past `loaded()` when an earlier refresh failed to save: never wait on this process's own kept
     // lease, nor refresh with the spent token the store still holds.
     await this.saveUnsaved();
-    const handle = await this.acquireLock();
-    const lease = handle ? { handle, deadline: refreshDeadline(this.clock.now(), this.lockTtlMs) } : undefined;
+    const taken = await this.takeLease();
+    const handle = taken?.handle;
+    // From when the lease was asked for, not when the answer came: a put slowed by retries shortens what is left of it.
+    const lease = taken ? { handle: taken.handle, deadline: refreshDeadline(taken.askedAt, this.lockTtlMs) } : undefined;
     try {
       // Another process may have rotated while we waited: the store is the truth.
       const stored = await this.options.store.load();
@@ -350,13 +352,18 @@ export class OAuthTokenProvider implements TokenProvider {
   }
 
   private async acquireLock(): Promise<RefreshLockHandle | undefined> {
+    return (await this.takeLease())?.handle;
+  }
+
+  /** Waits for the refresh lease; `askedAt` is when the try that took it began (its expiry counts from about then). */
+  private async takeLease(): Promise<{ handle: RefreshLockHandle; askedAt: number } | undefined> {
     const { lock } = this.options;
     if (!lock) return undefined;
     const name = this.options.lockName ?? DEFAULT_LOCK_NAME;
     const waitMs = this.options.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS;
-    const handle = await acquireWithin(lock, name, this.lockTtlMs, { waitMs, pollMs: this.options.lockPollMs ?? DEFAULT_LOCK_POLL_MS }, this.clock);
-    if (!handle) throw new TokenUnavailableError(`token refresh lock "${name}" still held by another process after ${waitMs} ms`);
-    return handle;
+    const taken = await acquireTimed(lock, name, this.lockTtlMs, { waitMs, pollMs: this.options.lockPollMs ?? DEFAULT_LOCK_POLL_MS }, this.clock);
+    if (!taken) throw new TokenUnavailableError(`token refresh lock "${name}" still held by another process after ${waitMs} ms`);
+    return taken;
   }
 
   private async rotate(
