@@ -200,7 +200,6 @@ async function createSecret(secretId: string, token: string, tokenStages: readon
   }
   const { handle: lease, askedAt } = await acquire(deps, secretId);
   const ttlMs = deps.lockTtlMs ?? DEFAULT_LOCK_TTL_MS;
-  // From when the lease was asked for: a put slowed by retries shortens what is left of it.
   const deadline = refreshDeadline(askedAt, ttlMs);
   try {
     const stored = await deps.store.load();

@@ -94,9 +94,11 @@ export const DEFAULT_LOCK_POLL_MS = 250;
 export const DEFAULT_REFRESH_SKEW_MS = 60_000;
 
 /**
- * When a refresh under a lease taken at `acquiredAt` must be over: half-way through the lease. A 429 with a long
+ * When a refresh under a lease asked for at `acquiredAt` must be over: half-way through the lease. A 429 with a long
  * Retry-After could otherwise keep retrying after the lease lapsed, while another process, holding the lease by
  * then, presents the same refresh token: a reuse that revokes the whole family. The second half is for the saves.
+ * `acquiredAt` is when the try that took the lease began ({@link acquireTimed}), not when it answered: the lease's
+ * expiry counts from its request, so a put slowed by retries has already used part of it.
  */
 export function refreshDeadline(acquiredAt: number, lockTtlMs: number): number {
   return acquiredAt + Math.floor(lockTtlMs / 2);
@@ -320,7 +322,7 @@ export class OAuthTokenProvider implements TokenProvider {
       }
       if (renewed) return kept;
     }
-    return this.acquireLock();
+    return (await this.acquireLock())?.handle;
   }
 
   private refreshShared(rejected: string | undefined): Promise<StoredTokens> {
@@ -334,9 +336,8 @@ export class OAuthTokenProvider implements TokenProvider {
     // A caller already past `loaded()` when an earlier refresh failed to save: never wait on this process's own kept
     // lease, nor refresh with the spent token the store still holds.
     await this.saveUnsaved();
-    const taken = await this.takeLease();
+    const taken = await this.acquireLock();
     const handle = taken?.handle;
-    // From when the lease was asked for, not when the answer came: a put slowed by retries shortens what is left of it.
     const lease = taken ? { handle: taken.handle, deadline: refreshDeadline(taken.askedAt, this.lockTtlMs) } : undefined;
     try {
       // Another process may have rotated while we waited: the store is the truth.
@@ -351,12 +352,8 @@ export class OAuthTokenProvider implements TokenProvider {
     }
   }
 
-  private async acquireLock(): Promise<RefreshLockHandle | undefined> {
-    return (await this.takeLease())?.handle;
-  }
-
   /** Waits for the refresh lease; `askedAt` is when the try that took it began (its expiry counts from about then). */
-  private async takeLease(): Promise<{ handle: RefreshLockHandle; askedAt: number } | undefined> {
+  private async acquireLock(): Promise<{ handle: RefreshLockHandle; askedAt: number } | undefined> {
     const { lock } = this.options;
     if (!lock) return undefined;
     const name = this.options.lockName ?? DEFAULT_LOCK_NAME;
