@@ -176,6 +176,27 @@ export class InvalidResponseError extends QashioError {
 }
 
 /**
+ * A 200 token answer that is not a usable token set (no access token, not `Bearer`, a bad `expires_in`) but carries a
+ * new refresh token. The refresh token sent is spent by then: the caller must save this one before anything else, or
+ * the next refresh presents the spent one and revokes the whole family. It sits in a private field, which no logger,
+ * serialiser or `util.inspect` reads: get it with {@link rotatedRefreshToken}, never put it in a log.
+ */
+export class IncompleteTokenSetError extends InvalidResponseError {
+  override name = "IncompleteTokenSetError";
+  readonly #rotatedRefreshToken: string;
+
+  constructor(message: string, context: QashioErrorContext & { issues?: readonly ResponseIssue[] }, rotatedRefreshToken: string) {
+    super(message, context);
+    this.#rotatedRefreshToken = rotatedRefreshToken;
+  }
+
+  /** The new refresh token the answer carried: the one to save. */
+  rotatedRefreshToken(): string {
+    return this.#rotatedRefreshToken;
+  }
+}
+
+/**
  * The refresh token was rejected (reused, revoked, expired) and no other process rotated it: the token family is
  * gone and an operator must re-authorize the integration. Wrong client credentials (`invalid_client`) are not this.
  */

@@ -1,9 +1,10 @@
+import { inspect } from "node:util";
 import { describe, expect, it } from "vitest";
 import { buildAuthorizeUrl, createState, exchangeCode, refresh, stateMatches, validate } from "../../shared/qashio/auth/oauth.js";
 import { jwtExpiry } from "../../shared/qashio/auth/jwt.js";
 import { OAuthTokenProvider, isInvalidClient, isRejectedGrant } from "../../shared/qashio/auth/token-provider.js";
 import type { StoredTokens } from "../../shared/qashio/auth/token-store.js";
-import { ForbiddenError, RateLimitedError, UnauthorizedError } from "../../shared/qashio/errors.js";
+import { ForbiddenError, IncompleteTokenSetError, InvalidResponseError, RateLimitedError, UnauthorizedError } from "../../shared/qashio/errors.js";
 import { fakeClock, json, jwt, scriptedFetch } from "./helpers.js";
 
 const BASE_URL = "https://api.example.test";
@@ -95,6 +96,27 @@ describe("authorization-code helpers", () => {
     await provider.authorizeWithCode("code-1", "https://app.example/cb");
     expect(saved).toEqual([{ accessToken: access, accessTokenExpiresAt: clock.now() + 900_000, refreshToken: "rt-2", scope: "cards:read" }]);
     expect(await provider.getAccessToken()).toBe(access);
+  });
+});
+
+describe("refresh answered 200 with a body that is not a token set", () => {
+  const refreshAnswered = (body: unknown) =>
+    refresh({ baseUrl: BASE_URL, clientId: "c", clientSecret: "s", clock: fakeClock(), fetch: scriptedFetch(json(200, body)) }, "rt-1").catch((e: unknown) => e);
+
+  it("hands the new refresh token it carries to the caller, through a private field only", async () => {
+    const error = await refreshAnswered({ ...tokenSet, token_type: "mac" });
+    expect(error).toBeInstanceOf(IncompleteTokenSetError);
+    expect((error as IncompleteTokenSetError).rotatedRefreshToken()).toBe("rt-2");
+    expect((error as IncompleteTokenSetError).issues).toEqual([{ path: "token_type", code: "invalid_format", message: "must be Bearer" }]);
+    expect(`${(error as Error).message} ${JSON.stringify(error)} ${inspect(error, { showHidden: true, depth: 5 })}`).not.toContain("rt-2");
+  });
+
+  it("is a plain InvalidResponseError when no refresh token came back (nothing to keep)", async () => {
+    for (const body of [{ access_token: "at-1", token_type: "Bearer" }, { ...tokenSet, refresh_token: "" }, "not json"]) {
+      const error = await refreshAnswered(body);
+      expect(error).toBeInstanceOf(InvalidResponseError);
+      expect(error).not.toBeInstanceOf(IncompleteTokenSetError);
+    }
   });
 });
 

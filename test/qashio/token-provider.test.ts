@@ -1,7 +1,8 @@
+import { inspect } from "node:util";
 import { describe, expect, it } from "vitest";
 import { DEFAULT_LOCK_NAME, DEFAULT_LOCK_POLL_MS, OAuthTokenProvider, StaticTokenProvider, type RefreshLock, type TokenEvent } from "../../shared/qashio/auth/token-provider.js";
 import type { StoredTokens, TokenStore } from "../../shared/qashio/auth/token-store.js";
-import { ReauthorizationRequiredError, TokenUnavailableError, UnauthorizedError } from "../../shared/qashio/errors.js";
+import { IncompleteTokenSetError, ReauthorizationRequiredError, TokenUnavailableError, UnauthorizedError } from "../../shared/qashio/errors.js";
 import { captureLogger, fakeClock, json, jwt, manualClock, scriptedFetch, turns, type RecordedCall } from "./helpers.js";
 
 const BASE_URL = "https://api.example.test";
@@ -330,6 +331,37 @@ describe("OAuthTokenProvider", () => {
     const provider = new OAuthTokenProvider({ baseUrl: BASE_URL, clientId: "c", clientSecret: CLIENT_SECRET, store, fetch, clock: fakeClock() });
     await expect(provider.getAccessToken()).rejects.toMatchObject({ name: "ServerError" });
     expect(fetch.calls).toHaveLength(1);
+  });
+
+  // Each answer spends rt-1 and carries rt-2, but is not a usable token set.
+  it.each([
+    ["without token_type", { access_token: "at-2", refresh_token: "rt-2" }],
+    ["with a token_type other than Bearer", { access_token: "at-2", token_type: "mac", refresh_token: "rt-2" }],
+    ["with an expires_in that is not a number", { access_token: "at-2", token_type: "Bearer", refresh_token: "rt-2", expires_in: "soon" }],
+    ["without an access token", { token_type: "Bearer", refresh_token: "rt-2" }],
+  ])("keeps the new refresh token of a 200 token answer %s, so the next refresh presents it and not the spent one", async (_, answer) => {
+    const clock = fakeClock();
+    const store = memoryStore({ refreshToken: "rt-1" });
+    // A provider that revokes the family when a spent refresh token comes back (spec §5 rule 6).
+    const spent = new Set<string>();
+    const fetch = scriptedFetch((call) => {
+      const presented = (call.body as Record<string, string>).refresh_token as string;
+      if (spent.has(presented)) return json(401, { error: "invalid_grant" });
+      spent.add(presented);
+      if (presented === "rt-1") return json(200, answer);
+      return json(200, { access_token: "at-3", token_type: "Bearer", refresh_token: "rt-3" });
+    });
+    const logger = captureLogger();
+    const provider = new OAuthTokenProvider({ baseUrl: BASE_URL, clientId: "c", clientSecret: CLIENT_SECRET, store, fetch, clock, logger });
+    const error = await provider.getAccessToken().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(IncompleteTokenSetError);
+    // Saved without an access token: nothing unusable is handed out, and the token never shows in the error.
+    expect(await store.load()).toEqual({ refreshToken: "rt-2" });
+    expect(`${JSON.stringify(error)} ${inspect(error, { showHidden: true, depth: 5 })} ${logger.text()}`).not.toContain("rt-2");
+
+    expect(await provider.getAccessToken()).toBe("at-3");
+    expect(fetch.calls.map((c) => (c.body as Record<string, string>).refresh_token)).toEqual(["rt-1", "rt-2"]);
+    expect(await store.load()).toMatchObject({ refreshToken: "rt-3" });
   });
 
   it("does not hand out tokens it could not save, and saves them before the next use", async () => {

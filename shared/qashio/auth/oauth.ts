@@ -5,7 +5,7 @@
  */
 import { randomBytes, timingSafeEqual } from "node:crypto";
 import { TokenSetSchema, ValidateResponseSchema, parseWithDrift, type TokenSet } from "../schemas/index.js";
-import { InvalidResponseError } from "../errors.js";
+import { IncompleteTokenSetError, InvalidResponseError } from "../errors.js";
 import { HttpCore, type Clock, type ClientLogger, type FetchLike, type RetryOptions } from "../http.js";
 import { issuesOf } from "../parse.js";
 
@@ -108,17 +108,16 @@ async function postToken(options: OAuthClientOptions, body: Record<string, strin
     deadline,
   });
   const parsed = parseWithDrift(TokenSetSchema, response.body);
-  if (!parsed.success) {
-    throw new InvalidResponseError(`POST ${TOKEN_PATH} answered ${response.status} with a body that is not a token set`, {
-      status: response.status,
-      requestId: response.requestId,
-      method: "POST",
-      path: TOKEN_PATH,
-      issues: issuesOf(parsed.error),
-    });
-  }
-  return parsed.data;
+  if (parsed.success) return parsed.data;
+  const message = `POST ${TOKEN_PATH} answered ${response.status} with a body that is not a token set`;
+  const context = { status: response.status, requestId: response.requestId, method: "POST", path: TOKEN_PATH, issues: issuesOf(parsed.error) };
+  // A refresh token in the answer replaced the one sent, whatever else is wrong with it: the caller must keep it.
+  const rotated = RotatedRefreshTokenSchema.safeParse(response.body);
+  if (rotated.success) throw new IncompleteTokenSetError(`${message}, though it carries a new refresh token`, context, rotated.data.refresh_token);
+  throw new InvalidResponseError(message, context);
 }
+
+const RotatedRefreshTokenSchema = TokenSetSchema.pick({ refresh_token: true });
 
 /**
  * Exchanges an authorization code for a token set (`grant_type=authorization_code`).
@@ -147,6 +146,8 @@ export function exchangeCode(options: OAuthClientOptions, grant: { code: string;
  * then: a refresh made under a lease must not outlive it.
  *
  * @throws UnauthorizedError when the refresh token is invalid, expired, revoked or reused.
+ * @throws IncompleteTokenSetError when the answer is not a usable token set but carries a new refresh token: save that
+ * one (the sent one is spent) before anything else.
  * @example
  * ```ts
  * const next = await refresh({ baseUrl, clientId, clientSecret }, stored.refreshToken);

@@ -2,7 +2,7 @@
  * Bearer tokens for the API: the `TokenProvider` interface, a static one for tests, and the OAuth one
  * (rotation saved before use, JWT expiry, single flight, optional cross-process lock).
  */
-import { BadRequestError, QashioError, ReauthorizationRequiredError, TokenUnavailableError, UnauthorizedError } from "../errors.js";
+import { BadRequestError, IncompleteTokenSetError, QashioError, ReauthorizationRequiredError, TokenUnavailableError, UnauthorizedError } from "../errors.js";
 import { DEFAULT_TIMEOUT_MS, systemClock, type Clock } from "../http.js";
 import { acquireTimed, whileHolding, type KeepAliveMessages } from "../../lease-keep-alive.js";
 import { jwtExpiry } from "./jwt.js";
@@ -376,6 +376,12 @@ export class OAuthTokenProvider implements TokenProvider {
     try {
       set = await refresh(this.options, refreshToken, lease?.deadline);
     } catch (error) {
+      if (error instanceof IncompleteTokenSetError) {
+        // The sent token is spent: its successor is saved, without an access token (the next call refreshes with it).
+        const successor = { refreshToken: error.rotatedRefreshToken() };
+        await this.keepingAlive(lease?.handle, () => this.persist(successor, refreshToken, lease?.handle));
+        throw error;
+      }
       if (!isRejectedGrant(error)) throw error;
       const reloaded = await this.options.store.load();
       if (mayAdopt && reloaded && reloaded.refreshToken !== refreshToken) {
