@@ -24,7 +24,7 @@ import type { Clock, Lock, LockHandle, Logger, Metrics } from "../bridge/ports.j
 import { DEFAULT_LOCK_POLL_MS, DEFAULT_LOCK_TTL_MS, DEFAULT_LOCK_WAIT_MS, TOKEN_SAVE_MESSAGES, refreshDeadline } from "../qashio/auth/token-provider.js";
 import { acquireTimed, whileHolding } from "../lease-keep-alive.js";
 import type { StoredTokens } from "../qashio/auth/token-store.js";
-import { ReauthorizationRequiredError } from "../qashio/errors.js";
+import { IncompleteTokenSetError, ReauthorizationRequiredError } from "../qashio/errors.js";
 import { RotationError } from "./errors.js";
 import { isSecretNotFound, type ProviderSecretClient } from "./provider-secret.js";
 import { SECRET_VERSION_WINDOW_MS, SECRET_VERSIONS_EARLY_REFRESH_LIMIT, type SecretsManagerTokenStore } from "./token-store.js";
@@ -206,16 +206,42 @@ async function createSecret(secretId: string, token: string, tokenStages: readon
     if (stored === undefined) throw new RotationError("No refresh token in the secret", secretId, "createSecret");
     // Before the token is spent: a secret at its version quota could not take this rotation's version.
     await deps.store.beforeRefresh(false);
-    const next = await refreshOnce(stored.refreshToken, deadline, deps);
-    const save = () => deps.store.forRotation({ clientRequestToken: token, stages: ROTATION_STAGES }).save(next);
+    let next: StoredTokens;
+    let incomplete: IncompleteTokenSetError | undefined;
+    try {
+      next = await refreshOnce(stored.refreshToken, deadline, deps);
+    } catch (error) {
+      if (!(error instanceof IncompleteTokenSetError)) throw error;
+      // The sent token is spent: its successor is saved, without an access token (a poller refreshes with it).
+      incomplete = error;
+      next = { refreshToken: error.rotatedRefreshToken() };
+    }
     // Renewed while the write runs, so a slow PutSecretValue does not let a poller in with the spent token.
-    await whileHolding(lease, ttlMs, deps.clock, save, deps.logger, TOKEN_SAVE_MESSAGES);
+    await whileHolding(lease, ttlMs, deps.clock, () => saveRotated(token, next, deps), deps.logger, TOKEN_SAVE_MESSAGES);
     deps.metrics.add("TokenRefreshes", 1, "Count");
+    if (incomplete !== undefined) throw incomplete;
     deps.logger.info("createSecret: refreshed the provider token and wrote it as AWSCURRENT", { step: "createSecret" });
   } finally {
     // Released on every path: unlike a poller, the rotation keeps no unsaved tokens to save again, so holding the
     // lease after a failed write would only stall the pollers.
     await lease.release();
+  }
+}
+
+/**
+ * Writes rotated tokens as the rotation's version (`token`). Should that write fail, they are written once more as a
+ * plain new AWSCURRENT version, as a poller saves them: the refresh token they replace is spent, and a rotation keeps
+ * nothing to save again later, so they must land before the lease goes.
+ */
+async function saveRotated(token: string, next: StoredTokens, deps: RotationDeps): Promise<void> {
+  try {
+    await deps.store.forRotation({ clientRequestToken: token, stages: ROTATION_STAGES }).save(next);
+  } catch (error) {
+    deps.logger.warn("createSecret: writing the rotation's version failed; writing the rotated token as a new AWSCURRENT version instead", {
+      step: "createSecret",
+      error: (error as Error).name,
+    });
+    await deps.store.save(next);
   }
 }
 

@@ -6,7 +6,7 @@ import { ACCESS_TOKEN_TTL_SECONDS, SANDBOX_IN_PROCESS_URL } from "../../sandbox/
 import { ReauthorizationNeededError } from "../../shared/bridge/index.js";
 import { exchangeCode, refresh } from "../../shared/qashio/auth/oauth.js";
 import { OAuthTokenProvider, type RefreshLock } from "../../shared/qashio/auth/token-provider.js";
-import { ReauthorizationRequiredError } from "../../shared/qashio/errors.js";
+import { IncompleteTokenSetError, ReauthorizationRequiredError } from "../../shared/qashio/errors.js";
 import { RotationError, SecretVersionQuotaError } from "../../shared/aws/errors.js";
 import { SECRET_VERSIONS_EARLY_REFRESH_LIMIT, SECRET_VERSIONS_PER_DAY_LIMIT } from "../../shared/aws/token-store.js";
 import { leaseItemKey, leaseNames } from "../../shared/aws/keys.js";
@@ -302,13 +302,46 @@ describe("rotate-token handler (Secrets Manager rotation)", () => {
     expect(await h.familyStillValid()).toBe(true);
   });
 
-  it("releases the refresh lease when writing the rotated secret fails (it keeps no tokens to save again)", async () => {
-    h.secrets.failNext("PutSecretValue", awsError("AccessDeniedException"));
+  it("writes the rotated token as a new AWSCURRENT version when writing the rotation's version fails, so the family survives", async () => {
+    const before = h.secrets.current().refresh_token;
+    h.secrets.failNext("PutSecretValue", awsError("InvalidRequestException"));
+    const token = await rotate();
+    expect(h.refreshTokensPresented).toEqual([before]);
+    expect(h.secrets.current().refresh_token).not.toBe(before);
+    expect(h.secrets.versionWith("AWSCURRENT")).not.toBe(token);
+    expect(h.secrets.versionWith("AWSPENDING")).toBeUndefined();
+    expect(h.output.join("\n")).toContain("writing the rotation's version failed; writing the rotated token as a new AWSCURRENT version instead");
+    expect(await contender().tryAcquire(REFRESH_LEASE, TOKEN_LEASE_TTL_MS)).toBeDefined();
+    expect(await h.familyStillValid()).toBe(true);
+  });
+
+  it("releases the refresh lease when no write of the rotated secret lands (it keeps no tokens to save again)", async () => {
+    h.secrets.failNext("PutSecretValue", awsError("AccessDeniedException"), 2);
     const token = randomUUID();
     h.secrets.startRotation(token);
     await expect(h.rotator()(eventFor(token, "createSecret"))).rejects.toThrow(/PutSecretValue/);
     expect(h.refreshTokensPresented).toHaveLength(1);
     expect(await contender().tryAcquire(REFRESH_LEASE, TOKEN_LEASE_TTL_MS)).toBeDefined();
+  });
+
+  it("saves the new refresh token of a 200 token answer that is not a token set, then fails the step: the pollers go on with it", async () => {
+    const before = h.secrets.current().refresh_token;
+    // The provider rotates, but its answer lacks token_type.
+    const fetch: typeof h.fetch = async (input, init) => {
+      const response = await h.fetch(input, init);
+      if (!String(input).endsWith("/oauth2/token")) return response;
+      const { token_type: _, ...rest } = (await response.json()) as Record<string, unknown>;
+      return new Response(JSON.stringify(rest), { status: response.status, headers: { "content-type": "application/json" } });
+    };
+    const token = randomUUID();
+    h.secrets.startRotation(token);
+    await expect(h.rotator({ fetch })(eventFor(token, "createSecret"))).rejects.toBeInstanceOf(IncompleteTokenSetError);
+    const saved = h.secrets.current().refresh_token;
+    expect(saved).not.toBe(before);
+    expect(h.output.join("\n")).not.toContain(saved as string);
+    expect((await h.poller("transactions")()).status).toBe("completed");
+    expect(h.refreshTokensPresented).toEqual([before, saved]);
+    expect(await h.familyStillValid()).toBe(true);
   });
 
   it("refuses an event for another secret", async () => {
