@@ -99,7 +99,9 @@ export interface KeepAliveMessages {
  * what `work` did, unchanged: work that must finish under the lease, whatever it takes (a token save: once the
  * provider has spent the stored refresh token, a lease lapsing before the store holds the new one lets another process
  * present the spent token, which revokes the family). A renewal that fails or finds the lease lost is logged and
- * `work` goes on.
+ * `work` goes on. `since` is when the lease was taken or last renewed (its expiry counts from then): the first
+ * renewal is due a third of `ttlMs` after it, at once when that is past, so work started late in a lease (a token save
+ * after a slow refresh) does not wait until the lease is nearly out before its first renewal.
  * The keep-alive never rejects: a throwing logger, clock or `renew` cannot change the outcome nor go unhandled.
  *
  * @example
@@ -114,6 +116,7 @@ export async function whileHolding<T>(
   work: () => Promise<T>,
   logger: KeepAliveLogger | undefined,
   messages: KeepAliveMessages,
+  since: number = clock.now(),
 ): Promise<T> {
   const every = Math.max(1, Math.floor(ttlMs / 3));
   const done = new AbortController();
@@ -129,7 +132,7 @@ export async function whileHolding<T>(
     }
   };
   const keepAlive = async (): Promise<void> => {
-    let due = clock.now() + every;
+    let due = since + every;
     for (;;) {
       // One event-loop turn per round: a fake clock whose sleep returns at once must not starve `work`.
       await new Promise((resolve) => setImmediate(resolve));

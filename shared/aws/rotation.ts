@@ -217,7 +217,7 @@ async function createSecret(secretId: string, token: string, tokenStages: readon
       next = { refreshToken: error.rotatedRefreshToken() };
     }
     // Renewed while the write runs, so a slow PutSecretValue does not let a poller in with the spent token.
-    await whileHolding(lease, ttlMs, deps.clock, () => saveRotated(token, next, deps), deps.logger, TOKEN_SAVE_MESSAGES);
+    await whileHolding(lease, ttlMs, deps.clock, () => saveRotated(token, next, deps), deps.logger, TOKEN_SAVE_MESSAGES, askedAt);
     deps.metrics.add("TokenRefreshes", 1, "Count");
     if (incomplete !== undefined) throw incomplete;
     deps.logger.info("createSecret: refreshed the provider token and wrote it as AWSCURRENT", { step: "createSecret" });

@@ -618,6 +618,59 @@ describe("OAuthTokenProvider with a cross-process lock", () => {
     expect(secondOutcome).toBe(store.saves.at(-1)?.accessToken);
     expect(store.saves.map((t) => t.refreshToken)).toEqual(["rt-2"]);
   });
+
+  it("renews the lease as its save starts when a slow refresh used more than a third of it, so a slow renewal still lands in time", async () => {
+    const clock = manualClock();
+    const ttlMs = 30_000;
+    let lease: { owner: number; expiresAt: number } | undefined;
+    let owners = 0;
+    const lock: RefreshLock = {
+      async tryAcquire(_name, ttl) {
+        const now = clock.now();
+        if (lease && lease.expiresAt > now) return undefined;
+        const owner = ++owners;
+        lease = { owner, expiresAt: now + ttl };
+        return {
+          // A renewal whose write lands 7 s after it is asked for (a DynamoDB attempt timed out, then retried).
+          renew: async (t) => {
+            await clock.sleep(7_000);
+            if (lease?.owner !== owner || lease.expiresAt <= clock.now()) return false;
+            lease.expiresAt = clock.now() + t;
+            return true;
+          },
+          release: async () => {
+            if (lease?.owner === owner) lease = undefined;
+          },
+        };
+      },
+    };
+    const store = memoryStore({ refreshToken: "rt-1", accessToken: "old", accessTokenExpiresAt: clock.now() - 1 });
+    const presented: string[] = [];
+    const fetch = scriptedFetch(
+      // Asked to wait 4 s, then answered 9.5 s later: the rotated tokens arrive 13.5 s into the lease.
+      json(429, { message: "slow down" }, { "retry-after": "4" }),
+      async (call: RecordedCall) => {
+        const token = (call.body as Record<string, string>).refresh_token as string;
+        presented.push(token);
+        if (presented.length === 1) await clock.sleep(9_500);
+        const n = Number(token.slice(3)) + 1;
+        return json(200, { access_token: jwt({ n, exp: Math.floor((clock.now() + 15 * MINUTE) / 1000) }), token_type: "Bearer", refresh_token: `rt-${n}` });
+      },
+    );
+    const make = () => new OAuthTokenProvider({ baseUrl: BASE_URL, clientId: "c", clientSecret: CLIENT_SECRET, store, fetch, clock, lock, lockTtlMs: ttlMs, lockWaitMs: 60_000 });
+    const slowSave = holdSaves(store);
+    const first = make().getAccessToken();
+    await clock.advance(30_200);
+    // Counted from the save's start, the first renewal would come at 23.5 s and land at 30.5 s: after the lease ran out.
+    const second = make().getAccessToken();
+    await clock.advance(1_000);
+    slowSave.finish();
+    await clock.advance(60_000);
+    const [firstToken, secondToken] = await Promise.all([first, second]);
+    expect(presented.filter((t) => t === "rt-1"), "the spent refresh token presented again").toEqual(["rt-1"]);
+    expect(secondToken).toBe(firstToken);
+    expect(store.saves.map((t) => t.refreshToken)).toEqual(["rt-2"]);
+  });
 });
 
 describe("OAuthTokenProvider saving rotated tokens under the lease", () => {

@@ -79,6 +79,33 @@ describe("whileHolding", () => {
     expect(lease.renewals).toHaveLength(3);
   });
 
+  it("renews at once when a third of the TTL has passed since the lease was taken, then every third from there", async () => {
+    const clock = manualClock();
+    const start = clock.now();
+    const lease = recordingLease(clock);
+    const { work, resolve } = gated<string>();
+    // Taken 15 s ago (a slow refresh ran first): 15 s of the lease are left, not 30.
+    const pending = whileHolding(lease, TTL, clock, work, undefined, MESSAGES, start - 15_000);
+    await clock.advance(0);
+    expect(lease.renewals.map((at) => at - start)).toEqual([0]);
+    await clock.advance(25_000);
+    expect(lease.renewals.map((at) => at - start)).toEqual([0, 10_000, 20_000]);
+    resolve("ok");
+    expect(await pending).toBe("ok");
+  });
+
+  it("counts the first renewal from when the lease was taken, when that was less than a third of the TTL ago", async () => {
+    const clock = manualClock();
+    const start = clock.now();
+    const lease = recordingLease(clock);
+    const { work, resolve } = gated<string>();
+    const pending = whileHolding(lease, TTL, clock, work, undefined, MESSAGES, start - 4_000);
+    await clock.advance(15_000);
+    expect(lease.renewals.map((at) => at - start)).toEqual([6_000]);
+    resolve("ok");
+    await pending;
+  });
+
   it("keeps work's result when the logger, renew or the clock throws, with no unhandled rejection", async () => {
     const brokenLogger = {
       warn: () => {

@@ -338,7 +338,7 @@ export class OAuthTokenProvider implements TokenProvider {
     await this.saveUnsaved();
     const taken = await this.acquireLock();
     const handle = taken?.handle;
-    const lease = taken ? { handle: taken.handle, deadline: refreshDeadline(taken.askedAt, this.lockTtlMs) } : undefined;
+    const lease = taken ? { ...taken, deadline: refreshDeadline(taken.askedAt, this.lockTtlMs) } : undefined;
     try {
       // Another process may have rotated while we waited: the store is the truth.
       const stored = await this.options.store.load();
@@ -367,7 +367,7 @@ export class OAuthTokenProvider implements TokenProvider {
     stored: StoredTokens,
     rejected: string | undefined,
     mayAdopt: boolean,
-    lease?: { handle: RefreshLockHandle; deadline: number },
+    lease?: { handle: RefreshLockHandle; askedAt: number; deadline: number },
   ): Promise<StoredTokens> {
     const { refreshToken } = stored;
     const postponed = await this.postponedRefresh(stored, rejected);
@@ -379,7 +379,7 @@ export class OAuthTokenProvider implements TokenProvider {
       if (error instanceof IncompleteTokenSetError) {
         // The sent token is spent: its successor is saved, without an access token (the next call refreshes with it).
         const successor = { refreshToken: error.rotatedRefreshToken() };
-        await this.keepingAlive(lease?.handle, () => this.persist(successor, refreshToken, lease?.handle));
+        await this.keepingAlive(lease?.handle, () => this.persist(successor, refreshToken, lease?.handle), lease?.askedAt);
         throw error;
       }
       if (!isRejectedGrant(error)) throw error;
@@ -398,7 +398,7 @@ export class OAuthTokenProvider implements TokenProvider {
       );
     }
     const tokens = storedTokensOf(set, this.clock.now());
-    await this.keepingAlive(lease?.handle, () => this.persist(tokens, refreshToken, lease?.handle));
+    await this.keepingAlive(lease?.handle, () => this.persist(tokens, refreshToken, lease?.handle), lease?.askedAt);
     this.options.onEvent?.("refreshed");
     return tokens;
   }
@@ -429,9 +429,12 @@ export class OAuthTokenProvider implements TokenProvider {
     }
   }
 
-  /** Runs a token save, renewing `handle` (when there is a lease) while it runs: see {@link whileHolding}. */
-  private keepingAlive(handle: RefreshLockHandle | undefined, save: () => Promise<void>): Promise<void> {
-    return handle ? whileHolding(handle, this.lockTtlMs, this.clock, save, this.options.logger, TOKEN_SAVE_MESSAGES) : save();
+  /**
+   * Runs a token save, renewing `handle` (when there is a lease) while it runs: see {@link whileHolding}. `since`: when
+   * the lease was asked for, when not just now.
+   */
+  private keepingAlive(handle: RefreshLockHandle | undefined, save: () => Promise<void>, since?: number): Promise<void> {
+    return handle ? whileHolding(handle, this.lockTtlMs, this.clock, save, this.options.logger, TOKEN_SAVE_MESSAGES, since) : save();
   }
 
   /**
