@@ -100,8 +100,12 @@ class CardRun extends CycleRun {
       }
       let page = 1;
       // The spec leaves a page past the end open: should the provider refuse the page a saved cursor points to
-      // (cards removed since), start afresh rather than fail every cycle on it. A page size it refuses is not that.
-      const resumedPastEnd = (err: unknown): boolean => read === 0 && page > 1 && statusOf(err) === 400 && !isPageSizeRejection(err);
+      // (cards removed since) with a 400 or a 404 (both listed for this endpoint), start afresh rather than fail every
+      // cycle on it. A page size it refuses is not that. Page 1 refused the same way fails the walk as before.
+      const resumedPastEnd = (err: unknown): boolean => {
+        const status = read === 0 && page > 1 ? statusOf(err) : undefined;
+        return status === 404 || (status === 400 && !isPageSizeRejection(err));
+      };
       let result;
       try {
         result = await this.listPage(

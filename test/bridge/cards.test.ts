@@ -382,14 +382,17 @@ describe("pollCards", () => {
     expect(created).toEqual(rig.provider.cards.map((c) => c["id"]));
   });
 
-  it("starts afresh when the provider refuses the page a saved cursor points to (cards removed since)", async () => {
+  it.each([
+    ["400", "BadRequestError", 400],
+    ["404", "NotFoundError", 404],
+  ])("starts afresh when the provider refuses the page a saved cursor points to with a %s (cards removed since)", async (_, name, status) => {
     const rig = makeRig({ emitCardCreated: true });
     for (let i = 0; i < 6; i++) rig.provider.addCard();
     expect((await pollCards(rig.deps, { pageSize: 2, maxPages: 2 })).outcome).toBe("page_limit");
     rig.provider.cards.splice(2);
     rig.provider.beforeCall = (call) => {
       if (call.op === "listErpCards" && (call.query.page ?? 1) > 1) {
-        throw Object.assign(new Error("page out of range"), { name: "InvalidRequestError", status: 400 });
+        throw Object.assign(new Error("page out of range"), { name, status });
       }
     };
     const report = await pollCards(rig.deps, { pageSize: 2 });
