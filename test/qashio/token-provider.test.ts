@@ -4,6 +4,7 @@ import { DEFAULT_LOCK_NAME, DEFAULT_LOCK_POLL_MS, OAuthTokenProvider, StaticToke
 import type { StoredTokens, TokenStore } from "../../shared/qashio/auth/token-store.js";
 import { IncompleteTokenSetError, ReauthorizationRequiredError, TokenUnavailableError, UnauthorizedError } from "../../shared/qashio/errors.js";
 import { captureLogger, fakeClock, json, jwt, manualClock, scriptedFetch, turns, type RecordedCall } from "./helpers.js";
+import type { Clock } from "../../shared/qashio/http.js";
 
 const BASE_URL = "https://api.example.test";
 const CLIENT_SECRET = "client-secret-s3cr3t";
@@ -46,6 +47,44 @@ function holdSaves(store: TokenStore): { finish(): void } {
   return { finish };
 }
 
+/**
+ * A lease over `clock`, like the DynamoDB one: taken when free or expired, its expiry set before the put answers;
+ * renewed and released by its owner only. `renew` replaces the renewal's answer; `firstPutMs` delays the first
+ * acquire's answer (a put slowed by SDK retries) and `renewMs` every renewal's write.
+ */
+function leaseLock(clock: Clock, options: { renew?: () => Promise<boolean>; firstPutMs?: number; renewMs?: number } = {}) {
+  let lease: { owner: number; expiresAt: number } | undefined;
+  let owners = 0;
+  let slowPut = options.firstPutMs;
+  const renewals: number[] = [];
+  const lock: RefreshLock = {
+    async tryAcquire(_name, ttlMs) {
+      const now = clock.now();
+      if (lease !== undefined && lease.expiresAt > now) return undefined;
+      const owner = ++owners;
+      lease = { owner, expiresAt: now + ttlMs };
+      if (slowPut !== undefined) {
+        await clock.sleep(slowPut);
+        slowPut = undefined;
+      }
+      return {
+        renew: async (ttl) => {
+          renewals.push(clock.now());
+          if (options.renew !== undefined) return options.renew();
+          if (options.renewMs !== undefined) await clock.sleep(options.renewMs);
+          if (lease?.owner !== owner) return false;
+          lease.expiresAt = clock.now() + ttl;
+          return true;
+        },
+        release: async () => {
+          if (lease?.owner === owner) lease = undefined;
+        },
+      };
+    },
+  };
+  return { lock, renewals };
+}
+
 /** A token endpoint that rotates: refresh token rt-N yields rt-(N+1) and an access token expiring in `lifetimeMs`. */
 function rotatingTokenEndpoint(clock: { now(): number }, events: string[], lifetimeMs = 15 * MINUTE) {
   let issued = 1;
@@ -60,6 +99,19 @@ function rotatingTokenEndpoint(clock: { now(): number }, events: string[], lifet
       scope: "transactions:read cards:read",
     });
   });
+}
+
+/** A rotating token endpoint (rt-N gives rt-(N+1)) whose first answer takes `firstAnswerMs` on `clock`. */
+function slowTokenEndpoint(clock: Clock, firstAnswerMs: number) {
+  const presented: string[] = [];
+  const reply = async (call: RecordedCall): Promise<Response> => {
+    const token = (call.body as Record<string, string>).refresh_token as string;
+    presented.push(token);
+    if (presented.length === 1) await clock.sleep(firstAnswerMs);
+    const n = Number(token.slice(3)) + 1;
+    return json(200, { access_token: jwt({ n, exp: Math.floor((clock.now() + 15 * MINUTE) / 1000) }), token_type: "Bearer", refresh_token: `rt-${n}` });
+  };
+  return { presented, reply };
 }
 
 function setup(options: { stored?: StoredTokens; lock?: RefreshLock; lifetimeMs?: number } = {}) {
@@ -566,42 +618,12 @@ describe("OAuthTokenProvider with a cross-process lock", () => {
   it("counts the refresh deadline from when the lease was asked for, so a slow acquire cannot let it lapse mid-save", async () => {
     const clock = manualClock();
     const ttlMs = 30_000;
-    let lease: { owner: number; expiresAt: number } | undefined;
-    let owners = 0;
-    let slowPut = true;
-    const lock: RefreshLock = {
-      async tryAcquire(_name, ttl) {
-        // As the DynamoDB lease does: the expiry is set before the put, whose answer may come seconds later (SDK retries).
-        const now = clock.now();
-        if (lease && lease.expiresAt > now) return undefined;
-        const owner = ++owners;
-        lease = { owner, expiresAt: now + ttl };
-        if (slowPut) {
-          slowPut = false;
-          await clock.sleep(12_000);
-        }
-        return {
-          renew: async (t) => {
-            if (lease?.owner !== owner || lease.expiresAt <= clock.now()) return false;
-            lease.expiresAt = clock.now() + t;
-            return true;
-          },
-          release: async () => {
-            if (lease?.owner === owner) lease = undefined;
-          },
-        };
-      },
-    };
+    // As the DynamoDB lease does: the expiry is set before the put, whose answer may come seconds later (SDK retries).
+    const { lock } = leaseLock(clock, { firstPutMs: 12_000 });
     const store = memoryStore({ refreshToken: "rt-1", accessToken: "old", accessTokenExpiresAt: clock.now() - 1 });
-    const presented: string[] = [];
-    const fetch = scriptedFetch(async (call: RecordedCall) => {
-      const token = (call.body as Record<string, string>).refresh_token as string;
-      presented.push(token);
-      // The provider rotates, answering within the client's timeout but slowly.
-      if (presented.length === 1) await clock.sleep(9_000);
-      const n = Number(token.slice(3)) + 1;
-      return json(200, { access_token: jwt({ n, exp: Math.floor((clock.now() + 15 * MINUTE) / 1000) }), token_type: "Bearer", refresh_token: `rt-${n}` });
-    });
+    // The provider rotates, answering within the client's timeout but slowly.
+    const { presented, reply } = slowTokenEndpoint(clock, 9_000);
+    const fetch = scriptedFetch(reply);
     const make = () => new OAuthTokenProvider({ baseUrl: BASE_URL, clientId: "c", clientSecret: CLIENT_SECRET, store, fetch, clock, lock, lockTtlMs: ttlMs, lockWaitMs: 60_000 });
     const slowSave = holdSaves(store);
     const first = make().getAccessToken().catch((e: unknown) => e);
@@ -622,41 +644,12 @@ describe("OAuthTokenProvider with a cross-process lock", () => {
   it("renews the lease as its save starts when a slow refresh used more than a third of it, so a slow renewal still lands in time", async () => {
     const clock = manualClock();
     const ttlMs = 30_000;
-    let lease: { owner: number; expiresAt: number } | undefined;
-    let owners = 0;
-    const lock: RefreshLock = {
-      async tryAcquire(_name, ttl) {
-        const now = clock.now();
-        if (lease && lease.expiresAt > now) return undefined;
-        const owner = ++owners;
-        lease = { owner, expiresAt: now + ttl };
-        return {
-          // A renewal whose write lands 7 s after it is asked for (a DynamoDB attempt timed out, then retried).
-          renew: async (t) => {
-            await clock.sleep(7_000);
-            if (lease?.owner !== owner || lease.expiresAt <= clock.now()) return false;
-            lease.expiresAt = clock.now() + t;
-            return true;
-          },
-          release: async () => {
-            if (lease?.owner === owner) lease = undefined;
-          },
-        };
-      },
-    };
+    // A renewal whose write lands 7 s after it is asked for (a DynamoDB attempt timed out, then retried).
+    const { lock } = leaseLock(clock, { renewMs: 7_000 });
     const store = memoryStore({ refreshToken: "rt-1", accessToken: "old", accessTokenExpiresAt: clock.now() - 1 });
-    const presented: string[] = [];
-    const fetch = scriptedFetch(
-      // Asked to wait 4 s, then answered 9.5 s later: the rotated tokens arrive 13.5 s into the lease.
-      json(429, { message: "slow down" }, { "retry-after": "4" }),
-      async (call: RecordedCall) => {
-        const token = (call.body as Record<string, string>).refresh_token as string;
-        presented.push(token);
-        if (presented.length === 1) await clock.sleep(9_500);
-        const n = Number(token.slice(3)) + 1;
-        return json(200, { access_token: jwt({ n, exp: Math.floor((clock.now() + 15 * MINUTE) / 1000) }), token_type: "Bearer", refresh_token: `rt-${n}` });
-      },
-    );
+    // Asked to wait 4 s, then answered 9.5 s later: the rotated tokens arrive 13.5 s into the lease.
+    const { presented, reply } = slowTokenEndpoint(clock, 9_500);
+    const fetch = scriptedFetch(json(429, { message: "slow down" }, { "retry-after": "4" }), reply);
     const make = () => new OAuthTokenProvider({ baseUrl: BASE_URL, clientId: "c", clientSecret: CLIENT_SECRET, store, fetch, clock, lock, lockTtlMs: ttlMs, lockWaitMs: 60_000 });
     const slowSave = holdSaves(store);
     const first = make().getAccessToken();
@@ -676,34 +669,6 @@ describe("OAuthTokenProvider with a cross-process lock", () => {
 describe("OAuthTokenProvider saving rotated tokens under the lease", () => {
   const TTL = 30_000;
 
-  /** A lease over `clock`, like the DynamoDB one: taken when free or expired; renewed and released by its owner only. */
-  function leaseLock(clock: { now(): number }, renew?: () => Promise<boolean>) {
-    let lease: { owner: number; expiresAt: number } | undefined;
-    let owners = 0;
-    const renewals: number[] = [];
-    const lock: RefreshLock = {
-      async tryAcquire(_name, ttlMs) {
-        if (lease !== undefined && lease.expiresAt > clock.now()) return undefined;
-        owners += 1;
-        const owner = owners;
-        lease = { owner, expiresAt: clock.now() + ttlMs };
-        return {
-          renew: async (ttl) => {
-            renewals.push(clock.now());
-            if (renew !== undefined) return renew();
-            if (lease?.owner !== owner) return false;
-            lease.expiresAt = clock.now() + ttl;
-            return true;
-          },
-          release: async () => {
-            if (lease?.owner === owner) lease = undefined;
-          },
-        };
-      },
-    };
-    return { lock, renewals };
-  }
-
   /** Processes sharing one store, lease and rotating token endpoint, over a clock that moves only when told to. */
   function processes(options: { renew?: () => Promise<boolean>; lifetimeMs?: number } = {}) {
     const clock = manualClock();
@@ -711,7 +676,7 @@ describe("OAuthTokenProvider saving rotated tokens under the lease", () => {
     const events: string[] = [];
     const store = memoryStore({ refreshToken: "rt-1", accessToken: "expired-access", accessTokenExpiresAt: start - 1 }, events);
     const fetch = rotatingTokenEndpoint(clock, events, options.lifetimeMs);
-    const { lock, renewals } = leaseLock(clock, options.renew);
+    const { lock, renewals } = leaseLock(clock, { renew: options.renew });
     const logger = captureLogger();
     const spawn = () =>
       new OAuthTokenProvider({ baseUrl: BASE_URL, clientId: "c", clientSecret: CLIENT_SECRET, store, fetch, clock, logger, lock, lockTtlMs: TTL, lockWaitMs: 60_000 });

@@ -79,31 +79,22 @@ describe("whileHolding", () => {
     expect(lease.renewals).toHaveLength(3);
   });
 
-  it("renews at once when a third of the TTL has passed since the lease was taken, then every third from there", async () => {
+  // `since` is when the lease was taken: 15 s ago (a slow refresh ran first) leaves 15 s of it, so the first renewal is
+  // due at once; 4 s ago, 6 s from now.
+  it.each([
+    [15_000, [0, 10_000, 20_000]],
+    [4_000, [6_000, 16_000]],
+  ])("counts the first renewal from when the lease was taken (%i ms ago), then renews every third of the TTL", async (ago, expected) => {
     const clock = manualClock();
     const start = clock.now();
     const lease = recordingLease(clock);
     const { work, resolve } = gated<string>();
-    // Taken 15 s ago (a slow refresh ran first): 15 s of the lease are left, not 30.
-    const pending = whileHolding(lease, TTL, clock, work, undefined, MESSAGES, start - 15_000);
+    const pending = whileHolding(lease, TTL, clock, work, undefined, MESSAGES, start - ago);
     await clock.advance(0);
-    expect(lease.renewals.map((at) => at - start)).toEqual([0]);
     await clock.advance(25_000);
-    expect(lease.renewals.map((at) => at - start)).toEqual([0, 10_000, 20_000]);
+    expect(lease.renewals.map((at) => at - start)).toEqual(expected);
     resolve("ok");
     expect(await pending).toBe("ok");
-  });
-
-  it("counts the first renewal from when the lease was taken, when that was less than a third of the TTL ago", async () => {
-    const clock = manualClock();
-    const start = clock.now();
-    const lease = recordingLease(clock);
-    const { work, resolve } = gated<string>();
-    const pending = whileHolding(lease, TTL, clock, work, undefined, MESSAGES, start - 4_000);
-    await clock.advance(15_000);
-    expect(lease.renewals.map((at) => at - start)).toEqual([6_000]);
-    resolve("ok");
-    await pending;
   });
 
   it("keeps work's result when the logger, renew or the clock throws, with no unhandled rejection", async () => {
