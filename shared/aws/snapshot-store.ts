@@ -7,7 +7,7 @@ import { jsonOf } from "../bridge/hash.js";
 import { systemClock } from "./clock.js";
 import { CorruptItemError, DynamoBatchIncompleteError } from "./errors.js";
 import { SNAPSHOT_SORT_KEY, snapshotItemKey, snapshotPartitionPrefix, type ItemKey } from "./keys.js";
-import { DEFAULT_BACKOFF, backoffDelay, chunk, mapLimit, type BackoffOptions } from "./retry.js";
+import { DEFAULT_BACKOFF, backoffDelay, chunk, mapLimit, withRetries, type BackoffOptions } from "./retry.js";
 
 /** BatchGetItem accepts at most 100 keys per call. */
 export const BATCH_GET_LIMIT = 100;
@@ -202,6 +202,19 @@ export class DynamoSnapshotStore implements SnapshotStore {
     }
   }
 
+  /**
+   * One batch call, sent again with backoff while it fails as a whole with a retryable error: DynamoDB answers a batch
+   * it could process none of with a throttling error rather than with every entry unprocessed, and the same pressure
+   * deserves the same patience.
+   */
+  #sendRetried<T>(operation: string, send: () => Promise<T>): Promise<T> {
+    return withRetries(send, {
+      clock: this.#clock,
+      backoff: this.#backoff,
+      onRetry: (error, attempt) => this.#logger?.warn("DynamoDB batch call throttled or failed, retrying", { operation, attempt, error: (error as Error).name }),
+    });
+  }
+
   async #batchGet(keys: Record<string, unknown>[]): Promise<Record<string, unknown>[]> {
     const items: Record<string, unknown>[] = [];
     let pending = keys;
@@ -216,8 +229,9 @@ export class DynamoSnapshotStore implements SnapshotStore {
         );
       }
       if (attempt > 1) await this.#clock.sleep(backoffDelay(attempt - 1, this.#backoff));
-      const result = await this.#doc.send(
-        new BatchGetCommand({ RequestItems: { [this.#table]: { Keys: pending, ConsistentRead: true } } }),
+      const keys = pending;
+      const result = await this.#sendRetried("BatchGetItem", () =>
+        this.#doc.send(new BatchGetCommand({ RequestItems: { [this.#table]: { Keys: keys, ConsistentRead: true } } })),
       );
       items.push(...(result.Responses?.[this.#table] ?? []));
       pending = result.UnprocessedKeys?.[this.#table]?.Keys ?? [];
@@ -239,7 +253,8 @@ export class DynamoSnapshotStore implements SnapshotStore {
         );
       }
       if (attempt > 1) await this.#clock.sleep(backoffDelay(attempt - 1, this.#backoff));
-      const result = await this.#doc.send(new BatchWriteCommand({ RequestItems: { [this.#table]: pending } }));
+      const requests = pending;
+      const result = await this.#sendRetried("BatchWriteItem", () => this.#doc.send(new BatchWriteCommand({ RequestItems: { [this.#table]: requests } })));
       pending = result.UnprocessedItems?.[this.#table] ?? [];
     }
   }

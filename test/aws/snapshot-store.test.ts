@@ -216,6 +216,26 @@ describe("DynamoSnapshotStore batching and retries", () => {
     mock.restore();
   });
 
+  it("retries a batch DynamoDB throttled as a whole (it then answers an error, not every entry unprocessed), with backoff", async () => {
+    const mock = mockClient(doc);
+    // As the SDK surfaces it once its own attempts are spent.
+    const throttled = () =>
+      Object.assign(new Error("throughput exceeded"), { name: "ProvisionedThroughputExceededException", $fault: "client", $metadata: { httpStatusCode: 400, attempts: 3 } });
+    mock.on(BatchWriteCommand).rejectsOnce(throttled()).resolves({});
+    mock.on(BatchGetCommand).rejectsOnce(throttled()).resolves({ Responses: { t: [] } });
+    const clock = new FakeClock();
+    await make(clock).putMany([snapshot("card:a", {})]);
+    expect(await make(clock).getMany(["card:a"])).toEqual(new Map());
+    expect(mock.commandCalls(BatchWriteCommand)).toHaveLength(2);
+    expect(mock.commandCalls(BatchGetCommand)).toHaveLength(2);
+    expect(clock.sleeps).toHaveLength(2);
+    // A refusal that no retry changes fails at once.
+    mock.on(BatchWriteCommand).rejects(Object.assign(new Error("denied"), { name: "AccessDeniedException", $fault: "client", $metadata: { httpStatusCode: 400 } }));
+    await expect(make(clock).putMany([snapshot("card:a", {})])).rejects.toMatchObject({ name: "AccessDeniedException" });
+    expect(mock.commandCalls(BatchWriteCommand)).toHaveLength(3);
+    mock.restore();
+  });
+
   it("retries unprocessed items and gives up with a typed error when they never go through", async () => {
     const mock = mockClient(doc);
     mock.on(BatchWriteCommand).callsFake((input: { RequestItems: Record<string, unknown[]> }) => ({ UnprocessedItems: input.RequestItems }));
