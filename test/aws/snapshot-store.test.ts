@@ -236,6 +236,26 @@ describe("DynamoSnapshotStore batching and retries", () => {
     mock.restore();
   });
 
+  it("starts no batch after one failed, and reports the failure only once the batches in flight have ended", async () => {
+    const mock = mockClient(doc);
+    let calls = 0;
+    mock.on(BatchWriteCommand).callsFake(async (input: { RequestItems: Record<string, unknown[]> }) => {
+      const call = ++calls;
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      if (call === 1) throw Object.assign(new Error("denied"), { name: "AccessDeniedException", $fault: "client", $metadata: { httpStatusCode: 400 } });
+      // The second batch is retried: it is still writing when the first has failed.
+      return call === 2 ? { UnprocessedItems: { t: input.RequestItems.t?.slice(0, 1) } } : {};
+    });
+    const snapshots = Array.from({ length: 200 }, (_, i) => snapshot(`transaction:tx_${i}`, {}));
+    await expect(make().putMany(snapshots)).rejects.toMatchObject({ name: "AccessDeniedException" });
+    const atRejection = mock.commandCalls(BatchWriteCommand).length;
+    // The four batches started together (the store's concurrency), and the second one's retry; none of the other four.
+    expect(atRejection).toBe(5);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(mock.commandCalls(BatchWriteCommand)).toHaveLength(atRejection);
+    mock.restore();
+  });
+
   it("retries unprocessed items and gives up with a typed error when they never go through", async () => {
     const mock = mockClient(doc);
     mock.on(BatchWriteCommand).callsFake((input: { RequestItems: Record<string, unknown[]> }) => ({ UnprocessedItems: input.RequestItems }));
