@@ -6,7 +6,7 @@
 import { contentHash } from "./hash.js";
 import { diffObjects, type Change } from "./diff.js";
 import { conformPii } from "./pii.js";
-import { CycleRun, isPageSizeRejection, nextSequence, parseTime, statusOf, storedSequence, versionTime } from "./cycle.js";
+import { CycleRun, isPageSizeRejection, isTokenFailure, nextSequence, parseTime, statusOf, storedSequence, versionTime } from "./cycle.js";
 import { DEFAULT_MAX_PAGES, type CardCycleDeps, type CycleOptions } from "./deps.js";
 import type { EventType } from "./events/schemas.js";
 import type { BridgeEvent, QuarantineRecord, Snapshot, SnapshotKey } from "./ports.js";
@@ -103,7 +103,7 @@ class CardRun extends CycleRun {
       // (cards removed since) with a 400 or a 404 (both listed for this endpoint), start afresh rather than fail every
       // cycle on it. A page size it refuses is not that. Page 1 refused the same way fails the walk as before.
       const resumedPastEnd = (err: unknown): boolean => {
-        const status = read === 0 && page > 1 ? statusOf(err) : undefined;
+        const status = read === 0 && page > 1 && !isTokenFailure(err) ? statusOf(err) : undefined;
         return status === 404 || (status === 400 && !isPageSizeRejection(err));
       };
       let result;

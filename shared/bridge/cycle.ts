@@ -3,6 +3,7 @@
  * event building, publishing with per-event failures, quarantine records, and the end-of-cycle report.
  */
 import { logToken } from "../log-token.js";
+import { TOKEN_PATH } from "../qashio/auth/oauth.js";
 import { causeMatching, CycleAbortedError, ReauthorizationNeededError } from "./errors.js";
 import { contentHash, eventId, sha256Hex, uuidFromHex } from "./hash.js";
 import type { Change } from "./diff.js";
@@ -136,6 +137,16 @@ export function statusOf(err: unknown): number | undefined {
 /** True when `err` (or a cause) is the client's ReauthorizationRequiredError (token family revoked). */
 export function isReauthorizationRequired(err: unknown): boolean {
   return causeMatching(err, (e): e is Error => e instanceof Error && e.name === "ReauthorizationRequiredError") !== undefined;
+}
+
+/**
+ * True when `err` (or a cause) came from getting a token for a call, not from the call: the token endpoint refused
+ * (a revoked family, wrong client credentials), whatever its status. Read structurally, as the client's errors carry
+ * the path they failed on.
+ */
+export function isTokenFailure(err: unknown): boolean {
+  const fromTokenEndpoint = (e: unknown): e is Error => e instanceof Error && (e as { path?: unknown }).path === TOKEN_PATH;
+  return isReauthorizationRequired(err) || causeMatching(err, fromTokenEndpoint) !== undefined;
 }
 
 /** `status_class` dimension of the ProviderErrors metric. */

@@ -6,7 +6,7 @@ import { logToken } from "../log-token.js";
 import { contentHash, recordHash, releaseJson } from "./hash.js";
 import { applyPiiInPlace, conformPii, type PiiPolicy } from "./pii.js";
 import { diffObjects, isPlainObject, type Change } from "./diff.js";
-import { CycleRun, nextSequence, parseTime, providerRefusal, statusOf, storedSequence, versionTime, type RunKind } from "./cycle.js";
+import { CycleRun, isTokenFailure, nextSequence, parseTime, providerRefusal, statusOf, storedSequence, versionTime, type RunKind } from "./cycle.js";
 import { RecentIds } from "./recent-ids.js";
 import { DEFAULT_MAX_PAGES, type CycleOptions, type TransactionCycleDeps } from "./deps.js";
 import type { BridgeEvent, PublishFailure, QuarantineRecord, Snapshot, SnapshotKey } from "./ports.js";
@@ -721,9 +721,10 @@ class TransactionRun extends CycleRun {
           this.deps.provider.listTransactions({ qashio_id: qid, page: 1, page_size: 1 }, call),
         ).catch((err: unknown) => {
           // The parent is optional: a read the provider refuses for this reference alone (a 400 for an odd id, a 414
-          // for a long one) must not stop every cycle at this page. Anything else (401, 403, 429, 5xx) still does.
+          // for a long one) must not stop every cycle at this page. Anything else (401, 403, 429, 5xx, or a 400 from
+          // the token endpoint: a revoked family) still does.
           const status = statusOf(err);
-          if (status === undefined || status < 400 || status >= 500 || [401, 403, 408, 429].includes(status)) throw err;
+          if (status === undefined || status < 400 || status >= 500 || [401, 403, 408, 429].includes(status) || isTokenFailure(err)) throw err;
           this.deps.logger.warn("provider refused the parent read; published without parent", { parentQashioId: qid, status });
           return undefined;
         });

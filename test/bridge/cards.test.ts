@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { cardEventType, pollCards } from "../../shared/bridge/cards.js";
 import { parseEventDetail } from "../../shared/bridge/events/schemas.js";
-import { CycleAbortedError } from "../../shared/bridge/errors.js";
+import { CycleAbortedError, ReauthorizationNeededError } from "../../shared/bridge/errors.js";
+import { ReauthorizationRequiredError } from "../../shared/qashio/errors.js";
 import { schemaValidator } from "../../shared/bridge/validate.js";
 import { ErpCardSchema } from "../../shared/qashio/schemas/erp-card.js";
 import { contentHash } from "../../shared/bridge/hash.js";
@@ -479,6 +480,22 @@ describe("pollCards", () => {
     expect(rig.snapshots.data.size).toBe(3);
     // A size it steps down from is an answer the walk handles, not a provider fault.
     expect(rig.metrics.sum("ProviderErrors")).toBe(0);
+  });
+
+  it("takes a token endpoint's 400 on a resumed walk for what it is, not for a cursor past the end", async () => {
+    const rig = makeRig({ emitCardCreated: true });
+    for (let i = 0; i < 6; i++) rig.provider.addCard();
+    expect((await pollCards(rig.deps, { pageSize: 2, maxPages: 2 })).outcome).toBe("page_limit");
+    rig.provider.beforeCall = () => {
+      throw new ReauthorizationRequiredError("refresh token rejected", { status: 400, method: "POST", path: "/oauth2/token" });
+    };
+    await expect(pollCards(rig.deps, { pageSize: 2 })).rejects.toBeInstanceOf(ReauthorizationNeededError);
+    expect(rig.logger.lines.some((l) => l.message.includes("starting afresh"))).toBe(false);
+    // The walk still resumes where it stopped.
+    rig.provider.beforeCall = () => undefined;
+    const before = rig.provider.calls.length;
+    await pollCards(rig.deps, { pageSize: 2 });
+    expect(rig.provider.calls.slice(before).map((c) => (c.op === "listErpCards" ? c.query.page : c.op))).toEqual([3]);
   });
 
   it("takes a refused page size on a resumed walk for what it is, not for a cursor past the end", async () => {

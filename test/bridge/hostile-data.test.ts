@@ -7,7 +7,8 @@ import { pollCards, pollTransactions } from "../../shared/bridge/index.js";
 import { quarantineId } from "../../shared/bridge/cycle.js";
 import { applyPii, applyPiiToBody, type PiiPolicy } from "../../shared/bridge/pii.js";
 import { CUT_DEPTH_MARKER, cutToDepth, MAX_RECORD_DEPTH, nestedDeeperThan } from "../../shared/bridge/validate.js";
-import { CycleAbortedError } from "../../shared/bridge/errors.js";
+import { CycleAbortedError, ReauthorizationNeededError } from "../../shared/bridge/errors.js";
+import { BadRequestError, ReauthorizationRequiredError } from "../../shared/qashio/errors.js";
 import { makeRig, type TestRig } from "./fakes.js";
 import { CrashPoint, crashingPorts } from "./faults.js";
 import { clientOverFake, RawJsonText } from "./provider-client.js";
@@ -222,6 +223,25 @@ describe("a refund whose parent cannot be had", () => {
     expect(rig.logger.lines).toContainEqual(expect.objectContaining({ level: "warn", message: "provider refused the parent read; published without parent" }));
     // One read per reference and cycle, as for a parent not found.
     expect(rig.provider.calls.filter((c) => c.op === "listTransactions" && c.query.qashio_id)).toHaveLength(1);
+  });
+
+  it.each([
+    ["a revoked token family", new ReauthorizationRequiredError("refresh token rejected", { status: 400, method: "POST", path: "/oauth2/token" }), ReauthorizationNeededError],
+    ["refused client credentials", new BadRequestError("client refused", { status: 400, method: "POST", path: "/oauth2/token" }), CycleAbortedError],
+  ])("stops before publishing when getting a token for the parent read answers 400 (%s): the refund is not sent without its parent for good", async (_, failure, stopped) => {
+    const rig = makeRig();
+    const parent = rig.provider.addTransaction();
+    parent.client_sync_status = "synced";
+    const refund = rig.provider.addTransaction({ transaction_category: "refund", parent_qashio_id: parent.qashio_id });
+    let tokenFails = true;
+    rig.provider.beforeCall = (call) => {
+      if (tokenFails && call.op === "listTransactions" && call.query.qashio_id) throw failure;
+    };
+    await expect(pollTransactions(rig.deps)).rejects.toBeInstanceOf(stopped);
+    expect(rig.publisher.events).toEqual([]);
+    tokenFails = false;
+    await pollTransactions(rig.deps);
+    expect(rig.publisher.events.map((e) => [e.detail.subject.id, e.detail.data.parent])).toEqual([[refund.id, { id: parent.id, qashio_id: parent.qashio_id }]]);
   });
 
   it.each([401, 403, 429, 500])("stops the cycle as any failed call does when the parent read fails with %i", async (status) => {
