@@ -136,6 +136,15 @@ function readRange(fd: number, file: string, buffer: Buffer, at: number, from: n
 }
 
 /**
+ * Yields to the event loop's timers. The store's file I/O is synchronous, so a pass made of store calls alone (a PII
+ * conform walk, a vacuum) would otherwise run as one stretch of microtasks, and the timer that renews the cycle lease
+ * it holds (whileHolding) would not fire until it ended: the lease would run out under a live holder.
+ */
+function nextTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
+/**
  * Snapshots of one tenant in `<stateDir>/snapshots/`. One writer per state directory at a time
  * (the CLI holds a FileLock for the cycle); readers in the same process see writes immediately, and a process that
  * outlives another's writes (a `run --interval` beside a `run --once`) sees them after {@link reload}.
@@ -240,6 +249,7 @@ export class FileSnapshotStore implements SnapshotStore {
    *   replaced: the store's id differs), of a segment this store never wrote, or of another shape.
    */
   async scan(options: SnapshotScanOptions): Promise<SnapshotPage> {
+    await nextTurn();
     const cursor = options.cursor === undefined ? undefined : parseCursor(options.cursor);
     await this.load();
     const from = cursor === undefined ? undefined : this.checkCursor(cursor);
@@ -495,6 +505,7 @@ export class FileSnapshotStore implements SnapshotStore {
    * only duplicates entries the new one (higher sequence number) holds byte for byte, and loading deletes it.
    */
   private async compactBatch(liveRatio = COMPACT_LIVE_RATIO): Promise<number> {
+    await nextTurn();
     const sparse = [...this.segments.values()]
       .filter((s) => s.liveBytes < s.bodyBytes * liveRatio)
       .sort((a, b) => a.liveBytes / a.bodyBytes - b.liveBytes / b.bodyBytes);
