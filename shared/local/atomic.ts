@@ -13,14 +13,21 @@ import path from "node:path";
 /** Suffix of temp files; anything ending with it is a leftover of a crash and safe to delete. */
 export const TEMP_SUFFIX = ".tmp";
 
-/** Fsyncs a directory so a rename in it is durable (best effort: some platforms refuse directory fsync). */
+/** Codes of a platform or filesystem that cannot open or fsync a directory at all (Windows, some network mounts). */
+const DIR_FSYNC_UNSUPPORTED = new Set(["EISDIR", "EPERM", "EACCES", "EINVAL", "ENOTSUP", "EOPNOTSUPP", "EBADF"]);
+
+/**
+ * Fsyncs a directory so a rename in it is durable. Where directory fsync does not exist, the rename is still atomic
+ * and the write goes on; any other failure (EIO) throws: the rename may not be on disk, and a token save reported
+ * durable then could bring a spent refresh token back after a power loss.
+ */
 function fsyncDirSync(dir: string): void {
   let fd: number | undefined;
   try {
     fd = openSync(dir, "r");
     fsyncSync(fd);
-  } catch {
-    // Directory fsync is unsupported on some filesystems (e.g. Windows); the rename is still atomic.
+  } catch (err) {
+    if (!DIR_FSYNC_UNSUPPORTED.has((err as NodeJS.ErrnoException).code ?? "")) throw err;
   } finally {
     if (fd !== undefined) closeSync(fd);
   }

@@ -12,7 +12,14 @@ import { createFileOnce } from "../../shared/local/atomic.js";
 import { writeFileAtomic } from "../../shared/local/index.js";
 
 /** fsync and rename calls in order, each naming the file its descriptor was opened on. */
-const journal = vi.hoisted(() => ({ events: [] as string[], opened: new Map<number, string>(), failUnlinkOf: undefined as RegExp | undefined, failLink: false }));
+const journal = vi.hoisted(() => ({
+  events: [] as string[],
+  opened: new Map<number, string>(),
+  failUnlinkOf: undefined as RegExp | undefined,
+  failLink: false,
+  /** errno code the fsync of a directory fails with. */
+  failDirFsync: undefined as string | undefined,
+}));
 
 vi.mock("node:fs", async (importOriginal) => {
   const fs = await importOriginal<typeof nodeFs>();
@@ -23,6 +30,8 @@ vi.mock("node:fs", async (importOriginal) => {
   }) as typeof fs.openSync;
   const fsyncSync = ((fd: number) => {
     journal.events.push(`fsync ${journal.opened.get(fd) ?? "?"}`);
+    const code = journal.failDirFsync;
+    if (code !== undefined && fs.fstatSync(fd).isDirectory()) throw Object.assign(new Error(`${code}: fsync failed`), { code });
     fs.fsyncSync(fd);
   }) as typeof fs.fsyncSync;
   const renameSync = ((from: nodeFs.PathLike, to: nodeFs.PathLike) => {
@@ -48,12 +57,26 @@ beforeEach(async () => {
   journal.events.length = 0;
   journal.failUnlinkOf = undefined;
   journal.failLink = false;
+  journal.failDirFsync = undefined;
 });
 afterEach(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
 describe("writeFileAtomic durability", () => {
+  it("fails when the directory fsync fails with an I/O error: the rename may not be on disk, so nothing counts as saved", async () => {
+    const file = path.join(dir, "tokens.json");
+    journal.failDirFsync = "EIO";
+    await expect(writeFileAtomic(file, '{"refreshToken":"rt"}\n', { mode: 0o600 })).rejects.toMatchObject({ code: "EIO" });
+  });
+
+  it.each(["EINVAL", "ENOTSUP", "EISDIR"])("goes on when a directory cannot be fsynced at all (%s: a platform or filesystem without it)", async (code) => {
+    const file = path.join(dir, "tokens.json");
+    journal.failDirFsync = code;
+    await writeFileAtomic(file, '{"refreshToken":"rt"}\n', { mode: 0o600 });
+    expect(await readFile(file, "utf8")).toBe('{"refreshToken":"rt"}\n');
+  });
+
   it("fsyncs the temp file before renaming it over the target, then fsyncs the directory", async () => {
     const file = path.join(dir, "tokens.json");
     await writeFileAtomic(file, '{"refreshToken":"rt"}\n', { mode: 0o600 });
