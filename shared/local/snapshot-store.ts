@@ -341,6 +341,7 @@ export class FileSnapshotStore implements SnapshotStore {
       this.liveBytes = 0;
       // The directory may have been replaced since (a restore): its id is read again when a cursor needs it.
       this.storeId = undefined;
+      this.dirReady = false;
       this.loading = this.loadSegments();
       await this.loading;
     });

@@ -47,6 +47,16 @@ describe("FileSnapshotStore.reload", () => {
     await expectReadsModel(new FileSnapshotStore(dir, options), new Map([["card:a", snap("card:a", 4, 100)]]));
   });
 
+  it("writes again after its snapshots directory was removed (a state directory restored without one)", async () => {
+    const store = new FileSnapshotStore(dir);
+    await store.putMany([snap("transaction:a", 1, 100)]);
+    await rm(path.join(dir, "snapshots"), { recursive: true, force: true });
+    await store.reload();
+    await store.putMany([snap("transaction:b", 1, 100)]);
+    await expectReadsModel(new FileSnapshotStore(dir), new Map([["transaction:b", snap("transaction:b", 1, 100)]]));
+    expect((await new FileSnapshotStore(dir).getMany(["transaction:a"])).size).toBe(0);
+  });
+
   it("does nothing before the first load, and keeps the index when nothing changed on disk", async () => {
     const kept = new FileSnapshotStore(dir, options);
     await kept.reload();
