@@ -51,11 +51,14 @@ export class FileQuarantine implements Quarantine {
       if (options.missingOk === true && (err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
       throw new LocalStateError("Quarantine record cannot be read", { file }, { cause: err });
     }
+    let parsed: unknown;
     try {
-      return JSON.parse(text) as QuarantineRecord;
+      parsed = JSON.parse(text);
     } catch (err) {
       throw new CorruptStateError("Quarantine record is not valid JSON", { file }, { cause: err });
     }
+    if (!isRecordShaped(parsed)) throw new CorruptStateError("Quarantine record is not a record", { file });
+    return parsed;
   }
 
   async delete(id: string): Promise<void> {
@@ -94,4 +97,11 @@ export class FileQuarantine implements Quarantine {
     }
     return names.filter((name) => name.endsWith(".json") && !name.endsWith(TEMP_SUFFIX)).length;
   }
+}
+
+/** Whether a parsed record file has the members every reader of a record relies on (written by something else if not). */
+function isRecordShaped(value: unknown): value is QuarantineRecord {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return false;
+  const { id, kind, reason, at } = value as Record<string, unknown>;
+  return [id, kind, reason, at].every((member) => typeof member === "string");
 }

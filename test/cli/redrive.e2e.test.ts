@@ -68,16 +68,20 @@ describe("bridge redrive (in-process)", () => {
     expect(stdout).toContain(`(transaction ${victim}): its event was not published`);
   });
 
-  it("names a corrupt quarantine record's file as a state directory problem, exit 2", async () => {
+  it.each([
+    ["{oops", "Quarantine record is not valid JSON"],
+    ["null\n", "Quarantine record is not a record"],
+    ['{"id":"x","kind":"transaction","at":"2026-01-01T00:00:00Z"}\n', "Quarantine record is not a record"],
+  ])("names a corrupt quarantine record's file (%j) as a state directory problem, exit 2", async (text, problem) => {
     const h = (harness = await startHarness());
     expect((await runInProcess(["run", "--once"], h.env, undefined, h.dir)).code).toBe(EXIT.ok);
     const dir = join(h.env.BRIDGE_STATE_DIR!, "quarantine");
     mkdirSync(dir, { recursive: true });
     const file = join(dir, "aaaaaaaa-0000-0000-0000-000000000000.json");
-    writeFileSync(file, "{oops");
+    writeFileSync(file, text);
     const { code, stderr } = await runInProcess(["redrive"], h.env, undefined, h.dir);
     expect(code).toBe(EXIT.usage);
-    expect(stderr).toContain(`A file in the state directory (${h.env.BRIDGE_STATE_DIR}) cannot be used:\n  - BRIDGE_STATE_DIR: Quarantine record is not valid JSON (${file}); restore it or move it aside`);
+    expect(stderr).toContain(`A file in the state directory (${h.env.BRIDGE_STATE_DIR}) cannot be used:\n  - BRIDGE_STATE_DIR: ${problem} (${file}); restore it or move it aside`);
   });
 
   it("says a stopped re-drive keeps its records for the next redrive, not that the next cycle resumes", async () => {
