@@ -193,7 +193,10 @@ class TransactionRun extends CycleRun {
    * latency) and otherwise re-reads the same page. It moves on only when a page holds nothing new (items that stay
    * listed despite an acknowledge), and confirms the end with a plain read after a read-ahead chain, so a read that
    * raced an acknowledge cannot skip a batch. The page bound and the deadline guarantee termination.
-   * Handled ids are remembered for a few pages only (see {@link RecentIds}), so memory does not grow with the backlog.
+   * Handled ids are remembered for a few pages only (see {@link RecentIds}), so memory does not grow with the backlog,
+   * except for ids the provider keeps listing after they were handled (met again: kept for the rest of the pass). In
+   * an outage that fails every publish for now nothing is acknowledged and every id walked is met again: memory then
+   * grows by an id and its versions per item walked (a few hundred bytes), until the deadline or the page bound ends the pass.
    */
   private async drain(status: PullStatus): Promise<CycleOutcome> {
     const handled = new RecentIds();
