@@ -154,10 +154,17 @@ function itemKey(raw: unknown): string {
   return typeof id === "string" && id !== "" ? id : `sha:${contentHash(raw)}`;
 }
 
+/** Parent references remembered as not found, at most (see `parentsNotFound`). */
+const PARENTS_NOT_FOUND_LIMIT = 1_000;
+
 class TransactionRun extends CycleRun {
   private readonly maxPages: number;
-  /** Parents found (or not found: null) by a provider read in this cycle; refunds are few, so this stays small. */
-  private readonly parents = new Map<string, string | null>();
+  /**
+   * Parent qashio_ids a provider read did not find in this cycle (not read again in it). Parents found need no entry:
+   * their alias is written with the batch's snapshots, where the next refund's store lookup finds it. Bounded, so a
+   * backlog of refunds of unknown parents cannot grow it past a few pages' worth.
+   */
+  private readonly parentsNotFound = new Set<string>();
 
   constructor(
     override readonly deps: TransactionCycleDeps,
@@ -667,10 +674,11 @@ class TransactionRun extends CycleRun {
 
   /**
    * Parent `{id}` per parent qashio_id: from the item's own `parent_id`, the same page, the snapshot store's
-   * alias (written with a transaction's first snapshot), else one provider read per distinct parent (cached for the
-   * cycle). Unresolvable, refused by the provider for this reference alone (a 4xx other than 401, 403, 408, 429), or
-   * the transaction itself: no parent. Memory stays at one page: nothing is kept per transaction seen. Also returns the
-   * aliases of parents a provider read found, to write with the batch's snapshots.
+   * alias (written with a transaction's first snapshot, and with the batch of a refund whose parent a read found), else
+   * one provider read per distinct parent and cycle. Unresolvable, refused by the provider for this reference alone (a
+   * 4xx other than 401, 403, 408, 429), or the transaction itself: no parent. Memory stays at one page, plus a bounded
+   * set of references not found: nothing is kept per transaction seen. Also returns the aliases of parents a provider
+   * read found, to write with the batch's snapshots.
    */
   private async resolveParents(items: readonly Item[], page: readonly Item[]): Promise<{ parents: Map<string, string>; aliases: Snapshot[] }> {
     const { resolved, missing } = this.knownParents(items, page);
@@ -679,8 +687,8 @@ class TransactionRun extends CycleRun {
   }
 
   /**
-   * Parents resolved without a read (own `parent_id`, the same page, this cycle's earlier reads), and the parent
-   * qashio_ids still to look up; references of an item to itself are dropped with a warning.
+   * Parents resolved without a read (own `parent_id`, the same page), and the parent qashio_ids still to look up (not
+   * those this cycle's reads did not find); references of an item to itself are dropped with a warning.
    */
   private knownParents(items: readonly Item[], page: readonly Item[]): { resolved: Map<string, string>; missing: Set<string> } {
     const resolved = new Map<string, string>();
@@ -698,9 +706,9 @@ class TransactionRun extends CycleRun {
         onPage = new Map();
         for (const other of page) if (other.qashioId) onPage.set(other.qashioId, other.id);
       }
-      const known = item.parentId ?? onPage.get(qid) ?? this.parents.get(qid);
+      const known = item.parentId ?? onPage.get(qid);
       if (known) resolved.set(qid, known);
-      else if (known !== null) missing.add(qid);
+      else if (!this.parentsNotFound.has(qid)) missing.add(qid);
     }
     return { resolved, missing };
   }
@@ -736,8 +744,11 @@ class TransactionRun extends CycleRun {
         if (id) learned.push(aliasSnapshot(id, qid, new Date(this.deps.clock.now()).toISOString()));
         else if (page) this.deps.logger.warn("parent transaction not found", { parentQashioId: qid });
       }
-      this.parents.set(qid, id ?? null);
       if (id) resolved.set(qid, id);
+      else {
+        if (this.parentsNotFound.size >= PARENTS_NOT_FOUND_LIMIT) this.parentsNotFound.clear();
+        this.parentsNotFound.add(qid);
+      }
     }
     return { parents: resolved, aliases: learned };
   }

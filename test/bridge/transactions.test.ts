@@ -615,6 +615,17 @@ describe("pollTransactions", () => {
     expect(rig.snapshots.data.get(`transaction:qashio_id:${parent.qashio_id}`)?.object).toEqual({ id: parent.id, qashio_id: parent.qashio_id });
   });
 
+  it("reads a parent once per cycle for refunds of it on several pages, keeping nothing per parent found in memory", async () => {
+    const rig = makeRig();
+    const parent = rig.provider.addTransaction();
+    parent.client_sync_status = "synced";
+    // Acknowledged long ago, before aliases were written: only a provider read finds it.
+    for (let i = 0; i < 3; i++) rig.provider.addTransaction({ transaction_category: "refund", parent_qashio_id: parent.qashio_id });
+    await pollTransactions(rig.deps, { pageSize: 1 });
+    expect(rig.publisher.events.map((e) => e.detail.data.parent)).toEqual(Array(3).fill({ id: parent.id, qashio_id: parent.qashio_id }));
+    expect(rig.provider.calls.filter((c) => c.op === "listTransactions" && c.query.qashio_id)).toHaveLength(1);
+  });
+
   it("attaches no parent when the provider answers the parent read with another transaction", async () => {
     const rig = makeRig();
     const refund = rig.provider.addTransaction({ transaction_category: "refund", parent_qashio_id: "CT77777777" });
