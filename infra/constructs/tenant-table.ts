@@ -22,8 +22,9 @@ export interface TenantTableProps {
 /**
  * Item actions a poller sends (shared/aws): snapshots (BatchGet, BatchWrite), quarantine (conditional Put, Update of
  * the TTL of a record found again, Query for its size and the re-drive, Delete once re-driven), leases (conditional
- * Put, Delete; never renewed, the cycle lease outlives the function timeout) and the shared access token (Get, Put,
- * Delete). Granted with the poller's partition keys (`partitionKeyPatterns` in shared/aws/keys.ts).
+ * Put, Delete; Update renews the token lease while rotated tokens are saved, a cycle lease is never renewed: it
+ * outlives the function timeout) and the shared access token (Get, Put, Delete). Granted with the poller's partition
+ * keys (`partitionKeyPatterns` in shared/aws/keys.ts).
  */
 export const POLLER_TABLE_ACTIONS = [
   "dynamodb:GetItem",
@@ -35,8 +36,11 @@ export const POLLER_TABLE_ACTIONS = [
   "dynamodb:BatchWriteItem",
 ] as const;
 
-/** Item actions the token rotation sends: the token lease and the shared access token only. */
-export const ROTATION_TABLE_ACTIONS = ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:DeleteItem"] as const;
+/**
+ * Item actions the token rotation sends, on the token lease and the shared access token only: the lease is taken (Put),
+ * renewed while the rotated secret is written (Update) and released (Delete).
+ */
+export const ROTATION_TABLE_ACTIONS = ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"] as const;
 
 /**
  * Condition operator of the `dynamodb:LeadingKeys` scope: every partition key a request names (all of a batch's)

@@ -13,6 +13,7 @@ import type { HandlerOptions } from "../../shared/aws/handlers.js";
 import type { TableUser } from "../../shared/aws/keys.js";
 import type { BridgeEventDetail } from "../../shared/bridge/ports.js";
 import { parseTenantConfig } from "../../infra/tenant-config.js";
+import { ACCESS_TOKEN_TTL_SECONDS } from "../../sandbox/index.js";
 import { localDynamoClient } from "../aws/support/dynamo.js";
 import { buildTestApp, roleStatements } from "../infra/helpers.js";
 import { allows, type PolicyStatement } from "../infra/iam-evaluator.js";
@@ -150,6 +151,27 @@ describe("table access of the functions against their roles' dynamodb:LeadingKey
 
     const denied = calls.filter((call) => !allowed(call));
     expect(denied).toEqual([]);
+  });
+
+  it("allows the token lease renewal (UpdateItem) of a rotation and a poller whose refresh answered slowly", async () => {
+    // The token endpoint answers 11 s late: the save then starts past a third of the 30 s lease, which renews at once.
+    const slowTokens: typeof h.fetch = async (input, init) => {
+      const response = await h.fetch(input, init);
+      if (String(input).endsWith("/oauth2/token")) h.sandbox.control.advanceClock(11);
+      return response;
+    };
+    const bus = eventBridge(() => new Set());
+    const token = randomUUID();
+    h.secrets.startRotation(token);
+    await h.rotator({ ...recording("rotateToken", bus), fetch: slowTokens })({ SecretId: h.secrets.secretId, ClientRequestToken: token, Step: "createSecret" });
+    h.sandbox.control.advanceClock(ACCESS_TOKEN_TTL_SECONDS + 1);
+    expect(await h.poller("cards", { ...recording("pollCards", bus), fetch: slowTokens })()).toMatchObject({ status: "completed" });
+    const renewals = calls.filter((c) => c.action === "dynamodb:UpdateItem");
+    expect(renewals.map((c) => [c.user, c.leadingKeys])).toEqual([
+      ["rotateToken", [`LEASE#${TENANT}#token-refresh`]],
+      ["pollCards", [`LEASE#${TENANT}#token-refresh`]],
+    ]);
+    expect(calls.filter((call) => !allowed(call))).toEqual([]);
   });
 
   it("would deny the rotation a snapshot or quarantine item, the card poller a transaction's, and any function another tenant's items", () => {

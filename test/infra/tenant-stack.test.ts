@@ -623,6 +623,7 @@ describe("least-privilege IAM", () => {
       "dynamodb:DeleteItem",
       "dynamodb:GetItem",
       "dynamodb:PutItem",
+      "dynamodb:UpdateItem",
       "kms:Decrypt",
       "kms:DescribeKey",
       "kms:GenerateDataKey",
