@@ -436,6 +436,9 @@ export class HttpCore {
     for (;;) {
       attempt += 1;
       if (request.stop?.aborted) throw this.outOfTime(request, last === undefined ? "sent" : "retried", last, "it was asked to stop");
+      // Checked before the token too: a call that cannot be sent must not spend the refresh token on the way (a
+      // refresh and its save past the invocation's end could be cut off, leaving the spent token stored).
+      if (!this.attemptFits(request, 0)) throw this.outOfTime(request, "sent", last);
       const token = replayToken ?? (await this.tokenFor(request));
       replayToken = undefined;
       if (!this.attemptFits(request, 0)) throw this.outOfTime(request, "sent", last);

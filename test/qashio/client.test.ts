@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { QashioClient } from "../../shared/qashio/client.js";
-import { StaticTokenProvider } from "../../shared/qashio/auth/token-provider.js";
+import { OAuthTokenProvider, StaticTokenProvider } from "../../shared/qashio/auth/token-provider.js";
+import type { StoredTokens } from "../../shared/qashio/auth/token-store.js";
 import { DeadlineExceededError, InvalidRequestError, InvalidResponseError, RateLimitedError, ServerError, TimeoutError } from "../../shared/qashio/errors.js";
 import type { DriftReport } from "../../shared/qashio/schemas/index.js";
 import {
@@ -225,6 +226,19 @@ describe("QashioClient writes", () => {
     expect(error).toMatchObject({ deadline });
     expect(fetch.calls).toHaveLength(1);
     expect(clock.sleeps).toEqual([]);
+  });
+
+  it("spends no refresh token on a call whose deadline no attempt fits any more", async () => {
+    const clock = fakeClock();
+    const store = { tokens: { refreshToken: "rt-1", accessToken: "at-1", accessTokenExpiresAt: clock.now() + 30_000 } as StoredTokens, load: async () => store.tokens, save: async (t: StoredTokens) => void (store.tokens = t) };
+    // The access token is within the refresh skew: a call would refresh first.
+    const fetch = scriptedFetch(json(200, { access_token: "at-2", token_type: "Bearer", refresh_token: "rt-2" }), ok({}));
+    const tokenProvider = new OAuthTokenProvider({ baseUrl: BASE_URL, clientId: "c", clientSecret: "s", store, fetch, clock });
+    const client = new QashioClient({ baseUrl: BASE_URL, tokenProvider, fetch, clock });
+    const error = await client.acknowledgeTransactions([TRANSACTION_ID], { deadline: clock.now() + 5_000 }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(DeadlineExceededError);
+    expect(fetch.calls).toEqual([]);
+    expect(store.tokens.refreshToken).toBe("rt-1");
   });
 
   it("accepts an acknowledgement answered 2xx without the standard envelope, with a warning", async () => {
