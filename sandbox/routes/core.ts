@@ -315,13 +315,23 @@ async function issueCard(c: SandboxContext): Promise<Response> {
   const body = checkIssueBody(await readJson(c), data);
   const state = c.get("state");
   const stamp = state.clock.stampIso();
-  // Ids of issued cards come from their own stream so issuing does not shift seeded data.
-  const prng = new Prng((state.seed * 31 + data.cards.length * 7 + state.clock.nowSeconds()) >>> 0);
+  // Ids of issued cards come from their own stream so issuing does not shift seeded data; the company's place in the
+  // seed order keeps two companies issuing in one second from drawing alike.
+  const companies = state.listCompanies();
+  const prng = new Prng((state.seed * 31 + data.cards.length * 7 + state.clock.nowSeconds() + companies.indexOf(data) * 7919) >>> 0);
+  // Card and account ids are unique across the whole sandbox, as the provider's are (another company's id is a 404).
+  const used = new Set(companies.flatMap((d) => d.cards.flatMap((card) => [card.id, card.accountExternalId])));
+  const fresh = (prefix: string): string => {
+    for (;;) {
+      const id = `${prefix}${prng.code(10)}`;
+      if (!used.has(id)) return id;
+    }
+  };
   const holder = data.users.find((u) => u.userId === body.userId);
   const pool = body.poolAccountId ? data.pools.find((p) => p.id === body.poolAccountId) : undefined;
   if (!holder) throw new ApiError(500, "user vanished");
   const card: CardRecord = {
-    id: `CA${prng.code(10)}`,
+    id: fresh("CA"),
     nickname: body.nickname,
     // A virtual card is usable at once; a physical card waits for activation on delivery.
     status: body.cardType === "Virtual" ? "Active" : "Inactive",
@@ -329,7 +339,7 @@ async function issueCard(c: SandboxContext): Promise<Response> {
     lastFour: prng.digits(4),
     holder,
     accountType: body.accountType,
-    accountExternalId: pool ? pool.id : `AC${prng.code(10)}`,
+    accountExternalId: pool ? pool.id : fresh("AC"),
     poolAccountId: pool ? pool.id : null,
     currency: data.company.currency,
     allowedMaxBalance: pool ? pool.allowedMaxBalance : body.maxBalance,

@@ -366,6 +366,21 @@ describe("POST /public/v1/core/cards (issuance)", () => {
     expect(res.body.data.card).toMatchObject({ status: "inactive", account_id: pools[0]?.id });
   });
 
+  it("gives cards issued by two companies in the same second ids of their own: another company's card stays a 404", async () => {
+    const other = await tokensFor(h.sandbox, h.otherCompanyId);
+    const issue = async (token?: string): Promise<Row> => {
+      const users = (await h.json(`${CORE}?page_size=100`, { token })).body.data.cards as Row[];
+      const res = await h.json(CORE, { token, body: { nickname: "Review card", card_type: "VIRTUAL", user_id: users[0]?.user_profile.user_id } });
+      expect(res.status).toBe(201);
+      return res.body.data.card as Row;
+    };
+    const mine = await issue();
+    const theirs = await issue(other.access_token);
+    expect(theirs.id).not.toBe(mine.id);
+    expect(theirs.account_id).not.toBe(mine.account_id);
+    expect((await h.json(`/public/v1/erp/cards/${String(mine.id)}`, { token: other.access_token })).status).toBe(404);
+  });
+
   it("answers 400 with one entry per offending field", async () => {
     const { status, body } = await h.json(CORE, { body: { card_type: "METAL", user_id: "nobody", account_type: "POOL" } });
     expect(status).toBe(400);
