@@ -95,16 +95,21 @@ function cardBalance(c: SandboxContext): Response {
       nickname: card.nickname,
       last_four: card.lastFour,
       status: card.status.toLowerCase(),
-      // Pending authorisations are already held against the balance.
-      balance: round(cardBalanceOf(card, data) - card.pendingAuthorisations),
+      balance: round(spendableOf(card, data)),
       currency: card.currency,
     })),
   });
 }
 
-function cardBalanceOf(card: CardRecord, data: CompanyData): number {
-  if (card.poolAccountId === null) return card.balance;
-  return data.pools.find((p) => p.id === card.poolAccountId)?.balance ?? 0;
+/**
+ * What a card can still spend (§4.9: balances account for pending authorisations): its own balance less its holds, or
+ * for a pool card the pool's balance less the holds of every card drawing on that pool.
+ */
+function spendableOf(card: CardRecord, data: CompanyData): number {
+  if (card.poolAccountId === null) return card.balance - card.pendingAuthorisations;
+  const pool = data.pools.find((p) => p.id === card.poolAccountId)?.balance ?? 0;
+  const held = data.cards.reduce((sum, other) => (other.poolAccountId === card.poolAccountId ? sum + other.pendingAuthorisations : sum), 0);
+  return pool - held;
 }
 
 function findCard(c: SandboxContext): CardRecord {

@@ -180,6 +180,21 @@ describe("GET /public/v1/core/cards/balance", () => {
   });
 });
 
+describe("GET /public/v1/core/cards/balance of pool cards", () => {
+  it("gives every card on a pool what the pool can still spend: its balance less the holds of all its cards", async () => {
+    const data = h.sandbox.control.company(h.companyId)!;
+    const pool = data.pools.find((p) => data.cards.filter((c) => c.poolAccountId === p.id && c.status === "Active").length >= 2)!;
+    const [x, y] = data.cards.filter((c) => c.poolAccountId === pool.id && c.status === "Active");
+    x!.pendingAuthorisations = 100;
+    y!.pendingAuthorisations = 25.5;
+    const held = data.cards.filter((c) => c.poolAccountId === pool.id).reduce((sum, c) => sum + c.pendingAuthorisations, 0);
+    const balance = async (nickname: string) =>
+      ((await h.json(`/public/v1/core/cards/balance?nickname=${encodeURIComponent(nickname)}`)).body.data.cards as Row[]).find((c) => c.card_id !== undefined)?.balance;
+    const spendable = Math.round((pool.balance - held) * 100) / 100;
+    expect([await balance(x!.nickname), await balance(y!.nickname)]).toEqual([spendable, spendable]);
+  });
+});
+
 describe("PUT /public/v1/core/cards/{cardId} (funding update)", () => {
   it("changes only the fields sent and answers the updated card", async () => {
     const card = await cardWith("Active");
