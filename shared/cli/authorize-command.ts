@@ -157,11 +157,20 @@ export async function authorizeCommand(args: AuthorizeArgs, io: CliIo, seams: Au
     where = `secret ${args.secretId} (refresh_token, client_id and client_secret merged; pii_salt kept)`;
     line(io.stdout, `Signing in at ${baseUrl} with client_id ${clientId}; the token goes to secret ${args.secretId}.`);
   } else {
-    // Before the browser opens: tokens of one provider must not land where another's state lives. A new client id
-    // may take the directory over: the sign-in replaces the tokens and none of the old ones is sent.
-    await bindToSettings(settings.stateDir, { baseUrl, clientId, ...(settings.tenant ? { tenant: settings.tenant } : {}) }, { rebindClient: true });
+    // Checked before the browser opens: tokens of one provider must not land where another's state lives. A new
+    // client id may take the directory over, but only once its sign-in is stored: recorded before, a sign-in that
+    // never completes would lock the directory's working settings out.
+    const binding = { baseUrl, clientId, ...(settings.tenant ? { tenant: settings.tenant } : {}) };
+    await bindToSettings(settings.stateDir, binding, { rebindClient: true, checkOnly: true });
     const files = new FileTokenStore(settings.stateDir);
-    store = lockedStore(files, new FileLock(settings.stateDir, { clock }), DEFAULT_LOCK_NAME, { clock, waitMs, io });
+    const bindThenSave: TokenStore = {
+      load: () => files.load(),
+      async save(tokens) {
+        await bindToSettings(settings.stateDir, binding, { rebindClient: true });
+        await files.save(tokens);
+      },
+    };
+    store = lockedStore(bindThenSave, new FileLock(settings.stateDir, { clock }), DEFAULT_LOCK_NAME, { clock, waitMs, io });
     where = files.file;
   }
   const scope = args.scope ?? DEFAULT_SCOPES;

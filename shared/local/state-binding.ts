@@ -53,6 +53,8 @@ export interface BindOptions {
    * none of the old ones). The provider and tenant still have to match.
    */
   readonly rebindClient?: boolean;
+  /** Only check: write nothing (authorize checks before the sign-in and records the binding once it is stored). */
+  readonly checkOnly?: boolean;
 }
 
 /**
@@ -87,6 +89,7 @@ export async function bindStateDir(dir: string, binding: StateBinding, options: 
   } else if (holdsState(dir)) {
     throw new StateBindingMissingError(file);
   }
+  if (options.checkOnly === true) return;
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   await writeFileAtomic(file, `${JSON.stringify(next)}\n`, { mode: 0o600 });
 }

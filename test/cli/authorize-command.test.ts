@@ -109,6 +109,17 @@ describe("bridge authorize", () => {
     expect(shown).toBe(false);
   });
 
+  it("records a new client id for the state directory only once its sign-in is stored: a sign-in that fails changes nothing", async () => {
+    const h = (harness = await startHarness());
+    expect((await runInProcess(["run", "--once"], h.env)).code).toBe(EXIT.ok);
+    const binding = await readFile(join(h.env.BRIDGE_STATE_DIR as string, "binding.json"), "utf8");
+    // A mistyped client id, and a sign-in that never completes.
+    const auth = await runInProcess(["authorize", "--no-open", "--timeout", "1s"], { ...h.env, QASHIO_CLIENT_ID: "sandbox-clinet" });
+    expect(auth.code).toBe(EXIT.failed);
+    expect(await readFile(join(h.env.BRIDGE_STATE_DIR as string, "binding.json"), "utf8")).toBe(binding);
+    expect((await runInProcess(["run", "--once"], h.env)).code).toBe(EXIT.ok);
+  });
+
   it("names a bad QASHIO_AUTHORIZE_URL without echoing it, exit 2", async () => {
     const { code, stderr } = await runInProcess(["authorize", "--no-open"], { ...CLIENT_ENV, QASHIO_AUTHORIZE_URL: "nope-value" });
     expect(code).toBe(EXIT.usage);
