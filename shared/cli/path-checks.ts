@@ -101,14 +101,27 @@ function stateEntriesProblem(stateDir: string): string | undefined {
 export function eventsFileProblem(eventsFile: string): string | undefined {
   const events = statOf(eventsFile);
   if (events !== undefined) {
+    // A regular file: the publisher fsyncs it and cuts back a line torn by a crash, which /dev/null, a terminal or a
+    // pipe refuse (every cycle would then fail after publishing, and nothing would be acknowledged).
+    if (!events.isFile()) return `must be a regular file, but ${eventsFile} is ${kindOf(events)}`;
     // Read too: the publisher opens it for appending and reads its last byte (to close a line torn by a crash).
-    return events.isDirectory() ? `must be a file, but ${eventsFile} is a directory` : notWritable(eventsFile, constants.R_OK | constants.W_OK, "readable and writable");
+    return notWritable(eventsFile, constants.R_OK | constants.W_OK, "readable and writable");
   }
   const dir = dirname(eventsFile);
   const parent = statOf(dir);
   if (parent === undefined) return creationProblem(dir);
   if (!parent.isDirectory()) return `cannot be created: ${dir} is a file, not a directory`;
   return notWritable(dir, constants.W_OK | constants.X_OK) ?? fileCreationProblem(eventsFile);
+}
+
+/** What a path that is not a regular file is, for a message. */
+function kindOf(stats: Stats): string {
+  if (stats.isDirectory()) return "a directory";
+  if (stats.isCharacterDevice()) return "a character device (such as /dev/null or a terminal)";
+  if (stats.isBlockDevice()) return "a block device";
+  if (stats.isFIFO()) return "a pipe";
+  if (stats.isSocket()) return "a socket";
+  return "not a regular file";
 }
 
 /**

@@ -1,3 +1,4 @@
+import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { mkdir, mkdtemp, readdir, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -239,10 +240,17 @@ describe("readLocalSettings on the file system", () => {
     expect(settingsError({ ...valid, BRIDGE_STATE_DIR: "plain-file" }).issues.map((i) => i.setting)).toEqual(["BRIDGE_STATE_DIR"]);
   });
 
-  it("names an events file that is a directory, or lies under a regular file", () => {
+  it("names an events file that is a directory, a device or a pipe, or lies under a regular file", () => {
     expect(settingsError({ ...valid, BRIDGE_EVENTS_FILE: "a-directory" }).issues).toEqual([
-      { setting: "BRIDGE_EVENTS_FILE", problem: `must be a file, but ${join(dir, "a-directory")} is a directory` },
+      { setting: "BRIDGE_EVENTS_FILE", problem: `must be a regular file, but ${join(dir, "a-directory")} is a directory` },
     ]);
+    // Every cycle would publish, then fail at the fsync these refuse, and never acknowledge.
+    expect(settingsError({ ...valid, BRIDGE_EVENTS_FILE: "/dev/null" }).issues).toEqual([
+      { setting: "BRIDGE_EVENTS_FILE", problem: "must be a regular file, but /dev/null is a character device (such as /dev/null or a terminal)" },
+    ]);
+    const fifo = join(dir, "events.fifo");
+    execFileSync("mkfifo", [fifo]);
+    expect(settingsError({ ...valid, BRIDGE_EVENTS_FILE: fifo }).issues).toEqual([{ setting: "BRIDGE_EVENTS_FILE", problem: `must be a regular file, but ${fifo} is a pipe` }]);
     expect(settingsError({ ...valid, BRIDGE_EVENTS_FILE: "plain-file/events.jsonl" }).issues.map((i) => i.setting)).toEqual(["BRIDGE_EVENTS_FILE"]);
   });
 

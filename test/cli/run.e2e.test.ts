@@ -375,12 +375,12 @@ describe("bridge run --once (in-process)", () => {
 
     expect(code).toBe(EXIT.usage);
     expect(stderr).toContain("BRIDGE_STATE_DIR: cannot be created");
-    expect(stderr).toContain("BRIDGE_EVENTS_FILE: must be a file");
+    expect(stderr).toContain("BRIDGE_EVENTS_FILE: must be a regular file");
     expect(stderr).not.toContain("ENOTDIR");
     const fresh = { ...env, BRIDGE_STATE_DIR: join(h.dir, "empty-state"), BRIDGE_EVENTS_FILE: h.dir };
     const second = await runInProcess(["run", "--once"], fresh);
     expect(second.code).toBe(EXIT.usage);
-    expect(second.stderr).toContain("BRIDGE_EVENTS_FILE: must be a file");
+    expect(second.stderr).toContain("BRIDGE_EVENTS_FILE: must be a regular file");
     expect(second.stderr).toContain("QASHIO_REFRESH_TOKEN: is required");
   });
 
