@@ -49,7 +49,9 @@ function forkChild<Answer>(entry: string, request: Serializable, nodeOptions: re
   const file = fileURLToPath(new URL(entry, import.meta.url));
   // tsx's loader by absolute URL: `--import tsx` would resolve against the working directory.
   const tsx = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href;
-  const child = fork(file, [], { execArgv: [...nodeOptions, "--import", tsx], stdio: ["ignore", "ignore", "inherit", "ipc"] });
+  // In a process group of its own (POSIX): a terminal's Ctrl-C goes to the bench, which finishes its drain, rather than
+  // to the child, whose sandbox would vanish under the drain. It still ends with the bench: it exits on disconnect.
+  const child = fork(file, [], { execArgv: [...nodeOptions, "--import", tsx], stdio: ["ignore", "ignore", "inherit", "ipc"], detached: process.platform !== "win32" });
   return new Promise((resolve, reject) => {
     child.once("error", reject);
     child.once("exit", (code) => reject(new CliError(`the bench's child ${entry} exited early (code ${code})`, EXIT.failed)));

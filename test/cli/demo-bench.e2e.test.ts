@@ -1,11 +1,12 @@
 /**
  * End-to-end: `npm start` (demo) and `npm run bench` as child processes, as a person runs them.
  */
+import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
-import { dirname } from "node:path";
+import { dirname, join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { EXIT } from "../../shared/cli/errors.js";
-import { spawnBridge } from "./helpers.js";
+import { ROOT, spawnBridge, TSX_LOADER } from "./helpers.js";
 
 describe("bridge demo --cycles 2", () => {
   it("prints one line per event and a summary per cycle, without colour on a pipe, and exits 0", async () => {
@@ -57,6 +58,34 @@ describe("bridge bench --transactions 500 --latency-ms 1 --json", () => {
     expect(result.peak_rss_mb).toBeGreaterThan(0);
     // The human report goes to stderr with --json, so stdout stays machine-readable.
     expect(stderr).toContain("budget check (the budgets are set for a backlog of 10000 or more;");
+  });
+});
+
+describe("bridge bench interrupted by a terminal's Ctrl-C", () => {
+  it("finishes its drain and reports: the Ctrl-C reaches the whole process group, but the sandbox child is kept out of it", async () => {
+    // A process group of its own, as a shell gives a foreground job: the signal goes to every process in it.
+    const child = spawn(process.execPath, ["--import", TSX_LOADER, join(ROOT, "bridge.ts"), "bench", "--transactions", "3000", "--latency-ms", "20", "--json"], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", NO_COLOR: "1" },
+      stdio: ["ignore", "pipe", "pipe"],
+      detached: true,
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
+    const draining = new Promise<void>((resolve) =>
+      child.stderr.on("data", (chunk: Buffer) => {
+        stderr += chunk.toString();
+        if (stderr.includes("bench: draining")) resolve();
+      }),
+    );
+    const closed = new Promise<number | null>((resolve) => child.on("close", resolve));
+    await draining;
+    process.kill(-(child.pid as number), "SIGINT");
+    const code = await closed;
+    expect(code, stderr).toBe(EXIT.ok);
+    expect(stderr).toContain("stopping cleanly once this finishes");
+    expect(JSON.parse(stdout.trim().split("\n").at(-1) ?? "{}")).toMatchObject({ transactions: 3000, events: 3000 });
   });
 });
 
