@@ -114,6 +114,8 @@ export interface EnvFileContent {
   readonly unclosed: readonly number[];
   /** Lines whose unquoted value holds `#` first or right after other text: parseEnv cuts the value there, as a comment. */
   readonly cutAtHash: readonly number[];
+  /** Lines with text after a quoted value's closing quote (other than a `# comment`): parseEnv drops it. */
+  readonly afterQuote: readonly number[];
 }
 
 /**
@@ -123,10 +125,11 @@ export interface EnvFileContent {
  * number and never read. The value of each assignment (quotes, `\n` in double quotes, `# comment`) is Node's
  * parseEnv's. Two silent cuts of parseEnv are reported by line instead, since no setting of the bridge spans lines
  * and secrets and salts may hold `#`: a quote not closed on its line (parseEnv runs on to a later quote, swallowing
- * the assignments between), and an unquoted value with `#` right after other text (parseEnv ends the value there).
+ * the assignments between), an unquoted value with `#` right after other text (parseEnv ends the value there), and
+ * text after a closing quote (parseEnv drops it: `"ab\"cd"` is `ab\`, as a quote cannot be escaped).
  *
  * @example
- * parseEnvFile("A=1\nQASHIO_CLIENT_SECRET: x\nB=ab#c\n"); // { values: { A: "1", B: "ab" }, malformed: [2], unclosed: [], cutAtHash: [3] }
+ * parseEnvFile("A=1\nQASHIO_CLIENT_SECRET: x\nB=ab#c\n"); // { values: { A: "1", B: "ab" }, malformed: [2], unclosed: [], cutAtHash: [3], afterQuote: [] }
  */
 export function parseEnvFile(text: string): EnvFileContent {
   const lines = text.replace(/^\uFEFF/, "").split(/\r?\n/);
@@ -134,6 +137,7 @@ export function parseEnvFile(text: string): EnvFileContent {
   const malformed: number[] = [];
   const unclosed: number[] = [];
   const cutAtHash: number[] = [];
+  const afterQuote: number[] = [];
   for (let i = 0; i < lines.length; i++) {
     const line = lines[i] ?? "";
     const trimmed = line.trim();
@@ -146,9 +150,13 @@ export function parseEnvFile(text: string): EnvFileContent {
     const [, name = "", rest = ""] = match;
     const value = rest.replace(/^[ \t]+/, "");
     const quote = value[0] ?? "";
-    if (QUOTES.includes(quote) && !value.includes(quote, 1)) {
-      unclosed.push(i + 1);
-      continue;
+    if (QUOTES.includes(quote)) {
+      const close = value.indexOf(quote, 1);
+      if (close === -1) {
+        unclosed.push(i + 1);
+        continue;
+      }
+      if (!/^[ \t]*(?:#.*)?$/.test(value.slice(close + 1))) afterQuote.push(i + 1);
     }
     // The first `#` of the text after `=` decides: after a blank it starts a comment (`NAME=   # note`, `A=b # c#d`),
     // first or right after text it cuts the value (`NAME=#x`, `NAME=a#b`).
@@ -157,7 +165,7 @@ export function parseEnvFile(text: string): EnvFileContent {
     // Ends with a line break, as a line of a file does.
     values[name] = parseEnv(`${name}=${rest}\n`)[name] ?? "";
   }
-  return { values, malformed, unclosed, cutAtHash };
+  return { values, malformed, unclosed, cutAtHash, afterQuote };
 }
 
 /** `.env` lines by number only (never their text, in case it holds a secret): "line 3", "lines 3, 5 and 2 more". */
@@ -195,7 +203,7 @@ export async function loadEnv(env: Env, cwd: string, file = ".env"): Promise<Env
     if (code === "ENOENT") return { ...env };
     throw new EnvFileError(path, code ?? (error as Error).name, { cause: error });
   }
-  const { values: fromFile, malformed, unclosed, cutAtHash } = parseEnvFile(text);
+  const { values: fromFile, malformed, unclosed, cutAtHash, afterQuote } = parseEnvFile(text);
   const issues: SettingIssue[] = [];
   if (malformed.length > 0) issues.push({ setting: file, problem: malformedProblem(malformed) });
   if (unclosed.length > 0) {
@@ -205,6 +213,12 @@ export async function loadEnv(env: Env, cwd: string, file = ".env"): Promise<Env
     issues.push({
       setting: file,
       problem: `# in an unquoted value on ${linesNamed(cutAtHash)} starts a comment and cuts the value: quote the value if # belongs to it, or put a space before the comment`,
+    });
+  }
+  if (afterQuote.length > 0) {
+    issues.push({
+      setting: file,
+      problem: `text after the closing quote on ${linesNamed(afterQuote)} would be dropped: a quote inside a quoted value cannot be escaped (quote the value with another kind of quote), and one line holds one setting`,
     });
   }
   if (issues.length > 0) throw new ConfigError(issues);

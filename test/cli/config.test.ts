@@ -369,7 +369,7 @@ describe("readAuthorizeSettings", () => {
 });
 
 describe("parseEnvFile", () => {
-  const clean = { malformed: [], unclosed: [], cutAtHash: [] };
+  const clean = { malformed: [], unclosed: [], cutAtHash: [], afterQuote: [] };
 
   it("reads NAME=value lines with Node's quoting, comments, export and CRLF", () => {
     const text = 'export A=1\r\nB = two words # note\r\nC="with  spaces"\n# comment\nD=\'x#y\'\nE=\nF="a#b" # note\n';
@@ -401,7 +401,15 @@ describe("parseEnvFile", () => {
 
   it("reports a quote not closed on its line by number, without swallowing the assignments after it", () => {
     const text = 'QASHIO_CLIENT_SECRET="s3cret\nBRIDGE_TENANT=demo\nBRIDGE_EVENT_SOURCE="my.src"\nX=\'open\n';
-    expect(parseEnvFile(text)).toEqual({ values: { BRIDGE_TENANT: "demo", BRIDGE_EVENT_SOURCE: "my.src" }, malformed: [], unclosed: [1, 4], cutAtHash: [] });
+    expect(parseEnvFile(text)).toEqual({ values: { BRIDGE_TENANT: "demo", BRIDGE_EVENT_SOURCE: "my.src" }, malformed: [], unclosed: [1, 4], cutAtHash: [], afterQuote: [] });
+  });
+
+  it("reports text after a closing quote, which parseEnv drops (an escaped quote, a second assignment), not a comment", () => {
+    const { afterQuote, values } = parseEnvFile(
+      'SECRET="ab\\"cd"\nSALT="abcdefgh"ijklmnop#q\nID="a" TENANT=b\nOK="a b"   # note\nQ=\'it"s\'\n',
+    );
+    expect(afterQuote).toEqual([1, 2, 3]);
+    expect(values).toMatchObject({ OK: "a b", Q: 'it"s' });
   });
 
   it("reports an unquoted value that # would cut (first, or right after text), not a comment after a space", () => {
@@ -431,7 +439,10 @@ describe("loadEnv", () => {
   });
 
   it("refuses a .env whose values a quote or a # would silently cut, naming the lines but never their text (exit 2)", async () => {
-    await writeFile(join(dir, ".env"), 'QASHIO_CLIENT_SECRET="s3cret-value\nBRIDGE_TENANT=demo\nBRIDGE_PII_SALT=abcdefgh#s3cret-salt\n');
+    await writeFile(
+      join(dir, ".env"),
+      'QASHIO_CLIENT_SECRET="s3cret-value\nBRIDGE_TENANT=demo\nBRIDGE_PII_SALT=abcdefgh#s3cret-salt\nQASHIO_CLIENT_ID="s3cret\\"id"\n',
+    );
     const error = await loadEnv({}, dir).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ConfigError);
     expect((error as ConfigError).exitCode).toBe(2);
@@ -440,6 +451,11 @@ describe("loadEnv", () => {
       {
         setting: ".env",
         problem: "# in an unquoted value on line 3 starts a comment and cuts the value: quote the value if # belongs to it, or put a space before the comment",
+      },
+      {
+        setting: ".env",
+        problem:
+          "text after the closing quote on line 4 would be dropped: a quote inside a quoted value cannot be escaped (quote the value with another kind of quote), and one line holds one setting",
       },
     ]);
     expect((error as Error).message).not.toMatch(/s3cret/);
