@@ -1,6 +1,7 @@
-import { Duration } from "aws-cdk-lib";
+import { ArnFormat, Duration, Stack } from "aws-cdk-lib";
 import * as cloudwatch from "aws-cdk-lib/aws-cloudwatch";
 import * as actions from "aws-cdk-lib/aws-cloudwatch-actions";
+import * as iam from "aws-cdk-lib/aws-iam";
 import type * as kms from "aws-cdk-lib/aws-kms";
 import type * as lambda from "aws-cdk-lib/aws-lambda";
 import * as sns from "aws-cdk-lib/aws-sns";
@@ -70,6 +71,11 @@ export interface OpsAlarmsProps {
   readonly runbookUrl?: string;
 }
 
+/** Names of a tenant's alarms start with this (`QashioBridge-<tenant>-TokenFamilyRevoked`, ...). */
+function alarmNamePrefix(tenant: string): string {
+  return `QashioBridge-${tenant}-`;
+}
+
 /**
  * The tenant's alarms (token family revoked, sync lag, function errors, dead letters, quarantine held and growing,
  * acknowledges the provider keeps refusing, cycles no longer running) and the SNS topic they notify. Each alarm's description points to its
@@ -91,6 +97,23 @@ export class OpsAlarms extends Construct {
         enforceSSL: true,
       });
       topic.addSubscription(new subscriptions.EmailSubscription(props.target.email));
+      // enforceSSL makes the topic policy, which replaces SNS's default one (the account's principals may publish):
+      // CloudWatch then needs an explicit grant, or every alarm action fails with "not authorized to perform
+      // SNS:Publish". Only for this tenant's alarms, in this account.
+      topic.addToResourcePolicy(
+        new iam.PolicyStatement({
+          sid: "AllowCloudWatchAlarmsToPublish",
+          principals: [new iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+          actions: ["sns:Publish"],
+          resources: [topic.topicArn],
+          conditions: {
+            StringEquals: { "aws:SourceAccount": Stack.of(this).account },
+            ArnLike: {
+              "aws:SourceArn": Stack.of(this).formatArn({ service: "cloudwatch", resource: "alarm", resourceName: `${alarmNamePrefix(tenant)}*`, arnFormat: ArnFormat.COLON_RESOURCE_NAME }),
+            },
+          },
+        }),
+      );
       // CloudWatch alarms publish to the encrypted topic only if the key policy lets them; a topic of the tenant's
       // own (topicArn) brings its own key, so the statement is made only with this topic.
       props.encryptionKey.addToResourcePolicy(
@@ -107,7 +130,7 @@ export class OpsAlarms extends Construct {
       const alarm = new cloudwatch.Alarm(this, suffix, {
         ...options,
         metric,
-        alarmName: `QashioBridge-${tenant}-${suffix}`,
+        alarmName: `${alarmNamePrefix(tenant)}${suffix}`,
         alarmDescription: `${options.alarmDescription} Runbook: ${runbookLink(runbookUrl, runbook)}`,
       });
       alarm.addAlarmAction(action);

@@ -212,6 +212,25 @@ describe("tenant stacks", () => {
     acmeT.resourceCountIs("AWS::SNS::Topic", 0);
   });
 
+  it("lets this tenant's CloudWatch alarms publish to the alarm topic the stack creates, whose SSL-only policy replaces SNS's default one", () => {
+    const policies = Object.values(globexT.findResources("AWS::SNS::TopicPolicy")) as { Properties: { PolicyDocument: { Statement: Record<string, unknown>[] } } }[];
+    expect(policies).toHaveLength(1);
+    const statements = policies[0]!.Properties.PolicyDocument.Statement;
+    expect(statements.map((s) => [s.Sid, s.Effect])).toEqual([
+      ["AllowPublishThroughSSLOnly", "Deny"],
+      ["AllowCloudWatchAlarmsToPublish", "Allow"],
+    ]);
+    const allow = statements[1]!;
+    expect(allow).toMatchObject({ Principal: { Service: "cloudwatch.amazonaws.com" }, Action: "sns:Publish", Resource: { Ref: logicalIdOf(globexT, "AWS::SNS::Topic") } });
+    expect(JSON.stringify(allow.Condition)).toContain(":alarm:QashioBridge-globex-*");
+    expect(allow.Condition).toMatchObject({ StringEquals: { "aws:SourceAccount": expect.anything() } });
+    // Every alarm of the stack is named so the grant covers it.
+    for (const a of Object.values(globexT.findResources("AWS::CloudWatch::Alarm"))) {
+      expect((a as { Properties: { AlarmName: string } }).Properties.AlarmName).toMatch(/^QashioBridge-globex-/);
+    }
+    acmeT.resourceCountIs("AWS::SNS::TopicPolicy", 0);
+  });
+
   it("lets CloudWatch use the key for the alarm topic the stack creates, and only then (a tenant's own topic has its own key)", () => {
     const cloudWatchStatements = (template: Template) => keyStatementsFor(template, "cloudwatch.amazonaws.com");
     expect(cloudWatchStatements(globexT)).toEqual([
