@@ -53,6 +53,23 @@ async function walkPastProperty(
   );
 }
 
+/**
+ * Found by a CI run: an arrival on every read keeps a page-size-1 walk on page 1 until its page bound, so the older
+ * transactions wait for the next cycle, and one changed before it is published in its new state only (not a loss).
+ */
+const PAGE_BOUND_UNDER_CHURN: [Step[], number[], number] = [
+  [
+    { kind: "add", count: 5, refund: false },
+    { kind: "cycle", pageSize: 2, crash: { at: 8, after: true } },
+    { kind: "add", count: 4, refund: false },
+    { kind: "cycle", pageSize: 1, crash: null },
+    { kind: "change", pick: 1609039855, memo: "" },
+    { kind: "cycle", pageSize: 1, crash: null },
+  ],
+  [1],
+  0,
+];
+
 describe("transaction cycle properties", () => {
   it("never loses a change and never duplicates with a different id, under churn and crashes", async () => {
     // Guards the test itself: the crash wrapper must really crash cycles, or the property proves nothing about crashes.
@@ -91,13 +108,17 @@ describe("transaction cycle properties", () => {
             const before = pullableStates(rig);
             // Cycles run minutes apart: publish times tell cycles apart, as the catalog's ordering rule expects.
             rig.clock.advance(60_000);
+            let outcome: string | undefined;
             try {
-              await pollTransactions(deps, { pageSize: step.pageSize, maxPages: 500 });
+              outcome = (await pollTransactions(deps, { pageSize: step.pageSize, maxPages: 500 })).outcome;
             } catch (error) {
               if (!(error instanceof CycleAbortedError && error.cause instanceof SimulatedCrash)) throw error;
             }
             if (crash.crashed) crashedCycles += 1;
-            else seen.push(...statesSeenBy(before, rig));
+            // Only a cycle that reached the end of the list saw every state: one stopped by its page bound (churn adding
+            // an arrival at the top on every read can keep a page-size-1 walk from ever draining) leaves the rest for
+            // the next cycle, by design, and a change before that one coalesces with it.
+            else if (outcome === "complete") seen.push(...statesSeenBy(before, rig));
             expectAcknowledgedAreRecorded(rig);
           }
         }
@@ -112,7 +133,7 @@ describe("transaction cycle properties", () => {
         const created = new Set(rig.publisher.ofType("transaction.created").map((e) => e.detail.subject.id));
         expect(created.size).toBe(rig.provider.transactions.length);
       }),
-      { numRuns: 80 },
+      { numRuns: 80, examples: [PAGE_BOUND_UNDER_CHURN] },
     );
     expect(crashedCycles).toBeGreaterThan(10);
   });
