@@ -119,13 +119,21 @@ export async function demoCommand(args: DemoArgs, io: CliIo): Promise<number> {
   const dir = await mkdtemp(join(tmpdir(), "qashio-bridge-demo-"));
   let cycles: number;
   let removed = false;
+  const where = () => (removed ? `removed ${dir} (--keep keeps it)` : `events are in ${join(dir, EVENTS_FILE)}`);
   try {
     cycles = await runDemo(args, io, dir, palette);
-  } finally {
+  } catch (error) {
     if (!args.keep) removed = await removeDir(dir, io);
+    // Said on stderr, before the failure main prints: stdout may be what failed. A closed stderr changes nothing.
+    try {
+      line(io.stderr, `demo failed; ${where()}`);
+    } catch {
+      // The failure itself is what matters.
+    }
+    throw error;
   }
-  const where = removed ? `removed ${dir} (--keep keeps it)` : `events are in ${join(dir, EVENTS_FILE)}`;
-  line(io.stdout, palette.dim(`stopped after ${cycles} cycle${cycles === 1 ? "" : "s"}; ${where}`));
+  if (!args.keep) removed = await removeDir(dir, io);
+  line(io.stdout, palette.dim(`stopped after ${cycles} cycle${cycles === 1 ? "" : "s"}; ${where()}`));
   return EXIT.ok;
 }
 

@@ -11,7 +11,7 @@ import { EXIT } from "../../shared/cli/errors.js";
 import { ROOT } from "./helpers.js";
 
 /** Runs the demo with its own streams; `onStdout` sees the output as it grows (to play Ctrl-C). */
-async function demo(args: Partial<DemoArgs>, onStdout: (stdout: string, stop: () => void) => void = () => undefined) {
+async function demo(args: Partial<DemoArgs>, onStdout: (stdout: string, stop: () => void) => void = () => undefined, onStderr: (chunk: string) => void = () => undefined) {
   const controller = new AbortController();
   let stdout = "";
   let stderr = "";
@@ -26,7 +26,12 @@ async function demo(args: Partial<DemoArgs>, onStdout: (stdout: string, stop: ()
           onStdout(stdout, () => controller.abort());
         },
       },
-      stderr: { write: (chunk: string) => (stderr += chunk) },
+      stderr: {
+        write: (chunk: string) => {
+          stderr += chunk;
+          onStderr(chunk);
+        },
+      },
       signal: controller.signal,
     },
   );
@@ -53,16 +58,22 @@ describe("bridge demo's temp directory", () => {
     expect(existsSync(dir)).toBe(false);
   });
 
-  it("is removed when the demo fails, and the failure is passed on", async () => {
+  it("is removed when the demo fails, says so on stderr, and the failure is passed on", async () => {
     let seen = "";
-    const failed = demo({ cycles: 1 }, (out) => {
-      seen = out;
-      if (out.includes("authorized against the sandbox")) throw new Error("stdout closed");
-    });
+    let stderr = "";
+    const failed = demo(
+      { cycles: 1 },
+      (out) => {
+        seen = out;
+        if (out.includes("authorized against the sandbox")) throw new Error("stdout closed");
+      },
+      (chunk) => (stderr += chunk),
+    );
     await expect(failed).rejects.toThrow("stdout closed");
     const dir = dirname(/events are appended to (\S+events\.jsonl)/.exec(seen)?.[1] ?? "");
     expect(dir).toMatch(/qashio-bridge-demo-/);
     expect(existsSync(dir)).toBe(false);
+    expect(stderr).toContain(`demo failed; removed ${dir} (--keep keeps it)`);
   });
 
   it("is kept with --keep, the events file named in the last line", async () => {
