@@ -281,6 +281,18 @@ function bodyInText(text: string): object | undefined {
   return typeof current === "object" && current !== null ? current : undefined;
 }
 
+/** Every key on a path of {@link PERSONAL_FIELDS}: personal members and the members that hold them. */
+const PERSONAL_PATH_KEYS: readonly string[] = [...new Set(PERSONAL_FIELDS.flatMap((field) => field.replaceAll("[]", "").split(".")))];
+
+/**
+ * Whether JSON text may name a personal member: a key on a personal path, written plainly, or any `\u` escape (which
+ * can spell one: `card\u005fholder_email`). Such text may give a key twice, whose first value JSON.parse drops, so it
+ * is never kept as sent.
+ */
+function namesPersonalKey(text: string): boolean {
+  return text.includes("\\u") || PERSONAL_PATH_KEYS.some((key) => text.includes(`"${key}"`));
+}
+
 /** `loose`: strings here are outside any object, so masked whole unless they hold JSON. */
 function maskBody(value: unknown, policy: PiiPolicy, loose: boolean): unknown {
   if (typeof value === "string") {
@@ -292,8 +304,7 @@ function maskBody(value: unknown, policy: PiiPolicy, loose: boolean): unknown {
     // back as the masked JSON.
     if (nestedDeeperThan(inText)) return JSON.stringify(maskBody(cutToDepth(inText), policy, true));
     const masked = JSON.stringify(maskBody(inText, policy, true));
-    const namesPersonal = TOP_LEVEL_FIELDS.some((field) => value.includes(`"${field}"`));
-    return masked === JSON.stringify(inText) && !namesPersonal ? value : masked;
+    return masked === JSON.stringify(inText) && !namesPersonalKey(value) ? value : masked;
   }
   if (Array.isArray(value)) return mapChanged(value, (element) => maskBody(element, policy, loose));
   if (!isPlainObject(value)) return value;

@@ -173,8 +173,11 @@ describe("a quarantined body of an unexpected shape, under redact and hash", () 
     const body = {
       transaction: JSON.stringify({ id: "t1", ...personal }),
       twice: JSON.stringify(JSON.stringify({ id: "t2", ...personal })),
-      // A key given twice: JSON.parse keeps the last value, the text the first.
+      // A key given twice: JSON.parse keeps the last value, the text the first; nested, or spelled with an escape too.
       repeated: `{"card_holder_name":"${NAME}","card_holder_name":null}`,
+      repeatedNested: `{"id":"x","approved_by":{"name":"${NAME}","name":""}}`,
+      repeatedParent: `{"id":"x","approved_by":{"name":"${NAME}"},"approved_by":null}`,
+      repeatedEscaped: `{"id":"x","card\\u005fholder_email":"${EMAIL}","card\\u005fholder_email":""}`,
       note: '{"kept":"as sent"}',
       spaced: '{ "kept":  "as sent", "amount": 1.50, "big": 12345678901234567890 }',
       list: [JSON.stringify(personal)],
