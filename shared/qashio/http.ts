@@ -449,6 +449,8 @@ export class HttpCore {
         if (status >= 200 && status < 300) return this.success(status, headers, text, where);
         error = errorForResponse(status, headers, text, { ...where, errorBody, now: this.clock.now(), secrets: secretsOf(request, token) });
         if (status === 401 && request.auth === "bearer" && this.tokenProvider && token !== undefined && !replayedAfter401) {
+          // No refresh for a replay that could not be sent anyway (see the check before the token above).
+          if (!this.attemptFits(request, 0)) throw this.outOfTime(request, "retried", error);
           replayedAfter401 = true;
           attempt -= 1;
           this.logger?.debug("provider answered 401; refreshing the token and replaying once", { ...where, requestId: error.requestId });

@@ -241,6 +241,22 @@ describe("QashioClient writes", () => {
     expect(store.tokens.refreshToken).toBe("rt-1");
   });
 
+  it("spends no refresh token on a 401 whose replay no longer fits the call's deadline", async () => {
+    const clock = fakeClock();
+    const store = { tokens: { refreshToken: "rt-1", accessToken: "at-1" } as StoredTokens, load: async () => store.tokens, save: async (t: StoredTokens) => void (store.tokens = t) };
+    // The acknowledge is answered 401 as its 10 s attempt times out: 5 s of the call's 15 s are left.
+    const fetch = scriptedFetch((call) => {
+      clock.advance(10_000);
+      return call.url.pathname.endsWith("/oauth2/token") ? json(200, { access_token: "at-2", token_type: "Bearer", refresh_token: "rt-2" }) : json(401, {});
+    });
+    const tokenProvider = new OAuthTokenProvider({ baseUrl: BASE_URL, clientId: "c", clientSecret: "s", store, fetch, clock });
+    const client = new QashioClient({ baseUrl: BASE_URL, tokenProvider, fetch, clock });
+    const error = await client.acknowledgeTransactions([TRANSACTION_ID], { deadline: clock.now() + 15_000 }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(DeadlineExceededError);
+    expect(fetch.calls.map((c) => c.url.pathname)).toEqual(["/public/v1/erp/transactions/acknowledge"]);
+    expect(store.tokens.refreshToken).toBe("rt-1");
+  });
+
   it("accepts an acknowledgement answered 2xx without the standard envelope, with a warning", async () => {
     const fetch = scriptedFetch(new Response(null, { status: 204 }));
     const { client, logger } = clientWith(fetch);
