@@ -39,6 +39,19 @@ export class DynamoBatchIncompleteError extends AwsRuntimeError {
 }
 
 /**
+ * The provider client (client_id, client_secret) in the secret is not the one this container's runtime refreshes with:
+ * the tenant was moved to another client since the runtime was built. Thrown before a refresh token is presented: one
+ * presented with the old client would be refused (`invalid_grant`) and the new, valid family taken for revoked. The
+ * next invocation rebuilds the runtime with the new client.
+ */
+export class ProviderClientChangedError extends AwsRuntimeError {
+  override name = "ProviderClientChangedError";
+  constructor(readonly secretId: string, options?: ErrorOptions) {
+    super(`The provider client in secret ${secretId} changed since this container started; the next invocation uses the new one`, options);
+  }
+}
+
+/**
  * A token refresh was not started: the provider secret already has `recentVersions` versions created in the last 24
  * hours, and Secrets Manager refuses new versions past about 100 of those. The refresh token is not spent, so no
  * family is lost for want of a place to store its successor; the refresh goes ahead once older versions age out.

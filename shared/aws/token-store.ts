@@ -1,9 +1,10 @@
+import { createHash } from "node:crypto";
 import { DeleteCommand, GetCommand, PutCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import type { SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 import type { Clock, Logger } from "../bridge/ports.js";
 import type { StoredTokens, TokenStore } from "../qashio/auth/token-store.js";
 import { systemClock } from "./clock.js";
-import { SecretVersionQuotaError } from "./errors.js";
+import { ProviderClientChangedError, SecretVersionQuotaError } from "./errors.js";
 import { accessTokenItemKey, revokedFamilyItemKey, ttlSeconds } from "./keys.js";
 import { isSecretNotFound, ProviderSecretClient, type ProviderSecret, type SecretRead, type VersionWrite } from "./provider-secret.js";
 import type { BackoffOptions } from "./retry.js";
@@ -103,6 +104,8 @@ export class SecretsManagerTokenStore implements TokenStore {
   #inflightRead?: Promise<SecretRead>;
   /** Version of the refresh token the last `load` returned: the one a rejected refresh presented. */
   #lastLoadedVersionId?: string;
+  /** Fingerprint of the provider client the store first read: the one its runtime was built with and refreshes with. */
+  #client?: string;
 
   constructor(options: SecretsManagerTokenStoreOptions) {
     this.#options = options;
@@ -121,12 +124,22 @@ export class SecretsManagerTokenStore implements TokenStore {
    */
   async credentials(): Promise<ProviderSecret> {
     const cached = this.#cache;
-    if (cached !== undefined && cached.expiresAt > this.#clock.now()) return cached.read.secret;
-    return (await this.readSecret()).secret;
+    const secret = cached !== undefined && cached.expiresAt > this.#clock.now() ? cached.read.secret : (await this.readSecret()).secret;
+    this.#client ??= clientFingerprint(secret);
+    return secret;
   }
 
+  /**
+   * The stored tokens, read fresh.
+   *
+   * @throws ProviderClientChangedError when the secret names another provider client than the one this store's
+   *   runtime was built with (see {@link credentials}): its refresh token belongs to that client's family.
+   */
   async load(): Promise<StoredTokens | undefined> {
     const [read, item] = await Promise.all([this.readSecret(), this.#readAccessItem()]);
+    const client = clientFingerprint(read.secret);
+    this.#client ??= client;
+    if (client !== this.#client) throw new ProviderClientChangedError(this.#secret.secretId);
     this.#lastLoadedVersionId = read.versionId;
     const tokens: StoredTokens = { refreshToken: read.secret.refresh_token };
     if (item === undefined || item.secretVersionId !== read.versionId || item.accessToken === undefined) {
@@ -283,4 +296,9 @@ export class SecretsManagerTokenStore implements TokenStore {
     };
     await doc.send(new PutCommand({ TableName: tableName, Item: item as unknown as Record<string, unknown> }));
   }
+}
+
+/** Fingerprint of the provider client a secret names (never its values). */
+function clientFingerprint(secret: Pick<ProviderSecret, "client_id" | "client_secret">): string {
+  return createHash("sha256").update(JSON.stringify([secret.client_id, secret.client_secret])).digest("hex");
 }
