@@ -75,6 +75,7 @@ import {
   type UpdateVelocityLimitBody,
 } from "./schemas/index.js";
 import { InvalidRequestError } from "./errors.js";
+import { logToken } from "../log-token.js";
 import {
   HttpCore,
   type Clock,
@@ -440,7 +441,9 @@ export class QashioClient {
   // ---- internals ----
 
   private onDrift = (warning: DriftReport): void => {
-    this.options.logger?.warn("provider sent an enum value the spec does not list", { ...warning });
+    // The value is logged only when it is a plain identifier: a provider could put free text (a name, an email) in an
+    // enum field. `onDrift` gets it whole.
+    this.options.logger?.warn("provider sent an enum value the spec does not list", { ...warning, value: logToken(warning.value) });
     this.options.onDrift?.(warning);
   };
 

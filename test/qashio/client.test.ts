@@ -341,6 +341,16 @@ describe("QashioClient response handling", () => {
     expect(logger.lines.some((l) => l.level === "warn" && l.attributes?.value === "crypto_purchase")).toBe(true);
   });
 
+  it("logs an unlisted enum value only when it is a plain identifier (free text may be personal), giving onDrift it whole", async () => {
+    const drift: DriftReport[] = [];
+    const fetch = scriptedFetch(listOf([transactionFixture({ approval_status: "approved by ann.holder@example.com" })]));
+    const { client, logger } = clientWith(fetch, { onDrift: (w) => drift.push(w) });
+    await client.listTransactions();
+    expect(drift).toEqual([expect.objectContaining({ field: "approval_status", value: "approved by ann.holder@example.com" })]);
+    expect(logger.lines.find((l) => l.message.startsWith("provider sent an enum value"))?.attributes).toMatchObject({ field: "approval_status", value: "?" });
+    expect(logger.text()).not.toContain("ann.holder");
+  });
+
   it("sets an item that fails its schema aside with its index instead of failing the page", async () => {
     const broken = transactionFixture({ id: 42 });
     const fetch = scriptedFetch(listOf([transactionFixture(), broken]));
