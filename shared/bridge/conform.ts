@@ -3,7 +3,9 @@
  * mode only when its item is pulled again, which for a transaction that never changes is never. This pass walks the
  * whole store once and rewrites every snapshot whose personal fields are not in the current form.
  */
+import { CARD_KEY_PREFIX } from "./cards.js";
 import type { BridgeDeps } from "./deps.js";
+import { contentHash, recordHash } from "./hash.js";
 import { isPlainObject } from "./diff.js";
 import { assertPiiPolicy, conformPii, type PiiMode } from "./pii.js";
 import type { Snapshot } from "./ports.js";
@@ -50,11 +52,15 @@ function conformed(snapshot: Snapshot, deps: Pick<BridgeDeps, "pii">): Snapshot 
   // An entry of another shape (a corrupt or foreign one) has no personal fields the engine knows of: left as it is.
   if (!isPlainObject(object)) return undefined;
   const masked = conformPii(object, deps.pii);
-  // Hash and time stay: they name the version published, and event ids derive from them (docs/events.md), so an
-  // event re-sent after a crash keeps its id; the next cycle finds the hash differs and the diff empty, as it does
-  // for a snapshot it masks itself. conformPii copies only on change, so identity tells whether there is anything to
-  // write, without a deep compare of every snapshot.
-  return masked === object ? undefined : { ...snapshot, object: masked };
+  // conformPii copies only on change, so identity tells whether there is anything to write, without a deep compare of
+  // every snapshot.
+  if (masked === object) return undefined;
+  // The hash is taken anew, of the masked object, as a cycle takes it (cards in canonical order, transactions in the
+  // provider's): the one stored is a hash of the cleartext, against which anyone reading the store could test guesses
+  // of the person without the salt. The time stays. The cost: an event re-sent after a crash that this pass ran
+  // between gets a new id, since ids derive from the snapshot's hash (docs/events.md).
+  const hash = snapshot.key.startsWith(CARD_KEY_PREFIX) ? contentHash(masked) : recordHash(masked);
+  return { ...snapshot, object: masked, hash };
 }
 
 /**

@@ -5,6 +5,7 @@ import { CycleAbortedError } from "../../shared/bridge/errors.js";
 import { HASH_PREFIX, REDACTED, conformPii, type PiiPolicy } from "../../shared/bridge/pii.js";
 import type { Snapshot, SnapshotKey } from "../../shared/bridge/ports.js";
 import { pollTransactions } from "../../shared/bridge/transactions.js";
+import { contentHash, recordHash } from "../../shared/bridge/hash.js";
 import { makeRig, type TestRig } from "./fakes.js";
 
 const REDACT: PiiPolicy = { mode: "redact" };
@@ -37,12 +38,21 @@ function recordWrites(rig: TestRig): SnapshotKey[][] {
   return writes;
 }
 
+/** The hash a cycle takes of a snapshot's object: cards in canonical key order, transactions in the provider's. */
+const hashOf = (key: SnapshotKey, object: Record<string, unknown>): string => (key.startsWith("card:") ? contentHash(object) : recordHash(object));
+
+/** `s` as the pass rewrites it under `policy`: masked, its hash taken anew of the masked object, its time kept. */
+function rewrittenAs(s: Snapshot, policy: PiiPolicy): Snapshot {
+  const object = conformPii(s.object, policy);
+  return { ...s, object, hash: hashOf(s.key, object) };
+}
+
 function snapshot(key: SnapshotKey, object: Record<string, unknown>): Snapshot {
   return { key, hash: `h-${key}`, object, updatedAt: "2025-01-15T10:00:00.000Z" };
 }
 
 describe("conformSnapshots", () => {
-  it("rewrites only the snapshots holding cleartext, in the current form, keeping their hash and updatedAt", async () => {
+  it("rewrites only the snapshots holding cleartext, in the current form, with the hash of that form, keeping updatedAt", async () => {
     const rig = await rigWrittenUnderFull(3, 2);
     const before = structuredClone(rig.snapshots.data);
     expect(cleartextIn(rig)).toBeGreaterThan(0);
@@ -54,7 +64,7 @@ describe("conformSnapshots", () => {
     expect(report.cursor).toBeUndefined();
     expect(writes.flat().sort()).toEqual([...before.keys()].filter((key) => !key.startsWith("transaction:qashio_id:")).sort());
     for (const [key, old] of before) {
-      expect(rig.snapshots.data.get(key)).toEqual({ ...old, object: conformPii(old.object, REDACT) });
+      expect(rig.snapshots.data.get(key)).toEqual(key.startsWith("transaction:qashio_id:") ? old : rewrittenAs(old, REDACT));
     }
     expect(cleartextIn(rig)).toBe(0);
     expect(rig.snapshots.vacuumCalls).toBe(1);
@@ -131,7 +141,7 @@ describe("conformSnapshots", () => {
       const report = await conformSnapshots({ ...rig.deps, pii: policy });
       expect(report.rewritten).toBe(rewritten.length);
       for (const s of untouched) expect(rig.snapshots.data.get(s.key)).toEqual(s);
-      for (const s of rewritten) expect(rig.snapshots.data.get(s.key)).toEqual({ ...s, object: conformPii(s.object, policy) });
+      for (const s of rewritten) expect(rig.snapshots.data.get(s.key)).toEqual(rewrittenAs(s, policy));
     }
   });
 
@@ -148,29 +158,49 @@ describe("conformSnapshots", () => {
     for (const s of odd) expect(rig.snapshots.data.get(s.key)).toEqual(s);
   });
 
-  it("keeps the id of an event re-sent after a crash, and the next card walk publishes nothing", async () => {
+  it("keeps no hash of the cleartext: the stored hash confirms no guess of the person, and the next cycles find every item unchanged", async () => {
+    const rig = await rigWrittenUnderFull(2, 2);
+    const deps = { ...rig.deps, pii: HASH };
+    const [txn] = rig.provider.transactions;
+    if (txn === undefined) throw new Error("no transaction");
+    const key = `transaction:${String(txn.id)}` as SnapshotKey;
+    const cleartext = rig.snapshots.data.get(key)!.object;
+    await conformSnapshots(deps);
+    const stored = rig.snapshots.data.get(key)!;
+    // Put back the right person into the masked object: its hash is not the stored one.
+    expect(recordHash(cleartext)).not.toBe(stored.hash);
+    expect(stored.hash).toBe(recordHash(stored.object));
+
+    // Listed again unchanged (outdated), and walked again: nothing to publish, nothing to rewrite.
+    for (const t of rig.provider.transactions) t.client_sync_status = "outdated";
+    const writes = recordWrites(rig);
+    const published = rig.publisher.events.length;
+    expect((await pollTransactions(deps)).unchanged).toBe(2);
+    await pollCards(deps);
+    expect(rig.publisher.events).toHaveLength(published);
+    expect(writes.flat().filter((k) => !k.includes("~"))).toEqual([]);
+  });
+
+  it("gives an event re-sent after a crash that the pass ran between a new id (documented), never a lost change", async () => {
     const rig = await rigWrittenUnderFull(1, 1);
     const deps = { ...rig.deps, pii: REDACT };
     const [txn] = rig.provider.transactions;
     if (txn === undefined) throw new Error("no transaction");
     rig.provider.changeTransaction(txn.id, { memo: "edited" });
-    // The change is published, then the snapshot write fails: the next cycle re-sends it against the same snapshot.
+    // The change is published, then the snapshot write fails: the next cycle re-sends it against the rewritten snapshot.
     const put = rig.snapshots.putMany.bind(rig.snapshots);
     const failing = vi.spyOn(rig.snapshots, "putMany").mockRejectedValueOnce(new Error("disk full"));
     await expect(pollTransactions(deps)).rejects.toBeInstanceOf(CycleAbortedError);
     failing.mockImplementation(put);
-    const [sent] = rig.publisher.ofType("transaction.changed");
 
     expect((await conformSnapshots(deps)).rewritten).toBe(2);
     await pollTransactions(deps);
     const changed = rig.publisher.ofType("transaction.changed");
     expect(changed).toHaveLength(2);
-    expect(changed[1]?.detail.id).toBe(sent?.detail.id);
+    expect(changed[1]?.detail.id).not.toBe(changed[0]?.detail.id);
+    expect(changed[1]?.detail.data.object).toEqual(changed[0]?.detail.data.object);
     expect(changed[1]?.detail.data.changes?.map((c) => c.path)).not.toContain("/card_holder_name");
-
-    const published = rig.publisher.events.length;
-    await pollCards(deps);
-    expect(rig.publisher.events).toHaveLength(published);
+    expect(rig.provider.pending()).toEqual([]);
   });
 
   it("passes on a cursor the store did not issue as its error", async () => {
