@@ -136,6 +136,8 @@ export interface PollResult {
   readonly scanned?: number;
   /** A PII conform pass: snapshots rewritten with their personal fields masked. */
   readonly rewritten?: number;
+  /** A PII conform pass: quarantine records whose raw body was rewritten masked. */
+  readonly quarantineRewritten?: number;
   /** A PII conform pass stopped at its deadline: invoke again with it as the event's `cursor` to go on. */
   readonly cursor?: string;
 }
@@ -245,6 +247,7 @@ function conformSummary(report: ConformReport): Summary {
     outcome: report.outcome,
     scanned: report.scanned,
     rewritten: report.rewritten,
+    quarantineRewritten: report.quarantineRewritten,
     durationMs: report.durationMs,
     ...(report.cursor === undefined ? {} : { cursor: report.cursor }),
   };

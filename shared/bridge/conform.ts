@@ -7,7 +7,7 @@ import { CARD_KEY_PREFIX } from "./cards.js";
 import type { BridgeDeps } from "./deps.js";
 import { contentHash, recordHash } from "./hash.js";
 import { isPlainObject } from "./diff.js";
-import { assertPiiPolicy, conformPii, type PiiMode } from "./pii.js";
+import { assertPiiPolicy, conformPii, conformPiiToBody, type PiiMode } from "./pii.js";
 import type { Snapshot } from "./ports.js";
 
 /** Snapshots read (and at most rewritten) per store call. */
@@ -28,6 +28,8 @@ export interface ConformReport {
   readonly scanned: number;
   /** Snapshots rewritten with their personal fields in the current form. */
   readonly rewritten: number;
+  /** Quarantine records whose raw body was rewritten in the current form (once the snapshots are done). */
+  readonly quarantineRewritten: number;
   /**
    * With outcome `deadline`: where the pass goes on (the `cursor` option of the next run); absent when it stopped
    * before its first page (run it again from the start) and for the other outcomes.
@@ -85,7 +87,7 @@ function conformed(snapshot: Snapshot, deps: Pick<BridgeDeps, "pii">): Snapshot 
  * ```
  */
 export async function conformSnapshots(
-  deps: Pick<BridgeDeps, "snapshots" | "pii" | "clock" | "logger">,
+  deps: Pick<BridgeDeps, "snapshots" | "quarantine" | "pii" | "clock" | "logger">,
   options: ConformOptions = {},
 ): Promise<ConformReport> {
   assertPiiPolicy(deps.pii);
@@ -93,15 +95,16 @@ export async function conformSnapshots(
   const started = deps.clock.now();
   if (mode === "full") {
     deps.logger.info("PII mode is full: snapshots keep personal fields as sent, nothing to re-mask");
-    return { mode, outcome: "full_mode", scanned: 0, rewritten: 0, durationMs: 0 };
+    return { mode, outcome: "full_mode", scanned: 0, rewritten: 0, quarantineRewritten: 0, durationMs: 0 };
   }
   const limit = options.pageSize ?? DEFAULT_CONFORM_PAGE_SIZE;
   if (!Number.isSafeInteger(limit) || limit < 1) throw new RangeError(`pageSize must be a whole number of at least 1, got ${limit}`);
   let cursor = options.cursor;
   let scanned = 0;
   let rewritten = 0;
+  let quarantineRewritten = 0;
   const report = (outcome: ConformOutcome): ConformReport => {
-    const done = { mode, outcome, scanned, rewritten, durationMs: deps.clock.now() - started };
+    const done = { mode, outcome, scanned, rewritten, quarantineRewritten, durationMs: deps.clock.now() - started };
     deps.logger.info("snapshots conformed to the PII mode", { ...done, ...(outcome === "deadline" ? { cursor } : {}) });
     return outcome === "deadline" && cursor !== undefined ? { ...done, cursor } : done;
   };
@@ -121,5 +124,23 @@ export async function conformSnapshots(
   }
   await deps.snapshots.vacuum();
   cursor = undefined;
+  quarantineRewritten = await conformQuarantine(deps);
   return report("complete");
+}
+
+/**
+ * Rewrites the raw body of every quarantine record not in the current PII form (`conformPiiToBody`: masked as a
+ * cycle masks it, values already masked kept): a record quarantined under an earlier mode would otherwise keep its cleartext until its item is found again,
+ * which for an acknowledged transaction is never. Held records keep their id and first `at` (Quarantine.put); the
+ * quarantine is small (an alarm fires while it holds anything), so it is read whole.
+ */
+async function conformQuarantine(deps: Pick<BridgeDeps, "quarantine" | "pii">): Promise<number> {
+  let rewritten = 0;
+  for (const record of await deps.quarantine.list()) {
+    const raw = conformPiiToBody(record.raw, deps.pii);
+    if (JSON.stringify(raw) === JSON.stringify(record.raw)) continue;
+    await deps.quarantine.put({ ...record, raw });
+    rewritten += 1;
+  }
+  return rewritten;
 }

@@ -257,7 +257,26 @@ export function applyPii<T extends Record<string, unknown>>(object: T, policy: P
  * ```
  */
 export function applyPiiToBody(raw: unknown, policy: PiiPolicy): unknown {
-  return policy.mode === "full" ? raw : maskBody(raw, policy, true);
+  return policy.mode === "full" ? raw : maskBody(raw, policy, true, false);
+}
+
+/**
+ * A body held under an earlier PII setting (a quarantine record's), brought to `policy` as {@link applyPiiToBody}
+ * masks a body, except that values already masked stay as they are (no hash of a hash), as {@link conformPii} does for
+ * snapshots: run again, it changes nothing.
+ *
+ * @example
+ * ```ts
+ * conformPiiToBody({ card_holder_name: "[redacted]", cardholder: { name: "Ann" } }, { mode: "hash", salt }); // only Ann hashed
+ * ```
+ */
+export function conformPiiToBody(raw: unknown, policy: PiiPolicy): unknown {
+  return policy.mode === "full" ? raw : maskBody(raw, policy, true, true);
+}
+
+/** `object` as a record under `policy`, always a copy of its own: {@link applyPii}, or with `keepMasked` {@link conformPii}. */
+function recordCopy(object: Record<string, unknown>, policy: PiiPolicy, keepMasked: boolean): Record<string, unknown> {
+  return keepMasked ? { ...conformPii(object, policy) } : applyPii(object, policy);
 }
 
 /** JSON text inside JSON text unwrapped at most this often (a record encoded twice or three times). */
@@ -293,23 +312,26 @@ function namesPersonalKey(text: string): boolean {
   return text.includes("\\u") || PERSONAL_PATH_KEYS.some((key) => text.includes(`"${key}"`));
 }
 
-/** `loose`: strings here are outside any object, so masked whole unless they hold JSON. */
-function maskBody(value: unknown, policy: PiiPolicy, loose: boolean): unknown {
+/**
+ * `loose`: strings here are outside any object, so masked whole unless they hold JSON. `keepMasked`: values already
+ * masked stay as they are (see {@link conformPiiToBody}).
+ */
+function maskBody(value: unknown, policy: PiiPolicy, loose: boolean, keepMasked: boolean): unknown {
   if (typeof value === "string") {
     const inText = bodyInText(value);
-    if (inText === undefined) return loose ? transform("", value, policy, false) : value;
+    if (inText === undefined) return loose ? transform("", value, policy, keepMasked) : value;
     // Text nested too deep is written back cut (what lay below the cut is not kept, so nothing personal either).
     // Other text stays as sent, byte for byte (its numbers and escapes too), when masking changed nothing and it names
     // no personal field: one that does may give a key twice, whose first value JSON.parse drops, so it is written
     // back as the masked JSON.
-    if (nestedDeeperThan(inText)) return JSON.stringify(maskBody(cutToDepth(inText), policy, true));
-    const masked = JSON.stringify(maskBody(inText, policy, true));
+    if (nestedDeeperThan(inText)) return JSON.stringify(maskBody(cutToDepth(inText), policy, true, keepMasked));
+    const masked = JSON.stringify(maskBody(inText, policy, true, keepMasked));
     return masked === JSON.stringify(inText) && !namesPersonalKey(value) ? value : masked;
   }
-  if (Array.isArray(value)) return mapChanged(value, (element) => maskBody(element, policy, loose));
+  if (Array.isArray(value)) return mapChanged(value, (element) => maskBody(element, policy, loose, keepMasked));
   if (!isPlainObject(value)) return value;
-  const record = applyPii(value, policy);
-  maskBeyondPaths(value, record, policy);
+  const record = recordCopy(value, policy, keepMasked);
+  maskBeyondPaths(value, record, policy, keepMasked);
   return record;
 }
 
@@ -319,21 +341,21 @@ function maskBody(value: unknown, policy: PiiPolicy, loose: boolean): unknown {
  * approver, a cardholder) gets the record's rule on its other members too (an approver's `employee_id`), then is
  * walked the same way, so nothing is masked twice (no hash of a hash) and nothing nested in it stays in clear.
  */
-function maskBeyondPaths(original: object, masked: Record<string, unknown>, policy: PiiPolicy): void {
+function maskBeyondPaths(original: object, masked: Record<string, unknown>, policy: PiiPolicy, keepMasked: boolean): void {
   for (const [key, member] of Object.entries(original)) {
     if (member === null || (typeof member !== "object" && typeof member !== "string")) continue;
     const now = masked[key];
     if (now === member) {
-      setMember(masked, key, maskBody(member, policy, false), member);
+      setMember(masked, key, maskBody(member, policy, false, keepMasked), member);
     } else if (typeof member === "object" && typeof now === "object" && now !== null) {
       const replaced = now as Record<string, unknown>;
       if (isPlainObject(member)) {
         // The record's rule for what the paths left of this member: applied to the member as sent, taken only where
         // the paths did not already mask it.
-        const asRecord = applyPii(member, policy);
+        const asRecord = recordCopy(member, policy, keepMasked);
         for (const [inner, value] of Object.entries(member)) if (replaced[inner] === value) setMember(replaced, inner, asRecord[inner], value);
       }
-      maskBeyondPaths(member, replaced, policy);
+      maskBeyondPaths(member, replaced, policy, keepMasked);
     }
   }
 }

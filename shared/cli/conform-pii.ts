@@ -23,7 +23,9 @@ export function formatConformSummary(report: ConformReport): string {
   // reads as twice the snapshots.
   const read = `${report.scanned} stored entr${report.scanned === 1 ? "y" : "ies"} read (snapshots, their qashio_id aliases and walk cursors)`;
   const counts = `${read}, ${report.rewritten} rewritten to PII mode ${report.mode}`;
-  return report.outcome === "deadline" ? `conform-pii: stopped at the time budget: ${counts} so far` : `conform-pii: ${counts}`;
+  if (report.outcome === "deadline") return `conform-pii: stopped at the time budget: ${counts} so far`;
+  const quarantine = report.quarantineRewritten > 0 ? `, and ${report.quarantineRewritten} quarantine record${report.quarantineRewritten === 1 ? "" : "s"}` : "";
+  return `conform-pii: ${counts}${quarantine}`;
 }
 
 /**

@@ -2,7 +2,7 @@ import { describe, expect, it, vi } from "vitest";
 import { conformSnapshots } from "../../shared/bridge/conform.js";
 import { pollCards } from "../../shared/bridge/cards.js";
 import { CycleAbortedError } from "../../shared/bridge/errors.js";
-import { HASH_PREFIX, REDACTED, conformPii, type PiiPolicy } from "../../shared/bridge/pii.js";
+import { HASH_PREFIX, REDACTED, applyPiiToBody, conformPii, conformPiiToBody, type PiiPolicy } from "../../shared/bridge/pii.js";
 import type { Snapshot, SnapshotKey } from "../../shared/bridge/ports.js";
 import { pollTransactions } from "../../shared/bridge/transactions.js";
 import { contentHash, recordHash } from "../../shared/bridge/hash.js";
@@ -118,7 +118,7 @@ describe("conformSnapshots", () => {
     const rig = await rigWrittenUnderFull(2, 1);
     const stored = structuredClone(rig.snapshots.data);
     const report = await conformSnapshots(rig.deps);
-    expect(report).toEqual({ mode: "full", outcome: "full_mode", scanned: 0, rewritten: 0, durationMs: 0 });
+    expect(report).toEqual({ mode: "full", outcome: "full_mode", scanned: 0, rewritten: 0, quarantineRewritten: 0, durationMs: 0 });
     expect(rig.snapshots.scanCalls).toBe(0);
     expect(rig.snapshots.vacuumCalls).toBe(0);
     expect(rig.snapshots.data).toEqual(stored);
@@ -201,6 +201,25 @@ describe("conformSnapshots", () => {
     expect(changed[1]?.detail.data.object).toEqual(changed[0]?.detail.data.object);
     expect(changed[1]?.detail.data.changes?.map((c) => c.path)).not.toContain("/card_holder_name");
     expect(rig.provider.pending()).toEqual([]);
+  });
+
+  it("rewrites quarantine records held under an earlier mode in the current form, keeping their id and first time", async () => {
+    const rig = makeRig({ pii: { mode: "full" } });
+    rig.provider.addTransaction();
+    // Found invalid: quarantined under full with its cardholder in clear, and acknowledged.
+    await pollTransactions({ ...rig.deps, validators: { ...rig.deps.validators, transaction: () => ({ success: false, reason: "bad" }) } });
+    const [held] = await rig.quarantine.list();
+    expect(JSON.stringify(held?.raw)).toMatch(/Ann Holder/);
+
+    const report = await conformSnapshots({ ...rig.deps, pii: HASH });
+    expect(report.quarantineRewritten).toBe(1);
+    const [after] = await rig.quarantine.list();
+    expect(after).toMatchObject({ id: held?.id, at: held?.at, kind: "transaction" });
+    expect(JSON.stringify(after?.raw)).not.toMatch(/Ann Holder|ann@example\.com/);
+    expect(after?.raw).toEqual(applyPiiToBody(held?.raw, HASH));
+    expect(conformPiiToBody(after?.raw, HASH)).toEqual(after?.raw);
+    // Nothing left to rewrite.
+    expect((await conformSnapshots({ ...rig.deps, pii: HASH })).quarantineRewritten).toBe(0);
   });
 
   it("passes on a cursor the store did not issue as its error", async () => {

@@ -7,7 +7,7 @@ import { conformSnapshots } from "../../shared/bridge/conform.js";
 import type { Snapshot } from "../../shared/bridge/ports.js";
 import { systemClock } from "../../shared/clock.js";
 import { whileHolding } from "../../shared/lease-keep-alive.js";
-import { FileLock, FileSnapshotStore } from "../../shared/local/index.js";
+import { FileLock, FileQuarantine, FileSnapshotStore } from "../../shared/local/index.js";
 
 let dir: string;
 beforeEach(async () => {
@@ -38,7 +38,7 @@ it("renews the cycle lease while a PII conform pass and its vacuum work through 
   const renewals: boolean[] = [];
   const lease = { renew: async (ttl: number) => (renewals.push(await handle.renew(ttl)), renewals.at(-1) as boolean) };
   const started = Date.now();
-  const report = await whileHolding(lease, ttlMs, systemClock, () => conformSnapshots({ snapshots: store, pii: { mode: "redact" }, clock: systemClock, logger: silent }), silent, {
+  const report = await whileHolding(lease, ttlMs, systemClock, () => conformSnapshots({ snapshots: store, quarantine: new FileQuarantine(dir), pii: { mode: "redact" }, clock: systemClock, logger: silent }), silent, {
     lost: "lost",
     failed: "failed",
   });
