@@ -161,11 +161,23 @@ describe("table access of the functions against their roles' dynamodb:LeadingKey
       return response;
     };
     const bus = eventBridge(() => new Set());
+    const renewedBy = (user: TableUser) => calls.some((c) => c.user === user && c.action === "dynamodb:UpdateItem");
+    /** Runs `work` with its secret write held until `user` renewed the lease (a fast write could end before it). */
+    const withHeldWrite = async (user: TableUser, work: () => Promise<unknown>) => {
+      const write = h.secrets.holdNext("PutSecretValue");
+      const running = work();
+      await write.reached;
+      for (let turn = 0; turn < 5_000 && !renewedBy(user); turn++) await new Promise((resolve) => setImmediate(resolve));
+      write.release();
+      return running;
+    };
     const token = randomUUID();
     h.secrets.startRotation(token);
-    await h.rotator({ ...recording("rotateToken", bus), fetch: slowTokens })({ SecretId: h.secrets.secretId, ClientRequestToken: token, Step: "createSecret" });
+    const rotator = h.rotator({ ...recording("rotateToken", bus), fetch: slowTokens });
+    await withHeldWrite("rotateToken", () => rotator({ SecretId: h.secrets.secretId, ClientRequestToken: token, Step: "createSecret" }));
     h.sandbox.control.advanceClock(ACCESS_TOKEN_TTL_SECONDS + 1);
-    expect(await h.poller("cards", { ...recording("pollCards", bus), fetch: slowTokens })()).toMatchObject({ status: "completed" });
+    const poller = h.poller("cards", { ...recording("pollCards", bus), fetch: slowTokens });
+    expect(await withHeldWrite("pollCards", () => poller())).toMatchObject({ status: "completed" });
     const renewals = calls.filter((c) => c.action === "dynamodb:UpdateItem");
     expect(renewals.map((c) => [c.user, c.leadingKeys])).toEqual([
       ["rotateToken", [`LEASE#${TENANT}#token-refresh`]],
