@@ -8,10 +8,46 @@
  */
 import { randomBytes } from "node:crypto";
 import { closeSync, fsyncSync, linkSync, openSync, renameSync, unlinkSync, writeSync } from "node:fs";
+import { readdir, stat, unlink } from "node:fs/promises";
 import path from "node:path";
 
 /** Suffix of temp files; anything ending with it is a leftover of a crash and safe to delete. */
 export const TEMP_SUFFIX = ".tmp";
+
+/**
+ * Age from which a temp file is a leftover: a writer renames (or links) its temp file into place milliseconds after
+ * creating it, so only a process killed in between leaves one behind.
+ */
+export const STALE_TEMP_MS = 10 * 60_000;
+
+/** Names this module gives temp files: `<file>.<pid>.<8 hex>[.new].tmp`, possibly nested (createFileOnce). */
+const TEMP_NAME = /\.\d+\.[0-9a-f]+(?:\.new)?\.tmp$/;
+
+/**
+ * Deletes the temp files of this module in `dir` (not below it) that are older than `olderThanMs`: leftovers of
+ * writes a crash cut short. They are never read, but they pile up, and one may hold what its write held (a refresh
+ * token, a quarantined body). Aged by modification time against the system's time, which stamped it. A missing
+ * directory, or a file that vanishes or cannot be removed, is left alone: the next sweep tries again.
+ *
+ * @example
+ * ```ts
+ * await removeStaleTemps(".state/quarantine");
+ * ```
+ */
+export async function removeStaleTemps(dir: string, olderThanMs: number = STALE_TEMP_MS): Promise<void> {
+  let names: string[];
+  try {
+    names = await readdir(dir);
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    if (!TEMP_NAME.test(name)) continue;
+    const file = path.join(dir, name);
+    const info = await stat(file).catch(() => undefined);
+    if (info?.isFile() === true && Date.now() - info.mtimeMs > olderThanMs) await unlink(file).catch(() => undefined);
+  }
+}
 
 /** Codes of a platform or filesystem that cannot open or fsync a directory at all (Windows, some network mounts). */
 const DIR_FSYNC_UNSUPPORTED = new Set(["EISDIR", "EPERM", "EACCES", "EINVAL", "ENOTSUP", "EOPNOTSUPP", "EBADF"]);

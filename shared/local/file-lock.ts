@@ -7,11 +7,11 @@
  */
 import { randomUUID } from "node:crypto";
 import { readFileSync, readlinkSync } from "node:fs";
-import { mkdir, readdir, readFile, stat, unlink } from "node:fs/promises";
+import { mkdir, readdir, readFile, unlink } from "node:fs/promises";
 import { hostname } from "node:os";
 import path from "node:path";
 import type { Clock, Lock, LockHandle } from "../bridge/ports.js";
-import { TEMP_SUFFIX, createFileOnce, writeFileAtomic } from "./atomic.js";
+import { createFileOnce, removeStaleTemps, writeFileAtomic } from "./atomic.js";
 import { STATE_DIRS } from "./layout.js";
 
 interface Lease {
@@ -66,12 +66,6 @@ function holderHasExited(lease: Lease): boolean {
 
 const systemClock: Pick<Clock, "now"> = { now: () => Date.now() };
 
-/**
- * Age from which a temp file in the locks directory is a leftover: a contender links its temp file into place
- * milliseconds after writing it, so only a process killed in between leaves one behind (see createFileOnce).
- */
-const STALE_TEMP_MS = 10 * 60_000;
-
 async function readLease(file: string): Promise<Lease | undefined> {
   try {
     const parsed = JSON.parse(await readFile(file, "utf8")) as Partial<Lease>;
@@ -112,7 +106,8 @@ export class FileLock implements Lock {
     await mkdir(this.dir, { recursive: true, mode: 0o700 });
     if (!this.swept) {
       this.swept = true;
-      await this.removeStaleTemps();
+      // Temp files of contenders killed while creating a lease (see createFileOnce): harmless, but they would pile up.
+      await removeStaleTemps(this.dir);
     }
     const base = `${encodeURIComponent(name)}.lock`;
     const top = await this.highest(base);
@@ -157,19 +152,6 @@ export class FileLock implements Lock {
 
   private async highest(base: string): Promise<number | undefined> {
     return (await this.generations(base))[0];
-  }
-
-  /**
-   * Deletes temp files that processes killed while creating a lease left behind (harmless, but they would pile up).
-   * Aged by their modification time against the system's time, which is what stamped it (not the injected clock).
-   */
-  private async removeStaleTemps(): Promise<void> {
-    for (const entry of await readdir(this.dir)) {
-      if (!entry.endsWith(TEMP_SUFFIX)) continue;
-      const file = path.join(this.dir, entry);
-      const info = await stat(file).catch(() => undefined);
-      if (info !== undefined && Date.now() - info.mtimeMs > STALE_TEMP_MS) await unlink(file).catch(() => undefined);
-    }
   }
 
   /** Deletes superseded generations (never the highest one). */

@@ -5,12 +5,14 @@ import { readFileSync } from "node:fs";
 import { mkdir, readdir } from "node:fs/promises";
 import path from "node:path";
 import type { Quarantine, QuarantineRecord } from "../bridge/ports.js";
-import { TEMP_SUFFIX, removeFileDurably, writeFileAtomic } from "./atomic.js";
+import { TEMP_SUFFIX, removeFileDurably, removeStaleTemps, writeFileAtomic } from "./atomic.js";
 import { CorruptStateError, LocalStateError } from "./errors.js";
 import { STATE_DIRS } from "./layout.js";
 
 /**
- * Keeps quarantine records in `<stateDir>/quarantine/<id>.json`, written atomically.
+ * Keeps quarantine records in `<stateDir>/quarantine/<id>.json`, written atomically. The first `put` or `list` of a
+ * store removes the stale temp files a crashed write left (see removeStaleTemps): they hold raw bodies, cardholder
+ * data included, which a later PII mode switch would never reach.
  *
  * @example
  * ```ts
@@ -20,12 +22,20 @@ import { STATE_DIRS } from "./layout.js";
  */
 export class FileQuarantine implements Quarantine {
   readonly dir: string;
+  #swept = false;
 
   constructor(stateDir: string) {
     this.dir = path.join(stateDir, STATE_DIRS.quarantine);
   }
 
+  async #sweepOnce(): Promise<void> {
+    if (this.#swept) return;
+    this.#swept = true;
+    await removeStaleTemps(this.dir);
+  }
+
   async put(record: QuarantineRecord): Promise<boolean> {
+    await this.#sweepOnce();
     const file = this.#file(record.id);
     // A record file only ever appears whole (atomic write), so one that exists is durable.
     const held = this.#read(file, { missingOk: true });
@@ -71,6 +81,7 @@ export class FileQuarantine implements Quarantine {
 
   /** All records, oldest first. */
   async list(): Promise<QuarantineRecord[]> {
+    await this.#sweepOnce();
     let names: string[];
     try {
       names = await readdir(this.dir);

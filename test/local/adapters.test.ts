@@ -116,6 +116,14 @@ describe("FileSnapshotStore", () => {
   });
 });
 
+/** Writes `names` into `where`: the `old` and `other` ones stamped an hour ago, the `fresh` ones now. */
+async function leftoverTemps(where: string, names: { old: string[]; fresh: string[]; other: string[] }): Promise<void> {
+  await mkdir(where, { recursive: true });
+  const hourAgo = new Date(Date.now() - 3_600_000);
+  for (const name of [...names.old, ...names.fresh, ...names.other]) await writeFile(path.join(where, name), '{"refreshToken":"leftover"}');
+  for (const name of [...names.old, ...names.other]) await utimes(path.join(where, name), hourAgo, hourAgo);
+}
+
 describe("FileTokenStore", () => {
   it("keeps the token file readable by its owner only", async () => {
     const store = new FileTokenStore(dir);
@@ -135,6 +143,17 @@ describe("FileTokenStore", () => {
     const error = await store.load().catch((e: unknown) => e);
     expect(error).toBeInstanceOf(CorruptStateError);
     expect((error as Error).message).not.toContain("secret-value");
+  });
+
+  it("removes the old temp files of crashed writes beside its file on its first load (one may hold a refresh token), not fresh ones or other files", async () => {
+    const store = new FileTokenStore(dir);
+    await store.save({ refreshToken: "rt" });
+    const old = ["tokens.json.4242.0a1b2c3d.tmp", "binding.json.4242.deadbeef.tmp"];
+    const fresh = ["tokens.json.4343.0a1b2c3d.tmp"];
+    const other = ["notes.tmp", "tokens.json.bak"];
+    await leftoverTemps(dir, { old, fresh, other });
+    expect(await new FileTokenStore(dir).load()).toEqual({ refreshToken: "rt" });
+    expect((await readdir(dir)).sort()).toEqual([...fresh, ...other, "tokens.json"].sort());
   });
 });
 
@@ -156,6 +175,18 @@ describe("FileQuarantine", () => {
     expect(await quarantine.put({ ...record, reason: "validation: y" })).toBe(false);
     expect((await quarantine.list()).map((r) => r.reason)).toEqual(["validation: y"]);
     expect((await stat(file)).mode & 0o777).toBe(0o600);
+  });
+
+  it.each(["put", "list"] as const)("removes the old temp files of crashed writes (raw bodies) on its first %s, not fresh ones or other files", async (first) => {
+    const where = path.join(dir, "quarantine");
+    const old = ["r0.json.4242.0a1b2c3d.tmp", "r9.json.4242.0a1b2c3d.new.tmp.4242.feedf00d.tmp"];
+    const fresh = ["r1.json.4343.0a1b2c3d.tmp"];
+    const other = ["README.tmp"];
+    await leftoverTemps(where, { old, fresh, other });
+    const quarantine = new FileQuarantine(dir);
+    if (first === "put") await quarantine.put({ id: "r2", kind: "card", reason: "validation: x", raw: {}, at: "2025-01-15T10:00:01.000Z" });
+    else expect(await quarantine.list()).toEqual([]);
+    expect((await readdir(where)).sort()).toEqual([...fresh, ...other, ...(first === "put" ? ["r2.json"] : [])].sort());
   });
 });
 
