@@ -3,7 +3,7 @@
  * token store and onboarding (`authorize --secret-id`) both go through it, so both retry throttled calls and neither
  * puts a secret value into an error.
  */
-import { randomUUID } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import {
   DescribeSecretCommand,
   GetSecretValueCommand,
@@ -38,6 +38,21 @@ export const ProviderSecretSchema = z.looseObject({
   pii_salt: z.string().min(PII_SALT_MIN_LENGTH),
 });
 export type ProviderSecret = z.infer<typeof ProviderSecretSchema>;
+
+/**
+ * Fingerprint of some of a secret's members (a sha-256 of their values in the order named), to notice that they
+ * changed without keeping the values themselves in memory.
+ *
+ * @example
+ * ```ts
+ * secretFingerprint(secret, ["client_id", "client_secret"]) !== bound; // the tenant moved to another client
+ * ```
+ */
+export function secretFingerprint<Member extends keyof ProviderSecret>(secret: Pick<ProviderSecret, Member>, members: readonly Member[]): string {
+  return createHash("sha256")
+    .update(JSON.stringify(members.map((member) => secret[member])))
+    .digest("hex");
+}
 
 /** The secret value as read: parsed JSON plus the version it came from. */
 export interface SecretRead {

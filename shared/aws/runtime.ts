@@ -3,7 +3,6 @@
  * provider (refreshes serialised by the tenant's DynamoDB lease), and the engine's dependencies. Built once per
  * container and reused by warm invocations; rebuilt when the provider credentials in the secret change.
  */
-import { createHash } from "node:crypto";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { EventBridgeClient } from "@aws-sdk/client-eventbridge";
 import { SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
@@ -20,7 +19,7 @@ import { leaseNames } from "./keys.js";
 import { DynamoLeaseLock } from "./lease-lock.js";
 import { DynamoQuarantine } from "./quarantine.js";
 import { DynamoSnapshotStore } from "./snapshot-store.js";
-import type { ProviderSecret } from "./provider-secret.js";
+import { secretFingerprint, type ProviderSecret } from "./provider-secret.js";
 import { SecretsManagerTokenStore } from "./token-store.js";
 
 /** The SDK clients the runtime uses; tests pass clients bound to DynamoDB Local or mocks. */
@@ -132,7 +131,7 @@ export async function createTenantRuntime(options: TenantRuntimeOptions): Promis
 
 /** Fingerprint of the credentials a runtime was built with (to notice a changed secret without keeping values). */
 export function credentialsFingerprint(secret: Pick<ProviderSecret, "client_id" | "client_secret" | "pii_salt">): string {
-  return createHash("sha256").update(JSON.stringify([secret.client_id, secret.client_secret, secret.pii_salt])).digest("hex");
+  return secretFingerprint(secret, ["client_id", "client_secret", "pii_salt"]);
 }
 
 function assemble(

@@ -1,4 +1,3 @@
-import { createHash } from "node:crypto";
 import { DeleteCommand, GetCommand, PutCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import type { SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 import type { Clock, Logger } from "../bridge/ports.js";
@@ -6,7 +5,7 @@ import type { StoredTokens, TokenStore } from "../qashio/auth/token-store.js";
 import { systemClock } from "./clock.js";
 import { ProviderClientChangedError, SecretVersionQuotaError } from "./errors.js";
 import { accessTokenItemKey, revokedFamilyItemKey, ttlSeconds } from "./keys.js";
-import { isSecretNotFound, ProviderSecretClient, type ProviderSecret, type SecretRead, type VersionWrite } from "./provider-secret.js";
+import { isSecretNotFound, ProviderSecretClient, secretFingerprint, type ProviderSecret, type SecretRead, type VersionWrite } from "./provider-secret.js";
 import type { BackoffOptions } from "./retry.js";
 
 /** Cached credentials are re-read after this long. */
@@ -300,5 +299,5 @@ export class SecretsManagerTokenStore implements TokenStore {
 
 /** Fingerprint of the provider client a secret names (never its values). */
 function clientFingerprint(secret: Pick<ProviderSecret, "client_id" | "client_secret">): string {
-  return createHash("sha256").update(JSON.stringify([secret.client_id, secret.client_secret])).digest("hex");
+  return secretFingerprint(secret, ["client_id", "client_secret"]);
 }
