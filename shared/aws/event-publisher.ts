@@ -4,7 +4,7 @@ import { detailJson } from "../bridge/events/json.js";
 import { systemClock } from "./clock.js";
 import { PublishError } from "./errors.js";
 import { MAX_ENTRY_BYTES, entrySize, reduceDetail, truncationsOf, type ReducedDetail } from "./event-size.js";
-import { DEFAULT_BACKOFF, backoffDelay, isRetryableAwsError, mapLimit, type BackoffOptions } from "./retry.js";
+import { DEFAULT_BACKOFF, backoffDelay, isRetryableAwsError, mapLimit, withRetries, type BackoffOptions } from "./retry.js";
 
 /** PutEvents accepts at most 10 entries per call. */
 export const MAX_ENTRIES_PER_CALL = 10;
@@ -157,28 +157,31 @@ export class EventBridgePublisher implements EventPublisher {
 
   /** One PutEvents call, retried as a whole while it throws a retryable error. */
   async #send(pending: readonly Pending[], entryAttempt: number) {
-    for (let attempt = 1; ; attempt += 1) {
-      try {
-        const response = await this.#client.send(new PutEventsCommand({ Entries: pending.map((item) => item.entry) }));
-        const entries = response.Entries ?? [];
-        if ((response.FailedEntryCount ?? 0) > 0 && entries.length !== pending.length) {
-          throw new PublishError("PutEvents answered a different number of entries than sent", attempt, response.$metadata.requestId);
-        }
-        return entries;
-      } catch (error) {
-        if (error instanceof PublishError) throw error;
-        if (!isRetryableAwsError(error, attempt) || attempt >= this.#backoff.maxAttempts) {
-          const requestId = (error as { $metadata?: { requestId?: string } }).$metadata?.requestId;
-          throw new PublishError(
-            `PutEvents failed after ${attempt} attempts (entry round ${entryAttempt}): ${(error as Error).name}`,
-            attempt,
-            requestId,
-            { cause: error },
-          );
-        }
-        this.#logger?.warn("PutEvents call throttled or failed, retrying", { attempt, error: (error as Error).name });
-        await this.#clock.sleep(backoffDelay(attempt, this.#backoff));
-      }
+    let attempts = 0;
+    try {
+      return await withRetries(
+        async (attempt) => {
+          attempts = attempt;
+          const response = await this.#client.send(new PutEventsCommand({ Entries: pending.map((item) => item.entry) }));
+          const entries = response.Entries ?? [];
+          if ((response.FailedEntryCount ?? 0) > 0 && entries.length !== pending.length) {
+            throw new PublishError("PutEvents answered a different number of entries than sent", attempt, response.$metadata.requestId);
+          }
+          return entries;
+        },
+        {
+          clock: this.#clock,
+          backoff: this.#backoff,
+          retryable: (error, attempt) => !(error instanceof PublishError) && isRetryableAwsError(error, attempt),
+          onRetry: (error, attempt) => this.#logger?.warn("PutEvents call throttled or failed, retrying", { attempt, error: (error as Error).name }),
+        },
+      );
+    } catch (error) {
+      if (error instanceof PublishError) throw error;
+      const requestId = (error as { $metadata?: { requestId?: string } }).$metadata?.requestId;
+      throw new PublishError(`PutEvents failed after ${attempts} attempts (entry round ${entryAttempt}): ${(error as Error).name}`, attempts, requestId, {
+        cause: error,
+      });
     }
   }
 }

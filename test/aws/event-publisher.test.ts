@@ -177,7 +177,9 @@ describe("EventBridgePublisher", () => {
 
   it("raises PublishError when calls keep being throttled, so nothing is acknowledged", async () => {
     mock.on(PutEventsCommand).rejects(awsError("ThrottlingException", 400, true));
-    await expect(publisher(new FakeClock(), 3).publish([event("ev_1")])).rejects.toBeInstanceOf(PublishError);
+    const error = await publisher(new FakeClock(), 3).publish([event("ev_1")]).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(PublishError);
+    expect(error).toMatchObject({ attempts: 3, message: "PutEvents failed after 3 attempts (entry round 1): ThrottlingException" });
     expect(mock.commandCalls(PutEventsCommand)).toHaveLength(3);
   });
 
