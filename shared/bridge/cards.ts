@@ -132,6 +132,12 @@ class CardRun extends CycleRun {
       this.report.pulled += entries.length;
       if (entries.length > 0) this.deps.metrics.add("CardsPulled", entries.length, "Count");
       await this.processPage(entries);
+      if (this.publisherUnavailable()) {
+        this.report.outcome = "publisher_unavailable";
+        // The next cycle walks again from where this one started, so the refused changes are not left to the walk after.
+        offset = cursor.offset;
+        break;
+      }
       offset = page * this.pageSize;
       const hasNext = result.pagination?.has_next ?? entries.length >= this.pageSize;
       if (entries.length === 0 || !hasNext) break;

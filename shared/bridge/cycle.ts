@@ -238,6 +238,11 @@ export function quarantineId(tenant: string, kind: EntityKind, cause: "validatio
   return uuidFromHex(sha256Hex(`${tenant}\u0000${kind}\u0000${cause}\u0000${contentHash(form)}`));
 }
 
+/** Batches in a row with every event deferred after which a walk stops (see {@link CycleRun.publisherUnavailable}). */
+export const PUBLISHER_UNAVAILABLE_BATCHES = 2;
+/** ...holding together at least this many events: two full PutEvents calls' worth (10 entries each). */
+export const PUBLISHER_UNAVAILABLE_EVENTS = 20;
+
 /** One run of a cycle: holds the report and the deps, and owns error conversion. */
 export class CycleRun {
   readonly report: CycleReport;
@@ -253,6 +258,9 @@ export class CycleRun {
   private offeredWithoutSnapshot = 0;
   /** Change times (epoch ms) of items pulled whose change is not yet published or acknowledged, by subject id. */
   private readonly unpublished = new Map<string, number>();
+  /** Batches in a row whose every event the publisher did not take for now, and their events (see {@link publisherUnavailable}). */
+  private deferredBatches = 0;
+  private deferredEvents = 0;
 
   constructor(
     readonly deps: BridgeDeps,
@@ -435,6 +443,10 @@ export class CycleRun {
       this.report.published[type] = (this.report.published[type] ?? 0) + count;
       this.deps.metrics.add("EventsPublished", count, "Count", { type });
     }
+    // Every event of the batch failed for now: the bus is throttling or down (see publisherUnavailable).
+    const allDeferred = failures.size === events.length && [...failures.values()].every((f) => f.retryable === true);
+    this.deferredBatches = allDeferred ? this.deferredBatches + 1 : 0;
+    this.deferredEvents = allDeferred ? this.deferredEvents + events.length : 0;
     if (failures.size > 0) {
       this.report.publishFailed += failures.size;
       this.deps.metrics.add("EventsFailed", failures.size, "Count");
@@ -489,6 +501,17 @@ export class CycleRun {
       if (added[i]) this.deps.logger.warn("record quarantined", attributes);
       else this.deps.logger.debug("record quarantined again (already held)", attributes);
     });
+  }
+
+  /**
+   * True once {@link PUBLISHER_UNAVAILABLE_BATCHES} batches in a row, holding {@link PUBLISHER_UNAVAILABLE_EVENTS}
+   * events or more, had every event refused for now: the bus is throttling or down. The walk then stops (outcome
+   * `publisher_unavailable`) rather than read the rest of the backlog, try to publish each page in vain and remember
+   * every id it walked; the next cycle starts over. A few events the bus keeps refusing for reasons of their own (one
+   * small batch, or a handful in a row on small pages) do not stop it, so they cannot hold up the items behind them.
+   */
+  publisherUnavailable(): boolean {
+    return this.deferredBatches >= PUBLISHER_UNAVAILABLE_BATCHES && this.deferredEvents >= PUBLISHER_UNAVAILABLE_EVENTS;
   }
 
   /** True when the cycle's deadline has passed, or the cycle was asked to stop (see CycleOptions.signal). */

@@ -10,6 +10,11 @@ export type CycleOutcome =
   | "deadline"
   /** The per-cycle page bound was hit (a provider that keeps adding items); resumes next cycle. */
   | "page_limit"
+  /**
+   * The publisher took none of the events of two batches in a row for now (throttled or down): the walk stopped there
+   * instead of going through the backlog in vain; those items stay pending and the next cycle re-sends them.
+   */
+  | "publisher_unavailable"
   /** A dependency failed; see the thrown error. */
   | "aborted";
 

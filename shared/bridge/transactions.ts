@@ -201,9 +201,9 @@ class TransactionRun extends CycleRun {
    * listed despite an acknowledge), and confirms the end with a plain read after a read-ahead chain, so a read that
    * raced an acknowledge cannot skip a batch. The page bound and the deadline guarantee termination.
    * Handled ids are remembered for a few pages only (see {@link RecentIds}), so memory does not grow with the backlog,
-   * except for ids the provider keeps listing after they were handled (met again: kept for the rest of the pass). In
-   * an outage that fails every publish for now nothing is acknowledged and every id walked is met again: memory then
-   * grows by an id and its versions per item walked (a few hundred bytes), until the deadline or the page bound ends the pass.
+   * except for ids the provider keeps listing after they were handled (met again: kept for the rest of the pass), such
+   * as items whose events failed for now. A publisher that takes none of two batches in a row ends the pass (see
+   * {@link CycleRun.publisherUnavailable}), so an outage of the bus does not walk, and remember, the whole backlog.
    */
   private async drain(status: PullStatus): Promise<CycleOutcome> {
     const handled = new RecentIds();
@@ -213,10 +213,11 @@ class TransactionRun extends CycleRun {
     let inHand: ProviderPage | undefined;
     let fromReadAhead = false;
     for (;;) {
-      if (this.pastDeadline()) {
+      const stop = this.pastDeadline() ? "deadline" : this.publisherUnavailable() ? "publisher_unavailable" : undefined;
+      if (stop !== undefined) {
         // A page read ahead and left unprocessed holds changes still undelivered: they count towards the lag.
         if (inHand) for (const entry of pageEntries(inHand)) if (!this.handledAsListed(handled, itemKey(entry.raw), entry)) this.pendingRaw(entry.raw);
-        return "deadline";
+        return stop;
       }
       if (!inHand) {
         if (calls >= this.maxPages) return "page_limit";

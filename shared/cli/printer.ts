@@ -176,6 +176,8 @@ export interface CycleSummary {
   readonly partial?: boolean;
   /** True when it stopped because it was asked to (Ctrl-C, SIGTERM), not at its budget. */
   readonly interrupted?: boolean;
+  /** True when it stopped because the event sink took no events for now (outcome `publisher_unavailable`). */
+  readonly publisherUnavailable?: boolean;
 }
 
 /**
@@ -195,7 +197,12 @@ export function formatCycleSummary(summary: CycleSummary, p: Palette = NO_COLOUR
   const refused = (summary.acknowledgeRefused ?? 0) > 0 ? ` · ${p.yellow(`${summary.acknowledgeRefused} acknowledge refused`)}` : "";
   const quarantined = summary.quarantined > 0 ? p.red(`${summary.quarantined} quarantined`) : "0 quarantined";
   // Once asked to stop, this process runs no next cycle: the next run resumes.
-  const stop = summary.interrupted === true ? "stopped as asked, the next run resumes" : "stopped at budget, resumes next cycle";
+  const stop =
+    summary.interrupted === true
+      ? "stopped as asked, the next run resumes"
+      : summary.publisherUnavailable === true
+        ? "stopped: the event sink takes no events for now, resumes next cycle"
+        : "stopped at budget, resumes next cycle";
   const tail = summary.partial === true ? ` · ${p.yellow(stop)}` : "";
   return (
     p.dim(`── cycle ${summary.cycle}: `) +

@@ -10,6 +10,11 @@ import { line, pause, type CliIo } from "./io.js";
 import { openLocalBridge, runCycle, type CycleResult, type LocalBridge, type LocalBridgeOptions } from "./local-bridge.js";
 import { COLOURS, NO_COLOURS, formatCycleSummary, mergeCounts, shouldColour, type Palette } from "./printer.js";
 
+/** Whether a cycle stopped because the event sink took none of its events for now. */
+function publisherUnavailable(result: CycleResult): boolean {
+  return result.transactions.outcome === "publisher_unavailable" || result.cards.outcome === "publisher_unavailable";
+}
+
 /** Summary line of a cycle, from the engine's reports. */
 export function summaryOf(cycle: number, result: CycleResult, palette: Palette): string {
   const { transactions: t, cards: c } = result;
@@ -23,6 +28,7 @@ export function summaryOf(cycle: number, result: CycleResult, palette: Palette):
       durationMs: result.durationMs,
       partial: !result.complete,
       interrupted: result.interrupted,
+      publisherUnavailable: publisherUnavailable(result),
     },
     palette,
   );
@@ -67,7 +73,9 @@ export async function runCommand(args: RunArgs, io: CliIo, seams: RunSeams = {})
       throw new CycleIncompleteError(
         result.interrupted
           ? "the cycle stopped after the page in hand, as asked (Ctrl-C or SIGTERM); run again to resume"
-          : "the cycle stopped at its time budget (BRIDGE_CYCLE_BUDGET) or its page bound; run again to resume",
+          : publisherUnavailable(result)
+            ? "the cycle stopped because the events file took no events for now; run again to re-send them"
+            : "the cycle stopped at its time budget (BRIDGE_CYCLE_BUDGET) or its page bound; run again to resume",
       );
     }
     return EXIT.ok;

@@ -204,6 +204,25 @@ describe("pollCards", () => {
     expect(rig.snapshots.data.get(`card:${id}`)?.object["status"]).toBe("Suspended");
   });
 
+  it("stops the walk once the publisher took none of two pages of changes in a row, and walks again from where it started next cycle", async () => {
+    const rig = makeRig();
+    for (let i = 0; i < 40; i++) rig.provider.addCard();
+    await pollCards(rig.deps, { pageSize: 10 });
+    for (const card of rig.provider.cards) rig.provider.changeCard(card["id"] as string, { status: "Suspended" });
+    rig.publisher.reject = () => ({ reason: "ThrottlingException (after 3 attempts)", retryable: true });
+    const pagesRead = (): unknown[] => rig.provider.calls.map((c) => (c.op === "listErpCards" ? c.query.page : undefined));
+    const stopped = await pollCards(rig.deps, { pageSize: 10 });
+    expect(stopped).toMatchObject({ outcome: "publisher_unavailable", publishDeferred: 20 });
+    expect(pagesRead()).toEqual([1, 2, 3, 4, 1, 2]);
+
+    rig.publisher.reject = () => undefined;
+    expect((await pollCards(rig.deps, { pageSize: 10 })).outcome).toBe("complete");
+    // From the first page again, not from page 3: the refused changes of pages 1 and 2 went out in this cycle.
+    expect(pagesRead()).toEqual([1, 2, 3, 4, 1, 2, 1, 2, 3, 4]);
+    expect(rig.publisher.events).toHaveLength(40);
+    expect(new Set(rig.publisher.events.map((e) => e.detailType))).toEqual(new Set(["card.suspended"]));
+  });
+
   it("quarantines an invalid card and goes on with the others", async () => {
     const rig = makeRig({ emitCardCreated: true });
     rig.provider.addCard();

@@ -514,6 +514,42 @@ describe("pollTransactions", () => {
     expect(rig.provider.pending()).toHaveLength(0);
   });
 
+  it("stops the walk once the publisher took none of two batches in a row (20 events or more), instead of walking the backlog in vain; the next cycle sends them with the same ids", async () => {
+    const rig = makeRig();
+    for (let i = 0; i < 100; i++) rig.provider.addTransaction();
+    rig.publisher.reject = () => ({ reason: "ThrottlingException: Rate exceeded (after 3 attempts)", retryable: true });
+    const first = await pollTransactions(rig.deps, { pageSize: 10 });
+    expect(first).toMatchObject({ outcome: "publisher_unavailable", acknowledged: 0, quarantined: 0, publishDeferred: 20 });
+    expect(rig.publisher.offered).toHaveLength(20);
+    // Page 1, page 2 read ahead, page 1 re-read (its items stay listed), page 2: not the 10 pages of the backlog.
+    expect(rig.provider.count("listTransactions")).toBeLessThanOrEqual(4);
+    expect(rig.provider.pending()).toHaveLength(100);
+    expect(rig.snapshots.data.size).toBe(0);
+    const offered = new Map(rig.publisher.offered.map((e) => [e.detail.subject.id, e.detail.id]));
+
+    rig.publisher.reject = () => undefined;
+    const second = await pollTransactions(rig.deps, { pageSize: 10 });
+    expect(second).toMatchObject({ outcome: "complete", acknowledged: 100 });
+    expect(rig.provider.pending()).toEqual([]);
+    for (const e of rig.publisher.events) if (offered.has(e.detail.subject.id)) expect(e.detail.id).toBe(offered.get(e.detail.subject.id));
+    expect(new Set(rig.publisher.events.map((e) => e.detail.subject.id)).size).toBe(100);
+  });
+
+  it.each([
+    ["one batch alone", 10, 10],
+    ["two small batches in a row (under 20 events)", 5, 10],
+    ["two batches in a row with one event taken", 10, 19],
+  ])("walks on past events failed for now in %s", async (_, pageSize, deferredCount) => {
+    const rig = makeRig();
+    for (let i = 0; i < 40; i++) rig.provider.addTransaction();
+    // The newest ones are listed first, so these fill the first pages.
+    const deferred = new Set(rig.provider.transactions.slice(-deferredCount).map((t) => t.id));
+    rig.publisher.reject = (e) => (deferred.has(e.detail.subject.id) ? { reason: "ThrottlingException", retryable: true } : undefined);
+    const report = await pollTransactions(rig.deps, { pageSize });
+    expect(report).toMatchObject({ outcome: "complete", acknowledged: 40 - deferredCount, publishDeferred: deferredCount });
+    expect(new Set(rig.provider.pending().map((t) => t.id))).toEqual(deferred);
+  });
+
   it("re-sends a transaction.changed that failed for now with the same id and changes", async () => {
     const rig = makeRig();
     const txn = rig.provider.addTransaction();

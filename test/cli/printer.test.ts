@@ -119,6 +119,14 @@ describe("formatCycleSummary", () => {
       "── cycle 1: 0 events · 0 acknowledged · 0 quarantined · 5 ms · stopped as asked, the next run resumes",
     );
   });
+
+  it("says when a cycle stopped because the event sink took none of its events for now", () => {
+    const transactions = { ...emptyReport("transactions"), outcome: "publisher_unavailable" as const };
+    const result = { transactions, cards: emptyReport("cards"), events: 0, complete: false, interrupted: false, durationMs: 7, quarantineSize: 0 };
+    expect(summaryOf(2, result, NO_COLOURS)).toBe(
+      "── cycle 2: 0 events · 0 acknowledged · 0 quarantined · 7 ms · stopped: the event sink takes no events for now, resumes next cycle",
+    );
+  });
 });
 
 describe("mergeCounts", () => {
