@@ -569,7 +569,7 @@ export class CycleRun {
     // pulled nothing without listing the backlog (the re-drive), saw nothing of it.
     const lagKnown = report.kind === "transactions" && (report.pulled > 0 || (report.outcome === "complete" && kind.listsBacklog !== false));
     if (lagKnown) deps.metrics.add("SyncLagSeconds", report.syncLagSeconds, "Seconds");
-    const level = report.outcome === "aborted" ? "error" : "info";
+    const level = report.outcome === "aborted" ? "error" : report.outcome === "publisher_unavailable" ? "warn" : "info";
     deps.logger[level](`${kind.what ?? `${report.kind} cycle`} ${report.outcome}`, { ...report });
     return report;
   }

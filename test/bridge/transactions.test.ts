@@ -525,6 +525,7 @@ describe("pollTransactions", () => {
     expect(rig.provider.count("listTransactions")).toBeLessThanOrEqual(4);
     expect(rig.provider.pending()).toHaveLength(100);
     expect(rig.snapshots.data.size).toBe(0);
+    expect(rig.logger.lines).toContainEqual(expect.objectContaining({ level: "warn", message: "transactions cycle publisher_unavailable" }));
     const offered = new Map(rig.publisher.offered.map((e) => [e.detail.subject.id, e.detail.id]));
 
     rig.publisher.reject = () => undefined;
