@@ -77,6 +77,15 @@ describe("GET /public/v1/erp/transactions", () => {
     expect(errorCodes(body).sort()).toEqual([...expected].sort());
   });
 
+  // docs/spec-gaps.md, Sandbox > Lists and validation: "unknown query keys are ignored" (the spec, §4.3 and §8.2, names no
+  // rule for them). A key the endpoint does not take is ignored however often it is sent; only a key it takes is held to
+  // one value per request (§8.2 rule 7).
+  it("ignores an unknown query key even when it is repeated", async () => {
+    const { status, body } = await h.json(`${LIST}?page_size=5&cache_bust=1&cache_bust=2`);
+    expect({ status, errors: body.errors }).toEqual({ status: 200, errors: undefined });
+    expect(body.data).toHaveLength(5);
+  });
+
   it("filters on client_sync_status with exact totals", async () => {
     const counts: Record<string, number> = {};
     for (const status of ["not_synced", "synced", "outdated"]) {

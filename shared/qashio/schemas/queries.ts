@@ -433,8 +433,11 @@ export function checkQuery<S extends z.ZodType>(schema: S, raw: RawQuery): Check
   const errors: FieldError[] = [];
   const entries: [string, unknown][] =
     raw instanceof URLSearchParams ? [...new Set(raw.keys())].map((k) => [k, raw.getAll(k)]) : Object.entries(raw);
+  const known = queryKeys(schema);
   for (const [key, value] of entries) {
     if (value === undefined || value === null) continue;
+    // An unknown key is dropped however often it is sent: only a key the query takes is held to one value.
+    if (known !== undefined && !known.has(key)) continue;
     if (Array.isArray(value)) {
       if (value.length === 1) input[key] = value[0];
       else if (value.length > 1) errors.push({ field: key, code: "INVALID_FORMAT", message: `${key} takes one value per request` });
@@ -446,6 +449,12 @@ export function checkQuery<S extends z.ZodType>(schema: S, raw: RawQuery): Check
   if (errors.length === 0) return result;
   const more = result.ok ? [] : result.errors.filter((e) => !errors.some((x) => x.field === e.field));
   return { ok: false, errors: [...errors, ...more] };
+}
+
+/** The keys a query schema takes, when it is an object schema (refinements keep the shape); else undefined. */
+function queryKeys(schema: z.ZodType): ReadonlySet<string> | undefined {
+  const shape = (schema as { shape?: unknown }).shape;
+  return shape !== null && typeof shape === "object" ? new Set(Object.keys(shape)) : undefined;
 }
 
 /**
