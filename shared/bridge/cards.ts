@@ -89,6 +89,12 @@ class CardRun extends CycleRun {
     const cursor = await this.readCursor(mode);
     // A walk cut short by an earlier cycle goes on where it stopped; the offset survives a change of page size.
     let offset = cursor.offset;
+    // The list's size when the offset was taken: the list is newest first, so cards issued since sit above the cursor
+    // and push the first card not reached down by as many (cards removed pull it up). Applied once, to the first page.
+    // Full walks only: the suspended list also gains and loses cards below the cursor (suspensions, reactivations), so
+    // its total says nothing about where the first card not reached went.
+    let shiftFrom = mode === "full" && cursor.offset > 0 ? cursor.total : undefined;
+    let total: number | undefined;
     for (let read = 0; ; read++) {
       if (this.pastDeadline()) {
         this.report.outcome = "deadline";
@@ -125,6 +131,7 @@ class CardRun extends CycleRun {
         if (!resumedPastEnd(err)) throw err;
         this.deps.logger.warn("card walk cursor points past the card list; starting afresh", { mode, page });
         offset = 0;
+        shiftFrom = undefined;
         read = -1;
         continue;
       }
@@ -134,30 +141,61 @@ class CardRun extends CycleRun {
       await this.processPage(entries);
       if (this.publisherUnavailable()) {
         this.report.outcome = "publisher_unavailable";
-        // The next cycle walks again from where this one started, so the refused changes are not left to the walk after.
-        offset = cursor.offset;
         break;
       }
+      const pageStart = (page - 1) * this.pageSize;
       offset = page * this.pageSize;
+      const listed = result.pagination?.total_records;
+      total = typeof listed === "number" && Number.isSafeInteger(listed) && listed >= 0 ? listed : undefined;
+      if (shiftFrom !== undefined && total !== undefined) {
+        // Where the first card not reached sits now: never past it (cards issued since are above it, and a removal
+        // moves it up by at most one), so no card is skipped; cards between are ones walked before.
+        const resumeAt = Math.max(0, cursor.offset + total - shiftFrom);
+        shiftFrom = undefined;
+        if (resumeAt < pageStart) {
+          // Cards removed since pulled it onto an earlier page: read on from there (cards met twice are skipped).
+          offset = resumeAt;
+          continue;
+        }
+        offset = Math.max(offset, resumeAt);
+      }
+      shiftFrom = undefined;
       const hasNext = result.pagination?.has_next ?? entries.length >= this.pageSize;
       if (entries.length === 0 || !hasNext) break;
     }
-    // Stopped early: the next cycle starts at the first card not walked. Complete: the next walk starts afresh.
-    await this.writeCursor(mode, cursor, this.report.outcome === "complete" ? 0 : offset);
+    // Stopped early: the next cycle starts at the first card not walked. Complete: the next walk starts afresh. Stopped
+    // for an unavailable publisher: the cursor stays, so the next cycle walks again from where this one started and
+    // the refused changes are not left to the walk after.
+    if (this.report.outcome !== "publisher_unavailable") {
+      await this.writeCursor(mode, cursor, this.report.outcome === "complete" ? { offset: 0 } : { offset, total });
+    }
     return this.finish();
   }
 
-  /** Where the last walk in this mode stopped: the offset of the first card it did not reach (0: start afresh). */
-  private async readCursor(mode: CardCycleMode): Promise<{ offset: number; snapshot?: Snapshot }> {
+  /**
+   * Where the last walk in this mode stopped: the offset of the first card it did not reach (0: start afresh), and the
+   * list's `total_records` at that point when the provider gave it.
+   */
+  private async readCursor(mode: CardCycleMode): Promise<{ offset: number; total?: number; snapshot?: Snapshot }> {
     const key = walkCursorKey(mode);
     const snapshot = (await this.port("read card walk cursor", () => this.deps.snapshots.getMany([key]))).get(key);
     const offset = snapshot?.object["next_offset"];
-    return { offset: typeof offset === "number" && Number.isSafeInteger(offset) && offset > 0 ? offset : 0, snapshot };
+    const total = snapshot?.object["total_records"];
+    return {
+      offset: typeof offset === "number" && Number.isSafeInteger(offset) && offset > 0 ? offset : 0,
+      ...(typeof total === "number" && Number.isSafeInteger(total) && total >= 0 ? { total } : {}),
+      snapshot,
+    };
   }
 
-  private async writeCursor(mode: CardCycleMode, stored: { offset: number; snapshot?: Snapshot }, offset: number): Promise<void> {
-    if (offset === stored.offset) return;
-    const object = { next_offset: offset };
+  private async writeCursor(
+    mode: CardCycleMode,
+    stored: { offset: number; total?: number; snapshot?: Snapshot },
+    next: { offset: number; total?: number },
+  ): Promise<void> {
+    const total = next.offset > 0 ? next.total : undefined;
+    if (next.offset === stored.offset && (next.offset === 0 || total === stored.total)) return;
+    const object = total === undefined ? { next_offset: next.offset } : { next_offset: next.offset, total_records: total };
     const updatedAt = versionTime(this.deps.clock.now(), stored.snapshot);
     const cursor: Snapshot = { key: walkCursorKey(mode), hash: contentHash(object), object, updatedAt };
     await this.port("write card walk cursor", () => this.deps.snapshots.putMany([cursor]));

@@ -390,6 +390,32 @@ describe("pollCards", () => {
     expect(rig.publisher.events.map((e) => [e.detailType, e.detail.subject.id])).toEqual([["card.suspended", onPage3]]);
   });
 
+  it("reaches the oldest cards of a resumed walk while new cards keep arriving at the top of the list", async () => {
+    const rig = makeRig();
+    for (let i = 0; i < 30; i++) rig.provider.addCard();
+    const oldest = rig.provider.cards.at(-1)!["id"] as string;
+    await pollCards(rig.deps, { pageSize: 10 });
+    rig.provider.changeCard(oldest, { status: "Suspended" });
+    // A budget of two pages per cycle, and two pages' worth of new cards between two cycles (bulk virtual issuance).
+    for (let cycle = 0; cycle < 12; cycle++) {
+      for (let i = 0; i < 20; i++) rig.provider.addCard();
+      await pollCards(rig.deps, { pageSize: 10, maxPages: 2 });
+    }
+    expect(rig.publisher.events.map((e) => [e.detailType, e.detail.subject.id])).toEqual([["card.suspended", oldest]]);
+  });
+
+  it("does not skip the cards a resumed walk finds pulled onto an earlier page by cards removed since", async () => {
+    const rig = makeRig();
+    for (let i = 0; i < 30; i++) rig.provider.addCard();
+    await pollCards(rig.deps, { pageSize: 10 });
+    expect((await pollCards(rig.deps, { pageSize: 10, maxPages: 2 })).outcome).toBe("page_limit");
+    const firstNotReached = rig.provider.cards[20]!["id"] as string;
+    rig.provider.changeCard(firstNotReached, { status: "Suspended" });
+    rig.provider.cards.splice(0, 5);
+    expect((await pollCards(rig.deps, { pageSize: 10 })).outcome).toBe("complete");
+    expect(rig.publisher.events.map((e) => [e.detailType, e.detail.subject.id])).toEqual([["card.suspended", firstNotReached]]);
+  });
+
   it("resumes a walk stopped by the page bound, and from the same card when the page size changes", async () => {
     const rig = makeRig({ emitCardCreated: true });
     for (let i = 0; i < 12; i++) rig.provider.addCard();
