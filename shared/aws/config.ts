@@ -68,10 +68,12 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
       issues.push({ variable, problem });
     }
   }
+  // Resolved whatever else is wrong, so one error names every bad setting (not the base URL only once the rest is fixed).
   let baseUrl: string | undefined;
-  if (parsed.success) {
+  const target = env.QASHIO_BASE_URL?.trim();
+  if (target && !issues.some((i) => i.variable === "QASHIO_BASE_URL")) {
     try {
-      baseUrl = resolveBaseUrl(parsed.data.QASHIO_BASE_URL, env);
+      baseUrl = resolveBaseUrl(target, env);
     } catch (error) {
       issues.push({ variable: "QASHIO_BASE_URL", problem: (error as Error).message });
     }
