@@ -20,7 +20,7 @@ import { isRejectedGrant, storedTokensOf } from "../qashio/auth/token-provider.j
 import { refresh, validate } from "../qashio/auth/oauth.js";
 import type { FetchLike } from "../qashio/http.js";
 import { systemClock } from "./clock.js";
-import { cycleDeadline, loadConfig, type RuntimeConfig } from "./config.js";
+import { DEFAULT_METRICS_NAMESPACE, DEFAULT_SERVICE_NAME, cycleDeadline, loadConfig, type RuntimeConfig } from "./config.js";
 import { runConformPii, runCycle, runRedrive, type CycleKind, type Leased } from "./cycle.js";
 import { PollEventError, RotationError } from "./errors.js";
 import { leaseNames } from "./keys.js";
@@ -156,8 +156,14 @@ class Container {
 
   constructor(readonly options: HandlerOptions) {
     this.clock = options.clock ?? systemClock;
-    this.logger = options.logger ?? new Logger();
-    this.metrics = options.metrics ?? new Metrics();
+    // The documented defaults of POWERTOOLS_SERVICE_NAME / POWERTOOLS_METRICS_NAMESPACE (config.ts), read from the
+    // function's environment: left to Powertools, an unset variable gives "service_undefined" / "default_namespace",
+    // where no alarm or dashboard looks.
+    const env = options.env ?? process.env;
+    const serviceName = env.POWERTOOLS_SERVICE_NAME?.trim() || DEFAULT_SERVICE_NAME;
+    const namespace = env.POWERTOOLS_METRICS_NAMESPACE?.trim() || DEFAULT_METRICS_NAMESPACE;
+    this.logger = options.logger ?? new Logger({ serviceName });
+    this.metrics = options.metrics ?? new Metrics({ serviceName, namespace });
     this.tracer = options.tracer ?? new Tracer();
     this.loggerPort = new PowertoolsLoggerAdapter(this.logger);
     this.metricsPort = new PowertoolsMetricsAdapter(this.metrics);

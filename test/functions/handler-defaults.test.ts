@@ -1,0 +1,27 @@
+import { afterEach, beforeEach, expect, it, vi } from "vitest";
+import { createHarness, type Harness } from "./support/harness.js";
+
+let h: Harness;
+beforeEach(async () => {
+  h = await createHarness();
+});
+afterEach(async () => h.close());
+
+it("emits metrics and logs under the documented default namespace and service when POWERTOOLS_* are not set", async () => {
+  vi.stubEnv("POWERTOOLS_METRICS_NAMESPACE", undefined);
+  vi.stubEnv("POWERTOOLS_SERVICE_NAME", undefined);
+  const { POWERTOOLS_METRICS_NAMESPACE: _n, POWERTOOLS_SERVICE_NAME: _s, ...env } = h.env;
+  // The Lambda's own Logger and Metrics (none injected), as in production.
+  await h.poller("transactions", { env, logger: undefined, metrics: undefined })();
+  const docs = h.output.filter((line) => line.trim().startsWith("{")).map((line) => JSON.parse(line) as Record<string, unknown>);
+  const emf = docs.filter((doc) => doc._aws !== undefined);
+  expect(emf.length).toBeGreaterThan(0);
+  for (const doc of emf) {
+    const [directive] = (doc._aws as { CloudWatchMetrics: { Namespace: string }[] }).CloudWatchMetrics;
+    expect(directive?.Namespace).toBe("QashioBridge");
+    expect(doc.service).toBe("qashio-bridge");
+  }
+  const logs = docs.filter((doc) => doc.level !== undefined);
+  expect(logs.length).toBeGreaterThan(0);
+  for (const doc of logs) expect(doc.service).toBe("qashio-bridge");
+});
