@@ -202,12 +202,18 @@ class Container {
     });
   }
 
-  /** Wraps a handler body in the Powertools middlewares. */
+  /**
+   * Wraps a handler body in the Powertools middlewares. The metrics adapter's aggregated (dimensioned) data points are
+   * flushed by a middleware used after logMetrics, so its `after` / `onError` run before logMetrics publishes: on
+   * middy's early timeout the body is still running, and a flush in its `finally` would come after the invocation.
+   */
   wrap<E, R>(body: (event: E, context: Context) => Promise<R>) {
+    const flush = () => this.metricsPort.flush();
     return middy(body)
       .use(captureLambdaHandler(this.tracer))
       .use(injectLambdaContext(this.logger))
-      .use(logMetrics(this.metrics, { captureColdStartMetric: true }));
+      .use(logMetrics(this.metrics, { captureColdStartMetric: true }))
+      .use({ after: flush, onError: flush });
   }
 }
 
@@ -292,8 +298,6 @@ export function createPollHandler(kind: CycleKind, options: HandlerOptions = {})
       return pollResultOf(container, kind, await runCycle(runtime, kind, { deadline, cardMode }), "Cycle finished", cycleSummary);
     } catch (error) {
       return logFailure(container.logger, "Cycle failed", error);
-    } finally {
-      container.metricsPort.flush();
     }
   });
 }
@@ -346,8 +350,6 @@ export function createRotationHandler(options: HandlerOptions = {}) {
       });
     } catch (error) {
       logFailure(container.logger, "Rotation step failed", error);
-    } finally {
-      container.metricsPort.flush();
     }
   });
 }
