@@ -37,6 +37,11 @@ export interface RunCycleOptions {
   readonly deadline: number;
   /** Card cycle mode. @default "full" */
   readonly cardMode?: CardCycleMode;
+  /**
+   * Aborted when the invocation gives up on the cycle (middy's early timeout): the cycle then starts no new page and
+   * ends after the one in hand, giving its lease back, instead of going on when a frozen container next thaws.
+   */
+  readonly signal?: AbortSignal;
 }
 
 /**
@@ -126,8 +131,8 @@ async function underCycleLease<T>(runtime: TenantRuntime, kind: CycleKind, deadl
 export async function runCycle(runtime: TenantRuntime, kind: CycleKind, options: RunCycleOptions): Promise<CycleResult> {
   return underCycleLease(runtime, kind, options.deadline, () =>
     kind === "transactions"
-      ? pollTransactions(runtime.transactions, { deadline: options.deadline })
-      : pollCards(runtime.cards, { deadline: options.deadline, mode: options.cardMode ?? "full" }),
+      ? pollTransactions(runtime.transactions, { deadline: options.deadline, signal: options.signal })
+      : pollCards(runtime.cards, { deadline: options.deadline, signal: options.signal, mode: options.cardMode ?? "full" }),
   );
 }
 

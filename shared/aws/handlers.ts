@@ -207,7 +207,7 @@ class Container {
    * flushed by a middleware used after logMetrics, so its `after` / `onError` run before logMetrics publishes: on
    * middy's early timeout the body is still running, and a flush in its `finally` would come after the invocation.
    */
-  wrap<E, R>(body: (event: E, context: Context) => Promise<R>) {
+  wrap<E, R>(body: (event: E, context: Context, options: { readonly signal: AbortSignal }) => Promise<R>) {
     const flush = () => this.metricsPort.flush();
     return middy(body)
       .use(captureLambdaHandler(this.tracer))
@@ -283,7 +283,7 @@ function pollResultOf<T>(container: Container, kind: CycleKind, result: Leased<T
  */
 export function createPollHandler(kind: CycleKind, options: HandlerOptions = {}) {
   const container = new Container(options);
-  return container.wrap<PollEvent | undefined, PollResult>(async (event, context) => {
+  return container.wrap<PollEvent | undefined, PollResult>(async (event, context, { signal }) => {
     try {
       const action = pollActionOf(event, kind);
       const cursor = conformCursorOf(event, action);
@@ -295,7 +295,7 @@ export function createPollHandler(kind: CycleKind, options: HandlerOptions = {})
         const result = await runConformPii(runtime, { deadline, ...(cursor === undefined ? {} : { cursor }) });
         return pollResultOf(container, kind, result, "PII conform pass finished", conformSummary);
       }
-      return pollResultOf(container, kind, await runCycle(runtime, kind, { deadline, cardMode }), "Cycle finished", cycleSummary);
+      return pollResultOf(container, kind, await runCycle(runtime, kind, { deadline, cardMode, signal }), "Cycle finished", cycleSummary);
     } catch (error) {
       return logFailure(container.logger, "Cycle failed", error);
     }

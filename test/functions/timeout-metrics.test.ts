@@ -15,28 +15,31 @@ beforeEach(async () => {
 });
 afterEach(async () => h.close());
 
-it("still emits the dimensioned metrics of the work done (EventsPublished by type) when the invocation runs into its timeout", async () => {
+/**
+ * Invokes the transactions poller with a provider whose first acknowledge hangs until released, so middy's early
+ * timeout ends the invocation mid-page. Time as Lambda sees it, and the bridge clock moves with real time. Middy reads
+ * the remaining time first, to time out 5 ms before the end: it is told 1.5 s, so its (real) timer fires then. The
+ * handler's later reads are told `handlerSeesMs` (minus the time gone), which sets the cycle's deadline (30 s safety
+ * margin): in Lambda, a timeout mid-page takes a hang of over 30 s past the deadline, which the tests do not sit through.
+ */
+async function timedOutInvocation(handlerSeesMs: number, acknowledgeAfterRelease: "fails" | "answers") {
   const company = h.sandbox.control.company(h.companyId);
   if (company === undefined) throw new Error("no company");
-  // Time as Lambda sees it, and the bridge clock moves with real time. Middy reads the remaining time first, to time
-  // out 5 ms before the end: it is told 1.5 s, so its (real) timer fires then. The handler's later reads are told the
-  // invocation has 31.5 s left, so the cycle's deadline (30 s safety margin) is 1.5 s away and it starts its first
-  // page: in Lambda that takes a hang of over 30 s past the deadline, which the test does not sit through.
   const started = Date.now();
   const elapsed = () => Date.now() - started;
   const clock: Clock = { now: () => h.clock.now() + elapsed(), sleep: h.clock.sleep };
   let reads = 0;
-  const context = { ...lambdaContext(), getRemainingTimeInMillis: () => (reads++ === 0 ? 1_500 : 31_500) - elapsed() };
-  // The acknowledge of the first page hangs past the invocation's end (a provider that stops answering).
+  const context = { ...lambdaContext(), getRemainingTimeInMillis: () => (reads++ === 0 ? 1_500 : handlerSeesMs) - elapsed() };
   let release: () => void = () => undefined;
   const hung = new Promise<void>((resolve) => (release = resolve));
-  let hangs = 0;
+  const calls: string[] = [];
   const fetch = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
     const url = typeof input === "string" ? input : input instanceof URL ? input.href : input.url;
-    if (url.endsWith("/transactions/acknowledge")) {
-      hangs += 1;
+    const { pathname, search } = new URL(url);
+    calls.push(`${init?.method ?? "GET"} ${pathname}${search}`);
+    if (pathname.endsWith("/transactions/acknowledge") && calls.filter((c) => c.includes("/acknowledge")).length === 1) {
       await hung;
-      throw new TypeError("fetch failed");
+      if (acknowledgeAfterRelease === "fails") throw new TypeError("fetch failed");
     }
     return h.fetch(input, init);
   };
@@ -56,20 +59,40 @@ it("still emits the dimensioned metrics of the work done (EventsPublished by typ
     metrics: new Metrics({ namespace: "QashioBridge", serviceName: "qashio-bridge" }),
     tracer: new Tracer({ enabled: false }),
   });
+  const error = await handler(scheduledEvent(), context).catch((e: unknown) => e);
+  // What CloudWatch got by the time the invocation ended.
+  const atEnd = [...h.output];
+  const callsAtEnd = calls.length;
+  /** Lets the abandoned cycle go on (the container thawed), waits until it logs its end, and frees the clients. */
+  const windDown = async (): Promise<string[]> => {
+    release();
+    const until = Date.now() + 3_000;
+    while (!h.output.some((line) => /Cycle (failed|finished)/.test(line)) && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+    eventBridge.restore();
+    dynamo.destroy();
+    return calls.slice(callsAtEnd);
+  };
+  return { error, atEnd, calls, windDown };
+}
+
+it("still emits the dimensioned metrics of the work done (EventsPublished by type) when the invocation runs into its timeout", async () => {
+  const { error, atEnd, calls, windDown } = await timedOutInvocation(31_500, "fails");
   try {
-    const error = await handler(scheduledEvent(), context).catch((e: unknown) => e);
-    // What CloudWatch got by the time the invocation ended.
-    const atEnd = [...h.output];
-    expect(hangs).toBe(1);
+    expect(calls.filter((c) => c.includes("/acknowledge"))).toHaveLength(1);
     expect((error as Error).name).toBe("TimeoutError");
     const published = atEnd.filter((line) => line.includes('"_aws"') && line.includes('"EventsPublished"'));
     expect(published).toHaveLength(1);
   } finally {
-    release();
-    // Let the abandoned cycle wind down before the table goes.
-    const until = Date.now() + 3_000;
-    while (!h.output.some((line) => line.includes("Cycle failed")) && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
-    eventBridge.restore();
-    dynamo.destroy();
+    await windDown();
   }
+}, 20_000);
+
+it("stops the cycle the invocation gave up on after its page in hand, rather than go on when the container thaws", async () => {
+  // The cycle's own deadline is a minute away: only the abort of the timed-out invocation can stop it.
+  const { error, windDown } = await timedOutInvocation(91_500, "answers");
+  expect((error as Error).name).toBe("TimeoutError");
+  const after = await windDown();
+  // The hung acknowledge went through; then no further list call (an outdated drain, a re-read) was made.
+  expect(after.filter((c) => c.startsWith("GET "))).toEqual([]);
+  expect(h.output.some((line) => line.includes("transactions cycle deadline"))).toBe(true);
 }, 20_000);
