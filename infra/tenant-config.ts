@@ -16,6 +16,7 @@ export const TENANT_DEFAULTS = {
   eventSource: "qashio.bridge",
   piiMode: "redact",
   emitCardCreated: false,
+  cardDetails: false,
   schedulesEnabled: true,
   transactionsEveryMinutes: 5,
   cardsEveryMinutes: 15,
@@ -199,6 +200,13 @@ const tenantSchema = z.strictObject({
     .boolean()
     .default(TENANT_DEFAULTS.emitCardCreated)
     .meta({ description: "Publish card.created for a card seen for the first time (otherwise recorded silently)" }),
+  cardDetails: z
+    .boolean()
+    .default(TENANT_DEFAULTS.cardDetails)
+    .meta({
+      description:
+        "Read each card's detail in the card walk, so spend limit amounts and periods, top-up, ATM, country and merchant settings yield card.updated too (one provider call per card per walk)",
+    }),
   archiveRetentionDays: z
     .number()
     .int()

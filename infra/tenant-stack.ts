@@ -142,6 +142,7 @@ export class TenantStack extends Stack {
       EVENT_SOURCE: tenant.eventSource,
       PII_MODE: tenant.piiMode,
       EMIT_CARD_CREATED: tenant.emitCardCreated ? "true" : "false",
+      CARD_DETAILS: tenant.cardDetails ? "true" : "false",
     };
     const poller = (name: string, file: string, everyMinutes: number, what: string): BridgeFunction => {
       const timeout = pollerTimeout(everyMinutes);

@@ -92,6 +92,7 @@ export interface BridgeFunctionEnvironment {
   readonly EVENT_SOURCE: string;
   readonly PII_MODE: "full" | "redact" | "hash";
   readonly EMIT_CARD_CREATED: "true" | "false";
+  readonly CARD_DETAILS: "true" | "false";
   readonly CYCLE_BUDGET_MS?: string;
 }
 

@@ -29,6 +29,7 @@ const EnvSchema = z.object({
   EVENT_SOURCE: nonEmpty.default(DEFAULT_EVENT_SOURCE),
   PII_MODE: z.enum(["full", "redact", "hash"]),
   EMIT_CARD_CREATED: z.enum(["true", "false"]).default("false"),
+  CARD_DETAILS: z.enum(["true", "false"]).default("false"),
   CYCLE_BUDGET_MS: z.coerce.number().int().positive().optional(),
   POWERTOOLS_SERVICE_NAME: nonEmpty.default(DEFAULT_SERVICE_NAME),
   POWERTOOLS_METRICS_NAMESPACE: nonEmpty.default(DEFAULT_METRICS_NAMESPACE),
@@ -44,6 +45,8 @@ export interface RuntimeConfig {
   readonly eventSource: string;
   readonly piiMode: "full" | "redact" | "hash";
   readonly emitCardCreated: boolean;
+  /** Read each card's detail in the card walk (limit amounts and other settings the list does not show). */
+  readonly cardDetails: boolean;
   /** Upper bound of one cycle; the Lambda's remaining time (minus a margin) bounds it too. */
   readonly cycleBudgetMs?: number;
   readonly serviceName: string;
@@ -92,6 +95,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
     eventSource: data.EVENT_SOURCE,
     piiMode: data.PII_MODE,
     emitCardCreated: data.EMIT_CARD_CREATED === "true",
+    cardDetails: data.CARD_DETAILS === "true",
     ...(data.CYCLE_BUDGET_MS !== undefined ? { cycleBudgetMs: data.CYCLE_BUDGET_MS } : {}),
     serviceName: data.POWERTOOLS_SERVICE_NAME,
     metricsNamespace: data.POWERTOOLS_METRICS_NAMESPACE,

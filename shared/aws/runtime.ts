@@ -189,7 +189,7 @@ function assemble(
     tokenProvider,
     client,
     transactions: { ...common, provider: client },
-    cards: { ...common, provider: client, emitCardCreated: config.emitCardCreated },
+    cards: { ...common, provider: client, emitCardCreated: config.emitCardCreated, cardDetails: config.cardDetails },
   };
 }
 

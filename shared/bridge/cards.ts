@@ -12,6 +12,8 @@ import type { EventType } from "./events/schemas.js";
 import type { BridgeEvent, QuarantineRecord, Snapshot, SnapshotKey } from "./ports.js";
 import type { CycleReport } from "./report.js";
 import { pageEntries, type PageEntry } from "./provider.js";
+import { mapLimit } from "./map-limit.js";
+import { ERP_CARD_DETAIL_KEYS } from "../qashio/schemas/erp-card.js";
 
 /** `full` walks every card; `suspended-only` walks the `status=suspended` list (cheap, catches suspensions only). */
 export type CardCycleMode = "full" | "suspended-only";
@@ -71,6 +73,22 @@ export function cardChangedAt(object: Readonly<Record<string, unknown>>, changes
     if (at !== undefined && (latest === undefined || at > latest)) latest = at;
   }
   return latest;
+}
+
+/** Card detail reads in flight at once: a page's reads overlap, without a burst the provider would rate-limit. */
+export const CARD_DETAIL_CONCURRENCY = 4;
+
+/** Members only a card's single read carries (spec §2.3): the configuration objects. */
+const DETAIL_ONLY_KEYS: ReadonlySet<string> = new Set(ERP_CARD_DETAIL_KEYS);
+
+/**
+ * True when `change` is a configuration object one side does not carry at all: the snapshot was taken from the list
+ * and the card now from its single read (card details just turned on), or the other way round. No event: the
+ * snapshot takes the new view. A member that is there but null on one side is a real change.
+ */
+function isViewChange(change: Change, before: Readonly<Record<string, unknown>>, after: Readonly<Record<string, unknown>>): boolean {
+  const key = change.path.slice(1);
+  return DETAIL_ONLY_KEYS.has(key) && (!Object.hasOwn(before, key) || !Object.hasOwn(after, key));
 }
 
 class CardRun extends CycleRun {
@@ -138,7 +156,16 @@ class CardRun extends CycleRun {
       const entries = pageEntries(result);
       this.report.pulled += entries.length;
       if (entries.length > 0) this.deps.metrics.add("CardsPulled", entries.length, "Count");
-      await this.processPage(entries);
+      try {
+        await this.processPage(entries);
+      } catch (err) {
+        if (!this.outOfTime(err)) throw err;
+        // A card detail read could not finish in time; nothing of the page was written, so it is walked next cycle
+        // (with the cursor as it stood, and a shift not yet applied kept for then).
+        this.report.outcome = "deadline";
+        if (shiftFrom !== undefined) total = cursor.total;
+        break;
+      }
       if (this.publisherUnavailable()) {
         this.report.outcome = "publisher_unavailable";
         break;
@@ -201,8 +228,38 @@ class CardRun extends CycleRun {
     await this.port("write card walk cursor", () => this.deps.snapshots.putMany([cursor]));
   }
 
-  private async processPage(entries: readonly PageEntry[]): Promise<void> {
+  /**
+   * The page's cards as their single reads show them (see `CardCycleDeps.cardDetails`), read CARD_DETAIL_CONCURRENCY at
+   * a time before anything is written, so a deadline met among them leaves the page whole for the next cycle. A listed
+   * card that fails validation stays as listed (it is quarantined as such); a card gone since it was listed (404) is
+   * left out of this walk; a read answering another card than asked is rejected.
+   */
+  private async withDetails(entries: readonly PageEntry[]): Promise<PageEntry[]> {
+    const read = await mapLimit(entries, CARD_DETAIL_CONCURRENCY, async (entry): Promise<PageEntry | undefined> => {
+      const listed = entry.rejected === undefined ? this.validators.card(entry.raw) : undefined;
+      if (!listed?.success) return entry;
+      const id = listed.data["id"] as string;
+      const gone = (err: unknown): boolean => !isTokenFailure(err) && statusOf(err) === 404;
+      let page;
+      try {
+        page = await this.provider("read card detail", (call) => this.deps.provider.readErpCard(id, call), gone);
+      } catch (err) {
+        if (!gone(err)) throw err;
+        this.deps.logger.info("card listed but gone when read; left for the next walk", { cardId: id });
+        return undefined;
+      }
+      const [detail] = pageEntries(page);
+      if (detail === undefined) return { raw: entry.raw, rejected: "(root): the card read answered no card" };
+      const answered = (detail.raw as Record<string, unknown> | null)?.["id"];
+      if (detail.rejected === undefined && answered !== id) return { raw: detail.raw, rejected: "id: the card read answered another card" };
+      return detail;
+    });
+    return read.filter((entry): entry is PageEntry => entry !== undefined);
+  }
+
+  private async processPage(listed: readonly PageEntry[]): Promise<void> {
     const { deps } = this;
+    const entries = deps.cardDetails === true ? await this.withDetails(listed) : listed;
     const quarantine: QuarantineRecord[] = [];
     const items: { id: string; object: Record<string, unknown>; hash: string }[] = [];
     for (const { raw, rejected } of entries) {
@@ -256,7 +313,9 @@ class CardRun extends CycleRun {
       const moved = isStatusMove(before.object["status"], item.object["status"]);
       // A status differing only in case is not a change, nor is PII in the form of an earlier PII mode: no event,
       // the snapshot takes the new form (and never reaches an event in the old one).
-      const changes = diffObjects(conformPii(before.object, deps.pii), item.object).filter((c) => moved || c.path !== "/status");
+      const changes = diffObjects(conformPii(before.object, deps.pii), item.object).filter(
+        (c) => (moved || c.path !== "/status") && !isViewChange(c, before.object, item.object),
+      );
       if (changes.length === 0) {
         this.report.unchanged += 1;
         silent.push(snapshotOf(item, before, now, nowIso, storedSequence(before)));

@@ -49,6 +49,12 @@ export interface CardCycleDeps extends BridgeDeps {
   readonly provider: CardProviderPort;
   /** Publish `card.created` on first sighting instead of recording the card silently. @default false */
   readonly emitCardCreated?: boolean;
+  /**
+   * Read each walked card's detail (`readErpCard`) and diff that, so changes the list does not show (spend limit
+   * amounts and periods, top-up, ATM, country and merchant settings: spec §2.3) yield `card.updated` too. Costs one
+   * provider call per card per walk. @default false
+   */
+  readonly cardDetails?: boolean;
 }
 
 /** Options common to both cycles. */

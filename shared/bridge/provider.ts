@@ -104,6 +104,12 @@ export interface TransactionProviderPort {
 /** What the card cycle needs from the provider. */
 export interface CardProviderPort {
   listErpCards(query: CardListQuery, options?: ProviderCallOptions): Promise<ProviderPage>;
+  /**
+   * One card as its single read shows it (spec §4.4: the list's fields plus the configuration objects), as a page of
+   * one: in `data` when it passes the client's schema, in `invalid` when not. A card that is gone rejects with a 404.
+   * Called only when the tenant asks for card details (`CardCycleDeps.cardDetails`).
+   */
+  readErpCard(cardId: string, options?: ProviderCallOptions): Promise<ProviderPage>;
 }
 
 /** Everything the engine needs from the provider. */

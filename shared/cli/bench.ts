@@ -124,6 +124,7 @@ export async function benchCommand(args: BenchArgs, io: CliIo): Promise<number> 
       piiMode: "redact",
       eventSource: DEFAULT_EVENT_SOURCE,
       emitCardCreated: false,
+      cardDetails: false,
       cycleBudgetMs: 24 * 3_600_000,
       logLevel: "warn",
     };

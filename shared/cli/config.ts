@@ -50,6 +50,8 @@ export interface LocalSettings extends ProviderSettings {
   readonly piiSalt?: string;
   readonly eventSource: string;
   readonly emitCardCreated: boolean;
+  /** Read each card's detail in the card walk (limit amounts and other settings the list does not show). */
+  readonly cardDetails: boolean;
   readonly cycleBudgetMs: number;
   readonly logLevel: LogLevel;
 }
@@ -75,6 +77,7 @@ export const SETTINGS: readonly SettingDoc[] = [
   { name: "BRIDGE_PII_SALT", required: "with `hash`", default: "", meaning: "per-tenant salt of `hash` mode (at least 16 characters)" },
   { name: "BRIDGE_EVENT_SOURCE", required: "no", default: DEFAULT_EVENT_SOURCE, meaning: "EventBridge `source` of the events" },
   { name: "BRIDGE_EMIT_CARD_CREATED", required: "no", default: "false", meaning: "`true` to publish `card.created` for cards seen the first time" },
+  { name: "BRIDGE_CARD_DETAILS", required: "no", default: "false", meaning: "`true` to read each card's detail in the card walk, so spend limit amounts and periods, top-up, ATM, country and merchant settings yield `card.updated` too (one provider call per card per walk)" },
   { name: "BRIDGE_CYCLE_BUDGET", required: "no", default: "5m", meaning: "time budget of one cycle (and of one `redrive` or `conform-pii`; the transactions take at most three quarters of a cycle's); the cycle stops cleanly and resumes next time" },
   { name: "BRIDGE_LOG_LEVEL", required: "no", default: "info", meaning: "stderr log level: `debug`, `info`, `warn`, `error`" },
 ];
@@ -356,6 +359,13 @@ function checkEventsOutsideState(r: Reader, stateDir: string, eventsFile: string
   }
 }
 
+/** A `true` / `false` setting (any case), false when unset; anything else is a problem named by the setting. */
+function booleanSetting(r: Reader, name: string): boolean {
+  const text = r.raw(name)?.toLowerCase();
+  if (text !== undefined && text !== "true" && text !== "false") r.problem(name, "must be true or false");
+  return text === "true";
+}
+
 /**
  * A path setting resolved against `cwd`. A leading `~` is not the home directory here (only a shell expands it,
  * and not inside quotes or a .env file), so it is refused rather than left to create a directory named `~`.
@@ -417,10 +427,8 @@ export function readLocalSettings(env: Env, cwd: string): LocalSettings {
   if (eventSource.startsWith("aws.") || eventSource.length > 256 || /\s/.test(eventSource)) {
     r.problem("BRIDGE_EVENT_SOURCE", "must be up to 256 characters, without spaces, not starting with 'aws.'");
   }
-  const emitText = r.raw("BRIDGE_EMIT_CARD_CREATED")?.toLowerCase();
-  if (emitText !== undefined && emitText !== "true" && emitText !== "false") {
-    r.problem("BRIDGE_EMIT_CARD_CREATED", "must be true or false");
-  }
+  const emitCardCreated = booleanSetting(r, "BRIDGE_EMIT_CARD_CREATED");
+  const cardDetails = booleanSetting(r, "BRIDGE_CARD_DETAILS");
   let cycleBudgetMs = DEFAULT_CYCLE_BUDGET_MS;
   const budgetText = r.raw("BRIDGE_CYCLE_BUDGET");
   if (budgetText !== undefined) {
@@ -447,7 +455,8 @@ export function readLocalSettings(env: Env, cwd: string): LocalSettings {
     piiMode,
     piiSalt,
     eventSource,
-    emitCardCreated: emitText === "true",
+    emitCardCreated,
+    cardDetails,
     cycleBudgetMs,
     logLevel,
   };

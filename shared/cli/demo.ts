@@ -165,6 +165,7 @@ async function runDemo(args: DemoArgs, io: CliIo, dir: string, palette: Palette)
       piiMode: "redact",
       eventSource: DEFAULT_EVENT_SOURCE,
       emitCardCreated: false,
+      cardDetails: false,
       cycleBudgetMs: DEFAULT_CYCLE_BUDGET_MS,
       logLevel: "warn",
     };

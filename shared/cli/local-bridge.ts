@@ -239,7 +239,7 @@ export async function openLocalBridge(settings: LocalSettings, options: LocalBri
   return {
     settings,
     transactions: { ...common, provider: client },
-    cards: { ...common, provider: client, emitCardCreated: settings.emitCardCreated },
+    cards: { ...common, provider: client, emitCardCreated: settings.emitCardCreated, cardDetails: settings.cardDetails },
     lock,
     tokens,
     snapshots: local.snapshots,

@@ -88,7 +88,7 @@ import {
 } from "./http.js";
 import type { TokenProvider } from "./auth/token-provider.js";
 import { validate as validateToken } from "./auth/oauth.js";
-import { parseItems, parseOrThrow, type ParseContext } from "./parse.js";
+import { parseItems, parseOrThrow, type InvalidItem, type ParseContext } from "./parse.js";
 import {
   itemsOf,
   pagesByHasNext,
@@ -245,8 +245,25 @@ export class QashioClient {
 
   /** `GET /public/v1/erp/cards/{cardId}`: one card with its configuration objects; the committed card state. */
   getErpCard(cardId: string): Promise<ErpCardDetail> {
-    const path = `${PATHS.erpCards}/${this.pathId(CardIdParamSchema, cardId, "cardId", "GET", PATHS.erpCards)}`;
-    return this.getData(path, ErpCardDetailSchema);
+    return this.getData(this.erpCardPath(cardId), ErpCardDetailSchema);
+  }
+
+  /**
+   * `GET /public/v1/erp/cards/{cardId}` as the card cycle reads it: the card as a page of one, in `data` when it passes
+   * its schema and raw in `invalid` when not, so a malformed card is quarantined like a listed one rather than failing
+   * the walk.
+   */
+  async readErpCard(cardId: string, options?: CallOptions): Promise<{ data: ErpCardDetail[]; invalid: readonly InvalidItem[]; requestId?: string }> {
+    const path = this.erpCardPath(cardId);
+    const response = await this.get(path, {}, options);
+    const context = this.context("GET", path, response);
+    const envelope = parseOrThrow(successEnvelope(z.unknown()), response.body, context);
+    const { valid, invalid } = parseItems(ErpCardDetailSchema, [envelope.data], context);
+    return { data: valid, invalid, requestId: response.requestId };
+  }
+
+  private erpCardPath(cardId: string): string {
+    return `${PATHS.erpCards}/${this.pathId(CardIdParamSchema, cardId, "cardId", "GET", PATHS.erpCards)}`;
   }
 
   /** `GET /public/v1/erp/pool_accounts`. */

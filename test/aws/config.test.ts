@@ -24,14 +24,15 @@ describe("loadConfig", () => {
       eventSource: "qashio.bridge",
       piiMode: "hash",
       emitCardCreated: false,
+      cardDetails: false,
       serviceName: "qashio-bridge",
       metricsNamespace: "QashioBridge",
     });
   });
 
   it("reads the optional settings", () => {
-    const config = loadConfig({ ...valid, EMIT_CARD_CREATED: "true", CYCLE_BUDGET_MS: "45000", EVENT_SOURCE: "acme.cards" });
-    expect(config).toMatchObject({ emitCardCreated: true, cycleBudgetMs: 45_000, eventSource: "acme.cards" });
+    const config = loadConfig({ ...valid, EMIT_CARD_CREATED: "true", CARD_DETAILS: "true", CYCLE_BUDGET_MS: "45000", EVENT_SOURCE: "acme.cards" });
+    expect(config).toMatchObject({ emitCardCreated: true, cardDetails: true, cycleBudgetMs: 45_000, eventSource: "acme.cards" });
   });
 
   it("resolves a named deployment through its URL variable", () => {
@@ -53,14 +54,14 @@ describe("loadConfig", () => {
     const { TABLE_NAME: _t, SECRET_ID: _s, ...rest } = valid;
     const error = (() => {
       try {
-        loadConfig({ ...rest, PII_MODE: "partial", EMIT_CARD_CREATED: "yes", CYCLE_BUDGET_MS: "-1", TENANT_ID: "a#b" });
+        loadConfig({ ...rest, PII_MODE: "partial", EMIT_CARD_CREATED: "yes", CARD_DETAILS: "on", CYCLE_BUDGET_MS: "-1", TENANT_ID: "a#b" });
       } catch (e) {
         return e;
       }
     })();
     expect(error).toBeInstanceOf(ConfigurationError);
     const variables = (error as ConfigurationError).issues.map((i) => i.variable).sort();
-    expect(variables).toEqual(["CYCLE_BUDGET_MS", "EMIT_CARD_CREATED", "PII_MODE", "SECRET_ID", "TABLE_NAME", "TENANT_ID"]);
+    expect(variables).toEqual(["CARD_DETAILS", "CYCLE_BUDGET_MS", "EMIT_CARD_CREATED", "PII_MODE", "SECRET_ID", "TABLE_NAME", "TENANT_ID"]);
     expect((error as Error).message).toMatch(/TABLE_NAME is required/);
   });
 

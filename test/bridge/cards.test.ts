@@ -674,3 +674,96 @@ describe("pollCards", () => {
     expect(Date.parse(resent!.detail.occurred_at)).toBeGreaterThan(Date.parse(first!.detail.occurred_at));
   });
 });
+
+describe("pollCards with card details", () => {
+  const limits = (amount: number) => ({ enabled: true, amount, frequency: "MONTHLY", limit_currency: "AED", number_of_purchases: null });
+
+  /** A rig reading card details, with `count` cards already walked (snapshots of their detail view). */
+  async function walked(count: number) {
+    const rig = makeRig({}, { cardDetails: true });
+    for (let i = 0; i < count; i++) rig.provider.addCard({ purchase_limits: limits(500) });
+    await pollCards(rig.deps, { pageSize: 10 });
+    return rig;
+  }
+
+  it("reads each card's detail and publishes card.updated for a change the list does not show (a limit amount)", async () => {
+    const rig = await walked(3);
+    expect(rig.provider.count("readErpCard")).toBe(3);
+    const id = rig.provider.cards[1]!["id"] as string;
+    rig.provider.changeCard(id, { purchase_limits: limits(900) });
+    await pollCards(rig.deps, { pageSize: 10 });
+    expect(rig.publisher.events.map((e) => [e.detailType, e.detail.subject.id, e.detail.data.changes])).toEqual([
+      ["card.updated", id, [{ path: "/purchase_limits/amount", before: 500, after: 900 }]],
+    ]);
+    expect(rig.snapshots.data.get(`card:${id}`)?.object["purchase_limits"]).toEqual(limits(900));
+  });
+
+  it("publishes nothing when card details are turned on or off (the snapshot takes the other view), but a limit set from null is a change", async () => {
+    const rig = makeRig();
+    for (let i = 0; i < 2; i++) rig.provider.addCard({ purchase_limits: limits(500) });
+    await pollCards(rig.deps);
+    const [first, second] = rig.provider.cards.map((c) => c["id"] as string);
+    expect(rig.snapshots.data.get(`card:${first}`)?.object).not.toHaveProperty("purchase_limits");
+
+    const on = { ...rig.deps, cardDetails: true };
+    await pollCards(on);
+    expect(rig.publisher.events).toEqual([]);
+    expect(rig.snapshots.data.get(`card:${first}`)?.object["purchase_limits"]).toEqual(limits(500));
+
+    rig.provider.changeCard(second!, { purchase_limits: null });
+    await pollCards(on);
+    rig.provider.changeCard(second!, { purchase_limits: limits(700) });
+    await pollCards(on);
+    expect(rig.publisher.events.map((e) => [e.detail.subject.id, e.detail.data.changes?.map((c) => [c.path, c.before])])).toEqual([
+      [second, [["/purchase_limits", limits(500)]]],
+      [second, [["/purchase_limits", null]]],
+    ]);
+
+    await pollCards(rig.deps);
+    expect(rig.publisher.events).toHaveLength(2);
+    expect(rig.snapshots.data.get(`card:${first}`)?.object).not.toHaveProperty("purchase_limits");
+  });
+
+  it("leaves a card gone since it was listed (404) for the next walk, and quarantines a detail that is invalid or another card's", async () => {
+    const rig = await walked(4);
+    const [gone, malformed, swapped, fine] = rig.provider.cards.map((c) => c["id"] as string);
+    for (const id of [gone, malformed, swapped, fine]) rig.provider.changeCard(id!, { status: "Suspended" });
+    const read = rig.provider.readErpCard.bind(rig.provider);
+    rig.provider.readErpCard = async (id) => {
+      if (id === gone) throw Object.assign(new Error("404"), { name: "NotFoundError", status: 404 });
+      if (id === malformed) return { data: [], invalid: [{ index: 0, raw: { id, status: 7 }, issues: [{ path: "status", message: "expected string" }] }] };
+      if (id === swapped) return read(fine!);
+      return read(id);
+    };
+    const report = await pollCards(rig.deps, { pageSize: 10 });
+    expect(report.outcome).toBe("complete");
+    expect(rig.publisher.events.map((e) => [e.detailType, e.detail.subject.id])).toEqual([["card.suspended", fine]]);
+    expect([...rig.quarantine.records.values()].map((r) => [r.entityId, r.reason]).sort()).toEqual(
+      [
+        [malformed, "validation: status: expected string"],
+        [fine, "validation: id: the card read answered another card"],
+      ].sort(),
+    );
+    // Not quarantined, not rewritten: the next walk reads it again.
+    expect(rig.snapshots.data.get(`card:${gone}`)?.object["status"]).toBe("Active");
+    expect(rig.metrics.sum("ProviderErrors")).toBe(0);
+  });
+
+  it("stops at the deadline among a page's detail reads without writing any of it, and walks that page next cycle", async () => {
+    const rig = await walked(6);
+    for (const card of rig.provider.cards) rig.provider.changeCard(card["id"] as string, { purchase_limits: limits(800) });
+    const deadline = rig.clock.now() + 60_000;
+    let reads = 0;
+    // The third read cannot finish by the deadline: the client refuses to send it, as QashioClient does.
+    rig.provider.beforeCall = (call) => {
+      if (call.op === "readErpCard" && ++reads === 3) throw Object.assign(new Error("no time left"), { name: "DeadlineExceededError", deadline });
+    };
+    const stopped = await pollCards(rig.deps, { pageSize: 10, deadline, deadlineGraceMs: 0 });
+    expect(stopped.outcome).toBe("deadline");
+    expect(rig.publisher.events).toEqual([]);
+    expect(rig.snapshots.data.get(`card:${rig.provider.cards[0]!["id"] as string}`)?.object["purchase_limits"]).toEqual(limits(500));
+    rig.provider.beforeCall = () => undefined;
+    expect((await pollCards(rig.deps, { pageSize: 10 })).outcome).toBe("complete");
+    expect(rig.publisher.events).toHaveLength(6);
+  });
+});

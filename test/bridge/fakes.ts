@@ -31,6 +31,7 @@ import type {
 } from "../../shared/bridge/provider.js";
 import type { TransactionCycleDeps, CardCycleDeps } from "../../shared/bridge/deps.js";
 import type { PiiPolicy } from "../../shared/bridge/pii.js";
+import { ERP_CARD_DETAIL_KEYS } from "../../shared/qashio/schemas/erp-card.js";
 
 /** A clock that only moves when told to; `sleep` advances it instantly. */
 export class FakeClock implements Clock {
@@ -238,7 +239,8 @@ export function txnId(n: number): string {
 export type ProviderCall =
   | { readonly op: "listTransactions"; readonly query: TransactionListQuery }
   | { readonly op: "acknowledgeTransactions"; readonly ids: readonly string[] }
-  | { readonly op: "listErpCards"; readonly query: CardListQuery };
+  | { readonly op: "listErpCards"; readonly query: CardListQuery }
+  | { readonly op: "readErpCard"; readonly id: string };
 
 /**
  * An in-memory provider that models the sync-status machine of spec §3.1: new transactions are `not_synced`,
@@ -355,7 +357,18 @@ export class FakeProvider implements ProviderPort {
     this.calls.push(call);
     await this.beforeCall(call);
     const list = query.status ? this.cards.filter((c) => String(c["status"]).toLowerCase() === query.status) : this.cards;
-    return this.page(list, query, (c) => structuredClone(c));
+    // The list view leaves out the configuration objects only a card's single read carries (spec §2.3).
+    return this.page(list, query, (c) => Object.fromEntries(Object.entries(structuredClone(c)).filter(([key]) => !ERP_CARD_DETAIL_KEYS.includes(key))));
+  }
+
+  /** A card's single read: every member it holds, configuration objects included; a 404 for an unknown id. */
+  async readErpCard(id: string): Promise<ProviderPage> {
+    const call = { op: "readErpCard", id } as const;
+    this.calls.push(call);
+    await this.beforeCall(call);
+    const card = this.cards.find((c) => c["id"] === id);
+    if (!card) throw Object.assign(new Error(`GET /public/v1/erp/cards/${id} answered 404`), { name: "NotFoundError", status: 404 });
+    return { data: [structuredClone(card)] };
   }
 
   count(op: ProviderCall["op"]): number {

@@ -117,3 +117,39 @@ describe("bridge engine against the sandbox", () => {
     await expect(pollTransactions(w.rig.deps)).rejects.toBeInstanceOf(ReauthorizationNeededError);
   });
 });
+
+describe("card limit changes against the sandbox", () => {
+  let w: World;
+  beforeEach(async () => {
+    w = await world();
+  });
+
+  /** Raises an active card's spend limit through update_velocity_limit (the limit is active before and after). */
+  async function raiseSpendLimit(): Promise<string> {
+    const [active] = (await w.client.listErpCards({ status: "active", page: 1, page_size: 1 })).data;
+    const before = await w.client.getErpCard(active!.id);
+    await w.client.updateVelocityLimit(active!.id, { spend_limit_active: true, spend_limit_max_amount: 1_000 });
+    await pollCards(w.rig.deps);
+    await w.client.updateVelocityLimit(active!.id, { spend_limit_active: true, spend_limit_max_amount: (before.purchase_limits?.amount ?? 1_000) + 500 });
+    return active!.id;
+  }
+
+  it("publishes card.updated for a spend limit amount changed through update_velocity_limit when the tenant reads card details", async () => {
+    Object.assign(w.rig.deps, { cardDetails: true });
+    await pollCards(w.rig.deps);
+    expect(w.rig.publisher.events).toHaveLength(0);
+    const id = await raiseSpendLimit();
+    w.rig.publisher.events.length = 0;
+    await pollCards(w.rig.deps);
+    const events = w.rig.publisher.events.map((e) => [e.detail.type, e.detail.subject.id, e.detail.data.changes?.map((c) => c.path)]);
+    expect(events).toEqual([["card.updated", id, ["/purchase_limits/amount"]]]);
+  });
+
+  it("does not see a limit amount from the card list alone (card details off, the default)", async () => {
+    await pollCards(w.rig.deps);
+    await raiseSpendLimit();
+    w.rig.publisher.events.length = 0;
+    await pollCards(w.rig.deps);
+    expect(w.rig.publisher.events).toEqual([]);
+  });
+});

@@ -37,10 +37,18 @@ describe("readLocalSettings", () => {
       piiMode: "redact",
       eventSource: "qashio.bridge",
       emitCardCreated: false,
+      cardDetails: false,
       cycleBudgetMs: 300_000,
       logLevel: "info",
     });
     expect(settings.refreshToken).toBe("rt-seed");
+  });
+
+  it("reads the card switches in any case", () => {
+    expect(readLocalSettings({ ...valid, BRIDGE_EMIT_CARD_CREATED: "TRUE", BRIDGE_CARD_DETAILS: "True" }, "/work")).toMatchObject({
+      emitCardCreated: true,
+      cardDetails: true,
+    });
   });
 
   it("resolves a named provider environment through its variable, in any case", () => {
@@ -121,6 +129,7 @@ describe("readLocalSettings", () => {
       BRIDGE_TENANT: "acme corp",
       BRIDGE_PII_MODE: "scramble",
       BRIDGE_EMIT_CARD_CREATED: "yes",
+      BRIDGE_CARD_DETAILS: "1",
       BRIDGE_EVENT_SOURCE: "aws.qashio",
       BRIDGE_CYCLE_BUDGET: "soon",
       BRIDGE_LOG_LEVEL: "loud",
@@ -131,6 +140,7 @@ describe("readLocalSettings", () => {
       "BRIDGE_PII_MODE",
       "BRIDGE_EVENT_SOURCE",
       "BRIDGE_EMIT_CARD_CREATED",
+      "BRIDGE_CARD_DETAILS",
       "BRIDGE_CYCLE_BUDGET",
       "BRIDGE_LOG_LEVEL",
     ]);

@@ -16,6 +16,7 @@ const environment = {
   EVENT_SOURCE: "qashio.bridge",
   PII_MODE: "hash",
   EMIT_CARD_CREATED: "true",
+  CARD_DETAILS: "false",
 } as const;
 
 describe("BridgeFunction", () => {

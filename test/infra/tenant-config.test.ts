@@ -54,6 +54,7 @@ describe("tenant config", () => {
       eventSource: TENANT_DEFAULTS.eventSource,
       piiMode: TENANT_DEFAULTS.piiMode,
       emitCardCreated: false,
+      cardDetails: false,
       eventBus: { mode: "create" },
       schedules: { enabled: true, transactionsEveryMinutes: 5, cardsEveryMinutes: 15 },
       archiveRetentionDays: 30,

@@ -179,7 +179,7 @@ describe("tenant stacks", () => {
     });
     globexT.hasResourceProperties("AWS::Lambda::Function", {
       Description: Match.stringLikeRegexp("cards"),
-      Environment: { Variables: Match.objectLike({ EVENT_BUS_NAME: "globex-finance", PII_MODE: "redact", EMIT_CARD_CREATED: "false" }) },
+      Environment: { Variables: Match.objectLike({ EVENT_BUS_NAME: "globex-finance", PII_MODE: "redact", EMIT_CARD_CREATED: "false", CARD_DETAILS: "false" }) },
     });
   });
 

@@ -52,7 +52,7 @@ describe("tenants file JSON Schema (docs/tenants.schema.json)", () => {
     ["alarms to a topic", { ...minimal, account: "123456789012", region: "eu-west-1", alarms: { topicArn: "arn:aws:sns:eu-west-1:123456789012:ops" } }],
     ["an imported bus", { ...minimal, eventBus: { mode: "import", name: "finance" } }],
     ["a webhook", { ...minimal, account: "123456789012", region: "eu-west-1", webhooks: [webhook] }],
-    ["every default written out", { ...minimal, schedules: { enabled: false, transactionsEveryMinutes: 5, cardsEveryMinutes: 15 }, piiMode: "hash", emitCardCreated: true, archiveRetentionDays: 0 }],
+    ["every default written out", { ...minimal, schedules: { enabled: false, transactionsEveryMinutes: 5, cardsEveryMinutes: 15 }, piiMode: "hash", emitCardCreated: true, cardDetails: true, archiveRetentionDays: 0 }],
   ])("accepts what synth accepts: %s", (_name, tenant) => {
     const document = fileOf(tenant);
     expect(synthAccepts(document)).toBe(true);

@@ -113,3 +113,6 @@ export const ErpCardDetailSchema = ErpCardSchema.extend({
   atm_configuration: AtmConfigurationSchema.nullish(),
 });
 export type ErpCardDetail = z.output<typeof ErpCardDetailSchema>;
+
+/** Members of the single ERP card read that the list does not carry: its configuration objects (spec §2.3). */
+export const ERP_CARD_DETAIL_KEYS: readonly string[] = Object.keys(ErpCardDetailSchema.shape).filter((key) => !Object.hasOwn(ErpCardSchema.shape, key));

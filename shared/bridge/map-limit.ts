@@ -1,0 +1,29 @@
+/**
+ * Bounded concurrency for port calls: the engine's card detail reads and the AWS adapters' batch writes.
+ */
+
+/**
+ * Maps with at most `limit` calls in flight, keeping input order in the result. After a call fails no new one starts,
+ * and the first failure is thrown only once the calls in flight have ended: nothing is written after the caller
+ * learned that the whole failed (a snapshot write landing after the cycle gave up its lease could overwrite what the
+ * next cycle wrote).
+ */
+export async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {
+  const results = new Array<R>(items.length);
+  let next = 0;
+  let failure: { readonly error: unknown } | undefined;
+  const workers = Array.from({ length: Math.min(limit, items.length) }, async () => {
+    while (failure === undefined && next < items.length) {
+      const index = next;
+      next += 1;
+      try {
+        results[index] = await fn(items[index] as T, index);
+      } catch (error) {
+        failure ??= { error };
+      }
+    }
+  });
+  await Promise.all(workers);
+  if (failure !== undefined) throw failure.error;
+  return results;
+}
