@@ -12,10 +12,12 @@ import { makeRig } from "./fakes.js";
 import { canonical, expectOrderingRuleHolds } from "./invariants.js";
 
 type Step =
-  | { readonly kind: "change"; readonly pick: number; readonly nickname: string; readonly status: string }
+  | { readonly kind: "change"; readonly pick: number; readonly nickname: string; readonly status: string; readonly limit: number | null }
   | {
       readonly kind: "walk";
       readonly mode: "full" | "suspended-only";
+      /** Card details on for this walk (a limit change shows only then; turning them on or off is a view change). */
+      readonly details: boolean;
       readonly pageSize: number;
       readonly crash: { readonly at: number; readonly after: boolean } | null;
       readonly failure: "none" | "retryable" | "permanent";
@@ -28,10 +30,12 @@ const stepArb: fc.Arbitrary<Step> = fc.oneof(
     pick: fc.nat(),
     nickname: fc.constantFrom("A", "B", "C"),
     status: fc.constantFrom("Active", "Suspended", "Inactive", "active"),
+    limit: fc.option(fc.constantFrom(100, 200), { nil: null }),
   }),
   fc.record({
     kind: fc.constant("walk" as const),
     mode: fc.constantFrom("full" as const, "full" as const, "suspended-only" as const),
+    details: fc.boolean(),
     pageSize: fc.integer({ min: 1, max: 4 }),
     crash: fc.option(fc.record({ at: fc.nat({ max: 8 }), after: fc.boolean() }), { nil: null }),
     failure: fc.constantFrom("none" as const, "none" as const, "retryable" as const, "permanent" as const),
@@ -49,7 +53,8 @@ describe("card cycle property", () => {
         const ids = rig.provider.cards.map((card) => card["id"] as string);
         for (const step of steps) {
           if (step.kind === "change") {
-            rig.provider.changeCard(ids[step.pick % ids.length]!, { card_nickname: step.nickname, status: step.status });
+            const limits = step.limit === null ? {} : { purchase_limits: { enabled: true, amount: step.limit, frequency: "MONTHLY" } };
+            rig.provider.changeCard(ids[step.pick % ids.length]!, { card_nickname: step.nickname, status: step.status, ...limits });
             continue;
           }
           // Walks run minutes apart.
@@ -64,20 +69,22 @@ describe("card cycle property", () => {
           const crash = new CrashPoint(step.crash ?? undefined);
           const { snapshots, publisher, quarantine } = crashingPorts(rig.deps, crash);
           try {
-            await pollCards({ ...rig.deps, snapshots, publisher, quarantine }, { mode: step.mode, pageSize: step.pageSize });
+            await pollCards({ ...rig.deps, snapshots, publisher, quarantine, cardDetails: step.details }, { mode: step.mode, pageSize: step.pageSize });
           } catch (error) {
             if (!(error instanceof CycleAbortedError && error.cause instanceof SimulatedCrash)) throw error;
             crashed += 1;
           }
         }
         rig.publisher.reject = () => undefined;
-        // A change undone before its snapshot was stored stays unseen until the card's next change (documented):
-        // a clean walk, then one last change of every card and another walk.
+        // A change undone before its snapshot was stored stays unseen until the card's next change (documented), as
+        // does a limit changed while details were off: a clean walk, then one last change of every card and another
+        // walk, both reading details, so the last event of each card carries all of it.
+        const withDetails = { ...rig.deps, cardDetails: true };
         rig.clock.advance(60_000);
-        await pollCards(rig.deps);
+        await pollCards(withDetails);
         for (const id of ids) rig.provider.changeCard(id, { card_nickname: `final ${id}` });
         rig.clock.advance(60_000);
-        await pollCards(rig.deps);
+        await pollCards(withDetails);
         expectOrderingRuleHolds(rig.publisher.events, new Map(rig.provider.cards.map((card) => [card["id"] as string, canonical(card)])));
       }),
       { numRuns: 400 },
