@@ -50,6 +50,20 @@ describe("loadConfig", () => {
     expect(loadConfig({ ...valid, QASHIO_BASE_URL: "sandbox", QASHIO_SANDBOX_URL: "http://127.0.0.1:4010" }).baseUrl).toBe("http://127.0.0.1:4010");
   });
 
+  it("names a bad QASHIO_BASE_URL together with the other bad variables, not only once they are fixed", () => {
+    const issuesOf = (env: Record<string, string | undefined>): string[] => {
+      try {
+        loadConfig(env);
+      } catch (error) {
+        expect(error).toBeInstanceOf(ConfigurationError);
+        return (error as ConfigurationError).issues.map((i) => i.variable).sort();
+      }
+      throw new Error("no error");
+    };
+    expect(issuesOf({ ...valid, TABLE_NAME: undefined, QASHIO_BASE_URL: "http://api.example.com" })).toEqual(["QASHIO_BASE_URL", "TABLE_NAME"]);
+    expect(issuesOf({ ...valid, PII_MODE: "sometimes", QASHIO_BASE_URL: "production" })).toEqual(["PII_MODE", "QASHIO_BASE_URL"]);
+  });
+
   it("names every missing or invalid variable in one error", () => {
     const { TABLE_NAME: _t, SECRET_ID: _s, ...rest } = valid;
     const error = (() => {
