@@ -171,6 +171,7 @@ describe("tenant stacks", () => {
           EVENT_SOURCE: "qashio.bridge",
           PII_MODE: "hash",
           EMIT_CARD_CREATED: "true",
+          CARD_DETAILS: "true",
           CYCLE_BUDGET_MS: "270000",
           POWERTOOLS_SERVICE_NAME: "qashio-bridge",
           POWERTOOLS_METRICS_NAMESPACE: "QashioBridge",
