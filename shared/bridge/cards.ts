@@ -81,14 +81,22 @@ export const CARD_DETAIL_CONCURRENCY = 4;
 /** Members only a card's single read carries (spec §2.3): the configuration objects. */
 const DETAIL_ONLY_KEYS: ReadonlySet<string> = new Set(ERP_CARD_DETAIL_KEYS);
 
+/** True when a card object was taken from a single read: it carries at least one configuration object. */
+function isDetailView(object: Readonly<Record<string, unknown>>): boolean {
+  for (const key of DETAIL_ONLY_KEYS) if (Object.hasOwn(object, key)) return true;
+  return false;
+}
+
 /**
- * True when `change` is a configuration object one side does not carry at all: the snapshot was taken from the list
- * and the card now from its single read (card details just turned on), or the other way round. No event: the
- * snapshot takes the new view. A member that is there but null on one side is a real change.
+ * True when `change` is a configuration object one side does not carry at all because the two sides are different
+ * views: the snapshot was taken from the list and the card now from its single read (card details just turned on), or
+ * the other way round. No event: the snapshot takes the new view. Between two single reads, a configuration object
+ * that appears or goes (the provider omits and nulls members alike) is a real change, as is a member null on one side.
  */
-function isViewChange(change: Change, before: Readonly<Record<string, unknown>>, after: Readonly<Record<string, unknown>>): boolean {
+function isViewChange(change: Change, before: Readonly<Record<string, unknown>>, after: Readonly<Record<string, unknown>>, afterIsDetail: boolean): boolean {
   const key = change.path.slice(1);
-  return DETAIL_ONLY_KEYS.has(key) && (!Object.hasOwn(before, key) || !Object.hasOwn(after, key));
+  if (!DETAIL_ONLY_KEYS.has(key) || (Object.hasOwn(before, key) && Object.hasOwn(after, key))) return false;
+  return isDetailView(before) !== afterIsDetail;
 }
 
 class CardRun extends CycleRun {
@@ -314,7 +322,7 @@ class CardRun extends CycleRun {
       // A status differing only in case is not a change, nor is PII in the form of an earlier PII mode: no event,
       // the snapshot takes the new form (and never reaches an event in the old one).
       const changes = diffObjects(conformPii(before.object, deps.pii), item.object).filter(
-        (c) => (moved || c.path !== "/status") && !isViewChange(c, before.object, item.object),
+        (c) => (moved || c.path !== "/status") && !isViewChange(c, before.object, item.object, deps.cardDetails === true),
       );
       if (changes.length === 0) {
         this.report.unchanged += 1;
