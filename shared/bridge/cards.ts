@@ -169,9 +169,8 @@ class CardRun extends CycleRun {
       } catch (err) {
         if (!this.outOfTime(err)) throw err;
         // A card detail read could not finish in time; nothing of the page was written, so it is walked next cycle
-        // (with the cursor as it stood, and a shift not yet applied kept for then).
+        // (with the cursor as it stood, and a shift not yet applied kept for then: see below).
         this.report.outcome = "deadline";
-        if (shiftFrom !== undefined) total = cursor.total;
         break;
       }
       if (this.publisherUnavailable()) {
@@ -201,6 +200,10 @@ class CardRun extends CycleRun {
     // Stopped early: the next cycle starts at the first card not walked. Complete: the next walk starts afresh. Stopped
     // for an unavailable publisher: the cursor stays, so the next cycle walks again from where this one started and
     // the refused changes are not left to the walk after.
+    // A walk that stopped before its first page was walked (the deadline or a stop request at the start, a list or
+    // detail read out of time) has not applied the shift: the cursor keeps the total it was taken with, or the next
+    // resume could not shift it and would skip the cards removals pulled above it.
+    if (shiftFrom !== undefined) total = cursor.total;
     if (this.report.outcome !== "publisher_unavailable") {
       await this.writeCursor(mode, cursor, this.report.outcome === "complete" ? { offset: 0 } : { offset, total });
     }
