@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { cardEventType, pollCards } from "../../shared/bridge/cards.js";
+import { cardEventType, pollCards, walkCursorKey } from "../../shared/bridge/cards.js";
 import { parseEventDetail } from "../../shared/bridge/events/schemas.js";
 import { CycleAbortedError, ReauthorizationNeededError } from "../../shared/bridge/errors.js";
 import { ReauthorizationRequiredError } from "../../shared/qashio/errors.js";
@@ -765,5 +765,60 @@ describe("pollCards with card details", () => {
     rig.provider.beforeCall = () => undefined;
     expect((await pollCards(rig.deps, { pageSize: 10 })).outcome).toBe("complete");
     expect(rig.publisher.events).toHaveLength(6);
+  });
+});
+
+describe("card details: a configuration object that appears between two detail reads", () => {
+  it("publishes card.updated when a detail read that omitted atm_configuration later carries one (both sides are detail reads)", async () => {
+    const rig = makeRig({}, { cardDetails: true });
+    // The detail read omits atm_configuration (the schema takes it as nullish: absent and null alike).
+    rig.provider.addCard({ purchase_limits: { enabled: true, amount: 500, frequency: "MONTHLY", limit_currency: "AED", number_of_purchases: null } });
+    const id = rig.provider.cards[0]!["id"] as string;
+    await pollCards(rig.deps, { pageSize: 10 });
+    expect(rig.snapshots.data.get(`card:${id}`)?.object).toHaveProperty("purchase_limits");
+    expect(rig.snapshots.data.get(`card:${id}`)?.object).not.toHaveProperty("atm_configuration");
+
+    // An administrator sets ATM limits on the card: its detail read now carries the object.
+    const atm = { atm_withdrawal_allowed: true, frequency: "DAILY", max_amount: 2000, number_of_withdrawals: 3, limit_per_withdrawal: 1000 };
+    rig.provider.changeCard(id, { atm_configuration: atm });
+    await pollCards(rig.deps, { pageSize: 10 });
+
+    expect(rig.publisher.events.map((e) => [e.detailType, e.detail.subject.id, e.detail.data.changes?.map((c) => c.path)])).toEqual([
+      ["card.updated", id, ["/atm_configuration"]],
+    ]);
+  });
+});
+
+describe("card walk cursor: a cycle that stops before its first page", () => {
+  it("keeps the cursor's total_records when stopped by the deadline or a stop request before listing", async () => {
+    const rig = makeRig();
+    for (let i = 0; i < 30; i++) rig.provider.addCard();
+    await pollCards(rig.deps, { pageSize: 10 });
+    await pollCards(rig.deps, { pageSize: 10, maxPages: 2 });
+    expect((await pollCards(rig.deps, { pageSize: 10, deadline: rig.clock.now() })).outcome).toBe("deadline");
+    expect(rig.snapshots.data.get(walkCursorKey("full"))?.object).toEqual({ next_offset: 20, total_records: 30 });
+    const signal = AbortSignal.abort();
+    expect((await pollCards(rig.deps, { pageSize: 10, signal })).outcome).toBe("deadline");
+    expect(rig.snapshots.data.get(walkCursorKey("full"))?.object).toEqual({ next_offset: 20, total_records: 30 });
+  });
+
+  it("still finds the cards pulled up by removals on the resume after such a cycle", async () => {
+    const rig = makeRig();
+    for (let i = 0; i < 30; i++) rig.provider.addCard();
+    await pollCards(rig.deps, { pageSize: 10 });
+    expect((await pollCards(rig.deps, { pageSize: 10, maxPages: 2 })).outcome).toBe("page_limit");
+    expect(rig.snapshots.data.get(walkCursorKey("full"))?.object).toEqual({ next_offset: 20, total_records: 30 });
+
+    // A cycle with no time left (the deadline passed while it took its lease, or the invocation's abort signal fired)
+    // stops before listing anything: the cursor must stand as it was.
+    const stopped = await pollCards(rig.deps, { pageSize: 10, deadline: rig.clock.now() });
+    expect(stopped.outcome).toBe("deadline");
+
+    // Same as "does not skip the cards a resumed walk finds pulled onto an earlier page by cards removed since".
+    const firstNotReached = rig.provider.cards[20]!["id"] as string;
+    rig.provider.changeCard(firstNotReached, { status: "Suspended" });
+    rig.provider.cards.splice(0, 5);
+    expect((await pollCards(rig.deps, { pageSize: 10 })).outcome).toBe("complete");
+    expect(rig.publisher.events.map((e) => [e.detailType, e.detail.subject.id])).toEqual([["card.suspended", firstNotReached]]);
   });
 });
