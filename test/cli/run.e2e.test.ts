@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { EXIT, ReauthorizationNeededError } from "../../shared/cli/errors.js";
 import { runCommand } from "../../shared/cli/run.js";
-import { refresh } from "../../shared/qashio/auth/oauth.js";
+import { exchangeCode, refresh } from "../../shared/qashio/auth/oauth.js";
 import { CLIENT, idsWithStatus, readEvents, runInProcess, spawnBridge, startHarness, type Harness } from "./helpers.js";
 
 let harness: Harness | undefined;
@@ -237,6 +237,30 @@ describe("bridge run --once (in-process)", () => {
       "detail-type": "card.suspended",
       detail: { subject: { id: card.id }, data: { changes: [{ path: "/status", before: "Active", after: "Suspended" }] } },
     });
+  });
+
+  it("publishes card.updated for a spend limit amount changed through the API when BRIDGE_CARD_DETAILS is true", async () => {
+    const h = await start();
+    const env = { ...h.env, BRIDGE_CARD_DETAILS: "true" };
+    expect((await runInProcess(["run", "--once"], env)).code).toBe(EXIT.ok);
+    const card = h.sandbox.control.company(h.companyId)?.cards.find((c) => c.status === "Active" && c.spendLimit.active);
+    if (card === undefined) throw new Error("no active card with an active spend limit in the seed");
+    // A second sign-in of the same company (its own token family) changes the limit, as an administrator's tool would.
+    const redirectUri = "http://127.0.0.1:9/admin";
+    const code = h.sandbox.control.issueAuthorizationCode({ companyId: h.companyId, redirectUri });
+    const admin = await exchangeCode({ baseUrl: h.url, clientId: CLIENT.id, clientSecret: CLIENT.secret }, { code, redirectUri });
+    const response = await fetch(`${h.url}/public/v1/core/cards/${card.id}/update_velocity_limit`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${admin.access_token}`, "content-type": "application/json" },
+      body: JSON.stringify({ spend_limit_active: true, spend_limit_max_amount: card.spendLimit.maxAmount + 250 }),
+    });
+    expect(response.status).toBeLessThan(300);
+
+    expect((await runInProcess(["run", "--once"], env)).code).toBe(EXIT.ok);
+    const cardEvents = (await readEvents(h.eventsFile)).filter((e) => e.detail.subject.type === "card");
+    expect(cardEvents.map((e) => [e["detail-type"], e.detail.subject.id, e.detail.data.changes?.map((c) => c.path)])).toEqual([
+      ["card.updated", card.id, ["/purchase_limits/amount"]],
+    ]);
   });
 
   it("converges through 429 and 500 answers on lists and on acknowledge", async () => {
