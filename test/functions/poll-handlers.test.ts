@@ -449,6 +449,22 @@ describe("poll-cards handler", () => {
     expect(h.output.join("\n")).toContain("PollEventError");
   });
 
+  it("reads card details when the tenant's CARD_DETAILS is true, and publishes card.updated for a spend limit amount", async () => {
+    const poll = h.poller("cards", { env: { ...h.env, CARD_DETAILS: "true" } });
+    await poll();
+    const card = company().cards.find((c) => c.status === "Active" && c.spendLimit.active);
+    if (card === undefined) throw new Error("no active card with an active spend limit");
+    card.spendLimit.maxAmount += 250;
+    expect(await poll()).toMatchObject({ status: "completed", published: 1 });
+    expect(h.published[0]).toMatchObject({
+      detailType: "card.updated",
+      detail: { subject: { id: card.id }, data: { changes: [{ path: "/purchase_limits/amount", after: card.spendLimit.maxAmount }] } },
+    });
+    // Without it (the default), the same kind of change is not seen.
+    card.spendLimit.maxAmount += 250;
+    expect(await h.poller("cards")()).toMatchObject({ status: "completed", published: 0 });
+  });
+
   it("takes the suspended-only fast path when the schedule asks for it", async () => {
     await h.poller("cards")();
     const active = company().cards.find((card) => card.status === "Active");
