@@ -28,13 +28,8 @@ const TEMP_NAME = /\.\d+\.[0-9a-f]+(?:\.new)?\.tmp$/;
  * writes a crash cut short. They are never read, but they pile up, and one may hold what its write held (a refresh
  * token, a quarantined body). Aged by modification time against the system's time, which stamped it. A missing
  * directory, or a file that vanishes or cannot be removed, is left alone: the next sweep tries again.
- *
- * @example
- * ```ts
- * await removeStaleTemps(".state/quarantine");
- * ```
  */
-export async function removeStaleTemps(dir: string, olderThanMs: number = STALE_TEMP_MS): Promise<void> {
+async function removeStaleTemps(dir: string, olderThanMs: number): Promise<void> {
   let names: string[];
   try {
     names = await readdir(dir);
@@ -47,6 +42,25 @@ export async function removeStaleTemps(dir: string, olderThanMs: number = STALE_
     const info = await stat(file).catch(() => undefined);
     if (info?.isFile() === true && Date.now() - info.mtimeMs > olderThanMs) await unlink(file).catch(() => undefined);
   }
+}
+
+/**
+ * A sweep of `dir`'s stale temp files (see removeStaleTemps) for a store to call before it first uses the directory:
+ * the first call sweeps, later ones return at once.
+ *
+ * @example
+ * ```ts
+ * readonly #sweep = staleTempSweep(".state/quarantine");
+ * async list() { await this.#sweep(); ... }
+ * ```
+ */
+export function staleTempSweep(dir: string, olderThanMs: number = STALE_TEMP_MS): () => Promise<void> {
+  let swept = false;
+  return async () => {
+    if (swept) return;
+    swept = true;
+    await removeStaleTemps(dir, olderThanMs);
+  };
 }
 
 /** Codes of a platform or filesystem that cannot open or fsync a directory at all (Windows, some network mounts). */

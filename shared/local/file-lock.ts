@@ -11,7 +11,7 @@ import { mkdir, readdir, readFile, unlink } from "node:fs/promises";
 import { hostname } from "node:os";
 import path from "node:path";
 import type { Clock, Lock, LockHandle } from "../bridge/ports.js";
-import { createFileOnce, removeStaleTemps, writeFileAtomic } from "./atomic.js";
+import { createFileOnce, staleTempSweep, writeFileAtomic } from "./atomic.js";
 import { STATE_DIRS } from "./layout.js";
 
 interface Lease {
@@ -95,20 +95,18 @@ async function readLease(file: string): Promise<Lease | undefined> {
 export class FileLock implements Lock {
   readonly dir: string;
   private readonly clock: Pick<Clock, "now">;
-  private swept = false;
+  /** Temp files of contenders killed while creating a lease (see createFileOnce): harmless, but they would pile up. */
+  private readonly sweep: () => Promise<void>;
 
   constructor(stateDir: string, options: { clock?: Pick<Clock, "now"> } = {}) {
     this.dir = path.join(stateDir, STATE_DIRS.locks);
     this.clock = options.clock ?? systemClock;
+    this.sweep = staleTempSweep(this.dir);
   }
 
   async tryAcquire(name: string, ttlMs: number): Promise<LockHandle | undefined> {
     await mkdir(this.dir, { recursive: true, mode: 0o700 });
-    if (!this.swept) {
-      this.swept = true;
-      // Temp files of contenders killed while creating a lease (see createFileOnce): harmless, but they would pile up.
-      await removeStaleTemps(this.dir);
-    }
+    await this.sweep();
     const base = `${encodeURIComponent(name)}.lock`;
     const top = await this.highest(base);
     let next = 0;

@@ -5,13 +5,13 @@ import { readFileSync } from "node:fs";
 import { mkdir, readdir } from "node:fs/promises";
 import path from "node:path";
 import type { Quarantine, QuarantineRecord } from "../bridge/ports.js";
-import { TEMP_SUFFIX, removeFileDurably, removeStaleTemps, writeFileAtomic } from "./atomic.js";
+import { TEMP_SUFFIX, removeFileDurably, staleTempSweep, writeFileAtomic } from "./atomic.js";
 import { CorruptStateError, LocalStateError } from "./errors.js";
 import { STATE_DIRS } from "./layout.js";
 
 /**
  * Keeps quarantine records in `<stateDir>/quarantine/<id>.json`, written atomically. The first `put` or `list` of a
- * store removes the stale temp files a crashed write left (see removeStaleTemps): they hold raw bodies, cardholder
+ * store removes the stale temp files a crashed write left (see staleTempSweep): they hold raw bodies, cardholder
  * data included, which a later PII mode switch would never reach.
  *
  * @example
@@ -22,20 +22,15 @@ import { STATE_DIRS } from "./layout.js";
  */
 export class FileQuarantine implements Quarantine {
   readonly dir: string;
-  #swept = false;
+  readonly #sweep: () => Promise<void>;
 
   constructor(stateDir: string) {
     this.dir = path.join(stateDir, STATE_DIRS.quarantine);
-  }
-
-  async #sweepOnce(): Promise<void> {
-    if (this.#swept) return;
-    this.#swept = true;
-    await removeStaleTemps(this.dir);
+    this.#sweep = staleTempSweep(this.dir);
   }
 
   async put(record: QuarantineRecord): Promise<boolean> {
-    await this.#sweepOnce();
+    await this.#sweep();
     const file = this.#file(record.id);
     // A record file only ever appears whole (atomic write), so one that exists is durable.
     const held = this.#read(file, { missingOk: true });
@@ -81,7 +76,7 @@ export class FileQuarantine implements Quarantine {
 
   /** All records, oldest first. */
   async list(): Promise<QuarantineRecord[]> {
-    await this.#sweepOnce();
+    await this.#sweep();
     let names: string[];
     try {
       names = await readdir(this.dir);

@@ -4,14 +4,14 @@
 import { mkdir, readFile } from "node:fs/promises";
 import path from "node:path";
 import type { StoredTokens, TokenStore } from "../qashio/auth/token-store.js";
-import { removeStaleTemps, writeFileAtomic } from "./atomic.js";
+import { staleTempSweep, writeFileAtomic } from "./atomic.js";
 import { CorruptStateError } from "./errors.js";
 import { STATE_FILES } from "./layout.js";
 
 /**
  * Keeps a tenant's tokens in `<stateDir>/tokens.json` (mode 0600). `save` resolves only once the file is durable,
  * so a rotated refresh token is never lost to a crash. The first `load` of a store removes the stale temp files a
- * crashed write left in its directory (see removeStaleTemps): one may hold a refresh token.
+ * crashed write left in its directory (see staleTempSweep): one may hold a refresh token.
  *
  * @example
  * ```ts
@@ -21,17 +21,15 @@ import { STATE_FILES } from "./layout.js";
  */
 export class FileTokenStore implements TokenStore {
   readonly file: string;
-  #swept = false;
+  readonly #sweep: () => Promise<void>;
 
   constructor(stateDir: string, fileName: string = STATE_FILES.tokens) {
     this.file = path.join(stateDir, fileName);
+    this.#sweep = staleTempSweep(path.dirname(this.file));
   }
 
   async load(): Promise<StoredTokens | undefined> {
-    if (!this.#swept) {
-      this.#swept = true;
-      await removeStaleTemps(path.dirname(this.file));
-    }
+    await this.#sweep();
     let text: string;
     try {
       text = await readFile(this.file, "utf8");
