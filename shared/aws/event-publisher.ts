@@ -4,7 +4,8 @@ import { detailJson } from "../bridge/events/json.js";
 import { systemClock } from "./clock.js";
 import { PublishError } from "./errors.js";
 import { MAX_ENTRY_BYTES, entrySize, reduceDetail, truncationsOf, type ReducedDetail } from "./event-size.js";
-import { DEFAULT_BACKOFF, backoffDelay, isRetryableAwsError, mapLimit, withRetries, type BackoffOptions } from "./retry.js";
+import { mapLimit } from "../bridge/map-limit.js";
+import { DEFAULT_BACKOFF, backoffDelay, isRetryableAwsError, withRetries, type BackoffOptions } from "./retry.js";
 
 /** PutEvents accepts at most 10 entries per call. */
 export const MAX_ENTRIES_PER_CALL = 10;

@@ -113,6 +113,3 @@ export function chunk<T>(items: readonly T[], size: number): T[][] {
   for (let i = 0; i < items.length; i += size) chunks.push(items.slice(i, i + size));
   return chunks;
 }
-
-/** At most `limit` calls in flight (shared with the engine, which uses it for card reads). */
-export { mapLimit } from "../bridge/map-limit.js";

@@ -7,7 +7,8 @@ import { jsonOf } from "../bridge/hash.js";
 import { systemClock } from "./clock.js";
 import { CorruptItemError, DynamoBatchIncompleteError } from "./errors.js";
 import { SNAPSHOT_SORT_KEY, snapshotItemKey, snapshotPartitionPrefix, type ItemKey } from "./keys.js";
-import { DEFAULT_BACKOFF, backoffDelay, chunk, mapLimit, withRetries, type BackoffOptions } from "./retry.js";
+import { mapLimit } from "../bridge/map-limit.js";
+import { DEFAULT_BACKOFF, backoffDelay, chunk, withRetries, type BackoffOptions } from "./retry.js";
 
 /** BatchGetItem accepts at most 100 keys per call. */
 export const BATCH_GET_LIMIT = 100;
