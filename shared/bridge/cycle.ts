@@ -443,15 +443,15 @@ export class CycleRun {
       this.report.published[type] = (this.report.published[type] ?? 0) + count;
       this.deps.metrics.add("EventsPublished", count, "Count", { type });
     }
+    const deferred = [...failures.values()].filter((f) => f.retryable === true);
+    const rejected = [...failures.values()].filter((f) => f.retryable !== true);
     // Every event of the batch failed for now: the bus is throttling or down (see publisherUnavailable).
-    const allDeferred = failures.size === events.length && [...failures.values()].every((f) => f.retryable === true);
+    const allDeferred = deferred.length === events.length && rejected.length === 0;
     this.deferredBatches = allDeferred ? this.deferredBatches + 1 : 0;
     this.deferredEvents = allDeferred ? this.deferredEvents + events.length : 0;
     if (failures.size > 0) {
       this.report.publishFailed += failures.size;
       this.deps.metrics.add("EventsFailed", failures.size, "Count");
-      const deferred = [...failures.values()].filter((f) => f.retryable === true);
-      const rejected = [...failures.values()].filter((f) => f.retryable !== true);
       this.report.publishDeferred += deferred.length;
       const reasons = (list: readonly PublishFailure[]) => [...new Set(list.map((f) => f.reason))].slice(0, 5);
       if (rejected.length > 0) this.deps.logger.warn("events rejected by the publisher", { count: rejected.length, reasons: reasons(rejected) });
