@@ -181,11 +181,13 @@ class CardRun extends CycleRun {
       offset = page * this.pageSize;
       const listed = result.pagination?.total_records;
       total = typeof listed === "number" && Number.isSafeInteger(listed) && listed >= 0 ? listed : undefined;
-      if (shiftFrom !== undefined && total !== undefined) {
+      // Applied to the first page walked, or not at all.
+      const takenAt = shiftFrom;
+      shiftFrom = undefined;
+      if (takenAt !== undefined && total !== undefined) {
         // Where the first card not reached sits now: never past it (cards issued since are above it, and a removal
         // moves it up by at most one), so no card is skipped; cards between are ones walked before.
-        const resumeAt = Math.max(0, cursor.offset + total - shiftFrom);
-        shiftFrom = undefined;
+        const resumeAt = Math.max(0, cursor.offset + total - takenAt);
         if (resumeAt < pageStart) {
           // Cards removed since pulled it onto an earlier page: read on from there (cards met twice are skipped).
           offset = resumeAt;
@@ -193,7 +195,6 @@ class CardRun extends CycleRun {
         }
         offset = Math.max(offset, resumeAt);
       }
-      shiftFrom = undefined;
       const hasNext = result.pagination?.has_next ?? entries.length >= this.pageSize;
       if (entries.length === 0 || !hasNext) break;
     }
