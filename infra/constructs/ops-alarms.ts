@@ -151,6 +151,20 @@ export class OpsAlarms extends Construct {
       datapointsToAlarm: revokedWindow.datapointsToAlarm,
       treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
     });
+    // Reported by each refresh while Secrets Manager refuses the rotated token, so at least once per access-token
+    // lifetime (minutes, at most an hour in practice): an hour-long period stays on meanwhile and clears an hour after.
+    const heldPeriod = Duration.hours(1);
+    const held = bridgeTenantMetric(tenant, "TokenSecretWriteFailed", { statistic: "Sum", period: heldPeriod });
+    add("TokenSecretWriteFailed", "tokensecretwritefailed", held, {
+      alarmDescription:
+        `Tenant ${tenant}: Secrets Manager refused a rotated refresh token in the last hour; ` +
+        "polling goes on with the token held in the table, but the secret must be made writable again.",
+      threshold: 1,
+      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+      evaluationPeriods: 1,
+      datapointsToAlarm: 1,
+      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+    });
     const lagThreshold = props.syncLagThresholdSeconds ?? 1800;
     const lagWindow = cycleAlarmWindow(props.syncLagEveryMinutes);
     // A plain metric: a Metrics Insights alarm cannot look back further than 3 hours, a slow schedule's window can.

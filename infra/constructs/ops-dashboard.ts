@@ -104,6 +104,7 @@ export class OpsDashboard extends Construct {
       graph(DASHBOARD_WIDGETS.tokens, [
         plain("TokenRefreshes", "Sum", "refreshes"),
         plain("TokenFamilyRevoked", "Sum", "family revoked"),
+        plain("TokenSecretWriteFailed", "Sum", "secret write refused (token held in table)"),
       ]),
       graph(DASHBOARD_WIDGETS.quarantine, [
         plain("QuarantineSize", "Maximum", "records held"),

@@ -114,7 +114,7 @@ export const TOKEN_LEASE_TTL_MS = DEFAULT_LOCK_TTL_MS;
  * await pollTransactions(runtime.transactions, { deadline });
  */
 export async function createTenantRuntime(options: TenantRuntimeOptions): Promise<TenantRuntime> {
-  const { config, clients, logger } = options;
+  const { config, clients, logger, metrics } = options;
   const clock = options.clock ?? systemClock;
   const doc = DynamoDBDocumentClient.from(clients.dynamo, { marshallOptions: { removeUndefinedValues: true } });
   const tokens = new SecretsManagerTokenStore({
@@ -125,6 +125,7 @@ export async function createTenantRuntime(options: TenantRuntimeOptions): Promis
     tenant: config.tenant,
     clock,
     logger,
+    metrics,
   });
   return assemble(options, clock, doc, tokens, await tokens.credentials());
 }

@@ -1,9 +1,9 @@
 import { DeleteCommand, GetCommand, PutCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import type { SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
-import type { Clock, Logger } from "../bridge/ports.js";
+import type { Clock, Logger, Metrics } from "../bridge/ports.js";
 import type { StoredTokens, TokenStore } from "../qashio/auth/token-store.js";
 import { systemClock } from "./clock.js";
-import { ProviderClientChangedError, SecretVersionQuotaError } from "./errors.js";
+import { ProviderClientChangedError, SecretStoreError, SecretVersionQuotaError } from "./errors.js";
 import { accessTokenItemKey, revokedFamilyItemKey, ttlSeconds } from "./keys.js";
 import { isSecretNotFound, ProviderSecretClient, secretFingerprint, type ProviderSecret, type SecretRead, type VersionWrite } from "./provider-secret.js";
 import type { BackoffOptions } from "./retry.js";
@@ -25,6 +25,8 @@ export interface SecretsManagerTokenStoreOptions {
   /** Expiry of the cached secret used by `credentials()`. @default DEFAULT_SECRET_CACHE_TTL_MS */
   readonly cacheTtlMs?: number;
   readonly logger?: Logger;
+  /** Receives `TokenSecretWriteFailed` when a rotated refresh token is held in the table (see `saveVersion`). */
+  readonly metrics?: Metrics;
 }
 
 /** The shared access-token item (one per tenant): encrypted at rest by the table's KMS key, never logged. */
@@ -34,10 +36,19 @@ interface AccessTokenItem {
   accessToken?: string;
   accessTokenExpiresAt?: number;
   scope?: string;
-  /** Secret version whose refresh token was current when this access token was issued. */
+  /**
+   * Secret version whose refresh token was current when this access token was issued; with `heldRefreshToken`, the
+   * version whose refresh token that one replaced.
+   */
   secretVersionId: string;
+  /**
+   * A rotated refresh token Secrets Manager refused to store, kept here (KMS-encrypted like the access token) until a
+   * later save writes the secret; it counts only while the secret is still at `secretVersionId`.
+   */
+  heldRefreshToken?: string;
   updatedAt: string;
-  ttl: number;
+  /** Absent while the item holds a refresh token: it must not expire before a save writes the secret. */
+  ttl?: number;
 }
 
 /** Marker of a revoked token family: the secret version whose refresh token the provider rejected for good. */
@@ -76,7 +87,8 @@ const ACCESS_ITEM_TTL_SLACK_MS = 86_400_000;
  *
  * - The refresh token lives in the provider secret (Secrets Manager, JSON `{client_id, client_secret, refresh_token,
  *   pii_salt}`); `save` writes a new secret version (AWSCURRENT) before it resolves, so before the new access token is
- *   used.
+ *   used. Should Secrets Manager refuse it, the new refresh token is held in the access-token item until a later save
+ *   writes the secret (`saveVersion`).
  * - The access token is shared by all containers and cycles in one DynamoDB item (`TOKEN#<tenant>`/`ACCESS`), so a
  *   refresh happens only when the token nears expiry or is rejected, never per invocation (Secrets Manager advises
  *   about one new version per ~10 minutes sustained; PutSecretValue shares a 50 TPS account quota).
@@ -140,8 +152,9 @@ export class SecretsManagerTokenStore implements TokenStore {
     this.#client ??= client;
     if (client !== this.#client) throw new ProviderClientChangedError(this.#secret.secretId);
     this.#lastLoadedVersionId = read.versionId;
-    const tokens: StoredTokens = { refreshToken: read.secret.refresh_token };
-    if (item === undefined || item.secretVersionId !== read.versionId || item.accessToken === undefined) {
+    const bound = item !== undefined && item.secretVersionId === read.versionId;
+    const tokens: StoredTokens = { refreshToken: (bound ? item.heldRefreshToken : undefined) ?? read.secret.refresh_token };
+    if (!bound || item.accessToken === undefined) {
       return item?.scope !== undefined ? { ...tokens, scope: item.scope } : tokens;
     }
     return {
@@ -181,15 +194,42 @@ export class SecretsManagerTokenStore implements TokenStore {
     };
   }
 
-  /** Writes the secret version (when the refresh token changed), then the shared access-token item. */
+  /**
+   * Writes the secret version (when the refresh token changed), then the shared access-token item.
+   *
+   * Should the secret read or write fail (an outage, a denied KMS key or IAM action, the version quota), the refresh
+   * token the provider just rotated would exist nowhere but in memory, and the one it replaced is spent: the family
+   * would be lost with the process. So the tokens go into the access-token item instead, bound to the version last
+   * loaded (the one whose refresh token was spent), `TokenSecretWriteFailed` is counted and the save succeeds: `load`
+   * returns the held token while the secret stays at that version, and the next save writes the secret again. A
+   * rotation's own version (`write`) is not held: its caller writes a plain version next, which is. Nothing is held
+   * when nothing was loaded (an onboarding): the caller sees the error.
+   */
   async saveVersion(tokens: StoredTokens, write?: VersionWrite): Promise<string> {
-    const current = await this.readSecret();
-    let versionId = current.versionId;
-    if (tokens.refreshToken !== current.secret.refresh_token || write !== undefined) {
-      versionId = await this.#putSecret({ ...current.secret, refresh_token: tokens.refreshToken }, write);
+    let versionId: string;
+    try {
+      versionId = await this.#writeSecret(tokens, write);
+    } catch (error) {
+      const spentVersionId = this.#lastLoadedVersionId;
+      if (write !== undefined || spentVersionId === undefined) throw error;
+      await this.#writeAccessItem(tokens, spentVersionId, true);
+      this.#options.metrics?.add("TokenSecretWriteFailed", 1, "Count");
+      // A SecretStoreError's message names the operation and the AWS error, never a value.
+      this.#options.logger?.warn("Secrets Manager refused the rotated refresh token: it is held in the table until a later refresh writes the secret", {
+        error: (error as Error).name,
+        ...(error instanceof SecretStoreError ? { reason: error.message } : {}),
+      });
+      return spentVersionId;
     }
-    await this.#writeAccessItem(tokens, versionId);
+    await this.#writeAccessItem(tokens, versionId, false);
     return versionId;
+  }
+
+  /** The secret version holding `tokens.refreshToken`: the current one, or a new one when the token changed. */
+  async #writeSecret(tokens: StoredTokens, write: VersionWrite | undefined): Promise<string> {
+    const current = await this.readSecret();
+    if (tokens.refreshToken === current.secret.refresh_token && write === undefined) return current.versionId;
+    return this.#putSecret({ ...current.secret, refresh_token: tokens.refreshToken }, write);
   }
 
   /**
@@ -277,19 +317,22 @@ export class SecretsManagerTokenStore implements TokenStore {
     return result.Item as AccessTokenItem | undefined;
   }
 
-  async #writeAccessItem(tokens: StoredTokens, secretVersionId: string): Promise<void> {
+  /** Writes the shared access-token item (deleted when there is no access token and no refresh token to hold). */
+  async #writeAccessItem(tokens: StoredTokens, secretVersionId: string, holdRefreshToken: boolean): Promise<void> {
     const { doc, tableName, tenant } = this.#options;
     const now = this.#clock.now();
-    if (tokens.accessToken === undefined) {
+    if (tokens.accessToken === undefined && !holdRefreshToken) {
       await doc.send(new DeleteCommand({ TableName: tableName, Key: accessTokenItemKey(tenant) }));
       return;
     }
     const item: AccessTokenItem = {
       ...accessTokenItemKey(tenant),
-      accessToken: tokens.accessToken,
       secretVersionId,
       updatedAt: new Date(now).toISOString(),
-      ttl: ttlSeconds((tokens.accessTokenExpiresAt ?? now) + ACCESS_ITEM_TTL_SLACK_MS),
+      ...(holdRefreshToken
+        ? { heldRefreshToken: tokens.refreshToken }
+        : { ttl: ttlSeconds((tokens.accessTokenExpiresAt ?? now) + ACCESS_ITEM_TTL_SLACK_MS) }),
+      ...(tokens.accessToken !== undefined ? { accessToken: tokens.accessToken } : {}),
       ...(tokens.accessTokenExpiresAt !== undefined ? { accessTokenExpiresAt: tokens.accessTokenExpiresAt } : {}),
       ...(tokens.scope !== undefined ? { scope: tokens.scope } : {}),
     };

@@ -184,6 +184,7 @@ export type MetricName =
   | "ProviderErrors"
   | "TokenRefreshes"
   | "TokenFamilyRevoked"
+  | "TokenSecretWriteFailed"
   | "SyncLagSeconds"
   | "CycleDurationMs"
   | "CycleErrors";

@@ -1,8 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DeleteCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
+import { DeleteCommand, GetCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { ProviderSecretClient } from "../../shared/aws/provider-secret.js";
 import { SecretFormatError, SecretStoreError, SecretVersionQuotaError } from "../../shared/aws/errors.js";
-import { SECRET_VERSIONS_EARLY_REFRESH_LIMIT, SECRET_VERSIONS_PER_DAY_LIMIT, SecretsManagerTokenStore } from "../../shared/aws/token-store.js";
+import { accessTokenItemKey } from "../../shared/aws/keys.js";
+import {
+  SECRET_VERSIONS_EARLY_REFRESH_LIMIT,
+  SECRET_VERSIONS_PER_DAY_LIMIT,
+  SecretsManagerTokenStore,
+  type SecretsManagerTokenStoreOptions,
+} from "../../shared/aws/token-store.js";
 import { FakeClock } from "./support/clock.js";
 import { createTestTable, type TestTable } from "./support/dynamo.js";
 import { FakeSecretsManager, awsError } from "./support/fake-secrets-manager.js";
@@ -21,20 +27,26 @@ let tenantCounter = 0;
 /** `versionsOnClock`: the secret's versions, the first one included, are created at the test clock's time. */
 function setup(initial: Record<string, unknown> = SECRET, options: { versionsOnClock?: boolean } = {}) {
   tenantCounter += 1;
+  const tenant = `tenant-${tenantCounter}`;
   const clock = new FakeClock();
   const secrets = new FakeSecretsManager("arn:secret:provider", initial, options.versionsOnClock ? () => clock.now() : undefined);
-  const make = () =>
-    new SecretsManagerTokenStore({
-      secrets: secrets.client,
-      secretId: secrets.secretId,
-      doc: table.doc,
-      tableName: table.tableName,
-      tenant: `tenant-${tenantCounter}`,
-      clock,
-      backoff: { random: () => 0.5, maxAttempts: 3 },
-      cacheTtlMs: 60_000,
-    });
-  return { secrets, clock, make, store: make() };
+  /** The options of this tenant's stores, with `extra` (a logger, metrics). */
+  const optionsWith = (extra: Partial<SecretsManagerTokenStoreOptions> = {}): SecretsManagerTokenStoreOptions => ({
+    secrets: secrets.client,
+    secretId: secrets.secretId,
+    doc: table.doc,
+    tableName: table.tableName,
+    tenant,
+    clock,
+    backoff: { random: () => 0.5, maxAttempts: 3 },
+    cacheTtlMs: 60_000,
+    ...extra,
+  });
+  const make = () => new SecretsManagerTokenStore(optionsWith());
+  /** The tenant's shared access-token item, as the table holds it. */
+  const accessItem = async () =>
+    (await table.doc.send(new GetCommand({ TableName: table.tableName, Key: accessTokenItemKey(tenant), ConsistentRead: true }))).Item;
+  return { secrets, clock, make, optionsWith, accessItem, store: make() };
 }
 
 describe("SecretsManagerTokenStore", () => {
@@ -116,10 +128,68 @@ describe("SecretsManagerTokenStore", () => {
     expect(await make().load()).toEqual({ refreshToken: "rt-new-family" });
   });
 
-  it("never returns the new access token when the secret write failed", async () => {
+  it("fails a save whose secret write fails when nothing was loaded (an onboarding): no token is held, none returned", async () => {
     const { store, secrets } = setup();
     secrets.failNext("PutSecretValue", awsError("AccessDeniedException", 400));
     await expect(store.save({ refreshToken: "rt-2", accessToken: "at-2" })).rejects.toBeInstanceOf(SecretStoreError);
+    expect(await store.load()).toEqual({ refreshToken: "rt-1" });
+  });
+
+  it("holds a rotated refresh token Secrets Manager refuses in the table, counted and logged without values, until a save writes the secret", async () => {
+    const { secrets, make, optionsWith, accessItem } = setup();
+    const metrics: string[] = [];
+    const warnings: string[] = [];
+    const logger = { debug: () => {}, info: () => {}, warn: (message: string, attributes?: object) => warnings.push(`${message} ${JSON.stringify(attributes)}`), error: () => {} };
+    const store = new SecretsManagerTokenStore(optionsWith({ logger, metrics: { add: (name) => metrics.push(name) } }));
+    // A refresh: the token provider loads (the version whose token it spends), refreshes, then saves.
+    await store.load();
+    secrets.failNext("PutSecretValue", awsError("AccessDeniedException", 400));
+    await store.save({ refreshToken: "rt-2", accessToken: "at-2", accessTokenExpiresAt: 2_000_000_000_000, scope: "s" });
+    expect(secrets.current().refresh_token).toBe("rt-1");
+    expect(secrets.versionCount).toBe(1);
+    expect(metrics).toEqual(["TokenSecretWriteFailed"]);
+    expect(warnings.join("\n")).toContain("AccessDeniedException");
+    expect(warnings.join("\n")).not.toMatch(/rt-2|at-2/);
+    // Every container now gets the held token, never the spent one; the item holding it has no expiry.
+    expect(await make().load()).toEqual({ refreshToken: "rt-2", accessToken: "at-2", accessTokenExpiresAt: 2_000_000_000_000, scope: "s" });
+    expect((await accessItem())?.["ttl"]).toBeUndefined();
+    // The next refresh spends rt-2; its save writes the secret, which releases the held token.
+    const next = make();
+    expect((await next.load())?.refreshToken).toBe("rt-2");
+    await next.save({ refreshToken: "rt-3", accessToken: "at-3", accessTokenExpiresAt: 2_000_000_000_000 });
+    expect(secrets.current().refresh_token).toBe("rt-3");
+    expect(await make().load()).toEqual({ refreshToken: "rt-3", accessToken: "at-3", accessTokenExpiresAt: 2_000_000_000_000 });
+    expect((await accessItem())?.["heldRefreshToken"]).toBeUndefined();
+    expect((await accessItem())?.["ttl"]).toBeTypeOf("number");
+  });
+
+  it("holds the refreshed tokens when the secret cannot even be read at save time, and a token set without an access token too", async () => {
+    const { store, secrets, make } = setup();
+    await store.load();
+    // The cache is bypassed by a fresh store: the save's read of the secret fails, then the held item is written.
+    const fresh = make();
+    await fresh.load();
+    secrets.failNext("GetSecretValue", awsError("InternalServiceError", 500), 3);
+    await fresh.save({ refreshToken: "rt-2" });
+    expect(await make().load()).toEqual({ refreshToken: "rt-2" });
+  });
+
+  it("ignores a held refresh token once the secret has a newer version (re-authorized out of band)", async () => {
+    const { store, secrets, make } = setup();
+    await store.load();
+    secrets.failNext("PutSecretValue", awsError("AccessDeniedException", 400));
+    await store.save({ refreshToken: "rt-2", accessToken: "at-2" });
+    await new ProviderSecretClient({ secrets: secrets.client, secretId: secrets.secretId }).put({ ...SECRET, refresh_token: "rt-new-family" });
+    expect(await make().load()).toEqual({ refreshToken: "rt-new-family" });
+  });
+
+  it("does not hold a rotation's own version: the write fails for its caller, which writes a plain version next", async () => {
+    const { store, secrets } = setup();
+    await store.load();
+    secrets.failNext("PutSecretValue", awsError("InvalidRequestException", 400));
+    await expect(store.forRotation({ clientRequestToken: "rotation-1", stages: ["AWSCURRENT", "AWSPENDING"] }).save({ refreshToken: "rt-2", accessToken: "at-2" })).rejects.toBeInstanceOf(
+      SecretStoreError,
+    );
     expect(await store.load()).toEqual({ refreshToken: "rt-1" });
   });
 

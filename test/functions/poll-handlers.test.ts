@@ -149,6 +149,22 @@ describe("poll-transactions handler", () => {
     expect(h.secrets.versionCount).toBe(2);
   });
 
+  it("goes on when Secrets Manager refuses the rotated refresh token: it is held in the table, counted, and written by the next refresh", async () => {
+    const first = h.secrets.current().refresh_token;
+    h.secrets.failNext("PutSecretValue", awsError("AccessDeniedException"));
+    expect((await h.poller("transactions")()).status).toBe("completed");
+    expect(h.secrets.current().refresh_token).toBe(first);
+    expect(h.output.some((line) => line.includes('"TokenSecretWriteFailed"'))).toBe(true);
+    expect(h.output.join("\n")).toContain("it is held in the table");
+    // Another container, after the access token expired, refreshes with the held token (not the spent first one).
+    h.sandbox.control.advanceClock(ACCESS_TOKEN_TTL_SECONDS + 1);
+    expect((await h.poller("cards")()).status).toBe("completed");
+    expect(h.refreshTokensPresented).toHaveLength(2);
+    expect(h.refreshTokensPresented[1]).not.toBe(first);
+    expect(h.secrets.current().refresh_token).not.toBe(first);
+    expect(await h.familyStillValid()).toBe(true);
+  });
+
   it("stops with a re-authorize error and a TokenFamilyRevoked metric when the family is revoked, without a retry loop", async () => {
     await h.poller("transactions")();
     // Someone replays the spent first refresh token: the provider revokes the whole family.

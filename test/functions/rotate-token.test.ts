@@ -315,13 +315,23 @@ describe("rotate-token handler (Secrets Manager rotation)", () => {
     expect(await h.familyStillValid()).toBe(true);
   });
 
-  it("releases the refresh lease when no write of the rotated secret lands (it keeps no tokens to save again)", async () => {
+  it("holds the rotated token in the table when neither write of the secret lands: the rotation completes and the family survives", async () => {
+    const before = h.secrets.current().refresh_token;
     h.secrets.failNext("PutSecretValue", awsError("AccessDeniedException"), 2);
-    const token = randomUUID();
-    h.secrets.startRotation(token);
-    await expect(h.rotator()(eventFor(token, "createSecret"))).rejects.toThrow(/PutSecretValue/);
-    expect(h.refreshTokensPresented).toHaveLength(1);
+    const token = await rotate();
+    expect(h.refreshTokensPresented).toEqual([before]);
+    expect(h.secrets.current().refresh_token).toBe(before);
+    expect(h.secrets.versionWith("AWSPENDING")).toBeUndefined();
+    expect(h.secrets.versionWith("AWSCURRENT")).not.toBe(token);
+    expect(h.output.some((line) => line.includes('"TokenSecretWriteFailed"'))).toBe(true);
     expect(await contender().tryAcquire(REFRESH_LEASE, TOKEN_LEASE_TTL_MS)).toBeDefined();
+    // The pollers present the held token, not the spent one, and their refresh writes the secret.
+    h.sandbox.control.advanceClock(ACCESS_TOKEN_TTL_SECONDS + 1);
+    expect((await h.poller("transactions")()).status).toBe("completed");
+    expect(h.refreshTokensPresented).toHaveLength(2);
+    expect(h.refreshTokensPresented[1]).not.toBe(before);
+    expect(h.secrets.current().refresh_token).not.toBe(before);
+    expect(await h.familyStillValid()).toBe(true);
   });
 
   it("saves the new refresh token of a 200 token answer that is not a token set, then fails the step: the pollers go on with it", async () => {

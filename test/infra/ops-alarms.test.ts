@@ -86,6 +86,28 @@ describe("cycle alarms follow the tenant's schedule", () => {
     expect(long("TokenFamilyRevoked").AlarmDescription).toContain("the last 600-minute period");
   });
 
+  it("alarms on a refresh token held in the table for want of a Secrets Manager write, whatever the schedule, clearing an hour after", () => {
+    const held = {
+      Namespace: "QashioBridge",
+      MetricName: "TokenSecretWriteFailed",
+      Statistic: "Sum",
+      Period: 3600,
+      Threshold: 1,
+      EvaluationPeriods: 1,
+      DatapointsToAlarm: 1,
+      TreatMissingData: "notBreaching",
+    };
+    expect(short("TokenSecretWriteFailed")).toMatchObject(held);
+    expect(long("TokenSecretWriteFailed")).toMatchObject(held);
+    expect(short("TokenSecretWriteFailed").Dimensions).toEqual(
+      expect.arrayContaining([
+        { Name: "service", Value: "qashio-bridge" },
+        { Name: "tenant", Value: "globex" },
+      ]),
+    );
+    expect(short("TokenSecretWriteFailed").AlarmDescription).toMatch(/Runbook: docs\/runbook\.md#tokensecretwritefailed$/);
+  });
+
   it("alarms on acknowledges refused in 2 of 3 periods of the transactions schedule, not on one refusal, clearing in periods without", () => {
     const refused = {
       Namespace: "QashioBridge",
