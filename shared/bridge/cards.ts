@@ -81,6 +81,24 @@ export const CARD_DETAIL_CONCURRENCY = 4;
 /** Members only a card's single read carries (spec §2.3): the configuration objects. */
 const DETAIL_ONLY_KEYS: ReadonlySet<string> = new Set(ERP_CARD_DETAIL_KEYS);
 
+/** A page entry after card details: `asListed` when its single read failed and the list's view stands in for it. */
+interface CardEntry extends PageEntry {
+  readonly asListed?: true;
+}
+
+/**
+ * The configuration objects of `before` (a snapshot's object) that `listed` (a card as the list shows it) lacks, added
+ * to a copy of it: a card whose single read failed keeps its last known configuration, so neither a view change nor a
+ * later read's change to it is mistaken or lost. `listed` unchanged when `before` has none.
+ */
+function withConfigurationOf(listed: Readonly<Record<string, unknown>>, before: Readonly<Record<string, unknown>>): Record<string, unknown> {
+  const kept = [...DETAIL_ONLY_KEYS].filter((key) => Object.hasOwn(before, key) && !Object.hasOwn(listed, key));
+  if (kept.length === 0) return listed;
+  const object = { ...listed };
+  for (const key of kept) object[key] = before[key];
+  return object;
+}
+
 /** True when a card object was taken from a single read: it carries at least one configuration object. */
 function isDetailView(object: Readonly<Record<string, unknown>>): boolean {
   for (const key of DETAIL_ONLY_KEYS) if (Object.hasOwn(object, key)) return true;
@@ -101,6 +119,8 @@ function isViewChange(change: Change, before: Readonly<Record<string, unknown>>,
 
 class CardRun extends CycleRun {
   private readonly seen = new Set<string>();
+  /** Set once every detail read of a page failed: the rest of the walk takes cards as listed, without reading them. */
+  private detailsFailing = false;
 
   constructor(
     override readonly deps: CardCycleDeps,
@@ -244,37 +264,58 @@ class CardRun extends CycleRun {
    * The page's cards as their single reads show them (see `CardCycleDeps.cardDetails`), read CARD_DETAIL_CONCURRENCY at
    * a time before anything is written, so a deadline met among them leaves the page whole for the next cycle. A listed
    * card that fails validation stays as listed (it is quarantined as such); a card gone since it was listed (404) is
-   * left out of this walk; a read answering another card than asked is rejected.
+   * left out of this walk; a read answering another card than asked is rejected. A read that fails otherwise (after
+   * the client's retries; a token failure aside, which ends the cycle) leaves the card as listed, `asListed`: its status
+   * and list members are still diffed, its configuration kept from its snapshot for a later walk, so one card the
+   * provider will not read cannot hold the walk. Once every read of a page failed, the rest of the walk reads none.
    */
-  private async withDetails(entries: readonly PageEntry[]): Promise<PageEntry[]> {
-    const read = await mapLimit(entries, CARD_DETAIL_CONCURRENCY, async (entry): Promise<PageEntry | undefined> => {
+  private async withDetails(entries: readonly PageEntry[]): Promise<CardEntry[]> {
+    let failed = 0;
+    let answered = 0;
+    const read = await mapLimit(entries, CARD_DETAIL_CONCURRENCY, async (entry): Promise<CardEntry | undefined> => {
       const listed = entry.rejected === undefined ? this.validators.card(entry.raw) : undefined;
       if (!listed?.success) return entry;
+      if (this.detailsFailing) return { ...entry, asListed: true };
       const id = listed.data["id"] as string;
       const gone = (err: unknown): boolean => !isTokenFailure(err) && statusOf(err) === 404;
       let page;
       try {
         page = await this.provider("read card detail", (call) => this.deps.provider.readErpCard(id, call), gone);
       } catch (err) {
-        if (!gone(err)) throw err;
-        this.deps.logger.info("card listed but gone when read; left for the next walk", { cardId: id });
-        return undefined;
+        if (this.outOfTime(err) || isTokenFailure(err)) throw err;
+        if (gone(err)) {
+          this.deps.logger.info("card listed but gone when read; left for the next walk", { cardId: id });
+          return undefined;
+        }
+        failed += 1;
+        const cause = err instanceof Error && err.cause instanceof Error ? err.cause : err;
+        this.deps.logger.warn("card detail read failed; the card is taken as listed, its configuration as last read", {
+          cardId: id,
+          error: cause instanceof Error ? cause.name : "Error",
+          status: statusOf(err),
+        });
+        return { ...entry, asListed: true };
       }
+      answered += 1;
       const [detail] = pageEntries(page);
       if (detail === undefined) return { raw: entry.raw, rejected: "(root): the card read answered no card" };
-      const answered = (detail.raw as Record<string, unknown> | null)?.["id"];
-      if (detail.rejected === undefined && answered !== id) return { raw: detail.raw, rejected: "id: the card read answered another card" };
+      const answeredId = (detail.raw as Record<string, unknown> | null)?.["id"];
+      if (detail.rejected === undefined && answeredId !== id) return { raw: detail.raw, rejected: "id: the card read answered another card" };
       return detail;
     });
-    return read.filter((entry): entry is PageEntry => entry !== undefined);
+    if (failed > 0 && answered === 0 && !this.detailsFailing) {
+      this.detailsFailing = true;
+      this.deps.logger.warn("every card detail read of a page failed; the rest of this walk takes cards as listed", { failed });
+    }
+    return read.filter((entry): entry is CardEntry => entry !== undefined);
   }
 
   private async processPage(listed: readonly PageEntry[]): Promise<void> {
     const { deps } = this;
-    const entries = deps.cardDetails === true ? await this.withDetails(listed) : listed;
+    const entries: readonly CardEntry[] = deps.cardDetails === true ? await this.withDetails(listed) : listed;
     const quarantine: QuarantineRecord[] = [];
-    const items: { id: string; object: Record<string, unknown>; hash: string }[] = [];
-    for (const { raw, rejected } of entries) {
+    const items: { id: string; object: Record<string, unknown>; hash: string; asListed?: true }[] = [];
+    for (const { raw, rejected, asListed } of entries) {
       const result = rejected === undefined ? this.validators.card(raw) : { success: false as const, reason: rejected };
       if (!result.success) {
         const rawId = (raw as Record<string, unknown> | null)?.["id"];
@@ -286,7 +327,7 @@ class CardRun extends CycleRun {
       // A card inserted at the top shifts the next page by one: the same card can be listed twice.
       if (this.seen.has(id)) continue;
       this.seen.add(id);
-      items.push({ id, object, hash: contentHash(object) });
+      items.push({ id, object, hash: contentHash(object), ...(asListed ? { asListed } : {}) });
     }
     this.report.handled += items.length + quarantine.length;
     await this.quarantine(quarantine);
@@ -307,8 +348,13 @@ class CardRun extends CycleRun {
       updatedAt: versionTime(at, before, atIso),
       sequence,
     });
-    for (const item of items) {
-      const before = snapshots.get(cardKey(item.id));
+    for (const listedItem of items) {
+      const before = snapshots.get(cardKey(listedItem.id));
+      let item = listedItem;
+      if (item.asListed && before !== undefined) {
+        const object = withConfigurationOf(item.object, before.object);
+        if (object !== item.object) item = { ...item, object, hash: contentHash(object) };
+      }
       if (before?.hash === item.hash) {
         this.report.unchanged += 1;
         continue;

@@ -749,6 +749,61 @@ describe("pollCards with card details", () => {
     expect(rig.metrics.sum("ProviderErrors")).toBe(0);
   });
 
+  it("takes a card whose detail read keeps failing as listed: its suspension is published, its limits kept, and the walk goes on", async () => {
+    const rig = await walked(3);
+    const [failing, other] = rig.provider.cards.map((c) => c["id"] as string);
+    rig.provider.changeCard(failing!, { status: "Suspended", purchase_limits: limits(900) });
+    rig.provider.changeCard(other!, { purchase_limits: limits(700) });
+    const unavailable = Object.assign(new Error("503"), { name: "ProviderError", status: 503 });
+    rig.provider.beforeCall = (call) => {
+      if (call.op === "readErpCard" && call.id === failing) throw unavailable;
+    };
+    const report = await pollCards(rig.deps, { pageSize: 10 });
+    expect(report.outcome).toBe("complete");
+    expect(rig.publisher.events.map((e) => [e.detailType, e.detail.subject.id, e.detail.data.changes?.map((c) => c.path)])).toEqual([
+      ["card.suspended", failing, ["/status"]],
+      ["card.updated", other, ["/purchase_limits/amount"]],
+    ]);
+    // The limits the failed read could not show stay as last read, so the next read finds their change.
+    expect(rig.snapshots.data.get(`card:${failing}`)?.object["purchase_limits"]).toEqual(limits(500));
+    expect(rig.logger.lines.some((l) => l.level === "warn" && l.message.startsWith("card detail read failed") && l.attributes?.["status"] === 503)).toBe(true);
+    expect(rig.metrics.sum("ProviderErrors")).toBeGreaterThan(0);
+
+    rig.provider.beforeCall = () => undefined;
+    await pollCards(rig.deps, { pageSize: 10 });
+    expect(rig.publisher.events.slice(2).map((e) => [e.detailType, e.detail.subject.id, e.detail.data.changes])).toEqual([
+      ["card.updated", failing, [{ path: "/purchase_limits/amount", before: 500, after: 900 }]],
+    ]);
+  });
+
+  it("stops reading details for the rest of a walk once every read of a page failed, and reads them again next walk", async () => {
+    const rig = await walked(25);
+    const reads = rig.provider.count("readErpCard");
+    rig.provider.beforeCall = (call) => {
+      if (call.op === "readErpCard") throw Object.assign(new Error("500"), { name: "ProviderError", status: 500 });
+    };
+    const last = rig.provider.cards.at(-1)!["id"] as string;
+    rig.provider.changeCard(last, { status: "Suspended" });
+    const report = await pollCards(rig.deps, { pageSize: 10 });
+    expect(report.outcome).toBe("complete");
+    // One page's reads, then none: the walk still sees the suspension on the last page.
+    expect(rig.provider.count("readErpCard") - reads).toBe(10);
+    expect(rig.publisher.events.map((e) => [e.detailType, e.detail.subject.id])).toEqual([["card.suspended", last]]);
+    expect(rig.snapshots.data.get(`card:${last}`)?.object["purchase_limits"]).toEqual(limits(500));
+    rig.provider.beforeCall = () => undefined;
+    await pollCards(rig.deps, { pageSize: 10 });
+    expect(rig.provider.count("readErpCard") - reads).toBe(10 + 25);
+  });
+
+  it("still ends the cycle when a detail read fails for the token (a revoked family is never taken as a card fault)", async () => {
+    const rig = await walked(2);
+    rig.provider.beforeCall = (call) => {
+      if (call.op === "readErpCard") throw Object.assign(new Error("revoked"), { name: "ReauthorizationRequiredError" });
+    };
+    await expect(pollCards(rig.deps, { pageSize: 10 })).rejects.toThrow();
+    expect(rig.publisher.events).toEqual([]);
+  });
+
   it("stops at the deadline among a page's detail reads without writing any of it, and walks that page next cycle", async () => {
     const rig = await walked(6);
     for (const card of rig.provider.cards) rig.provider.changeCard(card["id"] as string, { purchase_limits: limits(800) });
