@@ -38,14 +38,18 @@ interface AccessTokenItem {
   scope?: string;
   /**
    * Secret version whose refresh token was current when this access token was issued; with `heldRefreshToken`, the
-   * version whose refresh token that one replaced.
+   * version loaded before the refresh that held it.
    */
   secretVersionId: string;
   /**
    * A rotated refresh token Secrets Manager refused to store, kept here (KMS-encrypted like the access token) until a
-   * later save writes the secret; it counts only while the secret is still at `secretVersionId`.
+   * later save writes the secret; it counts only while the secret still holds the (spent) refresh token `heldOver`
+   * fingerprints, whatever its version: an edit that keeps that token (a new `pii_salt` or client secret) must not
+   * bring the spent token back, a new one (a re-authorization, a save) replaces the held one.
    */
   heldRefreshToken?: string;
+  /** Fingerprint of the secret's refresh token when `heldRefreshToken` was held (see {@link refreshTokenFingerprint}). */
+  heldOver?: string;
   updatedAt: string;
   /** Absent while the item holds a refresh token: it must not expire before a save writes the secret. */
   ttl?: number;
@@ -115,6 +119,8 @@ export class SecretsManagerTokenStore implements TokenStore {
   #inflightRead?: Promise<SecretRead>;
   /** Version of the refresh token the last `load` returned: the one a rejected refresh presented. */
   #lastLoadedVersionId?: string;
+  /** Fingerprint of the secret's refresh token at the last `load`: what a token held by the next save is bound to. */
+  #lastLoadedSecretToken?: string;
   /** Fingerprint of the provider client the store first read: the one its runtime was built with and refreshes with. */
   #client?: string;
 
@@ -152,8 +158,11 @@ export class SecretsManagerTokenStore implements TokenStore {
     this.#client ??= client;
     if (client !== this.#client) throw new ProviderClientChangedError(this.#secret.secretId);
     this.#lastLoadedVersionId = read.versionId;
+    const secretToken = refreshTokenFingerprint(read.secret);
+    this.#lastLoadedSecretToken = secretToken;
     const bound = item !== undefined && item.secretVersionId === read.versionId;
-    const tokens: StoredTokens = { refreshToken: (bound ? item.heldRefreshToken : undefined) ?? read.secret.refresh_token };
+    const held = item?.heldRefreshToken !== undefined && item.heldOver === secretToken ? item.heldRefreshToken : undefined;
+    const tokens: StoredTokens = { refreshToken: held ?? read.secret.refresh_token };
     if (!bound || item.accessToken === undefined) {
       return item?.scope !== undefined ? { ...tokens, scope: item.scope } : tokens;
     }
@@ -199,9 +208,10 @@ export class SecretsManagerTokenStore implements TokenStore {
    *
    * Should the secret read or write fail (an outage, a denied KMS key or IAM action, the version quota), the refresh
    * token the provider just rotated would exist nowhere but in memory, and the one it replaced is spent: the family
-   * would be lost with the process. So the tokens go into the access-token item instead, bound to the version last
-   * loaded (the one whose refresh token was spent), `TokenSecretWriteFailed` is counted and the save succeeds: `load`
-   * returns the held token while the secret stays at that version, and the next save writes the secret again. A
+   * would be lost with the process. So the tokens go into the access-token item instead, bound to the secret's refresh
+   * token at the last load (the one spent, or the one a held token replaced), `TokenSecretWriteFailed` is counted and
+   * the save succeeds: `load` returns the held token while the secret still holds that refresh token (in whatever
+   * version), and the next save writes the secret again. A
    * rotation's own version (`write`) is not held: its caller writes a plain version next, which is. Nothing is held
    * when nothing was loaded (an onboarding): the caller sees the error.
    */
@@ -211,8 +221,9 @@ export class SecretsManagerTokenStore implements TokenStore {
       versionId = await this.#writeSecret(tokens, write);
     } catch (error) {
       const spentVersionId = this.#lastLoadedVersionId;
-      if (write !== undefined || spentVersionId === undefined) throw error;
-      await this.#writeAccessItem(tokens, spentVersionId, true);
+      const heldOver = this.#lastLoadedSecretToken;
+      if (write !== undefined || spentVersionId === undefined || heldOver === undefined) throw error;
+      await this.#writeAccessItem(tokens, spentVersionId, heldOver);
       this.#options.metrics?.add("TokenSecretWriteFailed", 1, "Count");
       // A SecretStoreError's message names the operation and the AWS error, never a value.
       this.#options.logger?.warn("Secrets Manager refused the rotated refresh token: it is held in the table until a later refresh writes the secret", {
@@ -221,7 +232,7 @@ export class SecretsManagerTokenStore implements TokenStore {
       });
       return spentVersionId;
     }
-    await this.#writeAccessItem(tokens, versionId, false);
+    await this.#writeAccessItem(tokens, versionId, undefined);
     return versionId;
   }
 
@@ -317,11 +328,14 @@ export class SecretsManagerTokenStore implements TokenStore {
     return result.Item as AccessTokenItem | undefined;
   }
 
-  /** Writes the shared access-token item (deleted when there is no access token and no refresh token to hold). */
-  async #writeAccessItem(tokens: StoredTokens, secretVersionId: string, holdRefreshToken: boolean): Promise<void> {
+  /**
+   * Writes the shared access-token item (deleted when there is no access token and no refresh token to hold).
+   * `heldOver`: hold `tokens.refreshToken`, bound to the secret's refresh token of this fingerprint.
+   */
+  async #writeAccessItem(tokens: StoredTokens, secretVersionId: string, heldOver: string | undefined): Promise<void> {
     const { doc, tableName, tenant } = this.#options;
     const now = this.#clock.now();
-    if (tokens.accessToken === undefined && !holdRefreshToken) {
+    if (tokens.accessToken === undefined && heldOver === undefined) {
       await doc.send(new DeleteCommand({ TableName: tableName, Key: accessTokenItemKey(tenant) }));
       return;
     }
@@ -329,8 +343,8 @@ export class SecretsManagerTokenStore implements TokenStore {
       ...accessTokenItemKey(tenant),
       secretVersionId,
       updatedAt: new Date(now).toISOString(),
-      ...(holdRefreshToken
-        ? { heldRefreshToken: tokens.refreshToken }
+      ...(heldOver !== undefined
+        ? { heldRefreshToken: tokens.refreshToken, heldOver }
         : { ttl: ttlSeconds((tokens.accessTokenExpiresAt ?? now) + ACCESS_ITEM_TTL_SLACK_MS) }),
       ...(tokens.accessToken !== undefined ? { accessToken: tokens.accessToken } : {}),
       ...(tokens.accessTokenExpiresAt !== undefined ? { accessTokenExpiresAt: tokens.accessTokenExpiresAt } : {}),
@@ -338,6 +352,11 @@ export class SecretsManagerTokenStore implements TokenStore {
     };
     await doc.send(new PutCommand({ TableName: tableName, Item: item as unknown as Record<string, unknown> }));
   }
+}
+
+/** Fingerprint of the refresh token a secret holds (never its value). */
+function refreshTokenFingerprint(secret: Pick<ProviderSecret, "refresh_token">): string {
+  return secretFingerprint(secret, ["refresh_token"]);
 }
 
 /** Fingerprint of the provider client a secret names (never its values). */

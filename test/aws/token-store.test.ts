@@ -183,6 +183,28 @@ describe("SecretsManagerTokenStore", () => {
     expect(await make().load()).toEqual({ refreshToken: "rt-new-family" });
   });
 
+  it("keeps the held refresh token across a new secret version that keeps the spent one (a pii_salt or client secret edit): the spent token is never returned", async () => {
+    const { store, secrets, make } = setup();
+    await store.load();
+    secrets.failNext("PutSecretValue", awsError("AccessDeniedException", 400));
+    await store.save({ refreshToken: "rt-2", accessToken: "at-2" });
+    // The runbook's pii_salt replacement (get-secret-value | jq | put-secret-value): a new version, refresh token unchanged.
+    await new ProviderSecretClient({ secrets: secrets.client, secretId: secrets.secretId }).put({ ...SECRET, pii_salt: "salt-fedcba9876543210" });
+    expect(secrets.versionCount).toBe(2);
+    expect((await make().load())?.refreshToken).toBe("rt-2");
+    // A refresh after it spends rt-2; Secrets Manager refuses again: rt-3 is held, and still found after another edit.
+    const next = make();
+    expect((await next.load())?.refreshToken).toBe("rt-2");
+    secrets.failNext("PutSecretValue", awsError("AccessDeniedException", 400));
+    await next.save({ refreshToken: "rt-3", accessToken: "at-3" });
+    expect((await make().load())?.refreshToken).toBe("rt-3");
+    await new ProviderSecretClient({ secrets: secrets.client, secretId: secrets.secretId }).put({ ...SECRET, client_secret: "csecret-2" });
+    expect((await make().load())?.refreshToken).toBe("rt-3");
+    // A re-authorization (a new refresh token in the secret) still makes it stale.
+    await new ProviderSecretClient({ secrets: secrets.client, secretId: secrets.secretId }).put({ ...SECRET, refresh_token: "rt-new-family" });
+    expect(await make().load()).toEqual({ refreshToken: "rt-new-family" });
+  });
+
   it("does not hold a rotation's own version: the write fails for its caller, which writes a plain version next", async () => {
     const { store, secrets } = setup();
     await store.load();

@@ -165,6 +165,22 @@ describe("poll-transactions handler", () => {
     expect(await h.familyStillValid()).toBe(true);
   });
 
+  it("keeps using the held refresh token after an operator writes a new secret version that keeps the spent one (pii_salt replaced)", async () => {
+    const first = h.secrets.current().refresh_token;
+    h.secrets.failNext("PutSecretValue", awsError("AccessDeniedException"));
+    expect((await h.poller("transactions")()).status).toBe("completed");
+    expect(h.secrets.current().refresh_token).toBe(first);
+    // The runbook's pii_salt replacement: get-secret-value | jq '.pii_salt = ...' | put-secret-value.
+    await h.secrets.client.send(
+      new PutSecretValueCommand({ SecretId: h.secrets.secretId, SecretString: JSON.stringify({ ...h.secrets.current(), pii_salt: "another-salt-0123456789" }) }),
+    );
+    h.sandbox.control.advanceClock(ACCESS_TOKEN_TTL_SECONDS + 1);
+    expect((await h.poller("cards")()).status).toBe("completed");
+    expect(h.refreshTokensPresented).toHaveLength(2);
+    expect(h.refreshTokensPresented[1]).not.toBe(first);
+    expect(await h.familyStillValid()).toBe(true);
+  });
+
   it("stops with a re-authorize error and a TokenFamilyRevoked metric when the family is revoked, without a retry loop", async () => {
     await h.poller("transactions")();
     // Someone replays the spent first refresh token: the provider revokes the whole family.
