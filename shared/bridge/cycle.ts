@@ -141,12 +141,14 @@ export function isReauthorizationRequired(err: unknown): boolean {
 
 /**
  * True when `err` (or a cause) came from getting a token for a call, not from the call: the token endpoint refused
- * (a revoked family, wrong client credentials), whatever its status. Read structurally, as the client's errors carry
- * the path they failed on.
+ * (a revoked family, wrong client credentials), whatever its status, or no token could be had at all (the client's
+ * TokenUnavailableError: none stored, the refresh lock held elsewhere, rotated tokens not saved). Read structurally,
+ * as the client's errors carry the path they failed on, and by name.
  */
 export function isTokenFailure(err: unknown): boolean {
   const fromTokenEndpoint = (e: unknown): e is Error => e instanceof Error && (e as { path?: unknown }).path === TOKEN_PATH;
-  return isReauthorizationRequired(err) || causeMatching(err, fromTokenEndpoint) !== undefined;
+  const tokenUnavailable = (e: unknown): e is Error => e instanceof Error && e.name === "TokenUnavailableError";
+  return isReauthorizationRequired(err) || causeMatching(err, fromTokenEndpoint) !== undefined || causeMatching(err, tokenUnavailable) !== undefined;
 }
 
 /** `status_class` dimension of the ProviderErrors metric. */

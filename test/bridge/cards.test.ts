@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { cardEventType, pollCards, walkCursorKey } from "../../shared/bridge/cards.js";
 import { parseEventDetail } from "../../shared/bridge/events/schemas.js";
 import { CycleAbortedError, ReauthorizationNeededError } from "../../shared/bridge/errors.js";
-import { ReauthorizationRequiredError } from "../../shared/qashio/errors.js";
+import { ReauthorizationRequiredError, TokenUnavailableError } from "../../shared/qashio/errors.js";
 import { schemaValidator } from "../../shared/bridge/validate.js";
 import { ErpCardSchema } from "../../shared/qashio/schemas/erp-card.js";
 import { contentHash } from "../../shared/bridge/hash.js";
@@ -802,6 +802,19 @@ describe("pollCards with card details", () => {
     };
     await expect(pollCards(rig.deps, { pageSize: 10 })).rejects.toThrow();
     expect(rig.publisher.events).toEqual([]);
+  });
+
+  it("still ends the cycle when a detail read cannot get a token at all (TokenUnavailableError is no card fault either)", async () => {
+    const rig = await walked(2);
+    const [suspended] = rig.provider.cards.map((c) => c["id"] as string);
+    rig.provider.changeCard(suspended!, { status: "Suspended" });
+    rig.provider.beforeCall = (call) => {
+      if (call.op === "readErpCard") throw new TokenUnavailableError('token refresh lock "acme" still held by another process after 30000 ms');
+    };
+    await expect(pollCards(rig.deps, { pageSize: 10 })).rejects.toThrow(CycleAbortedError);
+    expect(rig.publisher.events).toEqual([]);
+    expect(rig.snapshots.data.get(`card:${suspended}`)?.object["status"]).toBe("Active");
+    expect(rig.logger.lines.some((l) => l.message.startsWith("card detail read failed"))).toBe(false);
   });
 
   it("stops at the deadline among a page's detail reads without writing any of it, and walks that page next cycle", async () => {
