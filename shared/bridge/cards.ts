@@ -119,7 +119,7 @@ function isViewChange(change: Change, before: Readonly<Record<string, unknown>>,
 
 class CardRun extends CycleRun {
   private readonly seen = new Set<string>();
-  /** Set once every detail read of a page failed: the rest of the walk takes cards as listed, without reading them. */
+  /** Set once a page's detail reads all failed (see `withDetails`): the rest of the walk takes cards as listed, without reading them. */
   private detailsFailing = false;
 
   constructor(
@@ -267,11 +267,18 @@ class CardRun extends CycleRun {
    * left out of this walk; a read answering another card than asked is rejected. A read that fails otherwise (after
    * the client's retries; a token failure aside, which ends the cycle) leaves the card as listed, `asListed`: its status
    * and list members are still diffed, its configuration kept from its snapshot for a later walk, so one card the
-   * provider will not read cannot hold the walk. Once every read of a page failed, the rest of the walk reads none.
+   * provider will not read cannot hold the walk. Once every read of a page failed, or the first
+   * CARD_DETAIL_CONCURRENCY reads of one failed with none answered, the rest of the walk (that page's reads not yet
+   * started included) reads none.
    */
   private async withDetails(entries: readonly PageEntry[]): Promise<CardEntry[]> {
     let failed = 0;
     let answered = 0;
+    const endDetails = (): void => {
+      if (this.detailsFailing) return;
+      this.detailsFailing = true;
+      this.deps.logger.warn("card detail reads of a page all failed; the rest of this walk takes cards as listed", { failed });
+    };
     const read = await mapLimit(entries, CARD_DETAIL_CONCURRENCY, async (entry): Promise<CardEntry | undefined> => {
       const listed = entry.rejected === undefined ? this.validators.card(entry.raw) : undefined;
       if (!listed?.success) return entry;
@@ -294,6 +301,9 @@ class CardRun extends CycleRun {
           error: cause instanceof Error ? cause.name : "Error",
           status: statusOf(err),
         });
+        // As many reads failed as run at once and none answered: the endpoint is down. The page's reads not started
+        // are not made, as a page of reads each taking its retries could outlast the cycle and hold the walk there.
+        if (failed >= CARD_DETAIL_CONCURRENCY && answered === 0) endDetails();
         return { ...entry, asListed: true };
       }
       answered += 1;
@@ -303,10 +313,7 @@ class CardRun extends CycleRun {
       if (detail.rejected === undefined && answeredId !== id) return { raw: detail.raw, rejected: "id: the card read answered another card" };
       return detail;
     });
-    if (failed > 0 && answered === 0 && !this.detailsFailing) {
-      this.detailsFailing = true;
-      this.deps.logger.warn("every card detail read of a page failed; the rest of this walk takes cards as listed", { failed });
-    }
+    if (failed > 0 && answered === 0) endDetails();
     return read.filter((entry): entry is CardEntry => entry !== undefined);
   }
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { cardEventType, pollCards, walkCursorKey } from "../../shared/bridge/cards.js";
+import { CARD_DETAIL_CONCURRENCY, cardEventType, pollCards, walkCursorKey } from "../../shared/bridge/cards.js";
 import { parseEventDetail } from "../../shared/bridge/events/schemas.js";
 import { CycleAbortedError, ReauthorizationNeededError } from "../../shared/bridge/errors.js";
 import { ReauthorizationRequiredError, TokenUnavailableError } from "../../shared/qashio/errors.js";
@@ -776,7 +776,7 @@ describe("pollCards with card details", () => {
     ]);
   });
 
-  it("stops reading details for the rest of a walk once every read of a page failed, and reads them again next walk", async () => {
+  it("stops reading details for the rest of a walk once the first reads of a page all failed, and reads them again next walk", async () => {
     const rig = await walked(25);
     const reads = rig.provider.count("readErpCard");
     rig.provider.beforeCall = (call) => {
@@ -786,13 +786,14 @@ describe("pollCards with card details", () => {
     rig.provider.changeCard(last, { status: "Suspended" });
     const report = await pollCards(rig.deps, { pageSize: 10 });
     expect(report.outcome).toBe("complete");
-    // One page's reads, then none: the walk still sees the suspension on the last page.
-    expect(rig.provider.count("readErpCard") - reads).toBe(10);
+    // The first page's first four reads (as many as run at once), then none: the walk still sees the suspension on the
+    // last page.
+    expect(rig.provider.count("readErpCard") - reads).toBe(CARD_DETAIL_CONCURRENCY);
     expect(rig.publisher.events.map((e) => [e.detailType, e.detail.subject.id])).toEqual([["card.suspended", last]]);
     expect(rig.snapshots.data.get(`card:${last}`)?.object["purchase_limits"]).toEqual(limits(500));
     rig.provider.beforeCall = () => undefined;
     await pollCards(rig.deps, { pageSize: 10 });
-    expect(rig.provider.count("readErpCard") - reads).toBe(10 + 25);
+    expect(rig.provider.count("readErpCard") - reads).toBe(CARD_DETAIL_CONCURRENCY + 25);
   });
 
   it("still ends the cycle when a detail read fails for the token (a revoked family is never taken as a card fault)", async () => {
@@ -815,6 +816,20 @@ describe("pollCards with card details", () => {
     expect(rig.publisher.events).toEqual([]);
     expect(rig.snapshots.data.get(`card:${suspended}`)?.object["status"]).toBe("Active");
     expect(rig.logger.lines.some((l) => l.message.startsWith("card detail read failed"))).toBe(false);
+  });
+
+  it("does not hold the walk at the deadline when the detail endpoint is down and its reads take their retries: a few failed reads end details", async () => {
+    const rig = await walked(40);
+    const suspended = rig.provider.cards[0]!["id"] as string;
+    rig.provider.changeCard(suspended, { status: "Suspended" });
+    // The detail endpoint answers 503 with a Retry-After of 10 s to every read: each read fails after the client's
+    // five attempts, 40 s of waits. A page of 40 such reads, four at a time, takes 400 s: more than a 5-minute poller.
+    const provider = clientOverFake(rig.provider, rig.clock, (call) => (call.op === "readErpCard" ? { status: 503, retryAfterSeconds: 10 } : undefined));
+    const budget = 270_000;
+    const report = await pollCards({ ...rig.deps, provider }, { deadline: rig.clock.now() + budget });
+    expect(report.outcome).toBe("complete");
+    expect(rig.publisher.events.map((e) => [e.detailType, e.detail.subject.id])).toEqual([["card.suspended", suspended]]);
+    expect(rig.snapshots.data.get(`card:${suspended}`)?.object["purchase_limits"]).toEqual(limits(500));
   });
 
   it("stops at the deadline among a page's detail reads without writing any of it, and walks that page next cycle", async () => {

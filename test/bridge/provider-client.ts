@@ -80,6 +80,8 @@ export function clientOverFake(provider: FakeProvider, clock: Clock, fault: (cal
       };
     } else if (url.pathname === PATHS.erpCards) {
       call = { op: "listErpCards", query: { ...(q.get("status") ? { status: "suspended" as const } : {}), page: int("page"), page_size: int("page_size") } };
+    } else if (url.pathname.startsWith(`${PATHS.erpCards}/`)) {
+      call = { op: "readErpCard", id: decodeURIComponent(url.pathname.slice(PATHS.erpCards.length + 1)) };
     } else {
       return failure({ status: 404 });
     }
@@ -92,6 +94,10 @@ export function clientOverFake(provider: FakeProvider, clock: Clock, fault: (cal
     if (call.op === "listTransactions") {
       const query = call.query;
       return serve(async () => listed(await provider.listTransactions(query)));
+    }
+    if (call.op === "readErpCard") {
+      const id = call.id;
+      return serve(async () => answer(200, { status_code: 200, success: true, message: "ok", data: (await provider.readErpCard(id)).data[0] }));
     }
     const query = call.query;
     return serve(async () => listed(await provider.listErpCards(query)));
