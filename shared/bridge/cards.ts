@@ -263,9 +263,10 @@ class CardRun extends CycleRun {
   /**
    * The page's cards as their single reads show them (see `CardCycleDeps.cardDetails`), read CARD_DETAIL_CONCURRENCY at
    * a time before anything is written, so a deadline met among them leaves the page whole for the next cycle. A listed
-   * card that fails validation stays as listed (it is quarantined as such); a card gone since it was listed (404) is
-   * left out of this walk; a read answering another card than asked is rejected. A read that fails otherwise (after
-   * the client's retries; a token failure aside, which ends the cycle) leaves the card as listed, `asListed`: its status
+   * card that fails validation stays as listed (it is quarantined as such); a read answering another card than asked
+   * is rejected. A card the read does not find (404: removed since it was listed, or one the provider lists but will not
+   * show) and a read that fails otherwise (after the client's retries; a token failure aside, which ends the cycle)
+   * leave the card as listed, `asListed`: its status
    * and list members are still diffed, its configuration kept from its snapshot for a later walk, so one card the
    * provider will not read cannot hold the walk. Once every read of a page failed, or the first
    * CARD_DETAIL_CONCURRENCY reads of one failed with none answered, the rest of the walk (that page's reads not yet
@@ -279,7 +280,7 @@ class CardRun extends CycleRun {
       this.detailsFailing = true;
       this.deps.logger.warn("card detail reads of a page all failed; the rest of this walk takes cards as listed", { failed });
     };
-    const read = await mapLimit(entries, CARD_DETAIL_CONCURRENCY, async (entry): Promise<CardEntry | undefined> => {
+    const read = await mapLimit(entries, CARD_DETAIL_CONCURRENCY, async (entry): Promise<CardEntry> => {
       const listed = entry.rejected === undefined ? this.validators.card(entry.raw) : undefined;
       if (!listed?.success) return entry;
       if (this.detailsFailing) return { ...entry, asListed: true };
@@ -290,9 +291,10 @@ class CardRun extends CycleRun {
         page = await this.provider("read card detail", (call) => this.deps.provider.readErpCard(id, call), gone);
       } catch (err) {
         if (this.outOfTime(err) || isTokenFailure(err)) throw err;
+        // Not a fault of the endpoint: not counted towards ending details for the walk.
         if (gone(err)) {
-          this.deps.logger.info("card listed but gone when read; left for the next walk", { cardId: id });
-          return undefined;
+          this.deps.logger.info("card listed but not found when read; taken as listed", { cardId: id });
+          return { ...entry, asListed: true };
         }
         failed += 1;
         const cause = err instanceof Error && err.cause instanceof Error ? err.cause : err;
@@ -314,7 +316,7 @@ class CardRun extends CycleRun {
       return detail;
     });
     if (failed > 0 && answered === 0) endDetails();
-    return read.filter((entry): entry is CardEntry => entry !== undefined);
+    return read;
   }
 
   private async processPage(listed: readonly PageEntry[]): Promise<void> {

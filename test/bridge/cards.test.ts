@@ -724,7 +724,7 @@ describe("pollCards with card details", () => {
     expect(rig.snapshots.data.get(`card:${first}`)?.object).not.toHaveProperty("purchase_limits");
   });
 
-  it("leaves a card gone since it was listed (404) for the next walk, and quarantines a detail that is invalid or another card's", async () => {
+  it("takes a card its read does not find (404) as listed, and quarantines a detail that is invalid or another card's", async () => {
     const rig = await walked(4);
     const [gone, malformed, swapped, fine] = rig.provider.cards.map((c) => c["id"] as string);
     for (const id of [gone, malformed, swapped, fine]) rig.provider.changeCard(id!, { status: "Suspended" });
@@ -737,15 +737,21 @@ describe("pollCards with card details", () => {
     };
     const report = await pollCards(rig.deps, { pageSize: 10 });
     expect(report.outcome).toBe("complete");
-    expect(rig.publisher.events.map((e) => [e.detailType, e.detail.subject.id])).toEqual([["card.suspended", fine]]);
+    // The list's view of the card not found is the latest there is: its suspension is published, limits kept.
+    expect(rig.publisher.events.map((e) => [e.detailType, e.detail.subject.id]).sort()).toEqual(
+      [
+        ["card.suspended", gone],
+        ["card.suspended", fine],
+      ].sort(),
+    );
     expect([...rig.quarantine.records.values()].map((r) => [r.entityId, r.reason]).sort()).toEqual(
       [
         [malformed, "validation: status: expected string"],
         [fine, "validation: id: the card read answered another card"],
       ].sort(),
     );
-    // Not quarantined, not rewritten: the next walk reads it again.
-    expect(rig.snapshots.data.get(`card:${gone}`)?.object["status"]).toBe("Active");
+    expect(rig.snapshots.data.get(`card:${gone}`)?.object["status"]).toBe("Suspended");
+    expect(rig.snapshots.data.get(`card:${gone}`)?.object["purchase_limits"]).toEqual(limits(500));
     expect(rig.metrics.sum("ProviderErrors")).toBe(0);
   });
 
