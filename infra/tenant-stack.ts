@@ -241,6 +241,7 @@ export class TenantStack extends Stack {
         PollCards: tenant.schedules.cardsEveryMinutes,
       },
       syncLagEveryMinutes: tenant.schedules.transactionsEveryMinutes,
+      ...(tenant.cardDetails ? { cardDetailsEveryMinutes: tenant.schedules.cardsEveryMinutes } : {}),
       // events still to deliver: they alarm while not empty
       deadLetterQueues: eventDeadLetters,
       // the slower schedule, so each period holds a tick of both pollers

@@ -42,6 +42,12 @@ export interface OpsAlarmsProps {
    * over windows derived from it.
    */
   readonly syncLagEveryMinutes: number;
+  /**
+   * Schedule of the card poller, in minutes, when the tenant reads card details: CardDetailsUnread is evaluated over
+   * windows derived from it.
+   * @default - no CardDetailsUnread alarm (the tenant does not read card details)
+   */
+  readonly cardDetailsEveryMinutes?: number;
   /** Queues that alarm as long as they hold a message, by short name: their messages need handling (redrive, purge). */
   readonly deadLetterQueues: Readonly<Record<string, sqs.IQueue>>;
   /**
@@ -215,6 +221,22 @@ export class OpsAlarms extends Construct {
       // refusals, so the alarm clears by itself once the provider takes the ids.
       treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
     });
+    if (props.cardDetailsEveryMinutes !== undefined) {
+      // As AcknowledgeRefused: a card the provider will not read is taken as listed again every walk, so a lasting
+      // failure is reported in every period of the cards schedule, a passing one (a card removed while read) once.
+      const unreadWindow = cycleAlarmWindow(props.cardDetailsEveryMinutes);
+      const unread = bridgeTenantMetric(tenant, "CardDetailsUnread", { statistic: "Sum", period: unreadWindow.period });
+      add("CardDetailsUnread", "carddetailsunread", unread, {
+        alarmDescription:
+          `Tenant ${tenant}: card detail reads failed in ${describeAlarmWindow(unreadWindow)}; ` +
+          "those cards were taken as listed, so their limit changes are not seen until a read works.",
+        threshold: 1,
+        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        evaluationPeriods: unreadWindow.evaluationPeriods,
+        datapointsToAlarm: unreadWindow.datapointsToAlarm,
+        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      });
+    }
     for (const [name, fn] of Object.entries(props.functions)) {
       const everyMinutes = props.cycleEveryMinutes?.[name];
       const window = everyMinutes === undefined ? FIRST_ERROR_WINDOW : cycleAlarmWindow(everyMinutes);

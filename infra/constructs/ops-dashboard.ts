@@ -116,6 +116,7 @@ export class OpsDashboard extends Construct {
         plain("TransactionsPulled", "Sum", "transactions pulled"),
         plain("Acknowledged", "Sum", "acknowledged"),
         plain("AcknowledgeRefused", "Sum", "acknowledge refused"),
+        plain("CardDetailsUnread", "Sum", "card details unread"),
         plain("EventsFailed", "Sum", "publish failures"),
       ]),
       graph(

@@ -316,6 +316,9 @@ class CardRun extends CycleRun {
       return detail;
     });
     if (failed > 0 && answered === 0) endDetails();
+    // Cards whose limits this walk could not see: persistent, it alarms (CardDetailsUnread).
+    const unread = read.reduce((count, entry) => count + (entry.asListed === true ? 1 : 0), 0);
+    if (unread > 0) this.deps.metrics.add("CardDetailsUnread", unread, "Count");
     return read;
   }
 

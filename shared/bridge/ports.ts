@@ -175,6 +175,7 @@ export type { Clock } from "../clock.js";
 export type MetricName =
   | "TransactionsPulled"
   | "CardsPulled"
+  | "CardDetailsUnread"
   | "EventsPublished"
   | "EventsFailed"
   | "Acknowledged"

@@ -752,6 +752,7 @@ describe("pollCards with card details", () => {
     );
     expect(rig.snapshots.data.get(`card:${gone}`)?.object["status"]).toBe("Suspended");
     expect(rig.snapshots.data.get(`card:${gone}`)?.object["purchase_limits"]).toEqual(limits(500));
+    expect(rig.metrics.sum("CardDetailsUnread")).toBe(1);
     expect(rig.metrics.sum("ProviderErrors")).toBe(0);
   });
 
@@ -774,6 +775,7 @@ describe("pollCards with card details", () => {
     expect(rig.snapshots.data.get(`card:${failing}`)?.object["purchase_limits"]).toEqual(limits(500));
     expect(rig.logger.lines.some((l) => l.level === "warn" && l.message.startsWith("card detail read failed") && l.attributes?.["status"] === 503)).toBe(true);
     expect(rig.metrics.sum("ProviderErrors")).toBeGreaterThan(0);
+    expect(rig.metrics.sum("CardDetailsUnread")).toBe(1);
 
     rig.provider.beforeCall = () => undefined;
     await pollCards(rig.deps, { pageSize: 10 });
@@ -797,9 +799,12 @@ describe("pollCards with card details", () => {
     expect(rig.provider.count("readErpCard") - reads).toBe(CARD_DETAIL_CONCURRENCY);
     expect(rig.publisher.events.map((e) => [e.detailType, e.detail.subject.id])).toEqual([["card.suspended", last]]);
     expect(rig.snapshots.data.get(`card:${last}`)?.object["purchase_limits"]).toEqual(limits(500));
+    // Every card of the walk went unread, the ones never asked for included.
+    expect(rig.metrics.sum("CardDetailsUnread")).toBe(25);
     rig.provider.beforeCall = () => undefined;
     await pollCards(rig.deps, { pageSize: 10 });
     expect(rig.provider.count("readErpCard") - reads).toBe(CARD_DETAIL_CONCURRENCY + 25);
+    expect(rig.metrics.sum("CardDetailsUnread")).toBe(25);
   });
 
   it("still ends the cycle when a detail read fails for the token (a revoked family is never taken as a card fault)", async () => {

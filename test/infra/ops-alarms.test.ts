@@ -40,6 +40,13 @@ function alarmsOfGlobexEvery(transactionsEveryMinutes: number, cardsEveryMinutes
   return alarms;
 }
 
+/** The properties of every alarm named `name` in `template`. */
+function alarmsNamed(template: Template, name: string): AlarmProperties[] {
+  return Object.values(template.findResources("AWS::CloudWatch::Alarm", { Properties: { AlarmName: name } })).map(
+    (resource) => (resource as { Properties: AlarmProperties }).Properties,
+  );
+}
+
 /** The properties of globex's alarm of each suffix in `template`. */
 function alarmsIn(template: Template): (suffix: string) => AlarmProperties {
   return (suffix) => {
@@ -106,6 +113,26 @@ describe("cycle alarms follow the tenant's schedule", () => {
       ]),
     );
     expect(short("TokenSecretWriteFailed").AlarmDescription).toMatch(/Runbook: docs\/runbook\.md#tokensecretwritefailed$/);
+  });
+
+  it("alarms on card details unread in 2 of 3 periods of the cards schedule, only for a tenant that reads card details", () => {
+    const acmeUnread = alarmsNamed(exampleStacks().acme.template, "QashioBridge-acme-sandbox-CardDetailsUnread");
+    expect(acmeUnread).toHaveLength(1);
+    expect(acmeUnread[0]).toMatchObject({
+      Namespace: "QashioBridge",
+      MetricName: "CardDetailsUnread",
+      Statistic: "Sum",
+      Threshold: 1,
+      EvaluationPeriods: 3,
+      DatapointsToAlarm: 2,
+      TreatMissingData: "notBreaching",
+    });
+    expect(String(acmeUnread[0]?.["AlarmDescription"])).toMatch(/Runbook: docs\/runbook\.md#carddetailsunread$/);
+    // globex does not read card details: no such alarm.
+    const globex = Template.fromStack(buildTestApp({ tenants: [globexEvery(5, 30)] }).stacks[0] as TenantStack);
+    expect(alarmsNamed(globex, "QashioBridge-globex-CardDetailsUnread")).toHaveLength(0);
+    const withDetails = Template.fromStack(buildTestApp({ tenants: [{ ...globexEvery(5, 30), cardDetails: true }] }).stacks[0] as TenantStack);
+    expect(alarmsNamed(withDetails, "QashioBridge-globex-CardDetailsUnread")[0]).toMatchObject({ Period: 1800, EvaluationPeriods: 3, DatapointsToAlarm: 2 });
   });
 
   it("alarms on acknowledges refused in 2 of 3 periods of the transactions schedule, not on one refusal, clearing in periods without", () => {
@@ -214,9 +241,17 @@ describe("cycle alarms follow the tenant's schedule", () => {
 describe("the alarms on plain bridge metrics", () => {
   afterEach(() => vi.unstubAllEnvs());
 
-  it.each(["SyncLag", "QuarantineGrowing", "TokenFamilyRevoked", "AcknowledgeRefused"])("%s has exactly the dimensions the runtime emits its metric with, under the functions' environment", (suffix) => {
-    const { template } = exampleStacks().globex;
-    const alarm = alarmsIn(template)(suffix);
+  it.each([
+    ["SyncLag", "globex"],
+    ["QuarantineGrowing", "globex"],
+    ["TokenFamilyRevoked", "globex"],
+    ["AcknowledgeRefused", "globex"],
+    ["TokenSecretWriteFailed", "globex"],
+    ["CardDetailsUnread", "acme-sandbox"],
+  ] as const)("%s has exactly the dimensions the runtime emits its metric with, under the functions' environment (%s)", (suffix, tenant) => {
+    const { template } = tenant === "globex" ? exampleStacks().globex : exampleStacks().acme;
+    const [alarm] = alarmsNamed(template, `QashioBridge-${tenant}-${suffix}`);
+    if (alarm === undefined) throw new Error(`no alarm ${suffix} for ${tenant}`);
     const env = (template.findResources("AWS::Lambda::Function") as Record<string, { Properties: { Environment: { Variables: Record<string, unknown> } } }>);
     const variables = Object.values(env)[0]?.Properties.Environment.Variables ?? {};
     vi.stubEnv("POWERTOOLS_DEV", "true");
@@ -227,7 +262,7 @@ describe("the alarms on plain bridge metrics", () => {
     vi.spyOn(console, "log").mockImplementation((line: unknown) => void lines.push(JSON.parse(String(line)) as Record<string, unknown>));
     vi.spyOn(console, "warn").mockImplementation(() => undefined);
     const metrics = new Metrics();
-    metrics.setDefaultDimensions({ tenant: "globex" });
+    metrics.setDefaultDimensions({ tenant });
     const name = alarm["MetricName"] as MetricName;
     new PowertoolsMetricsAdapter(metrics).add(name, 12, name === "SyncLagSeconds" ? "Seconds" : "Count");
     metrics.publishStoredMetrics();

@@ -763,7 +763,7 @@ describe("ops", () => {
       Threshold: 1,
       ComparisonOperator: "GreaterThanOrEqualToThreshold",
     });
-    acmeT.resourceCountIs("AWS::CloudWatch::Alarm", 14);
+    acmeT.resourceCountIs("AWS::CloudWatch::Alarm", 15);
     expect(Object.keys(globexT.findResources("AWS::CloudWatch::Alarm")).filter((id) => id.includes("EventBus"))).toEqual([]);
   });
 
