@@ -266,11 +266,10 @@ class CardRun extends CycleRun {
    * card that fails validation stays as listed (it is quarantined as such); a read answering another card than asked
    * is rejected. A card the read does not find (404: removed since it was listed, or one the provider lists but will not
    * show) and a read that fails otherwise (after the client's retries; a token failure aside, which ends the cycle)
-   * leave the card as listed, `asListed`: its status
-   * and list members are still diffed, its configuration kept from its snapshot for a later walk, so one card the
-   * provider will not read cannot hold the walk. Once every read of a page failed, or the first
-   * CARD_DETAIL_CONCURRENCY reads of one failed with none answered, the rest of the walk (that page's reads not yet
-   * started included) reads none.
+   * leave the card as listed, `asListed`: its status and list members are still diffed, its configuration kept from
+   * its snapshot for a later walk, so one card the provider will not read cannot hold the walk. Once every read of a
+   * page failed, or the first CARD_DETAIL_CONCURRENCY reads of one failed with none answered, the rest of the walk
+   * (that page's reads not yet started included) reads none.
    */
   private async withDetails(entries: readonly PageEntry[]): Promise<CardEntry[]> {
     let failed = 0;
