@@ -91,4 +91,55 @@ describe("card cycle property", () => {
     );
     expect(crashed).toBeGreaterThan(10);
   });
+
+  it("publishes every limit amount a detail read saw, in order, whatever reads failed (5xx, 404) on the walks between", async () => {
+    type LimitStep =
+      | { readonly kind: "limit"; readonly pick: number; readonly amount: number }
+      | { readonly kind: "walk"; readonly failing: readonly boolean[]; readonly notFound: boolean; readonly pageSize: number };
+    const limitStepArb: fc.Arbitrary<LimitStep> = fc.oneof(
+      fc.record({ kind: fc.constant("limit" as const), pick: fc.nat(), amount: fc.constantFrom(100, 200, 300) }),
+      fc.record({
+        kind: fc.constant("walk" as const),
+        failing: fc.array(fc.boolean(), { minLength: 6, maxLength: 6 }),
+        notFound: fc.boolean(),
+        pageSize: fc.integer({ min: 1, max: 6 }),
+      }),
+    );
+    const limits = (amount: number) => ({ enabled: true, amount, frequency: "MONTHLY", limit_currency: "AED", number_of_purchases: null });
+    const amountOf = (object: Record<string, unknown> | undefined): unknown => (object?.["purchase_limits"] as { amount?: unknown } | undefined)?.amount;
+    /** The values in order, each run of equal ones as one. */
+    const runs = (values: readonly unknown[]): unknown[] => values.filter((value, i) => i === 0 || value !== values[i - 1]);
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 1, max: 6 }), fc.array(limitStepArb, { minLength: 1, maxLength: 20 }), async (count, steps) => {
+        const rig = makeRig({}, { cardDetails: true });
+        for (let i = 0; i < count; i++) rig.provider.addCard({ purchase_limits: limits(100) });
+        const ids = rig.provider.cards.map((card) => card["id"] as string);
+        await pollCards(rig.deps);
+        /** Amounts each card's successful detail reads saw, walk after walk. */
+        const seen = new Map(ids.map((id) => [id, [100] as unknown[]]));
+        for (const step of steps) {
+          if (step.kind === "limit") {
+            rig.provider.changeCard(ids[step.pick % ids.length]!, { purchase_limits: limits(step.amount) });
+            continue;
+          }
+          rig.clock.advance(60_000);
+          const readOk = new Set<string>();
+          rig.provider.beforeCall = (call) => {
+            if (call.op !== "readErpCard") return;
+            if (step.failing[ids.indexOf(call.id)] === true) {
+              throw Object.assign(new Error("failed"), step.notFound ? { name: "NotFoundError", status: 404 } : { name: "ProviderError", status: 503 });
+            }
+            readOk.add(call.id);
+          };
+          expect((await pollCards(rig.deps, { pageSize: step.pageSize })).outcome).toBe("complete");
+          for (const id of readOk) seen.get(id)?.push(amountOf(rig.provider.cards.find((card) => card["id"] === id)));
+        }
+        for (const id of ids) {
+          const published = rig.publisher.events.filter((e) => e.detail.subject.id === id).map((e) => amountOf(e.detail.data.object));
+          expect(runs([100, ...published])).toEqual(runs(seen.get(id) ?? []));
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
 });
