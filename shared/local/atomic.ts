@@ -71,7 +71,7 @@ const DIR_FSYNC_UNSUPPORTED = new Set(["EISDIR", "EPERM", "EACCES", "EINVAL", "E
  * and the write goes on; any other failure (EIO) throws: the rename may not be on disk, and a token save reported
  * durable then could bring a spent refresh token back after a power loss.
  */
-function fsyncDirSync(dir: string): void {
+export function fsyncDirSync(dir: string): void {
   let fd: number | undefined;
   try {
     fd = openSync(dir, "r");

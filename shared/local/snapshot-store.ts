@@ -17,7 +17,7 @@ import type { Snapshot, SnapshotKey, SnapshotPage, SnapshotScanOptions, Snapshot
 import { SnapshotCursorError } from "../bridge/errors.js";
 import { isSnapshotSequence } from "../bridge/validate.js";
 import { jsonOf, jsonString } from "../bridge/hash.js";
-import { ScratchBuffer, TEMP_SUFFIX, createFileOnce, unlinkQuietly, writeFileAtomic } from "./atomic.js";
+import { ScratchBuffer, TEMP_SUFFIX, createFileOnce, fsyncDirSync, unlinkQuietly, writeFileAtomic } from "./atomic.js";
 import { CorruptStateError } from "./errors.js";
 import { KeyIndex, sameFingerprint } from "./key-index.js";
 import { STATE_DIRS } from "./layout.js";
@@ -366,6 +366,10 @@ export class FileSnapshotStore implements SnapshotStore {
     return this.serialised(async () => {
       await this.load();
       while ((await this.compactBatch(1)) > 0);
+      // Segments are deleted by plain unlinks (this pass's, and those of the putMany calls before it): the directory is
+      // fsynced so none of them, with the replaced versions it holds, comes back after a power loss. No segment, no
+      // directory (the store was never written).
+      if (this.segments.size > 0) fsyncDirSync(this.dir);
     });
   }
 
