@@ -112,7 +112,9 @@ export function reduceDetail(
   toEntry: (detail: ReducedDetail) => SizedEntry,
   limit: number = MAX_ENTRY_BYTES,
 ): ReducedDetail | undefined {
-  const copy = structuredClone(detail) as BridgeEventDetail & { data: Record<string, unknown> };
+  // A copy through JSON, not structuredClone: the engine's changes hold the object's own members (the diff's `after`
+  // values), and a clone keeping those shared would cut an array at two places while the trim records one of them.
+  const copy = JSON.parse(JSON.stringify(detail)) as BridgeEventDetail & { data: Record<string, unknown> };
   const truncations: Truncation[] = [];
   const withMarker = (): ReducedDetail =>
     truncations.length > 0

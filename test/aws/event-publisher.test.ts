@@ -11,6 +11,7 @@ import { FakeClock } from "./support/clock.js";
 import { awsError } from "./support/fake-secrets-manager.js";
 import { pollTransactions } from "../../shared/bridge/transactions.js";
 import { makeRig } from "../bridge/fakes.js";
+import { diffObjects } from "../../shared/bridge/diff.js";
 
 const client = new EventBridgeClient({ region: "eu-west-1", credentials: { accessKeyId: "x", secretAccessKey: "x" } });
 const mock = mockClient(client);
@@ -207,6 +208,35 @@ describe("EventBridgePublisher", () => {
     const result = await publisher().publish([event("ev_huge", { id: "tx", memo: "m".repeat(300_000) })]);
     expect(result.failed.map((f) => f.reason)).toEqual([expect.stringMatching(/^oversized/)]);
     expect(mock.commandCalls(PutEventsCommand)).toHaveLength(0);
+  });
+  it("records every trim of an event whose changes share values with its object, as the engine's diff makes them", async () => {
+    mock.on(PutEventsCommand).callsFake((input: { Entries: unknown[] }) => ({ FailedEntryCount: 0, Entries: input.Entries.map(() => ({ EventId: "x" })) }));
+    const rules = Array.from({ length: 3_000 }, (_, i) => ({ id: `r${i}`, v: "x".repeat(60) }));
+    const added = { id: "li_new", allocations: Array.from({ length: 1_500 }, (_, i) => ({ id: `a${i}`, v: "y".repeat(60) })) };
+    const before = { id: "tx", limits: null, line_items: [{ id: "li_1" }] };
+    const after = { id: "tx", limits: { period: "monthly", rules }, line_items: [{ id: "li_1" }, added] };
+    // The diff's `after` values are the object's own members (`/limits`, `/line_items/li_new`), as in every changed event.
+    const changed = event("ev_shared", after, diffObjects(before, after));
+    const original = JSON.parse(JSON.stringify(changed.detail)) as unknown;
+    expect(await publisher().publish([changed])).toEqual({ failed: [] });
+    const entry = sentEntries()[0]?.[0] ?? {};
+    expect(entrySize(entry)).toBeLessThanOrEqual(MAX_ENTRY_BYTES);
+    const sent = JSON.parse(entry.Detail ?? "{}") as BridgeEvent["detail"];
+    const recorded = new Map(truncationsOf(sent).map((t) => [t.path, t]));
+    // Every array sent shorter than it is has its trim recorded at its own path, with the length it was sent with.
+    const unrecorded: string[] = [];
+    const walk = (whole: unknown, cut: unknown, path: string): void => {
+      if (Array.isArray(whole) && Array.isArray(cut)) {
+        const trim = recorded.get(path);
+        if (cut.length < whole.length && (trim?.kept !== cut.length || trim.total !== whole.length)) unrecorded.push(`${path} (${cut.length} of ${whole.length})`);
+        cut.forEach((element, i) => walk(whole[i], element, `${path}/${i}`));
+      } else if (typeof whole === "object" && whole !== null && typeof cut === "object" && cut !== null) {
+        for (const key of Object.keys(cut)) if (key !== "_truncated") walk((whole as Record<string, unknown>)[key], (cut as Record<string, unknown>)[key], `${path}/${key}`);
+      }
+    };
+    walk(original, sent, "");
+    expect(unrecorded).toEqual([]);
+    for (const trim of recorded.values()) expect(trim.kept).toBeLessThan(trim.total);
   });
 });
 
