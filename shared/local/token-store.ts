@@ -40,8 +40,9 @@ export class FileTokenStore implements TokenStore {
     let parsed: unknown;
     try {
       parsed = JSON.parse(text);
-    } catch (err) {
-      throw new CorruptStateError("Token file is not valid JSON", { file: this.file }, { cause: err });
+    } catch {
+      // No cause: JSON.parse's message quotes the text around the fault, which may be part of a refresh token.
+      throw new CorruptStateError("Token file is not valid JSON", { file: this.file });
     }
     const tokens = parsed as Partial<StoredTokens> | null;
     if (!tokens || typeof tokens.refreshToken !== "string") {

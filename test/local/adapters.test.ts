@@ -1,6 +1,7 @@
 import { chmod, mkdir, mkdtemp, readdir, readFile, rm, stat, utimes, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { inspect } from "node:util";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
   CorruptStateError,
@@ -143,6 +144,17 @@ describe("FileTokenStore", () => {
     const error = await store.load().catch((e: unknown) => e);
     expect(error).toBeInstanceOf(CorruptStateError);
     expect((error as Error).message).not.toContain("secret-value");
+  });
+
+  it("quotes no token from a corrupt file anywhere on the error, its cause chain included", async () => {
+    const store = new FileTokenStore(dir);
+    // A refresh token pasted in by hand, and a file whose value lost its quotes: JSON.parse's message quotes the text.
+    for (const text of ["rt-SECRETSECRETSECRET\n", '{"refreshToken":rt-SECRETSECRETSECRET}']) {
+      await writeFile(store.file, text);
+      const error = await store.load().catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(CorruptStateError);
+      expect(inspect(error, { depth: 10 })).not.toContain("SECRET");
+    }
   });
 
   it("removes the old temp files of crashed writes beside its file on its first load (one may hold a refresh token), not fresh ones or other files", async () => {
