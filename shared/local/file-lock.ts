@@ -11,6 +11,7 @@ import { mkdir, readdir, readFile, unlink } from "node:fs/promises";
 import { hostname } from "node:os";
 import path from "node:path";
 import type { Clock, Lock, LockHandle } from "../bridge/ports.js";
+import { systemClock as sharedSystemClock } from "../clock.js";
 import { createFileOnce, staleTempSweep, writeFileAtomic } from "./atomic.js";
 import { STATE_DIRS } from "./layout.js";
 
@@ -20,6 +21,8 @@ interface Lease {
   readonly expiresAt: number;
   /** Who holds it, where that can be told (Linux): lets a contender see that the holder has exited. */
   readonly holder?: ProcessIdentity;
+  /** The expiry again on the boot's monotonic clock, where there is one (see {@link steadyBoot}); 0 once released. */
+  readonly steady?: { readonly boot: string; readonly expiresAt: number };
 }
 
 /** A process as the kernel tells it apart: host, pid namespace and start time (a reused pid has another start time). */
@@ -64,7 +67,32 @@ function holderHasExited(lease: Lease): boolean {
   }
 }
 
-const systemClock: Pick<Clock, "now"> = { now: () => Date.now() };
+const systemClock: Pick<Clock, "now"> = sharedSystemClock;
+
+/**
+ * This boot and time namespace (Linux), whose processes all read one monotonic clock (CLOCK_MONOTONIC, which
+ * `process.hrtime` reads): it never jumps when the wall clock is stepped (NTP, a VM resumed, a person setting the
+ * time) and stands still while the machine sleeps. Undefined where /proc does not tell it.
+ */
+const steadyBoot: string | undefined = (() => {
+  try {
+    const boot = readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim();
+    let timeNamespace = "";
+    try {
+      timeNamespace = readlinkSync("/proc/self/ns/time");
+    } catch {
+      // A kernel without time namespaces: one monotonic clock for the whole boot.
+    }
+    return boot ? `${boot}/${timeNamespace}` : undefined;
+  } catch {
+    return undefined;
+  }
+})();
+
+/** Milliseconds on the boot's monotonic clock. */
+function steadyNow(): number {
+  return Number(process.hrtime.bigint() / 1_000_000n);
+}
 
 async function readLease(file: string): Promise<Lease | undefined> {
   try {
@@ -95,12 +123,19 @@ async function readLease(file: string): Promise<Lease | undefined> {
 export class FileLock implements Lock {
   readonly dir: string;
   private readonly clock: Pick<Clock, "now">;
+  /** Whether expiries are also measured on the boot's monotonic clock (see `expired`). */
+  private readonly steady: boolean;
   /** Temp files of contenders killed while creating a lease (see createFileOnce): harmless, but they would pile up. */
   private readonly sweep: () => Promise<void>;
 
-  constructor(stateDir: string, options: { clock?: Pick<Clock, "now"> } = {}) {
+  /**
+   * @param options.steady - also measure expiries on the boot's monotonic clock (see `expired`). @default true on the
+   *   system clock, false on any other (a fake clock's time does not line up with it)
+   */
+  constructor(stateDir: string, options: { clock?: Pick<Clock, "now">; steady?: boolean } = {}) {
     this.dir = path.join(stateDir, STATE_DIRS.locks);
     this.clock = options.clock ?? systemClock;
+    this.steady = options.steady ?? this.clock === systemClock;
     this.sweep = staleTempSweep(this.dir);
   }
 
@@ -115,13 +150,12 @@ export class FileLock implements Lock {
       // Gone: removed by hand while we listed; let the next attempt decide on a fresh listing.
       if (!current) return undefined;
       // A holder that crashed leaves a lease that would block everyone until it expires.
-      if (current.expiresAt > this.clock.now() && !holderHasExited(current)) return undefined;
+      if (!this.expired(current) && !holderHasExited(current)) return undefined;
       next = top + 1;
     }
     const token = randomUUID();
     const file = this.file(base, next);
-    const lease = JSON.stringify({ token, pid: process.pid, expiresAt: this.clock.now() + ttlMs, holder: ownIdentity } satisfies Lease);
-    if (!(await createFileOnce(file, lease, { mode: 0o600 }))) return undefined;
+    if (!(await createFileOnce(file, this.leaseText(token, ttlMs), { mode: 0o600 }))) return undefined;
     // A contender that read an older generation may create a stale one; only the highest generation holds.
     if ((await this.highest(base)) !== next) {
       await unlink(file).catch(() => undefined);
@@ -129,6 +163,27 @@ export class FileLock implements Lock {
     }
     await this.removeBelow(base, next);
     return this.handle(base, next, token);
+  }
+
+  /**
+   * Whether a lease has run out. Its wall-clock expiry must have passed and, when holder and reader share a monotonic
+   * clock (same boot and time namespace, both measuring on it), its expiry on that clock too: a wall clock stepped
+   * forward (or a machine woken from sleep) would otherwise expire a live holder's lease at once, in the middle of its
+   * refresh, and let another process present the same refresh token, which revokes the family. A wall clock stepped
+   * back does not shorten a lease either, since both must have passed.
+   */
+  private expired(lease: Lease): boolean {
+    if (lease.expiresAt > this.clock.now()) return false;
+    const steady = lease.steady;
+    if (!this.steady || steadyBoot === undefined || steady?.boot !== steadyBoot || typeof steady.expiresAt !== "number") return true;
+    return steady.expiresAt <= steadyNow();
+  }
+
+  /** A lease of `token` for `ttlMs` from now; released (expired on every clock) when `ttlMs` is undefined. */
+  private leaseText(token: string, ttlMs: number | undefined): string {
+    const expiresAt = ttlMs === undefined ? 0 : this.clock.now() + ttlMs;
+    const steady = this.steady && steadyBoot !== undefined ? { boot: steadyBoot, expiresAt: ttlMs === undefined ? 0 : steadyNow() + ttlMs } : undefined;
+    return JSON.stringify({ token, pid: process.pid, expiresAt, holder: ownIdentity, ...(steady ? { steady } : {}) } satisfies Lease);
   }
 
   private file(base: string, generation: number): string {
@@ -163,21 +218,20 @@ export class FileLock implements Lock {
     const file = this.file(base, generation);
     const held = async (): Promise<boolean> => {
       const lease = await readLease(file);
-      if (lease?.token !== token || lease.expiresAt <= this.clock.now()) return false;
+      if (lease?.token !== token || this.expired(lease)) return false;
       return (await this.highest(base)) === generation;
     };
-    const write = (expiresAt: number): Promise<void> =>
-      writeFileAtomic(file, JSON.stringify({ token, pid: process.pid, expiresAt, holder: ownIdentity } satisfies Lease), { mode: 0o600 });
+    const write = (ttlMs: number | undefined): Promise<void> => writeFileAtomic(file, this.leaseText(token, ttlMs), { mode: 0o600 });
     return {
       renew: async (ttlMs) => {
         // Nobody takes over an unexpired highest generation, so checking then replacing is safe.
         if (!(await held())) return false;
-        await write(this.clock.now() + ttlMs);
+        await write(ttlMs);
         return true;
       },
       release: async () => {
         // Marked expired, not deleted: the highest generation must stay so numbers only grow.
-        if (await held()) await write(0);
+        if (await held()) await write(undefined);
       },
     };
   }

@@ -112,3 +112,55 @@ setInterval(() => undefined, 1000);
     expect(await lock.tryAcquire(LOCK, 30_000)).toBeDefined();
   });
 });
+
+/**
+ * Starts a real FileLock holder in another process whose wall clock reads `behindMs` behind this one's: it took its
+ * lease for `ttlMs`, then the wall clock was stepped forward by `behindMs` (NTP, a VM resumed) while it still holds it.
+ */
+async function holderBeforeClockStep(behindMs: number, ttlMs: number): Promise<ChildProcess> {
+  const child = path.join(dir, "stepped-holder.mts");
+  const fileLock = pathToFileURL(fileURLToPath(new URL("../../shared/local/file-lock.ts", import.meta.url))).href;
+  await writeFile(
+    child,
+    `import { FileLock } from ${JSON.stringify(fileLock)};
+const clock = { now: () => Date.now() - ${behindMs} };
+const handle = await new FileLock(process.argv[2], { clock, steady: true }).tryAcquire(${JSON.stringify(LOCK)}, ${ttlMs});
+process.stdout.write(handle ? "held\\n" : "refused\\n");
+setInterval(() => undefined, 1000);
+`,
+  );
+  const tsx = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href;
+  const holder = spawn(process.execPath, ["--import", tsx, child, dir], { stdio: ["ignore", "pipe", "inherit"] });
+  children.push(holder);
+  const said = await new Promise<string>((resolve) => holder.stdout!.once("data", (chunk: Buffer) => resolve(chunk.toString().trim())));
+  expect(said).toBe("held");
+  return holder;
+}
+
+describe.runIf(onLinux)("FileLock and a wall clock stepped forward", () => {
+  it("leaves a live holder's lease alone when only the wall clock says it expired (its refresh may be under way)", async () => {
+    await holderBeforeClockStep(60_000, 30_000);
+    // By this process's wall clock the lease ran out 30 s ago; the holder has held it for well under a second.
+    expect(await new FileLock(dir).tryAcquire(LOCK, 30_000)).toBeUndefined();
+  });
+
+  it("takes such a lease once it ran out on the monotonic clock too, so a live holder that stopped working cannot block forever", async () => {
+    await holderBeforeClockStep(60_000, 1_000);
+    await new Promise((resolve) => setTimeout(resolve, 1_200));
+    expect(await new FileLock(dir).tryAcquire(LOCK, 30_000)).toBeDefined();
+  });
+
+  it("lets the holder renew its lease after the step, and refuses it to a contender meanwhile; released, it is free at once", async () => {
+    let step = 0;
+    const clock = { now: () => Date.now() + step };
+    const lock = new FileLock(dir, { clock, steady: true });
+    const peer = new FileLock(dir, { clock, steady: true });
+    const handle = await lock.tryAcquire(LOCK, 30_000);
+    expect(handle).toBeDefined();
+    step = 60_000;
+    expect(await peer.tryAcquire(LOCK, 30_000)).toBeUndefined();
+    expect(await handle!.renew(30_000)).toBe(true);
+    await handle!.release();
+    expect(await peer.tryAcquire(LOCK, 30_000)).toBeDefined();
+  });
+});
