@@ -9,7 +9,7 @@ import { parseEnv } from "node:util";
 import { STATE_FILES } from "../local/layout.js";
 import { ConfigError, EnvFileError, type SettingIssue } from "./errors.js";
 import { nearest } from "./nearest.js";
-import { eventsFileProblem, eventsFileTakesState, stateDirProblem, statOf } from "./path-checks.js";
+import { eventsFileProblem, eventsFileTakesState, stateDirProblem, stateDirUnderEventsFile, statOf } from "./path-checks.js";
 import { durationRangeProblem, parseDuration } from "./args.js";
 import { AUTHORIZE_URL_ENV_VAR, BASE_URL_ENV_VARS, baseUrlProblem, normaliseBaseUrl, type QashioDeployment } from "../qashio/config.js";
 
@@ -352,10 +352,12 @@ function checkEventsFile(r: Reader, eventsFile: string): void {
   if (problem !== undefined) r.problem("BRIDGE_EVENTS_FILE", problem);
 }
 
-/** Reports an events file that is the state directory or one of its entries. */
+/** Reports an events file that is the state directory or one of its entries, or a directory the state directory lies in. */
 function checkEventsOutsideState(r: Reader, stateDir: string, eventsFile: string): void {
   if (eventsFileTakesState(stateDir, eventsFile)) {
     r.problem("BRIDGE_EVENTS_FILE", `must not be BRIDGE_STATE_DIR (${stateDir}) or one of the files and directories the bridge keeps there`);
+  } else if (stateDirUnderEventsFile(stateDir, eventsFile)) {
+    r.problem("BRIDGE_EVENTS_FILE", `must not be a directory BRIDGE_STATE_DIR (${stateDir}) lies in: the state directory is created inside it`);
   }
 }
 

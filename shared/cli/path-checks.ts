@@ -159,3 +159,11 @@ export function eventsFileTakesState(stateDir: string, eventsFile: string): bool
     Object.values(STATE_DIRS).some((name) => within(join(stateDir, name), eventsFile))
   );
 }
+
+/**
+ * Whether the state directory is the events file or lies under it: creating the state directory would make the events
+ * file's path a directory, and the first cycle would then fail to publish into it.
+ */
+export function stateDirUnderEventsFile(stateDir: string, eventsFile: string): boolean {
+  return within(eventsFile, stateDir);
+}

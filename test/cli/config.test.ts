@@ -209,6 +209,16 @@ describe("readLocalSettings on the file system", () => {
     }
   });
 
+  it("refuses an events file that the state directory lies under: creating the state directory makes it a directory", () => {
+    // Neither exists yet: each path alone is creatable, but the first cycle then publishes into a directory (EISDIR, exit 1).
+    for (const [events, state, resolved] of [["out", "out/state", "out/state"], ["out", "out/a/b", "out/a/b"], ["./out/", "out/../out/state", "out/state"]] as const) {
+      const problem = `must not be a directory BRIDGE_STATE_DIR (${join(dir, resolved)}) lies in: the state directory is created inside it`;
+      expect(settingsError({ ...valid, BRIDGE_STATE_DIR: state, BRIDGE_EVENTS_FILE: events }).issues, `${events} ${state}`).toEqual([{ setting: "BRIDGE_EVENTS_FILE", problem }]);
+    }
+    // A sibling whose name only starts with the events file's is fine.
+    expect(readLocalSettings({ ...valid, BRIDGE_STATE_DIR: "out-state", BRIDGE_EVENTS_FILE: "out" }, dir).eventsFile).toBe(join(dir, "out"));
+  });
+
   it("refuses a path starting with ~, which nothing expands here, naming the setting", () => {
     const problem = "starts with ~, which is not expanded here: use an absolute path (or $HOME in a shell)";
     expect(settingsError({ ...valid, BRIDGE_STATE_DIR: "~/bridge-state" }).issues).toContainEqual({ setting: "BRIDGE_STATE_DIR", problem });
