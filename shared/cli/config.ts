@@ -108,6 +108,9 @@ export function settingNameWarnings(env: Env): string[] {
 const ASSIGNMENT = /^[ \t]*(?:export[ \t]+)?([A-Za-z_][A-Za-z0-9_]*)[ \t]*=(.*)$/;
 const QUOTES = ['"', "'", "`"];
 
+/** The settings file read beside the environment, relative to the working directory. */
+export const ENV_FILE = ".env";
+
 /** What {@link parseEnvFile} read. */
 export interface EnvFileContent {
   readonly values: Record<string, string>;
@@ -196,7 +199,7 @@ function malformedProblem(lines: readonly number[]): string {
  * @example
  * const env = await loadEnv(process.env, process.cwd());
  */
-export async function loadEnv(env: Env, cwd: string, file = ".env"): Promise<Env> {
+export async function loadEnv(env: Env, cwd: string, file = ENV_FILE): Promise<Env> {
   const path = resolve(cwd, file);
   let text: string;
   try {
@@ -446,6 +449,8 @@ export function readLocalSettings(env: Env, cwd: string): LocalSettings {
   const stateDir = pathSetting(r, "BRIDGE_STATE_DIR", cwd, DEFAULT_STATE_DIR);
   const eventsFile = pathSetting(r, "BRIDGE_EVENTS_FILE", cwd, DEFAULT_EVENTS_FILE);
   checkEventsOutsideState(r, stateDir, eventsFile);
+  // Appended to, the settings file would hold cardholder data, and every later run would refuse its JSON lines.
+  if (eventsFile === resolve(cwd, ENV_FILE)) r.problem("BRIDGE_EVENTS_FILE", `must not be the settings file ${eventsFile}`);
   checkPaths(r, stateDir, eventsFile);
   if (r.issues.length > 0) throw new ConfigError(r.issues);
   return {

@@ -219,6 +219,14 @@ describe("readLocalSettings on the file system", () => {
     expect(readLocalSettings({ ...valid, BRIDGE_STATE_DIR: "out-state", BRIDGE_EVENTS_FILE: "out" }, dir).eventsFile).toBe(join(dir, "out"));
   });
 
+  it("refuses the settings file .env as the events file: the events appended to it would make every later run refuse it", () => {
+    const problem = `must not be the settings file ${join(dir, ".env")}`;
+    for (const events of [".env", "./.env", `${dir}/.env`]) {
+      expect(settingsError({ ...valid, BRIDGE_EVENTS_FILE: events }).issues, events).toEqual([{ setting: "BRIDGE_EVENTS_FILE", problem }]);
+    }
+    expect(readLocalSettings({ ...valid, BRIDGE_EVENTS_FILE: ".env.jsonl" }, dir).eventsFile).toBe(join(dir, ".env.jsonl"));
+  });
+
   it("refuses a path starting with ~, which nothing expands here, naming the setting", () => {
     const problem = "starts with ~, which is not expanded here: use an absolute path (or $HOME in a shell)";
     expect(settingsError({ ...valid, BRIDGE_STATE_DIR: "~/bridge-state" }).issues).toContainEqual({ setting: "BRIDGE_STATE_DIR", problem });
