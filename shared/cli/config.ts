@@ -372,12 +372,12 @@ function booleanSetting(r: Reader, name: string): boolean {
 }
 
 /**
- * A path setting resolved against `cwd`. A leading `~` is not the home directory here (only a shell expands it,
- * and not inside quotes or a .env file), so it is refused rather than left to create a directory named `~`.
+ * A path setting resolved against `cwd`. A leading `~` (or `~user`) is not a home directory here (only a shell expands
+ * it, and not inside quotes or a .env file), so it is refused rather than left to create a directory named `~`.
  */
 function pathSetting(r: Reader, name: string, cwd: string, fallback: string): string {
   const text = r.raw(name) ?? fallback;
-  if (/^~(?:[/\\]|$)/.test(text)) r.problem(name, "starts with ~, which is not expanded here: use an absolute path (or $HOME in a shell)");
+  if (text.startsWith("~")) r.problem(name, "starts with ~, which is not expanded here: use an absolute path (or $HOME in a shell)");
   return resolve(cwd, text);
 }
 

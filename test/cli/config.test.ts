@@ -233,6 +233,9 @@ describe("readLocalSettings on the file system", () => {
     expect(settingsError({ ...valid, BRIDGE_EVENTS_FILE: "~" }).issues).toContainEqual({ setting: "BRIDGE_EVENTS_FILE", problem });
     expect(readLocalSettings({ ...valid, BRIDGE_EVENTS_FILE: "x~/events.jsonl" }, dir).eventsFile).toBe(join(dir, "x~", "events.jsonl"));
     expect(() => readAuthorizeSettings({ ...valid, BRIDGE_STATE_DIR: "~/s" }, dir)).toThrow(/BRIDGE_STATE_DIR: starts with ~/);
+    // A shell's ~user form is no home directory here either: it would make a directory named "~bridge" in the working one.
+    expect(settingsError({ ...valid, BRIDGE_STATE_DIR: "~bridge/state" }).issues).toContainEqual({ setting: "BRIDGE_STATE_DIR", problem });
+    expect(settingsError({ ...valid, BRIDGE_EVENTS_FILE: "~bridge" }).issues).toContainEqual({ setting: "BRIDGE_EVENTS_FILE", problem });
   });
 
   it("names an entry of the state directory of the wrong kind (tokens.json a directory, locks a file), exit 2", async () => {
