@@ -740,8 +740,12 @@ class TransactionRun extends CycleRun {
           this.deps.logger.warn("provider refused the parent read; published without parent", { parentQashioId: qid, status });
           return undefined;
         });
-        const first = page?.data[0] as Record<string, unknown> | undefined;
-        id = first && first["qashio_id"] === qid ? optionalString(first["id"]) : undefined;
+        // The first row, also when the client's schema rejected it (a parent quarantined for a field of its own): its
+        // identity is still the parent's, taken only when it is a transaction UUID.
+        const [first] = page ? pageEntries(page) : [];
+        const row = isPlainObject(first?.raw) ? first.raw : undefined;
+        const rowId = row && row["qashio_id"] === qid ? optionalString(row["id"]) : undefined;
+        id = rowId !== undefined && (first?.rejected === undefined || ACKNOWLEDGEABLE_ID.test(rowId)) ? rowId : undefined;
         if (id) learned.push(aliasSnapshot(id, qid, new Date(this.deps.clock.now()).toISOString()));
         else if (page) this.deps.logger.warn("parent transaction not found", { parentQashioId: qid });
       }

@@ -678,6 +678,21 @@ describe("pollTransactions", () => {
     ]);
   });
 
+  it.each([
+    ["on a later page", { pageSize: 1 }],
+    ["on the same page", {}],
+  ])("carries the parent of a refund whose parent the client's schema rejects, from the rejected row's identity (%s)", async (_where, options) => {
+    const rig = makeRig();
+    // Quarantined for a field of its own; its id and qashio_id are still the parent's.
+    const parent = rig.provider.addTransaction({ transaction_amount: "not a number" });
+    const refund = rig.provider.addTransaction({ transaction_category: "refund", parent_qashio_id: parent.qashio_id });
+    await pollTransactions({ ...rig.deps, provider: clientOverFake(rig.provider, rig.clock) }, options);
+    expect([...rig.quarantine.records.values()].map((r) => r.entityId)).toEqual([parent.id]);
+    const [event] = rig.publisher.events;
+    expect(event?.detail.subject.id).toBe(refund.id);
+    expect(event?.detail.data.parent).toEqual({ id: parent.id, qashio_id: parent.qashio_id });
+  });
+
   it("applies the tenant's PII mode before diffing and snapshotting", async () => {
     const rig = makeRig({ pii: { mode: "hash", salt: "s3cret" } });
     rig.provider.addTransaction();
