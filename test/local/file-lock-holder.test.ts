@@ -90,21 +90,7 @@ describe.runIf(onLinux)("FileLock with a holder that has exited", () => {
 
   it("frees the cycle lease of a bridge process killed while holding it", async () => {
     // A real FileLock in another process, killed with SIGKILL: nothing releases its lease.
-    const child = path.join(dir, "holder.mts");
-    const fileLock = pathToFileURL(fileURLToPath(new URL("../../shared/local/file-lock.ts", import.meta.url))).href;
-    await writeFile(
-      child,
-      `import { FileLock } from ${JSON.stringify(fileLock)};
-const handle = await new FileLock(process.argv[2]).tryAcquire(${JSON.stringify(LOCK)}, 60_000);
-process.stdout.write(handle ? "held\\n" : "refused\\n");
-setInterval(() => undefined, 1000);
-`,
-    );
-    const tsx = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href;
-    const holder = spawn(process.execPath, ["--import", tsx, child, dir], { stdio: ["ignore", "pipe", "inherit"] });
-    children.push(holder);
-    const said = await new Promise<string>((resolve) => holder.stdout!.once("data", (chunk: Buffer) => resolve(chunk.toString().trim())));
-    expect(said).toBe("held");
+    const holder = await startHolder("holder.mts", "new FileLock(process.argv[2])", 60_000);
 
     const lock = new FileLock(dir);
     expect(await lock.tryAcquire(LOCK, 30_000)).toBeUndefined();
@@ -114,17 +100,17 @@ setInterval(() => undefined, 1000);
 });
 
 /**
- * Starts a real FileLock holder in another process whose wall clock reads `behindMs` behind this one's: it took its
- * lease for `ttlMs`, then the wall clock was stepped forward by `behindMs` (NTP, a VM resumed) while it still holds it.
+ * Starts a real FileLock holder in another process: it takes the lease for `ttlMs` with the lock `lockExpression`
+ * builds (over `FileLock` and the state directory, `process.argv[2]`), says so, and keeps running.
  */
-async function holderBeforeClockStep(behindMs: number, ttlMs: number): Promise<ChildProcess> {
-  const child = path.join(dir, "stepped-holder.mts");
+async function startHolder(script: string, lockExpression: string, ttlMs: number, preamble = ""): Promise<ChildProcess> {
+  const child = path.join(dir, script);
   const fileLock = pathToFileURL(fileURLToPath(new URL("../../shared/local/file-lock.ts", import.meta.url))).href;
   await writeFile(
     child,
     `import { FileLock } from ${JSON.stringify(fileLock)};
-const clock = { now: () => Date.now() - ${behindMs} };
-const handle = await new FileLock(process.argv[2], { clock, steady: true }).tryAcquire(${JSON.stringify(LOCK)}, ${ttlMs});
+${preamble}
+const handle = await ${lockExpression}.tryAcquire(${JSON.stringify(LOCK)}, ${ttlMs});
 process.stdout.write(handle ? "held\\n" : "refused\\n");
 setInterval(() => undefined, 1000);
 `,
@@ -135,6 +121,14 @@ setInterval(() => undefined, 1000);
   const said = await new Promise<string>((resolve) => holder.stdout!.once("data", (chunk: Buffer) => resolve(chunk.toString().trim())));
   expect(said).toBe("held");
   return holder;
+}
+
+/**
+ * Starts a real FileLock holder in another process whose wall clock reads `behindMs` behind this one's: it took its
+ * lease for `ttlMs`, then the wall clock was stepped forward by `behindMs` (NTP, a VM resumed) while it still holds it.
+ */
+function holderBeforeClockStep(behindMs: number, ttlMs: number): Promise<ChildProcess> {
+  return startHolder("stepped-holder.mts", "new FileLock(process.argv[2], { clock, steady: true })", ttlMs, `const clock = { now: () => Date.now() - ${behindMs} };`);
 }
 
 describe.runIf(onLinux)("FileLock and a wall clock stepped forward", () => {
