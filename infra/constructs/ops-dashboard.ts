@@ -37,9 +37,9 @@ export const DASHBOARD_WIDGETS = {
   providerErrors: "Provider errors by status class",
   syncLag: "Sync lag (s)",
   cycleDuration: "Cycle duration (ms)",
-  tokens: "Token refreshes / family revoked",
+  tokens: "Token refreshes / family revoked / secret write refused",
   quarantine: "Quarantine size / newly quarantined",
-  throughput: "Pulled / acknowledged / acknowledge refused / publish failures",
+  throughput: "Pulled / acknowledged / acknowledge refused / publish failures / card details unread",
   deadLetters: "Dead-letter queue depth",
   functions: "Function errors and throttles",
 } as const;
