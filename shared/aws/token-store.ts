@@ -211,9 +211,9 @@ export class SecretsManagerTokenStore implements TokenStore {
    * would be lost with the process. So the tokens go into the access-token item instead, bound to the secret's refresh
    * token at the last load (the one spent, or the one a held token replaced), `TokenSecretWriteFailed` is counted and
    * the save succeeds: `load` returns the held token while the secret still holds that refresh token (in whatever
-   * version), and the next save writes the secret again. A
-   * rotation's own version (`write`) is not held: its caller writes a plain version next, which is. Nothing is held
-   * when nothing was loaded (an onboarding): the caller sees the error.
+   * version), and the next save writes the secret again. A rotation's own version (`write`) is not held: its caller
+   * writes a plain version next, which is. Nothing is held when nothing was loaded (an onboarding): the caller sees
+   * the error.
    */
   async saveVersion(tokens: StoredTokens, write?: VersionWrite): Promise<string> {
     let versionId: string;
