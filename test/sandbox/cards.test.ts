@@ -255,6 +255,23 @@ describe("PUT /public/v1/core/cards/{cardId} (funding update)", () => {
   });
 });
 
+describe("card writes with a JSON body that is not an object", () => {
+  it.each([
+    ["PUT", ""],
+    ["POST", "/update_velocity_limit"],
+    ["PUT", "/change_status"],
+  ])("%s %s answers 400 INVALID_FORMAT, not a service failure, and changes nothing", async (method, suffix) => {
+    const card = await cardWith("Active");
+    const before = (await h.json(`${ERP}/${card.id}`)).body.data;
+    for (const raw of ["null", "[]", '"x"', "5"]) {
+      const { status, body } = await h.json(`${CORE}/${card.id}${suffix}`, { method, body: raw });
+      expect(status).toBe(400);
+      expect(errorCodes(body)).toEqual(["null:INVALID_FORMAT"]);
+    }
+    expect((await h.json(`${ERP}/${card.id}`)).body.data).toEqual(before);
+  });
+});
+
 describe("PUT /public/v1/core/cards/{cardId}/change_status (suspension)", () => {
   it("accepts at once and commits after the processing delay of sandbox time", async () => {
     const card = await cardWith("Active");

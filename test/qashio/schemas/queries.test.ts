@@ -369,6 +369,25 @@ describe("write bodies", () => {
     ]);
   });
 
+  it("answer input that is not an object with one INVALID_FORMAT entry, never a throw (cross-field rules included)", () => {
+    const schemas = [
+      UpdateCardBodySchema,
+      UpdateVelocityLimitBodySchema,
+      ChangeStatusBodySchema,
+      InviteBodySchema,
+      AcknowledgeBodySchema,
+      TransactionsQuerySchema,
+      ErpCardsQuerySchema,
+      MasterDataQuerySchema,
+      CardBalanceQuerySchema,
+    ];
+    for (const schema of schemas) {
+      for (const raw of [null, [], "x", 5, true]) {
+        expect(offenders(checkBody(schema, raw))).toEqual([[null, "INVALID_FORMAT"]]);
+      }
+    }
+  });
+
   it("invite takes a non-empty list of addresses", () => {
     expect(checkBody(InviteBodySchema, { end_user: ["a@example.com"] }).ok).toBe(true);
     expect(offenders(checkBody(InviteBodySchema, { end_user: [] }))).toEqual([["end_user", "REQUIRED"]]);
