@@ -10,7 +10,7 @@ import type * as sqs from "aws-cdk-lib/aws-sqs";
 import { Construct } from "constructs";
 import { DEFAULT_RUNBOOK_URL, runbookLink } from "../runbook-link.js";
 import { cycleAlarmWindow, describeAlarmWindow, describePeriodLength, type AlarmWindow } from "./alarm-window.js";
-import { bridgeMetric, bridgeTenantMetric } from "./bridge-metrics.js";
+import { bridgeMetric, bridgeTenantMetric, type BridgeMetricName } from "./bridge-metrics.js";
 import { accountServiceKeyStatement } from "./tenant-key.js";
 
 /** A function outside any schedule alarms on its first error, over five minutes. */
@@ -143,34 +143,43 @@ export class OpsAlarms extends Construct {
       alarm.addOkAction(action);
       alarms.set(suffix, alarm);
     };
+    /**
+     * An alarm on a plain metric the runtime emits only when something happened: at least one in `datapointsToAlarm` of
+     * the window's periods; a period without a data point is a period without it, so the alarm clears by itself.
+     */
+    const addOccurrences = (suffix: string, runbook: string, name: BridgeMetricName, statistic: "Sum" | "Maximum", window: AlarmWindow, description: string) =>
+      add(suffix, runbook, bridgeTenantMetric(tenant, name, { statistic, period: window.period }), {
+        alarmDescription: description,
+        threshold: 1,
+        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        evaluationPeriods: window.evaluationPeriods,
+        datapointsToAlarm: window.datapointsToAlarm,
+        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      });
 
     // While revoked every tick of both pollers reports it: a period as long as the faster schedule holds one, so the
     // alarm stays on until re-authorization and clears one period after the reports stop.
     const revokedEvery = Math.min(props.syncLagEveryMinutes, ...Object.values(props.cycleEveryMinutes ?? {}));
     const revokedWindow: AlarmWindow = { period: cycleAlarmWindow(revokedEvery).period, evaluationPeriods: 1, datapointsToAlarm: 1 };
-    const revoked = bridgeTenantMetric(tenant, "TokenFamilyRevoked", { statistic: "Maximum", period: revokedWindow.period });
-    add("TokenFamilyRevoked", "tokenfamilyrevoked", revoked, {
-      alarmDescription: `Tenant ${tenant}: the provider revoked the token family (reported in ${describeAlarmWindow(revokedWindow)}); polling stopped until re-authorization.`,
-      threshold: 1,
-      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-      evaluationPeriods: revokedWindow.evaluationPeriods,
-      datapointsToAlarm: revokedWindow.datapointsToAlarm,
-      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-    });
+    addOccurrences(
+      "TokenFamilyRevoked",
+      "tokenfamilyrevoked",
+      "TokenFamilyRevoked",
+      "Maximum",
+      revokedWindow,
+      `Tenant ${tenant}: the provider revoked the token family (reported in ${describeAlarmWindow(revokedWindow)}); polling stopped until re-authorization.`,
+    );
     // Reported by each refresh while Secrets Manager refuses the rotated token, so at least once per access-token
     // lifetime (minutes, at most an hour in practice): an hour-long period stays on meanwhile and clears an hour after.
-    const heldPeriod = Duration.hours(1);
-    const held = bridgeTenantMetric(tenant, "TokenSecretWriteFailed", { statistic: "Sum", period: heldPeriod });
-    add("TokenSecretWriteFailed", "tokensecretwritefailed", held, {
-      alarmDescription:
-        `Tenant ${tenant}: Secrets Manager refused a rotated refresh token in the last hour; ` +
+    addOccurrences(
+      "TokenSecretWriteFailed",
+      "tokensecretwritefailed",
+      "TokenSecretWriteFailed",
+      "Sum",
+      { period: Duration.hours(1), evaluationPeriods: 1, datapointsToAlarm: 1 },
+      `Tenant ${tenant}: Secrets Manager refused a rotated refresh token in the last hour; ` +
         "polling goes on with the token held in the table, but the secret must be made writable again.",
-      threshold: 1,
-      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-      evaluationPeriods: 1,
-      datapointsToAlarm: 1,
-      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-    });
+    );
     const lagThreshold = props.syncLagThresholdSeconds ?? 1800;
     const lagWindow = cycleAlarmWindow(props.syncLagEveryMinutes);
     // A plain metric: a Metrics Insights alarm cannot look back further than 3 hours, a slow schedule's window can.
@@ -195,47 +204,43 @@ export class OpsAlarms extends Construct {
     });
     // QuarantineNotEmpty stays on while any record is held, so it says nothing about records quarantined later.
     const growingWindow: AlarmWindow = { period: lagWindow.period, evaluationPeriods: 1, datapointsToAlarm: 1 };
-    add("QuarantineGrowing", "quarantinegrowing", bridgeTenantMetric(tenant, "Quarantined", { statistic: "Sum", period: growingWindow.period }), {
-      alarmDescription: `Tenant ${tenant}: provider records were quarantined in ${describeAlarmWindow(growingWindow)}.`,
-      threshold: 1,
-      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-      evaluationPeriods: growingWindow.evaluationPeriods,
-      datapointsToAlarm: growingWindow.datapointsToAlarm,
-      // Quarantined is emitted only when a cycle quarantines something: a period without it is a period without new records.
-      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-    });
+    // Quarantined is emitted only when a cycle quarantines something: a period without it is a period without new records.
+    addOccurrences(
+      "QuarantineGrowing",
+      "quarantinegrowing",
+      "Quarantined",
+      "Sum",
+      growingWindow,
+      `Tenant ${tenant}: provider records were quarantined in ${describeAlarmWindow(growingWindow)}.`,
+    );
     // A refused id stays listed and every transaction cycle tries it again, so a refusal that persists is reported in
     // every period of the transactions schedule, while one a retry clears is reported once: 2 of 3 periods (the id was
     // refused again when retried) page, a single refusal does not.
     const refusedWindow = cycleAlarmWindow(props.syncLagEveryMinutes);
-    const refused = bridgeTenantMetric(tenant, "AcknowledgeRefused", { statistic: "Sum", period: refusedWindow.period });
-    add("AcknowledgeRefused", "acknowledgerefused", refused, {
-      alarmDescription:
-        `Tenant ${tenant}: the provider refused to acknowledge transactions in ${describeAlarmWindow(refusedWindow)}; ` +
+    // AcknowledgeRefused is emitted only when an acknowledge is refused: a period without it is a period without
+    // refusals, so the alarm clears by itself once the provider takes the ids.
+    addOccurrences(
+      "AcknowledgeRefused",
+      "acknowledgerefused",
+      "AcknowledgeRefused",
+      "Sum",
+      refusedWindow,
+      `Tenant ${tenant}: the provider refused to acknowledge transactions in ${describeAlarmWindow(refusedWindow)}; ` +
         "their events are published, but they stay unsynced at the provider and are pulled again every cycle.",
-      threshold: 1,
-      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-      evaluationPeriods: refusedWindow.evaluationPeriods,
-      datapointsToAlarm: refusedWindow.datapointsToAlarm,
-      // AcknowledgeRefused is emitted only when an acknowledge is refused: a period without it is a period without
-      // refusals, so the alarm clears by itself once the provider takes the ids.
-      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-    });
+    );
     if (props.cardDetailsEveryMinutes !== undefined) {
       // As AcknowledgeRefused: a card the provider will not read is taken as listed again every walk, so a lasting
       // failure is reported in every period of the cards schedule, a passing one (a card removed while read) once.
       const unreadWindow = cycleAlarmWindow(props.cardDetailsEveryMinutes);
-      const unread = bridgeTenantMetric(tenant, "CardDetailsUnread", { statistic: "Sum", period: unreadWindow.period });
-      add("CardDetailsUnread", "carddetailsunread", unread, {
-        alarmDescription:
-          `Tenant ${tenant}: card detail reads failed in ${describeAlarmWindow(unreadWindow)}; ` +
+      addOccurrences(
+        "CardDetailsUnread",
+        "carddetailsunread",
+        "CardDetailsUnread",
+        "Sum",
+        unreadWindow,
+        `Tenant ${tenant}: card detail reads failed in ${describeAlarmWindow(unreadWindow)}; ` +
           "those cards were taken as listed, so their limit changes are not seen until a read works.",
-        threshold: 1,
-        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-        evaluationPeriods: unreadWindow.evaluationPeriods,
-        datapointsToAlarm: unreadWindow.datapointsToAlarm,
-        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-      });
+      );
     }
     for (const [name, fn] of Object.entries(props.functions)) {
       const everyMinutes = props.cycleEveryMinutes?.[name];
