@@ -6,7 +6,7 @@
 import { contentHash } from "./hash.js";
 import { diffObjects, type Change } from "./diff.js";
 import { conformPii } from "./pii.js";
-import { CycleRun, isPageSizeRejection, isTokenFailure, nextSequence, parseTime, statusOf, storedSequence, versionTime } from "./cycle.js";
+import { CycleRun, failedCallOf, isPageSizeRejection, isTokenFailure, nextSequence, parseTime, statusOf, storedSequence, versionTime } from "./cycle.js";
 import { DEFAULT_MAX_PAGES, type CardCycleDeps, type CycleOptions } from "./deps.js";
 import type { EventType } from "./events/schemas.js";
 import type { BridgeEvent, QuarantineRecord, Snapshot, SnapshotKey } from "./ports.js";
@@ -296,12 +296,8 @@ class CardRun extends CycleRun {
           return { ...entry, asListed: true };
         }
         failed += 1;
-        const cause = err instanceof Error && err.cause instanceof Error ? err.cause : err;
-        this.deps.logger.warn("card detail read failed; the card is taken as listed, its configuration as last read", {
-          cardId: id,
-          error: cause instanceof Error ? cause.name : "Error",
-          status: statusOf(err),
-        });
+        const { name, status } = failedCallOf(err);
+        this.deps.logger.warn("card detail read failed; the card is taken as listed, its configuration as last read", { cardId: id, error: name, status });
         // As many reads failed as run at once and none answered: the endpoint is down. The page's reads not started
         // are not made, as a page of reads each taking its retries could outlast the cycle and hold the walk there.
         if (failed >= CARD_DETAIL_CONCURRENCY && answered === 0) endDetails();

@@ -129,9 +129,14 @@ function errorContext(err: unknown): { status?: number; requestId?: string; name
   };
 }
 
+/** Error name and HTTP status (if it had one) of a failed provider call, seen through the step it failed in. */
+export function failedCallOf(err: unknown): { readonly name: string; readonly status?: number } {
+  return errorContext(err instanceof StepFailure ? err.cause : err);
+}
+
 /** HTTP status of a failed provider call (seen through the step it failed in), if it had one. */
 export function statusOf(err: unknown): number | undefined {
-  return errorContext(err instanceof StepFailure ? err.cause : err).status;
+  return failedCallOf(err).status;
 }
 
 /** True when `err` (or a cause) is the client's ReauthorizationRequiredError (token family revoked). */
@@ -146,9 +151,9 @@ export function isReauthorizationRequired(err: unknown): boolean {
  * as the client's errors carry the path they failed on, and by name.
  */
 export function isTokenFailure(err: unknown): boolean {
-  const fromTokenEndpoint = (e: unknown): e is Error => e instanceof Error && (e as { path?: unknown }).path === TOKEN_PATH;
-  const tokenUnavailable = (e: unknown): e is Error => e instanceof Error && e.name === "TokenUnavailableError";
-  return isReauthorizationRequired(err) || causeMatching(err, fromTokenEndpoint) !== undefined || causeMatching(err, tokenUnavailable) !== undefined;
+  const fromGettingToken = (e: unknown): e is Error =>
+    e instanceof Error && ((e as { path?: unknown }).path === TOKEN_PATH || e.name === "TokenUnavailableError");
+  return isReauthorizationRequired(err) || causeMatching(err, fromGettingToken) !== undefined;
 }
 
 /** `status_class` dimension of the ProviderErrors metric. */
