@@ -11,7 +11,7 @@ import { mkdir, readdir, readFile, unlink } from "node:fs/promises";
 import { hostname } from "node:os";
 import path from "node:path";
 import type { Clock, Lock, LockHandle } from "../bridge/ports.js";
-import { systemClock as sharedSystemClock } from "../clock.js";
+import { systemClock } from "../clock.js";
 import { createFileOnce, staleTempSweep, writeFileAtomic } from "./atomic.js";
 import { STATE_DIRS } from "./layout.js";
 
@@ -66,8 +66,6 @@ function holderHasExited(lease: Lease): boolean {
     return (err as NodeJS.ErrnoException).code === "ENOENT";
   }
 }
-
-const systemClock: Pick<Clock, "now"> = sharedSystemClock;
 
 /**
  * This boot and time namespace (Linux), whose processes all read one monotonic clock (CLOCK_MONOTONIC, which
