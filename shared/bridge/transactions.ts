@@ -550,34 +550,37 @@ class TransactionRun extends CycleRun {
   /**
    * Acknowledges `ids` in one call; returns how many were acknowledged. Refused for want of time, the page stays
    * listed: the next cycle finds it unchanged and acknowledges it. When the provider refuses ids by name
-   * (`transaction_ids.<i>`, the whole call failing: §4.3 shows no partial success), the others are sent again once, and
+   * (`transaction_ids.<i>`, the whole call failing: §4.3 shows no partial success), the others are sent again, and
    * the refused ones stay listed (their events are published; the walk moves past them and each cycle tries them again)
-   * instead of stopping every cycle at their page. The refused ones are logged (ids, codes, the provider's request id)
-   * and counted in `AcknowledgeRefused`, which alarms when refusals persist. A refusal that names anything else stops
-   * the cycle as any failure does.
+   * instead of stopping every cycle at their page. A provider that names only the first refused id of a call (the spec
+   * shows none of this) is asked again until it takes the rest: each refusal leaves out at least one id, so a page
+   * costs at most one call more than it has refused ids. The refused ones are logged (ids, codes, the provider's
+   * request id) and counted in `AcknowledgeRefused`, which alarms when refusals persist. A refusal that names anything
+   * else stops the cycle as any failure does.
    */
   private async acknowledgeCall(ids: readonly string[]): Promise<number> {
-    const send = (batch: readonly string[]) =>
-      this.provider("acknowledge transactions", (call) => this.deps.provider.acknowledgeTransactions([...batch], call));
-    try {
-      await send(ids);
-      return ids.length;
-    } catch (err) {
-      const refused = refusedAckIndexes(err, ids.length);
-      if (refused === undefined) throw err;
-      const rest = ids.filter((_, i) => !refused.has(i));
-      const refusal = providerRefusal(err);
-      this.report.acknowledgeRefused += refused.size;
-      this.deps.metrics.add("AcknowledgeRefused", refused.size, "Count");
-      this.deps.logger.warn("provider refused to acknowledge some transactions; they stay listed", {
-        ids: ids.filter((_, i) => refused.has(i)),
-        // Checked here too: any ProviderPort may refuse, not only the client, which already checks what it throws.
-        codes: [...new Set((refusal?.errors ?? []).map((e) => logToken(e?.code)))],
-        ...(typeof refusal?.requestId === "string" ? { requestId: refusal.requestId } : {}),
-      });
-      if (rest.length > 0) await send(rest);
-      return rest.length;
+    let pending = ids;
+    while (pending.length > 0) {
+      const batch = pending;
+      try {
+        await this.provider("acknowledge transactions", (call) => this.deps.provider.acknowledgeTransactions([...batch], call));
+        break;
+      } catch (err) {
+        const refused = refusedAckIndexes(err, batch.length);
+        if (refused === undefined) throw err;
+        pending = batch.filter((_, i) => !refused.has(i));
+        const refusal = providerRefusal(err);
+        this.report.acknowledgeRefused += refused.size;
+        this.deps.metrics.add("AcknowledgeRefused", refused.size, "Count");
+        this.deps.logger.warn("provider refused to acknowledge some transactions; they stay listed", {
+          ids: batch.filter((_, i) => refused.has(i)),
+          // Checked here too: any ProviderPort may refuse, not only the client, which already checks what it throws.
+          codes: [...new Set((refusal?.errors ?? []).map((e) => logToken(e?.code)))],
+          ...(typeof refusal?.requestId === "string" ? { requestId: refusal.requestId } : {}),
+        });
+      }
     }
+    return pending.length;
   }
 
   /**

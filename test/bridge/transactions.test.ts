@@ -1010,6 +1010,29 @@ describe("pollTransactions", () => {
     expect(rig.logger.lines.some((l) => l.message === "provider refused to acknowledge some transactions; they stay listed")).toBe(true);
   });
 
+  it("acknowledges the rest when a provider names only the first refused id of each call, asking again until it takes them", async () => {
+    const rig = makeRig();
+    const txns = Array.from({ length: 7 }, () => rig.provider.addTransaction());
+    // Two refused ids on one page and one on another, each page with ids the provider takes.
+    const stuck = [txns[1]!.id, txns[4]!.id, txns[5]!.id];
+    const calls: string[][] = [];
+    rig.provider.beforeCall = (call) => {
+      if (call.op !== "acknowledgeTransactions") return;
+      calls.push([...call.ids]);
+      const first = call.ids.find((id) => stuck.includes(id));
+      if (first !== undefined) throw refusal(call.ids, [first]);
+    };
+    const report = await pollTransactions(rig.deps, { pageSize: 4 });
+    expect(report).toMatchObject({ outcome: "complete", acknowledgeRefused: 3 });
+    // Every other transaction of the page that holds the refused ones was acknowledged, and nothing was asked twice
+    // once taken: one call per refusal, then the call that took the rest.
+    expect(rig.provider.pending().map((t) => t.id).sort()).toEqual([...stuck].sort());
+    const withStuck = calls.filter((ids) => ids.some((id) => stuck.includes(id)));
+    expect(withStuck).toHaveLength(3);
+    expect(calls.filter((ids) => ids.every((id) => !stuck.includes(id))).flat()).toHaveLength(4);
+    expect(rig.metrics.sum("AcknowledgeRefused")).toBe(3);
+  });
+
   it("counts the ids refused on acknowledge in AcknowledgeRefused and the report, every cycle they are refused, and emits nothing once they are not", async () => {
     const rig = makeRig();
     const txns = Array.from({ length: 7 }, () => rig.provider.addTransaction());
