@@ -1,6 +1,7 @@
 import { gunzipSync, gzipSync } from "node:zlib";
 import { DeleteCommand, PutCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient, type QueryCommandOutput } from "@aws-sdk/lib-dynamodb";
 import type { Clock, EntityKind, Quarantine, QuarantineRecord } from "../bridge/ports.js";
+import { recordQashioId } from "../bridge/redrive.js";
 import { systemClock } from "./clock.js";
 import { CorruptItemError, isConditionFailure } from "./errors.js";
 import { quarantineItemKey, quarantinePartition, ttlSeconds } from "./keys.js";
@@ -51,6 +52,8 @@ interface QuarantineItem {
   rawz?: Uint8Array;
   /** Set when the raw body was too large to keep whole: its original byte length. */
   rawTruncatedFrom?: number;
+  /** The cut body's `qashio_id`, kept whole: the re-drive reads the transaction again by it. */
+  rawQashioId?: string;
 }
 
 /**
@@ -187,7 +190,7 @@ export class DynamoQuarantine implements Quarantine {
       const rawJson = item.rawz !== undefined ? gunzipSync(item.rawz).toString("utf8") : item.raw;
       const raw: unknown =
         item.rawTruncatedFrom !== undefined
-          ? { _truncated: { bytes: item.rawTruncatedFrom }, head: rawJson }
+          ? { _truncated: { bytes: item.rawTruncatedFrom }, head: rawJson, ...(item.rawQashioId !== undefined ? { qashio_id: item.rawQashioId } : {}) }
           : rawJson === undefined
             ? undefined
             : JSON.parse(rawJson);
@@ -207,11 +210,14 @@ export class DynamoQuarantine implements Quarantine {
   }
 }
 
-/** The attributes a raw body is stored in (see encodeRaw): a record found again replaces all three. */
-const RAW_ATTRIBUTES = ["raw", "rawz", "rawTruncatedFrom"] as const;
+/** The attributes a raw body is stored in (see encodeRaw): a record found again replaces all four. */
+const RAW_ATTRIBUTES = ["raw", "rawz", "rawTruncatedFrom", "rawQashioId"] as const;
 
-/** JSON text of the raw body; gzip when large; cut (and flagged) when it could not fit an item even compressed. */
-function encodeRaw(raw: unknown): Pick<QuarantineItem, "raw" | "rawz" | "rawTruncatedFrom"> {
+/**
+ * JSON text of the raw body; gzip when large; cut (and flagged) when it could not fit an item even compressed, its
+ * `qashio_id` then kept apart so a re-drive can still read the transaction again.
+ */
+function encodeRaw(raw: unknown): Pick<QuarantineItem, "raw" | "rawz" | "rawTruncatedFrom" | "rawQashioId"> {
   if (raw === undefined) return {};
   const json = JSON.stringify(raw) ?? "null";
   const bytes = Buffer.byteLength(json);
@@ -220,5 +226,7 @@ function encodeRaw(raw: unknown): Pick<QuarantineItem, "raw" | "rawz" | "rawTrun
   if (compressed.byteLength <= MAX_RAW_BYTES) return { rawz: new Uint8Array(compressed) };
   // Keeping the head of an absurdly large body beats losing the whole record.
   const head = Buffer.from(json).subarray(0, MAX_RAW_BYTES).toString("utf8");
-  return { rawz: new Uint8Array(gzipSync(head)), rawTruncatedFrom: bytes };
+  // Kept when short enough for the item (a broken body's member can be of any length).
+  const qashioId = recordQashioId(raw);
+  return { rawz: new Uint8Array(gzipSync(head)), rawTruncatedFrom: bytes, ...(qashioId !== undefined && qashioId.length <= MAX_ENTITY_ID_LENGTH ? { rawQashioId: qashioId } : {}) };
 }

@@ -60,8 +60,11 @@ export function isPublishFailure(record: QuarantineRecord): boolean {
   return record.kind === "transaction" && record.reason.startsWith(PUBLISH_FAILURE_PREFIX);
 }
 
-/** The qashio_id kept in a record's raw body (not PII, so present in every PII mode). */
-function qashioIdOf(raw: unknown): string | undefined {
+/**
+ * The qashio_id kept in a record's raw body (not PII, so present in every PII mode): what the re-drive reads the
+ * transaction again by. A quarantine that cuts a body too large to keep keeps this member whole.
+ */
+export function recordQashioId(raw: unknown): string | undefined {
   const value = typeof raw === "object" && raw !== null ? (raw as Record<string, unknown>)["qashio_id"] : undefined;
   return typeof value === "string" && value !== "" ? value : undefined;
 }
@@ -87,7 +90,7 @@ export async function redrivePublishFailures(deps: TransactionCycleDeps, options
   // One transaction can hold several records (one per failed version): one read serves them all.
   const byTransaction = new Map<string, { readonly ref: TransactionRef; readonly records: QuarantineRecord[] }>();
   for (const record of records) {
-    const qashioId = qashioIdOf(record.raw);
+    const qashioId = recordQashioId(record.raw);
     if (record.entityId === undefined || qashioId === undefined) {
       kept.push({ record, why: "no transaction id or qashio_id in the record" });
       continue;

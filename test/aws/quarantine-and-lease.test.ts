@@ -3,6 +3,7 @@ import { DeleteCommand, GetCommand, UpdateCommand, type DynamoDBDocumentClient }
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { DynamoLeaseLock } from "../../shared/aws/lease-lock.js";
 import { DynamoQuarantine } from "../../shared/aws/quarantine.js";
+import { isPublishFailure, recordQashioId } from "../../shared/bridge/redrive.js";
 import { FakeClock } from "./support/clock.js";
 import { createTestTable, docLosingFirstAnswerOf, type TestTable } from "./support/dynamo.js";
 
@@ -77,7 +78,8 @@ describe("DynamoQuarantine on DynamoDB Local", () => {
   it("keeps the head of a raw body too large for an item even compressed, flagged with its size, instead of failing the write", async () => {
     const quarantine = make("q-huge");
     // Random text barely compresses: ~560 KB of base64 stays far above the 350 KB kept, even gzipped.
-    const raw = { id: "tx_huge", blob: randomBytes(420 * 1024).toString("base64") };
+    // The qashio_id comes after the blob, so the kept head does not hold it.
+    const raw = { id: "tx_huge", blob: randomBytes(420 * 1024).toString("base64"), qashio_id: "QSH-HUGE-1" };
     const json = JSON.stringify(raw);
     const record = { id: "huge", kind: "transaction" as const, entityId: "tx_huge", reason: "publish: oversized", raw, at: "2026-03-01T12:00:00Z" };
     expect(await quarantine.put(record)).toBe(true);
@@ -86,6 +88,15 @@ describe("DynamoQuarantine on DynamoDB Local", () => {
     const kept = held?.raw as { _truncated: { bytes: number }; head: string };
     expect(kept._truncated).toEqual({ bytes: Buffer.byteLength(json) });
     expect(kept.head).toBe(json.slice(0, 350 * 1024));
+    expect(kept.head).not.toContain("QSH-HUGE-1");
+    // Kept whole beside the cut body: the re-drive reads the transaction again by it.
+    expect(recordQashioId(held?.raw)).toBe("QSH-HUGE-1");
+    expect(isPublishFailure(held!)).toBe(true);
+
+    // Found again with a body that fits: the cut body and its kept qashio_id go.
+    const small = { id: "tx_huge", qashio_id: "QSH-HUGE-1" };
+    expect(await quarantine.put({ ...record, raw: small, at: "2026-03-02T12:00:00Z" })).toBe(false);
+    expect((await quarantine.list())[0]?.raw).toEqual(small);
   });
 
   it("answers new for a record whose put the SDK sent again after losing DynamoDB's answer to its own write", async () => {
