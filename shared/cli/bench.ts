@@ -208,6 +208,8 @@ export async function benchCommand(args: BenchArgs, io: CliIo): Promise<number> 
       ...(baselineCpuUs === undefined ? {} : { baselineCpuUs }),
       peakRssMb,
       notes: [
+        // CPU per item differs by a third between Node majors (V8's tiers): read the figure against the runtime it ran on.
+        `runtime: Node ${process.version} (V8 ${process.versions.v8}); the Lambda functions run on nodejs24.x`,
         `sandbox in a child process over loopback HTTP: CPU and RSS are the bridge process's only (HTTP client and JSON parsing included)`,
         args.sink === "jsonl"
           ? `real local adapters: file snapshot store, JSON Lines events (${(eventsBytes / 1_048_576).toFixed(1)} MB written, fsync per page)`

@@ -58,6 +58,8 @@ describe("bridge bench --transactions 500 --latency-ms 1 --json", () => {
     expect(result.peak_rss_mb).toBeGreaterThan(0);
     // The human report goes to stderr with --json, so stdout stays machine-readable.
     expect(stderr).toContain("budget check (the budgets are set for a backlog of 10000 or more;");
+    // The runtime the CPU figure was measured on: the one running the bench.
+    expect(stderr).toContain(`note: runtime: Node ${process.version} (V8 ${process.versions.v8})`);
   });
 });
 
