@@ -165,11 +165,18 @@ export function statusClass(err: unknown): string {
   return "other";
 }
 
-/** Milliseconds of an ISO time, or undefined when absent or unparsable. */
+/** 0000-01-01T00:00:00.000Z and 9999-12-31T23:59:59.999Z: the times whose ISO form has a four-digit year. */
+const FOUR_DIGIT_YEARS_MS = { first: -62_167_219_200_000, last: 253_402_300_799_999 } as const;
+
+/**
+ * Milliseconds of an ISO time, or undefined when absent, unparsable, or outside years 0000-9999. Date.parse also reads
+ * loose forms (`"99999"` is the year 99999), whose ISO form (`+099999-…`) is no RFC 3339 date-time: such a provider
+ * timestamp must not become `occurred_at`, which the event schemas declare a date-time (docs/events/*.json).
+ */
 export function parseTime(value: unknown): number | undefined {
   if (typeof value !== "string" || value === "") return undefined;
   const ms = Date.parse(value);
-  return Number.isNaN(ms) ? undefined : ms;
+  return ms >= FOUR_DIGIT_YEARS_MS.first && ms <= FOUR_DIGIT_YEARS_MS.last ? ms : undefined;
 }
 
 /**

@@ -7,6 +7,7 @@ import { renderEventJsonSchemas } from "../../shared/bridge/events/json-schema.j
 import { pollCards, pollTransactions, type BridgeEvent, type EventPublisher } from "../../shared/bridge/index.js";
 import { compileJsonSchema } from "../json-schema.js";
 import { makeRig } from "./fakes.js";
+import { clientOverFake } from "./provider-client.js";
 
 const docs = path.resolve(import.meta.dirname, "../../docs");
 
@@ -120,6 +121,26 @@ describe("event schemas", () => {
       expect(undeclaredMembers(schemas.get(`${detail.type}.json`), detail), detail.type).toEqual([]);
     }
     expect(events.some((e) => e.detail.data.parent)).toBe(true);
+  });
+
+  it("keep occurred_at a date-time when the provider's timestamp lies past year 9999 (or is a bare number): detection time", async () => {
+    const published = await publishedValidators();
+    const rig = makeRig({ emitCardCreated: true });
+    // Strings the client takes as timestamps (it does not enforce their format) and Date.parse reads as years 10000+.
+    rig.provider.addTransaction({ updated_at: "99999" });
+    rig.provider.addTransaction({ updated_at: null, modified_date: "+010000-01-01T00:00:00Z" });
+    const card = rig.provider.addCard({ created_at: "12345" });
+    await pollTransactions({ ...rig.deps, provider: clientOverFake(rig.provider, rig.clock) });
+    await pollCards(rig.deps);
+    rig.provider.changeCard(card["id"] as string, { status: "Terminated", terminated_at: "-000001-01-01T00:00:00Z" });
+    await pollCards(rig.deps);
+    const details = rig.publisher.events.map((e) => e.detail);
+    expect(details.map((d) => d.type)).toEqual(["transaction.created", "transaction.created", "card.created", "card.status_changed"]);
+    for (const detail of details) {
+      const validate = published.get(detail.type)!;
+      expect(validate(detail), `${detail.type}: ${JSON.stringify(validate.errors)}`).toBe(true);
+      expect(detail.occurred_at, detail.type).toBe(new Date(rig.clock.now()).toISOString());
+    }
   });
 
   it("serialise to their JSON, reusing the object text the engine made to hash it", async () => {
