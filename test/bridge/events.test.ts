@@ -2,9 +2,10 @@ import { readdir, readFile } from "node:fs/promises";
 import path from "node:path";
 import type { ValidateFunction } from "ajv/dist/2020.js";
 import { describe, expect, it, vi } from "vitest";
-import { detailJson, detailJsonParts, EVENT_TYPES, parseEventDetail } from "../../shared/bridge/events/index.js";
+import { detailJson, detailJsonParts, EVENT_TYPES, parseEventDetail, SCHEMA_VERSION } from "../../shared/bridge/events/index.js";
 import { renderEventJsonSchemas } from "../../shared/bridge/events/json-schema.js";
-import { pollCards, pollTransactions, type BridgeEvent, type EventPublisher } from "../../shared/bridge/index.js";
+import { DEFAULT_SOURCE, pollCards, pollTransactions, type BridgeEvent, type EventPublisher } from "../../shared/bridge/index.js";
+import { toEventBridgeEnvelope } from "../../shared/local/jsonl-publisher.js";
 import { compileJsonSchema } from "../json-schema.js";
 import { makeRig } from "./fakes.js";
 import { clientOverFake } from "./provider-client.js";
@@ -67,6 +68,19 @@ function undeclaredMembers(schema: JsonSchemaNode | undefined, value: unknown, a
   );
 }
 
+interface CatalogExample {
+  readonly [member: string]: unknown;
+  readonly "detail-type": string;
+  readonly source: string;
+  readonly time: string;
+  readonly detail: BridgeEvent["detail"];
+}
+
+/** Every JSON example of docs/events.md: each an EventBridge target payload (the subscription pattern is `text`). */
+function catalogExamples(catalog: string): CatalogExample[] {
+  return [...catalog.matchAll(/```json\n([\s\S]*?)```/g)].map((m) => JSON.parse(m[1]!) as CatalogExample);
+}
+
 describe("event schemas", () => {
   it("match the committed JSON Schema files in docs/events (regenerate: npx tsx shared/bridge/events/json-schema.ts)", async () => {
     const rendered = renderEventJsonSchemas();
@@ -75,18 +89,33 @@ describe("event schemas", () => {
     for (const [name, text] of rendered) expect(await readFile(path.join(docs, "events", name), "utf8"), name).toBe(text);
   });
 
-  it("are each documented with an example in docs/events.md that passes its schema", async () => {
+  it("are each documented in docs/events.md: every example an envelope as the bridge writes it, its detail as the engine emits it", async () => {
     const catalog = await readFile(path.join(docs, "events.md"), "utf8");
-    const examples = [...catalog.matchAll(/```json\n([\s\S]*?)```/g)].map((m) => JSON.parse(m[1]!) as { detail?: unknown });
-    const details = examples.map((e) => e.detail).filter(Boolean) as { type: string }[];
+    const examples = catalogExamples(catalog);
+    const [event] = await oneOfEachType();
+    const envelopeKeys = Object.keys(toEventBridgeEnvelope(event!, { account: "123456789012", region: "eu-west-1", id: "x" }));
+    const schemas = new Map([...renderEventJsonSchemas()].map(([name, text]) => [name, JSON.parse(text) as JsonSchemaNode]));
     const published = await publishedValidators();
-    for (const type of EVENT_TYPES) {
-      const example = details.find((d) => d.type === type);
-      expect(example, type).toBeDefined();
-      expect(parseEventDetail(example).success, type).toBe(true);
-      const validate = published.get(type)!;
-      expect(validate(example), `${type}: ${JSON.stringify(validate.errors)}`).toBe(true);
+    expect(new Set(examples.map((e) => e.detail.type))).toEqual(new Set(EVENT_TYPES));
+    for (const example of examples) {
+      const { detail } = example;
+      const name = `${detail.type} example ${detail.subject.id} #${detail.subject.sequence}`;
+      expect(Object.keys(example), name).toEqual(envelopeKeys);
+      expect(example["detail-type"], name).toBe(detail.type);
+      expect(example.source, name).toBe(DEFAULT_SOURCE);
+      expect(detail.schema_version, name).toBe(SCHEMA_VERSION);
+      expect(parseEventDetail(detail).success, name).toBe(true);
+      const validate = published.get(detail.type);
+      expect(validate, name).toBeDefined();
+      expect(validate!(detail), `${name}: ${JSON.stringify(validate!.errors)}`).toBe(true);
+      expect(undeclaredMembers(schemas.get(`${detail.type}.json`), detail), name).toEqual([]);
     }
+    expect(examples.some((e) => e.detail.data.parent)).toBe(true);
+    // The catalog table names exactly the types, and the Versioning section the current version.
+    const table = catalog.slice(0, catalog.indexOf("\n## "));
+    const tabled = [...table.matchAll(/^\| `([a-z_.]+)` \|/gm)].map((m) => m[1]);
+    expect([...tabled].sort()).toEqual([...EVENT_TYPES].sort());
+    expect(catalog).toContain(`currently \`${SCHEMA_VERSION}\``);
   });
 
   it("let consumers accept any 1.x: no object in docs/events/*.json forbids members a minor version may add", async () => {
