@@ -5,6 +5,8 @@ import { describe, expect, it, vi } from "vitest";
 import { detailJson, detailJsonParts, EVENT_TYPES, parseEventDetail, SCHEMA_VERSION } from "../../shared/bridge/events/index.js";
 import { renderEventJsonSchemas } from "../../shared/bridge/events/json-schema.js";
 import { DEFAULT_SOURCE, pollCards, pollTransactions, type BridgeEvent, type EventPublisher } from "../../shared/bridge/index.js";
+import { cardChangedAt } from "../../shared/bridge/cards.js";
+import { parseTime } from "../../shared/bridge/cycle.js";
 import { toEventBridgeEnvelope } from "../../shared/local/jsonl-publisher.js";
 import { compileJsonSchema } from "../json-schema.js";
 import { makeRig } from "./fakes.js";
@@ -116,6 +118,28 @@ describe("event schemas", () => {
     const tabled = [...table.matchAll(/^\| `([a-z_.]+)` \|/gm)].map((m) => m[1]);
     expect([...tabled].sort()).toEqual([...EVENT_TYPES].sort());
     expect(catalog).toContain(`currently \`${SCHEMA_VERSION}\``);
+  });
+
+  it("are documented with examples a run could produce: a subject's times rise with its sequence, occurred_at as the engine takes it", async () => {
+    const examples = catalogExamples(await readFile(path.join(docs, "events.md"), "utf8"));
+    const bySubject = new Map<string, CatalogExample[]>();
+    for (const e of examples) bySubject.set(e.detail.subject.id, [...(bySubject.get(e.detail.subject.id) ?? []), e]);
+    for (const [subject, events] of bySubject) {
+      const ordered = [...events].sort((a, b) => (a.detail.subject.sequence ?? 0) - (b.detail.subject.sequence ?? 0));
+      // Each later event of a subject is stamped after the snapshot its predecessor stored (and so after its time).
+      for (let i = 1; i < ordered.length; i++) {
+        expect(ordered[i]!.detail.subject.sequence, subject).toBe(ordered[i - 1]!.detail.subject.sequence! + 1);
+        expect(Date.parse(ordered[i]!.time), `${subject} #${ordered[i]!.detail.subject.sequence}`).toBeGreaterThan(Date.parse(ordered[i - 1]!.time));
+      }
+    }
+    for (const { time, detail } of examples) {
+      const { object, changes } = detail.data;
+      const stamped =
+        detail.subject.type === "transaction" ? (parseTime(object["updated_at"]) ?? parseTime(object["modified_date"])) : cardChangedAt(object, changes);
+      // Without a timestamp of the object's own, the detection time: the clock reading `time` is taken from too.
+      expect(detail.occurred_at, `${detail.type} ${detail.subject.id}`).toBe(new Date(stamped ?? Date.parse(time)).toISOString());
+      expect(Date.parse(detail.occurred_at)).toBeLessThanOrEqual(Date.parse(time));
+    }
   });
 
   it("let consumers accept any 1.x: no object in docs/events/*.json forbids members a minor version may add", async () => {
