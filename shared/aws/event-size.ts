@@ -11,6 +11,8 @@
  *    engine emits only the declared members of `detail` and `data`; the provider object is open.)
  * 2. If it still does not fit, the `detail.data.changes` list itself is trimmed the same way, down to its first
  *    change (the event schemas require at least one); trims recorded for the changes dropped are dropped with them.
+ *    The `/status` change, when there is one, is moved first in a reduced event, so it is the change kept: a card
+ *    status event promises it (docs/events.md).
  * 3. If it still does not fit (e.g. one huge string), the event is returned as failed with reason `oversized` so the
  *    engine quarantines it.
  * Consumers seeing `_truncated` re-read the full object from the provider by `subject.qashio_id`.
@@ -127,6 +129,9 @@ export function reduceDetail(
   const data = copy.data;
   collectArrays(data.object, "/data/object", inner);
   const changes = Array.isArray(data.changes) ? (data.changes as Record<string, unknown>[]) : [];
+  // Before the paths into the changes are taken: a trimmed list keeps a prefix.
+  const status = changes.findIndex((change) => change.path === "/status");
+  if (status > 0) changes.unshift(...changes.splice(status, 1));
   changes.forEach((change, index) => {
     collectArrays(change.before, `/data/changes/${index}/before`, inner, change, "before");
     collectArrays(change.after, `/data/changes/${index}/after`, inner, change, "after");

@@ -276,6 +276,20 @@ describe("reduceDetail", () => {
     expect(reduced?.data.changes).toEqual([{ path: "/amount", before: 1, after: 2 }]);
     expect(truncationsOf(reduced ?? detail)).toEqual([{ path: "/data/changes", total: 3, kept: 1 }]);
   });
+
+  it("keeps a status event's /status change when the change list is trimmed: it goes first in a reduced event", () => {
+    const limits = Array.from({ length: 50 }, (_, i) => ({ id: `l${i}`, v: "x".repeat(40) }));
+    // Sorted by path as the diff lists them: /limits and /nickname before /status.
+    const detail = validDetail("card.suspended", { nickname: "b" }, [
+      { path: "/limits", before: limits, after: [] },
+      { path: "/nickname", before: "a".repeat(2_000), after: "b" },
+      { path: "/status", before: "Active", after: "Suspended" },
+    ]);
+    const reduced = reduceDetail(detail as never, toEntry, 1_500);
+    expect(reduced?.data.changes?.[0]).toEqual({ path: "/status", before: "Active", after: "Suspended" });
+    expect(truncationsOf(reduced ?? (detail as never))).toContainEqual({ path: "/data/changes", total: 3, kept: expect.any(Number) });
+    expect(entrySize(toEntry(reduced))).toBeLessThanOrEqual(1_500);
+  });
 });
 
 /** A detail of `type` that its schema accepts, around the given object members and changes. */
