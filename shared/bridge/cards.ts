@@ -58,14 +58,15 @@ export function cardEventType(beforeStatus: unknown, afterStatus: unknown): Even
 
 /**
  * When a card change happened, from the card's own timestamps, so an event re-sent after a crash keeps its time:
- * `updated_at` / `modified_date` if the provider sends one; for `card.created` the card's `created_at`
- * (else `issued_at`); otherwise the latest `*_at` member that changed (e.g. `terminated_at`, `activated_at`).
- * Undefined when the card carries none (e.g. a suspension): the caller then uses the detection time.
+ * for `card.created` the card's `created_at` (else `issued_at`; a later `updated_at` is not when it was created);
+ * for a change `updated_at` / `modified_date` if the provider sends one, otherwise the latest `*_at` member that
+ * changed (e.g. `terminated_at`, `activated_at`). Undefined when the card carries none (e.g. a suspension): the
+ * caller then uses the detection time.
  */
 export function cardChangedAt(object: Readonly<Record<string, unknown>>, changes?: readonly Change[]): number | undefined {
   const stamped = parseTime(object["updated_at"]) ?? parseTime(object["modified_date"]);
+  if (!changes) return parseTime(object["created_at"]) ?? parseTime(object["issued_at"]) ?? stamped;
   if (stamped !== undefined) return stamped;
-  if (!changes) return parseTime(object["created_at"]) ?? parseTime(object["issued_at"]);
   let latest: number | undefined;
   for (const change of changes) {
     if (!/^\/[^/]+_at$/.test(change.path)) continue;

@@ -626,6 +626,19 @@ describe("pollCards", () => {
     expect(terminated?.detailType).toBe("card.status_changed");
   });
 
+  it("times card.created at the card's created_at even when the provider also sends a later updated_at, and a change at updated_at", async () => {
+    const rig = makeRig({ emitCardCreated: true });
+    const card = rig.provider.addCard({ created_at: "2025-01-10T08:00:00.000Z", updated_at: "2025-03-02T10:00:00.000Z" });
+    await pollCards(rig.deps);
+    rig.provider.changeCard(card["id"] as string, { card_nickname: "Travel", updated_at: "2025-03-05T11:00:00.000Z" });
+    await pollCards(rig.deps);
+    const [created, updated] = rig.publisher.events;
+    expect(created?.detailType).toBe("card.created");
+    expect(created?.detail.occurred_at).toBe("2025-01-10T08:00:00.000Z");
+    expect(updated?.detailType).toBe("card.updated");
+    expect(updated?.detail.occurred_at).toBe("2025-03-05T11:00:00.000Z");
+  });
+
   it("times a card's next event after its previous one, on a clock that ticks while a walk runs and then steps back", async () => {
     const rig = makeRig();
     // Every reading moves the clock on, as a real one does between building an event and storing its snapshot.
