@@ -6,28 +6,24 @@
  * six types occur, refunds and reversals carry `parent`, and personal fields are masked as the mode says.
  */
 import { createHmac } from "node:crypto";
-import { mkdtemp, readFile, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { ValidateFunction } from "ajv/dist/2020.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createSandbox } from "../../sandbox/index.js";
 import { erpCardDetailView, transactionListView } from "../../sandbox/views.js";
 import { EVENT_TYPES, SCHEMA_VERSION } from "../../shared/bridge/events/index.js";
 import { DEFAULT_SOURCE } from "../../shared/bridge/index.js";
 import { PERSONAL_FIELDS } from "../../shared/bridge/pii.js";
 import { EXIT } from "../../shared/cli/errors.js";
 import type { EventBridgeEnvelope } from "../../shared/local/index.js";
-import { exchangeCode } from "../../shared/qashio/auth/oauth.js";
 import { compileJsonSchema } from "../json-schema.js";
 import { tokensFor } from "../sandbox/helpers.js";
-import { CLIENT, ROOT, readEvents, runInProcess } from "./helpers.js";
+import { ROOT, readEvents, runInProcess, startHarness } from "./helpers.js";
 
 /** Sandbox time is frozen at this instant (it moves only when the scenario moves it): the same data on every run. */
 const START = "2025-06-02T09:00:00.000Z";
 const SEED = 1;
 const SALT = "events-contract-salt-0123456789";
-const REDIRECT_URI = "http://127.0.0.1:9/callback";
 const MODES = ["full", "redact", "hash"] as const;
 type Mode = (typeof MODES)[number];
 const CONFIGS = MODES.flatMap((mode) => [false, true].map((cardDetails) => ({ mode, cardDetails })));
@@ -62,27 +58,14 @@ type Row = Record<string, any>;
  * here, so the provider's data is the same in every configuration and on every run of the test.
  */
 async function scenario(config: Config): Promise<Run> {
-  const sandbox = createSandbox({ seed: SEED, startTime: START });
-  const server = await sandbox.listen(0);
-  const dir = await mkdtemp(join(tmpdir(), "events-contract-"));
+  const harness = await startHarness({ seed: SEED, startTime: START });
   try {
-    const [company] = sandbox.control.companies();
-    if (company === undefined) throw new Error("no company");
-    const data = sandbox.control.company(company.id)!;
-    const code = sandbox.control.issueAuthorizationCode({ companyId: company.id, redirectUri: REDIRECT_URI });
-    const tokens = await exchangeCode({ baseUrl: server.url, clientId: CLIENT.id, clientSecret: CLIENT.secret }, { code, redirectUri: REDIRECT_URI });
+    const { sandbox, eventsFile, dir } = harness;
+    const data = sandbox.control.company(harness.companyId)!;
     // A grant of its own for the provider API calls of the scenario, so the bridge's token family is left alone.
-    const api = await tokensFor(sandbox, company.id);
-    const eventsFile = join(dir, "events.jsonl");
+    const api = await tokensFor(sandbox, harness.companyId);
     const env = {
-      QASHIO_BASE_URL: server.url,
-      QASHIO_CLIENT_ID: CLIENT.id,
-      QASHIO_CLIENT_SECRET: CLIENT.secret,
-      QASHIO_REFRESH_TOKEN: tokens.refresh_token,
-      BRIDGE_TENANT: "acme",
-      BRIDGE_STATE_DIR: join(dir, "state"),
-      BRIDGE_EVENTS_FILE: eventsFile,
-      BRIDGE_LOG_LEVEL: "warn",
+      ...harness.env,
       BRIDGE_PII_MODE: config.mode,
       ...(config.mode === "hash" ? { BRIDGE_PII_SALT: SALT } : {}),
       BRIDGE_EMIT_CARD_CREATED: "true",
@@ -99,15 +82,7 @@ async function scenario(config: Config): Promise<Run> {
         else provided.push(erpCardDetailView(data.cards.find((c) => c.id === id)!, data.company));
       }
     };
-    const control = async (method: string, path: string, body?: unknown) => {
-      const response = await fetch(`${server.url}/_sandbox/companies/${company.id}${path}`, {
-        method,
-        headers: { "content-type": "application/json" },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      });
-      expect(response.ok, `${method} ${path}: ${await response.clone().text()}`).toBe(true);
-      return (await response.json()) as { data: Row };
-    };
+    const control = (method: string, path: string, body?: unknown) => harness.control(method, `/companies/{company}${path}`, body);
     const provider = async (method: string, path: string, body: unknown) => {
       const response = await sandbox.fetch(`https://sandbox.local/public/v1/core${path}`, {
         method,
@@ -158,8 +133,7 @@ async function scenario(config: Config): Promise<Run> {
 
     return { edited: edited.map((t) => t.id), events: await readEvents(eventsFile), provided };
   } finally {
-    await server.close();
-    await rm(dir, { recursive: true, force: true });
+    await harness.close();
   }
 }
 
