@@ -29,8 +29,32 @@ function integer(name: string, raw: string | undefined, fallback: number, max: n
   return Number(raw);
 }
 
-/** Parses the command line; throws {@link SandboxUsageError} on bad arguments. */
-export function parseMainArgs(argv: readonly string[]): MainOptions {
+/** The options npm keeps for itself when they come before `--` (`npm run sandbox --frozen-clock`). */
+const OPTION_NAMES = ["port", "seed", "latency-ms", "frozen-clock"] as const;
+
+/**
+ * Refuses options npm kept for itself: `npm run sandbox --frozen-clock` (no `--`) would start a sandbox on real time
+ * (and `--port 4010` one on the default port, its value stray), with only npm's warning. npm leaves each option it kept
+ * in the script's environment as `npm_config_<name>`.
+ */
+function assertNotKeptByNpm(env: Readonly<Record<string, string | undefined>>): void {
+  if (env["npm_lifecycle_event"] !== "sandbox") return;
+  const kept = OPTION_NAMES.filter((name) => env[`npm_config_${name.replaceAll("-", "_")}`] !== undefined);
+  if (kept.length === 0) return;
+  const given = kept.map((name) => (name === "frozen-clock" ? `--${name}` : `--${name} <value>`));
+  throw new SandboxUsageError(
+    `npm kept ${kept.map((name) => `--${name}`).join(", ")} for itself: options after the script name go to npm unless they ` +
+      `follow \`--\`, as in \`npm run sandbox -- ${given.join(" ")}\` (given no such option, an npmrc sets it: see ` +
+      `\`npm config get ${kept[0] ?? ""}\`)`,
+  );
+}
+
+/**
+ * Parses the command line; throws {@link SandboxUsageError} on bad arguments. `env` (the process environment) shows
+ * options npm kept for itself when the command runs as `npm run sandbox`.
+ */
+export function parseMainArgs(argv: readonly string[], env: Readonly<Record<string, string | undefined>> = {}): MainOptions {
+  assertNotKeptByNpm(env);
   let values;
   try {
     ({ values } = parseArgs({
@@ -60,7 +84,7 @@ export function parseMainArgs(argv: readonly string[]): MainOptions {
 async function main(): Promise<void> {
   let options: MainOptions;
   try {
-    options = parseMainArgs(process.argv.slice(2));
+    options = parseMainArgs(process.argv.slice(2), process.env);
   } catch (error) {
     if (!(error instanceof SandboxUsageError)) throw error;
     console.error(`sandbox: ${error.message}\n${USAGE}`);

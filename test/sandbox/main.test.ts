@@ -28,6 +28,27 @@ describe("parseMainArgs", () => {
   );
 });
 
+describe("parseMainArgs under npm", () => {
+  it("refuses options npm kept for itself (given before `--`), naming the command line with `--`", () => {
+    // `npm run sandbox --frozen-clock`: npm keeps the flag, and the sandbox would start on real time.
+    expect(() => parseMainArgs([], { npm_lifecycle_event: "sandbox", npm_config_frozen_clock: "true" })).toThrow(
+      new SandboxUsageError(
+        "npm kept --frozen-clock for itself: options after the script name go to npm unless they follow `--`, as in " +
+          "`npm run sandbox -- --frozen-clock` (given no such option, an npmrc sets it: see `npm config get frozen-clock`)",
+      ),
+    );
+    // `npm run sandbox --port 4010 --latency-ms 5`: npm keeps both options, and only their values reach the sandbox.
+    expect(() => parseMainArgs(["4010", "5"], { npm_lifecycle_event: "sandbox", npm_config_port: "true", npm_config_latency_ms: "true" })).toThrow(
+      /^npm kept --port, --latency-ms for itself: .* as in `npm run sandbox -- --port <value> --latency-ms <value>`/,
+    );
+  });
+
+  it("accepts options after `--`, and npm settings outside `npm run sandbox`", () => {
+    expect(parseMainArgs(["--port", "0"], { npm_lifecycle_event: "sandbox", npm_config_cache: "/tmp" }).port).toBe(0);
+    expect(parseMainArgs([], { npm_lifecycle_event: "test", npm_config_port: "true" }).port).toBe(DEFAULT_PORT);
+  });
+});
+
 describe("npm run sandbox", () => {
   it("prints the URL and the seeded credentials once listening, serves, and stops cleanly on SIGTERM", async () => {
     const child = start(["--port", "0", "--seed", "3"]);
