@@ -3,6 +3,7 @@
  * runs the provider sandbox on 127.0.0.1 until SIGINT or SIGTERM.
  */
 import { parseArgs } from "node:util";
+import { keptByNpm } from "../shared/cli/args.js";
 import { SandboxUsageError } from "./errors.js";
 import { createSandbox, DEFAULT_SEED, LEGACY_PREFIX, SANDBOX_CLIENT } from "./index.js";
 
@@ -29,43 +30,27 @@ function integer(name: string, raw: string | undefined, fallback: number, max: n
   return Number(raw);
 }
 
-/** The options npm keeps for itself when they come before `--` (`npm run sandbox --frozen-clock`). */
-const OPTION_NAMES = ["port", "seed", "latency-ms", "frozen-clock"] as const;
-
-/**
- * Refuses options npm kept for itself: `npm run sandbox --frozen-clock` (no `--`) would start a sandbox on real time
- * (and `--port 4010` one on the default port, its value stray), with only npm's warning. npm leaves each option it kept
- * in the script's environment as `npm_config_<name>`.
- */
-function assertNotKeptByNpm(env: Readonly<Record<string, string | undefined>>): void {
-  if (env["npm_lifecycle_event"] !== "sandbox") return;
-  const kept = OPTION_NAMES.filter((name) => env[`npm_config_${name.replaceAll("-", "_")}`] !== undefined);
-  if (kept.length === 0) return;
-  const given = kept.map((name) => (name === "frozen-clock" ? `--${name}` : `--${name} <value>`));
-  throw new SandboxUsageError(
-    `npm kept ${kept.map((name) => `--${name}`).join(", ")} for itself: options after the script name go to npm unless they ` +
-      `follow \`--\`, as in \`npm run sandbox -- ${given.join(" ")}\` (given no such option, an npmrc sets it: see ` +
-      `\`npm config get ${kept[0] ?? ""}\`)`,
-  );
-}
+/** The options of the command line but `--help` (which npm answers itself when given before `--`). */
+const OPTIONS = {
+  port: { type: "string" },
+  seed: { type: "string" },
+  "latency-ms": { type: "string" },
+  "frozen-clock": { type: "boolean" },
+} as const;
 
 /**
  * Parses the command line; throws {@link SandboxUsageError} on bad arguments. `env` (the process environment) shows
  * options npm kept for itself when the command runs as `npm run sandbox`.
  */
 export function parseMainArgs(argv: readonly string[], env: Readonly<Record<string, string | undefined>> = {}): MainOptions {
-  assertNotKeptByNpm(env);
+  // `npm run sandbox --frozen-clock` (no `--`): npm keeps the option, and the sandbox would start on real time.
+  const refusal = env["npm_lifecycle_event"] === "sandbox" ? keptByNpm(OPTIONS, argv, env, ["npm run sandbox --"]) : undefined;
+  if (refusal !== undefined) throw new SandboxUsageError(refusal);
   let values;
   try {
     ({ values } = parseArgs({
       args: [...argv],
-      options: {
-        port: { type: "string" },
-        seed: { type: "string" },
-        "latency-ms": { type: "string" },
-        "frozen-clock": { type: "boolean" },
-        help: { type: "boolean", short: "h" },
-      },
+      options: { ...OPTIONS, help: { type: "boolean", short: "h" } },
       strict: true,
       allowPositionals: false,
     }));

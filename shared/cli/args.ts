@@ -260,30 +260,41 @@ export function npmOwnOptionWarnings(argv: readonly string[], env: Env): string[
 }
 
 /**
- * Refuses a command line whose options npm kept for itself: `npm run bridge run --once` (no `--`) hands the bridge a
- * bare `run`, which polls forever, and npm only warns. npm leaves each option it kept in the environment as
- * `npm_config_<name>` (`--no-open` as `npm_config_open`), which tells such options apart; their values reach the
- * bridge as stray arguments, left out of the suggested command line.
+ * The refusal of a command line whose options npm kept for itself, or undefined when npm kept none of `options`:
+ * `npm run bridge run --once` (no `--`) hands the bridge a bare `run`, which polls forever, and npm only warns. npm
+ * leaves each option it kept in the environment as `npm_config_<name>` (`--no-open` as `npm_config_open`), which tells
+ * such options apart; their values reach the command as stray arguments, left out of the suggested command line, which
+ * starts with `commandLine` (`["npm run sandbox --"]`). The sandbox's command line uses it too.
+ *
+ * @example
+ * keptByNpm({ port: { type: "string" } }, ["4010"], { npm_config_port: "true" }, ["npm run sandbox --"]);
+ * // "npm kept --port for itself: ... as in `npm run sandbox -- --port <value>` ..."
  */
-function assertNotKeptByNpm(name: string, argv: readonly string[], env: Env): void {
-  const options = optionsUnderNpm(name, env);
-  if (options === undefined) return;
+export function keptByNpm(options: Options, argv: readonly string[], env: Env, commandLine: readonly string[]): string | undefined {
   const kept = Object.entries(options)
     .filter(([option]) => !NPM_OWN_OPTIONS.has(option) && npmValue(env, option) !== undefined)
     .map(([option, { type }]) => (type === "string" ? `--${option} <value>` : `--${option}`));
-  if (kept.length === 0) return;
+  if (kept.length === 0) return undefined;
   // What was given after `--` stays, values included; what npm left behind (values of the options it kept) goes.
   const { tokens = [] } = parseArgs({ args: [...argv], options, strict: false, allowPositionals: true, tokens: true });
   const stray = new Set(tokens.filter((token) => token.kind === "positional").map((token) => token.index));
   const given = argv.filter((_, index) => !stray.has(index));
+  const names = kept.map((option) => option.split(" ")[0] ?? option);
+  return (
+    `npm kept ${names.join(", ")} for itself: options after the script name go to npm unless they follow \`--\`, as in ` +
+    `\`${[...commandLine, ...given, ...kept].join(" ")}\` (given no such option, an npmrc sets it: see \`npm config get ${npmKey((names[0] ?? "").slice(2))}\`)`
+  );
+}
+
+/** Throws the refusal of {@link keptByNpm} for command `name` run under one of this package's scripts. */
+function assertNotKeptByNpm(name: string, argv: readonly string[], env: Env): void {
+  const options = optionsUnderNpm(name, env);
+  if (options === undefined) return;
   // The `start` and `bench` scripts name their command themselves; `bridge` takes it from the command line.
   const script = env["npm_lifecycle_event"];
-  const example = script === "bridge" ? ["npm run bridge --", name, ...given] : [script === "start" ? "npm start --" : `npm run ${script} --`, ...given];
-  const names = kept.map((option) => option.split(" ")[0] ?? option);
-  throw new UsageError(
-    `npm kept ${names.join(", ")} for itself: options after the script name go to npm unless they follow \`--\`, as in ` +
-      `\`${[...example, ...kept].join(" ")}\` (given no such option, an npmrc sets it: see \`npm config get ${npmKey((names[0] ?? "").slice(2))}\`)`,
-  );
+  const commandLine = script === "bridge" ? ["npm run bridge --", name] : [script === "start" ? "npm start --" : `npm run ${script} --`];
+  const refusal = keptByNpm(options, argv, env, commandLine);
+  if (refusal !== undefined) throw new UsageError(refusal);
 }
 
 type OptionValues = { readonly values: Readonly<Record<string, string | boolean | undefined>> };
