@@ -122,6 +122,8 @@ export interface EnvFileContent {
   readonly cutAtHash: readonly number[];
   /** Lines with text after a quoted value's closing quote (other than a `# comment`): parseEnv drops it. */
   readonly afterQuote: readonly number[];
+  /** Variables assigned on more than one line, with those lines: only the last one would count. */
+  readonly repeated: Readonly<Record<string, readonly number[]>>;
 }
 
 /**
@@ -132,10 +134,11 @@ export interface EnvFileContent {
  * parseEnv's. Two silent cuts of parseEnv are reported by line instead, since no setting of the bridge spans lines
  * and secrets and salts may hold `#`: a quote not closed on its line (parseEnv runs on to a later quote, swallowing
  * the assignments between), an unquoted value with `#` right after other text (parseEnv ends the value there), and
- * text after a closing quote (parseEnv drops it: `"ab\"cd"` is `ab\`, as a quote cannot be escaped).
+ * text after a closing quote (parseEnv drops it: `"ab\"cd"` is `ab\`, as a quote cannot be escaped). A variable
+ * assigned on two lines is reported with both (the earlier line, maybe the one meant, would not count).
  *
  * @example
- * parseEnvFile("A=1\nQASHIO_CLIENT_SECRET: x\nB=ab#c\n"); // { values: { A: "1", B: "ab" }, malformed: [2], unclosed: [], cutAtHash: [3], afterQuote: [] }
+ * parseEnvFile("A=1\nQASHIO_CLIENT_SECRET: x\nB=ab#c\n"); // { values: { A: "1", B: "ab" }, malformed: [2], unclosed: [], cutAtHash: [3], afterQuote: [], repeated: {} }
  */
 export function parseEnvFile(text: string): EnvFileContent {
   const lines = text.replace(/^\uFEFF/, "").split(/\r?\n/);
@@ -144,6 +147,7 @@ export function parseEnvFile(text: string): EnvFileContent {
   const unclosed: number[] = [];
   const cutAtHash: number[] = [];
   const afterQuote: number[] = [];
+  const assigned = new Map<string, number[]>();
   for (let i = 0; i < lines.length; i++) {
     const line = lines[i] ?? "";
     const trimmed = line.trim();
@@ -154,6 +158,9 @@ export function parseEnvFile(text: string): EnvFileContent {
       continue;
     }
     const [, name = "", rest = ""] = match;
+    const at = assigned.get(name);
+    if (at === undefined) assigned.set(name, [i + 1]);
+    else at.push(i + 1);
     const value = rest.replace(/^[ \t]+/, "");
     const quote = value[0] ?? "";
     if (QUOTES.includes(quote)) {
@@ -171,7 +178,8 @@ export function parseEnvFile(text: string): EnvFileContent {
     // Ends with a line break, as a line of a file does.
     values[name] = parseEnv(`${name}=${rest}\n`)[name] ?? "";
   }
-  return { values, malformed, unclosed, cutAtHash, afterQuote };
+  const repeated = Object.fromEntries([...assigned].filter(([, at]) => at.length > 1));
+  return { values, malformed, unclosed, cutAtHash, afterQuote, repeated };
 }
 
 /** `.env` lines by number only (never their text, in case it holds a secret): "line 3", "lines 3, 5 and 2 more". */
@@ -195,7 +203,8 @@ function malformedProblem(lines: readonly number[]): string {
  *
  * @throws EnvFileError (exit 2) when `.env` exists but cannot be read.
  * @throws ConfigError (exit 2) when a line of `.env` is not `NAME=value`, a comment or blank: it names the line
- *   numbers only, since such a line (`QASHIO_CLIENT_SECRET: ...`) most likely holds a value meant for a setting.
+ *   numbers only, since such a line (`QASHIO_CLIENT_SECRET: ...`) most likely holds a value meant for a setting;
+ *   likewise for values a quote or `#` would cut, and for a variable assigned on two lines.
  * @example
  * const env = await loadEnv(process.env, process.cwd());
  */
@@ -209,7 +218,7 @@ export async function loadEnv(env: Env, cwd: string, file = ENV_FILE): Promise<E
     if (code === "ENOENT") return { ...env };
     throw new EnvFileError(path, code ?? (error as Error).name, { cause: error });
   }
-  const { values: fromFile, malformed, unclosed, cutAtHash, afterQuote } = parseEnvFile(text);
+  const { values: fromFile, malformed, unclosed, cutAtHash, afterQuote, repeated } = parseEnvFile(text);
   const issues: SettingIssue[] = [];
   if (malformed.length > 0) issues.push({ setting: file, problem: malformedProblem(malformed) });
   if (unclosed.length > 0) {
@@ -226,6 +235,9 @@ export async function loadEnv(env: Env, cwd: string, file = ENV_FILE): Promise<E
       setting: file,
       problem: `text after the closing quote on ${linesNamed(afterQuote)} would be dropped: a quote inside a quoted value cannot be escaped (quote the value with another kind of quote), and one line holds one setting`,
     });
+  }
+  for (const [name, at] of Object.entries(repeated)) {
+    issues.push({ setting: file, problem: `${name} is set on ${linesNamed(at)}: keep one (only the last would count)` });
   }
   if (issues.length > 0) throw new ConfigError(issues);
   const merged: Record<string, string | undefined> = { ...fromFile };

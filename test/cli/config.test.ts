@@ -400,7 +400,7 @@ describe("readAuthorizeSettings", () => {
 });
 
 describe("parseEnvFile", () => {
-  const clean = { malformed: [], unclosed: [], cutAtHash: [], afterQuote: [] };
+  const clean = { malformed: [], unclosed: [], cutAtHash: [], afterQuote: [], repeated: {} };
 
   it("reads NAME=value lines with Node's quoting, comments, export and CRLF", () => {
     const text = 'export A=1\r\nB = two words # note\r\nC="with  spaces"\n# comment\nD=\'x#y\'\nE=\nF="a#b" # note\n';
@@ -432,7 +432,7 @@ describe("parseEnvFile", () => {
 
   it("reports a quote not closed on its line by number, without swallowing the assignments after it", () => {
     const text = 'QASHIO_CLIENT_SECRET="s3cret\nBRIDGE_TENANT=demo\nBRIDGE_EVENT_SOURCE="my.src"\nX=\'open\n';
-    expect(parseEnvFile(text)).toEqual({ values: { BRIDGE_TENANT: "demo", BRIDGE_EVENT_SOURCE: "my.src" }, malformed: [], unclosed: [1, 4], cutAtHash: [], afterQuote: [] });
+    expect(parseEnvFile(text)).toEqual({ values: { BRIDGE_TENANT: "demo", BRIDGE_EVENT_SOURCE: "my.src" }, malformed: [], unclosed: [1, 4], cutAtHash: [], afterQuote: [], repeated: {} });
   });
 
   it("reports text after a closing quote, which parseEnv drops (an escaped quote, a second assignment), not a comment", () => {
@@ -488,6 +488,18 @@ describe("loadEnv", () => {
         problem:
           "text after the closing quote on line 4 would be dropped: a quote inside a quoted value cannot be escaped (quote the value with another kind of quote), and one line holds one setting",
       },
+    ]);
+    expect((error as Error).message).not.toMatch(/s3cret/);
+  });
+
+  it("refuses a .env that sets one variable on two lines, naming it and the lines, never a value (exit 2)", async () => {
+    // The earlier line may be the one meant (a stale credential pasted below it): which one counts is no guess to make.
+    await writeFile(join(dir, ".env"), "QASHIO_CLIENT_SECRET=s3cret-new\nBRIDGE_TENANT=demo\nexport QASHIO_CLIENT_SECRET=s3cret-old\n");
+    const error = await loadEnv({}, dir).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).exitCode).toBe(2);
+    expect((error as ConfigError).issues).toEqual([
+      { setting: ".env", problem: "QASHIO_CLIENT_SECRET is set on lines 1, 3: keep one (only the last would count)" },
     ]);
     expect((error as Error).message).not.toMatch(/s3cret/);
   });
