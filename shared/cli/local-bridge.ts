@@ -11,6 +11,7 @@ import {
   causeMatching,
   conformSnapshots,
   emptyReport,
+  isTokenFailure,
   pollCards,
   pollTransactions,
   redrivePublishFailures,
@@ -347,7 +348,8 @@ export const TRANSACTIONS_BUDGET_SHARE = 0.75;
 /**
  * Runs one cycle (transactions, then cards) under the tenant's cycle lock, within `budgetMs` (default
  * BRIDGE_CYCLE_BUDGET; the transactions within {@link TRANSACTIONS_BUDGET_SHARE} of it); once `signal` aborts
- * (Ctrl-C) no new page starts and the cycle ends as at its budget (`complete` false).
+ * (Ctrl-C) no new page starts and the cycle ends as at its budget (`complete` false). The cards are walked even when
+ * the transactions failed for a provider reason; the first failure is thrown after.
  *
  * @throws ReauthorizationNeededError (exit 3) when the token family is revoked; CycleFailedError (exit 1) otherwise.
  * @example
@@ -360,12 +362,26 @@ export async function runCycle(bridge: LocalBridge, options: { readonly budgetMs
   return withCycleLock(bridge, async () => {
     let transactions = emptyReport("transactions");
     let cards = emptyReport("cards");
+    /** The first failure: it ends the run (exit 1 or 3) once the cards walk had its turn, where it may. */
+    let failure: unknown;
     try {
       transactions = await pollTransactions(bridge.transactions, { deadline: started + Math.floor(budgetMs * TRANSACTIONS_BUDGET_SHARE), ...stop });
-      cards = await pollCards(bridge.cards, { deadline: started + budgetMs, ...stop });
     } catch (error) {
+      failure = error;
+    }
+    // As on AWS, where each kind has its own function: transactions the provider will not list now (a 403 for want of
+    // a scope, an outage of that endpoint) do not hold back card suspensions. Not after a token failure (the cards
+    // would need the same token) nor credentials the provider refused; the engine logged the aborted cycle already.
+    if (failure === undefined || (failure instanceof CycleAbortedError && !isTokenFailure(failure) && causeMatching(failure, isInvalidClient) === undefined)) {
+      try {
+        cards = await pollCards(bridge.cards, { deadline: started + budgetMs, ...stop });
+      } catch (error) {
+        failure ??= error;
+      }
+    }
+    if (failure !== undefined) {
       await measureQuarantine(bridge);
-      throw await cliErrorOf(error, bridge);
+      throw await cliErrorOf(failure, bridge);
     }
     const quarantineSize = (await measureQuarantine(bridge)) ?? 0;
     const complete = transactions.outcome === "complete" && cards.outcome === "complete";

@@ -298,6 +298,23 @@ describe("bridge run --once (in-process)", () => {
     expect(idsWithStatus(h, "not_synced", "outdated")).toEqual([]);
   });
 
+  it("still walks the cards when the transactions cycle fails, so a suspension is published, and exits 1 naming the transactions failure", async () => {
+    const h = await start();
+    expect((await runInProcess(["run", "--once"], h.env)).code).toBe(EXIT.ok);
+    const card = h.sandbox.control.company(h.companyId)?.cards.find((c) => c.status === "Active");
+    if (card === undefined) throw new Error("no active card in the seed");
+    await h.control("POST", `/companies/{company}/cards/${card.id}/status`, { status: "Suspended" });
+    // The transactions list fails past the retries; the cards list (another path) answers.
+    await h.control("POST", "/faults", { method: "GET", path_prefix: "/public/v1/erp/transactions", status: 500, count: 50 });
+
+    const failed = await runInProcess(["run", "--once"], h.env);
+
+    expect(failed.code).toBe(EXIT.failed);
+    expect(failed.stderr).toMatch(/transactions cycle stopped: list not_synced transactions failed \(ServerError 500/);
+    const suspended = (await readEvents(h.eventsFile)).filter((e) => e["detail-type"] === "card.suspended");
+    expect(suspended.map((e) => e.detail.subject.id)).toEqual([card.id]);
+  });
+
   it("exits 4 when the cycle stops at its time budget, and the next run finishes the backlog", async () => {
     const h = await start({ transactions: 500 });
     await h.control("POST", "/latency", { latency_ms: 300 });
