@@ -349,7 +349,10 @@ export function parseCommand(argv: readonly string[], env: Env = {}): ParsedComm
   // Not help: a script calling the bridge with an empty variable for its command must not "succeed".
   if (name === undefined) throw new UsageError(`no command given. Commands: ${COMMANDS.join(", ")}`);
   if (name === "help" || name === "--help" || name === "-h") {
-    return { command: "help", topic: rest[0] };
+    const topic = rest[0];
+    // `help rnu` answers as `rnu` would: a typo must not look like a usage that has no such command.
+    if (topic !== undefined && !(COMMANDS as readonly string[]).includes(topic)) throw unknownCommand(topic, "help: ");
+    return { command: "help", topic };
   }
   // `run --help` asks for usage, whatever else it holds: answered before the options are checked.
   if ((COMMANDS as readonly string[]).includes(name) && rest.some((arg) => arg === "--help" || arg === "-h")) {
@@ -436,9 +439,13 @@ export function parseCommand(argv: readonly string[], env: Env = {}): ParsedComm
         },
       };
     }
-    default: {
-      const near = nearest(name, COMMANDS);
-      throw new UsageError(`unknown command "${name}"${near ? ` (did you mean ${near}?)` : ""}. Commands: ${COMMANDS.join(", ")}`);
-    }
+    default:
+      throw unknownCommand(name);
   }
+}
+
+/** The refusal of a command name that is none of {@link COMMANDS}, with the nearest one when one is close. */
+function unknownCommand(name: string, context = ""): UsageError {
+  const near = nearest(name, COMMANDS);
+  return new UsageError(`${context}unknown command "${name}"${near ? ` (did you mean ${near}?)` : ""}. Commands: ${COMMANDS.join(", ")}`);
 }

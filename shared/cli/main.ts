@@ -17,7 +17,8 @@ function settingsHelp(): string {
 async function dispatch(parsed: ParsedCommand, io: CliIo): Promise<number> {
   switch (parsed.command) {
     case "help": {
-      // `help run` (or `run --help`): that command only; any other topic, or none, the whole usage.
+      // `help run` (or `run --help`): that command only; none (or `help help`), the whole usage. parseCommand refuses
+      // a topic that is no command.
       const one = parsed.topic === undefined || parsed.topic === "help" ? undefined : usageOf(parsed.topic);
       const usage = one === undefined ? USAGE : `Usage: npm run bridge -- ${parsed.topic} [options]\n\n${one}`;
       line(io.stdout, `${usage}\n\nSettings of run, authorize, redrive and conform-pii (environment or .env):\n${settingsHelp()}`);

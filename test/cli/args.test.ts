@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { DEFAULT_INTERVAL_MS, MAX_DURATION_MS, npmOwnOptionWarnings, parseCommand, parseDuration } from "../../shared/cli/args.js";
+import { COMMANDS, DEFAULT_INTERVAL_MS, MAX_DURATION_MS, npmOwnOptionWarnings, parseCommand, parseDuration } from "../../shared/cli/args.js";
 import { UsageError } from "../../shared/cli/errors.js";
 
 describe("parseDuration", () => {
@@ -103,6 +103,10 @@ describe("parseCommand", () => {
   it("refuses no command at all (a script with an empty variable must not succeed), naming the commands", () => {
     expect(() => parseCommand([])).toThrow(new UsageError("no command given. Commands: run, authorize, demo, bench, redrive, conform-pii, help"));
     expect(parseCommand(["help"])).toEqual({ command: "help", topic: undefined });
+    expect(parseCommand(["help", "run"])).toEqual({ command: "help", topic: "run" });
+    // A topic that is no command is refused as the command itself would be (exit 2), not answered with the usage.
+    expect(() => parseCommand(["help", "redirve"])).toThrow(/^help: unknown command "redirve" \(did you mean redrive\?\)\. Commands: /);
+    expect(() => parseCommand(["--help", "foo"])).toThrow(new UsageError(`help: unknown command "foo". Commands: ${COMMANDS.join(", ")}`));
   });
 
   it("reads authorize options", () => {

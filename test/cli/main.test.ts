@@ -18,7 +18,7 @@ describe("bridge.ts main", () => {
     expect(stdout).toMatch(/BRIDGE_PII_SALT\s+required with hash\n/);
   });
 
-  it("prints one command's usage for help <command> and <command> --help, the whole usage for any other topic", async () => {
+  it("prints one command's usage for help <command> and <command> --help, and refuses a topic that is no command (exit 2)", async () => {
     for (const argv of [["help", "conform-pii"], ["conform-pii", "--help"]]) {
       const { code, stdout } = await runInProcess(argv, {});
       expect(code).toBe(EXIT.ok);
@@ -26,7 +26,10 @@ describe("bridge.ts main", () => {
       expect(stdout).toContain("where a pass stopped at its time budget");
       expect(stdout).not.toContain("authorize  [--port");
     }
-    expect((await runInProcess(["help", "bogus"], {})).stdout).toContain("authorize  [--port");
+    const bogus = await runInProcess(["help", "bogus"], {});
+    expect(bogus.code).toBe(EXIT.usage);
+    expect(bogus.stdout).toBe("");
+    expect(bogus.stderr).toContain('error: help: unknown command "bogus". Commands: run,');
   });
 
   it("refuses to run without a command, exit 2, pointing to help", async () => {
