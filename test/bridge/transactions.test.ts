@@ -386,6 +386,19 @@ describe("pollTransactions", () => {
     expect(rig.provider.count("listTransactions")).toBe(50);
   });
 
+  it("reads as many pages as the page bound allows, not one fewer, with read-ahead off and on", async () => {
+    for (const readAhead of [false, true]) {
+      for (const maxPages of [1, 2, 3]) {
+        const rig = makeRig();
+        for (let i = 0; i < 10; i++) rig.provider.addTransaction();
+        const report = await pollTransactions(rig.deps, { pageSize: 2, maxPages, readAhead });
+        expect(report.outcome, `maxPages ${maxPages}, readAhead ${readAhead}`).toBe("page_limit");
+        expect(rig.provider.count("listTransactions"), `maxPages ${maxPages}, readAhead ${readAhead}`).toBe(maxPages);
+        expect(report.acknowledged, `maxPages ${maxPages}, readAhead ${readAhead}`).toBe(2 * maxPages);
+      }
+    }
+  });
+
   it("stops cleanly at the deadline between batches and resumes next cycle", async () => {
     const rig = makeRig();
     for (let i = 0; i < 50; i++) rig.provider.addTransaction();
