@@ -319,6 +319,22 @@ describe("pollTransactions", () => {
     expect(sizes).toEqual([100, 100, 40, 40]);
   });
 
+  it("walks on past a full page whose answer carries no pagination block (optional in the provider port), read-ahead off and on", async () => {
+    for (const readAhead of [false, true]) {
+      const rig = makeRig();
+      for (let i = 0; i < 5; i++) rig.provider.addTransaction();
+      const list = rig.provider.listTransactions.bind(rig.provider);
+      rig.provider.listTransactions = async (query) => {
+        const { pagination: _dropped, ...page } = await list(query);
+        return page;
+      };
+      const report = await pollTransactions(rig.deps, { pageSize: 2, readAhead });
+      expect(report, `readAhead ${readAhead}`).toMatchObject({ outcome: "complete", pulled: 5, acknowledged: 5 });
+      expect(rig.provider.pending()).toEqual([]);
+      expect(new Set(rig.publisher.ids).size).toBe(5);
+    }
+  });
+
   it("steps the page size down when the provider rejects it", async () => {
     const rig = makeRig({ maxPageSize: 30 });
     for (let i = 0; i < 45; i++) rig.provider.addTransaction();
