@@ -1,0 +1,82 @@
+/**
+ * JsonlEventPublisher's durability, seen through node:fs: a publish resolves only after the events file was fsynced
+ * following its write, so the engine never writes a batch's snapshots (nor acknowledges it) over events a power loss
+ * could still take back. Nothing else shows a missing fsync: the file reads the same either way until the power goes.
+ */
+import type * as nodeFs from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { JsonlEventPublisher } from "../../shared/local/index.js";
+import { pollTransactions } from "../../shared/bridge/transactions.js";
+import { sampleEvent } from "../bridge/contract/index.js";
+import { makeRig } from "../bridge/fakes.js";
+
+/** Writes, truncations and fsyncs in order, each naming the file its descriptor was opened on. */
+const journal = vi.hoisted(() => ({ events: [] as string[], opened: new Map<number, string>() }));
+
+vi.mock("node:fs", async (importOriginal) => {
+  const fs = await importOriginal<typeof nodeFs>();
+  const name = (fd: number) => journal.opened.get(fd) ?? "?";
+  const openSync = ((file: nodeFs.PathLike, ...rest: unknown[]) => {
+    const fd = (fs.openSync as (file: nodeFs.PathLike, ...rest: unknown[]) => number)(file, ...rest);
+    journal.opened.set(fd, String(file));
+    return fd;
+  }) as typeof fs.openSync;
+  const writeSync = ((fd: number, ...rest: unknown[]) => {
+    journal.events.push(`write ${name(fd)}`);
+    return (fs.writeSync as (fd: number, ...rest: unknown[]) => number)(fd, ...rest);
+  }) as typeof fs.writeSync;
+  const ftruncateSync = ((fd: number, len?: number) => {
+    journal.events.push(`truncate ${name(fd)}`);
+    fs.ftruncateSync(fd, len);
+  }) as typeof fs.ftruncateSync;
+  const fsyncSync = ((fd: number) => {
+    journal.events.push(`fsync ${name(fd)}`);
+    fs.fsyncSync(fd);
+  }) as typeof fs.fsyncSync;
+  const mocked = { openSync, writeSync, ftruncateSync, fsyncSync };
+  return { ...fs, default: { ...fs, ...mocked }, ...mocked };
+});
+
+let dir: string;
+let file: string;
+beforeEach(async () => {
+  dir = await mkdtemp(path.join(tmpdir(), "bridge-jsonl-durable-"));
+  file = path.join(dir, "events.jsonl");
+  journal.events.length = 0;
+});
+afterEach(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+/** The journal's entries about the events file (and markers), with its path shortened. */
+function eventsFileJournal(): string[] {
+  return journal.events.filter((e) => e.endsWith(file) || !e.includes(dir)).map((e) => e.replace(file, "<events>"));
+}
+
+describe("JsonlEventPublisher durability", () => {
+  it("fsyncs the events file after its write before a publish resolves, on every append", async () => {
+    const publisher = new JsonlEventPublisher({ file });
+    await publisher.publish([sampleEvent(1), sampleEvent(2)]);
+    expect(eventsFileJournal().at(-1)).toBe("fsync <events>");
+    expect(eventsFileJournal()).toContain("write <events>");
+    journal.events.length = 0;
+    await publisher.publish([sampleEvent(3)]);
+    expect(eventsFileJournal()).toEqual(["write <events>", "fsync <events>"]);
+  });
+
+  it("makes the events durable before the engine writes the batch's snapshots and acknowledges it", async () => {
+    const rig = makeRig({}, { publisher: new JsonlEventPublisher({ file }) });
+    const putMany = rig.snapshots.putMany.bind(rig.snapshots);
+    rig.snapshots.putMany = (snapshots) => (journal.events.push("snapshots.putMany"), putMany(snapshots));
+    const acknowledge = rig.provider.acknowledgeTransactions.bind(rig.provider);
+    rig.provider.acknowledgeTransactions = (ids) => (journal.events.push("acknowledge"), acknowledge(ids));
+    rig.provider.addTransaction();
+    rig.provider.addTransaction();
+    await pollTransactions(rig.deps);
+    const order = eventsFileJournal();
+    expect(order.slice(order.lastIndexOf("write <events>"))).toEqual(["write <events>", "fsync <events>", "snapshots.putMany", "acknowledge"]);
+  });
+});
