@@ -24,6 +24,16 @@ async function start(options?: Parameters<typeof startHarness>[0]): Promise<Harn
 }
 
 /** Resolves once `file` exists with at least one complete line (watching its directory, no polling). */
+/** A harness whose first run is done, then one of its active cards suspended in the provider's dashboard. */
+async function suspendedAfterFirstRun(): Promise<{ h: Harness; card: { id: string } }> {
+  const h = await start();
+  expect((await runInProcess(["run", "--once"], h.env)).code).toBe(EXIT.ok);
+  const card = h.sandbox.control.company(h.companyId)?.cards.find((c) => c.status === "Active");
+  if (card === undefined) throw new Error("no active card in the seed");
+  await h.control("POST", `/companies/{company}/cards/${card.id}/status`, { status: "Suspended" });
+  return { h, card };
+}
+
 function firstLine(file: string): Promise<void> {
   return new Promise((resolve) => {
     const dir = join(file, "..");
@@ -223,11 +233,7 @@ describe("bridge run --once (in-process)", () => {
   });
 
   it("publishes card.suspended after a status change in the provider's dashboard", async () => {
-    const h = await start();
-    expect((await runInProcess(["run", "--once"], h.env)).code).toBe(EXIT.ok);
-    const card = h.sandbox.control.company(h.companyId)?.cards.find((c) => c.status === "Active");
-    if (card === undefined) throw new Error("no active card in the seed");
-    await h.control("POST", `/companies/{company}/cards/${card.id}/status`, { status: "Suspended" });
+    const { h, card } = await suspendedAfterFirstRun();
 
     expect((await runInProcess(["run", "--once"], h.env)).code).toBe(EXIT.ok);
 
@@ -299,11 +305,7 @@ describe("bridge run --once (in-process)", () => {
   });
 
   it("still walks the cards when the transactions cycle fails, so a suspension is published, and exits 1 naming the transactions failure", async () => {
-    const h = await start();
-    expect((await runInProcess(["run", "--once"], h.env)).code).toBe(EXIT.ok);
-    const card = h.sandbox.control.company(h.companyId)?.cards.find((c) => c.status === "Active");
-    if (card === undefined) throw new Error("no active card in the seed");
-    await h.control("POST", `/companies/{company}/cards/${card.id}/status`, { status: "Suspended" });
+    const { h, card } = await suspendedAfterFirstRun();
     // The transactions list fails past the retries; the cards list (another path) answers.
     await h.control("POST", "/faults", { method: "GET", path_prefix: "/public/v1/erp/transactions", status: 500, count: 50 });
 
