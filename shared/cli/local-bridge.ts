@@ -27,6 +27,7 @@ import {
   type RedriveReport,
   type TransactionCycleDeps,
 } from "../bridge/index.js";
+import { TOKEN_PATH } from "../qashio/auth/oauth.js";
 import { OAuthTokenProvider, isInvalidClient } from "../qashio/auth/token-provider.js";
 import { whileHolding } from "../lease-keep-alive.js";
 import { QashioClient } from "../qashio/client.js";
@@ -285,9 +286,28 @@ async function cliErrorOf(
       .filter(Boolean)
       .join(", ");
     // The engine's message already names the cycle, the failed step and that the next cycle resumes.
-    return new CycleFailedError(`${error.message}${where ? ` (${where})` : ""}`, { cause: error });
+    return new CycleFailedError(`${error.message}${where ? ` (${where})` : ""}${baseUrlHint(error, bridge.baseUrl)}`, { cause: error });
   }
   return new CycleFailedError(otherwise(error instanceof Error ? error : new Error(String(error))), { cause: error });
+}
+
+/** Statuses of a token endpoint that is no OAuth server: nothing there, or no POST taken there. */
+const NO_TOKEN_ENDPOINT = new Set([404, 405, 501]);
+
+/**
+ * A hint for a token endpoint that answered as no OAuth server does (404, 405, 501, or a body that is not JSON): the
+ * failure then says "the next cycle resumes" of what is most likely a QASHIO_BASE_URL naming another server.
+ */
+function baseUrlHint(error: unknown, baseUrl: string): string {
+  const answer = causeMatching(
+    error,
+    (e): e is Error =>
+      e instanceof Error &&
+      (e as { path?: unknown }).path === TOKEN_PATH &&
+      // InvalidResponseError: a body that is not JSON, or not a token set.
+      (NO_TOKEN_ENDPOINT.has((e as { status?: number }).status ?? 0) || e.name === "InvalidResponseError"),
+  );
+  return answer === undefined ? "" : `; the token endpoint answered as no OAuth server does: is QASHIO_BASE_URL (${baseUrl}) the provider's API?`;
 }
 
 /** Sets the `QuarantineSize` gauge after a cycle, whatever its outcome; a failed count is logged, never thrown. */

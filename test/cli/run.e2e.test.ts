@@ -3,6 +3,8 @@
  * process boundary matters (exit codes, a crash), in-process otherwise (same `main`, faster).
  */
 import { watch } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -315,6 +317,30 @@ describe("bridge run --once (in-process)", () => {
     expect(failed.stderr).toMatch(/transactions cycle stopped: list not_synced transactions failed \(ServerError 500/);
     const suspended = (await readEvents(h.eventsFile)).filter((e) => e["detail-type"] === "card.suspended");
     expect(suspended.map((e) => e.detail.subject.id)).toEqual([card.id]);
+  });
+
+  it("asks whether QASHIO_BASE_URL is the provider's API when its token endpoint answers as no OAuth server does", async () => {
+    const h = await start();
+    // A web server: a page not found (404) for a POST, or an HTML page (200) for anything.
+    for (const [status, body] of [[404, "<html>Not Found</html>"], [200, "<html>Welcome</html>"]] as const) {
+      const server = createServer((_request, response) => response.writeHead(status, { "content-type": "text/html" }).end(body));
+      await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      try {
+        const stateDir = join(h.dir, `state-${status}`);
+        const outcome = await runInProcess(["run", "--once"], { ...h.env, QASHIO_BASE_URL: url, BRIDGE_STATE_DIR: stateDir });
+        expect(outcome.code).toBe(EXIT.failed);
+        expect(outcome.stderr).toContain(`the token endpoint answered as no OAuth server does: is QASHIO_BASE_URL (${url}) the provider's API?`);
+      } finally {
+        await new Promise((resolve) => server.close(resolve));
+      }
+    }
+    // The provider's own token endpoint failing (a 500 past the retries) is an outage, not a wrong URL: no such hint.
+    await h.control("POST", "/faults", { method: "POST", path_prefix: "/oauth2/token", status: 500, count: 50 });
+    const outage = await runInProcess(["run", "--once"], h.env);
+    expect(outage.code).toBe(EXIT.failed);
+    expect(outage.stderr).toContain("POST /oauth2/token answered 500");
+    expect(outage.stderr).not.toContain("QASHIO_BASE_URL");
   });
 
   it("exits 4 when the cycle stops at its time budget, and the next run finishes the backlog", async () => {
