@@ -209,12 +209,30 @@ class Container {
    */
   wrap<E, R>(body: (event: E, context: Context, options: { readonly signal: AbortSignal }) => Promise<R>) {
     const flush = () => this.metricsPort.flush();
+    // The body's own catch never sees middy's early timeout (the body is still running): logged here, while the
+    // invocation's context is still on the logger, so a timed-out invocation has its structured error line too.
+    const onError = ({ error }: { readonly error: unknown }) => {
+      if (isInvocationTimeout(error)) {
+        this.logger.error("Invocation timed out: the Lambda timeout came before the handler finished", {
+          error: { name: error.name, message: error.message },
+        });
+      }
+      flush();
+    };
     return middy(body)
       .use(captureLambdaHandler(this.tracer))
       .use(injectLambdaContext(this.logger))
       .use(logMetrics(this.metrics, { captureColdStartMetric: true }))
-      .use({ after: flush, onError: flush });
+      .use({ after: flush, onError });
   }
+}
+
+/**
+ * True for the error middy throws at its early timeout (a few ms before the Lambda timeout): named `TimeoutError`
+ * like the AWS SDK's, told apart by its cause.
+ */
+function isInvocationTimeout(error: unknown): error is Error {
+  return error instanceof Error && error.name === "TimeoutError" && (error.cause as { package?: unknown } | undefined)?.package === "@middy/core";
 }
 
 /** Logs a failure by name and message only (errors of this codebase never carry secrets), then rethrows. */

@@ -87,6 +87,23 @@ it("still emits the dimensioned metrics of the work done (EventsPublished by typ
   }
 }, 20_000);
 
+it("logs a structured error when the invocation runs into its timeout, which the body's own catch never sees", async () => {
+  const { error, atEnd, windDown } = await timedOutInvocation(31_500, "fails");
+  try {
+    expect((error as Error).name).toBe("TimeoutError");
+    const errors = atEnd.filter((line) => /"level":\s*"ERROR"/.test(line)).map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(errors).toEqual([
+      expect.objectContaining({
+        message: expect.stringMatching(/^Invocation timed out/),
+        error: { name: "TimeoutError", message: expect.any(String) },
+        tenant: expect.any(String),
+      }),
+    ]);
+  } finally {
+    await windDown();
+  }
+}, 20_000);
+
 it("stops the cycle the invocation gave up on after its page in hand, rather than go on when the container thaws", async () => {
   // The cycle's own deadline is a minute away: only the abort of the timed-out invocation can stop it.
   const { error, windDown } = await timedOutInvocation(91_500, "answers");
