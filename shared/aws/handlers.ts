@@ -153,6 +153,8 @@ class Container {
   readonly #cache = new RuntimeCache();
   #config?: RuntimeConfig;
   #clients?: AwsClients;
+  /** The tenant dimension set from the raw environment before the config was validated. */
+  #tenantDimension?: string;
 
   constructor(readonly options: HandlerOptions) {
     this.clock = options.clock ?? systemClock;
@@ -164,6 +166,13 @@ class Container {
     const namespace = env.POWERTOOLS_METRICS_NAMESPACE?.trim() || DEFAULT_METRICS_NAMESPACE;
     this.logger = options.logger ?? new Logger({ serviceName });
     this.metrics = options.metrics ?? new Metrics({ serviceName, namespace });
+    // The tenant from the start: logMetrics emits ColdStart before the body validates the environment (config() then
+    // sets the validated value), and a ColdStart without it is the one metric a `WHERE tenant = ...` query misses.
+    const tenant = env.TENANT_ID?.trim();
+    if (tenant) {
+      this.metrics.setDefaultDimensions({ tenant });
+      this.#tenantDimension = tenant;
+    }
     this.tracer = options.tracer ?? new Tracer();
     this.loggerPort = new PowertoolsLoggerAdapter(this.logger);
     this.metricsPort = new PowertoolsMetricsAdapter(this.metrics);
@@ -174,7 +183,8 @@ class Container {
     if (this.#config === undefined) {
       const config = loadConfig(this.options.env ?? process.env);
       this.logger.appendPersistentKeys({ tenant: config.tenant });
-      this.metrics.setDefaultDimensions({ tenant: config.tenant });
+      // Set again only when it differs: Powertools prints a plain-text warning for every overwritten dimension.
+      if (config.tenant !== this.#tenantDimension) this.metrics.setDefaultDimensions({ tenant: config.tenant });
       this.#config = config;
     }
     return this.#config;

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, expect, it, vi } from "vitest";
-import { createHarness, type Harness } from "./support/harness.js";
+import { TENANT, createHarness, type Harness } from "./support/harness.js";
 
 let h: Harness;
 beforeEach(async () => {
@@ -24,4 +24,16 @@ it("emits metrics and logs under the documented default namespace and service wh
   const logs = docs.filter((doc) => doc.level !== undefined);
   expect(logs.length).toBeGreaterThan(0);
   for (const doc of logs) expect(doc.service).toBe("qashio-bridge");
+});
+
+it("emits the ColdStart metric with the tenant dimension, as every other metric", async () => {
+  vi.stubEnv("AWS_LAMBDA_INITIALIZATION_TYPE", "on-demand");
+  // The Lambda's own Metrics (none injected): it reads the initialization type when built, as in production.
+  await h.poller("transactions", { metrics: undefined })();
+  const emf = h.output.filter((line) => line.includes('"_aws"')).map((line) => JSON.parse(line) as Record<string, unknown>);
+  const coldStart = emf.filter((doc) => doc.ColdStart !== undefined);
+  expect(coldStart).toHaveLength(1);
+  expect(coldStart[0]?.tenant).toBe(TENANT);
+  const [directive] = (coldStart[0]?._aws as { CloudWatchMetrics: { Dimensions: string[][] }[] }).CloudWatchMetrics;
+  expect(directive?.Dimensions.flat()).toContain("tenant");
 });
