@@ -85,6 +85,17 @@ export interface ProviderSecretClientOptions {
 }
 
 /**
+ * What a failed call is named by in messages: the AWS error's name, or for a network failure (named plain `Error` by
+ * Node and the SDK's HTTP handler) its system code, e.g. `ECONNREFUSED` or `ENOTFOUND`. Never the message, which may
+ * quote an address.
+ */
+function errorLabel(error: unknown): string {
+  const { name, code } = (typeof error === "object" && error !== null ? error : {}) as { name?: unknown; code?: unknown };
+  if (typeof code === "string" && code !== "" && (name === undefined || name === "Error")) return code;
+  return typeof name === "string" ? name : "unknown error";
+}
+
+/**
  * Reads and writes versions of one provider secret. Throttled and transient failures are retried with backoff; a
  * call that still fails throws `SecretStoreError` (operation, attempts, the AWS error as `cause`), never a value.
  *
@@ -204,13 +215,13 @@ export class ProviderSecretClient {
           backoff: this.#backoff,
           retryable: (error, attempt) => isRetryableAwsError(error, attempt) || (isAwsTimeout(error) && attempt < timeoutRounds),
           onRetry: (error, attempt) =>
-            this.#options.logger?.warn("Secrets Manager call failed, retrying", { operation, attempt, error: (error as Error).name }),
+            this.#options.logger?.warn("Secrets Manager call failed, retrying", { operation, attempt, error: errorLabel(error) }),
         },
       );
     } catch (error) {
       const retryable = isRetryableAwsError(error);
       throw new SecretStoreError(
-        `${operation} on the provider secret failed${retryable ? ` after ${attempts} attempts` : ""}: ${(error as Error).name}`,
+        `${operation} on the provider secret failed${retryable ? ` after ${attempts} attempts` : ""}: ${errorLabel(error)}`,
         this.secretId,
         operation,
         attempts,

@@ -55,6 +55,14 @@ describe("ProviderSecretClient", () => {
       { operation: "GetSecretValue", attempt: 2, error: "ThrottlingException" },
     ]);
   });
+
+  it("names a network failure by its system code, not the plain Error name Node gives it", async () => {
+    const { client, secrets } = setup();
+    secrets.failNext("GetSecretValue", Object.assign(new Error("getaddrinfo ENOTFOUND secretsmanager.eu-west-1.amazonaws.com"), { code: "ENOTFOUND" }));
+    const error = await client.getValue().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(SecretStoreError);
+    expect((error as Error).message).toBe("GetSecretValue on the provider secret failed: ENOTFOUND");
+  });
 });
 
 describe("parseSecret", () => {
