@@ -168,7 +168,7 @@ export class TenantStack extends Stack {
       entry: join(functionsDir, "rotate-token.ts"),
       description: `qashio-bridge ${tenant.id}: Secrets Manager rotation, refreshes the provider token under the lease`,
       environment,
-      // may wait for a running cycle's lease before refreshing
+      // Room to spare: it waits for the token refresh lease (at most 20 s) and makes a few provider and AWS calls.
       timeout: Duration.minutes(10),
       logEncryptionKey: key,
     });
