@@ -1,5 +1,5 @@
 import { PutEventsCommand, type EventBridgeClient, type PutEventsRequestEntry } from "@aws-sdk/client-eventbridge";
-import type { BridgeEvent, Clock, EventPublisher, Logger, PublishFailure } from "../bridge/ports.js";
+import type { BridgeEvent, Clock, EventPublisher, Logger, PublishFailure, PublishOptions } from "../bridge/ports.js";
 import { detailJson } from "../bridge/events/json.js";
 import { systemClock } from "./clock.js";
 import { PublishError } from "./errors.js";
@@ -65,7 +65,7 @@ export class EventBridgePublisher implements EventPublisher {
     this.#logger = options.logger;
   }
 
-  async publish(events: readonly BridgeEvent[]): Promise<{ readonly failed: readonly PublishFailure[] }> {
+  async publish(events: readonly BridgeEvent[], options: PublishOptions = {}): Promise<{ readonly failed: readonly PublishFailure[] }> {
     const failed: PublishFailure[] = [];
     const pending: Pending[] = [];
     for (const event of events) {
@@ -73,7 +73,7 @@ export class EventBridgePublisher implements EventPublisher {
       if ("reason" in prepared) failed.push(prepared);
       else pending.push(prepared);
     }
-    const results = await mapLimit(this.#pack(pending), this.#concurrency, (batch) => this.#sendWithRetries(batch));
+    const results = await mapLimit(this.#pack(pending), this.#concurrency, (batch) => this.#sendWithRetries(batch, options.deadline));
     for (const batchFailures of results) failed.push(...batchFailures);
     return { failed };
   }
@@ -123,13 +123,29 @@ export class EventBridgePublisher implements EventPublisher {
     return batches;
   }
 
-  async #sendWithRetries(batch: readonly Pending[]): Promise<PublishFailure[]> {
+  /**
+   * Sends `batch`, retrying its failed entries with backoff; returns the entries that failed for good, and those still
+   * failing after the last attempt, or whose next attempt would wait past `deadline`, as failed for now.
+   */
+  async #sendWithRetries(batch: readonly Pending[], deadline: number | undefined): Promise<PublishFailure[]> {
     const failures: PublishFailure[] = [];
     let pending = batch;
     let lastReason = new Map<Pending, string>();
+    // Their last code was one worth retrying (throttling, InternalFailure, or unknown): a later cycle may get through,
+    // so the engine keeps the items pending instead of quarantining and acknowledging them.
+    const failForNow = (why: string) => {
+      for (const item of pending) failures.push({ event: item.event, reason: `${lastReason.get(item) ?? "failed"} (${why})`, retryable: true });
+    };
     for (let attempt = 1; pending.length > 0; attempt += 1) {
-      if (attempt > 1) await this.#clock.sleep(backoffDelay(attempt - 1, this.#backoff));
-      const entries = await this.#send(pending, attempt);
+      if (attempt > 1) {
+        const delay = backoffDelay(attempt - 1, this.#backoff);
+        if (deadline !== undefined && this.#clock.now() + delay > deadline) {
+          failForNow(`after ${attempt - 1} attempts: the cycle's deadline comes before the next`);
+          break;
+        }
+        await this.#clock.sleep(delay);
+      }
+      const entries = await this.#send(pending, attempt, deadline);
       const retry: Pending[] = [];
       const reasons = new Map<Pending, string>();
       entries.forEach((result, index) => {
@@ -145,19 +161,15 @@ export class EventBridgePublisher implements EventPublisher {
       pending = retry;
       lastReason = reasons;
       if (pending.length > 0 && attempt >= this.#backoff.maxAttempts) {
-        // Their last code was one worth retrying (throttling, InternalFailure, or unknown): a later cycle may get
-        // through, so the engine keeps the item pending instead of quarantining and acknowledging it.
-        for (const item of pending) {
-          failures.push({ event: item.event, reason: `${lastReason.get(item) ?? "failed"} (after ${attempt} attempts)`, retryable: true });
-        }
+        failForNow(`after ${attempt} attempts`);
         break;
       }
     }
     return failures;
   }
 
-  /** One PutEvents call, retried as a whole while it throws a retryable error. */
-  async #send(pending: readonly Pending[], entryAttempt: number) {
+  /** One PutEvents call, retried as a whole while it throws a retryable error and the retry can start by `deadline`. */
+  async #send(pending: readonly Pending[], entryAttempt: number, deadline: number | undefined) {
     let attempts = 0;
     try {
       return await withRetries(
@@ -174,6 +186,7 @@ export class EventBridgePublisher implements EventPublisher {
           clock: this.#clock,
           backoff: this.#backoff,
           retryable: (error, attempt) => !(error instanceof PublishError) && isRetryableAwsError(error, attempt),
+          ...(deadline === undefined ? {} : { deadline }),
           onRetry: (error, attempt) => this.#logger?.warn("PutEvents call throttled or failed, retrying", { attempt, error: (error as Error).name }),
         },
       );

@@ -93,6 +93,8 @@ export async function withRetries<T>(
     readonly onRetry?: (error: unknown, attempt: number) => void;
     /** Whether a failed attempt is worth another. @default isRetryableAwsError */
     readonly retryable?: (error: unknown, attempt: number) => boolean;
+    /** Epoch ms after which no retry starts: a failure whose backoff would pass it is thrown instead. */
+    readonly deadline?: number;
   },
 ): Promise<T> {
   const retryable = options.retryable ?? isRetryableAwsError;
@@ -101,8 +103,10 @@ export async function withRetries<T>(
       return await operation(attempt);
     } catch (error) {
       if (attempt >= options.backoff.maxAttempts || !retryable(error, attempt)) throw error;
+      const delay = backoffDelay(attempt, options.backoff);
+      if (options.deadline !== undefined && options.clock.now() + delay > options.deadline) throw error;
       options.onRetry?.(error, attempt);
-      await options.clock.sleep(backoffDelay(attempt, options.backoff));
+      await options.clock.sleep(delay);
     }
   }
 }

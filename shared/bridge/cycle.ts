@@ -440,7 +440,8 @@ export class CycleRun {
     if (events.length === 0) return failures;
     // Counted before the call: a publisher that throws may have put some of them on the bus already.
     this.offeredWithoutSnapshot += events.length;
-    const { failed } = await this.port("publish events", () => this.deps.publisher.publish(events));
+    const deadline = this.call.deadline;
+    const { failed } = await this.port("publish events", () => this.deps.publisher.publish(events, deadline === undefined ? undefined : { deadline }));
     for (const failure of failed) failures.set(failure.event.detail.id, failure);
     const now = this.deps.clock.now();
     // One metric point per type and batch rather than per event: a page is one type or two.

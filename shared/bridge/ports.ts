@@ -117,9 +117,18 @@ export interface PublishFailure {
   readonly retryable?: boolean;
 }
 
+/** Options of one {@link EventPublisher.publish} call. */
+export interface PublishOptions {
+  /**
+   * Epoch ms the call should end by (the cycle's deadline plus its grace): an adapter that retries makes no retry that
+   * would wait past it, and returns what is left as failed for now (`retryable`), so the cycle ends in its time.
+   */
+  readonly deadline?: number;
+}
+
 /** Publishes events. Per-event failures are returned, not thrown; a throw means nothing is known to be published. */
 export interface EventPublisher {
-  publish(events: readonly BridgeEvent[]): Promise<{ readonly failed: readonly PublishFailure[] }>;
+  publish(events: readonly BridgeEvent[], options?: PublishOptions): Promise<{ readonly failed: readonly PublishFailure[] }>;
 }
 
 /** A provider record the bridge could not process, kept durably with why. */

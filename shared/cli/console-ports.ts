@@ -65,8 +65,8 @@ export { systemClock } from "../clock.js";
  */
 export function observePublished(inner: EventPublisher, onPublished: (events: readonly BridgeEvent[]) => void): EventPublisher {
   return {
-    async publish(events) {
-      const result = await inner.publish(events);
+    async publish(events, options) {
+      const result = await inner.publish(events, options);
       const failed = new Set(result.failed.map((f) => f.event.detail.id));
       onPublished(failed.size === 0 ? events : events.filter((e) => !failed.has(e.detail.id)));
       return result;

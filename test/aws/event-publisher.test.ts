@@ -139,6 +139,37 @@ describe("EventBridgePublisher", () => {
     },
   );
 
+  it("makes no retry that would wait past the deadline: entries still throttled then fail for now, and the clock never passes it", async () => {
+    mock.on(PutEventsCommand).callsFake((input: { Entries: PutEventsRequestEntry[] }) => ({
+      FailedEntryCount: input.Entries.length,
+      Entries: input.Entries.map(() => ({ ErrorCode: "ThrottlingException", ErrorMessage: "Rate exceeded" })),
+    }));
+    const clock = new FakeClock();
+    // Room for a few retries of the ten attempts allowed (backoff doubling from 50 ms), not for all of them.
+    const deadline = clock.now() + 500;
+    const result = await publisher(clock, 10).publish([event("ev_1"), event("ev_2")], { deadline });
+    expect(result.failed.map((f) => [f.event.detail.id, f.retryable])).toEqual([
+      ["ev_1", true],
+      ["ev_2", true],
+    ]);
+    expect(result.failed[0]?.reason).toMatch(/^ThrottlingException: Rate exceeded \(after \d+ attempts: the cycle's deadline comes before the next\)$/);
+    expect(mock.commandCalls(PutEventsCommand).length).toBeLessThan(10);
+    expect(clock.now()).toBeLessThanOrEqual(deadline);
+    // Without a deadline the same publisher makes every attempt allowed.
+    mock.resetHistory();
+    await publisher(new FakeClock(), 10).publish([event("ev_1")]);
+    expect(mock.commandCalls(PutEventsCommand)).toHaveLength(10);
+  });
+
+  it("stops retrying a throttled call as a whole before its backoff would pass the deadline: PublishError, the clock short of it", async () => {
+    mock.on(PutEventsCommand).rejects(Object.assign(new Error("Rate exceeded"), { name: "ThrottlingException", $metadata: {} }));
+    const clock = new FakeClock();
+    const deadline = clock.now() + 500;
+    await expect(publisher(clock, 10).publish([event("ev_1")], { deadline })).rejects.toBeInstanceOf(PublishError);
+    expect(mock.commandCalls(PutEventsCommand).length).toBeLessThan(10);
+    expect(clock.now()).toBeLessThanOrEqual(deadline);
+  });
+
   it("raises PublishError when a call with failed entries answers fewer entries than sent, instead of taking the missing ones as delivered", async () => {
     mock.on(PutEventsCommand).resolves({ FailedEntryCount: 1, Entries: [{ ErrorCode: "InternalFailure", ErrorMessage: "boom" }] });
     await expect(publisher(new FakeClock(), 3).publish([event("ev_1"), event("ev_2")])).rejects.toBeInstanceOf(PublishError);

@@ -12,6 +12,7 @@ import type {
   MetricUnit,
   Metrics,
   PublishFailure,
+  PublishOptions,
   Quarantine,
   QuarantineRecord,
   Snapshot,
@@ -162,9 +163,12 @@ export class RecordingPublisher implements EventPublisher {
   /** Every event offered, taken or not, in order. */
   readonly offered: BridgeEvent[] = [];
   calls = 0;
+  /** The options of each call, in order. */
+  readonly options: (PublishOptions | undefined)[] = [];
   reject: (event: BridgeEvent) => string | Omit<PublishFailure, "event"> | undefined = () => undefined;
-  async publish(events: readonly BridgeEvent[]): Promise<{ readonly failed: readonly PublishFailure[] }> {
+  async publish(events: readonly BridgeEvent[], options?: PublishOptions): Promise<{ readonly failed: readonly PublishFailure[] }> {
     this.calls += 1;
+    this.options.push(options);
     const failed: PublishFailure[] = [];
     for (const event of events) {
       this.offered.push(structuredClone(event));

@@ -415,6 +415,17 @@ describe("pollTransactions", () => {
     }
   });
 
+  it("hands the publisher the cycle's call deadline (its deadline plus the grace), and none to a cycle without one", async () => {
+    const rig = makeRig();
+    for (let i = 0; i < 3; i++) rig.provider.addTransaction();
+    const deadline = rig.clock.now() + 60_000;
+    await pollTransactions(rig.deps, { deadline, deadlineGraceMs: 5_000 });
+    expect(rig.publisher.options).toEqual([{ deadline: deadline + 5_000 }]);
+    rig.provider.addTransaction();
+    await pollTransactions(rig.deps);
+    expect(rig.publisher.options.at(-1)).toBeUndefined();
+  });
+
   it("stops cleanly at the deadline between batches and resumes next cycle", async () => {
     const rig = makeRig();
     for (let i = 0; i < 50; i++) rig.provider.addTransaction();

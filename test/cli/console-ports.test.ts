@@ -58,4 +58,11 @@ describe("observePublished", () => {
     expect(seen).toEqual(["a", "c"]);
     expect(result.failed).toHaveLength(1);
   });
+
+  it("passes the call's options (the cycle's deadline) on to the inner publisher", async () => {
+    const given: unknown[] = [];
+    const inner: EventPublisher = { publish: async (_events, options) => (given.push(options), { failed: [] }) };
+    await observePublished(inner, () => undefined).publish([event("a")], { deadline: 1_234 });
+    expect(given).toEqual([{ deadline: 1_234 }]);
+  });
 });
