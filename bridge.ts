@@ -3,6 +3,7 @@
  * See shared/cli/ for the commands; `npm run bridge -- help` for usage.
  */
 import { main, stopNotice } from "./shared/cli/main.js";
+import { spendingRefreshes } from "./shared/cli/token-spending.js";
 
 const controller = new AbortController();
 const notice = stopNotice(process.argv[2]);
@@ -14,15 +15,25 @@ const stop = () => {
   // refresh after a failed cycle) save what it holds; the process exits with the command's result, not as killed.
   stops += 1;
   if (finished && stops === 1) return;
-  // A second Ctrl-C means "now": skip the clean stop between cycles.
+  // A second Ctrl-C means "now": skip the clean stop between cycles. Not inside a token refresh, though: its refresh
+  // token is spent once sent, and exiting before the successor is saved signs the integration out (the refresh call
+  // and the save are bounded by their own deadlines, so this wait is too).
   if (stops > 1) {
-    process.stderr.write("stopped at once\n");
-    process.exit(130);
+    if (spendingRefreshes.busy) {
+      if (stops === 2) process.stderr.write("a token refresh is under way: stopping once its new refresh token is saved (a kill now would sign the integration out)\n");
+      void spendingRefreshes.settled().then(() => stopAtOnce());
+      return;
+    }
+    stopAtOnce();
   }
   // A page can take seconds to finish: say that the signal was heard.
   if (notice !== undefined) process.stderr.write(`${notice}\n`);
   controller.abort();
 };
+function stopAtOnce(): never {
+  process.stderr.write("stopped at once\n");
+  process.exit(130);
+}
 process.on("SIGINT", stop);
 process.on("SIGTERM", stop);
 

@@ -47,6 +47,7 @@ import {
 } from "../local/index.js";
 import type { Env, LocalSettings } from "./config.js";
 import { LocalTokenStore } from "./local-tokens.js";
+import { spendingRefreshes } from "./token-spending.js";
 import { MemoryMetrics, observePublished, systemClock } from "./console-ports.js";
 import {
   CliError,
@@ -215,6 +216,7 @@ export async function openLocalBridge(settings: LocalSettings, options: LocalBri
     onEvent: (event) => {
       if (event === "refreshed") metrics.add("TokenRefreshes", 1);
     },
+    spending: (work) => spendingRefreshes.run(work),
   });
   const client = new QashioClient({
     baseUrl,

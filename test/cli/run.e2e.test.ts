@@ -2,6 +2,7 @@
  * End-to-end: `bridge run --once` against the sandbox on a loopback port, as a child process where the
  * process boundary matters (exit codes, a crash), in-process otherwise (same `main`, faster).
  */
+import type { ChildProcess } from "node:child_process";
 import { watch } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -142,6 +143,52 @@ describe("bridge run --once (spawned)", () => {
       const { code } = await child.outcome;
       expect(sent).toBe(true);
       expect({ code, signal: child.signalCode }).toEqual({ code: EXIT.ok, signal: null });
+    }
+  });
+
+  it("on a second SIGTERM while a token refresh's answer is in flight, waits for the new refresh token to be saved before exiting 130", async () => {
+    const h = await start();
+    // A proxy in front of the sandbox: once armed, it lets the sandbox answer a refresh (the sent refresh token is spent
+    // then), signals the bridge twice, and only then hands the answer on, as a slow network would.
+    let armed: ChildProcess | undefined;
+    const proxy = createServer((request, response) => {
+      const chunks: Buffer[] = [];
+      request.on("data", (chunk: Buffer) => chunks.push(chunk));
+      request.on("end", () => {
+        void (async () => {
+          const headers = Object.fromEntries(Object.entries(request.headers).filter(([name]) => !["host", "connection", "content-length"].includes(name))) as Record<string, string>;
+          const answer = await fetch(`${h.url}${request.url ?? "/"}`, { method: request.method, headers, ...(chunks.length > 0 ? { body: Buffer.concat(chunks) } : {}) });
+          const body = Buffer.from(await answer.arrayBuffer());
+          const child = armed;
+          if (child !== undefined && request.url === "/oauth2/token") {
+            armed = undefined;
+            // Apart, so the kernel does not merge them into one pending signal.
+            child.kill("SIGTERM");
+            await new Promise((resolve) => setTimeout(resolve, 100));
+            child.kill("SIGTERM");
+            await new Promise((resolve) => setTimeout(resolve, 300));
+          }
+          response.writeHead(answer.status, { "content-type": answer.headers.get("content-type") ?? "application/json" }).end(body);
+        })();
+      });
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve));
+    try {
+      const env = { ...h.env, QASHIO_BASE_URL: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}` };
+      expect((await runInProcess(["run", "--once"], env)).code).toBe(EXIT.ok);
+      // The stored access token has expired at the provider: the next run refreshes first.
+      await h.control("POST", "/clock", { advance_seconds: 3_600 });
+      const child = spawnBridge(["run", "--once"], env);
+      armed = child;
+      const { code, stderr } = await child.outcome;
+      expect(armed, "the run never refreshed").toBeUndefined();
+      expect(code).toBe(130);
+      // The family lives: the next run uses the saved successor (a spent token would be refused: exit 3).
+      const next = await runInProcess(["run", "--once"], env);
+      expect(next.code, next.stderr).toBe(EXIT.ok);
+      expect(stderr).toContain("a token refresh is under way: stopping once its new refresh token is saved");
+    } finally {
+      await new Promise((resolve) => proxy.close(resolve));
     }
   });
 

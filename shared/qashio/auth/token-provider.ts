@@ -85,6 +85,12 @@ export interface OAuthTokenProviderOptions extends OAuthClientOptions {
   readonly refreshSkewMs?: number;
   readonly clock?: Clock;
   readonly onEvent?: (event: TokenEvent) => void;
+  /**
+   * Runs the part of a refresh from sending the refresh token (spent from then on) to saving its successor, so a
+   * process told to stop at once (a second Ctrl-C) can wait for it: stopping inside it loses the token family.
+   * @default runs it as it is
+   */
+  readonly spending?: <T>(work: () => Promise<T>) => Promise<T>;
 }
 
 export const DEFAULT_LOCK_NAME = "qashio-token-refresh";
@@ -372,16 +378,24 @@ export class OAuthTokenProvider implements TokenProvider {
     const { refreshToken } = stored;
     const postponed = await this.postponedRefresh(stored, rejected);
     if (postponed !== undefined) return postponed;
-    let set: TokenSet;
-    try {
-      set = await refresh(this.options, refreshToken, lease?.deadline);
-    } catch (error) {
-      if (error instanceof IncompleteTokenSetError) {
+    const save = (tokens: StoredTokens) => this.keepingAlive(lease?.handle, () => this.persist(tokens, refreshToken, lease?.handle), lease?.askedAt);
+    const spending = this.options.spending ?? ((work) => work());
+    // From the request on, the refresh token may be spent: the section ends once its successor is saved.
+    const outcome = await spending(async (): Promise<{ tokens: StoredTokens } | { error: unknown }> => {
+      let set: TokenSet;
+      try {
+        set = await refresh(this.options, refreshToken, lease?.deadline);
+      } catch (error) {
         // The sent token is spent: its successor is saved, without an access token (the next call refreshes with it).
-        const successor = { refreshToken: error.rotatedRefreshToken() };
-        await this.keepingAlive(lease?.handle, () => this.persist(successor, refreshToken, lease?.handle), lease?.askedAt);
-        throw error;
+        if (error instanceof IncompleteTokenSetError) await save({ refreshToken: error.rotatedRefreshToken() });
+        return { error };
       }
+      const tokens = storedTokensOf(set, this.clock.now());
+      await save(tokens);
+      return { tokens };
+    });
+    if ("error" in outcome) {
+      const { error } = outcome;
       if (!isRejectedGrant(error)) throw error;
       const reloaded = await this.options.store.load();
       if (mayAdopt && reloaded && reloaded.refreshToken !== refreshToken) {
@@ -397,10 +411,8 @@ export class OAuthTokenProvider implements TokenProvider {
         { cause: error },
       );
     }
-    const tokens = storedTokensOf(set, this.clock.now());
-    await this.keepingAlive(lease?.handle, () => this.persist(tokens, refreshToken, lease?.handle), lease?.askedAt);
     this.options.onEvent?.("refreshed");
-    return tokens;
+    return outcome.tokens;
   }
 
   /**
