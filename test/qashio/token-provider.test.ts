@@ -1,6 +1,6 @@
 import { inspect } from "node:util";
 import { describe, expect, it } from "vitest";
-import { DEFAULT_LOCK_NAME, DEFAULT_LOCK_POLL_MS, OAuthTokenProvider, StaticTokenProvider, type RefreshLock, type TokenEvent } from "../../shared/qashio/auth/token-provider.js";
+import { DEFAULT_LOCK_NAME, DEFAULT_LOCK_POLL_MS, OAuthTokenProvider, StaticTokenProvider, type OAuthTokenProviderOptions, type RefreshLock, type TokenEvent } from "../../shared/qashio/auth/token-provider.js";
 import type { StoredTokens, TokenStore } from "../../shared/qashio/auth/token-store.js";
 import { IncompleteTokenSetError, ReauthorizationRequiredError, TokenUnavailableError, UnauthorizedError } from "../../shared/qashio/errors.js";
 import { captureLogger, fakeClock, json, jwt, manualClock, scriptedFetch, turns, type RecordedCall } from "./helpers.js";
@@ -114,7 +114,7 @@ function slowTokenEndpoint(clock: Clock, firstAnswerMs: number) {
   return { presented, reply };
 }
 
-function setup(options: { stored?: StoredTokens; lock?: RefreshLock; lifetimeMs?: number } = {}) {
+function setup(options: { stored?: StoredTokens; lock?: RefreshLock; lifetimeMs?: number; spending?: OAuthTokenProviderOptions["spending"] } = {}) {
   const clock = fakeClock();
   const events: string[] = [];
   const tokenEvents: TokenEvent[] = [];
@@ -134,6 +134,7 @@ function setup(options: { stored?: StoredTokens; lock?: RefreshLock; lifetimeMs?
     logger,
     lock: options.lock,
     onEvent: (e) => tokenEvents.push(e),
+    ...(options.spending === undefined ? {} : { spending: options.spending }),
   });
   return { clock, events, store, fetch, provider, logger, tokenEvents };
 }
@@ -168,6 +169,29 @@ describe("OAuthTokenProvider", () => {
     const token = await pending;
     expect(events).toEqual(["refresh:rt-1", "save:rt-2", "use"]);
     expect(store.saves[0]!.accessToken).toBe(token);
+  });
+
+  it("runs a refresh from its request to the save of the successor inside `spending`, and nothing else", async () => {
+    const order: string[] = [];
+    let log: readonly string[] = [];
+    const { provider, events } = setup({
+      spending: async (work) => {
+        order.push(`enter after ${log.length}`);
+        try {
+          return await work();
+        } finally {
+          order.push(`exit after ${log.length}`);
+        }
+      },
+    });
+    log = events;
+    await provider.getAccessToken();
+    // Entered before the refresh request, left once its successor is saved.
+    expect(events).toEqual(["refresh:rt-1", "save:rt-2"]);
+    expect(order).toEqual(["enter after 0", "exit after 2"]);
+    // A token in hand needs no refresh: no section.
+    await provider.getAccessToken();
+    expect(order).toHaveLength(2);
   });
 
   it("asks the store before spending the refresh token: a store that could not save the successor stops the refresh unspent", async () => {
