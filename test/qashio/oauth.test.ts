@@ -1,7 +1,7 @@
 import { inspect } from "node:util";
 import { describe, expect, it } from "vitest";
 import { buildAuthorizeUrl, createState, exchangeCode, refresh, stateMatches, validate } from "../../shared/qashio/auth/oauth.js";
-import { jwtExpiry } from "../../shared/qashio/auth/jwt.js";
+import { jwtExpiry, jwtTimes } from "../../shared/qashio/auth/jwt.js";
 import { OAuthTokenProvider, isInvalidClient, isRejectedGrant } from "../../shared/qashio/auth/token-provider.js";
 import type { StoredTokens } from "../../shared/qashio/auth/token-store.js";
 import { ForbiddenError, IncompleteTokenSetError, InvalidResponseError, RateLimitedError, UnauthorizedError } from "../../shared/qashio/errors.js";
@@ -137,6 +137,15 @@ describe("validate", () => {
     const error = await validate({ baseUrl: BASE_URL, fetch, clock: fakeClock() }, "t").catch((e: unknown) => e);
     expect(error).toBeInstanceOf(RateLimitedError);
     expect((error as RateLimitedError).retryAfterMs).toBe(120_000);
+  });
+});
+
+describe("jwtTimes", () => {
+  it("reads exp and iat in milliseconds, each only when numeric", () => {
+    expect(jwtTimes(jwt({ exp: 1_700_000_900, iat: 1_700_000_000 }))).toEqual({ expiresAt: 1_700_000_900_000, issuedAt: 1_700_000_000_000 });
+    expect(jwtTimes(jwt({ exp: 1_700_000_900, iat: "then" }))).toEqual({ expiresAt: 1_700_000_900_000 });
+    expect(jwtTimes("opaque-token")).toEqual({});
+    expect(jwtTimes("a.!!!.c")).toEqual({});
   });
 });
 

@@ -313,6 +313,36 @@ describe("OAuthTokenProvider", () => {
     expect(fetch.calls).toHaveLength(2);
   });
 
+  it("counts a JWT's lifetime (exp - iat) from receipt, so a provider clock 20 minutes behind this host costs no refresh per call", async () => {
+    const clock = fakeClock();
+    const store = memoryStore({ refreshToken: "rt-1" });
+    // Issued now on the provider's clock, 20 minutes behind: by this host's clock its exp is already past.
+    const providerNow = Math.floor((clock.now() - 20 * MINUTE) / 1000);
+    let issued = 1;
+    const fetch = scriptedFetch(() =>
+      json(200, { access_token: jwt({ n: issued, iat: providerNow, exp: providerNow + 15 * 60 }), token_type: "Bearer", refresh_token: `rt-${++issued}` }),
+    );
+    const provider = new OAuthTokenProvider({ baseUrl: BASE_URL, clientId: "c", clientSecret: CLIENT_SECRET, store, fetch, clock });
+    const first = await provider.getAccessToken();
+    expect(store.saves[0]!.accessTokenExpiresAt).toBe(clock.now() + 15 * MINUTE);
+    clock.advance(10 * MINUTE);
+    expect(await provider.getAccessToken()).toBe(first);
+    expect(await provider.getAccessToken()).toBe(first);
+    expect(fetch.calls).toHaveLength(1);
+  });
+
+  it("does not take an exp already past on receipt (and no iat) for the expiry: the token is used until a 401, not refreshed per call", async () => {
+    const clock = fakeClock();
+    const store = memoryStore({ refreshToken: "rt-1" });
+    const behind = Math.floor((clock.now() - 20 * MINUTE) / 1000);
+    const fetch = scriptedFetch(json(200, { access_token: jwt({ exp: behind + 15 * 60 }), token_type: "Bearer", refresh_token: "rt-2" }));
+    const provider = new OAuthTokenProvider({ baseUrl: BASE_URL, clientId: "c", clientSecret: CLIENT_SECRET, store, fetch, clock });
+    const first = await provider.getAccessToken();
+    expect(store.saves[0]!.accessTokenExpiresAt).toBeUndefined();
+    expect(await provider.getAccessToken()).toBe(first);
+    expect(fetch.calls).toHaveLength(1);
+  });
+
   it("uses expires_in when the access token carries no exp", async () => {
     const clock = fakeClock();
     const store = memoryStore({ refreshToken: "rt-1" });

@@ -5,7 +5,7 @@
 import { BadRequestError, IncompleteTokenSetError, QashioError, ReauthorizationRequiredError, TokenUnavailableError, UnauthorizedError } from "../errors.js";
 import { DEFAULT_TIMEOUT_MS, systemClock, type Clock } from "../http.js";
 import { acquireTimed, whileHolding, type KeepAliveMessages } from "../../lease-keep-alive.js";
-import { jwtExpiry } from "./jwt.js";
+import { jwtTimes } from "./jwt.js";
 import { exchangeCode, refresh, type OAuthClientOptions } from "./oauth.js";
 import type { StoredTokens, TokenStore } from "./token-store.js";
 import type { TokenSet } from "../schemas/index.js";
@@ -130,15 +130,20 @@ interface Unsaved {
 }
 
 /**
- * Stored form of a token set. The expiry is the access token's JWT `exp`; failing that, `expires_in`
- * (not in the spec, read when sent) counted from `now`; failing both, unknown (used until a 401).
+ * Stored form of a token set, `now` being when it was received. The expiry is on this host's clock: the access
+ * token's JWT lifetime (`exp` - `iat`) counted from `now`, since `exp` alone is on the provider's clock and a skew
+ * between the two would make a fresh token look expired (a refresh before every call, each one a new secret version
+ * on AWS) or an expired one fresh; failing `iat`, the JWT `exp` unless it is already past; failing that, `expires_in`
+ * (not in the spec, read when sent) counted from `now`; failing all, unknown (used until a 401).
  */
 export function storedTokensOf(set: TokenSet, now: number): StoredTokens {
-  const fromJwt = jwtExpiry(set.access_token);
+  const { expiresAt, issuedAt } = jwtTimes(set.access_token);
+  const fromLifetime = expiresAt !== undefined && issuedAt !== undefined && expiresAt > issuedAt ? now + (expiresAt - issuedAt) : undefined;
+  const fromExp = expiresAt !== undefined && expiresAt > now ? expiresAt : undefined;
   const fromExpiresIn = typeof set.expires_in === "number" && set.expires_in > 0 ? now + set.expires_in * 1000 : undefined;
   return {
     accessToken: set.access_token,
-    accessTokenExpiresAt: fromJwt ?? fromExpiresIn,
+    accessTokenExpiresAt: fromLifetime ?? fromExp ?? fromExpiresIn,
     refreshToken: set.refresh_token,
     ...(set.scope ? { scope: set.scope } : {}),
   };
