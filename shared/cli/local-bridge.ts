@@ -398,7 +398,9 @@ export async function runCycle(bridge: LocalBridge, options: { readonly budgetMs
       try {
         cards = await pollCards(bridge.cards, { deadline: started + budgetMs, ...stop });
       } catch (error) {
-        failure ??= error;
+        // A token failure or refused credentials outranks the transactions' failure: it ends the run (exit 3 for a
+        // revoked family) rather than reading as an outage the next cycle resumes from.
+        if (failure === undefined || isTokenFailure(error) || causeMatching(error, isInvalidClient) !== undefined) failure = error;
       }
     }
     if (failure !== undefined) {

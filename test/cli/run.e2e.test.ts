@@ -390,6 +390,22 @@ describe("bridge run --once (in-process)", () => {
     expect(outage.stderr).not.toContain("QASHIO_BASE_URL");
   });
 
+  it("exits 3 when the transactions cycle fails for a provider reason and the cards walk then finds the token family revoked", async () => {
+    const h = await start();
+    const first = h.env.QASHIO_REFRESH_TOKEN as string;
+    expect((await runInProcess(["run", "--once"], h.env)).code).toBe(EXIT.ok);
+    // The transactions list fails past the retries (faults answer before the token is checked); then the family is
+    // revoked, so the cards walk's call is refused and its refresh rejected.
+    await h.control("POST", "/faults", { method: "GET", path_prefix: "/public/v1/erp/transactions", status: 500, count: 50 });
+    const options = { baseUrl: h.url, clientId: CLIENT.id, clientSecret: CLIENT.secret };
+    await refresh(options, first).catch(() => undefined);
+
+    const { code, stderr } = await runInProcess(["run", "--once"], h.env);
+
+    expect(code).toBe(EXIT.reauthorize);
+    expect(stderr).toContain("run `npm run bridge -- authorize` to sign in again");
+  });
+
   it("exits 4 when the cycle stops at its time budget, and the next run finishes the backlog", async () => {
     const h = await start({ transactions: 500 });
     await h.control("POST", "/latency", { latency_ms: 300 });
