@@ -360,11 +360,6 @@ export async function withCycleLock<T>(bridge: LocalBridge, work: () => Promise<
   }
 }
 
-/** A failure of the token (revoked family, no token to be had) or of the client credentials: no other walk can succeed. */
-function isCredentialFailure(error: unknown): boolean {
-  return isTokenFailure(error) || causeMatching(error, isInvalidClient) !== undefined;
-}
-
 /**
  * Share of a local cycle's budget the transactions may take before the cards walk: the cards always get the rest (and
  * whatever the transactions leave), so a transaction backlog that outlasts every cycle cannot hold card events back.
@@ -398,14 +393,15 @@ export async function runCycle(bridge: LocalBridge, options: { readonly budgetMs
     }
     // As on AWS, where each kind has its own function: transactions the provider will not list now (a 403 for want of
     // a scope, an outage of that endpoint) do not hold back card suspensions. Not after a token failure (the cards
-    // would need the same token) nor credentials the provider refused; the engine logged the aborted cycle already.
-    if (failure === undefined || (failure instanceof CycleAbortedError && !isCredentialFailure(failure))) {
+    // would need the same token; isTokenFailure covers the token endpoint refusing the client credentials too); the
+    // engine logged the aborted cycle already.
+    if (failure === undefined || (failure instanceof CycleAbortedError && !isTokenFailure(failure))) {
       try {
         cards = await pollCards(bridge.cards, { deadline: started + budgetMs, ...stop });
       } catch (error) {
         // A token failure or refused credentials outranks the transactions' failure: it ends the run (exit 3 for a
         // revoked family) rather than reading as an outage the next cycle resumes from.
-        if (failure === undefined || isCredentialFailure(error)) failure = error;
+        if (failure === undefined || isTokenFailure(error)) failure = error;
       }
     }
     if (failure !== undefined) {
