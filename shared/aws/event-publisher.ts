@@ -5,7 +5,7 @@ import { systemClock } from "./clock.js";
 import { PublishError } from "./errors.js";
 import { MAX_ENTRY_BYTES, entrySize, reduceDetail, truncationsOf, type ReducedDetail } from "./event-size.js";
 import { mapLimit } from "../bridge/map-limit.js";
-import { DEFAULT_BACKOFF, backoffDelay, isRetryableAwsError, withRetries, type BackoffOptions } from "./retry.js";
+import { DEFAULT_BACKOFF, backoffDelay, isRetryableAwsError, waitPasses, withRetries, type BackoffOptions } from "./retry.js";
 
 /** PutEvents accepts at most 10 entries per call. */
 export const MAX_ENTRIES_PER_CALL = 10;
@@ -139,7 +139,7 @@ export class EventBridgePublisher implements EventPublisher {
     for (let attempt = 1; pending.length > 0; attempt += 1) {
       if (attempt > 1) {
         const delay = backoffDelay(attempt - 1, this.#backoff);
-        if (deadline !== undefined && this.#clock.now() + delay > deadline) {
+        if (waitPasses(deadline, delay, this.#clock)) {
           failForNow(`after ${attempt - 1} attempts: the cycle's deadline comes before the next`);
           break;
         }

@@ -80,6 +80,17 @@ function hasName(error: unknown, names: ReadonlySet<string>): boolean {
 }
 
 /**
+ * Whether a wait of `delayMs` from now would end past `deadline` (epoch ms; none: never): the retry after it must
+ * not start, so the caller's cycle ends in its time.
+ *
+ * @example
+ * if (waitPasses(deadline, backoffDelay(attempt, backoff), clock)) return failForNow();
+ */
+export function waitPasses(deadline: number | undefined, delayMs: number, clock: Clock): boolean {
+  return deadline !== undefined && clock.now() + delayMs > deadline;
+}
+
+/**
  * Runs `operation` until it succeeds, retrying only retryable AWS errors with backoff; the last error is rethrown.
  *
  * @example
@@ -104,7 +115,7 @@ export async function withRetries<T>(
     } catch (error) {
       if (attempt >= options.backoff.maxAttempts || !retryable(error, attempt)) throw error;
       const delay = backoffDelay(attempt, options.backoff);
-      if (options.deadline !== undefined && options.clock.now() + delay > options.deadline) throw error;
+      if (waitPasses(options.deadline, delay, options.clock)) throw error;
       options.onRetry?.(error, attempt);
       await options.clock.sleep(delay);
     }
