@@ -6,7 +6,7 @@
 import { CARD_KEY_PREFIX } from "./cards.js";
 import type { BridgeDeps } from "./deps.js";
 import { contentHash, recordHash } from "./hash.js";
-import { isPlainObject } from "./diff.js";
+import { isJsonObject } from "../json-object.js";
 import { assertPiiPolicy, conformPii, conformPiiToBody, type PiiMode } from "./pii.js";
 import type { Snapshot } from "./ports.js";
 
@@ -52,7 +52,7 @@ export interface ConformOptions {
 function conformed(snapshot: Snapshot, deps: Pick<BridgeDeps, "pii">): Snapshot | undefined {
   const { object } = snapshot;
   // An entry of another shape (a corrupt or foreign one) has no personal fields the engine knows of: left as it is.
-  if (!isPlainObject(object)) return undefined;
+  if (!isJsonObject(object)) return undefined;
   const masked = conformPii(object, deps.pii);
   // conformPii copies only on change, so identity tells whether there is anything to write, without a deep compare of
   // every snapshot.

@@ -3,6 +3,7 @@
  * Arrays whose elements all carry a unique `id` (line_items, segments, receipts, sync_errors, ...)
  * are matched by that id, so a reordered or inserted element does not show as many changes.
  */
+import { isJsonObject } from "../json-object.js";
 
 /** One changed leaf (or whole added/removed member) between two versions of an object. */
 export interface Change {
@@ -19,10 +20,6 @@ export function escapePointerToken(token: string): string {
   return token.includes("~") || token.includes("/") ? token.replace(/~/g, "~0").replace(/\//g, "~1") : token;
 }
 
-/** A JSON object: not null, not an array. */
-export function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
 
 /** A member's own value: `record[key]` alone would find inherited members such as `constructor` or `toString`. */
 function own(record: Readonly<Record<string, unknown>>, key: string): unknown {
@@ -34,7 +31,7 @@ function elementIds(array: readonly unknown[]): string[] | undefined {
   const ids: string[] = [];
   const seen = new Set<string>();
   for (const element of array) {
-    if (!isPlainObject(element)) return undefined;
+    if (!isJsonObject(element)) return undefined;
     const id = own(element, "id");
     if (typeof id !== "string" && typeof id !== "number") return undefined;
     const key = String(id);
@@ -71,7 +68,7 @@ function orNull(value: unknown): unknown {
 
 function diffInto(path: string, before: unknown, after: unknown, out: Change[]): void {
   if (before === after) return;
-  if (isPlainObject(before) && isPlainObject(after)) {
+  if (isJsonObject(before) && isJsonObject(after)) {
     const keys = new Set([...Object.keys(before), ...Object.keys(after)]);
     for (const key of [...keys].sort()) diffInto(`${path}/${escapePointerToken(key)}`, own(before, key), own(after, key), out);
     return;

@@ -3,7 +3,7 @@
  * anything is diffed, stored or published.
  */
 import { BridgeConfigurationError } from "./errors.js";
-import { isPlainObject } from "./diff.js";
+import { isJsonObject } from "../json-object.js";
 import { hmacSha256Hex } from "./hash.js";
 import { cutToDepth, nestedDeeperThan } from "./validate.js";
 
@@ -167,7 +167,7 @@ function maskFields(
       replacement = transform(parent, value, policy, keepMasked);
     } else if (each) {
       replacement = mapChanged(value as readonly unknown[], (element) =>
-        isPlainObject(element) ? maskMembers(element, members, policy, keepMasked) : transform(parent, element, policy, keepMasked),
+        isJsonObject(element) ? maskMembers(element, members, policy, keepMasked) : transform(parent, element, policy, keepMasked),
       );
     } else {
       replacement = maskMembers(value as Record<string, unknown>, members, policy, keepMasked);
@@ -329,7 +329,7 @@ function maskBody(value: unknown, policy: PiiPolicy, loose: boolean, keepMasked:
     return masked === JSON.stringify(inText) && !namesPersonalKey(value) ? value : masked;
   }
   if (Array.isArray(value)) return mapChanged(value, (element) => maskBody(element, policy, loose, keepMasked));
-  if (!isPlainObject(value)) return value;
+  if (!isJsonObject(value)) return value;
   const record = recordCopy(value, policy, keepMasked);
   maskBeyondPaths(value, record, policy, keepMasked);
   return record;
@@ -349,7 +349,7 @@ function maskBeyondPaths(original: object, masked: Record<string, unknown>, poli
       setMember(masked, key, maskBody(member, policy, false, keepMasked), member);
     } else if (typeof member === "object" && typeof now === "object" && now !== null) {
       const replaced = now as Record<string, unknown>;
-      if (isPlainObject(member)) {
+      if (isJsonObject(member)) {
         // The record's rule for what the paths left of this member: applied to the member as sent, taken only where
         // the paths did not already mask it.
         const asRecord = recordCopy(member, policy, keepMasked);

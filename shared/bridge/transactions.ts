@@ -5,7 +5,8 @@
 import { logToken } from "../log-token.js";
 import { contentHash, recordHash, releaseJson } from "./hash.js";
 import { applyPiiInPlace, conformPii, type PiiPolicy } from "./pii.js";
-import { diffObjects, isPlainObject, type Change } from "./diff.js";
+import { diffObjects, type Change } from "./diff.js";
+import { isJsonObject } from "../json-object.js";
 import { CycleRun, isTokenFailure, nextSequence, parseTime, providerRefusal, statusOf, storedSequence, versionTime, type RunKind } from "./cycle.js";
 import { RecentIds } from "./recent-ids.js";
 import { DEFAULT_MAX_PAGES, type CycleOptions, type TransactionCycleDeps } from "./deps.js";
@@ -120,7 +121,7 @@ function optionalString(value: unknown): string | undefined {
  * `synced`) then keeps the quarantine id it got when pulled.
  */
 function withoutSyncStatus(raw: unknown): unknown {
-  if (!isPlainObject(raw)) return raw;
+  if (!isJsonObject(raw)) return raw;
   const { client_sync_status: _volatile, ...rest } = raw;
   return rest;
 }
@@ -746,7 +747,7 @@ class TransactionRun extends CycleRun {
         // The first row, also when the client's schema rejected it (a parent quarantined for a field of its own): its
         // identity is still the parent's, taken only when it is a transaction UUID.
         const [first] = page ? pageEntries(page) : [];
-        const row = isPlainObject(first?.raw) ? first.raw : undefined;
+        const row = isJsonObject(first?.raw) ? first.raw : undefined;
         const rowId = row && row["qashio_id"] === qid ? optionalString(row["id"]) : undefined;
         id = rowId !== undefined && (first?.rejected === undefined || ACKNOWLEDGEABLE_ID.test(rowId)) ? rowId : undefined;
         if (id) learned.push(aliasSnapshot(id, qid, new Date(this.deps.clock.now()).toISOString()));

@@ -2,6 +2,7 @@
  * Request core of the provider API client: timeout, bearer auth with one refresh-and-replay on 401,
  * retries with exponential backoff and full jitter on 429 / 5xx / network failures, error mapping.
  */
+import { isJsonObject } from "../json-object.js";
 import {
   BadRequestError,
   DeadlineExceededError,
@@ -180,10 +181,6 @@ type Attempt =
   | { readonly kind: "response"; readonly status: number; readonly headers: ResponseHeaders; readonly text: string }
   | { readonly kind: "failure"; readonly error: QashioError };
 
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
 /** Parses `Retry-After` (delta seconds or HTTP date) into milliseconds from `now`. */
 export function parseRetryAfter(value: string | null, now: number): number | undefined {
   if (value === null) return undefined;
@@ -196,7 +193,7 @@ export function parseRetryAfter(value: string | null, now: number): number | und
 
 /** Reads the request id from `meta.request_id` of a body, else the `x-request-id` header. */
 export function requestIdOf(body: unknown, headers: ResponseHeaders): string | undefined {
-  if (isRecord(body) && isRecord(body.meta) && typeof body.meta.request_id === "string" && body.meta.request_id) {
+  if (isJsonObject(body) && isJsonObject(body.meta) && typeof body.meta.request_id === "string" && body.meta.request_id) {
     return body.meta.request_id;
   }
   return headers.get("x-request-id") ?? undefined;
@@ -233,7 +230,7 @@ export function redactSecrets(text: string, secrets: readonly string[]): string 
 /** The secrets one request carries: the bearer token sent and any token-endpoint credential in its body. */
 function secretsOf(request: HttpRequest, token: string | undefined): string[] {
   const secrets = token === undefined ? [] : [token];
-  if (isRecord(request.body)) {
+  if (isJsonObject(request.body)) {
     for (const key of ["client_secret", "refresh_token", "code", "access_token"]) {
       const value = request.body[key];
       if (typeof value === "string") secrets.push(value);
@@ -273,9 +270,9 @@ function envelopeEntriesOf(body: unknown, secrets: readonly string[]): EnvelopeE
   });
   const envelope = ErrorEnvelopeSchema.safeParse(body);
   if (envelope.success) return envelope.data.errors.map(({ field, code, message }) => entry(field, code, message));
-  if (!isRecord(body) || !Array.isArray(body.errors)) return [];
+  if (!isJsonObject(body) || !Array.isArray(body.errors)) return [];
   return body.errors
-    .filter(isRecord)
+    .filter(isJsonObject)
     .map((e) =>
       entry(typeof e.field === "string" ? e.field : null, typeof e.code === "string" ? e.code : "UNKNOWN", typeof e.message === "string" ? e.message : ""),
     );
@@ -305,7 +302,7 @@ export const OAUTH_ERROR_CODES: ReadonlySet<string> = new Set([
  * `unknown_error` for any other string, undefined when the body has none.
  */
 export function oauthErrorCodeOf(body: unknown): string | undefined {
-  if (!isRecord(body)) return undefined;
+  if (!isJsonObject(body)) return undefined;
   const code = body.error ?? body.code;
   if (typeof code !== "string" || code === "") return undefined;
   return OAUTH_ERROR_CODES.has(code) ? code : "unknown_error";
@@ -344,7 +341,7 @@ export function errorForResponse(
   const redact = (value: string): string => redactSecrets(value, where.secrets ?? []);
   const entries = where.errorBody === "envelope" ? envelopeEntriesOf(body, where.secrets ?? []) : [];
   let providerText: ProviderText | undefined;
-  if (where.errorBody === "envelope" && isRecord(body)) {
+  if (where.errorBody === "envelope" && isJsonObject(body)) {
     const message = typeof body.message === "string" && body.message ? body.message : undefined;
     providerText = {
       // Redact before cutting, so a cut can never leave part of a secret behind.
@@ -381,9 +378,9 @@ export function errorForResponse(
 
 /** A short reason for a fetch failure: the system error code (ECONNRESET...) or the error's name. */
 function networkReasonOf(cause: unknown): string {
-  const inner = isRecord(cause) ? cause.cause : undefined;
-  if (isRecord(inner) && typeof inner.code === "string") return inner.code;
-  if (isRecord(cause) && typeof cause.code === "string") return cause.code;
+  const inner = isJsonObject(cause) ? cause.cause : undefined;
+  if (isJsonObject(inner) && typeof inner.code === "string") return inner.code;
+  if (isJsonObject(cause) && typeof cause.code === "string") return cause.code;
   return cause instanceof Error ? cause.name : "unknown";
 }
 

@@ -6,6 +6,7 @@
  * Enums are strict here: the spec answers an unknown value with 400.
  * Unknown query keys are dropped, not rejected (the spec does not say).
  */
+import { isJsonObject } from "../../json-object.js";
 import { z } from "zod";
 import {
   APPROVAL_STATUSES,
@@ -82,19 +83,12 @@ function isCalendarDate(value: string): boolean {
 // Cross-field rules (run even when some fields failed, so every offender is reported)
 // ---------------------------------------------------------------------------
 
-/**
- * Whether a cross-field rule has fields to look at. The rules run even when the object check failed, so they may be
- * handed `null`, an array or a scalar; that input's type issue is reported already, and there is nothing more to say.
- */
-function isFieldSet(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === "object" && !Array.isArray(value);
-}
-
 type RangeRule = { from: string; to: string; together?: boolean; ordered?: boolean };
 
 function rangeRules(rules: readonly RangeRule[]) {
   return (value: Record<string, unknown>, ctx: z.RefinementCtx) => {
-    if (!isFieldSet(value)) return;
+    // The rules run even when the object check failed: `null`, an array or a scalar has its type issue already.
+    if (!isJsonObject(value)) return;
     for (const { from, to, together, ordered } of rules) {
       const a = value[from];
       const b = value[to];
@@ -260,7 +254,7 @@ export const CardBalanceQuerySchema = z
     status: enumFilter(CORE_CARD_STATUSES).optional(),
   })
   .superRefine((value: Record<string, unknown>, ctx) => {
-    if (!isFieldSet(value)) return;
+    if (!isJsonObject(value)) return;
     if (value["nickname"] === undefined && value["last_four"] === undefined) {
       ctx.addIssue({
         code: "custom",
@@ -308,7 +302,7 @@ const nonNegativeInt = (what: string) =>
 /** Rejects a body with none of its optional fields. */
 function atLeastOneOf(fields: readonly string[]) {
   return (value: Record<string, unknown>, ctx: z.RefinementCtx) => {
-    if (!isFieldSet(value)) return;
+    if (!isJsonObject(value)) return;
     if (fields.every((f) => value[f] === undefined)) {
       ctx.addIssue({
         code: "custom",
