@@ -385,22 +385,24 @@ export class OAuthTokenProvider implements TokenProvider {
     if (postponed !== undefined) return postponed;
     const save = (tokens: StoredTokens) => this.keepingAlive(lease?.handle, () => this.persist(tokens, refreshToken, lease?.handle), lease?.askedAt);
     const spending = this.options.spending ?? ((work) => work());
-    // From the request on, the refresh token may be spent: the section ends once its successor is saved.
-    const outcome = await spending(async (): Promise<{ tokens: StoredTokens } | { error: unknown }> => {
-      let set: TokenSet;
-      try {
-        set = await refresh(this.options, refreshToken, lease?.deadline);
-      } catch (error) {
-        // The sent token is spent: its successor is saved, without an access token (the next call refreshes with it).
-        if (error instanceof IncompleteTokenSetError) await save({ refreshToken: error.rotatedRefreshToken() });
-        return { error };
-      }
-      const tokens = storedTokensOf(set, this.clock.now());
-      await save(tokens);
-      return { tokens };
-    });
-    if ("error" in outcome) {
-      const { error } = outcome;
+    let tokens: StoredTokens;
+    try {
+      // From the request on, the refresh token may be spent: the section ends once its successor is saved.
+      tokens = await spending(async () => {
+        let set: TokenSet;
+        try {
+          set = await refresh(this.options, refreshToken, lease?.deadline);
+        } catch (error) {
+          // The sent token is spent: its successor is saved, without an access token (the next call refreshes with it).
+          if (error instanceof IncompleteTokenSetError) await save({ refreshToken: error.rotatedRefreshToken() });
+          throw error;
+        }
+        const rotated = storedTokensOf(set, this.clock.now());
+        await save(rotated);
+        return rotated;
+      });
+    } catch (error) {
+      // A failed save is rethrown as it is: only the token endpoint judges a grant.
       if (!isRejectedGrant(error)) throw error;
       const reloaded = await this.options.store.load();
       if (mayAdopt && reloaded && reloaded.refreshToken !== refreshToken) {
@@ -417,7 +419,7 @@ export class OAuthTokenProvider implements TokenProvider {
       );
     }
     this.options.onEvent?.("refreshed");
-    return outcome.tokens;
+    return tokens;
   }
 
   /**
