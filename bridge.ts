@@ -19,12 +19,13 @@ const stop = () => {
   // token is spent once sent, and exiting before the successor is saved signs the integration out (the refresh call
   // and the save are bounded by their own deadlines, so this wait is too).
   if (stops > 1) {
-    if (spendingRefreshes.busy) {
-      if (stops === 2) process.stderr.write("a token refresh is under way: stopping once its new refresh token is saved (a kill now would sign the integration out)\n");
+    if (!spendingRefreshes.busy) stopAtOnce();
+    // Later signals find the wait under way.
+    if (stops === 2) {
+      process.stderr.write("a token refresh is under way: stopping once its new refresh token is saved (a kill now would sign the integration out)\n");
       void spendingRefreshes.settled().then(() => stopAtOnce());
-      return;
     }
-    stopAtOnce();
+    return;
   }
   // A page can take seconds to finish: say that the signal was heard.
   if (notice !== undefined) process.stderr.write(`${notice}\n`);
