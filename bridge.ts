@@ -3,6 +3,7 @@
  * See shared/cli/ for the commands; `npm run bridge -- help` for usage.
  */
 import { main, stopNotice } from "./shared/cli/main.js";
+import { TokensLostError } from "./shared/cli/errors.js";
 import { spendingRefreshes } from "./shared/cli/token-spending.js";
 
 const controller = new AbortController();
@@ -15,15 +16,19 @@ const stop = () => {
   // refresh after a failed cycle) save what it holds; the process exits with the command's result, not as killed.
   stops += 1;
   if (finished && stops === 1) return;
-  // A second Ctrl-C means "now": skip the clean stop between cycles. Not inside a token refresh, though: its refresh
-  // token is spent once sent, and exiting before the successor is saved signs the integration out (the refresh call
-  // and the save are bounded by their own deadlines, so this wait is too).
+  // A second Ctrl-C means "now": skip the clean stop between cycles. Not inside a token refresh, though, nor while
+  // holding tokens a failed save left in memory: the refresh token they replaced is spent, and exiting before the
+  // successor is saved signs the integration out (the refresh call and the saves are bounded by their own deadlines,
+  // so this wait is too).
   if (stops > 1) {
     if (!spendingRefreshes.busy) stopAtOnce();
     // Later signals find the wait under way.
     if (stops === 2) {
-      process.stderr.write("a token refresh is under way: stopping once its new refresh token is saved (a kill now would sign the integration out)\n");
-      void spendingRefreshes.settled().then(() => stopAtOnce());
+      process.stderr.write("a new refresh token is not saved yet: stopping once it is (a kill now would sign the integration out)\n");
+      void spendingRefreshes.settled().then((lost) => {
+        for (const file of lost) process.stderr.write(`error: ${new TokensLostError(file).message}\n`);
+        stopAtOnce();
+      });
     }
     return;
   }

@@ -8,7 +8,7 @@ import type { ConformReport } from "../bridge/index.js";
 import type { ConformPiiArgs } from "./args.js";
 import { ConformIncompleteError, EXIT } from "./errors.js";
 import { line, type CliIo } from "./io.js";
-import { runConformPii, type LocalBridgeOptions } from "./local-bridge.js";
+import { runConformPii, usingLocalBridge, type LocalBridgeOptions } from "./local-bridge.js";
 import { openFromSettings } from "./run.js";
 
 /**
@@ -37,7 +37,7 @@ export function formatConformSummary(report: ConformReport): string {
  */
 export async function conformPiiCommand(args: ConformPiiArgs, io: CliIo, seams: Partial<LocalBridgeOptions> = {}): Promise<number> {
   const bridge = await openFromSettings(io, seams);
-  const report = await runConformPii(bridge, args.cursor);
+  const report = await usingLocalBridge(bridge, () => runConformPii(bridge, args.cursor));
   line(io.stdout, formatConformSummary(report));
   if (report.outcome === "deadline") {
     const goOn =

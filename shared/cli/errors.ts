@@ -152,6 +152,29 @@ export class TokenFileError extends CliError {
   }
 }
 
+/**
+ * Tokens the provider issued could not be saved before the process ends: the refresh token they replaced is spent, so
+ * the next run would be refused (and revoke the family). A person must authorize again once the file takes writes.
+ */
+export class TokensLostError extends CliError {
+  override name = "TokensLostError";
+  /** Absolute path of the token file. */
+  readonly file: string;
+
+  /** @param options.cause - what had ended the command before, if anything: its message is kept in this one. */
+  constructor(file: string, options?: ErrorOptions) {
+    const before = options?.cause instanceof Error ? `; before that: ${options.cause.message}` : "";
+    super(
+      `the provider's new refresh token could not be saved to ${file} and is lost with this process; the one stored there is ` +
+        "spent, so the provider will refuse it: once the state directory takes writes again (space, permissions, a " +
+        `read-only mount), run \`npm run bridge -- authorize\`${before}`,
+      EXIT.reauthorize,
+      options,
+    );
+    this.file = file;
+  }
+}
+
 /** The authorization-code flow failed (state mismatch, denied, timed out, exchange failed). */
 export class AuthorizeError extends CliError {
   override name = "AuthorizeError";

@@ -39,6 +39,7 @@ import {
   StateBindingMismatchError,
   StateBindingMissingError,
   STATE_FILES,
+  TokenFileUnwritableError,
   bindStateDir,
   createLocalAdapters,
   type BindOptions,
@@ -57,6 +58,7 @@ import {
   ReauthorizationNeededError,
   ClientCredentialsRejectedError,
   StateDirTakenError,
+  TokensLostError,
   UsageError,
 } from "./errors.js";
 
@@ -96,6 +98,37 @@ export interface LocalBridge {
   readonly metrics: MemoryMetrics;
   readonly clock: Clock;
   readonly baseUrl: string;
+  /**
+   * Saves tokens a failed save left held in memory (see `OAuthTokenProvider.saveHeldTokens`), with a few tries; for
+   * when the bridge is done, since exiting with them loses the new refresh token. See {@link usingLocalBridge}.
+   *
+   * @throws TokensLostError (exit 3) when they still cannot be saved; `failure` (what ended the work, if anything)
+   *   becomes its cause and part of its message.
+   */
+  settleTokens(failure?: unknown): Promise<void>;
+}
+
+/** Tries {@link LocalBridge.settleTokens} gives held tokens before it calls them lost, and the pause between two. */
+export const HELD_TOKEN_SAVE_TRIES = 3;
+export const HELD_TOKEN_SAVE_PAUSE_MS = 500;
+
+/**
+ * Runs `work` with `bridge`, then settles its tokens (see {@link LocalBridge.settleTokens}) whether the work succeeded
+ * or not: a command never exits holding a new refresh token it did not save.
+ *
+ * @example
+ * return usingLocalBridge(bridge, () => runCycle(bridge));
+ */
+export async function usingLocalBridge<T>(bridge: LocalBridge, work: () => Promise<T>): Promise<T> {
+  let result: T;
+  try {
+    result = await work();
+  } catch (error) {
+    await bridge.settleTokens(error);
+    throw error;
+  }
+  await bridge.settleTokens();
+  return result;
 }
 
 /** What one cycle did. */
@@ -218,6 +251,17 @@ export async function openLocalBridge(settings: LocalSettings, options: LocalBri
     },
     spending: (work) => spendingRefreshes.run(work),
   });
+  const untrack = spendingRefreshes.track(tokenProvider, tokens.file);
+  const settleTokens = async (failure?: unknown): Promise<void> => {
+    for (let tries = 1; !(await tokenProvider.saveHeldTokens()); tries += 1) {
+      if (tries === HELD_TOKEN_SAVE_TRIES) {
+        untrack();
+        throw new TokensLostError(tokens.file, failure === undefined ? undefined : { cause: failure });
+      }
+      await new Promise((resolve) => setTimeout(resolve, HELD_TOKEN_SAVE_PAUSE_MS));
+    }
+    untrack();
+  };
   const client = new QashioClient({
     baseUrl,
     tokenProvider,
@@ -250,6 +294,7 @@ export async function openLocalBridge(settings: LocalSettings, options: LocalBri
     metrics,
     clock,
     baseUrl,
+    settleTokens,
   };
 }
 
@@ -265,6 +310,15 @@ async function cliErrorOf(
   // Our own adapters' errors (the token file's) are already fit for a person, wherever the engine wrapped them.
   const own = causeMatching(error, (e): e is CliError => e instanceof CliError);
   if (own !== undefined) return own;
+  // Not a file to restore: the directory took no write, so no refresh was tried, and the next cycle tries again.
+  const unwritable = causeMatching(error, (e): e is TokenFileUnwritableError => e instanceof TokenFileUnwritableError);
+  if (unwritable !== undefined) {
+    return new CycleFailedError(
+      `cannot save a new token set to ${unwritable.file} now (${unwritable.code}), so no token refresh was tried and the stored ` +
+        `refresh token is still good: make room in or fix ${bridge.settings.stateDir} (BRIDGE_STATE_DIR), then run again`,
+      { cause: error },
+    );
+  }
   // A corrupt snapshot segment or quarantine record fails every run alike: name the file instead of retrying.
   const state = causeMatching(error, (e): e is LocalStateError => e instanceof LocalStateError);
   if (state !== undefined) return stateFileProblem(state, bridge.settings.stateDir, "a file in it", "restore it or move it aside");

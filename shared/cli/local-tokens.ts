@@ -31,6 +31,10 @@ export class LocalTokenStore implements TokenStore {
     return this.files.save(tokens);
   }
 
+  beforeRefresh(): Promise<void> {
+    return this.files.beforeRefresh();
+  }
+
   /**
    * What to tell a person who set QASHIO_REFRESH_TOKEN while the file holds tokens (or a corrupt file): the variable
    * is not read then, and the way to start from it is not obvious. Empty without a seed.

@@ -5,7 +5,7 @@
 import type { RedriveReport } from "../bridge/index.js";
 import { EXIT, RedriveIncompleteError } from "./errors.js";
 import { line, type CliIo } from "./io.js";
-import { runRedrive, type LocalBridgeOptions } from "./local-bridge.js";
+import { runRedrive, usingLocalBridge, type LocalBridgeOptions } from "./local-bridge.js";
 import { openFromSettings } from "./run.js";
 
 /**
@@ -28,7 +28,7 @@ export function formatRedriveSummary(report: RedriveReport): string {
  */
 export async function redriveCommand(io: CliIo, seams: Partial<LocalBridgeOptions> = {}): Promise<number> {
   const bridge = await openFromSettings(io, seams);
-  const report = await runRedrive(bridge);
+  const report = await usingLocalBridge(bridge, () => runRedrive(bridge));
   line(io.stdout, formatRedriveSummary(report));
   for (const { record, why } of report.kept) line(io.stdout, `  kept ${record.id} (transaction ${record.entityId ?? "unknown"}): ${why}`);
   if (report.kept.length > 0) {

@@ -7,7 +7,7 @@ import { loadEnv, readLocalSettings, settingNameWarnings } from "./config.js";
 import { streamLogger } from "./console-ports.js";
 import { CliError, CycleIncompleteError, EXIT, ReauthorizationNeededError } from "./errors.js";
 import { line, pause, type CliIo } from "./io.js";
-import { openLocalBridge, runCycle, type CycleResult, type LocalBridge, type LocalBridgeOptions } from "./local-bridge.js";
+import { openLocalBridge, runCycle, usingLocalBridge, type CycleResult, type LocalBridge, type LocalBridgeOptions } from "./local-bridge.js";
 import { COLOURS, NO_COLOURS, formatCycleSummary, mergeCounts, shouldColour, type Palette } from "./printer.js";
 
 /** Whether a cycle stopped because the event sink took none of its events for now. */
@@ -66,7 +66,8 @@ export async function runCommand(args: RunArgs, io: CliIo, seams: RunSeams = {})
   const { pause: wait = pause, ...overrides } = seams;
   const bridge = await openFromSettings(io, overrides);
   const palette = shouldColour(io.stdout, io.env) ? COLOURS : NO_COLOURS;
-  if (args.once) {
+  return usingLocalBridge(bridge, async () => {
+    if (!args.once) return loop(bridge, args.intervalMs, io, palette, wait);
     const result = await runCycle(bridge, { signal: io.signal });
     line(io.stdout, summaryOf(1, result, palette));
     if (!result.complete) {
@@ -79,8 +80,7 @@ export async function runCommand(args: RunArgs, io: CliIo, seams: RunSeams = {})
       );
     }
     return EXIT.ok;
-  }
-  return loop(bridge, args.intervalMs, io, palette, wait);
+  });
 }
 
 async function loop(

@@ -1,12 +1,23 @@
 /**
- * Token refreshes of this process between spending the refresh token and saving its successor. The provider's refresh
- * tokens are single use: a process that exits inside that section loses the new one, and the next run presents the
- * spent one, which revokes the whole token family (the customer is signed out). A stop asked for "at once" (a second
- * Ctrl-C) waits for the section to end instead.
+ * Token refreshes of this process between spending the refresh token and saving its successor, and tokens a failed
+ * save left held in memory. The provider's refresh tokens are single use: a process that exits inside that section,
+ * or while holding tokens it could not save, loses the new refresh token, and the next run presents the spent one,
+ * which revokes the whole token family (the customer is signed out). A stop asked for "at once" (a second Ctrl-C)
+ * waits for the section to end, and tries once more to save held tokens, instead.
  */
+
+/** A token provider that may hold tokens its store failed to save (OAuthTokenProvider). */
+export interface TokenHolder {
+  readonly holdsUnsavedTokens: boolean;
+  /** One more try; resolves true once none are held. */
+  saveHeldTokens(): Promise<boolean>;
+}
+
 class SpendingRefreshes {
   private running = 0;
   private waiters: (() => void)[] = [];
+  /** Each holder with the token file its tokens belong in (for the message when they are lost). */
+  private readonly holders = new Map<TokenHolder, string>();
 
   /**
    * Runs `work` as such a section (the token provider's `spending` option).
@@ -24,14 +35,36 @@ class SpendingRefreshes {
     }
   }
 
-  /** Whether a section is running now. */
-  get busy(): boolean {
-    return this.running > 0;
+  /**
+   * Watches `holder`, whose tokens belong in `file`, for tokens held after a failed save, until the returned function
+   * is called (when its bridge is done with it, having saved them or said they are lost).
+   *
+   * @example
+   * const untrack = spendingRefreshes.track(tokenProvider, tokens.file);
+   */
+  track(holder: TokenHolder, file: string): () => void {
+    this.holders.set(holder, file);
+    return () => this.holders.delete(holder);
   }
 
-  /** Resolves once no section is running (at once when none is). */
-  settled(): Promise<void> {
-    return this.running === 0 ? Promise.resolve() : new Promise((resolve) => this.waiters.push(resolve));
+  /** Whether a section is running now, or some tokens are held unsaved. */
+  get busy(): boolean {
+    return this.running > 0 || this.holding().length > 0;
+  }
+
+  /**
+   * Resolves once no section is running (at once when none is) and held tokens had one more try to be saved, with the
+   * token files of those still held (lost once the process exits).
+   */
+  async settled(): Promise<string[]> {
+    if (this.running > 0) await new Promise<void>((resolve) => this.waiters.push(resolve));
+    const holding = this.holding();
+    const saved = await Promise.all(holding.map((holder) => holder.saveHeldTokens()));
+    return holding.filter((_, i) => !saved[i]).map((holder) => this.holders.get(holder) as string);
+  }
+
+  private holding(): TokenHolder[] {
+    return [...this.holders.keys()].filter((holder) => holder.holdsUnsavedTokens);
   }
 }
 

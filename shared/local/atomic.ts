@@ -88,6 +88,28 @@ export function writeAll(fd: number, chunk: Uint8Array): void {
   for (let done = 0; done < chunk.length; ) done += writeSync(fd, chunk, done, chunk.length - done);
 }
 
+/**
+ * Proves that a write of `bytes` can land in `dir` now (a mounted, writable file system with that much room): writes
+ * and fsyncs a temp file of that size, then removes it. For a store to check before a step that cannot be undone
+ * relies on its next write succeeding; a crash in between leaves a temp file the sweep removes.
+ *
+ * @example
+ * ```ts
+ * probeWrite(".state", 16_384); // throws ENOSPC, EROFS, ENOENT, ... as the write would
+ * ```
+ */
+export function probeWrite(dir: string, bytes: number): void {
+  const temp = path.join(dir, `probe.${process.pid}.${randomBytes(4).toString("hex")}${TEMP_SUFFIX}`);
+  const fd = openSync(temp, "wx", 0o600);
+  try {
+    writeAll(fd, Buffer.alloc(bytes));
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+    unlinkQuietly(temp);
+  }
+}
+
 /** Deletes `file` if it is there: for temp files and superseded files, whose absence is all that matters. */
 export function unlinkQuietly(file: string): void {
   try {

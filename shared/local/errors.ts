@@ -14,6 +14,20 @@ export class LocalStateError extends Error {
   }
 }
 
+/**
+ * The token file's directory cannot take a token set now (full, read-only, gone): a refresh would spend the refresh
+ * token and then fail to save its successor, so it is not started. `file` is the token file; `code` the system's.
+ */
+export class TokenFileUnwritableError extends LocalStateError {
+  override name = "TokenFileUnwritableError";
+  readonly code: string;
+
+  constructor(file: string, code: string, options?: ErrorOptions) {
+    super(`the token file's directory cannot take a new token set now (${code}); the refresh token was not spent`, { file }, options);
+    this.code = code;
+  }
+}
+
 /** A state file exists but cannot be parsed (not a torn temp file: those are ignored). */
 export class CorruptStateError extends LocalStateError {
   override name = "CorruptStateError";

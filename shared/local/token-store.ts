@@ -4,9 +4,12 @@
 import { mkdir, readFile } from "node:fs/promises";
 import path from "node:path";
 import type { StoredTokens, TokenStore } from "../qashio/auth/token-store.js";
-import { staleTempSweep, writeFileAtomic } from "./atomic.js";
-import { CorruptStateError } from "./errors.js";
+import { probeWrite, staleTempSweep, writeFileAtomic } from "./atomic.js";
+import { CorruptStateError, TokenFileUnwritableError } from "./errors.js";
 import { STATE_FILES } from "./layout.js";
+
+/** Room a token set needs, with margin: a JWT access token and a refresh token take a few KiB. */
+const TOKEN_SET_PROBE_BYTES = 16_384;
 
 /**
  * Keeps a tenant's tokens in `<stateDir>/tokens.json` (mode 0600). `save` resolves only once the file is durable,
@@ -54,5 +57,20 @@ export class FileTokenStore implements TokenStore {
   async save(tokens: StoredTokens): Promise<void> {
     await mkdir(path.dirname(this.file), { recursive: true, mode: 0o700 });
     await writeFileAtomic(this.file, JSON.stringify(tokens) + "\n", { mode: 0o600 });
+  }
+
+  /**
+   * Refuses a refresh (TokenFileUnwritableError) while the token file's directory cannot take a token set: full,
+   * read-only or gone (see probeWrite). Spent first, the refresh token would be lost with its unsaved successor, and
+   * the family with it. One small write and fsync per refresh.
+   */
+  async beforeRefresh(): Promise<void> {
+    const dir = path.dirname(this.file);
+    try {
+      await mkdir(dir, { recursive: true, mode: 0o700 });
+      probeWrite(dir, TOKEN_SET_PROBE_BYTES);
+    } catch (error) {
+      throw new TokenFileUnwritableError(this.file, (error as NodeJS.ErrnoException).code ?? "unknown error", { cause: error });
+    }
   }
 }

@@ -186,7 +186,7 @@ describe("bridge run --once (spawned)", () => {
       // The family lives: the next run uses the saved successor (a spent token would be refused: exit 3).
       const next = await runInProcess(["run", "--once"], env);
       expect(next.code, next.stderr).toBe(EXIT.ok);
-      expect(stderr).toContain("a token refresh is under way: stopping once its new refresh token is saved");
+      expect(stderr).toContain("a new refresh token is not saved yet: stopping once it is");
     } finally {
       await new Promise((resolve) => proxy.close(resolve));
     }

@@ -25,3 +25,45 @@ describe("spendingRefreshes", () => {
     await spendingRefreshes.settled();
   });
 });
+
+describe("spendingRefreshes with tokens held after a failed save", () => {
+  /** A token provider stand-in whose next saves fail `failures` times. */
+  function holder(failures: number) {
+    return {
+      held: true,
+      tries: 0,
+      get holdsUnsavedTokens() {
+        return this.held;
+      },
+      async saveHeldTokens() {
+        this.tries += 1;
+        if (this.tries > failures) this.held = false;
+        return !this.held;
+      },
+    };
+  }
+
+  it("is busy while a tracked provider holds tokens, and settling tries once more to save them", async () => {
+    const saves = holder(0);
+    const untrack = spendingRefreshes.track(saves, "/state/tokens.json");
+    try {
+      expect(spendingRefreshes.busy).toBe(true);
+      expect(await spendingRefreshes.settled()).toEqual([]);
+      expect(saves.tries).toBe(1);
+      expect(spendingRefreshes.busy).toBe(false);
+    } finally {
+      untrack();
+    }
+  });
+
+  it("names the token file of tokens still held after that try (lost on exit), and forgets a provider once untracked", async () => {
+    const stuck = holder(Number.POSITIVE_INFINITY);
+    const untrack = spendingRefreshes.track(stuck, "/state/tokens.json");
+    expect(await spendingRefreshes.settled()).toEqual(["/state/tokens.json"]);
+    expect(spendingRefreshes.busy).toBe(true);
+    untrack();
+    expect(spendingRefreshes.busy).toBe(false);
+    expect(await spendingRefreshes.settled()).toEqual([]);
+    expect(stuck.tries).toBe(1);
+  });
+});

@@ -10,6 +10,7 @@ import {
   FileSnapshotStore,
   FileTokenStore,
   JsonlEventPublisher,
+  TokenFileUnwritableError,
   createLocalAdapters,
   envelopeIds,
   envelopeLine,
@@ -166,6 +167,25 @@ describe("FileTokenStore", () => {
     await leftoverTemps(dir, { old, fresh, other });
     expect(await new FileTokenStore(dir).load()).toEqual({ refreshToken: "rt" });
     expect((await readdir(dir)).sort()).toEqual([...fresh, ...other, "tokens.json"].sort());
+  });
+});
+
+describe("FileTokenStore.beforeRefresh", () => {
+  it("lets a refresh go ahead where a token set can be written, leaving no probe file and the stored tokens as they were", async () => {
+    const store = new FileTokenStore(dir);
+    await store.save({ refreshToken: "rt" });
+    await store.beforeRefresh();
+    expect(await readdir(dir)).toEqual(["tokens.json"]);
+    expect(await store.load()).toEqual({ refreshToken: "rt" });
+  });
+
+  it("refuses a refresh, naming the token file and the system's code, where the directory cannot be written", async () => {
+    await writeFile(path.join(dir, "a-file"), "");
+    const store = new FileTokenStore(path.join(dir, "a-file", "state"));
+    const error = await store.beforeRefresh().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(TokenFileUnwritableError);
+    expect(error).toMatchObject({ file: store.file, code: "ENOTDIR" });
+    expect((error as Error).message).toBe("the token file's directory cannot take a new token set now (ENOTDIR); the refresh token was not spent");
   });
 });
 

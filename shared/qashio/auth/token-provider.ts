@@ -210,6 +210,25 @@ export class OAuthTokenProvider implements TokenProvider {
     return this.accessTokenOf(await this.refreshShared(rejected));
   }
 
+  /** True while tokens the provider issued are held in memory because the store failed to save them (see `Unsaved`). */
+  get holdsUnsavedTokens(): boolean {
+    return this.unsaved !== undefined;
+  }
+
+  /**
+   * Tries once to save tokens a failed save left held, as the next call would (only while the store still holds the
+   * refresh token they replaced); for a process about to exit, which would otherwise lose them with the refresh token
+   * they replaced already spent. Never throws: resolves true once none are held (saved, dropped for a newer stored
+   * set, or none were), false when they still are.
+   *
+   * @example
+   * if (!(await provider.saveHeldTokens())) console.error("the new refresh token could not be saved: re-authorize");
+   */
+  async saveHeldTokens(): Promise<boolean> {
+    await this.saveUnsaved().catch(() => undefined);
+    return this.unsaved === undefined;
+  }
+
   /**
    * Completes the authorization-code flow: exchanges `code` and saves the token set, under the refresh lease (when
    * there is a lock): a refresh of another process that read the old token before this save would otherwise store

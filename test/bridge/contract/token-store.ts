@@ -49,6 +49,14 @@ export function describeTokenStoreContract(name: string, factory: () => Promise<
       expect(loaded?.accessToken).toBeUndefined();
     });
 
+    it("lets a refresh go ahead when it can save its tokens, early or not, and leaves the stored tokens as they were", async () => {
+      const tokens = { accessToken: "at-1", refreshToken: "rt-1" };
+      await fixture.store.save(tokens);
+      await fixture.store.beforeRefresh?.(false);
+      await fixture.store.beforeRefresh?.(true);
+      expect(await fixture.store.load()).toEqual(tokens);
+    });
+
     it("keeps saved tokens durable across a new instance", async (ctx) => {
       if (!fixture.reopen) return ctx.skip();
       await fixture.store.save({ refreshToken: "rt-durable" });

@@ -1,0 +1,105 @@
+/**
+ * Local mode when the token file's directory takes no writes (a full disk, a read-only mount): a refresh is not
+ * started while it could not save its successor, and tokens a failed save left in memory are saved before the command
+ * exits, or reported lost. Faults are injected into node:fs for the token file's writes only.
+ */
+import type * as nodeFs from "node:fs";
+import { readFile, readdir } from "node:fs/promises";
+import { basename, join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { EXIT } from "../../shared/cli/errors.js";
+import { spendingRefreshes } from "../../shared/cli/token-spending.js";
+import { idsWithStatus, runInProcess, startHarness, type Harness } from "./helpers.js";
+
+/**
+ * `full`: every write of the token file's directory fails (the store's probe and its saves). `failSaves`: that many
+ * next saves of the token file fail (probes pass: the directory filled up between the two).
+ */
+const faults = vi.hoisted(() => ({ full: false, failSaves: 0 }));
+
+vi.mock("node:fs", async (importOriginal) => {
+  const fs = await importOriginal<typeof nodeFs>();
+  const openSync = ((file: nodeFs.PathLike, flags: nodeFs.OpenMode, mode?: nodeFs.Mode) => {
+    const name = basename(String(file));
+    const probe = name.startsWith("probe.");
+    const tokenSave = name.startsWith("tokens.json.");
+    if ((faults.full && (probe || tokenSave)) || (tokenSave && faults.failSaves > 0 && faults.failSaves--)) {
+      throw Object.assign(new Error(`ENOSPC: no space left on device, open '${String(file)}'`), { code: "ENOSPC" });
+    }
+    return fs.openSync(file, flags, mode);
+  }) as typeof fs.openSync;
+  return { ...fs, default: { ...fs, openSync }, openSync };
+});
+
+let harness: Harness | undefined;
+beforeEach(() => {
+  faults.full = false;
+  faults.failSaves = 0;
+});
+afterEach(async () => {
+  await harness?.close();
+  harness = undefined;
+});
+
+/** A bridge that ran once (its tokens stored), then an hour on the provider's clock: the next run must refresh. */
+async function dueForRefresh(): Promise<{ h: Harness; tokensFile: string; stored: () => Promise<string> }> {
+  const h = (harness = await startHarness());
+  expect((await runInProcess(["run", "--once"], h.env)).code).toBe(EXIT.ok);
+  await h.control("POST", "/clock", { advance_seconds: 3_600 });
+  await h.control("POST", "/companies/{company}/transactions", { count: 2 });
+  const tokensFile = join(h.env.BRIDGE_STATE_DIR as string, "tokens.json");
+  return { h, tokensFile, stored: () => readFile(tokensFile, "utf8") };
+}
+
+describe("bridge run --once when the token file cannot be written", () => {
+  it("does not spend the refresh token while its successor could not be saved: exit 1, and the next run goes on", async () => {
+    const { h, tokensFile, stored } = await dueForRefresh();
+    const before = await stored();
+    faults.full = true;
+
+    const failed = await runInProcess(["run", "--once"], h.env);
+
+    expect(failed.code, failed.stderr).toBe(EXIT.failed);
+    expect(failed.stderr).toContain(`cannot save a new token set to ${tokensFile} now (ENOSPC), so no token refresh was tried`);
+    expect(await stored()).toBe(before);
+    faults.full = false;
+    const next = await runInProcess(["run", "--once"], h.env);
+    expect(next.code, next.stderr).toBe(EXIT.ok);
+    expect(await stored()).not.toBe(before);
+    expect(idsWithStatus(h, "not_synced", "outdated")).toEqual([]);
+    // The probe left nothing behind.
+    expect((await readdir(join(tokensFile, ".."))).filter((name) => name.startsWith("probe."))).toEqual([]);
+  });
+
+  it("saves the rotated tokens a failed save held before it exits, so the next run still holds a live family", async () => {
+    const { h, stored } = await dueForRefresh();
+    const before = await stored();
+    faults.failSaves = 1;
+
+    const failed = await runInProcess(["run", "--once"], h.env);
+
+    // The cycle failed at the save; the tokens were saved on the way out.
+    expect(failed.code, failed.stderr).toBe(EXIT.failed);
+    expect(failed.stderr).toContain("rotated tokens could not be saved");
+    expect(await stored()).not.toBe(before);
+    expect(spendingRefreshes.busy).toBe(false);
+    const next = await runInProcess(["run", "--once"], h.env);
+    expect(next.code, next.stderr).toBe(EXIT.ok);
+    expect(idsWithStatus(h, "not_synced", "outdated")).toEqual([]);
+  });
+
+  it("says the new refresh token is lost and the integration must be re-authorized when it still cannot be saved (exit 3)", async () => {
+    const { h, tokensFile, stored } = await dueForRefresh();
+    const before = await stored();
+    faults.failSaves = Number.POSITIVE_INFINITY;
+
+    const failed = await runInProcess(["run", "--once"], h.env);
+
+    expect(failed.code, failed.stderr).toBe(EXIT.reauthorize);
+    expect(failed.stderr).toContain(`the provider's new refresh token could not be saved to ${tokensFile} and is lost with this process`);
+    expect(failed.stderr).toContain("run `npm run bridge -- authorize`; before that: ");
+    expect(failed.stderr).not.toContain((JSON.parse(before) as { refreshToken: string }).refreshToken);
+    expect(await stored()).toBe(before);
+    expect(spendingRefreshes.busy).toBe(false);
+  });
+});
