@@ -7,7 +7,8 @@ export default defineConfig({
     hookTimeout: 60_000,
     pool: "forks",
     restoreMocks: true,
-    // DynamoDB Local (in memory, free port) for test/aws and test/functions; see test/global-setup.
-    globalSetup: ["test/global-setup/dynamodb-local.ts"],
+    // A temp directory per run, removed after it; DynamoDB Local (in memory, free port) for test/aws and
+    // test/functions. See test/global-setup.
+    globalSetup: ["test/global-setup/temp-dir.ts", "test/global-setup/dynamodb-local.ts"],
   },
 });

@@ -1,0 +1,20 @@
+/**
+ * Vitest global setup: one temp directory per test run, removed when the run ends, as every test's (and every
+ * process a test starts) `os.tmpdir()`. Tests make temp dirs by the hundred, and some of their files are made by
+ * libraries that leave them (CDK synthesises every `App` without an outdir into a fresh `cdk.out*` dir): without this
+ * each run left tens of megabytes in /tmp. Workers and child processes inherit TMPDIR from this process.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+export default function setup(): () => void {
+  const dir = mkdtempSync(join(tmpdir(), "qashio-bridge-tests-"));
+  const before = process.env.TMPDIR;
+  process.env.TMPDIR = dir;
+  return () => {
+    if (before === undefined) delete process.env.TMPDIR;
+    else process.env.TMPDIR = before;
+    rmSync(dir, { recursive: true, force: true });
+  };
+}
