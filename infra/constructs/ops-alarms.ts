@@ -169,17 +169,18 @@ export class OpsAlarms extends Construct {
       revokedWindow,
       `Tenant ${tenant}: the provider revoked the token family (reported in ${describeAlarmWindow(revokedWindow)}); polling stopped until re-authorization.`,
     );
-    // Reported by each refresh while Secrets Manager refuses the rotated token, so at least once per access-token
-    // lifetime (minutes, at most an hour in practice): an hour-long period stays on meanwhile and clears an hour after.
-    addOccurrences(
-      "TokenSecretWriteFailed",
-      "tokensecretwritefailed",
-      "TokenSecretWriteFailed",
-      "Sum",
-      { period: Duration.hours(1), evaluationPeriods: 1, datapointsToAlarm: 1 },
-      `Tenant ${tenant}: Secrets Manager refused a rotated refresh token in the last hour; ` +
-        "polling goes on with the token held in the table, but the secret must be made writable again.",
-    );
+    // A gauge the token store reports whenever it learns the answer (each load and save: a refresh, a cold start), 1
+    // while the live refresh token is held in the table: on from the refused write until a save writes the secret,
+    // however far apart refreshes are. Periods without a report keep the state (paused pollers change nothing).
+    add("TokenSecretWriteFailed", "tokensecretwritefailed", bridgeTenantMetric(tenant, "TokenHeldInTable", { statistic: "Maximum", period: Duration.minutes(5) }), {
+      alarmDescription:
+        `Tenant ${tenant}: the live refresh token is held in the table because Secrets Manager refused to store it; ` +
+        "polling goes on, but the secret must be made writable again.",
+      threshold: 1,
+      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+      evaluationPeriods: 1,
+      treatMissingData: cloudwatch.TreatMissingData.IGNORE,
+    });
     const lagThreshold = props.syncLagThresholdSeconds ?? 1800;
     const lagWindow = cycleAlarmWindow(props.syncLagEveryMinutes);
     // A plain metric: a Metrics Insights alarm cannot look back further than 3 hours, a slow schedule's window can.

@@ -104,7 +104,8 @@ export class OpsDashboard extends Construct {
       graph(DASHBOARD_WIDGETS.tokens, [
         plain("TokenRefreshes", "Sum", "refreshes"),
         plain("TokenFamilyRevoked", "Sum", "family revoked"),
-        plain("TokenSecretWriteFailed", "Sum", "secret write refused (token held in table)"),
+        plain("TokenSecretWriteFailed", "Sum", "secret write refused"),
+        plain("TokenHeldInTable", "Maximum", "token held in table (1 = yes)"),
       ]),
       graph(DASHBOARD_WIDGETS.quarantine, [
         plain("QuarantineSize", "Maximum", "records held"),

@@ -25,7 +25,10 @@ export interface SecretsManagerTokenStoreOptions {
   /** Expiry of the cached secret used by `credentials()`. @default DEFAULT_SECRET_CACHE_TTL_MS */
   readonly cacheTtlMs?: number;
   readonly logger?: Logger;
-  /** Receives `TokenSecretWriteFailed` when a rotated refresh token is held in the table (see `saveVersion`). */
+  /**
+   * Receives `TokenSecretWriteFailed` when a rotated refresh token is held in the table (see `saveVersion`), and the
+   * `TokenHeldInTable` gauge (1 held, 0 not) at each load and save.
+   */
   readonly metrics?: Metrics;
 }
 
@@ -162,6 +165,7 @@ export class SecretsManagerTokenStore implements TokenStore {
     this.#lastLoadedSecretToken = secretToken;
     const bound = item !== undefined && item.secretVersionId === read.versionId;
     const held = item?.heldRefreshToken !== undefined && item.heldOver === secretToken ? item.heldRefreshToken : undefined;
+    this.#reportHeld(held !== undefined);
     const tokens: StoredTokens = { refreshToken: held ?? read.secret.refresh_token };
     if (!bound || item.accessToken === undefined) {
       return item?.scope !== undefined ? { ...tokens, scope: item.scope } : tokens;
@@ -225,6 +229,7 @@ export class SecretsManagerTokenStore implements TokenStore {
       if (write !== undefined || spentVersionId === undefined || heldOver === undefined) throw error;
       await this.#writeAccessItem(tokens, spentVersionId, heldOver);
       this.#options.metrics?.add("TokenSecretWriteFailed", 1, "Count");
+      this.#reportHeld(true);
       // A SecretStoreError's message names the operation and the AWS error, never a value.
       this.#options.logger?.warn("Secrets Manager refused the rotated refresh token: it is held in the table until a later refresh writes the secret", {
         error: (error as Error).name,
@@ -233,7 +238,17 @@ export class SecretsManagerTokenStore implements TokenStore {
       return spentVersionId;
     }
     await this.#writeAccessItem(tokens, versionId, undefined);
+    this.#reportHeld(false);
     return versionId;
+  }
+
+  /**
+   * The `TokenHeldInTable` gauge: whether the tenant's live refresh token is one Secrets Manager refused, held in the
+   * table. Reported whenever the store learns it (each load and save), so the alarm on it stays on from the refused
+   * write until a save writes the secret, however long refreshes are apart, and clears then.
+   */
+  #reportHeld(held: boolean): void {
+    this.#options.metrics?.add("TokenHeldInTable", held ? 1 : 0, "Count");
   }
 
   /** The secret version holding `tokens.refreshToken`: the current one, or a new one when the token changed. */

@@ -195,6 +195,7 @@ export type MetricName =
   | "TokenRefreshes"
   | "TokenFamilyRevoked"
   | "TokenSecretWriteFailed"
+  | "TokenHeldInTable"
   | "SyncLagSeconds"
   | "CycleDurationMs"
   | "CycleErrors";

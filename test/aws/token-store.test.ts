@@ -140,24 +140,29 @@ describe("SecretsManagerTokenStore", () => {
     const metrics: string[] = [];
     const warnings: string[] = [];
     const logger = { debug: () => {}, info: () => {}, warn: (message: string, attributes?: object) => warnings.push(`${message} ${JSON.stringify(attributes)}`), error: () => {} };
-    const store = new SecretsManagerTokenStore(optionsWith({ logger, metrics: { add: (name) => metrics.push(name) } }));
+    const recorder = { add: (name: string, value: number) => metrics.push(`${name} ${value}`) };
+    const store = new SecretsManagerTokenStore(optionsWith({ logger, metrics: recorder }));
     // A refresh: the token provider loads (the version whose token it spends), refreshes, then saves.
     await store.load();
     secrets.failNext("PutSecretValue", awsError("AccessDeniedException", 400));
     await store.save({ refreshToken: "rt-2", accessToken: "at-2", accessTokenExpiresAt: 2_000_000_000_000, scope: "s" });
     expect(secrets.current().refresh_token).toBe("rt-1");
     expect(secrets.versionCount).toBe(1);
-    expect(metrics).toEqual(["TokenSecretWriteFailed"]);
+    // The gauge: nothing held at the load, held from the refused write on.
+    expect(metrics).toEqual(["TokenHeldInTable 0", "TokenSecretWriteFailed 1", "TokenHeldInTable 1"]);
     expect(warnings.join("\n")).toContain("AccessDeniedException");
     expect(warnings.join("\n")).not.toMatch(/rt-2|at-2/);
     // Every container now gets the held token, never the spent one; the item holding it has no expiry.
     expect(await make().load()).toEqual({ refreshToken: "rt-2", accessToken: "at-2", accessTokenExpiresAt: 2_000_000_000_000, scope: "s" });
     expect((await accessItem())?.["ttl"]).toBeUndefined();
-    // The next refresh spends rt-2; its save writes the secret, which releases the held token.
-    const next = make();
+    // The next refresh spends rt-2 (another container's load reports it held); its save writes the secret, which
+    // releases the held token, and the gauge drops to 0.
+    metrics.length = 0;
+    const next = new SecretsManagerTokenStore(optionsWith({ metrics: recorder }));
     expect((await next.load())?.refreshToken).toBe("rt-2");
     await next.save({ refreshToken: "rt-3", accessToken: "at-3", accessTokenExpiresAt: 2_000_000_000_000 });
     expect(secrets.current().refresh_token).toBe("rt-3");
+    expect(metrics).toEqual(["TokenHeldInTable 1", "TokenHeldInTable 0"]);
     expect(await make().load()).toEqual({ refreshToken: "rt-3", accessToken: "at-3", accessTokenExpiresAt: 2_000_000_000_000 });
     expect((await accessItem())?.["heldRefreshToken"]).toBeUndefined();
     expect((await accessItem())?.["ttl"]).toBeTypeOf("number");

@@ -93,16 +93,16 @@ describe("cycle alarms follow the tenant's schedule", () => {
     expect(long("TokenFamilyRevoked").AlarmDescription).toContain("the last 600-minute period");
   });
 
-  it("alarms on a refresh token held in the table for want of a Secrets Manager write, whatever the schedule, clearing an hour after", () => {
+  it("alarms while the live refresh token is held in the table for want of a Secrets Manager write, whatever the schedule, keeping its state between reports", () => {
     const held = {
       Namespace: "QashioBridge",
-      MetricName: "TokenSecretWriteFailed",
-      Statistic: "Sum",
-      Period: 3600,
+      MetricName: "TokenHeldInTable",
+      Statistic: "Maximum",
+      Period: 300,
       Threshold: 1,
+      ComparisonOperator: "GreaterThanOrEqualToThreshold",
       EvaluationPeriods: 1,
-      DatapointsToAlarm: 1,
-      TreatMissingData: "notBreaching",
+      TreatMissingData: "ignore",
     };
     expect(short("TokenSecretWriteFailed")).toMatchObject(held);
     expect(long("TokenSecretWriteFailed")).toMatchObject(held);
