@@ -222,6 +222,17 @@ export function storedSequence(before: Snapshot | undefined): number {
  */
 const NEXT_SECOND_MARGIN_MS = 600;
 
+/**
+ * How long to wait from `nowMs` to be {@link NEXT_SECOND_MARGIN_MS} into the clock's next whole second: after it, an
+ * event is timed in a later second than any published before the wait, even where EventBridge keeps whole seconds.
+ *
+ * @example
+ * await clock.sleep(untilLaterSecond(clock.now())); // 1350 ms at 250 ms past a second
+ */
+export function untilLaterSecond(nowMs: number): number {
+  return 1000 - (((nowMs % 1000) + 1000) % 1000) + NEXT_SECOND_MARGIN_MS;
+}
+
 /** Every personal field replaced by the same marker: the form of a body a quarantine id is computed from. */
 const ID_FORM: PiiPolicy = Object.freeze({ mode: "redact" });
 
@@ -562,8 +573,7 @@ export class CycleRun {
    */
   private async leaveSecond(): Promise<void> {
     if (this.offeredWithoutSnapshot === 0) return;
-    const now = this.deps.clock.now();
-    await this.deps.clock.sleep(1000 - (((now % 1000) + 1000) % 1000) + NEXT_SECOND_MARGIN_MS);
+    await this.deps.clock.sleep(untilLaterSecond(this.deps.clock.now()));
   }
 
   /**

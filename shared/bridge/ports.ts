@@ -169,6 +169,11 @@ export interface LockHandle {
   renew(ttlMs: number, signal?: AbortSignal): Promise<boolean>;
   /** Releases the lease if still held by this owner; never throws for a lost lease. */
   release(): Promise<void>;
+  /**
+   * True when the lease was taken, before it expired, from a holder that exited without releasing it (a crash, as a
+   * file lock can tell): what that holder did last may be only moments old.
+   */
+  readonly tookOver?: boolean;
 }
 
 /** Named, expiring, cross-process mutual exclusion (file lock locally, DynamoDB lease on AWS). */

@@ -16,6 +16,7 @@ import {
   pollTransactions,
   redrivePublishFailures,
   totalPublished,
+  untilLaterSecond,
   type BridgeEvent,
   type CardCycleDeps,
   type Clock,
@@ -398,6 +399,10 @@ export async function withCycleLock<T>(bridge: LocalBridge, work: () => Promise<
   // A short lease kept alive (every third of it) while the cycle runs: a crash frees it soon, a long cycle keeps it.
   // The same keep-alive as the token save's, so no renewal lands after the release.
   const underLease = async (): Promise<T> => {
+    // Taken from a run that crashed moments ago, maybe between publishing events and storing their snapshots: the same
+    // subjects may be published again under the same `subject.sequence`, so this run starts in a later second, as a
+    // run that stopped there itself would have left it (CycleRun's leaveSecond), and consumers can order the two.
+    if (handle.tookOver === true) await bridge.clock.sleep(untilLaterSecond(bridge.clock.now()));
     // Checked again under the lock: two first uses of an empty directory both pass the check at open, and only the
     // first cycle's state may stay; the other one now finds it and stops before any provider call.
     await bindToSettings(bridge.settings.stateDir, bindingOf(bridge.settings, bridge.baseUrl));

@@ -143,12 +143,16 @@ export class FileLock implements Lock {
     const base = `${encodeURIComponent(name)}.lock`;
     const top = await this.highest(base);
     let next = 0;
+    let tookOver = false;
     if (top !== undefined) {
       const current = await readLease(this.file(base, top));
       // Gone: removed by hand while we listed; let the next attempt decide on a fresh listing.
       if (!current) return undefined;
       // A holder that crashed leaves a lease that would block everyone until it expires.
-      if (!this.expired(current) && !holderHasExited(current)) return undefined;
+      if (!this.expired(current)) {
+        if (!holderHasExited(current)) return undefined;
+        tookOver = true;
+      }
       next = top + 1;
     }
     const token = randomUUID();
@@ -160,7 +164,7 @@ export class FileLock implements Lock {
       return undefined;
     }
     await this.removeBelow(base, next);
-    return this.handle(base, next, token);
+    return this.handle(base, next, token, tookOver);
   }
 
   /**
@@ -212,7 +216,7 @@ export class FileLock implements Lock {
     }
   }
 
-  private handle(base: string, generation: number, token: string): LockHandle {
+  private handle(base: string, generation: number, token: string, tookOver: boolean): LockHandle {
     const file = this.file(base, generation);
     const held = async (): Promise<boolean> => {
       const lease = await readLease(file);
@@ -231,6 +235,7 @@ export class FileLock implements Lock {
         // Marked expired, not deleted: the highest generation must stay so numbers only grow.
         if (await held()) await write(undefined);
       },
+      tookOver,
     };
   }
 }

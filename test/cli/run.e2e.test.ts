@@ -11,8 +11,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { EXIT, ReauthorizationNeededError } from "../../shared/cli/errors.js";
+import { CYCLE_LOCK } from "../../shared/cli/local-bridge.js";
 import { runCommand } from "../../shared/cli/run.js";
 import { exchangeCode, refresh } from "../../shared/qashio/auth/oauth.js";
+import { killed, startLockHolder } from "../local/support/lock-holder.js";
 import { CLIENT, idsWithStatus, readEvents, runInProcess, spawnBridge, startHarness, type Harness } from "./helpers.js";
 
 let harness: Harness | undefined;
@@ -436,6 +438,24 @@ describe("bridge run --once (in-process)", () => {
     expect(idsWithStatus(h, "not_synced").length, "the transactions drained within the budget").toBeGreaterThan(0);
     const created = (await readEvents(h.eventsFile)).filter((e) => e["detail-type"] === "card.created");
     expect(created.length, "the cards walk got no time").toBeGreaterThan(0);
+  });
+
+  it("starts a cycle whose lease it took from a crashed run in a later second, as that run would have left it", async () => {
+    const h = await start();
+    expect((await runInProcess(["run", "--once"], h.env)).code).toBe(EXIT.ok);
+    const firstRun = (await readEvents(h.eventsFile)).length;
+    await h.control("POST", "/companies/{company}/transactions", { count: 2 });
+    // A run killed while holding the cycle lease, as between publishing and storing snapshots.
+    await killed(await startLockHolder(h.env.BRIDGE_STATE_DIR as string, CYCLE_LOCK, 60_000));
+    const killedAt = Date.now();
+
+    const { code, stderr } = await runInProcess(["run", "--once"], h.env);
+
+    expect(code, stderr).toBe(EXIT.ok);
+    const times = (await readEvents(h.eventsFile)).slice(firstRun).map((event) => Date.parse(event.time));
+    expect(times).toHaveLength(2);
+    // 600 ms into the next whole second after the takeover: never the second the crashed run may have published in.
+    expect(Math.min(...times)).toBeGreaterThanOrEqual(Math.floor(killedAt / 1000) * 1000 + 1600);
   });
 
   it("keeps its token family valid over ten runs while access tokens expire between them", async () => {

@@ -5,12 +5,11 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, readFileSync, readlinkSync } from "node:fs";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
-import { createRequire } from "node:module";
 import { hostname, tmpdir } from "node:os";
 import path from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { FileLock } from "../../shared/local/index.js";
+import { killed, startLockHolder } from "./support/lock-holder.js";
 
 const onLinux = process.platform === "linux" && existsSync("/proc/self/stat");
 const LOCK = "cycle";
@@ -38,12 +37,6 @@ async function sleeper(): Promise<ChildProcess> {
   return child;
 }
 
-async function killed(child: ChildProcess): Promise<void> {
-  const exited = new Promise((resolve) => child.once("exit", resolve));
-  child.kill("SIGKILL");
-  await exited;
-}
-
 /** Writes the lease a holder with this identity would have written, valid for another minute. */
 async function writeLease(pid: number, holder?: Record<string, unknown>): Promise<void> {
   await mkdir(path.join(dir, "locks"), { recursive: true });
@@ -65,6 +58,8 @@ describe.runIf(onLinux)("FileLock with a holder that has exited", () => {
     await killed(holder);
     const handle = await lock.tryAcquire(LOCK, 30_000);
     expect(handle).toBeDefined();
+    // Said, so a cycle can keep clear of what the holder did last (local-bridge.ts withCycleLock).
+    expect(handle!.tookOver).toBe(true);
     // The new lease is the highest generation and renewable; the dead holder's is gone.
     expect(await handle!.renew(30_000)).toBe(true);
     expect(existsSync(path.join(dir, "locks", `${LOCK}.lock`))).toBe(false);
@@ -99,27 +94,10 @@ describe.runIf(onLinux)("FileLock with a holder that has exited", () => {
   });
 });
 
-/**
- * Starts a real FileLock holder in another process: it takes the lease for `ttlMs` with the lock `lockExpression`
- * builds (over `FileLock` and the state directory, `process.argv[2]`), says so, and keeps running.
- */
+/** {@link startLockHolder} in this test's directory, killed after the test. */
 async function startHolder(script: string, lockExpression: string, ttlMs: number, preamble = ""): Promise<ChildProcess> {
-  const child = path.join(dir, script);
-  const fileLock = pathToFileURL(fileURLToPath(new URL("../../shared/local/file-lock.ts", import.meta.url))).href;
-  await writeFile(
-    child,
-    `import { FileLock } from ${JSON.stringify(fileLock)};
-${preamble}
-const handle = await ${lockExpression}.tryAcquire(${JSON.stringify(LOCK)}, ${ttlMs});
-process.stdout.write(handle ? "held\\n" : "refused\\n");
-setInterval(() => undefined, 1000);
-`,
-  );
-  const tsx = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href;
-  const holder = spawn(process.execPath, ["--import", tsx, child, dir], { stdio: ["ignore", "pipe", "inherit"] });
+  const holder = await startLockHolder(dir, LOCK, ttlMs, { script, lockExpression, preamble });
   children.push(holder);
-  const said = await new Promise<string>((resolve) => holder.stdout!.once("data", (chunk: Buffer) => resolve(chunk.toString().trim())));
-  expect(said).toBe("held");
   return holder;
 }
 
@@ -151,10 +129,14 @@ describe.runIf(onLinux)("FileLock and a wall clock stepped forward", () => {
     const peer = new FileLock(dir, { clock, steady: true });
     const handle = await lock.tryAcquire(LOCK, 30_000);
     expect(handle).toBeDefined();
+    expect(handle!.tookOver).toBe(false);
     step = 60_000;
     expect(await peer.tryAcquire(LOCK, 30_000)).toBeUndefined();
     expect(await handle!.renew(30_000)).toBe(true);
     await handle!.release();
-    expect(await peer.tryAcquire(LOCK, 30_000)).toBeDefined();
+    const next = await peer.tryAcquire(LOCK, 30_000);
+    expect(next).toBeDefined();
+    // A released lease is no crash to keep clear of.
+    expect(next!.tookOver).toBe(false);
   });
 });
