@@ -4,12 +4,14 @@
  * libraries that leave them (CDK synthesises every `App` without an outdir into a fresh `cdk.out*` dir): without this
  * each run left tens of megabytes in /tmp. Workers and child processes inherit TMPDIR from this process.
  */
-import { mkdtempSync, rmSync } from "node:fs";
+import { chmodSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
 export default function setup(): () => void {
   const dir = mkdtempSync(join(tmpdir(), "qashio-bridge-tests-"));
+  // Open as /tmp is (sticky, anyone may create): tests that run the bridge as another user stage their paths here.
+  chmodSync(dir, 0o1777);
   const before = process.env.TMPDIR;
   process.env.TMPDIR = dir;
   return () => {
