@@ -142,6 +142,22 @@ export interface PollResult {
   readonly cursor?: string;
 }
 
+/** Powertools' own "no metrics" warning: expected on an invocation that skipped (a lease held elsewhere). */
+const NO_METRICS_WARNING = "No application metrics to publish";
+
+/**
+ * The logger Powertools Metrics reports its own problems to: the function's, so they are structured JSON with the
+ * tenant like every other line (Powertools prints plain text otherwise), and its "no metrics" warning at debug level.
+ */
+function metricsLogger(logger: Logger): { debug(message: string): void; info(message: string): void; warn(message: string): void; error(message: string): void } {
+  return {
+    debug: (message) => logger.debug(message),
+    info: (message) => logger.info(message),
+    warn: (message) => (String(message).startsWith(NO_METRICS_WARNING) ? logger.debug(message) : logger.warn(message)),
+    error: (message) => logger.error(message),
+  };
+}
+
 /** Container-level state shared by the invocations of one handler. */
 class Container {
   readonly clock: Clock;
@@ -165,7 +181,7 @@ class Container {
     const serviceName = env.POWERTOOLS_SERVICE_NAME?.trim() || DEFAULT_SERVICE_NAME;
     const namespace = env.POWERTOOLS_METRICS_NAMESPACE?.trim() || DEFAULT_METRICS_NAMESPACE;
     this.logger = options.logger ?? new Logger({ serviceName });
-    this.metrics = options.metrics ?? new Metrics({ serviceName, namespace });
+    this.metrics = options.metrics ?? new Metrics({ serviceName, namespace, logger: metricsLogger(this.logger) });
     // The tenant from the start: logMetrics emits ColdStart before the body validates the environment (config() then
     // sets the validated value), and a ColdStart without it is the one metric a `WHERE tenant = ...` query misses.
     const tenant = env.TENANT_ID?.trim();
@@ -183,7 +199,7 @@ class Container {
     if (this.#config === undefined) {
       const config = loadConfig(this.options.env ?? process.env);
       this.logger.appendPersistentKeys({ tenant: config.tenant });
-      // Set again only when it differs: Powertools prints a plain-text warning for every overwritten dimension.
+      // Set again only when it differs: Powertools warns for every overwritten dimension.
       if (config.tenant !== this.#tenantDimension) this.metrics.setDefaultDimensions({ tenant: config.tenant });
       this.#config = config;
     }

@@ -141,6 +141,18 @@ describe("poll-transactions handler", () => {
     expect((await h.poller("transactions")()).status).toBe("completed");
   });
 
+  it("logs a warm skipped invocation, which emits no metric, in structured JSON only, Powertools' own warning at debug level", async () => {
+    expect((await h.poller("transactions")()).status).toBe("completed");
+    const lock = new DynamoLeaseLock({ doc: h.table.doc, tableName: h.table.tableName, clock: h.clock });
+    const lease = await lock.tryAcquire(leaseNames.transactionsCycle(TENANT), 60_000);
+    h.output.length = 0;
+    expect(await h.poller("transactions")()).toEqual({ kind: "transactions", status: "skipped" });
+    await lease?.release();
+    const docs = h.output.map((line) => JSON.parse(line) as Record<string, unknown>);
+    const noMetrics = docs.find((doc) => String(doc["message"]).startsWith("No application metrics to publish"));
+    expect(noMetrics).toMatchObject({ level: "DEBUG", tenant: TENANT });
+  });
+
   it("reuses the shared access token across containers instead of refreshing per invocation", async () => {
     await h.poller("transactions")();
     await h.poller("cards")();

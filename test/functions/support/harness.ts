@@ -14,7 +14,6 @@ import {
   type ServiceOutputTypes,
 } from "@aws-sdk/client-eventbridge";
 import { Logger } from "@aws-lambda-powertools/logger";
-import { Metrics } from "@aws-lambda-powertools/metrics";
 import { Tracer } from "@aws-lambda-powertools/tracer";
 import type { Context } from "aws-lambda";
 import { mockClient, type AwsStub } from "aws-sdk-client-mock";
@@ -183,7 +182,6 @@ export async function createHarness(options: { seed?: number; piiMode?: "full" |
     fetch,
     clock,
     logger: new Logger({ serviceName: "qashio-bridge", logLevel: "DEBUG" }),
-    metrics: new Metrics({ namespace: "QashioBridge", serviceName: "qashio-bridge" }),
     tracer: new Tracer({ enabled: false }),
     ...overrides,
   });
