@@ -171,7 +171,8 @@ export class OpsAlarms extends Construct {
     );
     // A gauge the token store reports whenever it learns the answer (each load and save: a refresh, a cold start), 1
     // while the live refresh token is held in the table: on from the refused write until a save writes the secret,
-    // however far apart refreshes are. Periods without a report keep the state (paused pollers change nothing).
+    // however far apart refreshes are. An invocation publishes its last value only (a refresh loading the held token,
+    // then writing it, reports 0), so the maximum follows the state. Periods without a report keep the state.
     add("TokenSecretWriteFailed", "tokensecretwritefailed", bridgeTenantMetric(tenant, "TokenHeldInTable", { statistic: "Maximum", period: Duration.minutes(5) }), {
       alarmDescription:
         `Tenant ${tenant}: the live refresh token is held in the table because Secrets Manager refused to store it; ` +

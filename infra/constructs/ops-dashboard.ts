@@ -37,7 +37,7 @@ export const DASHBOARD_WIDGETS = {
   providerErrors: "Provider errors by status class",
   syncLag: "Sync lag (s)",
   cycleDuration: "Cycle duration (ms)",
-  tokens: "Token refreshes / family revoked / secret write refused",
+  tokens: "Token refreshes / family revoked / secret write refused / held in table",
   quarantine: "Quarantine size / newly quarantined",
   throughput: "Pulled / acknowledged / acknowledge refused / publish failures / card details unread",
   deadLetters: "Dead-letter queue depth",

@@ -30,6 +30,13 @@ const UNITS: Record<PortMetricUnit, PowertoolsMetricUnit> = {
   Milliseconds: MetricUnit.Milliseconds,
 };
 
+/**
+ * Gauges of a state that can change within one invocation: a refresh loads a held token (TokenHeldInTable 1), then
+ * writes the secret (0). An invocation publishes only the last value it reported, at `flush()`: CloudWatch has no
+ * "last" statistic, and the period's maximum of both values would keep the alarm on after the state cleared.
+ */
+export const LAST_VALUE_METRICS: ReadonlySet<MetricName> = new Set<MetricName>(["TokenHeldInTable"]);
+
 interface Aggregate {
   readonly name: MetricName;
   readonly unit: PortMetricUnit;
@@ -41,6 +48,7 @@ interface Aggregate {
  * Engine metrics on Powertools Metrics. The tenant is a default dimension of the Powertools instance. Data points
  * with extra dimensions (`type`, `status_class`) are aggregated per dimension set (counts summed) and emitted by
  * `flush()` as one EMF document per dimension set (per value for other units), instead of one document per call.
+ * {@link LAST_VALUE_METRICS} are held until `flush()` too, which adds only their last value.
  *
  * @example
  * const metrics = new PowertoolsMetricsAdapter(powertoolsMetrics);
@@ -49,12 +57,14 @@ interface Aggregate {
  */
 export class PowertoolsMetricsAdapter implements Metrics {
   readonly #aggregates = new Map<string, Aggregate>();
+  readonly #lastValues = new Map<MetricName, { readonly unit: PortMetricUnit; readonly value: number }>();
 
   constructor(private readonly metrics: PowertoolsMetrics) {}
 
   add(name: MetricName, value: number, unit: PortMetricUnit = "Count", dimensions?: Readonly<Record<string, string>>): void {
     if (dimensions === undefined || Object.keys(dimensions).length === 0) {
-      this.metrics.addMetric(name, UNITS[unit], value);
+      if (LAST_VALUE_METRICS.has(name)) this.#lastValues.set(name, { unit, value });
+      else this.metrics.addMetric(name, UNITS[unit], value);
       return;
     }
     const sorted = Object.fromEntries(Object.entries(dimensions).sort(([a], [b]) => a.localeCompare(b)));
@@ -65,8 +75,10 @@ export class PowertoolsMetricsAdapter implements Metrics {
     else aggregate.values.push(value);
   }
 
-  /** Emits the aggregated dimensioned metrics. */
+  /** Emits the aggregated dimensioned metrics, and adds the last value of each gauge to the invocation's buffer. */
   flush(): void {
+    for (const [name, { unit, value }] of this.#lastValues) this.metrics.addMetric(name, UNITS[unit], value);
+    this.#lastValues.clear();
     for (const aggregate of this.#aggregates.values()) {
       for (const value of aggregate.values) {
         // A single-metric instance publishes on addMetric and then drops its dimensions: one instance per value, and no

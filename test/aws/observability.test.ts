@@ -50,4 +50,22 @@ describe("PowertoolsMetricsAdapter", () => {
     metrics.publishStoredMetrics();
     expect(lines[0]).toMatchObject({ CycleDurationMs: 1234, tenant: "acme" });
   });
+
+  it("publishes a state gauge once per invocation, at the last value it reported (a held token written in the same refresh reads 0)", () => {
+    const { metrics, lines } = capture();
+    const adapter = new PowertoolsMetricsAdapter(metrics);
+    // A refresh: the load finds the token held (1), the save writes the secret (0).
+    adapter.add("TokenHeldInTable", 1, "Count");
+    adapter.add("TokenHeldInTable", 0, "Count");
+    adapter.add("TokenRefreshes", 1, "Count");
+    adapter.flush();
+    metrics.publishStoredMetrics();
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatchObject({ TokenHeldInTable: 0, TokenRefreshes: 1, tenant: "acme" });
+    // The next invocation reports afresh: nothing of the last one is carried over.
+    adapter.add("TokenHeldInTable", 1, "Count");
+    adapter.flush();
+    metrics.publishStoredMetrics();
+    expect(lines[1]).toMatchObject({ TokenHeldInTable: 1, tenant: "acme" });
+  });
 });

@@ -264,7 +264,10 @@ describe("the alarms on plain bridge metrics", () => {
     const metrics = new Metrics();
     metrics.setDefaultDimensions({ tenant });
     const name = alarm["MetricName"] as MetricName;
-    new PowertoolsMetricsAdapter(metrics).add(name, 12, name === "SyncLagSeconds" ? "Seconds" : "Count");
+    const adapter = new PowertoolsMetricsAdapter(metrics);
+    adapter.add(name, 12, name === "SyncLagSeconds" ? "Seconds" : "Count");
+    // As the handlers' middleware does at the end of an invocation: the adapter's flush, then Powertools' publish.
+    adapter.flush();
     metrics.publishStoredMetrics();
 
     const emf = lines[0] as { _aws: { CloudWatchMetrics: { Namespace: string; Dimensions: string[][] }[] } } & Record<string, unknown>;
