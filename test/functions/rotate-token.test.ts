@@ -332,6 +332,10 @@ describe("rotate-token handler (Secrets Manager rotation)", () => {
     expect(h.refreshTokensPresented[1]).not.toBe(before);
     expect(h.secrets.current().refresh_token).not.toBe(before);
     expect(await h.familyStillValid()).toBe(true);
+    // That refresh loaded the held token (1) and wrote it (0): its invocation publishes the gauge once, at 0, so the
+    // TokenSecretWriteFailed alarm (the gauge's maximum per period) clears with it.
+    const gauges = h.output.filter((line) => line.includes('"TokenHeldInTable"')).map((line) => (JSON.parse(line) as Record<string, unknown>)["TokenHeldInTable"]);
+    expect(gauges.at(-1)).toBe(0);
   });
 
   it("saves the new refresh token of a 200 token answer that is not a token set, then fails the step: the pollers go on with it", async () => {
