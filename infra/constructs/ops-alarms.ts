@@ -173,7 +173,7 @@ export class OpsAlarms extends Construct {
     // while the live refresh token is held in the table: on from the refused write until a save writes the secret,
     // however far apart refreshes are. An invocation publishes its last value only (a refresh loading the held token,
     // then writing it, reports 0), so the maximum follows the state. Periods without a report keep the state.
-    add("TokenSecretWriteFailed", "tokensecretwritefailed", bridgeTenantMetric(tenant, "TokenHeldInTable", { statistic: "Maximum", period: Duration.minutes(5) }), {
+    add("TokenSecretWriteFailed", "tokensecretwritefailed", bridgeTenantMetric(tenant, "TokenHeldInTable", { statistic: "Maximum", period: Duration.minutes(1) }), {
       alarmDescription:
         `Tenant ${tenant}: the live refresh token is held in the table because Secrets Manager refused to store it; ` +
         "polling goes on, but the secret must be made writable again.",

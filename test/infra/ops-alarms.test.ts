@@ -98,7 +98,7 @@ describe("cycle alarms follow the tenant's schedule", () => {
       Namespace: "QashioBridge",
       MetricName: "TokenHeldInTable",
       Statistic: "Maximum",
-      Period: 300,
+      Period: 60,
       Threshold: 1,
       ComparisonOperator: "GreaterThanOrEqualToThreshold",
       EvaluationPeriods: 1,
