@@ -438,6 +438,13 @@ describe("POST /public/v1/core/user_profiles/invite", () => {
     expect(again.summary?.failed_emails?.end_user).toEqual(["New.Hire@falcongate.ae"]);
   });
 
+  it("lists an empty address under failed like any other it cannot invite, and still invites the valid ones (§4.10)", async () => {
+    const { status, body } = await h.json("/public/v1/core/user_profiles/invite", { body: { end_user: ["empty.beside@falcongate.ae", ""] } });
+    expect(status).toBe(201);
+    expect(body.data.summary.success_emails.end_user).toEqual(["empty.beside@falcongate.ae"]);
+    expect(body.data.summary.failed_emails.end_user).toEqual([""]);
+  });
+
   it("queues more than ten addresses and answers without a summary", async () => {
     const emails = Array.from({ length: 11 }, (_, i) => `temp${i}@falcongate.ae`);
     const { status, body } = await h.json("/public/v1/core/user_profiles/invite", { body: { end_user: emails } });
@@ -448,6 +455,7 @@ describe("POST /public/v1/core/user_profiles/invite", () => {
 
   it.each([
     [{ end_user: ["nope", "also nope"] }, ["end_user:INVALID_FORMAT"]],
+    [{ end_user: ["", " "] }, ["end_user:INVALID_FORMAT"]],
     [{ end_user: [] }, ["end_user:REQUIRED"]],
     [{ end_user: "a@b.co" }, ["end_user:INVALID_FORMAT"]],
     [{}, ["end_user:REQUIRED"]],

@@ -364,11 +364,12 @@ export const UpdateVelocityLimitBodySchema = z
   .superRefine(atLeastOneOf(VELOCITY_FIELDS), always);
 export type UpdateVelocityLimitBody = z.output<typeof UpdateVelocityLimitBodySchema>;
 
-/** `POST /public/v1/core/user_profiles/invite`: `{ end_user: string[] }`, non-empty. */
+/**
+ * `POST /public/v1/core/user_profiles/invite`: `{ end_user: string[] }`, non-empty. An address is not checked here, an
+ * empty one included: §4.10 lists one that cannot be invited under `failed_emails` and fails only a request with none valid.
+ */
 export const InviteBodySchema = z.object({
-  end_user: z
-    .array(z.string({ error: "must be a string" }).min(1, "must not be empty"), { error: "must be an array of email addresses" })
-    .min(1, "must not be empty"),
+  end_user: z.array(z.string({ error: "must be a string" }), { error: "must be an array of email addresses" }).min(1, "must not be empty"),
 });
 export type InviteBody = z.output<typeof InviteBodySchema>;
 
