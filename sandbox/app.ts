@@ -89,11 +89,13 @@ export function buildApp(state: SandboxState): Hono<SandboxEnv> {
     c.header("x-request-id", c.get("requestId"));
     // The caller gave up (timeout): nobody reads this answer.
     if (c.req.raw.signal.aborted) return c.body(null, 499 as 200);
+    if (error instanceof OAuthError || error instanceof ApiError) {
+      for (const [name, value] of Object.entries(error.headers)) c.header(name, value);
+    }
     if (error instanceof OAuthError) {
       return c.json({ error: error.error, error_description: error.description }, error.status);
     }
     if (error instanceof ApiError) {
-      for (const [name, value] of Object.entries(error.headers)) c.header(name, value);
       return c.json(errorBody(c, error.status, error.message, error.errors), error.status as 400);
     }
     console.error("sandbox: unexpected error", error);

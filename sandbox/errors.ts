@@ -64,13 +64,14 @@ export class NotFoundError extends ApiError {
   }
 }
 
-/** An OAuth operation error, answered as `{ error, error_description }`. */
+/** An OAuth operation error, answered as `{ error, error_description }` with `headers`. */
 export class OAuthError extends SandboxError {
   constructor(
     readonly status: 400 | 401 | 403,
     readonly error: string,
     readonly description: string,
     options?: ErrorOptions,
+    readonly headers: Readonly<Record<string, string>> = {},
   ) {
     super(description, options);
     this.name = "OAuthError";

@@ -3,10 +3,11 @@
  * endpoint and validate. Errors here are OAuth-style `{ error, error_description }`.
  */
 import type { Hono } from "hono";
-import { AuthorizationCodeGrantSchema, checkBody, RefreshTokenGrantSchema, TokenRequestSchema } from "../../shared/qashio/schemas/index.js";
+import { AuthorizationCodeGrantSchema, checkBody, RefreshTokenGrantSchema, TokenRequestSchema, type TokenRequest } from "../../shared/qashio/schemas/index.js";
 import { bearerToken } from "../auth.js";
 import { OAuthError, UnauthorizedError } from "../errors.js";
 import type { SandboxContext, SandboxEnv } from "../http.js";
+import type { TokenSetBody } from "../oauth.js";
 
 export function registerOAuth(app: Hono<SandboxEnv>): void {
   app.get("/oauth2/authorize", authorizePage);
@@ -142,8 +143,37 @@ async function authorizeDecision(c: SandboxContext): Promise<Response> {
   }
 }
 
+/** The challenge of a `401 invalid_client` to a client that authenticated with HTTP Basic (RFC 6749 §5.2). */
+const BASIC_CHALLENGE = { "www-authenticate": 'Basic realm="sandbox"' } as const;
+
+function basicClientRefused(description: string, options?: ErrorOptions): OAuthError {
+  return new OAuthError(401, "invalid_client", description, options, BASIC_CHALLENGE);
+}
+
+/** `form` with `+` read as a space, as `application/x-www-form-urlencoded` writes it. */
+function formDecode(value: string): string {
+  return decodeURIComponent(value.replace(/\+/g, " "));
+}
+
+/**
+ * Client credentials of an `Authorization: Basic` header, if any: user and password are the client id and secret,
+ * each form-urlencoded, split at the first colon (RFC 6749 §2.3.1; a secret may hold a colon, an id may not).
+ */
+function basicCredentials(header: string | undefined): { clientId: string; clientSecret: string } | undefined {
+  const match = /^Basic\s+(\S+)\s*$/i.exec(header ?? "");
+  if (!match?.[1]) return undefined;
+  const decoded = Buffer.from(match[1], "base64").toString("utf8");
+  const colon = decoded.indexOf(":");
+  if (colon < 0) throw basicClientRefused("Basic credentials must be client_id:client_secret");
+  try {
+    return { clientId: formDecode(decoded.slice(0, colon)), clientSecret: formDecode(decoded.slice(colon + 1)) };
+  } catch (cause) {
+    throw basicClientRefused("Basic credentials must be form-urlencoded", { cause });
+  }
+}
+
 /** Reads the token request: JSON per the spec; form encoding and HTTP Basic client auth are accepted too. */
-async function tokenRequestBody(c: SandboxContext): Promise<Record<string, unknown>> {
+async function tokenRequestBody(c: SandboxContext): Promise<{ body: Record<string, unknown>; basic: boolean }> {
   const type = c.req.header("content-type") ?? "";
   let body: Record<string, unknown>;
   if (type.includes("application/x-www-form-urlencoded")) {
@@ -158,13 +188,13 @@ async function tokenRequestBody(c: SandboxContext): Promise<Record<string, unkno
       throw new OAuthError(400, "invalid_request", "request body must be a JSON object", { cause });
     }
   }
-  const basic = /^Basic\s+(\S+)$/i.exec(c.req.header("authorization") ?? "");
-  if (basic?.[1] && body.client_id === undefined) {
-    const [id, secret] = Buffer.from(basic[1], "base64").toString("utf8").split(":");
-    body.client_id = id;
-    body.client_secret = secret;
+  const basic = basicCredentials(c.req.header("authorization"));
+  if (!basic) return { body, basic: false };
+  // One authentication method per request (RFC 6749 §2.3).
+  if (body.client_id !== undefined || body.client_secret !== undefined) {
+    throw new OAuthError(400, "invalid_request", "client credentials were sent both in the Authorization header and in the body");
   }
-  return body;
+  return { body: { ...body, client_id: basic.clientId, client_secret: basic.clientSecret }, basic: true };
 }
 
 /**
@@ -177,7 +207,7 @@ const GRANT_FIELDS: Readonly<Record<"authorization_code" | "refresh_token", Read
 };
 
 async function token(c: SandboxContext): Promise<Response> {
-  const body = await tokenRequestBody(c);
+  const { body, basic } = await tokenRequestBody(c);
   if (body.grant_type !== "authorization_code" && body.grant_type !== "refresh_token") {
     if (body.grant_type === undefined) throw new OAuthError(400, "invalid_request", "grant_type is required");
     throw new OAuthError(400, "unsupported_grant_type", "grant_type must be authorization_code or refresh_token");
@@ -191,14 +221,22 @@ async function token(c: SandboxContext): Promise<Response> {
     const fields = checked.errors.map((e) => e.field ?? "request").join(", ");
     throw new OAuthError(400, "invalid_request", `missing or invalid parameters: ${fields}`);
   }
-  const oauth = c.get("state").oauth;
-  const request = checked.value;
-  const tokens =
-    request.grant_type === "authorization_code"
-      ? oauth.exchangeCode({ clientId: request.client_id, clientSecret: request.client_secret, code: request.code, redirectUri: request.redirect_uri })
-      : oauth.refresh({ clientId: request.client_id, clientSecret: request.client_secret, refreshToken: request.refresh_token });
+  const tokens = issueTokens(c, checked.value, basic);
   c.header("cache-control", "no-store");
   return c.json(tokens, 200);
+}
+
+/** Runs the grant; a client refused after authenticating with HTTP Basic gets the Basic challenge. */
+function issueTokens(c: SandboxContext, request: TokenRequest, basic: boolean): TokenSetBody {
+  const oauth = c.get("state").oauth;
+  try {
+    return request.grant_type === "authorization_code"
+      ? oauth.exchangeCode({ clientId: request.client_id, clientSecret: request.client_secret, code: request.code, redirectUri: request.redirect_uri })
+      : oauth.refresh({ clientId: request.client_id, clientSecret: request.client_secret, refreshToken: request.refresh_token });
+  } catch (error) {
+    if (basic && error instanceof OAuthError && error.error === "invalid_client") throw basicClientRefused(error.description, { cause: error });
+    throw error;
+  }
 }
 
 function validate(c: SandboxContext): Response {

@@ -115,6 +115,37 @@ describe("POST /oauth2/token, authorization_code grant", () => {
   });
 });
 
+describe("POST /oauth2/token, client authentication with HTTP Basic (RFC 6749 §2.3.1)", () => {
+  const basic = (id: string, secret: string) => `Basic ${Buffer.from(`${id}:${secret}`).toString("base64")}`;
+  const exchangeWith = (authorization: string, body: Record<string, unknown> = {}) =>
+    token({ grant_type: "authorization_code", code: code(), redirect_uri: REDIRECT_URI, ...body }, { "content-type": "application/json", authorization });
+
+  it("authenticates the client from the header, its id and secret form-urlencoded", async () => {
+    expect((await exchangeWith(basic(CLIENT.client_id, CLIENT.client_secret))).status).toBe(200);
+    expect((await exchangeWith(basic(encodeURIComponent("sandbox%2Dclient"), CLIENT.client_secret))).status).toBe(401);
+    expect((await exchangeWith(basic("sandbox%2Dclient", "sandbox%2Dsecret"))).status).toBe(200);
+  });
+
+  it("takes the whole password after the first colon: a secret with a suffix is a wrong secret", async () => {
+    const res = await exchangeWith(basic(CLIENT.client_id, `${CLIENT.client_secret}:extra`));
+    expect(res.status).toBe(401);
+    expect(res.body.error).toBe("invalid_client");
+  });
+
+  it("answers 401 invalid_client with a WWW-Authenticate challenge for the Basic scheme", async () => {
+    const res = await exchangeWith(basic(CLIENT.client_id, "nope"));
+    expect(res.status).toBe(401);
+    expect(res.body.error).toBe("invalid_client");
+    expect(res.headers.get("www-authenticate")).toMatch(/^Basic /);
+  });
+
+  it("answers 400 invalid_request to credentials sent both in the header and in the body", async () => {
+    const res = await exchangeWith(basic(CLIENT.client_id, CLIENT.client_secret), { client_secret: CLIENT.client_secret });
+    expect(res.status).toBe(400);
+    expect(res.body.error).toBe("invalid_request");
+  });
+});
+
 describe("POST /oauth2/token, refresh_token grant", () => {
   it("rotates: a refresh returns a new refresh token and the old one is consumed", async () => {
     const first = (await exchange(code())).body;
