@@ -222,7 +222,9 @@ async function token(c: SandboxContext): Promise<Response> {
     throw new OAuthError(400, "invalid_request", `missing or invalid parameters: ${fields}`);
   }
   const tokens = issueTokens(c, checked.value, basic);
+  // RFC 6749 §5.1: a response holding tokens must not be cached, HTTP/1.0 caches included.
   c.header("cache-control", "no-store");
+  c.header("pragma", "no-cache");
   return c.json(tokens, 200);
 }
 

@@ -40,6 +40,16 @@ describe("POST /oauth2/token, authorization_code grant", () => {
     expect((await api(set.access_token)).status).toBe(200);
   });
 
+  it("answers every token set, of either grant, uncacheable: Cache-Control no-store and Pragma no-cache (RFC 6749 §5.1)", async () => {
+    const first = await exchange(code());
+    const second = await refresh(first.body.refresh_token as string);
+    for (const { status, headers } of [first, second]) {
+      expect(status).toBe(200);
+      expect(headers.get("cache-control")).toBe("no-store");
+      expect(headers.get("pragma")).toBe("no-cache");
+    }
+  });
+
   it("grants only the requested scopes", async () => {
     const { body } = await exchange(code(h.companyId, REDIRECT_URI, "cards:read transactions:read"));
     expect(body.scope).toBe("cards:read transactions:read");
