@@ -74,6 +74,8 @@ function redirectWith(c: SandboxContext, redirectUri: string, values: Record<str
 function checkRequest(c: SandboxContext, params: AuthorizeParams): Response | undefined {
   const invalid = checkClient(c, params);
   if (invalid) return invalid;
+  // RFC 6749 §4.1.2.1: a missing response_type (or an empty one, §3.1) is a malformed request, another one unsupported.
+  if (params.responseType === "") return redirectWith(c, params.redirectUri, { error: "invalid_request", state: params.state });
   if (params.responseType !== "code") {
     return redirectWith(c, params.redirectUri, { error: "unsupported_response_type", state: params.state });
   }

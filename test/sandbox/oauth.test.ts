@@ -254,11 +254,13 @@ describe("GET and POST /oauth2/authorize", () => {
   });
 
   it("issues no code on approval unless the request asks for the code flow", async () => {
-    for (const responseType of ["token", ""]) {
+    // RFC 6749 §4.1.2.1: another type is unsupported; none at all (§3.1: an empty value is no value) is a missing parameter.
+    for (const [responseType, error] of [["token", "unsupported_response_type"], ["", "invalid_request"]] as const) {
       const form = new URLSearchParams({ response_type: responseType, client_id: "sandbox-client", redirect_uri: REDIRECT_URI, scope: "transactions:read", state: "s-3", company_id: h.companyId, decision: "approve" });
       const res = await h.sandbox.fetch(`${BASE}/oauth2/authorize`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: form.toString(), redirect: "manual" });
       const location = new URL(res.headers.get("location") ?? "");
-      expect(location.searchParams.get("error")).toBe("unsupported_response_type");
+      expect(location.searchParams.get("error")).toBe(error);
+      expect(location.searchParams.get("state")).toBe("s-3");
       expect(location.searchParams.has("code")).toBe(false);
     }
   });
@@ -289,6 +291,10 @@ describe("GET and POST /oauth2/authorize", () => {
   it("redirects with an error for a wrong response_type or an unknown scope", async () => {
     const wrongType = await h.sandbox.fetch(`${BASE}/oauth2/authorize?${query({ response_type: "token" })}`);
     expect(new URL(wrongType.headers.get("location") ?? "").searchParams.get("error")).toBe("unsupported_response_type");
+    const noType = new URLSearchParams(query());
+    noType.delete("response_type");
+    const missingType = await h.sandbox.fetch(`${BASE}/oauth2/authorize?${noType.toString()}`);
+    expect(new URL(missingType.headers.get("location") ?? "").searchParams.get("error")).toBe("invalid_request");
     const wrongScope = await h.sandbox.fetch(`${BASE}/oauth2/authorize?${query({ scope: "admin:all" })}`);
     expect(new URL(wrongScope.headers.get("location") ?? "").searchParams.get("error")).toBe("invalid_scope");
   });
