@@ -174,12 +174,20 @@ function basicCredentials(header: string | undefined): { clientId: string; clien
   }
 }
 
+/** A form-encoded token request's parameters: none sent twice, an empty one absent (RFC 6749 §3.2). */
+function formParameters(params: URLSearchParams): Record<string, unknown> {
+  const names = [...params.keys()];
+  const repeated = [...new Set(names.filter((name, i) => names.indexOf(name) !== i))];
+  if (repeated.length > 0) throw new OAuthError(400, "invalid_request", `parameters sent more than once: ${repeated.join(", ")}`);
+  return Object.fromEntries([...params].filter(([, value]) => value !== ""));
+}
+
 /** Reads the token request: JSON per the spec; form encoding and HTTP Basic client auth are accepted too. */
 async function tokenRequestBody(c: SandboxContext): Promise<{ body: Record<string, unknown>; basic: boolean }> {
   const type = c.req.header("content-type") ?? "";
   let body: Record<string, unknown>;
   if (type.includes("application/x-www-form-urlencoded")) {
-    body = Object.fromEntries(new URLSearchParams(await c.req.text()));
+    body = formParameters(new URLSearchParams(await c.req.text()));
   } else {
     const text = await c.req.text();
     try {

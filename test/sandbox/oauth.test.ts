@@ -123,6 +123,19 @@ describe("POST /oauth2/token, authorization_code grant", () => {
     });
     expect(res.status).toBe(200);
   });
+
+  it("answers a form-encoded request 400 invalid_request for a repeated parameter, and reads an empty one as absent (RFC 6749 §3.2)", async () => {
+    const post = (form: string) =>
+      h.sandbox.fetch(`${BASE}/oauth2/token`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: form });
+    const base = new URLSearchParams({ grant_type: "authorization_code", ...CLIENT, code: code(), redirect_uri: REDIRECT_URI });
+    const repeated = new URLSearchParams(base);
+    repeated.append("code", code());
+    const twice = await post(repeated.toString());
+    expect(twice.status).toBe(400);
+    expect(((await twice.json()) as Row).error).toBe("invalid_request");
+    // `scope=` is no parameter at all, not one the grant does not take.
+    expect((await post(`${base.toString()}&scope=`)).status).toBe(200);
+  });
 });
 
 describe("POST /oauth2/token, client authentication with HTTP Basic (RFC 6749 §2.3.1)", () => {
