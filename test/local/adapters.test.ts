@@ -139,6 +139,13 @@ describe("FileTokenStore", () => {
     expect((await stat(path.join(dir, "new-state"))).mode & 0o777).toBe(0o700);
   });
 
+  it("fails, rather than reading as holding no tokens, when the token file is there but cannot be read", async () => {
+    // Read as empty, the token file would let QASHIO_REFRESH_TOKEN stand in: a spent seed sent again revokes the family.
+    const store = new FileTokenStore(dir);
+    await mkdir(store.file);
+    await expect(store.load()).rejects.toMatchObject({ code: "EISDIR" });
+  });
+
   it("names the file, not its content, when the file is corrupt", async () => {
     const store = new FileTokenStore(dir);
     await writeFile(store.file, "{ refresh: secret-value");
@@ -177,6 +184,13 @@ describe("FileTokenStore.beforeRefresh", () => {
     await store.beforeRefresh();
     expect(await readdir(dir)).toEqual(["tokens.json"]);
     expect(await store.load()).toEqual({ refreshToken: "rt" });
+  });
+
+  it("lets a refresh go ahead where the state directory is not there yet, creating it owner-only as the save would", async () => {
+    const store = new FileTokenStore(path.join(dir, "new-state"));
+    await store.beforeRefresh();
+    expect((await stat(path.join(dir, "new-state"))).mode & 0o777).toBe(0o700);
+    expect(await readdir(path.join(dir, "new-state"))).toEqual([]);
   });
 
   it("refuses a refresh, naming the token file and the system's code, where the directory cannot be written", async () => {

@@ -8,8 +8,8 @@ import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { createFileOnce } from "../../shared/local/atomic.js";
-import { writeFileAtomic } from "../../shared/local/index.js";
+import { createFileOnce, removeFileDurably } from "../../shared/local/atomic.js";
+import { FileTokenStore, TokenFileUnwritableError, writeFileAtomic } from "../../shared/local/index.js";
 
 /** fsync and rename calls in order, each naming the file its descriptor was opened on. */
 const journal = vi.hoisted(() => ({
@@ -19,7 +19,15 @@ const journal = vi.hoisted(() => ({
   failLink: false,
   /** errno code the fsync of a directory fails with. */
   failDirFsync: undefined as string | undefined,
+  /** Most bytes one writeSync call writes (a short write past it), as a pipe or a signal-interrupted write may. */
+  maxWrite: Number.POSITIVE_INFINITY,
+  /** errno code the writes and fsyncs of files whose name matches `failFile.of` fail with (a disk that fills up). */
+  failFile: undefined as { of: RegExp; write?: string; fsync?: string } | undefined,
 }));
+
+function fault(code: string, call: string): Error {
+  return Object.assign(new Error(`${code}: ${call} failed`), { code });
+}
 
 vi.mock("node:fs", async (importOriginal) => {
   const fs = await importOriginal<typeof nodeFs>();
@@ -31,9 +39,16 @@ vi.mock("node:fs", async (importOriginal) => {
   const fsyncSync = ((fd: number) => {
     journal.events.push(`fsync ${journal.opened.get(fd) ?? "?"}`);
     const code = journal.failDirFsync;
-    if (code !== undefined && fs.fstatSync(fd).isDirectory()) throw Object.assign(new Error(`${code}: fsync failed`), { code });
+    if (code !== undefined && fs.fstatSync(fd).isDirectory()) throw fault(code, "fsync");
+    const file = journal.failFile;
+    if (file?.fsync !== undefined && file.of.test(journal.opened.get(fd) ?? "")) throw fault(file.fsync, "fsync");
     fs.fsyncSync(fd);
   }) as typeof fs.fsyncSync;
+  const writeSync = ((fd: number, buffer: Uint8Array, offset: number, length: number) => {
+    const file = journal.failFile;
+    if (file?.write !== undefined && file.of.test(journal.opened.get(fd) ?? "")) throw fault(file.write, "write");
+    return fs.writeSync(fd, buffer, offset, Math.min(length, journal.maxWrite));
+  }) as typeof fs.writeSync;
   const renameSync = ((from: nodeFs.PathLike, to: nodeFs.PathLike) => {
     journal.events.push(`rename ${String(from)} -> ${String(to)}`);
     fs.renameSync(from, to);
@@ -44,10 +59,12 @@ vi.mock("node:fs", async (importOriginal) => {
     fs.linkSync(from, to);
   }) as typeof fs.linkSync;
   const unlinkSync = ((file: nodeFs.PathLike) => {
+    // Temp files are left out: their removal is cleanup, not the effect a caller asked for.
+    if (!String(file).endsWith(".tmp")) journal.events.push(`unlink ${String(file)}`);
     if (journal.failUnlinkOf?.test(String(file))) throw Object.assign(new Error(`EIO: i/o error, unlink '${String(file)}'`), { code: "EIO" });
     fs.unlinkSync(file);
   }) as typeof fs.unlinkSync;
-  const mocked = { openSync, fsyncSync, renameSync, linkSync, unlinkSync };
+  const mocked = { openSync, fsyncSync, writeSync, renameSync, linkSync, unlinkSync };
   return { ...fs, default: { ...fs, ...mocked }, ...mocked };
 });
 
@@ -58,6 +75,8 @@ beforeEach(async () => {
   journal.failUnlinkOf = undefined;
   journal.failLink = false;
   journal.failDirFsync = undefined;
+  journal.maxWrite = Number.POSITIVE_INFINITY;
+  journal.failFile = undefined;
 });
 afterEach(async () => {
   await rm(dir, { recursive: true, force: true });
@@ -83,6 +102,47 @@ describe("writeFileAtomic durability", () => {
     const named = journal.events.map((event) => event.replaceAll(dir, "<dir>").replace(/tokens\.json\.\d+\.[0-9a-f]+\.tmp/g, "<temp>"));
     expect(named).toEqual(["fsync <dir>/<temp>", "rename <dir>/<temp> -> <dir>/tokens.json", "fsync <dir>"]);
     expect(await readFile(file, "utf8")).toBe('{"refreshToken":"rt"}\n');
+  });
+
+  it("writes the whole of the data when the system writes less than asked per call, never a truncated file", async () => {
+    const file = path.join(dir, "tokens.json");
+    const text = `${JSON.stringify({ refreshToken: "rt-".padEnd(200, "x") })}\n`;
+    journal.maxWrite = 7;
+    await writeFileAtomic(file, [Buffer.from(text.slice(0, 50)), Buffer.from(text.slice(50))], { mode: 0o600 });
+    expect(await readFile(file, "utf8")).toBe(text);
+  });
+});
+
+describe("removeFileDurably", () => {
+  it("fsyncs the directory after removing the file, so a crash cannot bring it back (a re-driven quarantine record)", async () => {
+    const file = path.join(dir, "record.json");
+    await writeFileAtomic(file, "{}");
+    journal.events.length = 0;
+    removeFileDurably(file);
+    expect(journal.events.map((event) => event.replaceAll(dir, "<dir>"))).toEqual(["unlink <dir>/record.json", "fsync <dir>"]);
+    expect(await readdir(dir)).toEqual([]);
+  });
+});
+
+describe("FileTokenStore.beforeRefresh on a disk that opens files but takes no data", () => {
+  /** The refusal of a refresh where the probe's `call` fails with `code`. */
+  async function refusal(call: "write" | "fsync", code: string): Promise<unknown> {
+    const store = new FileTokenStore(dir);
+    await store.save({ refreshToken: "rt" });
+    journal.failFile = { of: /probe\.\d+\.[0-9a-f]+\.tmp$/, [call]: code };
+    return store.beforeRefresh().catch((e: unknown) => e);
+  }
+
+  it.each([
+    ["write", "ENOSPC"],
+    ["fsync", "ENOSPC"],
+    ["fsync", "EIO"],
+  ] as const)("refuses the refresh when a token set's bytes fail to %s (%s), leaving no probe file and the tokens as they were", async (call, code) => {
+    const error = await refusal(call, code);
+    expect(error).toBeInstanceOf(TokenFileUnwritableError);
+    expect(error).toMatchObject({ code });
+    expect(await readdir(dir)).toEqual(["tokens.json"]);
+    expect(await new FileTokenStore(dir).load()).toEqual({ refreshToken: "rt" });
   });
 });
 
