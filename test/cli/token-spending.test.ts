@@ -14,7 +14,8 @@ describe("spendingRefreshes", () => {
 
     finishFirst();
     expect(await first).toBe("saved");
-    await Promise.resolve();
+    // Every pending callback has had its turn: the second section still runs, so nothing settled.
+    await new Promise((resolve) => setImmediate(resolve));
     expect(settled).toBe(false);
     failSecond(new Error("save failed"));
     await expect(second).rejects.toThrow("save failed");

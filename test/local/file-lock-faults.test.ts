@@ -1,0 +1,110 @@
+/**
+ * FileLock where the file system answers late or not at all: a contender that read an old generation before others
+ * moved on, and a /proc that will not tell whether a lease's holder runs. Either way at most one process holds the
+ * lease: two holders would refresh the token family at once, which revokes it. Faults are injected into node:fs and
+ * node:fs/promises.
+ */
+import type * as nodeFs from "node:fs";
+import type * as nodeFsPromises from "node:fs/promises";
+import { existsSync, readlinkSync } from "node:fs";
+import { mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
+import { hostname, tmpdir } from "node:os";
+import path from "node:path";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { FileLock } from "../../shared/local/index.js";
+
+const faults = vi.hoisted(() => ({
+  /** A pid whose /proc entry cannot be read (EACCES), as under a /proc mounted with hidepid. */
+  hiddenPid: undefined as number | undefined,
+  /** The next read of a file whose path ends with `suffix` returns only once `gate` resolves; `reached` says it waits. */
+  slowRead: undefined as { suffix: string; gate: Promise<void>; reached: () => void } | undefined,
+}));
+
+vi.mock("node:fs", async (importOriginal) => {
+  const fs = await importOriginal<typeof nodeFs>();
+  const readFileSync = ((file: nodeFs.PathOrFileDescriptor, ...rest: unknown[]) => {
+    if (faults.hiddenPid !== undefined && String(file) === `/proc/${faults.hiddenPid}/stat`) {
+      throw Object.assign(new Error(`EACCES: permission denied, open '${String(file)}'`), { code: "EACCES" });
+    }
+    return (fs.readFileSync as (file: nodeFs.PathOrFileDescriptor, ...rest: unknown[]) => unknown)(file, ...rest);
+  }) as typeof fs.readFileSync;
+  return { ...fs, default: { ...fs, readFileSync }, readFileSync };
+});
+
+vi.mock("node:fs/promises", async (importOriginal) => {
+  const fs = await importOriginal<typeof nodeFsPromises>();
+  const readFile = (async (file: nodeFs.PathLike, ...rest: unknown[]) => {
+    const text = await (fs.readFile as (file: nodeFs.PathLike, ...rest: unknown[]) => Promise<unknown>)(file, ...rest);
+    const slow = faults.slowRead;
+    if (slow !== undefined && String(file).endsWith(slow.suffix)) {
+      faults.slowRead = undefined;
+      slow.reached();
+      await slow.gate;
+    }
+    return text;
+  }) as typeof fs.readFile;
+  return { ...fs, default: { ...fs, readFile }, readFile };
+});
+
+const onLinux = process.platform === "linux" && existsSync("/proc/self/stat");
+const LOCK = "cycle";
+const TTL = 30_000;
+
+let dir: string;
+beforeEach(async () => {
+  dir = await mkdtemp(path.join(tmpdir(), "bridge-lock-faults-"));
+  faults.hiddenPid = undefined;
+  faults.slowRead = undefined;
+});
+afterEach(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+/** Makes the next read of the lease file `name` wait; resolves `reached` once a reader waits, and `finish` lets it on. */
+function slowLeaseRead(name: string): { reached: Promise<void>; finish: () => void } {
+  let finish!: () => void;
+  let reached!: () => void;
+  const gate = new Promise<void>((resolve) => (finish = resolve));
+  const waiting = new Promise<void>((resolve) => (reached = resolve));
+  faults.slowRead = { suffix: `${path.sep}${name}`, gate, reached };
+  return { reached: waiting, finish };
+}
+
+describe("FileLock with a contender slower than the others", () => {
+  it("does not let a contender that read a generation long superseded hold the lease beside its holder", async () => {
+    const first = await new FileLock(dir).tryAcquire(LOCK, TTL);
+    await first!.release();
+    // The contender lists generation 0 (released) and reads it; its read answers only after two others went on.
+    const slow = slowLeaseRead(`${LOCK}.lock`);
+    const contender = new FileLock(dir).tryAcquire(LOCK, TTL);
+    await slow.reached;
+    const second = await new FileLock(dir).tryAcquire(LOCK, TTL); // generation 1
+    await second!.release();
+    const holder = await new FileLock(dir).tryAcquire(LOCK, TTL); // generation 2, generation 1 removed
+    expect(holder).toBeDefined();
+
+    slow.finish();
+
+    // Generation 1 could be created again, but it is not the highest: the contender gives it up.
+    expect(await contender).toBeUndefined();
+    expect(await readdir(path.join(dir, "locks"))).toEqual([`${LOCK}.lock.2`]);
+    expect(await holder!.renew(TTL)).toBe(true);
+    expect(await new FileLock(dir).tryAcquire(LOCK, TTL)).toBeUndefined();
+  });
+});
+
+describe.runIf(onLinux)("FileLock when /proc will not tell whether a holder runs", () => {
+  it("leaves the lease in force until it expires when its holder's /proc entry cannot be read (EACCES, as under hidepid)", async () => {
+    // A holder on this host and in this pid namespace, whose process another user runs.
+    const pid = process.ppid;
+    const holder = { host: hostname(), pidNamespace: readlinkSync("/proc/self/ns/pid"), startTime: "12345" };
+    await mkdir(path.join(dir, "locks"), { recursive: true });
+    await writeFile(path.join(dir, "locks", `${LOCK}.lock`), JSON.stringify({ token: "held-elsewhere", pid, expiresAt: Date.now() + 60_000, holder }));
+    faults.hiddenPid = pid;
+
+    expect(await new FileLock(dir).tryAcquire(LOCK, TTL)).toBeUndefined();
+    // Readable, the entry shows a process started at another time: the holder has exited, its lease is taken over.
+    faults.hiddenPid = undefined;
+    expect(await new FileLock(dir).tryAcquire(LOCK, TTL)).toBeDefined();
+  });
+});
