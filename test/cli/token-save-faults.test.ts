@@ -13,9 +13,27 @@ import { idsWithStatus, runInProcess, startHarness, type Harness } from "./helpe
 
 /**
  * `full`: every write of the token file's directory fails (the store's probe and its saves). `failSaves`: that many
- * next saves of the token file fail (probes pass: the directory filled up between the two).
+ * next saves of the token file fail (probes pass: the directory filled up between the two). `failSavesForMs`: saves
+ * fail for that long from the first that fails (space freed soon after). `onSaveFailure`: called at each failed save.
  */
-const faults = vi.hoisted(() => ({ full: false, failSaves: 0 }));
+const faults = vi.hoisted(() => ({
+  full: false,
+  failSaves: 0,
+  failSavesForMs: 0,
+  failingSince: undefined as number | undefined,
+  onSaveFailure: undefined as (() => void) | undefined,
+}));
+
+/** Whether the save of the token file starting now fails, as `failSaves` and `failSavesForMs` say. */
+function saveFails(): boolean {
+  if (faults.failSaves > 0) {
+    faults.failSaves -= 1;
+    return true;
+  }
+  if (faults.failSavesForMs === 0) return false;
+  faults.failingSince ??= Date.now();
+  return Date.now() - faults.failingSince < faults.failSavesForMs;
+}
 
 vi.mock("node:fs", async (importOriginal) => {
   const fs = await importOriginal<typeof nodeFs>();
@@ -23,7 +41,8 @@ vi.mock("node:fs", async (importOriginal) => {
     const name = basename(String(file));
     const probe = name.startsWith("probe.");
     const tokenSave = name.startsWith("tokens.json.");
-    if ((faults.full && (probe || tokenSave)) || (tokenSave && faults.failSaves > 0 && faults.failSaves--)) {
+    if ((faults.full && (probe || tokenSave)) || (tokenSave && saveFails())) {
+      if (tokenSave) faults.onSaveFailure?.();
       throw Object.assign(new Error(`ENOSPC: no space left on device, open '${String(file)}'`), { code: "ENOSPC" });
     }
     return fs.openSync(file, flags, mode);
@@ -35,6 +54,9 @@ let harness: Harness | undefined;
 beforeEach(() => {
   faults.full = false;
   faults.failSaves = 0;
+  faults.failSavesForMs = 0;
+  faults.failingSince = undefined;
+  faults.onSaveFailure = undefined;
 });
 afterEach(async () => {
   await harness?.close();
@@ -88,6 +110,21 @@ describe("bridge run --once when the token file cannot be written", () => {
     expect(idsWithStatus(h, "not_synced", "outdated")).toEqual([]);
   });
 
+  it("saves them on a later try when the directory takes writes again within a second (three tries, half a second apart)", async () => {
+    const { h, stored } = await dueForRefresh();
+    const before = await stored();
+    // The save in the cycle fails, and so does the first try on the way out; the third, a second later, lands.
+    faults.failSavesForMs = 800;
+
+    const failed = await runInProcess(["run", "--once"], h.env);
+
+    expect(failed.code, failed.stderr).toBe(EXIT.failed);
+    expect(failed.stderr).not.toContain("is lost with this process");
+    expect(await stored()).not.toBe(before);
+    const next = await runInProcess(["run", "--once"], h.env);
+    expect(next.code, next.stderr).toBe(EXIT.ok);
+  });
+
   it("says the new refresh token is lost and the integration must be re-authorized when it still cannot be saved (exit 3)", async () => {
     const { h, tokensFile, stored } = await dueForRefresh();
     const before = await stored();
@@ -101,5 +138,24 @@ describe("bridge run --once when the token file cannot be written", () => {
     expect(failed.stderr).not.toContain((JSON.parse(before) as { refreshToken: string }).refreshToken);
     expect(await stored()).toBe(before);
     expect(spendingRefreshes.busy).toBe(false);
+  });
+});
+
+describe("bridge run (a cycle every interval) when the token file cannot be written", () => {
+  it("saves the rotated tokens a failed save held when Ctrl-C ends the loop right after, though the loop itself ends well", async () => {
+    const { h, stored } = await dueForRefresh();
+    const before = await stored();
+    const controller = new AbortController();
+    faults.failSaves = 1;
+    faults.onSaveFailure = () => controller.abort();
+
+    const stopped = await runInProcess(["run", "--interval", "1h"], h.env, controller.signal);
+
+    expect(stopped.code, stopped.stderr).toBe(EXIT.ok);
+    expect(stopped.stderr).toContain("rotated tokens could not be saved");
+    expect(await stored()).not.toBe(before);
+    expect(spendingRefreshes.busy).toBe(false);
+    const next = await runInProcess(["run", "--once"], h.env);
+    expect(next.code, next.stderr).toBe(EXIT.ok);
   });
 });

@@ -480,6 +480,41 @@ describe("OAuthTokenProvider", () => {
     expect(store.saves[0]!.accessToken).toBe(token);
   });
 
+  it("holds the tokens a failed save left until saveHeldTokens saves them, and says false while the store still refuses", async () => {
+    const { provider, store, fetch } = setup();
+    expect(provider.holdsUnsavedTokens).toBe(false);
+    expect(await provider.saveHeldTokens()).toBe(true);
+    store.failNextSave = true;
+    await expect(provider.getAccessToken()).rejects.toBeInstanceOf(TokenUnavailableError);
+    expect(provider.holdsUnsavedTokens).toBe(true);
+
+    store.failNextSave = true;
+    expect(await provider.saveHeldTokens()).toBe(false);
+    expect(provider.holdsUnsavedTokens).toBe(true);
+    expect(await provider.saveHeldTokens()).toBe(true);
+    expect(provider.holdsUnsavedTokens).toBe(false);
+    expect(store.saves.map((s) => s.refreshToken)).toEqual(["rt-2"]);
+    expect(fetch.calls).toHaveLength(1);
+  });
+
+  it("saves again tokens a failed save had already written (a store that failed after its write), instead of taking them for another's", async () => {
+    const { provider, store, logger } = setup();
+    // The file was replaced, then the directory fsync failed: the write may not survive a power loss.
+    const save = store.save.bind(store);
+    store.save = async (tokens) => {
+      store.save = save;
+      store.set(tokens);
+      throw new Error("EIO: directory fsync failed");
+    };
+    await expect(provider.getAccessToken()).rejects.toBeInstanceOf(TokenUnavailableError);
+
+    const token = await provider.getAccessToken();
+
+    expect(store.saves.map((s) => [s.refreshToken, s.accessToken])).toEqual([["rt-2", token]]);
+    expect(provider.holdsUnsavedTokens).toBe(false);
+    expect(logger.lines.filter((l) => l.level === "warn")).toEqual([]);
+  });
+
   it("says so when no tokens are stored", async () => {
     const clock = fakeClock();
     const provider = new OAuthTokenProvider({ baseUrl: BASE_URL, clientId: "c", clientSecret: CLIENT_SECRET, store: memoryStore(undefined), fetch: scriptedFetch(), clock });
