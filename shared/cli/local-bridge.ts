@@ -24,6 +24,7 @@ import {
   type CycleReport,
   type EventPublisher,
   type Lock,
+  type LockHandle,
   type Logger,
   type RedriveReport,
   type TransactionCycleDeps,
@@ -39,6 +40,7 @@ import {
   LocalStateError,
   StateBindingMismatchError,
   StateBindingMissingError,
+  STATE_DIRS,
   STATE_FILES,
   TokenFileUnwritableError,
   bindStateDir,
@@ -388,7 +390,7 @@ async function measureQuarantine(bridge: LocalBridge): Promise<number | undefine
  * const report = await withCycleLock(bridge, () => redrivePublishFailures(bridge.transactions));
  */
 export async function withCycleLock<T>(bridge: LocalBridge, work: () => Promise<T>): Promise<T> {
-  const handle = await bridge.lock.tryAcquire(CYCLE_LOCK, CYCLE_LEASE_MS);
+  const handle = await takeCycleLease(bridge);
   if (handle === undefined) {
     throw new CliError(
       `another bridge process is running a cycle, re-drive or conform-pii on this state directory (${bridge.settings.stateDir}); the lease of a run ` +
@@ -415,7 +417,50 @@ export async function withCycleLock<T>(bridge: LocalBridge, work: () => Promise<
   try {
     return await whileHolding(handle, CYCLE_LEASE_MS, bridge.clock, underLease, bridge.transactions.logger, CYCLE_LEASE_MESSAGES);
   } finally {
-    await handle.release();
+    // A release the state directory refuses (full, read-only) must not replace what the work did or why it failed
+    // (such as the token probe's "no refresh was tried"): the lease is kept for the next cycle of this process, and
+    // runs out by itself otherwise (taken over at once on this machine once the process has exited).
+    await handle.release().catch((error: unknown) => {
+      unreleasedLeases.set(bridge, handle);
+      bridge.transactions.logger.warn("releasing the cycle lease failed; the next cycle of this process takes it again, another process once it runs out", {
+        code: systemErrorCode(error) ?? (error instanceof Error ? error.name : "unknown error"),
+      });
+    });
+  }
+}
+
+/** Cycle leases this process could not release (see {@link withCycleLock}), by bridge: its next cycle renews one. */
+const unreleasedLeases = new WeakMap<LocalBridge, LockHandle>();
+
+/** The `code` of a system call's error (ENOSPC, EROFS, ENOENT, ...), if `error` is one. */
+function systemErrorCode(error: unknown): string | undefined {
+  const { code } = (error ?? {}) as { code?: unknown };
+  return typeof code === "string" && /^E[A-Z0-9]+$/.test(code) ? code : undefined;
+}
+
+/**
+ * Takes the cycle lease for `bridge` (undefined while another process holds it): renews the one an earlier cycle of
+ * this process could not release, else takes it anew. A state directory that takes no writes (full, read-only, gone)
+ * is a CycleFailedError naming it (exit 1, a loop tries again at its next interval), before any provider call.
+ */
+async function takeCycleLease(bridge: LocalBridge): Promise<LockHandle | undefined> {
+  const kept = unreleasedLeases.get(bridge);
+  try {
+    if (kept !== undefined && (await kept.renew(CYCLE_LEASE_MS))) {
+      unreleasedLeases.delete(bridge);
+      return kept;
+    }
+    unreleasedLeases.delete(bridge);
+    return await bridge.lock.tryAcquire(CYCLE_LOCK, CYCLE_LEASE_MS);
+  } catch (error) {
+    const code = systemErrorCode(error);
+    if (code === undefined) throw error;
+    const { stateDir } = bridge.settings;
+    throw new CycleFailedError(
+      `cannot take the cycle lease in ${join(stateDir, STATE_DIRS.locks)} (${code}): the state directory takes no writes now, so nothing ` +
+        `was sent to the provider: make room in or fix ${stateDir} (BRIDGE_STATE_DIR), then run again`,
+      { cause: error },
+    );
   }
 }
 

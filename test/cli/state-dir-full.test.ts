@@ -1,0 +1,122 @@
+/**
+ * Local mode when the whole state directory takes no writes (a full disk, a read-only mount), not only the token
+ * file: the cycle lease's own files fail too. The run must still say what is wrong and what to do (the token probe's
+ * message, or the lease's), and a `run --interval` loop must retry at the next interval rather than end as an
+ * "unexpected" error. Faults are injected into node:fs for the files of the state directory named below.
+ */
+import type * as nodeFs from "node:fs";
+import { readFile } from "node:fs/promises";
+import { basename, join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { EXIT } from "../../shared/cli/errors.js";
+import { runCommand } from "../../shared/cli/run.js";
+import { idsWithStatus, runInProcess, startHarness, type Harness } from "./helpers.js";
+
+/**
+ * `tokens`: the token store's probe and saves fail. `leaseTake`: creating a cycle lease fails. `leaseWrite`: renewing
+ * or releasing a cycle lease this process holds fails. Each as a full disk fails them (ENOSPC at the open).
+ */
+const faults = vi.hoisted(() => ({ tokens: false, leaseTake: false, leaseWrite: false }));
+
+vi.mock("node:fs", async (importOriginal) => {
+  const fs = await importOriginal<typeof nodeFs>();
+  const openSync = ((file: nodeFs.PathLike, flags: nodeFs.OpenMode, mode?: nodeFs.Mode) => {
+    const name = basename(String(file));
+    const token = name.startsWith("probe.") || name.startsWith("tokens.json.");
+    // createFileOnce writes the new lease as `<lease>.<pid>.<hex>.new.tmp` (itself through a temp file); a renewal or
+    // release replaces the lease through `<lease>.<pid>.<hex>.tmp`.
+    const lease = name.startsWith("cycle.lock");
+    const take = lease && name.includes(".new.tmp");
+    if ((faults.tokens && token) || (faults.leaseTake && take) || (faults.leaseWrite && lease && !take)) {
+      throw Object.assign(new Error(`ENOSPC: no space left on device, open '${String(file)}'`), { code: "ENOSPC" });
+    }
+    return fs.openSync(file, flags, mode);
+  }) as typeof fs.openSync;
+  return { ...fs, default: { ...fs, openSync }, openSync };
+});
+
+let harness: Harness | undefined;
+beforeEach(() => {
+  faults.tokens = false;
+  faults.leaseTake = false;
+  faults.leaseWrite = false;
+});
+afterEach(async () => {
+  await harness?.close();
+  harness = undefined;
+});
+
+/** A bridge that ran once (its tokens stored), then an hour on the provider's clock: the next run must refresh. */
+async function dueForRefresh(): Promise<{ h: Harness; tokensFile: string; stored: () => Promise<string> }> {
+  const h = (harness = await startHarness());
+  expect((await runInProcess(["run", "--once"], h.env)).code).toBe(EXIT.ok);
+  await h.control("POST", "/clock", { advance_seconds: 3_600 });
+  await h.control("POST", "/companies/{company}/transactions", { count: 2 });
+  const tokensFile = join(h.env.BRIDGE_STATE_DIR as string, "tokens.json");
+  return { h, tokensFile, stored: () => readFile(tokensFile, "utf8") };
+}
+
+describe("bridge run when the state directory takes no writes at all", () => {
+  it("keeps the token probe's message when releasing the cycle lease fails too (exit 1, refresh token unspent)", async () => {
+    const { h, tokensFile, stored } = await dueForRefresh();
+    const before = await stored();
+    faults.tokens = true;
+    faults.leaseWrite = true;
+
+    const failed = await runInProcess(["run", "--once"], h.env);
+
+    expect(failed.code, failed.stderr).toBe(EXIT.failed);
+    expect(failed.stderr).toContain(`cannot save a new token set to ${tokensFile} now (ENOSPC), so no token refresh was tried`);
+    expect(failed.stderr).not.toContain("unexpected");
+    expect(await stored()).toBe(before);
+    // The lease stayed written as held (its release failed): a later process takes it over once this one has exited.
+    expect(failed.stderr).toContain("releasing the cycle lease failed");
+  });
+
+  it("names the state directory and the system's code when the cycle lease cannot be taken (exit 1, nothing sent)", async () => {
+    const { h } = await dueForRefresh();
+    faults.leaseTake = true;
+
+    const failed = await runInProcess(["run", "--once"], h.env);
+
+    expect(failed.code, failed.stderr).toBe(EXIT.failed);
+    expect(failed.stderr).not.toContain("unexpected");
+    expect(failed.stderr).toContain(`cannot take the cycle lease in ${join(h.env.BRIDGE_STATE_DIR as string, "locks")} (ENOSPC)`);
+    expect(failed.stderr).toContain(`make room in or fix ${h.env.BRIDGE_STATE_DIR as string} (BRIDGE_STATE_DIR), then run again`);
+  });
+
+  it("a run --interval loop retries at the next interval, and one that could not release its lease takes it again once it can", async () => {
+    const { h } = await dueForRefresh();
+    const pending = idsWithStatus(h, "not_synced", "outdated");
+    faults.tokens = true;
+    faults.leaseWrite = true;
+    const controller = new AbortController();
+    let stdout = "";
+    let stderr = "";
+    const io = {
+      env: h.env,
+      cwd: h.dir,
+      stdout: { write: (c: string) => (stdout += c) },
+      stderr: { write: (c: string) => (stderr += c) },
+      signal: controller.signal,
+    };
+    let waits = 0;
+
+    const code = await runCommand({ once: false, intervalMs: 60_000 }, io, {
+      // Instead of waiting the interval: the disk fills up further (no lease can be taken), then has room again.
+      pause: async () => {
+        waits += 1;
+        if (waits === 1) faults.leaseTake = true;
+        else if (waits === 2) Object.assign(faults, { tokens: false, leaseTake: false, leaseWrite: false });
+        else controller.abort();
+      },
+    });
+
+    expect(code, stderr).toBe(EXIT.ok);
+    expect(stderr).toMatch(/cycle 1 failed; retrying at the next interval .*no token refresh was tried/);
+    expect(stderr).toMatch(/cycle 2 failed; retrying at the next interval .*cannot take the cycle lease/);
+    expect(stdout).toMatch(/cycle 3: \d+ events/);
+    expect(idsWithStatus(h, "not_synced", "outdated")).toEqual([]);
+    expect(pending.length).toBeGreaterThan(0);
+  });
+});
