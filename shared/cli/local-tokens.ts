@@ -10,6 +10,14 @@ import { TokenFileError } from "./errors.js";
 
 export class LocalTokenStore implements TokenStore {
   /**
+   * Whether this store found tokens in the file or saved some there. From then on the seed never stands in for a
+   * missing file: it was spent by then (the file's tokens came from it, or from `authorize`, which replaces it), and
+   * sending it again would revoke the family whose live tokens the file held (a state directory removed under a
+   * running loop).
+   */
+  private heldTokens = false;
+
+  /**
    * @param files - the state directory's token file (the local adapters' `tokens`).
    * @param seed - QASHIO_REFRESH_TOKEN, used only while the file holds no token.
    */
@@ -24,11 +32,24 @@ export class LocalTokenStore implements TokenStore {
   }
 
   async load(): Promise<StoredTokens | undefined> {
-    return (await this.stored()) ?? (this.seed === undefined ? undefined : { refreshToken: this.seed });
+    const stored = await this.stored();
+    if (stored !== undefined) {
+      this.heldTokens = true;
+      return stored;
+    }
+    if (this.heldTokens) {
+      throw new TokenFileError(
+        this.files.file,
+        "removed while this process was running: put it back if you have a copy, the tokens it held are still good; " +
+          "nothing was sent to the provider, and QASHIO_REFRESH_TOKEN, spent by then, is not sent again",
+      );
+    }
+    return this.seed === undefined ? undefined : { refreshToken: this.seed };
   }
 
-  save(tokens: StoredTokens): Promise<void> {
-    return this.files.save(tokens);
+  async save(tokens: StoredTokens): Promise<void> {
+    await this.files.save(tokens);
+    this.heldTokens = true;
   }
 
   beforeRefresh(): Promise<void> {
@@ -47,7 +68,7 @@ export class LocalTokenStore implements TokenStore {
 
   /** True while the seed stands in for a stored token (nothing was ever saved). */
   async usesSeed(): Promise<boolean> {
-    return this.seed !== undefined && (await this.stored()) === undefined;
+    return this.seed !== undefined && !this.heldTokens && (await this.stored()) === undefined;
   }
 
   private async stored(): Promise<StoredTokens | undefined> {

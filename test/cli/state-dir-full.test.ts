@@ -5,10 +5,10 @@
  * "unexpected" error. Faults are injected into node:fs for the files of the state directory named below.
  */
 import type * as nodeFs from "node:fs";
-import { readFile } from "node:fs/promises";
+import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import { basename, join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { EXIT } from "../../shared/cli/errors.js";
+import { EXIT, TokenFileError } from "../../shared/cli/errors.js";
 import { runCommand } from "../../shared/cli/run.js";
 import { idsWithStatus, runInProcess, startHarness, type Harness } from "./helpers.js";
 
@@ -118,5 +118,44 @@ describe("bridge run when the state directory takes no writes at all", () => {
     expect(stdout).toMatch(/cycle 3: \d+ events/);
     expect(idsWithStatus(h, "not_synced", "outdated")).toEqual([]);
     expect(pending.length).toBeGreaterThan(0);
+  });
+});
+
+describe("bridge run --interval when its state directory is removed under it", () => {
+  it("does not send the spent QASHIO_REFRESH_TOKEN (which revokes the family): exit 3 naming the token file, whose tokens stay good", async () => {
+    const { h, tokensFile, stored } = await dueForRefresh();
+    let kept = "";
+    const controller = new AbortController();
+    let stderr = "";
+    const io = {
+      env: h.env,
+      cwd: h.dir,
+      stdout: { write: (_c: string) => true },
+      stderr: { write: (c: string) => (stderr += c) },
+      signal: controller.signal,
+    };
+    let waits = 0;
+
+    const outcome = await runCommand({ once: false, intervalMs: 60_000 }, io, {
+      // After the first cycle someone removes the state directory; the access token then expires.
+      pause: async () => {
+        waits += 1;
+        if (waits === 1) {
+          kept = await stored();
+          await rm(h.env.BRIDGE_STATE_DIR as string, { recursive: true, force: true });
+          await h.control("POST", "/clock", { advance_seconds: 3_600 });
+        } else controller.abort();
+      },
+    }).catch((error: unknown) => error);
+
+    expect(outcome, stderr).toBeInstanceOf(TokenFileError);
+    expect((outcome as TokenFileError).exitCode).toBe(EXIT.reauthorize);
+    expect((outcome as TokenFileError).message).toContain(`cannot use the token file ${tokensFile} (removed while this process was running`);
+    // The family is alive: the tokens the file held, put back, still refresh.
+    await mkdir(h.env.BRIDGE_STATE_DIR as string, { recursive: true, mode: 0o700 });
+    await writeFile(tokensFile, kept, { mode: 0o600 });
+    const next = await runInProcess(["run", "--once"], h.env);
+    expect(next.code, next.stderr).toBe(EXIT.ok);
+    expect(await stored()).not.toBe(kept);
   });
 });
