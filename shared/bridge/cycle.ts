@@ -4,7 +4,7 @@
  */
 import { logToken } from "../log-token.js";
 import { TOKEN_PATH } from "../qashio/auth/oauth.js";
-import { causeMatching, CycleAbortedError, ReauthorizationNeededError } from "./errors.js";
+import { causeMatching, CycleAbortedError, PUBLISH_STEP, ReauthorizationNeededError } from "./errors.js";
 import { contentHash, eventId, sha256Hex, uuidFromHex } from "./hash.js";
 import type { Change } from "./diff.js";
 import { DEFAULT_DEADLINE_GRACE_MS, DEFAULT_PAGE_SIZE, DEFAULT_SOURCE, MIN_PAGE_SIZE, type BridgeDeps, type CycleOptions } from "./deps.js";
@@ -452,7 +452,7 @@ export class CycleRun {
     // Counted before the call: a publisher that throws may have put some of them on the bus already.
     this.offeredWithoutSnapshot += events.length;
     const deadline = this.call.deadline;
-    const { failed } = await this.port("publish events", () => this.deps.publisher.publish(events, deadline === undefined ? undefined : { deadline }));
+    const { failed } = await this.port(PUBLISH_STEP, () => this.deps.publisher.publish(events, deadline === undefined ? undefined : { deadline }));
     for (const failure of failed) failures.set(failure.event.detail.id, failure);
     const now = this.deps.clock.now();
     // One metric point per type and batch rather than per event: a page is one type or two.
@@ -635,7 +635,7 @@ export class CycleRun {
       `${kind.what ?? `${report.kind} cycle`} stopped: ${step} failed (${ctx.name}${ctx.status ? ` ${ctx.status}` : ""}: ${ctx.message}` +
         `${fields ? `; errors: ${fields}` : ""}); ` +
         (ctx.status === 403 ? `${FORBIDDEN}; ${kind.nextUntilFixed ?? kind.next}` : kind.next),
-      { report, status: ctx.status, requestId: ctx.requestId },
+      { report, status: ctx.status, requestId: ctx.requestId, ...(err instanceof StepFailure ? { step } : {}) },
       { cause },
     );
   }

@@ -30,7 +30,12 @@ export interface CycleAbortContext {
   readonly status?: number;
   /** Provider request id of the failing call, when known. */
   readonly requestId?: string;
+  /** The step that failed ({@link PUBLISH_STEP}, "write snapshots", a provider call, ...), when one did. */
+  readonly step?: string;
 }
+
+/** The step of a cycle that hands events to the publisher (the event sink). */
+export const PUBLISH_STEP = "publish events";
 
 /**
  * A cycle stopped early because a dependency failed (provider, snapshot store, publisher, quarantine).
@@ -41,12 +46,14 @@ export class CycleAbortedError extends BridgeError {
   readonly report: CycleReport;
   readonly status?: number;
   readonly requestId?: string;
+  readonly step?: string;
 
   constructor(message: string, context: CycleAbortContext, options?: ErrorOptions) {
     super(message, options);
     this.report = context.report;
     this.status = context.status;
     this.requestId = context.requestId;
+    this.step = context.step;
   }
 }
 

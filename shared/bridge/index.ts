@@ -28,7 +28,7 @@ export { DEFAULT_SOURCE, DEFAULT_PAGE_SIZE, MIN_PAGE_SIZE, DEFAULT_MAX_PAGES } f
 export type { BridgeDeps, TransactionCycleDeps, CardCycleDeps, CycleOptions } from "./deps.js";
 export { emptyReport, totalPublished } from "./report.js";
 export type { CycleReport, CycleOutcome } from "./report.js";
-export { BridgeError, BridgeConfigurationError, CycleAbortedError, ReauthorizationNeededError, SnapshotCursorError, causeMatching } from "./errors.js";
+export { BridgeError, BridgeConfigurationError, CycleAbortedError, PUBLISH_STEP, ReauthorizationNeededError, SnapshotCursorError, causeMatching } from "./errors.js";
 export type { CycleAbortContext } from "./errors.js";
 export { diffObjects, jsonEqual, escapePointerToken } from "./diff.js";
 export type { Change } from "./diff.js";

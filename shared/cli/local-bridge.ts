@@ -6,6 +6,7 @@
 import { join } from "node:path";
 import {
   CycleAbortedError,
+  PUBLISH_STEP,
   ReauthorizationNeededError as EngineReauthorizationNeeded,
   SnapshotCursorError,
   causeMatching,
@@ -345,9 +346,32 @@ async function cliErrorOf(
       .filter(Boolean)
       .join(", ");
     // The engine's message already names the cycle, the failed step and that the next cycle resumes.
-    return new CycleFailedError(`${error.message}${where ? ` (${where})` : ""}${baseUrlHint(error, bridge.baseUrl)}`, { cause: error });
+    return new CycleFailedError(`${error.message}${where ? ` (${where})` : ""}${baseUrlHint(error, bridge.baseUrl)}${fileSystemHint(error, bridge.settings)}`, {
+      cause: error,
+    });
   }
   return new CycleFailedError(otherwise(error instanceof Error ? error : new Error(String(error))), { cause: error });
+}
+
+/** What a file system that takes no more writes answers, and how to say it. */
+const REFUSED_WRITES: Readonly<Record<string, string>> = {
+  ENOSPC: "is full: make room there",
+  EDQUOT: "is over its quota: make room there",
+  EROFS: "is read-only: mount it read-write",
+};
+
+/**
+ * A hint for a cycle that failed on a file system that takes no more writes (full, over quota, read-only): which
+ * setting's file system, since the system's own message names no path for a write or fsync on an open file.
+ */
+function fileSystemHint(error: CycleAbortedError, settings: LocalSettings): string {
+  const refused = causeMatching(error, (e): e is { code: string } => typeof (e as { code?: unknown } | null)?.code === "string" && Object.hasOwn(REFUSED_WRITES, (e as { code: string }).code));
+  if (refused === undefined) return "";
+  const events = error.step === PUBLISH_STEP;
+  const [setting, path] = events ? ["BRIDGE_EVENTS_FILE", settings.eventsFile] : ["BRIDGE_STATE_DIR", settings.stateDir];
+  // Never "use another state directory": its tokens and snapshots stay behind, and a fresh one would send the spent seed.
+  const elsewhere = events ? ", or set BRIDGE_EVENTS_FILE elsewhere" : "";
+  return `; the file system of ${path} (${setting}, ${refused.code}) ${REFUSED_WRITES[refused.code]}${elsewhere}; nothing is lost`;
 }
 
 /** Statuses of a token endpoint that is no OAuth server: nothing there, or no POST taken there. */

@@ -25,7 +25,10 @@ function notWritable(path: string, mode: number, what = "writable"): string | un
     accessSync(path, mode);
     return undefined;
   } catch (error) {
-    return `is not ${what} by this user (${(error as NodeJS.ErrnoException).code ?? "error"}): ${path}`;
+    const code = (error as NodeJS.ErrnoException).code;
+    // Not the user's rights: nobody writes there until it is mounted read-write.
+    if (code === "EROFS") return `is on a read-only file system (EROFS): ${path}`;
+    return `is not ${what} by this user (${code ?? "error"}): ${path}`;
   }
 }
 

@@ -14,9 +14,10 @@ import { idsWithStatus, runInProcess, startHarness, type Harness } from "./helpe
 
 /**
  * `tokens`: the token store's probe and saves fail. `leaseTake`: creating a cycle lease fails. `leaseWrite`: renewing
- * or releasing a cycle lease this process holds fails. Each as a full disk fails them (ENOSPC at the open).
+ * or releasing a cycle lease this process holds fails. `segments`: writing a snapshot segment fails. Each as a full
+ * disk fails them (ENOSPC at the open). `eventsReadOnly`: the events file opens as on a read-only mount (EROFS).
  */
-const faults = vi.hoisted(() => ({ tokens: false, leaseTake: false, leaseWrite: false }));
+const faults = vi.hoisted(() => ({ tokens: false, leaseTake: false, leaseWrite: false, segments: false, eventsReadOnly: false }));
 
 vi.mock("node:fs", async (importOriginal) => {
   const fs = await importOriginal<typeof nodeFs>();
@@ -27,8 +28,12 @@ vi.mock("node:fs", async (importOriginal) => {
     // release replaces the lease through `<lease>.<pid>.<hex>.tmp`.
     const lease = name.startsWith("cycle.lock");
     const take = lease && name.includes(".new.tmp");
-    if ((faults.tokens && token) || (faults.leaseTake && take) || (faults.leaseWrite && lease && !take)) {
+    const segment = name.startsWith("seg-") && name.endsWith(".tmp");
+    if ((faults.tokens && token) || (faults.leaseTake && take) || (faults.leaseWrite && lease && !take) || (faults.segments && segment)) {
       throw Object.assign(new Error(`ENOSPC: no space left on device, open '${String(file)}'`), { code: "ENOSPC" });
+    }
+    if (faults.eventsReadOnly && name === "events.jsonl") {
+      throw Object.assign(new Error(`EROFS: read-only file system, open '${String(file)}'`), { code: "EROFS" });
     }
     return fs.openSync(file, flags, mode);
   }) as typeof fs.openSync;
@@ -40,6 +45,8 @@ beforeEach(() => {
   faults.tokens = false;
   faults.leaseTake = false;
   faults.leaseWrite = false;
+  faults.segments = false;
+  faults.eventsReadOnly = false;
 });
 afterEach(async () => {
   await harness?.close();
@@ -157,5 +164,33 @@ describe("bridge run --interval when its state directory is removed under it", (
     const next = await runInProcess(["run", "--once"], h.env);
     expect(next.code, next.stderr).toBe(EXIT.ok);
     expect(await stored()).not.toBe(kept);
+  });
+});
+
+describe("bridge run when a file system fills up or turns read-only during a cycle", () => {
+  it("names the events file's file system and the system's code when the events cannot be written (exit 1), and the next run delivers", async () => {
+    const h = (harness = await startHarness());
+    faults.eventsReadOnly = true;
+
+    const failed = await runInProcess(["run", "--once"], h.env);
+
+    expect(failed.code, failed.stderr).toBe(EXIT.failed);
+    expect(failed.stderr).toContain(`the file system of ${h.eventsFile} (BRIDGE_EVENTS_FILE, EROFS) is read-only: mount it read-write, or set BRIDGE_EVENTS_FILE elsewhere; nothing is lost`);
+    faults.eventsReadOnly = false;
+    expect((await runInProcess(["run", "--once"], h.env)).code).toBe(EXIT.ok);
+    expect(idsWithStatus(h, "not_synced", "outdated")).toEqual([]);
+  });
+
+  it("names the state directory's file system when the snapshots cannot be written (exit 1), and the next run delivers", async () => {
+    const h = (harness = await startHarness());
+    faults.segments = true;
+
+    const failed = await runInProcess(["run", "--once"], h.env);
+
+    expect(failed.code, failed.stderr).toBe(EXIT.failed);
+    expect(failed.stderr).toContain(`the file system of ${h.env.BRIDGE_STATE_DIR} (BRIDGE_STATE_DIR, ENOSPC) is full: make room there; nothing is lost`);
+    faults.segments = false;
+    expect((await runInProcess(["run", "--once"], h.env)).code).toBe(EXIT.ok);
+    expect(idsWithStatus(h, "not_synced", "outdated")).toEqual([]);
   });
 });
