@@ -58,13 +58,14 @@ class SpendingRefreshes {
    */
   async settled(): Promise<string[]> {
     if (this.running > 0) await new Promise<void>((resolve) => this.waiters.push(resolve));
+    // With their files read now: a bridge settling its own tokens at the same time may untrack one during the try.
     const holding = this.holding();
-    const saved = await Promise.all(holding.map((holder) => holder.saveHeldTokens()));
-    return holding.filter((_, i) => !saved[i]).map((holder) => this.holders.get(holder) as string);
+    const saved = await Promise.all(holding.map(([holder]) => holder.saveHeldTokens()));
+    return holding.filter((_, i) => !saved[i]).map(([, file]) => file);
   }
 
-  private holding(): TokenHolder[] {
-    return [...this.holders.keys()].filter((holder) => holder.holdsUnsavedTokens);
+  private holding(): [TokenHolder, string][] {
+    return [...this.holders].filter(([holder]) => holder.holdsUnsavedTokens);
   }
 }
 

@@ -67,4 +67,18 @@ describe("spendingRefreshes with tokens held after a failed save", () => {
     expect(await spendingRefreshes.settled()).toEqual([]);
     expect(stuck.tries).toBe(1);
   });
+
+  it("still names the token file when the provider's bridge gives up on the tokens (untracks them) during that try", async () => {
+    const stuck = holder(Number.POSITIVE_INFINITY);
+    const untrack = spendingRefreshes.track(stuck, "/state/tokens.json");
+    // As settleTokens does after its last failed try, which the signal's try shares.
+    const save = stuck.saveHeldTokens.bind(stuck);
+    stuck.saveHeldTokens = async () => {
+      const saved = await save();
+      untrack();
+      return saved;
+    };
+    expect(await spendingRefreshes.settled()).toEqual(["/state/tokens.json"]);
+    expect(spendingRefreshes.busy).toBe(false);
+  });
 });
