@@ -1,5 +1,5 @@
 import { inspect } from "node:util";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { DEFAULT_LOCK_NAME, DEFAULT_LOCK_POLL_MS, OAuthTokenProvider, StaticTokenProvider, type OAuthTokenProviderOptions, type RefreshLock, type TokenEvent } from "../../shared/qashio/auth/token-provider.js";
 import type { StoredTokens, TokenStore } from "../../shared/qashio/auth/token-store.js";
 import { IncompleteTokenSetError, ReauthorizationRequiredError, TokenUnavailableError, UnauthorizedError } from "../../shared/qashio/errors.js";
@@ -495,6 +495,22 @@ describe("OAuthTokenProvider", () => {
     expect(provider.holdsUnsavedTokens).toBe(false);
     expect(store.saves.map((s) => s.refreshToken)).toEqual(["rt-2"]);
     expect(fetch.calls).toHaveLength(1);
+  });
+
+  it("lets a refresh in flight end before saveHeldTokens tries, so tokens its failed save leaves are saved, not left held", async () => {
+    const { provider, store, fetch } = setup();
+    store.failNextSave = true;
+    const slowSave = holdSaves(store);
+    const refreshing = provider.getAccessToken().catch((error: unknown) => error);
+    await vi.waitFor(() => expect(fetch.calls).toHaveLength(1));
+
+    const settling = provider.saveHeldTokens();
+    slowSave.finish();
+
+    expect(await settling).toBe(true);
+    expect(await refreshing).toBeInstanceOf(TokenUnavailableError);
+    expect(provider.holdsUnsavedTokens).toBe(false);
+    expect(store.saves.map((s) => s.refreshToken)).toEqual(["rt-2"]);
   });
 
   it("saves again tokens a failed save had already written (a store that failed after its write), instead of taking them for another's", async () => {

@@ -218,13 +218,15 @@ export class OAuthTokenProvider implements TokenProvider {
   /**
    * Tries once to save tokens a failed save left held, as the next call would (only while the store still holds the
    * refresh token they replaced); for a process about to exit, which would otherwise lose them with the refresh token
-   * they replaced already spent. Never throws: resolves true once none are held (saved, dropped for a newer stored
+   * they replaced already spent. A refresh still in flight (one a command left running, such as a read-ahead's) ends
+   * first: its save may fail too. Never throws: resolves true once none are held (saved, dropped for a newer stored
    * set, or none were), false when they still are.
    *
    * @example
    * if (!(await provider.saveHeldTokens())) console.error("the new refresh token could not be saved: re-authorize");
    */
   async saveHeldTokens(): Promise<boolean> {
+    await this.inflight?.catch(() => undefined);
     await this.saveUnsaved().catch(() => undefined);
     return this.unsaved === undefined;
   }
