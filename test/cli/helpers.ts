@@ -10,6 +10,8 @@ import { pathToFileURL } from "node:url";
 import { createSandbox, type Sandbox } from "../../sandbox/index.js";
 import type { EventBridgeEnvelope } from "../../shared/local/index.js";
 import { exchangeCode } from "../../shared/qashio/auth/oauth.js";
+import { EXIT } from "../../shared/cli/errors.js";
+import type { CliIo } from "../../shared/cli/io.js";
 import { main } from "../../shared/cli/main.js";
 
 export const ROOT = new URL("../../", import.meta.url).pathname;
@@ -111,6 +113,32 @@ export async function runInProcess(args: readonly string[], env: Record<string, 
     signal,
   });
   return { code, stdout, stderr };
+}
+
+/**
+ * Runs `h`'s bridge once (its tokens stored), then moves the provider's clock an hour on and adds two transactions:
+ * the next run must refresh. Resolves with the token file and a reader of it.
+ */
+export async function dueForRefresh(h: Harness): Promise<{ tokensFile: string; stored: () => Promise<string> }> {
+  const first = await runInProcess(["run", "--once"], h.env);
+  if (first.code !== EXIT.ok) throw new Error(`the first run ended with ${String(first.code)}: ${first.stderr}`);
+  await h.control("POST", "/clock", { advance_seconds: 3_600 });
+  await h.control("POST", "/companies/{company}/transactions", { count: 2 });
+  const tokensFile = join(h.env.BRIDGE_STATE_DIR as string, "tokens.json");
+  return { tokensFile, stored: () => readFile(tokensFile, "utf8") };
+}
+
+/** Streams for a command called in this process with `h`'s settings and `signal`; `out` collects what it writes. */
+export function capturedIo(h: Harness, signal: AbortSignal): { io: CliIo; out: { stdout: string; stderr: string } } {
+  const out = { stdout: "", stderr: "" };
+  const io: CliIo = {
+    env: h.env,
+    cwd: h.dir,
+    stdout: { write: (chunk: string) => (out.stdout += chunk) },
+    stderr: { write: (chunk: string) => (out.stderr += chunk) },
+    signal,
+  };
+  return { io, out };
 }
 
 /** Every line of the events file, parsed (none when the file does not exist). */

@@ -15,7 +15,7 @@ import { CYCLE_LOCK } from "../../shared/cli/local-bridge.js";
 import { runCommand } from "../../shared/cli/run.js";
 import { exchangeCode, refresh } from "../../shared/qashio/auth/oauth.js";
 import { killed, startLockHolder } from "../local/support/lock-holder.js";
-import { CLIENT, idsWithStatus, readEvents, runInProcess, spawnBridge, startHarness, type Harness } from "./helpers.js";
+import { CLIENT, capturedIo, idsWithStatus, readEvents, runInProcess, spawnBridge, startHarness, type Harness } from "./helpers.js";
 
 let harness: Harness | undefined;
 afterEach(async () => {
@@ -595,15 +595,7 @@ describe("bridge run (loop) after a failed cycle", () => {
     await h.control("POST", "/faults", { method: "POST", path_prefix: "/public/v1/erp/transactions/acknowledge", status: 429, retry_after: 0, count: 50 });
     const controller = new AbortController();
     const waits: number[] = [];
-    let stdout = "";
-    let stderr = "";
-    const io = {
-      env: h.env,
-      cwd: h.dir,
-      stdout: { write: (c: string) => (stdout += c) },
-      stderr: { write: (c: string) => (stderr += c) },
-      signal: controller.signal,
-    };
+    const { io, out } = capturedIo(h, controller.signal);
 
     const code = await runCommand({ once: false, intervalMs: 60_000 }, io, {
       // Instead of waiting the interval: clear the faults after the first cycle, stop after the second.
@@ -615,8 +607,8 @@ describe("bridge run (loop) after a failed cycle", () => {
     });
 
     expect(code).toBe(EXIT.ok);
-    expect(stderr).toMatch(/cycle 1 failed; retrying at the next interval .*status 429/);
-    expect(stdout).toMatch(/cycle 2: \d+ events/);
+    expect(out.stderr).toMatch(/cycle 1 failed; retrying at the next interval .*status 429/);
+    expect(out.stdout).toMatch(/cycle 2: \d+ events/);
     expect(waits.every((ms) => ms > 0 && ms <= 60_000)).toBe(true);
     expect(new Set((await readEvents(h.eventsFile)).map((e) => e.detail.subject.id))).toEqual(new Set(pending));
     expect(idsWithStatus(h, "not_synced", "outdated")).toEqual([]);

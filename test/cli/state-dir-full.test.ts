@@ -5,12 +5,12 @@
  * "unexpected" error. Faults are injected into node:fs for the files of the state directory named below.
  */
 import type * as nodeFs from "node:fs";
-import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdir, rm, writeFile } from "node:fs/promises";
 import { basename, join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { EXIT, TokenFileError } from "../../shared/cli/errors.js";
 import { runCommand } from "../../shared/cli/run.js";
-import { idsWithStatus, runInProcess, startHarness, type Harness } from "./helpers.js";
+import { capturedIo, dueForRefresh, idsWithStatus, runInProcess, startHarness, type Harness } from "./helpers.js";
 
 /**
  * `tokens`: the token store's probe and saves fail. `leaseTake`: creating a cycle lease fails. `leaseWrite`: renewing
@@ -53,19 +53,10 @@ afterEach(async () => {
   harness = undefined;
 });
 
-/** A bridge that ran once (its tokens stored), then an hour on the provider's clock: the next run must refresh. */
-async function dueForRefresh(): Promise<{ h: Harness; tokensFile: string; stored: () => Promise<string> }> {
-  const h = (harness = await startHarness());
-  expect((await runInProcess(["run", "--once"], h.env)).code).toBe(EXIT.ok);
-  await h.control("POST", "/clock", { advance_seconds: 3_600 });
-  await h.control("POST", "/companies/{company}/transactions", { count: 2 });
-  const tokensFile = join(h.env.BRIDGE_STATE_DIR as string, "tokens.json");
-  return { h, tokensFile, stored: () => readFile(tokensFile, "utf8") };
-}
-
 describe("bridge run when the state directory takes no writes at all", () => {
   it("keeps the token probe's message when releasing the cycle lease fails too (exit 1, refresh token unspent)", async () => {
-    const { h, tokensFile, stored } = await dueForRefresh();
+    const h = (harness = await startHarness());
+    const { tokensFile, stored } = await dueForRefresh(h);
     const before = await stored();
     faults.tokens = true;
     faults.leaseWrite = true;
@@ -81,7 +72,8 @@ describe("bridge run when the state directory takes no writes at all", () => {
   });
 
   it("names the state directory and the system's code when the cycle lease cannot be taken (exit 1, nothing sent)", async () => {
-    const { h } = await dueForRefresh();
+    const h = (harness = await startHarness());
+    await dueForRefresh(h);
     faults.leaseTake = true;
 
     const failed = await runInProcess(["run", "--once"], h.env);
@@ -93,20 +85,13 @@ describe("bridge run when the state directory takes no writes at all", () => {
   });
 
   it("a run --interval loop retries at the next interval, and one that could not release its lease takes it again once it can", async () => {
-    const { h } = await dueForRefresh();
+    const h = (harness = await startHarness());
+    await dueForRefresh(h);
     const pending = idsWithStatus(h, "not_synced", "outdated");
     faults.tokens = true;
     faults.leaseWrite = true;
     const controller = new AbortController();
-    let stdout = "";
-    let stderr = "";
-    const io = {
-      env: h.env,
-      cwd: h.dir,
-      stdout: { write: (c: string) => (stdout += c) },
-      stderr: { write: (c: string) => (stderr += c) },
-      signal: controller.signal,
-    };
+    const { io, out } = capturedIo(h, controller.signal);
     let waits = 0;
 
     const code = await runCommand({ once: false, intervalMs: 60_000 }, io, {
@@ -119,10 +104,10 @@ describe("bridge run when the state directory takes no writes at all", () => {
       },
     });
 
-    expect(code, stderr).toBe(EXIT.ok);
-    expect(stderr).toMatch(/cycle 1 failed; retrying at the next interval .*no token refresh was tried/);
-    expect(stderr).toMatch(/cycle 2 failed; retrying at the next interval .*cannot take the cycle lease/);
-    expect(stdout).toMatch(/cycle 3: \d+ events/);
+    expect(code, out.stderr).toBe(EXIT.ok);
+    expect(out.stderr).toMatch(/cycle 1 failed; retrying at the next interval .*no token refresh was tried/);
+    expect(out.stderr).toMatch(/cycle 2 failed; retrying at the next interval .*cannot take the cycle lease/);
+    expect(out.stdout).toMatch(/cycle 3: \d+ events/);
     expect(idsWithStatus(h, "not_synced", "outdated")).toEqual([]);
     expect(pending.length).toBeGreaterThan(0);
   });
@@ -130,17 +115,11 @@ describe("bridge run when the state directory takes no writes at all", () => {
 
 describe("bridge run --interval when its state directory is removed under it", () => {
   it("does not send the spent QASHIO_REFRESH_TOKEN (which revokes the family): exit 3 naming the token file, whose tokens stay good", async () => {
-    const { h, tokensFile, stored } = await dueForRefresh();
+    const h = (harness = await startHarness());
+    const { tokensFile, stored } = await dueForRefresh(h);
     let kept = "";
     const controller = new AbortController();
-    let stderr = "";
-    const io = {
-      env: h.env,
-      cwd: h.dir,
-      stdout: { write: (_c: string) => true },
-      stderr: { write: (c: string) => (stderr += c) },
-      signal: controller.signal,
-    };
+    const { io, out } = capturedIo(h, controller.signal);
     let waits = 0;
 
     const outcome = await runCommand({ once: false, intervalMs: 60_000 }, io, {
@@ -155,7 +134,7 @@ describe("bridge run --interval when its state directory is removed under it", (
       },
     }).catch((error: unknown) => error);
 
-    expect(outcome, stderr).toBeInstanceOf(TokenFileError);
+    expect(outcome, out.stderr).toBeInstanceOf(TokenFileError);
     expect((outcome as TokenFileError).exitCode).toBe(EXIT.reauthorize);
     expect((outcome as TokenFileError).message).toContain(`cannot use the token file ${tokensFile} (removed while this process was running`);
     // The family is alive: the tokens the file held, put back, still refresh.

@@ -4,12 +4,12 @@
  * exits, or reported lost. Faults are injected into node:fs for the token file's writes only.
  */
 import type * as nodeFs from "node:fs";
-import { readFile, readdir } from "node:fs/promises";
+import { readdir } from "node:fs/promises";
 import { basename, join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { EXIT } from "../../shared/cli/errors.js";
 import { spendingRefreshes } from "../../shared/cli/token-spending.js";
-import { idsWithStatus, runInProcess, startHarness, type Harness } from "./helpers.js";
+import { dueForRefresh, idsWithStatus, runInProcess, startHarness, type Harness } from "./helpers.js";
 
 /**
  * `full`: every write of the token file's directory fails (the store's probe and its saves). `failSaves`: that many
@@ -63,19 +63,10 @@ afterEach(async () => {
   harness = undefined;
 });
 
-/** A bridge that ran once (its tokens stored), then an hour on the provider's clock: the next run must refresh. */
-async function dueForRefresh(): Promise<{ h: Harness; tokensFile: string; stored: () => Promise<string> }> {
-  const h = (harness = await startHarness());
-  expect((await runInProcess(["run", "--once"], h.env)).code).toBe(EXIT.ok);
-  await h.control("POST", "/clock", { advance_seconds: 3_600 });
-  await h.control("POST", "/companies/{company}/transactions", { count: 2 });
-  const tokensFile = join(h.env.BRIDGE_STATE_DIR as string, "tokens.json");
-  return { h, tokensFile, stored: () => readFile(tokensFile, "utf8") };
-}
-
 describe("bridge run --once when the token file cannot be written", () => {
   it("does not spend the refresh token while its successor could not be saved: exit 1, and the next run goes on", async () => {
-    const { h, tokensFile, stored } = await dueForRefresh();
+    const h = (harness = await startHarness());
+    const { tokensFile, stored } = await dueForRefresh(h);
     const before = await stored();
     faults.full = true;
 
@@ -94,7 +85,8 @@ describe("bridge run --once when the token file cannot be written", () => {
   });
 
   it("saves the rotated tokens a failed save held before it exits, so the next run still holds a live family", async () => {
-    const { h, stored } = await dueForRefresh();
+    const h = (harness = await startHarness());
+    const { stored } = await dueForRefresh(h);
     const before = await stored();
     faults.failSaves = 1;
 
@@ -111,7 +103,8 @@ describe("bridge run --once when the token file cannot be written", () => {
   });
 
   it("saves them on a later try when the directory takes writes again within a second (three tries, half a second apart)", async () => {
-    const { h, stored } = await dueForRefresh();
+    const h = (harness = await startHarness());
+    const { stored } = await dueForRefresh(h);
     const before = await stored();
     // The save in the cycle fails, and so does the first try on the way out; the third, a second later, lands.
     faults.failSavesForMs = 800;
@@ -126,7 +119,8 @@ describe("bridge run --once when the token file cannot be written", () => {
   });
 
   it("says the new refresh token is lost and the integration must be re-authorized when it still cannot be saved (exit 3)", async () => {
-    const { h, tokensFile, stored } = await dueForRefresh();
+    const h = (harness = await startHarness());
+    const { tokensFile, stored } = await dueForRefresh(h);
     const before = await stored();
     faults.failSaves = Number.POSITIVE_INFINITY;
 
@@ -143,7 +137,8 @@ describe("bridge run --once when the token file cannot be written", () => {
 
 describe("bridge run (a cycle every interval) when the token file cannot be written", () => {
   it("saves the rotated tokens a failed save held when Ctrl-C ends the loop right after, though the loop itself ends well", async () => {
-    const { h, stored } = await dueForRefresh();
+    const h = (harness = await startHarness());
+    const { stored } = await dueForRefresh(h);
     const before = await stored();
     const controller = new AbortController();
     faults.failSaves = 1;
