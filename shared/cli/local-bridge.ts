@@ -414,21 +414,22 @@ async function measureQuarantine(bridge: LocalBridge): Promise<number | undefine
  * const report = await withCycleLock(bridge, () => redrivePublishFailures(bridge.transactions));
  */
 export async function withCycleLock<T>(bridge: LocalBridge, work: () => Promise<T>): Promise<T> {
-  const handle = await takeCycleLease(bridge);
-  if (handle === undefined) {
+  const taken = await takeCycleLease(bridge);
+  if (taken === undefined) {
     throw new CliError(
       `another bridge process is running a cycle, re-drive or conform-pii on this state directory (${bridge.settings.stateDir}); the lease of a run ` +
         `that has exited is taken over at once on the same machine, else it expires within ${CYCLE_LEASE_MS / 1000} s`,
       EXIT.failed,
     );
   }
+  const { handle } = taken;
   // A short lease kept alive (every third of it) while the cycle runs: a crash frees it soon, a long cycle keeps it.
   // The same keep-alive as the token save's, so no renewal lands after the release.
   const underLease = async (): Promise<T> => {
     // Taken from a run that crashed moments ago, maybe between publishing events and storing their snapshots: the same
     // subjects may be published again under the same `subject.sequence`, so this run starts in a later second, as a
     // run that stopped there itself would have left it (CycleRun's leaveSecond), and consumers can order the two.
-    if (handle.tookOver === true) await bridge.clock.sleep(untilLaterSecond(bridge.clock.now()));
+    if (taken.tookOver) await bridge.clock.sleep(untilLaterSecond(bridge.clock.now()));
     // Checked again under the lock: two first uses of an empty directory both pass the check at open, and only the
     // first cycle's state may stay; the other one now finds it and stops before any provider call.
     await bindToSettings(bridge.settings.stateDir, bindingOf(bridge.settings, bridge.baseUrl));
@@ -464,18 +465,21 @@ function systemErrorCode(error: unknown): string | undefined {
 
 /**
  * Takes the cycle lease for `bridge` (undefined while another process holds it): renews the one an earlier cycle of
- * this process could not release, else takes it anew. A state directory that takes no writes (full, read-only, gone)
- * is a CycleFailedError naming it (exit 1, a loop tries again at its next interval), before any provider call.
+ * this process could not release, else takes it anew. `tookOver`: taken from a holder that crashed (see
+ * `LockHandle.tookOver`), never so for a renewed lease, which was this process's own. A state directory that takes no
+ * writes (full, read-only, gone) is a CycleFailedError naming it (exit 1, a loop tries again at its next interval),
+ * before any provider call.
  */
-async function takeCycleLease(bridge: LocalBridge): Promise<LockHandle | undefined> {
+async function takeCycleLease(bridge: LocalBridge): Promise<{ handle: LockHandle; tookOver: boolean } | undefined> {
   const kept = unreleasedLeases.get(bridge);
   try {
     if (kept !== undefined && (await kept.renew(CYCLE_LEASE_MS))) {
       unreleasedLeases.delete(bridge);
-      return kept;
+      return { handle: kept, tookOver: false };
     }
     unreleasedLeases.delete(bridge);
-    return await bridge.lock.tryAcquire(CYCLE_LOCK, CYCLE_LEASE_MS);
+    const handle = await bridge.lock.tryAcquire(CYCLE_LOCK, CYCLE_LEASE_MS);
+    return handle === undefined ? undefined : { handle, tookOver: handle.tookOver === true };
   } catch (error) {
     const code = systemErrorCode(error);
     if (code === undefined) throw error;

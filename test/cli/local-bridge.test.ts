@@ -3,11 +3,11 @@ import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { readLocalSettings } from "../../shared/cli/config.js";
-import { openLocalBridge, runConformPii, runCycle } from "../../shared/cli/local-bridge.js";
+import { openLocalBridge, runConformPii, runCycle, withCycleLock } from "../../shared/cli/local-bridge.js";
 import { ConfigError, CycleFailedError, EXIT, StateDirTakenError, UsageError } from "../../shared/cli/errors.js";
 import { FileSnapshotStore } from "../../shared/local/snapshot-store.js";
 import { FileQuarantine } from "../../shared/local/quarantine.js";
-import type { Logger } from "../../shared/bridge/ports.js";
+import type { LockHandle, Logger } from "../../shared/bridge/ports.js";
 import { idsWithStatus, readEvents, startHarness, type Harness } from "./helpers.js";
 
 const silent: Logger = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
@@ -171,6 +171,42 @@ describe("local bridge cycle", () => {
     expect(error).toBeInstanceOf(ConfigError);
     expect((error as ConfigError).message).toContain("QASHIO_BASE_URL: does not resolve to an https URL");
     expect((error as ConfigError).message).not.toMatch(/provider\.test|pw-value/);
+  });
+});
+
+describe("local bridge cycle lease", () => {
+  it("starts in a later second after taking the lease over from a crashed holder, not when renewing its own it could not release", async () => {
+    harness = await startHarness();
+    const settings = readLocalSettings(harness.env, harness.dir);
+    const opened = await openLocalBridge(settings, { env: harness.env, logger: silent });
+    // The waits of the cycle itself (the lease's keep-alive waits with a signal).
+    const waits: number[] = [];
+    const clock = { now: () => Date.now(), sleep: async (ms: number, signal?: AbortSignal) => void (signal === undefined && waits.push(ms)) };
+    let takes = 0;
+    let renewals = 0;
+    const handle: LockHandle = {
+      tookOver: true,
+      renew: async () => {
+        renewals += 1;
+        return true;
+      },
+      release: async () => {
+        throw Object.assign(new Error("ENOSPC: no space left on device"), { code: "ENOSPC" });
+      },
+    };
+    const tryAcquire = async () => {
+      takes += 1;
+      return handle;
+    };
+    const bridge = { ...opened, clock, lock: { tryAcquire } };
+
+    expect(await withCycleLock(bridge, async () => "first")).toBe("first");
+    expect(waits).toHaveLength(1);
+    expect(waits[0]).toBeGreaterThan(600);
+    // The release failed: the next cycle renews the lease it kept, which no crashed holder left.
+    expect(await withCycleLock(bridge, async () => "second")).toBe("second");
+    expect([takes, renewals]).toEqual([1, 1]);
+    expect(waits).toHaveLength(1);
   });
 });
 
