@@ -200,9 +200,13 @@ async function tokenRequestBody(c: SandboxContext): Promise<{ body: Record<strin
   }
   const basic = basicCredentials(c.req.header("authorization"));
   if (!basic) return { body, basic: false };
-  // One authentication method per request (RFC 6749 §2.3).
-  if (body.client_id !== undefined || body.client_secret !== undefined) {
+  // One authentication method per request (RFC 6749 §2.3): a client_secret in the body is a second one. A client_id
+  // alone only names the client (as many clients send it), and must then name the one the header authenticates.
+  if (body.client_secret !== undefined) {
     throw new OAuthError(400, "invalid_request", "client credentials were sent both in the Authorization header and in the body");
+  }
+  if (body.client_id !== undefined && body.client_id !== basic.clientId) {
+    throw new OAuthError(400, "invalid_request", "client_id in the body is not the client the Authorization header authenticates");
   }
   return { body: { ...body, client_id: basic.clientId, client_secret: basic.clientSecret }, basic: true };
 }

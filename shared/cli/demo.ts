@@ -18,7 +18,7 @@ import { DEFAULT_CYCLE_BUDGET_MS, DEFAULT_EVENT_SOURCE, type LocalSettings } fro
 import { streamLogger } from "./console-ports.js";
 import { EXIT, ReauthorizationNeededError } from "./errors.js";
 import { line, pause, type CliIo } from "./io.js";
-import { bindLocalSettings, openLocalBridge, runCycle } from "./local-bridge.js";
+import { bindLocalSettings, openLocalBridge, runCycle, usingLocalBridge } from "./local-bridge.js";
 import { COLOURS, NO_COLOURS, formatEvent, shouldColour, type Palette } from "./printer.js";
 import { summaryOf } from "./run.js";
 
@@ -214,23 +214,27 @@ async function runDemo(args: DemoArgs, io: CliIo, dir: string, palette: Palette)
     const cards = () => sandbox.control.company(company.id)?.cards.map((c) => ({ id: c.id, status: c.status })) ?? [];
     const activity = new ActivityGenerator(server.url, company.id, cards, args.seed);
 
-    let cycle = 0;
-    while (!io.signal.aborted) {
-      cycle += 1;
-      if (cycle > 1) {
-        const done = await activity.round(cycle, seen);
-        line(io.stdout, palette.dim(`   sandbox activity: ${done.join(", ")}`));
+    // As every local command: tokens a failed save held are saved before it returns, and the bridge leaves the
+    // registry a second Ctrl-C consults.
+    return await usingLocalBridge(bridge, async () => {
+      let cycle = 0;
+      while (!io.signal.aborted) {
+        cycle += 1;
+        if (cycle > 1) {
+          const done = await activity.round(cycle, seen);
+          line(io.stdout, palette.dim(`   sandbox activity: ${done.join(", ")}`));
+        }
+        try {
+          line(io.stdout, summaryOf(cycle, await runCycle(bridge, { signal: io.signal }), palette));
+        } catch (error) {
+          if (error instanceof ReauthorizationNeededError) throw error;
+          line(io.stderr, `cycle ${cycle} failed: ${(error as Error).message}`);
+        }
+        if (args.cycles !== undefined && cycle >= args.cycles) break;
+        await pause(args.intervalMs, io.signal);
       }
-      try {
-        line(io.stdout, summaryOf(cycle, await runCycle(bridge, { signal: io.signal }), palette));
-      } catch (error) {
-        if (error instanceof ReauthorizationNeededError) throw error;
-        line(io.stderr, `cycle ${cycle} failed: ${(error as Error).message}`);
-      }
-      if (args.cycles !== undefined && cycle >= args.cycles) break;
-      await pause(args.intervalMs, io.signal);
-    }
-    return cycle;
+      return cycle;
+    });
   } finally {
     await server.close();
   }

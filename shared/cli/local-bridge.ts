@@ -262,7 +262,7 @@ export async function openLocalBridge(settings: LocalSettings, options: LocalBri
         untrack();
         throw new TokensLostError(tokens.file, failure === undefined ? undefined : { cause: failure });
       }
-      await new Promise((resolve) => setTimeout(resolve, HELD_TOKEN_SAVE_PAUSE_MS));
+      await clock.sleep(HELD_TOKEN_SAVE_PAUSE_MS);
     }
     untrack();
   };

@@ -167,6 +167,14 @@ describe("POST /oauth2/token, client authentication with HTTP Basic (RFC 6749 §
     expect(res.status).toBe(400);
     expect(res.body.error).toBe("invalid_request");
   });
+
+  it("takes a client_id in the body that names the client the header authenticates (no second method), and refuses another", async () => {
+    const header = basic(CLIENT.client_id, CLIENT.client_secret);
+    expect((await exchangeWith(header, { client_id: CLIENT.client_id })).status).toBe(200);
+    const other = await exchangeWith(header, { client_id: "another-client" });
+    expect(other.status).toBe(400);
+    expect(other.body.error).toBe("invalid_request");
+  });
 });
 
 describe("POST /oauth2/token, refresh_token grant", () => {
