@@ -365,7 +365,7 @@ const REFUSED_WRITES: Readonly<Record<string, string>> = {
  * setting's file system, since the system's own message names no path for a write or fsync on an open file.
  */
 function fileSystemHint(error: CycleAbortedError, settings: LocalSettings): string {
-  const refused = causeMatching(error, (e): e is { code: string } => typeof (e as { code?: unknown } | null)?.code === "string" && Object.hasOwn(REFUSED_WRITES, (e as { code: string }).code));
+  const refused = causeMatching(error, (e): e is { code: string } => Object.hasOwn(REFUSED_WRITES, systemErrorCode(e) ?? ""));
   if (refused === undefined) return "";
   const events = error.step === PUBLISH_STEP;
   const [setting, path] = events ? ["BRIDGE_EVENTS_FILE", settings.eventsFile] : ["BRIDGE_STATE_DIR", settings.stateDir];
