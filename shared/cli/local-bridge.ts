@@ -104,7 +104,8 @@ export interface LocalBridge {
   readonly baseUrl: string;
   /**
    * Saves tokens a failed save left held in memory (see `OAuthTokenProvider.saveHeldTokens`), with a few tries; for
-   * when the bridge is done, since exiting with them loses the new refresh token. See {@link usingLocalBridge}.
+   * when the bridge is done, since exiting with them loses the new refresh token. No token refresh starts afterwards
+   * (`OAuthTokenProvider.close`). See {@link usingLocalBridge}.
    *
    * @throws TokensLostError (exit 3) when they still cannot be saved; `failure` (what ended the work, if anything)
    *   becomes its cause and part of its message.
@@ -257,6 +258,8 @@ export async function openLocalBridge(settings: LocalSettings, options: LocalBri
   });
   const untrack = spendingRefreshes.track(tokenProvider, tokens.file);
   const settleTokens = async (failure?: unknown): Promise<void> => {
+    // The bridge is done: a refresh a leftover call would start from now on could fail to save after this check.
+    tokenProvider.close();
     for (let tries = 1; !(await tokenProvider.saveHeldTokens()); tries += 1) {
       if (tries === HELD_TOKEN_SAVE_TRIES) {
         untrack();

@@ -7,7 +7,11 @@ import type * as nodeFs from "node:fs";
 import { readdir } from "node:fs/promises";
 import { basename, join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { readLocalSettings } from "../../shared/cli/config.js";
 import { EXIT } from "../../shared/cli/errors.js";
+import { openLocalBridge } from "../../shared/cli/local-bridge.js";
+import type { Logger } from "../../shared/bridge/ports.js";
+import { TokenUnavailableError } from "../../shared/qashio/errors.js";
 import { spendingRefreshes } from "../../shared/cli/token-spending.js";
 import { dueForRefresh, idsWithStatus, runInProcess, startHarness, type Harness } from "./helpers.js";
 
@@ -132,6 +136,29 @@ describe("bridge run --once when the token file cannot be written", () => {
     expect(failed.stderr).not.toContain((JSON.parse(before) as { refreshToken: string }).refreshToken);
     expect(await stored()).toBe(before);
     expect(spendingRefreshes.busy).toBe(false);
+  });
+});
+
+describe("a local bridge whose command settled its tokens", () => {
+  it("starts no token refresh for a call left over (an abandoned read-ahead), whose failed save would go unreported", async () => {
+    const h = (harness = await startHarness());
+    const { stored } = await dueForRefresh(h);
+    const before = await stored();
+    const silent: Logger = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
+    const bridge = await openLocalBridge(readLocalSettings(h.env, h.dir), { env: h.env, logger: silent });
+    await bridge.settleTokens();
+    faults.failSaves = Number.POSITIVE_INFINITY;
+
+    const leftover = bridge.transactions.provider.listTransactions({ client_sync_status: "not_synced", page: 1, page_size: 1 });
+
+    await expect(leftover).rejects.toBeInstanceOf(TokenUnavailableError);
+    // Nothing was spent: the stored refresh token is still the live one, and no save was tried.
+    expect(await stored()).toBe(before);
+    expect(faults.failSaves).toBe(Number.POSITIVE_INFINITY);
+    faults.failSaves = 0;
+    const next = await runInProcess(["run", "--once"], h.env);
+    expect(next.code, next.stderr).toBe(EXIT.ok);
+    expect(await stored()).not.toBe(before);
   });
 });
 

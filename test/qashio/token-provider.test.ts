@@ -513,6 +513,35 @@ describe("OAuthTokenProvider", () => {
     expect(store.saves.map((s) => s.refreshToken)).toEqual(["rt-2"]);
   });
 
+  it("starts no refresh once closed: a fresh token is still handed out, a call that needs a refresh fails and sends nothing", async () => {
+    const start = fakeClock().now();
+    const { provider, store, fetch, clock } = setup({ stored: { refreshToken: "rt-1", accessToken: "fresh-access", accessTokenExpiresAt: start + 10 * MINUTE } });
+    provider.close();
+    expect(await provider.getAccessToken()).toBe("fresh-access");
+
+    clock.advance(10 * MINUTE);
+    await expect(provider.getAccessToken()).rejects.toBeInstanceOf(TokenUnavailableError);
+    await expect(provider.refreshAfterUnauthorized("fresh-access")).rejects.toBeInstanceOf(TokenUnavailableError);
+    expect(fetch.calls).toHaveLength(0);
+    expect(store.saves).toEqual([]);
+  });
+
+  it("lets a refresh in flight when it is closed end and save its tokens", async () => {
+    const { provider, store, fetch } = setup();
+    const slowSave = holdSaves(store);
+    const refreshing = provider.getAccessToken();
+    await vi.waitFor(() => expect(fetch.calls).toHaveLength(1));
+
+    provider.close();
+    const joining = provider.getAccessToken();
+    slowSave.finish();
+
+    const token = await refreshing;
+    expect(await joining).toBe(token);
+    expect(store.saves.map((s) => s.refreshToken)).toEqual(["rt-2"]);
+    expect(fetch.calls).toHaveLength(1);
+  });
+
   it("saves again tokens a failed save had already written (a store that failed after its write), instead of taking them for another's", async () => {
     const { provider, store, logger } = setup();
     // The file was replaced, then the directory fsync failed: the write may not survive a power loss.

@@ -184,6 +184,8 @@ export class OAuthTokenProvider implements TokenProvider {
   private postponed?: { readonly accessToken: string; readonly until: number };
   /** The access token the provider last answered 401 for: never handed out again, nor kept by a postponed refresh. */
   private refused?: string;
+  /** Set by {@link close}: no refresh starts any more. */
+  private closed = false;
 
   constructor(options: OAuthTokenProviderOptions) {
     this.lockTtlMs = options.lockTtlMs ?? DEFAULT_LOCK_TTL_MS;
@@ -229,6 +231,20 @@ export class OAuthTokenProvider implements TokenProvider {
     await this.inflight?.catch(() => undefined);
     await this.saveUnsaved().catch(() => undefined);
     return this.unsaved === undefined;
+  }
+
+  /**
+   * Starts no refresh from now on: a call that would need one fails with `TokenUnavailableError`, nothing sent; a fresh
+   * access token is still handed out, and a refresh already in flight goes on ({@link saveHeldTokens} waits for it).
+   * For a process done with the provider: a refresh that a leftover call (such as an abandoned read-ahead) started
+   * after the last `saveHeldTokens`, and whose save then failed, would lose the new refresh token unnoticed at exit.
+   *
+   * @example
+   * provider.close();
+   * if (!(await provider.saveHeldTokens())) console.error("the new refresh token could not be saved: re-authorize");
+   */
+  close(): void {
+    this.closed = true;
   }
 
   /**
@@ -358,6 +374,9 @@ export class OAuthTokenProvider implements TokenProvider {
   }
 
   private refreshShared(rejected: string | undefined): Promise<StoredTokens> {
+    if (this.closed && this.inflight === undefined) {
+      return Promise.reject(new TokenUnavailableError("the token provider is closed: no token refresh starts after the command finished"));
+    }
     this.inflight ??= this.refreshExclusive(rejected).finally(() => {
       this.inflight = undefined;
     });
