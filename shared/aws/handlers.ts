@@ -145,11 +145,14 @@ export interface PollResult {
 /** Powertools' own "no metrics" warning: expected on an invocation that skipped (a lease held elsewhere). */
 const NO_METRICS_WARNING = "No application metrics to publish";
 
+/** The logger option of Powertools Metrics (its `GenericLogger`, taken from the options type: commons is not our dependency). */
+type MetricsLogger = NonNullable<NonNullable<ConstructorParameters<typeof Metrics>[0]>["logger"]>;
+
 /**
  * The logger Powertools Metrics reports its own problems to: the function's, so they are structured JSON with the
  * tenant like every other line (Powertools prints plain text otherwise), and its "no metrics" warning at debug level.
  */
-function metricsLogger(logger: Logger): { debug(message: string): void; info(message: string): void; warn(message: string): void; error(message: string): void } {
+function metricsLogger(logger: Logger): MetricsLogger {
   return {
     debug: (message) => logger.debug(message),
     info: (message) => logger.info(message),

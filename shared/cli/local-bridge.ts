@@ -322,7 +322,7 @@ async function cliErrorOf(
   if (unwritable !== undefined) {
     return new CycleFailedError(
       `cannot save a new token set to ${unwritable.file} now (${unwritable.code}), so no token refresh was tried and the stored ` +
-        `refresh token is still good: make room in or fix ${bridge.settings.stateDir} (BRIDGE_STATE_DIR), then run again`,
+        `refresh token is still good: ${unwritableStateDirRemedy(bridge.settings.stateDir)}`,
       { cause: error },
     );
   }
@@ -354,6 +354,11 @@ async function cliErrorOf(
     });
   }
   return new CycleFailedError(otherwise(error instanceof Error ? error : new Error(String(error))), { cause: error });
+}
+
+/** What to do about a state directory that took no write before anything was sent (the token probe, the cycle lease). */
+function unwritableStateDirRemedy(stateDir: string): string {
+  return `make room in or fix ${stateDir} (BRIDGE_STATE_DIR), then run again`;
 }
 
 /** What a file system that takes no more writes answers, and how to say it. */
@@ -489,7 +494,7 @@ async function takeCycleLease(bridge: LocalBridge): Promise<{ handle: LockHandle
     const { stateDir } = bridge.settings;
     throw new CycleFailedError(
       `cannot take the cycle lease in ${join(stateDir, STATE_DIRS.locks)} (${code}): the state directory takes no writes now, so nothing ` +
-        `was sent to the provider: make room in or fix ${stateDir} (BRIDGE_STATE_DIR), then run again`,
+        `was sent to the provider: ${unwritableStateDirRemedy(stateDir)}`,
       { cause: error },
     );
   }
