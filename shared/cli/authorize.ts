@@ -91,6 +91,8 @@ function awaitRedirect(server: Server, state: string, timeoutMs: number, signal?
     };
     const timer = setTimeout(onTimeout, timeoutMs);
     signal?.addEventListener("abort", onAbort, { once: true });
+    // A signal aborted before the wait began fires no event: end the wait now, not at the timeout.
+    if (signal?.aborted === true) onAbort();
     server.on("request", (req: IncomingMessage, res: ServerResponse) => {
       const url = new URL(req.url ?? "/", "http://127.0.0.1");
       if (req.method !== "GET" || url.pathname !== CALLBACK_PATH) {
@@ -102,6 +104,12 @@ function awaitRedirect(server: Server, state: string, timeoutMs: number, signal?
           res.once("close", done);
           res.writeHead(status, { "content-type": "text/html; charset=utf-8", connection: "close" }).end(PAGE(title, body), done);
         });
+      // The wait already ended (cancelled, timed out, or decided by an earlier redirect): answer, so that the browser
+      // (or the demo following the redirect itself) is not left waiting for a page nobody will send.
+      if (decided) {
+        void reply(409, "Sign-in already ended", "This sign-in is no longer waiting for a redirect. The terminal says how it ended; start again from there if needed.");
+        return;
+      }
       // Constant-time comparison (stateMatches). Not ours: refused, and the wait goes on.
       if (!stateMatches(state, url.searchParams.get("state"))) {
         refused += 1;

@@ -250,4 +250,30 @@ describe("authorizeWithBrowser", () => {
     const run = authorizeWithBrowser(options({ signal: controller.signal, onAuthorizeUrl: () => controller.abort() }));
     await expect(run).rejects.toThrow(/cancelled/);
   });
+
+  it("stops at once when cancelled before it starts waiting, however long the timeout", async () => {
+    const controller = new AbortController();
+    controller.abort();
+    const started = Date.now();
+    await expect(authorizeWithBrowser(options({ signal: controller.signal, timeoutMs: 60_000 }))).rejects.toThrow(/cancelled/);
+    expect(Date.now() - started).toBeLessThan(5_000);
+  });
+
+  it("answers a redirect that arrives after the wait was cancelled, so a caller following it is not left hanging", async () => {
+    const controller = new AbortController();
+    const pages: { status: number; text: string }[] = [];
+    const follow = approving(pages);
+    const run = authorizeWithBrowser(
+      options({
+        signal: controller.signal,
+        onAuthorizeUrl: async (url) => {
+          controller.abort();
+          await follow(url);
+        },
+      }),
+    );
+    await expect(run).rejects.toThrow(/cancelled/);
+    expect(pages).toHaveLength(1);
+    expect(pages[0]?.status).toBe(409);
+  });
 });
