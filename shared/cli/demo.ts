@@ -16,7 +16,7 @@ import type { DemoArgs } from "./args.js";
 import { authorizeWithBrowser, DEFAULT_SCOPES } from "./authorize.js";
 import { DEFAULT_CYCLE_BUDGET_MS, DEFAULT_EVENT_SOURCE, type LocalSettings } from "./config.js";
 import { streamLogger } from "./console-ports.js";
-import { EXIT, ReauthorizationNeededError } from "./errors.js";
+import { AuthorizeError, EXIT, ReauthorizationNeededError } from "./errors.js";
 import { line, pause, type CliIo } from "./io.js";
 import { bindLocalSettings, openLocalBridge, runCycle, usingLocalBridge } from "./local-bridge.js";
 import { COLOURS, NO_COLOURS, formatEvent, shouldColour, type Palette } from "./printer.js";
@@ -176,7 +176,7 @@ async function runDemo(args: DemoArgs, io: CliIo, dir: string, palette: Palette)
     // The real authorization-code flow; the control surface approves as the person would. Bound first, as authorize
     // does: tokens never sit in a state directory without its binding.
     await bindLocalSettings(settings, io.env);
-    await authorizeWithBrowser({
+    const authorized = await authorizeWithBrowser({
       baseUrl: server.url,
       authorizeUrl: server.url,
       clientId: settings.clientId,
@@ -195,7 +195,15 @@ async function runDemo(args: DemoArgs, io: CliIo, dir: string, palette: Palette)
         redirect.searchParams.set("state", authorize.searchParams.get("state") ?? "");
         await fetch(redirect);
       },
-    });
+    }).then(
+      () => true,
+      (error: unknown) => {
+        // A Ctrl-C while signing in is a stop like any other, not a failure of the demo.
+        if (io.signal.aborted && error instanceof AuthorizeError) return false;
+        throw error;
+      },
+    );
+    if (!authorized) return 0;
     line(io.stdout, palette.dim("authorized against the sandbox (authorization-code flow, tokens in the state directory)"));
 
     const seen: Seen = { purchases: [], approvals: new Map() };

@@ -58,6 +58,16 @@ describe("bridge demo's temp directory", () => {
     expect(existsSync(dir)).toBe(false);
   });
 
+  it("is removed when Ctrl-C comes while the demo signs in, which is a clean stop, not a failure", async () => {
+    const { code, stdout, stderr, dir } = await demo({ cycles: undefined, intervalMs: 60_000 }, (out, stop) => {
+      if (out.includes("events are appended to")) stop();
+    });
+    expect(code, stderr).toBe(EXIT.ok);
+    expect(stderr).not.toContain("demo failed");
+    expect(stdout.trimEnd().split("\n").at(-1)).toBe(`stopped after 0 cycles; removed ${dir} (--keep keeps it)`);
+    expect(existsSync(dir)).toBe(false);
+  });
+
   it("is removed when the demo fails, says so on stderr, and the failure is passed on", async () => {
     let seen = "";
     let stderr = "";
