@@ -42,6 +42,17 @@ function stopAtOnce(): never {
 }
 process.on("SIGINT", stop);
 process.on("SIGTERM", stop);
+// A closed stdout or stderr (`npm start | head`, a log pipe that went away) asks for a clean stop, as a first Ctrl-C
+// does, instead of an unhandled 'error' event (EPIPE) that kills the process wherever it is: mid-cycle, during a token
+// refresh, or with the demo's temp directory (tokens included) left behind. Later write errors change nothing.
+let outputClosed = false;
+const onOutputError = () => {
+  if (outputClosed) return;
+  outputClosed = true;
+  controller.abort();
+};
+process.stdout.on("error", onOutputError);
+process.stderr.on("error", onOutputError);
 
 const code = await main(process.argv.slice(2), {
   env: process.env,

@@ -27,6 +27,29 @@ describe("bridge demo --cycles 2", () => {
   });
 });
 
+describe("bridge demo with its stdout closed (npm start | head)", () => {
+  it("stops cleanly and removes its temp directory instead of dying of an unhandled EPIPE", async () => {
+    const child = spawnBridge(["demo", "--interval", "0ms"], {});
+    let seen = "";
+    const eventsFile = await new Promise<string>((resolve) => {
+      child.stdout?.on("data", (chunk: Buffer) => {
+        seen += chunk.toString();
+        const found = /events are appended to (\S+events\.jsonl)/.exec(seen)?.[1];
+        if (found !== undefined) {
+          // The reader goes away, as `head` does once it has its lines.
+          child.stdout?.destroy();
+          resolve(found);
+        }
+      });
+    });
+    const { code, stderr } = await child.outcome;
+
+    expect(stderr).not.toContain("Unhandled 'error' event");
+    expect(code, stderr).toBe(EXIT.ok);
+    expect(existsSync(dirname(eventsFile))).toBe(false);
+  });
+});
+
 describe("bridge bench --transactions 500 --latency-ms 1 --json", () => {
   it("ends with one JSON line whose numbers agree with each other", async () => {
     const { code, stdout, stderr } = await spawnBridge(["bench", "--transactions", "500", "--latency-ms", "1", "--json"], {}).outcome;
