@@ -219,6 +219,21 @@ describe("bridge run --once (spawned)", () => {
     expect(idsWithStatus(h, "not_synced", "outdated")).toEqual([]);
   });
 
+  it("takes one stop delivered twice within a moment (coreutils `timeout` signals the command, then its group) for one clean stop", async () => {
+    const h = await start({ transactions: 1_000 });
+    await h.control("POST", "/latency", { latency_ms: 300 });
+    const child = spawnBridge(["run", "--once"], h.env);
+    await firstLine(h.eventsFile);
+    child.kill("SIGINT");
+    // Apart, so the kernel does not merge them into one pending signal; well within the same stop.
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    child.kill("SIGINT");
+    const { code, stderr } = await child.outcome;
+    expect(stderr).not.toContain("stopped at once");
+    expect(code).toBe(EXIT.incomplete);
+    expect(stderr).toContain("the cycle stopped after the page in hand, as asked (Ctrl-C or SIGTERM); run again to resume");
+  });
+
   it("stops waiting out a provider's Retry-After on SIGTERM instead of retrying on (exit 4), and the next run delivers", async () => {
     const h = await start();
     const pending = idsWithStatus(h, "not_synced", "outdated");
