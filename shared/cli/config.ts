@@ -278,6 +278,11 @@ class Reader {
     this.issues.push({ setting: name, problem });
   }
 
+  /** Whether a problem of `name` was reported already. */
+  hasProblem(name: string): boolean {
+    return this.issues.some((issue) => issue.setting === name);
+  }
+
   /** `text`, the value of `name`, as a normalised base URL; else records why not (never quoting it) and `note`. */
   url(name: string, text: string, note = ""): string | undefined {
     const problem = baseUrlProblem(text);
@@ -408,8 +413,9 @@ function checked(r: Reader, setting: string, path: string, check: () => boolean 
 
 /** Problems of the paths and the token seed that would otherwise surface only mid-run, one issue per setting. */
 function checkPaths(r: Reader, stateDir: string, eventsFile: string): void {
-  const stateUsable = checked(r, "BRIDGE_STATE_DIR", stateDir, () => checkStateDir(r, stateDir));
-  checked(r, "BRIDGE_EVENTS_FILE", eventsFile, () => checkEventsFile(r, eventsFile));
+  // A path already refused (a leading ~) is not what the person meant: checking it would only add noise.
+  const stateUsable = !r.hasProblem("BRIDGE_STATE_DIR") && checked(r, "BRIDGE_STATE_DIR", stateDir, () => checkStateDir(r, stateDir));
+  if (!r.hasProblem("BRIDGE_EVENTS_FILE")) checked(r, "BRIDGE_EVENTS_FILE", eventsFile, () => checkEventsFile(r, eventsFile));
   if (stateUsable && r.raw("QASHIO_REFRESH_TOKEN") === undefined) {
     const tokens = join(stateDir, STATE_FILES.tokens);
     checked(r, "BRIDGE_STATE_DIR", tokens, () => {

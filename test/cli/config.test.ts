@@ -236,6 +236,12 @@ describe("readLocalSettings on the file system", () => {
     // A shell's ~user form is no home directory here either: it would make a directory named "~bridge" in the working one.
     expect(settingsError({ ...valid, BRIDGE_STATE_DIR: "~bridge/state" }).issues).toContainEqual({ setting: "BRIDGE_STATE_DIR", problem });
     expect(settingsError({ ...valid, BRIDGE_EVENTS_FILE: "~bridge" }).issues).toContainEqual({ setting: "BRIDGE_EVENTS_FILE", problem });
+    // The one problem of that setting: the path it was not meant to be is not checked further (say for a token in it).
+    const { QASHIO_REFRESH_TOKEN: _seed, ...unseeded } = valid;
+    expect(settingsError({ ...unseeded, BRIDGE_STATE_DIR: "~/x", BRIDGE_EVENTS_FILE: "~/events.jsonl" }).issues).toEqual([
+      { setting: "BRIDGE_STATE_DIR", problem },
+      { setting: "BRIDGE_EVENTS_FILE", problem },
+    ]);
   });
 
   it("names an entry of the state directory of the wrong kind (tokens.json a directory, locks a file), exit 2", async () => {
