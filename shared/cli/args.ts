@@ -124,6 +124,8 @@ Commands:
                                                   where a pass stopped at its time budget
   authorize  [--port <p>] [--scope "<scopes>"] [--secret-id <arn>] [--no-open] [--timeout <duration>]
                                                   sign in once as a person and store the tokens
+                                                  (--port: the redirect URI's loopback port, any
+                                                  free one unless given)
   demo       [--cycles <n>] [--interval <duration>] [--seed <n>] [--keep]
                                                   embedded sandbox + bridge + activity (npm start); its temp
                                                   directory is removed at the end unless --keep
