@@ -278,10 +278,8 @@ class Reader {
     this.issues.push({ setting: name, problem });
   }
 
-  /** Whether a problem of `name` was reported already. */
-  hasProblem(name: string): boolean {
-    return this.issues.some((issue) => issue.setting === name);
-  }
+  /** Settings whose value is refused outright (not what the person meant): nothing more is checked about them. */
+  readonly refused = new Set<string>();
 
   /** `text`, the value of `name`, as a normalised base URL; else records why not (never quoting it) and `note`. */
   url(name: string, text: string, note = ""): string | undefined {
@@ -336,7 +334,7 @@ export function readAuthorizeSettings(env: Env, cwd: string, options: { tokensIn
   const authorizeText = r.raw(AUTHORIZE_URL_ENV_VAR);
   const authorizeUrl = (authorizeText !== undefined ? r.url(AUTHORIZE_URL_ENV_VAR, authorizeText) : undefined) ?? provider.baseUrl;
   const stateDir = pathSetting(r, "BRIDGE_STATE_DIR", cwd, DEFAULT_STATE_DIR);
-  if (options.tokensInSecret !== true) checked(r, "BRIDGE_STATE_DIR", stateDir, () => checkStateDir(r, stateDir));
+  if (options.tokensInSecret !== true && !r.refused.has("BRIDGE_STATE_DIR")) checked(r, "BRIDGE_STATE_DIR", stateDir, () => checkStateDir(r, stateDir));
   const tenant = r.raw("BRIDGE_TENANT");
   if (tenant !== undefined) checkTenant(r, tenant);
   const optional = options.tokensInSecret === true ? ["QASHIO_CLIENT_ID", "QASHIO_CLIENT_SECRET"] : [];
@@ -394,7 +392,10 @@ function booleanSetting(r: Reader, name: string): boolean {
  */
 function pathSetting(r: Reader, name: string, cwd: string, fallback: string): string {
   const text = r.raw(name) ?? fallback;
-  if (text.startsWith("~")) r.problem(name, "starts with ~, which is not expanded here: use an absolute path (or $HOME in a shell)");
+  if (text.startsWith("~")) {
+    r.problem(name, "starts with ~, which is not expanded here: use an absolute path (or $HOME in a shell)");
+    r.refused.add(name);
+  }
   return resolve(cwd, text);
 }
 
@@ -413,9 +414,9 @@ function checked(r: Reader, setting: string, path: string, check: () => boolean 
 
 /** Problems of the paths and the token seed that would otherwise surface only mid-run, one issue per setting. */
 function checkPaths(r: Reader, stateDir: string, eventsFile: string): void {
-  // A path already refused (a leading ~) is not what the person meant: checking it would only add noise.
-  const stateUsable = !r.hasProblem("BRIDGE_STATE_DIR") && checked(r, "BRIDGE_STATE_DIR", stateDir, () => checkStateDir(r, stateDir));
-  if (!r.hasProblem("BRIDGE_EVENTS_FILE")) checked(r, "BRIDGE_EVENTS_FILE", eventsFile, () => checkEventsFile(r, eventsFile));
+  // A path refused outright (a leading ~) is not the one the person meant: checking it would only add noise.
+  const stateUsable = !r.refused.has("BRIDGE_STATE_DIR") && checked(r, "BRIDGE_STATE_DIR", stateDir, () => checkStateDir(r, stateDir));
+  if (!r.refused.has("BRIDGE_EVENTS_FILE")) checked(r, "BRIDGE_EVENTS_FILE", eventsFile, () => checkEventsFile(r, eventsFile));
   if (stateUsable && r.raw("QASHIO_REFRESH_TOKEN") === undefined) {
     const tokens = join(stateDir, STATE_FILES.tokens);
     checked(r, "BRIDGE_STATE_DIR", tokens, () => {
@@ -466,7 +467,7 @@ export function readLocalSettings(env: Env, cwd: string): LocalSettings {
   const logLevel = r.oneOf("BRIDGE_LOG_LEVEL", LOG_LEVELS, "info");
   const stateDir = pathSetting(r, "BRIDGE_STATE_DIR", cwd, DEFAULT_STATE_DIR);
   const eventsFile = pathSetting(r, "BRIDGE_EVENTS_FILE", cwd, DEFAULT_EVENTS_FILE);
-  checkEventsOutsideState(r, stateDir, eventsFile);
+  if (!r.refused.has("BRIDGE_STATE_DIR") && !r.refused.has("BRIDGE_EVENTS_FILE")) checkEventsOutsideState(r, stateDir, eventsFile);
   // Appended to, the settings file would hold cardholder data, and every later run would refuse its JSON lines.
   if (eventsFile === resolve(cwd, ENV_FILE)) r.problem("BRIDGE_EVENTS_FILE", `must not be the settings file ${eventsFile}`);
   checkPaths(r, stateDir, eventsFile);
