@@ -63,6 +63,31 @@ describe("diffObjects", () => {
     expect(diffObjects({ items: [{ id: "x/y", v: 1 }] }, { items: [{ id: "x/y", v: 2 }] })[0]?.path).toBe("/items/x~1y/v");
   });
 
+  it("escapes a key or id holding only ~ (no /) as ~0, so a consumer's pointer resolves to that member", () => {
+    expect(escapePointerToken("a~b")).toBe("a~0b");
+    expect(diffObjects({ "fx~rate": 1 }, { "fx~rate": 2 })).toEqual([{ path: "/fx~0rate", before: 1, after: 2 }]);
+    expect(diffObjects({ receipts: [{ id: "R~1", v: 1 }] }, { receipts: [{ id: "R~1", v: 2 }] })[0]?.path).toBe("/receipts/R~01/v");
+  });
+
+  it("matches by id when the array was empty before or is empty after: the first receipt added, the last removed", () => {
+    const receipt = { id: "R1", url: "https://files.example/r1.pdf" };
+    expect(diffObjects({ receipts: [] }, { receipts: [receipt] })).toEqual([{ path: "/receipts/R1", before: null, after: receipt }]);
+    expect(diffObjects({ receipts: [receipt] }, { receipts: [] })).toEqual([{ path: "/receipts/R1", before: receipt, after: null }]);
+  });
+
+  it("matches array elements by a numeric id too, addressing them by that id", () => {
+    const before = { line_items: [{ id: 1, amount: 5 }, { id: 2, amount: 7 }] };
+    const after = { line_items: [{ id: 2, amount: 7 }, { id: 1, amount: 6 }] };
+    expect(diffObjects(before, after)).toEqual([{ path: "/line_items/1/amount", before: 5, after: 6 }]);
+  });
+
+  it("reports an element appended to an array without ids, whose old elements are all still there in order", () => {
+    expect(diffObjects({ tags: ["travel"] }, { tags: ["travel", "client"] })).toEqual([
+      { path: "/tags", before: ["travel"], after: ["travel", "client"] },
+    ]);
+    expect(jsonEqual(["travel"], ["travel", "client"])).toBe(false);
+  });
+
   it("diffs members named like Object.prototype members (constructor, toString) as ordinary members", () => {
     expect(diffObjects({}, { constructor: "x" })).toEqual([{ path: "/constructor", before: null, after: "x" }]);
     expect(diffObjects({ toString: "a" }, {})).toEqual([{ path: "/toString", before: "a", after: null }]);
