@@ -94,6 +94,10 @@ describe("hashes and event ids", () => {
     expect(eventId(created)).toBe(uuidFromHex(sha256Hex("acme\u0000transaction.created\u0000t1\u0000\u0000h1")));
   });
 
+  it("takes an id from the digest's first 128 bits, so ids of released versions stay the same (a re-send after an upgrade is deduplicated)", () => {
+    expect(uuidFromHex("0123456789abcdef0123456789abcdef" + "f".repeat(32))).toBe("01234567-89ab-8def-8123-456789abcdef");
+  });
+
   it("formats hash-based ids as RFC 9562 version-8 UUIDs", () => {
     expect(uuidFromHex("f".repeat(64))).toBe("ffffffff-ffff-8fff-bfff-ffffffffffff");
   });
