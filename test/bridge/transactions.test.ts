@@ -236,6 +236,20 @@ describe("pollTransactions", () => {
       expect(rig.clock.now()).toBe(nextSecond);
     });
 
+    it.each([
+      ["failed for now", true],
+      ["rejected for good", false],
+    ])("waits after a run in which an event %s, though the batch's other snapshots were stored", async (_, retryable) => {
+      const rig = makeRig();
+      rig.clock.ms = start;
+      const failing = rig.provider.addTransaction();
+      rig.provider.addTransaction();
+      rig.publisher.reject = (e) => (e.detail.subject.id === failing.id ? { reason: "ThrottlingException: Rate exceeded", retryable } : undefined);
+      expect((await pollTransactions(rig.deps)).outcome).toBe("complete");
+      expect(rig.publisher.events).toHaveLength(1);
+      expect(rig.clock.now()).toBe(nextSecond);
+    });
+
     it("does not wait after a run that stored the snapshot of everything it published, complete or not", async () => {
       const rig = makeRig();
       rig.clock.ms = start;
@@ -277,6 +291,27 @@ describe("pollTransactions", () => {
     expect(Date.parse(second)).toBeGreaterThan(Date.parse(first));
     // Consumers keep a subject's event with the latest time: the later state must not look older.
     const [created, changed] = rig.publisher.events;
+    expect(Date.parse(changed!.time)).toBeGreaterThan(Date.parse(created!.time));
+  });
+
+  it("stamps a snapshot no earlier than its event's time when the clock steps back during the publish, so the next event is timed after it", async () => {
+    const rig = makeRig();
+    const txn = rig.provider.addTransaction();
+    const publish = rig.publisher.publish.bind(rig.publisher);
+    const publisher: EventPublisher = {
+      publish: async (events, options) => {
+        const result = await publish(events, options);
+        rig.clock.advance(-60_000);
+        return result;
+      },
+    };
+    await pollTransactions({ ...rig.deps, publisher });
+    const [created] = rig.publisher.events;
+    expect(Date.parse(rig.snapshots.data.get(`transaction:${txn.id}`)!.updatedAt)).toBeGreaterThanOrEqual(Date.parse(created!.time));
+    rig.provider.changeTransaction(txn.id, { memo: "x" });
+    await pollTransactions(rig.deps);
+    const [, changed] = rig.publisher.events;
+    expect(changed?.detailType).toBe("transaction.changed");
     expect(Date.parse(changed!.time)).toBeGreaterThan(Date.parse(created!.time));
   });
 
@@ -498,6 +533,19 @@ describe("pollTransactions", () => {
     expect(rig.provider.pending()).toEqual([]);
   });
 
+  it("quarantines an invalid transaction whose id is no UUID without acknowledging it (one malformed id fails the whole acknowledge call)", async () => {
+    const rig = makeRig({}, { validators: { transaction: (raw) => ((raw as { memo?: string }).memo === "bad" ? { success: false, reason: "id: invalid UUID" } : requireObjectWithId(raw)) } });
+    const good = rig.provider.addTransaction();
+    rig.provider.addTransaction({ id: "legacy-42", memo: "bad" });
+    const report = await pollTransactions(rig.deps);
+    expect([...rig.quarantine.records.values()].map((r) => r.entityId)).toEqual(["legacy-42"]);
+    const acknowledged = rig.provider.calls.flatMap((c) => (c.op === "acknowledgeTransactions" ? c.ids : []));
+    expect(acknowledged).toEqual([good.id]);
+    expect(report).toMatchObject({ outcome: "complete", acknowledged: 1, quarantined: 1 });
+    // It stays listed: the provider still shows it for someone to fix.
+    expect(rig.provider.pending().map((t) => t.id)).toEqual(["legacy-42"]);
+  });
+
   it("quarantines a record without an id and does not loop on it", async () => {
     const rig = makeRig();
     const t = rig.provider.addTransaction();
@@ -703,6 +751,19 @@ describe("pollTransactions", () => {
     expect(rig.provider.calls.filter((c) => c.op === "listTransactions" && c.query.qashio_id)).toHaveLength(1);
   });
 
+  it("reads a parent the provider does not find once per cycle, not again for each refund of it on later pages", async () => {
+    const rig = makeRig();
+    for (let i = 0; i < 3; i++) rig.provider.addTransaction({ transaction_category: "refund", parent_qashio_id: "CT99999999" });
+    const report = await pollTransactions(rig.deps, { pageSize: 1 });
+    expect(report).toMatchObject({ outcome: "complete", acknowledged: 3 });
+    expect(rig.publisher.events.map((e) => e.detail.data.parent)).toEqual([undefined, undefined, undefined]);
+    expect(rig.provider.calls.filter((c) => c.op === "listTransactions" && c.query.qashio_id === "CT99999999")).toHaveLength(1);
+    // A new cycle tries again: the parent may have arrived since.
+    rig.provider.addTransaction({ transaction_category: "refund", parent_qashio_id: "CT99999999" });
+    await pollTransactions(rig.deps, { pageSize: 1 });
+    expect(rig.provider.calls.filter((c) => c.op === "listTransactions" && c.query.qashio_id === "CT99999999")).toHaveLength(2);
+  });
+
   it("attaches no parent when the provider answers the parent read with another transaction", async () => {
     const rig = makeRig();
     const refund = rig.provider.addTransaction({ transaction_category: "refund", parent_qashio_id: "CT77777777" });
@@ -809,6 +870,14 @@ describe("pollTransactions", () => {
     const [event] = rig.publisher.events;
     expect(event?.time).toBe(new Date(rig.clock.ms).toISOString());
     expect(event?.detail.occurred_at).toBe(new Date(txn.updated_at).toISOString());
+  });
+
+  it("takes occurred_at from modified_date when the transaction carries no updated_at", async () => {
+    const rig = makeRig();
+    rig.provider.addTransaction({ updated_at: undefined, modified_date: "2025-01-10T08:30:00.000Z" });
+    rig.clock.ms = Date.parse("2025-01-15T10:00:00.000Z");
+    await pollTransactions(rig.deps);
+    expect(rig.publisher.events[0]?.detail.occurred_at).toBe("2025-01-10T08:30:00.000Z");
   });
 
   it("records sync lag, cycle duration, pulled and acknowledged metrics", async () => {
