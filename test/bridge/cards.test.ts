@@ -71,6 +71,16 @@ describe("pollCards", () => {
     expect(parseEventDetail(event!.detail).success).toBe(true);
   });
 
+  it("publishes card.suspended when the provider writes the new status in lower case (spec §4.4 shows `suspended`)", async () => {
+    const rig = makeRig();
+    const card = rig.provider.addCard();
+    await pollCards(rig.deps);
+    rig.provider.changeCard(card["id"] as string, { status: "suspended" });
+    await pollCards(rig.deps);
+    expect(rig.publisher.events.map((e) => e.detailType)).toEqual(["card.suspended"]);
+    expect(rig.publisher.events[0]!.detail.data.changes).toEqual([{ path: "/status", before: "Active", after: "suspended" }]);
+  });
+
   it("publishes card.status_changed for any other status move", async () => {
     const rig = makeRig();
     const card = rig.provider.addCard({ status: "Suspended" });
@@ -560,6 +570,7 @@ describe("pollCards", () => {
     expect(cardEventType("Active", "active")).toBe("card.updated");
     expect(cardEventType("active", "Suspended")).toBe("card.suspended");
     expect(cardEventType("SUSPENDED", "Active")).toBe("card.status_changed");
+    expect(cardEventType("Active", "suspended")).toBe("card.suspended");
   });
 
   it("publishes nothing for a status that changes only its letter case, and leaves it out of other changes", async () => {
@@ -637,6 +648,30 @@ describe("pollCards", () => {
     expect(created?.detail.occurred_at).toBe("2025-01-10T08:00:00.000Z");
     expect(updated?.detailType).toBe("card.updated");
     expect(updated?.detail.occurred_at).toBe("2025-03-05T11:00:00.000Z");
+  });
+
+  it("times a card change at its modified_date when the provider sends one and no updated_at", async () => {
+    const rig = makeRig();
+    const card = rig.provider.addCard({ modified_date: "2025-01-11T07:00:00.000Z" });
+    await pollCards(rig.deps);
+    rig.provider.changeCard(card["id"] as string, { status: "Suspended", modified_date: "2025-01-14T16:45:00.000Z" });
+    await pollCards(rig.deps);
+    const [suspended] = rig.publisher.events;
+    expect(suspended?.detailType).toBe("card.suspended");
+    expect(suspended?.detail.occurred_at).toBe("2025-01-14T16:45:00.000Z");
+  });
+
+  it("times a nickname change at detection, even when the new nickname reads as a date (only a changed `*_at` member is a change time)", async () => {
+    const rig = makeRig();
+    const card = rig.provider.addCard();
+    await pollCards(rig.deps);
+    rig.clock.ms = Date.parse("2025-01-16T12:00:00.000Z");
+    // Date.parse takes "Travel 2025" for 2025-01-01.
+    rig.provider.changeCard(card["id"] as string, { card_nickname: "Travel 2025" });
+    await pollCards(rig.deps);
+    const [updated] = rig.publisher.events;
+    expect(updated?.detailType).toBe("card.updated");
+    expect(updated?.detail.occurred_at).toBe("2025-01-16T12:00:00.000Z");
   });
 
   it("times a card's next event after its previous one, on a clock that ticks while a walk runs and then steps back", async () => {
