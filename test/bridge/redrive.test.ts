@@ -183,6 +183,56 @@ describe("redrivePublishFailures", () => {
     expect(rig.logger.lines.filter((l) => l.level === "warn" && l.message === "quarantined publish failure kept")).toHaveLength(2);
   });
 
+  it("deletes every record of a transaction whose events failed in several versions once its current state is published", async () => {
+    const rig = makeRig();
+    const [txn] = await quarantinePublishFailures(rig);
+    rig.provider.changeTransaction(txn!.id, { memo: "second version" });
+    rig.publisher.reject = () => "AccessDeniedException: not allowed";
+    await pollTransactions(rig.deps);
+    rig.publisher.reject = () => undefined;
+    expect([...rig.quarantine.records.values()].map((r) => r.entityId)).toEqual([txn!.id, txn!.id]);
+    const report = await redrivePublishFailures(rig.deps);
+    expect(report).toMatchObject({ considered: 2, kept: [] });
+    expect(report.redriven.map((r) => r.entityId)).toEqual([txn!.id, txn!.id]);
+    expect(rig.quarantine.records.size).toBe(0);
+    // One read serves both records.
+    expect(rig.provider.calls.filter((c) => c.op === "listTransactions" && c.query.qashio_id === txn!.qashio_id)).toHaveLength(1);
+  });
+
+  it("keeps a record whose body holds no qashio_id, reading nothing for it (a read without the filter would list another transaction)", async () => {
+    const rig = makeRig();
+    const txn = rig.provider.addTransaction();
+    await rig.quarantine.put({
+      id: "9b1f0c2e-0000-8000-8000-000000000001",
+      kind: "transaction",
+      reason: "publish: AccessDeniedException: not allowed",
+      raw: { id: txn.id, memo: "" },
+      at: "2025-01-15T09:00:00.000Z",
+      entityId: txn.id,
+    });
+    const report = await redrivePublishFailures(rig.deps);
+    expect(report.redriven).toEqual([]);
+    expect(report.kept.map((k) => [k.record.entityId, k.why])).toEqual([[txn.id, "no transaction id or qashio_id in the record"]]);
+    expect(rig.provider.count("listTransactions")).toBe(0);
+    expect(rig.publisher.events).toEqual([]);
+    expect(rig.quarantine.records.size).toBe(1);
+  });
+
+  it("keeps the record as not found when the provider answers the read by qashio_id with another transaction, publishing nothing of that one", async () => {
+    const rig = makeRig();
+    const [failed] = await quarantinePublishFailures(rig);
+    const other = rig.provider.addTransaction();
+    // A provider that ignores the qashio_id filter answers with its newest transaction.
+    const list = rig.provider.listTransactions.bind(rig.provider);
+    rig.provider.listTransactions = (query) => list(query.qashio_id ? { page: 1, page_size: 1 } : query);
+    const report = await redrivePublishFailures(rig.deps);
+    expect(report.redriven).toEqual([]);
+    expect(report.kept.map((k) => [k.record.entityId, k.why])).toEqual([[failed!.id, "not found at the provider"]]);
+    expect(rig.publisher.events).toEqual([]);
+    expect(rig.snapshots.data.has(`transaction:${other.id}`)).toBe(false);
+    expect(rig.provider.pending().map((t) => t.id)).toEqual([other.id]);
+  });
+
   it("keeps the record while the event fails for now, and the transaction unacknowledged until a later run", async () => {
     const rig = makeRig();
     const txn = rig.provider.addTransaction();
