@@ -9,6 +9,7 @@ import { applyPii, applyPiiToBody, type PiiPolicy } from "../../shared/bridge/pi
 import { CUT_DEPTH_MARKER, cutToDepth, MAX_RECORD_DEPTH, nestedDeeperThan } from "../../shared/bridge/validate.js";
 import { CycleAbortedError, ReauthorizationNeededError } from "../../shared/bridge/errors.js";
 import { BadRequestError, ReauthorizationRequiredError } from "../../shared/qashio/errors.js";
+import { pageEntries } from "../../shared/bridge/provider.js";
 import { makeRig, type TestRig } from "./fakes.js";
 import { CrashPoint, crashingPorts } from "./faults.js";
 import { clientOverFake, RawJsonText } from "./provider-client.js";
@@ -390,6 +391,25 @@ describe("a transaction listed again in another version while the walk goes on",
     await pollTransactions({ ...rig.deps, provider }, { pageSize: 2 });
     expect(rig.publisher.events.map((e) => e.detail.subject.id).sort()).toEqual([a.id, x.id, b.id].sort());
     expect(provider.acked.filter((id) => id === x.id)).toHaveLength(1);
+  });
+});
+
+describe("items the client's schema rejected", () => {
+  it("are put back at their place in the page as the provider listed it, whatever order the client hands them over in", () => {
+    const entries = pageEntries({
+      data: ["a", "c", "e"],
+      invalid: [
+        { index: 3, raw: "d", issues: [{ path: "id", message: "invalid UUID" }] },
+        { index: 1, raw: "b" },
+      ],
+    });
+    expect(entries).toEqual([
+      { raw: "a" },
+      { raw: "b", rejected: "rejected by the client schema" },
+      { raw: "c" },
+      { raw: "d", rejected: "id: invalid UUID" },
+      { raw: "e" },
+    ]);
   });
 });
 
