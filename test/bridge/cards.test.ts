@@ -115,10 +115,12 @@ describe("pollCards", () => {
       lists += 1;
       if (lists === 2) rig.provider.addCard();
     };
-    await pollCards(rig.deps, { pageSize: 2 });
+    const report = await pollCards(rig.deps, { pageSize: 2 });
     const ids = rig.publisher.events.map((e) => e.detail.subject.id);
     expect(new Set(ids).size).toBe(ids.length);
     expect(ids).toHaveLength(5);
+    // The copy met again on the next page is skipped, not handled a second time as unchanged.
+    expect(report).toMatchObject({ pulled: 6, handled: 5, unchanged: 0 });
     await pollCards(rig.deps, { pageSize: 2 });
     expect(rig.publisher.events).toHaveLength(6);
   });
