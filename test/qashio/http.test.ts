@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { HttpCore, parseRetryAfter, realSleep, type HttpRequest, type RetryEvent, type RetryMode } from "../../shared/qashio/http.js";
-import { StaticTokenProvider } from "../../shared/qashio/auth/token-provider.js";
+import { HttpCore, parseRetryAfter, realSleep, redactSecrets, type HttpRequest, type RetryEvent, type RetryMode } from "../../shared/qashio/http.js";
+import { StaticTokenProvider, type TokenProvider } from "../../shared/qashio/auth/token-provider.js";
 import {
   BadRequestError,
   DeadlineExceededError,
@@ -11,9 +11,10 @@ import {
   RateLimitedError,
   ServerError,
   TimeoutError,
+  QashioError,
   UnauthorizedError,
 } from "../../shared/qashio/errors.js";
-import { captureLogger, fail, fakeClock, hangingReply, json, ok, REQUEST_ID, scriptedFetch } from "./helpers.js";
+import { captureLogger, fail, fakeClock, hangingReply, json, manualClock, ok, REQUEST_ID, scriptedFetch } from "./helpers.js";
 
 const BASE_URL = "https://api.example.test";
 
@@ -70,6 +71,52 @@ describe("HttpCore requests", () => {
     expect((error as NotFoundError).requestId).toBe("hdr-404");
   });
 
+  it("sends no query parameter for a null value", async () => {
+    const fetch = scriptedFetch(ok([]));
+    const { http } = core(fetch);
+    await http.request({ ...read(), query: { page: 1, employee_id: null } });
+    expect([...fetch.calls[0]!.url.searchParams]).toEqual([["page", "1"]]);
+  });
+
+  it("joins a base URL given with a trailing slash to the path without a double slash", async () => {
+    const fetch = scriptedFetch(ok([]));
+    const { http } = core(fetch, { baseUrl: `${BASE_URL}/` });
+    await http.request(read());
+    expect(fetch.calls[0]!.url.href).toMatch(/^https:\/\/api\.example\.test\/public\/v1\/erp\/transactions\?/);
+  });
+
+  it("takes the request id from the x-request-id header when meta.request_id is empty", async () => {
+    const body = { success: true, data: [], meta: { request_id: "", timestamp: "2025-01-15T12:00:00Z" } };
+    const { http } = core(scriptedFetch(json(200, body, { "x-request-id": "hdr-7" })));
+    expect((await http.request(read())).requestId).toBe("hdr-7");
+  });
+
+  it("does not take a 3xx answer for a success", async () => {
+    const fetch = scriptedFetch(json(300, { success: true, data: [] }), ok([]));
+    const { http } = core(fetch);
+    const error = await http.request(read()).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(QashioError);
+    expect(error).toMatchObject({ status: 300 });
+    expect(fetch.calls).toHaveLength(1);
+  });
+
+  it("redacts the token-endpoint credentials a request body carries from an envelope's free text", async () => {
+    const clientSecret = "cs-body-secret-41";
+    const refreshToken = "rt-body-secret-42";
+    const body = { status_code: 400, message: `bad ${clientSecret}`, errors: [{ field: null, code: "INVALID", message: `reused ${refreshToken}` }] };
+    const { http } = core(scriptedFetch(json(400, body)));
+    const request: HttpRequest = {
+      method: "POST",
+      path: "/oauth2/token",
+      body: { client_secret: clientSecret, refresh_token: refreshToken },
+      auth: "none",
+      retry: "never",
+    };
+    const error = (await http.request(request).catch((e: unknown) => e)) as BadRequestError;
+    expect(error).toBeInstanceOf(BadRequestError);
+    expect(error.providerText).toEqual({ message: "bad ***", errors: ["reused ***"] });
+  });
+
   it("rejects a 2xx body that is not JSON with InvalidResponseError", async () => {
     const { http } = core(scriptedFetch(new Response("<html>oops</html>", { status: 200 })));
     await expect(http.request(read())).rejects.toBeInstanceOf(InvalidResponseError);
@@ -114,6 +161,22 @@ describe("HttpCore 401 handling", () => {
     expect(tokenProvider.refreshCount).toBe(1);
     expect(fetch.calls.map((c) => c.headers.authorization)).toEqual(["Bearer token-1", "Bearer token-2"]);
     expect(clock.sleeps).toEqual([]);
+  });
+
+  it("replays with the token refreshAfterUnauthorized returned, not with a new getAccessToken", async () => {
+    const fetch = scriptedFetch(fail(401), ok([]));
+    const rejected: string[] = [];
+    const tokenProvider: TokenProvider = {
+      getAccessToken: async () => "token-current",
+      refreshAfterUnauthorized: async (token) => {
+        rejected.push(token);
+        return "token-refreshed";
+      },
+    };
+    const { http } = core(fetch, { tokenProvider });
+    await http.request(read());
+    expect(rejected).toEqual(["token-current"]);
+    expect(fetch.calls.map((c) => c.headers.authorization)).toEqual(["Bearer token-current", "Bearer token-refreshed"]);
   });
 
   it("gives up with UnauthorizedError when the replay is answered 401 too", async () => {
@@ -166,6 +229,14 @@ describe("HttpCore retries", () => {
     expect(error.retryAfterMs).toBe(3_600_000);
     expect(fetch.calls).toHaveLength(1);
     expect(clock.sleeps).toEqual([]);
+  });
+
+  it("honours a Retry-After exactly as long as the allowed wait", async () => {
+    const fetch = scriptedFetch(fail(429, [], { "retry-after": "60" }), ok([]));
+    const { http, clock } = core(fetch, { retry: { random: () => 0.5, maxRetryAfterMs: 60_000 } });
+    await http.request(read());
+    expect(fetch.calls).toHaveLength(2);
+    expect(clock.sleeps).toEqual([60_000]);
   });
 
   it("honours Retry-After on a 503 instead of the computed backoff", async () => {
@@ -328,6 +399,41 @@ describe("HttpCore retries", () => {
     expect(none.calls).toHaveLength(0);
   });
 
+  it("once asked to stop during a retry's wait, ends the wait at once and sends nothing more", async () => {
+    const clock = manualClock();
+    const stop = new AbortController();
+    const fetch = scriptedFetch(fail(503, [], { "retry-after": "30" }), ok([]));
+    const { http } = core(fetch, { clock });
+    let outcome: unknown;
+    void http.request({ ...read(), stop: stop.signal }).then(
+      (response) => (outcome = response),
+      (error: unknown) => (outcome = error),
+    );
+    await clock.advance(1000);
+    expect(clock.sleeping).toBe(1);
+    stop.abort();
+    await clock.advance(0);
+    expect(outcome).toBeInstanceOf(DeadlineExceededError);
+    expect(fetch.calls).toHaveLength(1);
+  });
+
+  it("with a deadline, sends nothing when getting the token used up the time a whole attempt needed", async () => {
+    const fetch = scriptedFetch(ok([]));
+    const clock = fakeClock();
+    // A token that takes 6 s to get (a refresh waiting for its lease): 9 s of the call's 15 s are left for a 10 s attempt.
+    const tokenProvider: TokenProvider = {
+      getAccessToken: async () => {
+        clock.advance(6_000);
+        return "token-late";
+      },
+      refreshAfterUnauthorized: async () => "token-late",
+    };
+    const { http } = core(fetch, { clock, tokenProvider, timeoutMs: 10_000 });
+    const error = await http.request({ ...read(), deadline: clock.now() + 15_000 }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(DeadlineExceededError);
+    expect(fetch.calls).toHaveLength(0);
+  });
+
   it("with a deadline, sends nothing when a whole attempt no longer fits before it", async () => {
     const fetch = scriptedFetch(ok([]));
     const { http, clock } = core(fetch, { timeoutMs: 10_000 });
@@ -406,6 +512,12 @@ describe("HttpCore onRetry hook", () => {
     expect(events[1]?.delayMs).toBe(1000);
   });
 
+  it("reports a 500 with the 5xx class", async () => {
+    const { http, events } = withHook(scriptedFetch(fail(500), ok([])));
+    await http.request(read());
+    expect(events.map((e) => [e.status, e.statusClass])).toEqual([[500, "5xx"]]);
+  });
+
   it("reports the 401 that was replayed after a refresh", async () => {
     const { http, events } = withHook(scriptedFetch(fail(401), ok([])));
     await http.request(read());
@@ -455,6 +567,20 @@ describe("parseRetryAfter", () => {
     expect(parseRetryAfter(new Date(now - 60_000).toUTCString(), now)).toBe(0);
     expect(parseRetryAfter("soon", now)).toBeUndefined();
     expect(parseRetryAfter(null, now)).toBeUndefined();
+  });
+
+  it("reads fractional delta seconds as seconds", () => {
+    expect(parseRetryAfter("1.5", Date.UTC(2025, 0, 1))).toBe(1500);
+  });
+});
+
+describe("redactSecrets", () => {
+  it("redacts a secret quoted URL-encoded with lowercase hex", () => {
+    expect(redactSecrets("Authorization: Bearer tok%2bwith%2fslash%3d", ["tok+with/slash="])).toBe("Authorization: Bearer ***");
+  });
+
+  it("redacts a secret that contains another one whole, leaving no part of it", () => {
+    expect(redactSecrets("sent rt-abc-rotated and rt-abc", ["rt-abc", "rt-abc-rotated"])).toBe("sent *** and ***");
   });
 });
 
