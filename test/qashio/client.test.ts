@@ -4,6 +4,8 @@ import { OAuthTokenProvider, StaticTokenProvider } from "../../shared/qashio/aut
 import type { StoredTokens } from "../../shared/qashio/auth/token-store.js";
 import { DeadlineExceededError, InvalidRequestError, InvalidResponseError, RateLimitedError, ServerError, TimeoutError } from "../../shared/qashio/errors.js";
 import type { DriftReport } from "../../shared/qashio/schemas/index.js";
+import { issuesOf } from "../../shared/qashio/parse.js";
+import { z } from "zod";
 import {
   CARD_ID,
   TRANSACTION_ID,
@@ -257,6 +259,22 @@ describe("QashioClient writes", () => {
     expect(store.tokens.refreshToken).toBe("rt-1");
   });
 
+  it("readErpCard with a deadline does not wait out a Retry-After that would overrun it", async () => {
+    const fetch = scriptedFetch(fail(429, [], { "retry-after": "55" }), ok(erpCardDetailFixture()));
+    const { client, clock } = clientWith(fetch);
+    const deadline = clock.now() + 20_000;
+    const error = await client.readErpCard(CARD_ID, { deadline }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(DeadlineExceededError);
+    expect(fetch.calls).toHaveLength(1);
+  });
+
+  it("sends no read once its stop signal has aborted", async () => {
+    const fetch = scriptedFetch(listOf([transactionFixture()]));
+    const { client } = clientWith(fetch);
+    await expect(client.listTransactions({}, { stop: AbortSignal.abort() })).rejects.toBeInstanceOf(DeadlineExceededError);
+    expect(fetch.calls).toHaveLength(0);
+  });
+
   it("accepts an acknowledgement answered 2xx without the standard envelope, with a warning", async () => {
     const fetch = scriptedFetch(new Response(null, { status: 204 }));
     const { client, logger } = clientWith(fetch);
@@ -313,6 +331,16 @@ describe("QashioClient writes", () => {
     expect(result.message).toBe("Status change is being processed");
   });
 
+  it("retries a card update and a suspension on a 5xx: a PUT has the same effect when sent again (spec §7 rule 4)", async () => {
+    const update = scriptedFetch(fail(503), ok({ card: coreCardWriteFixture() }));
+    await clientWith(update).client.updateCard(CARD_ID, { auto_top_up_amount: 500 });
+    expect(update.calls).toHaveLength(2);
+
+    const suspend = scriptedFetch(fail(503), ok({ message: "Status change is being processed" }));
+    await clientWith(suspend).client.suspendCard(CARD_ID);
+    expect(suspend.calls).toHaveLength(2);
+  });
+
   it("sets the velocity limit with POST and does not retry it on a 5xx", async () => {
     const fetch = scriptedFetch(fail(502), ok({ card: coreCardWriteFixture() }));
     const { client } = clientWith(fetch);
@@ -327,6 +355,12 @@ describe("QashioClient writes", () => {
     const result = await client.inviteUsers(["new.hire@example.com", "already.invited@example.com"]);
     expect(fetch.calls[0]!.body).toEqual({ end_user: ["new.hire@example.com", "already.invited@example.com"] });
     expect(result.summary?.total_processed?.failed).toBe(1);
+  });
+  it("does not retry an invitation on a 5xx: a replay would send the emails again", async () => {
+    const fetch = scriptedFetch(fail(502), json(201, { status_code: 201, success: true, data: invitationResultFixture() }));
+    const { client } = clientWith(fetch);
+    await expect(client.inviteUsers(["new.hire@example.com"])).rejects.toBeInstanceOf(ServerError);
+    expect(fetch.calls).toHaveLength(1);
   });
 });
 
@@ -372,6 +406,21 @@ describe("QashioClient response handling", () => {
       for await (const _ of client.iterateCoreCards()) void _;
     };
     await expect(strict()).rejects.toBeInstanceOf(InvalidResponseError);
+  });
+
+  it("names the root as the issue path when the body is not an object at all", async () => {
+    const fetch = scriptedFetch(json(200, ["not", "an", "envelope"]));
+    const { client } = clientWith(fetch);
+    const error = (await client.listTransactions().catch((e: unknown) => e)) as InvalidResponseError;
+    expect(error).toBeInstanceOf(InvalidResponseError);
+    expect(error.issues.map((i) => i.path)).toEqual(["(root)"]);
+  });
+
+  it("keeps at most 20 schema issues on an error", () => {
+    const schema = z.object(Object.fromEntries(Array.from({ length: 30 }, (_, i) => [`f${i}`, z.string()])));
+    const result = schema.safeParse({});
+    expect(result.success).toBe(false);
+    expect(issuesOf(result.error!)).toHaveLength(20);
   });
 
   it("throws InvalidResponseError with the schema issues when the envelope is wrong", async () => {
@@ -459,6 +508,28 @@ describe("QashioClient iterators", () => {
     for await (const tx of client.iterateTransactions({}, { onInvalid: (item) => setAside.push(item.index) })) seen.push(tx);
     expect(seen).toHaveLength(1);
     expect(setAside).toEqual([1]);
+  });
+
+  it("sends the walk's query with every page of the ERP cards, core cards and statements by account", async () => {
+    const erpCards = routedFetch(() => listOf([erpCardFixture()]));
+    for await (const _ of clientWith(erpCards).client.iterateErpCards({ status: "active" })) void _;
+    expect(erpCards.calls.map((c) => c.url.searchParams.get("status"))).toEqual(["active"]);
+
+    const pageInfo = { current_page: 1, per_page: 20, total_entries: 1, total_pages: 1, next_page: null, previous_page: null, offset: 0 };
+    const coreCards = routedFetch(() => ok({ cards: [coreCardFixture()], page_info: pageInfo }));
+    for await (const _ of clientWith(coreCards).client.iterateCoreCards({ page_size: 5 })) void _;
+    expect(coreCards.calls.map((c) => c.url.searchParams.get("page_size"))).toEqual(["5"]);
+
+    const statements = routedFetch(() => ok(statementsByAccountFixture({ page: 1, total_pages: 1, total: 0, data: [] })));
+    for await (const _ of clientWith(statements).client.iterateStatementsByAccount(CARD_ID, { page_size: 6 })) void _;
+    expect(statements.calls.map((c) => c.url.searchParams.get("page_size"))).toEqual(["6"]);
+  });
+
+  it("starts a walk at startPage", async () => {
+    const fetch = routedFetch((call) => listOf([], Number(call.url.searchParams.get("page")), 4));
+    const { client } = clientWith(fetch);
+    for await (const _ of client.iterateSuppliers({}, { startPage: 3 })) void _;
+    expect(fetch.calls.map((c) => c.url.searchParams.get("page"))).toEqual(["3", "4"]);
   });
 
   it("stops at maxPages when the provider never says the last page", async () => {
