@@ -127,6 +127,13 @@ describe("validate", () => {
     expect(fetch.calls[0]!.headers.authorization).toBe("Bearer at-1");
   });
 
+  it("retries a 5xx, as a read", async () => {
+    const fetch = scriptedFetch(json(503, {}), json(200, { active: true }));
+    const clock = fakeClock();
+    expect(await validate({ baseUrl: BASE_URL, fetch, clock, retry: { random: () => 0 } }, "at-1")).toEqual({ active: true });
+    expect(fetch.calls).toHaveLength(2);
+  });
+
   it("maps 401 and 403 (API access disabled) to typed errors without refreshing", async () => {
     await expect(validate({ baseUrl: BASE_URL, fetch: scriptedFetch(json(401, {})), clock: fakeClock() }, "t")).rejects.toBeInstanceOf(UnauthorizedError);
     await expect(validate({ baseUrl: BASE_URL, fetch: scriptedFetch(json(403, {})), clock: fakeClock() }, "t")).rejects.toBeInstanceOf(ForbiddenError);

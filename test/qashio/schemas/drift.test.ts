@@ -70,6 +70,26 @@ describe("parseWithDrift", () => {
     expect(result.drift).toHaveLength(1);
   });
 
+  it("reports the drift of a failed parse to onDrift too", () => {
+    const seen: DriftWarning[] = [];
+    parseWithDrift(z.object({ status: Status, n: z.number() }), { status: "x", n: "no" }, (w) => seen.push(w));
+    expect(seen).toEqual([{ schema: "Supplier", field: "status", value: "x", count: 1 }]);
+  });
+
+  it("keeps the key order of objects nested several levels deep when zod normalises them", () => {
+    // Six levels, each sent in the reverse of the schema's order; the innermost number comes as a string.
+    let schema: z.ZodType = z.object({ a: z.string(), b: z.coerce.number() });
+    let sent: Record<string, unknown> = { b: "5", a: "x" };
+    let expected: Record<string, unknown> = { b: 5, a: "x" };
+    for (let level = 0; level < 6; level += 1) {
+      schema = z.object({ name: z.string(), inner: schema });
+      sent = { inner: sent, name: `level-${level}` };
+      expected = { inner: expected, name: `level-${level}` };
+    }
+    const result = parseWithDrift(schema, sent);
+    expect(result.success && JSON.stringify(result.data)).toBe(JSON.stringify(expected));
+  });
+
   it("keeps concurrent parses apart", async () => {
     const runs = await Promise.all(
       ["a", "b", "c"].map(async (value) => {
