@@ -397,6 +397,41 @@ describe("OAuthTokenProvider", () => {
     expect(tokenEvents).toEqual(["rotated_elsewhere"]);
   });
 
+  it("refreshes with the stored refresh token when the tokens another process rotated carry an expired access token", async () => {
+    const clock = fakeClock();
+    const store = memoryStore({ refreshToken: "rt-1", accessToken: "expired-access", accessTokenExpiresAt: clock.now() - 1 });
+    const fresh = jwt({ n: 10, exp: Math.floor((clock.now() + 15 * MINUTE) / 1000) });
+    const fetch = scriptedFetch((call) => {
+      if ((call.body as Record<string, string>).refresh_token === "rt-1") {
+        // The other process rotated first; the access token it saved has expired since.
+        store.set({ refreshToken: "rt-9", accessToken: "stale-from-other-process", accessTokenExpiresAt: clock.now() - 1 });
+        return json(401, { error: "invalid_grant" });
+      }
+      return json(200, { access_token: fresh, token_type: "Bearer", refresh_token: "rt-10" });
+    });
+    const events: TokenEvent[] = [];
+    const provider = new OAuthTokenProvider({ baseUrl: BASE_URL, clientId: "c", clientSecret: CLIENT_SECRET, store, fetch, clock, onEvent: (e) => events.push(e) });
+    expect(await provider.getAccessToken()).toBe(fresh);
+    expect(fetch.calls.map((c) => (c.body as Record<string, string>).refresh_token)).toEqual(["rt-1", "rt-9"]);
+    expect(store.saves.map((t) => t.refreshToken)).toEqual(["rt-10"]);
+    expect(events).toEqual(["rotated_elsewhere", "refreshed"]);
+  });
+
+  it("reports each successful refresh as refreshed", async () => {
+    const { provider, tokenEvents } = setup();
+    await provider.getAccessToken();
+    expect(tokenEvents).toEqual(["refreshed"]);
+  });
+
+  it("refreshes once the access token is exactly refreshSkewMs from expiry", async () => {
+    const clock = fakeClock();
+    const store = memoryStore({ refreshToken: "rt-1", accessToken: "at-1", accessTokenExpiresAt: clock.now() + MINUTE });
+    const fetch = scriptedFetch(json(200, { access_token: "at-2", token_type: "Bearer", refresh_token: "rt-2" }));
+    const provider = new OAuthTokenProvider({ baseUrl: BASE_URL, clientId: "c", clientSecret: CLIENT_SECRET, store, fetch, clock, refreshSkewMs: MINUTE });
+    expect(await provider.getAccessToken()).toBe("at-2");
+    expect(fetch.calls).toHaveLength(1);
+  });
+
   it("throws ReauthorizationRequiredError when its refresh is answered 401 and nobody rotated", async () => {
     const clock = fakeClock();
     const store = memoryStore({ refreshToken: "rt-reused" });
@@ -518,6 +553,8 @@ describe("OAuthTokenProvider", () => {
     const { provider, store, fetch, clock } = setup({ stored: { refreshToken: "rt-1", accessToken: "fresh-access", accessTokenExpiresAt: start + 10 * MINUTE } });
     provider.close();
     expect(await provider.getAccessToken()).toBe("fresh-access");
+    // A 401 to a token another caller already replaced is answered with the replacement, no refresh needed.
+    expect(await provider.refreshAfterUnauthorized("replaced-access")).toBe("fresh-access");
 
     clock.advance(10 * MINUTE);
     await expect(provider.getAccessToken()).rejects.toBeInstanceOf(TokenUnavailableError);
