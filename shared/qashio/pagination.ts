@@ -39,8 +39,8 @@ export interface WalkOptions {
   /** Safety stop against a provider that never says "last page". @default 10_000 */
   readonly maxPages?: number;
   /**
-   * Receives items that failed their schema. Without it, an invalid item ends the walk with
-   * `InvalidResponseError` rather than being dropped silently.
+   * Receives items that failed their schema, with the number of their page (counted from `startPage`). Without it,
+   * an invalid item ends the walk with `InvalidResponseError` rather than being dropped silently.
    */
   readonly onInvalid?: (item: InvalidItem, page: number) => void;
 }
@@ -131,16 +131,17 @@ export async function* pagesByTotalPages<P extends { readonly page: number; read
  */
 export async function* itemsOf<T>(
   pages: AsyncIterable<{ readonly data: T[]; readonly invalid: readonly InvalidItem[] }>,
-  options: Pick<WalkOptions, "onInvalid"> = {},
+  options: Pick<WalkOptions, "onInvalid" | "startPage"> = {},
 ): AsyncGenerator<T, void, undefined> {
-  let index = 0;
+  // The walkers read consecutive pages from startPage (a core card list's next_page is the next one too).
+  let number = (options.startPage ?? 1) - 1;
   for await (const page of pages) {
-    index += 1;
+    number += 1;
     for (const item of page.invalid) {
       if (!options.onInvalid) {
-        throw new InvalidResponseError(`item ${item.index} of page ${index} does not match its schema`, { issues: item.issues });
+        throw new InvalidResponseError(`item ${item.index} of page ${number} does not match its schema`, { issues: item.issues });
       }
-      options.onInvalid(item, index);
+      options.onInvalid(item, number);
     }
     yield* page.data;
   }

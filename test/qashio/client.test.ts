@@ -532,6 +532,21 @@ describe("QashioClient iterators", () => {
     expect(fetch.calls.map((c) => c.url.searchParams.get("page"))).toEqual(["3", "4"]);
   });
 
+  it("names the provider's page of an invalid item in a walk that starts at startPage", async () => {
+    const fetch = routedFetch((call) => {
+      const page = Number(call.url.searchParams.get("page"));
+      return listOf(page === 4 ? [transactionFixture({ id: null })] : [transactionFixture()], page, 4);
+    });
+    const { client } = clientWith(fetch);
+    const pages: number[] = [];
+    for await (const _ of client.iterateTransactions({}, { startPage: 3, onInvalid: (_item, page) => pages.push(page) })) void _;
+    expect(pages).toEqual([4]);
+    const strict = async () => {
+      for await (const _ of client.iterateTransactions({}, { startPage: 3 })) void _;
+    };
+    await expect(strict()).rejects.toThrow("item 0 of page 4 does not match its schema");
+  });
+
   it("stops at maxPages when the provider never says the last page", async () => {
     const fetch = routedFetch((call) => listOf([], Number(call.url.searchParams.get("page")), 1_000_000));
     const { client } = clientWith(fetch);
