@@ -111,6 +111,35 @@ describe("GET /public/v1/erp/transactions", () => {
     expect(children.body.data.every((t: { parent_qashio_id: string }) => t.parent_qashio_id === child?.parent_qashio_id)).toBe(true);
   });
 
+  it("pages the children of one parent by page_size, newest first, with the pagination totals of all of them", async () => {
+    const purchase = (await h.json(`${LIST}?transaction_category=purchase`)).body.data[0] as Row;
+    const created = (await h.json(`/_sandbox/companies/${h.companyId}/transactions`, { body: { count: 3, parent_qashio_id: purchase.qashio_id }, token: null })).body.data as Row[];
+    const children = (await h.json(`${LIST}?parent_qashio_id=${purchase.qashio_id}&page_size=100`)).body.data as Row[];
+    expect(children.slice(0, 3).map((t) => t.id)).toEqual(created.map((t) => t.id).reverse());
+    for (const page of [1, 2]) {
+      const { body } = await h.json(`${LIST}?parent_qashio_id=${purchase.qashio_id}&page_size=1&page=${page}`);
+      expect(body.data.map((t: Row) => t.id)).toEqual([children[page - 1]?.id]);
+      expect(body.pagination).toMatchObject({ page, page_size: 1, total_records: children.length, total_pages: children.length, has_next: true, has_previous: page > 1 });
+    }
+  });
+
+  it("filters on transaction_status, which only the single read shows", async () => {
+    const all = (await h.json(`${LIST}?page_size=100`)).body.data as Row[];
+    const statusOf = new Map<string, string>();
+    for (const t of all) statusOf.set(t.id, (await h.json(`${LIST}/${t.id}`)).body.data.transaction_status);
+    const wanted = statusOf.get(all[5]?.id);
+    const { body } = await h.json(`${LIST}?transaction_status=${wanted}&page_size=100`);
+    expect(body.data.map((t: Row) => t.id)).toEqual(all.filter((t) => statusOf.get(t.id) === wanted).map((t) => t.id));
+    expect(body.data.length).toBeLessThan(all.length);
+    expect(body.pagination.total_records).toBe(body.data.length);
+  });
+
+  it("takes the Bearer scheme in any letter case (RFC 7235 §2.1: auth schemes are case-insensitive)", async () => {
+    for (const scheme of ["bearer", "BEARER"]) {
+      expect((await h.json(LIST, { token: null, headers: { authorization: `${scheme} ${h.tokens.access_token}` } })).status, scheme).toBe(200);
+    }
+  });
+
   it("matches employee_id case-insensitively and in part, as a text filter (§8.2 rule 5)", async () => {
     const all = (await h.json(`${LIST}?page_size=100`)).body.data as Row[];
     const employee = String((all[5] as Row).employee_id);
@@ -226,11 +255,26 @@ describe("client_sync_status state machine and acknowledge", () => {
     expect(detail.client_sync_status).toBe("synced");
   });
 
-  it("is idempotent: acknowledging a synced transaction keeps it synced", async () => {
+  it("is idempotent: acknowledging a synced transaction keeps it synced, an id sent twice counted once", async () => {
     const [tx] = (await h.json(`${LIST}?client_sync_status=synced`)).body.data as { id: string }[];
-    const { status } = await h.json(ACK, { body: { transaction_ids: [tx?.id, tx?.id] } });
+    const { status, body } = await h.json(ACK, { body: { transaction_ids: [tx?.id, tx?.id] } });
     expect(status).toBe(200);
+    expect(body.data).toEqual({ acknowledged: 1, transaction_ids: [tx?.id], client_sync_status: "synced" });
     expect((await h.json(`${LIST}/${tx?.id}`)).body.data.client_sync_status).toBe("synced");
+  });
+
+  it("lists transactions under a status their backlog held none of: acknowledged ones as synced, then changed ones as outdated", async () => {
+    await h.json("/_sandbox/reset", { body: { transactions: 30 }, token: null });
+    expect((await h.json(`${LIST}?client_sync_status=synced`)).body.pagination.total_records).toBe(0);
+    const ids = (await h.json(`${LIST}?client_sync_status=not_synced&page_size=3`)).body.data.map((t: Row) => t.id) as string[];
+    expect((await h.json(ACK, { body: { transaction_ids: ids } })).status).toBe(200);
+    const synced = (await h.json(`${LIST}?client_sync_status=synced`)).body;
+    expect(synced.data.map((t: Row) => t.id)).toEqual(ids);
+    expect(synced.pagination.total_records).toBe(3);
+    await h.json(`/_sandbox/companies/${h.companyId}/transactions/${ids[1]}`, { method: "PATCH", body: { memo: "corrected" }, token: null });
+    expect((await h.json(`${LIST}?client_sync_status=outdated`)).body.data.map((t: Row) => t.id)).toEqual([ids[1]]);
+    expect((await h.json(`${LIST}?client_sync_status=synced`)).body.data.map((t: Row) => t.id)).toEqual([ids[0], ids[2]]);
+    expect((await h.json(`${LIST}?client_sync_status=not_synced`)).body.pagination.total_records).toBe(27);
   });
 
   it("refuses unknown and other-company ids with one NOT_FOUND per id and acknowledges nothing", async () => {
@@ -261,6 +305,10 @@ describe("client_sync_status state machine and acknowledge", () => {
     const { status, body } = await h.json(ACK, { body: { transaction_ids: ids } });
     expect(status).toBe(400);
     expect(errorCodes(body)).toEqual(["transaction_ids:OUT_OF_RANGE"]);
+    // 1000 is within the cap: the batch is checked id by id (every one unknown here).
+    const atCap = await h.json(ACK, { body: { transaction_ids: ids.slice(0, 1000) } });
+    expect(errorCodes(atCap.body)).not.toContain("transaction_ids:OUT_OF_RANGE");
+    expect(errorCodes(atCap.body)).toHaveLength(1000);
   });
 
   it("needs the transactions:write scope", async () => {
