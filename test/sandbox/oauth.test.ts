@@ -1,6 +1,6 @@
 import { beforeEach, describe, expect, it } from "vitest";
 import { TokenSetSchema, ValidateResponseSchema } from "../../shared/qashio/schemas/index.js";
-import { ACCESS_TOKEN_TTL_SECONDS } from "../../sandbox/index.js";
+import { ACCESS_TOKEN_TTL_SECONDS, REFRESH_TOKEN_TTL_SECONDS } from "../../sandbox/index.js";
 import { BASE, CLIENT, REDIRECT_URI, harness, type Harness, type Row } from "./helpers.js";
 
 let h: Harness;
@@ -208,6 +208,17 @@ describe("POST /oauth2/token, refresh_token grant", () => {
     expect((await refresh(b.refresh_token)).status).toBe(200);
   });
 
+  it("takes a refresh token until its lifetime has passed in sandbox time, then answers 401 invalid_grant (§4.2)", async () => {
+    const early = (await exchange(code())).body;
+    const late = (await exchange(code())).body;
+    h.sandbox.control.advanceClock(REFRESH_TOKEN_TTL_SECONDS - 1);
+    expect((await refresh(early.refresh_token)).status).toBe(200);
+    h.sandbox.control.advanceClock(1);
+    const expired = await refresh(late.refresh_token);
+    expect(expired.status).toBe(401);
+    expect(expired.body).toEqual({ error: "invalid_grant", error_description: expect.any(String) });
+  });
+
   it("answers 401 for an unknown refresh token", async () => {
     expect((await refresh("rt_unknown")).status).toBe(401);
   });
@@ -293,6 +304,18 @@ describe("GET and POST /oauth2/authorize", () => {
     expect(location.searchParams.get("error")).toBe("access_denied");
     expect(location.searchParams.get("state")).toBe("s-2");
     expect(location.searchParams.has("code")).toBe(false);
+  });
+
+  it("issues a code only on an explicit approval: a decision missing or unknown is a denial (§4.2)", async () => {
+    for (const decision of [undefined, "", "yes"]) {
+      const form = new URLSearchParams({ response_type: "code", client_id: "sandbox-client", redirect_uri: REDIRECT_URI, state: "s-4", company_id: h.companyId });
+      if (decision !== undefined) form.set("decision", decision);
+      const res = await h.sandbox.fetch(`${BASE}/oauth2/authorize`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: form.toString(), redirect: "manual" });
+      const location = new URL(res.headers.get("location") ?? "");
+      expect(location.searchParams.get("error"), String(decision)).toBe("access_denied");
+      expect(location.searchParams.get("state")).toBe("s-4");
+      expect(location.searchParams.has("code")).toBe(false);
+    }
   });
 
   it("never redirects to an unregistered redirect_uri or for an unknown client", async () => {
