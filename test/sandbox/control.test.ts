@@ -200,6 +200,18 @@ describe("faults", () => {
     expect((await h.json(`${LIST}/acknowledge`, { body: { transaction_ids: [tx.id] } })).status).toBe(200);
   });
 
+  it("fails only requests matching both the method and the path prefix, with the RATE_LIMITED code for a 429", async () => {
+    await control("/faults", { method: "GET", path_prefix: LIST, status: 429, count: 1 });
+    const card = (await h.json("/public/v1/erp/cards")).body.data[0] as Row | undefined;
+    expect(card).toBeDefined();
+    const mine = (await control(`/companies/${h.companyId}/transactions`, { count: 1 })).body.data[0] as Row;
+    expect((await h.json(`${LIST}/acknowledge`, { body: { transaction_ids: [mine.id] } })).status).toBe(200);
+    expect((await control("/faults")).body.data).toEqual([{ method: "GET", pathPrefix: LIST, status: 429, count: 1 }]);
+    const { status, body } = await h.json(`${LIST}?page_size=1`);
+    expect(status).toBe(429);
+    expect(errorCodes(body)).toEqual(["null:RATE_LIMITED"]);
+  });
+
   it("drives the client's retry on 429 with Retry-After, without real sleeps", async () => {
     await control("/faults", { path_prefix: LIST, status: 429, count: 1, retry_after: 3 });
     const clock = instantClock();
@@ -226,8 +238,11 @@ describe("faults", () => {
   it("delays the answer by delay_ms of real time", async () => {
     await control("/faults", { path_prefix: LIST, delay_ms: 60, count: 1 });
     const started = performance.now();
-    expect((await h.call(LIST)).status).toBe(200);
+    const { status, body } = await h.json(LIST);
     expect(performance.now() - started).toBeGreaterThanOrEqual(55);
+    expect(status).toBe(200);
+    expect(body).toMatchObject({ status_code: 200, success: true });
+    expect(body.data).toHaveLength(10);
   });
 
   it("lets an aborted request reject at once while the delay runs, which the client reports as a timeout", async () => {
