@@ -351,6 +351,7 @@ describe("POST /public/v1/core/cards/{cardId}/update_velocity_limit", () => {
     const body = { spend_limit_active: true, spend_limit_period: "DAILY", spend_limit_max_amount: 2500, spend_limit_frequency: 10 };
     const res = await h.json(`${CORE}/${card.id}/update_velocity_limit`, { body });
     expect(res.status).toBe(201);
+    expect(res.body.status_code).toBe(201);
     expect(res.body.message).toMatch(/created/i);
     const updated = successEnvelope(CoreCardWriteDataSchema).parse(res.body).data.card;
     expect(updated.spend_limit).toMatchObject({ active: true, period: "DAILY", max_amount: 2500, frequency: 10 });
@@ -441,6 +442,7 @@ describe("POST /public/v1/core/user_profiles/invite", () => {
   it("lists an empty address under failed like any other it cannot invite, and still invites the valid ones (§4.10)", async () => {
     const { status, body } = await h.json("/public/v1/core/user_profiles/invite", { body: { end_user: ["empty.beside@falcongate.ae", ""] } });
     expect(status).toBe(201);
+    expect(body.status_code).toBe(201);
     expect(body.data.summary.success_emails.end_user).toEqual(["empty.beside@falcongate.ae"]);
     expect(body.data.summary.failed_emails.end_user).toEqual([""]);
   });
