@@ -209,6 +209,11 @@ describe("GET /public/v1/erp/transactions/{id}", () => {
     expect(Number(detail.clearing_amount) + Number(detail.clearing_fee)).toBeCloseTo(Number(withFee?.clearing_amount), 2);
     expect(detail.erp_company?.id).toBe(h.companyId);
     expect(["draft", "pushed", "synced", "failed"]).toContain(detail.transaction_status);
+    // §2.2 rule 2: these are what the single read adds; the list has none of them.
+    for (const field of ["transaction_status", "transaction_fee_amount", "clearing_fee", "erp_company"]) {
+      expect(detail).toHaveProperty(field);
+      expect(all.filter((t) => field in t), field).toEqual([]);
+    }
   });
 
   it("answers 400 for a CT reference or another malformed id", async () => {
