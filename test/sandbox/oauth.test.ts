@@ -162,6 +162,13 @@ describe("POST /oauth2/token, client authentication with HTTP Basic (RFC 6749 §
     expect(res.headers.get("www-authenticate")).toMatch(/^Basic /);
   });
 
+  it("answers 401 invalid_client with the challenge to Basic credentials without the colon between id and secret", async () => {
+    const res = await exchangeWith(`Basic ${Buffer.from(`${CLIENT.client_id}${CLIENT.client_secret}`).toString("base64")}`, { client_id: CLIENT.client_id });
+    expect(res.status).toBe(401);
+    expect(res.body.error).toBe("invalid_client");
+    expect(res.headers.get("www-authenticate")).toMatch(/^Basic /);
+  });
+
   it("answers 400 invalid_request to credentials sent both in the header and in the body", async () => {
     const res = await exchangeWith(basic(CLIENT.client_id, CLIENT.client_secret), { client_secret: CLIENT.client_secret });
     expect(res.status).toBe(400);
@@ -315,6 +322,17 @@ describe("GET and POST /oauth2/authorize", () => {
       expect(location.searchParams.get("error"), String(decision)).toBe("access_denied");
       expect(location.searchParams.get("state")).toBe("s-4");
       expect(location.searchParams.has("code")).toBe(false);
+    }
+  });
+
+  it("answers an approval naming no company of the sandbox 400 on the page, issuing no code", async () => {
+    for (const companyId of [undefined, "nope"]) {
+      const form = new URLSearchParams({ response_type: "code", client_id: "sandbox-client", redirect_uri: REDIRECT_URI, state: "s-5", decision: "approve" });
+      if (companyId !== undefined) form.set("company_id", companyId);
+      const res = await h.sandbox.fetch(`${BASE}/oauth2/authorize`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: form.toString(), redirect: "manual" });
+      expect(res.status, String(companyId)).toBe(400);
+      expect(res.headers.get("location")).toBeNull();
+      expect(await res.text()).toContain('id="error"');
     }
   });
 
