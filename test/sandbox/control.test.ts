@@ -225,7 +225,7 @@ describe("faults", () => {
     await expect(client.listTransactions()).rejects.toBeInstanceOf(ServerError);
   });
 
-  it("answers a body that is not JSON when malformed", async () => {
+  it("answers a body that is not JSON when malformed, with the status given or 200", async () => {
     await control("/faults", { path_prefix: LIST, malformed: true, count: 1 });
     const res = await h.call(LIST);
     expect(res.status).toBe(200);
@@ -233,6 +233,10 @@ describe("faults", () => {
     expect(res.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
     await control("/faults", { path_prefix: LIST, malformed: true, count: 1 });
     await expect(h.client.listTransactions()).rejects.toBeInstanceOf(InvalidResponseError);
+    await control("/faults", { path_prefix: LIST, malformed: true, status: 502, count: 1 });
+    const failed = await h.call(LIST);
+    expect(failed.status).toBe(502);
+    await expect(failed.json()).rejects.toThrow();
   });
 
   it("delays the answer by delay_ms of real time", async () => {
@@ -271,6 +275,8 @@ describe("faults", () => {
     await control("/faults", { status: 500, count: 3 });
     expect((await control("/companies")).status).toBe(200);
     expect((await control("/faults")).body.data).toEqual([{ status: 500, count: 3 }]);
+    expect((await h.json(LIST)).status).toBe(500);
+    expect((await control("/faults")).body.data).toEqual([{ status: 500, count: 2 }]);
     expect((await control("/faults", undefined, "DELETE")).status).toBe(200);
     expect((await h.json(LIST)).status).toBe(200);
   });
