@@ -447,6 +447,13 @@ describe("POST /public/v1/core/user_profiles/invite", () => {
     expect(body.data.summary.failed_emails.end_user).toEqual([""]);
   });
 
+  it("processes ten addresses at once, with a summary", async () => {
+    const emails = Array.from({ length: 10 }, (_, i) => `batch${i}@falcongate.ae`);
+    const { status, body } = await h.json("/public/v1/core/user_profiles/invite", { body: { end_user: emails } });
+    expect(status).toBe(201);
+    expect(body.data.summary.total_processed).toEqual({ success: 10, failed: 0, total: 10 });
+  });
+
   it("queues more than ten addresses and answers without a summary", async () => {
     const emails = Array.from({ length: 11 }, (_, i) => `temp${i}@falcongate.ae`);
     const { status, body } = await h.json("/public/v1/core/user_profiles/invite", { body: { end_user: emails } });
