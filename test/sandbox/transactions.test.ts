@@ -184,6 +184,8 @@ describe("GET /public/v1/erp/transactions", () => {
     const { status, body } = await h.json(LIST, { token: forged });
     expect(status).toBe(401);
     expect(errorCodes(body)).toEqual(["null:UNAUTHORIZED"]);
+    // RFC 6750 §3: a 401 to a bearer-protected resource carries the Bearer challenge.
+    expect((await h.json(LIST, { token: null })).headers.get("www-authenticate")).toMatch(/^Bearer /);
   });
 
   it("answers 403 when the company's API access is disabled, and when the token lacks the scope", async () => {
@@ -226,7 +228,9 @@ describe("GET /public/v1/erp/transactions/{id}", () => {
   });
 
   it("answers 404 for an unknown id and for another company's transaction", async () => {
-    expect((await h.json(`${LIST}/2f1e7c52-0d3b-4c5a-9e8f-000000000000`)).status).toBe(404);
+    const unknown = await h.json(`${LIST}/2f1e7c52-0d3b-4c5a-9e8f-000000000000`);
+    expect(unknown.status).toBe(404);
+    expect(errorCodes(unknown.body)).toEqual(["transactionId:NOT_FOUND"]);
     const other = await tokensFor(h.sandbox, h.otherCompanyId);
     const [theirs] = (await h.json(LIST, { token: other.access_token })).body.data as { id: string }[];
     const { status, body } = await h.json(`${LIST}/${theirs?.id}`);
@@ -245,6 +249,7 @@ describe("client_sync_status state machine and acknowledge", () => {
     expect(ack.status).toBe(200);
     successEnvelope(z.looseObject({ acknowledged: z.number() })).parse(ack.body);
     expect(ack.body.data).toMatchObject({ acknowledged: 3, transaction_ids: ids });
+    expect(ack.body.message).toEqual(expect.any(String)); // §4.1: present on writes
 
     const after = (await h.json(`${LIST}?client_sync_status=not_synced&page_size=100`)).body;
     expect(after.pagination.total_records).toBe(before.pagination.total_records - 3);
