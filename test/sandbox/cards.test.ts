@@ -278,6 +278,8 @@ describe("PUT /public/v1/core/cards/{cardId}/change_status (suspension)", () => 
     const { status, body } = await h.json(`${CORE}/${card.id}/change_status`, { method: "PUT", body: { status: "suspended", reason: "lost" } });
     expect(status).toBe(200);
     expect(successEnvelope(ChangeStatusDataSchema).parse(body).data.message).toMatch(/processed/);
+    // §4.9: the envelope's own `message` is a resource-updated text, beside `data.message`.
+    expect(body.message).toMatch(/updated/i);
     expect((await h.json(`${ERP}/${card.id}`)).body.data.status).toBe("Active");
     h.sandbox.control.advanceClock(SUSPENSION_PROCESSING_SECONDS - 1);
     expect((await h.json(`${ERP}/${card.id}`)).body.data.status).toBe("Active");
