@@ -52,13 +52,9 @@ process.on("SIGINT", stop);
 process.on("SIGTERM", stop);
 // A closed stdout or stderr (`npm start | head`, a log pipe that went away) asks for a clean stop, as a first Ctrl-C
 // does, instead of an unhandled 'error' event (EPIPE) that kills the process wherever it is: mid-cycle, during a token
-// refresh, or with the demo's temp directory (tokens included) left behind. Later write errors change nothing.
-let outputClosed = false;
-const onOutputError = () => {
-  if (outputClosed) return;
-  outputClosed = true;
-  controller.abort();
-};
+// refresh, or with the demo's temp directory (tokens included) left behind. Later write errors change nothing (an
+// abort is once only).
+const onOutputError = () => controller.abort();
 process.stdout.on("error", onOutputError);
 process.stderr.on("error", onOutputError);
 

@@ -334,7 +334,7 @@ export function readAuthorizeSettings(env: Env, cwd: string, options: { tokensIn
   const authorizeText = r.raw(AUTHORIZE_URL_ENV_VAR);
   const authorizeUrl = (authorizeText !== undefined ? r.url(AUTHORIZE_URL_ENV_VAR, authorizeText) : undefined) ?? provider.baseUrl;
   const stateDir = pathSetting(r, "BRIDGE_STATE_DIR", cwd, DEFAULT_STATE_DIR);
-  if (options.tokensInSecret !== true && !r.refused.has("BRIDGE_STATE_DIR")) checked(r, "BRIDGE_STATE_DIR", stateDir, () => checkStateDir(r, stateDir));
+  if (options.tokensInSecret !== true) checked(r, "BRIDGE_STATE_DIR", stateDir, () => checkStateDir(r, stateDir));
   const tenant = r.raw("BRIDGE_TENANT");
   if (tenant !== undefined) checkTenant(r, tenant);
   const optional = options.tokensInSecret === true ? ["QASHIO_CLIENT_ID", "QASHIO_CLIENT_SECRET"] : [];
@@ -401,9 +401,11 @@ function pathSetting(r: Reader, name: string, cwd: string, fallback: string): st
 
 /**
  * Runs a path check of `setting`, turning a file system error it meets (a stat refused: EACCES under a directory this
- * user cannot enter) into that setting's problem; returns whether the path is usable.
+ * user cannot enter) into that setting's problem; returns whether the path is usable. A setting refused outright (a
+ * leading ~) is not checked: its path is not the one the person meant, so checking it would only add noise.
  */
 function checked(r: Reader, setting: string, path: string, check: () => boolean | void): boolean {
+  if (r.refused.has(setting)) return false;
   try {
     return check() !== false;
   } catch (error) {
@@ -414,9 +416,8 @@ function checked(r: Reader, setting: string, path: string, check: () => boolean 
 
 /** Problems of the paths and the token seed that would otherwise surface only mid-run, one issue per setting. */
 function checkPaths(r: Reader, stateDir: string, eventsFile: string): void {
-  // A path refused outright (a leading ~) is not the one the person meant: checking it would only add noise.
-  const stateUsable = !r.refused.has("BRIDGE_STATE_DIR") && checked(r, "BRIDGE_STATE_DIR", stateDir, () => checkStateDir(r, stateDir));
-  if (!r.refused.has("BRIDGE_EVENTS_FILE")) checked(r, "BRIDGE_EVENTS_FILE", eventsFile, () => checkEventsFile(r, eventsFile));
+  const stateUsable = checked(r, "BRIDGE_STATE_DIR", stateDir, () => checkStateDir(r, stateDir));
+  checked(r, "BRIDGE_EVENTS_FILE", eventsFile, () => checkEventsFile(r, eventsFile));
   if (stateUsable && r.raw("QASHIO_REFRESH_TOKEN") === undefined) {
     const tokens = join(stateDir, STATE_FILES.tokens);
     checked(r, "BRIDGE_STATE_DIR", tokens, () => {
