@@ -335,6 +335,25 @@ describe("JsonlEventPublisher", () => {
     });
   });
 
+  it("stamps the documented account and region on the envelope when none is given", async () => {
+    const file = path.join(dir, "events.jsonl");
+    await new JsonlEventPublisher({ file }).publish([sampleEvent(1)]);
+    expect(JSON.parse(await readFile(file, "utf8"))).toMatchObject({ account: "000000000000", region: "local" });
+  });
+
+  it("writes a batch whose text takes three bytes a character, more than the scratch buffer first holds, whole", async () => {
+    const file = path.join(dir, "events.jsonl");
+    const event = sampleEvent(1);
+    // 800,000 characters, 2.4 MB of UTF-8: the buffer must be sized by bytes, not characters, or the line is cut.
+    const wide = { ...event, detail: { ...event.detail, data: { object: { ...event.detail.data.object, memo: "€".repeat(800_000) } } } };
+    await new JsonlEventPublisher({ file }).publish([wide, sampleEvent(2)]);
+    const details = (await readFile(file, "utf8"))
+      .trimEnd()
+      .split("\n")
+      .map((line) => (JSON.parse(line) as { detail: unknown }).detail);
+    expect(details).toEqual([wide.detail, sampleEvent(2).detail]);
+  });
+
   it("serialises an envelope to a line that parses back to the same envelope, hashed objects included", () => {
     const event = sampleEvent(3);
     const withExtras = {
@@ -412,6 +431,15 @@ describe("JsonlEventPublisher", () => {
       const { file, publisher } = await rig(lineOf(1) + torn);
       await publisher.publish([sampleEvent(3)]);
       expect(await detailIds(file)).toEqual([sampleEvent(1).detail.id, sampleEvent(3).detail.id]);
+    });
+
+    it("keeps the whole line whose newline is the first byte of the last read", async () => {
+      // The torn line is one read (64 KiB) long but a byte: the newline before it opens the bytes read first.
+      const torn = lineOf(3).slice(0, 30) + "x".repeat(64 * 1024 - 1 - 30);
+      const { file, publisher, warnings } = await rig(lineOf(1) + lineOf(2) + torn);
+      await publisher.publish([sampleEvent(3)]);
+      expect(await detailIds(file)).toEqual([1, 2, 3].map((n) => sampleEvent(n).detail.id));
+      expect(warnings).toEqual([expect.objectContaining({ attributes: { file, bytes: Buffer.byteLength(torn) } })]);
     });
 
     it("cuts the NUL bytes a power loss can leave where unsynced data was, and a torn first line", async () => {

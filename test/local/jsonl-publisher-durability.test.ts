@@ -4,6 +4,7 @@
  * could still take back. Nothing else shows a missing fsync: the file reads the same either way until the power goes.
  */
 import type * as nodeFs from "node:fs";
+import { existsSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -65,6 +66,12 @@ describe("JsonlEventPublisher durability", () => {
     journal.events.length = 0;
     await publisher.publish([sampleEvent(3)]);
     expect(eventsFileJournal()).toEqual(["write <events>", "fsync <events>"]);
+  });
+
+  it("writes and fsyncs nothing for an empty batch (a cycle that found no change)", async () => {
+    await new JsonlEventPublisher({ file }).publish([]);
+    expect(eventsFileJournal()).toEqual([]);
+    expect(existsSync(file)).toBe(false);
   });
 
   it("makes the events durable before the engine writes the batch's snapshots and acknowledges it", async () => {

@@ -75,6 +75,18 @@ describe("JsonlEventPublisher after a write that fails part-way", () => {
     expect(await detailIds()).toEqual([1, 2].map((n) => sampleEvent(n).detail.id));
   });
 
+  it("cuts a failed write back to where the torn line it cut off began, not to the length the file had", async () => {
+    const publisher = await tornAndNotCutBack();
+    faults.failTruncate = false;
+    faults.tearNextWrite = true;
+    await expect(publisher.publish([sampleEvent(2)])).rejects.toThrow(/ENOSPC/);
+    // Cut back to the old length, the file would grow NUL bytes where the torn line was.
+    expect(await readFile(file, "utf8")).not.toContain("\0");
+    expect(await detailIds()).toEqual([sampleEvent(1).detail.id]);
+    await publisher.publish([sampleEvent(2)]);
+    expect(await detailIds()).toEqual([1, 2].map((n) => sampleEvent(n).detail.id));
+  });
+
   it("starts a new line after the torn one when the file cannot be cut back at all", async () => {
     const publisher = await tornAndNotCutBack();
     await publisher.publish([sampleEvent(2)]);
