@@ -212,6 +212,50 @@ describe("FileQuarantine", () => {
     expect((await quarantine.list()).map((r) => r.id)).toEqual(["a", "b"]);
   });
 
+  it("lists records of the same time in id order, whatever order they were put in", async () => {
+    const quarantine = new FileQuarantine(dir);
+    const base = { kind: "card" as const, reason: "validation: x", raw: {}, at: "2025-01-15T10:00:01.000Z" };
+    // Neither the order put, its reverse, nor file name (byte) order: "B" sorts between "a" and "c".
+    for (const id of ["a", "c", "B"]) await quarantine.put({ ...base, id });
+    expect((await quarantine.list()).map((r) => r.id)).toEqual(["a", "B", "c"]);
+  });
+
+  it("keeps an id that holds path separators inside its directory, as one record", async () => {
+    const quarantine = new FileQuarantine(dir);
+    const base = { kind: "card" as const, reason: "validation: x", raw: {}, at: "2025-01-15T10:00:01.000Z" };
+    await quarantine.put({ ...base, id: "../r1" });
+    await quarantine.put({ ...base, id: "a/b" });
+    expect((await quarantine.list()).map((r) => r.id)).toEqual(["../r1", "a/b"]);
+    expect(await readdir(dir)).toEqual(["quarantine"]);
+    await quarantine.delete("../r1");
+    expect((await quarantine.list()).map((r) => r.id)).toEqual(["a/b"]);
+  });
+
+  it("lists and counts record files only, not a write in progress or a file left there by hand", async () => {
+    const quarantine = new FileQuarantine(dir);
+    await quarantine.put({ id: "r1", kind: "card", reason: "validation: x", raw: {}, at: "2025-01-15T10:00:01.000Z" });
+    for (const name of ["r2.json.4343.0a1b2c3d.tmp", "notes.txt"]) await writeFile(path.join(dir, "quarantine", name), "{}");
+    expect((await quarantine.list()).map((r) => r.id)).toEqual(["r1"]);
+    expect(await quarantine.size()).toBe(1);
+  });
+
+  it.each([
+    ["not JSON", "{ not json", "Quarantine record is not valid JSON"],
+    ["JSON without the members of a record", '{"id":"r1","reason":"validation: x"}', "Quarantine record is not a record"],
+  ])("reports a record file holding %s as corrupt, naming the file", async (_what, text, message) => {
+    await mkdir(path.join(dir, "quarantine"));
+    const file = path.join(dir, "quarantine", "r1.json");
+    await writeFile(file, text);
+    await expect(new FileQuarantine(dir).list()).rejects.toMatchObject({ name: "CorruptStateError", message, file });
+  });
+
+  it("creates a missing state directory and its quarantine directory readable by their owner only (records hold raw bodies)", async () => {
+    const quarantine = new FileQuarantine(path.join(dir, "new-state"));
+    await quarantine.put({ id: "r1", kind: "card", reason: "validation: x", raw: {}, at: "2025-01-15T10:00:01.000Z" });
+    expect((await stat(path.join(dir, "new-state"))).mode & 0o777).toBe(0o700);
+    expect((await stat(path.join(dir, "new-state", "quarantine"))).mode & 0o777).toBe(0o700);
+  });
+
   it("keeps each record readable by its owner only, also when a record found again is rewritten", async () => {
     const quarantine = new FileQuarantine(dir);
     const record = { id: "r1", kind: "card" as const, reason: "validation: x", raw: { id: "CA1" }, at: "2025-01-15T10:00:01.000Z" };
