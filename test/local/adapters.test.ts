@@ -154,6 +154,16 @@ describe("FileTokenStore", () => {
     expect((error as Error).message).not.toContain("secret-value");
   });
 
+  it.each([
+    ["no refresh token", '{"accessToken":"at-1"}'],
+    ["a refresh token that is not a string", '{"refreshToken":42}'],
+    ["null", "null"],
+  ])("reports a token file holding %s as corrupt, naming the file, rather than handing it out as tokens", async (_what, text) => {
+    const store = new FileTokenStore(dir);
+    await writeFile(store.file, text);
+    await expect(store.load()).rejects.toMatchObject({ name: "CorruptStateError", message: "Token file holds no refresh token", file: store.file });
+  });
+
   it("quotes no token from a corrupt file anywhere on the error, its cause chain included", async () => {
     const store = new FileTokenStore(dir);
     // A refresh token pasted in by hand, and a file whose value lost its quotes: JSON.parse's message quotes the text.
