@@ -312,6 +312,38 @@ describe("FileLock", () => {
     expect((await readdir(locks())).sort()).toEqual([fresh, "notes.txt", "refresh.lock"]);
   });
 
+  it("is not blocked by the temp file of a contender killed while creating a generation, before the sweep finds it old", async () => {
+    await mkdir(locks(), { recursive: true });
+    await writeFile(path.join(locks(), "refresh.lock.1.4242.0a1b2c3d.new.tmp"), "{}");
+    const handle = await new FileLock(dir).tryAcquire("refresh", 10_000);
+    expect(handle).toBeDefined();
+    expect(await handle!.renew(10_000)).toBe(true);
+  });
+
+  it("creates a missing state directory and its locks directory owner-only, and its lease files too", async () => {
+    const state = path.join(dir, "new-state");
+    const handle = await new FileLock(state).tryAcquire("refresh", 10_000);
+    const lease = path.join(state, "locks", "refresh.lock");
+    expect((await stat(state)).mode & 0o777).toBe(0o700);
+    expect((await stat(path.join(state, "locks"))).mode & 0o777).toBe(0o700);
+    expect((await stat(lease)).mode & 0o777).toBe(0o600);
+    expect(await handle!.renew(10_000)).toBe(true);
+    expect((await stat(lease)).mode & 0o777).toBe(0o600);
+  });
+
+  it("leaves a lease taken over as its new holder wrote it when the old holder releases late", async () => {
+    const clock = new FakeClock();
+    const old = await new FileLock(dir, { clock }).tryAcquire("refresh", 10_000);
+    clock.advance(10_001);
+    const taken = await new FileLock(dir, { clock }).tryAcquire("refresh", 10_000);
+    const lease = await readFile(path.join(locks(), "refresh.lock.1"), "utf8");
+    await old!.release();
+    // The old holder writes nothing: not its own generation back, which the new holder removed, nor the new one.
+    expect(await readdir(locks())).toEqual(["refresh.lock.1"]);
+    expect(await readFile(path.join(locks(), "refresh.lock.1"), "utf8")).toBe(lease);
+    expect(await taken!.renew(10_000)).toBe(true);
+  });
+
   it("does not renew its lease once it expired, even before anyone took it: a contender may take it over between the check and the write", async () => {
     const clock = new FakeClock();
     const held = await new FileLock(dir, { clock }).tryAcquire("refresh", 10_000);
