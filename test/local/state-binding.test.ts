@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -50,6 +50,31 @@ describe("bindStateDir", () => {
     expect(JSON.parse(readFileSync(join(dir, "binding.json"), "utf8"))).toEqual(owner);
   });
 
+  it("names the fields that differ and the binding file in its message, and holds both bindings", async () => {
+    const dir = freshDir();
+    await bindStateDir(dir, owner);
+    holdState(dir, "tokens");
+    const given = { ...owner, clientId: "client-2", tenant: "globex" };
+    const error = await mismatch(bindStateDir(dir, given));
+    expect(error.message).toBe(`state directory belongs to another clientId, tenant (recorded in ${join(dir, "binding.json")})`);
+    expect(error).toMatchObject({ file: join(dir, "binding.json"), recorded: owner, given });
+  });
+
+  it("creates the directory and its binding file readable by their owner only", async () => {
+    const dir = freshDir();
+    await bindStateDir(dir, owner);
+    expect(statSync(dir).mode & 0o777).toBe(0o700);
+    expect(statSync(join(dir, "binding.json")).mode & 0o777).toBe(0o600);
+  });
+
+  it("records the tenant the first run learns in a directory that authorize bound and filled with tokens", async () => {
+    const dir = freshDir();
+    await bindStateDir(dir, { baseUrl: owner.baseUrl, clientId: owner.clientId });
+    holdState(dir, "tokens");
+    await bindStateDir(dir, owner);
+    expect(JSON.parse(readFileSync(join(dir, "binding.json"), "utf8"))).toEqual(owner);
+  });
+
   it("records the tenant once it is known (authorize binds without one) and holds it from then on", async () => {
     const dir = freshDir();
     await bindStateDir(dir, { baseUrl: owner.baseUrl, clientId: owner.clientId });
@@ -65,6 +90,33 @@ describe("bindStateDir", () => {
     await bindStateDir(dir, { ...owner, clientId: "clinet-1" });
     await bindStateDir(dir, owner);
     expect(JSON.parse(readFileSync(join(dir, "binding.json"), "utf8"))).toEqual(owner);
+  });
+
+  it("follows the settings while the snapshots directory is there but empty", async () => {
+    const dir = freshDir();
+    await bindStateDir(dir, { ...owner, clientId: "clinet-1" });
+    mkdirSync(join(dir, "snapshots"));
+    await bindStateDir(dir, owner);
+    expect(JSON.parse(readFileSync(join(dir, "binding.json"), "utf8"))).toEqual(owner);
+  });
+
+  it("writes nothing when only asked to check (authorize before its sign-in), but still refuses another owner", async () => {
+    const dir = freshDir();
+    await bindStateDir(dir, owner, { checkOnly: true });
+    expect(existsSync(dir)).toBe(false);
+    await bindStateDir(dir, { baseUrl: owner.baseUrl, clientId: owner.clientId });
+    await bindStateDir(dir, owner, { checkOnly: true });
+    expect(JSON.parse(readFileSync(join(dir, "binding.json"), "utf8"))).toEqual({ baseUrl: owner.baseUrl, clientId: owner.clientId });
+    holdState(dir, "tokens");
+    await mismatch(bindStateDir(dir, { ...owner, baseUrl: "https://evil.test" }, { checkOnly: true }));
+  });
+
+  it("does not let a new client id bring another tenant along, even when asked to rebind the client", async () => {
+    const dir = freshDir();
+    await bindStateDir(dir, owner);
+    holdState(dir, "tokens");
+    const error = await mismatch(bindStateDir(dir, { ...owner, clientId: "client-2", tenant: "globex" }, { rebindClient: true }));
+    expect(error.fields).toEqual(["clientId", "tenant"]);
   });
 
   it("lets a new client id take over a directory with state only when asked (authorize), never a new provider", async () => {
@@ -90,6 +142,31 @@ describe("bindStateDir", () => {
       writeFileSync(join(dir, "binding.json"), JSON.stringify(owner));
       await expect(bindStateDir(dir, owner)).resolves.toBeUndefined();
     }
+  });
+
+  it.each([
+    ["no client id", { baseUrl: owner.baseUrl }],
+    ["no provider", { clientId: owner.clientId }],
+    ["a tenant that is not a string", { ...owner, tenant: 7 }],
+  ])("reports a binding file with %s as corrupt state", async (_what, recorded) => {
+    const dir = freshDir();
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, "binding.json"), JSON.stringify(recorded));
+    await expect(bindStateDir(dir, owner)).rejects.toMatchObject({
+      name: "CorruptStateError",
+      message: "state directory binding is not valid JSON of a binding",
+      file: join(dir, "binding.json"),
+    });
+  });
+
+  it("fails, naming the file, when the binding file is there but cannot be read, rather than binding the directory afresh", async () => {
+    const dir = freshDir();
+    mkdirSync(join(dir, "binding.json"), { recursive: true });
+    await expect(bindStateDir(dir, owner)).rejects.toMatchObject({
+      name: "LocalStateError",
+      message: "state directory binding cannot be read",
+      file: join(dir, "binding.json"),
+    });
   });
 
   it("reports an unreadable binding as corrupt state instead of rebinding the directory", async () => {
