@@ -3,7 +3,7 @@ import { mockClient } from "aws-sdk-client-mock";
 import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
 import { EVENT_TYPES, parseEventDetail, type EventType } from "../../shared/bridge/events/index.js";
-import type { BridgeEvent } from "../../shared/bridge/ports.js";
+import type { BridgeEvent, Logger } from "../../shared/bridge/ports.js";
 import { PublishError } from "../../shared/aws/errors.js";
 import { EventBridgePublisher } from "../../shared/aws/event-publisher.js";
 import { MAX_ENTRY_BYTES, entrySize, reduceDetail, truncationsOf } from "../../shared/aws/event-size.js";
@@ -85,6 +85,36 @@ describe("EventBridgePublisher", () => {
     expect(sentEntries().map((entries) => entries.length)).toEqual([1, 1]);
   });
 
+  it("packs entries totalling exactly the limit into one call, and sends an entry of exactly the limit whole", async () => {
+    mock.on(PutEventsCommand).callsFake((input: { Entries: unknown[] }) => ({ FailedEntryCount: 0, Entries: input.Entries.map(() => ({ EventId: "x" })) }));
+    const warnings: string[] = [];
+    const logger: Logger = { debug: () => {}, info: () => {}, error: () => {}, warn: (message) => void warnings.push(message) };
+    const sized = new EventBridgePublisher({ client, eventBusName: "bridge-bus", clock: new FakeClock(), logger });
+    await sized.publish([event("ev_0", { id: 0, note: "" })]);
+    const base = entrySize(sentEntries()[0]![0]!);
+    mock.resetHistory();
+    // 131,072 + 131,071 bytes: MAX_ENTRY_BYTES together.
+    await sized.publish([event("ev_1", { id: 0, note: "n".repeat(128 * 1024 - base) }), event("ev_2", { id: 0, note: "n".repeat(128 * 1024 - 1 - base) })]);
+    expect(sentEntries().map((entries) => entries.reduce((sum, entry) => sum + entrySize(entry), 0))).toEqual([MAX_ENTRY_BYTES]);
+    mock.resetHistory();
+    const whole = event("ev_3", { id: 0, note: "n".repeat(MAX_ENTRY_BYTES - base) });
+    await sized.publish([whole]);
+    expect(sentEntries()).toEqual([[expect.objectContaining({ Detail: JSON.stringify(whole.detail) })]]);
+    expect(entrySize(sentEntries()[0]![0]!)).toBe(MAX_ENTRY_BYTES);
+    // Not taken through the reduction (which would warn of a reduced event).
+    expect(warnings).toEqual([]);
+  });
+
+  it("packs a reduced event by its reduced size, with the events after it", async () => {
+    mock.on(PutEventsCommand).callsFake((input: { Entries: unknown[] }) => ({ FailedEntryCount: 0, Entries: input.Entries.map(() => ({ EventId: "x" })) }));
+    // Elements of 20 KB: the reduced entry is up to 20 KB under the limit, room enough for a small event.
+    const big = event("ev_big", { id: "tx", line_items: Array.from({ length: 20 }, (_, i) => ({ id: `li_${i}`, description: "d".repeat(20_000) })) });
+    expect(await publisher().publish([event("ev_small"), big])).toEqual({ failed: [] });
+    const calls = sentEntries();
+    expect(calls.map(detailIds)).toEqual([["ev_small", "ev_big"]]);
+    expect(calls[0]!.reduce((sum, entry) => sum + entrySize(entry), 0)).toBeLessThanOrEqual(MAX_ENTRY_BYTES);
+  });
+
   it("retries only the failed entries, with backoff, until they go through", async () => {
     mock
       .on(PutEventsCommand)
@@ -96,6 +126,9 @@ describe("EventBridgePublisher", () => {
     expect(result.failed).toEqual([]);
     expect(sentEntries().map(detailIds)).toEqual([["ev_a", "ev_b", "ev_c", "ev_d"], ["ev_b", "ev_d"], ["ev_d"]]);
     expect(clock.sleeps).toHaveLength(2);
+    // The first retry waits the first backoff step (base 50 ms, equal jitter: 25 to 50 ms), then it doubles.
+    expect(clock.sleeps[0]).toBeGreaterThanOrEqual(25);
+    expect(clock.sleeps[0]).toBeLessThanOrEqual(50);
     expect(clock.sleeps[1]).toBeGreaterThan(clock.sleeps[0] as number);
   });
 
@@ -171,8 +204,20 @@ describe("EventBridgePublisher", () => {
   });
 
   it("raises PublishError when a call with failed entries answers fewer entries than sent, instead of taking the missing ones as delivered", async () => {
-    mock.on(PutEventsCommand).resolves({ FailedEntryCount: 1, Entries: [{ ErrorCode: "InternalFailure", ErrorMessage: "boom" }] });
-    await expect(publisher(new FakeClock(), 3).publish([event("ev_1"), event("ev_2")])).rejects.toBeInstanceOf(PublishError);
+    // With `$metadata`, as the SDK always answers: without it the check would never run, a TypeError raising instead.
+    mock.on(PutEventsCommand).resolves({ FailedEntryCount: 1, Entries: [{ ErrorCode: "InternalFailure", ErrorMessage: "boom" }], $metadata: { requestId: "req-1" } });
+    const error = await publisher(new FakeClock(), 3).publish([event("ev_1"), event("ev_2")]).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(PublishError);
+    // Raised as it is, not wrapped as a failed call: the message says what went wrong and the request id is kept.
+    expect(error).toMatchObject({ message: "PutEvents answered a different number of entries than sent", attempts: 1, requestId: "req-1" });
+    expect(mock.commandCalls(PutEventsCommand)).toHaveLength(1);
+  });
+
+  it("takes a call answering FailedEntryCount 0 as all delivered, whatever Entries it lists", async () => {
+    // Raising would have the engine re-send events EventBridge says it took.
+    mock.on(PutEventsCommand).resolves({ FailedEntryCount: 0, $metadata: {} });
+    expect(await publisher().publish([event("ev_1"), event("ev_2")])).toEqual({ failed: [] });
+    expect(mock.commandCalls(PutEventsCommand)).toHaveLength(1);
   });
 
   it("with the engine, leaves a transaction whose entry stayed throttled pending and delivers it next cycle with the same id", async () => {
@@ -233,6 +278,9 @@ describe("EventBridgePublisher", () => {
     expect(detail.data.object.line_items).toEqual(lineItems.slice(0, kept));
     expect(detail.data.object.receipts).toEqual([{ id: "r1" }]);
     expect(detail.data.object._truncated).toEqual([{ path: "/data/object/line_items", total: 3_000, kept }]);
+    // The longest prefix that fits: one more line item would not.
+    const oneMore = { ...detail, data: { object: { ...detail.data.object, line_items: lineItems.slice(0, kept + 1), _truncated: [{ path: "/data/object/line_items", total: 3_000, kept: kept + 1 }] } } };
+    expect(entrySize({ ...entry, Detail: JSON.stringify(oneMore) })).toBeGreaterThan(MAX_ENTRY_BYTES);
   });
 
   it("returns an event that no trimming can fit as failed with reason oversized", async () => {
