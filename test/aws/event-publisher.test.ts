@@ -325,6 +325,35 @@ describe("reduceDetail", () => {
   it("returns the detail unchanged when it fits", () => {
     const small = event("ev").detail;
     expect(reduceDetail(small, toEntry, 10_000)).toEqual(small);
+    // Exactly at the limit fits too: nothing of the array is cut.
+    const withArray = event("ev", { id: "tx", line_items: [{ id: "li_1" }, { id: "li_2" }] }).detail;
+    expect(reduceDetail(withArray, toEntry, entrySize(toEntry(withArray)))).toEqual(withArray);
+  });
+
+  it("trims an array down to none when even its first element does not fit", () => {
+    const detail = event("ev", { id: "tx", attachments: ["a".repeat(3_000)] }).detail;
+    const reduced = reduceDetail(detail, toEntry, 1_500);
+    expect(reduced?.data.object.attachments).toEqual([]);
+    expect(truncationsOf(reduced ?? detail)).toEqual([{ path: "/data/object/attachments", total: 1, kept: 0 }]);
+  });
+
+  it("trims an array in a change's after value", () => {
+    const segments = Array.from({ length: 50 }, (_, i) => ({ id: `s${i}`, v: "x".repeat(40) }));
+    const detail = event("ev", { id: "tx" }, [{ path: "/segments", before: null, after: segments }]).detail;
+    const reduced = reduceDetail(detail, toEntry, 1_500);
+    expect(reduced?.data.changes).toHaveLength(1);
+    expect(truncationsOf(reduced ?? detail)).toEqual([{ path: "/data/changes/0/after", total: 50, kept: expect.any(Number) }]);
+    expect(entrySize(toEntry(reduced))).toBeLessThanOrEqual(1_500);
+  });
+
+  it("records no trim of an empty array, which nothing was cut from", () => {
+    const detail = event("ev", { id: "tx", tags: [] }, [
+      { path: "/amount", before: 1, after: 2 },
+      { path: "/memo", before: "a".repeat(2_000), after: "b" },
+    ]).detail;
+    const reduced = reduceDetail(detail, toEntry, 1_500);
+    expect(reduced?.data.object.tags).toEqual([]);
+    expect(truncationsOf(reduced ?? detail)).toEqual([{ path: "/data/changes", total: 2, kept: 1 }]);
   });
 
   it("trims arrays inside changes before trimming the change list itself", () => {
@@ -354,6 +383,12 @@ describe("reduceDetail", () => {
     const reduced = reduceDetail(detail, toEntry, 1_500);
     expect(reduced?.data.changes).toEqual([{ path: "/amount", before: 1, after: 2 }]);
     expect(truncationsOf(reduced ?? detail)).toEqual([{ path: "/data/changes", total: 3, kept: 1 }]);
+    // The trim inside the first change dropped (index 1 of a list cut to 1: too big even with its array cut) goes too.
+    const trimmedThenDropped = event("ev", { id: "tx" }, [
+      { path: "/amount", before: 1, after: 2 },
+      { path: "/segments", before: segments, after: "b".repeat(2_000) },
+    ]).detail;
+    expect(truncationsOf(reduceDetail(trimmedThenDropped, toEntry, 1_500) ?? trimmedThenDropped)).toEqual([{ path: "/data/changes", total: 2, kept: 1 }]);
   });
 
   it("keeps a status event's /status change when the change list is trimmed: it goes first in a reduced event", () => {
