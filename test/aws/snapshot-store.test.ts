@@ -47,6 +47,12 @@ describe("DynamoSnapshotStore on DynamoDB Local", () => {
     await expect(store().getMany([key])).rejects.toMatchObject({ name: "CorruptItemError", message: `Snapshot item SNAP#acme#${key} cannot be decoded` });
   });
 
+  it("reads back a snapshot's sequence", async () => {
+    const sequenced: Snapshot = { ...snapshot("card:seq", { status: "Active" }), sequence: 7 };
+    await store().putMany([sequenced]);
+    expect((await store().getMany([sequenced.key])).get(sequenced.key)).toEqual(sequenced);
+  });
+
   it("keeps tenants apart", async () => {
     await store("tenant-a").putMany([snapshot("card:c1", { status: "Active" })]);
     expect((await store("tenant-b").getMany(["card:c1"])).size).toBe(0);
@@ -315,7 +321,25 @@ describe("DynamoSnapshotStore scan requests", () => {
     // The key alone, as cursors were before they named their tenant and table, is refused too.
     const bare = Buffer.from(JSON.stringify({ pk: "SNAP#acme#card:a", sk: "SNAP" })).toString("base64url");
     await expect(make().scan({ limit: 1, cursor: bare })).rejects.toMatchObject({ name: "SnapshotCursorError" });
+    // Nor one with a member this store never writes, or an empty key part (DynamoDB would refuse the start key).
+    const own = JSON.parse(Buffer.from(cursor as string, "base64url").toString("utf8")) as Record<string, unknown>;
+    for (const forged of [{ ...own, extra: 1 }, { ...own, pk: "" }, { ...own, sk: "" }]) {
+      await expect(make().scan({ limit: 1, cursor: Buffer.from(JSON.stringify(forged)).toString("base64url") })).rejects.toMatchObject({ name: "SnapshotCursorError" });
+    }
     expect(mock.commandCalls(ScanCommand)).toHaveLength(1);
+    mock.restore();
+  });
+
+  it("asks each further Scan call for the rest of the page only, so a page never holds more than its limit", async () => {
+    const mock = mockClient(doc);
+    const itemB = { ...item, pk: "SNAP#acme#card:b", key: "card:b" };
+    mock
+      .on(ScanCommand)
+      .resolvesOnce({ Items: [item], LastEvaluatedKey: { pk: item.pk, sk: "SNAP" } })
+      .resolves({ Items: [itemB, { ...item, pk: "SNAP#acme#card:c", key: "card:c" }] });
+    const page = await make().scan({ limit: 3 });
+    expect(mock.commandCalls(ScanCommand).map((c) => c.args[0].input.Limit)).toEqual([3, 2]);
+    expect(page.snapshots).toHaveLength(3);
     mock.restore();
   });
 });
