@@ -237,9 +237,35 @@ describe("SecretsManagerTokenStore", () => {
     await store.credentials();
     const reads = () => secrets.calls.filter((call) => call.operation === "GetSecretValue").length;
     expect(reads()).toBe(1);
-    clock.advance(60_001);
+    clock.advance(59_999);
+    await store.credentials();
+    expect(reads()).toBe(1);
+    // Expired once cacheTtlMs (60 s here) has passed, not a millisecond later.
+    clock.advance(1);
     await store.credentials();
     expect(reads()).toBe(2);
+  });
+
+  it("reads the secret once for calls that overlap (single flight)", async () => {
+    const { store, secrets } = setup();
+    await Promise.all([store.readSecret(), store.credentials(), store.load()]);
+    expect(secrets.calls.filter((call) => call.operation === "GetSecretValue")).toHaveLength(1);
+  });
+
+  it("refuses to load a secret naming another provider client than the one its credentials were first read with", async () => {
+    const { store, secrets } = setup();
+    // The runtime is built from credentials() at cold start; the tenant is moved to another client before the first load.
+    await store.credentials();
+    await new ProviderSecretClient({ secrets: secrets.client, secretId: secrets.secretId }).put({ ...SECRET, client_id: "cid-2", refresh_token: "rt-of-cid-2" });
+    await expect(store.load()).rejects.toMatchObject({ name: "ProviderClientChangedError" });
+  });
+
+  it("deletes the shared access token when a save has none, rather than leave the previous one for every container", async () => {
+    const { store, make, accessItem } = setup();
+    await store.save({ refreshToken: "rt-1", accessToken: "at-1" });
+    await store.save({ refreshToken: "rt-1" });
+    expect(await accessItem()).toBeUndefined();
+    expect(await make().load()).toEqual({ refreshToken: "rt-1" });
   });
 
   it("names the bad fields of a malformed secret without echoing any value", async () => {
@@ -286,6 +312,14 @@ describe("SecretsManagerTokenStore", () => {
     await store.forRotation({ clientRequestToken: "rot-1", stages: ["AWSCURRENT", "AWSPENDING"] }).save({ refreshToken: "rt-2", accessToken: "at-2" });
     expect(secrets.stagesOf("rot-1")).toEqual(["AWSCURRENT", "AWSPENDING"]);
     expect((await store.load())?.accessToken).toBe("at-2");
+  });
+
+  it("writes a rotation's version even when the provider handed back the same refresh token", async () => {
+    const { store, secrets } = setup();
+    // Left empty, the rotation's version would have a retried createSecret refresh again, spending the token twice.
+    await store.forRotation({ clientRequestToken: "rot-same", stages: ["AWSCURRENT", "AWSPENDING"] }).save({ refreshToken: "rt-1", accessToken: "at-2" });
+    expect(secrets.stagesOf("rot-same")).toEqual(["AWSCURRENT", "AWSPENDING"]);
+    expect(secrets.versionCount).toBe(2);
   });
 });
 
