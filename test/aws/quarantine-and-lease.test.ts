@@ -58,8 +58,23 @@ describe("DynamoQuarantine on DynamoDB Local", () => {
     const quarantine = new DynamoQuarantine({ doc, tableName: table.tableName, tenant: "q-race", clock: new FakeClock(), retentionDays: 7 });
     const record = { id: "raced", kind: "card" as const, reason: "validation: status: missing", raw: { id: "c1" }, at: "2026-03-01T12:00:00Z" };
     expect(await quarantine.put(record)).toBe(true);
-    expect(await quarantine.put(record)).toBe(true);
-    expect(await quarantine.list()).toEqual([record]);
+    // Found again a day later (another `at`): not the SDK's repeat of its own put, so the ttl update is what runs.
+    const again = { ...record, reason: "validation: status: unknown", at: "2026-03-02T12:00:00Z" };
+    expect(await quarantine.put(again)).toBe(true);
+    expect(await quarantine.list()).toEqual([again]);
+  });
+
+  it("holds a record through the last second of its TTL: listed, counted and found again, not new", async () => {
+    const clock = new FakeClock();
+    const quarantine = make("q-ttl-edge", clock);
+    const record = { id: "edge", kind: "card" as const, reason: "validation: status: missing", raw: { id: "c1" }, at: "2026-03-01T12:00:00Z" };
+    await quarantine.put(record);
+    // The clock at the item's ttl second (7 days on, from a whole second).
+    clock.advance(7 * 86_400_000);
+    expect((await quarantine.list()).map((r) => r.id)).toEqual(["edge"]);
+    expect(await quarantine.size()).toBe(1);
+    expect(await quarantine.put({ ...record, at: "2026-03-08T12:00:00Z" })).toBe(false);
+    expect((await quarantine.list())[0]?.at).toBe("2026-03-01T12:00:00Z");
   });
 
   it("lists every record of its tenant only, across Query pages, with large raw bodies intact", async () => {
@@ -93,6 +108,13 @@ describe("DynamoQuarantine on DynamoDB Local", () => {
     expect(recordQashioId(held?.raw)).toBe("QSH-HUGE-1");
     expect(isPublishFailure(held!)).toBe(true);
 
+    // A qashio_id too long for the item beside the cut body is not kept: the record is written all the same.
+    const longId = { id: "tx_long", blob: randomBytes(420 * 1024).toString("base64"), qashio_id: randomBytes(120 * 1024).toString("base64") };
+    expect(await make("q-huge-id").put({ ...record, id: "long-id", raw: longId })).toBe(true);
+    const [withLongId] = await make("q-huge-id").list();
+    expect((withLongId?.raw as { _truncated: unknown })._truncated).toEqual({ bytes: Buffer.byteLength(JSON.stringify(longId)) });
+    expect(recordQashioId(withLongId?.raw)).toBeUndefined();
+
     // Found again with a body that fits: the cut body and its kept qashio_id go.
     const small = { id: "tx_huge", qashio_id: "QSH-HUGE-1" };
     expect(await quarantine.put({ ...record, raw: small, at: "2026-03-02T12:00:00Z" })).toBe(false);
@@ -119,6 +141,14 @@ describe("DynamoQuarantine on DynamoDB Local", () => {
     // Found again (its reason reworded): the update path cuts the reason the same way.
     expect(await quarantine.put({ id: "r-long", kind: "card", entityId, reason: `${reason}!`, raw: { id: "x" }, at: "2026-03-02T12:00:00Z" })).toBe(false);
     expect((await quarantine.list())[0]!.reason).toHaveLength(4_096);
+    // A reason of exactly the limit is kept whole; a cut never splits a surrogate pair (an emoji at the cut goes whole).
+    const exact = `validation: ${"e".repeat(4_096 - "validation: ".length)}`;
+    await quarantine.put({ id: "r-exact", kind: "card", reason: exact, raw: null, at: "2026-03-01T12:00:00Z" });
+    const emoji = `${"x".repeat(4_096 - "…[cut]".length - 1)}${"😀".repeat(10)}`;
+    await quarantine.put({ id: "r-emoji", kind: "card", reason: emoji, raw: null, at: "2026-03-01T12:00:00Z" });
+    const reasons = new Map((await quarantine.list()).map((r) => [r.id, r.reason]));
+    expect(reasons.get("r-exact")).toBe(exact);
+    expect(reasons.get("r-emoji")).toBe(`${"x".repeat(4_096 - "…[cut]".length - 1)}…[cut]`);
   });
 
   it("counts every record of its tenant only, across COUNT Query pages", async () => {
@@ -132,6 +162,8 @@ describe("DynamoQuarantine on DynamoDB Local", () => {
     expect(await quarantine.size()).toBe(24);
     // More than one page proves the count follows LastEvaluatedKey rather than trusting the first page.
     expect(send.mock.calls.length).toBeGreaterThan(1);
+    // Strongly consistent, as a count right after a cycle's puts must include them.
+    expect(send.mock.calls.map(([command]) => (command as { input: { ConsistentRead?: boolean } }).input.ConsistentRead)).toEqual(send.mock.calls.map(() => true));
     send.mockRestore();
   });
 });
@@ -157,6 +189,15 @@ describe("DynamoLeaseLock on DynamoDB Local", () => {
     expect(await old?.renew(5_000)).toBe(false);
     await old?.release();
     expect(await lockWith(clock).tryAcquire("acme#expiring", 5_000)).toBeUndefined();
+  });
+
+  it("holds a lease until its expiresAt, and hands it over from that very millisecond", async () => {
+    const clock = new FakeClock();
+    await lockWith(clock).tryAcquire("acme#edge", 1_000);
+    clock.advance(999);
+    expect(await lockWith(clock).tryAcquire("acme#edge", 1_000)).toBeUndefined();
+    clock.advance(1);
+    expect(await lockWith(clock).tryAcquire("acme#edge", 1_000)).toBeDefined();
   });
 
   it("gives up a renewal once its signal aborts, without extending the lease", async () => {
