@@ -36,8 +36,10 @@ describe("ProviderSecretClient", () => {
     for (let i = 0; i < 120; i += 1) await client.put({ ...SECRET, refresh_token: `new-${i}` });
     expect(await client.versionsCreatedSince(clock.now() - 86_400_000)).toBe(120);
     expect(await client.versionsCreatedSince(0)).toBe(180);
+    // A version created at the very millisecond given counts.
+    expect(await client.versionsCreatedSince(clock.now())).toBe(120);
     const lists = secrets.calls.filter((c) => c.operation === "ListSecretVersionIds");
-    expect(lists.map((c) => c.input["IncludeDeprecated"])).toEqual([true, true, true, true]);
+    expect(lists.map((c) => c.input["IncludeDeprecated"])).toEqual([true, true, true, true, true, true]);
   });
 
   it("warns once per retried call and names the operation and attempts when throttling outlasts the retries", async () => {
@@ -83,5 +85,25 @@ describe("parseSecret", () => {
     expect(parseSecret("arn:secret:provider", JSON.stringify({ ...SECRET, pii_salt: "sixteen-chars!!!" }), "v1").secret.pii_salt).toBe(
       "sixteen-chars!!!",
     );
+  });
+
+  it("refuses text that is not JSON without echoing any of it, in the message or the cause", () => {
+    // V8's SyntaxError quotes some of the text (here a refresh token pasted in place of the JSON).
+    for (const text of ["rt-super-secret-value-0123456789", '{"client_id": "cid", "refresh_token": rt-super-secret-value}']) {
+      const error = (() => {
+        try {
+          return parseSecret("arn:secret:provider", text, "v1");
+        } catch (e) {
+          return e;
+        }
+      })();
+      expect(error).toBeInstanceOf(SecretFormatError);
+      expect((error as Error).message).toBe("The provider secret is not JSON");
+      expect(String(((error as Error).cause as Error | undefined)?.message)).not.toContain("rt-super");
+    }
+  });
+
+  it("refuses a value read without a version id, which no write or revocation could be bound to", () => {
+    expect(() => parseSecret("arn:secret:provider", JSON.stringify(SECRET), undefined)).toThrow(SecretFormatError);
   });
 });
