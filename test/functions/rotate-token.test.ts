@@ -369,6 +369,15 @@ describe("rotate-token handler (Secrets Manager rotation)", () => {
   it("refuses a token that is not under rotation", async () => {
     await expect(h.rotator()(eventFor(randomUUID(), "createSecret"))).rejects.toThrow(/no stage for rotation/);
   });
+
+  it("does nothing on a finishSecret Secrets Manager retries after the rotation completed", async () => {
+    const token = await rotate();
+    const stageCalls = () => h.secrets.calls.filter((call) => call.operation === "UpdateSecretVersionStage").length;
+    const before = stageCalls();
+    await h.rotator()(eventFor(token, "finishSecret"));
+    expect(stageCalls()).toBe(before);
+    expect(h.secrets.stagesOf(token)).toEqual(["AWSCURRENT"]);
+  });
 });
 
 /** The secret as the stack creates it (infra/constructs/tenant-secret.ts): placeholders, a generated salt, no token. */
