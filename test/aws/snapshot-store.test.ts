@@ -202,7 +202,7 @@ describe("DynamoSnapshotStore batching and retries", () => {
       .getMany(["card:a"])
       .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(DynamoBatchIncompleteError);
-    expect(error).toMatchObject({ operation: "BatchGetItem", remaining: 1, attempts: 4 });
+    expect(error).toMatchObject({ name: "DynamoBatchIncompleteError", operation: "BatchGetItem", remaining: 1, attempts: 4 });
     expect(mock.commandCalls(BatchGetCommand)).toHaveLength(4);
     expect(clock.sleeps).toHaveLength(3);
     mock.restore();
@@ -270,7 +270,7 @@ describe("DynamoSnapshotStore batching and retries", () => {
       .putMany([snapshot("card:a", {})])
       .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(DynamoBatchIncompleteError);
-    expect(error).toMatchObject({ operation: "BatchWriteItem", remaining: 1, attempts: 4 });
+    expect(error).toMatchObject({ name: "DynamoBatchIncompleteError", operation: "BatchWriteItem", remaining: 1, attempts: 4 });
     expect(mock.commandCalls(BatchWriteCommand)).toHaveLength(4);
     expect(clock.sleeps).toHaveLength(3);
     expect(clock.sleeps[1]).toBeGreaterThan(clock.sleeps[0] as number);
