@@ -53,6 +53,14 @@ describe("DynamoSnapshotStore on DynamoDB Local", () => {
     expect((await store().getMany([sequenced.key])).get(sequenced.key)).toEqual(sequenced);
   });
 
+  it.each([["hash"], ["key"]])("refuses an item without its %s as a corrupt item instead of reading it as a snapshot", async (missing) => {
+    const key = `transaction:no-${missing}` as const;
+    const item: Record<string, unknown> = { pk: `SNAP#acme#${key}`, sk: "SNAP", key, hash: "h", updatedAt: "2026-03-01T12:00:00.000Z", obj: "{}" };
+    delete item[missing];
+    await table.doc.send(new PutCommand({ TableName: table.tableName, Item: item }));
+    await expect(store().getMany([key])).rejects.toMatchObject({ name: "CorruptItemError" });
+  });
+
   it("keeps tenants apart", async () => {
     await store("tenant-a").putMany([snapshot("card:c1", { status: "Active" })]);
     expect((await store("tenant-b").getMany(["card:c1"])).size).toBe(0);
