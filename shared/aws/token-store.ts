@@ -261,7 +261,8 @@ export class SecretsManagerTokenStore implements TokenStore {
   /**
    * Records that the token family is revoked for the secret version last returned by `load` (the token provider and
    * the rotation re-load the store before declaring the family lost, so that is the version holding the rejected
-   * refresh token). Nothing is recorded when nothing was loaded yet.
+   * refresh token). Before any `load`, the version this store last read from Secrets Manager stands in; nothing is
+   * recorded when it read none at all.
    *
    * @example
    * if (error instanceof ReauthorizationNeededError) await store.markRevoked();

@@ -94,6 +94,17 @@ describe("SecretsManagerTokenStore", () => {
     expect(await store.revokedVersion()).toBeUndefined();
   });
 
+  it("marks the version it last read when nothing was loaded, and records nothing when it read no version at all", async () => {
+    const { make } = setup();
+    const unread = make();
+    await unread.markRevoked();
+    expect(await make().revokedVersion()).toBeUndefined();
+    const reader = make();
+    const { versionId } = await reader.readSecret();
+    await reader.markRevoked();
+    expect(await make().revokedVersion()).toBe(versionId);
+  });
+
   it("removes only a stale revoked marker: one another container writes for the new version meanwhile stays", async () => {
     const secrets = new FakeSecretsManager("arn:secret:provider", SECRET);
     const storeWith = (doc: DynamoDBDocumentClient) =>
