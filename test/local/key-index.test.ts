@@ -10,12 +10,19 @@ describe("KeyIndex", () => {
     expect(index.get("transaction:7")).toEqual({ segment: 2, offset: 5, length: 6 });
     expect(index.get("transaction:49999")).toEqual({ segment: 1, offset: 499_990, length: 49_999 });
     expect(index.get("transaction:50000")).toBeUndefined();
+    // Every key, not a sample: the key whose set grows the table must land where a get looks for it.
+    const lost = Array.from({ length: 50_000 }, (_, i) => i).filter((i) => index.get(`transaction:${i}`)?.offset !== (i === 7 ? 5 : i * 10));
+    expect(lost).toEqual([]);
   });
 
   it("keeps offsets beyond 4 GiB exact", () => {
     const index = new KeyIndex();
     index.set("card:A", { segment: 3, offset: 2 ** 33 + 1, length: 10 });
     expect(index.get("card:A")?.offset).toBe(2 ** 33 + 1);
+    // Also once the table has grown (every array is made again).
+    for (let i = 0; i < 5_000; i++) index.set(`card:C${i}`, { segment: 3, offset: 2 ** 33 + i, length: 10 });
+    expect(index.get("card:A")?.offset).toBe(2 ** 33 + 1);
+    expect(index.get("card:C4999")?.offset).toBe(2 ** 33 + 4999);
   });
 
   it("costs at most 64 bytes per key however many keys it holds", () => {
