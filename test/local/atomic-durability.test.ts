@@ -122,6 +122,19 @@ describe("removeFileDurably", () => {
     expect(journal.events.map((event) => event.replaceAll(dir, "<dir>"))).toEqual(["unlink <dir>/record.json", "fsync <dir>"]);
     expect(await readdir(dir)).toEqual([]);
   });
+
+  it("throws a failure to remove other than a missing file, and goes on quietly once the file is gone", async () => {
+    // Reported removed while it stands, a quarantine record would be re-driven again.
+    const file = path.join(dir, "record.json");
+    await writeFileAtomic(file, "{}");
+    journal.failUnlinkOf = /record\.json$/;
+    expect(() => removeFileDurably(file)).toThrow(/EIO/);
+    expect(await readdir(dir)).toEqual(["record.json"]);
+    journal.failUnlinkOf = undefined;
+    removeFileDurably(file);
+    expect(() => removeFileDurably(file)).not.toThrow();
+    expect(await readdir(dir)).toEqual([]);
+  });
 });
 
 describe("FileTokenStore.beforeRefresh on a disk that opens files but takes no data", () => {
