@@ -93,6 +93,48 @@ describe("FileSnapshotStore", () => {
     await expect(new FileSnapshotStore(dir).getMany(["card:A"])).rejects.toBeInstanceOf(CorruptStateError);
   });
 
+  it.each([
+    ["of an unknown version", '{"v":2,"entries":[]}\n'],
+    // Cut short inside its first line: the read must end, not wait for a newline that never comes.
+    ["without the newline that ends it", '{"v":1,"entries":[["card:A",0,'],
+  ])("reports a segment with a header %s as corrupt, naming the file", async (_name, text) => {
+    await mkdir(path.join(dir, "snapshots"), { recursive: true });
+    const segment = path.join(dir, "snapshots", "seg-000000000001-deadbeef.log");
+    await writeFile(segment, text);
+    await expect(new FileSnapshotStore(dir).getMany(["card:A"])).rejects.toMatchObject({ name: "CorruptStateError", message: "Snapshot segment header is unreadable", file: segment });
+  });
+
+  it("reports a segment shorter than its header says as corrupt, naming the problem", async () => {
+    const store = new FileSnapshotStore(dir);
+    await store.putMany([snap("card:A", 1), snap("card:B", 1)]);
+    const [name] = await readdir(path.join(dir, "snapshots"));
+    const segment = path.join(dir, "snapshots", name as string);
+    // A copy cut short: the last line ends before the length its header gives it.
+    const bytes = await readFile(segment);
+    await writeFile(segment, bytes.subarray(0, bytes.length - 10));
+    await expect(new FileSnapshotStore(dir).getMany(["card:B"])).rejects.toMatchObject({ name: "CorruptStateError", message: "Snapshot segment is shorter than its header says", file: segment });
+  });
+
+  it("opens a segment whose header is larger than the first read of it", async () => {
+    const store = new FileSnapshotStore(dir);
+    // 5000 header entries: well over the 64 KiB read first.
+    await store.putMany(Array.from({ length: 5000 }, (_, i) => snap(`card:C${i}`, i)));
+    const found = await new FileSnapshotStore(dir).getMany(["card:C0", "card:C4999"]);
+    expect([found.get("card:C0"), found.get("card:C4999")]).toEqual([snap("card:C0", 0), snap("card:C4999", 4999)]);
+    expect(await new FileSnapshotStore(dir).size()).toBe(5000);
+  });
+
+  it("walks a key that its segment's header lists twice once, as the later line", async () => {
+    // As two keys of one fingerprint share one slot of the index: only the entry the index holds is live.
+    await mkdir(path.join(dir, "snapshots"), { recursive: true });
+    const [first, second] = [JSON.stringify(snap("card:A", 1)), JSON.stringify(snap("card:A", 2))];
+    const header = JSON.stringify({ v: 1, entries: [["card:A", 0, first.length], ["card:A", first.length + 1, second.length]] });
+    await writeFile(path.join(dir, "snapshots", "seg-000000000001-deadbeef.log"), `${header}\n${first}\n${second}\n`);
+    const store = new FileSnapshotStore(dir);
+    expect((await store.getMany(["card:A"])).get("card:A")).toEqual(snap("card:A", 2));
+    expect((await store.scan({ limit: 10 })).snapshots).toEqual([snap("card:A", 2)]);
+  });
+
   const entry = { key: "card:A", hash: "h", object: { status: "Active" }, updatedAt: "2025-01-15T10:00:00.000Z" };
   it.each([
     ["another key than its header names", { ...entry, key: "card:B" }, "Snapshot segment entry does not hold the key its header names"],
