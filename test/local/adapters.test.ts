@@ -124,6 +124,48 @@ describe("FileSnapshotStore", () => {
     expect(await new FileSnapshotStore(dir).size()).toBe(5000);
   });
 
+  it("writes a page larger than the first write buffer whole, multi-byte text included", async () => {
+    // 1.5 M UTF-16 units, 3 MB of UTF-8: room is counted in bytes, not characters.
+    const big = { key: "card:A" as const, hash: "h", object: { pad: "é🚀".repeat(500_000) }, updatedAt: "2025-01-15T10:00:00.000Z" };
+    await new FileSnapshotStore(dir).putMany([big, snap("card:B", 1)]);
+    const found = await new FileSnapshotStore(dir).getMany(["card:A", "card:B"]);
+    expect(found.get("card:A")).toEqual(big);
+    expect(found.get("card:B")).toEqual(snap("card:B", 1));
+  });
+
+  it("writes nothing for an empty putMany: no segment, no directory", async () => {
+    const store = new FileSnapshotStore(dir);
+    await store.putMany([]);
+    expect(await readdir(dir)).toEqual([]);
+    await store.putMany([snap("card:A", 1)]);
+    await store.putMany([]);
+    expect(await readdir(path.join(dir, "snapshots"))).toHaveLength(1);
+  });
+
+  it("keeps the snapshot directory and its segments to their owner (snapshots hold card holders' names)", async () => {
+    await new FileSnapshotStore(dir).putMany([snap("card:A", 1)]);
+    const folder = path.join(dir, "snapshots");
+    expect((await stat(folder)).mode & 0o777).toBe(0o700);
+    const names = await readdir(folder);
+    expect(names).toHaveLength(1);
+    for (const name of names) expect((await stat(path.join(folder, name))).mode & 0o777).toBe(0o600);
+  });
+
+  it("reads a key's last write and deletes the superseded segments a crash before their deletes left behind", async () => {
+    const store = new FileSnapshotStore(dir);
+    const folder = path.join(dir, "snapshots");
+    const written = new Map<string, Buffer>();
+    for (let n = 1; n <= 30; n++) {
+      await store.putMany([snap("card:A", n)]);
+      for (const name of await readdir(folder)) written.set(name, await readFile(path.join(folder, name)));
+    }
+    // Each putMany deleted the segment before it: all back, they are what crashes before those deletes leave.
+    for (const [name, bytes] of written) await writeFile(path.join(folder, name), bytes);
+    expect(await readdir(folder)).toHaveLength(30);
+    expect((await new FileSnapshotStore(dir).getMany(["card:A"])).get("card:A")?.hash).toBe("h30");
+    expect(await readdir(folder)).toHaveLength(1);
+  });
+
   it("walks a key that its segment's header lists twice once, as the later line", async () => {
     // As two keys of one fingerprint share one slot of the index: only the entry the index holds is live.
     await mkdir(path.join(dir, "snapshots"), { recursive: true });
