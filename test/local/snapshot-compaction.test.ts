@@ -106,6 +106,63 @@ describe("FileSnapshotStore compaction", () => {
     expect(await segmentFiles()).toHaveLength(20);
   });
 
+  it("keeps disk bounded when every snapshot is larger than a compaction batch: such an entry is copied alone", async () => {
+    // A transaction object beyond compactBatchBytes (1 MiB by default) must not stall compaction for good.
+    const tuning = { minDead: 8 * 1024, batch: 1024 };
+    const big: FileSnapshotStoreOptions = { compactMinDeadBytes: tuning.minDead, compactBatchBytes: tuning.batch };
+    const random = lcg(11);
+    const model = new Map<SnapshotKey, Snapshot>();
+    const store = new FileSnapshotStore(dir, big);
+    let version = 0;
+    for (let call = 0; call < 60; call++) {
+      const page = [snap(`transaction:cold-${call}`, ++version, 2000)];
+      for (let i = 0; i < 9; i++) page.push(snap(`transaction:hot-${Math.floor(random() * 20)}`, ++version, 2000));
+      await store.putMany(page);
+      for (const s of page) model.set(s.key, s);
+      expect(await diskBytes()).toBeLessThanOrEqual(diskBound(liveBytes(model), tuning));
+    }
+    await expectReadsModel(new FileSnapshotStore(dir, big), model);
+  });
+
+  it("keeps disk bounded when each putMany writes many times a compaction batch", async () => {
+    // Each segment keeps three cold snapshots a batch moves one at a time, while the call wrote ~100 KB of hot ones:
+    // one batch per putMany would fall behind, so compaction copies about as many bytes as the call wrote.
+    const tuning = { minDead: 8 * 1024, batch: 2 * 1024 };
+    const small: FileSnapshotStoreOptions = { compactMinDeadBytes: tuning.minDead, compactBatchBytes: tuning.batch };
+    const random = lcg(13);
+    const model = new Map<SnapshotKey, Snapshot>();
+    const store = new FileSnapshotStore(dir, small);
+    let version = 0;
+    for (let call = 0; call < 60; call++) {
+      const page = [0, 1, 2].map((i) => snap(`transaction:cold-${call}-${i}`, ++version, 700));
+      for (let i = 0; i < 10; i++) page.push(snap(`transaction:hot-${Math.floor(random() * 20)}`, ++version, 6000));
+      await store.putMany(page);
+      for (const s of page) model.set(s.key, s);
+      expect(await diskBytes()).toBeLessThanOrEqual(diskBound(liveBytes(model), tuning));
+    }
+    await expectReadsModel(new FileSnapshotStore(dir, small), model);
+  });
+
+  it("does not compact while dead bytes are under the floor, though they outweigh the live ones", async () => {
+    const store = new FileSnapshotStore(dir, { compactMinDeadBytes: 64 * 1024, compactBatchBytes: BATCH });
+    // Nine dead copies of the hot snapshot (~32 KB) beside ten small live ones: every segment stays as written.
+    for (let call = 0; call < 10; call++) await store.putMany([snap("transaction:hot", call, 2000), snap(`transaction:cold-${call}`, call, 40)]);
+    expect(await segmentFiles()).toHaveLength(10);
+  });
+
+  it("does not compact while dead bytes are under the live ones, though past the floor", async () => {
+    const store = new FileSnapshotStore(dir, { compactMinDeadBytes: 1024, compactBatchBytes: BATCH });
+    for (let call = 0; call < 10; call++) await store.putMany(Array.from({ length: 10 }, (_, i) => snap(`transaction:t${call}-${i}`, call, 400)));
+    const first = (await segmentFiles())[0];
+    // Six of the first segment's ten rewritten: it is 40 % live (sparse), but the store holds far more live bytes than dead.
+    const rewrite = (version: number) => Array.from({ length: 6 }, (_, i) => snap(`transaction:t0-${i}`, version, 400));
+    await store.putMany(rewrite(10));
+    // Rewritten again and again: each segment of them goes whole, so the dead bytes stay those of the first rewrite.
+    for (let version = 11; version < 30; version++) await store.putMany(rewrite(version));
+    expect(await segmentFiles()).toHaveLength(11);
+    expect(await segmentFiles()).toContain(first);
+  });
+
   it("returns the last written snapshot of every key and stays bounded over random puts of new keys, overwrites and reopens", async () => {
     // An item adds a key never written before (one in eight) or rewrites one of the first four (`pick` chooses which):
     // most segments keep a live entry or two, the shape that grew the directory without bound before compaction.
