@@ -2,7 +2,7 @@
  * FileSnapshotStore.reload: a store kept open across cycles (run --interval) stays in step with what other processes
  * (each run --once a fresh store) wrote and compacted between its turns.
  */
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import fc from "fast-check";
@@ -55,6 +55,33 @@ describe("FileSnapshotStore.reload", () => {
     await store.putMany([snap("transaction:b", 1, 100)]);
     await expectReadsModel(new FileSnapshotStore(dir), new Map([["transaction:b", snap("transaction:b", 1, 100)]]));
     expect((await new FileSnapshotStore(dir).getMany(["transaction:a"])).size).toBe(0);
+  });
+
+  it("loads again after a failed load once the damaged segment is gone, though the others are as it saw them", async () => {
+    await new FileSnapshotStore(dir, options).putMany([snap("card:a", 1, 100)]);
+    const damaged = path.join(dir, "snapshots", "seg-000000000002-deadbeef.log");
+    await writeFile(damaged, "not json\n");
+    const kept = new FileSnapshotStore(dir, options);
+    await expect(kept.getMany(["card:a"])).rejects.toMatchObject({ name: "CorruptStateError", file: damaged });
+    // The operator removes the damaged segment: the files left are the ones the failed load had read.
+    await rm(damaged);
+    await kept.reload();
+    await expectReadsModel(kept, new Map([["card:a", snap("card:a", 1, 100)]]));
+  });
+
+  it("refuses, once reloaded, a cursor of the store its directory held before, and hands out cursors of the new one", async () => {
+    const kept = new FileSnapshotStore(dir);
+    await kept.putMany(Array.from({ length: 6 }, (_, i) => snap(`card:c${i}`, 1, 50)));
+    const before = await kept.scan({ limit: 2 });
+    // The directory is replaced (a restore): another store, with another id, writes there.
+    await rm(path.join(dir, "snapshots"), { recursive: true });
+    const other = new FileSnapshotStore(dir);
+    await other.putMany(Array.from({ length: 6 }, (_, i) => snap(`card:c${i}`, 2, 50)));
+    await other.scan({ limit: 2 });
+    await kept.reload();
+    await expect(kept.scan({ limit: 2, cursor: before.cursor })).rejects.toMatchObject({ name: "SnapshotCursorError" });
+    const { cursor } = await kept.scan({ limit: 2 });
+    expect((await new FileSnapshotStore(dir).scan({ limit: 10, ...(cursor === undefined ? {} : { cursor }) })).snapshots).toHaveLength(4);
   });
 
   it("does nothing before the first load, and keeps the index when nothing changed on disk", async () => {
