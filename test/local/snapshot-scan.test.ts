@@ -1,6 +1,6 @@
 /** FileSnapshotStore walks and vacuum: segments rewritten or compacted under a walk, and no replaced byte left on disk. */
 import { existsSync } from "node:fs";
-import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -117,6 +117,19 @@ describe("FileSnapshotStore scan", () => {
     await expect(reopened.scan({ limit: 2, cursor })).rejects.toMatchObject({ name: "CorruptStateError", file: idFile, message: expect.stringMatching(/deleting the file/) });
   });
 
+  it("meets every snapshot of two segments of one sequence number (two writers without the lock)", async () => {
+    const one = new FileSnapshotStore(dir);
+    const two = new FileSnapshotStore(dir);
+    // Both load the empty directory first, so each numbers its segment 1: the walk orders them by name.
+    await one.size();
+    await two.size();
+    await one.putMany(Array.from({ length: 5 }, (_, i) => snapshotOf(`card:one-${i}`, 1, 50)));
+    await two.putMany(Array.from({ length: 5 }, (_, i) => snapshotOf(`card:two-${i}`, 1, 50)));
+    expect((await segmentNames()).map((name) => name.slice(0, 16))).toEqual(["seg-000000000001", "seg-000000000001"]);
+    const seen = await walkAll(new FileSnapshotStore(dir), 3);
+    expect(seen.map((s) => s.key).sort()).toEqual([...Array.from({ length: 5 }, (_, i) => `card:one-${i}`), ...Array.from({ length: 5 }, (_, i) => `card:two-${i}`)].sort());
+  });
+
   it.each(["", "seg-000000000001-abcdef01.log:0", "000000000001-ABCDEF01:0", "000000000001-abcdef01:-1", "000000000001-abcdef01"])(
     "refuses the cursor %j",
     async (cursor) => {
@@ -144,6 +157,20 @@ describe("FileSnapshotStore vacuum", () => {
     const all = await walkAll(new FileSnapshotStore(dir), 100);
     expect(all).toHaveLength(100);
     expect(all.filter((s) => s.object["card_holder_name"] === "[redacted]")).toHaveLength(50);
+  });
+
+  it("refuses to copy an entry that does not end where its segment's header says, and keeps the segment", async () => {
+    // Copied on, the line would be cut short in the new segment and the old one, with the whole line, deleted.
+    const folder = path.join(dir, "snapshots");
+    await mkdir(folder, { recursive: true });
+    const [ann, bob] = [JSON.stringify(person("card:a", "Ann")), JSON.stringify(person("card:b", "Bob"))];
+    const header = JSON.stringify({ v: 1, entries: [["card:a", 0, ann.length - 1], ["card:b", ann.length + 1, bob.length]] });
+    const segment = path.join(folder, "seg-000000000001-deadbeef.log");
+    await writeFile(segment, `${header}\n${ann}\n${bob}\n`);
+    const store = new FileSnapshotStore(dir);
+    await store.putMany([person("card:b", "[redacted]")]);
+    await expect(store.vacuum()).rejects.toMatchObject({ name: "CorruptStateError", message: "Snapshot segment entry does not end where its header says", file: segment });
+    expect(existsSync(segment)).toBe(true);
   });
 
   it("writes nothing when no segment holds a replaced entry", async () => {
