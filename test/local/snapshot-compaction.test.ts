@@ -106,41 +106,40 @@ describe("FileSnapshotStore compaction", () => {
     expect(await segmentFiles()).toHaveLength(20);
   });
 
-  it("keeps disk bounded when every snapshot is larger than a compaction batch: such an entry is copied alone", async () => {
-    // A transaction object beyond compactBatchBytes (1 MiB by default) must not stall compaction for good.
-    const tuning = { minDead: 8 * 1024, batch: 1024 };
-    const big: FileSnapshotStoreOptions = { compactMinDeadBytes: tuning.minDead, compactBatchBytes: tuning.batch };
-    const random = lcg(11);
+  /**
+   * Sixty putMany calls of `pageOf(call, hot, next)` under `tuning`, where `hot()` picks one of twenty hot keys and
+   * `next()` counts versions up: disk stays within the bound after each call, and a fresh store reads every last write.
+   */
+  async function expectDiskBounded(tuning: { minDead: number; batch: number }, seed: number, pageOf: (call: number, hot: () => number, next: () => number) => Snapshot[]) {
+    const tuned: FileSnapshotStoreOptions = { compactMinDeadBytes: tuning.minDead, compactBatchBytes: tuning.batch };
+    const random = lcg(seed);
     const model = new Map<SnapshotKey, Snapshot>();
-    const store = new FileSnapshotStore(dir, big);
+    const store = new FileSnapshotStore(dir, tuned);
     let version = 0;
     for (let call = 0; call < 60; call++) {
-      const page = [snap(`transaction:cold-${call}`, ++version, 2000)];
-      for (let i = 0; i < 9; i++) page.push(snap(`transaction:hot-${Math.floor(random() * 20)}`, ++version, 2000));
+      const page = pageOf(call, () => Math.floor(random() * 20), () => ++version);
       await store.putMany(page);
       for (const s of page) model.set(s.key, s);
       expect(await diskBytes()).toBeLessThanOrEqual(diskBound(liveBytes(model), tuning));
     }
-    await expectReadsModel(new FileSnapshotStore(dir, big), model);
+    await expectReadsModel(new FileSnapshotStore(dir, tuned), model);
+  }
+
+  it("keeps disk bounded when every snapshot is larger than a compaction batch: such an entry is copied alone", async () => {
+    // A transaction object beyond compactBatchBytes (1 MiB by default) must not stall compaction for good.
+    await expectDiskBounded({ minDead: 8 * 1024, batch: 1024 }, 11, (call, hot, next) => [
+      snap(`transaction:cold-${call}`, next(), 2000),
+      ...Array.from({ length: 9 }, () => snap(`transaction:hot-${hot()}`, next(), 2000)),
+    ]);
   });
 
   it("keeps disk bounded when each putMany writes many times a compaction batch", async () => {
     // Each segment keeps three cold snapshots a batch moves one at a time, while the call wrote ~100 KB of hot ones:
     // one batch per putMany would fall behind, so compaction copies about as many bytes as the call wrote.
-    const tuning = { minDead: 8 * 1024, batch: 2 * 1024 };
-    const small: FileSnapshotStoreOptions = { compactMinDeadBytes: tuning.minDead, compactBatchBytes: tuning.batch };
-    const random = lcg(13);
-    const model = new Map<SnapshotKey, Snapshot>();
-    const store = new FileSnapshotStore(dir, small);
-    let version = 0;
-    for (let call = 0; call < 60; call++) {
-      const page = [0, 1, 2].map((i) => snap(`transaction:cold-${call}-${i}`, ++version, 700));
-      for (let i = 0; i < 10; i++) page.push(snap(`transaction:hot-${Math.floor(random() * 20)}`, ++version, 6000));
-      await store.putMany(page);
-      for (const s of page) model.set(s.key, s);
-      expect(await diskBytes()).toBeLessThanOrEqual(diskBound(liveBytes(model), tuning));
-    }
-    await expectReadsModel(new FileSnapshotStore(dir, small), model);
+    await expectDiskBounded({ minDead: 8 * 1024, batch: 2 * 1024 }, 13, (call, hot, next) => [
+      ...[0, 1, 2].map((i) => snap(`transaction:cold-${call}-${i}`, next(), 700)),
+      ...Array.from({ length: 10 }, () => snap(`transaction:hot-${hot()}`, next(), 6000)),
+    ]);
   });
 
   it("does not compact while dead bytes are under the floor, though they outweigh the live ones", async () => {
