@@ -68,15 +68,19 @@ describe("ProviderSecretClient", () => {
 });
 
 describe("parseSecret", () => {
+  /** What parseSecret throws for `text` (undefined when it accepts it). */
+  const parseError = (text: string): unknown => {
+    try {
+      parseSecret("arn:secret:provider", text, "v1");
+      return undefined;
+    } catch (e) {
+      return e;
+    }
+  };
+
   it("refuses a pii_salt under 16 characters as SecretFormatError naming pii_salt, never its value", () => {
     const short = JSON.stringify({ ...SECRET, pii_salt: "fifteen-chars!!" });
-    const error = (() => {
-      try {
-        return parseSecret("arn:secret:provider", short, "v1");
-      } catch (e) {
-        return e;
-      }
-    })();
+    const error = parseError(short);
     expect(error).toBeInstanceOf(SecretFormatError);
     expect(error).toMatchObject({ fields: ["pii_salt"] });
     expect((error as Error).message).toBe(
@@ -90,13 +94,7 @@ describe("parseSecret", () => {
   it("refuses text that is not JSON without echoing any of it, in the message or the cause", () => {
     // V8's SyntaxError quotes some of the text (here a refresh token pasted in place of the JSON).
     for (const text of ["rt-super-secret-value-0123456789", '{"client_id": "cid", "refresh_token": rt-super-secret-value}']) {
-      const error = (() => {
-        try {
-          return parseSecret("arn:secret:provider", text, "v1");
-        } catch (e) {
-          return e;
-        }
-      })();
+      const error = parseError(text);
       expect(error).toBeInstanceOf(SecretFormatError);
       expect((error as Error).message).toBe("The provider secret is not JSON");
       expect(String(((error as Error).cause as Error | undefined)?.message)).not.toContain("rt-super");
