@@ -31,6 +31,11 @@ describe("parseCommand", () => {
       command: "conform-pii",
       args: { cursor: "000000000007-0a1b2c3d:99" },
     });
+    // Pasted with the blanks around it, the cursor is still the one printed.
+    expect(parseCommand(["conform-pii", "--cursor", " 000000000007-0a1b2c3d:99 "])).toEqual({
+      command: "conform-pii",
+      args: { cursor: "000000000007-0a1b2c3d:99" },
+    });
   });
 
   it.each([
@@ -88,6 +93,16 @@ describe("parseCommand", () => {
     expect(parseCommand(["run", "--interval", "596h"])).toEqual({ command: "run", args: { once: false, intervalMs: 596 * 3_600_000 } });
   });
 
+  it("accepts the duration bounds themselves: one second and the longest timer", () => {
+    expect(parseCommand(["run", "--interval", "1s"])).toEqual({ command: "run", args: { once: false, intervalMs: 1_000 } });
+    expect(parseCommand(["run", "--interval", `${MAX_DURATION_MS}ms`])).toEqual({ command: "run", args: { once: false, intervalMs: MAX_DURATION_MS } });
+    expect(() => parseCommand(["run", "--interval", `${MAX_DURATION_MS + 1}ms`])).toThrow(/--interval must be at most/);
+  });
+
+  it("polls once a minute without --interval (README, USAGE: default 1m)", () => {
+    expect(parseCommand(["run"])).toEqual({ command: "run", args: { once: false, intervalMs: 60_000 } });
+  });
+
   it("rejects --once together with --interval", () => {
     expect(() => parseCommand(["run", "--once", "--interval", "5m"])).toThrow(/cannot be combined/);
   });
@@ -118,6 +133,23 @@ describe("parseCommand", () => {
 
   it.each([["--port", "http"], ["--port", "70000"], ["--port", "-1"]])("rejects authorize %s %s", (flag, value) => {
     expect(() => parseCommand(["authorize", flag, value])).toThrow(UsageError);
+  });
+
+  it("takes ports up to 65535 and no further", () => {
+    expect(parseCommand(["authorize", "--port", "65535"])).toMatchObject({ args: { port: 65_535 } });
+    expect(() => parseCommand(["authorize", "--port", "65536"])).toThrow(/--port must be at most 65535, got 65536/);
+  });
+
+  it.each([
+    [["authorize", "--scope", " "], /--scope must not be empty/],
+    [["authorize", "--secret-id", ""], /--secret-id must not be empty/],
+    [["authorize", "--timeout", "0s"], /--timeout must be at least 1000 ms/],
+    [["authorize", "--port", "80.5"], /--port must be a whole number, got "80.5"/],
+    [["demo", "--cycles", "1.5"], /--cycles must be a whole number, got "1.5"/],
+    [["bench", "--transactions", "0"], /--transactions must be at least 1, got 0/],
+  ])("rejects %j with a usage error naming the option", (argv, message) => {
+    expect(() => parseCommand(argv)).toThrow(UsageError);
+    expect(() => parseCommand(argv)).toThrow(message);
   });
 
   it("reads demo --cycles", () => {
