@@ -161,6 +161,42 @@ describe("readLocalSettings", () => {
     expect(readLocalSettings({ ...valid, BRIDGE_PII_MODE: "hash", BRIDGE_PII_SALT: "0123456789abcdef" }, "/w").piiMode).toBe("hash");
   });
 
+  it("refuses a salt one character short, naming the minimum but never the salt", () => {
+    const error = issuesOf({ ...valid, BRIDGE_PII_MODE: "hash", BRIDGE_PII_SALT: "salt-15-chars-x" });
+    expect(error.issues).toEqual([{ setting: "BRIDGE_PII_SALT", problem: "must be at least 16 characters" }]);
+    expect(error.message).not.toContain("salt-15-chars-x");
+    // Refused in any mode: a short salt set now would only surface on a later switch to hash.
+    expect(issuesOf({ ...valid, BRIDGE_PII_SALT: "salt-15-chars-x" }).issues).toEqual([{ setting: "BRIDGE_PII_SALT", problem: "must be at least 16 characters" }]);
+  });
+
+  it("says what a choice setting takes", () => {
+    expect(issuesOf({ ...valid, BRIDGE_PII_MODE: "scramble", BRIDGE_LOG_LEVEL: "loud" }).issues).toEqual([
+      { setting: "BRIDGE_PII_MODE", problem: "must be one of full, redact, hash" },
+      { setting: "BRIDGE_LOG_LEVEL", problem: "must be one of debug, info, warn, error" },
+    ]);
+  });
+
+  it("takes a tenant id of up to 64 characters starting with a letter or digit (README), and no other", () => {
+    const long = "a".repeat(64);
+    expect(readLocalSettings({ ...valid, BRIDGE_TENANT: long }, "/w").tenant).toBe(long);
+    expect(readLocalSettings({ ...valid, BRIDGE_TENANT: "9acme_eu-1" }, "/w").tenant).toBe("9acme_eu-1");
+    for (const tenant of [`${long}a`, "-acme", "_acme"]) {
+      expect(issuesOf({ ...valid, BRIDGE_TENANT: tenant }).issues, tenant).toEqual([
+        { setting: "BRIDGE_TENANT", problem: "must be 1-64 letters, digits, '-' or '_', starting with a letter or digit" },
+      ]);
+    }
+  });
+
+  it("takes an event source of up to 256 characters without spaces (EventBridge's Source)", () => {
+    const long = `q.${"a".repeat(254)}`;
+    expect(readLocalSettings({ ...valid, BRIDGE_EVENT_SOURCE: long }, "/w").eventSource).toBe(long);
+    for (const source of [`${long}a`, "qashio bridge", "qashio\tbridge"]) {
+      expect(issuesOf({ ...valid, BRIDGE_EVENT_SOURCE: source }).issues, source).toEqual([
+        { setting: "BRIDGE_EVENT_SOURCE", problem: "must be up to 256 characters, without spaces, not starting with 'aws.'" },
+      ]);
+    }
+  });
+
   it("treats a blank value as unset", () => {
     expect(issuesOf({ ...valid, QASHIO_CLIENT_ID: "   " }).issues.map((i) => i.setting)).toEqual(["QASHIO_CLIENT_ID"]);
   });
@@ -403,6 +439,13 @@ describe("readAuthorizeSettings", () => {
     ]);
     expect((error as ConfigError).message).not.toContain("nope-value");
   });
+
+  it("checks BRIDGE_TENANT when it is set, though authorize needs none", () => {
+    expect(readAuthorizeSettings({ ...valid, BRIDGE_TENANT: "acme" }, dir).tenant).toBe("acme");
+    expect(() => readAuthorizeSettings({ ...valid, BRIDGE_TENANT: "acme corp" }, dir)).toThrow(
+      /BRIDGE_TENANT: must be 1-64 letters, digits, '-' or '_', starting with a letter or digit/,
+    );
+  });
 });
 
 describe("parseEnvFile", () => {
@@ -537,6 +580,11 @@ describe("loadEnv", () => {
   it("names every malformed line at once", async () => {
     await writeFile(join(dir, ".env"), "A=1\nbad one\nB=2\nbad: two\n");
     await expect(loadEnv({}, dir)).rejects.toThrow("lines 2, 4 are malformed (expected NAME=value)");
+  });
+
+  it("names the first ten malformed lines and counts the rest", async () => {
+    await writeFile(join(dir, ".env"), "bad\n".repeat(12));
+    await expect(loadEnv({}, dir)).rejects.toThrow("lines 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 and 2 more are malformed (expected NAME=value)");
   });
 
   it("names an unreadable .env (here a directory) with exit 2", async () => {
