@@ -310,7 +310,9 @@ describe("readLocalSettings on the file system", () => {
   });
 
   it("names a state directory that is a regular file", () => {
-    expect(settingsError({ ...valid, BRIDGE_STATE_DIR: "plain-file" }).issues.map((i) => i.setting)).toEqual(["BRIDGE_STATE_DIR"]);
+    expect(settingsError({ ...valid, BRIDGE_STATE_DIR: "plain-file" }).issues).toEqual([
+      { setting: "BRIDGE_STATE_DIR", problem: `must be a directory, but ${join(dir, "plain-file")} is a file` },
+    ]);
   });
 
   it("names an events file that is a directory, a device or a pipe, or lies under a regular file", () => {
@@ -324,7 +326,9 @@ describe("readLocalSettings on the file system", () => {
     const fifo = join(dir, "events.fifo");
     execFileSync("mkfifo", [fifo]);
     expect(settingsError({ ...valid, BRIDGE_EVENTS_FILE: fifo }).issues).toEqual([{ setting: "BRIDGE_EVENTS_FILE", problem: `must be a regular file, but ${fifo} is a pipe` }]);
-    expect(settingsError({ ...valid, BRIDGE_EVENTS_FILE: "plain-file/events.jsonl" }).issues.map((i) => i.setting)).toEqual(["BRIDGE_EVENTS_FILE"]);
+    expect(settingsError({ ...valid, BRIDGE_EVENTS_FILE: "plain-file/events.jsonl" }).issues).toEqual([
+      { setting: "BRIDGE_EVENTS_FILE", problem: `cannot be created: ${join(dir, "plain-file")} is a file, not a directory` },
+    ]);
   });
 
   it("tries a missing state directory's first level and removes it again: a creatable one is no problem and is not left behind", async () => {

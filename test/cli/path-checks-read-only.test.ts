@@ -1,6 +1,7 @@
 /**
  * The path checks on a read-only mount: EROFS from access(2) is no matter of this user's rights, and the message says
- * so. A read-only mount cannot be made in a test, so access(2) answers EROFS for paths under one directory.
+ * so. A read-only mount cannot be made in a test, so access(2) answers EROFS for paths under one directory. Likewise
+ * for a path this user may not read (root reads anything), access(2) answers EACCES for the paths a test denies.
  */
 import type * as nodeFs from "node:fs";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
@@ -9,13 +10,16 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { eventsFileProblem, stateDirProblem } from "../../shared/cli/path-checks.js";
 
-const readOnly = vi.hoisted(() => ({ under: undefined as string | undefined }));
+const readOnly = vi.hoisted(() => ({ under: undefined as string | undefined, unreadable: new Set<string>() }));
 
 vi.mock("node:fs", async (importOriginal) => {
   const fs = await importOriginal<typeof nodeFs>();
   const accessSync = ((path: nodeFs.PathLike, mode?: number) => {
     if (readOnly.under !== undefined && String(path).startsWith(readOnly.under) && (mode ?? 0) & fs.constants.W_OK) {
       throw Object.assign(new Error(`EROFS: read-only file system, access '${String(path)}'`), { code: "EROFS" });
+    }
+    if (readOnly.unreadable.has(String(path)) && (mode ?? 0) & fs.constants.R_OK) {
+      throw Object.assign(new Error(`EACCES: permission denied, access '${String(path)}'`), { code: "EACCES" });
     }
     fs.accessSync(path, mode);
   }) as typeof fs.accessSync;
@@ -29,6 +33,7 @@ beforeEach(async () => {
 });
 afterEach(async () => {
   readOnly.under = undefined;
+  readOnly.unreadable.clear();
   await rm(dir, { recursive: true, force: true });
 });
 
@@ -44,5 +49,27 @@ describe("path checks on a read-only file system", () => {
     expect(eventsFileProblem(events)).toBe(`is on a read-only file system (EROFS): ${dir}`);
     await writeFile(events, "");
     expect(eventsFileProblem(events)).toBe(`is on a read-only file system (EROFS): ${events}`);
+  });
+});
+
+describe("path checks of paths this user may not read", () => {
+  beforeEach(() => {
+    readOnly.under = undefined;
+  });
+
+  it("name a state directory entry left unreadable, hinting at a run as another user", async () => {
+    const state = join(dir, "state");
+    await mkdir(state);
+    const tokens = join(state, "tokens.json");
+    await writeFile(tokens, "{}");
+    readOnly.unreadable.add(tokens);
+    expect(stateDirProblem(state)).toBe(`is not readable by this user (EACCES): ${tokens} (left by a run as another user, such as under sudo?)`);
+  });
+
+  it("name an events file this user may write but not read (the publisher reads its last byte)", async () => {
+    const events = join(dir, "events.jsonl");
+    await writeFile(events, "");
+    readOnly.unreadable.add(events);
+    expect(eventsFileProblem(events)).toBe(`is not readable and writable by this user (EACCES): ${events}`);
   });
 });
