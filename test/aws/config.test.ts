@@ -79,6 +79,22 @@ describe("loadConfig", () => {
     expect((error as Error).message).toMatch(/TABLE_NAME is required/);
   });
 
+  it.each(["0", "1.5", "soon"])("refuses CYCLE_BUDGET_MS=%s: the budget is a positive whole number of ms", (budget) => {
+    const error = (() => {
+      try {
+        loadConfig({ ...valid, CYCLE_BUDGET_MS: budget });
+      } catch (e) {
+        return e as ConfigurationError;
+      }
+    })();
+    expect(error).toBeInstanceOf(ConfigurationError);
+    expect(error?.issues.map((i) => i.variable)).toEqual(["CYCLE_BUDGET_MS"]);
+  });
+
+  it("refuses a variable holding only blanks as empty", () => {
+    expect(() => loadConfig({ ...valid, TABLE_NAME: "  " })).toThrow(/^Invalid function environment: TABLE_NAME must not be empty$/);
+  });
+
   it("rejects a base URL that is neither a URL nor a deployment", () => {
     expect(() => loadConfig({ ...valid, QASHIO_BASE_URL: "ftp://x" })).toThrow(/QASHIO_BASE_URL/);
   });
