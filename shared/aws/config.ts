@@ -67,7 +67,8 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
   if (!parsed.success) {
     for (const issue of parsed.error.issues) {
       const variable = String(issue.path[0] ?? "(environment)");
-      const problem = issue.code === "invalid_type" && env[variable] === undefined ? "is required" : issue.message;
+      // An unset variable without a default is missing, whatever zod calls it (an enum reports `invalid_value`).
+      const problem = env[variable] === undefined ? "is required" : issue.message;
       issues.push({ variable, problem });
     }
   }

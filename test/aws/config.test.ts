@@ -91,6 +91,13 @@ describe("loadConfig", () => {
     expect(error?.issues.map((i) => i.variable)).toEqual(["CYCLE_BUDGET_MS"]);
   });
 
+  it("requires PII_MODE: the personal fields' treatment is never left to a default", () => {
+    const { PII_MODE: _p, ...rest } = valid;
+    // An enum once answered `PII_MODE Invalid option: expected one of ...`, as if a value were set.
+    expect(() => loadConfig(rest)).toThrow(/^Invalid function environment: PII_MODE is required$/);
+    expect(() => loadConfig({ ...rest, TENANT_ID: undefined })).toThrow(/^Invalid function environment: TENANT_ID is required; PII_MODE is required$/);
+  });
+
   it("refuses a variable holding only blanks as empty", () => {
     expect(() => loadConfig({ ...valid, TABLE_NAME: "  " })).toThrow(/^Invalid function environment: TABLE_NAME must not be empty$/);
   });
