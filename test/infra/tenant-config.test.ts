@@ -272,9 +272,9 @@ describe("tenant config", () => {
       'tenant "acme": field id: listed more than once',
     );
     const hook = { name: "erp", url: "https://erp.test/h", eventTypes: ["card.created"], auth: { type: "basic", username: "u", password: { secretArn } } };
-    expect(errorOf(() => parseTenantsDocument({ tenants: [{ ...minimal, account: "123456789012", region: "eu-west-1", webhooks: [hook, hook] }] })).field).toBe(
-      "webhooks[1].name",
-    );
+    const error = errorOf(() => parseTenantsDocument({ tenants: [{ ...minimal, account: "123456789012", region: "eu-west-1", webhooks: [hook, hook] }] }));
+    expect(error.field).toBe("webhooks[1].name");
+    expect(error.message).toBe('tenant "acme": field webhooks[1].name: "erp" is used twice');
   });
 
   it("rejects webhook names that are the same once dashes are removed, naming both", () => {
