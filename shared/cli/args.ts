@@ -398,7 +398,8 @@ export function parseCommand(argv: readonly string[], env: Env = {}): ParsedComm
         args: {
           port,
           scope: scope?.trim(),
-          secretId,
+          // A pasted ARN often carries a blank around it, which Secrets Manager would answer as no such secret.
+          secretId: secretId?.trim(),
           noOpen: values["no-open"] === true,
           timeoutMs: duration("--timeout", values.timeout as string | undefined, 1_000, 600_000),
         },

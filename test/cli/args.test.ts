@@ -131,6 +131,12 @@ describe("parseCommand", () => {
     });
   });
 
+  it("trims the blanks a pasted --secret-id or --scope carries", () => {
+    expect(parseCommand(["authorize", "--secret-id", " arn:aws:secretsmanager:eu-west-1:1:secret:q \n", "--scope", " cards:read "])).toMatchObject({
+      args: { secretId: "arn:aws:secretsmanager:eu-west-1:1:secret:q", scope: "cards:read" },
+    });
+  });
+
   it.each([["--port", "http"], ["--port", "70000"], ["--port", "-1"]])("rejects authorize %s %s", (flag, value) => {
     expect(() => parseCommand(["authorize", flag, value])).toThrow(UsageError);
   });
