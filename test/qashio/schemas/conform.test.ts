@@ -340,6 +340,14 @@ describe("conformsTo per schema kind", () => {
     expectConforms(z.url(), [["https://example.com/", false]]);
     expectConforms(z.string().refine(() => true), [["a", false]]);
     expectConforms(z.coerce.string(), [["a", false]]);
+    // One check it knows does not vouch for the others.
+    expectConforms(z.string().min(1).trim(), [[" a ", false]]);
+  });
+
+  it("skips a check whose own condition says it does not apply, as zod does", () => {
+    // zod's parameter types leave `when` out of a length check's options, but its checks honour it.
+    const never = { message: "too short", when: () => false };
+    expectConforms(z.string().min(5, never), [["a", true]]);
   });
 
   it("accepts finite numbers only and respects number checks", () => {
@@ -355,6 +363,8 @@ describe("conformsTo per schema kind", () => {
     expectConforms(z.literal("a"), [["a", true], ["b", false]]);
     expectConforms(z.literal([1, "x"]), [[1, true], ["x", true], ["1", false]]);
     expectConforms(z.enum(["draft", "active"]), [["active", true], ["ACTIVE", false]]);
+    expectConforms(z.enum(["a"]).refine(() => false), [["a", false]]);
+    expectConforms(z.literal("a").refine(() => false), [["a", false]]);
   });
 
   it("accepts undefined for optional and null for nullable, nothing else extra", () => {
@@ -368,6 +378,11 @@ describe("conformsTo per schema kind", () => {
   it("accepts anything for unknown and any", () => {
     expectConforms(z.unknown(), [[1, true], [{ a: [1] }, true], [undefined, true], [NaN, true]]);
     expectConforms(z.any(), [["x", true], [null, true]]);
+  });
+
+  it("rejects unknown and any with checks of their own", () => {
+    expectConforms(z.unknown().refine(() => false), [[1, false], [undefined, false]]);
+    expectConforms(z.any().refine(() => false), [["x", false]]);
   });
 
   it("rejects a value only a codec member of the union takes: zod would rewrite it", () => {
@@ -384,6 +399,18 @@ describe("conformsTo per schema kind", () => {
     expectConforms(codecFirst, [["12", false], ["ab", false], [12, false]]);
     expectConforms(z.union([z.number(), z.string()]), [["a", true], [1, true], [true, false]]);
     expectConforms(z.union([z.array(z.string()), z.record(z.string(), z.string())]), [[["a"], true], [{ k: "a" }, true]]);
+    // A member that takes nothing, or only some values of a kind, still lets the next one decide on the rest.
+    expectConforms(z.union([z.never(), z.string()]), [["a", true]]);
+    expectConforms(z.union([z.literal("a"), z.number()]), [["a", true], [1, true], ["b", false]]);
+  });
+
+  it("lets a union member that only rewrites null decide on null", () => {
+    expectConforms(z.union([z.null().transform(() => 0), z.unknown()]), [[null, false], ["a", true], [{}, true]]);
+  });
+
+  it("lets a drift enum first in a union decide on every string (zod reports its unlisted values)", () => {
+    const status = driftEnum(["draft"] as const, { schema: "S", field: "status" });
+    expectConforms(z.union([status, z.string()]), [["draft", true], ["archived", false]]);
   });
 
   it("rejects containers with checks other than an array's length bounds", () => {
@@ -392,6 +419,14 @@ describe("conformsTo per schema kind", () => {
     expectConforms(z.looseObject({ id: z.string() }).superRefine(() => undefined), [[{ id: "a" }, false]]);
     // Only length bounds: any other check on a container (it would not apply to one anyway) leaves it to zod.
     expectConforms(z.array(z.number()).check(z.multipleOf(2) as unknown as z.core.$ZodCheck<number[]>), [[[2], false]]);
+    // A length bound does not vouch for the other checks.
+    expectConforms(
+      z
+        .array(z.number())
+        .min(1)
+        .overwrite((a) => a.map((n) => n * 2)),
+      [[[1], false]],
+    );
   });
 
   it("rejects discriminated and exclusive unions (zod picks their member by other rules)", () => {
@@ -430,10 +465,23 @@ describe("conformsTo per schema kind", () => {
     const numbers = z.object({ id: z.string() }).catchall(z.number());
     expectConforms(numbers, [[{ id: "a", n: 1 }, true], [{ id: "a", n: "1" }, false]]);
     expectConforms(z.looseObject({ id: z.string() }).refine(() => true), [[{ id: "a" }, false]]);
+    // A catchall member named __proto__ is dropped by zod; an unknown catchall with a check of its own runs it.
+    expectConforms(numbers, [[JSON.parse('{"id":"a","__proto__":1}'), false]]);
+    expectConforms(z.object({}).catchall(z.unknown().refine(() => false)), [[{ a: 1 }, false], [{}, true]]);
+  });
+
+  it("rejects an object without a defaulted or caught member (zod fills it in)", () => {
+    expectConforms(z.looseObject({ d: z.string().default("x") }), [[{}, false]]);
+    expectConforms(z.looseObject({ c: z.string().catch("x") }), [[{}, false]]);
   });
 
   it("rejects shapes with keys zod reads from the prototype", () => {
     expectConforms(z.looseObject({ constructor: z.string().optional() }), [[{ constructor: "a" }, false]]);
+  });
+
+  it("rejects shapes with symbol keys (zod checks them, JSON never has them)", () => {
+    const key = Symbol("key");
+    expectConforms(z.looseObject({ [key]: z.string() }), [[{}, false], [{ [key]: "a" }, false]]);
   });
 
   it("checks every array element and record value", () => {
@@ -451,6 +499,10 @@ describe("conformsTo per schema kind", () => {
       [[1], false],
     ]);
     expectConforms(z.record(z.enum(["a"]), z.number()), [[{ a: 1 }, false]]);
+    expectConforms(z.record(z.string().min(3), z.number()), [[{ x: 1 }, false]]);
+    expectConforms(z.record(z.guid(), z.number()), [[{ x: 1 }, false]]);
+    // zod's isPlainObject turns away an object with its own function `constructor`.
+    expectConforms(z.record(z.string(), z.unknown()), [[{ constructor: function make() {} }, false], [{ constructor: "x" }, true]]);
   });
 
   it("accepts listed drift enum values only, in any case when case-insensitive", () => {
@@ -471,6 +523,24 @@ describe("conformsTo per schema kind", () => {
     expectConforms(Node, [
       [{ name: "a", children: [{ name: "b" }, { name: "c", children: [] }] }, true],
       [{ name: "a", children: [{ name: 1 }] }, false],
+    ]);
+  });
+
+  it("lets a recursive reference met while its union compiles decide on any kind", () => {
+    const Tree = z.looseObject({
+      n: z.string(),
+      t: z
+        .string()
+        .transform((s) => s.toUpperCase())
+        .optional(),
+      get next(): z.ZodOptional<z.ZodUnion<readonly [typeof Tree, z.ZodRecord<z.ZodString, z.ZodUnknown>]>> {
+        return z.union([Tree, z.record(z.string(), z.unknown())]).optional();
+      },
+    });
+    // zod parses `next` with Tree first, which upper-cases `t`: the record member after it must not decide.
+    expectConforms(Tree, [
+      [{ n: "a", next: { n: "b" } }, true],
+      [{ n: "a", next: { n: "b", t: "x" } }, false],
     ]);
   });
 
