@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { z } from "zod";
 import {
   AcknowledgeBodySchema,
   CardBalanceQuerySchema,
@@ -52,6 +53,10 @@ describe("paging (every list)", () => {
     ["", "INVALID_FORMAT"],
   ])("rejects page=%j with %s", (page, code) => {
     expect(offenders(checkQuery(TransactionsQuerySchema, { page }))).toEqual([["page", code]]);
+  });
+
+  it("takes a page number with spaces around it", () => {
+    expect(checkQuery(TransactionsQuerySchema, { page: " 3 ", page_size: "4 " })).toEqual({ ok: true, value: { page: 3, page_size: 4 } });
   });
 
   it("rejects typed non-positive and fractional sizes", () => {
@@ -116,14 +121,25 @@ describe("TransactionsQuerySchema", () => {
     ]);
   });
 
+  it("drops a repeated unknown key and treats an empty list of values as absent", () => {
+    expect(checkQuery(TransactionsQuerySchema, new URLSearchParams("colour=red&colour=blue&page=2"))).toEqual({ ok: true, value: { page: 2 } });
+    expect(checkQuery(TransactionsQuerySchema, { page: [], page_size: ["5"] })).toEqual({ ok: true, value: { page_size: 5 } });
+  });
+
+  it("reports a repeated range end once, as repeated, not also as missing", () => {
+    const repeated = new URLSearchParams("transaction_time_from=2024-01-01&transaction_time_from=2024-01-02&transaction_time_to=2024-01-31");
+    expect(offenders(checkQuery(TransactionsQuerySchema, repeated))).toEqual([["transaction_time_from", "INVALID_FORMAT"]]);
+  });
+
   it.each(["123", "12345", "12a4", " 1234"])("rejects card_last_four %j", (value) => {
     expect(offenders(checkQuery(TransactionsQuerySchema, { card_last_four: value }))).toEqual([["card_last_four", "INVALID_FORMAT"]]);
   });
 
   it("requires both ends of the time range, naming the missing end", () => {
-    expect(offenders(checkQuery(TransactionsQuerySchema, { transaction_time_from: "2024-01-01" }))).toEqual([
-      ["transaction_time_to", "REQUIRED"],
-    ]);
+    expect(checkQuery(TransactionsQuerySchema, { transaction_time_from: "2024-01-01" })).toEqual({
+      ok: false,
+      errors: [{ field: "transaction_time_to", code: "REQUIRED", message: "transaction_time_from and transaction_time_to must be sent together" }],
+    });
     expect(offenders(checkQuery(TransactionsQuerySchema, { transaction_time_to: "2024-01-01" }))).toEqual([
       ["transaction_time_from", "REQUIRED"],
     ]);
@@ -194,6 +210,15 @@ describe("ErpCardsQuerySchema", () => {
   it.each(["issued_time", "created_time"])("rejects an inverted %s range on the _to end", (prefix) => {
     const result = checkQuery(ErpCardsQuerySchema, { [`${prefix}_from`]: "2024-02-01", [`${prefix}_to`]: "2024-01-31" });
     expect(offenders(result)).toEqual([[`${prefix}_to`, "INVALID_RANGE"]]);
+  });
+
+  it("leaves a malformed end to its own INVALID_FORMAT entry, without an INVALID_RANGE", () => {
+    expect(offenders(checkQuery(ErpCardsQuerySchema, { issued_time_from: "2024-13-01", issued_time_to: "2024-02-01" }))).toEqual([
+      ["issued_time_from", "INVALID_FORMAT"],
+    ]);
+    expect(offenders(checkQuery(ErpCardsQuerySchema, { issued_time_from: "2024-03-01", issued_time_to: "2024-02-31" }))).toEqual([
+      ["issued_time_to", "INVALID_FORMAT"],
+    ]);
   });
 
   it("accepts a one-day range", () => {
@@ -425,7 +450,22 @@ describe("TokenRequestSchema", () => {
   });
 });
 
+describe("checkBody with another schema", () => {
+  it("reports a string shorter than a minimum above one as OUT_OF_RANGE, not REQUIRED", () => {
+    expect(offenders(checkBody(z.object({ code: z.string().min(3) }), { code: "ab" }))).toEqual([["code", "OUT_OF_RANGE"]]);
+  });
+
+  it("reports one entry per field, the first issue's, however many checks it fails", () => {
+    const digits = z.object({ code: z.string().min(3).regex(/^\d+$/) });
+    expect(offenders(checkBody(digits, { code: "a" }))).toEqual([["code", "OUT_OF_RANGE"]]);
+  });
+});
+
 describe("toSearchParams", () => {
+  it("leaves out null values", () => {
+    expect(toSearchParams({ page: 2, employee_id: null, exclude_from_sync: false }).toString()).toBe("page=2&exclude_from_sync=false");
+  });
+
   it("serialises a checked value for the wire, leaving out absent values", () => {
     const checked = checkQuery(TransactionsQuerySchema, { page: 2, exclude_from_sync: false, client_sync_status: "not_synced", employee_id: undefined });
     expect(checked.ok && toSearchParams(checked.value).toString()).toBe("page=2&client_sync_status=not_synced&exclude_from_sync=false");
