@@ -231,4 +231,10 @@ describe("event schemas", () => {
     expect(parseEventDetail({ type: "transaction.deleted" }).success).toBe(false);
     expect(parseEventDetail({ type: "card.updated", id: "x" }).success).toBe(false);
   });
+
+  it("reject, without throwing, a detail whose type names a member every object inherits", () => {
+    for (const type of ["constructor", "toString", "__proto__", "hasOwnProperty"]) {
+      expect(parseEventDetail({ type }).success, type).toBe(false);
+    }
+  });
 });

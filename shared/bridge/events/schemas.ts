@@ -179,7 +179,8 @@ export const EVENT_DETAIL_SCHEMAS: { readonly [K in EventType]: z.ZodType } = {
  */
 export function parseEventDetail(detail: unknown): z.ZodSafeParseResult<unknown> {
   const type = (detail as { type?: unknown } | null)?.type;
-  const schema = typeof type === "string" ? EVENT_DETAIL_SCHEMAS[type as EventType] : undefined;
+  // Own members only: `type` comes from the event, and "constructor" or "toString" would find Object's.
+  const schema = typeof type === "string" && Object.hasOwn(EVENT_DETAIL_SCHEMAS, type) ? EVENT_DETAIL_SCHEMAS[type as EventType] : undefined;
   if (!schema) return z.never().safeParse(detail);
   return schema.safeParse(detail);
 }
