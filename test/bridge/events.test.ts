@@ -21,12 +21,14 @@ const docs = path.resolve(import.meta.dirname, "../../docs");
 async function oneOfEachType(publisher?: EventPublisher): Promise<BridgeEvent[]> {
   const rig = makeRig({ emitCardCreated: true }, publisher ? { publisher } : {});
   const purchase = rig.provider.addTransaction();
-  rig.provider.addTransaction({ transaction_category: "refund", parent_id: purchase.id, parent_qashio_id: purchase.qashio_id });
+  const refund = rig.provider.addTransaction({ transaction_category: "refund", parent_id: purchase.id, parent_qashio_id: purchase.qashio_id });
   const card = rig.provider.addCard();
   const other = rig.provider.addCard();
   await pollTransactions(rig.deps);
   await pollCards(rig.deps);
   rig.provider.changeTransaction(purchase.id, { memo: "lunch" });
+  // A changed refund: changes and parent both, whose order in the detail's JSON is the engine's.
+  rig.provider.changeTransaction(refund.id, { memo: "returned" });
   rig.provider.changeCard(card["id"] as string, { status: "Suspended" });
   rig.provider.changeCard(other["id"] as string, { card_nickname: "Travel" });
   await pollTransactions(rig.deps);
