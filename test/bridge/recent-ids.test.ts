@@ -20,6 +20,8 @@ describe("RecentIds", () => {
     handled.add(["c"]);
     expect(handled.has("stuck")).toBe(true);
     expect(handled.has("gone")).toBe(false);
+    // What it costs: the sticky id besides the window's batch.
+    expect(handled.size).toBe(2);
   });
 });
 
@@ -37,6 +39,16 @@ describe("RecentIds versions", () => {
     expect(handled.has("x")).toBe(true);
     expect([...handled.versionsOf("x")].sort()).toEqual(["v1", "v2"]);
     expect(handled.versionsOf("unknown").size).toBe(0);
+  });
+
+  it("gives each version of an id handled in several versions at once (copies listed side by side)", () => {
+    const handled = new RecentIds(1);
+    handled.add(["x"], new Map([["x", ["v1", "v2"]]]));
+    expect([...handled.versionsOf("x")].sort()).toEqual(["v1", "v2"]);
+    expect(handled.has("x")).toBe(true);
+    handled.add(["x"], new Map([["x", ["v3"]]]));
+    handled.add(["y"]);
+    expect([...handled.versionsOf("x")].sort()).toEqual(["v1", "v2", "v3"]);
   });
 });
 
