@@ -461,12 +461,21 @@ describe("poll-transactions conform-pii action", () => {
     await expect(h.poller("transactions")({ cursor: "abc" })).rejects.toMatchObject({ name: "PollEventError", field: "cursor" });
     await expect(h.poller("transactions")({ action: "redrive", cursor: "abc" })).rejects.toMatchObject({ name: "PollEventError", field: "cursor" });
     await expect(h.poller("transactions")({ action: "conform-pii", cursor: 7 as never })).rejects.toMatchObject({ name: "PollEventError", field: "cursor" });
+    await expect(h.poller("transactions")({ action: "conform-pii", cursor: "" })).rejects.toMatchObject({ name: "PollEventError", field: "cursor" });
     await expect(h.poller("transactions")({ action: "conform-pii", cursor: "bm90IGEga2V5" })).rejects.toMatchObject({ name: "SnapshotCursorError" });
     expect(h.published).toEqual([]);
   });
 });
 
 describe("poll-cards handler", () => {
+  it("runs a cycle when the event names the cycle action itself, on either poller", async () => {
+    expect(await h.poller("cards")({ action: "cycle" })).toMatchObject({ kind: "cards", status: "completed", outcome: "complete" });
+    const result = await h.poller("transactions")({ action: "cycle" });
+    expect(result).toMatchObject({ kind: "transactions", status: "completed", outcome: "complete" });
+    expect(result).not.toHaveProperty("action");
+    expect(result.published).toBeGreaterThan(0);
+  });
+
   it("records cards silently first, then publishes card.suspended when a card is suspended", async () => {
     const poll = h.poller("cards");
     expect(await poll()).toMatchObject({ status: "completed", published: 0 });
@@ -484,6 +493,7 @@ describe("poll-cards handler", () => {
     [{ mode: "suspend-only-SECRET" }, "mode"],
     [{ detail: { mode: "FULL-SECRET" } }, "detail.mode"],
     [{ mode: 7 }, "mode"],
+    [{ mode: "constructor" }, "mode"],
   ])("rejects a card mode it does not know (%j), naming the field without echoing the value", async (event, field) => {
     const result = h.poller("cards")(event as PollEvent);
     await expect(result).rejects.toMatchObject({ name: "PollEventError", field, message: `Poll event field ${field} must be "full" or "suspended-only"` });
