@@ -243,6 +243,12 @@ describe("poll-transactions handler", () => {
     expect((error as ConfigurationError).issues.map((i) => i.variable).sort()).toEqual(["PII_MODE", "TABLE_NAME"]);
   });
 
+  it("logs no warning on a cycle that goes well: the tenant dimension is set once per container, not overwritten", async () => {
+    expect((await h.poller("transactions")()).status).toBe("completed");
+    const warnings = h.output.map((line) => JSON.parse(line) as Record<string, unknown>).filter((doc) => doc["level"] === "WARN");
+    expect(warnings).toEqual([]);
+  });
+
   it("emits EMF metrics in the QashioBridge namespace with the tenant dimension", async () => {
     await h.poller("transactions")();
     const emf = h.output.filter((line) => line.includes('"_aws"')).map((line) => JSON.parse(line) as Record<string, unknown>);
@@ -487,6 +493,17 @@ describe("poll-cards handler", () => {
       detailType: "card.suspended",
       detail: { subject: { type: "card", id: active.id }, data: { changes: [expect.objectContaining({ path: "/status", after: "Suspended" })] } },
     });
+  });
+
+  it("counts the events of every type a cycle published in its result", async () => {
+    const poll = h.poller("cards");
+    await poll();
+    const [suspended, terminated] = company().cards.filter((card) => card.status === "Active");
+    if (suspended === undefined || terminated === undefined) throw new Error("fewer than two active cards");
+    h.sandbox.control.state.setCardStatus(suspended, "Suspended");
+    h.sandbox.control.state.setCardStatus(terminated, "Terminated");
+    expect(await poll()).toMatchObject({ status: "completed", published: 2 });
+    expect(h.published.map((e) => e.detailType).sort()).toEqual(["card.status_changed", "card.suspended"]);
   });
 
   it.each([
