@@ -16,7 +16,8 @@ import { leaseNames } from "../../shared/aws/keys.js";
 import { awsError } from "../aws/support/fake-secrets-manager.js";
 import type { PollEvent, PollResult } from "../../shared/aws/handlers.js";
 import { localDynamoClient } from "../aws/support/dynamo.js";
-import { createHarness, REDIRECT_URI, subjectIds, TENANT, type Harness } from "./support/harness.js";
+import { createHarness, lambdaContext, REDIRECT_URI, subjectIds, TENANT, type Harness } from "./support/harness.js";
+import { CYCLE_SAFETY_MARGIN_MS } from "../../shared/aws/config.js";
 
 let h: Harness;
 beforeEach(async () => {
@@ -130,6 +131,14 @@ describe("poll-transactions handler", () => {
       expect(idBySubject.get(d.subject.id) ?? d.id).toBe(d.id);
       idBySubject.set(d.subject.id, d.id);
     }
+  });
+
+  it("stops at the deadline the invocation's remaining time leaves after the safety margin, and the next invocation goes on", async () => {
+    const backlog = h.pendingAtProvider();
+    const poll = h.poller("transactions");
+    expect(await poll(undefined, lambdaContext(CYCLE_SAFETY_MARGIN_MS))).toMatchObject({ status: "completed", outcome: "deadline", published: 0 });
+    expect(h.pendingAtProvider()).toBe(backlog);
+    expect(await poll()).toMatchObject({ status: "completed", outcome: "complete", published: backlog });
   });
 
   it("skips when another invocation holds the tenant's transaction cycle lease", async () => {

@@ -95,7 +95,7 @@ export interface Harness {
   readonly eventBridge: AwsStub<ServiceInputTypes, ServiceOutputTypes, EventBridgeClientResolvedConfig>;
   readonly clock: Clock;
   /** A new Lambda container running the transaction or card poller. */
-  poller(kind: "transactions" | "cards", options?: Partial<HandlerOptions>): (event?: PollEvent) => Promise<PollResult>;
+  poller(kind: "transactions" | "cards", options?: Partial<HandlerOptions>): (event?: PollEvent, context?: Context) => Promise<PollResult>;
   /** A new Lambda container running the rotation function. */
   rotator(options?: Partial<HandlerOptions>): (event: RotationEvent) => Promise<void>;
   /** Transactions still `not_synced` or `outdated` at the provider. */
@@ -200,7 +200,7 @@ export async function createHarness(options: { seed?: number; piiMode?: "full" |
     clock,
     poller(kind, overrides) {
       const handler = createPollHandler(kind, handlerOptions(overrides));
-      return (event) => handler(event ?? scheduledEvent(), lambdaContext());
+      return (event, context) => handler(event ?? scheduledEvent(), context ?? lambdaContext());
     },
     rotator(overrides) {
       const handler = createRotationHandler(handlerOptions(overrides));
