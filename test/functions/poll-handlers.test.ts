@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { gunzipSync } from "node:zlib";
 import { EventBridgeClient, PutEventsCommand, type PutEventsRequestEntry } from "@aws-sdk/client-eventbridge";
 import { ScanCommand } from "@aws-sdk/lib-dynamodb";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { ConfigurationError } from "../../shared/aws/errors.js";
 import { truncationsOf } from "../../shared/aws/event-size.js";
 import { ReauthorizationNeededError, parseEventDetail } from "../../shared/bridge/index.js";
@@ -139,6 +139,34 @@ describe("poll-transactions handler", () => {
     expect(await poll(undefined, lambdaContext(CYCLE_SAFETY_MARGIN_MS))).toMatchObject({ status: "completed", outcome: "deadline", published: 0 });
     expect(h.pendingAtProvider()).toBe(backlog);
     expect(await poll()).toMatchObject({ status: "completed", outcome: "complete", published: backlog });
+  });
+
+  it("holds its cycle lease past the deadline while it still works on the page in hand, so no other invocation overlaps it", async () => {
+    const lock = new DynamoLeaseLock({ doc: h.table.doc, tableName: h.table.tableName, clock: h.clock });
+    let overlapping: boolean | undefined;
+    const fetch = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+      const url = typeof input === "string" ? input : input instanceof URL ? input.href : input.url;
+      if (overlapping === undefined && url.endsWith("/transactions/acknowledge")) {
+        // The first acknowledge answers a second after the deadline (60 s remaining less the safety margin).
+        h.sandbox.control.advanceClock((60_000 - CYCLE_SAFETY_MARGIN_MS) / 1_000 + 1);
+        const other = await lock.tryAcquire(leaseNames.transactionsCycle(TENANT), 60_000);
+        overlapping = other !== undefined;
+        await other?.release();
+      }
+      return h.fetch(input, init);
+    };
+    expect(await h.poller("transactions", { fetch })()).toMatchObject({ status: "completed", outcome: "deadline" });
+    expect(overlapping).toBe(false);
+    // Released once the cycle ended.
+    expect(await lock.tryAcquire(leaseNames.transactionsCycle(TENANT), 60_000)).toBeDefined();
+  });
+
+  it("still reports a cycle whose quarantine count fails, logging the failure by name", async () => {
+    const failure = Object.assign(new Error("Rate exceeded"), { name: "ProvisionedThroughputExceededException" });
+    vi.spyOn(DynamoQuarantine.prototype, "size").mockRejectedValue(failure);
+    expect(await h.poller("transactions")()).toMatchObject({ status: "completed", outcome: "complete" });
+    const warning = h.output.map((line) => JSON.parse(line) as Record<string, unknown>).find((doc) => doc["message"] === "Could not count the quarantine");
+    expect(warning).toMatchObject({ level: "WARN", kind: "transactions", error: "ProvisionedThroughputExceededException" });
   });
 
   it("skips when another invocation holds the tenant's transaction cycle lease", async () => {
@@ -547,11 +575,15 @@ describe("poll-cards handler", () => {
 
   it("takes the suspended-only fast path when the schedule asks for it", async () => {
     await h.poller("cards")();
-    const active = company().cards.find((card) => card.status === "Active");
-    if (active === undefined) throw new Error("no active card");
+    const [active, other] = company().cards.filter((card) => card.status === "Active");
+    if (active === undefined || other === undefined) throw new Error("fewer than two active cards");
     h.sandbox.control.state.setCardStatus(active, "Suspended");
+    // Not on the suspended list: only a full cycle sees it.
+    h.sandbox.control.state.setCardStatus(other, "Terminated");
     const result = await h.poller("cards")({ mode: "suspended-only" });
     expect(result.published).toBe(1);
-    expect(h.published[0]?.detailType).toBe("card.suspended");
+    expect(h.published.map((e) => e.detailType)).toEqual(["card.suspended"]);
+    expect(await h.poller("cards")()).toMatchObject({ published: 1 });
+    expect(h.published.map((e) => e.detailType)).toEqual(["card.suspended", "card.status_changed"]);
   });
 });
