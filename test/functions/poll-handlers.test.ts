@@ -100,6 +100,15 @@ describe("poll-transactions handler", () => {
     const result = await h.poller("transactions")();
     expect(result.outcome).toBe("complete");
     expect(h.pendingAtProvider()).toBe(0);
+    // Each retried failure counted once, by status class (the dimension the dashboard groups by).
+    const retried = h.output
+      .filter((line) => line.includes('"ProviderErrors"'))
+      .map((line) => JSON.parse(line) as Record<string, unknown>)
+      .map((doc) => [doc["status_class"], doc["ProviderErrors"]]);
+    expect(retried.sort()).toEqual([
+      ["4xx", 1],
+      ["5xx", 2],
+    ]);
   });
 
   it("re-sends the same event ids after a crash between publishing and acknowledging, then finishes", async () => {
@@ -290,14 +299,17 @@ describe("poll-transactions handler", () => {
     await h.poller("transactions")();
     const emf = h.output.filter((line) => line.includes('"_aws"')).map((line) => JSON.parse(line) as Record<string, unknown>);
     const names = emf.flatMap((doc) =>
-      ((doc._aws as { CloudWatchMetrics: { Namespace: string; Metrics: { Name: string }[]; Dimensions: string[][] }[] }).CloudWatchMetrics).flatMap(
-        (m) => m.Metrics.map((metric) => ({ name: metric.Name, namespace: m.Namespace, dimensions: m.Dimensions.flat() })),
+      ((doc._aws as { CloudWatchMetrics: { Namespace: string; Metrics: { Name: string; Unit: string }[]; Dimensions: string[][] }[] }).CloudWatchMetrics).flatMap(
+        (m) => m.Metrics.map((metric) => ({ name: metric.Name, unit: metric.Unit, namespace: m.Namespace, dimensions: m.Dimensions.flat() })),
       ),
     );
     for (const name of ["TransactionsPulled", "EventsPublished", "Acknowledged", "TokenRefreshes", "CycleDurationMs", "SyncLagSeconds"]) {
       expect(names.find((n) => n.name === name), name).toMatchObject({ namespace: "QashioBridge", dimensions: expect.arrayContaining(["tenant"]) });
     }
     expect(names.find((n) => n.name === "EventsPublished")?.dimensions).toContain("type");
+    // The units the alarms' thresholds are in.
+    const units = Object.fromEntries(["TransactionsPulled", "EventsPublished", "TokenRefreshes", "CycleDurationMs", "SyncLagSeconds"].map((name) => [name, names.find((n) => n.name === name)?.unit]));
+    expect(units).toEqual({ TransactionsPulled: "Count", EventsPublished: "Count", TokenRefreshes: "Count", CycleDurationMs: "Milliseconds", SyncLagSeconds: "Seconds" });
     expect(emf.every((doc) => doc.tenant === TENANT)).toBe(true);
   });
 
