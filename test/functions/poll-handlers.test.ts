@@ -18,6 +18,7 @@ import type { PollEvent, PollResult } from "../../shared/aws/handlers.js";
 import { localDynamoClient } from "../aws/support/dynamo.js";
 import { createHarness, lambdaContext, REDIRECT_URI, subjectIds, TENANT, type Harness } from "./support/harness.js";
 import { CYCLE_SAFETY_MARGIN_MS } from "../../shared/aws/config.js";
+import { DEFAULT_SECRET_CACHE_TTL_MS } from "../../shared/aws/token-store.js";
 
 let h: Harness;
 beforeEach(async () => {
@@ -237,6 +238,26 @@ describe("poll-transactions handler", () => {
     expect(h.refreshTokensPresented).toHaveLength(2);
     expect(h.refreshTokensPresented[1]).not.toBe(first);
     expect(await h.familyStillValid()).toBe(true);
+  });
+
+  it("hashes personal fields with the new pii_salt once a warm container re-reads a secret whose salt was replaced", async () => {
+    await h.close();
+    h = await createHarness({ piiMode: "hash" });
+    const poll = h.poller("transactions");
+    await poll();
+    const target = h.published.find((e) => typeof e.detail.data.object["card_holder_email"] === "string");
+    if (target === undefined) throw new Error("no transaction with a cardholder email");
+    const before = target.detail.data.object["card_holder_email"];
+    await h.secrets.client.send(
+      new PutSecretValueCommand({ SecretId: h.secrets.secretId, SecretString: JSON.stringify({ ...h.secrets.current(), pii_salt: "another-salt-0123456789" }) }),
+    );
+    h.sandbox.control.advanceClock(DEFAULT_SECRET_CACHE_TTL_MS / 1_000 + 1);
+    h.sandbox.control.state.patchTransaction(company(), target.detail.subject.id, { memo: "after the salt change" });
+    h.published.length = 0;
+    await poll();
+    const after = h.published.find((e) => e.detail.subject.id === target.detail.subject.id)?.detail.data.object["card_holder_email"];
+    expect(after).toMatch(/^hmac-sha256:/);
+    expect(after).not.toBe(before);
   });
 
   it("stops with a re-authorize error and a TokenFamilyRevoked metric when the family is revoked, without a retry loop", async () => {
