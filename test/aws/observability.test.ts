@@ -44,6 +44,27 @@ describe("PowertoolsMetricsAdapter", () => {
     expect(warn).not.toHaveBeenCalled();
   });
 
+  it("emits a dimensioned data point at one flush only: the next invocation's flush emits its own", () => {
+    const { metrics, lines } = capture();
+    const adapter = new PowertoolsMetricsAdapter(metrics);
+    adapter.add("EventsPublished", 1, "Count", { type: "card.suspended" });
+    adapter.flush();
+    adapter.flush();
+    expect(lines).toHaveLength(1);
+    adapter.add("EventsPublished", 3, "Count", { type: "card.suspended" });
+    adapter.flush();
+    expect(lines.map((l) => l.EventsPublished)).toEqual([1, 3]);
+  });
+
+  it("sums data points whose dimensions are the same set, whatever order they were given in", () => {
+    const { metrics, lines } = capture();
+    const adapter = new PowertoolsMetricsAdapter(metrics);
+    adapter.add("ProviderErrors", 1, "Count", { status_class: "5xx", type: "list" });
+    adapter.add("ProviderErrors", 1, "Count", { type: "list", status_class: "5xx" });
+    adapter.flush();
+    expect(lines.map((l) => [l.ProviderErrors, l.status_class, l.type])).toEqual([[2, "5xx", "list"]]);
+  });
+
   it("adds plain metrics to the invocation's buffer, published with the tenant dimension", () => {
     const { metrics, lines } = capture();
     new PowertoolsMetricsAdapter(metrics).add("CycleDurationMs", 1234, "Milliseconds");
