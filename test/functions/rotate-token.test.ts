@@ -85,6 +85,16 @@ describe("rotate-token handler (Secrets Manager rotation)", () => {
     expect(await h.familyStillValid()).toBe(true);
   });
 
+  it("refuses a rotation event for another secret than SECRET_ID, without refreshing or writing", async () => {
+    const token = randomUUID();
+    h.secrets.startRotation(token);
+    const versions = h.secrets.versionCount;
+    const other: RotationEvent = { ...eventFor(token, "createSecret"), SecretId: `${h.secrets.secretId}-other` };
+    await expect(h.rotator()(other)).rejects.toBeInstanceOf(RotationError);
+    expect(h.refreshTokensPresented).toEqual([]);
+    expect(h.secrets.versionCount).toBe(versions);
+  });
+
   it("skips from SECRET_VERSIONS_EARLY_REFRESH_LIMIT versions of the last day on (the pollers refresh often), and rotates below", async () => {
     h.secrets.now = () => h.clock.now();
     const value = JSON.stringify(h.secrets.current());
