@@ -18,7 +18,7 @@ import type { PollEvent, PollResult } from "../../shared/aws/handlers.js";
 import { localDynamoClient } from "../aws/support/dynamo.js";
 import { createHarness, lambdaContext, REDIRECT_URI, subjectIds, TENANT, type Harness } from "./support/harness.js";
 import { CYCLE_SAFETY_MARGIN_MS } from "../../shared/aws/config.js";
-import { DEFAULT_SECRET_CACHE_TTL_MS } from "../../shared/aws/token-store.js";
+import { DEFAULT_SECRET_CACHE_TTL_MS, SecretsManagerTokenStore } from "../../shared/aws/token-store.js";
 
 let h: Harness;
 beforeEach(async () => {
@@ -179,6 +179,13 @@ describe("poll-transactions handler", () => {
     expect(warning).toMatchObject({ level: "WARN", kind: "transactions", error: "ProvisionedThroughputExceededException" });
   });
 
+  it("skips a re-drive while a transaction cycle holds its lease", async () => {
+    const lock = new DynamoLeaseLock({ doc: h.table.doc, tableName: h.table.tableName, clock: h.clock });
+    const lease = await lock.tryAcquire(leaseNames.transactionsCycle(TENANT), 60_000);
+    expect(await h.poller("transactions")({ action: "redrive" })).toEqual({ kind: "transactions", status: "skipped" });
+    await lease?.release();
+  });
+
   it("skips when another invocation holds the tenant's transaction cycle lease", async () => {
     const lock = new DynamoLeaseLock({ doc: h.table.doc, tableName: h.table.tableName, clock: h.clock });
     const lease = await lock.tryAcquire(leaseNames.transactionsCycle(TENANT), 60_000);
@@ -275,6 +282,18 @@ describe("poll-transactions handler", () => {
     expect(error).toBeInstanceOf(ReauthorizationNeededError);
     expect(h.refreshTokensPresented.length - presentedBefore).toBe(1);
     expect(h.output.some((line) => line.includes('"TokenFamilyRevoked"'))).toBe(true);
+  });
+
+  it("still stops with the re-authorize error when recording the revocation fails, logging both by name and message only", async () => {
+    await h.poller("transactions")();
+    await revokeFamily();
+    const denied = Object.assign(new Error("User is not authorized"), { name: "AccessDeniedException" });
+    vi.spyOn(SecretsManagerTokenStore.prototype, "markRevoked").mockRejectedValue(denied);
+    expect(await h.poller("transactions")().catch((e: unknown) => e)).toBeInstanceOf(ReauthorizationNeededError);
+    const docs = h.output.map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(docs.find((doc) => doc["message"] === "Could not record the revoked token family")).toMatchObject({ level: "WARN", error: "AccessDeniedException" });
+    const failed = docs.find((doc) => doc["message"] === "Cycle failed");
+    expect(failed?.["error"]).toEqual({ name: "ReauthorizationNeededError", message: expect.stringContaining("re-authorize") });
   });
 
   it("fails fast on later ticks after a revocation, with no provider call, until re-onboarding writes a new secret version", async () => {
@@ -604,6 +623,12 @@ describe("poll-cards handler", () => {
     // Without it (the default), the same kind of change is not seen.
     card.spendLimit.maxAmount += 250;
     expect(await h.poller("cards")()).toMatchObject({ status: "completed", published: 0 });
+  });
+
+  it("publishes card.created for every card on first sight when the tenant's EMIT_CARD_CREATED is true", async () => {
+    const result = await h.poller("cards", { env: { ...h.env, EMIT_CARD_CREATED: "true" } })();
+    expect(result).toMatchObject({ status: "completed", published: company().cards.length });
+    expect(new Set(h.published.map((e) => e.detailType))).toEqual(new Set(["card.created"]));
   });
 
   it("takes the suspended-only fast path when the schedule asks for it", async () => {
