@@ -75,7 +75,9 @@ function isCalendarDate(value: string): boolean {
   const m = DATE_TEXT.exec(value);
   if (!m) return false;
   const [y, mo, d] = [Number(m[1]), Number(m[2]), Number(m[3])];
-  const date = new Date(Date.UTC(y, mo - 1, d));
+  // setUTCFullYear, not Date.UTC: that one reads years 0-99 as 1900-1999, refusing 0099-01-01.
+  const date = new Date(0);
+  date.setUTCFullYear(y, mo - 1, d);
   return date.getUTCFullYear() === y && date.getUTCMonth() === mo - 1 && date.getUTCDate() === d;
 }
 

@@ -151,6 +151,15 @@ describe("TransactionsQuerySchema", () => {
     ).toEqual([["transaction_time_from", "INVALID_FORMAT"]]);
   });
 
+  it("takes a date of a year under 100 as the date it says, and refuses its impossible days alike", () => {
+    expect(checkQuery(TransactionsQuerySchema, { transaction_time_from: "0099-12-31", transaction_time_to: "2024-03-01" }).ok).toBe(true);
+    // 0004 is a leap year, 0100 is not.
+    expect(checkQuery(TransactionsQuerySchema, { transaction_time_from: "0004-02-29", transaction_time_to: "2024-03-01" }).ok).toBe(true);
+    expect(offenders(checkQuery(TransactionsQuerySchema, { transaction_time_from: "0100-02-29", transaction_time_to: "2024-03-01" }))).toEqual([
+      ["transaction_time_from", "INVALID_FORMAT"],
+    ]);
+  });
+
   it("accepts a leap day", () => {
     const result = checkQuery(TransactionsQuerySchema, { transaction_time_from: "2024-02-29", transaction_time_to: "2024-02-29" });
     expect(result.ok).toBe(true);
