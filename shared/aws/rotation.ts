@@ -24,7 +24,7 @@ import type { Clock, Lock, LockHandle, Logger, Metrics } from "../bridge/ports.j
 import { DEFAULT_LOCK_POLL_MS, DEFAULT_LOCK_TTL_MS, DEFAULT_LOCK_WAIT_MS, TOKEN_SAVE_MESSAGES, refreshDeadline } from "../qashio/auth/token-provider.js";
 import { acquireTimed, whileHolding } from "../lease-keep-alive.js";
 import type { StoredTokens } from "../qashio/auth/token-store.js";
-import { IncompleteTokenSetError, ReauthorizationRequiredError } from "../qashio/errors.js";
+import { ForbiddenError, IncompleteTokenSetError, ReauthorizationRequiredError, UnauthorizedError } from "../qashio/errors.js";
 import { RotationError } from "./errors.js";
 import { isSecretNotFound, type ProviderSecretClient } from "./provider-secret.js";
 import { SECRET_VERSION_WINDOW_MS, SECRET_VERSIONS_EARLY_REFRESH_LIMIT, type SecretsManagerTokenStore } from "./token-store.js";
@@ -269,9 +269,16 @@ async function acquire(deps: RotationDeps, secretId: string): Promise<{ handle: 
 async function testSecret(secretId: string, deps: RotationDeps): Promise<void> {
   const stored = await deps.store.load();
   if (stored?.accessToken === undefined) throw new RotationError("No shared access token to test", secretId, "testSecret");
-  if (!(await deps.validate(stored.accessToken))) {
-    throw new RotationError("The provider did not accept the new access token", secretId, "testSecret");
+  let active: boolean;
+  try {
+    active = await deps.validate(stored.accessToken);
+  } catch (error) {
+    // The provider answers a token it refuses with 401 or 403 (§4.2), not `active: false`: the step's own error says so.
+    if (!(error instanceof UnauthorizedError || error instanceof ForbiddenError)) throw error;
+    const why = error instanceof UnauthorizedError ? "401: expired, revoked or invalid" : "403: API access disabled for the company";
+    throw new RotationError(`The provider did not accept the new access token (${why})`, secretId, "testSecret", { cause: error });
   }
+  if (!active) throw new RotationError("The provider did not accept the new access token", secretId, "testSecret");
 }
 
 async function finishSecret(
