@@ -46,6 +46,10 @@ describe("toDraft04", () => {
     expect(() => toDraft04({ type: "object", unevaluatedProperties: false }, "x.json")).toThrow(
       'x.json: keyword "unevaluatedProperties" at / has no JSON Schema draft-04 form',
     );
+    // the conditional's branches too: dropping "else" alone would register a schema that accepts more
+    for (const keyword of ["if", "then", "else", "unevaluatedItems", "dependentSchemas", "$dynamicRef", "$dynamicAnchor"]) {
+      expect(() => toDraft04({ properties: { card: { [keyword]: {} } } }, "x.json")).toThrow(`x.json: keyword "${keyword}" at /properties/card has no JSON Schema draft-04 form`);
+    }
   });
 });
 
@@ -110,6 +114,8 @@ describe("eventEnvelopeSchema", () => {
       },
       definitions: { Card: { type: "object" } },
     });
+    // every field EventBridge puts on an event (resources may be absent): consumers' bindings rely on them
+    expect(envelope["required"]).toEqual(["version", "id", "detail-type", "source", "account", "time", "region", "detail"]);
     expect(JSON.stringify(envelope)).not.toContain("$id");
   });
 });
