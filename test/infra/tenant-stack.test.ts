@@ -224,7 +224,8 @@ describe("tenant stacks", () => {
     const allow = statements[1]!;
     expect(allow).toMatchObject({ Principal: { Service: "cloudwatch.amazonaws.com" }, Action: "sns:Publish", Resource: { Ref: logicalIdOf(globexT, "AWS::SNS::Topic") } });
     expect(JSON.stringify(allow.Condition)).toContain(":alarm:QashioBridge-globex-*");
-    expect(allow.Condition).toMatchObject({ StringEquals: { "aws:SourceAccount": expect.anything() } });
+    // only for alarms of the stack's own account (globex is environment-agnostic: the pseudo parameter)
+    expect(allow.Condition).toMatchObject({ StringEquals: { "aws:SourceAccount": { Ref: "AWS::AccountId" } } });
     // Every alarm of the stack is named so the grant covers it.
     for (const a of Object.values(globexT.findResources("AWS::CloudWatch::Alarm"))) {
       expect((a as { Properties: { AlarmName: string } }).Properties.AlarmName).toMatch(/^QashioBridge-globex-/);
@@ -719,6 +720,8 @@ describe("ops", () => {
     expect(alarm("QuarantineNotEmpty")?.Properties).toMatchObject({
       Threshold: 1,
       ComparisonOperator: "GreaterThanOrEqualToThreshold",
+      // on the first cycle that reports a record held (runbook: "holds at least one record")
+      EvaluationPeriods: 1,
       TreatMissingData: "ignore",
       Metrics: [expect.objectContaining({ Expression: "SELECT MAX(QuarantineSize) FROM QashioBridge WHERE tenant = 'globex'" })],
     });
@@ -739,8 +742,9 @@ describe("ops", () => {
       Statistic: "Sum",
       DatapointsToAlarm: 2,
     });
-    expect(alarm("Errors-PollTransactions")?.Properties).toMatchObject({ MetricName: "Errors", Namespace: "AWS/Lambda", Threshold: 1, DatapointsToAlarm: 2 });
-    expect(alarm("Errors-RotateToken")?.Properties).toMatchObject({ Threshold: 1, EvaluationPeriods: 1 });
+    // Sum: any failed invocation counts (an Average of 1 would need every invocation of the period to fail)
+    expect(alarm("Errors-PollTransactions")?.Properties).toMatchObject({ MetricName: "Errors", Namespace: "AWS/Lambda", Statistic: "Sum", Threshold: 1, DatapointsToAlarm: 2 });
+    expect(alarm("Errors-RotateToken")?.Properties).toMatchObject({ MetricName: "Errors", Statistic: "Sum", Threshold: 1, EvaluationPeriods: 1 });
     expect(alarm("DeadLetters-Pollers")?.Properties).toMatchObject({ MetricName: "NumberOfMessagesSent", Statistic: "Sum", Threshold: 1 });
     const topic = { Ref: logicalIdOf(globexT, "AWS::SNS::Topic") };
     for (const a of Object.values(globexT.findResources("AWS::CloudWatch::Alarm"))) {
@@ -749,7 +753,18 @@ describe("ops", () => {
   });
 
   it("alarms on every webhook DLQ and a created bus's DLQ, and sends acme's alarms to its imported topic", () => {
+    // runbook: "alarm while they hold at least one message": the most held in each 5 minutes, from the first one
+    const held = {
+      MetricName: "ApproximateNumberOfMessagesVisible",
+      Statistic: "Maximum",
+      Period: 300,
+      EvaluationPeriods: 1,
+      Threshold: 1,
+      ComparisonOperator: "GreaterThanOrEqualToThreshold",
+      TreatMissingData: "notBreaching",
+    };
     acmeT.hasResourceProperties("AWS::CloudWatch::Alarm", {
+      ...held,
       AlarmName: "QashioBridge-acme-sandbox-DeadLetters-Webhook-erp",
       AlarmActions: ["arn:aws:sns:eu-west-1:111111111111:qashio-bridge-ops"],
       // a webhook DLQ holds events still to redrive: it stays on until they are handled
@@ -757,8 +772,8 @@ describe("ops", () => {
     });
     // a created bus's DLQ holds events the bus could not process: it stays on until they are handled too
     acmeT.hasResourceProperties("AWS::CloudWatch::Alarm", {
+      ...held,
       AlarmName: "QashioBridge-acme-sandbox-DeadLetters-EventBus",
-      MetricName: "ApproximateNumberOfMessagesVisible",
       Dimensions: [{ Name: "QueueName", Value: { "Fn::GetAtt": [Match.stringLikeRegexp("^EventBusDeadLettersQueue"), "QueueName"] } }],
       Threshold: 1,
       ComparisonOperator: "GreaterThanOrEqualToThreshold",
