@@ -827,6 +827,36 @@ describe("dashboard", () => {
       }
     }
   });
+
+  it("shows every alarm's state, the SyncLag alarm's threshold on the lag graph, and each function's errors and throttles", () => {
+    for (const template of [acmeT, globexT]) {
+      const widgets = dashboardWidgets(template) as {
+        type: string;
+        properties: { title?: string; alarms?: unknown[]; metrics?: unknown[][]; annotations?: { horizontal?: { value: number; label: string }[] } };
+      }[];
+      const alarms = template.findResources("AWS::CloudWatch::Alarm") as Record<string, { Properties: { AlarmName: string; Threshold: number } }>;
+      const statuses = widgets.filter((w) => w.type === "alarm");
+      expect(statuses).toHaveLength(1);
+      expect(statuses[0]?.properties.alarms).toHaveLength(Object.keys(alarms).length);
+      const body = JSON.stringify(template.findResources("AWS::CloudWatch::Dashboard"));
+      for (const id of Object.keys(alarms)) expect(body).toContain(`{"Fn::GetAtt":["${id}","Arn"]}`);
+
+      const syncLag = Object.values(alarms).find((a) => a.Properties.AlarmName.endsWith("-SyncLag"));
+      const lag = widgets.find((w) => w.properties.title === DASHBOARD_WIDGETS.syncLag);
+      expect(lag?.properties.annotations?.horizontal).toEqual([expect.objectContaining({ value: syncLag?.Properties.Threshold, label: "alarm threshold" })]);
+
+      const functions = widgets.find((w) => w.properties.title === DASHBOARD_WIDGETS.functions);
+      const series = (functions?.properties.metrics ?? []).map((m) => `${String(m[1])} ${(m.at(-1) as { label: string; stat: string }).label}/${(m.at(-1) as { stat: string }).stat}`);
+      for (const name of ["PollTransactions", "PollCards", "RotateToken"]) {
+        expect(series).toContain(`Errors ${name} errors/Sum`);
+        expect(series).toContain(`Throttles ${name} throttles/Sum`);
+      }
+    }
+    // a gauge of 1 while held: its maximum, not a sum of reports
+    expect(JSON.stringify(globexT.findResources("AWS::CloudWatch::Dashboard"))).toContain(
+      String.raw`[\"QashioBridge\",\"TokenHeldInTable\",\"service\",\"qashio-bridge\",\"tenant\",\"globex\",{\"label\":\"token held in table (1 = yes)\",\"stat\":\"Maximum\"}]`,
+    );
+  });
 });
 
 describe("runbook", () => {
