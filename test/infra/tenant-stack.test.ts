@@ -268,6 +268,24 @@ describe("tenant stacks", () => {
     template.resourcePropertiesCountIs("AWS::Scheduler::Schedule", { State: "DISABLED", ScheduleExpression: "rate(30 minutes)" }, 1);
   });
 
+  it("lets a poller run for its schedule period, within one to five minutes, its cycle budget the timeout less 30 s", () => {
+    const pollers = (template: Template) =>
+      Object.values(template.findResources("AWS::Lambda::Function"))
+        .map((fn) => (fn as { Properties: { Description: string; Timeout: number; Environment: { Variables: Record<string, unknown> } } }).Properties)
+        .filter((p) => /transactions|cards/.test(p.Description))
+        .map((p) => [/transactions/.test(p.Description) ? "transactions" : "cards", p.Timeout, p.Environment.Variables["CYCLE_BUDGET_MS"]]);
+    // acme every 5 and 15 minutes, globex every 2 and 30: a cycle normally ends before the next tick
+    expect(pollers(acmeT).sort()).toEqual([
+      ["cards", 300, "270000"],
+      ["transactions", 300, "270000"],
+    ]);
+    // runbook: the deadline is "the function timeout less 30 s"
+    expect(pollers(globexT).sort()).toEqual([
+      ["cards", 300, "270000"],
+      ["transactions", 120, "90000"],
+    ]);
+  });
+
   it("lets a tick wait one schedule period behind a running cycle, at most Lambda's 6 hours", () => {
     acmeT.resourcePropertiesCountIs("AWS::Lambda::EventInvokeConfig", { MaximumEventAgeInSeconds: 300 }, 1);
     const acmeConfig = loadTenantsFile(EXAMPLE_TENANTS_FILE)[0] as TenantConfig;
