@@ -1,9 +1,12 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { Token } from "aws-cdk-lib";
+import { Stack, Token } from "aws-cdk-lib";
 import { Annotations, Match, Template } from "aws-cdk-lib/assertions";
+import * as iam from "aws-cdk-lib/aws-iam";
+import * as kms from "aws-cdk-lib/aws-kms";
 import { beforeAll, describe, expect, it } from "vitest";
 import { DASHBOARD_WIDGETS } from "../../infra/constructs/ops-dashboard.js";
+import { POLLER_TABLE_ACTIONS, TenantTable } from "../../infra/constructs/tenant-table.js";
 import { partitionKeyPatterns, SECRET_TAGS } from "../../shared/aws/keys.js";
 import { EVENT_TYPES, loadTenantsFile, type TenantConfig } from "../../infra/tenant-config.js";
 import type { TenantStack } from "../../infra/tenant-stack.js";
@@ -667,6 +670,18 @@ describe("least-privilege IAM", () => {
       }
     }
     expect(partitionKeyPatterns("acme-sandbox", user).every((p) => p.includes("acme-sandbox"))).toBe(true);
+  });
+
+  it("refuses an item grant that dynamodb:LeadingKeys could not scope: a Scan, or no partition key pattern", () => {
+    const stack = new Stack();
+    const table = new TenantTable(stack, "Table", { encryptionKey: new kms.Key(stack, "Key") });
+    const role = new iam.Role(stack, "Role", { assumedBy: new iam.ServicePrincipal("lambda.amazonaws.com") });
+    expect(() => table.grantItemAccess(role, [...POLLER_TABLE_ACTIONS, "dynamodb:Scan"], ["SNAP#acme#*"])).toThrow(
+      "dynamodb:Scan cannot be scoped by dynamodb:LeadingKeys; use grantScan",
+    );
+    expect(() => table.grantItemAccess(role, POLLER_TABLE_ACTIONS, [])).toThrow("grantItemAccess needs at least one partition key pattern");
+    // nothing was granted by the refused calls
+    Template.fromStack(stack).resourceCountIs("AWS::IAM::Policy", 0);
   });
 
   it("grants the rotation the token lease and token items, and DescribeSecret with the rotation schedule", () => {
