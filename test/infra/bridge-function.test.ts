@@ -50,6 +50,9 @@ describe("BridgeFunction", () => {
     const stack = new Stack(app, "Role");
     new BridgeFunction(stack, "Fn", { entry: join(FIXTURE_FUNCTIONS_DIR, "poll-cards.ts"), description: "role check", environment });
     const template = Template.fromStack(stack);
+    // the documented defaults: 512 MB, five minutes, logs kept three months
+    template.hasResourceProperties("AWS::Lambda::Function", { Runtime: "nodejs24.x", Architectures: ["arm64"], MemorySize: 512, Timeout: 300 });
+    template.hasResourceProperties("AWS::Logs::LogGroup", { RetentionInDays: 90 });
     template.hasResourceProperties("AWS::IAM::Role", { ManagedPolicyArns: Match.absent() });
     template.hasResourceProperties("AWS::IAM::Policy", {
       PolicyDocument: {
