@@ -258,6 +258,40 @@ describe("tenant stacks", () => {
     });
     globexT.hasResourceProperties("AWS::Scheduler::Schedule", { ScheduleExpression: "rate(2 minutes)" });
     globexT.hasResourceProperties("AWS::Scheduler::Schedule", { ScheduleExpression: "rate(30 minutes)" });
+    // a missed tick is made up by the next one: a few retries within one schedule period, then the DLQ
+    for (const [template, transactions, cards] of [
+      [acmeT, 300, 900],
+      [globexT, 120, 1800],
+    ] as const) {
+      const policies = Object.values(template.findResources("AWS::Scheduler::Schedule")).map(
+        (sc) => (sc as { Properties: { ScheduleExpression: string; Target: { RetryPolicy: unknown } } }).Properties,
+      );
+      expect(policies.map((p) => [p.ScheduleExpression, p.Target.RetryPolicy]).sort()).toEqual(
+        [
+          [`rate(${transactions / 60} minutes)`, { MaximumRetryAttempts: 2, MaximumEventAgeInSeconds: transactions }],
+          [`rate(${cards / 60} minutes)`, { MaximumRetryAttempts: 2, MaximumEventAgeInSeconds: cards }],
+        ].sort(),
+      );
+    }
+    // only EventBridge Scheduler acting for the stack's own account may take the role that invokes the pollers
+    for (const [template, account] of [
+      [acmeT, "111111111111"],
+      [globexT, { Ref: "AWS::AccountId" }],
+    ] as const) {
+      template.hasResourceProperties("AWS::IAM::Role", {
+        Description: Match.stringLikeRegexp("EventBridge Scheduler invoking the pollers"),
+        AssumeRolePolicyDocument: {
+          Statement: [
+            {
+              Action: "sts:AssumeRole",
+              Effect: "Allow",
+              Principal: { Service: "scheduler.amazonaws.com" },
+              Condition: { StringEquals: { "aws:SourceAccount": account } },
+            },
+          ],
+        },
+      });
+    }
   });
 
   it("creates the schedules enabled, or disabled when the tenant's schedules.enabled is false (a tenant not yet onboarded)", () => {
