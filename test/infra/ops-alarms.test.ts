@@ -66,6 +66,8 @@ describe("cycle alarms follow the tenant's schedule", () => {
 
   it("evaluates a short schedule over 2 of 3 periods of at least five minutes", () => {
     expect(short("SyncLag")).toMatchObject({ Period: 300, EvaluationPeriods: 3, DatapointsToAlarm: 2, TreatMissingData: "ignore" });
+    // runbook: "SyncLagSeconds, maximum per period"
+    expect(short("SyncLag")).toMatchObject({ Namespace: "QashioBridge", MetricName: "SyncLagSeconds", Statistic: "Maximum" });
     expect(short("Errors-PollTransactions")).toMatchObject({ Period: 300, EvaluationPeriods: 3, DatapointsToAlarm: 2, TreatMissingData: "ignore" });
     expect(short("Errors-PollCards")).toMatchObject({ Period: 1800, EvaluationPeriods: 3, DatapointsToAlarm: 2 });
     expect(short("Errors-PollCards").AlarmDescription).toContain("2 of the last 3 30-minute periods");
