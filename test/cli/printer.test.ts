@@ -76,11 +76,35 @@ describe("formatEvent", () => {
     expect(formatEvent(purchase, COLOURS)).toContain("\u001b[32mtransaction.created");
     expect(formatEvent(purchase, NO_COLOURS)).not.toContain("\u001b[");
   });
+
+  it("colours a card suspension red, other card events magenta", () => {
+    const card = (type: string) => event(type, { type: "card", id: "CA77", sequence: 1 }, { object: {} });
+    expect(formatEvent(card("card.suspended"), COLOURS)).toContain("\u001b[31mcard.suspended");
+    expect(formatEvent(card("card.updated"), COLOURS)).toContain("\u001b[35mcard.updated");
+  });
+
+  it("falls back to the transaction amount and currency when the billing amount is missing", () => {
+    const pending = event(
+      "transaction.created",
+      { type: "transaction", id: "8b", qashio_id: "CT1003", sequence: 1 },
+      { object: { transaction_category: "purchase", transaction_amount: 99, transaction_currency: "USD", merchant_name: "Uber" } },
+    );
+    expect(formatEvent(pending)).toBe("03-01 10:15:02  transaction.created  CT1003  USD 99.00  Uber");
+  });
+
+  it("shows a numeric field as its number", () => {
+    const card = event("card.created", { type: "card", id: "CA78", sequence: 1 }, { object: { card_nickname: 4411, status: "Active" } });
+    expect(formatEvent(card)).toBe('03-01 10:15:02  card.created         CA78  "4411"  Active');
+  });
 });
 
 describe("showValue", () => {
   it("cuts long values with an ellipsis", () => {
     expect(showValue("x".repeat(50), 10)).toBe(`${"x".repeat(9)}…`);
+  });
+
+  it("keeps a value of exactly the maximum length whole", () => {
+    expect(showValue("x".repeat(10), 10)).toBe("x".repeat(10));
   });
 
   it("renders objects as JSON and undefined as the empty set", () => {
@@ -151,11 +175,28 @@ describe("shouldColour", () => {
     expect(shouldColour(tty, { NO_COLOR: "1" })).toBe(false);
   });
 
+  it("ignores an empty NO_COLOR on a TTY (https://no-color.org)", () => {
+    expect(shouldColour(tty, { NO_COLOR: "" })).toBe(true);
+  });
+
+  it("does not colour a dumb terminal", () => {
+    expect(shouldColour(tty, { TERM: "dumb" })).toBe(false);
+  });
+
+  it("does not colour a stream that does not say it is a TTY", () => {
+    expect(shouldColour({ write: () => true }, {})).toBe(false);
+  });
+
   it("lets FORCE_COLOR colour a pipe", () => {
     expect(shouldColour(pipe, { FORCE_COLOR: "1" })).toBe(true);
   });
 
   it("ignores FORCE_COLOR=0 on a pipe", () => {
     expect(shouldColour(pipe, { FORCE_COLOR: "0" })).toBe(false);
+  });
+
+  it("ignores an empty or false FORCE_COLOR on a pipe", () => {
+    expect(shouldColour(pipe, { FORCE_COLOR: "" })).toBe(false);
+    expect(shouldColour(pipe, { FORCE_COLOR: "false" })).toBe(false);
   });
 });
