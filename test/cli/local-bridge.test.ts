@@ -31,6 +31,26 @@ describe("local bridge cycle", () => {
     expect(bridge.metrics.get("QuarantineSize")).toBe(1);
   });
 
+  it("sets the quarantine gauge after a cycle that failed too", async () => {
+    harness = await startHarness();
+    const settings = readLocalSettings(harness.env, harness.dir);
+    const bridge = await openLocalBridge(settings, { env: harness.env, logger: silent });
+    await new FileQuarantine(settings.stateDir).put({ id: "held", kind: "transaction", reason: "invalid amount", raw: {}, at: "2026-03-01T12:00:00Z" });
+    // Refused at once (no retry): the transactions half fails, and with it the cycle.
+    await harness.control("POST", "/faults", { method: "GET", path_prefix: "/public/v1/erp/transactions", status: 403, count: 50 });
+    await expect(runCycle(bridge)).rejects.toBeInstanceOf(CycleFailedError);
+    expect(bridge.metrics.get("QuarantineSize")).toBe(1);
+  });
+
+  it("counts each token refresh (TokenRefreshes), none while the access token is good", async () => {
+    harness = await startHarness();
+    const bridge = await openLocalBridge(readLocalSettings(harness.env, harness.dir), { env: harness.env, logger: silent });
+    await runCycle(bridge);
+    expect(bridge.metrics.get("TokenRefreshes")).toBe(1);
+    await runCycle(bridge);
+    expect(bridge.metrics.get("TokenRefreshes")).toBe(1);
+  });
+
   it("keeps a bridge open across cycles (run --interval) in step with what another process wrote and compacted between them", async () => {
     harness = await startHarness();
     const settings = readLocalSettings(harness.env, harness.dir);
@@ -207,6 +227,14 @@ describe("local bridge cycle lease", () => {
     expect(await withCycleLock(bridge, async () => "second")).toBe("second");
     expect([takes, renewals]).toEqual([1, 1]);
     expect(waits).toHaveLength(1);
+  });
+
+  it("passes on a lock failure that is no system error as it is, not as a state directory that takes no writes", async () => {
+    harness = await startHarness();
+    const opened = await openLocalBridge(readLocalSettings(harness.env, harness.dir), { env: harness.env, logger: silent });
+    const failure = new TypeError("lock is broken");
+    const bridge = { ...opened, lock: { tryAcquire: () => Promise.reject(failure) } };
+    await expect(withCycleLock(bridge, async () => "never")).rejects.toBe(failure);
   });
 });
 
