@@ -6,7 +6,7 @@ import { DescribeSecretCommand, GetSecretValueCommand, PutSecretValueCommand, Se
 import { mockClient } from "aws-sdk-client-mock";
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { DeleteCommand, DynamoDBDocumentClient, PutCommand } from "@aws-sdk/lib-dynamodb";
+import { DeleteCommand, DynamoDBDocumentClient, PutCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { realSleep, type Clock } from "../../shared/clock.js";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { leaseNames } from "../../shared/aws/keys.js";
@@ -514,6 +514,27 @@ describe("bridge authorize: the token lease a running bridge refreshes under", (
     );
     expect(opened).toBe(false);
     expect(writes(fake)).toHaveLength(0);
+  });
+
+  it("refuses before the browser opens when the lease can be taken but not renewed, naming the table, and gives it back", async () => {
+    const fake = tenantSecret();
+    const doc = DynamoDBDocumentClient.from(table.client);
+    const send = doc.send.bind(doc);
+    vi.spyOn(doc, "send").mockImplementation(((command: object) => {
+      if (command instanceof UpdateCommand) return Promise.reject(awsError("AccessDeniedException"));
+      return send(command as never);
+    }) as never);
+    let opened = false;
+    const { io: cli } = io({ QASHIO_BASE_URL: "http://127.0.0.1:9" });
+    const error = await authorizeCommand({ ...args, secretId: ARN }, cli, { secrets: fake.client, dynamo: doc, onAuthorizeUrl: () => void (opened = true) }).catch(
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(SecretOnboardingError);
+    expect((error as Error).message).toMatch(new RegExp(`^cannot renew the token lease "${LEASE}" in table ${table.tableName} \\(tagged on secret ${ARN}\\): AccessDeniedException`));
+    expect(opened).toBe(false);
+    expect(writes(fake)).toHaveLength(0);
+    // Given back: a poller takes it at once.
+    expect(await poller().tryAcquire(LEASE, 30_000)).toBeDefined();
   });
 
   it("refuses before the browser opens when the secret cannot be described, naming why it is asked", async () => {

@@ -2,7 +2,8 @@ import { DescribeSecretCommand, GetSecretValueCommand, PutSecretValueCommand, Re
 import { mockClient } from "aws-sdk-client-mock";
 import { beforeEach, describe, expect, it } from "vitest";
 import { EXIT } from "../../shared/cli/errors.js";
-import { SecretOnboardingError, readOnboardingSecret, readTokenLeaseTarget, secretTokenStore } from "../../shared/cli/secret-onboarding.js";
+import { PII_SALT_MIN_LENGTH } from "../../shared/aws/provider-secret.js";
+import { SecretOnboardingError, assertUsableSalt, secretRegion, type OnboardingSecret, readOnboardingSecret, readTokenLeaseTarget, secretTokenStore } from "../../shared/cli/secret-onboarding.js";
 import { FakeClock } from "../aws/support/clock.js";
 
 const ARN = "arn:aws:secretsmanager:eu-west-1:111122223333:secret:qashio-acme-AbCdEf";
@@ -56,6 +57,11 @@ describe("secretTokenStore", () => {
     expect(await store.load()).toBeUndefined();
     await store.save({ refreshToken: "rt", accessToken: "at" });
     expect(written()).toMatchObject({ client_id: "env-id", client_secret: "env-secret", refresh_token: "rt" });
+  });
+
+  it("loads the refresh token the secret holds, and nothing else of it", async () => {
+    mock.on(GetSecretValueCommand).resolves({ SecretString: JSON.stringify({ client_id: "cid", client_secret: "cs", refresh_token: "rt-stored" }), VersionId: "v1" });
+    expect(await secretTokenStore(secrets, ARN, { client_id: "cid", client_secret: "cs" }).load()).toEqual({ refreshToken: "rt-stored" });
   });
 
   it("treats a placeholder text secret as empty", async () => {
@@ -152,5 +158,34 @@ describe("readTokenLeaseTarget", () => {
     mock.on(DescribeSecretCommand).rejectsOnce(throttled()).resolves(tags({ "qashio-bridge:tenant": "acme", "qashio-bridge:lease-table": "t" }));
     expect(await readTokenLeaseTarget(secrets, ARN, retry)).toEqual({ tenant: "acme", tableName: "t" });
     expect(mock.commandCalls(DescribeSecretCommand)).toHaveLength(2);
+  });
+});
+
+describe("assertUsableSalt", () => {
+  it("accepts a salt as short as the pollers accept, and refuses one character less or a salt that is no string, without echoing it", () => {
+    const salt = "s".repeat(PII_SALT_MIN_LENGTH);
+    expect(() => assertUsableSalt({ pii_salt: salt }, ARN)).not.toThrow();
+    expect(() => assertUsableSalt({}, ARN)).not.toThrow();
+    for (const bad of [salt.slice(1), 1234567890123456]) {
+      const error = (() => {
+        try {
+          assertUsableSalt({ pii_salt: bad } as unknown as OnboardingSecret, ARN);
+        } catch (e) {
+          return e as Error;
+        }
+        return undefined;
+      })();
+      expect(error).toBeInstanceOf(SecretOnboardingError);
+      expect(error?.message).not.toContain(String(bad));
+    }
+  });
+});
+
+describe("secretRegion", () => {
+  it("takes an empty or blank AWS_REGION (a bare `AWS_REGION=` in .env) as unset, and trims one that is set", () => {
+    expect(secretRegion(ARN, { AWS_REGION: "" })).toBe("eu-west-1");
+    expect(secretRegion(ARN, { AWS_REGION: "  " })).toBe("eu-west-1");
+    expect(secretRegion(ARN, { AWS_REGION: " eu-west-1 " })).toBe("eu-west-1");
+    expect(secretRegion("qashio-acme", { AWS_REGION: "" })).toBeUndefined();
   });
 });
