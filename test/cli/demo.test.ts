@@ -98,3 +98,30 @@ describe("bridge demo's temp directory", () => {
     }
   });
 });
+
+describe("bridge demo's events", () => {
+  it("carry personal fields redacted, as the default BRIDGE_PII_MODE does, and are printed one line each", async () => {
+    const { code, stdout, eventsFile, dir } = await demo({ cycles: 1, keep: true });
+    try {
+      expect(code).toBe(EXIT.ok);
+      const events = (await readFile(eventsFile, "utf8"))
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l) as { detail: { type: string; subject: { qashio_id?: string; id: string }; data: { object: Record<string, unknown> } } });
+      const transactions = events.filter((e) => e.detail.type.startsWith("transaction."));
+      expect(transactions.length).toBeGreaterThan(0);
+      for (const { detail } of transactions) {
+        for (const field of ["card_holder_name", "card_holder_email"]) {
+          const value = detail.data.object[field];
+          if (value !== null && value !== undefined && value !== "") expect(value, field).toBe("[redacted]");
+        }
+        expect(stdout).toMatch(new RegExp(`^\\d{2}-\\d{2} \\d{2}:\\d{2}:\\d{2}  ${detail.type.replace(".", "\\.")} +${detail.subject.qashio_id ?? detail.subject.id}  `, "m"));
+      }
+      expect(transactions.some(({ detail }) => detail.data.object.card_holder_name === "[redacted]")).toBe(true);
+      // The first cycle delivers the sandbox's backlog; its activity starts before the second one (README's output).
+      expect(stdout).not.toContain("sandbox activity");
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
