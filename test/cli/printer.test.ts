@@ -135,6 +135,13 @@ describe("formatCycleSummary", () => {
     expect(summaryOf(5, result, NO_COLOURS)).toBe("── cycle 5: 0 events · 3 acknowledged · 2 acknowledge refused · 0 quarantined · 12 ms");
   });
 
+  it("adds up both halves' events and quarantined records in run's summary line", () => {
+    const transactions = { ...emptyReport("transactions"), published: { "transaction.created": 2 }, quarantined: 2 };
+    const cards = { ...emptyReport("cards"), published: { "card.suspended": 1 }, quarantined: 1 };
+    const result = { transactions, cards, events: 3, complete: true, interrupted: false, durationMs: 9, quarantineSize: 3 };
+    expect(summaryOf(4, result, NO_COLOURS)).toBe("── cycle 4: 3 events (2 transaction.created, 1 card.suspended) · 0 acknowledged · 3 quarantined · 9 ms");
+  });
+
   it("says when a cycle stopped at its budget", () => {
     expect(formatCycleSummary({ cycle: 1, published: {}, acknowledged: 0, quarantined: 1, durationMs: 5, partial: true })).toBe(
       "── cycle 1: 0 events · 0 acknowledged · 1 quarantined · 5 ms · stopped at budget, resumes next cycle",

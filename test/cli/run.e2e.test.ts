@@ -10,7 +10,8 @@ import { readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { EXIT, ReauthorizationNeededError } from "../../shared/cli/errors.js";
+import type { BridgeEvent } from "../../shared/bridge/ports.js";
+import { CycleIncompleteError, EXIT, ReauthorizationNeededError } from "../../shared/cli/errors.js";
 import { CYCLE_LOCK } from "../../shared/cli/local-bridge.js";
 import { runCommand } from "../../shared/cli/run.js";
 import { exchangeCode, refresh } from "../../shared/qashio/auth/oauth.js";
@@ -441,6 +442,24 @@ describe("bridge run --once (in-process)", () => {
     expect(new Set((await readEvents(h.eventsFile)).map((e) => e.detail.subject.id)).size).toBe(500);
   });
 
+  it("exits 4 saying the events file took no events for now when the sink defers every event, and sends nothing as done", async () => {
+    const h = await start({ transactions: 250 });
+    const pending = idsWithStatus(h, "not_synced", "outdated");
+    // A sink that takes nothing for now (throttled): every event is deferred, none is failed for good.
+    const publisher = {
+      publish: async (events: readonly BridgeEvent[]) => ({ failed: events.map((event) => ({ event, reason: "throttled", retryable: true })) }),
+    };
+    const { io, out } = capturedIo(h, new AbortController().signal);
+
+    const error = await runCommand({ once: true, intervalMs: 60_000 }, io, { publisher }).catch((e: unknown) => e);
+
+    expect(error).toBeInstanceOf(CycleIncompleteError);
+    expect((error as CycleIncompleteError).exitCode).toBe(EXIT.incomplete);
+    expect((error as Error).message).toBe("the cycle stopped because the events file took no events for now; run again to re-send them");
+    expect(out.stdout).toContain("stopped: the event sink takes no events for now, resumes next cycle");
+    expect(idsWithStatus(h, "not_synced", "outdated")).toEqual(pending);
+  });
+
   it("leaves the cards walk its share of the budget when the transactions would take all of it", async () => {
     const h = await start({ transactions: 1_000 });
     await h.control("POST", "/latency", { latency_ms: 300 });
@@ -524,6 +543,14 @@ describe("bridge run --once (in-process)", () => {
     for (const name of names) expect(name).toMatch(/^hmac-sha256:[0-9a-f]{64}$/);
   });
 
+  it("warns of a prefixed variable that names no setting, on stderr, without its value, and runs on", async () => {
+    const h = await start();
+    const { code, stderr } = await runInProcess(["run", "--once"], { ...h.env, BRIDGE_PII_MOD: "hash-value-7" });
+    expect(code).toBe(EXIT.ok);
+    expect(stderr).toContain("warning: BRIDGE_PII_MOD is not a setting (did you mean BRIDGE_PII_MODE?)");
+    expect(stderr).not.toContain("hash-value-7");
+  });
+
   it("asks for a token when the state directory has none and QASHIO_REFRESH_TOKEN is unset", async () => {
     const h = await start();
     const { QASHIO_REFRESH_TOKEN: _unused, ...env } = h.env;
@@ -571,7 +598,7 @@ describe("bridge run (loop)", () => {
     expect(code).toBe(EXIT.ok);
     expect(stdout).toContain("cycle 1:");
     expect(stdout).not.toContain("cycle 2:");
-    expect(stderr).toContain("stopped after 1 cycle");
+    expect(stderr).toMatch(/^bridge: stopped after 1 cycle$/m);
     expect(stderr).toContain("polling every 3600.5 s"); // the interval as given, not rounded
   });
 });
@@ -624,7 +651,8 @@ describe("bridge run (loop) after a failed cycle", () => {
     expect(code).toBe(EXIT.ok);
     expect(out.stderr).toMatch(/cycle 1 failed; retrying at the next interval .*status 429/);
     expect(out.stdout).toMatch(/cycle 2: \d+ events/);
-    expect(waits.every((ms) => ms > 0 && ms <= 60_000)).toBe(true);
+    // The interval runs from each cycle's start: the wait is what the cycle left of it.
+    expect(waits.every((ms) => ms > 0 && ms < 60_000)).toBe(true);
     expect(new Set((await readEvents(h.eventsFile)).map((e) => e.detail.subject.id))).toEqual(new Set(pending));
     expect(idsWithStatus(h, "not_synced", "outdated")).toEqual([]);
   });
