@@ -286,6 +286,8 @@ describe("authorizeWithBrowser", () => {
       await urlShown;
       vi.advanceTimersByTime(600_000);
       await expect(run).rejects.toThrow(/no redirect arrived within 600 s/);
+      // README: "then exit 1".
+      await expect(run).rejects.toMatchObject({ exitCode: EXIT.failed });
     } finally {
       vi.useRealTimers();
     }

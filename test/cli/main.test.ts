@@ -49,6 +49,25 @@ describe("bridge.ts main", () => {
     expect(rows).toEqual(SETTINGS.map((s) => [s.name, s.required.replaceAll("`", ""), s.default]));
   });
 
+  it("README's exit code table lists exactly the codes EXIT names, each with its meaning", () => {
+    const readme = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
+    const table = readme.slice(readme.indexOf("| Exit code | Meaning |")).split("\n\n")[0] as string;
+    const meanings = new Map(
+      table
+        .split("\n")
+        .map((l) => /^\| (\d+) \| (.+) \|$/.exec(l))
+        .filter((m): m is RegExpExecArray => m !== null)
+        .map((m) => [Number(m[1]), m[2] as string]),
+    );
+    expect([...meanings.keys()].sort((a, b) => a - b)).toEqual(Object.values(EXIT).sort((a, b) => a - b));
+    expect(meanings.get(EXIT.ok)).toBe("done");
+    expect(meanings.get(EXIT.failed)).toMatch(/^the cycle could not finish/);
+    expect(meanings.get(EXIT.usage)).toMatch(/^bad arguments or settings/);
+    expect(meanings.get(EXIT.reauthorize)).toMatch(/^a person must sign in again/);
+    expect(meanings.get(EXIT.incomplete)).toMatch(/^`run --once` stopped at its time budget/);
+    expect(meanings.get(EXIT.interrupted)).toMatch(/^stopped at once by a second Ctrl-C or SIGTERM/);
+  });
+
   it("rejects an unknown command with exit 2 and a pointer to help", async () => {
     const { code, stderr } = await runInProcess(["sync"], {});
     expect(code).toBe(EXIT.usage);
