@@ -3,8 +3,8 @@ import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { readLocalSettings } from "../../shared/cli/config.js";
-import { openLocalBridge, runConformPii, runCycle, withCycleLock } from "../../shared/cli/local-bridge.js";
-import { ConfigError, CycleFailedError, EXIT, StateDirTakenError, UsageError } from "../../shared/cli/errors.js";
+import { CYCLE_LEASE_MS, CYCLE_LOCK, openLocalBridge, runConformPii, runCycle, withCycleLock } from "../../shared/cli/local-bridge.js";
+import { CliError, ConfigError, CycleFailedError, EXIT, StateDirTakenError, UsageError } from "../../shared/cli/errors.js";
 import { FileSnapshotStore } from "../../shared/local/snapshot-store.js";
 import { FileQuarantine } from "../../shared/local/quarantine.js";
 import type { LockHandle, Logger } from "../../shared/bridge/ports.js";
@@ -227,6 +227,28 @@ describe("local bridge cycle lease", () => {
     expect(await withCycleLock(bridge, async () => "second")).toBe("second");
     expect([takes, renewals]).toEqual([1, 1]);
     expect(waits).toHaveLength(1);
+  });
+
+  it("refuses a cycle while another process holds the lease (exit 1), naming the state directory and when the lease runs out, before any provider call", async () => {
+    harness = await startHarness();
+    const settings = readLocalSettings(harness.env, harness.dir);
+    const other = await openLocalBridge(settings, { env: harness.env, logger: silent });
+    const held = await other.lock.tryAcquire(CYCLE_LOCK, CYCLE_LEASE_MS);
+    expect(held).toBeDefined();
+    const sent: string[] = [];
+    const fetch = async (url: string) => {
+      sent.push(url);
+      throw new Error("must not be called");
+    };
+    const error = await runCycle(await openLocalBridge(settings, { env: harness.env, logger: silent, fetch })).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(CliError);
+    expect((error as CliError).exitCode).toBe(EXIT.failed);
+    expect((error as Error).message).toBe(
+      `another bridge process is running a cycle, re-drive or conform-pii on this state directory (${settings.stateDir}); the lease of a run ` +
+        `that has exited is taken over at once on the same machine, else it expires within ${CYCLE_LEASE_MS / 1000} s`,
+    );
+    expect(sent).toEqual([]);
+    await held?.release();
   });
 
   it("passes on a lock failure that is no system error as it is, not as a state directory that takes no writes", async () => {
