@@ -181,29 +181,31 @@ describe("rotate-token handler (Secrets Manager rotation)", () => {
     expect(h.secrets.stagesOf(token)).toEqual(["AWSCURRENT", "AWSPENDING"]);
   });
 
-  it("fails testSecret when the provider no longer accepts the stored access token", async () => {
+  it.each([
+    {
+      status: 401,
+      name: "UnauthorizedError",
+      why: "401: expired, revoked or invalid",
+      // The new access token expires before the test step asks the provider about it.
+      refuse: () => h.sandbox.control.advanceClock(ACCESS_TOKEN_TTL_SECONDS + 1),
+    },
+    {
+      status: 403,
+      name: "ForbiddenError",
+      why: "403: API access disabled for the company",
+      refuse: () => h.sandbox.control.state.faults.add({ method: "GET", pathPrefix: "/oauth2/validate", status: 403, count: 1 }),
+    },
+  ])("fails testSecret naming the $status the provider answers the stored access token with", async ({ status, name, why, refuse }) => {
     const token = randomUUID();
     h.secrets.startRotation(token);
     const rotator = h.rotator();
     await rotator(eventFor(token, "createSecret"));
     await rotator(eventFor(token, "setSecret"));
-    // The new access token expires before the test step asks the provider about it.
-    h.sandbox.control.advanceClock(ACCESS_TOKEN_TTL_SECONDS + 1);
+    refuse();
     const error = await rotator(eventFor(token, "testSecret")).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(RotationError);
-    expect(error).toMatchObject({ step: "testSecret", message: "The provider did not accept the new access token (401: expired, revoked or invalid)" });
-    expect((error as Error).cause).toMatchObject({ name: "UnauthorizedError", status: 401 });
-  });
-
-  it("fails testSecret naming a 403 when the provider has API access disabled for the company", async () => {
-    const token = randomUUID();
-    h.secrets.startRotation(token);
-    const rotator = h.rotator();
-    await rotator(eventFor(token, "createSecret"));
-    h.sandbox.control.state.faults.add({ method: "GET", pathPrefix: "/oauth2/validate", status: 403, count: 1 });
-    const error = await rotator(eventFor(token, "testSecret")).catch((e: unknown) => e);
-    expect(error).toMatchObject({ name: "RotationError", step: "testSecret", message: "The provider did not accept the new access token (403: API access disabled for the company)" });
-    expect((error as Error).cause).toMatchObject({ name: "ForbiddenError" });
+    expect(error).toMatchObject({ step: "testSecret", message: `The provider did not accept the new access token (${why})` });
+    expect((error as Error).cause).toMatchObject({ name, status });
   });
 
   it("never moves AWSCURRENT back when a poller rotated the token between createSecret and finishSecret", async () => {
