@@ -652,28 +652,33 @@ describe("pollCards", () => {
     expect(updated?.detail.occurred_at).toBe("2025-03-05T11:00:00.000Z");
   });
 
-  it("times a card change at its modified_date when the provider sends one and no updated_at", async () => {
+  it.each([
+    {
+      what: "a card change at its modified_date when the provider sends one and no updated_at",
+      listed: { modified_date: "2025-01-11T07:00:00.000Z" },
+      change: { status: "Suspended", modified_date: "2025-01-14T16:45:00.000Z" },
+      type: "card.suspended",
+      at: "2025-01-14T16:45:00.000Z",
+    },
+    {
+      // Date.parse takes "Travel 2025" for 2025-01-01.
+      what: "a nickname change at detection, even when the new nickname reads as a date (only a changed `*_at` member is a change time)",
+      listed: {},
+      change: { card_nickname: "Travel 2025" },
+      detectedAt: "2025-01-16T12:00:00.000Z",
+      type: "card.updated",
+      at: "2025-01-16T12:00:00.000Z",
+    },
+  ])("times $what", async ({ listed, change, detectedAt, type, at }) => {
     const rig = makeRig();
-    const card = rig.provider.addCard({ modified_date: "2025-01-11T07:00:00.000Z" });
+    const card = rig.provider.addCard(listed);
     await pollCards(rig.deps);
-    rig.provider.changeCard(card["id"] as string, { status: "Suspended", modified_date: "2025-01-14T16:45:00.000Z" });
+    if (detectedAt !== undefined) rig.clock.ms = Date.parse(detectedAt);
+    rig.provider.changeCard(card["id"] as string, change);
     await pollCards(rig.deps);
-    const [suspended] = rig.publisher.events;
-    expect(suspended?.detailType).toBe("card.suspended");
-    expect(suspended?.detail.occurred_at).toBe("2025-01-14T16:45:00.000Z");
-  });
-
-  it("times a nickname change at detection, even when the new nickname reads as a date (only a changed `*_at` member is a change time)", async () => {
-    const rig = makeRig();
-    const card = rig.provider.addCard();
-    await pollCards(rig.deps);
-    rig.clock.ms = Date.parse("2025-01-16T12:00:00.000Z");
-    // Date.parse takes "Travel 2025" for 2025-01-01.
-    rig.provider.changeCard(card["id"] as string, { card_nickname: "Travel 2025" });
-    await pollCards(rig.deps);
-    const [updated] = rig.publisher.events;
-    expect(updated?.detailType).toBe("card.updated");
-    expect(updated?.detail.occurred_at).toBe("2025-01-16T12:00:00.000Z");
+    const [changed] = rig.publisher.events;
+    expect(changed?.detailType).toBe(type);
+    expect(changed?.detail.occurred_at).toBe(at);
   });
 
   it("times a card's next event after its previous one, on a clock that ticks while a walk runs and then steps back", async () => {
