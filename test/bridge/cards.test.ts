@@ -57,28 +57,19 @@ describe("pollCards", () => {
     }
   });
 
-  it("publishes card.suspended with a /status change when a card becomes Suspended", async () => {
+  // "Suspended" as the card lists write it (spec §2), "suspended" as §4.4 shows it.
+  it.each(["Suspended", "suspended"])("publishes card.suspended with a /status change when a card becomes %s", async (status) => {
     const rig = makeRig();
     const card = rig.provider.addCard();
     await pollCards(rig.deps);
-    rig.provider.changeCard(card["id"] as string, { status: "Suspended" });
-    await pollCards(rig.deps);
-    const [event] = rig.publisher.events;
-    expect(event?.detailType).toBe("card.suspended");
-    // The silent first sighting published nothing: this is the card's first event.
-    expect(event?.detail.subject).toEqual({ type: "card", id: card["id"], sequence: 1 });
-    expect(event?.detail.data.changes).toEqual([{ path: "/status", before: "Active", after: "Suspended" }]);
-    expect(parseEventDetail(event!.detail).success).toBe(true);
-  });
-
-  it("publishes card.suspended when the provider writes the new status in lower case (spec §4.4 shows `suspended`)", async () => {
-    const rig = makeRig();
-    const card = rig.provider.addCard();
-    await pollCards(rig.deps);
-    rig.provider.changeCard(card["id"] as string, { status: "suspended" });
+    rig.provider.changeCard(card["id"] as string, { status });
     await pollCards(rig.deps);
     expect(rig.publisher.events.map((e) => e.detailType)).toEqual(["card.suspended"]);
-    expect(rig.publisher.events[0]!.detail.data.changes).toEqual([{ path: "/status", before: "Active", after: "suspended" }]);
+    const [event] = rig.publisher.events;
+    // The silent first sighting published nothing: this is the card's first event.
+    expect(event?.detail.subject).toEqual({ type: "card", id: card["id"], sequence: 1 });
+    expect(event?.detail.data.changes).toEqual([{ path: "/status", before: "Active", after: status }]);
+    expect(parseEventDetail(event!.detail).success).toBe(true);
   });
 
   it("publishes card.status_changed for any other status move", async () => {
