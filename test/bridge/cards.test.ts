@@ -57,7 +57,7 @@ describe("pollCards", () => {
     }
   });
 
-  // "Suspended" as the card lists write it (spec §2), "suspended" as §4.4 shows it.
+  // "Suspended" as the card lists write it (spec §2.3), "suspended" as §4.4 shows it.
   it.each(["Suspended", "suspended"])("publishes card.suspended with a /status change when a card becomes %s", async (status) => {
     const rig = makeRig();
     const card = rig.provider.addCard();
