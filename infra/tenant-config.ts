@@ -58,6 +58,19 @@ const httpsUrl = z
       "path and query, write a non-ASCII host in its xn-- form; an IPv6 literal host cannot be used): EventBridge refuses other URLs at deploy",
   );
 
+/**
+ * EventBridge's pattern for a connection's user name, OAuth client id and API key name (CreateConnection): no ':' and
+ * no control character but tab, at most 512 characters. CloudFormation refuses anything else only at deploy.
+ */
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
+const CONNECTION_PARAMETER = /^[ \t]*[^\x00-\x1F:\x7F]+([ \t]+[^\x00-\x1F:\x7F]+)*[ \t]*$/;
+const CONNECTION_PARAMETER_MAX = "must be at most 512 characters (EventBridge's limit)";
+const connectionParameter = z
+  .string()
+  .min(1)
+  .max(512, CONNECTION_PARAMETER_MAX)
+  .regex(CONNECTION_PARAMETER, "must not contain ':' or control characters: EventBridge refuses them at deploy");
+
 /** A reference to a value kept in an existing Secrets Manager secret, never the value itself. */
 const secretRef = z
   .strictObject({
@@ -74,18 +87,18 @@ const secretRef = z
 const webhookAuthSchema = z.discriminatedUnion("type", [
   z.strictObject({
     type: z.literal("apiKey"),
-    headerName: z.string().regex(HEADER_NAME_PATTERN, "must be an HTTP header name (letters, digits, -, no spaces)"),
+    headerName: z.string().max(512, CONNECTION_PARAMETER_MAX).regex(HEADER_NAME_PATTERN, "must be an HTTP header name (letters, digits, -, no spaces)"),
     value: secretRef,
   }),
   z.strictObject({
     type: z.literal("basic"),
-    username: z.string().min(1),
+    username: connectionParameter,
     password: secretRef,
   }),
   z.strictObject({
     type: z.literal("oauthClientCredentials"),
     tokenUrl: httpsUrl,
-    clientId: z.string().min(1),
+    clientId: connectionParameter,
     clientSecret: secretRef,
     scope: z.string().min(1).optional(),
   }),

@@ -230,6 +230,32 @@ describe("tenant config", () => {
     expect(parseTenantConfig({ ...pinned, webhooks: [{ ...hook, url: "https://erp.test/h?a=%5B1%5D&b=x,y" }] }).webhooks[0]?.url).toBe("https://erp.test/h?a=%5B1%5D&b=x,y");
   });
 
+  it.each([
+    ["a basic user name with a colon", { type: "basic", username: "svc:bridge", password: { secretArn } }, "webhooks[0].auth.username", "must not contain ':'"],
+    ["a basic user name with a line break", { type: "basic", username: "svc\nbridge", password: { secretArn } }, "webhooks[0].auth.username", "must not contain ':'"],
+    ["a basic user name over 512 characters", { type: "basic", username: "u".repeat(513), password: { secretArn } }, "webhooks[0].auth.username", "at most 512"],
+    [
+      "an OAuth client id with a colon",
+      { type: "oauthClientCredentials", tokenUrl: "https://auth.test/token", clientId: "urn:client", clientSecret: { secretArn } },
+      "webhooks[0].auth.clientId",
+      "must not contain ':'",
+    ],
+    ["an API key header name over 512 characters", { type: "apiKey", headerName: "x".repeat(513), value: { secretArn } }, "webhooks[0].auth.headerName", "at most 512"],
+  ])("refuses a connection parameter EventBridge would refuse at deploy: %s", (_what, auth, field, message) => {
+    const pinned = { ...minimal, account: "123456789012", region: "eu-west-1" };
+    const error = errorOf(() => parseTenantConfig({ ...pinned, webhooks: [{ name: "erp", url: "https://erp.test/h", eventTypes: ["card.created"], auth }] }));
+    expect(error.field).toBe(field);
+    expect(error.message).toContain(message);
+  });
+
+  it("takes a connection parameter EventBridge accepts: spaces, punctuation other than ':', 512 characters", () => {
+    const pinned = { ...minimal, account: "123456789012", region: "eu-west-1" };
+    for (const username of ["svc bridge", "svc@acme.example", "u".repeat(512)]) {
+      const hook = { name: "erp", url: "https://erp.test/h", eventTypes: ["card.created"], auth: { type: "basic", username, password: { secretArn } } };
+      expect(parseTenantConfig({ ...pinned, webhooks: [hook] }).webhooks[0]?.auth).toMatchObject({ username });
+    }
+  });
+
   it("refuses a webhook listing an event type twice, and a schedule that is not a whole number of minutes", () => {
     const pinned = { ...minimal, account: "123456789012", region: "eu-west-1" };
     const hook = { name: "erp", url: "https://erp.test/h", eventTypes: ["card.created", "card.created"], auth: { type: "basic", username: "u", password: { secretArn } } };
