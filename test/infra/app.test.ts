@@ -5,6 +5,8 @@ import { join } from "node:path";
 import { Template } from "aws-cdk-lib/assertions";
 import { describe, expect, it } from "vitest";
 import { bridgeAppOptionsFromContext } from "../../infra/app-context.js";
+import { TenantConfigError } from "../../infra/errors.js";
+import { parseTenantsDocument } from "../../infra/tenant-config.js";
 import { buildTestApp, EXAMPLE_TENANTS_FILE, PROVIDER_URLS, REPO_ROOT, testApp } from "./helpers.js";
 
 /** Runs infra/app.ts as `cdk synth` does (context in CDK_CONTEXT_JSON, output in CDK_OUTDIR): its exit and output. */
@@ -70,5 +72,22 @@ describe("the app's context (bridgeAppOptionsFromContext)", () => {
     const template = JSON.stringify(Template.fromStack(stacks.find((stack) => stack.stackName === "QashioBridge-globex")!).toJSON());
     expect(template).toContain(`Runbook: ${runbookUrl}#synclag`);
     expect(template).not.toContain("Runbook: docs/runbook.md");
+  });
+
+});
+
+describe("buildBridgeApp", () => {
+  it("checks every tenant's provider URL before it builds any stack, so a bad one leaves nothing half-built", () => {
+    const tenants = parseTenantsDocument({
+      tenants: [
+        { id: "good", environment: "sandbox", alarms: { email: "ops@good.test" } },
+        { id: "bad", environment: "https://api.provider.test/v1?x=1", eventSource: "bad.bridge", alarms: { email: "ops@bad.test" } },
+      ],
+    });
+    const app = testApp();
+    expect(() => buildTestApp({ app, tenants })).toThrow(TenantConfigError);
+    expect(() => buildTestApp({ app: testApp(), tenants })).toThrow('tenant "bad": field environment:');
+    // No stack (and so no bundled asset) of the tenants before it.
+    expect(app.node.children).toHaveLength(0);
   });
 });
