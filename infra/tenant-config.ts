@@ -59,11 +59,13 @@ const httpsUrl = z
   );
 
 /**
- * EventBridge's pattern for a connection's user name, OAuth client id and API key name (CreateConnection): no ':' and
- * no control character but tab, at most 512 characters. CloudFormation refuses anything else only at deploy.
+ * What EventBridge's pattern for a connection's user name, OAuth client id and API key name (CreateConnection,
+ * `^[ \t]*[^\x00-\x1F:\x7F]+([ \t]+[^\x00-\x1F:\x7F]+)*[ \t]*$`) accepts: no ':' and no control character but
+ * tab, and something besides tabs. Written without that pattern's nested repeats, which backtrack exponentially on a
+ * long value with a bad character at its end (synth hung rather than failed).
  */
 // eslint-disable-next-line no-control-regex -- matching control characters is the point
-const CONNECTION_PARAMETER = /^[ \t]*[^\x00-\x1F:\x7F]+([ \t]+[^\x00-\x1F:\x7F]+)*[ \t]*$/;
+const CONNECTION_PARAMETER = /^\t*[^\x00-\x1F:\x7F][^\x00-\x08\x0A-\x1F:\x7F]*$/;
 const CONNECTION_PARAMETER_MAX = "must be at most 512 characters (EventBridge's limit)";
 const connectionParameter = z
   .string()

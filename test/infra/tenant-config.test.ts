@@ -234,6 +234,9 @@ describe("tenant config", () => {
     ["a basic user name with a colon", { type: "basic", username: "svc:bridge", password: { secretArn } }, "webhooks[0].auth.username", "must not contain ':'"],
     ["a basic user name with a line break", { type: "basic", username: "svc\nbridge", password: { secretArn } }, "webhooks[0].auth.username", "must not contain ':'"],
     ["a basic user name over 512 characters", { type: "basic", username: "u".repeat(513), password: { secretArn } }, "webhooks[0].auth.username", "at most 512"],
+    // EventBridge's own pattern backtracks exponentially on this one: synth must fail, not hang.
+    ["a basic user name of many words ending in a colon", { type: "basic", username: `${"svc ".repeat(60)}:`, password: { secretArn } }, "webhooks[0].auth.username", "must not contain ':'"],
+    ["a basic user name of tabs only", { type: "basic", username: "\t\t", password: { secretArn } }, "webhooks[0].auth.username", "must not contain ':'"],
     [
       "an OAuth client id with a colon",
       { type: "oauthClientCredentials", tokenUrl: "https://auth.test/token", clientId: "urn:client", clientSecret: { secretArn } },
@@ -250,7 +253,7 @@ describe("tenant config", () => {
 
   it("takes a connection parameter EventBridge accepts: spaces, punctuation other than ':', 512 characters", () => {
     const pinned = { ...minimal, account: "123456789012", region: "eu-west-1" };
-    for (const username of ["svc bridge", "svc@acme.example", "u".repeat(512)]) {
+    for (const username of ["svc bridge", "svc@acme.example", "u".repeat(512), "\tsvc\tbridge ", "   "]) {
       const hook = { name: "erp", url: "https://erp.test/h", eventTypes: ["card.created"], auth: { type: "basic", username, password: { secretArn } } };
       expect(parseTenantConfig({ ...pinned, webhooks: [hook] }).webhooks[0]?.auth).toMatchObject({ username });
     }
