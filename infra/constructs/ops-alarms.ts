@@ -77,9 +77,9 @@ export interface OpsAlarmsProps {
   readonly runbookUrl?: string;
 }
 
-/** Names of a tenant's alarms start with this (`QashioBridge-<tenant>-TokenFamilyRevoked`, ...). */
-function alarmNamePrefix(tenant: string): string {
-  return `QashioBridge-${tenant}-`;
+/** Name of a tenant's alarm: `QashioBridge-<tenant>-TokenFamilyRevoked`, ... */
+function alarmNameOf(tenant: string, suffix: string): string {
+  return `QashioBridge-${tenant}-${suffix}`;
 }
 
 /**
@@ -96,6 +96,8 @@ export class OpsAlarms extends Construct {
   constructor(scope: Construct, id: string, props: OpsAlarmsProps) {
     super(scope, id);
     const tenant = props.tenantId;
+    /** The topic this construct creates (an email target), granted to the alarms once they all exist. */
+    let ownTopic: sns.Topic | undefined;
     if ("email" in props.target) {
       const topic = new sns.Topic(this, "Topic", {
         displayName: `qashio-bridge ${tenant} alarms`,
@@ -103,23 +105,7 @@ export class OpsAlarms extends Construct {
         enforceSSL: true,
       });
       topic.addSubscription(new subscriptions.EmailSubscription(props.target.email));
-      // enforceSSL makes the topic policy, which replaces SNS's default one (the account's principals may publish):
-      // CloudWatch then needs an explicit grant, or every alarm action fails with "not authorized to perform
-      // SNS:Publish". Only for this tenant's alarms, in this account.
-      topic.addToResourcePolicy(
-        new iam.PolicyStatement({
-          sid: "AllowCloudWatchAlarmsToPublish",
-          principals: [new iam.ServicePrincipal("cloudwatch.amazonaws.com")],
-          actions: ["sns:Publish"],
-          resources: [topic.topicArn],
-          conditions: {
-            StringEquals: { "aws:SourceAccount": Stack.of(this).account },
-            ArnLike: {
-              "aws:SourceArn": Stack.of(this).formatArn({ service: "cloudwatch", resource: "alarm", resourceName: `${alarmNamePrefix(tenant)}*`, arnFormat: ArnFormat.COLON_RESOURCE_NAME }),
-            },
-          },
-        }),
-      );
+      ownTopic = topic;
       // CloudWatch alarms publish to the encrypted topic only if the key policy lets them; a topic of the tenant's
       // own (topicArn) brings its own key, so the statement is made only with this topic.
       props.encryptionKey.addToResourcePolicy(
@@ -136,7 +122,7 @@ export class OpsAlarms extends Construct {
       const alarm = new cloudwatch.Alarm(this, suffix, {
         ...options,
         metric,
-        alarmName: `${alarmNamePrefix(tenant)}${suffix}`,
+        alarmName: alarmNameOf(tenant, suffix),
         alarmDescription: `${options.alarmDescription} Runbook: ${runbookLink(runbookUrl, runbook)}`,
       });
       alarm.addAlarmAction(action);
@@ -311,5 +297,27 @@ export class OpsAlarms extends Construct {
       });
     }
     this.alarms = alarms;
+    if (ownTopic) {
+      // enforceSSL makes the topic policy, which replaces SNS's default one (the account's principals may publish):
+      // CloudWatch then needs an explicit grant, or every alarm action fails with "not authorized to perform
+      // SNS:Publish". Only for this tenant's alarms, in this account: their ARNs one by one, since a name prefix
+      // (`QashioBridge-globex-*`) would also match another tenant's (`QashioBridge-globex-eu-...`).
+      ownTopic.addToResourcePolicy(
+        new iam.PolicyStatement({
+          sid: "AllowCloudWatchAlarmsToPublish",
+          principals: [new iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+          actions: ["sns:Publish"],
+          resources: [ownTopic.topicArn],
+          conditions: {
+            StringEquals: { "aws:SourceAccount": Stack.of(this).account },
+            ArnEquals: {
+              "aws:SourceArn": [...alarms.keys()].map((suffix) =>
+                Stack.of(this).formatArn({ service: "cloudwatch", resource: "alarm", resourceName: alarmNameOf(tenant, suffix), arnFormat: ArnFormat.COLON_RESOURCE_NAME }),
+              ),
+            },
+          },
+        }),
+      );
+    }
   }
 }

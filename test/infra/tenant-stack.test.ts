@@ -228,13 +228,19 @@ describe("tenant stacks", () => {
     ]);
     const allow = statements[1]!;
     expect(allow).toMatchObject({ Principal: { Service: "cloudwatch.amazonaws.com" }, Action: "sns:Publish", Resource: { Ref: logicalIdOf(globexT, "AWS::SNS::Topic") } });
-    expect(JSON.stringify(allow.Condition)).toContain(":alarm:QashioBridge-globex-*");
     // only for alarms of the stack's own account (globex is environment-agnostic: the pseudo parameter)
     expect(allow.Condition).toMatchObject({ StringEquals: { "aws:SourceAccount": { Ref: "AWS::AccountId" } } });
-    // Every alarm of the stack is named so the grant covers it.
-    for (const a of Object.values(globexT.findResources("AWS::CloudWatch::Alarm"))) {
-      expect((a as { Properties: { AlarmName: string } }).Properties.AlarmName).toMatch(/^QashioBridge-globex-/);
-    }
+    // Exactly the stack's alarms, each by its ARN: no name pattern, which would also match a tenant "globex-eu".
+    const condition = allow.Condition as { ArnEquals?: { "aws:SourceArn": unknown[] }; ArnLike?: unknown };
+    expect(condition.ArnLike).toBeUndefined();
+    const granted = condition.ArnEquals!["aws:SourceArn"].map((arn) => {
+      const text = JSON.stringify(arn);
+      expect(text).not.toContain("*");
+      return /:alarm:([^"]+)"/.exec(text)?.[1];
+    });
+    const alarmNames = Object.values(globexT.findResources("AWS::CloudWatch::Alarm")).map((a) => (a as { Properties: { AlarmName: string } }).Properties.AlarmName);
+    expect(alarmNames.length).toBeGreaterThan(5);
+    expect(granted.sort()).toEqual(alarmNames.sort());
     acmeT.resourceCountIs("AWS::SNS::TopicPolicy", 0);
   });
 
