@@ -247,7 +247,8 @@ export class TransactionFactory {
       exclude_from_sync: category === "account_transfer" && p.chance(0.5),
       sync_errors: erpSync === "failed" || erpSync === "not_validated" ? [this.syncError()] : [],
       approval_status: approval.status,
-      approved_date_time: approval.approved ? new Date(createdMs + p.int(1, 48) * 3_600_000).toISOString() : null,
+      // Approved some hours after creation, but never after now: an approval still to come is no approval (§2.2).
+      approved_date_time: approval.approved ? new Date(Math.min(createdMs + p.int(1, 48) * 3_600_000, Math.max(o.nowMs, createdMs))).toISOString() : null,
       approved_by: approval.approved ? this.approvedBy : null,
       memo: p.chance(0.35) ? p.pick(MEMOS) : null,
       transaction_description: description,

@@ -66,6 +66,22 @@ describe("activity generation", () => {
     expect(newest).toEqual((body.data as Row[]).map((t) => t.id).reverse());
   });
 
+  it("dates a transaction appearing now no later than now: an approved one was approved at most now (§2.2)", async () => {
+    const { status, body } = await control(`/companies/${h.companyId}/transactions`, { count: 40, transaction_category: "purchase" });
+    expect(status).toBe(201);
+    const now = (await control("/clock")).body.data.now as string;
+    const approved = (body.data as Row[]).filter((tx) => tx.approved_date_time !== null);
+    expect(approved.length).toBeGreaterThan(0);
+    for (const tx of approved) {
+      const read = (await h.json(`${LIST}/${tx.id}`)).body.data as Row;
+      expect(read.approval_status).toMatch(/approved/);
+      // On a frozen clock a write stamp can lead now by a few milliseconds (stamps strictly rise): the later of the two.
+      const latest = read.created_at > now ? read.created_at : now;
+      expect(read.approved_date_time <= latest, `${read.qashio_id} approved at ${read.approved_date_time}, now ${now}`).toBe(true);
+      expect(read.approved_date_time >= read.created_at).toBe(true);
+    }
+  });
+
   it("creates a refund whose parent_qashio_id names the purchase, and refuses a parent that is no purchase", async () => {
     const purchase = (await h.json(`${LIST}?transaction_category=purchase`)).body.data[0] as Row;
     const { body } = await control(`/companies/${h.companyId}/transactions`, { parent_qashio_id: purchase.qashio_id });

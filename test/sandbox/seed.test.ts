@@ -52,6 +52,28 @@ describe("seeded data", () => {
     }
   });
 
+  it.each([1, 2, 99, 123_456])("with seed %i dates nothing of a transaction after now: approval, clearing, update, line items", (seed) => {
+    // §2.2: approved_date_time, cleared_at and updated_at are when those things happened; an approval still to come
+    // would contradict approval_status "approved" in the same answer.
+    const now = new Date(NOW).toISOString();
+    let approved = 0;
+    for (const data of seedCompanies({ seed, nowMs: NOW })) {
+      for (const tx of data.transactions.all()) {
+        for (const field of ["transaction_time", "cleared_at", "created_at", "updated_at", "modified_date", "approved_date_time"]) {
+          const stamp = tx[field] as string | null;
+          if (stamp !== null) expect(stamp <= now, `${tx.qashio_id} ${field} ${stamp}`).toBe(true);
+        }
+        const approvedAt = tx.approved_date_time as string | null;
+        if (approvedAt !== null) {
+          approved++;
+          expect(approvedAt >= tx.created_at, `${tx.qashio_id} approved before it was created`).toBe(true);
+        }
+        for (const item of tx.line_items as { created_at: string; updated_at: string }[]) expect(item.created_at <= now && item.updated_at <= now).toBe(true);
+      }
+    }
+    expect(approved).toBeGreaterThan(0);
+  });
+
   it("keeps transactions in creation order with unique ids and qashio ids", () => {
     for (const data of seedCompanies({ seed: 5, nowMs: NOW })) {
       const all = data.transactions.all();
