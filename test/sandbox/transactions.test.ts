@@ -352,3 +352,27 @@ describe("transactions through the provider client", () => {
     await expect(h.client.getTransaction("2f1e7c52-0d3b-4c5a-9e8f-000000000000")).rejects.toBeInstanceOf(NotFoundError);
   });
 });
+
+describe("paths and methods the API does not serve", () => {
+  it.each([
+    ["GET", "/public/v1/erp/no_such_resource"],
+    ["POST", "/public/v1/erp/transactions"],
+    ["DELETE", "/public/v1/erp/cards"],
+    ["PATCH", "/public/v1/core/cards/CA0000000000"],
+    ["GET", "/oauth2/token"],
+    ["POST", "/oauth2/validate"],
+  ])("answers %s %s with the §7 404 envelope (not 405, not an OAuth body), its request id in the header", async (method, path) => {
+    const { status, headers, body } = await h.json(path, { method, body: method === "GET" ? undefined : {} });
+    expect(status).toBe(404);
+    expect(ErrorEnvelopeSchema.safeParse(body).success).toBe(true);
+    expect(body).not.toHaveProperty("success");
+    expect(errorCodes(body)).toEqual(["null:NOT_FOUND"]);
+    expect(body.meta.request_id).toBe(headers.get("x-request-id"));
+  });
+
+  it("checks the bearer token under /public/v1/erp and /public/v1/core before the path: 401 without one", async () => {
+    for (const path of ["/public/v1/erp/no_such_resource", "/public/v1/core/no_such_resource"]) {
+      expect((await h.json(path, { token: null })).status).toBe(401);
+    }
+  });
+});
