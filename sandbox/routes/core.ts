@@ -145,8 +145,16 @@ function fundingRules(body: UpdateCardBody, card: CardRecord | undefined): Field
   if (body.velocity_period !== undefined && !isOneOf(body.velocity_period.toUpperCase(), VELOCITY_PERIODS)) errors.push(enumError("velocity_period", VELOCITY_PERIODS));
   if (body.card_usage_type !== undefined && !isOneOf(body.card_usage_type.toUpperCase(), usageTypes)) errors.push(enumError("card_usage_type", usageTypes));
   if (body.card_usage_type_amount === 0) errors.push({ field: "card_usage_type_amount", code: "OUT_OF_RANGE", message: "card_usage_type_amount must be positive" });
-  if (body.nickname !== undefined && body.nickname.length > 64) errors.push({ field: "nickname", code: "OUT_OF_RANGE", message: "nickname must be at most 64 characters" });
+  const nickname = body.nickname === undefined ? undefined : nicknameError(body.nickname);
+  if (nickname) errors.push(nickname);
   return errors;
+}
+
+/** A card name is required when issuing and when sent in an update: not blank, at most 64 characters (kept trimmed). */
+function nicknameError(nickname: unknown): FieldError | undefined {
+  if (typeof nickname !== "string" || nickname.trim() === "") return { field: "nickname", code: "REQUIRED", message: "nickname is required" };
+  if (nickname.length > 64) return { field: "nickname", code: "OUT_OF_RANGE", message: "nickname must be at most 64 characters" };
+  return undefined;
 }
 
 async function updateCard(c: SandboxContext): Promise<Response> {
@@ -165,7 +173,7 @@ async function updateCard(c: SandboxContext): Promise<Response> {
   if (body.card_usage_type_amount !== undefined) card.allowedMaxBalance = body.card_usage_type_amount;
   if (velocity !== undefined) card.velocityPeriod = velocity;
   if (usage !== undefined) card.cardUsageType = usage;
-  if (body.nickname !== undefined) card.nickname = body.nickname;
+  if (body.nickname !== undefined) card.nickname = body.nickname.trim();
   card.updatedAt = state.clock.stampIso();
   audit(c, "card.funding_updated", card, body);
   return ok(c, { card: coreCardView(card, c.get("data").company, true) }, { message: UPDATED });
@@ -281,8 +289,8 @@ function checkIssueBody(raw: unknown, data: CompanyData): IssueCardBody {
   const body = (raw !== null && typeof raw === "object" ? raw : {}) as Record<string, unknown>;
   const errors: FieldError[] = [];
   const nickname = body.nickname;
-  if (typeof nickname !== "string" || nickname.trim() === "") errors.push({ field: "nickname", code: "REQUIRED", message: "nickname is required" });
-  else if (nickname.length > 64) errors.push({ field: "nickname", code: "OUT_OF_RANGE", message: "nickname must be at most 64 characters" });
+  const nicknameRefused = nicknameError(nickname);
+  if (nicknameRefused) errors.push(nicknameRefused);
   const cardType = typeof body.card_type === "string" ? body.card_type.toUpperCase() : undefined;
   if (cardType === undefined) errors.push({ field: "card_type", code: "REQUIRED", message: "card_type is required" });
   else if (cardType !== "VIRTUAL" && cardType !== "PHYSICAL") errors.push(enumError("card_type", ["VIRTUAL", "PHYSICAL"]));

@@ -207,7 +207,8 @@ describe("PUT /public/v1/core/cards/{cardId} (funding update)", () => {
     expect(updated.nickname).toBe(card.card_nickname);
     const detail = (await h.json(`${ERP}/${card.id}`)).body.data;
     expect(detail.topup_configuration).toMatchObject({ auto_topup_amount: 1500, frequency: "WEEKLY" });
-    const result = await h.client.updateCard(card.id as string, { nickname: "Renamed", card_usage_type_amount: 12000 });
+    // kept trimmed, as when issuing a card
+    const result = await h.client.updateCard(card.id as string, { nickname: " Renamed ", card_usage_type_amount: 12000 });
     expect(result.card.nickname).toBe("Renamed");
     expect((await h.json(`${ERP}/${card.id}`)).body.data).toMatchObject({ card_nickname: "Renamed", allowed_max_balance: 12000 });
   });
@@ -219,6 +220,8 @@ describe("PUT /public/v1/core/cards/{cardId} (funding update)", () => {
     [{ velocity_period: "HOURLY" }, ["velocity_period:INVALID_ENUM"]],
     [{ card_usage_type: "PREPAID_GIFT" }, ["card_usage_type:INVALID_ENUM"]],
     [{ nickname: "" }, ["nickname:REQUIRED"]],
+    // blank as when issuing a card
+    [{ nickname: "   " }, ["nickname:REQUIRED"]],
     [{ auto_top_up_amount: -1, velocity_period: "FORTNIGHTLY" }, ["auto_top_up_amount:OUT_OF_RANGE", "velocity_period:INVALID_ENUM"]],
     [{ nickname: "", card_usage_type: "GIFT", card_usage_type_amount: 0 }, ["nickname:REQUIRED", "card_usage_type:INVALID_ENUM", "card_usage_type_amount:OUT_OF_RANGE"]],
   ])("answers 400 for %j", async (payload, expected) => {
