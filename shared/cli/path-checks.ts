@@ -3,7 +3,7 @@
  * as a setting's problem, or undefined. shared/cli/config.ts names the setting.
  */
 import { randomBytes } from "node:crypto";
-import { accessSync, closeSync, constants, mkdirSync, openSync, rmdirSync, statSync, unlinkSync, type Stats } from "node:fs";
+import { accessSync, closeSync, constants, mkdirSync, openSync, readdirSync, rmdirSync, statSync, unlinkSync, type Stats } from "node:fs";
 import { dirname, isAbsolute, join, relative, sep } from "node:path";
 import { TEMP_SUFFIX } from "../local/atomic.js";
 import { STATE_DIRS, STATE_FILES } from "../local/layout.js";
@@ -96,6 +96,31 @@ function stateEntriesProblem(stateDir: string): string | undefined {
     // Files are read, and replaced by a rename in the directory: reading is all they need.
     const problem = directory ? notWritable(path, constants.R_OK | constants.W_OK | constants.X_OK, "readable and writable") : notWritable(path, constants.R_OK, "readable");
     if (problem !== undefined) return `${problem} (left by a run as another user, such as under sudo?)`;
+    const inside = directory && name !== STATE_DIRS.locks ? unreadableFileIn(path) : undefined;
+    if (inside !== undefined) return `${inside} (left by a run as another user, such as under sudo?)`;
+  }
+  return undefined;
+}
+
+/**
+ * What is wrong with the files in a snapshots or quarantine directory, if anything: one this user cannot read. A cycle
+ * would otherwise fail on it after its provider calls, and name it corrupt ("move it aside") though its bytes are fine.
+ * Leases are left out: one that cannot be read counts as expired.
+ */
+function unreadableFileIn(dir: string): string | undefined {
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch (error) {
+    return `cannot be checked by this user (${(error as NodeJS.ErrnoException).code ?? "error"}): ${dir}`;
+  }
+  for (const name of names) {
+    // A temporary file of an interrupted write is never read: it is swept.
+    if (name.endsWith(TEMP_SUFFIX)) continue;
+    const path = join(dir, name);
+    if (statOf(path)?.isFile() !== true) continue;
+    const problem = notWritable(path, constants.R_OK, "readable");
+    if (problem !== undefined) return problem;
   }
   return undefined;
 }

@@ -66,6 +66,18 @@ describe("path checks of paths this user may not read", () => {
     expect(stateDirProblem(state)).toBe(`is not readable by this user (EACCES): ${tokens} (left by a run as another user, such as under sudo?)`);
   });
 
+  it.each([
+    ["a snapshot segment", "snapshots", "seg-000000000001-0123abcd.log"],
+    ["a quarantine record", "quarantine", "transaction%3Atx-1.json"],
+  ])("name %s left unreadable, before any provider call, not as a corrupt file once a cycle reads it", async (_what, sub, name) => {
+    const state = join(dir, "state");
+    await mkdir(join(state, sub), { recursive: true });
+    const file = join(state, sub, name);
+    await writeFile(file, "{}");
+    readOnly.unreadable.add(file);
+    expect(stateDirProblem(state)).toBe(`is not readable by this user (EACCES): ${file} (left by a run as another user, such as under sudo?)`);
+  });
+
   it("name an events file this user may write but not read (the publisher reads its last byte)", async () => {
     const events = join(dir, "events.jsonl");
     await writeFile(events, "");
