@@ -9,7 +9,7 @@ import { parseEnv } from "node:util";
 import { STATE_FILES } from "../local/layout.js";
 import { ConfigError, EnvFileError, type SettingIssue } from "./errors.js";
 import { nearest } from "./nearest.js";
-import { eventsFileProblem, eventsFileTakesState, stateDirProblem, stateDirUnderEventsFile, statOf } from "./path-checks.js";
+import { eventsFileProblem, eventsFileTakesState, realPathOf, stateDirProblem, stateDirUnderEventsFile, statOf } from "./path-checks.js";
 import { durationRangeProblem, parseDuration } from "./args.js";
 import { AUTHORIZE_URL_ENV_VAR, BASE_URL_ENV_VARS, baseUrlProblem, normaliseBaseUrl, type QashioDeployment } from "../qashio/config.js";
 
@@ -470,7 +470,9 @@ export function readLocalSettings(env: Env, cwd: string): LocalSettings {
   const eventsFile = pathSetting(r, "BRIDGE_EVENTS_FILE", cwd, DEFAULT_EVENTS_FILE);
   if (!r.refused.has("BRIDGE_STATE_DIR") && !r.refused.has("BRIDGE_EVENTS_FILE")) checkEventsOutsideState(r, stateDir, eventsFile);
   // Appended to, the settings file would hold cardholder data, and every later run would refuse its JSON lines.
-  if (eventsFile === resolve(cwd, ENV_FILE)) r.problem("BRIDGE_EVENTS_FILE", `must not be the settings file ${eventsFile}`);
+  // Through a symbolic link too: the link is appended to just the same.
+  const envFile = resolve(cwd, ENV_FILE);
+  if (eventsFile === envFile || realPathOf(eventsFile) === realPathOf(envFile)) r.problem("BRIDGE_EVENTS_FILE", `must not be the settings file ${envFile}`);
   checkPaths(r, stateDir, eventsFile);
   if (r.issues.length > 0) throw new ConfigError(r.issues);
   return {

@@ -3,8 +3,8 @@
  * as a setting's problem, or undefined. shared/cli/config.ts names the setting.
  */
 import { randomBytes } from "node:crypto";
-import { accessSync, closeSync, constants, mkdirSync, openSync, readdirSync, rmdirSync, statSync, unlinkSync, type Stats } from "node:fs";
-import { dirname, isAbsolute, join, relative, sep } from "node:path";
+import { accessSync, closeSync, constants, mkdirSync, openSync, readdirSync, realpathSync, rmdirSync, statSync, unlinkSync, type Stats } from "node:fs";
+import { basename, dirname, isAbsolute, join, relative, sep } from "node:path";
 import { TEMP_SUFFIX } from "../local/atomic.js";
 import { STATE_DIRS, STATE_FILES } from "../local/layout.js";
 
@@ -177,15 +177,33 @@ function within(dir: string, path: string): boolean {
 }
 
 /**
+ * `path` with the symbolic links on its way resolved: those of its nearest existing ancestor (the rest does not exist
+ * yet); `path` itself when even that cannot be resolved.
+ */
+export function realPathOf(path: string): string {
+  const rest: string[] = [];
+  for (let existing = path; ; existing = dirname(existing)) {
+    try {
+      return join(realpathSync(existing), ...rest.reverse());
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if ((code !== "ENOENT" && code !== "ENOTDIR") || dirname(existing) === existing) return path;
+    }
+    rest.push(basename(existing));
+  }
+}
+
+/**
  * Whether the events file is the state directory or one of its entries: appending to tokens.json destroyed the
- * tokens. A file of its own beside them (`<state>/events.jsonl`) is fine.
+ * tokens. A file of its own beside them (`<state>/events.jsonl`) is fine. By name, and again with symbolic links
+ * resolved: a link to tokens.json is appended to just the same.
  */
 export function eventsFileTakesState(stateDir: string, eventsFile: string): boolean {
-  return (
-    eventsFile === stateDir ||
-    Object.values(STATE_FILES).some((name) => eventsFile === join(stateDir, name)) ||
-    Object.values(STATE_DIRS).some((name) => within(join(stateDir, name), eventsFile))
-  );
+  const takes = (state: string, events: string): boolean =>
+    events === state ||
+    Object.values(STATE_FILES).some((name) => events === join(state, name)) ||
+    Object.values(STATE_DIRS).some((name) => within(join(state, name), events));
+  return takes(stateDir, eventsFile) || takes(realPathOf(stateDir), realPathOf(eventsFile));
 }
 
 /**

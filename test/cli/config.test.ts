@@ -245,6 +245,24 @@ describe("readLocalSettings on the file system", () => {
     }
   });
 
+  it("refuses an events file that reaches the state directory's entries or .env through a symbolic link: appending destroyed the tokens", async () => {
+    await mkdir(join(dir, "state"));
+    await writeFile(join(dir, "state", "tokens.json"), "{}");
+    await symlink(join(dir, "state", "tokens.json"), join(dir, "events-link.jsonl"));
+    await symlink(join(dir, "state"), join(dir, "state-link"));
+    await writeFile(join(dir, ".env"), "");
+    await symlink(join(dir, ".env"), join(dir, "env-link.jsonl"));
+    const problem = `must not be BRIDGE_STATE_DIR (${join(dir, "state")}) or one of the files and directories the bridge keeps there`;
+    for (const events of ["events-link.jsonl", "state-link/binding.json", "state-link/snapshots/x.jsonl"]) {
+      expect(settingsError({ ...valid, BRIDGE_STATE_DIR: "state", BRIDGE_EVENTS_FILE: events }).issues, events).toEqual([{ setting: "BRIDGE_EVENTS_FILE", problem }]);
+    }
+    expect(settingsError({ ...valid, BRIDGE_EVENTS_FILE: "env-link.jsonl" }).issues).toEqual([
+      { setting: "BRIDGE_EVENTS_FILE", problem: `must not be the settings file ${join(dir, ".env")}` },
+    ]);
+    // A file of its own beside the entries, named through the link, is fine.
+    expect(readLocalSettings({ ...valid, BRIDGE_STATE_DIR: "state", BRIDGE_EVENTS_FILE: "state-link/events.jsonl" }, dir).eventsFile).toBe(join(dir, "state-link", "events.jsonl"));
+  });
+
   it("refuses an events file that the state directory lies under: creating the state directory makes it a directory", () => {
     // Neither exists yet: each path alone is creatable, but the first cycle then publishes into a directory (EISDIR, exit 1).
     for (const [events, state, resolved] of [["out", "out/state", "out/state"], ["out", "out/a/b", "out/a/b"], ["./out/", "out/../out/state", "out/state"]] as const) {
