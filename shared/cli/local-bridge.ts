@@ -3,6 +3,7 @@
  * JSON Lines event file), the provider client with an OAuth token provider that rotates under a file lock,
  * and one cycle = transactions, then cards.
  */
+import { statSync } from "node:fs";
 import { join } from "node:path";
 import {
   CycleAbortedError,
@@ -52,6 +53,7 @@ import {
 } from "../local/index.js";
 import type { Env, LocalSettings } from "./config.js";
 import { LocalTokenStore } from "./local-tokens.js";
+import { statOf } from "./path-checks.js";
 import { spendingRefreshes } from "./token-spending.js";
 import { MemoryMetrics, observePublished, systemClock } from "./console-ports.js";
 import {
@@ -102,6 +104,8 @@ export interface LocalBridge {
   readonly metrics: MemoryMetrics;
   readonly clock: Clock;
   readonly baseUrl: string;
+  /** Device and inode of the state directory the bridge opened (see {@link withCycleLock}). */
+  readonly stateDirIdentity: { readonly dev: number; readonly ino: number };
   /**
    * Saves tokens a failed save left held in memory (see `OAuthTokenProvider.saveHeldTokens`), with a few tries; for
    * when the bridge is done, since exiting with them loses the new refresh token. No token refresh starts afterwards
@@ -116,6 +120,27 @@ export interface LocalBridge {
 /** Tries {@link LocalBridge.settleTokens} gives held tokens before it calls them lost, and the pause between two. */
 export const HELD_TOKEN_SAVE_TRIES = 3;
 export const HELD_TOKEN_SAVE_PAUSE_MS = 500;
+
+/**
+ * Stops a cycle (exit 2) when the state directory at its path is no longer the one the bridge opened: moved, removed or
+ * replaced while a loop ran. Its lease, binding and snapshots would otherwise start afresh in an empty directory, where
+ * every change reads as new, until the missing token file stopped the loop at its next refresh.
+ */
+function assertSameStateDir(bridge: LocalBridge): void {
+  const dir = bridge.settings.stateDir;
+  const now = statOf(dir);
+  const { dev, ino } = bridge.stateDirIdentity;
+  if (now?.isDirectory() && now.dev === dev && now.ino === ino) return;
+  throw new ConfigError(
+    [
+      {
+        setting: "BRIDGE_STATE_DIR",
+        problem: `${dir} was ${now === undefined ? "moved or removed" : "replaced"} while the bridge ran; nothing was done in this cycle: put the directory back, or start the bridge again to use what is there now`,
+      },
+    ],
+    { heading: "The state directory changed under the bridge" },
+  );
+}
 
 /**
  * Runs `work` with `bridge`, then settles its tokens (see {@link LocalBridge.settleTokens}) whether the work succeeded
@@ -230,6 +255,7 @@ export async function openLocalBridge(settings: LocalSettings, options: LocalBri
   const baseUrl = await bindLocalSettings(settings, options.env);
   const clock = options.clock ?? systemClock;
   const dir = settings.stateDir;
+  const { dev, ino } = statSync(dir);
   const local = createLocalAdapters(dir, { clock });
   const tokens = new LocalTokenStore(local.tokens, settings.refreshToken);
   const lock: Lock = local.lock;
@@ -301,6 +327,7 @@ export async function openLocalBridge(settings: LocalSettings, options: LocalBri
     metrics,
     clock,
     baseUrl,
+    stateDirIdentity: { dev, ino },
     settleTokens,
   };
 }
@@ -422,6 +449,7 @@ async function measureQuarantine(bridge: LocalBridge): Promise<number | undefine
  * const report = await withCycleLock(bridge, () => redrivePublishFailures(bridge.transactions));
  */
 export async function withCycleLock<T>(bridge: LocalBridge, work: () => Promise<T>): Promise<T> {
+  assertSameStateDir(bridge);
   const taken = await takeCycleLease(bridge);
   if (taken === undefined) {
     throw new CliError(

@@ -1,5 +1,5 @@
 import { execSync } from "node:child_process";
-import { readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { readLocalSettings } from "../../shared/cli/config.js";
@@ -94,6 +94,27 @@ describe("local bridge cycle", () => {
     expect(error).toBeInstanceOf(ConfigError);
     expect((error as ConfigError).exitCode).toBe(EXIT.usage);
     expect((error as Error).message).toContain(bad);
+  });
+
+  it.each([
+    ["moved away", "moved or removed", (dir: string) => renameSync(dir, `${dir}-moved`)],
+    ["replaced by an empty directory", "replaced", (dir: string) => (renameSync(dir, `${dir}-moved`), mkdirSync(dir))],
+  ])("stops an open bridge's next cycle, exit 2, when its state directory was %s, before it touches either", async (_what, said, change) => {
+    harness = await startHarness();
+    const settings = readLocalSettings(harness.env, harness.dir);
+    const loop = await openLocalBridge(settings, { env: harness.env, logger: silent });
+    expect((await runCycle(loop)).complete).toBe(true);
+    change(settings.stateDir);
+    await harness.control("POST", "/companies/{company}/transactions", { count: 1, transaction_category: "purchase" });
+    const before = readFileSync(harness.eventsFile, "utf8");
+    const error = await runCycle(loop).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).exitCode).toBe(EXIT.usage);
+    expect((error as Error).message).toContain(`BRIDGE_STATE_DIR: ${settings.stateDir} was ${said} while the bridge ran`);
+    // Nothing made afresh at the old path (binding, lease, snapshots), nothing published, nothing acknowledged.
+    expect(existsSync(settings.stateDir) ? readdirSync(settings.stateDir) : []).toEqual([]);
+    expect(readFileSync(harness.eventsFile, "utf8")).toBe(before);
+    expect(idsWithStatus(harness, "not_synced")).toHaveLength(1);
   });
 
   it("never sends a state directory's tokens to another provider, nor lets another client or tenant use it", async () => {

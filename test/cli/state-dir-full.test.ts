@@ -5,10 +5,10 @@
  * "unexpected" error. Faults are injected into node:fs for the files of the state directory named below.
  */
 import type * as nodeFs from "node:fs";
-import { mkdir, rm, writeFile } from "node:fs/promises";
+import { cp, readFile, rename, rm, stat } from "node:fs/promises";
 import { basename, join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { EXIT, TokenFileError } from "../../shared/cli/errors.js";
+import { ConfigError, EXIT } from "../../shared/cli/errors.js";
 import { runCommand } from "../../shared/cli/run.js";
 import { capturedIo, dueForRefresh, idsWithStatus, runInProcess, startHarness, type Harness } from "./helpers.js";
 
@@ -114,7 +114,7 @@ describe("bridge run when the state directory takes no writes at all", () => {
 });
 
 describe("bridge run --interval when its state directory is removed under it", () => {
-  it("does not send the spent QASHIO_REFRESH_TOKEN (which revokes the family): exit 3 naming the token file, whose tokens stay good", async () => {
+  it("does not send the spent QASHIO_REFRESH_TOKEN (which revokes the family): exit 2 naming the state directory, whose tokens stay good", async () => {
     const h = (harness = await startHarness());
     const { tokensFile, stored } = await dueForRefresh(h);
     let kept = "";
@@ -128,18 +128,21 @@ describe("bridge run --interval when its state directory is removed under it", (
         waits += 1;
         if (waits === 1) {
           kept = await stored();
+          await cp(h.env.BRIDGE_STATE_DIR as string, `${h.env.BRIDGE_STATE_DIR as string}-backup`, { recursive: true });
           await rm(h.env.BRIDGE_STATE_DIR as string, { recursive: true, force: true });
           await h.control("POST", "/clock", { advance_seconds: 3_600 });
         } else controller.abort();
       },
     }).catch((error: unknown) => error);
 
-    expect(outcome, out.stderr).toBeInstanceOf(TokenFileError);
-    expect((outcome as TokenFileError).exitCode).toBe(EXIT.reauthorize);
-    expect((outcome as TokenFileError).message).toContain(`cannot use the token file ${tokensFile} (removed while this process was running`);
-    // The family is alive: the tokens the file held, put back, still refresh.
-    await mkdir(h.env.BRIDGE_STATE_DIR as string, { recursive: true, mode: 0o700 });
-    await writeFile(tokensFile, kept, { mode: 0o600 });
+    // Stopped before the cycle used the directory: no token refresh, no binding or lease made afresh there.
+    expect(outcome, out.stderr).toBeInstanceOf(ConfigError);
+    expect((outcome as ConfigError).exitCode).toBe(EXIT.usage);
+    expect((outcome as ConfigError).message).toContain(`BRIDGE_STATE_DIR: ${h.env.BRIDGE_STATE_DIR as string} was moved or removed while the bridge ran`);
+    expect(await stat(h.env.BRIDGE_STATE_DIR as string).catch(() => undefined)).toBeUndefined();
+    // The family is alive: the directory, put back, still refreshes its tokens.
+    await rename(`${h.env.BRIDGE_STATE_DIR as string}-backup`, h.env.BRIDGE_STATE_DIR as string);
+    expect(await readFile(tokensFile, "utf8")).toBe(kept);
     const next = await runInProcess(["run", "--once"], h.env);
     expect(next.code, next.stderr).toBe(EXIT.ok);
     expect(await stored()).not.toBe(kept);
