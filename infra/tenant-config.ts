@@ -246,12 +246,20 @@ const tenantSchema = z.strictObject({
       }
     }
   }
-  for (const { path, arn, account } of placed) {
+  for (const { path, arn, account, secret } of placed) {
     const [, , , region, accountId] = arn.split(":");
+    const elsewhere = tenant.account !== undefined && accountId !== tenant.account;
     if (tenant.region !== undefined && region !== tenant.region) {
       ctx.addIssue({ code: "custom", path, message: "must be in the tenant's region" });
-    } else if (account && tenant.account !== undefined && accountId !== tenant.account) {
+    } else if (account && elsewhere) {
       ctx.addIssue({ code: "custom", path, message: "must be in the tenant's account" });
+    } else if (secret && elsewhere && !SECRET_ARN_SUFFIX.test(arn)) {
+      // A name ending in "-" and six letters or digits passes as a full ARN: only a certainly partial one is refused.
+      ctx.addIssue({
+        code: "custom",
+        path,
+        message: "must be the secret's full ARN, ending in the six characters Secrets Manager appends to its name: a secret of another account is resolved only by full ARN",
+      });
     }
   }
 });
@@ -261,7 +269,12 @@ interface PlacedArn {
   readonly path: (string | number)[];
   readonly arn: string;
   readonly account: boolean;
+  /** A webhook secret: one of another account is resolved only by its full ARN. */
+  readonly secret?: boolean;
 }
+
+/** The end of a secret's full ARN: Secrets Manager appends `-` and six random characters to the name. */
+const SECRET_ARN_SUFFIX = /-[A-Za-z0-9]{6}$/;
 
 /** Every ARN a tenant configures. */
 function arnsOf(tenant: {
@@ -279,7 +292,7 @@ function arnsOf(tenant: {
           : hook.auth.type === "basic"
             ? (["password", hook.auth.password] as const)
             : (["clientSecret", hook.auth.clientSecret] as const);
-      return { path: ["webhooks", i, "auth", field, "secretArn"], arn: ref.secretArn, account: false };
+      return { path: ["webhooks", i, "auth", field, "secretArn"], arn: ref.secretArn, account: false, secret: true };
     }),
   ];
   return placed.filter((p): p is PlacedArn => p.arn !== undefined);

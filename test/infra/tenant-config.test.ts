@@ -186,6 +186,15 @@ describe("tenant config", () => {
     expect(tenant.webhooks).toHaveLength(1);
   });
 
+  it("refuses a partial ARN (no six-character suffix) for a webhook secret of another account, and takes one in the tenant's own", () => {
+    const partial = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:globex/erp-hook";
+    const hookWith = (arn: string) => [{ name: "erp", url: "https://erp.test/h", eventTypes: ["card.created"], auth: { type: "basic", username: "u", password: { secretArn: arn } } }];
+    const error = errorOf(() => parseTenantConfig({ ...minimal, account: "210987654321", region: "eu-west-1", webhooks: hookWith(partial) }));
+    expect(error.field).toBe("webhooks[0].auth.password.secretArn");
+    expect(error.message).toContain("must be the secret's full ARN");
+    expect(parseTenantConfig({ ...minimal, account: "123456789012", region: "eu-west-1", webhooks: hookWith(partial) }).webhooks).toHaveLength(1);
+  });
+
   it("keeps a tenant without any ARN environment-agnostic: account and region stay optional", () => {
     expect(parseTenantConfig(minimal)).not.toHaveProperty("region");
     expect(parseTenantConfig({ ...minimal, region: "eu-west-1" }).region).toBe("eu-west-1");
