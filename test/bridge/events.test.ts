@@ -164,6 +164,33 @@ describe("event schemas", () => {
     expect(parseEventDetail(later).success).toBe(true);
   });
 
+  it("mark as personal data every personal field of the objects they carry (docs/events.md, PII modes)", async () => {
+    const catalog = await readFile(path.join(docs, "events.md"), "utf8");
+    const start = catalog.indexOf("## PII modes");
+    const section = catalog.slice(start, catalog.indexOf("\n## ", start + 1));
+    // The table's rows of the published objects: | spec | object | masked | kept |.
+    const masked = (object: string): string[] => {
+      const row = section.split("\n").find((line) => line.split("|")[2]?.trim() === object);
+      return [...(row?.split("|")[3] ?? "").matchAll(/`([^`]+)`/g)].map((m) => m[1]!);
+    };
+    const personal = { transaction: masked("transaction"), card: masked("ERP card") };
+    expect(personal.transaction.length).toBeGreaterThan(0);
+    expect(personal.card.length).toBeGreaterThan(0);
+    /** The node a schema gives `member` of an object node, looking into a nullable one's object branch. */
+    const memberOf = (node: JsonSchemaNode | undefined, member: string): (JsonSchemaNode & { description?: string }) | undefined => {
+      const branches = (node as { anyOf?: JsonSchemaNode[] } | undefined)?.anyOf ?? (node ? [node] : []);
+      return branches.map((branch) => branch.properties?.[member]).find((found) => found !== undefined);
+    };
+    for (const type of EVENT_TYPES) {
+      const schema = JSON.parse(await readFile(path.join(docs, "events", `${type}.json`), "utf8")) as JsonSchemaNode;
+      const object = memberOf(memberOf(schema, "data"), "object");
+      for (const field of type.startsWith("card.") ? personal.card : personal.transaction) {
+        const node = field.split(".").reduce<ReturnType<typeof memberOf>>((at, member) => memberOf(at, member), object);
+        expect(node?.description ?? "(not declared)", `${type}: ${field}`).toMatch(/^Personal data/);
+      }
+    }
+  });
+
   it("are what the engine emits, member for member, outside the provider's object", async () => {
     const events = await oneOfEachType();
     const schemas = new Map([...renderEventJsonSchemas()].map(([name, text]) => [name, JSON.parse(text) as JsonSchemaNode]));

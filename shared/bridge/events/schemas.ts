@@ -63,6 +63,12 @@ const TransactionObject = z
     updated_at: z.string().nullable().optional(),
     card_holder_name: Personal,
     card_holder_email: Personal,
+    employee_id: Personal,
+    approved_by: z
+      .looseObject({ user_external_id: z.string().nullable().optional(), name: Personal })
+      .nullable()
+      .optional()
+      .describe("The approver"),
   })
   .describe("The provider transaction (spec §2.2) without client_sync_status, PII per tenant setting");
 
