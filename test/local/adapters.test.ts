@@ -508,7 +508,12 @@ describe("JsonlEventPublisher", () => {
   it("stamps the documented account and region on the envelope when none is given", async () => {
     const file = path.join(dir, "events.jsonl");
     await new JsonlEventPublisher({ file }).publish([sampleEvent(1)]);
-    expect(JSON.parse(await readFile(file, "utf8"))).toMatchObject({ account: "000000000000", region: "local" });
+    const { account, region } = JSON.parse(await readFile(file, "utf8")) as { account: string; region: string };
+    expect({ account, region }).toEqual({ account: "000000000000", region: "local" });
+    // Documented where consumers of the events file read its shape (README, Local mode).
+    const readme = await readFile(path.join(import.meta.dirname, "../../README.md"), "utf8");
+    const localMode = readme.slice(readme.indexOf("## Local mode"), readme.indexOf("\n## ", readme.indexOf("## Local mode") + 1));
+    expect(localMode.replace(/\s+/g, " ")).toContain(`\`account\` \`"${account}"\` and \`region\` \`"${region}"\``);
   });
 
   it("writes a batch whose text takes three bytes a character, more than the scratch buffer first holds, whole", async () => {
