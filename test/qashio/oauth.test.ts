@@ -108,6 +108,8 @@ describe("refresh answered 200 with a body that is not a token set", () => {
     expect(error).toBeInstanceOf(IncompleteTokenSetError);
     expect((error as IncompleteTokenSetError).rotatedRefreshToken()).toBe("rt-2");
     expect((error as IncompleteTokenSetError).issues).toEqual([{ path: "token_type", code: "invalid_format", message: "must be Bearer" }]);
+    // Named in the message too, which is what the logs show of it.
+    expect((error as Error).message).toBe("POST /oauth2/token answered 200 with a body that is not a token set (token_type), though it carries a new refresh token");
     expect(`${(error as Error).message} ${JSON.stringify(error)} ${inspect(error, { showHidden: true, depth: 5 })}`).not.toContain("rt-2");
   });
 

@@ -109,8 +109,10 @@ async function postToken(options: OAuthClientOptions, body: Record<string, strin
   });
   const parsed = parseWithDrift(TokenSetSchema, response.body);
   if (parsed.success) return parsed.data;
-  const message = `POST ${TOKEN_PATH} answered ${response.status} with a body that is not a token set`;
-  const context = { status: response.status, requestId: response.requestId, method: "POST", path: TOKEN_PATH, issues: issuesOf(parsed.error) };
+  const issues = issuesOf(parsed.error);
+  // The fields by name only, never a value: the message is what logs show (the body holds tokens).
+  const message = `POST ${TOKEN_PATH} answered ${response.status} with a body that is not a token set (${[...new Set(issues.map((i) => i.path))].join(", ")})`;
+  const context = { status: response.status, requestId: response.requestId, method: "POST", path: TOKEN_PATH, issues };
   // A refresh token in the answer replaced the one sent, whatever else is wrong with it: the caller must keep it.
   const rotated = RotatedRefreshTokenSchema.safeParse(response.body);
   if (rotated.success) throw new IncompleteTokenSetError(`${message}, though it carries a new refresh token`, context, rotated.data.refresh_token);
