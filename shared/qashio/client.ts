@@ -187,6 +187,11 @@ const CoreCardListEnvelope = successEnvelope(coreCardListData(z.unknown()));
 const AccountIdSchema = z.string().trim().min(1);
 const IssueCardDataSchema = z.looseObject({ card: CoreCardSchema });
 
+/** Keys the iterators yield an item once by (see `itemsOf`). */
+const byId = (item: { readonly id: string }): string => item.id;
+const byMonth = (period: StatementPeriodBalance): string => period.statement_period.month;
+const byAccountMonth = (summary: StatementSummary): string => `${summary.account_external_id} ${summary.statement_period.month}`;
+
 /**
  * Client of the provider API for one tenant (the token is the company context).
  *
@@ -401,44 +406,48 @@ export class QashioClient {
 
   // ---- iterators (§8.1) ----
 
-  /** Every transaction matching `query`, walking `pagination.has_next`. */
+  /**
+   * Every transaction matching `query`, walking `pagination.has_next`; each id once, though arrivals during the walk
+   * shift the pages (see `itemsOf`). Acknowledge after the walk: an acknowledgement during it shrinks a
+   * `client_sync_status` list under the walk, which then misses the items moving up past it.
+   */
   iterateTransactions(query: Omit<TransactionsQuery, "page"> = {}, options?: WalkOptions): AsyncGenerator<Transaction> {
-    return itemsOf(pagesByHasNext((page) => this.listTransactions({ ...query, page }), options), options);
+    return itemsOf(pagesByHasNext((page) => this.listTransactions({ ...query, page }), options), options, byId);
   }
 
   /** Every ERP card matching `query`. */
   iterateErpCards(query: Omit<ErpCardsQuery, "page"> = {}, options?: WalkOptions): AsyncGenerator<ErpCard> {
-    return itemsOf(pagesByHasNext((page) => this.listErpCards({ ...query, page }), options), options);
+    return itemsOf(pagesByHasNext((page) => this.listErpCards({ ...query, page }), options), options, byId);
   }
 
   /** Every pool account matching `query`. */
   iteratePoolAccounts(query: Omit<PoolAccountsQuery, "page"> = {}, options?: WalkOptions): AsyncGenerator<PoolAccount> {
-    return itemsOf(pagesByHasNext((page) => this.listPoolAccounts({ ...query, page }), options), options);
+    return itemsOf(pagesByHasNext((page) => this.listPoolAccounts({ ...query, page }), options), options, byId);
   }
 
   /** Every bank account matching `query`. */
   iterateBankAccounts(query: Omit<BankAccountsQuery, "page"> = {}, options?: WalkOptions): AsyncGenerator<BankAccount> {
-    return itemsOf(pagesByHasNext((page) => this.listBankAccounts({ ...query, page }), options), options);
+    return itemsOf(pagesByHasNext((page) => this.listBankAccounts({ ...query, page }), options), options, byId);
   }
 
   /** Every ledger account matching `query`. */
   iterateChartOfAccounts(query: Omit<ChartOfAccountsQuery, "page"> = {}, options?: WalkOptions): AsyncGenerator<ChartOfAccount> {
-    return itemsOf(pagesByHasNext((page) => this.listChartOfAccounts({ ...query, page }), options), options);
+    return itemsOf(pagesByHasNext((page) => this.listChartOfAccounts({ ...query, page }), options), options, byId);
   }
 
   /** Every tax rate matching `query`. */
   iterateTaxRates(query: Omit<TaxRatesQuery, "page"> = {}, options?: WalkOptions): AsyncGenerator<TaxRate> {
-    return itemsOf(pagesByHasNext((page) => this.listTaxRates({ ...query, page }), options), options);
+    return itemsOf(pagesByHasNext((page) => this.listTaxRates({ ...query, page }), options), options, byId);
   }
 
   /** Every supplier matching `query`. */
   iterateSuppliers(query: Omit<SuppliersQuery, "page"> = {}, options?: WalkOptions): AsyncGenerator<Supplier> {
-    return itemsOf(pagesByHasNext((page) => this.listSuppliers({ ...query, page }), options), options);
+    return itemsOf(pagesByHasNext((page) => this.listSuppliers({ ...query, page }), options), options, byId);
   }
 
   /** Every statement summary matching `query`. */
   iterateStatements(query: Omit<StatementsQuery, "page"> = {}, options?: WalkOptions): AsyncGenerator<StatementSummary> {
-    return itemsOf(pagesByHasNext((page) => this.listStatements({ ...query, page }), options), options);
+    return itemsOf(pagesByHasNext((page) => this.listStatements({ ...query, page }), options), options, byAccountMonth);
   }
 
   /** Every period of one account's statements, walking the inner `page` / `total_pages`. */
@@ -447,12 +456,12 @@ export class QashioClient {
     query: Omit<StatementsByAccountQuery, "page"> = {},
     options?: WalkOptions,
   ): AsyncGenerator<StatementPeriodBalance> {
-    return itemsOf(pagesByTotalPages((page) => this.getStatementsByAccount(accountId, { ...query, page }), options), options);
+    return itemsOf(pagesByTotalPages((page) => this.getStatementsByAccount(accountId, { ...query, page }), options), options, byMonth);
   }
 
   /** Every core card visible to the token's user, walking `page_info.next_page`. */
   iterateCoreCards(query: Omit<CoreCardsQuery, "page"> = {}, options?: WalkOptions): AsyncGenerator<CoreCard> {
-    return itemsOf(pagesByNextPage((page) => this.listCoreCards({ ...query, page }), options), options);
+    return itemsOf(pagesByNextPage((page) => this.listCoreCards({ ...query, page }), options), options, byId);
   }
 
   // ---- internals ----

@@ -70,13 +70,18 @@ async function* walkPages<P>(
 }
 
 /**
- * Walks a `pagination` list: requests page 1, 2, ... while `has_next` is true.
+ * Walks a `pagination` list: requests page 1, 2, ... while `has_next` is true. The pages are read by number, so a
+ * list that changes under the walk shifts them (see {@link itemsOf}): acknowledging each page of a `client_sync_status`
+ * list while walking it would skip the page after each one (its items move up into the page just read).
  *
  * @example
  * ```ts
+ * const ids: string[] = [];
  * for await (const page of pagesByHasNext((page) => client.listTransactions({ client_sync_status: "not_synced", page }))) {
  *   await handle(page.data);
+ *   ids.push(...page.data.map((tx) => tx.id));
  * }
+ * await client.acknowledgeTransactions(ids); // after the walk, not page by page
  * ```
  */
 export async function* pagesByHasNext<P extends { readonly pagination: Pagination }>(
@@ -124,17 +129,24 @@ export async function* pagesByTotalPages<P extends { readonly page: number; read
 /**
  * Flattens pages into their items, in order. Invalid items go to `options.onInvalid`, or end the walk.
  *
+ * With `keyOf`, an item whose key was already yielded in this walk is skipped: pages are read by number, so items
+ * arriving at the top of a newest-first list while it is walked push the last items of a page already read onto the
+ * head of the next one. Items that leave the list above the page being read (acknowledged meanwhile) shift the other
+ * way: the walk does not see the items that move up past it.
+ *
  * @example
  * ```ts
- * for await (const card of itemsOf(pagesByNextPage((page) => client.listCoreCards({ page })))) console.log(card.id);
+ * for await (const card of itemsOf(pagesByNextPage((page) => client.listCoreCards({ page })), {}, (card) => card.id)) console.log(card.id);
  * ```
  */
 export async function* itemsOf<T>(
   pages: AsyncIterable<{ readonly data: T[]; readonly invalid: readonly InvalidItem[] }>,
   options: Pick<WalkOptions, "onInvalid" | "startPage"> = {},
+  keyOf?: (item: T) => string,
 ): AsyncGenerator<T, void, undefined> {
   // The walkers read consecutive pages from startPage (a core card list's next_page is the next one too).
   let number = (options.startPage ?? 1) - 1;
+  const yielded = new Set<string>();
   for await (const page of pages) {
     number += 1;
     for (const item of page.invalid) {
@@ -143,6 +155,13 @@ export async function* itemsOf<T>(
       }
       options.onInvalid(item, number);
     }
-    yield* page.data;
+    for (const item of page.data) {
+      if (keyOf !== undefined) {
+        const key = keyOf(item);
+        if (yielded.has(key)) continue;
+        yielded.add(key);
+      }
+      yield item;
+    }
   }
 }

@@ -449,6 +449,34 @@ describe("QashioClient iterators", () => {
     expect(fetch.calls.every((c) => c.url.searchParams.get("client_sync_status") === "not_synced")).toBe(true);
   });
 
+  it("yields each item once when arrivals during the walk shift the pages of a newest-first list", async () => {
+    // Pages of two; before page 2 is read, two transactions arrive on top: page 2 then repeats page 1.
+    const [a, b, c, d, newer1, newer2] = ids(6) as [string, string, string, string, string, string];
+    const lists = [[a, b, c, d], [newer1, newer2, a, b, c, d]];
+    const fetch = routedFetch((call) => {
+      const page = Number(call.url.searchParams.get("page"));
+      const list = lists[Math.min(page - 1, 1)] as string[];
+      const totalPages = Math.ceil(list.length / 2);
+      return listOf(list.slice((page - 1) * 2, page * 2).map((id) => transactionFixture({ id })), page, totalPages);
+    });
+    const { client } = clientWith(fetch);
+    const seen: string[] = [];
+    for await (const tx of client.iterateTransactions({ client_sync_status: "not_synced" })) seen.push(tx.id);
+    expect(seen).toEqual([a, b, c, d]);
+
+    const cards = routedFetch((call) => {
+      const page = Number(call.url.searchParams.get("page"));
+      const cardIds = page === 1 ? ["CA1", "CA2"] : ["CA2", "CA3"];
+      return ok({
+        cards: cardIds.map((id) => coreCardFixture({ id })),
+        page_info: { current_page: page, per_page: 2, total_entries: 4, total_pages: 2, next_page: page < 2 ? 2 : null, previous_page: null, offset: 0 },
+      });
+    });
+    const cardIds: string[] = [];
+    for await (const card of clientWith(cards).client.iterateCoreCards()) cardIds.push(card.id);
+    expect(cardIds).toEqual(["CA1", "CA2", "CA3"]);
+  });
+
   it("walks the core card list by page_info.next_page", async () => {
     const fetch = routedFetch((call) => {
       const page = Number(call.url.searchParams.get("page"));
