@@ -90,8 +90,9 @@ export const DEFAULT_RETRY: Required<RetryOptions> = {
 /**
  * When a failed request may be sent again.
  * - `idempotent`: reads, PUTs, acknowledge: retried on 429, 5xx, network errors and timeouts.
- * - `unambiguous-only`: non-idempotent POSTs: retried only on 429 (the provider did not process it).
- * - `never`: card issuance (spec §7 rule 3) and token refresh: no automatic retry at all.
+ * - `unambiguous-only`: non-idempotent POSTs (velocity limit, invitations) and the token requests (a code and a refresh
+ *   token are single use): retried only on 429 (the provider did not process it).
+ * - `never`: card issuance (spec §7 rule 3): no automatic retry at all.
  * A 401 is replayed once after a token refresh in every mode: the provider rejected it before processing.
  */
 export type RetryMode = "idempotent" | "unambiguous-only" | "never";

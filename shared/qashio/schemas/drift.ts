@@ -115,7 +115,7 @@ export function reportDrift(warning: DriftWarning): void {
  *
  * @example
  * ```ts
- * const data = withDriftSink((w) => logger.warn("enum drift", w), () => TransactionSchema.parse(raw));
+ * const data = withDriftSink((w) => logger.warn("enum drift", { ...w }), () => TransactionSchema.parse(raw));
  * ```
  */
 export function withDriftSink<R>(sink: DriftSink, fn: () => R): R {
@@ -160,7 +160,7 @@ export type DriftParseResult<T> =
  * @example
  * ```ts
  * const result = parseWithDrift(TransactionSchema, raw);
- * if (result.success) for (const w of result.drift) logger.warn("enum drift", w);
+ * if (result.success) for (const w of result.drift) logger.warn("enum drift", { ...w });
  * ```
  */
 export function parseWithDrift<S extends z.ZodType>(
@@ -220,7 +220,7 @@ export interface ParseEachResult<T> {
  *
  * @example
  * ```ts
- * const page = await client.listTransactionsRaw(q); // data: unknown[]
+ * const page = listEnvelope(z.unknown()).parse(json); // data: unknown[]
  * const { valid, invalid, drift } = parseEach(TransactionSchema, page.data);
  * ```
  */
