@@ -399,9 +399,9 @@ export class QashioClient {
 
   /** `GET /oauth2/validate` with the provider's current token: valid, and API access enabled. */
   async validate(): Promise<{ active: boolean }> {
-    const { baseUrl, fetch, clock, timeoutMs, retry, logger } = this.options;
+    const { baseUrl, fetch, clock, timeoutMs, retry, logger, onRetry } = this.options;
     const token = await this.options.tokenProvider.getAccessToken();
-    return validateToken({ baseUrl, fetch, clock, timeoutMs, retry, logger }, token);
+    return validateToken({ baseUrl, fetch, clock, timeoutMs, retry, logger, onRetry }, token);
   }
 
   // ---- iterators (§8.1) ----

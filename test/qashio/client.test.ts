@@ -5,6 +5,7 @@ import type { StoredTokens } from "../../shared/qashio/auth/token-store.js";
 import { DeadlineExceededError, InvalidRequestError, InvalidResponseError, RateLimitedError, ServerError, TimeoutError } from "../../shared/qashio/errors.js";
 import type { DriftReport } from "../../shared/qashio/schemas/index.js";
 import { issuesOf } from "../../shared/qashio/parse.js";
+import type { RetryEvent } from "../../shared/qashio/http.js";
 import { z } from "zod";
 import {
   CARD_ID,
@@ -30,7 +31,7 @@ import { captureLogger, fail, fakeClock, json, ok, pagination, routedFetch, scri
 const BASE_URL = "https://api.example.test";
 const SECOND_TX = "6a1d8b6f-3e5c-4a7b-8c2f-4d9e3b8f0a21";
 
-function clientWith(fetch: ReturnType<typeof scriptedFetch>, extra: { onDrift?: (w: DriftReport) => void } = {}) {
+function clientWith(fetch: ReturnType<typeof scriptedFetch>, extra: { onDrift?: (w: DriftReport) => void; onRetry?: (e: RetryEvent) => void } = {}) {
   const logger = captureLogger();
   const clock = fakeClock();
   const client = new QashioClient({
@@ -136,6 +137,14 @@ describe("QashioClient reads", () => {
     expect(await client.validate()).toEqual({ active: true });
     expect(fetch.calls[0]!.url.pathname).toBe("/oauth2/validate");
     expect(fetch.calls[0]!.headers.authorization).toBe("Bearer access-1");
+  });
+
+  it("reports a retried validate attempt to onRetry, as every other call's", async () => {
+    const fetch = scriptedFetch(json(503, { error: "temporarily_unavailable" }), json(200, { active: true }));
+    const events: RetryEvent[] = [];
+    const { client } = clientWith(fetch, { onRetry: (e) => events.push(e) });
+    expect(await client.validate()).toEqual({ active: true });
+    expect(events).toEqual([expect.objectContaining({ status: 503, statusClass: "5xx", method: "GET", path: "/oauth2/validate", attempt: 1 })]);
   });
 });
 

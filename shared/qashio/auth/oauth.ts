@@ -6,7 +6,7 @@
 import { randomBytes, timingSafeEqual } from "node:crypto";
 import { TokenSetSchema, ValidateResponseSchema, parseWithDrift, type TokenSet } from "../schemas/index.js";
 import { IncompleteTokenSetError, InvalidResponseError } from "../errors.js";
-import { HttpCore, type Clock, type ClientLogger, type FetchLike, type RetryOptions } from "../http.js";
+import { HttpCore, type Clock, type ClientLogger, type FetchLike, type RetryEvent, type RetryOptions } from "../http.js";
 import { issuesOf } from "../parse.js";
 
 export const TOKEN_PATH = "/oauth2/token";
@@ -25,6 +25,8 @@ export interface OAuthClientOptions {
   readonly timeoutMs?: number;
   readonly retry?: RetryOptions;
   readonly logger?: ClientLogger;
+  /** Called for each failed attempt that is retried; see `RetryEvent`. */
+  readonly onRetry?: (event: RetryEvent) => void;
 }
 
 /** Parameters of the authorization screen redirect (spec §4.2, §5 rule 4a). */
@@ -93,6 +95,7 @@ function coreFor(options: Omit<OAuthClientOptions, "clientId" | "clientSecret">)
     timeoutMs: options.timeoutMs,
     retry: options.retry,
     logger: options.logger,
+    onRetry: options.onRetry,
   });
 }
 
