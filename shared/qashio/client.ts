@@ -37,6 +37,8 @@ import {
   TransactionsQuerySchema,
   UpdateCardBodySchema,
   UpdateVelocityLimitBodySchema,
+  ChangeStatusBodySchema,
+  SUSPEND_STATUS,
   checkBody,
   checkQuery,
   coreCardListData,
@@ -367,7 +369,8 @@ export class QashioClient {
    */
   async suspendCard(cardId: string, options: { reason?: string } = {}): Promise<SuspendCardResult> {
     const path = this.cardPath("PUT", cardId, "/change_status");
-    const body = { status: "suspended", ...(options.reason === undefined ? {} : { reason: options.reason }) };
+    // Checked like every write body, before any call: a plain-JS caller's non-string reason is refused here.
+    const body = this.checkedBody(ChangeStatusBodySchema, { status: SUSPEND_STATUS, ...(options.reason === undefined ? {} : { reason: options.reason }) }, "PUT", path);
     const response = await this.write("PUT", path, body, "idempotent");
     const envelope = parseOrThrow(successEnvelope(ChangeStatusDataSchema), response.body, this.context("PUT", path, response));
     return { message: envelope.data.message ?? envelope.message, requestId: response.requestId };
@@ -538,10 +541,12 @@ export class QashioClient {
 
   /** Checks a path parameter and encodes it; errors name the path without the bad id. */
   private pathId(schema: z.ZodType, value: string, name: string, method: string, where: string): string {
-    if (!schema.safeParse(value).success) {
+    const parsed = schema.safeParse(value);
+    if (!parsed.success) {
       throw invalidRequest("path", [{ field: name, code: "INVALID_FORMAT", message: `${name} is malformed` }], method, where);
     }
-    return encodeURIComponent(value);
+    // What the schema made of it: an account id is checked trimmed, so it is sent trimmed.
+    return encodeURIComponent(String(parsed.data));
   }
 
   private cardPath(method: string, cardId: string, suffix = ""): string {

@@ -109,6 +109,13 @@ describe("QashioClient reads", () => {
     expect(fetch.calls[0]!.url.search).toBe("");
   });
 
+  it("sends a statement account id trimmed, as it was checked (a pasted id with blanks around it)", async () => {
+    const fetch = scriptedFetch(ok(statementsByAccountFixture()));
+    const { client } = clientWith(fetch);
+    await client.getStatementsByAccount(` ${CARD_ID}\n`);
+    expect(fetch.calls[0]!.url.pathname).toBe(`/public/v1/erp/statements/${CARD_ID}`);
+  });
+
   it("reads the company summary as received (shape not in the spec)", async () => {
     const fetch = scriptedFetch(ok({ total_balance: 10, currency: "AED" }));
     const { client } = clientWith(fetch);
@@ -200,6 +207,8 @@ describe("QashioClient request checks (no network call on bad input)", () => {
     await rejected((c) => c.updateCard(CARD_ID, {}));
     await rejected((c) => c.updateVelocityLimit(CARD_ID, {}));
     await rejected((c) => c.suspendCard("nope"));
+    // A plain-JS caller's suspension reason that is not text: checked with the shared body schema, before any call.
+    expect((await rejected((c) => c.suspendCard(CARD_ID, { reason: 42 as unknown as string }))).fields).toEqual(["reason"]);
   });
 
   it("rejects an empty acknowledgement and ids that are not UUIDs", async () => {
