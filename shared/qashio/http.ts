@@ -200,6 +200,23 @@ export function requestIdOf(body: unknown, headers: ResponseHeaders): string | u
   return headers.get("x-request-id") ?? undefined;
 }
 
+/** Longest request id kept on an error or a log line. */
+const MAX_REQUEST_ID_LENGTH = 128;
+
+/**
+ * `requestId` when fit for an error and a log line: printable ASCII without spaces, at most
+ * {@link MAX_REQUEST_ID_LENGTH} characters, and free of the request's secrets as {@link safeErrorToken} checks a field;
+ * else undefined. The id comes from the answer (`meta.request_id` or `x-request-id`): a provider or a gateway that
+ * echoes the request there must not get a token onto the error, the retry log line or the CLI's message.
+ */
+function safeRequestId(requestId: string | undefined, secrets: readonly string[]): string | undefined {
+  if (requestId === undefined || requestId.length > MAX_REQUEST_ID_LENGTH || !/^[\x21-\x7e]+$/.test(requestId)) return undefined;
+  for (const form of secrets.filter((s) => s.length > 0).flatMap(secretForms)) {
+    if (requestId.includes(form) || (requestId.length >= 8 && form.includes(requestId))) return undefined;
+  }
+  return requestId;
+}
+
 /**
  * The forms a secret may take when a server quotes it back: as sent, URL-encoded (upper- or lowercase hex, `+` for a
  * space) and JSON-escaped.
@@ -353,7 +370,7 @@ export function errorForResponse(
   const context: QashioErrorContext = {
     status,
     errors: where.errorBody === "envelope" ? entries.map((e) => e.detail) : oauthErrorDetailsOf(body),
-    requestId: requestIdOf(body, headers),
+    requestId: safeRequestId(requestIdOf(body, headers), where.secrets ?? []),
     method: where.method,
     path: where.path,
     ...(providerText === undefined ? {} : { providerText }),
@@ -444,7 +461,7 @@ export class HttpCore {
       let error: QashioError;
       if (outcome.kind === "response") {
         const { status, headers, text } = outcome;
-        if (status >= 200 && status < 300) return this.success(status, headers, text, where);
+        if (status >= 200 && status < 300) return this.success(status, headers, text, where, secretsOf(request, token));
         error = errorForResponse(status, headers, text, { ...where, errorBody, now: this.clock.now(), secrets: secretsOf(request, token) });
         if (status === 401 && request.auth === "bearer" && this.tokenProvider && token !== undefined && !replayedAfter401) {
           // No refresh for a replay that could not be sent anyway (see the check before the token above).
@@ -502,16 +519,16 @@ export class HttpCore {
     return this.tokenProvider.getAccessToken();
   }
 
-  private success(status: number, headers: ResponseHeaders, text: string, where: { method: string; path: string }): HttpResponse {
+  private success(status: number, headers: ResponseHeaders, text: string, where: { method: string; path: string }, secrets: readonly string[]): HttpResponse {
     const parsed = parseJson(text);
     if (!parsed.ok) {
       throw new InvalidResponseError(`${where.method} ${where.path} answered ${status} with a body that is not JSON`, {
         ...where,
         status,
-        requestId: headers.get("x-request-id") ?? undefined,
+        requestId: safeRequestId(headers.get("x-request-id") ?? undefined, secrets),
       });
     }
-    return { status, body: parsed.value, requestId: requestIdOf(parsed.value, headers) };
+    return { status, body: parsed.value, requestId: safeRequestId(requestIdOf(parsed.value, headers), secrets) };
   }
 
   private url(request: HttpRequest): string {

@@ -7,11 +7,13 @@ import { QashioClient } from "../../shared/qashio/client.js";
 import { OAuthTokenProvider, StaticTokenProvider } from "../../shared/qashio/auth/token-provider.js";
 import { exchangeCode } from "../../shared/qashio/auth/oauth.js";
 import type { StoredTokens, TokenStore } from "../../shared/qashio/auth/token-store.js";
+import type { NotFoundError } from "../../shared/qashio/errors.js";
 import {
   BadRequestError,
   InvalidResponseError,
   NetworkError,
   ReauthorizationRequiredError,
+  ServerError,
   TokenUnavailableError,
   UnauthorizedError,
 } from "../../shared/qashio/errors.js";
@@ -202,6 +204,56 @@ describe("secrets stay out of errors and logs", () => {
     expect(error).toBeInstanceOf(NetworkError);
     expect(logger.lines.length).toBeGreaterThan(0);
     expectNoSecret([...textsOf(error), logger.text()]);
+  });
+
+  it("when the answer's request id quotes a secret the request sent", async () => {
+    // A gateway that echoes the request into meta.request_id or x-request-id: the id goes on the error, the retry log
+    // line and, through the engine, the CLI's message.
+    const codeEcho = (call: { body?: unknown }) =>
+      json(401, { error: "invalid_grant", meta: { request_id: (call.body as { code: string }).code } });
+    const exchange = await exchangeCode(
+      { baseUrl: BASE_URL, clientId: "client-1", clientSecret: CLIENT_SECRET, fetch: scriptedFetch(codeEcho), clock: fakeClock() },
+      { code: "code-SECRET-auth-77aa", redirectUri: "https://app.example/cb" },
+    ).catch((e: unknown) => e);
+    expect(exchange).toBeInstanceOf(UnauthorizedError);
+    expect((exchange as UnauthorizedError).requestId).toBeUndefined();
+    for (const text of textsOf(exchange)) expect(text).not.toContain("code-SECRET-auth-77aa");
+
+    const logger = captureLogger();
+    const bearerEcho = (call: { headers: Record<string, string> }) =>
+      json(503, { status_code: 503, message: "down", errors: [] }, { "x-request-id": `echo:${call.headers.authorization ?? ""}` });
+    const client = new QashioClient({
+      baseUrl: BASE_URL,
+      tokenProvider: new StaticTokenProvider(ACCESS_TOKEN),
+      fetch: scriptedFetch(bearerEcho),
+      clock: fakeClock(),
+      logger,
+      retry: { maxAttempts: 2, random: () => 0 },
+    });
+    const error = await client.getCompanySummary().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ServerError);
+    expect(logger.lines.length).toBeGreaterThan(0);
+    expectNoSecret([...textsOf(error), logger.text()]);
+
+    const echoed = new QashioClient({
+      baseUrl: BASE_URL,
+      tokenProvider: new StaticTokenProvider(ACCESS_TOKEN),
+      fetch: scriptedFetch(json(200, { status_code: 200, success: true, data: {}, meta: { request_id: ACCESS_TOKEN } })),
+      clock: fakeClock(),
+    });
+    const acknowledged = await echoed.acknowledgeTransactions(["3f6c1a52-8d4e-4b7a-9c21-5e0f7d9a1b01"]);
+    expect(acknowledged.requestId).toBeUndefined();
+  });
+
+  it("keeps a request id that quotes no secret", async () => {
+    const client = new QashioClient({
+      baseUrl: BASE_URL,
+      tokenProvider: new StaticTokenProvider(ACCESS_TOKEN),
+      fetch: scriptedFetch(json(404, { status_code: 404, message: "no", errors: [] }, { "x-request-id": "3f6c1a52-8d4e-4b7a-9c21-5e0f7d9a1b01" })),
+      clock: fakeClock(),
+    });
+    const error = (await client.getCompanySummary().catch((e: unknown) => e)) as NotFoundError;
+    expect(error.requestId).toBe("3f6c1a52-8d4e-4b7a-9c21-5e0f7d9a1b01");
   });
 
   it("when the full OAuth path succeeds (logs only)", async () => {
