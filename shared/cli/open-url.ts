@@ -25,12 +25,26 @@ export function openerCommand(url: string, platform: NodeJS.Platform): OpenerCom
   return { command: "xdg-open", args: [url], verbatim: false };
 }
 
+/** Variables the browser never gets: the bridge's settings (client secret, refresh token) and AWS credentials. */
+const WITHHELD_FROM_BROWSER = /^(?:QASHIO_|BRIDGE_|AWS_)/i;
+
+/**
+ * The environment for the browser: this process's without {@link WITHHELD_FROM_BROWSER}. The opener may start a
+ * browser that outlives the command by days; exported secrets have no business there.
+ *
+ * @example
+ * browserEnvironment({ PATH: "/usr/bin", QASHIO_CLIENT_SECRET: "s" }); // { PATH: "/usr/bin" }
+ */
+export function browserEnvironment(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  return Object.fromEntries(Object.entries(env).filter(([name]) => !WITHHELD_FROM_BROWSER.test(name)));
+}
+
 /** Opens `url` with the platform's opener (xdg-open, open, start); resolves true when one was spawned. */
 export function openInBrowser(url: string, platform: NodeJS.Platform = process.platform): Promise<boolean> {
   const { command, args, verbatim } = openerCommand(url, platform);
   return new Promise((resolve) => {
     try {
-      const child = spawn(command, args, { stdio: "ignore", detached: true, windowsVerbatimArguments: verbatim });
+      const child = spawn(command, args, { stdio: "ignore", detached: true, windowsVerbatimArguments: verbatim, env: browserEnvironment(process.env) });
       child.once("error", () => resolve(false));
       child.once("spawn", () => {
         child.unref();

@@ -1,5 +1,8 @@
-import { describe, expect, it } from "vitest";
-import { openerCommand } from "../../shared/cli/open-url.js";
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it, vi } from "vitest";
+import { openerCommand, openInBrowser } from "../../shared/cli/open-url.js";
 
 const URL_WITH_QUERY = "http://127.0.0.1:4711/oauth2/authorize?response_type=code&client_id=c&scope=a%20b&state=x^y";
 
@@ -25,5 +28,33 @@ describe("openerCommand", () => {
     ["linux", "xdg-open"],
   ] as const)("hands the URL unchanged to the %s opener", (platform, command) => {
     expect(openerCommand(URL_WITH_QUERY, platform)).toEqual({ command, args: [URL_WITH_QUERY], verbatim: false });
+  });
+});
+
+describe("openInBrowser", () => {
+  it("starts the opener without the bridge's settings or AWS credentials in its environment, which a browser would keep", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "qashio-open-url-"));
+    try {
+      // A stand-in xdg-open, first on PATH, writes down the URL and the environment it was given.
+      const seen = join(dir, "seen");
+      writeFileSync(join(dir, "xdg-open"), `#!/bin/sh\n{ echo "$1"; env; } > "${seen}.tmp" && mv "${seen}.tmp" "${seen}"\n`);
+      chmodSync(join(dir, "xdg-open"), 0o755);
+      vi.stubEnv("PATH", `${dir}:${process.env.PATH ?? ""}`);
+      vi.stubEnv("QASHIO_CLIENT_SECRET", "client-secret-value");
+      vi.stubEnv("QASHIO_REFRESH_TOKEN", "refresh-token-value");
+      vi.stubEnv("BRIDGE_PII_SALT", "salt-value");
+      vi.stubEnv("AWS_SECRET_ACCESS_KEY", "aws-secret-value");
+      vi.stubEnv("LANG_OPEN_URL_TEST", "kept");
+
+      expect(await openInBrowser(URL_WITH_QUERY, "linux")).toBe(true);
+      await vi.waitFor(() => readFileSync(seen, "utf8"), { timeout: 5_000 });
+      const [url, ...env] = readFileSync(seen, "utf8").split("\n");
+      expect(url).toBe(URL_WITH_QUERY);
+      expect(env).toContain("LANG_OPEN_URL_TEST=kept");
+      expect(env.filter((line) => /^(QASHIO_|BRIDGE_|AWS_)/.test(line))).toEqual([]);
+    } finally {
+      vi.unstubAllEnvs();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
