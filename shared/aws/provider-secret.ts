@@ -95,6 +95,11 @@ function errorLabel(error: unknown): string {
   return typeof name === "string" ? name : "unknown error";
 }
 
+/** Whether the SDK failed on the answer's body itself (not JSON): such an error carries the body's text. */
+function isUnparsedAnswer(error: unknown): boolean {
+  return error instanceof SyntaxError || (typeof error === "object" && error !== null && "$responseBodyText" in error);
+}
+
 /**
  * Reads and writes versions of one provider secret. Throttled and transient failures are retried with backoff; a
  * call that still fails throws `SecretStoreError` (operation, attempts, the AWS error as `cause`), never a value.
@@ -225,7 +230,9 @@ export class ProviderSecretClient {
         this.secretId,
         operation,
         attempts,
-        { cause: error },
+        // Not an answer the SDK could not parse: its error quotes the body (the secret's JSON) in its message and keeps
+        // all of it ($responseBodyText), as parseSecret's own failures never do.
+        isUnparsedAnswer(error) ? undefined : { cause: error },
       );
     }
   }

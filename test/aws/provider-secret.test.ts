@@ -1,3 +1,4 @@
+import { inspect } from "node:util";
 import { describe, expect, it } from "vitest";
 import { SecretFormatError, SecretStoreError } from "../../shared/aws/errors.js";
 import type { Logger } from "../../shared/bridge/ports.js";
@@ -56,6 +57,25 @@ describe("ProviderSecretClient", () => {
       { operation: "GetSecretValue", attempt: 1, error: "ThrottlingException" },
       { operation: "GetSecretValue", attempt: 2, error: "ThrottlingException" },
     ]);
+  });
+
+  it("keeps no cause when the SDK could not parse the answer: that error quotes and holds the body, the secret's JSON", async () => {
+    const { client, secrets } = setup();
+    const body = JSON.stringify(SECRET).slice(0, -3);
+    const unparsed = (() => {
+      try {
+        return JSON.parse(body) as never;
+      } catch (e) {
+        // As the SDK's JSON body parser rethrows it.
+        return Object.defineProperty(e as Error, "$responseBodyText", { value: body });
+      }
+    })();
+    secrets.failNext("GetSecretValue", unparsed);
+    const error = await client.getValue().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(SecretStoreError);
+    expect((error as Error).message).toBe("GetSecretValue on the provider secret failed: SyntaxError");
+    expect((error as Error).cause).toBeUndefined();
+    expect(inspect(error, { showHidden: true, depth: 10 })).not.toContain("csecret");
   });
 
   it("names a network failure by its system code, not the plain Error name Node gives it", async () => {
