@@ -880,6 +880,24 @@ describe("pollTransactions", () => {
     expect(rig.publisher.events[0]?.detail.occurred_at).toBe("2025-01-10T08:30:00.000Z");
   });
 
+  it("reads a provider timestamp without an offset as UTC, whatever the host's time zone, so occurred_at and the lag do not move with it", async () => {
+    const zone = process.env["TZ"];
+    // Node applies a TZ set at run time to the Date calls after it.
+    process.env["TZ"] = "Asia/Dubai";
+    try {
+      const rig = makeRig();
+      rig.provider.addTransaction({ updated_at: "2025-01-15T08:30:00" });
+      rig.provider.addTransaction({ updated_at: undefined, modified_date: "2025-01-15 09:00:00.250" });
+      rig.clock.ms = Date.parse("2025-01-15T10:00:00.000Z");
+      const report = await pollTransactions(rig.deps);
+      expect(rig.publisher.events.map((e) => e.detail.occurred_at)).toEqual(["2025-01-15T08:30:00.000Z", "2025-01-15T09:00:00.250Z"]);
+      expect(report.syncLagSeconds).toBe(90 * 60);
+    } finally {
+      if (zone === undefined) delete process.env["TZ"];
+      else process.env["TZ"] = zone;
+    }
+  });
+
   it("records sync lag, cycle duration, pulled and acknowledged metrics", async () => {
     const rig = makeRig();
     rig.provider.addTransaction();
