@@ -50,6 +50,9 @@ function stopAtOnce(): never {
 }
 process.on("SIGINT", stop);
 process.on("SIGTERM", stop);
+// A closed terminal (SIGHUP) is a stop like SIGTERM: by default it kills the process wherever it is, mid-cycle, or with
+// the demo's temp directory (tokens included) left behind. Node runs with SIGHUP's default action even under nohup.
+process.on("SIGHUP", stop);
 // A closed stdout or stderr (`npm start | head`, a log pipe that went away) asks for a clean stop, as a first Ctrl-C
 // does, instead of an unhandled 'error' event (EPIPE) that kills the process wherever it is: mid-cycle, during a token
 // refresh, or with the demo's temp directory (tokens included) left behind. Later write errors change nothing (an

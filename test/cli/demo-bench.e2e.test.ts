@@ -50,6 +50,26 @@ describe("bridge demo with its stdout closed (npm start | head)", () => {
   });
 });
 
+describe("bridge demo when its terminal is closed (SIGHUP)", () => {
+  it("stops cleanly as on Ctrl-C and removes its temp directory, sandbox tokens included, instead of dying with it left behind", async () => {
+    const child = spawnBridge(["demo", "--interval", "1h"], {});
+    let seen = "";
+    const eventsFile = await new Promise<string>((resolve) => {
+      child.stdout?.on("data", (chunk: Buffer) => {
+        seen += chunk.toString();
+        const found = /events are appended to (\S+events\.jsonl)/.exec(seen)?.[1];
+        if (found !== undefined && seen.includes("── cycle 1:")) resolve(found);
+      });
+    });
+    child.kill("SIGHUP");
+    const { code, stdout, stderr } = await child.outcome;
+
+    expect({ code, signal: child.signalCode }, stderr).toEqual({ code: EXIT.ok, signal: null });
+    expect(stdout).toContain(`stopped after 1 cycle; removed ${dirname(eventsFile)}`);
+    expect(existsSync(dirname(eventsFile))).toBe(false);
+  });
+});
+
 describe("bridge bench --transactions 500 --latency-ms 1 --json", () => {
   it("ends with one JSON line whose numbers agree with each other", async () => {
     const { code, stdout, stderr } = await spawnBridge(["bench", "--transactions", "500", "--latency-ms", "1", "--json"], {}).outcome;
