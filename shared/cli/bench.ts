@@ -9,7 +9,6 @@
  */
 import { fork, type ChildProcess, type Serializable } from "node:child_process";
 import { mkdtemp, rm, stat } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createRequire } from "node:module";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -27,7 +26,7 @@ import { budgetVerdict, floorOf, formatBenchReport, toBenchJson, type BenchMeasu
 import { DEFAULT_EVENT_SOURCE, type LocalSettings } from "./config.js";
 import { streamLogger } from "./console-ports.js";
 import { CliError, EXIT } from "./errors.js";
-import { line, type CliIo } from "./io.js";
+import { line, makeTempDir, type CliIo } from "./io.js";
 import { bindLocalSettings, openLocalBridge } from "./local-bridge.js";
 
 const SANDBOX_CLIENT_ID = "sandbox-client";
@@ -103,6 +102,8 @@ async function measureBaseline(request: BenchSandboxRequest, dir: string): Promi
  */
 export async function benchCommand(args: BenchArgs, io: CliIo): Promise<number> {
   const human = (text: string) => line(args.json ? io.stderr : io.stdout, text);
+  // Made before the sandbox child: a failure here leaves no child whose IPC channel keeps this process alive.
+  const dir = await makeTempDir("qashio-bridge-bench-", "the bench");
   human(`bench: building a ${args.transactions}-transaction backlog in the sandbox (child process), latency ${args.latencyMs} ms per request ...`);
   const sandboxRequest: BenchSandboxRequest = {
     transactions: args.transactions,
@@ -111,8 +112,10 @@ export async function benchCommand(args: BenchArgs, io: CliIo): Promise<number> 
     redirectUri: BENCH_REDIRECT_URI,
     scope: DEFAULT_SCOPES,
   };
-  const { child, ready } = await startSandbox(sandboxRequest);
-  const dir = await mkdtemp(join(tmpdir(), "qashio-bridge-bench-"));
+  const { child, ready } = await startSandbox(sandboxRequest).catch(async (error: unknown) => {
+    await rm(dir, { recursive: true, force: true });
+    throw error;
+  });
   try {
     const settings: LocalSettings = {
       baseUrl: ready.url,

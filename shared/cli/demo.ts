@@ -6,8 +6,7 @@
  * Every event is printed as one line; events also go to a JSON Lines file in a temp directory, which is removed when
  * the demo ends unless `--keep` is given.
  */
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { BridgeEvent } from "../bridge/ports.js";
 import { createSandbox, SANDBOX_CLIENT } from "../../sandbox/index.js";
@@ -17,7 +16,7 @@ import { authorizeWithBrowser, DEFAULT_SCOPES } from "./authorize.js";
 import { DEFAULT_CYCLE_BUDGET_MS, DEFAULT_EVENT_SOURCE, type LocalSettings } from "./config.js";
 import { streamLogger } from "./console-ports.js";
 import { AuthorizeError, EXIT, ReauthorizationNeededError } from "./errors.js";
-import { line, pause, type CliIo } from "./io.js";
+import { line, makeTempDir, pause, type CliIo } from "./io.js";
 import { bindLocalSettings, openLocalBridge, runCycle, usingLocalBridge } from "./local-bridge.js";
 import { COLOURS, NO_COLOURS, formatEvent, shouldColour, type Palette } from "./printer.js";
 import { summaryOf } from "./run.js";
@@ -116,7 +115,7 @@ class ActivityGenerator {
  */
 export async function demoCommand(args: DemoArgs, io: CliIo): Promise<number> {
   const palette = shouldColour(io.stdout, io.env) ? COLOURS : NO_COLOURS;
-  const dir = await mkdtemp(join(tmpdir(), "qashio-bridge-demo-"));
+  const dir = await makeTempDir("qashio-bridge-demo-", "the demo");
   let cycles: number;
   let removed = false;
   const where = () => (removed ? `removed ${dir} (--keep keeps it)` : `events are in ${join(dir, EVENTS_FILE)}`);

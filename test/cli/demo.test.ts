@@ -3,12 +3,12 @@
  */
 import { existsSync } from "node:fs";
 import { readFile, rm } from "node:fs/promises";
-import { dirname } from "node:path";
-import { describe, expect, it } from "vitest";
+import { dirname, join } from "node:path";
+import { describe, expect, it, vi } from "vitest";
 import { demoCommand } from "../../shared/cli/demo.js";
 import type { DemoArgs } from "../../shared/cli/args.js";
 import { EXIT } from "../../shared/cli/errors.js";
-import { ROOT } from "./helpers.js";
+import { ROOT, runInProcess } from "./helpers.js";
 
 /** Runs the demo with its own streams; `onStdout` sees the output as it grows (to play Ctrl-C). */
 async function demo(args: Partial<DemoArgs>, onStdout: (stdout: string, stop: () => void) => void = () => undefined, onStderr: (chunk: string) => void = () => undefined) {
@@ -84,6 +84,34 @@ describe("bridge demo's temp directory", () => {
     expect(dir).toMatch(/qashio-bridge-demo-/);
     expect(existsSync(dir)).toBe(false);
     expect(stderr).toContain(`demo failed; removed ${dir} (--keep keeps it)`);
+  });
+
+  it("that cannot be made (TMPDIR missing or not writable) is a setting to fix, exit 2, not an unexpected error", async () => {
+    const missing = join(ROOT, "no-such-tmpdir");
+    vi.stubEnv("TMPDIR", missing);
+    try {
+      const { code, stdout, stderr } = await runInProcess(["demo", "--cycles", "1"], {});
+      expect(stderr).not.toContain("unexpected");
+      expect(stderr).toContain(`error: TMPDIR: the demo's temp directory cannot be made in ${missing} (ENOENT); point TMPDIR to a directory this user can write`);
+      expect(code).toBe(EXIT.usage);
+      expect(stdout).toBe("");
+    } finally {
+      vi.unstubAllEnvs();
+    }
+  });
+
+  it("of the bench, when it cannot be made, is the same exit 2, said before any sandbox child is started", async () => {
+    const missing = join(ROOT, "no-such-tmpdir");
+    vi.stubEnv("TMPDIR", missing);
+    try {
+      const { code, stdout, stderr } = await runInProcess(["bench", "--transactions", "100", "--latency-ms", "1"], {});
+      expect(stderr).toContain(`error: TMPDIR: the bench's temp directory cannot be made in ${missing} (ENOENT); point TMPDIR to a directory this user can write`);
+      expect(code).toBe(EXIT.usage);
+      expect(stdout).toBe("");
+    } finally {
+      vi.unstubAllEnvs();
+      await rm(missing, { recursive: true, force: true });
+    }
   });
 
   it("is kept with --keep, the events file named in the last line", async () => {
