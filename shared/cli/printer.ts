@@ -59,7 +59,9 @@ export const NO_COLOURS: Palette = {
  */
 export function shouldColour(stream: OutputStream, env: Env): boolean {
   const force = env.FORCE_COLOR;
-  if (force !== undefined && force !== "" && force !== "0" && force !== "false") return true;
+  // 0 or false turns colour off, on a terminal too, as Node and the common colour libraries read it.
+  if (force === "0" || force === "false") return false;
+  if (force !== undefined && force !== "") return true;
   if (env.NO_COLOR !== undefined && env.NO_COLOR !== "") return false;
   if (env.TERM === "dumb") return false;
   return stream.isTTY === true;

@@ -202,6 +202,10 @@ describe("shouldColour", () => {
     expect(shouldColour(pipe, { FORCE_COLOR: "0" })).toBe(false);
   });
 
+  it("takes FORCE_COLOR=0 or false as no colour on a terminal too", () => {
+    for (const value of ["0", "false"]) expect(shouldColour(tty, { FORCE_COLOR: value })).toBe(false);
+  });
+
   it("ignores an empty or false FORCE_COLOR on a pipe", () => {
     expect(shouldColour(pipe, { FORCE_COLOR: "" })).toBe(false);
     expect(shouldColour(pipe, { FORCE_COLOR: "false" })).toBe(false);
