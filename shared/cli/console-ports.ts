@@ -14,7 +14,9 @@ const SECRET_KEYS = /token|secret|password|authorization|^code$|salt/i;
 
 function safeAttributes(attributes?: Readonly<Record<string, unknown>>): string {
   if (attributes === undefined) return "";
-  const shown = Object.entries(attributes).map(([k, v]) => {
+  // An attribute without a value is left out (as JSON.stringify and the Lambdas' JSON logger do): "lastError=undefined"
+  // reads as an error of an unknown kind.
+  const shown = Object.entries(attributes).filter(([, v]) => v !== undefined).map(([k, v]) => {
     const value = SECRET_KEYS.test(k) ? "[hidden]" : v instanceof Error ? `${v.name}: ${v.message}` : v;
     return `${k}=${typeof value === "string" ? value : JSON.stringify(value)}`;
   });

@@ -30,6 +30,13 @@ describe("streamLogger", () => {
     streamLogger(out, "debug").debug("refreshed", { refreshToken: "rt-1", client_secret: "cs", code: "c1", tenant: "acme" });
     expect(out.lines[0]).toBe("debug refreshed refreshToken=[hidden] client_secret=[hidden] code=[hidden] tenant=acme\n");
   });
+
+  it("leaves out attributes without a value, as the JSON logger of the Lambdas does", () => {
+    // A cycle stopped at its deadline (or by Ctrl-C) before any failed attempt has no last error to name.
+    const out = sink();
+    streamLogger(out, "warn").warn("provider call cannot finish before the cycle deadline; stopping", { step: "acknowledge transactions", lastError: undefined, status: undefined });
+    expect(out.lines[0]).toBe("warn  provider call cannot finish before the cycle deadline; stopping step=acknowledge transactions\n");
+  });
 });
 
 describe("MemoryMetrics", () => {
