@@ -27,21 +27,24 @@ describe("bridge demo --cycles 2", () => {
   });
 });
 
+/** The events file a demo names on its stdout, once what it printed so far also satisfies `ready`. */
+function eventsFileOf(child: ReturnType<typeof spawnBridge>, ready: (seen: string) => boolean): Promise<string> {
+  let seen = "";
+  return new Promise<string>((resolve) => {
+    child.stdout?.on("data", (chunk: Buffer) => {
+      seen += chunk.toString();
+      const found = /events are appended to (\S+events\.jsonl)/.exec(seen)?.[1];
+      if (found !== undefined && ready(seen)) resolve(found);
+    });
+  });
+}
+
 describe("bridge demo with its stdout closed (npm start | head)", () => {
   it("stops cleanly and removes its temp directory instead of dying of an unhandled EPIPE", async () => {
     const child = spawnBridge(["demo", "--interval", "0ms"], {});
-    let seen = "";
-    const eventsFile = await new Promise<string>((resolve) => {
-      child.stdout?.on("data", (chunk: Buffer) => {
-        seen += chunk.toString();
-        const found = /events are appended to (\S+events\.jsonl)/.exec(seen)?.[1];
-        if (found !== undefined) {
-          // The reader goes away, as `head` does once it has its lines.
-          child.stdout?.destroy();
-          resolve(found);
-        }
-      });
-    });
+    const eventsFile = await eventsFileOf(child, () => true);
+    // The reader goes away, as `head` does once it has its lines.
+    child.stdout?.destroy();
     const { code, stderr } = await child.outcome;
 
     expect(stderr).not.toContain("Unhandled 'error' event");
@@ -53,14 +56,7 @@ describe("bridge demo with its stdout closed (npm start | head)", () => {
 describe("bridge demo when its terminal is closed (SIGHUP)", () => {
   it("stops cleanly as on Ctrl-C and removes its temp directory, sandbox tokens included, instead of dying with it left behind", async () => {
     const child = spawnBridge(["demo", "--interval", "1h"], {});
-    let seen = "";
-    const eventsFile = await new Promise<string>((resolve) => {
-      child.stdout?.on("data", (chunk: Buffer) => {
-        seen += chunk.toString();
-        const found = /events are appended to (\S+events\.jsonl)/.exec(seen)?.[1];
-        if (found !== undefined && seen.includes("── cycle 1:")) resolve(found);
-      });
-    });
+    const eventsFile = await eventsFileOf(child, (seen) => seen.includes("── cycle 1:"));
     child.kill("SIGHUP");
     const { code, stdout, stderr } = await child.outcome;
 

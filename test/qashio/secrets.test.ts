@@ -58,6 +58,11 @@ function store(initial: StoredTokens): TokenStore & { failing: boolean } {
   };
 }
 
+/** A client on the access token that retries a failed call once at once, logging to `logger`. */
+function retryingClient(fetch: ReturnType<typeof scriptedFetch>, logger: ReturnType<typeof captureLogger>): QashioClient {
+  return new QashioClient({ baseUrl: BASE_URL, tokenProvider: new StaticTokenProvider(ACCESS_TOKEN), fetch, clock: fakeClock(), logger, retry: { maxAttempts: 2, random: () => 0 } });
+}
+
 function oauthProvider(fetch: ReturnType<typeof scriptedFetch>, tokenStore: TokenStore, logger = captureLogger()) {
   return new OAuthTokenProvider({
     baseUrl: BASE_URL,
@@ -192,14 +197,7 @@ describe("secrets stay out of errors and logs", () => {
   it("when the network error quotes the request", async () => {
     const logger = captureLogger();
     const fetch = scriptedFetch(new TypeError(`fetch failed: Authorization: Bearer ${ACCESS_TOKEN}`));
-    const client = new QashioClient({
-      baseUrl: BASE_URL,
-      tokenProvider: new StaticTokenProvider(ACCESS_TOKEN),
-      fetch,
-      clock: fakeClock(),
-      logger,
-      retry: { maxAttempts: 2, random: () => 0 },
-    });
+    const client = retryingClient(fetch, logger);
     const error = await client.getCompanySummary().catch((e: unknown) => e);
     expect(error).toBeInstanceOf(NetworkError);
     expect(logger.lines.length).toBeGreaterThan(0);
@@ -222,14 +220,7 @@ describe("secrets stay out of errors and logs", () => {
     const logger = captureLogger();
     const bearerEcho = (call: { headers: Record<string, string> }) =>
       json(503, { status_code: 503, message: "down", errors: [] }, { "x-request-id": `echo:${call.headers.authorization ?? ""}` });
-    const client = new QashioClient({
-      baseUrl: BASE_URL,
-      tokenProvider: new StaticTokenProvider(ACCESS_TOKEN),
-      fetch: scriptedFetch(bearerEcho),
-      clock: fakeClock(),
-      logger,
-      retry: { maxAttempts: 2, random: () => 0 },
-    });
+    const client = retryingClient(scriptedFetch(bearerEcho), logger);
     const error = await client.getCompanySummary().catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ServerError);
     expect(logger.lines.length).toBeGreaterThan(0);
