@@ -104,8 +104,8 @@ export interface LocalBridge {
   readonly metrics: MemoryMetrics;
   readonly clock: Clock;
   readonly baseUrl: string;
-  /** Device and inode of the state directory the bridge opened (see {@link withCycleLock}). */
-  readonly stateDirIdentity: { readonly dev: number; readonly ino: number };
+  /** Device and inode of the state directory the bridge opened, as last seen (see {@link withCycleLock}). */
+  readonly stateDirIdentity: { dev: number; ino: number };
   /**
    * Saves tokens a failed save left held in memory (see `OAuthTokenProvider.saveHeldTokens`), with a few tries; for
    * when the bridge is done, since exiting with them loses the new refresh token. No token refresh starts afterwards
@@ -129,8 +129,15 @@ export const HELD_TOKEN_SAVE_PAUSE_MS = 500;
 function assertSameStateDir(bridge: LocalBridge): void {
   const dir = bridge.settings.stateDir;
   const now = statOf(dir);
-  const { dev, ino } = bridge.stateDirIdentity;
-  if (now?.isDirectory() && now.dev === dev && now.ino === ino) return;
+  const known = bridge.stateDirIdentity;
+  if (now?.isDirectory() && now.dev === known.dev && now.ino === known.ino) return;
+  // Some mounts renumber a directory that did not change (an NFS automount remounted, FUSE without stable inodes): one
+  // that still holds its binding is a state directory, checked against the settings under the lease as every cycle's.
+  if (now?.isDirectory() && statOf(join(dir, STATE_FILES.binding))?.isFile() === true) {
+    known.dev = now.dev;
+    known.ino = now.ino;
+    return;
+  }
   throw new ConfigError(
     [
       {

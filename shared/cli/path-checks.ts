@@ -120,7 +120,8 @@ function unreadableFileIn(dir: string): string | undefined {
     const path = join(dir, name);
     if (statOf(path)?.isFile() !== true) continue;
     const problem = notWritable(path, constants.R_OK, "readable");
-    if (problem !== undefined) return problem;
+    // Gone since the listing (a running loop compacted a segment or settled a record): nothing left to read.
+    if (problem !== undefined && statOf(path) !== undefined) return problem;
   }
   return undefined;
 }

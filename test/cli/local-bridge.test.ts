@@ -1,5 +1,5 @@
 import { execSync } from "node:child_process";
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { readLocalSettings } from "../../shared/cli/config.js";
@@ -115,6 +115,21 @@ describe("local bridge cycle", () => {
     expect(existsSync(settings.stateDir) ? readdirSync(settings.stateDir) : []).toEqual([]);
     expect(readFileSync(harness.eventsFile, "utf8")).toBe(before);
     expect(idsWithStatus(harness, "not_synced")).toHaveLength(1);
+  });
+
+  it("goes on when the state directory at its path is another directory holding its state (a mount that renumbers it)", async () => {
+    harness = await startHarness();
+    const settings = readLocalSettings(harness.env, harness.dir);
+    const loop = await openLocalBridge(settings, { env: harness.env, logger: silent });
+    expect((await runCycle(loop)).complete).toBe(true);
+    cpSync(settings.stateDir, `${settings.stateDir}-copy`, { recursive: true });
+    rmSync(settings.stateDir, { recursive: true });
+    renameSync(`${settings.stateDir}-copy`, settings.stateDir);
+    await harness.control("POST", "/companies/{company}/transactions", { count: 1, transaction_category: "purchase" });
+    const result = await runCycle(loop);
+    expect(result.complete).toBe(true);
+    expect(result.events).toBe(1);
+    expect(idsWithStatus(harness, "not_synced")).toEqual([]);
   });
 
   it("never sends a state directory's tokens to another provider, nor lets another client or tenant use it", async () => {
