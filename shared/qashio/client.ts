@@ -191,8 +191,6 @@ const IssueCardDataSchema = z.looseObject({ card: CoreCardSchema });
 
 /** Keys the iterators yield an item once by (see `itemsOf`). */
 const byId = (item: { readonly id: string }): string => item.id;
-const byMonth = (period: StatementPeriodBalance): string => period.statement_period.month;
-const byAccountMonth = (summary: StatementSummary): string => `${summary.account_external_id} ${summary.statement_period.month}`;
 
 /**
  * Client of the provider API for one tenant (the token is the company context).
@@ -450,7 +448,7 @@ export class QashioClient {
 
   /** Every statement summary matching `query`. */
   iterateStatements(query: Omit<StatementsQuery, "page"> = {}, options?: WalkOptions): AsyncGenerator<StatementSummary> {
-    return itemsOf(pagesByHasNext((page) => this.listStatements({ ...query, page }), options), options, byAccountMonth);
+    return itemsOf(pagesByHasNext((page) => this.listStatements({ ...query, page }), options), options);
   }
 
   /** Every period of one account's statements, walking the inner `page` / `total_pages`. */
@@ -459,7 +457,7 @@ export class QashioClient {
     query: Omit<StatementsByAccountQuery, "page"> = {},
     options?: WalkOptions,
   ): AsyncGenerator<StatementPeriodBalance> {
-    return itemsOf(pagesByTotalPages((page) => this.getStatementsByAccount(accountId, { ...query, page }), options), options, byMonth);
+    return itemsOf(pagesByTotalPages((page) => this.getStatementsByAccount(accountId, { ...query, page }), options), options);
   }
 
   /** Every core card visible to the token's user, walking `page_info.next_page`. */

@@ -210,11 +210,13 @@ const MAX_REQUEST_ID_LENGTH = 128;
  * echoes the request there must not get a token onto the error, the retry log line or the CLI's message.
  */
 function safeRequestId(requestId: string | undefined, secrets: readonly string[]): string | undefined {
-  if (requestId === undefined || requestId.length > MAX_REQUEST_ID_LENGTH || !/^[\x21-\x7e]+$/.test(requestId)) return undefined;
-  for (const form of secrets.filter((s) => s.length > 0).flatMap(secretForms)) {
-    if (requestId.includes(form) || (requestId.length >= 8 && form.includes(requestId))) return undefined;
-  }
-  return requestId;
+  if (requestId === undefined) return undefined;
+  // A header a proxy added a second id to reads `id1, id2`: the first id that passes.
+  const forms = secrets.filter((s) => s.length > 0).flatMap(secretForms);
+  return requestId.split(",").map((id) => id.trim()).find((id) => {
+    if (id.length > MAX_REQUEST_ID_LENGTH || !/^[\x21-\x7e]+$/.test(id)) return false;
+    return !forms.some((form) => id.includes(form) || (id.length >= 8 && form.includes(id)));
+  });
 }
 
 /**

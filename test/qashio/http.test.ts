@@ -64,6 +64,11 @@ describe("HttpCore requests", () => {
     expect((await http.request(read())).requestId).toBe("hdr-42");
   });
 
+  it("takes the first id of an x-request-id header a proxy added a second one to", async () => {
+    const { http } = core(scriptedFetch(json(200, { success: true, data: [] }, { "x-request-id": "hdr-42, proxy-9" })));
+    expect((await http.request(read())).requestId).toBe("hdr-42");
+  });
+
   it("puts the request id of the header on errors whose body has no meta", async () => {
     const { http } = core(scriptedFetch(fail(404, [], { "x-request-id": "hdr-404" }, null)));
     const error = await http.request(read()).catch((e: unknown) => e);
