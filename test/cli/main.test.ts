@@ -65,7 +65,7 @@ describe("bridge.ts main", () => {
     expect(meanings.get(EXIT.usage)).toMatch(/^bad arguments or settings/);
     expect(meanings.get(EXIT.reauthorize)).toMatch(/^a person must sign in again/);
     expect(meanings.get(EXIT.incomplete)).toMatch(/^`run --once` stopped at its time budget/);
-    expect(meanings.get(EXIT.interrupted)).toMatch(/^stopped at once by a second Ctrl-C or SIGTERM/);
+    expect(meanings.get(EXIT.interrupted)).toMatch(/^stopped at once by a second Ctrl-C, SIGTERM or SIGHUP/);
   });
 
   it("rejects an unknown command with exit 2 and a pointer to help", async () => {
