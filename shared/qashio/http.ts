@@ -205,18 +205,17 @@ const MAX_REQUEST_ID_LENGTH = 128;
 
 /**
  * `requestId` when fit for an error and a log line: printable ASCII without spaces, at most
- * {@link MAX_REQUEST_ID_LENGTH} characters, and free of the request's secrets as {@link safeErrorToken} checks a field;
+ * {@link MAX_REQUEST_ID_LENGTH} characters, and free of the request's secrets ({@link quotesSecret}, as for a field);
  * else undefined. The id comes from the answer (`meta.request_id` or `x-request-id`): a provider or a gateway that
  * echoes the request there must not get a token onto the error, the retry log line or the CLI's message.
  */
 function safeRequestId(requestId: string | undefined, secrets: readonly string[]): string | undefined {
   if (requestId === undefined) return undefined;
   // A header a proxy added a second id to reads `id1, id2`: the first id that passes.
-  const forms = secrets.filter((s) => s.length > 0).flatMap(secretForms);
-  return requestId.split(",").map((id) => id.trim()).find((id) => {
-    if (id.length > MAX_REQUEST_ID_LENGTH || !/^[\x21-\x7e]+$/.test(id)) return false;
-    return !forms.some((form) => id.includes(form) || (id.length >= 8 && form.includes(id)));
-  });
+  return requestId
+    .split(",")
+    .map((id) => id.trim())
+    .find((id) => id.length <= MAX_REQUEST_ID_LENGTH && /^[\x21-\x7e]+$/.test(id) && !quotesSecret(id, secrets));
 }
 
 /**
@@ -266,11 +265,12 @@ function secretsOf(request: HttpRequest, token: string | undefined): string[] {
  * get it onto the error.
  */
 export function safeErrorToken(value: string, secrets: readonly string[]): string {
-  if (!isLogToken(value)) return "?";
-  for (const form of secrets.filter((s) => s.length > 0).flatMap(secretForms)) {
-    if (value.includes(form) || (value.length >= 8 && form.includes(value))) return "?";
-  }
-  return value;
+  return isLogToken(value) && !quotesSecret(value, secrets) ? value : "?";
+}
+
+/** Whether `value` holds one of `secrets` in any of its {@link secretForms}, or is a piece (8+ characters) of one. */
+function quotesSecret(value: string, secrets: readonly string[]): boolean {
+  return secrets.filter((s) => s.length > 0).flatMap(secretForms).some((form) => value.includes(form) || (value.length >= 8 && form.includes(value)));
 }
 
 /** One entry of the envelope's `errors[]`, as read: its free text apart, since it never goes on the error itself. */
@@ -463,8 +463,9 @@ export class HttpCore {
       let error: QashioError;
       if (outcome.kind === "response") {
         const { status, headers, text } = outcome;
-        if (status >= 200 && status < 300) return this.success(status, headers, text, where, secretsOf(request, token));
-        error = errorForResponse(status, headers, text, { ...where, errorBody, now: this.clock.now(), secrets: secretsOf(request, token) });
+        const secrets = secretsOf(request, token);
+        if (status >= 200 && status < 300) return this.success(status, headers, text, where, secrets);
+        error = errorForResponse(status, headers, text, { ...where, errorBody, now: this.clock.now(), secrets });
         if (status === 401 && request.auth === "bearer" && this.tokenProvider && token !== undefined && !replayedAfter401) {
           // No refresh for a replay that could not be sent anyway (see the check before the token above).
           if (!this.attemptFits(request, 0)) throw this.outOfTime(request, "retried", error);
