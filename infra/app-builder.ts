@@ -48,12 +48,12 @@ export interface BridgeAppOptions {
 export function buildBridgeApp(options: BridgeAppOptions): { app: App; stacks: TenantStack[] } {
   const app = options.app ?? new App();
   // Every tenant's URL first: a bad one then fails synth before any stack is built (and any function bundled).
-  const providerBaseUrls = options.tenants.map((tenant) => resolveProviderUrl(tenant, options.providerUrls));
-  const stacks = options.tenants.map(
-    (tenant, i) =>
+  const resolved = options.tenants.map((tenant) => ({ tenant, providerBaseUrl: resolveProviderUrl(tenant, options.providerUrls) }));
+  const stacks = resolved.map(
+    ({ tenant, providerBaseUrl }) =>
       new TenantStack(app, tenantStackName(tenant.id), {
         tenant,
-        providerBaseUrl: providerBaseUrls[i] as string,
+        providerBaseUrl,
         eventSchemas: options.eventSchemas,
         functionsDir: options.functionsDir,
         runbookUrl: options.runbookUrl,
