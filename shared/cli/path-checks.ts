@@ -94,10 +94,10 @@ function stateEntriesProblem(stateDir: string): string | undefined {
     if (stats === undefined) continue;
     if (stats.isDirectory() !== directory) return `${path} must be a ${directory ? "directory" : "file"}, but is ${directory ? "a file" : "a directory"}`;
     // Files are read, and replaced by a rename in the directory: reading is all they need.
-    const problem = directory ? notWritable(path, constants.R_OK | constants.W_OK | constants.X_OK, "readable and writable") : notWritable(path, constants.R_OK, "readable");
+    const problem =
+      (directory ? notWritable(path, constants.R_OK | constants.W_OK | constants.X_OK, "readable and writable") : notWritable(path, constants.R_OK, "readable")) ??
+      (directory && name !== STATE_DIRS.locks ? unreadableFileIn(path) : undefined);
     if (problem !== undefined) return `${problem} (left by a run as another user, such as under sudo?)`;
-    const inside = directory && name !== STATE_DIRS.locks ? unreadableFileIn(path) : undefined;
-    if (inside !== undefined) return `${inside} (left by a run as another user, such as under sudo?)`;
   }
   return undefined;
 }
