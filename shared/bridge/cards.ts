@@ -6,7 +6,7 @@
 import { contentHash } from "./hash.js";
 import { diffObjects, type Change } from "./diff.js";
 import { conformPii } from "./pii.js";
-import { CycleRun, failedCallOf, isPageSizeRejection, isTokenFailure, nextSequence, parseTime, statusOf, storedSequence, versionTime } from "./cycle.js";
+import { CycleRun, changeTime, failedCallOf, isPageSizeRejection, isTokenFailure, lastModified, nextSequence, statusOf, storedSequence, versionTime } from "./cycle.js";
 import { DEFAULT_MAX_PAGES, type CardCycleDeps, type CycleOptions } from "./deps.js";
 import type { EventType } from "./events/schemas.js";
 import type { BridgeEvent, QuarantineRecord, Snapshot, SnapshotKey } from "./ports.js";
@@ -64,13 +64,13 @@ export function cardEventType(beforeStatus: unknown, afterStatus: unknown): Even
  * caller then uses the detection time.
  */
 export function cardChangedAt(object: Readonly<Record<string, unknown>>, changes?: readonly Change[]): number | undefined {
-  const stamped = parseTime(object["updated_at"]) ?? parseTime(object["modified_date"]);
-  if (!changes) return parseTime(object["created_at"]) ?? parseTime(object["issued_at"]) ?? stamped;
+  const stamped = lastModified(object);
+  if (!changes) return changeTime(object["created_at"]) ?? changeTime(object["issued_at"]) ?? stamped;
   if (stamped !== undefined) return stamped;
   let latest: number | undefined;
   for (const change of changes) {
     if (!/^\/[^/]+_at$/.test(change.path)) continue;
-    const at = parseTime(change.after);
+    const at = changeTime(change.after);
     if (at !== undefined && (latest === undefined || at > latest)) latest = at;
   }
   return latest;

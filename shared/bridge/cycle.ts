@@ -185,6 +185,24 @@ export function parseTime(value: unknown): number | undefined {
   return ms >= FOUR_DIGIT_YEARS_MS.first && ms <= FOUR_DIGIT_YEARS_MS.last ? ms : undefined;
 }
 
+/** Provider times before 2000 or in year 9999 are placeholders (0001-01-01, 1900-01-01, the Unix epoch, 9999-12-31). */
+const PLAUSIBLE_CHANGE_MS = { first: Date.UTC(2000, 0, 1), end: Date.UTC(9999, 0, 1) } as const;
+
+/**
+ * Milliseconds of a provider timestamp that says when something changed, or undefined when {@link parseTime} gives
+ * none or it is a placeholder: an unset date sent as `0001-01-01` made `occurred_at` year 1 and SyncLagSeconds about
+ * 64 billion, paging on-call for a lag that was not there; the caller falls back as for an absent timestamp.
+ */
+export function changeTime(value: unknown): number | undefined {
+  const ms = parseTime(value);
+  return ms !== undefined && ms >= PLAUSIBLE_CHANGE_MS.first && ms < PLAUSIBLE_CHANGE_MS.end ? ms : undefined;
+}
+
+/** When a provider object last changed: its `updated_at`, else its `modified_date` (undefined when neither is usable). */
+export function lastModified(object: Readonly<Record<string, unknown>>): number | undefined {
+  return changeTime(object["updated_at"]) ?? changeTime(object["modified_date"]);
+}
+
 /**
  * `updatedAt` of a new snapshot version: now, yet always later than the version it replaces, so it tells the
  * versions of one subject apart (event ids depend on it) even when the clock stalls or steps back.
@@ -384,7 +402,7 @@ export class CycleRun {
   pendingRaw(raw: unknown): void {
     if (typeof raw !== "object" || raw === null) return;
     const item = raw as Record<string, unknown>;
-    if (typeof item["id"] === "string") this.pending(item["id"], parseTime(item["updated_at"]) ?? parseTime(item["modified_date"]));
+    if (typeof item["id"] === "string") this.pending(item["id"], lastModified(item));
   }
 
   /** The item is done with in this cycle (published, unchanged, quarantined, acknowledged). */

@@ -7,7 +7,7 @@ import { contentHash, recordHash, releaseJson } from "./hash.js";
 import { applyPiiInPlace, conformPii, type PiiPolicy } from "./pii.js";
 import { diffObjects, type Change } from "./diff.js";
 import { isJsonObject } from "../json-object.js";
-import { CycleRun, isTokenFailure, nextSequence, parseTime, providerRefusal, statusOf, storedSequence, versionTime, type RunKind } from "./cycle.js";
+import { CycleRun, isTokenFailure, lastModified, nextSequence, providerRefusal, statusOf, storedSequence, versionTime, type RunKind } from "./cycle.js";
 import { RecentIds } from "./recent-ids.js";
 import { DEFAULT_MAX_PAGES, type CycleOptions, type TransactionCycleDeps } from "./deps.js";
 import type { BridgeEvent, PublishFailure, QuarantineRecord, Snapshot, SnapshotKey } from "./ports.js";
@@ -409,7 +409,7 @@ class TransactionRun extends CycleRun {
         parentId: optionalString(object["parent_id"]),
         object,
         hash: recordHash(object),
-        changedAtMs: parseTime(object["updated_at"]) ?? parseTime(object["modified_date"]),
+        changedAtMs: lastModified(object),
       };
       batch.items.push(item);
       versions?.set(id, item.hash);

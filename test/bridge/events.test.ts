@@ -6,7 +6,7 @@ import { detailJson, detailJsonParts, EVENT_TYPES, parseEventDetail, SCHEMA_VERS
 import { renderEventJsonSchemas } from "../../shared/bridge/events/json-schema.js";
 import { DEFAULT_SOURCE, pollCards, pollTransactions, type BridgeEvent, type EventPublisher } from "../../shared/bridge/index.js";
 import { cardChangedAt } from "../../shared/bridge/cards.js";
-import { parseTime } from "../../shared/bridge/cycle.js";
+import { lastModified } from "../../shared/bridge/cycle.js";
 import { toEventBridgeEnvelope } from "../../shared/local/jsonl-publisher.js";
 import { compileJsonSchema } from "../json-schema.js";
 import { makeRig } from "./fakes.js";
@@ -137,7 +137,7 @@ describe("event schemas", () => {
     for (const { time, detail } of examples) {
       const { object, changes } = detail.data;
       const stamped =
-        detail.subject.type === "transaction" ? (parseTime(object["updated_at"]) ?? parseTime(object["modified_date"])) : cardChangedAt(object, changes);
+        detail.subject.type === "transaction" ? lastModified(object) : cardChangedAt(object, changes);
       // Without a timestamp of the object's own, the detection time: the clock reading `time` is taken from too.
       expect(detail.occurred_at, `${detail.type} ${detail.subject.id}`).toBe(new Date(stamped ?? Date.parse(time)).toISOString());
       expect(Date.parse(detail.occurred_at)).toBeLessThanOrEqual(Date.parse(time));
@@ -223,6 +223,20 @@ describe("event schemas", () => {
       expect(validate(detail), `${detail.type}: ${JSON.stringify(validate.errors)}`).toBe(true);
       expect(detail.occurred_at, detail.type).toBe(new Date(rig.clock.now()).toISOString());
     }
+  });
+
+  it("take a card's placeholder timestamps (year 1, the Unix epoch, 9999) for none: the next one, else detection time", async () => {
+    const rig = makeRig({ emitCardCreated: true });
+    const placeholder = rig.provider.addCard({ created_at: "0001-01-01T00:00:00Z", issued_at: "1970-01-01T00:00:00Z" });
+    const issued = rig.provider.addCard({ created_at: "0001-01-01T00:00:00Z", issued_at: "2025-01-10T08:00:00.000Z" });
+    await pollCards(rig.deps);
+    rig.provider.changeCard(placeholder["id"] as string, { status: "Terminated", terminated_at: "9999-12-31T23:59:59Z" });
+    await pollCards(rig.deps);
+    const at = new Map(rig.publisher.events.map((e) => [`${e.detail.type} ${e.detail.subject.id}`, e.detail.occurred_at]));
+    const detected = new Date(rig.clock.now()).toISOString();
+    expect(at.get(`card.created ${placeholder["id"] as string}`)).toBe(detected);
+    expect(at.get(`card.created ${issued["id"] as string}`)).toBe("2025-01-10T08:00:00.000Z");
+    expect(at.get(`card.status_changed ${placeholder["id"] as string}`)).toBe(detected);
   });
 
   it("serialise to their JSON, reusing the object text the engine made to hash it", async () => {

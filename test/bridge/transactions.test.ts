@@ -922,6 +922,31 @@ describe("pollTransactions", () => {
     expect(rig.metrics.sum("SyncLagSeconds")).toBe(600);
   });
 
+  it.each([
+    ["0001-01-01T00:00:00Z", "an unset .NET DateTime"],
+    ["1900-01-01T00:00:00", "a SQL Server zero date"],
+    ["1970-01-01T00:00:00.000Z", "the Unix epoch"],
+    ["9999-12-31T23:59:59Z", "a far-future sentinel"],
+  ])("takes a placeholder timestamp (%s, %s) for none: modified_date, else the detection time; no lag of centuries", async (placeholder) => {
+    const rig = makeRig();
+    const modifiedDate = "2025-01-15T09:10:00.000Z";
+    rig.provider.addTransaction({ updated_at: placeholder, modified_date: modifiedDate });
+    rig.provider.addTransaction({ updated_at: placeholder, modified_date: placeholder });
+    rig.clock.ms = Date.parse(modifiedDate) + 45_000;
+    const report = await pollTransactions(rig.deps);
+    expect(report.syncLagSeconds).toBe(45);
+    expect(rig.metrics.sum("SyncLagSeconds")).toBe(45);
+    // Published oldest created first: the one with a usable modified_date, then the one without any.
+    expect(rig.publisher.events.map((e) => e.detail.occurred_at)).toEqual([modifiedDate, new Date(rig.clock.ms).toISOString()]);
+
+    const aborted = makeRig();
+    aborted.provider.addTransaction({ updated_at: placeholder });
+    aborted.clock.ms = rig.clock.ms;
+    aborted.deps.snapshots.getMany = () => Promise.reject(new Error("store down"));
+    const error = await pollTransactions(aborted.deps).catch((e: unknown) => e);
+    expect((error as CycleAbortedError).report.syncLagSeconds).toBe(0);
+  });
+
   it("says a 403 needs a person (API access or a scope), not that the next cycle resumes", async () => {
     const rig = makeRig();
     rig.provider.addTransaction();
