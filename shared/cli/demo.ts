@@ -232,7 +232,8 @@ async function runDemo(args: DemoArgs, io: CliIo, dir: string, palette: Palette)
           line(io.stdout, palette.dim(`   sandbox activity: ${done.join(", ")}`));
         }
         try {
-          line(io.stdout, summaryOf(cycle, await runCycle(bridge, { signal: io.signal }), palette));
+          // The demo's state dies with it: a cycle Ctrl-C stops is not resumed by a next run.
+          line(io.stdout, summaryOf(cycle, await runCycle(bridge, { signal: io.signal }), palette, { resumable: false }));
         } catch (error) {
           if (error instanceof ReauthorizationNeededError) throw error;
           line(io.stderr, `cycle ${cycle} failed: ${(error as Error).message}`);

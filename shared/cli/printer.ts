@@ -180,6 +180,11 @@ export interface CycleSummary {
   readonly interrupted?: boolean;
   /** True when it stopped because the event sink took no events for now (outcome `publisher_unavailable`). */
   readonly publisherUnavailable?: boolean;
+  /**
+   * False when no later run can pick up where a cycle stopped as asked (the demo removes its state), so the line does
+   * not promise it. @default true
+   */
+  readonly resumable?: boolean;
 }
 
 /**
@@ -198,10 +203,12 @@ export function formatCycleSummary(summary: CycleSummary, p: Palette = NO_COLOUR
   const events = `${count} event${count === 1 ? "" : "s"}${types === "" ? "" : ` (${types})`}`;
   const refused = (summary.acknowledgeRefused ?? 0) > 0 ? ` · ${p.yellow(`${summary.acknowledgeRefused} acknowledge refused`)}` : "";
   const quarantined = summary.quarantined > 0 ? p.red(`${summary.quarantined} quarantined`) : "0 quarantined";
-  // Once asked to stop, this process runs no next cycle: the next run resumes.
+  // Once asked to stop, this process runs no next cycle: the next run resumes, if there is one on this state.
   const stop =
     summary.interrupted === true
-      ? "stopped as asked, the next run resumes"
+      ? summary.resumable === false
+        ? "stopped as asked"
+        : "stopped as asked, the next run resumes"
       : summary.publisherUnavailable === true
         ? "stopped: the event sink takes no events for now, resumes next cycle"
         : "stopped at budget, resumes next cycle";

@@ -15,8 +15,8 @@ function publisherUnavailable(result: CycleResult): boolean {
   return result.transactions.outcome === "publisher_unavailable" || result.cards.outcome === "publisher_unavailable";
 }
 
-/** Summary line of a cycle, from the engine's reports. */
-export function summaryOf(cycle: number, result: CycleResult, palette: Palette): string {
+/** Summary line of a cycle, from the engine's reports; `resumable: false` when no later run has this state. */
+export function summaryOf(cycle: number, result: CycleResult, palette: Palette, { resumable = true } = {}): string {
   const { transactions: t, cards: c } = result;
   return formatCycleSummary(
     {
@@ -29,6 +29,7 @@ export function summaryOf(cycle: number, result: CycleResult, palette: Palette):
       partial: !result.complete,
       interrupted: result.interrupted,
       publisherUnavailable: publisherUnavailable(result),
+      resumable,
     },
     palette,
   );

@@ -58,6 +58,16 @@ describe("bridge demo's temp directory", () => {
     expect(existsSync(dir)).toBe(false);
   });
 
+  it("does not promise that a next run resumes a cycle Ctrl-C stopped: the demo's state goes with it", async () => {
+    const { code, stdout, dir } = await demo({ cycles: undefined, intervalMs: 60_000 }, (out, stop) => {
+      if (out.includes("transaction.created")) stop();
+    });
+    expect(code).toBe(EXIT.ok);
+    expect(stdout).toMatch(/── cycle 1: .* · stopped as asked\n/);
+    expect(stdout).not.toContain("resumes");
+    expect(stdout).toContain(`stopped after 1 cycle; removed ${dir}`);
+  });
+
   it("is removed when Ctrl-C comes while the demo signs in, which is a clean stop, not a failure", async () => {
     const { code, stdout, stderr, dir } = await demo({ cycles: undefined, intervalMs: 60_000 }, (out, stop) => {
       if (out.includes("events are appended to")) stop();

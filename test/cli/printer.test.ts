@@ -149,6 +149,9 @@ describe("formatCycleSummary", () => {
     expect(formatCycleSummary({ cycle: 1, published: {}, acknowledged: 0, quarantined: 0, durationMs: 5, partial: true, interrupted: true })).toBe(
       "── cycle 1: 0 events · 0 acknowledged · 0 quarantined · 5 ms · stopped as asked, the next run resumes",
     );
+    expect(formatCycleSummary({ cycle: 1, published: {}, acknowledged: 0, quarantined: 0, durationMs: 5, partial: true, interrupted: true, resumable: false })).toBe(
+      "── cycle 1: 0 events · 0 acknowledged · 0 quarantined · 5 ms · stopped as asked",
+    );
   });
 
   it("says when a cycle stopped because the event sink took none of its events for now", () => {
