@@ -437,6 +437,21 @@ describe("pollTransactions", () => {
     expect(rig.provider.count("listTransactions")).toBe(50);
   });
 
+  it("ends a pass on an empty page even when it says has_next (docs/spec-gaps.md), instead of walking to the page bound", async () => {
+    const rig = makeRig();
+    for (let i = 0; i < 3; i++) rig.provider.addTransaction();
+    const list = rig.provider.listTransactions.bind(rig.provider);
+    rig.provider.listTransactions = async (query) => {
+      const page = await list(query);
+      return page.data.length === 0 && page.pagination ? { ...page, pagination: { ...page.pagination, has_next: true } } : page;
+    };
+    const report = await pollTransactions(rig.deps, { pageSize: 10, maxPages: 50 });
+    expect(report.outcome).toBe("complete");
+    expect(rig.publisher.events).toHaveLength(3);
+    // not_synced: the page of three (the last, all acknowledged: no confirming read); outdated: one empty page.
+    expect(rig.provider.count("listTransactions")).toBe(2);
+  });
+
   it("reads as many pages as the page bound allows, not one fewer, with read-ahead off and on", async () => {
     for (const readAhead of [false, true]) {
       for (const maxPages of [1, 2, 3]) {
