@@ -17,8 +17,8 @@ export const ESM_REQUIRE_BANNER =
 
 /**
  * Bundle the AWS SDK v3 into each function instead of using the copy in the nodejs24.x runtime:
- * the version is pinned to the one the tests ran against, and see /work/notes/bundle-size.md and
- * docs/spec-gaps.md (## Infrastructure) for the measured size and cold-start trade-off.
+ * the version is pinned to the one the tests ran against; docs/spec-gaps.md ("AWS SDK: bundled, not the runtime's
+ * copy") gives the measured size and cold-start trade-off.
  */
 export const BUNDLE_AWS_SDK = true;
 

@@ -1,6 +1,6 @@
 /**
  * Lambda environment of every bridge function, validated once per container with zod. The variable names are the
- * contract with the CDK stack (see notes/CONTRACT.md "AWS runtime").
+ * contract with the CDK stack, which sets them (infra/constructs/bridge-function.ts; test/infra/tenant-stack.test.ts pins them).
  */
 import { z } from "zod";
 import { DEFAULT_DEADLINE_GRACE_MS } from "../bridge/deps.js";

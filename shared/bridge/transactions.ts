@@ -1,6 +1,6 @@
 /**
  * The transaction cycle: pull `not_synced`, then `outdated`; per page diff against snapshots,
- * publish, write snapshots, then acknowledge. See docs/events.md and /work/notes/readme-engine.md.
+ * publish, write snapshots, then acknowledge. See README.md (The engine), docs/events.md and docs/spec-gaps.md.
  */
 import { logToken } from "../log-token.js";
 import { contentHash, recordHash, releaseJson } from "./hash.js";
