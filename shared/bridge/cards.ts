@@ -100,6 +100,20 @@ function withConfigurationOf(listed: Readonly<Record<string, unknown>>, before: 
   return object;
 }
 
+/**
+ * A card first seen while its single read failed (no snapshot to carry a configuration over from), with each
+ * configuration object it lacks as `null`. Left out, they would make its snapshot one of the list's view, so the first
+ * read that works would be taken for details turned on (a silent view change), and the card's configuration, a limit
+ * changed in between included, would not be published; as `null`, that read publishes them as a change from `null`.
+ */
+function withConfigurationUnknown(listed: Readonly<Record<string, unknown>>): Record<string, unknown> {
+  const missing = [...DETAIL_ONLY_KEYS].filter((key) => !Object.hasOwn(listed, key));
+  if (missing.length === 0) return listed;
+  const object = { ...listed };
+  for (const key of missing) object[key] = null;
+  return object;
+}
+
 /** True when a card object was taken from a single read: it carries at least one configuration object. */
 function isDetailView(object: Readonly<Record<string, unknown>>): boolean {
   for (const key of DETAIL_ONLY_KEYS) if (Object.hasOwn(object, key)) return true;
@@ -359,8 +373,8 @@ class CardRun extends CycleRun {
     for (const listedItem of items) {
       const before = snapshots.get(cardKey(listedItem.id));
       let item = listedItem;
-      if (item.asListed && before !== undefined) {
-        const object = withConfigurationOf(item.object, before.object);
+      if (item.asListed) {
+        const object = before !== undefined ? withConfigurationOf(item.object, before.object) : withConfigurationUnknown(item.object);
         if (object !== item.object) item = { ...item, object, hash: contentHash(object) };
       }
       if (before?.hash === item.hash) {

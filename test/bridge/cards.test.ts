@@ -830,6 +830,32 @@ describe("pollCards with card details", () => {
     ]);
   });
 
+  it("publishes the configuration of a card first seen while its read failed once a read works: a limit change made meanwhile is not lost", async () => {
+    for (const emitCardCreated of [false, true]) {
+      const rig = makeRig({ emitCardCreated }, { cardDetails: true });
+      const id = rig.provider.addCard({ purchase_limits: limits(500) })["id"] as string;
+      // The card is new to the bridge and its first read fails (a 503 past the retries; a 404 is taken as listed too).
+      rig.provider.beforeCall = (call) => {
+        if (call.op === "readErpCard" && call.id === id) throw Object.assign(new Error("503"), { name: "ProviderError", status: 503 });
+      };
+      await pollCards(rig.deps, { pageSize: 10 });
+      expect(rig.publisher.events.map((e) => e.detailType)).toEqual(emitCardCreated ? ["card.created"] : []);
+
+      // Its spend limit changes before the next walk, whose read works.
+      rig.provider.changeCard(id, { purchase_limits: limits(900) });
+      rig.provider.beforeCall = () => undefined;
+      await pollCards(rig.deps, { pageSize: 10 });
+      const updated = rig.publisher.events.filter((e) => e.detailType === "card.updated");
+      expect(updated.map((e) => [e.detail.subject.id, e.detail.data.changes])).toEqual([[id, [{ path: "/purchase_limits", before: null, after: limits(900) }]]]);
+      expect(updated[0]!.detail.data.object["purchase_limits"]).toEqual(limits(900));
+      expect(parseEventDetail(updated[0]!.detail).success).toBe(true);
+
+      // Turning details off later is still a view change: nothing published.
+      await pollCards({ ...rig.deps, cardDetails: false }, { pageSize: 10 });
+      expect(rig.publisher.events.filter((e) => e.detailType === "card.updated")).toHaveLength(1);
+    }
+  });
+
   it("stops reading details for the rest of a walk once the first reads of a page all failed, and reads them again next walk", async () => {
     const rig = await walked(25);
     const reads = rig.provider.count("readErpCard");
