@@ -5,7 +5,9 @@
  * {@link KeyIndex} (32-64 bytes per key, no JS objects per key) while snapshot bodies stay on disk.
  * Segments whose every entry was superseded are deleted. Once superseded (dead) bytes outweigh live ones, a `putMany`
  * also compacts: it copies the live entries of the sparsest segments, byte for byte, into a new segment, which empties
- * them so they are deleted the same way. `scan` walks live entries segment by segment in file order (an entry rewritten
+ * them so they are deleted the same way. Small segments (a page with a few new snapshots, what a bridge polling every
+ * minute mostly writes) are merged the same way once a few have gathered, so the file count follows the live data,
+ * not the number of cycles. `scan` walks live entries segment by segment in file order (an entry rewritten
  * or compacted moves to a newer segment, so a walk meets it again rather than missing it); `vacuum` compacts every
  * segment holding a superseded entry, so no replaced version stays on disk.
  */
@@ -48,6 +50,16 @@ const COMPACT_LIVE_RATIO = 0.5;
 const DEFAULT_COMPACT_MIN_DEAD_BYTES = 4 * 1024 * 1024;
 /** About what a page of 100 snapshots already takes in the reusable write buffer, so compaction does not grow it. */
 const DEFAULT_COMPACT_BATCH_BYTES = 1024 * 1024;
+/**
+ * Segments with fewer live bytes than this count as small: about a third of a full page of 100 transactions, so the
+ * segments a backlog drain writes are never merged (no copying on the bridge's busiest path).
+ */
+const DEFAULT_MERGE_BELOW_BYTES = 128 * 1024;
+/**
+ * Small segments tolerated before they are merged. A merge copies at least this many into one segment, so each byte is
+ * copied a few times at most (log base 8 of the threshold over the page size) before its segment stops being small.
+ */
+const DEFAULT_MERGE_FAN_IN = 8;
 
 /** One header entry: key, byte offset (from the start of the body) and length of its line, newline excluded. */
 type HeaderEntry = [key: string, offset: number, length: number];
@@ -77,14 +89,31 @@ export interface FileSnapshotStoreOptions {
    * @default 1 MiB
    */
   readonly compactBatchBytes?: number;
+  /**
+   * Live bytes under which a segment counts as small (see {@link mergeFanIn}); at most half of `compactBatchBytes`.
+   * @default 128 KiB
+   */
+  readonly mergeBelowBytes?: number;
+  /**
+   * Small segments tolerated; one more and a putMany merges the oldest of them (a compaction batch at a time, within the
+   * same byte budget as compaction). Without it, a store written a few snapshots at a time kept a file per write.
+   * @default 8
+   */
+  readonly mergeFanIn?: number;
 }
 
 /** Reads the first line of a segment (its index) without reading the body. */
+/**
+ * The buffer headers are read into, reused (and kept when grown): opening a store reads one header per segment, and a
+ * zero-filled 64 KiB buffer each added tens of megabytes of garbage to opening a store of a thousand segments.
+ */
+let headerBuffer = Buffer.allocUnsafe(64 * 1024);
+
 function readHeader(file: string): { entries: HeaderEntry[]; bodyStart: number } {
-  // Synchronous, as every read here (see atomic.ts): opening a store reads one header per segment.
+  // Synchronous, as every read here (see atomic.ts), which is also what makes sharing headerBuffer safe.
   const fd = openSync(file, "r");
   try {
-    let buffer = Buffer.alloc(64 * 1024);
+    let buffer = headerBuffer;
     let filled = 0;
     for (;;) {
       const bytesRead = readSync(fd, buffer, filled, buffer.length - filled, filled);
@@ -97,9 +126,9 @@ function readHeader(file: string): { entries: HeaderEntry[]; bodyStart: number }
       }
       if (bytesRead === 0) throw new Error("segment header without newline");
       if (filled === buffer.length) {
-        const bigger = Buffer.alloc(buffer.length * 2);
+        const bigger = Buffer.allocUnsafe(buffer.length * 2);
         buffer.copy(bigger);
-        buffer = bigger;
+        buffer = headerBuffer = bigger;
       }
     }
   } finally {
@@ -166,6 +195,8 @@ export class FileSnapshotStore implements SnapshotStore {
   private liveBytes = 0;
   private readonly compactMinDeadBytes: number;
   private readonly compactBatchBytes: number;
+  private readonly mergeBelowBytes: number;
+  private readonly mergeFanIn: number;
   private nextId = 1;
   private nextSeq = 1;
   /** The store's id (STORE_ID_FILE), once read or made. */
@@ -180,6 +211,10 @@ export class FileSnapshotStore implements SnapshotStore {
     this.dir = path.join(stateDir, STATE_DIRS.snapshots);
     this.compactMinDeadBytes = options.compactMinDeadBytes ?? DEFAULT_COMPACT_MIN_DEAD_BYTES;
     this.compactBatchBytes = options.compactBatchBytes ?? DEFAULT_COMPACT_BATCH_BYTES;
+    // A merge fills a batch to over half its size before it stops, so at most half a batch counts as small: a merged
+    // segment is then never small itself, unless it took every small one.
+    this.mergeBelowBytes = Math.min(options.mergeBelowBytes ?? DEFAULT_MERGE_BELOW_BYTES, this.compactBatchBytes / 2);
+    this.mergeFanIn = Math.max(2, options.mergeFanIn ?? DEFAULT_MERGE_FAN_IN);
   }
 
   /** Number of snapshots currently stored. */
@@ -365,7 +400,7 @@ export class FileSnapshotStore implements SnapshotStore {
   vacuum(): Promise<void> {
     return this.serialised(async () => {
       await this.load();
-      while ((await this.compactBatch(1)) > 0);
+      while ((await this.compactBatch(this.sparse(1))) > 0);
       // Segments are deleted by plain unlinks (this pass's, and those of the putMany calls before it): the directory is
       // fsynced so none of them, with the replaced versions it holds, comes back after a power loss. No segment, no
       // directory (the store was never written).
@@ -415,11 +450,27 @@ export class FileSnapshotStore implements SnapshotStore {
     const written = await this.writeSnapshots(snapshots);
     // Copying as many bytes as the call wrote keeps up with the dead bytes it made; one batch is the least worth an fsync.
     let budget = Math.max(written, this.compactBatchBytes);
-    while (budget > 0 && this.compactionDue()) {
-      const copied = await this.compactBatch();
+    while (budget > 0) {
+      const from = this.compactionDue() ? this.sparse(COMPACT_LIVE_RATIO) : this.smallOnes();
+      if (from.length === 0) break;
+      const copied = await this.compactBatch(from);
       if (copied === 0) break;
       budget -= copied;
     }
+  }
+
+  /** Segments less than `liveRatio` live, sparsest first: what compaction copies from. */
+  private sparse(liveRatio: number): Segment[] {
+    return [...this.segments.values()]
+      .filter((s) => s.liveBytes < s.bodyBytes * liveRatio)
+      .sort((a, b) => a.liveBytes / a.bodyBytes - b.liveBytes / b.bodyBytes);
+  }
+
+  /** The small segments, oldest first, once there are more than `mergeFanIn` of them; otherwise none. */
+  private smallOnes(): Segment[] {
+    const small: Segment[] = [];
+    for (const segment of this.segments.values()) if (segment.liveBytes < this.mergeBelowBytes) small.push(segment);
+    return small.length > this.mergeFanIn ? small.sort(segmentOrder) : [];
   }
 
   /** Writes `snapshots` as one new segment; returns the bytes of its body. */
@@ -504,21 +555,18 @@ export class FileSnapshotStore implements SnapshotStore {
   }
 
   /**
-   * Copies the live entries of the sparsest segments (those less than `liveRatio` live), one batch at most, into a new
-   * segment; returns the bytes copied.
+   * Copies the live entries of segments `from`, in that order, one batch at most, into a new segment; returns the bytes
+   * copied.
    * A crash before the new segment is durable leaves the old ones as they were; after it, an old segment still on disk
    * only duplicates entries the new one (higher sequence number) holds byte for byte, and loading deletes it.
    */
-  private async compactBatch(liveRatio = COMPACT_LIVE_RATIO): Promise<number> {
+  private async compactBatch(from: readonly Segment[]): Promise<number> {
     await nextTurn();
-    const sparse = [...this.segments.values()]
-      .filter((s) => s.liveBytes < s.bodyBytes * liveRatio)
-      .sort((a, b) => a.liveBytes / a.bodyBytes - b.liveBytes / b.bodyBytes);
     // Pick first (keys and places only), then read: the batch's bytes are known before the buffer is taken.
     const picked: { segment: Segment; live: HeaderEntry[] }[] = [];
     let bytes = 0;
     let full = false;
-    for (const segment of sparse) {
+    for (const segment of from) {
       const live: HeaderEntry[] = [];
       const header = this.header(segment);
       for (const [key, offset, length] of header.entries) {

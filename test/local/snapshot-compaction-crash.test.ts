@@ -55,8 +55,16 @@ function page(call: number): Snapshot[] {
   return [snap(`transaction:cold-${call}`, call), ...[0, 1, 2].map((i) => snap(`transaction:hot-${(call + i) % 5}`, call))];
 }
 
+/** Page `call` of brand-new keys only: nothing dies, so every copy is a merge of small segments. */
+function newKeysPage(call: number): Snapshot[] {
+  return [snap(`transaction:new-${call}-a`, call), snap(`transaction:new-${call}-b`, call)];
+}
+
 describe("FileSnapshotStore compaction under crashes", () => {
-  it("loads the same snapshots for every key whichever rename or delete a crash comes before", async () => {
+  it.each([
+    ["compaction of dead bytes", page, options],
+    ["merges of small segments", newKeysPage, { ...options, mergeBelowBytes: 2 * 1024, mergeFanIn: 3 }],
+  ] as const)("loads the same snapshots for every key whichever rename or delete a crash comes before (%s)", async (_, page, options) => {
     const store = new FileSnapshotStore(path.join(dir, "live"), options);
     const model = new Map<SnapshotKey, Snapshot>();
     let compactions = 0;
@@ -122,8 +130,8 @@ describe("FileSnapshotStore compaction under crashes", () => {
     await expectReadsModel(new FileSnapshotStore(dir, options), model);
   });
 
-  it("opens no segment to read while a putMany of brand-new keys leaves nothing to compact", async () => {
-    const store = new FileSnapshotStore(dir, options);
+  it("opens no segment to read while a putMany of brand-new keys, in pages above the merge threshold, leaves nothing to compact", async () => {
+    const store = new FileSnapshotStore(dir, { ...options, mergeBelowBytes: 2 * 1024 });
     await store.putMany([snap("transaction:first", 0)]);
     const opened: string[] = [];
     fsSteps.listener = (step, file, flags) => {

@@ -100,10 +100,34 @@ describe("FileSnapshotStore compaction", () => {
     for (const [key, s] of model) expect(seen.get(key)).toBe(JSON.stringify(s));
   });
 
-  it("leaves a store of brand-new keys alone: one segment per putMany", async () => {
-    const store = new FileSnapshotStore(dir, options);
+  it("leaves a store of brand-new keys in pages above the merge threshold alone: one segment per putMany", async () => {
+    const store = new FileSnapshotStore(dir, { ...options, mergeBelowBytes: 8 * 1024 });
     for (let call = 0; call < 20; call++) await store.putMany(Array.from({ length: 10 }, (_, i) => snap(`transaction:t${call}-${i}`, call, 1000)));
     expect(await segmentFiles()).toHaveLength(20);
+  });
+
+  it("merges small segments once more than the fan-in gathered, so a store written a few snapshots at a time keeps few files", async () => {
+    // A bridge polling every minute writes a segment of a few new snapshots per cycle; each stays live, so compaction
+    // (dead bytes) never removed them: the directory held a file per cycle, read one by one whenever a store opened.
+    const tuned: FileSnapshotStoreOptions = { ...options, mergeBelowBytes: 8 * 1024, mergeFanIn: 4 };
+    const model = new Map<SnapshotKey, Snapshot>();
+    let store = new FileSnapshotStore(dir, tuned);
+    let written = 0;
+    for (let call = 0; call < 300; call++) {
+      if (call === 150) store = new FileSnapshotStore(dir, tuned);
+      const page = [snap(`transaction:t${call}-a`, call, 500), snap(`transaction:t${call}-b`, call, 900)];
+      await store.putMany(page);
+      for (const s of page) model.set(s.key, s);
+      written += liveBytes(new Map(page.map((s) => [s.key, s])));
+      // At most the fan-in of small segments, plus the large ones the live data fills.
+      expect((await segmentFiles()).length).toBeLessThanOrEqual(4 + liveBytes(model) / (8 * 1024) + 1);
+    }
+    expect((await segmentFiles()).length).toBeLessThan(300 / 4);
+    // Each byte is copied a few times at most: small segments merge into one at least fan-in times their size.
+    expect(await diskBytes()).toBeLessThanOrEqual(1.5 * liveBytes(model));
+    expect(written).toBe(liveBytes(model));
+    await expectReadsModel(store, model);
+    await expectReadsModel(new FileSnapshotStore(dir, tuned), model);
   });
 
   /**
@@ -143,14 +167,14 @@ describe("FileSnapshotStore compaction", () => {
   });
 
   it("does not compact while dead bytes are under the floor, though they outweigh the live ones", async () => {
-    const store = new FileSnapshotStore(dir, { compactMinDeadBytes: 64 * 1024, compactBatchBytes: BATCH });
+    const store = new FileSnapshotStore(dir, { compactMinDeadBytes: 64 * 1024, compactBatchBytes: BATCH, mergeBelowBytes: 0 });
     // Nine dead copies of the hot snapshot (~32 KB) beside ten small live ones: every segment stays as written.
     for (let call = 0; call < 10; call++) await store.putMany([snap("transaction:hot", call, 2000), snap(`transaction:cold-${call}`, call, 40)]);
     expect(await segmentFiles()).toHaveLength(10);
   });
 
   it("does not compact while dead bytes are under the live ones, though past the floor", async () => {
-    const store = new FileSnapshotStore(dir, { compactMinDeadBytes: 1024, compactBatchBytes: BATCH });
+    const store = new FileSnapshotStore(dir, { compactMinDeadBytes: 1024, compactBatchBytes: BATCH, mergeBelowBytes: 0 });
     for (let call = 0; call < 10; call++) await store.putMany(Array.from({ length: 10 }, (_, i) => snap(`transaction:t${call}-${i}`, call, 400)));
     const first = (await segmentFiles())[0];
     // Six of the first segment's ten rewritten: it is 40 % live (sparse), but the store holds far more live bytes than dead.
