@@ -188,6 +188,7 @@ export class DynamoQuarantine implements Quarantine {
   #decode(item: QuarantineItem): QuarantineRecord {
     try {
       const rawJson = item.rawz !== undefined ? gunzipSync(item.rawz).toString("utf8") : item.raw;
+      // A body cut when written comes back as the engine's CutQuarantineBody (shared/bridge/ports.ts).
       const raw: unknown =
         item.rawTruncatedFrom !== undefined
           ? { _truncated: { bytes: item.rawTruncatedFrom }, head: rawJson, ...(item.rawQashioId !== undefined ? { qashio_id: item.rawQashioId } : {}) }

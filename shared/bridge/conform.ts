@@ -8,7 +8,7 @@ import type { BridgeDeps } from "./deps.js";
 import { contentHash, recordHash } from "./hash.js";
 import { isJsonObject } from "../json-object.js";
 import { assertPiiPolicy, conformPii, conformPiiToBody, type PiiMode } from "./pii.js";
-import type { Snapshot } from "./ports.js";
+import type { CutQuarantineBody, Snapshot } from "./ports.js";
 
 /** Snapshots read (and at most rewritten) per store call. */
 export const DEFAULT_CONFORM_PAGE_SIZE = 100;
@@ -128,16 +128,36 @@ export async function conformSnapshots(
   return report("complete");
 }
 
+/** True for a body as a store hands back one it had to cut ({@link CutQuarantineBody}). */
+function isCutBody(raw: unknown): raw is CutQuarantineBody {
+  if (!isJsonObject(raw) || typeof raw["head"] !== "string") return false;
+  const truncated = raw["_truncated"];
+  return isJsonObject(truncated) && typeof truncated["bytes"] === "number";
+}
+
+/**
+ * A held quarantine body in the current PII form: `conformPiiToBody`, except for a body the store had to cut. Its head
+ * is JSON text cut short, written under the mode of its time: no path reaches the personal values in it, so it is
+ * masked whole, as a string outside every object is (`"[redacted]"`, or a hash; values already masked stay). Its
+ * size and `qashio_id` (not personal) stay, so the re-drive still reads the transaction again by it.
+ */
+function conformBody(raw: unknown, deps: Pick<BridgeDeps, "pii">): unknown {
+  if (!isCutBody(raw)) return conformPiiToBody(raw, deps.pii);
+  const head = conformPiiToBody(raw.head, deps.pii);
+  return head === raw.head ? raw : { ...raw, head };
+}
+
 /**
  * Rewrites the raw body of every quarantine record not in the current PII form (`conformPiiToBody`: masked as a
- * cycle masks it, values already masked kept): a record quarantined under an earlier mode would otherwise keep its cleartext until its item is found again,
+ * cycle masks it, values already masked kept; the head of a body the store had to cut masked whole, see
+ * {@link conformBody}): a record quarantined under an earlier mode would otherwise keep its cleartext until its item is found again,
  * which for an acknowledged transaction is never. Held records keep their id and first `at` (Quarantine.put); the
  * quarantine is small (an alarm fires while it holds anything), so it is read whole.
  */
 async function conformQuarantine(deps: Pick<BridgeDeps, "quarantine" | "pii">): Promise<number> {
   let rewritten = 0;
   for (const record of await deps.quarantine.list()) {
-    const raw = conformPiiToBody(record.raw, deps.pii);
+    const raw = conformBody(record.raw, deps);
     if (JSON.stringify(raw) === JSON.stringify(record.raw)) continue;
     await deps.quarantine.put({ ...record, raw });
     rewritten += 1;

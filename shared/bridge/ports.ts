@@ -139,10 +139,24 @@ export interface QuarantineRecord {
   /** Provider id of the entity when known. */
   readonly entityId?: string;
   readonly reason: string;
-  /** The provider body as received, its personal fields in the tenant's PII form when it was last found. */
+  /**
+   * The provider body as received, its personal fields in the tenant's PII form when it was last found; as `list`
+   * hands back one a store could not keep whole, a {@link CutQuarantineBody}.
+   */
   readonly raw: unknown;
   /** ISO 8601. */
   readonly at: string;
+}
+
+/**
+ * A quarantined body too large for the store to keep whole even compressed (DynamoDB's item limit), as its `list`
+ * hands it back: the byte length of the body's JSON text, the head of that text (cut short, so not JSON: its personal
+ * values cannot be found by path), and the body's `qashio_id`, kept whole for the re-drive, when it had one.
+ */
+export interface CutQuarantineBody {
+  readonly _truncated: { readonly bytes: number };
+  readonly head: string;
+  readonly qashio_id?: string;
 }
 
 export interface Quarantine {

@@ -222,6 +222,22 @@ describe("conformSnapshots", () => {
     expect((await conformSnapshots({ ...rig.deps, pii: HASH })).quarantineRewritten).toBe(0);
   });
 
+  it("masks whole the head of a body the store had to cut (JSON text cut short), keeping its size and qashio_id", async () => {
+    const rig = makeRig({ pii: { mode: "full" } });
+    const head = '{"id":"t1","qashio_id":"CT1","card_holder_name":"Ann Holder","card_holder_email":"ann@example.com","memo":"xxxx';
+    const cut = { _truncated: { bytes: 700_000 }, head, qashio_id: "CT1" };
+    await rig.quarantine.put({ id: "q1", kind: "transaction", reason: "publish: oversized", raw: cut, at: "2026-03-01T12:00:00Z" });
+
+    expect((await conformSnapshots({ ...rig.deps, pii: HASH })).quarantineRewritten).toBe(1);
+    const [hashed] = await rig.quarantine.list();
+    expect(hashed).toMatchObject({ id: "q1", at: "2026-03-01T12:00:00Z", raw: { _truncated: { bytes: 700_000 }, qashio_id: "CT1" } });
+    expect((hashed?.raw as { head: string }).head).toMatch(new RegExp(`^${HASH_PREFIX}[0-9a-f]{64}$`));
+    // Already masked: a second pass, in the same mode, changes nothing; under redact the hash becomes the marker.
+    expect((await conformSnapshots({ ...rig.deps, pii: HASH })).quarantineRewritten).toBe(0);
+    expect((await conformSnapshots({ ...rig.deps, pii: REDACT })).quarantineRewritten).toBe(1);
+    expect((await rig.quarantine.list())[0]?.raw).toEqual({ ...cut, head: REDACTED });
+  });
+
   it("passes on a cursor the store did not issue as its error", async () => {
     const rig = await rigWrittenUnderFull(1);
     await expect(conformSnapshots({ ...rig.deps, pii: REDACT }, { cursor: "garbage" })).rejects.toMatchObject({ name: "SnapshotCursorError" });

@@ -1,4 +1,4 @@
-import { randomUUID } from "node:crypto";
+import { randomBytes, randomUUID } from "node:crypto";
 import { gunzipSync } from "node:zlib";
 import { EventBridgeClient, PutEventsCommand, type PutEventsRequestEntry } from "@aws-sdk/client-eventbridge";
 import { ScanCommand } from "@aws-sdk/lib-dynamodb";
@@ -12,6 +12,7 @@ import { exchangeCode } from "../../shared/qashio/auth/oauth.js";
 import type { BridgeEventDetail } from "../../shared/bridge/ports.js";
 import { DynamoLeaseLock } from "../../shared/aws/lease-lock.js";
 import { DynamoQuarantine } from "../../shared/aws/quarantine.js";
+import { recordQashioId } from "../../shared/bridge/redrive.js";
 import { leaseNames } from "../../shared/aws/keys.js";
 import { awsError } from "../aws/support/fake-secrets-manager.js";
 import type { PollEvent, PollResult } from "../../shared/aws/handlers.js";
@@ -451,7 +452,7 @@ describe("poll-transactions handler", () => {
   });
 });
 
-/** Every item of the tenant's table as JSON text, snapshot objects stored gzip-compressed included. */
+/** Every item of the tenant's table as JSON text, snapshot objects and quarantine bodies stored gzip-compressed included. */
 async function storedText(): Promise<string> {
   const items: Record<string, unknown>[] = [];
   let start: Record<string, unknown> | undefined;
@@ -460,7 +461,8 @@ async function storedText(): Promise<string> {
     items.push(...(page.Items ?? []));
     start = page.LastEvaluatedKey;
   } while (start !== undefined);
-  return items.map(({ objz, ...item }) => JSON.stringify(item) + (objz instanceof Uint8Array ? gunzipSync(objz).toString("utf8") : "")).join("\n");
+  const unzipped = (bytes: unknown) => (bytes instanceof Uint8Array ? gunzipSync(bytes).toString("utf8") : "");
+  return items.map(({ objz, rawz, ...item }) => JSON.stringify(item) + unzipped(objz) + unzipped(rawz)).join("\n");
 }
 
 /** Cardholder names and emails of the sandbox company (on its cards and transactions). */
@@ -490,6 +492,29 @@ describe("poll-transactions conform-pii action", () => {
     await h.poller("cards")();
     expect(h.published).toHaveLength(published);
     expect(await h.poller("transactions")({ action: "conform-pii" })).toMatchObject({ outcome: "complete", rewritten: 0 });
+  });
+
+  it("masks the kept head of a quarantined body the table had to cut, written under full, once invoked after a switch to redact", async () => {
+    h.env.PII_MODE = "full";
+    const target = company().transactions.all().find((t) => t.client_sync_status === "not_synced");
+    if (target === undefined) throw new Error("no pending transaction");
+    // Random text barely compresses: its event is too large to publish, and its body too large for one item even gzipped.
+    h.sandbox.control.state.patchTransaction(company(), target.id, { memo: randomBytes(500 * 1024).toString("base64") });
+    expect(await h.poller("transactions")()).toMatchObject({ status: "completed", quarantined: 1 });
+    const quarantine = new DynamoQuarantine({ doc: h.table.doc, tableName: h.table.tableName, tenant: TENANT, clock: h.clock });
+    const [cut] = await quarantine.list();
+    expect(cut?.raw).toMatchObject({ _truncated: { bytes: expect.any(Number) }, head: expect.stringContaining(String(target.card_holder_email)) });
+    const personal = [target.card_holder_name, target.card_holder_email, target.employee_id].map(String);
+
+    h.env.PII_MODE = "redact";
+    expect(await h.poller("transactions")({ action: "conform-pii" })).toMatchObject({ outcome: "complete", quarantineRewritten: 1 });
+    const after = await storedText();
+    for (const value of personal) expect(after).not.toContain(value);
+    // Still a cut body, its qashio_id kept: the re-drive reads the transaction again by it.
+    const [masked] = await quarantine.list();
+    expect(masked).toMatchObject({ id: cut?.id, at: cut?.at, raw: { _truncated: { bytes: expect.any(Number) }, head: "[redacted]" } });
+    expect(recordQashioId(masked?.raw)).toBe(target.qashio_id);
+    expect(await h.poller("transactions")({ action: "conform-pii" })).toMatchObject({ outcome: "complete", quarantineRewritten: 0 });
   });
 
   it("stops at the invocation's deadline with a cursor, and invocations with the cursor finish the pass", async () => {
