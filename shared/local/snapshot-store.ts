@@ -102,13 +102,19 @@ export interface FileSnapshotStoreOptions {
   readonly mergeFanIn?: number;
 }
 
-/** Reads the first line of a segment (its index) without reading the body. */
+/** Bytes one read of a segment header takes at most: most headers (a page's is about 12 KB) come in the first. */
+const HEADER_READ_BYTES = 64 * 1024;
+
 /**
  * The buffer headers are read into, reused (and kept when grown): opening a store reads one header per segment, and a
  * zero-filled 64 KiB buffer each added tens of megabytes of garbage to opening a store of a thousand segments.
  */
-let headerBuffer = Buffer.allocUnsafe(64 * 1024);
+let headerBuffer = Buffer.allocUnsafe(HEADER_READ_BYTES);
 
+/**
+ * Reads the first line of a segment (its index) without reading the body: a read at a time of HEADER_READ_BYTES at
+ * most, whatever a larger header before grew the buffer to (reading as much would read whole bodies).
+ */
 function readHeader(file: string): { entries: HeaderEntry[]; bodyStart: number } {
   // Synchronous, as every read here (see atomic.ts), which is also what makes sharing headerBuffer safe.
   const fd = openSync(file, "r");
@@ -116,7 +122,7 @@ function readHeader(file: string): { entries: HeaderEntry[]; bodyStart: number }
     let buffer = headerBuffer;
     let filled = 0;
     for (;;) {
-      const bytesRead = readSync(fd, buffer, filled, buffer.length - filled, filled);
+      const bytesRead = readSync(fd, buffer, filled, Math.min(buffer.length - filled, HEADER_READ_BYTES), filled);
       filled += bytesRead;
       const newline = buffer.subarray(0, filled).indexOf(0x0a);
       if (newline >= 0) {

@@ -14,7 +14,7 @@ import type { FileSnapshotStoreOptions } from "../../shared/local/snapshot-store
 import { expectReadsModel, snapshotOf } from "./snapshot-fixtures.js";
 
 type Step = "rename" | "unlink" | "open";
-const fsSteps = vi.hoisted(() => ({ listener: undefined as ((step: Step, file: string, flags?: unknown) => void) | undefined }));
+const fsSteps = vi.hoisted(() => ({ listener: undefined as ((step: Step, file: string, flags?: unknown) => void) | undefined, bytesRead: 0 }));
 
 vi.mock("node:fs", async (importOriginal) => {
   const fs = await importOriginal<typeof NodeFs>();
@@ -31,6 +31,11 @@ vi.mock("node:fs", async (importOriginal) => {
     openSync: (...args: Parameters<typeof fs.openSync>) => {
       fsSteps.listener?.("open", String(args[0]), args[1]);
       return fs.openSync(...args);
+    },
+    readSync: (...args: unknown[]) => {
+      const bytes = (fs.readSync as (...a: unknown[]) => number)(...args);
+      fsSteps.bytesRead += bytes;
+      return bytes;
     },
   };
 });
@@ -139,5 +144,19 @@ describe("FileSnapshotStore compaction under crashes", () => {
     };
     for (let call = 1; call <= 30; call++) await store.putMany(Array.from({ length: 10 }, (_, i) => snap(`transaction:t${call}-${i}`, call)));
     expect(opened).toEqual([]);
+  });
+
+  it("reads the headers of a store's segments, not their bodies, when it opens, also after reading a header larger than one read", async () => {
+    // A segment of many small entries (qashio_id aliases a vacuum or compaction gathered) has a header over 64 KiB.
+    // Headers are read into one buffer that stays grown: later header reads must not read as much, whole bodies.
+    const alias = (i: number): Snapshot => ({ key: `transaction:qashio_id:CT${1_000_000_000 + i}`, hash: "h", object: { id: `t${i}` }, updatedAt: "2025-01-01T00:00:00.000Z" });
+    await new FileSnapshotStore(path.join(dir, "aliases")).putMany(Array.from({ length: 3000 }, (_, i) => alias(i)));
+    const pages = new FileSnapshotStore(path.join(dir, "pages"));
+    for (let page = 0; page < 5; page++) await pages.putMany(Array.from({ length: 10 }, (_, i) => snapshotOf(`transaction:p${page}-${i}`, 1, 40 * 1024)));
+    expect(await new FileSnapshotStore(path.join(dir, "aliases")).size()).toBe(3000);
+    fsSteps.bytesRead = 0;
+    expect(await new FileSnapshotStore(path.join(dir, "pages")).size()).toBe(50);
+    // Each segment's body is about 700 KB; its header, a few hundred bytes, comes in the first read of 64 KiB.
+    expect(fsSteps.bytesRead).toBeLessThanOrEqual(5 * 64 * 1024);
   });
 });
