@@ -438,6 +438,36 @@ describe("poll-transactions handler", () => {
     expect(await quarantine.size()).toBe(0);
   });
 
+  it("keeps an oversized change's record on every re-drive (restarting its retention) until the provider's change makes it fit (runbook, QuarantineNotEmpty)", async () => {
+    const poll = h.poller("transactions");
+    await poll();
+    const target = company().transactions.get(h.published[0]?.detail.subject.id ?? "");
+    if (target === undefined) throw new Error("no published transaction");
+    // One string no trimming can shorten: the change is refused for good and quarantined.
+    h.sandbox.control.state.patchTransaction(company(), target.id, { memo: "m".repeat(300_000) });
+    expect(await poll()).toMatchObject({ published: 0, quarantined: 1 });
+    const records = async () =>
+      ((await h.table.doc.send(new ScanCommand({ TableName: h.table.tableName }))).Items ?? []).filter((item) => String(item["pk"]).startsWith("QUAR#"));
+    const [held] = await records();
+    expect(held).toMatchObject({ entityId: target.id, reason: expect.stringMatching(/^publish: oversized: /) });
+
+    // Nothing to deploy: the re-drive reads the same transaction, keeps the record and restarts its retention.
+    h.sandbox.control.advanceClock(3_600);
+    const kept = await poll({ action: "redrive" });
+    expect(kept).toMatchObject({ outcome: "complete", published: 0, redriven: 0, kept: [held?.["sk"]] });
+    const [again] = await records();
+    expect(again?.["ttl"]).toBe((held?.["ttl"] as number) + 3_600);
+
+    // Changed at the provider into a form that fits: the next cycle publishes it, the next re-drive removes the record.
+    h.sandbox.control.state.patchTransaction(company(), target.id, { memo: "Shortened" });
+    h.published.length = 0;
+    expect(await poll()).toMatchObject({ published: 1, quarantined: 0 });
+    expect(h.published.map((e) => [e.detailType, e.detail.subject.id])).toEqual([["transaction.changed", target.id]]);
+    expect(await poll({ action: "redrive" })).toMatchObject({ outcome: "complete", published: 0, redriven: 1, kept: [] });
+    expect(await records()).toEqual([]);
+    expect(h.published).toHaveLength(1);
+  });
+
   it("never writes a token, the client secret or a cardholder name to its logs", async () => {
     await h.poller("transactions")();
     await h.poller("cards")();

@@ -954,6 +954,19 @@ describe("runbook", () => {
     expect(runbook).toMatch(/^## Re-driving a publish failure$/m);
   });
 
+  it("says what to do with the records a deploy and a re-drive cannot deliver: an oversized event, a transaction quarantined for validation", () => {
+    const runbook = readFileSync(join(REPO_ROOT, "docs", "runbook.md"), "utf8");
+    const section = /^## QuarantineNotEmpty$([\s\S]*?)^## /m.exec(runbook)?.[1] ?? "";
+    // A re-drive reads the same too-large transaction and keeps its record (restarting its retention): without this,
+    // "fix the cause, re-drive, never just delete" leaves the record and the alarm on for good.
+    expect(section).toMatch(/`publish: oversized: \.\.\.`[^]*no\s+deploy\s+fixes\s+it/);
+    expect(section).toMatch(/oversized[^]*changes\s+at\s+the\s+provider[^]*next\s+re-drive[^]*removes\s+the\s+record/);
+    // An acknowledged transaction is not listed again: the fix and the deletion of its record deliver nothing.
+    expect(section).toMatch(/`redrive`\s+does\s+not\s+take\s+`validation`\s+records/);
+    const redrive = /^## Re-driving a publish failure$([\s\S]*?)^## /m.exec(runbook)?.[1] ?? "";
+    expect(redrive).toMatch(/`publish: oversized`\s+record\s+is\s+kept\s+so\s+on\s+every\s+re-drive/);
+  });
+
   it("says how to find every generated name its commands need: queues, log groups, archive, webhook rules, schedules", () => {
     const runbook = readFileSync(join(REPO_ROOT, "docs", "runbook.md"), "utf8");
     const listed = [...runbook.matchAll(/^# (\S+)\.\.\.\s+(AWS::\S+)/gm)].map((m) => ({
