@@ -32,10 +32,18 @@ interface ProcessIdentity {
   readonly startTime: string;
 }
 
-/** Start time of `pid` in clock ticks since boot (field 22 of /proc/<pid>/stat); the command name may hold spaces. */
-function startTimeOf(pid: number): string | undefined {
+/**
+ * State (field 3: `R`, `S`, `Z` for a zombie, ...) and start time in clock ticks since boot (field 22) of `pid`, from
+ * /proc/<pid>/stat; the command name before them may hold spaces.
+ */
+function statOf(pid: number): { state: string | undefined; startTime: string | undefined } {
   const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19];
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return { state: fields[0], startTime: fields[19] };
+}
+
+function startTimeOf(pid: number): string | undefined {
+  return statOf(pid).startTime;
 }
 
 /** This process's identity, or undefined where /proc does not tell it (not Linux). */
@@ -50,7 +58,7 @@ const ownIdentity: ProcessIdentity | undefined = (() => {
 
 /**
  * True only when the lease's holder ran on this host, in this pid namespace, and is no longer running: its pid is
- * gone, or now belongs to a process started at another time. Anything uncertain (another host or container, no
+ * gone, a zombie, or now belongs to a process started at another time. Anything uncertain (another host or container, no
  * /proc, a permission error, a lease without identity) is false, so the lease then holds until it expires: taking a
  * live holder's lease would let two processes refresh the token family at once, which revokes it.
  */
@@ -61,7 +69,9 @@ function holderHasExited(lease: Lease): boolean {
   if (holder.host !== own.host || holder.pidNamespace !== own.pidNamespace) return false;
   if (lease.pid === process.pid) return holder.startTime !== own.startTime;
   try {
-    return startTimeOf(lease.pid) !== holder.startTime;
+    const { state, startTime } = statOf(lease.pid);
+    // A zombie (killed, not yet reaped by its parent) or a dead task has exited: it can no longer use the lease.
+    return startTime !== holder.startTime || state === "Z" || state === "X";
   } catch (err) {
     return (err as NodeJS.ErrnoException).code === "ENOENT";
   }

@@ -65,6 +65,18 @@ describe.runIf(onLinux)("FileLock with a holder that has exited", () => {
     expect(existsSync(path.join(dir, "locks", `${LOCK}.lock`))).toBe(false);
   });
 
+  it("takes over the lease of a holder killed and not yet reaped by its parent (a zombie): it has exited", async () => {
+    // `sleep 0` runs in the background, then its parent becomes `sleep 30`, which never waits: the child stays a zombie.
+    const parent = spawn("sh", ["-c", "sleep 0 & echo $!; exec sleep 30"], { stdio: ["ignore", "pipe", "ignore"] });
+    children.push(parent);
+    const pid = Number(await new Promise<string>((resolve) => parent.stdout!.once("data", (chunk: Buffer) => resolve(chunk.toString()))));
+    const state = () => readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.[0];
+    for (let i = 0; i < 200 && state() !== "Z"; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(state()).toBe("Z");
+    await writeLease(pid, identityOf(pid));
+    expect(await new FileLock(dir).tryAcquire(LOCK, 30_000)).toBeDefined();
+  });
+
   it("takes over a lease whose pid now belongs to another process (pid reused)", async () => {
     const other = await sleeper();
     await writeLease(other.pid!, identityOf(other.pid!, "1"));
