@@ -101,10 +101,11 @@ function withConfigurationOf(listed: Readonly<Record<string, unknown>>, before: 
 }
 
 /**
- * A card first seen while its single read failed (no snapshot to carry a configuration over from), with each
- * configuration object it lacks as `null`. Left out, they would make its snapshot one of the list's view, so the first
- * read that works would be taken for details turned on (a silent view change), and the card's configuration, a limit
- * changed in between included, would not be published; as `null`, that read publishes them as a change from `null`.
+ * A card whose single read failed and whose configuration was never read (first seen now, or its snapshot is of the
+ * list's view: details were off until now, or every read since failed), with each configuration object it lacks as
+ * `null`. Left out, they would make its snapshot one of the list's view, so the first read that works would be taken
+ * for details turned on (a silent view change), and the card's configuration, a limit changed in between included,
+ * would not be published; as `null`, that read publishes them as a change from `null`.
  */
 function withConfigurationUnknown(listed: Readonly<Record<string, unknown>>): Record<string, unknown> {
   const missing = [...DETAIL_ONLY_KEYS].filter((key) => !Object.hasOwn(listed, key));
@@ -374,7 +375,8 @@ class CardRun extends CycleRun {
       const before = snapshots.get(cardKey(listedItem.id));
       let item = listedItem;
       if (item.asListed) {
-        const object = before !== undefined ? withConfigurationOf(item.object, before.object) : withConfigurationUnknown(item.object);
+        const object =
+          before !== undefined && isDetailView(before.object) ? withConfigurationOf(item.object, before.object) : withConfigurationUnknown(item.object);
         if (object !== item.object) item = { ...item, object, hash: contentHash(object) };
       }
       if (before?.hash === item.hash) {

@@ -856,6 +856,40 @@ describe("pollCards with card details", () => {
     }
   });
 
+  it("publishes the configuration of a card whose reads failed since details were turned on once a read works: a limit change made meanwhile is not lost", async () => {
+    // The card was walked without details: its snapshot is of the list's view.
+    const rig = makeRig();
+    const id = rig.provider.addCard({ purchase_limits: limits(500) })["id"] as string;
+    await pollCards(rig.deps, { pageSize: 10 });
+    expect(rig.snapshots.data.get(`card:${id}`)?.object).not.toHaveProperty("purchase_limits");
+
+    // Details are turned on, and the card's reads fail (the endpoint rate-limits the new burst of reads past the
+    // client's retries): the walk takes it as listed.
+    const on = { ...rig.deps, cardDetails: true };
+    rig.provider.beforeCall = (call) => {
+      if (call.op === "readErpCard") throw Object.assign(new Error("429"), { name: "RateLimitedError", status: 429 });
+    };
+    await pollCards(on, { pageSize: 10 });
+    expect(rig.publisher.events).toEqual([]);
+
+    // Its spend limit changes, details still on, before the first walk whose read works.
+    rig.provider.changeCard(id, { purchase_limits: limits(900) });
+    rig.provider.beforeCall = () => undefined;
+    await pollCards(on, { pageSize: 10 });
+    expect(rig.publisher.events.map((e) => [e.detailType, e.detail.subject.id, e.detail.data.changes])).toEqual([
+      ["card.updated", id, [{ path: "/purchase_limits", before: null, after: limits(900) }]],
+    ]);
+    expect(parseEventDetail(rig.publisher.events[0]!.detail).success).toBe(true);
+
+    // Turning details on with reads that work stays a view change, and so does turning them off.
+    const other = rig.provider.addCard({ purchase_limits: limits(300) })["id"] as string;
+    await pollCards(rig.deps, { pageSize: 10 });
+    await pollCards(on, { pageSize: 10 });
+    await pollCards(rig.deps, { pageSize: 10 });
+    expect(rig.publisher.events).toHaveLength(1);
+    expect(rig.snapshots.data.get(`card:${other}`)?.object).not.toHaveProperty("purchase_limits");
+  });
+
   it("stops reading details for the rest of a walk once the first reads of a page all failed, and reads them again next walk", async () => {
     const rig = await walked(25);
     const reads = rig.provider.count("readErpCard");
