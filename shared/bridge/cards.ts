@@ -82,9 +82,13 @@ export const CARD_DETAIL_CONCURRENCY = 4;
 /** Members only a card's single read carries (spec §2.3): the configuration objects. */
 const DETAIL_ONLY_KEYS: ReadonlySet<string> = new Set(ERP_CARD_DETAIL_KEYS);
 
-/** A page entry after card details: `asListed` when its single read failed and the list's view stands in for it. */
+/**
+ * A page entry after card details: `asListed` when its single read failed and the list's view stands in for it;
+ * `unreadDetail` when that read answered something the bridge cannot take (quarantined, the card taken as listed).
+ */
 interface CardEntry extends PageEntry {
   readonly asListed?: true;
+  readonly unreadDetail?: { readonly raw: unknown; readonly reason: string };
 }
 
 /**
@@ -279,13 +283,14 @@ class CardRun extends CycleRun {
   /**
    * The page's cards as their single reads show them (see `CardCycleDeps.cardDetails`), read CARD_DETAIL_CONCURRENCY at
    * a time before anything is written, so a deadline met among them leaves the page whole for the next cycle. A listed
-   * card that fails validation stays as listed (it is quarantined as such); a read answering another card than asked
-   * is rejected. A card the read does not find (404: removed since it was listed, or one the provider lists but will not
-   * show) and a read that fails otherwise (after the client's retries; a token failure aside, which ends the cycle)
-   * leave the card as listed, `asListed`: its status and list members are still diffed, its configuration kept from
-   * its snapshot for a later walk, so one card the provider will not read cannot hold the walk. Once every read of a
-   * page failed, or the first CARD_DETAIL_CONCURRENCY reads of one failed with none answered, the rest of the walk
-   * (that page's reads not yet started included) reads none.
+   * card that fails validation stays as listed (it is quarantined as such). A card the read does not find (404: removed
+   * since it was listed, or one the provider lists but will not show), a read that fails otherwise (after the client's
+   * retries; a token failure aside, which ends the cycle), and a read answering what the bridge cannot take (no card,
+   * another card than asked, a card that fails validation: `unreadDetail`, quarantined) leave the card as listed,
+   * `asListed`: its status and list members are still diffed, its configuration kept from its snapshot for a later
+   * walk, so one card the provider will not read, or reads malformed, cannot hide its own suspension nor hold the
+   * walk. Once every read of a page failed, or the first CARD_DETAIL_CONCURRENCY reads of one failed with none
+   * answered, the rest of the walk (that page's reads not yet started included) reads none.
    */
   private async withDetails(entries: readonly PageEntry[]): Promise<CardEntry[]> {
     let failed = 0;
@@ -320,10 +325,14 @@ class CardRun extends CycleRun {
         return { ...entry, asListed: true };
       }
       answered += 1;
+      // An answer the bridge cannot take is quarantined, and the list's view of the card, valid, stands in for it.
+      const unreadable = (raw: unknown, reason: string): CardEntry => ({ ...entry, asListed: true, unreadDetail: { raw, reason } });
       const [detail] = pageEntries(page);
-      if (detail === undefined) return { raw: entry.raw, rejected: "(root): the card read answered no card" };
-      const answeredId = (detail.raw as Record<string, unknown> | null)?.["id"];
-      if (detail.rejected === undefined && answeredId !== id) return { raw: detail.raw, rejected: "id: the card read answered another card" };
+      if (detail === undefined) return unreadable(entry.raw, "(root): the card read answered no card");
+      if (detail.rejected !== undefined) return unreadable(detail.raw, detail.rejected);
+      if ((detail.raw as Record<string, unknown> | null)?.["id"] !== id) return unreadable(detail.raw, "id: the card read answered another card");
+      const checked = this.validators.card(detail.raw);
+      if (!checked.success) return unreadable(detail.raw, checked.reason);
       return detail;
     });
     if (failed > 0 && answered === 0) endDetails();
@@ -337,8 +346,15 @@ class CardRun extends CycleRun {
     const { deps } = this;
     const entries: readonly CardEntry[] = deps.cardDetails === true ? await this.withDetails(listed) : listed;
     const quarantine: QuarantineRecord[] = [];
+    /** Records of detail reads the bridge could not take: their cards are walked as listed, so not counted as handled again. */
+    let unreadDetails = 0;
     const items: { id: string; object: Record<string, unknown>; hash: string; asListed?: true }[] = [];
-    for (const { raw, rejected, asListed } of entries) {
+    for (const { raw, rejected, asListed, unreadDetail } of entries) {
+      if (unreadDetail !== undefined) {
+        const detailId = (unreadDetail.raw as Record<string, unknown> | null)?.["id"];
+        quarantine.push(this.quarantineRecord("card", "validation", unreadDetail.reason, unreadDetail.raw, typeof detailId === "string" ? detailId : undefined));
+        unreadDetails += 1;
+      }
       const result = rejected === undefined ? this.validators.card(raw) : { success: false as const, reason: rejected };
       if (!result.success) {
         const rawId = (raw as Record<string, unknown> | null)?.["id"];
@@ -352,7 +368,7 @@ class CardRun extends CycleRun {
       this.seen.add(id);
       items.push({ id, object, hash: contentHash(object), ...(asListed ? { asListed } : {}) });
     }
-    this.report.handled += items.length + quarantine.length;
+    this.report.handled += items.length + quarantine.length - unreadDetails;
     await this.quarantine(quarantine);
     if (items.length === 0) return;
 

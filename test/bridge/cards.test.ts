@@ -770,7 +770,7 @@ describe("pollCards with card details", () => {
     expect(rig.snapshots.data.get(`card:${first}`)?.object).not.toHaveProperty("purchase_limits");
   });
 
-  it("takes a card its read does not find (404) as listed, and quarantines a detail that is invalid or another card's", async () => {
+  it("takes a card its read does not find (404) as listed, and one whose read is invalid or another card's too, quarantining that read", async () => {
     const rig = await walked(4);
     const [gone, malformed, swapped, fine] = rig.provider.cards.map((c) => c["id"] as string);
     for (const id of [gone, malformed, swapped, fine]) rig.provider.changeCard(id!, { status: "Suspended" });
@@ -783,23 +783,59 @@ describe("pollCards with card details", () => {
     };
     const report = await pollCards(rig.deps, { pageSize: 10 });
     expect(report.outcome).toBe("complete");
-    // The list's view of the card not found is the latest there is: its suspension is published, limits kept.
+    // The list's view of a card not found, or read as nothing the bridge can take, is the latest there is: its
+    // suspension is published, limits kept.
     expect(rig.publisher.events.map((e) => [e.detailType, e.detail.subject.id]).sort()).toEqual(
       [
         ["card.suspended", gone],
+        ["card.suspended", malformed],
+        ["card.suspended", swapped],
         ["card.suspended", fine],
       ].sort(),
     );
+    expect(report).toMatchObject({ handled: 4, quarantined: 2 });
     expect([...rig.quarantine.records.values()].map((r) => [r.entityId, r.reason]).sort()).toEqual(
       [
         [malformed, "validation: status: expected string"],
         [fine, "validation: id: the card read answered another card"],
       ].sort(),
     );
-    expect(rig.snapshots.data.get(`card:${gone}`)?.object["status"]).toBe("Suspended");
-    expect(rig.snapshots.data.get(`card:${gone}`)?.object["purchase_limits"]).toEqual(limits(500));
-    expect(rig.metrics.sum("CardDetailsUnread")).toBe(1);
+    for (const id of [gone, malformed, swapped]) {
+      expect(rig.snapshots.data.get(`card:${id}`)?.object["status"]).toBe("Suspended");
+      expect(rig.snapshots.data.get(`card:${id}`)?.object["purchase_limits"]).toEqual(limits(500));
+    }
+    expect(rig.metrics.sum("CardDetailsUnread")).toBe(3);
     expect(rig.metrics.sum("ProviderErrors")).toBe(0);
+  });
+
+  it("publishes the suspension the list shows of a card whose detail read fails its schema, quarantines that read, and publishes the limit once a read is valid", async () => {
+    const rig = await walked(2);
+    const [malformed, fine] = rig.provider.cards.map((c) => c["id"] as string);
+    rig.provider.changeCard(malformed!, { status: "Suspended" });
+    // The provider's single read of the card carries a configuration object the schema refuses; its list entry is fine.
+    const read = rig.provider.readErpCard.bind(rig.provider);
+    rig.provider.readErpCard = async (id) => {
+      if (id !== malformed) return read(id);
+      const raw = { ...((await read(id)).data[0] as Record<string, unknown>), purchase_limits: { ...limits(900), amount: "n/a" } };
+      return { data: [], invalid: [{ index: 0, raw, issues: [{ path: "purchase_limits.amount", message: "expected number" }] }] };
+    };
+    const report = await pollCards(rig.deps, { pageSize: 10 });
+    expect(report.outcome).toBe("complete");
+    expect(rig.publisher.events.map((e) => [e.detailType, e.detail.subject.id, e.detail.data.changes?.map((c) => c.path)])).toEqual([
+      ["card.suspended", malformed, ["/status"]],
+    ]);
+    expect([...rig.quarantine.records.values()].map((r) => [r.entityId, r.reason])).toEqual([[malformed, "validation: purchase_limits.amount: expected number"]]);
+    // Its limits stay as last read, so the first valid read finds their change.
+    expect(rig.snapshots.data.get(`card:${malformed}`)?.object["purchase_limits"]).toEqual(limits(500));
+    expect(rig.metrics.sum("CardDetailsUnread")).toBe(1);
+
+    rig.provider.readErpCard = read;
+    rig.provider.changeCard(malformed!, { purchase_limits: limits(900) });
+    await pollCards(rig.deps, { pageSize: 10 });
+    expect(rig.publisher.events.slice(1).map((e) => [e.detailType, e.detail.subject.id, e.detail.data.changes])).toEqual([
+      ["card.updated", malformed, [{ path: "/purchase_limits/amount", before: 500, after: 900 }]],
+    ]);
+    expect(rig.snapshots.data.has(`card:${fine}`)).toBe(true);
   });
 
   it("takes a card whose detail read keeps failing as listed: its suspension is published, its limits kept, and the walk goes on", async () => {
