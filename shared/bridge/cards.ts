@@ -300,7 +300,12 @@ class CardRun extends CycleRun {
       this.detailsFailing = true;
       this.deps.logger.warn("card detail reads of a page all failed; the rest of this walk takes cards as listed", { failed });
     };
-    const read = await mapLimit(entries, CARD_DETAIL_CONCURRENCY, async (entry): Promise<CardEntry> => {
+    // Reads start at a random card of the page and wrap around: cards whose reads keep failing at the head of a page
+    // would otherwise be the first reads of every walk, end details for it each time, and hold back the limit changes
+    // of every card after them for as long as they fail.
+    const start = Math.floor(Math.random() * entries.length);
+    const rotated = entries.length === 0 ? entries : [...entries.slice(start), ...entries.slice(0, start)];
+    const readRotated = await mapLimit(rotated, CARD_DETAIL_CONCURRENCY, async (entry): Promise<CardEntry> => {
       const listed = entry.rejected === undefined ? this.validators.card(entry.raw) : undefined;
       if (!listed?.success) return entry;
       if (this.detailsFailing) return { ...entry, asListed: true };
@@ -335,6 +340,8 @@ class CardRun extends CycleRun {
       if (!checked.success) return unreadable(detail.raw, checked.reason);
       return detail;
     });
+    // Back in page order: the walk's cursor and the events follow the list.
+    const read = [...readRotated.slice(entries.length - start), ...readRotated.slice(0, entries.length - start)];
     if (failed > 0 && answered === 0) endDetails();
     // Cards whose limits this walk could not see: persistent, it alarms (CardDetailsUnread).
     const unread = read.reduce((count, entry) => count + (entry.asListed === true ? 1 : 0), 0);

@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { CARD_DETAIL_CONCURRENCY, cardEventType, pollCards, walkCursorKey } from "../../shared/bridge/cards.js";
 import { parseEventDetail } from "../../shared/bridge/events/schemas.js";
 import { CycleAbortedError, ReauthorizationNeededError } from "../../shared/bridge/errors.js";
@@ -947,6 +947,35 @@ describe("pollCards with card details", () => {
     await pollCards(rig.deps, { pageSize: 10 });
     expect(rig.provider.count("readErpCard") - reads).toBe(CARD_DETAIL_CONCURRENCY + 25);
     expect(rig.metrics.sum("CardDetailsUnread")).toBe(25);
+  });
+
+  it("starts a page's reads at a random card, so cards whose reads keep failing at its head do not hold back the others' limit changes", async () => {
+    const rig = await walked(14);
+    const ids = rig.provider.cards.map((c) => c["id"] as string);
+    // The page's first four cards (as many reads as run at once) keep failing, every walk.
+    const failing = new Set(ids.slice(0, CARD_DETAIL_CONCURRENCY));
+    rig.provider.beforeCall = (call) => {
+      if (call.op === "readErpCard" && failing.has(call.id)) throw Object.assign(new Error("500"), { name: "ProviderError", status: 500 });
+    };
+    const changed = ids.at(-1)!;
+    rig.provider.changeCard(changed, { purchase_limits: limits(800) });
+    const random = vi.spyOn(Math, "random");
+    try {
+      // Reads starting at the head: four failures and none answered end details for the walk; the change waits.
+      random.mockReturnValue(0);
+      await pollCards(rig.deps, { pageSize: 20 });
+      expect(rig.publisher.events).toEqual([]);
+      // Starting elsewhere, reads answer: the change goes out although the same four cards still fail.
+      random.mockReturnValue(0.5);
+      await pollCards(rig.deps, { pageSize: 20 });
+    } finally {
+      random.mockRestore();
+    }
+    expect(rig.publisher.events.map((e) => [e.detailType, e.detail.subject.id, e.detail.data.changes])).toEqual([
+      ["card.updated", changed, [{ path: "/purchase_limits/amount", before: 500, after: 800 }]],
+    ]);
+    // Events and snapshots still follow the page's order; every card but the failing ones was read.
+    expect(rig.metrics.sum("CardDetailsUnread")).toBe(14 + CARD_DETAIL_CONCURRENCY);
   });
 
   it("still ends the cycle when a detail read fails for the token (a revoked family is never taken as a card fault)", async () => {
