@@ -13,6 +13,7 @@ import type { BridgeEvent, EntityKind, PublishFailure, QuarantineRecord, Snapsho
 import { emptyReport, type CycleReport } from "./report.js";
 import { cardValidator, requireObjectWithId, type Validators } from "./validate.js";
 import { applyPii, applyPiiToBody, assertPiiPolicy, type PiiPolicy } from "./pii.js";
+import { isJsonObject } from "../json-object.js";
 import type { ProviderCallOptions, ProviderPage } from "./provider.js";
 
 /** What kind of run a CycleRun is, as its log line, its metrics and a CycleAbortedError's message need it. */
@@ -266,8 +267,19 @@ export function quarantineReason(cause: "validation" | "publish", reason: string
 }
 
 /**
+ * A transaction's raw body without the provider's sync bookkeeping (`client_sync_status`, which flips on every
+ * acknowledge): the same bad version listed `not_synced`, listed `outdated` or read back `synced` by a re-drive is one
+ * quarantine record, not three.
+ */
+export function withoutSyncStatus(raw: unknown): unknown {
+  if (!isJsonObject(raw) || !Object.hasOwn(raw, "client_sync_status")) return raw;
+  const { client_sync_status: _volatile, ...rest } = raw;
+  return rest;
+}
+
+/**
  * The id of a quarantine record: tenant, entity kind, cause (`validation` or `publish`) and the content hash of the raw
- * body with every personal field (PERSONAL_FIELDS) redacted, in a body of any shape (applyPiiToBody), whatever the
+ * body (a transaction's {@link withoutSyncStatus}) with every personal field (PERSONAL_FIELDS) redacted, in a body of any shape (applyPiiToBody), whatever the
  * tenant's PII mode and salt. So the same bad input found again keeps its id across a mode switch (full, redact, hash)
  * or a new salt, and the id carries no personal value: a hash over the cleartext would let anyone holding the stored
  * (masked) record confirm a guessed name or email by hashing it with the rest of the record, which is what `hash`
@@ -283,7 +295,7 @@ export function quarantineReason(cause: "validation" | "publish", reason: string
  * ```
  */
 export function quarantineId(tenant: string, kind: EntityKind, cause: "validation" | "publish", raw: unknown): string {
-  const form = applyPiiToBody(raw, ID_FORM);
+  const form = applyPiiToBody(kind === "transaction" ? withoutSyncStatus(raw) : raw, ID_FORM);
   return uuidFromHex(sha256Hex(`${tenant}\u0000${kind}\u0000${cause}\u0000${contentHash(form)}`));
 }
 

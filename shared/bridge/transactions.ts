@@ -7,7 +7,7 @@ import { contentHash, recordHash, releaseJson } from "./hash.js";
 import { applyPiiInPlace, conformPii, type PiiPolicy } from "./pii.js";
 import { diffObjects, type Change } from "./diff.js";
 import { isJsonObject } from "../json-object.js";
-import { CycleRun, isTokenFailure, lastModified, nextSequence, providerRefusal, statusOf, storedSequence, versionTime, type RunKind } from "./cycle.js";
+import { CycleRun, isTokenFailure, lastModified, nextSequence, providerRefusal, statusOf, storedSequence, versionTime, withoutSyncStatus, type RunKind } from "./cycle.js";
 import { RecentIds } from "./recent-ids.js";
 import { DEFAULT_MAX_PAGES, type CycleOptions, type TransactionCycleDeps } from "./deps.js";
 import type { BridgeEvent, PublishFailure, QuarantineRecord, Snapshot, SnapshotKey } from "./ports.js";
@@ -114,16 +114,6 @@ const ACKNOWLEDGEABLE_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-
 
 function optionalString(value: unknown): string | undefined {
   return typeof value === "string" && value !== "" ? value : undefined;
-}
-
-/**
- * The raw body without the provider's sync bookkeeping: a version whose publish fails again on a re-drive (read back
- * `synced`) then keeps the quarantine id it got when pulled.
- */
-function withoutSyncStatus(raw: unknown): unknown {
-  if (!isJsonObject(raw)) return raw;
-  const { client_sync_status: _volatile, ...rest } = raw;
-  return rest;
 }
 
 const ACK_ID_FIELD = /^transaction_ids\.(\d+)$/;

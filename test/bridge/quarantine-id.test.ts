@@ -23,6 +23,14 @@ describe("quarantineId", () => {
     expect(quarantineId("acme", "card", "validation", other)).toBe(quarantineId("acme", "card", "validation", raw));
   });
 
+  it("leaves out client_sync_status: the same bad transaction listed not_synced, listed outdated or re-read by a re-drive is one record", () => {
+    const transaction = { id: "6f1c2d3e-0000-4000-8000-000000000001", qashio_id: "CT1", billing_amount: "not a number" };
+    const ids = ["not_synced", "outdated", "synced", undefined].map((status) =>
+      quarantineId("acme", "transaction", "validation", status === undefined ? transaction : { ...transaction, client_sync_status: status }),
+    );
+    expect(new Set(ids).size).toBe(1);
+  });
+
   it("differs by tenant, entity kind, cause and any member that is not personal", () => {
     const id = quarantineId("acme", "card", "validation", raw);
     expect(new Set([
