@@ -974,8 +974,28 @@ describe("pollCards with card details", () => {
     expect(rig.publisher.events.map((e) => [e.detailType, e.detail.subject.id, e.detail.data.changes])).toEqual([
       ["card.updated", changed, [{ path: "/purchase_limits/amount", before: 500, after: 800 }]],
     ]);
-    // Events and snapshots still follow the page's order; every card but the failing ones was read.
+    // Every card but the failing ones was read (page order: see the next test).
     expect(rig.metrics.sum("CardDetailsUnread")).toBe(14 + CARD_DETAIL_CONCURRENCY);
+  });
+
+  it("publishes a page's events in list order whichever card its reads start at", async () => {
+    for (const start of [1, 2, 3]) {
+      const rig = await walked(5);
+      const ids = rig.provider.cards.map((c) => c["id"] as string);
+      for (const id of ids) rig.provider.changeCard(id, { purchase_limits: limits(900) });
+      const reads = rig.provider.count("readErpCard");
+      const random = vi.spyOn(Math, "random").mockReturnValue(start / ids.length);
+      try {
+        await pollCards(rig.deps, { pageSize: 10 });
+      } finally {
+        random.mockRestore();
+      }
+      // Read from the drawn card, wrapping round; published in the page's order all the same.
+      const read = rig.provider.calls.slice(-ids.length).map((call) => (call.op === "readErpCard" ? call.id : undefined));
+      expect(rig.provider.count("readErpCard") - reads).toBe(ids.length);
+      expect(read).toEqual([...ids.slice(start), ...ids.slice(0, start)]);
+      expect(rig.publisher.events.map((e) => e.detail.subject.id)).toEqual(ids);
+    }
   });
 
   it("still ends the cycle when a detail read fails for the token (a revoked family is never taken as a card fault)", async () => {
