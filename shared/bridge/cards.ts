@@ -105,19 +105,13 @@ function withConfigurationOf(listed: Readonly<Record<string, unknown>>, before: 
 }
 
 /**
- * A card whose single read failed and whose configuration was never read (first seen now, or its snapshot is of the
- * list's view: details were off until now, or every read since failed), with each configuration object it lacks as
- * `null`. Left out, they would make its snapshot one of the list's view, so the first read that works would be taken
- * for details turned on (a silent view change), and the card's configuration, a limit changed in between included,
- * would not be published; as `null`, that read publishes them as a change from `null`.
+ * The configuration of a card whose configuration was never read (first seen while its read fails, or its snapshot is
+ * of the list's view: details were off until now, or every read since failed): each object `null`. Left out, they
+ * would make its snapshot one of the list's view, so the first read that works would be taken for details turned on (a
+ * silent view change), and the card's configuration, a limit changed in between included, would not be published; as
+ * `null`, that read publishes them as a change from `null`.
  */
-function withConfigurationUnknown(listed: Readonly<Record<string, unknown>>): Record<string, unknown> {
-  const missing = [...DETAIL_ONLY_KEYS].filter((key) => !Object.hasOwn(listed, key));
-  if (missing.length === 0) return listed;
-  const object = { ...listed };
-  for (const key of missing) object[key] = null;
-  return object;
-}
+const UNKNOWN_CONFIGURATION: Readonly<Record<string, unknown>> = Object.freeze(Object.fromEntries([...DETAIL_ONLY_KEYS].map((key) => [key, null])));
 
 /** True when a card object was taken from a single read: it carries at least one configuration object. */
 function isDetailView(object: Readonly<Record<string, unknown>>): boolean {
@@ -398,8 +392,7 @@ class CardRun extends CycleRun {
       const before = snapshots.get(cardKey(listedItem.id));
       let item = listedItem;
       if (item.asListed) {
-        const object =
-          before !== undefined && isDetailView(before.object) ? withConfigurationOf(item.object, before.object) : withConfigurationUnknown(item.object);
+        const object = withConfigurationOf(item.object, before !== undefined && isDetailView(before.object) ? before.object : UNKNOWN_CONFIGURATION);
         if (object !== item.object) item = { ...item, object, hash: contentHash(object) };
       }
       if (before?.hash === item.hash) {
