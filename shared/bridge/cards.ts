@@ -22,6 +22,8 @@ export type CardCycleMode = "full" | "suspended-only";
 export interface CardCycleOptions extends CycleOptions {
   /** @default "full" */
   readonly mode?: CardCycleMode;
+  /** Where in each page the detail reads start, as a fraction in [0, 1) (tests pass a seeded one). @default Math.random */
+  readonly random?: () => number;
 }
 
 /** Start of every snapshot key the card cycle reads or writes (cards and its walk cursors): what the AWS card poller's role is scoped to. */
@@ -84,11 +86,12 @@ const DETAIL_ONLY_KEYS: ReadonlySet<string> = new Set(ERP_CARD_DETAIL_KEYS);
 
 /**
  * A page entry after card details: `asListed` when its single read failed and the list's view stands in for it;
- * `unreadDetail` when that read answered something the bridge cannot take (quarantined, the card taken as listed).
+ * `rejectedDetail` when that read answered something the bridge cannot take (quarantined under the card asked for,
+ * the card taken as listed).
  */
 interface CardEntry extends PageEntry {
   readonly asListed?: true;
-  readonly unreadDetail?: { readonly raw: unknown; readonly reason: string };
+  readonly rejectedDetail?: { readonly cardId: string; readonly raw: unknown; readonly reason: string };
 }
 
 /**
@@ -280,7 +283,7 @@ class CardRun extends CycleRun {
    * card that fails validation stays as listed (it is quarantined as such). A card the read does not find (404: removed
    * since it was listed, or one the provider lists but will not show), a read that fails otherwise (after the client's
    * retries; a token failure aside, which ends the cycle), and a read answering what the bridge cannot take (no card,
-   * another card than asked, a card that fails validation: `unreadDetail`, quarantined) leave the card as listed,
+   * another card than asked, a card that fails validation: `rejectedDetail`, quarantined) leave the card as listed,
    * `asListed`: its status and list members are still diffed, its configuration kept from its snapshot for a later
    * walk, so one card the provider will not read, or reads malformed, cannot hide its own suspension nor hold the
    * walk. Once every read of a page failed, or the first CARD_DETAIL_CONCURRENCY reads of one failed with none
@@ -297,7 +300,7 @@ class CardRun extends CycleRun {
     // Reads start at a random card of the page and wrap around: cards whose reads keep failing at the head of a page
     // would otherwise be the first reads of every walk, end details for it each time, and hold back the limit changes
     // of every card after them for as long as they fail.
-    const start = Math.floor(Math.random() * entries.length);
+    const start = Math.floor((this.options.random ?? Math.random)() * entries.length);
     const rotated = entries.length === 0 ? entries : [...entries.slice(start), ...entries.slice(0, start)];
     const readRotated = await mapLimit(rotated, CARD_DETAIL_CONCURRENCY, async (entry): Promise<CardEntry> => {
       const listed = entry.rejected === undefined ? this.validators.card(entry.raw) : undefined;
@@ -325,13 +328,13 @@ class CardRun extends CycleRun {
       }
       answered += 1;
       // An answer the bridge cannot take is quarantined, and the list's view of the card, valid, stands in for it.
-      const unreadable = (raw: unknown, reason: string): CardEntry => ({ ...entry, asListed: true, unreadDetail: { raw, reason } });
+      const rejected = (raw: unknown, reason: string): CardEntry => ({ ...entry, asListed: true, rejectedDetail: { cardId: id, raw, reason } });
       const [detail] = pageEntries(page);
-      if (detail === undefined) return unreadable(entry.raw, "(root): the card read answered no card");
-      if (detail.rejected !== undefined) return unreadable(detail.raw, detail.rejected);
-      if ((detail.raw as Record<string, unknown> | null)?.["id"] !== id) return unreadable(detail.raw, "id: the card read answered another card");
+      if (detail === undefined) return rejected(entry.raw, "(root): the card read answered no card");
+      if (detail.rejected !== undefined) return rejected(detail.raw, detail.rejected);
+      if ((detail.raw as Record<string, unknown> | null)?.["id"] !== id) return rejected(detail.raw, "id: the card read answered another card");
       const checked = this.validators.card(detail.raw);
-      if (!checked.success) return unreadable(detail.raw, checked.reason);
+      if (!checked.success) return rejected(detail.raw, checked.reason);
       return detail;
     });
     // Back in page order: the walk's cursor and the events follow the list.
@@ -348,13 +351,13 @@ class CardRun extends CycleRun {
     const entries: readonly CardEntry[] = deps.cardDetails === true ? await this.withDetails(listed) : listed;
     const quarantine: QuarantineRecord[] = [];
     /** Records of detail reads the bridge could not take: their cards are walked as listed, so not counted as handled again. */
-    let unreadDetails = 0;
+    let rejectedDetails = 0;
     const items: { id: string; object: Record<string, unknown>; hash: string; asListed?: true }[] = [];
-    for (const { raw, rejected, asListed, unreadDetail } of entries) {
-      if (unreadDetail !== undefined) {
-        const detailId = (unreadDetail.raw as Record<string, unknown> | null)?.["id"];
-        quarantine.push(this.quarantineRecord("card", "validation", unreadDetail.reason, unreadDetail.raw, typeof detailId === "string" ? detailId : undefined));
-        unreadDetails += 1;
+    for (const { raw, rejected, asListed, rejectedDetail } of entries) {
+      if (rejectedDetail !== undefined) {
+        // Under the card asked for, whose read is broken: an answer naming another card would send ops to the wrong one.
+        quarantine.push(this.quarantineRecord("card", "validation", rejectedDetail.reason, rejectedDetail.raw, rejectedDetail.cardId));
+        rejectedDetails += 1;
       }
       const result = rejected === undefined ? this.validators.card(raw) : { success: false as const, reason: rejected };
       if (!result.success) {
@@ -369,7 +372,7 @@ class CardRun extends CycleRun {
       this.seen.add(id);
       items.push({ id, object, hash: contentHash(object), ...(asListed ? { asListed } : {}) });
     }
-    this.report.handled += items.length + quarantine.length - unreadDetails;
+    this.report.handled += items.length + quarantine.length - rejectedDetails;
     await this.quarantine(quarantine);
     if (items.length === 0) return;
 

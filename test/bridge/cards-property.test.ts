@@ -19,6 +19,8 @@ type Step =
       /** Card details on for this walk (a limit change shows only then; turning them on or off is a view change). */
       readonly details: boolean;
       readonly pageSize: number;
+      /** Where in a page its detail reads start (drawn here, so a failing seed replays it). */
+      readonly readFrom: number;
       readonly crash: { readonly at: number; readonly after: boolean } | null;
       readonly failure: "none" | "retryable" | "permanent";
       readonly failPick: number;
@@ -37,6 +39,7 @@ const stepArb: fc.Arbitrary<Step> = fc.oneof(
     mode: fc.constantFrom("full" as const, "full" as const, "suspended-only" as const),
     details: fc.boolean(),
     pageSize: fc.integer({ min: 1, max: 4 }),
+    readFrom: fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }),
     crash: fc.option(fc.record({ at: fc.nat({ max: 8 }), after: fc.boolean() }), { nil: null }),
     failure: fc.constantFrom("none" as const, "none" as const, "retryable" as const, "permanent" as const),
     failPick: fc.nat(),
@@ -69,7 +72,7 @@ describe("card cycle property", () => {
           const crash = new CrashPoint(step.crash ?? undefined);
           const { snapshots, publisher, quarantine } = crashingPorts(rig.deps, crash);
           try {
-            await pollCards({ ...rig.deps, snapshots, publisher, quarantine, cardDetails: step.details }, { mode: step.mode, pageSize: step.pageSize });
+            await pollCards({ ...rig.deps, snapshots, publisher, quarantine, cardDetails: step.details }, { mode: step.mode, pageSize: step.pageSize, random: () => step.readFrom });
           } catch (error) {
             if (!(error instanceof CycleAbortedError && error.cause instanceof SimulatedCrash)) throw error;
             crashed += 1;
@@ -95,7 +98,7 @@ describe("card cycle property", () => {
   it("publishes every limit amount a detail read saw, in order, whatever reads failed (5xx, 404) on the walks between, details on from the start or turned on later", async () => {
     type LimitStep =
       | { readonly kind: "limit"; readonly pick: number; readonly amount: number }
-      | { readonly kind: "walk"; readonly failing: readonly boolean[]; readonly notFound: boolean; readonly pageSize: number };
+      | { readonly kind: "walk"; readonly failing: readonly boolean[]; readonly notFound: boolean; readonly pageSize: number; readonly readFrom: number };
     const limitStepArb: fc.Arbitrary<LimitStep> = fc.oneof(
       fc.record({ kind: fc.constant("limit" as const), pick: fc.nat(), amount: fc.constantFrom(100, 200, 300) }),
       fc.record({
@@ -103,6 +106,7 @@ describe("card cycle property", () => {
         failing: fc.array(fc.boolean(), { minLength: 6, maxLength: 6 }),
         notFound: fc.boolean(),
         pageSize: fc.integer({ min: 1, max: 6 }),
+        readFrom: fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }),
       }),
     );
     const limits = (amount: number) => ({ enabled: true, amount, frequency: "MONTHLY", limit_currency: "AED", number_of_purchases: null });
@@ -135,7 +139,7 @@ describe("card cycle property", () => {
             }
             readOk.add(call.id);
           };
-          expect((await pollCards(rig.deps, { pageSize: step.pageSize })).outcome).toBe("complete");
+          expect((await pollCards(rig.deps, { pageSize: step.pageSize, random: () => step.readFrom })).outcome).toBe("complete");
           for (const id of ids) if (!readOk.has(id) && seen.get(id)?.length === 0) unreadFirst.add(id);
           for (const id of readOk) seen.get(id)?.push(amountOf(rig.provider.cards.find((card) => card["id"] === id)));
         }
