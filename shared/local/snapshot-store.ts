@@ -56,8 +56,10 @@ const DEFAULT_COMPACT_BATCH_BYTES = 1024 * 1024;
  */
 const DEFAULT_MERGE_BELOW_BYTES = 128 * 1024;
 /**
- * Small segments tolerated before they are merged. A merge copies at least this many into one segment, so each byte is
- * copied a few times at most (log base 8 of the threshold over the page size) before its segment stops being small.
+ * Small segments of one size tier tolerated before they are merged. Tiers are powers of it below the threshold
+ * ([threshold/8, threshold), [threshold/64, threshold/8), ...): merging more than this many segments of a tier makes
+ * one of a higher tier, so a byte is copied once per tier it climbs (three times for a page of a few hundred bytes),
+ * never again with each new small segment.
  */
 const DEFAULT_MERGE_FAN_IN = 8;
 
@@ -95,8 +97,9 @@ export interface FileSnapshotStoreOptions {
    */
   readonly mergeBelowBytes?: number;
   /**
-   * Small segments tolerated; one more and a putMany merges the oldest of them (a compaction batch at a time, within the
-   * same byte budget as compaction). Without it, a store written a few snapshots at a time kept a file per write.
+   * Small segments of one size tier tolerated (see DEFAULT_MERGE_FAN_IN); one more and a putMany merges that tier's,
+   * oldest first (a compaction batch at a time, within the same byte budget as compaction). Without it, a store written
+   * a few snapshots at a time kept a file per write.
    * @default 8
    */
   readonly mergeFanIn?: number;
@@ -406,7 +409,7 @@ export class FileSnapshotStore implements SnapshotStore {
   vacuum(): Promise<void> {
     return this.serialised(async () => {
       await this.load();
-      while ((await this.compactBatch(this.sparse(1))) > 0);
+      while ((await this.compactBatch(this.sparseSegments(1))) > 0);
       // Segments are deleted by plain unlinks (this pass's, and those of the putMany calls before it): the directory is
       // fsynced so none of them, with the replaced versions it holds, comes back after a power loss. No segment, no
       // directory (the store was never written).
@@ -457,7 +460,7 @@ export class FileSnapshotStore implements SnapshotStore {
     // Copying as many bytes as the call wrote keeps up with the dead bytes it made; one batch is the least worth an fsync.
     let budget = Math.max(written, this.compactBatchBytes);
     while (budget > 0) {
-      const from = this.compactionDue() ? this.sparse(COMPACT_LIVE_RATIO) : this.smallOnes();
+      const from = this.compactionDue() ? this.sparseSegments(COMPACT_LIVE_RATIO) : this.segmentsToMerge();
       if (from.length === 0) break;
       const copied = await this.compactBatch(from);
       if (copied === 0) break;
@@ -466,17 +469,28 @@ export class FileSnapshotStore implements SnapshotStore {
   }
 
   /** Segments less than `liveRatio` live, sparsest first: what compaction copies from. */
-  private sparse(liveRatio: number): Segment[] {
+  private sparseSegments(liveRatio: number): Segment[] {
     return [...this.segments.values()]
       .filter((s) => s.liveBytes < s.bodyBytes * liveRatio)
       .sort((a, b) => a.liveBytes / a.bodyBytes - b.liveBytes / b.bodyBytes);
   }
 
-  /** The small segments, oldest first, once there are more than `mergeFanIn` of them; otherwise none. */
-  private smallOnes(): Segment[] {
-    const small: Segment[] = [];
-    for (const segment of this.segments.values()) if (segment.liveBytes < this.mergeBelowBytes) small.push(segment);
-    return small.length > this.mergeFanIn ? small.sort(segmentOrder) : [];
+  /**
+   * The small segments of the tiniest size tier holding more than `mergeFanIn`, oldest first; none while no tier does.
+   * Tier t holds live sizes in [threshold / fanIn^(t+1), threshold / fanIn^t).
+   */
+  private segmentsToMerge(): Segment[] {
+    const tiers = new Map<number, Segment[]>();
+    for (const segment of this.segments.values()) {
+      if (segment.liveBytes >= this.mergeBelowBytes) continue;
+      const tier = Math.floor(Math.log(this.mergeBelowBytes / Math.max(1, segment.liveBytes)) / Math.log(this.mergeFanIn));
+      const members = tiers.get(tier);
+      if (members) members.push(segment);
+      else tiers.set(tier, [segment]);
+    }
+    let dueTier = -1;
+    for (const [tier, members] of tiers) if (members.length > this.mergeFanIn && tier > dueTier) dueTier = tier;
+    return dueTier < 0 ? [] : (tiers.get(dueTier) as Segment[]).sort(segmentOrder);
   }
 
   /** Writes `snapshots` as one new segment; returns the bytes of its body. */
