@@ -112,6 +112,20 @@ interface SilentWrite {
 /** The acknowledge body takes transaction UUIDs only; one malformed id would fail the whole call. */
 const ACKNOWLEDGEABLE_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
+/**
+ * True for a transaction id the cycle acknowledges (a UUID): an invalid transaction with such an id is quarantined and
+ * acknowledged, so no cycle lists it again; one without stays listed.
+ *
+ * @example
+ * ```ts
+ * isAcknowledgeableId("00000000-0000-4000-8000-000000000001"); // true
+ * isAcknowledgeableId("T-1"); // false
+ * ```
+ */
+export function isAcknowledgeableId(id: string | undefined): boolean {
+  return id !== undefined && ACKNOWLEDGEABLE_ID.test(id);
+}
+
 function optionalString(value: unknown): string | undefined {
   return typeof value === "string" && value !== "" ? value : undefined;
 }
@@ -583,9 +597,10 @@ class TransactionRun extends CycleRun {
   async reprocess(
     refs: readonly TransactionRef[],
     afterBatch?: (delivered: ReadonlySet<string>) => Promise<void>,
-  ): Promise<{ delivered: Set<string>; missing: Set<string>; unreached: string[] }> {
+  ): Promise<{ delivered: Set<string>; missing: Set<string>; invalid: Set<string>; unreached: string[] }> {
     const delivered = new Set<string>();
     const missing = new Set<string>();
+    const invalid = new Set<string>();
     const unreached: string[] = [];
     let batch: PageEntry[] = [];
     /** Processes the batch in hand; false when a call in it ran out of time (the cycle then ends with `deadline`). */
@@ -595,8 +610,10 @@ class TransactionRun extends CycleRun {
       const inHand = batch;
       batch = [];
       let inTime = true;
+      // Filled by the validation, before any call: also when a later call of the batch runs out of time.
+      const versions = new Map<string, string | readonly string[]>();
       try {
-        await this.processBatch(inHand, done);
+        await this.processBatch(inHand, done, versions);
       } catch (err) {
         // Out of time in the acknowledge or a parent read: what was published and stored still counts.
         if (!this.outOfTime(err)) throw err;
@@ -607,6 +624,7 @@ class TransactionRun extends CycleRun {
         }
       }
       for (const id of done) delivered.add(id);
+      for (const [id, version] of versions) if (version === INVALID_VERSION) invalid.add(id);
       await afterBatch?.(done);
       return inTime;
     };
@@ -637,7 +655,7 @@ class TransactionRun extends CycleRun {
     }
     // Within the calls' grace: what was read before the deadline is published and its records go.
     if (!(await flush())) this.report.outcome = "deadline";
-    return { delivered, missing, unreached };
+    return { delivered, missing, invalid, unreached };
   }
 
   /**
@@ -788,6 +806,11 @@ export interface ReprocessResult {
   readonly delivered: ReadonlySet<string>;
   /** Ids the provider does not list under their qashio_id. */
   readonly missing: ReadonlySet<string>;
+  /**
+   * Ids whose current state fails validation: quarantined again (under the id of the record it came from when the
+   * body is unchanged, so no second record) and acknowledged, as a pulled page's invalid items are.
+   */
+  readonly invalid: ReadonlySet<string>;
   /** Ids not read before the deadline (the report's outcome is then `deadline`). */
   readonly unreached: readonly string[];
 }
@@ -800,7 +823,7 @@ export interface ReprocessOptions extends Pick<CycleOptions, "pageSize" | "deadl
 
 /**
  * Reads the given transactions again and runs them through the same path as a pulled page (diff, publish, snapshot,
- * quarantine, acknowledge). Internal to the engine: the re-drive of publish failures is built on it.
+ * quarantine, acknowledge). Internal to the engine: the re-drive of quarantined transactions is built on it.
  *
  * @throws {CycleAbortedError} a dependency failed; `error.report` holds what was done.
  * @example
@@ -816,8 +839,8 @@ export async function reprocessTransactions(
   const { afterBatch, ...cycle } = options;
   const run = new TransactionRun(deps, cycle);
   return run.execute(async () => {
-    const { delivered, missing, unreached } = await run.reprocess(refs, afterBatch);
-    return { report: run.finish(REDRIVE_RUN), delivered, missing, unreached };
+    const { delivered, missing, invalid, unreached } = await run.reprocess(refs, afterBatch);
+    return { report: run.finish(REDRIVE_RUN), delivered, missing, invalid, unreached };
   }, REDRIVE_RUN);
 }
 
