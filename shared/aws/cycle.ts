@@ -10,7 +10,7 @@ import {
   emptyReport,
   pollCards,
   pollTransactions,
-  redrivePublishFailures,
+  redriveQuarantined,
   type ConformReport,
   type RedriveReport,
 } from "../bridge/index.js";
@@ -137,7 +137,8 @@ export async function runCycle(runtime: TenantRuntime, kind: CycleKind, options:
 }
 
 /**
- * Re-drives the tenant's quarantined publish failures (`redrivePublishFailures`) under the transaction cycle's lease,
+ * Re-drives the tenant's quarantined transactions (`redriveQuarantined`: publish failures, and validation failures of
+ * acknowledged transactions) under the transaction cycle's lease,
  * so it never overlaps a transaction cycle, within the invocation's deadline: records not reached are kept for the
  * next invocation, and each batch's records are deleted as soon as it is delivered.
  *
@@ -146,7 +147,7 @@ export async function runCycle(runtime: TenantRuntime, kind: CycleKind, options:
  * const result = await runRedrive(runtime, { deadline: Date.now() + 50_000 });
  */
 export async function runRedrive(runtime: TenantRuntime, options: Pick<RunCycleOptions, "deadline">): Promise<Leased<RedriveReport>> {
-  return underCycleLease(runtime, "transactions", options.deadline, () => redrivePublishFailures(runtime.transactions, { deadline: options.deadline }));
+  return underCycleLease(runtime, "transactions", options.deadline, () => redriveQuarantined(runtime.transactions, { deadline: options.deadline }));
 }
 
 /**

@@ -57,7 +57,7 @@ export interface PollEvent {
 }
 
 /**
- * What an invocation does: a scheduled cycle, a re-drive of the quarantined publish failures, or a pass re-masking
+ * What an invocation does: a scheduled cycle, a re-drive of the quarantined transactions, or a pass re-masking
  * the stored snapshots to the current PII mode.
  */
 export type PollAction = "cycle" | "redrive" | "conform-pii";
@@ -128,7 +128,7 @@ export interface PollResult {
   readonly acknowledgeRefused?: number;
   readonly quarantined?: number;
   readonly durationMs?: number;
-  /** A re-drive: quarantined publish failures published and removed. */
+  /** A re-drive: quarantine records whose transaction is now delivered, removed. */
   readonly redriven?: number;
   /** A re-drive: records kept (their quarantine ids; the log says why). */
   readonly kept?: readonly string[];

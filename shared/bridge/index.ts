@@ -3,7 +3,8 @@
  *
  * Entry points: {@link pollTransactions} and {@link pollCards}; both take ports (see ./ports.ts) and a
  * structural provider (see ./provider.ts) that `QashioClient` satisfies, and return a {@link CycleReport}.
- * Operator actions: {@link redrivePublishFailures}, and {@link conformSnapshots} after a PII mode switch.
+ * Operator actions: {@link redriveQuarantined} (publish failures, and validation failures of acknowledged
+ * transactions, once the cause is fixed), and {@link conformSnapshots} after a PII mode switch.
  *
  * @example
  * ```ts
@@ -19,7 +20,7 @@ export { pageEntries } from "./provider.js";
 export { pollTransactions, PULL_STATUSES, TRANSACTION_VOLATILE_FIELDS, transactionKey, transactionAliasKey, normaliseTransaction } from "./transactions.js";
 export type { TransactionCycleOptions } from "./transactions.js";
 export { pollCards, cardKey, cardEventType } from "./cards.js";
-export { redrivePublishFailures, isPublishFailure, PUBLISH_FAILURE_PREFIX } from "./redrive.js";
+export { redriveQuarantined, isRedrivable, PUBLISH_FAILURE_PREFIX, VALIDATION_FAILURE_PREFIX } from "./redrive.js";
 export type { RedriveReport, RedriveOptions, KeptRecord } from "./redrive.js";
 export { conformSnapshots, DEFAULT_CONFORM_PAGE_SIZE } from "./conform.js";
 export type { ConformReport, ConformOptions, ConformOutcome } from "./conform.js";

@@ -1,16 +1,20 @@
 /**
- * Re-drive of publish failures: a transaction whose event failed for good was quarantined and acknowledged, so no
- * cycle pulls it again. Once the cause is fixed, the re-drive reads each such transaction again and runs it through
- * the cycle's own batch path; a record is deleted only once its transaction's current state is delivered.
+ * Re-drive of quarantined transactions: a transaction whose event failed for good, or that failed validation with a
+ * usable id, was quarantined and acknowledged, so no cycle pulls it again. Once the cause is fixed (the bus, or a
+ * validation rule that refused good provider data), the re-drive reads each such transaction again and runs it
+ * through the cycle's own batch path; a record is deleted only once its transaction's current state is delivered.
  */
 import { quarantineReason } from "./cycle.js";
 import type { CycleOptions, TransactionCycleDeps } from "./deps.js";
 import type { QuarantineRecord } from "./ports.js";
 import type { CycleReport } from "./report.js";
-import { reprocessTransactions, type TransactionRef } from "./transactions.js";
+import { isAcknowledgeableId, reprocessTransactions, type TransactionRef } from "./transactions.js";
 
 /** Reason prefix of a record quarantined because its event failed for good (see `CycleRun.quarantineRecord`). */
 export const PUBLISH_FAILURE_PREFIX = quarantineReason("publish", "");
+
+/** Reason prefix of a record quarantined because it failed validation (see `CycleRun.quarantineRecord`). */
+export const VALIDATION_FAILURE_PREFIX = quarantineReason("validation", "");
 
 /** A quarantine record the re-drive left in place, and why. */
 export interface KeptRecord {
@@ -19,12 +23,13 @@ export interface KeptRecord {
     | "no transaction id or qashio_id in the record"
     | "not found at the provider"
     | "not reached before the deadline"
+    | "its current state still fails validation"
     | "its event was not published";
 }
 
-/** What {@link redrivePublishFailures} did. */
+/** What {@link redriveQuarantined} did. */
 export interface RedriveReport {
-  /** Records of transactions whose event failed for good, found in the quarantine. */
+  /** Records the re-drive took ({@link isRedrivable}), found in the quarantine. */
   readonly considered: number;
   /** Records deleted: their transaction's current state is now published (or already was). */
   readonly redriven: readonly QuarantineRecord[];
@@ -33,7 +38,7 @@ export interface RedriveReport {
   readonly cycle: CycleReport;
 }
 
-/** Options of {@link redrivePublishFailures}. */
+/** Options of {@link redriveQuarantined}. */
 export interface RedriveOptions extends Pick<CycleOptions, "pageSize" | "deadline"> {
   /** Source of the order records are taken in. @default Math.random */
   readonly random?: () => number;
@@ -49,15 +54,23 @@ function shuffled<T>(items: T[], random: () => number): T[] {
 }
 
 /**
- * True for a record of a transaction whose event failed for good.
+ * True for a record the re-drive takes: a transaction's `publish` record (its event failed for good), and a
+ * transaction's `validation` record that names an acknowledgeable transaction id (`entityId`, a UUID) and holds a
+ * `qashio_id` in its body: such a transaction was acknowledged, so no cycle lists it again, and it can be read again.
+ * Left alone: card records (a card walk finds every card again), and `validation` records without such an id (never
+ * acknowledged, so the transaction stays listed and the first cycle after a fix delivers it) or without a qashio_id
+ * (nothing to read it again by; docs/runbook.md, QuarantineNotEmpty). A `publish` record always passed validation, so
+ * one without an id or qashio_id is taken, and kept as "no transaction id or qashio_id in the record".
  *
  * @example
  * ```ts
- * const toRedrive = (await quarantine.list()).filter(isPublishFailure);
+ * const toRedrive = (await quarantine.list()).filter(isRedrivable);
  * ```
  */
-export function isPublishFailure(record: QuarantineRecord): boolean {
-  return record.kind === "transaction" && record.reason.startsWith(PUBLISH_FAILURE_PREFIX);
+export function isRedrivable(record: QuarantineRecord): boolean {
+  if (record.kind !== "transaction") return false;
+  if (record.reason.startsWith(PUBLISH_FAILURE_PREFIX)) return true;
+  return record.reason.startsWith(VALIDATION_FAILURE_PREFIX) && isAcknowledgeableId(record.entityId) && recordQashioId(record.raw) !== undefined;
 }
 
 /**
@@ -70,22 +83,24 @@ export function recordQashioId(raw: unknown): string | undefined {
 }
 
 /**
- * Re-drives the tenant's quarantined publish failures: reads each transaction again from the provider (by
- * qashio_id), publishes its current state as a pulled item would be (`transaction.created` when nothing was ever
- * published for it, else `transaction.changed` against the last published state), writes its snapshot, acknowledges
- * it, then deletes the record. A record whose event fails again, or whose transaction is gone, is kept. Safe to run
- * again: a transaction already delivered is found unchanged and only its record is deleted. Hold the tenant's cycle
- * lock around it, as around a cycle.
+ * Re-drives the tenant's quarantined transactions ({@link isRedrivable}: publish failures, and validation failures of
+ * acknowledged transactions): reads each transaction again from the provider (by qashio_id), validates it and
+ * publishes its current state as a pulled item would be (`transaction.created` when nothing was ever published for
+ * it, else `transaction.changed` against the last published state), writes its snapshot, acknowledges it, then
+ * deletes the record. A record whose event fails again, whose transaction still fails validation (quarantined again
+ * under the same record id while its body is unchanged, so neither a second record nor a new one in `Quarantined`),
+ * or whose transaction is gone, is kept. Safe to run again: a transaction already delivered is found unchanged and
+ * only its record is deleted. Hold the tenant's cycle lock around it, as around a cycle.
  *
  * @throws {CycleAbortedError} a provider, store or publisher call failed; records not yet deleted stay.
  * @example
  * ```ts
- * const { redriven, kept } = await redrivePublishFailures(deps);
+ * const { redriven, kept } = await redriveQuarantined(deps);
  * logger.info("re-drive done", { redriven: redriven.length, kept: kept.length });
  * ```
  */
-export async function redrivePublishFailures(deps: TransactionCycleDeps, options: RedriveOptions = {}): Promise<RedriveReport> {
-  const records = (await deps.quarantine.list()).filter(isPublishFailure);
+export async function redriveQuarantined(deps: TransactionCycleDeps, options: RedriveOptions = {}): Promise<RedriveReport> {
+  const records = (await deps.quarantine.list()).filter(isRedrivable);
   const kept: KeptRecord[] = [];
   // One transaction can hold several records (one per failed version): one read serves them all.
   const byTransaction = new Map<string, { readonly ref: TransactionRef; readonly records: QuarantineRecord[] }>();
@@ -114,15 +129,21 @@ export async function redrivePublishFailures(deps: TransactionCycleDeps, options
   // deadline lets each run read only some of them.
   const { random = Math.random, ...cycle } = options;
   const refs = shuffled([...byTransaction.values()].map((held) => held.ref), random);
-  const { report, missing, unreached } = await reprocessTransactions(deps, refs, { ...cycle, afterBatch });
+  const { report, missing, invalid, unreached } = await reprocessTransactions(deps, refs, { ...cycle, afterBatch });
   const notReached = new Set(unreached);
   for (const [id, held] of byTransaction) {
-    const why = missing.has(id) ? "not found at the provider" : notReached.has(id) ? "not reached before the deadline" : "its event was not published";
+    const why: KeptRecord["why"] = missing.has(id)
+      ? "not found at the provider"
+      : invalid.has(id)
+        ? "its current state still fails validation"
+        : notReached.has(id)
+          ? "not reached before the deadline"
+          : "its event was not published";
     for (const record of held.records) kept.push({ record, why });
   }
   for (const { record, why } of kept) {
-    deps.logger.warn("quarantined publish failure kept", { quarantineId: record.id, entityId: record.entityId, why });
+    deps.logger.warn("quarantine record kept by the re-drive", { quarantineId: record.id, entityId: record.entityId, why });
   }
-  deps.logger.info("publish failures re-driven", { considered: records.length, redriven: redriven.length, kept: kept.length });
+  deps.logger.info("quarantined transactions re-driven", { considered: records.length, redriven: redriven.length, kept: kept.length });
   return { considered: records.length, redriven, kept, cycle: report };
 }

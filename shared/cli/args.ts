@@ -114,9 +114,10 @@ export const USAGE = `Usage: npm run bridge -- <command> [options]
 Commands:
   run        [--once] [--interval <duration>]     poll the provider and write events (local mode);
                                                   without --once, a cycle every --interval (default 1m)
-  redrive                                         publish again the transactions quarantined because their
-                                                  event failed for good, once the cause is fixed (local mode;
-                                                  the JSON Lines sink never refuses for good, so usually none)
+  redrive                                         publish again the transactions quarantined (and acknowledged)
+                                                  because their event failed for good or they failed
+                                                  validation, once the cause is fixed (local mode; the JSON
+                                                  Lines sink never refuses for good)
   conform-pii [--cursor <cursor>]                 re-mask the personal fields stored in the snapshots (every
                                                   PERSONAL_FIELDS path, see docs/events.md) to BRIDGE_PII_MODE:
                                                   after a switch away from full or from hash to redact, and

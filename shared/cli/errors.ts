@@ -202,7 +202,10 @@ export class CycleIncompleteError extends CliError {
   }
 }
 
-/** `redrive` left some quarantined publish failures in place (their event failed again, or the transaction is gone). */
+/**
+ * `redrive` left some quarantine records in place (their event failed again, their transaction still fails validation,
+ * or it is gone).
+ */
 export class RedriveIncompleteError extends CliError {
   override name = "RedriveIncompleteError";
   /** Records kept. */

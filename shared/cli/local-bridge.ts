@@ -16,7 +16,7 @@ import {
   isTokenFailure,
   pollCards,
   pollTransactions,
-  redrivePublishFailures,
+  redriveQuarantined,
   totalPublished,
   untilLaterSecond,
   type BridgeEvent,
@@ -453,7 +453,7 @@ async function measureQuarantine(bridge: LocalBridge): Promise<number | undefine
  *
  * @throws CliError (exit 1) when another process holds the lease.
  * @example
- * const report = await withCycleLock(bridge, () => redrivePublishFailures(bridge.transactions));
+ * const report = await withCycleLock(bridge, () => redriveQuarantined(bridge.transactions));
  */
 export async function withCycleLock<T>(bridge: LocalBridge, work: () => Promise<T>): Promise<T> {
   assertSameStateDir(bridge);
@@ -598,7 +598,7 @@ export async function runCycle(bridge: LocalBridge, options: { readonly budgetMs
 }
 
 /**
- * Re-drives the tenant's quarantined publish failures (see `redrivePublishFailures`) under the cycle lock.
+ * Re-drives the tenant's quarantined transactions (see `redriveQuarantined`) under the cycle lock.
  *
  * @throws ReauthorizationNeededError (exit 3) when the token family is revoked; CycleFailedError (exit 1) otherwise.
  * @example
@@ -608,7 +608,7 @@ export async function runRedrive(bridge: LocalBridge, budgetMs = bridge.settings
   const deadline = bridge.clock.now() + budgetMs;
   return withCycleLock(bridge, async () => {
     try {
-      return await redrivePublishFailures(bridge.transactions, { deadline });
+      return await redriveQuarantined(bridge.transactions, { deadline });
     } catch (error) {
       throw await cliErrorOf(error, bridge);
     } finally {

@@ -3,7 +3,7 @@ import { DeleteCommand, GetCommand, UpdateCommand, type DynamoDBDocumentClient }
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { DynamoLeaseLock } from "../../shared/aws/lease-lock.js";
 import { DynamoQuarantine } from "../../shared/aws/quarantine.js";
-import { isPublishFailure, recordQashioId } from "../../shared/bridge/redrive.js";
+import { isRedrivable, recordQashioId } from "../../shared/bridge/redrive.js";
 import { FakeClock } from "./support/clock.js";
 import { createTestTable, docLosingFirstAnswerOf, type TestTable } from "./support/dynamo.js";
 
@@ -106,7 +106,7 @@ describe("DynamoQuarantine on DynamoDB Local", () => {
     expect(kept.head).not.toContain("QSH-HUGE-1");
     // Kept whole beside the cut body: the re-drive reads the transaction again by it.
     expect(recordQashioId(held?.raw)).toBe("QSH-HUGE-1");
-    expect(isPublishFailure(held!)).toBe(true);
+    expect(isRedrivable(held!)).toBe(true);
 
     // A qashio_id too long for the item beside the cut body is not kept: the record is written all the same.
     const longId = { id: "tx_long", blob: randomBytes(420 * 1024).toString("base64"), qashio_id: randomBytes(120 * 1024).toString("base64") };

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { pollTransactions } from "../../shared/bridge/transactions.js";
-import { redrivePublishFailures } from "../../shared/bridge/redrive.js";
+import { redriveQuarantined } from "../../shared/bridge/redrive.js";
 import { CycleAbortedError } from "../../shared/bridge/errors.js";
 import { makeRig } from "./fakes.js";
 
@@ -13,8 +13,36 @@ async function quarantinePublishFailures(rig: ReturnType<typeof makeRig>, count 
   return txns;
 }
 
-describe("redrivePublishFailures", () => {
-  it("publishes a transaction whose event failed for good, then deletes its record and leaves other records alone", async () => {
+/**
+ * A rig whose transaction validator refuses a memo of "REFUND?" while `strict` is on (a rule that wrongly refuses good
+ * provider data), and one transaction a cycle quarantined for validation and acknowledged under it.
+ */
+async function quarantineUnderStrictRule(options: { publishedBefore?: boolean } = {}) {
+  const rule = { strict: true };
+  const rig = makeRig(
+    { pii: { mode: "redact" } },
+    {
+      validators: {
+        transaction: (raw) =>
+          rule.strict && (raw as { memo?: unknown }).memo === "REFUND?"
+            ? { success: false, reason: "memo: not allowed" }
+            : { success: true, data: raw as Record<string, unknown> },
+      },
+    },
+  );
+  const txn = rig.provider.addTransaction(options.publishedBefore ? {} : { memo: "REFUND?" });
+  if (options.publishedBefore) {
+    await pollTransactions(rig.deps);
+    rig.provider.changeTransaction(txn.id, { memo: "REFUND?" });
+  }
+  await pollTransactions(rig.deps);
+  expect(rig.provider.pending()).toEqual([]);
+  expect([...rig.quarantine.records.values()].map((r) => [r.entityId, r.reason])).toEqual([[txn.id, "validation: memo: not allowed"]]);
+  return { rig, rule, txn };
+}
+
+describe("redriveQuarantined", () => {
+  it("publishes a transaction whose event failed for good, then deletes its record, keeping one still invalid", async () => {
     const broken = (raw: unknown) => (raw as { broken?: boolean }).broken === true;
     const rig = makeRig(
       { pii: { mode: "redact" } },
@@ -29,8 +57,9 @@ describe("redrivePublishFailures", () => {
     expect(rig.quarantine.records.size).toBe(2);
 
     rig.publisher.reject = () => undefined;
-    const report = await redrivePublishFailures(rig.deps);
-    expect(report).toMatchObject({ considered: 1, kept: [] });
+    const report = await redriveQuarantined(rig.deps);
+    expect(report.considered).toBe(2);
+    expect(report.kept.map((k) => [k.record.entityId, k.why])).toEqual([[invalid.id, "its current state still fails validation"]]);
     expect(report.redriven.map((r) => r.entityId)).toEqual([failed.id]);
     expect(rig.publisher.ofType("transaction.created").map((e) => e.detail.subject)).toEqual([
       // The refused event never reached the bus, so the re-driven one is still the subject's first.
@@ -43,7 +72,7 @@ describe("redrivePublishFailures", () => {
 
   it("logs itself as the re-drive, not a cycle, and sends a SyncLagSeconds point only for what it delivered (an empty one knows no backlog)", async () => {
     const rig = makeRig();
-    const empty = await redrivePublishFailures(rig.deps);
+    const empty = await redriveQuarantined(rig.deps);
     expect(empty.considered).toBe(0);
     expect(rig.metrics.points.filter((p) => p.name === "SyncLagSeconds")).toEqual([]);
     expect(rig.logger.lines.map((l) => l.message)).toContain("re-drive complete");
@@ -52,7 +81,7 @@ describe("redrivePublishFailures", () => {
     const [txn] = await quarantinePublishFailures(rig);
     rig.metrics.points.length = 0;
     rig.clock.ms = Date.parse(txn!.updated_at) + 120_000;
-    await redrivePublishFailures(rig.deps);
+    await redriveQuarantined(rig.deps);
     expect(rig.metrics.points.filter((p) => p.name === "SyncLagSeconds").map((p) => p.value)).toEqual([120]);
   });
 
@@ -62,7 +91,7 @@ describe("redrivePublishFailures", () => {
     rig.provider.beforeCall = (call) => {
       if (call.op === "listTransactions") throw Object.assign(new Error("answered 403"), { name: "ForbiddenError", status: 403 });
     };
-    const error = await redrivePublishFailures(rig.deps).catch((e: unknown) => e);
+    const error = await redriveQuarantined(rig.deps).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(CycleAbortedError);
     expect((error as Error).message).toMatch(/^re-drive stopped: .*the provider refuses this access .*; records not re-driven yet are kept: run `redrive` again/);
     expect(rig.quarantine.records.size).toBe(1);
@@ -76,7 +105,7 @@ describe("redrivePublishFailures", () => {
     rig.publisher.reject = () => "MalformedDetail: bad";
     await pollTransactions(rig.deps);
     rig.publisher.reject = () => undefined;
-    await redrivePublishFailures(rig.deps);
+    await redriveQuarantined(rig.deps);
     const [changed] = rig.publisher.ofType("transaction.changed");
     expect(changed?.detail.data.changes).toContainEqual({ path: "/memo", before: "", after: "edited" });
     expect(rig.quarantine.records.size).toBe(0);
@@ -96,7 +125,7 @@ describe("redrivePublishFailures", () => {
       if (query.qashio_id !== undefined) rig.clock.advance(1_000);
       return list(query);
     };
-    const first = await redrivePublishFailures(rig.deps, { pageSize: 5, deadline: rig.clock.now() + 12_000 });
+    const first = await redriveQuarantined(rig.deps, { pageSize: 5, deadline: rig.clock.now() + 12_000 });
     expect(first.cycle.outcome).toBe("deadline");
     // 12 read before the deadline, in batches of 5, 5 and 2: all published and their records gone.
     expect(first.redriven).toHaveLength(12);
@@ -104,7 +133,7 @@ describe("redrivePublishFailures", () => {
     expect(first.kept.every((k) => k.why === "not reached before the deadline")).toBe(true);
     expect(rig.quarantine.records.size).toBe(13);
 
-    const second = await redrivePublishFailures(rig.deps, { pageSize: 5, deadline: rig.clock.now() + 60_000 });
+    const second = await redriveQuarantined(rig.deps, { pageSize: 5, deadline: rig.clock.now() + 60_000 });
     expect(second).toMatchObject({ considered: 13, kept: [] });
     expect(second.cycle.outcome).toBe("complete");
     expect(rig.quarantine.records.size).toBe(0);
@@ -128,7 +157,7 @@ describe("redrivePublishFailures", () => {
     let seed = 7;
     const random = () => ((seed = (seed * 48271) % 2147483647) / 2147483647);
     for (let run = 0; run < 20 && rig.quarantine.records.size > 4; run += 1) {
-      await redrivePublishFailures(rig.deps, { pageSize: 2, deadline: rig.clock.now() + 4_000, random });
+      await redriveQuarantined(rig.deps, { pageSize: 2, deadline: rig.clock.now() + 4_000, random });
     }
     expect([...rig.quarantine.records.values()].map((r) => r.entityId).sort()).toEqual([...failing].sort());
     expect(txns.filter((t) => !failing.has(t.id)).every((t) => rig.publisher.ofType("transaction.created").some((e) => e.detail.subject.id === t.id))).toBe(true);
@@ -141,7 +170,7 @@ describe("redrivePublishFailures", () => {
       if (call.op !== "acknowledgeTransactions") return;
       throw Object.assign(new Error("no time left"), { name: "DeadlineExceededError", deadline: rig.clock.now() + 15_000 });
     };
-    const report = await redrivePublishFailures(rig.deps, { deadline: rig.clock.now() + 10_000 });
+    const report = await redriveQuarantined(rig.deps, { deadline: rig.clock.now() + 10_000 });
     expect(report.cycle.outcome).toBe("deadline");
     // Read before the deadline and published: their records go although the acknowledge ran out of time.
     expect(report.redriven).toHaveLength(3);
@@ -162,7 +191,7 @@ describe("redrivePublishFailures", () => {
       if (published++ > 0) throw new Error("bus down");
       return publish(events);
     };
-    await expect(redrivePublishFailures(rig.deps, { pageSize: 3 })).rejects.toBeInstanceOf(CycleAbortedError);
+    await expect(redriveQuarantined(rig.deps, { pageSize: 3 })).rejects.toBeInstanceOf(CycleAbortedError);
     expect(rig.quarantine.records.size).toBe(3);
   });
 
@@ -173,14 +202,14 @@ describe("redrivePublishFailures", () => {
     rig.publisher.reject = () => "oversized: too big";
     await pollTransactions(rig.deps);
     rig.provider.transactions.splice(rig.provider.transactions.indexOf(gone), 1);
-    const report = await redrivePublishFailures(rig.deps);
+    const report = await redriveQuarantined(rig.deps);
     expect(report.redriven).toEqual([]);
     expect(Object.fromEntries(report.kept.map((k) => [k.record.entityId, k.why]))).toEqual({
       [again.id]: "its event was not published",
       [gone.id]: "not found at the provider",
     });
     expect(rig.quarantine.records.size).toBe(2);
-    expect(rig.logger.lines.filter((l) => l.level === "warn" && l.message === "quarantined publish failure kept")).toHaveLength(2);
+    expect(rig.logger.lines.filter((l) => l.level === "warn" && l.message === "quarantine record kept by the re-drive")).toHaveLength(2);
   });
 
   it("deletes every record of a transaction whose events failed in several versions once its current state is published", async () => {
@@ -191,7 +220,7 @@ describe("redrivePublishFailures", () => {
     await pollTransactions(rig.deps);
     rig.publisher.reject = () => undefined;
     expect([...rig.quarantine.records.values()].map((r) => r.entityId)).toEqual([txn!.id, txn!.id]);
-    const report = await redrivePublishFailures(rig.deps);
+    const report = await redriveQuarantined(rig.deps);
     expect(report).toMatchObject({ considered: 2, kept: [] });
     expect(report.redriven.map((r) => r.entityId)).toEqual([txn!.id, txn!.id]);
     expect(rig.quarantine.records.size).toBe(0);
@@ -210,7 +239,7 @@ describe("redrivePublishFailures", () => {
       at: "2025-01-15T09:00:00.000Z",
       entityId: txn.id,
     });
-    const report = await redrivePublishFailures(rig.deps);
+    const report = await redriveQuarantined(rig.deps);
     expect(report.redriven).toEqual([]);
     expect(report.kept.map((k) => [k.record.entityId, k.why])).toEqual([[txn.id, "no transaction id or qashio_id in the record"]]);
     expect(rig.provider.count("listTransactions")).toBe(0);
@@ -225,7 +254,7 @@ describe("redrivePublishFailures", () => {
     // A provider that ignores the qashio_id filter answers with its newest transaction.
     const list = rig.provider.listTransactions.bind(rig.provider);
     rig.provider.listTransactions = (query) => list(query.qashio_id ? { page: 1, page_size: 1 } : query);
-    const report = await redrivePublishFailures(rig.deps);
+    const report = await redriveQuarantined(rig.deps);
     expect(report.redriven).toEqual([]);
     expect(report.kept.map((k) => [k.record.entityId, k.why])).toEqual([[failed!.id, "not found at the provider"]]);
     expect(rig.publisher.events).toEqual([]);
@@ -239,9 +268,9 @@ describe("redrivePublishFailures", () => {
     rig.publisher.reject = () => "NotAuthorizedForSourceException: no";
     await pollTransactions(rig.deps);
     rig.publisher.reject = () => ({ reason: "ThrottlingException", retryable: true });
-    expect((await redrivePublishFailures(rig.deps)).kept).toHaveLength(1);
+    expect((await redriveQuarantined(rig.deps)).kept).toHaveLength(1);
     rig.publisher.reject = () => undefined;
-    expect((await redrivePublishFailures(rig.deps)).redriven).toHaveLength(1);
+    expect((await redriveQuarantined(rig.deps)).redriven).toHaveLength(1);
     expect(rig.publisher.events.map((e) => e.detail.subject.id)).toEqual([txn.id]);
   });
 
@@ -256,7 +285,7 @@ describe("redrivePublishFailures", () => {
       vacuum: snapshots.vacuum.bind(snapshots),
     };
     const diskFull = { ...rig.deps, snapshots: failingWrites };
-    await expect(redrivePublishFailures(diskFull)).rejects.toBeInstanceOf(CycleAbortedError);
+    await expect(redriveQuarantined(diskFull)).rejects.toBeInstanceOf(CycleAbortedError);
     expect(rig.quarantine.records.size).toBe(1);
 
     const remove = rig.quarantine.delete.bind(rig.quarantine);
@@ -265,11 +294,82 @@ describe("redrivePublishFailures", () => {
       if (deletes++ === 0) throw new Error("store down");
       return remove(id);
     };
-    await expect(redrivePublishFailures(rig.deps)).rejects.toThrow("store down");
-    expect(await redrivePublishFailures(rig.deps)).toMatchObject({ considered: 1, kept: [] });
+    await expect(redriveQuarantined(rig.deps)).rejects.toThrow("store down");
+    expect(await redriveQuarantined(rig.deps)).toMatchObject({ considered: 1, kept: [] });
     // Sent by the first run (the snapshot write failed after it) and again with the same id by the second; not by the third.
     expect(new Set(rig.publisher.ids).size).toBe(1);
     expect(rig.publisher.events).toHaveLength(2);
     expect(rig.quarantine.records.size).toBe(0);
+  });
+
+  it("publishes a transaction quarantined for validation once the rule is fixed, writes its snapshot, acknowledges it and deletes the record", async () => {
+    const { rig, rule, txn } = await quarantineUnderStrictRule();
+    expect(rig.publisher.events).toEqual([]);
+    rule.strict = false; // the fix, deployed
+    const acks = rig.provider.count("acknowledgeTransactions");
+
+    const report = await redriveQuarantined(rig.deps);
+    expect(report).toMatchObject({ considered: 1, kept: [] });
+    expect(report.redriven.map((r) => [r.entityId, r.reason])).toEqual([[txn.id, "validation: memo: not allowed"]]);
+    expect(rig.publisher.ofType("transaction.created").map((e) => e.detail.subject)).toEqual([
+      { type: "transaction", id: txn.id, qashio_id: txn.qashio_id, sequence: 1 },
+    ]);
+    expect(rig.snapshots.data.get(`transaction:${txn.id}`)?.object).toMatchObject({ id: txn.id, memo: "REFUND?" });
+    expect(rig.provider.count("acknowledgeTransactions")).toBe(acks + 1);
+    expect(rig.quarantine.records.size).toBe(0);
+
+    // Idempotent: nothing left to take, nothing read or published again.
+    const calls = rig.provider.calls.length;
+    expect(await redriveQuarantined(rig.deps)).toMatchObject({ considered: 0, redriven: [], kept: [] });
+    expect(rig.provider.calls).toHaveLength(calls);
+    expect(rig.publisher.events).toHaveLength(1);
+  });
+
+  it("publishes a transaction.changed against the last published state for a later version quarantined for validation", async () => {
+    const { rig, rule, txn } = await quarantineUnderStrictRule({ publishedBefore: true });
+    expect(rig.publisher.ofType("transaction.created")).toHaveLength(1);
+    rule.strict = false;
+    const report = await redriveQuarantined(rig.deps);
+    expect(report).toMatchObject({ considered: 1, kept: [] });
+    const [changed] = rig.publisher.ofType("transaction.changed");
+    expect(changed?.detail.subject).toMatchObject({ id: txn.id, sequence: 2 });
+    expect(changed?.detail.data.changes).toContainEqual({ path: "/memo", before: "", after: "REFUND?" });
+    expect(rig.quarantine.records.size).toBe(0);
+  });
+
+  it("keeps a validation record whose transaction still fails validation, under the same id (no second record, none counted new), and again on a re-run", async () => {
+    const { rig, txn } = await quarantineUnderStrictRule();
+    const [before] = await rig.quarantine.list();
+    rig.metrics.points.length = 0;
+    rig.logger.lines.length = 0;
+
+    for (let run = 0; run < 2; run += 1) {
+      const report = await redriveQuarantined(rig.deps);
+      expect(report.considered).toBe(1);
+      expect(report.redriven).toEqual([]);
+      expect(report.kept.map((k) => [k.record.id, k.record.entityId, k.why])).toEqual([[before!.id, txn.id, "its current state still fails validation"]]);
+      // Read back `synced`: its record id leaves client_sync_status out, so the batch path finds it held.
+      expect([...rig.quarantine.records.keys()]).toEqual([before!.id]);
+      expect(await rig.quarantine.list()).toEqual([{ ...before, raw: expect.anything() }]);
+    }
+    expect(rig.publisher.events).toEqual([]);
+    expect(rig.snapshots.data.has(`transaction:${txn.id}`)).toBe(false);
+    expect(rig.metrics.points.filter((p) => p.name === "Quarantined")).toEqual([]);
+    expect(rig.logger.lines.filter((l) => l.message === "record quarantined")).toEqual([]);
+    expect(rig.logger.lines.filter((l) => l.level === "warn" && l.message === "quarantine record kept by the re-drive")).toHaveLength(2);
+  });
+
+  it("leaves alone card records and validation records without an acknowledgeable id or a qashio_id, reading nothing for them", async () => {
+    const rig = makeRig();
+    const txn = rig.provider.addTransaction();
+    const base = { kind: "transaction" as const, reason: "validation: id: Invalid UUID", at: "2025-01-15T09:00:00.000Z" };
+    await rig.quarantine.put({ ...base, id: "q-1", raw: { id: "T-1", qashio_id: txn.qashio_id }, entityId: "T-1" });
+    await rig.quarantine.put({ ...base, id: "q-2", raw: { qashio_id: txn.qashio_id } });
+    await rig.quarantine.put({ ...base, id: "q-3", raw: { id: txn.id, qashio_id: 42 }, entityId: txn.id });
+    await rig.quarantine.put({ ...base, id: "q-4", kind: "card", reason: "validation: status: bad", raw: { id: "CA1" }, entityId: "CA1" });
+    const report = await redriveQuarantined(rig.deps);
+    expect(report).toMatchObject({ considered: 0, redriven: [], kept: [] });
+    expect(rig.provider.calls).toEqual([]);
+    expect(rig.quarantine.records.size).toBe(4);
   });
 });

@@ -1,5 +1,6 @@
 /**
- * End-to-end, in-process: `bridge redrive` against the sandbox after a run whose publisher refused one event for good.
+ * End-to-end, in-process: `bridge redrive` against the sandbox after a run whose publisher refused one event for good,
+ * and after an earlier validation rule quarantined (and acknowledged) a transaction the current one accepts.
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -7,6 +8,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { BridgeEvent, EventPublisher, PublishFailure } from "../../shared/bridge/ports.js";
 import { EXIT } from "../../shared/cli/errors.js";
 import { runCommand } from "../../shared/cli/run.js";
+import { quarantineId } from "../../shared/bridge/cycle.js";
 import { JsonlEventPublisher, FileQuarantine } from "../../shared/local/index.js";
 import { idsWithStatus, readEvents, runInProcess, startHarness, type Harness } from "./helpers.js";
 
@@ -50,13 +52,35 @@ describe("bridge redrive (in-process)", () => {
 
     const { code, stdout } = await runInProcess(["redrive"], h.env, undefined, h.dir);
     expect(code).toBe(EXIT.ok);
-    expect(stdout).toMatch(/re-drive: 1 of 1 quarantined publish failures published and removed · 0 kept/);
+    expect(stdout).toMatch(/re-drive: 1 of 1 quarantine records delivered and removed · 0 kept/);
     const created = (await readEvents(h.eventsFile)).filter((e) => e.detail.subject.id === victim);
     expect(created.map((e) => e["detail-type"])).toEqual(["transaction.created"]);
     expect(await quarantine.list()).toEqual([]);
 
     const again = await runInProcess(["redrive"], h.env, undefined, h.dir);
-    expect(again).toMatchObject({ code: EXIT.ok, stdout: expect.stringMatching(/no quarantined publish failures/) });
+    expect(again).toMatchObject({ code: EXIT.ok, stdout: expect.stringMatching(/no quarantine records to re-drive/) });
+  });
+
+  it("publishes a transaction an earlier validation rule quarantined and acknowledged, once it validates, and removes its record", async () => {
+    const h = (harness = await startHarness());
+    const store = h.sandbox.control.company(h.companyId)!.transactions;
+    const tx = store.all().find((t) => t.client_sync_status === "not_synced" && t.parent_qashio_id === null);
+    if (tx === undefined) throw new Error("no pending transaction");
+    // What a cycle under a rule that wrongly refused it left: the transaction acknowledged, its body quarantined.
+    store.setSyncStatus(tx, "synced");
+    const raw = { id: tx.id, qashio_id: tx.qashio_id };
+    const quarantine = new FileQuarantine(h.env.BRIDGE_STATE_DIR!);
+    await quarantine.put({ id: quarantineId("acme", "transaction", "validation", raw), kind: "transaction", reason: "validation: memo: too long", raw, at: "2026-01-01T00:00:00.000Z", entityId: tx.id });
+    expect((await runInProcess(["run", "--once"], h.env, undefined, h.dir)).code).toBe(EXIT.ok);
+    expect((await readEvents(h.eventsFile)).map((e) => e.detail.subject.id)).not.toContain(tx.id);
+
+    const { code, stdout } = await runInProcess(["redrive"], h.env, undefined, h.dir);
+    expect(code).toBe(EXIT.ok);
+    expect(stdout).toMatch(/re-drive: 1 of 1 quarantine records delivered and removed · 0 kept/);
+    const created = (await readEvents(h.eventsFile)).filter((e) => e.detail.subject.id === tx.id);
+    expect(created.map((e) => e["detail-type"])).toEqual(["transaction.created"]);
+    expect(await quarantine.list()).toEqual([]);
+    expect((await runInProcess(["redrive"], h.env, undefined, h.dir)).stdout).toMatch(/no quarantine records to re-drive/);
   });
 
   it("exits 1 and names the record when the transaction cannot be published yet", async () => {
