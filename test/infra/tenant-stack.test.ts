@@ -948,22 +948,26 @@ describe("runbook", () => {
   it("sends publish records to the re-drive section, never calling them transient or telling to just delete them", () => {
     const runbook = readFileSync(join(REPO_ROOT, "docs", "runbook.md"), "utf8");
     const section = /^## QuarantineNotEmpty$([\s\S]*?)^## /m.exec(runbook)?.[1] ?? "";
-    expect(section).toContain("re-drive: see [Re-driving a publish failure](#re-driving-a-publish-failure)");
+    expect(section).toContain("re-drive: see [Re-driving quarantined transactions](#re-driving-quarantined-transactions)");
     expect(section).toContain("Never just delete a `publish` record");
     expect(section).not.toMatch(/nothing to fix/i);
-    expect(runbook).toMatch(/^## Re-driving a publish failure$/m);
+    expect(runbook).toMatch(/^## Re-driving quarantined transactions$/m);
   });
 
-  it("says what to do with the records a deploy and a re-drive cannot deliver: an oversized event, a transaction quarantined for validation", () => {
+  it("says what a deploy and a re-drive do with the records of an oversized event and of a transaction quarantined for validation", () => {
     const runbook = readFileSync(join(REPO_ROOT, "docs", "runbook.md"), "utf8");
     const section = /^## QuarantineNotEmpty$([\s\S]*?)^## /m.exec(runbook)?.[1] ?? "";
     // A re-drive reads the same too-large transaction and keeps its record (restarting its retention): without this,
     // "fix the cause, re-drive, never just delete" leaves the record and the alarm on for good.
     expect(section).toMatch(/`publish: oversized: \.\.\.`[^]*no\s+deploy\s+fixes\s+it/);
     expect(section).toMatch(/oversized[^]*changes\s+at\s+the\s+provider[^]*next\s+re-drive[^]*removes\s+the\s+record/);
-    // An acknowledged transaction is not listed again: the fix and the deletion of its record deliver nothing.
-    expect(section).toMatch(/`redrive`\s+does\s+not\s+take\s+`validation`\s+records/);
-    const redrive = /^## Re-driving a publish failure$([\s\S]*?)^## /m.exec(runbook)?.[1] ?? "";
+    // An acknowledged transaction is not listed again: after a fixed rule, the re-drive delivers it; deleting its record
+    // delivers nothing. One the re-drive cannot read again (no qashio_id) or that was never acknowledged is said apart.
+    expect(section).toMatch(/`validation: \.\.\.`[^]*re-drive\s+it\s+\(see\s+\[Re-driving\s+quarantined\s+transactions\]/);
+    expect(section).toMatch(/without\s+such\s+an\s+`entityId`\s+was\s+not\s+acknowledged/);
+    expect(section).toMatch(/`redrive`\s+leaves\s+alone\s+card\s+records[^]*without\s+a\s+`qashio_id`/);
+    const redrive = /^## Re-driving quarantined transactions$([\s\S]*?)^## /m.exec(runbook)?.[1] ?? "";
+    expect(redrive).toContain("`its current state still fails validation`");
     expect(redrive).toMatch(/`publish: oversized`\s+record\s+is\s+kept\s+so\s+on\s+every\s+re-drive/);
   });
 
