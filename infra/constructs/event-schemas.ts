@@ -2,6 +2,19 @@ import * as eventschemas from "aws-cdk-lib/aws-eventschemas";
 import { Construct } from "constructs";
 import { eventEnvelopeSchema, type EventDetailSchema } from "../event-schemas-source.js";
 
+/** The longest registry description the Schemas API takes (CreateRegistry); CloudFormation checks it only at deploy. */
+const REGISTRY_DESCRIPTION_MAX = 256;
+
+/**
+ * The registry's description: it names the source, unless that would make it longer than Schemas accepts (a source
+ * of more than about 170 characters, which the tenants file allows up to 256); each schema's name carries it anyway.
+ */
+function registryDescription(tenantId: string, eventSource: string): string {
+  const description = `Events published by qashio-bridge for tenant ${tenantId}`;
+  const withSource = `${description} (source ${eventSource})`;
+  return withSource.length <= REGISTRY_DESCRIPTION_MAX ? withSource : description;
+}
+
 /** Properties of {@link EventSchemas}. */
 export interface EventSchemasProps {
   /** Tenant id, naming the registry. */
@@ -26,7 +39,7 @@ export class EventSchemas extends Construct {
     super(scope, id);
     this.registry = new eventschemas.CfnRegistry(this, "Registry", {
       registryName: `qashio-bridge-${props.tenantId}`,
-      description: `Events published by qashio-bridge for tenant ${props.tenantId} (source ${props.eventSource})`,
+      description: registryDescription(props.tenantId, props.eventSource),
     });
     const schemas = new Map<string, eventschemas.CfnSchema>();
     for (const detail of props.schemas) {

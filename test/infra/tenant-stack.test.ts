@@ -8,7 +8,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { DASHBOARD_WIDGETS } from "../../infra/constructs/ops-dashboard.js";
 import { POLLER_TABLE_ACTIONS, TenantTable } from "../../infra/constructs/tenant-table.js";
 import { partitionKeyPatterns, SECRET_TAGS } from "../../shared/aws/keys.js";
-import { EVENT_TYPES, loadTenantsFile, type TenantConfig } from "../../infra/tenant-config.js";
+import { EVENT_TYPES, loadTenantsFile, parseTenantConfig, type TenantConfig } from "../../infra/tenant-config.js";
 import type { TenantStack } from "../../infra/tenant-stack.js";
 import { buildTestApp, EXAMPLE_TENANTS_FILE, exampleStacks, REPO_ROOT, rolePolicies, roleStatements } from "./helpers.js";
 import { allows, type PolicyStatement } from "./iam-evaluator.js";
@@ -493,6 +493,18 @@ describe("tenant stacks", () => {
       expect(content.properties.detail).toBeDefined();
       expect(schema.Content).not.toMatch(/"\$defs"|"const"|draft\/2020-12/);
     }
+  });
+
+  it("keeps the registry's description within the 256 characters Schemas accepts, for the longest id and source the tenants file allows", () => {
+    const descriptionOf = (template: Template): string =>
+      (Object.values(template.findResources("AWS::EventSchemas::Registry"))[0] as { Properties: { Description: string } }).Properties.Description;
+    expect(descriptionOf(acmeT)).toBe("Events published by qashio-bridge for tenant acme-sandbox (source qashio.bridge)");
+    // Schema-valid (id of 32, source of 256 characters), but CreateRegistry refuses a description over 256 at deploy.
+    const tenant = parseTenantConfig({ id: "a".repeat(32), environment: "sandbox", eventSource: "s".repeat(256), alarms: { email: "ops@acme.test" } });
+    const [stack] = buildTestApp({ tenants: [tenant] }).stacks;
+    const description = descriptionOf(Template.fromStack(stack!));
+    expect(description.length).toBeLessThanOrEqual(256);
+    expect(description).toContain(`tenant ${tenant.id}`);
   });
 
   it("forwards each webhook's event types through a rule, connection, API destination, retry policy and DLQ", () => {
