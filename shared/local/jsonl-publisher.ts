@@ -3,7 +3,8 @@
  * receives, so local consumers see exactly what they would see in AWS.
  */
 import { randomUUID } from "node:crypto";
-import { closeSync, fstatSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readSync } from "node:fs";
+import { closeSync, constants, fstatSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readSync } from "node:fs";
+import type { Stats } from "node:fs";
 import path from "node:path";
 import type { BridgeEvent, BridgeEventDetail, EventPublisher, Logger, PublishFailure } from "../bridge/ports.js";
 import { jsonString as quote } from "../bridge/hash.js";
@@ -102,10 +103,26 @@ function envelopeParts(envelope: EventBridgeEnvelope): [string, string, string] 
   return [before, object, `${detailAfter}}`];
 }
 
+/**
+ * How the file is opened: `a+` (created when missing, every write at the end) and non-blocking, so a FIFO put in the
+ * file's place opens at once and is refused (see write) instead of a write that blocks the whole process until a
+ * reader drains it. No effect on a regular file; 0 where the platform has no such flag.
+ */
+const OPEN_FLAGS = constants.O_RDWR | constants.O_APPEND | constants.O_CREAT | (constants.O_NONBLOCK ?? 0);
+
 /** How every line this publisher writes starts: a torn last line that starts so (or with a NUL) is one of its own. */
 const LINE_START = Buffer.from('{"version":"0","id":"', "utf8");
 /** Bytes read per step when looking back for the last complete line. */
 const TAIL_CHUNK_BYTES = 64 * 1024;
+
+/** What a non-regular file is, for the error that refuses it. */
+function kindOf(stats: Stats): string {
+  if (stats.isFIFO()) return "a pipe (FIFO)";
+  if (stats.isCharacterDevice()) return "a character device";
+  if (stats.isBlockDevice()) return "a block device";
+  if (stats.isSocket()) return "a socket";
+  return "not a file";
+}
 
 /** Where the file's last complete line ends: just past the last newline before `size`, or 0 when there is none. */
 function endOfLastLine(fd: number, size: number): number {
@@ -222,10 +239,15 @@ export class JsonlEventPublisher implements EventPublisher {
       mkdirSync(path.dirname(this.options.file), { recursive: true, mode: 0o700 });
       this.dirReady = true;
     }
-    const fd = openSync(this.options.file, "a+", 0o600);
+    const fd = openSync(this.options.file, OPEN_FLAGS, 0o600);
     try {
       // The length before this append: a write that fails part-way is cut back to it (see discardFailedWrite).
-      const { size } = fstatSync(fd);
+      const stats = fstatSync(fd);
+      // Something else put at the path while the bridge runs (a FIFO, a device): nothing there is durable or where the
+      // user looks, and a FIFO without a reader would block the process (signals included). Refused, nothing written,
+      // so the engine acknowledges nothing and the next cycle writes the events once the path is a file again.
+      if (!stats.isFile()) throw new Error(`${this.options.file} is not a regular file (${kindOf(stats)}): nothing was written; put a regular file there, or remove it`);
+      const { size } = stats;
       // Checked before every append (one byte read): another process on the same file (a `run --once` beside a
       // loop) may have been killed mid-append since this one last wrote.
       const kept = size > 0 ? this.cutTornLine(fd, size) : size;

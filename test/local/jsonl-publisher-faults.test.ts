@@ -1,3 +1,4 @@
+import { execFileSync, spawnSync } from "node:child_process";
 import type * as nodeFs from "node:fs";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -108,5 +109,28 @@ describe("JsonlEventPublisher after a write that fails part-way", () => {
     const subjects = lines.map((line) => (JSON.parse(line) as { detail: { subject: { id: string } } }).detail.subject.id);
     expect(subjects).toEqual([first.id, second.id]);
     expect(rig.provider.pending()).toEqual([]);
+  });
+});
+
+describe("JsonlEventPublisher when its path is no longer a regular file", () => {
+  it("refuses a FIFO put in the file's place without writing to it, at once, instead of blocking the process", () => {
+    // A FIFO nobody reads: a write larger than the pipe's buffer (64 KiB on Linux) used to block the whole process
+    // (timers, lease renewal, SIGTERM and Ctrl-C handlers) until a reader came; a smaller one went into the pipe and
+    // failed at the fsync. Run in a child, as a blocked synchronous write would hang this test's worker too.
+    const fifo = path.join(dir, "events.jsonl");
+    execFileSync("mkfifo", [fifo]);
+    const script = `
+      const { JsonlEventPublisher } = await import(${JSON.stringify(new URL("../../shared/local/index.ts", import.meta.url).href)});
+      const { sampleEvent } = await import(${JSON.stringify(new URL("../bridge/contract/index.ts", import.meta.url).href)});
+      const events = Array.from({ length: 400 }, (_, n) => sampleEvent(n));
+      await new JsonlEventPublisher({ file: ${JSON.stringify(fifo)} }).publish(events).then(
+        () => console.log("published"),
+        (err) => console.log("refused: " + err.message),
+      );
+    `;
+    const child = spawnSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], { encoding: "utf8", timeout: 20_000 });
+    expect(child.signal).toBeNull();
+    expect(child.stderr).toBe("");
+    expect(child.stdout.trim()).toBe(`refused: ${fifo} is not a regular file (a pipe (FIFO)): nothing was written; put a regular file there, or remove it`);
   });
 });
