@@ -9,7 +9,7 @@ import path from "node:path";
 import type { BridgeEvent, BridgeEventDetail, EventPublisher, Logger, PublishFailure } from "../bridge/ports.js";
 import { jsonString as quote } from "../bridge/hash.js";
 import { detailJsonParts } from "../bridge/events/json.js";
-import { ScratchBuffer, writeAll } from "./atomic.js";
+import { fsyncDirSync, ScratchBuffer, writeAll } from "./atomic.js";
 
 /** An event as an EventBridge rule target receives it. */
 export interface EventBridgeEnvelope {
@@ -259,6 +259,10 @@ export class JsonlEventPublisher implements EventPublisher {
         // Append mode: the write lands at the end.
         writeAll(fd, lines.subarray(start));
         fsyncSync(fd);
+        // An empty file is most likely one this open created (a first run, or after a rotation or a removal took the
+        // old one away): its name is durable only once the directory is fsynced too, and the engine acknowledges the
+        // events once this returns.
+        if (size === 0) fsyncDirSync(path.dirname(this.options.file));
       } catch (err) {
         this.discardFailedWrite(fd, kept ?? size);
         throw err;

@@ -5,7 +5,7 @@
  */
 import type * as nodeFs from "node:fs";
 import { existsSync } from "node:fs";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, rename, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
@@ -66,6 +66,26 @@ describe("JsonlEventPublisher durability", () => {
     journal.events.length = 0;
     await publisher.publish([sampleEvent(3)]);
     expect(eventsFileJournal()).toEqual(["write <events>", "fsync <events>"]);
+  });
+
+  it("fsyncs the directory after the first append to a file it created (a first run, or after a rotation moved it away)", async () => {
+    const publisher = new JsonlEventPublisher({ file });
+    await publisher.publish([sampleEvent(1)]);
+    const dirFsync = `fsync ${dir}`;
+    // The file's own fsync does not make its name durable: without the directory's, a power loss could take the new
+    // file, and the events in it, back after the engine acknowledged them.
+    expect(journal.events.filter((e) => e.startsWith("write") || e.startsWith("fsync")).map((e) => e.replace(file, "<events>"))).toEqual([
+      "write <events>",
+      "fsync <events>",
+      dirFsync,
+    ]);
+    journal.events.length = 0;
+    await publisher.publish([sampleEvent(2)]);
+    expect(journal.events).not.toContain(dirFsync);
+    await rename(file, `${file}.1`);
+    journal.events.length = 0;
+    await publisher.publish([sampleEvent(3)]);
+    expect(journal.events.at(-1)).toBe(dirFsync);
   });
 
   it("writes and fsyncs nothing for an empty batch (a cycle that found no change)", async () => {
