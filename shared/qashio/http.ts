@@ -21,7 +21,7 @@ import {
   type QashioErrorContext,
 } from "./errors.js";
 import type { TokenProvider } from "./auth/token-provider.js";
-import { nodeHttpFetch } from "./node-transport.js";
+import { MAX_RESPONSE_BODY_BYTES, nodeHttpFetch, RESPONSE_TOO_LARGE } from "./node-transport.js";
 import { isLogToken } from "../log-token.js";
 import { realSleep, systemClock, type Clock } from "../clock.js";
 import { ERROR_CODES, ErrorEnvelopeSchema } from "./schemas/index.js";
@@ -570,6 +570,7 @@ export class HttpCore {
     if (request.body !== undefined) headers["content-type"] = "application/json";
     const controller = new AbortController();
     const timer = setTimeout(() => controller.abort(), this.timeoutMs);
+    let status: number | undefined;
     try {
       const response = await this.fetchFn(this.url(request), {
         method: request.method,
@@ -577,6 +578,7 @@ export class HttpCore {
         body: request.body === undefined ? undefined : JSON.stringify(request.body),
         signal: controller.signal,
       });
+      status = response.status;
       const text = await response.text();
       return { kind: "response", status: response.status, headers: response.headers, text };
     } catch (cause) {
@@ -591,6 +593,14 @@ export class HttpCore {
       }
       // The cause is kept by name only: some fetch errors quote the full URL, query string included.
       const reason = networkReasonOf(cause);
+      if (reason === RESPONSE_TOO_LARGE) {
+        // Not retried: an answer that size is no page the client asked for, and each retry would read as much again.
+        const limit = `${MAX_RESPONSE_BODY_BYTES / (1024 * 1024)} MiB`;
+        return {
+          kind: "failure",
+          error: new InvalidResponseError(`${where.method} ${where.path} answered ${status ?? "?"} with a body over ${limit}`, { ...where, status }),
+        };
+      }
       return { kind: "failure", error: new NetworkError(`${where.method} ${where.path} failed before a response (${reason})`, where) };
     } finally {
       clearTimeout(timer);

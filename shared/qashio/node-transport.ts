@@ -10,6 +10,14 @@ import type { FetchInit, FetchResponse, ResponseHeaders } from "./http.js";
 const MAX_SOCKETS_PER_HOST = 8;
 /** Idle sockets close after this (undici's default), before common 5 s server timeouts; a shorter `Keep-Alive` hint wins. */
 const IDLE_SOCKET_TIMEOUT_MS = 4_000;
+/**
+ * Largest response body read, in bytes. A page of 100 transactions is about 360 KB (`docs/spec-gaps.md`, Transport),
+ * so this leaves ~90 times that; a body past it (an endless or runaway answer) fails with `ERR_RESPONSE_TOO_LARGE`
+ * rather than being buffered until the timeout, which over a fast link is gigabytes.
+ */
+export const MAX_RESPONSE_BODY_BYTES = 32 * 1024 * 1024;
+/** `TransportError.code` of a response whose body passed {@link MAX_RESPONSE_BODY_BYTES}. */
+export const RESPONSE_TOO_LARGE = "ERR_RESPONSE_TOO_LARGE";
 /** Sent unless the caller gives one: WAF rule sets commonly block requests without a user agent. */
 const USER_AGENT = "qashio-bridge";
 
@@ -84,7 +92,9 @@ function decodeUtf8(chunks: readonly Buffer[], length: number): string {
 /**
  * Sends one request over a pooled keep-alive socket and resolves when the response headers arrive; `text()` resolves
  * when the body is complete. Supports what `HttpCore` sends: method, headers, a string body and an abort signal.
- * Fails with `TransportError` before a complete response and with the signal's reason once aborted.
+ * Fails with `TransportError` before a complete response and with the signal's reason once aborted; `text()` fails with
+ * `TransportError` code {@link RESPONSE_TOO_LARGE} (the connection closed) once the body, by its `Content-Length` or as
+ * it arrives, passes {@link MAX_RESPONSE_BODY_BYTES}.
  *
  * @example
  * const response = await nodeHttpFetch("https://api.example/public/v1/erp/cards", { headers: { accept: "application/json" } });
@@ -122,11 +132,17 @@ export function nodeHttpFetch(input: string, init: FetchInit = {}): Promise<Fetc
       (response) => {
         const chunks: Buffer[] = [];
         let length = 0;
+        const tooLarge = () => {
+          chunks.length = 0;
+          fail(new TransportError(RESPONSE_TOO_LARGE, "response body"));
+          request.destroy();
+        };
         const complete = new Promise<void>((resolveBody, rejectComplete) => {
           rejectBody = rejectComplete;
           response.on("data", (chunk: Buffer) => {
-            chunks.push(chunk);
             length += chunk.length;
+            if (length > MAX_RESPONSE_BODY_BYTES) tooLarge();
+            else chunks.push(chunk);
           });
           response.on("end", () => {
             signal?.removeEventListener("abort", onAbort);
@@ -141,6 +157,8 @@ export function nodeHttpFetch(input: string, init: FetchInit = {}): Promise<Fetc
           headers: responseHeadersOf(response.headers),
           text: () => complete.then(() => decodeUtf8(chunks, length)),
         });
+        // Announced too large: the body fails at once, before a byte of it is read (the status is the caller's).
+        if (Number(response.headers["content-length"]) > MAX_RESPONSE_BODY_BYTES) tooLarge();
       },
     );
     request.on("error", (error) => fail(transportErrorOf(error)));

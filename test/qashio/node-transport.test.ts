@@ -4,9 +4,9 @@ import { execFileSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { inspect } from "node:util";
 import { afterEach, describe, expect, it } from "vitest";
-import { nodeHttpFetch, TransportError } from "../../shared/qashio/node-transport.js";
+import { MAX_RESPONSE_BODY_BYTES, nodeHttpFetch, TransportError } from "../../shared/qashio/node-transport.js";
 import { HttpCore } from "../../shared/qashio/http.js";
-import { NetworkError, TimeoutError } from "../../shared/qashio/errors.js";
+import { InvalidResponseError, NetworkError, TimeoutError } from "../../shared/qashio/errors.js";
 import { QashioClient } from "../../shared/qashio/client.js";
 import { StaticTokenProvider } from "../../shared/qashio/auth/token-provider.js";
 import { exchangeCode } from "../../shared/qashio/auth/oauth.js";
@@ -66,6 +66,29 @@ async function closedPortUrl(): Promise<string> {
   const server = await loopback(() => undefined);
   await server.close();
   return server.url;
+}
+
+/**
+ * Answers 200 with an endless chunked body of spaces (valid JSON whitespace), written as fast as the client reads, until
+ * the client closes the connection; `closed` resolves then with the bytes written.
+ */
+function endlessBody(): { handler: (request: Received, res: ServerResponse) => void; closed: Promise<number> } {
+  let done: (written: number) => void = () => undefined;
+  const closed = new Promise<number>((resolve) => (done = resolve));
+  const block = Buffer.alloc(1 << 20, 0x20);
+  const handler = (_request: Received, res: ServerResponse) => {
+    let written = 0;
+    res.writeHead(200, { "content-type": "application/json" });
+    res.on("close", () => done(written));
+    const pump = () => {
+      while (!res.destroyed) {
+        written += block.length;
+        if (!res.write(block)) return void res.once("drain", pump);
+      }
+    };
+    pump();
+  };
+  return { handler, closed };
 }
 
 /** Resolves when the server has received `count` requests (no sleeping). */
@@ -211,6 +234,27 @@ describe("nodeHttpFetch", () => {
     expect(error).toMatchObject({ code: "ECONNRESET" });
   });
 
+  it("stops reading an endless body past MAX_RESPONSE_BODY_BYTES and closes the connection, not buffering until a timeout", async () => {
+    const endless = endlessBody();
+    const server = await loopback(endless.handler);
+    const response = await nodeHttpFetch(server.url);
+    const error = await response.text().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(TransportError);
+    expect(error).toMatchObject({ code: "ERR_RESPONSE_TOO_LARGE" });
+    // The server sees the connection go soon after the cap (what it wrote includes the socket buffers).
+    expect(await endless.closed).toBeLessThan(MAX_RESPONSE_BODY_BYTES + 16 * 1024 * 1024);
+  });
+
+  it("fails the body at once when its Content-Length is over MAX_RESPONSE_BODY_BYTES", async () => {
+    const server = await loopback((_request, res) => {
+      res.writeHead(200, { "content-length": MAX_RESPONSE_BODY_BYTES + 1 });
+      res.write("[");
+    });
+    const response = await nodeHttpFetch(server.url);
+    expect(response.status).toBe(200);
+    await expect(response.text()).rejects.toMatchObject({ name: "TransportError", code: "ERR_RESPONSE_TOO_LARGE" });
+  });
+
   it("fails with ECONNREFUSED and never quotes the URL or a header", async () => {
     const url = `${await closedPortUrl()}${SECRET_PATH}?token=${SECRET_QUERY}`;
     const error = await nodeHttpFetch(url, { headers: { authorization: `Bearer ${SECRET_TOKEN}` } }).catch((e: unknown) => e);
@@ -253,6 +297,17 @@ describe("HttpCore over its default transport", () => {
     });
     const http = new HttpCore({ baseUrl: server.url, retry: { maxAttempts: 1 } });
     await expect(http.request(read)).rejects.toThrow(/failed before a response \(ECONNRESET\)/);
+  });
+
+  it("maps a body over MAX_RESPONSE_BODY_BYTES to InvalidResponseError, not retried, never the query or the token", async () => {
+    const server = await loopback(endlessBody().handler);
+    const http = new HttpCore({ baseUrl: server.url, retry: { maxAttempts: 5 } });
+    const error = await http.request(read).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(InvalidResponseError);
+    expect((error as InvalidResponseError).message).toBe("GET /public/v1/erp/transactions answered 200 with a body over 32 MiB");
+    expect(error).toMatchObject({ status: 200 });
+    expect(inspect(error)).not.toMatch(new RegExp(`${SECRET_QUERY}|${SECRET_TOKEN}`));
+    expect(server.received).toHaveLength(1);
   });
 });
 
