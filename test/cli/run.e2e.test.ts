@@ -208,7 +208,7 @@ describe("bridge run --once (spawned)", () => {
     expect(code).toBe(EXIT.incomplete);
     expect(Date.now() - stoppedAt, "the cycle went on after the signal").toBeLessThan(3_000);
     expect(stderr).toContain("stopping cleanly after the page in hand; Ctrl-C again stops at once");
-    expect(stderr).toContain("the cycle stopped after the page in hand, as asked (Ctrl-C or SIGTERM); run again to resume");
+    expect(stderr).toContain("the cycle stopped after the page in hand, as asked (Ctrl-C, SIGTERM or SIGHUP); run again to resume");
     expect(stdout).toContain("stopped as asked, the next run resumes");
     const first = new Set((await readEvents(h.eventsFile)).map((e) => e.detail.subject.id));
     expect(first.size).toBeGreaterThan(0);
@@ -232,7 +232,7 @@ describe("bridge run --once (spawned)", () => {
     const { code, stderr } = await child.outcome;
     expect(stderr).not.toContain("stopped at once");
     expect(code).toBe(EXIT.incomplete);
-    expect(stderr).toContain("the cycle stopped after the page in hand, as asked (Ctrl-C or SIGTERM); run again to resume");
+    expect(stderr).toContain("the cycle stopped after the page in hand, as asked (Ctrl-C, SIGTERM or SIGHUP); run again to resume");
   });
 
   it("stops waiting out a provider's Retry-After on SIGTERM instead of retrying on (exit 4), and the next run delivers", async () => {
@@ -251,7 +251,7 @@ describe("bridge run --once (spawned)", () => {
     const { code, stderr } = await child.outcome;
     expect(Date.now() - stoppedAt, "it waited the provider's Retry-After out").toBeLessThan(3_000);
     expect(code).toBe(EXIT.incomplete);
-    expect(stderr).toContain("as asked (Ctrl-C or SIGTERM); run again to resume");
+    expect(stderr).toContain("as asked (Ctrl-C, SIGTERM or SIGHUP); run again to resume");
 
     await h.control("DELETE", "/faults");
     expect((await runInProcess(["run", "--once"], h.env)).code).toBe(EXIT.ok);
