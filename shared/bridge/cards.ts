@@ -95,6 +95,15 @@ interface CardEntry extends PageEntry {
 }
 
 /**
+ * Index in a page of `length` entries that a draw of `random` (meant in [0, 1)) starts the reads at: always within the
+ * page, as putting the page back in order assumes (a draw of 1, a negative or NaN would otherwise reorder its events).
+ */
+function rotationStart(draw: number, length: number): number {
+  const index = Math.floor(draw * length);
+  return Number.isFinite(index) && length > 0 ? ((index % length) + length) % length : 0;
+}
+
+/**
  * The configuration objects of `before` (a snapshot's object) that `listed` (a card as the list shows it) lacks, added
  * to a copy of it: a card whose single read failed keeps its last known configuration, so neither a view change nor a
  * later read's change to it is mistaken or lost. `listed` unchanged when `before` has none.
@@ -300,8 +309,8 @@ class CardRun extends CycleRun {
     // Reads start at a random card of the page and wrap around: cards whose reads keep failing at the head of a page
     // would otherwise be the first reads of every walk, end details for it each time, and hold back the limit changes
     // of every card after them for as long as they fail.
-    const start = Math.floor((this.options.random ?? Math.random)() * entries.length);
-    const rotated = entries.length === 0 ? entries : [...entries.slice(start), ...entries.slice(0, start)];
+    const start = rotationStart((this.options.random ?? Math.random)(), entries.length);
+    const rotated = [...entries.slice(start), ...entries.slice(0, start)];
     const readRotated = await mapLimit(rotated, CARD_DETAIL_CONCURRENCY, async (entry): Promise<CardEntry> => {
       const listed = entry.rejected === undefined ? this.validators.card(entry.raw) : undefined;
       if (!listed?.success) return entry;

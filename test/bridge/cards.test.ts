@@ -987,6 +987,16 @@ describe("pollCards with card details", () => {
     }
   });
 
+  it("keeps a page's events in list order when its random source answers outside [0, 1)", async () => {
+    for (const drawn of [-0.3, 1, 1.7, Number.NaN]) {
+      const rig = await walked(5);
+      const ids = rig.provider.cards.map((c) => c["id"] as string);
+      for (const id of ids) rig.provider.changeCard(id, { purchase_limits: limits(900) });
+      await pollCards(rig.deps, { pageSize: 10, random: () => drawn });
+      expect(rig.publisher.events.map((e) => e.detail.subject.id)).toEqual(ids);
+    }
+  });
+
   it("still ends the cycle when a detail read fails for the token (a revoked family is never taken as a card fault)", async () => {
     const rig = await walked(2);
     rig.provider.beforeCall = (call) => {
