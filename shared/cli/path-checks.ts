@@ -5,7 +5,7 @@
 import { randomBytes } from "node:crypto";
 import { accessSync, closeSync, constants, mkdirSync, openSync, readdirSync, realpathSync, rmdirSync, statSync, unlinkSync, type Stats } from "node:fs";
 import { basename, dirname, isAbsolute, join, relative, sep } from "node:path";
-import { TEMP_SUFFIX } from "../local/atomic.js";
+import { fileKindOf, TEMP_SUFFIX } from "../local/atomic.js";
 import { STATE_DIRS, STATE_FILES } from "../local/layout.js";
 
 /** The path's stats, or undefined when it does not exist; other errors (EACCES, ELOOP) throw. */
@@ -132,7 +132,7 @@ export function eventsFileProblem(eventsFile: string): string | undefined {
   if (events !== undefined) {
     // A regular file: the publisher fsyncs it and cuts back a line torn by a crash, which /dev/null, a terminal or a
     // pipe refuse (every cycle would then fail after publishing, and nothing would be acknowledged).
-    if (!events.isFile()) return `must be a regular file, but ${eventsFile} is ${kindOf(events)}`;
+    if (!events.isFile()) return `must be a regular file, but ${eventsFile} is ${fileKindOf(events)}`;
     // Read too: the publisher opens it for appending and reads its last byte (to close a line torn by a crash).
     return notWritable(eventsFile, constants.R_OK | constants.W_OK, "readable and writable");
   }
@@ -141,16 +141,6 @@ export function eventsFileProblem(eventsFile: string): string | undefined {
   if (parent === undefined) return creationProblem(dir);
   if (!parent.isDirectory()) return `cannot be created: ${dir} is a file, not a directory`;
   return notWritable(dir, constants.W_OK | constants.X_OK) ?? fileCreationProblem(eventsFile);
-}
-
-/** What a path that is not a regular file is, for a message. */
-function kindOf(stats: Stats): string {
-  if (stats.isDirectory()) return "a directory";
-  if (stats.isCharacterDevice()) return "a character device (such as /dev/null or a terminal)";
-  if (stats.isBlockDevice()) return "a block device";
-  if (stats.isFIFO()) return "a pipe";
-  if (stats.isSocket()) return "a socket";
-  return "not a regular file";
 }
 
 /**

@@ -7,7 +7,7 @@
  * The caller awaits durability before doing anything else anyway, so the event loop loses nothing it needed.
  */
 import { randomBytes } from "node:crypto";
-import { closeSync, fsyncSync, linkSync, openSync, renameSync, unlinkSync, writeSync } from "node:fs";
+import { closeSync, fsyncSync, linkSync, openSync, renameSync, unlinkSync, writeSync, type Stats } from "node:fs";
 import { readdir, stat, unlink } from "node:fs/promises";
 import path from "node:path";
 
@@ -65,6 +65,21 @@ export function staleTempSweep(dir: string, olderThanMs: number = STALE_TEMP_MS)
 
 /** Codes of a platform or filesystem that cannot open or fsync a directory at all (Windows, some network mounts). */
 const DIR_FSYNC_UNSUPPORTED = new Set(["EISDIR", "EPERM", "EACCES", "EINVAL", "ENOTSUP", "EOPNOTSUPP", "EBADF"]);
+
+/**
+ * What a path that is not a regular file is, for the message that refuses it (the settings check, the events file).
+ *
+ * @example
+ * fileKindOf(statSync("/dev/null")); // "a character device (such as /dev/null or a terminal)"
+ */
+export function fileKindOf(stats: Stats): string {
+  if (stats.isDirectory()) return "a directory";
+  if (stats.isCharacterDevice()) return "a character device (such as /dev/null or a terminal)";
+  if (stats.isBlockDevice()) return "a block device";
+  if (stats.isFIFO()) return "a pipe";
+  if (stats.isSocket()) return "a socket";
+  return "not a regular file";
+}
 
 /**
  * Fsyncs a directory so a rename in it is durable. Where directory fsync does not exist, the rename is still atomic

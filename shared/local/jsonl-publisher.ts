@@ -4,12 +4,11 @@
  */
 import { randomUUID } from "node:crypto";
 import { closeSync, constants, fstatSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readSync } from "node:fs";
-import type { Stats } from "node:fs";
 import path from "node:path";
 import type { BridgeEvent, BridgeEventDetail, EventPublisher, Logger, PublishFailure } from "../bridge/ports.js";
 import { jsonString as quote } from "../bridge/hash.js";
 import { detailJsonParts } from "../bridge/events/json.js";
-import { fsyncDirSync, ScratchBuffer, writeAll } from "./atomic.js";
+import { fileKindOf, fsyncDirSync, ScratchBuffer, writeAll } from "./atomic.js";
 
 /** An event as an EventBridge rule target receives it. */
 export interface EventBridgeEnvelope {
@@ -114,15 +113,6 @@ const OPEN_FLAGS = constants.O_RDWR | constants.O_APPEND | constants.O_CREAT | (
 const LINE_START = Buffer.from('{"version":"0","id":"', "utf8");
 /** Bytes read per step when looking back for the last complete line. */
 const TAIL_CHUNK_BYTES = 64 * 1024;
-
-/** What a non-regular file is, for the error that refuses it. */
-function kindOf(stats: Stats): string {
-  if (stats.isFIFO()) return "a pipe (FIFO)";
-  if (stats.isCharacterDevice()) return "a character device";
-  if (stats.isBlockDevice()) return "a block device";
-  if (stats.isSocket()) return "a socket";
-  return "not a file";
-}
 
 /** Where the file's last complete line ends: just past the last newline before `size`, or 0 when there is none. */
 function endOfLastLine(fd: number, size: number): number {
@@ -246,7 +236,7 @@ export class JsonlEventPublisher implements EventPublisher {
       // Something else put at the path while the bridge runs (a FIFO, a device): nothing there is durable or where the
       // user looks, and a FIFO without a reader would block the process (signals included). Refused, nothing written,
       // so the engine acknowledges nothing and the next cycle writes the events once the path is a file again.
-      if (!stats.isFile()) throw new Error(`${this.options.file} is not a regular file (${kindOf(stats)}): nothing was written; put a regular file there, or remove it`);
+      if (!stats.isFile()) throw new Error(`${this.options.file} is not a regular file (${fileKindOf(stats)}): nothing was written; put a regular file there, or remove it`);
       const { size } = stats;
       // Checked before every append (one byte read): another process on the same file (a `run --once` beside a
       // loop) may have been killed mid-append since this one last wrote.

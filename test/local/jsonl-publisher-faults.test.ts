@@ -131,6 +131,6 @@ describe("JsonlEventPublisher when its path is no longer a regular file", () => 
     const child = spawnSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], { encoding: "utf8", timeout: 20_000 });
     expect(child.signal).toBeNull();
     expect(child.stderr).toBe("");
-    expect(child.stdout.trim()).toBe(`refused: ${fifo} is not a regular file (a pipe (FIFO)): nothing was written; put a regular file there, or remove it`);
+    expect(child.stdout.trim()).toBe(`refused: ${fifo} is not a regular file (a pipe): nothing was written; put a regular file there, or remove it`);
   });
 });
