@@ -261,7 +261,7 @@ export function untilLaterSecond(nowMs: number): number {
 /** Every personal field replaced by the same marker: the form of a body a quarantine id is computed from. */
 const ID_FORM: PiiPolicy = Object.freeze({ mode: "redact" });
 
-/** A quarantine record's reason: its cause, then what went wrong (the re-drive finds publish failures by the cause). */
+/** A quarantine record's reason: its cause, then what went wrong (the re-drive picks its records by the cause: isRedrivable). */
 export function quarantineReason(cause: "validation" | "publish", reason: string): string {
   return `${cause}: ${reason}`;
 }
