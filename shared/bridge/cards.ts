@@ -13,6 +13,7 @@ import type { BridgeEvent, QuarantineRecord, Snapshot, SnapshotKey } from "./por
 import type { CycleReport } from "./report.js";
 import { pageEntries, type PageEntry } from "./provider.js";
 import { mapLimit } from "./map-limit.js";
+import type { ValidationResult } from "./validate.js";
 import { ERP_CARD_DETAIL_KEYS } from "../qashio/schemas/erp-card.js";
 
 /** `full` walks every card; `suspended-only` walks the `status=suspended` list (cheap, catches suspensions only). */
@@ -91,6 +92,8 @@ const DETAIL_ONLY_KEYS: ReadonlySet<string> = new Set(ERP_CARD_DETAIL_KEYS);
  */
 interface CardEntry extends PageEntry {
   readonly asListed?: true;
+  /** The card validator's result for `raw`, when the detail step already ran it (the page step then does not again). */
+  readonly checked?: ValidationResult;
   readonly rejectedDetail?: { readonly cardId: string; readonly raw: unknown; readonly reason: string };
 }
 
@@ -313,8 +316,10 @@ class CardRun extends CycleRun {
     const rotated = [...entries.slice(start), ...entries.slice(0, start)];
     const readRotated = await mapLimit(rotated, CARD_DETAIL_CONCURRENCY, async (entry): Promise<CardEntry> => {
       const listed = entry.rejected === undefined ? this.validators.card(entry.raw) : undefined;
-      if (!listed?.success) return entry;
-      if (this.detailsFailing) return { ...entry, asListed: true };
+      if (!listed?.success) return listed === undefined ? entry : { ...entry, checked: listed };
+      // The list's view stands in for the card: its validation is the one just made.
+      const asListed = (): CardEntry => ({ ...entry, asListed: true, checked: listed });
+      if (this.detailsFailing) return asListed();
       const id = listed.data["id"] as string;
       const gone = (err: unknown): boolean => !isTokenFailure(err) && statusOf(err) === 404;
       let page;
@@ -325,7 +330,7 @@ class CardRun extends CycleRun {
         // Not a fault of the endpoint: not counted towards ending details for the walk.
         if (gone(err)) {
           this.deps.logger.info("card listed but not found when read; taken as listed", { cardId: id });
-          return { ...entry, asListed: true };
+          return asListed();
         }
         failed += 1;
         const { name, status } = failedCallOf(err);
@@ -333,18 +338,18 @@ class CardRun extends CycleRun {
         // As many reads failed as run at once and none answered: the endpoint is down. The page's reads not started
         // are not made, as a page of reads each taking its retries could outlast the cycle and hold the walk there.
         if (failed >= CARD_DETAIL_CONCURRENCY && answered === 0) endDetails();
-        return { ...entry, asListed: true };
+        return asListed();
       }
       answered += 1;
       // An answer the bridge cannot take is quarantined, and the list's view of the card, valid, stands in for it.
-      const rejected = (raw: unknown, reason: string): CardEntry => ({ ...entry, asListed: true, rejectedDetail: { cardId: id, raw, reason } });
+      const rejected = (raw: unknown, reason: string): CardEntry => ({ ...asListed(), rejectedDetail: { cardId: id, raw, reason } });
       const [detail] = pageEntries(page);
       if (detail === undefined) return rejected(entry.raw, "(root): the card read answered no card");
       if (detail.rejected !== undefined) return rejected(detail.raw, detail.rejected);
       if ((detail.raw as Record<string, unknown> | null)?.["id"] !== id) return rejected(detail.raw, "id: the card read answered another card");
       const checked = this.validators.card(detail.raw);
       if (!checked.success) return rejected(detail.raw, checked.reason);
-      return detail;
+      return { ...detail, checked };
     });
     // Back in page order: the walk's cursor and the events follow the list.
     const read = [...readRotated.slice(entries.length - start), ...readRotated.slice(0, entries.length - start)];
@@ -362,13 +367,13 @@ class CardRun extends CycleRun {
     /** Records of detail reads the bridge could not take: their cards are walked as listed, so not counted as handled again. */
     let rejectedDetails = 0;
     const items: { id: string; object: Record<string, unknown>; hash: string; asListed?: true }[] = [];
-    for (const { raw, rejected, asListed, rejectedDetail } of entries) {
+    for (const { raw, rejected, asListed, rejectedDetail, checked } of entries) {
       if (rejectedDetail !== undefined) {
         // Under the card asked for, whose read is broken: an answer naming another card would send ops to the wrong one.
         quarantine.push(this.quarantineRecord("card", "validation", rejectedDetail.reason, rejectedDetail.raw, rejectedDetail.cardId));
         rejectedDetails += 1;
       }
-      const result = rejected === undefined ? this.validators.card(raw) : { success: false as const, reason: rejected };
+      const result = checked ?? (rejected === undefined ? this.validators.card(raw) : { success: false as const, reason: rejected });
       if (!result.success) {
         const rawId = (raw as Record<string, unknown> | null)?.["id"];
         quarantine.push(this.quarantineRecord("card", "validation", result.reason, raw, typeof rawId === "string" ? rawId : undefined));
