@@ -122,7 +122,7 @@ const ACKNOWLEDGEABLE_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-
  * isAcknowledgeableId("T-1"); // false
  * ```
  */
-export function isAcknowledgeableId(id: string | undefined): boolean {
+export function isAcknowledgeableId(id: string | undefined): id is string {
   return id !== undefined && ACKNOWLEDGEABLE_ID.test(id);
 }
 
@@ -397,7 +397,7 @@ class TransactionRun extends CycleRun {
         const rawId = optionalString((raw as Record<string, unknown> | null)?.["id"]);
         if (rawId !== undefined) versions?.set(rawId, INVALID_VERSION);
         batch.quarantine.push(this.quarantineRecord("transaction", "validation", result.reason, raw, rawId));
-        if (rawId && ACKNOWLEDGEABLE_ID.test(rawId)) batch.ackIds.push(rawId);
+        if (isAcknowledgeableId(rawId)) batch.ackIds.push(rawId);
         else batch.unacknowledgeable += 1;
         continue;
       }
@@ -757,7 +757,7 @@ class TransactionRun extends CycleRun {
         const [first] = page ? pageEntries(page) : [];
         const row = isJsonObject(first?.raw) ? first.raw : undefined;
         const rowId = row && row["qashio_id"] === qid ? optionalString(row["id"]) : undefined;
-        id = rowId !== undefined && (first?.rejected === undefined || ACKNOWLEDGEABLE_ID.test(rowId)) ? rowId : undefined;
+        id = rowId !== undefined && (first?.rejected === undefined || isAcknowledgeableId(rowId)) ? rowId : undefined;
         if (id) learned.push(aliasSnapshot(id, qid, new Date(this.deps.clock.now()).toISOString()));
         else if (page) this.deps.logger.warn("parent transaction not found", { parentQashioId: qid });
       }
