@@ -106,6 +106,16 @@ const webhookAuthSchema = z.discriminatedUnion("type", [
   }),
 ]);
 
+/**
+ * Webhooks one tenant may list. Each adds 8 resources to the tenant's stack (connection, API destination, rule, target
+ * role and policy, dead-letter queue and its policy, alarm) to about 60 of its own; CloudFormation refuses a stack of
+ * more than 500, which synth would only report after building it all, without naming the setting.
+ */
+export const MAX_WEBHOOKS_PER_TENANT = 50;
+const WEBHOOKS_CAP_MESSAGE =
+  `at most ${MAX_WEBHOOKS_PER_TENANT} webhooks per tenant: each adds 8 resources to the tenant's stack and CloudFormation takes at most 500; ` +
+  "forward to more endpoints from your own rules on the tenant's event bus";
+
 const webhookSchema = z.strictObject({
   name: z
     .string()
@@ -230,7 +240,11 @@ const tenantSchema = z.strictObject({
     .default(TENANT_DEFAULTS.archiveRetentionDays)
     .meta({ description: "Days the bus archive keeps events for replay; 0 keeps them forever" }),
   alarms: alarmsSchema,
-  webhooks: z.array(webhookSchema).default([]).meta({ description: "HTTPS endpoints that receive chosen event types through EventBridge API destinations" }),
+  webhooks: z
+    .array(webhookSchema)
+    .max(MAX_WEBHOOKS_PER_TENANT, WEBHOOKS_CAP_MESSAGE)
+    .default([])
+    .meta({ description: `HTTPS endpoints that receive chosen event types through EventBridge API destinations (at most ${MAX_WEBHOOKS_PER_TENANT})` }),
 }).superRefine((tenant, ctx) => {
   // Caught here rather than at deploy: rules and the archive need the bus in the stack's own account and region, an
   // alarm can only notify a topic in its own region, and CloudFormation resolves a webhook secret in the stack's region

@@ -5,6 +5,7 @@ import { RegionInfo } from "aws-cdk-lib/region-info";
 import { describe, expect, it } from "vitest";
 import { TenantConfigError } from "../../infra/errors.js";
 import {
+  MAX_WEBHOOKS_PER_TENANT,
   loadTenantsFile,
   parseTenantConfig,
   parseTenantsDocument,
@@ -325,6 +326,18 @@ describe("tenant config", () => {
       'tenant "acme": field webhooks[2].name: webhooks "a-b" and "ab" have the same name once dashes are removed, as in their resources\' logical ids: rename one',
     );
     expect(parseTenantsDocument({ tenants: [{ ...pinned, webhooks: [hook("a-b"), hook("a-c")] }] })[0]?.webhooks).toHaveLength(2);
+  });
+
+  it("caps webhooks per tenant below CloudFormation's 500 resources, naming the field and the way around it", () => {
+    const hook = (name: string) => ({ name, url: "https://erp.test/h", eventTypes: ["card.created"], auth: { type: "basic", username: "u", password: { secretArn } } });
+    const pinned = { ...minimal, account: "123456789012", region: "eu-west-1" };
+    const hooks = (n: number) => Array.from({ length: n }, (_, i) => hook(`h${i}`));
+    expect(parseTenantsDocument({ tenants: [{ ...pinned, webhooks: hooks(MAX_WEBHOOKS_PER_TENANT) }] })[0]?.webhooks).toHaveLength(MAX_WEBHOOKS_PER_TENANT);
+    const error = errorOf(() => parseTenantsDocument({ tenants: [{ ...pinned, webhooks: hooks(MAX_WEBHOOKS_PER_TENANT + 1) }] }));
+    expect(error.field).toBe("webhooks");
+    expect(error.message).toBe(
+      `tenant "acme": field webhooks: at most ${MAX_WEBHOOKS_PER_TENANT} webhooks per tenant: each adds 8 resources to the tenant's stack and CloudFormation takes at most 500; forward to more endpoints from your own rules on the tenant's event bus`,
+    );
   });
 
   it("reads a file that starts with a byte-order mark", () => {

@@ -8,7 +8,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { DASHBOARD_WIDGETS } from "../../infra/constructs/ops-dashboard.js";
 import { POLLER_TABLE_ACTIONS, TenantTable } from "../../infra/constructs/tenant-table.js";
 import { partitionKeyPatterns, SECRET_TAGS } from "../../shared/aws/keys.js";
-import { EVENT_TYPES, loadTenantsFile, parseTenantConfig, type TenantConfig } from "../../infra/tenant-config.js";
+import { EVENT_TYPES, loadTenantsFile, MAX_WEBHOOKS_PER_TENANT, parseTenantConfig, type TenantConfig } from "../../infra/tenant-config.js";
 import type { TenantStack } from "../../infra/tenant-stack.js";
 import { buildTestApp, EXAMPLE_TENANTS_FILE, exampleStacks, REPO_ROOT, rolePolicies, roleStatements } from "./helpers.js";
 import { allows, type PolicyStatement } from "./iam-evaluator.js";
@@ -554,6 +554,17 @@ function keptResources(template: Template): Record<string, string> {
   }
   return kept;
 }
+
+describe("stack size", () => {
+  it("a tenant with every feature and the most webhooks the config takes stays under CloudFormation's 500 resources", () => {
+    const acme = loadTenantsFile(EXAMPLE_TENANTS_FILE)[0]!;
+    const webhooks = Array.from({ length: MAX_WEBHOOKS_PER_TENANT }, (_, i) => ({ ...acme.webhooks[1]!, name: `hook-${i}` }));
+    const [stack] = buildTestApp({ tenants: [{ ...acme, webhooks }] }).stacks as [TenantStack];
+    const resources = Object.keys(Template.fromStack(stack).toJSON()["Resources"] as object).length;
+    expect(resources).toBeGreaterThan(MAX_WEBHOOKS_PER_TENANT * 8);
+    expect(resources).toBeLessThanOrEqual(500);
+  });
+});
 
 describe("what a stack delete or a failed first create leaves", () => {
   // RetainExceptOnCreate: kept on update and delete, removed when the create that made it rolls back.
