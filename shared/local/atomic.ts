@@ -7,7 +7,7 @@
  * The caller awaits durability before doing anything else anyway, so the event loop loses nothing it needed.
  */
 import { randomBytes } from "node:crypto";
-import { closeSync, fsyncSync, linkSync, openSync, renameSync, unlinkSync, writeSync, type Stats } from "node:fs";
+import { closeSync, fsyncSync, linkSync, mkdirSync, openSync, renameSync, unlinkSync, writeSync, type Stats } from "node:fs";
 import { readdir, stat, unlink } from "node:fs/promises";
 import path from "node:path";
 
@@ -79,6 +79,21 @@ export function fileKindOf(stats: Stats): string {
   if (stats.isFIFO()) return "a pipe";
   if (stats.isSocket()) return "a socket";
   return "not a regular file";
+}
+
+/**
+ * Creates `dir` and its missing parents (owner-only) and fsyncs the parent of each directory it made. A file fsynced
+ * in a directory whose own entry never reached the disk goes with it at a power loss: a first run's token set, whose
+ * predecessor the provider has already spent, and with it the token family.
+ */
+export function makeDirDurable(dir: string): void {
+  const first = mkdirSync(dir, { recursive: true, mode: 0o700 });
+  if (first === undefined) return;
+  const top = path.resolve(first);
+  for (let made = path.resolve(dir); ; made = path.dirname(made)) {
+    fsyncDirSync(path.dirname(made));
+    if (made === top) return;
+  }
 }
 
 /**

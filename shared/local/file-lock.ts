@@ -7,12 +7,12 @@
  */
 import { randomUUID } from "node:crypto";
 import { readFileSync, readlinkSync } from "node:fs";
-import { mkdir, readdir, readFile, unlink } from "node:fs/promises";
+import { readdir, readFile, unlink } from "node:fs/promises";
 import { hostname } from "node:os";
 import path from "node:path";
 import type { Clock, Lock, LockHandle } from "../bridge/ports.js";
 import { systemClock } from "../clock.js";
-import { createFileOnce, staleTempSweep, writeFileAtomic } from "./atomic.js";
+import { createFileOnce, makeDirDurable, staleTempSweep, writeFileAtomic } from "./atomic.js";
 import { STATE_DIRS } from "./layout.js";
 
 interface Lease {
@@ -148,7 +148,7 @@ export class FileLock implements Lock {
   }
 
   async tryAcquire(name: string, ttlMs: number): Promise<LockHandle | undefined> {
-    await mkdir(this.dir, { recursive: true, mode: 0o700 });
+    makeDirDurable(this.dir);
     await this.sweep();
     const base = `${encodeURIComponent(name)}.lock`;
     const top = await this.highest(base);

@@ -3,12 +3,12 @@
  * receives, so local consumers see exactly what they would see in AWS.
  */
 import { randomUUID } from "node:crypto";
-import { closeSync, constants, fstatSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readSync } from "node:fs";
+import { closeSync, constants, fstatSync, fsyncSync, ftruncateSync, openSync, readSync } from "node:fs";
 import path from "node:path";
 import type { BridgeEvent, BridgeEventDetail, EventPublisher, Logger, PublishFailure } from "../bridge/ports.js";
 import { jsonString as quote } from "../bridge/hash.js";
 import { detailJsonParts } from "../bridge/events/json.js";
-import { fileKindOf, fsyncDirSync, ScratchBuffer, writeAll } from "./atomic.js";
+import { fileKindOf, fsyncDirSync, makeDirDurable, ScratchBuffer, writeAll } from "./atomic.js";
 
 /** An event as an EventBridge rule target receives it. */
 export interface EventBridgeEnvelope {
@@ -226,7 +226,7 @@ export class JsonlEventPublisher implements EventPublisher {
     // Owner-only, as all other local state: events carry cardholder data. An existing file or directory keeps the
     // mode it has, so an operator may widen it for a consumer running as another user.
     if (!this.dirReady) {
-      mkdirSync(path.dirname(this.options.file), { recursive: true, mode: 0o700 });
+      makeDirDurable(path.dirname(this.options.file));
       this.dirReady = true;
     }
     const fd = openSync(this.options.file, OPEN_FLAGS, 0o600);

@@ -2,10 +2,10 @@
  * File-backed Quarantine: one JSON file per record, named by its deterministic id (idempotent put).
  */
 import { readFileSync } from "node:fs";
-import { mkdir, readdir } from "node:fs/promises";
+import { readdir } from "node:fs/promises";
 import path from "node:path";
 import type { Quarantine, QuarantineRecord } from "../bridge/ports.js";
-import { TEMP_SUFFIX, removeFileDurably, staleTempSweep, writeFileAtomic } from "./atomic.js";
+import { TEMP_SUFFIX, makeDirDurable, removeFileDurably, staleTempSweep, writeFileAtomic } from "./atomic.js";
 import { CorruptStateError, LocalStateError } from "./errors.js";
 import { STATE_DIRS } from "./layout.js";
 
@@ -40,7 +40,7 @@ export class FileQuarantine implements Quarantine {
       if (text !== JSON.stringify(held) + "\n") await writeFileAtomic(file, text, { mode: 0o600 });
       return false;
     }
-    await mkdir(this.dir, { recursive: true, mode: 0o700 });
+    makeDirDurable(this.dir);
     await writeFileAtomic(file, JSON.stringify(record) + "\n", { mode: 0o600 });
     return true;
   }

@@ -12,14 +12,14 @@
  * segment holding a superseded entry, so no replaced version stays on disk.
  */
 import { randomBytes } from "node:crypto";
-import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, readSync } from "node:fs";
+import { closeSync, openSync, readdirSync, readFileSync, readSync } from "node:fs";
 import { readdir } from "node:fs/promises";
 import path from "node:path";
 import type { Snapshot, SnapshotKey, SnapshotPage, SnapshotScanOptions, SnapshotStore } from "../bridge/ports.js";
 import { SnapshotCursorError } from "../bridge/errors.js";
 import { isSnapshotSequence } from "../bridge/validate.js";
 import { jsonOf, jsonString } from "../bridge/hash.js";
-import { ScratchBuffer, TEMP_SUFFIX, createFileOnce, fsyncDirSync, unlinkQuietly, writeFileAtomic } from "./atomic.js";
+import { ScratchBuffer, TEMP_SUFFIX, createFileOnce, fsyncDirSync, makeDirDurable, unlinkQuietly, writeFileAtomic } from "./atomic.js";
 import { CorruptStateError } from "./errors.js";
 import { KeyIndex, sameFingerprint } from "./key-index.js";
 import { STATE_DIRS } from "./layout.js";
@@ -545,7 +545,7 @@ export class FileSnapshotStore implements SnapshotStore {
     const seq = this.nextSeq++;
     const name = `seg-${String(seq).padStart(12, "0")}-${randomBytes(4).toString("hex")}.log`;
     if (!this.dirReady) {
-      mkdirSync(this.dir, { recursive: true, mode: 0o700 });
+      makeDirDurable(this.dir);
       this.dirReady = true;
     }
     // Segment writes never overlap (see putMany), so the scratch buffer is free again once this resolves.

@@ -3,9 +3,9 @@
  * what one tenant has published: sending those tokens to another provider would leak them, and another tenant's
  * snapshots would hide its changes. So a directory is bound on first use and checked on every later one.
  */
-import { existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
-import { writeFileAtomic } from "./atomic.js";
+import { makeDirDurable, writeFileAtomic } from "./atomic.js";
 import { CorruptStateError, LocalStateError } from "./errors.js";
 import { STATE_DIRS, STATE_FILES } from "./layout.js";
 
@@ -90,7 +90,7 @@ export async function bindStateDir(dir: string, binding: StateBinding, options: 
     throw new StateBindingMissingError(file);
   }
   if (options.checkOnly === true) return;
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  makeDirDurable(dir);
   await writeFileAtomic(file, `${JSON.stringify(next)}\n`, { mode: 0o600 });
 }
 

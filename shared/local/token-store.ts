@@ -1,10 +1,10 @@
 /**
  * File-backed TokenStore: one JSON file, owner-only permissions, atomic replace.
  */
-import { mkdir, readFile } from "node:fs/promises";
+import { readFile } from "node:fs/promises";
 import path from "node:path";
 import type { StoredTokens, TokenStore } from "../qashio/auth/token-store.js";
-import { probeWrite, staleTempSweep, writeFileAtomic } from "./atomic.js";
+import { makeDirDurable, probeWrite, staleTempSweep, writeFileAtomic } from "./atomic.js";
 import { CorruptStateError, TokenFileUnwritableError } from "./errors.js";
 import { STATE_FILES } from "./layout.js";
 
@@ -55,7 +55,7 @@ export class FileTokenStore implements TokenStore {
   }
 
   async save(tokens: StoredTokens): Promise<void> {
-    await mkdir(path.dirname(this.file), { recursive: true, mode: 0o700 });
+    makeDirDurable(path.dirname(this.file));
     await writeFileAtomic(this.file, JSON.stringify(tokens) + "\n", { mode: 0o600 });
   }
 
@@ -67,7 +67,7 @@ export class FileTokenStore implements TokenStore {
   async beforeRefresh(): Promise<void> {
     const dir = path.dirname(this.file);
     try {
-      await mkdir(dir, { recursive: true, mode: 0o700 });
+      makeDirDurable(dir);
       probeWrite(dir, TOKEN_SET_PROBE_BYTES);
     } catch (error) {
       throw new TokenFileUnwritableError(this.file, (error as NodeJS.ErrnoException).code ?? "unknown error", { cause: error });

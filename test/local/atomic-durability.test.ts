@@ -8,7 +8,7 @@ import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { createFileOnce, removeFileDurably } from "../../shared/local/atomic.js";
+import { createFileOnce, makeDirDurable, removeFileDurably } from "../../shared/local/atomic.js";
 import { FileTokenStore, TokenFileUnwritableError, writeFileAtomic } from "../../shared/local/index.js";
 
 /** fsync and rename calls in order, each naming the file its descriptor was opened on. */
@@ -110,6 +110,25 @@ describe("writeFileAtomic durability", () => {
     journal.maxWrite = 7;
     await writeFileAtomic(file, [Buffer.from(text.slice(0, 50)), Buffer.from(text.slice(50))], { mode: 0o600 });
     expect(await readFile(file, "utf8")).toBe(text);
+  });
+});
+
+describe("makeDirDurable", () => {
+  it("fsyncs the parent of each directory it creates, so a file fsynced inside cannot vanish with its directory", () => {
+    makeDirDurable(path.join(dir, "a", "b", "c"));
+    expect(journal.events.map((event) => event.replaceAll(dir, "<dir>"))).toEqual(["fsync <dir>/a/b", "fsync <dir>/a", "fsync <dir>"]);
+    journal.events.length = 0;
+    makeDirDurable(path.join(dir, "a", "b", "c"));
+    expect(journal.events).toEqual([]);
+  });
+
+  it("a first token save into a new state directory makes the directory durable before the token file", async () => {
+    // The first run's refresh token is spent at the provider once its successor is saved: losing the directory at a
+    // power loss would send the spent one again, and the provider would revoke the family.
+    await new FileTokenStore(path.join(dir, "state")).save({ refreshToken: "rt" });
+    const named = journal.events.map((event) => event.replaceAll(dir, "<dir>").replace(/tokens\.json\.\d+\.[0-9a-f]+\.tmp/g, "<temp>"));
+    expect(named[0]).toBe("fsync <dir>");
+    expect(named.slice(1)).toEqual(["fsync <dir>/state/<temp>", "rename <dir>/state/<temp> -> <dir>/state/tokens.json", "fsync <dir>/state"]);
   });
 });
 
