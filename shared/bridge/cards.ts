@@ -43,17 +43,20 @@ export function walkCursorKey(mode: CardCycleMode): SnapshotKey {
   return `${CARD_KEY_PREFIX}~walk-cursor:${mode}`;
 }
 
-/** A status compared without case: the spec shows both `Active` (§2.3) and `active` (§4.4, §2.5). */
+/**
+ * A status compared without case (the spec shows both `Active`, §2.3, and `active`, §4.4, §2.5) or blanks around it:
+ * a `"Suspended "` is still a suspension, which fraud review subscribes to, not some other status move.
+ */
 function statusKey(status: unknown): unknown {
-  return typeof status === "string" ? status.toLowerCase() : status;
+  return typeof status === "string" ? status.trim().toLowerCase() : status;
 }
 
-/** True when two statuses differ in more than letter case. */
+/** True when two statuses differ in more than letter case and surrounding blanks. */
 export function isStatusMove(beforeStatus: unknown, afterStatus: unknown): boolean {
   return statusKey(beforeStatus) !== statusKey(afterStatus);
 }
 
-/** Event type of a card change: status moves win over other changes; a case-only difference is no move. */
+/** Event type of a card change: status moves win over other changes; a case or blank difference is no move. */
 export function cardEventType(beforeStatus: unknown, afterStatus: unknown): EventType {
   if (!isStatusMove(beforeStatus, afterStatus)) return "card.updated";
   return statusKey(afterStatus) === "suspended" ? "card.suspended" : "card.status_changed";
@@ -426,7 +429,7 @@ class CardRun extends CycleRun {
         continue;
       }
       const moved = isStatusMove(before.object["status"], item.object["status"]);
-      // A status differing only in case is not a change, nor is PII in the form of an earlier PII mode: no event,
+      // A status differing only in case or blanks is not a change, nor is PII in the form of an earlier PII mode: no event,
       // the snapshot takes the new form (and never reaches an event in the old one).
       const changes = diffObjects(conformPii(before.object, deps.pii), item.object).filter(
         (c) => (moved || c.path !== "/status") && !isViewChange(c, before.object, item.object, deps.cardDetails === true),

@@ -566,6 +566,13 @@ describe("pollCards", () => {
     expect(cardEventType("Active", "suspended")).toBe("card.suspended");
   });
 
+  it("treats blanks around a status as no part of it: a padded suspension is still card.suspended", () => {
+    expect(cardEventType("Active", "Suspended ")).toBe("card.suspended");
+    expect(cardEventType("Active", "\tsuspended\n")).toBe("card.suspended");
+    expect(cardEventType(" Active", "Active")).toBe("card.updated");
+    expect(cardEventType("Suspended ", "Active")).toBe("card.status_changed");
+  });
+
   it("publishes nothing for a status that changes only its letter case, and leaves it out of other changes", async () => {
     const rig = makeRig();
     const card = rig.provider.addCard();
