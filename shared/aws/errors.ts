@@ -103,6 +103,18 @@ export class CorruptItemError extends AwsRuntimeError {
   }
 }
 
+/**
+ * `error` fit to be the cause of a CorruptItemError: a JSON.parse SyntaxError quotes the text it failed on (V8:
+ * `Unexpected token 'J', ..."holder": Jane H"...`), a stored object's or raw body's personal data, so it is replaced
+ * by one that names the failure only. Other decode failures (gzip, a missing attribute) quote nothing and are kept.
+ *
+ * @example
+ * throw new CorruptItemError(`Snapshot item ${pk} cannot be decoded`, table, pk, { cause: decodeCause(error) });
+ */
+export function decodeCause(error: unknown): unknown {
+  return error instanceof SyntaxError ? new SyntaxError("the stored text is not valid JSON (the parser's message is left out: it quotes the text)") : error;
+}
+
 /** PutEvents failed as a whole (not per entry) after every retry: nothing of that call is known to be published. */
 export class PublishError extends AwsRuntimeError {
   override name = "PublishError";

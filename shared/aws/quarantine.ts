@@ -3,7 +3,7 @@ import { DeleteCommand, PutCommand, QueryCommand, UpdateCommand, type DynamoDBDo
 import type { Clock, EntityKind, Quarantine, QuarantineRecord } from "../bridge/ports.js";
 import { recordQashioId } from "../bridge/redrive.js";
 import { systemClock } from "./clock.js";
-import { CorruptItemError, isConditionFailure } from "./errors.js";
+import { CorruptItemError, decodeCause, isConditionFailure } from "./errors.js";
 import { quarantineItemKey, quarantinePartition, ttlSeconds } from "./keys.js";
 
 /** Quarantine records expire after this many days unless configured otherwise. */
@@ -205,7 +205,7 @@ export class DynamoQuarantine implements Quarantine {
       };
     } catch (error) {
       throw new CorruptItemError(`Quarantine item ${item.pk}/${item.sk} cannot be decoded`, this.#table, `${item.pk}/${item.sk}`, {
-        cause: error,
+        cause: decodeCause(error),
       });
     }
   }

@@ -5,7 +5,7 @@ import type { Clock, Logger, Snapshot, SnapshotKey, SnapshotPage, SnapshotScanOp
 import { isSnapshotSequence } from "../bridge/validate.js";
 import { jsonOf } from "../bridge/hash.js";
 import { systemClock } from "./clock.js";
-import { CorruptItemError, DynamoBatchIncompleteError } from "./errors.js";
+import { CorruptItemError, DynamoBatchIncompleteError, decodeCause } from "./errors.js";
 import { SNAPSHOT_SORT_KEY, snapshotItemKey, snapshotPartitionPrefix, type ItemKey } from "./keys.js";
 import { mapLimit } from "../bridge/map-limit.js";
 import { DEFAULT_BACKOFF, backoffDelay, chunk, withRetries, type BackoffOptions } from "./retry.js";
@@ -199,7 +199,7 @@ export class DynamoSnapshotStore implements SnapshotStore {
       if (!isSnapshotSequence(item.sequence)) throw new Error("sequence is not a whole number of at least 0");
       return { key: item.key, hash: item.hash, object, updatedAt: item.updatedAt, ...(item.sequence === undefined ? {} : { sequence: item.sequence }) };
     } catch (error) {
-      throw new CorruptItemError(`Snapshot item ${item.pk} cannot be decoded`, this.#table, item.pk, { cause: error });
+      throw new CorruptItemError(`Snapshot item ${item.pk} cannot be decoded`, this.#table, item.pk, { cause: decodeCause(error) });
     }
   }
 

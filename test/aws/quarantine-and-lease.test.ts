@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
-import { DeleteCommand, GetCommand, UpdateCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
+import { inspect } from "node:util";
+import { DeleteCommand, GetCommand, PutCommand, UpdateCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { DynamoLeaseLock } from "../../shared/aws/lease-lock.js";
 import { DynamoQuarantine } from "../../shared/aws/quarantine.js";
@@ -26,6 +27,16 @@ describe("DynamoQuarantine on DynamoDB Local", () => {
     expect(await quarantine.list()).toEqual([record]);
     const item = await table.doc.send(new GetCommand({ TableName: table.tableName, Key: { pk: "QUAR#q1", sk: "r1" } }));
     expect(item.Item?.ttl).toBe(Math.ceil((clock.now() + 7 * 86_400_000) / 1000));
+  });
+
+  it("refuses a record whose raw body is not JSON without carrying any of its text, in the message or the cause", async () => {
+    const clock = new FakeClock();
+    // V8's JSON.parse message quotes the text it failed on, here a cardholder's name.
+    const item = { pk: "QUAR#q-corrupt", sk: "r1", kind: "card", reason: "invalid", at: "2026-03-01T12:00:00Z", ttl: Math.ceil(clock.now() / 1000) + 3600, raw: '{"cardholder_name": Jane Holder}' };
+    await table.doc.send(new PutCommand({ TableName: table.tableName, Item: item }));
+    const error = await make("q-corrupt", clock).list().catch((e: unknown) => e);
+    expect(error).toMatchObject({ name: "CorruptItemError", cause: { name: "SyntaxError" } });
+    expect(inspect(error, { depth: 5 })).not.toContain("Jane");
   });
 
   it("treats an expired record DynamoDB has not swept yet as gone, and restarts the retention of one found again", async () => {

@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { inspect } from "node:util";
 import { BatchGetCommand, BatchWriteCommand, DynamoDBDocumentClient, GetCommand, PutCommand, ScanCommand } from "@aws-sdk/lib-dynamodb";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { mockClient } from "aws-sdk-client-mock";
@@ -59,6 +60,20 @@ describe("DynamoSnapshotStore on DynamoDB Local", () => {
     delete item[missing];
     await table.doc.send(new PutCommand({ TableName: table.tableName, Item: item }));
     await expect(store().getMany([key])).rejects.toMatchObject({ name: "CorruptItemError" });
+  });
+
+  it("refuses an item whose object is not JSON without carrying any of its text, in the message or the cause", async () => {
+    // V8's JSON.parse message quotes the text it failed on, here a cardholder's name.
+    const key = "card:not-json" as const;
+    await table.doc.send(
+      new PutCommand({
+        TableName: table.tableName,
+        Item: { pk: `SNAP#acme#${key}`, sk: "SNAP", key, hash: "h", updatedAt: "2026-03-01T12:00:00.000Z", obj: '{"cardholder_name": Jane Holder}' },
+      }),
+    );
+    const error = await store().getMany([key]).catch((e: unknown) => e);
+    expect(error).toMatchObject({ name: "CorruptItemError", cause: { name: "SyntaxError" } });
+    expect(inspect(error, { depth: 5 })).not.toContain("Jane");
   });
 
   it("keeps tenants apart", async () => {
