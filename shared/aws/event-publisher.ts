@@ -9,8 +9,17 @@ import { DEFAULT_BACKOFF, backoffDelay, isRetryableAwsError, waitPasses, withRet
 
 /** PutEvents accepts at most 10 entries per call. */
 export const MAX_ENTRIES_PER_CALL = 10;
+/**
+ * Per-entry codes saying the bridge may not publish here at all (IAM, the bus's resource policy, its KMS key, the
+ * account named): true of every event until someone fixes the setup, and no fault of the event. Quarantined, a whole
+ * backlog would be acknowledged into the quarantine and need a re-drive; failed for now at once, it stays at the
+ * provider and goes out by itself once the setup is fixed (SyncLag alarms meanwhile).
+ */
+const SETUP_ENTRY_ERROR = /AccessDenied|NotAuthorized|KMS|InvalidAccountId/i;
+/** Stands for an entry a failing answer left blank: retried as for an unknown code. */
+const UNANSWERED_ENTRY = { ErrorCode: "NoEventId", ErrorMessage: "answered with neither an event id nor an error code" } as const;
 /** Per-entry error codes that another attempt cannot fix (RedactionFailure: listed as not retryable by AWS). */
-const PERMANENT_ENTRY_ERROR = /Malformed|Invalid|Validation|AccessDenied|NotAuthorized|NotFound|RedactionFailure/i;
+const PERMANENT_ENTRY_ERROR = /Malformed|Invalid|Validation|NotFound|RedactionFailure/i;
 
 export interface EventBridgePublisherOptions {
   readonly client: EventBridgeClient;
@@ -152,7 +161,8 @@ export class EventBridgePublisher implements EventPublisher {
         const item = pending[index];
         if (item === undefined || result.ErrorCode === undefined) return;
         const reason = `${result.ErrorCode}: ${result.ErrorMessage ?? "no message"}`;
-        if (PERMANENT_ENTRY_ERROR.test(result.ErrorCode)) failures.push({ event: item.event, reason });
+        if (SETUP_ENTRY_ERROR.test(result.ErrorCode)) failures.push({ event: item.event, reason, retryable: true });
+        else if (PERMANENT_ENTRY_ERROR.test(result.ErrorCode)) failures.push({ event: item.event, reason });
         else {
           retry.push(item);
           reasons.set(item, reason);
@@ -180,7 +190,8 @@ export class EventBridgePublisher implements EventPublisher {
           if ((response.FailedEntryCount ?? 0) > 0 && entries.length !== pending.length) {
             throw new PublishError("PutEvents answered a different number of entries than sent", attempt, response.$metadata.requestId);
           }
-          return entries;
+          // In an answer with failures, an entry with neither an event id nor an error code is not known delivered.
+          return (response.FailedEntryCount ?? 0) > 0 ? entries.map((entry) => (entry.EventId === undefined && entry.ErrorCode === undefined ? UNANSWERED_ENTRY : entry)) : entries;
         },
         {
           clock: this.#clock,

@@ -162,7 +162,17 @@ describe("EventBridgePublisher", () => {
     expect(retryable).toEqual({ ev_bad: false, ev_throttled: true, ev_internal: true, ev_huge: false });
   });
 
-  it.each(["MalformedDetail", "InvalidArgument", "ValidationException", "AccessDeniedException", "NotAuthorizedForSourceException", "ResourceNotFoundException", "RedactionFailure"])(
+  it.each(["AccessDeniedException", "NotAuthorizedForSourceException", "NotAuthorizedForDetailTypeException", "InvalidAccountIdException", "KMSAccessDeniedException"])(
+    "leaves an entry refused with %s (the setup, not the event) failed for now at once: one attempt, retryable, so the engine does not acknowledge it",
+    async (code) => {
+      mock.on(PutEventsCommand).resolves({ FailedEntryCount: 1, Entries: [{ ErrorCode: code, ErrorMessage: "refused" }] });
+      const result = await publisher().publish([event("ev_1")]);
+      expect(result.failed).toEqual([{ event: event("ev_1"), reason: `${code}: refused`, retryable: true }]);
+      expect(mock.commandCalls(PutEventsCommand)).toHaveLength(1);
+    },
+  );
+
+  it.each(["MalformedDetail", "InvalidArgument", "ValidationException", "ResourceNotFoundException", "RedactionFailure"])(
     "fails an entry refused with %s for good at once: one attempt, not retryable, so the engine quarantines it",
     async (code) => {
       mock.on(PutEventsCommand).resolves({ FailedEntryCount: 1, Entries: [{ ErrorCode: code, ErrorMessage: "refused" }] });
@@ -211,6 +221,15 @@ describe("EventBridgePublisher", () => {
     // Raised as it is, not wrapped as a failed call: the message says what went wrong and the request id is kept.
     expect(error).toMatchObject({ message: "PutEvents answered a different number of entries than sent", attempts: 1, requestId: "req-1" });
     expect(mock.commandCalls(PutEventsCommand)).toHaveLength(1);
+  });
+
+  it("retries an entry that an answer with failures leaves blank (no event id, no error code): it is not known delivered", async () => {
+    mock
+      .on(PutEventsCommand)
+      .resolvesOnce({ FailedEntryCount: 1, Entries: [{ EventId: "a" }, {}] })
+      .resolvesOnce({ FailedEntryCount: 0, Entries: [{ EventId: "b" }] });
+    expect(await publisher(new FakeClock()).publish([event("ev_a"), event("ev_b")])).toEqual({ failed: [] });
+    expect(sentEntries().map(detailIds)).toEqual([["ev_a", "ev_b"], ["ev_b"]]);
   });
 
   it("takes a call answering FailedEntryCount 0 as all delivered, whatever Entries it lists", async () => {

@@ -403,12 +403,12 @@ describe("poll-transactions handler", () => {
   it("re-drives a transaction whose event the bus refused for good once invoked with action redrive, and refuses the action elsewhere", async () => {
     const poll = h.poller("transactions");
     const refusedId = company().transactions.all().find((t) => t.client_sync_status !== "synced")?.id;
-    // The bus refuses that transaction's event for good (as a missing key grant would), and takes the rest.
+    // The bus refuses that transaction's event for good (a detail it cannot take), and takes the rest.
     h.eventBridge.on(PutEventsCommand).callsFake((input: { Entries: PutEventsRequestEntry[] }) => ({
       FailedEntryCount: 0,
       Entries: input.Entries.map((entry) => {
         const detail = JSON.parse(entry.Detail ?? "{}") as BridgeEventDetail;
-        if (detail.subject.id === refusedId) return { ErrorCode: "AccessDeniedException", ErrorMessage: "not authorized" };
+        if (detail.subject.id === refusedId) return { ErrorCode: "MalformedDetail", ErrorMessage: "detail is malformed" };
         h.published.push({ source: entry.Source ?? "", detailType: entry.DetailType ?? "", detail });
         return { EventId: "e" };
       }),

@@ -88,7 +88,7 @@ function eventBridge(refused: () => ReadonlySet<string>): EventBridgeClient {
       FailedEntryCount: 0,
       Entries: input.Entries.map((entry) =>
         refused().has((JSON.parse(entry.Detail ?? "{}") as BridgeEventDetail).subject.id)
-          ? { ErrorCode: "AccessDeniedException", ErrorMessage: "not authorized" }
+          ? { ErrorCode: "MalformedDetail", ErrorMessage: "detail is malformed" }
           : { EventId: randomUUID() },
       ),
     }));
