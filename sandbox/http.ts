@@ -77,7 +77,9 @@ export function parseQuery<S extends z.ZodType>(c: SandboxContext, schema: S, si
   const params = new URL(c.req.url).searchParams;
   const result = checkQuery(schema, params);
   const errors: FieldError[] = result.ok ? [] : [...result.errors];
-  for (const field of sizeFields) {
+  // Only a size field the query takes: on another endpoint (the card balance) it is an unknown key, ignored.
+  const shape = (schema as { shape?: Record<string, unknown> }).shape;
+  for (const field of sizeFields.filter((f) => shape !== undefined && f in shape)) {
     const raw = params.get(field);
     if (raw !== null && /^\s*\+?\d+\s*$/.test(raw) && Number(raw) > MAX_PAGE_SIZE && !errors.some((e) => e.field === field)) {
       errors.push({ field, code: "OUT_OF_RANGE", message: `${field} must be at most ${MAX_PAGE_SIZE}` });

@@ -178,6 +178,15 @@ describe("GET /public/v1/core/cards/balance", () => {
     expect(status).toBe(400);
     expect(errorCodes(body)).toEqual(expected);
   });
+
+  // §4.9 lists the balance read's query (nickname, last_four, status) and its 400s; it is no list and takes no
+  // page_size, so one sent is an unknown key, ignored whatever its value (spec-gaps, Lists and validation).
+  it.each(["page_size=500", "page_size=abc", "limit=500"])("ignores %s, a key it does not take", async (extra) => {
+    const card = await cardWith("Active");
+    const { status, body } = await h.json(`/public/v1/core/cards/balance?nickname=${encodeURIComponent(String(card.card_nickname))}&${extra}`);
+    expect({ status, errors: body.errors }).toEqual({ status: 200, errors: undefined });
+    expect((body.data.cards as Row[]).map((c) => c.card_id)).toEqual([card.id]);
+  });
 });
 
 describe("GET /public/v1/core/cards/balance of pool cards", () => {
