@@ -13,7 +13,8 @@ export const DEFAULT_SERVICE_NAME = "qashio-bridge";
 /**
  * Time kept back from the Lambda's remaining time so a cycle ends cleanly before the timeout: the grace its provider
  * calls may run past the deadline (an acknowledge of a page already published), plus time to write that page's
- * snapshots and flush metrics.
+ * snapshots and flush metrics. A token refresh a call needs is held within that grace too, lease and save included
+ * (`refreshWithinCallDeadline`, runtime.ts).
  */
 export const CYCLE_SAFETY_MARGIN_MS = DEFAULT_DEADLINE_GRACE_MS + 15_000;
 

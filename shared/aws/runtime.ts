@@ -156,6 +156,9 @@ function assemble(
     lock,
     lockName: leaseNames.tokenRefresh(config.tenant),
     lockTtlMs: TOKEN_LEASE_TTL_MS,
+    // The invocation ends at its timeout, CYCLE_SAFETY_MARGIN_MS after the cycle's deadline: a refresh cut off there
+    // between spending the refresh token and saving its successor would cost the family.
+    refreshWithinCallDeadline: true,
     clock,
     logger,
     onEvent,

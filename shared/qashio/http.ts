@@ -473,7 +473,7 @@ export class HttpCore {
           attempt -= 1;
           this.logger?.debug("provider answered 401; refreshing the token and replaying once", { ...where, requestId: error.requestId });
           this.reportRetry(error, attempt + 1, 0);
-          replayToken = await this.tokenProvider.refreshAfterUnauthorized(token);
+          replayToken = await this.tokenProvider.refreshAfterUnauthorized(token, { deadline: request.deadline });
           continue;
         }
       } else {
@@ -519,7 +519,8 @@ export class HttpCore {
     if (request.auth === "none") return undefined;
     if (typeof request.auth === "object") return request.auth.token;
     if (!this.tokenProvider) throw new UnauthorizedError("no token provider configured", { method: request.method, path: request.path });
-    return this.tokenProvider.getAccessToken();
+    // The request's deadline bounds a refresh the token needs as well (see TokenRequestOptions.deadline).
+    return this.tokenProvider.getAccessToken({ deadline: request.deadline });
   }
 
   private success(status: number, headers: ResponseHeaders, text: string, where: { method: string; path: string }, secrets: readonly string[]): HttpResponse {

@@ -172,6 +172,27 @@ describe("poll-transactions handler", () => {
     expect(await lock.tryAcquire(leaseNames.transactionsCycle(TENANT), 60_000)).toBeDefined();
   });
 
+  it("starts no token refresh whose lease would outlast the call's deadline: the cycle stops at its deadline with the refresh token unspent", async () => {
+    await h.poller("transactions")();
+    const presented = h.refreshTokensPresented.length;
+    // The access token is due for a refresh 60 s before it expires; the cycle's deadline falls 5 s after that.
+    const dueInS = ACCESS_TOKEN_TTL_SECONDS - 60;
+    const context = lambdaContext((dueInS + 5) * 1_000 + CYCLE_SAFETY_MARGIN_MS);
+    let lists = 0;
+    const fetch = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+      const response = await h.fetch(input, init);
+      // After the first list: the token is due, and the next call still fits in the calls' grace, but a refresh under
+      // its 30 s lease would not, and would run into the last seconds of the invocation.
+      if ((init?.method ?? "GET") === "GET" && ++lists === 1) h.sandbox.control.advanceClock(dueInS + 1);
+      return response;
+    };
+    expect(await h.poller("transactions", { fetch })(undefined, context)).toMatchObject({ status: "completed", outcome: "deadline" });
+    expect(h.refreshTokensPresented).toHaveLength(presented);
+    // The next tick refreshes as usual.
+    expect(await h.poller("transactions")()).toMatchObject({ status: "completed", outcome: "complete" });
+    expect(h.refreshTokensPresented).toHaveLength(presented + 1);
+  });
+
   it("still reports a cycle whose quarantine count fails, logging the failure by name", async () => {
     const failure = Object.assign(new Error("Rate exceeded"), { name: "ProvisionedThroughputExceededException" });
     vi.spyOn(DynamoQuarantine.prototype, "size").mockRejectedValue(failure);

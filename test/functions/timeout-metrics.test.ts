@@ -21,6 +21,7 @@ afterEach(async () => h.close());
  * the remaining time first, to time out 5 ms before the end: it is told 1.5 s, so its (real) timer fires then. The
  * handler's later reads are told `handlerSeesMs` (minus the time gone), which sets the cycle's deadline (30 s safety
  * margin): in Lambda, a timeout mid-page takes a hang of over 30 s past the deadline, which the tests do not sit through.
+ * 46.5 s leaves the calls' deadline 31.5 s away, room for the first call's token refresh under its 30 s lease.
  */
 async function timedOutInvocation(handlerSeesMs: number, acknowledgeAfterRelease: "fails" | "answers") {
   const company = h.sandbox.control.company(h.companyId);
@@ -76,7 +77,7 @@ async function timedOutInvocation(handlerSeesMs: number, acknowledgeAfterRelease
 }
 
 it("still emits the dimensioned metrics of the work done (EventsPublished by type) when the invocation runs into its timeout", async () => {
-  const { error, atEnd, calls, windDown } = await timedOutInvocation(31_500, "fails");
+  const { error, atEnd, calls, windDown } = await timedOutInvocation(46_500, "fails");
   try {
     expect(calls.filter((c) => c.includes("/acknowledge"))).toHaveLength(1);
     expect((error as Error).name).toBe("TimeoutError");
@@ -88,7 +89,7 @@ it("still emits the dimensioned metrics of the work done (EventsPublished by typ
 }, 20_000);
 
 it("logs a structured error when the invocation runs into its timeout, which the body's own catch never sees", async () => {
-  const { error, atEnd, windDown } = await timedOutInvocation(31_500, "fails");
+  const { error, atEnd, windDown } = await timedOutInvocation(46_500, "fails");
   try {
     expect((error as Error).name).toBe("TimeoutError");
     const errors = atEnd.filter((line) => /"level":\s*"ERROR"/.test(line)).map((line) => JSON.parse(line) as Record<string, unknown>);

@@ -28,6 +28,7 @@ export {
   type RefreshLockHandle,
   type TokenEvent,
   type TokenProvider,
+  type TokenRequestOptions,
 } from "./token-provider.js";
 export { jwtExpiry } from "./jwt.js";
 export type { StoredTokens, TokenStore } from "./token-store.js";

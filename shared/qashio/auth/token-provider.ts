@@ -2,7 +2,15 @@
  * Bearer tokens for the API: the `TokenProvider` interface, a static one for tests, and the OAuth one
  * (rotation saved before use, JWT expiry, single flight, optional cross-process lock).
  */
-import { BadRequestError, IncompleteTokenSetError, QashioError, ReauthorizationRequiredError, TokenUnavailableError, UnauthorizedError } from "../errors.js";
+import {
+  BadRequestError,
+  DeadlineExceededError,
+  IncompleteTokenSetError,
+  QashioError,
+  ReauthorizationRequiredError,
+  TokenUnavailableError,
+  UnauthorizedError,
+} from "../errors.js";
 import { DEFAULT_TIMEOUT_MS, systemClock, type Clock } from "../http.js";
 import { acquireTimed, whileHolding, type KeepAliveMessages } from "../../lease-keep-alive.js";
 import { jwtTimes } from "./jwt.js";
@@ -10,12 +18,22 @@ import { exchangeCode, refresh, type OAuthClientOptions } from "./oauth.js";
 import type { StoredTokens, TokenStore } from "./token-store.js";
 import type { TokenSet } from "../schemas/index.js";
 
+/** What the call asking for a token is held to. */
+export interface TokenRequestOptions {
+  /**
+   * Epoch ms the call must end by. A refresh it would need is started only when its whole lease (the refresh, then
+   * the save of the new refresh token) ends by then: one cut off by the end of the process (a Lambda timeout) between
+   * the two leaves the spent refresh token stored, and the next refresh presenting it revokes the family.
+   */
+  readonly deadline?: number;
+}
+
 /** Source of bearer tokens for the API. */
 export interface TokenProvider {
   /** A currently valid access token (refreshing ahead of expiry when needed). */
-  getAccessToken(): Promise<string>;
+  getAccessToken(options?: TokenRequestOptions): Promise<string>;
   /** Called once after a 401 answered `rejected`; returns a token to replay the request with. */
-  refreshAfterUnauthorized(rejected: string): Promise<string>;
+  refreshAfterUnauthorized(rejected: string, options?: TokenRequestOptions): Promise<string>;
 }
 
 /**
@@ -77,6 +95,13 @@ export interface OAuthTokenProviderOptions extends OAuthClientOptions {
    * {@link whileHolding}). @default 30_000
    */
   readonly lockTtlMs?: number;
+  /**
+   * The process ends for good soon after its calls' deadlines (a Lambda invocation, whose timeout follows the cycle's
+   * deadline): a refresh is then started only when its whole lease ends by the deadline of the call needing it (see
+   * {@link TokenRequestOptions.deadline}). A process that outlives its deadlines (the local bridge's budget) refreshes
+   * whenever it must, else a budget shorter than the lease would never refresh. @default false
+   */
+  readonly refreshWithinCallDeadline?: boolean;
   /** How long to wait for another holder before giving up. @default 20_000 */
   readonly lockWaitMs?: number;
   /** Pause between acquisition attempts. @default 250 */
@@ -198,18 +223,23 @@ export class OAuthTokenProvider implements TokenProvider {
     this.clock = options.clock ?? systemClock;
   }
 
-  async getAccessToken(): Promise<string> {
+  /**
+   * @throws DeadlineExceededError with `refreshWithinCallDeadline`, when a refresh is needed that could not end by
+   *   `options.deadline` (nothing is sent).
+   */
+  async getAccessToken(options: TokenRequestOptions = {}): Promise<string> {
     const tokens = await this.loaded();
     if (this.isFresh(tokens)) return tokens.accessToken as string;
-    return this.accessTokenOf(await this.refreshShared(undefined));
+    return this.accessTokenOf(await this.refreshShared(undefined, this.refreshBound(options.deadline)));
   }
 
-  async refreshAfterUnauthorized(rejected: string): Promise<string> {
+  /** @throws DeadlineExceededError as {@link getAccessToken}. */
+  async refreshAfterUnauthorized(rejected: string, options: TokenRequestOptions = {}): Promise<string> {
     this.refused = rejected;
     const tokens = await this.loaded();
     // Another caller already replaced the rejected token.
     if (tokens.accessToken !== rejected && this.isFresh(tokens)) return tokens.accessToken as string;
-    return this.accessTokenOf(await this.refreshShared(rejected));
+    return this.accessTokenOf(await this.refreshShared(rejected, this.refreshBound(options.deadline)));
   }
 
   /** True while tokens the provider issued are held in memory because the store failed to save them (see `Unsaved`). */
@@ -373,21 +403,39 @@ export class OAuthTokenProvider implements TokenProvider {
     return (await this.acquireLock())?.handle;
   }
 
-  private refreshShared(rejected: string | undefined): Promise<StoredTokens> {
+  private refreshShared(rejected: string | undefined, deadline: number | undefined): Promise<StoredTokens> {
     if (this.closed && this.inflight === undefined) {
       return Promise.reject(new TokenUnavailableError("the token provider is closed: no token refresh starts after the command finished"));
     }
-    this.inflight ??= this.refreshExclusive(rejected).finally(() => {
+    this.inflight ??= this.refreshExclusive(rejected, deadline).finally(() => {
       this.inflight = undefined;
     });
     return this.inflight;
   }
 
-  private async refreshExclusive(rejected: string | undefined): Promise<StoredTokens> {
+  /**
+   * Throws when a refresh starting at `startAt` (its lease asked for then) could not end, saved, by `deadline`: the
+   * whole lease, since the save may take its second half (see {@link TokenRequestOptions.deadline}).
+   */
+  private assertRefreshFits(deadline: number | undefined, startAt: number): void {
+    if (deadline !== undefined && startAt + this.lockTtlMs > deadline) throw this.refreshTooLate(deadline);
+  }
+
+  /** The deadline a refresh for a call held to `deadline` must end by, if refreshes are bounded at all. */
+  private refreshBound(deadline: number | undefined): number | undefined {
+    return this.options.refreshWithinCallDeadline === true ? deadline : undefined;
+  }
+
+  private refreshTooLate(deadline: number): DeadlineExceededError {
+    return new DeadlineExceededError(`token refresh not started: its ${this.lockTtlMs} ms lease would end after the calling request's deadline`, { deadline });
+  }
+
+  private async refreshExclusive(rejected: string | undefined, deadline: number | undefined): Promise<StoredTokens> {
     // A caller already past `loaded()` when an earlier refresh failed to save: never wait on this process's own kept
     // lease, nor refresh with the spent token the store still holds.
     await this.saveUnsaved();
-    const taken = await this.acquireLock();
+    this.assertRefreshFits(deadline, this.clock.now());
+    const taken = await this.acquireLock(deadline === undefined ? undefined : deadline - this.lockTtlMs);
     const handle = taken?.handle;
     const lease = taken ? { ...taken, deadline: refreshDeadline(taken.askedAt, this.lockTtlMs) } : undefined;
     try {
@@ -396,6 +444,8 @@ export class OAuthTokenProvider implements TokenProvider {
       if (!stored) throw new TokenUnavailableError("no tokens stored for this tenant: authorize the integration first");
       this.current = stored;
       if (this.isFresh(stored, rejected)) return stored;
+      // Checked again before anything is spent: the wait for the lease and the load took time.
+      this.assertRefreshFits(deadline, taken?.askedAt ?? this.clock.now());
       return await this.rotate(stored, rejected, true, lease);
     } finally {
       // Kept with unsaved tokens (see `Unsaved`), released once they are saved again or dropped.
@@ -403,14 +453,21 @@ export class OAuthTokenProvider implements TokenProvider {
     }
   }
 
-  /** Waits for the refresh lease; `askedAt` is when the try that took it began (its expiry counts from about then). */
-  private async acquireLock(): Promise<{ handle: RefreshLockHandle; askedAt: number } | undefined> {
+  /**
+   * Waits for the refresh lease; `askedAt` is when the try that took it began (its expiry counts from about then).
+   * `latestAskAt`: the wait ends by then too (a refresh asked for later could not end by its caller's deadline).
+   */
+  private async acquireLock(latestAskAt?: number): Promise<{ handle: RefreshLockHandle; askedAt: number } | undefined> {
     const { lock } = this.options;
     if (!lock) return undefined;
     const name = this.options.lockName ?? DEFAULT_LOCK_NAME;
-    const waitMs = this.options.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS;
+    const waitMs = Math.min(this.options.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS, latestAskAt === undefined ? Infinity : Math.max(0, latestAskAt - this.clock.now()));
     const taken = await acquireTimed(lock, name, this.lockTtlMs, { waitMs, pollMs: this.options.lockPollMs ?? DEFAULT_LOCK_POLL_MS }, this.clock);
-    if (!taken) throw new TokenUnavailableError(`token refresh lock "${name}" still held by another process after ${waitMs} ms`);
+    if (!taken) {
+      // Cut short by the caller's deadline: out of time, not a lease stuck elsewhere.
+      if (latestAskAt !== undefined && this.clock.now() >= latestAskAt) throw this.refreshTooLate(latestAskAt + this.lockTtlMs);
+      throw new TokenUnavailableError(`token refresh lock "${name}" still held by another process after ${waitMs} ms`);
+    }
     return taken;
   }
 
