@@ -172,16 +172,21 @@ const FOUR_DIGIT_YEARS_MS = { first: -62_167_219_200_000, last: 253_402_300_799_
 /** An ISO date-time without an offset (`2025-01-15T08:30:00`, or with a space for the `T`): date and time apart. */
 const DATE_TIME_WITHOUT_OFFSET = /^(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?)$/;
 
+/** An ISO date, or date-time with an offset (`Z`, `+04:00`, `+0400`): forms Date.parse reads the same in every zone. */
+const ISO_DATE_OR_ZONED_TIME = /^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2}))?$/i;
+
 /**
- * Milliseconds of an ISO time, or undefined when absent, unparsable, or outside years 0000-9999. Date.parse also reads
- * loose forms (`"99999"` is the year 99999), whose ISO form (`+099999-…`) is no RFC 3339 date-time: such a provider
- * timestamp must not become `occurred_at`, which the event schemas declare a date-time (docs/events/*.json). A
- * date-time without an offset is read as UTC: Date.parse reads it in the host's time zone, which would move
- * `occurred_at` and the lag with the machine the bridge runs on (the spec names no zone for its ISO 8601 timestamps).
+ * Milliseconds of an ISO time, or undefined when absent, not ISO 8601, or outside years 0000-9999. Date.parse also
+ * reads loose forms (`"99999"` is the year 99999), whose ISO form (`+099999-…`) is no RFC 3339 date-time: such a
+ * provider timestamp must not become `occurred_at`, which the event schemas declare a date-time (docs/events/*.json).
+ * A date-time without an offset is read as UTC, and other forms (`2025/01/15 08:30`, `Jan 15 2025`) not at all:
+ * Date.parse reads those in the host's time zone, which would move `occurred_at` and the lag with the machine the
+ * bridge runs on (the spec names no zone for its ISO 8601 timestamps), and a re-sent event's detail with them.
  */
 export function parseTime(value: unknown): number | undefined {
   if (typeof value !== "string" || value === "") return undefined;
   const local = DATE_TIME_WITHOUT_OFFSET.exec(value);
+  if (!local && !ISO_DATE_OR_ZONED_TIME.test(value)) return undefined;
   const ms = Date.parse(local ? `${local[1]}T${local[2]}Z` : value);
   return ms >= FOUR_DIGIT_YEARS_MS.first && ms <= FOUR_DIGIT_YEARS_MS.last ? ms : undefined;
 }

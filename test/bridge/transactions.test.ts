@@ -913,6 +913,26 @@ describe("pollTransactions", () => {
     }
   });
 
+  it("takes no change time from a timestamp in a form other than ISO 8601, which Date.parse would read in the host's zone", async () => {
+    const zone = process.env["TZ"];
+    process.env["TZ"] = "Asia/Dubai";
+    try {
+      const rig = makeRig();
+      rig.provider.addTransaction({ updated_at: "2025/01/15 08:30:00" });
+      rig.provider.addTransaction({ updated_at: "Jan 15 2025 08:30", modified_date: "2025-01-15T06:00:00+0400" });
+      rig.provider.addTransaction({ updated_at: "01/15/2025 08:30" });
+      rig.clock.ms = Date.parse("2025-01-15T10:00:00.000Z");
+      await pollTransactions(rig.deps);
+      // The detection time when nothing else is usable, the next timestamp when it is.
+      expect(rig.publisher.events.map((e) => e.detail.occurred_at).sort()).toEqual(
+        ["2025-01-15T02:00:00.000Z", "2025-01-15T10:00:00.000Z", "2025-01-15T10:00:00.000Z"],
+      );
+    } finally {
+      if (zone === undefined) delete process.env["TZ"];
+      else process.env["TZ"] = zone;
+    }
+  });
+
   it("records sync lag, cycle duration, pulled and acknowledged metrics", async () => {
     const rig = makeRig();
     rig.provider.addTransaction();
