@@ -64,7 +64,8 @@ export function cardEventType(beforeStatus: unknown, afterStatus: unknown): Even
 
 /**
  * When a card change happened, from the card's own timestamps, so an event re-sent after a crash keeps its time:
- * for `card.created` the card's `created_at` (else `issued_at`; a later `updated_at` is not when it was created);
+ * for `card.created` the card's `created_at`, else `issued_at` (both before a later `updated_at`, which is not when
+ * it was created but, as a time of the card's own, still keeps a re-sent event's time where the detection time would not);
  * for a change `updated_at` / `modified_date` if the provider sends one, otherwise the latest `*_at` member that
  * changed (e.g. `terminated_at`, `activated_at`). Undefined when the card carries none (e.g. a suspension): the
  * caller then uses the detection time.

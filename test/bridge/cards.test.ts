@@ -650,6 +650,14 @@ describe("pollCards", () => {
     expect(updated?.detail.occurred_at).toBe("2025-03-05T11:00:00.000Z");
   });
 
+  it("times card.created at the card's updated_at when it carries neither created_at nor issued_at: a time of its own, the same in a re-send", async () => {
+    const rig = makeRig({ emitCardCreated: true });
+    rig.provider.addCard({ created_at: undefined, issued_at: undefined, updated_at: "2025-03-02T10:00:00.000Z" });
+    rig.clock.ms = Date.parse("2025-04-01T00:00:00.000Z");
+    await pollCards(rig.deps);
+    expect(rig.publisher.events.map((e) => [e.detailType, e.detail.occurred_at])).toEqual([["card.created", "2025-03-02T10:00:00.000Z"]]);
+  });
+
   it.each([
     {
       what: "a card change at its modified_date when the provider sends one and no updated_at",
