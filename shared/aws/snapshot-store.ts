@@ -218,45 +218,43 @@ export class DynamoSnapshotStore implements SnapshotStore {
 
   async #batchGet(keys: Record<string, unknown>[]): Promise<Record<string, unknown>[]> {
     const items: Record<string, unknown>[] = [];
-    let pending = keys;
-    for (let attempt = 1; pending.length > 0; attempt += 1) {
-      if (attempt > this.#backoff.maxAttempts) {
-        throw new DynamoBatchIncompleteError(
-          `BatchGetItem left ${pending.length} keys unprocessed after ${this.#backoff.maxAttempts} attempts`,
-          this.#table,
-          "BatchGetItem",
-          pending.length,
-          this.#backoff.maxAttempts,
-        );
-      }
-      if (attempt > 1) await this.#clock.sleep(backoffDelay(attempt - 1, this.#backoff));
-      const keys = pending;
+    await this.#drain("BatchGetItem", "keys", keys, async (pending) => {
       const result = await this.#sendRetried("BatchGetItem", () =>
-        this.#doc.send(new BatchGetCommand({ RequestItems: { [this.#table]: { Keys: keys, ConsistentRead: true } } })),
+        this.#doc.send(new BatchGetCommand({ RequestItems: { [this.#table]: { Keys: pending, ConsistentRead: true } } })),
       );
       items.push(...(result.Responses?.[this.#table] ?? []));
-      pending = result.UnprocessedKeys?.[this.#table]?.Keys ?? [];
-    }
+      return result.UnprocessedKeys?.[this.#table]?.Keys ?? [];
+    });
     return items;
   }
 
   async #batchWrite(items: SnapshotItem[]): Promise<void> {
     type WriteRequests = NonNullable<NonNullable<ConstructorParameters<typeof BatchWriteCommand>[0]["RequestItems"]>[string]>;
-    let pending: WriteRequests = items.map((item) => ({ PutRequest: { Item: item as unknown as Record<string, unknown> } }));
-    for (let attempt = 1; pending.length > 0; attempt += 1) {
-      if (attempt > this.#backoff.maxAttempts) {
-        throw new DynamoBatchIncompleteError(
-          `BatchWriteItem left ${pending.length} items unprocessed after ${this.#backoff.maxAttempts} attempts`,
-          this.#table,
-          "BatchWriteItem",
-          pending.length,
-          this.#backoff.maxAttempts,
-        );
+    const requests: WriteRequests = items.map((item) => ({ PutRequest: { Item: item as unknown as Record<string, unknown> } }));
+    await this.#drain("BatchWriteItem", "items", requests, async (pending) => {
+      const result = await this.#sendRetried("BatchWriteItem", () => this.#doc.send(new BatchWriteCommand({ RequestItems: { [this.#table]: pending } })));
+      return result.UnprocessedItems?.[this.#table] ?? [];
+    });
+  }
+
+  /**
+   * Sends `first`, then what each answer leaves unprocessed, with backoff, until nothing is left. Gives up after
+   * `maxAttempts` rounds in a row that got nothing through: a round that got some through (steady partial throttling,
+   * BatchGetItem's 16 MB answer cap) is progress, not a failed attempt, and each takes at least one entry, so the
+   * rounds end.
+   */
+  async #drain<T>(operation: "BatchGetItem" | "BatchWriteItem", what: string, first: T[], send: (pending: T[]) => Promise<T[]>): Promise<void> {
+    const max = this.#backoff.maxAttempts;
+    let pending = first;
+    let stalled = 0;
+    for (let round = 1; pending.length > 0; round += 1) {
+      if (stalled >= max) {
+        throw new DynamoBatchIncompleteError(`${operation} left ${pending.length} ${what} unprocessed after ${max} attempts in a row`, this.#table, operation, pending.length, max);
       }
-      if (attempt > 1) await this.#clock.sleep(backoffDelay(attempt - 1, this.#backoff));
-      const requests = pending;
-      const result = await this.#sendRetried("BatchWriteItem", () => this.#doc.send(new BatchWriteCommand({ RequestItems: { [this.#table]: requests } })));
-      pending = result.UnprocessedItems?.[this.#table] ?? [];
+      if (round > 1) await this.#clock.sleep(backoffDelay(Math.max(1, stalled), this.#backoff));
+      const left = await send(pending);
+      stalled = left.length < pending.length ? 0 : stalled + 1;
+      pending = left;
     }
   }
 }

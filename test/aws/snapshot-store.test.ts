@@ -231,6 +231,26 @@ describe("DynamoSnapshotStore batching and retries", () => {
     mock.restore();
   });
 
+  it("counts only rounds that got nothing through towards giving up: steady partial throttling still drains the batch", async () => {
+    const mock = mockClient(doc);
+    // One item through per round: 10 rounds for 10 items, more than the 4 attempts allowed, each of them progress.
+    mock.on(BatchWriteCommand).callsFake((input: { RequestItems: Record<string, unknown[]> }) => ({ UnprocessedItems: { t: input.RequestItems.t?.slice(1) } }));
+    mock.on(BatchGetCommand).callsFake((input: { RequestItems: Record<string, { Keys: { pk: string }[] }> }) => {
+      const [taken, ...left] = input.RequestItems.t?.Keys ?? [];
+      const key = taken!.pk.replace("SNAP#acme#", "");
+      return { Responses: { t: [{ pk: taken!.pk, sk: "SNAP", key, hash: "h", updatedAt: "t", obj: "{}" }] }, UnprocessedKeys: { t: { Keys: left } } };
+    });
+    const keys = Array.from({ length: 10 }, (_, i) => `card:${i}` as SnapshotKey);
+    const clock = new FakeClock();
+    await make(clock).putMany(keys.map((key) => snapshot(key, {})));
+    expect(mock.commandCalls(BatchWriteCommand)).toHaveLength(10);
+    expect([...(await make(clock).getMany(keys)).keys()].sort()).toEqual([...keys].sort());
+    expect(mock.commandCalls(BatchGetCommand)).toHaveLength(10);
+    // After progress the backoff starts again at its first step.
+    expect(Math.max(...clock.sleeps)).toBeLessThanOrEqual(50);
+    mock.restore();
+  });
+
   it("sends at most 100 keys per BatchGetItem and 25 items per BatchWriteItem", async () => {
     const mock = mockClient(doc);
     mock.on(BatchGetCommand).resolves({ Responses: { t: [] } });
