@@ -175,8 +175,9 @@ export function parseEnvFile(text: string): EnvFileContent {
     // first or right after text it cuts the value (`NAME=#x`, `NAME=a#b`).
     const hash = rest.indexOf("#");
     if (!QUOTES.includes(quote) && hash !== -1 && (hash === 0 || !/[ \t]/.test(rest.charAt(hash - 1)))) cutAtHash.push(i + 1);
-    // Ends with a line break, as a line of a file does.
-    values[name] = parseEnv(`${name}=${rest}\n`)[name] ?? "";
+    // Ends with a line break, as a line of a file does. Without the blanks before it: parseEnv skips spaces but not a
+    // tab before an opening quote, and would keep the quotes in the value (`NAME=<tab>"secret"` read as `"secret"`).
+    values[name] = parseEnv(`${name}=${value}\n`)[name] ?? "";
   }
   const repeated = Object.fromEntries([...assigned].filter(([, at]) => at.length > 1));
   return { values, malformed, unclosed, cutAtHash, afterQuote, repeated };

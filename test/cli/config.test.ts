@@ -501,6 +501,14 @@ describe("parseEnvFile", () => {
     expect(values).toEqual({ QASHIO_CLIENT_ID: "cid", BRIDGE_TENANT: "acme" });
   });
 
+  it("unquotes a value after a tab as after a space (tab-aligned files): Node's parseEnv skips only spaces before a quote", () => {
+    const text = 'QASHIO_CLIENT_SECRET=\t"s3cret"\nBRIDGE_TENANT\t=\t\'acme\'\nBRIDGE_EVENT_SOURCE= \t"my.src"  # note\nBRIDGE_LOG_LEVEL=\twarn\n';
+    expect(parseEnvFile(text)).toEqual({
+      values: { QASHIO_CLIENT_SECRET: "s3cret", BRIDGE_TENANT: "acme", BRIDGE_EVENT_SOURCE: "my.src", BRIDGE_LOG_LEVEL: "warn" },
+      ...clean,
+    });
+  });
+
   it("reports a quote not closed on its line by number, without swallowing the assignments after it", () => {
     const text = 'QASHIO_CLIENT_SECRET="s3cret\nBRIDGE_TENANT=demo\nBRIDGE_EVENT_SOURCE="my.src"\nX=\'open\n';
     expect(parseEnvFile(text)).toEqual({ values: { BRIDGE_TENANT: "demo", BRIDGE_EVENT_SOURCE: "my.src" }, malformed: [], unclosed: [1, 4], cutAtHash: [], afterQuote: [], repeated: {} });
