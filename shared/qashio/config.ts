@@ -82,7 +82,9 @@ export function baseUrlProblem(value: string): string | undefined {
     return "must use https (http is accepted only for a loopback host: localhost, 127.0.0.0/8 or ::1)";
   }
   if (url.username || url.password) return "must not carry credentials (user:password@)";
-  if (url.search || url.hash) return "must not carry a query string or fragment";
+  // An empty `?` or `#` leaves search and hash empty but stays in href, where every request path would follow it. The
+  // parser percent-encodes both characters elsewhere, so one left in href is a query or fragment.
+  if (url.search || url.hash || /[?#]/.test(url.href)) return "must not carry a query string or fragment";
   return undefined;
 }
 

@@ -77,6 +77,15 @@ describe("readLocalSettings", () => {
     expect(error.message).not.toContain("pw-value");
   });
 
+  it("refuses a base URL ending in an empty query or fragment (`?`, `#`): every request path would land in it", () => {
+    // new URL() reports an empty `?` or `#` as no search or hash, but keeps it in href: "https://h.test/?/oauth2/token".
+    for (const url of ["https://provider.test/?", "https://provider.test/v1#", "https://provider.test/v1?#"]) {
+      expect(issuesOf({ ...valid, QASHIO_BASE_URL: url }).issues).toEqual([
+        { setting: "QASHIO_BASE_URL", problem: "must not carry a query string or fragment; or use one of production, eu, sandbox" },
+      ]);
+    }
+  });
+
   it("rejects a base URL carrying credentials without echoing them", () => {
     const error = issuesOf({ ...valid, QASHIO_BASE_URL: "https://user:pw@provider.test" });
     expect(error.issues.map((i) => i.setting)).toEqual(["QASHIO_BASE_URL"]);
