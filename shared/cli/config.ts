@@ -387,14 +387,21 @@ function booleanSetting(r: Reader, name: string): boolean {
   return text === "true";
 }
 
+/** `$NAME` or `${NAME}`: a variable a shell (or docker compose) would expand, which nothing here does. */
+const VARIABLE_REFERENCE = /\$(?:\{|[A-Za-z_])/;
+
 /**
  * A path setting resolved against `cwd`. A leading `~` (or `~user`) is not a home directory here (only a shell expands
- * it, and not inside quotes or a .env file), so it is refused rather than left to create a directory named `~`.
+ * it, and not inside quotes or a .env file), so it is refused rather than left to create a directory named `~`; a
+ * `$HOME` or `${NAME}` likewise (Node's .env reading expands none), rather than a directory named `$HOME`.
  */
 function pathSetting(r: Reader, name: string, cwd: string, fallback: string): string {
   const text = r.raw(name) ?? fallback;
   if (text.startsWith("~")) {
     r.problem(name, "starts with ~, which is not expanded here: use an absolute path (or $HOME in a shell)");
+    r.refused.add(name);
+  } else if (VARIABLE_REFERENCE.test(text)) {
+    r.problem(name, "holds $NAME or ${NAME}, which is not expanded here (only a shell expands it, not .env): use the path itself");
     r.refused.add(name);
   }
   return resolve(cwd, text);

@@ -1,5 +1,5 @@
 import { execFileSync } from "node:child_process";
-import { existsSync } from "node:fs";
+import { existsSync, readdirSync } from "node:fs";
 import { mkdir, mkdtemp, readdir, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -305,6 +305,19 @@ describe("readLocalSettings on the file system", () => {
       { setting: "BRIDGE_STATE_DIR", problem },
       { setting: "BRIDGE_EVENTS_FILE", problem },
     ]);
+  });
+
+  it("refuses a path holding $NAME or ${NAME}, which nothing expands in .env, naming the setting", () => {
+    // Written in .env (or quoted in a shell) as a docker-compose file would have it: it would make a directory "$HOME".
+    const problem = "holds $NAME or ${NAME}, which is not expanded here (only a shell expands it, not .env): use the path itself";
+    expect(settingsError({ ...valid, BRIDGE_STATE_DIR: "$HOME/bridge-state" }).issues).toContainEqual({ setting: "BRIDGE_STATE_DIR", problem });
+    expect(settingsError({ ...valid, BRIDGE_EVENTS_FILE: "out/${BRIDGE_TENANT}.jsonl" }).issues).toContainEqual({ setting: "BRIDGE_EVENTS_FILE", problem });
+    expect(() => readAuthorizeSettings({ ...valid, BRIDGE_STATE_DIR: "${XDG_STATE_HOME}/s" }, dir)).toThrow(/BRIDGE_STATE_DIR: holds \$NAME/);
+    // A `$` that starts no variable name is a character like any other.
+    expect(readLocalSettings({ ...valid, BRIDGE_EVENTS_FILE: "out$/events-$1.jsonl" }, dir).eventsFile).toBe(join(dir, "out$", "events-$1.jsonl"));
+    const { QASHIO_REFRESH_TOKEN: _seed, ...unseeded } = valid;
+    expect(settingsError({ ...unseeded, BRIDGE_STATE_DIR: "$HOME/x" }).issues).toEqual([{ setting: "BRIDGE_STATE_DIR", problem }]);
+    expect(readdirSync(dir)).not.toContain("$HOME");
   });
 
   it("names an entry of the state directory of the wrong kind (tokens.json a directory, locks a file), exit 2", async () => {
