@@ -96,7 +96,8 @@ export function settingNameWarnings(env: Env): string[] {
   const known = [...SETTINGS.map((s) => s.name), ...Object.values(BASE_URL_ENV_VARS)];
   return Object.keys(env)
     // Only a plausible name is quoted: a "name" with spaces, `:` or line breaks may hold a value (see parseEnvFile).
-    .filter((name) => VARIABLE_NAME.test(name) && /^(QASHIO|BRIDGE)_/.test(name) && env[name] !== undefined && !known.includes(name))
+    // The prefix in any case: `bridge_pii_mode` names no setting either, and would leave the default in force as well.
+    .filter((name) => VARIABLE_NAME.test(name) && /^(QASHIO|BRIDGE)_/i.test(name) && env[name] !== undefined && !known.includes(name))
     .sort()
     .map((name) => {
       const near = nearest(name, known);

@@ -438,6 +438,16 @@ describe("settingNameWarnings", () => {
     expect(warnings.join("\n")).not.toMatch(/ClientS3cret|SaltS3cret/);
   });
 
+  it("warns of a setting's name in the wrong case, which names no setting either (names are case-sensitive)", () => {
+    const warnings = settingNameWarnings({ bridge_pii_mode: "hash", Qashio_Client_Secret: "s3cret-value", qashio_unknown: "x" });
+    expect(warnings).toEqual([
+      "Qashio_Client_Secret is not a setting (did you mean QASHIO_CLIENT_SECRET?); see `npm run bridge -- help`",
+      "bridge_pii_mode is not a setting (did you mean BRIDGE_PII_MODE?); see `npm run bridge -- help`",
+      "qashio_unknown is not a setting; see `npm run bridge -- help`",
+    ]);
+    expect(warnings.join("\n")).not.toContain("s3cret-value");
+  });
+
   it("is silent for every real setting and the named deployments' URL variables", () => {
     const env = { QASHIO_BASE_URL: "sandbox", QASHIO_SANDBOX_URL: "http://127.0.0.1:4010", QASHIO_PRODUCTION_URL: "https://p.test", QASHIO_EU_URL: "https://e.test", QASHIO_AUTHORIZE_URL: "https://a.test", BRIDGE_TENANT: "acme", BRIDGE_PII_MODE: "redact" };
     expect(settingNameWarnings(env)).toEqual([]);
