@@ -3,7 +3,7 @@
  * (the environment wins), validated in one place, defaults named as constants.
  * Error messages name the setting and the problem, never the value.
  */
-import { readFile } from "node:fs/promises";
+import { lstat, readFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { parseEnv } from "node:util";
 import { STATE_FILES } from "../local/layout.js";
@@ -203,7 +203,7 @@ function malformedProblem(lines: readonly number[]): string {
  * the environment wins over the same one in `.env`. A blank variable counts as unset (as everywhere in the
  * settings), so it does not hide the `.env` value.
  *
- * @throws EnvFileError (exit 2) when `.env` exists but cannot be read.
+ * @throws EnvFileError (exit 2) when `.env` exists but cannot be read (a link to a missing target included).
  * @throws ConfigError (exit 2) when a line of `.env` is not `NAME=value`, a comment or blank: it names the line
  *   numbers only, since such a line (`QASHIO_CLIENT_SECRET: ...`) most likely holds a value meant for a setting;
  *   likewise for values a quote or `#` would cut, and for a variable assigned on two lines.
@@ -217,6 +217,11 @@ export async function loadEnv(env: Env, cwd: string, file = ENV_FILE): Promise<E
     text = await readFile(path, "utf8");
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
+    // A link to nothing (an unmounted secrets volume) is a .env meant to be read, not the absence of one: read as none,
+    // its settings would be reported missing, with no word of the file.
+    if (code === "ENOENT" && (await lstat(path).catch(() => undefined))?.isSymbolicLink() === true) {
+      throw new EnvFileError(path, "a link to a missing target", { cause: error });
+    }
     if (code === "ENOENT") return { ...env };
     throw new EnvFileError(path, code ?? (error as Error).name, { cause: error });
   }

@@ -111,12 +111,12 @@ export class ClientCredentialsRejectedError extends ConfigError {
   }
 }
 
-/** The `.env` file exists but cannot be read (a directory, no permission): exit 2, naming the file. */
+/** The `.env` file exists but cannot be read (a directory, no permission, a link to nothing): exit 2, naming the file. */
 export class EnvFileError extends CliError {
   override name = "EnvFileError";
   readonly file: string;
 
-  /** @param reason - the system error code (EISDIR, EACCES), never the file's contents. */
+  /** @param reason - the system error code (EISDIR, EACCES) or what is wrong, never the file's contents. */
   constructor(file: string, reason: string, options?: ErrorOptions) {
     super(`cannot read the settings file ${file} (${reason}): fix or remove it`, EXIT.usage, options);
     this.file = file;

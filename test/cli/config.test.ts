@@ -649,6 +649,14 @@ describe("loadEnv", () => {
     await expect(loadEnv({}, dir)).rejects.toThrow("lines 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 and 2 more are malformed (expected NAME=value)");
   });
 
+  it("names a .env that is a link to a missing target (an unmounted secrets volume) with exit 2, not as no .env", async () => {
+    await symlink(join(dir, "mounted", "bridge.env"), join(dir, ".env"));
+    const error = await loadEnv({}, dir).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(EnvFileError);
+    expect((error as EnvFileError).exitCode).toBe(2);
+    expect((error as EnvFileError).message).toBe(`cannot read the settings file ${join(dir, ".env")} (a link to a missing target): fix or remove it`);
+  });
+
   it("names an unreadable .env (here a directory) with exit 2", async () => {
     await mkdir(join(dir, ".env"));
     const error = await loadEnv({}, dir).catch((e: unknown) => e);
