@@ -4,7 +4,7 @@
  * Error messages name the setting and the problem, never the value.
  */
 import { lstat, readFile } from "node:fs/promises";
-import { join, resolve } from "node:path";
+import { join, resolve, sep } from "node:path";
 import { parseEnv } from "node:util";
 import { STATE_FILES } from "../local/layout.js";
 import { ConfigError, EnvFileError, type SettingIssue } from "./errors.js";
@@ -487,6 +487,14 @@ export function readLocalSettings(env: Env, cwd: string): LocalSettings {
   // Through a symbolic link too: the link is appended to just the same.
   const envFile = resolve(cwd, ENV_FILE);
   if (eventsFile === envFile || realPathOf(eventsFile) === realPathOf(envFile)) r.problem("BRIDGE_EVENTS_FILE", `must not be the settings file ${envFile}`);
+  // `out/` means a directory to put the events in, but resolve() drops the slash: a file named `out` would be made.
+  // Unless a problem of the path is named already (a directory the state directory lies in).
+  const eventsText = r.raw("BRIDGE_EVENTS_FILE");
+  const eventsNamed = r.refused.has("BRIDGE_EVENTS_FILE") || r.issues.some((issue) => issue.setting === "BRIDGE_EVENTS_FILE");
+  if (eventsText !== undefined && !eventsNamed && (eventsText.endsWith("/") || eventsText.endsWith(sep))) {
+    r.problem("BRIDGE_EVENTS_FILE", "ends with /, which names a directory: name the file in it, such as out/events.jsonl");
+    r.refused.add("BRIDGE_EVENTS_FILE");
+  }
   checkPaths(r, stateDir, eventsFile);
   if (r.issues.length > 0) throw new ConfigError(r.issues);
   return {

@@ -320,6 +320,13 @@ describe("readLocalSettings on the file system", () => {
     expect(readdirSync(dir)).not.toContain("$HOME");
   });
 
+  it("refuses an events file named with a trailing slash (a directory meant), rather than create a file by that name", () => {
+    const problem = "ends with /, which names a directory: name the file in it, such as out/events.jsonl";
+    expect(settingsError({ ...valid, BRIDGE_EVENTS_FILE: "out/" }).issues).toEqual([{ setting: "BRIDGE_EVENTS_FILE", problem }]);
+    expect(settingsError({ ...valid, BRIDGE_EVENTS_FILE: `${join(dir, "a-directory")}/` }).issues).toEqual([{ setting: "BRIDGE_EVENTS_FILE", problem }]);
+    expect(readdirSync(dir)).not.toContain("out");
+  });
+
   it("names an entry of the state directory of the wrong kind (tokens.json a directory, locks a file), exit 2", async () => {
     await mkdir(join(dir, "state", "tokens.json"), { recursive: true });
     expect(settingsError({ ...valid, BRIDGE_STATE_DIR: "state" }).issues).toEqual([
