@@ -184,6 +184,42 @@ function duration(flag: string, text: string | undefined, min: number, fallback:
   return ms;
 }
 
+/**
+ * Collects the refusals of a command's option values, so one message names every bad option (as the settings do)
+ * rather than the first only; a single refusal keeps its own message.
+ */
+class OptionProblems {
+  private readonly errors: UsageError[] = [];
+
+  constructor(private readonly command: string) {}
+
+  /** `read()`, or `fallback` once its UsageError is noted. */
+  take<T>(read: () => T, fallback: T): T {
+    try {
+      return read();
+    } catch (error) {
+      if (!(error instanceof UsageError)) throw error;
+      this.errors.push(error);
+      return fallback;
+    }
+  }
+
+  /** Notes a refusal of its own (two options that do not go together, an empty value). */
+  add(message: string): void {
+    this.errors.push(new UsageError(message));
+  }
+
+  /** Throws the one refusal, or all of them in one UsageError; nothing when every value is good. */
+  throwIfAny(): void {
+    const [first, ...more] = this.errors;
+    if (first === undefined) return;
+    if (more.length === 0) throw first;
+    // Under the heading that names the command, a refusal need not name it again.
+    const lines = this.errors.map((error) => `  - ${error.message.replace(`${this.command}: `, "")}`).join("\n");
+    throw new UsageError(`${this.command}: ${this.errors.length} problems with the options:\n${lines}`);
+  }
+}
+
 type Options = NonNullable<ParseArgsConfig["options"]>;
 
 /** The options of each command (help takes none). */
@@ -365,16 +401,11 @@ export function parseCommand(argv: readonly string[], env: Env = {}): ParsedComm
   switch (name) {
     case "run": {
       const { values } = strictParse("run", rest, OPTIONS.run);
-      if (values.once && values.interval !== undefined) {
-        throw new UsageError("run: --once and --interval cannot be combined");
-      }
-      return {
-        command: "run",
-        args: {
-          once: values.once === true,
-          intervalMs: duration("--interval", values.interval as string | undefined, MIN_INTERVAL_MS, DEFAULT_INTERVAL_MS),
-        },
-      };
+      const problems = new OptionProblems("run");
+      if (values.once && values.interval !== undefined) problems.add("run: --once and --interval cannot be combined");
+      const intervalMs = problems.take(() => duration("--interval", values.interval as string | undefined, MIN_INTERVAL_MS, DEFAULT_INTERVAL_MS), 0);
+      problems.throwIfAny();
+      return { command: "run", args: { once: values.once === true, intervalMs } };
     }
     case "redrive":
       strictParse("redrive", rest, OPTIONS.redrive);
@@ -388,12 +419,18 @@ export function parseCommand(argv: readonly string[], env: Env = {}): ParsedComm
     }
     case "authorize": {
       const { values } = strictParse("authorize", rest, OPTIONS.authorize);
-      const port = integer("--port", values.port as string | undefined, 0, 0);
-      if (port > 65_535) throw new UsageError(`--port must be at most 65535, got ${port}`);
+      const problems = new OptionProblems("authorize");
+      const port = problems.take(() => {
+        const value = integer("--port", values.port as string | undefined, 0, 0);
+        if (value > 65_535) throw new UsageError(`--port must be at most 65535, got ${value}`);
+        return value;
+      }, 0);
       const scope = values.scope as string | undefined;
-      if (scope !== undefined && scope.trim() === "") throw new UsageError("--scope must not be empty");
+      if (scope !== undefined && scope.trim() === "") problems.add("--scope must not be empty");
       const secretId = values["secret-id"] as string | undefined;
-      if (secretId !== undefined && secretId.trim() === "") throw new UsageError("--secret-id must not be empty");
+      if (secretId !== undefined && secretId.trim() === "") problems.add("--secret-id must not be empty");
+      const timeoutMs = problems.take(() => duration("--timeout", values.timeout as string | undefined, 1_000, 600_000), 0);
+      problems.throwIfAny();
       return {
         command: "authorize",
         args: {
@@ -402,45 +439,40 @@ export function parseCommand(argv: readonly string[], env: Env = {}): ParsedComm
           // A pasted ARN often carries a blank around it, which Secrets Manager would answer as no such secret.
           secretId: secretId?.trim(),
           noOpen: values["no-open"] === true,
-          timeoutMs: duration("--timeout", values.timeout as string | undefined, 1_000, 600_000),
+          timeoutMs,
         },
       };
     }
     case "demo": {
       const { values } = strictParse("demo", rest, OPTIONS.demo);
+      const problems = new OptionProblems("demo");
       const cyclesText = values.cycles as string | undefined;
-      return {
-        command: "demo",
-        args: {
-          cycles: cyclesText === undefined ? undefined : integer("--cycles", cyclesText, 1, 1),
-          intervalMs: duration("--interval", values.interval as string | undefined, 0, 3_000),
-          seed: integer("--seed", values.seed as string | undefined, 0, 42, { value: MAX_SEED, why: "seeds are 32-bit" }),
-          keep: values.keep === true,
-        },
-      };
+      const cycles = cyclesText === undefined ? undefined : problems.take(() => integer("--cycles", cyclesText, 1, 1), 1);
+      const intervalMs = problems.take(() => duration("--interval", values.interval as string | undefined, 0, 3_000), 0);
+      const seed = problems.take(() => integer("--seed", values.seed as string | undefined, 0, 42, { value: MAX_SEED, why: "seeds are 32-bit" }), 0);
+      problems.throwIfAny();
+      return { command: "demo", args: { cycles, intervalMs, seed, keep: values.keep === true } };
     }
     case "bench": {
       const { values } = strictParse("bench", rest, OPTIONS.bench);
-      const sink = (values.sink as string | undefined) ?? "jsonl";
-      if (sink !== "jsonl" && sink !== "null") throw new UsageError(`--sink must be jsonl or null, got "${sink}"`);
+      const problems = new OptionProblems("bench");
+      const sinkText = (values.sink as string | undefined) ?? "jsonl";
+      const sink = sinkText === "null" ? "null" : "jsonl";
+      if (sinkText !== "jsonl" && sinkText !== "null") problems.add(`--sink must be jsonl or null, got "${sinkText}"`);
       // The minimal client always writes its events file: against a bridge that writes none, the ratio would mislead.
-      if (sink === "null" && values.baseline === true) throw new UsageError("--baseline compares with a bridge writing its events: leave out --sink null");
+      if (sinkText === "null" && values.baseline === true) problems.add("--baseline compares with a bridge writing its events: leave out --sink null");
+      const transactions = problems.take(
+        () => integer("--transactions", values.transactions as string | undefined, 1, BUDGET_BACKLOG, { value: MAX_RESET_TRANSACTIONS, why: "the largest backlog the sandbox builds" }),
+        0,
+      );
+      const latencyMs = problems.take(
+        () => integer("--latency-ms", values["latency-ms"] as string | undefined, 0, 20, { value: MAX_BENCH_LATENCY_MS, why: "each call must answer within the client's 10 s attempt timeout" }),
+        0,
+      );
+      problems.throwIfAny();
       return {
         command: "bench",
-        args: {
-          transactions: integer("--transactions", values.transactions as string | undefined, 1, BUDGET_BACKLOG, {
-            value: MAX_RESET_TRANSACTIONS,
-            why: "the largest backlog the sandbox builds",
-          }),
-          latencyMs: integer("--latency-ms", values["latency-ms"] as string | undefined, 0, 20, {
-            value: MAX_BENCH_LATENCY_MS,
-            why: "each call must answer within the client's 10 s attempt timeout",
-          }),
-          json: values.json === true,
-          sink,
-          check: values.check === true,
-          baseline: values.baseline === true,
-        },
+        args: { transactions, latencyMs, json: values.json === true, sink, check: values.check === true, baseline: values.baseline === true },
       };
     }
     default:

@@ -265,3 +265,29 @@ describe("parseCommand: slips", () => {
     expect(() => parseCommand(["authorize", "--port", "1", "--port", "2"])).toThrow(/--port is given 2 times/);
   });
 });
+
+describe("parseCommand: every bad option value at once", () => {
+  it.each([
+    [
+      ["bench", "--transactions", "1e5", "--latency-ms", "99999", "--sink", "kafka"],
+      ['--sink must be jsonl or null, got "kafka"', '--transactions must be a whole number, got "1e5"', "--latency-ms must be at most 5000"],
+    ],
+    [["authorize", "--port", "70000", "--timeout", "10", "--scope", " "], ["--port must be at most 65535, got 70000", "--scope must not be empty", '--timeout: invalid duration "10"']],
+    [["demo", "--cycles", "0", "--interval", "PT1M", "--seed", "-1"], ["--cycles must be at least 1", '--interval: invalid duration "PT1M"', '--seed must be a whole number, got "-1"']],
+  ])("names each bad value of %j in one usage error, not the first only", (argv, problems) => {
+    let error: unknown;
+    try {
+      parseCommand(argv);
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(UsageError);
+    expect((error as UsageError).exitCode).toBe(2);
+    expect((error as UsageError).message).toMatch(new RegExp(`^${argv[0]}: ${problems.length} problems with the options:\n`));
+    for (const problem of problems) expect((error as UsageError).message).toContain(`\n  - ${problem}`);
+  });
+
+  it("keeps the message of a single bad value as it was", () => {
+    expect(() => parseCommand(["bench", "--transactions", "abc", "--latency-ms", "5"])).toThrow(new UsageError('--transactions must be a whole number, got "abc"'));
+  });
+});
