@@ -102,7 +102,23 @@ export function settingNameWarnings(env: Env): string[] {
     .map((name) => {
       const near = nearest(name, known);
       return `${name} is not a setting${near ? ` (did you mean ${near}?)` : ""}; see \`npm run bridge -- help\``;
-    });
+    })
+    .concat(quotedSettingWarnings(env, known));
+}
+
+/**
+ * Settings whose whole value is wrapped in matching quotes: `docker run --env-file` and systemd's `EnvironmentFile`
+ * pass `NAME="value"` on with its quotes, and a quoted client secret would only show later as `invalid_client`.
+ * `.env` values come unquoted (see parseEnvFile), so this is an environment's doing. Names only, never values.
+ */
+function quotedSettingWarnings(env: Env, known: readonly string[]): string[] {
+  return known
+    .filter((name) => {
+      const value = env[name];
+      return value !== undefined && value.length >= 2 && QUOTES.includes(value.charAt(0)) && value.endsWith(value.charAt(0));
+    })
+    .sort()
+    .map((name) => `${name} is wrapped in quotes, which are taken as part of it (an env file of docker or systemd keeps them): remove them`);
 }
 
 /** One `.env` assignment: optional `export`, a variable name, `=`, the value (parsed by Node's parseEnv). */

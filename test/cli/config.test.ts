@@ -438,6 +438,15 @@ describe("settingNameWarnings", () => {
     expect(warnings.join("\n")).not.toContain("hash-secret-value");
   });
 
+  it("warns of a setting whose whole value is quoted (docker --env-file and systemd keep the quotes), naming it, never the value", () => {
+    const warnings = settingNameWarnings({ QASHIO_CLIENT_SECRET: '"s3cret-value"', QASHIO_BASE_URL: "'https://api.test'", BRIDGE_TENANT: "acme", BRIDGE_PII_MODE: '"' });
+    expect(warnings).toEqual([
+      "QASHIO_BASE_URL is wrapped in quotes, which are taken as part of it (an env file of docker or systemd keeps them): remove them",
+      "QASHIO_CLIENT_SECRET is wrapped in quotes, which are taken as part of it (an env file of docker or systemd keeps them): remove them",
+    ]);
+    expect(warnings.join("\n")).not.toContain("s3cret-value");
+  });
+
   it("never quotes a name that is no variable name: Node's parseEnv glues a line without = (value included) onto the next name", () => {
     const glued = { "QASHIO_CLIENT_SECRET: ClientS3cret\nBRIDGE_TENANT": "acme", "BRIDGE_PII_SALT SaltS3cret": "x", BRIDGE_PII_MOD: "hash" };
     const warnings = settingNameWarnings(glued);
