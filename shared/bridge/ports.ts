@@ -194,6 +194,11 @@ export interface LockHandle {
 export interface Lock {
   /** Tries once; undefined when another owner holds an unexpired lease on `name`. */
   tryAcquire(name: string, ttlMs: number): Promise<LockHandle | undefined>;
+  /**
+   * Who holds `name` now, in words for a person (such as "pid 4242 on this machine"), where the lock can tell; undefined
+   * when nobody does, or it cannot tell. For a refusal to name what to wait for.
+   */
+  holderOf?(name: string): Promise<string | undefined>;
 }
 
 /** Time source (shared/clock.ts); tests inject a fake so nothing really sleeps. */

@@ -67,7 +67,12 @@ function seconds(ms: number): string {
 function lockedStore(store: TokenStore, lock: Lock, name: string, context: LeaseWaitContext): TokenStore {
   const { clock, waitMs, io } = context;
   const warn = (text: string) => line(io.stderr, `warning: ${text}`);
-  const onWait = () => line(io.stderr, `A running bridge holds the token lease "${name}"; waiting up to ${seconds(waitMs)} for it ...`);
+  const heldBy = async () => {
+    const holder = await lock.holderOf?.(name).catch(() => undefined);
+    return holder ? ` (${holder})` : "";
+  };
+  const onWait = () =>
+    void heldBy().then((by) => line(io.stderr, `A running bridge${by} holds the token lease "${name}"; waiting up to ${seconds(waitMs)} for it ...`));
   const acquire = async () => {
     try {
       return await acquireWithin(lock, name, DEFAULT_LOCK_TTL_MS, { waitMs, pollMs: DEFAULT_LOCK_POLL_MS, signal: io.signal, onWait }, clock);
@@ -85,7 +90,7 @@ function lockedStore(store: TokenStore, lock: Lock, name: string, context: Lease
         throw new AuthorizeError(
           io.signal.aborted
             ? `interrupted while waiting for the token lease "${name}": this sign-in was not stored`
-            : `a running bridge held the token lease "${name}" for ${seconds(waitMs)}, so this sign-in was not stored ` +
+            : `a running bridge${await heldBy()} held the token lease "${name}" for ${seconds(waitMs)}, so this sign-in was not stored ` +
                 "(the bridge goes on with the previous one): run authorize again",
         );
       }

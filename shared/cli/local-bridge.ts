@@ -459,9 +459,12 @@ export async function withCycleLock<T>(bridge: LocalBridge, work: () => Promise<
   assertSameStateDir(bridge);
   const taken = await takeCycleLease(bridge);
   if (taken === undefined) {
+    // Named, so a person knows what to wait for (or to stop): a cron job beside a loop, a second terminal.
+    const holder = await bridge.lock.holderOf?.(CYCLE_LOCK).catch(() => undefined);
     throw new CliError(
-      `another bridge process is running a cycle, re-drive or conform-pii on this state directory (${bridge.settings.stateDir}); the lease of a run ` +
-        `that has exited is taken over at once on the same machine, else it expires within ${CYCLE_LEASE_MS / 1000} s`,
+      `another bridge process${holder ? ` (${holder})` : ""} is running a cycle, re-drive or conform-pii on this state directory ` +
+        `(${bridge.settings.stateDir}): run this command again once it is done (a \`run --interval\` loop retries by itself). The lease of ` +
+        `a run that has exited is taken over at once on the same machine, else it expires within ${CYCLE_LEASE_MS / 1000} s of its last renewal`,
       EXIT.failed,
     );
   }

@@ -102,6 +102,15 @@ function steadyNow(): number {
   return Number(process.hrtime.bigint() / 1_000_000n);
 }
 
+/** "pid 4242 on this machine", "pid 7 on host build-2", or just the pid where the lease says no more. */
+function describeHolder(lease: Lease): string {
+  const holder = lease.holder;
+  if (typeof holder?.host !== "string") return `pid ${lease.pid}`;
+  if (holder.host !== hostname()) return `pid ${lease.pid} on host ${holder.host}`;
+  const samePids = ownIdentity === undefined || holder.pidNamespace === ownIdentity.pidNamespace;
+  return samePids ? `pid ${lease.pid} on this machine` : `pid ${lease.pid} in another container (pid namespace) on this machine`;
+}
+
 async function readLease(file: string): Promise<Lease | undefined> {
   try {
     const parsed = JSON.parse(await readFile(file, "utf8")) as Partial<Lease>;
@@ -175,6 +184,22 @@ export class FileLock implements Lock {
     }
     await this.removeBelow(base, next);
     return this.handle(base, next, token, tookOver);
+  }
+
+  /**
+   * Who holds `name` now (see `Lock.holderOf`): the pid of its unexpired lease and where it runs, for a refusal to name.
+   * Undefined when the lease is free, or unreadable. Never throws: a message is not worth failing for.
+   */
+  async holderOf(name: string): Promise<string | undefined> {
+    try {
+      const base = `${encodeURIComponent(name)}.lock`;
+      const top = await this.highest(base);
+      const lease = top === undefined ? undefined : await readLease(this.file(base, top));
+      if (lease === undefined || lease.pid <= 0 || this.expired(lease)) return undefined;
+      return describeHolder(lease);
+    } catch {
+      return undefined;
+    }
   }
 
   /**

@@ -560,7 +560,7 @@ describe("bridge authorize: the token lease a running bridge refreshes under", (
     const refreshing = await new FileLock(stateDir).tryAcquire(DEFAULT_LOCK_NAME, 30_000);
     const { io: cli, out } = io(env);
     const run = authorizeCommand({ ...args }, cli, { onAuthorizeUrl: approve(h) });
-    await vi.waitFor(() => expect(out.stderr).toContain(`A running bridge holds the token lease "${DEFAULT_LOCK_NAME}"; waiting up to 60 s for it ...`), { timeout: 10_000 });
+    await vi.waitFor(() => expect(out.stderr).toContain(`A running bridge (pid ${process.pid} on this machine) holds the token lease "${DEFAULT_LOCK_NAME}"; waiting up to 60 s for it ...`), { timeout: 10_000 });
     await expect(readFile(join(stateDir, "tokens.json"), "utf8")).rejects.toMatchObject({ code: "ENOENT" });
     await refreshing?.release();
     expect(await run).toBe(EXIT.ok);
@@ -598,7 +598,7 @@ describe("bridge authorize: the token lease a running bridge refreshes under", (
     try {
       const error = await authorizeCommand({ ...args }, cli, { onAuthorizeUrl: approve(h), lockWaitMs: 300 }).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(AuthorizeError);
-      expect((error as Error).message).toContain(`a running bridge held the token lease "${DEFAULT_LOCK_NAME}"`);
+      expect((error as Error).message).toContain(`a running bridge (pid ${process.pid} on this machine) held the token lease "${DEFAULT_LOCK_NAME}"`);
       await expect(readFile(join(stateDir, "tokens.json"), "utf8")).rejects.toMatchObject({ code: "ENOENT" });
     } finally {
       await refreshing?.release();

@@ -265,7 +265,7 @@ describe("local bridge cycle lease", () => {
     expect(waits).toHaveLength(1);
   });
 
-  it("refuses a cycle while another process holds the lease (exit 1), naming the state directory and when the lease runs out, before any provider call", async () => {
+  it("refuses a cycle while another process holds the lease (exit 1), naming the holder, the state directory, what to do and when the lease runs out, before any provider call", async () => {
     harness = await startHarness();
     const settings = readLocalSettings(harness.env, harness.dir);
     const other = await openLocalBridge(settings, { env: harness.env, logger: silent });
@@ -280,8 +280,9 @@ describe("local bridge cycle lease", () => {
     expect(error).toBeInstanceOf(CliError);
     expect((error as CliError).exitCode).toBe(EXIT.failed);
     expect((error as Error).message).toBe(
-      `another bridge process is running a cycle, re-drive or conform-pii on this state directory (${settings.stateDir}); the lease of a run ` +
-        `that has exited is taken over at once on the same machine, else it expires within ${CYCLE_LEASE_MS / 1000} s`,
+      `another bridge process (pid ${process.pid} on this machine) is running a cycle, re-drive or conform-pii on this state directory ` +
+        `(${settings.stateDir}): run this command again once it is done (a \`run --interval\` loop retries by itself). The lease of ` +
+        `a run that has exited is taken over at once on the same machine, else it expires within ${CYCLE_LEASE_MS / 1000} s of its last renewal`,
     );
     expect(sent).toEqual([]);
     await held?.release();

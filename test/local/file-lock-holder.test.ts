@@ -95,6 +95,25 @@ describe.runIf(onLinux)("FileLock with a holder that has exited", () => {
     }
   });
 
+  it("names a live holder for a refusal: its pid, and where it runs when that is not here; nobody once it is released", async () => {
+    const lock = new FileLock(dir);
+    expect(await lock.holderOf(LOCK)).toBeUndefined();
+    const live = await sleeper();
+    const identity = identityOf(live.pid!);
+    await writeLease(live.pid!, identity);
+    expect(await lock.holderOf(LOCK)).toBe(`pid ${live.pid} on this machine`);
+    await writeLease(live.pid!, { ...identity, pidNamespace: "pid:[1]" });
+    expect(await lock.holderOf(LOCK)).toBe(`pid ${live.pid} in another container (pid namespace) on this machine`);
+    await writeLease(77, { ...identity, host: "build-2" });
+    expect(await lock.holderOf(LOCK)).toBe("pid 77 on host build-2");
+    await writeLease(77);
+    expect(await lock.holderOf(LOCK)).toBe("pid 77");
+    await rm(path.join(dir, "locks"), { recursive: true });
+    const handle = await lock.tryAcquire(LOCK, 30_000);
+    await handle!.release();
+    expect(await lock.holderOf(LOCK)).toBeUndefined();
+  });
+
   it("frees the cycle lease of a bridge process killed while holding it", async () => {
     // A real FileLock in another process, killed with SIGKILL: nothing releases its lease.
     const holder = await startHolder("holder.mts", "new FileLock(process.argv[2])", 60_000);

@@ -770,6 +770,12 @@ describe("OAuthTokenProvider with a cross-process lock", () => {
     expect(fetch.calls).toHaveLength(0);
   });
 
+  it("names the lock's holder, where the lock can tell, when it gives up waiting for it", async () => {
+    const lock: RefreshLock = { tryAcquire: async () => undefined, holderOf: async (name) => (name === "qashio-token-refresh" ? "pid 4242 on this machine" : undefined) };
+    const provider = new OAuthTokenProvider({ baseUrl: BASE_URL, clientId: "c", clientSecret: CLIENT_SECRET, store: memoryStore({ refreshToken: "rt-1" }), fetch: scriptedFetch(), clock: fakeClock(), lock, lockWaitMs: 0 });
+    await expect(provider.getAccessToken()).rejects.toThrow('token refresh lock "qashio-token-refresh" still held by another process (pid 4242 on this machine) after 0 ms');
+  });
+
   it("releases the lock when the refresh fails", async () => {
     const { lock, log } = fakeLock(0);
     const clock = fakeClock();

@@ -77,6 +77,8 @@ export interface RefreshLockHandle {
 /** Cross-process mutual exclusion (structurally the bridge's `Lock` port). */
 export interface RefreshLock {
   tryAcquire(name: string, ttlMs: number): Promise<RefreshLockHandle | undefined>;
+  /** Who holds `name` now, in words for a person, where the lock can tell (see the bridge's `Lock.holderOf`). */
+  holderOf?(name: string): Promise<string | undefined>;
 }
 
 /** What happened to the token family; lets the caller count refreshes and revocations. */
@@ -466,7 +468,8 @@ export class OAuthTokenProvider implements TokenProvider {
     if (!taken) {
       // Cut short by the caller's deadline: out of time, not a lease stuck elsewhere.
       if (latestAskAt !== undefined && this.clock.now() >= latestAskAt) throw this.refreshTooLate(latestAskAt + this.lockTtlMs);
-      throw new TokenUnavailableError(`token refresh lock "${name}" still held by another process after ${waitMs} ms`);
+      const holder = await lock.holderOf?.(name).catch(() => undefined);
+      throw new TokenUnavailableError(`token refresh lock "${name}" still held by another process${holder ? ` (${holder})` : ""} after ${waitMs} ms`);
     }
     return taken;
   }
