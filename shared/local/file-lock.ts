@@ -25,12 +25,26 @@ interface Lease {
   readonly steady?: { readonly boot: string; readonly expiresAt: number };
 }
 
-/** A process as the kernel tells it apart: host, pid namespace and start time (a reused pid has another start time). */
+/**
+ * A process as the kernel tells it apart: host, boot, pid namespace and start time (a reused pid has another start
+ * time). The boot id (random per boot of a kernel) tells two machines apart where the host name and pid namespace do
+ * not: cloned VMs both named "localhost", containers named alike, every machine's first pid namespace (pid:[4026531836]).
+ */
 interface ProcessIdentity {
   readonly host: string;
+  readonly boot: string;
   readonly pidNamespace: string;
   readonly startTime: string;
 }
+
+/** This boot's id (Linux), shared by every container of the machine; undefined where /proc does not tell it. */
+const bootId: string | undefined = (() => {
+  try {
+    return readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim() || undefined;
+  } catch {
+    return undefined;
+  }
+})();
 
 /**
  * State (field 3: `R`, `S`, `Z` for a zombie, ...) and start time in clock ticks since boot (field 22) of `pid`, from
@@ -50,23 +64,24 @@ function startTimeOf(pid: number): string | undefined {
 const ownIdentity: ProcessIdentity | undefined = (() => {
   try {
     const startTime = startTimeOf(process.pid);
-    return startTime ? { host: hostname(), pidNamespace: readlinkSync("/proc/self/ns/pid"), startTime } : undefined;
+    return startTime && bootId ? { host: hostname(), boot: bootId, pidNamespace: readlinkSync("/proc/self/ns/pid"), startTime } : undefined;
   } catch {
     return undefined;
   }
 })();
 
 /**
- * True only when the lease's holder ran on this host, in this pid namespace, and is no longer running: its pid is
- * gone, a zombie, or now belongs to a process started at another time. Anything uncertain (another host or container, no
- * /proc, a permission error, a lease without identity) is false, so the lease then holds until it expires: taking a
- * live holder's lease would let two processes refresh the token family at once, which revokes it.
+ * True only when the lease's holder ran on this host, in this boot and pid namespace, and is no longer running: its pid
+ * is gone, a zombie, or now belongs to a process started at another time. Anything uncertain (another host, boot or
+ * container, no /proc, a permission error, a lease without identity or boot id) is false, so the lease then holds
+ * until it expires: taking a live holder's lease would let two processes refresh the token family at once, which
+ * revokes it. (A lease of a boot before this one is left to expire too: its host may be another machine of that name.)
  */
 function holderHasExited(lease: Lease): boolean {
   const holder = lease.holder;
   const own = ownIdentity;
   if (!holder || !own || typeof holder.startTime !== "string") return false;
-  if (holder.host !== own.host || holder.pidNamespace !== own.pidNamespace) return false;
+  if (holder.host !== own.host || holder.boot !== own.boot || holder.pidNamespace !== own.pidNamespace) return false;
   if (lease.pid === process.pid) return holder.startTime !== own.startTime;
   try {
     const { state, startTime } = statOf(lease.pid);
@@ -83,18 +98,14 @@ function holderHasExited(lease: Lease): boolean {
  * time) and stands still while the machine sleeps. Undefined where /proc does not tell it.
  */
 const steadyBoot: string | undefined = (() => {
+  if (bootId === undefined) return undefined;
+  let timeNamespace = "";
   try {
-    const boot = readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim();
-    let timeNamespace = "";
-    try {
-      timeNamespace = readlinkSync("/proc/self/ns/time");
-    } catch {
-      // A kernel without time namespaces: one monotonic clock for the whole boot.
-    }
-    return boot ? `${boot}/${timeNamespace}` : undefined;
+    timeNamespace = readlinkSync("/proc/self/ns/time");
   } catch {
-    return undefined;
+    // A kernel without time namespaces: one monotonic clock for the whole boot.
   }
+  return `${bootId}/${timeNamespace}`;
 })();
 
 /** Milliseconds on the boot's monotonic clock. */

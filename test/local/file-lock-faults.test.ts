@@ -6,7 +6,7 @@
  */
 import type * as nodeFs from "node:fs";
 import type * as nodeFsPromises from "node:fs/promises";
-import { existsSync, readlinkSync } from "node:fs";
+import { existsSync, readFileSync, readlinkSync } from "node:fs";
 import { mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
 import { hostname, tmpdir } from "node:os";
 import path from "node:path";
@@ -97,7 +97,8 @@ describe.runIf(onLinux)("FileLock when /proc will not tell whether a holder runs
   it("leaves the lease in force until it expires when its holder's /proc entry cannot be read (EACCES, as under hidepid)", async () => {
     // A holder on this host and in this pid namespace, whose process another user runs.
     const pid = process.ppid;
-    const holder = { host: hostname(), pidNamespace: readlinkSync("/proc/self/ns/pid"), startTime: "12345" };
+    const boot = readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim();
+    const holder = { host: hostname(), boot, pidNamespace: readlinkSync("/proc/self/ns/pid"), startTime: "12345" };
     await mkdir(path.join(dir, "locks"), { recursive: true });
     await writeFile(path.join(dir, "locks", `${LOCK}.lock`), JSON.stringify({ token: "held-elsewhere", pid, expiresAt: Date.now() + 60_000, holder }));
     faults.hiddenPid = pid;

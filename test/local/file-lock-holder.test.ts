@@ -44,8 +44,10 @@ async function writeLease(pid: number, holder?: Record<string, unknown>): Promis
   await writeFile(path.join(dir, "locks", `${LOCK}.lock`), JSON.stringify(lease));
 }
 
+const bootId = onLinux ? readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim() : "";
+
 function identityOf(pid: number, startTime = startTimeOf(pid)): Record<string, unknown> {
-  return { host: hostname(), pidNamespace: readlinkSync("/proc/self/ns/pid"), startTime };
+  return { host: hostname(), boot: bootId, pidNamespace: readlinkSync("/proc/self/ns/pid"), startTime };
 }
 
 describe.runIf(onLinux)("FileLock with a holder that has exited", () => {
@@ -93,6 +95,24 @@ describe.runIf(onLinux)("FileLock with a holder that has exited", () => {
       await writeLease(gone.pid!, holder);
       expect(await lock.tryAcquire(LOCK, 30_000)).toBeUndefined();
     }
+  });
+
+  it("leaves a lease in force when its holder ran on another machine that goes by the same host name and pid namespace", async () => {
+    // Two machines (cloned VMs, both "localhost"; containers named alike) sharing the state directory: host names can
+    // match, and every machine's first pid namespace is pid:[4026531836]. The pid says nothing about the other
+    // machine's processes; only its boot id tells it apart. A lease of a version that recorded no boot id is as unsure.
+    const gone = await sleeper();
+    const identity = identityOf(gone.pid!);
+    await killed(gone);
+    const lock = new FileLock(dir);
+    const { boot: _boot, ...withoutBoot } = identity;
+    for (const holder of [{ ...identity, boot: "5d1c9a4e-7f1b-4c8e-9a3d-2b6f0e8c1a77" }, withoutBoot]) {
+      await writeLease(gone.pid!, holder);
+      expect(await lock.tryAcquire(LOCK, 30_000)).toBeUndefined();
+    }
+    // Same machine, same boot: the dead holder's lease is taken over at once.
+    await writeLease(gone.pid!, identity);
+    expect(await lock.tryAcquire(LOCK, 30_000)).toBeDefined();
   });
 
   it("names a live holder for a refusal: its pid, and where it runs when that is not here; nobody once it is released", async () => {
