@@ -184,6 +184,13 @@ export interface LockHandle {
   /** Releases the lease if still held by this owner; never throws for a lost lease. */
   release(): Promise<void>;
   /**
+   * Whether this owner still holds the lease, where the lock can tell: true while it does; a lease that ran out while
+   * no other owner took it is taken again for `ttlMs` (atomically: nobody can have written meanwhile); false once
+   * another owner took it. For a holder that may have stalled past its lease (a stopped process) to check before a
+   * write another owner's work must not meet.
+   */
+  confirm?(ttlMs: number): Promise<boolean>;
+  /**
    * True when the lease was taken, before it expired, from a holder that exited without releasing it (a crash, as a
    * file lock can tell): what that holder did last may be only moments old.
    */

@@ -52,6 +52,7 @@ import {
   type StateBinding,
 } from "../local/index.js";
 import type { Env, LocalSettings } from "./config.js";
+import { CycleLeaseGuard } from "./lease-guard.js";
 import { LocalTokenStore } from "./local-tokens.js";
 import { statOf } from "./path-checks.js";
 import { spendingRefreshes } from "./token-spending.js";
@@ -106,6 +107,8 @@ export interface LocalBridge {
   readonly baseUrl: string;
   /** Device and inode of the state directory the bridge opened, as last seen (see {@link withCycleLock}). */
   readonly stateDirIdentity: { dev: number; ino: number };
+  /** Checks the engines' writes against the cycle lease {@link withCycleLock} holds (absent: unchecked). */
+  readonly leaseGuard?: CycleLeaseGuard;
   /**
    * Saves tokens a failed save left held in memory (see `OAuthTokenProvider.saveHeldTokens`), with a few tries; for
    * when the bridge is done, since exiting with them loses the new refresh token. No token refresh starts afterwards
@@ -313,11 +316,12 @@ export async function openLocalBridge(settings: LocalSettings, options: LocalBri
   });
   let publisher: EventPublisher = options.publisher ?? new JsonlEventPublisher({ file: settings.eventsFile, logger: options.logger });
   if (options.onPublished !== undefined) publisher = observePublished(publisher, options.onPublished);
+  const leaseGuard = new CycleLeaseGuard(dir, CYCLE_LEASE_MS);
   const common = {
     tenant: settings.tenant,
-    snapshots: local.snapshots,
-    publisher,
-    quarantine: local.quarantine,
+    snapshots: leaseGuard.snapshots(local.snapshots),
+    publisher: leaseGuard.publisher(publisher),
+    quarantine: leaseGuard.quarantine(local.quarantine),
     clock,
     metrics,
     logger: options.logger,
@@ -335,6 +339,7 @@ export async function openLocalBridge(settings: LocalSettings, options: LocalBri
     clock,
     baseUrl,
     stateDirIdentity: { dev, ino },
+    leaseGuard,
     settleTokens,
   };
 }
@@ -483,7 +488,8 @@ export async function withCycleLock<T>(bridge: LocalBridge, work: () => Promise<
     await bridge.snapshots.reload().catch(async (error: unknown) => {
       throw await cliErrorOf(error, bridge);
     });
-    return work();
+    // Each write of the work checks the lease first: a process stopped past it must not write what it read before.
+    return bridge.leaseGuard === undefined ? work() : bridge.leaseGuard.during(handle, work);
   };
   try {
     return await whileHolding(handle, CYCLE_LEASE_MS, bridge.clock, underLease, bridge.transactions.logger, CYCLE_LEASE_MESSAGES);

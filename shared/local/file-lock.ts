@@ -6,13 +6,13 @@
  * moved or deleted by a contender, unless its holder has provably exited (see {@link holderHasExited}).
  */
 import { randomUUID } from "node:crypto";
-import { readFileSync, readlinkSync } from "node:fs";
+import { readdirSync, readFileSync, readlinkSync } from "node:fs";
 import { readdir, readFile, unlink } from "node:fs/promises";
 import { hostname } from "node:os";
 import path from "node:path";
 import type { Clock, Lock, LockHandle } from "../bridge/ports.js";
 import { systemClock } from "../clock.js";
-import { createFileOnce, makeDirDurable, staleTempSweep, writeFileAtomic } from "./atomic.js";
+import { createFileOnce, makeDirDurable, staleTempSweep, unlinkQuietly, writeFileAtomic } from "./atomic.js";
 import { STATE_DIRS } from "./layout.js";
 
 interface Lease {
@@ -122,16 +122,51 @@ function describeHolder(lease: Lease): string {
   return samePids ? `pid ${lease.pid} on this machine` : `pid ${lease.pid} in another container (pid namespace) on this machine`;
 }
 
-async function readLease(file: string): Promise<Lease | undefined> {
+/** A lease file's text as a lease; an unreadable one as expired (only a foreign tool could have written it). */
+function leaseOf(text: string): Lease {
   try {
-    const parsed = JSON.parse(await readFile(file, "utf8")) as Partial<Lease>;
+    const parsed = JSON.parse(text) as Partial<Lease>;
     if (typeof parsed.token !== "string" || typeof parsed.expiresAt !== "number") return { token: "", pid: 0, expiresAt: 0 };
     return parsed as Lease;
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
-    // Unreadable lease: only a foreign tool could have written it; treat it as expired so it cannot block forever.
+  } catch {
     return { token: "", pid: 0, expiresAt: 0 };
   }
+}
+
+/** The lease in `file`, undefined when there is none; unreadable, it reads as expired so it cannot block forever. */
+async function readLease(file: string): Promise<Lease | undefined> {
+  try {
+    return leaseOf(await readFile(file, "utf8"));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    return { token: "", pid: 0, expiresAt: 0 };
+  }
+}
+
+/**
+ * {@link readLease}, synchronously: for the check before each write of a cycle, which must not yield to the event loop
+ * (a keep-alive or a timer of the work would run in between, for nothing).
+ */
+function readLeaseNow(file: string): Lease | undefined {
+  try {
+    return leaseOf(readFileSync(file, "utf8"));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    return { token: "", pid: 0, expiresAt: 0 };
+  }
+}
+
+/** Generations of `base` among the entries of the locks directory, highest first. */
+function generationsIn(entries: readonly string[], base: string): number[] {
+  const found: number[] = [];
+  for (const entry of entries) {
+    if (entry === base) found.push(0);
+    else if (entry.startsWith(`${base}.`)) {
+      const rest = entry.slice(base.length + 1);
+      if (/^[1-9][0-9]*$/.test(rest)) found.push(Number(rest));
+    }
+  }
+  return found.sort((a, b) => b - a);
 }
 
 /**
@@ -240,15 +275,7 @@ export class FileLock implements Lock {
 
   /** Generations present for `base`, highest first. */
   private async generations(base: string): Promise<number[]> {
-    const found: number[] = [];
-    for (const entry of await readdir(this.dir)) {
-      if (entry === base) found.push(0);
-      else if (entry.startsWith(`${base}.`)) {
-        const rest = entry.slice(base.length + 1);
-        if (/^[1-9][0-9]*$/.test(rest)) found.push(Number(rest));
-      }
-    }
-    return found.sort((a, b) => b - a);
+    return generationsIn(await readdir(this.dir), base);
   }
 
   private async highest(base: string): Promise<number | undefined> {
@@ -262,14 +289,21 @@ export class FileLock implements Lock {
     }
   }
 
-  private handle(base: string, generation: number, token: string, tookOver: boolean): LockHandle {
-    const file = this.file(base, generation);
+  private handle(base: string, taken: number, token: string, tookOver: boolean): LockHandle {
+    /** The generation this handle holds: a later one once {@link LockHandle.confirm} took its lapsed lease again. */
+    let generation = taken;
     const held = async (): Promise<boolean> => {
-      const lease = await readLease(file);
+      const lease = await readLease(this.file(base, generation));
       if (lease?.token !== token || this.expired(lease)) return false;
       return (await this.highest(base)) === generation;
     };
-    const write = (ttlMs: number | undefined): Promise<void> => writeFileAtomic(file, this.leaseText(token, ttlMs), { mode: 0o600 });
+    /** {@link held}, synchronously (see readLeaseNow). */
+    const heldNow = (): boolean => {
+      const lease = readLeaseNow(this.file(base, generation));
+      if (lease?.token !== token || this.expired(lease)) return false;
+      return generationsIn(readdirSync(this.dir), base)[0] === generation;
+    };
+    const write = (ttlMs: number | undefined): Promise<void> => writeFileAtomic(this.file(base, generation), this.leaseText(token, ttlMs), { mode: 0o600 });
     return {
       renew: async (ttlMs) => {
         // Nobody takes over an unexpired highest generation, so checking then replacing is safe.
@@ -280,6 +314,25 @@ export class FileLock implements Lock {
       release: async () => {
         // Marked expired, not deleted: the highest generation must stay so numbers only grow.
         if (await held()) await write(undefined);
+      },
+      // Synchronous file calls throughout (createFileOnce's too): see readLeaseNow.
+      confirm: async (ttlMs) => {
+        if (heldNow()) return true;
+        const lease = readLeaseNow(this.file(base, generation));
+        const highestNow = () => generationsIn(readdirSync(this.dir), base)[0];
+        if (lease?.token !== token || highestNow() !== generation) return false;
+        // Lapsed while nobody took it (this process was stalled): nobody can have written meanwhile, since a writer
+        // takes the next generation first. Taken again the way a contender would, exclusively, so one racing for it
+        // now either loses or wins outright.
+        const next = generation + 1;
+        if (!(await createFileOnce(this.file(base, next), this.leaseText(token, ttlMs), { mode: 0o600 }))) return false;
+        if (highestNow() !== next) {
+          unlinkQuietly(this.file(base, next));
+          return false;
+        }
+        unlinkQuietly(this.file(base, generation));
+        generation = next;
+        return true;
       },
       tookOver,
     };

@@ -4,11 +4,13 @@
  * process that holds the lease and says what to do; the holder's cycle goes on and delivers everything once.
  */
 import { watch } from "node:fs";
-import { readFile } from "node:fs/promises";
+import { readdir, readFile, writeFile } from "node:fs/promises";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { EXIT } from "../../shared/cli/errors.js";
-import { idsWithStatus, readEvents, spawnBridge, startHarness, type Harness } from "./helpers.js";
+import { idsWithStatus, readEvents, runInProcess, spawnBridge, startHarness, type Harness } from "./helpers.js";
 
 let harness: Harness | undefined;
 const children: ReturnType<typeof spawnBridge>[] = [];
@@ -64,5 +66,103 @@ describe("bridge processes sharing a state directory", () => {
     const delivered = await readEvents(h.eventsFile);
     expect(new Set(delivered.map((e) => e.detail.subject.id))).toEqual(new Set(pending));
     expect(new Set(delivered.map((e) => e.detail.id)).size).toBe(pending.length);
+  }, 20_000);
+});
+
+/**
+ * A loopback proxy to the sandbox that can hold back the answer to one transactions list holding `subject`: it reads
+ * the sandbox's answer at once (the provider's state then) and hands it over only when released.
+ */
+async function holdingProxy(upstream: string) {
+  let armed: string | undefined;
+  let captured: () => void = () => undefined;
+  const capturedOnce = new Promise<void>((resolve) => (captured = resolve));
+  let release: () => void = () => undefined;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (chunk: Buffer) => chunks.push(chunk));
+    req.on("end", () => {
+      void (async () => {
+        const headers = Object.fromEntries(Object.entries(req.headers).filter(([k]) => !["host", "connection", "content-length"].includes(k))) as Record<string, string>;
+        const body = chunks.length > 0 ? Buffer.concat(chunks) : undefined;
+        const answer = await globalThis.fetch(`${upstream}${req.url}`, { method: req.method, headers, body });
+        const text = await answer.text();
+        if (armed !== undefined && req.method === "GET" && req.url?.startsWith("/public/v1/erp/transactions") && text.includes(armed)) {
+          armed = undefined;
+          captured();
+          await released;
+        }
+        res.writeHead(answer.status, { "content-type": answer.headers.get("content-type") ?? "application/json" }).end(text);
+      })();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    hold(subject: string) {
+      armed = subject;
+      return capturedOnce;
+    },
+    release,
+    close: () => new Promise<void>((resolve) => {
+      release();
+      server.closeAllConnections();
+      server.close(() => resolve());
+    }),
+  };
+}
+
+/** Makes the cycle lease in `stateDir` read as run out on every clock, as 30 s of a stopped holder would. */
+async function leaseRunsOut(stateDir: string): Promise<void> {
+  const locks = join(stateDir, "locks");
+  const [top] = (await readdir(locks)).filter((name) => name.startsWith("cycle.lock")).sort((a, b) => b.length - a.length || (a < b ? 1 : -1));
+  const file = join(locks, top as string);
+  const lease = JSON.parse(await readFile(file, "utf8")) as { expiresAt: number; steady?: { expiresAt: number } };
+  await writeFile(file, JSON.stringify({ ...lease, expiresAt: 0, ...(lease.steady ? { steady: { ...lease.steady, expiresAt: 0 } } : {}) }));
+}
+
+describe("a bridge process that lost its cycle lease while stopped (Ctrl-Z, SIGSTOP) for longer than the lease", () => {
+  let proxy: Awaited<ReturnType<typeof holdingProxy>> | undefined;
+  afterEach(async () => {
+    await proxy?.close();
+    proxy = undefined;
+  });
+
+  it("stops at its next write once resumed, rather than publish and store a page it read before another run took the lease", async () => {
+    const h = (harness = await startHarness());
+    proxy = await holdingProxy(h.url);
+    const env: Record<string, string> = { ...h.env, QASHIO_BASE_URL: proxy.url };
+    expect((await runInProcess(["run", "--once"], env)).code).toBe(EXIT.ok);
+    const target = (await readEvents(h.eventsFile))[0]?.detail.subject.id;
+    await h.control("PATCH", `/companies/{company}/transactions/${target}`, { memo: "first memo" });
+
+    // A reads the page with the first memo, and is stopped before it gets the answer.
+    const held = proxy.hold(target as string);
+    const stopped = spawned(["run", "--once"], env);
+    await held;
+    stopped.kill("SIGSTOP");
+    await leaseRunsOut(env.BRIDGE_STATE_DIR as string);
+    // Meanwhile the memo changes again, and a cron run takes the lease and delivers it.
+    await h.control("PATCH", `/companies/{company}/transactions/${target}`, { memo: "second memo" });
+    const cron = await runInProcess(["run", "--once"], env);
+    expect(cron.code).toBe(EXIT.ok);
+    const before = (await readEvents(h.eventsFile)).length;
+
+    stopped.kill("SIGCONT");
+    proxy.release();
+    const { code, stderr } = await stopped.outcome;
+
+    expect(code).toBe(EXIT.failed);
+    expect(stderr).toContain(`the cycle lease of this state directory (${env.BRIDGE_STATE_DIR}) was lost`);
+    // Nothing of the stale page was published or stored: the last event says what the provider holds.
+    const events = await readEvents(h.eventsFile);
+    expect(events.length).toBe(before);
+    const last = events.filter((e) => e.detail.subject.id === target).at(-1);
+    expect(last?.detail.data.object).toMatchObject({ memo: "second memo" });
+    await h.control("PATCH", `/companies/{company}/transactions/${target}`, { memo: "third memo" });
+    expect((await runInProcess(["run", "--once"], env)).code).toBe(EXIT.ok);
+    const changed = (await readEvents(h.eventsFile)).at(-1);
+    expect(changed?.detail.data.changes).toContainEqual(expect.objectContaining({ path: "/memo", before: "second memo", after: "third memo" }));
   }, 20_000);
 });

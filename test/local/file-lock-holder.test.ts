@@ -190,4 +190,26 @@ describe.runIf(onLinux)("FileLock and a wall clock stepped forward", () => {
     // A released lease is no crash to keep clear of.
     expect(next!.tookOver).toBe(false);
   });
+
+  it("confirms a lease before a write: held, or lapsed while nobody took it (taken again); refused once another took it", async () => {
+    let step = 0;
+    const clock = { now: () => Date.now() + step };
+    const lock = new FileLock(dir, { clock, steady: false });
+    const peer = new FileLock(dir, { clock, steady: false });
+    const handle = await lock.tryAcquire(LOCK, 30_000);
+    expect(await handle!.confirm!(30_000)).toBe(true);
+    // Stalled past its lease, nobody came: taken again, and then held against a contender, renewable and releasable.
+    step = 60_000;
+    expect(await handle!.confirm!(30_000)).toBe(true);
+    expect(await peer.tryAcquire(LOCK, 30_000)).toBeUndefined();
+    expect(await handle!.renew(30_000)).toBe(true);
+    // Stalled again, and this time another process took it: refused, and that one's lease stands.
+    step = 120_000;
+    const other = await peer.tryAcquire(LOCK, 30_000);
+    expect(other).toBeDefined();
+    expect(await handle!.confirm!(30_000)).toBe(false);
+    expect(await other!.renew(30_000)).toBe(true);
+    await handle!.release();
+    expect(await lock.tryAcquire(LOCK, 30_000)).toBeUndefined();
+  });
 });

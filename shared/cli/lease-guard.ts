@@ -1,0 +1,98 @@
+/**
+ * Writes of a local cycle checked against its lease. A bridge process stopped past its cycle lease (Ctrl-Z, SIGSTOP, a
+ * debugger) resumes believing it holds it, while another run may have taken it meanwhile: the page it read before the
+ * stop is older than what that run stored and published, and writing it would roll the snapshot back and publish the
+ * old state as a change, which the provider, acknowledged, never lists again. So every write (events, snapshots,
+ * quarantine) first reads the lease, and one another process took stops the cycle before anything is written.
+ */
+import type { EventPublisher, LockHandle, Quarantine, SnapshotStore } from "../bridge/index.js";
+import { CliError, EXIT } from "./errors.js";
+
+/** The cycle lease was lost under a live process: this cycle stops before its next write (exit 1). */
+export class CycleLeaseLostError extends CliError {
+  override name = "CycleLeaseLostError";
+
+  constructor(stateDir: string) {
+    super(
+      `the cycle lease of this state directory (${stateDir}) was lost (this process was stopped or stalled past it, and ` +
+        "another process took it over): the cycle stopped before its next write; nothing is lost, the next run resumes",
+      EXIT.failed,
+    );
+  }
+}
+
+/**
+ * The lease the current cycle runs under, and the adapters whose writes check it.
+ *
+ * @example
+ * const guard = new CycleLeaseGuard(stateDir, 30_000);
+ * const deps = { ...deps, publisher: guard.publisher(publisher) };
+ * await guard.during(handle, () => pollTransactions(deps));
+ */
+export class CycleLeaseGuard {
+  private handle: LockHandle | undefined;
+
+  /** @param ttlMs - the cycle lease's length, for one taken again after it ran out. */
+  constructor(
+    private readonly stateDir: string,
+    private readonly ttlMs: number,
+  ) {}
+
+  /** Runs `work` with its writes checked against `handle`. */
+  async during<T>(handle: LockHandle, work: () => Promise<T>): Promise<T> {
+    this.handle = handle;
+    try {
+      return await work();
+    } finally {
+      this.handle = undefined;
+    }
+  }
+
+  /**
+   * @throws CycleLeaseLostError when another process took the cycle's lease; nothing outside a cycle, or when the lock
+   *   cannot tell. A lease that only ran out (nobody took it) is taken again (see `LockHandle.confirm`).
+   */
+  async check(): Promise<void> {
+    const handle = this.handle;
+    if (handle?.confirm !== undefined && !(await handle.confirm(this.ttlMs))) throw new CycleLeaseLostError(this.stateDir);
+  }
+
+  publisher(inner: EventPublisher): EventPublisher {
+    return {
+      publish: async (events, options) => {
+        await this.check();
+        return inner.publish(events, options);
+      },
+    };
+  }
+
+  snapshots(inner: SnapshotStore): SnapshotStore {
+    return {
+      getMany: (keys) => inner.getMany(keys),
+      scan: (options) => inner.scan(options),
+      putMany: async (snapshots) => {
+        await this.check();
+        return inner.putMany(snapshots);
+      },
+      vacuum: async () => {
+        await this.check();
+        return inner.vacuum();
+      },
+    };
+  }
+
+  quarantine(inner: Quarantine): Quarantine {
+    return {
+      list: () => inner.list(),
+      size: () => inner.size(),
+      put: async (record) => {
+        await this.check();
+        return inner.put(record);
+      },
+      delete: async (id) => {
+        await this.check();
+        return inner.delete(id);
+      },
+    };
+  }
+}
