@@ -6,6 +6,7 @@
 import type { BridgeEvent, EventPublisher, Logger, MetricName, Metrics } from "../bridge/ports.js";
 import type { LogLevel } from "./config.js";
 import type { OutputStream } from "./printer.js";
+import { printable } from "./terminal-text.js";
 
 const RANK: Readonly<Record<LogLevel, number>> = { debug: 10, info: 20, warn: 30, error: 40 };
 
@@ -33,7 +34,8 @@ function safeAttributes(attributes?: Readonly<Record<string, unknown>>): string 
 export function streamLogger(stream: OutputStream, level: LogLevel): Logger {
   const at = (l: LogLevel) => (message: string, attributes?: Readonly<Record<string, unknown>>) => {
     if (RANK[l] < RANK[level]) return;
-    stream.write(`${l.padEnd(5)} ${message}${safeAttributes(attributes)}\n`);
+    // Attributes carry provider values (a quarantined record's raw id): one line, no terminal escapes, whatever they hold.
+    stream.write(`${printable(`${l.padEnd(5)} ${message}${safeAttributes(attributes)}`)}\n`);
   };
   return { debug: at("debug"), info: at("info"), warn: at("warn"), error: at("error") };
 }

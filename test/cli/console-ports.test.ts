@@ -37,6 +37,25 @@ describe("streamLogger", () => {
     streamLogger(out, "warn").warn("provider call cannot finish before the cycle deadline; stopping", { step: "acknowledge transactions", lastError: undefined, status: undefined });
     expect(out.lines[0]).toBe("warn  provider call cannot finish before the cycle deadline; stopping step=acknowledge transactions\n");
   });
+
+  it("writes provider text as one line of inert characters: no forged line, no terminal escape", () => {
+    // A card id that fails the schema is quarantined under its raw id, and the warning names it (entityId).
+    const out = sink();
+    const entityId = "CA1\r\nerror cycle 7 failed\u001b]0;owned\u0007\u009b2J\u202egnp.exe";
+    streamLogger(out, "warn").warn("record quarantined", { kind: "card", entityId, reasons: [entityId] });
+    expect(out.lines).toHaveLength(1);
+    const [text] = out.lines as [string];
+    expect(text.endsWith("\n")).toBe(true);
+    // eslint-disable-next-line no-control-regex -- the point: none of them may reach the terminal
+    expect(text.slice(0, -1)).not.toMatch(/[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/);
+    expect(text).toContain(String.raw`entityId=CA1\r\nerror cycle 7 failed\u001b]0;owned\u0007\u009b2J\u202egnp.exe`);
+  });
+
+  it("escapes control characters in the message too (an error's message a caller puts there)", () => {
+    const out = sink();
+    streamLogger(out, "error").error("cycle 1 failed: \u001b[2Jgone");
+    expect(out.lines).toEqual([String.raw`error cycle 1 failed: \u001b[2Jgone` + "\n"]);
+  });
 });
 
 describe("MemoryMetrics", () => {
