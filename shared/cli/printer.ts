@@ -5,6 +5,7 @@
  */
 import type { BridgeEvent } from "../bridge/ports.js";
 import type { Env } from "./config.js";
+import { printable } from "./terminal-text.js";
 
 /** The subset of a writable stream the printer needs. */
 export interface OutputStream {
@@ -77,18 +78,23 @@ function typeColour(type: string, p: Palette): Paint {
   return p.cyan;
 }
 
-/** Renders a value of a change compactly: strings bare, others as JSON, cut to `max` characters. */
+/**
+ * Renders a value of a change compactly: strings bare, others as JSON, cut to `max` characters. Control characters are
+ * escaped ({@link printable}) before the cut: the value is the provider's.
+ */
 export function showValue(value: unknown, max = 40): string {
   let text: string;
   if (value === undefined) text = "∅";
   else if (typeof value === "string") text = value;
   else text = JSON.stringify(value) ?? String(value);
+  text = printable(text);
   return text.length > max ? `${text.slice(0, max - 1)}…` : text;
 }
 
+/** A member of a provider object as shown: its text with control characters escaped ({@link printable}). */
 function str(object: Record<string, unknown>, key: string): string | undefined {
   const value = object[key];
-  if (typeof value === "string" && value !== "") return value;
+  if (typeof value === "string" && value !== "") return printable(value);
   if (typeof value === "number") return String(value);
   return undefined;
 }
@@ -97,14 +103,14 @@ function money(object: Record<string, unknown>, amountKey: string, currencyKey: 
   const amount = object[amountKey];
   const currency = str(object, currencyKey);
   if (typeof amount !== "number" && typeof amount !== "string") return undefined;
-  const numeric = typeof amount === "number" ? amount.toFixed(2) : amount;
+  const numeric = typeof amount === "number" ? amount.toFixed(2) : printable(amount);
   return currency === undefined ? numeric : `${currency} ${numeric}`;
 }
 
 /** `MM-DD HH:MM:SS` (UTC) of an ISO time: the day matters, changes can be about old transactions. */
 function timeOf(iso: string): string {
   const match = /^\d{4}-(\d{2}-\d{2})T(\d{2}:\d{2}:\d{2})/.exec(iso);
-  return match ? `${match[1]} ${match[2]}` : iso;
+  return match ? `${match[1]} ${match[2]}` : printable(iso);
 }
 
 /** Bookkeeping timestamps that move with every change: they say when, not what. */
@@ -121,7 +127,9 @@ export function formatEvent(event: BridgeEvent, p: Palette = NO_COLOURS): string
   const { detail } = event;
   const object = detail.data.object;
   const parts: string[] = [p.dim(timeOf(detail.occurred_at)), typeColour(detail.type, p)(detail.type.padEnd(TYPE_WIDTH))];
-  parts.push(p.bold(detail.subject.qashio_id ?? detail.subject.id));
+  // Every string of the line but the type and the palette's own colours is the provider's: shown escaped (printable),
+  // so a merchant name or an id cannot move the cursor, retitle the window or start a forged line.
+  parts.push(p.bold(printable(detail.subject.qashio_id ?? detail.subject.id)));
   if (detail.subject.type === "transaction") {
     const category = str(object, "transaction_category");
     if (category !== undefined && category !== "purchase") parts.push(p.cyan(category));
@@ -129,7 +137,7 @@ export function formatEvent(event: BridgeEvent, p: Palette = NO_COLOURS): string
     if (amount !== undefined) parts.push(amount);
     const merchant = str(object, "merchant_name");
     if (merchant !== undefined) parts.push(merchant);
-    if (detail.data.parent !== undefined) parts.push(p.dim(`of ${detail.data.parent.qashio_id}`));
+    if (detail.data.parent !== undefined) parts.push(p.dim(`of ${printable(detail.data.parent.qashio_id)}`));
   } else {
     const nickname = str(object, "card_nickname");
     if (nickname !== undefined) parts.push(`"${nickname}"`);
@@ -141,7 +149,7 @@ export function formatEvent(event: BridgeEvent, p: Palette = NO_COLOURS): string
   const substantive = all.filter((c) => !BOOKKEEPING_PATHS.has(c.path));
   const candidates = substantive.length > 0 ? substantive : all;
   if (candidates.length > 0) {
-    const shown = candidates.slice(0, 3).map((c) => `${c.path.replace(/^\//, "")}: ${showValue(c.before, 24)} → ${showValue(c.after, 24)}`);
+    const shown = candidates.slice(0, 3).map((c) => `${printable(c.path.replace(/^\//, ""))}: ${showValue(c.before, 24)} → ${showValue(c.after, 24)}`);
     const more = all.length - Math.min(3, candidates.length);
     if (more > 0) shown.push(`+${more} more`);
     parts.push(p.blue(shown.join(", ")));

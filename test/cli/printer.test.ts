@@ -92,6 +92,33 @@ describe("formatEvent", () => {
     expect(formatEvent(pending)).toBe("03-01 10:15:02  transaction.created  CT1003  USD 99.00  Uber");
   });
 
+  it("shows provider text as inert text: no terminal escapes, no line breaks, whatever field holds it", () => {
+    // Every string here is the provider's: ids (`CT\S+` lets ESC through), merchant, category, currency, the parent,
+    // changed keys (the diff's paths) and their values.
+    const hostile = "\u001b]0;owned\u0007\u001b[2J\r\nerror  forged\u009b31m\u202egnp.exe";
+    const changed = event(
+      "transaction.changed",
+      { type: "transaction", id: "6f1c", qashio_id: `CT1${hostile}`, sequence: 1 },
+      {
+        object: { transaction_category: hostile, billing_amount: hostile, billing_currency: hostile, merchant_name: hostile },
+        parent: { id: "7a", qashio_id: `CT2${hostile}` },
+        changes: [{ path: `/memo${hostile}`, before: hostile, after: { [hostile]: hostile } }],
+      },
+    );
+    const card = event("card.updated", { type: "card", id: `CA1${hostile}`, sequence: 1 }, { object: { card_nickname: hostile, status: hostile } });
+    const timed = { ...card, detail: { ...card.detail, occurred_at: hostile } };
+    for (const e of [changed, card, timed]) {
+      for (const palette of [NO_COLOURS, COLOURS]) {
+        // The colour palette's own SGR sequences are the only escapes left.
+        // eslint-disable-next-line no-control-regex -- taking out the palette's own escapes
+        const text = formatEvent(e, palette).replace(/\u001b\[\d+m/g, "");
+        // eslint-disable-next-line no-control-regex -- the point: none of them may reach the terminal
+        expect(text).not.toMatch(/[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/);
+      }
+    }
+    expect(formatEvent(changed)).toContain(String.raw`CT1\u001b]0;owned\u0007\u001b[2J\r\nerror  forged\u009b31m\u202egnp.exe`);
+  });
+
   it("shows a numeric field as its number", () => {
     const card = event("card.created", { type: "card", id: "CA78", sequence: 1 }, { object: { card_nickname: 4411, status: "Active" } });
     expect(formatEvent(card)).toBe('03-01 10:15:02  card.created         CA78  "4411"  Active');
