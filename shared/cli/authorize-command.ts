@@ -27,6 +27,7 @@ import {
   secretRegion,
   secretTokenStore,
 } from "./secret-onboarding.js";
+import { printable } from "./terminal-text.js";
 
 /**
  * How long the write waits for the token lease: longer than a lease lives unrenewed (a poller that died holding it)
@@ -200,6 +201,7 @@ export async function authorizeCommand(args: AuthorizeArgs, io: CliIo, seams: Au
       await seams.onAuthorizeUrl?.(url);
     },
   });
-  line(io.stdout, `Authorized${result.scope ? ` (scope: ${result.scope})` : ""}. Tokens stored in ${where}.`);
+  // The granted scope is the token endpoint's word, shown escaped (printable): it may hold anything.
+  line(io.stdout, `Authorized${result.scope ? ` (scope: ${printable(result.scope)})` : ""}. Tokens stored in ${where}.`);
   return EXIT.ok;
 }

@@ -21,6 +21,7 @@ import { authorizeCommand } from "../../shared/cli/authorize-command.js";
 import { readAuthorizeSettings } from "../../shared/cli/config.js";
 import { ConfigError, EXIT, StateDirTakenError, UsageError } from "../../shared/cli/errors.js";
 import { bindStateDir } from "../../shared/local/index.js";
+import type { FetchLike } from "../../shared/qashio/http.js";
 import { ROOT, authorizeFlow, idsWithStatus, runInProcess, startHarness, type Harness } from "./helpers.js";
 
 let harness: Harness | undefined;
@@ -143,6 +144,23 @@ describe("bridge authorize", () => {
     expect(out.stdout).not.toContain(stored.refreshToken);
     expect((await runInProcess(["run", "--once"], env)).code).toBe(EXIT.ok);
     expect(idsWithStatus(h, "not_synced", "outdated")).toEqual([]);
+  });
+
+  it("prints the scope the provider granted as inert text: no terminal escapes, no forged line", async () => {
+    const h = (harness = await startHarness());
+    const { io: cli, out } = io(h.env);
+    const scope = "transactions:read\u001b]0;owned\u0007\r\nAuthorized. Tokens stored in /tmp/elsewhere";
+    // The token endpoint is the provider's: its answer is untrusted, its `scope` too.
+    const tamper: FetchLike = async (url, init) => {
+      const response = await fetch(url, init);
+      if (!url.endsWith("/oauth2/token") || response.status !== 200) return response;
+      return Response.json({ ...((await response.json()) as object), scope });
+    };
+
+    expect(await authorizeCommand(args, cli, { onAuthorizeUrl: approve(h), fetch: tamper })).toBe(EXIT.ok);
+
+    const [last] = out.stdout.trimEnd().split("\n").slice(-1);
+    expect(last).toBe(String.raw`Authorized (scope: transactions:read\u001b]0;owned\u0007\r\nAuthorized. Tokens stored in /tmp/elsewhere). ` + `Tokens stored in ${join(h.env.BRIDGE_STATE_DIR as string, "tokens.json")}.`);
   });
 
   it("refuses a redirect with a foreign state with a warning, never redeems its code, and keeps waiting for the person's", async () => {
