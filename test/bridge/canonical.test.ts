@@ -32,6 +32,28 @@ describe("canonicalCopy", () => {
     );
   });
 
+  it("hashes as canonicalJson for keys at the array-index limit, which JSON.stringify orders first only up to 2^32-2", () => {
+    // "4294967294" is the largest array index: an object lists it before "1a" whatever the insertion order.
+    for (const object of [{ "1a": 1, "4294967294": 2 }, { "1a": 1, "4294967295": 2 }, { b: 1, "0": 2, "01": 3 }]) {
+      const copy = canonicalCopy(object);
+      expect(contentHash(copy)).toBe(sha256Hex(canonicalJson(object)));
+      expect(jsonOf(copy)).toBe(canonicalJson(object));
+    }
+    expect(canonicalJson({ "1a": 1, "4294967294": 2 })).toBe('{"1a":1,"4294967294":2}');
+  });
+
+  it("hashes a copy holding a bigint as canonicalJson writes it (JSON.stringify would throw)", () => {
+    const copy = canonicalCopy({ amount: 12345678901234567890n, id: "t1" });
+    expect(contentHash(copy)).toBe(sha256Hex('{"amount":12345678901234567890,"id":"t1"}'));
+  });
+
+  it("drops function and symbol members as JSON.stringify does, in canonicalJson and canonicalCopy alike", () => {
+    const object = { b: () => 1, a: 1, c: Symbol("x"), d: [() => 1] };
+    expect(canonicalJson(object)).toBe('{"a":1,"d":[null]}');
+    expect(canonicalJson(object)).toBe(JSON.stringify({ a: 1, d: [() => 1] }));
+    expect(contentHash(canonicalCopy(object))).toBe(sha256Hex('{"a":1,"d":[null]}'));
+  });
+
   it("leaves out the top-level members it is told to omit, and undefined members", () => {
     const copy = canonicalCopy({ b: 1, volatile: "x", a: { d: undefined, c: 2 } }, new Set(["volatile"]));
     expect(JSON.stringify(copy)).toBe('{"a":{"c":2},"b":1}');

@@ -100,12 +100,19 @@ describe("diffObjects", () => {
   it("reports a type change as one change", () => {
     expect(diffObjects({ a: { b: 1 } }, { a: "flat" })).toEqual([{ path: "/a", before: { b: 1 }, after: "flat" }]);
   });
+
+  it("reports an empty object turned into an empty array, and back, as a change", () => {
+    expect(diffObjects({ custom_fields: {} }, { custom_fields: [] })).toEqual([{ path: "/custom_fields", before: {}, after: [] }]);
+    expect(diffObjects({ custom_fields: [] }, { custom_fields: {} })).toEqual([{ path: "/custom_fields", before: [], after: {} }]);
+  });
 });
 
 describe("jsonEqual", () => {
   it("compares deeply and tells arrays from objects", () => {
     expect(jsonEqual({ a: [1, { b: 2 }] }, { a: [1, { b: 2 }] })).toBe(true);
     expect(jsonEqual([], {})).toBe(false);
+    expect(jsonEqual({}, [])).toBe(false);
+    expect(jsonEqual({ 0: "a" }, ["a"])).toBe(false);
     expect(jsonEqual({ a: 1 }, { a: 1, b: 0 })).toBe(false);
   });
 

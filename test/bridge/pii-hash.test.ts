@@ -43,8 +43,25 @@ describe("applyPii", () => {
     expect(applyPii({ ...odd }, { mode: "hash", salt: "s1" }).card_holder_name).toBe(hashed.card_holder_name);
   });
 
+  it("gives a name one pseudonym whatever blanks the provider put around it", () => {
+    const policy = { mode: "hash" as const, salt: "s1" };
+    const plain = applyPii({ card_holder_name: "Ann Holder" }, policy).card_holder_name;
+    expect(applyPii({ card_holder_name: " Ann Holder\t" }, policy).card_holder_name).toBe(plain);
+    expect(applyPii({ card_holder_name: "ann holder" }, policy).card_holder_name).not.toBe(plain);
+  });
+
+  it("hashes a fresh provider value that looks like a hash: only stored values count as already masked", () => {
+    const policy = { mode: "hash" as const, salt: "s1" };
+    const lookalike = `hmac-sha256:${"a".repeat(64)}`;
+    const hashed = applyPii({ card_holder_name: lookalike }, policy);
+    expect(hashed.card_holder_name).not.toBe(lookalike);
+    expect(hashed.card_holder_name).toMatch(/^hmac-sha256:[0-9a-f]{64}$/);
+  });
+
   it("rejects hash mode without a salt and unknown modes", () => {
     expect(() => assertPiiPolicy({ mode: "hash" })).toThrow(BridgeConfigurationError);
+    expect(() => assertPiiPolicy({ mode: "hash", salt: "" })).toThrow(BridgeConfigurationError);
+    expect(() => assertPiiPolicy({ mode: "hash", salt: "s1" })).not.toThrow();
     expect(() => assertPiiPolicy({ mode: "mask" as "full" })).toThrow(/Unknown PII mode/);
   });
 });
