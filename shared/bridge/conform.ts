@@ -128,9 +128,17 @@ export async function conformSnapshots(
   return report("complete");
 }
 
-/** True for a body as a store hands back one it had to cut ({@link CutQuarantineBody}). */
+/** The members of a {@link CutQuarantineBody}. */
+const CUT_BODY_MEMBERS: ReadonlySet<string> = new Set(["_truncated", "head", "qashio_id"]);
+
+/**
+ * True for a body as a store hands back one it had to cut ({@link CutQuarantineBody}), and nothing more: a body with
+ * other members (a provider record that merely has a `head` and a `_truncated`) is masked as any body is, or its
+ * cardholder would stay in clear beside a masked head.
+ */
 function isCutBody(raw: unknown): raw is CutQuarantineBody {
   if (!isJsonObject(raw) || typeof raw["head"] !== "string") return false;
+  if (Object.keys(raw).some((key) => !CUT_BODY_MEMBERS.has(key))) return false;
   const truncated = raw["_truncated"];
   return isJsonObject(truncated) && typeof truncated["bytes"] === "number";
 }

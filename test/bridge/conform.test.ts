@@ -238,6 +238,17 @@ describe("conformSnapshots", () => {
     expect((await rig.quarantine.list())[0]?.raw).toEqual({ ...cut, head: REDACTED });
   });
 
+  it("masks a provider body that only looks like a cut one (other members beside the head) as a body: no cardholder stays in clear", async () => {
+    const rig = makeRig({ pii: { mode: "full" } });
+    const body = { id: "t1", _truncated: { bytes: 10 }, head: "note", card_holder_name: "Ann Holder", cardholder: { email: "ann@example.com" } };
+    await rig.quarantine.put({ id: "q1", kind: "transaction", reason: "bad", raw: body, at: "2026-03-01T12:00:00Z" });
+
+    expect((await conformSnapshots({ ...rig.deps, pii: REDACT })).quarantineRewritten).toBe(1);
+    const [held] = await rig.quarantine.list();
+    expect(JSON.stringify(held?.raw)).not.toMatch(/Ann Holder|ann@example\.com/);
+    expect(held?.raw).toEqual(applyPiiToBody(body, REDACT));
+  });
+
   it("passes on a cursor the store did not issue as its error", async () => {
     const rig = await rigWrittenUnderFull(1);
     await expect(conformSnapshots({ ...rig.deps, pii: REDACT }, { cursor: "garbage" })).rejects.toMatchObject({ name: "SnapshotCursorError" });
