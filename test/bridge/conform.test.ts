@@ -249,6 +249,23 @@ describe("conformSnapshots", () => {
     expect(held?.raw).toEqual(applyPiiToBody(body, REDACT));
   });
 
+  it("takes a body for a cut one only with a byte count: the free text of another body's head is kept, as any memo is", async () => {
+    const rig = makeRig({ pii: { mode: "full" } });
+    const body = { _truncated: { note: "sent so" }, head: "taxi to the airport" };
+    await rig.quarantine.put({ id: "q1", kind: "transaction", reason: "bad", raw: body, at: "2026-03-01T12:00:00Z" });
+
+    expect((await conformSnapshots({ ...rig.deps, pii: REDACT })).quarantineRewritten).toBe(0);
+    expect((await rig.quarantine.list())[0]?.raw).toEqual(body);
+  });
+
+  it("refuses a page size below 1 before reading anything", async () => {
+    const rig = await rigWrittenUnderFull(1);
+    const scan = vi.spyOn(rig.snapshots, "scan");
+    for (const pageSize of [0, -1, 1.5]) await expect(conformSnapshots({ ...rig.deps, pii: REDACT }, { pageSize })).rejects.toThrow(RangeError);
+    expect(scan).not.toHaveBeenCalled();
+    expect((await conformSnapshots({ ...rig.deps, pii: REDACT }, { pageSize: 1 })).outcome).toBe("complete");
+  });
+
   it("passes on a cursor the store did not issue as its error", async () => {
     const rig = await rigWrittenUnderFull(1);
     await expect(conformSnapshots({ ...rig.deps, pii: REDACT }, { cursor: "garbage" })).rejects.toMatchObject({ name: "SnapshotCursorError" });

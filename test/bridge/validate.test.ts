@@ -1,7 +1,7 @@
 /** The engine's own record checks: the least it needs of a record, zod schemas plugged in, and stored sequences. */
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { isSnapshotSequence, requireObjectWithId, schemaValidator, type SafeParseSchema } from "../../shared/bridge/validate.js";
+import { cardValidator, isSnapshotSequence, requireObjectWithId, schemaValidator, type SafeParseSchema } from "../../shared/bridge/validate.js";
 
 describe("requireObjectWithId", () => {
   it("accepts an object with a non-empty string id as it is", () => {
@@ -44,6 +44,21 @@ describe("schemaValidator", () => {
       },
     };
     expect(schemaValidator(throwing)({ id: "t1" })).toEqual({ success: false, reason: "validator threw: RangeError" });
+  });
+});
+
+describe("cardValidator", () => {
+  it("runs the plugged validator first: its refusal and its parsed data are what the card check gives", () => {
+    const validate = cardValidator(schemaValidator(z.object({ id: z.string(), status: z.string(), limit: z.coerce.number() })));
+    expect(validate({ id: "CA1", status: "Active" })).toEqual({ success: false, reason: expect.stringMatching(/^limit: /) });
+    expect(validate({ id: "CA1", status: "Active", limit: "250" })).toEqual({ success: true, data: { id: "CA1", status: "Active", limit: 250 } });
+  });
+
+  it("refuses a card without a string status, whatever the plugged validator allows", () => {
+    const validate = cardValidator(schemaValidator(z.object({ id: z.string(), status: z.string().nullable() })));
+    expect(validate({ id: "CA1", status: null })).toEqual({ success: false, reason: "status: missing or not a string" });
+    expect(cardValidator()({ id: "CA1" })).toEqual({ success: false, reason: "status: missing or not a string" });
+    expect(cardValidator()({ id: "", status: "Active" })).toEqual({ success: false, reason: "id: missing or not a non-empty string" });
   });
 });
 
