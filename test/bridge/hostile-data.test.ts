@@ -248,7 +248,7 @@ describe("a refund whose parent cannot be had", () => {
     expect(rig.publisher.events.map((e) => [e.detail.subject.id, e.detail.data.parent])).toEqual([[refund.id, { id: parent.id, qashio_id: parent.qashio_id }]]);
   });
 
-  it.each([401, 403, 429, 500])("stops the cycle as any failed call does when the parent read fails with %i", async (status) => {
+  it.each([401, 403, 408, 429, 500])("stops the cycle as any failed call does when the parent read fails with %i", async (status) => {
     const rig = makeRig();
     rig.provider.addTransaction({ transaction_category: "refund", parent_qashio_id: "CT-missing" });
     rig.provider.beforeCall = (call) => {

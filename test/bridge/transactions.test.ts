@@ -809,6 +809,16 @@ describe("pollTransactions", () => {
     expect(event?.detail.data.parent).toEqual({ id: parent.id, qashio_id: parent.qashio_id });
   });
 
+  it("takes no parent from a row the client's schema rejected when its id is no transaction UUID", async () => {
+    const rig = makeRig();
+    const parent = rig.provider.addTransaction({ id: "T-1", transaction_amount: "not a number" });
+    const refund = rig.provider.addTransaction({ transaction_category: "refund", parent_qashio_id: parent.qashio_id });
+    await pollTransactions({ ...rig.deps, provider: clientOverFake(rig.provider, rig.clock) }, { pageSize: 1 });
+    const event = rig.publisher.events.find((e) => e.detail.subject.id === refund.id);
+    expect(event).toBeDefined();
+    expect(event?.detail.data.parent).toBeUndefined();
+  });
+
   it("applies the tenant's PII mode before diffing and snapshotting", async () => {
     const rig = makeRig({ pii: { mode: "hash", salt: "s3cret" } });
     rig.provider.addTransaction();
@@ -1177,6 +1187,26 @@ describe("pollTransactions", () => {
     expect(error).toBeInstanceOf(CycleAbortedError);
     expect(error.message).toContain("errors: transaction_ids TOO_MANY");
     for (const t of txns) expect(error.message).not.toContain(t.id);
+  });
+
+  it("stops the cycle on an acknowledge refusal that names no id of the call (an index past its ids, or no error entries), asking once", async () => {
+    for (const errors of [[{ field: "transaction_ids.2", code: "NOT_FOUND", message: "no such index" }], []]) {
+      const rig = makeRig();
+      rig.provider.addTransaction();
+      rig.provider.addTransaction();
+      let calls = 0;
+      rig.provider.beforeCall = (call) => {
+        if (call.op !== "acknowledgeTransactions") return;
+        calls += 1;
+        // Taken from the fourth call on, so a cycle that asked again would end, acknowledged, instead of hanging here.
+        if (calls > 3) return;
+        throw Object.assign(new Error("The acknowledge was refused"), { name: "InvalidRequestError", status: 400, errors });
+      };
+      const error = await pollTransactions(rig.deps).catch((e: unknown) => e);
+      expect(error, JSON.stringify(errors)).toBeInstanceOf(CycleAbortedError);
+      expect(calls).toBe(1);
+      expect(rig.provider.pending()).toHaveLength(2);
+    }
   });
 
   it("acknowledges the rest when the provider refuses some ids by name, so one refused id does not stall the backlog", async () => {
