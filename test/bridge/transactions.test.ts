@@ -1,5 +1,6 @@
 import { describe, expect, it, vi } from "vitest";
 import { pollTransactions } from "../../shared/bridge/transactions.js";
+import { versionTime } from "../../shared/bridge/cycle.js";
 import { CycleAbortedError, ReauthorizationNeededError } from "../../shared/bridge/errors.js";
 import { parseEventDetail } from "../../shared/bridge/events/schemas.js";
 import { contentHash, jsonOf, recordHash } from "../../shared/bridge/hash.js";
@@ -1299,5 +1300,17 @@ describe("pollTransactions", () => {
     rig.provider.addTransaction();
     await pollTransactions(rig.deps);
     expect(rig.publisher.events[0]!.source).toBe("acme.cards");
+  });
+});
+
+describe("versionTime", () => {
+  const at = (iso: string) => ({ key: "transaction:t1" as const, hash: "h", object: {}, updatedAt: iso });
+
+  it("stamps a new version later than the one it replaces when the clock stands still or stepped back, else now", () => {
+    const now = Date.parse("2025-01-15T10:00:00.000Z");
+    expect(versionTime(now, at("2025-01-15T10:00:00.000Z"))).toBe("2025-01-15T10:00:00.001Z");
+    expect(versionTime(now, at("2025-01-15T10:00:05.000Z"))).toBe("2025-01-15T10:00:05.001Z");
+    expect(versionTime(now, at("2025-01-15T09:59:59.999Z"))).toBe("2025-01-15T10:00:00.000Z");
+    expect(versionTime(now, undefined)).toBe("2025-01-15T10:00:00.000Z");
   });
 });
