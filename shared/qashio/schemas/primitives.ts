@@ -17,11 +17,24 @@ export const TransactionIdSchema = UuidSchema;
  */
 export const MAX_REFERENCE_LENGTH = 256;
 
+/**
+ * A provider reference: `prefix`, then characters that are neither blank nor control characters, in well-formed
+ * Unicode. References are keys, request paths and log values: a lone surrogate cannot be put in a URL (every read of
+ * it failed, on every walk), and an ESC or a line break in a key is no reference but a broken record.
+ */
+function reference(prefix: "CT" | "CA") {
+  return z
+    .string()
+    .max(MAX_REFERENCE_LENGTH)
+    // In a `u` pattern a lone surrogate is a code point of category Cs; a pair is one character of its own.
+    .regex(new RegExp(`^${prefix}[^\\s\\p{Cc}\\p{Cs}]+$`, "u"), `must start with ${prefix}, then no blank, control character or lone surrogate`);
+}
+
 /** Transaction `qashio_id` (§2.1): a string starting with `CT`. */
-export const QashioIdSchema = z.string().max(MAX_REFERENCE_LENGTH).regex(/^CT\S+$/, "must start with CT");
+export const QashioIdSchema = reference("CT");
 
 /** Card id (§2.1): a string starting with `CA`. */
-export const CardIdSchema = z.string().max(MAX_REFERENCE_LENGTH).regex(/^CA\S+$/, "must start with CA");
+export const CardIdSchema = reference("CA");
 
 const NUMERIC = /^\s*-?\d+(\.\d+)?\s*$/;
 const BOOLEAN_TEXT = /^(true|false)$/i;

@@ -52,6 +52,26 @@ describe("TransactionSchema", () => {
     expect(result.success ? [] : result.error.issues.map((i) => i.path.join("."))).toEqual([field]);
   });
 
+  it.each([
+    ["an ESC sequence", "CT1\u001b[2J"],
+    ["a line break", "CT1\nerror forged"],
+    ["a NUL", "CT1\u0000"],
+    ["a lone surrogate (no URL can hold it)", "CT1\ud800"],
+  ])("refuses a reference holding %s, in the conformance check as in zod", (_what, id) => {
+    for (const build of [(ref: string) => transactionFixture({ qashio_id: ref }), (ref: string) => refundFixture({ parent_qashio_id: ref })]) {
+      expect(TransactionSchema.safeParse(build(id)).success).toBe(false);
+      expect(conformsTo(TransactionSchema)(build(id))).toBe(false);
+    }
+    expect(ErpCardSchema.safeParse(erpCardFixture({ id: id.replace("CT", "CA") })).success).toBe(false);
+  });
+
+  it("takes references of any script, and characters beyond the BMP (a surrogate pair is one character)", () => {
+    for (const id of ["CTé-ü", "CT😀1", "CT１２"]) {
+      expect(TransactionSchema.safeParse(transactionFixture({ qashio_id: id })).success).toBe(true);
+      expect(conformsTo(TransactionSchema)(transactionFixture({ qashio_id: id }))).toBe(true);
+    }
+  });
+
   it("refuses an ERP card id longer than MAX_REFERENCE_LENGTH", () => {
     expect(ErpCardSchema.safeParse(erpCardFixture({ id: `CA${"Q".repeat(MAX_REFERENCE_LENGTH - 2)}` })).success).toBe(true);
     expect(ErpCardSchema.safeParse(erpCardFixture({ id: `CA${"Q".repeat(MAX_REFERENCE_LENGTH - 1)}` })).success).toBe(false);
