@@ -415,6 +415,42 @@ describe("pollTransactions", () => {
     expect(waitingEvent?.detail.type).toBe("transaction.created");
   });
 
+  it("re-reads the page plainly when the page read ahead shows only the batch in hand (arrivals pushed it down), instead of walking past the arrivals", async () => {
+    const rig = makeRig();
+    const [t1, t2, t3] = [rig.provider.addTransaction(), rig.provider.addTransaction(), rig.provider.addTransaction()];
+    let lists = 0;
+    const arrivals: string[] = [];
+    rig.provider.beforeCall = (call) => {
+      if (call.op !== "listTransactions" || call.query.client_sync_status !== "not_synced") return;
+      lists += 1;
+      // Two arrive just before the page after the first batch is read ahead: that read shows the batch in hand itself
+      // (not acknowledged yet) as page 2, and nothing on it is fresh once the batch is handled.
+      if (lists === 2) arrivals.push(rig.provider.addTransaction().id, rig.provider.addTransaction().id);
+    };
+    const served: string[] = [];
+    const list = rig.provider.listTransactions.bind(rig.provider);
+    rig.provider.listTransactions = async (query) => {
+      const page = await list(query);
+      served.push(`${query.client_sync_status}:${query.page}:[${page.data.map((t) => (t as { id: string }).id).join(",")}]`);
+      return page;
+    };
+    const report = await pollTransactions(rig.deps, { pageSize: 2 });
+    const [n1, n2] = arrivals as [string, string];
+    expect(report).toMatchObject({ outcome: "complete", acknowledged: 5 });
+    expect(rig.provider.pending()).toEqual([]);
+    expect(new Set(rig.publisher.ofType("transaction.created").map((e) => e.detail.subject.id))).toEqual(new Set([t1.id, t2.id, t3.id, n1, n2]));
+    expect(served).toEqual([
+      `not_synced:1:[${t3.id},${t2.id}]`,
+      // Read ahead before the acknowledge of the batch: the batch itself, pushed down by the arrivals.
+      `not_synced:2:[${t3.id},${t2.id}]`,
+      // Nothing fresh on a page read ahead: the same page number again, plainly, which now holds the arrivals.
+      `not_synced:1:[${n2},${n1}]`,
+      `not_synced:2:[${t1.id}]`,
+      `not_synced:1:[]`,
+      `outdated:1:[]`,
+    ]);
+  });
+
   it("moves past items that stay listed after acknowledge instead of looping on them", async () => {
     const rig = makeRig();
     for (let i = 0; i < 12; i++) rig.provider.addTransaction();
