@@ -1,10 +1,11 @@
 import { describe, expect, it, vi } from "vitest";
+import { z } from "zod";
 import { pollTransactions } from "../../shared/bridge/transactions.js";
 import { versionTime } from "../../shared/bridge/cycle.js";
 import { CycleAbortedError, ReauthorizationNeededError } from "../../shared/bridge/errors.js";
 import { parseEventDetail } from "../../shared/bridge/events/schemas.js";
 import { contentHash, jsonOf, recordHash } from "../../shared/bridge/hash.js";
-import { requireObjectWithId } from "../../shared/bridge/validate.js";
+import { requireObjectWithId, schemaValidator } from "../../shared/bridge/validate.js";
 import type { EventPublisher } from "../../shared/bridge/ports.js";
 import { makeRig, refusal, txnId } from "./fakes.js";
 import { clientOverFake } from "./provider-client.js";
@@ -569,6 +570,21 @@ describe("pollTransactions", () => {
     expect(report.handled).toBe(1);
     const warnings = rig.logger.lines.filter((l) => l.message.startsWith("transaction listed twice on one page"));
     expect(warnings.map((w) => w.attributes?.["id"])).toEqual([txn.id]);
+  });
+
+  it("keeps one item per id when a plugged validator maps two raw ids of a page to one (a UUID lower-cased)", async () => {
+    // Not reachable with the project's validators (the default passes the id through; the client's schema does not
+    // rewrite it): only a validator plugged through deps.validators that rewrites ids can do this.
+    const rig = makeRig({}, { validators: { transaction: schemaValidator(z.looseObject({ id: z.guid().toLowerCase() })) } });
+    const txn = rig.provider.addTransaction({ id: "abcdef01-0000-4000-8000-00000000000a" });
+    const stand = rig.provider.addTransaction();
+    // The page lists the transaction twice, on top under its id in capitals.
+    rig.provider.rawOverrides.set(stand.id, { ...structuredClone(txn), id: txn.id.toUpperCase() });
+    const report = await pollTransactions(rig.deps);
+    expect(report.outcome).toBe("complete");
+    expect(rig.publisher.events.map((e) => [e.detail.type, e.detail.subject.id])).toEqual([["transaction.created", txn.id]]);
+    const acked = rig.provider.calls.flatMap((c) => (c.op === "acknowledgeTransactions" ? c.ids : []));
+    expect(acked.filter((id) => id === txn.id)).toHaveLength(1);
   });
 
   it("keeps no cardholder name or email in a quarantine record, even in a field of the wrong type", async () => {
