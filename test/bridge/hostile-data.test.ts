@@ -6,11 +6,11 @@ import { describe, expect, it } from "vitest";
 import { pollCards, pollTransactions } from "../../shared/bridge/index.js";
 import { quarantineId } from "../../shared/bridge/cycle.js";
 import { applyPii, applyPiiToBody, type PiiPolicy } from "../../shared/bridge/pii.js";
-import { CUT_DEPTH_MARKER, cutToDepth, MAX_RECORD_DEPTH, nestedDeeperThan } from "../../shared/bridge/validate.js";
+import { CUT_DEPTH_MARKER, cutToDepth, MAX_RECORD_DEPTH, nestedDeeperThan, requireObjectWithId } from "../../shared/bridge/validate.js";
 import { CycleAbortedError, ReauthorizationNeededError } from "../../shared/bridge/errors.js";
 import { BadRequestError, ReauthorizationRequiredError } from "../../shared/qashio/errors.js";
 import { pageEntries } from "../../shared/bridge/provider.js";
-import { makeRig, type TestRig } from "./fakes.js";
+import { makeRig, refusal as ackRefusal, type TestRig } from "./fakes.js";
 import { CrashPoint, crashingPorts } from "./faults.js";
 import { clientOverFake, RawJsonText } from "./provider-client.js";
 
@@ -382,6 +382,35 @@ describe("a transaction listed again in another version while the walk goes on",
     await pollTransactions({ ...rig.deps, provider }, { pageSize: 2 });
     expect(rig.publisher.events.map((e) => e.detail.subject.id).sort()).toEqual([a.id, x.id, b.id].sort());
     expect([...rig.quarantine.records.values()].map((r) => r.entityId)).toEqual([x.id]);
+  });
+
+  it("skips an invalid copy met after a valid one was handled in the pass (the valid state went out): no quarantine, no second acknowledge; the next cycle quarantines it", async () => {
+    const rejectBad = (raw: unknown) =>
+      (raw as { memo?: string }).memo === "bad" ? { success: false as const, reason: "memo: rejected" } : requireObjectWithId(raw);
+    const rig = makeRig({}, { validators: { transaction: rejectBad } });
+    for (let i = 0; i < 3; i += 1) rig.provider.addTransaction();
+    // On top, so the page re-read after the read-ahead chain still lists it.
+    const x = rig.provider.addTransaction();
+    const acks: string[][] = [];
+    rig.provider.beforeCall = (call) => {
+      if (call.op !== "acknowledgeTransactions") return;
+      acks.push([...call.ids]);
+      if (!call.ids.includes(x.id)) return;
+      // The provider refuses x by name, so it stays listed; meanwhile it turns invalid.
+      rig.provider.rawOverrides.set(x.id, { ...structuredClone(x), memo: "bad" });
+      throw ackRefusal(call.ids, [x.id]);
+    };
+    const report = await pollTransactions(rig.deps, { pageSize: 2 });
+    expect(report).toMatchObject({ outcome: "complete", quarantined: 0, acknowledgeRefused: 1 });
+    expect(await rig.quarantine.list()).toEqual([]);
+    expect(rig.metrics.sum("Quarantined")).toBe(0);
+    expect(acks.filter((ids) => ids.includes(x.id))).toHaveLength(1);
+    expect(rig.publisher.ids).toHaveLength(4);
+    // Still listed after the pass: not dropped, the next cycle's pass quarantines its invalid state.
+    expect(rig.provider.pending().map((t) => t.id)).toEqual([x.id]);
+    const next = await pollTransactions(rig.deps, { pageSize: 2 });
+    expect(next).toMatchObject({ outcome: "complete", quarantined: 1 });
+    expect((await rig.quarantine.list()).map((r) => [r.entityId, r.reason])).toEqual([[x.id, "validation: memo: rejected"]]);
   });
 
   it("still skips a copy listed again in the version already handled", async () => {
