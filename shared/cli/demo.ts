@@ -10,6 +10,7 @@ import { rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { BridgeEvent } from "../bridge/ports.js";
 import { createSandbox, SANDBOX_CLIENT } from "../../sandbox/index.js";
+import { Prng } from "../../sandbox/prng.js";
 import { FileTokenStore } from "../local/index.js";
 import type { DemoArgs } from "./args.js";
 import { authorizeWithBrowser, DEFAULT_SCOPES } from "./authorize.js";
@@ -26,18 +27,6 @@ export const DEMO_TENANT = "demo";
 /** The events file, in the demo's temp directory. */
 const EVENTS_FILE = "events.jsonl";
 
-/** Small deterministic PRNG (mulberry32) so a seed replays the same activity. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
-
 /** What the demo remembers from the events it saw, to aim the next activity at real ids. */
 interface Seen {
   purchases: { id: string; qashioId: string }[];
@@ -49,7 +38,8 @@ const APPROVALS = ["pending", "approved", "approved", "rejected", "admin_approve
 
 /** Drives the sandbox's control surface over HTTP, like a test or a person with curl would. */
 class ActivityGenerator {
-  private readonly random: () => number;
+  /** The sandbox's own seeded PRNG, so a seed replays the same activity. */
+  private readonly random: Prng;
 
   constructor(
     private readonly baseUrl: string,
@@ -57,11 +47,11 @@ class ActivityGenerator {
     private readonly cards: () => { id: string; status: string }[],
     seed: number,
   ) {
-    this.random = prng(seed);
+    this.random = new Prng(seed);
   }
 
   private pick<T>(items: readonly T[]): T | undefined {
-    return items.length === 0 ? undefined : items[Math.floor(this.random() * items.length)];
+    return items.length === 0 ? undefined : this.random.pick(items);
   }
 
   private async control(method: string, path: string, body: unknown): Promise<void> {
@@ -76,10 +66,10 @@ class ActivityGenerator {
   /** One round of activity; returns what was done, for the narration line. */
   async round(cycle: number, seen: Seen): Promise<string[]> {
     const done: string[] = [];
-    const spend = 1 + Math.floor(this.random() * 3);
+    const spend = this.random.int(1, 3);
     await this.control("POST", "/transactions", { count: spend, transaction_category: "purchase" });
     done.push(`${spend} new purchase${spend === 1 ? "" : "s"}`);
-    const refunded = this.random() < 0.5 ? this.pick(seen.purchases) : undefined;
+    const refunded = this.random.chance(0.5) ? this.pick(seen.purchases) : undefined;
     if (refunded !== undefined) {
       await this.control("POST", "/transactions", { count: 1, transaction_category: "refund", parent_qashio_id: refunded.qashioId });
       done.push(`refund of ${refunded.qashioId}`);
