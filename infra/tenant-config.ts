@@ -6,6 +6,8 @@ import { readFileSync } from "node:fs";
 import { z } from "zod";
 import { BASE_URL_ENV_VARS, normaliseBaseUrl, type QashioDeployment } from "../shared/qashio/config.js";
 import { EVENT_TYPES } from "../shared/bridge/events/schemas.js";
+import { DEFAULT_SOURCE } from "../shared/bridge/deps.js";
+import { PII_MODES } from "../shared/bridge/pii.js";
 import { TenantConfigError } from "./errors.js";
 
 /** Event types a webhook may forward: the ones the engine publishes (docs/events.md). */
@@ -13,7 +15,7 @@ export { EVENT_TYPES, type EventType } from "../shared/bridge/events/schemas.js"
 
 /** Defaults of optional tenant fields, named so docs and tests can refer to them. */
 export const TENANT_DEFAULTS = {
-  eventSource: "qashio.bridge",
+  eventSource: DEFAULT_SOURCE,
   piiMode: "redact",
   emitCardCreated: false,
   cardDetails: false,
@@ -218,7 +220,7 @@ const tenantSchema = z.strictObject({
     .default(TENANT_DEFAULTS.eventSource)
     .meta({ description: "Source of the published events; give each tenant on a shared bus its own" }),
   piiMode: z
-    .enum(["full", "redact", "hash"])
+    .enum(PII_MODES)
     .default(TENANT_DEFAULTS.piiMode)
     .meta({ description: "Personal fields (docs/events.md, PII modes) in events, snapshots and quarantine records: full, redact, or hash (salted per tenant)" }),
   emitCardCreated: z

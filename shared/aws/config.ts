@@ -3,11 +3,12 @@
  * contract with the CDK stack, which sets them (infra/constructs/bridge-function.ts; test/infra/tenant-stack.test.ts pins them).
  */
 import { z } from "zod";
-import { DEFAULT_DEADLINE_GRACE_MS } from "../bridge/deps.js";
+import { DEFAULT_DEADLINE_GRACE_MS, DEFAULT_SOURCE } from "../bridge/deps.js";
+import { PII_MODES } from "../bridge/pii.js";
 import { resolveBaseUrl } from "../qashio/config.js";
 import { ConfigurationError } from "./errors.js";
 
-export const DEFAULT_EVENT_SOURCE = "qashio.bridge";
+export const DEFAULT_EVENT_SOURCE = DEFAULT_SOURCE;
 export const DEFAULT_METRICS_NAMESPACE = "QashioBridge";
 export const DEFAULT_SERVICE_NAME = "qashio-bridge";
 /**
@@ -28,7 +29,7 @@ const EnvSchema = z.object({
   SECRET_ID: nonEmpty,
   EVENT_BUS_NAME: nonEmpty,
   EVENT_SOURCE: nonEmpty.default(DEFAULT_EVENT_SOURCE),
-  PII_MODE: z.enum(["full", "redact", "hash"]),
+  PII_MODE: z.enum(PII_MODES),
   EMIT_CARD_CREATED: z.enum(["true", "false"]).default("false"),
   CARD_DETAILS: z.enum(["true", "false"]).default("false"),
   CYCLE_BUDGET_MS: z.coerce.number().int().positive().optional(),

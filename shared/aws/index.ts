@@ -18,7 +18,8 @@ export { EventBridgePublisher, MAX_ENTRIES_PER_CALL } from "./event-publisher.js
 export type { EventBridgePublisherOptions } from "./event-publisher.js";
 export { entrySize, reduceDetail, truncationsOf, MAX_ENTRY_BYTES, TRUNCATION_MARKER } from "./event-size.js";
 export type { SizedEntry, Truncation } from "./event-size.js";
-export { PII_SALT_MIN_LENGTH, ProviderSecretClient, ProviderSecretSchema, isSecretNotFound, parseSecret } from "./provider-secret.js";
+export { PII_SALT_MIN_LENGTH } from "../bridge/pii.js";
+export { ProviderSecretClient, ProviderSecretSchema, isSecretNotFound, parseSecret } from "./provider-secret.js";
 export type { ProviderSecret, ProviderSecretClientOptions, SecretRead, SecretValue, VersionWrite } from "./provider-secret.js";
 export { SecretsManagerTokenStore, DEFAULT_SECRET_CACHE_TTL_MS } from "./token-store.js";
 export type { SecretsManagerTokenStoreOptions } from "./token-store.js";

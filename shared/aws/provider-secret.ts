@@ -13,6 +13,7 @@ import {
 } from "@aws-sdk/client-secrets-manager";
 import { z } from "zod";
 import type { Clock, Logger } from "../bridge/ports.js";
+import { PII_SALT_MIN_LENGTH } from "../bridge/pii.js";
 import { systemClock } from "./clock.js";
 import { SecretFormatError, SecretStoreError } from "./errors.js";
 import { DEFAULT_BACKOFF, isAwsTimeout, isRetryableAwsError, withRetries, type BackoffOptions } from "./retry.js";
@@ -24,11 +25,6 @@ import { DEFAULT_BACKOFF, isAwsTimeout, isRetryableAwsError, withRetries, type B
  */
 const PUT_TIMEOUT_ROUNDS = 3;
 
-/**
- * Shortest `pii_salt` the runtime accepts, as local mode does for `BRIDGE_PII_SALT`: a short salt makes the `hash`
- * pseudonyms brute-forceable from one known email. The stack generates 48 characters, onboarding 43.
- */
-export const PII_SALT_MIN_LENGTH = 16;
 
 /** The provider secret's JSON: client credentials, the current refresh token, and the tenant's PII salt. */
 export const ProviderSecretSchema = z.looseObject({

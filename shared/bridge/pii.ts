@@ -8,7 +8,14 @@ import { hmacSha256Hex } from "./hash.js";
 import { cutToDepth, nestedDeeperThan } from "./validate.js";
 
 /** How personal fields leave the provider: as is, replaced by a marker, or as a salted hash. */
-export type PiiMode = "full" | "redact" | "hash";
+export const PII_MODES = ["full", "redact", "hash"] as const;
+export type PiiMode = (typeof PII_MODES)[number];
+
+/**
+ * Shortest salt of `hash` mode the settings take (local `BRIDGE_PII_SALT`, the secret's `pii_salt`): a short salt makes
+ * the pseudonyms brute-forceable from one known email. The stack generates 48 characters, onboarding 43.
+ */
+export const PII_SALT_MIN_LENGTH = 16;
 
 /** A tenant's PII setting. */
 export interface PiiPolicy {
@@ -99,7 +106,7 @@ function compile(paths: readonly string[]): { top: readonly string[]; nested: re
 
 /** Checks a policy once, up front, so a cycle never starts with an unusable setting. */
 export function assertPiiPolicy(policy: PiiPolicy): void {
-  if (!["full", "redact", "hash"].includes(policy.mode)) {
+  if (!(PII_MODES as readonly string[]).includes(policy.mode)) {
     throw new BridgeConfigurationError(`Unknown PII mode "${String(policy.mode)}"; use full, redact or hash`);
   }
   if (policy.mode === "hash" && !policy.salt) {

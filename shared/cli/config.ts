@@ -6,6 +6,8 @@
 import { lstat, readFile } from "node:fs/promises";
 import { join, resolve, sep } from "node:path";
 import { parseEnv } from "node:util";
+import { DEFAULT_SOURCE } from "../bridge/deps.js";
+import { PII_MODES, PII_SALT_MIN_LENGTH, type PiiMode } from "../bridge/pii.js";
 import { STATE_FILES } from "../local/layout.js";
 import { ConfigError, EnvFileError, type SettingIssue } from "./errors.js";
 import { nearest } from "./nearest.js";
@@ -15,15 +17,13 @@ import { AUTHORIZE_URL_ENV_VAR, BASE_URL_ENV_VARS, baseUrlProblem, normaliseBase
 
 export const DEFAULT_STATE_DIR = ".state";
 export const DEFAULT_EVENTS_FILE = "events.jsonl";
-export const DEFAULT_EVENT_SOURCE = "qashio.bridge";
+export const DEFAULT_EVENT_SOURCE = DEFAULT_SOURCE;
 export const DEFAULT_PII_MODE = "redact";
 export const DEFAULT_CYCLE_BUDGET_MS = 5 * 60_000;
-export const PII_MODES = ["full", "redact", "hash"] as const;
 export const LOG_LEVELS = ["debug", "info", "warn", "error"] as const;
 /** Named provider environments QASHIO_BASE_URL may use instead of a URL (resolved through BASE_URL_ENV_VARS). */
 export const NAMED_ENVIRONMENTS = ["production", "eu", "sandbox"] as const;
 
-export type PiiMode = (typeof PII_MODES)[number];
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
 /** Environment variables as a plain map (process.env, or a test's own). */
@@ -74,7 +74,7 @@ export const SETTINGS: readonly SettingDoc[] = [
   { name: "BRIDGE_STATE_DIR", required: "no", default: DEFAULT_STATE_DIR, meaning: "snapshots, tokens, quarantine, locks" },
   { name: "BRIDGE_EVENTS_FILE", required: "no", default: DEFAULT_EVENTS_FILE, meaning: "JSON Lines file, one EventBridge-target-shaped event per line (appended)" },
   { name: "BRIDGE_PII_MODE", required: "no", default: DEFAULT_PII_MODE, meaning: "personal fields (cardholder name, email, employee id; approver name; docs/events.md): `full`, `redact` or `hash`" },
-  { name: "BRIDGE_PII_SALT", required: "with `hash`", default: "", meaning: "per-tenant salt of `hash` mode (at least 16 characters)" },
+  { name: "BRIDGE_PII_SALT", required: "with `hash`", default: "", meaning: `per-tenant salt of \`hash\` mode (at least ${PII_SALT_MIN_LENGTH} characters)` },
   { name: "BRIDGE_EVENT_SOURCE", required: "no", default: DEFAULT_EVENT_SOURCE, meaning: "EventBridge `source` of the events" },
   { name: "BRIDGE_EMIT_CARD_CREATED", required: "no", default: "false", meaning: "`true` to publish `card.created` for cards seen the first time" },
   { name: "BRIDGE_CARD_DETAILS", required: "no", default: "false", meaning: "`true` to read each card's detail in the card walk, so spend limit amounts and periods, top-up, ATM, country and merchant settings yield `card.updated` too (one provider call per card per walk)" },
@@ -476,7 +476,7 @@ export function readLocalSettings(env: Env, cwd: string): LocalSettings {
   const piiMode = r.oneOf("BRIDGE_PII_MODE", PII_MODES, DEFAULT_PII_MODE);
   const piiSalt = r.raw("BRIDGE_PII_SALT");
   if (piiMode === "hash" && piiSalt === undefined) r.problem("BRIDGE_PII_SALT", "is required when BRIDGE_PII_MODE is hash");
-  if (piiSalt !== undefined && piiSalt.length < 16) r.problem("BRIDGE_PII_SALT", "must be at least 16 characters");
+  if (piiSalt !== undefined && piiSalt.length < PII_SALT_MIN_LENGTH) r.problem("BRIDGE_PII_SALT", `must be at least ${PII_SALT_MIN_LENGTH} characters`);
   const eventSource = r.raw("BRIDGE_EVENT_SOURCE") ?? DEFAULT_EVENT_SOURCE;
   // EventBridge reserves the aws. prefix and limits Source to 256 characters.
   if (eventSource.startsWith("aws.") || eventSource.length > 256 || /\s/.test(eventSource)) {

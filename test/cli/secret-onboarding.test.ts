@@ -2,7 +2,7 @@ import { DescribeSecretCommand, GetSecretValueCommand, PutSecretValueCommand, Re
 import { mockClient } from "aws-sdk-client-mock";
 import { beforeEach, describe, expect, it } from "vitest";
 import { EXIT } from "../../shared/cli/errors.js";
-import { PII_SALT_MIN_LENGTH } from "../../shared/aws/provider-secret.js";
+import { PII_SALT_MIN_LENGTH } from "../../shared/bridge/pii.js";
 import { SecretOnboardingError, assertUsableSalt, secretRegion, type OnboardingSecret, readOnboardingSecret, readTokenLeaseTarget, secretTokenStore } from "../../shared/cli/secret-onboarding.js";
 import { FakeClock } from "../aws/support/clock.js";
 
