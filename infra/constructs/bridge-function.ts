@@ -7,6 +7,7 @@ import * as logs from "aws-cdk-lib/aws-logs";
 import type * as sqs from "aws-cdk-lib/aws-sqs";
 import { Construct } from "constructs";
 import { METRIC_NAMESPACE, METRIC_SERVICE } from "./bridge-metrics.js";
+import type { PiiMode } from "../../shared/bridge/pii.js";
 
 /**
  * ESM bundles run code (AWS SDK, Powertools Tracer) that calls `require`; esbuild's ESM output has none,
@@ -82,7 +83,7 @@ export class BridgeFunctionRole extends iam.Role {
   }
 }
 
-/** Environment of every bridge function, exactly as shared/aws/config.ts validates it. */
+/** Environment of every bridge function: the variables shared/aws/config.ts validates (its Powertools ones left to their defaults). */
 export interface BridgeFunctionEnvironment {
   readonly TENANT_ID: string;
   readonly QASHIO_BASE_URL: string;
@@ -90,7 +91,7 @@ export interface BridgeFunctionEnvironment {
   readonly SECRET_ID: string;
   readonly EVENT_BUS_NAME: string;
   readonly EVENT_SOURCE: string;
-  readonly PII_MODE: "full" | "redact" | "hash";
+  readonly PII_MODE: PiiMode;
   readonly EMIT_CARD_CREATED: "true" | "false";
   readonly CARD_DETAILS: "true" | "false";
   readonly CYCLE_BUDGET_MS?: string;
