@@ -11,6 +11,7 @@ import {
   pollCards,
   pollTransactions,
   redriveQuarantined,
+  reportQuarantineSize,
   type ConformReport,
   type RedriveReport,
 } from "../bridge/index.js";
@@ -65,16 +66,12 @@ async function rememberRevoked(runtime: TenantRuntime, kind: CycleKind): Promise
   );
 }
 
-/**
- * Emits the `QuarantineSize` gauge (records held now) after a cycle, whatever its outcome; a failed count is logged,
- * never allowed to hide the cycle's own result.
- */
+/** Emits the `QuarantineSize` gauge after a cycle (see `reportQuarantineSize`); a failed count is logged by name. */
 async function emitQuarantineSize(runtime: TenantRuntime, kind: CycleKind): Promise<void> {
-  try {
-    runtime.transactions.metrics.add("QuarantineSize", await runtime.transactions.quarantine.size(), "Count");
-  } catch (error) {
-    runtime.transactions.logger.warn("Could not count the quarantine", { kind, error: (error as Error).name });
-  }
+  // Worded as the Lambda log's other warnings: the error by name, with the cycle's kind (local mode words its own).
+  await reportQuarantineSize(runtime.transactions, (error) =>
+    runtime.transactions.logger.warn("Could not count the quarantine", { kind, error: (error as Error).name }),
+  );
 }
 
 /**

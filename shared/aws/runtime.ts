@@ -7,7 +7,8 @@ import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { EventBridgeClient } from "@aws-sdk/client-eventbridge";
 import { SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
-import type { CardCycleDeps, TransactionCycleDeps } from "../bridge/deps.js";
+import { cycleDeps, type CardCycleDeps, type TransactionCycleDeps } from "../bridge/deps.js";
+import { countProviderRetries } from "../bridge/root-metrics.js";
 import type { Clock, Logger, Metrics } from "../bridge/ports.js";
 import { DEFAULT_LOCK_TTL_MS, OAuthTokenProvider, type TokenEvent } from "../qashio/auth/token-provider.js";
 import { QashioClient } from "../qashio/client.js";
@@ -169,12 +170,12 @@ function assemble(
     tokenProvider,
     clock,
     logger,
-    // Retried failures only: the failure that ends a call is counted by the engine (cycle.ts), so none is counted twice.
-    onRetry: (event) => metrics.add("ProviderErrors", 1, "Count", { status_class: event.statusClass }),
+    onRetry: countProviderRetries(metrics),
     ...(options.fetch !== undefined ? { fetch: options.fetch } : {}),
   });
-  const common = {
+  const deps = cycleDeps({
     tenant: config.tenant,
+    provider: client,
     snapshots: new DynamoSnapshotStore({ doc, tableName: config.tableName, tenant: config.tenant, clock, logger }),
     publisher: new EventBridgePublisher({ client: clients.eventBridge, eventBusName: config.eventBusName, clock, logger }),
     quarantine: new DynamoQuarantine({ doc, tableName: config.tableName, tenant: config.tenant, clock }),
@@ -183,18 +184,10 @@ function assemble(
     logger,
     pii: { mode: config.piiMode, salt: secret.pii_salt },
     source: config.eventSource,
-  };
-  return {
-    config,
-    clients,
-    clock,
-    lock,
-    tokens,
-    tokenProvider,
-    client,
-    transactions: { ...common, provider: client },
-    cards: { ...common, provider: client, emitCardCreated: config.emitCardCreated, cardDetails: config.cardDetails },
-  };
+    emitCardCreated: config.emitCardCreated,
+    cardDetails: config.cardDetails,
+  });
+  return { config, clients, clock, lock, tokens, tokenProvider, client, ...deps };
 }
 
 /**

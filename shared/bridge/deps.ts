@@ -57,6 +57,24 @@ export interface CardCycleDeps extends BridgeDeps {
   readonly cardDetails?: boolean;
 }
 
+/** What {@link cycleDeps} builds both cycles' deps from: the shared ports, one provider for both, the card switches. */
+export interface CycleDepsParts extends BridgeDeps {
+  readonly provider: TransactionProviderPort & CardProviderPort;
+  readonly emitCardCreated: boolean;
+  readonly cardDetails: boolean;
+}
+
+/**
+ * The deps of both cycles from one set of parts, so the Lambda runtime and local mode hand the engine the same shape.
+ *
+ * @example
+ * const { transactions, cards } = cycleDeps({ tenant, provider: client, snapshots, publisher, quarantine, clock, metrics, logger, pii, emitCardCreated: false, cardDetails: false });
+ */
+export function cycleDeps(parts: CycleDepsParts): { transactions: TransactionCycleDeps; cards: CardCycleDeps } {
+  const { provider, emitCardCreated, cardDetails, ...common } = parts;
+  return { transactions: { ...common, provider }, cards: { ...common, provider, emitCardCreated, cardDetails } };
+}
+
 /** Options common to both cycles. */
 export interface CycleOptions {
   /** Epoch ms after which no new page is started; the cycle stops cleanly and resumes next time. */

@@ -12,11 +12,14 @@ import {
   SnapshotCursorError,
   causeMatching,
   conformSnapshots,
+  countProviderRetries,
+  cycleDeps,
   emptyReport,
   isTokenFailure,
   pollCards,
   pollTransactions,
   redriveQuarantined,
+  reportQuarantineSize,
   totalPublished,
   untilLaterSecond,
   type BridgeEvent,
@@ -311,14 +314,16 @@ export async function openLocalBridge(settings: LocalSettings, options: LocalBri
     fetch: options.fetch,
     clock,
     logger: options.logger,
-    // Retried failures only: the failure that ends a call is counted by the engine (cycle.ts), so none is counted twice.
-    onRetry: (event) => metrics.add("ProviderErrors", 1, "Count", { status_class: event.statusClass }),
+    onRetry: countProviderRetries(metrics),
   });
   let publisher: EventPublisher = options.publisher ?? new JsonlEventPublisher({ file: settings.eventsFile, logger: options.logger });
   if (options.onPublished !== undefined) publisher = observePublished(publisher, options.onPublished);
   const leaseGuard = new CycleLeaseGuard(dir, CYCLE_LEASE_MS);
-  const common = {
+  const deps = cycleDeps({
     tenant: settings.tenant,
+    provider: client,
+    // Unlike on AWS, where the lease outlives the invocation, each write checks the short cycle lease first: a process
+    // stopped past it must not write what it read before (lease-guard.ts).
     snapshots: leaseGuard.snapshots(local.snapshots),
     publisher: leaseGuard.publisher(publisher),
     quarantine: leaseGuard.quarantine(local.quarantine),
@@ -327,11 +332,12 @@ export async function openLocalBridge(settings: LocalSettings, options: LocalBri
     logger: options.logger,
     pii: { mode: settings.piiMode, salt: settings.piiSalt },
     source: settings.eventSource,
-  };
+    emitCardCreated: settings.emitCardCreated,
+    cardDetails: settings.cardDetails,
+  });
   return {
     settings,
-    transactions: { ...common, provider: client },
-    cards: { ...common, provider: client, emitCardCreated: settings.emitCardCreated, cardDetails: settings.cardDetails },
+    ...deps,
     lock,
     tokens,
     snapshots: local.snapshots,
@@ -440,16 +446,10 @@ function baseUrlHint(error: unknown, baseUrl: string): string {
   return answer === undefined ? "" : `; the token endpoint answered as no OAuth server does: is QASHIO_BASE_URL (${baseUrl}) the provider's API?`;
 }
 
-/** Sets the `QuarantineSize` gauge after a cycle, whatever its outcome; a failed count is logged, never thrown. */
+/** Sets the `QuarantineSize` gauge after a cycle (see `reportQuarantineSize`); returns the size, undefined if uncounted. */
 async function measureQuarantine(bridge: LocalBridge): Promise<number | undefined> {
-  try {
-    const size = await bridge.transactions.quarantine.size();
-    bridge.metrics.add("QuarantineSize", size, "Count");
-    return size;
-  } catch (error) {
-    bridge.transactions.logger.warn("counting the quarantine failed", { error });
-    return undefined;
-  }
+  // The whole error, unlike the Lambda log: the console logger prints it for the person running the bridge.
+  return reportQuarantineSize(bridge.transactions, (error) => bridge.transactions.logger.warn("counting the quarantine failed", { error }));
 }
 
 /**
