@@ -6,7 +6,9 @@
 import { contentHash } from "./hash.js";
 import { diffObjects, type Change } from "./diff.js";
 import { conformPii } from "./pii.js";
-import { CycleRun, changeTime, failedCallOf, isPageSizeRejection, isTokenFailure, lastModified, nextSequence, statusOf, storedSequence, versionTime } from "./cycle.js";
+import { CycleRun } from "./cycle.js";
+import { failedCallOf, isPageSizeRejection, isTokenFailure, statusOf } from "./provider-errors.js";
+import { changeTime, lastModified, nextSequence, storedSequence, versionTime } from "./versions.js";
 import { DEFAULT_MAX_PAGES, type CardCycleDeps, type CycleOptions } from "./deps.js";
 import type { EventType } from "./events/schemas.js";
 import type { BridgeEvent, QuarantineRecord, Snapshot, SnapshotKey } from "./ports.js";

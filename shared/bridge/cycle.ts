@@ -2,19 +2,19 @@
  * Machinery shared by the transaction and card cycles: provider calls with error accounting,
  * event building, publishing with per-event failures, quarantine records, and the end-of-cycle report.
  */
-import { logToken } from "../log-token.js";
-import { TOKEN_PATH } from "../qashio/auth/oauth.js";
-import { causeMatching, CycleAbortedError, PUBLISH_STEP, ReauthorizationNeededError } from "./errors.js";
-import { contentHash, eventId, sha256Hex, uuidFromHex } from "./hash.js";
+import { CycleAbortedError, PUBLISH_STEP, ReauthorizationNeededError } from "./errors.js";
+import { eventId } from "./hash.js";
 import type { Change } from "./diff.js";
 import { DEFAULT_DEADLINE_GRACE_MS, DEFAULT_PAGE_SIZE, DEFAULT_SOURCE, MIN_PAGE_SIZE, type BridgeDeps, type CycleOptions } from "./deps.js";
 import { SCHEMA_VERSION, type EventType } from "./events/schemas.js";
 import type { BridgeEvent, EntityKind, PublishFailure, QuarantineRecord, Snapshot } from "./ports.js";
 import { emptyReport, type CycleReport } from "./report.js";
 import { cardValidator, requireObjectWithId, type Validators } from "./validate.js";
-import { applyPii, applyPiiToBody, assertPiiPolicy, type PiiPolicy } from "./pii.js";
-import { isJsonObject } from "../json-object.js";
+import { applyPii, applyPiiToBody, assertPiiPolicy } from "./pii.js";
 import type { ProviderCallOptions, ProviderPage } from "./provider.js";
+import { deadlineExceeded, errorContext, errorFields, isPageSizeRejection, isReauthorizationRequired, statusClass, StepFailure } from "./provider-errors.js";
+import { lastModified, nextSequence, parseTime, untilLaterSecond } from "./versions.js";
+import { quarantineId, quarantineReason } from "./quarantine-id.js";
 
 /** What kind of run a CycleRun is, as its log line, its metrics and a CycleAbortedError's message need it. */
 export interface RunKind {
@@ -41,267 +41,9 @@ const CYCLE_RUN: RunKind = {
 const FORBIDDEN =
   "the provider refuses this access (the company's API access is off, or the grant lacks a scope): turn it on or re-authorize with the scope";
 
-/** A failed dependency call, tagged with what was being done (internal; converted at the cycle boundary). */
-class StepFailure extends Error {
-  override name = "StepFailure";
-  constructor(
-    readonly step: string,
-    options: ErrorOptions,
-  ) {
-    super(step, options);
-  }
-}
-
 /** A provider call the client would not send (or send again) because it could not finish by the cycle's deadline. */
 class OutOfTime extends StepFailure {
   override name = "OutOfTime";
-}
-
-/** The client's DeadlineExceededError, seen by name (the engine does not depend on the client). */
-function deadlineExceeded(err: unknown): (Error & { deadline: number }) | undefined {
-  return causeMatching(
-    err,
-    (e): e is Error & { deadline: number } =>
-      e instanceof Error && e.name === "DeadlineExceededError" && typeof (e as { deadline?: unknown }).deadline === "number",
-  );
-}
-
-/**
- * A 400 from the provider (or the client's own request check) naming `page_size`, seen directly or through a step.
- *
- * @example
- * ```ts
- * isPageSizeRejection(Object.assign(new Error("x"), { status: 400, errors: [{ field: "page_size", code: "OUT_OF_RANGE" }] })); // true
- * ```
- */
-export function isPageSizeRejection(err: unknown): boolean {
-  const refusal = providerRefusal(err);
-  if (refusal === undefined || (refusal.status !== 400 && refusal.name !== "InvalidRequestError")) return false;
-  return refusal.errors.some((x) => x?.field === "page_size");
-}
-
-/** One entry of a provider error's `errors[]`: the field it names and the error code. */
-export type ProviderErrorEntry = { readonly field?: unknown; readonly code?: unknown } | null;
-
-/**
- * The provider error in `err`'s cause chain that lists `errors[]` (a step failure wraps the client's error), if any;
- * read by shape, as the engine does not depend on the client's classes.
- *
- * @example
- * ```ts
- * providerRefusal(stepFailure)?.errors; // [{ field: "transaction_ids.3", code: "NOT_FOUND", ... }]
- * ```
- */
-export function providerRefusal(
-  err: unknown,
-): { readonly errors: readonly ProviderErrorEntry[]; readonly status?: unknown; readonly name?: unknown; readonly requestId?: unknown } | undefined {
-  return causeMatching(err, (e): e is { errors: ProviderErrorEntry[] } => Array.isArray((e as { errors?: unknown } | null)?.errors));
-}
-
-/** Entries of a provider error's `errors[]` named in an abort message; the rest are counted. */
-const MAX_NAMED_ERRORS = 10;
-
-/**
- * `field code` of each entry of a provider error's `errors[]` (e.g. `transaction_ids.3 NOT_FOUND`), so an operator
- * sees which input the provider refused. Entry messages are left out: they may quote the refused values.
- */
-function errorFields(err: unknown): string | undefined {
-  const errors = providerRefusal(err)?.errors ?? [];
-  if (errors.length === 0) return undefined;
-  const named = errors.slice(0, MAX_NAMED_ERRORS).map((e) => {
-    const { field, code } = e ?? {};
-    // Only identifiers (logToken): a provider other than the client, or a client that let one through, could put
-    // free text holding a value into either.
-    return `${field === null || field === undefined ? "(request)" : logToken(field)} ${logToken(code)}`;
-  });
-  const more = errors.length - named.length;
-  return named.join(", ") + (more > 0 ? ` and ${more} more` : "");
-}
-
-/** Reads `status` / `requestId` off a provider error without depending on its class. */
-function errorContext(err: unknown): { status?: number; requestId?: string; name: string; message: string } {
-  if (!(err instanceof Error)) return { name: "Error", message: String(err) };
-  const e = err as Error & { status?: unknown; requestId?: unknown };
-  return {
-    name: e.name,
-    message: e.message,
-    status: typeof e.status === "number" ? e.status : undefined,
-    requestId: typeof e.requestId === "string" ? e.requestId : undefined,
-  };
-}
-
-/** Error name and HTTP status (if it had one) of a failed provider call, seen through the step it failed in. */
-export function failedCallOf(err: unknown): { readonly name: string; readonly status?: number } {
-  return errorContext(err instanceof StepFailure ? err.cause : err);
-}
-
-/** HTTP status of a failed provider call (seen through the step it failed in), if it had one. */
-export function statusOf(err: unknown): number | undefined {
-  return failedCallOf(err).status;
-}
-
-/** True when `err` (or a cause) is the client's ReauthorizationRequiredError (token family revoked). */
-export function isReauthorizationRequired(err: unknown): boolean {
-  return causeMatching(err, (e): e is Error => e instanceof Error && e.name === "ReauthorizationRequiredError") !== undefined;
-}
-
-/**
- * True when `err` (or a cause) came from getting a token for a call, not from the call: the token endpoint refused
- * (a revoked family, wrong client credentials), whatever its status, or no token could be had at all (the client's
- * TokenUnavailableError: none stored, the refresh lock held elsewhere, rotated tokens not saved). Read structurally,
- * as the client's errors carry the path they failed on, and by name.
- */
-export function isTokenFailure(err: unknown): boolean {
-  const fromGettingToken = (e: unknown): e is Error =>
-    e instanceof Error && ((e as { path?: unknown }).path === TOKEN_PATH || e.name === "TokenUnavailableError");
-  return isReauthorizationRequired(err) || causeMatching(err, fromGettingToken) !== undefined;
-}
-
-/** `status_class` dimension of the ProviderErrors metric. */
-export function statusClass(err: unknown): string {
-  const { status, name } = errorContext(err);
-  if (status !== undefined) return `${Math.floor(status / 100)}xx`;
-  if (name === "TimeoutError") return "timeout";
-  if (name === "NetworkError") return "network";
-  return "other";
-}
-
-/** 0000-01-01T00:00:00.000Z and 9999-12-31T23:59:59.999Z: the times whose ISO form has a four-digit year. */
-const FOUR_DIGIT_YEARS_MS = { first: -62_167_219_200_000, last: 253_402_300_799_999 } as const;
-
-/** An ISO date-time without an offset (`2025-01-15T08:30:00`, or with a space for the `T`): date and time apart. */
-const DATE_TIME_WITHOUT_OFFSET = /^(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?)$/;
-
-/** An ISO date, or date-time with an offset (`Z`, `+04:00`, `+0400`): forms Date.parse reads the same in every zone. */
-const ISO_DATE_OR_ZONED_TIME = /^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2}))?$/i;
-
-/**
- * Milliseconds of an ISO time, or undefined when absent, not ISO 8601, or outside years 0000-9999. Date.parse also
- * reads loose forms (`"99999"` is the year 99999), whose ISO form (`+099999-…`) is no RFC 3339 date-time: such a
- * provider timestamp must not become `occurred_at`, which the event schemas declare a date-time (docs/events/*.json).
- * A date-time without an offset is read as UTC, and other forms (`2025/01/15 08:30`, `Jan 15 2025`) not at all:
- * Date.parse reads those in the host's time zone, which would move `occurred_at` and the lag with the machine the
- * bridge runs on (the spec names no zone for its ISO 8601 timestamps), and a re-sent event's detail with them.
- */
-export function parseTime(value: unknown): number | undefined {
-  if (typeof value !== "string" || value === "") return undefined;
-  const local = DATE_TIME_WITHOUT_OFFSET.exec(value);
-  if (!local && !ISO_DATE_OR_ZONED_TIME.test(value)) return undefined;
-  const ms = Date.parse(local ? `${local[1]}T${local[2]}Z` : value);
-  return ms >= FOUR_DIGIT_YEARS_MS.first && ms <= FOUR_DIGIT_YEARS_MS.last ? ms : undefined;
-}
-
-/** Provider times before 2000 or in year 9999 are placeholders (0001-01-01, 1900-01-01, the Unix epoch, 9999-12-31). */
-const PLAUSIBLE_CHANGE_MS = { first: Date.UTC(2000, 0, 1), end: Date.UTC(9999, 0, 1) } as const;
-
-/**
- * Milliseconds of a provider timestamp that says when something changed, or undefined when {@link parseTime} gives
- * none or it is a placeholder: an unset date sent as `0001-01-01` made `occurred_at` year 1 and SyncLagSeconds about
- * 64 billion, paging on-call for a lag that was not there; the caller falls back as for an absent timestamp.
- */
-export function changeTime(value: unknown): number | undefined {
-  const ms = parseTime(value);
-  return ms !== undefined && ms >= PLAUSIBLE_CHANGE_MS.first && ms < PLAUSIBLE_CHANGE_MS.end ? ms : undefined;
-}
-
-/** When a provider object last changed: its `updated_at`, else its `modified_date` (undefined when neither is usable). */
-export function lastModified(object: Readonly<Record<string, unknown>>): number | undefined {
-  return changeTime(object["updated_at"]) ?? changeTime(object["modified_date"]);
-}
-
-/**
- * `updatedAt` of a new snapshot version: now, yet always later than the version it replaces, so it tells the
- * versions of one subject apart (event ids depend on it) even when the clock stalls or steps back.
- *
- * @example
- * ```ts
- * const snapshot = { key, hash, object, updatedAt: versionTime(clock.now(), before) };
- * ```
- */
-export function versionTime(nowMs: number, before: Snapshot | undefined, nowIso?: string): string {
-  const previous = parseTime(before?.updatedAt);
-  if (previous !== undefined && previous >= nowMs) return new Date(previous + 1).toISOString();
-  // A page stamps many snapshots at one time: its caller formats that time once.
-  return nowIso ?? new Date(nowMs).toISOString();
-}
-
-/**
- * `subject.sequence` of the next event about a subject: one more than its snapshot's. Deterministic, as event ids are:
- * a re-send after a crash meets the same snapshot, so it carries the same sequence.
- *
- * @example
- * ```ts
- * const snapshot = { key, hash, object, updatedAt, sequence: nextSequence(before) }; // after publishing its event
- * ```
- */
-export function nextSequence(before: Snapshot | undefined): number {
-  return storedSequence(before) + 1;
-}
-
-/**
- * `subject.sequence` a snapshot records: 0 for none, or one written before sequences existed. A rewrite without an
- * event keeps it.
- */
-export function storedSequence(before: Snapshot | undefined): number {
-  return before?.sequence ?? 0;
-}
-
-/**
- * How far into the next second {@link CycleRun.leaveSecond} waits: half a second for a `Time` rounded rather than cut
- * to whole seconds, plus 100 ms for the next run's host clock running a little behind (NTP keeps hosts far closer).
- */
-const NEXT_SECOND_MARGIN_MS = 600;
-
-/**
- * How long to wait from `nowMs` to be {@link NEXT_SECOND_MARGIN_MS} into the clock's next whole second: after it, an
- * event is timed in a later second than any published before the wait, even where EventBridge keeps whole seconds.
- *
- * @example
- * await clock.sleep(untilLaterSecond(clock.now())); // 1350 ms at 250 ms past a second
- */
-export function untilLaterSecond(nowMs: number): number {
-  return 1000 - (((nowMs % 1000) + 1000) % 1000) + NEXT_SECOND_MARGIN_MS;
-}
-
-/** Every personal field replaced by the same marker: the form of a body a quarantine id is computed from. */
-const ID_FORM: PiiPolicy = Object.freeze({ mode: "redact" });
-
-/** A quarantine record's reason: its cause, then what went wrong (the re-drive picks its records by the cause: isRedrivable). */
-export function quarantineReason(cause: "validation" | "publish", reason: string): string {
-  return `${cause}: ${reason}`;
-}
-
-/**
- * A transaction's raw body without the provider's sync bookkeeping (`client_sync_status`, which flips on every
- * acknowledge): the same bad version listed `not_synced`, listed `outdated` or read back `synced` by a re-drive is one
- * quarantine record, not three.
- */
-export function withoutSyncStatus(raw: unknown): unknown {
-  if (!isJsonObject(raw) || !Object.hasOwn(raw, "client_sync_status")) return raw;
-  const { client_sync_status: _volatile, ...rest } = raw;
-  return rest;
-}
-
-/**
- * The id of a quarantine record: tenant, entity kind, cause (`validation` or `publish`) and the content hash of the raw
- * body (a transaction's {@link withoutSyncStatus}) with every personal field (PERSONAL_FIELDS) redacted, in a body of any shape (applyPiiToBody), whatever the
- * tenant's PII mode and salt. So the same bad input found again keeps its id across a mode switch (full, redact, hash)
- * or a new salt, and the id carries no personal value: a hash over the cleartext would let anyone holding the stored
- * (masked) record confirm a guessed name or email by hashing it with the rest of the record, which is what `hash`
- * mode's secret salt prevents. A bridge version that masks more fields redacts those too, so a record found again after
- * such an upgrade gets a new id once (docs/runbook.md, QuarantineNotEmpty). The reason's text is left out: the same
- * input refused by a reworded check keeps its record. Two inputs that differ in personal values only share a record
- * (their redacted forms are alike).
- *
- * @example
- * ```ts
- * quarantineId("acme", "card", "validation", { id: "CA1", cardholder: { name: "Ann" } });
- * // the same id as for { id: "CA1", cardholder: { name: "[redacted]" } } or a hashed name
- * ```
- */
-export function quarantineId(tenant: string, kind: EntityKind, cause: "validation" | "publish", raw: unknown): string {
-  const form = applyPiiToBody(kind === "transaction" ? withoutSyncStatus(raw) : raw, ID_FORM);
-  return uuidFromHex(sha256Hex(`${tenant}\u0000${kind}\u0000${cause}\u0000${contentHash(form)}`));
 }
 
 /** Batches in a row with every event deferred after which a walk stops (see {@link CycleRun.publisherUnavailable}). */

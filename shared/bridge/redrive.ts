@@ -4,7 +4,7 @@
  * validation rule that refused good provider data), the re-drive reads each such transaction again and runs it
  * through the cycle's own batch path; a record is deleted only once its transaction's current state is delivered.
  */
-import { quarantineReason } from "./cycle.js";
+import { quarantineReason } from "./quarantine-id.js";
 import type { CycleOptions, TransactionCycleDeps } from "./deps.js";
 import type { QuarantineRecord } from "./ports.js";
 import type { CycleReport } from "./report.js";

@@ -6,7 +6,7 @@ import { detailJson, detailJsonParts, EVENT_TYPES, parseEventDetail, SCHEMA_VERS
 import { renderEventJsonSchemas } from "../../shared/bridge/events/json-schema.js";
 import { DEFAULT_SOURCE, pollCards, pollTransactions, type BridgeEvent, type EventPublisher } from "../../shared/bridge/index.js";
 import { cardChangedAt } from "../../shared/bridge/cards.js";
-import { lastModified } from "../../shared/bridge/cycle.js";
+import { lastModified } from "../../shared/bridge/versions.js";
 import { toEventBridgeEnvelope } from "../../shared/local/jsonl-publisher.js";
 import { compileJsonSchema } from "../json-schema.js";
 import { makeRig } from "./fakes.js";

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { pollCards, pollTransactions } from "../../shared/bridge/index.js";
-import { quarantineId } from "../../shared/bridge/cycle.js";
+import { quarantineId } from "../../shared/bridge/quarantine-id.js";
 import { applyPii, applyPiiToBody, type PiiPolicy } from "../../shared/bridge/pii.js";
 import { CUT_DEPTH_MARKER, cutToDepth, MAX_RECORD_DEPTH, nestedDeeperThan, requireObjectWithId } from "../../shared/bridge/validate.js";
 import { CycleAbortedError, ReauthorizationNeededError } from "../../shared/bridge/errors.js";

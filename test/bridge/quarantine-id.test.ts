@@ -1,6 +1,6 @@
 /** Quarantine record ids: the same bad input keeps its id whatever PII form it is stored in, and the id holds no personal value. */
 import { describe, expect, it } from "vitest";
-import { quarantineId } from "../../shared/bridge/cycle.js";
+import { quarantineId } from "../../shared/bridge/quarantine-id.js";
 import { applyPii, type PiiPolicy } from "../../shared/bridge/pii.js";
 
 const raw = {

@@ -1,7 +1,7 @@
 import { describe, expect, it, vi } from "vitest";
 import { z } from "zod";
 import { pollTransactions } from "../../shared/bridge/transactions.js";
-import { versionTime } from "../../shared/bridge/cycle.js";
+import { versionTime } from "../../shared/bridge/versions.js";
 import { CycleAbortedError, ReauthorizationNeededError } from "../../shared/bridge/errors.js";
 import { parseEventDetail } from "../../shared/bridge/events/schemas.js";
 import { contentHash, jsonOf, recordHash } from "../../shared/bridge/hash.js";

@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { BridgeEvent, EventPublisher, PublishFailure } from "../../shared/bridge/ports.js";
 import { EXIT } from "../../shared/cli/errors.js";
 import { runCommand } from "../../shared/cli/run.js";
-import { quarantineId } from "../../shared/bridge/cycle.js";
+import { quarantineId } from "../../shared/bridge/quarantine-id.js";
 import { JsonlEventPublisher, FileQuarantine } from "../../shared/local/index.js";
 import { idsWithStatus, readEvents, runInProcess, startHarness, type Harness } from "./helpers.js";
 
