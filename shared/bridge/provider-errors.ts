@@ -5,6 +5,7 @@
  */
 import { logToken } from "../log-token.js";
 import { TOKEN_PATH } from "../qashio/auth/oauth.js";
+import { statusClassOf, type StatusClass } from "../qashio/errors.js";
 import { causeMatching } from "./errors.js";
 
 /** A failed dependency call, tagged with what was being done (internal; converted at the cycle boundary). */
@@ -119,10 +120,6 @@ export function isTokenFailure(err: unknown): boolean {
 }
 
 /** `status_class` dimension of the ProviderErrors metric. */
-export function statusClass(err: unknown): string {
-  const { status, name } = errorContext(err);
-  if (status !== undefined) return `${Math.floor(status / 100)}xx`;
-  if (name === "TimeoutError") return "timeout";
-  if (name === "NetworkError") return "network";
-  return "other";
+export function statusClass(err: unknown): StatusClass {
+  return statusClassOf(errorContext(err));
 }

@@ -213,3 +213,18 @@ export class TokenUnavailableError extends QashioError {
 export class ConfigurationError extends QashioError {
   override name = "ConfigurationError";
 }
+
+/** `status_class` of a failed provider call, as the ProviderErrors metric names it. */
+export type StatusClass = "4xx" | "5xx" | "network" | "timeout" | "other";
+
+/**
+ * The `status_class` of a failure: `4xx`/`5xx` by status, else `timeout` or `network` by error name, else `other`. By
+ * name, so the engine classifies what reaches it through its steps (it holds no client classes) as the client does.
+ */
+export function statusClassOf(failure: { readonly status?: number; readonly name: string }): StatusClass {
+  const { status, name } = failure;
+  if (status !== undefined) return status >= 500 ? "5xx" : status >= 400 ? "4xx" : "other";
+  if (name === "TimeoutError") return "timeout";
+  if (name === "NetworkError") return "network";
+  return "other";
+}

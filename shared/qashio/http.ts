@@ -16,6 +16,8 @@ import {
   ServerError,
   TimeoutError,
   UnauthorizedError,
+  statusClassOf,
+  type StatusClass,
   type ProviderErrorDetail,
   type ProviderText,
   type QashioErrorContext,
@@ -147,8 +149,6 @@ export interface HttpCoreOptions {
   readonly onRetry?: (event: RetryEvent) => void;
 }
 
-/** `status_class` of a failed attempt, as the ProviderErrors metric names it. */
-export type StatusClass = "4xx" | "5xx" | "network" | "timeout" | "other";
 
 /**
  * A failed attempt the client is about to send again (after a backoff, or after a token refresh on 401).
@@ -168,14 +168,6 @@ export interface RetryEvent {
   readonly attempt: number;
   /** Wait before the next attempt (0 for the replay after a 401 refresh). */
   readonly delayMs: number;
-}
-
-/** The `status_class` of a client error: `4xx`/`5xx` by status, else `network`, `timeout` or `other`. */
-export function statusClassOf(error: QashioError): StatusClass {
-  if (error.status !== undefined) return error.status >= 500 ? "5xx" : error.status >= 400 ? "4xx" : "other";
-  if (error instanceof TimeoutError) return "timeout";
-  if (error instanceof NetworkError) return "network";
-  return "other";
 }
 
 type Attempt =

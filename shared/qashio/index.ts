@@ -21,7 +21,6 @@ export {
   systemClock,
   parseRetryAfter,
   redactSecrets,
-  statusClassOf,
   type Clock,
   type ClientLogger,
   type FetchInit,
@@ -34,7 +33,6 @@ export {
   type RetryEvent,
   type RetryMode,
   type RetryOptions,
-  type StatusClass,
 } from "./http.js";
 export { nodeHttpFetch, TransportError } from "./node-transport.js";
 export {
