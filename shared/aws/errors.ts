@@ -76,20 +76,6 @@ export class SecretVersionQuotaError extends AwsRuntimeError {
   }
 }
 
-/** An item would exceed DynamoDB's 400 KB item limit even compressed. */
-export class ItemTooLargeError extends AwsRuntimeError {
-  override name = "ItemTooLargeError";
-  constructor(
-    message: string,
-    readonly tableName: string,
-    readonly key: string,
-    readonly bytes: number,
-    options?: ErrorOptions,
-  ) {
-    super(message, options);
-  }
-}
-
 /** A stored item does not have the shape this code writes (corrupted or written by another version). */
 export class CorruptItemError extends AwsRuntimeError {
   override name = "CorruptItemError";

@@ -21,9 +21,6 @@ import type { ValidationResult } from "./validate.js";
 /** Pull statuses in the order the spec suggests (§1): new first, then changed-after-acknowledge. */
 export const PULL_STATUSES: readonly PullStatus[] = ["not_synced", "outdated"];
 
-/** Fields left out of snapshots, hashes and events: bookkeeping of the provider, not business data (see normaliseTransaction). */
-export const TRANSACTION_VOLATILE_FIELDS: readonly string[] = ["client_sync_status"];
-
 /** Options of {@link pollTransactions}. */
 export type TransactionCycleOptions = CycleOptions;
 
@@ -38,7 +35,8 @@ export function transactionAliasKey(qashioId: string): SnapshotKey {
 }
 
 /**
- * The transaction as the bridge diffs, stores and publishes it: volatile fields out, PII per tenant.
+ * The transaction as the bridge diffs, stores and publishes it: without `client_sync_status` (the provider's delivery
+ * bookkeeping, not business data; quarantine ids leave it out too, see withoutSyncStatus), PII per tenant.
  * A shallow copy in the provider's key order (nested objects shared, never mutated), hashed with {@link recordHash}.
  * A volatile field the provider sent stays a member whose value is `undefined`: JSON text (hashes, snapshots, events)
  * leaves it out, and a diff takes it for absent.
