@@ -19,7 +19,7 @@ export class StepFailure extends Error {
   }
 }
 
-/** The client's DeadlineExceededError, seen by name (the engine does not depend on the client). */
+/** The client's DeadlineExceededError, seen by name (the engine takes no class of the client). */
 export function deadlineExceeded(err: unknown): (Error & { deadline: number }) | undefined {
   return causeMatching(
     err,
