@@ -8,10 +8,16 @@ import type { TokenStore } from "../qashio/auth/token-store.js";
 /** What kind of provider entity a snapshot, event subject or quarantine record is about. */
 export type EntityKind = "transaction" | "card";
 
-/** Key of one snapshot within a tenant: `${kind}:${id}`. */
+/**
+ * Key of one snapshot within a tenant: `${kind}:${id}` for an entity; the engine also keeps a few records of its own
+ * under its kinds' prefixes (a transaction's `qashio_id` alias, the card walk's cursor).
+ */
 export type SnapshotKey = `${EntityKind}:${string}`;
 
-/** Last state of one entity that was published and acknowledged. */
+/**
+ * Last state of one entity the bridge took in: published (or, a card first seen without `card.created`, recorded
+ * silently), written before the transaction is acknowledged.
+ */
 export interface Snapshot {
   readonly key: SnapshotKey;
   /** Content hash (hex sha-256) of `object`, the normalised provider object. */
