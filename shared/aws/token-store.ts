@@ -51,7 +51,10 @@ interface AccessTokenItem {
    * bring the spent token back, a new one (a re-authorization, a save) replaces the held one.
    */
   heldRefreshToken?: string;
-  /** Fingerprint of the secret's refresh token when `heldRefreshToken` was held (see {@link refreshTokenFingerprint}). */
+  /**
+   * Fingerprint of the secret's refresh token when `heldRefreshToken` was held (see {@link refreshTokenFingerprint}).
+   * Absent in items held by versions before it, which bound the held token to `secretVersionId` alone (see holdsOver).
+   */
   heldOver?: string;
   updatedAt: string;
   /** Absent while the item holds a refresh token: it must not expire before a save writes the secret. */
@@ -164,7 +167,7 @@ export class SecretsManagerTokenStore implements TokenStore {
     const secretToken = refreshTokenFingerprint(read.secret);
     this.#lastLoadedSecretToken = secretToken;
     const bound = item !== undefined && item.secretVersionId === read.versionId;
-    const held = item?.heldRefreshToken !== undefined && item.heldOver === secretToken ? item.heldRefreshToken : undefined;
+    const held = item?.heldRefreshToken !== undefined && holdsOver(item, secretToken, read.versionId) ? item.heldRefreshToken : undefined;
     this.#reportHeld(held !== undefined);
     const tokens: StoredTokens = { refreshToken: held ?? read.secret.refresh_token };
     if (!bound || item.accessToken === undefined) {
@@ -368,6 +371,16 @@ export class SecretsManagerTokenStore implements TokenStore {
     };
     await doc.send(new PutCommand({ TableName: tableName, Item: item as unknown as Record<string, unknown> }));
   }
+}
+
+/**
+ * Whether a held refresh token still replaces the secret's: while the secret holds the spent token `heldOver`
+ * fingerprints. An item held by a version before `heldOver` existed (it bound the token to the secret version it spent
+ * alone) counts by that version, as its writer read it: ignored, the spent token would be presented and the family
+ * revoked on the first refresh after the upgrade.
+ */
+function holdsOver(item: Pick<AccessTokenItem, "heldOver" | "secretVersionId">, secretToken: string, versionId: string): boolean {
+  return item.heldOver === undefined ? item.secretVersionId === versionId : item.heldOver === secretToken;
 }
 
 /** Fingerprint of the refresh token a secret holds (never its value). */
