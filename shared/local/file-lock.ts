@@ -304,6 +304,26 @@ export class FileLock implements Lock {
       return generationsIn(readdirSync(this.dir), base)[0] === generation;
     };
     const write = (ttlMs: number | undefined): Promise<void> => writeFileAtomic(this.file(base, generation), this.leaseText(token, ttlMs), { mode: 0o600 });
+    let confirming: Promise<boolean> | undefined;
+    // Synchronous file calls throughout (createFileOnce's too): see readLeaseNow.
+    const confirmOnce = async (ttlMs: number): Promise<boolean> => {
+      if (heldNow()) return true;
+      const lease = readLeaseNow(this.file(base, generation));
+      const highestNow = () => generationsIn(readdirSync(this.dir), base)[0];
+      if (lease?.token !== token || highestNow() !== generation) return false;
+      // Lapsed while nobody took it (this process was stalled): nobody can have written meanwhile, since a writer
+      // takes the next generation first. Taken again the way a contender would, exclusively, so one racing for it
+      // now either loses or wins outright.
+      const next = generation + 1;
+      if (!(await createFileOnce(this.file(base, next), this.leaseText(token, ttlMs), { mode: 0o600 }))) return false;
+      if (highestNow() !== next) {
+        unlinkQuietly(this.file(base, next));
+        return false;
+      }
+      unlinkQuietly(this.file(base, generation));
+      generation = next;
+      return true;
+    };
     return {
       renew: async (ttlMs) => {
         // Nobody takes over an unexpired highest generation, so checking then replacing is safe.
@@ -315,25 +335,9 @@ export class FileLock implements Lock {
         // Marked expired, not deleted: the highest generation must stay so numbers only grow.
         if (await held()) await write(undefined);
       },
-      // Synchronous file calls throughout (createFileOnce's too): see readLeaseNow.
-      confirm: async (ttlMs) => {
-        if (heldNow()) return true;
-        const lease = readLeaseNow(this.file(base, generation));
-        const highestNow = () => generationsIn(readdirSync(this.dir), base)[0];
-        if (lease?.token !== token || highestNow() !== generation) return false;
-        // Lapsed while nobody took it (this process was stalled): nobody can have written meanwhile, since a writer
-        // takes the next generation first. Taken again the way a contender would, exclusively, so one racing for it
-        // now either loses or wins outright.
-        const next = generation + 1;
-        if (!(await createFileOnce(this.file(base, next), this.leaseText(token, ttlMs), { mode: 0o600 }))) return false;
-        if (highestNow() !== next) {
-          unlinkQuietly(this.file(base, next));
-          return false;
-        }
-        unlinkQuietly(this.file(base, generation));
-        generation = next;
-        return true;
-      },
+      // One check at a time: writes checking at once (a quarantine's parallel puts) share it. Two taking the lapsed
+      // lease again side by side would each find the other's generation, and the loser would read the lease as lost.
+      confirm: (ttlMs) => (confirming ??= confirmOnce(ttlMs).finally(() => (confirming = undefined))),
       tookOver,
     };
   }

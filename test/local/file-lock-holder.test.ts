@@ -212,4 +212,15 @@ describe.runIf(onLinux)("FileLock and a wall clock stepped forward", () => {
     await handle!.release();
     expect(await lock.tryAcquire(LOCK, 30_000)).toBeUndefined();
   });
+  it("confirms a lapsed lease for every write checking it at once (a quarantine's parallel puts): taken again once, none refused", async () => {
+    let step = 0;
+    const clock = { now: () => Date.now() + step };
+    const lock = new FileLock(dir, { clock, steady: false });
+    const peer = new FileLock(dir, { clock, steady: false });
+    const handle = await lock.tryAcquire(LOCK, 30_000);
+    step = 60_000;
+    expect(await Promise.all([handle!.confirm!(30_000), handle!.confirm!(30_000), handle!.confirm!(30_000)])).toEqual([true, true, true]);
+    expect(await peer.tryAcquire(LOCK, 30_000)).toBeUndefined();
+    expect(await handle!.renew(30_000)).toBe(true);
+  });
 });
