@@ -90,9 +90,13 @@ export function makeDirDurable(dir: string): void {
   const first = mkdirSync(dir, { recursive: true, mode: 0o700 });
   if (first === undefined) return;
   const top = path.resolve(first);
+  // Stops at the first directory made, or once at its parent: a path through a directory it leaves (`x/../y`) makes
+  // `x` first, which is no ancestor of `y`, and the walk up would otherwise never end.
+  const topParent = path.dirname(top);
   for (let made = path.resolve(dir); ; made = path.dirname(made)) {
-    fsyncDirSync(path.dirname(made));
-    if (made === top) return;
+    const parent = path.dirname(made);
+    fsyncDirSync(parent);
+    if (made === top || parent === topParent || parent === made) return;
   }
 }
 

@@ -122,6 +122,12 @@ describe("makeDirDurable", () => {
     expect(journal.events).toEqual([]);
   });
 
+  it("ends for a path through a directory it creates and leaves (x/../y/z, as a caller may pass an events file's directory)", () => {
+    // mkdir makes x on the way, so the first directory made is no ancestor of the last: the walk up must stop anyway.
+    makeDirDurable(`${dir}/x/../y/z`);
+    expect(journal.events.map((event) => event.replaceAll(dir, "<dir>"))).toEqual(["fsync <dir>/y", "fsync <dir>"]);
+  });
+
   it("a first token save into a new state directory makes the directory durable before the token file", async () => {
     // The first run's refresh token is spent at the provider once its successor is saved: losing the directory at a
     // power loss would send the spent one again, and the provider would revoke the family.
