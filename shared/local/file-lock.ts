@@ -113,11 +113,16 @@ function steadyNow(): number {
   return Number(process.hrtime.bigint() / 1_000_000n);
 }
 
-/** "pid 4242 on this machine", "pid 7 on host build-2", or just the pid where the lease says no more. */
+/**
+ * "pid 4242 on this machine", "pid 7 on host build-2", "pid 7 on another machine named vm" (same name, another boot
+ * id), or just the pid where the lease says no more.
+ */
 function describeHolder(lease: Lease): string {
   const holder = lease.holder;
   if (typeof holder?.host !== "string") return `pid ${lease.pid}`;
   if (holder.host !== hostname()) return `pid ${lease.pid} on host ${holder.host}`;
+  // Another boot of a machine by this name: a cloned VM or a container host named alike, where that pid means nothing.
+  if (typeof holder.boot === "string" && bootId !== undefined && holder.boot !== bootId) return `pid ${lease.pid} on another machine named ${holder.host} (or on this one before its last reboot)`;
   const samePids = ownIdentity === undefined || holder.pidNamespace === ownIdentity.pidNamespace;
   return samePids ? `pid ${lease.pid} on this machine` : `pid ${lease.pid} in another container (pid namespace) on this machine`;
 }

@@ -126,6 +126,9 @@ describe.runIf(onLinux)("FileLock with a holder that has exited", () => {
     expect(await lock.holderOf(LOCK)).toBe(`pid ${live.pid} in another container (pid namespace) on this machine`);
     await writeLease(77, { ...identity, host: "build-2" });
     expect(await lock.holderOf(LOCK)).toBe("pid 77 on host build-2");
+    // Another machine going by this one's name (a cloned VM): its boot id tells it apart, so it is not "this machine".
+    await writeLease(77, { ...identity, boot: "5d1c9a4e-7f1b-4c8e-9a3d-2b6f0e8c1a77" });
+    expect(await lock.holderOf(LOCK)).toBe(`pid 77 on another machine named ${hostname()} (or on this one before its last reboot)`);
     await writeLease(77);
     expect(await lock.holderOf(LOCK)).toBe("pid 77");
     await rm(path.join(dir, "locks"), { recursive: true });
@@ -212,6 +215,7 @@ describe.runIf(onLinux)("FileLock and a wall clock stepped forward", () => {
     await handle!.release();
     expect(await lock.tryAcquire(LOCK, 30_000)).toBeUndefined();
   });
+
   it("confirms a lapsed lease for every write checking it at once (a quarantine's parallel puts): taken again once, none refused", async () => {
     let step = 0;
     const clock = { now: () => Date.now() + step };
