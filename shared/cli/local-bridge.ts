@@ -55,7 +55,7 @@ import {
   type StateBinding,
 } from "../local/index.js";
 import type { Env, LocalSettings } from "./config.js";
-import { CycleLeaseGuard } from "./lease-guard.js";
+import { CycleLeaseGuard, CycleLeaseLostError } from "./lease-guard.js";
 import { LocalTokenStore } from "./local-tokens.js";
 import { statOf } from "./path-checks.js";
 import { spendingRefreshes } from "./token-spending.js";
@@ -578,8 +578,9 @@ export async function runCycle(bridge: LocalBridge, options: { readonly budgetMs
     // As on AWS, where each kind has its own function: transactions the provider will not list now (a 403 for want of
     // a scope, an outage of that endpoint) do not hold back card suspensions. Not after a token failure (the cards
     // would need the same token; isTokenFailure covers the token endpoint refusing the client credentials too); the
-    // engine logged the aborted cycle already.
-    if (failure === undefined || (failure instanceof CycleAbortedError && !isTokenFailure(failure))) {
+    // engine logged the aborted cycle already. Nor once the cycle lease was lost: another process runs the cycles now.
+    const leaseLost = causeMatching(failure, (e): e is CycleLeaseLostError => e instanceof CycleLeaseLostError) !== undefined;
+    if (failure === undefined || (failure instanceof CycleAbortedError && !isTokenFailure(failure) && !leaseLost)) {
       try {
         cards = await pollCards(bridge.cards, { deadline: started + budgetMs, ...stop });
       } catch (error) {

@@ -8,6 +8,9 @@ import { CliError, ConfigError, CycleFailedError, EXIT, StateDirTakenError, Usag
 import { FileSnapshotStore } from "../../shared/local/snapshot-store.js";
 import { FileQuarantine } from "../../shared/local/quarantine.js";
 import type { LockHandle, Logger } from "../../shared/bridge/ports.js";
+import { FileLock } from "../../shared/local/file-lock.js";
+import { nodeHttpFetch } from "../../shared/qashio/node-transport.js";
+import type { FetchLike } from "../../shared/qashio/http.js";
 import { idsWithStatus, readEvents, startHarness, type Harness } from "./helpers.js";
 
 const silent: Logger = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
@@ -286,6 +289,28 @@ describe("local bridge cycle lease", () => {
     );
     expect(sent).toEqual([]);
     await held?.release();
+  });
+
+  it("stops the whole cycle once its lease was lost: the cards walk reads nothing after the transactions cycle stopped for it", async () => {
+    harness = await startHarness();
+    const settings = readLocalSettings(harness.env, harness.dir);
+    // Another process takes the lease while this one reads its first page (as after a stop past the lease).
+    const thief = new FileLock(settings.stateDir, { clock: { now: () => Date.now() + 10 * CYCLE_LEASE_MS }, steady: false });
+    let stolen: LockHandle | undefined;
+    const afterLoss: string[] = [];
+    const fetch: FetchLike = async (url, init) => {
+      if (stolen !== undefined) afterLoss.push(url);
+      const response = await nodeHttpFetch(url, init);
+      if (stolen === undefined && url.includes("/erp/transactions")) stolen = await thief.tryAcquire(CYCLE_LOCK, CYCLE_LEASE_MS);
+      return response;
+    };
+    const bridge = await openLocalBridge(settings, { env: harness.env, logger: silent, fetch });
+    const error = await runCycle(bridge).catch((e: unknown) => e);
+    expect(stolen).toBeDefined();
+    expect((error as Error).message).toContain("was lost");
+    expect((error as CliError).exitCode).toBe(EXIT.failed);
+    expect(afterLoss.filter((url) => url.includes("/cards"))).toEqual([]);
+    await stolen?.release();
   });
 
   it("passes on a lock failure that is no system error as it is, not as a state directory that takes no writes", async () => {
