@@ -2,7 +2,7 @@ import { inspect } from "node:util";
 import { describe, expect, it, vi } from "vitest";
 import { DEFAULT_LOCK_NAME, DEFAULT_LOCK_POLL_MS, OAuthTokenProvider, StaticTokenProvider, type OAuthTokenProviderOptions, type RefreshLock, type TokenEvent } from "../../shared/qashio/auth/token-provider.js";
 import type { StoredTokens, TokenStore } from "../../shared/qashio/auth/token-store.js";
-import { IncompleteTokenSetError, ReauthorizationRequiredError, TokenUnavailableError, UnauthorizedError } from "../../shared/qashio/errors.js";
+import { DeadlineExceededError, IncompleteTokenSetError, ReauthorizationRequiredError, TokenUnavailableError, UnauthorizedError } from "../../shared/qashio/errors.js";
 import { captureLogger, fakeClock, json, jwt, manualClock, scriptedFetch, turns, type RecordedCall } from "./helpers.js";
 import type { Clock } from "../../shared/qashio/http.js";
 
@@ -114,7 +114,9 @@ function slowTokenEndpoint(clock: Clock, firstAnswerMs: number) {
   return { presented, reply };
 }
 
-function setup(options: { stored?: StoredTokens; lock?: RefreshLock; lifetimeMs?: number; spending?: OAuthTokenProviderOptions["spending"] } = {}) {
+function setup(
+  options: { stored?: StoredTokens; lock?: RefreshLock; lifetimeMs?: number; spending?: OAuthTokenProviderOptions["spending"]; refreshWithinCallDeadline?: boolean } = {},
+) {
   const clock = fakeClock();
   const events: string[] = [];
   const tokenEvents: TokenEvent[] = [];
@@ -135,6 +137,7 @@ function setup(options: { stored?: StoredTokens; lock?: RefreshLock; lifetimeMs?
     lock: options.lock,
     onEvent: (e) => tokenEvents.push(e),
     ...(options.spending === undefined ? {} : { spending: options.spending }),
+    ...(options.refreshWithinCallDeadline === undefined ? {} : { refreshWithinCallDeadline: options.refreshWithinCallDeadline }),
   });
   return { clock, events, store, fetch, provider, logger, tokenEvents };
 }
@@ -840,6 +843,39 @@ describe("OAuthTokenProvider with a cross-process lock", () => {
     expect(presented.filter((t) => t === "rt-1"), "the spent refresh token presented again").toEqual(["rt-1"]);
     expect(secondToken).toBe(firstToken);
     expect(store.saves.map((t) => t.refreshToken)).toEqual(["rt-2"]);
+  });
+});
+
+describe("OAuthTokenProvider held to its caller's deadline (refreshWithinCallDeadline)", () => {
+  const TTL_MS = 30_000;
+
+  it("starts no refresh whose whole lease would end after the call's deadline: nothing sent, the refresh token unspent", async () => {
+    const { provider, fetch, clock, store } = setup({ refreshWithinCallDeadline: true });
+    await expect(provider.getAccessToken({ deadline: clock.now() + TTL_MS - 1 })).rejects.toBeInstanceOf(DeadlineExceededError);
+    await expect(provider.refreshAfterUnauthorized("expired-access", { deadline: clock.now() + TTL_MS - 1 })).rejects.toBeInstanceOf(DeadlineExceededError);
+    expect(fetch.calls).toHaveLength(0);
+    expect(store.saves).toEqual([]);
+    // With room for the whole lease, the same call refreshes.
+    await provider.getAccessToken({ deadline: clock.now() + TTL_MS });
+    expect(fetch.calls).toHaveLength(1);
+  });
+
+  it("gives up the wait for a busy lease once a refresh taking it could no longer end by the deadline, as out of time", async () => {
+    let tries = 0;
+    const lock: RefreshLock = { tryAcquire: async () => (++tries > 1_000 ? { renew: async () => true, release: async () => undefined } : undefined) };
+    const { provider, fetch, clock } = setup({ lock, refreshWithinCallDeadline: true });
+    const deadline = clock.now() + TTL_MS + 2_000;
+    await expect(provider.getAccessToken({ deadline })).rejects.toBeInstanceOf(DeadlineExceededError);
+    expect(fetch.calls).toHaveLength(0);
+    // It waited about the 2 s the deadline left, not the 20 s a wait takes otherwise.
+    expect(clock.now()).toBeGreaterThanOrEqual(deadline - TTL_MS);
+    expect(clock.now()).toBeLessThanOrEqual(deadline - TTL_MS + DEFAULT_LOCK_POLL_MS);
+  });
+
+  it("ignores call deadlines without the option (local mode, whose budget may be shorter than the lease)", async () => {
+    const { provider, fetch, clock } = setup();
+    await provider.getAccessToken({ deadline: clock.now() + 1 });
+    expect(fetch.calls).toHaveLength(1);
   });
 });
 
