@@ -73,7 +73,10 @@ function lockedStore(store: TokenStore, lock: Lock, name: string, context: Lease
     return holder ? ` (${holder})` : "";
   };
   const onWait = () =>
-    void heldBy().then((by) => line(io.stderr, `A running bridge${by} holds the token lease "${name}"; waiting up to ${seconds(waitMs)} for it ...`));
+    // A note for the person waiting: a stream that refuses it must not end the sign-in as an unhandled rejection.
+    void heldBy()
+      .then((by) => line(io.stderr, `A running bridge${by} holds the token lease "${name}"; waiting up to ${seconds(waitMs)} for it ...`))
+      .catch(() => undefined);
   const acquire = async () => {
     try {
       return await acquireWithin(lock, name, DEFAULT_LOCK_TTL_MS, { waitMs, pollMs: DEFAULT_LOCK_POLL_MS, signal: io.signal, onWait }, clock);
