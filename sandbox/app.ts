@@ -46,9 +46,13 @@ export function buildApp(state: SandboxState): Hono<SandboxEnv> {
     if (c.req.path.startsWith("/_sandbox")) return next();
     const signal = c.req.raw.signal;
     await delay(state.latencyMs, signal);
+    // Sandbox time went on during the wait (a clock that follows real time): commit what fell due meanwhile, so the
+    // answer, stamped now, does not show a state older than its own `meta.timestamp`.
+    state.settle();
     const fault = state.faults.take(c.req.method, c.req.path);
     if (!fault) return next();
     await delay(fault.delayMs ?? 0, signal);
+    state.settle();
     if (fault.malformed) {
       return c.body('{"status_code": 200, "success": true, "data": [ <truncated', (fault.status ?? 200) as 200, {
         "content-type": "application/json",
