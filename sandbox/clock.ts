@@ -6,7 +6,8 @@ export const LATEST_SANDBOX_TIME_MS = Date.UTC(9999, 0, 1);
 
 /**
  * Sandbox time. Tests move it with `advance`; nothing in the sandbox reads the wall clock
- * unless `realTime` is on (the standalone server), where it also follows real time.
+ * unless `realTime` is on (the standalone server), where it also follows real time: the time
+ * elapsed on the monotonic clock, so a step of the host's wall clock (NTP) never moves it back.
  */
 export class SandboxClock {
   private offsetMs = 0;
@@ -19,12 +20,12 @@ export class SandboxClock {
     private readonly realTime = false,
   ) {
     this.startMs = startTime;
-    this.realStartMs = Date.now();
+    this.realStartMs = performance.now();
   }
 
   /** Current sandbox time in epoch milliseconds. */
   nowMs(): number {
-    const real = this.realTime ? Date.now() - this.realStartMs : 0;
+    const real = this.realTime ? performance.now() - this.realStartMs : 0;
     return this.startMs + this.offsetMs + real;
   }
 

@@ -3,7 +3,7 @@
  * processes and a dashboard user on the control surface. Requests are fired together (Promise.all) in-process and
  * over a listening server.
  */
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { SUSPENSION_PROCESSING_SECONDS } from "../../sandbox/index.js";
 import { BASE, CLIENT, REDIRECT_URI, harness, tokensFor, type Harness, type Row } from "./helpers.js";
 
@@ -175,6 +175,24 @@ describe("suspension commit on a clock that follows real time", () => {
     expect(card.body.data.status).toBe("Suspended");
     expect((list.body.data as Row[]).map((c) => c.id)).toContain(id);
     expect(summary.body.data.cards.by_status.suspended).toBeGreaterThanOrEqual(1);
+  });
+});
+
+describe("a clock that follows real time", () => {
+  it("never runs backwards when the host's wall clock is stepped back (NTP), so an expired code stays expired", async () => {
+    const rt = await harness({ realTime: true });
+    const code = rt.sandbox.control.issueAuthorizationCode({ companyId: rt.companyId, redirectUri: REDIRECT_URI });
+    rt.sandbox.control.advanceClock(600);
+    const before = rt.sandbox.control.now();
+    const wall = Date.now();
+    vi.spyOn(Date, "now").mockReturnValue(wall - 3_600_000);
+    expect(rt.sandbox.control.now()).toBeGreaterThanOrEqual(before);
+    const res = await rt.sandbox.fetch(`${BASE}/oauth2/token`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ ...CLIENT, grant_type: "authorization_code", code, redirect_uri: REDIRECT_URI }),
+    });
+    expect(res.status).toBe(401);
   });
 });
 
