@@ -25,7 +25,7 @@ export class SandboxClock {
 
   /** Current sandbox time in epoch milliseconds. */
   nowMs(): number {
-    const real = this.realTime ? performance.now() - this.realStartMs : 0;
+    const real = this.realTime ? Math.floor(performance.now() - this.realStartMs) : 0;
     return this.startMs + this.offsetMs + real;
   }
 
