@@ -11,23 +11,20 @@ import { Tracer } from "@aws-lambda-powertools/tracer";
 import { captureLambdaHandler } from "@aws-lambda-powertools/tracer/middleware";
 import middy from "@middy/core";
 import type { Context } from "aws-lambda";
-import type { CardCycleMode } from "../bridge/cards.js";
 import type { ConformReport } from "../bridge/conform.js";
 import type { Clock } from "../bridge/ports.js";
 import type { RedriveReport } from "../bridge/redrive.js";
 import { totalPublished, type CycleReport } from "../bridge/report.js";
-import { isRejectedGrant, storedTokensOf } from "../qashio/auth/token-provider.js";
-import { refresh, validate } from "../qashio/auth/oauth.js";
 import type { FetchLike } from "../qashio/http.js";
 import { systemClock } from "./clock.js";
 import { DEFAULT_METRICS_NAMESPACE, DEFAULT_SERVICE_NAME, cycleDeadline, loadConfig, type RuntimeConfig } from "./config.js";
 import { runConformPii, runCycle, runRedrive, type CycleKind, type Leased } from "./cycle.js";
-import { PollEventError, RotationError } from "./errors.js";
-import { leaseNames } from "./keys.js";
+import { RotationError } from "./errors.js";
 import { PowertoolsLoggerAdapter, PowertoolsMetricsAdapter } from "./observability.js";
+import { cardModeOf, conformCursorOf, pollActionOf, type PollAction, type PollEvent } from "./poll-event.js";
 import { ProviderSecretClient } from "./provider-secret.js";
 import { rotateProviderSecret, skipRotation, skipsRotation, type RotationEvent } from "./rotation.js";
-import { RuntimeCache, TOKEN_LEASE_TTL_MS, defaultAwsClients, type AwsClients, type TenantRuntime } from "./runtime.js";
+import { RuntimeCache, defaultAwsClients, rotationDeps, type AwsClients, type TenantRuntime } from "./runtime.js";
 
 /** What the handlers are built from; everything defaults to the Lambda environment. */
 export interface HandlerOptions {
@@ -42,77 +39,6 @@ export interface HandlerOptions {
   readonly logger?: Logger;
   readonly metrics?: Metrics;
   readonly tracer?: Tracer;
-}
-
-/**
- * The part of an event the pollers read: an optional card mode (EventBridge Scheduler input or rule detail), and an
- * optional action an operator invokes by hand (`redrive` or `conform-pii`, transaction poller only, the latter with
- * the `cursor` a pass stopped at its deadline reported; see docs/runbook.md).
- */
-export interface PollEvent {
-  readonly mode?: CardCycleMode;
-  readonly detail?: { readonly mode?: CardCycleMode } | null;
-  readonly action?: PollAction;
-  readonly cursor?: string;
-}
-
-/**
- * What an invocation does: a scheduled cycle, a re-drive of the quarantined transactions, or a pass re-masking
- * the stored snapshots to the current PII mode.
- */
-export type PollAction = "cycle" | "redrive" | "conform-pii";
-
-/** Actions of the transaction poller besides `cycle`. */
-const OPERATOR_ACTIONS: readonly PollAction[] = ["redrive", "conform-pii"];
-
-/**
- * The action an event asks `kind`'s poller for (`action`, else `cycle`).
- * @throws PollEventError when `action` is anything else, or an operator action on the card poller (the value is not
- *   echoed).
- * @example
- * pollActionOf({ action: "redrive" }, "transactions"); // "redrive"
- */
-export function pollActionOf(event: PollEvent | undefined, kind: CycleKind): PollAction {
-  const action: unknown = event?.action;
-  if (action === undefined || action === "cycle") return "cycle";
-  if (kind === "transactions" && OPERATOR_ACTIONS.includes(action as PollAction)) return action as PollAction;
-  throw new PollEventError(
-    kind === "transactions"
-      ? 'Poll event field action must be "cycle", "redrive" or "conform-pii"'
-      : 'Poll event field action must be "cycle" on the card poller',
-    "action",
-  );
-}
-
-/**
- * The cursor an event hands a `conform-pii` pass (from the result of one stopped at its deadline), if any.
- * @throws PollEventError when `cursor` is set with another action, or is not a non-empty string (not echoed).
- * @example
- * conformCursorOf({ action: "conform-pii", cursor: "eyJwayI6…" }, "conform-pii"); // "eyJwayI6…"
- */
-export function conformCursorOf(event: PollEvent | undefined, action: PollAction): string | undefined {
-  const cursor: unknown = event?.cursor;
-  if (cursor === undefined) return undefined;
-  if (action !== "conform-pii") throw new PollEventError('Poll event field cursor goes only with action "conform-pii"', "cursor");
-  if (typeof cursor !== "string" || cursor === "") throw new PollEventError("Poll event field cursor must be the cursor a conform-pii result gave", "cursor");
-  return cursor;
-}
-
-/** Every card mode: a record, so a mode added to CardCycleMode fails to compile until it is listed here. */
-const CARD_CYCLE_MODES: Readonly<Record<CardCycleMode, true>> = { full: true, "suspended-only": true };
-
-/**
- * The card mode an event asks for (`mode`, else `detail.mode`, else `full`).
- * @throws PollEventError naming the field when it is set to anything but a card mode (the value is not echoed).
- * @example
- * cardModeOf({ detail: { mode: "suspended-only" } }); // "suspended-only"
- */
-export function cardModeOf(event: PollEvent | undefined): CardCycleMode {
-  const [field, mode] = event?.mode !== undefined ? ["mode", event.mode] : ["detail.mode", event?.detail?.mode];
-  if (mode === undefined) return "full";
-  if (typeof mode === "string" && Object.hasOwn(CARD_CYCLE_MODES, mode)) return mode;
-  const allowed = Object.keys(CARD_CYCLE_MODES).map((m) => `"${m}"`).join(" or ");
-  throw new PollEventError(`Poll event field ${field} must be ${allowed}`, field);
 }
 
 /** What a poll invocation returns (no PII, no token): the cycle's counters, or why it skipped. */
@@ -374,27 +300,12 @@ export function createRotationHandler(options: HandlerOptions = {}) {
         return;
       }
       const runtime = await container.runtime();
-      const credentials = await runtime.tokens.credentials();
-      const oauth = {
-        baseUrl: config.baseUrl,
-        clientId: credentials.client_id,
-        clientSecret: credentials.client_secret,
-        clock: container.clock,
-        ...(options.fetch !== undefined ? { fetch: options.fetch } : {}),
-      };
-      await rotateProviderSecret(event, {
-        secrets: runtime.clients.secrets,
-        store: runtime.tokens,
-        lock: runtime.lock,
-        lockName: leaseNames.tokenRefresh(config.tenant),
-        lockTtlMs: TOKEN_LEASE_TTL_MS,
-        clock: container.clock,
+      const deps = await rotationDeps(runtime, {
         logger: container.loggerPort,
         metrics: container.metricsPort,
-        refresh: async (refreshToken, deadline) => storedTokensOf(await refresh(oauth, refreshToken, deadline), container.clock.now()),
-        validate: async (accessToken) => (await validate(oauth, accessToken)).active,
-        isRejectedGrant,
+        ...(options.fetch !== undefined ? { fetch: options.fetch } : {}),
       });
+      await rotateProviderSecret(event, deps);
     } catch (error) {
       logFailure(container.logger, "Rotation step failed", error);
     }

@@ -1,7 +1,8 @@
 /**
  * Composition of the AWS runtime for one tenant: SDK clients, adapters, the provider client with its OAuth token
  * provider (refreshes serialised by the tenant's DynamoDB lease), and the engine's dependencies. Built once per
- * container and reused by warm invocations; rebuilt when the provider credentials in the secret change.
+ * container and reused by warm invocations; rebuilt when the provider credentials in the secret change. The secret
+ * rotation's dependencies are composed from such a runtime too ({@link rotationDeps}).
  */
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { EventBridgeClient } from "@aws-sdk/client-eventbridge";
@@ -10,7 +11,8 @@ import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { cycleDeps, type CardCycleDeps, type TransactionCycleDeps } from "../bridge/deps.js";
 import { countProviderRetries } from "../bridge/root-metrics.js";
 import type { Clock, Logger, Metrics } from "../bridge/ports.js";
-import { DEFAULT_LOCK_TTL_MS, OAuthTokenProvider, type TokenEvent } from "../qashio/auth/token-provider.js";
+import { refresh, validate } from "../qashio/auth/oauth.js";
+import { DEFAULT_LOCK_TTL_MS, OAuthTokenProvider, isRejectedGrant, storedTokensOf, type TokenEvent } from "../qashio/auth/token-provider.js";
 import { QashioClient } from "../qashio/client.js";
 import type { FetchLike } from "../qashio/http.js";
 import { systemClock } from "./clock.js";
@@ -21,6 +23,7 @@ import { DynamoLeaseLock } from "./lease-lock.js";
 import { DynamoQuarantine } from "./quarantine.js";
 import { DynamoSnapshotStore } from "./snapshot-store.js";
 import { secretFingerprint, type ProviderSecret } from "./provider-secret.js";
+import type { RotationDeps } from "./rotation.js";
 import { SecretsManagerTokenStore } from "./token-store.js";
 
 /** The SDK clients the runtime uses; tests pass clients bound to DynamoDB Local or mocks. */
@@ -188,6 +191,39 @@ function assemble(
     cardDetails: config.cardDetails,
   });
   return { config, clients, clock, lock, tokens, tokenProvider, client, ...deps };
+}
+
+/**
+ * The dependencies of a rotation step ({@link RotationDeps}) for a tenant's runtime: its secret, token store and lease,
+ * the refresh lease the pollers' token provider uses, and the provider's OAuth calls (refresh and validate) with the
+ * client credentials in the secret. Reads the credentials through the store's cache.
+ *
+ * @example
+ * await rotateProviderSecret(event, await rotationDeps(runtime, { logger, metrics }));
+ */
+export async function rotationDeps(runtime: TenantRuntime, options: Pick<TenantRuntimeOptions, "logger" | "metrics" | "fetch">): Promise<RotationDeps> {
+  const { config, clock } = runtime;
+  const credentials = await runtime.tokens.credentials();
+  const oauth = {
+    baseUrl: config.baseUrl,
+    clientId: credentials.client_id,
+    clientSecret: credentials.client_secret,
+    clock,
+    ...(options.fetch !== undefined ? { fetch: options.fetch } : {}),
+  };
+  return {
+    secrets: runtime.clients.secrets,
+    store: runtime.tokens,
+    lock: runtime.lock,
+    lockName: leaseNames.tokenRefresh(config.tenant),
+    lockTtlMs: TOKEN_LEASE_TTL_MS,
+    clock,
+    logger: options.logger,
+    metrics: options.metrics,
+    refresh: async (refreshToken, deadline) => storedTokensOf(await refresh(oauth, refreshToken, deadline), clock.now()),
+    validate: async (accessToken) => (await validate(oauth, accessToken)).active,
+    isRejectedGrant,
+  };
 }
 
 /**

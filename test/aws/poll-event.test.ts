@@ -1,0 +1,105 @@
+import { describe, expect, it } from "vitest";
+import { PollEventError } from "../../shared/aws/errors.js";
+import { cardModeOf, conformCursorOf, pollActionOf, type PollEvent } from "../../shared/aws/poll-event.js";
+
+/** The error `fn` throws (fails the test when it returns). */
+function thrown(fn: () => unknown): unknown {
+  try {
+    fn();
+  } catch (error) {
+    return error;
+  }
+  throw new Error("expected a throw");
+}
+
+describe("pollActionOf", () => {
+  it("reads a cycle from no event, no action, or the cycle action itself, on either poller", () => {
+    for (const kind of ["transactions", "cards"] as const) {
+      expect(pollActionOf(undefined, kind)).toBe("cycle");
+      expect(pollActionOf({}, kind)).toBe("cycle");
+      expect(pollActionOf({ action: "cycle" }, kind)).toBe("cycle");
+    }
+  });
+
+  it("reads the operator actions on the transaction poller", () => {
+    expect(pollActionOf({ action: "redrive" }, "transactions")).toBe("redrive");
+    expect(pollActionOf({ action: "conform-pii" }, "transactions")).toBe("conform-pii");
+  });
+
+  it.each(["redrive", "conform-pii"] as const)("refuses the operator action %s on the card poller, naming the field", (action) => {
+    const error = thrown(() => pollActionOf({ action }, "cards"));
+    expect(error).toBeInstanceOf(PollEventError);
+    expect(error).toMatchObject({ field: "action", message: 'Poll event field action must be "cycle" on the card poller' });
+  });
+
+  it("refuses an unknown action on the transaction poller, naming the field without echoing the value", () => {
+    const error = thrown(() => pollActionOf({ action: "replay-SECRET" as never }, "transactions"));
+    expect(error).toBeInstanceOf(PollEventError);
+    expect(error).toMatchObject({ field: "action", message: 'Poll event field action must be "cycle", "redrive" or "conform-pii"' });
+    expect((error as Error).message).not.toContain("SECRET");
+  });
+
+  it("refuses an action that is not a string", () => {
+    expect(() => pollActionOf({ action: 7 as never }, "transactions")).toThrow(PollEventError);
+    expect(() => pollActionOf({ action: null as never }, "cards")).toThrow('Poll event field action must be "cycle" on the card poller');
+  });
+});
+
+describe("conformCursorOf", () => {
+  it("reads no cursor when the event has none, whatever the action", () => {
+    expect(conformCursorOf(undefined, "cycle")).toBeUndefined();
+    expect(conformCursorOf({ action: "redrive" }, "redrive")).toBeUndefined();
+    expect(conformCursorOf({ action: "conform-pii" }, "conform-pii")).toBeUndefined();
+  });
+
+  it("reads the cursor of a conform-pii pass as given", () => {
+    expect(conformCursorOf({ action: "conform-pii", cursor: "eyJwayI6IngifQ" }, "conform-pii")).toBe("eyJwayI6IngifQ");
+  });
+
+  it.each(["cycle", "redrive"] as const)("refuses a cursor with the %s action", (action) => {
+    const error = thrown(() => conformCursorOf({ cursor: "abc" }, action));
+    expect(error).toBeInstanceOf(PollEventError);
+    expect(error).toMatchObject({ field: "cursor", message: 'Poll event field cursor goes only with action "conform-pii"' });
+  });
+
+  it.each([
+    ["an empty string", ""],
+    ["a number", 7],
+    ["null", null],
+    ["an object", { pk: "x" }],
+  ])("refuses a cursor that is %s, naming the field", (_, cursor) => {
+    const error = thrown(() => conformCursorOf({ action: "conform-pii", cursor: cursor as never }, "conform-pii"));
+    expect(error).toBeInstanceOf(PollEventError);
+    expect(error).toMatchObject({ field: "cursor", message: "Poll event field cursor must be the cursor a conform-pii result gave" });
+  });
+});
+
+describe("cardModeOf", () => {
+  it("reads full when no mode is set", () => {
+    expect(cardModeOf(undefined)).toBe("full");
+    expect(cardModeOf({})).toBe("full");
+    expect(cardModeOf({ detail: null })).toBe("full");
+    expect(cardModeOf({ detail: {} })).toBe("full");
+  });
+
+  it("reads the mode from the input, else from the rule event's detail", () => {
+    expect(cardModeOf({ mode: "suspended-only" })).toBe("suspended-only");
+    expect(cardModeOf({ mode: "full" })).toBe("full");
+    expect(cardModeOf({ detail: { mode: "suspended-only" } })).toBe("suspended-only");
+    // The input's own mode comes first.
+    expect(cardModeOf({ mode: "full", detail: { mode: "suspended-only" } })).toBe("full");
+  });
+
+  it.each([
+    [{ mode: "suspend-only-SECRET" }, "mode"],
+    [{ detail: { mode: "FULL-SECRET" } }, "detail.mode"],
+    [{ mode: 7 }, "mode"],
+    [{ mode: "constructor" }, "mode"],
+    [{ mode: "suspended-only-SECRET", detail: { mode: "suspended-only" } }, "mode"],
+  ])("refuses a mode it does not know (%j), naming the field without echoing the value", (event, field) => {
+    const error = thrown(() => cardModeOf(event as PollEvent));
+    expect(error).toBeInstanceOf(PollEventError);
+    expect(error).toMatchObject({ name: "PollEventError", field, message: `Poll event field ${field} must be "full" or "suspended-only"` });
+    expect((error as Error).message).not.toMatch(/SECRET|constructor|7/);
+  });
+});
