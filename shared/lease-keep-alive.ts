@@ -1,7 +1,7 @@
 /**
  * Waiting for a lease, and keeping it alive while a piece of work runs: the token save under the refresh lease
  * (shared/qashio/auth, and `authorize`), the rotation's secret write (shared/aws/rotation.ts) and a local cycle under
- * its file lock (shared/cli/local-bridge.ts). Structural types only, so every lock adapter fits.
+ * its file lock (shared/cli/cycle-lease.ts). Structural types only, so every lock adapter fits.
  */
 import type { Clock } from "./clock.js";
 

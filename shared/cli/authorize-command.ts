@@ -16,7 +16,7 @@ import { DEFAULT_SCOPES, authorizeWithBrowser } from "./authorize.js";
 import { loadEnv, readAuthorizeSettings, settingNameWarnings } from "./config.js";
 import { AuthorizeError, ConfigError, EXIT, type SettingIssue } from "./errors.js";
 import { line, type CliIo } from "./io.js";
-import { bindToSettings } from "./local-bridge.js";
+import { bindToSettings } from "./cycle-lease.js";
 import { openInBrowser } from "./open-url.js";
 import {
   assertUsableSalt,

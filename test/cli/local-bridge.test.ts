@@ -3,7 +3,8 @@ import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, r
 import { join } from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { readLocalSettings } from "../../shared/cli/config.js";
-import { CYCLE_LEASE_MS, CYCLE_LOCK, openLocalBridge, runConformPii, runCycle, withCycleLock } from "../../shared/cli/local-bridge.js";
+import { CYCLE_LEASE_MS, CYCLE_LOCK, withCycleLock } from "../../shared/cli/cycle-lease.js";
+import { openLocalBridge, runConformPii, runCycle } from "../../shared/cli/local-bridge.js";
 import { CliError, ConfigError, CycleFailedError, EXIT, StateDirTakenError, UsageError } from "../../shared/cli/errors.js";
 import { FileSnapshotStore } from "../../shared/local/snapshot-store.js";
 import { FileQuarantine } from "../../shared/local/quarantine.js";

@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { BridgeEvent } from "../../shared/bridge/ports.js";
 import { CycleIncompleteError, EXIT, ReauthorizationNeededError } from "../../shared/cli/errors.js";
-import { CYCLE_LOCK } from "../../shared/cli/local-bridge.js";
+import { CYCLE_LOCK } from "../../shared/cli/cycle-lease.js";
 import { runCommand } from "../../shared/cli/run.js";
 import { exchangeCode, refresh } from "../../shared/qashio/auth/oauth.js";
 import { killed, startLockHolder } from "../local/support/lock-holder.js";

@@ -60,7 +60,7 @@ describe.runIf(onLinux)("FileLock with a holder that has exited", () => {
     await killed(holder);
     const handle = await lock.tryAcquire(LOCK, 30_000);
     expect(handle).toBeDefined();
-    // Said, so a cycle can keep clear of what the holder did last (local-bridge.ts withCycleLock).
+    // Said, so a cycle can keep clear of what the holder did last (cycle-lease.ts withCycleLock).
     expect(handle!.tookOver).toBe(true);
     // The new lease is the highest generation and renewable; the dead holder's is gone.
     expect(await handle!.renew(30_000)).toBe(true);

@@ -1,0 +1,180 @@
+/**
+ * The cycle lease and the state directory's checks of local mode: cycles, re-drives and conform-pii passes of one
+ * tenant never overlap, and run only on the state directory the bridge opened, bound to its provider, client and
+ * tenant. Kept apart from the wiring, since every command runner goes through the same lease and checks.
+ */
+import { join } from "node:path";
+import { untilLaterSecond, type LockHandle } from "../bridge/index.js";
+import { whileHolding } from "../lease-keep-alive.js";
+import {
+  LocalStateError,
+  StateBindingMismatchError,
+  StateBindingMissingError,
+  STATE_DIRS,
+  STATE_FILES,
+  bindStateDir,
+  type BindOptions,
+  type StateBinding,
+} from "../local/index.js";
+import type { LocalSettings } from "./config.js";
+import { statOf } from "./path-checks.js";
+import { CliError, ConfigError, CycleFailedError, EXIT, StateDirTakenError } from "./errors.js";
+import { cliErrorOf, stateFileProblem, systemErrorCode, unwritableStateDirRemedy } from "./engine-errors.js";
+import type { LocalBridge } from "./local-bridge.js";
+
+/** Name of the lease one cycle holds, so two local processes never run cycles of one tenant at once. */
+export const CYCLE_LOCK = "cycle";
+/** Lease length of a cycle: short, so a crashed run blocks the next one for at most this long. */
+export const CYCLE_LEASE_MS = 30_000;
+
+const CYCLE_LEASE_MESSAGES = {
+  lost: "the cycle lease was lost; another process may start a cycle",
+  failed: "renewing the cycle lease failed",
+};
+
+/**
+ * Stops a cycle (exit 2) when the state directory at its path is no longer the one the bridge opened: moved, removed or
+ * replaced while a loop ran. Its lease, binding and snapshots would otherwise start afresh in an empty directory, where
+ * every change reads as new, until the missing token file stopped the loop at its next refresh.
+ */
+function assertSameStateDir(bridge: LocalBridge): void {
+  const dir = bridge.settings.stateDir;
+  const now = statOf(dir);
+  const known = bridge.stateDirIdentity;
+  if (now?.isDirectory() && now.dev === known.dev && now.ino === known.ino) return;
+  // Some mounts renumber a directory that did not change (an NFS automount remounted, FUSE without stable inodes): one
+  // that still holds its binding is a state directory, checked against the settings under the lease as every cycle's.
+  if (now?.isDirectory() && statOf(join(dir, STATE_FILES.binding))?.isFile() === true) {
+    known.dev = now.dev;
+    known.ino = now.ino;
+    return;
+  }
+  throw new ConfigError(
+    [
+      {
+        setting: "BRIDGE_STATE_DIR",
+        problem: `${dir} was ${now === undefined ? "moved or removed" : "replaced"} while the bridge ran; nothing was done in this cycle: put the directory back, or start the bridge again to use what is there now`,
+      },
+    ],
+    { heading: "The state directory changed under the bridge" },
+  );
+}
+
+/**
+ * Binds the state directory to the provider, client and tenant on first use, and refuses its state to any other.
+ *
+ * @throws StateDirTakenError when the directory holds state of another provider, client or tenant.
+ * @throws ConfigError when its binding file is unreadable.
+ * @example
+ * await bindToSettings(settings.stateDir, { baseUrl, clientId: settings.clientId, tenant: settings.tenant });
+ */
+export async function bindToSettings(dir: string, binding: StateBinding, options: BindOptions = {}): Promise<void> {
+  try {
+    await bindStateDir(dir, binding, options);
+  } catch (error) {
+    if (error instanceof StateBindingMismatchError) throw new StateDirTakenError(error.fields, dir, error, { cause: error });
+    if (error instanceof StateBindingMissingError) {
+      // Base URL, client id and tenant are no secrets: the owner can restore the file as it was.
+      const restore = `printf '%s\\n' ${shellQuoted(JSON.stringify(binding))} > ${shellQuoted(error.file ?? join(dir, STATE_FILES.binding))}`;
+      throw stateFileProblem(error, dir, STATE_FILES.binding, `if it is this tenant's, restore the file (in a POSIX shell: \`${restore}\`); otherwise use another state directory`);
+    }
+    if (error instanceof LocalStateError) throw stateFileProblem(error, dir, STATE_FILES.binding, "restore it or use another state directory");
+    throw error;
+  }
+}
+
+/** `text` as one word of a POSIX shell: single-quoted, each `'` closed, escaped and reopened. */
+function shellQuoted(text: string): string {
+  return `'${text.replaceAll("'", "'\\''")}'`;
+}
+
+/** Who the settings say the state directory belongs to. */
+export function bindingOf(settings: LocalSettings, baseUrl: string): StateBinding {
+  return { baseUrl, clientId: settings.clientId, tenant: settings.tenant };
+}
+
+/**
+ * Runs `work` under the tenant's cycle lease (renewed while it runs), once the state directory's binding is checked
+ * again under it: cycles and re-drives of one tenant never overlap.
+ *
+ * @throws CliError (exit 1) when another process holds the lease.
+ * @example
+ * const report = await withCycleLock(bridge, () => redriveQuarantined(bridge.transactions));
+ */
+export async function withCycleLock<T>(bridge: LocalBridge, work: () => Promise<T>): Promise<T> {
+  assertSameStateDir(bridge);
+  const taken = await takeCycleLease(bridge);
+  if (taken === undefined) {
+    // Named, so a person knows what to wait for (or to stop): a cron job beside a loop, a second terminal.
+    const holder = await bridge.lock.holderOf?.(CYCLE_LOCK).catch(() => undefined);
+    throw new CliError(
+      `another bridge process${holder ? ` (${holder})` : ""} is running a cycle, re-drive or conform-pii on this state directory ` +
+        `(${bridge.settings.stateDir}): run this command again once it is done (a \`run --interval\` loop retries by itself). The lease of ` +
+        `a run that has exited is taken over at once on the same machine, else it expires within ${CYCLE_LEASE_MS / 1000} s of its last renewal`,
+      EXIT.failed,
+    );
+  }
+  const { handle } = taken;
+  // A short lease kept alive (every third of it) while the cycle runs: a crash frees it soon, a long cycle keeps it.
+  // The same keep-alive as the token save's, so no renewal lands after the release.
+  const underLease = async (): Promise<T> => {
+    // Taken from a run that crashed moments ago, maybe between publishing events and storing their snapshots: the same
+    // subjects may be published again under the same `subject.sequence`, so this run starts in a later second, as a
+    // run that stopped there itself would have left it (CycleRun's leaveSecond), and consumers can order the two.
+    if (taken.tookOver) await bridge.clock.sleep(untilLaterSecond(bridge.clock.now()));
+    // Checked again under the lock: two first uses of an empty directory both pass the check at open, and only the
+    // first cycle's state may stay; the other one now finds it and stops before any provider call.
+    await bindToSettings(bridge.settings.stateDir, bindingOf(bridge.settings, bridge.baseUrl));
+    // Another process may have written snapshots since this one last held the lease (a `run --once` beside a loop).
+    await bridge.snapshots.reload().catch(async (error: unknown) => {
+      throw await cliErrorOf(error, bridge);
+    });
+    // Each write of the work checks the lease first: a process stopped past it must not write what it read before.
+    return bridge.leaseGuard === undefined ? work() : bridge.leaseGuard.during(handle, work);
+  };
+  try {
+    return await whileHolding(handle, CYCLE_LEASE_MS, bridge.clock, underLease, bridge.transactions.logger, CYCLE_LEASE_MESSAGES);
+  } finally {
+    // A release the state directory refuses (full, read-only) must not replace what the work did or why it failed
+    // (such as the token probe's "no refresh was tried"): the lease is kept for the next cycle of this process, and
+    // runs out by itself otherwise (taken over at once on this machine once the process has exited).
+    await handle.release().catch((error: unknown) => {
+      unreleasedLeases.set(bridge, handle);
+      bridge.transactions.logger.warn("releasing the cycle lease failed; the next cycle of this process takes it again, another process once it runs out", {
+        code: systemErrorCode(error) ?? (error instanceof Error ? error.name : "unknown error"),
+      });
+    });
+  }
+}
+
+/** Cycle leases this process could not release (see {@link withCycleLock}), by bridge: its next cycle renews one. */
+const unreleasedLeases = new WeakMap<LocalBridge, LockHandle>();
+
+/**
+ * Takes the cycle lease for `bridge` (undefined while another process holds it): renews the one an earlier cycle of
+ * this process could not release, else takes it anew. `tookOver`: taken from a holder that crashed (see
+ * `LockHandle.tookOver`), never so for a renewed lease, which was this process's own. A state directory that takes no
+ * writes (full, read-only, gone) is a CycleFailedError naming it (exit 1, a loop tries again at its next interval),
+ * before any provider call.
+ */
+async function takeCycleLease(bridge: LocalBridge): Promise<{ handle: LockHandle; tookOver: boolean } | undefined> {
+  const kept = unreleasedLeases.get(bridge);
+  try {
+    if (kept !== undefined && (await kept.renew(CYCLE_LEASE_MS))) {
+      unreleasedLeases.delete(bridge);
+      return { handle: kept, tookOver: false };
+    }
+    unreleasedLeases.delete(bridge);
+    const handle = await bridge.lock.tryAcquire(CYCLE_LOCK, CYCLE_LEASE_MS);
+    return handle === undefined ? undefined : { handle, tookOver: handle.tookOver === true };
+  } catch (error) {
+    const code = systemErrorCode(error);
+    if (code === undefined) throw error;
+    const { stateDir } = bridge.settings;
+    throw new CycleFailedError(
+      `cannot take the cycle lease in ${join(stateDir, STATE_DIRS.locks)} (${code}): the state directory takes no writes now, so nothing ` +
+        `was sent to the provider: ${unwritableStateDirRemedy(stateDir)}`,
+      { cause: error },
+    );
+  }
+}

@@ -1,0 +1,123 @@
+/**
+ * What a failure of the engine or of the local adapters means to the person running the bridge: the CLI error with its
+ * exit code, worded with the setting or file to fix. Kept apart from the wiring so that the cycle lease and every
+ * command runner word one failure the same way.
+ */
+import { CycleAbortedError, PUBLISH_STEP, ReauthorizationNeededError as EngineReauthorizationNeeded, causeMatching } from "../bridge/index.js";
+import { TOKEN_PATH } from "../qashio/auth/oauth.js";
+import { isInvalidClient } from "../qashio/auth/token-provider.js";
+import { LocalStateError, TokenFileUnwritableError } from "../local/index.js";
+import type { LocalSettings } from "./config.js";
+import type { LocalBridge } from "./local-bridge.js";
+import { CliError, ConfigError, CycleFailedError, ReauthorizationNeededError, ClientCredentialsRejectedError } from "./errors.js";
+
+/**
+ * A file of the state directory that cannot be used, as an error naming it and the setting (exit 2: it will not heal),
+ * under a heading that blames the file, not the settings.
+ */
+export function stateFileProblem(error: LocalStateError, dir: string, fallbackFile: string, advice: string): ConfigError {
+  const problem = `${error.message} (${error.file ?? fallbackFile}); ${advice}`;
+  return new ConfigError([{ setting: "BRIDGE_STATE_DIR", problem }], { cause: error, heading: `A file in the state directory (${dir}) cannot be used` });
+}
+
+/**
+ * Converts an engine failure into the CLI's error with its exit code; `otherwise` words a failure none of the known
+ * kinds matches (exit 1).
+ */
+export async function cliErrorOf(
+  error: unknown,
+  bridge: LocalBridge,
+  otherwise: (e: Error) => string = (e) => `the cycle failed: ${e.name}: ${e.message}`,
+): Promise<CliError> {
+  // Our own adapters' errors (the token file's) are already fit for a person, wherever the engine wrapped them.
+  const own = causeMatching(error, (e): e is CliError => e instanceof CliError);
+  if (own !== undefined) return own;
+  // Not a file to restore: the directory took no write, so no refresh was tried, and the next cycle tries again.
+  const unwritable = causeMatching(error, (e): e is TokenFileUnwritableError => e instanceof TokenFileUnwritableError);
+  if (unwritable !== undefined) {
+    return new CycleFailedError(
+      `cannot save a new token set to ${unwritable.file} now (${unwritable.code}), so no token refresh was tried and the stored ` +
+        `refresh token is still good: ${unwritableStateDirRemedy(bridge.settings.stateDir)}`,
+      { cause: error },
+    );
+  }
+  // A corrupt snapshot segment or quarantine record fails every run alike: name the file instead of retrying.
+  const state = causeMatching(error, (e): e is LocalStateError => e instanceof LocalStateError);
+  if (state !== undefined) return stateFileProblem(state, bridge.settings.stateDir, "a file in it", "restore it or move it aside");
+  // Checked before the revoked family: the engine may wrap it like any provider failure, but it is a settings problem.
+  if (causeMatching(error, isInvalidClient) !== undefined) return new ClientCredentialsRejectedError({ cause: error });
+  if (error instanceof EngineReauthorizationNeeded || (error instanceof Error && error.name === "ReauthorizationRequiredError")) {
+    if (await bridge.tokens.usesSeed().catch(() => false)) {
+      return new ReauthorizationNeededError(
+        "the provider rejected QASHIO_REFRESH_TOKEN (spent, revoked or expired); nothing was stored: set it to a fresh " +
+          "refresh token, or run `npm run bridge -- authorize`",
+        { cause: error },
+      );
+    }
+    return new ReauthorizationNeededError(
+      `the provider revoked this integration's token family: run \`npm run bridge -- authorize\` to sign in again${bridge.tokens.seedIgnoredHint}`,
+      { cause: error },
+    );
+  }
+  if (error instanceof CycleAbortedError) {
+    const where = [error.status === undefined ? undefined : `status ${error.status}`, error.requestId === undefined ? undefined : `request ${error.requestId}`]
+      .filter(Boolean)
+      .join(", ");
+    // The engine's message already names the cycle, the failed step and that the next cycle resumes.
+    return new CycleFailedError(`${error.message}${where ? ` (${where})` : ""}${baseUrlHint(error, bridge.baseUrl)}${fileSystemHint(error, bridge.settings)}`, {
+      cause: error,
+    });
+  }
+  return new CycleFailedError(otherwise(error instanceof Error ? error : new Error(String(error))), { cause: error });
+}
+
+/** What to do about a state directory that took no write before anything was sent (the token probe, the cycle lease). */
+export function unwritableStateDirRemedy(stateDir: string): string {
+  return `make room in or fix ${stateDir} (BRIDGE_STATE_DIR), then run again`;
+}
+
+/** What a file system that takes no more writes answers, and how to say it. */
+const REFUSED_WRITES: Readonly<Record<string, string>> = {
+  ENOSPC: "is full: make room there",
+  EDQUOT: "is over its quota: make room there",
+  EROFS: "is read-only: mount it read-write",
+};
+
+/**
+ * A hint for a cycle that failed on a file system that takes no more writes (full, over quota, read-only): which
+ * setting's file system, since the system's own message names no path for a write or fsync on an open file.
+ */
+function fileSystemHint(error: CycleAbortedError, settings: LocalSettings): string {
+  const refused = causeMatching(error, (e): e is { code: string } => Object.hasOwn(REFUSED_WRITES, systemErrorCode(e) ?? ""));
+  if (refused === undefined) return "";
+  const events = error.step === PUBLISH_STEP;
+  const [setting, path] = events ? ["BRIDGE_EVENTS_FILE", settings.eventsFile] : ["BRIDGE_STATE_DIR", settings.stateDir];
+  // Never "use another state directory": its tokens and snapshots stay behind, and a fresh one would send the spent seed.
+  const elsewhere = events ? ", or set BRIDGE_EVENTS_FILE elsewhere" : "";
+  return `; the file system of ${path} (${setting}, ${refused.code}) ${REFUSED_WRITES[refused.code]}${elsewhere}; nothing is lost`;
+}
+
+/** Statuses of a token endpoint that is no OAuth server: nothing there, or no POST taken there. */
+const NO_TOKEN_ENDPOINT = new Set([404, 405, 501]);
+
+/**
+ * A hint for a token endpoint that answered as no OAuth server does (404, 405, 501, or a body that is not JSON): the
+ * failure then says "the next cycle resumes" of what is most likely a QASHIO_BASE_URL naming another server.
+ */
+function baseUrlHint(error: unknown, baseUrl: string): string {
+  const answer = causeMatching(
+    error,
+    (e): e is Error =>
+      e instanceof Error &&
+      (e as { path?: unknown }).path === TOKEN_PATH &&
+      // InvalidResponseError: a body that is not JSON, or not a token set.
+      (NO_TOKEN_ENDPOINT.has((e as { status?: number }).status ?? 0) || e.name === "InvalidResponseError"),
+  );
+  return answer === undefined ? "" : `; the token endpoint answered as no OAuth server does: is QASHIO_BASE_URL (${baseUrl}) the provider's API?`;
+}
+
+/** The `code` of a system call's error (ENOSPC, EROFS, ENOENT, ...), if `error` is one. */
+export function systemErrorCode(error: unknown): string | undefined {
+  const { code } = (error ?? {}) as { code?: unknown };
+  return typeof code === "string" && /^E[A-Z0-9]+$/.test(code) ? code : undefined;
+}
