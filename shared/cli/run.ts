@@ -105,7 +105,9 @@ async function loop(
       if (!(error instanceof CliError) || error.exitCode !== EXIT.failed) throw error;
       logger.error(`cycle ${cycle} failed; retrying at the next interval`, { error: error.message });
     }
-    await wait(Math.max(0, started + intervalMs - bridge.clock.now()), io.signal);
+    // At most the interval: a wall clock stepped back during the cycle (NTP, a person) would otherwise add the step
+    // to the wait, and an hour back stalled polling for an hour.
+    await wait(Math.min(intervalMs, Math.max(0, started + intervalMs - bridge.clock.now())), io.signal);
   }
   line(io.stderr, `bridge: stopped after ${cycle} cycle${cycle === 1 ? "" : "s"}`);
   return EXIT.ok;

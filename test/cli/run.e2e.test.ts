@@ -16,6 +16,7 @@ import { CYCLE_LOCK } from "../../shared/cli/cycle-lease.js";
 import { runCommand } from "../../shared/cli/run.js";
 import { exchangeCode, refresh } from "../../shared/qashio/auth/oauth.js";
 import { killed, startLockHolder } from "../local/support/lock-holder.js";
+import { realSleep, type Clock } from "../../shared/clock.js";
 import { CLIENT, capturedIo, idsWithStatus, readEvents, runInProcess, spawnBridge, startHarness, type Harness } from "./helpers.js";
 
 let harness: Harness | undefined;
@@ -627,6 +628,33 @@ describe("bridge run (loop) with a revoked token family", () => {
     expect(outcome).toBeInstanceOf(ReauthorizationNeededError);
     expect((outcome as ReauthorizationNeededError).exitCode).toBe(EXIT.reauthorize);
     expect(waits).toEqual([]);
+  });
+});
+
+describe("bridge run (loop) with a wall clock stepped back during a cycle", () => {
+  it("waits no longer than the interval: a clock set back an hour (NTP, a person) does not stall polling for that hour", async () => {
+    const h = await start();
+    const controller = new AbortController();
+    const waits: number[] = [];
+    const { io } = capturedIo(h, controller.signal);
+    let offset = 0;
+    const clock: Clock = { now: () => Date.now() + offset, sleep: realSleep };
+
+    const code = await runCommand({ once: false, intervalMs: 60_000 }, io, {
+      clock,
+      // The first cycle publishes: the host's clock steps back an hour in the middle of it.
+      onPublished: () => {
+        offset = -3_600_000;
+      },
+      pause: async (ms) => {
+        waits.push(ms);
+        controller.abort();
+      },
+    });
+
+    expect(code).toBe(EXIT.ok);
+    expect(waits).toHaveLength(1);
+    expect(waits[0]).toBeLessThanOrEqual(60_000);
   });
 });
 
