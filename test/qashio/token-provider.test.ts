@@ -346,6 +346,28 @@ describe("OAuthTokenProvider", () => {
     expect(fetch.calls).toHaveLength(1);
   });
 
+  it("takes no expiry past the last valid time (a far-future exp or expires_in): the DynamoDB store could not write it, and every save failed", async () => {
+    const clock = fakeClock();
+    const store = memoryStore({ refreshToken: "rt-1" });
+    const now = Math.floor(clock.now() / 1000);
+    const fetch = scriptedFetch(
+      // exp in microseconds rather than seconds (a provider bug), year 57,000-odd: beyond Number.MAX_SAFE_INTEGER in ms.
+      json(200, { access_token: jwt({ iat: now, exp: now * 1_000_000 }), token_type: "Bearer", refresh_token: "rt-2" }),
+      json(200, { access_token: jwt({ exp: now * 1_000_000 }), token_type: "Bearer", refresh_token: "rt-3" }),
+      json(200, { access_token: "opaque-access", token_type: "Bearer", refresh_token: "rt-4", expires_in: 1e300 }),
+    );
+    const provider = new OAuthTokenProvider({ baseUrl: BASE_URL, clientId: "c", clientSecret: CLIENT_SECRET, store, fetch, clock });
+    const first = await provider.getAccessToken();
+    const second = await provider.refreshAfterUnauthorized(first);
+    await provider.refreshAfterUnauthorized(second);
+    expect(store.saves.map((s) => s.refreshToken)).toEqual(["rt-2", "rt-3", "rt-4"]);
+    for (const saved of store.saves) {
+      const expiresAt = saved.accessTokenExpiresAt;
+      // A time a Date can hold is a safe integer or close: what the DynamoDB marshaller takes.
+      expect(expiresAt === undefined || (expiresAt <= 8.64e15 && Number.isFinite(new Date(expiresAt).getTime()))).toBe(true);
+    }
+  });
+
   it("uses expires_in when the access token carries no exp", async () => {
     const clock = fakeClock();
     const store = memoryStore({ refreshToken: "rt-1" });

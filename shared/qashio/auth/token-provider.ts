@@ -170,10 +170,22 @@ export function storedTokensOf(set: TokenSet, now: number): StoredTokens {
   const fromExpiresIn = typeof set.expires_in === "number" && set.expires_in > 0 ? now + set.expires_in * 1000 : undefined;
   return {
     accessToken: set.access_token,
-    accessTokenExpiresAt: fromLifetime ?? fromExp ?? fromExpiresIn,
+    accessTokenExpiresAt: validTime(fromLifetime) ?? validTime(fromExp) ?? validTime(fromExpiresIn),
     refreshToken: set.refresh_token,
     ...(set.scope ? { scope: set.scope } : {}),
   };
+}
+
+/** The last time a Date can hold (+275760-09-13), in epoch ms: a safe integer, as DynamoDB's marshaller requires. */
+const LATEST_TIME_MS = 8.64e15;
+
+/**
+ * `ms` when it is a time a Date can hold, else undefined (the expiry is then unknown: the token is used until a 401).
+ * A far-future `exp` (one in microseconds, say) or `expires_in` once made an expiry past Number.MAX_SAFE_INTEGER,
+ * which the DynamoDB store cannot write: every save failed, and each cold start spent a refresh token for nothing.
+ */
+function validTime(ms: number | undefined): number | undefined {
+  return ms !== undefined && ms <= LATEST_TIME_MS ? ms : undefined;
 }
 
 /**
