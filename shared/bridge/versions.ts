@@ -16,18 +16,27 @@ const DATE_TIME_WITHOUT_OFFSET = /^(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}(?::\d{2}(
 const ISO_DATE_OR_ZONED_TIME = /^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2}))?$/i;
 
 /**
+ * A leap second's `:60` (and its fraction) after the hour and minute: read as the last millisecond of that minute, as
+ * epoch time has no room for it (so it stays before the next minute, after every earlier time).
+ */
+const LEAP_SECOND = /([T ]\d{2}:\d{2}):60(?:\.\d+)?/i;
+
+/**
  * Milliseconds of an ISO time, or undefined when absent, not ISO 8601, or outside years 0000-9999. Date.parse also
  * reads loose forms (`"99999"` is the year 99999), whose ISO form (`+099999-…`) is no RFC 3339 date-time: such a
  * provider timestamp must not become `occurred_at`, which the event schemas declare a date-time (docs/events/*.json).
- * A date-time without an offset is read as UTC, and other forms (`2025/01/15 08:30`, `Jan 15 2025`) not at all:
- * Date.parse reads those in the host's time zone, which would move `occurred_at` and the lag with the machine the
- * bridge runs on (the spec names no zone for its ISO 8601 timestamps), and a re-sent event's detail with them.
+ * A leap second (`23:59:60`) reads as the last millisecond of its minute. A date-time without an offset is read as
+ * UTC, and other forms (`2025/01/15 08:30`, `Jan 15 2025`) not at all: Date.parse reads those in the host's time zone,
+ * which would move `occurred_at` and the lag with the machine the bridge runs on (the spec names no zone for its ISO
+ * 8601 timestamps), and a re-sent event's detail with them.
  */
 export function parseTime(value: unknown): number | undefined {
   if (typeof value !== "string" || value === "") return undefined;
   const local = DATE_TIME_WITHOUT_OFFSET.exec(value);
   if (!local && !ISO_DATE_OR_ZONED_TIME.test(value)) return undefined;
-  const ms = Date.parse(local ? `${local[1]}T${local[2]}Z` : value);
+  // Date.parse refuses a leap second (RFC 3339 allows `23:59:60`), which then counted as no time at all.
+  const text = local ? `${local[1]}T${local[2]}Z` : value;
+  const ms = Date.parse(text.includes(":60") ? text.replace(LEAP_SECOND, "$1:59.999") : text);
   return ms >= FOUR_DIGIT_YEARS_MS.first && ms <= FOUR_DIGIT_YEARS_MS.last ? ms : undefined;
 }
 

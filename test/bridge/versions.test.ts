@@ -1,0 +1,30 @@
+/** Provider timestamps at the edges of RFC 3339 / ISO 8601, as `parseTime` and `changeTime` read them. */
+import { describe, expect, it } from "vitest";
+import { changeTime, parseTime } from "../../shared/bridge/versions.js";
+
+describe("parseTime", () => {
+  it("reads the forms of one instant alike: offsets, -00:00, +14:00, lowercase t and z, long fractions", () => {
+    const at = Date.parse("2025-01-15T08:30:00.123Z");
+    for (const form of [
+      "2025-01-15T08:30:00.123Z",
+      "2025-01-15t08:30:00.123z",
+      "2025-01-15T08:30:00.123-00:00",
+      "2025-01-15T22:30:00.123+14:00",
+      "2025-01-15T08:30:00.123456789Z",
+      "2025-01-15 08:30:00.123",
+    ]) {
+      expect(parseTime(form), form).toBe(at);
+    }
+    expect(parseTime("2025-01-15T24:00:00Z")).toBe(Date.parse("2025-01-16T00:00:00Z"));
+  });
+
+  it("reads a leap second (23:59:60, valid RFC 3339) as the last millisecond of its minute, not as no time", () => {
+    expect(parseTime("2016-12-31T23:59:60Z")).toBe(Date.parse("2016-12-31T23:59:59.999Z"));
+    expect(parseTime("2016-12-31T23:59:60.5Z")).toBe(Date.parse("2016-12-31T23:59:59.999Z"));
+    expect(parseTime("2017-01-01T05:29:60+05:30")).toBe(Date.parse("2016-12-31T23:59:59.999Z"));
+    expect(parseTime("2016-12-31 23:59:60")).toBe(Date.parse("2016-12-31T23:59:59.999Z"));
+    expect(changeTime("2016-12-31T23:59:60Z")).toBe(Date.parse("2016-12-31T23:59:59.999Z"));
+    // Not a second of any minute.
+    expect(parseTime("2016-12-31T23:59:61Z")).toBeUndefined();
+  });
+});
