@@ -25,19 +25,28 @@ const LEAP_SECOND = /([T ]\d{2}:\d{2}):60(?:\.\d+)?/i;
  * Milliseconds of an ISO time, or undefined when absent, not ISO 8601, or outside years 0000-9999. Date.parse also
  * reads loose forms (`"99999"` is the year 99999), whose ISO form (`+099999-…`) is no RFC 3339 date-time: such a
  * provider timestamp must not become `occurred_at`, which the event schemas declare a date-time (docs/events/*.json).
- * A leap second (`23:59:60`) reads as the last millisecond of its minute. A date-time without an offset is read as
- * UTC, and other forms (`2025/01/15 08:30`, `Jan 15 2025`) not at all: Date.parse reads those in the host's time zone,
- * which would move `occurred_at` and the lag with the machine the bridge runs on (the spec names no zone for its ISO
- * 8601 timestamps), and a re-sent event's detail with them.
+ * A day its month lacks (`2025-02-30`) is no time. A leap second (`23:59:60`) reads as the last millisecond of its
+ * minute. A date-time without an offset is read as UTC, and other forms (`2025/01/15 08:30`, `Jan 15 2025`) not at
+ * all: Date.parse reads those in the host's time zone, which would move `occurred_at` and the lag with the machine the
+ * bridge runs on (the spec names no zone for its ISO 8601 timestamps), and a re-sent event's detail with them.
  */
 export function parseTime(value: unknown): number | undefined {
   if (typeof value !== "string" || value === "") return undefined;
   const local = DATE_TIME_WITHOUT_OFFSET.exec(value);
   if (!local && !ISO_DATE_OR_ZONED_TIME.test(value)) return undefined;
-  // Date.parse refuses a leap second (RFC 3339 allows `23:59:60`), which then counted as no time at all.
+  // Date.parse moves a day the month lacks into the next month (30 February is 2 March): no such date is a time.
+  const day = Number(value.slice(8, 10));
+  if (day > 28 && day > daysInMonth(Number(value.slice(0, 4)), Number(value.slice(5, 7)))) return undefined;
   const text = local ? `${local[1]}T${local[2]}Z` : value;
+  // Date.parse refuses a leap second (RFC 3339 allows `23:59:60`), which then counted as no time at all.
   const ms = Date.parse(text.includes(":60") ? text.replace(LEAP_SECOND, "$1:59.999") : text);
   return ms >= FOUR_DIGIT_YEARS_MS.first && ms <= FOUR_DIGIT_YEARS_MS.last ? ms : undefined;
+}
+
+/** Days of `month` (1-12) in `year` of the proleptic Gregorian calendar, as ISO 8601 counts them. */
+function daysInMonth(year: number, month: number): number {
+  if (month === 2) return year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0) ? 29 : 28;
+  return month === 4 || month === 6 || month === 9 || month === 11 ? 30 : 31;
 }
 
 /** Provider times before 2000 or in year 9999 are placeholders (0001-01-01, 1900-01-01, the Unix epoch, 9999-12-31). */

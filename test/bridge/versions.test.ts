@@ -27,4 +27,14 @@ describe("parseTime", () => {
     // Not a second of any minute.
     expect(parseTime("2016-12-31T23:59:61Z")).toBeUndefined();
   });
+
+  it("takes a day its month does not have (30 February, 31 April) for no time, not for a day of the next month", () => {
+    for (const value of ["2025-02-29T10:00:00Z", "2025-02-30", "2025-04-31T00:00:00Z", "2100-02-29T00:00:00+01:00", "2025-06-31 12:00:00"]) {
+      expect(parseTime(value), value).toBeUndefined();
+    }
+    expect(parseTime("2024-02-29T10:00:00Z")).toBe(Date.UTC(2024, 1, 29, 10));
+    expect(parseTime("2000-02-29")).toBe(Date.UTC(2000, 1, 29));
+    expect(parseTime("2025-12-31T23:59:59Z")).toBe(Date.UTC(2025, 11, 31, 23, 59, 59));
+    expect(parseTime("2025-01-31T00:00:00+14:00")).toBe(Date.UTC(2025, 0, 30, 10));
+  });
 });
