@@ -104,7 +104,8 @@ export async function conformSnapshots(
   let rewritten = 0;
   let quarantineRewritten = 0;
   const report = (outcome: ConformOutcome): ConformReport => {
-    const done = { mode, outcome, scanned, rewritten, quarantineRewritten, durationMs: deps.clock.now() - started };
+    // Never below 0: a wall clock stepped back during the pass would make it negative (CycleRun.finish does the same).
+    const done = { mode, outcome, scanned, rewritten, quarantineRewritten, durationMs: Math.max(0, deps.clock.now() - started) };
     deps.logger.info("snapshots conformed to the PII mode", { ...done, ...(outcome === "deadline" ? { cursor } : {}) });
     return outcome === "deadline" && cursor !== undefined ? { ...done, cursor } : done;
   };

@@ -304,7 +304,8 @@ export async function runCycle(bridge: LocalBridge, options: { readonly budgetMs
       events: totalPublished(transactions) + totalPublished(cards),
       complete,
       interrupted: !complete && signal?.aborted === true,
-      durationMs: bridge.clock.now() - started,
+      // Never below 0 (a wall clock stepped back during the cycle), as the engines' own reports.
+      durationMs: Math.max(0, bridge.clock.now() - started),
       quarantineSize,
     };
   });

@@ -52,6 +52,18 @@ function snapshot(key: SnapshotKey, object: Record<string, unknown>): Snapshot {
 }
 
 describe("conformSnapshots", () => {
+  it("reports no negative duration when the wall clock steps back during the pass (as a cycle's report does)", async () => {
+    const rig = await rigWrittenUnderFull(3);
+    const put = rig.snapshots.putMany.bind(rig.snapshots);
+    vi.spyOn(rig.snapshots, "putMany").mockImplementation(async (snapshots) => {
+      rig.clock.advance(-3_600_000); // NTP, or a person, sets the clock back an hour
+      return put(snapshots);
+    });
+    const report = await conformSnapshots({ ...rig.deps, pii: REDACT });
+    expect(report.rewritten).toBe(3);
+    expect(report.durationMs).toBe(0);
+  });
+
   it("rewrites only the snapshots holding cleartext, in the current form, with the hash of that form, keeping updatedAt", async () => {
     const rig = await rigWrittenUnderFull(3, 2);
     const before = structuredClone(rig.snapshots.data);
