@@ -57,6 +57,7 @@ export class SandboxClock {
   /** Moves sandbox time forward; a move past {@link LATEST_SANDBOX_TIME_MS} is refused, the clock unchanged. */
   advance(seconds: number): void {
     if (!this.canAdvance(seconds)) throw new RangeError("the clock cannot move by that many seconds");
-    this.offsetMs += seconds * 1000;
+    // Whole milliseconds, as every other source of sandbox time: `advance_seconds: 0.0005` would leave a fraction.
+    this.offsetMs += Math.round(seconds * 1000);
   }
 }

@@ -174,6 +174,11 @@ describe("clock", () => {
     expect(headers.get("x-request-id")).toBe(listed.meta.request_id);
   });
 
+  it("keeps sandbox time in whole milliseconds when a move is given in fractions of one (rounded)", async () => {
+    expect((await control("/clock", { advance_seconds: 0.0006 })).body.data.now).toBe("2025-03-15T12:00:00.001Z");
+    expect((await control("/clock", { advance_seconds: 0.0004 })).body.data.now).toBe("2025-03-15T12:00:00.001Z");
+  });
+
   it("refuses a move past the latest valid time (400, clock unchanged) and keeps answering; the edge itself works", async () => {
     const refused = await control("/clock", { advance_seconds: 1e13 });
     expect(refused.status).toBe(400);
