@@ -368,6 +368,17 @@ describe("OAuthTokenProvider", () => {
     }
   });
 
+  it("prefers expires_in, counted from receipt, to a JWT exp without iat: a provider clock 10 minutes behind costs no early refreshes", async () => {
+    const clock = fakeClock();
+    const store = memoryStore({ refreshToken: "rt-1" });
+    const behind = Math.floor((clock.now() - 10 * MINUTE) / 1000);
+    // 15 minutes of life: by the provider's clock its exp is 5 minutes from this host's now.
+    const fetch = scriptedFetch(json(200, { access_token: jwt({ exp: behind + 15 * 60 }), token_type: "Bearer", refresh_token: "rt-2", expires_in: 15 * 60 }));
+    const provider = new OAuthTokenProvider({ baseUrl: BASE_URL, clientId: "c", clientSecret: CLIENT_SECRET, store, fetch, clock });
+    await provider.getAccessToken();
+    expect(store.saves[0]!.accessTokenExpiresAt).toBe(clock.now() + 15 * MINUTE);
+  });
+
   it("uses expires_in when the access token carries no exp", async () => {
     const clock = fakeClock();
     const store = memoryStore({ refreshToken: "rt-1" });

@@ -160,8 +160,9 @@ interface Unsaved {
  * Stored form of a token set, `now` being when it was received. The expiry is on this host's clock: the access
  * token's JWT lifetime (`exp` - `iat`) counted from `now`, since `exp` alone is on the provider's clock and a skew
  * between the two would make a fresh token look expired (a refresh before every call, each one a new secret version
- * on AWS) or an expired one fresh; failing `iat`, the JWT `exp` unless it is already past; failing that, `expires_in`
- * (not in the spec, read when sent) counted from `now`; failing all, unknown (used until a 401).
+ * on AWS) or an expired one fresh; failing `iat`, `expires_in` (not in the spec, read when sent) counted from `now`,
+ * on this host's clock too; failing that, the JWT `exp` unless it is already past; failing all, unknown (used until a
+ * 401).
  */
 export function storedTokensOf(set: TokenSet, now: number): StoredTokens {
   const { expiresAt, issuedAt } = jwtTimes(set.access_token);
@@ -170,7 +171,7 @@ export function storedTokensOf(set: TokenSet, now: number): StoredTokens {
   const fromExpiresIn = typeof set.expires_in === "number" && set.expires_in > 0 ? now + set.expires_in * 1000 : undefined;
   return {
     accessToken: set.access_token,
-    accessTokenExpiresAt: validTime(fromLifetime) ?? validTime(fromExp) ?? validTime(fromExpiresIn),
+    accessTokenExpiresAt: validTime(fromLifetime) ?? validTime(fromExpiresIn) ?? validTime(fromExp),
     refreshToken: set.refresh_token,
     ...(set.scope ? { scope: set.scope } : {}),
   };
