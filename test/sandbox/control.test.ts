@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { beforeEach, describe, expect, it } from "vitest";
 import { StaticTokenProvider } from "../../shared/qashio/auth/token-provider.js";
 import { QashioClient } from "../../shared/qashio/client.js";
@@ -282,6 +283,16 @@ describe("faults", () => {
   it("combines a delay with a status", async () => {
     await control("/faults", { path_prefix: LIST, delay_ms: 20, status: 504, count: 1 });
     expect((await h.call(LIST)).status).toBe(504);
+  });
+
+  it("applies a write a delay-only fault holds back, after the delay, as README's faults row says", async () => {
+    const tx = (await h.json(`${LIST}?client_sync_status=not_synced&page_size=1`)).body.data[0] as Row;
+    await control("/faults", { method: "POST", path_prefix: `${LIST}/acknowledge`, delay_ms: 5, count: 1 });
+    expect((await h.json(`${LIST}/acknowledge`, { body: { transaction_ids: [tx.id] } })).status).toBe(200);
+    expect((await h.json(`${LIST}/${String(tx.id)}`)).body.data.client_sync_status).toBe("synced");
+    const readme = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
+    const row = readme.split("\n").find((line) => line.startsWith("| `POST /_sandbox/faults`"));
+    expect(row).toMatch(/`delay_ms` alone only delays/);
   });
 
   it("answers OAuth-style bodies on the token endpoint", async () => {
