@@ -56,14 +56,10 @@ function statOf(pid: number): { state: string | undefined; startTime: string | u
   return { state: fields[0], startTime: fields[19] };
 }
 
-function startTimeOf(pid: number): string | undefined {
-  return statOf(pid).startTime;
-}
-
 /** This process's identity, or undefined where /proc does not tell it (not Linux). */
 const ownIdentity: ProcessIdentity | undefined = (() => {
   try {
-    const startTime = startTimeOf(process.pid);
+    const { startTime } = statOf(process.pid);
     return startTime && bootId ? { host: hostname(), boot: bootId, pidNamespace: readlinkSync("/proc/self/ns/pid"), startTime } : undefined;
   } catch {
     return undefined;
@@ -127,24 +123,31 @@ function describeHolder(lease: Lease): string {
   return samePids ? `pid ${lease.pid} on this machine` : `pid ${lease.pid} in another container (pid namespace) on this machine`;
 }
 
-/** A lease file's text as a lease; an unreadable one as expired (only a foreign tool could have written it). */
+/** What an unreadable lease reads as: expired, so it cannot block forever (only a foreign tool could have written it). */
+const UNREADABLE_LEASE: Lease = Object.freeze({ token: "", pid: 0, expiresAt: 0 });
+
+/** A lease file's text as a lease; one that is not a lease is {@link UNREADABLE_LEASE}. */
 function leaseOf(text: string): Lease {
   try {
     const parsed = JSON.parse(text) as Partial<Lease>;
-    if (typeof parsed.token !== "string" || typeof parsed.expiresAt !== "number") return { token: "", pid: 0, expiresAt: 0 };
+    if (typeof parsed.token !== "string" || typeof parsed.expiresAt !== "number") return UNREADABLE_LEASE;
     return parsed as Lease;
   } catch {
-    return { token: "", pid: 0, expiresAt: 0 };
+    return UNREADABLE_LEASE;
   }
 }
 
-/** The lease in `file`, undefined when there is none; unreadable, it reads as expired so it cannot block forever. */
+/** What a failed read of a lease file means: no lease (ENOENT), else {@link UNREADABLE_LEASE}. */
+function leaseOnReadError(err: unknown): Lease | undefined {
+  return (err as NodeJS.ErrnoException).code === "ENOENT" ? undefined : UNREADABLE_LEASE;
+}
+
+/** The lease in `file`, undefined when there is none. */
 async function readLease(file: string): Promise<Lease | undefined> {
   try {
     return leaseOf(await readFile(file, "utf8"));
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
-    return { token: "", pid: 0, expiresAt: 0 };
+    return leaseOnReadError(err);
   }
 }
 
@@ -156,8 +159,7 @@ function readLeaseNow(file: string): Lease | undefined {
   try {
     return leaseOf(readFileSync(file, "utf8"));
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
-    return { token: "", pid: 0, expiresAt: 0 };
+    return leaseOnReadError(err);
   }
 }
 
@@ -302,20 +304,16 @@ export class FileLock implements Lock {
       if (lease?.token !== token || this.expired(lease)) return false;
       return (await this.highest(base)) === generation;
     };
-    /** {@link held}, synchronously (see readLeaseNow). */
-    const heldNow = (): boolean => {
-      const lease = readLeaseNow(this.file(base, generation));
-      if (lease?.token !== token || this.expired(lease)) return false;
-      return generationsIn(readdirSync(this.dir), base)[0] === generation;
-    };
+    /** The highest generation, synchronously (see readLeaseNow). */
+    const highestNow = (): number | undefined => generationsIn(readdirSync(this.dir), base)[0];
     const write = (ttlMs: number | undefined): Promise<void> => writeFileAtomic(this.file(base, generation), this.leaseText(token, ttlMs), { mode: 0o600 });
     let confirming: Promise<boolean> | undefined;
     // Synchronous file calls throughout (createFileOnce's too): see readLeaseNow.
     const confirmOnce = async (ttlMs: number): Promise<boolean> => {
-      if (heldNow()) return true;
+      // One read of the lease and of the listing: {@link held}'s check, and what the lapsed case needs.
       const lease = readLeaseNow(this.file(base, generation));
-      const highestNow = () => generationsIn(readdirSync(this.dir), base)[0];
       if (lease?.token !== token || highestNow() !== generation) return false;
+      if (!this.expired(lease)) return true;
       // Lapsed while nobody took it (this process was stalled): nobody can have written meanwhile, since a writer
       // takes the next generation first. Taken again the way a contender would, exclusively, so one racing for it
       // now either loses or wins outright.
