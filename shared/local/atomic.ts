@@ -89,14 +89,13 @@ export function fileKindOf(stats: Stats): string {
 export function makeDirDurable(dir: string): void {
   const first = mkdirSync(dir, { recursive: true, mode: 0o700 });
   if (first === undefined) return;
-  const top = path.resolve(first);
-  // Stops at the first directory made, or once at its parent: a path through a directory it leaves (`x/../y`) makes
-  // `x` first, which is no ancestor of `y`, and the walk up would otherwise never end.
-  const topParent = path.dirname(top);
+  // Up to the parent of the first directory made, which existed: a path through a directory it leaves (`x/../y`)
+  // makes `x` first, no ancestor of `y`, so the walk stops at that parent rather than at `x`; at the root in any case.
+  const topParent = path.dirname(path.resolve(first));
   for (let made = path.resolve(dir); ; made = path.dirname(made)) {
     const parent = path.dirname(made);
     fsyncDirSync(parent);
-    if (made === top || parent === topParent || parent === made) return;
+    if (parent === topParent || parent === made) return;
   }
 }
 
