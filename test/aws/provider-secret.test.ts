@@ -4,9 +4,8 @@ import { SecretFormatError, SecretStoreError } from "../../shared/aws/errors.js"
 import type { Logger } from "../../shared/bridge/ports.js";
 import { ProviderSecretClient, isSecretNotFound, parseSecret } from "../../shared/aws/provider-secret.js";
 import { FakeClock } from "./support/clock.js";
-import { FakeSecretsManager, awsError } from "./support/fake-secrets-manager.js";
+import { FakeSecretsManager, PROVIDER_SECRET as SECRET, awsError } from "./support/fake-secrets-manager.js";
 
-const SECRET = { client_id: "cid", client_secret: "csecret", refresh_token: "rt-1", pii_salt: "salt-0123456789abcdef" };
 
 function setup() {
   const secrets = new FakeSecretsManager("arn:secret:provider", SECRET);

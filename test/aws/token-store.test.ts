@@ -11,11 +11,10 @@ import {
 } from "../../shared/aws/token-store.js";
 import { FakeClock } from "./support/clock.js";
 import { createTestTable, type TestTable } from "./support/dynamo.js";
-import { FakeSecretsManager, awsError } from "./support/fake-secrets-manager.js";
+import { FakeSecretsManager, PROVIDER_SECRET as SECRET, awsError } from "./support/fake-secrets-manager.js";
 import { OAuthTokenProvider } from "../../shared/qashio/auth/token-provider.js";
 import { json, jwt, scriptedFetch } from "../qashio/helpers.js";
 
-const SECRET = { client_id: "cid", client_secret: "csecret", refresh_token: "rt-1", pii_salt: "salt-0123456789abcdef" };
 
 let table: TestTable;
 beforeAll(async () => {

@@ -15,10 +15,9 @@ import { DynamoSnapshotStore, TRUNCATED_SNAPSHOT_OBJECT } from "../../shared/aws
 import { SecretsManagerTokenStore } from "../../shared/aws/token-store.js";
 import { FakeClock } from "./support/clock.js";
 import { createTestTable, type TestTable } from "./support/dynamo.js";
-import { FakeSecretsManager } from "./support/fake-secrets-manager.js";
+import { FakeSecretsManager, PROVIDER_SECRET as SECRET } from "./support/fake-secrets-manager.js";
 import { makeRig } from "../bridge/fakes.js";
 
-const SECRET = { client_id: "cid", client_secret: "csecret", refresh_token: "rt-1", pii_salt: "salt-0123456789abcdef" };
 
 let table: TestTable;
 beforeAll(async () => {

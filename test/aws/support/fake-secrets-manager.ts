@@ -24,6 +24,9 @@ interface Version {
 
 type Operation = "GetSecretValue" | "PutSecretValue" | "DescribeSecret" | "UpdateSecretVersionStage" | "ListSecretVersionIds";
 
+/** A provider secret for tests: the fields the runtime reads, with a salt long enough for `hash` mode. */
+export const PROVIDER_SECRET = { client_id: "cid", client_secret: "csecret", refresh_token: "rt-1", pii_salt: "salt-0123456789abcdef" };
+
 /** An AWS-style error (name + $metadata), as the SDK raises them. */
 export function awsError(name: string, status = 400, retryable = false): Error {
   const error = new Error(`${name} (fake)`) as Error & { $metadata: object; $fault: string; $retryable?: object };
