@@ -6,7 +6,7 @@ import { z } from "zod";
 import { DEFAULT_DEADLINE_GRACE_MS, DEFAULT_SOURCE } from "../bridge/deps.js";
 import { PII_MODES } from "../bridge/pii.js";
 import { resolveBaseUrl } from "../qashio/config.js";
-import { ConfigurationError } from "./errors.js";
+import { LambdaConfigurationError } from "./errors.js";
 
 export const DEFAULT_EVENT_SOURCE = DEFAULT_SOURCE;
 export const DEFAULT_METRICS_NAMESPACE = "QashioBridge";
@@ -58,7 +58,7 @@ export interface RuntimeConfig {
 /**
  * Reads and validates the function environment.
  *
- * @throws ConfigurationError naming every missing or invalid variable (values are never echoed: some are ARNs of
+ * @throws LambdaConfigurationError naming every missing or invalid variable (values are never echoed: some are ARNs of
  *   secrets, and none is needed to fix the problem).
  * @example
  * const config = loadConfig(process.env);
@@ -86,7 +86,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
   }
   if (!parsed.success || baseUrl === undefined || issues.length > 0) {
     const list = issues.map((i) => `${i.variable} ${i.problem}`).join("; ");
-    throw new ConfigurationError(`Invalid function environment: ${list}`, issues);
+    throw new LambdaConfigurationError(`Invalid function environment: ${list}`, issues);
   }
   const data = parsed.data;
   return {

@@ -12,8 +12,8 @@ export class AwsRuntimeError extends Error {
 }
 
 /** The Lambda environment is missing or has invalid variables; `issues` names each one. */
-export class ConfigurationError extends AwsRuntimeError {
-  override name = "ConfigurationError";
+export class LambdaConfigurationError extends AwsRuntimeError {
+  override name = "LambdaConfigurationError";
   constructor(
     message: string,
     readonly issues: readonly { readonly variable: string; readonly problem: string }[],

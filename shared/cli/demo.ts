@@ -16,7 +16,7 @@ import type { DemoArgs } from "./args.js";
 import { authorizeWithBrowser, DEFAULT_SCOPES } from "./authorize.js";
 import { DEFAULT_CYCLE_BUDGET_MS, DEFAULT_EVENT_SOURCE, type LocalSettings } from "./config.js";
 import { streamLogger } from "./console-ports.js";
-import { AuthorizeError, EXIT, ReauthorizationNeededError } from "./errors.js";
+import { AuthorizeError, EXIT, AuthorizeAgainError } from "./errors.js";
 import { line, makeTempDir, pause, type CliIo } from "./io.js";
 import { bindLocalSettings, openLocalBridge, runCycle, usingLocalBridge } from "./local-bridge.js";
 import { COLOURS, NO_COLOURS, formatEvent, shouldColour, type Palette } from "./printer.js";
@@ -225,7 +225,7 @@ async function runDemo(args: DemoArgs, io: CliIo, dir: string, palette: Palette)
           // The demo's state dies with it: a cycle Ctrl-C stops is not resumed by a next run.
           line(io.stdout, summaryOf(cycle, await runCycle(bridge, { signal: io.signal }), palette, { resumable: false }));
         } catch (error) {
-          if (error instanceof ReauthorizationNeededError) throw error;
+          if (error instanceof AuthorizeAgainError) throw error;
           line(io.stderr, `cycle ${cycle} failed: ${(error as Error).message}`);
         }
         if (args.cycles !== undefined && cycle >= args.cycles) break;

@@ -3,13 +3,13 @@
  * exit code, worded with the setting or file to fix. Kept apart from the wiring so that the cycle lease and every
  * command runner word one failure the same way.
  */
-import { CycleAbortedError, PUBLISH_STEP, ReauthorizationNeededError as EngineReauthorizationNeeded, causeMatching } from "../bridge/index.js";
+import { CycleAbortedError, PUBLISH_STEP, ReauthorizationNeededError, causeMatching } from "../bridge/index.js";
 import { TOKEN_PATH } from "../qashio/auth/oauth.js";
 import { isInvalidClient } from "../qashio/auth/token-provider.js";
 import { LocalStateError, TokenFileUnwritableError } from "../local/index.js";
 import type { LocalSettings } from "./config.js";
 import type { LocalBridge } from "./local-bridge.js";
-import { CliError, ConfigError, CycleFailedError, ReauthorizationNeededError, ClientCredentialsRejectedError } from "./errors.js";
+import { AuthorizeAgainError, CliError, ClientCredentialsRejectedError, ConfigError, CycleFailedError } from "./errors.js";
 
 /**
  * A file of the state directory that cannot be used, as an error naming it and the setting (exit 2: it will not heal),
@@ -46,15 +46,15 @@ export async function cliErrorOf(
   if (state !== undefined) return stateFileProblem(state, bridge.settings.stateDir, "a file in it", "restore it or move it aside");
   // Checked before the revoked family: the engine may wrap it like any provider failure, but it is a settings problem.
   if (causeMatching(error, isInvalidClient) !== undefined) return new ClientCredentialsRejectedError({ cause: error });
-  if (error instanceof EngineReauthorizationNeeded || (error instanceof Error && error.name === "ReauthorizationRequiredError")) {
+  if (error instanceof ReauthorizationNeededError || (error instanceof Error && error.name === "ReauthorizationRequiredError")) {
     if (await bridge.tokens.usesSeed().catch(() => false)) {
-      return new ReauthorizationNeededError(
+      return new AuthorizeAgainError(
         "the provider rejected QASHIO_REFRESH_TOKEN (spent, revoked or expired); nothing was stored: set it to a fresh " +
           "refresh token, or run `npm run bridge -- authorize`",
         { cause: error },
       );
     }
-    return new ReauthorizationNeededError(
+    return new AuthorizeAgainError(
       `the provider revoked this integration's token family: run \`npm run bridge -- authorize\` to sign in again${bridge.tokens.seedIgnoredHint}`,
       { cause: error },
     );

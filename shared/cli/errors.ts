@@ -123,9 +123,9 @@ export class EnvFileError extends CliError {
   }
 }
 
-/** The token family is revoked or no token is known: a person must authorize again. */
-export class ReauthorizationNeededError extends CliError {
-  override name = "ReauthorizationNeededError";
+/** The token family is revoked or no token is known: a person must authorize again (exit 3; the CLI form of the engine's ReauthorizationNeededError). */
+export class AuthorizeAgainError extends CliError {
+  override name = "AuthorizeAgainError";
 
   constructor(message: string, options?: ErrorOptions) {
     super(message, EXIT.reauthorize, options);

@@ -260,7 +260,7 @@ const TRANSACTIONS_BUDGET_SHARE = 0.75;
  * (Ctrl-C) no new page starts and the cycle ends as at its budget (`complete` false). The cards are walked even when
  * the transactions failed for a provider reason; the first failure is thrown after.
  *
- * @throws ReauthorizationNeededError (exit 3) when the token family is revoked; CycleFailedError (exit 1) otherwise.
+ * @throws AuthorizeAgainError (exit 3) when the token family is revoked; CycleFailedError (exit 1) otherwise.
  * @example
  * const { events, complete } = await runCycle(bridge, { budgetMs: 300_000, signal: io.signal });
  */
@@ -314,7 +314,7 @@ export async function runCycle(bridge: LocalBridge, options: { readonly budgetMs
 /**
  * Re-drives the tenant's quarantined transactions (see `redriveQuarantined`) under the cycle lock.
  *
- * @throws ReauthorizationNeededError (exit 3) when the token family is revoked; CycleFailedError (exit 1) otherwise.
+ * @throws AuthorizeAgainError (exit 3) when the token family is revoked; CycleFailedError (exit 1) otherwise.
  * @example
  * const { redriven, kept } = await runRedrive(bridge);
  */

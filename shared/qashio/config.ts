@@ -2,7 +2,7 @@
  * Provider base URLs. Nothing is hard-coded: named deployments are read from the environment,
  * anything else must be a literal https URL (http only for a loopback host, such as a local sandbox).
  */
-import { ConfigurationError } from "./errors.js";
+import { ClientConfigurationError } from "./errors.js";
 
 /** Named provider deployments of spec intro: {base_url}, {base_url_eu}, {base_url_sandbox}. */
 export type QashioDeployment = "production" | "eu" | "sandbox";
@@ -44,11 +44,11 @@ function hostHint(value: string): string {
  * fragment, and returns it without a trailing slash.
  *
  * @param source - what the value came from, named in the error (e.g. `QASHIO_EU_URL`).
- * @throws ConfigurationError naming the source and the problem, never the value (at most its host).
+ * @throws ClientConfigurationError naming the source and the problem, never the value (at most its host).
  */
 export function normaliseBaseUrl(value: string, source = "base URL"): string {
   const problem = baseUrlProblem(value);
-  if (problem !== undefined) throw new ConfigurationError(`${source}${hostHint(value)} ${problem}`);
+  if (problem !== undefined) throw new ClientConfigurationError(`${source}${hostHint(value)} ${problem}`);
   return new URL(value).href.replace(/\/+$/, "");
 }
 
@@ -94,7 +94,7 @@ export function baseUrlProblem(value: string): string | undefined {
  * @param target - `"production"`, `"eu"`, `"sandbox"` (read from `QASHIO_PRODUCTION_URL`, `QASHIO_EU_URL`,
  *   `QASHIO_SANDBOX_URL`) or a literal `https://` URL (`http://` only for a loopback host).
  * @param env - environment to read; defaults to `process.env`.
- * @throws ConfigurationError naming the setting and the problem (never the value) or the missing variable.
+ * @throws ClientConfigurationError naming the setting and the problem (never the value) or the missing variable.
  * @example
  * ```ts
  * const baseUrl = resolveBaseUrl(process.env.QASHIO_TARGET ?? "sandbox");
@@ -108,13 +108,13 @@ export function resolveBaseUrl(target: string, env: Env = process.env): string {
     const variable = BASE_URL_ENV_VARS[named];
     const value = env[variable]?.trim();
     if (!value) {
-      throw new ConfigurationError(`deployment "${named}" needs ${variable} to be set to its base URL`);
+      throw new ClientConfigurationError(`deployment "${named}" needs ${variable} to be set to its base URL`);
     }
     return normaliseBaseUrl(value, variable);
   }
   if (/^https?:\/\//i.test(trimmed)) return normaliseBaseUrl(trimmed, "base URL");
   // Not quoted: a mistyped URL may still carry a password.
-  throw new ConfigurationError(
+  throw new ClientConfigurationError(
     `base URL target is neither a deployment (${Object.keys(BASE_URL_ENV_VARS).join(", ")}) nor an http(s) URL`,
   );
 }
@@ -129,6 +129,6 @@ export function resolveBaseUrl(target: string, env: Env = process.env): string {
  */
 export function resolveAuthorizeUrl(explicit: string | undefined, env: Env = process.env): string {
   const value = explicit?.trim() || env[AUTHORIZE_URL_ENV_VAR]?.trim();
-  if (!value) throw new ConfigurationError(`authorize URL needs ${AUTHORIZE_URL_ENV_VAR} to be set`);
+  if (!value) throw new ClientConfigurationError(`authorize URL needs ${AUTHORIZE_URL_ENV_VAR} to be set`);
   return normaliseBaseUrl(value, explicit ? "authorize URL" : AUTHORIZE_URL_ENV_VAR);
 }

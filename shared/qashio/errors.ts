@@ -210,8 +210,8 @@ export class TokenUnavailableError extends QashioError {
 }
 
 /** A base URL or another client setting is missing or malformed. */
-export class ConfigurationError extends QashioError {
-  override name = "ConfigurationError";
+export class ClientConfigurationError extends QashioError {
+  override name = "ClientConfigurationError";
 }
 
 /** `status_class` of a failed provider call, as the ProviderErrors metric names it. */

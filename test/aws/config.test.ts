@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { CYCLE_SAFETY_MARGIN_MS, cycleDeadline, loadConfig } from "../../shared/aws/config.js";
 import { DEFAULT_DEADLINE_GRACE_MS } from "../../shared/bridge/deps.js";
-import { ConfigurationError } from "../../shared/aws/errors.js";
+import { LambdaConfigurationError } from "../../shared/aws/errors.js";
 
 const valid = {
   TENANT_ID: "acme",
@@ -55,8 +55,8 @@ describe("loadConfig", () => {
       try {
         loadConfig(env);
       } catch (error) {
-        expect(error).toBeInstanceOf(ConfigurationError);
-        return (error as ConfigurationError).issues.map((i) => i.variable).sort();
+        expect(error).toBeInstanceOf(LambdaConfigurationError);
+        return (error as LambdaConfigurationError).issues.map((i) => i.variable).sort();
       }
       throw new Error("no error");
     };
@@ -73,8 +73,8 @@ describe("loadConfig", () => {
         return e;
       }
     })();
-    expect(error).toBeInstanceOf(ConfigurationError);
-    const variables = (error as ConfigurationError).issues.map((i) => i.variable).sort();
+    expect(error).toBeInstanceOf(LambdaConfigurationError);
+    const variables = (error as LambdaConfigurationError).issues.map((i) => i.variable).sort();
     expect(variables).toEqual(["CARD_DETAILS", "CYCLE_BUDGET_MS", "EMIT_CARD_CREATED", "PII_MODE", "SECRET_ID", "TABLE_NAME", "TENANT_ID"]);
     expect((error as Error).message).toMatch(/TABLE_NAME is required/);
   });
@@ -84,10 +84,10 @@ describe("loadConfig", () => {
       try {
         loadConfig({ ...valid, CYCLE_BUDGET_MS: budget });
       } catch (e) {
-        return e as ConfigurationError;
+        return e as LambdaConfigurationError;
       }
     })();
-    expect(error).toBeInstanceOf(ConfigurationError);
+    expect(error).toBeInstanceOf(LambdaConfigurationError);
     expect(error?.issues.map((i) => i.variable)).toEqual(["CYCLE_BUDGET_MS"]);
   });
 
@@ -118,10 +118,10 @@ describe("loadConfig", () => {
         try {
           loadConfig(env);
         } catch (e) {
-          return e as ConfigurationError;
+          return e as LambdaConfigurationError;
         }
       })();
-      expect(error).toBeInstanceOf(ConfigurationError);
+      expect(error).toBeInstanceOf(LambdaConfigurationError);
       expect(error?.message).toMatch(/^Invalid function environment: QASHIO_BASE_URL /);
       for (const text of [error?.message ?? "", JSON.stringify(error?.issues)]) {
         for (const leak of leaks) expect(text).not.toContain(leak);

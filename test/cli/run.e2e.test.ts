@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { BridgeEvent } from "../../shared/bridge/ports.js";
-import { CycleIncompleteError, EXIT, ReauthorizationNeededError } from "../../shared/cli/errors.js";
+import { CycleIncompleteError, EXIT, AuthorizeAgainError } from "../../shared/cli/errors.js";
 import { CYCLE_LOCK } from "../../shared/cli/cycle-lease.js";
 import { runCommand } from "../../shared/cli/run.js";
 import { exchangeCode, refresh } from "../../shared/qashio/auth/oauth.js";
@@ -625,8 +625,8 @@ describe("bridge run (loop) with a revoked token family", () => {
       },
     }).catch((error: unknown) => error);
 
-    expect(outcome).toBeInstanceOf(ReauthorizationNeededError);
-    expect((outcome as ReauthorizationNeededError).exitCode).toBe(EXIT.reauthorize);
+    expect(outcome).toBeInstanceOf(AuthorizeAgainError);
+    expect((outcome as AuthorizeAgainError).exitCode).toBe(EXIT.reauthorize);
     expect(waits).toEqual([]);
   });
 });

@@ -3,7 +3,7 @@ import { gunzipSync } from "node:zlib";
 import { EventBridgeClient, PutEventsCommand, type PutEventsRequestEntry } from "@aws-sdk/client-eventbridge";
 import { ScanCommand } from "@aws-sdk/lib-dynamodb";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { ConfigurationError } from "../../shared/aws/errors.js";
+import { LambdaConfigurationError } from "../../shared/aws/errors.js";
 import { truncationsOf } from "../../shared/aws/event-size.js";
 import { ReauthorizationNeededError, parseEventDetail } from "../../shared/bridge/index.js";
 import { PutSecretValueCommand } from "@aws-sdk/client-secrets-manager";
@@ -344,12 +344,12 @@ describe("poll-transactions handler", () => {
     expect(h.pendingAtProvider()).toBe(0);
   });
 
-  it("fails with a ConfigurationError naming every bad variable", async () => {
+  it("fails with a LambdaConfigurationError naming every bad variable", async () => {
     const { TABLE_NAME: _table, ...rest } = h.env;
     const poll = h.poller("transactions", { env: { ...rest, PII_MODE: "sometimes" } });
     const error = await poll().catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(ConfigurationError);
-    expect((error as ConfigurationError).issues.map((i) => i.variable).sort()).toEqual(["PII_MODE", "TABLE_NAME"]);
+    expect(error).toBeInstanceOf(LambdaConfigurationError);
+    expect((error as LambdaConfigurationError).issues.map((i) => i.variable).sort()).toEqual(["PII_MODE", "TABLE_NAME"]);
   });
 
   it("logs no warning on a cycle that goes well: the tenant dimension is set once per container, not overwritten", async () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { baseUrlProblem, isLoopbackHost, resolveAuthorizeUrl, resolveBaseUrl } from "../../shared/qashio/config.js";
-import { ConfigurationError } from "../../shared/qashio/errors.js";
+import { ClientConfigurationError } from "../../shared/qashio/errors.js";
 
 const env = {
   QASHIO_PRODUCTION_URL: "https://prod.example.test/",
@@ -25,7 +25,7 @@ describe("resolveBaseUrl", () => {
   });
 
   it("names where a bad value came from and what is wrong, never the value", () => {
-    expect(() => resolveBaseUrl("staging", env)).toThrow(ConfigurationError);
+    expect(() => resolveBaseUrl("staging", env)).toThrow(ClientConfigurationError);
     expect(() => resolveBaseUrl("staging", env)).toThrow("base URL target is neither a deployment (production, eu, sandbox) nor an http(s) URL");
     expect(() => resolveBaseUrl("sandbox", { QASHIO_SANDBOX_URL: "ftp://x" })).toThrow("QASHIO_SANDBOX_URL (host x) must use https");
     expect(() => resolveBaseUrl("https://x.test/?token=1", env)).toThrow("base URL (host x.test) must not carry a query string or fragment");
@@ -46,7 +46,7 @@ describe("resolveBaseUrl", () => {
       ["production", "QASHIO_PRODUCTION_URL", { QASHIO_PRODUCTION_URL: url }],
     ] as const) {
       const error = errorOf(() => resolveBaseUrl(target, urls));
-      expect(error).toBeInstanceOf(ConfigurationError);
+      expect(error).toBeInstanceOf(ClientConfigurationError);
       expect(error.message).toBe(`${source} ${problem}`);
       for (const leak of leaks) expect(error.message).not.toContain(leak);
     }
@@ -58,7 +58,7 @@ describe("resolveBaseUrl", () => {
     ["both", "https://api.example/v1?k=s3cr3t-q#s3cr3t-f"],
   ])("shows only the host of a base URL rejected for %s", (_label, url) => {
     const error = errorOf(() => resolveBaseUrl("eu", { QASHIO_EU_URL: url }));
-    expect(error).toBeInstanceOf(ConfigurationError);
+    expect(error).toBeInstanceOf(ClientConfigurationError);
     expect(error.message).toBe("QASHIO_EU_URL (host api.example) must not carry a query string or fragment");
   });
 
