@@ -4,8 +4,7 @@
  * cut short resume where it stopped, are all the state.
  */
 import { contentHash } from "./hash.js";
-import { diffObjects, type Change } from "./diff.js";
-import { conformPii } from "./pii.js";
+import type { Change } from "./diff.js";
 import { CycleRun } from "./cycle.js";
 import { failedCallOf, isPageSizeRejection, isTokenFailure, statusOf } from "./provider-errors.js";
 import { changeTime, lastModified, nextSequence, storedSequence, versionTime } from "./versions.js";
@@ -418,11 +417,16 @@ class CardRun extends CycleRun {
         const object = withConfigurationOf(item.object, before !== undefined && isDetailView(before.object) ? before.object : UNKNOWN_CONFIGURATION);
         if (object !== item.object) item = { ...item, object, hash: contentHash(object) };
       }
-      if (before?.hash === item.hash) {
-        this.report.unchanged += 1;
-        continue;
-      }
-      if (!before) {
+      const { object } = item;
+      // A status differing only in case or blanks is not a change, nor is a move between the list's and the detail's view.
+      const changes = this.changesSince(
+        before,
+        item.hash,
+        object,
+        (c, was) => (c.path !== "/status" || isStatusMove(was.object["status"], object["status"])) && !isViewChange(c, was.object, object, deps.cardDetails === true),
+      );
+      if (changes === "same") continue;
+      if (changes === "new") {
         if (!deps.emitCardCreated) {
           silent.push(snapshotOf(item, before, now, nowIso, storedSequence(before)));
           continue;
@@ -431,18 +435,12 @@ class CardRun extends CycleRun {
         pending.push({ item, before });
         continue;
       }
-      const moved = isStatusMove(before.object["status"], item.object["status"]);
-      // A status differing only in case or blanks is not a change, nor is PII in the form of an earlier PII mode: no event,
-      // the snapshot takes the new form (and never reaches an event in the old one).
-      const changes = diffObjects(conformPii(before.object, deps.pii), item.object).filter(
-        (c) => (moved || c.path !== "/status") && !isViewChange(c, before.object, item.object, deps.cardDetails === true),
-      );
       if (changes.length === 0) {
-        this.report.unchanged += 1;
         silent.push(snapshotOf(item, before, now, nowIso, storedSequence(before)));
         continue;
       }
-      const type = cardEventType(before.object["status"], item.object["status"]);
+      const was = before as Snapshot;
+      const type = cardEventType(was.object["status"], object["status"]);
       events.push(this.cardEvent(type, item, before, now, changes));
       pending.push({ item, before });
     }
@@ -462,7 +460,7 @@ class CardRun extends CycleRun {
     item: { id: string; object: Record<string, unknown>; hash: string },
     before: Snapshot | undefined,
     now: number,
-    changes?: ReturnType<typeof diffObjects>,
+    changes?: readonly Change[],
   ): BridgeEvent {
     return this.buildEvent({
       type,

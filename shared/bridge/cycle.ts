@@ -4,13 +4,13 @@
  */
 import { CycleAbortedError, PUBLISH_STEP, ReauthorizationNeededError } from "./errors.js";
 import { eventId } from "./hash.js";
-import type { Change } from "./diff.js";
+import { diffObjects, type Change } from "./diff.js";
 import { DEFAULT_DEADLINE_GRACE_MS, DEFAULT_PAGE_SIZE, DEFAULT_SOURCE, MIN_PAGE_SIZE, type BridgeDeps, type CycleOptions } from "./deps.js";
 import { SCHEMA_VERSION, type EventType } from "./events/schemas.js";
 import type { BridgeEvent, EntityKind, PublishFailure, QuarantineRecord, Snapshot } from "./ports.js";
 import { emptyReport, type CycleReport } from "./report.js";
 import { cardValidator, requireObjectWithId, type Validators } from "./validate.js";
-import { applyPii, applyPiiToBody, assertPiiPolicy } from "./pii.js";
+import { applyPii, applyPiiToBody, assertPiiPolicy, conformPii } from "./pii.js";
 import type { ProviderCallOptions, ProviderPage } from "./provider.js";
 import { deadlineExceeded, errorContext, errorFields, isPageSizeRejection, isReauthorizationRequired, statusClass, StepFailure } from "./provider-errors.js";
 import { lastModified, nextSequence, parseTime, untilLaterSecond } from "./versions.js";
@@ -114,6 +114,29 @@ export class CycleRun {
       }
       throw new StepFailure(step, { cause: err });
     }
+  }
+
+  /**
+   * How an item compares with its snapshot `before`: `"new"` without one, `"same"` when the hashes match, else its
+   * changes that `relevant` keeps. The snapshot is diffed in the current PII form: it may predate a PII mode switch, and
+   * its cleartext must never reach an event. No changes means the same data in another form (null vs absent, PII of an
+   * earlier mode): the caller rewrites the snapshot without an event. `"same"` and no changes count as unchanged.
+   */
+  changesSince(
+    before: Snapshot | undefined,
+    hash: string,
+    object: Readonly<Record<string, unknown>>,
+    relevant?: (change: Change, before: Snapshot) => boolean,
+  ): Change[] | "new" | "same" {
+    if (before === undefined) return "new";
+    if (before.hash === hash) {
+      this.report.unchanged += 1;
+      return "same";
+    }
+    const all = diffObjects(conformPii(before.object, this.deps.pii), object);
+    const changes = relevant === undefined ? all : all.filter((change) => relevant(change, before));
+    if (changes.length === 0) this.report.unchanged += 1;
+    return changes;
   }
 
   /** True when `err` is a provider call stopped by the cycle's deadline: the cycle ends with outcome `deadline`. */

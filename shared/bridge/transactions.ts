@@ -4,8 +4,8 @@
  */
 import { logToken } from "../log-token.js";
 import { contentHash, recordHash, releaseJson } from "./hash.js";
-import { applyPiiInPlace, conformPii, type PiiPolicy } from "./pii.js";
-import { diffObjects, type Change } from "./diff.js";
+import { applyPiiInPlace, type PiiPolicy } from "./pii.js";
+import type { Change } from "./diff.js";
 import { isJsonObject } from "../json-object.js";
 import { CycleRun, type RunKind } from "./cycle.js";
 import { isTokenFailure, providerRefusal, statusOf } from "./provider-errors.js";
@@ -433,22 +433,14 @@ class TransactionRun extends CycleRun {
     const silentWrites: SilentWrite[] = [];
     for (const item of batch.items) {
       const before = snapshots.get(transactionKey(item.id));
-      if (!before) {
+      const changes = this.changesSince(before, item.hash, item.object);
+      if (changes === "new") {
         toPublish.push({ item, type: "transaction.created" });
         continue;
       }
-      if (before.hash === item.hash) {
-        this.report.unchanged += 1;
-        delivered?.add(item.id);
-        batch.ackIds.push(item.id);
-        continue;
-      }
-      // The snapshot may predate a PII mode switch: diff it in the current form, never publish its cleartext.
-      const changes = diffObjects(conformPii(before.object, this.deps.pii), item.object);
-      if (changes.length === 0) {
-        // Same data, different hash (e.g. null vs absent, PII in an older form): refresh the snapshot, publish nothing.
-        this.report.unchanged += 1;
-        silentWrites.push({ item, before });
+      if (changes === "same" || changes.length === 0) {
+        // Nothing to publish; a snapshot in another form (no changes) is refreshed.
+        if (changes !== "same") silentWrites.push({ item, before: before as Snapshot });
         delivered?.add(item.id);
         batch.ackIds.push(item.id);
         continue;
