@@ -116,7 +116,7 @@ export async function* pagesByNextPage<P extends { readonly pageInfo: PageInfo }
  *
  * @example
  * ```ts
- * for await (const page of pagesByTotalPages((page) => client.getStatementsByAccount("CA1", { page }))) console.log(page.data);
+ * for await (const page of pagesByTotalPages((page) => client.getStatementsByAccount("AC1", { page }))) console.log(page.data);
  * ```
  */
 export async function* pagesByTotalPages<P extends { readonly page: number; readonly totalPages: number }>(
