@@ -1,6 +1,6 @@
 import { gunzipSync, gzipSync } from "node:zlib";
 import { DeleteCommand, PutCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient, type QueryCommandOutput } from "@aws-sdk/lib-dynamodb";
-import type { Clock, EntityKind, Quarantine, QuarantineRecord } from "../bridge/ports.js";
+import type { Clock, EntityKind, Quarantine, QuarantinePagesOptions, QuarantineRecord } from "../bridge/ports.js";
 import { recordQashioId } from "../bridge/redrive.js";
 import { systemClock } from "./clock.js";
 import { CorruptItemError, decodeCause, isConditionFailure } from "./errors.js";
@@ -156,15 +156,24 @@ export class DynamoQuarantine implements Quarantine {
     return records;
   }
 
+  /** One Query call per page, `Limit` items each (expired items read and dropped, so a page may hold fewer). */
+  async *pages({ limit }: QuarantinePagesOptions): AsyncGenerator<QuarantineRecord[]> {
+    for await (const page of this.#pages({ limit })) {
+      const records = (page.Items ?? []).map((item) => this.#decode(item as unknown as QuarantineItem));
+      if (records.length > 0) yield records;
+    }
+  }
+
   /** Counts the tenant's records with `Select: COUNT` (no item is read back), following every page. */
   async size(): Promise<number> {
     let count = 0;
-    for await (const page of this.#pages("COUNT")) count += page.Count ?? 0;
+    for await (const page of this.#pages({ select: "COUNT" })) count += page.Count ?? 0;
     return count;
   }
 
-  /** Every page of the tenant's quarantine partition (consistent reads). */
-  async *#pages(select?: "COUNT"): AsyncGenerator<QueryCommandOutput> {
+  /** Every page of the tenant's quarantine partition (consistent reads), of up to `limit` items when given. */
+  async *#pages(options: { readonly select?: "COUNT"; readonly limit?: number } = {}): AsyncGenerator<QueryCommandOutput> {
+    const { select, limit } = options;
     let startKey: Record<string, unknown> | undefined;
     do {
       const page = await this.#doc.send(
@@ -176,6 +185,7 @@ export class DynamoQuarantine implements Quarantine {
           ExpressionAttributeNames: { "#ttl": "ttl" },
           ExpressionAttributeValues: { ":pk": quarantinePartition(this.#tenant), ":now": ttlSeconds(this.#clock.now()) },
           ...(select ? { Select: select } : {}),
+          ...(limit !== undefined ? { Limit: limit } : {}),
           ConsistentRead: true,
           ExclusiveStartKey: startKey,
         }),

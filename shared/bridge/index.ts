@@ -21,7 +21,7 @@ export { pollTransactions, PULL_STATUSES, transactionKey, transactionAliasKey, n
 export type { TransactionCycleOptions } from "./transactions.js";
 export { pollCards, cardKey, cardEventType } from "./cards.js";
 export { redriveQuarantined, isRedrivable, PUBLISH_FAILURE_PREFIX, VALIDATION_FAILURE_PREFIX } from "./redrive.js";
-export type { RedriveReport, RedriveOptions, KeptRecord } from "./redrive.js";
+export type { RedriveReport, RedriveOptions, KeptRecord, RedriveRecord } from "./redrive.js";
 export { conformSnapshots, DEFAULT_CONFORM_PAGE_SIZE } from "./conform.js";
 export type { ConformReport, ConformOptions, ConformOutcome } from "./conform.js";
 export type { CardCycleMode, CardCycleOptions } from "./cards.js";

@@ -165,6 +165,12 @@ export interface CutQuarantineBody {
   readonly qashio_id?: string;
 }
 
+/** Options of {@link Quarantine.pages}. */
+export interface QuarantinePagesOptions {
+  /** Most records in a page (a whole number, at least 1). */
+  readonly limit: number;
+}
+
 export interface Quarantine {
   /**
    * Resolves only once the record is durable: true when it is new, false when a record with its id is already held.
@@ -173,7 +179,15 @@ export interface Quarantine {
    * of the earlier mode.
    */
   put(record: QuarantineRecord): Promise<boolean>;
+  /** Every record held, all at once: for a small quarantine or a test; a walk over a quarantine of any size uses `pages`. */
   list(): Promise<QuarantineRecord[]>;
+  /**
+   * Every record held, at most `limit` at a time, in the store's own order, so a reader that lets each page go before
+   * the next holds one page in memory whatever the size of the quarantine (a rule that refused good provider data may
+   * have quarantined a whole backlog, bodies included). A record held and left alone for the whole walk comes once; one
+   * put or deleted during the walk (its own page's included) may or may not come.
+   */
+  pages(options: QuarantinePagesOptions): AsyncIterable<readonly QuarantineRecord[]>;
   /** Removes a record once its case is settled (e.g. re-driven); resolves once durable. An absent id is a no-op. */
   delete(id: string): Promise<void>;
   /** How many records are held now (a gauge for "quarantine not empty"; cheaper than `list`). */

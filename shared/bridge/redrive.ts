@@ -16,9 +16,18 @@ export const PUBLISH_FAILURE_PREFIX = quarantineReason("publish", "");
 /** Reason prefix of a record quarantined because it failed validation (see `CycleRun.quarantineRecord`). */
 export const VALIDATION_FAILURE_PREFIX = quarantineReason("validation", "");
 
+/**
+ * A quarantine record as the re-drive holds and reports it: without its raw body (read once, when its page is in hand),
+ * so a re-drive of a large quarantine holds ids and reasons, never every body at once.
+ */
+export type RedriveRecord = Omit<QuarantineRecord, "raw">;
+
+/** Quarantine records read per page while the re-drive gathers what to read again. */
+export const REDRIVE_QUARANTINE_PAGE_SIZE = 100;
+
 /** A quarantine record the re-drive left in place, and why. */
 export interface KeptRecord {
-  readonly record: QuarantineRecord;
+  readonly record: RedriveRecord;
   readonly why:
     | "no transaction id or qashio_id in the record"
     | "not found at the provider"
@@ -32,7 +41,7 @@ export interface RedriveReport {
   /** Records the re-drive took ({@link isRedrivable}), found in the quarantine. */
   readonly considered: number;
   /** Records deleted: their transaction's current state is now published (or already was). */
-  readonly redriven: readonly QuarantineRecord[];
+  readonly redriven: readonly RedriveRecord[];
   readonly kept: readonly KeptRecord[];
   /** The engine's report of the re-read transactions (events published, acknowledged, quarantined again). */
   readonly cycle: CycleReport;
@@ -90,7 +99,9 @@ export function recordQashioId(raw: unknown): string | undefined {
  * deletes the record. A record whose event fails again, whose transaction still fails validation (quarantined again
  * under the same record id while its body is unchanged, so neither a second record nor a new one in `Quarantined`),
  * or whose transaction is gone, is kept. Safe to run again: a transaction already delivered is found unchanged and
- * only its record is deleted. Hold the tenant's cycle lock around it, as around a cycle.
+ * only its record is deleted. Hold the tenant's cycle lock around it, as around a cycle. The quarantine is read a page
+ * at a time, and of each record taken only its ids and reason are kept: a quarantine of any size is re-driven in the
+ * memory of one page of bodies (and a few hundred bytes per record).
  *
  * @throws {CycleAbortedError} a provider, store or publisher call failed; records not yet deleted stay.
  * @example
@@ -100,21 +111,26 @@ export function recordQashioId(raw: unknown): string | undefined {
  * ```
  */
 export async function redriveQuarantined(deps: TransactionCycleDeps, options: RedriveOptions = {}): Promise<RedriveReport> {
-  const records = (await deps.quarantine.list()).filter(isRedrivable);
+  let considered = 0;
   const kept: KeptRecord[] = [];
   // One transaction can hold several records (one per failed version): one read serves them all.
-  const byTransaction = new Map<string, { readonly ref: TransactionRef; readonly records: QuarantineRecord[] }>();
-  for (const record of records) {
-    const qashioId = recordQashioId(record.raw);
-    if (record.entityId === undefined || qashioId === undefined) {
-      kept.push({ record, why: "no transaction id or qashio_id in the record" });
-      continue;
+  const byTransaction = new Map<string, { readonly ref: TransactionRef; readonly records: RedriveRecord[] }>();
+  for await (const page of deps.quarantine.pages({ limit: REDRIVE_QUARANTINE_PAGE_SIZE })) {
+    for (const entry of page) {
+      if (!isRedrivable(entry)) continue;
+      considered += 1;
+      const { raw, ...record } = entry;
+      const qashioId = recordQashioId(raw);
+      if (record.entityId === undefined || qashioId === undefined) {
+        kept.push({ record, why: "no transaction id or qashio_id in the record" });
+        continue;
+      }
+      const held = byTransaction.get(record.entityId);
+      if (held) held.records.push(record);
+      else byTransaction.set(record.entityId, { ref: { id: record.entityId, qashioId }, records: [record] });
     }
-    const held = byTransaction.get(record.entityId);
-    if (held) held.records.push(record);
-    else byTransaction.set(record.entityId, { ref: { id: record.entityId, qashioId }, records: [record] });
   }
-  const redriven: QuarantineRecord[] = [];
+  const redriven: RedriveRecord[] = [];
   // Deleted batch by batch, so a run cut short (a Lambda timeout) keeps what it did and the next one goes on.
   const afterBatch = async (delivered: ReadonlySet<string>): Promise<void> => {
     for (const id of delivered) {
@@ -144,6 +160,6 @@ export async function redriveQuarantined(deps: TransactionCycleDeps, options: Re
   for (const { record, why } of kept) {
     deps.logger.warn("quarantine record kept by the re-drive", { quarantineId: record.id, entityId: record.entityId, why });
   }
-  deps.logger.info("quarantined transactions re-driven", { considered: records.length, redriven: redriven.length, kept: kept.length });
-  return { considered: records.length, redriven, kept, cycle: report };
+  deps.logger.info("quarantined transactions re-driven", { considered, redriven: redriven.length, kept: kept.length });
+  return { considered, redriven, kept, cycle: report };
 }

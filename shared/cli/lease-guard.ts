@@ -84,6 +84,7 @@ export class CycleLeaseGuard {
   quarantine(inner: Quarantine): Quarantine {
     return {
       list: () => inner.list(),
+      pages: (options) => inner.pages(options),
       size: () => inner.size(),
       put: async (record) => {
         await this.check();

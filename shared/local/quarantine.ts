@@ -1,10 +1,10 @@
 /**
  * File-backed Quarantine: one JSON file per record, named by its deterministic id (idempotent put).
  */
-import { readFileSync } from "node:fs";
-import { readdir } from "node:fs/promises";
+import { readFileSync, type Dir } from "node:fs";
+import { opendir, readdir } from "node:fs/promises";
 import path from "node:path";
-import type { Quarantine, QuarantineRecord } from "../bridge/ports.js";
+import type { Quarantine, QuarantinePagesOptions, QuarantineRecord } from "../bridge/ports.js";
 import { TEMP_SUFFIX, makeDirDurable, removeFileDurably, staleTempSweep, writeFileAtomic } from "./atomic.js";
 import { CorruptStateError, LocalStateError } from "./errors.js";
 import { STATE_DIRS } from "./layout.js";
@@ -76,20 +76,37 @@ export class FileQuarantine implements Quarantine {
 
   /** All records, oldest first. */
   async list(): Promise<QuarantineRecord[]> {
+    const records: QuarantineRecord[] = [];
+    for await (const page of this.pages({ limit: LIST_PAGE_SIZE })) records.push(...page);
+    return records.sort((a, b) => (a.at === b.at ? a.id.localeCompare(b.id) : a.at.localeCompare(b.at)));
+  }
+
+  /**
+   * Records in directory order, read file by file as the directory is walked (opendir, not a listing of every name),
+   * so a page's records are all it holds. A file deleted since its name was read is passed over.
+   */
+  async *pages({ limit }: QuarantinePagesOptions): AsyncGenerator<QuarantineRecord[]> {
     await this.#sweep();
-    let names: string[];
+    let dir: Dir;
     try {
-      names = await readdir(this.dir);
+      dir = await opendir(this.dir);
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === "ENOENT") return [];
+      if ((err as NodeJS.ErrnoException).code === "ENOENT") return;
       throw err;
     }
-    const records: QuarantineRecord[] = [];
-    for (const name of names) {
-      if (!name.endsWith(".json") || name.endsWith(TEMP_SUFFIX)) continue;
-      records.push(this.#read(path.join(this.dir, name)));
+    let page: QuarantineRecord[] = [];
+    // Closes the directory however the walk ends (its end, a reader that stops, a throw).
+    for await (const entry of dir) {
+      if (!isRecordFile(entry.name)) continue;
+      const record = this.#read(path.join(this.dir, entry.name), { missingOk: true });
+      if (record === undefined) continue;
+      page.push(record);
+      if (page.length >= limit) {
+        yield page;
+        page = [];
+      }
     }
-    return records.sort((a, b) => (a.at === b.at ? a.id.localeCompare(b.id) : a.at.localeCompare(b.at)));
+    if (page.length > 0) yield page;
   }
 
   /** Number of records, counted from file names without reading them. */
@@ -101,8 +118,16 @@ export class FileQuarantine implements Quarantine {
       if ((err as NodeJS.ErrnoException).code === "ENOENT") return 0;
       throw err;
     }
-    return names.filter((name) => name.endsWith(".json") && !name.endsWith(TEMP_SUFFIX)).length;
+    return names.filter(isRecordFile).length;
   }
+}
+
+/** Records read per page by `list`, which keeps them all. */
+const LIST_PAGE_SIZE = 100;
+
+/** Whether a quarantine directory entry is a record (not a temp file a write left). */
+function isRecordFile(name: string): boolean {
+  return name.endsWith(".json") && !name.endsWith(TEMP_SUFFIX);
 }
 
 /** Whether a parsed record file has the members every reader of a record relies on (written by something else if not). */

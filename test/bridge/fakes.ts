@@ -14,6 +14,7 @@ import type {
   PublishFailure,
   PublishOptions,
   Quarantine,
+  QuarantinePagesOptions,
   QuarantineRecord,
   Snapshot,
   SnapshotKey,
@@ -103,6 +104,10 @@ export class MemoryQuarantine implements Quarantine {
   }
   async list(): Promise<QuarantineRecord[]> {
     return [...this.records.values()].map((r) => structuredClone(r));
+  }
+  async *pages({ limit }: QuarantinePagesOptions): AsyncGenerator<QuarantineRecord[]> {
+    const records = [...this.records.values()];
+    for (let i = 0; i < records.length; i += limit) yield records.slice(i, i + limit).map((r) => structuredClone(r));
   }
   async delete(id: string): Promise<void> {
     this.records.delete(id);

@@ -55,6 +55,7 @@ export function crashingPorts(
     quarantine: {
       put: (record) => crash.around("quarantine.put", () => ports.quarantine.put(record)),
       list: () => ports.quarantine.list(),
+      pages: (options) => ports.quarantine.pages(options),
       delete: (id) => crash.around("quarantine.delete", () => ports.quarantine.delete(id)),
       size: () => ports.quarantine.size(),
     },

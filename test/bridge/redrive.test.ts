@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { pollTransactions } from "../../shared/bridge/transactions.js";
-import { redriveQuarantined } from "../../shared/bridge/redrive.js";
+import { REDRIVE_QUARANTINE_PAGE_SIZE, redriveQuarantined } from "../../shared/bridge/redrive.js";
 import { CycleAbortedError } from "../../shared/bridge/errors.js";
 import { makeRig } from "./fakes.js";
 
@@ -138,6 +138,31 @@ describe("redriveQuarantined", () => {
     expect(second.cycle.outcome).toBe("complete");
     expect(rig.quarantine.records.size).toBe(0);
     expect(new Set(rig.publisher.ofType("transaction.created").map((e) => e.detail.subject.id)).size).toBe(25);
+  });
+
+  it("reads the quarantine a page at a time and keeps no record's body, so a large quarantine is not held whole", async () => {
+    const rig = makeRig();
+    const txns = await quarantinePublishFailures(rig, 230);
+    expect(rig.quarantine.records.size).toBe(230);
+    rig.quarantine.list = () => Promise.reject(new Error("the whole quarantine was read at once"));
+    const pageSizes: number[] = [];
+    const pages = rig.quarantine.pages.bind(rig.quarantine);
+    rig.quarantine.pages = async function* (options) {
+      for await (const page of pages(options)) {
+        pageSizes.push(page.length);
+        yield page;
+      }
+    };
+    const stillFailing = new Set(txns.slice(0, 3).map((t) => t.id));
+    rig.publisher.reject = (e) => (stillFailing.has(e.detail.subject.id) ? "AccessDeniedException: still not allowed" : undefined);
+
+    const report = await redriveQuarantined(rig.deps);
+    expect(report).toMatchObject({ considered: 230 });
+    expect(report.redriven).toHaveLength(227);
+    expect(report.kept.map((k) => k.record.entityId).sort()).toEqual([...stillFailing].sort());
+    expect(pageSizes.length).toBeGreaterThanOrEqual(3);
+    expect(Math.max(...pageSizes)).toBeLessThanOrEqual(REDRIVE_QUARANTINE_PAGE_SIZE);
+    expect([...report.redriven, ...report.kept.map((k) => k.record)].filter((r) => "raw" in r)).toEqual([]);
   });
 
   it("takes records in a new order each run, so ones that keep failing cannot hold the others back at every deadline", async () => {

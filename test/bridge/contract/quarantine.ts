@@ -115,6 +115,20 @@ export function describeQuarantineContract(name: string, factory: () => Promise<
       expect(await fixture.quarantine.list()).toEqual([]);
     });
 
+    it("hands every record once, page by page, each page within the limit", async () => {
+      for (let i = 0; i < 7; i += 1) await fixture.quarantine.put(record(`p${i}`, `2025-01-15T10:00:0${i}.000Z`));
+      const pages: (readonly QuarantineRecord[])[] = [];
+      for await (const page of fixture.quarantine.pages({ limit: 3 })) pages.push(page);
+      expect(pages.every((page) => page.length >= 1 && page.length <= 3)).toBe(true);
+      const walked = pages.flat();
+      expect(walked.map((r) => r.id).sort()).toEqual(["p0", "p1", "p2", "p3", "p4", "p5", "p6"]);
+      expect(walked.find((r) => r.id === "p3")).toEqual(record("p3", "2025-01-15T10:00:03.000Z"));
+    });
+
+    it("hands no page before anything is quarantined", async () => {
+      for await (const page of fixture.quarantine.pages({ limit: 3 })) expect.unreachable(`a page of ${page.length}`);
+    });
+
     it("keeps a deleted record gone across a new instance", async (ctx) => {
       if (!fixture.reopen) return ctx.skip();
       await fixture.quarantine.put(record("d4"));
