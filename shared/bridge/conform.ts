@@ -125,7 +125,7 @@ export async function conformSnapshots(
   }
   await deps.snapshots.vacuum();
   cursor = undefined;
-  quarantineRewritten = await conformQuarantine(deps);
+  quarantineRewritten = await conformQuarantine(deps, limit);
   return report("complete");
 }
 
@@ -160,16 +160,19 @@ function conformBody(raw: unknown, deps: Pick<BridgeDeps, "pii">): unknown {
  * Rewrites the raw body of every quarantine record not in the current PII form (`conformPiiToBody`: masked as a
  * cycle masks it, values already masked kept; the head of a body the store had to cut masked whole, see
  * {@link conformBody}): a record quarantined under an earlier mode would otherwise keep its cleartext until its item is found again,
- * which for an acknowledged transaction is never. Held records keep their id and first `at` (Quarantine.put); the
- * quarantine is small (an alarm fires while it holds anything), so it is read whole.
+ * which for an acknowledged transaction is never. Held records keep their id and first `at` (Quarantine.put). Read
+ * `limit` records at a time, as the snapshots are: a quarantine may hold a whole backlog a bad rule refused, bodies
+ * included.
  */
-async function conformQuarantine(deps: Pick<BridgeDeps, "quarantine" | "pii">): Promise<number> {
+async function conformQuarantine(deps: Pick<BridgeDeps, "quarantine" | "pii">, limit: number): Promise<number> {
   let rewritten = 0;
-  for (const record of await deps.quarantine.list()) {
-    const raw = conformBody(record.raw, deps);
-    if (JSON.stringify(raw) === JSON.stringify(record.raw)) continue;
-    await deps.quarantine.put({ ...record, raw });
-    rewritten += 1;
+  for await (const page of deps.quarantine.pages({ limit })) {
+    for (const record of page) {
+      const raw = conformBody(record.raw, deps);
+      if (JSON.stringify(raw) === JSON.stringify(record.raw)) continue;
+      await deps.quarantine.put({ ...record, raw });
+      rewritten += 1;
+    }
   }
   return rewritten;
 }

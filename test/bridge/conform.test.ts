@@ -234,6 +234,27 @@ describe("conformSnapshots", () => {
     expect((await conformSnapshots({ ...rig.deps, pii: HASH })).quarantineRewritten).toBe(0);
   });
 
+  it("reads the quarantine a page at a time, never whole, and rewrites every record of every page", async () => {
+    const rig = makeRig({ pii: { mode: "full" } });
+    const body = { id: "t1", qashio_id: "CT1", card_holder_name: "Ann Holder", card_holder_email: "ann@example.com" };
+    for (let i = 0; i < 23; i += 1) {
+      await rig.quarantine.put({ id: `q${i}`, kind: "transaction", reason: "bad", raw: { ...body, memo: `m${i}` }, at: "2026-03-01T12:00:00Z" });
+    }
+    rig.quarantine.list = () => Promise.reject(new Error("the whole quarantine was read at once"));
+    const pageSizes: number[] = [];
+    const pages = rig.quarantine.pages.bind(rig.quarantine);
+    rig.quarantine.pages = async function* (options) {
+      for await (const page of pages(options)) {
+        pageSizes.push(page.length);
+        yield page;
+      }
+    };
+
+    expect((await conformSnapshots({ ...rig.deps, pii: REDACT }, { pageSize: 10 })).quarantineRewritten).toBe(23);
+    expect(pageSizes).toEqual([10, 10, 3]);
+    expect(JSON.stringify([...rig.quarantine.records.values()])).not.toMatch(/Ann Holder|ann@example\.com/);
+  });
+
   it("masks whole the head of a body the store had to cut (JSON text cut short), keeping its size and qashio_id", async () => {
     const rig = makeRig({ pii: { mode: "full" } });
     const head = '{"id":"t1","qashio_id":"CT1","card_holder_name":"Ann Holder","card_holder_email":"ann@example.com","memo":"xxxx';
