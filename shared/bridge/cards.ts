@@ -14,6 +14,7 @@ import type { BridgeEvent, QuarantineRecord, Snapshot, SnapshotKey } from "./por
 import type { CycleReport } from "./report.js";
 import { pageEntries, type PageEntry } from "./provider.js";
 import { mapLimit } from "./map-limit.js";
+import { RecentIds } from "./recent-ids.js";
 import type { ValidationResult } from "./validate.js";
 import { ERP_CARD_DETAIL_KEYS } from "../qashio/schemas/erp-card.js";
 
@@ -152,7 +153,11 @@ function isViewChange(change: Change, before: Readonly<Record<string, unknown>>,
 }
 
 class CardRun extends CycleRun {
-  private readonly seen = new Set<string>();
+  /**
+   * Cards taken in the last few pages: a card met again was shifted onto the next page by cards issued meanwhile, and
+   * a walk of every card the company has need not hold all their ids. One met again further on is diffed again.
+   */
+  private readonly seen = new RecentIds();
   /** Set once a page's detail reads all failed (see `withDetails`): the rest of the walk takes cards as listed, without reading them. */
   private detailsFailing = false;
 
@@ -372,6 +377,7 @@ class CardRun extends CycleRun {
     /** Records of detail reads the bridge could not take: their cards are walked as listed, so not counted as handled again. */
     let rejectedDetails = 0;
     const items: { id: string; object: Record<string, unknown>; hash: string; asListed?: true }[] = [];
+    const onPage = new Set<string>();
     for (const { raw, rejected, asListed, rejectedDetail, checked } of entries) {
       if (rejectedDetail !== undefined) {
         // Under the card asked for, whose read is broken: an answer naming another card would send ops to the wrong one.
@@ -387,10 +393,11 @@ class CardRun extends CycleRun {
       const object = this.pii(result.data);
       const id = object["id"] as string;
       // A card inserted at the top shifts the next page by one: the same card can be listed twice.
-      if (this.seen.has(id)) continue;
-      this.seen.add(id);
+      if (onPage.has(id) || this.seen.has(id)) continue;
+      onPage.add(id);
       items.push({ id, object, hash: contentHash(object), ...(asListed ? { asListed } : {}) });
     }
+    this.seen.add(onPage);
     this.report.handled += items.length + quarantine.length - rejectedDetails;
     await this.quarantine(quarantine);
     if (items.length === 0) return;

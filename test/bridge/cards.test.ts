@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { CARD_DETAIL_CONCURRENCY, cardEventType, pollCards, walkCursorKey } from "../../shared/bridge/cards.js";
 import { parseEventDetail } from "../../shared/bridge/events/schemas.js";
 import { CycleAbortedError, ReauthorizationNeededError } from "../../shared/bridge/errors.js";
@@ -7,6 +7,7 @@ import { schemaValidator } from "../../shared/bridge/validate.js";
 import { ErpCardSchema } from "../../shared/qashio/schemas/erp-card.js";
 import { contentHash } from "../../shared/bridge/hash.js";
 import { applyPii, type PiiPolicy } from "../../shared/bridge/pii.js";
+import { RECENT_BATCHES, RecentIds } from "../../shared/bridge/recent-ids.js";
 import { makeRig } from "./fakes.js";
 import { clientOverFake } from "./provider-client.js";
 
@@ -114,6 +115,25 @@ describe("pollCards", () => {
     expect(report).toMatchObject({ pulled: 6, handled: 5, unchanged: 0 });
     await pollCards(rig.deps, { pageSize: 2 });
     expect(rig.publisher.events).toHaveLength(6);
+  });
+
+  it("remembers the cards of its last few pages only, not every card the walk took", async () => {
+    const rig = makeRig({ emitCardCreated: true });
+    for (let i = 0; i < 40; i++) rig.provider.addCard();
+    const remembered: number[] = [];
+    const add = RecentIds.prototype.add;
+    const spy = vi.spyOn(RecentIds.prototype, "add").mockImplementation(function (this: RecentIds, ...args) {
+      add.apply(this, args);
+      remembered.push(this.size);
+    });
+    try {
+      expect(await pollCards(rig.deps, { pageSize: 2 })).toMatchObject({ outcome: "complete", handled: 40 });
+    } finally {
+      spy.mockRestore();
+    }
+    expect(rig.publisher.events).toHaveLength(40);
+    expect(remembered).toHaveLength(20);
+    expect(Math.max(...remembered)).toBe(RECENT_BATCHES * 2);
   });
 
   it("in suspended-only mode reads only the suspended list and publishes new suspensions", async () => {
