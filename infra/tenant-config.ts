@@ -3,6 +3,7 @@
  * Validated with zod; a bad entry fails synth with a message naming the tenant and the field.
  */
 import { readFileSync } from "node:fs";
+import { RegionInfo } from "aws-cdk-lib/region-info";
 import { z } from "zod";
 import { BASE_URL_ENV_VARS, normaliseBaseUrl, type QashioDeployment } from "../shared/qashio/config.js";
 import { EVENT_TYPES } from "../shared/bridge/events/schemas.js";
@@ -248,9 +249,10 @@ const tenantSchema = z.strictObject({
     .default([])
     .meta({ description: `HTTPS endpoints that receive chosen event types through EventBridge API destinations (at most ${MAX_WEBHOOKS_PER_TENANT})` }),
 }).superRefine((tenant, ctx) => {
-  // Caught here rather than at deploy: rules and the archive need the bus in the stack's own account and region, an
-  // alarm can only notify a topic in its own region, and CloudFormation resolves a webhook secret in the stack's region
-  // (a secret of another account is fine: dynamic references take its full ARN).
+  // Caught here rather than at deploy: an ARN of another partition than the region's names nothing there, rules and the
+  // archive need the bus in the stack's own account and region, an alarm can only notify a topic in its own region, and
+  // CloudFormation resolves a webhook secret in the stack's region (a secret of another account is fine: dynamic
+  // references take its full ARN).
   const placed = arnsOf(tenant);
   const first = placed[0];
   if (first !== undefined) {
@@ -262,11 +264,15 @@ const tenantSchema = z.strictObject({
       }
     }
   }
+  // The partition follows from the region (arn:aws-cn: in China, ...); unknown for a region newer than aws-cdk-lib.
+  const partition = tenant.region === undefined ? undefined : RegionInfo.get(tenant.region).partition;
   for (const { path, arn, account, secret } of placed) {
-    const [, , , region, accountId] = arn.split(":");
+    const [, arnPartition, , region, accountId] = arn.split(":");
     const elsewhere = tenant.account !== undefined && accountId !== tenant.account;
     if (tenant.region !== undefined && region !== tenant.region) {
       ctx.addIssue({ code: "custom", path, message: "must be in the tenant's region" });
+    } else if (partition !== undefined && arnPartition !== partition) {
+      ctx.addIssue({ code: "custom", path, message: `must start with arn:${partition}: (the partition of ${tenant.region})` });
     } else if (account && elsewhere) {
       ctx.addIssue({ code: "custom", path, message: "must be in the tenant's account" });
     } else if (secret && elsewhere && !SECRET_ARN_SUFFIX.test(arn)) {

@@ -196,6 +196,20 @@ describe("tenant config", () => {
     expect(parseTenantConfig({ ...minimal, account: "123456789012", region: "eu-west-1", webhooks: hookWith(partial) }).webhooks).toHaveLength(1);
   });
 
+  it("refuses an ARN of another partition than the tenant's region (arn:aws: in China), which only the deploy would find", () => {
+    const china = { ...minimal, account: "123456789012", region: "cn-north-1" };
+    const error = errorOf(() => parseTenantConfig({ ...china, alarms: { topicArn: "arn:aws:sns:cn-north-1:123456789012:ops" } }));
+    expect(error.field).toBe("alarms.topicArn");
+    expect(error.message).toContain("field alarms.topicArn: must start with arn:aws-cn: (the partition of cn-north-1)");
+    const bus = errorOf(() => parseTenantConfig({ ...china, eventBus: { mode: "import", arn: "arn:aws:events:cn-north-1:123456789012:event-bus/shared" } }));
+    expect(bus.field).toBe("eventBus.arn");
+    expect(parseTenantConfig({ ...china, alarms: { topicArn: "arn:aws-cn:sns:cn-north-1:123456789012:ops" } }).alarms.topicArn).toBe(
+      "arn:aws-cn:sns:cn-north-1:123456789012:ops",
+    );
+    // A region newer than aws-cdk-lib has no known partition: its ARNs are taken as written.
+    expect(parseTenantConfig({ ...minimal, account: "123456789012", region: "xx-new-1", alarms: { topicArn: "arn:aws-xx:sns:xx-new-1:123456789012:ops" } })).toBeDefined();
+  });
+
   it("keeps a tenant without any ARN environment-agnostic: account and region stay optional", () => {
     expect(parseTenantConfig(minimal)).not.toHaveProperty("region");
     expect(parseTenantConfig({ ...minimal, region: "eu-west-1" }).region).toBe("eu-west-1");
