@@ -60,6 +60,14 @@ describe("infra/app.ts", () => {
     const pkg = JSON.parse(readFileSync(join(REPO_ROOT, "package.json"), "utf8")) as { scripts: Record<string, string> };
     expect(pkg.scripts.synth).toBe("cdk synth --quiet -c tenantsFile=infra/tenants.example.json");
   });
+
+  it("switches the CLI's notices off where the CLI reads that setting: cdk.json's top level (in its context it fetched them on every command)", () => {
+    const cdkJson = JSON.parse(readFileSync(join(REPO_ROOT, "cdk.json"), "utf8")) as { notices?: unknown; context: Record<string, unknown> };
+    expect(cdkJson.notices).toBe(false);
+    expect(cdkJson.context).not.toHaveProperty("notices");
+    // Telemetry, by contrast, is a context value.
+    expect(cdkJson.context["cli-telemetry"]).toBe(false);
+  });
 });
 
 // In-process: what infra/app.ts builds from its context. The cases above run it for real; the successful synth it
