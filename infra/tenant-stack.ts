@@ -103,9 +103,11 @@ export class TenantStack extends Stack {
     });
     const tenant = props.tenant;
     if (/\.(example|invalid|test)$/.test(new URL(props.providerBaseUrl).hostname)) {
+      // A named deployment takes its URL from the environment or cdk.json; a literal one is the tenant's own field.
+      const where = /^https:/.test(tenant.environment) ? "the tenant's environment field" : "QASHIO_*_URL or cdk context qashioUrls";
       Annotations.of(this).addWarningV2(
         "qashio-bridge:placeholderProviderUrl",
-        `provider URL ${props.providerBaseUrl} is a placeholder: set the real one (QASHIO_*_URL or cdk context qashioUrls) before deploying`,
+        `provider URL ${props.providerBaseUrl} is a placeholder: set the real one (${where}) before deploying`,
       );
     }
     // The tenants file checks a region's shape only: a typo such as eu-west-7 would fail the deploy, not synth.

@@ -147,7 +147,14 @@ describe("tenant stacks", () => {
     const typo = warningsFor("eu-west-9", { production: "https://api.qashio.real" });
     expect(typo).toEqual([expect.stringContaining("region eu-west-9 is not one this aws-cdk-lib knows: check it for a typo")]);
     expect(warningsFor("eu-west-1", { production: "https://api.qashio.real" })).toEqual([]);
-    expect(warningsFor("me-central-1")).toEqual([expect.stringContaining("provider URL https://api.provider.test is a placeholder")]);
+    expect(warningsFor("me-central-1")).toEqual([
+      expect.stringContaining("provider URL https://api.provider.test is a placeholder: set the real one (QASHIO_*_URL or cdk context qashioUrls)"),
+    ]);
+    // A literal URL is the tenant's own: the environment variables and cdk.json do not set it.
+    const [literal] = buildTestApp({ tenants: [{ ...globex, environment: "https://api.acme.example" }] }).stacks as [TenantStack];
+    expect(Annotations.fromStack(literal).findWarning("*", Match.anyValue()).map((w) => String(w.entry.data))).toEqual([
+      expect.stringContaining("provider URL https://api.acme.example is a placeholder: set the real one (the tenant's environment field) before deploying"),
+    ]);
   });
 
   it("rotates the token daily at a fixed hour, within one hour, through rotate-token, not on deploy", () => {
