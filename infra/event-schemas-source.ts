@@ -5,6 +5,7 @@
  */
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { EVENT_TYPES } from "../shared/bridge/events/schemas.js";
 import { EventSchemaError } from "./errors.js";
 
 const DRAFT_04 = "http://json-schema.org/draft-04/schema#";
@@ -91,7 +92,8 @@ export function toDraft04(schema: Record<string, unknown>, file: string): Record
 /**
  * Reads every `<type>.json` of the event catalog directory.
  *
- * @throws EventSchemaError when the directory is missing or empty, or a file is not a JSON object.
+ * @throws EventSchemaError when the directory is missing or empty, holds a `.json` file named for no event type or
+ * lacks one of them, or a file is not a JSON object.
  */
 export function loadEventDetailSchemas(dir: string): EventDetailSchema[] {
   if (!existsSync(dir)) {
@@ -104,6 +106,19 @@ export function loadEventDetailSchemas(dir: string): EventDetailSchema[] {
     .sort();
   if (files.length === 0) {
     throw new EventSchemaError(`event catalog ${dir} has no <type>.json files: export the event JSON Schemas first`);
+  }
+  // Every file becomes a registry schema: another JSON file (eventsDir naming the wrong directory) would register a
+  // bogus event type, and a missing type would leave it out of the registry, both without a word.
+  const types: readonly string[] = EVENT_TYPES;
+  const stray = files.find((name) => !types.includes(name.slice(0, -".json".length)));
+  if (stray !== undefined) {
+    throw new EventSchemaError(`event catalog ${dir}: ${stray} is named for no event type (${types.join(", ")}): is eventsDir the catalog?`, {
+      file: join(dir, stray),
+    });
+  }
+  const missing = types.filter((type) => !files.includes(`${type}.json`));
+  if (missing.length > 0) {
+    throw new EventSchemaError(`event catalog ${dir} lacks ${missing.map((type) => `${type}.json`).join(", ")}: export the event JSON Schemas again`);
   }
   return files.map((name) => {
     const file = join(dir, name);

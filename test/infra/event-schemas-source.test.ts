@@ -61,13 +61,37 @@ describe("loadEventDetailSchemas", () => {
     expect(() => loadEventDetailSchemas(dir)).toThrow(/has no <type>.json files/);
   });
 
-  it("reads one schema per <type>.json, named by the file", () => {
+  /** A catalog directory with one `{ type: "object" }` schema per event type, and `extra` files besides. */
+  function catalogDir(extra: Record<string, string> = {}): string {
     const dir = mkdtempSync(join(tmpdir(), "events-"));
-    writeFileSync(join(dir, "card.suspended.json"), JSON.stringify({ type: "object" }));
-    writeFileSync(join(dir, "notes.md"), "not a schema");
-    const schemas = loadEventDetailSchemas(dir);
-    expect(schemas.map((s) => s.type)).toEqual(["card.suspended"]);
+    for (const type of EVENT_TYPES) writeFileSync(join(dir, `${type}.json`), JSON.stringify({ type: "object" }));
+    for (const [name, text] of Object.entries(extra)) writeFileSync(join(dir, name), text);
+    return dir;
+  }
+
+  it("reads one schema per <type>.json, named by the file", () => {
+    const schemas = loadEventDetailSchemas(catalogDir({ "notes.md": "not a schema" }));
+    expect(schemas.map((s) => s.type)).toEqual([...EVENT_TYPES].sort());
     expect(schemas[0]?.schema).toEqual({ $schema: DRAFT_04, type: "object" });
+  });
+
+  it("refuses a catalog with a JSON file named for no event type, or lacking one, instead of registering what it holds", () => {
+    // eventsDir naming docs/ instead of docs/events would register tenants.schema as an event type.
+    const stray = catalogDir({ "tenants.schema.json": "{}" });
+    const error = (() => {
+      try {
+        loadEventDetailSchemas(stray);
+      } catch (e) {
+        return e as EventSchemaError;
+      }
+      throw new Error("expected an EventSchemaError");
+    })();
+    expect(error).toBeInstanceOf(EventSchemaError);
+    expect(error.message).toContain("tenants.schema.json is named for no event type");
+    expect(error.file).toBe(join(stray, "tenants.schema.json"));
+    const partial = mkdtempSync(join(tmpdir(), "events-"));
+    writeFileSync(join(partial, "card.suspended.json"), JSON.stringify({ type: "object" }));
+    expect(() => loadEventDetailSchemas(partial)).toThrow(/lacks transaction\.created\.json, transaction\.changed\.json, card\.created\.json, card\.updated\.json, card\.status_changed\.json:/);
   });
 
   it("registers the committed catalog open to members a later 1.x adds, as docs/events.md promises consumers", () => {
@@ -81,8 +105,7 @@ describe("loadEventDetailSchemas", () => {
   });
 
   it("names the file that is not JSON", () => {
-    const dir = mkdtempSync(join(tmpdir(), "events-"));
-    writeFileSync(join(dir, "card.updated.json"), "{");
+    const dir = catalogDir({ "card.updated.json": "{" });
     expect(() => loadEventDetailSchemas(dir)).toThrow(`${join(dir, "card.updated.json")} is not valid JSON`);
   });
 });
