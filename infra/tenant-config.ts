@@ -514,11 +514,37 @@ export function loadTenantsFile(path: string): TenantConfig[] {
 }
 
 /**
+ * The cdk context value `qashioUrls`: an object from cdk.json, or its JSON text from `-c qashioUrls=...` (the CLI passes
+ * strings). Anything else, an unknown deployment or a URL that is not a string fails synth: ignored, it left the
+ * tenants of a deployment on cdk.json's placeholders, or without a URL, with no word on why.
+ */
+function contextUrls(context: unknown): Readonly<Record<string, unknown>> {
+  if (context === undefined || context === null) return {};
+  const expected = `cdk context qashioUrls must be a JSON object of base URLs by deployment (${Object.keys(BASE_URL_ENV_VARS).join(", ")})`;
+  let value = context;
+  if (typeof value === "string") {
+    try {
+      value = JSON.parse(value);
+    } catch {
+      throw new TenantConfigError(`${expected}, e.g. -c 'qashioUrls={"sandbox":"https://..."}'; got text that is not JSON`);
+    }
+  }
+  if (typeof value !== "object" || value === null || Array.isArray(value)) throw new TenantConfigError(`${expected}; got ${Array.isArray(value) ? "an array" : typeof value}`);
+  const problems = Object.entries(value).flatMap(([deployment, url]) =>
+    !Object.hasOwn(BASE_URL_ENV_VARS, deployment) ? [`${deployment} is no deployment`] : typeof url !== "string" ? [`${deployment} is not a string`] : [],
+  );
+  if (problems.length > 0) throw new TenantConfigError(`${expected}: ${problems.join("; ")}`);
+  return value as Readonly<Record<string, unknown>>;
+}
+
+/**
  * Reads the named deployments' base URLs: the environment (`QASHIO_PRODUCTION_URL`, ...) wins over the
  * cdk context value `qashioUrls` (`{ production, eu, sandbox }`), so CI and operators can override cdk.json.
+ *
+ * @throws TenantConfigError when `qashioUrls` is not such an object (see {@link contextUrls}).
  */
 export function providerUrlsFrom(context: unknown, env: Readonly<Record<string, string | undefined>>): ProviderUrls {
-  const fromContext = typeof context === "object" && context !== null ? (context as Record<string, unknown>) : {};
+  const fromContext = contextUrls(context);
   const urls: ProviderUrls = {};
   for (const [deployment, variable] of Object.entries(BASE_URL_ENV_VARS) as [QashioDeployment, string][]) {
     const value = env[variable]?.trim() || (typeof fromContext[deployment] === "string" ? fromContext[deployment] : "");
@@ -543,7 +569,7 @@ export function resolveProviderUrl(tenant: TenantConfig, urls: ProviderUrls): st
   if (!url) {
     const variable = BASE_URL_ENV_VARS[env as QashioDeployment];
     throw new TenantConfigError(
-      `tenant "${tenant.id}": field environment: "${env}" needs its base URL; set ${variable} or the cdk context qashioUrls.${env}`,
+      `tenant "${tenant.id}": field environment: "${env}" needs its base URL; set ${variable}, or "${env}" in the cdk context qashioUrls (cdk.json)`,
       { tenant: tenant.id, field: "environment" },
     );
   }

@@ -383,6 +383,20 @@ describe("provider URL", () => {
     expect(resolveProviderUrl(tenant, urls)).toBe("https://env.test");
   });
 
+  it("reads qashioUrls given on the command line (-c passes JSON text) as cdk.json's object", () => {
+    expect(providerUrlsFrom('{"sandbox":"https://cli.test"}', {})).toEqual({ sandbox: "https://cli.test" });
+    expect(providerUrlsFrom(undefined, {})).toEqual({});
+  });
+
+  it("refuses a qashioUrls that is no object of URLs by deployment, naming each problem, rather than ignoring it", () => {
+    expect(() => providerUrlsFrom("https://cli.test", {})).toThrow(/qashioUrls must be a JSON object of base URLs by deployment \(production, eu, sandbox\).*not JSON/);
+    expect(() => providerUrlsFrom(["https://a.test"], {})).toThrow(/qashioUrls must be a JSON object.*got an array/);
+    expect(() => providerUrlsFrom({ prod: "https://a.test", eu: 5, toString: "https://b.test" }, {})).toThrow(
+      /prod is no deployment; eu is not a string; toString is no deployment/,
+    );
+    expect(() => providerUrlsFrom({ sandbox: "https://a.test" }, {})).not.toThrow();
+  });
+
   it("uses a literal https URL as it is", () => {
     expect(resolveProviderUrl(parseTenantConfig({ ...minimal, environment: "https://custom.test/" }), {})).toBe(
       "https://custom.test",
@@ -417,7 +431,7 @@ describe("provider URL", () => {
   it("fails naming the variable and context key when a named deployment has no URL", () => {
     const error = errorOf(() => resolveProviderUrl(tenant, {}));
     expect(error.message).toBe(
-      'tenant "acme": field environment: "sandbox" needs its base URL; set QASHIO_SANDBOX_URL or the cdk context qashioUrls.sandbox',
+      'tenant "acme": field environment: "sandbox" needs its base URL; set QASHIO_SANDBOX_URL, or "sandbox" in the cdk context qashioUrls (cdk.json)',
     );
   });
 });
