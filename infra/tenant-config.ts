@@ -393,7 +393,7 @@ export function parseTenantConfig(raw: unknown, index = 0): TenantConfig {
  * Validates a whole tenants document: every tenant, unique ids, webhook names unique per tenant even once their dashes
  * are removed (CloudFormation's logical ids, which the runbook finds resources by, drop them).
  *
- * @throws TenantConfigError naming the tenant and field.
+ * @throws TenantConfigError naming the tenant and field (every tenant at fault, in one message).
  */
 export function parseTenantsDocument(raw: unknown): TenantConfig[] {
   const file = tenantsFileSchema.safeParse(raw);
@@ -404,7 +404,22 @@ export function parseTenantsDocument(raw: unknown): TenantConfig[] {
     const message = issue?.code === "unrecognized_keys" ? 'is not a field of the tenants file, which holds "tenants" (and "$schema")' : (issue?.message ?? "invalid");
     throw new TenantConfigError(`tenants file: field ${field}: ${message}`, { field });
   }
-  const tenants = file.data.tenants.map((entry, index) => parseTenantConfig(entry, index));
+  // Every tenant is checked before failing, so one synth run shows what to fix in all of them.
+  const tenants: TenantConfig[] = [];
+  const faults: TenantConfigError[] = [];
+  file.data.tenants.forEach((entry, index) => {
+    try {
+      tenants.push(parseTenantConfig(entry, index));
+    } catch (error) {
+      if (!(error instanceof TenantConfigError)) throw error;
+      faults.push(error);
+    }
+  });
+  const [fault, ...moreFaults] = faults;
+  if (fault !== undefined) {
+    if (moreFaults.length === 0) throw fault;
+    throw new TenantConfigError(faults.map((f) => f.message).join("; "), { tenant: fault.tenant, field: fault.field }, { cause: fault });
+  }
   const seen = new Set<string>();
   for (const tenant of tenants) {
     if (seen.has(tenant.id)) {

@@ -371,6 +371,24 @@ describe("tenant config", () => {
   });
 });
 
+describe("tenants file with several tenants at fault", () => {
+  it("names every tenant at fault in one message, not only the first", () => {
+    const error = errorOf(() =>
+      parseTenantsDocument({
+        tenants: [
+          { ...minimal, id: "first", schedules: { transactionsEveryMinutes: 0 } },
+          { ...minimal, id: "fine" },
+          { ...minimal, id: "third", piiMode: "masked" },
+        ],
+      }),
+    );
+    expect(error.message).toMatch(/^tenant "first": field schedules\.transactionsEveryMinutes: .*; tenant "third": field piiMode: /);
+    expect(error.message).not.toContain('"fine"');
+    expect(error.message).not.toContain("\n");
+    expect([error.tenant, error.field]).toEqual(["first", "schedules.transactionsEveryMinutes"]);
+  });
+});
+
 describe("provider URL", () => {
   const tenant = parseTenantConfig(minimal);
 
