@@ -13,7 +13,7 @@ import middy from "@middy/core";
 import type { Context } from "aws-lambda";
 import type { ConformReport } from "../bridge/conform.js";
 import type { Clock } from "../bridge/ports.js";
-import type { RedriveReport } from "../bridge/redrive.js";
+import { KEPT_RECORDS_NAMED, type RedriveReport } from "../bridge/redrive.js";
 import { totalPublished, type CycleReport } from "../bridge/report.js";
 import type { FetchLike } from "../qashio/http.js";
 import { systemClock } from "./clock.js";
@@ -56,8 +56,10 @@ export interface PollResult {
   readonly durationMs?: number;
   /** A re-drive: quarantine records whose transaction is now delivered, removed. */
   readonly redriven?: number;
-  /** A re-drive: records kept (their quarantine ids; the log says why). */
+  /** A re-drive: records kept (their quarantine ids, the first {@link KEPT_RECORDS_NAMED}; the log says why). */
   readonly kept?: readonly string[];
+  /** A re-drive that kept more records than `kept` names: how many more (the log counts them by why). */
+  readonly keptNotNamed?: number;
   /** A PII conform pass: snapshots read. */
   readonly scanned?: number;
   /** A PII conform pass: snapshots rewritten with their personal fields masked. */
@@ -220,7 +222,8 @@ function redriveSummary(report: RedriveReport): Summary {
     outcome: report.cycle.outcome,
     published: totalPublished(report.cycle),
     redriven: report.redriven.length,
-    kept: report.kept.map(({ record }) => record.id),
+    kept: report.kept.slice(0, KEPT_RECORDS_NAMED).map(({ record }) => record.id),
+    ...(report.kept.length > KEPT_RECORDS_NAMED ? { keptNotNamed: report.kept.length - KEPT_RECORDS_NAMED } : {}),
   };
 }
 

@@ -22,6 +22,13 @@ export const VALIDATION_FAILURE_PREFIX = quarantineReason("validation", "");
  */
 export type RedriveRecord = Omit<QuarantineRecord, "raw">;
 
+/**
+ * Kept records a re-drive names one by one (a warn line each; the Lambda's result lists their ids): a re-drive of a
+ * large quarantine keeps most records as not reached, run after run, and a line or an id for each would flood the log
+ * and outgrow the 6 MB a Lambda may return. The rest are counted by why.
+ */
+export const KEPT_RECORDS_NAMED = 100;
+
 /** Quarantine records read per page while the re-drive gathers what to read again. */
 export const REDRIVE_QUARANTINE_PAGE_SIZE = 100;
 
@@ -157,9 +164,17 @@ export async function redriveQuarantined(deps: TransactionCycleDeps, options: Re
           : "its event was not published";
     for (const record of held.records) kept.push({ record, why });
   }
-  for (const { record, why } of kept) {
+  for (const { record, why } of kept.slice(0, KEPT_RECORDS_NAMED)) {
     deps.logger.warn("quarantine record kept by the re-drive", { quarantineId: record.id, entityId: record.entityId, why });
   }
-  deps.logger.info("quarantined transactions re-driven", { considered, redriven: redriven.length, kept: kept.length });
+  const keptByWhy: Partial<Record<KeptRecord["why"], number>> = {};
+  for (const { why } of kept) keptByWhy[why] = (keptByWhy[why] ?? 0) + 1;
+  deps.logger.info("quarantined transactions re-driven", {
+    considered,
+    redriven: redriven.length,
+    kept: kept.length,
+    keptByWhy,
+    ...(kept.length > KEPT_RECORDS_NAMED ? { keptNotNamed: kept.length - KEPT_RECORDS_NAMED } : {}),
+  });
   return { considered, redriven, kept, cycle: report };
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { pollTransactions } from "../../shared/bridge/transactions.js";
-import { REDRIVE_QUARANTINE_PAGE_SIZE, redriveQuarantined } from "../../shared/bridge/redrive.js";
+import { KEPT_RECORDS_NAMED, REDRIVE_QUARANTINE_PAGE_SIZE, redriveQuarantined } from "../../shared/bridge/redrive.js";
 import { CycleAbortedError } from "../../shared/bridge/errors.js";
 import { makeRig } from "./fakes.js";
 
@@ -163,6 +163,20 @@ describe("redriveQuarantined", () => {
     expect(pageSizes.length).toBeGreaterThanOrEqual(3);
     expect(Math.max(...pageSizes)).toBeLessThanOrEqual(REDRIVE_QUARANTINE_PAGE_SIZE);
     expect([...report.redriven, ...report.kept.map((k) => k.record)].filter((r) => "raw" in r)).toEqual([]);
+  });
+
+  it("names the first kept records one by one and counts the rest by why, so a large quarantine kept does not flood the log", async () => {
+    const rig = makeRig();
+    await quarantinePublishFailures(rig, KEPT_RECORDS_NAMED + 30);
+    rig.publisher.reject = () => "AccessDeniedException: still not allowed";
+
+    const report = await redriveQuarantined(rig.deps);
+    expect(report.kept).toHaveLength(KEPT_RECORDS_NAMED + 30);
+    const named = rig.logger.lines.filter((l) => l.message === "quarantine record kept by the re-drive");
+    expect(named).toHaveLength(KEPT_RECORDS_NAMED);
+    expect(new Set(named.map((l) => l.attributes?.["quarantineId"])).size).toBe(KEPT_RECORDS_NAMED);
+    const summary = rig.logger.lines.find((l) => l.message === "quarantined transactions re-driven");
+    expect(summary?.attributes).toMatchObject({ kept: KEPT_RECORDS_NAMED + 30, keptByWhy: { "its event was not published": KEPT_RECORDS_NAMED + 30 }, keptNotNamed: 30 });
   });
 
   it("takes records in a new order each run, so ones that keep failing cannot hold the others back at every deadline", async () => {

@@ -12,7 +12,7 @@ import { exchangeCode } from "../../shared/qashio/auth/oauth.js";
 import type { BridgeEventDetail } from "../../shared/bridge/ports.js";
 import { DynamoLeaseLock } from "../../shared/aws/lease-lock.js";
 import { DynamoQuarantine } from "../../shared/aws/quarantine.js";
-import { recordQashioId } from "../../shared/bridge/redrive.js";
+import { KEPT_RECORDS_NAMED, recordQashioId } from "../../shared/bridge/redrive.js";
 import { leaseNames } from "../../shared/aws/keys.js";
 import { awsError } from "../aws/support/fake-secrets-manager.js";
 import type { PollResult } from "../../shared/aws/handlers.js";
@@ -420,6 +420,19 @@ describe("poll-transactions handler", () => {
     await h.poller("transactions")();
     await h.poller("cards")();
     expect(quarantineSizes()).toEqual([0, 1, 1]);
+  });
+
+  it("names at most KEPT_RECORDS_NAMED kept records in a re-drive's result and counts the rest, so the result stays far below Lambda's 6 MB", async () => {
+    const quarantine = new DynamoQuarantine({ doc: h.table.doc, tableName: h.table.tableName, tenant: TENANT });
+    const count = KEPT_RECORDS_NAMED + 5;
+    // Publish failures without a qashio_id: kept without a provider read ("no transaction id or qashio_id in the record").
+    for (let i = 0; i < count; i++) {
+      await quarantine.put({ id: `kept-${String(i).padStart(3, "0")}`, kind: "transaction", reason: "publish: refused", raw: {}, at: "2025-01-01T00:00:00.000Z" });
+    }
+    const result = await h.poller("transactions")({ action: "redrive" });
+    expect(result).toMatchObject({ action: "redrive", outcome: "complete", redriven: 0, keptNotNamed: 5 });
+    expect(new Set(result.kept)).toHaveProperty("size", KEPT_RECORDS_NAMED);
+    expect(await quarantine.size()).toBe(count);
   });
 
   it("re-drives a transaction whose event the bus refused for good once invoked with action redrive, and refuses the action elsewhere", async () => {
