@@ -8,7 +8,7 @@ import type { BridgeDeps } from "./deps.js";
 import { contentHash, recordHash } from "./hash.js";
 import { isJsonObject } from "../json-object.js";
 import { assertPiiPolicy, conformPii, conformPiiToBody, type PiiMode } from "./pii.js";
-import type { CutQuarantineBody, Snapshot } from "./ports.js";
+import type { CutQuarantineBody, QuarantineRecord, Snapshot } from "./ports.js";
 
 /** Snapshots read (and at most rewritten) per store call. */
 export const DEFAULT_CONFORM_PAGE_SIZE = 100;
@@ -37,6 +37,12 @@ export interface ConformReport {
   readonly cursor?: string;
   readonly durationMs: number;
 }
+
+/**
+ * The cursor of a pass stopped in its last step: every snapshot is done, the quarantine is walked again from its start
+ * (records already masked are read and left as they are). No store hands out a cursor of this form.
+ */
+export const CONFORM_QUARANTINE_CURSOR = "quarantine";
 
 /** Options of {@link conformSnapshots}. */
 export interface ConformOptions {
@@ -109,23 +115,31 @@ export async function conformSnapshots(
     deps.logger.info("snapshots conformed to the PII mode", { ...done, ...(outcome === "deadline" ? { cursor } : {}) });
     return outcome === "deadline" && cursor !== undefined ? { ...done, cursor } : done;
   };
-  for (;;) {
-    if (options.deadline !== undefined && deps.clock.now() >= options.deadline) return report("deadline");
-    const page = await deps.snapshots.scan(cursor === undefined ? { limit } : { cursor, limit });
-    const writes: Snapshot[] = [];
-    for (const snapshot of page.snapshots) {
-      const masked = conformed(snapshot, deps);
-      if (masked !== undefined) writes.push(masked);
+  const outOfTime = (): boolean => options.deadline !== undefined && deps.clock.now() >= options.deadline;
+  if (cursor !== CONFORM_QUARANTINE_CURSOR) {
+    for (;;) {
+      if (outOfTime()) return report("deadline");
+      const page = await deps.snapshots.scan(cursor === undefined ? { limit } : { cursor, limit });
+      const writes: Snapshot[] = [];
+      for (const snapshot of page.snapshots) {
+        const masked = conformed(snapshot, deps);
+        if (masked !== undefined) writes.push(masked);
+      }
+      if (writes.length > 0) await deps.snapshots.putMany(writes);
+      scanned += page.snapshots.length;
+      rewritten += writes.length;
+      if (page.cursor === undefined) break;
+      cursor = page.cursor;
     }
-    if (writes.length > 0) await deps.snapshots.putMany(writes);
-    scanned += page.snapshots.length;
-    rewritten += writes.length;
-    if (page.cursor === undefined) break;
-    cursor = page.cursor;
+    await deps.snapshots.vacuum();
   }
-  await deps.snapshots.vacuum();
+  // A large quarantine (a backlog a bad rule refused) may take longer than the time left: its walk stops at the deadline too.
+  cursor = CONFORM_QUARANTINE_CURSOR;
+  for await (const page of deps.quarantine.pages({ limit })) {
+    if (outOfTime()) return report("deadline");
+    quarantineRewritten += await conformQuarantinePage(deps, page);
+  }
   cursor = undefined;
-  quarantineRewritten = await conformQuarantine(deps, limit);
   return report("complete");
 }
 
@@ -160,19 +174,17 @@ function conformBody(raw: unknown, deps: Pick<BridgeDeps, "pii">): unknown {
  * Rewrites the raw body of every quarantine record not in the current PII form (`conformPiiToBody`: masked as a
  * cycle masks it, values already masked kept; the head of a body the store had to cut masked whole, see
  * {@link conformBody}): a record quarantined under an earlier mode would otherwise keep its cleartext until its item is found again,
- * which for an acknowledged transaction is never. Held records keep their id and first `at` (Quarantine.put). Read
- * `limit` records at a time, as the snapshots are: a quarantine may hold a whole backlog a bad rule refused, bodies
- * included.
+ * which for an acknowledged transaction is never. Held records keep their id and first `at` (Quarantine.put). One page
+ * of the walk (`limit` records, as the snapshots are read): a quarantine may hold a whole backlog a bad rule refused,
+ * bodies included.
  */
-async function conformQuarantine(deps: Pick<BridgeDeps, "quarantine" | "pii">, limit: number): Promise<number> {
+async function conformQuarantinePage(deps: Pick<BridgeDeps, "quarantine" | "pii">, page: readonly QuarantineRecord[]): Promise<number> {
   let rewritten = 0;
-  for await (const page of deps.quarantine.pages({ limit })) {
-    for (const record of page) {
-      const raw = conformBody(record.raw, deps);
-      if (JSON.stringify(raw) === JSON.stringify(record.raw)) continue;
-      await deps.quarantine.put({ ...record, raw });
-      rewritten += 1;
-    }
+  for (const record of page) {
+    const raw = conformBody(record.raw, deps);
+    if (JSON.stringify(raw) === JSON.stringify(record.raw)) continue;
+    await deps.quarantine.put({ ...record, raw });
+    rewritten += 1;
   }
   return rewritten;
 }

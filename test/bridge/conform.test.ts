@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from "vitest";
-import { conformSnapshots } from "../../shared/bridge/conform.js";
+import { CONFORM_QUARANTINE_CURSOR, conformSnapshots } from "../../shared/bridge/conform.js";
 import { pollCards } from "../../shared/bridge/cards.js";
 import { CycleAbortedError } from "../../shared/bridge/errors.js";
 import { HASH_PREFIX, REDACTED, applyPiiToBody, conformPii, conformPiiToBody, type PiiPolicy } from "../../shared/bridge/pii.js";
@@ -252,6 +252,32 @@ describe("conformSnapshots", () => {
 
     expect((await conformSnapshots({ ...rig.deps, pii: REDACT }, { pageSize: 10 })).quarantineRewritten).toBe(23);
     expect(pageSizes).toEqual([10, 10, 3]);
+    expect(JSON.stringify([...rig.quarantine.records.values()])).not.toMatch(/Ann Holder|ann@example\.com/);
+  });
+
+  it("stops the quarantine walk at the deadline too, with a cursor that goes on with the quarantine without reading the snapshots again", async () => {
+    const rig = await rigWrittenUnderFull(3);
+    const body = { id: "t1", qashio_id: "CT1", card_holder_name: "Ann Holder", card_holder_email: "ann@example.com" };
+    for (let i = 0; i < 30; i += 1) {
+      await rig.quarantine.put({ id: `q${i}`, kind: "transaction", reason: "bad", raw: { ...body, memo: `m${i}` }, at: "2026-03-01T12:00:00Z" });
+    }
+    // Each quarantine page takes a second to rewrite; the first run has 1.5: two pages.
+    const put = rig.quarantine.put.bind(rig.quarantine);
+    rig.quarantine.put = async (record) => {
+      rig.clock.advance(100);
+      return put(record);
+    };
+    const deps = { ...rig.deps, pii: REDACT };
+    const first = await conformSnapshots(deps, { pageSize: 10, deadline: rig.clock.now() + 1_500 });
+    expect(first).toMatchObject({ outcome: "deadline", rewritten: 3, quarantineRewritten: 20, cursor: CONFORM_QUARANTINE_CURSOR });
+    expect(cleartextIn(rig)).toBe(0);
+    expect(JSON.stringify([...rig.quarantine.records.values()])).toMatch(/Ann Holder/);
+
+    const scans = rig.snapshots.scanCalls;
+    const second = await conformSnapshots(deps, { pageSize: 10, cursor: first.cursor, deadline: rig.clock.now() + 60_000 });
+    expect(second).toMatchObject({ outcome: "complete", scanned: 0, rewritten: 0, quarantineRewritten: 10 });
+    expect(second.cursor).toBeUndefined();
+    expect(rig.snapshots.scanCalls).toBe(scans);
     expect(JSON.stringify([...rig.quarantine.records.values()])).not.toMatch(/Ann Holder|ann@example\.com/);
   });
 
