@@ -265,7 +265,11 @@ class CardRun extends CycleRun {
     // resume could not shift it and would skip the cards removals pulled above it.
     if (shiftFrom !== undefined) total = cursor.total;
     if (this.report.outcome !== "publisher_unavailable") {
-      await this.writeCursor(mode, cursor, this.report.outcome === "complete" ? { offset: 0 } : { offset, total });
+      await this.writeCursor(mode, cursor, this.report.outcome === "complete" ? { offset: 0 } : { offset, total }).catch((err: unknown) => {
+        // Too late to write (see `write`): the cursor stays where it was, so the next walk covers this one's cards again.
+        if (!this.outOfTime(err)) throw err;
+        this.report.outcome = "deadline";
+      });
     }
     return this.finish();
   }
@@ -296,7 +300,7 @@ class CardRun extends CycleRun {
     const object = total === undefined ? { next_offset: next.offset } : { next_offset: next.offset, total_records: total };
     const updatedAt = versionTime(this.deps.clock.now(), stored.snapshot);
     const cursor: Snapshot = { key: walkCursorKey(mode), hash: contentHash(object), object, updatedAt };
-    await this.port("write card walk cursor", () => this.deps.snapshots.putMany([cursor]));
+    await this.write("write card walk cursor", () => this.deps.snapshots.putMany([cursor]));
   }
 
   /**

@@ -166,6 +166,19 @@ export class CycleRun {
     }
   }
 
+  /**
+   * A {@link port} call that writes (publish, store, quarantine): none starts past the calls' deadline (the cycle's,
+   * plus its grace), as no provider call does. A Lambda container frozen mid-page and thawed after its cycle lease
+   * lapsed would otherwise publish and store that page over what a later cycle stored (an older snapshot, a change
+   * diffed against it). Throws {@link OutOfTime} (outcome `deadline`); what was published before is re-sent with the
+   * same ids, its items being still listed.
+   */
+  async write<T>(step: string, fn: () => Promise<T>): Promise<T> {
+    const { deadline } = this.call;
+    if (deadline !== undefined && this.deps.clock.now() >= deadline) throw new OutOfTime(step, {});
+    return this.port(step, fn);
+  }
+
   /** Runs a call to a non-provider port (store, publisher, quarantine), tagging a failure with the step. */
   async port<T>(step: string, fn: () => Promise<T>): Promise<T> {
     try {
@@ -258,7 +271,7 @@ export class CycleRun {
     // Counted before the call: a publisher that throws may have put some of them on the bus already.
     this.offeredWithoutSnapshot += events.length;
     const deadline = this.call.deadline;
-    const { failed } = await this.port(PUBLISH_STEP, () => this.deps.publisher.publish(events, deadline === undefined ? undefined : { deadline }));
+    const { failed } = await this.write(PUBLISH_STEP, () => this.deps.publisher.publish(events, deadline === undefined ? undefined : { deadline }));
     for (const failure of failed) failures.set(failure.event.detail.id, failure);
     const now = this.deps.clock.now();
     // One metric point per type and batch rather than per event: a page is one type or two.
@@ -323,7 +336,7 @@ export class CycleRun {
     // One put per id (the last record of it): inputs that differ only in personal fields share an id, and puts of one
     // id in parallel could each find it absent and count it twice.
     const unique = [...new Map(records.map((r) => [r.id, r])).values()];
-    const added = await this.port("write quarantine records", () => Promise.all(unique.map((r) => this.deps.quarantine.put(r))));
+    const added = await this.write("write quarantine records", () => Promise.all(unique.map((r) => this.deps.quarantine.put(r))));
     // Only records not held before count and warn: an invalid card is quarantined again on every walk, and would
     // otherwise raise QuarantineGrowing each time.
     const fresh = added.filter(Boolean).length;
@@ -366,7 +379,7 @@ export class CycleRun {
    * {@link leaveSecond} no longer waits for them.
    */
   async storeSnapshots(writes: readonly Snapshot[], published: number): Promise<void> {
-    if (writes.length) await this.port("write snapshots", () => this.deps.snapshots.putMany(writes));
+    if (writes.length) await this.write("write snapshots", () => this.deps.snapshots.putMany(writes));
     this.offeredWithoutSnapshot = Math.max(0, this.offeredWithoutSnapshot - published);
   }
 

@@ -21,6 +21,31 @@ describe("pollCards", () => {
     expect(report.outcome).toBe("complete");
   });
 
+  it("writes no snapshot or walk cursor once past its calls' deadline (a container thawed after its lease lapsed), and the next walk re-sends the same id", async () => {
+    const rig = makeRig();
+    const cards = Array.from({ length: 3 }, () => rig.provider.addCard());
+    await pollCards(rig.deps);
+    const id = cards[0]?.["id"] as string;
+    rig.provider.changeCard(id, { status: "Suspended" });
+    const snapshotsBefore = structuredClone([...rig.snapshots.data.entries()]);
+    const publish = rig.publisher.publish.bind(rig.publisher);
+    rig.publisher.publish = async (events, options) => {
+      const result = await publish(events, options);
+      rig.clock.advance(10 * 60_000);
+      return result;
+    };
+    const stale = await pollCards(rig.deps, { pageSize: 1, deadline: rig.clock.now() + 60_000 });
+    expect(stale.outcome).toBe("deadline");
+    expect(rig.publisher.ofType("card.suspended")).toHaveLength(1);
+    expect([...rig.snapshots.data.entries()]).toEqual(snapshotsBefore);
+
+    rig.publisher.publish = publish;
+    expect((await pollCards(rig.deps)).outcome).toBe("complete");
+    const suspended = rig.publisher.ofType("card.suspended");
+    expect(suspended.map((e) => e.detail.id)).toEqual([suspended[0]?.detail.id, suspended[0]?.detail.id]);
+    expect(rig.snapshots.data.get(`card:${id}`)?.object["status"]).toBe("Suspended");
+  });
+
   it("emits no SyncLagSeconds, so a period with only card cycles does not read as a transaction lag of 0", async () => {
     const rig = makeRig();
     rig.provider.addCard();

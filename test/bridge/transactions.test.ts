@@ -1099,6 +1099,35 @@ describe("pollTransactions", () => {
     expect((error as CycleAbortedError).report.syncLagSeconds).toBe(300);
   });
 
+  it("writes nothing once past its calls' deadline (a container frozen mid-page and thawed after its lease lapsed), and the next cycle re-sends the same ids", async () => {
+    const rig = makeRig();
+    const first = rig.provider.addTransaction();
+    const second = rig.provider.addTransaction();
+    const deadline = rig.clock.now() + 60_000;
+    const publish = rig.publisher.publish.bind(rig.publisher);
+    let frozen = false;
+    rig.publisher.publish = async (events, options) => {
+      const result = await publish(events, options);
+      // Frozen right after the publish, thawed long after the deadline, its grace and the lease's slack.
+      if (!frozen) rig.clock.advance(10 * 60_000);
+      frozen = true;
+      return result;
+    };
+    const stale = await pollTransactions(rig.deps, { pageSize: 1, deadline, readAhead: false });
+    expect(stale.outcome).toBe("deadline");
+    expect(rig.snapshots.data.size).toBe(0);
+    expect(rig.quarantine.records.size).toBe(0);
+    expect(rig.publisher.calls).toBe(1);
+    expect(rig.provider.pending().map((t) => t.id).sort()).toEqual([first.id, second.id].sort());
+    const sentBefore = rig.publisher.ids;
+
+    const next = await pollTransactions(rig.deps, { deadline: rig.clock.now() + 60_000 });
+    expect(next).toMatchObject({ outcome: "complete", acknowledged: 2 });
+    expect(rig.provider.pending()).toEqual([]);
+    // The event published before the freeze comes again under its id: a duplicate consumers recognise, no change lost.
+    expect(rig.publisher.ids.filter((id) => sentBefore.includes(id))).toHaveLength(2);
+  });
+
   it("reports the lag of a page read ahead and left behind at the deadline", async () => {
     const rig = makeRig();
     const older = rig.provider.addTransaction();
