@@ -38,12 +38,6 @@ export interface ConformReport {
   readonly durationMs: number;
 }
 
-/**
- * The cursor of a pass stopped in its last step: every snapshot is done, the quarantine is walked again from its start
- * (records already masked are read and left as they are). No store hands out a cursor of this form.
- */
-export const CONFORM_QUARANTINE_CURSOR = "quarantine";
-
 /** Options of {@link conformSnapshots}. */
 export interface ConformOptions {
   /** Epoch ms after which no new page is read; the pass stops with outcome `deadline` and a cursor to go on from. */
@@ -116,25 +110,25 @@ export async function conformSnapshots(
     return outcome === "deadline" && cursor !== undefined ? { ...done, cursor } : done;
   };
   const outOfTime = (): boolean => options.deadline !== undefined && deps.clock.now() >= options.deadline;
-  if (cursor !== CONFORM_QUARANTINE_CURSOR) {
-    for (;;) {
-      if (outOfTime()) return report("deadline");
-      const page = await deps.snapshots.scan(cursor === undefined ? { limit } : { cursor, limit });
-      const writes: Snapshot[] = [];
-      for (const snapshot of page.snapshots) {
-        const masked = conformed(snapshot, deps);
-        if (masked !== undefined) writes.push(masked);
-      }
-      if (writes.length > 0) await deps.snapshots.putMany(writes);
-      scanned += page.snapshots.length;
-      rewritten += writes.length;
-      if (page.cursor === undefined) break;
-      cursor = page.cursor;
+  for (;;) {
+    if (outOfTime()) return report("deadline");
+    const page = await deps.snapshots.scan(cursor === undefined ? { limit } : { cursor, limit });
+    const writes: Snapshot[] = [];
+    for (const snapshot of page.snapshots) {
+      const masked = conformed(snapshot, deps);
+      if (masked !== undefined) writes.push(masked);
     }
-    await deps.snapshots.vacuum();
+    if (writes.length > 0) await deps.snapshots.putMany(writes);
+    scanned += page.snapshots.length;
+    rewritten += writes.length;
+    if (page.cursor === undefined) break;
+    cursor = page.cursor;
   }
-  // A large quarantine (a backlog a bad rule refused) may take longer than the time left: its walk stops at the deadline too.
-  cursor = CONFORM_QUARANTINE_CURSOR;
+  await deps.snapshots.vacuum();
+  // A large quarantine (a backlog a bad rule refused) may take longer than the time left: its walk stops at the deadline
+  // too, with the cursor of the last page of snapshots. A run from it reads that page again, through the store's own
+  // cursor, which another tenant's store or a restored state directory refuses: a store-blind "snapshots done" marker
+  // would have skipped every snapshot there.
   for await (const page of deps.quarantine.pages({ limit })) {
     if (outOfTime()) return report("deadline");
     quarantineRewritten += await conformQuarantinePage(deps, page);

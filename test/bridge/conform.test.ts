@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from "vitest";
-import { CONFORM_QUARANTINE_CURSOR, conformSnapshots } from "../../shared/bridge/conform.js";
+import { conformSnapshots } from "../../shared/bridge/conform.js";
 import { pollCards } from "../../shared/bridge/cards.js";
 import { CycleAbortedError } from "../../shared/bridge/errors.js";
 import { HASH_PREFIX, REDACTED, applyPiiToBody, conformPii, conformPiiToBody, type PiiPolicy } from "../../shared/bridge/pii.js";
@@ -255,30 +255,57 @@ describe("conformSnapshots", () => {
     expect(JSON.stringify([...rig.quarantine.records.values()])).not.toMatch(/Ann Holder|ann@example\.com/);
   });
 
-  it("stops the quarantine walk at the deadline too, with a cursor that goes on with the quarantine without reading the snapshots again", async () => {
+  it("stops the quarantine walk at the deadline too, with the cursor of the last page of snapshots, from which a run reads that page again and goes on with the quarantine", async () => {
     const rig = await rigWrittenUnderFull(3);
     const body = { id: "t1", qashio_id: "CT1", card_holder_name: "Ann Holder", card_holder_email: "ann@example.com" };
     for (let i = 0; i < 30; i += 1) {
       await rig.quarantine.put({ id: `q${i}`, kind: "transaction", reason: "bad", raw: { ...body, memo: `m${i}` }, at: "2026-03-01T12:00:00Z" });
     }
-    // Each quarantine page takes a second to rewrite; the first run has 1.5: two pages.
+    // Each quarantine page of 4 takes 0.4 s to rewrite; the first run has 1.5 s: four pages.
     const put = rig.quarantine.put.bind(rig.quarantine);
     rig.quarantine.put = async (record) => {
       rig.clock.advance(100);
       return put(record);
     };
     const deps = { ...rig.deps, pii: REDACT };
-    const first = await conformSnapshots(deps, { pageSize: 10, deadline: rig.clock.now() + 1_500 });
-    expect(first).toMatchObject({ outcome: "deadline", rewritten: 3, quarantineRewritten: 20, cursor: CONFORM_QUARANTINE_CURSOR });
+    const stored = rig.snapshots.data.size;
+    const lastPage = stored % 4 === 0 ? 4 : stored % 4;
+    expect(stored).toBeGreaterThan(4);
+    const first = await conformSnapshots(deps, { pageSize: 4, deadline: rig.clock.now() + 1_500 });
+    expect(first).toMatchObject({ outcome: "deadline", scanned: stored, rewritten: 3, quarantineRewritten: 16 });
+    expect(first.cursor).toBeDefined();
     expect(cleartextIn(rig)).toBe(0);
     expect(JSON.stringify([...rig.quarantine.records.values()])).toMatch(/Ann Holder/);
 
     const scans = rig.snapshots.scanCalls;
-    const second = await conformSnapshots(deps, { pageSize: 10, cursor: first.cursor, deadline: rig.clock.now() + 60_000 });
-    expect(second).toMatchObject({ outcome: "complete", scanned: 0, rewritten: 0, quarantineRewritten: 10 });
+    const second = await conformSnapshots(deps, { pageSize: 4, cursor: first.cursor, deadline: rig.clock.now() + 60_000 });
+    expect(second).toMatchObject({ outcome: "complete", scanned: lastPage, rewritten: 0, quarantineRewritten: 14 });
     expect(second.cursor).toBeUndefined();
-    expect(rig.snapshots.scanCalls).toBe(scans);
+    expect(rig.snapshots.scanCalls).toBe(scans + 1);
     expect(JSON.stringify([...rig.quarantine.records.values()])).not.toMatch(/Ann Holder|ann@example\.com/);
+  });
+
+  it("refuses in another store the cursor of a pass stopped in its quarantine walk, rather than take that store's snapshots as done", async () => {
+    const stopped = await rigWrittenUnderFull(3);
+    for (let i = 0; i < 4; i += 1) {
+      const raw = { id: "t1", qashio_id: "CT1", card_holder_name: "Ann Holder", memo: `m${i}` };
+      await stopped.quarantine.put({ id: `q${i}`, kind: "transaction", reason: "bad", raw, at: "2026-03-01T12:00:00Z" });
+    }
+    const put = stopped.quarantine.put.bind(stopped.quarantine);
+    stopped.quarantine.put = async (record) => {
+      stopped.clock.advance(60_000);
+      return put(record);
+    };
+    const first = await conformSnapshots({ ...stopped.deps, pii: REDACT }, { pageSize: 2, deadline: stopped.clock.now() + 30_000 });
+    expect(first).toMatchObject({ outcome: "deadline", quarantineRewritten: 2 });
+    expect(first.cursor).toBeDefined();
+
+    // Handed to another tenant's pass (or a state directory restored since), it must not skip that store's snapshots.
+    const other = await rigWrittenUnderFull(0, 2);
+    const cleartext = cleartextIn(other);
+    expect(cleartext).toBeGreaterThan(0);
+    await expect(conformSnapshots({ ...other.deps, pii: REDACT }, { pageSize: 2, cursor: first.cursor })).rejects.toMatchObject({ name: "SnapshotCursorError" });
+    expect(cleartextIn(other)).toBe(cleartext);
   });
 
   it("masks whole the head of a body the store had to cut (JSON text cut short), keeping its size and qashio_id", async () => {
