@@ -339,7 +339,7 @@ class TransactionRun extends CycleRun {
   /**
    * One batch: validate, diff, publish, write snapshots, quarantine, acknowledge. True when every item was
    * acknowledged; false when some stay listed (no usable id, or an event that failed for now). `delivered`, when
-   * given, receives the ids whose current state is delivered (published now, or equal to its snapshot); `versions`
+   * given, receives the ids whose current state is delivered (published now and stored, or equal to its snapshot); `versions`
    * the content hash of each valid item, by id, and {@link INVALID_VERSION} for an id whose copy was invalid.
    */
   private async processBatch(entries: readonly PageEntry[], delivered?: Set<string>, versions?: Map<string, string | readonly string[]>): Promise<boolean> {
@@ -371,9 +371,11 @@ class TransactionRun extends CycleRun {
       events,
       toPublish.map((p) => p.item.changedAtMs),
     );
-    const { writes, publishedWithSnapshot, deferred } = this.afterPublish(batch, toPublish, silentWrites, events, failures, delivered);
+    const { writes, published, deferred } = this.afterPublish(batch, toPublish, silentWrites, events, failures);
     writes.push(...aliases);
-    await this.storeSnapshots(writes, publishedWithSnapshot);
+    await this.storeSnapshots(writes, published.length);
+    // Delivered once stored, not once published: a write refused past the deadline leaves the next run to store it.
+    for (const id of published) delivered?.add(id);
     releaseTexts(items);
     await this.quarantine(batch.quarantine);
     return { ackIds: batch.ackIds, unacknowledgeable: batch.unacknowledgeable, settled: this.settledIds(items, deferred), deferred: deferred.size };
@@ -486,12 +488,11 @@ class TransactionRun extends CycleRun {
     silentWrites: readonly SilentWrite[],
     events: readonly BridgeEvent[],
     failures: ReadonlyMap<string, PublishFailure>,
-    delivered?: Set<string>,
-  ): { writes: Snapshot[]; publishedWithSnapshot: number; deferred: Set<string> } {
+  ): { writes: Snapshot[]; published: string[]; deferred: Set<string> } {
     const nowMs = this.stampAfter(events);
     const now = new Date(nowMs).toISOString();
     const writes: Snapshot[] = [];
-    let publishedWithSnapshot = 0;
+    const published: string[] = [];
     /**
      * `sequence`: the published event's, or the snapshot's own for a rewrite without an event. The alias goes with a
      * transaction's first snapshot only: a qashio_id names one transaction for good (spec §2.2, identity), so rewriting
@@ -512,13 +513,12 @@ class TransactionRun extends CycleRun {
       if (failure) batch.quarantine.push(this.quarantineRecord("transaction", "publish", failure.reason, withoutSyncStatus(item.raw), item.id));
       else {
         snapshotOf(item, before, nextSequence(before));
-        publishedWithSnapshot += 1;
-        delivered?.add(item.id);
+        published.push(item.id);
       }
       batch.ackIds.push(item.id);
     }
     for (const { item, before } of silentWrites) snapshotOf(item, before, storedSequence(before));
-    return { writes, publishedWithSnapshot, deferred };
+    return { writes, published, deferred };
   }
 
   /** Every item of the batch is done with in this cycle, except the deferred ones: their change counts towards the lag. */
@@ -795,7 +795,7 @@ const REDRIVE_RUN: RunKind = {
 /** What {@link reprocessTransactions} did. */
 export interface ReprocessResult {
   readonly report: CycleReport;
-  /** Ids whose current state is delivered: published now, or already equal to its snapshot. */
+  /** Ids whose current state is delivered: published now and its snapshot stored, or already equal to its snapshot. */
   readonly delivered: ReadonlySet<string>;
   /** Ids the provider does not list under their qashio_id. */
   readonly missing: ReadonlySet<string>;

@@ -217,6 +217,32 @@ describe("redriveQuarantined", () => {
     expect(rig.publisher.ofType("transaction.created")).toHaveLength(3);
   });
 
+  it("keeps the records of a batch published but refused its snapshot write past the calls' deadline, and the next run re-sends the same ids and drops them", async () => {
+    const rig = makeRig();
+    await quarantinePublishFailures(rig, 3);
+    const publish = rig.publisher.publish.bind(rig.publisher);
+    rig.publisher.publish = async (events, options) => {
+      const result = await publish(events, options);
+      // A bus that throttled up to the deadline it was given, or a container frozen and thawed after its lease lapsed.
+      rig.clock.advance(10 * 60_000);
+      return result;
+    };
+    const report = await redriveQuarantined(rig.deps, { deadline: rig.clock.now() + 10_000 });
+    expect(report.cycle.outcome).toBe("deadline");
+    expect(rig.snapshots.data.size).toBe(0);
+    // Published, yet no snapshot holds that state: the records stay, so a later run stores it.
+    expect(report.redriven).toEqual([]);
+    expect(rig.quarantine.records.size).toBe(3);
+    const sent = rig.publisher.ids;
+
+    rig.publisher.publish = publish;
+    const next = await redriveQuarantined(rig.deps, { deadline: rig.clock.now() + 10_000 });
+    expect(next.redriven).toHaveLength(3);
+    expect(rig.quarantine.records.size).toBe(0);
+    expect(rig.publisher.ids.filter((id) => sent.includes(id))).toHaveLength(6);
+    expect([...rig.snapshots.data.keys()].filter((key) => !key.startsWith("transaction:qashio_id:"))).toHaveLength(3);
+  });
+
   it("keeps the records of a finished batch deleted when a later batch fails", async () => {
     const rig = makeRig();
     for (let i = 0; i < 6; i += 1) rig.provider.addTransaction();
