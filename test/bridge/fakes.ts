@@ -93,6 +93,16 @@ export class MemorySnapshotStore implements SnapshotStore {
 /** Quarantine records in a Map keyed by id. */
 export class MemoryQuarantine implements Quarantine {
   readonly records = new Map<string, QuarantineRecord>();
+  /** Set by {@link readInPagesOnly}: the size of each page `pages` handed out since. */
+  pageSizes: number[] | undefined;
+  private wholeReadRefused = false;
+
+  /** From now on `list` fails and `pages` records its page sizes: for tests that a walk never holds the quarantine whole. */
+  readInPagesOnly(): number[] {
+    this.wholeReadRefused = true;
+    this.pageSizes = [];
+    return this.pageSizes;
+  }
   async put(record: QuarantineRecord): Promise<boolean> {
     const held = this.records.get(record.id);
     if (held) {
@@ -103,11 +113,16 @@ export class MemoryQuarantine implements Quarantine {
     return true;
   }
   async list(): Promise<QuarantineRecord[]> {
+    if (this.wholeReadRefused) throw new Error("the whole quarantine was read at once");
     return [...this.records.values()].map((r) => structuredClone(r));
   }
   async *pages({ limit }: QuarantinePagesOptions): AsyncGenerator<QuarantineRecord[]> {
     const records = [...this.records.values()];
-    for (let i = 0; i < records.length; i += limit) yield records.slice(i, i + limit).map((r) => structuredClone(r));
+    for (let i = 0; i < records.length; i += limit) {
+      const page = records.slice(i, i + limit).map((r) => structuredClone(r));
+      this.pageSizes?.push(page.length);
+      yield page;
+    }
   }
   async delete(id: string): Promise<void> {
     this.records.delete(id);
