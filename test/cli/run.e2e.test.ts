@@ -462,12 +462,16 @@ describe("bridge run --once (in-process)", () => {
   });
 
   it("leaves the cards walk its share of the budget when the transactions would take all of it", async () => {
-    const h = await start({ transactions: 1_000 });
+    // The transactions stop starting pages at 75 % of the budget, but the page in hand (an acknowledge, 300 ms here)
+    // runs past it: with a 3 s budget that left the cards walk about 0.4 s to start its first call, and a loaded
+    // machine could take that. A 6 s budget leaves it over a second; 3,000 transactions (30 pages, at 300 ms a call)
+    // still outlast the transactions' 4.5 s.
+    const h = await start({ transactions: 3_000 });
     await h.control("POST", "/latency", { latency_ms: 300 });
     const cards = h.sandbox.control.company(h.companyId)?.cards ?? [];
     expect(cards.length).toBeGreaterThan(0);
 
-    const partial = await runInProcess(["run", "--once"], { ...h.env, BRIDGE_CYCLE_BUDGET: "3s", BRIDGE_EMIT_CARD_CREATED: "true" });
+    const partial = await runInProcess(["run", "--once"], { ...h.env, BRIDGE_CYCLE_BUDGET: "6s", BRIDGE_EMIT_CARD_CREATED: "true" });
 
     expect(partial.code).toBe(EXIT.incomplete);
     expect(idsWithStatus(h, "not_synced").length, "the transactions drained within the budget").toBeGreaterThan(0);
