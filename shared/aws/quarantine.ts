@@ -156,9 +156,12 @@ export class DynamoQuarantine implements Quarantine {
     return records;
   }
 
-  /** One Query call per page, `Limit` items each (expired items read and dropped, so a page may hold fewer). */
-  async *pages({ limit }: QuarantinePagesOptions): AsyncGenerator<QuarantineRecord[]> {
-    for await (const page of this.#pages({ limit })) {
+  /**
+   * One Query call per page, `Limit` items each (expired items read and dropped, so a page may hold fewer), in sort key
+   * (record id) order, from after `after` when given.
+   */
+  async *pages({ limit, after }: QuarantinePagesOptions): AsyncGenerator<QuarantineRecord[]> {
+    for await (const page of this.#pages({ limit, ...(after === undefined ? {} : { after }) })) {
       const records = (page.Items ?? []).map((item) => this.#decode(item as unknown as QuarantineItem));
       if (records.length > 0) yield records;
     }
@@ -171,10 +174,13 @@ export class DynamoQuarantine implements Quarantine {
     return count;
   }
 
-  /** Every page of the tenant's quarantine partition (consistent reads), of up to `limit` items when given. */
-  async *#pages(options: { readonly select?: "COUNT"; readonly limit?: number } = {}): AsyncGenerator<QueryCommandOutput> {
-    const { select, limit } = options;
-    let startKey: Record<string, unknown> | undefined;
+  /**
+   * Every page of the tenant's quarantine partition (consistent reads), of up to `limit` items when given, from after
+   * the record `after` when given.
+   */
+  async *#pages(options: { readonly select?: "COUNT"; readonly limit?: number; readonly after?: string } = {}): AsyncGenerator<QueryCommandOutput> {
+    const { select, limit, after } = options;
+    let startKey: Record<string, unknown> | undefined = after === undefined ? undefined : { ...quarantineItemKey(this.#tenant, after) };
     do {
       const page = await this.#doc.send(
         new QueryCommand({

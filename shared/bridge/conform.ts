@@ -9,6 +9,7 @@ import { contentHash, recordHash } from "./hash.js";
 import { isJsonObject } from "../json-object.js";
 import { assertPiiPolicy, conformPii, conformPiiToBody, type PiiMode } from "./pii.js";
 import type { CutQuarantineBody, QuarantineRecord, Snapshot } from "./ports.js";
+import { SnapshotCursorError } from "./errors.js";
 
 /** Snapshots read (and at most rewritten) per store call. */
 export const DEFAULT_CONFORM_PAGE_SIZE = 100;
@@ -31,8 +32,9 @@ export interface ConformReport {
   /** Quarantine records whose raw body was rewritten in the current form (once the snapshots are done). */
   readonly quarantineRewritten: number;
   /**
-   * With outcome `deadline`: where the pass goes on (the `cursor` option of the next run); absent when it stopped
-   * before its first page (run it again from the start) and for the other outcomes.
+   * With outcome `deadline`: where the pass goes on (the `cursor` option of the next run), in the quarantine walk too
+   * (the last record done); absent when it stopped before its first page (run it again from the start) and for the
+   * other outcomes.
    */
   readonly cursor?: string;
   readonly durationMs: number;
@@ -99,15 +101,19 @@ export async function conformSnapshots(
   }
   const limit = options.pageSize ?? DEFAULT_CONFORM_PAGE_SIZE;
   if (!Number.isSafeInteger(limit) || limit < 1) throw new RangeError(`pageSize must be a whole number of at least 1, got ${limit}`);
-  let cursor = options.cursor;
+  const resumed = quarantinePosition(options.cursor);
+  let cursor = resumed === undefined ? options.cursor : resumed.snapshots;
+  /** The last quarantine record walked, once the quarantine walk has begun (in this run or the one it goes on from). */
+  let quarantineAfter = resumed?.after;
   let scanned = 0;
   let rewritten = 0;
   let quarantineRewritten = 0;
   const report = (outcome: ConformOutcome): ConformReport => {
     // Never below 0: a wall clock stepped back during the pass would make it negative (CycleRun.finish does the same).
     const done = { mode, outcome, scanned, rewritten, quarantineRewritten, durationMs: Math.max(0, deps.clock.now() - started) };
-    deps.logger.info("snapshots conformed to the PII mode", { ...done, ...(outcome === "deadline" ? { cursor } : {}) });
-    return outcome === "deadline" && cursor !== undefined ? { ...done, cursor } : done;
+    const next = outcome !== "deadline" ? undefined : quarantineAfter === undefined ? cursor : quarantineCursor(cursor, quarantineAfter);
+    deps.logger.info("snapshots conformed to the PII mode", { ...done, ...(outcome === "deadline" ? { cursor: next } : {}) });
+    return next === undefined ? done : { ...done, cursor: next };
   };
   const outOfTime = (): boolean => options.deadline !== undefined && deps.clock.now() >= options.deadline;
   for (;;) {
@@ -126,15 +132,44 @@ export async function conformSnapshots(
   }
   await deps.snapshots.vacuum();
   // A large quarantine (a backlog a bad rule refused) may take longer than the time left: its walk stops at the deadline
-  // too, with the cursor of the last page of snapshots. A run from it reads that page again, through the store's own
-  // cursor, which another tenant's store or a restored state directory refuses: a store-blind "snapshots done" marker
-  // would have skipped every snapshot there.
-  for await (const page of deps.quarantine.pages({ limit })) {
-    if (outOfTime()) return report("deadline");
+  // too, with a cursor holding that of the last page of snapshots and the last record walked. A run from it reads that
+  // page again, through the store's own cursor, which another tenant's store or a restored state directory refuses (a
+  // store-blind "snapshots done" marker would have skipped every snapshot there), then goes on after that record. Its
+  // first page of records is conformed whatever the time: a last page of snapshots that takes the whole budget would
+  // otherwise stop every run before any record, and a walk started over each time could stop every run before the
+  // records not yet done.
+  let first = resumed !== undefined;
+  for await (const page of deps.quarantine.pages(quarantineAfter === undefined ? { limit } : { limit, after: quarantineAfter })) {
+    if (!first && outOfTime()) return report("deadline");
+    first = false;
     quarantineRewritten += await conformQuarantinePage(deps, page);
+    quarantineAfter = page.at(-1)?.id ?? quarantineAfter;
   }
   cursor = undefined;
+  quarantineAfter = undefined;
   return report("complete");
+}
+
+/** How a cursor that goes on with the quarantine walk begins (a snapshot store's own cursors never do). */
+const QUARANTINE_CURSOR_PREFIX = "quarantine~";
+
+/** A cursor that goes on with the quarantine walk: the last page of snapshots' cursor (if any), and the last record walked. */
+function quarantineCursor(snapshots: string | undefined, after: string): string {
+  return QUARANTINE_CURSOR_PREFIX + Buffer.from(JSON.stringify({ snapshots, after })).toString("base64url");
+}
+
+/** The parts of a cursor {@link quarantineCursor} made; undefined for any other (a snapshot store's, or none). */
+function quarantinePosition(cursor: string | undefined): { readonly snapshots?: string; readonly after: string } | undefined {
+  if (cursor?.startsWith(QUARANTINE_CURSOR_PREFIX) !== true) return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(Buffer.from(cursor.slice(QUARANTINE_CURSOR_PREFIX.length), "base64url").toString("utf8"));
+  } catch {
+    throw new SnapshotCursorError();
+  }
+  const { snapshots, after } = (isJsonObject(parsed) ? parsed : {}) as Record<string, unknown>;
+  if (typeof after !== "string" || (snapshots !== undefined && typeof snapshots !== "string")) throw new SnapshotCursorError();
+  return snapshots === undefined ? { after } : { snapshots, after };
 }
 
 /** The members of a {@link CutQuarantineBody}. */

@@ -169,6 +169,11 @@ export interface CutQuarantineBody {
 export interface QuarantinePagesOptions {
   /** Most records in a page (a whole number, at least 1). */
   readonly limit: number;
+  /**
+   * The id of a record an earlier walk handed out: this walk goes on after it, with the records whose id sorts after
+   * it (a walk stopped at a deadline resumes there rather than read again every record before it).
+   */
+  readonly after?: string;
 }
 
 export interface Quarantine {
@@ -182,10 +187,10 @@ export interface Quarantine {
   /** Every record held, all at once: for a small quarantine or a test; a walk over a quarantine of any size uses `pages`. */
   list(): Promise<QuarantineRecord[]>;
   /**
-   * Every record held, at most `limit` at a time, in the store's own order, so a reader that lets each page go before
-   * the next holds one page in memory whatever the size of the quarantine (a rule that refused good provider data may
-   * have quarantined a whole backlog, bodies included). A record held and left alone for the whole walk comes once; one
-   * put or deleted during the walk (its own page's included) may or may not come.
+   * Every record held, at most `limit` at a time, in the store's order of their ids (the same for every walk; `after` starts after one), so a reader
+   * that lets each page go before the next holds one page in memory whatever the size of the quarantine (a rule that
+   * refused good provider data may have quarantined a whole backlog, bodies included). A record held and left alone
+   * for the whole walk comes once; one put or deleted during the walk (its own page's included) may or may not come.
    */
   pages(options: QuarantinePagesOptions): AsyncIterable<readonly QuarantineRecord[]>;
   /** Removes a record once its case is settled (e.g. re-driven); resolves once durable. An absent id is a no-op. */

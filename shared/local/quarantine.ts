@@ -1,8 +1,8 @@
 /**
  * File-backed Quarantine: one JSON file per record, named by its deterministic id (idempotent put).
  */
-import { readFileSync, type Dir } from "node:fs";
-import { opendir, readdir } from "node:fs/promises";
+import { readFileSync } from "node:fs";
+import { readdir } from "node:fs/promises";
 import path from "node:path";
 import type { Quarantine, QuarantinePagesOptions, QuarantineRecord } from "../bridge/ports.js";
 import { TEMP_SUFFIX, makeDirDurable, removeFileDurably, staleTempSweep, writeFileAtomic } from "./atomic.js";
@@ -82,23 +82,21 @@ export class FileQuarantine implements Quarantine {
   }
 
   /**
-   * Records in directory order, read file by file as the directory is walked (opendir, not a listing of every name),
-   * so a page's records are all it holds. A file deleted since its name was read is passed over.
+   * Records in the order of their file names (their ids, URI-encoded), read file by file: only the names are held
+   * beside the page in hand. From after the record `after` when given. A file deleted since its name was read is
+   * passed over.
    */
-  async *pages({ limit }: QuarantinePagesOptions): AsyncGenerator<QuarantineRecord[]> {
+  async *pages({ limit, after }: QuarantinePagesOptions): AsyncGenerator<QuarantineRecord[]> {
     await this.#sweep();
-    let dir: Dir;
-    try {
-      dir = await opendir(this.dir);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === "ENOENT") return;
-      throw err;
-    }
+    const from = after === undefined ? undefined : encodeURIComponent(after);
+    const stems = (await this.#names())
+      .filter(isRecordFile)
+      .map((name) => name.slice(0, -".json".length))
+      .filter((stem) => from === undefined || stem > from)
+      .sort();
     let page: QuarantineRecord[] = [];
-    // Closes the directory however the walk ends (its end, a reader that stops, a throw).
-    for await (const entry of dir) {
-      if (!isRecordFile(entry.name)) continue;
-      const record = this.#read(path.join(this.dir, entry.name), { missingOk: true });
+    for (const stem of stems) {
+      const record = this.#read(path.join(this.dir, `${stem}.json`), { missingOk: true });
       if (record === undefined) continue;
       page.push(record);
       if (page.length >= limit) {
@@ -109,16 +107,19 @@ export class FileQuarantine implements Quarantine {
     if (page.length > 0) yield page;
   }
 
-  /** Number of records, counted from file names without reading them. */
-  async size(): Promise<number> {
-    let names: string[];
+  /** The names in the quarantine directory; none when it does not exist yet. */
+  async #names(): Promise<string[]> {
     try {
-      names = await readdir(this.dir);
+      return await readdir(this.dir);
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === "ENOENT") return 0;
+      if ((err as NodeJS.ErrnoException).code === "ENOENT") return [];
       throw err;
     }
-    return names.filter(isRecordFile).length;
+  }
+
+  /** Number of records, counted from file names without reading them. */
+  async size(): Promise<number> {
+    return (await this.#names()).filter(isRecordFile).length;
   }
 }
 

@@ -277,6 +277,67 @@ describe("conformSnapshots", () => {
     expect(JSON.stringify([...rig.quarantine.records.values()])).not.toMatch(/Ann Holder|ann@example\.com/);
   });
 
+  it("goes on with the quarantine walk where a run stopped, so runs whose reads of records already masked would fill their budget still finish it", async () => {
+    const rig = await rigWrittenUnderFull(150);
+    const body = { id: "t1", qashio_id: "CT1", card_holder_name: "Ann Holder", card_holder_email: "ann@example.com" };
+    for (let i = 0; i < 1_000; i += 1) {
+      await rig.quarantine.put({ id: `q${String(i).padStart(4, "0")}`, kind: "transaction", reason: "bad", raw: { ...body, memo: `m${i}` }, at: "2026-03-01T12:00:00Z" });
+    }
+    // Each page of records takes 0.3 s to read and 5 ms a record to rewrite; each run has 1 s. Started over at every run,
+    // the walk spent the budget reading the pages masked before and never got past the fourth.
+    const pages = rig.quarantine.pages.bind(rig.quarantine);
+    rig.quarantine.pages = async function* (options) {
+      for await (const page of pages(options)) {
+        rig.clock.advance(300);
+        yield page;
+      }
+    };
+    const put = rig.quarantine.put.bind(rig.quarantine);
+    rig.quarantine.put = async (record) => {
+      rig.clock.advance(5);
+      return put(record);
+    };
+    const deps = { ...rig.deps, pii: REDACT };
+    let cursor: string | undefined;
+    let quarantineRewritten = 0;
+    let runs = 0;
+    for (; runs < 30; runs += 1) {
+      const report = await conformSnapshots(deps, { deadline: rig.clock.now() + 1_000, ...(cursor === undefined ? {} : { cursor }) });
+      quarantineRewritten += report.quarantineRewritten;
+      if (report.outcome === "complete") break;
+      expect(report.cursor).toBeDefined();
+      cursor = report.cursor;
+    }
+    expect(runs).toBeLessThan(15);
+    expect(quarantineRewritten).toBe(1_000);
+    expect(JSON.stringify([...rig.quarantine.records.values()])).not.toMatch(/Ann Holder|ann@example\.com/);
+  });
+
+  it("conforms a page of records in a run that goes on with the quarantine even when its page of snapshots took the whole budget", async () => {
+    const rig = await rigWrittenUnderFull(3);
+    for (let i = 0; i < 6; i += 1) {
+      await rig.quarantine.put({ id: `q${i}`, kind: "transaction", reason: "bad", raw: { id: "t1", card_holder_name: "Ann Holder", memo: `m${i}` }, at: "2026-03-01T12:00:00Z" });
+    }
+    const deps = { ...rig.deps, pii: REDACT };
+    const put = rig.quarantine.put.bind(rig.quarantine);
+    rig.quarantine.put = async (record) => {
+      rig.clock.advance(1_000);
+      return put(record);
+    };
+    const first = await conformSnapshots(deps, { pageSize: 2, deadline: rig.clock.now() + 1_500 });
+    expect(first).toMatchObject({ outcome: "deadline", quarantineRewritten: 2, cursor: expect.any(String) });
+    const scan = rig.snapshots.scan.bind(rig.snapshots);
+    rig.snapshots.scan = async (options) => {
+      rig.clock.advance(60_000);
+      return scan(options);
+    };
+    const second = await conformSnapshots(deps, { pageSize: 2, cursor: first.cursor, deadline: rig.clock.now() + 30_000 });
+    expect(second).toMatchObject({ outcome: "deadline", quarantineRewritten: 2, cursor: expect.any(String) });
+    const third = await conformSnapshots(deps, { pageSize: 2, cursor: second.cursor, deadline: rig.clock.now() + 30_000 });
+    expect(third).toMatchObject({ outcome: "complete", quarantineRewritten: 2 });
+    expect(JSON.stringify([...rig.quarantine.records.values()])).not.toMatch(/Ann Holder/);
+  });
+
   it("refuses in another store the cursor of a pass stopped in its quarantine walk, rather than take that store's snapshots as done", async () => {
     const stopped = await rigWrittenUnderFull(3);
     for (let i = 0; i < 4; i += 1) {

@@ -116,8 +116,8 @@ export class MemoryQuarantine implements Quarantine {
     if (this.wholeReadRefused) throw new Error("the whole quarantine was read at once");
     return [...this.records.values()].map((r) => structuredClone(r));
   }
-  async *pages({ limit }: QuarantinePagesOptions): AsyncGenerator<QuarantineRecord[]> {
-    const records = [...this.records.values()];
+  async *pages({ limit, after }: QuarantinePagesOptions): AsyncGenerator<QuarantineRecord[]> {
+    const records = [...this.records.values()].filter((r) => after === undefined || r.id > after).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
     for (let i = 0; i < records.length; i += limit) {
       const page = records.slice(i, i + limit).map((r) => structuredClone(r));
       this.pageSizes?.push(page.length);

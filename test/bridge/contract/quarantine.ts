@@ -125,6 +125,18 @@ export function describeQuarantineContract(name: string, factory: () => Promise<
       expect(walked.find((r) => r.id === "p3")).toEqual(record("p3", "2025-01-15T10:00:03.000Z"));
     });
 
+    it("goes on after a record a walk handed out, in the same order, with no record before it", async () => {
+      for (let i = 0; i < 7; i += 1) await fixture.quarantine.put(record(`a${i}`, `2025-01-15T10:00:0${i}.000Z`));
+      const walk = async (after?: string) => {
+        const ids: string[] = [];
+        for await (const page of fixture.quarantine.pages(after === undefined ? { limit: 2 } : { limit: 2, after })) ids.push(...page.map((r) => r.id));
+        return ids;
+      };
+      const all = await walk();
+      expect(await walk(all[2])).toEqual(all.slice(3));
+      expect(await walk(all.at(-1))).toEqual([]);
+    });
+
     it("hands no page before anything is quarantined", async () => {
       for await (const page of fixture.quarantine.pages({ limit: 3 })) expect.unreachable(`a page of ${page.length}`);
     });
