@@ -553,6 +553,12 @@ function contextUrls(context: unknown): Readonly<Record<string, unknown>> {
 }
 
 /**
+ * Where each URL of a {@link providerUrlsFrom} result came from (the variable, or the cdk context), so a refusal
+ * names what the operator set; kept beside the result, whose shape stays a plain record of URLs.
+ */
+const urlSources = new WeakMap<ProviderUrls, Partial<Record<QashioDeployment, string>>>();
+
+/**
  * Reads the named deployments' base URLs: the environment (`QASHIO_PRODUCTION_URL`, ...) wins over the
  * cdk context value `qashioUrls` (`{ production, eu, sandbox }`), so CI and operators can override cdk.json.
  *
@@ -561,10 +567,15 @@ function contextUrls(context: unknown): Readonly<Record<string, unknown>> {
 export function providerUrlsFrom(context: unknown, env: Readonly<Record<string, string | undefined>>): ProviderUrls {
   const fromContext = contextUrls(context);
   const urls: ProviderUrls = {};
+  const sources: Partial<Record<QashioDeployment, string>> = {};
   for (const [deployment, variable] of Object.entries(BASE_URL_ENV_VARS) as [QashioDeployment, string][]) {
-    const value = env[variable]?.trim() || (typeof fromContext[deployment] === "string" ? fromContext[deployment] : "");
-    if (value) urls[deployment] = value;
+    const fromEnv = env[variable]?.trim();
+    const value = fromEnv || (typeof fromContext[deployment] === "string" ? fromContext[deployment] : "");
+    if (!value) continue;
+    urls[deployment] = value;
+    sources[deployment] = fromEnv ? variable : `"${deployment}" in the cdk context qashioUrls`;
   }
+  urlSources.set(urls, sources);
   return urls;
 }
 
@@ -588,7 +599,7 @@ export function resolveProviderUrl(tenant: TenantConfig, urls: ProviderUrls): st
       { tenant: tenant.id, field: "environment" },
     );
   }
-  const source = named ? BASE_URL_ENV_VARS[env] : "environment";
+  const source = named ? (urlSources.get(urls)?.[env] ?? BASE_URL_ENV_VARS[env]) : "environment";
   try {
     // Local mode also takes http:// for a loopback host (a sandbox on this machine), which a Lambda cannot reach.
     if (/^\s*http:/i.test(url)) throw new Error(`${source} must be an https:// URL for an AWS stack (http:// is for a local sandbox only)`);

@@ -435,12 +435,17 @@ describe("provider URL", () => {
     }
   });
 
-  it("refuses a named deployment's plain-http URL at synth, a loopback one too (a Lambda cannot reach it), naming the variable", () => {
+  it("refuses a named deployment's plain-http URL at synth, a loopback one too (a Lambda cannot reach it), naming where it came from", () => {
     const prod = parseTenantConfig({ ...minimal, environment: "production" });
+    const rest = "must be an https:// URL for an AWS stack (http:// is for a local sandbox only)";
     for (const url of ["http://api.provider.example", "http://127.0.0.1:4010", "HTTP://localhost:4010"]) {
-      for (const urls of [providerUrlsFrom({ production: url }, {}), providerUrlsFrom({}, { QASHIO_PRODUCTION_URL: url })]) {
-        expect(errorOf(() => resolveProviderUrl(prod, urls)).message).toBe(
-          'tenant "acme": field environment: QASHIO_PRODUCTION_URL must be an https:// URL for an AWS stack (http:// is for a local sandbox only)',
+      expect(errorOf(() => resolveProviderUrl(prod, providerUrlsFrom({}, { QASHIO_PRODUCTION_URL: url }))).message).toBe(
+        `tenant "acme": field environment: QASHIO_PRODUCTION_URL ${rest}`,
+      );
+      // From the cdk context (cdk.json or -c qashioUrls=...), not a variable the operator never set.
+      for (const context of [{ production: url }, JSON.stringify({ production: url })]) {
+        expect(errorOf(() => resolveProviderUrl(prod, providerUrlsFrom(context, {}))).message).toBe(
+          `tenant "acme": field environment: "production" in the cdk context qashioUrls ${rest}`,
         );
       }
     }
