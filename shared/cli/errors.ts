@@ -12,7 +12,7 @@ export const EXIT = {
   usage: 2,
   /** The provider revoked the token family: a person must run `authorize` again. */
   reauthorize: 3,
-  /** `run --once` or `conform-pii` stopped at its time budget (or page bound); the next run resumes where it stopped. */
+  /** `run --once`, `redrive` or `conform-pii` stopped at its time budget (or page bound); the next run resumes where it stopped. */
   incomplete: 4,
   /** Stopped at once by a second Ctrl-C or SIGTERM; the first stops cleanly (conventional 128 + 2). */
   interrupted: 130,

@@ -3,11 +3,14 @@
  * because they failed validation (they were acknowledged, so no cycle pulls them again), publishes their current
  * state once it validates, and deletes each record once its transaction is delivered (see `isRedrivable`).
  */
-import type { RedriveReport } from "../bridge/index.js";
-import { EXIT, RedriveIncompleteError } from "./errors.js";
+import type { KeptRecord, RedriveReport } from "../bridge/index.js";
+import { CycleIncompleteError, EXIT, RedriveIncompleteError, type CliError } from "./errors.js";
 import { line, type CliIo } from "./io.js";
 import { runRedrive, usingLocalBridge, type LocalBridgeOptions } from "./local-bridge.js";
 import { openFromSettings } from "./run.js";
+
+/** Why the re-drive keeps a record it did not get to: run it again, nothing to fix. */
+const NOT_REACHED: KeptRecord["why"] = "not reached before the deadline";
 
 /**
  * One line for a person: what was re-driven and what was kept.
@@ -17,14 +20,37 @@ import { openFromSettings } from "./run.js";
  */
 export function formatRedriveSummary(report: RedriveReport): string {
   if (report.considered === 0) return "re-drive: no quarantine records to re-drive";
-  return `re-drive: ${report.redriven.length} of ${report.considered} quarantine records delivered and removed · ${report.kept.length} kept`;
+  const notReached = report.kept.filter((k) => k.why === NOT_REACHED).length;
+  const stopped = notReached > 0 ? ` (${notReached} not reached: stopped at the time budget, BRIDGE_CYCLE_BUDGET)` : "";
+  return `re-drive: ${report.redriven.length} of ${report.considered} quarantine records delivered and removed · ${report.kept.length} kept${stopped}`;
 }
 
 /**
- * Runs the re-drive with the local settings; returns the exit code (1 when records were kept).
+ * What a finished re-drive tells the person: the lines naming each record kept for a cause to fix (records merely not
+ * reached are counted, not listed: a large quarantine cut short by the budget would print hundreds of lines that ask
+ * nothing of anyone), and the error to end with: exit 1 while some record is kept for a cause, else exit 4 while some
+ * were not reached (run it again), else none.
+ */
+export function redriveOutcome(report: RedriveReport): { readonly lines: readonly string[]; readonly error?: CliError } {
+  const held = report.kept.filter((k) => k.why !== NOT_REACHED);
+  const notReached = report.kept.length - held.length;
+  const lines = held.map(({ record, why }) => `  kept ${record.id} (transaction ${record.entityId ?? "unknown"}): ${why}`);
+  const plural = (n: number) => `${n} quarantine record${n === 1 ? "" : "s"}`;
+  const thenRest = notReached > 0 ? `; ${plural(notReached)} not reached yet` : "";
+  if (held.length > 0) {
+    return { lines, error: new RedriveIncompleteError(`${plural(held.length)} kept; fix the cause (see the log) and run redrive again${thenRest}`, report.kept.length) };
+  }
+  if (notReached > 0) {
+    return { lines, error: new CycleIncompleteError(`the re-drive stopped at its time budget (BRIDGE_CYCLE_BUDGET) with ${plural(notReached)} not reached: run redrive again to go on`) };
+  }
+  return { lines };
+}
+
+/**
+ * Runs the re-drive with the local settings; returns the exit code.
  *
- * @throws RedriveIncompleteError (exit 1) when some records stay: their event failed again, their transaction still
- * fails validation, or it is gone.
+ * @throws RedriveIncompleteError (exit 1) when some records stay for a cause: their event failed again, their
+ * transaction still fails validation, or it is gone; CycleIncompleteError (exit 4) when it only ran out of time.
  * @example
  * process.exitCode = await redriveCommand(io);
  */
@@ -32,12 +58,8 @@ export async function redriveCommand(io: CliIo, seams: Partial<LocalBridgeOption
   const bridge = await openFromSettings(io, seams);
   const report = await usingLocalBridge(bridge, () => runRedrive(bridge));
   line(io.stdout, formatRedriveSummary(report));
-  for (const { record, why } of report.kept) line(io.stdout, `  kept ${record.id} (transaction ${record.entityId ?? "unknown"}): ${why}`);
-  if (report.kept.length > 0) {
-    throw new RedriveIncompleteError(
-      `${report.kept.length} quarantine record${report.kept.length === 1 ? "" : "s"} kept; fix the cause (see the log) and run redrive again`,
-      report.kept.length,
-    );
-  }
+  const { lines, error } = redriveOutcome(report);
+  for (const text of lines) line(io.stdout, text);
+  if (error !== undefined) throw error;
   return EXIT.ok;
 }

@@ -7,6 +7,9 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { BridgeEvent, EventPublisher, PublishFailure } from "../../shared/bridge/ports.js";
 import { EXIT } from "../../shared/cli/errors.js";
+import { formatRedriveSummary, redriveOutcome } from "../../shared/cli/redrive.js";
+import type { KeptRecord, RedriveReport } from "../../shared/bridge/redrive.js";
+import { emptyReport } from "../../shared/bridge/report.js";
 import { runCommand } from "../../shared/cli/run.js";
 import { quarantineId } from "../../shared/bridge/quarantine-id.js";
 import { JsonlEventPublisher, FileQuarantine } from "../../shared/local/index.js";
@@ -81,6 +84,33 @@ describe("bridge redrive (in-process)", () => {
     expect(created.map((e) => e["detail-type"])).toEqual(["transaction.created"]);
     expect(await quarantine.list()).toEqual([]);
     expect((await runInProcess(["redrive"], h.env, undefined, h.dir)).stdout).toMatch(/no quarantine records to re-drive/);
+  });
+
+  describe("a re-drive cut short by its time budget", () => {
+    const kept = (n: number, why: KeptRecord["why"], prefix = "q"): KeptRecord[] =>
+      Array.from({ length: n }, (_, i) => ({ record: { id: `${prefix}${i}`, kind: "transaction", entityId: `t${i}`, reason: "publish: x", at: "2026-01-01T00:00:00Z" }, why }));
+    const report = (records: KeptRecord[]): RedriveReport => ({ considered: records.length + 2, redriven: [], kept: records, cycle: emptyReport("transactions") });
+
+    it("exits 4 naming the budget, with records not reached counted rather than listed one per line", () => {
+      const stopped = report(kept(250, "not reached before the deadline"));
+      expect(formatRedriveSummary(stopped)).toBe(
+        "re-drive: 0 of 252 quarantine records delivered and removed · 250 kept (250 not reached: stopped at the time budget, BRIDGE_CYCLE_BUDGET)",
+      );
+      const { lines, error } = redriveOutcome(stopped);
+      expect(lines).toEqual([]);
+      expect(error).toMatchObject({ exitCode: EXIT.incomplete, message: "the re-drive stopped at its time budget (BRIDGE_CYCLE_BUDGET) with 250 quarantine records not reached: run redrive again to go on" });
+    });
+
+    it("exits 1 while some record is kept for a cause, listing those and counting the ones not reached", () => {
+      const { lines, error } = redriveOutcome(report([...kept(2, "its event was not published", "held"), ...kept(3, "not reached before the deadline")]));
+      expect(lines).toEqual(["  kept held0 (transaction t0): its event was not published", "  kept held1 (transaction t1): its event was not published"]);
+      expect(error).toMatchObject({
+        name: "RedriveIncompleteError",
+        exitCode: EXIT.failed,
+        kept: 5,
+        message: "2 quarantine records kept; fix the cause (see the log) and run redrive again; 3 quarantine records not reached yet",
+      });
+    });
   });
 
   it("exits 1 and names the record when the transaction cannot be published yet", async () => {
