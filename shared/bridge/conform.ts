@@ -137,8 +137,9 @@ export async function conformSnapshots(
   // store-blind "snapshots done" marker would have skipped every snapshot there), then goes on after that record. Its
   // first page of records is conformed whatever the time: a last page of snapshots that takes the whole budget would
   // otherwise stop every run before any record, and a walk started over each time could stop every run before the
-  // records not yet done.
-  let first = resumed !== undefined;
+  // records not yet done. So is that of a run resumed from a snapshot store's cursor: one of the last page, handed out by
+  // a run that finished the snapshots but stopped before its first page of records, would stop every run there too.
+  let first = options.cursor !== undefined;
   for await (const page of deps.quarantine.pages(quarantineAfter === undefined ? { limit } : { limit, after: quarantineAfter })) {
     if (!first && outOfTime()) return report("deadline");
     first = false;

@@ -338,6 +338,31 @@ describe("conformSnapshots", () => {
     expect(JSON.stringify([...rig.quarantine.records.values()])).not.toMatch(/Ann Holder/);
   });
 
+  it("conforms a page of records in a run resumed from the cursor of the last page of snapshots, when reading that page again takes the whole budget", async () => {
+    const rig = await rigWrittenUnderFull(3);
+    for (let i = 0; i < 6; i += 1) {
+      await rig.quarantine.put({ id: `q${i}`, kind: "transaction", reason: "bad", raw: { id: "t1", card_holder_name: "Ann Holder", memo: `m${i}` }, at: "2026-03-01T12:00:00Z" });
+    }
+    const deps = { ...rig.deps, pii: REDACT };
+    expect(rig.snapshots.data.size).toBeGreaterThan(2);
+    // The pass over the snapshots ends past the deadline: the first run stops before its first page of records, with
+    // the cursor of its last page of snapshots (no quarantine walk begun), and every run from it reads that page again.
+    const vacuum = rig.snapshots.vacuum.bind(rig.snapshots);
+    rig.snapshots.vacuum = async () => {
+      rig.clock.advance(60_000);
+      return vacuum();
+    };
+    let cursor: string | undefined;
+    let report = await conformSnapshots(deps, { pageSize: 2, deadline: rig.clock.now() + 30_000 });
+    expect(report).toMatchObject({ outcome: "deadline", quarantineRewritten: 0, cursor: expect.any(String) });
+    for (let runs = 0; runs < 5 && report.outcome === "deadline"; runs += 1) {
+      cursor = report.cursor;
+      report = await conformSnapshots(deps, { pageSize: 2, deadline: rig.clock.now() + 30_000, ...(cursor === undefined ? {} : { cursor }) });
+    }
+    expect(report.outcome).toBe("complete");
+    expect(JSON.stringify([...rig.quarantine.records.values()])).not.toMatch(/Ann Holder/);
+  });
+
   it("refuses in another store the cursor of a pass stopped in its quarantine walk, rather than take that store's snapshots as done", async () => {
     const stopped = await rigWrittenUnderFull(3);
     for (let i = 0; i < 4; i += 1) {
