@@ -89,7 +89,7 @@ function conformed(snapshot: Snapshot, deps: Pick<BridgeDeps, "pii">): Snapshot 
  * ```
  */
 export async function conformSnapshots(
-  deps: Pick<BridgeDeps, "snapshots" | "quarantine" | "pii" | "clock" | "logger">,
+  deps: Pick<BridgeDeps, "snapshots" | "quarantine" | "pii" | "clock" | "logger" | "tenant">,
   options: ConformOptions = {},
 ): Promise<ConformReport> {
   assertPiiPolicy(deps.pii);
@@ -101,7 +101,7 @@ export async function conformSnapshots(
   }
   const limit = options.pageSize ?? DEFAULT_CONFORM_PAGE_SIZE;
   if (!Number.isSafeInteger(limit) || limit < 1) throw new RangeError(`pageSize must be a whole number of at least 1, got ${limit}`);
-  const resumed = quarantinePosition(options.cursor);
+  const resumed = quarantinePosition(options.cursor, deps.tenant);
   let cursor = resumed === undefined ? options.cursor : resumed.snapshots;
   /** The last quarantine record walked, once the quarantine walk has begun (in this run or the one it goes on from). */
   let quarantineAfter = resumed?.after;
@@ -111,7 +111,7 @@ export async function conformSnapshots(
   const report = (outcome: ConformOutcome): ConformReport => {
     // Never below 0: a wall clock stepped back during the pass would make it negative (CycleRun.finish does the same).
     const done = { mode, outcome, scanned, rewritten, quarantineRewritten, durationMs: Math.max(0, deps.clock.now() - started) };
-    const next = outcome !== "deadline" ? undefined : quarantineAfter === undefined ? cursor : quarantineCursor(cursor, quarantineAfter);
+    const next = outcome !== "deadline" ? undefined : quarantineAfter === undefined ? cursor : quarantineCursor(deps.tenant, cursor, quarantineAfter);
     deps.logger.info("snapshots conformed to the PII mode", { ...done, ...(outcome === "deadline" ? { cursor: next } : {}) });
     return next === undefined ? done : { ...done, cursor: next };
   };
@@ -155,12 +155,16 @@ export async function conformSnapshots(
 const QUARANTINE_CURSOR_PREFIX = "quarantine~";
 
 /** A cursor that goes on with the quarantine walk: the last page of snapshots' cursor (if any), and the last record walked. */
-function quarantineCursor(snapshots: string | undefined, after: string): string {
-  return QUARANTINE_CURSOR_PREFIX + Buffer.from(JSON.stringify({ snapshots, after })).toString("base64url");
+function quarantineCursor(tenant: string, snapshots: string | undefined, after: string): string {
+  return QUARANTINE_CURSOR_PREFIX + Buffer.from(JSON.stringify({ tenant, snapshots, after })).toString("base64url");
 }
 
-/** The parts of a cursor {@link quarantineCursor} made; undefined for any other (a snapshot store's, or none). */
-function quarantinePosition(cursor: string | undefined): { readonly snapshots?: string; readonly after: string } | undefined {
+/**
+ * The parts of a cursor {@link quarantineCursor} made for `tenant`; undefined for any other (a snapshot store's, or
+ * none). One made for another tenant is refused: without a snapshot part (snapshots that fit one page) nothing else
+ * would tie it to this store, and its record id would make the walk skip this quarantine's records up to it.
+ */
+function quarantinePosition(cursor: string | undefined, tenant: string): { readonly snapshots?: string; readonly after: string } | undefined {
   if (cursor?.startsWith(QUARANTINE_CURSOR_PREFIX) !== true) return undefined;
   let parsed: unknown;
   try {
@@ -168,8 +172,8 @@ function quarantinePosition(cursor: string | undefined): { readonly snapshots?: 
   } catch {
     throw new SnapshotCursorError();
   }
-  const { snapshots, after } = (isJsonObject(parsed) ? parsed : {}) as Record<string, unknown>;
-  if (typeof after !== "string" || (snapshots !== undefined && typeof snapshots !== "string")) throw new SnapshotCursorError();
+  const { snapshots, after, tenant: madeFor } = (isJsonObject(parsed) ? parsed : {}) as Record<string, unknown>;
+  if (madeFor !== tenant || typeof after !== "string" || (snapshots !== undefined && typeof snapshots !== "string")) throw new SnapshotCursorError();
   return snapshots === undefined ? { after } : { snapshots, after };
 }
 

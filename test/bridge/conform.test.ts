@@ -386,6 +386,32 @@ describe("conformSnapshots", () => {
     expect(cleartextIn(other)).toBe(cleartext);
   });
 
+  it("refuses in another tenant's pass the cursor of a quarantine walk whose snapshots fitted one page (nothing else ties it to its store)", async () => {
+    const withRecords = async () => {
+      const rig = makeRig({ pii: { mode: "full" } });
+      for (let i = 0; i < 25; i += 1) {
+        const raw = { id: "t1", qashio_id: "CT1", card_holder_name: "Ann Holder", memo: `m${i}` };
+        await rig.quarantine.put({ id: `q${String(i).padStart(2, "0")}`, kind: "transaction", reason: "bad", raw, at: "2026-03-01T12:00:00Z" });
+      }
+      return rig;
+    };
+    const stopped = await withRecords();
+    const put = stopped.quarantine.put.bind(stopped.quarantine);
+    stopped.quarantine.put = async (record) => {
+      stopped.clock.advance(60_000);
+      return put(record);
+    };
+    const first = await conformSnapshots({ ...stopped.deps, pii: REDACT }, { pageSize: 10, deadline: stopped.clock.now() + 30_000 });
+    expect(first).toMatchObject({ outcome: "deadline", scanned: 0, quarantineRewritten: 10, cursor: expect.any(String) });
+    // Its own tenant goes on from it.
+    expect(await conformSnapshots({ ...stopped.deps, pii: REDACT }, { pageSize: 10, cursor: first.cursor })).toMatchObject({ outcome: "complete", quarantineRewritten: 15 });
+
+    const other = await withRecords();
+    const otherTenant = { ...other.deps, tenant: `${other.deps.tenant}-other`, pii: REDACT };
+    await expect(conformSnapshots(otherTenant, { pageSize: 10, cursor: first.cursor })).rejects.toMatchObject({ name: "SnapshotCursorError" });
+    expect(JSON.stringify([...other.quarantine.records.values()]).match(/Ann Holder/g)).toHaveLength(25);
+  });
+
   it("masks whole the head of a body the store had to cut (JSON text cut short), keeping its size and qashio_id", async () => {
     const rig = makeRig({ pii: { mode: "full" } });
     const head = '{"id":"t1","qashio_id":"CT1","card_holder_name":"Ann Holder","card_holder_email":"ann@example.com","memo":"xxxx';

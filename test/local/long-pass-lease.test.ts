@@ -40,7 +40,7 @@ it("renews the cycle lease while a PII conform pass and its vacuum work through 
   const renewals: boolean[] = [];
   const lease = { renew: async () => (renewals.push(await handle.renew(leaseMs)), renewals.at(-1) as boolean) };
   const started = Date.now();
-  const report = await whileHolding(lease, ttlMs, systemClock, () => conformSnapshots({ snapshots: store, quarantine: new FileQuarantine(dir), pii: { mode: "redact" }, clock: systemClock, logger: silent }), silent, {
+  const report = await whileHolding(lease, ttlMs, systemClock, () => conformSnapshots({ snapshots: store, quarantine: new FileQuarantine(dir), pii: { mode: "redact" }, clock: systemClock, logger: silent, tenant: "acme" }), silent, {
     lost: "lost",
     failed: "failed",
   });
