@@ -484,3 +484,23 @@ export function refusal(ids: readonly string[], refused: readonly string[]): Err
   );
   return Object.assign(new Error("Some transactions were not found"), { name: "InvalidRequestError", status: 400, errors });
 }
+
+/**
+ * A rig whose transaction validator refuses a memo of "REFUND?" while `rule.strict` is on: a validation rule that
+ * wrongly refuses good provider data, fixed by turning it off.
+ */
+export function makeStrictRuleRig(): { rig: TestRig; rule: { strict: boolean } } {
+  const rule = { strict: true };
+  const rig = makeRig(
+    { pii: { mode: "redact" } },
+    {
+      validators: {
+        transaction: (raw) =>
+          rule.strict && (raw as { memo?: unknown }).memo === "REFUND?"
+            ? { success: false, reason: "memo: not allowed" }
+            : { success: true, data: raw as Record<string, unknown> },
+      },
+    },
+  );
+  return { rig, rule };
+}

@@ -1,28 +1,12 @@
 import { describe, expect, it } from "vitest";
 import { pollTransactions } from "../../shared/bridge/transactions.js";
 import { redriveQuarantined } from "../../shared/bridge/redrive.js";
-import { makeRig } from "./fakes.js";
-
-function strictRig() {
-  const rule = { strict: true };
-  const rig = makeRig(
-    { pii: { mode: "redact" } },
-    {
-      validators: {
-        transaction: (raw) =>
-          rule.strict && (raw as { memo?: unknown }).memo === "REFUND?"
-            ? { success: false, reason: "memo: not allowed" }
-            : { success: true, data: raw as Record<string, unknown> },
-      },
-    },
-  );
-  return { rig, rule };
-}
+import { makeStrictRuleRig } from "./fakes.js";
 
 /** An operator drill after a bad validation rule: hundreds of records, short runs, cycles and a crash between them. */
 describe("redriveQuarantined drill", () => {
   it("re-drives 700 records over short runs with cycles and a failed snapshot write between them: every transaction stored, one event id per state", async () => {
-    const { rig, rule } = strictRig();
+    const { rig, rule } = makeStrictRuleRig();
     const bad = Array.from({ length: 600 }, () => rig.provider.addTransaction({ memo: "REFUND?" }));
     await pollTransactions(rig.deps);
     const failing = Array.from({ length: 100 }, () => rig.provider.addTransaction());

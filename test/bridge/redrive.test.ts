@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { pollTransactions } from "../../shared/bridge/transactions.js";
 import { KEPT_RECORDS_NAMED, REDRIVE_QUARANTINE_PAGE_SIZE, redriveQuarantined } from "../../shared/bridge/redrive.js";
 import { CycleAbortedError } from "../../shared/bridge/errors.js";
-import { makeRig } from "./fakes.js";
+import { makeRig, makeStrictRuleRig } from "./fakes.js";
 
 /** Adds `count` transactions whose events fail for good, so a cycle quarantines them; publishing works again after. */
 async function quarantinePublishFailures(rig: ReturnType<typeof makeRig>, count = 1, reason = "AccessDeniedException: not allowed") {
@@ -18,18 +18,7 @@ async function quarantinePublishFailures(rig: ReturnType<typeof makeRig>, count 
  * provider data), and one transaction a cycle quarantined for validation and acknowledged under it.
  */
 async function quarantineUnderStrictRule(options: { publishedBefore?: boolean } = {}) {
-  const rule = { strict: true };
-  const rig = makeRig(
-    { pii: { mode: "redact" } },
-    {
-      validators: {
-        transaction: (raw) =>
-          rule.strict && (raw as { memo?: unknown }).memo === "REFUND?"
-            ? { success: false, reason: "memo: not allowed" }
-            : { success: true, data: raw as Record<string, unknown> },
-      },
-    },
-  );
+  const { rig, rule } = makeStrictRuleRig();
   const txn = rig.provider.addTransaction(options.publishedBefore ? {} : { memo: "REFUND?" });
   if (options.publishedBefore) {
     await pollTransactions(rig.deps);
