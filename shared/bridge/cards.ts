@@ -155,7 +155,9 @@ function isViewChange(change: Change, before: Readonly<Record<string, unknown>>,
 class CardRun extends CycleRun {
   /**
    * Cards taken in the last few pages: a card met again was shifted onto the next page by cards issued meanwhile, and
-   * a walk of every card the company has need not hold all their ids. One met again further on is diffed again.
+   * a walk of every card the company has need not hold all their ids. One met again further on is diffed again. One met
+   * again is not kept for the rest of the walk (`recent`): the walk's offset moves on whatever it meets, and each card
+   * issued under the walk would otherwise add one.
    */
   private readonly seen = new RecentIds();
   /** Set once a page's detail reads all failed (see `withDetails`): the rest of the walk takes cards as listed, without reading them. */
@@ -397,7 +399,7 @@ class CardRun extends CycleRun {
       const object = this.pii(result.data);
       const id = object["id"] as string;
       // A card inserted at the top shifts the next page by one: the same card can be listed twice.
-      if (onPage.has(id) || this.seen.has(id)) continue;
+      if (onPage.has(id) || this.seen.recent(id)) continue;
       onPage.add(id);
       items.push({ id, object, hash: contentHash(object), ...(asListed ? { asListed } : {}) });
     }

@@ -161,6 +161,30 @@ describe("pollCards", () => {
     expect(Math.max(...remembered)).toBe(RECENT_BATCHES * 2);
   });
 
+  it("remembers a few pages of cards however many a walk meets again, shifted by cards issued under it", async () => {
+    const rig = makeRig({ emitCardCreated: true });
+    for (let i = 0; i < 30; i++) rig.provider.addCard();
+    // One card issued before each list call: each page starts with the last card of the page before.
+    rig.provider.beforeCall = (call) => {
+      if (call.op === "listErpCards") rig.provider.addCard();
+    };
+    const remembered: number[] = [];
+    const add = RecentIds.prototype.add;
+    const spy = vi.spyOn(RecentIds.prototype, "add").mockImplementation(function (this: RecentIds, ...args) {
+      add.apply(this, args);
+      remembered.push(this.size);
+    });
+    try {
+      expect(await pollCards(rig.deps, { pageSize: 3 })).toMatchObject({ outcome: "complete" });
+    } finally {
+      spy.mockRestore();
+    }
+    const ids = rig.publisher.events.map((e) => e.detail.subject.id);
+    expect(new Set(ids).size).toBe(ids.length);
+    expect(remembered.length).toBeGreaterThan(10);
+    expect(Math.max(...remembered)).toBeLessThanOrEqual(RECENT_BATCHES * 3);
+  });
+
   it("in suspended-only mode reads only the suspended list and publishes new suspensions", async () => {
     const rig = makeRig();
     const a = rig.provider.addCard();

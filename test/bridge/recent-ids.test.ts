@@ -23,6 +23,15 @@ describe("RecentIds", () => {
     // What it costs: the sticky id besides the window's batch.
     expect(handled.size).toBe(2);
   });
+
+  it("answers recent for the window's ids without keeping one met again", () => {
+    const handled = new RecentIds(1);
+    handled.add(["shifted"]);
+    expect(handled.recent("shifted")).toBe(true);
+    handled.add(["b"]);
+    expect(handled.recent("shifted")).toBe(false);
+    expect(handled.size).toBe(1);
+  });
 });
 
 describe("RecentIds versions", () => {
