@@ -1,0 +1,184 @@
+/**
+ * Property test of the card walk while cards are issued under it: bursts of new cards before each list call push the
+ * cards not yet reached by more than the walk remembers (RecentIds: its last few pages), cards change status and limits
+ * mid-walk, and walks are cut by their deadline (a container frozen mid-page included) or by crashes, then resumed
+ * from their cursor.
+ */
+import fc from "fast-check";
+import { describe, expect, it, vi } from "vitest";
+import { pollCards } from "../../shared/bridge/cards.js";
+import { CycleAbortedError } from "../../shared/bridge/errors.js";
+import { RECENT_BATCHES, RecentIds } from "../../shared/bridge/recent-ids.js";
+import type { BridgeEvent } from "../../shared/bridge/ports.js";
+import { CrashPoint, crashingPorts, SimulatedCrash } from "./faults.js";
+import { makeRig } from "./fakes.js";
+import { canonical, expectOrderingRuleHolds } from "./invariants.js";
+
+/** A card change made before list call `call` of a walk: always a new nickname, so no change undoes an earlier one. */
+interface CardChange {
+  readonly call: number;
+  readonly pick: number;
+  readonly status: string;
+  readonly limit: number | null;
+}
+
+interface Walk {
+  readonly pageSize: number;
+  /** Cards issued before each list call of the walk, in turn (none once used up, so the walk can end). */
+  readonly bursts: readonly number[];
+  readonly changes: readonly CardChange[];
+  readonly readFrom: number;
+  readonly stop:
+    | null
+    | { readonly kind: "crash"; readonly at: number; readonly after: boolean }
+    /** The deadline falls after `calls` list calls; `freeze`: the container is frozen past its grace there (at that list call, or after a publish). */
+    | { readonly kind: "deadline"; readonly calls: number; readonly freeze: "none" | "list" | "publish" };
+}
+
+const changeArb: fc.Arbitrary<CardChange> = fc.record({
+  call: fc.nat({ max: 10 }),
+  pick: fc.nat(),
+  status: fc.constantFrom("Active", "Suspended", "Inactive"),
+  limit: fc.option(fc.constantFrom(100, 200, 300), { nil: null }),
+});
+
+const walkArb: fc.Arbitrary<Walk> = fc.record({
+  pageSize: fc.integer({ min: 1, max: 3 }),
+  bursts: fc.array(fc.integer({ min: 0, max: 10 }), { maxLength: 12 }),
+  changes: fc.array(changeArb, { maxLength: 4 }),
+  readFrom: fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }),
+  stop: fc.oneof(
+    fc.constant(null),
+    fc.record({ kind: fc.constant("crash" as const), at: fc.nat({ max: 10 }), after: fc.boolean() }),
+    fc.record({ kind: fc.constant("deadline" as const), calls: fc.integer({ min: 1, max: 10 }), freeze: fc.constantFrom("none" as const, "list" as const, "publish" as const) }),
+  ),
+});
+
+/** What one change of a card is to consumers: the same change re-sent must keep its id, and two must not share one. */
+function changeOf(event: BridgeEvent): string {
+  const { subject, type, data } = event.detail;
+  return canonical([subject.id, subject.sequence, type, data.object, data.changes ?? null]);
+}
+
+describe("card walk with cards issued under it", () => {
+  it("delivers every card's final status and limits, one id per change, within bounded list calls and bounded memory", async () => {
+    /** RecentIds sizes after each page, and the page size of the walk they were taken in. */
+    let remembered: { size: number; pageSize: number }[] = [];
+    let pageSize = 1;
+    const add = RecentIds.prototype.add;
+    const spy = vi.spyOn(RecentIds.prototype, "add").mockImplementation(function (this: RecentIds, ...args) {
+      add.apply(this, args);
+      remembered.push({ size: this.size, pageSize });
+    });
+    let cut = 0;
+    let pushed = 0;
+    try {
+      await fc.assert(
+        fc.asyncProperty(fc.integer({ min: 0, max: 8 }), fc.boolean(), fc.array(walkArb, { minLength: 1, maxLength: 8 }), async (initial, emitCardCreated, walks) => {
+          const rig = makeRig({ emitCardCreated }, { cardDetails: true });
+          let version = 0;
+          const issue = (): void => {
+            rig.provider.addCard({ card_nickname: `v${++version}` });
+          };
+          const change = (c: CardChange): void => {
+            const { cards } = rig.provider;
+            if (cards.length === 0) return;
+            const limits = c.limit === null ? {} : { purchase_limits: { enabled: true, amount: c.limit, frequency: "MONTHLY", limit_currency: "AED", number_of_purchases: null } };
+            rig.provider.changeCard(cards[c.pick % cards.length]?.["id"] as string, { card_nickname: `v${++version}`, status: c.status, ...limits });
+          };
+          for (let i = 0; i < initial; i++) issue();
+          const publish = rig.publisher.publish.bind(rig.publisher);
+          let freezeAfterPublish = false;
+          rig.publisher.publish = async (events, options) => {
+            const result = await publish(events, options);
+            if (freezeAfterPublish) rig.clock.advance(10 * 60_000);
+            return result;
+          };
+
+          /** Runs one walk, checking that it ends within a bound of list calls. */
+          const walk = async (w: Walk): Promise<void> => {
+            rig.clock.advance(60_000);
+            pageSize = w.pageSize;
+            let lists = 0;
+            const stop = w.stop;
+            const deadline = stop?.kind === "deadline" ? rig.clock.now() + stop.calls * 1000 - 500 : undefined;
+            rig.provider.beforeCall = (call) => {
+              if (call.op !== "listErpCards") return;
+              if (lists > 1000) throw new Error("the walk does not end");
+              for (const c of w.changes) if (c.call === lists) change(c);
+              const burst = w.bursts[lists] ?? 0;
+              for (let i = 0; i < burst; i++) issue();
+              lists += 1;
+              // Each list call takes a second; a freeze outlasts the deadline's grace.
+              rig.clock.advance(1000);
+              if (stop?.kind === "deadline" && stop.freeze === "list" && lists === stop.calls) rig.clock.advance(10 * 60_000);
+              if (stop?.kind === "deadline" && stop.freeze === "publish" && lists === stop.calls) freezeAfterPublish = true;
+            };
+            const crash = new CrashPoint(stop?.kind === "crash" ? stop : undefined);
+            const { snapshots, publisher, quarantine } = crashingPorts(rig.deps, crash);
+            try {
+              const report = await pollCards(
+                { ...rig.deps, snapshots, publisher, quarantine },
+                { pageSize: w.pageSize, random: () => w.readFrom, ...(deadline === undefined ? {} : { deadline }) },
+              );
+              if (report.outcome !== "complete") cut += 1;
+            } catch (error) {
+              if (!(error instanceof CycleAbortedError && error.cause instanceof SimulatedCrash)) throw error;
+              cut += 1;
+            } finally {
+              rig.provider.beforeCall = () => undefined;
+              freezeAfterPublish = false;
+            }
+            // No walk loops: it ends within the list's pages at its end, plus the re-read of a resumed first page.
+            expect(lists).toBeLessThanOrEqual(Math.ceil(rig.provider.cards.length / w.pageSize) + 3);
+            if (w.bursts.some((b) => b > RECENT_BATCHES * w.pageSize)) pushed += 1;
+          };
+
+          for (const w of walks) await walk(w);
+          // Enough walks: until one completes, then one from the top (a resumed walk leaves cards issued above its cursor
+          // to the next walk).
+          const clean: Walk = { pageSize: 3, bursts: [], changes: [], readFrom: 0, stop: null };
+          pageSize = 3;
+          for (let i = 0; i < 20; i++) {
+            const report = await pollCards(rig.deps, { pageSize: 3, random: () => 0 });
+            rig.clock.advance(60_000);
+            if (report.outcome === "complete") break;
+          }
+          await walk(clean);
+
+          const finals = new Map(rig.provider.cards.map((card) => [card["id"] as string, canonical(card)]));
+          const events = rig.publisher.events;
+          for (const [id, state] of finals) {
+            // What the bridge holds of each card is its final state, and consumers have it: from its last event, or
+            // (no event) from its silent first sighting.
+            expect(canonical(rig.snapshots.data.get(`card:${id}`)?.object), id).toBe(state);
+            const own = events.filter((e) => e.detail.subject.id === id);
+            if (own.length === 0) expect(emitCardCreated, `${id} never published`).toBe(false);
+            else expect(canonical(own.at(-1)?.detail.data.object), id).toBe(state);
+          }
+          const published = new Set(events.map((e) => e.detail.subject.id));
+          expectOrderingRuleHolds(events, new Map([...finals].filter(([id]) => published.has(id))));
+          // One id per change, one change per id.
+          const idsByChange = new Map<string, Set<string>>();
+          const changeById = new Map<string, string>();
+          for (const e of events) {
+            const key = changeOf(e);
+            idsByChange.set(key, (idsByChange.get(key) ?? new Set<string>()).add(e.detail.id));
+            expect(changeById.get(e.detail.id) ?? key, `id ${e.detail.id} shared by two changes`).toBe(key);
+            changeById.set(e.detail.id, key);
+          }
+          expect([...idsByChange.values()].filter((ids) => ids.size > 1)).toEqual([]);
+          // Memory of a walk: a few pages' ids, whatever was issued under it.
+          const over = remembered.filter(({ size, pageSize: size1 }) => size > 2 * RECENT_BATCHES * size1);
+          remembered = [];
+          expect(over).toEqual([]);
+        }),
+        { numRuns: 150, seed: 20261130 },
+      );
+    } finally {
+      spy.mockRestore();
+    }
+    expect(cut).toBeGreaterThan(50);
+    expect(pushed).toBeGreaterThan(50);
+  });
+});
