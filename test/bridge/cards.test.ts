@@ -11,6 +11,22 @@ import { RECENT_BATCHES, RecentIds } from "../../shared/bridge/recent-ids.js";
 import { makeRig } from "./fakes.js";
 import { clientOverFake } from "./provider-client.js";
 
+/** The number of ids every RecentIds holds after each `add` while `work` runs (the walk's memory of cards taken). */
+async function rememberedSizes(work: () => Promise<void>): Promise<number[]> {
+  const sizes: number[] = [];
+  const add = RecentIds.prototype.add;
+  const spy = vi.spyOn(RecentIds.prototype, "add").mockImplementation(function (this: RecentIds, ...args) {
+    add.apply(this, args);
+    sizes.push(this.size);
+  });
+  try {
+    await work();
+  } finally {
+    spy.mockRestore();
+  }
+  return sizes;
+}
+
 describe("pollCards", () => {
   it("records a card seen for the first time silently", async () => {
     const rig = makeRig();
@@ -145,17 +161,9 @@ describe("pollCards", () => {
   it("remembers the cards of its last few pages only, not every card the walk took", async () => {
     const rig = makeRig({ emitCardCreated: true });
     for (let i = 0; i < 40; i++) rig.provider.addCard();
-    const remembered: number[] = [];
-    const add = RecentIds.prototype.add;
-    const spy = vi.spyOn(RecentIds.prototype, "add").mockImplementation(function (this: RecentIds, ...args) {
-      add.apply(this, args);
-      remembered.push(this.size);
-    });
-    try {
+    const remembered = await rememberedSizes(async () => {
       expect(await pollCards(rig.deps, { pageSize: 2 })).toMatchObject({ outcome: "complete", handled: 40 });
-    } finally {
-      spy.mockRestore();
-    }
+    });
     expect(rig.publisher.events).toHaveLength(40);
     expect(remembered).toHaveLength(20);
     expect(Math.max(...remembered)).toBe(RECENT_BATCHES * 2);
@@ -168,17 +176,9 @@ describe("pollCards", () => {
     rig.provider.beforeCall = (call) => {
       if (call.op === "listErpCards") rig.provider.addCard();
     };
-    const remembered: number[] = [];
-    const add = RecentIds.prototype.add;
-    const spy = vi.spyOn(RecentIds.prototype, "add").mockImplementation(function (this: RecentIds, ...args) {
-      add.apply(this, args);
-      remembered.push(this.size);
-    });
-    try {
+    const remembered = await rememberedSizes(async () => {
       expect(await pollCards(rig.deps, { pageSize: 3 })).toMatchObject({ outcome: "complete" });
-    } finally {
-      spy.mockRestore();
-    }
+    });
     const ids = rig.publisher.events.map((e) => e.detail.subject.id);
     expect(new Set(ids).size).toBe(ids.length);
     expect(remembered.length).toBeGreaterThan(10);
