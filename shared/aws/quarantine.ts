@@ -150,9 +150,7 @@ export class DynamoQuarantine implements Quarantine {
 
   async list(): Promise<QuarantineRecord[]> {
     const records: QuarantineRecord[] = [];
-    for await (const page of this.#pages()) {
-      for (const item of page.Items ?? []) records.push(this.#decode(item as unknown as QuarantineItem));
-    }
+    for await (const page of this.#records()) records.push(...page);
     return records;
   }
 
@@ -160,8 +158,13 @@ export class DynamoQuarantine implements Quarantine {
    * One Query call per page, `Limit` items each (expired items read and dropped, so a page may hold fewer), in sort key
    * (record id) order, from after `after` when given.
    */
-  async *pages({ limit, after }: QuarantinePagesOptions): AsyncGenerator<QuarantineRecord[]> {
-    for await (const page of this.#pages({ limit, ...(after === undefined ? {} : { after }) })) {
+  pages({ limit, after }: QuarantinePagesOptions): AsyncGenerator<QuarantineRecord[]> {
+    return this.#records({ limit, ...(after === undefined ? {} : { after }) });
+  }
+
+  /** The decoded records of each non-empty page of {@link #pages}. */
+  async *#records(options: { readonly limit?: number; readonly after?: string } = {}): AsyncGenerator<QuarantineRecord[]> {
+    for await (const page of this.#pages(options)) {
       const records = (page.Items ?? []).map((item) => this.#decode(item as unknown as QuarantineItem));
       if (records.length > 0) yield records;
     }
