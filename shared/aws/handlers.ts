@@ -13,7 +13,7 @@ import middy from "@middy/core";
 import type { Context } from "aws-lambda";
 import type { ConformReport } from "../bridge/conform.js";
 import type { Clock } from "../bridge/ports.js";
-import { KEPT_RECORDS_NAMED, type RedriveReport } from "../bridge/redrive.js";
+import { KEPT_RECORDS_NAMED, keptNotNamed, type RedriveReport } from "../bridge/redrive.js";
 import { totalPublished, type CycleReport } from "../bridge/report.js";
 import type { FetchLike } from "../qashio/http.js";
 import { systemClock } from "./clock.js";
@@ -223,7 +223,7 @@ function redriveSummary(report: RedriveReport): Summary {
     published: totalPublished(report.cycle),
     redriven: report.redriven.length,
     kept: report.kept.slice(0, KEPT_RECORDS_NAMED).map(({ record }) => record.id),
-    ...(report.kept.length > KEPT_RECORDS_NAMED ? { keptNotNamed: report.kept.length - KEPT_RECORDS_NAMED } : {}),
+    ...keptNotNamed(report.kept),
   };
 }
 

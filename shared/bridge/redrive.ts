@@ -29,6 +29,11 @@ export type RedriveRecord = Omit<QuarantineRecord, "raw">;
  */
 export const KEPT_RECORDS_NAMED = 100;
 
+/** How many kept records go unnamed beyond {@link KEPT_RECORDS_NAMED}, as a member to spread (none when all are named). */
+export function keptNotNamed(kept: readonly KeptRecord[]): { readonly keptNotNamed?: number } {
+  return kept.length > KEPT_RECORDS_NAMED ? { keptNotNamed: kept.length - KEPT_RECORDS_NAMED } : {};
+}
+
 /** Quarantine records read per page while the re-drive gathers what to read again. */
 export const REDRIVE_QUARANTINE_PAGE_SIZE = 100;
 
@@ -174,7 +179,7 @@ export async function redriveQuarantined(deps: TransactionCycleDeps, options: Re
     redriven: redriven.length,
     kept: kept.length,
     keptByWhy,
-    ...(kept.length > KEPT_RECORDS_NAMED ? { keptNotNamed: kept.length - KEPT_RECORDS_NAMED } : {}),
+    ...keptNotNamed(kept),
   });
   return { considered, redriven, kept, cycle: report };
 }
