@@ -146,8 +146,6 @@ export async function conformSnapshots(
     quarantineRewritten += await conformQuarantinePage(deps, page);
     quarantineAfter = page.at(-1)?.id ?? quarantineAfter;
   }
-  cursor = undefined;
-  quarantineAfter = undefined;
   return report("complete");
 }
 
