@@ -165,6 +165,7 @@ export class SandboxState {
         createdAt,
         syncStatus: "not_synced",
         nowMs: this.clock.nowMs(),
+        live: true,
       });
       data.transactions.add(tx);
       created.push(tx);

@@ -60,6 +60,8 @@ export interface CreateOptions {
   readonly syncStatus: ClientSyncStatus;
   /** Sandbox "now" (epoch ms): nothing is cleared in the future. */
   readonly nowMs: number;
+  /** Spend happening now (not seeded history): only a card whose status is `Active` now makes it. */
+  readonly live?: boolean;
 }
 
 export class TransactionFactory {
@@ -70,6 +72,8 @@ export class TransactionFactory {
   private readonly atmCards: CardRecord[];
   private readonly purchases: TransactionRecord[] = [];
   private readonly refCache = new Map<string, Readonly<Record<string, unknown>>>();
+  /** Card activation and termination stamps, parsed: a seeded history asks for them for each of its transactions. */
+  private readonly stampTimes = new Map<string, number>();
   private readonly approvedBy: Readonly<Record<string, unknown>>;
   private readonly segmentsByLabel: Map<string, CompanyData["segments"][number][]>;
   /** Sequence behind `qashio_id`, so ids stay unique even for a batch built before it is stored. */
@@ -151,7 +155,7 @@ export class TransactionFactory {
     const p = this.prng;
     const company = this.data.company;
     const billingCurrency = company.currency;
-    const card = parent ? (this.data.cards.find((c) => c.id === parent.card_external_id) ?? p.pick(this.spendCards)) : this.cardFor(category);
+    const card = parent ? (this.data.cards.find((c) => c.id === parent.card_external_id) ?? p.pick(this.spendCards)) : this.cardFor(category, o.timeMs, o.live === true);
     const holder = card.holder;
     const merchant = this.merchantFor(category, parent);
     let transactionAmount: number;
@@ -291,9 +295,32 @@ export class TransactionFactory {
     return ref;
   }
 
-  private cardFor(category: BuildableCategory): CardRecord {
-    if (category === "cash_withdrawal" && this.atmCards.length > 0) return this.prng.pick(this.atmCards);
-    return this.prng.pick(this.spendCards);
+  /**
+   * The card new spend at `timeMs` goes on: one active then (activated, not yet terminated) and, for spend happening now,
+   * one whose status is `Active` now (a card the dashboard suspended stops spending, one it reactivated starts). The
+   * seeded history keeps no status history, so a card suspended since spent before. A cash withdrawal takes a card
+   * that allows them. Without a usable card any spend card serves, so the control surface can always create one.
+   */
+  private cardFor(category: BuildableCategory, timeMs: number, live: boolean): CardRecord {
+    const cards = live ? this.data.cards.filter((card) => card.status === "Active") : this.spendCards;
+    const usable = cards.filter((card) => this.canSpendAt(card, timeMs));
+    const atm = category === "cash_withdrawal";
+    const withAtm = atm ? usable.filter((card) => card.atmWithdrawalAllowed) : usable;
+    if (withAtm.length > 0) return this.prng.pick(withAtm);
+    if (usable.length > 0) return this.prng.pick(usable);
+    return this.prng.pick(atm && this.atmCards.length > 0 ? this.atmCards : this.spendCards);
+  }
+
+  /** Whether `card` was active at `timeMs`: activated by then and not terminated yet. */
+  private canSpendAt(card: CardRecord, timeMs: number): boolean {
+    if (card.activatedAt === null || this.stampMs(card.activatedAt) > timeMs) return false;
+    return card.terminatedAt === null || timeMs < this.stampMs(card.terminatedAt);
+  }
+
+  private stampMs(stamp: string): number {
+    let ms = this.stampTimes.get(stamp);
+    if (ms === undefined) this.stampTimes.set(stamp, (ms = Date.parse(stamp)));
+    return ms;
   }
 
   private merchantFor(category: BuildableCategory, parent: TransactionRecord | undefined): MerchantProfile | undefined {

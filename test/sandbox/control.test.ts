@@ -151,6 +151,39 @@ describe("activity generation", () => {
     expect((await h.json("/public/v1/erp/company/summary")).status).toBe(200);
   });
 
+  it("puts new spend only on cards Active now: none on a card the dashboard suspended, some on one it activated", async () => {
+    const cards = (await h.json("/public/v1/erp/cards?page_size=100")).body.data as Row[];
+    const active = cards.filter((card) => card.status === "Active");
+    const [suspendedNow] = active;
+    const activatedNow = cards.find((card) => card.status === "Inactive") as Row;
+    expect(suspendedNow).toBeDefined();
+    expect(activatedNow).toBeDefined();
+    expect((await control(`/companies/${h.companyId}/cards/${suspendedNow!.id}/status`, { status: "suspended" })).status).toBe(200);
+    expect((await control(`/companies/${h.companyId}/cards/${activatedNow.id}/status`, { status: "active" })).status).toBe(200);
+    const spendable = new Set([...active.slice(1), activatedNow].map((card) => card.id));
+    const used = new Set<unknown>();
+    for (const category of ["purchase", "cash_withdrawal"]) {
+      const { status, body } = await control(`/companies/${h.companyId}/transactions`, { count: 60, transaction_category: category });
+      expect(status).toBe(201);
+      for (const tx of body.data as Row[]) used.add(tx.card_external_id);
+    }
+    expect([...used].filter((id) => !spendable.has(id as string))).toEqual([]);
+    expect(used.has(activatedNow.id)).toBe(true);
+  });
+
+  it("dates seeded spend inside its card's active life: after activation, before termination", async () => {
+    const cards = new Map(((await h.json("/public/v1/erp/cards?page_size=100")).body.data as Row[]).map((card) => [card.id, card]));
+    const { body } = await h.json(`${LIST}?page_size=100`);
+    const purchases = (body.data as Row[]).filter((tx) => tx.parent_id === null);
+    expect(purchases.length).toBeGreaterThan(10);
+    for (const tx of purchases) {
+      const card = cards.get(tx.card_external_id) as Row;
+      const time = Date.parse(tx.transaction_time as string);
+      expect(Date.parse(card.activated_at as string), `${tx.qashio_id} on ${card.id}`).toBeLessThanOrEqual(time);
+      if (card.terminated_at !== null) expect(time, `${tx.qashio_id} on ${card.id}`).toBeLessThan(Date.parse(card.terminated_at as string));
+    }
+  });
+
   it("changes a card's status as the provider's dashboard would", async () => {
     const suspended = ((await h.json("/public/v1/erp/cards?status=suspended")).body.data as Row[])[0] as Row;
     const { status, body } = await control(`/companies/${h.companyId}/cards/${suspended.id}/status`, { status: "active" });
