@@ -3,9 +3,10 @@
  * OAuth, the current API under `/public/v1` and the earlier generation under `/legacy`.
  */
 import { randomUUID } from "node:crypto";
-import { Hono } from "hono";
+import { Hono, type Context } from "hono";
 import { apiKeyAuth, bearerAuth } from "./auth.js";
 import { ApiError, OAuthError } from "./errors.js";
+import type { FaultSpec } from "./faults.js";
 import { delay, errorBody, type SandboxEnv } from "./http.js";
 import { registerControl } from "./routes/control.js";
 import { registerCore } from "./routes/core.js";
@@ -25,6 +26,24 @@ const STATUS_MESSAGES: Readonly<Record<number, string>> = {
 };
 
 const FAULT_CODES: Readonly<Record<number, string>> = { 429: "RATE_LIMITED", 503: "SERVICE_UNAVAILABLE" };
+
+/** The answer `fault` gives instead of the handler's; undefined for a delay alone. */
+function faultAnswer(c: Context<SandboxEnv>, fault: FaultSpec): Response | undefined {
+  if (fault.malformed) {
+    return c.body('{"status_code": 200, "success": true, "data": [ <truncated', (fault.status ?? 200) as 200, {
+      "content-type": "application/json",
+      "x-request-id": c.get("requestId"),
+    });
+  }
+  if (fault.status === undefined) return undefined;
+  if (fault.retryAfter !== undefined) c.header("retry-after", String(fault.retryAfter));
+  const message = STATUS_MESSAGES[fault.status] ?? "Injected failure";
+  if (c.req.path.startsWith("/oauth2/")) {
+    return c.json({ error: fault.status === 429 || fault.status === 503 ? "temporarily_unavailable" : "server_error", error_description: message }, fault.status as 500);
+  }
+  const code = FAULT_CODES[fault.status] ?? (fault.status >= 500 ? "INTERNAL_ERROR" : "INJECTED_FAULT");
+  return c.json(errorBody(c, fault.status, message, [{ field: null, code, message }]), fault.status as 500);
+}
 
 /** Builds the app bound to one sandbox state. */
 export function buildApp(state: SandboxState): Hono<SandboxEnv> {
@@ -51,22 +70,16 @@ export function buildApp(state: SandboxState): Hono<SandboxEnv> {
     state.settle();
     const fault = state.faults.take(c.req.method, c.req.path);
     if (!fault) return next();
+    // Served first, its answer then replaced: the write stands though the caller never learns it.
+    if (fault.applied) await next();
     await delay(fault.delayMs ?? 0, signal);
     state.settle();
-    if (fault.malformed) {
-      return c.body('{"status_code": 200, "success": true, "data": [ <truncated', (fault.status ?? 200) as 200, {
-        "content-type": "application/json",
-        "x-request-id": c.get("requestId"),
-      });
-    }
-    if (fault.status === undefined) return next();
-    if (fault.retryAfter !== undefined) c.header("retry-after", String(fault.retryAfter));
-    const message = STATUS_MESSAGES[fault.status] ?? "Injected failure";
-    if (c.req.path.startsWith("/oauth2/")) {
-      return c.json({ error: fault.status === 429 || fault.status === 503 ? "temporarily_unavailable" : "server_error", error_description: message }, fault.status as 500);
-    }
-    const code = FAULT_CODES[fault.status] ?? (fault.status >= 500 ? "INTERNAL_ERROR" : "INJECTED_FAULT");
-    return c.json(errorBody(c, fault.status, message, [{ field: null, code, message }]), fault.status as 500);
+    const answer = faultAnswer(c, fault);
+    if (!fault.applied) return answer ?? next();
+    if (answer === undefined) return;
+    // After next() a returned answer is ignored: the served one is dropped and this one set in its place.
+    c.res = undefined;
+    c.res = answer;
   });
 
   registerOAuth(app);

@@ -1,7 +1,8 @@
 /**
  * Injected faults: the next `count` requests matching method and path prefix fail
  * as told (a status with the error envelope and `Retry-After`, a delay, a body that
- * is not JSON). The control surface itself is never faulted.
+ * is not JSON), before their handler runs or, `applied`, after it: the write done,
+ * its answer lost. The control surface itself is never faulted.
  */
 
 export interface FaultSpec {
@@ -14,6 +15,11 @@ export interface FaultSpec {
   /** Real-time delay before answering (for client timeouts). */
   readonly delayMs?: number;
   readonly malformed?: boolean;
+  /**
+   * Serve the request first (a write is applied), then delay and answer as told: the answer a gateway timeout or
+   * a dropped connection loses after the provider did the work.
+   */
+  readonly applied?: boolean;
 }
 
 interface ActiveFault extends FaultSpec {

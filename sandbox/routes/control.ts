@@ -46,6 +46,7 @@ const FaultBody = z
     retry_after: nonNegativeInt.optional(),
     delay_ms: nonNegativeInt.max(120_000).optional(),
     malformed: z.boolean().optional(),
+    applied: z.boolean().optional(),
   })
   .refine((f) => f.status !== undefined || f.delay_ms !== undefined || f.malformed === true, {
     message: "one of status, delay_ms or malformed is required",
@@ -162,6 +163,7 @@ export function registerControl(app: Hono<SandboxEnv>): void {
       retryAfter: b.retry_after,
       delayMs: b.delay_ms,
       malformed: b.malformed,
+      applied: b.applied,
     });
     return c.json({ data: faults.list() }, 201);
   });

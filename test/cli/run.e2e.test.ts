@@ -372,6 +372,45 @@ describe("bridge run --once (in-process)", () => {
     expect(idsWithStatus(h, "not_synced", "outdated")).toEqual([]);
   });
 
+  it("loses nothing and sends nothing twice when the provider applies an acknowledge but its answer is lost", async () => {
+    const h = await start();
+    const pending = idsWithStatus(h, "not_synced", "outdated");
+    // A gateway's 502 after the provider did the work, on every try: the cycle cannot tell it from a refusal.
+    await h.control("POST", "/faults", { method: "POST", path_prefix: "/public/v1/erp/transactions/acknowledge", status: 502, applied: true, count: 50 });
+
+    const failed = await runInProcess(["run", "--once"], h.env);
+
+    expect(failed.code, failed.stderr).toBe(EXIT.failed);
+    expect(failed.stderr).toMatch(/acknowledge transactions failed/);
+    const first = await readEvents(h.eventsFile);
+    expect(first.length).toBeGreaterThan(0);
+    expect(idsWithStatus(h, "not_synced", "outdated")).toEqual(pending.filter((id) => !first.some((e) => e.detail.subject.id === id)));
+    await h.control("DELETE", "/faults");
+    expect((await runInProcess(["run", "--once"], h.env)).code).toBe(EXIT.ok);
+    const events = (await readEvents(h.eventsFile)).filter((e) => e.detail.type.startsWith("transaction."));
+    expect(events.map((e) => e.detail.subject.id).sort()).toEqual([...pending].sort());
+    expect(idsWithStatus(h, "not_synced", "outdated")).toEqual([]);
+  });
+
+  it("does not replay a refresh whose answer was lost (exit 1); if the provider had rotated, the next run asks to re-authorize (exit 3)", async () => {
+    const h = await start();
+    await h.control("POST", "/faults", { method: "POST", path_prefix: "/oauth2/token", status: 502, applied: true, count: 1 });
+
+    const lost = await runInProcess(["run", "--once"], h.env);
+
+    expect(lost.code, lost.stderr).toBe(EXIT.failed);
+    expect(lost.stderr).toMatch(/POST \/oauth2\/token answered 502/);
+    expect(await h.control("GET", "/faults")).toEqual({ data: [] });
+    // The new refresh token never arrived; the only one left was consumed, and presenting it revokes the family
+    // (spec §5 rule 6). Only a person signing in again recovers it (docs/spec-gaps.md, "Ambiguous refresh failures").
+    const next = await runInProcess(["run", "--once"], h.env);
+    expect(next.code, next.stderr).toBe(EXIT.reauthorize);
+    // The seed was the consumed token here (the state directory held none yet): the message names that setting.
+    expect(next.stderr).toContain("the provider rejected QASHIO_REFRESH_TOKEN (spent, revoked or expired)");
+    expect(next.stderr).toContain("run `npm run bridge -- authorize`");
+    for (const { stderr } of [lost, next]) expect(stderr).not.toContain(h.env.QASHIO_REFRESH_TOKEN as string);
+  });
+
   it("still walks the cards when the transactions cycle fails, so a suspension is published, and exits 1 naming the transactions failure", async () => {
     const { h, card } = await suspendedAfterFirstRun();
     // The transactions list fails past the retries; the cards list (another path) answers.

@@ -328,6 +328,26 @@ describe("faults", () => {
     expect(row).toMatch(/`delay_ms` alone only delays/);
   });
 
+  it("serves the request of an applied fault first, then answers the fault: an acknowledge answered 500 took effect", async () => {
+    const [tx, other] = (await h.json(`${LIST}?client_sync_status=not_synced&page_size=2`)).body.data as Row[];
+    await control("/faults", { method: "POST", path_prefix: `${LIST}/acknowledge`, status: 500, applied: true, count: 1 });
+    expect((await control("/faults")).body.data).toEqual([{ method: "POST", pathPrefix: `${LIST}/acknowledge`, status: 500, applied: true, count: 1 }]);
+    const { status, headers, body } = await h.json(`${LIST}/acknowledge`, { body: { transaction_ids: [tx!.id] } });
+    expect(status).toBe(500);
+    expect(ErrorEnvelopeSchema.parse(body).status_code).toBe(500);
+    expect(body.meta.request_id).toBe(headers.get("x-request-id"));
+    expect((await h.json(`${LIST}/${String(tx!.id)}`)).body.data.client_sync_status).toBe("synced");
+    // A malformed answer after the write, too; a delay alone serves the real answer late.
+    await control("/faults", { method: "POST", path_prefix: `${LIST}/acknowledge`, malformed: true, applied: true, count: 1 });
+    const malformed = await h.call(`${LIST}/acknowledge`, { body: { transaction_ids: [other!.id] } });
+    expect(malformed.status).toBe(200);
+    await expect(malformed.json()).rejects.toThrow();
+    expect((await h.json(`${LIST}/${String(other!.id)}`)).body.data.client_sync_status).toBe("synced");
+    await control("/faults", { method: "GET", path_prefix: LIST, delay_ms: 5, applied: true, count: 1 });
+    expect((await h.json(LIST)).body.data).toHaveLength(10);
+    expect((await control("/faults", { status: 500, applied: "yes", count: 1 })).status).toBe(400);
+  });
+
   it("answers OAuth-style bodies on the token endpoint", async () => {
     await control("/faults", { path_prefix: "/oauth2/token", status: 503, count: 1, retry_after: 2 });
     const res = await h.sandbox.fetch(`${BASE}/oauth2/token`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });

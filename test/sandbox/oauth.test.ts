@@ -206,6 +206,19 @@ describe("POST /oauth2/token, refresh_token grant", () => {
     expect((await api(first.access_token)).status).toBe(401);
   });
 
+  it("rotates the refresh token of a refresh whose answer an applied fault lost: presented again, it revokes the family", async () => {
+    const first = (await exchange(code())).body;
+    await h.json("/_sandbox/faults", { body: { path_prefix: "/oauth2/token", status: 502, applied: true, count: 1 }, token: null });
+    const lost = await refresh(first.refresh_token as string);
+    expect(lost.status).toBe(502);
+    expect(lost.body).toEqual({ error: "server_error", error_description: expect.any(String) });
+    // The caller never saw the rotated token: all it can present is the one the provider consumed.
+    const retried = await refresh(first.refresh_token as string);
+    expect(retried.status).toBe(401);
+    expect(retried.body.error).toBe("invalid_grant");
+    expect((await api(first.access_token as string)).status).toBe(401);
+  });
+
   it("leaves other families untouched when one family is revoked", async () => {
     const a = (await exchange(code())).body;
     const b = (await exchange(code())).body;
