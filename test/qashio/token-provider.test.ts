@@ -468,6 +468,40 @@ describe("OAuthTokenProvider", () => {
     expect(fetch.calls).toHaveLength(1);
   });
 
+  it("refreshes an access token shorter-lived than the skew after half its life, not before every call", async () => {
+    const clock = fakeClock();
+    const events: string[] = [];
+    const store = memoryStore({ refreshToken: "rt-1" }, events);
+    // Opaque-looking for the skew: the JWT has `exp` but no `iat`, so its 30 s lifetime is known from its receipt only.
+    const fetch = rotatingTokenEndpoint(clock, events, 30_000);
+    const provider = new OAuthTokenProvider({ baseUrl: BASE_URL, clientId: "c", clientSecret: CLIENT_SECRET, store, fetch, clock });
+    const first = await provider.getAccessToken();
+    for (let elapsed = 0; elapsed < 15_000; elapsed += 5_000) {
+      expect(await provider.getAccessToken()).toBe(first);
+      clock.advance(5_000);
+    }
+    expect(await provider.getAccessToken()).not.toBe(first);
+    expect(events).toEqual(["refresh:rt-1", "save:rt-2", "refresh:rt-2", "save:rt-3"]);
+  });
+
+  it("caps the skew at half the JWT lifetime of a stored token it did not receive, and keeps it for long-lived ones", async () => {
+    const clock = fakeClock();
+    const nowSeconds = Math.floor(clock.now() / 1000);
+    const short = jwt({ sub: "company-1", iat: nowSeconds - 10, exp: nowSeconds + 30 }); // 40 s life, 30 s left
+    const store = memoryStore({ refreshToken: "rt-1", accessToken: short, accessTokenExpiresAt: clock.now() + 30_000 });
+    const fetch = scriptedFetch(json(200, { access_token: "at-2", token_type: "Bearer", refresh_token: "rt-2" }));
+    const provider = new OAuthTokenProvider({ baseUrl: BASE_URL, clientId: "c", clientSecret: CLIENT_SECRET, store, fetch, clock });
+    expect(await provider.getAccessToken()).toBe(short);
+    clock.advance(10_001); // past half its life
+    expect(await provider.getAccessToken()).toBe("at-2");
+    // A 15-minute token 59 s from expiry is refreshed: the full minute applies.
+    const long = jwt({ sub: "company-1", iat: nowSeconds - 841, exp: nowSeconds + 59 });
+    store.set({ refreshToken: "rt-2", accessToken: long, accessTokenExpiresAt: clock.now() + 59_000 });
+    const again = new OAuthTokenProvider({ baseUrl: BASE_URL, clientId: "c", clientSecret: CLIENT_SECRET, store, fetch: scriptedFetch(json(200, { access_token: "at-3", token_type: "Bearer", refresh_token: "rt-3" })), clock });
+    expect(await again.getAccessToken()).toBe("at-3");
+    expect(fetch.calls).toHaveLength(1);
+  });
+
   it("throws ReauthorizationRequiredError when its refresh is answered 401 and nobody rotated", async () => {
     const clock = fakeClock();
     const store = memoryStore({ refreshToken: "rt-reused" });
@@ -1059,11 +1093,13 @@ describe("OAuthTokenProvider saving rotated tokens under the lease", () => {
   });
 
   it("does not wait on its own kept lease when the tokens it saved again need a refresh at once", async () => {
-    // Tokens that expire within the refresh skew: the call that saves them again must refresh them too.
-    const { events, store, spawn, presented } = processes({ lifetimeMs: 30_000 });
+    // Tokens past half their 30 s life (the refresh skew is capped at half), the kept lease (30 s) still held: the
+    // call that saves them again must refresh them too.
+    const { clock, events, store, spawn, presented } = processes({ lifetimeMs: 30_000 });
     const provider = spawn();
     store.failNextSave = true;
     await expect(provider.getAccessToken()).rejects.toBeInstanceOf(TokenUnavailableError);
+    await clock.advance(16_000);
     let token: string | undefined;
     void provider.getAccessToken().then((t) => (token = t));
     await turns(20); // no clock advance: a wait for the lease would never end

@@ -165,8 +165,9 @@ interface Unsaved {
  * 401).
  */
 export function storedTokensOf(set: TokenSet, now: number): StoredTokens {
-  const { expiresAt, issuedAt } = jwtTimes(set.access_token);
-  const fromLifetime = expiresAt !== undefined && issuedAt !== undefined && expiresAt > issuedAt ? now + (expiresAt - issuedAt) : undefined;
+  const { expiresAt } = jwtTimes(set.access_token);
+  const lifetime = jwtLifetime(set.access_token);
+  const fromLifetime = lifetime === undefined ? undefined : now + lifetime;
   const fromExp = expiresAt !== undefined && expiresAt > now ? expiresAt : undefined;
   const fromExpiresIn = typeof set.expires_in === "number" && set.expires_in > 0 ? now + set.expires_in * 1000 : undefined;
   return {
@@ -175,6 +176,12 @@ export function storedTokensOf(set: TokenSet, now: number): StoredTokens {
     refreshToken: set.refresh_token,
     ...(set.scope ? { scope: set.scope } : {}),
   };
+}
+
+/** An access token's JWT lifetime (`exp` - `iat`), when it is a JWT that carries both. */
+function jwtLifetime(accessToken: string): number | undefined {
+  const { expiresAt, issuedAt } = jwtTimes(accessToken);
+  return expiresAt !== undefined && issuedAt !== undefined && expiresAt > issuedAt ? expiresAt - issuedAt : undefined;
 }
 
 /** The last time a Date can hold (+275760-09-13), in epoch ms: a safe integer, as DynamoDB's marshaller requires. */
@@ -226,6 +233,8 @@ export class OAuthTokenProvider implements TokenProvider {
   private refused?: string;
   /** Set by {@link close}: no refresh starts any more. */
   private closed = false;
+  /** Lifetime of the access token last looked at, for {@link refreshSkew}: received here, or its JWT's `exp` - `iat`. */
+  private lifetime?: { readonly accessToken: string; readonly ms: number | undefined };
 
   constructor(options: OAuthTokenProviderOptions) {
     this.lockTtlMs = options.lockTtlMs ?? DEFAULT_LOCK_TTL_MS;
@@ -304,7 +313,9 @@ export class OAuthTokenProvider implements TokenProvider {
    * ```
    */
   async authorizeWithCode(code: string, redirectUri: string): Promise<void> {
-    const tokens = storedTokensOf(await exchangeCode(this.options, { code, redirectUri }), this.clock.now());
+    const set = await exchangeCode(this.options, { code, redirectUri });
+    const now = this.clock.now();
+    const tokens = this.received(storedTokensOf(set, now), now);
     // A re-save of earlier tokens under way finishes first: it may hold the kept lease and would otherwise write the
     // old family over this one. Then a lease this process still keeps for rotated tokens it failed to save is renewed,
     // not waited for: the new family replaces those tokens.
@@ -348,8 +359,27 @@ export class OAuthTokenProvider implements TokenProvider {
     if (tokens.accessTokenExpiresAt === undefined) return true;
     const now = this.clock.now();
     if (this.postponed?.accessToken === tokens.accessToken && this.postponed.until > now) return true;
+    return tokens.accessTokenExpiresAt - this.refreshSkew(tokens.accessToken) > now;
+  }
+
+  /**
+   * How long before its expiry `accessToken` is refreshed: `refreshSkewMs`, but at most half the token's lifetime, so
+   * a provider issuing tokens of a minute or less (the spec shows no lifetime, §5 rule 11) does not get a refresh,
+   * and a rotated refresh token, before every call.
+   */
+  private refreshSkew(accessToken: string): number {
     const skew = this.options.refreshSkewMs ?? DEFAULT_REFRESH_SKEW_MS;
-    return tokens.accessTokenExpiresAt - skew > now;
+    if (this.lifetime?.accessToken !== accessToken) this.lifetime = { accessToken, ms: jwtLifetime(accessToken) };
+    const lifetime = this.lifetime.ms;
+    return lifetime === undefined ? skew : Math.min(skew, lifetime / 2);
+  }
+
+  /** Records the lifetime of tokens just received at `now` (it holds for opaque tokens too, from `expires_in`). */
+  private received(tokens: StoredTokens, now: number): StoredTokens {
+    if (tokens.accessToken !== undefined && tokens.accessTokenExpiresAt !== undefined) {
+      this.lifetime = { accessToken: tokens.accessToken, ms: tokens.accessTokenExpiresAt - now };
+    }
+    return tokens;
   }
 
   private async loaded(): Promise<StoredTokens> {
@@ -510,7 +540,8 @@ export class OAuthTokenProvider implements TokenProvider {
           if (error instanceof IncompleteTokenSetError) await save({ refreshToken: error.rotatedRefreshToken() });
           throw error;
         }
-        const rotated = storedTokensOf(set, this.clock.now());
+        const now = this.clock.now();
+        const rotated = this.received(storedTokensOf(set, now), now);
         await save(rotated);
         return rotated;
       });
