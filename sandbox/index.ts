@@ -12,6 +12,7 @@ import { SANDBOX_CLIENT } from "./oauth.js";
 import { DEFAULT_SEED, SandboxState, type ResetOptions } from "./state.js";
 
 export { LEGACY_PREFIX } from "./app.js";
+import { ACCESS_TOKEN_TTL_SECONDS } from "./oauth.js";
 export { ACCESS_TOKEN_TTL_SECONDS, AUTHORIZATION_CODE_TTL_SECONDS, REFRESH_TOKEN_TTL_SECONDS, SANDBOX_CLIENT, SANDBOX_SCOPES } from "./oauth.js";
 export { DEFAULT_SEED, MAX_ACKNOWLEDGE_BATCH, MAX_PAGE_SIZE, SUSPENSION_PROCESSING_SECONDS } from "./state.js";
 export { COMPANY_DEFINITIONS } from "./data/seed.js";
@@ -33,6 +34,8 @@ export interface SandboxOptions {
   readonly startTime?: number | string | Date;
   /** Whether sandbox time also follows real time (the standalone server). @default false */
   readonly realTime?: boolean;
+  /** Lifetime of the access tokens it issues, seconds (the spec shows none, §5 rule 11). @default 900 */
+  readonly accessTokenTtlSeconds?: number;
 }
 
 /** A fetch-compatible function. */
@@ -88,11 +91,14 @@ function toEpochMs(value: number | string | Date | undefined): number {
 export function createSandbox(options: SandboxOptions = {}): Sandbox {
   const latencyMs = options.latencyMs ?? 0;
   if (!Number.isInteger(latencyMs) || latencyMs < 0) throw new RangeError("latencyMs must be a non-negative integer");
+  const accessTokenTtlSeconds = options.accessTokenTtlSeconds ?? ACCESS_TOKEN_TTL_SECONDS;
+  if (!Number.isInteger(accessTokenTtlSeconds) || accessTokenTtlSeconds < 1) throw new RangeError("accessTokenTtlSeconds must be a positive integer");
   const state = new SandboxState({
     seed: options.seed ?? DEFAULT_SEED,
     startTime: toEpochMs(options.startTime),
     latencyMs,
     realTime: options.realTime ?? false,
+    accessTokenTtlSeconds,
   });
   const app = buildApp(state);
 

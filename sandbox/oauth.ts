@@ -66,7 +66,11 @@ export class OAuthServer {
   private readonly families = new Map<string, TokenFamily>();
   private readonly refreshTokens = new Map<string, RefreshTokenRecord>();
 
-  constructor(private readonly clock: SandboxClock) {}
+  constructor(
+    private readonly clock: SandboxClock,
+    /** Lifetime of the access tokens issued, seconds. */
+    private readonly accessTokenTtlSeconds = ACCESS_TOKEN_TTL_SECONDS,
+  ) {}
 
   /** True for the pre-registered client's loopback redirect URIs (`http://127.0.0.1[:port]/...`, `http://localhost[:port]/...`). */
   isRedirectUriAllowed(redirectUri: string): boolean {
@@ -186,7 +190,7 @@ export class OAuthServer {
       fid: family.id,
       jti: randomUUID(),
       iat: nowSeconds,
-      exp: nowSeconds + ACCESS_TOKEN_TTL_SECONDS,
+      exp: nowSeconds + this.accessTokenTtlSeconds,
     };
     const header = Buffer.from(JSON.stringify({ alg: "HS256", typ: "JWT" })).toString("base64url");
     const payload = Buffer.from(JSON.stringify(claims)).toString("base64url");
@@ -197,7 +201,7 @@ export class OAuthServer {
       expiresAtMs: this.clock.nowMs() + REFRESH_TOKEN_TTL_SECONDS * 1000,
       consumed: false,
     });
-    return { access_token: accessToken, token_type: "Bearer", refresh_token: refreshToken, scope: family.scope, expires_in: ACCESS_TOKEN_TTL_SECONDS };
+    return { access_token: accessToken, token_type: "Bearer", refresh_token: refreshToken, scope: family.scope, expires_in: this.accessTokenTtlSeconds };
   }
 
   private sign(input: string): Buffer {

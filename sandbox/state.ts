@@ -46,9 +46,9 @@ export class SandboxState {
   private companies = new Map<string, CompanyData>();
   private pending: PendingSuspension[] = [];
 
-  constructor(options: { seed: number; startTime: number; latencyMs: number; realTime: boolean }) {
+  constructor(options: { seed: number; startTime: number; latencyMs: number; realTime: boolean; accessTokenTtlSeconds: number }) {
     this.clock = new SandboxClock(options.startTime, options.realTime);
-    this.oauth = new OAuthServer(this.clock);
+    this.oauth = new OAuthServer(this.clock, options.accessTokenTtlSeconds);
     this.latencyMs = options.latencyMs;
     this.seed = options.seed;
     this.reset({ seed: options.seed });

@@ -37,8 +37,9 @@ export interface Harness {
  * Starts a sandbox on an ephemeral loopback port and a bridge environment whose QASHIO_REFRESH_TOKEN comes
  * from a real authorization-code exchange; the state directory starts empty.
  */
-export async function startHarness(options: { seed?: number; transactions?: number; startTime?: string } = {}): Promise<Harness> {
-  const sandbox = createSandbox({ seed: options.seed ?? 1, ...(options.startTime !== undefined ? { startTime: options.startTime } : {}) });
+export async function startHarness(options: { seed?: number; transactions?: number; startTime?: string; accessTokenTtlSeconds?: number } = {}): Promise<Harness> {
+  const { seed = 1, transactions: _transactions, ...sandboxOptions } = options;
+  const sandbox = createSandbox({ seed, ...sandboxOptions });
   if (options.transactions !== undefined) sandbox.control.reset({ transactions: options.transactions });
   const server = await sandbox.listen(0);
   const [company] = sandbox.control.companies();

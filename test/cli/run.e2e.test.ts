@@ -554,6 +554,19 @@ describe("bridge run --once (in-process)", () => {
     await expect(refresh({ baseUrl: h.url, clientId: CLIENT.id, clientSecret: CLIENT.secret }, last)).resolves.toMatchObject({ token_type: "Bearer" });
   });
 
+  it("refreshes once in a run against a provider whose access tokens live 30 s, not before every call", async () => {
+    const h = await start({ accessTokenTtlSeconds: 30 });
+    // A delay-only fault of 0 ms serves every token request as is and counts them down.
+    await h.control("POST", "/faults", { method: "POST", path_prefix: "/oauth2/token", delay_ms: 0, count: 1_000 });
+
+    const { code, stderr } = await runInProcess(["run", "--once"], h.env);
+
+    expect(code, stderr).toBe(EXIT.ok);
+    const [left] = ((await h.control("GET", "/faults")) as { data: { count: number }[] }).data;
+    expect(1_000 - (left?.count ?? 0)).toBe(1);
+    expect(idsWithStatus(h, "not_synced", "outdated")).toEqual([]);
+  });
+
   it("stops with exit 3 and a re-authorize message when the token family is revoked", async () => {
     const { h, first } = await startWithRevokedFamily();
 

@@ -1,6 +1,6 @@
 import { beforeEach, describe, expect, it } from "vitest";
 import { TokenSetSchema, ValidateResponseSchema } from "../../shared/qashio/schemas/index.js";
-import { ACCESS_TOKEN_TTL_SECONDS, REFRESH_TOKEN_TTL_SECONDS } from "../../sandbox/index.js";
+import { ACCESS_TOKEN_TTL_SECONDS, REFRESH_TOKEN_TTL_SECONDS, createSandbox } from "../../sandbox/index.js";
 import { BASE, CLIENT, REDIRECT_URI, harness, type Harness, type Row } from "./helpers.js";
 
 let h: Harness;
@@ -38,6 +38,18 @@ describe("POST /oauth2/token, authorization_code grant", () => {
     expect(c.exp - c.iat).toBe(ACCESS_TOKEN_TTL_SECONDS);
     expect(c.company_id).toBe(h.companyId);
     expect((await api(set.access_token)).status).toBe(200);
+  });
+
+  it("issues access tokens of the lifetime it was created with, refused once it is over", async () => {
+    h = await harness({ accessTokenTtlSeconds: 30 });
+    const set = TokenSetSchema.parse((await exchange(code())).body);
+    const c = claims(set.access_token);
+    expect([c.exp - c.iat, set.expires_in]).toEqual([30, 30]);
+    h.sandbox.control.advanceClock(29);
+    expect((await api(set.access_token)).status).toBe(200);
+    h.sandbox.control.advanceClock(1);
+    expect((await api(set.access_token)).status).toBe(401);
+    expect(() => createSandbox({ accessTokenTtlSeconds: 0 })).toThrow(/accessTokenTtlSeconds must be a positive integer/);
   });
 
   it("answers every token set, of either grant, uncacheable: Cache-Control no-store and Pragma no-cache (RFC 6749 §5.1)", async () => {
