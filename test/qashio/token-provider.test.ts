@@ -939,6 +939,27 @@ describe("OAuthTokenProvider held to its caller's deadline (refreshWithinCallDea
     expect(clock.now()).toBeLessThanOrEqual(deadline - TTL_MS + DEFAULT_LOCK_POLL_MS);
   });
 
+  it("lets a caller that joined a refresh its starter's deadline stopped try on its own, when its deadline leaves room", async () => {
+    let tries = 0;
+    // Busy for about 4 s (the poll is 250 ms), then free.
+    const lock: RefreshLock = { tryAcquire: async () => (++tries > 16 ? { renew: async () => true, release: async () => undefined } : undefined) };
+    const { provider, fetch, clock } = setup({ lock, refreshWithinCallDeadline: true });
+    const start = clock.now();
+    const hurried = provider.getAccessToken({ deadline: start + TTL_MS + 2_000 });
+    const patient = provider.getAccessToken({ deadline: start + TTL_MS + 60_000 });
+    await expect(hurried).rejects.toBeInstanceOf(DeadlineExceededError);
+    expect(await patient).toMatch(/^ey/);
+    expect(fetch.calls).toHaveLength(1);
+    // A joiner with no more time than the starter gets the starter's error, without a second try.
+    tries = 0;
+    const again = setup({ lock, refreshWithinCallDeadline: true });
+    const deadline = again.clock.now() + TTL_MS + 2_000;
+    const results = await Promise.allSettled([again.provider.getAccessToken({ deadline }), again.provider.getAccessToken({ deadline })]);
+    expect(results.map((r) => r.status)).toEqual(["rejected", "rejected"]);
+    expect(again.fetch.calls).toHaveLength(0);
+    expect(tries).toBeLessThanOrEqual(10);
+  });
+
   it("ignores call deadlines without the option (local mode, whose budget may be shorter than the lease)", async () => {
     const { provider, fetch, clock } = setup();
     await provider.getAccessToken({ deadline: clock.now() + 1 });

@@ -178,6 +178,9 @@ export function storedTokensOf(set: TokenSet, now: number): StoredTokens {
   };
 }
 
+/** A refresh its caller's deadline stopped before anything was sent: a caller with a later deadline may still start one. */
+class RefreshNotStartedError extends DeadlineExceededError {}
+
 /** An access token's JWT lifetime (`exp` - `iat`), when it is a JWT that carries both. */
 function jwtLifetime(accessToken: string): number | undefined {
   const { expiresAt, issuedAt } = jwtTimes(accessToken);
@@ -452,10 +455,19 @@ export class OAuthTokenProvider implements TokenProvider {
     if (this.closed && this.inflight === undefined) {
       return Promise.reject(new TokenUnavailableError("the token provider is closed: no token refresh starts after the command finished"));
     }
-    this.inflight ??= this.refreshExclusive(rejected, deadline).finally(() => {
-      this.inflight = undefined;
+    const joined = this.inflight;
+    if (joined === undefined) {
+      this.inflight = this.refreshExclusive(rejected, deadline).finally(() => {
+        this.inflight = undefined;
+      });
+      return this.inflight;
+    }
+    // The refresh joined runs under the deadline of the caller that started it. When that deadline stopped it before
+    // anything was sent, this caller, whose own deadline may leave room, tries on its own (or joins the next one).
+    return joined.catch((error: unknown) => {
+      if (!(error instanceof RefreshNotStartedError) || (deadline !== undefined && deadline <= error.deadline)) throw error;
+      return this.refreshShared(rejected, deadline);
     });
-    return this.inflight;
   }
 
   /**
@@ -472,7 +484,7 @@ export class OAuthTokenProvider implements TokenProvider {
   }
 
   private refreshTooLate(deadline: number): DeadlineExceededError {
-    return new DeadlineExceededError(`token refresh not started: its ${this.lockTtlMs} ms lease would end after the calling request's deadline`, { deadline });
+    return new RefreshNotStartedError(`token refresh not started: its ${this.lockTtlMs} ms lease would end after the calling request's deadline`, { deadline });
   }
 
   private async refreshExclusive(rejected: string | undefined, deadline: number | undefined): Promise<StoredTokens> {
