@@ -221,8 +221,7 @@ class TransactionRun extends CycleRun {
     for (;;) {
       const stop = this.pastDeadline() ? "deadline" : this.publisherUnavailable() ? "publisher_unavailable" : undefined;
       if (stop !== undefined) {
-        // A page read ahead and left unprocessed holds changes still undelivered: they count towards the lag.
-        if (inHand) for (const entry of pageEntries(inHand)) if (!this.handledAsListed(handled, itemKey(entry.raw), entry)) this.pendingRaw(entry.raw);
+        if (inHand) this.leftBehind(inHand, handled);
         return stop;
       }
       if (!inHand) {
@@ -251,11 +250,12 @@ class TransactionRun extends CycleRun {
       }
 
       let next: Promise<ProviderPage> | undefined;
+      let ahead: ProviderPage | undefined;
       if (readAhead && !isLast && calls < this.maxPages && !this.pastDeadline()) {
         calls += 1;
         next = this.list(status, page + 1);
-        // Observed below; a failure of the batch must not leave it unhandled.
-        next.catch(() => undefined);
+        // Observed below; a failure of the batch must not leave it unhandled, nor wait for it.
+        next.then((read) => (ahead = read), () => undefined);
       }
       // Copies side by side that stay listed would otherwise be taken in turn on every re-read.
       const copies = found.repeated.size > 0 ? this.versionsOfCopies(found) : undefined;
@@ -265,7 +265,11 @@ class TransactionRun extends CycleRun {
       // The page's objects are the batch's now: held here, they would live through its acknowledge and the read-ahead,
       // waits in which young-generation GCs run and copy whatever is still reachable.
       result = items = found = undefined;
-      const allAcknowledged = await batch;
+      const allAcknowledged = await batch.catch((error: unknown) => {
+        // Stopped mid-batch (a write refused past the deadline, a failure): a page already read ahead is left behind.
+        this.leftBehind(ahead, handled);
+        throw error;
+      });
       if (copies) for (const [key, list] of copies) versions.set(key, list);
       handled.add(freshKeys, versions);
       // Items that stay listed shift the pages: fall back to plain re-reads for the rest of this pass.
@@ -278,6 +282,11 @@ class TransactionRun extends CycleRun {
       // The whole last page was new and acknowledged: nothing can be left behind it in this pass.
       if (isLast && !fromReadAhead && wholePage && allAcknowledged) return "complete";
     }
+  }
+
+  /** A page read and left unprocessed holds changes still undelivered: they count towards the lag. */
+  private leftBehind(page: ProviderPage | undefined, handled: RecentIds): void {
+    if (page) for (const entry of pageEntries(page)) if (!this.handledAsListed(handled, itemKey(entry.raw), entry)) this.pendingRaw(entry.raw);
   }
 
   /** The version of each copy of a key listed more than once on the page, by key (see {@link handledAsListed}). */

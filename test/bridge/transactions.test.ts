@@ -1144,6 +1144,26 @@ describe("pollTransactions", () => {
     expect(report.syncLagSeconds).toBe(130);
   });
 
+  it("reports the lag of a page read ahead when a write refused past the deadline stops the batch before it", async () => {
+    const rig = makeRig();
+    const older = rig.provider.addTransaction();
+    const newer = rig.provider.addTransaction();
+    const start = Date.parse(older.updated_at) + 120_000;
+    rig.clock.ms = start;
+    const publish = rig.publisher.publish.bind(rig.publisher);
+    rig.publisher.publish = async (events, options) => {
+      const result = await publish(events, options);
+      // Frozen after the first page's publish, thawed 10 min later: its snapshot write is refused.
+      rig.clock.ms = start + 10 * 60_000;
+      return result;
+    };
+    const report = await pollTransactions(rig.deps, { pageSize: 1, deadline: start + 60_000 });
+    expect(report.outcome).toBe("deadline");
+    expect(rig.publisher.events.map((e) => e.detail.subject.id)).toEqual([newer.id]);
+    // The older transaction, on the page read ahead, is the oldest change not delivered.
+    expect(report.syncLagSeconds).toBe(Math.round((start + 10 * 60_000 - Date.parse(older.updated_at)) / 1000));
+  });
+
   it("stops with a re-authorize error and a TokenFamilyRevoked metric when the token family is revoked", async () => {
     const rig = makeRig();
     rig.provider.addTransaction();
