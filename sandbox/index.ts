@@ -8,11 +8,10 @@ import { buildApp } from "./app.js";
 import { LATEST_SANDBOX_TIME_MS } from "./clock.js";
 import type { CompanyData } from "./data/model.js";
 import type { SandboxEnv } from "./http.js";
-import { SANDBOX_CLIENT } from "./oauth.js";
+import { ACCESS_TOKEN_TTL_SECONDS, SANDBOX_CLIENT } from "./oauth.js";
 import { DEFAULT_SEED, SandboxState, type ResetOptions } from "./state.js";
 
 export { LEGACY_PREFIX } from "./app.js";
-import { ACCESS_TOKEN_TTL_SECONDS } from "./oauth.js";
 export { ACCESS_TOKEN_TTL_SECONDS, AUTHORIZATION_CODE_TTL_SECONDS, REFRESH_TOKEN_TTL_SECONDS, SANDBOX_CLIENT, SANDBOX_SCOPES } from "./oauth.js";
 export { DEFAULT_SEED, MAX_ACKNOWLEDGE_BATCH, MAX_PAGE_SIZE, SUSPENSION_PROCESSING_SECONDS } from "./state.js";
 export { COMPANY_DEFINITIONS } from "./data/seed.js";
