@@ -37,14 +37,17 @@ const MONTH_TEXT = /^(\d{4})-(0[1-9]|1[0-2])$/;
 /** Custom issue params carrying the §7 code to report. */
 const withCode = (code: ErrorCode) => ({ code });
 
+/**
+ * A whole number, as a refinement: zod's `.int()` ends the whole parse at its issue, so the cross-field rules did not
+ * run (a `page` of 1.5 left an incomplete date range of the same query unreported).
+ */
+const wholeNumber = (message: string) => z.number({ error: message }).refine(Number.isInteger, { error: message });
+
 /** Positive integer (`page`, `page_size`, `limit`); accepts `"3"` or `3`. */
 const positiveInt = () =>
   z.preprocess(
     (v) => (typeof v === "string" && INTEGER_TEXT.test(v) ? Number(v) : v),
-    z
-      .number({ error: "must be a positive integer" })
-      .int({ error: "must be a positive integer" })
-      .positive({ error: "must be a positive integer" }),
+    wholeNumber("must be a positive integer").positive({ error: "must be a positive integer" }),
   );
 
 /** Boolean filter; accepts `true`/`false` or the strings `"true"`/`"false"`. */
@@ -295,11 +298,7 @@ export const CardIdParamSchema = CardIdSchema;
 // Write bodies
 // ---------------------------------------------------------------------------
 
-const nonNegativeInt = (what: string) =>
-  z
-    .number({ error: `must be ${what}` })
-    .int({ error: `must be ${what}` })
-    .nonnegative({ error: `must be ${what}` });
+const nonNegativeInt = (what: string) => wholeNumber(`must be ${what}`).nonnegative({ error: `must be ${what}` });
 
 /** Rejects a body with none of its optional fields. */
 function atLeastOneOf(fields: readonly string[]) {

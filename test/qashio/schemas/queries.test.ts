@@ -181,6 +181,15 @@ describe("TransactionsQuerySchema", () => {
     ]);
   });
 
+  it("reports the other offenders beside a fractional page (zod's int check would end the parse there)", () => {
+    for (const page of [1.5, "1.5", -2.5]) {
+      expect(offenders(checkQuery(TransactionsQuerySchema, { page, transaction_time_from: "2024-02-01" }))).toEqual([
+        ["page", "INVALID_FORMAT"],
+        ["transaction_time_to", "REQUIRED"],
+      ]);
+    }
+  });
+
   it("treats null and undefined as absent and drops unknown keys", () => {
     expect(checkQuery(TransactionsQuerySchema, { page: undefined, employee_id: null, colour: "red" })).toEqual({ ok: true, value: {} });
   });
