@@ -11,8 +11,9 @@ export type CycleOutcome =
   /** The per-cycle page bound was hit (a provider that keeps adding items); resumes next cycle. */
   | "page_limit"
   /**
-   * The publisher took none of the events of two batches in a row for now (throttled or down): the walk stopped there
-   * instead of going through the backlog in vain; those items stay pending and the next cycle re-sends them.
+   * The publisher took none of the events of two batches in a row, of 20 events or more together, for now (throttled
+   * or down): the walk stopped there instead of going through the backlog in vain; those items stay pending and the
+   * next cycle re-sends them.
    */
   | "publisher_unavailable"
   /** A dependency failed; see the thrown error. */
@@ -41,12 +42,12 @@ export interface CycleReport {
    * listed and the next cycle tries them again (metric `AcknowledgeRefused`).
    */
   acknowledgeRefused: number;
-  /** Provider calls made (lists, acknowledges, parent reads). */
+  /** Provider calls made (lists, acknowledges, parent reads, card detail reads). */
   providerCalls: number;
   /**
    * Age in seconds of the oldest change pulled and not delivered, else of the oldest published in this cycle
    * (docs/spec-gaps.md). 0 also when the cycle pulled nothing; the SyncLagSeconds metric is then sent only by a
-   * complete cycle (never by a re-drive, which does not list the backlog).
+   * complete transaction cycle (never by a card cycle, nor by a re-drive, which does not list the backlog).
    */
   syncLagSeconds: number;
   durationMs: number;

@@ -208,8 +208,9 @@ class TransactionRun extends CycleRun {
    * raced an acknowledge cannot skip a batch. The page bound and the deadline guarantee termination.
    * Handled ids are remembered for a few pages only (see {@link RecentIds}), so memory does not grow with the backlog,
    * except for ids the provider keeps listing after they were handled (met again: kept for the rest of the pass), such
-   * as items whose events failed for now. A publisher that takes none of two batches in a row ends the pass (see
-   * {@link CycleRun.publisherUnavailable}), so an outage of the bus does not walk, and remember, the whole backlog.
+   * as items whose events failed for now. A publisher that takes none of two batches in a row, of 20 events or more
+   * together, ends the pass (see {@link CycleRun.publisherUnavailable}), so an outage of the bus does not walk, and
+   * remember, the whole backlog.
    */
   private async drain(status: PullStatus): Promise<CycleOutcome> {
     const handled = new RecentIds();
