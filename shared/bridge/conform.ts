@@ -71,10 +71,11 @@ function conformed(snapshot: Snapshot, deps: Pick<BridgeDeps, "pii">): Snapshot 
  * Walks the tenant's snapshot store page by page and rewrites every snapshot holding a personal field (any path of
  * PERSONAL_FIELDS, see docs/events.md, "PII modes": cardholders, approvers, employee ids, addresses, ...) that is not in
  * the tenant's current PII form (`conformPii`: cleartext redacted or hashed; values already masked stay, except that
- * `redact` also replaces a hash), keeping its hash and `updatedAt`. For after a switch away from `full` or from `hash`
- * to `redact`, and after an upgrade whose PERSONAL_FIELDS masks more fields than the snapshots were written with. Aliases and walk cursors hold no personal field
- * and are left alone. After a complete pass the store is vacuumed, so no replaced version stays in its storage.
- * Under `full` nothing is read or written (outcome `full_mode`).
+ * `redact` also replaces a hash), keeping its `updatedAt` (its hash is taken anew, of the masked object). For after a
+ * switch away from `full` or from `hash` to `redact`, and after an upgrade whose PERSONAL_FIELDS masks more fields than
+ * the snapshots were written with. Aliases and walk cursors hold no personal field and are left alone. After a
+ * complete pass the store is vacuumed, so no replaced version stays in its storage. Under `full` nothing is read or
+ * written (outcome `full_mode`).
  *
  * Idempotent: a second pass rewrites nothing. Stopped at its deadline, a pass reports a cursor to go on from; a run
  * without it starts over, which is always correct, only longer. Hold the tenant's cycle lock(s) around it: a cycle

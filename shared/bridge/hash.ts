@@ -265,7 +265,7 @@ export function hmacSha256Hex(key: string, text: string): string {
  *
  * @example
  * ```ts
- * uuidFromHex(sha256Hex("x")); // "2d711642-b726-8b04-8…"-shaped, version nibble 8
+ * uuidFromHex(sha256Hex("x")); // "2d711642-b726-8044-8162-7ca9fbac32f5": version nibble 8, variant 10xx
  * ```
  */
 export function uuidFromHex(hex: string): string {

@@ -8,7 +8,7 @@ import { cutToDepth, MAX_RECORD_DEPTH, nestedDeeperThan } from "./validate.js";
 /** `client_sync_status` values the transaction cycle pulls (spec §2.2, §3.1). */
 export type PullStatus = "not_synced" | "outdated";
 
-/** Pagination block of a list response (spec §8.1); only `has_next` is relied on. */
+/** Pagination block of a list response (spec §8.1): `has_next` ends a walk; the card walk also reads `total_records`. */
 export interface PageInfo {
   readonly page?: number;
   readonly page_size?: number;
