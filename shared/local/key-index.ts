@@ -50,7 +50,7 @@ export function sameFingerprint(wanted: string, found: string): boolean {
  * const index = new KeyIndex();
  * index.set("transaction:7f…", { segment: 3, offset: 120, length: 3600 }); // undefined: nothing replaced
  * index.set("transaction:7f…", { segment: 4, offset: 0, length: 3610 }); // { segment: 3, offset: 120, length: 3600 }
- * index.get("transaction:7f…"); // { segment: 3, offset: 120, length: 3600 }
+ * index.get("transaction:7f…"); // { segment: 4, offset: 0, length: 3610 }
  * ```
  */
 export class KeyIndex {
