@@ -1,7 +1,7 @@
 /**
  * Child process of `bridge bench`: hosts the sandbox with an N-transaction backlog on a loopback port, so the
  * bench process measures the bridge's CPU and memory only. Talks to the parent over IPC:
- * receives `{ transactions, latencyMs, seed }`, answers `{ url, companyId, code, redirectUri }` when ready,
+ * receives `{ transactions, latencyMs, seed, redirectUri, scope }`, answers `{ url, companyId, code }` when ready,
  * exits when the parent disconnects.
  */
 import { createSandbox } from "../../sandbox/index.js";

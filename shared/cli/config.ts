@@ -90,7 +90,7 @@ const VARIABLE_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
  * typo (`BRIDGE_PII_MOD`), which would otherwise leave the default silently in force. Names only, never values.
  *
  * @example
- * settingNameWarnings({ BRIDGE_PII_MOD: "hash" }); // ["BRIDGE_PII_MOD is not a setting (did you mean BRIDGE_PII_MODE?)"]
+ * settingNameWarnings({ BRIDGE_PII_MOD: "hash" }); // ["BRIDGE_PII_MOD is not a setting (did you mean BRIDGE_PII_MODE?); see `npm run bridge -- help`"]
  */
 export function settingNameWarnings(env: Env): string[] {
   const known = [...SETTINGS.map((s) => s.name), ...Object.values(BASE_URL_ENV_VARS)];

@@ -26,8 +26,8 @@ export class CycleLeaseLostError extends CliError {
  *
  * @example
  * const guard = new CycleLeaseGuard(stateDir, 30_000);
- * const deps = { ...deps, publisher: guard.publisher(publisher) };
- * await guard.during(handle, () => pollTransactions(deps));
+ * const guarded = { ...deps, publisher: guard.publisher(deps.publisher) };
+ * await guard.during(handle, () => pollTransactions(guarded));
  */
 export class CycleLeaseGuard {
   private handle: LockHandle | undefined;
