@@ -12,7 +12,10 @@ export const EXIT = {
   usage: 2,
   /** The provider revoked the token family: a person must run `authorize` again. */
   reauthorize: 3,
-  /** `run --once`, `redrive` or `conform-pii` stopped at its time budget (or page bound); the next run resumes where it stopped. */
+  /**
+   * `run --once` stopped before it finished (time budget, page bound, a first Ctrl-C, an events file that took no
+   * events for now), or `redrive` or `conform-pii` at its time budget; the next run resumes where it stopped.
+   */
   incomplete: 4,
   /** Stopped at once by a second Ctrl-C or SIGTERM; the first stops cleanly (conventional 128 + 2). */
   interrupted: 130,
@@ -193,7 +196,10 @@ export class CycleFailedError extends CliError {
   }
 }
 
-/** A `--once` cycle stopped at its time budget or page bound: nothing is lost, the next run resumes. */
+/**
+ * A `--once` cycle that stopped before it finished (time budget, page bound, a stop request, an events file that took
+ * no events for now), or a re-drive that ran out of time: nothing is lost, the next run resumes.
+ */
 export class CycleIncompleteError extends CliError {
   override name = "CycleIncompleteError";
 

@@ -15,7 +15,7 @@ export interface CliIo {
   readonly cwd: string;
   readonly stdout: OutputStream;
   readonly stderr: OutputStream;
-  /** Aborted on SIGINT / SIGTERM: commands stop cleanly between cycles. */
+  /** Aborted on SIGINT / SIGTERM / SIGHUP: commands stop cleanly between cycles. */
   readonly signal: AbortSignal;
 }
 

@@ -113,7 +113,10 @@ export interface CycleResult {
   readonly cards: CycleReport;
   /** Total events published by both halves. */
   readonly events: number;
-  /** False when a half stopped at the budget or page bound, or as asked (it resumes next cycle). */
+  /**
+   * False when a half stopped at the budget or page bound, as asked, or because the publisher took none of its events
+   * for now (it resumes next cycle).
+   */
   readonly complete: boolean;
   /** True when it stopped early because its signal aborted (Ctrl-C, SIGTERM). */
   readonly interrupted: boolean;

@@ -182,7 +182,7 @@ export interface CycleSummary {
   readonly acknowledgeRefused?: number;
   readonly quarantined: number;
   readonly durationMs: number;
-  /** True when the cycle stopped at its time budget and resumes next time. */
+  /** True when the cycle stopped before it finished (budget, page bound, as asked, the event sink) and resumes next time. */
   readonly partial?: boolean;
   /** True when it stopped because it was asked to (Ctrl-C, SIGTERM), not at its budget. */
   readonly interrupted?: boolean;
