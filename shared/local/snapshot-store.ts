@@ -87,7 +87,7 @@ export interface FileSnapshotStoreOptions {
   readonly compactMinDeadBytes?: number;
   /**
    * Live bytes one compaction batch copies, and so holds in memory, at most (a larger single entry goes alone).
-   * A putMany runs batches until it has copied as many bytes as it wrote, or one batch if it wrote less.
+   * A putMany runs batches until it has copied as many bytes as it wrote, or this many if it wrote less.
    * @default 1 MiB
    */
   readonly compactBatchBytes?: number;
