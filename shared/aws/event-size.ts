@@ -15,7 +15,8 @@
  *    status event promises it (docs/events.md).
  * 3. If it still does not fit (e.g. one huge string), the event is returned as failed with reason `oversized` so the
  *    engine quarantines it.
- * Consumers seeing `_truncated` re-read the full object from the provider by `subject.qashio_id`.
+ * Consumers seeing `_truncated` re-read the full object from the provider: a transaction by `subject.qashio_id`, a card by
+ * `subject.id`.
  */
 import type { BridgeEventDetail } from "../bridge/ports.js";
 

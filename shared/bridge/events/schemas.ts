@@ -29,8 +29,8 @@ const SchemaVersion = z
 const ChangeSchema = z
   .looseObject({
     path: z.string().describe("JSON Pointer into data.object; elements of arrays with ids are addressed by id"),
-    before: z.unknown().describe("Value before the change; null when the member did not exist"),
-    after: z.unknown().describe("Value after the change; null when the member was removed"),
+    before: z.unknown().describe("Value before the change; null when the member was absent or null (the two count as equal)"),
+    after: z.unknown().describe("Value after the change; null when the member was removed or set to null"),
   })
   .describe("One changed member");
 
@@ -92,7 +92,7 @@ function detail<T extends EventType, D extends z.ZodType>(
 ) {
   return z
     .looseObject({
-      id: z.uuid().describe("Deterministic event id: the same change always has the same id; deduplicate on it"),
+      id: z.uuid().describe("Deterministic event id: a re-send of a change carries the id it was first sent with (exceptions: docs/events.md); deduplicate on it, keep state per subject.id"),
       type: z.literal(type),
       schema_version: SchemaVersion,
       tenant: z.string().min(1).describe("Tenant (company) the bridge runs for"),
