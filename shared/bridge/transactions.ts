@@ -831,7 +831,7 @@ export interface ReprocessOptions extends Pick<CycleOptions, "pageSize" | "deadl
  * @throws {CycleAbortedError} a dependency failed; `error.report` holds what was done.
  * @example
  * ```ts
- * const { delivered, missing } = await reprocessTransactions(deps, [{ id: record.entityId, qashioId: "CT1000000008" }]);
+ * const { delivered, missing } = await reprocessTransactions(deps, [{ id: "49813e16-c6fd-43fb-9f77-317fb50062b0", qashioId: "CT1000000008" }]);
  * ```
  */
 export async function reprocessTransactions(
