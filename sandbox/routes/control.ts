@@ -10,8 +10,24 @@ import type { ErpCardStatus } from "../data/model.js";
 import { BUILDABLE_CATEGORIES } from "../data/transactions.js";
 import { MAX_RESET_TRANSACTIONS } from "../limits.js";
 import { OAuthError, ValidationError } from "../errors.js";
+import type { FaultSpec } from "../faults.js";
 import { readJson, type SandboxContext, type SandboxEnv } from "../http.js";
 import { erpCardDetailView, transactionListView } from "../views.js";
+
+/** An armed fault as the control surface shows it: the members `POST /_sandbox/faults` takes, `count` what is left. */
+function faultView(spec: FaultSpec): Record<string, unknown> {
+  const view = {
+    method: spec.method,
+    path_prefix: spec.pathPrefix,
+    status: spec.status,
+    count: spec.count,
+    retry_after: spec.retryAfter,
+    delay_ms: spec.delayMs,
+    malformed: spec.malformed,
+    applied: spec.applied,
+  };
+  return Object.fromEntries(Object.entries(view).filter(([, value]) => value !== undefined));
+}
 
 /** Most transactions one control call creates. */
 export const MAX_CREATED_PER_CALL = 1000;
@@ -151,7 +167,7 @@ export function registerControl(app: Hono<SandboxEnv>): void {
     return c.json({ data: { now: state.clock.nowIso() } }, 200);
   });
 
-  app.get("/_sandbox/faults", (c) => c.json({ data: c.get("state").faults.list() }, 200));
+  app.get("/_sandbox/faults", (c) => c.json({ data: c.get("state").faults.list().map(faultView) }, 200));
   app.post("/_sandbox/faults", async (c) => {
     const b = await body(c, FaultBody);
     const faults = c.get("state").faults;
@@ -165,7 +181,7 @@ export function registerControl(app: Hono<SandboxEnv>): void {
       malformed: b.malformed,
       applied: b.applied,
     });
-    return c.json({ data: faults.list() }, 201);
+    return c.json({ data: faults.list().map(faultView) }, 201);
   });
   app.delete("/_sandbox/faults", (c) => {
     c.get("state").faults.clear();

@@ -261,7 +261,7 @@ describe("faults", () => {
     expect(card).toBeDefined();
     const mine = (await control(`/companies/${h.companyId}/transactions`, { count: 1 })).body.data[0] as Row;
     expect((await h.json(`${LIST}/acknowledge`, { body: { transaction_ids: [mine.id] } })).status).toBe(200);
-    expect((await control("/faults")).body.data).toEqual([{ method: "GET", pathPrefix: LIST, status: 429, count: 1 }]);
+    expect((await control("/faults")).body.data).toEqual([{ method: "GET", path_prefix: LIST, status: 429, count: 1 }]);
     const { status, body } = await h.json(`${LIST}?page_size=1`);
     expect(status).toBe(429);
     expect(errorCodes(body)).toEqual(["null:RATE_LIMITED"]);
@@ -331,7 +331,7 @@ describe("faults", () => {
   it("serves the request of an applied fault first, then answers the fault: an acknowledge answered 500 took effect", async () => {
     const [tx, other] = (await h.json(`${LIST}?client_sync_status=not_synced&page_size=2`)).body.data as Row[];
     await control("/faults", { method: "POST", path_prefix: `${LIST}/acknowledge`, status: 500, applied: true, count: 1 });
-    expect((await control("/faults")).body.data).toEqual([{ method: "POST", pathPrefix: `${LIST}/acknowledge`, status: 500, applied: true, count: 1 }]);
+    expect((await control("/faults")).body.data).toEqual([{ method: "POST", path_prefix: `${LIST}/acknowledge`, status: 500, count: 1, applied: true }]);
     const { status, headers, body } = await h.json(`${LIST}/acknowledge`, { body: { transaction_ids: [tx!.id] } });
     expect(status).toBe(500);
     expect(ErrorEnvelopeSchema.parse(body).status_code).toBe(500);
