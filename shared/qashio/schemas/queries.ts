@@ -39,9 +39,15 @@ const withCode = (code: ErrorCode) => ({ code });
 
 /**
  * A whole number, as a refinement: zod's `.int()` ends the whole parse at its issue, so the cross-field rules did not
- * run (a `page` of 1.5 left an incomplete date range of the same query unreported).
+ * run (a `page` of 1.5 left an incomplete date range of the same query unreported). Held to the safe integers, as
+ * `.int()` was: past them a number is not the one sent ("9007199254740993" reads as ...992).
  */
-const wholeNumber = (message: string) => z.number({ error: message }).refine(Number.isInteger, { error: message });
+const wholeNumber = (message: string) =>
+  z
+    .number({ error: message })
+    .refine(Number.isInteger, { error: message })
+    .min(Number.MIN_SAFE_INTEGER, { error: message })
+    .max(Number.MAX_SAFE_INTEGER, { error: message });
 
 /** Positive integer (`page`, `page_size`, `limit`); accepts `"3"` or `3`. */
 const positiveInt = () =>

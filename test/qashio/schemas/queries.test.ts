@@ -190,6 +190,17 @@ describe("TransactionsQuerySchema", () => {
     }
   });
 
+  it("refuses a page past the safe integers as out of range, as zod's int check did, not rounded to a neighbour", () => {
+    for (const page of ["9007199254740993", 2 ** 53, 1e300]) {
+      expect(offenders(checkQuery(TransactionsQuerySchema, { page, transaction_time_from: "2024-02-01" }))).toEqual([
+        ["page", "OUT_OF_RANGE"],
+        ["transaction_time_to", "REQUIRED"],
+      ]);
+    }
+    expect(checkQuery(TransactionsQuerySchema, { page: String(Number.MAX_SAFE_INTEGER) }).ok).toBe(true);
+    expect(offenders(checkBody(UpdateCardBodySchema, { auto_top_up_amount: 1e300 }))).toEqual([["auto_top_up_amount", "OUT_OF_RANGE"]]);
+  });
+
   it("treats null and undefined as absent and drops unknown keys", () => {
     expect(checkQuery(TransactionsQuerySchema, { page: undefined, employee_id: null, colour: "red" })).toEqual({ ok: true, value: {} });
   });
