@@ -1164,6 +1164,22 @@ describe("pollTransactions", () => {
     expect(report.syncLagSeconds).toBe(Math.round((start + 10 * 60_000 - Date.parse(older.updated_at)) / 1000));
   });
 
+  it("reports the lag of a page read ahead when a failed batch aborts the cycle before it", async () => {
+    const rig = makeRig();
+    const older = rig.provider.addTransaction();
+    rig.provider.addTransaction();
+    const start = Date.parse(older.updated_at) + 120_000;
+    rig.clock.ms = start;
+    const getMany = rig.deps.snapshots.getMany.bind(rig.deps.snapshots);
+    let reads = 0;
+    // The first page's snapshot read fails once the page after it was read ahead.
+    rig.deps.snapshots.getMany = (keys) => (++reads === 1 ? Promise.resolve().then(() => Promise.reject(new Error("store down"))) : getMany(keys));
+    const error = await pollTransactions(rig.deps, { pageSize: 1 }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(CycleAbortedError);
+    expect(rig.publisher.events).toEqual([]);
+    expect((error as CycleAbortedError).report.syncLagSeconds).toBe(Math.round((start - Date.parse(older.updated_at)) / 1000));
+  });
+
   it("stops with a re-authorize error and a TokenFamilyRevoked metric when the token family is revoked", async () => {
     const rig = makeRig();
     rig.provider.addTransaction();
