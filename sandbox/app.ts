@@ -27,22 +27,23 @@ const STATUS_MESSAGES: Readonly<Record<number, string>> = {
 
 const FAULT_CODES: Readonly<Record<number, string>> = { 429: "RATE_LIMITED", 503: "SERVICE_UNAVAILABLE" };
 
-/** The answer `fault` gives instead of the handler's; undefined for a delay alone. */
+/**
+ * The answer `fault` gives instead of the handler's; undefined for a delay alone. Built apart from the context's
+ * headers, so an answer that replaces a served one carries none of the handler's (`www-authenticate`, `retry-after`).
+ */
 function faultAnswer(c: Context<SandboxEnv>, fault: FaultSpec): Response | undefined {
-  if (fault.malformed) {
-    return c.body('{"status_code": 200, "success": true, "data": [ <truncated', (fault.status ?? 200) as 200, {
-      "content-type": "application/json",
-      "x-request-id": c.get("requestId"),
-    });
-  }
+  const answer = (status: number, body: string, headers: Record<string, string> = {}) =>
+    new Response(body, { status, headers: { "content-type": "application/json", "x-request-id": c.get("requestId"), ...headers } });
+  if (fault.malformed) return answer(fault.status ?? 200, '{"status_code": 200, "success": true, "data": [ <truncated');
   if (fault.status === undefined) return undefined;
-  if (fault.retryAfter !== undefined) c.header("retry-after", String(fault.retryAfter));
+  const headers: Record<string, string> = fault.retryAfter === undefined ? {} : { "retry-after": String(fault.retryAfter) };
   const message = STATUS_MESSAGES[fault.status] ?? "Injected failure";
   if (c.req.path.startsWith("/oauth2/")) {
-    return c.json({ error: fault.status === 429 || fault.status === 503 ? "temporarily_unavailable" : "server_error", error_description: message }, fault.status as 500);
+    const error = fault.status === 429 || fault.status === 503 ? "temporarily_unavailable" : "server_error";
+    return answer(fault.status, JSON.stringify({ error, error_description: message }), headers);
   }
   const code = FAULT_CODES[fault.status] ?? (fault.status >= 500 ? "INTERNAL_ERROR" : "INJECTED_FAULT");
-  return c.json(errorBody(c, fault.status, message, [{ field: null, code, message }]), fault.status as 500);
+  return answer(fault.status, JSON.stringify(errorBody(c, fault.status, message, [{ field: null, code, message }])), headers);
 }
 
 /** Builds the app bound to one sandbox state. */

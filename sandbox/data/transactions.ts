@@ -296,14 +296,14 @@ export class TransactionFactory {
   }
 
   /**
-   * The card new spend at `timeMs` goes on: one active then (activated, not yet terminated) and, for spend happening now,
-   * one whose status is `Active` now (a card the dashboard suspended stops spending, one it reactivated starts). The
-   * seeded history keeps no status history, so a card suspended since spent before. A cash withdrawal takes a card
-   * that allows them. Without a usable card any spend card serves, so the control surface can always create one.
+   * The card new spend at `timeMs` goes on. Spend made now takes a card whose status is `Active` now (a card the
+   * dashboard suspended stops spending, one it activated, even after a termination, starts); the seeded history, which
+   * keeps no status history, one active then (activated, not yet terminated), so a card suspended since spent before.
+   * A cash withdrawal takes such a card that allows them when there is one. Without any, every card that ever spent
+   * serves, so the control surface can always create what it is asked for.
    */
   private cardFor(category: BuildableCategory, timeMs: number, live: boolean): CardRecord {
-    const cards = live ? this.data.cards.filter((card) => card.status === "Active") : this.spendCards;
-    const usable = cards.filter((card) => this.canSpendAt(card, timeMs));
+    const usable = live ? this.data.cards.filter((card) => card.status === "Active") : this.spendCards.filter((card) => this.canSpendAt(card, timeMs));
     const atm = category === "cash_withdrawal";
     const withAtm = atm ? usable.filter((card) => card.atmWithdrawalAllowed) : usable;
     if (withAtm.length > 0) return this.prng.pick(withAtm);

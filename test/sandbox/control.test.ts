@@ -151,16 +151,20 @@ describe("activity generation", () => {
     expect((await h.json("/public/v1/erp/company/summary")).status).toBe(200);
   });
 
-  it("puts new spend only on cards Active now: none on a card the dashboard suspended, some on one it activated", async () => {
+  it("puts new spend only on cards Active now: none on a card the dashboard suspended, some on ones it activated (a terminated one too)", async () => {
     const cards = (await h.json("/public/v1/erp/cards?page_size=100")).body.data as Row[];
     const active = cards.filter((card) => card.status === "Active");
     const [suspendedNow] = active;
     const activatedNow = cards.find((card) => card.status === "Inactive") as Row;
+    const terminatedOnce = cards.find((card) => card.status === "Terminated") as Row;
     expect(suspendedNow).toBeDefined();
     expect(activatedNow).toBeDefined();
+    expect(terminatedOnce).toBeDefined();
     expect((await control(`/companies/${h.companyId}/cards/${suspendedNow!.id}/status`, { status: "suspended" })).status).toBe(200);
-    expect((await control(`/companies/${h.companyId}/cards/${activatedNow.id}/status`, { status: "active" })).status).toBe(200);
-    const spendable = new Set([...active.slice(1), activatedNow].map((card) => card.id));
+    for (const card of [activatedNow, terminatedOnce]) {
+      expect((await control(`/companies/${h.companyId}/cards/${card.id}/status`, { status: "active" })).status).toBe(200);
+    }
+    const spendable = new Set([...active.slice(1), activatedNow, terminatedOnce].map((card) => card.id));
     const used = new Set<unknown>();
     for (const category of ["purchase", "cash_withdrawal"]) {
       const { status, body } = await control(`/companies/${h.companyId}/transactions`, { count: 60, transaction_category: category });
@@ -169,6 +173,7 @@ describe("activity generation", () => {
     }
     expect([...used].filter((id) => !spendable.has(id as string))).toEqual([]);
     expect(used.has(activatedNow.id)).toBe(true);
+    expect(used.has(terminatedOnce.id)).toBe(true);
   });
 
   it("dates seeded spend inside its card's active life: after activation, before termination", async () => {
@@ -343,6 +348,12 @@ describe("faults", () => {
     expect(malformed.status).toBe(200);
     await expect(malformed.json()).rejects.toThrow();
     expect((await h.json(`${LIST}/${String(other!.id)}`)).body.data.client_sync_status).toBe("synced");
+    // The answer replaces the served one whole: a 503 over a refused token carries no `www-authenticate` of the 401.
+    await control("/faults", { method: "GET", path_prefix: LIST, status: 503, applied: true, count: 1 });
+    const replaced = await h.call(LIST, { token: "not-a-token" });
+    expect(replaced.status).toBe(503);
+    expect(replaced.headers.get("www-authenticate")).toBeNull();
+    expect(replaced.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
     await control("/faults", { method: "GET", path_prefix: LIST, delay_ms: 5, applied: true, count: 1 });
     expect((await h.json(LIST)).body.data).toHaveLength(10);
     expect((await control("/faults", { status: 500, applied: "yes", count: 1 })).status).toBe(400);
