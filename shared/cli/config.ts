@@ -70,7 +70,7 @@ export const SETTINGS: readonly SettingDoc[] = [
   { name: "QASHIO_CLIENT_SECRET", required: "yes", default: "", meaning: "OAuth client secret (never printed)" },
   { name: "QASHIO_REFRESH_TOKEN", required: "no", default: "", meaning: "first refresh token; used only while the state directory holds no token (else run `authorize`)" },
   { name: "QASHIO_AUTHORIZE_URL", required: "no", default: "the base URL", meaning: "address of the provider's authorization screen (`authorize` only)" },
-  { name: "BRIDGE_TENANT", required: "yes", default: "", meaning: "tenant id written into every event (a letter or digit, then letters, digits, `-`, `_`; up to 64)" },
+  { name: "BRIDGE_TENANT", required: "except for `authorize`", default: "", meaning: "tenant id written into every event (a letter or digit, then letters, digits, `-`, `_`; up to 64)" },
   { name: "BRIDGE_STATE_DIR", required: "no", default: DEFAULT_STATE_DIR, meaning: "snapshots, tokens, quarantine, locks" },
   { name: "BRIDGE_EVENTS_FILE", required: "no", default: DEFAULT_EVENTS_FILE, meaning: "JSON Lines file, one EventBridge-target-shaped event per line (appended)" },
   { name: "BRIDGE_PII_MODE", required: "no", default: DEFAULT_PII_MODE, meaning: "personal fields (cardholder name, email, employee id; approver name; docs/events.md): `full`, `redact` or `hash`" },

@@ -286,7 +286,7 @@ describe("local bridge cycle lease", () => {
     expect((error as Error).message).toBe(
       `another bridge process (pid ${process.pid} on this machine) is running a cycle, re-drive or conform-pii on this state directory ` +
         `(${settings.stateDir}): run this command again once it is done (a \`run --interval\` loop retries by itself). The lease of ` +
-        `a run that has exited is taken over at once on the same machine, else it expires within ${CYCLE_LEASE_MS / 1000} s of its last renewal`,
+        `a run that has exited is taken over at once from the same Linux boot and pid namespace, else it expires within ${CYCLE_LEASE_MS / 1000} s of its last renewal`,
     );
     expect(sent).toEqual([]);
     await held?.release();
