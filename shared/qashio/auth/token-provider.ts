@@ -108,7 +108,7 @@ export interface OAuthTokenProviderOptions extends OAuthClientOptions {
   readonly lockWaitMs?: number;
   /** Pause between acquisition attempts. @default 250 */
   readonly lockPollMs?: number;
-  /** Refresh this long before the access token expires. @default 60_000 */
+  /** Refresh this long before the access token expires, at most half its lifetime. @default 60_000 */
   readonly refreshSkewMs?: number;
   readonly clock?: Clock;
   readonly onEvent?: (event: TokenEvent) => void;
@@ -202,7 +202,7 @@ function validTime(ms: number | undefined): number | undefined {
 /**
  * OAuth token provider for one tenant.
  *
- * - Access tokens are reused until `refreshSkewMs` before their JWT `exp` (no `exp`: until a 401).
+ * - Access tokens are reused until `refreshSkewMs` (at most half their lifetime) before they expire (no known expiry: until a 401).
  * - Concurrent callers in one process share one refresh (single flight).
  * - With a `lock`, refreshes are serialised across processes; the store is re-loaded under the lock and the
  *   refresh skipped when another process already rotated.
