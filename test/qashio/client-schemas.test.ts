@@ -19,7 +19,7 @@ vi.mock("../../shared/qashio/schemas/envelope.js", async (importOriginal) => {
 
 const { QashioClient } = await import("../../shared/qashio/client.js");
 const { StaticTokenProvider } = await import("../../shared/qashio/auth/token-provider.js");
-const { CARD_ID, erpCardDetailFixture } = await import("./schemas/fixtures.js");
+const { CARD_ID, TRANSACTION_ID, erpCardDetailFixture, statementsByAccountFixture, transactionDetailFixture } = await import("./schemas/fixtures.js");
 const { captureLogger, fakeClock, ok, scriptedFetch } = await import("./helpers.js");
 
 describe("QashioClient schemas", () => {
@@ -40,5 +40,21 @@ describe("QashioClient schemas", () => {
       expect(page.invalid).toEqual([]);
     }
     expect(built.envelopes - before).toBe(0);
+  });
+
+  it("builds each other read's envelope once, on its first call, not again on later ones", async () => {
+    const fetch = scriptedFetch(
+      ...[1, 2].flatMap(() => [ok(transactionDetailFixture()), ok(erpCardDetailFixture()), ok(statementsByAccountFixture())]),
+    );
+    const client = new QashioClient({ baseUrl: "https://api.example.test", tokenProvider: new StaticTokenProvider("access-1"), fetch, clock: fakeClock(), logger: captureLogger() });
+    const reads = async () => {
+      const before = built.envelopes;
+      expect((await client.getTransaction(TRANSACTION_ID)).id).toBe(TRANSACTION_ID);
+      expect((await client.getErpCard(CARD_ID)).id).toBe(CARD_ID);
+      expect((await client.getStatementsByAccount(CARD_ID)).data.length).toBeGreaterThan(0);
+      return built.envelopes - before;
+    };
+    await reads();
+    expect(await reads()).toBe(0);
   });
 });
