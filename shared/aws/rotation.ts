@@ -138,7 +138,7 @@ export async function skipsRotation(event: RotationEvent, secret: ProviderSecret
     if (recent < SECRET_VERSIONS_EARLY_REFRESH_LIMIT) return undefined;
     return `the secret has ${recent} versions of the last 24 hours: the pollers refresh the token family often, so it is not idle`;
   }
-  return (await rotationWrote(event, secret)) ? undefined : "nothing was refreshed (createSecret skipped)";
+  return (await rotationWrote(event, secret)) ? undefined : "createSecret wrote no version under this rotation (it skipped, or saved its refresh as a plain AWSCURRENT version)";
 }
 
 /** Whether the rotation's own version holds a value: a createSecret that refreshed wrote it, a skipped one did not. */
