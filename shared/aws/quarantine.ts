@@ -79,6 +79,14 @@ export class DynamoQuarantine implements Quarantine {
     this.#retentionMs = (options.retentionDays ?? DEFAULT_QUARANTINE_RETENTION_DAYS) * 86_400_000;
   }
 
+  /**
+   * One UpdateItem, new record or found again: it writes the record whole (its first `at` and `entityId` kept by
+   * `if_not_exists`; the `ttl` restarts, the reason and body take their current form) and hands back the item it
+   * replaced (`ALL_OLD`), which says whether the record was new. (A put and then, for a record found again, an update
+   * cost two single-item writes per invalid card on every card walk.) A second call only for an expired item DynamoDB
+   * has not swept yet (it may take days): it counts as gone, so the update's condition refuses it and it is put again
+   * whole, new.
+   */
   async put(record: QuarantineRecord): Promise<boolean> {
     const reason = capped(record.reason, MAX_REASON_LENGTH);
     const item: QuarantineItem = {
@@ -91,57 +99,46 @@ export class DynamoQuarantine implements Quarantine {
       ...encodeRaw(record.raw),
     };
     const now = ttlSeconds(this.#clock.now());
-    try {
-      // Conditional, so a record already held keeps its first `at` and the caller learns it was not new. An expired
-      // item DynamoDB has not swept yet (it may take days) counts as gone.
-      await this.#doc.send(
-        new PutCommand({
-          TableName: this.#table,
-          Item: item as unknown as Record<string, unknown>,
-          // The SDK sending this put again after a lost answer finds its own write (same `at` and `ttl`): still new.
-          ConditionExpression: "attribute_not_exists(pk) OR #ttl < :now OR (#at = :at AND #ttl = :ttl)",
-          ExpressionAttributeNames: { "#ttl": "ttl", "#at": "at" },
-          ExpressionAttributeValues: { ":now": now, ":at": item.at, ":ttl": item.ttl },
-        }),
-      );
-      return true;
-    } catch (error) {
-      if (!isConditionFailure(error)) throw error;
+    const set = ["#kind = :kind", "#ttl = :ttl", "#reason = :reason", "#at = if_not_exists(#at, :at)"];
+    const remove: string[] = [];
+    const names: Record<string, string> = { "#kind": "kind", "#ttl": "ttl", "#reason": "reason", "#at": "at" };
+    const values: Record<string, unknown> = { ":kind": item.kind, ":ttl": item.ttl, ":reason": reason, ":at": item.at };
+    if (item.entityId !== undefined) {
+      names["#entityId"] = "entityId";
+      values[":entityId"] = item.entityId;
+      set.push("#entityId = if_not_exists(#entityId, :entityId)");
     }
-    try {
-      // Still being found (an invalid card on every walk, a re-drive that fails again): its retention starts over, and
-      // its reason and body take the current form (after a PII mode switch, no cleartext of the earlier mode stays);
-      // `at` stays the first time. Conditional: an UpdateItem on a key deleted meanwhile would create a bare item.
-      const body = encodeRaw(record.raw);
-      const set = ["#ttl = :ttl", "#reason = :reason"];
-      const remove: string[] = [];
-      const names: Record<string, string> = { "#ttl": "ttl", "#reason": "reason" };
-      const values: Record<string, unknown> = { ":ttl": item.ttl, ":reason": reason };
-      for (const attribute of RAW_ATTRIBUTES) {
-        names[`#${attribute}`] = attribute;
-        if (body[attribute] === undefined) remove.push(`#${attribute}`);
-        else {
-          set.push(`#${attribute} = :${attribute}`);
-          values[`:${attribute}`] = body[attribute];
-        }
+    for (const attribute of RAW_ATTRIBUTES) {
+      names[`#${attribute}`] = attribute;
+      if (item[attribute] === undefined) remove.push(`#${attribute}`);
+      else {
+        set.push(`#${attribute} = :${attribute}`);
+        values[`:${attribute}`] = item[attribute];
       }
-      await this.#doc.send(
+    }
+    let old: Partial<QuarantineItem> | undefined;
+    try {
+      const result = await this.#doc.send(
         new UpdateCommand({
           TableName: this.#table,
           Key: quarantineItemKey(this.#tenant, record.id),
           UpdateExpression: `SET ${set.join(", ")}${remove.length > 0 ? ` REMOVE ${remove.join(", ")}` : ""}`,
-          ConditionExpression: "attribute_exists(pk)",
+          // Absent or held; not an expired item, which keeps an `at` (and entity id) of a record that is gone.
+          ConditionExpression: "attribute_not_exists(pk) OR #ttl >= :now",
           ExpressionAttributeNames: names,
-          ExpressionAttributeValues: values,
+          ExpressionAttributeValues: { ...values, ":now": now },
+          ReturnValues: "ALL_OLD",
         }),
       );
-      return false;
+      old = result.Attributes as Partial<QuarantineItem> | undefined;
     } catch (error) {
       if (!isConditionFailure(error)) throw error;
+      // Past its TTL, not swept yet: gone for the bridge, so a new record, stored whole with this `at`.
+      await this.#doc.send(new PutCommand({ TableName: this.#table, Item: item as unknown as Record<string, unknown> }));
+      return true;
     }
-    // Deleted between the two calls (re-driven, or swept): it is new again.
-    await this.#doc.send(new PutCommand({ TableName: this.#table, Item: item as unknown as Record<string, unknown> }));
-    return true;
+    // The SDK sending this update again after a lost answer finds its own write (same `at` and `ttl`): still new.
+    return old === undefined || (old.at === item.at && old.ttl === item.ttl);
   }
 
   async delete(id: string): Promise<void> {

@@ -57,9 +57,9 @@ describe("DynamoQuarantine on DynamoDB Local", () => {
     expect((await quarantine.list()).find((r) => r.id === "expires")?.at).toBe("2026-03-09T12:00:00Z");
   });
 
-  it("stores a record found again whole when it was deleted between the put and the ttl update, not a bare key", async () => {
+  it("stores a record found again whole when it was deleted just before its write, not a bare key", async () => {
     const key = { pk: "QUAR#q-race", sk: "raced" };
-    // Deletes the item just before the ttl update reaches DynamoDB, as a re-drive or a TTL sweep could.
+    // Deletes the item just before the write reaches DynamoDB, as a re-drive or a TTL sweep could.
     const doc = {
       send: async (command: unknown) => {
         if (command instanceof UpdateCommand) await table.doc.send(new DeleteCommand({ TableName: table.tableName, Key: key }));
@@ -69,7 +69,7 @@ describe("DynamoQuarantine on DynamoDB Local", () => {
     const quarantine = new DynamoQuarantine({ doc, tableName: table.tableName, tenant: "q-race", clock: new FakeClock(), retentionDays: 7 });
     const record = { id: "raced", kind: "card" as const, reason: "validation: status: missing", raw: { id: "c1" }, at: "2026-03-01T12:00:00Z" };
     expect(await quarantine.put(record)).toBe(true);
-    // Found again a day later (another `at`): not the SDK's repeat of its own put, so the ttl update is what runs.
+    // Found again a day later (another `at`), after the delete: new, and written whole with this `at`.
     const again = { ...record, reason: "validation: status: unknown", at: "2026-03-02T12:00:00Z" };
     expect(await quarantine.put(again)).toBe(true);
     expect(await quarantine.list()).toEqual([again]);
@@ -133,12 +133,26 @@ describe("DynamoQuarantine on DynamoDB Local", () => {
   });
 
   it("answers new for a record whose put the SDK sent again after losing DynamoDB's answer to its own write", async () => {
-    const lossy = docLosingFirstAnswerOf("PutItemCommand");
+    const lossy = docLosingFirstAnswerOf("UpdateItemCommand");
     const quarantine = new DynamoQuarantine({ doc: lossy.doc, tableName: table.tableName, tenant: "q-retried" });
     const record = { id: "r-retried", kind: "transaction" as const, reason: "publish: MalformedDetail", raw: { id: "t1" }, at: "2026-03-01T12:00:00Z" };
     expect(await quarantine.put(record)).toBe(true);
     expect(lossy.sent()).toBe(2);
     expect(await make("q-retried").list()).toEqual([record]);
+  });
+
+  it("writes a record with one request, new or found again (a card invalid on every walk costs one write per walk)", async () => {
+    const clock = new FakeClock();
+    const send = vi.spyOn(table.doc, "send");
+    const quarantine = make("q-one-request", clock);
+    const record = { id: "r1", kind: "card" as const, entityId: "ZZ1", reason: "validation: id", raw: { id: "ZZ1" }, at: "2026-03-01T12:00:00Z" };
+    expect(await quarantine.put(record)).toBe(true);
+    expect(send).toHaveBeenCalledTimes(1);
+    clock.advance(600_000);
+    expect(await quarantine.put({ ...record, at: "2026-03-01T12:10:00Z" })).toBe(false);
+    expect(send).toHaveBeenCalledTimes(2);
+    send.mockRestore();
+    expect(await quarantine.list()).toEqual([record]);
   });
 
   it("cuts an entity id and a reason of any length so the record fits one item, marked as cut", async () => {

@@ -699,6 +699,34 @@ describe("poll-cards handler", () => {
     expect(h.output.join("\n")).toContain("PollEventError");
   });
 
+  it("writes an invalid card's quarantine record with one table request per walk, whether the record is new or held", async () => {
+    // Ids the client's schema rejects (a card id starts with CA): quarantined on every walk.
+    const cards = company().cards as unknown as object[];
+    const [model] = company().cards;
+    for (const n of [1, 2, 3]) cards.push({ ...model, id: `ZZ${String(n).padStart(10, "0")}` });
+    const quarantineRequests: string[] = [];
+    const dynamo = localDynamoClient();
+    dynamo.middlewareStack.add(
+      (next, context) => async (args) => {
+        const input = args.input as { Key?: { pk?: { S?: string } }; Item?: { pk?: { S?: string } } };
+        if ((input.Key ?? input.Item)?.pk?.S?.startsWith("QUAR#")) quarantineRequests.push(String(context.commandName));
+        return next(args);
+      },
+      { step: "build", name: "countQuarantineRequests" },
+    );
+    const eventBridge = new EventBridgeClient({ region: "eu-west-1", credentials: { accessKeyId: "x", secretAccessKey: "x" } });
+    const poll = h.poller("cards", { clients: () => ({ dynamo, eventBridge, secrets: h.secrets.client }) });
+    for (const walk of ["new", "held"]) {
+      quarantineRequests.length = 0;
+      expect(await poll(), walk).toMatchObject({ status: "completed", outcome: "complete", quarantined: 3 });
+      expect(quarantineRequests, walk).toHaveLength(3);
+      // A later walk, as the schedule runs it: the records are held, their retention restarted.
+      h.sandbox.control.advanceClock(600);
+    }
+    expect(await new DynamoQuarantine({ doc: h.table.doc, tableName: h.table.tableName, tenant: TENANT, clock: h.clock }).size()).toBe(3);
+    dynamo.destroy();
+  });
+
   it("reads card details when the tenant's CARD_DETAILS is true, and publishes card.updated for a spend limit amount", async () => {
     const poll = h.poller("cards", { env: { ...h.env, CARD_DETAILS: "true" } });
     await poll();
