@@ -11,6 +11,16 @@ import { makeRig, refusal, txnId } from "./fakes.js";
 import { clientOverFake } from "./provider-client.js";
 import { DeadlineExceededError } from "../../shared/qashio/errors.js";
 
+/** Two transactions (at a page size of 1, the older on the second page), the clock two minutes past the older's change. */
+function olderOnSecondPage() {
+  const rig = makeRig();
+  const older = rig.provider.addTransaction();
+  const newer = rig.provider.addTransaction();
+  const start = Date.parse(older.updated_at) + 120_000;
+  rig.clock.ms = start;
+  return { rig, older, newer, start };
+}
+
 describe("pollTransactions", () => {
   it("publishes transaction.created for a new transaction, writes its snapshot and acknowledges it", async () => {
     const rig = makeRig();
@@ -1129,11 +1139,7 @@ describe("pollTransactions", () => {
   });
 
   it("reports the lag of a page read ahead and left behind at the deadline", async () => {
-    const rig = makeRig();
-    const older = rig.provider.addTransaction();
-    rig.provider.addTransaction();
-    const start = Date.parse(older.updated_at) + 120_000;
-    rig.clock.ms = start;
+    const { rig, older, start } = olderOnSecondPage();
     rig.provider.beforeCall = (call) => {
       // Publishing the first page takes the cycle past its deadline.
       if (call.op === "acknowledgeTransactions") rig.clock.ms = start + 10_000;
@@ -1145,11 +1151,7 @@ describe("pollTransactions", () => {
   });
 
   it("reports the lag of a page read ahead when a write refused past the deadline stops the batch before it", async () => {
-    const rig = makeRig();
-    const older = rig.provider.addTransaction();
-    const newer = rig.provider.addTransaction();
-    const start = Date.parse(older.updated_at) + 120_000;
-    rig.clock.ms = start;
+    const { rig, older, newer, start } = olderOnSecondPage();
     const publish = rig.publisher.publish.bind(rig.publisher);
     rig.publisher.publish = async (events, options) => {
       const result = await publish(events, options);
@@ -1165,11 +1167,7 @@ describe("pollTransactions", () => {
   });
 
   it("reports the lag of a page read ahead when a failed batch aborts the cycle before it", async () => {
-    const rig = makeRig();
-    const older = rig.provider.addTransaction();
-    rig.provider.addTransaction();
-    const start = Date.parse(older.updated_at) + 120_000;
-    rig.clock.ms = start;
+    const { rig, older, start } = olderOnSecondPage();
     const getMany = rig.deps.snapshots.getMany.bind(rig.deps.snapshots);
     let reads = 0;
     // The first page's snapshot read fails once the page after it was read ahead.
