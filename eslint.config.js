@@ -12,6 +12,15 @@ export default tseslint.config(
       "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_" }],
       "@typescript-eslint/consistent-type-imports": "error",
       "no-console": "off",
+      // Bundled, `import { z }` keeps every export of zod (its 60-odd locales among them) in each Lambda bundle;
+      // `import * as z` lets esbuild drop what is not used (test/functions/bundle-contents.test.ts).
+      "no-restricted-syntax": [
+        "error",
+        {
+          selector: "ImportDeclaration[source.value='zod'] > :matches(ImportSpecifier[imported.name='z'], ImportDefaultSpecifier)",
+          message: 'Use `import * as z from "zod"`, which esbuild can tree-shake.',
+        },
+      ],
     },
   },
   {

@@ -4,7 +4,7 @@
  */
 import { readFileSync } from "node:fs";
 import { RegionInfo } from "aws-cdk-lib/region-info";
-import { z } from "zod";
+import * as z from "zod";
 import { BASE_URL_ENV_VARS, normaliseBaseUrl, type QashioDeployment } from "../shared/qashio/config.js";
 import { EVENT_TYPES } from "../shared/bridge/events/schemas.js";
 import { DEFAULT_SOURCE } from "../shared/bridge/deps.js";

@@ -2,7 +2,7 @@
  * Envelopes (§4.1, §7), pagination blocks (§8.1) and request checks shared by the routes.
  */
 import type { Context } from "hono";
-import type { z } from "zod";
+import type * as z from "zod";
 import { checkBody, checkQuery } from "../shared/qashio/schemas/index.js";
 import type { CompanyData } from "./data/model.js";
 import { ValidationError, type FieldError } from "./errors.js";

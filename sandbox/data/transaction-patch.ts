@@ -3,7 +3,7 @@
  * status, and only to values every read can serve (the provider's §2.2 shape, plus the
  * fields the sandbox computes with).
  */
-import { z } from "zod";
+import * as z from "zod";
 import { checkBody, TransactionDetailSchema } from "../../shared/qashio/schemas/index.js";
 import type { FieldError } from "../errors.js";
 import type { TransactionRecord } from "./model.js";

@@ -4,7 +4,7 @@
  * Never faulted, never delayed.
  */
 import type { Hono } from "hono";
-import { z } from "zod";
+import * as z from "zod";
 import { checkBody } from "../../shared/qashio/schemas/index.js";
 import type { ErpCardStatus } from "../data/model.js";
 import { BUILDABLE_CATEGORIES } from "../data/transactions.js";

@@ -2,7 +2,7 @@
  * Lambda environment of every bridge function, validated once per container with zod. The variable names are the
  * contract with the CDK stack, which sets them (infra/constructs/bridge-function.ts; test/infra/tenant-stack.test.ts pins them).
  */
-import { z } from "zod";
+import * as z from "zod";
 import { DEFAULT_DEADLINE_GRACE_MS, DEFAULT_SOURCE } from "../bridge/deps.js";
 import { PII_MODES } from "../bridge/pii.js";
 import { resolveBaseUrl } from "../qashio/config.js";

@@ -11,7 +11,7 @@ import {
   PutSecretValueCommand,
   type SecretsManagerClient,
 } from "@aws-sdk/client-secrets-manager";
-import { z } from "zod";
+import * as z from "zod";
 import type { Clock, Logger } from "../bridge/ports.js";
 import { PII_SALT_MIN_LENGTH } from "../bridge/pii.js";
 import { systemClock } from "./clock.js";

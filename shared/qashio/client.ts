@@ -2,7 +2,7 @@
  * Typed client of the provider API: one method per operation of spec §4, queries checked before sending,
  * responses parsed with the shared schemas (drift reported, never fatal), async iterators over every page.
  */
-import { z } from "zod";
+import * as z from "zod";
 import {
   AcknowledgeBodySchema,
   BankAccountSchema,

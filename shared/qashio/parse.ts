@@ -2,7 +2,7 @@
  * Response parsing for the client: schema check with drift reporting, turned into `InvalidResponseError`
  * carrying the schema issues (paths, codes, messages) and never the body.
  */
-import type { z } from "zod";
+import type * as z from "zod";
 import { parseEach, parseWithDrift, type DriftReport } from "./schemas/index.js";
 import { InvalidResponseError, type ResponseIssue } from "./errors.js";
 

@@ -1,6 +1,6 @@
 /** The engine's own record checks: the least it needs of a record, zod schemas plugged in, and stored sequences. */
 import { describe, expect, it } from "vitest";
-import { z } from "zod";
+import * as z from "zod";
 import { cardValidator, isSnapshotSequence, requireObjectWithId, schemaValidator, type SafeParseSchema } from "../../shared/bridge/validate.js";
 
 describe("requireObjectWithId", () => {

@@ -6,7 +6,7 @@ import { DeadlineExceededError, InvalidRequestError, InvalidResponseError, RateL
 import type { DriftReport } from "../../shared/qashio/schemas/index.js";
 import { issuesOf } from "../../shared/qashio/parse.js";
 import type { RetryEvent } from "../../shared/qashio/http.js";
-import { z } from "zod";
+import * as z from "zod";
 import {
   CARD_ID,
   TRANSACTION_ID,

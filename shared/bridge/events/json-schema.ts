@@ -6,7 +6,7 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
-import { z } from "zod";
+import * as z from "zod";
 import { EVENT_DETAIL_SCHEMAS, EVENT_TYPES, SCHEMA_VERSION } from "./schemas.js";
 
 /** Base of the `$id` of each generated schema. */

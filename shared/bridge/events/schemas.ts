@@ -3,7 +3,7 @@
  * docs/events/ are generated from these (see ./json-schema.ts). They are consumer schemas: every object is open,
  * since a 1.x minor version may add optional members anywhere (docs/events.md, Versioning).
  */
-import { z } from "zod";
+import * as z from "zod";
 
 /** Version of the event detail shape; minor bumps only add optional members (docs/events.md). */
 export const SCHEMA_VERSION = "1.1";

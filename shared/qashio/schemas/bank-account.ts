@@ -1,5 +1,5 @@
 /** Bank account master-data record (§2.6). */
-import { z } from "zod";
+import * as z from "zod";
 import { masterDataShape } from "./master-data.js";
 import { optBoolean, optString, optStringish } from "./primitives.js";
 

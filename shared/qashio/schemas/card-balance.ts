@@ -1,5 +1,5 @@
 /** Card balance response data (§4.9, `GET /public/v1/core/cards/balance`). */
-import { z } from "zod";
+import * as z from "zod";
 import { driftEnumsFor } from "./drift.js";
 import { CORE_CARD_STATUSES } from "./enums.js";
 import { CardIdSchema, optNumber, optString, optStringish } from "./primitives.js";

@@ -1,5 +1,5 @@
 /** Company summary (§4.8): shape not shown, so any object is accepted and kept whole. */
-import { z } from "zod";
+import * as z from "zod";
 
 /** `data` of `GET /public/v1/erp/company/summary`. */
 export const CompanySummarySchema = z.looseObject({});

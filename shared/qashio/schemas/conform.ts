@@ -11,7 +11,7 @@
  * megamorphic keyed load per field (~25 ns, most of the cost), a named load is nearly free. Where code
  * generation is off (`z.config({ jitless: true })` or a runtime that forbids it) objects go to zod.
  */
-import { z } from "zod";
+import * as z from "zod";
 
 /** True when `value` is already what the schema would output. */
 export type Conformance<T> = (value: unknown) => value is T;

@@ -3,7 +3,7 @@
  * `data.card` of the card writes. Boolean-like and numeric-like values arrive as
  * strings in some responses; they are normalised to booleans and numbers here.
  */
-import { z } from "zod";
+import * as z from "zod";
 import { driftEnumsFor } from "./drift.js";
 import { CARD_TYPES, CORE_CARD_STATUSES } from "./enums.js";
 import {

@@ -14,7 +14,7 @@
  * sink simply drops warnings (the data is the same either way).
  */
 import { AsyncLocalStorage } from "node:async_hooks";
-import { z } from "zod";
+import * as z from "zod";
 import { conformsTo, declareListedStrings } from "./conform.js";
 
 /** One unlisted enum value seen while parsing a provider payload. */

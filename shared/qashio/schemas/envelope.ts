@@ -1,5 +1,5 @@
 /** Response envelopes: success (§4.1), lists (§8.1), core card list (§4.9), error (§7). */
-import { z } from "zod";
+import * as z from "zod";
 import { CoreCardSchema } from "./core-card.js";
 import { PageInfoSchema, PaginationSchema } from "./pagination.js";
 

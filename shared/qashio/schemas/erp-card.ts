@@ -1,5 +1,5 @@
 /** Card, accounting view (§2.3): ERP card list shape and single-read (detail) shape. */
-import { z } from "zod";
+import * as z from "zod";
 import { driftEnumsFor } from "./drift.js";
 import { CARD_ACCOUNT_TYPES, CARD_TYPES, ERP_CARD_STATUSES } from "./enums.js";
 import { CardIdSchema, optArray, optBoolean, optNumber, optString, optStringish } from "./primitives.js";

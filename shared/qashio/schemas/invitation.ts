@@ -1,5 +1,5 @@
 /** User invitation result (§4.10). */
-import { z } from "zod";
+import * as z from "zod";
 
 const EmailListSchema = z.looseObject({ end_user: z.array(z.string()).default([]) });
 

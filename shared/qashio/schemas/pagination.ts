@@ -1,5 +1,5 @@
 /** The pagination shapes of §8.1 and §4.9. */
-import { z } from "zod";
+import * as z from "zod";
 
 /** `pagination` block of list responses (§8.1). */
 export const PaginationSchema = z.looseObject({

@@ -1,5 +1,5 @@
 /** Pool account (§2.5). */
-import { z } from "zod";
+import * as z from "zod";
 import { driftEnumsFor } from "./drift.js";
 import { POOL_ACCOUNT_STATUSES } from "./enums.js";
 import { optArray, optBoolean, optNumber, optString, optStringish } from "./primitives.js";

@@ -2,7 +2,7 @@
  * Building blocks shared by the resource schemas: identifiers, and lenient
  * scalars that normalise the string-typed values some responses carry (§2.4).
  */
-import { z } from "zod";
+import * as z from "zod";
 
 /** UUID-shaped id (8-4-4-4-12 hex; version bits not enforced, see docs/spec-gaps.md). */
 export const UuidSchema = z.guid();

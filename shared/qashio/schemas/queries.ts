@@ -7,7 +7,7 @@
  * Unknown query keys are dropped, not rejected (the spec does not say).
  */
 import { isJsonObject } from "../../json-object.js";
-import { z } from "zod";
+import * as z from "zod";
 import {
   APPROVAL_STATUSES,
   CARD_ACCOUNT_TYPES,

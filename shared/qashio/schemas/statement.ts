@@ -1,5 +1,5 @@
 /** Statements (§2.7, §4.7): summary list entries and the per-account read. */
-import { z } from "zod";
+import * as z from "zod";
 import { driftEnumsFor } from "./drift.js";
 import { STATEMENT_ACCOUNT_TYPES } from "./enums.js";
 import { optNumber, optString, optStringish } from "./primitives.js";

@@ -1,5 +1,5 @@
 /** Supplier master-data record (§2.6). */
-import { z } from "zod";
+import * as z from "zod";
 import { masterDataShape } from "./master-data.js";
 import { optString } from "./primitives.js";
 

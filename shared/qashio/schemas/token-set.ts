@@ -1,5 +1,5 @@
 /** OAuth token set (§2.8) and validate response (§4.2). */
-import { z } from "zod";
+import * as z from "zod";
 import { optNumber } from "./primitives.js";
 
 /** Response of `POST /oauth2/token` (no standard envelope). */

@@ -1,5 +1,5 @@
 /** Transaction (§2.2): list shape and single-read shape. */
-import { z } from "zod";
+import * as z from "zod";
 import { driftEnumsFor } from "./drift.js";
 import {
   APPROVAL_STATUSES,
