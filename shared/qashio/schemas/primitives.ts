@@ -59,21 +59,32 @@ export const booleanish = () =>
     }),
   ]);
 
+/*
+ * The optional field schemas below are built once and shared: the resource schemas use them for several hundred
+ * fields, and a fresh instance per field (about 3 to 9 zod schemas each) made up most of the zod work of a cold start.
+ * Zod schemas are immutable (every method returns a new instance), so one instance serves every field alike.
+ */
+const OPT_NUMBER = z.union([numberish(), emptyAsNull]).nullish();
+const OPT_BOOLEAN = z.union([booleanish(), emptyAsNull]).nullish();
+const OPT_STRING = z.string().nullish();
+
 /** Optional number: number, numeric string, `null`, `""` (→ null) or absent. */
-export const optNumber = () => z.union([numberish(), emptyAsNull]).nullish();
+export const optNumber = () => OPT_NUMBER;
 
 /** Optional boolean: boolean, `"true"`/`"false"`, `null`, `""` (→ null) or absent. */
-export const optBoolean = () => z.union([booleanish(), emptyAsNull]).nullish();
+export const optBoolean = () => OPT_BOOLEAN;
 
 /** Optional string: string, `null` or absent. */
-export const optString = () => z.string().nullish();
+export const optString = () => OPT_STRING;
 
 /** A string, or a number normalised to its decimal string (e.g. account numbers). */
 export const stringish = () =>
   z.union([z.string(), z.codec(z.number(), z.string(), { decode: (n) => String(n), encode: (s) => Number(s) })]);
 
+const OPT_STRINGISH = stringish().nullish();
+
 /** Optional string that may arrive as a number. */
-export const optStringish = () => stringish().nullish();
+export const optStringish = () => OPT_STRINGISH;
 
 /** Optional array of loose items, or `null`. */
 export const optArray = <T extends z.ZodType>(item: T) => z.array(item).nullish();

@@ -63,4 +63,15 @@ describe("schemas index", () => {
     const json = z.toJSONSchema(schema) as { properties: Record<string, unknown> };
     expect(Object.keys(json.properties)).toContain("id");
   });
+
+  it.each(["optString", "optStringish", "optNumber", "optBoolean"] as const)(
+    "%s returns one shared schema: several hundred fields use it, and a schema per field was most of the zod work at import",
+    (name) => {
+      const field = schemas[name];
+      expect(field()).toBe(field());
+      // Shared safely: zod schemas are immutable, a derived one is a new instance.
+      expect(field().optional()).not.toBe(field());
+      expect(schemas.TransactionSchema.shape.merchant_name).toBe(schemas.optString());
+    },
+  );
 });
