@@ -85,7 +85,7 @@ export class DynamoQuarantine implements Quarantine {
    * replaced (`ALL_OLD`), which says whether the record was new. (A put and then, for a record found again, an update
    * cost two single-item writes per invalid card on every card walk.) A second call only for an expired item DynamoDB
    * has not swept yet (it may take days): it counts as gone, so the update's condition refuses it and it is put again
-   * whole, new.
+   * whole, new, unless another writer put it first (then a third, the update again: found again).
    */
   async put(record: QuarantineRecord): Promise<boolean> {
     const reason = capped(record.reason, MAX_REASON_LENGTH);
@@ -116,8 +116,7 @@ export class DynamoQuarantine implements Quarantine {
         values[`:${attribute}`] = item[attribute];
       }
     }
-    let old: Partial<QuarantineItem> | undefined;
-    try {
+    const update = async () => {
       const result = await this.#doc.send(
         new UpdateCommand({
           TableName: this.#table,
@@ -130,12 +129,32 @@ export class DynamoQuarantine implements Quarantine {
           ReturnValues: "ALL_OLD",
         }),
       );
-      old = result.Attributes as Partial<QuarantineItem> | undefined;
+      return result.Attributes as Partial<QuarantineItem> | undefined;
+    };
+    let old: Partial<QuarantineItem> | undefined;
+    try {
+      old = await update();
     } catch (error) {
       if (!isConditionFailure(error)) throw error;
-      // Past its TTL, not swept yet: gone for the bridge, so a new record, stored whole with this `at`.
-      await this.#doc.send(new PutCommand({ TableName: this.#table, Item: item as unknown as Record<string, unknown> }));
-      return true;
+      try {
+        // Past its TTL, not swept yet: gone for the bridge, so a new record, stored whole with this `at`. Conditional
+        // as well: another writer (a second poller, a re-drive) may have found it expired too and put it first, and
+        // that one is the new record. The SDK sending this put again after a lost answer finds its own write.
+        await this.#doc.send(
+          new PutCommand({
+            TableName: this.#table,
+            Item: item as unknown as Record<string, unknown>,
+            ConditionExpression: "attribute_not_exists(pk) OR #ttl < :now OR (#at = :at AND #ttl = :ttl)",
+            ExpressionAttributeNames: { "#ttl": "ttl", "#at": "at" },
+            ExpressionAttributeValues: { ":now": now, ":at": item.at, ":ttl": item.ttl },
+          }),
+        );
+        return true;
+      } catch (putError) {
+        if (!isConditionFailure(putError)) throw putError;
+      }
+      // Put by the other writer meanwhile: held now, so found again (its `at` kept).
+      old = await update();
     }
     // The SDK sending this update again after a lost answer finds its own write (same `at` and `ttl`): still new.
     return old === undefined || (old.at === item.at && old.ttl === item.ttl);

@@ -75,6 +75,41 @@ describe("DynamoQuarantine on DynamoDB Local", () => {
     expect(await quarantine.list()).toEqual([again]);
   });
 
+  it("counts an expired record found again by two writers at once as new for one of them only, keeping the first `at`", async () => {
+    const clock = new FakeClock();
+    const record = (at: string) => ({ id: "twice", kind: "card" as const, reason: "validation: status: missing", raw: { id: "c1" }, at });
+    expect(await make("q-ttl-race", clock).put(record("2026-03-01T12:00:00Z"))).toBe(true);
+    clock.advance(8 * 86_400_000);
+    // Another poller (or a re-drive) writes the record between this writer's refused update and its put.
+    let other: Promise<boolean> | undefined;
+    const doc = {
+      send: async (command: unknown) => {
+        if (command instanceof PutCommand && other === undefined) {
+          other = make("q-ttl-race", clock).put(record("2026-03-09T12:00:00Z"));
+          await other;
+        }
+        return table.doc.send(command as never);
+      },
+    } as unknown as DynamoDBDocumentClient;
+    const quarantine = new DynamoQuarantine({ doc, tableName: table.tableName, tenant: "q-ttl-race", clock, retentionDays: 7 });
+    const added = await quarantine.put(record("2026-03-09T12:00:01Z"));
+    expect(await other).toBe(true);
+    expect(added).toBe(false);
+    expect((await quarantine.list()).map((r) => r.at)).toEqual(["2026-03-09T12:00:00Z"]);
+  });
+
+  it("answers new for an expired record put again whose put the SDK sent again after losing DynamoDB's answer", async () => {
+    const clock = new FakeClock();
+    const record = (at: string) => ({ id: "again", kind: "card" as const, reason: "validation: status: missing", raw: { id: "c1" }, at });
+    expect(await make("q-ttl-retried", clock).put(record("2026-03-01T12:00:00Z"))).toBe(true);
+    clock.advance(8 * 86_400_000);
+    const lossy = docLosingFirstAnswerOf("PutItemCommand");
+    const quarantine = new DynamoQuarantine({ doc: lossy.doc, tableName: table.tableName, tenant: "q-ttl-retried", clock, retentionDays: 7 });
+    expect(await quarantine.put(record("2026-03-09T12:00:00Z"))).toBe(true);
+    expect(lossy.sent()).toBe(2);
+    expect((await quarantine.list()).map((r) => r.at)).toEqual(["2026-03-09T12:00:00Z"]);
+  });
+
   it("holds a record through the last second of its TTL: listed, counted and found again, not new", async () => {
     const clock = new FakeClock();
     const quarantine = make("q-ttl-edge", clock);
