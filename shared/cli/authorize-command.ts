@@ -18,15 +18,7 @@ import { AuthorizeError, ConfigError, EXIT, type SettingIssue } from "./errors.j
 import { line, type CliIo } from "./io.js";
 import { bindToSettings } from "./cycle-lease.js";
 import { openInBrowser } from "./open-url.js";
-import {
-  assertUsableSalt,
-  awsClock,
-  onboardingSecretsClient,
-  openTokenLease,
-  readOnboardingSecret,
-  secretRegion,
-  secretTokenStore,
-} from "./secret-onboarding.js";
+import type * as SecretOnboarding from "./secret-onboarding.js";
 import { printable } from "./terminal-text.js";
 
 /**
@@ -127,7 +119,12 @@ export async function authorizeCommand(args: AuthorizeArgs, io: CliIo, seams: Au
   let store: TokenStore;
   let where: string;
   let secrets: SecretsManagerClient | undefined;
+  // Only `--secret-id` needs the AWS SDK: imported here, it stays out of a local sign-in (about 55 modules and 0.2 s
+  // of start-up under tsx; test/cli/command-imports.test.ts).
+  let onboarding: typeof SecretOnboarding | undefined;
   if (args.secretId !== undefined) {
+    onboarding = await import("./secret-onboarding.js");
+    const { assertUsableSalt, onboardingSecretsClient, readOnboardingSecret, secretRegion } = onboarding;
     // The region (and an AWS_REGION contradicting the ARN) is checked whichever client is used.
     secretRegion(args.secretId, env);
     secrets = seams.secrets ?? (await onboardingSecretsClient(args.secretId, env));
@@ -154,7 +151,8 @@ export async function authorizeCommand(args: AuthorizeArgs, io: CliIo, seams: Au
   if (clientId === undefined) missing.push({ setting: "QASHIO_CLIENT_ID", problem: unset("client_id") });
   if (clientSecret === undefined) missing.push({ setting: "QASHIO_CLIENT_SECRET", problem: unset("client_secret") });
   if (clientId === undefined || clientSecret === undefined) throw new ConfigError(missing);
-  if (secrets !== undefined && args.secretId !== undefined) {
+  if (onboarding !== undefined && secrets !== undefined && args.secretId !== undefined) {
+    const { awsClock, openTokenLease, secretTokenStore } = onboarding;
     const written = secretTokenStore(secrets, args.secretId, { client_id: clientId, client_secret: clientSecret });
     const leaseClock = awsClock(clock, secrets);
     const lease = await openTokenLease(secrets, args.secretId, {
