@@ -504,3 +504,18 @@ export function makeStrictRuleRig(): { rig: TestRig; rule: { strict: boolean } }
   );
   return { rig, rule };
 }
+
+/** Makes each provider read by `qashio_id` (a re-drive's) take `ms` of the rig's clock, so runs end at a deadline. */
+export function slowReadsByQashioId(rig: TestRig, ms: number): void {
+  const list = rig.provider.listTransactions.bind(rig.provider);
+  rig.provider.listTransactions = async (query) => {
+    if (query.qashio_id !== undefined) rig.clock.advance(ms);
+    return list(query);
+  };
+}
+
+/** A repeatable stand-in for `Math.random` (Park-Miller), for a re-drive's shuffle a test must replay. */
+export function seededRandom(seed: number): () => number {
+  let state = seed;
+  return () => (state = (state * 48271) % 2147483647) / 2147483647;
+}

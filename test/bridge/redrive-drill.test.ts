@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { pollTransactions } from "../../shared/bridge/transactions.js";
 import { redriveQuarantined } from "../../shared/bridge/redrive.js";
-import { makeStrictRuleRig } from "./fakes.js";
+import { makeStrictRuleRig, seededRandom, slowReadsByQashioId } from "./fakes.js";
 
 /** An operator drill after a bad validation rule: hundreds of records, short runs, cycles and a crash between them. */
 describe("redriveQuarantined drill", () => {
@@ -15,13 +15,8 @@ describe("redriveQuarantined drill", () => {
     rig.publisher.reject = () => undefined;
     expect(rig.quarantine.records.size).toBe(700);
     rule.strict = false;
-    const list = rig.provider.listTransactions.bind(rig.provider);
-    rig.provider.listTransactions = async (query) => {
-      if (query.qashio_id !== undefined) rig.clock.advance(100);
-      return list(query);
-    };
-    let seed = 11;
-    const random = () => ((seed = (seed * 48271) % 2147483647) / 2147483647);
+    slowReadsByQashioId(rig, 100);
+    const random = seededRandom(11);
     let crashed = false;
     const putMany = rig.snapshots.putMany.bind(rig.snapshots);
     let runs = 0;

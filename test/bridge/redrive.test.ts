@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { pollTransactions } from "../../shared/bridge/transactions.js";
 import { KEPT_RECORDS_NAMED, REDRIVE_QUARANTINE_PAGE_SIZE, redriveQuarantined } from "../../shared/bridge/redrive.js";
 import { CycleAbortedError } from "../../shared/bridge/errors.js";
-import { makeRig, makeStrictRuleRig } from "./fakes.js";
+import { makeRig, makeStrictRuleRig, seededRandom, slowReadsByQashioId } from "./fakes.js";
 
 /** Adds `count` transactions whose events fail for good, so a cycle quarantines them; publishing works again after. */
 async function quarantinePublishFailures(rig: ReturnType<typeof makeRig>, count = 1, reason = "AccessDeniedException: not allowed") {
@@ -109,11 +109,7 @@ describe("redriveQuarantined", () => {
     rig.publisher.reject = () => undefined;
 
     // Each read by qashio_id takes a second; the run has 12.
-    const list = rig.provider.listTransactions.bind(rig.provider);
-    rig.provider.listTransactions = async (query) => {
-      if (query.qashio_id !== undefined) rig.clock.advance(1_000);
-      return list(query);
-    };
+    slowReadsByQashioId(rig, 1_000);
     const first = await redriveQuarantined(rig.deps, { pageSize: 5, deadline: rig.clock.now() + 12_000 });
     expect(first.cycle.outcome).toBe("deadline");
     // 12 read before the deadline, in batches of 5, 5 and 2: all published and their records gone.
@@ -169,13 +165,8 @@ describe("redriveQuarantined", () => {
     // The first four records in list order keep failing; every run has time for four reads.
     const failing = new Set(listed.slice(0, 4));
     rig.publisher.reject = (e) => (failing.has(e.detail.subject.id) ? "AccessDeniedException: still not allowed" : undefined);
-    const list = rig.provider.listTransactions.bind(rig.provider);
-    rig.provider.listTransactions = async (query) => {
-      if (query.qashio_id !== undefined) rig.clock.advance(1_000);
-      return list(query);
-    };
-    let seed = 7;
-    const random = () => ((seed = (seed * 48271) % 2147483647) / 2147483647);
+    slowReadsByQashioId(rig, 1_000);
+    const random = seededRandom(7);
     for (let run = 0; run < 20 && rig.quarantine.records.size > 4; run += 1) {
       await redriveQuarantined(rig.deps, { pageSize: 2, deadline: rig.clock.now() + 4_000, random });
     }
