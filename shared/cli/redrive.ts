@@ -12,6 +12,12 @@ import { openFromSettings } from "./run.js";
 /** Why the re-drive keeps a record it did not get to: run it again, nothing to fix. */
 const NOT_REACHED: KeptRecord["why"] = "not reached before the deadline";
 
+/** The records kept for a cause to fix, and how many more were only not reached. */
+function keptRecords(report: RedriveReport): { readonly held: readonly KeptRecord[]; readonly notReached: number } {
+  const held = report.kept.filter((k) => k.why !== NOT_REACHED);
+  return { held, notReached: report.kept.length - held.length };
+}
+
 /**
  * One line for a person: what was re-driven and what was kept.
  *
@@ -20,7 +26,7 @@ const NOT_REACHED: KeptRecord["why"] = "not reached before the deadline";
  */
 export function formatRedriveSummary(report: RedriveReport): string {
   if (report.considered === 0) return "re-drive: no quarantine records to re-drive";
-  const notReached = report.kept.filter((k) => k.why === NOT_REACHED).length;
+  const { notReached } = keptRecords(report);
   const stopped = notReached > 0 ? ` (${notReached} not reached: stopped at the time budget, BRIDGE_CYCLE_BUDGET)` : "";
   return `re-drive: ${report.redriven.length} of ${report.considered} quarantine records delivered and removed · ${report.kept.length} kept${stopped}`;
 }
@@ -32,8 +38,7 @@ export function formatRedriveSummary(report: RedriveReport): string {
  * were not reached (run it again), else none.
  */
 export function redriveOutcome(report: RedriveReport): { readonly lines: readonly string[]; readonly error?: CliError } {
-  const held = report.kept.filter((k) => k.why !== NOT_REACHED);
-  const notReached = report.kept.length - held.length;
+  const { held, notReached } = keptRecords(report);
   const lines = held.map(({ record, why }) => `  kept ${record.id} (transaction ${record.entityId ?? "unknown"}): ${why}`);
   const plural = (n: number) => `${n} quarantine record${n === 1 ? "" : "s"}`;
   const thenRest = notReached > 0 ? `; ${plural(notReached)} not reached yet` : "";
