@@ -377,6 +377,14 @@ describe("faults", () => {
     expect((await h.json(LIST)).status).toBe(200);
   });
 
+  it("shows every member POST took in the names it took them, falsy ones too, and none it was not given", async () => {
+    const every = { method: "POST", path_prefix: `${LIST}/acknowledge`, status: 503, count: 2, retry_after: 7, delay_ms: 5, malformed: true, applied: true };
+    const falsy = { path_prefix: LIST, count: 1, retry_after: 0, delay_ms: 0, malformed: false, applied: false, status: 500 };
+    expect((await control("/faults", { ...every, method: "post" })).body.data).toEqual([every]);
+    expect((await control("/faults", falsy)).body.data).toEqual([every, falsy]);
+    expect((await control("/faults")).body.data).toEqual([every, falsy]);
+  });
+
   it.each([[{ count: 1 }], [{ status: 200, count: 1 }], [{ status: 500 }], [{ status: 500, count: 1, path_prefix: "public" }]])("answers 400 for %j", async (payload) => {
     expect((await control("/faults", payload)).status).toBe(400);
   });
