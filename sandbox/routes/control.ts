@@ -14,21 +14,6 @@ import type { FaultSpec } from "../faults.js";
 import { readJson, type SandboxContext, type SandboxEnv } from "../http.js";
 import { erpCardDetailView, transactionListView } from "../views.js";
 
-/** An armed fault as the control surface shows it: the members `POST /_sandbox/faults` takes, `count` what is left. */
-function faultView(spec: FaultSpec): Record<string, unknown> {
-  const view = {
-    method: spec.method,
-    path_prefix: spec.pathPrefix,
-    status: spec.status,
-    count: spec.count,
-    retry_after: spec.retryAfter,
-    delay_ms: spec.delayMs,
-    malformed: spec.malformed,
-    applied: spec.applied,
-  };
-  return Object.fromEntries(Object.entries(view).filter(([, value]) => value !== undefined));
-}
-
 /** Most transactions one control call creates. */
 export const MAX_CREATED_PER_CALL = 1000;
 export { MAX_RESET_TRANSACTIONS } from "../limits.js";
@@ -53,6 +38,47 @@ const CardStatusBody = z.object({ status: z.string().min(1) });
 
 const ClockBody = z.object({ advance_seconds: z.number().nonnegative() });
 
+/**
+ * The control surface's name of each FaultSpec member, in the order it shows them. `POST /_sandbox/faults` reads its
+ * body and `GET` shows armed faults through this one table, so the two directions cannot drift apart; the compiler
+ * holds it, FaultBody's members and FaultSpec to the same members.
+ */
+const FAULT_WIRE_NAMES = {
+  method: "method",
+  pathPrefix: "path_prefix",
+  status: "status",
+  count: "count",
+  retryAfter: "retry_after",
+  delayMs: "delay_ms",
+  malformed: "malformed",
+  applied: "applied",
+} as const satisfies { readonly [M in keyof FaultSpec]-?: string };
+
+const FAULT_MEMBERS = Object.keys(FAULT_WIRE_NAMES) as (keyof FaultSpec)[];
+
+/** A FaultSpec under its control-surface names, members optional as in FaultSpec. */
+type FaultWire = { [M in keyof FaultSpec as (typeof FAULT_WIRE_NAMES)[M]]: FaultSpec[M] };
+
+/** The FaultSpec a checked body describes; a member the body leaves out stays absent. */
+function faultFromWire(wire: FaultWire): FaultSpec {
+  const spec: Partial<Record<keyof FaultSpec, unknown>> = {};
+  for (const member of FAULT_MEMBERS) {
+    const value = wire[FAULT_WIRE_NAMES[member]];
+    if (value !== undefined) spec[member] = value;
+  }
+  // Sound: FaultWire gives each member its FaultSpec type, and `count`, required there, is required here.
+  return spec as FaultSpec;
+}
+
+/** An armed fault as the control surface shows it: the members `POST /_sandbox/faults` takes, `count` what is left. */
+function faultView(spec: FaultSpec): Record<string, unknown> {
+  const view: Record<string, unknown> = {};
+  for (const member of FAULT_MEMBERS) {
+    if (spec[member] !== undefined) view[FAULT_WIRE_NAMES[member]] = spec[member];
+  }
+  return view;
+}
+
 const FaultBody = z
   .object({
     method: z.string().min(1).optional(),
@@ -63,10 +89,11 @@ const FaultBody = z
     delay_ms: nonNegativeInt.max(120_000).optional(),
     malformed: z.boolean().optional(),
     applied: z.boolean().optional(),
-  })
+  } satisfies Record<keyof FaultWire, z.ZodType>)
   .refine((f) => f.status !== undefined || f.delay_ms !== undefined || f.malformed === true, {
     message: "one of status, delay_ms or malformed is required",
-  });
+  })
+  .transform(faultFromWire);
 
 const ResetBody = z.object({
   seed: z.number().int().nonnegative().optional(),
@@ -169,18 +196,8 @@ export function registerControl(app: Hono<SandboxEnv>): void {
 
   app.get("/_sandbox/faults", (c) => c.json({ data: c.get("state").faults.list().map(faultView) }, 200));
   app.post("/_sandbox/faults", async (c) => {
-    const b = await body(c, FaultBody);
     const faults = c.get("state").faults;
-    faults.add({
-      method: b.method,
-      pathPrefix: b.path_prefix,
-      status: b.status,
-      count: b.count,
-      retryAfter: b.retry_after,
-      delayMs: b.delay_ms,
-      malformed: b.malformed,
-      applied: b.applied,
-    });
+    faults.add(await body(c, FaultBody));
     return c.json({ data: faults.list().map(faultView) }, 201);
   });
   app.delete("/_sandbox/faults", (c) => {
