@@ -3,13 +3,15 @@
  * mode only when its item is pulled again, which for a transaction that never changes is never. This pass walks the
  * whole store once and rewrites every snapshot whose personal fields are not in the current form.
  */
+import { randomBytes } from "node:crypto";
 import { CARD_KEY_PREFIX } from "./cards.js";
 import type { BridgeDeps } from "./deps.js";
-import { contentHash, recordHash } from "./hash.js";
+import { contentHash, recordHash, sha256Hex } from "./hash.js";
 import { isJsonObject } from "../json-object.js";
-import { assertPiiPolicy, conformPii, conformPiiToBody, type PiiMode } from "./pii.js";
-import type { CutQuarantineBody, QuarantineRecord, Snapshot } from "./ports.js";
-import { SnapshotCursorError } from "./errors.js";
+import { assertPiiPolicy, conformPii, conformPiiToBody, PERSONAL_FIELDS, PII_MODES, type PiiMode } from "./pii.js";
+import type { CutQuarantineBody, QuarantineRecord, Snapshot, SnapshotKey } from "./ports.js";
+import { ConformCursorError } from "./errors.js";
+import { versionTime } from "./versions.js";
 
 /** Snapshots read (and at most rewritten) per store call. */
 export const DEFAULT_CONFORM_PAGE_SIZE = 100;
@@ -34,7 +36,8 @@ export interface ConformReport {
   /**
    * With outcome `deadline`: where the pass goes on (the `cursor` option of the next run), in the quarantine walk too
    * (the last record done); absent when it stopped before its first page (run it again from the start) and for the
-   * other outcomes.
+   * other outcomes. It records the tenant, PII mode and personal fields it was made under and the id of this pass,
+   * stored in the snapshot store, and is taken only where all of them still hold (see {@link ConformCursorError}).
    */
   readonly cursor?: string;
   readonly durationMs: number;
@@ -81,8 +84,10 @@ function conformed(snapshot: Snapshot, deps: Pick<BridgeDeps, "pii">): Snapshot 
  * without it starts over, which is always correct, only longer. Hold the tenant's cycle lock(s) around it: a cycle
  * writing a snapshot between this pass's read and write would be overwritten with the older object.
  *
- * @throws SnapshotCursorError when `options.cursor` is not a cursor of this store; whatever the store throws
- *   otherwise (snapshots rewritten before stay rewritten).
+ * @throws ConformCursorError when `options.cursor` is not one to go on from here (another PII mode, tenant or list of
+ *   personal fields, damaged, of an earlier version, or not the last this store handed out), before anything is
+ *   written; SnapshotCursorError when the store does not take the place it names; whatever the store throws otherwise
+ *   (snapshots rewritten before stay rewritten).
  * @example
  * ```ts
  * const report = await conformSnapshots(deps, { deadline: clock.now() + 50_000 });
@@ -95,6 +100,8 @@ export async function conformSnapshots(
 ): Promise<ConformReport> {
   assertPiiPolicy(deps.pii);
   const { mode } = deps.pii;
+  // Before the full-mode return: no pass under full hands out a cursor, so one given there was made under another mode.
+  const resumed = options.cursor === undefined ? undefined : readCursor(options.cursor, deps);
   const started = deps.clock.now();
   if (mode === "full") {
     deps.logger.info("PII mode is full: snapshots keep personal fields as sent, nothing to re-mask");
@@ -102,17 +109,27 @@ export async function conformSnapshots(
   }
   const limit = options.pageSize ?? DEFAULT_CONFORM_PAGE_SIZE;
   if (!Number.isSafeInteger(limit) || limit < 1) throw new RangeError(`pageSize must be a whole number of at least 1, got ${limit}`);
-  const resumed = quarantinePosition(options.cursor, deps.tenant);
-  let cursor = resumed === undefined ? options.cursor : resumed.snapshots;
+  const lastPass = (await deps.snapshots.getMany([PASS_KEY])).get(PASS_KEY);
+  if (resumed !== undefined && lastPass?.object["pass"] !== resumed.pass) {
+    throw new ConformCursorError(
+      "superseded",
+      "the snapshot store does not hold the pass it names: it was restored from a backup older than the cursor, it is " +
+        "another state directory or table, or a later pass stopped with a cursor of its own (go on with that one)",
+    );
+  }
+  let cursor = resumed?.snapshots;
   /** The last quarantine record walked, once the quarantine walk has begun (in this run or the one it goes on from). */
   let quarantineAfter = resumed?.after;
   let scanned = 0;
   let rewritten = 0;
   let quarantineRewritten = 0;
-  const report = (outcome: ConformOutcome): ConformReport => {
+  const report = async (outcome: ConformOutcome): Promise<ConformReport> => {
+    const next =
+      outcome === "deadline" && (cursor !== undefined || quarantineAfter !== undefined)
+        ? await handOut(deps, lastPass, { snapshots: cursor, after: quarantineAfter })
+        : undefined;
     // Never below 0: a wall clock stepped back during the pass would make it negative (CycleRun.finish does the same).
     const done = { mode, outcome, scanned, rewritten, quarantineRewritten, durationMs: Math.max(0, deps.clock.now() - started) };
-    const next = outcome !== "deadline" ? undefined : quarantineAfter === undefined ? cursor : quarantineCursor(deps.tenant, cursor, quarantineAfter);
     deps.logger.info("snapshots conformed to the PII mode", { ...done, ...(outcome === "deadline" ? { cursor: next } : {}) });
     return next === undefined ? done : { ...done, cursor: next };
   };
@@ -134,13 +151,12 @@ export async function conformSnapshots(
   await deps.snapshots.vacuum();
   // A large quarantine (a backlog a bad rule refused) may take longer than the time left: its walk stops at the deadline
   // too, with a cursor holding that of the last page of snapshots and the last record walked. A run from it reads that
-  // page again, through the store's own cursor, which another tenant's store or a restored state directory refuses (a
-  // store-blind "snapshots done" marker would have skipped every snapshot there), then goes on after that record. Its
+  // page again, through the store's own cursor (which the store checks too), then goes on after that record. Its
   // first page of records is conformed whatever the time: a last page of snapshots that takes the whole budget would
   // otherwise stop every run before any record, and a walk started over each time could stop every run before the
   // records not yet done. So is that of a run resumed from a snapshot store's cursor: one of the last page, handed out by
   // a run that finished the snapshots but stopped before its first page of records, would stop every run there too.
-  let first = options.cursor !== undefined;
+  let first = resumed !== undefined;
   for await (const page of deps.quarantine.pages(quarantineAfter === undefined ? { limit } : { limit, after: quarantineAfter })) {
     if (!first && outOfTime()) return report("deadline");
     first = false;
@@ -150,30 +166,108 @@ export async function conformSnapshots(
   return report("complete");
 }
 
-/** How a cursor that goes on with the quarantine walk begins (a snapshot store's own cursors never do). */
-const QUARANTINE_CURSOR_PREFIX = "quarantine~";
-
-/** A cursor that goes on with the quarantine walk: the last page of snapshots' cursor (if any), and the last record walked. */
-function quarantineCursor(tenant: string, snapshots: string | undefined, after: string): string {
-  return QUARANTINE_CURSOR_PREFIX + Buffer.from(JSON.stringify({ tenant, snapshots, after })).toString("base64url");
-}
+/** How this version's cursors begin; earlier versions' (a store's own, `quarantine~...`) never do. */
+const CURSOR_PREFIX = "conform1~";
 
 /**
- * The parts of a cursor {@link quarantineCursor} made for `tenant`; undefined for any other (a snapshot store's, or
- * none). One made for another tenant is refused: without a snapshot part (snapshots that fit one page) nothing else
- * would tie it to this store, and its record id would make the walk skip this quarantine's records up to it.
+ * Reserved snapshot key of the id of the last pass that stopped with a cursor. Transaction ids are UUIDs and aliases
+ * `qashio_id:...`, so it meets neither; and it is one the transaction poller, which runs the pass on AWS, may write.
  */
-function quarantinePosition(cursor: string | undefined, tenant: string): { readonly snapshots?: string; readonly after: string } | undefined {
-  if (cursor?.startsWith(QUARANTINE_CURSOR_PREFIX) !== true) return undefined;
+const PASS_KEY: SnapshotKey = "transaction:~conform-pass";
+
+/** The personal fields this version masks, as a short fingerprint: a cursor made under another list is refused. */
+const FIELDS = sha256Hex(PERSONAL_FIELDS.join("\n")).slice(0, 16);
+
+/** What a cursor records: what it was made under, and where the walk goes on (one of the two places at least). */
+interface CursorState {
+  readonly tenant: string;
+  readonly mode: PiiMode;
+  /** {@link FIELDS} of the version that made it. */
+  readonly fields: string;
+  /** The id its pass stored under {@link PASS_KEY}. */
+  readonly pass: string;
+  /** The snapshot store's own cursor; absent when the quarantine walk began after snapshots that fitted one page. */
+  readonly snapshots?: string;
+  /** The last quarantine record walked, once the quarantine walk has begun. */
+  readonly after?: string;
+}
+
+/** Catches a cursor cut short or edited by mistake; not a seal (whoever can forge one can also start over). */
+const checksum = (body: string): string => sha256Hex(CURSOR_PREFIX + body).slice(0, 16);
+
+/**
+ * Stores a new pass id under {@link PASS_KEY}, after everything the cursor counts as done is durable, and returns the
+ * cursor naming it. A new id each time: a store restored from a backup taken before this point holds an older one (or
+ * none) and refuses the cursor, as its snapshots before the cursor may be the unmasked ones; a backup taken after holds
+ * this id and every rewrite the cursor skips.
+ */
+async function handOut(
+  deps: Pick<BridgeDeps, "snapshots" | "pii" | "clock" | "tenant">,
+  lastPass: Snapshot | undefined,
+  where: { readonly snapshots: string | undefined; readonly after: string | undefined },
+): Promise<string> {
+  const pass = randomBytes(8).toString("hex");
+  const object = { pass };
+  await deps.snapshots.putMany([{ key: PASS_KEY, hash: contentHash(object), object, updatedAt: versionTime(deps.clock.now(), lastPass) }]);
+  const state: CursorState = {
+    tenant: deps.tenant,
+    mode: deps.pii.mode,
+    fields: FIELDS,
+    pass,
+    ...(where.snapshots === undefined ? {} : { snapshots: where.snapshots }),
+    ...(where.after === undefined ? {} : { after: where.after }),
+  };
+  const body = Buffer.from(JSON.stringify(state)).toString("base64url");
+  return `${CURSOR_PREFIX}${body}.${checksum(body)}`;
+}
+
+/** A member that must be a string, or (`optional`) absent. */
+const isText = (value: unknown, optional = false): boolean => typeof value === "string" || (optional && value === undefined);
+
+/**
+ * What `cursor` records, once it is known to be whole and made under `deps`' tenant, PII mode and personal fields.
+ * Checks nothing in the store (see {@link PASS_KEY} for that).
+ *
+ * @throws ConformCursorError naming the first thing that does not hold.
+ */
+function readCursor(cursor: string, deps: Pick<BridgeDeps, "tenant" | "pii">): CursorState {
+  if (!cursor.startsWith(CURSOR_PREFIX)) {
+    // A store's own cursor or a `quarantine~` one of an earlier version records no PII mode: never provably safe.
+    throw new ConformCursorError("unversioned", "it is not of the form this version prints (cursors of earlier versions record no PII mode, so none is taken)");
+  }
+  const damaged = (): ConformCursorError => new ConformCursorError("damaged", "it is damaged (cut short or edited since it was printed)");
+  const rest = cursor.slice(CURSOR_PREFIX.length);
+  const dot = rest.lastIndexOf(".");
+  const body = rest.slice(0, dot);
+  if (dot < 0 || rest.slice(dot + 1) !== checksum(body)) throw damaged();
   let parsed: unknown;
   try {
-    parsed = JSON.parse(Buffer.from(cursor.slice(QUARANTINE_CURSOR_PREFIX.length), "base64url").toString("utf8"));
+    parsed = JSON.parse(Buffer.from(body, "base64url").toString("utf8"));
   } catch {
-    throw new SnapshotCursorError();
+    throw damaged();
   }
-  const { snapshots, after, tenant: madeFor } = (isJsonObject(parsed) ? parsed : {}) as Record<string, unknown>;
-  if (madeFor !== tenant || typeof after !== "string" || (snapshots !== undefined && typeof snapshots !== "string")) throw new SnapshotCursorError();
-  return snapshots === undefined ? { after } : { snapshots, after };
+  const state = (isJsonObject(parsed) ? parsed : {}) as Partial<Record<keyof CursorState, unknown>>;
+  const whole =
+    (PII_MODES as readonly unknown[]).includes(state.mode) &&
+    isText(state.tenant) &&
+    isText(state.fields) &&
+    isText(state.pass) &&
+    isText(state.snapshots, true) &&
+    isText(state.after, true) &&
+    (state.snapshots !== undefined || state.after !== undefined);
+  if (!whole) throw damaged();
+  const valid = state as CursorState;
+  if (valid.tenant !== deps.tenant) throw new ConformCursorError("tenant", `it was made for tenant "${valid.tenant}", not "${deps.tenant}"`);
+  if (valid.mode !== deps.pii.mode) {
+    throw new ConformCursorError(
+      "mode",
+      `it was made under PII mode ${valid.mode}, and the mode is now ${deps.pii.mode}: the snapshots before it were brought to ${valid.mode}, not to ${deps.pii.mode}`,
+    );
+  }
+  if (valid.fields !== FIELDS) {
+    throw new ConformCursorError("fields", "it was made by a version that masks other personal fields: the snapshots before it may hold some this one masks");
+  }
+  return valid;
 }
 
 /** The members of a {@link CutQuarantineBody}. */

@@ -22,6 +22,31 @@ export class SnapshotCursorError extends BridgeError {
   }
 }
 
+/**
+ * Why a `conformSnapshots` cursor was refused: `unversioned` (not of this version's form: one an earlier version
+ * printed, which recorded no PII mode, or other text), `damaged` (cut short or edited), `tenant`, `mode` (made under
+ * another PII mode), `fields` (made by a version that masks other personal fields), `superseded` (the store does not
+ * hold the pass id it names: restored from a backup older than the cursor, another store, or a later pass stopped since).
+ */
+export type ConformCursorProblem = "unversioned" | "damaged" | "tenant" | "mode" | "fields" | "superseded";
+
+/**
+ * A `conformSnapshots` cursor that must not be taken as a place in the walk: the snapshots before it might not be in
+ * the current form. Starting the pass over is always correct, only longer.
+ */
+export class ConformCursorError extends BridgeError {
+  override name = "ConformCursorError";
+  readonly problem: ConformCursorProblem;
+  /** What is wrong with the cursor, for a person (no instruction: callers say how to start over in their terms). */
+  readonly reason: string;
+
+  constructor(problem: ConformCursorProblem, reason: string, options?: ErrorOptions) {
+    super(`Conform cursor refused: ${reason}; start the pass over without it`, options);
+    this.problem = problem;
+    this.reason = reason;
+  }
+}
+
 /** Context of a cycle that stopped before it finished. */
 export interface CycleAbortContext {
   /** What the cycle did before it stopped; effects already made are durable. */

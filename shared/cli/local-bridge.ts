@@ -5,6 +5,7 @@
  */
 import { statSync } from "node:fs";
 import {
+  ConformCursorError,
   CycleAbortedError,
   SnapshotCursorError,
   causeMatching,
@@ -338,8 +339,9 @@ export async function runRedrive(bridge: LocalBridge, budgetMs = bridge.settings
  * Re-masks the snapshots of the state directory to the current PII mode (see `conformSnapshots`) under the cycle
  * lock, which covers transactions and cards alike, within `budgetMs`; `cursor` goes on from where a pass stopped.
  *
- * @throws UsageError (exit 2) when `cursor` is not one a pass over this state directory printed; ConfigError (exit 2)
- *   for a corrupt snapshot segment; CycleFailedError (exit 1) otherwise.
+ * @throws UsageError (exit 2) when `cursor` is not one to go on from here (made under another BRIDGE_PII_MODE or
+ *   tenant, damaged, of an earlier version, or not the last a pass over this state directory printed); ConfigError
+ *   (exit 2) for a corrupt snapshot segment; CycleFailedError (exit 1) otherwise.
  * @example
  * const { outcome, rewritten } = await runConformPii(bridge);
  */
@@ -349,6 +351,9 @@ export async function runConformPii(bridge: LocalBridge, cursor?: string, budget
     try {
       return await conformSnapshots(bridge.transactions, { deadline, ...(cursor === undefined ? {} : { cursor }) });
     } catch (error) {
+      if (error instanceof ConformCursorError) {
+        throw new UsageError(`--cursor refused: ${error.reason}: run \`npm run bridge -- conform-pii\` without --cursor to start over`, { cause: error });
+      }
       if (error instanceof SnapshotCursorError) {
         throw new UsageError("--cursor is not a cursor of this state directory's snapshots: pass the one conform-pii printed, or leave it out to start over", {
           cause: error,

@@ -112,7 +112,8 @@ describe("conformSnapshots", () => {
     expect(rig.snapshots.vacuumCalls).toBe(0);
 
     const second = await conformSnapshots(deps, { pageSize: 5, cursor: first.cursor, deadline: rig.clock.now() + 60_000 });
-    expect(second).toMatchObject({ outcome: "complete", scanned: total - 15 });
+    // The rest, and the entry holding the id of the pass that stopped (its cursor names it).
+    expect(second).toMatchObject({ outcome: "complete", scanned: total - 15 + 1 });
     expect(first.rewritten + second.rewritten).toBe(20);
     expect(cleartextIn(rig)).toBe(0);
     expect(rig.snapshots.vacuumCalls).toBe(1);
@@ -271,7 +272,8 @@ describe("conformSnapshots", () => {
 
     const scans = rig.snapshots.scanCalls;
     const second = await conformSnapshots(deps, { pageSize: 4, cursor: first.cursor, deadline: rig.clock.now() + 60_000 });
-    expect(second).toMatchObject({ outcome: "complete", scanned: lastPage, rewritten: 0, quarantineRewritten: 14 });
+    // That page holds the entry of the stopped pass's id as well (lastPage < 4).
+    expect(second).toMatchObject({ outcome: "complete", scanned: lastPage + 1, rewritten: 0, quarantineRewritten: 14 });
     expect(second.cursor).toBeUndefined();
     expect(rig.snapshots.scanCalls).toBe(scans + 1);
     expect(JSON.stringify([...rig.quarantine.records.values()])).not.toMatch(/Ann Holder|ann@example\.com/);
@@ -315,7 +317,8 @@ describe("conformSnapshots", () => {
 
   it("conforms a page of records in a run that goes on with the quarantine even when its page of snapshots took the whole budget", async () => {
     const rig = await rigWrittenUnderFull(3);
-    for (let i = 0; i < 6; i += 1) {
+    // Six snapshots in pages of 4: the last page read again holds two, and the entry of the stopped pass's id.
+    for (let i = 0; i < 12; i += 1) {
       await rig.quarantine.put({ id: `q${i}`, kind: "transaction", reason: "bad", raw: { id: "t1", card_holder_name: "Ann Holder", memo: `m${i}` }, at: "2026-03-01T12:00:00Z" });
     }
     const deps = { ...rig.deps, pii: REDACT };
@@ -324,17 +327,17 @@ describe("conformSnapshots", () => {
       rig.clock.advance(1_000);
       return put(record);
     };
-    const first = await conformSnapshots(deps, { pageSize: 2, deadline: rig.clock.now() + 1_500 });
-    expect(first).toMatchObject({ outcome: "deadline", quarantineRewritten: 2, cursor: expect.any(String) });
+    const first = await conformSnapshots(deps, { pageSize: 4, deadline: rig.clock.now() + 1_500 });
+    expect(first).toMatchObject({ outcome: "deadline", quarantineRewritten: 4, cursor: expect.any(String) });
     const scan = rig.snapshots.scan.bind(rig.snapshots);
     rig.snapshots.scan = async (options) => {
       rig.clock.advance(60_000);
       return scan(options);
     };
-    const second = await conformSnapshots(deps, { pageSize: 2, cursor: first.cursor, deadline: rig.clock.now() + 30_000 });
-    expect(second).toMatchObject({ outcome: "deadline", quarantineRewritten: 2, cursor: expect.any(String) });
-    const third = await conformSnapshots(deps, { pageSize: 2, cursor: second.cursor, deadline: rig.clock.now() + 30_000 });
-    expect(third).toMatchObject({ outcome: "complete", quarantineRewritten: 2 });
+    const second = await conformSnapshots(deps, { pageSize: 4, cursor: first.cursor, deadline: rig.clock.now() + 30_000 });
+    expect(second).toMatchObject({ outcome: "deadline", quarantineRewritten: 4, cursor: expect.any(String) });
+    const third = await conformSnapshots(deps, { pageSize: 4, cursor: second.cursor, deadline: rig.clock.now() + 30_000 });
+    expect(third).toMatchObject({ outcome: "complete", quarantineRewritten: 4 });
     expect(JSON.stringify([...rig.quarantine.records.values()])).not.toMatch(/Ann Holder/);
   });
 
@@ -382,7 +385,10 @@ describe("conformSnapshots", () => {
     const other = await rigWrittenUnderFull(0, 2);
     const cleartext = cleartextIn(other);
     expect(cleartext).toBeGreaterThan(0);
-    await expect(conformSnapshots({ ...other.deps, pii: REDACT }, { pageSize: 2, cursor: first.cursor })).rejects.toMatchObject({ name: "SnapshotCursorError" });
+    await expect(conformSnapshots({ ...other.deps, pii: REDACT }, { pageSize: 2, cursor: first.cursor })).rejects.toMatchObject({
+      name: "ConformCursorError",
+      problem: "superseded",
+    });
     expect(cleartextIn(other)).toBe(cleartext);
   });
 
@@ -408,7 +414,11 @@ describe("conformSnapshots", () => {
 
     const other = await withRecords();
     const otherTenant = { ...other.deps, tenant: `${other.deps.tenant}-other`, pii: REDACT };
-    await expect(conformSnapshots(otherTenant, { pageSize: 10, cursor: first.cursor })).rejects.toMatchObject({ name: "SnapshotCursorError" });
+    await expect(conformSnapshots(otherTenant, { pageSize: 10, cursor: first.cursor })).rejects.toMatchObject({
+      name: "ConformCursorError",
+      problem: "tenant",
+      reason: `it was made for tenant "${stopped.deps.tenant}", not "${otherTenant.tenant}"`,
+    });
     expect(JSON.stringify([...other.quarantine.records.values()]).match(/Ann Holder/g)).toHaveLength(25);
   });
 
@@ -456,8 +466,93 @@ describe("conformSnapshots", () => {
     expect((await conformSnapshots({ ...rig.deps, pii: REDACT }, { pageSize: 1 })).outcome).toBe("complete");
   });
 
-  it("passes on a cursor the store did not issue as its error", async () => {
-    const rig = await rigWrittenUnderFull(1);
-    await expect(conformSnapshots({ ...rig.deps, pii: REDACT }, { cursor: "garbage" })).rejects.toMatchObject({ name: "SnapshotCursorError" });
+  it("passes on the store's refusal of the place a cursor names as its error", async () => {
+    const { rig, deps, first } = await stoppedPass(REDACT);
+    // The memory store refuses a cursor naming a key it does not hold.
+    rig.snapshots.data.clear();
+    await rig.snapshots.putMany([...first.passEntry]);
+    await expect(conformSnapshots(deps, { pageSize: 5, cursor: first.cursor })).rejects.toMatchObject({ name: "SnapshotCursorError" });
+  });
+});
+
+/** A pass under `policy` over 20 transactions written under full, stopped at its deadline after three pages of 5. */
+async function stoppedPass(policy: PiiPolicy) {
+  const rig = await rigWrittenUnderFull(20);
+  const deps = { ...rig.deps, pii: policy };
+  const scan = rig.snapshots.scan.bind(rig.snapshots);
+  vi.spyOn(rig.snapshots, "scan").mockImplementation(async (options) => {
+    rig.clock.advance(1_000);
+    return scan(options);
+  });
+  const before = structuredClone(rig.snapshots.data);
+  const report = await conformSnapshots(deps, { pageSize: 5, deadline: rig.clock.now() + 2_500 });
+  expect(report).toMatchObject({ outcome: "deadline", cursor: expect.any(String) });
+  const passEntry = [...rig.snapshots.data.values()].filter((s) => !before.has(s.key));
+  expect(passEntry).toHaveLength(1);
+  return { rig, deps, before, first: { ...report, cursor: report.cursor as string, passEntry } };
+}
+
+/** Puts back the store's contents as in `backup` (a copy of its data), as a restore of a backup does. */
+function restore(rig: TestRig, backup: ReadonlyMap<SnapshotKey, Snapshot>): void {
+  rig.snapshots.data.clear();
+  for (const [key, s] of structuredClone(backup)) rig.snapshots.data.set(key, s);
+}
+
+describe("conformSnapshots cursors", () => {
+  it("refuses a cursor made under another PII mode, before anything is read or written, naming both modes", async () => {
+    const { rig, first } = await stoppedPass(HASH);
+    const stored = structuredClone(rig.snapshots.data);
+    const scans = rig.snapshots.scanCalls;
+    for (const policy of [REDACT, { mode: "full" } as const]) {
+      const error = await conformSnapshots({ ...rig.deps, pii: policy }, { pageSize: 5, cursor: first.cursor }).catch((e: unknown) => e);
+      expect(error).toMatchObject({ name: "ConformCursorError", problem: "mode" });
+      expect((error as Error).message).toBe(
+        `Conform cursor refused: it was made under PII mode hash, and the mode is now ${policy.mode}: the snapshots before it ` +
+          `were brought to hash, not to ${policy.mode}; start the pass over without it`,
+      );
+    }
+    expect(rig.snapshots.scanCalls).toBe(scans);
+    expect(rig.snapshots.data).toEqual(stored);
+    // Under hash it would have skipped the hashes that redact replaces; under its own mode it goes on.
+    expect(await conformSnapshots({ ...rig.deps, pii: HASH }, { pageSize: 5, cursor: first.cursor })).toMatchObject({ outcome: "complete" });
+  });
+
+  it("refuses a cursor cut short or edited, and one of an earlier version (no PII mode in it) or no cursor at all, by name", async () => {
+    const { rig, deps, first } = await stoppedPass(REDACT);
+    const [prefix = "", body = "", sum = ""] = first.cursor.split(/[~.]/);
+    const decoded = JSON.parse(Buffer.from(body, "base64url").toString("utf8")) as Record<string, unknown>;
+    const edited = Buffer.from(JSON.stringify({ ...decoded, mode: "hash" })).toString("base64url");
+    for (const cursor of [first.cursor.slice(0, -1), first.cursor.slice(0, 40), `${prefix}~${edited}.${sum}`, `${prefix}~${body}`, `${first.cursor}x`]) {
+      await expect(conformSnapshots(deps, { pageSize: 5, cursor })).rejects.toMatchObject({ name: "ConformCursorError", problem: "damaged" });
+    }
+    // An earlier version's cursors: the store's own, and one in the quarantine walk.
+    const storeCursor = (await rig.snapshots.scan({ limit: 5 })).cursor as string;
+    const quarantineCursor = `quarantine~${Buffer.from(JSON.stringify({ tenant: deps.tenant, snapshots: storeCursor, after: "q1" })).toString("base64url")}`;
+    for (const cursor of [storeCursor, quarantineCursor, "garbage"]) {
+      await expect(conformSnapshots(deps, { pageSize: 5, cursor })).rejects.toMatchObject({ name: "ConformCursorError", problem: "unversioned" });
+    }
+    expect(await conformSnapshots(deps, { pageSize: 5, cursor: first.cursor })).toMatchObject({ outcome: "complete" });
+  });
+
+  it("refuses a cursor once the store was restored from a backup taken before it was handed out, and takes it in one taken after", async () => {
+    const { rig, deps, before, first } = await stoppedPass(REDACT);
+    const after = structuredClone(rig.snapshots.data);
+    // The backup from before the pass holds every snapshot in cleartext: the cursor would skip the first 15.
+    restore(rig, before);
+    await expect(conformSnapshots(deps, { pageSize: 5, cursor: first.cursor })).rejects.toMatchObject({ name: "ConformCursorError", problem: "superseded" });
+    expect(rig.snapshots.data).toEqual(before);
+    restore(rig, after);
+    expect(await conformSnapshots(deps, { pageSize: 5, cursor: first.cursor })).toMatchObject({ outcome: "complete" });
+    expect(cleartextIn(rig)).toBe(0);
+  });
+
+  it("takes only the cursor of the last pass that stopped: a run from an earlier one is refused, one from the latest goes on", async () => {
+    const { rig, deps, first } = await stoppedPass(REDACT);
+    const second = await conformSnapshots(deps, { pageSize: 5, cursor: first.cursor, deadline: rig.clock.now() + 1_500 });
+    expect(second).toMatchObject({ outcome: "deadline", cursor: expect.any(String) });
+    expect(second.cursor).not.toBe(first.cursor);
+    await expect(conformSnapshots(deps, { pageSize: 5, cursor: first.cursor })).rejects.toMatchObject({ name: "ConformCursorError", problem: "superseded" });
+    expect(await conformSnapshots(deps, { pageSize: 5, cursor: second.cursor })).toMatchObject({ outcome: "complete" });
+    expect(cleartextIn(rig)).toBe(0);
   });
 });

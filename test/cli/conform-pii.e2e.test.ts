@@ -2,7 +2,7 @@
  * End-to-end, in-process: `bridge conform-pii` against the sandbox after runs under BRIDGE_PII_MODE=full, then a
  * switch to redact: no cardholder name or email may stay anywhere in the state directory.
  */
-import { readdir, readFile } from "node:fs/promises";
+import { readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { SnapshotScanOptions } from "../../shared/bridge/ports.js";
@@ -44,6 +44,49 @@ async function switchedToRedact(transactions?: number): Promise<{ h: Harness; en
   return { h, env: { ...h.env, BRIDGE_PII_MODE: "redact" } };
 }
 
+/**
+ * A pass under `env` stopped at its time budget: each page read takes a minute of a 150 s budget, so it reads three
+ * pages of 100 of the 400-odd snapshots of 200 transactions. The jumps outrun the 30 s cycle lease, which is then not
+ * marked released: an hour in the past, it has lapsed for the real clock of the next run.
+ */
+async function stoppedAtBudget(h: Harness, env: Record<string, string>): Promise<{ error: Error & { exitCode: number; cursor?: string }; stdout: string }> {
+  const clock = new FakeClock(Date.now() - 3_600_000);
+  const scan = FileSnapshotStore.prototype.scan;
+  const slowed = vi.spyOn(FileSnapshotStore.prototype, "scan").mockImplementation(function (this: FileSnapshotStore, options: SnapshotScanOptions) {
+    clock.advance(60_000);
+    return scan.call(this, options);
+  });
+  const { conformPiiCommand } = await import("../../shared/cli/conform-pii.js");
+  let stdout = "";
+  const io = {
+    env: { ...env, BRIDGE_CYCLE_BUDGET: "150s" },
+    cwd: h.dir,
+    stdout: { write: (chunk: string) => (stdout += chunk) },
+    stderr: { write: () => true },
+    signal: new AbortController().signal,
+  };
+  try {
+    const error = (await conformPiiCommand({}, io, { clock }).catch((e: unknown) => e)) as Error & { exitCode: number; cursor?: string };
+    return { error, stdout };
+  } finally {
+    slowed.mockRestore();
+  }
+}
+
+/** The state directory's files by path, as bytes. */
+async function copyOfState(h: Harness): Promise<Map<string, Buffer>> {
+  const dir = h.env.BRIDGE_STATE_DIR!;
+  const entries = await readdir(dir, { withFileTypes: true, recursive: true });
+  const files = entries.filter((e) => e.isFile()).map((e) => join(e.parentPath, e.name));
+  return new Map(await Promise.all(files.map(async (file) => [file, await readFile(file)] as const)));
+}
+
+/** Puts the state directory back as `copy` holds it (files written since are removed), as a restore of a backup does. */
+async function restoreState(h: Harness, copy: Map<string, Buffer>): Promise<void> {
+  for (const file of (await copyOfState(h)).keys()) if (!copy.has(file)) await rm(file);
+  for (const [file, bytes] of copy) await writeFile(file, bytes);
+}
+
 describe("bridge conform-pii (in-process)", () => {
   it("leaves no cardholder name or email in the state directory after a switch from full to redact, and cycles stay quiet", async () => {
     const { h, env } = await switchedToRedact();
@@ -65,33 +108,49 @@ describe("bridge conform-pii (in-process)", () => {
 
   it("stops at its time budget with exit 4 and a cursor, and a run with --cursor finishes the pass", async () => {
     const { h, env } = await switchedToRedact(200);
-    // Each page read takes a minute of a 150 s budget: three pages of 100 of the 400-odd snapshots, then the budget is
-    // out. The jumps outrun the 30 s cycle lease, which is then not marked released: an hour in the past, it has
-    // lapsed for the real clock of the next run.
-    const clock = new FakeClock(Date.now() - 3_600_000);
-    const scan = FileSnapshotStore.prototype.scan;
-    vi.spyOn(FileSnapshotStore.prototype, "scan").mockImplementation(function (this: FileSnapshotStore, options: SnapshotScanOptions) {
-      clock.advance(60_000);
-      return scan.call(this, options);
-    });
-    const { conformPiiCommand } = await import("../../shared/cli/conform-pii.js");
-    let stdout = "";
-    const io = {
-      env: { ...env, BRIDGE_CYCLE_BUDGET: "150s" },
-      cwd: h.dir,
-      stdout: { write: (chunk: string) => (stdout += chunk) },
-      stderr: { write: () => true },
-      signal: new AbortController().signal,
-    };
-    const error = (await conformPiiCommand({}, io, { clock }).catch((e: unknown) => e)) as Error & { exitCode: number; cursor?: string };
+    const { error, stdout } = await stoppedAtBudget(h, env);
     expect(error).toMatchObject({ name: "ConformIncompleteError", exitCode: EXIT.incomplete, cursor: expect.any(String) });
-    expect(error.message).toContain(`go on with \`npm run bridge -- conform-pii --cursor ${error.cursor}\``);
+    expect(error.message).toContain(`go on with \`npm run bridge -- conform-pii --cursor ${error.cursor}\` under the same BRIDGE_PII_MODE`);
     expect(stdout).toMatch(/^conform-pii: stopped at the time budget: 300 stored entries read \(snapshots, their qashio_id aliases and walk cursors\), [1-9]\d* rewritten to PII mode redact so far\n$/);
     expect((await cleartextInState(h)).length).toBeGreaterThan(0);
-    vi.restoreAllMocks();
 
     const rest = await runInProcess(["conform-pii", "--cursor", error.cursor ?? ""], env, undefined, h.dir);
     expect(rest.code).toBe(EXIT.ok);
+    expect(await cleartextInState(h)).toEqual([]);
+  });
+
+  it("refuses with exit 2, and rewrites nothing, a cursor given under another BRIDGE_PII_MODE than it was made under", async () => {
+    const { h, env } = await switchedToRedact(200);
+    const { error } = await stoppedAtBudget(h, { ...env, BRIDGE_PII_MODE: "hash", BRIDGE_PII_SALT: "salt-of-the-tenant-0123" });
+    expect(error).toMatchObject({ name: "ConformIncompleteError", cursor: expect.any(String) });
+    // Locks aside (the run takes the cycle lock), nothing changes.
+    const data = async () => [...(await copyOfState(h))].filter(([file]) => !file.includes("/locks/")).map(([file, bytes]) => [file, bytes.toString("base64")]);
+    const state = await data();
+
+    const refused = await runInProcess(["conform-pii", "--cursor", error.cursor ?? ""], env, undefined, h.dir);
+    expect(refused).toMatchObject({ code: EXIT.usage, stdout: "" });
+    expect(refused.stderr).toContain(
+      "--cursor refused: it was made under PII mode hash, and the mode is now redact: the snapshots before it were brought to hash, not to redact: " +
+        "run `npm run bridge -- conform-pii` without --cursor to start over",
+    );
+    expect(await data()).toEqual(state);
+    expect((await runInProcess(["conform-pii"], env, undefined, h.dir)).code).toBe(EXIT.ok);
+    expect(await cleartextInState(h)).toEqual([]);
+  });
+
+  it("refuses with exit 2 a cursor once the state directory was restored from a backup taken before the pass stopped", async () => {
+    const { h, env } = await switchedToRedact(200);
+    // The store handed out a cursor before the backup, so its id is in it: that id alone no longer tells the two apart.
+    await new FileSnapshotStore(h.env.BRIDGE_STATE_DIR!).scan({ limit: 1 });
+    const backup = await copyOfState(h);
+    const { error } = await stoppedAtBudget(h, env);
+    // Restored, the snapshots the cursor counts as done are in cleartext again: going on from it would skip them.
+    await restoreState(h, backup);
+    const refused = await runInProcess(["conform-pii", "--cursor", error.cursor ?? ""], env, undefined, h.dir);
+    expect(refused).toMatchObject({ code: EXIT.usage, stdout: "" });
+    expect(refused.stderr).toContain("--cursor refused: the snapshot store does not hold the pass it names: it was restored from a backup older than the cursor");
+    expect(refused.stderr).toContain("without --cursor to start over");
+    expect((await runInProcess(["conform-pii"], env, undefined, h.dir)).code).toBe(EXIT.ok);
     expect(await cleartextInState(h)).toEqual([]);
   });
 
@@ -103,15 +162,20 @@ describe("bridge conform-pii (in-process)", () => {
     expect((await cleartextInState(h)).length).toBeGreaterThan(0);
   });
 
-  it("rejects a cursor this state directory did not give, and bad arguments, with exit 2", async () => {
-    const { h, env } = await switchedToRedact();
-    const bad = await runInProcess(["conform-pii", "--cursor", "eyJwayI6IlNOQVAifQ"], env, undefined, h.dir);
-    expect(bad.code).toBe(EXIT.usage);
-    expect(bad.stderr).toContain("--cursor is not a cursor of this state directory's snapshots");
-    // Well-formed, but of another state directory (another store id): refused too, never taken as the end of the walk.
-    const foreign = await runInProcess(["conform-pii", "--cursor", "0123456789abcdef.000000000001-abcdef01:3"], env, undefined, h.dir);
-    expect(foreign).toMatchObject({ code: EXIT.usage, stdout: "" });
-    expect(foreign.stderr).toContain("--cursor is not a cursor of this state directory's snapshots");
+  it("rejects a damaged cursor, one of an earlier version or other text, and bad arguments, with exit 2", async () => {
+    const { h, env } = await switchedToRedact(200);
+    const { error } = await stoppedAtBudget(h, env);
+    const cut = await runInProcess(["conform-pii", "--cursor", (error.cursor ?? "").slice(0, -3)], env, undefined, h.dir);
+    expect(cut).toMatchObject({ code: EXIT.usage, stdout: "" });
+    expect(cut.stderr).toContain(
+      "--cursor refused: it is damaged (cut short or edited since it was printed): run `npm run bridge -- conform-pii` without --cursor to start over",
+    );
+    // An earlier version's cursor (a store's own), and text that is no cursor: neither records a PII mode.
+    for (const cursor of ["0123456789abcdef.000000000001-abcdef01:3", "eyJwayI6IlNOQVAifQ"]) {
+      const old = await runInProcess(["conform-pii", "--cursor", cursor], env, undefined, h.dir);
+      expect(old).toMatchObject({ code: EXIT.usage, stdout: "" });
+      expect(old.stderr).toContain("--cursor refused: it is not of the form this version prints (cursors of earlier versions record no PII mode, so none is taken)");
+    }
     expect((await cleartextInState(h)).length).toBeGreaterThan(0);
     expect((await runInProcess(["conform-pii", "--cursor"], {})).code).toBe(EXIT.usage);
     expect((await runInProcess(["conform-pii", "--force"], {})).code).toBe(EXIT.usage);

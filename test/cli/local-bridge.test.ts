@@ -9,6 +9,7 @@ import { CliError, ConfigError, CycleFailedError, EXIT, StateDirTakenError, Usag
 import { FileSnapshotStore } from "../../shared/local/snapshot-store.js";
 import { FileQuarantine } from "../../shared/local/quarantine.js";
 import type { LockHandle, Logger } from "../../shared/bridge/ports.js";
+import { SnapshotCursorError } from "../../shared/bridge/errors.js";
 import { FileLock } from "../../shared/local/file-lock.js";
 import { nodeHttpFetch } from "../../shared/qashio/node-transport.js";
 import type { FetchLike } from "../../shared/qashio/http.js";
@@ -324,7 +325,7 @@ describe("local bridge cycle lease", () => {
 });
 
 describe("local bridge conform-pii errors", () => {
-  it("maps a foreign cursor to exit 2, a corrupt segment to a state directory problem (exit 2) and any other failure to exit 1", async () => {
+  it("maps a refused cursor or place to exit 2, a corrupt segment to a state directory problem (exit 2) and any other failure to exit 1", async () => {
     harness = await startHarness();
     const settings = { ...readLocalSettings(harness.env, harness.dir), piiMode: "redact" as const };
     await runCycle(await openLocalBridge(settings, { env: harness.env, logger: silent }));
@@ -332,7 +333,14 @@ describe("local bridge conform-pii errors", () => {
 
     const cursor = await runConformPii(await open(), "0123456789abcdef.000000000001-abcdef01:0").catch((e: unknown) => e);
     expect(cursor).toBeInstanceOf(UsageError);
-    expect((cursor as UsageError).message).toContain("--cursor is not a cursor of this state directory's snapshots");
+    expect((cursor as UsageError).message).toBe(
+      "--cursor refused: it is not of the form this version prints (cursors of earlier versions record no PII mode, so none is taken): " +
+        "run `npm run bridge -- conform-pii` without --cursor to start over",
+    );
+    vi.spyOn(FileSnapshotStore.prototype, "scan").mockRejectedValueOnce(new SnapshotCursorError());
+    const place = await runConformPii(await open()).catch((e: unknown) => e);
+    expect(place).toBeInstanceOf(UsageError);
+    expect((place as UsageError).message).toContain("--cursor is not a cursor of this state directory's snapshots");
 
     vi.spyOn(FileSnapshotStore.prototype, "scan").mockRejectedValueOnce(new Error("EIO: i/o error, read"));
     const failed = await runConformPii(await open()).catch((e: unknown) => e);

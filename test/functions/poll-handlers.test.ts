@@ -622,6 +622,12 @@ describe("poll-transactions conform-pii action", () => {
     expect(rewritten).toBe(withCleartext);
     const after = await storedText();
     for (const value of holders) expect(after).not.toContain(value);
+    // Taken only under the PII mode it was made under: the snapshots before it are in that mode's form.
+    h.env.PII_MODE = "hash";
+    await expect(h.poller("transactions")({ action: "conform-pii", cursor: results.at(-2)?.cursor ?? "" })).rejects.toMatchObject({
+      name: "ConformCursorError",
+      problem: "mode",
+    });
   });
 
   it("skips while a card cycle holds its lease (it rewrites card snapshots too), and says when there is nothing to do", async () => {
@@ -647,7 +653,7 @@ describe("poll-transactions conform-pii action", () => {
     await expect(h.poller("transactions")({ action: "redrive", cursor: "abc" })).rejects.toMatchObject({ name: "PollEventError", field: "cursor" });
     await expect(h.poller("transactions")({ action: "conform-pii", cursor: 7 as never })).rejects.toMatchObject({ name: "PollEventError", field: "cursor" });
     await expect(h.poller("transactions")({ action: "conform-pii", cursor: "" })).rejects.toMatchObject({ name: "PollEventError", field: "cursor" });
-    await expect(h.poller("transactions")({ action: "conform-pii", cursor: "bm90IGEga2V5" })).rejects.toMatchObject({ name: "SnapshotCursorError" });
+    await expect(h.poller("transactions")({ action: "conform-pii", cursor: "bm90IGEga2V5" })).rejects.toMatchObject({ name: "ConformCursorError", problem: "unversioned" });
     expect(h.published).toEqual([]);
   });
 });
