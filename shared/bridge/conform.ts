@@ -166,7 +166,11 @@ export async function conformSnapshots(
   return report("complete");
 }
 
-/** How this version's cursors begin; earlier versions' (a store's own, `quarantine~...`) never do. */
+/**
+ * How this version's cursors begin; earlier versions' (a store's own, `quarantine~...`) never do. Change it with any
+ * change of how a mode masks other than through PERSONAL_FIELDS ({@link FIELDS} covers those), so the cursors of
+ * either version are refused by the other.
+ */
 const CURSOR_PREFIX = "conform1~";
 
 /**

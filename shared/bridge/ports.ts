@@ -10,7 +10,8 @@ export type EntityKind = "transaction" | "card";
 
 /**
  * Key of one snapshot within a tenant: `${kind}:${id}` for an entity; the engine also keeps a few records of its own
- * under its kinds' prefixes (a transaction's `qashio_id` alias, the card walk's cursor).
+ * under its kinds' prefixes (a transaction's `qashio_id` alias, the card walk's cursor, the id of the last conform
+ * pass that stopped with a cursor).
  */
 export type SnapshotKey = `${EntityKind}:${string}`;
 
