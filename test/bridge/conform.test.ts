@@ -534,6 +534,21 @@ describe("conformSnapshots cursors", () => {
     expect(await conformSnapshots(deps, { pageSize: 5, cursor: first.cursor })).toMatchObject({ outcome: "complete" });
   });
 
+  it("refuses a cursor made by a version that masks other personal fields", async () => {
+    const { deps, first } = await stoppedPass(REDACT);
+    vi.resetModules();
+    vi.doMock("../../shared/bridge/pii.js", async (original) => {
+      const pii = await original<{ PERSONAL_FIELDS: readonly string[] }>();
+      return { ...pii, PERSONAL_FIELDS: [...pii.PERSONAL_FIELDS, "merchant_name"] };
+    });
+    try {
+      const later = await import("../../shared/bridge/conform.js");
+      await expect(later.conformSnapshots(deps, { pageSize: 5, cursor: first.cursor })).rejects.toMatchObject({ name: "ConformCursorError", problem: "fields" });
+    } finally {
+      vi.doUnmock("../../shared/bridge/pii.js");
+    }
+  });
+
   it("refuses a cursor once the store was restored from a backup taken before it was handed out, and takes it in one taken after", async () => {
     const { rig, deps, before, first } = await stoppedPass(REDACT);
     const after = structuredClone(rig.snapshots.data);
