@@ -154,7 +154,9 @@ export async function runRedrive(runtime: TenantRuntime, options: Pick<RunCycleO
  * stop it. Within the invocation's deadline; a pass stopped there reports a cursor to go on from.
  *
  * @returns `skipped` when either cycle holds its lease (invoke again once it is done).
- * @throws SnapshotCursorError when `cursor` is not one a previous pass reported.
+ * @throws ConformCursorError when `cursor` is not one to go on from (another PII mode or tenant, damaged, of an
+ *   earlier version, or not the last this table's passes reported); SnapshotCursorError when the table does not take
+ *   the place it names.
  * @example
  * const result = await runConformPii(runtime, { deadline: Date.now() + 50_000 });
  */

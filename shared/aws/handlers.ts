@@ -66,7 +66,7 @@ export interface PollResult {
   readonly rewritten?: number;
   /** A PII conform pass: quarantine records whose raw body was rewritten masked. */
   readonly quarantineRewritten?: number;
-  /** A PII conform pass stopped at its deadline: invoke again with it as the event's `cursor` to go on. */
+  /** A PII conform pass stopped at its deadline: invoke again with it as the event's `cursor` to go on (same `piiMode`). */
   readonly cursor?: string;
 }
 
