@@ -85,9 +85,9 @@ function conformed(snapshot: Snapshot, deps: Pick<BridgeDeps, "pii">): Snapshot 
  * writing a snapshot between this pass's read and write would be overwritten with the older object.
  *
  * @throws ConformCursorError when `options.cursor` is not one to go on from here (another PII mode, tenant or list of
- *   personal fields, damaged, of an earlier version, or not the last this store handed out), before anything is
- *   written; SnapshotCursorError when the store does not take the place it names; whatever the store throws otherwise
- *   (snapshots rewritten before stay rewritten).
+ *   personal fields, damaged, of an earlier version, or not the last this store handed out, or a pass completed
+ *   since), before anything is written; SnapshotCursorError when the store does not take the place it names; whatever
+ *   the store throws otherwise (snapshots rewritten before stay rewritten).
  * @example
  * ```ts
  * const report = await conformSnapshots(deps, { deadline: clock.now() + 50_000 });
@@ -114,7 +114,8 @@ export async function conformSnapshots(
     throw new ConformCursorError(
       "superseded",
       "the snapshot store does not hold the pass it names: it was restored from a backup older than the cursor, it is " +
-        "another state directory or table, or a later pass stopped with a cursor of its own (go on with that one)",
+        "another state directory or table, a later pass completed, or a later pass stopped with a cursor of its own " +
+        "(go on with that one)",
     );
   }
   let cursor = resumed?.snapshots;
@@ -128,6 +129,9 @@ export async function conformSnapshots(
       outcome === "deadline" && (cursor !== undefined || quarantineAfter !== undefined)
         ? await handOut(deps, lastPass, { snapshots: cursor, after: quarantineAfter })
         : undefined;
+    // A complete pass leaves no cursor to go on from: the one of an earlier stop is refused from now on, or a mode
+    // switched away and back after this pass would leave the snapshots behind it (written in between) as they are.
+    if (outcome === "complete" && lastPass !== undefined) await storePass(deps, lastPass);
     // Never below 0: a wall clock stepped back during the pass would make it negative (CycleRun.finish does the same).
     const done = { mode, outcome, scanned, rewritten, quarantineRewritten, durationMs: Math.max(0, deps.clock.now() - started) };
     deps.logger.info("snapshots conformed to the PII mode", { ...done, ...(outcome === "deadline" ? { cursor: next } : {}) });
@@ -174,8 +178,9 @@ export async function conformSnapshots(
 const CURSOR_PREFIX = "conform1~";
 
 /**
- * Reserved snapshot key of the id of the last pass that stopped with a cursor. Transaction ids are UUIDs and aliases
- * `qashio_id:...`, so it meets neither; and it is one the transaction poller, which runs the pass on AWS, may write.
+ * Reserved snapshot key of the id of the last pass that stopped with a cursor (a new one, handed out to no one, once a
+ * pass completes after it). Transaction ids are UUIDs and aliases `qashio_id:...`, so it meets neither; and it is one
+ * the transaction poller, which runs the pass on AWS, may write.
  */
 const PASS_KEY: SnapshotKey = "transaction:~conform-pass";
 
@@ -210,9 +215,7 @@ async function handOut(
   lastPass: Snapshot | undefined,
   where: { readonly snapshots: string | undefined; readonly after: string | undefined },
 ): Promise<string> {
-  const pass = randomBytes(8).toString("hex");
-  const object = { pass };
-  await deps.snapshots.putMany([{ key: PASS_KEY, hash: contentHash(object), object, updatedAt: versionTime(deps.clock.now(), lastPass) }]);
+  const pass = await storePass(deps, lastPass);
   const state: CursorState = {
     tenant: deps.tenant,
     mode: deps.pii.mode,
@@ -223,6 +226,14 @@ async function handOut(
   };
   const body = Buffer.from(JSON.stringify(state)).toString("base64url");
   return `${CURSOR_PREFIX}${body}.${checksum(body)}`;
+}
+
+/** Stores a new random pass id under {@link PASS_KEY} (superseding every cursor handed out before) and returns it. */
+async function storePass(deps: Pick<BridgeDeps, "snapshots" | "clock">, lastPass: Snapshot | undefined): Promise<string> {
+  const pass = randomBytes(8).toString("hex");
+  const object = { pass };
+  await deps.snapshots.putMany([{ key: PASS_KEY, hash: contentHash(object), object, updatedAt: versionTime(deps.clock.now(), lastPass) }]);
+  return pass;
 }
 
 /** A member that must be a string, or (`optional`) absent. */

@@ -570,4 +570,26 @@ describe("conformSnapshots cursors", () => {
     expect(await conformSnapshots(deps, { pageSize: 5, cursor: second.cursor })).toMatchObject({ outcome: "complete" });
     expect(cleartextIn(rig)).toBe(0);
   });
+
+  it("refuses the cursor of an earlier stop once a pass completed since: a switch away and back after it would leave cleartext behind it", async () => {
+    const { rig, deps, first } = await stoppedPass(REDACT);
+    expect(await conformSnapshots(deps, { pageSize: 5 })).toMatchObject({ outcome: "complete" });
+    expect(cleartextIn(rig)).toBe(0);
+    // The mode goes to full and back: a cycle under full writes the first transaction (before the cursor) in cleartext.
+    const firstKey = [...rig.snapshots.data.keys()].sort()[0] as string;
+    rig.provider.changeTransaction(firstKey.slice("transaction:".length), { memo: "changed" });
+    await pollTransactions({ ...rig.deps, pii: { mode: "full" } });
+    expect(cleartextIn(rig)).toBeGreaterThan(0);
+    // Back under redact, the old cursor (shell history, an old ticket) would skip it.
+    await expect(conformSnapshots(deps, { pageSize: 5, cursor: first.cursor })).rejects.toMatchObject({ name: "ConformCursorError", problem: "superseded" });
+    expect(await conformSnapshots(deps, { pageSize: 5 })).toMatchObject({ outcome: "complete" });
+    expect(cleartextIn(rig)).toBe(0);
+  });
+
+  it("writes nothing more on completion when no pass ever stopped with a cursor", async () => {
+    const rig = await rigWrittenUnderFull(3);
+    const writes = recordWrites(rig);
+    await conformSnapshots({ ...rig.deps, pii: REDACT });
+    expect(writes.flat()).not.toContain("transaction:~conform-pass");
+  });
 });
