@@ -115,7 +115,7 @@ export async function conformSnapshots(
       "superseded",
       "the snapshot store does not hold the pass it names: it was restored from a backup older than the cursor, it is " +
         "another state directory or table, a later pass completed, or a later pass stopped with a cursor of its own " +
-        "(go on with that one)",
+        "(go on with the cursor it printed, if it printed one)",
     );
   }
   let cursor = resumed?.snapshots;

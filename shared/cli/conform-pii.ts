@@ -44,7 +44,7 @@ export async function conformPiiCommand(args: ConformPiiArgs, io: CliIo, seams: 
       report.cursor === undefined
         ? "run `npm run bridge -- conform-pii` again"
         : // The cursor records the mode: under another one it is refused (the snapshots before it are in the old form).
-          `go on with \`npm run bridge -- conform-pii --cursor ${report.cursor}\` under the same BRIDGE_PII_MODE (or run it without --cursor to start over)`;
+          `go on with \`npm run bridge -- conform-pii --cursor '${report.cursor}'\` under the same BRIDGE_PII_MODE (or run it without --cursor to start over)`;
     throw new ConformIncompleteError(`conform-pii stopped at its time budget (BRIDGE_CYCLE_BUDGET); ${goOn}`, report.cursor);
   }
   return EXIT.ok;

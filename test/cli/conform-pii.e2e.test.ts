@@ -110,7 +110,7 @@ describe("bridge conform-pii (in-process)", () => {
     const { h, env } = await switchedToRedact(200);
     const { error, stdout } = await stoppedAtBudget(h, env);
     expect(error).toMatchObject({ name: "ConformIncompleteError", exitCode: EXIT.incomplete, cursor: expect.any(String) });
-    expect(error.message).toContain(`go on with \`npm run bridge -- conform-pii --cursor ${error.cursor}\` under the same BRIDGE_PII_MODE`);
+    expect(error.message).toContain(`go on with \`npm run bridge -- conform-pii --cursor '${error.cursor}'\` under the same BRIDGE_PII_MODE`);
     expect(stdout).toMatch(/^conform-pii: stopped at the time budget: 300 stored entries read \(snapshots, their qashio_id aliases and walk cursors\), [1-9]\d* rewritten to PII mode redact so far\n$/);
     expect((await cleartextInState(h)).length).toBeGreaterThan(0);
 
