@@ -15,13 +15,13 @@ import { openFromSettings } from "./run.js";
  * One line for a person: what the pass read and rewrote.
  *
  * @example
- * formatConformSummary(report); // "conform-pii: 64 stored entries read (snapshots, their qashio_id aliases and walk cursors), 37 rewritten to PII mode redact"
+ * formatConformSummary(report); // "conform-pii: 64 stored entries read (snapshots, their qashio_id aliases and the bridge's own cursors), 37 rewritten to PII mode redact"
  */
 export function formatConformSummary(report: ConformReport): string {
   if (report.outcome === "full_mode") return "conform-pii: PII mode is full; snapshots keep personal fields as sent, nothing to re-mask";
   // The store's walk counts every entry, and each transaction has an alias beside its snapshot: say so, or the count
   // reads as twice the snapshots.
-  const read = `${report.scanned} stored entr${report.scanned === 1 ? "y" : "ies"} read (snapshots, their qashio_id aliases and walk cursors)`;
+  const read = `${report.scanned} stored entr${report.scanned === 1 ? "y" : "ies"} read (snapshots, their qashio_id aliases and the bridge's own cursors)`;
   const counts = `${read}, ${report.rewritten} rewritten to PII mode ${report.mode}`;
   if (report.outcome === "deadline") return `conform-pii: stopped at the time budget: ${counts} so far`;
   const quarantine = report.quarantineRewritten > 0 ? `, and ${report.quarantineRewritten} quarantine record${report.quarantineRewritten === 1 ? "" : "s"}` : "";

@@ -97,7 +97,7 @@ describe("bridge conform-pii (in-process)", () => {
 
     const { code, stdout } = await runInProcess(["conform-pii"], env, undefined, h.dir);
     expect(code).toBe(EXIT.ok);
-    expect(stdout).toMatch(/^conform-pii: \d+ stored entries read \(snapshots, their qashio_id aliases and walk cursors\), [1-9]\d* rewritten to PII mode redact\n$/);
+    expect(stdout).toMatch(/^conform-pii: \d+ stored entries read \(snapshots, their qashio_id aliases and the bridge's own cursors\), [1-9]\d* rewritten to PII mode redact\n$/);
     expect(await cleartextInState(h)).toEqual([]);
 
     expect((await runInProcess(["run", "--once"], env, undefined, h.dir)).code).toBe(EXIT.ok);
@@ -111,7 +111,7 @@ describe("bridge conform-pii (in-process)", () => {
     const { error, stdout } = await stoppedAtBudget(h, env);
     expect(error).toMatchObject({ name: "ConformIncompleteError", exitCode: EXIT.incomplete, cursor: expect.any(String) });
     expect(error.message).toContain(`go on with \`npm run bridge -- conform-pii --cursor '${error.cursor}'\` under the same BRIDGE_PII_MODE`);
-    expect(stdout).toMatch(/^conform-pii: stopped at the time budget: 300 stored entries read \(snapshots, their qashio_id aliases and walk cursors\), [1-9]\d* rewritten to PII mode redact so far\n$/);
+    expect(stdout).toMatch(/^conform-pii: stopped at the time budget: 300 stored entries read \(snapshots, their qashio_id aliases and the bridge's own cursors\), [1-9]\d* rewritten to PII mode redact so far\n$/);
     expect((await cleartextInState(h)).length).toBeGreaterThan(0);
 
     const rest = await runInProcess(["conform-pii", "--cursor", error.cursor ?? ""], env, undefined, h.dir);
