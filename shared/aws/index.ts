@@ -8,7 +8,8 @@
  * export const handler = createPollHandler("transactions");
  * ```
  */
-export { DynamoSnapshotStore, BATCH_GET_LIMIT, BATCH_WRITE_LIMIT, DEFAULT_COMPRESS_ABOVE_BYTES } from "./snapshot-store.js";
+export { DynamoSnapshotStore, DEFAULT_COMPRESS_ABOVE_BYTES } from "./snapshot-store.js";
+export { BATCH_GET_LIMIT, BATCH_WRITE_LIMIT } from "./batch.js";
 export type { DynamoSnapshotStoreOptions } from "./snapshot-store.js";
 export { DynamoQuarantine, DEFAULT_QUARANTINE_RETENTION_DAYS } from "./quarantine.js";
 export type { DynamoQuarantineOptions } from "./quarantine.js";

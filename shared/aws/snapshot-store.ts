@@ -1,19 +1,15 @@
 import { gunzipSync, gzipSync } from "node:zlib";
-import { BatchGetCommand, BatchWriteCommand, ScanCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
+import { ScanCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { SnapshotCursorError } from "../bridge/errors.js";
 import type { Clock, Logger, Snapshot, SnapshotKey, SnapshotPage, SnapshotScanOptions, SnapshotStore } from "../bridge/ports.js";
 import { isSnapshotSequence } from "../bridge/validate.js";
 import { jsonOf } from "../bridge/hash.js";
 import { systemClock } from "./clock.js";
-import { CorruptItemError, DynamoBatchIncompleteError, decodeCause } from "./errors.js";
+import { BATCH_GET_LIMIT, BATCH_WRITE_LIMIT, DynamoBatchCalls } from "./batch.js";
+import { CorruptItemError, decodeCause } from "./errors.js";
 import { SNAPSHOT_SORT_KEY, snapshotItemKey, snapshotPartitionPrefix, type ItemKey } from "./keys.js";
 import { mapLimit } from "../bridge/map-limit.js";
-import { DEFAULT_BACKOFF, backoffDelay, chunk, withRetries, type BackoffOptions } from "./retry.js";
-
-/** BatchGetItem accepts at most 100 keys per call. */
-export const BATCH_GET_LIMIT = 100;
-/** BatchWriteItem accepts at most 25 requests per call. */
-export const BATCH_WRITE_LIMIT = 25;
+import { DEFAULT_BACKOFF, chunk, type BackoffOptions } from "./retry.js";
 /** Objects whose JSON is larger than this are stored gzip-compressed as a binary attribute. */
 export const DEFAULT_COMPRESS_ABOVE_BYTES = 2_048;
 /** DynamoDB's item limit is 400 KB; keep room for keys and attribute names. */
@@ -82,8 +78,7 @@ export class DynamoSnapshotStore implements SnapshotStore {
   readonly #doc: DynamoDBDocumentClient;
   readonly #table: string;
   readonly #tenant: string;
-  readonly #clock: Clock;
-  readonly #backoff: BackoffOptions;
+  readonly #batches: DynamoBatchCalls;
   readonly #compressAbove: number;
   readonly #concurrency: number;
   readonly #logger?: Logger;
@@ -92,8 +87,13 @@ export class DynamoSnapshotStore implements SnapshotStore {
     this.#doc = options.doc;
     this.#table = options.tableName;
     this.#tenant = options.tenant;
-    this.#clock = options.clock ?? systemClock;
-    this.#backoff = { ...DEFAULT_BACKOFF, ...options.backoff };
+    this.#batches = new DynamoBatchCalls({
+      doc: options.doc,
+      tableName: options.tableName,
+      clock: options.clock ?? systemClock,
+      backoff: { ...DEFAULT_BACKOFF, ...options.backoff },
+      logger: options.logger,
+    });
     this.#compressAbove = options.compressAboveBytes ?? DEFAULT_COMPRESS_ABOVE_BYTES;
     this.#concurrency = options.concurrency ?? 4;
     this.#logger = options.logger;
@@ -103,7 +103,7 @@ export class DynamoSnapshotStore implements SnapshotStore {
     const unique = [...new Set(keys)];
     const found = new Map<SnapshotKey, Snapshot>();
     await mapLimit(chunk(unique, BATCH_GET_LIMIT), this.#concurrency, async (batch) => {
-      for (const item of await this.#batchGet(batch.map((key) => ({ ...snapshotItemKey(this.#tenant, key) })))) {
+      for (const item of await this.#batches.get(batch.map((key) => ({ ...snapshotItemKey(this.#tenant, key) })))) {
         const snapshot = this.#decode(item as unknown as SnapshotItem);
         found.set(snapshot.key, snapshot);
       }
@@ -116,7 +116,9 @@ export class DynamoSnapshotStore implements SnapshotStore {
     const latest = new Map<SnapshotKey, Snapshot>();
     for (const snapshot of snapshots) latest.set(snapshot.key, snapshot);
     const items = [...latest.values()].map((snapshot) => this.#encode(snapshot));
-    await mapLimit(chunk(items, BATCH_WRITE_LIMIT), this.#concurrency, (batch) => this.#batchWrite(batch));
+    await mapLimit(chunk(items, BATCH_WRITE_LIMIT), this.#concurrency, (batch) =>
+      this.#batches.write(batch.map((item) => ({ PutRequest: { Item: item as unknown as Record<string, unknown> } }))),
+    );
   }
 
   async scan(options: SnapshotScanOptions): Promise<SnapshotPage> {
@@ -200,61 +202,6 @@ export class DynamoSnapshotStore implements SnapshotStore {
       return { key: item.key, hash: item.hash, object, updatedAt: item.updatedAt, ...(item.sequence === undefined ? {} : { sequence: item.sequence }) };
     } catch (error) {
       throw new CorruptItemError(`Snapshot item ${item.pk} cannot be decoded`, this.#table, item.pk, { cause: decodeCause(error) });
-    }
-  }
-
-  /**
-   * One batch call, sent again with backoff while it fails as a whole with a retryable error: DynamoDB answers a batch
-   * it could process none of with a throttling error rather than with every entry unprocessed, and the same pressure
-   * deserves the same patience.
-   */
-  #sendRetried<T>(operation: string, send: () => Promise<T>): Promise<T> {
-    return withRetries(send, {
-      clock: this.#clock,
-      backoff: this.#backoff,
-      onRetry: (error, attempt) => this.#logger?.warn("DynamoDB batch call throttled or failed, retrying", { operation, attempt, error: (error as Error).name }),
-    });
-  }
-
-  async #batchGet(keys: Record<string, unknown>[]): Promise<Record<string, unknown>[]> {
-    const items: Record<string, unknown>[] = [];
-    await this.#drain("BatchGetItem", "keys", keys, async (pending) => {
-      const result = await this.#sendRetried("BatchGetItem", () =>
-        this.#doc.send(new BatchGetCommand({ RequestItems: { [this.#table]: { Keys: pending, ConsistentRead: true } } })),
-      );
-      items.push(...(result.Responses?.[this.#table] ?? []));
-      return result.UnprocessedKeys?.[this.#table]?.Keys ?? [];
-    });
-    return items;
-  }
-
-  async #batchWrite(items: SnapshotItem[]): Promise<void> {
-    type WriteRequests = NonNullable<NonNullable<ConstructorParameters<typeof BatchWriteCommand>[0]["RequestItems"]>[string]>;
-    const requests: WriteRequests = items.map((item) => ({ PutRequest: { Item: item as unknown as Record<string, unknown> } }));
-    await this.#drain("BatchWriteItem", "items", requests, async (pending) => {
-      const result = await this.#sendRetried("BatchWriteItem", () => this.#doc.send(new BatchWriteCommand({ RequestItems: { [this.#table]: pending } })));
-      return result.UnprocessedItems?.[this.#table] ?? [];
-    });
-  }
-
-  /**
-   * Sends `first`, then what each answer leaves unprocessed, with backoff, until nothing is left. Gives up after
-   * `maxAttempts` rounds in a row that got nothing through: a round that got some through (steady partial throttling,
-   * BatchGetItem's 16 MB answer cap) is progress, not a failed attempt, and each takes at least one entry, so the
-   * rounds end.
-   */
-  async #drain<T>(operation: "BatchGetItem" | "BatchWriteItem", what: string, first: T[], send: (pending: T[]) => Promise<T[]>): Promise<void> {
-    const max = this.#backoff.maxAttempts;
-    let pending = first;
-    let stalled = 0;
-    for (let round = 1; pending.length > 0; round += 1) {
-      if (stalled >= max) {
-        throw new DynamoBatchIncompleteError(`${operation} left ${pending.length} ${what} unprocessed after ${max} attempts in a row`, this.#table, operation, pending.length, max);
-      }
-      if (round > 1) await this.#clock.sleep(backoffDelay(Math.max(1, stalled), this.#backoff));
-      const left = await send(pending);
-      stalled = left.length < pending.length ? 0 : stalled + 1;
-      pending = left;
     }
   }
 }

@@ -1,0 +1,101 @@
+/**
+ * DynamoDB batch calls with the adapters' own retries, shared by the stores that batch (snapshots, quarantine
+ * deletes): one call's worth of keys or requests, sent again with backoff until DynamoDB has processed every entry.
+ */
+import { BatchGetCommand, BatchWriteCommand, type BatchWriteCommandInput, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
+import type { Clock, Logger } from "../bridge/ports.js";
+import { DynamoBatchIncompleteError } from "./errors.js";
+import { backoffDelay, withRetries, type BackoffOptions } from "./retry.js";
+
+/** BatchGetItem accepts at most 100 keys per call. */
+export const BATCH_GET_LIMIT = 100;
+/** BatchWriteItem accepts at most 25 requests per call. */
+export const BATCH_WRITE_LIMIT = 25;
+
+/** One request of a BatchWriteItem call (a put or a delete), as the document client takes it. */
+export type WriteRequest = NonNullable<BatchWriteCommandInput["RequestItems"]>[string][number];
+
+/** What {@link DynamoBatchCalls} sends with. */
+export interface DynamoBatchCallsOptions {
+  readonly doc: DynamoDBDocumentClient;
+  readonly tableName: string;
+  readonly clock: Clock;
+  readonly backoff: BackoffOptions;
+  /** Warned at each retry of a call that failed as a whole. */
+  readonly logger?: Logger;
+}
+
+/**
+ * BatchGetItem and BatchWriteItem on one table, each retrying what DynamoDB left unprocessed with backoff, and a call
+ * throttled as a whole.
+ *
+ * @example
+ * const calls = new DynamoBatchCalls({ doc, tableName, clock, backoff: DEFAULT_BACKOFF });
+ * await calls.write(ids.map((id) => ({ DeleteRequest: { Key: quarantineItemKey(tenant, id) } })));
+ */
+export class DynamoBatchCalls {
+  readonly #options: DynamoBatchCallsOptions;
+
+  constructor(options: DynamoBatchCallsOptions) {
+    this.#options = options;
+  }
+
+  /** Reads `keys` (at most {@link BATCH_GET_LIMIT}) strongly consistently; keys of absent items are simply not answered. */
+  async get(keys: Record<string, unknown>[]): Promise<Record<string, unknown>[]> {
+    const table = this.#options.tableName;
+    const items: Record<string, unknown>[] = [];
+    await this.#drain("BatchGetItem", "keys", keys, async (pending) => {
+      const result = await this.#sendRetried("BatchGetItem", () =>
+        this.#options.doc.send(new BatchGetCommand({ RequestItems: { [table]: { Keys: pending, ConsistentRead: true } } })),
+      );
+      items.push(...(result.Responses?.[table] ?? []));
+      return result.UnprocessedKeys?.[table]?.Keys ?? [];
+    });
+    return items;
+  }
+
+  /** Applies `requests` (at most {@link BATCH_WRITE_LIMIT}, no two for one key, as DynamoDB requires); resolves once all are. */
+  async write(requests: WriteRequest[]): Promise<void> {
+    const table = this.#options.tableName;
+    await this.#drain("BatchWriteItem", "items", requests, async (pending) => {
+      const result = await this.#sendRetried("BatchWriteItem", () => this.#options.doc.send(new BatchWriteCommand({ RequestItems: { [table]: pending } })));
+      return result.UnprocessedItems?.[table] ?? [];
+    });
+  }
+
+  /**
+   * One batch call, sent again with backoff while it fails as a whole with a retryable error: DynamoDB answers a batch
+   * it could process none of with a throttling error rather than with every entry unprocessed, and the same pressure
+   * deserves the same patience.
+   */
+  #sendRetried<T>(operation: string, send: () => Promise<T>): Promise<T> {
+    const { clock, backoff, logger } = this.#options;
+    return withRetries(send, {
+      clock,
+      backoff,
+      onRetry: (error, attempt) => logger?.warn("DynamoDB batch call throttled or failed, retrying", { operation, attempt, error: (error as Error).name }),
+    });
+  }
+
+  /**
+   * Sends `first`, then what each answer leaves unprocessed, with backoff, until nothing is left. Gives up after
+   * `maxAttempts` rounds in a row that got nothing through: a round that got some through (steady partial throttling,
+   * BatchGetItem's 16 MB answer cap) is progress, not a failed attempt, and each takes at least one entry, so the
+   * rounds end.
+   */
+  async #drain<T>(operation: "BatchGetItem" | "BatchWriteItem", what: string, first: T[], send: (pending: T[]) => Promise<T[]>): Promise<void> {
+    const { clock, backoff, tableName } = this.#options;
+    const max = backoff.maxAttempts;
+    let pending = first;
+    let stalled = 0;
+    for (let round = 1; pending.length > 0; round += 1) {
+      if (stalled >= max) {
+        throw new DynamoBatchIncompleteError(`${operation} left ${pending.length} ${what} unprocessed after ${max} attempts in a row`, tableName, operation, pending.length, max);
+      }
+      if (round > 1) await clock.sleep(backoffDelay(Math.max(1, stalled), backoff));
+      const left = await send(pending);
+      stalled = left.length < pending.length ? 0 : stalled + 1;
+      pending = left;
+    }
+  }
+}
