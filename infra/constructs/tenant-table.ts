@@ -21,10 +21,10 @@ export interface TenantTableProps {
 
 /**
  * Item actions a poller sends (shared/aws): snapshots (BatchGet, BatchWrite), quarantine (conditional Put, Update of
- * the TTL of a record found again, Query for its size and the re-drive, Delete once re-driven), leases (conditional
- * Put, Delete; Update renews the token lease while rotated tokens are saved, a cycle lease is never renewed: it
- * outlives the function timeout) and the shared access token (Get, Put, Delete). Granted with the poller's partition
- * keys (`partitionKeyPatterns` in shared/aws/keys.ts).
+ * the TTL of a record found again, Query for its size and the re-drive, BatchWrite deletes once re-driven), leases
+ * (conditional Put, Delete; Update renews the token lease while rotated tokens are saved, a cycle lease is never
+ * renewed: it outlives the function timeout) and the shared access token (Get, Put, Delete). Granted with the
+ * poller's partition keys (`partitionKeyPatterns` in shared/aws/keys.ts).
  */
 export const POLLER_TABLE_ACTIONS = [
   "dynamodb:GetItem",

@@ -1,10 +1,12 @@
 import { gunzipSync, gzipSync } from "node:zlib";
-import { DeleteCommand, PutCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient, type QueryCommandOutput } from "@aws-sdk/lib-dynamodb";
-import type { Clock, EntityKind, Quarantine, QuarantinePagesOptions, QuarantineRecord } from "../bridge/ports.js";
+import { PutCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient, type QueryCommandOutput } from "@aws-sdk/lib-dynamodb";
+import type { Clock, EntityKind, Logger, Quarantine, QuarantinePagesOptions, QuarantineRecord } from "../bridge/ports.js";
 import { recordQashioId } from "../bridge/redrive.js";
+import { BATCH_WRITE_LIMIT, DynamoBatchCalls } from "./batch.js";
 import { systemClock } from "./clock.js";
 import { CorruptItemError, decodeCause, isConditionFailure } from "./errors.js";
 import { quarantineItemKey, quarantinePartition, ttlSeconds } from "./keys.js";
+import { DEFAULT_BACKOFF, chunk, type BackoffOptions } from "./retry.js";
 
 /** Quarantine records expire after this many days unless configured otherwise. */
 export const DEFAULT_QUARANTINE_RETENTION_DAYS = 30;
@@ -38,6 +40,10 @@ export interface DynamoQuarantineOptions {
   readonly clock?: Clock;
   /** Days a record is kept before DynamoDB's TTL deletes it. @default DEFAULT_QUARANTINE_RETENTION_DAYS */
   readonly retentionDays?: number;
+  /** Retry of the deletes DynamoDB leaves unprocessed. @default DEFAULT_BACKOFF */
+  readonly backoff?: Partial<BackoffOptions>;
+  /** Warned when a batch of deletes is throttled and retried. */
+  readonly logger?: Logger;
 }
 
 interface QuarantineItem {
@@ -59,7 +65,7 @@ interface QuarantineItem {
 /**
  * Quarantine on DynamoDB: one item per record under `QUAR#<tenant>`, sort key = the record's deterministic id, so
  * putting the same id twice keeps one record. Items carry `ttl` (retention) and the raw body as JSON text, gzip when
- * large.
+ * large. Deleted with BatchWriteItem, 25 records a call.
  *
  * @example
  * await new DynamoQuarantine({ doc, tableName, tenant: "acme" }).put(record);
@@ -70,6 +76,7 @@ export class DynamoQuarantine implements Quarantine {
   readonly #tenant: string;
   readonly #clock: Clock;
   readonly #retentionMs: number;
+  readonly #batches: DynamoBatchCalls;
 
   constructor(options: DynamoQuarantineOptions) {
     this.#doc = options.doc;
@@ -77,6 +84,13 @@ export class DynamoQuarantine implements Quarantine {
     this.#tenant = options.tenant;
     this.#clock = options.clock ?? systemClock;
     this.#retentionMs = (options.retentionDays ?? DEFAULT_QUARANTINE_RETENTION_DAYS) * 86_400_000;
+    this.#batches = new DynamoBatchCalls({
+      doc: this.#doc,
+      tableName: this.#table,
+      clock: this.#clock,
+      backoff: { ...DEFAULT_BACKOFF, ...options.backoff },
+      logger: options.logger,
+    });
   }
 
   /**
@@ -160,8 +174,14 @@ export class DynamoQuarantine implements Quarantine {
     return old === undefined || (old.at === item.at && old.ttl === item.ttl);
   }
 
-  async delete(id: string): Promise<void> {
-    await this.#doc.send(new DeleteCommand({ TableName: this.#table, Key: quarantineItemKey(this.#tenant, id) }));
+  /**
+   * One BatchWriteItem of DeleteRequests per 25 ids (a re-drive after a bad rule may delete thousands), one call after
+   * the other, unprocessed ones retried with backoff. A record past its TTL, not swept yet, goes as well.
+   */
+  async deleteMany(ids: readonly string[]): Promise<void> {
+    // BatchWriteItem refuses two requests for one key.
+    const requests = [...new Set(ids)].map((id) => ({ DeleteRequest: { Key: { ...quarantineItemKey(this.#tenant, id) } } }));
+    for (const batch of chunk(requests, BATCH_WRITE_LIMIT)) await this.#batches.write(batch);
   }
 
   async list(): Promise<QuarantineRecord[]> {

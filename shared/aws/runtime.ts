@@ -181,7 +181,7 @@ function assemble(
     provider: client,
     snapshots: new DynamoSnapshotStore({ doc, tableName: config.tableName, tenant: config.tenant, clock, logger }),
     publisher: new EventBridgePublisher({ client: clients.eventBridge, eventBusName: config.eventBusName, clock, logger }),
-    quarantine: new DynamoQuarantine({ doc, tableName: config.tableName, tenant: config.tenant, clock }),
+    quarantine: new DynamoQuarantine({ doc, tableName: config.tableName, tenant: config.tenant, clock, logger }),
     clock,
     metrics,
     logger,

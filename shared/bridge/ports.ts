@@ -194,8 +194,12 @@ export interface Quarantine {
    * for the whole walk comes once; one put or deleted during the walk (its own page's included) may or may not come.
    */
   pages(options: QuarantinePagesOptions): AsyncIterable<readonly QuarantineRecord[]>;
-  /** Removes a record once its case is settled (e.g. re-driven); resolves once durable. An absent id is a no-op. */
-  delete(id: string): Promise<void>;
+  /**
+   * Removes the records of `ids` once their cases are settled (e.g. a batch of re-driven transactions), in as few
+   * calls as the store allows; resolves once all are durably gone. An absent id, or one given twice, is a no-op. On a
+   * failure some may be gone and the others not.
+   */
+  deleteMany(ids: readonly string[]): Promise<void>;
   /** How many records are held now (a gauge for "quarantine not empty"; cheaper than `list`). */
   size(): Promise<number>;
 }

@@ -90,9 +90,9 @@ export class CycleLeaseGuard {
         await this.check();
         return inner.put(record);
       },
-      delete: async (id) => {
+      deleteMany: async (ids) => {
         await this.check();
-        return inner.delete(id);
+        return inner.deleteMany(ids);
       },
     };
   }

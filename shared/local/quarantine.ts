@@ -5,7 +5,7 @@ import { readFileSync } from "node:fs";
 import { readdir } from "node:fs/promises";
 import path from "node:path";
 import type { Quarantine, QuarantinePagesOptions, QuarantineRecord } from "../bridge/ports.js";
-import { TEMP_SUFFIX, makeDirDurable, removeFileDurably, staleTempSweep, writeFileAtomic } from "./atomic.js";
+import { TEMP_SUFFIX, makeDirDurable, removeFilesDurably, staleTempSweep, writeFileAtomic } from "./atomic.js";
 import { CorruptStateError, LocalStateError } from "./errors.js";
 import { STATE_DIRS } from "./layout.js";
 
@@ -66,8 +66,9 @@ export class FileQuarantine implements Quarantine {
     return parsed;
   }
 
-  async delete(id: string): Promise<void> {
-    removeFileDurably(this.#file(id));
+  /** Unlinks the records' files, then fsyncs the directory once for them all. */
+  async deleteMany(ids: readonly string[]): Promise<void> {
+    removeFilesDurably(ids.map((id) => this.#file(id)));
   }
 
   #file(id: string): string {

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { inspect } from "node:util";
-import { DeleteCommand, GetCommand, PutCommand, UpdateCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
+import { BatchWriteCommand, DeleteCommand, GetCommand, PutCommand, UpdateCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { DynamoLeaseLock } from "../../shared/aws/lease-lock.js";
 import { DynamoQuarantine } from "../../shared/aws/quarantine.js";
@@ -225,6 +225,62 @@ describe("DynamoQuarantine on DynamoDB Local", () => {
     // Strongly consistent, as a count right after a cycle's puts must include them.
     expect(send.mock.calls.map(([command]) => (command as { input: { ConsistentRead?: boolean } }).input.ConsistentRead)).toEqual(send.mock.calls.map(() => true));
     send.mockRestore();
+  });
+
+  /** Puts `count` records, `r0`, `r1`, ...; their ids. */
+  async function putRecords(quarantine: DynamoQuarantine, count: number): Promise<string[]> {
+    const ids = Array.from({ length: count }, (_, i) => `r${i}`);
+    await Promise.all(ids.map((id) => quarantine.put({ id, kind: "transaction", entityId: id, reason: "publish: x", raw: { qashio_id: id }, at: "2026-03-01T12:00:00Z" })));
+    return ids;
+  }
+
+  it.each([1, 25, 26, 60])("deletes %i records with one BatchWriteItem per 25 (a re-drive's batch), not a DeleteItem each", async (n) => {
+    const quarantine = make(`q-delete-${n}`);
+    const ids = await putRecords(quarantine, n + 1);
+    const deleted = ids.slice(0, n);
+    const send = vi.spyOn(table.doc, "send");
+    // An id given twice goes once: DynamoDB refuses a call naming one key twice.
+    await quarantine.deleteMany([...deleted, deleted[0]!]);
+    const sent = send.mock.calls.map(([command]) => command);
+    send.mockRestore();
+    expect(sent.every((command) => command instanceof BatchWriteCommand)).toBe(true);
+    expect(sent).toHaveLength(Math.ceil(n / 25));
+    const requests = sent.map((command) => (command as BatchWriteCommand).input.RequestItems?.[table.tableName] ?? []);
+    expect(requests.flat().map((request) => request.DeleteRequest?.Key?.["sk"]).sort()).toEqual([...deleted].sort());
+    expect((await quarantine.list()).map((r) => r.id)).toEqual([ids[n]]);
+  });
+
+  it("sends again, with backoff, the deletes DynamoDB left unprocessed, until every record is gone", async () => {
+    const clock = new FakeClock();
+    let calls = 0;
+    // The first call is throttled part way: DynamoDB applies its first 10 deletes and hands the rest back unprocessed.
+    const doc = {
+      send: async (command: unknown) => {
+        if (!(command instanceof BatchWriteCommand) || calls++ > 0) return table.doc.send(command as never);
+        const requests = command.input.RequestItems?.[table.tableName] ?? [];
+        await table.doc.send(new BatchWriteCommand({ RequestItems: { [table.tableName]: requests.slice(0, 10) } }));
+        return { UnprocessedItems: { [table.tableName]: requests.slice(10) } };
+      },
+    } as unknown as DynamoDBDocumentClient;
+    const quarantine = new DynamoQuarantine({ doc, tableName: table.tableName, tenant: "q-unprocessed", clock, backoff: { random: () => 0.5 } });
+    const ids = await putRecords(quarantine, 25);
+    await quarantine.deleteMany(ids);
+    expect(calls).toBe(2);
+    expect(clock.sleeps).toHaveLength(1);
+    expect(await quarantine.size()).toBe(0);
+  });
+
+  it("gives up on deletes that stay unprocessed with a typed error, leaving those records in place", async () => {
+    const doc = {
+      send: async (command: unknown) =>
+        command instanceof BatchWriteCommand ? { UnprocessedItems: command.input.RequestItems } : table.doc.send(command as never),
+    } as unknown as DynamoDBDocumentClient;
+    const clock = new FakeClock();
+    const quarantine = new DynamoQuarantine({ doc, tableName: table.tableName, tenant: "q-stuck", clock, backoff: { random: () => 0.5, maxAttempts: 3 } });
+    const ids = await putRecords(quarantine, 3);
+    await expect(quarantine.deleteMany(ids)).rejects.toMatchObject({ name: "DynamoBatchIncompleteError", operation: "BatchWriteItem", remaining: 3, attempts: 3 });
+    expect(clock.sleeps).toHaveLength(2);
+    expect(await quarantine.size()).toBe(3);
   });
 });
 

@@ -124,8 +124,8 @@ export class MemoryQuarantine implements Quarantine {
       yield page;
     }
   }
-  async delete(id: string): Promise<void> {
-    this.records.delete(id);
+  async deleteMany(ids: readonly string[]): Promise<void> {
+    for (const id of ids) this.records.delete(id);
   }
   async size(): Promise<number> {
     return this.records.size;

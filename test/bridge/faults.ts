@@ -39,7 +39,7 @@ export class CrashPoint {
   }
 }
 
-/** Wraps the ports; every call of publish / putMany / quarantine.put / quarantine.delete / list / acknowledge is an effect point. */
+/** Wraps the ports; every call of publish / putMany / quarantine.put / quarantine.deleteMany / list / acknowledge is an effect point. */
 export function crashingPorts(
   ports: { snapshots: SnapshotStore; publisher: EventPublisher; quarantine: Quarantine; provider: TransactionProviderPort },
   crash: CrashPoint,
@@ -56,7 +56,7 @@ export function crashingPorts(
       put: (record) => crash.around("quarantine.put", () => ports.quarantine.put(record)),
       list: () => ports.quarantine.list(),
       pages: (options) => ports.quarantine.pages(options),
-      delete: (id) => crash.around("quarantine.delete", () => ports.quarantine.delete(id)),
+      deleteMany: (ids) => crash.around("quarantine.deleteMany", () => ports.quarantine.deleteMany(ids)),
       size: () => ports.quarantine.size(),
     },
     provider: {

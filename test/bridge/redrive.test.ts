@@ -215,6 +215,26 @@ describe("redriveQuarantined", () => {
     expect([...rig.snapshots.data.keys()].filter((key) => !key.startsWith("transaction:qashio_id:"))).toHaveLength(3);
   });
 
+  it("deletes each batch's delivered records with one deleteMany call, never a kept one", async () => {
+    const rig = makeRig();
+    const txns = await quarantinePublishFailures(rig, 8);
+    const failing = txns[0]!.id;
+    rig.publisher.reject = (e) => (e.detail.subject.id === failing ? "AccessDeniedException: still not allowed" : undefined);
+    const calls: string[][] = [];
+    const remove = rig.quarantine.deleteMany.bind(rig.quarantine);
+    rig.quarantine.deleteMany = async (ids) => {
+      calls.push([...ids]);
+      return remove(ids);
+    };
+    const report = await redriveQuarantined(rig.deps, { pageSize: 4 });
+    // Two batches of 4, the failing transaction in one of them: one call each, for the 7 delivered.
+    expect(calls.map((ids) => ids.length).sort()).toEqual([3, 4]);
+    expect(calls.flat().sort()).toEqual(report.redriven.map((r) => r.id).sort());
+    expect(report.kept.map((k) => k.record.entityId)).toEqual([failing]);
+    expect(calls.flat()).not.toContain(report.kept[0]?.record.id);
+    expect([...rig.quarantine.records.values()].map((r) => r.entityId)).toEqual([failing]);
+  });
+
   it("keeps the records of a finished batch deleted when a later batch fails", async () => {
     const rig = makeRig();
     for (let i = 0; i < 6; i += 1) rig.provider.addTransaction();
@@ -325,11 +345,11 @@ describe("redriveQuarantined", () => {
     await expect(redriveQuarantined(diskFull)).rejects.toBeInstanceOf(CycleAbortedError);
     expect(rig.quarantine.records.size).toBe(1);
 
-    const remove = rig.quarantine.delete.bind(rig.quarantine);
+    const remove = rig.quarantine.deleteMany.bind(rig.quarantine);
     let deletes = 0;
-    rig.quarantine.delete = async (id) => {
+    rig.quarantine.deleteMany = async (ids) => {
       if (deletes++ === 0) throw new Error("store down");
-      return remove(id);
+      return remove(ids);
     };
     await expect(redriveQuarantined(rig.deps)).rejects.toThrow("store down");
     expect(await redriveQuarantined(rig.deps)).toMatchObject({ considered: 1, kept: [] });

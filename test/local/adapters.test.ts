@@ -321,7 +321,7 @@ describe("FileQuarantine", () => {
     await quarantine.put({ ...base, id: "a/b" });
     expect((await quarantine.list()).map((r) => r.id)).toEqual(["../r1", "a/b"]);
     expect(await readdir(dir)).toEqual(["quarantine"]);
-    await quarantine.delete("../r1");
+    await quarantine.deleteMany(["../r1"]);
     expect((await quarantine.list()).map((r) => r.id)).toEqual(["a/b"]);
   });
 

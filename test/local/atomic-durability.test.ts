@@ -8,7 +8,7 @@ import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { createFileOnce, makeDirDurable, removeFileDurably } from "../../shared/local/atomic.js";
+import { createFileOnce, makeDirDurable, removeFilesDurably } from "../../shared/local/atomic.js";
 import { FileTokenStore, TokenFileUnwritableError, writeFileAtomic } from "../../shared/local/index.js";
 
 /** fsync and rename calls in order, each naming the file its descriptor was opened on. */
@@ -138,13 +138,28 @@ describe("makeDirDurable", () => {
   });
 });
 
-describe("removeFileDurably", () => {
+describe("removeFilesDurably", () => {
   it("fsyncs the directory after removing the file, so a crash cannot bring it back (a re-driven quarantine record)", async () => {
     const file = path.join(dir, "record.json");
     await writeFileAtomic(file, "{}");
     journal.events.length = 0;
-    removeFileDurably(file);
+    removeFilesDurably([file]);
     expect(journal.events.map((event) => event.replaceAll(dir, "<dir>"))).toEqual(["unlink <dir>/record.json", "fsync <dir>"]);
+    expect(await readdir(dir)).toEqual([]);
+  });
+
+  it("fsyncs a directory once for all the files it removed there, after the last unlink (a batch of re-driven records)", async () => {
+    const files = ["a.json", "b.json", "c.json"].map((name) => path.join(dir, name));
+    for (const file of files) await writeFileAtomic(file, "{}");
+    journal.events.length = 0;
+    removeFilesDurably([...files, path.join(dir, "gone.json")]);
+    expect(journal.events.map((event) => event.replaceAll(dir, "<dir>"))).toEqual([
+      "unlink <dir>/a.json",
+      "unlink <dir>/b.json",
+      "unlink <dir>/c.json",
+      "unlink <dir>/gone.json",
+      "fsync <dir>",
+    ]);
     expect(await readdir(dir)).toEqual([]);
   });
 
@@ -153,11 +168,14 @@ describe("removeFileDurably", () => {
     const file = path.join(dir, "record.json");
     await writeFileAtomic(file, "{}");
     journal.failUnlinkOf = /record\.json$/;
-    expect(() => removeFileDurably(file)).toThrow(/EIO/);
+    expect(() => removeFilesDurably([file])).toThrow(/EIO/);
     expect(await readdir(dir)).toEqual(["record.json"]);
     journal.failUnlinkOf = undefined;
-    removeFileDurably(file);
-    expect(() => removeFileDurably(file)).not.toThrow();
+    removeFilesDurably([file]);
+    journal.events.length = 0;
+    expect(() => removeFilesDurably([file])).not.toThrow();
+    // Nothing removed, nothing to fsync.
+    expect(journal.events.map((event) => event.replaceAll(dir, "<dir>"))).toEqual(["unlink <dir>/record.json"]);
     expect(await readdir(dir)).toEqual([]);
   });
 });

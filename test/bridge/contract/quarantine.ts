@@ -99,20 +99,30 @@ export function describeQuarantineContract(name: string, factory: () => Promise<
       expect(await fixture.quarantine.size()).toBe(2);
     });
 
-    it("deletes one record and keeps the others", async () => {
-      await fixture.quarantine.put(record("d1"));
-      await fixture.quarantine.put(record("d2", "2025-01-15T10:00:01.000Z"));
-      await fixture.quarantine.delete("d1");
-      expect((await fixture.quarantine.list()).map((r) => r.id)).toEqual(["d2"]);
-      expect(await fixture.quarantine.size()).toBe(1);
+    it("deletes the records named and keeps the others", async () => {
+      for (let i = 0; i < 4; i += 1) await fixture.quarantine.put(record(`d${i}`, `2025-01-15T10:00:0${i}.000Z`));
+      await fixture.quarantine.deleteMany(["d0", "d2"]);
+      expect((await fixture.quarantine.list()).map((r) => r.id).sort()).toEqual(["d1", "d3"]);
+      expect(await fixture.quarantine.size()).toBe(2);
     });
 
-    it("treats deleting an absent record as done", async () => {
-      await fixture.quarantine.delete("never-put");
+    it("deletes more records than one call of a batching store takes (DynamoDB: 25), ids of any form among them", async () => {
+      const ids = Array.from({ length: 60 }, (_, i) => `m${String(i).padStart(2, "0")}`);
+      for (const id of [...ids, "../x/y", "keep"]) await fixture.quarantine.put(record(id));
+      await fixture.quarantine.deleteMany([...ids, "../x/y"]);
+      expect((await fixture.quarantine.list()).map((r) => r.id)).toEqual(["keep"]);
+    });
+
+    it("treats an empty list, an absent record and an id given twice as done", async () => {
+      await fixture.quarantine.deleteMany([]);
+      await fixture.quarantine.deleteMany(["never-put"]);
       await fixture.quarantine.put(record("d3"));
-      await fixture.quarantine.delete("d3");
-      await fixture.quarantine.delete("d3");
-      expect(await fixture.quarantine.list()).toEqual([]);
+      await fixture.quarantine.put(record("d4", "2025-01-15T10:00:01.000Z"));
+      // A batching store must not send one key twice in a call (DynamoDB refuses the whole call).
+      await fixture.quarantine.deleteMany(["d3", "never-put", "d3"]);
+      expect((await fixture.quarantine.list()).map((r) => r.id)).toEqual(["d4"]);
+      await fixture.quarantine.deleteMany(["d3"]);
+      expect(await fixture.quarantine.size()).toBe(1);
     });
 
     it("hands every record once, page by page, each page within the limit", async () => {
@@ -141,10 +151,11 @@ export function describeQuarantineContract(name: string, factory: () => Promise<
       for await (const page of fixture.quarantine.pages({ limit: 3 })) expect.unreachable(`a page of ${page.length}`);
     });
 
-    it("keeps a deleted record gone across a new instance", async (ctx) => {
+    it("keeps deleted records gone across a new instance", async (ctx) => {
       if (!fixture.reopen) return ctx.skip();
       await fixture.quarantine.put(record("d4"));
-      await fixture.quarantine.delete("d4");
+      await fixture.quarantine.put(record("d5"));
+      await fixture.quarantine.deleteMany(["d4", "d5"]);
       expect(await (await fixture.reopen()).list()).toEqual([]);
     });
 
