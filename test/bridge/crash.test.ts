@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { pollTransactions } from "../../shared/bridge/transactions.js";
 import { CycleAbortedError } from "../../shared/bridge/errors.js";
+import { redriveQuarantined } from "../../shared/bridge/redrive.js";
 import { CrashPoint, crashingPorts, SimulatedCrash } from "./faults.js";
 import { makeRig, type TestRig } from "./fakes.js";
 import { expectAcknowledgedAreRecorded, expectNothingLost } from "./invariants.js";
@@ -123,5 +124,50 @@ describe("crash safety of the transaction cycle", () => {
     const report = await pollTransactions(rig.deps);
     expect(rig.publisher.events).toHaveLength(1);
     expect(report).toMatchObject({ unchanged: 1, acknowledged: 1 });
+  });
+});
+
+describe("crash safety of the re-drive", () => {
+  /** A rig holding five transactions quarantined because their events failed for good; publishing works again. */
+  async function quarantined(): Promise<{ rig: TestRig; ids: readonly string[] }> {
+    const rig = makeRig();
+    const ids = Array.from({ length: 5 }, () => rig.provider.addTransaction().id);
+    rig.publisher.reject = () => "AccessDeniedException: not allowed";
+    await pollTransactions(rig.deps);
+    rig.publisher.reject = () => undefined;
+    expect(rig.quarantine.records.size).toBe(5);
+    return { rig, ids };
+  }
+
+  it("deletes a batch's records with one call, after its publish, snapshot write and acknowledge", async () => {
+    const { rig } = await quarantined();
+    const crash = new CrashPoint(undefined);
+    await redriveQuarantined({ ...rig.deps, ...crashingPorts(rig.deps, crash) }, { pageSize: 2 });
+    const batch = ["publisher.publish", "snapshots.putMany", "provider.acknowledgeTransactions", "quarantine.deleteMany"];
+    expect(crash.effects.filter((e) => e !== "provider.listTransactions")).toEqual([...batch, ...batch, ...batch]);
+  });
+
+  // Five reads and three batches of four effects.
+  const points = Array.from({ length: 17 }, (_, at) => [
+    { at, after: false },
+    { at, after: true },
+  ]).flat();
+  it.each(points)("deletes only delivered transactions' records, and the next run ends the rest with the same event ids, when it crashes at effect $at (after: $after)", async (plan) => {
+    const { rig, ids } = await quarantined();
+    const crash = new CrashPoint(plan);
+    try {
+      await redriveQuarantined({ ...rig.deps, ...crashingPorts(rig.deps, crash) }, { pageSize: 2 });
+    } catch (error) {
+      if (!(error instanceof CycleAbortedError && error.cause instanceof SimulatedCrash)) throw error;
+    }
+    const held = new Set([...rig.quarantine.records.values()].map((r) => r.entityId));
+    for (const id of ids) if (!held.has(id)) expect(rig.snapshots.data.has(`transaction:${id}`)).toBe(true);
+    await redriveQuarantined(rig.deps, { pageSize: 2 });
+    expect(rig.quarantine.records.size).toBe(0);
+    const eventIds = new Map<string, Set<string>>();
+    for (const e of rig.publisher.events) eventIds.set(e.detail.subject.id, (eventIds.get(e.detail.subject.id) ?? new Set()).add(e.detail.id));
+    expect([...eventIds.keys()].sort()).toEqual([...ids].sort());
+    expect([...eventIds.values()].every((sent) => sent.size === 1)).toBe(true);
+    expect(crash.crashed || plan.at >= crash.effects.length).toBe(true);
   });
 });
