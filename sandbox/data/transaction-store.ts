@@ -92,6 +92,41 @@ export class TransactionStore {
     tx.client_sync_status = status;
   }
 
+  /**
+   * Forgets every transaction older than the newest `keep` that is acknowledged (`synced`) and not the parent of a
+   * held one: what a client still has to read (`not_synced`, `outdated`) and the purchase a held refund names stay.
+   * Returns how many were forgotten. O(size) when more than `keep` are held.
+   */
+  forgetBeyondNewest(keep: number): number {
+    const beyond = this.items.length - keep;
+    if (beyond <= 0) return 0;
+    const held: TransactionRecord[] = [];
+    const parentsOfHeld = new Set<string>();
+    // Newest first: a parent is older than its children (it had to exist to be named), so they are decided before it.
+    for (let i = this.items.length - 1; i >= 0; i--) {
+      const tx = this.items[i] as TransactionRecord;
+      if (i < beyond && tx.client_sync_status === "synced" && !parentsOfHeld.has(tx.qashio_id)) continue;
+      held.push(tx);
+      if (tx.parent_qashio_id !== null) parentsOfHeld.add(tx.parent_qashio_id);
+    }
+    const forgotten = this.items.length - held.length;
+    if (forgotten > 0) this.replaceAll(held.reverse());
+    return forgotten;
+  }
+
+  /** Makes `kept` (oldest first) the whole store, indexes and counts rebuilt. */
+  private replaceAll(kept: readonly TransactionRecord[]): void {
+    this.items.length = 0;
+    this.indexById.clear();
+    this.indexByQashioId.clear();
+    this.childrenByParentQashioId.clear();
+    for (const status of STATUSES) {
+      this.chunkCounts[status].length = 0;
+      this.totals[status] = 0;
+    }
+    for (const tx of kept) this.add(tx);
+  }
+
   /** One page, newest first, of the transactions matching `query`. */
   page(query: TransactionQuery, offset: number, limit: number): TransactionPage {
     const status = query.clientSyncStatus;

@@ -92,3 +92,55 @@ describe("TransactionStore", () => {
     expect(visited).toBeLessThan(2_000);
   });
 });
+
+describe("TransactionStore.forgetBeyondNewest (the sandbox's opt-in retention)", () => {
+  /** 0..n-1 in creation order, with the given status per index; `parents` maps a child index to its parent's. */
+  function store(statuses: readonly ClientSyncStatus[], parents: Readonly<Record<number, number>> = {}): TransactionStore {
+    const s = new TransactionStore();
+    statuses.forEach((status, i) => s.add(tx(i, status, parents[i] === undefined ? null : `CT${parents[i]}`)));
+    return s;
+  }
+  const held = (s: TransactionStore) => s.all().map((t) => t.id);
+
+  it("forgets nothing while at most `keep` are held", () => {
+    const s = store(["synced", "synced", "synced"]);
+    expect(s.forgetBeyondNewest(3)).toBe(0);
+    expect(held(s)).toEqual(["id-0", "id-1", "id-2"]);
+  });
+
+  it("forgets acknowledged ones older than the newest `keep`, never one still to read (not_synced, outdated)", () => {
+    const s = store(["synced", "not_synced", "outdated", "synced", "synced", "synced", "not_synced"]);
+    expect(s.forgetBeyondNewest(2)).toBe(3);
+    expect(held(s)).toEqual(["id-1", "id-2", "id-5", "id-6"]);
+    expect(s.get("id-0")).toBeUndefined();
+    expect(s.getByQashioId("CT3")).toBeUndefined();
+    expect([s.countByStatus("not_synced"), s.countByStatus("outdated"), s.countByStatus("synced")]).toEqual([2, 1, 1]);
+    expect(s.page({ clientSyncStatus: "not_synced" }, 0, 10).items.map((t) => t.id)).toEqual(["id-6", "id-1"]);
+    expect(s.page({}, 0, 10).total).toBe(4);
+  });
+
+  it("keeps a purchase a held refund names, and forgets it with its last held refund", () => {
+    // 1 and 3 are refunds of 0; 3 is among the newest two.
+    const s = store(["synced", "synced", "synced", "synced", "synced"], { 1: 0, 3: 0 });
+    expect(s.forgetBeyondNewest(2)).toBe(2);
+    expect(held(s)).toEqual(["id-0", "id-3", "id-4"]);
+    expect(s.page({ parentQashioId: "CT0" }, 0, 10).items.map((t) => t.id)).toEqual(["id-3"]);
+    s.add(tx(5, "synced"));
+    s.add(tx(6, "synced"));
+    expect(s.forgetBeyondNewest(2)).toBe(3);
+    expect(held(s)).toEqual(["id-5", "id-6"]);
+    expect(s.page({ parentQashioId: "CT0" }, 0, 10).total).toBe(0);
+  });
+
+  it("leaves the store working: statuses still move with right counts, and new ones are appended after the held", () => {
+    const s = store(["synced", "synced", "not_synced", "synced", "not_synced"]);
+    s.forgetBeyondNewest(1);
+    const [oldest] = s.page({ clientSyncStatus: "not_synced" }, 1, 1).items;
+    s.setSyncStatus(oldest as TransactionRecord, "synced");
+    expect(s.countByStatus("synced")).toBe(1);
+    expect(s.countByStatus("not_synced")).toBe(1);
+    s.add(tx(9, "not_synced"));
+    expect(s.newest()?.id).toBe("id-9");
+    expect(s.page({ clientSyncStatus: "not_synced" }, 0, 10).items.map((t) => t.id)).toEqual(["id-9", "id-4"]);
+  });
+});
