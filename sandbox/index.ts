@@ -35,6 +35,12 @@ export interface SandboxOptions {
   readonly realTime?: boolean;
   /** Lifetime of the access tokens it issues, seconds (the spec shows none, §5 rule 11). @default 900 */
   readonly accessTokenTtlSeconds?: number;
+  /**
+   * Transactions each company keeps: older ones are forgotten once acknowledged (`synced`), unless a held one names
+   * them as parent, so a sandbox that runs for days (the demo) holds constant memory. A provider forgets nothing:
+   * leave it unset anywhere else. @default every transaction
+   */
+  readonly retainTransactions?: number;
 }
 
 /** A fetch-compatible function. */
@@ -92,12 +98,17 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
   if (!Number.isInteger(latencyMs) || latencyMs < 0) throw new RangeError("latencyMs must be a non-negative integer");
   const accessTokenTtlSeconds = options.accessTokenTtlSeconds ?? ACCESS_TOKEN_TTL_SECONDS;
   if (!Number.isInteger(accessTokenTtlSeconds) || accessTokenTtlSeconds < 1) throw new RangeError("accessTokenTtlSeconds must be a positive integer");
+  const { retainTransactions } = options;
+  if (retainTransactions !== undefined && (!Number.isInteger(retainTransactions) || retainTransactions < 1)) {
+    throw new RangeError(`retainTransactions must be a positive integer, got ${String(retainTransactions)}`);
+  }
   const state = new SandboxState({
     seed: options.seed ?? DEFAULT_SEED,
     startTime: toEpochMs(options.startTime),
     latencyMs,
     realTime: options.realTime ?? false,
     accessTokenTtlSeconds,
+    retainTransactions,
   });
   const app = buildApp(state);
 

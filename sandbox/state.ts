@@ -43,14 +43,24 @@ export class SandboxState {
   readonly faults = new FaultQueue();
   latencyMs: number;
   seed: number;
+  /** Transactions a company holds beyond those still to read (see {@link forgetOldTransactions}); undefined: all. */
+  readonly retainTransactions: number | undefined;
   private companies = new Map<string, CompanyData>();
   private pending: PendingSuspension[] = [];
 
-  constructor(options: { seed: number; startTime: number; latencyMs: number; realTime: boolean; accessTokenTtlSeconds: number }) {
+  constructor(options: {
+    seed: number;
+    startTime: number;
+    latencyMs: number;
+    realTime: boolean;
+    accessTokenTtlSeconds: number;
+    retainTransactions?: number;
+  }) {
     this.clock = new SandboxClock(options.startTime, options.realTime);
     this.oauth = new OAuthServer(this.clock, options.accessTokenTtlSeconds);
     this.latencyMs = options.latencyMs;
     this.seed = options.seed;
+    this.retainTransactions = options.retainTransactions;
     this.reset({ seed: options.seed });
   }
 
@@ -67,8 +77,18 @@ export class SandboxState {
       backlogCompanyId: options.companyId,
     });
     this.companies = new Map(data.map((d) => [d.company.id, d]));
+    for (const company of data) this.forgetOldTransactions(company);
     this.pending = [];
     this.faults.clear();
+  }
+
+  /**
+   * With a retention bound, forgets the company's acknowledged transactions older than its newest
+   * {@link retainTransactions}, except parents of held ones (TransactionStore.forgetBeyondNewest), so a long-running
+   * demo holds constant memory. Without one, a company keeps every transaction, as the provider does.
+   */
+  private forgetOldTransactions(data: CompanyData): void {
+    if (this.retainTransactions !== undefined) data.transactions.forgetBeyondNewest(this.retainTransactions);
   }
 
   /** Every company, in seed order. */
@@ -141,6 +161,7 @@ export class SandboxState {
     });
     if (errors.length > 0) throw new ValidationError(errors, "Some transactions were not found");
     for (const tx of found) data.transactions.setSyncStatus(tx, "synced");
+    this.forgetOldTransactions(data);
     return [...new Set(found.map((tx) => tx.id))];
   }
 
@@ -170,6 +191,7 @@ export class SandboxState {
       data.transactions.add(tx);
       created.push(tx);
     }
+    this.forgetOldTransactions(data);
     return created;
   }
 

@@ -10,6 +10,9 @@ import type { CardRecord, ClientSyncStatus, CompanyData, MasterRecord, Transacti
 
 const DAY_MS = 86_400_000;
 
+/** Refunds and reversals without a named parent follow one of this many most recent purchases. */
+const RECENT_PURCHASES = 20;
+
 /** Categories the factory can build: every one the spec lists (§2.2). */
 export const BUILDABLE_CATEGORIES = TRANSACTION_CATEGORIES;
 export type BuildableCategory = (typeof BUILDABLE_CATEGORIES)[number];
@@ -70,6 +73,7 @@ export class TransactionFactory {
   private readonly taxByCode: Map<string, MasterRecord>;
   private readonly spendCards: CardRecord[];
   private readonly atmCards: CardRecord[];
+  /** The {@link RECENT_PURCHASES} most recent purchases, oldest first: those a refund may follow; none older is kept. */
   private readonly purchases: TransactionRecord[] = [];
   private readonly refCache = new Map<string, Readonly<Record<string, unknown>>>();
   /** Card activation and termination stamps, parsed: a seeded history asks for them for each of its transactions. */
@@ -98,7 +102,7 @@ export class TransactionFactory {
       if (list) list.push(segment);
       else this.segmentsByLabel.set(segment.label, [segment]);
     }
-    for (const tx of data.transactions.all()) if (tx.transaction_category === "purchase") this.purchases.push(tx);
+    for (const tx of data.transactions.all()) if (tx.transaction_category === "purchase") this.rememberPurchase(tx);
   }
 
   /**
@@ -140,15 +144,21 @@ export class TransactionFactory {
     }
     if (parent !== undefined && category !== "refund" && category !== "reversal") category = "refund";
     const tx = this.build(category, parent, options);
-    if (category === "purchase") this.purchases.push(tx);
+    if (category === "purchase") this.rememberPurchase(tx);
     return tx;
   }
 
+  private rememberPurchase(tx: TransactionRecord): void {
+    this.purchases.push(tx);
+    if (this.purchases.length > RECENT_PURCHASES) this.purchases.shift();
+  }
+
   private recentPurchase(): TransactionRecord | undefined {
-    if (this.purchases.length === 0) return undefined;
+    // A sandbox with a retention bound may have forgotten one: a refund must name a purchase it still holds.
+    const held = this.purchases.filter((tx) => this.data.transactions.get(tx.id) === tx);
+    if (held.length === 0) return undefined;
     // Refunds follow recent purchases more often than old ones.
-    const window = Math.min(this.purchases.length, 20);
-    return this.purchases[this.purchases.length - 1 - this.prng.int(0, window - 1)];
+    return held[held.length - 1 - this.prng.int(0, held.length - 1)];
   }
 
   private build(category: BuildableCategory, parent: TransactionRecord | undefined, o: CreateOptions): TransactionRecord {

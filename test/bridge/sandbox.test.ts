@@ -3,7 +3,7 @@
  * provider port and the cycle drains a seeded backlog, sees PATCHed changes, refunds and suspensions.
  */
 import { beforeEach, describe, expect, it } from "vitest";
-import { createSandbox, SANDBOX_IN_PROCESS_URL, type Sandbox } from "../../sandbox/index.js";
+import { createSandbox, SANDBOX_IN_PROCESS_URL, type Sandbox, type SandboxOptions } from "../../sandbox/index.js";
 import { OAuthTokenProvider, QashioClient, exchangeCode, refresh, storedTokensOf } from "../../shared/qashio/index.js";
 import { pollCards, pollTransactions, ReauthorizationNeededError, type ProviderPort } from "../../shared/bridge/index.js";
 import { makeRig, MemoryLock, MemoryTokenStore, type TestRig } from "./fakes.js";
@@ -23,8 +23,8 @@ interface World {
   control(method: string, path: string, body?: unknown): Promise<Record<string, unknown>>;
 }
 
-async function world(): Promise<World> {
-  const sandbox = createSandbox({ seed: 3, startTime: START });
+async function world(options: SandboxOptions = {}): Promise<World> {
+  const sandbox = createSandbox({ seed: 3, startTime: START, ...options });
   const [company] = sandbox.control.companies().filter((c) => c.apiAccessEnabled);
   const companyId = company!.id;
   const oauth = { baseUrl: SANDBOX_IN_PROCESS_URL, clientId: "sandbox-client", clientSecret: "sandbox-secret", fetch: sandbox.fetch };
@@ -151,5 +151,53 @@ describe("card limit changes against the sandbox", () => {
     w.rig.publisher.events.length = 0;
     await pollCards(w.rig.deps);
     expect(w.rig.publisher.events).toEqual([]);
+  });
+});
+
+describe("bridge engine against a sandbox that forgets old acknowledged transactions (retainTransactions, the demo's)", () => {
+  it("delivers every new transaction, refund and change, round after round, while the sandbox holds no more than it needs", async () => {
+    const n = 25;
+    const w = await world({ retainTransactions: n });
+    const store = () => w.sandbox.control.company(w.companyId)!.transactions;
+    const seeded = store().all().filter((t) => t.client_sync_status !== "synced").length;
+    await pollTransactions(w.rig.deps);
+    type Made = { id: string; qashio_id: string };
+    const purchases: Made[][] = [];
+    const refunds: Made[] = [];
+    let changes = 0;
+    let parentsHeldForRefunds = 0;
+    for (let round = 0; round < 60; round++) {
+      purchases.push((await w.control("POST", "/transactions", { count: 2, transaction_category: "purchase" })).data as Made[]);
+      // A refund of a purchase six rounds old (19 transactions back): a held refund then keeps it past the newest n.
+      const earlier = purchases[round - 6]?.[0];
+      if (earlier) refunds.push(...((await w.control("POST", "/transactions", { parent_qashio_id: earlier.qashio_id })).data as Made[]));
+      const last = purchases[round - 1]?.[1];
+      if (last) {
+        await w.control("PATCH", `/transactions/${last.id}`, { memo: `changed in round ${round}` });
+        changes += 1;
+      }
+      expect((await pollTransactions(w.rig.deps)).outcome).toBe("complete");
+      expect(await pullable(w.client)).toBe(0);
+      // Beyond the newest n, only what a held transaction names as its parent.
+      const held = store().all();
+      const named = new Set(held.map((t) => t.parent_qashio_id));
+      const beyond = held.slice(0, -n);
+      expect(beyond.filter((t) => !named.has(t.qashio_id))).toEqual([]);
+      parentsHeldForRefunds += beyond.length;
+    }
+    expect(parentsHeldForRefunds).toBeGreaterThan(0);
+    expect(store().size).toBeLessThan(n + 10);
+
+    const events = w.rig.publisher.events;
+    const createdIds = events.filter((e) => e.detail.type === "transaction.created").map((e) => e.detail.subject.id);
+    const made = [...purchases.flat(), ...refunds].map((t) => t.id);
+    expect(createdIds).toHaveLength(seeded + made.length);
+    expect(new Set(createdIds)).toEqual(new Set([...createdIds.slice(0, seeded), ...made]));
+    for (const refund of refunds) {
+      const event = events.find((e) => e.detail.subject.id === refund.id);
+      const parent = purchases.flat().find((p) => p.qashio_id === event?.detail.data.object["parent_qashio_id"]);
+      expect(event?.detail.data.parent).toEqual({ id: parent?.id, qashio_id: parent?.qashio_id });
+    }
+    expect(events.filter((e) => e.detail.type === "transaction.changed")).toHaveLength(changes);
   });
 });

@@ -423,6 +423,68 @@ describe("reset", () => {
   });
 });
 
+describe("retention (retainTransactions, the demo's bound)", () => {
+  const ACK = "/public/v1/erp/transactions/acknowledge";
+
+  /** Acknowledges every transaction still to read, as a client that delivered them would. */
+  async function acknowledgeAll(x: Harness): Promise<void> {
+    for (const status of ["not_synced", "outdated"]) {
+      for (;;) {
+        const ids = (await x.json(`${LIST}?client_sync_status=${status}&page_size=100`)).body.data.map((t: Row) => t.id) as string[];
+        if (ids.length === 0) break;
+        expect((await x.json(ACK, { body: { transaction_ids: ids } })).status).toBe(200);
+      }
+    }
+  }
+  const held = (x: Harness) => x.sandbox.control.company(x.companyId)?.transactions.all() ?? [];
+
+  it("is off by default: every transaction is kept, acknowledged or not, as the provider keeps them", async () => {
+    await control(`/companies/${h.companyId}/transactions`, { count: 60, transaction_category: "purchase" });
+    await acknowledgeAll(h);
+    expect(held(h)).toHaveLength(100);
+    expect((await h.json(LIST)).body.pagination.total_records).toBe(100);
+  });
+
+  it("forgets acknowledged transactions older than the newest n, never one still to read or the parent of a held one", async () => {
+    const x = await harness({ retainTransactions: 10 });
+    // Seeded: 13 acknowledged, 3 changed since (outdated), 24 not_synced. Of those beyond the newest 10, only the
+    // acknowledged ones go, but a purchase a held refund names.
+    const seeded = held(x);
+    expect(seeded.length).toBeLessThan(40);
+    expect(seeded.filter((t) => t.client_sync_status !== "synced")).toHaveLength(27);
+    const named = new Set(seeded.map((t) => t.parent_qashio_id));
+    expect(seeded.slice(0, -10).filter((t) => t.client_sync_status === "synced" && !named.has(t.qashio_id))).toEqual([]);
+    await acknowledgeAll(x);
+    const bought = (await x.json(`/_sandbox/companies/${x.companyId}/transactions`, { body: { count: 15, transaction_category: "purchase" }, token: null })).body.data as Row[];
+    const oldest = bought[0] as Row;
+    const refund = (await x.json(`/_sandbox/companies/${x.companyId}/transactions`, { body: { parent_qashio_id: oldest.qashio_id }, token: null })).body.data[0] as Row;
+    await acknowledgeAll(x);
+    await x.json(`/_sandbox/companies/${x.companyId}/transactions`, { body: { count: 3, transaction_category: "purchase" }, token: null });
+    // The newest 10, the 3 new ones among them still to read, and the purchase the held refund names.
+    expect(held(x).map((t) => t.id)).toEqual([oldest.id, ...bought.slice(-6).map((t) => t.id), refund.id, ...held(x).slice(-3).map((t) => t.id)]);
+    // What it forgot is gone from every read, as if never made.
+    const forgotten = bought[1] as Row;
+    expect((await x.json(`${LIST}/${forgotten.id}`)).status).toBe(404);
+    expect((await x.json(`${LIST}?page_size=100`)).body.pagination.total_records).toBe(11);
+    expect((await x.json(`/_sandbox/companies/${x.companyId}/transactions`, { body: { parent_qashio_id: forgotten.qashio_id }, token: null })).status).toBe(400);
+  });
+
+  it("names only a purchase it still holds as the parent of a refund or reversal made without one", async () => {
+    const x = await harness({ retainTransactions: 3 });
+    await acknowledgeAll(x);
+    for (let i = 0; i < 10; i++) {
+      await x.json(`/_sandbox/companies/${x.companyId}/transactions`, { body: { count: 4, transaction_category: "purchase" }, token: null });
+      await acknowledgeAll(x);
+      const children = (await x.json(`/_sandbox/companies/${x.companyId}/transactions`, { body: { count: 2, transaction_category: i % 2 === 0 ? "refund" : "reversal" }, token: null })).body.data as Row[];
+      for (const child of children) expect(x.sandbox.control.company(x.companyId)?.transactions.getByQashioId(child.parent_qashio_id)).toBeDefined();
+    }
+  });
+
+  it.each([0, -1, 1.5, Number.NaN, Number.POSITIVE_INFINITY])("refuses %s: a bound must be a positive whole number", (retainTransactions) => {
+    expect(() => createSandbox({ retainTransactions })).toThrow(new RangeError(`retainTransactions must be a positive integer, got ${retainTransactions}`));
+  });
+});
+
 describe("latency", () => {
   it("delays every provider API answer by the latency set at creation or through the control surface, never the control surface", async () => {
     const slow = createSandbox({ seed: 7, latencyMs: 40 });
