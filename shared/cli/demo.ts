@@ -27,11 +27,38 @@ export const DEMO_TENANT = "demo";
 /** The events file, in the demo's temp directory. */
 const EVENTS_FILE = "events.jsonl";
 
-/** What the demo remembers from the events it saw, to aim the next activity at real ids. */
-interface Seen {
-  purchases: { id: string; qashioId: string }[];
-  /** Transaction id -> last approval status published. */
-  approvals: Map<string, string>;
+/** Purchases, and transactions' approvals, the demo remembers: enough to vary its activity, and no more. */
+const REMEMBERED = 200;
+/**
+ * Transactions the demo's sandbox keeps besides those the bridge has still to read (`retainTransactions`), so a demo
+ * left running overnight holds constant memory. About four times what the remembered purchases span (some 100 rounds
+ * of 2.5 transactions), so the activity's targets are seldom among the forgotten; it skips those that are.
+ */
+const SANDBOX_RETAINED = 1_000;
+
+/**
+ * What the demo remembers from the events it saw, to aim the next activity at real ids: the most recent purchases
+ * and the transactions first seen most recently, at most `limit` of each, so memory stays flat however long it runs.
+ */
+export class SeenTransactions {
+  /** Oldest first. */
+  readonly purchases: { id: string; qashioId: string }[] = [];
+  /** Transaction id -> last approval status published, in the order first seen. */
+  readonly approvals = new Map<string, string>();
+
+  constructor(private readonly limit = REMEMBERED) {}
+
+  remember(event: BridgeEvent): void {
+    const { type, subject, data } = event.detail;
+    if (subject.type !== "transaction") return;
+    // A transaction seen again keeps its place: the oldest first seen is the first forgotten.
+    this.approvals.set(subject.id, String(data.object.approval_status ?? ""));
+    if (this.approvals.size > this.limit) this.approvals.delete(this.approvals.keys().next().value as string);
+    if (data.object.transaction_category === "purchase" && subject.qashio_id !== undefined && type === "transaction.created") {
+      this.purchases.push({ id: subject.id, qashioId: subject.qashio_id });
+      if (this.purchases.length > this.limit) this.purchases.shift();
+    }
+  }
 }
 
 const APPROVALS = ["pending", "approved", "approved", "rejected", "admin_approved"] as const;
@@ -45,6 +72,8 @@ class ActivityGenerator {
     private readonly baseUrl: string,
     private readonly companyId: string,
     private readonly cards: () => { id: string; status: string }[],
+    /** Whether the sandbox still holds the transaction: it forgets old acknowledged ones (SANDBOX_RETAINED). */
+    private readonly held: (transactionId: string) => boolean,
     seed: number,
   ) {
     this.random = new Prng(seed);
@@ -64,17 +93,18 @@ class ActivityGenerator {
   }
 
   /** One round of activity; returns what was done, for the narration line. */
-  async round(cycle: number, seen: Seen): Promise<string[]> {
+  async round(cycle: number, seen: SeenTransactions): Promise<string[]> {
     const done: string[] = [];
     const spend = this.random.int(1, 3);
     await this.control("POST", "/transactions", { count: spend, transaction_category: "purchase" });
     done.push(`${spend} new purchase${spend === 1 ? "" : "s"}`);
-    const refunded = this.random.chance(0.5) ? this.pick(seen.purchases) : undefined;
+    // Only what the sandbox still holds: a refund of a purchase it forgot, or a change to one, would be refused.
+    const refunded = this.random.chance(0.5) ? this.pick(seen.purchases.filter((p) => this.held(p.id))) : undefined;
     if (refunded !== undefined) {
       await this.control("POST", "/transactions", { count: 1, transaction_category: "refund", parent_qashio_id: refunded.qashioId });
       done.push(`refund of ${refunded.qashioId}`);
     }
-    const changed = this.pick([...seen.approvals.keys()]);
+    const changed = this.pick([...seen.approvals.keys()].filter(this.held));
     if (changed !== undefined) {
       // Always a real move, so the change shows in the event.
       const approval = this.pick(APPROVALS.filter((a) => a !== seen.approvals.get(changed))) ?? "approved";
@@ -139,7 +169,7 @@ async function removeDir(dir: string, io: CliIo): Promise<boolean> {
 
 /** Runs the demo in `dir` until its cycles are done or Ctrl-C; returns the number of cycles run. */
 async function runDemo(args: DemoArgs, io: CliIo, dir: string, palette: Palette): Promise<number> {
-  const sandbox = createSandbox({ seed: args.seed, realTime: true });
+  const sandbox = createSandbox({ seed: args.seed, realTime: true, retainTransactions: SANDBOX_RETAINED });
   const server = await sandbox.listen(0);
   try {
     const [company] = sandbox.control.companies();
@@ -195,21 +225,17 @@ async function runDemo(args: DemoArgs, io: CliIo, dir: string, palette: Palette)
     if (!authorized) return 0;
     line(io.stdout, palette.dim("authorized against the sandbox (authorization-code flow, tokens in the state directory)"));
 
-    const seen: Seen = { purchases: [], approvals: new Map() };
+    const seen = new SeenTransactions();
     const remember = (events: readonly BridgeEvent[]) => {
       for (const event of events) {
         line(io.stdout, formatEvent(event, palette));
-        const { subject, data } = event.detail;
-        if (subject.type !== "transaction") continue;
-        seen.approvals.set(subject.id, String(data.object.approval_status ?? ""));
-        if (data.object.transaction_category === "purchase" && subject.qashio_id !== undefined && event.detail.type === "transaction.created") {
-          seen.purchases.push({ id: subject.id, qashioId: subject.qashio_id });
-        }
+        seen.remember(event);
       }
     };
     const bridge = await openLocalBridge(settings, { env: io.env, logger: streamLogger(io.stderr, settings.logLevel), onPublished: remember });
     const cards = () => sandbox.control.company(company.id)?.cards.map((c) => ({ id: c.id, status: c.status })) ?? [];
-    const activity = new ActivityGenerator(server.url, company.id, cards, args.seed);
+    const held = (transactionId: string) => sandbox.control.company(company.id)?.transactions.get(transactionId) !== undefined;
+    const activity = new ActivityGenerator(server.url, company.id, cards, held, args.seed);
 
     // As every local command: tokens a failed save held are saved before it returns, and the bridge leaves the
     // registry a second Ctrl-C consults.

@@ -5,7 +5,8 @@ import { existsSync } from "node:fs";
 import { readFile, rm } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { describe, expect, it, vi } from "vitest";
-import { demoCommand } from "../../shared/cli/demo.js";
+import type { BridgeEvent } from "../../shared/bridge/ports.js";
+import { demoCommand, SeenTransactions } from "../../shared/cli/demo.js";
 import type { DemoArgs } from "../../shared/cli/args.js";
 import { EXIT } from "../../shared/cli/errors.js";
 import { ROOT, runInProcess } from "./helpers.js";
@@ -161,5 +162,51 @@ describe("bridge demo's events", () => {
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe("what the bridge demo remembers to aim its activity at", () => {
+  function event(type: string, id: number, object: Record<string, unknown>, subjectType: "transaction" | "card" = "transaction"): BridgeEvent {
+    return {
+      source: "qashio-bridge",
+      detailType: type,
+      time: "2025-03-15T12:00:00.000Z",
+      detail: {
+        id: `event-${type}-${id}`,
+        type,
+        schema_version: "1",
+        tenant: "demo",
+        occurred_at: "2025-03-15T12:00:00.000Z",
+        subject: { type: subjectType, id: `tx-${id}`, qashio_id: `CT${id}`, sequence: 1 },
+        data: { object },
+      },
+    };
+  }
+  const purchase = (id: number, approval = "pending") => event("transaction.created", id, { transaction_category: "purchase", approval_status: approval });
+
+  it("is the most recent purchases and first-seen transactions only, however many it saw, so a long demo stays flat", () => {
+    const seen = new SeenTransactions(3);
+    for (let id = 1; id <= 1_000; id++) seen.remember(purchase(id));
+    expect(seen.purchases).toEqual([998, 999, 1_000].map((id) => ({ id: `tx-${id}`, qashioId: `CT${id}` })));
+    expect([...seen.approvals.keys()]).toEqual(["tx-998", "tx-999", "tx-1000"]);
+  });
+
+  it("updates a transaction seen again in place (the oldest first seen goes first), and remembers only new purchases as purchases", () => {
+    const seen = new SeenTransactions(3);
+    [1, 2, 3].forEach((id) => seen.remember(purchase(id)));
+    seen.remember(event("transaction.changed", 1, { transaction_category: "purchase", approval_status: "rejected" }));
+    seen.remember(event("transaction.created", 4, { transaction_category: "refund", approval_status: "approved" }));
+    seen.remember(event("card.suspended", 5, { status: "Suspended" }, "card"));
+    expect([...seen.approvals]).toEqual([["tx-2", "pending"], ["tx-3", "pending"], ["tx-4", "approved"]]);
+    expect(seen.purchases.map((p) => p.id)).toEqual(["tx-1", "tx-2", "tx-3"]);
+  });
+
+  it("keeps its activity going round after round: refunds and approval changes, no control call refused", async () => {
+    const { code, stdout, stderr } = await demo({ cycles: 30 });
+    expect(code, stderr).toBe(EXIT.ok);
+    expect(stderr).toBe("");
+    expect(stdout).toMatch(/sandbox activity: .*refund of CT/);
+    expect(stdout).toMatch(/sandbox activity: .*approval → /);
+    expect(stdout).toContain("stopped after 30 cycles");
   });
 });
