@@ -58,6 +58,9 @@ export class DynamoLeaseLock implements Lock {
       );
     } catch (error) {
       if (isConditionFailure(error)) return undefined;
+      // The put may have landed with every answer lost: give back what this owner may hold, or the lease would block
+      // every cycle until it expires. Best effort: a put that never landed leaves nothing of this owner to delete.
+      await this.#handle(key, owner).release().catch(() => undefined);
       throw error;
     }
     return this.#handle(key, owner);

@@ -6,7 +6,7 @@ import { DynamoLeaseLock } from "../../shared/aws/lease-lock.js";
 import { DynamoQuarantine } from "../../shared/aws/quarantine.js";
 import { isRedrivable, recordQashioId } from "../../shared/bridge/redrive.js";
 import { FakeClock } from "./support/clock.js";
-import { createTestTable, docLosingFirstAnswerOf, type TestTable } from "./support/dynamo.js";
+import { createTestTable, docLosingAnswersOf, type TestTable } from "./support/dynamo.js";
 
 let table: TestTable;
 beforeAll(async () => {
@@ -103,7 +103,7 @@ describe("DynamoQuarantine on DynamoDB Local", () => {
     const record = (at: string) => ({ id: "again", kind: "card" as const, reason: "validation: status: missing", raw: { id: "c1" }, at });
     expect(await make("q-ttl-retried", clock).put(record("2026-03-01T12:00:00Z"))).toBe(true);
     clock.advance(8 * 86_400_000);
-    const lossy = docLosingFirstAnswerOf("PutItemCommand");
+    const lossy = docLosingAnswersOf("PutItemCommand");
     const quarantine = new DynamoQuarantine({ doc: lossy.doc, tableName: table.tableName, tenant: "q-ttl-retried", clock, retentionDays: 7 });
     expect(await quarantine.put(record("2026-03-09T12:00:00Z"))).toBe(true);
     expect(lossy.sent()).toBe(2);
@@ -168,7 +168,7 @@ describe("DynamoQuarantine on DynamoDB Local", () => {
   });
 
   it("answers new for a record whose put the SDK sent again after losing DynamoDB's answer to its own write", async () => {
-    const lossy = docLosingFirstAnswerOf("UpdateItemCommand");
+    const lossy = docLosingAnswersOf("UpdateItemCommand");
     const quarantine = new DynamoQuarantine({ doc: lossy.doc, tableName: table.tableName, tenant: "q-retried" });
     const record = { id: "r-retried", kind: "transaction" as const, reason: "publish: MalformedDetail", raw: { id: "t1" }, at: "2026-03-01T12:00:00Z" };
     expect(await quarantine.put(record)).toBe(true);
@@ -327,7 +327,7 @@ describe("DynamoLeaseLock on DynamoDB Local", () => {
   });
 
   it("holds a lease whose put the SDK sent again after losing DynamoDB's answer, rather than waiting out its own lease", async () => {
-    const lossy = docLosingFirstAnswerOf("PutItemCommand");
+    const lossy = docLosingAnswersOf("PutItemCommand");
     const name = `retried-${randomBytes(4).toString("hex")}`;
     const handle = await new DynamoLeaseLock({ doc: lossy.doc, tableName: table.tableName }).tryAcquire(name, 60_000);
     expect(lossy.sent()).toBe(2);
@@ -335,6 +335,24 @@ describe("DynamoLeaseLock on DynamoDB Local", () => {
     expect(await new DynamoLeaseLock({ doc: table.doc, tableName: table.tableName }).tryAcquire(name, 60_000)).toBeUndefined();
     await handle!.release();
     expect(await new DynamoLeaseLock({ doc: table.doc, tableName: table.tableName }).tryAcquire(name, 60_000)).toBeDefined();
+  });
+
+  it("gives back a lease whose put landed while every answer was lost, so the next cycle need not wait out its ttl", async () => {
+    const lossy = docLosingAnswersOf("PutItemCommand", 3);
+    const name = `all-lost-${randomBytes(4).toString("hex")}`;
+    await expect(new DynamoLeaseLock({ doc: lossy.doc, tableName: table.tableName }).tryAcquire(name, 60_000)).rejects.toMatchObject({ code: "ECONNRESET" });
+    expect(lossy.sent()).toBe(3);
+    expect(await new DynamoLeaseLock({ doc: table.doc, tableName: table.tableName }).tryAcquire(name, 60_000)).toBeDefined();
+  });
+
+  it("leaves another owner's lease alone when its own put fails", async () => {
+    const name = `held-${randomBytes(4).toString("hex")}`;
+    const held = await new DynamoLeaseLock({ doc: table.doc, tableName: table.tableName }).tryAcquire(name, 60_000);
+    expect(held).toBeDefined();
+    // Every answer lost: the puts were refused by the condition, but this caller cannot know that.
+    const lossy = docLosingAnswersOf("PutItemCommand", 3);
+    await expect(new DynamoLeaseLock({ doc: lossy.doc, tableName: table.tableName }).tryAcquire(name, 60_000)).rejects.toMatchObject({ code: "ECONNRESET" });
+    expect(await new DynamoLeaseLock({ doc: table.doc, tableName: table.tableName }).tryAcquire(name, 60_000)).toBeUndefined();
   });
 
   it("keeps a renewed lease past its first expiry", async () => {

@@ -25,25 +25,27 @@ export function localDynamoClient(config: Partial<DynamoDBClientConfig> = {}): D
 }
 
 /**
- * A document client for DynamoDB Local whose first `command` (`PutItemCommand`, ...) reaches DynamoDB and is applied,
- * and whose answer is then lost as a reset connection: the SDK's standard retry (3 attempts, as in SDK_TIMEOUTS) sends
- * it again. `sent()` counts the attempts of that command.
+ * A document client for DynamoDB Local whose first `count` attempts of `command` (`PutItemCommand`, ...) reach
+ * DynamoDB and are applied (or refused), and whose answers are then lost as a reset connection: the SDK's standard retry (3
+ * attempts, as in SDK_TIMEOUTS) sends it again, and fails with the reset once all 3 answers are lost. `sent()` counts
+ * the attempts of that command.
  */
-export function docLosingFirstAnswerOf(command: string): { doc: DynamoDBDocumentClient; sent: () => number } {
+export function docLosingAnswersOf(command: string, count = 1): { doc: DynamoDBDocumentClient; sent: () => number } {
   const client = localDynamoClient({ maxAttempts: 3 });
-  let lost = false;
+  let lost = 0;
   let sent = 0;
   // At the deserialize step: inside the retry loop, so it sees every attempt, after DynamoDB has answered.
   client.middlewareStack.add(
     (next, context) => async (args) => {
       if (context.commandName !== command) return next(args);
       sent += 1;
-      const answer = await next(args);
-      if (lost) return answer;
-      lost = true;
+      if (lost >= count) return next(args);
+      lost += 1;
+      // Lost whatever it was: a refusal (a failed condition) as much as a success.
+      await next(args).catch(() => undefined);
       throw Object.assign(new Error("socket hang up"), { code: "ECONNRESET" });
     },
-    { step: "deserialize", priority: "high", name: "loseFirstAnswer" },
+    { step: "deserialize", priority: "high", name: "loseAnswers" },
   );
   return { doc: DynamoDBDocumentClient.from(client, { marshallOptions: { removeUndefinedValues: true } }), sent: () => sent };
 }
