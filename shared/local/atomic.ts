@@ -155,6 +155,8 @@ export function unlinkQuietly(file: string): void {
 /**
  * Deletes those of `files` that are there, durably: each directory that lost one is fsynced once, after the last
  * unlink, so a crash cannot bring them back and a batch of files costs one fsync per directory rather than one each.
+ * A failed unlink stops the batch and is thrown, after the directories of the files removed before it are fsynced
+ * (their removal is as durable as when each was fsynced on its own; a failed fsync then does not hide that failure).
  *
  * @example
  * ```ts
@@ -163,16 +165,25 @@ export function unlinkQuietly(file: string): void {
  */
 export function removeFilesDurably(files: readonly string[]): void {
   const dirs = new Set<string>();
+  let failed: { readonly error: unknown } | undefined;
   for (const file of files) {
     try {
       unlinkSync(file);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === "ENOENT") continue;
-      throw err;
+      failed = { error: err };
+      break;
     }
     dirs.add(path.dirname(file));
   }
-  for (const dir of dirs) fsyncDirSync(dir);
+  for (const dir of dirs) {
+    try {
+      fsyncDirSync(dir);
+    } catch (err) {
+      if (failed === undefined) throw err;
+    }
+  }
+  if (failed !== undefined) throw failed.error;
 }
 
 /**

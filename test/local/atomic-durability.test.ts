@@ -163,6 +163,26 @@ describe("removeFilesDurably", () => {
     expect(await readdir(dir)).toEqual([]);
   });
 
+  it("still fsyncs the directory of the files it removed when a later one fails, and throws that failure", async () => {
+    // The caller counts none of the batch as deleted; those already unlinked must not come back after a crash either
+    // (one delete a call fsynced each before the batch).
+    const files = ["a.json", "b.json", "c.json"].map((name) => path.join(dir, name));
+    for (const file of files) await writeFileAtomic(file, "{}");
+    journal.events.length = 0;
+    journal.failUnlinkOf = /b\.json$/;
+    expect(() => removeFilesDurably(files)).toThrow(/EIO: i\/o error, unlink '.*b\.json'/);
+    expect(journal.events.map((event) => event.replaceAll(dir, "<dir>"))).toEqual(["unlink <dir>/a.json", "unlink <dir>/b.json", "fsync <dir>"]);
+    expect((await readdir(dir)).sort()).toEqual(["b.json", "c.json"]);
+  });
+
+  it("throws the failed unlink, not a failed fsync after it", async () => {
+    const files = ["a.json", "b.json"].map((name) => path.join(dir, name));
+    for (const file of files) await writeFileAtomic(file, "{}");
+    journal.failUnlinkOf = /b\.json$/;
+    journal.failDirFsync = "EIO";
+    expect(() => removeFilesDurably(files)).toThrow(/unlink '.*b\.json'/);
+  });
+
   it("throws a failure to remove other than a missing file, and goes on quietly once the file is gone", async () => {
     // Reported removed while it stands, a quarantine record would be re-driven again.
     const file = path.join(dir, "record.json");
