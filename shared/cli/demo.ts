@@ -36,6 +36,12 @@ const REMEMBERED = 200;
  */
 const SANDBOX_RETAINED = 1_000;
 
+/** Seams of the demo for tests: a smaller sandbox lets a short run forget what only a long one would. */
+export interface DemoSeams {
+  /** Transactions the sandbox keeps (`retainTransactions`). @default SANDBOX_RETAINED */
+  readonly retainTransactions?: number;
+}
+
 /**
  * What the demo remembers from the events it saw, to aim the next activity at real ids: the most recent purchases
  * and the transactions first seen most recently, at most `limit` of each, so memory stays flat however long it runs.
@@ -133,14 +139,14 @@ class ActivityGenerator {
  * @example
  * process.exitCode = await demoCommand({ cycles: 2, intervalMs: 3_000, seed: 42, keep: false }, io);
  */
-export async function demoCommand(args: DemoArgs, io: CliIo): Promise<number> {
+export async function demoCommand(args: DemoArgs, io: CliIo, seams: DemoSeams = {}): Promise<number> {
   const palette = shouldColour(io.stdout, io.env) ? COLOURS : NO_COLOURS;
   const dir = await makeTempDir("qashio-bridge-demo-", "the demo");
   let cycles: number;
   let removed = false;
   const where = () => (removed ? `removed ${dir} (--keep keeps it)` : `events are in ${join(dir, EVENTS_FILE)}`);
   try {
-    cycles = await runDemo(args, io, dir, palette);
+    cycles = await runDemo(args, io, dir, palette, seams);
   } catch (error) {
     if (!args.keep) removed = await removeDir(dir, io);
     // Said on stderr, before the failure main prints: stdout may be what failed. A closed stderr changes nothing.
@@ -168,8 +174,8 @@ async function removeDir(dir: string, io: CliIo): Promise<boolean> {
 }
 
 /** Runs the demo in `dir` until its cycles are done or Ctrl-C; returns the number of cycles run. */
-async function runDemo(args: DemoArgs, io: CliIo, dir: string, palette: Palette): Promise<number> {
-  const sandbox = createSandbox({ seed: args.seed, realTime: true, retainTransactions: SANDBOX_RETAINED });
+async function runDemo(args: DemoArgs, io: CliIo, dir: string, palette: Palette, seams: DemoSeams): Promise<number> {
+  const sandbox = createSandbox({ seed: args.seed, realTime: true, retainTransactions: seams.retainTransactions ?? SANDBOX_RETAINED });
   const server = await sandbox.listen(0);
   try {
     const [company] = sandbox.control.companies();
