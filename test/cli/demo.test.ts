@@ -6,13 +6,14 @@ import { readFile, rm } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { describe, expect, it, vi } from "vitest";
 import type { BridgeEvent } from "../../shared/bridge/ports.js";
-import { demoCommand, SeenTransactions } from "../../shared/cli/demo.js";
+import { createSandbox } from "../../sandbox/index.js";
+import { demoCommand, SeenTransactions, type DemoSeams } from "../../shared/cli/demo.js";
 import type { DemoArgs } from "../../shared/cli/args.js";
 import { EXIT } from "../../shared/cli/errors.js";
 import { ROOT, runInProcess } from "./helpers.js";
 
 /** Runs the demo with its own streams; `onStdout` sees the output as it grows (to play Ctrl-C). */
-async function demo(args: Partial<DemoArgs>, onStdout: (stdout: string, stop: () => void) => void = () => undefined, onStderr: (chunk: string) => void = () => undefined) {
+async function demo({ seams, ...args }: Partial<DemoArgs> & { seams?: DemoSeams }, onStdout: (stdout: string, stop: () => void) => void = () => undefined, onStderr: (chunk: string) => void = () => undefined) {
   const controller = new AbortController();
   let stdout = "";
   let stderr = "";
@@ -35,6 +36,7 @@ async function demo(args: Partial<DemoArgs>, onStdout: (stdout: string, stop: ()
       },
       signal: controller.signal,
     },
+    seams,
   );
   const eventsFile = /events are appended to (\S+events\.jsonl)/.exec(stdout)?.[1] ?? "";
   return { code, stdout, stderr, eventsFile, dir: dirname(eventsFile) };
@@ -208,5 +210,40 @@ describe("what the bridge demo remembers to aim its activity at", () => {
     expect(stdout).toMatch(/sandbox activity: .*refund of CT/);
     expect(stdout).toMatch(/sandbox activity: .*approval → /);
     expect(stdout).toContain("stopped after 30 cycles");
+  });
+
+  it("aims only at transactions its sandbox still holds, so a sandbox that forgets fast refuses no control call", async () => {
+    // Under the demo's own bound every id it remembers is still held; at 5 the sandbox forgets the seed's acknowledged
+    // transactions after the first cycle, and most of what the demo remembers soon after.
+    const cycles = 100;
+    const { code, stdout, stderr, eventsFile, dir } = await demo({ cycles, keep: true, seams: { retainTransactions: 5 } });
+    try {
+      expect(code, stderr).toBe(EXIT.ok);
+      expect(stderr).toBe("");
+      expect(stdout).toContain(`stopped after ${cycles} cycles`);
+      expect(stdout).toMatch(/sandbox activity: .*refund of CT/);
+      expect(stdout).toMatch(/sandbox activity: .*approval → /);
+      // Every cycle whole: nothing quarantined, none stopped short.
+      const summaries = stdout.split("\n").filter((l) => l.startsWith("── cycle "));
+      expect(summaries).toHaveLength(cycles);
+      for (const summary of summaries) expect(summary).toMatch(/ · 0 quarantined · \d+ ms$/);
+      // Every transaction to read, the seed's (those it did not mark acknowledged) and the activity's, delivered once.
+      const sandbox = createSandbox({ seed: 42 });
+      const seeded = sandbox.control.company(sandbox.control.companies()[0]?.id ?? "")?.transactions;
+      const backlog = (seeded?.countByStatus("not_synced") ?? 0) + (seeded?.countByStatus("outdated") ?? 0);
+      const rounds = [...stdout.matchAll(/sandbox activity: (\d+) new purchases?(, refund of)?/g)];
+      const made = backlog + rounds.reduce((sum, [, spend, refund]) => sum + Number(spend) + (refund === undefined ? 0 : 1), 0);
+      const created = (await readFile(eventsFile, "utf8"))
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l) as { detail: { type: string; subject: { id: string } } })
+        .filter((e) => e.detail.type === "transaction.created")
+        .map((e) => e.detail.subject.id);
+      expect(rounds).toHaveLength(cycles - 1);
+      expect(new Set(created).size).toBe(created.length);
+      expect(created).toHaveLength(made);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
