@@ -85,8 +85,8 @@ function conformed(snapshot: Snapshot, deps: Pick<BridgeDeps, "pii">): Snapshot 
  * writing a snapshot between this pass's read and write would be overwritten with the older object.
  *
  * @throws ConformCursorError when `options.cursor` is not one to go on from here (another PII mode, tenant or list of
- *   personal fields, damaged, of an earlier version, or not the last this store handed out, or a pass completed
- *   since), before anything is written; SnapshotCursorError when the store does not take the place it names; whatever
+ *   personal fields, damaged, of an earlier version, or not the last this store handed out, or a pass completed or
+ *   {@link supersedeConformPassOnModeChange} found another mode since), before anything is written; SnapshotCursorError when the store does not take the place it names; whatever
  *   the store throws otherwise (snapshots rewritten before stay rewritten).
  * @example
  * ```ts
@@ -114,8 +114,8 @@ export async function conformSnapshots(
     throw new ConformCursorError(
       "superseded",
       "the snapshot store does not hold the pass it names: it was restored from a backup older than the cursor, it is " +
-        "another state directory or table, a later pass completed, or a later pass stopped with a cursor of its own " +
-        "(go on with the cursor it printed, if it printed one)",
+        "another state directory or table, a later pass completed, a cycle ran under another PII mode since (a switch " +
+        "away and back), or a later pass stopped with a cursor of its own (go on with the cursor it printed, if it printed one)",
     );
   }
   let cursor = resumed?.snapshots;
@@ -179,8 +179,9 @@ const CURSOR_PREFIX = "conform1~";
 
 /**
  * Reserved snapshot key of the id of the last pass that stopped with a cursor (a new one, handed out to no one, once a
- * pass completes after it). Transaction ids are UUIDs and aliases `qashio_id:...`, so it meets neither; and it is one
- * the transaction poller, which runs the pass on AWS, may write.
+ * pass completes after it, or once a cycle runs under another PII mode: {@link supersedeConformPassOnModeChange}),
+ * with the mode it was stored under. Transaction ids are UUIDs and aliases `qashio_id:...`, so it meets neither; and
+ * it is one the transaction poller, which runs the pass on AWS, may write.
  */
 const PASS_KEY: SnapshotKey = "transaction:~conform-pass";
 
@@ -228,12 +229,38 @@ async function handOut(
   return `${CURSOR_PREFIX}${body}.${checksum(body)}`;
 }
 
-/** Stores a new random pass id under {@link PASS_KEY} (superseding every cursor handed out before) and returns it. */
-async function storePass(deps: Pick<BridgeDeps, "snapshots" | "clock">, lastPass: Snapshot | undefined): Promise<string> {
+/**
+ * Stores a new random pass id under {@link PASS_KEY} with the current PII mode (superseding every cursor handed out
+ * before) and returns it.
+ */
+async function storePass(deps: Pick<BridgeDeps, "snapshots" | "pii" | "clock">, lastPass: Snapshot | undefined): Promise<string> {
   const pass = randomBytes(8).toString("hex");
-  const object = { pass };
+  const object = { pass, mode: deps.pii.mode };
   await deps.snapshots.putMany([{ key: PASS_KEY, hash: contentHash(object), object, updatedAt: versionTime(deps.clock.now(), lastPass) }]);
   return pass;
+}
+
+/**
+ * Supersedes the cursor of an unfinished pass once the PII mode is no longer the one its pass id was stored under (or
+ * a version that recorded no mode stored it): stores a new pass id, under the current mode, so a run from that cursor
+ * is refused. For a runtime to call before its first cycle writes a snapshot: on DynamoDB, whose Scan goes in hash
+ * order, a cycle under another mode writes snapshots in that mode's form (cleartext under `full`) behind the cursor,
+ * and a run from it back under the mode it was made under would skip them. Without a pass id no cursor can be
+ * pending: nothing is written. Costs one read, and one write after a change of mode.
+ *
+ * @example
+ * ```ts
+ * await supersedeConformPassOnModeChange(deps); // before the process's first cycle
+ * ```
+ */
+export async function supersedeConformPassOnModeChange(deps: Pick<BridgeDeps, "snapshots" | "pii" | "clock" | "logger">): Promise<void> {
+  const lastPass = (await deps.snapshots.getMany([PASS_KEY])).get(PASS_KEY);
+  if (lastPass === undefined || lastPass.object["mode"] === deps.pii.mode) return;
+  await storePass(deps, lastPass);
+  deps.logger.info("PII mode changed since the last conform-pii pass stored its id: a cursor it printed is refused from now on", {
+    from: lastPass.object["mode"] ?? "unrecorded",
+    mode: deps.pii.mode,
+  });
 }
 
 /** A member that must be a string, or (`optional`) absent. */

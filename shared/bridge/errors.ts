@@ -26,8 +26,8 @@ export class SnapshotCursorError extends BridgeError {
  * Why a `conformSnapshots` cursor was refused: `unversioned` (not of this version's form: one an earlier version
  * printed, which recorded no PII mode, or other text), `damaged` (cut short or edited), `tenant`, `mode` (made under
  * another PII mode), `fields` (made by a version that masks other personal fields), `superseded` (the store does not
- * hold the pass id it names: restored from a backup older than the cursor, another store, or a later pass stopped or
- * completed since).
+ * hold the pass id it names: restored from a backup older than the cursor, another store, a later pass stopped or
+ * completed since, or a cycle ran under another PII mode since).
  */
 export type ConformCursorProblem = "unversioned" | "damaged" | "tenant" | "mode" | "fields" | "superseded";
 

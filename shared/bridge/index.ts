@@ -22,7 +22,7 @@ export type { TransactionCycleOptions } from "./transactions.js";
 export { pollCards, cardKey, cardEventType } from "./cards.js";
 export { redriveQuarantined, isRedrivable, PUBLISH_FAILURE_PREFIX, VALIDATION_FAILURE_PREFIX } from "./redrive.js";
 export type { RedriveReport, RedriveOptions, KeptRecord, RedriveRecord } from "./redrive.js";
-export { conformSnapshots, DEFAULT_CONFORM_PAGE_SIZE } from "./conform.js";
+export { conformSnapshots, DEFAULT_CONFORM_PAGE_SIZE, supersedeConformPassOnModeChange } from "./conform.js";
 export type { ConformReport, ConformOptions, ConformOutcome } from "./conform.js";
 export type { CardCycleMode, CardCycleOptions } from "./cards.js";
 export { DEFAULT_SOURCE, DEFAULT_PAGE_SIZE, MIN_PAGE_SIZE, DEFAULT_MAX_PAGES, cycleDeps } from "./deps.js";

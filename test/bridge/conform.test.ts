@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from "vitest";
-import { conformSnapshots } from "../../shared/bridge/conform.js";
+import { conformSnapshots, supersedeConformPassOnModeChange } from "../../shared/bridge/conform.js";
 import { pollCards } from "../../shared/bridge/cards.js";
 import { CycleAbortedError } from "../../shared/bridge/errors.js";
 import { HASH_PREFIX, REDACTED, applyPiiToBody, conformPii, conformPiiToBody, type PiiPolicy } from "../../shared/bridge/pii.js";
@@ -584,6 +584,52 @@ describe("conformSnapshots cursors", () => {
     await expect(conformSnapshots(deps, { pageSize: 5, cursor: first.cursor })).rejects.toMatchObject({ name: "ConformCursorError", problem: "superseded" });
     expect(await conformSnapshots(deps, { pageSize: 5 })).toMatchObject({ outcome: "complete" });
     expect(cleartextIn(rig)).toBe(0);
+  });
+
+  it("refuses the cursor of a pass a cycle under another mode superseded: a switch away and back would leave the cleartext written behind it", async () => {
+    const { rig, deps, first } = await stoppedPass(REDACT);
+    expect(first.passEntry[0]?.object).toEqual({ pass: expect.stringMatching(/^[0-9a-f]{16}$/), mode: "redact" });
+    // The mode goes to full: its runtime supersedes the pass before its first cycle, which writes the first
+    // transaction (before the cursor) in cleartext.
+    const full = { ...rig.deps, pii: { mode: "full" } as const };
+    await supersedeConformPassOnModeChange(full);
+    const firstKey = [...rig.snapshots.data.keys()].sort()[0] as string;
+    rig.provider.changeTransaction(firstKey.slice("transaction:".length), { memo: "changed" });
+    await pollTransactions(full);
+    expect(cleartextIn(rig)).toBeGreaterThan(0);
+    // Back under redact, the cursor would skip it.
+    await supersedeConformPassOnModeChange(deps);
+    await expect(conformSnapshots(deps, { pageSize: 5, cursor: first.cursor })).rejects.toMatchObject({ name: "ConformCursorError", problem: "superseded" });
+    expect(await conformSnapshots(deps, { pageSize: 5 })).toMatchObject({ outcome: "complete" });
+    expect(cleartextIn(rig)).toBe(0);
+  });
+
+  it("supersedes a pass id stored without a mode (by an earlier version), whatever the mode now", async () => {
+    const { rig, deps, first } = await stoppedPass(REDACT);
+    const [entry] = first.passEntry;
+    if (entry === undefined) throw new Error("no pass entry");
+    rig.snapshots.data.set(entry.key, { ...entry, object: { pass: entry.object["pass"] } });
+    await supersedeConformPassOnModeChange(deps);
+    const stored = rig.snapshots.data.get(entry.key)?.object;
+    expect(stored).toEqual({ pass: expect.any(String), mode: "redact" });
+    expect(stored?.["pass"]).not.toBe(entry.object["pass"]);
+    await expect(conformSnapshots(deps, { pageSize: 5, cursor: first.cursor })).rejects.toMatchObject({ name: "ConformCursorError", problem: "superseded" });
+  });
+
+  it("reads the pass id and writes nothing while the mode is the one it was stored under, or when no pass ever stopped", async () => {
+    const { rig, deps, first } = await stoppedPass(REDACT);
+    const writes = recordWrites(rig);
+    const reads = rig.snapshots.getManyCalls;
+    await supersedeConformPassOnModeChange(deps);
+    expect(rig.snapshots.getManyCalls).toBe(reads + 1);
+    expect(writes).toEqual([]);
+    expect(await conformSnapshots(deps, { pageSize: 5, cursor: first.cursor })).toMatchObject({ outcome: "complete" });
+
+    const fresh = await rigWrittenUnderFull(3);
+    const freshWrites = recordWrites(fresh);
+    for (const mode of ["redact", "full"] as const) await supersedeConformPassOnModeChange({ ...fresh.deps, pii: { mode } });
+    expect(freshWrites).toEqual([]);
+    expect(fresh.snapshots.data.has("transaction:~conform-pass")).toBe(false);
   });
 
   it("writes nothing more on completion when no pass ever stopped with a cursor", async () => {
