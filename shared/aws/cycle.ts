@@ -102,11 +102,15 @@ async function underLeases<T>(runtime: TenantRuntime, kinds: readonly CycleKind[
 /**
  * Runs `work`, which calls the provider, under the tenant's cycle lease of `kind`, then emits the quarantine gauge and
  * releases the lease. A revoked family stops it before any provider call, and a revocation it meets is recorded.
+ * Transaction work first supersedes a conform-pii pass stored under another PII mode (once per container); a failed
+ * read of its id fails the invocation before anything is written, as a failed read of the revoked marker does.
  */
 async function underCycleLease<T>(runtime: TenantRuntime, kind: CycleKind, deadline: number, work: () => Promise<T>): Promise<Leased<T>> {
   await failFastWhenRevoked(runtime, kind);
   return underLeases(runtime, [kind], deadline, async () => {
     try {
+      // Under the lease, which a conform-pii pass holds too: its pass id is never replaced between its read and write.
+      if (kind === "transactions") await runtime.supersedeConformPassOnce();
       return await work().catch(async (error: unknown) => {
         if (error instanceof ReauthorizationNeededError) await rememberRevoked(runtime, kind);
         throw error;

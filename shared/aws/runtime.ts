@@ -8,6 +8,7 @@ import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { EventBridgeClient } from "@aws-sdk/client-eventbridge";
 import { SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
+import { supersedeConformPassOnModeChange } from "../bridge/conform.js";
 import { cycleDeps, type CardCycleDeps, type TransactionCycleDeps } from "../bridge/deps.js";
 import { countProviderRetries } from "../bridge/root-metrics.js";
 import type { Clock, Logger, Metrics } from "../bridge/ports.js";
@@ -15,6 +16,7 @@ import { refresh, validate } from "../qashio/auth/oauth.js";
 import { DEFAULT_LOCK_TTL_MS, OAuthTokenProvider, isRejectedGrant, storedTokensOf, type TokenEvent } from "../qashio/auth/token-provider.js";
 import { QashioClient } from "../qashio/client.js";
 import type { FetchLike } from "../qashio/http.js";
+import { onceSucceeded } from "../once.js";
 import { systemClock } from "./clock.js";
 import type { RuntimeConfig } from "./config.js";
 import { EventBridgePublisher } from "./event-publisher.js";
@@ -102,6 +104,12 @@ export interface TenantRuntime {
   readonly client: QashioClient;
   readonly transactions: TransactionCycleDeps;
   readonly cards: CardCycleDeps;
+  /**
+   * `supersedeConformPassOnModeChange` once per runtime, so once per container (the PII mode is the function's
+   * configuration: a deploy that changes it starts new containers), until it succeeds. The transaction poller awaits it
+   * before its first cycle or re-drive writes a snapshot; the card poller may not write the pass id's transaction key.
+   */
+  readonly supersedeConformPassOnce: () => Promise<void>;
 }
 
 /**
@@ -190,7 +198,10 @@ function assemble(
     emitCardCreated: config.emitCardCreated,
     cardDetails: config.cardDetails,
   });
-  return { config, clients, clock, lock, tokens, tokenProvider, client, ...deps };
+  // One read per container, not per cycle: the mode a container runs under never changes (a runtime rebuilt for new
+  // credentials reads it once more).
+  const supersedeConformPassOnce = onceSucceeded(() => supersedeConformPassOnModeChange(deps.transactions));
+  return { config, clients, clock, lock, tokens, tokenProvider, client, ...deps, supersedeConformPassOnce };
 }
 
 /**

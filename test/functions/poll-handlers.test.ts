@@ -12,10 +12,13 @@ import { exchangeCode } from "../../shared/qashio/auth/oauth.js";
 import type { BridgeEventDetail } from "../../shared/bridge/ports.js";
 import { DynamoLeaseLock } from "../../shared/aws/lease-lock.js";
 import { DynamoQuarantine } from "../../shared/aws/quarantine.js";
+import { DynamoSnapshotStore } from "../../shared/aws/snapshot-store.js";
+import { contentHash } from "../../shared/bridge/hash.js";
 import { KEPT_RECORDS_NAMED, recordQashioId } from "../../shared/bridge/redrive.js";
 import { leaseNames } from "../../shared/aws/keys.js";
 import { awsError } from "../aws/support/fake-secrets-manager.js";
 import type { PollResult } from "../../shared/aws/handlers.js";
+import type { AwsClients } from "../../shared/aws/runtime.js";
 import type { PollEvent } from "../../shared/aws/poll-event.js";
 import { localDynamoClient } from "../aws/support/dynamo.js";
 import { createHarness, lambdaContext, REDIRECT_URI, subjectIds, TENANT, type Harness } from "./support/harness.js";
@@ -535,6 +538,32 @@ function cardholderValues(): string[] {
   return company().cards.flatMap((card) => [`${card.holder.firstName} ${card.holder.lastName}`, card.holder.email]);
 }
 
+/** A container's SDK clients whose DynamoDB client hands `each` every request (command name and input) before it is sent. */
+function tableSeen(each: (command: string, input: unknown) => void): () => AwsClients {
+  return h.clients((dynamo) =>
+    dynamo.middlewareStack.add(
+      (next, context) => async (args) => {
+        each(String(context.commandName), args.input);
+        return next(args);
+      },
+      { step: "initialize" },
+    ),
+  );
+}
+
+/**
+ * A container's SDK clients whose every Scan call takes 20 s of sandbox time, of the 30 s budget an invocation with
+ * 60 s remaining has after the safety margin: a conform-pii pass reads two pages, then stops with a cursor.
+ */
+const slowScans = (): (() => AwsClients) => tableSeen((command) => command === "ScanCommand" && h.sandbox.control.advanceClock(20));
+
+/** Snapshots (and aliases) of 150 more transactions than the sandbox seeds, stored by a transaction cycle under full. */
+async function transactionsStoredUnderFull(): Promise<void> {
+  h.env.PII_MODE = "full";
+  h.sandbox.control.state.createTransactions(company(), { count: 150 });
+  expect(await h.poller("transactions")()).toMatchObject({ status: "completed", outcome: "complete" });
+}
+
 describe("poll-transactions conform-pii action", () => {
   it("re-masks every snapshot written under full once invoked after a switch to redact; later cycles publish nothing", async () => {
     h.env.PII_MODE = "full";
@@ -583,36 +612,19 @@ describe("poll-transactions conform-pii action", () => {
   });
 
   it("stops at the invocation's deadline with a cursor, and invocations with the cursor finish the pass", async () => {
-    h.env.PII_MODE = "full";
-    h.sandbox.control.state.createTransactions(company(), { count: 150 });
-    await h.poller("transactions")();
+    await transactionsStoredUnderFull();
     await h.poller("cards")();
     const holders = cardholderValues();
     const withCleartext = (await storedText()).split("\n").filter((item) => holders.some((value) => item.includes(value))).length;
     expect(withCleartext).toBeGreaterThan(150);
     h.env.PII_MODE = "redact";
-    // Each Scan call takes 20 s of the invocation's 30 s budget (60 s remaining less the 30 s safety margin).
-    const dynamo = localDynamoClient();
-    dynamo.middlewareStack.add(
-      (next, context) => async (args) => {
-        if (context.commandName === "ScanCommand") h.sandbox.control.advanceClock(20);
-        return next(args);
-      },
-      { step: "initialize" },
-    );
-    const eventBridge = new EventBridgeClient({ region: "eu-west-1", credentials: { accessKeyId: "x", secretAccessKey: "x" } });
     const results: PollResult[] = [];
-    try {
-      let cursor: string | undefined;
-      do {
-        const poll = h.poller("transactions", { clients: () => ({ dynamo, eventBridge, secrets: h.secrets.client }) });
-        const result = await poll({ action: "conform-pii", ...(cursor === undefined ? {} : { cursor }) });
-        results.push(result);
-        cursor = result.cursor;
-      } while (cursor !== undefined && results.length < 20);
-    } finally {
-      dynamo.destroy();
-    }
+    let cursor: string | undefined;
+    do {
+      const result = await h.poller("transactions", { clients: slowScans() })({ action: "conform-pii", ...(cursor === undefined ? {} : { cursor }) });
+      results.push(result);
+      cursor = result.cursor;
+    } while (cursor !== undefined && results.length < 20);
     expect(results[0]).toMatchObject({ status: "completed", action: "conform-pii", outcome: "deadline", cursor: expect.any(String) });
     expect(results.at(-1)).toMatchObject({ outcome: "complete" });
     expect(results.length).toBeGreaterThan(1);
@@ -628,6 +640,32 @@ describe("poll-transactions conform-pii action", () => {
       name: "ConformCursorError",
       problem: "mode",
     });
+  });
+
+  it("refuses, after a switch to full and back, the cursor of a pass unfinished before it: transaction cycles under full wrote cleartext behind it", async () => {
+    await transactionsStoredUnderFull();
+    h.env.PII_MODE = "redact";
+    const stopped = await h.poller("transactions", { clients: slowScans() })({ action: "conform-pii" });
+    expect(stopped).toMatchObject({ outcome: "deadline", cursor: expect.any(String) });
+
+    // Deployed under full (new containers): every transaction changes, and its snapshot is stored in cleartext again,
+    // at keys the Scan (in hash order) had passed as well as ahead of the cursor.
+    h.env.PII_MODE = "full";
+    for (const t of company().transactions.all()) h.sandbox.control.state.patchTransaction(company(), t.id, { memo: `changed ${t.id}` });
+    expect(await h.poller("transactions")()).toMatchObject({ status: "completed", outcome: "complete" });
+    const holders = cardholderValues();
+    const cleartext = await storedText();
+    expect(holders.filter((value) => cleartext.includes(value)).length).toBeGreaterThan(0);
+
+    // Back under redact (new containers): a run from the old cursor would skip the cleartext behind it.
+    h.env.PII_MODE = "redact";
+    await expect(h.poller("transactions")({ action: "conform-pii", cursor: stopped.cursor ?? "" })).rejects.toMatchObject({
+      name: "ConformCursorError",
+      problem: "superseded",
+    });
+    expect(await h.poller("transactions")({ action: "conform-pii" })).toMatchObject({ outcome: "complete" });
+    const after = await storedText();
+    for (const value of holders) expect(after).not.toContain(value);
   });
 
   it("skips while a card cycle holds its lease (it rewrites card snapshots too), and says when there is nothing to do", async () => {
@@ -655,6 +693,83 @@ describe("poll-transactions conform-pii action", () => {
     await expect(h.poller("transactions")({ action: "conform-pii", cursor: "" })).rejects.toMatchObject({ name: "PollEventError", field: "cursor" });
     await expect(h.poller("transactions")({ action: "conform-pii", cursor: "bm90IGEga2V5" })).rejects.toMatchObject({ name: "ConformCursorError", problem: "unversioned" });
     expect(h.published).toEqual([]);
+  });
+});
+
+describe("poll-transactions after a PII mode change", () => {
+  const PASS_KEY = "transaction:~conform-pass";
+  const snapshots = () => new DynamoSnapshotStore({ doc: h.table.doc, tableName: h.table.tableName, tenant: TENANT });
+  const storedPass = async () => (await snapshots().getMany([PASS_KEY])).get(PASS_KEY)?.object;
+
+  /** The pass id a conform-pii pass under redact stored when it stopped with a cursor. */
+  async function passStoppedUnderRedact(): Promise<void> {
+    const object = { pass: "0123456789abcdef", mode: "redact" };
+    await snapshots().putMany([{ key: PASS_KEY, hash: contentHash(object), object, updatedAt: "2026-03-01T11:00:00.000Z" }]);
+  }
+
+  /** One DynamoDB request: its command, and whether it names the pass id's item or another snapshot item. */
+  interface TableRequest {
+    readonly command: string;
+    readonly pass: boolean;
+    readonly snapshot: boolean;
+  }
+
+  /** A container's clients recording its requests into `requests`; `refuse` may fail one instead of sending it. */
+  function recorded(requests: TableRequest[], refuse?: (request: TableRequest) => Error | undefined): () => AwsClients {
+    return tableSeen((command, input) => {
+      const text = JSON.stringify(input);
+      const request = { command, pass: text.includes(PASS_KEY), snapshot: text.replaceAll(`SNAP#${TENANT}#${PASS_KEY}`, "").includes(`SNAP#${TENANT}#`) };
+      requests.push(request);
+      const error = refuse?.(request);
+      if (error !== undefined) throw error;
+    });
+  }
+
+  it("supersedes the pass a conform-pii run stored under another mode once per container, before its first snapshot write; the card poller never reads it", async () => {
+    await passStoppedUnderRedact();
+    h.env.PII_MODE = "full";
+    const requests: TableRequest[] = [];
+    const poll = h.poller("transactions", { clients: recorded(requests) });
+    expect(await poll()).toMatchObject({ status: "completed", outcome: "complete" });
+    const changed = h.published[0]?.detail.subject.id ?? "";
+    h.sandbox.control.state.patchTransaction(company(), changed, { memo: "changed under full" });
+    expect(await poll()).toMatchObject({ status: "completed", published: 1 });
+
+    // One read across both invocations, and one write, of the pass id, before any other snapshot is written.
+    const passRequests = requests.filter((r) => r.pass).map((r) => r.command);
+    expect(passRequests).toEqual(["BatchGetItemCommand", "BatchWriteItemCommand"]);
+    const passWrite = requests.findIndex((r) => r.pass && r.command === "BatchWriteItemCommand");
+    const firstWrite = requests.findIndex((r) => r.snapshot && r.command === "BatchWriteItemCommand");
+    expect(firstWrite).toBeGreaterThan(passWrite);
+    expect(await storedPass()).toEqual({ pass: expect.not.stringMatching(/^0123456789abcdef$/), mode: "full" });
+
+    // Another container under the same mode reads it and writes nothing; a card container never names it.
+    const next: TableRequest[] = [];
+    expect(await h.poller("transactions", { clients: recorded(next) })()).toMatchObject({ status: "completed" });
+    expect(next.filter((r) => r.pass).map((r) => r.command)).toEqual(["BatchGetItemCommand"]);
+    const cards: TableRequest[] = [];
+    expect(await h.poller("cards", { clients: recorded(cards) })()).toMatchObject({ status: "completed" });
+    expect(cards.filter((r) => r.snapshot).length).toBeGreaterThan(0);
+    expect(cards.filter((r) => r.pass)).toEqual([]);
+  });
+
+  it("fails the invocation whose read of the pass id fails, before anything is written; the container's next invocation reads it again", async () => {
+    await passStoppedUnderRedact();
+    h.env.PII_MODE = "full";
+    const requests: TableRequest[] = [];
+    let refusals = 1;
+    const refuse = (r: TableRequest) => (r.pass && refusals-- > 0 ? awsError("AccessDeniedException") : undefined);
+    const poll = h.poller("transactions", { clients: recorded(requests, refuse) });
+    await expect(poll()).rejects.toMatchObject({ name: "AccessDeniedException" });
+    expect(requests.filter((r) => r.snapshot || r.pass).map((r) => r.command)).toEqual(["BatchGetItemCommand"]);
+    expect(h.published).toEqual([]);
+    expect(await storedPass()).toMatchObject({ pass: "0123456789abcdef", mode: "redact" });
+    expect(h.output.join("\n")).toContain("Cycle failed");
+
+    expect(await poll()).toMatchObject({ status: "completed", outcome: "complete" });
+    expect(requests.filter((r) => r.pass).map((r) => r.command)).toEqual(["BatchGetItemCommand", "BatchGetItemCommand", "BatchWriteItemCommand"]);
+    expect(await storedPass()).toMatchObject({ mode: "full" });
+    expect(h.published.length).toBeGreaterThan(0);
   });
 });
 

@@ -11,6 +11,8 @@ import { mockClient } from "aws-sdk-client-mock";
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { HandlerOptions } from "../../shared/aws/handlers.js";
 import type { TableUser } from "../../shared/aws/keys.js";
+import { DynamoSnapshotStore } from "../../shared/aws/snapshot-store.js";
+import { contentHash } from "../../shared/bridge/hash.js";
 import type { BridgeEventDetail } from "../../shared/bridge/ports.js";
 import { parseTenantConfig } from "../../infra/tenant-config.js";
 import { ACCESS_TOKEN_TTL_SECONDS } from "../../sandbox/index.js";
@@ -121,10 +123,17 @@ describe("table access of the functions against their roles' dynamodb:LeadingKey
       .find((t) => t.client_sync_status !== "synced")?.id;
     let refused = new Set([refusedId ?? ""]);
     const bus = eventBridge(() => refused);
-    // Snapshots written under full, so the conform-pii pass below rewrites some (BatchWriteItem) as well as scanning.
+    // Snapshots written under full, so the conform-pii pass below rewrites some (BatchWriteItem) as well as scanning;
+    // and the id of a pass stopped under redact before, which the first transaction cycle supersedes.
+    const passKey = "transaction:~conform-pass";
+    const passObject = { pass: "0123456789abcdef", mode: "redact" };
+    const snapshots = new DynamoSnapshotStore({ doc: h.table.doc, tableName: h.table.tableName, tenant: TENANT });
+    await snapshots.putMany([{ key: passKey, hash: contentHash(passObject), object: passObject, updatedAt: "2026-03-01T11:00:00.000Z" }]);
     h.env.PII_MODE = "full";
     const transactions = h.poller("transactions", recording("pollTransactions", bus));
     expect(await transactions()).toMatchObject({ status: "completed", quarantined: 1 });
+    const passWrites = calls.filter((c) => c.action === "dynamodb:BatchWriteItem" && c.leadingKeys.includes(`SNAP#${TENANT}#${passKey}`));
+    expect(passWrites.map((c) => c.user)).toEqual(["pollTransactions"]);
     refused = new Set();
     expect(await transactions({ action: "redrive" })).toMatchObject({ status: "completed", redriven: 1 });
     expect(await h.poller("cards", recording("pollCards", bus))()).toMatchObject({ status: "completed" });
@@ -201,6 +210,8 @@ describe("table access of the functions against their roles' dynamodb:LeadingKey
     // The card poller: card snapshots only, and not the transaction cycle's lease.
     expect(poller([`SNAP#${TENANT}#card:1`, `QUAR#${TENANT}`])).toBe(true);
     expect(poller([`SNAP#${TENANT}#transaction:2`])).toBe(false);
+    // Nor the conform-pii pass id, a transaction key: only the transaction poller supersedes it after a mode change.
+    expect(poller([`SNAP#${TENANT}#transaction:~conform-pass`])).toBe(false);
     expect(poller([`LEASE#${TENANT}#cycle#transactions`])).toBe(false);
   });
 });

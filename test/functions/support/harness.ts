@@ -23,6 +23,7 @@ import type { BridgeEventDetail, Clock } from "../../../shared/bridge/ports.js";
 import { createPollHandler, createRotationHandler, type HandlerOptions, type PollResult } from "../../../shared/aws/handlers.js";
 import type { PollEvent } from "../../../shared/aws/poll-event.js";
 import type { RotationEvent } from "../../../shared/aws/rotation.js";
+import type { AwsClients } from "../../../shared/aws/runtime.js";
 import { SecretsManagerTokenStore } from "../../../shared/aws/token-store.js";
 import { createTestTable, localDynamoClient, type TestTable } from "../../aws/support/dynamo.js";
 import { FakeSecretsManager } from "../../aws/support/fake-secrets-manager.js";
@@ -97,6 +98,11 @@ export interface Harness {
   readonly clock: Clock;
   /** A new Lambda container running the transaction or card poller. */
   poller(kind: "transactions" | "cards", options?: Partial<HandlerOptions>): (event?: PollEvent, context?: Context) => Promise<PollResult>;
+  /**
+   * The SDK clients each container gets (a DynamoDB Local client of its own, the recording EventBridge, the fake
+   * Secrets Manager), its DynamoDB client first handed to `setup` (to add a test's middleware); the default `clients`.
+   */
+  clients(setup?: (dynamo: DynamoDBClient) => void): () => AwsClients;
   /** A new Lambda container running the rotation function. */
   rotator(options?: Partial<HandlerOptions>): (event: RotationEvent) => Promise<void>;
   /** Transactions still `not_synced` or `outdated` at the provider. */
@@ -173,13 +179,15 @@ export async function createHarness(options: { seed?: number; piiMode?: "full" |
   };
   const clock = sandboxClock(sandbox);
   const dynamoClients: DynamoDBClient[] = [];
+  const clients = (setup?: (dynamo: DynamoDBClient) => void) => (): AwsClients => {
+    const dynamo = localDynamoClient();
+    dynamoClients.push(dynamo);
+    setup?.(dynamo);
+    return { dynamo, eventBridge: eventBridgeClient, secrets: secrets.client };
+  };
   const handlerOptions = (overrides: Partial<HandlerOptions> = {}): HandlerOptions => ({
     env,
-    clients: () => {
-      const dynamo = localDynamoClient();
-      dynamoClients.push(dynamo);
-      return { dynamo, eventBridge: eventBridgeClient, secrets: secrets.client };
-    },
+    clients: clients(),
     fetch,
     clock,
     logger: new Logger({ serviceName: "qashio-bridge", logLevel: "DEBUG" }),
@@ -199,6 +207,7 @@ export async function createHarness(options: { seed?: number; piiMode?: "full" |
     output,
     eventBridge,
     clock,
+    clients,
     poller(kind, overrides) {
       const handler = createPollHandler(kind, handlerOptions(overrides));
       return (event, context) => handler(event ?? scheduledEvent(), context ?? lambdaContext());
