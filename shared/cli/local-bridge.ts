@@ -18,6 +18,7 @@ import {
   pollTransactions,
   redriveQuarantined,
   reportQuarantineSize,
+  supersedeConformPassOnModeChange,
   totalPublished,
   type BridgeEvent,
   type CardCycleDeps,
@@ -35,6 +36,7 @@ import { QashioClient } from "../qashio/client.js";
 import { resolveBaseUrl } from "../qashio/config.js";
 import type { FetchLike } from "../qashio/http.js";
 import { JsonlEventPublisher, createLocalAdapters, type FileSnapshotStore } from "../local/index.js";
+import { onceSucceeded } from "../once.js";
 import type { Env, LocalSettings } from "./config.js";
 import { CYCLE_LEASE_MS, bindToSettings, bindingOf, withCycleLock } from "./cycle-lease.js";
 import { cliErrorOf } from "./engine-errors.js";
@@ -74,6 +76,13 @@ export interface LocalBridge {
   readonly stateDirIdentity: { dev: number; ino: number };
   /** Checks the engines' writes against the cycle lease {@link withCycleLock} holds (absent: unchecked). */
   readonly leaseGuard?: CycleLeaseGuard;
+  /**
+   * `supersedeConformPassOnModeChange` once per bridge (so per process), until it succeeds; {@link runCycle} and
+   * {@link runRedrive} await it under the cycle lease before they write. The file store walks in write order, so a cursor
+   * would skip nothing a cycle under another mode wrote: done as on AWS anyway, for one read, so a cursor is refused
+   * after a switch away and back in either mode.
+   */
+  readonly supersedeConformPassOnce: () => Promise<void>;
   /**
    * Saves tokens a failed save left held in memory (see `OAuthTokenProvider.saveHeldTokens`), with a few tries; for
    * when the bridge is done, since exiting with them loses the new refresh token. No token refresh starts afterwards
@@ -241,6 +250,7 @@ export async function openLocalBridge(settings: LocalSettings, options: LocalBri
     baseUrl,
     stateDirIdentity: { dev, ino },
     leaseGuard,
+    supersedeConformPassOnce: onceSucceeded(() => supersedeConformPassOnModeChange(deps.transactions)),
     settleTokens,
   };
 }
@@ -278,6 +288,7 @@ export async function runCycle(bridge: LocalBridge, options: { readonly budgetMs
     /** The first failure: it ends the run (exit 1 or 3) once the cards walk had its turn, where it may. */
     let failure: unknown;
     try {
+      await bridge.supersedeConformPassOnce();
       transactions = await pollTransactions(bridge.transactions, { deadline: started + Math.floor(budgetMs * TRANSACTIONS_BUDGET_SHARE), ...stop });
     } catch (error) {
       failure = error;
@@ -326,6 +337,7 @@ export async function runRedrive(bridge: LocalBridge, budgetMs = bridge.settings
   const deadline = bridge.clock.now() + budgetMs;
   return withCycleLock(bridge, async () => {
     try {
+      await bridge.supersedeConformPassOnce();
       return await redriveQuarantined(bridge.transactions, { deadline });
     } catch (error) {
       throw await cliErrorOf(error, bridge);

@@ -154,6 +154,20 @@ describe("bridge conform-pii (in-process)", () => {
     expect(await cleartextInState(h)).toEqual([]);
   });
 
+  it("refuses with exit 2 the cursor of a pass a run under another BRIDGE_PII_MODE superseded since (a switch away and back)", async () => {
+    const { h, env } = await switchedToRedact(200);
+    const { error } = await stoppedAtBudget(h, env);
+    expect(error).toMatchObject({ name: "ConformIncompleteError", cursor: expect.any(String) });
+    // Harmless here (the file store walks in write order, so the cursor skips nothing written since), refused as on AWS.
+    expect((await runInProcess(["run", "--once"], { ...env, BRIDGE_PII_MODE: "full" }, undefined, h.dir)).code).toBe(EXIT.ok);
+    const refused = await runInProcess(["conform-pii", "--cursor", error.cursor ?? ""], env, undefined, h.dir);
+    expect(refused).toMatchObject({ code: EXIT.usage, stdout: "" });
+    expect(refused.stderr).toContain("--cursor refused: the snapshot store does not hold the pass it names");
+    expect(refused.stderr).toContain("a cycle ran under another PII mode since (a switch away and back)");
+    expect((await runInProcess(["conform-pii"], env, undefined, h.dir)).code).toBe(EXIT.ok);
+    expect(await cleartextInState(h)).toEqual([]);
+  });
+
   it("says there is nothing to do under full, exit 0", async () => {
     const { h } = await switchedToRedact();
     const { code, stdout } = await runInProcess(["conform-pii"], { ...h.env, BRIDGE_PII_MODE: "full" }, undefined, h.dir);

@@ -4,7 +4,8 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { readLocalSettings } from "../../shared/cli/config.js";
 import { CYCLE_LEASE_MS, CYCLE_LOCK, withCycleLock } from "../../shared/cli/cycle-lease.js";
-import { openLocalBridge, runConformPii, runCycle } from "../../shared/cli/local-bridge.js";
+import { openLocalBridge, runConformPii, runCycle, runRedrive } from "../../shared/cli/local-bridge.js";
+import { contentHash } from "../../shared/bridge/hash.js";
 import { CliError, ConfigError, CycleFailedError, EXIT, StateDirTakenError, UsageError } from "../../shared/cli/errors.js";
 import { FileSnapshotStore } from "../../shared/local/snapshot-store.js";
 import { FileQuarantine } from "../../shared/local/quarantine.js";
@@ -321,6 +322,46 @@ describe("local bridge cycle lease", () => {
     const failure = new TypeError("lock is broken");
     const bridge = { ...opened, lock: { tryAcquire: () => Promise.reject(failure) } };
     await expect(withCycleLock(bridge, async () => "never")).rejects.toBe(failure);
+  });
+});
+
+describe("local bridge after a PII mode change", () => {
+  const PASS_KEY = "transaction:~conform-pass";
+
+  /** A bridge under full over a state directory holding the id a conform-pii pass under redact stored when it stopped. */
+  async function bridgeAfterPassUnderRedact() {
+    harness = await startHarness();
+    const settings = { ...readLocalSettings(harness.env, harness.dir), piiMode: "full" as const };
+    const bridge = await openLocalBridge(settings, { env: harness.env, logger: silent });
+    const object = { pass: "0123456789abcdef", mode: "redact" };
+    await new FileSnapshotStore(settings.stateDir).putMany([{ key: PASS_KEY, hash: contentHash(object), object, updatedAt: "2026-03-01T11:00:00.000Z" }]);
+    const passReads = vi.spyOn(FileSnapshotStore.prototype, "getMany");
+    // The bridge's own store, not the one `stored` reads through.
+    const reads = () => passReads.mock.calls.filter(([keys], i) => keys.includes(PASS_KEY) && passReads.mock.contexts[i] === bridge.snapshots).length;
+    const stored = async () => (await new FileSnapshotStore(settings.stateDir).getMany([PASS_KEY])).get(PASS_KEY)?.object;
+    return { bridge, passReads, reads, stored };
+  }
+
+  it("supersedes the pass under the cycle lease once per open bridge, as the transaction poller does once per container", async () => {
+    const { bridge, reads, stored } = await bridgeAfterPassUnderRedact();
+    expect((await runCycle(bridge)).complete).toBe(true);
+    expect(await stored()).toEqual({ pass: expect.not.stringMatching(/^0123456789abcdef$/), mode: "full" });
+    expect((await runCycle(bridge)).complete).toBe(true);
+    await runRedrive(bridge);
+    expect(reads()).toBe(1);
+  });
+
+  it("fails the cycle whose read of the pass id fails, before anything is written; the bridge's next cycle reads it again", async () => {
+    const { bridge, passReads, reads, stored } = await bridgeAfterPassUnderRedact();
+    passReads.mockRejectedValueOnce(new Error("EIO: i/o error, read"));
+    const failed = await runCycle(bridge).catch((e: unknown) => e);
+    expect(failed).toBeInstanceOf(CycleFailedError);
+    expect((failed as Error).message).toContain("EIO: i/o error, read");
+    expect(existsSync(harness!.eventsFile)).toBe(false);
+    expect(await stored()).toMatchObject({ pass: "0123456789abcdef", mode: "redact" });
+    expect((await runCycle(bridge)).events).toBeGreaterThan(0);
+    expect(reads()).toBe(2);
+    expect(await stored()).toMatchObject({ mode: "full" });
   });
 });
 
