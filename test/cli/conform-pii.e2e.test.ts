@@ -87,6 +87,15 @@ async function restoreState(h: Harness, copy: Map<string, Buffer>): Promise<void
   for (const [file, bytes] of copy) await writeFile(file, bytes);
 }
 
+/** `conform-pii --cursor` refused with exit 2 and a message holding each of `reasons`; a run without it then masks everything. */
+async function refusedThenStartedOver(h: Harness, env: Record<string, string>, cursor: string | undefined, reasons: readonly string[]): Promise<void> {
+  const refused = await runInProcess(["conform-pii", "--cursor", cursor ?? ""], env, undefined, h.dir);
+  expect(refused).toMatchObject({ code: EXIT.usage, stdout: "" });
+  for (const reason of reasons) expect(refused.stderr).toContain(reason);
+  expect((await runInProcess(["conform-pii"], env, undefined, h.dir)).code).toBe(EXIT.ok);
+  expect(await cleartextInState(h)).toEqual([]);
+}
+
 describe("bridge conform-pii (in-process)", () => {
   it("leaves no cardholder name or email in the state directory after a switch from full to redact, and cycles stay quiet", async () => {
     const { h, env } = await switchedToRedact();
@@ -146,12 +155,10 @@ describe("bridge conform-pii (in-process)", () => {
     const { error } = await stoppedAtBudget(h, env);
     // Restored, the snapshots the cursor counts as done are in cleartext again: going on from it would skip them.
     await restoreState(h, backup);
-    const refused = await runInProcess(["conform-pii", "--cursor", error.cursor ?? ""], env, undefined, h.dir);
-    expect(refused).toMatchObject({ code: EXIT.usage, stdout: "" });
-    expect(refused.stderr).toContain("--cursor refused: the snapshot store does not hold the pass it names: it was restored from a backup older than the cursor");
-    expect(refused.stderr).toContain("without --cursor to start over");
-    expect((await runInProcess(["conform-pii"], env, undefined, h.dir)).code).toBe(EXIT.ok);
-    expect(await cleartextInState(h)).toEqual([]);
+    await refusedThenStartedOver(h, env, error.cursor, [
+      "--cursor refused: the snapshot store does not hold the pass it names: it was restored from a backup older than the cursor",
+      "without --cursor to start over",
+    ]);
   });
 
   it("refuses with exit 2 the cursor of a pass a run under another BRIDGE_PII_MODE superseded since (a switch away and back)", async () => {
@@ -160,12 +167,10 @@ describe("bridge conform-pii (in-process)", () => {
     expect(error).toMatchObject({ name: "ConformIncompleteError", cursor: expect.any(String) });
     // Harmless here (the file store walks in write order, so the cursor skips nothing written since), refused as on AWS.
     expect((await runInProcess(["run", "--once"], { ...env, BRIDGE_PII_MODE: "full" }, undefined, h.dir)).code).toBe(EXIT.ok);
-    const refused = await runInProcess(["conform-pii", "--cursor", error.cursor ?? ""], env, undefined, h.dir);
-    expect(refused).toMatchObject({ code: EXIT.usage, stdout: "" });
-    expect(refused.stderr).toContain("--cursor refused: the snapshot store does not hold the pass it names");
-    expect(refused.stderr).toContain("a cycle ran under another PII mode since (a switch away and back)");
-    expect((await runInProcess(["conform-pii"], env, undefined, h.dir)).code).toBe(EXIT.ok);
-    expect(await cleartextInState(h)).toEqual([]);
+    await refusedThenStartedOver(h, env, error.cursor, [
+      "--cursor refused: the snapshot store does not hold the pass it names",
+      "a cycle ran under another PII mode since (a switch away and back)",
+    ]);
   });
 
   it("says there is nothing to do under full, exit 0", async () => {
