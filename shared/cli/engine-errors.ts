@@ -68,7 +68,10 @@ export async function cliErrorOf(
       cause: error,
     });
   }
-  return new CycleFailedError(otherwise(error instanceof Error ? error : new Error(String(error))), { cause: error });
+  // Outside the engine (the conform-pii pass id superseded before a cycle, a conform-pii pass): only the state directory.
+  return new CycleFailedError(`${otherwise(error instanceof Error ? error : new Error(String(error)))}${fileSystemHint(error, bridge.settings)}`, {
+    cause: error,
+  });
 }
 
 /** What to do about a state directory that took no write before anything was sent (the token probe, the cycle lease). */
@@ -85,12 +88,13 @@ const REFUSED_WRITES: Readonly<Record<string, string>> = {
 
 /**
  * A hint for a cycle that failed on a file system that takes no more writes (full, over quota, read-only): which
- * setting's file system, since the system's own message names no path for a write or fsync on an open file.
+ * setting's file system, since the system's own message names no path for a write or fsync on an open file. Only the
+ * engine's publish step writes the events file; every other write is the state directory's.
  */
-function fileSystemHint(error: CycleAbortedError, settings: LocalSettings): string {
+function fileSystemHint(error: unknown, settings: LocalSettings): string {
   const refused = causeMatching(error, (e): e is { code: string } => Object.hasOwn(REFUSED_WRITES, systemErrorCode(e) ?? ""));
   if (refused === undefined) return "";
-  const events = error.step === PUBLISH_STEP;
+  const events = error instanceof CycleAbortedError && error.step === PUBLISH_STEP;
   const [setting, path] = events ? ["BRIDGE_EVENTS_FILE", settings.eventsFile] : ["BRIDGE_STATE_DIR", settings.stateDir];
   // Never "use another state directory": its tokens and snapshots stay behind, and a fresh one would send the spent seed.
   const elsewhere = events ? ", or set BRIDGE_EVENTS_FILE elsewhere" : "";

@@ -8,7 +8,9 @@ import type * as nodeFs from "node:fs";
 import { cp, readFile, rename, rm, stat } from "node:fs/promises";
 import { basename, join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { contentHash } from "../../shared/bridge/hash.js";
 import { ConfigError, EXIT } from "../../shared/cli/errors.js";
+import { FileSnapshotStore } from "../../shared/local/snapshot-store.js";
 import { runCommand } from "../../shared/cli/run.js";
 import { capturedIo, dueForRefresh, idsWithStatus, runInProcess, startHarness, type Harness } from "./helpers.js";
 
@@ -174,5 +176,23 @@ describe("bridge run when a file system fills up or turns read-only during a cyc
     faults.segments = false;
     expect((await runInProcess(["run", "--once"], h.env)).code).toBe(EXIT.ok);
     expect(idsWithStatus(h, "not_synced", "outdated")).toEqual([]);
+  });
+
+  it("names the state directory's file system when the conform-pii pass id a mode change supersedes cannot be written (exit 1)", async () => {
+    const h = (harness = await startHarness());
+    expect((await runInProcess(["run", "--once"], h.env)).code).toBe(EXIT.ok);
+    // The id a conform-pii pass under redact stored when it stopped: the first cycle under full writes a new one first.
+    const object = { pass: "0123456789abcdef", mode: "redact" };
+    const snapshots = new FileSnapshotStore(h.env.BRIDGE_STATE_DIR ?? "");
+    await snapshots.putMany([{ key: "transaction:~conform-pass", hash: contentHash(object), object, updatedAt: "2026-03-01T11:00:00.000Z" }]);
+    const full = { ...h.env, BRIDGE_PII_MODE: "full" };
+    faults.segments = true;
+
+    const failed = await runInProcess(["run", "--once"], full);
+
+    expect(failed.code, failed.stderr).toBe(EXIT.failed);
+    expect(failed.stderr).toContain(`the file system of ${h.env.BRIDGE_STATE_DIR} (BRIDGE_STATE_DIR, ENOSPC) is full: make room there; nothing is lost`);
+    faults.segments = false;
+    expect((await runInProcess(["run", "--once"], full)).code).toBe(EXIT.ok);
   });
 });
