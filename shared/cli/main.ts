@@ -21,7 +21,9 @@ async function dispatch(parsed: ParsedCommand, io: CliIo): Promise<number> {
       // a topic that is no command.
       const one = parsed.topic === undefined || parsed.topic === "help" ? undefined : usageOf(parsed.topic);
       const usage = one === undefined ? USAGE : `Usage: npm run bridge -- ${parsed.topic} [options]\n\n${one}`;
-      line(io.stdout, `${usage}\n\nSettings of run, authorize, redrive and conform-pii (environment or .env):\n${settingsHelp()}`);
+      // demo and bench run their own sandbox with settings of their own: the settings block would only mislead there.
+      const settings = parsed.topic === "demo" || parsed.topic === "bench" ? "" : `\n\nSettings of run, authorize, redrive and conform-pii (environment or .env):\n${settingsHelp()}`;
+      line(io.stdout, `${usage}${settings}`);
       return EXIT.ok;
     }
     case "run":

@@ -26,6 +26,14 @@ describe("bridge.ts main", () => {
       expect(stdout).toContain("where a pass stopped at its time budget");
       expect(stdout).not.toContain("authorize  [--port");
     }
+    // The settings block is that of the commands reading it: not under demo or bench, which set up their own.
+    expect((await runInProcess(["help", "conform-pii"], {})).stdout).toContain("Settings of run, authorize, redrive and conform-pii");
+    for (const [topic, argv] of [["demo", ["demo", "--help"]], ["bench", ["help", "bench"]]] as const) {
+      const { code, stdout } = await runInProcess([...argv], {});
+      expect(code).toBe(EXIT.ok);
+      expect(stdout.startsWith(`Usage: npm run bridge -- ${topic} [options]`)).toBe(true);
+      expect(stdout).not.toContain("QASHIO_BASE_URL");
+    }
     const bogus = await runInProcess(["help", "bogus"], {});
     expect(bogus.code).toBe(EXIT.usage);
     expect(bogus.stdout).toBe("");
