@@ -86,8 +86,9 @@ function conformed(snapshot: Snapshot, deps: Pick<BridgeDeps, "pii">): Snapshot 
  *
  * @throws ConformCursorError when `options.cursor` is not one to go on from here (another PII mode, tenant or list of
  *   personal fields, damaged, of an earlier version, or not the last this store handed out, or a pass completed or
- *   {@link supersedeConformPassOnModeChange} found another mode since), before anything is written; SnapshotCursorError when the store does not take the place it names; whatever
- *   the store throws otherwise (snapshots rewritten before stay rewritten).
+ *   {@link supersedeConformPassOnModeChange} found another mode since), before anything is written;
+ *   SnapshotCursorError when the store does not take the place it names; whatever the store throws otherwise
+ *   (snapshots rewritten before stay rewritten).
  * @example
  * ```ts
  * const report = await conformSnapshots(deps, { deadline: clock.now() + 50_000 });
@@ -109,7 +110,7 @@ export async function conformSnapshots(
   }
   const limit = options.pageSize ?? DEFAULT_CONFORM_PAGE_SIZE;
   if (!Number.isSafeInteger(limit) || limit < 1) throw new RangeError(`pageSize must be a whole number of at least 1, got ${limit}`);
-  const lastPass = (await deps.snapshots.getMany([PASS_KEY])).get(PASS_KEY);
+  const lastPass = await storedPass(deps);
   if (resumed !== undefined && lastPass?.object["pass"] !== resumed.pass) {
     throw new ConformCursorError(
       "superseded",
@@ -229,6 +230,11 @@ async function handOut(
   return `${CURSOR_PREFIX}${body}.${checksum(body)}`;
 }
 
+/** The record under {@link PASS_KEY}, if a pass ever stored one. */
+async function storedPass(deps: Pick<BridgeDeps, "snapshots">): Promise<Snapshot | undefined> {
+  return (await deps.snapshots.getMany([PASS_KEY])).get(PASS_KEY);
+}
+
 /**
  * Stores a new random pass id under {@link PASS_KEY} with the current PII mode (superseding every cursor handed out
  * before) and returns it.
@@ -254,7 +260,7 @@ async function storePass(deps: Pick<BridgeDeps, "snapshots" | "pii" | "clock">, 
  * ```
  */
 export async function supersedeConformPassOnModeChange(deps: Pick<BridgeDeps, "snapshots" | "pii" | "clock" | "logger">): Promise<void> {
-  const lastPass = (await deps.snapshots.getMany([PASS_KEY])).get(PASS_KEY);
+  const lastPass = await storedPass(deps);
   if (lastPass === undefined || lastPass.object["mode"] === deps.pii.mode) return;
   await storePass(deps, lastPass);
   deps.logger.info("PII mode changed since the last conform-pii pass stored its id: a cursor it printed is refused from now on", {
