@@ -5,7 +5,8 @@
 import { BatchGetCommand, BatchWriteCommand, type BatchWriteCommandInput, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import type { Clock, Logger } from "../bridge/ports.js";
 import { DynamoBatchIncompleteError } from "./errors.js";
-import { backoffDelay, withRetries, type BackoffOptions } from "./retry.js";
+import { systemClock } from "./clock.js";
+import { DEFAULT_BACKOFF, backoffDelay, withRetries, type BackoffOptions } from "./retry.js";
 
 /** BatchGetItem accepts at most 100 keys per call. */
 export const BATCH_GET_LIMIT = 100;
@@ -19,8 +20,10 @@ export type WriteRequest = NonNullable<BatchWriteCommandInput["RequestItems"]>[s
 export interface DynamoBatchCallsOptions {
   readonly doc: DynamoDBDocumentClient;
   readonly tableName: string;
-  readonly clock: Clock;
-  readonly backoff: BackoffOptions;
+  /** @default systemClock */
+  readonly clock?: Clock;
+  /** Retry of unprocessed entries and of calls throttled as a whole. @default DEFAULT_BACKOFF */
+  readonly backoff?: Partial<BackoffOptions>;
   /** Warned at each retry of a call that failed as a whole. */
   readonly logger?: Logger;
 }
@@ -30,14 +33,14 @@ export interface DynamoBatchCallsOptions {
  * throttled as a whole.
  *
  * @example
- * const calls = new DynamoBatchCalls({ doc, tableName, clock, backoff: DEFAULT_BACKOFF });
+ * const calls = new DynamoBatchCalls({ doc, tableName, clock });
  * await calls.write(ids.map((id) => ({ DeleteRequest: { Key: quarantineItemKey(tenant, id) } })));
  */
 export class DynamoBatchCalls {
-  readonly #options: DynamoBatchCallsOptions;
+  readonly #options: DynamoBatchCallsOptions & { readonly clock: Clock; readonly backoff: BackoffOptions };
 
   constructor(options: DynamoBatchCallsOptions) {
-    this.#options = options;
+    this.#options = { ...options, clock: options.clock ?? systemClock, backoff: { ...DEFAULT_BACKOFF, ...options.backoff } };
   }
 
   /** Reads `keys` (at most {@link BATCH_GET_LIMIT}) strongly consistently; keys of absent items are simply not answered. */

@@ -6,7 +6,7 @@ import { BATCH_WRITE_LIMIT, DynamoBatchCalls } from "./batch.js";
 import { systemClock } from "./clock.js";
 import { CorruptItemError, decodeCause, isConditionFailure } from "./errors.js";
 import { quarantineItemKey, quarantinePartition, ttlSeconds } from "./keys.js";
-import { DEFAULT_BACKOFF, chunk, type BackoffOptions } from "./retry.js";
+import { chunk, type BackoffOptions } from "./retry.js";
 
 /** Quarantine records expire after this many days unless configured otherwise. */
 export const DEFAULT_QUARANTINE_RETENTION_DAYS = 30;
@@ -88,7 +88,7 @@ export class DynamoQuarantine implements Quarantine {
       doc: this.#doc,
       tableName: this.#table,
       clock: this.#clock,
-      backoff: { ...DEFAULT_BACKOFF, ...options.backoff },
+      backoff: options.backoff,
       logger: options.logger,
     });
   }

@@ -4,12 +4,11 @@ import { SnapshotCursorError } from "../bridge/errors.js";
 import type { Clock, Logger, Snapshot, SnapshotKey, SnapshotPage, SnapshotScanOptions, SnapshotStore } from "../bridge/ports.js";
 import { isSnapshotSequence } from "../bridge/validate.js";
 import { jsonOf } from "../bridge/hash.js";
-import { systemClock } from "./clock.js";
 import { BATCH_GET_LIMIT, BATCH_WRITE_LIMIT, DynamoBatchCalls } from "./batch.js";
 import { CorruptItemError, decodeCause } from "./errors.js";
 import { SNAPSHOT_SORT_KEY, snapshotItemKey, snapshotPartitionPrefix, type ItemKey } from "./keys.js";
 import { mapLimit } from "../bridge/map-limit.js";
-import { DEFAULT_BACKOFF, chunk, type BackoffOptions } from "./retry.js";
+import { chunk, type BackoffOptions } from "./retry.js";
 /** Objects whose JSON is larger than this are stored gzip-compressed as a binary attribute. */
 export const DEFAULT_COMPRESS_ABOVE_BYTES = 2_048;
 /** DynamoDB's item limit is 400 KB; keep room for keys and attribute names. */
@@ -90,8 +89,8 @@ export class DynamoSnapshotStore implements SnapshotStore {
     this.#batches = new DynamoBatchCalls({
       doc: options.doc,
       tableName: options.tableName,
-      clock: options.clock ?? systemClock,
-      backoff: { ...DEFAULT_BACKOFF, ...options.backoff },
+      clock: options.clock,
+      backoff: options.backoff,
       logger: options.logger,
     });
     this.#compressAbove = options.compressAboveBytes ?? DEFAULT_COMPRESS_ABOVE_BYTES;
