@@ -359,6 +359,11 @@ export class CycleRun {
     return this.deferredBatches >= PUBLISHER_UNAVAILABLE_BATCHES && this.deferredEvents >= PUBLISHER_UNAVAILABLE_EVENTS;
   }
 
+  /** Waits `ms` on the cycle's clock; a stop request (see CycleOptions.signal) ends the wait early. */
+  wait(ms: number): Promise<void> {
+    return this.deps.clock.sleep(ms, this.cycle.signal);
+  }
+
   /** True when the cycle's deadline has passed, or the cycle was asked to stop (see CycleOptions.signal). */
   pastDeadline(): boolean {
     const { deadline, signal } = this.cycle;

@@ -19,6 +19,18 @@ export class StepFailure extends Error {
   }
 }
 
+/** The client's RetryDeferredError (see `ProviderCallOptions.callerRetries`), seen by name. */
+export function retryDeferred(err: unknown): (Error & { delayMs: number; attempt: number }) | undefined {
+  return causeMatching(
+    err,
+    (e): e is Error & { delayMs: number; attempt: number } =>
+      e instanceof Error &&
+      e.name === "RetryDeferredError" &&
+      typeof (e as { delayMs?: unknown }).delayMs === "number" &&
+      typeof (e as { attempt?: unknown }).attempt === "number",
+  );
+}
+
 /** The client's DeadlineExceededError, seen by name (the engine takes no class of the client). */
 export function deadlineExceeded(err: unknown): (Error & { deadline: number }) | undefined {
   return causeMatching(

@@ -92,6 +92,13 @@ export interface ProviderCallOptions {
   readonly deadline?: number;
   /** A stop request: once it aborts, the call starts no further attempt and rejects as out of time (see `deadline`). */
   readonly stop?: AbortSignal;
+  /**
+   * Sent with an acknowledge: a failed attempt that would be retried is not sent again but rejects with an error named
+   * `RetryDeferredError` carrying `delayMs` and `attempt` (failed attempts so far), as `QashioClient` does, so the
+   * engine reads the page again before it acknowledges again. `failedBefore`: the engine's failed attempts so far. A
+   * port without retries of its own may ignore it.
+   */
+  readonly callerRetries?: { readonly failedBefore: number };
 }
 
 /** What the transaction cycle needs from the provider. */

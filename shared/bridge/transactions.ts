@@ -8,7 +8,7 @@ import { applyPiiInPlace, type PiiPolicy } from "./pii.js";
 import type { Change } from "./diff.js";
 import { isJsonObject } from "../json-object.js";
 import { CycleRun, type RunKind } from "./cycle.js";
-import { isTokenFailure, providerRefusal, statusOf } from "./provider-errors.js";
+import { isTokenFailure, providerRefusal, retryDeferred, statusOf } from "./provider-errors.js";
 import { lastModified, nextSequence, storedSequence, versionTime } from "./versions.js";
 import { withoutSyncStatus } from "./quarantine-id.js";
 import { RecentIds } from "./recent-ids.js";
@@ -87,6 +87,22 @@ interface Delivery {
   /** Items whose event failed for now: they stay listed, unacknowledged. */
   readonly deferred: number;
 }
+
+/** How a batch's acknowledge went. */
+interface BatchOutcome {
+  /** Every item acknowledged: none stays listed (no usable id, an event failed for now, refused or read again). */
+  readonly allAcknowledged: boolean;
+  /** Ids whose acknowledge failed for now and is left to a fresh read of them (see {@link TransactionRun.ackRetry}). */
+  readonly readAgain: readonly string[];
+}
+
+/** What {@link TransactionRun.acknowledge} did with its ids. */
+interface AckOutcome {
+  readonly acknowledged: number;
+  readonly readAgain: readonly string[];
+}
+
+const NOTHING_ACKNOWLEDGED: AckOutcome = { acknowledged: 0, readAgain: [] };
 
 /** An event to publish for an item: a first sighting, or a change from its snapshot. */
 interface Publication {
@@ -171,6 +187,12 @@ class TransactionRun extends CycleRun {
    * backlog of refunds of unknown parents cannot grow it past a few pages' worth.
    */
   private readonly parentsNotFound = new Set<string>();
+  /**
+   * Set while a status pass walks: an acknowledge that fails for now is not sent again as it was but left to a fresh
+   * read of its page (see acknowledgeCall); `failedBefore` counts its failed attempts in a row. Unset for re-drives,
+   * which read by id and let the client retry.
+   */
+  private ackRetry: { failedBefore: number } | undefined;
 
   constructor(
     override readonly deps: TransactionCycleDeps,
@@ -181,6 +203,7 @@ class TransactionRun extends CycleRun {
   }
 
   async run(): Promise<CycleReport> {
+    this.ackRetry = { failedBefore: 0 };
     for (const status of PULL_STATUSES) {
       const outcome = await this.drain(status).catch((err: unknown) => {
         if (this.outOfTime(err)) return "deadline" as const;
@@ -266,12 +289,14 @@ class TransactionRun extends CycleRun {
       // The page's objects are the batch's now: held here, they would live through its acknowledge and the read-ahead,
       // waits in which young-generation GCs run and copy whatever is still reachable.
       result = items = found = undefined;
-      const allAcknowledged = await batch.catch((error: unknown) => {
+      const { allAcknowledged, readAgain } = await batch.catch((error: unknown) => {
         // Stopped mid-batch (a write refused past the deadline, a failure): a page already read ahead is left behind.
         this.leftBehind(ahead, handled);
         throw error;
       });
       if (copies) for (const [key, list] of copies) versions.set(key, list);
+      // Ids whose acknowledge is left to a fresh read are not handled: the plain re-read below takes them again.
+      for (const id of readAgain) freshKeys.delete(id);
       handled.add(freshKeys, versions);
       // Items that stay listed shift the pages: fall back to plain re-reads for the rest of this pass.
       if (!allAcknowledged) readAhead = false;
@@ -347,12 +372,12 @@ class TransactionRun extends CycleRun {
   }
 
   /**
-   * One batch: validate, diff, publish, write snapshots, quarantine, acknowledge. True when every item was
-   * acknowledged; false when some stay listed (no usable id, or an event that failed for now). `delivered`, when
-   * given, receives the ids whose current state is delivered (published now and stored, or equal to its snapshot); `versions`
-   * the content hash of each valid item, by id, and {@link INVALID_VERSION} for an id whose copy was invalid.
+   * One batch: validate, diff, publish, write snapshots, quarantine, acknowledge; returns how its acknowledge went
+   * (see {@link BatchOutcome}: some items may stay listed, or be left to a fresh read). `delivered`, when given,
+   * receives the ids whose current state is delivered (published now and stored, or equal to its snapshot);
+   * `versions` the content hash of each valid item, by id, and {@link INVALID_VERSION} for an id whose copy was invalid.
    */
-  private async processBatch(entries: readonly PageEntry[], delivered?: Set<string>, versions?: Map<string, string | readonly string[]>): Promise<boolean> {
+  private async processBatch(entries: readonly PageEntry[], delivered?: Set<string>, versions?: Map<string, string | readonly string[]>): Promise<BatchOutcome> {
     const delivery = await this.deliver(entries, delivered, versions);
     // Returned, not awaited: the acknowledge needs ids only, and the page's objects must not be held through its wait,
     // when young-generation GCs run (they would copy them).
@@ -391,13 +416,14 @@ class TransactionRun extends CycleRun {
     return { ackIds: batch.ackIds, unacknowledgeable: batch.unacknowledgeable, settled: this.settledIds(items, deferred), deferred: deferred.size };
   }
 
-  /** Acknowledges a delivered batch, then settles its items; true when every item was acknowledged (see processBatch). */
-  private async acknowledgeBatch(delivery: Delivery): Promise<boolean> {
+  /** Acknowledges a delivered batch, then settles its items but those to read again (see processBatch). */
+  private async acknowledgeBatch(delivery: Delivery): Promise<BatchOutcome> {
     const { ackIds, settled } = delivery;
-    let unacknowledgeable = delivery.unacknowledgeable;
-    if (ackIds.length) unacknowledgeable += ackIds.length - (await this.acknowledge(ackIds));
-    for (const id of settled) this.settled(id);
-    return unacknowledgeable === 0 && delivery.deferred === 0;
+    const { acknowledged, readAgain } = ackIds.length ? await this.acknowledge(ackIds) : NOTHING_ACKNOWLEDGED;
+    const unacknowledgeable = delivery.unacknowledgeable + ackIds.length - acknowledged;
+    const again = new Set(readAgain);
+    for (const id of settled) if (!again.has(id)) this.settled(id);
+    return { allAcknowledged: unacknowledgeable === 0 && delivery.deferred === 0, readAgain };
   }
 
   /** Validates a batch (one copy per key): valid items to diff, quarantine records and acknowledgeable ids of the rest. */
@@ -541,18 +567,23 @@ class TransactionRun extends CycleRun {
   /**
    * Acknowledges `ids` in calls of at most the page size asked for (one call for a page as asked; a provider that
    * answers with more items than asked would otherwise get an acknowledge past its own limit, every cycle); returns how
-   * many were acknowledged, and counts them in the report and the `Acknowledged` metric.
+   * many were acknowledged, and counts them in the report and the `Acknowledged` metric. A call left to a fresh read
+   * leaves its ids and the rest to that read.
    */
-  private async acknowledge(ids: readonly string[]): Promise<number> {
+  private async acknowledge(ids: readonly string[]): Promise<AckOutcome> {
     let acknowledged = 0;
     try {
-      for (let from = 0; from < ids.length; from += this.pageSize) acknowledged += await this.acknowledgeCall(ids.slice(from, from + this.pageSize));
+      for (let from = 0; from < ids.length; from += this.pageSize) {
+        const done = await this.acknowledgeCall(ids.slice(from, from + this.pageSize));
+        acknowledged += done.acknowledged;
+        if (done.readAgain.length > 0) return { acknowledged, readAgain: [...done.readAgain, ...ids.slice(from + this.pageSize)] };
+      }
     } finally {
       // Counted as they go: a later call failing does not undo the ones before it.
       this.report.acknowledged += acknowledged;
       if (acknowledged > 0) this.deps.metrics.add("Acknowledged", acknowledged, "Count");
     }
-    return acknowledged;
+    return { acknowledged, readAgain: [] };
   }
 
   /**
@@ -565,15 +596,40 @@ class TransactionRun extends CycleRun {
    * costs at most one call more than it has refused ids. The refused ones are logged (ids, codes, the provider's
    * request id) and counted in `AcknowledgeRefused`, which alarms when refusals persist. A refusal that names anything
    * else stops the cycle as any failure does.
+   *
+   * While a pass walks ({@link ackRetry}), an attempt that fails for now (429, 5xx, no answer) is not sent again as it
+   * was: the ids are returned to be read again, after the wait the client asks for. An acknowledge carries no version
+   * (§4.3), so a retry of the old one would mark a change made since the page's read as synced unseen; the walk reads
+   * the page again instead, publishing what changed, and acknowledges what it read last. After the client's attempt
+   * limit in a row, the failure stops the cycle as before.
    */
-  private async acknowledgeCall(ids: readonly string[]): Promise<number> {
+  private async acknowledgeCall(ids: readonly string[]): Promise<AckOutcome> {
     let pending = ids;
+    const retry = this.ackRetry;
     while (pending.length > 0) {
       const batch = pending;
       try {
-        await this.provider("acknowledge transactions", (call) => this.deps.provider.acknowledgeTransactions([...batch], call));
+        await this.provider(
+          "acknowledge transactions",
+          (call) => this.deps.provider.acknowledgeTransactions([...batch], retry ? { ...call, callerRetries: { failedBefore: retry.failedBefore } } : call),
+          // Counted by the client as a retried attempt (its onRetry), as before.
+          (err) => retryDeferred(err) !== undefined,
+        );
+        if (retry) retry.failedBefore = 0;
         break;
       } catch (err) {
+        const deferred = retryDeferred(err);
+        if (deferred && retry) {
+          retry.failedBefore = deferred.attempt;
+          this.deps.logger.warn("acknowledge failed for now; reading its transactions again before the next one", {
+            ids: batch.length,
+            attempt: deferred.attempt,
+            delayMs: deferred.delayMs,
+          });
+          await this.wait(deferred.delayMs);
+          // A refusal fails the whole call, so nothing of `ids` was acknowledged; the refused ones stay listed.
+          return { acknowledged: 0, readAgain: batch };
+        }
         const refused = refusedAckIndexes(err, batch.length);
         if (refused === undefined) throw err;
         pending = batch.filter((_, i) => !refused.has(i));
@@ -588,7 +644,7 @@ class TransactionRun extends CycleRun {
         });
       }
     }
-    return pending.length;
+    return { acknowledged: pending.length, readAgain: [] };
   }
 
   /**

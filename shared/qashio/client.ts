@@ -175,6 +175,8 @@ export interface CallOptions {
   readonly deadline?: number;
   /** Stops retries early, as when out of time (see `HttpRequest.stop`); the attempt under way finishes. */
   readonly stop?: AbortSignal;
+  /** Retries left to the caller (see `HttpRequest.callerRetries`); honoured by `acknowledgeTransactions`. */
+  readonly callerRetries?: { readonly failedBefore: number };
 }
 
 /** Outcome of an acknowledgement. */
@@ -243,8 +245,8 @@ export class QashioClient {
    */
   async acknowledgeTransactions(ids: readonly string[], options: CallOptions = {}): Promise<AcknowledgeResult> {
     const body = this.checkedBody(AcknowledgeBodySchema, { transaction_ids: [...ids] }, "POST", PATHS.acknowledge);
-    const { deadline, stop } = options;
-    const response = await this.http.request({ method: "POST", path: PATHS.acknowledge, body, auth: "bearer", retry: "idempotent", deadline, stop });
+    const { deadline, stop, callerRetries } = options;
+    const response = await this.http.request({ method: "POST", path: PATHS.acknowledge, body, auth: "bearer", retry: "idempotent", deadline, stop, callerRetries });
     if (!UnknownEnvelope.safeParse(response.body).success) {
       this.options.logger?.warn("acknowledge answered 2xx without the standard envelope", {
         path: PATHS.acknowledge,

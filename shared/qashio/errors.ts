@@ -164,6 +164,27 @@ export class DeadlineExceededError extends QashioError {
   }
 }
 
+/**
+ * A failed attempt the client would have sent again, left to its caller (`HttpRequest.callerRetries`), who refreshes
+ * what it sends first: the engine reads a page again before it acknowledges the page again, since an acknowledge
+ * carries no version and a retry of the old one would mark a change made meanwhile as synced unseen. The caller waits
+ * `delayMs` (the provider's `Retry-After`, else the client's backoff) and calls again with `failedBefore` =
+ * `attempt`. `cause` is the attempt's failure; the last attempt the client allows fails with that failure itself.
+ */
+export class RetryDeferredError extends QashioError {
+  override name = "RetryDeferredError";
+  /** How long to wait before the next attempt. */
+  readonly delayMs: number;
+  /** Failed attempts so far, this one included. */
+  readonly attempt: number;
+
+  constructor(message: string, context: QashioErrorContext & { delayMs: number; attempt: number }, options?: ErrorOptions) {
+    super(message, context, options);
+    this.delayMs = context.delayMs;
+    this.attempt = context.attempt;
+  }
+}
+
 /** The response body was not JSON or did not match its schema. Carries the schema issues, never the body. */
 export class InvalidResponseError extends QashioError {
   override name = "InvalidResponseError";

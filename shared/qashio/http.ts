@@ -13,6 +13,7 @@ import {
   QashioError,
   RateLimitedError,
   RetryAfterError,
+  RetryDeferredError,
   ServerError,
   TimeoutError,
   UnauthorizedError,
@@ -124,6 +125,13 @@ export interface HttpRequest {
    * throws `DeadlineExceededError`, as when out of time. The attempt under way is never cut: it may be processed.
    */
   readonly stop?: AbortSignal;
+  /**
+   * The caller sends the request again itself, after refreshing what it sends: a failed attempt the client would retry
+   * is not sent again but thrown as a `RetryDeferredError` carrying the wait the retry would have had.
+   * `failedBefore` counts the caller's failed attempts so far, for the backoff and the attempt limit: the failure of
+   * the last attempt allowed is thrown as it is.
+   */
+  readonly callerRetries?: { readonly failedBefore: number };
 }
 
 /** A 2xx response with its JSON body (undefined when empty). */
@@ -440,7 +448,7 @@ export class HttpCore {
     const where = { method: request.method, path: request.path };
     let replayedAfter401 = false;
     let replayToken: string | undefined;
-    let attempt = 0;
+    let attempt = request.callerRetries?.failedBefore ?? 0;
     let last: QashioError | undefined;
     for (;;) {
       attempt += 1;
@@ -486,6 +494,10 @@ export class HttpCore {
         delayMs,
       });
       this.reportRetry(error, attempt, delayMs);
+      if (request.callerRetries) {
+        const { status, requestId, method, path } = error;
+        throw new RetryDeferredError(`${error.message}; left to the caller to retry in ${delayMs} ms`, { status, requestId, method, path, delayMs, attempt }, { cause: error });
+      }
       last = error;
       await this.clock.sleep(delayMs, request.stop);
     }

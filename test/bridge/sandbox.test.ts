@@ -21,6 +21,8 @@ interface World {
   client: QashioClient;
   rig: TestRig;
   control(method: string, path: string, body?: unknown): Promise<Record<string, unknown>>;
+  /** Answers a request of the bridge's client in the sandbox's place when it returns a response. */
+  intercept?: (url: string, init: RequestInit | undefined) => Promise<Response | undefined>;
 }
 
 async function world(options: SandboxOptions = {}): Promise<World> {
@@ -32,9 +34,9 @@ async function world(options: SandboxOptions = {}): Promise<World> {
   const store = new MemoryTokenStore(storedTokensOf(await exchangeCode(oauth, { code, redirectUri: REDIRECT }), Date.parse(START)));
   const rig = makeRig({ tenant: companyId, emitCardCreated: false });
   rig.clock.ms = Date.parse(START);
-  const fetch: typeof sandbox.fetch = (input, init) => {
+  const fetch: typeof sandbox.fetch = async (input, init) => {
     if (String(input).endsWith("/oauth2/token")) tokenCalls.count += 1;
-    return sandbox.fetch(input, init);
+    return (await w.intercept?.(String(input), init)) ?? sandbox.fetch(input, init);
   };
   const tokenProvider = new OAuthTokenProvider({ ...oauth, fetch, store, lock: new MemoryLock(rig.clock), clock: rig.clock });
   const client = new QashioClient({ baseUrl: SANDBOX_IN_PROCESS_URL, tokenProvider, fetch, clock: rig.clock });
@@ -50,7 +52,8 @@ async function world(options: SandboxOptions = {}): Promise<World> {
     expect(res.status, `${method} ${path}`).toBeLessThan(300);
     return (await res.json()) as Record<string, unknown>;
   };
-  return { sandbox, store, oauth, companyId, client, rig, control };
+  const w: World = { sandbox, store, oauth, companyId, client, rig, control };
+  return w;
 }
 
 async function pullable(client: QashioClient): Promise<number> {
@@ -89,6 +92,48 @@ describe("bridge engine against the sandbox", () => {
     expect(changed?.detail.data.changes).toContainEqual(expect.objectContaining({ path: "/memo", after: "patched in the dashboard" }));
     const refund = fresh.find((e) => e.detail.type === "transaction.created" && e.detail.data.object["parent_qashio_id"] === purchase!.qashio_id);
     expect(refund?.detail.data.parent).toEqual({ id: purchase!.id, qashio_id: purchase!.qashio_id });
+  });
+
+  it("reads a page again instead of re-sending its failed acknowledge, so a change made meanwhile is published", async () => {
+    const acks: string[][] = [];
+    let changed: string | undefined;
+    w.intercept = async (url, init) => {
+      if (!url.endsWith("/erp/transactions/acknowledge")) return undefined;
+      const ids = (JSON.parse(String(init?.body)) as { transaction_ids: string[] }).transaction_ids;
+      acks.push(ids);
+      if (changed !== undefined) return undefined;
+      // The first acknowledge fails unanswered-for-now, and the dashboard edits one of its transactions meanwhile: an
+      // acknowledge sent again as it was would mark that edit synced, unseen.
+      changed = ids[0];
+      await w.control("PATCH", `/transactions/${changed}`, { memo: "edited while the acknowledge failed" });
+      return new Response(JSON.stringify({ success: false, message: "unavailable" }), { status: 503, headers: { "content-type": "application/json" } });
+    };
+    const report = await pollTransactions(w.rig.deps);
+    expect(report.outcome).toBe("complete");
+    expect(changed).toBeDefined();
+    const edit = w.rig.publisher.events.find((e) => e.detail.type === "transaction.changed" && e.detail.subject.id === changed);
+    expect(edit?.detail.data.changes).toContainEqual(expect.objectContaining({ path: "/memo", after: "edited while the acknowledge failed" }));
+    // Every id of the failed call was acknowledged after its fresh read; nothing is left to pull.
+    expect(acks.slice(1).flat()).toEqual(expect.arrayContaining(acks[0]!));
+    expect(await pullable(w.client)).toBe(0);
+    expect(new Set(w.rig.publisher.ids).size).toBe(w.rig.publisher.events.length);
+  });
+
+  it("stops the cycle with the failure once the acknowledge failed the client's attempt limit in a row", async () => {
+    const calls: string[] = [];
+    w.intercept = async (url) => {
+      if (url.includes("/erp/transactions?")) calls.push("list");
+      if (!url.endsWith("/erp/transactions/acknowledge")) return undefined;
+      calls.push("ack");
+      return new Response("{}", { status: 500, headers: { "content-type": "application/json" } });
+    };
+    await expect(pollTransactions(w.rig.deps)).rejects.toThrow(/acknowledge transactions/);
+    // Five attempts (the client's default limit), each after a fresh read of the page.
+    const acks = calls.flatMap((call, i) => (call === "ack" ? [i] : []));
+    expect(acks).toHaveLength(5);
+    for (let k = 1; k < acks.length; k++) expect(calls.slice(acks[k - 1]! + 1, acks[k]!)).toContain("list");
+    expect(w.rig.publisher.events.length).toBeGreaterThan(0);
+    expect(new Set(w.rig.publisher.ids).size).toBe(w.rig.publisher.events.length);
   });
 
   it("publishes card.suspended after a dashboard status change, in both walk modes", async () => {

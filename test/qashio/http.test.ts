@@ -9,6 +9,7 @@ import {
   NetworkError,
   NotFoundError,
   RateLimitedError,
+  RetryDeferredError,
   ServerError,
   TimeoutError,
   QashioError,
@@ -205,6 +206,61 @@ describe("HttpCore 401 handling", () => {
     const { http } = core(fetch);
     await http.request({ method: "POST", path: "/public/v1/core/cards", body: {}, auth: "bearer", retry: "never" });
     expect(fetch.calls).toHaveLength(2);
+  });
+});
+
+describe("HttpCore retries left to the caller (callerRetries)", () => {
+  const ack = (failedBefore: number): HttpRequest => ({
+    method: "POST",
+    path: "/public/v1/erp/transactions/acknowledge",
+    body: { transaction_ids: [] },
+    auth: "bearer",
+    retry: "idempotent",
+    callerRetries: { failedBefore },
+  });
+
+  it("does not send a failed attempt again: throws RetryDeferredError with the backoff the retry would have had", async () => {
+    const fetch = scriptedFetch(fail(503), ok([]));
+    const events: RetryEvent[] = [];
+    const { http, clock } = core(fetch, { onRetry: (event) => events.push(event) });
+    const error = (await http.request(ack(0)).catch((e: unknown) => e)) as RetryDeferredError;
+    expect(error).toBeInstanceOf(RetryDeferredError);
+    expect(error).toMatchObject({ status: 503, attempt: 1, delayMs: 125, path: "/public/v1/erp/transactions/acknowledge" });
+    expect(error.cause).toBeInstanceOf(ServerError);
+    expect(fetch.calls).toHaveLength(1);
+    // The caller waits, not the client; the failure is reported as a retried attempt, as an internal retry is.
+    expect(clock.sleeps).toEqual([]);
+    expect(events.map((e) => [e.status, e.attempt, e.delayMs])).toEqual([[503, 1, 125]]);
+  });
+
+  it("carries Retry-After as the wait, and counts the caller's earlier failures in the backoff", async () => {
+    const limited = (await core(scriptedFetch(fail(429, [], { "retry-after": "3" }))).http.request(ack(0)).catch((e: unknown) => e)) as RetryDeferredError;
+    expect(limited).toMatchObject({ name: "RetryDeferredError", status: 429, delayMs: 3000, attempt: 1 });
+    // random() = 0.5 of the third attempt's ceiling, 1000.
+    const third = (await core(scriptedFetch(fail(500))).http.request(ack(2)).catch((e: unknown) => e)) as RetryDeferredError;
+    expect(third).toMatchObject({ name: "RetryDeferredError", delayMs: 500, attempt: 3 });
+  });
+
+  it("throws the failure itself at the attempt limit, and never defers what is not retried", async () => {
+    const last = await core(scriptedFetch(fail(500))).http.request(ack(4)).catch((e: unknown) => e);
+    expect(last).toBeInstanceOf(ServerError);
+    const refused = await core(scriptedFetch(fail(400))).http.request(ack(0)).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(BadRequestError);
+  });
+
+  it("still replays a 401 after a refresh within the call, and succeeds without deferring", async () => {
+    const fetch = scriptedFetch(fail(401), ok([]));
+    const { http } = core(fetch);
+    await expect(http.request(ack(0))).resolves.toMatchObject({ status: 200 });
+    expect(fetch.calls.map((c) => c.headers.authorization)).toEqual(["Bearer token-1", "Bearer token-2"]);
+  });
+
+  it("is out of time rather than deferred when the retry could not finish before the deadline", async () => {
+    const clock = fakeClock();
+    const fetch = scriptedFetch(fail(429, [], { "retry-after": "14" }));
+    const { http } = core(fetch, { clock });
+    const error = await http.request({ ...ack(0), deadline: clock.now() + 15_000 }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(DeadlineExceededError);
   });
 });
 
