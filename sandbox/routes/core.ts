@@ -169,6 +169,8 @@ async function updateCard(c: SandboxContext): Promise<Response> {
   if (body.auto_top_up_amount !== undefined) {
     card.autoTopUpAmount = body.auto_top_up_amount;
     card.autoTopUpEnabled = body.auto_top_up_amount > 0;
+    // `topup_type` says how the card is funded (§2.3): it follows the auto top-up, as on seeded cards; a pool card stays `pool`.
+    if (card.poolAccountId === null) card.topupType = card.autoTopUpEnabled ? "auto_topup" : "manual";
   }
   if (body.card_usage_type_amount !== undefined) card.allowedMaxBalance = body.card_usage_type_amount;
   if (velocity !== undefined) card.velocityPeriod = velocity;

@@ -222,6 +222,17 @@ describe("PUT /public/v1/core/cards/{cardId} (funding update)", () => {
     expect((await h.json(`${ERP}/${card.id}`)).body.data).toMatchObject({ card_nickname: "Renamed", allowed_max_balance: 12000 });
   });
 
+  it("keeps topup_type agreeing with the auto top-up an update turns on or off, as seeded cards do", async () => {
+    const own = (await erpCards()).filter((c) => c.account_type === "reloadable" && !["Terminated", "Cancelled"].includes(c.status as string));
+    const manual = own.find((c) => c.topup_type === "manual");
+    const auto = own.find((c) => c.topup_type === "auto_topup");
+    if (!manual || !auto) throw new Error("expected changeable reloadable cards funded manually and by auto top-up");
+    expect((await h.json(`${CORE}/${manual.id}`, { method: "PUT", body: { auto_top_up_amount: 2500 } })).status).toBe(200);
+    expect((await h.json(`${ERP}/${manual.id}`)).body.data).toMatchObject({ topup_type: "auto_topup", topup_configuration: { auto_topup_enabled: true } });
+    expect((await h.json(`${CORE}/${auto.id}`, { method: "PUT", body: { auto_top_up_amount: 0 } })).status).toBe(200);
+    expect((await h.json(`${ERP}/${auto.id}`)).body.data).toMatchObject({ topup_type: "manual", topup_configuration: { auto_topup_enabled: false } });
+  });
+
   it.each([
     [{}, ["null:REQUIRED"]],
     [{ auto_top_up_amount: -5 }, ["auto_top_up_amount:OUT_OF_RANGE"]],
