@@ -403,7 +403,10 @@ function seedStatements(
   }
   const statements: StatementRecord[] = [];
   for (const { account, createdMs } of accounts) {
-    let balance = account.accountType === "CompanyFundAccount" ? prng.money(150_000, 600_000) : prng.money(0, 20_000);
+    const drawn = account.accountType === "CompanyFundAccount" ? prng.money(150_000, 600_000) : prng.money(0, 20_000);
+    // An account opened within the window held nothing at the start of its first month (§2.7: balance at period
+    // start); the draw is still made, so the rest of the seed stays as it was.
+    let balance = createdMs > (months[0]?.startMs ?? 0) ? 0 : drawn;
     for (const period of months) {
       // Statements start with the month the account was opened in.
       if (createdMs >= Date.UTC(new Date(period.startMs).getUTCFullYear(), new Date(period.startMs).getUTCMonth() + 1, 1)) continue;

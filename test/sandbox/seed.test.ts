@@ -138,6 +138,22 @@ describe("seeded data", () => {
     }
   });
 
+  it("opens an account's first statement at zero when the account was opened during that month (§2.7: balance at period start)", () => {
+    let openedMidWindow = 0;
+    for (const seed of [1, 2, 3, 9]) {
+      for (const data of seedCompanies({ seed, nowMs: NOW })) {
+        for (const card of data.cards) {
+          const periods = data.statements.filter((s) => s.account.accountType === "Card" && s.account.card === card);
+          const first = [...periods].sort((a, b) => a.month.localeCompare(b.month))[0];
+          if (!first || Date.parse(card.createdAt) <= Date.parse(`${first.from}T00:00:00Z`)) continue;
+          openedMidWindow++;
+          expect(first.opening).toBe(0);
+        }
+      }
+    }
+    expect(openedMidWindow).toBeGreaterThan(0);
+  });
+
   it("keeps created_at strictly rising in a backlog big enough for the time jitter to exceed the gap", () => {
     const [first] = seedCompanies({ seed: 7, nowMs: NOW, backlog: 100_000 });
     const created = (first?.transactions.all() ?? []).map((t) => t.created_at);
