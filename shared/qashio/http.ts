@@ -47,6 +47,12 @@ export interface FetchInit {
   readonly headers?: Readonly<Record<string, string>> | Headers;
   readonly body?: string;
   readonly signal?: AbortSignal;
+  /**
+   * Always `manual`: a 3xx is an answer, never followed. Global fetch would otherwise send a token request's body
+   * (client secret, refresh token, code) again to wherever `Location` points, another host or plain http included.
+   * `nodeHttpFetch` never follows one.
+   */
+  readonly redirect?: "manual";
 }
 
 /**
@@ -582,6 +588,7 @@ export class HttpCore {
         headers,
         body: request.body === undefined ? undefined : JSON.stringify(request.body),
         signal: controller.signal,
+        redirect: "manual",
       });
       status = response.status;
       const text = await response.text();

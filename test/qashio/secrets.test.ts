@@ -2,10 +2,12 @@
  * No secret (client secret, refresh token, access token) in any error message, `String(err)`,
  * `JSON.stringify(err)`, cause chain or log line, across every failure path that handles one.
  */
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
 import { describe, expect, it } from "vitest";
 import { QashioClient } from "../../shared/qashio/client.js";
 import { OAuthTokenProvider, StaticTokenProvider } from "../../shared/qashio/auth/token-provider.js";
-import { exchangeCode } from "../../shared/qashio/auth/oauth.js";
+import { exchangeCode, refresh } from "../../shared/qashio/auth/oauth.js";
 import type { StoredTokens, TokenStore } from "../../shared/qashio/auth/token-store.js";
 import type { NotFoundError } from "../../shared/qashio/errors.js";
 import {
@@ -259,5 +261,38 @@ describe("secrets stay out of errors and logs", () => {
     await client.getCompanySummary();
     expect(logger.lines.some((l) => l.level === "warn")).toBe(true);
     expectNoSecret([logger.text()]);
+  });
+});
+
+describe("a redirect is an answer, not followed (global fetch as the client's fetch)", () => {
+  /** A loopback server answering each request with `answer`, recording what it received. */
+  async function server(answer: (url: string) => { status: number; headers?: Record<string, string> }): Promise<{ url: string; received: string[]; close: () => Promise<void> }> {
+    const received: string[] = [];
+    const http: Server = createServer((req, res) => {
+      let body = "";
+      req.on("data", (chunk: Buffer) => (body += chunk.toString("utf8")));
+      req.on("end", () => {
+        received.push(`${req.method} ${req.url} ${JSON.stringify(req.headers)} ${body}`);
+        const { status, headers } = answer(req.url ?? "");
+        res.writeHead(status, { "content-type": "application/json", ...headers }).end("{}");
+      });
+    });
+    await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
+    const url = `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
+    return { url, received, close: () => new Promise((resolve) => http.close(() => resolve())) };
+  }
+
+  it("sends no token request body to where a 307 from the token endpoint points", async () => {
+    const elsewhere = await server(() => ({ status: 200 }));
+    // Another origin (localhost, not 127.0.0.1): what a misrouted gateway or a hijacked DNS name would name.
+    const provider = await server(() => ({ status: 307, headers: { location: elsewhere.url.replace("127.0.0.1", "localhost") + "/collect" } }));
+    try {
+      const error = await refresh({ baseUrl: provider.url, clientId: "client-1", clientSecret: CLIENT_SECRET, fetch }, REFRESH_TOKEN).catch((e: unknown) => e);
+      expect(elsewhere.received).toEqual([]);
+      expect(error).toMatchObject({ status: 307, path: "/oauth2/token" });
+      expectNoSecret(textsOf(error));
+    } finally {
+      await Promise.all([elsewhere.close(), provider.close()]);
+    }
   });
 });
