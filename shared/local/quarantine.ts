@@ -59,8 +59,9 @@ export class FileQuarantine implements Quarantine {
     let parsed: unknown;
     try {
       parsed = JSON.parse(text);
-    } catch (err) {
-      throw new CorruptStateError("Quarantine record is not valid JSON", { file }, { cause: err });
+    } catch {
+      // No cause: JSON.parse's message quotes the text around the fault, a raw body's personal data.
+      throw new CorruptStateError("Quarantine record is not valid JSON", { file });
     }
     if (!isRecordShaped(parsed)) throw new CorruptStateError("Quarantine record is not a record", { file });
     return parsed;

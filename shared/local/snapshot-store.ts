@@ -341,8 +341,9 @@ export class FileSnapshotStore implements SnapshotStore {
         let snapshot: Snapshot;
         try {
           snapshot = JSON.parse(buffer.toString("utf8")) as Snapshot;
-        } catch (err) {
-          throw new CorruptStateError("Snapshot segment entry is not valid JSON", { file }, { cause: err });
+        } catch {
+          // No cause: JSON.parse's message quotes the text around the fault, a stored object's personal data.
+          throw new CorruptStateError("Snapshot segment entry is not valid JSON", { file });
         }
         if (snapshot.key === key) {
           if (!isSnapshotSequence(snapshot.sequence)) {

@@ -194,6 +194,17 @@ describe("FileSnapshotStore", () => {
     await expect(new FileSnapshotStore(dir).scan({ limit: 10 })).rejects.toMatchObject(corrupt);
   });
 
+  it("reports a line that is not JSON without the parser's message, which quotes the personal data around the fault", async () => {
+    await mkdir(path.join(dir, "snapshots"), { recursive: true });
+    const line = '{"key":"card:A","hash":"h","object":{"card_holder_name":Leakwell},"updatedAt":"2025-01-15T10:00:00.000Z"}';
+    const header = JSON.stringify({ v: 1, entries: [["card:A", 0, Buffer.byteLength(line)]] });
+    const segment = path.join(dir, "snapshots", "seg-000000000001-deadbeef.log");
+    await writeFile(segment, `${header}\n${line}\n`);
+    const error = await new FileSnapshotStore(dir).getMany(["card:A"]).catch((e: unknown) => e);
+    expect(error).toMatchObject({ name: "CorruptStateError", message: "Snapshot segment entry is not valid JSON", file: segment });
+    expect(inspect(error)).not.toContain("Leakwell");
+  });
+
   it("serialises concurrent writes so the newest write of a key wins after reopening", async () => {
     const store = new FileSnapshotStore(dir);
     await Promise.all([store.putMany([snap("card:A", 1)]), store.putMany([snap("card:A", 2)]), store.putMany([snap("card:A", 3)])]);
@@ -341,6 +352,14 @@ describe("FileQuarantine", () => {
     const file = path.join(dir, "quarantine", "r1.json");
     await writeFile(file, text);
     await expect(new FileQuarantine(dir).list()).rejects.toMatchObject({ name: "CorruptStateError", message, file });
+  });
+
+  it("reports a record file that is not JSON without the parser's message, which quotes the raw body around the fault", async () => {
+    await mkdir(path.join(dir, "quarantine"));
+    await writeFile(path.join(dir, "quarantine", "r1.json"), '{"id":"r1","raw":{"card_holder_name":Leakwell}}');
+    const error = await new FileQuarantine(dir).list().catch((e: unknown) => e);
+    expect(error).toMatchObject({ name: "CorruptStateError", message: "Quarantine record is not valid JSON" });
+    expect(inspect(error)).not.toContain("Leakwell");
   });
 
   it("creates a missing state directory and its quarantine directory readable by their owner only (records hold raw bodies)", async () => {
