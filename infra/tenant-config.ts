@@ -166,7 +166,7 @@ const alarmsSchema = z
       .int()
       .min(60)
       .default(TENANT_DEFAULTS.syncLagThresholdSeconds)
-      .meta({ description: "SyncLag alarm threshold: age of the oldest undelivered change" }),
+      .meta({ description: "SyncLag alarm threshold: age of the oldest undelivered change; more than the transactions schedule in seconds" }),
   })
   .refine((a) => (a.email === undefined) !== (a.topicArn === undefined), {
     message: "set exactly one of email or topicArn",
@@ -249,6 +249,18 @@ const tenantSchema = z.strictObject({
     .default([])
     .meta({ description: `HTTPS endpoints that receive chosen event types through EventBridge API destinations (at most ${MAX_WEBHOOKS_PER_TENANT})` }),
 }).superRefine((tenant, ctx) => {
+  // A cycle publishes the changes made since the last one, up to one schedule old: a threshold no longer than the
+  // schedule keeps SyncLag in alarm for any tenant with steady transactions, while nothing is late.
+  const scheduleSeconds = tenant.schedules.transactionsEveryMinutes * 60;
+  if (tenant.alarms.syncLagThresholdSeconds <= scheduleSeconds) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["alarms", "syncLagThresholdSeconds"],
+      message:
+        `must be more than the transactions schedule (${scheduleSeconds} s): each cycle publishes changes up to one schedule old, ` +
+        `so SyncLag would stay in alarm; set it above ${scheduleSeconds}, with room for a cycle's own duration`,
+    });
+  }
   // Caught here rather than at deploy: an ARN of another partition than the region's names nothing there, rules and the
   // archive need the bus in the stack's own account and region, an alarm can only notify a topic in its own region, and
   // CloudFormation resolves a webhook secret in the stack's region (a secret of another account is fine: dynamic

@@ -295,6 +295,19 @@ describe("tenant config", () => {
     );
   });
 
+  it("refuses a SyncLag threshold no longer than the transactions schedule, which every cycle of a busy tenant would breach", () => {
+    // Each cycle publishes changes made since the last one, up to one schedule old: a 60-minute schedule under the
+    // default 1800 s threshold would keep SyncLag in alarm while nothing is late.
+    expect(errorOf(() => parseTenantConfig({ ...minimal, schedules: { transactionsEveryMinutes: 60 } })).message).toBe(
+      'tenant "acme": field alarms.syncLagThresholdSeconds: must be more than the transactions schedule (3600 s): ' +
+        "each cycle publishes changes up to one schedule old, so SyncLag would stay in alarm; set it above 3600, with room for a cycle's own duration",
+    );
+    expect(errorOf(() => parseTenantConfig({ ...minimal, schedules: { transactionsEveryMinutes: 30 } })).field).toBe("alarms.syncLagThresholdSeconds");
+    expect(parseTenantConfig({ ...minimal, schedules: { transactionsEveryMinutes: 60 }, alarms: { ...minimal.alarms, syncLagThresholdSeconds: 7200 } }).alarms)
+      .toMatchObject({ syncLagThresholdSeconds: 7200 });
+    expect(parseTenantConfig({ ...minimal, schedules: { transactionsEveryMinutes: 29 } }).alarms.syncLagThresholdSeconds).toBe(1800);
+  });
+
   it("refuses two tenants importing one bus with one source (either could publish as the other), naming both", () => {
     const shared = { eventBus: { mode: "import", name: "shared" } };
     const byArn = { account: "123456789012", region: "eu-west-1", eventBus: { mode: "import", arn: "arn:aws:events:eu-west-1:123456789012:event-bus/shared" } };
