@@ -33,7 +33,7 @@ export interface OpsAlarmsProps {
    * Schedule, in minutes, of each function that runs in cycles, by the same short name: its errors alarm over
    * windows derived from the schedule ({@link cycleAlarmWindow}), since the next cycle retries a transient failure
    * anyway. A function not listed (e.g. token rotation, which runs rarely) alarms on its first error. The fastest
-   * schedule (or the transactions one) is also the period of TokenFamilyRevoked, which every cycle reports.
+   * schedule (or the transactions one) also sets TokenFamilyRevoked's window, as every cycle reports it.
    * @default - none
    */
   readonly cycleEveryMinutes?: Readonly<Record<string, number>>;
@@ -143,10 +143,11 @@ export class OpsAlarms extends Construct {
         treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
       });
 
-    // While revoked every tick of both pollers reports it: a period as long as the faster schedule holds one, so the
-    // alarm stays on until re-authorization and clears one period after the reports stop.
+    // While revoked every tick of both pollers reports it, one per period of the faster schedule. Heartbeat's window
+    // read the other way (any 1 of its periods, not all): a tick late into the next period leaves one period empty,
+    // which would clear the alarm (an OK mail while nothing is polled); it clears once a whole window has no report.
     const revokedEvery = Math.min(props.syncLagEveryMinutes, ...Object.values(props.cycleEveryMinutes ?? {}));
-    const revokedWindow: AlarmWindow = { period: cycleAlarmWindow(revokedEvery).period, evaluationPeriods: 1, datapointsToAlarm: 1 };
+    const revokedWindow: AlarmWindow = { ...cycleAlarmWindow(revokedEvery), datapointsToAlarm: 1 };
     addOccurrences(
       "TokenFamilyRevoked",
       "tokenfamilyrevoked",
