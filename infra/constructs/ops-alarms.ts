@@ -33,7 +33,8 @@ export interface OpsAlarmsProps {
    * Schedule, in minutes, of each function that runs in cycles, by the same short name: its errors alarm over
    * windows derived from the schedule ({@link cycleAlarmWindow}), since the next cycle retries a transient failure
    * anyway. A function not listed (e.g. token rotation, which runs rarely) alarms on its first error. The fastest
-   * schedule (or the transactions one) also sets TokenFamilyRevoked's window, as every cycle reports it.
+   * schedule (or the transactions one) also sets TokenFamilyRevoked's window, as every cycle reports it; the slowest
+   * sets EventsFailed's, so each period holds a cycle of every poller.
    * @default - none
    */
   readonly cycleEveryMinutes?: Readonly<Record<string, number>>;
@@ -84,8 +85,8 @@ function alarmNameOf(tenant: string, suffix: string): string {
 
 /**
  * The tenant's alarms (token family revoked, sync lag, function errors, dead letters, quarantine held and growing,
- * acknowledges the provider keeps refusing, cycles no longer running) and the SNS topic they notify. Each alarm's description points to its
- * section in docs/runbook.md (at `runbookUrl` when given).
+ * acknowledges the provider keeps refusing, events the bus keeps refusing, cycles no longer running) and the SNS
+ * topic they notify. Each alarm's description points to its section in docs/runbook.md (at `runbookUrl` when given).
  */
 export class OpsAlarms extends Construct {
   /** Topic receiving ALARM and OK notifications. */
@@ -216,6 +217,23 @@ export class OpsAlarms extends Construct {
       refusedWindow,
       `Tenant ${tenant}: the provider refused to acknowledge transactions in ${describeAlarmWindow(refusedWindow)}; ` +
         "their events are published, but they stay unsynced at the provider and are pulled again every cycle.",
+    );
+    // EventsFailed counts every event the bus did not take. One refused for now (throttling, the bus's policy or key)
+    // stays pending and every cycle of its poller sends it again; so does a card's refused for good (no publish
+    // quarantine for cards), while a transaction's is quarantined once (QuarantineGrowing). Periods of the slower
+    // schedule hold a cycle of both pollers, so card events deferred in a tenant with few transactions, which SyncLag
+    // never sees, page too; 2 of 3 periods, so one throttled cycle does not.
+    const failedEvery = Math.max(props.syncLagEveryMinutes, ...Object.values(props.cycleEveryMinutes ?? {}));
+    const failedWindow = cycleAlarmWindow(failedEvery);
+    addOccurrences(
+      "EventsFailed",
+      "eventsfailed",
+      "EventsFailed",
+      "Sum",
+      failedWindow,
+      `Tenant ${tenant}: the event bus refused events in ${describeAlarmWindow(failedWindow)}. Refused for now ` +
+        "(throttling, the bus policy or key): not delivered, sent again every cycle until the bus takes them. Refused " +
+        "for good: a card's event is sent again every walk, a transaction's is quarantined.",
     );
     if (props.cardDetailsEveryMinutes !== undefined) {
       // As AcknowledgeRefused: a card the provider will not read is taken as listed again every walk, so a lasting

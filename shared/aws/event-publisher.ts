@@ -13,7 +13,7 @@ export const MAX_ENTRIES_PER_CALL = 10;
  * Per-entry codes saying the bridge may not publish here at all (IAM, the bus's resource policy, its KMS key, the
  * account named): true of every event until someone fixes the setup, and no fault of the event. Quarantined, a whole
  * backlog would be acknowledged into the quarantine and need a re-drive; failed for now at once, it stays at the
- * provider and goes out by itself once the setup is fixed (SyncLag alarms meanwhile).
+ * provider and goes out by itself once the setup is fixed (EventsFailed and SyncLag alarm meanwhile).
  */
 const SETUP_ENTRY_ERROR = /AccessDenied|NotAuthorized|KMS|InvalidAccountId/i;
 /** Stands for an entry a failing answer left blank: retried as for an unknown code. */

@@ -276,6 +276,27 @@ describe("pollCards", () => {
     expect(rig.snapshots.data.get(`card:${id}`)?.object["status"]).toBe("Suspended");
   });
 
+  it("counts a card event the bus keeps refusing, for now or for good, in EventsFailed at every walk, with no dimension of its own", async () => {
+    const rig = makeRig();
+    const card = rig.provider.addCard();
+    await pollCards(rig.deps);
+    rig.provider.changeCard(card["id"] as string, { status: "Suspended" });
+    // The EventsFailed alarm reads the plain metric (service, tenant) per period of the slower schedule: a card
+    // poller that keeps deferring card.suspended must report it at every walk, under exactly those dimensions.
+    for (const refusal of [{ reason: "AccessDeniedException: bus policy", retryable: true }, { reason: "ValidationException" }]) {
+      rig.publisher.reject = () => refusal;
+      const before = rig.metrics.points.length;
+      await pollCards(rig.deps);
+      await pollCards(rig.deps);
+      const failed = rig.metrics.points.slice(before).filter((p) => p.name === "EventsFailed");
+      expect(failed).toEqual([
+        { name: "EventsFailed", value: 1, unit: "Count", dimensions: undefined },
+        { name: "EventsFailed", value: 1, unit: "Count", dimensions: undefined },
+      ]);
+    }
+    expect(rig.quarantine.records.size).toBe(0);
+  });
+
   it("stops the walk once the publisher took none of two pages of changes in a row, and walks again from where it started next cycle", async () => {
     const rig = makeRig();
     for (let i = 0; i < 40; i++) rig.provider.addCard();

@@ -163,6 +163,30 @@ describe("cycle alarms follow the tenant's schedule", () => {
     expect(short("AcknowledgeRefused")).toMatchObject({ AlarmActions: actions, OKActions: actions });
   });
 
+  it("alarms on events the bus keeps refusing in 2 of 3 periods of the slower schedule, not on one refused cycle, clearing in periods without", () => {
+    const failed = {
+      Namespace: "QashioBridge",
+      MetricName: "EventsFailed",
+      Statistic: "Sum",
+      Threshold: 1,
+      ComparisonOperator: "GreaterThanOrEqualToThreshold",
+      TreatMissingData: "notBreaching",
+    };
+    // Every cycle of either poller sends a refused event again: the slower schedule's period holds a cycle of both,
+    // so a card event the card poller keeps deferring pages however rarely transactions fail.
+    expect(short("EventsFailed")).toMatchObject({ ...failed, Period: 1800, EvaluationPeriods: 3, DatapointsToAlarm: 2 });
+    expect(alarmsOfGlobexEvery(60, 5)("EventsFailed")).toMatchObject({ ...failed, Period: 3600, EvaluationPeriods: 3, DatapointsToAlarm: 2 });
+    expect(long("EventsFailed")).toMatchObject({ ...failed, Period: DAY_SECONDS, EvaluationPeriods: 1, DatapointsToAlarm: 1 });
+    const description = String(short("EventsFailed").AlarmDescription);
+    expect(description).toContain("in 2 of the last 3 30-minute periods");
+    // Counted for events refused for now and for good: the text names both, and where each one ends up.
+    expect(description).toMatch(/for now/);
+    expect(description).toMatch(/quarantined/);
+    expect(description).toMatch(/Runbook: docs\/runbook\.md#eventsfailed$/);
+    const actions = short("SyncLag")["AlarmActions"];
+    expect(short("EventsFailed")).toMatchObject({ AlarmActions: actions, OKActions: actions });
+  });
+
   it("alarms on ticks sent to the pollers' DLQ in 2 of 3 periods of the slower schedule, clearing without a purge", () => {
     const sent = { MetricName: "NumberOfMessagesSent", Statistic: "Sum", Threshold: 1, TreatMissingData: "notBreaching" };
     expect(short("DeadLetters-Pollers")).toMatchObject({ ...sent, Period: 1800, EvaluationPeriods: 3, DatapointsToAlarm: 2 });
@@ -252,6 +276,7 @@ describe("the alarms on plain bridge metrics", () => {
     ["QuarantineGrowing", "globex"],
     ["TokenFamilyRevoked", "globex"],
     ["AcknowledgeRefused", "globex"],
+    ["EventsFailed", "globex"],
     ["TokenSecretWriteFailed", "globex"],
     ["CardDetailsUnread", "acme-sandbox"],
   ] as const)("%s has exactly the dimensions the runtime emits its metric with, under the functions' environment (%s)", (suffix, tenant) => {

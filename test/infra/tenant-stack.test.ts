@@ -861,6 +861,7 @@ describe("ops", () => {
     expect(alarm("Errors-PollTransactions")?.Properties).toMatchObject({ MetricName: "Errors", Namespace: "AWS/Lambda", Statistic: "Sum", Threshold: 1, DatapointsToAlarm: 2 });
     expect(alarm("Errors-RotateToken")?.Properties).toMatchObject({ MetricName: "Errors", Statistic: "Sum", Threshold: 1, EvaluationPeriods: 1 });
     expect(alarm("DeadLetters-Pollers")?.Properties).toMatchObject({ MetricName: "NumberOfMessagesSent", Statistic: "Sum", Threshold: 1 });
+    expect(alarm("EventsFailed")?.Properties).toMatchObject({ Namespace: "QashioBridge", MetricName: "EventsFailed", Statistic: "Sum", Threshold: 1 });
     const topic = { Ref: logicalIdOf(globexT, "AWS::SNS::Topic") };
     for (const a of Object.values(globexT.findResources("AWS::CloudWatch::Alarm"))) {
       expect((a as { Properties: { AlarmActions: unknown[] } }).Properties.AlarmActions).toEqual([topic]);
@@ -893,7 +894,7 @@ describe("ops", () => {
       Threshold: 1,
       ComparisonOperator: "GreaterThanOrEqualToThreshold",
     });
-    acmeT.resourceCountIs("AWS::CloudWatch::Alarm", 15);
+    acmeT.resourceCountIs("AWS::CloudWatch::Alarm", 16);
     expect(Object.keys(globexT.findResources("AWS::CloudWatch::Alarm")).filter((id) => id.includes("EventBus"))).toEqual([]);
   });
 
