@@ -242,6 +242,16 @@ class TransactionRun extends CycleRun {
     let readAhead = this.options.readAhead ?? true;
     let inHand: ProviderPage | undefined;
     let fromReadAhead = false;
+    /**
+     * Ids whose acknowledge failed for now (left to a fresh read) and not listed since. One the pass completes without
+     * meeting again left the list: an acknowledge applied despite its failure (a gateway's 502) took it off, so its
+     * state, delivered before that acknowledge, no longer counts towards the lag.
+     */
+    const awaitingReRead = new Set<string>();
+    const complete = (): CycleOutcome => {
+      for (const id of awaitingReRead) this.settled(id);
+      return "complete";
+    };
     for (;;) {
       const stop = this.pastDeadline() ? "deadline" : this.publisherUnavailable() ? "publisher_unavailable" : undefined;
       if (stop !== undefined) {
@@ -258,6 +268,7 @@ class TransactionRun extends CycleRun {
       let result: ProviderPage | undefined = inHand;
       inHand = undefined;
       let items: PageEntry[] | undefined = pageEntries(result);
+      if (awaitingReRead.size > 0) for (const entry of items) awaitingReRead.delete(itemKey(entry.raw));
       this.report.pulled += items.length;
       if (items.length > 0) this.deps.metrics.add("TransactionsPulled", items.length, "Count");
       const hasNext = result.pagination?.has_next ?? items.length >= this.pageSize;
@@ -268,7 +279,7 @@ class TransactionRun extends CycleRun {
       if (found.fresh.length === 0) {
         // A read-ahead page shows the list before the last acknowledge: decide on a plain read of the page.
         if (fromReadAhead) continue;
-        if (isLast) return "complete";
+        if (isLast) return complete();
         page += 1;
         continue;
       }
@@ -296,7 +307,10 @@ class TransactionRun extends CycleRun {
       });
       if (copies) for (const [key, list] of copies) versions.set(key, list);
       // Ids whose acknowledge is left to a fresh read are not handled: the plain re-read below takes them again.
-      for (const id of readAgain) freshKeys.delete(id);
+      for (const id of readAgain) {
+        freshKeys.delete(id);
+        awaitingReRead.add(id);
+      }
       handled.add(freshKeys, versions);
       // Items that stay listed shift the pages: fall back to plain re-reads for the rest of this pass.
       if (!allAcknowledged) readAhead = false;
@@ -306,7 +320,7 @@ class TransactionRun extends CycleRun {
         continue;
       }
       // The whole last page was new and acknowledged: nothing can be left behind it in this pass.
-      if (isLast && !fromReadAhead && wholePage && allAcknowledged) return "complete";
+      if (isLast && !fromReadAhead && wholePage && allAcknowledged) return complete();
     }
   }
 

@@ -1429,3 +1429,52 @@ describe("versionTime", () => {
     expect(versionTime(now, undefined)).toBe("2025-01-15T10:00:00.000Z");
   });
 });
+
+describe("pollTransactions: an acknowledge that failed for now, left to a fresh read", () => {
+  it("counts no lag for unchanged transactions whose acknowledge was applied but answered 502 (gone on the fresh read)", async () => {
+    const rig = makeRig();
+    const txns = [rig.provider.addTransaction(), rig.provider.addTransaction()];
+    // A first cycle publishes and stores them, then stops before its acknowledge (a crash).
+    let crash = true;
+    rig.provider.beforeCall = (call) => {
+      if (crash && call.op === "acknowledgeTransactions") throw new Error("crash");
+    };
+    await expect(pollTransactions(rig.deps)).rejects.toThrow();
+    crash = false;
+    rig.clock.ms = Date.parse(txns[0]!.updated_at) + 2 * 3600_000;
+    let faults = 1;
+    const deps = {
+      ...rig.deps,
+      provider: clientOverFake(rig.provider, rig.clock, (call) => {
+        if (call.op !== "acknowledgeTransactions" || faults === 0) return undefined;
+        faults -= 1;
+        // Applied, then answered 502 by a gateway.
+        for (const t of rig.provider.transactions) if (call.ids.includes(t.id)) t.client_sync_status = "synced";
+        return { status: 502 };
+      }),
+    };
+    rig.metrics.points.length = 0;
+    const report = await pollTransactions(deps);
+    expect(report).toMatchObject({ outcome: "complete", unchanged: 2, published: {} });
+    expect(rig.provider.pending()).toEqual([]);
+    // Delivered (equal to their snapshots) and acknowledged: the cycle caught up, no two-hour lag.
+    expect(rig.metrics.points.filter((p) => p.name === "SyncLagSeconds").map((p) => p.value)).toEqual([0]);
+    expect(report.syncLagSeconds).toBe(0);
+  });
+
+  it("still counts the lag of unchanged transactions read again and left unacknowledged at the deadline", async () => {
+    const rig = makeRig();
+    const txn = rig.provider.addTransaction();
+    let crash = true;
+    rig.provider.beforeCall = (call) => {
+      if (crash && call.op === "acknowledgeTransactions") throw new Error("crash");
+    };
+    await expect(pollTransactions(rig.deps)).rejects.toThrow();
+    crash = false;
+    rig.clock.ms = Date.parse(txn.updated_at) + 2 * 3600_000;
+    const deps = { ...rig.deps, provider: clientOverFake(rig.provider, rig.clock, (call) => (call.op === "acknowledgeTransactions" ? { status: 429, retryAfterSeconds: 30 } : undefined)) };
+    const report = await pollTransactions(deps, { deadline: rig.clock.now() + 20_000 });
+    expect(report.outcome).toBe("deadline");
+    expect(report.syncLagSeconds).toBeGreaterThanOrEqual(7200);
+  });
+});
