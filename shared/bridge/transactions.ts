@@ -314,6 +314,12 @@ class TransactionRun extends CycleRun {
       handled.add(freshKeys, versions);
       // Items that stay listed shift the pages: fall back to plain re-reads for the rest of this pass.
       if (!allAcknowledged) readAhead = false;
+      if (next && readAgain.length > 0) {
+        // Read before the failed acknowledge's wait: a change made during it would be acknowledged unseen, which the
+        // fresh read is for. Dropped (its items count towards the lag until read again), and the page read plainly.
+        this.leftBehind(await next.catch(() => undefined), handled);
+        continue;
+      }
       if (next) {
         inHand = await next;
         fromReadAhead = true;

@@ -1477,4 +1477,28 @@ describe("pollTransactions: an acknowledge that failed for now, left to a fresh 
     expect(report.outcome).toBe("deadline");
     expect(report.syncLagSeconds).toBeGreaterThanOrEqual(7200);
   });
+
+  it("reads the page read ahead again after a failed acknowledge's wait, so a change made to it meanwhile is published", async () => {
+    const rig = makeRig();
+    for (let i = 0; i < 4; i++) rig.provider.addTransaction();
+    // Newest first: page 1 holds the two newest, page 2 (read ahead while page 1 is processed) the two oldest.
+    const onSecondPage = rig.provider.transactions[3]!;
+    let failed = false;
+    const deps = {
+      ...rig.deps,
+      provider: clientOverFake(rig.provider, rig.clock, (call) => {
+        if (call.op !== "acknowledgeTransactions" || failed) return undefined;
+        failed = true;
+        rig.provider.changeTransaction(onSecondPage.id, { memo: "edited while the acknowledge failed" });
+        return { status: 503, retryAfterSeconds: 2 };
+      }),
+    };
+    const report = await pollTransactions(deps, { pageSize: 2 });
+    expect(report.outcome).toBe("complete");
+    expect(failed).toBe(true);
+    expect(rig.provider.pending()).toEqual([]);
+    const last = rig.publisher.events.filter((e) => e.detail.subject.id === onSecondPage.id).at(-1);
+    expect(last?.detail.data.object["memo"]).toBe("edited while the acknowledge failed");
+    expect(new Set(rig.publisher.ids).size).toBe(rig.publisher.events.length);
+  });
 });
