@@ -382,6 +382,24 @@ describe("tenant config", () => {
     expect(() => loadTenantsFile(join(dir, "broken.json"))).toThrow(/is not valid JSON \(YAML is not supported\): .*JSON/);
     expect(() => loadTenantsFile(join(dir, "empty.json"))).toThrow("tenants file: field tenants: list at least one tenant");
   });
+
+  it("refuses a key given twice in one object, naming each, rather than keep only the last as JSON.parse does", () => {
+    const dir = mkdtempSync(join(tmpdir(), "tenants-"));
+    const hook = { name: "erp", url: "https://erp.test/h", eventTypes: ["card.created"], auth: { type: "basic", username: "u", password: { secretArn } } };
+    const acme = JSON.stringify({ ...minimal, account: "123456789012", region: "eu-west-1", webhooks: [hook] });
+    // A merge gone wrong: the later empty `webhooks` would drop acme's webhook at deploy, and the later `tenants` acme.
+    const text = `{"tenants": [${acme.replace(/}$/, ', "webhooks": []}')}], "tenants": [{"id": "globex", "environment": "sandbox", "alarms": {"email": "a@b.test"}}]}`;
+    writeFileSync(join(dir, "twice.json"), text);
+    const error = errorOf(() => loadTenantsFile(join(dir, "twice.json")));
+    expect(error.message).toBe(
+      `tenants file ${join(dir, "twice.json")}: field tenants[0].webhooks is given more than once; field tenants is given more than once: keep one of each (JSON keeps only the last)`,
+    );
+    // A key is compared as JSON reads it, escapes resolved; the same name in different objects is no repeat.
+    writeFileSync(join(dir, "escaped.json"), `{"tenants": [{"id": "acme", "i\\u0064": "globex"}]}`);
+    expect(errorOf(() => loadTenantsFile(join(dir, "escaped.json"))).message).toMatch(/field tenants\[0\]\.id is given more than once/);
+    writeFileSync(join(dir, "apart.json"), JSON.stringify({ tenants: [minimal, { ...minimal, id: "globex", eventSource: "globex.bridge" }] }));
+    expect(loadTenantsFile(join(dir, "apart.json")).map((t) => t.id)).toEqual(["acme", "globex"]);
+  });
 });
 
 describe("tenants file with several tenants at fault", () => {
