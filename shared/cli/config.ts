@@ -137,7 +137,7 @@ export interface EnvFileContent {
   readonly unclosed: readonly number[];
   /** Lines whose unquoted value holds `#` first or right after other text: parseEnv cuts the value there, as a comment. */
   readonly cutAtHash: readonly number[];
-  /** Lines with text after a quoted value's closing quote (other than a `# comment`): parseEnv drops it. */
+  /** Lines with text after a quoted value's closing quote (other than a blank and a `# comment`): parseEnv drops it. */
   readonly afterQuote: readonly number[];
   /** Variables assigned on more than one line, with those lines: only the last one would count. */
   readonly repeated: Readonly<Record<string, readonly number[]>>;
@@ -186,7 +186,8 @@ export function parseEnvFile(text: string): EnvFileContent {
         unclosed.push(i + 1);
         continue;
       }
-      if (!/^[ \t]*(?:#.*)?$/.test(value.slice(close + 1))) afterQuote.push(i + 1);
+      // A comment needs a blank before its `#`, as after an unquoted value: `"ab"#cd"` is a secret holding `"#`, cut.
+      if (!/^(?:[ \t]+#.*|[ \t]*)$/.test(value.slice(close + 1))) afterQuote.push(i + 1);
     }
     // The first `#` of the text after `=` decides: after a blank it starts a comment (`NAME=   # note`, `A=b # c#d`),
     // first or right after text it cuts the value (`NAME=#x`, `NAME=a#b`).

@@ -570,6 +570,13 @@ describe("parseEnvFile", () => {
     expect(values).toMatchObject({ OK: "a b", Q: 'it"s' });
   });
 
+  it("reports a # right after a closing quote, which parseEnv drops with what follows, as it does unquoted (a comment needs a blank)", () => {
+    // A secret holding `"#` quoted with `"`: parseEnv ends it at its own quote and reads the rest as a comment.
+    const { afterQuote, values } = parseEnvFile('SECRET="ab"#cd"\nSALT=\'abcdefgh\'#ijklmnop\nOK="a b" #note\nTAB=\'x\'\t# note\n');
+    expect(afterQuote).toEqual([1, 2]);
+    expect(values).toMatchObject({ OK: "a b", TAB: "x" });
+  });
+
   it("reports an unquoted value that # would cut (first, or right after text), not a comment after a space", () => {
     const { cutAtHash, values } = parseEnvFile(
       "SALT=abcdefgh#ijklmnop\nTENANT=acme#1\nEMPTY=#x\nOK=value # comment\nQ='a#b'\nBLANK=   # only the first run\nT=acme # ticket#123, see https://x.test/#a\n",
