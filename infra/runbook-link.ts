@@ -41,7 +41,8 @@ export function runbookUrlFrom(context: unknown): string {
   if (url.username !== "" || url.password !== "") {
     throw problem("must not carry credentials (user:password@): it is written into every alarm description and mail");
   }
-  if (url.hash !== "") throw problem("must not have a #fragment: each link appends its section's anchor");
+  // An empty `#` leaves hash empty but stays in href, where `#anchor` would follow it.
+  if (url.hash !== "" || url.href.endsWith("#")) throw problem("must not have a #fragment: each link appends its section's anchor");
   if (url.href.length > MAX_RUNBOOK_URL_LENGTH) throw problem(`must be at most ${MAX_RUNBOOK_URL_LENGTH} characters (alarm descriptions hold 1024)`);
   return url.href;
 }

@@ -58,6 +58,8 @@ describe("runbookUrl (app context)", () => {
     ["http://git.example/docs/runbook.md", "must be an https:// URL"],
     ["docs/runbook.md", "is not an absolute URL"],
     ["https://git.example/docs/runbook.md#synclag", "must not have a #fragment"],
+    // An empty fragment stays in href: every link would end `runbook.md##synclag`, an anchor no section has.
+    ["https://git.example/docs/runbook.md#", "must not have a #fragment"],
     [42, "must be a string"],
   ])("refuses %s: %s", (value, problem) => {
     expect(() => runbookUrlFrom(value)).toThrow(InfraError);
