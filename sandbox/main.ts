@@ -3,7 +3,7 @@
  * runs the provider sandbox on 127.0.0.1 until SIGINT or SIGTERM.
  */
 import { parseArgs } from "node:util";
-import { keptByNpm } from "../shared/cli/args.js";
+import { keptByNpm, repeatedOption } from "../shared/cli/args.js";
 import { SandboxUsageError } from "./errors.js";
 import { createSandbox, DEFAULT_SEED, LEGACY_PREFIX, SANDBOX_CLIENT } from "./index.js";
 
@@ -46,6 +46,8 @@ export function parseMainArgs(argv: readonly string[], env: Readonly<Record<stri
   // `npm run sandbox --frozen-clock` (no `--`): npm keeps the option, and the sandbox would start on real time.
   const refusal = env["npm_lifecycle_event"] === "sandbox" ? keptByNpm(OPTIONS, argv, env, ["npm run sandbox --"]) : undefined;
   if (refusal !== undefined) throw new SandboxUsageError(refusal);
+  const repeated = repeatedOption(argv, OPTIONS);
+  if (repeated !== undefined) throw new SandboxUsageError(repeated);
   let values;
   try {
     ({ values } = parseArgs({

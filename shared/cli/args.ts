@@ -359,12 +359,21 @@ function joinDashValues(argv: readonly string[], options: Options): string[] {
   return out;
 }
 
-function strictParse(command: string, argv: string[], options: Options): OptionValues {
-  // parseArgs lets the last of a repeated option win silently: `--interval 10m --interval 5s` is more likely a slip.
+/**
+ * The refusal of an option of `options` that `argv` gives more than once, or undefined: parseArgs lets the last one win
+ * silently, and `--interval 10m --interval 5s` is more likely a slip. The sandbox's command line uses it too.
+ */
+export function repeatedOption(argv: readonly string[], options: Options): string | undefined {
   for (const name of Object.keys(options)) {
     const given = timesGiven(argv, name);
-    if (given > 1) throw new UsageError(`${command}: --${name} is given ${given} times; give it once`);
+    if (given > 1) return `--${name} is given ${given} times; give it once`;
   }
+  return undefined;
+}
+
+function strictParse(command: string, argv: string[], options: Options): OptionValues {
+  const repeated = repeatedOption(argv, options);
+  if (repeated !== undefined) throw new UsageError(`${command}: ${repeated}`);
   try {
     const { values } = parseArgs({ args: joinDashValues(argv, options), options, strict: true, allowPositionals: false });
     return { values: values as OptionValues["values"] };

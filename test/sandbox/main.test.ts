@@ -26,6 +26,10 @@ describe("parseMainArgs", () => {
       expect(() => parseMainArgs(argv)).toThrow(SandboxUsageError);
     },
   );
+
+  it("refuses an option given twice, as the bridge does, rather than listen where the last one says", () => {
+    expect(() => parseMainArgs(["--port", "4010", "--port=4011"])).toThrow(new SandboxUsageError("--port is given 2 times; give it once"));
+  });
 });
 
 describe("parseMainArgs under npm", () => {
