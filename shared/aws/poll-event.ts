@@ -1,7 +1,8 @@
 /**
  * The poll event: what an invocation of a poller asks for, read and checked before anything touches AWS or the
  * provider. The card mode a schedule passes, and the operator action (with its cursor) invoked by hand; a field set to
- * anything else fails the invocation with PollEventError naming the field, never echoing its value.
+ * anything else fails the invocation with PollEventError naming the field, never echoing its value, and so does an
+ * event that is no JSON object at all (a quoting slip in a hand-made payload), which would otherwise run a cycle.
  */
 import type { CardCycleMode } from "../bridge/cards.js";
 import type { CycleKind } from "./cycle.js";
@@ -25,18 +26,30 @@ export interface PollEvent {
  */
 export type PollAction = "cycle" | "redrive" | "conform-pii";
 
+/**
+ * The event as an object, or undefined when there is none (no payload, or JSON `null`).
+ * @throws PollEventError for a JSON string, number, boolean or array (`'"redrive"'`, `'["redrive"]'`): read as an
+ *   object it has no field, so it would run a scheduled cycle and answer `completed` in place of what was asked.
+ */
+function eventObject(event: PollEvent | undefined): PollEvent | undefined {
+  const value: unknown = event;
+  if (value === undefined || value === null) return undefined;
+  if (typeof value === "object" && !Array.isArray(value)) return value as PollEvent;
+  throw new PollEventError('Poll event must be a JSON object, such as {"action":"redrive"}', "(event)");
+}
+
 /** Actions of the transaction poller besides `cycle`. */
 const OPERATOR_ACTIONS: readonly PollAction[] = ["redrive", "conform-pii"];
 
 /**
  * The action an event asks `kind`'s poller for (`action`, else `cycle`).
  * @throws PollEventError when `action` is anything else, or an operator action on the card poller (the value is not
- *   echoed).
+ *   echoed), or when the event is not a JSON object.
  * @example
  * pollActionOf({ action: "redrive" }, "transactions"); // "redrive"
  */
 export function pollActionOf(event: PollEvent | undefined, kind: CycleKind): PollAction {
-  const action: unknown = event?.action;
+  const action: unknown = eventObject(event)?.action;
   if (action === undefined || action === "cycle") return "cycle";
   if (kind === "transactions" && OPERATOR_ACTIONS.includes(action as PollAction)) return action as PollAction;
   throw new PollEventError(
@@ -54,7 +67,7 @@ export function pollActionOf(event: PollEvent | undefined, kind: CycleKind): Pol
  * conformCursorOf({ action: "conform-pii", cursor: "eyJwayI6…" }, "conform-pii"); // "eyJwayI6…"
  */
 export function conformCursorOf(event: PollEvent | undefined, action: PollAction): string | undefined {
-  const cursor: unknown = event?.cursor;
+  const cursor: unknown = eventObject(event)?.cursor;
   if (cursor === undefined) return undefined;
   if (action !== "conform-pii") throw new PollEventError('Poll event field cursor goes only with action "conform-pii"', "cursor");
   if (typeof cursor !== "string" || cursor === "") throw new PollEventError("Poll event field cursor must be the cursor a conform-pii result gave", "cursor");
@@ -70,7 +83,8 @@ const CARD_CYCLE_MODES: Readonly<Record<CardCycleMode, true>> = { full: true, "s
  * @example
  * cardModeOf({ detail: { mode: "suspended-only" } }); // "suspended-only"
  */
-export function cardModeOf(event: PollEvent | undefined): CardCycleMode {
+export function cardModeOf(input: PollEvent | undefined): CardCycleMode {
+  const event = eventObject(input);
   const [field, mode] = event?.mode !== undefined ? ["mode", event.mode] : ["detail.mode", event?.detail?.mode];
   if (mode === undefined) return "full";
   if (typeof mode === "string" && Object.hasOwn(CARD_CYCLE_MODES, mode)) return mode;

@@ -45,6 +45,32 @@ describe("pollActionOf", () => {
   });
 });
 
+describe("an event that is not a JSON object", () => {
+  it.each([
+    ["a string", "redrive"],
+    ["an array", [{ action: "redrive" }]],
+    ["a number", 7],
+    ["a boolean", true],
+  ])("is refused as %s by every reader, naming the event without echoing it", (_, event) => {
+    for (const read of [
+      () => pollActionOf(event as never, "transactions"),
+      () => pollActionOf(event as never, "cards"),
+      () => conformCursorOf(event as never, "conform-pii"),
+      () => cardModeOf(event as never),
+    ]) {
+      const error = thrown(read);
+      expect(error).toBeInstanceOf(PollEventError);
+      expect(error).toMatchObject({ field: "(event)", message: 'Poll event must be a JSON object, such as {"action":"redrive"}' });
+    }
+  });
+
+  it("reads a JSON null as no event: a cycle, full mode, no cursor", () => {
+    expect(pollActionOf(null as never, "transactions")).toBe("cycle");
+    expect(conformCursorOf(null as never, "cycle")).toBeUndefined();
+    expect(cardModeOf(null as never)).toBe("full");
+  });
+});
+
 describe("conformCursorOf", () => {
   it("reads no cursor when the event has none, whatever the action", () => {
     expect(conformCursorOf(undefined, "cycle")).toBeUndefined();

@@ -685,6 +685,16 @@ describe("poll-transactions conform-pii action", () => {
     });
   });
 
+  it("refuses a payload that is not a JSON object (a quoting slip) before anything runs, instead of running a cycle", async () => {
+    const pending = h.pendingAtProvider();
+    for (const event of ["redrive", ["redrive"], [{ action: "conform-pii" }], 7, true]) {
+      await expect(h.poller("transactions")(event as never)).rejects.toMatchObject({ name: "PollEventError", field: "(event)" });
+      await expect(h.poller("cards")(event as never)).rejects.toMatchObject({ name: "PollEventError", field: "(event)" });
+    }
+    expect(h.published).toEqual([]);
+    expect(h.pendingAtProvider()).toBe(pending);
+  });
+
   it("refuses the action on the card poller, a cursor with another action or of another shape, and a cursor it did not issue", async () => {
     await expect(h.poller("cards")({ action: "conform-pii" })).rejects.toThrow('Poll event field action must be "cycle" on the card poller');
     await expect(h.poller("transactions")({ cursor: "abc" })).rejects.toMatchObject({ name: "PollEventError", field: "cursor" });
