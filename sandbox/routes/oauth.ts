@@ -159,7 +159,8 @@ function formDecode(value: string): string {
 
 /**
  * Client credentials of an `Authorization: Basic` header, if any: user and password are the client id and secret,
- * each form-urlencoded, split at the first colon (RFC 6749 §2.3.1; a secret may hold a colon, an id may not).
+ * each form-urlencoded, split at the first colon (RFC 6749 §2.3.1; a secret may hold a colon, an id may not). No client
+ * has an empty id or secret, so either empty is refused as wrong credentials.
  */
 function basicCredentials(header: string | undefined): { clientId: string; clientSecret: string } | undefined {
   const match = /^Basic\s+(\S+)\s*$/i.exec(header ?? "");
@@ -167,11 +168,15 @@ function basicCredentials(header: string | undefined): { clientId: string; clien
   const decoded = Buffer.from(match[1], "base64").toString("utf8");
   const colon = decoded.indexOf(":");
   if (colon < 0) throw basicClientRefused("Basic credentials must be client_id:client_secret");
+  let credentials: { clientId: string; clientSecret: string };
   try {
-    return { clientId: formDecode(decoded.slice(0, colon)), clientSecret: formDecode(decoded.slice(colon + 1)) };
+    credentials = { clientId: formDecode(decoded.slice(0, colon)), clientSecret: formDecode(decoded.slice(colon + 1)) };
   } catch (cause) {
     throw basicClientRefused("Basic credentials must be form-urlencoded", { cause });
   }
+  // An empty id or secret is a wrong credential like any other (§4.2: 401), not a missing body parameter (400).
+  if (credentials.clientId === "" || credentials.clientSecret === "") throw basicClientRefused("client authentication failed");
+  return credentials;
 }
 
 /** A form-encoded token request's parameters: none sent twice, an empty one absent (RFC 6749 §3.2). */

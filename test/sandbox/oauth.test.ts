@@ -181,6 +181,15 @@ describe("POST /oauth2/token, client authentication with HTTP Basic (RFC 6749 §
     expect(res.headers.get("www-authenticate")).toMatch(/^Basic /);
   });
 
+  it("answers 401 invalid_client with the challenge to Basic credentials with an empty secret or id, as to any wrong one (§4.2)", async () => {
+    for (const [id, secret] of [[CLIENT.client_id, ""], ["", CLIENT.client_secret], ["", ""]] as const) {
+      const res = await exchangeWith(basic(id, secret));
+      expect(res.status).toBe(401);
+      expect(res.body.error).toBe("invalid_client");
+      expect(res.headers.get("www-authenticate")).toMatch(/^Basic /);
+    }
+  });
+
   it("answers 400 invalid_request to credentials sent both in the header and in the body", async () => {
     const res = await exchangeWith(basic(CLIENT.client_id, CLIENT.client_secret), { client_secret: CLIENT.client_secret });
     expect(res.status).toBe(400);
