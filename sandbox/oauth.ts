@@ -72,7 +72,7 @@ export class OAuthServer {
     private readonly accessTokenTtlSeconds = ACCESS_TOKEN_TTL_SECONDS,
   ) {}
 
-  /** True for the pre-registered client's loopback redirect URIs (`http://127.0.0.1[:port]/...`, `http://localhost[:port]/...`). */
+  /** True for the pre-registered client's loopback redirect URIs (`http://127.0.0.1[:port]/...`, `http://localhost[:port]/...`), without credentials or fragment. */
   isRedirectUriAllowed(redirectUri: string): boolean {
     let url: URL;
     try {
@@ -80,7 +80,15 @@ export class OAuthServer {
     } catch {
       return false;
     }
-    return url.protocol === "http:" && (url.hostname === "127.0.0.1" || url.hostname === "localhost") && url.username === "" && url.hash === "";
+    // No fragment (RFC 6749 §3.1.2) and no credentials: `hash` and `username` are empty for a bare `#` and for a
+    // password alone, so the text and `password` are checked too.
+    return (
+      url.protocol === "http:" &&
+      (url.hostname === "127.0.0.1" || url.hostname === "localhost") &&
+      url.username === "" &&
+      url.password === "" &&
+      !redirectUri.includes("#")
+    );
   }
 
   isClient(clientId: string): boolean {

@@ -379,6 +379,15 @@ describe("GET and POST /oauth2/authorize", () => {
     }
   });
 
+  it("refuses a redirect_uri with a fragment, an empty one included, or with credentials, a password alone included (RFC 6749 §3.1.2)", async () => {
+    for (const redirectUri of ["http://127.0.0.1:8765/callback#", "http://127.0.0.1:8765/callback#x", "http://:pw@127.0.0.1:8765/callback", "http://u@127.0.0.1:8765/callback"]) {
+      const res = await h.sandbox.fetch(`${BASE}/oauth2/authorize?${query({ redirect_uri: redirectUri })}`);
+      expect(res.status, redirectUri).toBe(400);
+      expect(res.headers.get("location")).toBeNull();
+      expect(() => code(h.companyId, redirectUri)).toThrow();
+    }
+  });
+
   it("accepts localhost redirect URIs on any port", async () => {
     const res = await h.sandbox.fetch(`${BASE}/oauth2/authorize?${query({ redirect_uri: "http://localhost:49152/oauth/callback" })}`);
     expect(res.status).toBe(200);
