@@ -54,6 +54,8 @@ export class OpsDashboard extends Construct {
     const t = props.tenantId;
     const fns = Object.entries(props.functions);
     this.dashboard = new cloudwatch.Dashboard(this, "Dashboard", {
+      // Per account, not per region (CloudWatch dashboards are global): the tenant's stack in a second region of the
+      // same account fails on it, so a move within one account deletes the old stack first (runbook, "Offboarding").
       dashboardName: `QashioBridge-${t}`,
       defaultInterval: Duration.hours(24),
     });

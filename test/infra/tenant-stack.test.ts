@@ -1019,4 +1019,17 @@ describe("runbook", () => {
     }
     expect(runbook).toContain("aws scheduler list-schedules --group-name qashio-bridge-$T");
   });
+
+  it("moves a tenant to another region of the same account by deleting the old stack first: the dashboard's name is per account", () => {
+    // CloudWatch dashboards are global to the account (their ARN has no region): while the old stack holds
+    // QashioBridge-<tenant>, the new region's stack fails to create its dashboard ("already exists") and rolls back.
+    for (const [template, id] of [[acmeT, "acme-sandbox"], [globexT, "globex"]] as const) {
+      template.hasResourceProperties("AWS::CloudWatch::Dashboard", { DashboardName: `QashioBridge-${id}` });
+    }
+    const runbook = readFileSync(join(REPO_ROOT, "docs", "runbook.md"), "utf8");
+    const move = /^\*\*Moving a tenant to another region or account\*\*([\s\S]*?)^$/m.exec(runbook)?.[1] ?? "";
+    expect(move).toMatch(/dashboard[^]*per\s+account,\s+not\s+per\s+region/);
+    expect(move).toMatch(/same\s+account[^]*delete\s+the\s+old\s+stack\s+first/);
+    expect(move).not.toMatch(/A created bus does not block the new deploy/);
+  });
 });
