@@ -41,6 +41,18 @@ describe("cdk-nag AwsSolutions", () => {
     expect(findings(report)).toEqual([`AwsSolutions-IAM5[Resource::*] QashioBridge-acme-sandbox/${fn}/Role/DefaultPolicy/Resource`]);
   });
 
+  it("acknowledges the poller's <function ARN>:* only on the Scheduler role's policy, not on another role granted it", () => {
+    const { app, stacks } = buildTestApp();
+    const stack = stacks[0] as TenantStack;
+    const other = new iam.Role(stack, "OtherInvoker", { assumedBy: new iam.ServicePrincipal("lambda.amazonaws.com") });
+    stack.pollTransactions.function.grantInvoke(other);
+    const report = new AwsSolutionsChecks().validateScope(app);
+    expect(report.success).toBe(false);
+    expect(findings(report)).toEqual([
+      expect.stringMatching(/^AwsSolutions-IAM5\[Resource::<PollTransactionsFunction[0-9A-F]{8}\.Arn>:\*\] QashioBridge-acme-sandbox\/OtherInvoker\/DefaultPolicy\/Resource$/),
+    ]);
+  });
+
   it("is registered on the app as a validation plugin, so synth fails on a finding", () => {
     const { app, stacks } = buildTestApp({ nag: true });
     new sqs.Queue(stacks[1]!, "UnencryptedQueue", { encryption: sqs.QueueEncryption.UNENCRYPTED });
