@@ -278,6 +278,13 @@ export function createPollHandler(kind: CycleKind, options: HandlerOptions = {})
   });
 }
 
+/** Whether `event` has the shape Secrets Manager invokes a rotation function with (a hand-made invoke may not). */
+function isRotationEvent(event: unknown): event is RotationEvent {
+  if (typeof event !== "object" || event === null) return false;
+  const { SecretId, ClientRequestToken, Step } = event as Record<string, unknown>;
+  return typeof SecretId === "string" && typeof ClientRequestToken === "string" && typeof Step === "string";
+}
+
 /**
  * Builds the Secrets Manager rotation handler of the provider secret (see rotation.ts for the step semantics). A
  * secret not yet onboarded (no refresh token), or one the pollers refresh often, completes its rotation as a logged
@@ -291,6 +298,10 @@ export function createRotationHandler(options: HandlerOptions = {}) {
   return container.wrap<RotationEvent, void>(async (event) => {
     try {
       const config = container.config();
+      // A hand-made invoke (`null`, `{}`): named as such, not as a TypeError or an event for another secret.
+      if (!isRotationEvent(event)) {
+        throw new RotationError("Rotation event must be Secrets Manager's {SecretId, ClientRequestToken, Step} (strings)", config.secretId, "(event)");
+      }
       if (event.SecretId !== config.secretId) {
         throw new RotationError("Rotation event is for a different secret than SECRET_ID", event.SecretId, event.Step);
       }

@@ -95,6 +95,17 @@ describe("rotate-token handler (Secrets Manager rotation)", () => {
     expect(h.secrets.versionCount).toBe(versions);
   });
 
+  it("refuses a hand-made event that is not a rotation event, naming its shape, without refreshing or writing", async () => {
+    const versions = h.secrets.versionCount;
+    for (const event of [null, {}, { SecretId: h.secrets.secretId, Step: "createSecret" }]) {
+      const error = await h.rotator()(event as unknown as RotationEvent).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(RotationError);
+      expect((error as Error).message).toContain("{SecretId, ClientRequestToken, Step}");
+    }
+    expect(h.refreshTokensPresented).toEqual([]);
+    expect(h.secrets.versionCount).toBe(versions);
+  });
+
   it("skips from SECRET_VERSIONS_EARLY_REFRESH_LIMIT versions of the last day on (the pollers refresh often), and rotates below", async () => {
     h.secrets.now = () => h.clock.now();
     const value = JSON.stringify(h.secrets.current());
