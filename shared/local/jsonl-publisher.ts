@@ -173,6 +173,8 @@ export class JsonlEventPublisher implements EventPublisher {
   private readonly region: string;
   private readonly newId: () => string;
   private dirReady = false;
+  /** Whether this publisher has fsynced the file's directory: until then the file's name may not be durable (see write). */
+  private nameDurable = false;
   private readonly scratch = new ScratchBuffer();
 
   constructor(private readonly options: JsonlEventPublisherOptions) {
@@ -251,8 +253,12 @@ export class JsonlEventPublisher implements EventPublisher {
         fsyncSync(fd);
         // An empty file is most likely one this open created (a first run, or after a rotation or a removal took the
         // old one away): its name is durable only once the directory is fsynced too, and the engine acknowledges the
-        // events once this returns.
-        if (size === 0) fsyncDirSync(path.dirname(this.options.file));
+        // events once this returns. So is a file this publisher never wrote: another process killed mid-append may
+        // have created it (it then holds a torn line or unacknowledged events) before it fsynced the directory.
+        if (size === 0 || !this.nameDurable) {
+          fsyncDirSync(path.dirname(this.options.file));
+          this.nameDurable = true;
+        }
       } catch (err) {
         this.discardFailedWrite(fd, kept ?? size);
         throw err;

@@ -5,7 +5,7 @@
  */
 import type * as nodeFs from "node:fs";
 import { existsSync } from "node:fs";
-import { mkdtemp, rename, rm } from "node:fs/promises";
+import { mkdtemp, rename, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
@@ -86,6 +86,19 @@ describe("JsonlEventPublisher durability", () => {
     journal.events.length = 0;
     await publisher.publish([sampleEvent(3)]);
     expect(journal.events.at(-1)).toBe(dirFsync);
+  });
+
+  it("fsyncs the directory on its first append to a file another process created and was killed before making durable", async () => {
+    // A run killed mid-append, after its open created the file and before its directory fsync: what is left is a torn
+    // line, or whole lines of events it never acknowledged. The file is not empty, yet its name may not be on disk.
+    await writeFile(file, '{"version":"0","id":"3b1f');
+    const publisher = new JsonlEventPublisher({ file });
+    journal.events.length = 0;
+    await publisher.publish([sampleEvent(1)]);
+    expect(journal.events.at(-1)).toBe(`fsync ${dir}`);
+    journal.events.length = 0;
+    await publisher.publish([sampleEvent(2)]);
+    expect(journal.events).not.toContain(`fsync ${dir}`);
   });
 
   it("writes and fsyncs nothing for an empty batch (a cycle that found no change)", async () => {
