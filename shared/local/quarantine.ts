@@ -5,7 +5,7 @@ import { readFileSync } from "node:fs";
 import { readdir } from "node:fs/promises";
 import path from "node:path";
 import type { Quarantine, QuarantinePagesOptions, QuarantineRecord } from "../bridge/ports.js";
-import { TEMP_SUFFIX, makeDirDurable, removeFilesDurably, staleTempSweep, writeFileAtomic } from "./atomic.js";
+import { TEMP_SUFFIX, fsyncDirSync, makeDirDurable, removeFilesDurably, staleTempSweep, writeFileAtomic } from "./atomic.js";
 import { CorruptStateError, LocalStateError } from "./errors.js";
 import { STATE_DIRS } from "./layout.js";
 
@@ -23,6 +23,8 @@ import { STATE_DIRS } from "./layout.js";
 export class FileQuarantine implements Quarantine {
   readonly dir: string;
   readonly #sweep: () => Promise<void>;
+  /** Whether this store has fsynced its directory (each write does): until then a record found held may not be durable. */
+  #dirSynced = false;
 
   constructor(stateDir: string) {
     this.dir = path.join(stateDir, STATE_DIRS.quarantine);
@@ -32,16 +34,20 @@ export class FileQuarantine implements Quarantine {
   async put(record: QuarantineRecord): Promise<boolean> {
     await this.#sweep();
     const file = this.#file(record.id);
-    // A record file only ever appears whole (atomic write), so one that exists is durable.
+    // A record file only ever appears whole (atomic write), but its name is durable only once its directory is fsynced:
+    // a process killed between the two left one that a power loss can still take back, after this put said it is held.
     const held = this.#read(file, { missingOk: true });
     if (held !== undefined) {
       // Found again: the first `at` stays; reason and body take the current form (a PII mode switch masks them).
       const text = JSON.stringify({ ...held, reason: record.reason, raw: record.raw }) + "\n";
       if (text !== JSON.stringify(held) + "\n") await writeFileAtomic(file, text, { mode: 0o600 });
+      else if (!this.#dirSynced) fsyncDirSync(this.dir);
+      this.#dirSynced = true;
       return false;
     }
     makeDirDurable(this.dir);
     await writeFileAtomic(file, JSON.stringify(record) + "\n", { mode: 0o600 });
+    this.#dirSynced = true;
     return true;
   }
 

@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { createFileOnce, makeDirDurable, removeFilesDurably } from "../../shared/local/atomic.js";
-import { FileTokenStore, TokenFileUnwritableError, writeFileAtomic } from "../../shared/local/index.js";
+import { FileQuarantine, FileTokenStore, TokenFileUnwritableError, writeFileAtomic } from "../../shared/local/index.js";
 
 /** fsync and rename calls in order, each naming the file its descriptor was opened on. */
 const journal = vi.hoisted(() => ({
@@ -246,5 +246,23 @@ describe("createFileOnce", () => {
     expect(await createFileOnce(file, "second")).toBe(false);
     expect(await readFile(file, "utf8")).toBe("first");
     expect(await readdir(dir)).toEqual(["lease"]);
+  });
+});
+
+describe("FileQuarantine durability", () => {
+  const record = { id: "q-1", kind: "transaction", reason: "invalid", raw: "{}", at: "2024-01-01T00:00:00.000Z" } as const;
+
+  it("makes a record it finds already held durable before it reports it held: another process may have been killed before its directory fsync", async () => {
+    // What a run killed between the rename of a record and the fsync of its directory leaves: the file, its name not on disk.
+    const quarantineDir = path.join(dir, "quarantine");
+    makeDirDurable(quarantineDir);
+    await writeFileAtomic(path.join(quarantineDir, "q-1.json"), JSON.stringify(record) + "\n");
+    journal.events.length = 0;
+    const quarantine = new FileQuarantine(dir);
+    expect(await quarantine.put(record)).toBe(false);
+    expect(journal.events).toContain(`fsync ${quarantineDir}`);
+    journal.events.length = 0;
+    expect(await quarantine.put(record)).toBe(false);
+    expect(journal.events).toEqual([]);
   });
 });
