@@ -131,6 +131,16 @@ export function isTokenFailure(err: unknown): boolean {
   return isReauthorizationRequired(err) || causeMatching(err, fromGettingToken) !== undefined;
 }
 
+/**
+ * True when the provider refused a read for the reference it was asked about alone (a 400 for an odd id, a 414 for a
+ * long one): a 4xx other than 401, 403, 408 and 429, not from getting a token. Reads of other references still work,
+ * so such a refusal must not stop the run at that reference; anything else (access, throttling, 5xx) still does.
+ */
+export function refusedForReference(err: unknown): boolean {
+  const status = statusOf(err);
+  return status !== undefined && status >= 400 && status < 500 && ![401, 403, 408, 429].includes(status) && !isTokenFailure(err);
+}
+
 /** `status_class` dimension of the ProviderErrors metric. */
 export function statusClass(err: unknown): StatusClass {
   return statusClassOf(errorContext(err));

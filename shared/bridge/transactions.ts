@@ -8,7 +8,7 @@ import { applyPiiInPlace, type PiiPolicy } from "./pii.js";
 import type { Change } from "./diff.js";
 import { isJsonObject } from "../json-object.js";
 import { CycleRun, type RunKind } from "./cycle.js";
-import { isTokenFailure, providerRefusal, retryDeferred, statusOf } from "./provider-errors.js";
+import { providerRefusal, refusedForReference, retryDeferred, statusOf } from "./provider-errors.js";
 import { lastModified, nextSequence, storedSequence, versionTime } from "./versions.js";
 import { withoutSyncStatus } from "./quarantine-id.js";
 import { RecentIds } from "./recent-ids.js";
@@ -676,9 +676,10 @@ class TransactionRun extends CycleRun {
   async reprocess(
     refs: readonly TransactionRef[],
     afterBatch?: (delivered: ReadonlySet<string>) => Promise<void>,
-  ): Promise<{ delivered: Set<string>; missing: Set<string>; invalid: Set<string>; unreached: string[] }> {
+  ): Promise<{ delivered: Set<string>; missing: Set<string>; refused: Set<string>; invalid: Set<string>; unreached: string[] }> {
     const delivered = new Set<string>();
     const missing = new Set<string>();
+    const refused = new Set<string>();
     const invalid = new Set<string>();
     const unreached: string[] = [];
     let batch: PageEntry[] = [];
@@ -716,6 +717,12 @@ class TransactionRun extends CycleRun {
             this.deps.provider.listTransactions({ qashio_id: ref.qashioId, page: 1, page_size: 1 }, call),
           );
         } catch (err) {
+          // A read refused for this qashio_id alone (a broken one, quarantined for it) must not stop every re-drive.
+          if (refusedForReference(err)) {
+            this.deps.logger.warn("provider refused the read by qashio_id; record kept", { id: ref.id, status: statusOf(err) });
+            refused.add(ref.id);
+            continue;
+          }
           if (!this.outOfTime(err)) throw err;
         }
       }
@@ -734,7 +741,7 @@ class TransactionRun extends CycleRun {
     }
     // Within the calls' grace: what was read before the deadline is published and its records go.
     if (!(await flush())) this.report.outcome = "deadline";
-    return { delivered, missing, invalid, unreached };
+    return { delivered, missing, refused, invalid, unreached };
   }
 
   /**
@@ -826,9 +833,8 @@ class TransactionRun extends CycleRun {
           // The parent is optional: a read the provider refuses for this reference alone (a 400 for an odd id, a 414
           // for a long one) must not stop every cycle at this page. Anything else (401, 403, 429, 5xx, or a 400 from
           // the token endpoint: a revoked family) still does.
-          const status = statusOf(err);
-          if (status === undefined || status < 400 || status >= 500 || [401, 403, 408, 429].includes(status) || isTokenFailure(err)) throw err;
-          this.deps.logger.warn("provider refused the parent read; published without parent", { parentQashioId: qid, status });
+          if (!refusedForReference(err)) throw err;
+          this.deps.logger.warn("provider refused the parent read; published without parent", { parentQashioId: qid, status: statusOf(err) });
           return undefined;
         });
         // The first row, also when the client's schema rejected it (a parent quarantined for a field of its own): its
@@ -885,6 +891,8 @@ export interface ReprocessResult {
   readonly delivered: ReadonlySet<string>;
   /** Ids the provider does not list under their qashio_id. */
   readonly missing: ReadonlySet<string>;
+  /** Ids whose read by qashio_id the provider refused for that reference alone (see refusedForReference). */
+  readonly refused: ReadonlySet<string>;
   /**
    * Ids whose current state fails validation: quarantined again (under the id of the record it came from when the
    * body is unchanged, so no second record) and acknowledged, as a pulled page's invalid items are.
@@ -918,8 +926,8 @@ export async function reprocessTransactions(
   const { afterBatch, ...cycle } = options;
   const run = new TransactionRun(deps, cycle);
   return run.execute(async () => {
-    const { delivered, missing, invalid, unreached } = await run.reprocess(refs, afterBatch);
-    return { report: run.finish(REDRIVE_RUN), delivered, missing, invalid, unreached };
+    const { delivered, missing, refused, invalid, unreached } = await run.reprocess(refs, afterBatch);
+    return { report: run.finish(REDRIVE_RUN), delivered, missing, refused, invalid, unreached };
   }, REDRIVE_RUN);
 }
 

@@ -55,7 +55,7 @@ export function redriveOutcome(report: RedriveReport): { readonly lines: readonl
  * Runs the re-drive with the local settings; returns the exit code.
  *
  * @throws RedriveIncompleteError (exit 1) when some records stay for a cause: their event failed again, their
- * transaction still fails validation, or it is gone; CycleIncompleteError (exit 4) when it only ran out of time.
+ * transaction still fails validation, it is gone, or the provider refuses its read; CycleIncompleteError (exit 4) when it only ran out of time.
  * @example
  * process.exitCode = await redriveCommand(io);
  */

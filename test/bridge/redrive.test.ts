@@ -304,6 +304,40 @@ describe("redriveQuarantined", () => {
     expect(rig.quarantine.records.size).toBe(1);
   });
 
+  it("keeps a record whose read by qashio_id the provider refuses for that reference alone (a 414 for a broken long one), and re-drives the others", async () => {
+    const rig = makeRig();
+    const [failed] = await quarantinePublishFailures(rig);
+    // A transaction quarantined for its qashio_id (past MAX_REFERENCE_LENGTH) and acknowledged: isRedrivable takes it.
+    const broken = rig.provider.addTransaction();
+    const longId = `CT${"9".repeat(9_000)}`;
+    await rig.quarantine.put({
+      id: "9b1f0c2e-0000-8000-8000-000000000002",
+      kind: "transaction",
+      reason: "validation: qashio_id: Too big",
+      raw: { id: broken.id, qashio_id: longId },
+      at: "2025-01-15T09:00:00.000Z",
+      entityId: broken.id,
+    });
+    rig.provider.beforeCall = (call) => {
+      if (call.op === "listTransactions" && call.query.qashio_id === longId) throw Object.assign(new Error("answered 414"), { name: "QashioApiError", status: 414 });
+    };
+    const report = await redriveQuarantined(rig.deps);
+    expect(report.cycle.outcome).toBe("complete");
+    expect(report.redriven.map((r) => r.entityId)).toEqual([failed!.id]);
+    expect(report.kept.map((k) => [k.record.entityId, k.why])).toEqual([[broken.id, "the provider refuses to read it by its qashio_id"]]);
+    expect([...rig.quarantine.records.keys()]).toEqual(["9b1f0c2e-0000-8000-8000-000000000002"]);
+  });
+
+  it.each([401, 403, 408, 429, 500])("still stops the re-drive when the read by qashio_id fails with %i, keeping the records", async (status) => {
+    const rig = makeRig();
+    await quarantinePublishFailures(rig);
+    rig.provider.beforeCall = (call) => {
+      if (call.op === "listTransactions") throw Object.assign(new Error(`answered ${status}`), { name: "QashioApiError", status });
+    };
+    await expect(redriveQuarantined(rig.deps)).rejects.toBeInstanceOf(CycleAbortedError);
+    expect(rig.quarantine.records.size).toBe(1);
+  });
+
   it("keeps the record as not found when the provider answers the read by qashio_id with another transaction, publishing nothing of that one", async () => {
     const rig = makeRig();
     const [failed] = await quarantinePublishFailures(rig);
