@@ -154,10 +154,12 @@ function isViewChange(change: Change, before: Readonly<Record<string, unknown>>,
 
 class CardRun extends CycleRun {
   /**
-   * Cards taken in the last few pages: a card met again was shifted onto the next page by cards issued meanwhile, and
-   * a walk of every card the company has need not hold all their ids. One met again further on is diffed again. One met
-   * again is not kept for the rest of the walk (`recent`): the walk's offset moves on whatever it meets, and each card
-   * issued under the walk would otherwise add one.
+   * Cards taken in the last few pages, with the version (content hash) each was taken in: a card met again was shifted
+   * onto the next page by cards issued meanwhile, and a walk of every card the company has need not hold all their
+   * ids. One met again further on, or met again changed (its status moved between the two list reads), is diffed
+   * again: skipping it would drop a move this walk saw, lost for good if undone before the next read. One met again
+   * is not kept for the rest of the walk: the walk's offset moves on whatever it meets, and each card issued under the
+   * walk would otherwise add one.
    */
   private readonly seen = new RecentIds();
   /** Set once a page's detail reads all failed (see `withDetails`): the rest of the walk takes cards as listed, without reading them. */
@@ -383,7 +385,8 @@ class CardRun extends CycleRun {
     /** Records of detail reads the bridge could not take: their cards are walked as listed, so not counted as handled again. */
     let rejectedDetails = 0;
     const items: { id: string; object: Record<string, unknown>; hash: string; asListed?: true }[] = [];
-    const onPage = new Set<string>();
+    /** The cards taken from this page, by id, with the version each was taken in. */
+    const onPage = new Map<string, string>();
     for (const { raw, rejected, asListed, rejectedDetail, checked } of entries) {
       if (rejectedDetail !== undefined) {
         // Under the card asked for, whose read is broken: an answer naming another card would send ops to the wrong one.
@@ -398,12 +401,14 @@ class CardRun extends CycleRun {
       }
       const object = this.pii(result.data);
       const id = object["id"] as string;
-      // A card inserted at the top shifts the next page by one: the same card can be listed twice.
-      if (onPage.has(id) || this.seen.recent(id)) continue;
-      onPage.add(id);
-      items.push({ id, object, hash: contentHash(object), ...(asListed ? { asListed } : {}) });
+      const hash = contentHash(object);
+      // A card inserted at the top shifts the next page by one: the same card can be listed twice. A copy in a version
+      // already taken is skipped; a changed one is a change this walk saw.
+      if (onPage.has(id) || this.seen.versionsOf(id).has(hash)) continue;
+      onPage.set(id, hash);
+      items.push({ id, object, hash, ...(asListed ? { asListed } : {}) });
     }
-    this.seen.add(onPage);
+    this.seen.add(onPage.keys(), onPage);
     this.report.handled += items.length + quarantine.length - rejectedDetails;
     await this.quarantine(quarantine);
     if (items.length === 0) return;

@@ -45,14 +45,10 @@ export class RecentIds {
   }
 
   /**
-   * True when `id` was handled, like {@link has}, but an id met again is not kept: for a walk whose offset only moves
-   * on (the card walk), which an id met again cannot hold, so that keeping it would only grow with the cards shifted.
+   * Every version `id` was handled in while remembered; empty when none was given (or it was not handled). Unlike
+   * {@link has}, an id met again is not kept: for a walk whose offset only moves on (the card walk), which an id met
+   * again cannot hold, so that keeping it would only grow with the cards shifted.
    */
-  recent(id: string): boolean {
-    return this.sticky.has(id) || this.batches.some((batch) => batch.has(id));
-  }
-
-  /** Every version `id` was handled in while remembered; empty when none was given (or it was not handled). */
   versionsOf(id: string): ReadonlySet<string> {
     const all = new Set(this.sticky.get(id));
     for (const batch of this.batches) {

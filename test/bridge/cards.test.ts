@@ -158,6 +158,28 @@ describe("pollCards", () => {
     expect(rig.publisher.events).toHaveLength(6);
   });
 
+  it.each([false, true])("publishes a move a card shows when listed again across a seam, though undone before the next walk (details %s)", async (cardDetails) => {
+    const rig = makeRig({}, { cardDetails });
+    for (let i = 0; i < 5; i++) rig.provider.addCard();
+    await pollCards(rig.deps, { pageSize: 2 });
+    const lastOfPage1 = rig.provider.cards[1]!["id"] as string;
+    let lists = 0;
+    rig.provider.beforeCall = (call) => {
+      if (call.op !== "listErpCards" || ++lists !== 2) return;
+      // Between the first two pages: the last card of page 1 is suspended, and a card issued on top shifts it onto page 2.
+      rig.provider.changeCard(lastOfPage1, { status: "Suspended" });
+      rig.provider.addCard();
+    };
+    expect((await pollCards(rig.deps, { pageSize: 2 })).outcome).toBe("complete");
+    rig.provider.beforeCall = () => undefined;
+    rig.provider.changeCard(lastOfPage1, { status: "Active" });
+    await pollCards(rig.deps, { pageSize: 2 });
+    expect(rig.publisher.events.map((e) => [e.detail.type, e.detail.subject.id])).toEqual([
+      ["card.suspended", lastOfPage1],
+      ["card.status_changed", lastOfPage1],
+    ]);
+  });
+
   it("remembers the cards of its last few pages only, not every card the walk took", async () => {
     const rig = makeRig({ emitCardCreated: true });
     for (let i = 0; i < 40; i++) rig.provider.addCard();

@@ -24,12 +24,12 @@ describe("RecentIds", () => {
     expect(handled.size).toBe(2);
   });
 
-  it("answers recent for the window's ids without keeping one met again", () => {
+  it("answers versionsOf for the window's ids without keeping one met again", () => {
     const handled = new RecentIds(1);
-    handled.add(["shifted"]);
-    expect(handled.recent("shifted")).toBe(true);
+    handled.add(["shifted"], new Map([["shifted", "v1"]]));
+    expect(handled.versionsOf("shifted")).toEqual(new Set(["v1"]));
     handled.add(["b"]);
-    expect(handled.recent("shifted")).toBe(false);
+    expect(handled.versionsOf("shifted")).toEqual(new Set());
     expect(handled.size).toBe(1);
   });
 });
