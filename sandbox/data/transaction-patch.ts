@@ -25,6 +25,11 @@ const StoredTransactionSchema = TransactionDetailSchema.extend({
   clearing_amount: z.number(),
   transaction_fee_amount: z.number(),
   clearing_fee: z.number(),
+  // Compared as stored by the list filters: a flag sent as text or an id sent as a number would read as one value
+  // (the client normalises it) and never match the filter for it.
+  exclude_from_sync: z.boolean().nullable(),
+  card_last_four: z.string().nullable(),
+  employee_id: z.string().nullable(),
 });
 
 /** One entry per offending field of `fields` applied to `tx`; empty when the patch can be stored. */

@@ -137,6 +137,20 @@ describe("activity generation", () => {
     expect((await control(`/companies/${h.companyId}/transactions/2f1e7c52-0d3b-4c5a-9e8f-000000000000`, { memo: "x" }, "PATCH")).status).toBe(404);
   });
 
+  it("refuses a filtered field in a form its list filter cannot match (a flag as text, a last four or employee id as a number)", async () => {
+    // The client reads "true" as true and 1234 as "1234"; the list filters compare the stored value, so such a
+    // transaction would read as excluded (or as card 1234) yet never be listed by exclude_from_sync=true (or card_last_four).
+    const tx = (await h.json(LIST)).body.data[0] as Row;
+    const path = `/companies/${h.companyId}/transactions/${tx.id}`;
+    const { status, body } = await control(path, { exclude_from_sync: "true", card_last_four: 1234, employee_id: 77 }, "PATCH");
+    expect(status).toBe(400);
+    expect(errorCodes(body).sort()).toEqual(["card_last_four:INVALID_FORMAT", "employee_id:INVALID_FORMAT", "exclude_from_sync:INVALID_FORMAT"]);
+    const patched = await control(path, { exclude_from_sync: !tx.exclude_from_sync, card_last_four: "1234" }, "PATCH");
+    expect(patched.status).toBe(200);
+    const listed = (await h.json(`${LIST}?exclude_from_sync=${String(!tx.exclude_from_sync)}&card_last_four=1234&qashio_id=${String(tx.qashio_id)}`)).body.data as Row[];
+    expect(listed.map((t) => t.id)).toEqual([tx.id]);
+  });
+
   it("refuses values no read could serve, every offending field at once, and leaves the transaction as it was", async () => {
     const tx = (await h.json(LIST)).body.data[0] as Row;
     const path = `/companies/${h.companyId}/transactions/${tx.id}`;
