@@ -11,15 +11,15 @@ import { DEFAULT_BACKOFF, backoffDelay, isRetryableAwsError, waitPasses, withRet
 export const MAX_ENTRIES_PER_CALL = 10;
 /**
  * Per-entry codes saying the bridge may not publish here at all (IAM, the bus's resource policy, its KMS key, the
- * account named): true of every event until someone fixes the setup, and no fault of the event. Quarantined, a whole
+ * account named, a bus that is not there): true of every event until someone fixes the setup, and no fault of the event. Quarantined, a whole
  * backlog would be acknowledged into the quarantine and need a re-drive; failed for now at once, it stays at the
  * provider and goes out by itself once the setup is fixed (EventsFailed and SyncLag alarm meanwhile).
  */
-const SETUP_ENTRY_ERROR = /AccessDenied|NotAuthorized|KMS|InvalidAccountId/i;
+const SETUP_ENTRY_ERROR = /AccessDenied|NotAuthorized|KMS|InvalidAccountId|NotFound/i;
 /** Stands for an entry a failing answer left blank: retried as for an unknown code. */
 const UNANSWERED_ENTRY = { ErrorCode: "NoEventId", ErrorMessage: "answered with neither an event id nor an error code" } as const;
 /** Per-entry error codes that another attempt cannot fix (RedactionFailure: listed as not retryable by AWS). */
-const PERMANENT_ENTRY_ERROR = /Malformed|Invalid|Validation|NotFound|RedactionFailure/i;
+const PERMANENT_ENTRY_ERROR = /Malformed|Invalid|Validation|RedactionFailure/i;
 
 export interface EventBridgePublisherOptions {
   readonly client: EventBridgeClient;
