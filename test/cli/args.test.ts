@@ -169,9 +169,13 @@ describe("parseCommand", () => {
 
   it("reads bench options with defaults", () => {
     expect(parseCommand(["bench"])).toEqual({ command: "bench", args: { transactions: 10_000, latencyMs: 20, json: false, sink: "jsonl", check: false, baseline: false } });
-    expect(parseCommand(["bench", "--transactions", "500", "--latency-ms", "1", "--json", "--sink", "null", "--check"])).toEqual({
+    expect(parseCommand(["bench", "--transactions", "500", "--latency-ms", "1", "--json", "--sink", "null"])).toEqual({
       command: "bench",
-      args: { transactions: 500, latencyMs: 1, json: true, sink: "null", check: true, baseline: false },
+      args: { transactions: 500, latencyMs: 1, json: true, sink: "null", check: false, baseline: false },
+    });
+    expect(parseCommand(["bench", "--transactions", "500", "--latency-ms", "1", "--check"])).toEqual({
+      command: "bench",
+      args: { transactions: 500, latencyMs: 1, json: false, sink: "jsonl", check: true, baseline: false },
     });
     expect(parseCommand(["bench", "--baseline"])).toEqual({
       command: "bench",
@@ -181,6 +185,10 @@ describe("parseCommand", () => {
 
   it("refuses --baseline with --sink null: the minimal client writes its events, so the ratio would mislead", () => {
     expect(() => parseCommand(["bench", "--baseline", "--sink", "null"])).toThrow(/--baseline compares with a bridge writing its events/);
+  });
+
+  it("refuses --check with --sink null: the budgets are the bridge's, which writes its events", () => {
+    expect(() => parseCommand(["bench", "--check", "--sink", "null"])).toThrow(/--check applies the budgets to a bridge writing its events: leave out --sink null/);
   });
 
   it("rejects a bench sink it does not know", () => {
