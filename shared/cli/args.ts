@@ -478,14 +478,16 @@ export function parseCommand(argv: readonly string[], env: Env = {}): ParsedComm
         () => integer("--transactions", values.transactions as string | undefined, 1, BUDGET_BACKLOG, { value: MAX_RESET_TRANSACTIONS, why: "the largest backlog the sandbox builds" }),
         0,
       );
-      const latencyMs = problems.take(
+      const latencyMs = problems.take<number | undefined>(
         () => integer("--latency-ms", values["latency-ms"] as string | undefined, 0, 20, { value: MAX_BENCH_LATENCY_MS, why: "each call must answer within the client's 10 s attempt timeout" }),
-        0,
+        undefined,
       );
+      // Floor time = floor calls x latency: at 0 the wall budget cannot be checked, and --check would pass without it.
+      if (latencyMs === 0 && values.check === true) problems.add("--check needs --latency-ms above 0: the wall budget is a multiple of the floor time (floor calls x latency)");
       problems.throwIfAny();
       return {
         command: "bench",
-        args: { transactions, latencyMs, json: values.json === true, sink, check: values.check === true, baseline: values.baseline === true },
+        args: { transactions, latencyMs: latencyMs ?? 0, json: values.json === true, sink, check: values.check === true, baseline: values.baseline === true },
       };
     }
     default:

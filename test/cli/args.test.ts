@@ -191,6 +191,12 @@ describe("parseCommand", () => {
     expect(() => parseCommand(["bench", "--check", "--sink", "null"])).toThrow(/--check applies the budgets to a bridge writing its events: leave out --sink null/);
   });
 
+  it("refuses --check with --latency-ms 0, where the wall budget cannot be checked, and names only the bad value otherwise", () => {
+    expect(() => parseCommand(["bench", "--check", "--latency-ms", "0"])).toThrow(/--check needs --latency-ms above 0/);
+    expect(parseCommand(["bench", "--latency-ms", "0"])).toMatchObject({ args: { latencyMs: 0, check: false } });
+    expect(() => parseCommand(["bench", "--check", "--latency-ms", "x"])).toThrow(/^(?![\s\S]*above 0)[\s\S]*--latency-ms must be/);
+  });
+
   it("rejects a bench sink it does not know", () => {
     expect(() => parseCommand(["bench", "--sink", "kafka"])).toThrow(/--sink must be jsonl or null/);
   });
