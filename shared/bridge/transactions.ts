@@ -188,11 +188,11 @@ class TransactionRun extends CycleRun {
    */
   private readonly parentsNotFound = new Set<string>();
   /**
-   * Set while a status pass walks: an acknowledge that fails for now is not sent again as it was but left to a fresh
-   * read of its page (see acknowledgeCall); `failedBefore` counts its failed attempts in a row. Unset for re-drives,
-   * which read by id and let the client retry.
+   * An acknowledge that fails for now is not sent again as it was (see acknowledgeCall): while a status pass walks
+   * (`readsPage`), it is left to a fresh read of its page; in a re-drive, which reads by id, to the next cycle, which
+   * lists the transactions again. `failedBefore` counts failed attempts in a row.
    */
-  private ackRetry: { failedBefore: number } | undefined;
+  private ackRetry: { failedBefore: number; readonly readsPage: boolean } | undefined;
 
   constructor(
     override readonly deps: TransactionCycleDeps,
@@ -203,7 +203,7 @@ class TransactionRun extends CycleRun {
   }
 
   async run(): Promise<CycleReport> {
-    this.ackRetry = { failedBefore: 0 };
+    this.ackRetry = { failedBefore: 0, readsPage: true };
     for (const status of PULL_STATUSES) {
       const outcome = await this.drain(status).catch((err: unknown) => {
         if (this.outOfTime(err)) return "deadline" as const;
@@ -441,7 +441,8 @@ class TransactionRun extends CycleRun {
     const { ackIds, settled } = delivery;
     const { acknowledged, readAgain } = ackIds.length ? await this.acknowledge(ackIds) : NOTHING_ACKNOWLEDGED;
     const unacknowledgeable = delivery.unacknowledgeable + ackIds.length - acknowledged;
-    const again = new Set(readAgain);
+    // Delivered either way; those a walk reads again count towards the lag until then.
+    const again = new Set(this.ackRetry?.readsPage === true ? readAgain : []);
     for (const id of settled) if (!again.has(id)) this.settled(id);
     return { allAcknowledged: unacknowledgeable === 0 && delivery.deferred === 0, readAgain };
   }
@@ -617,11 +618,12 @@ class TransactionRun extends CycleRun {
    * request id) and counted in `AcknowledgeRefused`, which alarms when refusals persist. A refusal that names anything
    * else stops the cycle as any failure does.
    *
-   * While a pass walks ({@link ackRetry}), an attempt that fails for now (429, 5xx, no answer) is not sent again as it
-   * was: the ids are returned to be read again, after the wait the client asks for. An acknowledge carries no version
-   * (§4.3), so a retry of the old one would mark a change made since the page's read as synced unseen; the walk reads
-   * the page again instead, publishing what changed, and acknowledges what it read last. After the client's attempt
-   * limit in a row, the failure stops the cycle as before.
+   * An attempt that fails for now (429, 5xx, no answer) is not sent again as it was: the ids are returned to be read
+   * again ({@link ackRetry}). An acknowledge carries no version (§4.3), so a retry of the old one would mark a change
+   * made since the read as synced unseen. A walk waits as the client asks, reads the page again, publishes what
+   * changed and acknowledges what it read last; a re-drive leaves them listed, delivered, and the next cycle finds them
+   * equal to their snapshots (or publishes what changed) and acknowledges them. After the client's attempt limit in a
+   * row, the failure stops the run as before.
    */
   private async acknowledgeCall(ids: readonly string[]): Promise<AckOutcome> {
     let pending = ids;
@@ -641,12 +643,13 @@ class TransactionRun extends CycleRun {
         const deferred = retryDeferred(err);
         if (deferred && retry) {
           retry.failedBefore = deferred.attempt;
-          this.deps.logger.warn("acknowledge failed for now; reading its transactions again before the next one", {
-            ids: batch.length,
-            attempt: deferred.attempt,
-            delayMs: deferred.delayMs,
-          });
-          await this.wait(deferred.delayMs);
+          const { attempt, delayMs } = deferred;
+          if (retry.readsPage) {
+            this.deps.logger.warn("acknowledge failed for now; reading its transactions again before the next one", { ids: batch.length, attempt, delayMs });
+            await this.wait(delayMs);
+          } else {
+            this.deps.logger.warn("acknowledge failed for now; left to the next cycle, which lists the transactions again", { ids: batch.length, attempt });
+          }
           // A refusal fails the whole call, so nothing of `ids` was acknowledged; the refused ones stay listed.
           return { acknowledged: 0, readAgain: batch };
         }
@@ -677,6 +680,7 @@ class TransactionRun extends CycleRun {
     refs: readonly TransactionRef[],
     afterBatch?: (delivered: ReadonlySet<string>) => Promise<void>,
   ): Promise<{ delivered: Set<string>; missing: Set<string>; refused: Set<string>; invalid: Set<string>; unreached: string[] }> {
+    this.ackRetry = { failedBefore: 0, readsPage: false };
     const delivered = new Set<string>();
     const missing = new Set<string>();
     const refused = new Set<string>();

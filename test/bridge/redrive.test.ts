@@ -3,6 +3,7 @@ import { pollTransactions } from "../../shared/bridge/transactions.js";
 import { KEPT_RECORDS_NAMED, REDRIVE_QUARANTINE_PAGE_SIZE, redriveQuarantined } from "../../shared/bridge/redrive.js";
 import { CycleAbortedError } from "../../shared/bridge/errors.js";
 import { makeRig, makeStrictRuleRig, seededRandom, slowReadsByQashioId } from "./fakes.js";
+import { clientOverFake } from "./provider-client.js";
 
 /** Adds `count` transactions whose events fail for good, so a cycle quarantines them; publishing works again after. */
 async function quarantinePublishFailures(rig: ReturnType<typeof makeRig>, count = 1, reason = "AccessDeniedException: not allowed") {
@@ -351,6 +352,33 @@ describe("redriveQuarantined", () => {
     expect(rig.publisher.events).toEqual([]);
     expect(rig.snapshots.data.has(`transaction:${other.id}`)).toBe(false);
     expect(rig.provider.pending().map((t) => t.id)).toEqual([other.id]);
+  });
+
+  it("does not send a failed acknowledge again as it was: the transaction stays listed, and a change made meanwhile reaches the next cycle", async () => {
+    const rig = makeRig();
+    const [txn] = await quarantinePublishFailures(rig);
+    let failedOnce = false;
+    const provider = clientOverFake(rig.provider, rig.clock, (call) => {
+      if (call.op !== "acknowledgeTransactions" || failedOnce) return undefined;
+      failedOnce = true;
+      // Edited while the acknowledge fails: the client's retry of it would have marked this edit synced, unseen.
+      rig.provider.changeTransaction(txn!.id, { memo: "edited during the failed acknowledge" });
+      return { status: 503 };
+    });
+    const acks = () => rig.provider.calls.filter((c) => c.op === "acknowledgeTransactions").length;
+    const acksBefore = acks();
+    const report = await redriveQuarantined({ ...rig.deps, provider });
+    expect(report.redriven.map((r) => r.entityId)).toEqual([txn!.id]);
+    expect(rig.quarantine.records.size).toBe(0);
+    // Left listed: no acknowledge reached the provider.
+    expect(rig.provider.pending().map((t) => t.id)).toEqual([txn!.id]);
+    expect(acks()).toBe(acksBefore);
+
+    await pollTransactions({ ...rig.deps, provider });
+    const changed = rig.publisher.ofType("transaction.changed").filter((e) => e.detail.subject.id === txn!.id);
+    expect(changed).toHaveLength(1);
+    expect(changed[0]!.detail.data.changes).toContainEqual(expect.objectContaining({ path: "/memo", after: "edited during the failed acknowledge" }));
+    expect(rig.provider.pending()).toEqual([]);
   });
 
   it("keeps the record while the event fails for now, and the transaction unacknowledged until a later run", async () => {
