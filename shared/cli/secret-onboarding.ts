@@ -118,7 +118,8 @@ export type OnboardingRetry = Pick<ProviderSecretClientOptions, "clock" | "backo
 
 /**
  * Reads the current secret JSON. An absent value, a non-JSON placeholder or a non-object reads as `{}`
- * (the secret is created empty, with instructions, by the stack).
+ * (the secret is created empty, with instructions, by the stack). A value that starts as a JSON object but does not
+ * parse is refused (SecretOnboardingError, no value echoed): it may hold the `pii_salt` to keep.
  *
  * @example
  * const { client_id } = await readOnboardingSecret(secrets, arn);
@@ -145,7 +146,14 @@ async function readLenient(secret: ProviderSecretClient): Promise<OnboardingSecr
   try {
     json = JSON.parse(text);
   } catch {
-    return {};
+    // A placeholder text reads as empty; a JSON object broken by a hand edit does not: read as empty, its pii_salt
+    // would be replaced by a new one (every hashed identifier changes) and its other fields dropped, unseen.
+    if (!text.trimStart().startsWith("{")) return {};
+    throw new SecretOnboardingError(
+      `secret ${secret.secretId} holds a JSON object that does not parse (a hand edit?), which the pollers refuse too: ` +
+        "fix the JSON, keeping pii_salt as it is (hashed identifiers depend on it), then run authorize again",
+      secret.secretId,
+    );
   }
   if (typeof json !== "object" || json === null || Array.isArray(json)) return {};
   // The stack creates the secret with empty placeholders (`"client_id": ""`): an empty field is one not yet filled.

@@ -69,6 +69,18 @@ describe("secretTokenStore", () => {
     expect(await readOnboardingSecret(secrets, ARN)).toEqual({});
   });
 
+  it("refuses a JSON object broken by a hand edit instead of reading it as empty, so its pii_salt is never replaced", async () => {
+    const salt = "kept-salt-0123456789abcdef";
+    mock.on(GetSecretValueCommand).resolves({ SecretString: `{"client_id":"cid","pii_salt":"${salt}",}`, VersionId: "v1" });
+    mock.on(PutSecretValueCommand).resolves({ VersionId: "v2" });
+    const read = readOnboardingSecret(secrets, ARN);
+    await expect(read).rejects.toThrow(SecretOnboardingError);
+    await expect(read).rejects.toThrow(`secret ${ARN} holds a JSON object that does not parse`);
+    await expect(read).rejects.not.toThrow(salt);
+    await expect(secretTokenStore(secrets, ARN, { client_id: "cid", client_secret: "cs" }).save({ refreshToken: "rt" })).rejects.toThrow(SecretOnboardingError);
+    expect(mock.commandCalls(PutSecretValueCommand)).toHaveLength(0);
+  });
+
   it("explains a read that failed before any request (no credentials), and names a write failure only", async () => {
     mock.on(GetSecretValueCommand).rejects(new Error("Could not load credentials from any providers"));
     await expect(readOnboardingSecret(secrets, ARN)).rejects.toThrow(`cannot read secret ${ARN}: Error: Could not load credentials from any providers`);
