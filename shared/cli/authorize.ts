@@ -94,8 +94,10 @@ function awaitRedirect(server: Server, state: string, timeoutMs: number, signal?
     // A signal aborted before the wait began fires no event: end the wait now, not at the timeout.
     if (signal?.aborted === true) onAbort();
     server.on("request", (req: IncomingMessage, res: ServerResponse) => {
-      const url = new URL(req.url ?? "/", "http://127.0.0.1");
-      if (req.method !== "GET" || url.pathname !== CALLBACK_PATH) {
+      // A target that is no URL (`//[`, which any local process or a page in the browser can send) must not throw here:
+      // thrown in the listener, it ends the process, mid-exchange or mid-save too.
+      const url = URL.canParse(req.url ?? "/", "http://127.0.0.1") ? new URL(req.url ?? "/", "http://127.0.0.1") : undefined;
+      if (req.method !== "GET" || url?.pathname !== CALLBACK_PATH) {
         res.writeHead(404, { "content-type": "text/plain" }).end("not found");
         return;
       }

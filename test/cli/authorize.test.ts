@@ -1,4 +1,5 @@
 import { Server } from "node:http";
+import { connect } from "node:net";
 import { describe, expect, it, vi } from "vitest";
 import type { StoredTokens, TokenStore } from "../../shared/qashio/auth/token-store.js";
 import { CALLBACK_PATH, DEFAULT_SCOPES, authorizeWithBrowser, type AuthorizeOptions } from "../../shared/cli/authorize.js";
@@ -199,6 +200,28 @@ describe("authorizeWithBrowser", () => {
     elsewhere.pathname = "/favicon.ico";
     expect((await flow.visit(elsewhere)).status).toBe(404);
     expect(await flow.pending(), "a request that is no redirect ended the wait").toBe(true);
+    const page = await flow.visit(redirectOf(authorize, { code: "code-1", state: authorize.searchParams.get("state") as string }));
+    await run;
+    expect(page.status).toBe(200);
+    expect(requests.map((r) => r.body.code)).toEqual(["code-1"]);
+  });
+
+  it("answers a request target that is no URL 404 instead of throwing in the listener, and waits on", async () => {
+    const requests: TokenRequest[] = [];
+    const flow = authorizeFlow();
+    const run = flow.watch(authorizeWithBrowser(options({ fetch: tokenEndpoint(requests), onAuthorizeUrl: flow.onAuthorizeUrl })));
+    const authorize = new URL(await flow.url);
+    const redirect = new URL(authorize.searchParams.get("redirect_uri") as string);
+    // What any local process, or a page in the person's browser (fetch of `http://127.0.0.1:<port>//[`), can send.
+    const raw = await new Promise<string>((resolve, reject) => {
+      let answer = "";
+      const socket = connect(Number(redirect.port), "127.0.0.1", () => socket.write("GET //[/callback HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"));
+      socket.on("data", (chunk) => (answer += String(chunk)));
+      socket.on("error", reject);
+      socket.on("close", () => resolve(answer));
+    });
+    expect(raw).toMatch(/^HTTP\/1\.1 404 /);
+    expect(await flow.pending(), "a malformed request ended the wait").toBe(true);
     const page = await flow.visit(redirectOf(authorize, { code: "code-1", state: authorize.searchParams.get("state") as string }));
     await run;
     expect(page.status).toBe(200);
