@@ -2,6 +2,8 @@ import { describe, expect, it } from "vitest";
 import { pollTransactions } from "../../shared/bridge/transactions.js";
 import { redriveQuarantined } from "../../shared/bridge/redrive.js";
 import { makeStrictRuleRig, seededRandom, slowReadsByQashioId } from "./fakes.js";
+import { canonical } from "./invariants.js";
+import { applyPii } from "../../shared/bridge/pii.js";
 
 /** An operator drill after a bad validation rule: hundreds of records, short runs, cycles and a crash between them. */
 describe("redriveQuarantined drill", () => {
@@ -46,11 +48,14 @@ describe("redriveQuarantined drill", () => {
       rig.clock.advance(60_000);
     }
     expect(rig.quarantine.records.size).toBe(0);
-    // every transaction's snapshot equals its current state
+    // every transaction's snapshot equals its current state (the 20 edited between runs included)
     for (const t of all) {
       const snap = rig.snapshots.data.get(`transaction:${t.id}`);
       expect(snap, t.id).toBeDefined();
+      const { client_sync_status: _sync, ...current } = t;
+      expect(canonical(snap?.object), t.id).toBe(canonical(applyPii(current, { mode: "redact" })));
     }
+    expect(all.slice(0, 20).every((t) => String(t["memo"]).startsWith("edited"))).toBe(true);
     // no two distinct event ids for the same subject+sequence
     const seen = new Map<string, string>();
     for (const e of rig.publisher.events) {
