@@ -490,6 +490,7 @@ describe("retention (retainTransactions, the demo's bound)", () => {
       await x.json(`/_sandbox/companies/${x.companyId}/transactions`, { body: { count: 4, transaction_category: "purchase" }, token: null });
       await acknowledgeAll(x);
       const children = (await x.json(`/_sandbox/companies/${x.companyId}/transactions`, { body: { count: 2, transaction_category: i % 2 === 0 ? "refund" : "reversal" }, token: null })).body.data as Row[];
+      expect(children).toHaveLength(2);
       for (const child of children) expect(x.sandbox.control.company(x.companyId)?.transactions.getByQashioId(child.parent_qashio_id)).toBeDefined();
     }
   });
