@@ -3,7 +3,7 @@ import type { SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 import type { Clock, Logger, Metrics } from "../bridge/ports.js";
 import type { StoredTokens, TokenStore } from "../qashio/auth/token-store.js";
 import { systemClock } from "./clock.js";
-import { ProviderClientChangedError, SecretStoreError, SecretVersionQuotaError } from "./errors.js";
+import { isConditionFailure, ProviderClientChangedError, SecretStoreError, SecretVersionQuotaError } from "./errors.js";
 import { accessTokenItemKey, revokedFamilyItemKey, ttlSeconds } from "./keys.js";
 import { isSecretNotFound, ProviderSecretClient, secretFingerprint, type ProviderSecret, type SecretRead, type VersionWrite } from "./provider-secret.js";
 import type { BackoffOptions } from "./retry.js";
@@ -350,14 +350,42 @@ export class SecretsManagerTokenStore implements TokenStore {
   /**
    * Writes the shared access-token item (deleted when there is no access token and no refresh token to hold).
    * `heldOver`: hold `tokens.refreshToken`, bound to the secret's refresh token of this fingerprint.
+   *
+   * A write that holds nothing never replaces an item holding a successor of `tokens.refreshToken` (held over it): a
+   * save whose item write comes late (a container stalled or frozen between its secret write and this one, its lease
+   * lapsed) would drop the token another container's refresh held since, and the spent one in the secret would be
+   * presented next. The late write is skipped: the item is newer.
    */
   async #writeAccessItem(tokens: StoredTokens, secretVersionId: string, heldOver: string | undefined): Promise<void> {
     const { doc, tableName, tenant } = this.#options;
     const now = this.#clock.now();
-    if (tokens.accessToken === undefined && heldOver === undefined) {
-      await doc.send(new DeleteCommand({ TableName: tableName, Key: accessTokenItemKey(tenant) }));
-      return;
+    const notSuperseded =
+      heldOver === undefined
+        ? {
+            ConditionExpression: "attribute_not_exists(heldOver) OR heldOver <> :written",
+            ExpressionAttributeValues: { ":written": refreshTokenFingerprint({ refresh_token: tokens.refreshToken }) },
+          }
+        : {};
+    try {
+      if (tokens.accessToken === undefined && heldOver === undefined) {
+        await doc.send(new DeleteCommand({ TableName: tableName, Key: accessTokenItemKey(tenant), ...notSuperseded }));
+        return;
+      }
+      await this.#putAccessItem(tokens, secretVersionId, heldOver, now, notSuperseded);
+    } catch (error) {
+      if (!isConditionFailure(error)) throw error;
+      this.#options.logger?.warn("the shared access-token item holds a newer refresh token than this save's: left as it is");
     }
+  }
+
+  async #putAccessItem(
+    tokens: StoredTokens,
+    secretVersionId: string,
+    heldOver: string | undefined,
+    now: number,
+    condition: { ConditionExpression?: string; ExpressionAttributeValues?: Record<string, unknown> },
+  ): Promise<void> {
+    const { doc, tableName, tenant } = this.#options;
     const item: AccessTokenItem = {
       ...accessTokenItemKey(tenant),
       secretVersionId,
@@ -369,7 +397,7 @@ export class SecretsManagerTokenStore implements TokenStore {
       ...(tokens.accessTokenExpiresAt !== undefined ? { accessTokenExpiresAt: tokens.accessTokenExpiresAt } : {}),
       ...(tokens.scope !== undefined ? { scope: tokens.scope } : {}),
     };
-    await doc.send(new PutCommand({ TableName: tableName, Item: item as unknown as Record<string, unknown> }));
+    await doc.send(new PutCommand({ TableName: tableName, Item: item as unknown as Record<string, unknown>, ...condition }));
   }
 }
 

@@ -220,6 +220,42 @@ describe("SecretsManagerTokenStore", () => {
     expect(await make().load()).toEqual({ refreshToken: "rt-new-family" });
   });
 
+  it("never lets a late access-token write of a superseded refresh drop the successor another container holds in the table", async () => {
+    const { secrets, make, optionsWith } = setup();
+    // Container A's save writes the secret (rt-2), then its item write is held back: a container frozen or stalled
+    // between the two writes, thawed after its refresh lease lapsed.
+    let releaseItemWrite!: () => void;
+    let itemWriteReached!: () => void;
+    const reached = new Promise<void>((resolve) => (itemWriteReached = resolve));
+    const gate = new Promise<void>((resolve) => (releaseItemWrite = resolve));
+    let holding = true;
+    const slowDoc = {
+      send: async (command: { constructor: { name: string } }) => {
+        if (holding && command.constructor.name === "PutCommand") {
+          holding = false;
+          itemWriteReached();
+          await gate;
+        }
+        return table.doc.send(command as never);
+      },
+    } as unknown as DynamoDBDocumentClient;
+    const a = new SecretsManagerTokenStore(optionsWith({ doc: slowDoc }));
+    await a.load();
+    const saving = a.save({ refreshToken: "rt-2", accessToken: "at-2", accessTokenExpiresAt: 2_000_000_000_000 });
+    await reached;
+    expect(secrets.current().refresh_token).toBe("rt-2");
+    // Container B took the lapsed lease, spent rt-2, and Secrets Manager refused rt-3: it is held in the table.
+    const b = make();
+    expect((await b.load())?.refreshToken).toBe("rt-2");
+    secrets.failNext("PutSecretValue", awsError("AccessDeniedException", 400));
+    await b.save({ refreshToken: "rt-3", accessToken: "at-3", accessTokenExpiresAt: 2_000_000_000_000 });
+    expect((await make().load())?.refreshToken).toBe("rt-3");
+    // A's item write lands now: it must not replace the held rt-3 (rt-2, spent, would be presented next).
+    releaseItemWrite();
+    await saving;
+    expect((await make().load())?.refreshToken).toBe("rt-3");
+  });
+
   it("does not hold a rotation's own version: the write fails for its caller, which writes a plain version next", async () => {
     const { store, secrets } = setup();
     await store.load();
