@@ -2,6 +2,8 @@
  * `npm run sandbox -- --port <port> [--seed <n>] [--latency-ms <n>] [--frozen-clock]`:
  * runs the provider sandbox on 127.0.0.1 until SIGINT or SIGTERM.
  */
+import { realpathSync } from "node:fs";
+import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import { keptByNpm, repeatedOption } from "../shared/cli/args.js";
 import { SandboxUsageError } from "./errors.js";
@@ -123,7 +125,21 @@ async function main(): Promise<void> {
   console.log(lines.join("\n"));
 }
 
+/**
+ * Whether `argv1` (the script node was given) is this module: compared as file URLs of the real path, as the loader
+ * makes `import.meta.url`, so a checkout whose path holds `#` or `%` (which a URL built from the text would read as a
+ * fragment or an escape) or is reached through a symbolic link still starts.
+ */
+export function isEntry(argv1: string | undefined, moduleUrl: string): boolean {
+  if (!argv1) return false;
+  try {
+    return moduleUrl === pathToFileURL(realpathSync(argv1)).href;
+  } catch {
+    return false;
+  }
+}
+
 // Only run when executed, not when imported by tests.
-if (process.argv[1] && import.meta.url === new URL(`file://${process.argv[1]}`).href) {
+if (isEntry(process.argv[1], import.meta.url)) {
   void main();
 }

@@ -1,4 +1,7 @@
 import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync, symlinkSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { DEFAULT_PORT, parseMainArgs } from "../../sandbox/main.js";
@@ -6,8 +9,8 @@ import { SandboxUsageError } from "../../sandbox/index.js";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 
-function start(args: string[]) {
-  return spawn(process.execPath, ["--import", "tsx", "sandbox/main.ts", ...args], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
+function start(args: string[], entry = "sandbox/main.ts") {
+  return spawn(process.execPath, ["--import", "tsx", entry, ...args], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
 }
 
 function exitOf(child: ReturnType<typeof start>): Promise<number | null> {
@@ -73,6 +76,28 @@ describe("npm run sandbox", () => {
     expect(companies.data).toHaveLength(3);
     child.kill("SIGTERM");
     expect(await exited).toBe(0);
+  });
+
+  it("starts from a checkout whose path holds a # or %, or is reached through a symbolic link", async () => {
+    // A URL built from the path text read `#` as a fragment (and `%` as an escape): the entry check failed, and the
+    // sandbox exited 0 having printed nothing.
+    const dir = mkdtempSync(join(tmpdir(), "sandbox-main-"));
+    try {
+      const link = join(dir, "c# 100%");
+      symlinkSync(ROOT, link);
+      const child = start(["--port", "0"], join(link, "sandbox", "main.ts"));
+      const exited = exitOf(child);
+      let out = "";
+      child.stdout.on("data", (chunk: Buffer) => {
+        const before = out;
+        out += chunk.toString();
+        if (!before.includes("companies:") && out.includes("companies:")) child.kill("SIGTERM");
+      });
+      expect(await exited).toBe(0);
+      expect(out).toContain("Qashio provider sandbox listening on http://127.0.0.1:");
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("stops cleanly on SIGINT too", async () => {
