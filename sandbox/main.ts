@@ -71,6 +71,11 @@ export function parseMainArgs(argv: readonly string[], env: Readonly<Record<stri
 }
 
 async function main(): Promise<void> {
+  // A closed stdout or stderr (`npm run sandbox | head -3`) changes nothing: the sandbox goes on serving, and what it
+  // prints next (its usage, its stop message) is dropped instead of an unhandled 'error' event (EPIPE) ending a Ctrl-C
+  // with a stack trace, exit 1.
+  process.stdout.on("error", () => {});
+  process.stderr.on("error", () => {});
   let options: MainOptions;
   try {
     options = parseMainArgs(process.argv.slice(2), process.env);

@@ -108,6 +108,18 @@ describe("npm run sandbox", () => {
     expect(await exited).toBe(0);
   });
 
+  it("stops cleanly when its stdout was closed (`npm run sandbox | head -3`), instead of dying of EPIPE", async () => {
+    const child = start(["--port", "0"]);
+    const exited = exitOf(child);
+    let err = "";
+    child.stderr.on("data", (chunk: Buffer) => (err += chunk.toString()));
+    await new Promise<void>((resolve) => child.stdout.on("data", (chunk: Buffer) => chunk.toString().includes("companies:") && resolve()));
+    child.stdout.destroy();
+    child.kill("SIGINT");
+    expect(await exited).toBe(0);
+    expect(err).not.toContain("EPIPE");
+  });
+
   it("exits 2 with a clear message on bad arguments", async () => {
     const child = start(["--port", "nope"]);
     let err = "";
