@@ -240,8 +240,9 @@ export class SecretsManagerTokenStore implements TokenStore {
       });
       return spentVersionId;
     }
-    await this.#writeAccessItem(tokens, versionId, undefined);
-    this.#reportHeld(false);
+    // Skipped, the item holds a successor of this save's token over it: that one is live, and still held.
+    const written = await this.#writeAccessItem(tokens, versionId, undefined);
+    this.#reportHeld(!written);
     return versionId;
   }
 
@@ -354,9 +355,9 @@ export class SecretsManagerTokenStore implements TokenStore {
    * A write that holds nothing never replaces an item holding a successor of `tokens.refreshToken` (held over it): a
    * save whose item write comes late (a container stalled or frozen between its secret write and this one, its lease
    * lapsed) would drop the token another container's refresh held since, and the spent one in the secret would be
-   * presented next. The late write is skipped: the item is newer.
+   * presented next. The late write is skipped: the item is newer. Returns false when it was.
    */
-  async #writeAccessItem(tokens: StoredTokens, secretVersionId: string, heldOver: string | undefined): Promise<void> {
+  async #writeAccessItem(tokens: StoredTokens, secretVersionId: string, heldOver: string | undefined): Promise<boolean> {
     const { doc, tableName, tenant } = this.#options;
     const now = this.#clock.now();
     const notSuperseded =
@@ -369,12 +370,14 @@ export class SecretsManagerTokenStore implements TokenStore {
     try {
       if (tokens.accessToken === undefined && heldOver === undefined) {
         await doc.send(new DeleteCommand({ TableName: tableName, Key: accessTokenItemKey(tenant), ...notSuperseded }));
-        return;
+      } else {
+        await this.#putAccessItem(tokens, secretVersionId, heldOver, now, notSuperseded);
       }
-      await this.#putAccessItem(tokens, secretVersionId, heldOver, now, notSuperseded);
+      return true;
     } catch (error) {
       if (!isConditionFailure(error)) throw error;
       this.#options.logger?.warn("the shared access-token item holds a newer refresh token than this save's: left as it is");
+      return false;
     }
   }
 

@@ -220,7 +220,7 @@ describe("SecretsManagerTokenStore", () => {
     expect(await make().load()).toEqual({ refreshToken: "rt-new-family" });
   });
 
-  it("never lets a late access-token write of a superseded refresh drop the successor another container holds in the table", async () => {
+  it("never lets a late access-token write of a superseded refresh drop the successor another container holds in the table, nor report it released", async () => {
     const { secrets, make, optionsWith } = setup();
     // Container A's save writes the secret (rt-2), then its item write is held back: a container frozen or stalled
     // between the two writes, thawed after its refresh lease lapsed.
@@ -239,7 +239,9 @@ describe("SecretsManagerTokenStore", () => {
         return table.doc.send(command as never);
       },
     } as unknown as DynamoDBDocumentClient;
-    const a = new SecretsManagerTokenStore(optionsWith({ doc: slowDoc }));
+    const gauge: number[] = [];
+    const metrics = { add: (name: string, value: number) => void (name === "TokenHeldInTable" && gauge.push(value)) };
+    const a = new SecretsManagerTokenStore(optionsWith({ doc: slowDoc, metrics }));
     await a.load();
     const saving = a.save({ refreshToken: "rt-2", accessToken: "at-2", accessTokenExpiresAt: 2_000_000_000_000 });
     await reached;
@@ -254,6 +256,8 @@ describe("SecretsManagerTokenStore", () => {
     releaseItemWrite();
     await saving;
     expect((await make().load())?.refreshToken).toBe("rt-3");
+    // rt-3 is still the live token and held in the table: A's skipped write must not drop the gauge (and the alarm).
+    expect(gauge.at(-1)).toBe(1);
   });
 
   it("does not hold a rotation's own version: the write fails for its caller, which writes a plain version next", async () => {
