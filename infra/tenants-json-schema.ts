@@ -3,7 +3,7 @@
  * Run `npx tsx infra/tenants-json-schema.ts [file]` to rewrite it; a test fails when it drifts.
  */
 import { writeFile } from "node:fs/promises";
-import { pathToFileURL } from "node:url";
+import { isEntry } from "../shared/entry.js";
 import { jsonSchemaText } from "../shared/bridge/events/json-schema.js";
 import { tenantsFileDocumentSchema } from "./tenant-config.js";
 
@@ -28,7 +28,7 @@ export function renderTenantsJsonSchema(): string {
   return jsonSchemaText(tenantsFileDocumentSchema(), head, "input");
 }
 
-if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+if (isEntry(process.argv[1], import.meta.url)) {
   const file = process.argv[2] ?? "docs/tenants.schema.json";
   await writeFile(file, renderTenantsJsonSchema());
   process.stdout.write(`wrote ${file}\n`);

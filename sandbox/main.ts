@@ -2,10 +2,9 @@
  * `npm run sandbox -- --port <port> [--seed <n>] [--latency-ms <n>] [--frozen-clock]`:
  * runs the provider sandbox on 127.0.0.1 until SIGINT or SIGTERM.
  */
-import { realpathSync } from "node:fs";
-import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import { keptByNpm, repeatedOption } from "../shared/cli/args.js";
+import { isEntry } from "../shared/entry.js";
 import { SandboxUsageError } from "./errors.js";
 import { createSandbox, DEFAULT_SEED, LEGACY_PREFIX, SANDBOX_CLIENT } from "./index.js";
 
@@ -128,20 +127,6 @@ async function main(): Promise<void> {
       .map((c) => `    ${c.id}  ${c.name.padEnd(20)} legacy x-api-key=${c.apiKey}${c.apiAccessEnabled ? "" : "  (API access disabled: 403)"}`),
   ];
   console.log(lines.join("\n"));
-}
-
-/**
- * Whether `argv1` (the script node was given) is this module: compared as file URLs of the real path, as the loader
- * makes `import.meta.url`, so a checkout whose path holds `#` or `%` (which a URL built from the text would read as a
- * fragment or an escape) or is reached through a symbolic link still starts.
- */
-export function isEntry(argv1: string | undefined, moduleUrl: string): boolean {
-  if (!argv1) return false;
-  try {
-    return moduleUrl === pathToFileURL(realpathSync(argv1)).href;
-  } catch {
-    return false;
-  }
 }
 
 // Only run when executed, not when imported by tests.

@@ -5,7 +5,7 @@
  */
 import { mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { pathToFileURL } from "node:url";
+import { isEntry } from "../../entry.js";
 import * as z from "zod";
 import { EVENT_DETAIL_SCHEMAS, EVENT_TYPES, SCHEMA_VERSION } from "./schemas.js";
 
@@ -67,6 +67,6 @@ export async function writeEventJsonSchemas(dir = "docs/events"): Promise<string
   return written;
 }
 
-if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+if (isEntry(process.argv[1], import.meta.url)) {
   for (const file of await writeEventJsonSchemas(process.argv[2])) process.stdout.write(`wrote ${file}\n`);
 }
