@@ -108,10 +108,11 @@ export function recordQashioId(raw: unknown): string | undefined {
  * Re-drives the tenant's quarantined transactions ({@link isRedrivable}: publish failures, and validation failures of
  * acknowledged transactions): reads each transaction again from the provider (by qashio_id), validates it and
  * publishes its current state as a pulled item would be (`transaction.created` when nothing was ever published for
- * it, else `transaction.changed` against the last published state), writes its snapshot, acknowledges it, then
- * deletes the record. A record whose event fails again, whose transaction still fails validation (quarantined again
- * under the same record id while its body is unchanged, so neither a second record nor a new one in `Quarantined`),
- * or whose transaction is gone, is kept. Safe to run again: a transaction already delivered is found unchanged and
+ * it, else `transaction.changed` against the last published state), writes its snapshot, acknowledges it (an
+ * acknowledge that fails for now is left to the next cycle, which lists the transaction again), then deletes the
+ * record. A record whose event fails again, whose transaction still fails validation (quarantined again under the
+ * same record id while its body is unchanged, so neither a second record nor a new one in `Quarantined`), whose
+ * transaction is gone, or whose read by qashio_id the provider refuses, is kept. Safe to run again: a transaction already delivered is found unchanged and
  * only its record is deleted. Hold the tenant's cycle lock around it, as around a cycle. The quarantine is read a page
  * at a time, and of each record taken only its ids and reason are kept: a quarantine of any size is re-driven in the
  * memory of one page of bodies (and a few hundred bytes per record).

@@ -210,7 +210,7 @@ export class CycleIncompleteError extends CliError {
 
 /**
  * `redrive` left some quarantine records in place (their event failed again, their transaction still fails validation,
- * or it is gone).
+ * it is gone, or the provider refuses its read).
  */
 export class RedriveIncompleteError extends CliError {
   override name = "RedriveIncompleteError";
