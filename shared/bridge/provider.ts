@@ -95,8 +95,8 @@ export interface ProviderCallOptions {
   /**
    * Sent with an acknowledge: a failed attempt that would be retried is not sent again but rejects with an error named
    * `RetryDeferredError` carrying `delayMs` and `attempt` (failed attempts so far), as `QashioClient` does, so the
-   * engine reads the page again before it acknowledges again. `failedBefore`: the engine's failed attempts so far. A
-   * port without retries of its own may ignore it.
+   * engine reads the page again before it acknowledges again (a re-drive leaves that to the next cycle).
+   * `failedBefore`: the engine's failed attempts so far. A port without retries of its own may ignore it.
    */
   readonly callerRetries?: { readonly failedBefore: number };
 }

@@ -166,10 +166,10 @@ export class DeadlineExceededError extends QashioError {
 
 /**
  * A failed attempt the client would have sent again, left to its caller (`HttpRequest.callerRetries`), who refreshes
- * what it sends first: the engine reads a page again before it acknowledges the page again, since an acknowledge
- * carries no version and a retry of the old one would mark a change made meanwhile as synced unseen. The caller waits
- * `delayMs` (the provider's `Retry-After`, else the client's backoff) and calls again with `failedBefore` =
- * `attempt`. `cause` is the attempt's failure; the last attempt the client allows fails with that failure itself.
+ * what it sends first: the engine reads a page again before it acknowledges the page again (a re-drive leaves that to
+ * the next cycle), since an acknowledge carries no version and a retry of the old one would mark a change made
+ * meanwhile as synced unseen. The caller waits `delayMs` (the provider's `Retry-After`, else the client's backoff) and
+ * calls again with `failedBefore` = `attempt`. `cause` is the attempt's failure; the last attempt the client allows fails with that failure itself.
  */
 export class RetryDeferredError extends QashioError {
   override name = "RetryDeferredError";
