@@ -1,6 +1,6 @@
 import { gunzipSync, gzipSync } from "node:zlib";
 import { PutCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient, type QueryCommandOutput } from "@aws-sdk/lib-dynamodb";
-import type { Clock, EntityKind, Logger, Quarantine, QuarantinePagesOptions, QuarantineRecord } from "../bridge/ports.js";
+import type { Clock, EntityKind, Logger, Quarantine, QuarantinePagesOptions, QuarantineRecord, StoreWriteOptions } from "../bridge/ports.js";
 import { recordQashioId } from "../bridge/redrive.js";
 import { BATCH_WRITE_LIMIT, DynamoBatchCalls } from "./batch.js";
 import { systemClock } from "./clock.js";
@@ -176,12 +176,15 @@ export class DynamoQuarantine implements Quarantine {
 
   /**
    * One BatchWriteItem of DeleteRequests per 25 ids (a re-drive after a bad rule may delete thousands), one call after
-   * the other, unprocessed ones retried with backoff. A record past its TTL, not swept yet, goes as well.
+   * the other, unprocessed ones retried with backoff. A record past its TTL, not swept yet, goes as well. Past
+   * `options.deadline` nothing is sent again, nor is a call after the first started: WriteDeadlineExceededError (see
+   * DynamoBatchCalls.write).
    */
-  async deleteMany(ids: readonly string[]): Promise<void> {
+  async deleteMany(ids: readonly string[], options: StoreWriteOptions = {}): Promise<void> {
     // BatchWriteItem refuses two requests for one key.
     const requests = [...new Set(ids)].map((id) => ({ DeleteRequest: { Key: { ...quarantineItemKey(this.#tenant, id) } } }));
-    for (const batch of chunk(requests, BATCH_WRITE_LIMIT)) await this.#batches.write(batch);
+    const batches = chunk(requests, BATCH_WRITE_LIMIT);
+    for (const [i, batch] of batches.entries()) await this.#batches.write(batch, { ...options, later: i > 0 });
   }
 
   async list(): Promise<QuarantineRecord[]> {

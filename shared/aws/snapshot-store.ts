@@ -1,7 +1,7 @@
 import { gunzipSync, gzipSync } from "node:zlib";
 import { ScanCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { SnapshotCursorError } from "../bridge/errors.js";
-import type { Clock, Logger, Snapshot, SnapshotKey, SnapshotPage, SnapshotScanOptions, SnapshotStore } from "../bridge/ports.js";
+import type { Clock, Logger, Snapshot, SnapshotKey, SnapshotPage, SnapshotScanOptions, SnapshotStore, StoreWriteOptions } from "../bridge/ports.js";
 import { isSnapshotSequence } from "../bridge/validate.js";
 import { jsonOf } from "../bridge/hash.js";
 import { BATCH_GET_LIMIT, BATCH_WRITE_LIMIT, DynamoBatchCalls } from "./batch.js";
@@ -110,13 +110,20 @@ export class DynamoSnapshotStore implements SnapshotStore {
     return found;
   }
 
-  async putMany(snapshots: readonly Snapshot[]): Promise<void> {
+  /**
+   * BatchWriteItem calls of 25, `concurrency` at a time. Past `options.deadline` nothing is sent again, nor is a batch
+   * started after the first ones: a call that rejects with WriteDeadlineExceededError (see DynamoBatchCalls.write).
+   */
+  async putMany(snapshots: readonly Snapshot[], options: StoreWriteOptions = {}): Promise<void> {
     // BatchWriteItem rejects two requests for one key; the last write of a key wins, as sequential puts would.
     const latest = new Map<SnapshotKey, Snapshot>();
     for (const snapshot of snapshots) latest.set(snapshot.key, snapshot);
     const items = [...latest.values()].map((snapshot) => this.#encode(snapshot));
-    await mapLimit(chunk(items, BATCH_WRITE_LIMIT), this.#concurrency, (batch) =>
-      this.#batches.write(batch.map((item) => ({ PutRequest: { Item: item as unknown as Record<string, unknown> } }))),
+    await mapLimit(chunk(items, BATCH_WRITE_LIMIT), this.#concurrency, (batch, index) =>
+      this.#batches.write(
+        batch.map((item) => ({ PutRequest: { Item: item as unknown as Record<string, unknown> } })),
+        { ...options, later: index >= this.#concurrency },
+      ),
     );
   }
 

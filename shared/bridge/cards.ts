@@ -304,7 +304,7 @@ class CardRun extends CycleRun {
     const object = total === undefined ? { next_offset: next.offset } : { next_offset: next.offset, total_records: total };
     const updatedAt = versionTime(this.deps.clock.now(), stored.snapshot);
     const cursor: Snapshot = { key: walkCursorKey(mode), hash: contentHash(object), object, updatedAt };
-    await this.write("write card walk cursor", () => this.deps.snapshots.putMany([cursor]));
+    await this.write("write card walk cursor", (call) => this.deps.snapshots.putMany([cursor], call));
   }
 
   /**

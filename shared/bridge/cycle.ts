@@ -2,7 +2,7 @@
  * Machinery shared by the transaction and card cycles: provider calls with error accounting,
  * event building, publishing with per-event failures, quarantine records, and the end-of-cycle report.
  */
-import { CycleAbortedError, PUBLISH_STEP, ReauthorizationNeededError } from "./errors.js";
+import { CycleAbortedError, PUBLISH_STEP, ReauthorizationNeededError, writeDeadlineExceeded } from "./errors.js";
 import { eventId } from "./hash.js";
 import { diffObjects, type Change } from "./diff.js";
 import { DEFAULT_DEADLINE_GRACE_MS, DEFAULT_PAGE_SIZE, DEFAULT_SOURCE, MIN_PAGE_SIZE, type BridgeDeps, type CycleOptions } from "./deps.js";
@@ -171,12 +171,28 @@ export class CycleRun {
    * plus its grace), as no provider call does. A Lambda container frozen mid-page and thawed after its cycle lease
    * lapsed would otherwise publish and store that page over what a later cycle stored (an older snapshot, a change
    * diffed against it). Throws {@link OutOfTime} (outcome `deadline`); what was published before is re-sent with the
-   * same ids, its items being still listed.
+   * same ids, its items being still listed. `fn` gets the calls' deadline to hand the port, whose retries stop there
+   * (`StoreWriteOptions`, `PublishOptions`): a port that rejects with WriteDeadlineExceededError ends the cycle the
+   * same way, nothing of the page being acknowledged.
    */
-  async write<T>(step: string, fn: () => Promise<T>): Promise<T> {
+  async write<T>(step: string, fn: (options: { readonly deadline?: number }) => Promise<T>): Promise<T> {
     const { deadline } = this.call;
     if (deadline !== undefined && this.deps.clock.now() >= deadline) throw new OutOfTime(step, {});
-    return this.port(step, fn);
+    try {
+      return await fn(this.writeOptions());
+    } catch (err) {
+      if (writeDeadlineExceeded(err) !== undefined) {
+        this.deps.logger.warn("write stopped retrying at the calls' deadline; stopping", { step });
+        throw new OutOfTime(step, { cause: err });
+      }
+      throw new StepFailure(step, { cause: err });
+    }
+  }
+
+  /** What a port write must end its retries by (see {@link write}): the calls' deadline, when the cycle has one. */
+  protected writeOptions(): { readonly deadline?: number } {
+    const { deadline } = this.call;
+    return deadline === undefined ? {} : { deadline };
   }
 
   /** Runs a call to a non-provider port (store, publisher, quarantine), tagging a failure with the step. */
@@ -270,8 +286,7 @@ export class CycleRun {
     if (events.length === 0) return failures;
     // Counted before the call: a publisher that throws may have put some of them on the bus already.
     this.offeredWithoutSnapshot += events.length;
-    const deadline = this.call.deadline;
-    const { failed } = await this.write(PUBLISH_STEP, () => this.deps.publisher.publish(events, deadline === undefined ? undefined : { deadline }));
+    const { failed } = await this.write(PUBLISH_STEP, (call) => this.deps.publisher.publish(events, call.deadline === undefined ? undefined : call));
     for (const failure of failed) failures.set(failure.event.detail.id, failure);
     const now = this.deps.clock.now();
     // One metric point per type and batch rather than per event: a page is one type or two.
@@ -384,7 +399,7 @@ export class CycleRun {
    * {@link leaveSecond} no longer waits for them.
    */
   async storeSnapshots(writes: readonly Snapshot[], published: number): Promise<void> {
-    if (writes.length) await this.write("write snapshots", () => this.deps.snapshots.putMany(writes));
+    if (writes.length) await this.write("write snapshots", (call) => this.deps.snapshots.putMany(writes, call));
     this.offeredWithoutSnapshot = Math.max(0, this.offeredWithoutSnapshot - published);
   }
 

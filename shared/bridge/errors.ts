@@ -23,6 +23,31 @@ export class SnapshotCursorError extends BridgeError {
 }
 
 /**
+ * A store write held to a deadline (`StoreWriteOptions.deadline`) stopped before sending again what was not written
+ * yet, as the deadline had passed (a container frozen in a retry's backoff and thawed later, say): some of the write
+ * may be durable, the rest is not. The caller is out of time, not facing a store fault; a cycle ends with outcome
+ * `deadline`, acknowledges nothing of the page, and the next cycle redoes it. `cause` holds the failure that called for
+ * the retry, when there was one (a throttled call); none for entries DynamoDB left unprocessed.
+ */
+export class WriteDeadlineExceededError extends BridgeError {
+  override name = "WriteDeadlineExceededError";
+
+  constructor(
+    message: string,
+    /** The deadline (epoch ms) the write was held to. */
+    readonly deadline: number,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+}
+
+/** The WriteDeadlineExceededError in `error`'s cause chain, if any (a step failure wraps a port's error). */
+export function writeDeadlineExceeded(error: unknown): WriteDeadlineExceededError | undefined {
+  return causeMatching(error, (e): e is WriteDeadlineExceededError => e instanceof WriteDeadlineExceededError);
+}
+
+/**
  * Why a `conformSnapshots` cursor was refused: `unversioned` (not of this version's form: one an earlier version
  * printed, which recorded no PII mode, or other text), `damaged` (cut short or edited), `tenant`, `mode` (made under
  * another PII mode), `fields` (made by a version that masks other personal fields), `superseded` (the store does not

@@ -6,7 +6,7 @@
  */
 import { quarantineReason } from "./quarantine-id.js";
 import type { CycleOptions, TransactionCycleDeps } from "./deps.js";
-import type { QuarantineRecord } from "./ports.js";
+import type { QuarantineRecord, StoreWriteOptions } from "./ports.js";
 import type { CycleReport } from "./report.js";
 import { isAcknowledgeableId, reprocessTransactions, type TransactionRef } from "./transactions.js";
 
@@ -147,9 +147,10 @@ export async function redriveQuarantined(deps: TransactionCycleDeps, options: Re
   const redriven: RedriveRecord[] = [];
   // Deleted batch by batch, so a run cut short (a Lambda timeout) keeps what it did and the next one goes on; one
   // deleteMany per batch, so a store deletes in its own batches (25 records a call on DynamoDB), not a call each.
-  const afterBatch = async (delivered: ReadonlySet<string>): Promise<void> => {
+  const afterBatch = async (delivered: ReadonlySet<string>, write: StoreWriteOptions): Promise<void> => {
     const records = [...delivered].flatMap((id) => byTransaction.get(id)?.records ?? []);
-    if (records.length > 0) await deps.quarantine.deleteMany(records.map((record) => record.id));
+    // Held to the calls' deadline: a delete sent again late could remove a record a later run put again under its id.
+    if (records.length > 0) await deps.quarantine.deleteMany(records.map((record) => record.id), write);
     // Counted only once deleted: a failed delete throws, and what it left stays for the next run.
     redriven.push(...records);
     for (const id of delivered) byTransaction.delete(id);

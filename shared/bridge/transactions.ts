@@ -9,11 +9,12 @@ import type { Change } from "./diff.js";
 import { isJsonObject } from "../json-object.js";
 import { CycleRun, type RunKind } from "./cycle.js";
 import { providerRefusal, refusedForReference, retryDeferred, statusOf } from "./provider-errors.js";
+import { writeDeadlineExceeded } from "./errors.js";
 import { lastModified, nextSequence, storedSequence, versionTime } from "./versions.js";
 import { withoutSyncStatus } from "./quarantine-id.js";
 import { RecentIds } from "./recent-ids.js";
 import { DEFAULT_MAX_PAGES, type CycleOptions, type TransactionCycleDeps } from "./deps.js";
-import type { BridgeEvent, PublishFailure, QuarantineRecord, Snapshot, SnapshotKey } from "./ports.js";
+import type { BridgeEvent, PublishFailure, QuarantineRecord, Snapshot, SnapshotKey, StoreWriteOptions } from "./ports.js";
 import { pageEntries, type PageEntry, type ProviderPage, type PullStatus } from "./provider.js";
 import type { CycleOutcome, CycleReport } from "./report.js";
 import type { ValidationResult } from "./validate.js";
@@ -678,7 +679,7 @@ class TransactionRun extends CycleRun {
    */
   async reprocess(
     refs: readonly TransactionRef[],
-    afterBatch?: (delivered: ReadonlySet<string>) => Promise<void>,
+    afterBatch?: ReprocessOptions["afterBatch"],
   ): Promise<{ delivered: Set<string>; missing: Set<string>; refused: Set<string>; invalid: Set<string>; unreached: string[] }> {
     this.ackRetry = { failedBefore: 0, readsPage: false };
     const delivered = new Set<string>();
@@ -709,7 +710,14 @@ class TransactionRun extends CycleRun {
       }
       for (const id of done) delivered.add(id);
       for (const [id, version] of versions) if (version === INVALID_VERSION) invalid.add(id);
-      await afterBatch?.(done);
+      try {
+        await afterBatch?.(done, this.writeOptions());
+      } catch (err) {
+        // Its writes stopped retrying at the calls' deadline: those records are left to the next run, as not reached.
+        if (writeDeadlineExceeded(err) === undefined) throw err;
+        for (const id of done) unreached.push(id);
+        return false;
+      }
       return inTime;
     };
     for (let i = 0; i < refs.length; i += 1) {
@@ -908,8 +916,12 @@ export interface ReprocessResult {
 
 /** Options of {@link reprocessTransactions}. */
 export interface ReprocessOptions extends Pick<CycleOptions, "pageSize" | "deadline"> {
-  /** Called with each batch's delivered ids once that batch is done. */
-  readonly afterBatch?: (delivered: ReadonlySet<string>) => Promise<void>;
+  /**
+   * Called with each batch's delivered ids once that batch is done, and the write options (the calls' deadline) its
+   * store writes are to be held to; a WriteDeadlineExceededError from it ends the run with outcome `deadline`, those
+   * ids counted as not reached.
+   */
+  readonly afterBatch?: (delivered: ReadonlySet<string>, write: StoreWriteOptions) => Promise<void>;
 }
 
 /**

@@ -70,9 +70,9 @@ export class CycleLeaseGuard {
     return {
       getMany: (keys) => inner.getMany(keys),
       scan: (options) => inner.scan(options),
-      putMany: async (snapshots) => {
+      putMany: async (snapshots, options) => {
         await this.check();
-        return inner.putMany(snapshots);
+        return inner.putMany(snapshots, options);
       },
       vacuum: async () => {
         await this.check();
@@ -90,9 +90,9 @@ export class CycleLeaseGuard {
         await this.check();
         return inner.put(record);
       },
-      deleteMany: async (ids) => {
+      deleteMany: async (ids, options) => {
         await this.check();
-        return inner.deleteMany(ids);
+        return inner.deleteMany(ids, options);
       },
     };
   }

@@ -1,0 +1,129 @@
+/**
+ * A DynamoDB batch write whose retry waits in a backoff while the invocation ends (middy's early timeout returns,
+ * Lambda freezes the container with the timer pending) must not send again when the container thaws for a later
+ * invocation: that page's snapshots would land over what a later cycle stored. On DynamoDB Local, with a clock that
+ * jumps past the deadline during the backoff (the freeze).
+ */
+import { BatchWriteCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DynamoQuarantine } from "../../shared/aws/quarantine.js";
+import { DynamoSnapshotStore } from "../../shared/aws/snapshot-store.js";
+import { WriteDeadlineExceededError, pollTransactions, redriveQuarantined } from "../../shared/bridge/index.js";
+import { PUBLISH_FAILURE_PREFIX } from "../../shared/bridge/redrive.js";
+import type { Clock, QuarantineRecord } from "../../shared/bridge/ports.js";
+import { makeRig } from "../bridge/fakes.js";
+import { createTestTable, type TestTable } from "./support/dynamo.js";
+
+/** How long the container stays frozen in a backoff: well past the cycle's deadline and its calls' grace. */
+const FROZEN_MS = 10 * 60_000;
+
+type Fault = "unprocessed" | "throttled";
+
+/** As the SDK surfaces a throttled batch once its own attempts are spent. */
+const throttled = () =>
+  Object.assign(new Error("throughput exceeded"), { name: "ProvisionedThroughputExceededException", $fault: "client", $metadata: { httpStatusCode: 400, attempts: 3 } });
+
+/**
+ * `doc` whose first BatchWriteItem does not reach DynamoDB: answered with every item unprocessed, or throttled as a
+ * whole. `sent()` counts the BatchWriteItem calls made (the first included).
+ */
+function faultyFirstBatchWrite(doc: DynamoDBDocumentClient, fault: Fault): { doc: DynamoDBDocumentClient; sent: () => number } {
+  let sent = 0;
+  const send = async (command: unknown) => {
+    if (command instanceof BatchWriteCommand) {
+      sent += 1;
+      if (sent === 1) {
+        if (fault === "throttled") throw throttled();
+        return { UnprocessedItems: command.input.RequestItems, $metadata: {} };
+      }
+    }
+    return (doc.send as (c: unknown) => Promise<unknown>)(command);
+  };
+  return { doc: new Proxy(doc, { get: (target, name, receiver) => (name === "send" ? send : Reflect.get(target, name, receiver)) }), sent: () => sent };
+}
+
+/** `clock` as the adapters see it, except that a backoff sleep is where the container freezes: it ends FROZEN_MS later. */
+const freezingIn = (clock: Clock): Clock => ({
+  now: () => clock.now(),
+  sleep: async () => {
+    (clock as Clock & { advance(ms: number): void }).advance(FROZEN_MS);
+  },
+});
+
+describe("DynamoDB batch writes held to the cycle's deadline", () => {
+  let table: TestTable;
+  beforeAll(async () => {
+    table = await createTestTable();
+  });
+  afterAll(async () => table.drop());
+
+  it.each<Fault>(["unprocessed", "throttled"])(
+    "a snapshot write %s at first is not sent again past the deadline: the cycle ends `deadline`, unacknowledged",
+    async (fault) => {
+      const tenant = `frozen-${fault}`;
+      const faulty = faultyFirstBatchWrite(table.doc, fault);
+      const rig = makeRig({ tenant });
+      const snapshots = new DynamoSnapshotStore({ doc: faulty.doc, tableName: table.tableName, tenant, clock: freezingIn(rig.clock), backoff: { random: () => 0.5 } });
+      const txn = rig.provider.addTransaction();
+
+      const report = await pollTransactions({ ...rig.deps, snapshots }, { deadline: rig.clock.now() + 30_000 });
+
+      // Recognised by the engine as out of time, not a store failure: a clean end, no abort.
+      expect(report.outcome).toBe("deadline");
+      expect(rig.metrics.points.filter((p) => p.name === "CycleErrors")).toEqual([]);
+      // No resend after the thaw: the first call only, and nothing of it written.
+      expect(faulty.sent()).toBe(1);
+      const reader = new DynamoSnapshotStore({ doc: table.doc, tableName: table.tableName, tenant });
+      expect((await reader.getMany([`transaction:${txn.id}`])).size).toBe(0);
+      // Published, not acknowledged: the next cycle redoes the page, re-sending the same event id.
+      expect(rig.publisher.ofType("transaction.created")).toHaveLength(1);
+      expect(rig.provider.pending().map((t) => t.id)).toEqual([txn.id]);
+      const first = rig.publisher.events[0]?.detail.id;
+      expect(await pollTransactions({ ...rig.deps, snapshots: reader })).toMatchObject({ outcome: "complete" });
+      expect(rig.publisher.events.map((e) => e.detail.id)).toEqual([first, first]);
+      expect((await reader.getMany([`transaction:${txn.id}`])).size).toBe(1);
+    },
+  );
+
+  it.each<Fault>(["unprocessed", "throttled"])("putMany rejects with WriteDeadlineExceededError, not sending again, once the deadline passed in the backoff (%s)", async (fault) => {
+    const rig = makeRig();
+    const faulty = faultyFirstBatchWrite(table.doc, fault);
+    const tenant = `direct-${fault}`;
+    const store = new DynamoSnapshotStore({ doc: faulty.doc, tableName: table.tableName, tenant, clock: freezingIn(rig.clock) });
+    const deadline = rig.clock.now() + 1_000;
+    const error = await store.putMany([{ key: "card:a", hash: "h", object: {}, updatedAt: "2026-03-01T12:00:00.000Z" }], { deadline }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(WriteDeadlineExceededError);
+    expect(error).toMatchObject({ deadline, ...(fault === "throttled" ? { cause: { name: "ProvisionedThroughputExceededException" } } : {}) });
+    expect(faulty.sent()).toBe(1);
+    // Without a deadline the same fault is retried through, as before.
+    const again = faultyFirstBatchWrite(table.doc, fault);
+    await new DynamoSnapshotStore({ doc: again.doc, tableName: table.tableName, tenant, clock: freezingIn(rig.clock) }).putMany([
+      { key: "card:a", hash: "h", object: {}, updatedAt: "2026-03-01T12:00:00.000Z" },
+    ]);
+    expect(again.sent()).toBe(2);
+  });
+
+  it("a re-drive's quarantine delete is not sent again past the deadline: the records stay, the run ends `deadline`", async () => {
+    const tenant = "frozen-redrive";
+    const faulty = faultyFirstBatchWrite(table.doc, "unprocessed");
+    const rig = makeRig({ tenant });
+    const quarantine = new DynamoQuarantine({ doc: faulty.doc, tableName: table.tableName, tenant, clock: freezingIn(rig.clock) });
+    const txn = rig.provider.addTransaction();
+    const record: QuarantineRecord = {
+      id: "0b7c1c36-0000-4000-8000-000000000001",
+      kind: "transaction",
+      entityId: txn.id,
+      reason: `${PUBLISH_FAILURE_PREFIX}event bus refused it`,
+      raw: { id: txn.id, qashio_id: txn.qashio_id },
+      at: new Date(rig.clock.now()).toISOString(),
+    };
+    await quarantine.put(record);
+
+    const report = await redriveQuarantined({ ...rig.deps, quarantine }, { deadline: rig.clock.now() + 30_000 });
+
+    expect(report.cycle.outcome).toBe("deadline");
+    expect(faulty.sent()).toBe(1);
+    expect((await quarantine.list()).map((r) => r.id)).toEqual([record.id]);
+    expect(report.kept.map((k) => k.why)).toEqual(["not reached before the deadline"]);
+  });
+});
