@@ -280,6 +280,16 @@ describe("FileTokenStore", () => {
     expect(await new FileTokenStore(dir).load()).toEqual({ refreshToken: "rt" });
     expect((await readdir(dir)).sort()).toEqual([...fresh, ...other, "tokens.json"].sort());
   });
+
+  it("sweeps on its first load only: a later load of the same store reads the directory no more (it runs every cycle)", async () => {
+    const store = new FileTokenStore(dir);
+    await store.save({ refreshToken: "rt" });
+    await store.load();
+    const old = ["tokens.json.4242.0a1b2c3d.tmp"];
+    await leftoverTemps(dir, { old, fresh: [], other: [] });
+    expect(await store.load()).toEqual({ refreshToken: "rt" });
+    expect((await readdir(dir)).sort()).toEqual([...old, "tokens.json"].sort());
+  });
 });
 
 describe("FileTokenStore.beforeRefresh", () => {

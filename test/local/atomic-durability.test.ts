@@ -183,6 +183,14 @@ describe("removeFilesDurably", () => {
     expect(() => removeFilesDurably(files)).toThrow(/unlink '.*b\.json'/);
   });
 
+  it("throws a failed directory fsync after unlinks that all succeeded: the removal may not be on disk, so it is not reported done", async () => {
+    // Reported removed while a crash could bring it back, a quarantine record would be re-driven twice.
+    const files = ["a.json", "b.json"].map((name) => path.join(dir, name));
+    for (const file of files) await writeFileAtomic(file, "{}");
+    journal.failDirFsync = "EIO";
+    expect(() => removeFilesDurably(files)).toThrow(expect.objectContaining({ code: "EIO", message: "EIO: fsync failed" }));
+  });
+
   it("throws a failure to remove other than a missing file, and goes on quietly once the file is gone", async () => {
     // Reported removed while it stands, a quarantine record would be re-driven again.
     const file = path.join(dir, "record.json");
