@@ -1,4 +1,5 @@
 import { chmod, mkdir, mkdtemp, readdir, readFile, rm, stat, utimes, writeFile } from "node:fs/promises";
+import { writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { inspect } from "node:util";
@@ -412,6 +413,23 @@ describe("FileLock", () => {
     expect(await new FileLock(dir).tryAcquire("refresh", 10_000)).toBeDefined();
   });
 
+  it.each([
+    ["null", "null"],
+    ["an expiry that is not a number", JSON.stringify({ token: "t", pid: 1, expiresAt: String(Date.now() + 3_600_000) })],
+    ["no token", JSON.stringify({ pid: 1, expiresAt: Date.now() + 3_600_000 })],
+  ])("takes over a lease file holding %s (not a lease), so it cannot block forever", async (_what, text) => {
+    await mkdir(locks(), { recursive: true });
+    await writeFile(path.join(locks(), "refresh.lock"), text);
+    expect(await new FileLock(dir).tryAcquire("refresh", 10_000)).toBeDefined();
+  });
+
+  it("takes over a lease path it cannot read as a file (EISDIR), rather than reading it as gone and blocking forever", async () => {
+    await mkdir(path.join(locks(), "refresh.lock"), { recursive: true });
+    const handle = await new FileLock(dir).tryAcquire("refresh", 10_000);
+    expect(handle).toBeDefined();
+    expect(await handle!.renew(10_000)).toBe(true);
+  });
+
   it("removes the temp files a process killed while creating a lease left behind, once they are old, and no others", async () => {
     await mkdir(locks(), { recursive: true });
     const leftover = "cycle.lock.4.22676.e3422382.new.tmp.22676.0394f1f8.tmp";
@@ -475,6 +493,48 @@ describe("FileLock", () => {
     expect(await old!.renew(10_000)).toBe(false);
     await old!.release();
     expect(JSON.parse(await readFile(next, "utf8"))).toMatchObject({ token: "contender" });
+  });
+
+  it("confirms a held lease without taking a new generation, and one lapsed by taking the next and removing its own", async () => {
+    let step = 0;
+    const clock = { now: () => Date.now() + step };
+    const handle = await new FileLock(dir, { clock, steady: false }).tryAcquire("refresh", 10_000);
+    const lease = await readFile(path.join(locks(), "refresh.lock"), "utf8");
+    expect(await handle!.confirm!(10_000)).toBe(true);
+    expect(await readdir(locks())).toEqual(["refresh.lock"]);
+    expect(await readFile(path.join(locks(), "refresh.lock"), "utf8")).toBe(lease);
+    step = 20_000;
+    expect(await handle!.confirm!(10_000)).toBe(true);
+    expect(await readdir(locks())).toEqual(["refresh.lock.1"]);
+  });
+
+  it("refuses to confirm a lease once a contender wrote a higher generation, before it removed the older ones", async () => {
+    const clock = new FakeClock();
+    const old = await new FileLock(dir, { clock, steady: false }).tryAcquire("refresh", 10_000);
+    // The holder's own generation still stands, unexpired and its token: only the listing shows it superseded.
+    await writeFile(path.join(locks(), "refresh.lock.1"), JSON.stringify({ token: "contender", pid: 1, expiresAt: clock.now() + 20_000 }));
+    expect(await old!.confirm!(10_000)).toBe(false);
+  });
+
+  it("refuses a lapsed lease taken again when a contender created a higher generation meanwhile, and leaves that one standing", async () => {
+    let step = 0;
+    let calls = 0;
+    let racing = false;
+    const contender = path.join(locks(), "refresh.lock.2");
+    // A contender creates generation 2 between the holder's check of the listing and its creation of generation 1.
+    const clock = {
+      now: () => {
+        if (racing && ++calls === 2) writeFileSync(contender, JSON.stringify({ token: "contender", pid: 1, expiresAt: Date.now() + 60_000 }));
+        return Date.now() + step;
+      },
+    };
+    const handle = await new FileLock(dir, { clock, steady: false }).tryAcquire("refresh", 10_000);
+    step = 20_000;
+    racing = true;
+    expect(await handle!.confirm!(10_000)).toBe(false);
+    racing = false;
+    expect((await readdir(locks())).sort()).toEqual(["refresh.lock", "refresh.lock.2"]);
+    expect(JSON.parse(await readFile(contender, "utf8"))).toMatchObject({ token: "contender" });
   });
 
   it("keeps the highest generation on release (marked expired, not deleted), so generation numbers only grow", async () => {
