@@ -358,6 +358,14 @@ describe("FileQuarantine", () => {
   it.each([
     ["not JSON", "{ not json", "Quarantine record is not valid JSON"],
     ["JSON without the members of a record", '{"id":"r1","reason":"validation: x"}', "Quarantine record is not a record"],
+    ...(["id", "kind", "reason", "at"] as const).map((member) => {
+      const whole: Record<string, unknown> = { id: "r1", kind: "card", reason: "validation: x", raw: {}, at: "2025-01-15T10:00:00.000Z" };
+      const { [member]: _left, ...rest } = whole;
+      return [`a record without its ${member}`, JSON.stringify(rest), "Quarantine record is not a record"] as [string, string, string];
+    }),
+    ["a record whose at is not a string", JSON.stringify({ id: "r1", kind: "card", reason: "validation: x", raw: {}, at: 1736935200000 }), "Quarantine record is not a record"],
+    ["an array", "[]", "Quarantine record is not a record"],
+    ["null", "null", "Quarantine record is not a record"],
   ])("reports a record file holding %s as corrupt, naming the file", async (_what, text, message) => {
     await mkdir(path.join(dir, "quarantine"));
     const file = path.join(dir, "quarantine", "r1.json");
