@@ -179,13 +179,12 @@ export class CycleRun {
     const { deadline } = this.call;
     if (deadline !== undefined && this.deps.clock.now() >= deadline) throw new OutOfTime(step, {});
     try {
-      return await fn(this.writeOptions());
+      return await this.port(step, () => fn(this.writeOptions()));
     } catch (err) {
-      if (writeDeadlineExceeded(err) !== undefined) {
-        this.deps.logger.warn("write stopped retrying at the calls' deadline; stopping", { step });
-        throw new OutOfTime(step, { cause: err });
-      }
-      throw new StepFailure(step, { cause: err });
+      const late = writeDeadlineExceeded(err);
+      if (late === undefined) throw err;
+      this.deps.logger.warn("write stopped retrying at the calls' deadline; stopping", { step });
+      throw new OutOfTime(step, { cause: late });
     }
   }
 
