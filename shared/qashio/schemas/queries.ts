@@ -453,7 +453,12 @@ export function checkQuery<S extends z.ZodType>(schema: S, raw: RawQuery): Check
     if (known !== undefined && !known.has(key)) continue;
     if (Array.isArray(value)) {
       if (value.length === 1) input[key] = value[0];
-      else if (value.length > 1) errors.push({ field: key, code: "INVALID_FORMAT", message: `${key} takes one value per request` });
+      else if (value.length > 1) {
+        errors.push({ field: key, code: "INVALID_FORMAT", message: `${key} takes one value per request` });
+        // Kept as the list, which no field takes: the cross-field rules see the key sent (the other end of its range is
+        // still required, `last_four` answers the card balance's rule) but no date to order by; its own issue is dropped.
+        input[key] = value;
+      }
       continue;
     }
     input[key] = value;

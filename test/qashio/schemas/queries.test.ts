@@ -131,6 +131,19 @@ describe("TransactionsQuerySchema", () => {
     expect(offenders(checkQuery(TransactionsQuerySchema, repeated))).toEqual([["transaction_time_from", "INVALID_FORMAT"]]);
   });
 
+  it("counts a repeated key as sent for the cross-field rules: the other end of its range is still required, and it answers the card balance's nickname-or-last_four rule", () => {
+    const oneEnd = new URLSearchParams("transaction_time_from=2024-01-01&transaction_time_from=2024-01-02");
+    expect(offenders(checkQuery(TransactionsQuerySchema, oneEnd))).toEqual([
+      ["transaction_time_from", "INVALID_FORMAT"],
+      ["transaction_time_to", "REQUIRED"],
+    ]);
+    const balance = new URLSearchParams("last_four=1234&last_four=1234");
+    expect(offenders(checkQuery(CardBalanceQuerySchema, balance))).toEqual([["last_four", "INVALID_FORMAT"]]);
+    // A repeated end is no date to order by: no inverted-range entry on the end sent once.
+    const inverted = new URLSearchParams("issued_time_from=2024-05-01&issued_time_from=2024-06-01&issued_time_to=2024-01-01");
+    expect(offenders(checkQuery(ErpCardsQuerySchema, inverted))).toEqual([["issued_time_from", "INVALID_FORMAT"]]);
+  });
+
   it.each(["123", "12345", "12a4", " 1234"])("rejects card_last_four %j", (value) => {
     expect(offenders(checkQuery(TransactionsQuerySchema, { card_last_four: value }))).toEqual([["card_last_four", "INVALID_FORMAT"]]);
   });
