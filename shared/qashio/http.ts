@@ -188,11 +188,18 @@ type Attempt =
   | { readonly kind: "response"; readonly status: number; readonly headers: ResponseHeaders; readonly text: string }
   | { readonly kind: "failure"; readonly error: QashioError };
 
-/** Parses `Retry-After` (delta seconds or HTTP date) into milliseconds from `now`. */
+/**
+ * The HTTP-date forms of RFC 9110 §5.6.7 all open with a day name and carry a time of day. Checked before Date.parse,
+ * which reads far more (`-1`, `Sun 12`: a day of 2001, so a retry at once).
+ */
+const HTTP_DATE = /^(Mon|Tue|Wed|Thu|Fri|Sat|Sun)[a-z]*,? .*\b\d{2}:\d{2}:\d{2}\b/;
+
+/** Parses `Retry-After` (delta seconds or HTTP date) into milliseconds from `now`; undefined for any other value. */
 export function parseRetryAfter(value: string | null, now: number): number | undefined {
   if (value === null) return undefined;
   const trimmed = value.trim();
   if (/^\d+(\.\d+)?$/.test(trimmed)) return Math.round(Number(trimmed) * 1000);
+  if (!HTTP_DATE.test(trimmed)) return undefined;
   const at = Date.parse(trimmed);
   if (Number.isNaN(at)) return undefined;
   return Math.max(0, at - now);

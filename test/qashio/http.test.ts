@@ -300,6 +300,13 @@ describe("HttpCore retries", () => {
     expect(clock.sleeps).toEqual([60_000]);
   });
 
+  it("backs off as without Retry-After when its value is negative, rather than retrying at once", async () => {
+    const fetch = scriptedFetch(fail(429, [], { "retry-after": "-1" }), ok([]));
+    const { http, clock } = core(fetch);
+    await http.request(read());
+    expect(clock.sleeps).toEqual([125]);
+  });
+
   it("honours Retry-After on a 503 instead of the computed backoff", async () => {
     const fetch = scriptedFetch(fail(503, [], { "retry-after": "4" }), ok([]));
     const { http, clock } = core(fetch);
@@ -628,6 +635,13 @@ describe("parseRetryAfter", () => {
     expect(parseRetryAfter(new Date(now - 60_000).toUTCString(), now)).toBe(0);
     expect(parseRetryAfter("soon", now)).toBeUndefined();
     expect(parseRetryAfter(null, now)).toBeUndefined();
+  });
+
+  it("ignores a value that is neither delta seconds nor an HTTP date, though Date.parse reads it as a past date", () => {
+    const now = Date.UTC(2025, 0, 1);
+    // V8 reads each of these as a day of 2001, which would make the retry start at once.
+    for (const value of ["-1", "+5", "1.5.3", "Sun 12", "2 3"]) expect(parseRetryAfter(value, now), value).toBeUndefined();
+    expect(parseRetryAfter("Sunday, 06-Nov-94 08:49:37 GMT", now)).toBe(0);
   });
 
   it("reads fractional delta seconds as seconds", () => {
