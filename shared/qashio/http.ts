@@ -200,7 +200,8 @@ export function parseRetryAfter(value: string | null, now: number): number | und
   const trimmed = value.trim();
   if (/^\d+(\.\d+)?$/.test(trimmed)) return Math.round(Number(trimmed) * 1000);
   if (!HTTP_DATE.test(trimmed)) return undefined;
-  const at = Date.parse(trimmed);
+  // The asctime form names no zone: it is GMT, which Date.parse would take for local time.
+  const at = Date.parse(trimmed.endsWith("GMT") ? trimmed : `${trimmed} GMT`);
   if (Number.isNaN(at)) return undefined;
   return Math.max(0, at - now);
 }

@@ -644,6 +644,17 @@ describe("parseRetryAfter", () => {
     expect(parseRetryAfter("Sunday, 06-Nov-94 08:49:37 GMT", now)).toBe(0);
   });
 
+  it("reads an asctime date as GMT, as RFC 9110 defines it, whatever the local time zone", () => {
+    const zone = process.env.TZ;
+    process.env.TZ = "Asia/Dubai";
+    try {
+      expect(parseRetryAfter("Wed Jan  1 00:00:09 2025", Date.UTC(2025, 0, 1))).toBe(9000);
+    } finally {
+      if (zone === undefined) delete process.env.TZ;
+      else process.env.TZ = zone;
+    }
+  });
+
   it("reads fractional delta seconds as seconds", () => {
     expect(parseRetryAfter("1.5", Date.UTC(2025, 0, 1))).toBe(1500);
   });
