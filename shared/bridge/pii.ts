@@ -134,10 +134,15 @@ function transform(field: string, value: unknown, policy: PiiPolicy, keepMasked:
   const text =
     typeof value !== "string" ? JSON.stringify(value) : field.endsWith("email") ? value.trim().toLowerCase() : value.trim();
   let cache = hashCache.get(policy);
-  if (!cache) hashCache.set(policy, (cache = new Map()));
+  if (!cache) {
+    // applyPii and the body functions are public: a policy no cycle checked must not hash with an empty key (a
+    // pseudonym anyone can recompute) nor take an unknown mode for `hash`.
+    assertPiiPolicy(policy);
+    hashCache.set(policy, (cache = new Map()));
+  }
   let hashed = cache.get(text);
   if (hashed === undefined) {
-    hashed = HASH_PREFIX + hmacSha256Hex(policy.salt ?? "", text);
+    hashed = HASH_PREFIX + hmacSha256Hex(policy.salt as string, text);
     if (cache.size >= HASH_CACHE_LIMIT) cache.clear();
     cache.set(text, hashed);
   }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { applyPii, assertPiiPolicy, conformPii, REDACTED } from "../../shared/bridge/pii.js";
+import { applyPii, applyPiiToBody, assertPiiPolicy, conformPii, conformPiiToBody, REDACTED, type PiiPolicy } from "../../shared/bridge/pii.js";
 import { canonicalJson, contentHash, eventId, sha256Hex, uuidFromHex } from "../../shared/bridge/hash.js";
 import { BridgeConfigurationError } from "../../shared/bridge/errors.js";
 
@@ -63,6 +63,18 @@ describe("applyPii", () => {
     expect(() => assertPiiPolicy({ mode: "hash", salt: "" })).toThrow(BridgeConfigurationError);
     expect(() => assertPiiPolicy({ mode: "hash", salt: "s1" })).not.toThrow();
     expect(() => assertPiiPolicy({ mode: "mask" as "full" })).toThrow(/Unknown PII mode/);
+  });
+
+  it("refuses to hash without a salt, or under an unknown mode, wherever a policy is applied: an HMAC keyed with nothing is a pseudonym anyone can recompute", () => {
+    const unsalted: readonly PiiPolicy[] = [{ mode: "hash" }, { mode: "hash", salt: "" }, { mode: "Redact" as "redact" }];
+    for (const policy of unsalted) {
+      expect(() => applyPii({ card_holder_name: "Ann Holder" }, policy)).toThrow(BridgeConfigurationError);
+      expect(() => conformPii({ cardholder: { email: "ann@example.com" } }, policy)).toThrow(BridgeConfigurationError);
+      expect(() => applyPiiToBody([{ card_holder_email: "ann@example.com" }], policy)).toThrow(BridgeConfigurationError);
+      expect(() => conformPiiToBody("Ann Holder", policy)).toThrow(BridgeConfigurationError);
+    }
+    // Nothing personal to hash: nothing to refuse.
+    expect(applyPii({ id: "t1", card_holder_name: null }, { mode: "hash" })).toEqual({ id: "t1", card_holder_name: null });
   });
 });
 
