@@ -34,7 +34,7 @@ const ChangeSchema = z
   })
   .describe("One changed member");
 
-const Changes = z.array(ChangeSchema).min(1).describe("What changed since the last published snapshot");
+const Changes = z.array(ChangeSchema).min(1).describe("What changed since the last recorded snapshot of the subject");
 
 const ParentSchema = z
   .looseObject({
@@ -124,7 +124,7 @@ export const TransactionCreatedDetail = detail(
   "A transaction the bridge had not seen before",
 );
 
-/** `transaction.changed`: a transaction differs from its last published snapshot. */
+/** `transaction.changed`: a transaction differs from its last recorded snapshot. */
 export const TransactionChangedDetail = detail(
   "transaction.changed",
   "transaction",
