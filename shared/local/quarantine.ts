@@ -70,6 +70,9 @@ export class FileQuarantine implements Quarantine {
       throw new CorruptStateError("Quarantine record is not valid JSON", { file });
     }
     if (!isRecordShaped(parsed)) throw new CorruptStateError("Quarantine record is not a record", { file });
+    // A record under another name (a copy made by hand) is never the one a put or delete of its id reaches: a PII mode
+    // switch would leave its body as it is, and a re-drive would count it removed and find it again every run.
+    if (this.#file(parsed.id) !== file) throw new CorruptStateError("Quarantine record's id is not its file's name", { file });
     return parsed;
   }
 

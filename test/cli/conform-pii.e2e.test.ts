@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { SnapshotScanOptions } from "../../shared/bridge/ports.js";
 import { EXIT } from "../../shared/cli/errors.js";
-import { FileSnapshotStore } from "../../shared/local/index.js";
+import { FileQuarantine, FileSnapshotStore } from "../../shared/local/index.js";
 import { FakeClock } from "../bridge/fakes.js";
 import { readEvents, runInProcess, startHarness, type Harness } from "./helpers.js";
 
@@ -171,6 +171,20 @@ describe("bridge conform-pii (in-process)", () => {
       "--cursor refused: the snapshot store does not hold the pass it names",
       "a cycle ran under another PII mode since (a switch away and back)",
     ]);
+  });
+
+  it("refuses with exit 2, naming it, a quarantine record file copied by hand under another name, rather than report its cleartext rewritten and leave it", async () => {
+    const { h, env } = await switchedToRedact();
+    const dir = join(h.env.BRIDGE_STATE_DIR!, "quarantine");
+    const quarantine = new FileQuarantine(h.env.BRIDGE_STATE_DIR!);
+    const record = { id: "00000000-0000-4000-8000-00000000c0b1", kind: "transaction" as const, reason: "validation: memo: too long", raw: { card_holder_name: "Ann Leftbehind" }, at: "2026-01-01T00:00:00.000Z" };
+    await quarantine.put(record);
+    const copy = join(dir, "noted-before-delete.json");
+    await writeFile(copy, JSON.stringify(record));
+
+    const { code, stderr } = await runInProcess(["conform-pii"], env, undefined, h.dir);
+    expect(code).toBe(EXIT.usage);
+    expect(stderr).toContain(`Quarantine record's id is not its file's name (${copy}); restore it or move it aside`);
   });
 
   it("says there is nothing to do under full, exit 0", async () => {

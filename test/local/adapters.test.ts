@@ -373,6 +373,15 @@ describe("FileQuarantine", () => {
     await expect(new FileQuarantine(dir).list()).rejects.toMatchObject({ name: "CorruptStateError", message, file });
   });
 
+  it("reports a record file whose id is another file's (a copy made by hand) as corrupt: a put or delete of that id reaches the other file, never this one", async () => {
+    const quarantine = new FileQuarantine(dir);
+    const record = { id: "r1", kind: "card" as const, reason: "validation: x", raw: { cardholder: { name: "Ann Copy" } }, at: "2025-01-15T10:00:01.000Z" };
+    await quarantine.put(record);
+    const copy = path.join(dir, "quarantine", "r1-kept.json");
+    await writeFile(copy, JSON.stringify(record));
+    await expect(new FileQuarantine(dir).list()).rejects.toMatchObject({ name: "CorruptStateError", message: "Quarantine record's id is not its file's name", file: copy });
+  });
+
   it("reports a record file that is not JSON without the parser's message, which quotes the raw body around the fault", async () => {
     await mkdir(path.join(dir, "quarantine"));
     await writeFile(path.join(dir, "quarantine", "r1.json"), '{"id":"r1","raw":{"card_holder_name":Leakwell}}');
