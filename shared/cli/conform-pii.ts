@@ -22,10 +22,11 @@ export function formatConformSummary(report: ConformReport): string {
   // The store's walk counts every entry, and each transaction has an alias beside its snapshot: say so, or the count
   // reads as twice the snapshots.
   const read = `${report.scanned} stored entr${report.scanned === 1 ? "y" : "ies"} read (snapshots, their qashio_id aliases and the bridge's own cursors)`;
-  const counts = `${read}, ${report.rewritten} rewritten to PII mode ${report.mode}`;
-  if (report.outcome === "deadline") return `conform-pii: stopped at the time budget: ${counts} so far`;
+  // A pass that stopped in its quarantine walk has rewritten records too: "0 rewritten so far" alone would hide them.
   const quarantine = report.quarantineRewritten > 0 ? `, and ${report.quarantineRewritten} quarantine record${report.quarantineRewritten === 1 ? "" : "s"}` : "";
-  return `conform-pii: ${counts}${quarantine}`;
+  const counts = `${read}, ${report.rewritten} rewritten to PII mode ${report.mode}${quarantine}`;
+  if (report.outcome === "deadline") return `conform-pii: stopped at the time budget: ${counts} so far`;
+  return `conform-pii: ${counts}`;
 }
 
 /**

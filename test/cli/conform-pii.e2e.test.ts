@@ -6,6 +6,7 @@ import { readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { SnapshotScanOptions } from "../../shared/bridge/ports.js";
+import { formatConformSummary } from "../../shared/cli/conform-pii.js";
 import { EXIT } from "../../shared/cli/errors.js";
 import { FileQuarantine, FileSnapshotStore } from "../../shared/local/index.js";
 import { FakeClock } from "../bridge/fakes.js";
@@ -185,6 +186,13 @@ describe("bridge conform-pii (in-process)", () => {
     const { code, stderr } = await runInProcess(["conform-pii"], env, undefined, h.dir);
     expect(code).toBe(EXIT.usage);
     expect(stderr).toContain(`Quarantine record's id is not its file's name (${copy}); restore it or move it aside`);
+  });
+
+  it("counts the quarantine records a pass rewrote before it stopped at its time budget, as a finished one does", async () => {
+    const report = { mode: "redact", outcome: "deadline", scanned: 400, rewritten: 0, quarantineRewritten: 100, cursor: "conform1~x.y", durationMs: 1 } as const;
+    expect(formatConformSummary(report)).toBe(
+      "conform-pii: stopped at the time budget: 400 stored entries read (snapshots, their qashio_id aliases and the bridge's own cursors), 0 rewritten to PII mode redact, and 100 quarantine records so far",
+    );
   });
 
   it("says there is nothing to do under full, exit 0", async () => {
