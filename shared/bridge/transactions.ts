@@ -22,6 +22,16 @@ import type { ValidationResult } from "./validate.js";
 /** Pull statuses in the order the spec suggests (§1): new first, then changed-after-acknowledge. */
 export const PULL_STATUSES: readonly PullStatus[] = ["not_synced", "outdated"];
 
+/**
+ * Share of a cycle's budget the `not_synced` pass takes before the `outdated` list gets its turn; a pass stopped there
+ * goes on after it with whatever time is left. New transactions that arrive faster than a cycle takes them would
+ * otherwise hold the `outdated` list back for ever.
+ */
+export const NOT_SYNCED_BUDGET_SHARE = 0.75;
+
+/** How a pass over one pull status ended: as a cycle may, or at the time given it (`until`), before the deadline. */
+type PassOutcome = CycleOutcome | "until";
+
 /** Options of {@link pollTransactions}. */
 export type TransactionCycleOptions = CycleOptions;
 
@@ -194,6 +204,11 @@ class TransactionRun extends CycleRun {
    * lists the transactions again. `failedBefore` counts failed attempts in a row.
    */
   private ackRetry: { failedBefore: number; readonly readsPage: boolean } | undefined;
+  /**
+   * Per pull status, over all its passes in this cycle: the list calls made ({@link maxPages} bounds them) and the ids
+   * handled, so a pass that goes on after the `outdated` list does not take again what stayed listed (a refused id).
+   */
+  private readonly statusPasses = new Map<PullStatus, { calls: number; readonly handled: RecentIds }>();
 
   constructor(
     override readonly deps: TransactionCycleDeps,
@@ -203,19 +218,33 @@ class TransactionRun extends CycleRun {
     this.maxPages = options.maxPages ?? DEFAULT_MAX_PAGES;
   }
 
+  /**
+   * `not_synced` until its share of the budget ({@link NOT_SYNCED_BUDGET_SHARE}), then `outdated`, then `not_synced`
+   * again for the time left when its first pass stopped at its share. Each pass ends the cycle when it stops for the
+   * deadline, the publisher or a failure; one stopped at the page bound (per status) does not hold back the other list.
+   */
   async run(): Promise<CycleReport> {
     this.ackRetry = { failedBefore: 0, readsPage: true };
-    for (const status of PULL_STATUSES) {
-      const outcome = await this.drain(status).catch((err: unknown) => {
-        if (this.outOfTime(err)) return "deadline" as const;
-        throw err;
-      });
-      if (outcome !== "complete") {
-        this.report.outcome = outcome;
-        break;
-      }
+    const { deadline } = this.options;
+    const now = this.deps.clock.now();
+    const share = deadline === undefined ? undefined : now + Math.floor(Math.max(0, deadline - now) * NOT_SYNCED_BUDGET_SHARE);
+    let outcome = await this.pass("not_synced", share);
+    if (outcome === "complete" || outcome === "page_limit" || outcome === "until") {
+      const outdated = await this.pass("outdated");
+      if (outdated !== "complete") outcome = outdated;
+      else if (outcome === "until") outcome = await this.pass("not_synced");
     }
+    // `until` ends the first pass only, and another pass always follows it: never the cycle's outcome.
+    this.report.outcome = outcome === "until" ? "deadline" : outcome;
     return this.finish();
+  }
+
+  /** {@link drain}, with a call stopped for want of time ending it as `deadline`. */
+  private pass(status: PullStatus, until?: number): Promise<PassOutcome> {
+    return this.drain(status, until).catch((err: unknown) => {
+      if (this.outOfTime(err)) return "deadline" as const;
+      throw err;
+    });
   }
 
   private list(status: PullStatus, page: number): Promise<ProviderPage> {
@@ -234,12 +263,16 @@ class TransactionRun extends CycleRun {
    * except for ids the provider keeps listing after they were handled (met again: kept for the rest of the pass), such
    * as items whose events failed for now. A publisher that takes none of two batches in a row, of 20 events or more
    * together, ends the pass (see {@link CycleRun.publisherUnavailable}), so an outage of the bus does not walk, and
-   * remember, the whole backlog.
+   * remember, the whole backlog. `until` (epoch ms, before the deadline) stops the pass there as the deadline would,
+   * with outcome `until`.
    */
-  private async drain(status: PullStatus): Promise<CycleOutcome> {
-    const handled = new RecentIds();
+  private async drain(status: PullStatus, until?: number): Promise<PassOutcome> {
+    let walked = this.statusPasses.get(status);
+    if (!walked) this.statusPasses.set(status, (walked = { calls: 0, handled: new RecentIds() }));
+    const { handled } = walked;
+    const untilPassed = (): boolean => until !== undefined && this.deps.clock.now() >= until;
+    const pastUntil = (): boolean => this.pastDeadline() || untilPassed();
     let page = 1;
-    let calls = 0;
     let readAhead = this.options.readAhead ?? true;
     let inHand: ProviderPage | undefined;
     let fromReadAhead = false;
@@ -249,19 +282,19 @@ class TransactionRun extends CycleRun {
      * state, delivered before that acknowledge, no longer counts towards the lag.
      */
     const awaitingReRead = new Set<string>();
-    const complete = (): CycleOutcome => {
+    const complete = (): PassOutcome => {
       for (const id of awaitingReRead) this.settled(id);
       return "complete";
     };
     for (;;) {
-      const stop = this.pastDeadline() ? "deadline" : this.publisherUnavailable() ? "publisher_unavailable" : undefined;
+      const stop = this.pastDeadline() ? "deadline" : untilPassed() ? "until" : this.publisherUnavailable() ? "publisher_unavailable" : undefined;
       if (stop !== undefined) {
         if (inHand) this.leftBehind(inHand, handled);
         return stop;
       }
       if (!inHand) {
-        if (calls >= this.maxPages) return "page_limit";
-        calls += 1;
+        if (walked.calls >= this.maxPages) return "page_limit";
+        walked.calls += 1;
         inHand = await this.list(status, page);
         fromReadAhead = false;
       }
@@ -287,8 +320,8 @@ class TransactionRun extends CycleRun {
 
       let next: Promise<ProviderPage> | undefined;
       let ahead: ProviderPage | undefined;
-      if (readAhead && !isLast && calls < this.maxPages && !this.pastDeadline()) {
-        calls += 1;
+      if (readAhead && !isLast && walked.calls < this.maxPages && !pastUntil()) {
+        walked.calls += 1;
         next = this.list(status, page + 1);
         // Observed below; a failure of the batch must not leave it unhandled, nor wait for it.
         next.then((read) => (ahead = read), () => undefined);

@@ -21,6 +21,11 @@ function olderOnSecondPage() {
   return { rig, older, newer, start };
 }
 
+/** List calls the cycles made on one pull status. */
+function listsOf(rig: ReturnType<typeof makeRig>, status: string): number {
+  return rig.provider.calls.filter((c) => c.op === "listTransactions" && c.query.client_sync_status === status).length;
+}
+
 describe("pollTransactions", () => {
   it("publishes transaction.created for a new transaction, writes its snapshot and acknowledges it", async () => {
     const rig = makeRig();
@@ -482,7 +487,65 @@ describe("pollTransactions", () => {
     };
     const report = await pollTransactions(rig.deps, { pageSize: 5, maxPages: 50 });
     expect(report.outcome).toBe("page_limit");
-    expect(rig.provider.count("listTransactions")).toBe(50);
+    // The bound is per pull status: the outdated list still gets its read.
+    expect(listsOf(rig, "not_synced")).toBe(50);
+    expect(listsOf(rig, "outdated")).toBe(1);
+  });
+
+  describe("under a steady stream of new transactions", () => {
+    /** A synced transaction changed since (listed `outdated`), and a backlog of new ones growing faster than the bridge takes them. */
+    async function outdatedUnderStream() {
+      const rig = makeRig();
+      const changed = rig.provider.addTransaction();
+      await pollTransactions(rig.deps);
+      rig.provider.changeTransaction(changed.id, { memo: "corrected" });
+      for (let i = 0; i < 20; i++) rig.provider.addTransaction();
+      rig.provider.beforeCall = (call) => {
+        if (call.op === "listTransactions" && call.query.client_sync_status === "not_synced") for (let i = 0; i < 10; i++) rig.provider.addTransaction();
+        if (call.op === "acknowledgeTransactions") rig.clock.advance(1000);
+      };
+      return { rig, changed };
+    }
+
+    it("still takes the outdated list when the not_synced pass runs out of time every cycle", async () => {
+      const { rig, changed } = await outdatedUnderStream();
+      const reports = [];
+      for (let cycle = 0; cycle < 3; cycle++) reports.push(await pollTransactions(rig.deps, { pageSize: 10, deadline: rig.clock.now() + 4_500 }));
+      expect(reports.map((r) => r.outcome)).toEqual(["deadline", "deadline", "deadline"]);
+      // Each cycle took new transactions too, not the changed one alone.
+      for (const report of reports) expect(report.published["transaction.created"]).toBeGreaterThan(0);
+      expect(rig.publisher.ofType("transaction.changed").map((e) => e.detail.subject.id)).toEqual([changed.id]);
+      expect(rig.provider.transactions.find((t) => t.id === changed.id)?.client_sync_status).toBe("synced");
+    });
+
+    it("goes on with the not_synced pass after the outdated list without taking again what it took before (a refused id)", async () => {
+      const rig = makeRig();
+      for (let i = 0; i < 40; i++) rig.provider.addTransaction();
+      // The newest: met on the first page of every read, refused on every acknowledge.
+      const stuck = rig.provider.addTransaction().id;
+      rig.provider.beforeCall = (call) => {
+        if (call.op !== "acknowledgeTransactions") return;
+        rig.clock.advance(1000);
+        if (call.ids.includes(stuck)) throw refusal(call.ids, [stuck]);
+      };
+      const report = await pollTransactions(rig.deps, { pageSize: 10, deadline: rig.clock.now() + 8_000 });
+      // Stopped at its share (6 s) after 6 pages, it took the last page after the outdated list.
+      expect(report).toMatchObject({ outcome: "complete", acknowledged: 40, acknowledgeRefused: 1, unchanged: 0, handled: 41 });
+      expect(listsOf(rig, "outdated")).toBe(1);
+      expect(rig.provider.calls.findIndex((c) => c.op === "listTransactions" && c.query.client_sync_status === "outdated")).toBeLessThan(
+        rig.provider.calls.findLastIndex((c) => c.op === "listTransactions" && c.query.client_sync_status === "not_synced"),
+      );
+      expect(rig.metrics.sum("AcknowledgeRefused")).toBe(1);
+      expect(rig.provider.pending().map((t) => t.id)).toEqual([stuck]);
+    });
+
+    it("still takes the outdated list when the not_synced pass stops at its page bound, and reports the bound", async () => {
+      const { rig, changed } = await outdatedUnderStream();
+      const report = await pollTransactions(rig.deps, { pageSize: 10, maxPages: 3 });
+      expect(report.outcome).toBe("page_limit");
+      expect(rig.publisher.ofType("transaction.changed").map((e) => e.detail.subject.id)).toEqual([changed.id]);
+      expect(rig.provider.transactions.find((t) => t.id === changed.id)?.client_sync_status).toBe("synced");
+    });
   });
 
   it("ends a pass on an empty page even when it says has_next (docs/spec-gaps.md), instead of walking to the page bound", async () => {
@@ -507,7 +570,8 @@ describe("pollTransactions", () => {
         for (let i = 0; i < 10; i++) rig.provider.addTransaction();
         const report = await pollTransactions(rig.deps, { pageSize: 2, maxPages, readAhead });
         expect(report.outcome, `maxPages ${maxPages}, readAhead ${readAhead}`).toBe("page_limit");
-        expect(rig.provider.count("listTransactions"), `maxPages ${maxPages}, readAhead ${readAhead}`).toBe(maxPages);
+        expect(listsOf(rig, "not_synced"), `maxPages ${maxPages}, readAhead ${readAhead}`).toBe(maxPages);
+        expect(listsOf(rig, "outdated"), `maxPages ${maxPages}, readAhead ${readAhead}`).toBe(1);
         expect(report.acknowledged, `maxPages ${maxPages}, readAhead ${readAhead}`).toBe(2 * maxPages);
       }
     }
