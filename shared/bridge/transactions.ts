@@ -205,10 +205,11 @@ class TransactionRun extends CycleRun {
    */
   private ackRetry: { failedBefore: number; readonly readsPage: boolean } | undefined;
   /**
-   * Per pull status, over all its passes in this cycle: the list calls made ({@link maxPages} bounds them) and the ids
-   * handled, so a pass that goes on after the `outdated` list does not take again what stayed listed (a refused id).
+   * Per pull status, over all its passes in this cycle: the list calls made ({@link maxPages} bounds them), the ids
+   * handled, so a pass that goes on after the `outdated` list does not take again what stayed listed (a refused id),
+   * and the ids awaiting a fresh read (see {@link drain}), which a pass stopped at its share leaves to the next.
    */
-  private readonly statusPasses = new Map<PullStatus, { calls: number; readonly handled: RecentIds }>();
+  private readonly statusPasses = new Map<PullStatus, { calls: number; readonly handled: RecentIds; readonly awaitingReRead: Set<string> }>();
 
   constructor(
     override readonly deps: TransactionCycleDeps,
@@ -268,8 +269,8 @@ class TransactionRun extends CycleRun {
    */
   private async drain(status: PullStatus, until?: number): Promise<PassOutcome> {
     let walked = this.statusPasses.get(status);
-    if (!walked) this.statusPasses.set(status, (walked = { calls: 0, handled: new RecentIds() }));
-    const { handled } = walked;
+    if (!walked) this.statusPasses.set(status, (walked = { calls: 0, handled: new RecentIds(), awaitingReRead: new Set() }));
+    const { handled, awaitingReRead } = walked;
     const untilPassed = (): boolean => until !== undefined && this.deps.clock.now() >= until;
     const pastUntil = (): boolean => this.pastDeadline() || untilPassed();
     let page = 1;
@@ -277,11 +278,11 @@ class TransactionRun extends CycleRun {
     let inHand: ProviderPage | undefined;
     let fromReadAhead = false;
     /**
-     * Ids whose acknowledge failed for now (left to a fresh read) and not listed since. One the pass completes without
-     * meeting again left the list: an acknowledge applied despite its failure (a gateway's 502) took it off, so its
-     * state, delivered before that acknowledge, no longer counts towards the lag.
+     * `awaitingReRead`: ids whose acknowledge failed for now (left to a fresh read) and not listed since, in either
+     * status. One the status's walk completes without meeting again left the list: an acknowledge applied despite its
+     * failure (a gateway's 502) took it off, so its state, delivered before that acknowledge, no longer counts towards
+     * the lag.
      */
-    const awaitingReRead = new Set<string>();
     const complete = (): PassOutcome => {
       for (const id of awaitingReRead) this.settled(id);
       return "complete";
@@ -302,7 +303,9 @@ class TransactionRun extends CycleRun {
       let result: ProviderPage | undefined = inHand;
       inHand = undefined;
       let items: PageEntry[] | undefined = pageEntries(result);
-      if (awaitingReRead.size > 0) for (const entry of items) awaitingReRead.delete(itemKey(entry.raw));
+      for (const other of this.statusPasses.values()) {
+        if (other.awaitingReRead.size > 0) for (const entry of items) other.awaitingReRead.delete(itemKey(entry.raw));
+      }
       this.report.pulled += items.length;
       if (items.length > 0) this.deps.metrics.add("TransactionsPulled", items.length, "Count");
       const hasNext = result.pagination?.has_next ?? items.length >= this.pageSize;

@@ -1526,6 +1526,33 @@ describe("pollTransactions: an acknowledge that failed for now, left to a fresh 
     expect(report.syncLagSeconds).toBe(0);
   });
 
+  it("counts no lag for them either when the acknowledge's wait ends the not_synced pass at its share of the budget", async () => {
+    const rig = makeRig();
+    const txn = rig.provider.addTransaction();
+    let crash = true;
+    rig.provider.beforeCall = (call) => {
+      if (crash && call.op === "acknowledgeTransactions") throw new Error("crash");
+    };
+    await expect(pollTransactions(rig.deps)).rejects.toThrow();
+    crash = false;
+    rig.clock.ms = Date.parse(txn.updated_at) + 2 * 3600_000;
+    let faults = 1;
+    const deps = {
+      ...rig.deps,
+      provider: clientOverFake(rig.provider, rig.clock, (call) => {
+        if (call.op !== "acknowledgeTransactions" || faults === 0) return undefined;
+        faults -= 1;
+        // Applied, then answered 503 by a gateway, asking for a wait past three quarters of the budget (15 s).
+        for (const t of rig.provider.transactions) if (call.ids.includes(t.id)) t.client_sync_status = "synced";
+        return { status: 503, retryAfterSeconds: 16 };
+      }),
+    };
+    const report = await pollTransactions(deps, { deadline: rig.clock.now() + 20_000 });
+    expect(report).toMatchObject({ outcome: "complete", unchanged: 1, published: {} });
+    expect(rig.provider.pending()).toEqual([]);
+    expect(report.syncLagSeconds).toBe(0);
+  });
+
   it("still counts the lag of unchanged transactions read again and left unacknowledged at the deadline", async () => {
     const rig = makeRig();
     const txn = rig.provider.addTransaction();
