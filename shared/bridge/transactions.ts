@@ -229,11 +229,13 @@ class TransactionRun extends CycleRun {
     const { deadline } = this.options;
     const now = this.deps.clock.now();
     const share = deadline === undefined ? undefined : now + Math.floor(Math.max(0, deadline - now) * NOT_SYNCED_BUDGET_SHARE);
+    const goesOn = (passed: PassOutcome): boolean => passed === "complete" || passed === "page_limit";
     let outcome = await this.pass("not_synced", share);
-    if (outcome === "complete" || outcome === "page_limit" || outcome === "until") {
+    if (goesOn(outcome) || outcome === "until") {
       const outdated = await this.pass("outdated");
-      if (outdated !== "complete") outcome = outdated;
-      else if (outcome === "until") outcome = await this.pass("not_synced");
+      if (outcome === "until" && goesOn(outdated)) outcome = await this.pass("not_synced");
+      // The pass that stopped the cycle names its outcome; else the page bound, when either list stopped at it.
+      if (!goesOn(outdated) || outcome === "complete") outcome = outdated;
     }
     // `until` ends the first pass only, and another pass always follows it: never the cycle's outcome.
     this.report.outcome = outcome === "until" ? "deadline" : outcome;

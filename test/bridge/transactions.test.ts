@@ -546,6 +546,28 @@ describe("pollTransactions", () => {
       expect(rig.publisher.ofType("transaction.changed").map((e) => e.detail.subject.id)).toEqual([changed.id]);
       expect(rig.provider.transactions.find((t) => t.id === changed.id)?.client_sync_status).toBe("synced");
     });
+
+    it("goes on with the not_synced pass stopped at its share when the outdated list stops at its page bound", async () => {
+      const rig = makeRig();
+      const changed = [rig.provider.addTransaction(), rig.provider.addTransaction(), rig.provider.addTransaction()];
+      await pollTransactions(rig.deps);
+      for (const t of changed) rig.provider.changeTransaction(t.id, { memo: "corrected" });
+      rig.provider.addTransaction();
+      rig.provider.addTransaction();
+      rig.provider.calls.length = 0;
+      let first = true;
+      rig.provider.beforeCall = (call) => {
+        // The first read of the new ones takes four fifths of the budget: the pass stops at its share after that page.
+        if (first && call.op === "listTransactions" && call.query.client_sync_status === "not_synced") rig.clock.advance(80_000);
+        first = false;
+      };
+      const report = await pollTransactions(rig.deps, { pageSize: 1, maxPages: 2, deadline: rig.clock.now() + 100_000 });
+      expect(listsOf(rig, "outdated")).toBe(2);
+      expect(report.outcome).toBe("page_limit");
+      // Time was left: the not_synced pass took its second page (its bound) after the outdated list.
+      expect(listsOf(rig, "not_synced")).toBe(2);
+      expect(report.published["transaction.created"]).toBe(2);
+    });
   });
 
   it("ends a pass on an empty page even when it says has_next (docs/spec-gaps.md), instead of walking to the page bound", async () => {
