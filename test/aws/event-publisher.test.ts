@@ -162,7 +162,7 @@ describe("EventBridgePublisher", () => {
     expect(retryable).toEqual({ ev_bad: false, ev_throttled: true, ev_internal: true, ev_huge: false });
   });
 
-  it.each(["AccessDeniedException", "NotAuthorizedForSourceException", "NotAuthorizedForDetailTypeException", "InvalidAccountIdException", "KMSAccessDeniedException", "ResourceNotFoundException"])(
+  it.each(["AccessDeniedException", "NotAuthorizedForSourceException", "NotAuthorizedForDetailTypeException", "InvalidAccountIdException", "KMSAccessDeniedException", "KMSDisabledException", "KMSInvalidStateException", "ResourceNotFoundException"])(
     "leaves an entry refused with %s (the setup, not the event) failed for now at once: one attempt, retryable, so the engine does not acknowledge it",
     async (code) => {
       mock.on(PutEventsCommand).resolves({ FailedEntryCount: 1, Entries: [{ ErrorCode: code, ErrorMessage: "refused" }] });
