@@ -375,6 +375,16 @@ describe("reduceDetail", () => {
     expect(truncationsOf(reduced ?? detail)).toEqual([{ path: "/data/changes", total: 2, kept: 1 }]);
   });
 
+  it("trims the largest array first, leaving a smaller one listed before it whole when that is enough", () => {
+    const tags = Array.from({ length: 5 }, (_, i) => `tag-${i}`);
+    const lineItems = Array.from({ length: 50 }, (_, i) => ({ id: `li${i}`, v: "x".repeat(40) }));
+    const detail = event("ev", { id: "tx", tags, line_items: lineItems }).detail;
+    const reduced = reduceDetail(detail, toEntry, 1_500);
+    expect(reduced?.data.object.tags).toEqual(tags);
+    expect(truncationsOf(reduced ?? detail)).toEqual([{ path: "/data/object/line_items", total: 50, kept: expect.any(Number) }]);
+    expect(entrySize(toEntry(reduced))).toBeLessThanOrEqual(1_500);
+  });
+
   it("trims arrays inside changes before trimming the change list itself", () => {
     const before = Array.from({ length: 50 }, (_, i) => ({ id: `s${i}`, v: "x".repeat(40) }));
     const detail = event("ev", { id: "tx" }, [
