@@ -433,6 +433,16 @@ describe("reduceDetail", () => {
     expect(truncationsOf(reduced ?? (detail as never))).toContainEqual({ path: "/data/changes", total: 3, kept: expect.any(Number) });
     expect(entrySize(toEntry(reduced))).toBeLessThanOrEqual(1_500);
   });
+
+  it("moves a /status change listed second first as well, so a list cut to one change keeps it", () => {
+    const detail = validDetail("card.suspended", { nickname: "b" }, [
+      { path: "/nickname", before: "a".repeat(2_000), after: "b" },
+      { path: "/status", before: "Active", after: "Suspended" },
+    ]);
+    const reduced = reduceDetail(detail as never, toEntry, 1_500);
+    expect(reduced?.data.changes).toEqual([{ path: "/status", before: "Active", after: "Suspended" }]);
+    expect(truncationsOf(reduced ?? (detail as never))).toEqual([{ path: "/data/changes", total: 2, kept: 1 }]);
+  });
 });
 
 /** A detail of `type` that its schema accepts, around the given object members and changes. */
