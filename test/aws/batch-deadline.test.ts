@@ -10,7 +10,7 @@ import { DynamoQuarantine } from "../../shared/aws/quarantine.js";
 import { DynamoSnapshotStore } from "../../shared/aws/snapshot-store.js";
 import { WriteDeadlineExceededError, pollTransactions, redriveQuarantined } from "../../shared/bridge/index.js";
 import { PUBLISH_FAILURE_PREFIX } from "../../shared/bridge/redrive.js";
-import type { Clock, QuarantineRecord } from "../../shared/bridge/ports.js";
+import type { Clock, QuarantineRecord, SnapshotKey } from "../../shared/bridge/ports.js";
 import { makeRig } from "../bridge/fakes.js";
 import { createTestTable, type TestTable } from "./support/dynamo.js";
 
@@ -36,6 +36,22 @@ function faultyFirstBatchWrite(doc: DynamoDBDocumentClient, fault: Fault): { doc
         if (fault === "throttled") throw throttled();
         return { UnprocessedItems: command.input.RequestItems, $metadata: {} };
       }
+    }
+    return (doc.send as (c: unknown) => Promise<unknown>)(command);
+  };
+  return { doc: new Proxy(doc, { get: (target, name, receiver) => (name === "send" ? send : Reflect.get(target, name, receiver)) }), sent: () => sent };
+}
+
+/**
+ * `doc` whose first BatchWriteItem is where the container freezes: it lands, answered after FROZEN_MS on `clock`.
+ * `sent()` counts the BatchWriteItem calls made.
+ */
+function freezingInFirstBatchWrite(doc: DynamoDBDocumentClient, clock: Clock): { doc: DynamoDBDocumentClient; sent: () => number } {
+  let sent = 0;
+  const send = async (command: unknown) => {
+    if (command instanceof BatchWriteCommand) {
+      sent += 1;
+      if (sent === 1) (clock as Clock & { advance(ms: number): void }).advance(FROZEN_MS);
     }
     return (doc.send as (c: unknown) => Promise<unknown>)(command);
   };
@@ -101,6 +117,21 @@ describe("DynamoDB batch writes held to the cycle's deadline", () => {
       { key: "card:a", hash: "h", object: {}, updatedAt: "2026-03-01T12:00:00.000Z" },
     ]);
     expect(again.sent()).toBe(2);
+  });
+
+  it("putMany starts no batch past the deadline: one whose turn comes after a call the container froze in is not sent", async () => {
+    const rig = makeRig();
+    const tenant = "frozen-later-batch";
+    const faulty = freezingInFirstBatchWrite(table.doc, rig.clock);
+    // One batch in flight at a time: the second of the two batches (26 snapshots) starts after the first's call.
+    const store = new DynamoSnapshotStore({ doc: faulty.doc, tableName: table.tableName, tenant, clock: rig.clock, concurrency: 1 });
+    const keys = Array.from({ length: 26 }, (_, i): SnapshotKey => `card:c${String(i).padStart(2, "0")}`);
+    const deadline = rig.clock.now() + 1_000;
+    const error = await store.putMany(keys.map((key) => ({ key, hash: "h", object: {}, updatedAt: "2026-03-01T12:00:00.000Z" })), { deadline }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(WriteDeadlineExceededError);
+    expect(faulty.sent()).toBe(1);
+    const stored = await new DynamoSnapshotStore({ doc: table.doc, tableName: table.tableName, tenant }).getMany(keys);
+    expect([...stored.keys()].sort()).toEqual(keys.slice(0, 25));
   });
 
   it("a re-drive's quarantine delete is not sent again past the deadline: the records stay, the run ends `deadline`", async () => {
