@@ -134,6 +134,20 @@ describe("DynamoDB batch writes held to the cycle's deadline", () => {
     expect([...stored.keys()].sort()).toEqual(keys.slice(0, 25));
   });
 
+  it("deleteMany starts no call past the deadline: the one after a call the container froze in is not sent", async () => {
+    const rig = makeRig();
+    const tenant = "frozen-later-delete";
+    const faulty = freezingInFirstBatchWrite(table.doc, rig.clock);
+    const quarantine = new DynamoQuarantine({ doc: faulty.doc, tableName: table.tableName, tenant, clock: rig.clock });
+    const ids = Array.from({ length: 26 }, (_, i) => `0b7c1c36-0000-4000-8000-${String(i).padStart(12, "0")}`);
+    for (const id of ids) await quarantine.put({ id, kind: "card", reason: "invalid", raw: { id }, at: new Date(rig.clock.now()).toISOString() });
+    const deadline = rig.clock.now() + 1_000;
+    const error = await quarantine.deleteMany(ids, { deadline }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(WriteDeadlineExceededError);
+    expect(faulty.sent()).toBe(1);
+    expect((await quarantine.list()).map((r) => r.id)).toEqual(ids.slice(25));
+  });
+
   it("a re-drive's quarantine delete is not sent again past the deadline: the records stay, the run ends `deadline`", async () => {
     const tenant = "frozen-redrive";
     const faulty = faultyFirstBatchWrite(table.doc, "unprocessed");
