@@ -141,6 +141,9 @@ describe("cycleDeadline", () => {
   it("is capped by the configured budget", () => {
     expect(cycleDeadline(1_000, 900_000, 30_000)).toBe(31_000);
   });
+  it("keeps a budget longer than the Lambda's remaining time within that time, less the margin", () => {
+    expect(cycleDeadline(1_000, 60_000, 900_000)).toBe(1_000 + 60_000 - CYCLE_SAFETY_MARGIN_MS);
+  });
   it("never lies in the past", () => {
     expect(cycleDeadline(1_000, 5_000)).toBe(1_000);
   });
