@@ -1,5 +1,6 @@
 /** Invariants the engine must keep whatever happens (crashes, churn), shared by crash and property tests. */
 import { expect } from "vitest";
+import { recordHash } from "../../shared/bridge/hash.js";
 import type { BridgeEvent } from "../../shared/bridge/ports.js";
 import type { TestRig } from "./fakes.js";
 
@@ -45,16 +46,28 @@ export function expectEachStatePublished(rig: TestRig, states: Iterable<readonly
 }
 
 /**
- * Holds at every moment, crashes included: a transaction the provider shows `synced` has its snapshot written, or a
+ * Holds at every moment, crashes included: a transaction the provider shows `synced` has its current state recorded
+ * in its snapshot (object, the hash of that object, and the number of the last event published about it), or a
  * quarantine record. Acknowledging first would let a crash leave it synced with no snapshot, and its next change
- * would come out as a second `transaction.created` instead of a `transaction.changed`.
+ * would come out as a second `transaction.created` instead of a `transaction.changed`; a snapshot left at an earlier
+ * state would diff the next change against that state, and one numbered behind the events would repeat their numbers.
  */
 export function expectAcknowledgedAreRecorded(rig: TestRig): void {
   const quarantined = new Set([...rig.quarantine.records.values()].map((r) => r.entityId));
+  const lastSequence = new Map<string, number>();
+  for (const { detail } of rig.publisher.events) lastSequence.set(detail.subject.id, Math.max(lastSequence.get(detail.subject.id) ?? 0, detail.subject.sequence));
   const unrecorded = rig.provider.transactions
-    .filter((t) => t.client_sync_status === "synced")
-    .map((t) => t.id)
-    .filter((id) => !rig.snapshots.data.has(`transaction:${id}`) && !quarantined.has(id));
+    .filter((t) => t.client_sync_status === "synced" && !quarantined.has(t.id))
+    .filter((t) => {
+      const snapshot = rig.snapshots.data.get(`transaction:${t.id}`);
+      return (
+        snapshot === undefined ||
+        canonical(snapshot.object) !== publishedState(t) ||
+        snapshot.hash !== recordHash(snapshot.object) ||
+        snapshot.sequence !== lastSequence.get(t.id)
+      );
+    })
+    .map((t) => t.id);
   expect(unrecorded).toEqual([]);
 }
 
