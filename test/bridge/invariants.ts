@@ -1,5 +1,6 @@
 /** Invariants the engine must keep whatever happens (crashes, churn), shared by crash and property tests. */
 import { expect } from "vitest";
+import { diffObjects } from "../../shared/bridge/diff.js";
 import { recordHash } from "../../shared/bridge/hash.js";
 import type { BridgeEvent } from "../../shared/bridge/ports.js";
 import type { TestRig } from "./fakes.js";
@@ -128,5 +129,22 @@ export function expectNothingLost(rig: TestRig): void {
     const first = byId.get(e.detail.id);
     if (first) expect(e.detail).toEqual(first.detail);
     else byId.set(e.detail.id, e);
+  }
+  expectChangesFromPreviousState(rig.publisher.events);
+}
+
+/**
+ * Each `*.changed` event's `changes` lead from a state the subject was published in one number before (the one its
+ * snapshot held: a re-send after a crash may have put two states on the bus under that number) to its own object.
+ */
+export function expectChangesFromPreviousState(events: readonly BridgeEvent[]): void {
+  const bySubject = new Map<string, BridgeEvent[]>();
+  for (const e of events) bySubject.set(e.detail.subject.id, [...(bySubject.get(e.detail.subject.id) ?? []), e]);
+  for (const e of events) {
+    const { type, subject, data } = e.detail;
+    if (!type.endsWith(".changed")) continue;
+    const previous = (bySubject.get(subject.id) ?? []).filter((p) => p.detail.subject.sequence === subject.sequence - 1);
+    const from = previous.map((p) => canonical(diffObjects(p.detail.data.object, data.object)));
+    expect(from, `${subject.id} #${subject.sequence}`).toContain(canonical(data.changes));
   }
 }
