@@ -105,8 +105,9 @@ export function expectOrderingRuleHolds(events: readonly BridgeEvent[], finals: 
 
 /**
  * Every provider transaction's final state was the last one published and is the one the catalog's ordering rule
- * (latest `time`, then highest `subject.sequence`) picks when cycles run at least a clock tick apart, nothing is left pending, one observed change (subject, type, object, changes)
- * always carries one id, and events sharing an id are identical (sequence included).
+ * (latest `time`, then highest `subject.sequence`) picks when cycles run at least a clock tick apart, nothing is left pending, one observed change (subject, sequence, type, object, changes)
+ * always carries one id (an edit undone and redone makes the same change again, under the next number), and events
+ * sharing an id are identical (sequence included).
  */
 export function expectNothingLost(rig: TestRig): void {
   expect(rig.provider.pending()).toEqual([]);
@@ -118,7 +119,7 @@ export function expectNothingLost(rig: TestRig): void {
   const idsByChange = new Map<string, Set<string>>();
   for (const e of rig.publisher.events) {
     const { subject, type, data } = e.detail;
-    const change = canonical([subject.id, type, data.object, data.changes ?? null]);
+    const change = canonical([subject.id, subject.sequence, type, data.object, data.changes ?? null]);
     const ids = idsByChange.get(change) ?? new Set<string>();
     ids.add(e.detail.id);
     idsByChange.set(change, ids);

@@ -13,12 +13,12 @@ import { expectAcknowledgedAreRecorded, expectEachStatePublished, expectNothingL
 
 type Step =
   | { readonly kind: "add"; readonly count: number; readonly refund: boolean }
-  | { readonly kind: "change"; readonly pick: number; readonly memo: string }
+  | { readonly kind: "change"; readonly pick: number; readonly memo: string; readonly undo?: boolean }
   | { readonly kind: "cycle"; readonly pageSize: number; readonly crash: { at: number; after: boolean } | null };
 
 const stepArb: fc.Arbitrary<Step> = fc.oneof(
   fc.record({ kind: fc.constant("add" as const), count: fc.integer({ min: 1, max: 6 }), refund: fc.boolean() }),
-  fc.record({ kind: fc.constant("change" as const), pick: fc.nat(), memo: fc.string({ maxLength: 6 }) }),
+  fc.record({ kind: fc.constant("change" as const), pick: fc.nat(), memo: fc.string({ maxLength: 6 }), undo: fc.boolean() }),
   fc.record({
     kind: fc.constant("cycle" as const),
     pageSize: fc.integer({ min: 1, max: 5 }),
@@ -73,6 +73,22 @@ const PAGE_BOUND_UNDER_CHURN: [Step[], number[], number] = [
   0,
 ];
 
+/** An edit, undone, then redone (each published): the same change twice, which must not reuse the first one's id. */
+const EDIT_UNDONE_AND_REDONE: [Step[], number[], number] = [
+  [
+    { kind: "add", count: 1, refund: false },
+    { kind: "cycle", pageSize: 1, crash: null },
+    { kind: "change", pick: 0, memo: "edit", undo: false },
+    { kind: "cycle", pageSize: 1, crash: null },
+    { kind: "change", pick: 0, memo: "", undo: true },
+    { kind: "cycle", pageSize: 1, crash: null },
+    { kind: "change", pick: 0, memo: "", undo: true },
+    { kind: "cycle", pageSize: 1, crash: null },
+  ],
+  [0],
+  0,
+];
+
 describe("transaction cycle properties", () => {
   it("never loses a change and never duplicates with a different id, under churn and crashes", async () => {
     // Guards the test itself: the crash wrapper must really crash cycles, or the property proves nothing about crashes.
@@ -84,10 +100,18 @@ describe("transaction cycle properties", () => {
         let churnOn = true;
         // A change between a transaction's read and its acknowledge is the spec's unguardable race
         // (acknowledge carries no version, docs/spec-gaps.md): changes land outside that window.
-        const changeSome = (pick: number, memo: string): void => {
+        // What the last change replaced: an undo puts that back, `updated_at` included, so a state comes again whole
+        // (an edit undone, and redone by the next undo) and a change between the same two states is published again.
+        let undo: { id: string; back: Record<string, unknown> } | undefined;
+        const changeSome = (pick: number, memo: string, undoLast = false): void => {
           const all = rig.provider.transactions.filter((t) => !rig.provider.inFlight.has(t.id));
           if (all.length === 0) return;
-          rig.provider.changeTransaction(all[pick % all.length]!.id, { memo, transaction_amount: pick % 997 });
+          const last = undoLast ? all.find((t) => t.id === undo?.id) : undefined;
+          const txn = last ?? all[pick % all.length]!;
+          const back = last ? undo?.back : undefined;
+          undo = { id: txn.id, back: { memo: txn.memo, transaction_amount: txn.transaction_amount, updated_at: txn.updated_at } };
+          rig.provider.changeTransaction(txn.id, back ?? { memo, transaction_amount: pick % 997 });
+          if (back) txn.updated_at = back["updated_at"] as string;
         };
         rig.provider.beforeCall = async (call) => {
           if (!churnOn || call.op !== "listTransactions" || call.query.qashio_id) return;
@@ -106,7 +130,7 @@ describe("transaction cycle properties", () => {
               rig.provider.addTransaction(step.refund && parent ? { transaction_category: "refund", parent_qashio_id: parent.qashio_id } : {});
             }
           } else if (step.kind === "change") {
-            changeSome(step.pick, step.memo);
+            changeSome(step.pick, step.memo, step.undo);
           } else {
             const crash = new CrashPoint(step.crash ?? undefined);
             const deps = { ...rig.deps, ...crashingPorts(rig.deps, crash) };
@@ -138,7 +162,7 @@ describe("transaction cycle properties", () => {
         const created = new Set(rig.publisher.ofType("transaction.created").map((e) => e.detail.subject.id));
         expect(created.size).toBe(rig.provider.transactions.length);
       }),
-      { numRuns: 300, examples: [PAGE_BOUND_UNDER_CHURN] },
+      { numRuns: 300, examples: [PAGE_BOUND_UNDER_CHURN, EDIT_UNDONE_AND_REDONE] },
     );
     expect(crashedCycles).toBeGreaterThan(10);
   });
