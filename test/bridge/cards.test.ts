@@ -871,6 +871,27 @@ describe("pollCards with card details", () => {
     expect(rig.snapshots.data.get(`card:${id}`)?.object["purchase_limits"]).toEqual(limits(900));
   });
 
+  it("reads the details of the suspended list too: a suspension comes with the limit changed alongside it, and the configuration stays in the snapshot", async () => {
+    const rig = await walked(2);
+    const id = rig.provider.cards[0]!["id"] as string;
+    rig.provider.changeCard(id, { status: "Suspended", purchase_limits: limits(0) });
+    await pollCards(rig.deps, { mode: "suspended-only", pageSize: 10 });
+    expect(rig.publisher.events.map((e) => [e.detailType, e.detail.subject.id, e.detail.data.changes])).toEqual([
+      [
+        "card.suspended",
+        id,
+        [
+          { path: "/purchase_limits/amount", before: 500, after: 0 },
+          { path: "/status", before: "Active", after: "Suspended" },
+        ],
+      ],
+    ]);
+    expect(rig.snapshots.data.get(`card:${id}`)?.object["purchase_limits"]).toEqual(limits(0));
+    // The full walk after it finds nothing new: the fast path left no list view for it to take as a change.
+    await pollCards(rig.deps, { pageSize: 10 });
+    expect(rig.publisher.events).toHaveLength(1);
+  });
+
   it("publishes nothing when card details are turned on or off (the snapshot takes the other view), but a limit set from null is a change", async () => {
     const rig = makeRig();
     for (let i = 0; i < 2; i++) rig.provider.addCard({ purchase_limits: limits(500) });
