@@ -246,6 +246,27 @@ describe("pollCards", () => {
     expect(new Set(rig.publisher.ids).size).toBe(7);
   });
 
+  it("gives a change made again a new event id after silent rewrites of its snapshot, on a clock that stands still", async () => {
+    const rig = makeRig();
+    const card = rig.provider.addCard();
+    const id = card["id"] as string;
+    await pollCards(rig.deps);
+    // Published changes stamp their snapshots after their events, so past the clock; each silent rewrite (a status
+    // differing in case only) must still give its snapshot a later version than the one it replaces, or the card's
+    // first version comes back and a repeat of its first change gets that change's id (which consumers drop).
+    const steps = [{ card_nickname: "Travel" }, { card_nickname: "Card 1" }, { status: "active" }, { status: "Active" }, { card_nickname: "Travel" }];
+    for (const patch of steps) {
+      rig.provider.changeCard(id, patch);
+      await pollCards(rig.deps);
+    }
+    expect(rig.publisher.events.map((e) => [e.detailType, e.detail.subject.sequence])).toEqual([
+      ["card.updated", 1],
+      ["card.updated", 2],
+      ["card.updated", 3],
+    ]);
+    expect(new Set(rig.publisher.ids).size).toBe(3);
+  });
+
   it("re-sends a repeated suspension after a crash with its own id, not the first suspension's", async () => {
     const rig = makeRig();
     const card = rig.provider.addCard();
