@@ -586,6 +586,28 @@ describe("pollCards", () => {
     expect(rig.metrics.sum("ProviderErrors")).toBe(0);
   });
 
+  it("walks every page after starting afresh from a cursor past the end: the shift the cursor was taken with no longer applies", async () => {
+    const rig = makeRig();
+    for (let i = 0; i < 11; i++) rig.provider.addCard();
+    await pollCards(rig.deps, { pageSize: 2 });
+    // Stopped with one card not reached: the cursor is at 10 of 11.
+    expect((await pollCards(rig.deps, { pageSize: 2, maxPages: 5 })).outcome).toBe("page_limit");
+    rig.provider.cards.splice(0, 2);
+    const middle = rig.provider.cards[4]!["id"] as string;
+    rig.provider.changeCard(middle, { status: "Suspended" });
+    let refused = false;
+    rig.provider.beforeCall = (call) => {
+      if (call.op !== "listErpCards" || refused) return;
+      refused = true;
+      throw Object.assign(new Error("page out of range"), { name: "NotFoundError", status: 404 });
+    };
+    const calls = rig.provider.calls.length;
+    expect((await pollCards(rig.deps, { pageSize: 2 })).outcome).toBe("complete");
+    const pages = rig.provider.calls.slice(calls).map((c) => (c.op === "listErpCards" ? c.query.page : undefined));
+    expect(pages).toEqual([6, 1, 2, 3, 4, 5]);
+    expect(rig.publisher.events.map((e) => [e.detailType, e.detail.subject.id])).toEqual([["card.suspended", middle]]);
+  });
+
   it("fails a fresh walk on a refused page like any other provider error", async () => {
     const rig = makeRig();
     for (let i = 0; i < 2; i++) rig.provider.addCard();
