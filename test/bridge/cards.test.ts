@@ -221,6 +221,22 @@ describe("pollCards", () => {
     expect(rig.publisher.events).toHaveLength(1);
   });
 
+  it("in suspended-only mode resumes at its cursor whatever the suspended list's total did: suspensions below the cursor are no shift", async () => {
+    const rig = makeRig();
+    for (let i = 0; i < 12; i++) rig.provider.addCard();
+    await pollCards(rig.deps);
+    const ids = rig.provider.cards.map((c) => c["id"] as string);
+    for (const id of ids.slice(0, 4)) rig.provider.changeCard(id, { status: "Suspended" });
+    expect((await pollCards(rig.deps, { mode: "suspended-only", pageSize: 2, maxPages: 1 })).outcome).toBe("page_limit");
+    // Older cards suspended since sit below the cursor and grow the list's total; none was issued above it.
+    for (const id of ids.slice(6)) rig.provider.changeCard(id, { status: "Suspended" });
+    for (let cycle = 0; cycle < 6; cycle++) {
+      if ((await pollCards(rig.deps, { mode: "suspended-only", pageSize: 2, maxPages: 1 })).outcome === "complete") break;
+    }
+    const suspended = rig.publisher.ofType("card.suspended").map((e) => e.detail.subject.id);
+    expect(suspended.sort()).toEqual([...ids.slice(0, 4), ...ids.slice(6)].sort());
+  });
+
   it("gives a repeated status move or nickname flip a new event id, even on a clock that stands still", async () => {
     const rig = makeRig();
     const card = rig.provider.addCard();
