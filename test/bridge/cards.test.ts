@@ -1157,6 +1157,17 @@ describe("pollCards with card details", () => {
     expect(rig.metrics.sum("CardDetailsUnread")).toBe(25);
   });
 
+  it("ends details for the rest of a walk once every read of a page smaller than the reads in flight failed", async () => {
+    const rig = await walked(6);
+    const reads = rig.provider.count("readErpCard");
+    rig.provider.beforeCall = (call) => {
+      if (call.op === "readErpCard") throw Object.assign(new Error("503"), { name: "ProviderError", status: 503 });
+    };
+    expect((await pollCards(rig.deps, { pageSize: 2 })).outcome).toBe("complete");
+    expect(rig.provider.count("readErpCard") - reads).toBe(2);
+    expect(rig.metrics.sum("CardDetailsUnread")).toBe(6);
+  });
+
   it("starts a page's reads at a random card, so cards whose reads keep failing at its head do not hold back the others' limit changes", async () => {
     const rig = await walked(14);
     const ids = rig.provider.cards.map((c) => c["id"] as string);
