@@ -1168,6 +1168,21 @@ describe("pollCards with card details", () => {
     expect(rig.metrics.sum("CardDetailsUnread")).toBe(6);
   });
 
+  it("goes on reading details after a page whose cards all went (404): a removed card is no fault of the endpoint", async () => {
+    const rig = await walked(4);
+    const [first, second, , last] = rig.provider.cards.map((c) => c["id"] as string);
+    rig.provider.beforeCall = (call) => {
+      if (call.op === "readErpCard" && (call.id === first || call.id === second)) {
+        throw Object.assign(new Error("404"), { name: "NotFoundError", status: 404 });
+      }
+    };
+    rig.provider.changeCard(last!, { purchase_limits: limits(900) });
+    expect((await pollCards(rig.deps, { pageSize: 2 })).outcome).toBe("complete");
+    expect(rig.publisher.events.map((e) => [e.detailType, e.detail.subject.id, e.detail.data.changes])).toEqual([
+      ["card.updated", last, [{ path: "/purchase_limits/amount", before: 500, after: 900 }]],
+    ]);
+  });
+
   it("starts a page's reads at a random card, so cards whose reads keep failing at its head do not hold back the others' limit changes", async () => {
     const rig = await walked(14);
     const ids = rig.provider.cards.map((c) => c["id"] as string);
