@@ -147,6 +147,19 @@ export function describeQuarantineContract(name: string, factory: () => Promise<
       expect(await walk(all.at(-1))).toEqual([]);
     });
 
+    it("goes on after a record in the order of ids, whatever order the records were put in", async () => {
+      const ids = ["r3", "r0", "r5", "r1", "r6", "r2", "r4"];
+      for (const [i, id] of ids.entries()) await fixture.quarantine.put(record(id, `2025-01-15T10:00:0${i}.000Z`));
+      const walk = async (after?: string) => {
+        const walked: string[] = [];
+        for await (const page of fixture.quarantine.pages(after === undefined ? { limit: 2 } : { limit: 2, after })) walked.push(...page.map((r) => r.id));
+        return walked;
+      };
+      const all = await walk();
+      expect([...all].sort()).toEqual([...ids].sort());
+      for (const [i, id] of all.entries()) expect(await walk(id)).toEqual(all.slice(i + 1));
+    });
+
     it("hands no page before anything is quarantined", async () => {
       for await (const page of fixture.quarantine.pages({ limit: 3 })) expect.unreachable(`a page of ${page.length}`);
     });
