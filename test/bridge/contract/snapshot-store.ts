@@ -114,6 +114,13 @@ export function describeSnapshotStoreContract(name: string, factory: () => Promi
       expect(all.get("transaction:t150")?.object).toEqual({ i: 150 });
     });
 
+    it("reads a key asked for more than once in one getMany (a batching store must send it once: DynamoDB refuses the call)", async () => {
+      await fixture.store.putMany([snapshot("card:CA1", { status: "Active" }, "h1"), snapshot("card:CA2", { status: "Active" }, "h2")]);
+      const found = await fixture.store.getMany(["card:CA1", "card:CA2", "card:CA1", "card:CA404", "card:CA404"]);
+      expect([...found.keys()].sort()).toEqual(["card:CA1", "card:CA2"]);
+      expect(found.get("card:CA1")?.hash).toBe("h1");
+    });
+
     it("treats keys with colons and slashes as opaque", async () => {
       const key: SnapshotKey = "transaction:qashio_id:CT/00:1";
       await fixture.store.putMany([snapshot(key, { id: "x" }, "h")]);
