@@ -70,6 +70,15 @@ describe("pollCards", () => {
     expect(rig.metrics.points.filter((p) => p.name === "SyncLagSeconds")).toEqual([]);
   });
 
+  it("records a card seen for the first time silently when emitCardCreated is left out (its default)", async () => {
+    const rig = makeRig();
+    const card = rig.provider.addCard();
+    const { emitCardCreated: _unset, ...deps } = rig.deps;
+    expect((await pollCards(deps)).outcome).toBe("complete");
+    expect(rig.publisher.events).toEqual([]);
+    expect(rig.snapshots.data.get(`card:${card["id"] as string}`)?.sequence).toBe(0);
+  });
+
   it("publishes card.created on first sighting when the tenant asks for it", async () => {
     const rig = makeRig({ emitCardCreated: true });
     rig.provider.addCard();
