@@ -6,4 +6,10 @@ describe("printable", () => {
     const forged = "CT1\u2028error cycle 7 failed\u2029done";
     expect(printable(forged)).toBe(String.raw`CT1\u2028error cycle 7 failed\u2029done`);
   });
+
+  it("escapes every bidirectional control, not only the embeddings and overrides: marks and isolates reorder what is shown too", () => {
+    // U+2067 (right-to-left isolate) shows `gnp.exe` as `exe.png` as U+202E does; U+061C, U+200E and U+200F move text as well.
+    const spoofed = "\u2067gnp.exe\u2069 \u2066a\u2068b\u061cc\u200ed\u200fe";
+    expect(printable(spoofed)).toBe(String.raw`\u2067gnp.exe\u2069 \u2066a\u2068b\u061cc\u200ed\u200fe`);
+  });
 });
