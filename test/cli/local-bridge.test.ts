@@ -6,10 +6,11 @@ import { readLocalSettings } from "../../shared/cli/config.js";
 import { CYCLE_LEASE_MS, CYCLE_LOCK, withCycleLock } from "../../shared/cli/cycle-lease.js";
 import { openLocalBridge, runConformPii, runCycle, runRedrive } from "../../shared/cli/local-bridge.js";
 import { contentHash } from "../../shared/bridge/hash.js";
+import { CycleLeaseLostError } from "../../shared/cli/lease-guard.js";
 import { CliError, ConfigError, CycleFailedError, EXIT, StateDirTakenError, UsageError } from "../../shared/cli/errors.js";
 import { FileSnapshotStore } from "../../shared/local/snapshot-store.js";
 import { FileQuarantine } from "../../shared/local/quarantine.js";
-import type { LockHandle, Logger } from "../../shared/bridge/ports.js";
+import type { BridgeEvent, LockHandle, Logger } from "../../shared/bridge/ports.js";
 import { SnapshotCursorError } from "../../shared/bridge/errors.js";
 import { FileLock } from "../../shared/local/file-lock.js";
 import { nodeHttpFetch } from "../../shared/qashio/node-transport.js";
@@ -314,6 +315,45 @@ describe("local bridge cycle lease", () => {
     expect((error as CliError).exitCode).toBe(EXIT.failed);
     expect(afterLoss.filter((url) => url.includes("/cards"))).toEqual([]);
     await stolen?.release();
+  });
+
+  it("checks the lease before each write of a cycle (events, snapshots and their vacuum, quarantine put and delete): a process stopped past it writes none", async () => {
+    harness = await startHarness();
+    const settings = readLocalSettings(harness.env, harness.dir);
+    const opened = await openLocalBridge(settings, { env: harness.env, logger: silent });
+    // The lease as another process left it after taking it over: `confirm` says this process holds it no longer.
+    let held = true;
+    const handle: LockHandle = { renew: async () => true, release: async () => undefined, confirm: async () => held };
+    const bridge = { ...opened, lock: { tryAcquire: async () => handle } };
+    const { publisher, snapshots, quarantine } = bridge.transactions;
+    const record = { id: "q1", kind: "transaction" as const, entityId: "t1", reason: "invalid", raw: {}, at: "2026-03-01T10:00:00.000Z" };
+    const event = {
+      source: "qashio.bridge",
+      detailType: "transaction.created",
+      time: "2026-03-01T10:00:00.000Z",
+      detail: { id: "e1", type: "transaction.created", schema_version: "1", tenant: "acme", occurred_at: "2026-03-01T10:00:00.000Z", subject: { type: "transaction", id: "t1" }, data: { object: {} } },
+    } as unknown as BridgeEvent;
+    const snapshot = { key: "transaction:t1" as const, hash: "h", object: {}, updatedAt: "2026-03-01T10:00:00.000Z" };
+
+    await withCycleLock(bridge, async () => {
+      await quarantine.put({ ...record, id: "q0" });
+      held = false;
+      const writes: [string, () => Promise<unknown>][] = [
+        ["publish", () => publisher.publish([event])],
+        ["putMany", () => snapshots.putMany([snapshot])],
+        ["vacuum", () => snapshots.vacuum()],
+        ["put", () => quarantine.put(record)],
+        ["deleteMany", () => quarantine.deleteMany(["q0"])],
+      ];
+      for (const [name, write] of writes) {
+        const error = await write().then(() => undefined, (e: unknown) => e);
+        expect(error, name).toBeInstanceOf(CycleLeaseLostError);
+      }
+    });
+
+    expect(existsSync(settings.eventsFile) ? readFileSync(settings.eventsFile, "utf8") : "").toBe("");
+    expect((await new FileSnapshotStore(settings.stateDir).getMany(["transaction:t1"])).size).toBe(0);
+    expect((await new FileQuarantine(settings.stateDir).list()).map((r) => r.id)).toEqual(["q0"]);
   });
 
   it("passes on a lock failure that is no system error as it is, not as a state directory that takes no writes", async () => {
