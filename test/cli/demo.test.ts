@@ -1,7 +1,7 @@
 /**
  * `bridge demo` in-process: its temp directory (events file, state) is removed when it ends, unless --keep.
  */
-import { existsSync } from "node:fs";
+import { existsSync, writeFileSync } from "node:fs";
 import { readFile, rm } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { describe, expect, it, vi } from "vitest";
@@ -9,7 +9,8 @@ import type { BridgeEvent } from "../../shared/bridge/ports.js";
 import { createSandbox } from "../../sandbox/index.js";
 import { demoCommand, SeenTransactions, type DemoSeams } from "../../shared/cli/demo.js";
 import type { DemoArgs } from "../../shared/cli/args.js";
-import { EXIT } from "../../shared/cli/errors.js";
+import { AuthorizeAgainError, EXIT } from "../../shared/cli/errors.js";
+import { STATE_FILES } from "../../shared/local/layout.js";
 import { ROOT, runInProcess } from "./helpers.js";
 
 /** Runs the demo with its own streams; `onStdout` sees the output as it grows (to play Ctrl-C). */
@@ -137,6 +138,34 @@ describe("bridge demo's temp directory", () => {
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe("bridge demo with a token the provider refuses", () => {
+  it("stops at once with the re-authorize error (exit 3) instead of failing every cycle, and removes its temp directory", async () => {
+    let stdout = "";
+    let stderr = "";
+    let refused = false;
+    const failed = demo(
+      { cycles: 2 },
+      (out) => {
+        stdout = out;
+        if (refused || !out.includes("authorized against the sandbox")) return;
+        // As a revoked family answers: the token endpoint refuses the stored refresh token (invalid_grant).
+        const dir = dirname(/events are appended to (\S+events\.jsonl)/.exec(out)?.[1] ?? "");
+        writeFileSync(join(dir, "state", STATE_FILES.tokens), JSON.stringify({ refreshToken: "a-refresh-token-the-provider-never-issued" }));
+        refused = true;
+      },
+      (chunk) => (stderr += chunk),
+    );
+    const error = await failed.catch((e: unknown) => e);
+    expect(refused).toBe(true);
+    expect(error).toBeInstanceOf(AuthorizeAgainError);
+    expect((error as AuthorizeAgainError).exitCode).toBe(EXIT.reauthorize);
+    expect(stderr).not.toContain("cycle 1 failed");
+    expect(stdout).not.toContain("── cycle");
+    const dir = dirname(/events are appended to (\S+events\.jsonl)/.exec(stdout)?.[1] ?? "");
+    expect(stderr).toContain(`demo failed; removed ${dir} (--keep keeps it)`);
   });
 });
 
