@@ -78,6 +78,18 @@ describe("path checks of paths this user may not read", () => {
     expect(stateDirProblem(state)).toBe(`is not readable by this user (EACCES): ${file} (left by a run as another user, such as under sudo?)`);
   });
 
+  it.each([
+    ["a lease (one that cannot be read counts as expired)", "locks", "cycle.lock"],
+    ["a temporary file of an interrupted write (never read, swept)", "snapshots", "seg-000000000001-0123abcd.log.4242.tmp"],
+  ])("leave alone %s left unreadable: no cycle reads it", async (_what, sub, name) => {
+    const state = join(dir, "state");
+    await mkdir(join(state, sub), { recursive: true });
+    const file = join(state, sub, name);
+    await writeFile(file, "{}");
+    readOnly.unreadable.add(file);
+    expect(stateDirProblem(state)).toBeUndefined();
+  });
+
   it("name an events file this user may write but not read (the publisher reads its last byte)", async () => {
     const events = join(dir, "events.jsonl");
     await writeFile(events, "");
