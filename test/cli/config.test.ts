@@ -447,6 +447,13 @@ describe("settingNameWarnings", () => {
     expect(warnings.join("\n")).not.toContain("s3cret-value");
   });
 
+  it("warns of a setting that is just a pair of quotes: `NAME=\"\"` in a docker or systemd env file sets it to the two quote characters, not blank", () => {
+    expect(settingNameWarnings({ BRIDGE_PII_SALT: '""', QASHIO_REFRESH_TOKEN: "''" })).toEqual([
+      "BRIDGE_PII_SALT is wrapped in quotes, which are taken as part of it (an env file of docker or systemd keeps them): remove them",
+      "QASHIO_REFRESH_TOKEN is wrapped in quotes, which are taken as part of it (an env file of docker or systemd keeps them): remove them",
+    ]);
+  });
+
   it("never quotes a name that is no variable name: Node's parseEnv glues a line without = (value included) onto the next name", () => {
     const glued = { "QASHIO_CLIENT_SECRET: ClientS3cret\nBRIDGE_TENANT": "acme", "BRIDGE_PII_SALT SaltS3cret": "x", BRIDGE_PII_MOD: "hash" };
     const warnings = settingNameWarnings(glued);
