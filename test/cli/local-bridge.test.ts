@@ -7,7 +7,7 @@ import { CYCLE_LEASE_MS, CYCLE_LOCK, withCycleLock } from "../../shared/cli/cycl
 import { openLocalBridge, runConformPii, runCycle, runRedrive } from "../../shared/cli/local-bridge.js";
 import { contentHash } from "../../shared/bridge/hash.js";
 import { CycleLeaseLostError } from "../../shared/cli/lease-guard.js";
-import { CliError, ConfigError, CycleFailedError, EXIT, StateDirTakenError, UsageError } from "../../shared/cli/errors.js";
+import { CliError, ConfigError, CycleFailedError, EXIT, StateDirTakenError, TokenFileError, UsageError } from "../../shared/cli/errors.js";
 import { FileSnapshotStore } from "../../shared/local/snapshot-store.js";
 import { FileQuarantine } from "../../shared/local/quarantine.js";
 import type { BridgeEvent, LockHandle, Logger } from "../../shared/bridge/ports.js";
@@ -225,6 +225,16 @@ describe("local bridge cycle", () => {
     execSync(command as string, { shell: "/bin/sh" });
     expect(JSON.parse(readFileSync(file, "utf8"))).toEqual(recorded);
     expect((await runCycle(await openLocalBridge(settings, { env: harness.env, logger: silent }))).complete).toBe(true);
+  });
+
+  it("stops with the token file's own error (exit 3: authorize again) when the file turns unusable under an open bridge, not as a failed cycle a loop retries", async () => {
+    harness = await startHarness();
+    const settings = readLocalSettings(harness.env, harness.dir);
+    const bridge = await openLocalBridge(settings, { env: harness.env, logger: silent });
+    writeFileSync(join(settings.stateDir, "tokens.json"), "not json");
+    const error = await runCycle(bridge).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(TokenFileError);
+    expect((error as CliError).exitCode).toBe(EXIT.reauthorize);
   });
 
   it("names an unusable base URL without quoting it", async () => {
