@@ -1517,10 +1517,13 @@ describe("versionTime", () => {
 });
 
 describe("pollTransactions: an acknowledge that failed for now, left to a fresh read", () => {
-  it("counts no lag for unchanged transactions whose acknowledge was applied but answered 502 (gone on the fresh read)", async () => {
+  /**
+   * A rig whose first cycle published and stored `count` transactions, then stopped before its acknowledge (a crash),
+   * with the clock two hours past the first one's `updated_at`: their lag shows unless a later cycle settles them.
+   */
+  async function publishedButUnacknowledged(count: number) {
     const rig = makeRig();
-    const txns = [rig.provider.addTransaction(), rig.provider.addTransaction()];
-    // A first cycle publishes and stores them, then stops before its acknowledge (a crash).
+    const txns = Array.from({ length: count }, () => rig.provider.addTransaction());
     let crash = true;
     rig.provider.beforeCall = (call) => {
       if (crash && call.op === "acknowledgeTransactions") throw new Error("crash");
@@ -1528,17 +1531,26 @@ describe("pollTransactions: an acknowledge that failed for now, left to a fresh 
     await expect(pollTransactions(rig.deps)).rejects.toThrow();
     crash = false;
     rig.clock.ms = Date.parse(txns[0]!.updated_at) + 2 * 3600_000;
+    return rig;
+  }
+
+  /** The rig's deps with a provider whose first acknowledge is applied, then answered `answer` by a gateway. */
+  function firstAcknowledgeAppliedButAnswered(rig: Awaited<ReturnType<typeof publishedButUnacknowledged>>, answer: { status: number; retryAfterSeconds?: number }) {
     let faults = 1;
-    const deps = {
+    return {
       ...rig.deps,
       provider: clientOverFake(rig.provider, rig.clock, (call) => {
         if (call.op !== "acknowledgeTransactions" || faults === 0) return undefined;
         faults -= 1;
-        // Applied, then answered 502 by a gateway.
         for (const t of rig.provider.transactions) if (call.ids.includes(t.id)) t.client_sync_status = "synced";
-        return { status: 502 };
+        return answer;
       }),
     };
+  }
+
+  it("counts no lag for unchanged transactions whose acknowledge was applied but answered 502 (gone on the fresh read)", async () => {
+    const rig = await publishedButUnacknowledged(2);
+    const deps = firstAcknowledgeAppliedButAnswered(rig, { status: 502 });
     rig.metrics.points.length = 0;
     const report = await pollTransactions(deps);
     expect(report).toMatchObject({ outcome: "complete", unchanged: 2, published: {} });
@@ -1549,26 +1561,9 @@ describe("pollTransactions: an acknowledge that failed for now, left to a fresh 
   });
 
   it("counts no lag for them either when the acknowledge's wait ends the not_synced pass at its share of the budget", async () => {
-    const rig = makeRig();
-    const txn = rig.provider.addTransaction();
-    let crash = true;
-    rig.provider.beforeCall = (call) => {
-      if (crash && call.op === "acknowledgeTransactions") throw new Error("crash");
-    };
-    await expect(pollTransactions(rig.deps)).rejects.toThrow();
-    crash = false;
-    rig.clock.ms = Date.parse(txn.updated_at) + 2 * 3600_000;
-    let faults = 1;
-    const deps = {
-      ...rig.deps,
-      provider: clientOverFake(rig.provider, rig.clock, (call) => {
-        if (call.op !== "acknowledgeTransactions" || faults === 0) return undefined;
-        faults -= 1;
-        // Applied, then answered 503 by a gateway, asking for a wait past three quarters of the budget (15 s).
-        for (const t of rig.provider.transactions) if (call.ids.includes(t.id)) t.client_sync_status = "synced";
-        return { status: 503, retryAfterSeconds: 16 };
-      }),
-    };
+    const rig = await publishedButUnacknowledged(1);
+    // A wait past three quarters of the budget (15 s).
+    const deps = firstAcknowledgeAppliedButAnswered(rig, { status: 503, retryAfterSeconds: 16 });
     const report = await pollTransactions(deps, { deadline: rig.clock.now() + 20_000 });
     expect(report).toMatchObject({ outcome: "complete", unchanged: 1, published: {} });
     expect(rig.provider.pending()).toEqual([]);
@@ -1576,15 +1571,7 @@ describe("pollTransactions: an acknowledge that failed for now, left to a fresh 
   });
 
   it("still counts the lag of unchanged transactions read again and left unacknowledged at the deadline", async () => {
-    const rig = makeRig();
-    const txn = rig.provider.addTransaction();
-    let crash = true;
-    rig.provider.beforeCall = (call) => {
-      if (crash && call.op === "acknowledgeTransactions") throw new Error("crash");
-    };
-    await expect(pollTransactions(rig.deps)).rejects.toThrow();
-    crash = false;
-    rig.clock.ms = Date.parse(txn.updated_at) + 2 * 3600_000;
+    const rig = await publishedButUnacknowledged(1);
     const deps = { ...rig.deps, provider: clientOverFake(rig.provider, rig.clock, (call) => (call.op === "acknowledgeTransactions" ? { status: 429, retryAfterSeconds: 30 } : undefined)) };
     const report = await pollTransactions(deps, { deadline: rig.clock.now() + 20_000 });
     expect(report.outcome).toBe("deadline");
