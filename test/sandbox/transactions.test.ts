@@ -273,6 +273,18 @@ describe("client_sync_status state machine and acknowledge", () => {
     expect((await h.json(`${LIST}/${tx?.id}`)).body.data.client_sync_status).toBe("synced");
   });
 
+  // §3.1: acknowledge moves to `synced` whatever the state; only a change makes a `synced` one `outdated`. The id sent
+  // once, so two flips in one batch cannot cancel out.
+  it("leaves a synced transaction synced when it is acknowledged once again, out of the outdated pull", async () => {
+    const [tx] = (await h.json(`${LIST}?client_sync_status=synced`)).body.data as Row[];
+    const outdatedBefore = (await h.json(`${LIST}?client_sync_status=outdated`)).body.pagination.total_records;
+    expect((await h.json(ACK, { body: { transaction_ids: [tx?.id] } })).status).toBe(200);
+    expect((await h.json(`${LIST}/${tx?.id}`)).body.data.client_sync_status).toBe("synced");
+    const outdated = (await h.json(`${LIST}?client_sync_status=outdated&page_size=100`)).body;
+    expect(outdated.pagination.total_records).toBe(outdatedBefore);
+    expect(outdated.data.map((t: Row) => t.id)).not.toContain(tx?.id);
+  });
+
   it("lists transactions under a status their backlog held none of: acknowledged ones as synced, then changed ones as outdated", async () => {
     await h.json("/_sandbox/reset", { body: { transactions: 30 }, token: null });
     expect((await h.json(`${LIST}?client_sync_status=synced`)).body.pagination.total_records).toBe(0);
