@@ -285,6 +285,22 @@ describe("client_sync_status state machine and acknowledge", () => {
     expect(outdated.data.map((t: Row) => t.id)).not.toContain(tx?.id);
   });
 
+  // docs/spec-gaps.md, Acknowledge: "Acknowledging does not move updated_at" (the acknowledge is the client's
+  // bookkeeping, not a change of the transaction, §3.1); a moved stamp would show every acknowledged item as changed.
+  it("keeps updated_at and modified_date as they were when acknowledging, not_synced and outdated alike", async () => {
+    const [fresh] = (await h.json(`${LIST}?client_sync_status=not_synced`)).body.data as Row[];
+    const [synced] = (await h.json(`${LIST}?client_sync_status=synced`)).body.data as Row[];
+    await h.json(`/_sandbox/companies/${h.companyId}/transactions/${synced?.id}`, { method: "PATCH", body: { memo: "corrected" }, token: null });
+    const before = await Promise.all([fresh, synced].map(async (t) => (await h.json(`${LIST}/${t?.id}`)).body.data as Row));
+    expect(before.map((t) => t.client_sync_status)).toEqual(["not_synced", "outdated"]);
+    await h.json("/_sandbox/clock", { body: { advance_seconds: 60 }, token: null });
+    expect((await h.json(ACK, { body: { transaction_ids: before.map((t) => t.id) } })).status).toBe(200);
+    for (const t of before) {
+      const after = (await h.json(`${LIST}/${t.id}`)).body.data as Row;
+      expect(after).toMatchObject({ client_sync_status: "synced", updated_at: t.updated_at, modified_date: t.modified_date });
+    }
+  });
+
   it("lists transactions under a status their backlog held none of: acknowledged ones as synced, then changed ones as outdated", async () => {
     await h.json("/_sandbox/reset", { body: { transactions: 30 }, token: null });
     expect((await h.json(`${LIST}?client_sync_status=synced`)).body.pagination.total_records).toBe(0);
