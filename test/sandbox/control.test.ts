@@ -265,6 +265,15 @@ describe("faults", () => {
     expect((await h.json(LIST)).status).toBe(200);
   });
 
+  // docs/spec-gaps.md: "the first armed matching fault is consumed per request", so faults armed in turn answer in turn.
+  it("answers overlapping faults in the order they were armed", async () => {
+    await control("/faults", { method: "GET", path_prefix: LIST, status: 503, count: 1 });
+    await control("/faults", { path_prefix: "/public/v1/erp", status: 429, count: 1 });
+    expect((await h.json(LIST)).status).toBe(503);
+    expect((await h.json(LIST)).status).toBe(429);
+    expect((await h.json(LIST)).status).toBe(200);
+  });
+
   it("matches on method and path prefix only", async () => {
     await control("/faults", { method: "POST", path_prefix: "/public/v1/erp/transactions/acknowledge", status: 500, count: 1 });
     expect((await h.json(LIST)).status).toBe(200);
