@@ -85,6 +85,14 @@ describe("rotate-token handler (Secrets Manager rotation)", () => {
     expect(await h.familyStillValid()).toBe(true);
   });
 
+  it("counts its refresh in TokenRefreshes, with the tenant, as the pollers count theirs (the dashboard's refreshes line)", async () => {
+    await rotate();
+    const emf = h.output.filter((line) => line.includes('"_aws"')).map((line) => JSON.parse(line) as Record<string, unknown>);
+    const refreshes = emf.filter((doc) => doc["TokenRefreshes"] !== undefined);
+    expect(refreshes.map((doc) => doc["TokenRefreshes"])).toEqual([1]);
+    expect(refreshes[0]).toMatchObject({ tenant: TENANT });
+  });
+
   it("refuses a rotation event for another secret than SECRET_ID, without refreshing or writing", async () => {
     const token = randomUUID();
     h.secrets.startRotation(token);
