@@ -227,6 +227,20 @@ describe("rotate-token handler (Secrets Manager rotation)", () => {
     expect((error as Error).cause).toMatchObject({ name, status });
   });
 
+  it("fails testSecret when the provider answers the stored access token with active false", async () => {
+    const token = randomUUID();
+    h.secrets.startRotation(token);
+    await h.rotator()(eventFor(token, "createSecret"));
+    // A validate answer the spec does not show (it lists `{ active: true }` only): the token is still not accepted.
+    const inactive = h.rotator({
+      fetch: async (input, init) =>
+        input.endsWith("/oauth2/validate") ? new Response(JSON.stringify({ active: false }), { status: 200, headers: { "content-type": "application/json" } }) : h.fetch(input, init),
+    });
+    const error = await inactive(eventFor(token, "testSecret")).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(RotationError);
+    expect(error).toMatchObject({ step: "testSecret", message: "The provider did not accept the new access token" });
+  });
+
   it("never moves AWSCURRENT back when a poller rotated the token between createSecret and finishSecret", async () => {
     const token = randomUUID();
     h.secrets.startRotation(token);
