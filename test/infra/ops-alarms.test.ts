@@ -255,6 +255,15 @@ describe("cycle alarms follow the tenant's schedule", () => {
     }
   });
 
+  it("counts a period with one failed invocation as breaching, for every function's errors alarm", () => {
+    // Sum of Errors >= 1: a single failed cycle (or rotation) is a breaching period; "> 1" would need two failures in
+    // one period, which a poller with one invocation per period never has, so its errors would never page.
+    const firstError = { MetricName: "Errors", Statistic: "Sum", Threshold: 1, ComparisonOperator: "GreaterThanOrEqualToThreshold" };
+    for (const alarm of [short, long]) {
+      for (const name of ["PollTransactions", "PollCards", "RotateToken"]) expect(alarm(`Errors-${name}`)).toMatchObject(firstError);
+    }
+  });
+
   it("gives every allowed schedule a window CloudWatch accepts, with a cycle in every period", () => {
     for (let everyMinutes = 1; everyMinutes <= 1440; everyMinutes++) {
       const window = cycleAlarmWindow(everyMinutes);
