@@ -544,6 +544,21 @@ describe("tenant stacks", () => {
     globexT.resourceCountIs("AWS::Events::Rule", 0);
   });
 
+  it("takes each webhook's retries and maximum event age from its tenants file entry", () => {
+    const tenant = loadTenantsFile(EXAMPLE_TENANTS_FILE).find((t) => t.id === "acme-sandbox") as TenantConfig;
+    const [erp, ...others] = tenant.webhooks;
+    const webhooks = [{ ...(erp as TenantConfig["webhooks"][number]), retryAttempts: 3, maxEventAgeHours: 2 }, ...others];
+    const template = Template.fromStack(buildTestApp({ tenants: [{ ...tenant, webhooks }] }).stacks[0] as TenantStack);
+    template.hasResourceProperties("AWS::Events::Rule", {
+      Targets: [
+        Match.objectLike({
+          Arn: { "Fn::GetAtt": [Match.stringLikeRegexp("^WebhookerpDestination"), "Arn"] },
+          RetryPolicy: { MaximumRetryAttempts: 3, MaximumEventAgeInSeconds: 7200 },
+        }),
+      ],
+    });
+  });
+
   it("keeps webhook credentials out of the template: only Secrets Manager dynamic references", () => {
     const connections = JSON.stringify(acmeT.findResources("AWS::Events::Connection"));
     expect(connections).toContain("{{resolve:secretsmanager:arn:aws:secretsmanager:eu-west-1:111111111111:secret:acme/erp-webhook-AbCdEf:SecretString:api_key::}}");
