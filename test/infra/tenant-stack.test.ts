@@ -559,6 +559,23 @@ describe("tenant stacks", () => {
     });
   });
 
+  it("asks the OAuth token endpoint for the webhook's scope with the client credentials grant", () => {
+    acmeT.hasResourceProperties("AWS::Events::Connection", {
+      AuthorizationType: "OAUTH_CLIENT_CREDENTIALS",
+      AuthParameters: {
+        OAuthParameters: Match.objectLike({
+          HttpMethod: "POST",
+          OAuthHttpParameters: {
+            BodyParameters: Match.arrayWith([
+              Match.objectLike({ Key: "grant_type", Value: "client_credentials" }),
+              Match.objectLike({ Key: "scope", Value: "events:write" }),
+            ]),
+          },
+        }),
+      },
+    });
+  });
+
   it("keeps webhook credentials out of the template: only Secrets Manager dynamic references", () => {
     const connections = JSON.stringify(acmeT.findResources("AWS::Events::Connection"));
     expect(connections).toContain("{{resolve:secretsmanager:arn:aws:secretsmanager:eu-west-1:111111111111:secret:acme/erp-webhook-AbCdEf:SecretString:api_key::}}");
