@@ -53,6 +53,15 @@ describe("cdk-nag AwsSolutions", () => {
     ]);
   });
 
+  it("acknowledges the missing dead-letter queue only on the tenant's dead-letter queues, not on another queue of the stack", () => {
+    const { app, stacks } = buildTestApp();
+    const stack = stacks[0] as TenantStack;
+    new sqs.Queue(stack, "WorkQueue", { encryption: sqs.QueueEncryption.KMS, encryptionMasterKey: stack.key.key, enforceSSL: true });
+    const report = new AwsSolutionsChecks().validateScope(app);
+    expect(report.success).toBe(false);
+    expect(findings(report)).toEqual([expect.stringMatching(/^AwsSolutions-SQS3 QashioBridge-acme-sandbox\/WorkQueue\/Resource$/)]);
+  });
+
   it("is registered on the app as a validation plugin, so synth fails on a finding", () => {
     const { app, stacks } = buildTestApp({ nag: true });
     new sqs.Queue(stacks[1]!, "UnencryptedQueue", { encryption: sqs.QueueEncryption.UNENCRYPTED });
