@@ -62,6 +62,12 @@ describe("cdk-nag AwsSolutions", () => {
     expect(findings(report)).toEqual([expect.stringMatching(/^AwsSolutions-SQS3 QashioBridge-acme-sandbox\/WorkQueue\/Resource$/)]);
   });
 
+  it("runs the checks on synth unless told not to: an app built without the nag option fails on a finding", () => {
+    const { app, stacks } = buildTestApp({ nag: undefined });
+    new sqs.Queue(stacks[1]!, "UnencryptedQueue", { encryption: sqs.QueueEncryption.UNENCRYPTED });
+    expect(() => app.synth()).toThrow(/AwsSolutions-SQS/);
+  });
+
   it("is registered on the app as a validation plugin, so synth fails on a finding", () => {
     const { app, stacks } = buildTestApp({ nag: true });
     new sqs.Queue(stacks[1]!, "UnencryptedQueue", { encryption: sqs.QueueEncryption.UNENCRYPTED });
