@@ -200,8 +200,10 @@ export function parseRetryAfter(value: string | null, now: number): number | und
   const trimmed = value.trim();
   if (/^\d+(\.\d+)?$/.test(trimmed)) return Math.round(Number(trimmed) * 1000);
   if (!HTTP_DATE.test(trimmed)) return undefined;
-  // The asctime form names no zone: it is GMT, which Date.parse would take for local time.
-  const at = Date.parse(trimmed.endsWith("GMT") ? trimmed : `${trimmed} GMT`);
+  // The asctime form names no zone: it is GMT, which Date.parse would take for local time. A zone named (`GMT`, `UTC`,
+  // `+0100`) is kept: a second one appended would override it.
+  const zoned = /(?:[A-Za-z]+|[+-]\d{2}:?\d{2})$/.test(trimmed);
+  const at = Date.parse(zoned ? trimmed : `${trimmed} GMT`);
   if (Number.isNaN(at)) return undefined;
   return Math.max(0, at - now);
 }

@@ -655,6 +655,12 @@ describe("parseRetryAfter", () => {
     }
   });
 
+  it("keeps a zone the date names instead of reading its time as GMT", () => {
+    // Not an HTTP-date strictly, but dated unambiguously: 01:00:09 at +0100 is 9 s after midnight GMT, not an hour later.
+    expect(parseRetryAfter("Wed, 01 Jan 2025 01:00:09 +0100", Date.UTC(2025, 0, 1))).toBe(9000);
+    expect(parseRetryAfter("Wed, 01 Jan 2025 00:00:09 UTC", Date.UTC(2025, 0, 1))).toBe(9000);
+  });
+
   it("reads fractional delta seconds as seconds", () => {
     expect(parseRetryAfter("1.5", Date.UTC(2025, 0, 1))).toBe(1500);
   });
