@@ -8,6 +8,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { DASHBOARD_WIDGETS } from "../../infra/constructs/ops-dashboard.js";
 import { POLLER_TABLE_ACTIONS, TenantTable } from "../../infra/constructs/tenant-table.js";
 import { partitionKeyPatterns, SECRET_TAGS } from "../../shared/aws/keys.js";
+import { cardModeOf, pollActionOf, type PollEvent } from "../../shared/aws/poll-event.js";
 import { EVENT_TYPES, loadTenantsFile, MAX_WEBHOOKS_PER_TENANT, parseTenantConfig, type TenantConfig } from "../../infra/tenant-config.js";
 import type { TenantStack } from "../../infra/tenant-stack.js";
 import { buildTestApp, EXAMPLE_TENANTS_FILE, exampleStacks, REPO_ROOT, rolePolicies, roleStatements } from "./helpers.js";
@@ -304,6 +305,28 @@ describe("tenant stacks", () => {
           ],
         },
       });
+    }
+  });
+
+  it("sends each poller exactly its scheduled cycle's input: a transaction cycle, and the full card walk", () => {
+    // no action (an operator's redrive or conform-pii run on every tick) and no mode (suspended-only would never walk
+    // every card): the pollers read anything else in it as a different invocation, or fail it
+    for (const [template, tenant] of [
+      [acmeT, "acme-sandbox"],
+      [globexT, "globex"],
+    ] as const) {
+      const inputs = Object.values(template.findResources("AWS::Scheduler::Schedule")).map((sc) => {
+        const { Arn, Input } = (sc as { Properties: { Target: { Arn: { "Fn::GetAtt": [string, string] }; Input: string } } }).Properties.Target;
+        return [Arn["Fn::GetAtt"][0].replace(/Function[0-9A-F]{8}$/, ""), JSON.parse(Input) as PollEvent] as const;
+      });
+      expect(Object.fromEntries(inputs)).toEqual({
+        PollTransactions: { kind: "transactions", tenant, scheduledTime: "<aws.scheduler.scheduled-time>" },
+        PollCards: { kind: "cards", tenant, scheduledTime: "<aws.scheduler.scheduled-time>" },
+      });
+      for (const [fn, input] of inputs) {
+        expect(pollActionOf(input, fn === "PollCards" ? "cards" : "transactions")).toBe("cycle");
+        if (fn === "PollCards") expect(cardModeOf(input)).toBe("full");
+      }
     }
   });
 
