@@ -663,6 +663,12 @@ describe("what a stack delete or a failed first create leaves", () => {
     }
   });
 
+  it("gives the key a 30-day deletion window: the time an operator has to cancel the deletion a failed first deploy scheduled", () => {
+    // runbook, "Offboarding and renaming a tenant": a rolled-back create schedules the key's deletion in 30 days, and
+    // deleting the table it kept may need the key back (`cancel-key-deletion`), which works only within the window
+    for (const template of [acmeT, globexT]) template.hasResourceProperties("AWS::KMS::Key", { PendingWindowInDays: 30 });
+  });
+
   it("pins the secret's GenerateSecretString exactly: any change makes CloudFormation regenerate the whole secret value", () => {
     for (const template of [acmeT, globexT]) {
       const secret = template.toJSON()["Resources"]["SecretA29EB826"] as { Properties: { GenerateSecretString: unknown } };
