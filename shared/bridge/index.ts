@@ -17,7 +17,7 @@
 export type * from "./ports.js";
 export type * from "./provider.js";
 export { pageEntries } from "./provider.js";
-export { pollTransactions, PULL_STATUSES, transactionKey, transactionAliasKey, normaliseTransaction } from "./transactions.js";
+export { pollTransactions, transactionKey, transactionAliasKey, normaliseTransaction } from "./transactions.js";
 export type { TransactionCycleOptions } from "./transactions.js";
 export { pollCards, cardKey, cardEventType } from "./cards.js";
 export { redriveQuarantined, isRedrivable, PUBLISH_FAILURE_PREFIX, VALIDATION_FAILURE_PREFIX } from "./redrive.js";

@@ -1,5 +1,6 @@
 /**
- * The transaction cycle: pull `not_synced`, then `outdated`; per page diff against snapshots,
+ * The transaction cycle: pull `not_synced`, then `outdated`, the order the spec suggests (§1), `not_synced` pausing at
+ * {@link NOT_SYNCED_BUDGET_SHARE} of the budget for `outdated`'s turn; per page diff against snapshots,
  * publish, write snapshots, then acknowledge. See README.md (The engine), docs/events.md and docs/spec-gaps.md.
  */
 import { logToken } from "../log-token.js";
@@ -18,9 +19,6 @@ import type { BridgeEvent, PublishFailure, QuarantineRecord, Snapshot, SnapshotK
 import { pageEntries, type PageEntry, type ProviderPage, type PullStatus } from "./provider.js";
 import type { CycleOutcome, CycleReport } from "./report.js";
 import type { ValidationResult } from "./validate.js";
-
-/** Pull statuses in the order the spec suggests (§1): new first, then changed-after-acknowledge. */
-export const PULL_STATUSES: readonly PullStatus[] = ["not_synced", "outdated"];
 
 /**
  * Share of a cycle's budget the `not_synced` pass takes before the `outdated` list gets its turn; a pass stopped there
