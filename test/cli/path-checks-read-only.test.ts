@@ -66,15 +66,21 @@ describe("path checks of paths this user may not read", () => {
     expect(stateDirProblem(state)).toBe(`is not readable by this user (EACCES): ${tokens} (left by a run as another user, such as under sudo?)`);
   });
 
-  it.each([
-    ["a snapshot segment", "snapshots", "seg-000000000001-0123abcd.log"],
-    ["a quarantine record", "quarantine", "transaction%3Atx-1.json"],
-  ])("name %s left unreadable, before any provider call, not as a corrupt file once a cycle reads it", async (_what, sub, name) => {
+  /** A state directory holding `<sub>/<name>`, which this user cannot read. */
+  async function unreadableStateFile(sub: string, name: string): Promise<{ state: string; file: string }> {
     const state = join(dir, "state");
     await mkdir(join(state, sub), { recursive: true });
     const file = join(state, sub, name);
     await writeFile(file, "{}");
     readOnly.unreadable.add(file);
+    return { state, file };
+  }
+
+  it.each([
+    ["a snapshot segment", "snapshots", "seg-000000000001-0123abcd.log"],
+    ["a quarantine record", "quarantine", "transaction%3Atx-1.json"],
+  ])("name %s left unreadable, before any provider call, not as a corrupt file once a cycle reads it", async (_what, sub, name) => {
+    const { state, file } = await unreadableStateFile(sub, name);
     expect(stateDirProblem(state)).toBe(`is not readable by this user (EACCES): ${file} (left by a run as another user, such as under sudo?)`);
   });
 
@@ -82,11 +88,7 @@ describe("path checks of paths this user may not read", () => {
     ["a lease (one that cannot be read counts as expired)", "locks", "cycle.lock"],
     ["a temporary file of an interrupted write (never read, swept)", "snapshots", "seg-000000000001-0123abcd.log.4242.tmp"],
   ])("leave alone %s left unreadable: no cycle reads it", async (_what, sub, name) => {
-    const state = join(dir, "state");
-    await mkdir(join(state, sub), { recursive: true });
-    const file = join(state, sub, name);
-    await writeFile(file, "{}");
-    readOnly.unreadable.add(file);
+    const { state } = await unreadableStateFile(sub, name);
     expect(stateDirProblem(state)).toBeUndefined();
   });
 
