@@ -12,7 +12,7 @@ import { DEFAULT_MAX_PAGES, type CardCycleDeps, type CycleOptions } from "./deps
 import type { EventType } from "./events/schemas.js";
 import type { BridgeEvent, QuarantineRecord, Snapshot, SnapshotKey } from "./ports.js";
 import type { CycleReport } from "./report.js";
-import { pageEntries, type PageEntry } from "./provider.js";
+import { listedTotal, pageEntries, type PageEntry } from "./provider.js";
 import { mapLimit } from "./map-limit.js";
 import { RecentIds } from "./recent-ids.js";
 import type { ValidationResult } from "./validate.js";
@@ -242,8 +242,7 @@ class CardRun extends CycleRun {
       }
       const pageStart = (page - 1) * this.pageSize;
       offset = page * this.pageSize;
-      const listed = result.pagination?.total_records;
-      total = typeof listed === "number" && Number.isSafeInteger(listed) && listed >= 0 ? listed : undefined;
+      total = listedTotal(result);
       // Applied to the first page walked, or not at all.
       const takenAt = shiftFrom;
       shiftFrom = undefined;

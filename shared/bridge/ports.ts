@@ -273,6 +273,7 @@ export type MetricName =
   | "TokenSecretWriteFailed"
   | "TokenHeldInTable"
   | "SyncLagSeconds"
+  | "TransactionsBacklog"
   | "CycleDurationMs"
   | "CycleErrors";
 

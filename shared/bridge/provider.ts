@@ -8,13 +8,25 @@ import { cutToDepth, MAX_RECORD_DEPTH, nestedDeeperThan } from "./validate.js";
 /** `client_sync_status` values the transaction cycle pulls (spec §2.2, §3.1). */
 export type PullStatus = "not_synced" | "outdated";
 
-/** Pagination block of a list response (spec §8.1): `has_next` ends a walk; the card walk also reads `total_records`. */
+/**
+ * Pagination block of a list response (spec §8.1): `has_next` ends a walk; the card walk and the transactions' backlog
+ * gauge also read `total_records` (see {@link listedTotal}).
+ */
 export interface PageInfo {
   readonly page?: number;
   readonly page_size?: number;
   readonly total_records?: number;
   readonly total_pages?: number;
   readonly has_next?: boolean;
+}
+
+/**
+ * `pagination.total_records` of a page when it is a count (a non-negative safe integer); undefined when the page does
+ * not say, or says something else: its length is no count of what the list holds.
+ */
+export function listedTotal(page: ProviderPage): number | undefined {
+  const total = page.pagination?.total_records;
+  return typeof total === "number" && Number.isSafeInteger(total) && total >= 0 ? total : undefined;
 }
 
 /** A list item the client's own schema check rejected, handed over raw (QashioClient's `invalid`). */

@@ -1,6 +1,7 @@
 /**
  * What one cycle did: returned by the poll functions and carried by their errors.
  */
+import type { PullStatus } from "./provider.js";
 
 /** Why a cycle ended. */
 export type CycleOutcome =
@@ -50,6 +51,12 @@ export interface CycleReport {
    * complete transaction cycle (never by a card cycle, nor by a re-drive, which does not list the backlog).
    */
   syncLagSeconds: number;
+  /**
+   * Transactions listed under each pull status when the cycle first read that list (`total_records` of its first page,
+   * which may move while the cycle runs; metric `TransactionsBacklog`). Only the statuses whose count the provider gave;
+   * absent when it gave none (a card cycle, a re-drive, a cycle stopped before its first read).
+   */
+  backlog?: Partial<Record<PullStatus, number>>;
   durationMs: number;
 }
 

@@ -16,7 +16,7 @@ import { withoutSyncStatus } from "./quarantine-id.js";
 import { RecentIds } from "./recent-ids.js";
 import { DEFAULT_MAX_PAGES, type CycleOptions, type TransactionCycleDeps } from "./deps.js";
 import type { BridgeEvent, PublishFailure, QuarantineRecord, Snapshot, SnapshotKey, StoreWriteOptions } from "./ports.js";
-import { pageEntries, type PageEntry, type ProviderPage, type PullStatus } from "./provider.js";
+import { listedTotal, pageEntries, type PageEntry, type ProviderPage, type PullStatus } from "./provider.js";
 import type { CycleOutcome, CycleReport } from "./report.js";
 import type { ValidationResult } from "./validate.js";
 
@@ -295,8 +295,10 @@ class TransactionRun extends CycleRun {
       }
       if (!inHand) {
         if (walked.calls >= this.maxPages) return "page_limit";
+        const firstRead = walked.calls === 0;
         walked.calls += 1;
         inHand = await this.list(status, page);
+        if (firstRead) this.noteBacklog(status, inHand);
         fromReadAhead = false;
       }
       // `let`: the page's objects are dropped below before the awaits, see there.
@@ -365,6 +367,19 @@ class TransactionRun extends CycleRun {
       // The whole last page was new and acknowledged: nothing can be left behind it in this pass.
       if (isLast && !fromReadAhead && wholePage && allAcknowledged) return complete();
     }
+  }
+
+  /**
+   * The backlog gauge: what `status` listed when this cycle first read it (`total_records` of that page), once per
+   * status and cycle, so a pass that goes on after the `outdated` list sends no second point. SyncLagSeconds sees only
+   * the newest items a cycle pulled; this shows whether what waits behind them shrinks. Nothing when the provider does
+   * not give the count (docs/spec-gaps.md).
+   */
+  private noteBacklog(status: PullStatus, first: ProviderPage): void {
+    const total = listedTotal(first);
+    if (total === undefined) return;
+    (this.report.backlog ??= {})[status] = total;
+    this.deps.metrics.add("TransactionsBacklog", total, "Count", { status });
   }
 
   /** A page read and left unprocessed holds changes still undelivered: they count towards the lag. */

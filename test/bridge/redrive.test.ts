@@ -75,6 +75,19 @@ describe("redriveQuarantined", () => {
     expect(rig.metrics.points.filter((p) => p.name === "SyncLagSeconds").map((p) => p.value)).toEqual([120]);
   });
 
+  it("sends no TransactionsBacklog point: its reads by qashio_id list no backlog, though their pages carry total_records", async () => {
+    const rig = makeRig();
+    await quarantinePublishFailures(rig, 2);
+    // Still listed, so the reads by qashio_id are not the only transactions the provider holds.
+    rig.provider.addTransaction();
+    rig.metrics.points.length = 0;
+    const report = await redriveQuarantined(rig.deps);
+    expect(report.redriven).toHaveLength(2);
+    expect(rig.provider.calls.some((c) => c.op === "listTransactions" && c.query.qashio_id !== undefined)).toBe(true);
+    expect(rig.metrics.points.filter((p) => p.name === "TransactionsBacklog")).toEqual([]);
+    expect(report.cycle.backlog).toBeUndefined();
+  });
+
   it("on a 403 says the provider refuses the access and still that the records are kept for the next redrive", async () => {
     const rig = makeRig();
     await quarantinePublishFailures(rig);
