@@ -32,10 +32,11 @@ const UNITS: Record<PortMetricUnit, PowertoolsMetricUnit> = {
 
 /**
  * Gauges of a state that can change within one invocation: a refresh loads a held token (TokenHeldInTable 1), then
- * writes the secret (0). An invocation publishes only the last value it reported, at `flush()`: CloudWatch has no
- * "last" statistic, and the period's maximum of both values would keep the alarm on after the state cleared.
+ * writes the secret (0). An invocation publishes only the last value it reported (per dimension set), at `flush()`:
+ * CloudWatch has no "last" statistic, and the period's maximum of both values would keep the alarm on after the state
+ * cleared. A gauge reported as a count (TransactionsBacklog, per `status`) must not be summed either.
  */
-export const LAST_VALUE_METRICS: ReadonlySet<MetricName> = new Set<MetricName>(["TokenHeldInTable"]);
+export const LAST_VALUE_METRICS: ReadonlySet<MetricName> = new Set<MetricName>(["TokenHeldInTable", "TransactionsBacklog"]);
 
 interface Aggregate {
   readonly name: MetricName;
@@ -46,8 +47,9 @@ interface Aggregate {
 
 /**
  * Engine metrics on Powertools Metrics. The tenant is a default dimension of the Powertools instance. Data points
- * with extra dimensions (`type`, `status_class`) are aggregated per dimension set (counts summed) and emitted by
- * `flush()` as one EMF document per dimension set (per value for other units), instead of one document per call.
+ * with extra dimensions (`type`, `status_class`, `status`) are aggregated per dimension set (counts summed, gauges at
+ * their last value) and emitted by `flush()` as one EMF document per dimension set (per value for other units),
+ * instead of one document per call.
  * {@link LAST_VALUE_METRICS} are held until `flush()` too, which adds only their last value.
  *
  * @example
@@ -71,6 +73,7 @@ export class PowertoolsMetricsAdapter implements Metrics {
     const key = JSON.stringify([name, unit, sorted]);
     const aggregate = this.#aggregates.get(key);
     if (aggregate === undefined) this.#aggregates.set(key, { name, unit, dimensions: sorted, values: [value] });
+    else if (LAST_VALUE_METRICS.has(name)) aggregate.values = [value];
     else if (unit === "Count") aggregate.values[0] = (aggregate.values[0] ?? 0) + value;
     else aggregate.values.push(value);
   }

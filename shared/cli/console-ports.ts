@@ -41,14 +41,18 @@ export function streamLogger(stream: OutputStream, level: LogLevel): Logger {
 }
 
 /** Metrics that are a level, not a count: the latest value replaces the previous one. */
-const GAUGES: ReadonlySet<MetricName> = new Set<MetricName>(["QuarantineSize"]);
+const GAUGES: ReadonlySet<MetricName> = new Set<MetricName>(["QuarantineSize", "TransactionsBacklog"]);
 
-/** Metrics summed in memory by name (and `type` dimension), gauges kept at their latest value, readable by the command. */
+/**
+ * Metrics summed in memory by name (and `type` dimension, or the backlog's `status`), gauges kept at their latest value,
+ * readable by the command.
+ */
 export class MemoryMetrics implements Metrics {
   readonly totals = new Map<string, number>();
 
   add(name: MetricName, value: number, _unit?: string, dimensions?: Readonly<Record<string, string>>): void {
-    const key = dimensions?.type === undefined ? name : `${name}:${dimensions.type}`;
+    const split = dimensions?.type ?? dimensions?.status;
+    const key = split === undefined ? name : `${name}:${split}`;
     this.totals.set(key, GAUGES.has(name) ? value : (this.totals.get(key) ?? 0) + value);
   }
 

@@ -65,6 +65,23 @@ describe("PowertoolsMetricsAdapter", () => {
     expect(lines.map((l) => [l.ProviderErrors, l.status_class, l.type])).toEqual([[2, "5xx", "list"]]);
   });
 
+  it("publishes a dimensioned gauge once per dimension set at its last value, under the exact dimension set the dashboard graphs", () => {
+    const { metrics, lines } = capture();
+    const adapter = new PowertoolsMetricsAdapter(metrics);
+    adapter.add("TransactionsBacklog", 5, "Count", { status: "not_synced" });
+    adapter.add("TransactionsBacklog", 3, "Count", { status: "outdated" });
+    // A gauge: a second report replaces the first rather than adding to it.
+    adapter.add("TransactionsBacklog", 7, "Count", { status: "not_synced" });
+    adapter.flush();
+    expect(lines.map((l) => [l.status, l.TransactionsBacklog, l.tenant])).toEqual([
+      ["not_synced", 7, "acme"],
+      ["outdated", 3, "acme"],
+    ]);
+    // infra/constructs/ops-dashboard.ts graphs it by service, tenant and status.
+    const emf = lines.map((l) => (l._aws as { CloudWatchMetrics: { Namespace: string; Dimensions: string[][] }[] }).CloudWatchMetrics[0]);
+    for (const doc of emf) expect(doc).toMatchObject({ Namespace: "QashioBridge", Dimensions: [["service", "tenant", "status"]] });
+  });
+
   it("adds plain metrics to the invocation's buffer, published with the tenant dimension", () => {
     const { metrics, lines } = capture();
     new PowertoolsMetricsAdapter(metrics).add("CycleDurationMs", 1234, "Milliseconds");

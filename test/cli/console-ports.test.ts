@@ -74,6 +74,15 @@ describe("MemoryMetrics", () => {
     metrics.add("QuarantineSize", 1, "Count");
     expect(metrics.get("QuarantineSize")).toBe(1);
   });
+
+  it("keeps the transactions' backlog per pull status at its latest value, the statuses apart", () => {
+    const metrics = new MemoryMetrics();
+    metrics.add("TransactionsBacklog", 40, "Count", { status: "not_synced" });
+    metrics.add("TransactionsBacklog", 2, "Count", { status: "outdated" });
+    metrics.add("TransactionsBacklog", 25, "Count", { status: "not_synced" });
+    expect(metrics.totals.get("TransactionsBacklog:not_synced")).toBe(25);
+    expect(metrics.totals.get("TransactionsBacklog:outdated")).toBe(2);
+  });
 });
 
 describe("observePublished", () => {
