@@ -64,25 +64,32 @@ export interface BridgeTenantMetricOptions {
   readonly statistic: string;
   /** Period of each data point. */
   readonly period: Duration;
+  /**
+   * The dimension the runtime emits the metric with besides `service` and `tenant`, with the one value to graph (e.g.
+   * `{ status: "outdated" }` of TransactionsBacklog): a plain metric matches its exact dimension set only.
+   * @default - none
+   */
+  readonly dimension?: { readonly status: string };
 }
 
 /**
- * One bridge metric of one tenant with the exact dimension set the runtime emits it with when it adds no
- * dimension of its own (`service`, `tenant`). Alarms on a plain metric may look back a whole day, while
- * {@link bridgeMetric}'s Metrics Insights alarms see only the last 3 hours, and a dashboard graph may hold only one
- * Insights query: use this one for an alarm whose period follows a slow schedule or a graph of several series, and
- * only for metrics emitted without `type` or `status_class`.
+ * One bridge metric of one tenant with the exact dimension set the runtime emits it with: `service`, `tenant`, and
+ * `options.dimension` when the runtime adds one whose values are known in advance (a pull status). Alarms on a plain
+ * metric may look back a whole day, while {@link bridgeMetric}'s Metrics Insights alarms see only the last 3 hours, and
+ * a dashboard graph may hold only one Insights query: use this one for an alarm whose period follows a slow schedule or
+ * a graph of several series, and never for metrics emitted with `type` or `status_class` (open-ended values).
  *
  * @example
  * ```ts
  * bridgeTenantMetric("acme", "SyncLagSeconds", { statistic: "Maximum", period: Duration.hours(1) });
+ * bridgeTenantMetric("acme", "TransactionsBacklog", { statistic: "Maximum", period: Duration.minutes(5), dimension: { status: "outdated" } });
  * ```
  */
 export function bridgeTenantMetric(tenantId: string, name: BridgeMetricName, options: BridgeTenantMetricOptions): cloudwatch.Metric {
   return new cloudwatch.Metric({
     namespace: METRIC_NAMESPACE,
     metricName: name,
-    dimensionsMap: { service: METRIC_SERVICE, tenant: tenantId },
+    dimensionsMap: { service: METRIC_SERVICE, tenant: tenantId, ...options.dimension },
     statistic: options.statistic,
     period: options.period,
   });

@@ -4,6 +4,7 @@ import type * as lambda from "aws-cdk-lib/aws-lambda";
 import type * as sqs from "aws-cdk-lib/aws-sqs";
 import { Construct } from "constructs";
 import { DEFAULT_RUNBOOK_URL } from "../runbook-link.js";
+import type { PullStatus } from "../../shared/bridge/provider.js";
 import { bridgeMetric, bridgeTenantMetric, type BridgeMetricName } from "./bridge-metrics.js";
 
 /** Properties of {@link OpsDashboard}. */
@@ -36,6 +37,7 @@ export const DASHBOARD_WIDGETS = {
   events: "Events published by type",
   providerErrors: "Provider errors by status class",
   syncLag: "Sync lag (s)",
+  backlog: "Transactions waiting when a cycle began, by status",
   cycleDuration: "Cycle duration (ms)",
   tokens: "Token refreshes / family revoked / secret write refused / held in table",
   quarantine: "Quarantine size / newly quarantined",
@@ -43,6 +45,9 @@ export const DASHBOARD_WIDGETS = {
   deadLetters: "Dead-letter queue depth",
   functions: "Function errors and throttles",
 } as const;
+
+/** The backlog graph's line of each pull status: a Record, so a status the cycle comes to pull gets its line. */
+const BACKLOG_LINES: Readonly<Record<PullStatus, string>> = { not_synced: "not_synced (new)", outdated: "outdated (changed)" };
 
 /** One CloudWatch dashboard per tenant: `QashioBridge-<tenant>`. */
 export class OpsDashboard extends Construct {
@@ -62,9 +67,10 @@ export class OpsDashboard extends Construct {
     const graph = (title: string, left: cloudwatch.IMetric[], extra: Partial<cloudwatch.GraphWidgetProps> = {}) =>
       new cloudwatch.GraphWidget({ title, left, width: 12, height: 6, ...extra });
     // A graph may hold only one Metrics Insights query (one per GetMetricData call): a graph of several series draws
-    // plain metrics, which only metrics emitted without a dimension of their own (`type`, `status_class`) can be.
-    const plain = (name: BridgeMetricName, statistic: string, label: string) =>
-      bridgeTenantMetric(t, name, { statistic, period: Duration.minutes(5) }).with({ label });
+    // plain metrics, which only metrics emitted without a dimension of open-ended values (`type`, `status_class`) can
+    // be; the backlog's `status` takes the pull statuses only, one plain metric each.
+    const plain = (name: BridgeMetricName, statistic: string, label: string, dimension?: { readonly status: string }) =>
+      bridgeTenantMetric(t, name, { statistic, period: Duration.minutes(5), dimension }).with({ label });
 
     const runbookUrl = props.runbookUrl ?? DEFAULT_RUNBOOK_URL;
     // A relative path is no link from the console: shown as text. An absolute URL is a markdown link.
@@ -90,17 +96,24 @@ export class OpsDashboard extends Construct {
         bridgeMetric(t, "ProviderErrors", { aggregate: "SUM", groupBy: "status_class" }),
       ]),
     );
+    // Side by side, a third of the row each: a lag that looks fine beside a backlog that does not shrink, cycles that
+    // last their whole budget (runbook, "SyncLag").
     this.dashboard.addWidgets(
       graph(DASHBOARD_WIDGETS.syncLag, [bridgeMetric(t, "SyncLagSeconds", { aggregate: "MAX", label: "max lag" })], {
+        width: 8,
         leftAnnotations:
           props.syncLagThresholdSeconds === undefined
             ? undefined
             : [{ value: props.syncLagThresholdSeconds, label: "alarm threshold", color: cloudwatch.Color.RED }],
       }),
-      graph(DASHBOARD_WIDGETS.cycleDuration, [
-        plain("CycleDurationMs", "Maximum", "max"),
-        plain("CycleDurationMs", "Average", "average"),
-      ]),
+      graph(
+        DASHBOARD_WIDGETS.backlog,
+        Object.entries(BACKLOG_LINES).map(([status, label]) => plain("TransactionsBacklog", "Maximum", label, { status })),
+        { width: 8 },
+      ),
+      graph(DASHBOARD_WIDGETS.cycleDuration, [plain("CycleDurationMs", "Maximum", "max"), plain("CycleDurationMs", "Average", "average")], {
+        width: 8,
+      }),
     );
     this.dashboard.addWidgets(
       graph(DASHBOARD_WIDGETS.tokens, [

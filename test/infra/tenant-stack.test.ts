@@ -993,6 +993,17 @@ describe("dashboard", () => {
     }
   });
 
+  it("graphs the transactions' backlog by pull status: the gauge's Maximum under the exact dimension set the runtime emits (service, tenant, status)", () => {
+    for (const [template, tenant] of [
+      [acmeT, "acme-sandbox"],
+      [globexT, "globex"],
+    ] as const) {
+      const backlog = dashboardWidgets(template).find((w) => w.properties.title === DASHBOARD_WIDGETS.backlog);
+      const line = (status: string, label: string) => ["QashioBridge", "TransactionsBacklog", "service", "qashio-bridge", "status", status, "tenant", tenant, { label, stat: "Maximum" }];
+      expect(backlog?.properties.metrics).toEqual([line("not_synced", "not_synced (new)"), line("outdated", "outdated (changed)")]);
+    }
+  });
+
   it("shows every alarm's state, the SyncLag alarm's threshold on the lag graph, and each function's errors and throttles", () => {
     for (const template of [acmeT, globexT]) {
       const widgets = dashboardWidgets(template) as {
