@@ -184,6 +184,11 @@ export interface CycleSummary {
   readonly durationMs: number;
   /** True when the cycle stopped before it finished (budget, page bound, as asked, the event sink) and resumes next time. */
   readonly partial?: boolean;
+  /**
+   * Transactions listed under each pull status when the cycle began (the engine's `CycleReport.backlog`): shown for a
+   * partial cycle only, where what it left behind matters. A status without a count is left out.
+   */
+  readonly backlog?: Readonly<Record<string, number | undefined>>;
   /** True when it stopped because it was asked to (Ctrl-C, SIGTERM), not at its budget. */
   readonly interrupted?: boolean;
   /** True when it stopped because the event sink took no events for now (outcome `publisher_unavailable`). */
@@ -196,7 +201,8 @@ export interface CycleSummary {
 }
 
 /**
- * One line summing up a cycle: events by type, acknowledgements (and refused acknowledges, if any), quarantine, duration.
+ * One line summing up a cycle: events by type, acknowledgements (and refused acknowledges, if any), quarantine, duration;
+ * for a cycle that stopped before it finished, why, and what waited when it began (when known).
  *
  * @example
  * formatCycleSummary({ cycle: 1, published: { "transaction.created": 2, "card.suspended": 1 }, acknowledged: 12, quarantined: 0, durationMs: 84 });
@@ -220,7 +226,8 @@ export function formatCycleSummary(summary: CycleSummary, p: Palette = NO_COLOUR
       : summary.publisherUnavailable === true
         ? "stopped: the event sink takes no events for now, resumes next cycle"
         : "stopped at budget, resumes next cycle";
-  const tail = summary.partial === true ? ` · ${p.yellow(stop)}` : "";
+  const waiting = Object.entries(summary.backlog ?? {}).flatMap(([status, n]) => (n === undefined ? [] : [`${n} ${status}`]));
+  const tail = summary.partial === true ? `${waiting.length > 0 ? ` · waiting at its start: ${waiting.join(", ")}` : ""} · ${p.yellow(stop)}` : "";
   return (
     p.dim(`── cycle ${summary.cycle}: `) +
     `${events} · ${summary.acknowledged} acknowledged${refused} · ${quarantined} · ${Math.round(summary.durationMs)} ms${tail}`
