@@ -9,7 +9,7 @@ import { applyPiiInPlace, type PiiPolicy } from "./pii.js";
 import type { Change } from "./diff.js";
 import { isJsonObject } from "../json-object.js";
 import { CycleRun, type RunKind } from "./cycle.js";
-import { providerRefusal, refusedForReference, retryDeferred, statusOf } from "./provider-errors.js";
+import { failedCallOf, providerRefusal, refusedForReference, retryDeferred, statusOf } from "./provider-errors.js";
 import { writeDeadlineExceeded } from "./errors.js";
 import { lastModified, nextSequence, storedSequence, versionTime } from "./versions.js";
 import { withoutSyncStatus } from "./quarantine-id.js";
@@ -185,6 +185,12 @@ function itemKey(raw: unknown): string {
   return typeof id === "string" && id !== "" ? id : `sha:${contentHash(raw)}`;
 }
 
+/** What a list held by its latest read: `total_records`, and the cycle's acknowledged count when it was sent. */
+interface ListedCount {
+  readonly total: number;
+  readonly acknowledgedBefore: number;
+}
+
 /** Parent references remembered as not found, at most (see `parentsNotFound`). */
 const PARENTS_NOT_FOUND_LIMIT = 1_000;
 
@@ -273,6 +279,15 @@ class TransactionRun extends CycleRun {
     const { handled, awaitingReRead } = walked;
     const untilPassed = (): boolean => until !== undefined && this.deps.clock.now() >= until;
     const pastUntil = (): boolean => this.pastDeadline() || untilPassed();
+    let listed: ListedCount | undefined;
+    /** Lists `n`, keeping what its answer says the list holds (see {@link lookAtOldestWaiting}). */
+    const readPage = async (n: number): Promise<ProviderPage> => {
+      const acknowledgedBefore = this.report.acknowledged;
+      const answer = await this.list(status, n);
+      const total = listedTotal(answer);
+      listed = total === undefined ? undefined : { total, acknowledgedBefore };
+      return answer;
+    };
     let page = 1;
     let readAhead = this.options.readAhead ?? true;
     let inHand: ProviderPage | undefined;
@@ -291,13 +306,14 @@ class TransactionRun extends CycleRun {
       const stop = this.pastDeadline() ? "deadline" : untilPassed() ? "until" : this.publisherUnavailable() ? "publisher_unavailable" : undefined;
       if (stop !== undefined) {
         if (inHand) this.leftBehind(inHand, handled);
+        if (stop === "until") await this.lookAtOldestWaiting(status, handled, listed, page);
         return stop;
       }
       if (!inHand) {
         if (walked.calls >= this.maxPages) return "page_limit";
         const firstRead = walked.calls === 0;
         walked.calls += 1;
-        inHand = await this.list(status, page);
+        inHand = await readPage(page);
         if (firstRead) this.noteBacklog(status, inHand);
         fromReadAhead = false;
       }
@@ -327,7 +343,7 @@ class TransactionRun extends CycleRun {
       let ahead: ProviderPage | undefined;
       if (readAhead && !isLast && walked.calls < this.maxPages && !pastUntil()) {
         walked.calls += 1;
-        next = this.list(status, page + 1);
+        next = readPage(page + 1);
         // Observed below; a failure of the batch must not leave it unhandled, nor wait for it.
         next.then((read) => (ahead = read), () => undefined);
       }
@@ -380,6 +396,32 @@ class TransactionRun extends CycleRun {
     if (total === undefined) return;
     (this.report.backlog ??= {})[status] = total;
     this.deps.metrics.add("TransactionsBacklog", total, "Count", { status });
+  }
+
+  /**
+   * At the pause of a `not_synced` pass at its share, reads the last page of the list once, when the list goes on past
+   * the page the walk is at: its items, the oldest waiting, count towards the lag as pending (like a page left behind),
+   * unhandled, unpublished, unacknowledged. Otherwise SyncLagSeconds sees only the newest items, those a cycle reaches,
+   * and stays quiet while the oldest wait for hours under sustained load. The page number comes from `listed`, less the
+   * acknowledges since (they left the list). Nothing without a count, nor past the deadline; a failure of the read only
+   * costs the look (docs/spec-gaps.md, SyncLagSeconds).
+   */
+  private async lookAtOldestWaiting(status: PullStatus, handled: RecentIds, listed: ListedCount | undefined, reached: number): Promise<void> {
+    if (listed === undefined || this.pastDeadline()) return;
+    const waiting = listed.total - (this.report.acknowledged - listed.acknowledgedBefore);
+    const last = Math.ceil(waiting / this.pageSize);
+    if (last <= reached) return;
+    try {
+      this.leftBehind(await this.list(status, last), handled);
+    } catch (err) {
+      const { name, status: httpStatus } = failedCallOf(err);
+      this.deps.logger.warn("could not read the oldest transactions waiting; the lag leaves them out this cycle", {
+        list: status,
+        page: last,
+        error: name,
+        status: httpStatus,
+      });
+    }
   }
 
   /** A page read and left unprocessed holds changes still undelivered: they count towards the lag. */

@@ -1,0 +1,162 @@
+import { describe, expect, it } from "vitest";
+import { pollTransactions } from "../../shared/bridge/transactions.js";
+import type { ProviderPage } from "../../shared/bridge/provider.js";
+import type { CycleReport } from "../../shared/bridge/report.js";
+import { makeRig, type ProviderCall, type TestRig } from "./fakes.js";
+
+/** When the old transactions changed: six hours before the rig's clock, five before the newer ones. */
+const OLD_CHANGE_MS = Date.parse("2025-01-15T04:00:00.000Z");
+const PAGE_SIZE = 10;
+
+/**
+ * `old` transactions changed six hours ago under `newer` ones changed an hour ago, all `not_synced`; each acknowledge
+ * takes a second of the rig's clock, so a budget of 8 s pauses the `not_synced` pass at 6 s (its share), 60 taken.
+ */
+function oldBehindNewer(old = 30, newer = 100): { rig: TestRig; oldIds: Set<string> } {
+  const rig = makeRig();
+  const oldIds = new Set<string>();
+  for (let i = 0; i < old; i++) oldIds.add(rig.provider.addTransaction({ updated_at: new Date(OLD_CHANGE_MS + i * 1000).toISOString() }).id);
+  for (let i = 0; i < newer; i++) rig.provider.addTransaction();
+  rig.provider.beforeCall = (call) => {
+    if (call.op === "acknowledgeTransactions") rig.clock.advance(1000);
+  };
+  return { rig, oldIds };
+}
+
+const BUDGET_MS = 8_000;
+
+function listCalls(rig: TestRig): Extract<ProviderCall, { op: "listTransactions" }>[] {
+  return rig.provider.calls.filter((c): c is Extract<ProviderCall, { op: "listTransactions" }> => c.op === "listTransactions");
+}
+
+/**
+ * The cycle's reads of a `not_synced` page past the second: a walk re-reads page 1 (acknowledged items leave the
+ * list) and reads page 2 ahead, so only the look at the list's end reads further.
+ */
+function looksAtTheEnd(rig: TestRig): number[] {
+  return listCalls(rig).flatMap((c) => (c.query.client_sync_status === "not_synced" && c.query.page > 2 ? [c.query.page] : []));
+}
+
+/** Makes the rig's reads of a `not_synced` page past the second answer with `answer` instead of the list. */
+function endAnswers(rig: TestRig, answer: () => Promise<ProviderPage>): void {
+  const list = rig.provider.listTransactions.bind(rig.provider);
+  rig.provider.listTransactions = async (query) => {
+    const page = await list(query);
+    return query.client_sync_status === "not_synced" && query.page > 2 ? answer() : page;
+  };
+}
+
+/** What a cycle delivered: its outcome and counters, the events published and the ids acknowledged, in order. */
+function deliveries(rig: TestRig, report: CycleReport) {
+  const { outcome, pulled, handled, published, acknowledged, unchanged, quarantined } = report;
+  return {
+    report: { outcome, pulled, handled, published, acknowledged, unchanged, quarantined },
+    events: rig.publisher.events.map((e) => e.detail.id),
+    acknowledgedIds: rig.provider.calls.flatMap((c) => (c.op === "acknowledgeTransactions" ? c.ids : [])),
+    waiting: rig.provider.pending().map((t) => t.id),
+  };
+}
+
+/**
+ * The cycle of {@link oldBehindNewer} over a provider that gives no `total_records`: without a count the cycle cannot
+ * tell where the list ends, so it makes no read of its end. What it delivers is what a cycle delivers without that read.
+ */
+async function withoutTheLook(): Promise<{ rig: TestRig; report: CycleReport }> {
+  const { rig } = oldBehindNewer();
+  const list = rig.provider.listTransactions.bind(rig.provider);
+  rig.provider.listTransactions = async (query) => {
+    const { pagination, ...page } = await list(query);
+    const { total_records: _unknown, ...rest } = pagination ?? {};
+    return { ...page, pagination: rest };
+  };
+  const report = await pollTransactions(rig.deps, { pageSize: PAGE_SIZE, deadline: rig.clock.now() + BUDGET_MS });
+  expect(looksAtTheEnd(rig)).toEqual([]);
+  return { rig, report };
+}
+
+describe("SyncLagSeconds with transactions a cycle cannot reach", () => {
+  it("counts the oldest transaction still waiting when the not_synced pass pauses at its share with more listed than it reached", async () => {
+    const { rig, oldIds } = oldBehindNewer();
+    const report = await pollTransactions(rig.deps, { pageSize: PAGE_SIZE, deadline: rig.clock.now() + BUDGET_MS });
+    expect(report.outcome).toBe("deadline");
+    // The cycle delivered newer transactions only: every old one still waits.
+    expect(rig.publisher.events.some((e) => oldIds.has(e.detail.subject.id))).toBe(false);
+    expect(rig.provider.pending().filter((t) => oldIds.has(t.id))).toHaveLength(oldIds.size);
+    const oldestAgeSeconds = Math.round((rig.clock.now() - OLD_CHANGE_MS) / 1000);
+    expect(report.syncLagSeconds).toBeGreaterThanOrEqual(oldestAgeSeconds);
+    expect(rig.metrics.points.filter((p) => p.name === "SyncLagSeconds").map((p) => p.value)).toEqual([report.syncLagSeconds]);
+  });
+
+  it("looks at the end of the list once, at the pause (before the outdated list), not again when the cycle ends at its deadline", async () => {
+    const { rig } = oldBehindNewer();
+    await pollTransactions(rig.deps, { pageSize: PAGE_SIZE, deadline: rig.clock.now() + BUDGET_MS });
+    // 130 listed, 60 acknowledged by the pause: 70 wait, the oldest ten on page 7.
+    expect(looksAtTheEnd(rig)).toEqual([7]);
+    const calls = listCalls(rig);
+    const look = calls.findIndex((c) => c.query.page === 7);
+    expect(look).toBeLessThan(calls.findIndex((c) => c.query.client_sync_status === "outdated"));
+  });
+
+  it("makes no extra read when the walk completes, with a budget or without one: the same calls", async () => {
+    const withBudget = oldBehindNewer();
+    const roomy = await pollTransactions(withBudget.rig.deps, { pageSize: PAGE_SIZE, deadline: withBudget.rig.clock.now() + 1_000_000 });
+    const without = oldBehindNewer();
+    const unbounded = await pollTransactions(without.rig.deps, { pageSize: PAGE_SIZE });
+    expect([roomy.outcome, unbounded.outcome]).toEqual(["complete", "complete"]);
+    expect(looksAtTheEnd(withBudget.rig)).toEqual([]);
+    expect(withBudget.rig.provider.calls).toEqual(without.rig.provider.calls);
+  });
+
+  it("makes no extra read at the pause when what still waits fits the page the walk is at", async () => {
+    const rig = makeRig();
+    for (let i = 0; i < 15; i++) rig.provider.addTransaction();
+    let first = true;
+    rig.provider.beforeCall = (call) => {
+      // The first read takes four fifths of the budget: the pass pauses after its page, 5 of 15 left.
+      if (first && call.op === "listTransactions") rig.clock.advance(80_000);
+      first = false;
+    };
+    const report = await pollTransactions(rig.deps, { pageSize: PAGE_SIZE, deadline: rig.clock.now() + 100_000 });
+    expect(report.outcome).toBe("complete");
+    expect(listCalls(rig).filter((c) => c.query.client_sync_status === "not_synced").map((c) => c.query.page)).toEqual([1, 1]);
+  });
+
+  it("neither publishes nor acknowledges what it read at the end of the list, nor counts it as pulled: it delivers as without the read", async () => {
+    const { rig } = oldBehindNewer();
+    const seenAtTheEnd: string[] = [];
+    const list = rig.provider.listTransactions.bind(rig.provider);
+    rig.provider.listTransactions = async (query) => {
+      const page = await list(query);
+      if (query.client_sync_status === "not_synced" && query.page > 2) seenAtTheEnd.push(...page.data.map((t) => (t as { id: string }).id));
+      return page;
+    };
+    const report = await pollTransactions(rig.deps, { pageSize: PAGE_SIZE, deadline: rig.clock.now() + BUDGET_MS });
+    expect(seenAtTheEnd).toHaveLength(PAGE_SIZE);
+    const delivered = deliveries(rig, report);
+    expect(delivered.acknowledgedIds.filter((id) => seenAtTheEnd.includes(id))).toEqual([]);
+    expect(rig.publisher.events.filter((e) => seenAtTheEnd.includes(e.detail.subject.id))).toEqual([]);
+    expect(delivered.waiting).toEqual(expect.arrayContaining(seenAtTheEnd));
+    // Pulled, handled, published and acknowledged as without the read; only the lag differs.
+    const blind = await withoutTheLook();
+    expect(delivered).toEqual(deliveries(blind.rig, blind.report));
+    expect(rig.metrics.sum("TransactionsPulled")).toBe(blind.rig.metrics.sum("TransactionsPulled"));
+    expect(report.syncLagSeconds).toBeGreaterThan(blind.report.syncLagSeconds);
+  });
+
+  it.each([
+    ["the provider fails it", 1, () => Promise.reject(Object.assign(new Error("upstream down"), { name: "ServiceUnavailableError", status: 503 }))],
+    ["its page is no list", 1, () => Promise.resolve({ data: "not a list" } as unknown as ProviderPage)],
+    // Nothing fails here: items without an id or a change time have no age to count (the walk quarantines them).
+    ["its items are no transactions", 0, () => Promise.resolve({ data: [null, 42, { id: 7, updated_at: "yesterday" }, { updated_at: "2025-01-15T04:00:00Z" }] })],
+  ])("delivers as it would without the look at the end of the list when %s (warnings: %i)", async (_, warnings, answer) => {
+    const looked = oldBehindNewer();
+    endAnswers(looked.rig, answer);
+    const lookedReport = await pollTransactions(looked.rig.deps, { pageSize: PAGE_SIZE, deadline: looked.rig.clock.now() + BUDGET_MS });
+    const blind = await withoutTheLook();
+    expect(looksAtTheEnd(looked.rig)).toEqual([7]);
+    expect(deliveries(looked.rig, lookedReport)).toEqual(deliveries(blind.rig, blind.report));
+    expect(lookedReport.syncLagSeconds).toBe(blind.report.syncLagSeconds);
+    expect(lookedReport.outcome).toBe("deadline");
+    expect(looked.rig.logger.lines.filter((l) => l.level === "warn" && /oldest/.test(l.message))).toHaveLength(warnings);
+  });
+});
