@@ -387,9 +387,9 @@ class TransactionRun extends CycleRun {
 
   /**
    * The backlog gauge: what `status` listed when this cycle first read it (`total_records` of that page), once per
-   * status and cycle, so a pass that goes on after the `outdated` list sends no second point. SyncLagSeconds sees only
-   * the newest items a cycle pulled; this shows whether what waits behind them shrinks. Nothing when the provider does
-   * not give the count (docs/spec-gaps.md).
+   * status and cycle, so a pass that goes on after the `outdated` list sends no second point. SyncLagSeconds shows the
+   * age of what waits (the oldest through {@link lookAtOldestWaiting}); this shows whether it shrinks. Nothing when the
+   * provider does not give the count (docs/spec-gaps.md).
    */
   private noteBacklog(status: PullStatus, first: ProviderPage): void {
     const total = listedTotal(first);
