@@ -9,7 +9,7 @@ import { applyPiiInPlace, type PiiPolicy } from "./pii.js";
 import type { Change } from "./diff.js";
 import { isJsonObject } from "../json-object.js";
 import { CycleRun, type RunKind } from "./cycle.js";
-import { failedCallOf, providerRefusal, refusedForReference, retryDeferred, statusOf } from "./provider-errors.js";
+import { failedCallOf, isTokenFailure, providerRefusal, refusedForReference, retryDeferred, statusOf } from "./provider-errors.js";
 import { writeDeadlineExceeded } from "./errors.js";
 import { lastModified, nextSequence, storedSequence, versionTime } from "./versions.js";
 import { withoutSyncStatus } from "./quarantine-id.js";
@@ -404,7 +404,8 @@ class TransactionRun extends CycleRun {
    * unhandled, unpublished, unacknowledged. Otherwise SyncLagSeconds sees only the newest items, those a cycle reaches,
    * and stays quiet while the oldest wait for hours under sustained load. The page number comes from `listed`, less the
    * acknowledges since (they left the list). Nothing without a count, nor past the deadline; a failure of the read only
-   * costs the look (docs/spec-gaps.md, SyncLagSeconds).
+   * costs the look, except a token failure (a revoked family): every call would meet it, so it stops the cycle as any
+   * call's would, not a later call, which the deadline may keep from coming (docs/spec-gaps.md, SyncLagSeconds).
    */
   private async lookAtOldestWaiting(status: PullStatus, handled: RecentIds, listed: ListedCount | undefined, reached: number): Promise<void> {
     if (listed === undefined || this.pastDeadline()) return;
@@ -414,6 +415,7 @@ class TransactionRun extends CycleRun {
     try {
       this.leftBehind(await this.list(status, last), handled);
     } catch (err) {
+      if (isTokenFailure(err)) throw err;
       const { name, status: httpStatus } = failedCallOf(err);
       this.deps.logger.warn("could not read the oldest transactions waiting; the lag leaves them out this cycle", {
         list: status,

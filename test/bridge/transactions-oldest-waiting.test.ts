@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { pollTransactions } from "../../shared/bridge/transactions.js";
+import { ReauthorizationNeededError } from "../../shared/bridge/errors.js";
 import type { ProviderPage } from "../../shared/bridge/provider.js";
 import type { CycleReport } from "../../shared/bridge/report.js";
 import { makeRig, type ProviderCall, type TestRig } from "./fakes.js";
@@ -158,5 +159,27 @@ describe("SyncLagSeconds with transactions a cycle cannot reach", () => {
     expect(lookedReport.syncLagSeconds).toBe(blind.report.syncLagSeconds);
     expect(lookedReport.outcome).toBe("deadline");
     expect(looked.rig.logger.lines.filter((l) => l.level === "warn" && /oldest/.test(l.message))).toHaveLength(warnings);
+  });
+
+  it.each([
+    ["with time left", 0],
+    // The refused refresh held its lease (a lock wait) past the deadline: no later call would meet the refusal.
+    ["past the deadline", BUDGET_MS],
+  ])("stops the cycle with the re-authorize error when the token family is revoked at the look at the end of the list (%s)", async (_, refusalTakesMs) => {
+    const { rig } = oldBehindNewer();
+    let lookedAt = false;
+    const beforeCall = rig.provider.beforeCall;
+    rig.provider.beforeCall = (call) => {
+      lookedAt ||= call.op === "listTransactions" && call.query.client_sync_status === "not_synced" && call.query.page > 2;
+      if (!lookedAt) return beforeCall(call);
+      rig.clock.advance(refusalTakesMs);
+      throw Object.assign(new Error("refresh rejected"), { name: "ReauthorizationRequiredError", status: 401 });
+    };
+    const error = await pollTransactions(rig.deps, { pageSize: PAGE_SIZE, deadline: rig.clock.now() + BUDGET_MS }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ReauthorizationNeededError);
+    expect(rig.metrics.sum("TokenFamilyRevoked")).toBe(1);
+    // The bridge does not call again with a revoked family, and says nothing of the oldest it could not read.
+    expect(rig.provider.calls.at(-1)).toMatchObject({ op: "listTransactions", query: { client_sync_status: "not_synced", page: 7 } });
+    expect(rig.logger.lines.filter((l) => /oldest/.test(l.message))).toEqual([]);
   });
 });
