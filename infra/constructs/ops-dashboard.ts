@@ -37,7 +37,7 @@ export const DASHBOARD_WIDGETS = {
   events: "Events published by type",
   providerErrors: "Provider errors by status class",
   syncLag: "Sync lag (s)",
-  backlog: "Transactions waiting when a cycle began, by status",
+  backlog: "Transactions listed at each cycle's first read, by status",
   cycleDuration: "Cycle duration (ms)",
   tokens: "Token refreshes / family revoked / secret write refused / held in table",
   quarantine: "Quarantine size / newly quarantined",

@@ -185,7 +185,7 @@ export interface CycleSummary {
   /** True when the cycle stopped before it finished (budget, page bound, as asked, the event sink) and resumes next time. */
   readonly partial?: boolean;
   /**
-   * Transactions listed under each pull status when the cycle began (the engine's `CycleReport.backlog`): shown for a
+   * Transactions listed under each pull status when the cycle first read that list (the engine's `CycleReport.backlog`): shown for a
    * partial cycle only, where what it left behind matters. A status without a count is left out.
    */
   readonly backlog?: Readonly<Record<string, number | undefined>>;
@@ -202,7 +202,7 @@ export interface CycleSummary {
 
 /**
  * One line summing up a cycle: events by type, acknowledgements (and refused acknowledges, if any), quarantine, duration;
- * for a cycle that stopped before it finished, why, and what waited when it began (when known).
+ * for a cycle that stopped before it finished, why, and what each pull status listed when first read (when known).
  *
  * @example
  * formatCycleSummary({ cycle: 1, published: { "transaction.created": 2, "card.suspended": 1 }, acknowledged: 12, quarantined: 0, durationMs: 84 });
@@ -227,7 +227,7 @@ export function formatCycleSummary(summary: CycleSummary, p: Palette = NO_COLOUR
         ? "stopped: the event sink takes no events for now, resumes next cycle"
         : "stopped at budget, resumes next cycle";
   const waiting = Object.entries(summary.backlog ?? {}).flatMap(([status, n]) => (n === undefined ? [] : [`${n} ${status}`]));
-  const tail = summary.partial === true ? `${waiting.length > 0 ? ` · waiting at its start: ${waiting.join(", ")}` : ""} · ${p.yellow(stop)}` : "";
+  const tail = summary.partial === true ? `${waiting.length > 0 ? ` · listed when first read: ${waiting.join(", ")}` : ""} · ${p.yellow(stop)}` : "";
   return (
     p.dim(`── cycle ${summary.cycle}: `) +
     `${events} · ${summary.acknowledged} acknowledged${refused} · ${quarantined} · ${Math.round(summary.durationMs)} ms${tail}`

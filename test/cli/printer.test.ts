@@ -181,17 +181,17 @@ describe("formatCycleSummary", () => {
     );
   });
 
-  it("says what waited under each pull status when a cycle began, only for a cycle that stopped before it finished", () => {
+  it("says what each pull status listed when the cycle first read it, only for a cycle that stopped before it finished", () => {
     const transactions = { ...emptyReport("transactions"), outcome: "deadline" as const, backlog: { not_synced: 41, outdated: 2 } };
     const stopped = { transactions, cards: emptyReport("cards"), events: 0, complete: false, interrupted: false, durationMs: 6, quarantineSize: 0 };
     expect(summaryOf(3, stopped, NO_COLOURS)).toBe(
-      "── cycle 3: 0 events · 0 acknowledged · 0 quarantined · 6 ms · waiting at its start: 41 not_synced, 2 outdated · stopped at budget, resumes next cycle",
+      "── cycle 3: 0 events · 0 acknowledged · 0 quarantined · 6 ms · listed when first read: 41 not_synced, 2 outdated · stopped at budget, resumes next cycle",
     );
     const finished = { ...stopped, transactions: { ...transactions, outcome: "complete" as const }, complete: true };
     expect(summaryOf(3, finished, NO_COLOURS)).toBe("── cycle 3: 0 events · 0 acknowledged · 0 quarantined · 6 ms");
     // A status whose count the provider did not give is left out, not shown as 0.
     expect(formatCycleSummary({ cycle: 1, published: {}, acknowledged: 0, quarantined: 0, durationMs: 5, partial: true, backlog: { outdated: 7 } })).toBe(
-      "── cycle 1: 0 events · 0 acknowledged · 0 quarantined · 5 ms · waiting at its start: 7 outdated · stopped at budget, resumes next cycle",
+      "── cycle 1: 0 events · 0 acknowledged · 0 quarantined · 5 ms · listed when first read: 7 outdated · stopped at budget, resumes next cycle",
     );
   });
 
