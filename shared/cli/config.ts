@@ -37,23 +37,27 @@ export interface ProviderSettings {
   readonly clientSecret: string;
 }
 
-/** Validated settings of `run`. */
-export interface LocalSettings extends ProviderSettings {
-  /** Stands in for a stored token while the state directory holds none; never saved itself (see local-tokens.ts). */
-  readonly refreshToken?: string;
+/** Validated settings of the state directory alone: all of `conform-pii`'s, which never calls the provider. */
+export interface StateSettings {
   readonly tenant: string;
   /** Absolute path. */
   readonly stateDir: string;
-  /** Absolute path of the JSON Lines event file. */
-  readonly eventsFile: string;
   readonly piiMode: PiiMode;
   readonly piiSalt?: string;
+  readonly cycleBudgetMs: number;
+  readonly logLevel: LogLevel;
+}
+
+/** Validated settings of `run` (and `redrive`). */
+export interface LocalSettings extends ProviderSettings, StateSettings {
+  /** Stands in for a stored token while the state directory holds none; never saved itself (see local-tokens.ts). */
+  readonly refreshToken?: string;
+  /** Absolute path of the JSON Lines event file. */
+  readonly eventsFile: string;
   readonly eventSource: string;
   readonly emitCardCreated: boolean;
   /** Read each card's detail in the card walk (limit amounts and other settings the list does not show). */
   readonly cardDetails: boolean;
-  readonly cycleBudgetMs: number;
-  readonly logLevel: LogLevel;
 }
 
 /** One row of the settings table: `help` prints it, and a test checks README's table against it. */
@@ -65,10 +69,10 @@ export interface SettingDoc {
 }
 
 export const SETTINGS: readonly SettingDoc[] = [
-  { name: "QASHIO_BASE_URL", required: "yes", default: "", meaning: "provider base URL (https; http only for a loopback host), or `production`, `eu`, `sandbox` (resolved from QASHIO_PRODUCTION_URL / QASHIO_EU_URL / QASHIO_SANDBOX_URL)" },
-  { name: "QASHIO_CLIENT_ID", required: "yes", default: "", meaning: "OAuth client id issued to the integrator" },
-  { name: "QASHIO_CLIENT_SECRET", required: "yes", default: "", meaning: "OAuth client secret (never printed)" },
-  { name: "QASHIO_REFRESH_TOKEN", required: "no", default: "", meaning: "first refresh token; used only while the state directory holds no token (else run `authorize`)" },
+  { name: "QASHIO_BASE_URL", required: "except for `conform-pii`", default: "", meaning: "provider base URL (https; http only for a loopback host), or `production`, `eu`, `sandbox` (resolved from QASHIO_PRODUCTION_URL / QASHIO_EU_URL / QASHIO_SANDBOX_URL)" },
+  { name: "QASHIO_CLIENT_ID", required: "except for `conform-pii`", default: "", meaning: "OAuth client id issued to the integrator" },
+  { name: "QASHIO_CLIENT_SECRET", required: "except for `conform-pii`", default: "", meaning: "OAuth client secret (never printed)" },
+  { name: "QASHIO_REFRESH_TOKEN", required: "no", default: "", meaning: "first refresh token; used only while the state directory holds no token (else run `authorize`; `conform-pii` needs none)" },
   { name: "QASHIO_AUTHORIZE_URL", required: "no", default: "the base URL", meaning: "address of the provider's authorization screen (`authorize` only)" },
   { name: "BRIDGE_TENANT", required: "except for `authorize`", default: "", meaning: "tenant id written into every event (a letter or digit, then letters, digits, `-`, `_`; up to 64)" },
   { name: "BRIDGE_STATE_DIR", required: "no", default: DEFAULT_STATE_DIR, meaning: "snapshots, tokens, quarantine, locks" },
@@ -461,6 +465,57 @@ function checkPaths(r: Reader, stateDir: string, eventsFile: string): void {
   }
 }
 
+function readTenant(r: Reader): string {
+  const tenant = r.required("BRIDGE_TENANT");
+  checkTenant(r, tenant);
+  return tenant;
+}
+
+function readPii(r: Reader): Pick<StateSettings, "piiMode" | "piiSalt"> {
+  const piiMode = r.oneOf("BRIDGE_PII_MODE", PII_MODES, DEFAULT_PII_MODE);
+  const piiSalt = r.raw("BRIDGE_PII_SALT");
+  if (piiMode === "hash" && piiSalt === undefined) r.problem("BRIDGE_PII_SALT", "is required when BRIDGE_PII_MODE is hash");
+  if (piiSalt !== undefined && piiSalt.length < PII_SALT_MIN_LENGTH) r.problem("BRIDGE_PII_SALT", `must be at least ${PII_SALT_MIN_LENGTH} characters`);
+  return { piiMode, piiSalt };
+}
+
+function readBudget(r: Reader): number {
+  const budgetText = r.raw("BRIDGE_CYCLE_BUDGET");
+  if (budgetText === undefined) return DEFAULT_CYCLE_BUDGET_MS;
+  try {
+    const budget = parseDuration(budgetText);
+    const problem = durationRangeProblem(budget, 1_000);
+    if (problem !== undefined) r.problem("BRIDGE_CYCLE_BUDGET", problem);
+    return budget;
+  } catch {
+    r.problem("BRIDGE_CYCLE_BUDGET", "must be a duration such as 30s, 5m, 1h");
+    return DEFAULT_CYCLE_BUDGET_MS;
+  }
+}
+
+/**
+ * Validates the settings of `conform-pii`, which works on the state directory alone: no provider settings and no token
+ * are read (a directory whose token is gone must still be masked). The state directory must exist: created afresh, it
+ * would report nothing rewritten, as if a mistyped path were masked. Throws {@link ConfigError} (exit 2).
+ *
+ * @example
+ * const settings = readStateSettings(await loadEnv(process.env, process.cwd()), process.cwd());
+ */
+export function readStateSettings(env: Env, cwd: string): StateSettings {
+  const r = new Reader(env);
+  const tenant = readTenant(r);
+  const { piiMode, piiSalt } = readPii(r);
+  const cycleBudgetMs = readBudget(r);
+  const logLevel = r.oneOf("BRIDGE_LOG_LEVEL", LOG_LEVELS, "info");
+  const stateDir = pathSetting(r, "BRIDGE_STATE_DIR", cwd, DEFAULT_STATE_DIR);
+  checked(r, "BRIDGE_STATE_DIR", stateDir, () => {
+    if (statOf(stateDir) === undefined) r.problem("BRIDGE_STATE_DIR", `${stateDir} does not exist, so it holds nothing to re-mask: set it to the directory \`run\` uses`);
+    else checkStateDir(r, stateDir);
+  });
+  if (r.issues.length > 0) throw new ConfigError(r.issues);
+  return { tenant, stateDir, piiMode, piiSalt, cycleBudgetMs, logLevel };
+}
+
 /**
  * Validates every setting of `run` at once. Relative paths resolve against `cwd`. The file system is consulted too:
  * a state directory or events file that cannot be created, and a missing QASHIO_REFRESH_TOKEN while the state
@@ -472,12 +527,8 @@ function checkPaths(r: Reader, stateDir: string, eventsFile: string): void {
 export function readLocalSettings(env: Env, cwd: string): LocalSettings {
   const r = new Reader(env);
   const provider = readProvider(r);
-  const tenant = r.required("BRIDGE_TENANT");
-  checkTenant(r, tenant);
-  const piiMode = r.oneOf("BRIDGE_PII_MODE", PII_MODES, DEFAULT_PII_MODE);
-  const piiSalt = r.raw("BRIDGE_PII_SALT");
-  if (piiMode === "hash" && piiSalt === undefined) r.problem("BRIDGE_PII_SALT", "is required when BRIDGE_PII_MODE is hash");
-  if (piiSalt !== undefined && piiSalt.length < PII_SALT_MIN_LENGTH) r.problem("BRIDGE_PII_SALT", `must be at least ${PII_SALT_MIN_LENGTH} characters`);
+  const tenant = readTenant(r);
+  const { piiMode, piiSalt } = readPii(r);
   const eventSource = r.raw("BRIDGE_EVENT_SOURCE") ?? DEFAULT_EVENT_SOURCE;
   // EventBridge reserves the aws. prefix and limits Source to 256 characters.
   if (eventSource.startsWith("aws.") || eventSource.length > 256 || /\s/.test(eventSource)) {
@@ -485,17 +536,7 @@ export function readLocalSettings(env: Env, cwd: string): LocalSettings {
   }
   const emitCardCreated = booleanSetting(r, "BRIDGE_EMIT_CARD_CREATED");
   const cardDetails = booleanSetting(r, "BRIDGE_CARD_DETAILS");
-  let cycleBudgetMs = DEFAULT_CYCLE_BUDGET_MS;
-  const budgetText = r.raw("BRIDGE_CYCLE_BUDGET");
-  if (budgetText !== undefined) {
-    try {
-      cycleBudgetMs = parseDuration(budgetText);
-      const problem = durationRangeProblem(cycleBudgetMs, 1_000);
-      if (problem !== undefined) r.problem("BRIDGE_CYCLE_BUDGET", problem);
-    } catch {
-      r.problem("BRIDGE_CYCLE_BUDGET", "must be a duration such as 30s, 5m, 1h");
-    }
-  }
+  const cycleBudgetMs = readBudget(r);
   const logLevel = r.oneOf("BRIDGE_LOG_LEVEL", LOG_LEVELS, "info");
   const stateDir = pathSetting(r, "BRIDGE_STATE_DIR", cwd, DEFAULT_STATE_DIR);
   const eventsFile = pathSetting(r, "BRIDGE_EVENTS_FILE", cwd, DEFAULT_EVENTS_FILE);

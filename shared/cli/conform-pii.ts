@@ -6,10 +6,12 @@
  */
 import type { ConformReport } from "../bridge/index.js";
 import type { ConformPiiArgs } from "./args.js";
+import { readStateSettings } from "./config.js";
+import { streamLogger } from "./console-ports.js";
 import { ConformIncompleteError, EXIT } from "./errors.js";
 import { line, type CliIo } from "./io.js";
-import { runConformPii, usingLocalBridge, type LocalBridgeOptions } from "./local-bridge.js";
-import { openFromSettings } from "./run.js";
+import { openLocalState, runConformPii, type LocalBridgeOptions } from "./local-bridge.js";
+import { settingsFrom } from "./run.js";
 
 /**
  * One line for a person: what the pass read and rewrote.
@@ -30,15 +32,19 @@ export function formatConformSummary(report: ConformReport): string {
 }
 
 /**
- * Runs the re-masking pass with the local settings; returns the exit code.
+ * Runs the re-masking pass with the settings of the state directory alone (see readStateSettings): it makes no
+ * provider call, so a directory whose token is gone (a revoked family, a restored copy, an offboarded tenant) can
+ * still be masked. Returns the exit code.
  *
  * @throws ConformIncompleteError (exit 4) when the pass stopped at BRIDGE_CYCLE_BUDGET: its message says how to go on.
  * @example
  * process.exitCode = await conformPiiCommand({}, io);
  */
-export async function conformPiiCommand(args: ConformPiiArgs, io: CliIo, seams: Partial<LocalBridgeOptions> = {}): Promise<number> {
-  const bridge = await openFromSettings(io, seams);
-  const report = await usingLocalBridge(bridge, () => runConformPii(bridge, args.cursor));
+export async function conformPiiCommand(args: ConformPiiArgs, io: CliIo, seams: Partial<Pick<LocalBridgeOptions, "logger" | "clock">> = {}): Promise<number> {
+  const { settings } = await settingsFrom(io, readStateSettings);
+  const state = await openLocalState(settings, { ...seams, logger: seams.logger ?? streamLogger(io.stderr, settings.logLevel) });
+  line(io.stderr, `bridge: tenant ${settings.tenant}, state ${settings.stateDir}`);
+  const report = await runConformPii(state, args.cursor);
   line(io.stdout, formatConformSummary(report));
   if (report.outcome === "deadline") {
     const goOn =

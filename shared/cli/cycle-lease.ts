@@ -1,7 +1,7 @@
 /**
  * The cycle lease and the state directory's checks of local mode: cycles, re-drives and conform-pii passes of one
  * tenant never overlap, and run only on the state directory the bridge opened, bound to its provider, client and
- * tenant. Kept apart from the wiring, since every command runner goes through the same lease and checks.
+ * tenant (conform-pii, which calls no provider, checks the tenant alone). Kept apart from the wiring, since every command runner goes through the same lease and checks.
  */
 import { join } from "node:path";
 import { untilLaterSecond, type LockHandle } from "../bridge/index.js";
@@ -19,8 +19,8 @@ import {
 import type { LocalSettings } from "./config.js";
 import { statOf } from "./path-checks.js";
 import { CliError, ConfigError, CycleFailedError, EXIT, StateDirTakenError } from "./errors.js";
-import { cliErrorOf, stateFileProblem, systemErrorCode, unwritableStateDirRemedy } from "./engine-errors.js";
-import type { LocalBridge } from "./local-bridge.js";
+import { stateErrorOf, stateFileProblem, systemErrorCode, unwritableStateDirRemedy } from "./engine-errors.js";
+import type { LocalState } from "./local-bridge.js";
 
 /** Name of the lease one cycle holds, so two local processes never run cycles of one tenant at once. */
 export const CYCLE_LOCK = "cycle";
@@ -37,7 +37,7 @@ const CYCLE_LEASE_MESSAGES = {
  * replaced while a loop ran. Its lease, binding and snapshots would otherwise start afresh in an empty directory, where
  * every change reads as new, until the missing token file stopped the loop at its next refresh.
  */
-function assertSameStateDir(bridge: LocalBridge): void {
+function assertSameStateDir(bridge: LocalState): void {
   const dir = bridge.settings.stateDir;
   const now = statOf(dir);
   const known = bridge.stateDirIdentity;
@@ -62,18 +62,26 @@ function assertSameStateDir(bridge: LocalBridge): void {
 
 /**
  * Binds the state directory to the provider, client and tenant on first use, and refuses its state to any other.
+ * With `checkOnly`, `binding` may name the tenant alone (see `bindStateDir`).
  *
  * @throws StateDirTakenError when the directory holds state of another provider, client or tenant.
  * @throws ConfigError when its binding file is unreadable.
  * @example
  * await bindToSettings(settings.stateDir, { baseUrl, clientId: settings.clientId, tenant: settings.tenant });
  */
-export async function bindToSettings(dir: string, binding: StateBinding, options: BindOptions = {}): Promise<void> {
+export async function bindToSettings(dir: string, binding: StateBinding, options?: BindOptions): Promise<void>;
+export async function bindToSettings(dir: string, binding: Partial<StateBinding>, options: BindOptions & { readonly checkOnly: true }): Promise<void>;
+export async function bindToSettings(dir: string, binding: Partial<StateBinding>, options: BindOptions = {}): Promise<void> {
   try {
-    await bindStateDir(dir, binding, options);
+    // The overloads above are bindStateDir's: a part of the owner comes only with checkOnly.
+    await bindStateDir(dir, binding as StateBinding, options);
   } catch (error) {
     if (error instanceof StateBindingMismatchError) throw new StateDirTakenError(error.fields, dir, error, { cause: error });
     if (error instanceof StateBindingMissingError) {
+      // Settings without the provider's (conform-pii) cannot write the file: `run` with them says how.
+      if (binding.baseUrl === undefined || binding.clientId === undefined) {
+        throw stateFileProblem(error, dir, STATE_FILES.binding, "if it is this tenant's, restore the file (`run` with the tenant's settings prints how); otherwise use another state directory");
+      }
       // Base URL, client id and tenant are no secrets: the owner can restore the file as it was.
       const restore = `printf '%s\\n' ${shellQuoted(JSON.stringify(binding))} > ${shellQuoted(error.file ?? join(dir, STATE_FILES.binding))}`;
       throw stateFileProblem(error, dir, STATE_FILES.binding, `if it is this tenant's, restore the file (in a POSIX shell: \`${restore}\`); otherwise use another state directory`);
@@ -101,7 +109,7 @@ export function bindingOf(settings: LocalSettings, baseUrl: string): StateBindin
  * @example
  * const report = await withCycleLock(bridge, () => redriveQuarantined(bridge.transactions));
  */
-export async function withCycleLock<T>(bridge: LocalBridge, work: () => Promise<T>): Promise<T> {
+export async function withCycleLock<T>(bridge: LocalState, work: () => Promise<T>): Promise<T> {
   assertSameStateDir(bridge);
   const taken = await takeCycleLease(bridge);
   if (taken === undefined) {
@@ -124,10 +132,10 @@ export async function withCycleLock<T>(bridge: LocalBridge, work: () => Promise<
     if (taken.tookOver) await bridge.clock.sleep(untilLaterSecond(bridge.clock.now()));
     // Checked again under the lock: two first uses of an empty directory both pass the check at open, and only the
     // first cycle's state may stay; the other one now finds it and stops before any provider call.
-    await bindToSettings(bridge.settings.stateDir, bindingOf(bridge.settings, bridge.baseUrl));
+    await bridge.bind();
     // Another process may have written snapshots since this one last held the lease (a `run --once` beside a loop).
     await bridge.snapshots.reload().catch(async (error: unknown) => {
-      throw await cliErrorOf(error, bridge);
+      throw stateErrorOf(error, bridge);
     });
     // Each write of the work checks the lease first: a process stopped past it must not write what it read before.
     return bridge.leaseGuard === undefined ? work() : bridge.leaseGuard.during(handle, work);
@@ -148,7 +156,7 @@ export async function withCycleLock<T>(bridge: LocalBridge, work: () => Promise<
 }
 
 /** Cycle leases this process could not release (see {@link withCycleLock}), by bridge: its next cycle renews one. */
-const unreleasedLeases = new WeakMap<LocalBridge, LockHandle>();
+const unreleasedLeases = new WeakMap<LocalState, LockHandle>();
 
 /**
  * Takes the cycle lease for `bridge` (undefined while another process holds it): renews the one an earlier cycle of
@@ -157,7 +165,7 @@ const unreleasedLeases = new WeakMap<LocalBridge, LockHandle>();
  * writes (full, read-only, gone) is a CycleFailedError naming it (exit 1, a loop tries again at its next interval),
  * before any provider call.
  */
-async function takeCycleLease(bridge: LocalBridge): Promise<{ handle: LockHandle; tookOver: boolean } | undefined> {
+async function takeCycleLease(bridge: LocalState): Promise<{ handle: LockHandle; tookOver: boolean } | undefined> {
   const kept = unreleasedLeases.get(bridge);
   try {
     if (kept !== undefined && (await kept.renew(CYCLE_LEASE_MS))) {

@@ -8,7 +8,7 @@ import { TOKEN_PATH } from "../qashio/auth/oauth.js";
 import { isInvalidClient } from "../qashio/auth/token-provider.js";
 import { LocalStateError, TokenFileUnwritableError } from "../local/index.js";
 import type { LocalSettings } from "./config.js";
-import type { LocalBridge } from "./local-bridge.js";
+import type { LocalBridge, LocalState } from "./local-bridge.js";
 import { AuthorizeAgainError, CliError, ClientCredentialsRejectedError, ConfigError, CycleFailedError } from "./errors.js";
 
 /**
@@ -20,30 +20,18 @@ export function stateFileProblem(error: LocalStateError, dir: string, fallbackFi
   return new ConfigError([{ setting: "BRIDGE_STATE_DIR", problem }], { cause: error, heading: `A file in the state directory (${dir}) cannot be used` });
 }
 
+/** Words a failure none of the known kinds matches (exit 1). */
+type Otherwise = (e: Error) => string;
+
+const cycleFailed: Otherwise = (e) => `the cycle failed: ${e.name}: ${e.message}`;
+
 /**
  * Converts an engine failure into the CLI's error with its exit code; `otherwise` words a failure none of the known
  * kinds matches (exit 1).
  */
-export async function cliErrorOf(
-  error: unknown,
-  bridge: LocalBridge,
-  otherwise: (e: Error) => string = (e) => `the cycle failed: ${e.name}: ${e.message}`,
-): Promise<CliError> {
-  // Our own adapters' errors (the token file's) are already fit for a person, wherever the engine wrapped them.
-  const own = causeMatching(error, (e): e is CliError => e instanceof CliError);
-  if (own !== undefined) return own;
-  // Not a file to restore: the directory took no write, so no refresh was tried, and the next cycle tries again.
-  const unwritable = causeMatching(error, (e): e is TokenFileUnwritableError => e instanceof TokenFileUnwritableError);
-  if (unwritable !== undefined) {
-    return new CycleFailedError(
-      `cannot save a new token set to ${unwritable.file} now (${unwritable.code}), so no token refresh was tried and the stored ` +
-        `refresh token is still good: ${unwritableStateDirRemedy(bridge.settings.stateDir)}`,
-      { cause: error },
-    );
-  }
-  // A corrupt snapshot segment or quarantine record fails every run alike: name the file instead of retrying.
-  const state = causeMatching(error, (e): e is LocalStateError => e instanceof LocalStateError);
-  if (state !== undefined) return stateFileProblem(state, bridge.settings.stateDir, "a file in it", "restore it or move it aside");
+export async function cliErrorOf(error: unknown, bridge: LocalBridge, otherwise: Otherwise = cycleFailed): Promise<CliError> {
+  const known = stateFailure(error, bridge.settings.stateDir);
+  if (known !== undefined) return known;
   // Checked before the revoked family: the engine may wrap it like any provider failure, but it is a settings problem.
   if (causeMatching(error, isInvalidClient) !== undefined) return new ClientCredentialsRejectedError({ cause: error });
   if (error instanceof ReauthorizationNeededError || (error instanceof Error && error.name === "ReauthorizationRequiredError")) {
@@ -69,15 +57,47 @@ export async function cliErrorOf(
     });
   }
   // Outside the engine (the conform-pii pass id superseded before a cycle, a conform-pii pass): only the state directory.
-  return new CycleFailedError(`${otherwise(error instanceof Error ? error : new Error(String(error)))}${fileSystemHint(error, bridge.settings)}`, {
-    cause: error,
-  });
+  return otherFailure(error, bridge.settings, otherwise);
+}
+
+/**
+ * As {@link cliErrorOf}, for work on the state directory alone, which no provider call took part in (conform-pii, the
+ * snapshots reloaded under the cycle lease).
+ */
+export function stateErrorOf(error: unknown, state: LocalState, otherwise: Otherwise = cycleFailed): CliError {
+  return stateFailure(error, state.settings.stateDir) ?? otherFailure(error, state.settings, otherwise);
+}
+
+/** The CLI's error for a failure of the state directory's adapters, if `error` is one. */
+function stateFailure(error: unknown, stateDir: string): CliError | undefined {
+  // Our own adapters' errors (the token file's) are already fit for a person, wherever the engine wrapped them.
+  const own = causeMatching(error, (e): e is CliError => e instanceof CliError);
+  if (own !== undefined) return own;
+  // Not a file to restore: the directory took no write, so no refresh was tried, and the next cycle tries again.
+  const unwritable = causeMatching(error, (e): e is TokenFileUnwritableError => e instanceof TokenFileUnwritableError);
+  if (unwritable !== undefined) {
+    return new CycleFailedError(
+      `cannot save a new token set to ${unwritable.file} now (${unwritable.code}), so no token refresh was tried and the stored ` +
+        `refresh token is still good: ${unwritableStateDirRemedy(stateDir)}`,
+      { cause: error },
+    );
+  }
+  // A corrupt snapshot segment or quarantine record fails every run alike: name the file instead of retrying.
+  const state = causeMatching(error, (e): e is LocalStateError => e instanceof LocalStateError);
+  return state === undefined ? undefined : stateFileProblem(state, stateDir, "a file in it", "restore it or move it aside");
+}
+
+function otherFailure(error: unknown, settings: FileSettings, otherwise: Otherwise): CycleFailedError {
+  return new CycleFailedError(`${otherwise(error instanceof Error ? error : new Error(String(error)))}${fileSystemHint(error, settings)}`, { cause: error });
 }
 
 /** What to do about a state directory that took no write before anything was sent (the token probe, the cycle lease). */
 export function unwritableStateDirRemedy(stateDir: string): string {
   return `make room in or fix ${stateDir} (BRIDGE_STATE_DIR), then run again`;
 }
+
+/** The paths the bridge writes: the events file only where it publishes (not conform-pii). */
+type FileSettings = Pick<LocalSettings, "stateDir"> & Partial<Pick<LocalSettings, "eventsFile">>;
 
 /** What a file system that takes no more writes answers, and how to say it. */
 const REFUSED_WRITES: Readonly<Record<string, string>> = {
@@ -91,11 +111,11 @@ const REFUSED_WRITES: Readonly<Record<string, string>> = {
  * setting's file system, since the system's own message names no path for a write or fsync on an open file. Only the
  * engine's publish step writes the events file; every other write is the state directory's.
  */
-function fileSystemHint(error: unknown, settings: LocalSettings): string {
+function fileSystemHint(error: unknown, settings: FileSettings): string {
   const refused = causeMatching(error, (e): e is { code: string } => Object.hasOwn(REFUSED_WRITES, systemErrorCode(e) ?? ""));
   if (refused === undefined) return "";
   const events = error instanceof CycleAbortedError && error.step === PUBLISH_STEP;
-  const [setting, path] = events ? ["BRIDGE_EVENTS_FILE", settings.eventsFile] : ["BRIDGE_STATE_DIR", settings.stateDir];
+  const [setting, path] = events && settings.eventsFile !== undefined ? ["BRIDGE_EVENTS_FILE", settings.eventsFile] : ["BRIDGE_STATE_DIR", settings.stateDir];
   // Never "use another state directory": its tokens and snapshots stay behind, and a fresh one would send the spent seed.
   const elsewhere = events ? ", or set BRIDGE_EVENTS_FILE elsewhere" : "";
   return `; the file system of ${path} (${setting}, ${refused.code}) ${REFUSED_WRITES[refused.code]}${elsewhere}; nothing is lost`;

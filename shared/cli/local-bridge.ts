@@ -1,7 +1,8 @@
 /**
  * Local mode composition: the engine wired to the file-backed adapters of shared/local (state directory,
  * JSON Lines event file), the provider client with an OAuth token provider that rotates under a file lock,
- * and one cycle = transactions, then cards. The cycle lease is cycle-lease.ts's, the CLI errors engine-errors.ts's.
+ * and one cycle = transactions, then cards; conform-pii opens the state directory alone. The cycle lease is
+ * cycle-lease.ts's, the CLI errors engine-errors.ts's.
  */
 import { statSync } from "node:fs";
 import {
@@ -35,11 +36,11 @@ import { OAuthTokenProvider } from "../qashio/auth/token-provider.js";
 import { QashioClient } from "../qashio/client.js";
 import { resolveBaseUrl } from "../qashio/config.js";
 import type { FetchLike } from "../qashio/http.js";
-import { JsonlEventPublisher, createLocalAdapters, type FileSnapshotStore } from "../local/index.js";
+import { JsonlEventPublisher, createLocalAdapters, type FileSnapshotStore, type LocalAdapters } from "../local/index.js";
 import { onceSucceeded } from "../once.js";
-import type { Env, LocalSettings } from "./config.js";
+import type { Env, LocalSettings, StateSettings } from "./config.js";
 import { CYCLE_LEASE_MS, bindToSettings, bindingOf, withCycleLock } from "./cycle-lease.js";
-import { cliErrorOf } from "./engine-errors.js";
+import { cliErrorOf, stateErrorOf } from "./engine-errors.js";
 import { CycleLeaseGuard, CycleLeaseLostError } from "./lease-guard.js";
 import { LocalTokenStore } from "./local-tokens.js";
 import { spendingRefreshes } from "./token-spending.js";
@@ -60,22 +61,34 @@ export interface LocalBridgeOptions {
   readonly onPublished?: (events: readonly BridgeEvent[]) => void;
 }
 
-/** The engine's dependencies for one tenant in local mode. */
-export interface LocalBridge {
-  readonly settings: LocalSettings;
-  readonly transactions: TransactionCycleDeps;
-  readonly cards: CardCycleDeps;
+/**
+ * One tenant's state directory, opened for work under the cycle lease ({@link withCycleLock}) without the provider:
+ * all conform-pii uses, and the part of {@link LocalBridge} the lease works with.
+ */
+export interface LocalState {
+  readonly settings: StateSettings;
+  /** What conformSnapshots reads and writes: the snapshots and quarantine, each write checked against the lease. */
+  readonly transactions: Pick<TransactionCycleDeps, "tenant" | "snapshots" | "quarantine" | "pii" | "clock" | "logger">;
   readonly lock: Lock;
-  readonly tokens: LocalTokenStore;
   /** The engines' snapshot store, also as itself: {@link withCycleLock} reloads it under the lease. */
   readonly snapshots: FileSnapshotStore;
-  readonly metrics: MemoryMetrics;
   readonly clock: Clock;
-  readonly baseUrl: string;
   /** Device and inode of the state directory the bridge opened, as last seen (see {@link withCycleLock}). */
   readonly stateDirIdentity: { dev: number; ino: number };
   /** Checks the engines' writes against the cycle lease {@link withCycleLock} holds (absent: unchecked). */
   readonly leaseGuard?: CycleLeaseGuard;
+  /** Checks the state directory's binding against the settings ({@link withCycleLock}: again under the lease). */
+  bind(): Promise<void>;
+}
+
+/** The engine's dependencies for one tenant in local mode. */
+export interface LocalBridge extends LocalState {
+  readonly settings: LocalSettings;
+  readonly transactions: TransactionCycleDeps;
+  readonly cards: CardCycleDeps;
+  readonly tokens: LocalTokenStore;
+  readonly metrics: MemoryMetrics;
+  readonly baseUrl: string;
   /**
    * `supersedeConformPassOnModeChange` once per bridge (so per process), until it succeeds; {@link runCycle} and
    * {@link runRedrive} await it under the cycle lease before they write. The file store walks in write order, so a cursor
@@ -172,10 +185,9 @@ export async function openLocalBridge(settings: LocalSettings, options: LocalBri
   const baseUrl = await bindLocalSettings(settings, options.env);
   const clock = options.clock ?? systemClock;
   const dir = settings.stateDir;
-  const { dev, ino } = statSync(dir);
-  const local = createLocalAdapters(dir, { clock });
-  const tokens = new LocalTokenStore(local.tokens, settings.refreshToken);
-  const lock: Lock = local.lock;
+  const { opened, guarded, tokenFile } = openStateDir(dir, clock);
+  const tokens = new LocalTokenStore(tokenFile, settings.refreshToken);
+  const { lock } = opened;
   // Read once up front: a missing or unusable token stops here, before any provider call.
   if ((await tokens.load()) === undefined) {
     throw new ConfigError([
@@ -222,15 +234,11 @@ export async function openLocalBridge(settings: LocalSettings, options: LocalBri
   });
   let publisher: EventPublisher = options.publisher ?? new JsonlEventPublisher({ file: settings.eventsFile, logger: options.logger });
   if (options.onPublished !== undefined) publisher = observePublished(publisher, options.onPublished);
-  const leaseGuard = new CycleLeaseGuard(dir, CYCLE_LEASE_MS);
   const deps = cycleDeps({
     tenant: settings.tenant,
     provider: client,
-    // Unlike on AWS, where the lease outlives the invocation, each write checks the short cycle lease first: a process
-    // stopped past it must not write what it read before (lease-guard.ts).
-    snapshots: leaseGuard.snapshots(local.snapshots),
-    publisher: leaseGuard.publisher(publisher),
-    quarantine: leaseGuard.quarantine(local.quarantine),
+    ...guarded,
+    publisher: opened.leaseGuard.publisher(publisher),
     clock,
     metrics,
     logger: options.logger,
@@ -242,16 +250,54 @@ export async function openLocalBridge(settings: LocalSettings, options: LocalBri
   return {
     settings,
     ...deps,
-    lock,
+    ...opened,
     tokens,
-    snapshots: local.snapshots,
     metrics,
     clock,
     baseUrl,
-    stateDirIdentity: { dev, ino },
-    leaseGuard,
+    bind: () => bindToSettings(dir, bindingOf(settings, baseUrl)),
     supersedeConformPassOnce: onceSucceeded(() => supersedeConformPassOnModeChange(deps.transactions)),
     settleTokens,
+  };
+}
+
+/**
+ * Opens the state directory alone, for conform-pii: no token and no provider settings are needed, as no provider call
+ * is made. Only its tenant is checked against the binding (the PII salt and the conform-pii cursor are the tenant's),
+ * and nothing is recorded in it.
+ *
+ * @throws StateDirTakenError (exit 2) when it holds another tenant's state; ConfigError when it holds state but no
+ *   binding, or its binding file is unreadable.
+ * @example
+ * const state = await openLocalState(settings, { logger });
+ * const report = await runConformPii(state);
+ */
+export async function openLocalState(settings: StateSettings, options: Pick<LocalBridgeOptions, "logger" | "clock">): Promise<LocalState> {
+  const bind = () => bindToSettings(settings.stateDir, { tenant: settings.tenant }, { checkOnly: true });
+  await bind();
+  const clock = options.clock ?? systemClock;
+  const { opened, guarded } = openStateDir(settings.stateDir, clock);
+  const pii = { mode: settings.piiMode, salt: settings.piiSalt };
+  return { settings, ...opened, clock, bind, transactions: { tenant: settings.tenant, ...guarded, pii, clock, logger: options.logger } };
+}
+
+/**
+ * The state directory's adapters, with the snapshots and quarantine the engines write through: unlike on AWS, where
+ * the lease outlives the invocation, each write checks the short cycle lease first, so a process stopped past it does
+ * not write what it read before (lease-guard.ts).
+ */
+function openStateDir(dir: string, clock: Clock): {
+  opened: Required<Pick<LocalState, "lock" | "snapshots" | "leaseGuard" | "stateDirIdentity">>;
+  guarded: Pick<TransactionCycleDeps, "snapshots" | "quarantine">;
+  tokenFile: LocalAdapters["tokens"];
+} {
+  const { dev, ino } = statSync(dir);
+  const local = createLocalAdapters(dir, { clock });
+  const leaseGuard = new CycleLeaseGuard(dir, CYCLE_LEASE_MS);
+  return {
+    opened: { lock: local.lock, snapshots: local.snapshots, leaseGuard, stateDirIdentity: { dev, ino } },
+    guarded: { snapshots: leaseGuard.snapshots(local.snapshots), quarantine: leaseGuard.quarantine(local.quarantine) },
+    tokenFile: local.tokens,
   };
 }
 
@@ -357,7 +403,7 @@ export async function runRedrive(bridge: LocalBridge, budgetMs = bridge.settings
  * @example
  * const { outcome, rewritten } = await runConformPii(bridge);
  */
-export async function runConformPii(bridge: LocalBridge, cursor?: string, budgetMs = bridge.settings.cycleBudgetMs): Promise<ConformReport> {
+export async function runConformPii(bridge: LocalState, cursor?: string, budgetMs = bridge.settings.cycleBudgetMs): Promise<ConformReport> {
   const deadline = bridge.clock.now() + budgetMs;
   return withCycleLock(bridge, async () => {
     try {
@@ -371,11 +417,7 @@ export async function runConformPii(bridge: LocalBridge, cursor?: string, budget
           cause: error,
         });
       }
-      throw await cliErrorOf(
-        error,
-        bridge,
-        (e) => `conform-pii stopped: ${e.name}: ${e.message}; snapshots rewritten so far keep their new form: run conform-pii again`,
-      );
+      throw stateErrorOf(error, bridge, (e) => `conform-pii stopped: ${e.name}: ${e.message}; snapshots rewritten so far keep their new form: run conform-pii again`);
     }
   });
 }

@@ -3,7 +3,7 @@
  * (transactions, then cards) or loops every interval until SIGINT/SIGTERM, which stops the cycle after its page in hand.
  */
 import type { RunArgs } from "./args.js";
-import { loadEnv, readLocalSettings, settingNameWarnings } from "./config.js";
+import { loadEnv, readLocalSettings, settingNameWarnings, type Env } from "./config.js";
 import { streamLogger } from "./console-ports.js";
 import { CliError, CycleIncompleteError, EXIT, AuthorizeAgainError } from "./errors.js";
 import { line, pause, type CliIo } from "./io.js";
@@ -42,6 +42,20 @@ export interface RunSeams extends Partial<LocalBridgeOptions> {
 }
 
 /**
+ * Reads the environment and .env, warning on stderr of each variable that names no setting, and `read`s the
+ * settings of it.
+ *
+ * @throws ConfigError (exit 2) for bad settings.
+ * @example
+ * const { env, settings } = await settingsFrom(io, readLocalSettings);
+ */
+export async function settingsFrom<T>(io: CliIo, read: (env: Env, cwd: string) => T): Promise<{ env: Env; settings: T }> {
+  const env = await loadEnv(io.env, io.cwd);
+  for (const warning of settingNameWarnings(env)) line(io.stderr, `warning: ${warning}`);
+  return { env, settings: read(env, io.cwd) };
+}
+
+/**
  * Reads the settings (environment and .env) and opens the local bridge, telling stderr where it reads and writes.
  *
  * @throws ConfigError (exit 2) for bad settings.
@@ -49,9 +63,7 @@ export interface RunSeams extends Partial<LocalBridgeOptions> {
  * const bridge = await openFromSettings(io);
  */
 export async function openFromSettings(io: CliIo, overrides: Partial<LocalBridgeOptions> = {}): Promise<LocalBridge> {
-  const env = await loadEnv(io.env, io.cwd);
-  for (const warning of settingNameWarnings(env)) line(io.stderr, `warning: ${warning}`);
-  const settings = readLocalSettings(env, io.cwd);
+  const { env, settings } = await settingsFrom(io, readLocalSettings);
   const logger = overrides.logger ?? streamLogger(io.stderr, settings.logLevel);
   const bridge = await openLocalBridge(settings, { env, logger, ...overrides });
   line(io.stderr, `bridge: tenant ${settings.tenant}, provider ${bridge.baseUrl}, state ${settings.stateDir}, events -> ${settings.eventsFile}`);

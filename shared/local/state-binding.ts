@@ -24,9 +24,9 @@ export class StateBindingMismatchError extends LocalStateError {
   override name = "StateBindingMismatchError";
   readonly fields: readonly (keyof StateBinding)[];
   readonly recorded: StateBinding;
-  readonly given: StateBinding;
+  readonly given: Partial<StateBinding>;
 
-  constructor(file: string, fields: readonly (keyof StateBinding)[], bindings: { recorded: StateBinding; given: StateBinding }, options?: ErrorOptions) {
+  constructor(file: string, fields: readonly (keyof StateBinding)[], bindings: { recorded: StateBinding; given: Partial<StateBinding> }, options?: ErrorOptions) {
     super(`state directory belongs to another ${fields.join(", ")} (recorded in ${file})`, { file }, options);
     this.fields = fields;
     this.recorded = bindings.recorded;
@@ -60,7 +60,8 @@ export interface BindOptions {
 /**
  * Checks `binding` against the one recorded in `<dir>/binding.json`, recording it on first use (and a tenant not
  * yet recorded). The binding guards state: while the directory holds no tokens and no snapshots (a first run that
- * failed on a mistyped setting), it simply follows the settings.
+ * failed on a mistyped setting), it simply follows the settings. With `checkOnly`, `binding` may name only some of
+ * the owner (conform-pii, which never calls the provider, knows the tenant alone): only those are checked.
  *
  * @throws StateBindingMismatchError when the directory holds state of another provider, client or tenant.
  * @throws StateBindingMissingError when it holds state but no binding file (restore the file to let its owner in).
@@ -70,10 +71,12 @@ export interface BindOptions {
  * await bindStateDir(".state", { baseUrl: "https://api.example.test", clientId: "c-1", tenant: "acme" });
  * ```
  */
-export async function bindStateDir(dir: string, binding: StateBinding, options: BindOptions = {}): Promise<void> {
+export async function bindStateDir(dir: string, binding: StateBinding, options?: BindOptions): Promise<void>;
+export async function bindStateDir(dir: string, binding: Partial<StateBinding>, options: BindOptions & { readonly checkOnly: true }): Promise<void>;
+export async function bindStateDir(dir: string, binding: Partial<StateBinding>, options: BindOptions = {}): Promise<void> {
   const file = path.join(dir, STATE_FILES.binding);
   const recorded = readBinding(file);
-  let next: StateBinding = binding;
+  let next = binding;
   if (recorded) {
     const fields = (["baseUrl", "clientId", "tenant"] as const).filter(
       (field) => recorded[field] !== undefined && binding[field] !== undefined && recorded[field] !== binding[field],
@@ -89,6 +92,7 @@ export async function bindStateDir(dir: string, binding: StateBinding, options: 
   } else if (holdsState(dir)) {
     throw new StateBindingMissingError(file);
   }
+  // Only a check may name part of the owner (the overloads): what is written is a whole binding.
   if (options.checkOnly === true) return;
   makeDirDurable(dir);
   await writeFileAtomic(file, `${JSON.stringify(next)}\n`, { mode: 0o600 });

@@ -2,6 +2,7 @@
  * End-to-end, in-process: `bridge conform-pii` against the sandbox after runs under BRIDGE_PII_MODE=full, then a
  * switch to redact: no cardholder name or email may stay anywhere in the state directory.
  */
+import { existsSync } from "node:fs";
 import { readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
@@ -43,6 +44,12 @@ async function switchedToRedact(transactions?: number): Promise<{ h: Harness; en
   const h = (harness = await startHarness(transactions === undefined ? {} : { transactions }));
   expect((await runInProcess(["run", "--once"], { ...h.env, BRIDGE_PII_MODE: "full" }, undefined, h.dir)).code).toBe(EXIT.ok);
   return { h, env: { ...h.env, BRIDGE_PII_MODE: "redact" } };
+}
+
+/** `env` without the provider's settings and the token seed: what conform-pii needs of it. */
+function stateSettings(env: Record<string, string>): Record<string, string> {
+  const { QASHIO_BASE_URL: _url, QASHIO_CLIENT_ID: _id, QASHIO_CLIENT_SECRET: _secret, QASHIO_REFRESH_TOKEN: _seed, ...rest } = env;
+  return rest;
 }
 
 /**
@@ -193,6 +200,39 @@ describe("bridge conform-pii (in-process)", () => {
     expect(formatConformSummary(report)).toBe(
       "conform-pii: stopped at the time budget: 400 stored entries read (snapshots, their qashio_id aliases and the bridge's own cursors), 0 rewritten to PII mode redact, and 100 quarantine records so far",
     );
+  });
+
+  it("re-masks a state directory whose token is gone without QASHIO_REFRESH_TOKEN or provider settings: it never calls the provider", async () => {
+    const { h, env } = await switchedToRedact();
+    // A revoked family, a restored copy, an offboarded tenant: the cleartext must still go.
+    await rm(join(h.env.BRIDGE_STATE_DIR!, "tokens.json"));
+    const { code, stdout, stderr } = await runInProcess(["conform-pii"], stateSettings(env), undefined, h.dir);
+    expect(stderr).not.toContain("QASHIO_");
+    expect(code).toBe(EXIT.ok);
+    expect(stdout).toMatch(/, [1-9]\d* rewritten to PII mode redact\n$/);
+    expect(await cleartextInState(h)).toEqual([]);
+    expect(h.sandbox.control.company(h.companyId)).toBeDefined();
+  });
+
+  it("still refuses with exit 2, rewriting nothing, the state directory of another tenant, one whose binding is gone or none at all, without provider settings", async () => {
+    const { h, env } = await switchedToRedact();
+    const offline = stateSettings(env);
+    const other = await runInProcess(["conform-pii"], { ...offline, BRIDGE_TENANT: "globex" }, undefined, h.dir);
+    expect(other).toMatchObject({ code: EXIT.usage, stdout: "" });
+    expect(other.stderr).toContain("holds the tokens or snapshots of another BRIDGE_TENANT than these settings name (BRIDGE_TENANT acme there, globex here");
+    // Whose snapshots they are cannot be told: no restore command either, since these settings name no provider.
+    await rm(join(h.env.BRIDGE_STATE_DIR!, "binding.json"));
+    const unbound = await runInProcess(["conform-pii"], offline, undefined, h.dir);
+    expect(unbound).toMatchObject({ code: EXIT.usage, stdout: "" });
+    expect(unbound.stderr).toContain("state directory holds tokens or snapshots but no binding file");
+    expect(unbound.stderr).not.toContain("printf");
+    expect((await cleartextInState(h)).length).toBeGreaterThan(0);
+    // Nor is a mistyped path made afresh and reported masked.
+    const missing = join(h.dir, "no-such-state");
+    const typo = await runInProcess(["conform-pii"], { ...offline, BRIDGE_STATE_DIR: missing }, undefined, h.dir);
+    expect(typo).toMatchObject({ code: EXIT.usage, stdout: "" });
+    expect(typo.stderr).toContain(`BRIDGE_STATE_DIR: ${missing} does not exist, so it holds nothing to re-mask`);
+    expect(existsSync(missing)).toBe(false);
   });
 
   it("says there is nothing to do under full, exit 0", async () => {

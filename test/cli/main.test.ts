@@ -15,6 +15,8 @@ describe("bridge.ts main", () => {
     expect(stdout).toContain("conform-pii [--cursor <cursor>]");
     expect(stdout).toMatch(/BRIDGE_STATE_DIR\s+default \.state/);
     expect(stdout).toMatch(/QASHIO_CLIENT_SECRET\s+required/);
+    // conform-pii never calls the provider.
+    expect(stdout).toMatch(/QASHIO_BASE_URL\s+required except for conform-pii\n/);
     expect(stdout).toMatch(/BRIDGE_PII_SALT\s+required with hash\n/);
   });
 

@@ -39,6 +39,19 @@ describe("bindStateDir", () => {
     await expect(bindStateDir(dir, owner)).resolves.toBeUndefined();
   });
 
+  it("checks, with checkOnly, the tenant alone against the recorded binding, writing nothing (conform-pii knows no provider)", async () => {
+    const dir = freshDir();
+    await bindStateDir(dir, owner);
+    holdState(dir, "snapshots");
+    const before = readFileSync(join(dir, "binding.json"), "utf8");
+    await expect(bindStateDir(dir, { tenant: "acme" }, { checkOnly: true })).resolves.toBeUndefined();
+    expect((await mismatch(bindStateDir(dir, { tenant: "globex" }, { checkOnly: true }))).fields).toEqual(["tenant"]);
+    expect(readFileSync(join(dir, "binding.json"), "utf8")).toBe(before);
+    rmSync(join(dir, "binding.json"));
+    await expect(bindStateDir(dir, { tenant: "acme" }, { checkOnly: true })).rejects.toBeInstanceOf(StateBindingMissingError);
+    expect(existsSync(join(dir, "binding.json"))).toBe(false);
+  });
+
   it("refuses the state of another provider, client or tenant, naming every field that differs and no value", async () => {
     const dir = freshDir();
     await bindStateDir(dir, owner);
