@@ -5,6 +5,7 @@
  * cycle-lease.ts's, the CLI errors engine-errors.ts's.
  */
 import { statSync } from "node:fs";
+import { join } from "node:path";
 import {
   ConformCursorError,
   CycleAbortedError,
@@ -36,13 +37,14 @@ import { OAuthTokenProvider } from "../qashio/auth/token-provider.js";
 import { QashioClient } from "../qashio/client.js";
 import { resolveBaseUrl } from "../qashio/config.js";
 import type { FetchLike } from "../qashio/http.js";
-import { JsonlEventPublisher, createLocalAdapters, type FileSnapshotStore, type LocalAdapters } from "../local/index.js";
+import { JsonlEventPublisher, STATE_FILES, createLocalAdapters, type FileSnapshotStore, type LocalAdapters } from "../local/index.js";
 import { onceSucceeded } from "../once.js";
 import type { Env, LocalSettings, StateSettings } from "./config.js";
 import { CYCLE_LEASE_MS, bindToSettings, bindingOf, withCycleLock } from "./cycle-lease.js";
 import { cliErrorOf, stateErrorOf } from "./engine-errors.js";
 import { CycleLeaseGuard, CycleLeaseLostError } from "./lease-guard.js";
 import { LocalTokenStore } from "./local-tokens.js";
+import { statOf } from "./path-checks.js";
 import { spendingRefreshes } from "./token-spending.js";
 import { MemoryMetrics, observePublished, systemClock } from "./console-ports.js";
 import { ConfigError, TokensLostError, UsageError } from "./errors.js";
@@ -266,8 +268,8 @@ export async function openLocalBridge(settings: LocalSettings, options: LocalBri
  * is made. Only its tenant is checked against the binding (the PII salt and the conform-pii cursor are the tenant's),
  * and nothing is recorded in it.
  *
- * @throws StateDirTakenError (exit 2) when it holds another tenant's state; ConfigError when it holds state but no
- *   binding, or its binding file is unreadable.
+ * @throws StateDirTakenError (exit 2) when it holds another tenant's state; ConfigError when it holds no binding (with
+ *   state or without: then it is no state directory), or its binding file is unreadable.
  * @example
  * const state = await openLocalState(settings, { logger });
  * const report = await runConformPii(state);
@@ -275,6 +277,16 @@ export async function openLocalBridge(settings: LocalSettings, options: LocalBri
 export async function openLocalState(settings: StateSettings, options: Pick<LocalBridgeOptions, "logger" | "clock">): Promise<LocalState> {
   const bind = () => bindToSettings(settings.stateDir, { tenant: settings.tenant }, { checkOnly: true });
   await bind();
+  // Every run and authorize binds the directory before storing anything, and bind refused one holding state unbound: one
+  // without a binding is none the bridge used (`.` for `.state`), which a pass would report masked, leaving its locks.
+  if (statOf(join(settings.stateDir, STATE_FILES.binding)) === undefined) {
+    throw new ConfigError([
+      {
+        setting: "BRIDGE_STATE_DIR",
+        problem: `${settings.stateDir} holds no state of the bridge (no ${STATE_FILES.binding}), so nothing to re-mask: set it to the directory \`run\` uses`,
+      },
+    ]);
+  }
   const clock = options.clock ?? systemClock;
   const { opened, guarded } = openStateDir(settings.stateDir, clock);
   const pii = { mode: settings.piiMode, salt: settings.piiSalt };

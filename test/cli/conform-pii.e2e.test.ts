@@ -235,6 +235,17 @@ describe("bridge conform-pii (in-process)", () => {
     expect(existsSync(missing)).toBe(false);
   });
 
+  it("refuses with exit 2, writing nothing there, a directory that exists but is no state directory (the project directory for `.state`)", async () => {
+    const { h, env } = await switchedToRedact();
+    const before = (await readdir(h.dir)).sort();
+    // Neither binding nor state: created by nothing the bridge did, so a pass would report it masked and leave the state
+    // directory itself as it was.
+    const typo = await runInProcess(["conform-pii"], { ...stateSettings(env), BRIDGE_STATE_DIR: h.dir }, undefined, h.dir);
+    expect(typo).toMatchObject({ code: EXIT.usage, stdout: "" });
+    expect(typo.stderr).toContain(`BRIDGE_STATE_DIR: ${h.dir} holds no state of the bridge (no binding.json), so nothing to re-mask`);
+    expect((await readdir(h.dir)).sort()).toEqual(before);
+  });
+
   it("says there is nothing to do under full, exit 0", async () => {
     const { h } = await switchedToRedact();
     const { code, stdout } = await runInProcess(["conform-pii"], { ...h.env, BRIDGE_PII_MODE: "full" }, undefined, h.dir);
