@@ -78,9 +78,11 @@ export async function bindToSettings(dir: string, binding: Partial<StateBinding>
   } catch (error) {
     if (error instanceof StateBindingMismatchError) throw new StateDirTakenError(error.fields, dir, error, { cause: error });
     if (error instanceof StateBindingMissingError) {
-      // Settings without the provider's (conform-pii) cannot write the file: `run` with them says how.
+      // Settings without the provider's (conform-pii) cannot write the file. `run` says how only where a token is stored
+      // (it asks for one first), `authorize` before its sign-in: conform-pii's case is often a directory whose token is gone.
       if (binding.baseUrl === undefined || binding.clientId === undefined) {
-        throw stateFileProblem(error, dir, STATE_FILES.binding, "if it is this tenant's, restore the file (`run` with the tenant's settings prints how); otherwise use another state directory");
+        const how = "`run` prints how with the tenant's settings, or `authorize` while the directory holds no token";
+        throw stateFileProblem(error, dir, STATE_FILES.binding, `if it is this tenant's, restore the file (${how}); otherwise use another state directory`);
       }
       // Base URL, client id and tenant are no secrets: the owner can restore the file as it was.
       const restore = `printf '%s\\n' ${shellQuoted(JSON.stringify(binding))} > ${shellQuoted(error.file ?? join(dir, STATE_FILES.binding))}`;

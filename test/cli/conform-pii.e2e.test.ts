@@ -235,6 +235,24 @@ describe("bridge conform-pii (in-process)", () => {
     expect(existsSync(missing)).toBe(false);
   });
 
+  it("refusing a directory whose token and binding are both gone, names a command that prints the restore there", async () => {
+    const { h, env } = await switchedToRedact();
+    await rm(join(h.env.BRIDGE_STATE_DIR!, "tokens.json"));
+    await rm(join(h.env.BRIDGE_STATE_DIR!, "binding.json"));
+    const { QASHIO_REFRESH_TOKEN: _spent, ...tenantSettings } = env;
+    const unbound = await runInProcess(["conform-pii"], stateSettings(env), undefined, h.dir);
+    expect(unbound).toMatchObject({ code: EXIT.usage, stdout: "" });
+    expect(unbound.stderr).toContain("restore the file (`run` prints how with the tenant's settings, or `authorize` while the directory holds no token)");
+    // `run` stops at the missing token first, so only `authorize` (which checks the binding before it signs in) tells.
+    const run = await runInProcess(["run", "--once"], tenantSettings, undefined, h.dir);
+    expect(run).toMatchObject({ code: EXIT.usage });
+    expect(run.stderr).not.toContain("printf");
+    const authorize = await runInProcess(["authorize", "--no-open"], tenantSettings, undefined, h.dir);
+    expect(authorize).toMatchObject({ code: EXIT.usage });
+    expect(authorize.stderr).toContain(`printf '%s\\n' '{"baseUrl":"${h.url}","clientId":"${env.QASHIO_CLIENT_ID}","tenant":"acme"}'`);
+    expect(existsSync(join(h.env.BRIDGE_STATE_DIR!, "binding.json"))).toBe(false);
+  });
+
   it("refuses with exit 2, writing nothing there, a directory that exists but is no state directory (the project directory for `.state`)", async () => {
     const { h, env } = await switchedToRedact();
     const before = (await readdir(h.dir)).sort();
