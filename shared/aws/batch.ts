@@ -1,11 +1,11 @@
 /**
  * DynamoDB batch calls with the adapters' own retries, shared by the stores that batch (snapshots, quarantine
  * deletes): one call's worth of keys or requests, sent again with backoff until DynamoDB has processed every entry,
- * and, for a write held to a deadline, until that deadline has passed.
+ * and, for a read or write held to a deadline, until that deadline has passed.
  */
 import { BatchGetCommand, BatchWriteCommand, type BatchWriteCommandInput, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
-import { WriteDeadlineExceededError } from "../bridge/errors.js";
-import type { Clock, Logger, StoreWriteOptions } from "../bridge/ports.js";
+import { ReadDeadlineExceededError, WriteDeadlineExceededError } from "../bridge/errors.js";
+import type { Clock, Logger, StoreCallOptions } from "../bridge/ports.js";
 import { DynamoBatchIncompleteError } from "./errors.js";
 import { systemClock } from "./clock.js";
 import { DEFAULT_BACKOFF, backoffDelay, withRetries, type BackoffOptions } from "./retry.js";
@@ -14,6 +14,21 @@ import { DEFAULT_BACKOFF, backoffDelay, withRetries, type BackoffOptions } from 
 export const BATCH_GET_LIMIT = 100;
 /** BatchWriteItem accepts at most 25 requests per call. */
 export const BATCH_WRITE_LIMIT = 25;
+
+type BatchOperation = "BatchGetItem" | "BatchWriteItem";
+
+/**
+ * Options of one {@link DynamoBatchCalls} call: its deadline (StoreCallOptions), and `later` when it is not the first
+ * the caller sends for its read or write (a store's batch started after others), so its first send is held back past
+ * the deadline as well.
+ */
+export type HeldCallOptions = StoreCallOptions & { readonly later?: boolean };
+
+/** A round of a call held to a deadline: the deadline, and how many entries it still has to send. */
+interface HeldRound {
+  readonly deadline: number;
+  readonly remaining: number;
+}
 
 /** One request of a BatchWriteItem call (a put or a delete), as the document client takes it. */
 export type WriteRequest = NonNullable<BatchWriteCommandInput["RequestItems"]>[string][number];
@@ -45,13 +60,19 @@ export class DynamoBatchCalls {
     this.#options = { ...options, clock: options.clock ?? systemClock, backoff: { ...DEFAULT_BACKOFF, ...options.backoff } };
   }
 
-  /** Reads `keys` (at most {@link BATCH_GET_LIMIT}) strongly consistently; keys of absent items are simply not answered. */
-  async get(keys: Record<string, unknown>[]): Promise<Record<string, unknown>[]> {
+  /**
+   * Reads `keys` (at most {@link BATCH_GET_LIMIT}) strongly consistently; keys of absent items are simply not answered.
+   * Held to `options.deadline` as {@link write} is, rejecting with ReadDeadlineExceededError: retrying on under a
+   * throttled table would run the caller's cycle past its invocation's timeout.
+   */
+  async get(keys: Record<string, unknown>[], options: HeldCallOptions = {}): Promise<Record<string, unknown>[]> {
     const table = this.#options.tableName;
     const items: Record<string, unknown>[] = [];
-    await this.#drain("BatchGetItem", "keys", keys, async (pending) => {
-      const result = await this.#sendRetried("BatchGetItem", () =>
-        this.#options.doc.send(new BatchGetCommand({ RequestItems: { [table]: { Keys: pending, ConsistentRead: true } } })),
+    await this.#drain("BatchGetItem", "keys", keys, options, async (pending, held) => {
+      const result = await this.#sendRetried(
+        "BatchGetItem",
+        () => this.#options.doc.send(new BatchGetCommand({ RequestItems: { [table]: { Keys: pending, ConsistentRead: true } } })),
+        held,
       );
       items.push(...(result.Responses?.[table] ?? []));
       return result.UnprocessedKeys?.[table]?.Keys ?? [];
@@ -64,28 +85,14 @@ export class DynamoBatchCalls {
    * are. Past `options.deadline` nothing is sent again (unprocessed items, a throttled call): the first send goes
    * whatever the time, each later one only while the clock, read after the backoff, is still before it, else the
    * call rejects with WriteDeadlineExceededError. A write landing late, its container frozen in the backoff and thawed
-   * after a later cycle wrote the same keys, would put an older state over theirs. `later`: these requests are not the
-   * first the caller sends for its write (a store's batch started after others), so their first send is held back
-   * past the deadline as well.
+   * after a later cycle wrote the same keys, would put an older state over theirs.
    */
-  async write(requests: WriteRequest[], options: StoreWriteOptions & { readonly later?: boolean } = {}): Promise<void> {
+  async write(requests: WriteRequest[], options: HeldCallOptions = {}): Promise<void> {
     const table = this.#options.tableName;
-    const { deadline } = options;
-    if (options.later === true) this.#stopPastDeadline("BatchWriteItem", deadline, requests.length);
-    await this.#drain(
-      "BatchWriteItem",
-      "items",
-      requests,
-      async (pending) => {
-        const result = await this.#sendRetried(
-          "BatchWriteItem",
-          () => this.#options.doc.send(new BatchWriteCommand({ RequestItems: { [table]: pending } })),
-          deadline === undefined ? undefined : { deadline, remaining: pending.length },
-        );
-        return result.UnprocessedItems?.[table] ?? [];
-      },
-      deadline,
-    );
+    await this.#drain("BatchWriteItem", "items", requests, options, async (pending, held) => {
+      const result = await this.#sendRetried("BatchWriteItem", () => this.#options.doc.send(new BatchWriteCommand({ RequestItems: { [table]: pending } })), held);
+      return result.UnprocessedItems?.[table] ?? [];
+    });
   }
 
   /**
@@ -93,7 +100,7 @@ export class DynamoBatchCalls {
    * it could process none of with a throttling error rather than with every entry unprocessed, and the same pressure
    * deserves the same patience.
    */
-  #sendRetried<T>(operation: "BatchGetItem" | "BatchWriteItem", send: () => Promise<T>, held?: { readonly deadline: number; readonly remaining: number }): Promise<T> {
+  #sendRetried<T>(operation: BatchOperation, send: () => Promise<T>, held?: HeldRound): Promise<T> {
     const { clock, backoff, logger } = this.#options;
     let last: unknown;
     return withRetries(
@@ -113,27 +120,33 @@ export class DynamoBatchCalls {
     );
   }
 
-  /** Throws WriteDeadlineExceededError when `deadline` has passed: what is `remaining` must not be sent again. */
-  #stopPastDeadline(operation: "BatchGetItem" | "BatchWriteItem", deadline: number | undefined, remaining: number, cause?: unknown): void {
+  /**
+   * Throws when `deadline` has passed, what is `remaining` not to be sent again: WriteDeadlineExceededError for a
+   * write, ReadDeadlineExceededError for a read.
+   */
+  #stopPastDeadline(operation: BatchOperation, deadline: number | undefined, remaining: number, cause?: unknown): void {
     const { clock, tableName, logger } = this.#options;
     if (deadline === undefined || clock.now() < deadline) return;
-    logger?.warn("DynamoDB batch call not sent again: past the write's deadline", { operation, remaining });
-    throw new WriteDeadlineExceededError(
-      `${operation} on ${tableName} not sent again: its deadline passed with ${remaining} entries not written`,
-      deadline,
-      cause === undefined ? undefined : { cause },
-    );
+    logger?.warn("DynamoDB batch call not sent again: past the call's deadline", { operation, remaining });
+    const options = cause === undefined ? undefined : { cause };
+    const message = `${operation} on ${tableName} not sent again: its deadline passed with ${remaining} entries not`;
+    throw operation === "BatchGetItem"
+      ? new ReadDeadlineExceededError(`${message} read`, deadline, options)
+      : new WriteDeadlineExceededError(`${message} written`, deadline, options);
   }
 
   /**
    * Sends `first`, then what each answer leaves unprocessed, with backoff, until nothing is left. Gives up after
    * `maxAttempts` rounds in a row that got nothing through: a round that got some through (steady partial throttling,
    * BatchGetItem's 16 MB answer cap) is progress, not a failed attempt, and each takes at least one entry, so the
-   * rounds end. Past `deadline` (when given), no round after the first starts (see {@link write}).
+   * rounds end. Past `options.deadline` (when given), no round after the first starts, nor the first of a `later`
+   * call (see {@link write}); `send` gets the deadline to hold its own retries to.
    */
-  async #drain<T>(operation: "BatchGetItem" | "BatchWriteItem", what: string, first: T[], send: (pending: T[]) => Promise<T[]>, deadline?: number): Promise<void> {
+  async #drain<T>(operation: BatchOperation, what: string, first: T[], options: HeldCallOptions, send: (pending: T[], held?: HeldRound) => Promise<T[]>): Promise<void> {
     const { clock, backoff, tableName } = this.#options;
+    const { deadline } = options;
     const max = backoff.maxAttempts;
+    if (options.later === true) this.#stopPastDeadline(operation, deadline, first.length);
     let pending = first;
     let stalled = 0;
     for (let round = 1; pending.length > 0; round += 1) {
@@ -144,7 +157,7 @@ export class DynamoBatchCalls {
         await clock.sleep(backoffDelay(Math.max(1, stalled), backoff));
         this.#stopPastDeadline(operation, deadline, pending.length);
       }
-      const left = await send(pending);
+      const left = await send(pending, deadline === undefined ? undefined : { deadline, remaining: pending.length });
       stalled = left.length < pending.length ? 0 : stalled + 1;
       pending = left;
     }

@@ -1,6 +1,6 @@
 import { gunzipSync, gzipSync } from "node:zlib";
 import { PutCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient, type QueryCommandOutput } from "@aws-sdk/lib-dynamodb";
-import type { Clock, EntityKind, Logger, Quarantine, QuarantinePagesOptions, QuarantineRecord, StoreWriteOptions } from "../bridge/ports.js";
+import type { Clock, EntityKind, Logger, Quarantine, QuarantinePagesOptions, QuarantineRecord, StoreCallOptions } from "../bridge/ports.js";
 import { recordQashioId } from "../bridge/redrive.js";
 import { BATCH_WRITE_LIMIT, DynamoBatchCalls } from "./batch.js";
 import { systemClock } from "./clock.js";
@@ -180,7 +180,7 @@ export class DynamoQuarantine implements Quarantine {
    * `options.deadline` nothing is sent again, nor is a call after the first started: WriteDeadlineExceededError (see
    * DynamoBatchCalls.write).
    */
-  async deleteMany(ids: readonly string[], options: StoreWriteOptions = {}): Promise<void> {
+  async deleteMany(ids: readonly string[], options: StoreCallOptions = {}): Promise<void> {
     // BatchWriteItem refuses two requests for one key.
     const requests = [...new Set(ids)].map((id) => ({ DeleteRequest: { Key: { ...quarantineItemKey(this.#tenant, id) } } }));
     const batches = chunk(requests, BATCH_WRITE_LIMIT);

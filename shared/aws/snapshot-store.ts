@@ -1,7 +1,7 @@
 import { gunzipSync, gzipSync } from "node:zlib";
 import { ScanCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { SnapshotCursorError } from "../bridge/errors.js";
-import type { Clock, Logger, Snapshot, SnapshotKey, SnapshotPage, SnapshotScanOptions, SnapshotStore, StoreWriteOptions } from "../bridge/ports.js";
+import type { Clock, Logger, Snapshot, SnapshotKey, SnapshotPage, SnapshotScanOptions, SnapshotStore, StoreCallOptions } from "../bridge/ports.js";
 import { isSnapshotSequence } from "../bridge/validate.js";
 import { jsonOf } from "../bridge/hash.js";
 import { BATCH_GET_LIMIT, BATCH_WRITE_LIMIT, DynamoBatchCalls } from "./batch.js";
@@ -62,7 +62,8 @@ interface SnapshotItem {
 
 /**
  * Snapshot store on DynamoDB: one item per entity (`SNAP#<tenant>#<kind>:<id>`), read with BatchGetItem (100 keys,
- * strongly consistent) and written with BatchWriteItem (25 items), retrying unprocessed keys and items with backoff.
+ * strongly consistent) and written with BatchWriteItem (25 items), retrying unprocessed keys and items with backoff,
+ * up to the caller's deadline when it gives one.
  * No version check on write: the per-tenant cycle lease makes the running cycle the only writer of its entity kind.
  * An object too large for one item even gzip-compressed is stored hash-only (TRUNCATED_SNAPSHOT_OBJECT).
  * `scan` walks the table with a strongly consistent Scan filtered to the tenant's snapshot items (the table also holds
@@ -98,11 +99,16 @@ export class DynamoSnapshotStore implements SnapshotStore {
     this.#logger = options.logger;
   }
 
-  async getMany(keys: readonly SnapshotKey[]): Promise<Map<SnapshotKey, Snapshot>> {
+  /**
+   * BatchGetItem calls of 100, `concurrency` at a time. Past `options.deadline` nothing is sent again, nor is a batch
+   * started after the first ones: a call that rejects with ReadDeadlineExceededError (see DynamoBatchCalls.get).
+   */
+  async getMany(keys: readonly SnapshotKey[], options: StoreCallOptions = {}): Promise<Map<SnapshotKey, Snapshot>> {
     const unique = [...new Set(keys)];
     const found = new Map<SnapshotKey, Snapshot>();
-    await mapLimit(chunk(unique, BATCH_GET_LIMIT), this.#concurrency, async (batch) => {
-      for (const item of await this.#batches.get(batch.map((key) => ({ ...snapshotItemKey(this.#tenant, key) })))) {
+    await mapLimit(chunk(unique, BATCH_GET_LIMIT), this.#concurrency, async (batch, index) => {
+      const itemKeys = batch.map((key) => ({ ...snapshotItemKey(this.#tenant, key) }));
+      for (const item of await this.#batches.get(itemKeys, { ...options, later: index >= this.#concurrency })) {
         const snapshot = this.#decode(item as unknown as SnapshotItem);
         found.set(snapshot.key, snapshot);
       }
@@ -114,7 +120,7 @@ export class DynamoSnapshotStore implements SnapshotStore {
    * BatchWriteItem calls of 25, `concurrency` at a time. Past `options.deadline` nothing is sent again, nor is a batch
    * started after the first ones: a call that rejects with WriteDeadlineExceededError (see DynamoBatchCalls.write).
    */
-  async putMany(snapshots: readonly Snapshot[], options: StoreWriteOptions = {}): Promise<void> {
+  async putMany(snapshots: readonly Snapshot[], options: StoreCallOptions = {}): Promise<void> {
     // BatchWriteItem rejects two requests for one key; the last write of a key wins, as sequential puts would.
     const latest = new Map<SnapshotKey, Snapshot>();
     for (const snapshot of snapshots) latest.set(snapshot.key, snapshot);

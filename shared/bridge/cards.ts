@@ -175,7 +175,15 @@ class CardRun extends CycleRun {
   async run(): Promise<CycleReport> {
     const mode = this.options.mode ?? "full";
     const maxPages = this.options.maxPages ?? DEFAULT_MAX_PAGES;
-    const cursor = await this.readCursor(mode);
+    let cursor;
+    try {
+      cursor = await this.readCursor(mode);
+    } catch (err) {
+      // The read stopped retrying at the deadline (a throttled table): nothing walked, nothing to write.
+      if (!this.outOfTime(err)) throw err;
+      this.report.outcome = "deadline";
+      return this.finish();
+    }
     // A walk cut short by an earlier cycle goes on where it stopped; the offset survives a change of page size.
     let offset = cursor.offset;
     // The list's size when the offset was taken: the list is newest first, so cards issued since sit above the cursor
@@ -231,8 +239,9 @@ class CardRun extends CycleRun {
         await this.processPage(entries);
       } catch (err) {
         if (!this.outOfTime(err)) throw err;
-        // A card detail read could not finish in time; nothing of the page was written, so it is walked next cycle
-        // (with the cursor as it stood, and a shift not yet applied kept for then: see below).
+        // A card detail read or the snapshots' read could not finish in time; nothing of the page was published or
+        // stored (its quarantine records aside, put again idempotently), so it is walked next cycle (with the cursor
+        // as it stood, and a shift not yet applied kept for then: see below).
         this.report.outcome = "deadline";
         break;
       }
@@ -283,7 +292,7 @@ class CardRun extends CycleRun {
    */
   private async readCursor(mode: CardCycleMode): Promise<{ offset: number; total?: number; snapshot?: Snapshot }> {
     const key = walkCursorKey(mode);
-    const snapshot = (await this.port("read card walk cursor", () => this.deps.snapshots.getMany([key]))).get(key);
+    const snapshot = (await this.read("read card walk cursor", (call) => this.deps.snapshots.getMany([key], call))).get(key);
     const offset = snapshot?.object["next_offset"];
     const total = snapshot?.object["total_records"];
     return {
@@ -412,7 +421,7 @@ class CardRun extends CycleRun {
     await this.quarantine(quarantine);
     if (items.length === 0) return;
 
-    const snapshots = await this.port("read snapshots", () => deps.snapshots.getMany(items.map((i) => cardKey(i.id))));
+    const snapshots = await this.read("read snapshots", (call) => deps.snapshots.getMany(items.map((i) => cardKey(i.id)), call));
     const now = deps.clock.now();
     const nowIso = new Date(now).toISOString();
     const events: BridgeEvent[] = [];

@@ -2,12 +2,12 @@
  * Machinery shared by the transaction and card cycles: provider calls with error accounting,
  * event building, publishing with per-event failures, quarantine records, and the end-of-cycle report.
  */
-import { CycleAbortedError, PUBLISH_STEP, ReauthorizationNeededError, writeDeadlineExceeded } from "./errors.js";
+import { CycleAbortedError, PUBLISH_STEP, ReauthorizationNeededError, storeDeadlineExceeded } from "./errors.js";
 import { eventId } from "./hash.js";
 import { diffObjects, type Change } from "./diff.js";
 import { DEFAULT_DEADLINE_GRACE_MS, DEFAULT_PAGE_SIZE, DEFAULT_SOURCE, MIN_PAGE_SIZE, type BridgeDeps, type CycleOptions } from "./deps.js";
 import { SCHEMA_VERSION, type EventType } from "./events/schemas.js";
-import type { BridgeEvent, EntityKind, PublishFailure, QuarantineRecord, Snapshot } from "./ports.js";
+import type { BridgeEvent, EntityKind, PublishFailure, QuarantineRecord, Snapshot, StoreCallOptions } from "./ports.js";
 import { emptyReport, type CycleReport } from "./report.js";
 import { cardValidator, requireObjectWithId, type Validators } from "./validate.js";
 import { applyPii, applyPiiToBody, assertPiiPolicy, conformPii } from "./pii.js";
@@ -172,24 +172,40 @@ export class CycleRun {
    * lapsed would otherwise publish and store that page over what a later cycle stored (an older snapshot, a change
    * diffed against it). Throws {@link OutOfTime} (outcome `deadline`); what was published before is re-sent with the
    * same ids, its items being still listed. `fn` gets the calls' deadline to hand the port, whose retries stop there
-   * (`StoreWriteOptions`, `PublishOptions`): a port that rejects with WriteDeadlineExceededError ends the cycle the
+   * (`StoreCallOptions`, `PublishOptions`): a port that rejects with WriteDeadlineExceededError ends the cycle the
    * same way, nothing of the page being acknowledged.
    */
-  async write<T>(step: string, fn: (options: { readonly deadline?: number }) => Promise<T>): Promise<T> {
+  async write<T>(step: string, fn: (options: StoreCallOptions) => Promise<T>): Promise<T> {
     const { deadline } = this.call;
     if (deadline !== undefined && this.deps.clock.now() >= deadline) throw new OutOfTime(step, {});
+    return this.held(step, fn);
+  }
+
+  /**
+   * A {@link port} call that reads the snapshot store, its retries held to the calls' deadline (`StoreCallOptions`): a
+   * read that rejects with ReadDeadlineExceededError (a throttled table) ends the cycle with outcome `deadline`
+   * ({@link OutOfTime}) rather than retry on past the invocation's timeout. A batch reads its snapshots before it
+   * publishes, stores a snapshot or acknowledges anything, so such a stop loses nothing: the next cycle lists its
+   * items again.
+   */
+  async read<T>(step: string, fn: (options: StoreCallOptions) => Promise<T>): Promise<T> {
+    return this.held(step, fn);
+  }
+
+  /** Runs `fn` through {@link port} with the calls' deadline; the port stopping at it throws {@link OutOfTime}. */
+  private async held<T>(step: string, fn: (options: StoreCallOptions) => Promise<T>): Promise<T> {
     try {
-      return await this.port(step, () => fn(this.writeOptions()));
+      return await this.port(step, () => fn(this.storeCallOptions()));
     } catch (err) {
-      const late = writeDeadlineExceeded(err);
+      const late = storeDeadlineExceeded(err);
       if (late === undefined) throw err;
-      this.deps.logger.warn("write stopped retrying at the calls' deadline; stopping", { step });
+      this.deps.logger.warn("store call stopped retrying at the calls' deadline; stopping", { step });
       throw new OutOfTime(step, { cause: late });
     }
   }
 
-  /** What a port write must end its retries by (see {@link write}): the calls' deadline, when the cycle has one. */
-  protected writeOptions(): { readonly deadline?: number } {
+  /** What a store call must end its retries by ({@link write}, {@link read}): the calls' deadline, when the cycle has one. */
+  protected storeCallOptions(): StoreCallOptions {
     const { deadline } = this.call;
     return deadline === undefined ? {} : { deadline };
   }

@@ -23,18 +23,17 @@ export class SnapshotCursorError extends BridgeError {
 }
 
 /**
- * A store write held to a deadline (`StoreWriteOptions.deadline`) stopped before sending again what was not written
- * yet, as the deadline had passed (a container frozen in a retry's backoff and thawed later, say): some of the write
- * may be durable, the rest is not. The caller is out of time, not facing a store fault; a cycle ends with outcome
+ * A store call held to a deadline (`StoreCallOptions.deadline`) stopped before sending again what it had not done yet,
+ * as the deadline had passed. The caller is out of time, not facing a store fault; a cycle ends with outcome
  * `deadline`, acknowledges nothing of the page, and the next cycle redoes it. `cause` holds the failure that called for
  * the retry, when there was one (a throttled call); none for entries DynamoDB left unprocessed.
  */
-export class WriteDeadlineExceededError extends BridgeError {
-  override name = "WriteDeadlineExceededError";
+export class StoreDeadlineExceededError extends BridgeError {
+  override name = "StoreDeadlineExceededError";
 
   constructor(
     message: string,
-    /** The deadline (epoch ms) the write was held to. */
+    /** The deadline (epoch ms) the call was held to. */
     readonly deadline: number,
     options?: ErrorOptions,
   ) {
@@ -42,9 +41,25 @@ export class WriteDeadlineExceededError extends BridgeError {
   }
 }
 
-/** The WriteDeadlineExceededError in `error`'s cause chain, if any (a step failure wraps a port's error). */
-export function writeDeadlineExceeded(error: unknown): WriteDeadlineExceededError | undefined {
-  return causeMatching(error, (e): e is WriteDeadlineExceededError => e instanceof WriteDeadlineExceededError);
+/**
+ * A store write stopped at its deadline (a container frozen in a retry's backoff and thawed later, say): some of the
+ * write may be durable, the rest is not.
+ */
+export class WriteDeadlineExceededError extends StoreDeadlineExceededError {
+  override name = "WriteDeadlineExceededError";
+}
+
+/**
+ * A store read stopped at its deadline (a throttled table): nothing of it is returned. Retried on, it would run the
+ * cycle past its invocation's timeout.
+ */
+export class ReadDeadlineExceededError extends StoreDeadlineExceededError {
+  override name = "ReadDeadlineExceededError";
+}
+
+/** The StoreDeadlineExceededError (a read's or a write's) in `error`'s cause chain, if any (a step failure wraps a port's error). */
+export function storeDeadlineExceeded(error: unknown): StoreDeadlineExceededError | undefined {
+  return causeMatching(error, (e): e is StoreDeadlineExceededError => e instanceof StoreDeadlineExceededError);
 }
 
 /**

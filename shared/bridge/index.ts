@@ -30,7 +30,7 @@ export type { BridgeDeps, TransactionCycleDeps, CardCycleDeps, CycleDepsParts, C
 export { countProviderRetries, reportQuarantineSize } from "./root-metrics.js";
 export { emptyReport, totalPublished } from "./report.js";
 export type { CycleReport, CycleOutcome } from "./report.js";
-export { BridgeError, BridgeConfigurationError, ConformCursorError, CycleAbortedError, PUBLISH_STEP, ReauthorizationNeededError, SnapshotCursorError, WriteDeadlineExceededError, causeMatching } from "./errors.js";
+export { BridgeError, BridgeConfigurationError, ConformCursorError, CycleAbortedError, PUBLISH_STEP, ReadDeadlineExceededError, ReauthorizationNeededError, SnapshotCursorError, StoreDeadlineExceededError, WriteDeadlineExceededError, causeMatching } from "./errors.js";
 export type { ConformCursorProblem, CycleAbortContext } from "./errors.js";
 export { diffObjects, jsonEqual, escapePointerToken } from "./diff.js";
 export type { Change } from "./diff.js";

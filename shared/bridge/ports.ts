@@ -52,26 +52,34 @@ export interface SnapshotPage {
   readonly cursor?: string;
 }
 
-/** Options of a store write ({@link SnapshotStore.putMany}, {@link Quarantine.deleteMany}). */
-export interface StoreWriteOptions {
+/**
+ * Options of a store call held to the caller's time budget ({@link SnapshotStore.getMany}, {@link SnapshotStore.putMany},
+ * {@link Quarantine.deleteMany}).
+ */
+export interface StoreCallOptions {
   /**
    * Epoch ms (the cycle's deadline plus its grace) after which an adapter that retries sends nothing again: a retry
-   * whose backoff ends past it (the container frozen meanwhile, thawed after a later cycle wrote) rejects with
-   * `WriteDeadlineExceededError` (shared/bridge/errors.ts) instead, as a late resend would put an older page's snapshots
-   * over newer ones. The first send is the caller's to hold back. An adapter whose writes do not retry may ignore it.
+   * whose backoff ends past it rejects instead (shared/bridge/errors.ts). A write with `WriteDeadlineExceededError`, as
+   * a late resend (the container frozen meanwhile, thawed after a later cycle wrote) would put an older page's
+   * snapshots over newer ones; a read with `ReadDeadlineExceededError`, as retrying on under a throttled table would
+   * run the cycle past its invocation's timeout. The first send is the caller's to hold back. An adapter whose calls
+   * do not retry may ignore it.
    */
   readonly deadline?: number;
 }
 
 /** Snapshots of one tenant (the tenant is bound when the store is built). */
 export interface SnapshotStore {
-  /** Reads many snapshots; missing keys are simply absent from the map. */
-  getMany(keys: readonly SnapshotKey[]): Promise<Map<SnapshotKey, Snapshot>>;
+  /**
+   * Reads many snapshots; missing keys are simply absent from the map. With `options.deadline`, rejects with
+   * `ReadDeadlineExceededError` rather than send again past it.
+   */
+  getMany(keys: readonly SnapshotKey[], options?: StoreCallOptions): Promise<Map<SnapshotKey, Snapshot>>;
   /**
    * Writes (creates or replaces) many snapshots; resolves only when all are durable. With `options.deadline`, rejects
    * with `WriteDeadlineExceededError` rather than send again past it (some may then be durable, others not).
    */
-  putMany(snapshots: readonly Snapshot[], options?: StoreWriteOptions): Promise<void>;
+  putMany(snapshots: readonly Snapshot[], options?: StoreCallOptions): Promise<void>;
   /**
    * Reads one page of the tenant's snapshots (every key: aliases and cursors too), in the store's own order: at most
    * `limit` of them, after `options.cursor`, so a walk holds one page in memory whatever the size of the store. A page
@@ -214,7 +222,7 @@ export interface Quarantine {
    * failure some may be gone and the others not. With `options.deadline`, rejects with `WriteDeadlineExceededError`
    * rather than send again past it (a late delete could remove a record a later run put again under its id).
    */
-  deleteMany(ids: readonly string[], options?: StoreWriteOptions): Promise<void>;
+  deleteMany(ids: readonly string[], options?: StoreCallOptions): Promise<void>;
   /** How many records are held now (a gauge for "quarantine not empty"; cheaper than `list`). */
   size(): Promise<number>;
 }

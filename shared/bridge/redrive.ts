@@ -6,7 +6,7 @@
  */
 import { quarantineReason } from "./quarantine-id.js";
 import type { CycleOptions, TransactionCycleDeps } from "./deps.js";
-import type { QuarantineRecord, StoreWriteOptions } from "./ports.js";
+import type { QuarantineRecord, StoreCallOptions } from "./ports.js";
 import type { CycleReport } from "./report.js";
 import { isAcknowledgeableId, reprocessTransactions, type TransactionRef } from "./transactions.js";
 
@@ -147,7 +147,7 @@ export async function redriveQuarantined(deps: TransactionCycleDeps, options: Re
   const redriven: RedriveRecord[] = [];
   // Deleted batch by batch, so a run cut short (a Lambda timeout) keeps what it did and the next one goes on; one
   // deleteMany per batch, so a store deletes in its own batches (25 records a call on DynamoDB), not a call each.
-  const afterBatch = async (delivered: ReadonlySet<string>, write: StoreWriteOptions): Promise<void> => {
+  const afterBatch = async (delivered: ReadonlySet<string>, write: StoreCallOptions): Promise<void> => {
     const records = [...delivered].flatMap((id) => byTransaction.get(id)?.records ?? []);
     // Held to the calls' deadline: a delete sent again late could remove a record a later run put again under its id.
     if (records.length > 0) await deps.quarantine.deleteMany(records.map((record) => record.id), write);

@@ -10,12 +10,12 @@ import type { Change } from "./diff.js";
 import { isJsonObject } from "../json-object.js";
 import { CycleRun, type RunKind } from "./cycle.js";
 import { failedCallOf, isTokenFailure, providerRefusal, refusedForReference, retryDeferred, statusOf } from "./provider-errors.js";
-import { writeDeadlineExceeded } from "./errors.js";
+import { storeDeadlineExceeded } from "./errors.js";
 import { lastModified, nextSequence, storedSequence, versionTime } from "./versions.js";
 import { withoutSyncStatus } from "./quarantine-id.js";
 import { RecentIds } from "./recent-ids.js";
 import { DEFAULT_MAX_PAGES, type CycleOptions, type TransactionCycleDeps } from "./deps.js";
-import type { BridgeEvent, PublishFailure, QuarantineRecord, Snapshot, SnapshotKey, StoreWriteOptions } from "./ports.js";
+import type { BridgeEvent, PublishFailure, QuarantineRecord, Snapshot, SnapshotKey, StoreCallOptions } from "./ports.js";
 import { listedTotal, pageEntries, type PageEntry, type ProviderPage, type PullStatus } from "./provider.js";
 import type { CycleOutcome, CycleReport } from "./report.js";
 import type { ValidationResult } from "./validate.js";
@@ -511,7 +511,7 @@ class TransactionRun extends CycleRun {
     const batch = this.validated(entries, versions);
     const { items } = batch;
     const snapshots = items.length
-      ? await this.port("read snapshots", () => deps.snapshots.getMany(items.map((i) => transactionKey(i.id))))
+      ? await this.read("read snapshots", (call) => deps.snapshots.getMany(items.map((i) => transactionKey(i.id)), call))
       : new Map<SnapshotKey, Snapshot>();
     const { toPublish, silentWrites } = this.compared(batch, snapshots, delivered);
     const { parents, aliases } = await this.resolveParents(toPublish.map((p) => p.item), items);
@@ -806,10 +806,10 @@ class TransactionRun extends CycleRun {
       for (const id of done) delivered.add(id);
       for (const [id, version] of versions) if (version === INVALID_VERSION) invalid.add(id);
       try {
-        await afterBatch?.(done, this.writeOptions());
+        await afterBatch?.(done, this.storeCallOptions());
       } catch (err) {
         // Its writes stopped retrying at the calls' deadline: those records are left to the next run, as not reached.
-        if (writeDeadlineExceeded(err) === undefined) throw err;
+        if (storeDeadlineExceeded(err) === undefined) throw err;
         for (const id of done) unreached.push(id);
         return false;
       }
@@ -926,9 +926,7 @@ class TransactionRun extends CycleRun {
    * short (a DynamoDB batch failed) may have lost it.
    */
   private async readParents(resolved: Map<string, string>, missing: ReadonlySet<string>): Promise<{ parents: Map<string, string>; aliases: Snapshot[] }> {
-    const aliases = await this.port("read parent snapshots", () =>
-      this.deps.snapshots.getMany([...missing].map(transactionAliasKey)),
-    );
+    const aliases = await this.read("read parent snapshots", (call) => this.deps.snapshots.getMany([...missing].map(transactionAliasKey), call));
     const learned: Snapshot[] = [];
     for (const qid of missing) {
       const alias = aliases.get(transactionAliasKey(qid));
@@ -1016,7 +1014,7 @@ export interface ReprocessOptions extends Pick<CycleOptions, "pageSize" | "deadl
    * store writes are to be held to; a WriteDeadlineExceededError from it ends the run with outcome `deadline`, those
    * ids counted as not reached.
    */
-  readonly afterBatch?: (delivered: ReadonlySet<string>, write: StoreWriteOptions) => Promise<void>;
+  readonly afterBatch?: (delivered: ReadonlySet<string>, write: StoreCallOptions) => Promise<void>;
 }
 
 /**

@@ -68,7 +68,7 @@ export class CycleLeaseGuard {
 
   snapshots(inner: SnapshotStore): SnapshotStore {
     return {
-      getMany: (keys) => inner.getMany(keys),
+      getMany: (keys, options) => inner.getMany(keys, options),
       scan: (options) => inner.scan(options),
       putMany: async (snapshots, options) => {
         await this.check();

@@ -4,11 +4,11 @@
  * invocation: that page's snapshots would land over what a later cycle stored. On DynamoDB Local, with a clock that
  * jumps past the deadline during the backoff (the freeze).
  */
-import { BatchWriteCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
+import { BatchGetCommand, BatchWriteCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DynamoQuarantine } from "../../shared/aws/quarantine.js";
 import { DynamoSnapshotStore } from "../../shared/aws/snapshot-store.js";
-import { WriteDeadlineExceededError, pollTransactions, redriveQuarantined } from "../../shared/bridge/index.js";
+import { ReadDeadlineExceededError, WriteDeadlineExceededError, pollTransactions, redriveQuarantined } from "../../shared/bridge/index.js";
 import { PUBLISH_FAILURE_PREFIX } from "../../shared/bridge/redrive.js";
 import type { Clock, QuarantineRecord, SnapshotKey } from "../../shared/bridge/ports.js";
 import { makeRig } from "../bridge/fakes.js";
@@ -24,17 +24,24 @@ const throttled = () =>
   Object.assign(new Error("throughput exceeded"), { name: "ProvisionedThroughputExceededException", $fault: "client", $metadata: { httpStatusCode: 400, attempts: 3 } });
 
 /**
- * `doc` whose first BatchWriteItem does not reach DynamoDB: answered with every item unprocessed, or throttled as a
- * whole. `sent()` counts the BatchWriteItem calls made (the first included).
+ * `doc` whose first `faults` calls of `operation` (BatchWriteItem unless told) do not reach DynamoDB: answered with
+ * every entry unprocessed, or throttled as a whole. `sent()` counts the calls of `operation` made (the first included).
  */
-function faultyFirstBatchWrite(doc: DynamoDBDocumentClient, fault: Fault): { doc: DynamoDBDocumentClient; sent: () => number } {
+function faultyBatch(
+  doc: DynamoDBDocumentClient,
+  fault: Fault,
+  operation: "BatchGetItem" | "BatchWriteItem" = "BatchWriteItem",
+  faults = 1,
+): { doc: DynamoDBDocumentClient; sent: () => number } {
   let sent = 0;
   const send = async (command: unknown) => {
-    if (command instanceof BatchWriteCommand) {
+    const get = command instanceof BatchGetCommand;
+    if (get ? operation === "BatchGetItem" : command instanceof BatchWriteCommand && operation === "BatchWriteItem") {
       sent += 1;
-      if (sent === 1) {
+      if (sent <= faults) {
         if (fault === "throttled") throw throttled();
-        return { UnprocessedItems: command.input.RequestItems, $metadata: {} };
+        const { RequestItems } = (command as BatchGetCommand | BatchWriteCommand).input;
+        return get ? { Responses: {}, UnprocessedKeys: RequestItems, $metadata: {} } : { UnprocessedItems: RequestItems, $metadata: {} };
       }
     }
     return (doc.send as (c: unknown) => Promise<unknown>)(command);
@@ -77,7 +84,7 @@ describe("DynamoDB batch writes held to the cycle's deadline", () => {
     "a snapshot write %s at first is not sent again past the deadline: the cycle ends `deadline`, unacknowledged",
     async (fault) => {
       const tenant = `frozen-${fault}`;
-      const faulty = faultyFirstBatchWrite(table.doc, fault);
+      const faulty = faultyBatch(table.doc, fault);
       const rig = makeRig({ tenant });
       const snapshots = new DynamoSnapshotStore({ doc: faulty.doc, tableName: table.tableName, tenant, clock: freezingIn(rig.clock), backoff: { random: () => 0.5 } });
       const txn = rig.provider.addTransaction();
@@ -103,7 +110,7 @@ describe("DynamoDB batch writes held to the cycle's deadline", () => {
 
   it.each<Fault>(["unprocessed", "throttled"])("putMany rejects with WriteDeadlineExceededError, not sending again, once the deadline passed in the backoff (%s)", async (fault) => {
     const rig = makeRig();
-    const faulty = faultyFirstBatchWrite(table.doc, fault);
+    const faulty = faultyBatch(table.doc, fault);
     const tenant = `direct-${fault}`;
     const store = new DynamoSnapshotStore({ doc: faulty.doc, tableName: table.tableName, tenant, clock: freezingIn(rig.clock) });
     const deadline = rig.clock.now() + 1_000;
@@ -112,7 +119,7 @@ describe("DynamoDB batch writes held to the cycle's deadline", () => {
     expect(error).toMatchObject({ deadline, ...(fault === "throttled" ? { cause: { name: "ProvisionedThroughputExceededException" } } : {}) });
     expect(faulty.sent()).toBe(1);
     // Without a deadline the same fault is retried through, as before.
-    const again = faultyFirstBatchWrite(table.doc, fault);
+    const again = faultyBatch(table.doc, fault);
     await new DynamoSnapshotStore({ doc: again.doc, tableName: table.tableName, tenant, clock: freezingIn(rig.clock) }).putMany([
       { key: "card:a", hash: "h", object: {}, updatedAt: "2026-03-01T12:00:00.000Z" },
     ]);
@@ -150,7 +157,7 @@ describe("DynamoDB batch writes held to the cycle's deadline", () => {
 
   it("a re-drive's quarantine delete is not sent again past the deadline: the records stay, the run ends `deadline`", async () => {
     const tenant = "frozen-redrive";
-    const faulty = faultyFirstBatchWrite(table.doc, "unprocessed");
+    const faulty = faultyBatch(table.doc, "unprocessed");
     const rig = makeRig({ tenant });
     const quarantine = new DynamoQuarantine({ doc: faulty.doc, tableName: table.tableName, tenant, clock: freezingIn(rig.clock) });
     const txn = rig.provider.addTransaction();
@@ -171,4 +178,77 @@ describe("DynamoDB batch writes held to the cycle's deadline", () => {
     expect((await quarantine.list()).map((r) => r.id)).toEqual([record.id]);
     expect(report.kept.map((k) => k.why)).toEqual(["not reached before the deadline"]);
   });
+});
+
+describe("DynamoDB batch reads held to the cycle's deadline", () => {
+  let table: TestTable;
+  beforeAll(async () => {
+    table = await createTestTable();
+  });
+  afterAll(async () => table.drop());
+
+  it.each<Fault>(["unprocessed", "throttled"])("getMany rejects with ReadDeadlineExceededError, not sending again, once the deadline passed in the backoff (%s)", async (fault) => {
+    const rig = makeRig();
+    const tenant = `read-${fault}`;
+    const key: SnapshotKey = "card:a";
+    await new DynamoSnapshotStore({ doc: table.doc, tableName: table.tableName, tenant }).putMany([{ key, hash: "h", object: {}, updatedAt: "2026-03-01T12:00:00.000Z" }]);
+    const faulty = faultyBatch(table.doc, fault, "BatchGetItem");
+    const store = new DynamoSnapshotStore({ doc: faulty.doc, tableName: table.tableName, tenant, clock: freezingIn(rig.clock) });
+    const deadline = rig.clock.now() + 1_000;
+    const error = await store.getMany([key], { deadline }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ReadDeadlineExceededError);
+    expect(error).toMatchObject({ deadline, ...(fault === "throttled" ? { cause: { name: "ProvisionedThroughputExceededException" } } : {}) });
+    expect(faulty.sent()).toBe(1);
+    // Without a deadline the same fault is retried through, as before.
+    const again = faultyBatch(table.doc, fault, "BatchGetItem");
+    const found = await new DynamoSnapshotStore({ doc: again.doc, tableName: table.tableName, tenant, clock: freezingIn(rig.clock) }).getMany([key]);
+    expect([...found.keys()]).toEqual([key]);
+    expect(again.sent()).toBe(2);
+  });
+
+  it("getMany starts no batch past the deadline: one whose turn comes after a call that ran past it is not sent", async () => {
+    const rig = makeRig();
+    const tenant = "read-later-batch";
+    let sent = 0;
+    const send = async (command: unknown) => {
+      if (command instanceof BatchGetCommand && ++sent === 1) rig.clock.advance(FROZEN_MS);
+      return (table.doc.send as (c: unknown) => Promise<unknown>)(command);
+    };
+    const doc = new Proxy(table.doc, { get: (target, name, receiver) => (name === "send" ? send : Reflect.get(target, name, receiver)) });
+    // One batch in flight at a time: the second of the two batches (101 keys) starts after the first's call.
+    const store = new DynamoSnapshotStore({ doc, tableName: table.tableName, tenant, clock: rig.clock, concurrency: 1 });
+    const keys = Array.from({ length: 101 }, (_, i): SnapshotKey => `card:c${String(i).padStart(3, "0")}`);
+    const error = await store.getMany(keys, { deadline: rig.clock.now() + 1_000 }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ReadDeadlineExceededError);
+    expect(sent).toBe(1);
+  });
+
+  it.each<Fault>(["unprocessed", "throttled"])(
+    "a cycle whose snapshot read stays %s past the deadline ends `deadline`: nothing of the batch published or acknowledged, the next cycle delivers it",
+    async (fault) => {
+      const tenant = `read-cycle-${fault}`;
+      // The table keeps answering so: without the deadline, the read would retry until its attempts ran out.
+      const faulty = faultyBatch(table.doc, fault, "BatchGetItem", Number.POSITIVE_INFINITY);
+      const rig = makeRig({ tenant });
+      const snapshots = new DynamoSnapshotStore({ doc: faulty.doc, tableName: table.tableName, tenant, clock: freezingIn(rig.clock), backoff: { random: () => 0.5 } });
+      const txn = rig.provider.addTransaction();
+
+      const report = await pollTransactions({ ...rig.deps, snapshots }, { deadline: rig.clock.now() + 30_000 });
+
+      // Out of time, not a store failure: a clean end, no abort, and the read not sent again past the deadline.
+      expect(report.outcome).toBe("deadline");
+      expect(rig.metrics.points.filter((p) => p.name === "CycleErrors")).toEqual([]);
+      expect(faulty.sent()).toBe(1);
+      // Read before anything else of the batch: nothing published, stored or acknowledged.
+      expect(rig.publisher.events).toEqual([]);
+      expect(rig.provider.pending().map((t) => t.id)).toEqual([txn.id]);
+      const reader = new DynamoSnapshotStore({ doc: table.doc, tableName: table.tableName, tenant });
+      expect((await reader.getMany([`transaction:${txn.id}`])).size).toBe(0);
+      // The next cycle, the table answering again, delivers it.
+      expect(await pollTransactions({ ...rig.deps, snapshots: reader })).toMatchObject({ outcome: "complete" });
+      expect(rig.publisher.ofType("transaction.created").map((e) => e.detail.subject.id)).toEqual([txn.id]);
+      expect(rig.provider.pending()).toEqual([]);
+      expect((await reader.getMany([`transaction:${txn.id}`])).size).toBe(1);
+    },
+  );
 });

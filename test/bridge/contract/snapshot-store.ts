@@ -114,6 +114,15 @@ export function describeSnapshotStoreContract(name: string, factory: () => Promi
       expect(all.get("transaction:t150")?.object).toEqual({ i: 150 });
     });
 
+    it("takes a deadline still ahead on reads and writes (StoreCallOptions), with the same result as without one", async () => {
+      const deadline = Date.now() + 60 * 60_000;
+      const many = Array.from({ length: 230 }, (_, i) => snapshot(`transaction:d${i}`, { i }, `h${i}`));
+      await fixture.store.putMany(many, { deadline });
+      const found = await fixture.store.getMany([...many.map((s) => s.key), "transaction:nope"], { deadline });
+      expect(found.size).toBe(230);
+      expect(found.get("transaction:d150")).toEqual(many[150]);
+    });
+
     it("reads a key asked for more than once in one getMany (a batching store must send it once: DynamoDB refuses the call)", async () => {
       await fixture.store.putMany([snapshot("card:CA1", { status: "Active" }, "h1"), snapshot("card:CA2", { status: "Active" }, "h2")]);
       const found = await fixture.store.getMany(["card:CA1", "card:CA2", "card:CA1", "card:CA404", "card:CA404"]);
