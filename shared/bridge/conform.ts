@@ -5,12 +5,12 @@
  */
 import { randomBytes } from "node:crypto";
 import { CARD_KEY_PREFIX } from "./cards.js";
-import type { BridgeDeps } from "./deps.js";
+import { DEFAULT_DEADLINE_GRACE_MS, type BridgeDeps } from "./deps.js";
 import { contentHash, recordHash, sha256Hex } from "./hash.js";
 import { isJsonObject } from "../json-object.js";
 import { assertPiiPolicy, conformPii, conformPiiToBody, PERSONAL_FIELDS, PII_MODES, type PiiMode } from "./pii.js";
-import type { CutQuarantineBody, QuarantineRecord, Snapshot, SnapshotKey } from "./ports.js";
-import { ConformCursorError } from "./errors.js";
+import type { CutQuarantineBody, QuarantineRecord, Snapshot, SnapshotKey, StoreCallOptions } from "./ports.js";
+import { ConformCursorError, storeDeadlineExceeded } from "./errors.js";
 import { versionTime } from "./versions.js";
 
 /** Snapshots read (and at most rewritten) per store call. */
@@ -45,7 +45,11 @@ export interface ConformReport {
 
 /** Options of {@link conformSnapshots}. */
 export interface ConformOptions {
-  /** Epoch ms after which no new page is read; the pass stops with outcome `deadline` and a cursor to go on from. */
+  /**
+   * Epoch ms after which no new page is read; the pass stops with outcome `deadline` and a cursor to go on from. Its
+   * snapshot store calls are held to it plus a cycle's grace (DEFAULT_DEADLINE_GRACE_MS, `StoreCallOptions`): one
+   * that stops there ends the pass `deadline` as well.
+   */
   readonly deadline?: number;
   /** A cursor a run stopped at its deadline reported: the pass goes on from there instead of starting over. */
   readonly cursor?: string;
@@ -80,7 +84,8 @@ function conformed(snapshot: Snapshot, deps: Pick<BridgeDeps, "pii">): Snapshot 
  * complete pass the store is vacuumed, so no replaced version stays in its storage. Under `full` nothing is read or
  * written (outcome `full_mode`).
  *
- * Idempotent: a second pass rewrites nothing. Stopped at its deadline, a pass reports a cursor to go on from; a run
+ * Idempotent: a second pass rewrites nothing. Stopped at its deadline, a pass reports a cursor to go on from (none
+ * when the write of its pass id stopped at the calls' deadline; the one given back when its read of it did); a run
  * without it starts over, which is always correct, only longer. Hold the tenant's cycle lock(s) around it: a cycle
  * writing a snapshot between this pass's read and write would be overwritten with the older object.
  *
@@ -110,7 +115,18 @@ export async function conformSnapshots(
   }
   const limit = options.pageSize ?? DEFAULT_CONFORM_PAGE_SIZE;
   if (!Number.isSafeInteger(limit) || limit < 1) throw new RangeError(`pageSize must be a whole number of at least 1, got ${limit}`);
-  const lastPass = await storedPass(deps);
+  // The snapshot store's calls are held to the deadline plus a cycle's grace, as a cycle's are: a page read before the
+  // deadline may finish its write, and nothing is sent again later (a throttled table would run the invocation past
+  // its timeout; a container frozen in a backoff, thawed after a later run wrote, would put older objects over newer).
+  const held: StoreCallOptions = options.deadline === undefined ? {} : { deadline: options.deadline + DEFAULT_DEADLINE_GRACE_MS };
+  let lastPass: Snapshot | undefined;
+  try {
+    lastPass = await storedPass(deps, held);
+  } catch (error) {
+    if (storeDeadlineExceeded(error) === undefined) throw error;
+    // Nothing read or written: the cursor given, if any, still says where to go on.
+    return ended(deps, { mode, outcome: "deadline", scanned: 0, rewritten: 0, quarantineRewritten: 0, started }, options.cursor);
+  }
   if (resumed !== undefined && lastPass?.object["pass"] !== resumed.pass) {
     throw new ConformCursorError(
       "superseded",
@@ -126,32 +142,43 @@ export async function conformSnapshots(
   let rewritten = 0;
   let quarantineRewritten = 0;
   const report = async (outcome: ConformOutcome): Promise<ConformReport> => {
-    const next =
-      outcome === "deadline" && (cursor !== undefined || quarantineAfter !== undefined)
-        ? await handOut(deps, lastPass, { snapshots: cursor, after: quarantineAfter })
-        : undefined;
-    // A complete pass leaves no cursor to go on from: the one of an earlier stop is refused from now on, or a mode
-    // switched away and back after this pass would leave the snapshots behind it (written in between) as they are.
-    if (outcome === "complete" && lastPass !== undefined) await storePass(deps, lastPass);
-    // Never below 0: a wall clock stepped back during the pass would make it negative (CycleRun.finish does the same).
-    const done = { mode, outcome, scanned, rewritten, quarantineRewritten, durationMs: Math.max(0, deps.clock.now() - started) };
-    deps.logger.info("snapshots conformed to the PII mode", { ...done, ...(outcome === "deadline" ? { cursor: next } : {}) });
-    return next === undefined ? done : { ...done, cursor: next };
+    try {
+      const next =
+        outcome === "deadline" && (cursor !== undefined || quarantineAfter !== undefined)
+          ? await handOut(deps, lastPass, { snapshots: cursor, after: quarantineAfter }, held)
+          : undefined;
+      // A complete pass leaves no cursor to go on from: the one of an earlier stop is refused from now on, or a mode
+      // switched away and back after this pass would leave the snapshots behind it (written in between) as they are.
+      if (outcome === "complete" && lastPass !== undefined) await storePass(deps, lastPass, held);
+      return ended(deps, { mode, outcome, scanned, rewritten, quarantineRewritten, started }, next);
+    } catch (error) {
+      if (storeDeadlineExceeded(error) === undefined) throw error;
+      // The pass id's write stopped at the calls' deadline: no cursor can name it, so the next run starts over.
+      return ended(deps, { mode, outcome: "deadline", scanned, rewritten, quarantineRewritten, started }, undefined);
+    }
   };
   const outOfTime = (): boolean => options.deadline !== undefined && deps.clock.now() >= options.deadline;
-  for (;;) {
-    if (outOfTime()) return report("deadline");
-    const page = await deps.snapshots.scan(cursor === undefined ? { limit } : { cursor, limit });
-    const writes: Snapshot[] = [];
-    for (const snapshot of page.snapshots) {
-      const masked = conformed(snapshot, deps);
-      if (masked !== undefined) writes.push(masked);
+  try {
+    for (;;) {
+      if (outOfTime()) return report("deadline");
+      const page = await deps.snapshots.scan(cursor === undefined ? { limit } : { cursor, limit });
+      const writes: Snapshot[] = [];
+      for (const snapshot of page.snapshots) {
+        const masked = conformed(snapshot, deps);
+        if (masked !== undefined) writes.push(masked);
+      }
+      if (writes.length > 0) await deps.snapshots.putMany(writes, held);
+      scanned += page.snapshots.length;
+      rewritten += writes.length;
+      if (page.cursor === undefined) break;
+      cursor = page.cursor;
     }
-    if (writes.length > 0) await deps.snapshots.putMany(writes);
-    scanned += page.snapshots.length;
-    rewritten += writes.length;
-    if (page.cursor === undefined) break;
-    cursor = page.cursor;
+  } catch (error) {
+    if (storeDeadlineExceeded(error) === undefined) throw error;
+    // The page's write stopped retrying at the calls' deadline: some of it may be durable; the cursor handed out
+    // starts at that page, so the next run writes it again.
+    deps.logger.warn("snapshot write stopped retrying at the conform pass's deadline; stopping");
+    return report("deadline");
   }
   await deps.snapshots.vacuum();
   // A large quarantine (a backlog a bad rule refused) may take longer than the time left: its walk stops at the deadline
@@ -169,6 +196,19 @@ export async function conformSnapshots(
     quarantineAfter = page.at(-1)?.id ?? quarantineAfter;
   }
   return report("complete");
+}
+
+/** Logs and returns a pass's report, with `cursor` to go on from when there is one; its duration taken now. */
+function ended(
+  deps: Pick<BridgeDeps, "clock" | "logger">,
+  counts: Omit<ConformReport, "durationMs" | "cursor"> & { readonly started: number },
+  cursor: string | undefined,
+): ConformReport {
+  const { started, ...rest } = counts;
+  // Never below 0: a wall clock stepped back during the pass would make it negative (CycleRun.finish does the same).
+  const done = { ...rest, durationMs: Math.max(0, deps.clock.now() - started) };
+  deps.logger.info("snapshots conformed to the PII mode", { ...done, ...(done.outcome === "deadline" ? { cursor } : {}) });
+  return cursor === undefined ? done : { ...done, cursor };
 }
 
 /**
@@ -216,8 +256,9 @@ async function handOut(
   deps: Pick<BridgeDeps, "snapshots" | "pii" | "clock" | "tenant">,
   lastPass: Snapshot | undefined,
   where: { readonly snapshots: string | undefined; readonly after: string | undefined },
+  held: StoreCallOptions,
 ): Promise<string> {
-  const pass = await storePass(deps, lastPass);
+  const pass = await storePass(deps, lastPass, held);
   const state: CursorState = {
     tenant: deps.tenant,
     mode: deps.pii.mode,
@@ -231,18 +272,18 @@ async function handOut(
 }
 
 /** The record under {@link PASS_KEY}, if a pass ever stored one. */
-async function storedPass(deps: Pick<BridgeDeps, "snapshots">): Promise<Snapshot | undefined> {
-  return (await deps.snapshots.getMany([PASS_KEY])).get(PASS_KEY);
+async function storedPass(deps: Pick<BridgeDeps, "snapshots">, held: StoreCallOptions = {}): Promise<Snapshot | undefined> {
+  return (await deps.snapshots.getMany([PASS_KEY], held)).get(PASS_KEY);
 }
 
 /**
  * Stores a new random pass id under {@link PASS_KEY} with the current PII mode (superseding every cursor handed out
  * before) and returns it.
  */
-async function storePass(deps: Pick<BridgeDeps, "snapshots" | "pii" | "clock">, lastPass: Snapshot | undefined): Promise<string> {
+async function storePass(deps: Pick<BridgeDeps, "snapshots" | "pii" | "clock">, lastPass: Snapshot | undefined, held: StoreCallOptions = {}): Promise<string> {
   const pass = randomBytes(8).toString("hex");
   const object = { pass, mode: deps.pii.mode };
-  await deps.snapshots.putMany([{ key: PASS_KEY, hash: contentHash(object), object, updatedAt: versionTime(deps.clock.now(), lastPass) }]);
+  await deps.snapshots.putMany([{ key: PASS_KEY, hash: contentHash(object), object, updatedAt: versionTime(deps.clock.now(), lastPass) }], held);
   return pass;
 }
 

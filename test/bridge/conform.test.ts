@@ -1,9 +1,10 @@
 import { describe, expect, it, vi } from "vitest";
 import { conformSnapshots, supersedeConformPassOnModeChange } from "../../shared/bridge/conform.js";
 import { pollCards } from "../../shared/bridge/cards.js";
-import { CycleAbortedError } from "../../shared/bridge/errors.js";
+import { CycleAbortedError, ReadDeadlineExceededError, WriteDeadlineExceededError } from "../../shared/bridge/errors.js";
+import { DEFAULT_DEADLINE_GRACE_MS } from "../../shared/bridge/deps.js";
 import { HASH_PREFIX, REDACTED, applyPiiToBody, conformPii, conformPiiToBody, type PiiPolicy } from "../../shared/bridge/pii.js";
-import type { Snapshot, SnapshotKey } from "../../shared/bridge/ports.js";
+import type { Snapshot, SnapshotKey, StoreCallOptions } from "../../shared/bridge/ports.js";
 import { pollTransactions } from "../../shared/bridge/transactions.js";
 import { contentHash, recordHash } from "../../shared/bridge/hash.js";
 import { makeRig, type TestRig } from "./fakes.js";
@@ -637,5 +638,87 @@ describe("conformSnapshots cursors", () => {
     const writes = recordWrites(rig);
     await conformSnapshots({ ...rig.deps, pii: REDACT });
     expect(writes.flat()).not.toContain("transaction:~conform-pass");
+  });
+});
+
+describe("conformSnapshots' store calls held to the pass's deadline", () => {
+  /**
+   * Makes the rig's store stop the calls of `method` given a deadline that `stops` picks (by their keys and their
+   * number among that method's calls, from 1), as the DynamoDB adapter does under a throttled table: the clock moves to
+   * the deadline and the call rejects. A call given none goes through. Returns the options every call of either
+   * method was given.
+   */
+  function stopAtDeadline(rig: TestRig, method: "getMany" | "putMany", stops: (keys: readonly SnapshotKey[], call: number) => boolean): StoreCallOptions[] {
+    const given: StoreCallOptions[] = [];
+    const calls = { getMany: 0, putMany: 0 };
+    const stopped = (called: "getMany" | "putMany", keys: readonly SnapshotKey[], options: StoreCallOptions): Error | undefined => {
+      given.push(options);
+      calls[called] += 1;
+      if (called !== method || options.deadline === undefined || !stops(keys, calls[called])) return undefined;
+      rig.clock.ms = Math.max(rig.clock.ms, options.deadline);
+      return method === "getMany" ? new ReadDeadlineExceededError("not read", options.deadline) : new WriteDeadlineExceededError("not written", options.deadline);
+    };
+    const get = rig.snapshots.getMany.bind(rig.snapshots);
+    vi.spyOn(rig.snapshots, "getMany").mockImplementation(async (keys, options = {}) => {
+      const error = stopped("getMany", keys, options);
+      if (error) throw error;
+      return get(keys);
+    });
+    const put = rig.snapshots.putMany.bind(rig.snapshots);
+    vi.spyOn(rig.snapshots, "putMany").mockImplementation(async (snapshots, options = {}) => {
+      const error = stopped("putMany", snapshots.map((s) => s.key), options);
+      if (error) throw error;
+      return put(snapshots);
+    });
+    return given;
+  }
+
+  it("hands every snapshot read and write the pass's deadline plus a cycle's grace", async () => {
+    const rig = await rigWrittenUnderFull(20);
+    const given = stopAtDeadline(rig, "getMany", () => false);
+    const scan = rig.snapshots.scan.bind(rig.snapshots);
+    vi.spyOn(rig.snapshots, "scan").mockImplementation(async (options) => {
+      rig.clock.advance(1_000);
+      return scan(options);
+    });
+    const deadline = rig.clock.now() + 2_500;
+
+    // Reads the pass id, writes pages, stops with a cursor (writing a pass id).
+    expect(await conformSnapshots({ ...rig.deps, pii: REDACT }, { pageSize: 5, deadline })).toMatchObject({ outcome: "deadline", cursor: expect.any(String) });
+
+    expect(given.length).toBeGreaterThan(2);
+    expect(given).toEqual(given.map(() => ({ deadline: deadline + DEFAULT_DEADLINE_GRACE_MS })));
+  });
+
+  it("ends `deadline` when a page's write stops at that deadline, with a cursor at that page, from which a run finishes", async () => {
+    const rig = await rigWrittenUnderFull(20);
+    const deps = { ...rig.deps, pii: REDACT };
+    const total = rig.snapshots.data.size;
+    // The first page's write goes through, the second's stops; the pass id's after it goes through.
+    const given = stopAtDeadline(rig, "putMany", (keys, call) => call === 2 && !keys.includes("transaction:~conform-pass"));
+
+    const report = await conformSnapshots(deps, { pageSize: 5, deadline: rig.clock.now() + 60_000 });
+
+    expect(report).toMatchObject({ outcome: "deadline", scanned: 5, rewritten: 5, cursor: expect.any(String) });
+    expect(given.filter((options) => options.deadline !== undefined)).toHaveLength(given.length);
+    expect(rig.snapshots.vacuumCalls).toBe(0);
+    vi.restoreAllMocks();
+    // The page whose write stopped is read again, and the entry of the stopped pass's id with it.
+    expect(await conformSnapshots(deps, { pageSize: 5, cursor: report.cursor })).toMatchObject({ outcome: "complete", scanned: total - 5 + 1 });
+    expect(cleartextIn(rig)).toBe(0);
+  });
+
+  it("ends `deadline` when its read of the pass id stops at that deadline, handing back the cursor it was given", async () => {
+    const { rig, deps, first } = await stoppedPass(REDACT);
+    const stored = structuredClone(rig.snapshots.data);
+    stopAtDeadline(rig, "getMany", () => true);
+
+    const report = await conformSnapshots(deps, { pageSize: 5, cursor: first.cursor, deadline: rig.clock.now() + 60_000 });
+
+    expect(report).toMatchObject({ outcome: "deadline", scanned: 0, rewritten: 0, cursor: first.cursor });
+    expect(rig.snapshots.data).toEqual(stored);
+    vi.restoreAllMocks();
+    expect(await conformSnapshots(deps, { pageSize: 5, cursor: first.cursor })).toMatchObject({ outcome: "complete" });
+    expect(cleartextIn(rig)).toBe(0);
   });
 });
