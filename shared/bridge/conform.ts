@@ -158,6 +158,7 @@ export async function conformSnapshots(
     }
   };
   const outOfTime = (): boolean => options.deadline !== undefined && deps.clock.now() >= options.deadline;
+  const pastCalls = (): boolean => held.deadline !== undefined && deps.clock.now() >= held.deadline;
   try {
     for (;;) {
       if (outOfTime()) return report("deadline");
@@ -167,7 +168,13 @@ export async function conformSnapshots(
         const masked = conformed(snapshot, deps);
         if (masked !== undefined) writes.push(masked);
       }
-      if (writes.length > 0) await deps.snapshots.putMany(writes, held);
+      if (writes.length > 0) {
+        // None starts past the calls' deadline, as a cycle's does not (CycleRun.write): the store holds back its sends
+        // after the first only, and a page whose scan answered once a frozen container thawed, its leases lapsed,
+        // would put older objects over what a later cycle wrote. The cursor handed out starts at that page.
+        if (pastCalls()) return report("deadline");
+        await deps.snapshots.putMany(writes, held);
+      }
       scanned += page.snapshots.length;
       rewritten += writes.length;
       if (page.cursor === undefined) break;

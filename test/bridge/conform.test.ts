@@ -721,4 +721,37 @@ describe("conformSnapshots' store calls held to the pass's deadline", () => {
     expect(await conformSnapshots(deps, { pageSize: 5, cursor: first.cursor })).toMatchObject({ outcome: "complete" });
     expect(cleartextIn(rig)).toBe(0);
   });
+
+  it("writes no page whose scan answered past that deadline (a container frozen in it, thawed later): ends `deadline` with a cursor at that page", async () => {
+    const rig = await rigWrittenUnderFull(20);
+    const deps = { ...rig.deps, pii: REDACT };
+    const total = rig.snapshots.data.size;
+    const deadline = rig.clock.now() + 60_000;
+    const held = deadline + DEFAULT_DEADLINE_GRACE_MS;
+    const scan = rig.snapshots.scan.bind(rig.snapshots);
+    let scans = 0;
+    vi.spyOn(rig.snapshots, "scan").mockImplementation(async (options) => {
+      scans += 1;
+      // The second page answers once the container thaws, the leases lapsed: a later cycle may have written since.
+      if (scans === 2) rig.clock.ms = held + 60_000;
+      return scan(options);
+    });
+    /** When each page's write was started (the pass id's aside). */
+    const pageWritesAt: number[] = [];
+    const put = rig.snapshots.putMany.bind(rig.snapshots);
+    vi.spyOn(rig.snapshots, "putMany").mockImplementation(async (snapshots) => {
+      if (!snapshots.some((s) => s.key === "transaction:~conform-pass")) pageWritesAt.push(rig.clock.now());
+      return put(snapshots);
+    });
+
+    const report = await conformSnapshots(deps, { pageSize: 5, deadline });
+
+    expect(pageWritesAt).toHaveLength(1);
+    expect(pageWritesAt.every((at) => at < held)).toBe(true);
+    expect(report).toMatchObject({ outcome: "deadline", scanned: 5, rewritten: 5, cursor: expect.any(String) });
+    vi.restoreAllMocks();
+    // The page not written is read again, and the entry of the stopped pass's id with it.
+    expect(await conformSnapshots(deps, { pageSize: 5, cursor: report.cursor })).toMatchObject({ outcome: "complete", scanned: total - 5 + 1 });
+    expect(cleartextIn(rig)).toBe(0);
+  });
 });
