@@ -73,6 +73,18 @@ const freezingIn = (clock: Clock): Clock => ({
   },
 });
 
+/**
+ * One transaction cycle, with a deadline 30 s away, of a fresh rig holding one new transaction, over `table` reached
+ * through `faulty` (a backoff being where the container freezes); `reader` reads the table without faults.
+ */
+async function cycleOverFaultyTable(table: TestTable, tenant: string, faulty: { readonly doc: DynamoDBDocumentClient }) {
+  const rig = makeRig({ tenant });
+  const snapshots = new DynamoSnapshotStore({ doc: faulty.doc, tableName: table.tableName, tenant, clock: freezingIn(rig.clock), backoff: { random: () => 0.5 } });
+  const txn = rig.provider.addTransaction();
+  const report = await pollTransactions({ ...rig.deps, snapshots }, { deadline: rig.clock.now() + 30_000 });
+  return { rig, txn, report, reader: new DynamoSnapshotStore({ doc: table.doc, tableName: table.tableName, tenant }) };
+}
+
 describe("DynamoDB batch writes held to the cycle's deadline", () => {
   let table: TestTable;
   beforeAll(async () => {
@@ -85,18 +97,14 @@ describe("DynamoDB batch writes held to the cycle's deadline", () => {
     async (fault) => {
       const tenant = `frozen-${fault}`;
       const faulty = faultyBatch(table.doc, fault);
-      const rig = makeRig({ tenant });
-      const snapshots = new DynamoSnapshotStore({ doc: faulty.doc, tableName: table.tableName, tenant, clock: freezingIn(rig.clock), backoff: { random: () => 0.5 } });
-      const txn = rig.provider.addTransaction();
 
-      const report = await pollTransactions({ ...rig.deps, snapshots }, { deadline: rig.clock.now() + 30_000 });
+      const { rig, txn, report, reader } = await cycleOverFaultyTable(table, tenant, faulty);
 
       // Recognised by the engine as out of time, not a store failure: a clean end, no abort.
       expect(report.outcome).toBe("deadline");
       expect(rig.metrics.points.filter((p) => p.name === "CycleErrors")).toEqual([]);
       // No resend after the thaw: the first call only, and nothing of it written.
       expect(faulty.sent()).toBe(1);
-      const reader = new DynamoSnapshotStore({ doc: table.doc, tableName: table.tableName, tenant });
       expect((await reader.getMany([`transaction:${txn.id}`])).size).toBe(0);
       // Published, not acknowledged: the next cycle redoes the page, re-sending the same event id.
       expect(rig.publisher.ofType("transaction.created")).toHaveLength(1);
@@ -229,11 +237,8 @@ describe("DynamoDB batch reads held to the cycle's deadline", () => {
       const tenant = `read-cycle-${fault}`;
       // The table keeps answering so: without the deadline, the read would retry until its attempts ran out.
       const faulty = faultyBatch(table.doc, fault, "BatchGetItem", Number.POSITIVE_INFINITY);
-      const rig = makeRig({ tenant });
-      const snapshots = new DynamoSnapshotStore({ doc: faulty.doc, tableName: table.tableName, tenant, clock: freezingIn(rig.clock), backoff: { random: () => 0.5 } });
-      const txn = rig.provider.addTransaction();
 
-      const report = await pollTransactions({ ...rig.deps, snapshots }, { deadline: rig.clock.now() + 30_000 });
+      const { rig, txn, report, reader } = await cycleOverFaultyTable(table, tenant, faulty);
 
       // Out of time, not a store failure: a clean end, no abort, and the read not sent again past the deadline.
       expect(report.outcome).toBe("deadline");
@@ -242,7 +247,6 @@ describe("DynamoDB batch reads held to the cycle's deadline", () => {
       // Read before anything else of the batch: nothing published, stored or acknowledged.
       expect(rig.publisher.events).toEqual([]);
       expect(rig.provider.pending().map((t) => t.id)).toEqual([txn.id]);
-      const reader = new DynamoSnapshotStore({ doc: table.doc, tableName: table.tableName, tenant });
       expect((await reader.getMany([`transaction:${txn.id}`])).size).toBe(0);
       // The next cycle, the table answering again, delivers it.
       expect(await pollTransactions({ ...rig.deps, snapshots: reader })).toMatchObject({ outcome: "complete" });
