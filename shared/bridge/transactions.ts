@@ -83,6 +83,8 @@ interface Batch {
   readonly ackIds: string[];
   /** Invalid items without a usable id: they stay listed. */
   unacknowledgeable: number;
+  /** Ids of the invalid items: quarantined, so done with in this cycle as the valid ones once delivered. */
+  readonly invalid: string[];
 }
 
 /** What a batch leaves to do once delivered (events and snapshots written): ids and counts only, no objects. */
@@ -91,7 +93,7 @@ interface Delivery {
   readonly ackIds: string[];
   /** Invalid items without a usable id: they stay listed. */
   readonly unacknowledgeable: number;
-  /** Ids done with in this cycle once acknowledged: every valid item but the deferred ones. */
+  /** Ids done with in this cycle once acknowledged: every item but the deferred ones (an invalid one is quarantined). */
   readonly settled: readonly string[];
   /** Items whose event failed for now: they stay listed, unacknowledged. */
   readonly deferred: number;
@@ -529,7 +531,7 @@ class TransactionRun extends CycleRun {
     for (const id of published) delivered?.add(id);
     releaseTexts(items);
     await this.quarantine(batch.quarantine);
-    return { ackIds: batch.ackIds, unacknowledgeable: batch.unacknowledgeable, settled: this.settledIds(items, deferred), deferred: deferred.size };
+    return { ackIds: batch.ackIds, unacknowledgeable: batch.unacknowledgeable, settled: this.settledIds(batch, deferred), deferred: deferred.size };
   }
 
   /** Acknowledges a delivered batch, then settles its items but those to read again (see processBatch). */
@@ -545,13 +547,16 @@ class TransactionRun extends CycleRun {
 
   /** Validates a batch (one copy per key): valid items to diff, quarantine records and acknowledgeable ids of the rest. */
   private validated(entries: readonly PageEntry[], versions?: Map<string, string | readonly string[]>): Batch {
-    const batch: Batch = { items: [], quarantine: [], ackIds: [], unacknowledgeable: 0 };
+    const batch: Batch = { items: [], quarantine: [], ackIds: [], unacknowledgeable: 0, invalid: [] };
     const seen = new Set<string>();
     const copies = this.oneCopyPerKey(entries);
     for (const { raw, result } of copies) {
       if (!result.success) {
         const rawId = optionalString((raw as Record<string, unknown> | null)?.["id"]);
-        if (rawId !== undefined) versions?.set(rawId, INVALID_VERSION);
+        if (rawId !== undefined) {
+          versions?.set(rawId, INVALID_VERSION);
+          batch.invalid.push(rawId);
+        }
         batch.quarantine.push(this.quarantineRecord("transaction", "validation", result.reason, raw, rawId));
         if (isAcknowledgeableId(rawId)) batch.ackIds.push(rawId);
         else batch.unacknowledgeable += 1;
@@ -674,10 +679,15 @@ class TransactionRun extends CycleRun {
     return { writes, published, deferred };
   }
 
-  /** Every item of the batch is done with in this cycle, except the deferred ones: their change counts towards the lag. */
-  private settledIds(items: readonly Item[], deferred: ReadonlySet<string>): string[] {
-    const ids: string[] = [];
-    for (const item of items) if (!deferred.has(item.id)) ids.push(item.id);
+  /**
+   * Every item of the batch is done with in this cycle, except the deferred ones: their change counts towards the lag.
+   * So are the invalid ones, quarantined: never pending when the walk meets them first, they may be when a page read and
+   * left earlier in the cycle (the look at the end of the list, a read-ahead dropped at the pause) counted them, and a
+   * cycle that then delivered everything would report their age as its lag.
+   */
+  private settledIds(batch: Batch, deferred: ReadonlySet<string>): string[] {
+    const ids = [...batch.invalid];
+    for (const item of batch.items) if (!deferred.has(item.id)) ids.push(item.id);
     return ids;
   }
 

@@ -183,3 +183,46 @@ describe("SyncLagSeconds with transactions a cycle cannot reach", () => {
     expect(rig.logger.lines.filter((l) => /oldest/.test(l.message))).toEqual([]);
   });
 });
+
+describe("SyncLagSeconds once the cycle reaches what the look at the end of the list counted", () => {
+  /**
+   * 25 `not_synced` transactions, the oldest (changed six hours ago) one the validator refuses; the first read takes
+   * four fifths of a 100 s budget, so the pass pauses at its share after one page, looks at the end of the list (the
+   * oldest five), and the pass after `outdated` walks to the end: the refused one is quarantined and acknowledged.
+   */
+  async function brokenOldestReached(withCount: boolean): Promise<{ rig: TestRig; report: CycleReport; brokenId: string }> {
+    const rig = makeRig({}, { validators: { transaction: (raw) => ((raw as { memo?: unknown }).memo === "BROKEN" ? { success: false, reason: "memo: refused" } : { success: true, data: raw as Record<string, unknown> }) } });
+    const brokenId = rig.provider.addTransaction({ memo: "BROKEN", updated_at: new Date(OLD_CHANGE_MS).toISOString() }).id;
+    for (let i = 0; i < 24; i++) rig.provider.addTransaction();
+    const list = rig.provider.listTransactions.bind(rig.provider);
+    let first = true;
+    rig.provider.listTransactions = async (query) => {
+      if (first) rig.clock.advance(80_000);
+      first = false;
+      const page = await list(query);
+      if (withCount) return page;
+      const { total_records: _unknown, ...rest } = page.pagination ?? {};
+      return { ...page, pagination: rest };
+    };
+    const report = await pollTransactions(rig.deps, { pageSize: PAGE_SIZE, deadline: rig.clock.now() + 100_000 });
+    return { rig, report, brokenId };
+  }
+
+  it("leaves out an invalid transaction the look counted once the cycle quarantined and acknowledged it, as a cycle without the look does", async () => {
+    const looked = await brokenOldestReached(true);
+    const blind = await brokenOldestReached(false);
+    // The look: page 2 (25 listed, 10 acknowledged), read at the pause, before the outdated list; none without a count.
+    for (const [{ rig }, look] of [[looked, 2], [blind, 1]] as const) {
+      const calls = listCalls(rig);
+      expect(calls[calls.findIndex((c) => c.query.client_sync_status === "outdated") - 1]?.query).toMatchObject({ client_sync_status: "not_synced", page: look });
+    }
+    for (const { rig, report, brokenId } of [looked, blind]) {
+      expect(report.outcome).toBe("complete");
+      expect(rig.provider.pending()).toEqual([]);
+      expect([...rig.quarantine.records.values()].map((r) => r.entityId)).toEqual([brokenId]);
+    }
+    // Nothing waits once the cycle completes: the lag is that of what it published, with or without the look.
+    expect(looked.report.syncLagSeconds).toBe(blind.report.syncLagSeconds);
+    expect(looked.report.syncLagSeconds).toBeLessThan(Math.round((looked.rig.clock.now() - OLD_CHANGE_MS) / 1000));
+  });
+});
