@@ -408,6 +408,7 @@ class TransactionRun extends CycleRun {
    * acknowledges since (they left the list). Nothing without a count, nor past the deadline; a failure of the read only
    * costs the look, except a token failure (a revoked family): every call would meet it, so it stops the cycle as any
    * call's would, not a later call, which the deadline may keep from coming (docs/spec-gaps.md, SyncLagSeconds).
+   * An item equal to its snapshot is delivered, not waiting (see {@link oldestUndelivered}).
    */
   private async lookAtOldestWaiting(status: PullStatus, handled: RecentIds, listed: ListedCount | undefined, reached: number): Promise<void> {
     if (listed === undefined || this.pastDeadline()) return;
@@ -415,7 +416,7 @@ class TransactionRun extends CycleRun {
     const last = Math.ceil(waiting / this.pageSize);
     if (last <= reached) return;
     try {
-      this.leftBehind(await this.list(status, last), handled);
+      for (const raw of await this.oldestUndelivered(await this.list(status, last), handled)) this.pendingRaw(raw);
     } catch (err) {
       if (isTokenFailure(err)) throw err;
       const { name, status: httpStatus } = failedCallOf(err);
@@ -426,6 +427,30 @@ class TransactionRun extends CycleRun {
         status: httpStatus,
       });
     }
+  }
+
+  /**
+   * The items of the look's page not handled in this pass whose listed version is not the one their snapshot holds. One
+   * the walk delivered in an earlier cycle and the provider keeps listing (its acknowledge refused by name) sits at the
+   * end of the list for good: counted, its age (days) was the cycle's lag under load, although the walk, meeting it,
+   * finds it unchanged and settles it. A failed snapshot read counts them all, as before the read.
+   */
+  private async oldestUndelivered(page: ProviderPage, handled: RecentIds): Promise<unknown[]> {
+    const waiting = pageEntries(page).filter((entry) => !this.handledAsListed(handled, itemKey(entry.raw), entry));
+    /** Listed version by snapshot key, of the valid ones (an invalid one has no snapshot to be delivered as). */
+    const versions = new Map<SnapshotKey, string>();
+    for (const entry of waiting) {
+      const version = this.versionOf(entry);
+      if (version !== INVALID_VERSION) versions.set(transactionKey(itemKey(entry.raw)), version);
+    }
+    const stored = versions.size
+      ? await this.read("read snapshots of the oldest waiting", (call) => this.deps.snapshots.getMany([...versions.keys()], call)).catch(() => undefined)
+      : undefined;
+    return waiting.flatMap(({ raw }) => {
+      const key = transactionKey(itemKey(raw));
+      const version = versions.get(key);
+      return version !== undefined && stored?.get(key)?.hash === version ? [] : [raw];
+    });
   }
 
   /** A page read and left unprocessed holds changes still undelivered: they count towards the lag. */

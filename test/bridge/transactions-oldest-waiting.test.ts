@@ -3,7 +3,7 @@ import { pollTransactions } from "../../shared/bridge/transactions.js";
 import { ReauthorizationNeededError } from "../../shared/bridge/errors.js";
 import type { ProviderPage } from "../../shared/bridge/provider.js";
 import type { CycleReport } from "../../shared/bridge/report.js";
-import { makeRig, type ProviderCall, type TestRig } from "./fakes.js";
+import { makeRig, refusal, type ProviderCall, type TestRig } from "./fakes.js";
 
 /** When the old transactions changed: six hours before the rig's clock, five before the newer ones. */
 const OLD_CHANGE_MS = Date.parse("2025-01-15T04:00:00.000Z");
@@ -224,5 +224,35 @@ describe("SyncLagSeconds once the cycle reaches what the look at the end of the 
     // Nothing waits once the cycle completes: the lag is that of what it published, with or without the look.
     expect(looked.report.syncLagSeconds).toBe(blind.report.syncLagSeconds);
     expect(looked.report.syncLagSeconds).toBeLessThan(Math.round((looked.rig.clock.now() - OLD_CHANGE_MS) / 1000));
+  });
+});
+
+describe("SyncLagSeconds and a delivered transaction the look at the end of the list meets", () => {
+  it("leaves out a transaction whose change went out in an earlier cycle and which stays listed only because the provider refuses its acknowledge", async () => {
+    const rig = makeRig();
+    const threeDaysAgo = rig.clock.now() - 3 * 24 * 3600 * 1000;
+    const stuck = rig.provider.addTransaction({ updated_at: new Date(threeDaysAgo).toISOString() }).id;
+    rig.provider.beforeCall = (call) => {
+      if (call.op === "acknowledgeTransactions" && call.ids.includes(stuck)) throw refusal(call.ids, [stuck]);
+    };
+    // An earlier cycle published it and stored its snapshot; the provider refused its acknowledge, so it stays listed.
+    await pollTransactions(rig.deps, { pageSize: PAGE_SIZE });
+    expect(rig.publisher.events.map((e) => e.detail.subject.id)).toEqual([stuck]);
+    expect(rig.provider.pending().map((t) => t.id)).toEqual([stuck]);
+
+    // Sustained load: newer transactions (changed about an hour ago) above it; each acknowledge takes a second.
+    for (let i = 0; i < 100; i++) rig.provider.addTransaction();
+    rig.provider.beforeCall = (call) => {
+      if (call.op !== "acknowledgeTransactions") return;
+      rig.clock.advance(1000);
+      if (call.ids.includes(stuck)) throw refusal(call.ids, [stuck]);
+    };
+    const report = await pollTransactions(rig.deps, { pageSize: PAGE_SIZE, deadline: rig.clock.now() + BUDGET_MS });
+    // The look read the end of the list, where the stuck one sits with the oldest waiting.
+    expect(looksAtTheEnd(rig)).toEqual([5]);
+    expect(rig.publisher.events.filter((e) => e.detail.subject.id === stuck)).toHaveLength(1);
+    // What waits is about an hour old: the stuck one's change was delivered three days ago and is no lag.
+    expect(report.syncLagSeconds).toBeGreaterThan(3000);
+    expect(report.syncLagSeconds).toBeLessThan(2 * 3600);
   });
 });
