@@ -173,8 +173,11 @@ export class JsonlEventPublisher implements EventPublisher {
   private readonly region: string;
   private readonly newId: () => string;
   private dirReady = false;
-  /** Whether this publisher has fsynced the file's directory: until then the file's name may not be durable (see write). */
-  private nameDurable = false;
+  /**
+   * The file (device and inode) whose name this publisher made durable by fsyncing its directory: any other file at the
+   * path (the first one, or one a rotation left for another process to create) may not be on disk yet (see write).
+   */
+  private durableFile: { dev: number; ino: number } | undefined;
   private readonly scratch = new ScratchBuffer();
 
   constructor(private readonly options: JsonlEventPublisherOptions) {
@@ -251,13 +254,14 @@ export class JsonlEventPublisher implements EventPublisher {
         // Append mode: the write lands at the end.
         writeAll(fd, lines.subarray(start));
         fsyncSync(fd);
-        // An empty file is most likely one this open created (a first run, or after a rotation or a removal took the
-        // old one away): its name is durable only once the directory is fsynced too, and the engine acknowledges the
-        // events once this returns. So is a file this publisher never wrote: another process killed mid-append may
-        // have created it (it then holds a torn line or unacknowledged events) before it fsynced the directory.
-        if (size === 0 || !this.nameDurable) {
+        // A file this publisher has not made durable: one this open created (a first run, or after a rotation or a
+        // removal took the old one away), or one another process created, and was killed mid-append (it then holds a
+        // torn line or unacknowledged events) before it fsynced the directory, also after a rotation while this one
+        // runs. Its name is durable only once the directory is fsynced too, and the engine acknowledges the events once
+        // this returns.
+        if (this.durableFile?.ino !== stats.ino || this.durableFile.dev !== stats.dev) {
           fsyncDirSync(path.dirname(this.options.file));
-          this.nameDurable = true;
+          this.durableFile = { dev: stats.dev, ino: stats.ino };
         }
       } catch (err) {
         this.discardFailedWrite(fd, kept ?? size);

@@ -101,6 +101,22 @@ describe("JsonlEventPublisher durability", () => {
     expect(journal.events).not.toContain(`fsync ${dir}`);
   });
 
+  it("fsyncs the directory again when the file it appends to is not the one it made durable (another process re-created it after a rotation)", async () => {
+    const publisher = new JsonlEventPublisher({ file });
+    await publisher.publish([sampleEvent(1)]);
+    // A rotation moves the file away; a `run --once` beside this loop creates the new one, appends its events and is
+    // killed before its directory fsync: the new file's name may not be on disk, though it is not empty.
+    await rename(file, `${file}.1`);
+    await writeFile(file, '{"version":"0","id":"3b1f');
+    journal.events.length = 0;
+    await publisher.publish([sampleEvent(2)]);
+    // Without the directory's fsync, a power loss could take the file back, with the events this append acknowledged.
+    expect(journal.events.at(-1)).toBe(`fsync ${dir}`);
+    journal.events.length = 0;
+    await publisher.publish([sampleEvent(3)]);
+    expect(journal.events).not.toContain(`fsync ${dir}`);
+  });
+
   it("writes and fsyncs nothing for an empty batch (a cycle that found no change)", async () => {
     await new JsonlEventPublisher({ file }).publish([]);
     expect(eventsFileJournal()).toEqual([]);
