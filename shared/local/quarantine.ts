@@ -1,7 +1,7 @@
 /**
  * File-backed Quarantine: one JSON file per record, named by its deterministic id (idempotent put).
  */
-import { readFileSync } from "node:fs";
+import { readFileSync, statSync } from "node:fs";
 import { readdir } from "node:fs/promises";
 import path from "node:path";
 import type { Quarantine, QuarantinePagesOptions, QuarantineRecord } from "../bridge/ports.js";
@@ -23,8 +23,12 @@ import { STATE_DIRS } from "./layout.js";
 export class FileQuarantine implements Quarantine {
   readonly dir: string;
   readonly #sweep: () => Promise<void>;
-  /** Whether this store has fsynced its directory (each write does): until then a record found held may not be durable. */
-  #dirSynced = false;
+  /**
+   * Record files (device and inode) this store wrote, or found and fsynced the directory for: their names are durable.
+   * Any other record file found may be one another process renamed into place and was killed before its directory
+   * fsync, also after this store's last fsync (a `run --once` between a loop's cycles).
+   */
+  readonly #durable = new Set<string>();
 
   constructor(stateDir: string) {
     this.dir = path.join(stateDir, STATE_DIRS.quarantine);
@@ -40,15 +44,28 @@ export class FileQuarantine implements Quarantine {
     if (held !== undefined) {
       // Found again: the first `at` stays; reason and body take the current form (a PII mode switch masks them).
       const text = JSON.stringify({ ...held, reason: record.reason, raw: record.raw }) + "\n";
-      if (text !== JSON.stringify(held) + "\n") await writeFileAtomic(file, text, { mode: 0o600 });
-      else if (!this.#dirSynced) fsyncDirSync(this.dir);
-      this.#dirSynced = true;
+      if (text !== JSON.stringify(held) + "\n") {
+        await writeFileAtomic(file, text, { mode: 0o600 });
+        this.#markDurable(file);
+      } else if (!this.#durable.has(fileIdentity(file))) {
+        fsyncDirSync(this.dir);
+        this.#markDurable(file);
+      }
       return false;
     }
     makeDirDurable(this.dir);
     await writeFileAtomic(file, JSON.stringify(record) + "\n", { mode: 0o600 });
-    this.#dirSynced = true;
+    this.#markDurable(file);
     return true;
+  }
+
+  /** Notes `file` as one whose name is on disk; one replaced or removed since only costs a directory fsync when found. */
+  #markDurable(file: string): void {
+    try {
+      this.#durable.add(fileIdentity(file));
+    } catch {
+      // Gone already (a re-drive of another process): nothing to remember.
+    }
   }
 
   /** The record in `file`; with `missingOk`, undefined when there is none. */
@@ -132,6 +149,12 @@ export class FileQuarantine implements Quarantine {
   async size(): Promise<number> {
     return (await this.#names()).filter(isRecordFile).length;
   }
+}
+
+/** A file's device and inode: a record file replaced (atomic write) or created again is another file. */
+function fileIdentity(file: string): string {
+  const { dev, ino } = statSync(file, { bigint: true });
+  return `${dev}:${ino}`;
 }
 
 /** Records read per page by `list`, which keeps them all. */

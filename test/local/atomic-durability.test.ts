@@ -273,4 +273,21 @@ describe("FileQuarantine durability", () => {
     expect(await quarantine.put(record)).toBe(false);
     expect(journal.events).toEqual([]);
   });
+
+  it("makes a record another process left after this store's first directory fsync durable too (a `run --once` between a loop's cycles)", async () => {
+    const quarantineDir = path.join(dir, "quarantine");
+    const quarantine = new FileQuarantine(dir);
+    expect(await quarantine.put(record)).toBe(true);
+    // Left by a run killed before its directory fsync, after this long-lived store last fsynced the directory.
+    const other = { ...record, id: "q-2" };
+    await writeFileAtomic(path.join(quarantineDir, "q-2.json"), JSON.stringify(other) + "\n");
+    journal.events.length = 0;
+    expect(await quarantine.put(other)).toBe(false);
+    expect(journal.events).toContain(`fsync ${quarantineDir}`);
+    // Records this store wrote or made durable cost nothing when found again (an invalid card is found on every walk).
+    journal.events.length = 0;
+    expect(await quarantine.put(other)).toBe(false);
+    expect(await quarantine.put(record)).toBe(false);
+    expect(journal.events).toEqual([]);
+  });
 });
