@@ -156,8 +156,9 @@ class CardRun extends CycleRun {
   /**
    * Cards taken in the last few pages, with the version (content hash) each was taken in: a card met again was shifted
    * onto the next page by cards issued meanwhile, and a walk of every card the company has need not hold all their
-   * ids. One met again further on, or met again changed (its status moved between the two list reads), is diffed
-   * again: skipping it would drop a move this walk saw, lost for good if undone before the next read. One met again
+   * ids. One met again further on, or met again in another version than it was last taken in (its status moved
+   * between the two list reads, or moved back), is diffed again: skipping it would drop a move this walk saw, lost
+   * for good if undone before the next read. One met again
    * is not kept for the rest of the walk: the walk's offset moves on whatever it meets, and each card issued under the
    * walk would otherwise add one.
    */
@@ -410,9 +411,10 @@ class CardRun extends CycleRun {
       const object = this.pii(result.data);
       const id = object["id"] as string;
       const hash = contentHash(object);
-      // A card inserted at the top shifts the next page by one: the same card can be listed twice. A copy in a version
-      // already taken is skipped; a changed one is a change this walk saw.
-      if (onPage.has(id) || this.seen.versionsOf(id).has(hash)) continue;
+      // A card inserted at the top shifts the next page by one: the same card can be listed twice. A copy in the
+      // version last taken is skipped; any other is a change this walk saw, one back to a version taken before included
+      // (suspended, then reactivated: its snapshot holds the suspension).
+      if (onPage.has(id) || this.seen.lastVersionOf(id) === hash) continue;
       onPage.set(id, hash);
       items.push({ id, object, hash, ...(asListed ? { asListed } : {}) });
     }

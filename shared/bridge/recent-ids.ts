@@ -59,6 +59,21 @@ export class RecentIds {
     return all;
   }
 
+  /**
+   * The version `id` was last handled in, from the newest remembered batch that holds it (the last of its versions
+   * there); undefined when none was given or it is no longer remembered. For a walk that takes each copy it meets
+   * (the card walk), where only the latest version is what its snapshot holds: a copy back in an earlier one is a move.
+   */
+  lastVersionOf(id: string): string | undefined {
+    for (let i = this.batches.length - 1; i >= 0; i--) {
+      const batch = this.batches[i] as Map<string, string | readonly string[] | undefined>;
+      if (!batch.has(id)) continue;
+      const version = batch.get(id);
+      return typeof version === "string" ? version : version?.at(-1);
+    }
+    return undefined;
+  }
+
   /** Records the ids of one handled batch (with their versions, where known), forgetting the oldest batch beyond the window. */
   add(ids: Iterable<string>, versions?: ReadonlyMap<string, string | readonly string[]>): void {
     const batch = new Map<string, string | readonly string[] | undefined>();

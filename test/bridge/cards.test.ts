@@ -189,6 +189,38 @@ describe("pollCards", () => {
     ]);
   });
 
+  it("publishes a move back to a version the walk took earlier: a card suspended, then reactivated, as it is shifted across two seams", async () => {
+    const rig = makeRig();
+    for (let i = 0; i < 7; i++) rig.provider.addCard();
+    await pollCards(rig.deps, { pageSize: 2 });
+    const card = rig.provider.cards[1]!["id"] as string;
+    let lists = 0;
+    rig.provider.beforeCall = (call) => {
+      if (call.op !== "listErpCards") return;
+      lists += 1;
+      // Taken Active on page 1; suspended and shifted onto page 2; reactivated and shifted onto page 3.
+      if (lists === 2) {
+        rig.provider.changeCard(card, { status: "Suspended" });
+        rig.provider.addCard();
+      }
+      if (lists === 3) {
+        rig.provider.changeCard(card, { status: "Active" });
+        rig.provider.addCard();
+        rig.provider.addCard();
+      }
+    };
+    expect((await pollCards(rig.deps, { pageSize: 2 })).outcome).toBe("complete");
+    // Suspended again before the next walk: without the reactivation, consumers would see one suspension and no move.
+    rig.provider.beforeCall = () => undefined;
+    rig.provider.changeCard(card, { status: "Suspended" });
+    await pollCards(rig.deps, { pageSize: 2 });
+    expect(rig.publisher.events.map((e) => [e.detail.type, e.detail.subject.id, e.detail.data.object["status"]])).toEqual([
+      ["card.suspended", card, "Suspended"],
+      ["card.status_changed", card, "Active"],
+      ["card.suspended", card, "Suspended"],
+    ]);
+  });
+
   it("remembers the cards of its last few pages only, not every card the walk took", async () => {
     const rig = makeRig({ emitCardCreated: true });
     for (let i = 0; i < 40; i++) rig.provider.addCard();

@@ -81,4 +81,16 @@ describe("pollTransactions memory", () => {
     expect(sizes.length).toBeGreaterThanOrEqual(60);
     expect(Math.max(...sizes)).toBeLessThanOrEqual(RECENT_BATCHES * 50);
   });
+
+  it("gives the version an id was last handled in, not an earlier one, and none once out of the window", () => {
+    const handled = new RecentIds(2);
+    handled.add(["x"], new Map([["x", "v1"]]));
+    handled.add(["x"], new Map([["x", "v2"]]));
+    expect(handled.lastVersionOf("x")).toBe("v2");
+    expect(handled.lastVersionOf("y")).toBeUndefined();
+    handled.add(["y"]);
+    expect(handled.lastVersionOf("x")).toBe("v2");
+    handled.add(["z"]);
+    expect(handled.lastVersionOf("x")).toBeUndefined();
+  });
 });
