@@ -105,6 +105,12 @@ export class CycleRun {
       // to stop, a call that stopped retrying ends the cycle like its deadline.
       if (late && (this.cycle.signal?.aborted === true || (this.cycle.deadline !== undefined && late.deadline >= this.cycle.deadline))) {
         if (late.cause !== undefined) this.deps.metrics.add("ProviderErrors", 1, "Count", { status_class: statusClass(late.cause) });
+        // A provider that kept failing until the deadline before anything was pulled is an outage, not a slow cycle:
+        // ended `deadline`, it would fail no invocation and send no SyncLagSeconds point, so no alarm would see it (a
+        // short schedule's budget cannot wait out a Retry-After or the client's attempts that a longer one would).
+        if (late.cause !== undefined && this.report.pulled === 0 && this.cycle.signal?.aborted !== true) {
+          throw new StepFailure(step, { cause: late.cause });
+        }
         const last = late.cause === undefined ? undefined : errorContext(late.cause);
         this.deps.logger.warn("provider call cannot finish before the cycle deadline; stopping", { step, lastError: last?.name, status: last?.status });
         throw new OutOfTime(step, { cause: err });

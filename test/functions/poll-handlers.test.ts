@@ -117,6 +117,19 @@ describe("poll-transactions handler", () => {
     ]);
   });
 
+  it("fails the invocation when the provider keeps failing its list past the deadline before anything is pulled, so an alarm sees the outage", async () => {
+    // A 1-minute schedule (60 s timeout): the provider throttles every list with a Retry-After the budget cannot wait out.
+    // A completed `deadline` cycle would fail no invocation and send no SyncLagSeconds point: every alarm stays OK.
+    h.sandbox.control.state.faults.add({ method: "GET", pathPrefix: "/public/v1/erp/transactions", status: 429, count: 1000, retryAfter: 60 });
+    const backlog = h.pendingAtProvider();
+    const poll = h.poller("transactions");
+    await expect(poll(undefined, lambdaContext(60_000))).rejects.toThrow(/list not_synced transactions failed \(RateLimitedError 429/);
+    expect(h.pendingAtProvider()).toBe(backlog);
+    // A stop for want of time without a failing provider is still a deadline, not a failure.
+    h.sandbox.control.state.faults.clear();
+    expect(await poll(undefined, lambdaContext(CYCLE_SAFETY_MARGIN_MS))).toMatchObject({ status: "completed", outcome: "deadline", published: 0 });
+  });
+
   it("re-sends the same event ids after a crash between publishing and acknowledging, then finishes", async () => {
     const backlog = h.pendingAtProvider();
     // EventBridge takes the first batch, then the call fails as a whole: the invocation dies before acknowledging.
