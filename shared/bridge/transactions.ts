@@ -436,26 +436,30 @@ class TransactionRun extends CycleRun {
    * finds it unchanged and settles it. A failed snapshot read counts them all, as before the read.
    */
   private async oldestUndelivered(page: ProviderPage, handled: RecentIds): Promise<unknown[]> {
-    const waiting = pageEntries(page).filter((entry) => !this.handledAsListed(handled, itemKey(entry.raw), entry));
+    const waiting = this.unhandled(page, handled).map((entry) => ({ entry, key: transactionKey(itemKey(entry.raw)) }));
     /** Listed version by snapshot key, of the valid ones (an invalid one has no snapshot to be delivered as). */
     const versions = new Map<SnapshotKey, string>();
-    for (const entry of waiting) {
+    for (const { entry, key } of waiting) {
       const version = this.versionOf(entry);
-      if (version !== INVALID_VERSION) versions.set(transactionKey(itemKey(entry.raw)), version);
+      if (version !== INVALID_VERSION) versions.set(key, version);
     }
     const stored = versions.size
       ? await this.read("read snapshots of the oldest waiting", (call) => this.deps.snapshots.getMany([...versions.keys()], call)).catch(() => undefined)
       : undefined;
-    return waiting.flatMap(({ raw }) => {
-      const key = transactionKey(itemKey(raw));
+    return waiting.flatMap(({ entry, key }) => {
       const version = versions.get(key);
-      return version !== undefined && stored?.get(key)?.hash === version ? [] : [raw];
+      return version !== undefined && stored?.get(key)?.hash === version ? [] : [entry.raw];
     });
   }
 
   /** A page read and left unprocessed holds changes still undelivered: they count towards the lag. */
   private leftBehind(page: ProviderPage | undefined, handled: RecentIds): void {
-    if (page) for (const entry of pageEntries(page)) if (!this.handledAsListed(handled, itemKey(entry.raw), entry)) this.pendingRaw(entry.raw);
+    if (page) for (const entry of this.unhandled(page, handled)) this.pendingRaw(entry.raw);
+  }
+
+  /** The entries of a page read and left that this pass has not handled as they are listed now. */
+  private unhandled(page: ProviderPage, handled: RecentIds): PageEntry[] {
+    return pageEntries(page).filter((entry) => !this.handledAsListed(handled, itemKey(entry.raw), entry));
   }
 
   /** The version of each copy of a key listed more than once on the page, by key (see {@link handledAsListed}). */

@@ -47,9 +47,12 @@ export class FileQuarantine implements Quarantine {
       if (text !== JSON.stringify(held) + "\n") {
         await writeFileAtomic(file, text, { mode: 0o600 });
         this.#markDurable(file);
-      } else if (!this.#durable.has(fileIdentity(file))) {
-        fsyncDirSync(this.dir);
-        this.#markDurable(file);
+      } else {
+        const identity = fileIdentity(file);
+        if (!this.#durable.has(identity)) {
+          fsyncDirSync(this.dir);
+          this.#durable.add(identity);
+        }
       }
       return false;
     }
