@@ -123,16 +123,29 @@ function isMasked(value: unknown): boolean {
   return value === REDACTED || (typeof value === "string" && HASHED.test(value));
 }
 
+/** A character outside ASCII: only text holding one can be in another Unicode form than NFC (a cheap test first). */
+const NON_ASCII = /[\u0080-\uffff]/;
+
+/**
+ * The text a personal value is hashed as, one text per person. Unicode text is taken in NFC: a name typed with
+ * combining marks (NFD, e + U+0301, as macOS and some HR exports write it) and the precomposed one are one name, and
+ * NFC leaves NFC text (and ASCII) as it is, so pseudonyms already published stay. A value that is not a string (an
+ * address object, or a record bound for quarantine with `{"full": "Ann"}` for a name) is no less personal: it is
+ * hashed as its JSON text. Strings are trimmed; emails are case-insensitive, so lower-cased.
+ */
+function hashInput(field: string, value: unknown): string {
+  const raw = typeof value === "string" ? value : JSON.stringify(value);
+  const text = NON_ASCII.test(raw) ? raw.normalize("NFC") : raw;
+  if (typeof value !== "string") return text;
+  return field.endsWith("email") ? text.trim().toLowerCase() : text.trim();
+}
+
 /** `keepMasked`: leave values already masked as they are (a hash of a hash, or of the marker, would be a new pseudonym). */
 function transform(field: string, value: unknown, policy: PiiPolicy, keepMasked: boolean): unknown {
   if (value === null || value === undefined || value === "") return value;
   if (policy.mode === "redact") return REDACTED;
   if (keepMasked && isMasked(value)) return value;
-  // A value that is not a string (an address object, or a record bound for quarantine with `{"full": "Ann"}` for a
-  // name) is no less personal: it is hashed as its JSON text. Emails are case-insensitive: hash the normalised form,
-  // one person, one hash.
-  const text =
-    typeof value !== "string" ? JSON.stringify(value) : field.endsWith("email") ? value.trim().toLowerCase() : value.trim();
+  const text = hashInput(field, value);
   let cache = hashCache.get(policy);
   if (!cache) {
     // applyPii and the body functions are public: a policy no cycle checked must not hash with an empty key (a

@@ -1,3 +1,4 @@
+import { createHmac } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { applyPii, applyPiiToBody, assertPiiPolicy, conformPii, conformPiiToBody, REDACTED, type PiiPolicy } from "../../shared/bridge/pii.js";
 import { canonicalJson, contentHash, eventId, sha256Hex, uuidFromHex } from "../../shared/bridge/hash.js";
@@ -48,6 +49,31 @@ describe("applyPii", () => {
     const plain = applyPii({ card_holder_name: "Ann Holder" }, policy).card_holder_name;
     expect(applyPii({ card_holder_name: " Ann Holder\t" }, policy).card_holder_name).toBe(plain);
     expect(applyPii({ card_holder_name: "ann holder" }, policy).card_holder_name).not.toBe(plain);
+  });
+
+  it("gives a name or email one pseudonym whatever Unicode form it came in (NFC, or NFD with combining marks)", () => {
+    const policy = { mode: "hash" as const, salt: "s1" };
+    const nfc = "Jos\u00e9 N\u00fa\u00f1ez";
+    const nfd = nfc.normalize("NFD");
+    expect(nfd).not.toBe(nfc);
+    const name = applyPii({ card_holder_name: nfc }, policy).card_holder_name;
+    expect(applyPii({ card_holder_name: nfd }, policy).card_holder_name).toBe(name);
+    expect(applyPii({ cardholder: { name: ` ${nfd} ` } }, policy).cardholder.name).toBe(name);
+    const email = applyPii({ card_holder_email: "jos\u00e9@example.com" }, policy).card_holder_email;
+    expect(applyPii({ card_holder_email: " JOS\u00c9@Example.com ".normalize("NFD") }, policy).card_holder_email).toBe(email);
+    // A snapshot stored in clear (under full) in NFD conforms to the pseudonym a fresh NFC pull gets: no change published.
+    expect(conformPii({ card_holder_name: nfd }, policy)["card_holder_name"]).toBe(name);
+    // Another person (no accent) keeps another pseudonym: NFC composes, it does not fold letters.
+    expect(applyPii({ card_holder_name: "Jose Nunez" }, policy).card_holder_name).not.toBe(name);
+  });
+
+  it("keeps the pseudonyms already published for ASCII and NFC values: HMAC over the trimmed (emails lower-cased) text", () => {
+    const policy = { mode: "hash" as const, salt: "s1" };
+    const hmac = (text: string) => `hmac-sha256:${createHmac("sha256", "s1").update(text).digest("hex")}`;
+    expect(applyPii({ card_holder_name: " Ann Holder" }, policy).card_holder_name).toBe(hmac("Ann Holder"));
+    expect(applyPii({ card_holder_name: "Jos\u00e9" }, policy).card_holder_name).toBe(hmac("Jos\u00e9"));
+    expect(applyPii({ card_holder_email: "Ann@Example.com " }, policy).card_holder_email).toBe(hmac("ann@example.com"));
+    expect(applyPii({ card_holder_email: "Jos\u00e9@Example.com" }, policy).card_holder_email).toBe(hmac("jos\u00e9@example.com"));
   });
 
   it("hashes a fresh provider value that looks like a hash: only stored values count as already masked", () => {

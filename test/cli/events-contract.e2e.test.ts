@@ -178,7 +178,7 @@ function personalValues(object: Row): [string, unknown][] {
 function masked(mode: Mode, path: string, value: unknown): unknown {
   if (mode === "full" || value === null || value === undefined || value === "") return value;
   if (mode === "redact") return REDACTED;
-  const text = typeof value !== "string" ? JSON.stringify(value) : path.endsWith("email") ? value.trim().toLowerCase() : value.trim();
+  const text = typeof value !== "string" ? JSON.stringify(value).normalize("NFC") : path.endsWith("email") ? value.normalize("NFC").trim().toLowerCase() : value.normalize("NFC").trim();
   return HASH_PREFIX + createHmac("sha256", SALT).update(text).digest("hex");
 }
 
