@@ -4,7 +4,7 @@
  */
 import { BridgeConfigurationError } from "./errors.js";
 import { isJsonObject } from "../json-object.js";
-import { hmacSha256Hex } from "./hash.js";
+import { canonicalJson, hmacSha256Hex } from "./hash.js";
 import { cutToDepth, nestedDeeperThan } from "./validate.js";
 
 /** How personal fields leave the provider: as is, replaced by a marker, or as a salted hash. */
@@ -131,10 +131,12 @@ const NON_ASCII = /[\u0080-\uffff]/;
  * combining marks (NFD, e + U+0301, as macOS and some HR exports write it) and the precomposed one are one name, and
  * NFC leaves NFC text (and ASCII) as it is, so pseudonyms already published stay. A value that is not a string (an
  * address object, or a record bound for quarantine with `{"full": "Ann"}` for a name) is no less personal: it is
- * hashed as its JSON text. Strings are trimmed; emails are case-insensitive, so lower-cased.
+ * hashed as its canonical JSON text, keys sorted at every level, since the provider may send one address with its
+ * keys in another order (an object whose keys come sorted gives the text it always gave). Strings are trimmed;
+ * emails are case-insensitive, so lower-cased.
  */
 function hashInput(field: string, value: unknown): string {
-  const raw = typeof value === "string" ? value : JSON.stringify(value);
+  const raw = typeof value === "string" ? value : canonicalJson(value);
   const text = NON_ASCII.test(raw) ? raw.normalize("NFC") : raw;
   if (typeof value !== "string") return text;
   return field.endsWith("email") ? text.trim().toLowerCase() : text.trim();

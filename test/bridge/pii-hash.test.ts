@@ -76,6 +76,29 @@ describe("applyPii", () => {
     expect(applyPii({ card_holder_email: "Jos\u00e9@Example.com" }, policy).card_holder_email).toBe(hmac("jos\u00e9@example.com"));
   });
 
+  it("gives an object-valued personal field (an address) one pseudonym whatever order the provider sends its keys in", () => {
+    const policy = { mode: "hash" as const, salt: "s1" };
+    const address = { line1: "Office 1204, Business Bay", city: "Dubai", geo: { lat: 25.18, lng: 55.27 }, country: "AE" };
+    const reordered = { country: "AE", geo: { lng: 55.27, lat: 25.18 }, city: "Dubai", line1: "Office 1204, Business Bay" };
+    const hashed = applyPii({ shipping_address: address }, policy).shipping_address;
+    expect(hashed).toMatch(/^hmac-sha256:[0-9a-f]{64}$/);
+    expect(applyPii({ shipping_address: reordered }, policy).shipping_address).toBe(hashed);
+    expect(applyPii({ shipping_details: { shipping_address: reordered } }, policy).shipping_details.shipping_address).toBe(hashed);
+    // A snapshot stored in clear with the other order conforms to the same pseudonym: no change published.
+    expect(conformPii({ shipping_address: reordered }, policy)["shipping_address"]).toBe(hashed);
+    // Another address, another pseudonym; arrays keep their order (it is data).
+    expect(applyPii({ shipping_address: { ...address, line1: "Office 1205" } }, policy).shipping_address).not.toBe(hashed);
+    expect(applyPii({ return_address: ["a", "b"] }, policy).return_address).not.toBe(applyPii({ return_address: ["b", "a"] }, policy).return_address);
+  });
+
+  it("keeps the pseudonym already published for an object whose keys come sorted: HMAC over its JSON text", () => {
+    const policy = { mode: "hash" as const, salt: "s1" };
+    const hmac = (text: string) => `hmac-sha256:${createHmac("sha256", "s1").update(text).digest("hex")}`;
+    const sorted = { city: "Dubai", country: "AE", line1: "Office 1204" };
+    expect(applyPii({ shipping_address: sorted }, policy).shipping_address).toBe(hmac(JSON.stringify(sorted)));
+    expect(applyPii({ card_holder_name: { full: "Sara Kapoor" } }, policy).card_holder_name).toBe(hmac('{"full":"Sara Kapoor"}'));
+  });
+
   it("hashes a fresh provider value that looks like a hash: only stored values count as already masked", () => {
     const policy = { mode: "hash" as const, salt: "s1" };
     const lookalike = `hmac-sha256:${"a".repeat(64)}`;

@@ -174,11 +174,18 @@ function personalValues(object: Row): [string, unknown][] {
   });
 }
 
+/** `value` with object keys in sorted order at every level: the order docs/events.md says an object is hashed in. */
+function sortedKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(sortedKeys);
+  if (value === null || typeof value !== "object") return value;
+  return Object.fromEntries(Object.keys(value).sort().map((key) => [key, sortedKeys((value as Row)[key])]));
+}
+
 /** A personal value as `mode` should publish it, from the provider's value; computed here, not by the bridge. */
 function masked(mode: Mode, path: string, value: unknown): unknown {
   if (mode === "full" || value === null || value === undefined || value === "") return value;
   if (mode === "redact") return REDACTED;
-  const text = typeof value !== "string" ? JSON.stringify(value).normalize("NFC") : path.endsWith("email") ? value.normalize("NFC").trim().toLowerCase() : value.normalize("NFC").trim();
+  const text = typeof value !== "string" ? JSON.stringify(sortedKeys(value)).normalize("NFC") : path.endsWith("email") ? value.normalize("NFC").trim().toLowerCase() : value.normalize("NFC").trim();
   return HASH_PREFIX + createHmac("sha256", SALT).update(text).digest("hex");
 }
 
