@@ -254,7 +254,8 @@ export class TenantStack extends Stack {
         },
       },
       syncLagThresholdSeconds: tenant.alarms.syncLagThresholdSeconds,
-      heartbeat: { of: "PollTransactions", notify: tenant.schedules.enabled },
+      // each poller on its own schedule: card.suspended stops with the card walks, whatever transactions do
+      heartbeat: { of: ["PollTransactions", "PollCards"], notify: tenant.schedules.enabled },
       runbookUrl: props.runbookUrl,
     });
     this.dashboard = new OpsDashboard(this, "Dashboard", {

@@ -64,13 +64,14 @@ export interface OpsAlarmsProps {
    */
   readonly syncLagThresholdSeconds?: number;
   /**
-   * The function whose invocations show that cycles run (the transaction poller), by its short name in `functions`
-   * and `cycleEveryMinutes`: the Heartbeat alarm fires when it was invoked in none of the periods of
-   * {@link cycleAlarmWindow} of its schedule. `notify: false` (the tenant's schedules are deployed disabled) keeps the
-   * alarm, with its actions disabled.
+   * The functions whose invocations show that their cycles run (the pollers), by their short names in `functions` and
+   * `cycleEveryMinutes`: each one's heartbeat alarm fires when it was invoked in none of the periods of
+   * {@link cycleAlarmWindow} of its own schedule. The first keeps the bare name `Heartbeat` (the alarm deployed stacks
+   * have, for the transaction poller), the others are `Heartbeat-<name>`. `notify: false` (the tenant's schedules are
+   * deployed disabled) keeps the alarms, with their actions disabled.
    * @default - no heartbeat alarm
    */
-  readonly heartbeat?: { readonly of: string; readonly notify: boolean };
+  readonly heartbeat?: { readonly of: readonly string[]; readonly notify: boolean };
   /**
    * The runbook page each alarm description links a section of (validated by `runbookUrlFrom`).
    * @default "docs/runbook.md" (repository-relative)
@@ -289,21 +290,22 @@ export class OpsAlarms extends Construct {
         treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
       });
     }
-    if (props.heartbeat !== undefined) {
-      const { of, notify } = props.heartbeat;
-      const fn = props.functions[of];
-      const everyMinutes = props.cycleEveryMinutes?.[of];
+    const { of: beating = [], notify = true } = props.heartbeat ?? {};
+    beating.forEach((name, i) => {
+      const fn = props.functions[name];
+      const everyMinutes = props.cycleEveryMinutes?.[name];
       if (fn === undefined || everyMinutes === undefined) {
-        throw new Error(`OpsAlarms: heartbeat names "${of}", which functions and cycleEveryMinutes must both list`);
+        throw new Error(`OpsAlarms: heartbeat names "${name}", which functions and cycleEveryMinutes must both list`);
       }
       // Every evaluated period must lack an invocation, so a tick late into the next period does not page.
       const base = cycleAlarmWindow(everyMinutes);
       const window: AlarmWindow = { ...base, datapointsToAlarm: base.evaluationPeriods };
       const length = describePeriodLength(window);
       const span = window.evaluationPeriods === 1 ? `the last ${length} period` : `any of the last ${window.evaluationPeriods} ${length} periods`;
-      add("Heartbeat", "heartbeat", fn.metricInvocations({ period: window.period, statistic: "Sum" }), {
+      // The first keeps the id "Heartbeat": a new construct id would replace the alarm of deployed stacks.
+      add(i === 0 ? "Heartbeat" : `Heartbeat-${name}`, "heartbeat", fn.metricInvocations({ period: window.period, statistic: "Sum" }), {
         alarmDescription:
-          `Tenant ${tenant}: the transaction poller was not invoked in ${span}: no cycle runs ` +
+          `Tenant ${tenant}: ${name} was not invoked in ${span}: none of its cycles runs ` +
           "(schedules disabled or deleted, or EventBridge Scheduler cannot invoke it).",
         threshold: 1,
         comparisonOperator: cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
@@ -314,7 +316,7 @@ export class OpsAlarms extends Construct {
         // A tenant deployed with its schedules disabled runs no cycle on purpose: the alarm shows it, silently.
         actionsEnabled: notify,
       });
-    }
+    });
     this.alarms = alarms;
     if (ownTopic) {
       // enforceSSL makes the topic policy, which replaces SNS's default one (the account's principals may publish):

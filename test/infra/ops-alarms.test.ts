@@ -217,11 +217,42 @@ describe("cycle alarms follow the tenant's schedule", () => {
     expect(short("Heartbeat")).toMatchObject({ AlarmActions: actions, OKActions: actions });
   });
 
-  it("keeps the heartbeat of a tenant deployed with its schedules disabled, without notifying, and only that alarm", () => {
+  it("alarms when the card poller was invoked in none of the periods of the cards schedule's window, beside the transaction poller's", () => {
+    const heartbeat = {
+      Namespace: "AWS/Lambda",
+      MetricName: "Invocations",
+      Statistic: "Sum",
+      Threshold: 1,
+      ComparisonOperator: "LessThanThreshold",
+      TreatMissingData: "breaching",
+      ActionsEnabled: true,
+    };
+    // Its own window, from the cards schedule: card.suspended stops with the card walks, whatever transactions do.
+    expect(short("Heartbeat-PollCards")).toMatchObject({ ...heartbeat, Period: 1800, EvaluationPeriods: 3, DatapointsToAlarm: 3 });
+    expect(short("Heartbeat-PollCards").Dimensions).toEqual([{ Name: "FunctionName", Value: { Ref: expect.stringMatching(/^PollCardsFunction/) } }]);
+    expect(short("Heartbeat-PollCards").AlarmDescription).toContain("PollCards was not invoked in any of the last 3 30-minute periods");
+    expect(short("Heartbeat-PollCards").AlarmDescription).toMatch(/Runbook: docs\/runbook\.md#heartbeat$/);
+    expect(alarmsOfGlobexEvery(60, 5)("Heartbeat-PollCards")).toMatchObject({ ...heartbeat, Period: 300, EvaluationPeriods: 3, DatapointsToAlarm: 3 });
+    expect(long("Heartbeat-PollCards")).toMatchObject({ ...heartbeat, Period: 36_000, EvaluationPeriods: 2, DatapointsToAlarm: 2 });
+    const actions = short("SyncLag")["AlarmActions"];
+    expect(short("Heartbeat-PollCards")).toMatchObject({ AlarmActions: actions, OKActions: actions });
+    // The transaction poller's alarm keeps the construct id and name deployed stacks have: no replacement on update.
+    const [stack] = buildTestApp({ tenants: [globexEvery(2, 30)] }).stacks as [TenantStack];
+    const ids = Object.entries(Template.fromStack(stack).findResources("AWS::CloudWatch::Alarm"))
+      .filter(([, alarm]) => /-Heartbeat/.test((alarm as { Properties: { AlarmName: string } }).Properties.AlarmName))
+      .map(([id, alarm]) => [(alarm as { Properties: { AlarmName: string } }).Properties.AlarmName, id]);
+    expect(Object.fromEntries(ids)).toEqual({
+      "QashioBridge-globex-Heartbeat": "AlarmsHeartbeatCA27EA06",
+      "QashioBridge-globex-Heartbeat-PollCards": expect.stringMatching(/^AlarmsHeartbeatPollCards[0-9A-F]{8}$/),
+    });
+  });
+
+  it("keeps the heartbeats of a tenant deployed with its schedules disabled, without notifying, and only those alarms", () => {
     const enabled = globexEvery(5, 15);
     const disabled = alarmsOf({ ...enabled, schedules: { ...enabled.schedules, enabled: false } });
     const actions = short("SyncLag")["AlarmActions"];
     expect(disabled("Heartbeat")).toMatchObject({ ActionsEnabled: false, TreatMissingData: "breaching", AlarmActions: actions, OKActions: actions });
+    expect(disabled("Heartbeat-PollCards")).toMatchObject({ ActionsEnabled: false, TreatMissingData: "breaching", AlarmActions: actions, OKActions: actions });
     for (const other of ["SyncLag", "Errors-PollTransactions", "Errors-RotateToken", "DeadLetters-Pollers", "TokenFamilyRevoked"]) {
       expect(disabled(other)["ActionsEnabled"]).not.toBe(false);
     }
@@ -231,6 +262,8 @@ describe("cycle alarms follow the tenant's schedule", () => {
     const cases: [string[], Record<string, number>][] = [
       [["PollTransactions"], {}],
       [[], { PollTransactions: 5 }],
+      // the second one named is checked as the first is
+      [["PollTransactions"], { PollTransactions: 5 }],
     ];
     for (const [functions, cycleEveryMinutes] of cases) {
       const stack = new Stack();
@@ -243,9 +276,10 @@ describe("cycle alarms follow the tenant's schedule", () => {
         cycleEveryMinutes,
         syncLagEveryMinutes: 5,
         deadLetterQueues: {},
-        heartbeat: { of: "PollTransactions", notify: true },
+        heartbeat: { of: ["PollTransactions", "PollCards"], notify: true },
       };
-      expect(() => new OpsAlarms(stack, "Alarms", props)).toThrow('heartbeat names "PollTransactions", which functions and cycleEveryMinutes must both list');
+      const missing = functions.length === 1 && "PollTransactions" in cycleEveryMinutes ? "PollCards" : "PollTransactions";
+      expect(() => new OpsAlarms(stack, "Alarms", props)).toThrow(`heartbeat names "${missing}", which functions and cycleEveryMinutes must both list`);
     }
   });
 

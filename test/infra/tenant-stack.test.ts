@@ -955,7 +955,8 @@ describe("ops", () => {
       Threshold: 1,
       ComparisonOperator: "GreaterThanOrEqualToThreshold",
     });
-    acmeT.resourceCountIs("AWS::CloudWatch::Alarm", 16);
+    // 17 since the card poller has a heartbeat of its own (Heartbeat-PollCards)
+    acmeT.resourceCountIs("AWS::CloudWatch::Alarm", 17);
     expect(Object.keys(globexT.findResources("AWS::CloudWatch::Alarm")).filter((id) => id.includes("EventBus"))).toEqual([]);
   });
 
