@@ -21,11 +21,11 @@ export function acknowledgeTenantStackFindings(stack: TenantStack): void {
   }
   for (const fn of [stack.pollTransactions, stack.pollCards]) {
     const arnToken = stack.resolve(fn.function.functionArn) as { "Fn::GetAtt": [string, string] };
-    // On the one role both schedules use (PollSchedules.role), not the stack: the same wildcard granted to any other
+    // On the one role every schedule uses (PollSchedules.role), not the stack: the same wildcard granted to any other
     // role still fails synth.
     Validations.of(stack.schedules.role).acknowledge({
       id: `AwsSolutions-IAM5[Resource::<${arnToken["Fn::GetAtt"][0]}.Arn>:*]`,
-      reason: `EventBridge Scheduler's role, shared by the tenant's two schedules, may invoke the ${fn.node.id} function's ` +
+      reason: `EventBridge Scheduler's role, shared by the tenant's schedules, may invoke the ${fn.node.id} function's ` +
         "versions and aliases (<function ARN>:*), as the LambdaInvoke target grants; the wildcard covers no other function.",
     });
   }

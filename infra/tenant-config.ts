@@ -202,15 +202,21 @@ const tenantSchema = z.strictObject({
     .meta({ description: "AWS region the stack deploys to; required when any ARN is configured" }),
   schedules: z
     .strictObject({
-      // false: no cycle runs and the Heartbeat alarm does not notify, for a tenant not yet onboarded.
+      // false: no cycle runs and the Heartbeat alarms do not notify, for a tenant not yet onboarded.
       enabled: z
         .boolean({ error: "must be true or false" })
         .default(TENANT_DEFAULTS.schedulesEnabled)
-        .meta({ description: "false deploys both schedules disabled (onboarding: deploy, authorize, then set true and redeploy)" }),
+        .meta({ description: "false deploys every schedule disabled (onboarding: deploy, authorize, then set true and redeploy)" }),
       transactionsEveryMinutes: everyMinutes
         .default(TENANT_DEFAULTS.transactionsEveryMinutes)
         .meta({ description: "Minutes between transaction cycles" }),
       cardsEveryMinutes: everyMinutes.default(TENANT_DEFAULTS.cardsEveryMinutes).meta({ description: "Minutes between card cycles" }),
+      // No default: absent, the stack has no fast-path schedule (tenants deployed before it synth unchanged).
+      suspendedCardsEveryMinutes: everyMinutes.optional().meta({
+        description:
+          "Minutes between suspended-only card cycles (the fast path: reads only suspended cards, so card.suspended comes sooner), " +
+          "beside the full walk; less than cardsEveryMinutes; absent: no fast path",
+      }),
     })
     .prefault({}),
   eventBus: eventBusSchema.prefault({ mode: "create" }),
@@ -259,6 +265,17 @@ const tenantSchema = z.strictObject({
       message:
         `must be more than the transactions schedule (${scheduleSeconds} s): each cycle publishes changes up to one schedule old, ` +
         `so SyncLag would stay in alarm; set it above ${scheduleSeconds}, with room for a cycle's own duration`,
+    });
+  }
+  // A full walk reads every suspended card too: a fast path no faster than it would only double the calls.
+  const { cardsEveryMinutes, suspendedCardsEveryMinutes } = tenant.schedules;
+  if (suspendedCardsEveryMinutes !== undefined && suspendedCardsEveryMinutes >= cardsEveryMinutes) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["schedules", "suspendedCardsEveryMinutes"],
+      message:
+        `must be less than cardsEveryMinutes (${cardsEveryMinutes}): the fast path runs between full walks, and a full walk ` +
+        "already reads every suspended card; leave it out for no fast path",
     });
   }
   // Caught here rather than at deploy: an ARN of another partition than the region's names nothing there, rules and the

@@ -55,13 +55,20 @@ export function pollerTimeout(everyMinutes: number): Duration {
 
 /** Lambda keeps a queued asynchronous invocation at most 6 hours. */
 const MAX_ASYNC_EVENT_AGE_SECONDS = 6 * 60 * 60;
+/** Longest Lambda waits between two attempts at a throttled asynchronous invocation (its retries back off up to this). */
+const MAX_THROTTLED_RETRY_INTERVAL_SECONDS = 5 * 60;
 
 /**
  * How long a tick may wait behind a running cycle before it goes to the DLQ: one schedule period (the next tick
- * does its work anyway), capped at what Lambda allows for schedules over 6 hours.
+ * does its work anyway), capped at what Lambda allows for schedules over 6 hours. With `fastPath` (a second, faster
+ * schedule invoking the same function: the card fast path) ticks routinely meet a running full walk, so it is at least
+ * the walk's timeout plus Lambda's longest wait between retries: a tick meeting a walk then runs after it instead of
+ * going to the DLQ, which would page (DeadLetters-Pollers) after every long walk.
  */
-export function pollerMaxEventAge(everyMinutes: number): Duration {
-  return Duration.seconds(Math.min(MAX_ASYNC_EVENT_AGE_SECONDS, Math.max(60, everyMinutes * 60)));
+export function pollerMaxEventAge(everyMinutes: number, options: { readonly fastPath?: boolean } = {}): Duration {
+  const period = Math.max(60, everyMinutes * 60);
+  const behindWalk = options.fastPath === true ? pollerTimeout(everyMinutes).toSeconds() + MAX_THROTTLED_RETRY_INTERVAL_SECONDS : 0;
+  return Duration.seconds(Math.min(MAX_ASYNC_EVENT_AGE_SECONDS, Math.max(period, behindWalk)));
 }
 
 /**
@@ -146,7 +153,7 @@ export class TenantStack extends Stack {
       EMIT_CARD_CREATED: tenant.emitCardCreated ? "true" : "false",
       CARD_DETAILS: tenant.cardDetails ? "true" : "false",
     };
-    const poller = (name: string, file: string, everyMinutes: number, what: string): BridgeFunction => {
+    const poller = (name: string, file: string, everyMinutes: number, what: string, fastPath = false): BridgeFunction => {
       const timeout = pollerTimeout(everyMinutes);
       return new BridgeFunction(this, name, {
         entry: join(functionsDir, file),
@@ -155,7 +162,7 @@ export class TenantStack extends Stack {
         timeout,
         reservedConcurrentExecutions: 1,
         onFailure: this.pollerDeadLetters.queue,
-        maxEventAge: pollerMaxEventAge(everyMinutes),
+        maxEventAge: pollerMaxEventAge(everyMinutes, { fastPath }),
         logEncryptionKey: key,
       });
     };
@@ -165,7 +172,9 @@ export class TenantStack extends Stack {
       tenant.schedules.transactionsEveryMinutes,
       "pull, publish and acknowledge transactions",
     );
-    this.pollCards = poller("PollCards", "poll-cards.ts", tenant.schedules.cardsEveryMinutes, "diff cards and publish");
+    // Its timeout follows the full walk's schedule: a fast-path tick gets the same budget, and rarely needs it.
+    const fastPath = tenant.schedules.suspendedCardsEveryMinutes !== undefined;
+    this.pollCards = poller("PollCards", "poll-cards.ts", tenant.schedules.cardsEveryMinutes, "diff cards and publish", fastPath);
     this.rotateToken = new BridgeFunction(this, "RotateToken", {
       entry: join(functionsDir, "rotate-token.ts"),
       description: `qashio-bridge ${tenant.id}: Secrets Manager rotation, refreshes the provider token under the lease`,
@@ -199,6 +208,7 @@ export class TenantStack extends Stack {
       pollCards: this.pollCards.function,
       transactionsEveryMinutes: tenant.schedules.transactionsEveryMinutes,
       cardsEveryMinutes: tenant.schedules.cardsEveryMinutes,
+      suspendedCardsEveryMinutes: tenant.schedules.suspendedCardsEveryMinutes,
       deadLetterQueue: this.pollerDeadLetters.queue,
       enabled: tenant.schedules.enabled,
     });
@@ -238,6 +248,8 @@ export class TenantStack extends Stack {
       target: tenant.alarms.email === undefined ? { topicArn: tenant.alarms.topicArn ?? "" } : { email: tenant.alarms.email },
       encryptionKey: key,
       functions,
+      // The card poller's alarms follow its full walk, never the fast path: each period then holds a walk, so walks
+      // that keep failing page (Errors) while one failed fast tick does not, and the heartbeat waits a walk's window.
       cycleEveryMinutes: {
         PollTransactions: tenant.schedules.transactionsEveryMinutes,
         PollCards: tenant.schedules.cardsEveryMinutes,

@@ -5,6 +5,8 @@ import * as scheduler from "aws-cdk-lib/aws-scheduler";
 import * as targets from "aws-cdk-lib/aws-scheduler-targets";
 import type * as sqs from "aws-cdk-lib/aws-sqs";
 import { Construct } from "constructs";
+import type { CycleKind } from "../../shared/aws/cycle.js";
+import type { PollEvent } from "../../shared/aws/poll-event.js";
 
 /** Properties of {@link PollSchedules}. */
 export interface PollSchedulesProps {
@@ -16,8 +18,13 @@ export interface PollSchedulesProps {
   readonly pollCards: lambda.IFunction;
   /** Minutes between two transaction cycles. */
   readonly transactionsEveryMinutes: number;
-  /** Minutes between two card cycles. */
+  /** Minutes between two card cycles (full walks). */
   readonly cardsEveryMinutes: number;
+  /**
+   * Minutes between two suspended-only card cycles (the fast path), run beside the full walk.
+   * @default - no fast-path schedule
+   */
+  readonly suspendedCardsEveryMinutes?: number;
   /** Queue receiving schedule deliveries EventBridge Scheduler could not make. */
   readonly deadLetterQueue: sqs.IQueue;
   /**
@@ -38,8 +45,10 @@ export class PollSchedules extends Construct {
   public readonly role: iam.Role;
   /** Schedule of transaction cycles. */
   public readonly transactions: scheduler.Schedule;
-  /** Schedule of card cycles. */
+  /** Schedule of card cycles (full walks). */
   public readonly cards: scheduler.Schedule;
+  /** Schedule of suspended-only card cycles, when the tenant runs the fast path. */
+  public readonly suspendedCards?: scheduler.Schedule;
 
   constructor(scope: Construct, id: string, props: PollSchedulesProps) {
     super(scope, id);
@@ -55,10 +64,11 @@ export class PollSchedules extends Construct {
         conditions: { StringEquals: { "aws:SourceAccount": Stack.of(this).account } },
       }),
     });
-    const schedule = (kind: "transactions" | "cards", fn: lambda.IFunction, minutes: number): scheduler.Schedule =>
-      new scheduler.Schedule(this, kind === "transactions" ? "Transactions" : "Cards", {
+    /** A schedule invoking `fn` every `minutes` with the poll event of a `kind` cycle, plus `extra` (a card mode). */
+    const schedule = (id: string, what: string, kind: CycleKind, fn: lambda.IFunction, minutes: number, extra: Pick<PollEvent, "mode"> = {}): scheduler.Schedule =>
+      new scheduler.Schedule(this, id, {
         scheduleGroup: this.group,
-        description: `qashio-bridge ${props.tenantId}: poll ${kind} every ${minutes} min`,
+        description: `qashio-bridge ${props.tenantId}: poll ${what} every ${minutes} min`,
         schedule: scheduler.ScheduleExpression.rate(Duration.minutes(minutes)),
         enabled: props.enabled ?? true,
         target: new targets.LambdaInvoke(fn, {
@@ -67,6 +77,7 @@ export class PollSchedules extends Construct {
             kind,
             tenant: props.tenantId,
             scheduledTime: scheduler.ContextAttribute.scheduledTime,
+            ...extra,
           }),
           deadLetterQueue: props.deadLetterQueue,
           // a missed tick is made up by the next one: deliver promptly or not at all
@@ -74,7 +85,10 @@ export class PollSchedules extends Construct {
           maxEventAge: Duration.seconds(Math.max(60, minutes * 60)),
         }),
       });
-    this.transactions = schedule("transactions", props.pollTransactions, props.transactionsEveryMinutes);
-    this.cards = schedule("cards", props.pollCards, props.cardsEveryMinutes);
+    this.transactions = schedule("Transactions", "transactions", "transactions", props.pollTransactions, props.transactionsEveryMinutes);
+    this.cards = schedule("Cards", "cards", "cards", props.pollCards, props.cardsEveryMinutes);
+    if (props.suspendedCardsEveryMinutes !== undefined) {
+      this.suspendedCards = schedule("SuspendedCards", "suspended cards", "cards", props.pollCards, props.suspendedCardsEveryMinutes, { mode: "suspended-only" });
+    }
   }
 }

@@ -893,6 +893,24 @@ describe("poll-cards handler", () => {
     expect(new Set(h.published.map((e) => e.detailType))).toEqual(new Set(["card.created"]));
   });
 
+  it("skips a fast-path tick, without failing, while a full walk holds the card cycle lease (one left by a walk that timed out)", async () => {
+    // Reserved concurrency 1 queues a tick behind a running walk; the lease is what it meets once a walk died holding it.
+    await h.poller("cards")();
+    const lock = new DynamoLeaseLock({ doc: h.table.doc, tableName: h.table.tableName, clock: h.clock });
+    const lease = await lock.tryAcquire(leaseNames.cardsCycle(TENANT), 60_000);
+    const suspended = company().cards.find((card) => card.status === "Active");
+    if (suspended === undefined) throw new Error("no active card");
+    h.sandbox.control.state.setCardStatus(suspended, "Suspended");
+    // The input of the stack's fast-path schedule (test/infra/tenant-stack.test.ts pins it).
+    const tick = { kind: "cards", tenant: TENANT, scheduledTime: "2026-01-01T00:00:00Z", mode: "suspended-only" } as const;
+    expect(await h.poller("cards")(tick)).toEqual({ kind: "cards", status: "skipped" });
+    expect(h.published).toHaveLength(0);
+    await lease?.release();
+    // The next tick publishes the suspension: nothing was lost to the skip.
+    expect(await h.poller("cards")(tick)).toMatchObject({ status: "completed", published: 1 });
+    expect(h.published.map((e) => e.detailType)).toEqual(["card.suspended"]);
+  });
+
   it("takes the suspended-only fast path when the schedule asks for it", async () => {
     await h.poller("cards")();
     const [active, other] = company().cards.filter((card) => card.status === "Active");

@@ -2,8 +2,9 @@ import * as iam from "aws-cdk-lib/aws-iam";
 import * as sqs from "aws-cdk-lib/aws-sqs";
 import { AwsSolutionsChecks } from "cdk-nag";
 import { describe, expect, it } from "vitest";
+import { loadTenantsFile, type TenantConfig } from "../../infra/tenant-config.js";
 import type { TenantStack } from "../../infra/tenant-stack.js";
-import { buildTestApp } from "./helpers.js";
+import { buildTestApp, EXAMPLE_TENANTS_FILE } from "./helpers.js";
 
 function findings(report: ReturnType<AwsSolutionsChecks["validateScope"]>): string[] {
   return report.violations.flatMap((v) => v.violatingResources.map((r) => `${v.ruleName} ${r.constructPath ?? ""}`));
@@ -15,6 +16,13 @@ describe("cdk-nag AwsSolutions", () => {
     const report = new AwsSolutionsChecks().validateScope(app);
     expect(findings(report)).toEqual([]);
     expect(report.success).toBe(true);
+  });
+
+  it("reports no unacknowledged finding on a tenant with the card fast path (a third schedule on the Scheduler role)", () => {
+    const [acme] = loadTenantsFile(EXAMPLE_TENANTS_FILE) as [TenantConfig];
+    const { app } = buildTestApp({ tenants: [{ ...acme, schedules: { ...acme.schedules, suspendedCardsEveryMinutes: 2 } }] });
+    const report = new AwsSolutionsChecks().validateScope(app);
+    expect(findings(report)).toEqual([]);
   });
 
   it("still reports a finding nobody acknowledged (the check above can fail)", () => {

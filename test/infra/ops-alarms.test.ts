@@ -247,6 +247,19 @@ describe("cycle alarms follow the tenant's schedule", () => {
     });
   });
 
+  it("keeps the card alarms on the full walk's cadence when a suspended-only fast path runs beside it", () => {
+    // globex every 2 (transactions) and 30 (cards) minutes, with a fast path every minute: each period of the card
+    // alarms must hold a full walk, so a walk that keeps failing (or stops: the heartbeat) pages whatever the fast ticks do.
+    const globex = globexEvery(2, 30);
+    const fast = alarmsOf({ ...globex, schedules: { ...globex.schedules, suspendedCardsEveryMinutes: 1 } });
+    for (const suffix of ["Errors-PollCards", "Heartbeat-PollCards", "DeadLetters-Pollers", "EventsFailed", "TokenFamilyRevoked", "Heartbeat", "SyncLag"]) {
+      const { Period, EvaluationPeriods, DatapointsToAlarm } = short(suffix);
+      expect(fast(suffix), suffix).toMatchObject({ Period, EvaluationPeriods, DatapointsToAlarm });
+    }
+    expect(fast("Errors-PollCards")).toMatchObject({ Period: 1800, EvaluationPeriods: 3, DatapointsToAlarm: 2 });
+    expect(fast("Heartbeat-PollCards")).toMatchObject({ Period: 1800, EvaluationPeriods: 3, DatapointsToAlarm: 3 });
+  });
+
   it("keeps the heartbeats of a tenant deployed with its schedules disabled, without notifying, and only those alarms", () => {
     const enabled = globexEvery(5, 15);
     const disabled = alarmsOf({ ...enabled, schedules: { ...enabled.schedules, enabled: false } });

@@ -177,6 +177,41 @@ describe("tenant config", () => {
     });
   });
 
+  it("takes an optional suspended-only card schedule, absent unless set, faster than the full walk", () => {
+    expect(parseTenantConfig(minimal).schedules).not.toHaveProperty("suspendedCardsEveryMinutes");
+    expect(parseTenantConfig({ ...minimal, schedules: { cardsEveryMinutes: 15, suspendedCardsEveryMinutes: 2 } }).schedules).toEqual({
+      enabled: true,
+      transactionsEveryMinutes: 5,
+      cardsEveryMinutes: 15,
+      suspendedCardsEveryMinutes: 2,
+    });
+    // checked against the default cards schedule (15) when cardsEveryMinutes is not given
+    expect(parseTenantConfig({ ...minimal, schedules: { suspendedCardsEveryMinutes: 14 } }).schedules.suspendedCardsEveryMinutes).toBe(14);
+  });
+
+  it.each([
+    [{ cardsEveryMinutes: 15, suspendedCardsEveryMinutes: 15 }, 15],
+    [{ cardsEveryMinutes: 10, suspendedCardsEveryMinutes: 30 }, 10],
+    [{ suspendedCardsEveryMinutes: 20 }, 15],
+  ])("refuses a suspended-only card schedule not faster than the full walk (%o)", (schedules, cards) => {
+    const error = errorOf(() => parseTenantConfig({ ...minimal, schedules }));
+    expect(error.field).toBe("schedules.suspendedCardsEveryMinutes");
+    expect(error.message).toBe(
+      `tenant "acme": field schedules.suspendedCardsEveryMinutes: must be less than cardsEveryMinutes (${cards}): the fast path runs ` +
+        "between full walks, and a full walk already reads every suspended card; leave it out for no fast path",
+    );
+  });
+
+  it("refuses a suspended-only card schedule that is no whole number of minutes from 1 to 1440", () => {
+    expect(errorOf(() => parseTenantConfig({ ...minimal, schedules: { suspendedCardsEveryMinutes: 1.5 } })).message).toBe(
+      'tenant "acme": field schedules.suspendedCardsEveryMinutes: must be a whole number of minutes',
+    );
+    expect(errorOf(() => parseTenantConfig({ ...minimal, schedules: { suspendedCardsEveryMinutes: "2" } })).message).toBe(
+      'tenant "acme": field schedules.suspendedCardsEveryMinutes: must be a number of minutes',
+    );
+    expect(errorOf(() => parseTenantConfig({ ...minimal, schedules: { suspendedCardsEveryMinutes: 0 } })).field).toBe("schedules.suspendedCardsEveryMinutes");
+  });
+
   it("accepts a webhook secret of another account in the tenant's region (dynamic references take a full ARN)", () => {
     const tenant = parseTenantConfig({
       ...minimal,

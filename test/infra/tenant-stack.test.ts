@@ -330,6 +330,68 @@ describe("tenant stacks", () => {
     }
   });
 
+  it("schedules the card poller's suspended-only fast path, only for a tenant that sets suspendedCardsEveryMinutes", () => {
+    const globexConfig = loadTenantsFile(EXAMPLE_TENANTS_FILE)[1] as TenantConfig;
+    const schedulesOf = (template: Template) =>
+      Object.values(template.findResources("AWS::Scheduler::Schedule")).map(
+        (sc) =>
+          (sc as {
+            Properties: {
+              ScheduleExpression: string;
+              State: string;
+              GroupName: unknown;
+              Description: string;
+              Target: { Arn: { "Fn::GetAtt": [string, string] }; Input: string; RetryPolicy: unknown; DeadLetterConfig: unknown; RoleArn: unknown };
+            };
+          }).Properties,
+      );
+    // none without the setting: the example tenants keep their two schedules
+    for (const template of [acmeT, globexT]) expect(schedulesOf(template).filter((sc) => sc.Target.Input.includes("suspended-only"))).toEqual([]);
+    for (const enabled of [true, false]) {
+      const fast = { ...globexConfig, schedules: { ...globexConfig.schedules, enabled, suspendedCardsEveryMinutes: 1 } };
+      const [stack] = buildTestApp({ tenants: [fast] }).stacks as [TenantStack];
+      const schedules = schedulesOf(Template.fromStack(stack));
+      expect(schedules).toHaveLength(3);
+      const fastPath = schedules.find((sc) => sc.Target.Input.includes("suspended-only"));
+      if (fastPath === undefined) throw new Error("no fast-path schedule");
+      const full = schedules.find((sc) => sc !== fastPath && sc.Target.Arn["Fn::GetAtt"][0].startsWith("PollCardsFunction"));
+      expect(fastPath).toMatchObject({
+        ScheduleExpression: "rate(1 minute)",
+        State: enabled ? "ENABLED" : "DISABLED",
+        GroupName: full?.GroupName,
+        Description: "qashio-bridge globex: poll suspended cards every 1 min",
+      });
+      expect(fastPath.Target.Arn).toEqual(full?.Target.Arn);
+      // the same delivery as the full walk's, but for its own period: a missed tick is made up by the next one
+      expect(fastPath.Target).toMatchObject({ RoleArn: full?.Target.RoleArn, DeadLetterConfig: full?.Target.DeadLetterConfig });
+      expect(fastPath.Target.RetryPolicy).toEqual({ MaximumRetryAttempts: 2, MaximumEventAgeInSeconds: 60 });
+      // the card schedule's input plus the mode: still a cycle, of the suspended list only
+      const input = JSON.parse(fastPath.Target.Input) as PollEvent;
+      expect(input).toEqual({ kind: "cards", tenant: "globex", scheduledTime: "<aws.scheduler.scheduled-time>", mode: "suspended-only" });
+      expect(pollActionOf(input, "cards")).toBe("cycle");
+      expect(cardModeOf(input)).toBe("suspended-only");
+      expect(cardModeOf(JSON.parse(full?.Target.Input ?? "null") as PollEvent)).toBe("full");
+    }
+  });
+
+  it("lets a card tick outwait a whole full walk when the fast path runs beside it, so meeting one does not dead-letter it", () => {
+    // Lambda runs one card invocation at a time: a fast-path tick meeting a running walk is throttled and retried by
+    // Lambda, up to 5 minutes apart, until its maximum age. It must outlive the walk (the timeout) plus one such wait.
+    const acmeConfig = loadTenantsFile(EXAMPLE_TENANTS_FILE)[0] as TenantConfig;
+    const ageOf = (cardsEveryMinutes: number, suspendedCardsEveryMinutes?: number) => {
+      const schedules = { ...acmeConfig.schedules, transactionsEveryMinutes: 5, cardsEveryMinutes, ...(suspendedCardsEveryMinutes === undefined ? {} : { suspendedCardsEveryMinutes }) };
+      const [stack] = buildTestApp({ tenants: [{ ...acmeConfig, schedules }] }).stacks as [TenantStack];
+      const configs = Template.fromStack(stack).findResources("AWS::Lambda::EventInvokeConfig") as Record<string, { Properties: { FunctionName: { Ref: string }; MaximumEventAgeInSeconds: number } }>;
+      const ages = Object.values(configs).map((c) => [c.Properties.FunctionName.Ref.replace(/Function[0-9A-F]{8}$/, ""), c.Properties.MaximumEventAgeInSeconds]);
+      return Object.fromEntries(ages) as Record<string, number>;
+    };
+    expect(ageOf(5)).toEqual({ PollTransactions: 300, PollCards: 300 });
+    expect(ageOf(5, 1)).toEqual({ PollTransactions: 300, PollCards: 600 });
+    expect(ageOf(2, 1)).toEqual({ PollTransactions: 300, PollCards: 420 });
+    // a schedule period already covers it: unchanged
+    expect(ageOf(15, 2)).toEqual({ PollTransactions: 300, PollCards: 900 });
+  });
+
   it("creates the schedules enabled, or disabled when the tenant's schedules.enabled is false (a tenant not yet onboarded)", () => {
     for (const template of [acmeT, globexT]) template.resourcePropertiesCountIs("AWS::Scheduler::Schedule", { State: "ENABLED" }, 2);
     const globexConfig = loadTenantsFile(EXAMPLE_TENANTS_FILE)[1] as TenantConfig;
