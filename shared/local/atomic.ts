@@ -7,9 +7,15 @@
  * The caller awaits durability before doing anything else anyway, so the event loop loses nothing it needed.
  */
 import { randomBytes } from "node:crypto";
-import { closeSync, fsyncSync, linkSync, mkdirSync, openSync, renameSync, unlinkSync, writeSync, type Stats } from "node:fs";
+import { closeSync, fstatSync, fsyncSync, linkSync, mkdirSync, openSync, renameSync, unlinkSync, writeSync, type Stats } from "node:fs";
 import { readdir, stat, unlink } from "node:fs/promises";
 import path from "node:path";
+
+/** A file's device and inode: which file a path names now (a file replaced or created again at it is another). */
+export interface FileIdentity {
+  readonly dev: number | bigint;
+  readonly ino: number | bigint;
+}
 
 /** Suffix of temp files; anything ending with it is a leftover of a crash and safe to delete. */
 export const TEMP_SUFFIX = ".tmp";
@@ -187,22 +193,26 @@ export function removeFilesDurably(files: readonly string[]): void {
 }
 
 /**
- * Atomically replaces `file` with `data`.
+ * Atomically replaces `file` with `data`. Resolves to the identity of the file written (taken from its descriptor, so
+ * not one another process renamed into place meanwhile), whose name is durable once this resolves.
  *
  * @example
  * ```ts
  * await writeFileAtomic(".state/tokens.json", JSON.stringify(tokens), { mode: 0o600 });
  * ```
  */
-export async function writeFileAtomic(file: string, data: string | Uint8Array | readonly Uint8Array[], options: { mode?: number } = {}): Promise<void> {
+export async function writeFileAtomic(file: string, data: string | Uint8Array | readonly Uint8Array[], options: { mode?: number } = {}): Promise<FileIdentity> {
   const temp = `${file}.${process.pid}.${randomBytes(4).toString("hex")}${TEMP_SUFFIX}`;
   const fd = openSync(temp, "w", options.mode ?? 0o644);
+  let identity: FileIdentity;
   try {
     // Chunks go one after the other from the descriptor's current position.
     if (typeof data === "string") writeAll(fd, Buffer.from(data, "utf8"));
     else if (Array.isArray(data)) for (const chunk of data as readonly Uint8Array[]) writeAll(fd, chunk);
     else writeAll(fd, data as Uint8Array);
     fsyncSync(fd);
+    const { dev, ino } = fstatSync(fd, { bigint: true });
+    identity = { dev, ino };
   } catch (err) {
     closeSync(fd);
     unlinkQuietly(temp);
@@ -216,6 +226,7 @@ export async function writeFileAtomic(file: string, data: string | Uint8Array | 
     throw err;
   }
   fsyncDirSync(path.dirname(file));
+  return identity;
 }
 
 /**

@@ -306,7 +306,9 @@ export class FileLock implements Lock {
     };
     /** The highest generation, synchronously (see readLeaseNow). */
     const highestNow = (): number | undefined => generationsIn(readdirSync(this.dir), base)[0];
-    const write = (ttlMs: number | undefined): Promise<void> => writeFileAtomic(this.file(base, generation), this.leaseText(token, ttlMs), { mode: 0o600 });
+    const write = async (ttlMs: number | undefined): Promise<void> => {
+      await writeFileAtomic(this.file(base, generation), this.leaseText(token, ttlMs), { mode: 0o600 });
+    };
     let confirming: Promise<boolean> | undefined;
     // Synchronous file calls throughout (createFileOnce's too): see readLeaseNow.
     const confirmOnce = async (ttlMs: number): Promise<boolean> => {

@@ -8,7 +8,8 @@ import path from "node:path";
 import type { BridgeEvent, BridgeEventDetail, EventPublisher, Logger, PublishFailure } from "../bridge/ports.js";
 import { jsonString as quote } from "../bridge/hash.js";
 import { detailJsonParts } from "../bridge/events/json.js";
-import { fileKindOf, fsyncDirSync, makeDirDurable, ScratchBuffer, writeAll } from "./atomic.js";
+import { fileKindOf, makeDirDurable, ScratchBuffer, writeAll } from "./atomic.js";
+import { DurableNames } from "./durable-names.js";
 
 /** An event as an EventBridge rule target receives it. */
 export interface EventBridgeEnvelope {
@@ -177,7 +178,7 @@ export class JsonlEventPublisher implements EventPublisher {
    * The file (device and inode) whose name this publisher made durable by fsyncing its directory: any other file at the
    * path (the first one, or one a rotation left for another process to create) may not be on disk yet (see write).
    */
-  private durableFile: { dev: number; ino: number } | undefined;
+  private readonly durable = new DurableNames();
   private readonly scratch = new ScratchBuffer();
 
   constructor(private readonly options: JsonlEventPublisherOptions) {
@@ -259,10 +260,7 @@ export class JsonlEventPublisher implements EventPublisher {
         // torn line or unacknowledged events) before it fsynced the directory, also after a rotation while this one
         // runs. Its name is durable only once the directory is fsynced too, and the engine acknowledges the events once
         // this returns.
-        if (this.durableFile?.ino !== stats.ino || this.durableFile.dev !== stats.dev) {
-          fsyncDirSync(path.dirname(this.options.file));
-          this.durableFile = { dev: stats.dev, ino: stats.ino };
-        }
+        this.durable.makeDurable(this.options.file, stats);
       } catch (err) {
         this.discardFailedWrite(fd, kept ?? size);
         throw err;

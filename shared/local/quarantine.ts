@@ -5,7 +5,8 @@ import { readFileSync, statSync } from "node:fs";
 import { readdir } from "node:fs/promises";
 import path from "node:path";
 import type { Quarantine, QuarantinePagesOptions, QuarantineRecord } from "../bridge/ports.js";
-import { TEMP_SUFFIX, fsyncDirSync, makeDirDurable, removeFilesDurably, staleTempSweep, writeFileAtomic } from "./atomic.js";
+import { TEMP_SUFFIX, makeDirDurable, removeFilesDurably, staleTempSweep, writeFileAtomic } from "./atomic.js";
+import { DurableNames } from "./durable-names.js";
 import { CorruptStateError, LocalStateError } from "./errors.js";
 import { STATE_DIRS } from "./layout.js";
 
@@ -24,11 +25,11 @@ export class FileQuarantine implements Quarantine {
   readonly dir: string;
   readonly #sweep: () => Promise<void>;
   /**
-   * Record files (device and inode) this store wrote, or found and fsynced the directory for: their names are durable.
-   * Any other record file found may be one another process renamed into place and was killed before its directory
-   * fsync, also after this store's last fsync (a `run --once` between a loop's cycles).
+   * Record files this store wrote, or found and fsynced the directory for: their names are durable. Any other record
+   * file found may be one another process renamed into place and was killed before its directory fsync, also after
+   * this store's last fsync (a `run --once` between a loop's cycles).
    */
-  readonly #durable = new Set<string>();
+  readonly #durable = new DurableNames();
 
   constructor(stateDir: string) {
     this.dir = path.join(stateDir, STATE_DIRS.quarantine);
@@ -44,31 +45,13 @@ export class FileQuarantine implements Quarantine {
     if (held !== undefined) {
       // Found again: the first `at` stays; reason and body take the current form (a PII mode switch masks them).
       const text = JSON.stringify({ ...held, reason: record.reason, raw: record.raw }) + "\n";
-      if (text !== JSON.stringify(held) + "\n") {
-        await writeFileAtomic(file, text, { mode: 0o600 });
-        this.#markDurable(file);
-      } else {
-        const identity = fileIdentity(file);
-        if (!this.#durable.has(identity)) {
-          fsyncDirSync(this.dir);
-          this.#durable.add(identity);
-        }
-      }
+      if (text !== JSON.stringify(held) + "\n") this.#durable.note(file, await writeFileAtomic(file, text, { mode: 0o600 }));
+      else this.#durable.makeDurable(file, statSync(file, { bigint: true }));
       return false;
     }
     makeDirDurable(this.dir);
-    await writeFileAtomic(file, JSON.stringify(record) + "\n", { mode: 0o600 });
-    this.#markDurable(file);
+    this.#durable.note(file, await writeFileAtomic(file, JSON.stringify(record) + "\n", { mode: 0o600 }));
     return true;
-  }
-
-  /** Notes `file` as one whose name is on disk; one replaced or removed since only costs a directory fsync when found. */
-  #markDurable(file: string): void {
-    try {
-      this.#durable.add(fileIdentity(file));
-    } catch {
-      // Gone already (a re-drive of another process): nothing to remember.
-    }
   }
 
   /** The record in `file`; with `missingOk`, undefined when there is none. */
@@ -152,12 +135,6 @@ export class FileQuarantine implements Quarantine {
   async size(): Promise<number> {
     return (await this.#names()).filter(isRecordFile).length;
   }
-}
-
-/** A file's device and inode: a record file replaced (atomic write) or created again is another file. */
-function fileIdentity(file: string): string {
-  const { dev, ino } = statSync(file, { bigint: true });
-  return `${dev}:${ino}`;
 }
 
 /** Records read per page by `list`, which keeps them all. */

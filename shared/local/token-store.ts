@@ -1,10 +1,11 @@
 /**
  * File-backed TokenStore: one JSON file, owner-only permissions, atomic replace.
  */
-import { readFile } from "node:fs/promises";
+import { closeSync, fstatSync, openSync, readFileSync } from "node:fs";
 import path from "node:path";
 import type { StoredTokens, TokenStore } from "../qashio/auth/token-store.js";
-import { makeDirDurable, probeWrite, staleTempSweep, writeFileAtomic } from "./atomic.js";
+import { makeDirDurable, probeWrite, staleTempSweep, writeFileAtomic, type FileIdentity } from "./atomic.js";
+import { DurableNames } from "./durable-names.js";
 import { CorruptStateError, TokenFileUnwritableError } from "./errors.js";
 import { STATE_FILES } from "./layout.js";
 
@@ -13,8 +14,11 @@ const TOKEN_SET_PROBE_BYTES = 16_384;
 
 /**
  * Keeps a tenant's tokens in `<stateDir>/tokens.json` (mode 0600). `save` resolves only once the file is durable,
- * so a rotated refresh token is never lost to a crash. The first `load` of a store removes the stale temp files a
- * crashed write left in its directory (see staleTempSweep): one may hold a refresh token.
+ * so a rotated refresh token is never lost to a crash. `load` resolves only once the file it read is durable too: another
+ * process may have saved it and been killed before its directory fsync, and tokens used without a save of their own
+ * would then let a power loss bring back the refresh token that save spent, whose next use revokes the family. The
+ * first `load` of a store removes the stale temp files a crashed write left in its directory (see staleTempSweep): one
+ * may hold a refresh token.
  *
  * @example
  * ```ts
@@ -25,6 +29,8 @@ const TOKEN_SET_PROBE_BYTES = 16_384;
 export class FileTokenStore implements TokenStore {
   readonly file: string;
   readonly #sweep: () => Promise<void>;
+  /** The token file this store saved or made durable: loading it again costs no directory fsync. */
+  readonly #durable = new DurableNames();
 
   constructor(stateDir: string, fileName: string = STATE_FILES.tokens) {
     this.file = path.join(stateDir, fileName);
@@ -33,13 +39,9 @@ export class FileTokenStore implements TokenStore {
 
   async load(): Promise<StoredTokens | undefined> {
     await this.#sweep();
-    let text: string;
-    try {
-      text = await readFile(this.file, "utf8");
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
-      throw err;
-    }
+    const read = this.#read();
+    if (read === undefined) return undefined;
+    const { text, identity } = read;
     let parsed: unknown;
     try {
       parsed = JSON.parse(text);
@@ -51,12 +53,30 @@ export class FileTokenStore implements TokenStore {
     if (!tokens || typeof tokens.refreshToken !== "string") {
       throw new CorruptStateError("Token file holds no refresh token", { file: this.file });
     }
+    this.#durable.makeDurable(this.file, identity);
     return tokens as StoredTokens;
+  }
+
+  /** The token file's text and which file it was read from (its descriptor's, not a later stat's); none when missing. */
+  #read(): { text: string; identity: FileIdentity } | undefined {
+    let fd: number;
+    try {
+      fd = openSync(this.file, "r");
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+      throw err;
+    }
+    try {
+      const { dev, ino } = fstatSync(fd, { bigint: true });
+      return { text: readFileSync(fd, "utf8"), identity: { dev, ino } };
+    } finally {
+      closeSync(fd);
+    }
   }
 
   async save(tokens: StoredTokens): Promise<void> {
     makeDirDurable(path.dirname(this.file));
-    await writeFileAtomic(this.file, JSON.stringify(tokens) + "\n", { mode: 0o600 });
+    this.#durable.note(this.file, await writeFileAtomic(this.file, JSON.stringify(tokens) + "\n", { mode: 0o600 }));
   }
 
   /**

@@ -291,3 +291,39 @@ describe("FileQuarantine durability", () => {
     expect(journal.events).toEqual([]);
   });
 });
+
+describe("FileTokenStore.load durability", () => {
+  it("makes a token file another process wrote durable before its tokens are used: that process may have been killed before its directory fsync", async () => {
+    // What a refresh killed between the rename of tokens.json and its directory fsync leaves: the rotated token set,
+    // its name not on disk. Used without a save, a power loss could bring back the spent refresh token, whose next
+    // use revokes the family.
+    await writeFileAtomic(path.join(dir, "tokens.json"), '{"refreshToken":"rt-2"}\n', { mode: 0o600 });
+    journal.events.length = 0;
+    const store = new FileTokenStore(dir);
+    expect(await store.load()).toEqual({ refreshToken: "rt-2" });
+    expect(journal.events).toEqual([`fsync ${dir}`]);
+    // Made durable once, the same file costs nothing when loaded again.
+    journal.events.length = 0;
+    expect(await store.load()).toEqual({ refreshToken: "rt-2" });
+    expect(journal.events).toEqual([]);
+  });
+
+  it("costs no directory fsync for a token file it saved itself, and fsyncs again once another process replaced it", async () => {
+    const store = new FileTokenStore(dir);
+    await store.save({ refreshToken: "rt-1" });
+    journal.events.length = 0;
+    expect(await store.load()).toEqual({ refreshToken: "rt-1" });
+    expect(journal.events).toEqual([]);
+    // Another process refreshed (a `run --once` beside a loop) and was killed before its directory fsync.
+    await writeFileAtomic(path.join(dir, "tokens.json"), '{"refreshToken":"rt-2"}\n', { mode: 0o600 });
+    journal.events.length = 0;
+    expect(await store.load()).toEqual({ refreshToken: "rt-2" });
+    expect(journal.events).toEqual([`fsync ${dir}`]);
+  });
+
+  it("fails the load when that directory fsync fails with an I/O error: the tokens read may not survive a power loss", async () => {
+    await writeFileAtomic(path.join(dir, "tokens.json"), '{"refreshToken":"rt-2"}\n', { mode: 0o600 });
+    journal.failDirFsync = "EIO";
+    await expect(new FileTokenStore(dir).load()).rejects.toMatchObject({ code: "EIO" });
+  });
+});
