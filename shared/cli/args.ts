@@ -22,25 +22,48 @@ export const MAX_DURATION_MS = 2 ** 31 - 1;
 const UNIT_MS: Readonly<Record<string, number>> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 };
 
 /**
- * Parses a duration such as `500ms`, `30s`, `5m`, `1h` or `1m30s` into milliseconds.
+ * Parses a duration such as `500ms`, `30s`, `5m`, `1h` or `1m30s` into milliseconds. A bare `0` is one (zero in any
+ * unit), and a leading minus gives a negative duration: both are durations that are too short rather than no
+ * durations, so the range check (durationRangeProblem) names the minimum instead of the format.
  *
  * @example
  * parseDuration("5m"); // 300000
  * parseDuration("1m30s"); // 90000
+ * parseDuration("-5s"); // -5000
  */
 export function parseDuration(text: string): number {
   const trimmed = text.trim();
+  const negative = trimmed.startsWith("-");
+  const magnitude = negative ? trimmed.slice(1) : trimmed;
+  if (/^0+(?:\.0+)?$/.test(magnitude)) return 0;
+  // A number alone is no duration: 30 could mean seconds or minutes.
+  if (/^\d+(?:\.\d+)?$/.test(magnitude)) throw new UsageError(`invalid duration "${text}": no unit; write e.g. ${magnitude}s or ${magnitude}m`);
   const part = /(\d+(?:\.\d+)?)(ms|s|m|h)/gy;
   let total = 0;
   let consumed = 0;
-  for (let match = part.exec(trimmed); match; match = part.exec(trimmed)) {
+  for (let match = part.exec(magnitude); match; match = part.exec(magnitude)) {
     total += Number(match[1]) * (UNIT_MS[match[2] ?? ""] ?? Number.NaN);
     consumed = part.lastIndex;
   }
-  if (trimmed === "" || consumed !== trimmed.length || !Number.isFinite(total)) {
+  if (magnitude === "" || consumed !== magnitude.length || !Number.isFinite(total)) {
     throw new UsageError(`invalid duration "${text}": use a number with a unit, e.g. 30s, 5m, 1h, 1m30s`);
   }
-  return Math.round(total);
+  return negative ? -Math.round(total) : Math.round(total);
+}
+
+/**
+ * `ms` in the largest unit that divides it, as a user would write it.
+ *
+ * @example
+ * formatDuration(1_000); // "1s"
+ * formatDuration(1_500); // "1500ms"
+ */
+function formatDuration(ms: number): string {
+  for (const unit of ["h", "m", "s"]) {
+    const size = UNIT_MS[unit] ?? 1;
+    if (ms % size === 0) return `${ms / size}${unit}`;
+  }
+  return `${ms}ms`;
 }
 
 /**
@@ -48,10 +71,11 @@ export function parseDuration(text: string): number {
  * Worded without the value, so a flag or a setting name can prefix it.
  *
  * @example
+ * durationRangeProblem(0, 1_000); // "must be at least 1s"
  * durationRangeProblem(2_160_000_000, 1_000); // "must be at most 2147483647 ms (about 24.8 days)"
  */
 export function durationRangeProblem(ms: number, minMs: number): string | undefined {
-  if (ms < minMs) return `must be at least ${minMs} ms`;
+  if (ms < minMs) return minMs === 0 ? "must not be negative" : `must be at least ${formatDuration(minMs)}`;
   if (ms > MAX_DURATION_MS) return `must be at most ${MAX_DURATION_MS} ms (about 24.8 days)`;
   return undefined;
 }
@@ -137,7 +161,8 @@ Commands:
                                                   --baseline: also measure a minimal client's CPU)
   help                                            this text
 
-Durations: 500ms, 30s, 5m, 1h, 1m30s. Settings come from the environment and .env (see README).`;
+Durations: 30s, 5m, 1h, 1m30s, 1500ms; run --interval and authorize --timeout take at least 1s.
+Settings come from the environment and .env (see README).`;
 
 /** Largest `bench --latency-ms`: every provider call must still answer within the client's 10 s attempt timeout. */
 export const MAX_BENCH_LATENCY_MS = 5_000;

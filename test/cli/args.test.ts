@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { COMMANDS, DEFAULT_INTERVAL_MS, MAX_DURATION_MS, npmOwnOptionWarnings, parseCommand, parseDuration } from "../../shared/cli/args.js";
+import { COMMANDS, DEFAULT_INTERVAL_MS, MAX_DURATION_MS, USAGE, npmOwnOptionWarnings, parseCommand, parseDuration } from "../../shared/cli/args.js";
 import { UsageError } from "../../shared/cli/errors.js";
 
 describe("parseDuration", () => {
@@ -10,11 +10,14 @@ describe("parseDuration", () => {
     ["1h", 3_600_000],
     ["1m30s", 90_000],
     ["1.5s", 1_500],
+    // Zero is zero in any unit; a minus sign makes a negative duration, which the range checks name.
+    ["0", 0],
+    ["-5s", -5_000],
   ])("reads %s as %i ms", (text, ms) => {
     expect(parseDuration(text)).toBe(ms);
   });
 
-  it.each(["", "30", "5 minutes", "m5", "10x", "5m-"])("rejects %j with a usage error", (text) => {
+  it.each(["", "30", "5 minutes", "m5", "10x", "5m-", "-", "--5s"])("rejects %j with a usage error", (text) => {
     expect(() => parseDuration(text)).toThrow(UsageError);
   });
 });
@@ -66,18 +69,47 @@ describe("parseCommand", () => {
   });
 
   it("names the bad value of an option whose value starts with a dash, instead of parseArgs' advice", () => {
-    expect(() => parseCommand(["run", "--interval", "-5s"])).toThrow(/--interval: invalid duration "-5s"/);
+    expect(() => parseCommand(["run", "--interval", "-5s"])).toThrow(/--interval must be at least 1s, got -5s/);
     expect(() => parseCommand(["demo", "--cycles", "-1"])).toThrow(/--cycles must be a whole number, got "-1"/);
     // A flag after a string option is still a missing value, not taken as the value.
     expect(() => parseCommand(["run", "--interval", "--once"])).toThrow(UsageError);
   });
 
-  it("rejects an interval without a unit", () => {
-    expect(() => parseCommand(["run", "--interval", "30"])).toThrow(/--interval.*invalid duration "30"/);
+  it("rejects an interval without a unit, saying it lacks one", () => {
+    expect(() => parseCommand(["run", "--interval", "30"])).toThrow('--interval: invalid duration "30": no unit; write e.g. 30s or 30m');
   });
 
   it("rejects an interval under one second", () => {
-    expect(() => parseCommand(["run", "--interval", "10ms"])).toThrow(/at least 1000 ms/);
+    expect(() => parseCommand(["run", "--interval", "10ms"])).toThrow(/at least 1s/);
+  });
+
+  // A duration that is one but too short (a user meaning "no pause") is told the minimum, not that it is no duration;
+  // "invalid duration" is kept for text that is none.
+  it.each([
+    [["run", "--interval", "0s"], "--interval must be at least 1s, got 0s"],
+    [["run", "--interval", "0ms"], "--interval must be at least 1s, got 0ms"],
+    [["run", "--interval", "0"], "--interval must be at least 1s, got 0"],
+    [["run", "--interval", "-5s"], "--interval must be at least 1s, got -5s"],
+    [["run", "--interval", "500ms"], "--interval must be at least 1s, got 500ms"],
+    [["demo", "--interval", "-5s"], "--interval must not be negative, got -5s"],
+    [["run", "--interval", "often"], '--interval: invalid duration "often": use a number with a unit, e.g. 30s, 5m, 1h, 1m30s'],
+  ])("answers %j with the real problem", (argv, message) => {
+    expect(() => parseCommand(argv)).toThrow(UsageError);
+    expect(() => parseCommand(argv)).toThrow(message);
+  });
+
+  it("takes demo --interval 0 (no pause between the demo's cycles)", () => {
+    expect(parseCommand(["demo", "--interval", "0"])).toMatchObject({ args: { intervalMs: 0 } });
+  });
+
+  it("gives, in the usage text, only duration examples every option taking a duration accepts", () => {
+    const examples = /^Durations: (.+?)\./m.exec(USAGE)?.[1]?.split(/[,;]\s*/).filter((text) => /^\d/.test(text));
+    expect(examples?.length).toBeGreaterThan(3);
+    for (const example of examples ?? []) {
+      for (const argv of [["run", "--interval"], ["authorize", "--timeout"], ["demo", "--interval"]]) {
+        expect(() => parseCommand([...argv, example]), `${argv.join(" ")} ${example}`).not.toThrow();
+      }
+    }
   });
 
   it.each([
@@ -149,7 +181,7 @@ describe("parseCommand", () => {
   it.each([
     [["authorize", "--scope", " "], /--scope must not be empty/],
     [["authorize", "--secret-id", ""], /--secret-id must not be empty/],
-    [["authorize", "--timeout", "0s"], /--timeout must be at least 1000 ms/],
+    [["authorize", "--timeout", "0s"], /--timeout must be at least 1s, got 0s/],
     [["authorize", "--port", "80.5"], /--port must be a whole number, got "80.5"/],
     [["demo", "--cycles", "1.5"], /--cycles must be a whole number, got "1.5"/],
     [["bench", "--transactions", "0"], /--transactions must be at least 1, got 0/],

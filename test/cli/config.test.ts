@@ -100,7 +100,7 @@ describe("readLocalSettings", () => {
 
   it("refuses a BRIDGE_CYCLE_BUDGET under one second: every cycle would stop before its first page, forever", () => {
     for (const budget of ["0s", "500ms"]) {
-      expect(issuesOf({ ...valid, BRIDGE_CYCLE_BUDGET: budget }).issues).toEqual([{ setting: "BRIDGE_CYCLE_BUDGET", problem: "must be at least 1000 ms" }]);
+      expect(issuesOf({ ...valid, BRIDGE_CYCLE_BUDGET: budget }).issues).toEqual([{ setting: "BRIDGE_CYCLE_BUDGET", problem: "must be at least 1s" }]);
     }
     expect(readLocalSettings({ ...valid, BRIDGE_CYCLE_BUDGET: "1s" }, "/work").cycleBudgetMs).toBe(1_000);
   });
