@@ -13,6 +13,7 @@ import middy from "@middy/core";
 import type { Context } from "aws-lambda";
 import type { ConformReport } from "../bridge/conform.js";
 import type { Clock } from "../bridge/ports.js";
+import type { PullStatus } from "../bridge/provider.js";
 import { KEPT_RECORDS_NAMED, keptNotNamed, type RedriveReport } from "../bridge/redrive.js";
 import { totalPublished, type CycleReport } from "../bridge/report.js";
 import type { FetchLike } from "../qashio/http.js";
@@ -53,6 +54,12 @@ export interface PollResult {
   /** Ids the provider refused to acknowledge (metric `AcknowledgeRefused`; the warn log names them). */
   readonly acknowledgeRefused?: number;
   readonly quarantined?: number;
+  /**
+   * A transaction cycle: what the provider listed under each pull status when the cycle first read that list (the
+   * report's `backlog`, metric `TransactionsBacklog`), so a cycle that stopped at its deadline shows what it left.
+   * Absent when no count was read (a card cycle, a stop before the first read).
+   */
+  readonly backlog?: Partial<Record<PullStatus, number>>;
   readonly durationMs?: number;
   /** A re-drive: quarantine records whose transaction is now delivered, removed. */
   readonly redriven?: number;
@@ -210,6 +217,7 @@ function cycleSummary(report: CycleReport): Summary {
     acknowledged: report.acknowledged,
     acknowledgeRefused: report.acknowledgeRefused,
     quarantined: report.quarantined,
+    ...(report.backlog === undefined ? {} : { backlog: report.backlog }),
     durationMs: report.durationMs,
   };
 }

@@ -169,6 +169,30 @@ describe("poll-transactions handler", () => {
     expect(await poll()).toMatchObject({ status: "completed", outcome: "complete", published: backlog });
   });
 
+  it("reports what the provider listed when the cycle first read it, so a manual invoke that stopped at its deadline shows what it left (as run --once does)", async () => {
+    const listed = () => ({ not_synced: company().transactions.countByStatus("not_synced"), outdated: company().transactions.countByStatus("outdated") });
+    const before = listed();
+    const fetch = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+      const url = typeof input === "string" ? input : input instanceof URL ? input.href : input.url;
+      // The first acknowledge answers after the deadline (60 s remaining less the safety margin): one page done.
+      if (url.endsWith("/transactions/acknowledge")) h.sandbox.control.advanceClock((60_000 - CYCLE_SAFETY_MARGIN_MS) / 1_000 + 1);
+      return h.fetch(input, init);
+    };
+    const stopped = await h.poller("transactions", { fetch })(undefined, lambdaContext(60_000));
+    // Stopped after its first page of the new transactions: the changed ones' list was not read, so it has no count.
+    expect(stopped).toMatchObject({ status: "completed", outcome: "deadline", backlog: { not_synced: before.not_synced } });
+    expect(stopped.backlog).not.toHaveProperty("outdated");
+    expect(stopped.published).toBeLessThan(before.not_synced + before.outdated);
+    // The function log's line of the cycle carries it too (Logs Insights over past cycles).
+    const finished = h.output.map((line) => JSON.parse(line) as Record<string, unknown>).find((doc) => doc["message"] === "Cycle finished");
+    expect(finished).toMatchObject({ outcome: "deadline", backlog: { not_synced: before.not_synced } });
+    // The next cycle counts what is left; a card cycle lists no counts, and its result names none.
+    const left = listed();
+    expect(left.not_synced).toBeLessThan(before.not_synced);
+    expect(await h.poller("transactions")()).toMatchObject({ outcome: "complete", backlog: left });
+    expect(await h.poller("cards")()).not.toHaveProperty("backlog");
+  });
+
   it("holds its cycle lease past the deadline while it still works on the page in hand, so no other invocation overlaps it", async () => {
     const lock = new DynamoLeaseLock({ doc: h.table.doc, tableName: h.table.tableName, clock: h.clock });
     let overlapping: boolean | undefined;
