@@ -128,7 +128,7 @@ export async function redriveQuarantined(deps: TransactionCycleDeps, options: Re
   let considered = 0;
   const kept: KeptRecord[] = [];
   // One transaction can hold several records (one per failed version): one read serves them all.
-  const byTransaction = new Map<string, { readonly ref: TransactionRef; readonly records: RedriveRecord[] }>();
+  const byTransaction = new Map<string, { readonly ref: TransactionRef; readonly trusted: boolean; readonly records: RedriveRecord[] }>();
   for await (const page of deps.quarantine.pages({ limit: REDRIVE_QUARANTINE_PAGE_SIZE })) {
     for (const entry of page) {
       if (!isRedrivable(entry)) continue;
@@ -140,8 +140,14 @@ export async function redriveQuarantined(deps: TransactionCycleDeps, options: Re
         continue;
       }
       const held = byTransaction.get(record.entityId);
-      if (held) held.records.push(record);
-      else byTransaction.set(record.entityId, { ref: { id: record.entityId, qashioId }, records: [record] });
+      // A publish record's body passed validation, so its qashio_id is the one to read by; a validation record of the
+      // same transaction may hold a glitched one, which would keep both "not found" run after run.
+      const trusted = record.reason.startsWith(PUBLISH_FAILURE_PREFIX);
+      if (!held) byTransaction.set(record.entityId, { ref: { id: record.entityId, qashioId }, trusted, records: [record] });
+      else {
+        held.records.push(record);
+        if (trusted && !held.trusted) byTransaction.set(record.entityId, { ref: { id: record.entityId, qashioId }, trusted, records: held.records });
+      }
     }
   }
   const redriven: RedriveRecord[] = [];

@@ -299,6 +299,25 @@ describe("redriveQuarantined", () => {
     expect(rig.provider.calls.filter((c) => c.op === "listTransactions" && c.query.qashio_id === txn!.qashio_id)).toHaveLength(1);
   });
 
+  it("reads a transaction by the qashio_id of its publish record when a validation record of it holds another (a glitched reference)", async () => {
+    const rig = makeRig();
+    const [txn] = await quarantinePublishFailures(rig);
+    // Sorted and put first: a validation record of the same transaction whose body carried a malformed reference.
+    await rig.quarantine.put({
+      id: "00000000-0000-8000-8000-000000000001",
+      kind: "transaction",
+      reason: "validation: qashio_id: malformed",
+      raw: { id: txn!.id, qashio_id: "CTX" },
+      at: "2025-01-15T09:00:00.000Z",
+      entityId: txn!.id,
+    });
+    const report = await redriveQuarantined(rig.deps, { random: () => 0 });
+    expect(report.kept).toEqual([]);
+    expect(report.redriven.map((r) => r.entityId)).toEqual([txn!.id, txn!.id]);
+    expect(rig.publisher.ofType("transaction.created").map((e) => e.detail.subject.id)).toEqual([txn!.id]);
+    expect(rig.quarantine.records.size).toBe(0);
+  });
+
   it("keeps a record whose body holds no qashio_id, reading nothing for it (a read without the filter would list another transaction)", async () => {
     const rig = makeRig();
     const txn = rig.provider.addTransaction();
