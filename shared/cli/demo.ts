@@ -16,7 +16,7 @@ import type { DemoArgs } from "./args.js";
 import { authorizeWithBrowser, DEFAULT_SCOPES } from "./authorize.js";
 import { DEFAULT_CYCLE_BUDGET_MS, DEFAULT_EVENT_SOURCE, type LocalSettings } from "./config.js";
 import { streamLogger } from "./console-ports.js";
-import { AuthorizeError, EXIT, AuthorizeAgainError } from "./errors.js";
+import { AuthorizeError, EXIT, retriedNextCycle } from "./errors.js";
 import { line, makeTempDir, pause, type CliIo } from "./io.js";
 import { bindLocalSettings, openLocalBridge, runCycle, usingLocalBridge } from "./local-bridge.js";
 import { COLOURS, NO_COLOURS, formatEvent, shouldColour, type Palette } from "./printer.js";
@@ -257,8 +257,9 @@ async function runDemo(args: DemoArgs, io: CliIo, dir: string, palette: Palette,
           // The demo's state dies with it: a cycle Ctrl-C stops is not resumed by a next run.
           line(io.stdout, summaryOf(cycle, await runCycle(bridge, { signal: io.signal }), palette, { resumable: false }));
         } catch (error) {
-          if (error instanceof AuthorizeAgainError) throw error;
-          line(io.stderr, `cycle ${cycle} failed: ${(error as Error).message}`);
+          // As `run --interval`: a failure the next cycle would meet again ends the demo (its directory removed).
+          if (!retriedNextCycle(error)) throw error;
+          line(io.stderr, `cycle ${cycle} failed: ${error.message}`);
         }
         if (args.cycles !== undefined && cycle >= args.cycles) break;
         await pause(args.intervalMs, io.signal);

@@ -197,6 +197,18 @@ export class CycleFailedError extends CliError {
 }
 
 /**
+ * Whether a loop of cycles (`run --interval`, the demo) tries again at its next cycle after `error`: only after a
+ * cycle that could not finish for now (exit 1). A revoked token family, bad settings or a state directory gone (exit
+ * 2, 3) would fail every cycle alike, and an unexpected error is no outage to wait out.
+ *
+ * @example
+ * if (!retriedNextCycle(error)) throw error;
+ */
+export function retriedNextCycle(error: unknown): error is CliError {
+  return error instanceof CliError && error.exitCode === EXIT.failed;
+}
+
+/**
  * A `--once` cycle that stopped before it finished (time budget, page bound, a stop request, an events file that took
  * no events for now), or a re-drive that ran out of time: nothing is lost, the next run resumes.
  */

@@ -5,7 +5,7 @@
 import type { RunArgs } from "./args.js";
 import { loadEnv, readLocalSettings, settingNameWarnings, type Env } from "./config.js";
 import { streamLogger } from "./console-ports.js";
-import { CliError, CycleIncompleteError, EXIT, AuthorizeAgainError } from "./errors.js";
+import { CycleIncompleteError, EXIT, retriedNextCycle } from "./errors.js";
 import { line, pause, type CliIo } from "./io.js";
 import { openLocalBridge, runCycle, usingLocalBridge, type CycleResult, type LocalBridge, type LocalBridgeOptions } from "./local-bridge.js";
 import { COLOURS, NO_COLOURS, formatCycleSummary, mergeCounts, shouldColour, type Palette } from "./printer.js";
@@ -113,9 +113,7 @@ async function loop(
     try {
       line(io.stdout, summaryOf(cycle, await runCycle(bridge, { signal: io.signal }), palette));
     } catch (error) {
-      // A revoked token family needs a person; retrying would only fail again.
-      if (error instanceof AuthorizeAgainError) throw error;
-      if (!(error instanceof CliError) || error.exitCode !== EXIT.failed) throw error;
+      if (!retriedNextCycle(error)) throw error;
       logger.error(`cycle ${cycle} failed; retrying at the next interval`, { error: error.message });
     }
     // At most the interval: a wall clock stepped back during the cycle (NTP, a person) would otherwise add the step

@@ -1,7 +1,7 @@
 /**
  * `bridge demo` in-process: its temp directory (events file, state) is removed when it ends, unless --keep.
  */
-import { existsSync, writeFileSync } from "node:fs";
+import { existsSync, rmSync, writeFileSync } from "node:fs";
 import { readFile, rm } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { describe, expect, it, vi } from "vitest";
@@ -9,7 +9,7 @@ import type { BridgeEvent } from "../../shared/bridge/ports.js";
 import { createSandbox } from "../../sandbox/index.js";
 import { demoCommand, SeenTransactions, type DemoSeams } from "../../shared/cli/demo.js";
 import type { DemoArgs } from "../../shared/cli/args.js";
-import { AuthorizeAgainError, EXIT } from "../../shared/cli/errors.js";
+import { AuthorizeAgainError, CliError, EXIT } from "../../shared/cli/errors.js";
 import { STATE_FILES } from "../../shared/local/layout.js";
 import { ROOT, runInProcess } from "./helpers.js";
 
@@ -166,6 +166,34 @@ describe("bridge demo with a token the provider refuses", () => {
     expect(stdout).not.toContain("── cycle");
     const dir = dirname(/events are appended to (\S+events\.jsonl)/.exec(stdout)?.[1] ?? "");
     expect(stderr).toContain(`demo failed; removed ${dir} (--keep keeps it)`);
+  });
+});
+
+describe("bridge demo whose state directory goes away", () => {
+  it("stops with the state directory's error (exit 2) instead of failing every cycle, as `run --interval` does", async () => {
+    let stdout = "";
+    let stderr = "";
+    let removed = false;
+    const failed = demo(
+      { cycles: 3 },
+      (out) => {
+        stdout = out;
+        if (removed || !out.includes("── cycle 1:")) return;
+        // A temp cleaner, or a person tidying /tmp of an earlier --keep, takes the running demo's directory.
+        rmSync(dirname(/events are appended to (\S+events\.jsonl)/.exec(out)?.[1] ?? ""), { recursive: true, force: true });
+        removed = true;
+      },
+      (chunk) => (stderr += chunk),
+    );
+    const error = await failed.catch((e: unknown) => e);
+    expect(removed).toBe(true);
+    expect(error).toBeInstanceOf(CliError);
+    expect((error as CliError).exitCode).toBe(EXIT.usage);
+    expect((error as CliError).message).toContain("was moved or removed while the bridge ran");
+    expect(stderr).not.toContain("cycle 2 failed");
+    expect(stdout).not.toContain("── cycle 2:");
+    expect(stdout).not.toContain("stopped after");
+    expect(stderr).toContain("demo failed; removed");
   });
 });
 
