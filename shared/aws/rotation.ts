@@ -245,14 +245,17 @@ async function saveRotated(token: string, next: StoredTokens, deps: RotationDeps
   }
 }
 
-/** One refresh; a rejected grant re-reads the secret and adopts a token another container rotated meanwhile. */
-async function refreshOnce(refreshToken: string, deadline: number, deps: RotationDeps): Promise<StoredTokens> {
+/**
+ * One refresh; a rejected grant re-reads the secret and adopts a token another container rotated meanwhile (once: a
+ * rejected adopted token is a revoked family too, reported as such, not as the token endpoint's bare 401).
+ */
+async function refreshOnce(refreshToken: string, deadline: number, deps: RotationDeps, mayAdopt = true): Promise<StoredTokens> {
   try {
     return await deps.refresh(refreshToken, deadline);
   } catch (error) {
     if (!deps.isRejectedGrant(error)) throw error;
     const reloaded = await deps.store.load();
-    if (reloaded !== undefined && reloaded.refreshToken !== refreshToken) return deps.refresh(reloaded.refreshToken, deadline);
+    if (mayAdopt && reloaded !== undefined && reloaded.refreshToken !== refreshToken) return refreshOnce(reloaded.refreshToken, deadline, deps, false);
     deps.metrics.add("TokenFamilyRevoked", 1, "Count");
     await deps.store.markRevoked().catch((e: unknown) => deps.logger.warn("Could not record the revoked token family", { error: (e as Error).name }));
     throw new ReauthorizationRequiredError("The provider rejected the refresh token during rotation: re-authorize the integration", {}, { cause: error });

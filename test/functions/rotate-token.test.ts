@@ -316,6 +316,33 @@ describe("rotate-token handler (Secrets Manager rotation)", () => {
     expect(await h.familyStillValid()).toBe(true);
   });
 
+  it("reports a revoked family, with its metric and marker, when the token re-onboarding wrote is rejected too", async () => {
+    await revokeFamily();
+    // The operator's `authorize --secret-id` lands while the rotation's refresh of the dead token is in flight, but with
+    // a refresh token the provider rejects as well (spent already): no family is left to refresh.
+    const stale = h.secrets.current().refresh_token as string;
+    let reonboardedVersion: string | undefined;
+    const fetch = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+      const response = await h.sandbox.fetch(input, init);
+      if (reonboardedVersion === undefined && String(input).endsWith("/oauth2/token")) {
+        reonboardedVersion = await putSecret({ ...h.secrets.current(), refresh_token: `${stale}-pasted` });
+      }
+      return response;
+    };
+    const token = randomUUID();
+    h.secrets.startRotation(token);
+    const revokedBefore = h.output.filter((line) => line.includes('"TokenFamilyRevoked"')).length;
+    const error = await h.rotator({ fetch })(eventFor(token, "createSecret")).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ReauthorizationRequiredError);
+    expect((error as Error).message).toMatch(/re-authorize/);
+    expect(h.output.filter((line) => line.includes('"TokenFamilyRevoked"')).length - revokedBefore).toBe(1);
+    // Marked for the version holding the token rejected last: the next poll stops without presenting it again.
+    expect(await h.tokenStore().revokedVersion()).toBe(reonboardedVersion);
+    const presented = h.refreshTokensPresented.length;
+    await expect(h.poller("transactions")()).rejects.toBeInstanceOf(ReauthorizationNeededError);
+    expect(h.refreshTokensPresented).toHaveLength(presented);
+  });
+
   it("gives up a refresh the provider asks to delay past half the lease, without presenting the token again", async () => {
     const before = h.secrets.current().refresh_token;
     // Retry-After 20 s: a retry would come after the 15 s the 30 s lease leaves for the refresh call.
