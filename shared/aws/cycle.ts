@@ -66,6 +66,18 @@ async function rememberRevoked(runtime: TenantRuntime, kind: CycleKind): Promise
   );
 }
 
+/**
+ * Waits for a token refresh the work left in flight (a page read ahead, or card details read, when the batch in hand
+ * failed) and tries once more to save tokens a failed save left held. Lambda freezes the container as soon as the
+ * invocation returns, perhaps for good: a refresh frozen between spending the refresh token and storing its successor
+ * loses the successor, and once the refresh lease runs out the other poller presents the spent token, which revokes
+ * the family. Never throws: tokens still held after the try stay held for the container's next invocation.
+ */
+async function settleTokens(runtime: TenantRuntime, kind: CycleKind): Promise<void> {
+  if (await runtime.tokenProvider.saveHeldTokens()) return;
+  runtime.transactions.logger.error("The rotated refresh token could not be stored; it is held in memory until the next invocation of this container", { kind });
+}
+
 /** Emits the `QuarantineSize` gauge after a cycle (see `reportQuarantineSize`); a failed count is logged by name. */
 async function emitQuarantineSize(runtime: TenantRuntime, kind: CycleKind): Promise<void> {
   // Worded as the Lambda log's other warnings: the error by name, with the cycle's kind (local mode words its own).
@@ -101,7 +113,8 @@ async function underLeases<T>(runtime: TenantRuntime, kinds: readonly CycleKind[
 
 /**
  * Runs `work`, which calls the provider, under the tenant's cycle lease of `kind`, then emits the quarantine gauge and
- * releases the lease. A revoked family stops it before any provider call, and a revocation it meets is recorded.
+ * releases the lease, once a token refresh the work left in flight has stored its tokens (see settleTokens). A revoked
+ * family stops it before any provider call, and a revocation it meets is recorded.
  * Transaction work first supersedes a conform-pii pass stored under another PII mode (once per container); a failed
  * read of its id fails the invocation before anything is written, as a failed read of the revoked marker does.
  */
@@ -116,6 +129,7 @@ async function underCycleLease<T>(runtime: TenantRuntime, kind: CycleKind, deadl
         throw error;
       });
     } finally {
+      await settleTokens(runtime, kind);
       await emitQuarantineSize(runtime, kind);
     }
   });

@@ -234,6 +234,50 @@ describe("poll-transactions handler", () => {
     expect(h.refreshTokensPresented).toHaveLength(presented + 1);
   });
 
+  it("ends no invocation while a token refresh a page read ahead started is still unsaved: a frozen container would lose the new refresh token", async () => {
+    // Two pages: the second is read ahead while the first batch is published.
+    h.sandbox.control.reset({ transactions: 150, companyId: h.companyId });
+    let lists = 0;
+    let refreshes = 0;
+    let answerHeld = false;
+    let answer!: () => void;
+    const gate = new Promise<void>((resolve) => (answer = resolve));
+    const fetch = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+      const url = typeof input === "string" ? input : input instanceof URL ? input.href : input.url;
+      const response = await h.fetch(input, init);
+      // The read-ahead's refresh: the provider rotated, its answer is on the way when the batch fails.
+      if (url.endsWith("/oauth2/token") && ++refreshes === 2) {
+        answerHeld = true;
+        await gate;
+      }
+      // After the first list the access token has expired: reading the next page ahead refreshes it.
+      if ((init?.method ?? "GET") === "GET" && url.includes("/erp/transactions") && ++lists === 1) h.sandbox.control.advanceClock(ACCESS_TOKEN_TTL_SECONDS + 1);
+      return response;
+    };
+    h.eventBridge.on(PutEventsCommand).rejects(awsError("AccessDeniedException", 400));
+    let settledWhileHeld = false;
+    const invocation = h
+      .poller("transactions", { fetch })(undefined, lambdaContext(2 * 3_600_000))
+      .then(
+        () => undefined,
+        (error: unknown) => error,
+      )
+      .finally(() => (settledWhileHeld = answerHeld && !answered));
+    let answered = false;
+    // Time enough for the failed invocation to end, were it not waiting for the refresh it left in flight.
+    const started = Date.now();
+    while (!settledWhileHeld && Date.now() - started < 2_000) await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(answerHeld).toBe(true);
+    answered = true;
+    answer();
+    // The batch's publish failed; the refresh it left running was stored before the invocation ended.
+    expect(await invocation).toMatchObject({ name: "CycleAbortedError", message: expect.stringMatching(/publish/) });
+    // Returned to Lambda (the container frozen, maybe never thawed) only once the new refresh token was stored.
+    expect(settledWhileHeld).toBe(false);
+    expect(new Set(h.refreshTokensPresented).size).toBe(h.refreshTokensPresented.length);
+    expect(await h.familyStillValid()).toBe(true);
+  });
+
   it("still reports a cycle whose quarantine count fails, logging the failure by name", async () => {
     const failure = Object.assign(new Error("Rate exceeded"), { name: "ProvisionedThroughputExceededException" });
     vi.spyOn(DynamoQuarantine.prototype, "size").mockRejectedValue(failure);
