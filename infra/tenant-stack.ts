@@ -266,8 +266,14 @@ export class TenantStack extends Stack {
         },
       },
       syncLagThresholdSeconds: tenant.alarms.syncLagThresholdSeconds,
-      // each poller on its own schedule: card.suspended stops with the card walks, whatever transactions do
-      heartbeat: { of: ["PollTransactions", "PollCards"], notify: tenant.schedules.enabled },
+      // each poller on its own schedule: card.suspended stops with the card walks, whatever transactions do. With the
+      // fast path, its ticks invoke the card poller too: Invocations would stay up with the full walk's schedule
+      // stopped, so the heartbeat counts full walks instead.
+      heartbeat: {
+        of: ["PollTransactions", "PollCards"],
+        notify: tenant.schedules.enabled,
+        ...(fastPath ? { cycles: { PollCards: { metric: "FullCardWalks", what: "full card walk" } } } : {}),
+      },
       runbookUrl: props.runbookUrl,
     });
     this.dashboard = new OpsDashboard(this, "Dashboard", {

@@ -19,6 +19,17 @@ const FIRST_ERROR_WINDOW: AlarmWindow = { period: Duration.minutes(5), evaluatio
 /** Where alarm notifications go: an email address (a topic is created) or an existing topic. */
 export type AlarmTarget = { readonly email: string } | { readonly topicArn: string };
 
+/**
+ * What a poller's heartbeat counts instead of its invocations, when another schedule invokes it too (the card fast
+ * path): a bridge metric its cycles of the watched schedule emit, one data point each.
+ */
+export interface HeartbeatCycles {
+  /** The metric, e.g. `FullCardWalks`. */
+  readonly metric: BridgeMetricName;
+  /** One of those cycles in words, for the alarm description, e.g. "full card walk". */
+  readonly what: string;
+}
+
 /** Properties of {@link OpsAlarms}. */
 export interface OpsAlarmsProps {
   /** Tenant id: the metric dimension and part of every alarm name. */
@@ -68,10 +79,15 @@ export interface OpsAlarmsProps {
    * `cycleEveryMinutes`: each one's heartbeat alarm fires when it was invoked in none of the periods of
    * {@link cycleAlarmWindow} of its own schedule. The first keeps the bare name `Heartbeat` (the alarm deployed stacks
    * have, for the transaction poller), the others are `Heartbeat-<name>`. `notify: false` (the tenant's schedules are
-   * deployed disabled) keeps the alarms, with their actions disabled.
+   * deployed disabled) keeps the alarms, with their actions disabled. `cycles` names, by the same short names, the
+   * pollers whose heartbeat counts a metric their cycles emit instead (see {@link HeartbeatCycles}), over the same window.
    * @default - no heartbeat alarm
    */
-  readonly heartbeat?: { readonly of: readonly string[]; readonly notify: boolean };
+  readonly heartbeat?: {
+    readonly of: readonly string[];
+    readonly notify: boolean;
+    readonly cycles?: Readonly<Record<string, HeartbeatCycles>>;
+  };
   /**
    * The runbook page each alarm description links a section of (validated by `runbookUrlFrom`).
    * @default "docs/runbook.md" (repository-relative)
@@ -290,7 +306,10 @@ export class OpsAlarms extends Construct {
         treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
       });
     }
-    const { of: beating = [], notify = true } = props.heartbeat ?? {};
+    const { of: beating = [], notify = true, cycles = {} } = props.heartbeat ?? {};
+    for (const name of Object.keys(cycles)) {
+      if (!beating.includes(name)) throw new Error(`OpsAlarms: heartbeat cycles name "${name}", which heartbeat.of must list`);
+    }
     beating.forEach((name, i) => {
       const fn = props.functions[name];
       const everyMinutes = props.cycleEveryMinutes?.[name];
@@ -302,16 +321,30 @@ export class OpsAlarms extends Construct {
       const window: AlarmWindow = { ...base, datapointsToAlarm: base.evaluationPeriods };
       const length = describePeriodLength(window);
       const span = window.evaluationPeriods === 1 ? `the last ${length} period` : `any of the last ${window.evaluationPeriods} ${length} periods`;
+      const counted = cycles[name];
+      // Lambda reports Invocations, and the runtime its cycle metric, only for periods with one: no data is the signal.
+      const beat =
+        counted === undefined
+          ? {
+              metric: fn.metricInvocations({ period: window.period, statistic: "Sum" }),
+              description:
+                `Tenant ${tenant}: ${name} was not invoked in ${span}: none of its cycles runs ` +
+                "(schedules disabled or deleted, or EventBridge Scheduler cannot invoke it).",
+            }
+          : {
+              // A plain metric: the window of a slow schedule is longer than a Metrics Insights alarm can look back.
+              metric: bridgeTenantMetric(tenant, counted.metric, { statistic: "Sum", period: window.period }),
+              description:
+                `Tenant ${tenant}: ${name} started no ${counted.what} in ${span} (${counted.metric}): its schedule is ` +
+                "disabled or deleted, EventBridge Scheduler cannot invoke it, or every invocation fails before the cycle starts.",
+            };
       // The first keeps the id "Heartbeat": a new construct id would replace the alarm of deployed stacks.
-      add(i === 0 ? "Heartbeat" : `Heartbeat-${name}`, "heartbeat", fn.metricInvocations({ period: window.period, statistic: "Sum" }), {
-        alarmDescription:
-          `Tenant ${tenant}: ${name} was not invoked in ${span}: none of its cycles runs ` +
-          "(schedules disabled or deleted, or EventBridge Scheduler cannot invoke it).",
+      add(i === 0 ? "Heartbeat" : `Heartbeat-${name}`, "heartbeat", beat.metric, {
+        alarmDescription: beat.description,
         threshold: 1,
         comparisonOperator: cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
         evaluationPeriods: window.evaluationPeriods,
         datapointsToAlarm: window.datapointsToAlarm,
-        // Lambda reports Invocations only for periods with an invocation: a period without data is the signal.
         treatMissingData: cloudwatch.TreatMissingData.BREACHING,
         // A tenant deployed with its schedules disabled runs no cycle on purpose: the alarm shows it, silently.
         actionsEnabled: notify,

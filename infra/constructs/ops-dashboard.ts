@@ -41,7 +41,7 @@ export const DASHBOARD_WIDGETS = {
   cycleDuration: "Cycle duration (ms)",
   tokens: "Token refreshes / family revoked / secret write refused / held in table",
   quarantine: "Quarantine size / newly quarantined",
-  throughput: "Pulled / acknowledged / acknowledge refused / publish failures / card details unread",
+  throughput: "Pulled / acknowledged / acknowledge refused / publish failures / card details unread / full card walks",
   deadLetters: "Dead-letter queue depth",
   functions: "Function errors and throttles",
 } as const;
@@ -133,6 +133,8 @@ export class OpsDashboard extends Construct {
         plain("Acknowledged", "Sum", "acknowledged"),
         plain("AcknowledgeRefused", "Sum", "acknowledge refused"),
         plain("CardDetailsUnread", "Sum", "card details unread"),
+        // What Heartbeat-PollCards counts on a fast-path tenant (emitted by every tenant's full walks).
+        plain("FullCardWalks", "Sum", "full card walks"),
         plain("EventsFailed", "Sum", "publish failures"),
       ]),
       graph(

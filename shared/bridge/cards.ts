@@ -176,6 +176,9 @@ class CardRun extends CycleRun {
   async run(): Promise<CycleReport> {
     const mode = this.options.mode ?? "full";
     const maxPages = this.options.maxPages ?? DEFAULT_MAX_PAGES;
+    // Counted as it starts, whatever its outcome: Heartbeat-PollCards of a fast-path tenant reads it to see that the
+    // full walk's schedule still runs (a failing walk is the Errors alarm's), which the fast ticks' invocations hide.
+    if (mode === "full") this.deps.metrics.add("FullCardWalks", 1, "Count");
     let cursor;
     try {
       cursor = await this.readCursor(mode);

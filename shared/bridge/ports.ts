@@ -268,6 +268,8 @@ export type { Clock } from "../clock.js";
 export type MetricName =
   | "TransactionsPulled"
   | "CardsPulled"
+  /** 1 per card cycle of mode `full` started: the card fast path's heartbeat, which its own ticks cannot keep alive. */
+  | "FullCardWalks"
   | "CardDetailsUnread"
   | "EventsPublished"
   | "EventsFailed"

@@ -262,6 +262,25 @@ describe("pollCards", () => {
     expect(rig.publisher.events).toHaveLength(1);
   });
 
+  it("counts each full-walk cycle once in FullCardWalks, however it ends, and no suspended-only cycle (Heartbeat-PollCards of a fast-path tenant)", async () => {
+    const rig = makeRig();
+    for (let i = 0; i < 5; i++) rig.provider.addCard();
+    const walks = () => rig.metrics.points.filter((p) => p.name === "FullCardWalks");
+    // One point per cycle, however many pages it walks.
+    expect((await pollCards(rig.deps, { pageSize: 2 })).outcome).toBe("complete");
+    expect(walks()).toEqual([{ name: "FullCardWalks", value: 1, unit: "Count", dimensions: undefined }]);
+    // The fast path's cycles walk the suspended list only: they must not keep the full walk's heartbeat alive.
+    await pollCards(rig.deps, { mode: "suspended-only" });
+    expect(walks()).toHaveLength(1);
+    // Stopped at its deadline before any page, or failed: still a walk the schedule started (failures are Errors' job).
+    expect((await pollCards(rig.deps, { deadline: rig.clock.now() - 1 })).outcome).toBe("deadline");
+    rig.provider.beforeCall = () => {
+      throw Object.assign(new Error("rate limited"), { name: "RateLimitedError", status: 429 });
+    };
+    await expect(pollCards(rig.deps)).rejects.toBeInstanceOf(CycleAbortedError);
+    expect(rig.metrics.sum("FullCardWalks")).toBe(3);
+  });
+
   it("in suspended-only mode resumes at its cursor whatever the suspended list's total did: suspensions below the cursor are no shift", async () => {
     const rig = makeRig();
     for (let i = 0; i < 12; i++) rig.provider.addCard();

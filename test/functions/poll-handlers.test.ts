@@ -979,6 +979,27 @@ describe("poll-cards handler", () => {
     expect(h.published.map((e) => e.detailType)).toEqual(["card.suspended"]);
   });
 
+  it("emits FullCardWalks with the tenant and service dimensions for a full walk only: not for a fast-path tick, nor a walk skipped for a held lease", async () => {
+    const walkDocs = () =>
+      h.output
+        .filter((line) => line.includes('"_aws"'))
+        .map((line) => JSON.parse(line) as Record<string, unknown> & { _aws: { CloudWatchMetrics: { Namespace: string; Metrics: { Name: string }[]; Dimensions: string[][] }[] } })
+        .filter((doc) => doc._aws.CloudWatchMetrics.some((m) => m.Metrics.some((metric) => metric.Name === "FullCardWalks")));
+    await h.poller("cards")();
+    const [doc, ...more] = walkDocs();
+    expect(more).toEqual([]);
+    // Exactly what Heartbeat-PollCards reads (test/infra/ops-alarms.test.ts): a plain metric matches its dimension set only.
+    expect(doc?._aws.CloudWatchMetrics[0]).toMatchObject({ Namespace: "QashioBridge", Dimensions: [["service", "tenant"]] });
+    expect(doc).toMatchObject({ FullCardWalks: 1, tenant: TENANT, service: "qashio-bridge" });
+    await h.poller("cards")({ mode: "suspended-only" });
+    expect(walkDocs()).toHaveLength(1);
+    const lock = new DynamoLeaseLock({ doc: h.table.doc, tableName: h.table.tableName, clock: h.clock });
+    const lease = await lock.tryAcquire(leaseNames.cardsCycle(TENANT), 60_000);
+    expect(await h.poller("cards")()).toEqual({ kind: "cards", status: "skipped" });
+    await lease?.release();
+    expect(walkDocs()).toHaveLength(1);
+  });
+
   it("takes the suspended-only fast path when the schedule asks for it", async () => {
     await h.poller("cards")();
     const [active, other] = company().cards.filter((card) => card.status === "Active");

@@ -22,22 +22,42 @@ function globexEvery(transactionsEveryMinutes: number, cardsEveryMinutes: number
   return { ...globex, schedules: { ...globex.schedules, transactionsEveryMinutes, cardsEveryMinutes } };
 }
 
-function alarmsOf(tenant: TenantConfig): (suffix: string) => AlarmProperties {
+function templateOf(tenant: TenantConfig): Template {
   const [stack] = buildTestApp({ tenants: [tenant] }).stacks as [TenantStack];
-  return alarmsIn(Template.fromStack(stack));
+  return Template.fromStack(stack);
 }
 
-const globexAlarms = new Map<string, (suffix: string) => AlarmProperties>();
+function alarmsOf(tenant: TenantConfig): (suffix: string) => AlarmProperties {
+  return alarmsIn(templateOf(tenant));
+}
 
-/** The alarms of globex on the given schedules, each configuration built once per file (the stacks are only read). */
-function alarmsOfGlobexEvery(transactionsEveryMinutes: number, cardsEveryMinutes: number): (suffix: string) => AlarmProperties {
-  const key = `${transactionsEveryMinutes}/${cardsEveryMinutes}`;
-  let alarms = globexAlarms.get(key);
-  if (alarms === undefined) {
-    alarms = alarmsOf(globexEvery(transactionsEveryMinutes, cardsEveryMinutes));
-    globexAlarms.set(key, alarms);
+let fastGlobex: Template | undefined;
+
+/** globex every 2 (transactions) and 30 (cards) minutes with a suspended-only fast path every minute, built once per file. */
+function fastGlobexTemplate(): Template {
+  if (fastGlobex === undefined) {
+    const globex = globexEvery(2, 30);
+    fastGlobex = templateOf({ ...globex, schedules: { ...globex.schedules, suspendedCardsEveryMinutes: 1 } });
   }
-  return alarms;
+  return fastGlobex;
+}
+
+const globexTemplates = new Map<string, Template>();
+
+/** The template of globex on the given schedules, each configuration built once per file (the stacks are only read). */
+function templateOfGlobexEvery(transactionsEveryMinutes: number, cardsEveryMinutes: number): Template {
+  const key = `${transactionsEveryMinutes}/${cardsEveryMinutes}`;
+  let template = globexTemplates.get(key);
+  if (template === undefined) {
+    template = templateOf(globexEvery(transactionsEveryMinutes, cardsEveryMinutes));
+    globexTemplates.set(key, template);
+  }
+  return template;
+}
+
+/** The alarms of globex on the given schedules (see {@link templateOfGlobexEvery}). */
+function alarmsOfGlobexEvery(transactionsEveryMinutes: number, cardsEveryMinutes: number): (suffix: string) => AlarmProperties {
+  return alarmsIn(templateOfGlobexEvery(transactionsEveryMinutes, cardsEveryMinutes));
 }
 
 /** The properties of every alarm named `name` in `template`. */
@@ -250,14 +270,46 @@ describe("cycle alarms follow the tenant's schedule", () => {
   it("keeps the card alarms on the full walk's cadence when a suspended-only fast path runs beside it", () => {
     // globex every 2 (transactions) and 30 (cards) minutes, with a fast path every minute: each period of the card
     // alarms must hold a full walk, so a walk that keeps failing (or stops: the heartbeat) pages whatever the fast ticks do.
-    const globex = globexEvery(2, 30);
-    const fast = alarmsOf({ ...globex, schedules: { ...globex.schedules, suspendedCardsEveryMinutes: 1 } });
+    const fast = alarmsIn(fastGlobexTemplate());
     for (const suffix of ["Errors-PollCards", "Heartbeat-PollCards", "DeadLetters-Pollers", "EventsFailed", "TokenFamilyRevoked", "Heartbeat", "SyncLag"]) {
       const { Period, EvaluationPeriods, DatapointsToAlarm } = short(suffix);
       expect(fast(suffix), suffix).toMatchObject({ Period, EvaluationPeriods, DatapointsToAlarm });
     }
     expect(fast("Errors-PollCards")).toMatchObject({ Period: 1800, EvaluationPeriods: 3, DatapointsToAlarm: 2 });
     expect(fast("Heartbeat-PollCards")).toMatchObject({ Period: 1800, EvaluationPeriods: 3, DatapointsToAlarm: 3 });
+  });
+
+  it("beats the card poller's heartbeat on full walks, not invocations, when the fast path's ticks would keep it OK", () => {
+    // A full-walk schedule stopped alone leaves the fast ticks invoking the card poller: Invocations would stay OK
+    // while card.status_changed and card.updated stop. A tenant without the fast path keeps Invocations (above).
+    const template = fastGlobexTemplate();
+    const heartbeat = alarmsIn(template)("Heartbeat-PollCards");
+    expect(heartbeat).toMatchObject({
+      Namespace: "QashioBridge",
+      MetricName: "FullCardWalks",
+      Statistic: "Sum",
+      Threshold: 1,
+      ComparisonOperator: "LessThanThreshold",
+      Period: 1800,
+      EvaluationPeriods: 3,
+      DatapointsToAlarm: 3,
+      TreatMissingData: "breaching",
+      ActionsEnabled: true,
+    });
+    expect(heartbeat.Dimensions).toEqual([
+      { Name: "service", Value: "qashio-bridge" },
+      { Name: "tenant", Value: "globex" },
+    ]);
+    expect(heartbeat.AlarmDescription).toContain("PollCards started no full card walk in any of the last 3 30-minute periods");
+    expect(heartbeat.AlarmDescription).toMatch(/Runbook: docs\/runbook\.md#heartbeat$/);
+    const actions = short("SyncLag")["AlarmActions"];
+    expect(heartbeat).toMatchObject({ AlarmActions: actions, OKActions: actions });
+    // The same alarm, updated in place: same name and logical id as without the fast path.
+    const idOf = (t: Template) => Object.keys(t.findResources("AWS::CloudWatch::Alarm", { Properties: { AlarmName: "QashioBridge-globex-Heartbeat-PollCards" } }));
+    expect(idOf(template)).toEqual(idOf(templateOfGlobexEvery(2, 30)));
+    expect(idOf(template)).toEqual([expect.stringMatching(/^AlarmsHeartbeatPollCards[0-9A-F]{8}$/)]);
+    // The transaction poller has no second schedule: its heartbeat stays on Invocations.
+    expect(alarmsIn(template)("Heartbeat")).toMatchObject({ Namespace: "AWS/Lambda", MetricName: "Invocations" });
   });
 
   it("keeps the heartbeats of a tenant deployed with its schedules disabled, without notifying, and only those alarms", () => {
@@ -294,6 +346,22 @@ describe("cycle alarms follow the tenant's schedule", () => {
       const missing = functions.length === 1 && "PollTransactions" in cycleEveryMinutes ? "PollCards" : "PollTransactions";
       expect(() => new OpsAlarms(stack, "Alarms", props)).toThrow(`heartbeat names "${missing}", which functions and cycleEveryMinutes must both list`);
     }
+  });
+
+  it("refuses a heartbeat metric for a function without a heartbeat, rather than leaving it unwatched", () => {
+    const stack = new Stack();
+    const fn = new lambda.Function(stack, "Fn", { runtime: lambda.Runtime.NODEJS_22_X, handler: "index.handler", code: lambda.Code.fromInline("exports.handler = () => {}") });
+    const props = {
+      tenantId: "acme",
+      target: { email: "ops@acme.test" },
+      encryptionKey: new kms.Key(stack, "Key"),
+      functions: { PollTransactions: fn, PollCards: fn },
+      cycleEveryMinutes: { PollTransactions: 5, PollCards: 15 },
+      syncLagEveryMinutes: 5,
+      deadLetterQueues: {},
+      heartbeat: { of: ["PollTransactions"], notify: true, cycles: { PollCards: { metric: "FullCardWalks", what: "full card walk" } } },
+    } as const;
+    expect(() => new OpsAlarms(stack, "Alarms", props)).toThrow(`heartbeat cycles name "PollCards", which heartbeat.of must list`);
   });
 
   it("keeps the rotation's errors alarm on its first error whatever the schedules", () => {
@@ -337,6 +405,15 @@ describe("the alarms on plain bridge metrics", () => {
     ["CardDetailsUnread", "acme-sandbox"],
   ] as const)("%s has exactly the dimensions the runtime emits its metric with, under the functions' environment (%s)", (suffix, tenant) => {
     const { template } = tenant === "globex" ? exampleStacks().globex : exampleStacks().acme;
+    expectEmittedDimensions(template, tenant, suffix);
+  });
+
+  it("Heartbeat-PollCards of a fast-path tenant has exactly the dimensions the runtime emits FullCardWalks with", () => {
+    expectEmittedDimensions(fastGlobexTemplate(), "globex", "Heartbeat-PollCards");
+  });
+
+  /** Emits the metric of `tenant`'s alarm `suffix` through the runtime's adapter, as the functions of `template` would, and checks the alarm reads it. */
+  function expectEmittedDimensions(template: Template, tenant: string, suffix: string): void {
     const [alarm] = alarmsNamed(template, `QashioBridge-${tenant}-${suffix}`);
     if (alarm === undefined) throw new Error(`no alarm ${suffix} for ${tenant}`);
     const env = (template.findResources("AWS::Lambda::Function") as Record<string, { Properties: { Environment: { Variables: Record<string, unknown> } } }>);
@@ -363,5 +440,5 @@ describe("the alarms on plain bridge metrics", () => {
     expect(emf[name]).toBe(12);
     expect(directive?.Dimensions).toEqual([alarm.Dimensions?.map((d) => d.Name).sort()]);
     for (const { Name, Value } of alarm.Dimensions ?? []) expect(emf[Name]).toBe(Value);
-  });
+  }
 });

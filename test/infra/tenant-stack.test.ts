@@ -1030,6 +1030,8 @@ describe("ops", () => {
     expect(body).toContain(String.raw`[\"QashioBridge\",\"QuarantineSize\",\"service\",\"qashio-bridge\",\"tenant\",\"globex\",{\"label\":\"records held\",\"stat\":\"Maximum\"}]`);
     expect(body).toContain("SELECT SUM(ProviderErrors) FROM QashioBridge WHERE tenant = 'globex' GROUP BY status_class");
     expect(body).toContain(String.raw`[\"QashioBridge\",\"AcknowledgeRefused\",\"service\",\"qashio-bridge\",\"tenant\",\"globex\",{\"label\":\"acknowledge refused\",\"stat\":\"Sum\"}]`);
+    // what a fast-path tenant's Heartbeat-PollCards counts, so the dashboard shows why it fires
+    expect(body).toContain(String.raw`[\"QashioBridge\",\"FullCardWalks\",\"service\",\"qashio-bridge\",\"tenant\",\"globex\",{\"label\":\"full card walks\",\"stat\":\"Sum\"}]`);
     expect(body).toContain("ApproximateNumberOfMessagesVisible");
     // acme's dead-letter graph also shows its created bus's DLQ
     expect(JSON.stringify(acmeT.findResources("AWS::CloudWatch::Dashboard"))).toMatch(/EventBusDeadLettersQueue[0-9A-F]{8}.{0,80}EventBus/);
