@@ -93,11 +93,19 @@ export class TenantSecret extends Construct {
    * functions against the confused deputy. The handler also refuses a rotation event for any other secret.
    */
   addTokenRotation(rotationFunction: lambda.IFunction): secretsmanager.RotationSchedule {
-    const schedule = this.secret.addRotationSchedule("TokenRotation", {
+    // Built on a view of the secret without its key (same ARN, same construct path as addRotationSchedule, so the same
+    // logical id): given the key, RotationSchedule grants the function grantEncryptDecrypt through Secrets Manager in the
+    // key policy (kms:Encrypt, kms:ReEncrypt*, kms:GenerateDataKey* to the role by ARN), beyond what the rotation needs.
+    // Its key use is granted with the runtime's (TenantKey.grantDataUse), as for the pollers, which write the secret too.
+    const keyless = secretsmanager.Secret.fromSecretAttributes(this, "RotatedSecret", { secretCompleteArn: this.secret.secretArn });
+    const schedule = new secretsmanager.RotationSchedule(this.secret, "TokenRotation", {
+      secret: keyless,
       rotationLambda: rotationFunction,
       automaticallyAfter: Duration.days(1),
       rotateImmediatelyOnUpdate: false,
     });
+    // What RotationSchedule does on the secret it is given, which the keyless view (no resource policy) cannot hold.
+    this.secret.denyAccountRootDelete();
     // The construct writes rate() expressions only; the rules themselves take a cron() and a window.
     (schedule.node.defaultChild as secretsmanager.CfnRotationSchedule).addPropertyOverride("RotationRules", {
       ScheduleExpression: TOKEN_ROTATION_SCHEDULE,

@@ -909,6 +909,21 @@ describe("least-privilege IAM", () => {
     }
   });
 
+  it("names no role of the stack in the key policy: a function's key use is its IAM policy's grant alone, without Encrypt or ReEncrypt", () => {
+    for (const template of [acmeT, globexT]) {
+      const key = Object.values(template.findResources("AWS::KMS::Key"))[0] as { Properties: { KeyPolicy: { Statement: PolicyStatement[] } } };
+      // RotationSchedule's default grant (grantEncryptDecrypt to the rotation function through Secrets Manager) would add
+      // the rotation role here with kms:Encrypt, kms:ReEncrypt* and kms:GenerateDataKey*, beyond its IAM policy.
+      const toRoles = key.Properties.KeyPolicy.Statement.filter((st) => JSON.stringify(st.Principal?.AWS ?? "").includes("Fn::GetAtt"));
+      expect(toRoles, JSON.stringify(toRoles)).toEqual([]);
+    }
+    // The rotation still has what it needs of the key, through Secrets Manager only (as the pollers, which write the
+    // secret too), and its secret actions.
+    expect(roleStatements(acmeT, "RotateTokenRole")).toContainEqual(
+      expect.objectContaining({ Action: ["kms:Decrypt", "kms:GenerateDataKey", "kms:DescribeKey"] }),
+    );
+  });
+
   it("conditions every Lambda permission on its source, Secrets Manager's rotation invoke on the stack's account", () => {
     for (const template of [acmeT, globexT]) {
       const permissions = Object.values(template.findResources("AWS::Lambda::Permission")) as { Properties: Record<string, unknown> }[];
