@@ -2,8 +2,9 @@
  * Writes of a local cycle checked against its lease. A bridge process stopped past its cycle lease (Ctrl-Z, SIGSTOP, a
  * debugger) resumes believing it holds it, while another run may have taken it meanwhile: the page it read before the
  * stop is older than what that run stored and published, and writing it would roll the snapshot back and publish the
- * old state as a change, which the provider, acknowledged, never lists again. So every write (events, snapshots,
- * quarantine) first reads the lease, and one another process took stops the cycle before anything is written.
+ * old state as a change, which the provider, acknowledged, never lists again. So every write (events, snapshots and
+ * each of their compaction batches, quarantine) first reads the lease, and one another process took stops the cycle
+ * before anything is written.
  */
 import type { EventPublisher, LockHandle, Quarantine, SnapshotStore } from "../bridge/index.js";
 import { CliError, EXIT } from "./errors.js";

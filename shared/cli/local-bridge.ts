@@ -304,8 +304,9 @@ function openStateDir(dir: string, clock: Clock): {
   tokenFile: LocalAdapters["tokens"];
 } {
   const { dev, ino } = statSync(dir);
-  const local = createLocalAdapters(dir, { clock });
   const leaseGuard = new CycleLeaseGuard(dir, CYCLE_LEASE_MS);
+  // Compaction writes too, a batch at a time within one putMany or vacuum: each batch checks the lease as well.
+  const local = createLocalAdapters(dir, { clock, snapshots: { beforeCompaction: () => leaseGuard.check() } });
   return {
     opened: { lock: local.lock, snapshots: local.snapshots, leaseGuard, stateDirIdentity: { dev, ino } },
     guarded: { snapshots: leaseGuard.snapshots(local.snapshots), quarantine: leaseGuard.quarantine(local.quarantine) },

@@ -14,7 +14,7 @@
 import type { Clock } from "../bridge/ports.js";
 import { FileLock } from "./file-lock.js";
 import { FileQuarantine } from "./quarantine.js";
-import { FileSnapshotStore } from "./snapshot-store.js";
+import { FileSnapshotStore, type FileSnapshotStoreOptions } from "./snapshot-store.js";
 import { FileTokenStore } from "./token-store.js";
 
 export { writeFileAtomic, TEMP_SUFFIX } from "./atomic.js";
@@ -44,9 +44,9 @@ export interface LocalAdapters {
  * const local = createLocalAdapters(process.env.BRIDGE_STATE_DIR ?? ".state");
  * ```
  */
-export function createLocalAdapters(stateDir: string, options: { clock?: Pick<Clock, "now"> } = {}): LocalAdapters {
+export function createLocalAdapters(stateDir: string, options: { clock?: Pick<Clock, "now">; snapshots?: FileSnapshotStoreOptions } = {}): LocalAdapters {
   return {
-    snapshots: new FileSnapshotStore(stateDir),
+    snapshots: new FileSnapshotStore(stateDir, options.snapshots),
     quarantine: new FileQuarantine(stateDir),
     lock: new FileLock(stateDir, options),
     tokens: new FileTokenStore(stateDir),

@@ -103,6 +103,12 @@ export interface FileSnapshotStoreOptions {
    * @default 8
    */
   readonly mergeFanIn?: number;
+  /**
+   * Awaited before each compaction batch (in putMany or vacuum) reads anything; a throw stops the call with that error,
+   * the store as it was. The CLI checks its cycle lease here: a batch copies what this instance last knew, so one run
+   * after another process took the lease (this one stopped past it) would store older snapshots over its newer ones.
+   */
+  readonly beforeCompaction?: () => Promise<void>;
 }
 
 /** Bytes one read of a segment header takes at most: most headers (a page's is about 12 KB) come in the first. */
@@ -206,6 +212,7 @@ export class FileSnapshotStore implements SnapshotStore {
   private readonly compactBatchBytes: number;
   private readonly mergeBelowBytes: number;
   private readonly mergeFanIn: number;
+  private readonly beforeCompaction?: () => Promise<void>;
   private nextId = 1;
   private nextSeq = 1;
   /** The store's id (STORE_ID_FILE), once read or made. */
@@ -224,6 +231,7 @@ export class FileSnapshotStore implements SnapshotStore {
     // segment is then never small itself, unless it took every small one.
     this.mergeBelowBytes = Math.min(options.mergeBelowBytes ?? DEFAULT_MERGE_BELOW_BYTES, this.compactBatchBytes / 2);
     this.mergeFanIn = Math.max(2, options.mergeFanIn ?? DEFAULT_MERGE_FAN_IN);
+    this.beforeCompaction = options.beforeCompaction;
   }
 
   /** Number of snapshots currently stored. */
@@ -583,6 +591,8 @@ export class FileSnapshotStore implements SnapshotStore {
    */
   private async compactBatch(from: readonly Segment[]): Promise<number> {
     await nextTurn();
+    // After the yield, where a stop lands; from here to the segment's rename nothing yields.
+    await this.beforeCompaction?.();
     // Pick first (keys and places only), then read: the batch's bytes are known before the buffer is taken.
     const picked: { segment: Segment; live: HeaderEntry[] }[] = [];
     let bytes = 0;

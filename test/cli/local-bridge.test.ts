@@ -16,6 +16,7 @@ import { FileLock } from "../../shared/local/file-lock.js";
 import { nodeHttpFetch } from "../../shared/qashio/node-transport.js";
 import type { FetchLike } from "../../shared/qashio/http.js";
 import { idsWithStatus, readEvents, startHarness, type Harness } from "./helpers.js";
+import { snapshotOf } from "../local/snapshot-fixtures.js";
 
 const silent: Logger = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
 
@@ -364,6 +365,39 @@ describe("local bridge cycle lease", () => {
     expect(existsSync(settings.eventsFile) ? readFileSync(settings.eventsFile, "utf8") : "").toBe("");
     expect((await new FileSnapshotStore(settings.stateDir).getMany(["transaction:t1"])).size).toBe(0);
     expect((await new FileQuarantine(settings.stateDir).list()).map((r) => r.id)).toEqual(["q0"]);
+  });
+
+  it("checks the lease before each compaction batch: a vacuum stopped past it copies no snapshot it read before over a newer one", async () => {
+    harness = await startHarness();
+    const settings = readLocalSettings(harness.env, harness.dir);
+    const opened = await openLocalBridge(settings, { env: harness.env, logger: silent });
+    let held = true;
+    const handle: LockHandle = { renew: async () => true, release: async () => undefined, confirm: async () => held };
+    const bridge = { ...opened, lock: { tryAcquire: async () => handle } };
+    // Ten snapshots of 350 KB in one segment, one of them superseded: a vacuum copies the other nine two per 1 MiB batch.
+    const keys = Array.from({ length: 10 }, (_, i) => `card:c${i}` as const);
+    await new FileSnapshotStore(settings.stateDir).putMany(keys.map((key) => snapshotOf(key, 1, 350_000)));
+    await new FileSnapshotStore(settings.stateDir).putMany([snapshotOf("card:c0", 2, 350_000)]);
+    // The process stops between two batches, past its lease; another run takes it and stores a newer version of the
+    // snapshot the last batch copies.
+    const raw = bridge.snapshots as unknown as { compactBatch(from: unknown): Promise<number> };
+    const compactBatch = raw.compactBatch.bind(raw);
+    let batches = 0;
+    raw.compactBatch = async (from) => {
+      if (++batches === 2) {
+        held = false;
+        await new FileSnapshotStore(settings.stateDir).putMany([snapshotOf("card:c9", 3, 100)]);
+      }
+      return compactBatch(from);
+    };
+
+    const error = await withCycleLock(bridge, () => bridge.transactions.snapshots.vacuum()).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+
+    expect(error).toBeInstanceOf(CycleLeaseLostError);
+    expect((await new FileSnapshotStore(settings.stateDir).getMany(["card:c9"])).get("card:c9")).toEqual(snapshotOf("card:c9", 3, 100));
   });
 
   it("passes on a lock failure that is no system error as it is, not as a state directory that takes no writes", async () => {
