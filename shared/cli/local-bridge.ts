@@ -37,7 +37,7 @@ import { OAuthTokenProvider } from "../qashio/auth/token-provider.js";
 import { QashioClient } from "../qashio/client.js";
 import { resolveBaseUrl } from "../qashio/config.js";
 import type { FetchLike } from "../qashio/http.js";
-import { JsonlEventPublisher, STATE_FILES, createLocalAdapters, type FileSnapshotStore, type LocalAdapters } from "../local/index.js";
+import { JsonlEventPublisher, STATE_FILES, createLocalAdapters, type BindOptions, type FileSnapshotStore, type LocalAdapters } from "../local/index.js";
 import { onceSucceeded } from "../once.js";
 import type { Env, LocalSettings, StateSettings } from "./config.js";
 import { CYCLE_LEASE_MS, bindToSettings, bindingOf, withCycleLock } from "./cycle-lease.js";
@@ -153,13 +153,13 @@ export interface CycleResult {
 /**
  * Binds the state directory to the settings' provider, client and tenant (see {@link bindToSettings}); returns the
  * resolved base URL. For a caller that stores tokens before opening the bridge (demo, bench): bound first, the
- * tokens never sit in a directory without its binding.
+ * tokens never sit in a directory without its binding. `bind` as bindStateDir takes it (openLocalBridge: `keepOther`).
  *
  * @throws ConfigError (exit 2) for a base URL that does not resolve, or a directory of another owner.
  * @example
  * const baseUrl = await bindLocalSettings(settings, io.env);
  */
-export async function bindLocalSettings(settings: LocalSettings, env?: LocalBridgeOptions["env"]): Promise<string> {
+export async function bindLocalSettings(settings: LocalSettings, env?: LocalBridgeOptions["env"], bind?: BindOptions): Promise<string> {
   let baseUrl: string;
   try {
     baseUrl = resolveBaseUrl(settings.baseUrl, env);
@@ -169,7 +169,7 @@ export async function bindLocalSettings(settings: LocalSettings, env?: LocalBrid
       cause: error,
     });
   }
-  await bindToSettings(settings.stateDir, bindingOf(settings, baseUrl));
+  await bindToSettings(settings.stateDir, bindingOf(settings, baseUrl), bind);
   return baseUrl;
 }
 
@@ -184,7 +184,8 @@ export async function bindLocalSettings(settings: LocalSettings, env?: LocalBrid
  * const result = await runCycle(bridge);
  */
 export async function openLocalBridge(settings: LocalSettings, options: LocalBridgeOptions): Promise<LocalBridge> {
-  const baseUrl = await bindLocalSettings(settings, options.env);
+  // Another owner's binding stays until this bridge's first cycle binds under the lease: that owner's may be running.
+  const baseUrl = await bindLocalSettings(settings, options.env, { keepOther: true });
   const clock = options.clock ?? systemClock;
   const dir = settings.stateDir;
   const { opened, guarded, tokenFile } = openStateDir(dir, clock);

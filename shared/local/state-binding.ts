@@ -55,6 +55,12 @@ export interface BindOptions {
   readonly rebindClient?: boolean;
   /** Only check: write nothing (authorize checks before the sign-in and records the binding once it is stored). */
   readonly checkOnly?: boolean;
+  /**
+   * Leave another owner's binding of a directory without state as it is, writing nothing (a bridge opening, outside
+   * the cycle lease): that owner's first cycle may be under way, about to store its first token or snapshot, which
+   * would then sit under this binding. The bind under the lease, where no cycle of another runs, takes such a directory.
+   */
+  readonly keepOther?: boolean;
 }
 
 /**
@@ -87,6 +93,8 @@ export async function bindStateDir(dir: string, binding: Partial<StateBinding>, 
     } else if (holdsState(dir)) {
       const clientOnly = fields.length === 1 && fields[0] === "clientId";
       if (!(clientOnly && options.rebindClient === true)) throw new StateBindingMismatchError(file, fields, { recorded, given: binding });
+    } else if (options.keepOther === true) {
+      return;
     }
     next = { ...recorded, ...binding };
   } else if (holdsState(dir)) {

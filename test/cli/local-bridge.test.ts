@@ -195,6 +195,33 @@ describe("local bridge cycle", () => {
     expect((await runCycle(owner)).complete).toBe(true);
   });
 
+  it("keeps the first use's binding when another owner opens the directory during its first cycle, before it stored anything", async () => {
+    harness = await startHarness();
+    const settings = readLocalSettings(harness.env, harness.dir);
+    const other = { ...settings, baseUrl: "https://api.other-provider.test", tenant: "another-tenant" };
+    const sent: string[] = [];
+    const refusingFetch = async (url: string) => {
+      sent.push(url);
+      throw new Error("must not be called");
+    };
+    // The other opens while the owner's first cycle asks for its first token: no token and no snapshot stored yet.
+    let opened: Promise<unknown> | undefined;
+    const fetch: FetchLike = async (url, init) => {
+      opened ??= openLocalBridge(other, { env: harness!.env, logger: silent, fetch: refusingFetch }).catch((e: unknown) => e);
+      await opened;
+      return nodeHttpFetch(url, init);
+    };
+    const owner = await openLocalBridge(settings, { env: harness.env, logger: silent, fetch });
+    expect((await runCycle(owner)).complete).toBe(true);
+
+    // The owner's state stays the owner's: its next cycle runs, and the other is refused before any call.
+    expect((await runCycle(owner)).complete).toBe(true);
+    const otherBridge = await opened;
+    const error = otherBridge instanceof Error ? otherBridge : await runCycle(otherBridge as Awaited<ReturnType<typeof openLocalBridge>>).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StateDirTakenError);
+    expect(sent).toEqual([]);
+  });
+
   it("names an unreadable binding file as a state directory problem, exit 2", async () => {
     harness = await startHarness();
     const settings = readLocalSettings(harness.env, harness.dir);
