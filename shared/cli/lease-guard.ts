@@ -3,10 +3,11 @@
  * debugger) resumes believing it holds it, while another run may have taken it meanwhile: the page it read before the
  * stop is older than what that run stored and published, and writing it would roll the snapshot back and publish the
  * old state as a change, which the provider, acknowledged, never lists again. So every write (events, snapshots and
- * each of their compaction batches, quarantine) first reads the lease, and one another process took stops the cycle
- * before anything is written.
+ * each of their compaction batches, quarantine, and the provider's acknowledge, which is unversioned: sent late, it
+ * would mark synced a change another run listed meanwhile and nobody published) first reads the lease, and one another
+ * process took stops the cycle before anything is written.
  */
-import type { EventPublisher, LockHandle, Quarantine, SnapshotStore } from "../bridge/index.js";
+import type { EventPublisher, LockHandle, ProviderPort, Quarantine, SnapshotStore } from "../bridge/index.js";
 import { CliError, EXIT } from "./errors.js";
 
 /** The cycle lease was lost under a live process: this cycle stops before its next write (exit 1). */
@@ -78,6 +79,18 @@ export class CycleLeaseGuard {
       vacuum: async () => {
         await this.check();
         return inner.vacuum();
+      },
+    };
+  }
+
+  provider(inner: ProviderPort): ProviderPort {
+    return {
+      listTransactions: (query, options) => inner.listTransactions(query, options),
+      listErpCards: (query, options) => inner.listErpCards(query, options),
+      readErpCard: (cardId, options) => inner.readErpCard(cardId, options),
+      acknowledgeTransactions: async (ids, options) => {
+        await this.check();
+        return inner.acknowledgeTransactions(ids, options);
       },
     };
   }

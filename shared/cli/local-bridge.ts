@@ -239,7 +239,7 @@ export async function openLocalBridge(settings: LocalSettings, options: LocalBri
   if (options.onPublished !== undefined) publisher = observePublished(publisher, options.onPublished);
   const deps = cycleDeps({
     tenant: settings.tenant,
-    provider: client,
+    provider: opened.leaseGuard.provider(client),
     ...guarded,
     publisher: opened.leaseGuard.publisher(publisher),
     clock,
