@@ -214,16 +214,18 @@ describe("cycle alarms follow the tenant's schedule", () => {
     expect(short("DeadLetters-Pollers").AlarmDescription).toContain("2 of the last 3 30-minute periods");
   });
 
+  /** What every invocation-counting heartbeat alarm shares. */
+  const heartbeat = {
+    Namespace: "AWS/Lambda",
+    MetricName: "Invocations",
+    Statistic: "Sum",
+    Threshold: 1,
+    ComparisonOperator: "LessThanThreshold",
+    TreatMissingData: "breaching",
+    ActionsEnabled: true,
+  };
+
   it("alarms when the transaction poller was invoked in none of the periods of its schedule's window, missing data breaching", () => {
-    const heartbeat = {
-      Namespace: "AWS/Lambda",
-      MetricName: "Invocations",
-      Statistic: "Sum",
-      Threshold: 1,
-      ComparisonOperator: "LessThanThreshold",
-      TreatMissingData: "breaching",
-      ActionsEnabled: true,
-    };
     expect(short("Heartbeat")).toMatchObject({ ...heartbeat, Period: 300, EvaluationPeriods: 3, DatapointsToAlarm: 3 });
     expect(short("Heartbeat").Dimensions).toEqual([{ Name: "FunctionName", Value: { Ref: expect.stringMatching(/^PollTransactionsFunction/) } }]);
     expect(short("Heartbeat").AlarmDescription).toContain("was not invoked in any of the last 3 5-minute periods");
@@ -238,15 +240,6 @@ describe("cycle alarms follow the tenant's schedule", () => {
   });
 
   it("alarms when the card poller was invoked in none of the periods of the cards schedule's window, beside the transaction poller's", () => {
-    const heartbeat = {
-      Namespace: "AWS/Lambda",
-      MetricName: "Invocations",
-      Statistic: "Sum",
-      Threshold: 1,
-      ComparisonOperator: "LessThanThreshold",
-      TreatMissingData: "breaching",
-      ActionsEnabled: true,
-    };
     // Its own window, from the cards schedule: card.suspended stops with the card walks, whatever transactions do.
     expect(short("Heartbeat-PollCards")).toMatchObject({ ...heartbeat, Period: 1800, EvaluationPeriods: 3, DatapointsToAlarm: 3 });
     expect(short("Heartbeat-PollCards").Dimensions).toEqual([{ Name: "FunctionName", Value: { Ref: expect.stringMatching(/^PollCardsFunction/) } }]);
