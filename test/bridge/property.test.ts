@@ -13,12 +13,13 @@ import { expectAcknowledgedAreRecorded, expectEachStatePublished, expectNothingL
 
 type Step =
   | { readonly kind: "add"; readonly count: number; readonly refund: boolean }
-  | { readonly kind: "change"; readonly pick: number; readonly memo: string; readonly undo?: boolean }
+  /** `sameStamp`: the provider changes the content but not `updated_at` (the spec does not say every change moves it). */
+  | { readonly kind: "change"; readonly pick: number; readonly memo: string; readonly undo?: boolean; readonly sameStamp?: boolean }
   | { readonly kind: "cycle"; readonly pageSize: number; readonly crash: { at: number; after: boolean } | null };
 
 const stepArb: fc.Arbitrary<Step> = fc.oneof(
   fc.record({ kind: fc.constant("add" as const), count: fc.integer({ min: 1, max: 6 }), refund: fc.boolean() }),
-  fc.record({ kind: fc.constant("change" as const), pick: fc.nat(), memo: fc.string({ maxLength: 6 }), undo: fc.boolean() }),
+  fc.record({ kind: fc.constant("change" as const), pick: fc.nat(), memo: fc.string({ maxLength: 6 }), undo: fc.boolean(), sameStamp: fc.boolean() }),
   fc.record({
     kind: fc.constant("cycle" as const),
     pageSize: fc.integer({ min: 1, max: 5 }),
@@ -93,6 +94,10 @@ describe("transaction cycle properties", () => {
   it("never loses a change and never duplicates with a different id, under churn and crashes", async () => {
     // Guards the test itself: the crash wrapper must really crash cycles, or the property proves nothing about crashes.
     let crashedCycles = 0;
+    // And the checks themselves: states a crash-free complete cycle saw, changes published, changes that kept their stamp.
+    let seenStates = 0;
+    let changedEvents = 0;
+    let sameStampChanges = 0;
     await fc.assert(
       fc.asyncProperty(fc.array(stepArb, { minLength: 1, maxLength: 14 }), churnArb, fc.nat(), async (steps, churn, seed) => {
         const rig = makeRig();
@@ -103,15 +108,20 @@ describe("transaction cycle properties", () => {
         // What the last change replaced: an undo puts that back, `updated_at` included, so a state comes again whole
         // (an edit undone, and redone by the next undo) and a change between the same two states is published again.
         let undo: { id: string; back: Record<string, unknown> } | undefined;
-        const changeSome = (pick: number, memo: string, undoLast = false): void => {
+        const changeSome = (pick: number, memo: string, undoLast = false, sameStamp = false): void => {
           const all = rig.provider.transactions.filter((t) => !rig.provider.inFlight.has(t.id));
           if (all.length === 0) return;
           const last = undoLast ? all.find((t) => t.id === undo?.id) : undefined;
           const txn = last ?? all[pick % all.length]!;
           const back = last ? undo?.back : undefined;
           undo = { id: txn.id, back: { memo: txn.memo, transaction_amount: txn.transaction_amount, updated_at: txn.updated_at } };
+          const stamp = txn.updated_at;
           rig.provider.changeTransaction(txn.id, back ?? { memo, transaction_amount: pick % 997 });
           if (back) txn.updated_at = back["updated_at"] as string;
+          else if (sameStamp) {
+            txn.updated_at = stamp;
+            sameStampChanges += 1;
+          }
         };
         rig.provider.beforeCall = async (call) => {
           if (!churnOn || call.op !== "listTransactions" || call.query.qashio_id) return;
@@ -130,7 +140,7 @@ describe("transaction cycle properties", () => {
               rig.provider.addTransaction(step.refund && parent ? { transaction_category: "refund", parent_qashio_id: parent.qashio_id } : {});
             }
           } else if (step.kind === "change") {
-            changeSome(step.pick, step.memo, step.undo);
+            changeSome(step.pick, step.memo, step.undo, step.sameStamp);
           } else {
             const crash = new CrashPoint(step.crash ?? undefined);
             const deps = { ...rig.deps, ...crashingPorts(rig.deps, crash) };
@@ -159,12 +169,17 @@ describe("transaction cycle properties", () => {
         }
         expectEachStatePublished(rig, seen);
         expectNothingLost(rig);
+        seenStates += seen.length;
+        changedEvents += rig.publisher.ofType("transaction.changed").length;
         const created = new Set(rig.publisher.ofType("transaction.created").map((e) => e.detail.subject.id));
         expect(created.size).toBe(rig.provider.transactions.length);
       }),
       { numRuns: 300, examples: [PAGE_BOUND_UNDER_CHURN, EDIT_UNDONE_AND_REDONE] },
     );
     expect(crashedCycles).toBeGreaterThan(10);
+    expect(seenStates).toBeGreaterThan(200);
+    expect(changedEvents).toBeGreaterThan(100);
+    expect(sameStampChanges).toBeGreaterThan(50);
   });
 
   it("drains any backlog in one uncrashed cycle without churn, with one list and one acknowledge per page", async () => {
