@@ -132,6 +132,23 @@ export function expectNothingLost(rig: TestRig): void {
     else byId.set(e.detail.id, e);
   }
   expectChangesFromPreviousState(rig.publisher.events);
+  expectRefundsNameTheirParents(rig);
+}
+
+/**
+ * Each event of a refund whose `parent_qashio_id` names another transaction the provider holds carries that parent
+ * (`data.parent`, its id and qashio_id): it is always findable here (on the page, in the store, or by a read), so a
+ * consumer matching refunds never gets one without it.
+ */
+export function expectRefundsNameTheirParents(rig: TestRig): void {
+  const byQashioId = new Map(rig.provider.transactions.map((t) => [t.qashio_id, t.id]));
+  const wrong = rig.publisher.events.flatMap((e) => {
+    const parentQashioId = e.detail.data.object["parent_qashio_id"];
+    const parentId = typeof parentQashioId === "string" ? byQashioId.get(parentQashioId) : undefined;
+    if (parentId === undefined || parentId === e.detail.subject.id) return [];
+    return canonical(e.detail.data.parent) === canonical({ id: parentId, qashio_id: parentQashioId }) ? [] : [e.detail.id];
+  });
+  expect(wrong).toEqual([]);
 }
 
 /**
