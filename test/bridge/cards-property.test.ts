@@ -8,8 +8,75 @@ import { describe, expect, it } from "vitest";
 import { pollCards } from "../../shared/bridge/cards.js";
 import { CycleAbortedError } from "../../shared/bridge/errors.js";
 import { CrashPoint, crashingPorts, SimulatedCrash } from "./faults.js";
-import { makeRig } from "./fakes.js";
+import { makeRig, type TestRig } from "./fakes.js";
 import { canonical, expectOrderingRuleHolds } from "./invariants.js";
+import { ERP_CARD_DETAIL_KEYS } from "../../shared/qashio/schemas/erp-card.js";
+import type { Snapshot } from "../../shared/bridge/ports.js";
+
+/** A card's snapshot rewritten: the object it replaced (none at a first sighting), the one written, and when. */
+interface CardWrite {
+  readonly id: string;
+  /** How many events the publisher held at the write. */
+  readonly published: number;
+  readonly before: Readonly<Record<string, unknown>> | undefined;
+  readonly after: Readonly<Record<string, unknown>>;
+}
+
+/** Records every card snapshot the store is given, with the object it replaces. */
+function recordCardWrites(rig: TestRig): CardWrite[] {
+  const writes: CardWrite[] = [];
+  const putMany = rig.snapshots.putMany.bind(rig.snapshots);
+  rig.snapshots.putMany = async (snapshots: readonly Snapshot[]) => {
+    for (const { key, object } of snapshots) {
+      if (key.startsWith("card:CA")) writes.push({ id: key.slice("card:".length), published: rig.publisher.events.length, before: rig.snapshots.data.get(key)?.object, after: structuredClone(object) });
+    }
+    return putMany(snapshots);
+  };
+  return writes;
+}
+
+const statusOf = (card: Readonly<Record<string, unknown>>): unknown => (typeof card["status"] === "string" ? card["status"].trim().toLowerCase() : card["status"]);
+
+/**
+ * The two objects as far as consumers are promised a change: status without case or blanks, and no configuration
+ * object one of them lacks altogether (list view against detail view: a view change, not a card change).
+ */
+function comparable(a: Readonly<Record<string, unknown>>, b: Readonly<Record<string, unknown>>): [string, string] {
+  const view = (card: Readonly<Record<string, unknown>>): string =>
+    canonical({
+      ...Object.fromEntries(Object.entries(card).filter(([key]) => !ERP_CARD_DETAIL_KEYS.includes(key) || (Object.hasOwn(a, key) && Object.hasOwn(b, key)))),
+      status: statusOf(card),
+    });
+  return [view(a), view(b)];
+}
+
+/**
+ * The bridge never moves a card's snapshot to a new state unseen: every rewrite that changes the card (beyond status
+ * case and view) follows, as the card's last event then, one carrying that new state, typed by its status move
+ * (card.suspended for a move to suspended, card.status_changed for any other move, card.updated for none); a first
+ * sighting is card.created when those are emitted. Checked against the store's own history, so a change undone later
+ * still counts.
+ */
+function expectEveryRecordedChangePublished(rig: TestRig, writes: readonly CardWrite[], emitCardCreated: boolean): void {
+  const wrong: string[] = [];
+  for (const { id, published, before, after } of writes) {
+    let expected: string | undefined;
+    if (before === undefined) expected = emitCardCreated ? "card.created" : undefined;
+    else {
+      const [was, now] = comparable(before, after);
+      if (was === now) continue;
+      const moved = statusOf(before) !== statusOf(after);
+      expected = !moved ? "card.updated" : statusOf(after) === "suspended" ? "card.suspended" : "card.status_changed";
+    }
+    if (expected === undefined) continue;
+    // The card's last event before the write: the one the write records (a re-send after a crash is the same event).
+    const last = rig.publisher.events.slice(0, published).findLast((e) => e.detail.subject.id === id);
+    if (last?.detail.type !== expected || canonical(last.detail.data.object) !== canonical(after)) {
+      wrong.push(`${id} ${String(before?.["status"])} -> ${String(after["status"])}: ${expected} expected, last published ${last?.detail.type ?? "none"}`);
+    }
+  }
+  expect(wrong).toEqual([]);
+}
 
 type Step =
   | { readonly kind: "change"; readonly pick: number; readonly nickname: string; readonly status: string; readonly limit: number | null }
@@ -49,9 +116,11 @@ const stepArb: fc.Arbitrary<Step> = fc.oneof(
 describe("card cycle property", () => {
   it("leaves consumers following the ordering rule with every card's final state, numbers without holes, no unbreakable tie", async () => {
     let crashed = 0;
+    let moves = 0;
     await fc.assert(
       fc.asyncProperty(fc.integer({ min: 1, max: 5 }), fc.boolean(), fc.array(stepArb, { minLength: 1, maxLength: 25 }), async (count, emitCardCreated, steps) => {
         const rig = makeRig({ emitCardCreated });
+        const writes = recordCardWrites(rig);
         for (let i = 0; i < count; i++) rig.provider.addCard({ card_nickname: "A" });
         const ids = rig.provider.cards.map((card) => card["id"] as string);
         for (const step of steps) {
@@ -89,10 +158,14 @@ describe("card cycle property", () => {
         rig.clock.advance(60_000);
         await pollCards(withDetails);
         expectOrderingRuleHolds(rig.publisher.events, new Map(rig.provider.cards.map((card) => [card["id"] as string, canonical(card)])));
+        expectEveryRecordedChangePublished(rig, writes, emitCardCreated);
+        moves += writes.filter(({ before, after }) => before !== undefined && statusOf(before) !== statusOf(after)).length;
       }),
       { numRuns: 400 },
     );
     expect(crashed).toBeGreaterThan(10);
+    // Status moves the check above met: enough not to pass vacuously.
+    expect(moves).toBeGreaterThan(200);
   });
 
   it("publishes every limit amount a detail read saw, in order, whatever reads failed (5xx, 404) on the walks between, details on from the start or turned on later", async () => {
