@@ -6,10 +6,10 @@
  */
 import fc from "fast-check";
 import { describe, expect, it, vi } from "vitest";
-import { pollCards } from "../../shared/bridge/cards.js";
+import { pollCards, walkCursorKey } from "../../shared/bridge/cards.js";
 import { CycleAbortedError } from "../../shared/bridge/errors.js";
 import { RECENT_BATCHES, RecentIds } from "../../shared/bridge/recent-ids.js";
-import type { BridgeEvent } from "../../shared/bridge/ports.js";
+import type { BridgeEvent, Snapshot } from "../../shared/bridge/ports.js";
 import { CrashPoint, crashingPorts, SimulatedCrash } from "./faults.js";
 import { makeRig } from "./fakes.js";
 import { canonical, expectOrderingRuleHolds } from "./invariants.js";
@@ -61,7 +61,7 @@ function changeOf(event: BridgeEvent): string {
 }
 
 describe("card walk with cards issued under it", () => {
-  it("delivers every card's final status and limits, one id per change, within bounded list calls and bounded memory", async () => {
+  it("delivers every card's final status and limits, one id per change, every state a complete walk read, no card a round of resumed walks skipped, within bounded list calls and bounded memory", async () => {
     /** RecentIds sizes after each page, and the page size of the walk they were taken in. */
     let remembered: { size: number; pageSize: number }[] = [];
     let pageSize = 1;
@@ -72,6 +72,9 @@ describe("card walk with cards issued under it", () => {
     });
     let cut = 0;
     let pushed = 0;
+    /** Card states checked as read by a complete walk, and as unchanged through a round of resumed walks. */
+    let readsChecked = 0;
+    let resumedRoundCards = 0;
     try {
       await fc.assert(
         fc.asyncProperty(fc.integer({ min: 0, max: 8 }), fc.boolean(), fc.array(walkArb, { minLength: 1, maxLength: 8 }), async (initial, emitCardCreated, walks) => {
@@ -87,6 +90,50 @@ describe("card walk with cards issued under it", () => {
             rig.provider.changeCard(cards[c.pick % cards.length]?.["id"] as string, { card_nickname: `v${++version}`, status: c.status, ...limits });
           };
           for (let i = 0; i < initial; i++) issue();
+
+          /** Every card snapshot the store was given, as `key \u0000 object`. */
+          const stored = new Set<string>();
+          const putMany = rig.snapshots.putMany.bind(rig.snapshots);
+          rig.snapshots.putMany = async (snapshots: readonly Snapshot[]) => {
+            for (const { key, object } of snapshots) stored.add(`${key}\u0000${canonical(object)}`);
+            return putMany(snapshots);
+          };
+          /** The card states the provider's detail reads served in the walk under way, as `key \u0000 object`. */
+          let served: string[] = [];
+          const readErpCard = rig.provider.readErpCard.bind(rig.provider);
+          rig.provider.readErpCard = async (id: string) => {
+            const page = await readErpCard(id);
+            for (const card of page.data) served.push(`card:${id}\u0000${canonical(card)}`);
+            return page;
+          };
+          const statesNow = (): Map<string, string> => new Map(rig.provider.cards.map((card) => [card["id"] as string, canonical(card)]));
+          /**
+           * A round: the walks from one that starts at the top of the list (no cursor) to the first that completes, cut and
+           * resumed from the cursor in between; `round` holds every card's state as the round began, `walks` counts them.
+           */
+          let round: { states: Map<string, string>; walks: number } | undefined;
+          const startWalk = (): void => {
+            served = [];
+            const offset = rig.snapshots.data.get(walkCursorKey("full"))?.object["next_offset"];
+            if (round === undefined || !(typeof offset === "number" && offset > 0)) round = { states: statesNow(), walks: 0 };
+            round.walks += 1;
+          };
+          /**
+           * After a walk: one that completed stored every state its reads served (a move it saw and skipped would be lost
+           * for good once undone), and ended a round that reached every card: one that kept its state through the whole
+           * round (a card the resumed walks skipped would not) has that state in its snapshot.
+           */
+          const endWalk = (complete: boolean): void => {
+            if (!complete) return;
+            expect(served.filter((state) => !stored.has(state))).toEqual([]);
+            readsChecked += served.length;
+            const now = statesNow();
+            const { states, walks } = round ?? { states: new Map<string, string>(), walks: 0 };
+            const unchanged = [...states].filter(([id, state]) => now.get(id) === state);
+            expect(unchanged.filter(([id, state]) => canonical(rig.snapshots.data.get(`card:${id}`)?.object) !== state).map(([id]) => id)).toEqual([]);
+            if (walks > 1) resumedRoundCards += unchanged.length;
+            round = undefined;
+          };
           const publish = rig.publisher.publish.bind(rig.publisher);
           let freezeAfterPublish = false;
           rig.publisher.publish = async (events, options) => {
@@ -116,15 +163,18 @@ describe("card walk with cards issued under it", () => {
             };
             const crash = new CrashPoint(stop?.kind === "crash" ? stop : undefined);
             const { snapshots, publisher, quarantine } = crashingPorts(rig.deps, crash);
+            startWalk();
             try {
               const report = await pollCards(
                 { ...rig.deps, snapshots, publisher, quarantine },
                 { pageSize: w.pageSize, random: () => w.readFrom, ...(deadline === undefined ? {} : { deadline }) },
               );
               if (report.outcome !== "complete") cut += 1;
+              endWalk(report.outcome === "complete");
             } catch (error) {
               if (!(error instanceof CycleAbortedError && error.cause instanceof SimulatedCrash)) throw error;
               cut += 1;
+              endWalk(false);
             } finally {
               rig.provider.beforeCall = () => undefined;
               freezeAfterPublish = false;
@@ -140,7 +190,9 @@ describe("card walk with cards issued under it", () => {
           const clean: Walk = { pageSize: 3, bursts: [], changes: [], readFrom: 0, stop: null };
           pageSize = 3;
           for (let i = 0; i < 20; i++) {
+            startWalk();
             const report = await pollCards(rig.deps, { pageSize: 3, random: () => 0 });
+            endWalk(report.outcome === "complete");
             rig.clock.advance(60_000);
             if (report.outcome === "complete") break;
           }
@@ -180,5 +232,7 @@ describe("card walk with cards issued under it", () => {
     }
     expect(cut).toBeGreaterThan(50);
     expect(pushed).toBeGreaterThan(50);
+    expect(readsChecked).toBeGreaterThan(1000);
+    expect(resumedRoundCards).toBeGreaterThan(100);
   });
 });
