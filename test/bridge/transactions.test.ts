@@ -311,6 +311,24 @@ describe("pollTransactions", () => {
     expect(Date.parse(changed!.time)).toBeGreaterThan(Date.parse(created!.time));
   });
 
+  it("stamps a snapshot rewritten without an event later than the version it replaces, even on a clock that steps back", async () => {
+    // Event ids hang on the version diffed against: a version stamped back could come again, and with it an earlier id.
+    const rig = makeRig();
+    const txn = rig.provider.addTransaction();
+    await pollTransactions(rig.deps);
+    const key = `transaction:${txn.id}` as const;
+    const { object: stored, updatedAt: first, hash } = rig.snapshots.data.get(key)!;
+    // Same data under another key order (another hash, no change): the snapshot is rewritten, no event published.
+    const { memo, ...rest } = rig.provider.changeTransaction(txn.id, {});
+    rig.provider.transactions[0] = { memo, ...rest, updated_at: stored["updated_at"] } as typeof txn;
+    rig.clock.advance(-60_000);
+    await pollTransactions(rig.deps);
+    expect(rig.publisher.events).toHaveLength(1);
+    const rewritten = rig.snapshots.data.get(key)!;
+    expect(rewritten.hash).not.toBe(hash);
+    expect(Date.parse(rewritten.updatedAt)).toBeGreaterThan(Date.parse(first));
+  });
+
   it("stamps a snapshot no earlier than its event's time when the clock steps back during the publish, so the next event is timed after it", async () => {
     const rig = makeRig();
     const txn = rig.provider.addTransaction();
