@@ -164,8 +164,8 @@ describe("card cycle property", () => {
       { numRuns: 400 },
     );
     expect(crashed).toBeGreaterThan(10);
-    // Status moves the check above met: enough not to pass vacuously.
-    expect(moves).toBeGreaterThan(200);
+    // Status moves the check above met: enough not to pass vacuously (221-302 over 20 random runs; the bound leaves room).
+    expect(moves).toBeGreaterThan(100);
   });
 
   it("publishes every limit amount a detail read saw, in order, whatever reads failed (5xx, 404) on the walks between, details on from the start or turned on later", async () => {
