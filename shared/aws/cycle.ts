@@ -67,13 +67,16 @@ async function rememberRevoked(runtime: TenantRuntime, kind: CycleKind): Promise
 }
 
 /**
- * Waits for a token refresh the work left in flight (a page read ahead, or card details read, when the batch in hand
- * failed) and tries once more to save tokens a failed save left held. Lambda freezes the container as soon as the
- * invocation returns, perhaps for good: a refresh frozen between spending the refresh token and storing its successor
- * loses the successor, and once the refresh lease runs out the other poller presents the spent token, which revokes
- * the family. Never throws: tokens still held after the try stay held for the container's next invocation.
+ * Closes the work's refresh window (see {@link underCycleLease}), waits for a token refresh the work left in flight (a
+ * page read ahead, or card details read, when the batch in hand failed) and tries once more to save tokens a failed
+ * save left held. Lambda freezes the container as soon as the invocation returns, perhaps for good: a refresh frozen
+ * between spending the refresh token and storing its successor loses the successor, and once the refresh lease runs
+ * out the other poller presents the spent token, which revokes the family. With the window closed first, a call the
+ * work left behind (a read-ahead still waiting for its answer, or for a retry) starts no refresh after this: it fails
+ * without sending anything. Never throws: tokens still held after the try stay held for the container's next invocation.
  */
-async function settleTokens(runtime: TenantRuntime, kind: CycleKind): Promise<void> {
+async function settleTokens(runtime: TenantRuntime, kind: CycleKind, closeRefreshWindow: () => void): Promise<void> {
+  closeRefreshWindow();
   if (await runtime.tokenProvider.saveHeldTokens()) return;
   runtime.transactions.logger.error("The rotated refresh token could not be stored; it is held in memory until the next invocation of this container", { kind });
 }
@@ -113,7 +116,8 @@ async function underLeases<T>(runtime: TenantRuntime, kinds: readonly CycleKind[
 
 /**
  * Runs `work`, which calls the provider, under the tenant's cycle lease of `kind`, then emits the quarantine gauge and
- * releases the lease, once a token refresh the work left in flight has stored its tokens (see settleTokens). A revoked
+ * releases the lease, once a token refresh the work left in flight has stored its tokens (see settleTokens); token
+ * refreshes start only while the work runs, so none a call it left behind asks for comes after that. A revoked
  * family stops it before any provider call, and a revocation it meets is recorded.
  * Transaction work first supersedes a conform-pii pass stored under another PII mode (once per container); a failed
  * read of its id fails the invocation before anything is written, as a failed read of the revoked marker does.
@@ -121,6 +125,8 @@ async function underLeases<T>(runtime: TenantRuntime, kinds: readonly CycleKind[
 async function underCycleLease<T>(runtime: TenantRuntime, kind: CycleKind, deadline: number, work: () => Promise<T>): Promise<Leased<T>> {
   await failFastWhenRevoked(runtime, kind);
   return underLeases(runtime, [kind], deadline, async () => {
+    // Token refreshes start only from here to the settle (the runtime's token provider refreshes only in windows).
+    const closeRefreshWindow = runtime.tokenProvider.openRefreshWindow();
     try {
       // Under the lease, which a conform-pii pass holds too: its pass id is never replaced between its read and write.
       if (kind === "transactions") await runtime.supersedeConformPassOnce();
@@ -129,7 +135,7 @@ async function underCycleLease<T>(runtime: TenantRuntime, kind: CycleKind, deadl
         throw error;
       });
     } finally {
-      await settleTokens(runtime, kind);
+      await settleTokens(runtime, kind, closeRefreshWindow);
       await emitQuarantineSize(runtime, kind);
     }
   });

@@ -123,7 +123,7 @@ export const TOKEN_LEASE_TTL_MS = DEFAULT_LOCK_TTL_MS;
  *
  * @example
  * const runtime = await createTenantRuntime({ config: loadConfig(), clients: defaultAwsClients(), logger, metrics });
- * await pollTransactions(runtime.transactions, { deadline });
+ * await runCycle(runtime, "transactions", { deadline }); // token refreshes start only inside a cycle (see cycle.ts)
  */
 export async function createTenantRuntime(options: TenantRuntimeOptions): Promise<TenantRuntime> {
   const { config, clients, logger, metrics } = options;
@@ -171,6 +171,9 @@ function assemble(
     // The invocation ends at its timeout, CYCLE_SAFETY_MARGIN_MS after the cycle's deadline: a refresh cut off there
     // between spending the refresh token and saving its successor would cost the family.
     refreshWithinCallDeadline: true,
+    // Only while an invocation's cycle runs, before it settles its tokens (cycle.ts): Lambda freezes the container
+    // when the invocation returns, and a call the cycle left behind must not start a refresh the freeze could cut.
+    refreshOnlyInWindows: true,
     clock,
     logger,
     onEvent,

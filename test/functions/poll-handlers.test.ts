@@ -9,6 +9,7 @@ import { ReauthorizationNeededError, parseEventDetail } from "../../shared/bridg
 import { PutSecretValueCommand } from "@aws-sdk/client-secrets-manager";
 import { ACCESS_TOKEN_TTL_SECONDS, SANDBOX_IN_PROCESS_URL } from "../../sandbox/index.js";
 import { exchangeCode } from "../../shared/qashio/auth/oauth.js";
+import { OAuthTokenProvider } from "../../shared/qashio/auth/token-provider.js";
 import type { BridgeEventDetail } from "../../shared/bridge/ports.js";
 import { DynamoLeaseLock } from "../../shared/aws/lease-lock.js";
 import { DynamoQuarantine } from "../../shared/aws/quarantine.js";
@@ -274,6 +275,55 @@ describe("poll-transactions handler", () => {
     expect(await invocation).toMatchObject({ name: "CycleAbortedError", message: expect.stringMatching(/publish/) });
     // Returned to Lambda (the container frozen, maybe never thawed) only once the new refresh token was stored.
     expect(settledWhileHeld).toBe(false);
+    expect(new Set(h.refreshTokensPresented).size).toBe(h.refreshTokensPresented.length);
+    expect(await h.familyStillValid()).toBe(true);
+  });
+
+  it("starts no token refresh for a call the invocation left behind once it has settled: a container frozen mid-refresh would lose the new refresh token", async () => {
+    // Two pages: the second is read ahead while the first batch is published, and left behind when the publish fails.
+    h.sandbox.control.reset({ transactions: 150, companyId: h.companyId });
+    let lists = 0;
+    let aheadHeld = false;
+    let releaseAhead!: () => void;
+    const gate = new Promise<void>((resolve) => (releaseAhead = resolve));
+    const fetch = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+      const url = typeof input === "string" ? input : input instanceof URL ? input.href : input.url;
+      // The read-ahead's GET is slow to answer: still on its way when the invocation returns.
+      if ((init?.method ?? "GET") === "GET" && url.includes("/erp/transactions") && ++lists === 2) {
+        aheadHeld = true;
+        await gate;
+      }
+      return h.fetch(input, init);
+    };
+    const replays: Promise<unknown>[] = [];
+    const original = OAuthTokenProvider.prototype.refreshAfterUnauthorized;
+    vi.spyOn(OAuthTokenProvider.prototype, "refreshAfterUnauthorized").mockImplementation(function (this: OAuthTokenProvider, ...args) {
+      const replay = original.apply(this, args);
+      replays.push(replay.catch(() => undefined));
+      return replay;
+    });
+    h.eventBridge.on(PutEventsCommand).rejects(awsError("AccessDeniedException", 400));
+    const poll = h.poller("transactions", { fetch });
+    const failed = await poll(undefined, lambdaContext(2 * 3_600_000)).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    expect(failed).toMatchObject({ name: "CycleAbortedError", message: expect.stringMatching(/publish/) });
+    // Returned to Lambda with a call of the invocation still running: the container may freeze any moment now.
+    expect(aheadHeld).toBe(true);
+    const presentedAtReturn = h.refreshTokensPresented.length;
+    // The left-behind GET is answered 401 (its access token expired meanwhile), which asks for a refresh.
+    h.sandbox.control.advanceClock(ACCESS_TOKEN_TTL_SECONDS + 1);
+    releaseAhead();
+    const started = Date.now();
+    while (replays.length === 0 && Date.now() - started < 2_000) await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(replays).toHaveLength(1);
+    await Promise.all(replays);
+    // No refresh token was spent after the invocation returned: nothing was left between spending one and storing it.
+    expect(h.refreshTokensPresented).toHaveLength(presentedAtReturn);
+    // The container's next invocation refreshes as usual (its access token has expired).
+    await poll(undefined, lambdaContext(2 * 3_600_000)).catch(() => undefined);
+    expect(h.refreshTokensPresented.length).toBeGreaterThan(presentedAtReturn);
     expect(new Set(h.refreshTokensPresented).size).toBe(h.refreshTokensPresented.length);
     expect(await h.familyStillValid()).toBe(true);
   });

@@ -115,7 +115,14 @@ function slowTokenEndpoint(clock: Clock, firstAnswerMs: number) {
 }
 
 function setup(
-  options: { stored?: StoredTokens; lock?: RefreshLock; lifetimeMs?: number; spending?: OAuthTokenProviderOptions["spending"]; refreshWithinCallDeadline?: boolean } = {},
+  options: {
+    stored?: StoredTokens;
+    lock?: RefreshLock;
+    lifetimeMs?: number;
+    spending?: OAuthTokenProviderOptions["spending"];
+    refreshWithinCallDeadline?: boolean;
+    refreshOnlyInWindows?: boolean;
+  } = {},
 ) {
   const clock = fakeClock();
   const events: string[] = [];
@@ -138,6 +145,7 @@ function setup(
     onEvent: (e) => tokenEvents.push(e),
     ...(options.spending === undefined ? {} : { spending: options.spending }),
     ...(options.refreshWithinCallDeadline === undefined ? {} : { refreshWithinCallDeadline: options.refreshWithinCallDeadline }),
+    ...(options.refreshOnlyInWindows === undefined ? {} : { refreshOnlyInWindows: options.refreshOnlyInWindows }),
   });
   return { clock, events, store, fetch, provider, logger, tokenEvents };
 }
@@ -631,6 +639,52 @@ describe("OAuthTokenProvider", () => {
     await expect(provider.refreshAfterUnauthorized("fresh-access")).rejects.toBeInstanceOf(TokenUnavailableError);
     expect(fetch.calls).toHaveLength(0);
     expect(store.saves).toEqual([]);
+  });
+
+  it("with refreshOnlyInWindows, starts a refresh only while a window is open: none after the last one closed, until another opens", async () => {
+    const { provider, store, fetch, clock } = setup({ refreshOnlyInWindows: true });
+    await expect(provider.getAccessToken()).rejects.toBeInstanceOf(TokenUnavailableError);
+    expect(fetch.calls).toHaveLength(0);
+
+    const closeFirst = provider.openRefreshWindow();
+    const closeSecond = provider.openRefreshWindow();
+    const first = await provider.getAccessToken();
+    closeFirst();
+    // Closing the same window twice does not close the other one.
+    closeFirst();
+    clock.advance(60 * MINUTE);
+    const second = await provider.getAccessToken();
+    expect(second).not.toBe(first);
+    closeSecond();
+
+    // A call left behind by the work (a 401 after its window closed) sends nothing and keeps what is stored.
+    await expect(provider.refreshAfterUnauthorized(second)).rejects.toBeInstanceOf(TokenUnavailableError);
+    clock.advance(60 * MINUTE);
+    await expect(provider.getAccessToken()).rejects.toBeInstanceOf(TokenUnavailableError);
+    expect(fetch.calls).toHaveLength(2);
+    expect(store.saves.map((s) => s.refreshToken)).toEqual(["rt-2", "rt-3"]);
+
+    const closeThird = provider.openRefreshWindow();
+    expect(await provider.getAccessToken()).not.toBe(second);
+    closeThird();
+    expect(store.saves.map((s) => s.refreshToken)).toEqual(["rt-2", "rt-3", "rt-4"]);
+  });
+
+  it("lets a refresh in flight when its window closes end and save its tokens", async () => {
+    const { provider, store, fetch } = setup({ refreshOnlyInWindows: true });
+    const slowSave = holdSaves(store);
+    const closeWindow = provider.openRefreshWindow();
+    const refreshing = provider.getAccessToken();
+    await vi.waitFor(() => expect(fetch.calls).toHaveLength(1));
+
+    closeWindow();
+    const settled = provider.saveHeldTokens();
+    slowSave.finish();
+
+    expect(await settled).toBe(true);
+    expect(await refreshing).toEqual(expect.any(String));
+    expect(store.saves.map((s) => s.refreshToken)).toEqual(["rt-2"]);
+    expect(fetch.calls).toHaveLength(1);
   });
 
   it("lets a refresh in flight when it is closed end and save its tokens", async () => {

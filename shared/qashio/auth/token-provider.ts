@@ -104,6 +104,14 @@ export interface OAuthTokenProviderOptions extends OAuthClientOptions {
    * whenever it must, else a budget shorter than the lease would never refresh. @default false
    */
   readonly refreshWithinCallDeadline?: boolean;
+  /**
+   * Refreshes start only inside a window {@link OAuthTokenProvider.openRefreshWindow} opened and not yet closed. For a
+   * process frozen, perhaps for good, between units of work while it keeps one provider (a Lambda container between
+   * invocations): a call a unit left behind (an abandoned read-ahead answered 401, or retrying after a 5xx) could
+   * otherwise start a refresh after the unit's last `saveHeldTokens`, and a freeze between spending the refresh token
+   * and storing its successor loses the family once the refresh lease lapses. @default false (refreshes start always)
+   */
+  readonly refreshOnlyInWindows?: boolean;
   /** How long to wait for another holder before giving up. @default 20_000 */
   readonly lockWaitMs?: number;
   /** Pause between acquisition attempts. @default 250 */
@@ -236,6 +244,8 @@ export class OAuthTokenProvider implements TokenProvider {
   private refused?: string;
   /** Set by {@link close}: no refresh starts any more. */
   private closed = false;
+  /** Windows {@link openRefreshWindow} opened and not yet closed (see `refreshOnlyInWindows`). */
+  private openWindows = 0;
   /** Lifetime of the access token last looked at, for {@link refreshSkew}: received here, or its JWT's `exp` - `iat`. */
   private lifetime?: { readonly accessToken: string; readonly ms: number | undefined };
 
@@ -302,6 +312,31 @@ export class OAuthTokenProvider implements TokenProvider {
    */
   close(): void {
     this.closed = true;
+  }
+
+  /**
+   * With `refreshOnlyInWindows`, lets refreshes start until the returned function is called (more than once is the
+   * same as once); windows may overlap, refreshes start while any is open. A refresh already in flight when the last
+   * window closes goes on ({@link saveHeldTokens} waits for it); a call needing a new one then fails with
+   * `TokenUnavailableError`, nothing sent. Without the option, refreshes start regardless.
+   *
+   * @example
+   * const closeWindow = provider.openRefreshWindow();
+   * try { await work(); } finally { closeWindow(); await provider.saveHeldTokens(); }
+   */
+  openRefreshWindow(): () => void {
+    this.openWindows += 1;
+    let open = true;
+    return () => {
+      if (!open) return;
+      open = false;
+      this.openWindows -= 1;
+    };
+  }
+
+  /** Whether a refresh may start now (see {@link close} and `refreshOnlyInWindows`). */
+  private refreshesAllowed(): boolean {
+    return !this.closed && (this.options.refreshOnlyInWindows !== true || this.openWindows > 0);
   }
 
   /**
@@ -452,8 +487,9 @@ export class OAuthTokenProvider implements TokenProvider {
   }
 
   private refreshShared(rejected: string | undefined, deadline: number | undefined): Promise<StoredTokens> {
-    if (this.closed && this.inflight === undefined) {
-      return Promise.reject(new TokenUnavailableError("the token provider is closed: no token refresh starts after the command finished"));
+    if (!this.refreshesAllowed() && this.inflight === undefined) {
+      const why = this.closed ? "the token provider is closed: no token refresh starts after the command finished" : "no token refresh starts outside the work it is allowed for (an invocation that has settled)";
+      return Promise.reject(new TokenUnavailableError(why));
     }
     const joined = this.inflight;
     if (joined === undefined) {
