@@ -223,8 +223,15 @@ async function createSecret(secretId: string, token: string, tokenStages: readon
     deps.logger.info("createSecret: refreshed the provider token and wrote it as AWSCURRENT", { step: "createSecret" });
   } finally {
     // Released on every path: unlike a poller, the rotation keeps no unsaved tokens to save again, so holding the
-    // lease after a failed write would only stall the pollers.
-    await lease.release();
+    // lease after a failed write would only stall the pollers. A failed release is logged (by name, no token) and
+    // never replaces the step's outcome: a step that refreshed and saved must not fail (nor a revoked family be
+    // reported as a DynamoDB error instead of "re-authorize"); the lease then runs out by itself.
+    await lease.release().catch((error: unknown) =>
+      deps.logger.warn("createSecret: releasing the token refresh lease failed; it runs out by itself", {
+        step: "createSecret",
+        error: error instanceof Error ? error.name : "unknown error",
+      }),
+    );
   }
 }
 

@@ -73,6 +73,22 @@ async function leaseRenewedNow(): Promise<boolean> {
   return Item?.expiresAt === h.clock.now() + TOKEN_LEASE_TTL_MS;
 }
 
+/** A rotation container whose DynamoDB client fails every delete of the refresh lease (a throttled table, say). */
+function failingLeaseRelease(): ReturnType<Harness["clients"]> {
+  return h.clients((dynamo) =>
+    dynamo.middlewareStack.add(
+      (next, context) => async (args) => {
+        const key = (args.input as { Key?: { pk?: { S?: string } } }).Key;
+        if (String(context.commandName).startsWith("Delete") && key?.pk?.S === leaseItemKey(REFRESH_LEASE).pk) {
+          throw awsError("ProvisionedThroughputExceededException");
+        }
+        return next(args);
+      },
+      { step: "build", name: "failLeaseRelease" },
+    ),
+  );
+}
+
 describe("rotate-token handler (Secrets Manager rotation)", () => {
   it("refreshes the token family and leaves the rotation's version AWSCURRENT, with AWSPENDING detached", async () => {
     const before = h.secrets.current().refresh_token;
@@ -453,6 +469,39 @@ describe("rotate-token handler (Secrets Manager rotation)", () => {
     expect((await h.poller("transactions")()).status).toBe("completed");
     expect(h.refreshTokensPresented).toEqual([before, saved]);
     expect(await h.familyStillValid()).toBe(true);
+  });
+
+  it("completes a createSecret that refreshed and saved even when releasing the refresh lease fails: the lease runs out by itself", async () => {
+    const before = h.secrets.current().refresh_token as string;
+    const token = randomUUID();
+    h.secrets.startRotation(token);
+    const rotator = h.rotator({ clients: failingLeaseRelease() });
+    await rotator(eventFor(token, "createSecret"));
+    expect(h.refreshTokensPresented).toEqual([before]);
+    expect(h.secrets.stagesOf(token)).toContain("AWSCURRENT");
+    const saved = h.secrets.current().refresh_token as string;
+    const log = h.output.join("\n");
+    expect(log).toContain("ProvisionedThroughputExceededException");
+    expect(log).not.toContain(saved);
+    expect(log).not.toContain(before);
+    for (const step of steps.slice(1)) await rotator(eventFor(token, step));
+    expect(h.secrets.versionWith("AWSPENDING")).toBeUndefined();
+    // The unreleased lease still holds off others until it runs out; then the pollers refresh with the new token.
+    expect(await contender().tryAcquire(REFRESH_LEASE, TOKEN_LEASE_TTL_MS)).toBeUndefined();
+    h.sandbox.control.advanceClock(ACCESS_TOKEN_TTL_SECONDS + 1);
+    expect((await h.poller("transactions")()).status).toBe("completed");
+    expect(h.refreshTokensPresented).toEqual([before, saved]);
+    expect(await h.familyStillValid()).toBe(true);
+  });
+
+  it("fails a createSecret that met a revoked family with the re-authorize error even when releasing the refresh lease fails", async () => {
+    await revokeFamily();
+    const token = randomUUID();
+    h.secrets.startRotation(token);
+    const error = await h.rotator({ clients: failingLeaseRelease() })(eventFor(token, "createSecret")).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ReauthorizationRequiredError);
+    expect((error as Error).message).toMatch(/re-authorize/);
+    expect(await h.tokenStore().revokedVersion()).toBeDefined();
   });
 
   it("refuses an event for another secret", async () => {
