@@ -39,29 +39,32 @@ export class CrashPoint {
   }
 }
 
-/** Wraps the ports; every call of publish / putMany / quarantine.put / quarantine.deleteMany / list / acknowledge is an effect point. */
+/**
+ * Wraps the ports, passing each call's options on (an acknowledge's `callerRetries` among them); every call of
+ * publish / putMany / quarantine.put / quarantine.deleteMany / list / acknowledge is an effect point.
+ */
 export function crashingPorts(
   ports: { snapshots: SnapshotStore; publisher: EventPublisher; quarantine: Quarantine; provider: TransactionProviderPort },
   crash: CrashPoint,
 ): { snapshots: SnapshotStore; publisher: EventPublisher; quarantine: Quarantine; provider: TransactionProviderPort } {
   return {
     snapshots: {
-      getMany: (keys) => ports.snapshots.getMany(keys),
-      putMany: (snapshots) => crash.around("snapshots.putMany", () => ports.snapshots.putMany(snapshots)),
+      getMany: (keys, options) => ports.snapshots.getMany(keys, options),
+      putMany: (snapshots, options) => crash.around("snapshots.putMany", () => ports.snapshots.putMany(snapshots, options)),
       scan: (options) => ports.snapshots.scan(options),
       vacuum: () => ports.snapshots.vacuum(),
     },
-    publisher: { publish: (events) => crash.around("publisher.publish", () => ports.publisher.publish(events)) },
+    publisher: { publish: (events, options) => crash.around("publisher.publish", () => ports.publisher.publish(events, options)) },
     quarantine: {
       put: (record) => crash.around("quarantine.put", () => ports.quarantine.put(record)),
       list: () => ports.quarantine.list(),
       pages: (options) => ports.quarantine.pages(options),
-      deleteMany: (ids) => crash.around("quarantine.deleteMany", () => ports.quarantine.deleteMany(ids)),
+      deleteMany: (ids, options) => crash.around("quarantine.deleteMany", () => ports.quarantine.deleteMany(ids, options)),
       size: () => ports.quarantine.size(),
     },
     provider: {
-      listTransactions: (query) => crash.around("provider.listTransactions", () => ports.provider.listTransactions(query)),
-      acknowledgeTransactions: (ids) => crash.around("provider.acknowledgeTransactions", () => ports.provider.acknowledgeTransactions(ids)),
+      listTransactions: (query, options) => crash.around("provider.listTransactions", () => ports.provider.listTransactions(query, options)),
+      acknowledgeTransactions: (ids, options) => crash.around("provider.acknowledgeTransactions", () => ports.provider.acknowledgeTransactions(ids, options)),
     },
   };
 }
