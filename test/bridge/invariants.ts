@@ -17,7 +17,7 @@ export function canonical(value: unknown): string {
 }
 
 /** A transaction as the bridge publishes it (PII mode `full`): everything but the provider's sync bookkeeping. */
-function publishedState(txn: Readonly<Record<string, unknown>>): string {
+export function publishedState(txn: Readonly<Record<string, unknown>>): string {
   const { client_sync_status: _ignored, ...state } = txn;
   return canonical(state);
 }
