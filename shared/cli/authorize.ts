@@ -101,9 +101,13 @@ function awaitRedirect(server: Server, state: string, timeoutMs: number, signal?
         res.writeHead(404, { "content-type": "text/plain" }).end("not found");
         return;
       }
+      // Listened for from the start: a browser that leaves before the page (a tab closed or reloaded during the
+      // exchange) closes the response before `reply`, and a listener added then would wait for ever, as would `end`.
+      const gone = new Promise<void>((done) => res.once("close", () => done()));
       const reply: Reply = (status, title, body) =>
         new Promise((done) => {
-          res.once("close", done);
+          void gone.then(done);
+          if (res.destroyed) return;
           res.writeHead(status, { "content-type": "text/html; charset=utf-8", connection: "close" }).end(PAGE(title, body), done);
         });
       // The wait already ended (cancelled, timed out, or decided by an earlier redirect): answer, so that the browser

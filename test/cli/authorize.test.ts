@@ -112,6 +112,42 @@ describe("authorizeWithBrowser", () => {
     expect(savedWhenAnswered).toMatchObject({ refreshToken: "rt-1" });
   });
 
+  it("ends (stored, or with its error) when the browser left the callback page while the code was being exchanged", async () => {
+    /** Closes the browser's callback request (a tab closed, or reloaded) while the exchange waits, then lets the exchange answer. */
+    const leaving = (answer: Response) => {
+      let exchangeStarted!: () => void;
+      const started = new Promise<void>((resolve) => (exchangeStarted = resolve));
+      let release!: () => void;
+      const released = new Promise<void>((resolve) => (release = resolve));
+      const fetch = async () => {
+        exchangeStarted();
+        await released;
+        return answer;
+      };
+      const onAuthorizeUrl = async (url: string) => {
+        const authorize = new URL(url);
+        const redirect = redirectOf(authorize, { code: "code-1", state: authorize.searchParams.get("state") as string });
+        const socket = connect(Number(redirect.port), "127.0.0.1", () =>
+          socket.write(`GET ${redirect.pathname}${redirect.search} HTTP/1.1\r\nHost: ${redirect.host}\r\n\r\n`),
+        );
+        await started;
+        await new Promise((resolve) => socket.once("close", resolve).destroy());
+        // Time for the server to see the connection gone before the exchange answers.
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        release();
+      };
+      return { fetch, onAuthorizeUrl };
+    };
+    const within = <T,>(run: Promise<T>) =>
+      Promise.race([run, new Promise<never>((_, reject) => setTimeout(() => reject(new Error("still running 2 s after the exchange")), 2_000))]);
+    const store = new MemoryTokenStore();
+    const tokens = Response.json({ access_token: "at-1", token_type: "Bearer", refresh_token: "rt-1", scope: "transactions:read" });
+    await expect(within(authorizeWithBrowser(options({ store, ...leaving(tokens) })))).resolves.toMatchObject({ scope: "transactions:read" });
+    expect(store.saved).toMatchObject({ refreshToken: "rt-1" });
+    const refused = Response.json({ error: "invalid_grant" }, { status: 401 });
+    await expect(within(authorizeWithBrowser(options({ ...leaving(refused) })))).rejects.toThrow(/code exchange failed/);
+  });
+
   it("shows the browser an error page when the code exchange fails", async () => {
     const pages: { status: number; text: string }[] = [];
     const failing = async () => Response.json({ error: "invalid_grant" }, { status: 401 });
