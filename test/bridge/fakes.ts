@@ -289,6 +289,17 @@ export class FakeProvider implements ProviderPort {
   /** `maxPageSize`: the largest `page_size` either list accepts; a larger one is refused with a 400 naming it. */
   constructor(private readonly maxPageSize = Number.POSITIVE_INFINITY) {}
 
+  /**
+   * Adds `count` new transactions, as a property step does: with `refund`, each a refund of the transaction at the same
+   * index of those already held (when there is one), else a purchase.
+   */
+  addSome(count: number, refund: boolean): void {
+    for (let i = 0; i < count; i++) {
+      const parent = this.transactions[i];
+      this.addTransaction(refund && parent ? { transaction_category: "refund", parent_qashio_id: parent.qashio_id } : {});
+    }
+  }
+
   /** Adds a new transaction at the top (not_synced); returns it. */
   addTransaction(fields: Record<string, unknown> = {}): FakeTransaction {
     const n = ++this.counter;

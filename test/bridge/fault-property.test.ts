@@ -323,10 +323,7 @@ async function runSequence(steps: readonly Step[], churn: readonly number[], see
   const seen: (readonly [string, string])[] = [];
   for (const step of steps) {
     if (step.kind === "add") {
-      for (let i = 0; i < step.count; i++) {
-        const parent = rig.provider.transactions[i];
-        rig.provider.addTransaction(step.refund && parent ? { transaction_category: "refund", parent_qashio_id: parent.qashio_id } : {});
-      }
+      rig.provider.addSome(step.count, step.refund);
     } else if (step.kind === "change") changeSome(step.pick, step.memo, step.undo, step.sameStamp);
     else await run(step, seen);
   }

@@ -135,10 +135,7 @@ describe("transaction cycle properties", () => {
         const seen: (readonly [string, string])[] = [];
         for (const step of steps) {
           if (step.kind === "add") {
-            for (let i = 0; i < step.count; i++) {
-              const parent = rig.provider.transactions[i];
-              rig.provider.addTransaction(step.refund && parent ? { transaction_category: "refund", parent_qashio_id: parent.qashio_id } : {});
-            }
+            rig.provider.addSome(step.count, step.refund);
           } else if (step.kind === "change") {
             changeSome(step.pick, step.memo, step.undo, step.sameStamp);
           } else {
