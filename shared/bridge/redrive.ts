@@ -128,7 +128,8 @@ export async function redriveQuarantined(deps: TransactionCycleDeps, options: Re
   let considered = 0;
   const kept: KeptRecord[] = [];
   // One transaction can hold several records (one per failed version): one read serves them all.
-  const byTransaction = new Map<string, { readonly ref: TransactionRef; readonly trusted: boolean; readonly records: RedriveRecord[] }>();
+  // `ref` is read by the qashio_id of a publish record once one is met (`trusted`), else of the first record.
+  const byTransaction = new Map<string, { ref: TransactionRef; trusted: boolean; readonly records: RedriveRecord[] }>();
   for await (const page of deps.quarantine.pages({ limit: REDRIVE_QUARANTINE_PAGE_SIZE })) {
     for (const entry of page) {
       if (!isRedrivable(entry)) continue;
@@ -139,15 +140,16 @@ export async function redriveQuarantined(deps: TransactionCycleDeps, options: Re
         kept.push({ record, why: "no transaction id or qashio_id in the record" });
         continue;
       }
-      const held = byTransaction.get(record.entityId);
       // A publish record's body passed validation, so its qashio_id is the one to read by; a validation record of the
       // same transaction may hold a glitched one, which would keep both "not found" run after run.
       const trusted = record.reason.startsWith(PUBLISH_FAILURE_PREFIX);
-      if (!held) byTransaction.set(record.entityId, { ref: { id: record.entityId, qashioId }, trusted, records: [record] });
-      else {
-        held.records.push(record);
-        if (trusted && !held.trusted) byTransaction.set(record.entityId, { ref: { id: record.entityId, qashioId }, trusted, records: held.records });
+      const held = byTransaction.get(record.entityId) ?? { ref: { id: record.entityId, qashioId }, trusted, records: [] };
+      if (trusted && !held.trusted) {
+        held.ref = { id: record.entityId, qashioId };
+        held.trusted = true;
       }
+      held.records.push(record);
+      byTransaction.set(record.entityId, held);
     }
   }
   const redriven: RedriveRecord[] = [];
