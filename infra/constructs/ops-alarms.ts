@@ -255,6 +255,7 @@ export class OpsAlarms extends Construct {
     if (props.cardDetailsEveryMinutes !== undefined) {
       // As AcknowledgeRefused: a card the provider will not read is taken as listed again every walk, so a lasting
       // failure is reported in every period of the cards schedule, a passing one (a card removed while read) once.
+      // Full walks only emit it: fast ticks count theirs in FastPathCardDetailsUnread (graphed), many per period.
       const unreadWindow = cycleAlarmWindow(props.cardDetailsEveryMinutes);
       addOccurrences(
         "CardDetailsUnread",

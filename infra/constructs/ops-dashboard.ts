@@ -133,6 +133,8 @@ export class OpsDashboard extends Construct {
         plain("Acknowledged", "Sum", "acknowledged"),
         plain("AcknowledgeRefused", "Sum", "acknowledge refused"),
         plain("CardDetailsUnread", "Sum", "card details unread"),
+        // Not in the CardDetailsUnread alarm: fast ticks are many per full walk, which reads those cards again.
+        plain("FastPathCardDetailsUnread", "Sum", "card details unread (fast path)"),
         // What Heartbeat-PollCards counts on a fast-path tenant (emitted by every tenant's full walks).
         plain("FullCardWalks", "Sum", "full card walks"),
         plain("EventsFailed", "Sum", "publish failures"),

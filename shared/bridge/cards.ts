@@ -165,16 +165,18 @@ class CardRun extends CycleRun {
   private readonly seen = new RecentIds();
   /** Set once a page's detail reads all failed (see `withDetails`): the rest of the walk takes cards as listed, without reading them. */
   private detailsFailing = false;
+  private readonly mode: CardCycleMode;
 
   constructor(
     override readonly deps: CardCycleDeps,
     private readonly options: CardCycleOptions,
   ) {
     super(deps, "cards", options);
+    this.mode = options.mode ?? "full";
   }
 
   async run(): Promise<CycleReport> {
-    const mode = this.options.mode ?? "full";
+    const { mode } = this;
     const maxPages = this.options.maxPages ?? DEFAULT_MAX_PAGES;
     // Counted as it starts, whatever its outcome: Heartbeat-PollCards of a fast-path tenant reads it to see that the
     // full walk's schedule still runs (a failing walk is the Errors alarm's), which the fast ticks' invocations hide.
@@ -384,9 +386,12 @@ class CardRun extends CycleRun {
     // Back in page order: the walk's cursor and the events follow the list.
     const read = [...readRotated.slice(entries.length - start), ...readRotated.slice(0, entries.length - start)];
     if (failed > 0 && answered === 0) endDetails();
-    // Cards whose limits this walk could not see: persistent, it alarms (CardDetailsUnread).
+    // Cards whose limits this walk could not see: persistent, it alarms (CardDetailsUnread). A fast tick's count apart:
+    // its ticks, many per full walk, would put one passing failure in several of the alarm's periods, and the full
+    // walk reads those cards too.
     const unread = read.reduce((count, entry) => count + (entry.asListed === true ? 1 : 0), 0);
-    if (unread > 0) this.deps.metrics.add("CardDetailsUnread", unread, "Count");
+    const unreadMetric = this.mode === "full" ? "CardDetailsUnread" : "FastPathCardDetailsUnread";
+    if (unread > 0) this.deps.metrics.add(unreadMetric, unread, "Count");
     return read;
   }
 

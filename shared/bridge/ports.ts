@@ -270,7 +270,10 @@ export type MetricName =
   | "CardsPulled"
   /** 1 per card cycle of mode `full` started: the card fast path's heartbeat, which its own ticks cannot keep alive. */
   | "FullCardWalks"
+  /** Cards a full walk took as listed because their single read failed (the CardDetailsUnread alarm). */
   | "CardDetailsUnread"
+  /** The same for a `suspended-only` (fast path) cycle: graphed, not alarmed, as its ticks are many per full walk. */
+  | "FastPathCardDetailsUnread"
   | "EventsPublished"
   | "EventsFailed"
   | "Acknowledged"

@@ -1011,6 +1011,25 @@ describe("pollCards with card details", () => {
     expect(rig.publisher.events).toHaveLength(1);
   });
 
+  it("counts the fast path's unread details apart (FastPathCardDetailsUnread), not in the full walk's CardDetailsUnread, whose alarm means a walk could not read them", async () => {
+    const rig = await walked(3);
+    const [failing] = rig.provider.cards.map((c) => c["id"] as string);
+    rig.provider.changeCard(failing!, { status: "Suspended" });
+    rig.provider.beforeCall = (call) => {
+      if (call.op === "readErpCard" && call.id === failing) throw Object.assign(new Error("503"), { name: "ProviderError", status: 503 });
+    };
+    // Fast ticks between two full walks (e.g. every minute beside an hourly walk) meet the same failing read each time.
+    for (let tick = 0; tick < 5; tick++) expect((await pollCards(rig.deps, { mode: "suspended-only", pageSize: 10 })).outcome).toBe("complete");
+    expect(rig.publisher.events.map((e) => [e.detailType, e.detail.subject.id])).toEqual([["card.suspended", failing]]);
+    expect(rig.metrics.points.filter((p) => p.name === "CardDetailsUnread")).toEqual([]);
+    expect(rig.metrics.sum("FastPathCardDetailsUnread")).toBe(5);
+
+    // The full walk reads it too, and counts it once, under the alarm's metric.
+    await pollCards(rig.deps, { pageSize: 10 });
+    expect(rig.metrics.sum("CardDetailsUnread")).toBe(1);
+    expect(rig.metrics.sum("FastPathCardDetailsUnread")).toBe(5);
+  });
+
   it("publishes nothing when card details are turned on or off (the snapshot takes the other view), but a limit set from null is a change", async () => {
     const rig = makeRig();
     for (let i = 0; i < 2; i++) rig.provider.addCard({ purchase_limits: limits(500) });

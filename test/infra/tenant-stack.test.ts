@@ -1047,6 +1047,10 @@ describe("ops", () => {
     expect(body).toContain(String.raw`[\"QashioBridge\",\"AcknowledgeRefused\",\"service\",\"qashio-bridge\",\"tenant\",\"globex\",{\"label\":\"acknowledge refused\",\"stat\":\"Sum\"}]`);
     // what a fast-path tenant's Heartbeat-PollCards counts, so the dashboard shows why it fires
     expect(body).toContain(String.raw`[\"QashioBridge\",\"FullCardWalks\",\"service\",\"qashio-bridge\",\"tenant\",\"globex\",{\"label\":\"full card walks\",\"stat\":\"Sum\"}]`);
+    // the fast path's unread card details, which the CardDetailsUnread alarm does not count (its periods are the full walk's)
+    expect(body).toContain(
+      String.raw`[\"QashioBridge\",\"FastPathCardDetailsUnread\",\"service\",\"qashio-bridge\",\"tenant\",\"globex\",{\"label\":\"card details unread (fast path)\",\"stat\":\"Sum\"}]`,
+    );
     expect(body).toContain("ApproximateNumberOfMessagesVisible");
     // acme's dead-letter graph also shows its created bus's DLQ
     expect(JSON.stringify(acmeT.findResources("AWS::CloudWatch::Dashboard"))).toMatch(/EventBusDeadLettersQueue[0-9A-F]{8}.{0,80}EventBus/);
