@@ -6,6 +6,7 @@
  */
 import {
   ReauthorizationNeededError,
+  causeMatching,
   conformSnapshots,
   emptyReport,
   pollCards,
@@ -17,6 +18,8 @@ import {
 } from "../bridge/index.js";
 import type { CardCycleMode } from "../bridge/cards.js";
 import type { CycleReport } from "../bridge/report.js";
+import { isInvalidClient } from "../qashio/auth/token-provider.js";
+import { ProviderClientRejectedError } from "./errors.js";
 import { leaseNames } from "./keys.js";
 import type { TenantRuntime } from "./runtime.js";
 
@@ -118,7 +121,8 @@ async function underLeases<T>(runtime: TenantRuntime, kinds: readonly CycleKind[
  * Runs `work`, which calls the provider, under the tenant's cycle lease of `kind`, then emits the quarantine gauge and
  * releases the lease, once a token refresh the work left in flight has stored its tokens (see settleTokens); token
  * refreshes start only while the work runs, so none a call it left behind asks for comes after that. A revoked
- * family stops it before any provider call, and a revocation it meets is recorded.
+ * family stops it before any provider call, and a revocation it meets is recorded; client credentials the provider
+ * refuses fail it with ProviderClientRejectedError.
  * Transaction work first supersedes a conform-pii pass stored under another PII mode (once per container); a failed
  * read of its id fails the invocation before anything is written, as a failed read of the revoked marker does.
  */
@@ -132,6 +136,8 @@ async function underCycleLease<T>(runtime: TenantRuntime, kind: CycleKind, deadl
       if (kind === "transactions") await runtime.supersedeConformPassOnce();
       return await work().catch(async (error: unknown) => {
         if (error instanceof ReauthorizationNeededError) await rememberRevoked(runtime, kind);
+        // The engine words it as any provider failure ("the next cycle resumes"), but only fixing the secret helps.
+        if (causeMatching(error, isInvalidClient) !== undefined) throw new ProviderClientRejectedError(runtime.config.secretId, { cause: error });
         throw error;
       });
     } finally {

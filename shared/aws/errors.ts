@@ -52,6 +52,23 @@ export class ProviderClientChangedError extends AwsRuntimeError {
 }
 
 /**
+ * The provider's token endpoint refused the client credentials of the provider secret (OAuth `invalid_client`): its
+ * `client_id` or `client_secret` is wrong. The grant was not judged, so no refresh token was spent and the token family
+ * is intact; unlike a provider outage, every invocation fails the same way until the secret holds the right ones.
+ */
+export class ProviderClientRejectedError extends AwsRuntimeError {
+  override name = "ProviderClientRejectedError";
+  constructor(readonly secretId: string, options?: ErrorOptions) {
+    super(
+      `The provider refused the client credentials in secret ${secretId} (invalid_client): its client_id or client_secret ` +
+        "is wrong. Put the right ones into the secret, keeping refresh_token and pii_salt (docs/runbook.md, Function errors); " +
+        "no token was spent or revoked, and every invocation fails this way until then",
+      options,
+    );
+  }
+}
+
+/**
  * A token refresh was not started: the provider secret already has `recentVersions` versions created in the last 24
  * hours, and Secrets Manager refuses new versions past about 100 of those. The refresh token is not spent, so no
  * family is lost for want of a place to store its successor; the refresh goes ahead once older versions age out.

@@ -21,11 +21,11 @@
  */
 import { DescribeSecretCommand, UpdateSecretVersionStageCommand, type SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 import type { Clock, Lock, LockHandle, Logger, Metrics } from "../bridge/ports.js";
-import { DEFAULT_LOCK_POLL_MS, DEFAULT_LOCK_TTL_MS, DEFAULT_LOCK_WAIT_MS, TOKEN_SAVE_MESSAGES, refreshDeadline } from "../qashio/auth/token-provider.js";
+import { DEFAULT_LOCK_POLL_MS, DEFAULT_LOCK_TTL_MS, DEFAULT_LOCK_WAIT_MS, TOKEN_SAVE_MESSAGES, isInvalidClient, refreshDeadline } from "../qashio/auth/token-provider.js";
 import { acquireTimed, whileHolding } from "../lease-keep-alive.js";
 import type { StoredTokens } from "../qashio/auth/token-store.js";
 import { ForbiddenError, IncompleteTokenSetError, ReauthorizationRequiredError, UnauthorizedError } from "../qashio/errors.js";
-import { RotationError } from "./errors.js";
+import { ProviderClientRejectedError, RotationError } from "./errors.js";
 import { isSecretNotFound, type ProviderSecretClient } from "./provider-secret.js";
 import { SECRET_VERSION_WINDOW_MS, SECRET_VERSIONS_EARLY_REFRESH_LIMIT, type SecretsManagerTokenStore } from "./token-store.js";
 
@@ -211,6 +211,8 @@ async function createSecret(secretId: string, token: string, tokenStages: readon
     try {
       next = await refreshOnce(stored.refreshToken, deadline, deps);
     } catch (error) {
+      // Nothing spent (the grant was not judged): the secret's client must be fixed, which the error says.
+      if (isInvalidClient(error)) throw new ProviderClientRejectedError(secretId, { cause: error });
       if (!(error instanceof IncompleteTokenSetError)) throw error;
       // The sent token is spent: its successor is saved, without an access token (a poller refreshes with it).
       incomplete = error;

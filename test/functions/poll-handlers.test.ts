@@ -3,7 +3,7 @@ import { gunzipSync } from "node:zlib";
 import { EventBridgeClient, PutEventsCommand, type PutEventsRequestEntry } from "@aws-sdk/client-eventbridge";
 import { ScanCommand } from "@aws-sdk/lib-dynamodb";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { LambdaConfigurationError } from "../../shared/aws/errors.js";
+import { LambdaConfigurationError, ProviderClientRejectedError } from "../../shared/aws/errors.js";
 import { truncationsOf } from "../../shared/aws/event-size.js";
 import { ReauthorizationNeededError, parseEventDetail } from "../../shared/bridge/index.js";
 import { PutSecretValueCommand } from "@aws-sdk/client-secrets-manager";
@@ -451,6 +451,25 @@ describe("poll-transactions handler", () => {
     expect(docs.find((doc) => doc["message"] === "Could not record the revoked token family")).toMatchObject({ level: "WARN", error: "AccessDeniedException" });
     const failed = docs.find((doc) => doc["message"] === "Cycle failed");
     expect(failed?.["error"]).toEqual({ name: "ReauthorizationNeededError", message: expect.stringContaining("re-authorize") });
+  });
+
+  it("names the secret's client_id and client_secret when the provider refuses them (invalid_client), never their values, and revokes nothing", async () => {
+    const right = h.secrets.current().client_secret;
+    const putClientSecret = (value: unknown) =>
+      h.secrets.client.send(new PutSecretValueCommand({ SecretId: h.secrets.secretId, SecretString: JSON.stringify({ ...h.secrets.current(), client_secret: value }) }));
+    await putClientSecret("wrong-client-secret-0123456789");
+    const error = await h.poller("transactions")().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ProviderClientRejectedError);
+    const message = (error as Error).message;
+    for (const named of ["client_id", "client_secret", h.secrets.secretId]) expect(message).toContain(named);
+    // Not a transient failure: the next tick fails the same way until a person fixes the secret.
+    expect(message).not.toContain("next cycle resumes");
+    const docs = h.output.map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(docs.find((doc) => doc["message"] === "Cycle failed")?.["error"]).toEqual({ name: "ProviderClientRejectedError", message });
+    expect(h.output.join("\n")).not.toContain("wrong-client-secret-0123456789");
+    expect(h.output.some((line) => line.includes('"TokenFamilyRevoked"'))).toBe(false);
+    await putClientSecret(right);
+    expect(await h.poller("transactions")()).toMatchObject({ status: "completed", outcome: "complete" });
   });
 
   it("fails fast on later ticks after a revocation, with no provider call, until re-onboarding writes a new secret version", async () => {

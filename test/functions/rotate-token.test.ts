@@ -7,7 +7,7 @@ import { ReauthorizationNeededError } from "../../shared/bridge/index.js";
 import { exchangeCode, refresh } from "../../shared/qashio/auth/oauth.js";
 import { OAuthTokenProvider, type RefreshLock } from "../../shared/qashio/auth/token-provider.js";
 import { IncompleteTokenSetError, ReauthorizationRequiredError } from "../../shared/qashio/errors.js";
-import { RotationError, SecretVersionQuotaError } from "../../shared/aws/errors.js";
+import { ProviderClientRejectedError, RotationError, SecretVersionQuotaError } from "../../shared/aws/errors.js";
 import { SECRET_VERSIONS_EARLY_REFRESH_LIMIT, SECRET_VERSIONS_PER_DAY_LIMIT } from "../../shared/aws/token-store.js";
 import { leaseItemKey, leaseNames } from "../../shared/aws/keys.js";
 import { DynamoLeaseLock } from "../../shared/aws/lease-lock.js";
@@ -241,6 +241,22 @@ describe("rotate-token handler (Secrets Manager rotation)", () => {
     expect(error).toBeInstanceOf(RotationError);
     expect(error).toMatchObject({ step: "testSecret", message: `The provider did not accept the new access token (${why})` });
     expect((error as Error).cause).toMatchObject({ name, status });
+  });
+
+  it("names the secret's client_id and client_secret when the provider refuses them (invalid_client), and spends no refresh token", async () => {
+    await h.secrets.client.send(
+      new PutSecretValueCommand({ SecretId: h.secrets.secretId, SecretString: JSON.stringify({ ...h.secrets.current(), client_secret: "wrong-client-secret-0123456789" }) }),
+    );
+    const before = h.secrets.current().refresh_token;
+    const token = randomUUID();
+    h.secrets.startRotation(token);
+    const error = await h.rotator()(eventFor(token, "createSecret")).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ProviderClientRejectedError);
+    for (const named of ["client_id", "client_secret", h.secrets.secretId]) expect((error as Error).message).toContain(named);
+    expect(h.output.join("\n")).not.toContain("wrong-client-secret-0123456789");
+    expect(h.secrets.current().refresh_token).toBe(before);
+    expect(h.output.some((line) => line.includes('"TokenFamilyRevoked"'))).toBe(false);
+    expect(await h.familyStillValid()).toBe(true);
   });
 
   it("fails testSecret when the provider answers the stored access token with active false", async () => {
