@@ -114,6 +114,21 @@ export function assertPiiPolicy(policy: PiiPolicy): void {
   }
 }
 
+/** What {@link piiSaltFingerprint} keys its HMAC over: a fixed label, so the fingerprint holds nothing personal. */
+const SALT_FINGERPRINT_LABEL = "qashio-bridge pii salt fingerprint v1";
+
+/**
+ * A short fingerprint of a `hash` mode salt, to tell whether two salts are one without keeping the salt: 16 hex digits
+ * of HMAC-SHA256 keyed by the salt over a fixed label. It names no person, so it tests no guess of one; testing a
+ * guessed salt against it costs what testing it against any pseudonym and a known name already costs.
+ *
+ * @example
+ * piiSaltFingerprint("0123456789abcdef"); // 16 lower-case hex digits, the same for the same salt
+ */
+export function piiSaltFingerprint(salt: string): string {
+  return hmacSha256Hex(salt, SALT_FINGERPRINT_LABEL).slice(0, 16);
+}
+
 /** Hashes per policy: the same few cardholders recur on every page, and an HMAC costs more than a lookup. */
 const hashCache = new WeakMap<PiiPolicy, Map<string, string>>();
 const HASH_CACHE_LIMIT = 10_000;

@@ -83,6 +83,8 @@ export function durationRangeProblem(ms: number, minMs: number): string | undefi
 export interface RunArgs {
   readonly once: boolean;
   readonly intervalMs: number;
+  /** Record BRIDGE_PII_SALT as the state directory's salt, replacing another one (a switch of salts on purpose). */
+  readonly newPiiSalt?: boolean;
 }
 
 export interface ConformPiiArgs {
@@ -136,8 +138,12 @@ export type ParsedCommand =
 export const USAGE = `Usage: npm run bridge -- <command> [options]
 
 Commands:
-  run        [--once] [--interval <duration>]     poll the provider and write events (local mode);
-                                                  without --once, a cycle every --interval (default 1m)
+  run        [--once] [--interval <duration>] [--new-pii-salt]
+                                                  poll the provider and write events (local mode);
+                                                  without --once, a cycle every --interval (default 1m);
+                                                  --new-pii-salt: BRIDGE_PII_SALT replaces the salt the
+                                                  state directory hashed with (each hashed item pulled
+                                                  then publishes one change of its pseudonyms)
   redrive                                         publish again the transactions quarantined (and acknowledged)
                                                   because their event failed for good or they failed
                                                   validation, once the cause is fixed (local mode; the JSON
@@ -250,7 +256,7 @@ type Options = NonNullable<ParseArgsConfig["options"]>;
 
 /** The options of each command (help takes none). */
 const OPTIONS: Readonly<Record<Exclude<CommandName, "help">, Options>> = {
-  run: { once: { type: "boolean", default: false }, interval: { type: "string" } },
+  run: { once: { type: "boolean", default: false }, interval: { type: "string" }, "new-pii-salt": { type: "boolean", default: false } },
   redrive: {},
   "conform-pii": { cursor: { type: "string" } },
   authorize: {
@@ -440,7 +446,7 @@ export function parseCommand(argv: readonly string[], env: Env = {}): ParsedComm
       if (values.once && values.interval !== undefined) problems.add("run: --once and --interval cannot be combined");
       const intervalMs = problems.take(() => duration("--interval", values.interval as string | undefined, MIN_INTERVAL_MS, DEFAULT_INTERVAL_MS), 0);
       problems.throwIfAny();
-      return { command: "run", args: { once: values.once === true, intervalMs } };
+      return { command: "run", args: { once: values.once === true, intervalMs, ...(values["new-pii-salt"] === true ? { newPiiSalt: true } : {}) } };
     }
     case "redrive":
       strictParse("redrive", rest, OPTIONS.redrive);

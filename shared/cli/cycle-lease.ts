@@ -1,13 +1,15 @@
 /**
  * The cycle lease and the state directory's checks of local mode: cycles, re-drives and conform-pii passes of one
  * tenant never overlap, and run only on the state directory the bridge opened, bound to its provider, client and
- * tenant (conform-pii, which calls no provider, checks the tenant alone). Kept apart from the wiring, since every command runner goes through the same lease and checks.
+ * tenant (conform-pii, which calls no provider, checks the tenant alone), and under `hash` to the salt its snapshots'
+ * pseudonyms were made with. Kept apart from the wiring, since every command runner goes through the same lease and checks.
  */
 import { join } from "node:path";
-import { untilLaterSecond, type LockHandle } from "../bridge/index.js";
+import { piiSaltFingerprint, untilLaterSecond, type LockHandle } from "../bridge/index.js";
 import { whileHolding } from "../lease-keep-alive.js";
 import {
   LocalStateError,
+  PiiSaltMismatchError,
   StateBindingMismatchError,
   StateBindingMissingError,
   STATE_DIRS,
@@ -16,9 +18,9 @@ import {
   type BindOptions,
   type StateBinding,
 } from "../local/index.js";
-import type { LocalSettings } from "./config.js";
+import type { LocalSettings, StateSettings } from "./config.js";
 import { statOf } from "./path-checks.js";
-import { CliError, ConfigError, CycleFailedError, EXIT, StateDirTakenError } from "./errors.js";
+import { CliError, ConfigError, CycleFailedError, EXIT, PiiSaltChangedError, StateDirTakenError } from "./errors.js";
 import { stateErrorOf, stateFileProblem, systemErrorCode, unwritableStateDirRemedy } from "./engine-errors.js";
 import type { LocalState } from "./local-bridge.js";
 
@@ -62,9 +64,11 @@ function assertSameStateDir(bridge: LocalState): void {
 
 /**
  * Binds the state directory to the provider, client and tenant on first use, and refuses its state to any other.
- * With `checkOnly`, `binding` may name the tenant alone (see `bindStateDir`).
+ * With `checkOnly`, `binding` may name the tenant alone (see `bindStateDir`). A binding naming the fingerprint of a
+ * `hash` salt records it where none is, and refuses another one (`newPiiSalt` replaces it).
  *
  * @throws StateDirTakenError when the directory holds state of another provider, client or tenant.
+ * @throws PiiSaltChangedError when its snapshots were hashed with another BRIDGE_PII_SALT.
  * @throws ConfigError when its binding file is unreadable.
  * @example
  * await bindToSettings(settings.stateDir, { baseUrl, clientId: settings.clientId, tenant: settings.tenant });
@@ -76,6 +80,7 @@ export async function bindToSettings(dir: string, binding: Partial<StateBinding>
     // The overloads above are bindStateDir's: a part of the owner comes only with checkOnly.
     await bindStateDir(dir, binding as StateBinding, options);
   } catch (error) {
+    if (error instanceof PiiSaltMismatchError) throw new PiiSaltChangedError(dir, { cause: error });
     if (error instanceof StateBindingMismatchError) throw new StateDirTakenError(error.fields, dir, error, { cause: error });
     if (error instanceof StateBindingMissingError) {
       // Settings without the provider's (conform-pii) cannot write the file. `run` says how only where a token is stored
@@ -98,9 +103,17 @@ function shellQuoted(text: string): string {
   return `'${text.replaceAll("'", "'\\''")}'`;
 }
 
-/** Who the settings say the state directory belongs to. */
+/** Who the settings say the state directory belongs to, with the fingerprint of the salt they hash with, if any. */
 export function bindingOf(settings: LocalSettings, baseUrl: string): StateBinding {
-  return { baseUrl, clientId: settings.clientId, tenant: settings.tenant };
+  return { baseUrl, clientId: settings.clientId, tenant: settings.tenant, ...saltBindingOf(settings) };
+}
+
+/**
+ * The part of a binding the settings' PII salt makes: its fingerprint under `hash`, nothing otherwise (other modes
+ * hash nothing, and leave a recorded fingerprint as it is for a return to `hash`).
+ */
+export function saltBindingOf(settings: Pick<StateSettings, "piiMode" | "piiSalt">): Pick<StateBinding, "piiSaltFingerprint"> {
+  return settings.piiMode === "hash" && settings.piiSalt !== undefined ? { piiSaltFingerprint: piiSaltFingerprint(settings.piiSalt) } : {};
 }
 
 /**

@@ -94,6 +94,34 @@ export class StateDirTakenError extends ConfigError {
   }
 }
 
+/** The command line that records a new `hash` salt on purpose (see {@link PiiSaltChangedError}). */
+export const NEW_PII_SALT_COMMAND = "npm run bridge -- run --once --new-pii-salt";
+
+/**
+ * BRIDGE_PII_SALT is not the salt the pseudonyms in BRIDGE_STATE_DIR's snapshots were made with (exit 2): a mistyped
+ * salt or a swapped .env would publish every item pulled again as a change of its personal fields, then store it under
+ * that salt, so that the salt set right again would publish the same once more. Names neither salt nor fingerprint.
+ */
+export class PiiSaltChangedError extends ConfigError {
+  override name = "PiiSaltChangedError";
+
+  constructor(dir: string, options?: ErrorOptions) {
+    super(
+      [
+        {
+          setting: "BRIDGE_PII_SALT",
+          problem:
+            `differs from the salt the pseudonyms in this state directory (${dir}) were made with (its fingerprint is in binding.json; ` +
+            "the salt itself is not kept): set the salt it ran with (check the environment and .env); nothing was sent or written. " +
+            `To switch salts on purpose, run \`${NEW_PII_SALT_COMMAND}\` once: it records the new salt, and each hashed item ` +
+            "pulled from then on publishes one change of its pseudonyms (conform-pii cannot re-hash them: it has no cleartext)",
+        },
+      ],
+      { ...options, heading: "The PII salt changed" },
+    );
+  }
+}
+
 /**
  * The provider refused the client id and secret (OAuth `invalid_client`): a settings problem (exit 2). Nothing was
  * revoked, so the operator fixes the settings instead of authorizing again.

@@ -40,7 +40,7 @@ import type { FetchLike } from "../qashio/http.js";
 import { JsonlEventPublisher, STATE_FILES, createLocalAdapters, type BindOptions, type FileSnapshotStore, type LocalAdapters } from "../local/index.js";
 import { onceSucceeded } from "../once.js";
 import type { Env, LocalSettings, StateSettings } from "./config.js";
-import { CYCLE_LEASE_MS, bindToSettings, bindingOf, withCycleLock } from "./cycle-lease.js";
+import { CYCLE_LEASE_MS, bindToSettings, bindingOf, saltBindingOf, withCycleLock } from "./cycle-lease.js";
 import { cliErrorOf, stateErrorOf } from "./engine-errors.js";
 import { CycleLeaseGuard, CycleLeaseLostError } from "./lease-guard.js";
 import { LocalTokenStore } from "./local-tokens.js";
@@ -61,6 +61,11 @@ export interface LocalBridgeOptions {
   readonly publisher?: EventPublisher;
   /** Called with the events each publish accepted (the demo's printer). */
   readonly onPublished?: (events: readonly BridgeEvent[]) => void;
+  /**
+   * Let BRIDGE_PII_SALT replace the salt fingerprint the state directory records (`run --new-pii-salt`): a switch of
+   * salts on purpose. Without it, a salt other than the recorded one is refused before any provider call.
+   */
+  readonly newPiiSalt?: boolean;
 }
 
 /**
@@ -184,8 +189,13 @@ export async function bindLocalSettings(settings: LocalSettings, env?: LocalBrid
  * const result = await runCycle(bridge);
  */
 export async function openLocalBridge(settings: LocalSettings, options: LocalBridgeOptions): Promise<LocalBridge> {
+  const newPiiSalt = options.newPiiSalt === true;
+  // A flag that records nothing would read as a switch done: refused, as a setting that does not fit.
+  if (newPiiSalt && settings.piiMode !== "hash") {
+    throw new ConfigError([{ setting: "BRIDGE_PII_MODE", problem: `is ${settings.piiMode}: --new-pii-salt records the salt of hash mode; leave it out` }]);
+  }
   // Another owner's binding stays until this bridge's first cycle binds under the lease: that owner's may be running.
-  const baseUrl = await bindLocalSettings(settings, options.env, { keepOther: true });
+  const baseUrl = await bindLocalSettings(settings, options.env, { keepOther: true, newPiiSalt });
   const clock = options.clock ?? systemClock;
   const dir = settings.stateDir;
   const { opened, guarded, tokenFile } = openStateDir(dir, clock);
@@ -258,7 +268,7 @@ export async function openLocalBridge(settings: LocalSettings, options: LocalBri
     metrics,
     clock,
     baseUrl,
-    bind: () => bindToSettings(dir, bindingOf(settings, baseUrl)),
+    bind: () => bindToSettings(dir, bindingOf(settings, baseUrl), { newPiiSalt }),
     supersedeConformPassOnce: onceSucceeded(() => supersedeConformPassOnModeChange(deps.transactions)),
     settleTokens,
   };
@@ -266,17 +276,19 @@ export async function openLocalBridge(settings: LocalSettings, options: LocalBri
 
 /**
  * Opens the state directory alone, for conform-pii: no token and no provider settings are needed, as no provider call
- * is made. Only its tenant is checked against the binding (the PII salt and the conform-pii cursor are the tenant's),
- * and nothing is recorded in it.
+ * is made. Only its tenant and, under `hash`, the fingerprint of its salt are checked against the binding (the PII
+ * salt and the conform-pii cursor are the tenant's); nothing else is recorded in it.
  *
- * @throws StateDirTakenError (exit 2) when it holds another tenant's state; ConfigError when it holds no binding (with
+ * @throws StateDirTakenError (exit 2) when it holds another tenant's state; PiiSaltChangedError (exit 2) when its
+ *   snapshots were hashed with another salt; ConfigError when it holds no binding (with
  *   state or without: then it is no state directory), or its binding file is unreadable.
  * @example
  * const state = await openLocalState(settings, { logger });
  * const report = await runConformPii(state);
  */
 export async function openLocalState(settings: StateSettings, options: Pick<LocalBridgeOptions, "logger" | "clock">): Promise<LocalState> {
-  const bind = () => bindToSettings(settings.stateDir, { tenant: settings.tenant }, { checkOnly: true });
+  // The salt too: a pass under `hash` hashes cleartext with it, beside pseudonyms of the recorded one.
+  const bind = () => bindToSettings(settings.stateDir, { tenant: settings.tenant, ...saltBindingOf(settings) }, { checkOnly: true });
   await bind();
   // Every run and authorize binds the directory before storing anything, and bind refused one holding state unbound: one
   // without a binding is none the bridge used (`.` for `.state`), which a pass would report masked, leaving its locks.

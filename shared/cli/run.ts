@@ -1,5 +1,5 @@
 /**
- * `bridge run [--once] [--interval <duration>]`: local mode. Reads the settings, then runs one cycle
+ * `bridge run [--once] [--interval <duration>] [--new-pii-salt]`: local mode. Reads the settings, then runs one cycle
  * (transactions, then cards) or loops every interval until SIGINT/SIGTERM, which stops the cycle after its page in hand.
  */
 import type { RunArgs } from "./args.js";
@@ -78,7 +78,7 @@ export async function openFromSettings(io: CliIo, overrides: Partial<LocalBridge
  */
 export async function runCommand(args: RunArgs, io: CliIo, seams: RunSeams = {}): Promise<number> {
   const { pause: wait = pause, ...overrides } = seams;
-  const bridge = await openFromSettings(io, overrides);
+  const bridge = await openFromSettings(io, { ...overrides, newPiiSalt: args.newPiiSalt === true });
   const palette = shouldColour(io.stdout, io.env) ? COLOURS : NO_COLOURS;
   return usingLocalBridge(bridge, async () => {
     if (!args.once) return loop(bridge, args.intervalMs, io, palette, wait);

@@ -14,7 +14,16 @@ export interface StateBinding {
   readonly baseUrl: string;
   readonly clientId: string;
   readonly tenant?: string;
+  /**
+   * Fingerprint of the `hash` mode salt the snapshots' pseudonyms are made with (`piiSaltFingerprint`), never the salt:
+   * given by a caller that hashes, absent otherwise (another PII mode, authorize). Not part of the owner.
+   */
+  readonly piiSaltFingerprint?: string;
 }
+
+/** The fields that name the owner, each checked against the recorded binding. */
+const OWNER_FIELDS = ["baseUrl", "clientId", "tenant"] as const;
+type OwnerField = (typeof OWNER_FIELDS)[number];
 
 /**
  * The state directory belongs to another provider, client or tenant. The message names the fields; `recorded` and
@@ -22,11 +31,11 @@ export interface StateBinding {
  */
 export class StateBindingMismatchError extends LocalStateError {
   override name = "StateBindingMismatchError";
-  readonly fields: readonly (keyof StateBinding)[];
+  readonly fields: readonly OwnerField[];
   readonly recorded: StateBinding;
   readonly given: Partial<StateBinding>;
 
-  constructor(file: string, fields: readonly (keyof StateBinding)[], bindings: { recorded: StateBinding; given: Partial<StateBinding> }, options?: ErrorOptions) {
+  constructor(file: string, fields: readonly OwnerField[], bindings: { recorded: StateBinding; given: Partial<StateBinding> }, options?: ErrorOptions) {
     super(`state directory belongs to another ${fields.join(", ")} (recorded in ${file})`, { file }, options);
     this.fields = fields;
     this.recorded = bindings.recorded;
@@ -46,6 +55,19 @@ export class StateBindingMissingError extends LocalStateError {
   }
 }
 
+/**
+ * The snapshots of the state directory hold pseudonyms made with another `hash` salt than the one given (a mistyped
+ * salt, a swapped .env): hashing with it would publish every item pulled again as a change of its personal fields,
+ * then store it under that salt. Names the file the fingerprint is recorded in, neither salt nor fingerprint.
+ */
+export class PiiSaltMismatchError extends LocalStateError {
+  override name = "PiiSaltMismatchError";
+
+  constructor(file: string, options?: ErrorOptions) {
+    super("state directory's pseudonyms were made with another PII salt (its fingerprint is recorded in the binding file)", { file }, options);
+  }
+}
+
 /** How far a caller may move a directory that already holds state. */
 export interface BindOptions {
   /**
@@ -53,8 +75,17 @@ export interface BindOptions {
    * none of the old ones). The provider and tenant still have to match.
    */
   readonly rebindClient?: boolean;
-  /** Only check: write nothing (authorize checks before the sign-in and records the binding once it is stored). */
+  /**
+   * Only check the owner: write none of it (authorize checks before the sign-in and records the binding once it is
+   * stored). A salt fingerprint given is still recorded into a binding that has none, with the owner left as recorded:
+   * the caller is about to hash with that salt (conform-pii).
+   */
   readonly checkOnly?: boolean;
+  /**
+   * Let the given salt fingerprint replace the recorded one (`run --new-pii-salt`): the operator switches salts on
+   * purpose, and each hashed item pulled again then publishes one change of its pseudonyms.
+   */
+  readonly newPiiSalt?: boolean;
   /**
    * Leave another owner's binding of a directory without state as it is, writing nothing (a bridge opening, outside
    * the cycle lease): that owner's first cycle may be under way, about to store its first token or snapshot, which
@@ -64,12 +95,15 @@ export interface BindOptions {
 }
 
 /**
- * Checks `binding` against the one recorded in `<dir>/binding.json`, recording it on first use (and a tenant not
- * yet recorded). The binding guards state: while the directory holds no tokens and no snapshots (a first run that
- * failed on a mistyped setting), it simply follows the settings. With `checkOnly`, `binding` may name only some of
- * the owner (conform-pii, which never calls the provider, knows the tenant alone): only those are checked.
+ * Checks `binding` against the one recorded in `<dir>/binding.json`, recording it on first use (and a tenant or salt
+ * fingerprint not yet recorded). The binding guards state: while the directory holds no tokens and no snapshots (a
+ * first run that failed on a mistyped setting), it simply follows the settings; so does the salt fingerprint while it
+ * holds no snapshots. With `checkOnly`, `binding` may name only some of the owner (conform-pii, which never calls the
+ * provider, knows the tenant alone): only those are checked.
  *
  * @throws StateBindingMismatchError when the directory holds state of another provider, client or tenant.
+ * @throws PiiSaltMismatchError when its snapshots were hashed with another salt than the fingerprint given names
+ *   (unless `newPiiSalt`).
  * @throws StateBindingMissingError when it holds state but no binding file (restore the file to let its owner in).
  * @throws CorruptStateError when the binding file cannot be parsed.
  * @example
@@ -81,34 +115,55 @@ export async function bindStateDir(dir: string, binding: StateBinding, options?:
 export async function bindStateDir(dir: string, binding: Partial<StateBinding>, options: BindOptions & { readonly checkOnly: true }): Promise<void>;
 export async function bindStateDir(dir: string, binding: Partial<StateBinding>, options: BindOptions = {}): Promise<void> {
   const file = path.join(dir, STATE_FILES.binding);
-  const recorded = readBinding(file);
-  let next = binding;
-  if (recorded) {
-    const fields = (["baseUrl", "clientId", "tenant"] as const).filter(
-      (field) => recorded[field] !== undefined && binding[field] !== undefined && recorded[field] !== binding[field],
-    );
-    if (fields.length === 0) {
-      // Same owner; only a tenant learnt now (the directory was first used by authorize) is worth recording.
-      if (recorded.tenant !== undefined || binding.tenant === undefined) return;
-    } else if (holdsState(dir)) {
-      const clientOnly = fields.length === 1 && fields[0] === "clientId";
-      if (!(clientOnly && options.rebindClient === true)) throw new StateBindingMismatchError(file, fields, { recorded, given: binding });
-    } else if (options.keepOther === true) {
-      return;
-    }
-    next = { ...recorded, ...binding };
-  } else if (holdsState(dir)) {
-    throw new StateBindingMissingError(file);
-  }
-  // Only a check may name part of the owner (the overloads): what is written is a whole binding.
-  if (options.checkOnly === true) return;
+  const next = nextBinding(dir, file, readBinding(file), binding, options);
+  if (next === undefined) return;
   makeDirDurable(dir);
   await writeFileAtomic(file, `${JSON.stringify(next)}\n`, { mode: 0o600 });
 }
 
+/** The binding to write for `given` over `recorded` (undefined: leave the file as it is); throws a refusal. */
+function nextBinding(dir: string, file: string, recorded: StateBinding | undefined, given: Partial<StateBinding>, options: BindOptions): StateBinding | undefined {
+  if (recorded === undefined) {
+    if (holdsState(dir)) throw new StateBindingMissingError(file);
+    // Only a check may name part of the owner (the overloads): what is written is a whole binding.
+    return options.checkOnly === true ? undefined : merged({}, given);
+  }
+  const fields = OWNER_FIELDS.filter((field) => recorded[field] !== undefined && given[field] !== undefined && recorded[field] !== given[field]);
+  if (fields.length > 0) {
+    if (holdsState(dir)) {
+      const clientOnly = fields.length === 1 && fields[0] === "clientId";
+      if (!(clientOnly && options.rebindClient === true)) throw new StateBindingMismatchError(file, fields, { recorded, given });
+      // A new client of the same tenant: its snapshots stay, and the salt they were hashed with is still recorded.
+      return options.checkOnly === true ? undefined : merged(recorded, given);
+    }
+    if (options.keepOther === true || options.checkOnly === true) return undefined;
+    // Another owner takes a directory without state: no pseudonym of the recorded salt stays in it.
+    const { piiSaltFingerprint: _none, ...owner } = recorded;
+    return merged(owner, given);
+  }
+  const salt = given.piiSaltFingerprint;
+  const newSalt = salt !== undefined && salt !== recorded.piiSaltFingerprint;
+  // A directory without a fingerprint (first hashed now, or written by a version before fingerprints) learns this one.
+  if (newSalt && recorded.piiSaltFingerprint !== undefined && options.newPiiSalt !== true && holdsSnapshots(dir)) throw new PiiSaltMismatchError(file);
+  if (options.checkOnly === true) return newSalt && recorded.piiSaltFingerprint === undefined ? { ...recorded, piiSaltFingerprint: salt } : undefined;
+  // Same owner; only a tenant or a salt learnt now is worth recording.
+  const tenantLearnt = recorded.tenant === undefined && given.tenant !== undefined;
+  return tenantLearnt || newSalt ? merged(recorded, given) : undefined;
+}
+
+/** `base` with every field `given` holds a value for replaced (a field given as undefined keeps `base`'s). */
+function merged(base: Partial<StateBinding>, given: Partial<StateBinding>): StateBinding {
+  const defined = Object.fromEntries(Object.entries(given).filter(([, value]) => value !== undefined));
+  return { ...base, ...defined } as StateBinding;
+}
+
 /** Whether the directory holds what the binding protects: tokens, or snapshots of what was published. */
 function holdsState(dir: string): boolean {
-  if (existsSync(path.join(dir, STATE_FILES.tokens))) return true;
+  return existsSync(path.join(dir, STATE_FILES.tokens)) || holdsSnapshots(dir);
+}
+
+/** Whether the directory holds snapshots: what a cycle diffs pulled items against, pseudonyms included. */
+function holdsSnapshots(dir: string): boolean {
   try {
     return readdirSync(path.join(dir, STATE_DIRS.snapshots)).length > 0;
   } catch {
@@ -128,7 +183,13 @@ function readBinding(file: string): StateBinding | undefined {
     const value = JSON.parse(text) as Partial<Record<keyof StateBinding, unknown>>;
     if (typeof value.baseUrl !== "string" || typeof value.clientId !== "string") throw new Error("baseUrl or clientId missing");
     if (value.tenant !== undefined && typeof value.tenant !== "string") throw new Error("tenant is not a string");
-    return { baseUrl: value.baseUrl, clientId: value.clientId, ...(value.tenant !== undefined ? { tenant: value.tenant } : {}) };
+    if (value.piiSaltFingerprint !== undefined && typeof value.piiSaltFingerprint !== "string") throw new Error("piiSaltFingerprint is not a string");
+    return {
+      baseUrl: value.baseUrl,
+      clientId: value.clientId,
+      ...(value.tenant !== undefined ? { tenant: value.tenant } : {}),
+      ...(value.piiSaltFingerprint !== undefined ? { piiSaltFingerprint: value.piiSaltFingerprint } : {}),
+    };
   } catch (cause) {
     throw new CorruptStateError("state directory binding is not valid JSON of a binding", { file }, { cause });
   }

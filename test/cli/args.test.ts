@@ -55,6 +55,11 @@ describe("parseCommand", () => {
     expect(parseCommand(["run", "--once"])).toEqual({ command: "run", args: { once: true, intervalMs: DEFAULT_INTERVAL_MS } });
   });
 
+  it("reads run --new-pii-salt, with --once or in a loop", () => {
+    expect(parseCommand(["run", "--once", "--new-pii-salt"])).toEqual({ command: "run", args: { once: true, intervalMs: DEFAULT_INTERVAL_MS, newPiiSalt: true } });
+    expect(parseCommand(["run", "--new-pii-salt", "--interval", "5m"])).toEqual({ command: "run", args: { once: false, intervalMs: 300_000, newPiiSalt: true } });
+  });
+
   it("reads run --interval as milliseconds", () => {
     expect(parseCommand(["run", "--interval", "30s"])).toEqual({ command: "run", args: { once: false, intervalMs: 30_000 } });
   });

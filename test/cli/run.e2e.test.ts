@@ -6,7 +6,7 @@ import type { ChildProcess } from "node:child_process";
 import { watch } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { readFile, rm, writeFile } from "node:fs/promises";
+import { readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
@@ -754,5 +754,122 @@ describe("bridge run (loop) after a failed cycle", () => {
     expect(waits.every((ms) => ms > 0 && ms < 60_000)).toBe(true);
     expect(new Set((await readEvents(h.eventsFile)).map((e) => e.detail.subject.id))).toEqual(new Set(pending));
     expect(idsWithStatus(h, "not_synced", "outdated")).toEqual([]);
+  });
+});
+
+describe("bridge run, redrive and conform-pii against the state directory's BRIDGE_PII_SALT", () => {
+  const SALT = "salt-of-the-tenant-0001";
+  const MISTYPED = "salt-of-the-tenant-000l";
+
+  /** Every file of the state directory, as text by path: what a refused command must leave as it was. */
+  async function stateFiles(dir: string): Promise<Record<string, string>> {
+    const entries = await readdir(dir, { withFileTypes: true, recursive: true });
+    const files = entries.filter((e) => e.isFile()).map((e) => join(e.parentPath, e.name));
+    return Object.fromEntries(await Promise.all(files.map(async (file) => [file, await readFile(file, "utf8")] as const)));
+  }
+
+  /** A harness whose first run under `hash` with {@link SALT} is done. */
+  async function hashedOnce(): Promise<{ h: Harness; env: Record<string, string>; binding: string }> {
+    const h = await start();
+    const env = { ...h.env, BRIDGE_PII_MODE: "hash", BRIDGE_PII_SALT: SALT };
+    expect((await runInProcess(["run", "--once"], env)).code).toBe(EXIT.ok);
+    return { h, env, binding: join(h.env.BRIDGE_STATE_DIR as string, "binding.json") };
+  }
+
+  /** A provider transport that records each call and answers none. */
+  function refusingFetch(): { calls: string[]; fetch: (url: string) => Promise<never> } {
+    const calls: string[] = [];
+    return {
+      calls,
+      fetch: async (url: string) => {
+        calls.push(url);
+        throw new Error("must not be called");
+      },
+    };
+  }
+
+  it("refuses a mistyped salt (exit 2) naming BRIDGE_PII_SALT and how to switch on purpose, before any provider call or state write", async () => {
+    const { h, env } = await hashedOnce();
+    const state = await stateFiles(h.env.BRIDGE_STATE_DIR as string);
+    const events = await readFile(h.eventsFile, "utf8");
+    const { calls, fetch } = refusingFetch();
+    const { io } = capturedIo({ ...h, env: { ...env, BRIDGE_PII_SALT: MISTYPED } }, new AbortController().signal);
+
+    const error = await runCommand({ once: true, intervalMs: 60_000 }, io, { fetch }).catch((e: unknown) => e);
+
+    expect(error).toMatchObject({ name: "PiiSaltChangedError", exitCode: EXIT.usage });
+    const message = (error as Error).message;
+    expect(message).toContain(`BRIDGE_PII_SALT: differs from the salt the pseudonyms in this state directory (${h.env.BRIDGE_STATE_DIR}) were made with`);
+    expect(message).toContain("run `npm run bridge -- run --once --new-pii-salt` once");
+    expect(message).not.toContain(SALT);
+    expect(message).not.toContain(MISTYPED);
+    expect(calls).toEqual([]);
+    expect(await stateFiles(h.env.BRIDGE_STATE_DIR as string)).toEqual(state);
+    expect(await readFile(h.eventsFile, "utf8")).toBe(events);
+    // Through the command line: exit 2 with the message on stderr. The salt it ran with runs on, and quietly.
+    const refused = await runInProcess(["run", "--once"], { ...env, BRIDGE_PII_SALT: MISTYPED });
+    expect(refused).toMatchObject({ code: EXIT.usage, stdout: "" });
+    expect(refused.stderr).toContain("BRIDGE_PII_SALT: differs from the salt");
+    const same = await runInProcess(["run", "--once"], env);
+    expect(same.code).toBe(EXIT.ok);
+    expect(same.stdout).toMatch(/cycle 1: 0 events/);
+  });
+
+  it("refuses it to redrive and to conform-pii under hash as well, writing nothing", async () => {
+    const { h, env } = await hashedOnce();
+    const state = await stateFiles(h.env.BRIDGE_STATE_DIR as string);
+    for (const command of ["redrive", "conform-pii"]) {
+      const { code, stderr } = await runInProcess([command], { ...env, BRIDGE_PII_SALT: MISTYPED }, undefined, h.dir);
+      expect([command, code]).toEqual([command, EXIT.usage]);
+      expect(stderr).toContain("BRIDGE_PII_SALT: differs from the salt");
+    }
+    expect(await stateFiles(h.env.BRIDGE_STATE_DIR as string)).toEqual(state);
+    // Under redact conform-pii hashes nothing: the salt set there is not its concern.
+    expect((await runInProcess(["conform-pii"], { ...env, BRIDGE_PII_MODE: "redact", BRIDGE_PII_SALT: MISTYPED }, undefined, h.dir)).code).toBe(EXIT.ok);
+  });
+
+  it("switches salts on purpose with run --new-pii-salt: one pseudonym change per item pulled, then the new salt is the one checked", async () => {
+    const { h, env, binding } = await hashedOnce();
+    const before = (await readEvents(h.eventsFile)).length;
+    const next = { ...env, BRIDGE_PII_SALT: MISTYPED };
+
+    const switched = await runInProcess(["run", "--once", "--new-pii-salt"], next);
+
+    expect(switched.code).toBe(EXIT.ok);
+    const published = (await readEvents(h.eventsFile)).slice(before);
+    const cards = h.sandbox.control.company(h.companyId)?.cards ?? [];
+    // The cards walk reads every card: each one publishes its new pseudonyms, once.
+    expect(published.filter((e) => e["detail-type"] === "card.updated").map((e) => e.detail.subject.id).sort()).toEqual(cards.map((c) => c.id).sort());
+    expect((await runInProcess(["run", "--once"], next)).stdout).toMatch(/cycle 1: 0 events/);
+    expect((await runInProcess(["run", "--once"], env)).code).toBe(EXIT.usage);
+    for (const salt of [SALT, MISTYPED]) expect(await readFile(binding, "utf8")).not.toContain(salt);
+  });
+
+  it("records a fingerprint for a state directory bound before fingerprints, on its next run, rather than refusing it", async () => {
+    const { env, binding } = await hashedOnce();
+    const { piiSaltFingerprint, ...older } = JSON.parse(await readFile(binding, "utf8")) as Record<string, string>;
+    expect(piiSaltFingerprint).toMatch(/^[0-9a-f]{16}$/);
+    await writeFile(binding, `${JSON.stringify(older)}\n`);
+
+    const upgraded = await runInProcess(["run", "--once"], env);
+
+    expect(upgraded.code).toBe(EXIT.ok);
+    expect(upgraded.stdout).toMatch(/cycle 1: 0 events/);
+    expect(JSON.parse(await readFile(binding, "utf8"))).toEqual({ ...older, piiSaltFingerprint });
+    expect((await runInProcess(["run", "--once"], { ...env, BRIDGE_PII_SALT: MISTYPED })).code).toBe(EXIT.usage);
+  });
+
+  it("keeps the fingerprint through a switch to redact, so a return to hash takes the same salt and refuses another", async () => {
+    const { env, binding } = await hashedOnce();
+    const recorded = await readFile(binding, "utf8");
+    const { BRIDGE_PII_SALT: _salt, ...redact }: Record<string, string> = { ...env, BRIDGE_PII_MODE: "redact" };
+    expect((await runInProcess(["run", "--once"], redact)).code).toBe(EXIT.ok);
+    expect(await readFile(binding, "utf8")).toBe(recorded);
+    const misplaced = await runInProcess(["run", "--once", "--new-pii-salt"], redact);
+    expect(misplaced.code).toBe(EXIT.usage);
+    expect(misplaced.stderr).toContain("BRIDGE_PII_MODE: is redact: --new-pii-salt records the salt of hash mode");
+
+    expect((await runInProcess(["run", "--once"], { ...env, BRIDGE_PII_SALT: MISTYPED })).code).toBe(EXIT.usage);
+    expect((await runInProcess(["run", "--once"], env)).code).toBe(EXIT.ok);
   });
 });

@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, wri
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { bindStateDir, CorruptStateError, StateBindingMismatchError, StateBindingMissingError } from "../../shared/local/index.js";
+import { bindStateDir, CorruptStateError, PiiSaltMismatchError, StateBindingMismatchError, StateBindingMissingError } from "../../shared/local/index.js";
 
 const owner = { baseUrl: "https://api.provider.test", clientId: "client-1", tenant: "acme" };
 
@@ -161,6 +161,7 @@ describe("bindStateDir", () => {
     ["no client id", JSON.stringify({ baseUrl: owner.baseUrl })],
     ["no provider", JSON.stringify({ clientId: owner.clientId })],
     ["a tenant that is not a string", JSON.stringify({ ...owner, tenant: 7 })],
+    ["a salt fingerprint that is not a string", JSON.stringify({ ...owner, piiSaltFingerprint: 7 })],
     ["text that is not JSON", "{ not json"],
   ])("reports a binding file with %s as corrupt state instead of rebinding the directory", async (_what, text) => {
     const dir = freshDir();
@@ -181,6 +182,76 @@ describe("bindStateDir", () => {
       name: "LocalStateError",
       message: "state directory binding cannot be read",
       file: join(dir, "binding.json"),
+    });
+  });
+
+  describe("the salt fingerprint of hash mode", () => {
+    const salted = { ...owner, piiSaltFingerprint: "0123456789abcdef" };
+    const binding = (dir: string) => readFileSync(join(dir, "binding.json"), "utf8");
+
+    it("records it on first use, and refuses another once the directory holds snapshots, writing nothing", async () => {
+      const dir = freshDir();
+      await bindStateDir(dir, salted);
+      expect(JSON.parse(binding(dir))).toEqual(salted);
+      holdState(dir, "snapshots");
+      const before = binding(dir);
+      await expect(bindStateDir(dir, salted)).resolves.toBeUndefined();
+      const error = await bindStateDir(dir, { ...salted, piiSaltFingerprint: "fedcba9876543210" }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(PiiSaltMismatchError);
+      expect(error).toMatchObject({ file: join(dir, "binding.json") });
+      expect((error as Error).message).not.toMatch(/0123456789abcdef|fedcba9876543210/);
+      // conform-pii's check refuses it as well.
+      await expect(bindStateDir(dir, { tenant: "acme", piiSaltFingerprint: "fedcba9876543210" }, { checkOnly: true })).rejects.toBeInstanceOf(PiiSaltMismatchError);
+      expect(binding(dir)).toBe(before);
+    });
+
+    it("lets newPiiSalt replace it (a switch of salts on purpose), the owner still checked", async () => {
+      const dir = freshDir();
+      await bindStateDir(dir, salted);
+      holdState(dir, "snapshots");
+      const next = { ...salted, piiSaltFingerprint: "fedcba9876543210" };
+      await mismatch(bindStateDir(dir, { ...next, tenant: "globex" }, { newPiiSalt: true }));
+      await bindStateDir(dir, next, { newPiiSalt: true });
+      expect(JSON.parse(binding(dir))).toEqual(next);
+      await expect(bindStateDir(dir, salted)).rejects.toBeInstanceOf(PiiSaltMismatchError);
+    });
+
+    it("follows the settings while the directory holds no snapshots (tokens alone hold no pseudonym)", async () => {
+      const dir = freshDir();
+      await bindStateDir(dir, salted);
+      holdState(dir, "tokens");
+      const next = { ...salted, piiSaltFingerprint: "fedcba9876543210" };
+      await bindStateDir(dir, next);
+      expect(JSON.parse(binding(dir))).toEqual(next);
+    });
+
+    it("is learnt by a directory bound before fingerprints (an upgrade), by a run or by conform-pii's check, nothing else changed", async () => {
+      for (const learn of [(dir: string) => bindStateDir(dir, salted), (dir: string) => bindStateDir(dir, { tenant: "acme", piiSaltFingerprint: "0123456789abcdef" }, { checkOnly: true })]) {
+        const dir = freshDir();
+        await bindStateDir(dir, owner);
+        holdState(dir, "snapshots");
+        await learn(dir);
+        expect(JSON.parse(binding(dir))).toEqual(salted);
+        await expect(bindStateDir(dir, { ...salted, piiSaltFingerprint: "fedcba9876543210" })).rejects.toBeInstanceOf(PiiSaltMismatchError);
+      }
+    });
+
+    it("stays recorded through binds without one (another PII mode, authorize's new client), for a return to hash", async () => {
+      const dir = freshDir();
+      await bindStateDir(dir, salted);
+      holdState(dir, "tokens");
+      holdState(dir, "snapshots");
+      await bindStateDir(dir, owner);
+      await bindStateDir(dir, { baseUrl: owner.baseUrl, clientId: "client-2", tenant: undefined }, { rebindClient: true });
+      expect(JSON.parse(binding(dir))).toEqual({ ...salted, clientId: "client-2" });
+    });
+
+    it("is dropped when another owner takes a directory without state: no pseudonym of that salt is left in it", async () => {
+      const dir = freshDir();
+      await bindStateDir(dir, salted);
+      const other = { ...owner, tenant: "globex" };
+      await bindStateDir(dir, other);
+      expect(JSON.parse(binding(dir))).toEqual(other);
     });
   });
 });
