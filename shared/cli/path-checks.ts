@@ -3,8 +3,8 @@
  * as a setting's problem, or undefined. shared/cli/config.ts names the setting.
  */
 import { randomBytes } from "node:crypto";
-import { accessSync, closeSync, constants, mkdirSync, openSync, readdirSync, realpathSync, rmdirSync, statSync, unlinkSync, type Stats } from "node:fs";
-import { basename, dirname, isAbsolute, join, relative, sep } from "node:path";
+import { accessSync, closeSync, constants, mkdirSync, openSync, readdirSync, readlinkSync, realpathSync, rmdirSync, statSync, unlinkSync, type Stats } from "node:fs";
+import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { fileKindOf, TEMP_SUFFIX } from "../local/atomic.js";
 import { STATE_DIRS, STATE_FILES } from "../local/layout.js";
 
@@ -167,11 +167,24 @@ function within(dir: string, path: string): boolean {
   return rest === "" || !(rest === ".." || rest.startsWith(`..${sep}`) || isAbsolute(rest));
 }
 
+/** Links followed at most while resolving a path's dangling links, as the kernel's own limit (ELOOP past it). */
+const MAX_LINKS = 40;
+
+/** The target of `path` when it is a symbolic link, resolved against its directory; else undefined. */
+function linkTargetOf(path: string): string | undefined {
+  try {
+    return resolve(dirname(path), readlinkSync(path));
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * `path` with the symbolic links on its way resolved: those of its nearest existing ancestor (the rest does not exist
- * yet); `path` itself when even that cannot be resolved.
+ * yet), and a link to a target not made yet followed to that target, as an open with O_CREAT follows it (a link to a
+ * state directory's tokens.json before the first token save); `path` itself when even that cannot be resolved.
  */
-export function realPathOf(path: string): string {
+export function realPathOf(path: string, links = 0): string {
   const rest: string[] = [];
   for (let existing = path; ; existing = dirname(existing)) {
     try {
@@ -180,6 +193,8 @@ export function realPathOf(path: string): string {
       const code = (error as NodeJS.ErrnoException).code;
       if ((code !== "ENOENT" && code !== "ENOTDIR") || dirname(existing) === existing) return path;
     }
+    const target = links < MAX_LINKS ? linkTargetOf(existing) : undefined;
+    if (target !== undefined) return realPathOf(join(target, ...rest.reverse()), links + 1);
     rest.push(basename(existing));
   }
 }

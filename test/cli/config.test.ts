@@ -272,6 +272,28 @@ describe("readLocalSettings on the file system", () => {
     expect(readLocalSettings({ ...valid, BRIDGE_STATE_DIR: "state", BRIDGE_EVENTS_FILE: "state-link/events.jsonl" }, dir).eventsFile).toBe(join(dir, "state-link", "events.jsonl"));
   });
 
+  it("refuses an events file that is a link to a state entry not made yet: the first append through it created that entry", async () => {
+    // A fresh state directory (a first run from QASHIO_REFRESH_TOKEN): the link dangles until the token save makes
+    // tokens.json, and the cycle's events then went into the token file (exit 3 from the next run on).
+    await mkdir(join(dir, "state"));
+    await symlink(join(dir, "state", "tokens.json"), join(dir, "events-link.jsonl"));
+    await symlink(join(dir, "chain-link.jsonl"), join(dir, "events-chain.jsonl"));
+    await symlink("state/binding.json", join(dir, "chain-link.jsonl"));
+    await symlink(join(dir, "state-link", "tokens.json"), join(dir, "through-dir.jsonl"));
+    await symlink(join(dir, "state"), join(dir, "state-link"));
+    await symlink(join(dir, ".env"), join(dir, "env-link.jsonl"));
+    const problem = `must not be BRIDGE_STATE_DIR (${join(dir, "state")}) or one of the files and directories the bridge keeps there`;
+    for (const events of ["events-link.jsonl", "events-chain.jsonl", "through-dir.jsonl"]) {
+      expect(settingsError({ ...valid, BRIDGE_STATE_DIR: "state", BRIDGE_EVENTS_FILE: events }).issues, events).toEqual([{ setting: "BRIDGE_EVENTS_FILE", problem }]);
+    }
+    expect(settingsError({ ...valid, BRIDGE_EVENTS_FILE: "env-link.jsonl" }).issues).toEqual([
+      { setting: "BRIDGE_EVENTS_FILE", problem: `must not be the settings file ${join(dir, ".env")}` },
+    ]);
+    // A link to a file of its own not made yet stays fine, as does one that loops (its stat names it).
+    await symlink(join(dir, "state", "events.jsonl"), join(dir, "own-link.jsonl"));
+    expect(readLocalSettings({ ...valid, BRIDGE_STATE_DIR: "state", BRIDGE_EVENTS_FILE: "own-link.jsonl" }, dir).eventsFile).toBe(join(dir, "own-link.jsonl"));
+  });
+
   it("refuses an events file that the state directory lies under: creating the state directory makes it a directory", () => {
     // Neither exists yet: each path alone is creatable, but the first cycle then publishes into a directory (EISDIR, exit 1).
     for (const [events, state, resolved] of [["out", "out/state", "out/state"], ["out", "out/a/b", "out/a/b"], ["./out/", "out/../out/state", "out/state"]] as const) {
