@@ -3,7 +3,7 @@
  * as a setting's problem, or undefined. shared/cli/config.ts names the setting.
  */
 import { randomBytes } from "node:crypto";
-import { accessSync, closeSync, constants, mkdirSync, openSync, readdirSync, readlinkSync, realpathSync, rmdirSync, statSync, unlinkSync, type Stats } from "node:fs";
+import { accessSync, closeSync, constants, fstatSync, mkdirSync, openSync, readdirSync, readlinkSync, realpathSync, rmdirSync, statSync, unlinkSync, type Stats } from "node:fs";
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { fileKindOf, TEMP_SUFFIX } from "../local/atomic.js";
 import { STATE_DIRS, STATE_FILES } from "../local/layout.js";
@@ -133,6 +133,13 @@ export function eventsFileProblem(eventsFile: string): string | undefined {
     // A regular file: the publisher fsyncs it and cuts back a line torn by a crash, which /dev/null, a terminal or a
     // pipe refuse (every cycle would then fail after publishing, and nothing would be acknowledged).
     if (!events.isFile()) return `must be a regular file, but ${eventsFile} is ${fileKindOf(events)}`;
+    const stream = outputStreamOf(events);
+    if (stream !== undefined) {
+      return (
+        `is this command's own ${stream} (${eventsFile}): its lines would go in among the events, or over them where the ` +
+        "output was not opened to append; name the file itself and send the output elsewhere"
+      );
+    }
     // Read too: the publisher opens it for appending and reads its last byte (to close a line torn by a crash).
     return notWritable(eventsFile, constants.R_OK | constants.W_OK, "readable and writable");
   }
@@ -141,6 +148,22 @@ export function eventsFileProblem(eventsFile: string): string | undefined {
   if (parent === undefined) return creationProblem(dir);
   if (!parent.isDirectory()) return `cannot be created: ${dir} is a file, not a directory`;
   return notWritable(dir, constants.W_OK | constants.X_OK) ?? fileCreationProblem(eventsFile);
+}
+
+/**
+ * Which of this process's standard streams `stats` is the file of, if any: `/dev/stdout` with the output redirected to
+ * a file, or a redirect to the events file itself. Compared by device and inode; a closed stream is none.
+ */
+function outputStreamOf(stats: Stats): string | undefined {
+  for (const [fd, stream] of [[1, "standard output"], [2, "standard error"]] as const) {
+    try {
+      const output = fstatSync(fd);
+      if (output.dev === stats.dev && output.ino === stats.ino) return stream;
+    } catch {
+      // Closed: nothing is written there.
+    }
+  }
+  return undefined;
 }
 
 /**

@@ -2,8 +2,8 @@
  * End-to-end: `bridge run --once` against the sandbox on a loopback port, as a child process where the
  * process boundary matters (exit codes, a crash), in-process otherwise (same `main`, faster).
  */
-import type { ChildProcess } from "node:child_process";
-import { watch } from "node:fs";
+import { spawn, type ChildProcess } from "node:child_process";
+import { closeSync, openSync, watch } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { readdir, readFile, rm, writeFile } from "node:fs/promises";
@@ -17,7 +17,7 @@ import { runCommand } from "../../shared/cli/run.js";
 import { exchangeCode, refresh } from "../../shared/qashio/auth/oauth.js";
 import { killed, startLockHolder } from "../local/support/lock-holder.js";
 import { realSleep, type Clock } from "../../shared/clock.js";
-import { CLIENT, capturedIo, idsWithStatus, readEvents, runInProcess, spawnBridge, startHarness, type Harness } from "./helpers.js";
+import { CLIENT, ROOT, TSX_LOADER, capturedIo, idsWithStatus, readEvents, runInProcess, spawnBridge, startHarness, type Harness } from "./helpers.js";
 
 let harness: Harness | undefined;
 afterEach(async () => {
@@ -274,6 +274,27 @@ describe("bridge run --once (spawned)", () => {
     }
     expect(stdout + stderr).not.toContain(secret);
     expect(stderr).not.toContain("QASHIO_CLIENT_SECRET");
+  });
+
+  it("refuses an events file that is its own standard output (/dev/stdout redirected to a file), exit 2, before any provider call", async () => {
+    const h = await start();
+    // `BRIDGE_EVENTS_FILE=/dev/stdout bridge run --once > captured.jsonl`: the summary line, written at stdout's own
+    // offset, landed over the first event the publisher had appended, an event acknowledged and never listed again.
+    const captured = join(h.dir, "captured.jsonl");
+    const out = openSync(captured, "w", 0o600);
+    const child = spawn(process.execPath, ["--import", TSX_LOADER, join(ROOT, "bridge.ts"), "run", "--once"], {
+      cwd: h.dir,
+      env: { PATH: process.env.PATH ?? "", ...h.env, BRIDGE_EVENTS_FILE: "/dev/stdout" },
+      stdio: ["ignore", out, "pipe"],
+    });
+    closeSync(out);
+    let stderr = "";
+    child.stderr?.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+    const code = await new Promise<number | null>((resolve) => child.on("close", resolve));
+    expect(stderr).toContain("BRIDGE_EVENTS_FILE: is this command's own standard output (/dev/stdout)");
+    expect(code).toBe(EXIT.usage);
+    expect(idsWithStatus(h, "not_synced").length).toBeGreaterThan(0);
+    expect(await readFile(captured, "utf8")).toBe("");
   });
 });
 
