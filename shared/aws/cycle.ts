@@ -21,6 +21,7 @@ import type { CycleReport } from "../bridge/report.js";
 import { isInvalidClient } from "../qashio/auth/token-provider.js";
 import { ProviderClientRejectedError } from "./errors.js";
 import { leaseNames } from "./keys.js";
+import { holdsSnapshots } from "./pii-salt.js";
 import type { TenantRuntime } from "./runtime.js";
 
 export type CycleKind = "transactions" | "cards";
@@ -93,6 +94,16 @@ async function emitQuarantineSize(runtime: TenantRuntime, kind: CycleKind): Prom
 }
 
 /**
+ * Refuses, under `hash`, a secret whose `pii_salt` is not the salt of the table's pseudonyms (PiiSaltChangedError),
+ * before any provider call or write. Only the transaction poller may scan the table to see whether it holds snapshots
+ * (a Scan cannot be scoped to card keys); the card poller takes a recorded salt as guarding them, and the transaction
+ * poller's next tick records the new salt of a table that holds none.
+ */
+async function checkPiiSalt(runtime: TenantRuntime, kind: CycleKind): Promise<void> {
+  await runtime.piiSalt.check(async () => kind === "cards" || holdsSnapshots(runtime.transactions.snapshots));
+}
+
+/**
  * Runs `work` holding the tenant's cycle leases of `kinds`, taken in this order, until `deadline` (plus slack), then
  * releases them in reverse. Skips when another invocation holds any of them (the ones already taken are released).
  */
@@ -122,13 +133,14 @@ async function underLeases<T>(runtime: TenantRuntime, kinds: readonly CycleKind[
  * releases the lease, once a token refresh the work left in flight has stored its tokens (see settleTokens); token
  * refreshes start only while the work runs, so none a call it left behind asks for comes after that. A revoked
  * family stops it before any provider call, and a revocation it meets is recorded; client credentials the provider
- * refuses fail it with ProviderClientRejectedError.
+ * refuses fail it with ProviderClientRejectedError, and a changed `hash` salt stops it first (PiiSaltChangedError).
  * Transaction work first supersedes a conform-pii pass stored under another PII mode (once per container); a failed
  * read of its id fails the invocation before anything is written, as a failed read of the revoked marker does.
  */
 async function underCycleLease<T>(runtime: TenantRuntime, kind: CycleKind, deadline: number, work: () => Promise<T>): Promise<Leased<T>> {
   await failFastWhenRevoked(runtime, kind);
   return underLeases(runtime, [kind], deadline, async () => {
+    await checkPiiSalt(runtime, kind);
     // Token refreshes start only from here to the settle (the runtime's token provider refreshes only in windows).
     const closeRefreshWindow = runtime.tokenProvider.openRefreshWindow();
     try {
@@ -192,7 +204,9 @@ export async function runRedrive(runtime: TenantRuntime, options: Pick<RunCycleO
  */
 export async function runConformPii(runtime: TenantRuntime, options: Pick<RunCycleOptions, "deadline"> & { readonly cursor?: string }): Promise<Leased<ConformReport>> {
   const { deadline, cursor } = options;
-  return underLeases(runtime, ["transactions", "cards"], deadline, () =>
-    conformSnapshots(runtime.transactions, { deadline, ...(cursor === undefined ? {} : { cursor }) }),
-  );
+  return underLeases(runtime, ["transactions", "cards"], deadline, async () => {
+    // Under `hash` the pass hashes cleartext with the secret's salt, beside pseudonyms of the recorded one.
+    await checkPiiSalt(runtime, "transactions");
+    return conformSnapshots(runtime.transactions, { deadline, ...(cursor === undefined ? {} : { cursor }) });
+  });
 }

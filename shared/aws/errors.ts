@@ -69,6 +69,32 @@ export class ProviderClientRejectedError extends AwsRuntimeError {
 }
 
 /**
+ * The secret's `pii_salt` is not the salt the pseudonyms in the tenant's table were made with (the table records its
+ * fingerprint): a jq slip, or a secret restored from another tenant. Hashing with it would publish every hashed item
+ * pulled again as a change of its pseudonyms and store it under that salt, so the invocation stops before any provider
+ * call or write. Names the secret, the field and the table's item; never a salt or a fingerprint.
+ */
+export class PiiSaltChangedError extends AwsRuntimeError {
+  override name = "PiiSaltChangedError";
+  /** The secret's field at fault. */
+  readonly field = "pii_salt";
+  constructor(
+    readonly secretId: string,
+    readonly tableName: string,
+    readonly key: { readonly pk: string; readonly sk: string },
+    options?: ErrorOptions,
+  ) {
+    super(
+      `The pii_salt in secret ${secretId} is not the salt the pseudonyms in table ${tableName} were made with (the item ` +
+        `pk=${key.pk} sk=${key.sk} records its fingerprint, never the salt): put the tenant's salt back into the secret, ` +
+        "keeping the other fields; nothing was sent or written. To switch salts on purpose, put the new salt in, then " +
+        "delete that item (docs/runbook.md, Switching the PII mode)",
+      options,
+    );
+  }
+}
+
+/**
  * A token refresh was not started: the provider secret already has `recentVersions` versions created in the last 24
  * hours, and Secrets Manager refuses new versions past about 100 of those. The refresh token is not spent, so no
  * family is lost for want of a place to store its successor; the refresh goes ahead once older versions age out.

@@ -8,6 +8,7 @@
  * | lease           | `LEASE#<name>`                  | `LEASE`          |
  * | access token    | `TOKEN#<tenant>`                | `ACCESS`         |
  * | revoked family  | `TOKEN#<tenant>`                | `REVOKED`        |
+ * | PII salt        | `PII#<tenant>`                  | `SALT`           |
  *
  * Snapshots get one partition each so BatchGetItem spreads over partitions; quarantine records share one partition per
  * tenant so `list()` is a single Query.
@@ -30,6 +31,8 @@ export const quarantineItemKey = (tenant: string, id: string): ItemKey => ({ pk:
 export const leaseItemKey = (name: string): ItemKey => ({ pk: `LEASE#${name}`, sk: "LEASE" });
 export const accessTokenItemKey = (tenant: string): ItemKey => ({ pk: `TOKEN#${tenant}`, sk: "ACCESS" });
 export const revokedFamilyItemKey = (tenant: string): ItemKey => ({ pk: `TOKEN#${tenant}`, sk: "REVOKED" });
+/** Fingerprint of the `hash` salt the tenant's pseudonyms are made with (pii-salt.ts); the pollers' only, not the rotation's. */
+export const piiSaltItemKey = (tenant: string): ItemKey => ({ pk: `PII#${tenant}`, sk: "SALT" });
 
 /**
  * Tags the stack puts on the tenant's provider secret: they lead `authorize --secret-id`, given only the secret, to
@@ -53,7 +56,8 @@ export type TableUser = "pollTransactions" | "pollCards" | "rotateToken";
 /**
  * The partition keys each function reads or writes, as IAM `StringLike` patterns for a `dynamodb:LeadingKeys`
  * condition (the CDK app scopes each role's item actions with them). Every function: the token refresh lease and the
- * token partition (access token and revoked-family marker); the rotation nothing more. The transaction poller: every
+ * token partition (access token and revoked-family marker); the rotation nothing more. Both pollers: the PII salt item,
+ * which each cycle checks under `hash` before it hashes. The transaction poller: every
  * snapshot of the tenant, its quarantine partition and both cycle leases (a re-drive runs under the transaction
  * cycle's lease; conform-pii rewrites card snapshots too, under both). The card poller: card snapshots only, the
  * quarantine partition and its own cycle lease. Tenant ids hold no `*` or `?`, so only the snapshot patterns' own `*`
@@ -65,14 +69,16 @@ export type TableUser = "pollTransactions" | "pollCards" | "rotateToken";
 export function partitionKeyPatterns(tenant: string, user: TableUser): string[] {
   const token = [...new Set([leaseItemKey(leaseNames.tokenRefresh(tenant)).pk, accessTokenItemKey(tenant).pk, revokedFamilyItemKey(tenant).pk])];
   if (user === "rotateToken") return token;
+  const salt = piiSaltItemKey(tenant).pk;
   if (user === "pollCards") {
-    return [`${snapshotPartitionPrefix(tenant)}${CARD_KEY_PREFIX}*`, quarantinePartition(tenant), leaseItemKey(leaseNames.cardsCycle(tenant)).pk, ...token];
+    return [`${snapshotPartitionPrefix(tenant)}${CARD_KEY_PREFIX}*`, quarantinePartition(tenant), leaseItemKey(leaseNames.cardsCycle(tenant)).pk, salt, ...token];
   }
   return [
     `${snapshotPartitionPrefix(tenant)}*`,
     quarantinePartition(tenant),
     leaseItemKey(leaseNames.transactionsCycle(tenant)).pk,
     leaseItemKey(leaseNames.cardsCycle(tenant)).pk,
+    salt,
     ...token,
   ];
 }

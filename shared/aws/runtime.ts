@@ -22,6 +22,7 @@ import type { RuntimeConfig } from "./config.js";
 import { EventBridgePublisher } from "./event-publisher.js";
 import { leaseNames } from "./keys.js";
 import { DynamoLeaseLock } from "./lease-lock.js";
+import { PiiSaltGuard } from "./pii-salt.js";
 import { DynamoQuarantine } from "./quarantine.js";
 import { DynamoSnapshotStore } from "./snapshot-store.js";
 import { secretFingerprint, type ProviderSecret } from "./provider-secret.js";
@@ -110,6 +111,8 @@ export interface TenantRuntime {
    * before its first cycle or re-drive writes a snapshot; the card poller may not write the pass id's transaction key.
    */
   readonly supersedeConformPassOnce: () => Promise<void>;
+  /** Refuses a secret whose `pii_salt` is not the one the table's pseudonyms were made with (under `hash`). */
+  readonly piiSalt: PiiSaltGuard;
 }
 
 /**
@@ -204,7 +207,8 @@ function assemble(
   // One read per container, not per cycle: the mode a container runs under never changes (a runtime rebuilt for new
   // credentials reads it once more).
   const supersedeConformPassOnce = onceSucceeded(() => supersedeConformPassOnModeChange(deps.transactions));
-  return { config, clients, clock, lock, tokens, tokenProvider, client, ...deps, supersedeConformPassOnce };
+  const piiSalt = new PiiSaltGuard({ doc, tableName: config.tableName, tenant: config.tenant, secretId: config.secretId, pii: deps.transactions.pii, clock, logger });
+  return { config, clients, clock, lock, tokens, tokenProvider, client, ...deps, supersedeConformPassOnce, piiSalt };
 }
 
 /**

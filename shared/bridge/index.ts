@@ -35,7 +35,7 @@ export type { ConformCursorProblem, CycleAbortContext } from "./errors.js";
 export { diffObjects, jsonEqual, escapePointerToken } from "./diff.js";
 export type { Change } from "./diff.js";
 export { applyPii, applyPiiInPlace, assertPiiPolicy, REDACTED, HASH_PREFIX } from "./pii.js";
-export { PERSONAL_FIELDS, piiSaltFingerprint } from "./pii.js";
+export { PERSONAL_FIELDS, piiSaltFingerprint, piiSaltVerdict } from "./pii.js";
 export type { PiiMode, PiiPolicy } from "./pii.js";
 export { canonicalJson, contentHash, eventId, jsonOf, sha256Hex, uuidFromHex } from "./hash.js";
 export type { EventIdentity } from "./hash.js";

@@ -129,6 +129,22 @@ export function piiSaltFingerprint(salt: string): string {
   return hmacSha256Hex(salt, SALT_FINGERPRINT_LABEL).slice(0, 16);
 }
 
+/**
+ * What a store's recorded salt fingerprint calls for, given the fingerprint of the salt a caller is about to hash with:
+ * - `same`: nothing to do (or the caller does not hash: `given` undefined, so a recorded one stays for a return to `hash`);
+ * - `record`: the store records none yet (a first hashed run, or a store from before fingerprints: no refusal on
+ *   upgrade), or the caller switches salts on purpose (`newSalt`);
+ * - `differs`: refuse while the store holds snapshots, whose pseudonyms are of the recorded salt; record otherwise.
+ * Local mode (binding.json) and AWS (the table's salt item) both decide by it.
+ *
+ * @example
+ * if (piiSaltVerdict(recorded, piiSaltFingerprint(salt)) === "differs" && (await holdsSnapshots())) throw refusal;
+ */
+export function piiSaltVerdict(recorded: string | undefined, given: string | undefined, options: { readonly newSalt?: boolean } = {}): "same" | "record" | "differs" {
+  if (given === undefined || given === recorded) return "same";
+  return recorded === undefined || options.newSalt === true ? "record" : "differs";
+}
+
 /** Hashes per policy: the same few cardholders recur on every page, and an HMAC costs more than a lookup. */
 const hashCache = new WeakMap<PiiPolicy, Map<string, string>>();
 const HASH_CACHE_LIMIT = 10_000;

@@ -5,6 +5,7 @@
  */
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
+import { piiSaltVerdict } from "../bridge/pii.js";
 import { makeDirDurable, writeFileAtomic } from "./atomic.js";
 import { CorruptStateError, LocalStateError } from "./errors.js";
 import { STATE_DIRS, STATE_FILES } from "./layout.js";
@@ -142,9 +143,10 @@ function nextBinding(dir: string, file: string, recorded: StateBinding | undefin
     return merged(owner, given);
   }
   const salt = given.piiSaltFingerprint;
-  const newSalt = salt !== undefined && salt !== recorded.piiSaltFingerprint;
   // A directory without a fingerprint (first hashed now, or written by a version before fingerprints) learns this one.
-  if (newSalt && recorded.piiSaltFingerprint !== undefined && options.newPiiSalt !== true && holdsSnapshots(dir)) throw new PiiSaltMismatchError(file);
+  const verdict = piiSaltVerdict(recorded.piiSaltFingerprint, salt, { newSalt: options.newPiiSalt === true });
+  if (verdict === "differs" && holdsSnapshots(dir)) throw new PiiSaltMismatchError(file);
+  const newSalt = verdict !== "same";
   if (options.checkOnly === true) return newSalt && recorded.piiSaltFingerprint === undefined ? { ...recorded, piiSaltFingerprint: salt } : undefined;
   // Same owner; only a tenant or a salt learnt now is worth recording.
   const tenantLearnt = recorded.tenant === undefined && given.tenant !== undefined;

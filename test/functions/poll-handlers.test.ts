@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import { gunzipSync } from "node:zlib";
 import { EventBridgeClient, PutEventsCommand, type PutEventsRequestEntry } from "@aws-sdk/client-eventbridge";
-import { ScanCommand } from "@aws-sdk/lib-dynamodb";
+import { DeleteCommand, ScanCommand } from "@aws-sdk/lib-dynamodb";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { LambdaConfigurationError, ProviderClientRejectedError } from "../../shared/aws/errors.js";
 import { truncationsOf } from "../../shared/aws/event-size.js";
@@ -16,7 +16,7 @@ import { DynamoQuarantine } from "../../shared/aws/quarantine.js";
 import { DynamoSnapshotStore } from "../../shared/aws/snapshot-store.js";
 import { contentHash } from "../../shared/bridge/hash.js";
 import { KEPT_RECORDS_NAMED, recordQashioId } from "../../shared/bridge/redrive.js";
-import { leaseNames } from "../../shared/aws/keys.js";
+import { leaseNames, piiSaltItemKey } from "../../shared/aws/keys.js";
 import { awsError } from "../aws/support/fake-secrets-manager.js";
 import type { PollResult } from "../../shared/aws/handlers.js";
 import type { AwsClients } from "../../shared/aws/runtime.js";
@@ -404,7 +404,7 @@ describe("poll-transactions handler", () => {
     expect(await h.familyStillValid()).toBe(true);
   });
 
-  it("hashes personal fields with the new pii_salt once a warm container re-reads a secret whose salt was replaced", async () => {
+  it("hashes personal fields with the new pii_salt once a warm container re-reads a secret whose salt was replaced on purpose", async () => {
     await h.close();
     h = await createHarness({ piiMode: "hash" });
     const poll = h.poller("transactions");
@@ -415,6 +415,8 @@ describe("poll-transactions handler", () => {
     await h.secrets.client.send(
       new PutSecretValueCommand({ SecretId: h.secrets.secretId, SecretString: JSON.stringify({ ...h.secrets.current(), pii_salt: "another-salt-0123456789" }) }),
     );
+    // On purpose: the runbook's delete of the table's salt fingerprint (without it the new salt is refused, pii-salt.test.ts).
+    await h.table.doc.send(new DeleteCommand({ TableName: h.table.tableName, Key: piiSaltItemKey(TENANT) }));
     h.sandbox.control.advanceClock(DEFAULT_SECRET_CACHE_TTL_MS / 1_000 + 1);
     h.sandbox.control.state.patchTransaction(company(), target.detail.subject.id, { memo: "after the salt change" });
     h.published.length = 0;

@@ -5,6 +5,7 @@
  * So a new key layout or a new call fails here before it fails in AWS with AccessDenied.
  */
 import { randomUUID } from "node:crypto";
+import { PutSecretValueCommand } from "@aws-sdk/client-secrets-manager";
 import { EventBridgeClient, PutEventsCommand, type PutEventsRequestEntry } from "@aws-sdk/client-eventbridge";
 import { Template } from "aws-cdk-lib/assertions";
 import { mockClient } from "aws-sdk-client-mock";
@@ -161,6 +162,24 @@ describe("table access of the functions against their roles' dynamodb:LeadingKey
 
     const denied = calls.filter((call) => !allowed(call));
     expect(denied).toEqual([]);
+  });
+
+  it("allows the PII salt guard of both pollers under hash: recording the fingerprint, and checking another salt against the snapshots", async () => {
+    const bus = eventBridge(() => new Set());
+    h.env.PII_MODE = "hash";
+    expect(await h.poller("cards", recording("pollCards", bus))()).toMatchObject({ status: "completed" });
+    expect(await h.poller("transactions", recording("pollTransactions", bus))()).toMatchObject({ status: "completed" });
+    // Another salt: the transaction poller scans for snapshots before refusing it; the card poller refuses outright.
+    await h.secrets.client.send(
+      new PutSecretValueCommand({ SecretId: h.secrets.secretId, SecretString: JSON.stringify({ ...h.secrets.current(), pii_salt: "another-salt-0123456789" }) }),
+    );
+    for (const [kind, user] of [["transactions", "pollTransactions"], ["cards", "pollCards"]] as const) {
+      await expect(h.poller(kind, recording(user, bus))()).rejects.toMatchObject({ name: "PiiSaltChangedError" });
+    }
+    const salt = (user: TableUser) => [...new Set(calls.filter((c) => c.user === user && c.leadingKeys.includes(`PII#${TENANT}`)).map((c) => c.action))].sort();
+    expect(salt("pollCards")).toEqual(["dynamodb:GetItem", "dynamodb:PutItem"]);
+    expect(salt("pollTransactions")).toEqual(["dynamodb:GetItem"]);
+    expect(calls.filter((call) => !allowed(call))).toEqual([]);
   });
 
   it("allows the token lease renewal (UpdateItem) of a rotation and a poller whose refresh answered slowly", async () => {
