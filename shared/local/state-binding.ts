@@ -88,9 +88,10 @@ export interface BindOptions {
    */
   readonly newPiiSalt?: boolean;
   /**
-   * Leave another owner's binding of a directory without state as it is, writing nothing (a bridge opening, outside
-   * the cycle lease): that owner's first cycle may be under way, about to store its first token or snapshot, which
-   * would then sit under this binding. The bind under the lease, where no cycle of another runs, takes such a directory.
+   * Only check a binding already recorded, writing nothing to it: neither another owner's of a directory without state,
+   * nor a salt fingerprint or tenant of this owner's (a bridge opening, outside the cycle lease). A cycle of the
+   * recorded settings may be under way, about to store its first token or snapshot, which would then sit under this
+   * binding (and its next cycle be refused). The bind under the lease, where no cycle of another runs, records them.
    */
   readonly keepOther?: boolean;
 }
@@ -147,6 +148,7 @@ function nextBinding(dir: string, file: string, recorded: StateBinding | undefin
   const verdict = piiSaltVerdict(recorded.piiSaltFingerprint, salt, { newSalt: options.newPiiSalt === true });
   if (verdict === "differs" && holdsSnapshots(dir)) throw new PiiSaltMismatchError(file);
   const newSalt = verdict !== "same";
+  if (options.keepOther === true) return undefined;
   if (options.checkOnly === true) return newSalt && recorded.piiSaltFingerprint === undefined ? { ...recorded, piiSaltFingerprint: salt } : undefined;
   // Same owner; only a tenant or a salt learnt now is worth recording.
   const tenantLearnt = recorded.tenant === undefined && given.tenant !== undefined;

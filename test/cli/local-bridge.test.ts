@@ -7,7 +7,7 @@ import { CYCLE_LEASE_MS, CYCLE_LOCK, withCycleLock } from "../../shared/cli/cycl
 import { openLocalBridge, runConformPii, runCycle, runRedrive } from "../../shared/cli/local-bridge.js";
 import { contentHash } from "../../shared/bridge/hash.js";
 import { CycleLeaseLostError } from "../../shared/cli/lease-guard.js";
-import { CliError, ConfigError, CycleFailedError, EXIT, StateDirTakenError, TokenFileError, UsageError } from "../../shared/cli/errors.js";
+import { CliError, ConfigError, CycleFailedError, EXIT, PiiSaltChangedError, StateDirTakenError, TokenFileError, UsageError } from "../../shared/cli/errors.js";
 import { FileSnapshotStore } from "../../shared/local/snapshot-store.js";
 import { FileQuarantine } from "../../shared/local/quarantine.js";
 import type { BridgeEvent, LockHandle, Logger } from "../../shared/bridge/ports.js";
@@ -219,6 +219,34 @@ describe("local bridge cycle", () => {
     const otherBridge = await opened;
     const error = otherBridge instanceof Error ? otherBridge : await runCycle(otherBridge as Awaited<ReturnType<typeof openLocalBridge>>).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(StateDirTakenError);
+    expect(sent).toEqual([]);
+  });
+
+  it("keeps the salt fingerprint of the first use when a bridge with another hash salt opens during its first cycle, before it stored a snapshot", async () => {
+    harness = await startHarness();
+    const hashed = { ...harness.env, BRIDGE_PII_MODE: "hash", BRIDGE_PII_SALT: "the-owner's-salt-0123456789" };
+    const settings = readLocalSettings(hashed, harness.dir);
+    const mistyped = readLocalSettings({ ...hashed, BRIDGE_PII_SALT: "a-mistyped-salt-0123456789" }, harness.dir);
+    const sent: string[] = [];
+    const refusingFetch = async (url: string) => {
+      sent.push(url);
+      throw new Error("must not be called");
+    };
+    // The mistyped one opens while the owner's first cycle asks for its first token: no snapshot stored yet.
+    let opened: Promise<unknown> | undefined;
+    const fetch: FetchLike = async (url, init) => {
+      opened ??= openLocalBridge(mistyped, { env: harness!.env, logger: silent, fetch: refusingFetch }).catch((e: unknown) => e);
+      await opened;
+      return nodeHttpFetch(url, init);
+    };
+    const owner = await openLocalBridge(settings, { env: harness.env, logger: silent, fetch });
+    expect((await runCycle(owner)).events).toBeGreaterThan(0);
+
+    // The snapshots hold the owner's pseudonyms: its next cycle runs, and the other salt is refused before any call.
+    expect((await runCycle(owner)).complete).toBe(true);
+    const other = await opened;
+    const error = other instanceof Error ? other : await runCycle(other as Awaited<ReturnType<typeof openLocalBridge>>).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(PiiSaltChangedError);
     expect(sent).toEqual([]);
   });
 
