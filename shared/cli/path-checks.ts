@@ -193,10 +193,14 @@ function within(dir: string, path: string): boolean {
 /** Links followed at most while resolving a path's dangling links, as the kernel's own limit (ELOOP past it). */
 const MAX_LINKS = 40;
 
-/** The target of `path` when it is a symbolic link, resolved against its directory; else undefined. */
+/**
+ * The target of `path` when it is a symbolic link, resolved against the directory it really lies in (links on the way
+ * resolved, as the kernel follows a relative target: `..` from /home/u, a link to /data/u, is /data); else undefined.
+ */
 function linkTargetOf(path: string): string | undefined {
   try {
-    return resolve(dirname(path), readlinkSync(path));
+    const target = readlinkSync(path);
+    return resolve(realpathSync(dirname(path)), target);
   } catch {
     return undefined;
   }

@@ -294,6 +294,24 @@ describe("readLocalSettings on the file system", () => {
     expect(readLocalSettings({ ...valid, BRIDGE_STATE_DIR: "state", BRIDGE_EVENTS_FILE: "own-link.jsonl" }, dir).eventsFile).toBe(join(dir, "own-link.jsonl"));
   });
 
+  it("follows a relative link not made yet from the directory it really lies in, as the kernel does, under a home that is a link", async () => {
+    // A home directory that is a link (/home/u -> /data/u): `..` in a link inside it leads to /data, not /home.
+    await mkdir(join(dir, "data", "u"), { recursive: true });
+    await mkdir(join(dir, "data", "shared", "state"), { recursive: true });
+    await mkdir(join(dir, "home"));
+    await symlink(join(dir, "data", "u"), join(dir, "home", "u"));
+    await symlink("../shared/state/tokens.json", join(dir, "home", "u", "events.jsonl"));
+    const state = join(dir, "data", "shared", "state");
+    expect(settingsError({ ...valid, BRIDGE_STATE_DIR: state, BRIDGE_EVENTS_FILE: "home/u/events.jsonl" }).issues).toEqual([
+      { setting: "BRIDGE_EVENTS_FILE", problem: `must not be BRIDGE_STATE_DIR (${state}) or one of the files and directories the bridge keeps there` },
+    ]);
+    // Where the link does not lead into the state directory, it stays fine (a lexical `..` would have named /home/shared).
+    await mkdir(join(dir, "home", "shared", "state"), { recursive: true });
+    await symlink("../shared/events.jsonl", join(dir, "home", "u", "own.jsonl"));
+    const home = join(dir, "home", "shared", "state");
+    expect(readLocalSettings({ ...valid, BRIDGE_STATE_DIR: home, BRIDGE_EVENTS_FILE: "home/u/own.jsonl" }, dir).eventsFile).toBe(join(dir, "home", "u", "own.jsonl"));
+  });
+
   it("refuses an events file that the state directory lies under: creating the state directory makes it a directory", () => {
     // Neither exists yet: each path alone is creatable, but the first cycle then publishes into a directory (EISDIR, exit 1).
     for (const [events, state, resolved] of [["out", "out/state", "out/state"], ["out", "out/a/b", "out/a/b"], ["./out/", "out/../out/state", "out/state"]] as const) {
