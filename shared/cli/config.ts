@@ -11,7 +11,7 @@ import { PII_MODES, PII_SALT_MIN_LENGTH, type PiiMode } from "../bridge/pii.js";
 import { STATE_FILES } from "../local/layout.js";
 import { ConfigError, EnvFileError, type SettingIssue } from "./errors.js";
 import { nearest } from "./nearest.js";
-import { eventsFileProblem, eventsFileTakesState, realPathOf, stateDirProblem, stateDirUnderEventsFile, statOf } from "./path-checks.js";
+import { eventsFileProblem, eventsFileTakesState, realPathOf, stateDirAccessProblem, stateDirProblem, stateDirUnderEventsFile, statOf } from "./path-checks.js";
 import { durationRangeProblem, parseDuration } from "./args.js";
 import { AUTHORIZE_URL_ENV_VAR, BASE_URL_ENV_VARS, baseUrlProblem, normaliseBaseUrl, type QashioDeployment } from "../qashio/config.js";
 
@@ -385,11 +385,14 @@ function checkTenant(r: Reader, tenant: string): void {
   }
 }
 
-/** Reports a state directory that is a file, is not writable or cannot be created; returns whether it is usable. */
+/**
+ * Reports a state directory that is a file, is not writable or cannot be created, and one that other local users could
+ * write into (they could plant tokens, a binding or snapshots: see stateDirAccessProblem); returns whether it is usable.
+ */
 function checkStateDir(r: Reader, stateDir: string): boolean {
-  const problem = stateDirProblem(stateDir);
-  if (problem !== undefined) r.problem("BRIDGE_STATE_DIR", problem);
-  return problem === undefined;
+  const problems = [stateDirProblem(stateDir), stateDirAccessProblem(stateDir)].filter((problem) => problem !== undefined);
+  for (const problem of problems) r.problem("BRIDGE_STATE_DIR", problem);
+  return problems.length === 0;
 }
 
 /** Reports an events file that is a directory, is not writable or cannot be created. */

@@ -126,6 +126,88 @@ function unreadableFileIn(dir: string): string | undefined {
   return undefined;
 }
 
+/** What {@link looseAccessProblem} reads of a path's stats: its type and permission bits, and its owner. */
+export type OwnerAndMode = Pick<Stats, "mode" | "uid">;
+
+/** `text` as one word of a POSIX shell: as is when nothing in it is special, else single-quoted. */
+function shellWord(text: string): string {
+  return /^[\w@%+=:,./-]+$/.test(text) ? text : `'${text.replaceAll("'", "'\\''")}'`;
+}
+
+/**
+ * Why `path`, a directory (or a file) of the state directory, cannot be trusted with the bridge's state, worded as a
+ * setting's problem with the fix, or undefined: writable by its group or by others (a sticky bit does not help: others
+ * may still create the entries it lacks), or owned by a user other than `uid` and root. Root is trusted as ssh trusts
+ * it: it may replace any file anyway, and a file left by a run under sudo is reported, when it matters, as unreadable.
+ * Modes are reported, never changed: the operator decides.
+ */
+export function looseAccessProblem(path: string, stats: OwnerAndMode, uid: number, directory: boolean): string | undefined {
+  const foreign = stats.uid !== uid && stats.uid !== 0;
+  const writable = stats.mode & 0o022;
+  if (!foreign && writable === 0) return undefined;
+  const faults: string[] = [];
+  if (foreign) faults.push(`is owned by uid ${stats.uid}, not by you (uid ${uid})`);
+  if (writable !== 0) {
+    const by = writable === 0o022 ? "its group and others" : writable === 0o002 ? "others" : "its group";
+    const sticky = directory && (stats.mode & 0o1000) !== 0 ? "; the sticky bit still lets them create files in it" : "";
+    faults.push(`is writable by ${by} (mode ${(stats.mode & 0o7777).toString(8).padStart(4, "0")}${sticky})`);
+  }
+  const word = shellWord(path);
+  const fixes = [
+    ...(foreign ? [`sudo chown ${directory ? "-R " : ""}${uid} ${word}`] : []),
+    ...(writable !== 0 ? [`chmod ${directory ? 700 : 600} ${word}`] : []),
+  ];
+  const risk = directory
+    ? "another local user could replace the tokens, binding or snapshots there, so the bridge will not use it"
+    : "another local user could rewrite it, so the bridge will not use it";
+  return `${faults.join(" and ")}: ${path}; ${risk}: run \`${fixes.join(" && ")}\`${foreign ? " (or use a state directory of your own)" : ""}`;
+}
+
+/**
+ * What makes an existing state directory untrustworthy, if anything (see {@link looseAccessProblem}): the directory
+ * itself, its files and directories (a restored backup may carry other modes than the 0700 and 0600 the bridge
+ * gives them), and the files in snapshots/ and quarantine/. Parent directories are not checked: that would refuse
+ * too many real setups (docs/spec-gaps.md). Skipped on Windows, and wherever the process has no user id, as modes
+ * say nothing there. A path that cannot be read is left to {@link stateDirProblem}, which names it.
+ */
+export function stateDirAccessProblem(stateDir: string): string | undefined {
+  if (process.platform === "win32" || typeof process.geteuid !== "function") return undefined;
+  const uid = process.geteuid();
+  const statQuietly = (path: string): Stats | undefined => {
+    try {
+      return statOf(path);
+    } catch {
+      return undefined;
+    }
+  };
+  const state = statQuietly(stateDir);
+  if (state === undefined || !state.isDirectory()) return undefined;
+  const own = looseAccessProblem(stateDir, state, uid, true);
+  if (own !== undefined) return own;
+  for (const name of [...Object.values(STATE_FILES), ...Object.values(STATE_DIRS)]) {
+    const path = join(stateDir, name);
+    const stats = statQuietly(path);
+    if (stats === undefined) continue;
+    const problem = looseAccessProblem(path, stats, uid, stats.isDirectory());
+    if (problem !== undefined) return problem;
+    // Leases are left out: a forged one only holds a cycle off, which the lease's expiry ends.
+    if (!stats.isDirectory() || name === STATE_DIRS.locks) continue;
+    let names: string[];
+    try {
+      names = readdirSync(path);
+    } catch {
+      continue;
+    }
+    for (const entry of names) {
+      const file = join(path, entry);
+      const fileStats = entry.endsWith(TEMP_SUFFIX) ? undefined : statQuietly(file);
+      const fileProblem = fileStats?.isFile() === true ? looseAccessProblem(file, fileStats, uid, false) : undefined;
+      if (fileProblem !== undefined) return fileProblem;
+    }
+  }
+  return undefined;
+}
+
 /** What is wrong with the events file: a directory, not readable and writable, or not creatable. */
 export function eventsFileProblem(eventsFile: string): string | undefined {
   const events = statOf(eventsFile);

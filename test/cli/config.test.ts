@@ -1,11 +1,12 @@
 import { execFileSync } from "node:child_process";
 import { existsSync, readdirSync } from "node:fs";
-import { mkdir, mkdtemp, readdir, rm, symlink, writeFile } from "node:fs/promises";
+import { chmod, chown, mkdir, mkdtemp, readdir, rm, stat, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { loadEnv, parseEnvFile, readAuthorizeSettings, readLocalSettings, settingNameWarnings } from "../../shared/cli/config.js";
+import { loadEnv, parseEnvFile, readAuthorizeSettings, readLocalSettings, readStateSettings, settingNameWarnings } from "../../shared/cli/config.js";
 import { ConfigError, EnvFileError } from "../../shared/cli/errors.js";
+import { looseAccessProblem } from "../../shared/cli/path-checks.js";
 
 const SECRET = "s3cr3t-value-never-printed";
 const valid = {
@@ -464,6 +465,153 @@ describe("readLocalSettings on the file system", () => {
     const { QASHIO_REFRESH_TOKEN: _seed, ...withoutSeed } = valid;
     const error = settingsError({ ...withoutSeed, BRIDGE_TENANT: "acme corp", BRIDGE_EVENTS_FILE: "a-directory", BRIDGE_STATE_DIR: "fresh-state" });
     expect(error.issues.map((i) => i.setting)).toEqual(["BRIDGE_TENANT", "BRIDGE_EVENTS_FILE", "QASHIO_REFRESH_TOKEN"]);
+  });
+});
+
+describe("a state directory other local users could write into", () => {
+  let dir: string;
+  let state: string;
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), "cli-state-access-"));
+    state = join(dir, "state");
+    await mkdir(state, { mode: 0o700 });
+  });
+  afterEach(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  const issuesFor = (read: () => unknown): ConfigError => {
+    try {
+      read();
+    } catch (error) {
+      if (error instanceof ConfigError) return error;
+      throw error;
+    }
+    throw new Error("expected a ConfigError");
+  };
+  const runIssues = () => issuesFor(() => readLocalSettings({ ...valid, BRIDGE_STATE_DIR: state }, dir));
+  const replaced = "another local user could replace the tokens, binding or snapshots there, so the bridge will not use it";
+  const modeOf = async (path: string) => (await stat(path)).mode & 0o7777;
+
+  it.runIf(process.platform !== "win32")("refuses one writable by others or by its group, exit 2, naming the fix and leaving the mode alone", async () => {
+    for (const [mode, by] of [
+      [0o777, "its group and others (mode 0777)"],
+      [0o703, "others (mode 0703)"],
+      [0o770, "its group (mode 0770)"],
+      [0o775, "its group (mode 0775)"],
+    ] as const) {
+      await chmod(state, mode);
+      const error = runIssues();
+      expect(error.issues, by).toEqual([{ setting: "BRIDGE_STATE_DIR", problem: `is writable by ${by}: ${state}; ${replaced}: run \`chmod 700 ${state}\`` }]);
+      expect(error.exitCode).toBe(2);
+      expect(await modeOf(state)).toBe(mode);
+    }
+  });
+
+  it.runIf(process.platform !== "win32")("refuses a sticky world-writable one (as /tmp is): others may still create the files it lacks", async () => {
+    await chmod(state, 0o1777);
+    expect(runIssues().issues).toEqual([
+      {
+        setting: "BRIDGE_STATE_DIR",
+        problem: `is writable by its group and others (mode 1777; the sticky bit still lets them create files in it): ${state}; ${replaced}: run \`chmod 700 ${state}\``,
+      },
+    ]);
+    expect(await modeOf(state)).toBe(0o1777);
+  });
+
+  it.runIf(process.platform !== "win32")("accepts one only its owner may write (0700, 0755, 0750, 0711)", async () => {
+    for (const mode of [0o700, 0o755, 0o750, 0o711]) {
+      await chmod(state, mode);
+      expect(readLocalSettings({ ...valid, BRIDGE_STATE_DIR: state }, dir).stateDir, mode.toString(8)).toBe(state);
+    }
+  });
+
+  it.runIf(process.platform !== "win32")("refuses the directories and files in it that others may write (a restored backup), naming the one", async () => {
+    await mkdir(join(state, "snapshots"), { mode: 0o700 });
+    await chmod(join(state, "snapshots"), 0o777);
+    expect(runIssues().issues).toEqual([
+      {
+        setting: "BRIDGE_STATE_DIR",
+        problem: `is writable by its group and others (mode 0777): ${join(state, "snapshots")}; ${replaced}: run \`chmod 700 ${join(state, "snapshots")}\``,
+      },
+    ]);
+    await chmod(join(state, "snapshots"), 0o700);
+    const segment = join(state, "snapshots", "seg-000000000001-0123abcd.log");
+    await writeFile(segment, "x", { mode: 0o600 });
+    await chmod(segment, 0o646);
+    expect(runIssues().issues).toEqual([
+      {
+        setting: "BRIDGE_STATE_DIR",
+        problem: `is writable by others (mode 0646): ${segment}; another local user could rewrite it, so the bridge will not use it: run \`chmod 600 ${segment}\``,
+      },
+    ]);
+    await chmod(segment, 0o644);
+    const tokens = join(state, "tokens.json");
+    await writeFile(tokens, "{}", { mode: 0o600 });
+    await chmod(tokens, 0o620);
+    expect(runIssues().issues).toEqual([
+      {
+        setting: "BRIDGE_STATE_DIR",
+        problem: `is writable by its group (mode 0620): ${tokens}; another local user could rewrite it, so the bridge will not use it: run \`chmod 600 ${tokens}\``,
+      },
+    ]);
+    await chmod(tokens, 0o600);
+    expect(readLocalSettings({ ...valid, BRIDGE_STATE_DIR: state }, dir).stateDir).toBe(state);
+  });
+
+  it.runIf(process.platform !== "win32")("refuses it for authorize and conform-pii too, before any provider call", async () => {
+    await chmod(state, 0o777);
+    const problem = `is writable by its group and others (mode 0777): ${state}; ${replaced}: run \`chmod 700 ${state}\``;
+    expect(issuesFor(() => readAuthorizeSettings({ ...valid, BRIDGE_STATE_DIR: state }, dir)).issues).toEqual([{ setting: "BRIDGE_STATE_DIR", problem }]);
+    expect(issuesFor(() => readStateSettings({ BRIDGE_TENANT: "acme", BRIDGE_STATE_DIR: state }, dir)).issues).toEqual([{ setting: "BRIDGE_STATE_DIR", problem }]);
+  });
+
+  it.runIf(process.getuid?.() === 0)("refuses one owned by another user (staged as root, who may chown)", async () => {
+    await chown(state, 1001, 1001);
+    expect(runIssues().issues).toEqual([
+      {
+        setting: "BRIDGE_STATE_DIR",
+        problem: `is owned by uid 1001, not by you (uid 0): ${state}; ${replaced}: run \`sudo chown -R 0 ${state}\` (or use a state directory of your own)`,
+      },
+    ]);
+  });
+
+  it("skips the check on Windows, whose modes say nothing of who may write", async () => {
+    const platform = Object.getOwnPropertyDescriptor(process, "platform")!;
+    Object.defineProperty(process, "platform", { ...platform, value: "win32" });
+    try {
+      await chmod(state, 0o777);
+      expect(readLocalSettings({ ...valid, BRIDGE_STATE_DIR: state }, dir).stateDir).toBe(state);
+    } finally {
+      Object.defineProperty(process, "platform", platform);
+    }
+  });
+});
+
+describe("looseAccessProblem", () => {
+  const dirStats = (mode: number, uid: number) => ({ mode: 0o040000 | mode, uid });
+  const replaced = "another local user could replace the tokens, binding or snapshots there, so the bridge will not use it";
+
+  it("accepts what this user owns and alone may write, and what root owns (root may replace anything anyway)", () => {
+    expect(looseAccessProblem("/s", dirStats(0o700, 1000), 1000, true)).toBeUndefined();
+    expect(looseAccessProblem("/s", dirStats(0o755, 1000), 1000, true)).toBeUndefined();
+    expect(looseAccessProblem("/s", dirStats(0o755, 0), 1000, true)).toBeUndefined();
+    expect(looseAccessProblem("/s/tokens.json", { mode: 0o100644, uid: 0 }, 1000, false)).toBeUndefined();
+  });
+
+  it("names an owner other than this user, with the uids and the fix", () => {
+    expect(looseAccessProblem("/s", dirStats(0o700, 1001), 1000, true)).toBe(
+      `is owned by uid 1001, not by you (uid 1000): /s; ${replaced}: run \`sudo chown -R 1000 /s\` (or use a state directory of your own)`,
+    );
+    // Root too is refused a directory another user owns: that user could swap the tokens root's run then uses.
+    expect(looseAccessProblem("/s", dirStats(0o700, 1000), 0, true)).toMatch(/^is owned by uid 1000, not by you \(uid 0\)/);
+  });
+
+  it("names both faults at once, and quotes a path a shell would split", () => {
+    expect(looseAccessProblem("/my state", dirStats(0o1777, 1001), 1000, true)).toBe(
+      "is owned by uid 1001, not by you (uid 1000) and is writable by its group and others (mode 1777; the sticky bit still lets them create files in it): " +
+        `/my state; ${replaced}: run \`sudo chown -R 1000 '/my state' && chmod 700 '/my state'\` (or use a state directory of your own)`,
+    );
   });
 });
 

@@ -61,6 +61,12 @@ beforeAll(async () => {
   await mkdir(join(dir, "shared-state"), { mode: 0o777 });
   await chmod(join(dir, "shared-state"), 0o777);
   await writeFile(join(dir, "shared-state", "tokens.json"), "{}", { mode: 0o600 });
+  // Another ordinary user's directory that anyone may write into: that user, or any other, could swap its tokens.
+  await mkdir(join(dir, "foreign-state"), { mode: 0o777 });
+  await chmod(join(dir, "foreign-state"), 0o777);
+  await chown(join(dir, "foreign-state"), 1001, 1001);
+  await writeFile(join(dir, "foreign-events.jsonl"), "", { mode: 0o666 });
+  await chmod(join(dir, "foreign-events.jsonl"), 0o666);
   // The user's own state directory, with a token file made read-only by hand: it is replaced by rename, never written.
   await mkdir(join(dir, "own-state"), { mode: 0o700 });
   await writeFile(join(dir, "own-state", "tokens.json"), '{"refreshToken":"rt-never-printed"}', { mode: 0o400 });
@@ -87,7 +93,17 @@ describe.runIf(canStage)("bridge run as a user who cannot write the configured p
     expect(stderr).toContain(
       `BRIDGE_STATE_DIR: is not readable by this user (EACCES): ${join(dir, "shared-state", "tokens.json")} (left by a run as another user, such as under sudo?)`,
     );
+    // And, apart, that anyone may write into it: any local user could plant tokens or snapshots there.
+    expect(stderr).toContain(`BRIDGE_STATE_DIR: is writable by its group and others (mode 0777): ${join(dir, "shared-state")}; `);
+    expect(stderr).toContain(`run \`chmod 700 ${join(dir, "shared-state")}\``);
     expect(stderr).not.toMatch(/unexpected|never-printed/);
+  });
+
+  it("refuses a state directory another user owns, though this user may write it, exit 2, before any provider call", async () => {
+    const { code, stderr } = await runOnceAsNobody(["foreign-state"], ["foreign-events.jsonl"]);
+    expect(code).toBe(2);
+    expect(stderr).toContain(`BRIDGE_STATE_DIR: is owned by uid 1001, not by you (uid ${NOBODY}) and is writable by its group and others (mode 0777): ${join(dir, "foreign-state")}`);
+    expect(stderr).not.toMatch(/unexpected|never-printed|ECONNREFUSED/);
   });
 
   it("accepts a token file of its own made read-only: it is only ever replaced, by a rename", async () => {
