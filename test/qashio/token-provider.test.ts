@@ -537,11 +537,18 @@ describe("OAuthTokenProvider", () => {
     expect(await store.load()).toEqual({ refreshToken: "rt-1" });
   });
 
-  it("treats a 400 invalid_grant on refresh as a revoked family too", async () => {
+  it("treats a 400 invalid_grant on refresh as a revoked family too, presenting the refresh token once", async () => {
     const store = memoryStore({ refreshToken: "rt-1" });
     const fetch = scriptedFetch(json(400, { error: "invalid_grant" }));
-    const provider = new OAuthTokenProvider({ baseUrl: BASE_URL, clientId: "c", clientSecret: CLIENT_SECRET, store, fetch, clock: fakeClock() });
-    await expect(provider.getAccessToken()).rejects.toBeInstanceOf(ReauthorizationRequiredError);
+    const events: TokenEvent[] = [];
+    const provider = new OAuthTokenProvider({ baseUrl: BASE_URL, clientId: "c", clientSecret: CLIENT_SECRET, store, fetch, clock: fakeClock(), onEvent: (e) => events.push(e) });
+    const error = await provider.getAccessToken().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ReauthorizationRequiredError);
+    expect((error as ReauthorizationRequiredError).status).toBe(400);
+    // Sent again, a rejected (or spent) refresh token is a reuse: never retried.
+    expect(fetch.calls).toHaveLength(1);
+    expect(events).toEqual(["reauthorization_required"]);
+    expect(store.saves).toEqual([]);
   });
 
   it("never retries a refresh that failed ambiguously (a replay would revoke the family)", async () => {
