@@ -600,6 +600,27 @@ describe("OAuthTokenProvider", () => {
     expect(store.saves[0]!.accessToken).toBe(token);
   });
 
+  it("names only the kind of a failed save in its error, never the store's message, which may quote the tokens", async () => {
+    const { provider, store, logger } = setup();
+    const save = store.save.bind(store);
+    let failed = false;
+    store.save = async (tokens) => {
+      if (!failed) {
+        failed = true;
+        throw new RangeError(`could not write ${JSON.stringify(tokens)}`);
+      }
+      await save(tokens);
+    };
+    const error = await provider.getAccessToken().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(TokenUnavailableError);
+    expect((error as Error).message).toContain("RangeError");
+    const token = await provider.getAccessToken();
+    expect(store.saves.map((s) => s.refreshToken)).toEqual(["rt-2"]);
+    for (const secret of ["rt-2", token]) {
+      expect(`${(error as Error).message} ${JSON.stringify(error)} ${inspect(error, { showHidden: true, depth: 5 })} ${logger.text()}`).not.toContain(secret);
+    }
+  });
+
   it("holds the tokens a failed save left until saveHeldTokens saves them, and says false while the store still refuses", async () => {
     const { provider, store, fetch } = setup();
     expect(provider.holdsUnsavedTokens).toBe(false);
