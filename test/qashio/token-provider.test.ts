@@ -387,6 +387,22 @@ describe("OAuthTokenProvider", () => {
     expect(store.saves[0]!.accessTokenExpiresAt).toBe(clock.now() + 15 * MINUTE);
   });
 
+  it("reads no lifetime from a JWT whose exp is not after its iat (a provider bug): expires_in counts, not one refresh per call", async () => {
+    const clock = fakeClock();
+    const store = memoryStore({ refreshToken: "rt-1" });
+    const now = Math.floor(clock.now() / 1000);
+    let issued = 1;
+    const fetch = scriptedFetch(() =>
+      json(200, { access_token: jwt({ n: issued, iat: now + 15 * 60, exp: now + 15 * 60 }), token_type: "Bearer", refresh_token: `rt-${++issued}`, expires_in: 15 * 60 }),
+    );
+    const provider = new OAuthTokenProvider({ baseUrl: BASE_URL, clientId: "c", clientSecret: CLIENT_SECRET, store, fetch, clock });
+    const first = await provider.getAccessToken();
+    expect(store.saves[0]!.accessTokenExpiresAt).toBe(clock.now() + 15 * MINUTE);
+    clock.advance(10 * MINUTE);
+    expect(await provider.getAccessToken()).toBe(first);
+    expect(fetch.calls).toHaveLength(1);
+  });
+
   it("uses expires_in when the access token carries no exp", async () => {
     const clock = fakeClock();
     const store = memoryStore({ refreshToken: "rt-1" });
