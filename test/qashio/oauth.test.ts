@@ -156,6 +156,16 @@ describe("jwtTimes", () => {
     expect(jwtTimes("opaque-token")).toEqual({});
     expect(jwtTimes("a.!!!.c")).toEqual({});
   });
+
+  it("reads only three-part tokens, and no claim JSON makes infinite (1e400)", () => {
+    const payload = (text: string) => Buffer.from(text).toString("base64url");
+    const claims = payload(JSON.stringify({ exp: 1_700_000_900, iat: 1_700_000_000 }));
+    // A payload without a signature, or with a part too many, is not a JWT: its claims are not read.
+    expect(jwtTimes(`h.${claims}`)).toEqual({});
+    expect(jwtTimes(`h.${claims}.s.x`)).toEqual({});
+    expect(jwtTimes(`h.${claims}.s`)).toEqual({ expiresAt: 1_700_000_900_000, issuedAt: 1_700_000_000_000 });
+    expect(jwtTimes(`h.${payload('{"exp":1e400,"iat":-1e400}')}.s`)).toEqual({});
+  });
 });
 
 describe("jwtExpiry", () => {
