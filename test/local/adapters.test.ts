@@ -1,4 +1,4 @@
-import { chmod, mkdir, mkdtemp, readdir, readFile, rm, stat, utimes, writeFile } from "node:fs/promises";
+import { chmod, mkdir, mkdtemp, readdir, readFile, rm, stat, symlink, utimes, writeFile } from "node:fs/promises";
 import { writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -240,6 +240,13 @@ describe("FileTokenStore", () => {
     const store = new FileTokenStore(dir);
     await mkdir(store.file);
     await expect(store.load()).rejects.toMatchObject({ code: "EISDIR" });
+  });
+
+  it("fails, rather than reading as holding no tokens, when the token file cannot even be opened", async () => {
+    // Opening fails for another reason than a missing file (a symlink loop here; a permission denied alike).
+    const store = new FileTokenStore(dir);
+    await symlink(path.basename(store.file), store.file);
+    await expect(store.load()).rejects.toMatchObject({ code: "ELOOP" });
   });
 
   it("names the file, not its content, when the file is corrupt", async () => {
