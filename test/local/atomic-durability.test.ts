@@ -23,6 +23,10 @@ const journal = vi.hoisted(() => ({
   maxWrite: Number.POSITIVE_INFINITY,
   /** errno code the writes and fsyncs of files whose name matches `failFile.of` fail with (a disk that fills up). */
   failFile: undefined as { of: RegExp; write?: string; fsync?: string } | undefined,
+  /** Most bytes any one file may hold before its writes fail with ENOSPC (a disk nearly full). */
+  roomPerFile: Number.POSITIVE_INFINITY,
+  /** Bytes written so far to each open descriptor. */
+  written: new Map<number, number>(),
 }));
 
 function fault(code: string, call: string): Error {
@@ -34,6 +38,7 @@ vi.mock("node:fs", async (importOriginal) => {
   const openSync = ((file: nodeFs.PathLike, ...rest: unknown[]) => {
     const fd = (fs.openSync as (file: nodeFs.PathLike, ...rest: unknown[]) => number)(file, ...rest);
     journal.opened.set(fd, String(file));
+    journal.written.set(fd, 0);
     return fd;
   }) as typeof fs.openSync;
   const fsyncSync = ((fd: number) => {
@@ -47,7 +52,11 @@ vi.mock("node:fs", async (importOriginal) => {
   const writeSync = ((fd: number, buffer: Uint8Array, offset: number, length: number) => {
     const file = journal.failFile;
     if (file?.write !== undefined && file.of.test(journal.opened.get(fd) ?? "")) throw fault(file.write, "write");
-    return fs.writeSync(fd, buffer, offset, Math.min(length, journal.maxWrite));
+    const bytes = Math.min(length, journal.maxWrite);
+    const before = journal.written.get(fd) ?? 0;
+    if (before + bytes > journal.roomPerFile) throw fault("ENOSPC", "write");
+    journal.written.set(fd, before + bytes);
+    return fs.writeSync(fd, buffer, offset, bytes);
   }) as typeof fs.writeSync;
   const renameSync = ((from: nodeFs.PathLike, to: nodeFs.PathLike) => {
     journal.events.push(`rename ${String(from)} -> ${String(to)}`);
@@ -77,6 +86,8 @@ beforeEach(async () => {
   journal.failDirFsync = undefined;
   journal.maxWrite = Number.POSITIVE_INFINITY;
   journal.failFile = undefined;
+  journal.roomPerFile = Number.POSITIVE_INFINITY;
+  journal.written.clear();
 });
 afterEach(async () => {
   await rm(dir, { recursive: true, force: true });
@@ -225,6 +236,18 @@ describe("FileTokenStore.beforeRefresh on a disk that opens files but takes no d
     const error = await refusal(call, code);
     expect(error).toBeInstanceOf(TokenFileUnwritableError);
     expect(error).toMatchObject({ code });
+    expect(await readdir(dir)).toEqual(["tokens.json"]);
+    expect(await new FileTokenStore(dir).load()).toEqual({ refreshToken: "rt" });
+  });
+
+  it("refuses the refresh on a disk with room for a small file but not for a token set of a few KiB (a JWT access token)", async () => {
+    const store = new FileTokenStore(dir);
+    await store.save({ refreshToken: "rt" });
+    const tokens = { accessToken: `h.${"p".repeat(3000)}.s`, accessTokenExpiresAt: 1_767_225_600_000, refreshToken: "r".repeat(200), scope: "transactions:read cards:read" };
+    journal.roomPerFile = JSON.stringify(tokens).length;
+    // A probe no bigger than a few bytes would fit, and the refresh token would be spent for a successor that cannot be saved.
+    await expect(store.beforeRefresh()).rejects.toMatchObject({ name: "TokenFileUnwritableError", code: "ENOSPC" });
+    await expect(store.save(tokens)).rejects.toMatchObject({ code: "ENOSPC" });
     expect(await readdir(dir)).toEqual(["tokens.json"]);
     expect(await new FileTokenStore(dir).load()).toEqual({ refreshToken: "rt" });
   });
