@@ -1,10 +1,14 @@
 import { execSync } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { readLocalSettings } from "../../shared/cli/config.js";
 import { CYCLE_LEASE_MS, CYCLE_LOCK, withCycleLock } from "../../shared/cli/cycle-lease.js";
 import { openLocalBridge, runConformPii, runCycle, runRedrive } from "../../shared/cli/local-bridge.js";
+import { LocalTokenStore } from "../../shared/cli/local-tokens.js";
+import { FileTokenStore } from "../../shared/local/token-store.js";
 import { contentHash } from "../../shared/bridge/hash.js";
 import { CycleLeaseLostError } from "../../shared/cli/lease-guard.js";
 import { CliError, ConfigError, CycleFailedError, EXIT, PiiSaltChangedError, StateDirTakenError, TokenFileError, UsageError } from "../../shared/cli/errors.js";
@@ -548,3 +552,41 @@ describe("local bridge conform-pii errors", () => {
   });
 });
 
+
+describe("LocalTokenStore (the token file, seeded from QASHIO_REFRESH_TOKEN)", () => {
+  let dir: string;
+  afterEach(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  /** The error a load gives once the token file is gone after this store held tokens: the spent seed is not sent. */
+  async function expectRemovedError(store: LocalTokenStore): Promise<void> {
+    const error = await store.load().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(TokenFileError);
+    expect((error as TokenFileError).message).toContain("removed while this process was running");
+    expect((error as CliError).exitCode).toBe(EXIT.reauthorize);
+    expect(await store.usesSeed()).toBe(false);
+    expect(existsSync(store.file)).toBe(false);
+  }
+
+  it("lets the seed stand in only until it saved tokens: the token file removed after, the spent seed never comes back", async () => {
+    dir = await mkdtemp(join(tmpdir(), "local-tokens-"));
+    const store = new LocalTokenStore(new FileTokenStore(dir), "rt-seed");
+    expect(await store.load()).toEqual({ refreshToken: "rt-seed" });
+    expect(await store.usesSeed()).toBe(true);
+    await store.save({ accessToken: "at-2", refreshToken: "rt-2" });
+    expect(await store.usesSeed()).toBe(false);
+    rmSync(store.file);
+    await expectRemovedError(store);
+  });
+
+  it("never lets the seed stand in once it found tokens in the file, even when the file is removed under it", async () => {
+    dir = await mkdtemp(join(tmpdir(), "local-tokens-"));
+    await new FileTokenStore(dir).save({ accessToken: "at-5", refreshToken: "rt-5" });
+    const store = new LocalTokenStore(new FileTokenStore(dir), "rt-seed");
+    expect(await store.usesSeed()).toBe(false);
+    expect(await store.load()).toEqual({ accessToken: "at-5", refreshToken: "rt-5" });
+    rmSync(store.file);
+    await expectRemovedError(store);
+  });
+});
