@@ -57,6 +57,21 @@ describe("spendingRefreshes with tokens held after a failed save", () => {
     }
   });
 
+  it("leaves alone a tracked provider that holds no tokens: settling does not try it", async () => {
+    // Its saveHeldTokens would wait for a refresh it has in flight (perhaps still waiting for the lease): a stop asked
+    // for at once must not.
+    const idle = holder(0);
+    idle.held = false;
+    const untrack = spendingRefreshes.track(idle, "/state/other/tokens.json");
+    try {
+      expect(spendingRefreshes.busy).toBe(false);
+      expect(await spendingRefreshes.settled()).toEqual([]);
+      expect(idle.tries).toBe(0);
+    } finally {
+      untrack();
+    }
+  });
+
   it("names the token file of tokens still held after that try (lost on exit), and forgets a provider once untracked", async () => {
     const stuck = holder(Number.POSITIVE_INFINITY);
     const untrack = spendingRefreshes.track(stuck, "/state/tokens.json");
