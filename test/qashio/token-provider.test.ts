@@ -440,6 +440,18 @@ describe("OAuthTokenProvider", () => {
     expect(fetch.calls).toHaveLength(1);
   });
 
+  it("refreshes for a caller whose fresh-looking token was rejected even when another caller reports a 401 for an older token meanwhile", async () => {
+    const { provider, fetch, clock, store } = setup();
+    store.set({ refreshToken: "rt-1", accessToken: "at-current", accessTokenExpiresAt: clock.now() + 10 * MINUTE });
+    // The current token answered 401 for one request; a request that had gone out with an older token answers 401 too.
+    const current = provider.refreshAfterUnauthorized("at-current");
+    const older = provider.refreshAfterUnauthorized("at-older");
+    const replacement = await current;
+    expect(replacement).not.toBe("at-current");
+    expect(fetch.calls).toHaveLength(1);
+    await older;
+  });
+
   it("uses the stored tokens when its refresh is answered 401 because another process rotated", async () => {
     const { store, clock, tokenEvents } = setup();
     const rotatedElsewhere: StoredTokens = {
