@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { createFileOnce, makeDirDurable, removeFilesDurably } from "../../shared/local/atomic.js";
-import { FileQuarantine, FileTokenStore, TokenFileUnwritableError, writeFileAtomic } from "../../shared/local/index.js";
+import { bindStateDir, FileQuarantine, FileSnapshotStore, FileTokenStore, TokenFileUnwritableError, writeFileAtomic } from "../../shared/local/index.js";
 
 /** fsync and rename calls in order, each naming the file its descriptor was opened on. */
 const journal = vi.hoisted(() => ({
@@ -146,6 +146,50 @@ describe("makeDirDurable", () => {
     const named = journal.events.map((event) => event.replaceAll(dir, "<dir>").replace(/tokens\.json\.\d+\.[0-9a-f]+\.tmp/g, "<temp>"));
     expect(named[0]).toBe("fsync <dir>");
     expect(named.slice(1)).toEqual(["fsync <dir>/state/<temp>", "rename <dir>/state/<temp> -> <dir>/state/tokens.json", "fsync <dir>/state"]);
+  });
+
+  /** The journal with `dir` shortened and temp file names (`<name>.<pid>.<hex>.tmp`) as `<temp>`. */
+  function namedEvents(): string[] {
+    return journal.events.map((event) => event.replaceAll(dir, "<dir>").replace(/[^/ ]+\.\d+\.[0-9a-f]+\.tmp/g, "<temp>"));
+  }
+
+  it("a first quarantine put into a new state directory makes both directories durable before the record file", async () => {
+    // A record whose directory entry is lost at a power loss is an item the engine skipped as quarantined, gone for good.
+    const record = { id: "q-1", kind: "transaction", reason: "invalid", raw: "{}", at: "2024-01-01T00:00:00.000Z" } as const;
+    expect(await new FileQuarantine(path.join(dir, "state")).put(record)).toBe(true);
+    expect(namedEvents()).toEqual([
+      "fsync <dir>/state",
+      "fsync <dir>",
+      "fsync <dir>/state/quarantine/<temp>",
+      "rename <dir>/state/quarantine/<temp> -> <dir>/state/quarantine/q-1.json",
+      "fsync <dir>/state/quarantine",
+    ]);
+  });
+
+  it("a first putMany into a new state directory makes both directories durable before the segment", async () => {
+    // A segment lost with its directory at a power loss is snapshots of events already published: they go out again,
+    // and the engine may have acknowledged the items meanwhile.
+    const snapshot = { key: "transaction:t1", hash: "h1", object: { id: "t1" }, updatedAt: "2024-01-01T00:00:00.000Z" } as const;
+    await new FileSnapshotStore(path.join(dir, "state")).putMany([snapshot]);
+    const segment = (await readdir(path.join(dir, "state", "snapshots")))[0];
+    expect(namedEvents()).toEqual([
+      "fsync <dir>/state",
+      "fsync <dir>",
+      "fsync <dir>/state/snapshots/<temp>",
+      `rename <dir>/state/snapshots/<temp> -> <dir>/state/snapshots/${segment}`,
+      "fsync <dir>/state/snapshots",
+    ]);
+  });
+
+  it("a first bind of a new state directory makes the directory durable before its binding file", async () => {
+    // A binding lost at a power loss, with the tokens saved after it durable, leaves a directory no one may use.
+    await bindStateDir(path.join(dir, "state"), { baseUrl: "https://api.example.test", clientId: "c-1", tenant: "acme" });
+    expect(namedEvents()).toEqual([
+      "fsync <dir>",
+      "fsync <dir>/state/<temp>",
+      "rename <dir>/state/<temp> -> <dir>/state/binding.json",
+      "fsync <dir>/state",
+    ]);
   });
 });
 
@@ -312,6 +356,16 @@ describe("FileQuarantine durability", () => {
     expect(await quarantine.put(other)).toBe(false);
     expect(await quarantine.put(record)).toBe(false);
     expect(journal.events).toEqual([]);
+  });
+
+  it("fsyncs the quarantine directory once after deleting a batch of records, so a crash cannot bring a re-driven one back", async () => {
+    const quarantineDir = path.join(dir, "quarantine");
+    const quarantine = new FileQuarantine(dir);
+    for (const id of ["q-1", "q-2"]) await quarantine.put({ ...record, id });
+    journal.events.length = 0;
+    await quarantine.deleteMany(["q-1", "q-2"]);
+    expect(journal.events).toEqual([`unlink ${quarantineDir}/q-1.json`, `unlink ${quarantineDir}/q-2.json`, `fsync ${quarantineDir}`]);
+    expect(await quarantine.size()).toBe(0);
   });
 });
 
