@@ -88,6 +88,18 @@ describe("JsonlEventPublisher durability", () => {
     expect(journal.events.at(-1)).toBe(dirFsync);
   });
 
+  it("makes the directories it creates for the file durable before its first append resolves (BRIDGE_EVENTS_FILE in a directory not there yet)", async () => {
+    const nested = path.join(dir, "out", "day", "events.jsonl");
+    await new JsonlEventPublisher({ file: nested }).publish([sampleEvent(1)]);
+    // Without the fsyncs of their parents, a power loss could take the new directories back, and the file with them.
+    expect(journal.events.filter((e) => e.startsWith("fsync")).map((e) => e.replace(nested, "<events>").replaceAll(dir, "<dir>"))).toEqual([
+      "fsync <dir>/out",
+      "fsync <dir>",
+      "fsync <events>",
+      "fsync <dir>/out/day",
+    ]);
+  });
+
   it("fsyncs the directory on its first append to a file another process created and was killed before making durable", async () => {
     // A run killed mid-append, after its open created the file and before its directory fsync: what is left is a torn
     // line, or whole lines of events it never acknowledged. The file is not empty, yet its name may not be on disk.
