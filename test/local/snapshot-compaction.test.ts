@@ -194,6 +194,43 @@ describe("FileSnapshotStore compaction", () => {
     expect(await segmentFiles()).toContain(first);
   });
 
+  it("awaits beforeCompaction before a putMany's compaction batch: its throw stops the call with that error, copying nothing", async () => {
+    // The CLI checks its cycle lease there: a batch copies what this instance last knew, so one run after another
+    // process took the lease would store older snapshots over its newer ones.
+    const lost = new Error("cycle lease lost");
+    let checks = 0;
+    let refuse = false;
+    const beforeCompaction = async () => {
+      checks += 1;
+      if (refuse) throw lost;
+    };
+    const store = new FileSnapshotStore(dir, { compactMinDeadBytes: 1024, compactBatchBytes: BATCH, mergeBelowBytes: 0, beforeCompaction });
+    const model = new Map<SnapshotKey, Snapshot>();
+    const page = (version: number) => [snap("transaction:hot", version, 2000), snap(`transaction:cold-${version}`, version, 40)];
+    for (const version of [0, 1]) {
+      await store.putMany(page(version));
+      for (const s of page(version)) model.set(s.key, s);
+    }
+    const before = await segmentFiles();
+    const checked = checks;
+    // The third page leaves the first two segments mostly dead: more dead bytes than live ones, past the floor.
+    refuse = true;
+    await expect(store.putMany(page(2))).rejects.toBe(lost);
+    for (const s of page(2)) model.set(s.key, s);
+    expect(checks).toBe(checked + 1);
+    // The page's own segment is written before compaction; no compacted segment follows it, and nothing it copies from is gone.
+    const after = await segmentFiles();
+    expect(after).toHaveLength(before.length + 1);
+    expect(after).toEqual(expect.arrayContaining(before));
+    await expectReadsModel(new FileSnapshotStore(dir, options), model);
+    refuse = false;
+    await store.putMany(page(3));
+    for (const s of page(3)) model.set(s.key, s);
+    expect(checks).toBeGreaterThan(checked + 1);
+    expect(await segmentFiles()).not.toEqual(expect.arrayContaining(before));
+    await expectReadsModel(store, model);
+  });
+
   it("returns the last written snapshot of every key and stays bounded over random puts of new keys, overwrites and reopens", async () => {
     // An item adds a key never written before (one in eight) or rewrites one of the first four (`pick` chooses which):
     // most segments keep a live entry or two, the shape that grew the directory without bound before compaction.
