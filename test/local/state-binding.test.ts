@@ -113,6 +113,17 @@ describe("bindStateDir", () => {
     expect(JSON.parse(readFileSync(join(dir, "binding.json"), "utf8"))).toEqual(owner);
   });
 
+  it("leaves another owner's binding of a directory without state as it is with keepOther, and still refuses one with state", async () => {
+    // A bridge opening outside the cycle lease: the first owner's first cycle may be about to store its first token.
+    const dir = freshDir();
+    await bindStateDir(dir, owner);
+    const other = { ...owner, clientId: "client-2", tenant: "globex" };
+    await expect(bindStateDir(dir, other, { keepOther: true })).resolves.toBeUndefined();
+    expect(JSON.parse(readFileSync(join(dir, "binding.json"), "utf8"))).toEqual(owner);
+    holdState(dir, "tokens");
+    expect((await mismatch(bindStateDir(dir, other, { keepOther: true }))).fields).toEqual(["clientId", "tenant"]);
+  });
+
   it("writes nothing when only asked to check (authorize before its sign-in), but still refuses another owner", async () => {
     const dir = freshDir();
     await bindStateDir(dir, owner, { checkOnly: true });
