@@ -68,12 +68,13 @@ describe.runIf(onLinux)("FileLock with a holder that has exited", () => {
   });
 
   it("takes over the lease of a holder killed and not yet reaped by its parent (a zombie): it has exited", async () => {
-    // `sleep 0` runs in the background, then its parent becomes `sleep 30`, which never waits: the child stays a zombie.
-    const parent = spawn("sh", ["-c", "sleep 0 & echo $!; exec sleep 30"], { stdio: ["ignore", "pipe", "ignore"] });
+    // `sleep 0.3` runs in the background, then its parent becomes `sleep 30`, which never waits: the child stays a
+    // zombie. Not `sleep 0`: a child that ends before the exec may be reaped by the shell itself (seen under load).
+    const parent = spawn("sh", ["-c", "sleep 0.3 & echo $!; exec sleep 30"], { stdio: ["ignore", "pipe", "ignore"] });
     children.push(parent);
     const pid = Number(await new Promise<string>((resolve) => parent.stdout!.once("data", (chunk: Buffer) => resolve(chunk.toString()))));
     const state = () => readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.[0];
-    for (let i = 0; i < 200 && state() !== "Z"; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    for (let i = 0; i < 500 && state() !== "Z"; i++) await new Promise((resolve) => setTimeout(resolve, 10));
     expect(state()).toBe("Z");
     await writeLease(pid, identityOf(pid));
     expect(await new FileLock(dir).tryAcquire(LOCK, 30_000)).toBeDefined();
