@@ -452,6 +452,19 @@ describe("OAuthTokenProvider", () => {
     await older;
   });
 
+  it("keeps refusing the current token after another caller reports a 401 for an older token, so that caller gets the refreshed one too", async () => {
+    const { provider, fetch, clock, store } = setup();
+    store.set({ refreshToken: "rt-1", accessToken: "at-current", accessTokenExpiresAt: clock.now() + 10 * MINUTE });
+    // The later report (for an older token) must not make the provider forget that at-current was refused a moment ago.
+    const current = provider.refreshAfterUnauthorized("at-current");
+    const older = provider.refreshAfterUnauthorized("at-older");
+    const replacement = await current;
+    expect(replacement).not.toBe("at-current");
+    expect(await older).toBe(replacement);
+    expect(fetch.calls).toHaveLength(1);
+    expect(await provider.getAccessToken()).toBe(replacement);
+  });
+
   it("uses the stored tokens when its refresh is answered 401 because another process rotated", async () => {
     const { store, clock, tokenEvents } = setup();
     const rotatedElsewhere: StoredTokens = {

@@ -199,6 +199,12 @@ function jwtLifetime(accessToken: string): number | undefined {
 const LATEST_TIME_MS = 8.64e15;
 
 /**
+ * How many refused (401) access tokens a provider remembers: enough for the few requests in flight when a token is
+ * replaced, each of which may answer 401 for the token it carried, in any order.
+ */
+const MAX_REFUSED = 8;
+
+/**
  * `ms` when it is a time a Date can hold, else undefined (the expiry is then unknown: the token is used until a 401).
  * A far-future `exp` (one in microseconds, say) or `expires_in` once made an expiry past Number.MAX_SAFE_INTEGER,
  * which the DynamoDB store cannot write: every save failed, and each cold start spent a refresh token for nothing.
@@ -240,8 +246,12 @@ export class OAuthTokenProvider implements TokenProvider {
    * the store again, until it expires.
    */
   private postponed?: { readonly accessToken: string; readonly until: number };
-  /** The access token the provider last answered 401 for: never handed out again, nor kept by a postponed refresh. */
-  private refused?: string;
+  /**
+   * The access tokens the provider last answered 401 for, oldest first: never handed out again, nor kept by a postponed
+   * refresh. Several, not one: a late 401 for an older token must not make a newer refusal forgotten, which would hand
+   * that refused token to the caller (see {@link MAX_REFUSED}).
+   */
+  private readonly refused = new Set<string>();
   /** Set by {@link close}: no refresh starts any more. */
   private closed = false;
   /** Windows {@link openRefreshWindow} opened and not yet closed (see `refreshOnlyInWindows`). */
@@ -272,7 +282,7 @@ export class OAuthTokenProvider implements TokenProvider {
 
   /** @throws DeadlineExceededError as {@link getAccessToken}. */
   async refreshAfterUnauthorized(rejected: string, options: TokenRequestOptions = {}): Promise<string> {
-    this.refused = rejected;
+    this.refuse(rejected);
     const tokens = await this.loaded();
     // Another caller already replaced the rejected token.
     if (tokens.accessToken !== rejected && this.isFresh(tokens)) return tokens.accessToken as string;
@@ -387,9 +397,20 @@ export class OAuthTokenProvider implements TokenProvider {
     return tokens.accessToken;
   }
 
-  /** Whether `accessToken` may be sent at all: present, neither the rejected one nor the one last refused (401). */
+  /** Whether `accessToken` may be sent at all: present, neither the rejected one nor one lately refused (401). */
   private usable(accessToken: string | undefined, rejected: string | undefined): accessToken is string {
-    return accessToken !== undefined && accessToken !== "" && accessToken !== rejected && accessToken !== this.refused;
+    return accessToken !== undefined && accessToken !== "" && accessToken !== rejected && !this.refused.has(accessToken);
+  }
+
+  /** Remembers a 401 for `accessToken` as the newest, dropping the oldest beyond {@link MAX_REFUSED}. */
+  private refuse(accessToken: string): void {
+    this.refused.delete(accessToken);
+    this.refused.add(accessToken);
+    // Sets iterate in insertion order: the first is the oldest. Older ones are long replaced, not worth remembering.
+    for (const oldest of this.refused) {
+      if (this.refused.size <= MAX_REFUSED) break;
+      this.refused.delete(oldest);
+    }
   }
 
   private isFresh(tokens: StoredTokens, rejected?: string): boolean {
@@ -664,7 +685,7 @@ export class OAuthTokenProvider implements TokenProvider {
     this.unsaved = undefined;
     this.current = tokens;
     // Newly issued: even a token string the provider refused before is good again (a provider may issue it anew).
-    if (tokens.accessToken === this.refused) this.refused = undefined;
+    if (tokens.accessToken !== undefined) this.refused.delete(tokens.accessToken);
   }
 }
 
