@@ -8,8 +8,17 @@ import path from "node:path";
 import { fsyncDirSync, type FileIdentity } from "./atomic.js";
 
 /**
+ * Paths remembered at most ({@link DurableNames}): a quarantine's record files are one per record, and a loop that runs
+ * for weeks quarantines and sees re-driven (deleted) more records than it should keep a name for. A name forgotten
+ * costs one directory fsync when its file is found again, never a name taken as durable that is not.
+ */
+export const DURABLE_NAMES_LIMIT = 4096;
+
+/**
  * Per path, the file (device and inode) last made durable there. A file replaced (atomic write) or created again at a
- * path is another file, so it costs one directory fsync when found; a file known durable costs nothing.
+ * path is another file, so it costs one directory fsync when found; a file known durable costs nothing. At most
+ * `limit` paths are remembered, the least recently noted forgotten first; a deleted file's path is forgotten at once
+ * ({@link forget}).
  *
  * @example
  * ```ts
@@ -21,17 +30,40 @@ import { fsyncDirSync, type FileIdentity } from "./atomic.js";
 export class DurableNames {
   readonly #known = new Map<string, string>();
 
+  constructor(private readonly limit = DURABLE_NAMES_LIMIT) {}
+
   /** Fsyncs `file`'s directory unless the file of `identity` is the one known durable at `file`; then knows it. */
   makeDurable(file: string, identity: FileIdentity): void {
-    const key = identityKey(identity);
-    if (this.#known.get(file) === key) return;
+    if (this.knows(file, identity)) return;
     fsyncDirSync(path.dirname(file));
-    this.#known.set(file, key);
+    this.#remember(file, identityKey(identity));
   }
 
   /** Notes the file of `identity` as durable at `file`: this process put it there and fsynced the directory after. */
   note(file: string, identity: FileIdentity): void {
-    this.#known.set(file, identityKey(identity));
+    this.#remember(file, identityKey(identity));
+  }
+
+  /** Whether the file of `identity` is the one known durable at `file`. */
+  knows(file: string, identity: FileIdentity): boolean {
+    return this.#known.get(file) === identityKey(identity);
+  }
+
+  /** Forgets `files` (deleted: a file found there later is another one, whose name is not known durable). */
+  forget(files: Iterable<string>): void {
+    for (const file of files) this.#known.delete(file);
+  }
+
+  /** Paths remembered (what this costs in memory). */
+  get size(): number {
+    return this.#known.size;
+  }
+
+  #remember(file: string, key: string): void {
+    // Deleted first, so the path moves to the newest end of the map's order: the least recently noted go first.
+    this.#known.delete(file);
+    this.#known.set(file, key);
+    if (this.#known.size > this.limit) this.#known.delete(this.#known.keys().next().value as string);
   }
 }
 

@@ -79,9 +79,17 @@ export class FileQuarantine implements Quarantine {
     return parsed;
   }
 
+  /** Record file names this store remembers as durable (what that costs in memory). */
+  get durableNamesKnown(): number {
+    return this.#durable.size;
+  }
+
   /** Unlinks the records' files, then fsyncs the directory once for them all. */
   async deleteMany(ids: readonly string[]): Promise<void> {
-    removeFilesDurably(ids.map((id) => this.#file(id)));
+    const files = ids.map((id) => this.#file(id));
+    // Forgotten first: a file a failed unlink left is only fsynced again when found, never taken as durable.
+    this.#durable.forget(files);
+    removeFilesDurably(files);
   }
 
   #file(id: string): string {

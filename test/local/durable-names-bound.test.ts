@@ -1,0 +1,48 @@
+/**
+ * Memory of a long-lived local store: the record file names a quarantine (or the events file) knows are durable must
+ * not grow with every record a `run --interval` loop quarantined in its weeks of uptime.
+ */
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { FileQuarantine } from "../../shared/local/index.js";
+import { DurableNames } from "../../shared/local/durable-names.js";
+
+let dir: string;
+beforeEach(async () => {
+  dir = await mkdtemp(path.join(tmpdir(), "bridge-durable-names-"));
+});
+afterEach(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe("the durable names a long-lived store remembers", () => {
+  it("are forgotten when the store deletes their records (a re-drive), so a loop's quarantine put and drained holds none", async () => {
+    const quarantine = new FileQuarantine(dir);
+    for (let cycle = 0; cycle < 20; cycle++) {
+      const ids = Array.from({ length: 10 }, (_, i) => `c${cycle}-r${i}`);
+      for (const id of ids) await quarantine.put({ id, kind: "transaction", reason: "validation: x", raw: {}, at: "2025-01-15T10:00:01.000Z" });
+      await quarantine.deleteMany(ids);
+    }
+    expect(await quarantine.size()).toBe(0);
+    expect(quarantine.durableNamesKnown).toBe(0);
+  });
+
+  it("stay bounded however many distinct files were noted (records deleted by another process, a redrive beside the loop)", () => {
+    const names = new DurableNames();
+    for (let i = 0; i < 50_000; i++) names.note(path.join(dir, `r${i}.json`), { dev: 1, ino: i });
+    expect(names.size).toBeLessThanOrEqual(4096);
+  });
+
+  it("still skip the fsync for a file known durable, and fsync again for one forgotten (never the other way round)", () => {
+    const names = new DurableNames(2);
+    const file = (i: number) => path.join(dir, `r${i}.json`);
+    names.note(file(0), { dev: 1, ino: 0 });
+    names.note(file(1), { dev: 1, ino: 1 });
+    names.note(file(2), { dev: 1, ino: 2 });
+    expect(names.size).toBe(2);
+    expect(names.knows(file(2), { dev: 1, ino: 2 })).toBe(true);
+    expect(names.knows(file(0), { dev: 1, ino: 0 })).toBe(false);
+  });
+});
