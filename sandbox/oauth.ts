@@ -72,6 +72,11 @@ export class OAuthServer {
     private readonly accessTokenTtlSeconds = ACCESS_TOKEN_TTL_SECONDS,
   ) {}
 
+  /** Authorization codes and refresh tokens held (what the grants cost in memory). */
+  get held(): { readonly codes: number; readonly refreshTokens: number } {
+    return { codes: this.codes.size, refreshTokens: this.refreshTokens.size };
+  }
+
   /** True for the pre-registered client's loopback redirect URIs (`http://127.0.0.1[:port]/...`, `http://localhost[:port]/...`), without credentials or fragment. */
   isRedirectUriAllowed(redirectUri: string): boolean {
     let url: URL;
@@ -109,6 +114,7 @@ export class OAuthServer {
     if (!this.isClient(params.clientId)) throw new OAuthError(400, "invalid_client", "unknown client_id");
     if (!this.isRedirectUriAllowed(params.redirectUri)) throw new OAuthError(400, "invalid_request", "redirect_uri is not registered for this client");
     const code = randomBytes(24).toString("base64url");
+    forgetExpired(this.codes, this.clock.nowMs());
     this.codes.set(code, {
       clientId: params.clientId,
       redirectUri: params.redirectUri,
@@ -204,6 +210,7 @@ export class OAuthServer {
     const payload = Buffer.from(JSON.stringify(claims)).toString("base64url");
     const accessToken = `${header}.${payload}.${this.sign(`${header}.${payload}`).toString("base64url")}`;
     const refreshToken = `rt_${randomBytes(32).toString("base64url")}`;
+    forgetExpired(this.refreshTokens, this.clock.nowMs());
     this.refreshTokens.set(refreshToken, {
       familyId: family.id,
       expiresAtMs: this.clock.nowMs() + REFRESH_TOKEN_TTL_SECONDS * 1000,
@@ -214,6 +221,20 @@ export class OAuthServer {
 
   private sign(input: string): Buffer {
     return createHmac("sha256", this.key).update(input).digest();
+  }
+}
+
+/**
+ * Drops the records of `records` that expired by `nowMs`, oldest first, stopping at the first live one: every record
+ * lives as long as the others of its kind and sandbox time only moves forward, so insertion order is expiry order, and
+ * each record is looked at once when it goes (the demo refreshes every access token lifetime for as long as it is left
+ * running). A code or refresh token past its expiry is refused anyway; once forgotten, a spent one presented again is
+ * refused as unknown instead of revoking its family.
+ */
+function forgetExpired(records: Map<string, { readonly expiresAtMs: number }>, nowMs: number): void {
+  for (const [key, record] of records) {
+    if (record.expiresAtMs > nowMs) return;
+    records.delete(key);
   }
 }
 
