@@ -246,7 +246,10 @@ export async function rotationDeps(runtime: TenantRuntime, options: Pick<TenantR
 
 /**
  * Keeps one runtime per container: reused while the credentials in the secret (read through the store's cache with
- * an explicit expiry) stay the same, rebuilt when they change.
+ * an explicit expiry) stay the same, rebuilt when they change. A rebuilt runtime takes over the tokens the old one's
+ * token provider still holds in memory (a refresh whose save failed to the secret and to the table, still unsaved
+ * when its invocation settled): the refresh token they replaced is spent, and the new runtime would otherwise load it
+ * from the secret and present it, which revokes the family. It saves them before its first use of the store.
  */
 export class RuntimeCache {
   #runtime?: { fingerprint: string; runtime: TenantRuntime };
@@ -260,7 +263,13 @@ export class RuntimeCache {
       options.logger.info("Provider credentials changed in the secret; rebuilding the runtime");
     }
     const runtime = await createTenantRuntime(options);
-    this.#runtime = { fingerprint: credentialsFingerprint(await runtime.tokens.credentials()), runtime };
+    const fingerprint = credentialsFingerprint(await runtime.tokens.credentials());
+    if (cached !== undefined) {
+      const held = cached.runtime.tokenProvider.holdsUnsavedTokens;
+      await cached.runtime.tokenProvider.handOverHeldTokens(runtime.tokenProvider);
+      if (held) options.logger.warn("The rebuilt runtime takes over the rotated refresh token held in memory; it saves it before it uses the tokens");
+    }
+    this.#runtime = { fingerprint, runtime };
     return runtime;
   }
 }

@@ -404,6 +404,40 @@ describe("poll-transactions handler", () => {
     expect(await h.familyStillValid()).toBe(true);
   });
 
+  it.each([
+    ["pii_salt", "another-salt-0123456789"],
+    ["client_secret", "sandbox-secret-replaced"],
+  ])("never presents the spent refresh token when a warm container that holds the rotated one in memory (both stores refused it) is rebuilt for a new %s", async (field, value) => {
+    // A client secret replaced at the provider: the client and its token families stay; both secrets work meanwhile.
+    const oauth = h.sandbox.control.state.oauth as unknown as Record<string, unknown>;
+    oauth.authenticateClient = (id: string, secret: string) => {
+      if (id !== "sandbox-client" || !["sandbox-secret", "sandbox-secret-replaced"].includes(secret)) {
+        throw Object.assign(new Error("client authentication failed"), { status: 401, error: "invalid_client" });
+      }
+    };
+    // A Secrets Manager and DynamoDB outage at once: the rotated refresh token reaches neither the secret nor the table.
+    const outage = h.tokenWriteOutage();
+    const poll = h.poller("transactions", { clients: outage.clients }); // one warm container
+    const spent = h.secrets.current().refresh_token;
+    outage.on = true;
+    await poll().catch(() => undefined);
+    expect(h.refreshTokensPresented).toEqual([spent]);
+    expect(h.secrets.current().refresh_token).toBe(spent);
+    expect(h.output.join("\n")).toContain("it is held in memory until the next invocation of this container");
+    outage.on = false;
+    // The outage is over; an operator replaces a credential (the runbook's get-secret-value | jq | put-secret-value),
+    // which keeps the spent refresh token in the secret.
+    await h.secrets.client.send(
+      new PutSecretValueCommand({ SecretId: h.secrets.secretId, SecretString: JSON.stringify({ ...h.secrets.current(), [field]: value }) }),
+    );
+    // The container's secret cache runs out: its next invocation sees new credentials and rebuilds its runtime.
+    h.sandbox.control.advanceClock(DEFAULT_SECRET_CACHE_TTL_MS / 1_000 + 1);
+    expect((await poll()).status).toBe("completed");
+    expect(h.refreshTokensPresented.slice(1)).not.toContain(spent);
+    expect(h.secrets.current().refresh_token).not.toBe(spent);
+    expect(await h.familyStillValid()).toBe(true);
+  });
+
   it("hashes personal fields with the new pii_salt once a warm container re-reads a secret whose salt was replaced on purpose", async () => {
     await h.close();
     h = await createHarness({ piiMode: "hash" });

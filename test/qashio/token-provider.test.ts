@@ -695,6 +695,30 @@ describe("OAuthTokenProvider", () => {
     expect(store.saves.map((s) => s.refreshToken)).toEqual(["rt-2"]);
   });
 
+  it("hands the tokens a failed save left to a successor over the same store, which saves them before its first refresh and never presents the spent token", async () => {
+    const { provider, store, fetch, clock, events } = setup();
+    store.failNextSave = true;
+    await expect(provider.getAccessToken()).rejects.toBeInstanceOf(TokenUnavailableError);
+    const successor = new OAuthTokenProvider({ baseUrl: BASE_URL, clientId: "client-1", clientSecret: "rotated-secret", store, fetch, clock });
+    await provider.handOverHeldTokens(successor);
+    expect(provider.holdsUnsavedTokens).toBe(false);
+    expect(successor.holdsUnsavedTokens).toBe(true);
+    // The old one is closed: it starts no refresh with what it loaded.
+    clock.advance(20 * MINUTE);
+    await expect(provider.getAccessToken()).rejects.toBeInstanceOf(TokenUnavailableError);
+
+    await successor.getAccessToken();
+    expect(events.filter((e) => e.startsWith("refresh:"))).toEqual(["refresh:rt-1", "refresh:rt-2"]);
+    expect(store.saves.map((s) => s.refreshToken)).toEqual(["rt-2", "rt-3"]);
+    // A successor already in use is refused: its own tokens would be overwritten.
+    await expect(setup().provider.handOverHeldTokens(successor)).resolves.toBeUndefined();
+    const used = setup();
+    used.store.failNextSave = true;
+    await expect(used.provider.getAccessToken()).rejects.toBeInstanceOf(TokenUnavailableError);
+    await expect(used.provider.handOverHeldTokens(successor)).rejects.toBeInstanceOf(RangeError);
+    expect(used.provider.holdsUnsavedTokens).toBe(true);
+  });
+
   it("starts no refresh once closed: a fresh token is still handed out, a call that needs a refresh fails and sends nothing", async () => {
     const start = fakeClock().now();
     const { provider, store, fetch, clock } = setup({ stored: { refreshToken: "rt-1", accessToken: "fresh-access", accessTokenExpiresAt: start + 10 * MINUTE } });

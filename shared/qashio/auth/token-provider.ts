@@ -311,6 +311,34 @@ export class OAuthTokenProvider implements TokenProvider {
   }
 
   /**
+   * Hands the tokens a failed save left held, with the refresh lease they keep, to `successor`: a provider of the same
+   * tenant built to replace this one (a runtime rebuilt for changed client credentials), not used yet. It saves them
+   * before its first use of the store, and in its {@link saveHeldTokens}, as this one would have, under the same rule
+   * (only while the store still holds the refresh token they replaced). Dropped with this provider instead, they would
+   * be lost with the refresh token they replaced already spent, and the successor would present that spent token,
+   * which revokes the family. Closes this provider first (no refresh starts in it any more) and waits for a refresh or
+   * re-save still under way.
+   *
+   * @throws RangeError when `successor` has loaded or received tokens already (its own would be overwritten).
+   *
+   * @example
+   * await old.tokenProvider.handOverHeldTokens(rebuilt.tokenProvider);
+   */
+  async handOverHeldTokens(successor: OAuthTokenProvider): Promise<void> {
+    if (successor === this) return;
+    this.close();
+    await this.inflight?.catch(() => undefined);
+    await this.resaving?.catch(() => undefined);
+    const unsaved = this.unsaved;
+    if (unsaved === undefined) return;
+    if (successor.unsaved !== undefined || successor.current !== undefined) {
+      throw new RangeError("the successor has loaded or issued tokens already: hand held tokens over before its first use");
+    }
+    this.unsaved = undefined;
+    successor.unsaved = unsaved;
+  }
+
+  /**
    * Starts no refresh from now on: a call that would need one fails with `TokenUnavailableError`, nothing sent; a fresh
    * access token is still handed out, and a refresh already in flight goes on ({@link saveHeldTokens} waits for it).
    * For a process done with the provider: a refresh that a leftover call (such as an abandoned read-ahead) started

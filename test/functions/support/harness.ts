@@ -5,6 +5,7 @@
  */
 import { randomUUID } from "node:crypto";
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { PutSecretValueCommand } from "@aws-sdk/client-secrets-manager";
 import {
   EventBridgeClient,
   PutEventsCommand,
@@ -26,7 +27,7 @@ import type { RotationEvent } from "../../../shared/aws/rotation.js";
 import type { AwsClients } from "../../../shared/aws/runtime.js";
 import { SecretsManagerTokenStore } from "../../../shared/aws/token-store.js";
 import { createTestTable, localDynamoClient, type TestTable } from "../../aws/support/dynamo.js";
-import { FakeSecretsManager } from "../../aws/support/fake-secrets-manager.js";
+import { awsError, FakeSecretsManager } from "../../aws/support/fake-secrets-manager.js";
 
 export const REDIRECT_URI = "http://127.0.0.1:8765/callback";
 export const TENANT = "falcon";
@@ -103,6 +104,12 @@ export interface Harness {
    * Secrets Manager), its DynamoDB client first handed to `setup` (to add a test's middleware); the default `clients`.
    */
   clients(setup?: (dynamo: DynamoDBClient) => void): () => AwsClients;
+  /**
+   * SDK clients (as `clients()`) whose writes of the tokens fail while `on` is set: PutSecretValue (AccessDenied) and
+   * the table's put of the access-token item (throttled), so a rotated refresh token reaches neither store and stays
+   * in the container's memory.
+   */
+  tokenWriteOutage(): { readonly clients: () => AwsClients; on: boolean };
   /** A new Lambda container running the rotation function. */
   rotator(options?: Partial<HandlerOptions>): (event: RotationEvent) => Promise<void>;
   /** Transactions still `not_synced` or `outdated` at the provider. */
@@ -211,6 +218,29 @@ export async function createHarness(options: { seed?: number; piiMode?: "full" |
     poller(kind, overrides) {
       const handler = createPollHandler(kind, handlerOptions(overrides));
       return (event, context) => handler(event ?? scheduledEvent(), context ?? lambdaContext());
+    },
+    tokenWriteOutage() {
+      const outage = { clients: (): AwsClients => built(), on: false };
+      const base = clients((dynamo) =>
+        dynamo.middlewareStack.add(
+          (next, context) => async (args) => {
+            const item = (args.input as { Item?: { sk?: unknown } }).Item;
+            if (outage.on && String(context.commandName) === "PutItemCommand" && JSON.stringify(item?.sk).includes("ACCESS")) {
+              throw awsError("ProvisionedThroughputExceededException");
+            }
+            return next(args);
+          },
+          { step: "initialize", name: "failAccessItemPut" },
+        ),
+      );
+      const built = (): AwsClients => {
+        const aws = base();
+        const send = aws.secrets.send.bind(aws.secrets) as (command: unknown) => Promise<unknown>;
+        const failing = (command: unknown) => (outage.on && command instanceof PutSecretValueCommand ? Promise.reject(awsError("AccessDeniedException")) : send(command));
+        const secrets = new Proxy(aws.secrets, { get: (target, property, receiver) => (property === "send" ? failing : (Reflect.get(target, property, receiver) as unknown)) });
+        return { ...aws, secrets };
+      };
+      return outage;
     },
     rotator(overrides) {
       const handler = createRotationHandler(handlerOptions(overrides));
