@@ -241,12 +241,12 @@ export class QashioClient {
 
   /**
    * `POST /public/v1/erp/transactions/acknowledge` with `{"transaction_ids": [...]}`. Idempotent, so retried
-   * like a read. The response shape is not in the spec: any 2xx counts as success.
+   * like a read. The response shape is not in the spec: any 2xx counts as success, a body that is not JSON included.
    */
   async acknowledgeTransactions(ids: readonly string[], options: CallOptions = {}): Promise<AcknowledgeResult> {
     const body = this.checkedBody(AcknowledgeBodySchema, { transaction_ids: [...ids] }, "POST", PATHS.acknowledge);
     const { deadline, stop, callerRetries } = options;
-    const response = await this.http.request({ method: "POST", path: PATHS.acknowledge, body, auth: "bearer", retry: "idempotent", deadline, stop, callerRetries });
+    const response = await this.http.request({ method: "POST", path: PATHS.acknowledge, body, auth: "bearer", retry: "idempotent", deadline, stop, callerRetries, anyBody: true });
     if (!UnknownEnvelope.safeParse(response.body).success) {
       this.options.logger?.warn("acknowledge answered 2xx without the standard envelope", {
         path: PATHS.acknowledge,

@@ -138,9 +138,14 @@ export interface HttpRequest {
    * the last attempt allowed is thrown as it is.
    */
   readonly callerRetries?: { readonly failedBefore: number };
+  /**
+   * A 2xx answer counts whatever its body: one that is not JSON gives `body` undefined instead of an
+   * `InvalidResponseError` (for an operation whose response the spec does not show, such as acknowledge).
+   */
+  readonly anyBody?: boolean;
 }
 
-/** A 2xx response with its JSON body (undefined when empty). */
+/** A 2xx response with its JSON body (undefined when empty, or not JSON under `anyBody`). */
 export interface HttpResponse {
   readonly status: number;
   readonly body: unknown;
@@ -480,7 +485,7 @@ export class HttpCore {
       if (outcome.kind === "response") {
         const { status, headers, text } = outcome;
         const secrets = secretsOf(request, token);
-        if (status >= 200 && status < 300) return this.success(status, headers, text, where, secrets);
+        if (status >= 200 && status < 300) return this.success(status, headers, text, where, secrets, request.anyBody === true);
         error = errorForResponse(status, headers, text, { ...where, errorBody, now: this.clock.now(), secrets });
         if (status === 401 && request.auth === "bearer" && this.tokenProvider && token !== undefined && !replayedAfter401) {
           // No refresh for a replay that could not be sent anyway (see the check before the token above).
@@ -543,9 +548,10 @@ export class HttpCore {
     return this.tokenProvider.getAccessToken({ deadline: request.deadline });
   }
 
-  private success(status: number, headers: ResponseHeaders, text: string, where: { method: string; path: string }, secrets: readonly string[]): HttpResponse {
+  private success(status: number, headers: ResponseHeaders, text: string, where: { method: string; path: string }, secrets: readonly string[], anyBody: boolean): HttpResponse {
     const parsed = parseJson(text);
     if (!parsed.ok) {
+      if (anyBody) return { status, body: undefined, requestId: safeRequestId(headers.get("x-request-id") ?? undefined, secrets) };
       throw new InvalidResponseError(`${where.method} ${where.path} answered ${status} with a body that is not JSON`, {
         ...where,
         status,

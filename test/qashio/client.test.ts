@@ -300,6 +300,22 @@ describe("QashioClient writes", () => {
     expect(logger.lines.some((l) => l.level === "warn" && l.message.includes("acknowledge"))).toBe(true);
   });
 
+  it("accepts an acknowledgement answered 2xx with a body that is not JSON (§4.3 shows no response), once, with a warning", async () => {
+    for (const reply of [new Response("OK", { status: 200, headers: { "content-type": "text/plain", "x-request-id": "req-ack-1" } }), new Response("<html>Accepted</html>", { status: 202 })]) {
+      const fetch = scriptedFetch(reply);
+      const { client, logger } = clientWith(fetch);
+      await expect(client.acknowledgeTransactions([TRANSACTION_ID])).resolves.toMatchObject({ acknowledged: 1 });
+      expect(fetch.calls).toHaveLength(1);
+      expect(logger.lines.some((l) => l.level === "warn" && l.message.includes("acknowledge"))).toBe(true);
+    }
+  });
+
+  it("still refuses a read answered 2xx with a body that is not JSON", async () => {
+    const fetch = scriptedFetch(new Response("OK", { status: 200 }));
+    const { client } = clientWith(fetch);
+    await expect(client.listTransactions({})).rejects.toBeInstanceOf(InvalidResponseError);
+  });
+
   it("issues a card once, never retrying a 5xx or a network error", async () => {
     for (const reply of [fail(500), new TypeError("fetch failed")]) {
       const fetch = scriptedFetch(reply, ok({ card: coreCardFixture() }));
