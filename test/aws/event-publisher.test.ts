@@ -385,6 +385,14 @@ describe("reduceDetail", () => {
     expect(entrySize(toEntry(reduced))).toBeLessThanOrEqual(1_500);
   });
 
+  it("records the path of a trimmed array as a JSON Pointer, escaping '~' and '/' in member names", () => {
+    const items = Array.from({ length: 50 }, (_, i) => ({ id: `li${i}`, v: "x".repeat(40) }));
+    const detail = event("ev", { id: "tx", extra: { "line/items~v2": items } }).detail;
+    const reduced = reduceDetail(detail, toEntry, 1_500);
+    expect(truncationsOf(reduced ?? detail)).toEqual([{ path: "/data/object/extra/line~1items~0v2", total: 50, kept: expect.any(Number) }]);
+    expect(entrySize(toEntry(reduced))).toBeLessThanOrEqual(1_500);
+  });
+
   it("trims arrays inside changes before trimming the change list itself", () => {
     const before = Array.from({ length: 50 }, (_, i) => ({ id: `s${i}`, v: "x".repeat(40) }));
     const detail = event("ev", { id: "tx" }, [
