@@ -355,6 +355,15 @@ describe("DynamoLeaseLock on DynamoDB Local", () => {
     expect(await new DynamoLeaseLock({ doc: table.doc, tableName: table.tableName }).tryAcquire(name, 60_000)).toBeUndefined();
   });
 
+  it("rejects a release that fails for another reason than the owner condition, so its caller learns of it", async () => {
+    const lossy = docLosingAnswersOf("DeleteItemCommand", 3);
+    const name = `release-lost-${randomBytes(4).toString("hex")}`;
+    const handle = await new DynamoLeaseLock({ doc: lossy.doc, tableName: table.tableName }).tryAcquire(name, 60_000);
+    expect(handle).toBeDefined();
+    await expect(handle!.release()).rejects.toMatchObject({ code: "ECONNRESET" });
+    expect(lossy.sent()).toBe(3);
+  });
+
   it("keeps a renewed lease past its first expiry", async () => {
     const clock = new FakeClock();
     const lease = await lockWith(clock).tryAcquire("acme#renewed", 1_000);
