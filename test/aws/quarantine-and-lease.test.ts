@@ -29,6 +29,25 @@ describe("DynamoQuarantine on DynamoDB Local", () => {
     expect(item.Item?.ttl).toBe(Math.ceil((clock.now() + 7 * 86_400_000) / 1000));
   });
 
+  it("stores a raw body of up to 4 KB of JSON as text and a larger one gzip-compressed, both read back whole", async () => {
+    const quarantine = make("q-gzip");
+    // `{"note":"…"}` is 11 bytes around the note.
+    const body = (bytes: number) => ({ note: "n".repeat(bytes - 11) });
+    await quarantine.put({ id: "at-limit", kind: "card", reason: "invalid", raw: body(4_096), at: "2026-03-01T12:00:00Z" });
+    await quarantine.put({ id: "over-limit", kind: "card", reason: "invalid", raw: body(4_097), at: "2026-03-01T12:00:00Z" });
+    const stored = async (id: string) => (await table.doc.send(new GetCommand({ TableName: table.tableName, Key: { pk: "QUAR#q-gzip", sk: id } }))).Item;
+    expect(await stored("at-limit")).toMatchObject({ raw: JSON.stringify(body(4_096)) });
+    expect(await stored("at-limit")).not.toHaveProperty("rawz");
+    expect(await stored("over-limit")).toMatchObject({ rawz: expect.any(Uint8Array) });
+    expect(await stored("over-limit")).not.toHaveProperty("raw");
+    expect(new Map((await quarantine.list()).map((r) => [r.id, r.raw]))).toEqual(
+      new Map([
+        ["at-limit", body(4_096)],
+        ["over-limit", body(4_097)],
+      ]),
+    );
+  });
+
   it("refuses a record whose raw body is not JSON without carrying any of its text, in the message or the cause", async () => {
     const clock = new FakeClock();
     // V8's JSON.parse message quotes the text it failed on, here a cardholder's name.

@@ -58,6 +58,12 @@ export function describeQuarantineContract(name: string, factory: () => Promise<
       expect(held.find((r) => r.id === "q2")?.at).toBe(record("q2").at);
     });
 
+    it("keeps the first entity id of a record found again under another one", async () => {
+      expect(await fixture.quarantine.put(record("q6"))).toBe(true);
+      expect(await fixture.quarantine.put({ ...record("q6", "2025-01-16T09:00:00.000Z"), entityId: "txn-other" })).toBe(false);
+      expect((await fixture.quarantine.list()).find((r) => r.id === "q6")?.entityId).toBe(record("q6").entityId);
+    });
+
     it("gives a record found again the reason and body it was found with last (a PII mode switch masks them), keeping `at`", async () => {
       const cleartext = { ...record("q5"), raw: { id: "CA1", cardholder: { name: "Ann Example", email: "ann@example.test" } } };
       expect(await fixture.quarantine.put(cleartext)).toBe(true);
