@@ -104,6 +104,16 @@ describe("SecretsManagerTokenStore", () => {
     expect(await make().revokedVersion()).toBe(versionId);
   });
 
+  it("marks the version last loaded, not a newer one read since (its refresh token was never presented)", async () => {
+    const { store, make, secrets } = setup();
+    await store.load();
+    await new ProviderSecretClient({ secrets: secrets.client, secretId: secrets.secretId }).put({ ...SECRET, refresh_token: "rt-new-family" });
+    const newer = (await store.readSecret()).versionId;
+    await store.markRevoked();
+    expect(await make().revokedVersion()).toBeUndefined();
+    expect((await make().readSecret()).versionId).toBe(newer);
+  });
+
   it("removes only a stale revoked marker: one another container writes for the new version meanwhile stays", async () => {
     const secrets = new FakeSecretsManager("arn:secret:provider", SECRET);
     const storeWith = (doc: DynamoDBDocumentClient) =>

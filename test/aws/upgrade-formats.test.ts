@@ -10,6 +10,7 @@ import { eventId } from "../../shared/bridge/hash.js";
 import { pollTransactions } from "../../shared/bridge/transactions.js";
 import type { SnapshotKey } from "../../shared/bridge/ports.js";
 import { accessTokenItemKey, quarantineItemKey, snapshotItemKey } from "../../shared/aws/keys.js";
+import { ProviderSecretClient } from "../../shared/aws/provider-secret.js";
 import { DynamoQuarantine } from "../../shared/aws/quarantine.js";
 import { DynamoSnapshotStore, TRUNCATED_SNAPSHOT_OBJECT } from "../../shared/aws/snapshot-store.js";
 import { SecretsManagerTokenStore } from "../../shared/aws/token-store.js";
@@ -66,6 +67,15 @@ describe("the shared access-token item written by an earlier version", () => {
     await putItem({ secretVersionId: versionId, updatedAt: "2026-11-01T00:00:00.000Z", heldRefreshToken: "rt-2", accessToken: "at-2" });
     await make().saveVersion({ refreshToken: "rt-new-family" }, { clientRequestToken: "reonboard-1", stages: ["AWSCURRENT"] });
     expect(secrets.current().refresh_token).toBe("rt-new-family");
+    expect(await make().load()).toEqual({ refreshToken: "rt-new-family" });
+  });
+
+  it("ignores a refresh token an earlier version held, still in the table, once the secret has a newer version written out of band", async () => {
+    const { make, putItem, secrets } = tokenSetup();
+    const { versionId } = await make().readSecret();
+    await putItem({ secretVersionId: versionId, updatedAt: "2026-11-01T00:00:00.000Z", heldRefreshToken: "rt-2", accessToken: "at-2" });
+    // Re-authorized by hand (the CLI): a new version, the item left as it was.
+    await new ProviderSecretClient({ secrets: secrets.client, secretId: secrets.secretId }).put({ ...SECRET, refresh_token: "rt-new-family" });
     expect(await make().load()).toEqual({ refreshToken: "rt-new-family" });
   });
 });
