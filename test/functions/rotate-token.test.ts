@@ -273,6 +273,38 @@ describe("rotate-token handler (Secrets Manager rotation)", () => {
     expect(error).toMatchObject({ step: "testSecret", message: "The provider did not accept the new access token" });
   });
 
+  it("does not refresh again when Secrets Manager retries a createSecret whose version a poller's refresh has moved AWSCURRENT from", async () => {
+    const token = randomUUID();
+    h.secrets.startRotation(token);
+    const rotator = h.rotator();
+    await rotator(eventFor(token, "createSecret"));
+    h.sandbox.control.advanceClock(ACCESS_TOKEN_TTL_SECONDS + 1);
+    await h.poller("transactions")();
+    const newer = h.secrets.versionWith("AWSCURRENT");
+    expect(newer).not.toBe(token);
+    expect(h.secrets.stagesOf(token)).not.toContain("AWSCURRENT");
+    const presented = h.refreshTokensPresented.length;
+    h.output.length = 0;
+    await rotator(eventFor(token, "createSecret"));
+    expect(h.output.join("\n")).toContain("createSecret: version already written");
+    expect(h.refreshTokensPresented).toHaveLength(presented);
+    expect(h.secrets.versionWith("AWSCURRENT")).toBe(newer);
+    expect(await h.familyStillValid()).toBe(true);
+  });
+
+  it("fails testSecret with the client's own error for a validate answer that is neither a verdict nor a 401 or 403", async () => {
+    const token = randomUUID();
+    h.secrets.startRotation(token);
+    await h.rotator()(eventFor(token, "createSecret"));
+    const garbled = h.rotator({
+      fetch: async (input, init) =>
+        input.endsWith("/oauth2/validate") ? new Response(JSON.stringify({ ok: true }), { status: 200, headers: { "content-type": "application/json" } }) : h.fetch(input, init),
+    });
+    const error = await garbled(eventFor(token, "testSecret")).catch((e: unknown) => e);
+    expect(error).toMatchObject({ name: "InvalidResponseError" });
+    expect(error).not.toBeInstanceOf(RotationError);
+  });
+
   it("never moves AWSCURRENT back when a poller rotated the token between createSecret and finishSecret", async () => {
     const token = randomUUID();
     h.secrets.startRotation(token);
@@ -373,6 +405,26 @@ describe("rotate-token handler (Secrets Manager rotation)", () => {
     const presented = h.refreshTokensPresented.length;
     await expect(h.poller("transactions")()).rejects.toBeInstanceOf(ReauthorizationNeededError);
     expect(h.refreshTokensPresented).toHaveLength(presented);
+  });
+
+  it("adopts a token written meanwhile once only: one written again while the adopted one is rejected is not presented", async () => {
+    await revokeFamily();
+    const stale = h.secrets.current().refresh_token as string;
+    // Each of the first two refreshes sees another pasted (and spent) token written while it is in flight.
+    let writes = 0;
+    const fetch = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+      const response = await h.fetch(input, init);
+      if (writes < 2 && String(input).endsWith("/oauth2/token")) {
+        writes += 1;
+        await putSecret({ ...h.secrets.current(), refresh_token: `${stale}-pasted-${writes}` });
+      }
+      return response;
+    };
+    const presented = h.refreshTokensPresented.length;
+    const token = randomUUID();
+    h.secrets.startRotation(token);
+    await expect(h.rotator({ fetch })(eventFor(token, "createSecret"))).rejects.toBeInstanceOf(ReauthorizationRequiredError);
+    expect(h.refreshTokensPresented.slice(presented)).toEqual([stale, `${stale}-pasted-1`]);
   });
 
   it("gives up a refresh the provider asks to delay past half the lease, without presenting the token again", async () => {
