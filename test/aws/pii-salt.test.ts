@@ -1,0 +1,123 @@
+/**
+ * PiiSaltGuard on DynamoDB Local, by itself: what it reads and writes, and the races between containers recording a
+ * salt's fingerprint at once (the handler-level behaviour is in test/functions/pii-salt.test.ts).
+ */
+import { randomUUID } from "node:crypto";
+import { GetCommand, PutCommand } from "@aws-sdk/lib-dynamodb";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { PiiSaltChangedError } from "../../shared/aws/errors.js";
+import { piiSaltItemKey } from "../../shared/aws/keys.js";
+import { PiiSaltGuard, holdsSnapshots, type PiiSaltGuardOptions } from "../../shared/aws/pii-salt.js";
+import { piiSaltFingerprint } from "../../shared/bridge/pii.js";
+import type { Snapshot, SnapshotPage, SnapshotScanOptions } from "../../shared/bridge/ports.js";
+import { RecordingLogger } from "../bridge/fakes.js";
+import { FakeClock } from "./support/clock.js";
+import { createTestTable, type TestTable } from "./support/dynamo.js";
+
+let table: TestTable;
+beforeAll(async () => {
+  table = await createTestTable();
+});
+afterAll(async () => table.drop());
+
+const SALT = "salt-of-this-tenant-0123456789";
+const OTHER = "salt-of-another-tenant-0123";
+const THIRD = "a-third-salt-0123456789abcd";
+
+function setup() {
+  const tenant = `pii-${randomUUID()}`;
+  const optionsOf = (salt: string): PiiSaltGuardOptions => ({
+    doc: table.doc,
+    tableName: table.tableName,
+    tenant,
+    secretId: "arn:secret:provider",
+    pii: { mode: "hash", salt },
+    clock: new FakeClock(),
+    logger: new RecordingLogger(),
+  });
+  const guard = (salt: string) => new PiiSaltGuard(optionsOf(salt));
+  const record = (salt: string) =>
+    table.doc.send(new PutCommand({ TableName: table.tableName, Item: { ...piiSaltItemKey(tenant), fingerprint: piiSaltFingerprint(salt), recordedAt: "2026-03-01T12:00:00.000Z" } }));
+  const recorded = async () =>
+    (await table.doc.send(new GetCommand({ TableName: table.tableName, Key: piiSaltItemKey(tenant), ConsistentRead: true }))).Item?.["fingerprint"];
+  return { tenant, optionsOf, guard, record, recorded };
+}
+
+describe("PiiSaltGuard", () => {
+  it("checks once: a guard that passed reads the table no more (its runtime is rebuilt when the salt changes)", async () => {
+    const { guard, record } = setup();
+    const checked = guard(SALT);
+    await checked.check(async () => true);
+    await record(OTHER);
+    const send = vi.spyOn(table.doc, "send");
+    await checked.check(async () => true);
+    expect(send).not.toHaveBeenCalled();
+    send.mockRestore();
+    await expect(guard(SALT).check(async () => true)).rejects.toBeInstanceOf(PiiSaltChangedError);
+  });
+
+  it("refuses a salt when another container records a third one between its read and its write (a table holding no snapshots)", async () => {
+    const { guard, record, recorded } = setup();
+    await record(OTHER);
+    // Asked after the read, before the write: the other container's write lands there.
+    const error = await guard(SALT)
+      .check(async () => {
+        await record(THIRD);
+        return false;
+      })
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(PiiSaltChangedError);
+    expect(await recorded()).toBe(piiSaltFingerprint(THIRD));
+  });
+
+  it("refuses a first salt when another container records its own first between this one's read and write", async () => {
+    const { optionsOf, record, recorded } = setup();
+    let raced = false;
+    // The other container's put lands just before this one's.
+    const send = async (command: unknown) => {
+      if (command instanceof PutCommand && !raced) {
+        raced = true;
+        await record(OTHER);
+      }
+      return (table.doc.send as (c: unknown) => Promise<unknown>)(command);
+    };
+    const doc = new Proxy(table.doc, { get: (target, name, receiver) => (name === "send" ? send : Reflect.get(target, name, receiver)) });
+    const racing = new PiiSaltGuard({ ...optionsOf(SALT), doc });
+    await expect(racing.check(async () => false)).rejects.toBeInstanceOf(PiiSaltChangedError);
+    expect(raced).toBe(true);
+    expect(await recorded()).toBe(piiSaltFingerprint(OTHER));
+  });
+
+  it("passes when another container records the same new salt between its read and its write", async () => {
+    const { guard, record, recorded } = setup();
+    await record(OTHER);
+    await guard(SALT).check(async () => {
+      await record(SALT);
+      return false;
+    });
+    expect(await recorded()).toBe(piiSaltFingerprint(SALT));
+  });
+});
+
+describe("holdsSnapshots", () => {
+  const snapshot: Snapshot = { key: "transaction:tx-1", hash: "h", object: { id: "tx-1" }, updatedAt: "2026-03-01T12:00:00.000Z" };
+  /** A store whose scan answers `pages` in turn, each page's cursor leading to the next. */
+  const storeOf = (pages: readonly Snapshot[][]) => ({
+    scans: [] as SnapshotScanOptions[],
+    async scan(options: SnapshotScanOptions): Promise<SnapshotPage> {
+      this.scans.push(options);
+      const index = options.cursor === undefined ? 0 : Number(options.cursor);
+      const snapshots = pages[index] ?? [];
+      return index + 1 < pages.length ? { snapshots, cursor: String(index + 1) } : { snapshots };
+    },
+  });
+
+  it("walks past empty pages to the first snapshot, and answers false only at the end of the table", async () => {
+    const empty = storeOf([[], [], []]);
+    expect(await holdsSnapshots(empty)).toBe(false);
+    expect(empty.scans).toHaveLength(3);
+    const late = storeOf([[], [], [snapshot], []]);
+    expect(await holdsSnapshots(late)).toBe(true);
+    expect(late.scans).toEqual([{ limit: 1 }, { limit: 1, cursor: "1" }, { limit: 1, cursor: "2" }]);
+  });
+});
