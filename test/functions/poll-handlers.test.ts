@@ -16,7 +16,7 @@ import { DynamoQuarantine } from "../../shared/aws/quarantine.js";
 import { DynamoSnapshotStore } from "../../shared/aws/snapshot-store.js";
 import { contentHash } from "../../shared/bridge/hash.js";
 import { KEPT_RECORDS_NAMED, recordQashioId } from "../../shared/bridge/redrive.js";
-import { leaseNames, piiSaltItemKey } from "../../shared/aws/keys.js";
+import { leaseItemKey, leaseNames, piiSaltItemKey } from "../../shared/aws/keys.js";
 import { awsError } from "../aws/support/fake-secrets-manager.js";
 import type { PollResult } from "../../shared/aws/handlers.js";
 import type { AwsClients } from "../../shared/aws/runtime.js";
@@ -212,6 +212,25 @@ describe("poll-transactions handler", () => {
     expect(overlapping).toBe(false);
     // Released once the cycle ended.
     expect(await lock.tryAcquire(leaseNames.transactionsCycle(TENANT), 60_000)).toBeDefined();
+  });
+
+  it("completes a cycle whose lease release fails, logging the failure by name: the lease then runs out by itself", async () => {
+    const cycleLease = leaseItemKey(leaseNames.transactionsCycle(TENANT));
+    const clients = h.clients((dynamo) =>
+      dynamo.middlewareStack.add(
+        (next, context) => async (args) => {
+          const key = (args.input as { Key?: { pk?: { S?: string } } }).Key;
+          if (String(context.commandName).startsWith("Delete") && key?.pk?.S === cycleLease.pk) throw awsError("ProvisionedThroughputExceededException");
+          return next(args);
+        },
+        { step: "build", name: "failCycleLeaseRelease" },
+      ),
+    );
+    expect(await h.poller("transactions", { clients })()).toMatchObject({ status: "completed", outcome: "complete" });
+    const warning = h.output.map((line) => JSON.parse(line) as Record<string, unknown>).find((doc) => doc["message"] === "Could not release the cycle lease; it will expire");
+    expect(warning).toMatchObject({ kind: "transactions", error: "ProvisionedThroughputExceededException" });
+    const lock = new DynamoLeaseLock({ doc: h.table.doc, tableName: h.table.tableName, clock: h.clock });
+    expect(await lock.tryAcquire(leaseNames.transactionsCycle(TENANT), 60_000)).toBeUndefined();
   });
 
   it("starts no token refresh whose lease would outlast the call's deadline: the cycle stops at its deadline with the refresh token unspent", async () => {
