@@ -134,6 +134,25 @@ describe("DynamoDB batch writes held to the cycle's deadline", () => {
     expect(again.sent()).toBe(2);
   });
 
+  it.each<Fault>(["unprocessed", "throttled"])("counts a backoff ending at the deadline itself as past it, one ending a millisecond before as not (%s)", async (fault) => {
+    const start = Date.parse("2026-03-01T12:00:00Z");
+    const deadline = start + 1_000;
+    /** A clock whose backoff sleeps end `before` ms short of the deadline. */
+    const endingAt = (before: number): Clock => {
+      let time = start;
+      return { now: () => time, sleep: async () => void (time = deadline - before) };
+    };
+    const snapshot = { key: "card:edge" as SnapshotKey, hash: "h", object: {}, updatedAt: "2026-03-01T12:00:00.000Z" };
+    const atDeadline = faultyBatch(table.doc, fault);
+    const late = new DynamoSnapshotStore({ doc: atDeadline.doc, tableName: table.tableName, tenant: `edge-${fault}`, clock: endingAt(0), backoff: { random: () => 0.5 } });
+    await expect(late.putMany([snapshot], { deadline })).rejects.toBeInstanceOf(WriteDeadlineExceededError);
+    expect(atDeadline.sent()).toBe(1);
+    const justBefore = faultyBatch(table.doc, fault);
+    const inTime = new DynamoSnapshotStore({ doc: justBefore.doc, tableName: table.tableName, tenant: `edge-${fault}`, clock: endingAt(1), backoff: { random: () => 0.5 } });
+    await inTime.putMany([snapshot], { deadline });
+    expect(justBefore.sent()).toBe(2);
+  });
+
   it("putMany starts no batch past the deadline: one whose turn comes after a call the container froze in is not sent", async () => {
     const rig = makeRig();
     const tenant = "frozen-later-batch";
