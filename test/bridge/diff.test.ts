@@ -121,4 +121,12 @@ describe("jsonEqual", () => {
     expect(jsonEqual({ constructor: "x" }, {})).toBe(false);
     expect(jsonEqual({ hasOwnProperty: null }, {})).toBe(true);
   });
+
+  it("takes a member null on either side for one absent on the other, in arrays without ids too", () => {
+    expect(jsonEqual({}, { a: null })).toBe(true);
+    expect(jsonEqual({ a: null }, {})).toBe(true);
+    expect(jsonEqual({}, { a: 0 })).toBe(false);
+    expect(diffObjects({ tags: [{ k: 1 }] }, { tags: [{ k: 1, note: null }] })).toEqual([]);
+    expect(diffObjects({ tags: [{ k: 1, note: null }] }, { tags: [{ k: 1 }] })).toEqual([]);
+  });
 });

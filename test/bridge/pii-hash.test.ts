@@ -1,6 +1,6 @@
 import { createHmac } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { applyPii, applyPiiToBody, assertPiiPolicy, conformPii, conformPiiToBody, REDACTED, type PiiPolicy } from "../../shared/bridge/pii.js";
+import { applyPii, applyPiiToBody, assertPiiPolicy, conformPii, conformPiiToBody, piiSaltFingerprint, REDACTED, type PiiPolicy } from "../../shared/bridge/pii.js";
 import { canonicalJson, contentHash, eventId, sha256Hex, uuidFromHex } from "../../shared/bridge/hash.js";
 import { BridgeConfigurationError } from "../../shared/bridge/errors.js";
 
@@ -124,6 +124,15 @@ describe("applyPii", () => {
     }
     // Nothing personal to hash: nothing to refuse.
     expect(applyPii({ id: "t1", card_holder_name: null }, { mode: "hash" })).toEqual({ id: "t1", card_holder_name: null });
+  });
+});
+
+describe("piiSaltFingerprint", () => {
+  it("is the first 16 hex digits of HMAC-SHA256 keyed by the salt over its fixed label, as stores record it", () => {
+    const salt = "0123456789abcdef-tenant";
+    const expected = createHmac("sha256", salt).update("qashio-bridge pii salt fingerprint v1").digest("hex").slice(0, 16);
+    expect(piiSaltFingerprint(salt)).toBe(expected);
+    expect(piiSaltFingerprint(`${salt}x`)).not.toBe(expected);
   });
 });
 

@@ -1064,6 +1064,16 @@ describe("pollTransactions", () => {
     expect(event?.detail.occurred_at).toBe(new Date(txn.updated_at).toISOString());
   });
 
+  it("takes occurred_at from updated_at over modified_date when the transaction carries both", async () => {
+    const rig = makeRig();
+    rig.provider.addTransaction({ updated_at: "2025-01-12T08:30:00.000Z", modified_date: "2025-01-10T08:30:00.000Z" });
+    rig.provider.addTransaction({ updated_at: "2025-01-10T08:30:00.000Z", modified_date: "2025-01-12T08:30:00.000Z" });
+    rig.clock.ms = Date.parse("2025-01-15T10:00:00.000Z");
+    await pollTransactions(rig.deps);
+    expect(rig.publisher.events.map((e) => e.detail.occurred_at).sort()).toEqual(["2025-01-10T08:30:00.000Z", "2025-01-12T08:30:00.000Z"]);
+    expect(rig.publisher.events.map((e) => e.detail.occurred_at)).toEqual(rig.provider.transactions.map((t) => t.updated_at).reverse());
+  });
+
   it("takes occurred_at from modified_date when the transaction carries no updated_at", async () => {
     const rig = makeRig();
     rig.provider.addTransaction({ updated_at: undefined, modified_date: "2025-01-10T08:30:00.000Z" });
@@ -1240,6 +1250,24 @@ describe("pollTransactions", () => {
     expect(rig.provider.pending()).toEqual([]);
     // The event published before the freeze comes again under its id: a duplicate consumers recognise, no change lost.
     expect(rig.publisher.ids.filter((id) => sentBefore.includes(id))).toHaveLength(2);
+  });
+
+  it("writes nothing from the very millisecond of its calls' deadline (the deadline plus its grace) on", async () => {
+    const rig = makeRig();
+    const txn = rig.provider.addTransaction();
+    const deadline = rig.clock.now() + 60_000;
+    const graceMs = 5_000;
+    const publish = rig.publisher.publish.bind(rig.publisher);
+    rig.publisher.publish = async (events, options) => {
+      const result = await publish(events, options);
+      rig.clock.ms = deadline + graceMs;
+      return result;
+    };
+    const report = await pollTransactions(rig.deps, { deadline, deadlineGraceMs: graceMs, readAhead: false });
+    expect(report.outcome).toBe("deadline");
+    expect(rig.publisher.calls).toBe(1);
+    expect(rig.snapshots.data.size).toBe(0);
+    expect(rig.provider.pending().map((t) => t.id)).toEqual([txn.id]);
   });
 
   it("reports the lag of a page read ahead and left behind at the deadline", async () => {

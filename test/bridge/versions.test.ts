@@ -38,3 +38,19 @@ describe("parseTime", () => {
     expect(parseTime("2025-01-31T00:00:00+14:00")).toBe(Date.UTC(2025, 0, 30, 10));
   });
 });
+
+describe("parseTime and changeTime bounds", () => {
+  it("takes no time outside years 0000-9999, also where an offset moves a time written inside them across the edge", () => {
+    expect(parseTime("0000-01-01T00:00:00Z")).toBe(Date.parse("0000-01-01T00:00:00Z"));
+    expect(parseTime("9999-12-31T23:59:59.999Z")).toBe(Date.parse("9999-12-31T23:59:59.999Z"));
+    expect(parseTime("9999-12-31T23:30:00-01:00")).toBeUndefined();
+    expect(parseTime("0000-01-01T00:30:00+01:00")).toBeUndefined();
+  });
+
+  it("takes provider times from 2000 up to the start of year 9999 as change times, earlier and later ones for placeholders", () => {
+    expect(changeTime("2000-01-01T00:00:00.000Z")).toBe(Date.UTC(2000, 0, 1));
+    expect(changeTime("1999-12-31T23:59:59.999Z")).toBeUndefined();
+    expect(changeTime("9998-12-31T23:59:59.999Z")).toBe(Date.UTC(9999, 0, 1) - 1);
+    expect(changeTime("9999-01-01T00:00:00.000Z")).toBeUndefined();
+  });
+});
