@@ -453,6 +453,11 @@ describe("pollCards", () => {
     // Quarantined feeds the QuarantineGrowing alarm: a record already held must not raise it again.
     expect(rig.metrics.sum("Quarantined")).toBe(1);
     expect(rig.logger.lines.filter((l) => l.level === "warn" && l.message === "record quarantined")).toHaveLength(1);
+    // A walk finding the held one again and a new one counts the new one only.
+    rig.provider.cards.unshift({ status: "Active", card_nickname: "Fuel" });
+    expect((await pollCards(rig.deps)).quarantined).toBe(2);
+    expect(rig.quarantine.records.size).toBe(2);
+    expect(rig.metrics.points.filter((p) => p.name === "Quarantined").map((p) => p.value)).toEqual([1, 1]);
   });
 
   it("writes a quarantine record once when two invalid cards of one walk share its id (differing only in personal fields)", async () => {
@@ -881,6 +886,16 @@ describe("pollCards", () => {
     expect(updated?.detail.occurred_at).toBe("2025-03-05T11:00:00.000Z");
   });
 
+  it("times card.created at the card's created_at before its issued_at, and at its issued_at without a usable created_at", async () => {
+    const rig = makeRig({ emitCardCreated: true });
+    const both = rig.provider.addCard({ issued_at: "2025-01-09T08:00:00.000Z", created_at: "2025-01-10T08:00:00.000Z" });
+    const issued = rig.provider.addCard({ issued_at: "2025-01-09T08:00:00.000Z", created_at: "not a time" });
+    await pollCards(rig.deps);
+    const at = new Map(rig.publisher.events.map((e) => [e.detail.subject.id, e.detail.occurred_at]));
+    expect(at.get(both["id"] as string)).toBe("2025-01-10T08:00:00.000Z");
+    expect(at.get(issued["id"] as string)).toBe("2025-01-09T08:00:00.000Z");
+  });
+
   it("times card.created at the card's updated_at when it carries neither created_at nor issued_at: a time of its own, the same in a re-send", async () => {
     const rig = makeRig({ emitCardCreated: true });
     rig.provider.addCard({ created_at: undefined, issued_at: undefined, updated_at: "2025-03-02T10:00:00.000Z" });
@@ -902,6 +917,21 @@ describe("pollCards", () => {
       what: "a nickname change at detection, even when the new nickname reads as a date (only a changed `*_at` member is a change time)",
       listed: {},
       change: { card_nickname: "Travel 2025" },
+      detectedAt: "2025-01-16T12:00:00.000Z",
+      type: "card.updated",
+      at: "2025-01-16T12:00:00.000Z",
+    },
+    {
+      what: "a change of several `*_at` members at the latest of them",
+      listed: { activated_at: "2025-01-11T07:00:00.000Z" },
+      change: { status: "Terminated", activated_at: "2025-01-12T08:00:00.000Z", terminated_at: "2025-01-14T16:45:00.000Z" },
+      type: "card.status_changed",
+      at: "2025-01-14T16:45:00.000Z",
+    },
+    {
+      what: "a change at detection when only a nested member named `*_at` moved (not a time of the card's own)",
+      listed: { segments: [{ id: "S1", updated_at: "2025-01-11T07:00:00.000Z" }] },
+      change: { card_nickname: "Travel", segments: [{ id: "S1", updated_at: "2025-01-14T16:45:00.000Z" }] },
       detectedAt: "2025-01-16T12:00:00.000Z",
       type: "card.updated",
       at: "2025-01-16T12:00:00.000Z",

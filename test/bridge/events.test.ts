@@ -7,6 +7,8 @@ import { renderEventJsonSchemas } from "../../shared/bridge/events/json-schema.j
 import { DEFAULT_SOURCE, pollCards, pollTransactions, type BridgeEvent, type EventPublisher } from "../../shared/bridge/index.js";
 import { cardChangedAt } from "../../shared/bridge/cards.js";
 import { lastModified } from "../../shared/bridge/versions.js";
+import { eventId } from "../../shared/bridge/hash.js";
+import type { Snapshot } from "../../shared/bridge/ports.js";
 import { toEventBridgeEnvelope } from "../../shared/local/jsonl-publisher.js";
 import { compileJsonSchema } from "../json-schema.js";
 import { makeRig } from "./fakes.js";
@@ -203,6 +205,34 @@ describe("event schemas", () => {
       expect(undeclaredMembers(schemas.get(`${detail.type}.json`), detail), detail.type).toEqual([]);
     }
     expect(events.some((e) => e.detail.data.parent)).toBe(true);
+  });
+
+  it("take their id from tenant, type, subject, the snapshot diffed against (hash and version) and the content hash after", async () => {
+    const rig = makeRig({ tenant: "globex", emitCardCreated: true });
+    const txn = rig.provider.addTransaction();
+    const cardId = rig.provider.addCard()["id"] as string;
+    const stored = (): { txn: Snapshot; card: Snapshot } => ({
+      txn: rig.snapshots.data.get(`transaction:${txn.id}`)!,
+      card: rig.snapshots.data.get(`card:${cardId}`)!,
+    });
+    await pollTransactions(rig.deps);
+    await pollCards(rig.deps);
+    const first = stored();
+    rig.clock.advance(60_000);
+    rig.provider.changeTransaction(txn.id, { memo: "lunch" });
+    rig.provider.changeCard(cardId, { card_nickname: "Travel" });
+    await pollTransactions(rig.deps);
+    await pollCards(rig.deps);
+    const second = stored();
+    const id = (type: string, subjectId: string, before: Snapshot | undefined, after: Snapshot): string =>
+      eventId({ tenant: "globex", type, subjectId, beforeHash: before?.hash ?? "", beforeVersion: before?.updatedAt ?? "", afterHash: after.hash });
+    expect(rig.publisher.events.map((e) => [e.detail.type, e.detail.id])).toEqual([
+      ["transaction.created", id("transaction.created", txn.id, undefined, first.txn)],
+      ["card.created", id("card.created", cardId, undefined, first.card)],
+      ["transaction.changed", id("transaction.changed", txn.id, first.txn, second.txn)],
+      ["card.updated", id("card.updated", cardId, first.card, second.card)],
+    ]);
+    expect(rig.publisher.events.map((e) => e.detail.tenant)).toEqual(["globex", "globex", "globex", "globex"]);
   });
 
   it("keep occurred_at a date-time when the provider's timestamp lies past year 9999 (or is a bare number): detection time", async () => {
