@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { pollTransactions } from "../../shared/bridge/transactions.js";
-import { KEPT_RECORDS_NAMED, REDRIVE_QUARANTINE_PAGE_SIZE, redriveQuarantined } from "../../shared/bridge/redrive.js";
+import { KEPT_RECORDS_NAMED, keptNotNamed, REDRIVE_QUARANTINE_PAGE_SIZE, redriveQuarantined, type KeptRecord } from "../../shared/bridge/redrive.js";
 import { CycleAbortedError } from "../../shared/bridge/errors.js";
 import { makeRig, makeStrictRuleRig, seededRandom, slowReadsByQashioId } from "./fakes.js";
 import { clientOverFake } from "./provider-client.js";
@@ -168,6 +168,33 @@ describe("redriveQuarantined", () => {
     expect(new Set(named.map((l) => l.attributes?.["quarantineId"])).size).toBe(KEPT_RECORDS_NAMED);
     const summary = rig.logger.lines.find((l) => l.message === "quarantined transactions re-driven");
     expect(summary?.attributes).toMatchObject({ kept: KEPT_RECORDS_NAMED + 30, keptByWhy: { "its event was not published": KEPT_RECORDS_NAMED + 30 }, keptNotNamed: 30 });
+  });
+
+  it("counts as not named only the kept records past the first KEPT_RECORDS_NAMED", () => {
+    const kept = (n: number): KeptRecord[] =>
+      Array.from({ length: n }, (_, i) => ({ record: { id: `q-${i}`, kind: "transaction", reason: "publish: x", at: "" }, why: "its event was not published" }));
+    expect(keptNotNamed(kept(KEPT_RECORDS_NAMED))).toEqual({});
+    expect(keptNotNamed(kept(KEPT_RECORDS_NAMED + 1))).toEqual({ keptNotNamed: 1 });
+  });
+
+  it("reads the records in every order over runs, each as likely first (a fair shuffle, not only rotations)", async () => {
+    const rig = makeRig();
+    const txns = await quarantinePublishFailures(rig, 3);
+    rig.publisher.reject = () => "AccessDeniedException: still not allowed";
+    const byQashioId = new Map(txns.map((t, i) => [t.qashio_id, i]));
+    const random = seededRandom(5);
+    const orders = new Map<string, number>();
+    const firsts = [0, 0, 0];
+    for (let run = 0; run < 120; run += 1) {
+      rig.provider.calls.length = 0;
+      await redriveQuarantined(rig.deps, { random });
+      const order = rig.provider.calls.flatMap((c) => (c.op === "listTransactions" && c.query.qashio_id !== undefined ? [byQashioId.get(c.query.qashio_id)!] : []));
+      expect(order).toHaveLength(3);
+      orders.set(order.join(""), (orders.get(order.join("")) ?? 0) + 1);
+      firsts[order[0]!] = (firsts[order[0]!] ?? 0) + 1;
+    }
+    expect([...orders.keys()].sort()).toEqual(["012", "021", "102", "120", "201", "210"]);
+    for (const count of firsts) expect(count).toBeGreaterThan(20);
   });
 
   it("takes records in a new order each run, so ones that keep failing cannot hold the others back at every deadline", async () => {
@@ -518,9 +545,12 @@ describe("redriveQuarantined", () => {
     await rig.quarantine.put({ ...base, id: "q-2", raw: { qashio_id: txn.qashio_id } });
     await rig.quarantine.put({ ...base, id: "q-3", raw: { id: txn.id, qashio_id: 42 }, entityId: txn.id });
     await rig.quarantine.put({ ...base, id: "q-4", kind: "card", reason: "validation: status: bad", raw: { id: "CA1" }, entityId: "CA1" });
+    // A card record shaped like a transaction's (a UUID id, a qashio_id), and a validation record with an empty qashio_id.
+    await rig.quarantine.put({ ...base, id: "q-5", kind: "card", reason: "validation: status: bad", raw: { id: txn.id, qashio_id: txn.qashio_id }, entityId: txn.id });
+    await rig.quarantine.put({ ...base, id: "q-6", raw: { id: txn.id, qashio_id: "" }, entityId: txn.id });
     const report = await redriveQuarantined(rig.deps);
     expect(report).toMatchObject({ considered: 0, redriven: [], kept: [] });
     expect(rig.provider.calls).toEqual([]);
-    expect(rig.quarantine.records.size).toBe(4);
+    expect(rig.quarantine.records.size).toBe(6);
   });
 });
