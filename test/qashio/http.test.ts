@@ -70,6 +70,22 @@ describe("HttpCore requests", () => {
     expect((await http.request(read())).requestId).toBe("hdr-42");
   });
 
+  it("keeps a request id of up to 128 printable characters, and drops a longer one or one with spaces or control characters", async () => {
+    const idOf = async (id: string) => (await core(scriptedFetch(json(200, { success: true, data: [] }, { "x-request-id": id }))).http.request(read())).requestId;
+    const metaIdOf = async (id: string) => (await core(scriptedFetch(json(200, { success: true, data: [], meta: { request_id: id } }))).http.request(read())).requestId;
+    expect(await idOf("a".repeat(128))).toBe("a".repeat(128));
+    expect(await idOf("a".repeat(129))).toBeUndefined();
+    expect(await metaIdOf("req id")).toBeUndefined();
+    expect(await metaIdOf("req\u0007id")).toBeUndefined();
+    expect(await metaIdOf("r\u00e9q")).toBeUndefined();
+    expect(await metaIdOf("req-\u007f")).toBeUndefined();
+    // The first id that passes, when a proxy put a bad one first.
+    expect(await idOf(`${"b".repeat(129)}, hdr-2`)).toBe("hdr-2");
+    const error = await core(scriptedFetch(fail(404, [], { "x-request-id": "x".repeat(129) }, null))).http.request(read()).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(NotFoundError);
+    expect((error as NotFoundError).requestId).toBeUndefined();
+  });
+
   it("puts the request id of the header on errors whose body has no meta", async () => {
     const { http } = core(scriptedFetch(fail(404, [], { "x-request-id": "hdr-404" }, null)));
     const error = await http.request(read()).catch((e: unknown) => e);
@@ -300,6 +316,20 @@ describe("HttpCore retries", () => {
     expect(clock.sleeps).toEqual([60_000]);
   });
 
+  it("allows a Retry-After of up to 60 s by default", async () => {
+    const sixty = scriptedFetch(fail(429, [], { "retry-after": "60" }), ok([]));
+    const honoured = core(sixty);
+    await honoured.http.request(read());
+    expect(sixty.calls).toHaveLength(2);
+    expect(honoured.clock.sleeps).toEqual([60_000]);
+
+    const longer = scriptedFetch(fail(429, [], { "retry-after": "61" }), ok([]));
+    const refused = core(longer);
+    await expect(refused.http.request(read())).rejects.toMatchObject({ name: "RateLimitedError", retryAfterMs: 61_000 });
+    expect(longer.calls).toHaveLength(1);
+    expect(refused.clock.sleeps).toEqual([]);
+  });
+
   it("backs off as without Retry-After when its value is negative, rather than retrying at once", async () => {
     const fetch = scriptedFetch(fail(429, [], { "retry-after": "-1" }), ok([]));
     const { http, clock } = core(fetch);
@@ -356,6 +386,14 @@ describe("HttpCore retries", () => {
     await expect(http.request(read())).rejects.toBeInstanceOf(ServerError);
     expect(Math.max(...clock.sleeps)).toBeLessThan(1000);
     expect(clock.sleeps.slice(-3)).toEqual([999, 999, 999]);
+  });
+
+  it("caps each backoff delay at 20 s by default", async () => {
+    const fetch = scriptedFetch(fail(500));
+    const { http, clock } = core(fetch, { retry: { maxAttempts: 10, random: () => 0.999 } });
+    await expect(http.request(read())).rejects.toBeInstanceOf(ServerError);
+    // 250 ms doubling: 249, 499, 999, 1998, 3996, 7992, 15984, then the 20 s cap (random() 0.999 of it).
+    expect(clock.sleeps).toEqual([249, 499, 999, 1998, 3996, 7992, 15984, 19980, 19980]);
   });
 
   it("retries a network error and then succeeds", async () => {
@@ -558,6 +596,21 @@ describe("HttpCore retry modes", () => {
     const after500 = scriptedFetch(fail(500), ok({}));
     await expect(core(after500).http.request(invite)).rejects.toBeInstanceOf(ServerError);
     expect(after500.calls).toHaveLength(1);
+  });
+
+  it("does not retry a non-idempotent POST after a network error or a timeout: it may have been processed", async () => {
+    const afterNetwork = scriptedFetch(new TypeError("fetch failed", { cause: { code: "ECONNRESET" } }), ok({}));
+    const network = core(afterNetwork);
+    await expect(network.http.request(invite)).rejects.toBeInstanceOf(NetworkError);
+    expect(afterNetwork.calls).toHaveLength(1);
+    expect(network.clock.sleeps).toEqual([]);
+
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    const afterTimeout = scriptedFetch(hangingReply(), ok({}));
+    const pending = core(afterTimeout, { timeoutMs: 1000 }).http.request(invite).catch((e: unknown) => e);
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(await pending).toBeInstanceOf(TimeoutError);
+    expect(afterTimeout.calls).toHaveLength(1);
   });
 });
 
