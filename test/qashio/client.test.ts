@@ -6,6 +6,7 @@ import { DeadlineExceededError, InvalidRequestError, InvalidResponseError, RateL
 import type { DriftReport } from "../../shared/qashio/schemas/index.js";
 import { issuesOf } from "../../shared/qashio/parse.js";
 import type { RetryEvent } from "../../shared/qashio/http.js";
+import { pagesByHasNext } from "../../shared/qashio/pagination.js";
 import * as z from "zod";
 import {
   CARD_ID,
@@ -617,5 +618,18 @@ describe("QashioClient iterators", () => {
     };
     await expect(walk()).rejects.toThrow(/4 pages/);
     expect(fetch.calls).toHaveLength(4);
+  });
+
+  it("stops at 10 000 pages by default when the provider never says the last page", async () => {
+    let fetched = 0;
+    const endless = pagesByHasNext(async (page) => {
+      fetched += 1;
+      return { pagination: { page, page_size: 1, total_records: 1_000_000, total_pages: 1_000_000, has_next: true, has_previous: page > 1 } };
+    });
+    const walk = async () => {
+      for await (const _ of endless) void _;
+    };
+    await expect(walk()).rejects.toThrow(/10000 pages/);
+    expect(fetched).toBe(10_000);
   });
 });
