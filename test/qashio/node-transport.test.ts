@@ -255,6 +255,17 @@ describe("nodeHttpFetch", () => {
     await expect(response.text()).rejects.toMatchObject({ name: "TransportError", code: "ERR_RESPONSE_TOO_LARGE" });
   });
 
+  it("reads a body of exactly MAX_RESPONSE_BODY_BYTES whole", async () => {
+    const body = Buffer.alloc(MAX_RESPONSE_BODY_BYTES, "a");
+    const server = await loopback((_request, res) => {
+      res.writeHead(200, { "content-length": body.length });
+      res.end(body);
+    });
+    const response = await nodeHttpFetch(server.url);
+    const text = await response.text();
+    expect(text.length).toBe(MAX_RESPONSE_BODY_BYTES);
+  });
+
   it("fails with ECONNREFUSED and never quotes the URL or a header", async () => {
     const url = `${await closedPortUrl()}${SECRET_PATH}?token=${SECRET_QUERY}`;
     const error = await nodeHttpFetch(url, { headers: { authorization: `Bearer ${SECRET_TOKEN}` } }).catch((e: unknown) => e);
