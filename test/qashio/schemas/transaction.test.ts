@@ -132,9 +132,13 @@ describe("TransactionSchema", () => {
         receipts: null,
         transaction_category: null,
         merchant_name: null,
+        client_sync_status: null,
+        erp_sync_status: null,
+        approval_status: null,
       }),
     );
     expect(parsed.erp_supplier).toBeNull();
+    expect(parsed).toMatchObject({ client_sync_status: null, erp_sync_status: null, approval_status: null });
   });
 
   it("reads the minimal record of an id and a CT reference", () => {
@@ -196,6 +200,12 @@ describe("TransactionDetailSchema", () => {
     expect(result.drift).toEqual([
       { schema: "TransactionDetail", field: "transaction_status", value: "archived", count: 1 },
     ]);
+  });
+
+  it("accepts a null transaction_status and erp_company", () => {
+    const result = parseWithDrift(TransactionDetailSchema, transactionDetailFixture({ transaction_status: null, erp_company: null }));
+    expect(result.drift).toEqual([]);
+    expect(result.success && result.data).toMatchObject({ transaction_status: null, erp_company: null });
   });
 
   it("normalises fee amounts sent as strings", () => {
