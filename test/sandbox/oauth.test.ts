@@ -36,6 +36,7 @@ describe("POST /oauth2/token, authorization_code grant", () => {
     expect(headers.get("cache-control")).toBe("no-store");
     const c = claims(set.access_token);
     expect(c.exp - c.iat).toBe(ACCESS_TOKEN_TTL_SECONDS);
+    expect(ACCESS_TOKEN_TTL_SECONDS).toBe(15 * 60);
     expect(c.company_id).toBe(h.companyId);
     expect((await api(set.access_token)).status).toBe(200);
   });
@@ -258,6 +259,19 @@ describe("POST /oauth2/token, refresh_token grant", () => {
     const expired = await refresh(late.refresh_token);
     expect(expired.status).toBe(401);
     expect(expired.body).toEqual({ error: "invalid_grant", error_description: expect.any(String) });
+  });
+
+  it("lives 30 days, and an expired refresh token presented again is refused as expired without revoking its family", async () => {
+    expect(REFRESH_TOKEN_TTL_SECONDS).toBe(30 * 86_400);
+    // Access tokens outliving the refresh token, so the family's revocation would show on them.
+    h = await harness({ accessTokenTtlSeconds: 2 * REFRESH_TOKEN_TTL_SECONDS });
+    const set = (await exchange(code())).body;
+    h.sandbox.control.advanceClock(REFRESH_TOKEN_TTL_SECONDS);
+    for (const attempt of [await refresh(set.refresh_token), await refresh(set.refresh_token)]) {
+      expect(attempt.status).toBe(401);
+      expect(attempt.body).toEqual({ error: "invalid_grant", error_description: expect.stringMatching(/expired/) });
+    }
+    expect((await api(set.access_token)).status).toBe(200);
   });
 
   it("answers 401 for an unknown refresh token", async () => {
