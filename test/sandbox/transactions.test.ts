@@ -32,12 +32,17 @@ describe("GET /public/v1/erp/transactions", () => {
 
   it("walks every page to the end with has_next and answers an empty page past it", async () => {
     const seen: string[] = [];
+    let last: Row = {};
     for (let page = 1; ; page++) {
       const { body } = await h.json(`${LIST}?page=${page}&page_size=7`);
       seen.push(...body.data.map((t: { id: string }) => t.id));
+      last = body;
       if (!body.pagination.has_next) break;
     }
     expect(new Set(seen).size).toBe(40);
+    // The last page, 6 of 40 / 7, says it is the last: no empty page past it is needed to learn it.
+    expect(last.data).toHaveLength(5);
+    expect(last.pagination).toMatchObject({ page: 6, total_pages: 6, has_next: false, has_previous: true });
     const past = await h.json(`${LIST}?page=9&page_size=7`);
     expect(past.body.data).toEqual([]);
     expect(past.body.pagination).toMatchObject({ page: 9, has_next: false, has_previous: true });
