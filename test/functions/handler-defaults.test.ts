@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, expect, it, vi } from "vitest";
-import { TENANT, createHarness, type Harness } from "./support/harness.js";
+import { TENANT, createHarness, lambdaContext, type Harness } from "./support/harness.js";
 
 let h: Harness;
 beforeEach(async () => {
@@ -36,4 +36,17 @@ it("emits the ColdStart metric with the tenant dimension, as every other metric"
   expect(coldStart[0]?.tenant).toBe(TENANT);
   const [directive] = (coldStart[0]?._aws as { CloudWatchMetrics: { Dimensions: string[][] }[] }).CloudWatchMetrics;
   expect(directive?.Dimensions.flat()).toContain("tenant");
+});
+
+it("builds each Lambda entry in functions/ on the handler of its kind", async () => {
+  // An event each handler refuses before it touches AWS or the provider, with a message only that handler gives.
+  for (const [name, value] of Object.entries(h.env)) vi.stubEnv(name, value);
+  const entry = async (file: string) =>
+    ((await import(`../../functions/${file}`)) as { handler: (event: unknown, context: unknown) => Promise<unknown> }).handler;
+  const transactions = await entry("poll-transactions.ts");
+  await expect(transactions({ action: "bogus" }, lambdaContext())).rejects.toThrow('action must be "cycle", "redrive" or "conform-pii"');
+  const cards = await entry("poll-cards.ts");
+  await expect(cards({ action: "redrive" }, lambdaContext())).rejects.toThrow('action must be "cycle" on the card poller');
+  const rotation = await entry("rotate-token.ts");
+  await expect(rotation({}, lambdaContext())).rejects.toThrow("Rotation event must be Secrets Manager's {SecretId, ClientRequestToken, Step}");
 });
