@@ -6,7 +6,7 @@ import * as lambda from "aws-cdk-lib/aws-lambda";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { PowertoolsMetricsAdapter } from "../../shared/aws/observability.js";
 import type { MetricName } from "../../shared/bridge/ports.js";
-import { cycleAlarmWindow } from "../../infra/constructs/alarm-window.js";
+import { cycleAlarmWindow, describePeriodLength } from "../../infra/constructs/alarm-window.js";
 import { OpsAlarms } from "../../infra/constructs/ops-alarms.js";
 import { loadTenantsFile, type TenantConfig } from "../../infra/tenant-config.js";
 import type { TenantStack } from "../../infra/tenant-stack.js";
@@ -381,7 +381,27 @@ describe("cycle alarms follow the tenant's schedule", () => {
       expect(periodSeconds * window.evaluationPeriods).toBeLessThanOrEqual(DAY_SECONDS);
       expect(window.datapointsToAlarm).toBeGreaterThanOrEqual(1);
       expect(window.datapointsToAlarm).toBeLessThanOrEqual(window.evaluationPeriods);
+      // the descriptions name the period as it is: "one-day" for a day only (a 1200-minute period is no day)
+      expect(describePeriodLength(window)).toBe(periodSeconds === DAY_SECONDS ? "one-day" : `${periodSeconds / 60}-minute`);
     }
+  });
+
+  it("alarms on a sync lag over 1800 s when given no threshold", () => {
+    const stack = new Stack();
+    const fn = new lambda.Function(stack, "Fn", { runtime: lambda.Runtime.NODEJS_22_X, handler: "index.handler", code: lambda.Code.fromInline("exports.handler = () => {}") });
+    new OpsAlarms(stack, "Alarms", {
+      tenantId: "acme",
+      target: { email: "ops@acme.test" },
+      encryptionKey: new kms.Key(stack, "Key"),
+      functions: { PollTransactions: fn },
+      syncLagEveryMinutes: 5,
+      deadLetterQueues: {},
+    });
+    Template.fromStack(stack).hasResourceProperties("AWS::CloudWatch::Alarm", {
+      AlarmName: "QashioBridge-acme-SyncLag",
+      Threshold: 1800,
+      ComparisonOperator: "GreaterThanThreshold",
+    });
   });
 });
 

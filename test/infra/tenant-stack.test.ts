@@ -109,6 +109,23 @@ describe("tenant stacks", () => {
     });
   });
 
+  it("refuses DeleteSecret to every principal of the account: the secret holds the only copy of the live refresh token", () => {
+    for (const template of [acmeT, globexT]) {
+      template.hasResourceProperties("AWS::SecretsManager::ResourcePolicy", {
+        SecretId: { Ref: logicalIdOf(template, "AWS::SecretsManager::Secret") },
+        ResourcePolicy: {
+          Statement: Match.arrayWith([
+            Match.objectLike({
+              Effect: "Deny",
+              Action: "secretsmanager:DeleteSecret",
+              Principal: { AWS: Match.objectLike({ "Fn::Join": ["", Match.arrayWith([Match.stringLikeRegexp(":root$")])] }) },
+            }),
+          ]),
+        },
+      });
+    }
+  });
+
   it("tags the secret with its tenant and table, so authorize --secret-id writes under the pollers' token lease", () => {
     for (const [template, tenant] of [
       [acmeT, "acme-sandbox"],
@@ -220,6 +237,8 @@ describe("tenant stacks", () => {
       expect((queue as { Properties: { KmsMasterKeyId: unknown } }).Properties.KmsMasterKeyId).toEqual({
         "Fn::GetAtt": [logicalIdOf(acmeT, "AWS::KMS::Key"), "Arn"],
       });
+      // a data key reused for an hour: a burst of dead letters makes few KMS calls
+      expect((queue as { Properties: { KmsDataKeyReusePeriodSeconds: unknown } }).Properties.KmsDataKeyReusePeriodSeconds).toBe(3600);
     }
     globexT.hasResourceProperties("AWS::SNS::Topic", { KmsMasterKeyId: key });
     globexT.hasResourceProperties("AWS::SNS::Subscription", { Protocol: "email", Endpoint: "finance-ops@globex.example" });
@@ -418,6 +437,14 @@ describe("tenant stacks", () => {
     expect(pollers(globexT).sort()).toEqual([
       ["cards", 300, "270000"],
       ["transactions", 120, "90000"],
+    ]);
+    // The one-minute floor: a tenant polling every minute still gets a minute, its budget the same 30 s less
+    const acmeConfig = loadTenantsFile(EXAMPLE_TENANTS_FILE)[0] as TenantConfig;
+    const everyMinute = { ...acmeConfig, schedules: { ...acmeConfig.schedules, transactionsEveryMinutes: 1, cardsEveryMinutes: 1 } };
+    const [stack] = buildTestApp({ tenants: [everyMinute] }).stacks as [TenantStack];
+    expect(pollers(Template.fromStack(stack)).sort()).toEqual([
+      ["cards", 60, "30000"],
+      ["transactions", 60, "30000"],
     ]);
   });
 
