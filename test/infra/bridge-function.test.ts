@@ -1,5 +1,8 @@
+import { execFileSync } from "node:child_process";
+import { createHash } from "node:crypto";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 import { App, Stack } from "aws-cdk-lib";
 import { Match, Template } from "aws-cdk-lib/assertions";
 import * as iam from "aws-cdk-lib/aws-iam";
@@ -38,6 +41,11 @@ describe("BridgeFunction", () => {
     expect(code).toMatch(/\/\/# sourceMappingURL=index\.mjs\.map\s*$/);
     expect(existsSync(join(dir, "index.mjs.map"))).toBe(true);
     expect(code.split("\n").length).toBeLessThan(6);
+    // The bundle runs in plain Node (vitest's module runner would lend it a `require`): its require() call finds the
+    // `require` the banner defines
+    const run = `const { handler } = await import(${JSON.stringify(pathToFileURL(join(dir, "index.mjs")).href)}); console.log(await handler());`;
+    const output = execFileSync(process.execPath, ["--input-type=module", "-e", run], { encoding: "utf8" });
+    expect(output.trim()).toBe(createHash("sha256").update("x").digest("hex"));
     Template.fromStack(stack).hasResourceProperties("AWS::Lambda::Function", {
       Handler: "index.handler",
       Runtime: "nodejs24.x",
