@@ -19,7 +19,7 @@ import {
   type StateBinding,
 } from "../local/index.js";
 import type { LocalSettings, StateSettings } from "./config.js";
-import { statOf } from "./path-checks.js";
+import { shellQuoted, statOf } from "./path-checks.js";
 import { CliError, ConfigError, CycleFailedError, EXIT, PiiSaltChangedError, StateDirTakenError } from "./errors.js";
 import { stateErrorOf, stateFileProblem, systemErrorCode, unwritableStateDirRemedy } from "./engine-errors.js";
 import type { LocalState } from "./local-bridge.js";
@@ -96,11 +96,6 @@ export async function bindToSettings(dir: string, binding: Partial<StateBinding>
     if (error instanceof LocalStateError) throw stateFileProblem(error, dir, STATE_FILES.binding, "restore it or use another state directory");
     throw error;
   }
-}
-
-/** `text` as one word of a POSIX shell: single-quoted, each `'` closed, escaped and reopened. */
-function shellQuoted(text: string): string {
-  return `'${text.replaceAll("'", "'\\''")}'`;
 }
 
 /** Who the settings say the state directory belongs to, with the fingerprint of the salt they hash with, if any. */

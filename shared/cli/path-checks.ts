@@ -129,9 +129,14 @@ function unreadableFileIn(dir: string): string | undefined {
 /** What {@link looseAccessProblem} reads of a path's stats: its type and permission bits, and its owner. */
 export type OwnerAndMode = Pick<Stats, "mode" | "uid">;
 
-/** `text` as one word of a POSIX shell: as is when nothing in it is special, else single-quoted. */
+/** `text` as one word of a POSIX shell: single-quoted, each `'` closed, escaped and reopened. */
+export function shellQuoted(text: string): string {
+  return `'${text.replaceAll("'", "'\\''")}'`;
+}
+
+/** `text` as one word of a POSIX shell: as is when nothing in it is special, else {@link shellQuoted}. */
 function shellWord(text: string): string {
-  return /^[\w@%+=:,./-]+$/.test(text) ? text : `'${text.replaceAll("'", "'\\''")}'`;
+  return /^[\w@%+=:,./-]+$/.test(text) ? text : shellQuoted(text);
 }
 
 /**
