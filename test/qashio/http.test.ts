@@ -298,6 +298,28 @@ describe("HttpCore retries", () => {
     expect(clock.sleeps).toEqual([7000]);
   });
 
+  it("reads a Retry-After date against the answer's Date, so a provider clock 2 min ahead still gets its 5 s wait", async () => {
+    const clock = fakeClock();
+    const served = clock.now() + 120_000;
+    const headers = { date: new Date(served).toUTCString(), "retry-after": new Date(served + 5000).toUTCString() };
+    const fetch = scriptedFetch(fail(429, [], headers), ok([]));
+    const { http } = core(fetch, { clock });
+    await http.request(read());
+    // On this host's clock the date is 125 s away, past the 60 s allowed: the call failed instead of waiting 5 s.
+    expect(fetch.calls).toHaveLength(2);
+    expect(clock.sleeps).toEqual([5000]);
+  });
+
+  it("reads a Retry-After date against the answer's Date, so a provider clock 2 min behind does not retry at once", async () => {
+    const clock = fakeClock();
+    const served = clock.now() - 120_000;
+    const headers = { date: new Date(served).toUTCString(), "retry-after": new Date(served + 5000).toUTCString() };
+    const fetch = scriptedFetch(fail(503, [], headers), ok([]));
+    const { http } = core(fetch, { clock });
+    await http.request(read());
+    expect(clock.sleeps).toEqual([5000]);
+  });
+
   it("stops at once with RateLimitedError.retryAfterMs when Retry-After exceeds the allowed wait", async () => {
     const fetch = scriptedFetch(fail(429, [], { "retry-after": "3600" }), ok([]));
     const { http, clock } = core(fetch);
@@ -712,6 +734,17 @@ describe("parseRetryAfter", () => {
     // Not an HTTP-date strictly, but dated unambiguously: 01:00:09 at +0100 is 9 s after midnight GMT, not an hour later.
     expect(parseRetryAfter("Wed, 01 Jan 2025 01:00:09 +0100", Date.UTC(2025, 0, 1))).toBe(9000);
     expect(parseRetryAfter("Wed, 01 Jan 2025 00:00:09 UTC", Date.UTC(2025, 0, 1))).toBe(9000);
+  });
+
+  it("counts a date from the answer's Date when it has a readable one, else from now", () => {
+    const now = Date.UTC(2025, 0, 1);
+    const served = "Wed, 01 Jan 2025 00:02:00 GMT";
+    expect(parseRetryAfter("Wed, 01 Jan 2025 00:02:05 GMT", now, served)).toBe(5000);
+    expect(parseRetryAfter("Wed, 01 Jan 2025 00:01:55 GMT", now, served)).toBe(0);
+    expect(parseRetryAfter("Wed, 01 Jan 2025 00:00:05 GMT", now, "yesterday")).toBe(5000);
+    expect(parseRetryAfter("Wed, 01 Jan 2025 00:00:05 GMT", now, null)).toBe(5000);
+    // Delta seconds need no clock at all.
+    expect(parseRetryAfter("7", now, served)).toBe(7000);
   });
 
   it("reads fractional delta seconds as seconds", () => {
