@@ -143,7 +143,8 @@ Commands:
                                                   without --once, a cycle every --interval (default 1m);
                                                   --new-pii-salt: BRIDGE_PII_SALT replaces the salt the
                                                   state directory hashed with (each hashed item pulled
-                                                  then publishes one change of its pseudonyms)
+                                                  then publishes one change of its pseudonyms); for one
+                                                  run: refused once that salt is the one recorded
   redrive                                         publish again the transactions quarantined (and acknowledged)
                                                   because their event failed for good or they failed
                                                   validation, once the cause is fixed (local mode; the JSON

@@ -9,6 +9,7 @@ import { piiSaltFingerprint, untilLaterSecond, type LockHandle } from "../bridge
 import { whileHolding } from "../lease-keep-alive.js";
 import {
   LocalStateError,
+  PiiSaltAlreadyRecordedError,
   PiiSaltMismatchError,
   StateBindingMismatchError,
   StateBindingMissingError,
@@ -20,7 +21,7 @@ import {
 } from "../local/index.js";
 import type { LocalSettings, StateSettings } from "./config.js";
 import { shellQuoted, statOf } from "./path-checks.js";
-import { CliError, ConfigError, CycleFailedError, EXIT, PiiSaltChangedError, StateDirTakenError } from "./errors.js";
+import { CliError, ConfigError, CycleFailedError, EXIT, PiiSaltChangedError, PiiSaltUnchangedError, StateDirTakenError } from "./errors.js";
 import { stateErrorOf, stateFileProblem, systemErrorCode, unwritableStateDirRemedy } from "./engine-errors.js";
 import type { LocalState } from "./local-bridge.js";
 
@@ -69,6 +70,7 @@ function assertSameStateDir(bridge: LocalState): void {
  *
  * @throws StateDirTakenError when the directory holds state of another provider, client or tenant.
  * @throws PiiSaltChangedError when its snapshots were hashed with another BRIDGE_PII_SALT.
+ * @throws PiiSaltUnchangedError with `refuseRecordedPiiSalt`, when BRIDGE_PII_SALT is the recorded one already.
  * @throws ConfigError when its binding file is unreadable.
  * @example
  * await bindToSettings(settings.stateDir, { baseUrl, clientId: settings.clientId, tenant: settings.tenant });
@@ -81,6 +83,7 @@ export async function bindToSettings(dir: string, binding: Partial<StateBinding>
     await bindStateDir(dir, binding as StateBinding, options);
   } catch (error) {
     if (error instanceof PiiSaltMismatchError) throw new PiiSaltChangedError(dir, { cause: error });
+    if (error instanceof PiiSaltAlreadyRecordedError) throw new PiiSaltUnchangedError(dir, { cause: error });
     if (error instanceof StateBindingMismatchError) throw new StateDirTakenError(error.fields, dir, error, { cause: error });
     if (error instanceof StateBindingMissingError) {
       // Settings without the provider's (conform-pii) cannot write the file. `run` says how only where a token is stored

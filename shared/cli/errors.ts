@@ -123,6 +123,24 @@ export class PiiSaltChangedError extends ConfigError {
 }
 
 /**
+ * `run --new-pii-salt` with the salt BRIDGE_STATE_DIR records already (exit 2): nothing to switch, and the flag left in
+ * a service definition, cron line or script would take a later mistyped salt as a switch. Names neither salt nor fingerprint.
+ */
+export class PiiSaltUnchangedError extends UsageError {
+  override name = "PiiSaltUnchangedError";
+
+  constructor(dir: string, options?: ErrorOptions) {
+    super(
+      `--new-pii-salt refused: BRIDGE_PII_SALT is already the salt this state directory (${dir}) records (its fingerprint is in binding.json), ` +
+        "so there is nothing to switch; if you switched salts, the switch is done: a run with --new-pii-salt recorded this salt, even one whose cycle then failed. " +
+        "Nothing was sent or written: remove --new-pii-salt and run again. The flag is for one run: left in a service definition, cron line or script, " +
+        "it would take a later mistyped BRIDGE_PII_SALT as a switch and publish every hashed item pulled again as a change",
+      options,
+    );
+  }
+}
+
+/**
  * The provider refused the client id and secret (OAuth `invalid_client`): a settings problem (exit 2). Nothing was
  * revoked, so the operator fixes the settings instead of authorizing again.
  */

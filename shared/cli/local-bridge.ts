@@ -63,7 +63,8 @@ export interface LocalBridgeOptions {
   readonly onPublished?: (events: readonly BridgeEvent[]) => void;
   /**
    * Let BRIDGE_PII_SALT replace the salt fingerprint the state directory records (`run --new-pii-salt`): a switch of
-   * salts on purpose. Without it, a salt other than the recorded one is refused before any provider call.
+   * salts on purpose. Without it, a salt other than the recorded one is refused before any provider call; with it, the
+   * recorded one is (PiiSaltUnchangedError: nothing to switch).
    */
   readonly newPiiSalt?: boolean;
 }
@@ -183,7 +184,7 @@ export async function bindLocalSettings(settings: LocalSettings, env?: LocalBrid
  * stands in for it (see LocalTokenStore: the seed itself is never saved).
  *
  * @throws ConfigError when no token is stored and QASHIO_REFRESH_TOKEN is not set, or the base URL cannot be resolved;
- *   TokenFileError when the token file is corrupt.
+ *   TokenFileError when the token file is corrupt; PiiSaltUnchangedError (exit 2) for `newPiiSalt` with the recorded salt.
  * @example
  * const bridge = await openLocalBridge(settings, { env, logger });
  * const result = await runCycle(bridge);
@@ -195,7 +196,8 @@ export async function openLocalBridge(settings: LocalSettings, options: LocalBri
     throw new ConfigError([{ setting: "BRIDGE_PII_MODE", problem: `is ${settings.piiMode}: --new-pii-salt records the salt of hash mode; leave it out` }]);
   }
   // Another owner's binding stays until this bridge's first cycle binds under the lease: that owner's may be running.
-  const baseUrl = await bindLocalSettings(settings, options.env, { keepOther: true, newPiiSalt });
+  // The flag with the recorded salt is refused here, at the start only: the first cycle's bind records the new one.
+  const baseUrl = await bindLocalSettings(settings, options.env, { keepOther: true, newPiiSalt, refuseRecordedPiiSalt: newPiiSalt });
   const clock = options.clock ?? systemClock;
   const dir = settings.stateDir;
   const { opened, guarded, tokenFile } = openStateDir(dir, clock);

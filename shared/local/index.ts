@@ -25,7 +25,7 @@ export { FileLock } from "./file-lock.js";
 export { JsonlEventPublisher, toEventBridgeEnvelope, envelopeLine, envelopeIds } from "./jsonl-publisher.js";
 export type { EventBridgeEnvelope, JsonlEventPublisherOptions } from "./jsonl-publisher.js";
 export { LocalStateError, CorruptStateError, TokenFileUnwritableError } from "./errors.js";
-export { bindStateDir, PiiSaltMismatchError, StateBindingMismatchError, StateBindingMissingError, type BindOptions, type StateBinding } from "./state-binding.js";
+export { bindStateDir, PiiSaltAlreadyRecordedError, PiiSaltMismatchError, StateBindingMismatchError, StateBindingMissingError, type BindOptions, type StateBinding } from "./state-binding.js";
 export { STATE_DIRS, STATE_FILES } from "./layout.js";
 
 /** The file-backed adapters of one state directory. */

@@ -69,6 +69,18 @@ export class PiiSaltMismatchError extends LocalStateError {
   }
 }
 
+/**
+ * A switch of salts was asked for (`run --new-pii-salt`) with the salt the binding records already: nothing to switch.
+ * Names the file the fingerprint is recorded in, neither salt nor fingerprint.
+ */
+export class PiiSaltAlreadyRecordedError extends LocalStateError {
+  override name = "PiiSaltAlreadyRecordedError";
+
+  constructor(file: string, options?: ErrorOptions) {
+    super("a new PII salt was asked for, but the state directory records the given salt already (its fingerprint is in the binding file)", { file }, options);
+  }
+}
+
 /** How far a caller may move a directory that already holds state. */
 export interface BindOptions {
   /**
@@ -88,6 +100,12 @@ export interface BindOptions {
    */
   readonly newPiiSalt?: boolean;
   /**
+   * Refuse the salt fingerprint the binding records already (the start of `run --new-pii-salt`, with `newPiiSalt`): the
+   * flag left in a service definition or script would take a later mistyped salt as a switch. Not for the binds of that
+   * process's cycles, the first of which records the new one. A directory that records none takes it, as without the flag.
+   */
+  readonly refuseRecordedPiiSalt?: boolean;
+  /**
    * Only check a binding already recorded, writing nothing to it: neither another owner's of a directory without state,
    * nor a salt fingerprint or tenant of this owner's (a bridge opening, outside the cycle lease). A cycle of the
    * recorded settings may be under way, about to store its first token or snapshot, which would then sit under this
@@ -106,6 +124,7 @@ export interface BindOptions {
  * @throws StateBindingMismatchError when the directory holds state of another provider, client or tenant.
  * @throws PiiSaltMismatchError when its snapshots were hashed with another salt than the fingerprint given names
  *   (unless `newPiiSalt`).
+ * @throws PiiSaltAlreadyRecordedError with `refuseRecordedPiiSalt`, when the fingerprint given is the recorded one.
  * @throws StateBindingMissingError when it holds state but no binding file (restore the file to let its owner in).
  * @throws CorruptStateError when the binding file cannot be parsed.
  * @example
@@ -144,6 +163,7 @@ function nextBinding(dir: string, file: string, recorded: StateBinding | undefin
     return merged(owner, given);
   }
   const salt = given.piiSaltFingerprint;
+  if (options.refuseRecordedPiiSalt === true && salt !== undefined && salt === recorded.piiSaltFingerprint) throw new PiiSaltAlreadyRecordedError(file);
   // A directory without a fingerprint (first hashed now, or written by a version before fingerprints) learns this one.
   const verdict = piiSaltVerdict(recorded.piiSaltFingerprint, salt, { newSalt: options.newPiiSalt === true });
   if (verdict === "differs" && holdsSnapshots(dir)) throw new PiiSaltMismatchError(file);

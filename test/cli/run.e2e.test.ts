@@ -866,6 +866,78 @@ describe("bridge run, redrive and conform-pii against the state directory's BRID
     for (const salt of [SALT, MISTYPED]) expect(await readFile(binding, "utf8")).not.toContain(salt);
   });
 
+  it("refuses run --new-pii-salt (exit 2) when BRIDGE_PII_SALT is the recorded salt already, naming the flag, before any provider call or state write", async () => {
+    const { h, env } = await hashedOnce();
+    const state = await stateFiles(h.env.BRIDGE_STATE_DIR as string);
+    const events = await readFile(h.eventsFile, "utf8");
+    const { calls, fetch } = refusingFetch();
+    // Once and in a loop alike: left in a service definition or cron line, the flag would take a later typo as a switch.
+    for (const once of [true, false]) {
+      const controller = new AbortController();
+      const { io } = capturedIo({ ...h, env }, controller.signal);
+
+      const error = await runCommand({ once, intervalMs: 60_000, newPiiSalt: true }, io, { fetch, pause: async () => controller.abort() }).catch((e: unknown) => e);
+
+      expect(error).toMatchObject({ name: "PiiSaltUnchangedError", exitCode: EXIT.usage });
+      const message = (error as Error).message;
+      expect(message).toContain(`--new-pii-salt refused: BRIDGE_PII_SALT is already the salt this state directory (${h.env.BRIDGE_STATE_DIR}) records`);
+      expect(message).toContain("remove --new-pii-salt");
+      expect(message).toContain("would take a later mistyped BRIDGE_PII_SALT as a switch");
+      expect(message).not.toContain(SALT);
+    }
+    expect(calls).toEqual([]);
+    expect(await stateFiles(h.env.BRIDGE_STATE_DIR as string)).toEqual(state);
+    expect(await readFile(h.eventsFile, "utf8")).toBe(events);
+    const refused = await runInProcess(["run", "--once", "--new-pii-salt"], env);
+    expect(refused).toMatchObject({ code: EXIT.usage, stdout: "" });
+    expect(refused.stderr).toContain("--new-pii-salt refused");
+    expect((await runInProcess(["run", "--once"], env)).code).toBe(EXIT.ok);
+  });
+
+  it("tells a switch run again after its cycle failed that it is done: the failed run recorded the new salt", async () => {
+    const { h, env } = await hashedOnce();
+    const next = { ...env, BRIDGE_PII_SALT: MISTYPED };
+    await h.control("POST", "/faults", { method: "GET", path_prefix: "/public/v1/erp/transactions", status: 500, count: 50 });
+    expect((await runInProcess(["run", "--once", "--new-pii-salt"], next)).code).toBe(EXIT.failed);
+    await h.control("DELETE", "/faults");
+
+    const again = await runInProcess(["run", "--once", "--new-pii-salt"], next);
+
+    expect(again.code).toBe(EXIT.usage);
+    expect(again.stderr).toContain("the switch is done: a run with --new-pii-salt recorded this salt, even one whose cycle then failed");
+    expect((await runInProcess(["run", "--once"], next)).code).toBe(EXIT.ok);
+  });
+
+  it("switches on the first cycle of run --new-pii-salt in a loop, and refuses none of that process's later cycles", async () => {
+    const { h, env } = await hashedOnce();
+    const controller = new AbortController();
+    let waits = 0;
+    const { io, out } = capturedIo({ ...h, env: { ...env, BRIDGE_PII_SALT: MISTYPED } }, controller.signal);
+
+    const code = await runCommand({ once: false, intervalMs: 60_000, newPiiSalt: true }, io, {
+      pause: async () => {
+        waits += 1;
+        if (waits === 1) await h.control("POST", "/companies/{company}/transactions", { count: 2 });
+        else controller.abort();
+      },
+    });
+
+    expect(code).toBe(EXIT.ok);
+    expect(out.stdout).toMatch(/cycle 2: 2 events/);
+    expect(out.stderr).not.toContain("--new-pii-salt refused");
+  });
+
+  it("takes run --new-pii-salt where no fingerprint is recorded yet (it records what a run without it would), and refuses it at the next start", async () => {
+    const h = await start();
+    const env = { ...h.env, BRIDGE_PII_MODE: "hash", BRIDGE_PII_SALT: SALT };
+
+    expect((await runInProcess(["run", "--once", "--new-pii-salt"], env)).code).toBe(EXIT.ok);
+
+    const again = await runInProcess(["run", "--once", "--new-pii-salt"], env);
+    expect(again.code).toBe(EXIT.usage);
+    expect(again.stderr).toContain("--new-pii-salt refused");
+  });
+
   it("records a fingerprint for a state directory bound before fingerprints, on its next run, rather than refusing it", async () => {
     const { env, binding } = await hashedOnce();
     const { piiSaltFingerprint, ...older } = JSON.parse(await readFile(binding, "utf8")) as Record<string, string>;

@@ -2,7 +2,14 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, wri
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { bindStateDir, CorruptStateError, PiiSaltMismatchError, StateBindingMismatchError, StateBindingMissingError } from "../../shared/local/index.js";
+import {
+  bindStateDir,
+  CorruptStateError,
+  PiiSaltAlreadyRecordedError,
+  PiiSaltMismatchError,
+  StateBindingMismatchError,
+  StateBindingMissingError,
+} from "../../shared/local/index.js";
 
 const owner = { baseUrl: "https://api.provider.test", clientId: "client-1", tenant: "acme" };
 
@@ -225,6 +232,48 @@ describe("bindStateDir", () => {
       await bindStateDir(dir, next, { newPiiSalt: true });
       expect(JSON.parse(binding(dir))).toEqual(next);
       await expect(bindStateDir(dir, salted)).rejects.toBeInstanceOf(PiiSaltMismatchError);
+    });
+
+    it("refuses, at the start of a switch (refuseRecordedPiiSalt), the fingerprint recorded already, snapshots or not, writing nothing", async () => {
+      const dir = freshDir();
+      await bindStateDir(dir, salted);
+      const before = binding(dir);
+      const start = { newPiiSalt: true, refuseRecordedPiiSalt: true } as const;
+      for (const state of ["tokens", "snapshots"] as const) {
+        holdState(dir, state);
+        for (const keepOther of [false, true]) {
+          const error = await bindStateDir(dir, salted, { ...start, keepOther }).catch((e: unknown) => e);
+          expect(error).toBeInstanceOf(PiiSaltAlreadyRecordedError);
+          expect(error).toMatchObject({ file: join(dir, "binding.json") });
+          expect((error as Error).message).not.toContain("0123456789abcdef");
+        }
+      }
+      expect(binding(dir)).toBe(before);
+      // The binds of the cycles after the switch (newPiiSalt alone) take the fingerprint they recorded.
+      await expect(bindStateDir(dir, salted, { newPiiSalt: true })).resolves.toBeUndefined();
+    });
+
+    it("takes, at the start of a switch, another fingerprint, and one where none is recorded (first use, an upgrade)", async () => {
+      const start = { newPiiSalt: true, refuseRecordedPiiSalt: true } as const;
+      const next = { ...salted, piiSaltFingerprint: "fedcba9876543210" };
+      const switched = freshDir();
+      await bindStateDir(switched, salted);
+      holdState(switched, "snapshots");
+      await bindStateDir(switched, next, start);
+      expect(JSON.parse(binding(switched))).toEqual(next);
+      const fresh = freshDir();
+      await bindStateDir(fresh, salted, start);
+      expect(JSON.parse(binding(fresh))).toEqual(salted);
+      const upgraded = freshDir();
+      await bindStateDir(upgraded, owner);
+      holdState(upgraded, "snapshots");
+      await bindStateDir(upgraded, salted, start);
+      expect(JSON.parse(binding(upgraded))).toEqual(salted);
+      // Another owner's fingerprint in a directory without state is no switch of this owner's: it is dropped.
+      const taken = freshDir();
+      await bindStateDir(taken, { ...salted, tenant: "globex" });
+      await bindStateDir(taken, salted, start);
+      expect(JSON.parse(binding(taken))).toEqual(salted);
     });
 
     it("follows the settings while the directory holds no snapshots (tokens alone hold no pseudonym)", async () => {
