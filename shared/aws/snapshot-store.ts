@@ -67,8 +67,9 @@ interface SnapshotItem {
  * No version check on write: the per-tenant cycle lease makes the running cycle the only writer of its entity kind.
  * An object too large for one item even gzip-compressed is stored hash-only (TRUNCATED_SNAPSHOT_OBJECT).
  * `scan` walks the table with a strongly consistent Scan filtered to the tenant's snapshot items (the table also holds
- * quarantine records, leases, tokens and, in tests, other tenants); its cursor is the Scan's last evaluated key, with
- * the tenant and table it belongs to.
+ * quarantine records, leases, tokens and, in tests, other tenants), each call reading a whole page's `Limit`; its
+ * cursor is the Scan's last evaluated key (or the last snapshot taken, when a call found more than the page had room
+ * for), with the tenant and table it belongs to.
  *
  * @example
  * const store = new DynamoSnapshotStore({ doc, tableName: "bridge", tenant: "acme" });
@@ -137,25 +138,32 @@ export class DynamoSnapshotStore implements SnapshotStore {
     let start = options.cursor === undefined ? undefined : this.#decodeCursor(options.cursor);
     const snapshots: Snapshot[] = [];
     // `Limit` bounds the items a Scan call reads before the filter: calls go on until the page is full or the table ends.
+    // Each asks for a whole page, not the page's room left: that read the items between snapshots (a quarantine
+    // partition, contiguous in Scan order) a few at a time, down to one a call.
     do {
       const result = await this.#doc.send(
         new ScanCommand({
           TableName: this.#table,
           ConsistentRead: true,
-          Limit: options.limit - snapshots.length,
+          Limit: options.limit,
           FilterExpression: "begins_with(pk, :prefix) AND sk = :sk",
           ExpressionAttributeValues: { ":prefix": snapshotPartitionPrefix(this.#tenant), ":sk": SNAPSHOT_SORT_KEY },
           ...(start === undefined ? {} : { ExclusiveStartKey: start }),
         }),
       );
-      for (const item of result.Items ?? []) snapshots.push(this.#decode(item as unknown as SnapshotItem));
-      start = result.LastEvaluatedKey as ItemKey | undefined;
+      const items = (result.Items ?? []) as unknown as SnapshotItem[];
+      const room = options.limit - snapshots.length;
+      for (const item of items.slice(0, room)) snapshots.push(this.#decode(item));
+      // More found than the page has room for: the next page starts after the last snapshot taken, a key Scan order
+      // places as it does the key it stopped at.
+      const last = items[room - 1];
+      start = items.length > room && last !== undefined ? { pk: last.pk, sk: last.sk } : (result.LastEvaluatedKey as ItemKey | undefined);
     } while (start !== undefined && snapshots.length < options.limit);
     return start === undefined ? { snapshots } : { snapshots, cursor: this.#encodeCursor(start) };
   }
 
   /**
-   * A Scan's last evaluated key as a cursor: base64url of its JSON (the key of a table item, no PII) with this store's
+   * A Scan's last evaluated key (or a snapshot's key) as a cursor: base64url of its JSON (the key of a table item, no PII) with this store's
    * tenant and table, since the key alone (possibly a quarantine, lease or token item) does not say whose walk it was.
    */
   #encodeCursor(key: ItemKey): string {

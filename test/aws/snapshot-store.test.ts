@@ -373,16 +373,53 @@ describe("DynamoSnapshotStore scan requests", () => {
     mock.restore();
   });
 
-  it("asks each further Scan call for the rest of the page only, so a page never holds more than its limit", async () => {
+  it("keeps a page within its limit when a Scan call finds more snapshots than the page has room for, resuming after the last one taken", async () => {
     const mock = mockClient(doc);
-    const itemB = { ...item, pk: "SNAP#acme#card:b", key: "card:b" };
+    const snap = (id: string) => ({ ...item, pk: `SNAP#acme#card:${id}`, key: `card:${id}` });
     mock
       .on(ScanCommand)
-      .resolvesOnce({ Items: [item], LastEvaluatedKey: { pk: item.pk, sk: "SNAP" } })
-      .resolves({ Items: [itemB, { ...item, pk: "SNAP#acme#card:c", key: "card:c" }] });
+      .resolvesOnce({ Items: [snap("a")], LastEvaluatedKey: { pk: snap("a").pk, sk: "SNAP" } })
+      .resolvesOnce({ Items: [snap("b"), snap("c"), snap("d")], LastEvaluatedKey: { pk: snap("d").pk, sk: "SNAP" } })
+      .resolves({ Items: [] });
     const page = await make().scan({ limit: 3 });
-    expect(mock.commandCalls(ScanCommand).map((c) => c.args[0].input.Limit)).toEqual([3, 2]);
-    expect(page.snapshots).toHaveLength(3);
+    expect(page.snapshots.map((s) => s.key)).toEqual(["card:a", "card:b", "card:c"]);
+    await make().scan({ limit: 3, cursor: page.cursor as string });
+    // The next page starts after card:c, the last snapshot taken, not after card:d, where the Scan stopped.
+    expect(mock.commandCalls(ScanCommand)[2]?.args[0].input.ExclusiveStartKey).toEqual({ pk: snap("c").pk, sk: "SNAP" });
+    mock.restore();
+  });
+
+  it("reads a walk in Scan calls of a whole page each, however many other items sit between the snapshots", async () => {
+    // A table in Scan order: a page's worth of snapshots but one, the quarantine partition (contiguous in Scan order),
+    // then more snapshots. Asking each further call for the rest of the page only read the quarantine one item a call.
+    const items: Record<string, unknown>[] = [
+      ...Array.from({ length: 99 }, (_, i) => ({ ...item, pk: `SNAP#acme#card:a${i}`, key: `card:a${i}` })),
+      ...Array.from({ length: 1_000 }, (_, i) => ({ pk: "QUAR#acme", sk: `r${String(i).padStart(4, "0")}`, reason: "x" })),
+      ...Array.from({ length: 50 }, (_, i) => ({ ...item, pk: `SNAP#acme#card:b${i}`, key: `card:b${i}` })),
+    ];
+    const mock = mockClient(doc);
+    mock.on(ScanCommand).callsFake((input: { Limit: number; ExclusiveStartKey?: { pk: string; sk: string } }) => {
+      const after = input.ExclusiveStartKey;
+      const start = after === undefined ? 0 : items.findIndex((i) => i["pk"] === after.pk && i["sk"] === after.sk) + 1;
+      const read = items.slice(start, start + input.Limit);
+      const last = read.at(-1);
+      return {
+        Items: read.filter((i) => String(i["pk"]).startsWith("SNAP#acme#") && i["sk"] === "SNAP"),
+        ...(start + read.length < items.length && last ? { LastEvaluatedKey: { pk: last["pk"], sk: last["sk"] } } : {}),
+      };
+    });
+    const keys: string[] = [];
+    const sizes: number[] = [];
+    for (let cursor: string | undefined, first = true; first || cursor !== undefined; first = false) {
+      const page = await make().scan({ limit: 100, ...(cursor === undefined ? {} : { cursor }) });
+      keys.push(...page.snapshots.map((s) => s.key));
+      sizes.push(page.snapshots.length);
+      cursor = page.cursor;
+    }
+    expect(keys).toEqual(items.filter((i) => i["sk"] === "SNAP").map((i) => i["key"]));
+    expect(Math.max(...sizes)).toBeLessThanOrEqual(100);
+    // The floor: every item read once, 100 a call (1,149 items), plus the call that finds the end.
+    expect(mock.commandCalls(ScanCommand).length).toBeLessThanOrEqual(Math.ceil(items.length / 100) + 1);
     mock.restore();
   });
 });
