@@ -104,6 +104,12 @@ export class PiiSaltGuard {
 }
 
 /**
+ * Snapshots per page of {@link holdsSnapshots}' walk: a store reads a page's worth of items a call (DynamoDB: a Scan's
+ * `Limit`), so a page of one read a table holding no snapshot (a backlog quarantined whole) one item a call.
+ */
+export const HOLDS_SNAPSHOTS_PAGE = 100;
+
+/**
  * Whether the store holds any snapshot: a walk until the first one (a page may come back empty before the end).
  *
  * @example
@@ -112,7 +118,7 @@ export class PiiSaltGuard {
 export async function holdsSnapshots(store: Pick<SnapshotStore, "scan">): Promise<boolean> {
   let cursor: string | undefined;
   do {
-    const page = await store.scan({ limit: 1, ...(cursor === undefined ? {} : { cursor }) });
+    const page = await store.scan({ limit: HOLDS_SNAPSHOTS_PAGE, ...(cursor === undefined ? {} : { cursor }) });
     if (page.snapshots.length > 0) return true;
     cursor = page.cursor;
   } while (cursor !== undefined);

@@ -3,11 +3,12 @@
  * salt's fingerprint at once (the handler-level behaviour is in test/functions/pii-salt.test.ts).
  */
 import { randomUUID } from "node:crypto";
-import { GetCommand, PutCommand } from "@aws-sdk/lib-dynamodb";
+import { BatchWriteCommand, GetCommand, PutCommand, ScanCommand } from "@aws-sdk/lib-dynamodb";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { PiiSaltChangedError } from "../../shared/aws/errors.js";
 import { piiSaltItemKey } from "../../shared/aws/keys.js";
-import { PiiSaltGuard, holdsSnapshots, type PiiSaltGuardOptions } from "../../shared/aws/pii-salt.js";
+import { HOLDS_SNAPSHOTS_PAGE, PiiSaltGuard, holdsSnapshots, type PiiSaltGuardOptions } from "../../shared/aws/pii-salt.js";
+import { DynamoSnapshotStore } from "../../shared/aws/snapshot-store.js";
 import { piiSaltFingerprint } from "../../shared/bridge/pii.js";
 import type { Snapshot, SnapshotPage, SnapshotScanOptions } from "../../shared/bridge/ports.js";
 import { RecordingLogger } from "../bridge/fakes.js";
@@ -118,6 +119,22 @@ describe("holdsSnapshots", () => {
     expect(empty.scans).toHaveLength(3);
     const late = storeOf([[], [], [snapshot], []]);
     expect(await holdsSnapshots(late)).toBe(true);
-    expect(late.scans).toEqual([{ limit: 1 }, { limit: 1, cursor: "1" }, { limit: 1, cursor: "2" }]);
+    expect(late.scans).toEqual([{ limit: HOLDS_SNAPSHOTS_PAGE }, { limit: HOLDS_SNAPSHOTS_PAGE, cursor: "1" }, { limit: HOLDS_SNAPSHOTS_PAGE, cursor: "2" }]);
+  });
+
+  it("reads a table that holds no snapshot, only quarantine records, in Scan calls of a page each, not one a record", async () => {
+    const tenant = `pii-${randomUUID()}`;
+    const records = Array.from({ length: 300 }, (_, i) => ({ pk: `QUAR#${tenant}`, sk: `r${i}`, kind: "transaction", reason: "validation: x" }));
+    for (let i = 0; i < records.length; i += 25) {
+      const batch = records.slice(i, i + 25).map((Item) => ({ PutRequest: { Item } }));
+      await table.doc.send(new BatchWriteCommand({ RequestItems: { [table.tableName]: batch } }));
+    }
+    const send = vi.spyOn(table.doc, "send");
+    expect(await holdsSnapshots(new DynamoSnapshotStore({ doc: table.doc, tableName: table.tableName, tenant }))).toBe(false);
+    const scans = send.mock.calls.filter(([command]) => command instanceof ScanCommand).length;
+    send.mockRestore();
+    // The table holds the other test's items too: a page of them a call, plus the call that finds the end.
+    const items = (await table.doc.send(new ScanCommand({ TableName: table.tableName, Select: "COUNT" }))).Count ?? 0;
+    expect(scans).toBeLessThanOrEqual(Math.ceil(items / HOLDS_SNAPSHOTS_PAGE) + 1);
   });
 });
