@@ -21,7 +21,7 @@ import { systemClock } from "./clock.js";
 import { DEFAULT_METRICS_NAMESPACE, DEFAULT_SERVICE_NAME, cycleDeadline, loadConfig, type RuntimeConfig } from "./config.js";
 import { runConformPii, runCycle, runRedrive, type CycleKind, type Leased } from "./cycle.js";
 import { RotationError } from "./errors.js";
-import { PowertoolsLoggerAdapter, PowertoolsMetricsAdapter } from "./observability.js";
+import { PowertoolsLoggerAdapter, PowertoolsMetricsAdapter, awsCallOf, nameFailedCalls } from "./observability.js";
 import { cardModeOf, conformCursorOf, pollActionOf, type PollAction, type PollEvent } from "./poll-event.js";
 import { ProviderSecretClient } from "./provider-secret.js";
 import { rotateProviderSecret, skipRotation, skipsRotation, type RotationEvent } from "./rotation.js";
@@ -148,7 +148,10 @@ class Container {
   clients(): AwsClients {
     if (this.#clients === undefined) {
       const clients = (this.options.clients ?? defaultAwsClients)();
-      for (const client of Object.values(clients)) this.tracer.captureAWSv3Client(client);
+      for (const client of Object.values(clients)) {
+        this.tracer.captureAWSv3Client(client);
+        nameFailedCalls(client);
+      }
       this.#clients = clients;
     }
     return this.#clients;
@@ -199,10 +202,13 @@ function isInvocationTimeout(error: unknown): error is Error {
   return error instanceof Error && error.name === "TimeoutError" && (error.cause as { package?: unknown } | undefined)?.package === "@middy/core";
 }
 
-/** Logs a failure by name and message only (errors of this codebase never carry secrets), then rethrows. */
+/**
+ * Logs a failure by name and message only (errors of this codebase never carry secrets), and for an SDK error that
+ * escaped as it is, the call and table it came from, then rethrows.
+ */
 function logFailure(logger: Logger, message: string, error: unknown): never {
   const e = error instanceof Error ? error : new Error(String(error));
-  logger.error(message, { error: { name: e.name, message: e.message } });
+  logger.error(message, { error: { name: e.name, message: e.message, ...awsCallOf(error) } });
   throw error;
 }
 

@@ -1,5 +1,6 @@
 /**
- * Adapters from the engine's Logger and Metrics ports to Powertools Logger and Metrics (EMF).
+ * Adapters from the engine's Logger and Metrics ports to Powertools Logger and Metrics (EMF), and the naming of a
+ * failed SDK call for the failure log line.
  */
 import type { Logger as PowertoolsLogger } from "@aws-lambda-powertools/logger";
 import type { Metrics as PowertoolsMetrics } from "@aws-lambda-powertools/metrics";
@@ -93,4 +94,61 @@ export class PowertoolsMetricsAdapter implements Metrics {
     }
     this.#aggregates.clear();
   }
+}
+
+/** Which SDK call failed: the service and operation, and the table a DynamoDB call was for (never a value or a key). */
+export interface AwsCall {
+  /** e.g. "DynamoDB GetItem" */
+  readonly awsCall: string;
+  readonly table?: string;
+}
+
+const failedCalls = new WeakMap<object, AwsCall>();
+/** Stacks already set up: containers may share a client (tests do), and a stack refuses a second middleware of a name. */
+const namingStacks = new WeakSet<object>();
+
+/** The minimal middleware stack of an SDK v3 client (`client.middlewareStack`), typed loosely: clients differ in it. */
+interface CallStack {
+  add(middleware: (next: (args: { input: unknown }) => Promise<unknown>, context: { clientName?: string; commandName?: string }) => (args: { input: unknown }) => Promise<unknown>, options: { step: "initialize"; priority: "high"; name: string }): void;
+}
+
+/**
+ * Remembers, for every error a call of `client` fails with, which call it was (see {@link awsCallOf}). An error the
+ * SDK raises escapes some adapters as it is, and DynamoDB's own words name nothing: a deleted table answers
+ * `ResourceNotFoundException` "Requested resource not found".
+ *
+ * @example
+ * for (const client of Object.values(clients)) nameFailedCalls(client);
+ */
+export function nameFailedCalls(client: { readonly middlewareStack: unknown }): void {
+  const stack = client.middlewareStack as CallStack;
+  if (namingStacks.has(stack)) return;
+  namingStacks.add(stack);
+  stack.add(
+    (next, context) => async (args) => {
+      try {
+        return await next(args);
+      } catch (error) {
+        if (typeof error === "object" && error !== null && !failedCalls.has(error)) {
+          const service = (context.clientName ?? "AWS").replace(/Client$/, "");
+          const operation = (context.commandName ?? "call").replace(/Command$/, "");
+          const table = (args.input as { TableName?: unknown } | undefined)?.TableName;
+          failedCalls.set(error, { awsCall: `${service} ${operation}`, ...(typeof table === "string" ? { table } : {}) });
+        }
+        throw error;
+      }
+    },
+    // Outermost, so it sees the error the caller gets, after the SDK's retries.
+    { step: "initialize", priority: "high", name: "nameFailedCalls" },
+  );
+}
+
+/**
+ * The call `error` came from, when a client set up with {@link nameFailedCalls} raised it.
+ *
+ * @example
+ * logger.error("Cycle failed", { error: { name: e.name, message: e.message, ...awsCallOf(e) } });
+ */
+export function awsCallOf(error: unknown): AwsCall | undefined {
+  return typeof error === "object" && error !== null ? failedCalls.get(error) : undefined;
 }

@@ -560,6 +560,14 @@ describe("poll-transactions handler", () => {
     expect((error as LambdaConfigurationError).issues.map((i) => i.variable).sort()).toEqual(["PII_MODE", "TABLE_NAME"]);
   });
 
+  it("names the AWS call and the table in the failure log line when the tenant's table is gone (DynamoDB says only \"Requested resource not found\")", async () => {
+    const missing = `${h.table.tableName}-deleted`;
+    const error = await h.poller("transactions", { env: { ...h.env, TABLE_NAME: missing } })().catch((e: unknown) => e);
+    expect(error).toMatchObject({ name: "ResourceNotFoundException" });
+    const failed = h.output.map((line) => JSON.parse(line) as Record<string, unknown>).find((doc) => doc["message"] === "Cycle failed");
+    expect(failed?.["error"]).toMatchObject({ name: "ResourceNotFoundException", awsCall: expect.stringMatching(/^DynamoDB \w+$/), table: missing });
+  });
+
   it("logs no warning on a cycle that goes well: the tenant dimension is set once per container, not overwritten", async () => {
     expect((await h.poller("transactions")()).status).toBe("completed");
     const warnings = h.output.map((line) => JSON.parse(line) as Record<string, unknown>).filter((doc) => doc["level"] === "WARN");
