@@ -3,6 +3,7 @@
  * (the environment wins), validated in one place, defaults named as constants.
  * Error messages name the setting and the problem, never the value.
  */
+import { isUtf8 } from "node:buffer";
 import { lstat, readFile } from "node:fs/promises";
 import { join, resolve, sep } from "node:path";
 import { parseEnv } from "node:util";
@@ -205,6 +206,28 @@ export function parseEnvFile(text: string): EnvFileContent {
   return { values, malformed, unclosed, cutAtHash, afterQuote, repeated };
 }
 
+/** Byte order marks of UTF-16 (little- and big-endian), which Windows PowerShell's `>` and `Out-File` write. */
+const UTF16_BOMS = [Buffer.from([0xff, 0xfe]), Buffer.from([0xfe, 0xff])];
+
+/**
+ * 1-based numbers of the lines of `bytes` that are not UTF-8: decoded, each such byte would become U+FFFD, and a
+ * secret or salt saved in Latin-1 would silently be another one.
+ *
+ * @example
+ * nonUtf8Lines(Buffer.from("A=1\nB=caf\xe9\n", "latin1")); // [2]
+ */
+function nonUtf8Lines(bytes: Buffer): number[] {
+  const lines: number[] = [];
+  let start = 0;
+  for (let number = 1; start <= bytes.length; number++) {
+    const end = bytes.indexOf(0x0a, start);
+    const stop = end === -1 ? bytes.length : end;
+    if (!isUtf8(bytes.subarray(start, stop))) lines.push(number);
+    start = stop + 1;
+  }
+  return lines;
+}
+
 /** `.env` lines by number only (never their text, in case it holds a secret): "line 3", "lines 3, 5 and 2 more". */
 function linesNamed(lines: readonly number[]): string {
   const shown = lines.slice(0, 10).join(", ");
@@ -227,15 +250,16 @@ function malformedProblem(lines: readonly number[]): string {
  * @throws EnvFileError (exit 2) when `.env` exists but cannot be read (a link to a missing target included).
  * @throws ConfigError (exit 2) when a line of `.env` is not `NAME=value`, a comment or blank: it names the line
  *   numbers only, since such a line (`QASHIO_CLIENT_SECRET: ...`) most likely holds a value meant for a setting;
- *   likewise for values a quote or `#` would cut, and for a variable assigned on two lines.
+ *   likewise for values a quote or `#` would cut, for a variable assigned on two lines, and for lines that are not
+ *   UTF-8 (a UTF-16 file is named as such).
  * @example
  * const env = await loadEnv(process.env, process.cwd());
  */
 export async function loadEnv(env: Env, cwd: string, file = ENV_FILE): Promise<Env> {
   const path = resolve(cwd, file);
-  let text: string;
+  let bytes: Buffer;
   try {
-    text = await readFile(path, "utf8");
+    bytes = await readFile(path);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     // A link to nothing (an unmounted secrets volume) is a .env meant to be read, not the absence of one: read as none,
@@ -246,8 +270,20 @@ export async function loadEnv(env: Env, cwd: string, file = ENV_FILE): Promise<E
     if (code === "ENOENT") return { ...env };
     throw new EnvFileError(path, code ?? (error as Error).name, { cause: error });
   }
-  const { values: fromFile, malformed, unclosed, cutAtHash, afterQuote, repeated } = parseEnvFile(text);
+  // Read as UTF-8, every line of it would be "malformed", in a file an editor shows as fine.
+  if (UTF16_BOMS.some((bom) => bytes.subarray(0, 2).equals(bom))) {
+    throw new ConfigError([{ setting: file, problem: "is UTF-16 text (its byte order mark says so; Windows PowerShell's > and Out-File write it): save it as UTF-8" }]);
+  }
+  const { values: fromFile, malformed, unclosed, cutAtHash, afterQuote, repeated } = parseEnvFile(bytes.toString("utf8"));
   const issues: SettingIssue[] = [];
+  const notUtf8 = nonUtf8Lines(bytes);
+  if (notUtf8.length > 0) {
+    const their = notUtf8.length === 1 ? "its" : "their";
+    issues.push({
+      setting: file,
+      problem: `${linesNamed(notUtf8)} ${notUtf8.length === 1 ? "is" : "are"} not UTF-8 (saved in another encoding, such as Latin-1): save the file as UTF-8; ${their} text is not shown, in case it holds a secret`,
+    });
+  }
   if (malformed.length > 0) issues.push({ setting: file, problem: malformedProblem(malformed) });
   if (unclosed.length > 0) {
     issues.push({ setting: file, problem: `a quote is not closed on ${linesNamed(unclosed)} (a value cannot span lines)` });

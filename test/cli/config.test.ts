@@ -867,6 +867,40 @@ describe("loadEnv", () => {
     await expect(loadEnv({}, dir)).rejects.toThrow("lines 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 and 2 more are malformed (expected NAME=value)");
   });
 
+  it("refuses a .env with bytes that are not UTF-8 (a Latin-1 editor), naming the lines, rather than read them as U+FFFD", async () => {
+    // "pässwört" in Latin-1: decoded as UTF-8, each ä and ö became U+FFFD, and the secret sent was not the one saved.
+    const latin1 = Buffer.from("QASHIO_CLIENT_SECRET=p\xe4ssw\xf6rt-s3cret\n", "latin1");
+    await writeFile(join(dir, ".env"), Buffer.concat([Buffer.from("QASHIO_CLIENT_ID=cid\n"), latin1, Buffer.from("BRIDGE_TENANT=acme\n# caf\xe9\n", "latin1")]));
+    const error = await loadEnv({}, dir).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).exitCode).toBe(2);
+    expect((error as ConfigError).issues).toEqual([
+      { setting: ".env", problem: "lines 2, 4 are not UTF-8 (saved in another encoding, such as Latin-1): save the file as UTF-8; their text is not shown, in case it holds a secret" },
+    ]);
+    expect((error as Error).message).not.toMatch(/s3cret/);
+  });
+
+  it("reads UTF-8 beyond ASCII as it is, a byte order mark included", async () => {
+    await writeFile(join(dir, ".env"), "\uFEFFBRIDGE_PII_SALT=pässwört-sält-0123\n# café\n");
+    expect((await loadEnv({}, dir)).BRIDGE_PII_SALT).toBe("pässwört-sält-0123");
+  });
+
+  it.each([
+    ["little-endian", "utf16le", [0xff, 0xfe]],
+    ["big-endian", "utf16be", [0xfe, 0xff]],
+  ])("refuses a UTF-16 .env (%s, as Windows PowerShell's `>` writes it) as UTF-16, not as lines malformed", async (_, encoding, bom) => {
+    const text = "QASHIO_CLIENT_ID=cid\r\nQASHIO_CLIENT_SECRET=s3cret\r\n";
+    const le = Buffer.from(text, "utf16le");
+    const body = encoding === "utf16le" ? le : le.swap16();
+    await writeFile(join(dir, ".env"), Buffer.concat([Buffer.from(bom), body]));
+    const error = await loadEnv({}, dir).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).exitCode).toBe(2);
+    expect((error as ConfigError).issues).toEqual([
+      { setting: ".env", problem: "is UTF-16 text (its byte order mark says so; Windows PowerShell's > and Out-File write it): save it as UTF-8" },
+    ]);
+  });
+
   it("names a .env that is a link to a missing target (an unmounted secrets volume) with exit 2, not as no .env", async () => {
     await symlink(join(dir, "mounted", "bridge.env"), join(dir, ".env"));
     const error = await loadEnv({}, dir).catch((e: unknown) => e);
