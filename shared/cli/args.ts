@@ -45,7 +45,8 @@ export function parseDuration(text: string): number {
     total += Number(match[1]) * (UNIT_MS[match[2] ?? ""] ?? Number.NaN);
     consumed = part.lastIndex;
   }
-  if (magnitude === "" || consumed !== magnitude.length || !Number.isFinite(total)) {
+  // A sum past what a number holds is Infinity: a duration too long, which the range check names, not a wrong form.
+  if (magnitude === "" || consumed !== magnitude.length) {
     throw new UsageError(`invalid duration "${text}": use a number with a unit, e.g. 30s, 5m, 1h, 1m30s`);
   }
   return negative ? -Math.round(total) : Math.round(total);

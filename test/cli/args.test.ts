@@ -126,6 +126,12 @@ describe("parseCommand", () => {
     expect(() => parseCommand([command as string, flag as string, "600h"])).toThrow(UsageError);
   });
 
+  it("names the maximum for a duration too long for a number at all (310 digits), not the format it has", () => {
+    const huge = `${"9".repeat(310)}s`;
+    expect(() => parseCommand(["run", "--interval", huge])).toThrow(`--interval must be at most ${MAX_DURATION_MS} ms (about 24.8 days), got ${huge}`);
+    expect(() => parseCommand(["run", "--interval", `-${huge}`])).toThrow(`--interval must be at least 1s, got -${huge}`);
+  });
+
   it("accepts the longest interval a timer can wait", () => {
     expect(parseCommand(["run", "--interval", "596h"])).toEqual({ command: "run", args: { once: false, intervalMs: 596 * 3_600_000 } });
   });

@@ -97,6 +97,10 @@ describe("readLocalSettings", () => {
     expect(issuesOf({ ...valid, BRIDGE_CYCLE_BUDGET: "600h" }).issues).toEqual([
       { setting: "BRIDGE_CYCLE_BUDGET", problem: "must be at most 2147483647 ms (about 24.8 days)" },
     ]);
+    // Beyond what a number holds (Infinity) it is still a duration too long, not one of the wrong form.
+    expect(issuesOf({ ...valid, BRIDGE_CYCLE_BUDGET: `${"9".repeat(310)}h` }).issues).toEqual([
+      { setting: "BRIDGE_CYCLE_BUDGET", problem: "must be at most 2147483647 ms (about 24.8 days)" },
+    ]);
   });
 
   it("refuses a BRIDGE_CYCLE_BUDGET under one second: every cycle would stop before its first page, forever", () => {
