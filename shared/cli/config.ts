@@ -4,7 +4,7 @@
  * Error messages name the setting and the problem, never the value.
  */
 import { isUtf8 } from "node:buffer";
-import { lstat, readFile } from "node:fs/promises";
+import { lstat, open } from "node:fs/promises";
 import { join, resolve, sep } from "node:path";
 import { parseEnv } from "node:util";
 import { DEFAULT_SOURCE } from "../bridge/deps.js";
@@ -206,6 +206,26 @@ export function parseEnvFile(text: string): EnvFileContent {
   return { values, malformed, unclosed, cutAtHash, afterQuote, repeated };
 }
 
+/** Largest `.env` read: no settings file comes near it, and a larger one (a log saved by that name) is not read whole. */
+const MAX_ENV_FILE_BYTES = 1024 * 1024;
+
+/** The bytes of `path`, or undefined when it holds more than `max` (only `max` + 1 are read: `/dev/zero` ends too). */
+async function readAtMost(path: string, max: number): Promise<Buffer | undefined> {
+  const handle = await open(path, "r");
+  try {
+    const buffer = Buffer.alloc(max + 1);
+    let length = 0;
+    while (length < buffer.length) {
+      const { bytesRead } = await handle.read(buffer, length, buffer.length - length, null);
+      if (bytesRead === 0) break;
+      length += bytesRead;
+    }
+    return length > max ? undefined : buffer.subarray(0, length);
+  } finally {
+    await handle.close();
+  }
+}
+
 /** Byte order marks of UTF-16 (little- and big-endian), which Windows PowerShell's `>` and `Out-File` write. */
 const UTF16_BOMS = [Buffer.from([0xff, 0xfe]), Buffer.from([0xfe, 0xff])];
 
@@ -257,9 +277,9 @@ function malformedProblem(lines: readonly number[]): string {
  */
 export async function loadEnv(env: Env, cwd: string, file = ENV_FILE): Promise<Env> {
   const path = resolve(cwd, file);
-  let bytes: Buffer;
+  let bytes: Buffer | undefined;
   try {
-    bytes = await readFile(path);
+    bytes = await readAtMost(path, MAX_ENV_FILE_BYTES);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     // A link to nothing (an unmounted secrets volume) is a .env meant to be read, not the absence of one: read as none,
@@ -270,6 +290,7 @@ export async function loadEnv(env: Env, cwd: string, file = ENV_FILE): Promise<E
     if (code === "ENOENT") return { ...env };
     throw new EnvFileError(path, code ?? (error as Error).name, { cause: error });
   }
+  if (bytes === undefined) throw new EnvFileError(path, `larger than ${MAX_ENV_FILE_BYTES / (1024 * 1024)} MiB, which no settings file is`);
   // Read as UTF-8, every line of it would be "malformed", in a file an editor shows as fine.
   if (UTF16_BOMS.some((bom) => bytes.subarray(0, 2).equals(bom))) {
     throw new ConfigError([{ setting: file, problem: "is UTF-16 text (its byte order mark says so; Windows PowerShell's > and Out-File write it): save it as UTF-8" }]);

@@ -913,6 +913,21 @@ describe("loadEnv", () => {
     expect((error as EnvFileError).message).toBe(`cannot read the settings file ${join(dir, ".env")} (a link to a missing target): fix or remove it`);
   });
 
+  it("refuses a .env larger than 1 MiB (a log or a dump saved by that name) without reading it all, exit 2", async () => {
+    // Read whole, one over 512 MiB cannot even be decoded (a bare "RangeError"), and a link to /dev/zero filled 2 GiB first.
+    await writeFile(join(dir, ".env"), `# ${"x".repeat(1024 * 1024)}\n`);
+    const error = await loadEnv({}, dir).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(EnvFileError);
+    expect((error as EnvFileError).exitCode).toBe(2);
+    expect((error as EnvFileError).message).toBe(`cannot read the settings file ${join(dir, ".env")} (larger than 1 MiB, which no settings file is): fix or remove it`);
+  });
+
+  it("reads a .env of exactly 1 MiB", async () => {
+    const line = "BRIDGE_TENANT=acme\n";
+    await writeFile(join(dir, ".env"), `${line}#${"x".repeat(1024 * 1024 - line.length - 2)}\n`);
+    expect((await loadEnv({}, dir)).BRIDGE_TENANT).toBe("acme");
+  });
+
   it("names an unreadable .env (here a directory) with exit 2", async () => {
     await mkdir(join(dir, ".env"));
     const error = await loadEnv({}, dir).catch((e: unknown) => e);
