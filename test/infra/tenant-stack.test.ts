@@ -1215,4 +1215,14 @@ describe("runbook", () => {
     expect(move).toMatch(/same\s+account[^]*delete\s+the\s+old\s+stack\s+first/);
     expect(move).not.toMatch(/A created bus does not block the new deploy/);
   });
+
+  it("names the --output of every aws command whose answer goes to jq: the profile's output setting (text, table) would decide otherwise", () => {
+    for (const doc of ["docs/runbook.md", "README.md"]) {
+      // A command continued with a backslash and the `| jq` on its next line are one pipeline.
+      const text = readFileSync(join(REPO_ROOT, doc), "utf8").replaceAll("\\\n", " ");
+      const piped = [...text.matchAll(/\baws\s+[a-z0-9-]+\s+[a-z0-9-]+[^|`\n]*\|\s*jq\b/g)].map((m) => m[0]);
+      expect(piped.length, doc).toBeGreaterThan(0);
+      for (const command of piped) expect(command, doc).toMatch(/\s--output\s+(json|text)\s/);
+    }
+  });
 });
