@@ -1225,4 +1225,12 @@ describe("runbook", () => {
       for (const command of piped) expect(command, doc).toMatch(/\s--output\s+(json|text)\s/);
     }
   });
+
+  it("hands jq a shell variable through its environment, never as an argument `ps` shows (the salt, a webhook's credential)", () => {
+    for (const doc of ["docs/runbook.md", "README.md"]) {
+      const text = readFileSync(join(REPO_ROOT, doc), "utf8");
+      expect(text, doc).not.toMatch(/\bjq\b[^|`\n]*--arg(?:json)?\s+\w+\s+"?\$[A-Za-z_{]/);
+    }
+    expect(readFileSync(join(REPO_ROOT, "docs", "runbook.md"), "utf8")).toContain(`SALT="$SALT" jq '.pii_salt = env.SALT'`);
+  });
 });
