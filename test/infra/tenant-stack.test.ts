@@ -1203,6 +1203,21 @@ describe("runbook", () => {
     expect(runbook).toContain("aws scheduler list-schedules --group-name qashio-bridge-$T");
   });
 
+  it("says where each name its commands take comes from: `<X output>` is a stack output, `<X name>` or `<X ARN>` a line of the resource list", () => {
+    const runbook = readFileSync(join(REPO_ROOT, "docs", "runbook.md"), "utf8");
+    const listed = new Set([...runbook.matchAll(/^# (\w+)\.\.\.\s+AWS::/gm)].map((m) => m[1]));
+    const outputs = Object.keys(acmeT.toJSON().Outputs as object);
+    const placeholders = [...runbook.matchAll(/<([A-Z]\w+) (output|name|ARN)>/g)];
+    expect(placeholders.length).toBeGreaterThan(0);
+    for (const [placeholder, id, what] of placeholders) {
+      if (what === "output") expect(outputs, placeholder).toContain(id);
+      else expect([...listed], placeholder).toContain(id);
+    }
+    // and the list names only resources the stacks create
+    const ids = [acmeT, globexT].flatMap((template) => Object.keys(template.toJSON().Resources as object));
+    for (const id of listed) expect(ids.some((logical) => new RegExp(`^${id}[0-9A-F]{8}$`).test(logical)), id).toBe(true);
+  });
+
   it("moves a tenant to another region of the same account by deleting the old stack first: the dashboard's name is per account", () => {
     // CloudWatch dashboards are global to the account (their ARN has no region): while the old stack holds
     // QashioBridge-<tenant>, the new region's stack fails to create its dashboard ("already exists") and rolls back.
