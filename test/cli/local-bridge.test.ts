@@ -63,6 +63,22 @@ describe("local bridge cycle", () => {
     expect(bridge.metrics.get("TokenRefreshes")).toBe(1);
   });
 
+  it("refreshes an expired access token within the shortest BRIDGE_CYCLE_BUDGET (1 s): a local refresh is not held to the cycle's deadline", async () => {
+    harness = await startHarness();
+    expect((await runCycle(await openLocalBridge(readLocalSettings(harness.env, harness.dir), { env: harness.env, logger: silent }))).complete).toBe(true);
+    // An hour on, for the provider and the bridge: the access token has expired on both clocks.
+    await harness.control("POST", "/clock", { advance_seconds: 3_600 });
+    await harness.control("POST", "/companies/{company}/transactions", { count: 2 });
+    const settings = readLocalSettings({ ...harness.env, BRIDGE_CYCLE_BUDGET: "1s" }, harness.dir);
+    expect(settings.cycleBudgetMs).toBe(1_000);
+    // Frozen: whatever the cycle does before its first provider call, the deadline stays 0.75 s (transactions) ahead.
+    const at = Date.now() + 3_600_000;
+    const clock = { now: () => at, sleep: () => new Promise<void>((resolve) => setImmediate(resolve)) };
+    const bridge = await openLocalBridge(settings, { env: harness.env, logger: silent, clock });
+    expect(await runCycle(bridge)).toMatchObject({ events: 2, complete: true });
+    expect(bridge.metrics.get("TokenRefreshes")).toBe(1);
+  });
+
   it("keeps a bridge open across cycles (run --interval) in step with what another process wrote and compacted between them", async () => {
     harness = await startHarness();
     const settings = readLocalSettings(harness.env, harness.dir);
