@@ -3,7 +3,7 @@ import { Annotations, CfnOutput, Duration, Stack, type StackProps } from "aws-cd
 import { RegionInfo } from "aws-cdk-lib/region-info";
 import type * as sqs from "aws-cdk-lib/aws-sqs";
 import type { Construct } from "constructs";
-import { CYCLE_SAFETY_MARGIN_MS } from "../shared/aws/config.js";
+import { CYCLE_SAFETY_MARGIN_MS, MIN_CYCLE_BUDGET_MS } from "../shared/aws/config.js";
 import { partitionKeyPatterns, type TableUser } from "../shared/aws/keys.js";
 import { BridgeFunction, type BridgeFunctionEnvironment } from "./constructs/bridge-function.js";
 import { EventSchemas } from "./constructs/event-schemas.js";
@@ -73,10 +73,11 @@ export function pollerMaxEventAge(everyMinutes: number, options: { readonly fast
 
 /**
  * Cycle budget handed to the engine: the timeout minus what the runtime keeps back anyway (the calls' grace past the
- * deadline, writing the page in flight, flushing metrics), so the setting and the runtime agree.
+ * deadline, writing the page in flight, flushing metrics), so the setting and the runtime agree; never under the
+ * smallest budget the functions accept (one that can still refresh the token).
  */
 export function cycleBudgetMs(timeout: Duration): number {
-  return Math.max(30_000, timeout.toMilliseconds() - CYCLE_SAFETY_MARGIN_MS);
+  return Math.max(MIN_CYCLE_BUDGET_MS, timeout.toMilliseconds() - CYCLE_SAFETY_MARGIN_MS);
 }
 
 /**

@@ -5,6 +5,7 @@
 import * as z from "zod";
 import { DEFAULT_DEADLINE_GRACE_MS, DEFAULT_SOURCE } from "../bridge/deps.js";
 import { PII_MODES } from "../bridge/pii.js";
+import { DEFAULT_LOCK_TTL_MS } from "../qashio/auth/token-provider.js";
 import { resolveBaseUrl } from "../qashio/config.js";
 import { LambdaConfigurationError } from "./errors.js";
 
@@ -18,6 +19,19 @@ export const DEFAULT_SERVICE_NAME = "qashio-bridge";
  * (`refreshWithinCallDeadline`, runtime.ts).
  */
 export const CYCLE_SAFETY_MARGIN_MS = DEFAULT_DEADLINE_GRACE_MS + 15_000;
+/**
+ * Lease length of one token refresh (runtime.ts): its first half bounds the refresh call, retries included; the second
+ * is for the Secrets Manager writes, renewed while they run.
+ */
+export const TOKEN_LEASE_TTL_MS = DEFAULT_LOCK_TTL_MS;
+/**
+ * Smallest CYCLE_BUDGET_MS. A refresh starts only when its whole lease ends by the deadline of the call needing it, the
+ * cycle's deadline plus DEFAULT_DEADLINE_GRACE_MS (`refreshWithinCallDeadline`, runtime.ts): under the lease less that
+ * grace no expired access token is ever refreshed, and every cycle ends `deadline` with nothing pulled and no error. A
+ * budget of the whole lease leaves the cycle that grace to reach its first provider call (its lease, the token store,
+ * a wait for the other poller's refresh).
+ */
+export const MIN_CYCLE_BUDGET_MS = TOKEN_LEASE_TTL_MS;
 
 const nonEmpty = z.string().trim().min(1, "must not be empty");
 
@@ -32,7 +46,20 @@ const EnvSchema = z.object({
   PII_MODE: z.enum(PII_MODES),
   EMIT_CARD_CREATED: z.enum(["true", "false"]).default("false"),
   CARD_DETAILS: z.enum(["true", "false"]).default("false"),
-  CYCLE_BUDGET_MS: z.coerce.number().int().positive().optional(),
+  CYCLE_BUDGET_MS: nonEmpty
+    .pipe(
+      z.coerce
+        .number<string>({ error: "must be a whole number of milliseconds" })
+        .int("must be a whole number of milliseconds")
+        .min(
+          MIN_CYCLE_BUDGET_MS,
+          `must be at least ${MIN_CYCLE_BUDGET_MS} (ms): a token refresh starts only when its ${TOKEN_LEASE_TTL_MS / 1000} s lease ends by ` +
+            `the cycle's deadline plus the calls' ${DEFAULT_DEADLINE_GRACE_MS / 1000} s grace; under ${TOKEN_LEASE_TTL_MS - DEFAULT_DEADLINE_GRACE_MS} ` +
+            "no expired access token is ever refreshed (every cycle ends at its deadline with nothing pulled), and the rest is the cycle's " +
+            "time to reach its first provider call",
+        ),
+    )
+    .optional(),
   POWERTOOLS_SERVICE_NAME: nonEmpty.default(DEFAULT_SERVICE_NAME),
   POWERTOOLS_METRICS_NAMESPACE: nonEmpty.default(DEFAULT_METRICS_NAMESPACE),
 });
@@ -49,7 +76,7 @@ export interface RuntimeConfig {
   readonly emitCardCreated: boolean;
   /** Read each card's detail in the card walk (limit amounts and other settings the list does not show). */
   readonly cardDetails: boolean;
-  /** Upper bound of one cycle; the Lambda's remaining time (minus a margin) bounds it too. */
+  /** Upper bound of one cycle, at least {@link MIN_CYCLE_BUDGET_MS}; the Lambda's remaining time (minus a margin) bounds it too. */
   readonly cycleBudgetMs?: number;
   readonly serviceName: string;
   readonly metricsNamespace: string;

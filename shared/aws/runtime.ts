@@ -13,12 +13,12 @@ import { cycleDeps, type CardCycleDeps, type TransactionCycleDeps } from "../bri
 import { countProviderRetries } from "../bridge/root-metrics.js";
 import type { Clock, Logger, Metrics } from "../bridge/ports.js";
 import { refresh, validate } from "../qashio/auth/oauth.js";
-import { DEFAULT_LOCK_TTL_MS, OAuthTokenProvider, isRejectedGrant, storedTokensOf, type TokenEvent } from "../qashio/auth/token-provider.js";
+import { OAuthTokenProvider, isRejectedGrant, storedTokensOf, type TokenEvent } from "../qashio/auth/token-provider.js";
 import { QashioClient } from "../qashio/client.js";
 import type { FetchLike } from "../qashio/http.js";
 import { onceSucceeded } from "../once.js";
 import { systemClock } from "./clock.js";
-import type { RuntimeConfig } from "./config.js";
+import { TOKEN_LEASE_TTL_MS, type RuntimeConfig } from "./config.js";
 import { EventBridgePublisher } from "./event-publisher.js";
 import { leaseNames } from "./keys.js";
 import { DynamoLeaseLock } from "./lease-lock.js";
@@ -115,11 +115,8 @@ export interface TenantRuntime {
   readonly piiSalt: PiiSaltGuard;
 }
 
-/**
- * Lease length of one token refresh: its first half bounds the refresh call, retries included; the second is for the
- * Secrets Manager writes, renewed while they run.
- */
-export const TOKEN_LEASE_TTL_MS = DEFAULT_LOCK_TTL_MS;
+// Defined beside the config, which refuses a CYCLE_BUDGET_MS too short for it (MIN_CYCLE_BUDGET_MS).
+export { TOKEN_LEASE_TTL_MS };
 
 /**
  * Builds a tenant runtime from validated config and clients.

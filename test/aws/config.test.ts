@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { CYCLE_SAFETY_MARGIN_MS, cycleDeadline, loadConfig } from "../../shared/aws/config.js";
+import { CYCLE_SAFETY_MARGIN_MS, MIN_CYCLE_BUDGET_MS, TOKEN_LEASE_TTL_MS, cycleDeadline, loadConfig } from "../../shared/aws/config.js";
 import { DEFAULT_DEADLINE_GRACE_MS } from "../../shared/bridge/deps.js";
 import { LambdaConfigurationError } from "../../shared/aws/errors.js";
 
@@ -89,6 +89,32 @@ describe("loadConfig", () => {
     })();
     expect(error).toBeInstanceOf(LambdaConfigurationError);
     expect(error?.issues.map((i) => i.variable)).toEqual(["CYCLE_BUDGET_MS"]);
+  });
+
+  it("refuses a CYCLE_BUDGET_MS under the token refresh lease, naming the minimum and why: under it less the calls' grace no token refresh ever starts", () => {
+    expect(MIN_CYCLE_BUDGET_MS).toBe(TOKEN_LEASE_TTL_MS);
+    for (const budget of [1, TOKEN_LEASE_TTL_MS - DEFAULT_DEADLINE_GRACE_MS - 1, MIN_CYCLE_BUDGET_MS - 1]) {
+      const error = (() => {
+        try {
+          loadConfig({ ...valid, CYCLE_BUDGET_MS: String(budget) });
+        } catch (e) {
+          return e as LambdaConfigurationError;
+        }
+      })();
+      expect(error).toBeInstanceOf(LambdaConfigurationError);
+      expect(error?.issues.map((i) => i.variable)).toEqual(["CYCLE_BUDGET_MS"]);
+      expect(error?.message).toMatch(/^Invalid function environment: CYCLE_BUDGET_MS must be at least 30000 \(ms\): a token refresh starts only when its 30 s lease/);
+      expect(error?.message).toContain("under 15000 no expired access token is ever refreshed");
+    }
+    expect(loadConfig({ ...valid, CYCLE_BUDGET_MS: String(MIN_CYCLE_BUDGET_MS) }).cycleBudgetMs).toBe(MIN_CYCLE_BUDGET_MS);
+  });
+
+  it.each(["", "  "])("refuses an empty CYCLE_BUDGET_MS (%j) as empty, not as a budget of 0", (budget) => {
+    expect(() => loadConfig({ ...valid, CYCLE_BUDGET_MS: budget })).toThrow(/^Invalid function environment: CYCLE_BUDGET_MS must not be empty$/);
+  });
+
+  it.each(["1.5", "soon"])("refuses CYCLE_BUDGET_MS=%s as no whole number of milliseconds", (budget) => {
+    expect(() => loadConfig({ ...valid, CYCLE_BUDGET_MS: budget })).toThrow(/^Invalid function environment: CYCLE_BUDGET_MS must be a whole number of milliseconds$/);
   });
 
   it("requires PII_MODE: the personal fields' treatment is never left to a default", () => {

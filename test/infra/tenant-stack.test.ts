@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { Stack, Token } from "aws-cdk-lib";
+import { Duration, Stack, Token } from "aws-cdk-lib";
 import { Annotations, Match, Template } from "aws-cdk-lib/assertions";
 import * as iam from "aws-cdk-lib/aws-iam";
 import * as kms from "aws-cdk-lib/aws-kms";
@@ -10,7 +10,8 @@ import { POLLER_TABLE_ACTIONS, TenantTable } from "../../infra/constructs/tenant
 import { partitionKeyPatterns, SECRET_TAGS } from "../../shared/aws/keys.js";
 import { cardModeOf, pollActionOf, type PollEvent } from "../../shared/aws/poll-event.js";
 import { EVENT_TYPES, loadTenantsFile, MAX_WEBHOOKS_PER_TENANT, parseTenantConfig, type TenantConfig } from "../../infra/tenant-config.js";
-import type { TenantStack } from "../../infra/tenant-stack.js";
+import { cycleBudgetMs, pollerTimeout, type TenantStack } from "../../infra/tenant-stack.js";
+import { MIN_CYCLE_BUDGET_MS, cycleDeadline, loadConfig } from "../../shared/aws/config.js";
 import { buildTestApp, EXAMPLE_TENANTS_FILE, exampleStacks, REPO_ROOT, rolePolicies, roleStatements } from "./helpers.js";
 import { allows, type PolicyStatement } from "./iam-evaluator.js";
 
@@ -446,6 +447,21 @@ describe("tenant stacks", () => {
       ["cards", 60, "30000"],
       ["transactions", 60, "30000"],
     ]);
+  });
+
+  it("never gives a poller a cycle budget, nor a timeout, too short to refresh the token, on any schedule the tenants file accepts", () => {
+    const env = { TENANT_ID: "acme", QASHIO_BASE_URL: "https://api.example.com", TABLE_NAME: "t", SECRET_ID: "s", EVENT_BUS_NAME: "b", PII_MODE: "redact" };
+    // Every rate the tenants file takes: whole minutes from 1 to 1440 (tenant-config.ts).
+    for (let everyMinutes = 1; everyMinutes <= 1440; everyMinutes += 1) {
+      const timeout = pollerTimeout(everyMinutes);
+      const budget = cycleBudgetMs(timeout);
+      expect(budget).toBeGreaterThanOrEqual(MIN_CYCLE_BUDGET_MS);
+      expect(loadConfig({ ...env, CYCLE_BUDGET_MS: String(budget) }).cycleBudgetMs).toBe(budget);
+      // The timeout itself leaves the cycle that much once the runtime's safety margin is kept back.
+      expect(cycleDeadline(0, timeout.toMilliseconds(), budget)).toBeGreaterThanOrEqual(MIN_CYCLE_BUDGET_MS);
+    }
+    // Whatever the timeout, even one shorter than any poller gets.
+    for (const seconds of [0, 1, 15, 45, 59]) expect(cycleBudgetMs(Duration.seconds(seconds))).toBe(MIN_CYCLE_BUDGET_MS);
   });
 
   it("lets a tick wait one schedule period behind a running cycle, at most Lambda's 6 hours", () => {
