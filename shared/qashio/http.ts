@@ -506,7 +506,7 @@ export class HttpCore {
           attempt -= 1;
           this.logger?.debug("provider answered 401; refreshing the token and replaying once", { ...where, requestId: error.requestId });
           this.reportRetry(error, attempt + 1, 0);
-          replayToken = await this.tokenProvider.refreshAfterUnauthorized(token, { deadline: request.deadline });
+          replayToken = await this.tokenProvider.refreshAfterUnauthorized(token, { deadline: request.deadline, requestTimeoutMs: this.timeoutMs });
           continue;
         }
       } else {
@@ -557,7 +557,7 @@ export class HttpCore {
     if (typeof request.auth === "object") return request.auth.token;
     if (!this.tokenProvider) throw new UnauthorizedError("no token provider configured", { method: request.method, path: request.path });
     // The request's deadline bounds a refresh the token needs as well (see TokenRequestOptions.deadline).
-    return this.tokenProvider.getAccessToken({ deadline: request.deadline });
+    return this.tokenProvider.getAccessToken({ deadline: request.deadline, requestTimeoutMs: this.timeoutMs });
   }
 
   private success(status: number, headers: ResponseHeaders, text: string, where: { method: string; path: string }, secrets: readonly string[], anyBody: boolean): HttpResponse {

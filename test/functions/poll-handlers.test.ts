@@ -236,15 +236,16 @@ describe("poll-transactions handler", () => {
   it("starts no token refresh whose lease would outlast the call's deadline: the cycle stops at its deadline with the refresh token unspent", async () => {
     await h.poller("transactions")();
     const presented = h.refreshTokensPresented.length;
-    // The access token is due for a refresh 60 s before it expires; the cycle's deadline falls 5 s after that.
-    const dueInS = ACCESS_TOKEN_TTL_SECONDS - 60;
-    const context = lambdaContext((dueInS + 5) * 1_000 + CYCLE_SAFETY_MARGIN_MS);
+    // The access token is due for a refresh 60 s before it expires, and then too close to expiry to outlast a call
+    // (8 s left, the request timeout is 10 s); the cycle's deadline falls 4 s after that.
+    const shortOfExpiryS = ACCESS_TOKEN_TTL_SECONDS - 8;
+    const context = lambdaContext((shortOfExpiryS + 4) * 1_000 + CYCLE_SAFETY_MARGIN_MS);
     let lists = 0;
     const fetch = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
       const response = await h.fetch(input, init);
       // After the first list: the token is due, and the next call still fits in the calls' grace, but a refresh under
       // its 30 s lease would not, and would run into the last seconds of the invocation.
-      if ((init?.method ?? "GET") === "GET" && ++lists === 1) h.sandbox.control.advanceClock(dueInS + 1);
+      if ((init?.method ?? "GET") === "GET" && ++lists === 1) h.sandbox.control.advanceClock(shortOfExpiryS);
       return response;
     };
     expect(await h.poller("transactions", { fetch })(undefined, context)).toMatchObject({ status: "completed", outcome: "deadline" });
@@ -252,6 +253,24 @@ describe("poll-transactions handler", () => {
     // The next tick refreshes as usual.
     expect(await h.poller("transactions")()).toMatchObject({ status: "completed", outcome: "complete" });
     expect(h.refreshTokensPresented).toHaveLength(presented + 1);
+  });
+
+  it("sends a cycle's acknowledge with the access token still valid for the call when only its early refresh fell on the deadline", async () => {
+    await h.poller("transactions")();
+    const presented = h.refreshTokensPresented.length;
+    // Due for its refresh 60 s before it expires; the cycle's deadline falls 5 s after that, with 59 s of the token left.
+    const dueInS = ACCESS_TOKEN_TTL_SECONDS - 60;
+    const context = lambdaContext((dueInS + 5) * 1_000 + CYCLE_SAFETY_MARGIN_MS);
+    let lists = 0;
+    const fetch = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+      const response = await h.fetch(input, init);
+      if ((init?.method ?? "GET") === "GET" && ++lists === 1) h.sandbox.control.advanceClock(dueInS + 1);
+      return response;
+    };
+    expect(await h.poller("transactions", { fetch })(undefined, context)).toMatchObject({ status: "completed", outcome: "complete" });
+    // No refresh started (its lease would have outlasted the deadline), and nothing left to pull again.
+    expect(h.refreshTokensPresented).toHaveLength(presented);
+    expect(h.pendingAtProvider()).toBe(0);
   });
 
   it("ends no invocation while a token refresh a page read ahead started is still unsaved: a frozen container would lose the new refresh token", async () => {

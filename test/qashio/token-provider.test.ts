@@ -5,6 +5,7 @@ import type { StoredTokens, TokenStore } from "../../shared/qashio/auth/token-st
 import { DeadlineExceededError, IncompleteTokenSetError, ReauthorizationRequiredError, TokenUnavailableError, UnauthorizedError } from "../../shared/qashio/errors.js";
 import { captureLogger, fakeClock, json, jwt, manualClock, scriptedFetch, turns, type RecordedCall } from "./helpers.js";
 import type { Clock } from "../../shared/qashio/http.js";
+import { QashioClient } from "../../shared/qashio/client.js";
 
 const BASE_URL = "https://api.example.test";
 const CLIENT_SECRET = "client-secret-s3cr3t";
@@ -1105,6 +1106,54 @@ describe("OAuthTokenProvider held to its caller's deadline (refreshWithinCallDea
     expect(results.map((r) => r.status)).toEqual(["rejected", "rejected"]);
     expect(again.fetch.calls).toHaveLength(0);
     expect(tries).toBeLessThanOrEqual(10);
+  });
+
+  it("hands out a token inside its early-refresh window when no refresh fits before the deadline but it outlives the call", async () => {
+    // Expires in 40 s (inside the 60 s early-refresh window), the call's deadline in 20 s: no 30 s lease fits.
+    const { provider, fetch, clock, store } = setup({ refreshWithinCallDeadline: true });
+    store.set({ refreshToken: "rt-1", accessToken: "early-access", accessTokenExpiresAt: clock.now() + 40_000 });
+    expect(await provider.getAccessToken({ deadline: clock.now() + 20_000, requestTimeoutMs: 10_000 })).toBe("early-access");
+    // Without the call's length given, the token must outlive the deadline.
+    expect(await provider.getAccessToken({ deadline: clock.now() + 20_000 })).toBe("early-access");
+    expect(fetch.calls).toHaveLength(0);
+    expect(store.saves).toEqual([]);
+    // Still due: a call with room for the lease refreshes it.
+    expect(await provider.getAccessToken({ deadline: clock.now() + TTL_MS })).not.toBe("early-access");
+    expect(fetch.calls).toHaveLength(1);
+  });
+
+  it("still refuses, out of time, a token that could expire while the call carrying it runs, or one refused", async () => {
+    const { provider, fetch, clock, store } = setup({ refreshWithinCallDeadline: true });
+    store.set({ refreshToken: "rt-1", accessToken: "early-access", accessTokenExpiresAt: clock.now() + 8_000 });
+    // 8 s left, the call may take 10 s.
+    await expect(provider.getAccessToken({ deadline: clock.now() + 20_000, requestTimeoutMs: 10_000 })).rejects.toBeInstanceOf(DeadlineExceededError);
+    // Valid past the call's end, not past the deadline it was given without its length.
+    await expect(provider.getAccessToken({ deadline: clock.now() + 20_000 })).rejects.toBeInstanceOf(DeadlineExceededError);
+    // The provider answered 401 for it: never handed back, however long it would have been valid.
+    const fresh = setup({ refreshWithinCallDeadline: true, stored: { refreshToken: "rt-1", accessToken: "early-access", accessTokenExpiresAt: clock.now() + 40_000 } });
+    await expect(fresh.provider.refreshAfterUnauthorized("early-access", { deadline: fresh.clock.now() + 20_000, requestTimeoutMs: 10_000 })).rejects.toBeInstanceOf(DeadlineExceededError);
+    await expect(fresh.provider.getAccessToken({ deadline: fresh.clock.now() + 20_000, requestTimeoutMs: 10_000 })).rejects.toBeInstanceOf(DeadlineExceededError);
+    expect(fetch.calls).toHaveLength(0);
+    expect(fresh.fetch.calls).toHaveLength(0);
+  });
+
+  it("sends a cycle's last call (an acknowledge) with the still-valid token when no refresh fits before the deadline", async () => {
+    const clock = fakeClock();
+    const id = "0b9f7c1e-3d2a-4c5b-8e6f-1a2b3c4d5e6f";
+    const store = memoryStore({ refreshToken: "rt-1", accessToken: "early-access", accessTokenExpiresAt: clock.now() + 40_000 });
+    const fetch = scriptedFetch((call) => (call.url.pathname === "/oauth2/token" ? json(500, {}) : json(200, { status: "success", data: {} })));
+    const tokenProvider = new OAuthTokenProvider({ baseUrl: BASE_URL, clientId: "c", clientSecret: CLIENT_SECRET, store, fetch, clock, refreshWithinCallDeadline: true });
+    const client = new QashioClient({ baseUrl: BASE_URL, fetch, clock, tokenProvider });
+    await expect(client.acknowledgeTransactions([id], { deadline: clock.now() + 20_000 })).resolves.toMatchObject({ acknowledged: 1 });
+    expect(fetch.calls.map((c) => [c.url.pathname, c.headers.authorization])).toEqual([["/public/v1/erp/transactions/acknowledge", "Bearer early-access"]]);
+    // The rule is the call's own 10 s timeout, not the deadline: a token for 15 s more still goes out, one for 9 s not.
+    store.set({ refreshToken: "rt-1", accessToken: "later-access", accessTokenExpiresAt: clock.now() + 15_000 });
+    const later = new QashioClient({ baseUrl: BASE_URL, fetch, clock, tokenProvider: new OAuthTokenProvider({ baseUrl: BASE_URL, clientId: "c", clientSecret: CLIENT_SECRET, store, fetch, clock, refreshWithinCallDeadline: true }) });
+    await expect(later.acknowledgeTransactions([id], { deadline: clock.now() + 20_000 })).resolves.toMatchObject({ acknowledged: 1 });
+    store.set({ refreshToken: "rt-1", accessToken: "last-access", accessTokenExpiresAt: clock.now() + 9_000 });
+    const last = new QashioClient({ baseUrl: BASE_URL, fetch, clock, tokenProvider: new OAuthTokenProvider({ baseUrl: BASE_URL, clientId: "c", clientSecret: CLIENT_SECRET, store, fetch, clock, refreshWithinCallDeadline: true }) });
+    await expect(last.acknowledgeTransactions([id], { deadline: clock.now() + 20_000 })).rejects.toBeInstanceOf(DeadlineExceededError);
+    expect(fetch.calls.map((c) => c.headers.authorization)).toEqual(["Bearer early-access", "Bearer later-access"]);
   });
 
   it("ignores call deadlines without the option (local mode, whose budget may be shorter than the lease)", async () => {

@@ -26,6 +26,12 @@ export interface TokenRequestOptions {
    * the two leaves the spent refresh token stored, and the next refresh presenting it revokes the family.
    */
   readonly deadline?: number;
+  /**
+   * How long the request carrying the token may take (its attempt's timeout). When no refresh can start before
+   * `deadline`, an access token only due for its early refresh (within `refreshSkewMs`) is handed out if it stays
+   * valid that long from now (without this, until `deadline`): a token that could expire mid-call is refused as before.
+   */
+  readonly requestTimeoutMs?: number;
 }
 
 /** Source of bearer tokens for the API. */
@@ -216,7 +222,8 @@ function validTime(ms: number | undefined): number | undefined {
 /**
  * OAuth token provider for one tenant.
  *
- * - Access tokens are reused until `refreshSkewMs` (at most half their lifetime) before they expire (no known expiry: until a 401).
+ * - Access tokens are reused until `refreshSkewMs` (at most half their lifetime) before they expire (no known expiry: until a 401);
+ *   past that, while they outlast the call, when no refresh fits before its deadline (`requestTimeoutMs`).
  * - Concurrent callers in one process share one refresh (single flight).
  * - With a `lock`, refreshes are serialised across processes; the store is re-loaded under the lock and the
  *   refresh skipped when another process already rotated.
@@ -277,7 +284,7 @@ export class OAuthTokenProvider implements TokenProvider {
   async getAccessToken(options: TokenRequestOptions = {}): Promise<string> {
     const tokens = await this.loaded();
     if (this.isFresh(tokens)) return tokens.accessToken as string;
-    return this.accessTokenOf(await this.refreshShared(undefined, this.refreshBound(options.deadline)));
+    return this.accessTokenOf(await this.refreshForCall(undefined, options));
   }
 
   /** @throws DeadlineExceededError as {@link getAccessToken}. */
@@ -286,7 +293,7 @@ export class OAuthTokenProvider implements TokenProvider {
     const tokens = await this.loaded();
     // Another caller already replaced the rejected token.
     if (tokens.accessToken !== rejected && this.isFresh(tokens)) return tokens.accessToken as string;
-    return this.accessTokenOf(await this.refreshShared(rejected, this.refreshBound(options.deadline)));
+    return this.accessTokenOf(await this.refreshForCall(rejected, options));
   }
 
   /** True while tokens the provider issued are held in memory because the store failed to save them (see `Unsaved`). */
@@ -561,6 +568,29 @@ export class OAuthTokenProvider implements TokenProvider {
    */
   private assertRefreshFits(deadline: number | undefined, startAt: number): void {
     if (deadline !== undefined && startAt + this.lockTtlMs > deadline) throw this.refreshTooLate(deadline);
+  }
+
+  /**
+   * A refresh for a call held to `options`. When the call's deadline left no room to start one, the tokens last known
+   * instead, if their access token outlasts the call (see {@link TokenRequestOptions.requestTimeoutMs}): it is only due
+   * for its early refresh, and refusing it would end the cycle out of time with its last calls (the acknowledge) unsent.
+   */
+  private async refreshForCall(rejected: string | undefined, options: TokenRequestOptions): Promise<StoredTokens> {
+    try {
+      return await this.refreshShared(rejected, this.refreshBound(options.deadline));
+    } catch (error) {
+      const known = this.current;
+      if (error instanceof RefreshNotStartedError && known !== undefined && this.outlastsCall(known, rejected, options)) return known;
+      throw error;
+    }
+  }
+
+  /** Whether `tokens`' access token may be sent and stays valid while a call held to `options` may run. */
+  private outlastsCall(tokens: StoredTokens, rejected: string | undefined, options: TokenRequestOptions): boolean {
+    const { accessTokenExpiresAt: until } = tokens;
+    if (!this.usable(tokens.accessToken, rejected) || until === undefined || options.deadline === undefined) return false;
+    const callEnd = options.requestTimeoutMs === undefined ? options.deadline : this.clock.now() + options.requestTimeoutMs;
+    return until >= callEnd;
   }
 
   /** The deadline a refresh for a call held to `deadline` must end by, if refreshes are bounded at all. */
