@@ -12,7 +12,7 @@ import { DEFAULT_MAX_PAGES, type CardCycleDeps, type CycleOptions } from "./deps
 import type { EventType } from "./events/schemas.js";
 import type { BridgeEvent, QuarantineRecord, Snapshot, SnapshotKey } from "./ports.js";
 import type { CycleReport } from "./report.js";
-import { listedTotal, pageEntries, type PageEntry } from "./provider.js";
+import { listedTotal, pageEntries, SINGLE_READ_CONCURRENCY, type PageEntry } from "./provider.js";
 import { mapLimit } from "./map-limit.js";
 import { RecentIds } from "./recent-ids.js";
 import type { ValidationResult } from "./validate.js";
@@ -84,9 +84,6 @@ export function cardChangedAt(object: Readonly<Record<string, unknown>>, changes
   }
   return latest;
 }
-
-/** Card detail reads in flight at once: a page's reads overlap, without a burst the provider would rate-limit. */
-export const CARD_DETAIL_CONCURRENCY = 4;
 
 /** Members only a card's single read carries (spec §2.3): the configuration objects. */
 const DETAIL_ONLY_KEYS: ReadonlySet<string> = new Set(ERP_CARD_DETAIL_KEYS);
@@ -322,7 +319,7 @@ class CardRun extends CycleRun {
   }
 
   /**
-   * The page's cards as their single reads show them (see `CardCycleDeps.cardDetails`), read CARD_DETAIL_CONCURRENCY at
+   * The page's cards as their single reads show them (see `CardCycleDeps.cardDetails`), read SINGLE_READ_CONCURRENCY at
    * a time before anything is written, so a deadline met among them leaves the page whole for the next cycle. A listed
    * card that fails validation stays as listed (it is quarantined as such). A card the read does not find (404: removed
    * since it was listed, or one the provider lists but will not show), a read that fails otherwise (after the client's
@@ -330,7 +327,7 @@ class CardRun extends CycleRun {
    * another card than asked, a card that fails validation: `rejectedDetail`, quarantined) leave the card as listed,
    * `asListed`: its status and list members are still diffed, its configuration kept from its snapshot for a later
    * walk, so one card the provider will not read, or reads malformed, cannot hide its own suspension nor hold the
-   * walk. Once every read of a page failed, or the first CARD_DETAIL_CONCURRENCY reads of one failed with none
+   * walk. Once every read of a page failed, or the first SINGLE_READ_CONCURRENCY reads of one failed with none
    * answered, the rest of the walk (that page's reads not yet started included) reads none.
    */
   private async withDetails(entries: readonly PageEntry[]): Promise<CardEntry[]> {
@@ -346,7 +343,7 @@ class CardRun extends CycleRun {
     // of every card after them for as long as they fail.
     const start = rotationStart((this.options.random ?? Math.random)(), entries.length);
     const rotated = [...entries.slice(start), ...entries.slice(0, start)];
-    const readRotated = await mapLimit(rotated, CARD_DETAIL_CONCURRENCY, async (entry): Promise<CardEntry> => {
+    const readRotated = await mapLimit(rotated, SINGLE_READ_CONCURRENCY, async (entry): Promise<CardEntry> => {
       const listed = entry.rejected === undefined ? this.validators.card(entry.raw) : undefined;
       if (!listed?.success) return listed === undefined ? entry : { ...entry, checked: listed };
       // The list's view stands in for the card: its validation is the one just made.
@@ -369,7 +366,7 @@ class CardRun extends CycleRun {
         this.deps.logger.warn("card detail read failed; the card is taken as listed, its configuration as last read", { cardId: id, error: name, status });
         // As many reads failed as run at once and none answered: the endpoint is down. The page's reads not started
         // are not made, as a page of reads each taking its retries could outlast the cycle and hold the walk there.
-        if (failed >= CARD_DETAIL_CONCURRENCY && answered === 0) endDetails();
+        if (failed >= SINGLE_READ_CONCURRENCY && answered === 0) endDetails();
         return asListed();
       }
       answered += 1;

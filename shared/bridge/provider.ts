@@ -79,6 +79,12 @@ export function pageEntries(page: ProviderPage): PageEntry[] {
   return entries;
 }
 
+/**
+ * Single provider reads a cycle keeps in flight at once (card details, refund parents): a page's reads overlap, without
+ * a burst the provider would rate-limit.
+ */
+export const SINGLE_READ_CONCURRENCY = 4;
+
 /** Query of the transaction list the engine sends (snake_case as in spec §4.3). */
 export interface TransactionListQuery {
   client_sync_status?: PullStatus;

@@ -10,13 +10,14 @@ import type { Change } from "./diff.js";
 import { isJsonObject } from "../json-object.js";
 import { CycleRun, type RunKind } from "./cycle.js";
 import { failedCallOf, isTokenFailure, providerRefusal, refusedForReference, retryDeferred, statusOf } from "./provider-errors.js";
+import { mapLimit } from "./map-limit.js";
 import { storeDeadlineExceeded } from "./errors.js";
 import { lastModified, nextSequence, storedSequence, versionTime } from "./versions.js";
 import { withoutSyncStatus } from "./quarantine-id.js";
 import { RecentIds } from "./recent-ids.js";
 import { DEFAULT_MAX_PAGES, type CycleOptions, type TransactionCycleDeps } from "./deps.js";
 import type { BridgeEvent, PublishFailure, QuarantineRecord, Snapshot, SnapshotKey, StoreCallOptions } from "./ports.js";
-import { listedTotal, pageEntries, type PageEntry, type ProviderPage, type PullStatus } from "./provider.js";
+import { listedTotal, pageEntries, SINGLE_READ_CONCURRENCY, type PageEntry, type ProviderPage, type PullStatus } from "./provider.js";
 import type { CycleOutcome, CycleReport } from "./report.js";
 import type { ValidationResult } from "./validate.js";
 
@@ -959,44 +960,65 @@ class TransactionRun extends CycleRun {
   }
 
   /**
-   * Looks `missing` parents up in the snapshot store's aliases, else with one provider read each; adds them to
-   * `resolved`. The aliases of parents found by a read come back too, for the batch to write with its snapshots, so the
-   * next refund of one needs no read: an alias is written with a transaction's first snapshot only, and a write cut
-   * short (a DynamoDB batch failed) may have lost it.
+   * Looks `missing` parents up in the snapshot store's aliases, else with one provider read each, SINGLE_READ_CONCURRENCY
+   * at a time; adds them to `resolved`. The aliases of parents found by a read come back too, for the batch to write
+   * with its snapshots, so the next refund of one needs no read: an alias is written with a transaction's first snapshot
+   * only, and a write cut short (a DynamoDB batch failed) may have lost it. The reads' answers are taken in `missing`'s
+   * order, whichever came first. A failed read stops the batch once the reads in flight ended, none starting after it
+   * (see mapLimit), as a read made one after another did; a token failure any of them met is the one thrown.
    */
   private async readParents(resolved: Map<string, string>, missing: ReadonlySet<string>): Promise<{ parents: Map<string, string>; aliases: Snapshot[] }> {
     const aliases = await this.read("read parent snapshots", (call) => this.deps.snapshots.getMany([...missing].map(transactionAliasKey), call));
-    const learned: Snapshot[] = [];
+    const unaliased: string[] = [];
     for (const qid of missing) {
-      const alias = aliases.get(transactionAliasKey(qid));
-      let id = optionalString(alias?.object["id"]);
-      if (!id) {
-        const page = await this.provider("read parent transaction", (call) =>
-          this.deps.provider.listTransactions({ qashio_id: qid, page: 1, page_size: 1 }, call),
-        ).catch((err: unknown) => {
-          // The parent is optional: a read the provider refuses for this reference alone (a 400 for an odd id, a 414
-          // for a long one) must not stop every cycle at this page. Anything else (401, 403, 429, 5xx, or a 400 from
-          // the token endpoint: a revoked family) still does.
-          if (!refusedForReference(err)) throw err;
-          this.deps.logger.warn("provider refused the parent read; published without parent", { parentQashioId: qid, status: statusOf(err) });
-          return undefined;
-        });
-        // The first row, also when the client's schema rejected it (a parent quarantined for a field of its own): its
-        // identity is still the parent's, taken only when it is a transaction UUID.
-        const [first] = page ? pageEntries(page) : [];
-        const row = isJsonObject(first?.raw) ? first.raw : undefined;
-        const rowId = row && row["qashio_id"] === qid ? optionalString(row["id"]) : undefined;
-        id = rowId !== undefined && (first?.rejected === undefined || isAcknowledgeableId(rowId)) ? rowId : undefined;
-        if (id) learned.push(aliasSnapshot(id, qid, new Date(this.deps.clock.now()).toISOString()));
-        else if (page) this.deps.logger.warn("parent transaction not found", { parentQashioId: qid });
-      }
+      const id = optionalString(aliases.get(transactionAliasKey(qid))?.object["id"]);
       if (id) resolved.set(qid, id);
-      else {
-        if (this.parentsNotFound.size >= PARENTS_NOT_FOUND_LIMIT) this.parentsNotFound.clear();
-        this.parentsNotFound.add(qid);
-      }
+      else unaliased.push(qid);
     }
+    const failures: unknown[] = [];
+    const pages = await mapLimit(unaliased, SINGLE_READ_CONCURRENCY, (qid) =>
+      this.readParent(qid).catch((err: unknown) => {
+        failures.push(err);
+        throw err;
+      }),
+    ).catch((err: unknown) => {
+      // A revoked family must reach the runner as such (it stops asking until re-authorized), not as the deadline or a
+      // 5xx another read met first.
+      throw failures.find(isTokenFailure) ?? err;
+    });
+    const learned: Snapshot[] = [];
+    unaliased.forEach((qid, i) => {
+      const page = pages[i];
+      // The first row, also when the client's schema rejected it (a parent quarantined for a field of its own): its
+      // identity is still the parent's, taken only when it is a transaction UUID.
+      const [first] = page ? pageEntries(page) : [];
+      const row = isJsonObject(first?.raw) ? first.raw : undefined;
+      const rowId = row && row["qashio_id"] === qid ? optionalString(row["id"]) : undefined;
+      const id = rowId !== undefined && (first?.rejected === undefined || isAcknowledgeableId(rowId)) ? rowId : undefined;
+      if (id) {
+        learned.push(aliasSnapshot(id, qid, new Date(this.deps.clock.now()).toISOString()));
+        resolved.set(qid, id);
+        return;
+      }
+      if (page) this.deps.logger.warn("parent transaction not found", { parentQashioId: qid });
+      if (this.parentsNotFound.size >= PARENTS_NOT_FOUND_LIMIT) this.parentsNotFound.clear();
+      this.parentsNotFound.add(qid);
+    });
     return { parents: resolved, aliases: learned };
+  }
+
+  /** One provider read of a parent by its qashio_id; undefined when the provider refuses it for this reference alone. */
+  private readParent(qid: string): Promise<ProviderPage | undefined> {
+    return this.provider("read parent transaction", (call) => this.deps.provider.listTransactions({ qashio_id: qid, page: 1, page_size: 1 }, call)).catch(
+      (err: unknown) => {
+        // The parent is optional: a read the provider refuses for this reference alone (a 400 for an odd id, a 414
+        // for a long one) must not stop every cycle at this page. Anything else (401, 403, 429, 5xx, or a 400 from
+        // the token endpoint: a revoked family) still does.
+        if (!refusedForReference(err)) throw err;
+        this.deps.logger.warn("provider refused the parent read; published without parent", { parentQashioId: qid, status: statusOf(err) });
+        return undefined;
+      },
+    );
   }
 }
 

@@ -1,5 +1,6 @@
 import { describe, expect, it, vi } from "vitest";
-import { CARD_DETAIL_CONCURRENCY, cardEventType, pollCards, walkCursorKey } from "../../shared/bridge/cards.js";
+import { cardEventType, pollCards, walkCursorKey } from "../../shared/bridge/cards.js";
+import { SINGLE_READ_CONCURRENCY } from "../../shared/bridge/provider.js";
 import { parseEventDetail } from "../../shared/bridge/events/schemas.js";
 import { CycleAbortedError, ReauthorizationNeededError } from "../../shared/bridge/errors.js";
 import { ReauthorizationRequiredError, TokenUnavailableError } from "../../shared/qashio/errors.js";
@@ -1255,14 +1256,14 @@ describe("pollCards with card details", () => {
     expect(report.outcome).toBe("complete");
     // The first page's first four reads (as many as run at once), then none: the walk still sees the suspension on the
     // last page.
-    expect(rig.provider.count("readErpCard") - reads).toBe(CARD_DETAIL_CONCURRENCY);
+    expect(rig.provider.count("readErpCard") - reads).toBe(SINGLE_READ_CONCURRENCY);
     expect(rig.publisher.events.map((e) => [e.detailType, e.detail.subject.id])).toEqual([["card.suspended", last]]);
     expect(rig.snapshots.data.get(`card:${last}`)?.object["purchase_limits"]).toEqual(limits(500));
     // Every card of the walk went unread, the ones never asked for included.
     expect(rig.metrics.sum("CardDetailsUnread")).toBe(25);
     rig.provider.beforeCall = () => undefined;
     await pollCards(rig.deps, { pageSize: 10 });
-    expect(rig.provider.count("readErpCard") - reads).toBe(CARD_DETAIL_CONCURRENCY + 25);
+    expect(rig.provider.count("readErpCard") - reads).toBe(SINGLE_READ_CONCURRENCY + 25);
     expect(rig.metrics.sum("CardDetailsUnread")).toBe(25);
   });
 
@@ -1296,7 +1297,7 @@ describe("pollCards with card details", () => {
     const rig = await walked(14);
     const ids = rig.provider.cards.map((c) => c["id"] as string);
     // The page's first four cards (as many reads as run at once) keep failing, every walk.
-    const failing = new Set(ids.slice(0, CARD_DETAIL_CONCURRENCY));
+    const failing = new Set(ids.slice(0, SINGLE_READ_CONCURRENCY));
     rig.provider.beforeCall = (call) => {
       if (call.op === "readErpCard" && failing.has(call.id)) throw Object.assign(new Error("500"), { name: "ProviderError", status: 500 });
     };
@@ -1311,7 +1312,7 @@ describe("pollCards with card details", () => {
       ["card.updated", changed, [{ path: "/purchase_limits/amount", before: 500, after: 800 }]],
     ]);
     // Every card but the failing ones was read (page order: see the next test).
-    expect(rig.metrics.sum("CardDetailsUnread")).toBe(14 + CARD_DETAIL_CONCURRENCY);
+    expect(rig.metrics.sum("CardDetailsUnread")).toBe(14 + SINGLE_READ_CONCURRENCY);
   });
 
   it("publishes a page's events in list order whichever card its reads start at", async () => {
