@@ -330,7 +330,7 @@ class CardRun extends CycleRun {
    * walk. Once every read of a page failed, or the first SINGLE_READ_CONCURRENCY reads of one failed with none
    * answered, the rest of the walk (that page's reads not yet started included) reads none.
    */
-  private async withDetails(entries: readonly PageEntry[]): Promise<CardEntry[]> {
+  private async withDetails(entries: readonly CardEntry[]): Promise<CardEntry[]> {
     let failed = 0;
     let answered = 0;
     const endDetails = (): void => {
@@ -344,7 +344,7 @@ class CardRun extends CycleRun {
     const start = rotationStart((this.options.random ?? Math.random)(), entries.length);
     const rotated = [...entries.slice(start), ...entries.slice(0, start)];
     const readRotated = await mapLimit(rotated, SINGLE_READ_CONCURRENCY, async (entry): Promise<CardEntry> => {
-      const listed = entry.rejected === undefined ? this.validators.card(entry.raw) : undefined;
+      const listed = entry.checked ?? (entry.rejected === undefined ? this.validators.card(entry.raw) : undefined);
       if (!listed?.success) return listed === undefined ? entry : { ...entry, checked: listed };
       // The list's view stands in for the card: its validation is the one just made.
       const asListed = (): CardEntry => ({ ...entry, asListed: true, checked: listed });
@@ -392,9 +392,37 @@ class CardRun extends CycleRun {
     return read;
   }
 
+  /**
+   * The fast path's page (card details on) without the cards whose snapshot records the status listed already, case
+   * and blanks aside: suspended, and taken so by an earlier walk. The fast path is there for suspensions, and such a card
+   * has none to report; reading its details every tick (a provider call per suspended card per tick) would only find
+   * the limit and nickname changes the next full walk reads anyway. Skipped whole, not taken as listed: diffed without
+   * its details against a snapshot holding them, it could not keep them apart from a change. A card with no snapshot,
+   * or whose status moved, is read as before. The snapshots read are handed on for the page's diff.
+   */
+  private async withoutRecordedStatus(entries: readonly PageEntry[]): Promise<{ entries: CardEntry[]; snapshots: Map<SnapshotKey, Snapshot> }> {
+    const checked = entries.map((entry): CardEntry => (entry.rejected === undefined ? { ...entry, checked: this.validators.card(entry.raw) } : entry));
+    const keys = checked.flatMap(({ checked: result }) => (result?.success ? [cardKey(result.data["id"] as string)] : []));
+    const snapshots = keys.length === 0 ? new Map<SnapshotKey, Snapshot>() : await this.read("read snapshots", (call) => this.deps.snapshots.getMany(keys, call));
+    const skipped = new Set<string>();
+    const kept = checked.filter(({ checked: result }) => {
+      if (!result?.success) return true;
+      const id = result.data["id"] as string;
+      const before = snapshots.get(cardKey(id));
+      if (before === undefined || isStatusMove(before.object["status"], result.data["status"])) return true;
+      skipped.add(id);
+      return false;
+    });
+    // Found unchanged as far as this walk looks.
+    this.report.handled += skipped.size;
+    this.report.unchanged += skipped.size;
+    return { entries: kept, snapshots };
+  }
+
   private async processPage(listed: readonly PageEntry[]): Promise<void> {
     const { deps } = this;
-    const entries: readonly CardEntry[] = deps.cardDetails === true ? await this.withDetails(listed) : listed;
+    const known = deps.cardDetails === true && this.mode === "suspended-only" ? await this.withoutRecordedStatus(listed) : undefined;
+    const entries: readonly CardEntry[] = deps.cardDetails === true ? await this.withDetails(known?.entries ?? listed) : listed;
     const quarantine: QuarantineRecord[] = [];
     /** Records of detail reads the bridge could not take: their cards are walked as listed, so not counted as handled again. */
     let rejectedDetails = 0;
@@ -428,7 +456,9 @@ class CardRun extends CycleRun {
     await this.quarantine(quarantine);
     if (items.length === 0) return;
 
-    const snapshots = await this.read("read snapshots", (call) => deps.snapshots.getMany(items.map((i) => cardKey(i.id)), call));
+    // The fast path's were read before its detail reads; a detail read answers the card asked for or is rejected, so
+    // every item is among them.
+    const snapshots = known?.snapshots ?? (await this.read("read snapshots", (call) => deps.snapshots.getMany(items.map((i) => cardKey(i.id)), call)));
     const now = deps.clock.now();
     const nowIso = new Date(now).toISOString();
     const events: BridgeEvent[] = [];
@@ -510,7 +540,8 @@ class CardRun extends CycleRun {
 
 /**
  * Runs one card cycle. `mode: "full"` walks every ERP card; `"suspended-only"` walks only `status=suspended`
- * (one small list call) to surface suspensions quickly between full walks. First sightings are recorded
+ * (one small list call) to surface suspensions quickly between full walks; with card details it reads only the cards
+ * not yet recorded suspended (see `withoutRecordedStatus`). First sightings are recorded
  * silently unless `emitCardCreated` is set. A walk stopped by the deadline or the page bound resumes in the next
  * cycle of the same mode at the first card it did not reach.
  *

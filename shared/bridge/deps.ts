@@ -52,7 +52,8 @@ export interface CardCycleDeps extends BridgeDeps {
   /**
    * Read each walked card's detail (`readErpCard`) and diff that, so changes the list does not show (spend limit
    * amounts and periods, top-up, ATM, country and merchant settings: spec §2.3) yield `card.updated` too. Costs one
-   * provider call per card per walk. @default false
+   * provider call per card per full walk; a `suspended-only` walk reads only the cards not yet recorded suspended.
+   * @default false
    */
   readonly cardDetails?: boolean;
 }

@@ -1042,6 +1042,62 @@ describe("pollCards with card details", () => {
     expect(rig.publisher.events).toHaveLength(1);
   });
 
+  it("reads no detail of a card the fast path lists whose snapshot already records it suspended, case and blanks aside; a card newly suspended, or never seen, is read as before", async () => {
+    const rig = await walked(6);
+    const ids = rig.provider.cards.map((c) => c["id"] as string);
+    const [blank, ...rest] = ids.slice(0, 5);
+    // Recorded suspended by the full walk ("Suspended " is a suspension), listed now as "SUSPENDED": no status move.
+    rig.provider.changeCard(blank!, { status: "Suspended " });
+    for (const id of rest) rig.provider.changeCard(id, { status: "Suspended" });
+    await pollCards(rig.deps, { pageSize: 10 });
+    rig.provider.changeCard(blank!, { status: "SUSPENDED" });
+    expect(rig.publisher.ofType("card.suspended")).toHaveLength(5);
+    const reads = (): number => rig.provider.count("readErpCard");
+    const pulled = (): number => rig.metrics.sum("CardsPulled");
+
+    // Ticks a minute apart: the 5 suspended cards are listed every tick and read on none.
+    const snapshotsBefore = structuredClone([...rig.snapshots.data.entries()]);
+    // A limit changed on a suspended card is the full walk's to publish: the fast path does not diff, nor store, it.
+    rig.provider.changeCard(rest[0]!, { purchase_limits: limits(0) });
+    for (let tick = 0; tick < 3; tick++) {
+      const [readsBefore, pulledBefore] = [reads(), pulled()];
+      expect((await pollCards(rig.deps, { mode: "suspended-only", pageSize: 10 })).outcome).toBe("complete");
+      expect(reads() - readsBefore).toBe(0);
+      expect(pulled() - pulledBefore).toBe(5);
+    }
+    expect(rig.publisher.events).toHaveLength(5);
+    expect([...rig.snapshots.data.entries()]).toEqual(snapshotsBefore);
+    // Not read because there was nothing to read for, not because a read failed.
+    expect(rig.metrics.points.filter((p) => p.name === "FastPathCardDetailsUnread")).toEqual([]);
+
+    // A card newly suspended is read, and published as before: its limit changed alongside comes with it.
+    const fresh = ids[5]!;
+    rig.provider.changeCard(fresh, { status: "Suspended", purchase_limits: limits(10) });
+    // A card the bridge never saw, issued suspended: read and recorded (silently, as card.created is off).
+    const unseen = rig.provider.addCard({ status: "Suspended", purchase_limits: limits(20) })["id"] as string;
+    const readsBefore = reads();
+    await pollCards(rig.deps, { mode: "suspended-only", pageSize: 10 });
+    expect(rig.provider.calls.slice(-(reads() - readsBefore)).map((c) => (c.op === "readErpCard" ? c.id : c.op)).sort()).toEqual([fresh, unseen].sort());
+    expect(rig.publisher.events.slice(5).map((e) => [e.detailType, e.detail.subject.id, e.detail.data.changes])).toEqual([
+      [
+        "card.suspended",
+        fresh,
+        [
+          { path: "/purchase_limits/amount", before: 500, after: 10 },
+          { path: "/status", before: "Active", after: "Suspended" },
+        ],
+      ],
+    ]);
+    expect(rig.snapshots.data.get(`card:${fresh}`)?.object["purchase_limits"]).toEqual(limits(10));
+    expect(rig.snapshots.data.get(`card:${unseen}`)?.object["purchase_limits"]).toEqual(limits(20));
+
+    // The full walk reads every card and publishes the suspended card's limit change the fast path left to it.
+    await pollCards(rig.deps, { pageSize: 10 });
+    expect(rig.publisher.events.slice(6).map((e) => [e.detailType, e.detail.subject.id, e.detail.data.changes])).toEqual([
+      ["card.updated", rest[0], [{ path: "/purchase_limits/amount", before: 500, after: 0 }]],
+    ]);
+  });
+
   it("counts the fast path's unread details apart (FastPathCardDetailsUnread), not in the full walk's CardDetailsUnread, whose alarm means a walk could not read them", async () => {
     const rig = await walked(3);
     const [failing] = rig.provider.cards.map((c) => c["id"] as string);
@@ -1049,16 +1105,19 @@ describe("pollCards with card details", () => {
     rig.provider.beforeCall = (call) => {
       if (call.op === "readErpCard" && call.id === failing) throw Object.assign(new Error("503"), { name: "ProviderError", status: 503 });
     };
-    // Fast ticks between two full walks (e.g. every minute beside an hourly walk) meet the same failing read each time.
+    // Fast ticks between two full walks (e.g. every minute beside an hourly walk): the first reads the newly suspended
+    // card and fails; the suspension, taken as listed, is recorded, so the ticks after it do not read the card again.
+    const reads = rig.provider.count("readErpCard");
     for (let tick = 0; tick < 5; tick++) expect((await pollCards(rig.deps, { mode: "suspended-only", pageSize: 10 })).outcome).toBe("complete");
+    expect(rig.provider.count("readErpCard") - reads).toBe(1);
     expect(rig.publisher.events.map((e) => [e.detailType, e.detail.subject.id])).toEqual([["card.suspended", failing]]);
     expect(rig.metrics.points.filter((p) => p.name === "CardDetailsUnread")).toEqual([]);
-    expect(rig.metrics.sum("FastPathCardDetailsUnread")).toBe(5);
+    expect(rig.metrics.sum("FastPathCardDetailsUnread")).toBe(1);
 
     // The full walk reads it too, and counts it once, under the alarm's metric.
     await pollCards(rig.deps, { pageSize: 10 });
     expect(rig.metrics.sum("CardDetailsUnread")).toBe(1);
-    expect(rig.metrics.sum("FastPathCardDetailsUnread")).toBe(5);
+    expect(rig.metrics.sum("FastPathCardDetailsUnread")).toBe(1);
   });
 
   it("publishes nothing when card details are turned on or off (the snapshot takes the other view), but a limit set from null is a change", async () => {
