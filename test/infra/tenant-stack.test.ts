@@ -7,7 +7,10 @@ import * as kms from "aws-cdk-lib/aws-kms";
 import { beforeAll, describe, expect, it } from "vitest";
 import { DASHBOARD_WIDGETS } from "../../infra/constructs/ops-dashboard.js";
 import { POLLER_TABLE_ACTIONS, TenantTable } from "../../infra/constructs/tenant-table.js";
+import type { SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
+import { SecretStoreError } from "../../shared/aws/errors.js";
 import { partitionKeyPatterns, SECRET_TAGS } from "../../shared/aws/keys.js";
+import { ProviderSecretClient } from "../../shared/aws/provider-secret.js";
 import { cardModeOf, pollActionOf, type PollEvent } from "../../shared/aws/poll-event.js";
 import { EVENT_TYPES, loadTenantsFile, MAX_WEBHOOKS_PER_TENANT, parseTenantConfig, type TenantConfig } from "../../infra/tenant-config.js";
 import { cycleBudgetMs, pollerTimeout, type TenantStack } from "../../infra/tenant-stack.js";
@@ -1263,5 +1266,36 @@ describe("runbook", () => {
       expect(text, doc).not.toMatch(/\bjq\b[^|`\n]*--arg(?:json)?\s+\w+\s+"?\$[A-Za-z_{]/);
     }
     expect(readFileSync(join(REPO_ROOT, "docs", "runbook.md"), "utf8")).toContain(`SALT="$SALT" jq '.pii_salt = env.SALT'`);
+  });
+
+  it("says what a tick logs when the tenant's secret is scheduled for deletion or gone, how to restore it, and what a secret gone for good costs", async () => {
+    const runbook = readFileSync(join(REPO_ROOT, "docs", "runbook.md"), "utf8");
+    const errors = /^## Function errors$([\s\S]*?)^## /m.exec(runbook)?.[1] ?? "";
+    // The message quoted is the one the code writes for Secrets Manager's answer to a read of such a secret.
+    for (const awsError of ["InvalidRequestException", "ResourceNotFoundException"]) {
+      const secrets = { send: () => Promise.reject(Object.assign(new Error("no such secret"), { name: awsError })) } as unknown as SecretsManagerClient;
+      const error = await new ProviderSecretClient({ secrets, secretId: "arn:aws:secretsmanager:eu-west-1:111111111111:secret:s-AbCdEf" })
+        .read()
+        .then(() => undefined, (e: unknown) => e);
+      expect(error).toBeInstanceOf(SecretStoreError);
+      expect(errors).toContain(`"${(error as Error).message}"`);
+    }
+    expect(errors).toContain("`SecretStoreError`");
+    expect(errors).toContain('aws secretsmanager restore-secret --secret-id "$S"');
+    expect(errors).toMatch(/S=\$\(out SecretArn\)/);
+    // The stack denies DeleteSecret (pinned above): whoever deleted it changed that policy, which a deploy does not put back.
+    expect(errors).toContain('aws secretsmanager get-resource-policy --secret-id "$S"');
+    // The policy it puts back is the stack's, whole: put-resource-policy replaces every statement.
+    const policies = Object.values(acmeT.findResources("AWS::SecretsManager::ResourcePolicy")) as {
+      Properties: { ResourcePolicy: { Statement: Record<string, unknown>[] } };
+    }[];
+    expect(policies).toHaveLength(1);
+    const statements = policies[0]?.Properties.ResourcePolicy.Statement ?? [];
+    expect(statements).toHaveLength(1);
+    for (const member of ["Effect", "Action", "Resource"]) expect(errors).toContain(`${member}: "${String(statements[0]?.[member])}"`);
+    expect(errors).toContain('Principal: {AWS: "arn:aws:iam::\\(env.A):root"}');
+    expect(errors).toContain("put-resource-policy --secret-id \"$S\" --resource-policy file:///dev/stdin");
+    // Gone for good: the refresh token went with it, and the stack cannot take another secret in its place.
+    expect(errors).toMatch(/gone for good[^]*re-authoriz/i);
   });
 });
