@@ -8,9 +8,12 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { DASHBOARD_WIDGETS } from "../../infra/constructs/ops-dashboard.js";
 import { POLLER_TABLE_ACTIONS, TenantTable } from "../../infra/constructs/tenant-table.js";
 import type { SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
-import { SecretStoreError } from "../../shared/aws/errors.js";
+import type { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
+import { CorruptItemError, SecretStoreError } from "../../shared/aws/errors.js";
 import { partitionKeyPatterns, SECRET_TAGS } from "../../shared/aws/keys.js";
 import { ProviderSecretClient } from "../../shared/aws/provider-secret.js";
+import { DynamoQuarantine } from "../../shared/aws/quarantine.js";
+import { isRedrivable, PUBLISH_FAILURE_PREFIX, recordQashioId } from "../../shared/bridge/redrive.js";
 import { cardModeOf, pollActionOf, type PollEvent } from "../../shared/aws/poll-event.js";
 import { EVENT_TYPES, loadTenantsFile, MAX_WEBHOOKS_PER_TENANT, parseTenantConfig, type TenantConfig } from "../../infra/tenant-config.js";
 import { cycleBudgetMs, pollerTimeout, type TenantStack } from "../../infra/tenant-stack.js";
@@ -1297,5 +1300,42 @@ describe("runbook", () => {
     expect(errors).toContain("put-resource-policy --secret-id \"$S\" --resource-policy file:///dev/stdin");
     // Gone for good: the refresh token went with it, and the stack cannot take another secret in its place.
     expect(errors).toMatch(/gone for good[^]*re-authoriz/i);
+  });
+
+  it("says what to do with a quarantine item that cannot be decoded: export it first, and give an acknowledged transaction's record a body the re-drive reads rather than delete it", async () => {
+    const runbook = readFileSync(join(REPO_ROOT, "docs", "runbook.md"), "utf8");
+    const errors = /^## Function errors$([\s\S]*?)^## /m.exec(runbook)?.[1] ?? "";
+    const redrive = /^## Re-driving quarantined transactions$([\s\S]*?)^## /m.exec(runbook)?.[1] ?? "";
+    const holding = (item: Record<string, unknown>) =>
+      new DynamoQuarantine({ doc: { send: () => Promise.resolve({ Items: [item] }) } as unknown as DynamoDBDocumentClient, tableName: "table", tenant: "<tenant>" });
+    const held = {
+      pk: "QUAR#<tenant>",
+      sk: "<record id>",
+      kind: "transaction",
+      entityId: "6f1c2a0e-8d4b-4c3e-9a51-2b7d0e4f8a13",
+      reason: `${PUBLISH_FAILURE_PREFIX}MalformedDetail`,
+      at: "2025-01-01T00:00:00.000Z",
+      ttl: 4_102_444_800,
+    };
+    // The message quoted is the one the code writes for a damaged body.
+    const error = await holding({ ...held, raw: '{"qashio_id":"CT00000001",' })
+      .list()
+      .then(() => undefined, (e: unknown) => e);
+    expect(error).toBeInstanceOf(CorruptItemError);
+    expect(errors).toContain(`\`CorruptItemError\` "${(error as Error).message}"`);
+    expect(redrive).toContain(`"${(error as Error).message}"`);
+    // Exported before anything is changed, never to a file others can read (the body is in the tenant's PII form).
+    expect(errors).toMatch(/\(umask 077; aws dynamodb get-item [^\n]*--output json > /);
+    // A publish record holds a change already acknowledged: deleting it loses that change.
+    expect(errors).toMatch(/acknowledged[^]*deleting it loses/);
+    // The repair: a body holding only the qashio_id, through jq's environment, every other body attribute removed...
+    expect(errors).toContain(`Q="$Q" jq -n '{":raw": {S: ({qashio_id: env.Q} | tojson)}}'`);
+    expect(errors).toContain("SET #raw = :raw REMOVE rawz, rawTruncatedFrom, rawQashioId");
+    expect(errors).toContain("--expression-attribute-values file:///dev/stdin");
+    // ...which decodes, and which the re-drive takes and reads the transaction again by.
+    const [record] = await holding({ ...held, raw: JSON.stringify({ qashio_id: "CT00000001" }) }).list();
+    expect(record !== undefined && isRedrivable(record)).toBe(true);
+    expect(recordQashioId(record?.raw)).toBe("CT00000001");
+    expect(errors).toMatch(/then re-drive \(\[Re-driving quarantined transactions\]\(#re-driving-quarantined-transactions\)\)/);
   });
 });
