@@ -1338,4 +1338,21 @@ describe("runbook", () => {
     expect(recordQashioId(record?.raw)).toBe("CT00000001");
     expect(errors).toMatch(/then re-drive \(\[Re-driving quarantined transactions\]\(#re-driving-quarantined-transactions\)\)/);
   });
+
+  it("gives the command that puts client credentials back into the secret: read without echo, through jq's environment, merged into the version read", () => {
+    const runbook = readFileSync(join(REPO_ROOT, "docs", "runbook.md"), "utf8");
+    const errors = /^## Function errors$([\s\S]*?)^## /m.exec(runbook)?.[1] ?? "";
+    const revoked = /^## TokenFamilyRevoked$([\s\S]*?)^## /m.exec(runbook)?.[1] ?? "";
+    // Named, not spelled out, was all the runbook gave; the command now is in one place, where the error points.
+    expect(runbook).not.toContain("get-secret-value | jq | put-secret-value");
+    const rejected = /`ProviderClientRejectedError`[^]*?```bash\n([^]*?)```/.exec(errors)?.[1] ?? "";
+    expect(rejected).toContain("read -r -s -p 'client_secret: ' CSECRET");
+    expect(rejected).toContain(`CID="$CID" CSECRET="$CSECRET" jq '.client_id = env.CID | .client_secret = env.CSECRET'`);
+    expect(rejected).toContain("aws secretsmanager put-secret-value --secret-id \"$S\" --secret-string file:///dev/stdin");
+    // The merge of the pii_salt procedure: into the version read, then the check that it was still the current one.
+    expect(rejected).toContain('--version-id "$V" --query SecretString --output text');
+    expect(rejected).toContain('aws secretsmanager describe-secret --secret-id "$S" --query "VersionIdsToStages.[\\"$V\\", \\"$P\\"]" --output json');
+    expect(rejected).toContain("unset CID CSECRET");
+    expect(revoked).toMatch(/put the right ones back[^]*`ProviderClientRejectedError` under \[Function errors\]\(#function-errors\)/);
+  });
 });
