@@ -102,8 +102,9 @@ const ACCESS_ITEM_TTL_SLACK_MS = 86_400_000;
  * - The access token is shared by all containers and cycles in one DynamoDB item (`TOKEN#<tenant>`/`ACCESS`), so a
  *   refresh happens only when the token nears expiry or is rejected, never per invocation (Secrets Manager advises
  *   about one new version per ~10 minutes sustained; PutSecretValue shares a 50 TPS account quota).
- * - `load` always reads the secret fresh: the token provider calls it at cold start and under the refresh lease only,
- *   so after a refresh answered 401 it sees a refresh token another container rotated meanwhile.
+ * - `load` always reads the secret fresh: the token provider calls it at cold start and under the refresh lease (and,
+ *   without the lease, when a refresh would not fit before a call's deadline, for an access token another container
+ *   stored), so after a refresh answered 401 it sees a refresh token another container rotated meanwhile.
  * - An access token recorded against an older secret version than the current one is not returned (the secret was
  *   replaced, e.g. by a re-authorization), which forces a refresh with the current refresh token.
  * - A revoked token family is remembered (`TOKEN#<tenant>`/`REVOKED`, holding the secret version whose refresh token

@@ -57,6 +57,25 @@ describe("the cycle budget and the token refresh (sandbox clock: no time passes 
     expect(h.pendingAtProvider()).toBe(0);
   });
 
+  it("uses the token the other container refreshed, held in the store, when no refresh of its own fits before the deadline", async () => {
+    expect((await h.poller("transactions")()).outcome).toBe("complete");
+    // This container last used the token before it expired; the other one refreshed it since.
+    const bridge = await runtime();
+    expect(await runCycle(bridge, "transactions", { deadline: h.clock.now() + MIN_CYCLE_BUDGET_MS })).toMatchObject({ report: { outcome: "complete" } });
+    const pending = await expiredTokenWithBacklog();
+    expect(pending).toBeGreaterThan(0);
+    const other = (await runtime()).tokenProvider;
+    const closeWindow = other.openRefreshWindow();
+    await other.getAccessToken();
+    closeWindow();
+    const presented = h.refreshTokensPresented.length;
+
+    const short = await runCycle(bridge, "transactions", { deadline: h.clock.now() + REFRESH_FITS_MS - 1 });
+    expect(short).toMatchObject({ status: "completed", report: { outcome: "complete" } });
+    expect(h.refreshTokensPresented.length).toBe(presented);
+    expect(h.pendingAtProvider()).toBe(0);
+  });
+
   it("with the minimum budget, still refreshes once the cycle took the calls' whole grace to reach its first provider call", async () => {
     await expiredTokenWithBacklog();
     const bridge = await runtime();

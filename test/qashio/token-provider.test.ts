@@ -1156,6 +1156,63 @@ describe("OAuthTokenProvider held to its caller's deadline (refreshWithinCallDea
     expect(fetch.calls.map((c) => c.headers.authorization)).toEqual(["Bearer early-access", "Bearer later-access"]);
   });
 
+  it("replays a call answered 401 near the deadline with the token another process already stored: no refresh, no lease", async () => {
+    const clock = fakeClock();
+    const id = "0b9f7c1e-3d2a-4c5b-8e6f-1a2b3c4d5e6f";
+    const store = memoryStore({ refreshToken: "rt-1", accessToken: "old-access", accessTokenExpiresAt: clock.now() + 10 * MINUTE });
+    let leases = 0;
+    const lock: RefreshLock = { tryAcquire: async () => (++leases, { renew: async () => true, release: async () => undefined }) };
+    const fetch = scriptedFetch((call) => {
+      if (call.url.pathname === "/oauth2/token") return json(500, {});
+      return call.headers.authorization === "Bearer new-access" ? json(200, { status: "success", data: {} }) : json(401, {});
+    });
+    const tokenProvider = new OAuthTokenProvider({ baseUrl: BASE_URL, clientId: "c", clientSecret: CLIENT_SECRET, store, fetch, clock, lock, refreshWithinCallDeadline: true });
+    const client = new QashioClient({ baseUrl: BASE_URL, fetch, clock, tokenProvider });
+    expect(await tokenProvider.getAccessToken()).toBe("old-access");
+    // The other poller (or the rotation) rotated meanwhile: the provider now answers 401 for the token in memory.
+    store.set({ refreshToken: "rt-2", accessToken: "new-access", accessTokenExpiresAt: clock.now() + 15 * MINUTE });
+    await expect(client.acknowledgeTransactions([id], { deadline: clock.now() + 20_000 })).resolves.toMatchObject({ acknowledged: 1 });
+    expect(fetch.calls.map((c) => [c.url.pathname, c.headers.authorization])).toEqual([
+      ["/public/v1/erp/transactions/acknowledge", "Bearer old-access"],
+      ["/public/v1/erp/transactions/acknowledge", "Bearer new-access"],
+    ]);
+    expect(leases).toBe(0);
+    expect(store.saves).toEqual([]);
+    // Held from then on: the next call sends it without looking again.
+    store.load = async () => {
+      throw new Error("not read again");
+    };
+    expect(await tokenProvider.getAccessToken({ deadline: clock.now() + 20_000 })).toBe("new-access");
+  });
+
+  it("hands out the token another process stored when the one in memory expired and no refresh fits before the deadline", async () => {
+    const { provider, fetch, clock, store } = setup({ refreshWithinCallDeadline: true, stored: { refreshToken: "rt-1", accessToken: "old-access", accessTokenExpiresAt: Date.UTC(2025, 0, 15, 12, 5, 0) } });
+    expect(await provider.getAccessToken()).toBe("old-access");
+    clock.advance(5 * MINUTE);
+    store.set({ refreshToken: "rt-2", accessToken: "new-access", accessTokenExpiresAt: clock.now() + 15 * MINUTE });
+    expect(await provider.getAccessToken({ deadline: clock.now() + 20_000, requestTimeoutMs: 10_000 })).toBe("new-access");
+    expect(fetch.calls).toHaveLength(0);
+    expect(store.saves).toEqual([]);
+  });
+
+  it("still ends out of time when the store holds nothing better (the refused token, an expired one) or cannot be read", async () => {
+    const { provider, fetch, clock, store, logger } = setup({ refreshWithinCallDeadline: true, stored: { refreshToken: "rt-1", accessToken: "old-access", accessTokenExpiresAt: Date.UTC(2025, 0, 15, 13, 0, 0) } });
+    expect(await provider.getAccessToken()).toBe("old-access");
+    // The store still holds the token just refused.
+    await expect(provider.refreshAfterUnauthorized("old-access", { deadline: clock.now() + 20_000, requestTimeoutMs: 10_000 })).rejects.toBeInstanceOf(DeadlineExceededError);
+    // The store holds another token, expiring before the call could end.
+    store.set({ refreshToken: "rt-2", accessToken: "short-access", accessTokenExpiresAt: clock.now() + 3_000 });
+    await expect(provider.getAccessToken({ deadline: clock.now() + 20_000, requestTimeoutMs: 10_000 })).rejects.toBeInstanceOf(DeadlineExceededError);
+    // The store's read fails: out of time as before, not the store's error.
+    store.load = async () => {
+      throw new Error("throttled");
+    };
+    await expect(provider.getAccessToken({ deadline: clock.now() + 20_000, requestTimeoutMs: 10_000 })).rejects.toBeInstanceOf(DeadlineExceededError);
+    expect(logger.lines).toEqual([{ level: "warn", message: "reading the token store for a token another process stored failed", attributes: { reason: "Error" } }]);
+    expect(fetch.calls).toHaveLength(0);
+    expect(store.saves).toEqual([]);
+  });
+
   it("ignores call deadlines without the option (local mode, whose budget may be shorter than the lease)", async () => {
     const { provider, fetch, clock } = setup();
     await provider.getAccessToken({ deadline: clock.now() + 1 });

@@ -223,7 +223,8 @@ function validTime(ms: number | undefined): number | undefined {
  * OAuth token provider for one tenant.
  *
  * - Access tokens are reused until `refreshSkewMs` (at most half their lifetime) before they expire (no known expiry: until a 401);
- *   past that, while they outlast the call, when no refresh fits before its deadline (`requestTimeoutMs`).
+ *   past that, while they outlast the call, when no refresh fits before its deadline (`requestTimeoutMs`); the store
+ *   is then read again first, for an access token another process stored.
  * - Concurrent callers in one process share one refresh (single flight).
  * - With a `lock`, refreshes are serialised across processes; the store is re-loaded under the lock and the
  *   refresh skipped when another process already rotated.
@@ -571,17 +572,41 @@ export class OAuthTokenProvider implements TokenProvider {
   }
 
   /**
-   * A refresh for a call held to `options`. When the call's deadline left no room to start one, the tokens last known
-   * instead, if their access token outlasts the call (see {@link TokenRequestOptions.requestTimeoutMs}): it is only due
-   * for its early refresh, and refusing it would end the cycle out of time with its last calls (the acknowledge) unsent.
+   * A refresh for a call held to `options`. When the call's deadline left no room to start one, the tokens stored now
+   * (another process may have rotated since: their access token needs no refresh, nor the lease, to be used) or else
+   * the tokens last known, if their access token is fresh or outlasts the call (see
+   * {@link TokenRequestOptions.requestTimeoutMs}): refusing it would end the cycle out of time with its last calls (the
+   * acknowledge) unsent.
    */
   private async refreshForCall(rejected: string | undefined, options: TokenRequestOptions): Promise<StoredTokens> {
     try {
       return await this.refreshShared(rejected, this.refreshBound(options.deadline));
     } catch (error) {
+      if (!(error instanceof RefreshNotStartedError)) throw error;
       const known = this.current;
-      if (error instanceof RefreshNotStartedError && known !== undefined && this.outlastsCall(known, rejected, options)) return known;
+      const stored = await this.storedWithoutLease();
+      const usable = (tokens: StoredTokens | undefined): tokens is StoredTokens =>
+        tokens !== undefined && (this.isFresh(tokens, rejected) || this.outlastsCall(tokens, rejected, options));
+      if (usable(stored)) {
+        // Unless a refresh here replaced them while the store answered: the read may predate its save.
+        if (this.current === known) this.current = stored;
+        return stored;
+      }
+      if (usable(known)) return known;
       throw error;
+    }
+  }
+
+  /**
+   * The stored tokens, read without the refresh lease (their access token only is used: a refresh re-loads under the
+   * lease), or undefined when the read fails: the caller is out of time anyway, and says so.
+   */
+  private async storedWithoutLease(): Promise<StoredTokens | undefined> {
+    try {
+      return await this.options.store.load();
+    } catch (error) {
+      this.options.logger?.warn("reading the token store for a token another process stored failed", { reason: error instanceof Error ? error.name : "unknown error" });
+      return undefined;
     }
   }
 
