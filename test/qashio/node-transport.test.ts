@@ -288,7 +288,9 @@ describe("HttpCore over its default transport", () => {
 
   it("maps a server that never answers to TimeoutError", async () => {
     const server = await loopback(() => undefined);
-    const http = new HttpCore({ baseUrl: server.url, timeoutMs: 50, retry: { maxAttempts: 1 } });
+    // Long enough for the request to reach the server on a loaded machine (the suite's workers): at 50 ms it could time
+    // out before the server saw it.
+    const http = new HttpCore({ baseUrl: server.url, timeoutMs: 1_000, retry: { maxAttempts: 1 } });
     await expect(http.request(read)).rejects.toBeInstanceOf(TimeoutError);
     expect(server.received).toHaveLength(1);
   });
