@@ -6,14 +6,13 @@
 import { contentHash } from "./hash.js";
 import type { Change } from "./diff.js";
 import { CycleRun } from "./cycle.js";
-import { failedCallOf, isPageSizeRejection, isTokenFailure, statusOf } from "./provider-errors.js";
+import { failedCallOf, isPageSizeRejection, isTokenFailure, mapSingleReads, statusOf } from "./provider-errors.js";
 import { changeTime, lastModified, nextSequence, storedSequence, versionTime } from "./versions.js";
 import { DEFAULT_MAX_PAGES, type CardCycleDeps, type CycleOptions } from "./deps.js";
 import type { EventType } from "./events/schemas.js";
 import type { BridgeEvent, QuarantineRecord, Snapshot, SnapshotKey } from "./ports.js";
 import type { CycleReport } from "./report.js";
 import { listedTotal, pageEntries, SINGLE_READ_CONCURRENCY, type PageEntry } from "./provider.js";
-import { mapLimit } from "./map-limit.js";
 import { RecentIds } from "./recent-ids.js";
 import type { ValidationResult } from "./validate.js";
 import { ERP_CARD_DETAIL_KEYS } from "../qashio/schemas/erp-card.js";
@@ -323,7 +322,8 @@ class CardRun extends CycleRun {
    * a time before anything is written, so a deadline met among them leaves the page whole for the next cycle. A listed
    * card that fails validation stays as listed (it is quarantined as such). A card the read does not find (404: removed
    * since it was listed, or one the provider lists but will not show), a read that fails otherwise (after the client's
-   * retries; a token failure aside, which ends the cycle), and a read answering what the bridge cannot take (no card,
+   * retries; a token failure aside, which ends the cycle, also when another read in flight ran out of time first: see
+   * mapSingleReads), and a read answering what the bridge cannot take (no card,
    * another card than asked, a card that fails validation: `rejectedDetail`, quarantined) leave the card as listed,
    * `asListed`: its status and list members are still diffed, its configuration kept from its snapshot for a later
    * walk, so one card the provider will not read, or reads malformed, cannot hide its own suspension nor hold the
@@ -343,7 +343,7 @@ class CardRun extends CycleRun {
     // of every card after them for as long as they fail.
     const start = rotationStart((this.options.random ?? Math.random)(), entries.length);
     const rotated = [...entries.slice(start), ...entries.slice(0, start)];
-    const readRotated = await mapLimit(rotated, SINGLE_READ_CONCURRENCY, async (entry): Promise<CardEntry> => {
+    const readRotated = await mapSingleReads(rotated, async (entry): Promise<CardEntry> => {
       const listed = entry.checked ?? (entry.rejected === undefined ? this.validators.card(entry.raw) : undefined);
       if (!listed?.success) return listed === undefined ? entry : { ...entry, checked: listed };
       // The list's view stands in for the card: its validation is the one just made.

@@ -1,5 +1,6 @@
 /**
- * Bounded concurrency for port calls: the engine's card detail reads and the AWS adapters' batch writes.
+ * Bounded concurrency for port calls: the engine's single provider reads (see mapSingleReads) and the AWS adapters'
+ * batch writes.
  */
 
 /**

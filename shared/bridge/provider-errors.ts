@@ -7,6 +7,8 @@ import { logToken } from "../log-token.js";
 import { TOKEN_PATH } from "../qashio/auth/oauth.js";
 import { statusClassOf, type StatusClass } from "../qashio/errors.js";
 import { causeMatching } from "./errors.js";
+import { mapLimit } from "./map-limit.js";
+import { SINGLE_READ_CONCURRENCY } from "./provider.js";
 
 /** A failed dependency call, tagged with what was being done (internal; converted at the cycle boundary). */
 export class StepFailure extends Error {
@@ -129,6 +131,28 @@ export function isTokenFailure(err: unknown): boolean {
   const fromGettingToken = (e: unknown): e is Error =>
     e instanceof Error && ((e as { path?: unknown }).path === TOKEN_PATH || e.name === "TokenUnavailableError");
   return isReauthorizationRequired(err) || causeMatching(err, fromGettingToken) !== undefined;
+}
+
+/**
+ * Runs single provider reads SINGLE_READ_CONCURRENCY at a time through {@link mapLimit} (answers in `items`' order, none
+ * started after a failure). When several fail, a token failure any of them met is the one thrown: a revoked family must
+ * reach the runner as such (it stops asking until re-authorized), not as the deadline or a 5xx another read met first.
+ *
+ * @example
+ * ```ts
+ * const pages = await mapSingleReads(qashioIds, (qid) => readByQashioId(qid));
+ * ```
+ */
+export async function mapSingleReads<T, R>(items: readonly T[], read: (item: T, index: number) => Promise<R>): Promise<R[]> {
+  const failures: unknown[] = [];
+  return mapLimit(items, SINGLE_READ_CONCURRENCY, (item, index) =>
+    read(item, index).catch((err: unknown) => {
+      failures.push(err);
+      throw err;
+    }),
+  ).catch((err: unknown) => {
+    throw failures.find(isTokenFailure) ?? err;
+  });
 }
 
 /**

@@ -9,15 +9,14 @@ import { applyPiiInPlace, type PiiPolicy } from "./pii.js";
 import type { Change } from "./diff.js";
 import { isJsonObject } from "../json-object.js";
 import { CycleRun, type RunKind } from "./cycle.js";
-import { failedCallOf, isTokenFailure, providerRefusal, refusedForReference, retryDeferred, statusOf } from "./provider-errors.js";
-import { mapLimit } from "./map-limit.js";
+import { failedCallOf, isTokenFailure, mapSingleReads, providerRefusal, refusedForReference, retryDeferred, statusOf } from "./provider-errors.js";
 import { storeDeadlineExceeded } from "./errors.js";
 import { lastModified, nextSequence, storedSequence, versionTime } from "./versions.js";
 import { withoutSyncStatus } from "./quarantine-id.js";
 import { RecentIds } from "./recent-ids.js";
 import { DEFAULT_MAX_PAGES, type CycleOptions, type TransactionCycleDeps } from "./deps.js";
 import type { BridgeEvent, PublishFailure, QuarantineRecord, Snapshot, SnapshotKey, StoreCallOptions } from "./ports.js";
-import { listedTotal, pageEntries, SINGLE_READ_CONCURRENCY, type PageEntry, type ProviderPage, type PullStatus } from "./provider.js";
+import { listedTotal, pageEntries, type PageEntry, type ProviderPage, type PullStatus } from "./provider.js";
 import type { CycleOutcome, CycleReport } from "./report.js";
 import type { ValidationResult } from "./validate.js";
 
@@ -965,7 +964,7 @@ class TransactionRun extends CycleRun {
    * with its snapshots, so the next refund of one needs no read: an alias is written with a transaction's first snapshot
    * only, and a write cut short (a DynamoDB batch failed) may have lost it. The reads' answers are taken in `missing`'s
    * order, whichever came first. A failed read stops the batch once the reads in flight ended, none starting after it
-   * (see mapLimit), as a read made one after another did; a token failure any of them met is the one thrown.
+   * (see mapSingleReads), as a read made one after another did; a token failure any of them met is the one thrown.
    */
   private async readParents(resolved: Map<string, string>, missing: ReadonlySet<string>): Promise<{ parents: Map<string, string>; aliases: Snapshot[] }> {
     const aliases = await this.read("read parent snapshots", (call) => this.deps.snapshots.getMany([...missing].map(transactionAliasKey), call));
@@ -975,17 +974,7 @@ class TransactionRun extends CycleRun {
       if (id) resolved.set(qid, id);
       else unaliased.push(qid);
     }
-    const failures: unknown[] = [];
-    const pages = await mapLimit(unaliased, SINGLE_READ_CONCURRENCY, (qid) =>
-      this.readParent(qid).catch((err: unknown) => {
-        failures.push(err);
-        throw err;
-      }),
-    ).catch((err: unknown) => {
-      // A revoked family must reach the runner as such (it stops asking until re-authorized), not as the deadline or a
-      // 5xx another read met first.
-      throw failures.find(isTokenFailure) ?? err;
-    });
+    const pages = await mapSingleReads(unaliased, (qid) => this.readParent(qid));
     const learned: Snapshot[] = [];
     unaliased.forEach((qid, i) => {
       const page = pages[i];

@@ -1421,6 +1421,23 @@ describe("pollCards with card details", () => {
     expect(rig.logger.lines.some((l) => l.message.startsWith("card detail read failed"))).toBe(false);
   });
 
+  it("ends the cycle with ReauthorizationNeededError when a detail read meets a revoked token family, also when another read in flight ran out of time first", async () => {
+    const rig = await walked(4);
+    const deadline = rig.clock.now() + 60_000;
+    let reads = 0;
+    rig.provider.beforeCall = async (call) => {
+      if (call.op !== "readErpCard") return;
+      const n = ++reads;
+      // The first read cannot finish by the deadline; the second, answering a turn later, meets the revoked family.
+      if (n === 1) throw Object.assign(new Error("no time left"), { name: "DeadlineExceededError", deadline });
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      if (n === 2) throw new ReauthorizationRequiredError("refresh token rejected", { status: 400, method: "POST", path: "/oauth2/token" });
+    };
+    await expect(pollCards(rig.deps, { pageSize: 10, deadline, deadlineGraceMs: 0, random: () => 0 })).rejects.toBeInstanceOf(ReauthorizationNeededError);
+    expect(rig.metrics.sum("TokenFamilyRevoked")).toBe(1);
+    expect(rig.publisher.events).toEqual([]);
+  });
+
   it("does not hold the walk at the deadline when the detail endpoint is down and its reads take their retries: a few failed reads end details", async () => {
     const rig = await walked(40);
     const suspended = rig.provider.cards[0]!["id"] as string;
