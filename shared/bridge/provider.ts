@@ -80,8 +80,8 @@ export function pageEntries(page: ProviderPage): PageEntry[] {
 }
 
 /**
- * Single provider reads a cycle keeps in flight at once (card details, refund parents): a page's reads overlap, without
- * a burst the provider would rate-limit.
+ * Single provider reads a cycle keeps in flight at once (card details, refund parents, a re-drive's reads by
+ * qashio_id): a page's reads overlap, without a burst the provider would rate-limit.
  */
 export const SINGLE_READ_CONCURRENCY = 4;
 

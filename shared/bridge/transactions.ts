@@ -178,6 +178,11 @@ function refusedAckIndexes(err: unknown, count: number): Set<number> | undefined
   return refused;
 }
 
+/** A re-drive's read not made, or not finished, before the deadline (see `TransactionRun.readByQashioId`). */
+const UNREACHED = Symbol("unreached");
+/** A re-drive's read the provider refused for its reference alone (see `TransactionRun.readByQashioId`). */
+const REFUSED = Symbol("refused");
+
 /** The version a pass records for an id whose copy was invalid: no content hash equals it. */
 const INVALID_VERSION = "invalid";
 
@@ -210,6 +215,8 @@ class TransactionRun extends CycleRun {
    * lists the transactions again. `failedBefore` counts failed attempts in a row.
    */
   private ackRetry: { failedBefore: number; readonly readsPage: boolean } | undefined;
+  /** A re-drive's read by qashio_id could not finish by the deadline: no further one starts (see readByQashioId). */
+  private readsOutOfTime = false;
   /**
    * Per pull status, over all its passes in this cycle: the list calls made ({@link maxPages} bounds them), the ids
    * handled, so a pass that goes on after the `outdated` list does not take again what stayed listed (a refused id),
@@ -806,10 +813,11 @@ class TransactionRun extends CycleRun {
   }
 
   /**
-   * Reads the given transactions again, one provider read each by qashio_id, and runs them through the batch path of
-   * a pulled page, a page at a time, calling `afterBatch` with each batch's delivered ids as soon as that batch is
-   * done (so its records can go before a timeout cuts the run). Reads stop at the deadline, or at a read that cannot
-   * finish by it; the refs not reached are returned, and the outcome is `deadline`.
+   * Reads the given transactions again, one provider read each by qashio_id, SINGLE_READ_CONCURRENCY at a time (see
+   * mapSingleReads), and runs them through the batch path of a pulled page, a page at a time, calling `afterBatch`
+   * with each batch's delivered ids as soon as that batch is done (so its records can go before a timeout cuts the
+   * run). Reads stop at the deadline, or at a read that cannot finish by it; the refs not reached (from that read on,
+   * in `refs`' order) are returned, and the outcome is `deadline`.
    */
   async reprocess(
     refs: readonly TransactionRef[],
@@ -854,40 +862,67 @@ class TransactionRun extends CycleRun {
       }
       return inTime;
     };
-    for (let i = 0; i < refs.length; i += 1) {
-      const ref = refs[i] as TransactionRef;
-      let page: ProviderPage | undefined;
-      if (!this.pastDeadline()) {
-        try {
-          page = await this.provider("read transaction by qashio_id", (call) =>
-            this.deps.provider.listTransactions({ qashio_id: ref.qashioId, page: 1, page_size: 1 }, call),
-          );
-        } catch (err) {
-          // A read refused for this qashio_id alone (a broken one, quarantined for it) must not stop every re-drive.
-          if (refusedForReference(err)) {
-            this.deps.logger.warn("provider refused the read by qashio_id; record kept", { id: ref.id, status: statusOf(err) });
-            refused.add(ref.id);
-            continue;
-          }
-          if (!this.outOfTime(err)) throw err;
+    // Read a batch's worth at a time, a few reads in flight (the memory of one page of bodies, as before), and taken in
+    // the refs' order whichever answered first: the batches, events and ids are those of reads made one by one.
+    let stopped = false;
+    let next = 0;
+    while (!stopped && next < refs.length) {
+      const window = refs.slice(next, next + this.pageSize - batch.length);
+      const reads = await mapSingleReads(window, (ref) => this.readByQashioId(ref));
+      for (const [k, read] of reads.entries()) {
+        const i = next + k;
+        if (read === UNREACHED) {
+          for (const r of refs.slice(i)) unreached.push(r.id);
+          stopped = true;
+          break;
         }
-      }
-      const entry = page && pageEntries(page).find(({ raw }) => (raw as Record<string, unknown> | null)?.["id"] === ref.id);
-      if (page !== undefined && entry === undefined) missing.add(ref.id);
-      if (entry !== undefined) {
+        const ref = refs[i] as TransactionRef;
+        if (read === REFUSED) {
+          refused.add(ref.id);
+          continue;
+        }
+        const entry = pageEntries(read).find(({ raw }) => (raw as Record<string, unknown> | null)?.["id"] === ref.id);
+        if (entry === undefined) {
+          missing.add(ref.id);
+          continue;
+        }
         this.report.pulled += 1;
         batch.push(entry);
+        if (batch.length >= this.pageSize && !(await flush())) {
+          for (const r of refs.slice(i + 1)) unreached.push(r.id);
+          stopped = true;
+          break;
+        }
       }
-      const inTime = page !== undefined && (batch.length < this.pageSize || (await flush()));
-      if (!inTime) {
-        for (const r of refs.slice(page === undefined ? i : i + 1)) unreached.push(r.id);
-        this.report.outcome = "deadline";
-        break;
-      }
+      next += window.length;
     }
+    if (stopped) this.report.outcome = "deadline";
     // Within the calls' grace: what was read before the deadline is published and its records go.
     if (!(await flush())) this.report.outcome = "deadline";
     return { delivered, missing, refused, invalid, unreached };
+  }
+
+  /**
+   * One read of a transaction by its qashio_id for {@link reprocess}: `UNREACHED` once past the deadline, or once a read
+   * could not finish by it (none starts after such a read, as none did when read one by one); `REFUSED` when the
+   * provider refuses it for this reference alone. Any other failure is thrown.
+   */
+  private async readByQashioId(ref: TransactionRef): Promise<ProviderPage | typeof UNREACHED | typeof REFUSED> {
+    if (this.readsOutOfTime || this.pastDeadline()) return UNREACHED;
+    try {
+      return await this.provider("read transaction by qashio_id", (call) =>
+        this.deps.provider.listTransactions({ qashio_id: ref.qashioId, page: 1, page_size: 1 }, call),
+      );
+    } catch (err) {
+      // A read refused for this qashio_id alone (a broken one, quarantined for it) must not stop every re-drive.
+      if (refusedForReference(err)) {
+        this.deps.logger.warn("provider refused the read by qashio_id; record kept", { id: ref.id, status: statusOf(err) });
+        return REFUSED;
+      }
+      if (!this.outOfTime(err)) throw err;
+      this.readsOutOfTime = true;
+      return UNREACHED;
+    }
   }
 
   /**

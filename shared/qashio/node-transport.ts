@@ -6,7 +6,7 @@ import http, { type IncomingHttpHeaders, type OutgoingHttpHeaders } from "node:h
 import https from "node:https";
 import type { FetchInit, FetchResponse, ResponseHeaders } from "./http.js";
 
-/** At most a read-ahead page and an acknowledge or four refund parent reads, or four card detail reads, are in flight per client; the cap bounds an accidental fan-out. */
+/** At most a read-ahead page and an acknowledge or four refund parent reads, or four card detail or re-drive reads, are in flight per client; the cap bounds an accidental fan-out. */
 const MAX_SOCKETS_PER_HOST = 8;
 /** Idle sockets close after this (undici's default), before common 5 s server timeouts; a shorter `Keep-Alive` hint wins. */
 const IDLE_SOCKET_TIMEOUT_MS = 4_000;

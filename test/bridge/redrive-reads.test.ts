@@ -1,0 +1,134 @@
+/**
+ * The re-drive's reads by qashio_id: a few at a time, as card details and refund parents are read, with the outcome of
+ * reads made one after another (events, their order and ids; records not reached kept; token failures).
+ */
+import { describe, expect, it } from "vitest";
+import { pollTransactions } from "../../shared/bridge/transactions.js";
+import { redriveQuarantined } from "../../shared/bridge/redrive.js";
+import { ReauthorizationNeededError } from "../../shared/bridge/errors.js";
+import { SINGLE_READ_CONCURRENCY } from "../../shared/bridge/provider.js";
+import { ReauthorizationRequiredError } from "../../shared/qashio/errors.js";
+import { makeRig, seededRandom, type ProviderCall } from "./fakes.js";
+
+/** A rig with `count` transactions quarantined for a publish that failed for good; publishing works again after. */
+async function quarantined(count: number) {
+  const rig = makeRig();
+  const txns = Array.from({ length: count }, () => rig.provider.addTransaction());
+  rig.publisher.reject = () => "AccessDeniedException: not allowed";
+  await pollTransactions(rig.deps);
+  rig.publisher.reject = () => undefined;
+  expect(rig.quarantine.records.size).toBe(count);
+  rig.provider.calls.length = 0;
+  return { rig, txns };
+}
+
+function isReadByQashioId(call: ProviderCall): boolean {
+  return call.op === "listTransactions" && call.query.qashio_id !== undefined;
+}
+
+/** A later turn of the event loop, as a network answer comes: reads started meanwhile overlap the one waiting. */
+const laterTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+describe("re-drive reads by qashio_id", () => {
+  it("reads the quarantined transactions SINGLE_READ_CONCURRENCY at a time, not one after another, one read each", async () => {
+    const { rig, txns } = await quarantined(10);
+    let inFlight = 0;
+    let most = 0;
+    rig.provider.beforeCall = async (call) => {
+      if (!isReadByQashioId(call)) return;
+      inFlight += 1;
+      most = Math.max(most, inFlight);
+      await laterTurn();
+      inFlight -= 1;
+    };
+    const report = await redriveQuarantined(rig.deps, { pageSize: 4 });
+    expect(report.cycle.outcome).toBe("complete");
+    expect(most).toBe(SINGLE_READ_CONCURRENCY);
+    expect(rig.provider.calls.filter(isReadByQashioId)).toHaveLength(txns.length);
+    expect(report.redriven).toHaveLength(txns.length);
+    expect(rig.quarantine.records.size).toBe(0);
+  });
+
+  it("publishes the same events, in the same order and with the same ids, and deletes in the same batches, whichever read answers first", async () => {
+    const run = async (laterStartedAnswerFirst: boolean) => {
+      const { rig } = await quarantined(9);
+      const started: string[] = [];
+      const answered: string[] = [];
+      rig.provider.beforeCall = async (call) => {
+        if (call.op !== "listTransactions" || call.query.qashio_id === undefined) return;
+        const qid = call.query.qashio_id;
+        started.push(qid);
+        const turns = laterStartedAnswerFirst ? 20 - started.length : 1;
+        for (let i = 0; i < turns; i++) await laterTurn();
+        answered.push(qid);
+      };
+      const deleted: string[][] = [];
+      const deleteMany = rig.quarantine.deleteMany.bind(rig.quarantine);
+      rig.quarantine.deleteMany = async (ids) => {
+        deleted.push([...ids]);
+        return deleteMany(ids);
+      };
+      await redriveQuarantined(rig.deps, { pageSize: 4, random: seededRandom(11) });
+      return { started, answered, deleted, events: rig.publisher.events.map((e) => [e.detail.id, e.detail.subject.id]) };
+    };
+    const inOrder = await run(false);
+    const reversed = await run(true);
+    expect(inOrder.answered).toEqual(inOrder.started);
+    // The case this test is about: answers out of the order the reads started in.
+    expect(reversed.answered).not.toEqual(reversed.started);
+    expect(reversed.started).toEqual(inOrder.started);
+    expect(reversed.events).toEqual(inOrder.events);
+    expect(reversed.deleted).toEqual(inOrder.deleted);
+    expect(inOrder.deleted.map((ids) => ids.length)).toEqual([4, 4, 1]);
+  });
+
+  it("stops at a read that cannot finish by the deadline: starts none after it, re-drives the records read before it, keeps the rest as not reached", async () => {
+    const { rig, txns } = await quarantined(10);
+    const deadline = rig.clock.now() + 60_000;
+    const order: string[] = [];
+    rig.provider.beforeCall = async (call) => {
+      if (call.op !== "listTransactions" || call.query.qashio_id === undefined) return;
+      order.push(call.query.qashio_id);
+      // The third read cannot finish by the deadline: the client refuses to send it, as QashioClient does.
+      if (order.length === 3) throw Object.assign(new Error("no time left"), { name: "DeadlineExceededError", deadline });
+      await laterTurn();
+    };
+    const report = await redriveQuarantined(rig.deps, { deadline });
+    expect(report.cycle.outcome).toBe("deadline");
+    expect(rig.metrics.sum("CycleErrors")).toBe(0);
+    // Those in flight when it stopped ended; no read started after it.
+    expect(order).toHaveLength(SINGLE_READ_CONCURRENCY);
+    const idOf = new Map(txns.map((t) => [t.qashio_id, t.id]));
+    // The records read before it; the one in flight after it is not taken.
+    expect(report.redriven.map((r) => r.entityId).sort()).toEqual(order.slice(0, 2).map((qid) => idOf.get(qid)).sort());
+    expect(report.kept).toHaveLength(8);
+    expect(report.kept.every((k) => k.why === "not reached before the deadline")).toBe(true);
+    expect(rig.quarantine.records.size).toBe(8);
+
+    rig.provider.beforeCall = () => undefined;
+    const next = await redriveQuarantined(rig.deps);
+    expect(next.cycle.outcome).toBe("complete");
+    expect(rig.quarantine.records.size).toBe(0);
+    expect(new Set(rig.publisher.ofType("transaction.created").map((e) => e.detail.subject.id)).size).toBe(txns.length);
+  });
+
+  it.each([
+    ["ran out of time", (deadline: number) => Object.assign(new Error("no time left"), { name: "DeadlineExceededError", deadline })],
+    ["failed with a 500", () => Object.assign(new Error("failure 500"), { name: "ServerError", status: 500 })],
+  ])("stops with ReauthorizationNeededError when a read meets a revoked token family, also when another read in flight %s first", async (_, firstFailure) => {
+    const { rig } = await quarantined(6);
+    const deadline = rig.clock.now() + 60_000;
+    let reads = 0;
+    rig.provider.beforeCall = async (call) => {
+      if (!isReadByQashioId(call)) return;
+      const n = ++reads;
+      if (n === 1) throw firstFailure(deadline);
+      await laterTurn();
+      if (n === 2) throw new ReauthorizationRequiredError("refresh token rejected", { status: 400, method: "POST", path: "/oauth2/token" });
+    };
+    await expect(redriveQuarantined(rig.deps, { deadline })).rejects.toBeInstanceOf(ReauthorizationNeededError);
+    expect(rig.metrics.sum("TokenFamilyRevoked")).toBe(1);
+    expect(rig.publisher.events).toEqual([]);
+    expect(rig.quarantine.records.size).toBe(6);
+  });
+});
