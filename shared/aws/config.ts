@@ -7,7 +7,7 @@ import { DEFAULT_DEADLINE_GRACE_MS, DEFAULT_SOURCE } from "../bridge/deps.js";
 import { PII_MODES } from "../bridge/pii.js";
 import { DEFAULT_LOCK_TTL_MS } from "../qashio/auth/token-provider.js";
 import { resolveBaseUrl } from "../qashio/config.js";
-import { LambdaConfigurationError } from "./errors.js";
+import { FunctionTimeoutTooShortError, LambdaConfigurationError } from "./errors.js";
 
 export const DEFAULT_EVENT_SOURCE = DEFAULT_SOURCE;
 export const DEFAULT_METRICS_NAMESPACE = "QashioBridge";
@@ -32,6 +32,12 @@ export const TOKEN_LEASE_TTL_MS = DEFAULT_LOCK_TTL_MS;
  * a wait for the other poller's refresh).
  */
 export const MIN_CYCLE_BUDGET_MS = TOKEN_LEASE_TTL_MS;
+
+/**
+ * Shortest Lambda timeout of a poller: its cycle gets MIN_CYCLE_BUDGET_MS once CYCLE_SAFETY_MARGIN_MS is kept back from
+ * the remaining time ({@link cycleDeadline}). The stack never sets less (60 s, `pollerTimeout`).
+ */
+export const MIN_POLLER_TIMEOUT_MS = MIN_CYCLE_BUDGET_MS + CYCLE_SAFETY_MARGIN_MS;
 
 const nonEmpty = z.string().trim().min(1, "must not be empty");
 
@@ -139,4 +145,22 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
 export function cycleDeadline(now: number, remainingMs: number, budgetMs?: number): number {
   const available = Math.max(0, remainingMs - CYCLE_SAFETY_MARGIN_MS);
   return now + Math.min(available, budgetMs ?? Number.POSITIVE_INFINITY);
+}
+
+/**
+ * Refuses an invocation of a poller whose Lambda timeout is under {@link MIN_POLLER_TIMEOUT_MS}, set by hand: the
+ * environment cannot show it (Lambda sets no variable with the timeout), so it is taken from the remaining time at
+ * handler entry plus `lostMs`, the time the invocation may have spent before its handler started, rounded up to the
+ * whole seconds Lambda timeouts come in. That is the timeout or more, so a late start never makes the refusal.
+ *
+ * @param budgetMs CYCLE_BUDGET_MS, which the stack sets to its timeout less CYCLE_SAFETY_MARGIN_MS (named in the error).
+ * @throws FunctionTimeoutTooShortError naming the timeout, the minimum and the stack's value.
+ * @example
+ * checkPollerTimeout(context.getRemainingTimeInMillis(), 0, config.cycleBudgetMs);
+ */
+export function checkPollerTimeout(remainingAtEntryMs: number, lostMs: number, budgetMs?: number): void {
+  const timeoutMs = Math.ceil((remainingAtEntryMs + lostMs) / 1000) * 1000;
+  if (timeoutMs >= MIN_POLLER_TIMEOUT_MS) return;
+  const stackTimeoutMs = budgetMs === undefined ? undefined : budgetMs + CYCLE_SAFETY_MARGIN_MS;
+  throw new FunctionTimeoutTooShortError(timeoutMs, MIN_POLLER_TIMEOUT_MS, MIN_CYCLE_BUDGET_MS, stackTimeoutMs);
 }

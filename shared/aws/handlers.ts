@@ -18,7 +18,7 @@ import { KEPT_RECORDS_NAMED, keptNotNamed, type RedriveReport } from "../bridge/
 import { totalPublished, type CycleReport } from "../bridge/report.js";
 import type { FetchLike } from "../qashio/http.js";
 import { systemClock } from "./clock.js";
-import { DEFAULT_METRICS_NAMESPACE, DEFAULT_SERVICE_NAME, cycleDeadline, loadConfig, type RuntimeConfig } from "./config.js";
+import { DEFAULT_METRICS_NAMESPACE, DEFAULT_SERVICE_NAME, checkPollerTimeout, cycleDeadline, loadConfig, type RuntimeConfig } from "./config.js";
 import { runConformPii, runCycle, runRedrive, type CycleKind, type Leased } from "./cycle.js";
 import { RotationError } from "./errors.js";
 import { PowertoolsLoggerAdapter, PowertoolsMetricsAdapter, awsCallOf, nameFailedCalls } from "./observability.js";
@@ -37,6 +37,8 @@ export interface HandlerOptions {
   readonly fetch?: FetchLike;
   /** @default systemClock */
   readonly clock?: Clock;
+  /** How long the function's process has run (ms), read at a container's first invocation. @default process.uptime() */
+  readonly processUptimeMs?: () => number;
   readonly logger?: Logger;
   readonly metrics?: Metrics;
   readonly tracer?: Tracer;
@@ -109,6 +111,8 @@ class Container {
   #clients?: AwsClients;
   /** The tenant dimension set from the raw environment before the config was validated. */
   #tenantDimension?: string;
+  /** Set at the container's first invocation. */
+  #invoked = false;
 
   constructor(readonly options: HandlerOptions) {
     this.clock = options.clock ?? systemClock;
@@ -142,6 +146,17 @@ class Container {
       this.#config = config;
     }
     return this.#config;
+  }
+
+  /**
+   * How much of this invocation's time may have gone before its handler started: for the container's first, the
+   * process's whole life (Lambda runs an Init phase over 10 s, or one after a crash, within that invocation's timeout);
+   * nothing for a warm one. Call once per invocation.
+   */
+  timeLostBeforeEntryMs(): number {
+    if (this.#invoked) return 0;
+    this.#invoked = true;
+    return this.options.processUptimeMs?.() ?? process.uptime() * 1000;
   }
 
   /** The SDK clients (once per container, traced). */
@@ -275,9 +290,14 @@ export function createPollHandler(kind: CycleKind, options: HandlerOptions = {})
   const container = new Container(options);
   return container.wrap<PollEvent | undefined, PollResult>(async (event, context, { signal }) => {
     try {
+      // First thing: what is left at entry tells the function's timeout, which nothing else does.
+      const remainingAtEntryMs = context.getRemainingTimeInMillis();
+      const lostMs = container.timeLostBeforeEntryMs();
       const action = pollActionOf(event, kind);
       const cursor = conformCursorOf(event, action);
       const cardMode = cardModeOf(event);
+      // Before the runtime, so before any provider call or write; conform-pii calls no provider, so needs no token.
+      if (action !== "conform-pii") checkPollerTimeout(remainingAtEntryMs, lostMs, container.config().cycleBudgetMs);
       const runtime = await container.runtime();
       const deadline = cycleDeadline(container.clock.now(), context.getRemainingTimeInMillis(), runtime.config.cycleBudgetMs);
       if (action === "redrive") return pollResultOf(container, kind, await runRedrive(runtime, { deadline }), "Re-drive finished", redriveSummary);

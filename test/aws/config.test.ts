@@ -1,7 +1,15 @@
 import { describe, expect, it } from "vitest";
-import { CYCLE_SAFETY_MARGIN_MS, MIN_CYCLE_BUDGET_MS, TOKEN_LEASE_TTL_MS, cycleDeadline, loadConfig } from "../../shared/aws/config.js";
+import {
+  CYCLE_SAFETY_MARGIN_MS,
+  MIN_CYCLE_BUDGET_MS,
+  MIN_POLLER_TIMEOUT_MS,
+  TOKEN_LEASE_TTL_MS,
+  checkPollerTimeout,
+  cycleDeadline,
+  loadConfig,
+} from "../../shared/aws/config.js";
 import { DEFAULT_DEADLINE_GRACE_MS } from "../../shared/bridge/deps.js";
-import { LambdaConfigurationError } from "../../shared/aws/errors.js";
+import { FunctionTimeoutTooShortError, LambdaConfigurationError } from "../../shared/aws/errors.js";
 
 const valid = {
   TENANT_ID: "acme",
@@ -172,5 +180,37 @@ describe("cycleDeadline", () => {
   });
   it("never lies in the past", () => {
     expect(cycleDeadline(1_000, 5_000)).toBe(1_000);
+  });
+});
+
+describe("checkPollerTimeout", () => {
+  it("asks for a timeout that leaves the minimum budget once the safety margin is kept back", () => {
+    expect(MIN_POLLER_TIMEOUT_MS).toBe(MIN_CYCLE_BUDGET_MS + CYCLE_SAFETY_MARGIN_MS);
+    expect(cycleDeadline(0, MIN_POLLER_TIMEOUT_MS)).toBe(MIN_CYCLE_BUDGET_MS);
+  });
+
+  it("takes the timeout in the whole seconds Lambda sets, the remaining time at entry rounded up", () => {
+    expect(() => checkPollerTimeout(MIN_POLLER_TIMEOUT_MS - 1, 0)).not.toThrow();
+    expect(() => checkPollerTimeout(MIN_POLLER_TIMEOUT_MS - 1_000, 0)).toThrow(FunctionTimeoutTooShortError);
+  });
+
+  it("counts the time an invocation may have lost before its handler started", () => {
+    expect(() => checkPollerTimeout(40_000, 20_000)).not.toThrow();
+    expect(() => checkPollerTimeout(40_000, 19_000)).toThrow(FunctionTimeoutTooShortError);
+  });
+
+  it("names the timeout, the minimum and the stack's value (CYCLE_BUDGET_MS + the margin), or the minimum alone without a budget", () => {
+    const error = (budgetMs?: number) => {
+      try {
+        checkPollerTimeout(45_000, 0, budgetMs);
+      } catch (e) {
+        return e as FunctionTimeoutTooShortError;
+      }
+      throw new Error("not refused");
+    };
+    expect(error(90_000)).toMatchObject({ timeoutMs: 45_000, minimumMs: MIN_POLLER_TIMEOUT_MS, stackTimeoutMs: 120_000 });
+    expect(error(90_000).message).toMatch(/^The function's timeout is too short: 45 s or less, where a poller needs at least 60 s/);
+    expect(error(90_000).message).toContain("the stack sets 120 s (CYCLE_BUDGET_MS + 30 s)");
+    expect(error().message).toContain("Set the function's timeout back to at least 60 s;");
   });
 });

@@ -145,11 +145,12 @@ function containerOptions(life: Process): Partial<HandlerOptions> {
 
 /**
  * One invocation of a new container of `kind`; never settles when its process dies. Middy reads the remaining time
- * first, to time out early: far away, so that no timer ends a killed invocation. The handler's own reads see a minute.
+ * second (just after it called the handler, whose first step reads it at entry), to time out early: far away, so that
+ * no timer ends a killed invocation. The handler's own reads see a minute.
  */
 function invoke(kind: "transactions" | "cards", life: Process): Promise<PollResult> {
   let reads = 0;
-  const context = { ...lambdaContext(), getRemainingTimeInMillis: () => (reads++ === 0 ? 1_000_000_000 : 60_000) };
+  const context = { ...lambdaContext(), getRemainingTimeInMillis: () => (reads++ === 1 ? 1_000_000_000 : 60_000) };
   return h.poller(kind, containerOptions(life))(scheduledEvent(), context);
 }
 

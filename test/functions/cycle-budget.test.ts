@@ -1,8 +1,11 @@
+import { Tracer } from "@aws-lambda-powertools/tracer";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ACCESS_TOKEN_TTL_SECONDS } from "../../sandbox/index.js";
-import { MIN_CYCLE_BUDGET_MS, loadConfig } from "../../shared/aws/config.js";
+import { MIN_CYCLE_BUDGET_MS, MIN_POLLER_TIMEOUT_MS, loadConfig } from "../../shared/aws/config.js";
 import { runCycle } from "../../shared/aws/cycle.js";
-import { LambdaConfigurationError } from "../../shared/aws/errors.js";
+import { createRotationHandler } from "../../shared/aws/handlers.js";
+import type { RotationEvent } from "../../shared/aws/rotation.js";
+import { FunctionTimeoutTooShortError, LambdaConfigurationError } from "../../shared/aws/errors.js";
 import { TOKEN_LEASE_TTL_MS, createTenantRuntime, type TenantRuntime } from "../../shared/aws/runtime.js";
 import { DEFAULT_DEADLINE_GRACE_MS } from "../../shared/bridge/deps.js";
 import type { Logger } from "../../shared/bridge/ports.js";
@@ -103,5 +106,68 @@ describe("the cycle budget and the token refresh (sandbox clock: no time passes 
     const poll = h.poller("transactions", { env: { ...h.env, CYCLE_BUDGET_MS: String(MIN_CYCLE_BUDGET_MS) } });
     expect(await poll(undefined, lambdaContext(900_000))).toMatchObject({ status: "completed", outcome: "complete" });
     expect(h.pendingAtProvider()).toBe(0);
+  });
+});
+
+describe("a poller whose Lambda timeout was lowered by hand (config cannot see it: only the remaining time shows it)", () => {
+  /** The poller as the stack configures a one-minute schedule (CYCLE_BUDGET_MS = its 60 s timeout less the margin). */
+  const stackEnv = () => ({ ...h.env, CYCLE_BUDGET_MS: String(MIN_CYCLE_BUDGET_MS) });
+
+  it("refuses an invocation of a 40 s function, before any provider call or AWS call, naming the timeout and the fix", async () => {
+    const pending = await expiredTokenWithBacklog();
+    const presented = h.refreshTokensPresented.length;
+    let providerCalls = 0;
+    const fetch: typeof h.fetch = (input, init) => {
+      providerCalls += 1;
+      return h.fetch(input, init);
+    };
+    let awsCalls = 0;
+    const clients = h.clients((dynamo) => dynamo.middlewareStack.add((next) => (args) => ((awsCalls += 1), next(args)), { step: "initialize" }));
+    const poll = h.poller("transactions", { env: stackEnv(), fetch, clients });
+    const error = await poll(undefined, lambdaContext(40_000)).then(
+      (result) => result,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(FunctionTimeoutTooShortError);
+    expect((error as Error).message).toMatch(/timeout .*40 s.* at least 60 s/);
+    expect((error as Error).message).toMatch(/the stack sets 60 s/);
+    expect(providerCalls).toBe(0);
+    expect(awsCalls).toBe(0);
+    expect(h.refreshTokensPresented.length).toBe(presented);
+    expect(h.pendingAtProvider()).toBe(pending);
+    const failed = h.output.map((line) => JSON.parse(line) as Record<string, unknown>).find((doc) => doc["message"] === "Cycle failed");
+    expect(failed).toMatchObject({ error: { name: "FunctionTimeoutTooShortError" } });
+  });
+
+  it("refuses a timeout 1 s under the minimum, and runs the stack's, read a few ms after the invocation started", async () => {
+    const pending = await expiredTokenWithBacklog();
+    const poll = h.poller("transactions", { env: stackEnv() });
+    await expect(poll(undefined, lambdaContext(MIN_POLLER_TIMEOUT_MS - 1_000))).rejects.toBeInstanceOf(FunctionTimeoutTooShortError);
+    expect(h.pendingAtProvider()).toBe(pending);
+    // Lambda timeouts are whole seconds: 60 s with a few ms gone before the handler started.
+    expect(await poll(undefined, lambdaContext(MIN_POLLER_TIMEOUT_MS - 7))).toMatchObject({ status: "completed", outcome: "complete" });
+    expect(h.pendingAtProvider()).toBe(0);
+  });
+
+  it("does not refuse a container's first invocation that lost its time to an Init phase run within it, only warm ones that still see too little", async () => {
+    await expiredTokenWithBacklog();
+    // A 60 s function whose Init phase overran its 10 s: Lambda ran it again within the first invocation, 25 s of it.
+    const poll = h.poller("transactions", { env: stackEnv(), processUptimeMs: () => 25_000 });
+    expect(await poll(undefined, lambdaContext(35_000))).toMatchObject({ status: "completed" });
+    // The same container, warm: 35 s left at entry is now the timeout.
+    await expect(poll(undefined, lambdaContext(35_000))).rejects.toBeInstanceOf(FunctionTimeoutTooShortError);
+  });
+
+  it("refuses a re-drive too (it reads the provider), but not a conform-pii pass, which needs no token", async () => {
+    const poll = h.poller("transactions", { env: stackEnv() });
+    await expect(poll({ action: "redrive" }, lambdaContext(40_000))).rejects.toBeInstanceOf(FunctionTimeoutTooShortError);
+    expect(await poll({ action: "conform-pii" }, lambdaContext(40_000))).toMatchObject({ status: "completed", action: "conform-pii" });
+  });
+
+  it("refuses the card poller's cycles alike, and leaves the rotation function (its refresh bounded by its own lease) untouched", async () => {
+    await expect(h.poller("cards", { env: stackEnv() })(undefined, lambdaContext(40_000))).rejects.toBeInstanceOf(FunctionTimeoutTooShortError);
+    const rotation = createRotationHandler({ env: h.env, clients: h.clients(), fetch: h.fetch, clock: h.clock, tracer: new Tracer({ enabled: false }) });
+    // A hand-made invoke, refused for what it is (after the point a timeout check would have refused it).
+    await expect(rotation({} as RotationEvent, lambdaContext(1_000))).rejects.toThrow(/Rotation event must be/);
   });
 });

@@ -23,7 +23,7 @@ import type { AwsClients } from "../../shared/aws/runtime.js";
 import type { PollEvent } from "../../shared/aws/poll-event.js";
 import { localDynamoClient } from "../aws/support/dynamo.js";
 import { createHarness, lambdaContext, REDIRECT_URI, subjectIds, TENANT, type Harness } from "./support/harness.js";
-import { CYCLE_SAFETY_MARGIN_MS } from "../../shared/aws/config.js";
+import { CYCLE_SAFETY_MARGIN_MS, MIN_POLLER_TIMEOUT_MS } from "../../shared/aws/config.js";
 import { DEFAULT_SECRET_CACHE_TTL_MS, SecretsManagerTokenStore } from "../../shared/aws/token-store.js";
 
 let h: Harness;
@@ -126,9 +126,11 @@ describe("poll-transactions handler", () => {
     const poll = h.poller("transactions");
     await expect(poll(undefined, lambdaContext(60_000))).rejects.toThrow(/list not_synced transactions failed \(RateLimitedError 429/);
     expect(h.pendingAtProvider()).toBe(backlog);
-    // A stop for want of time without a failing provider is still a deadline, not a failure.
+    // A stop for want of time without a failing provider is still a deadline, not a failure: a new container whose
+    // Init phase ran within its first invocation, which has 30 s of its 60 s left (a warm one would be refused).
     h.sandbox.control.state.faults.clear();
-    expect(await poll(undefined, lambdaContext(CYCLE_SAFETY_MARGIN_MS))).toMatchObject({ status: "completed", outcome: "deadline", published: 0 });
+    const late = h.poller("transactions", { processUptimeMs: () => MIN_POLLER_TIMEOUT_MS - CYCLE_SAFETY_MARGIN_MS });
+    expect(await late(undefined, lambdaContext(CYCLE_SAFETY_MARGIN_MS))).toMatchObject({ status: "completed", outcome: "deadline", published: 0 });
   });
 
   it("re-sends the same event ids after a crash between publishing and acknowledging, then finishes", async () => {
@@ -164,7 +166,8 @@ describe("poll-transactions handler", () => {
 
   it("stops at the deadline the invocation's remaining time leaves after the safety margin, and the next invocation goes on", async () => {
     const backlog = h.pendingAtProvider();
-    const poll = h.poller("transactions");
+    // A 60 s function whose Init phase ran within the container's first invocation: 30 s of it left at entry.
+    const poll = h.poller("transactions", { processUptimeMs: () => MIN_POLLER_TIMEOUT_MS - CYCLE_SAFETY_MARGIN_MS });
     expect(await poll(undefined, lambdaContext(CYCLE_SAFETY_MARGIN_MS))).toMatchObject({ status: "completed", outcome: "deadline", published: 0 });
     expect(h.pendingAtProvider()).toBe(backlog);
     expect(await poll()).toMatchObject({ status: "completed", outcome: "complete", published: backlog });

@@ -2,6 +2,7 @@ import { Logger } from "@aws-lambda-powertools/logger";
 import { Metrics } from "@aws-lambda-powertools/metrics";
 import { Tracer } from "@aws-lambda-powertools/tracer";
 import { afterEach, beforeEach, expect, it } from "vitest";
+import { MIN_POLLER_TIMEOUT_MS } from "../../shared/aws/config.js";
 import { createPollHandler } from "../../shared/aws/handlers.js";
 import type { Clock } from "../../shared/bridge/ports.js";
 import { localDynamoClient } from "../aws/support/dynamo.js";
@@ -18,13 +19,15 @@ afterEach(async () => h.close());
 /**
  * Invokes the transactions poller with a provider whose first acknowledge hangs until released, so middy's early
  * timeout ends the invocation mid-page. Time as Lambda sees it, and the bridge clock moves with real time. Middy reads
- * the remaining time first, to time out 5 ms before the end: it is told MIDDY_SEES_MS, so its (real) timer fires then.
+ * the remaining time second (just after it called the handler, whose first step reads it at entry), to time out 5 ms
+ * before the end: it is told MIDDY_SEES_MS, so its (real) timer fires then.
  * Everything before the hung acknowledge (token refresh, list, DynamoDB, publish) must be done by then: that took up
  * to 1.46 s on a loaded machine (a cold DynamoDB Local), so 1.5 s let the timeout come first now and then; 5 s leaves
- * room. The handler's later reads are told `handlerSeesMs` (minus the time gone), which sets the cycle's deadline
+ * room. The handler's own reads are told `handlerSeesMs` (minus the time gone), which sets the cycle's deadline
  * (30 s safety margin): in Lambda, a timeout mid-page takes a hang of over 30 s past the deadline, which the tests do
- * not sit through. 50 s leaves the calls' deadline 35 s away: a token refresh (30 s lease) may start within the first
- * 5 s, as long as middy's timer.
+ * not sit through. 60 s, the shortest timeout a poller runs with (MIN_POLLER_TIMEOUT_MS; the handler's read at its
+ * entry is checked against it), leaves the calls' deadline 45 s away: a token refresh (30 s lease) may start
+ * within the first 15 s, longer than middy's timer.
  */
 const MIDDY_SEES_MS = 5_000;
 
@@ -35,7 +38,7 @@ async function timedOutInvocation(handlerSeesMs: number, acknowledgeAfterRelease
   const elapsed = () => Date.now() - started;
   const clock: Clock = { now: () => h.clock.now() + elapsed(), sleep: h.clock.sleep };
   let reads = 0;
-  const context = { ...lambdaContext(), getRemainingTimeInMillis: () => (reads++ === 0 ? MIDDY_SEES_MS : handlerSeesMs) - elapsed() };
+  const context = { ...lambdaContext(), getRemainingTimeInMillis: () => (reads++ === 1 ? MIDDY_SEES_MS : handlerSeesMs) - elapsed() };
   let release: () => void = () => undefined;
   const hung = new Promise<void>((resolve) => (release = resolve));
   const calls: string[] = [];
@@ -88,7 +91,7 @@ async function timedOutInvocation(handlerSeesMs: number, acknowledgeAfterRelease
 }
 
 it("still emits the dimensioned metrics of the work done (EventsPublished by type) when the invocation runs into its timeout", async () => {
-  const { error, atEnd, calls, windDown, reachedAcknowledge } = await timedOutInvocation(50_000, "fails");
+  const { error, atEnd, calls, windDown, reachedAcknowledge } = await timedOutInvocation(MIN_POLLER_TIMEOUT_MS, "fails");
   try {
     reachedAcknowledge();
     expect(calls.filter((c) => c.includes("/acknowledge"))).toHaveLength(1);
@@ -101,7 +104,7 @@ it("still emits the dimensioned metrics of the work done (EventsPublished by typ
 }, 20_000);
 
 it("logs a structured error when the invocation runs into its timeout, which the body's own catch never sees", async () => {
-  const { error, atEnd, windDown, reachedAcknowledge } = await timedOutInvocation(50_000, "fails");
+  const { error, atEnd, windDown, reachedAcknowledge } = await timedOutInvocation(MIN_POLLER_TIMEOUT_MS, "fails");
   try {
     reachedAcknowledge();
     expect((error as Error).name).toBe("TimeoutError");

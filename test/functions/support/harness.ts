@@ -197,6 +197,8 @@ export async function createHarness(options: { seed?: number; piiMode?: "full" |
     clients: clients(),
     fetch,
     clock,
+    // Each container's first invocation starts at once (the test process's own uptime says nothing of it).
+    processUptimeMs: () => 0,
     logger: new Logger({ serviceName: "qashio-bridge", logLevel: "DEBUG" }),
     tracer: new Tracer({ enabled: false }),
     ...overrides,
