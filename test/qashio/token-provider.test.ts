@@ -1137,6 +1137,25 @@ describe("OAuthTokenProvider held to its caller's deadline (refreshWithinCallDea
     expect(fresh.fetch.calls).toHaveLength(0);
   });
 
+  it("hands out a token due for its early refresh that expires exactly as the call may end, not one a millisecond short", async () => {
+    const { provider, fetch, clock, store } = setup({ refreshWithinCallDeadline: true });
+    store.set({ refreshToken: "rt-1", accessToken: "early-access", accessTokenExpiresAt: clock.now() + 10_000 });
+    expect(await provider.getAccessToken({ deadline: clock.now() + 20_000, requestTimeoutMs: 10_000 })).toBe("early-access");
+    const short = setup({ refreshWithinCallDeadline: true, stored: { refreshToken: "rt-1", accessToken: "early-access", accessTokenExpiresAt: clock.now() + 9_999 } });
+    await expect(short.provider.getAccessToken({ deadline: short.clock.now() + 20_000, requestTimeoutMs: 10_000 })).rejects.toBeInstanceOf(DeadlineExceededError);
+    expect(fetch.calls).toHaveLength(0);
+  });
+
+  it("hands out the early token only when no refresh could start: a refresh made and refused (a revoked family) is thrown", async () => {
+    const clock = fakeClock();
+    const store = memoryStore({ refreshToken: "rt-1", accessToken: "early-access", accessTokenExpiresAt: clock.now() + 40_000 });
+    const fetch = scriptedFetch(json(400, { error: "invalid_grant" }));
+    const provider = new OAuthTokenProvider({ baseUrl: BASE_URL, clientId: "c", clientSecret: CLIENT_SECRET, store, fetch, clock, refreshWithinCallDeadline: true });
+    // The deadline leaves room for the lease: the refresh is made, and its refusal must reach the caller.
+    await expect(provider.getAccessToken({ deadline: clock.now() + 35_000, requestTimeoutMs: 10_000 })).rejects.toBeInstanceOf(ReauthorizationRequiredError);
+    expect(fetch.calls).toHaveLength(1);
+  });
+
   it("sends a cycle's last call (an acknowledge) with the still-valid token when no refresh fits before the deadline", async () => {
     const clock = fakeClock();
     const id = "0b9f7c1e-3d2a-4c5b-8e6f-1a2b3c4d5e6f";
