@@ -743,6 +743,9 @@ describe("parseRetryAfter", () => {
     expect(parseRetryAfter("Wed, 01 Jan 2025 00:01:55 GMT", now, served)).toBe(0);
     expect(parseRetryAfter("Wed, 01 Jan 2025 00:00:05 GMT", now, "yesterday")).toBe(5000);
     expect(parseRetryAfter("Wed, 01 Jan 2025 00:00:05 GMT", now, null)).toBe(5000);
+    // Shaped as a date but no day there is: unreadable, so counted from now (a Retry-After so shaped is ignored).
+    expect(parseRetryAfter("Wed, 01 Jan 2025 00:00:05 GMT", now, "Wed, 99 Jan 2025 00:02:00 GMT")).toBe(5000);
+    expect(parseRetryAfter("Wed, 01 Foo 2025 00:00:05 GMT", now, served)).toBeUndefined();
     // Delta seconds need no clock at all.
     expect(parseRetryAfter("7", now, served)).toBe(7000);
   });
