@@ -1232,6 +1232,26 @@ describe("OAuthTokenProvider held to its caller's deadline (refreshWithinCallDea
     expect(store.saves).toEqual([]);
   });
 
+  it("replays a call answered 401 with the token another caller refreshed meanwhile, when it outlives the call though not the deadline", async () => {
+    const clock = fakeClock();
+    const id = "0b9f7c1e-3d2a-4c5b-8e6f-1a2b3c4d5e6f";
+    const store = memoryStore({ refreshToken: "rt-1", accessToken: "old-access", accessTokenExpiresAt: clock.now() + 60 * MINUTE });
+    const fetch = scriptedFetch(async (call) => {
+      if (call.url.pathname === "/oauth2/token") return json(200, { access_token: "new-access", token_type: "Bearer", refresh_token: "rt-2", expires_in: 30 });
+      if (call.headers.authorization !== "Bearer old-access") return json(200, { status: "success", data: {} });
+      // Another caller met the 401 first and refreshed, 16 s ago: the new token (30 s) is due for its early refresh.
+      await tokenProvider.refreshAfterUnauthorized("old-access");
+      clock.advance(16_000);
+      return json(401, {});
+    });
+    const tokenProvider = new OAuthTokenProvider({ baseUrl: BASE_URL, clientId: "c", clientSecret: CLIENT_SECRET, store, fetch, clock, refreshWithinCallDeadline: true });
+    const client = new QashioClient({ baseUrl: BASE_URL, fetch, clock, tokenProvider });
+    // At the replay 24 s are left to the deadline: no 30 s lease fits, and the new token ends before the deadline but
+    // after the replay's 10 s timeout.
+    await expect(client.acknowledgeTransactions([id], { deadline: clock.now() + 40_000 })).resolves.toMatchObject({ acknowledged: 1 });
+    expect(fetch.calls.map((c) => c.headers.authorization ?? c.url.pathname)).toEqual(["Bearer old-access", "/oauth2/token", "Bearer new-access"]);
+  });
+
   it("ignores call deadlines without the option (local mode, whose budget may be shorter than the lease)", async () => {
     const { provider, fetch, clock } = setup();
     await provider.getAccessToken({ deadline: clock.now() + 1 });
