@@ -269,6 +269,11 @@ describe("bindStateDir", () => {
       holdState(upgraded, "snapshots");
       await bindStateDir(upgraded, salted, start);
       expect(JSON.parse(binding(upgraded))).toEqual(salted);
+      // Neither side naming a fingerprint is no recorded salt to refuse.
+      const unsalted = freshDir();
+      await bindStateDir(unsalted, owner);
+      holdState(unsalted, "snapshots");
+      await expect(bindStateDir(unsalted, owner, start)).resolves.toBeUndefined();
       // Another owner's fingerprint in a directory without state is no switch of this owner's: it is dropped.
       const taken = freshDir();
       await bindStateDir(taken, { ...salted, tenant: "globex" });
