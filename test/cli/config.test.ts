@@ -882,6 +882,10 @@ describe("loadEnv", () => {
       { setting: ".env", problem: "lines 2, 4 are not UTF-8 (saved in another encoding, such as Latin-1): save the file as UTF-8; their text is not shown, in case it holds a secret" },
     ]);
     expect((error as Error).message).not.toMatch(/s3cret/);
+    await writeFile(join(dir, ".env"), Buffer.concat([Buffer.from("QASHIO_CLIENT_ID=cid\n"), latin1]));
+    expect(await loadEnv({}, dir).catch((e: unknown) => (e as ConfigError).issues)).toEqual([
+      { setting: ".env", problem: "line 2 is not UTF-8 (saved in another encoding, such as Latin-1): save the file as UTF-8; its text is not shown, in case it holds a secret" },
+    ]);
   });
 
   it("reads UTF-8 beyond ASCII as it is, a byte order mark included", async () => {
