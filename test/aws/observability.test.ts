@@ -1,6 +1,9 @@
 import { Metrics } from "@aws-lambda-powertools/metrics";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { PowertoolsMetricsAdapter } from "../../shared/aws/observability.js";
+import { DynamoDBClient, GetItemCommand } from "@aws-sdk/client-dynamodb";
+import { GetSecretValueCommand, SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
+import { DynamoDBDocumentClient, PutCommand } from "@aws-sdk/lib-dynamodb";
+import { PowertoolsMetricsAdapter, awsCallOf, nameFailedCalls } from "../../shared/aws/observability.js";
 
 afterEach(() => vi.unstubAllEnvs());
 
@@ -105,5 +108,35 @@ describe("PowertoolsMetricsAdapter", () => {
     adapter.flush();
     metrics.publishStoredMetrics();
     expect(lines[1]).toMatchObject({ TokenHeldInTable: 1, tenant: "acme" });
+  });
+});
+
+describe("nameFailedCalls", () => {
+  /** A client whose every call fails as the service would answer it, without a network. */
+  function failing<T extends DynamoDBClient | SecretsManagerClient>(make: (config: object) => T): T {
+    const answer = () => Object.assign(new Error("Requested resource not found"), { name: "ResourceNotFoundException", $metadata: {} });
+    return make({
+      region: "eu-west-1",
+      credentials: { accessKeyId: "AKIDEXAMPLE", secretAccessKey: "not-a-secret" },
+      maxAttempts: 1,
+      requestHandler: { handle: () => Promise.reject(answer()) },
+    });
+  }
+
+  it("names the service and operation the SDK error came from, and the table of a DynamoDB call, never a key", async () => {
+    const dynamo = failing((config) => new DynamoDBClient(config));
+    nameFailedCalls(dynamo);
+    const error = await dynamo.send(new GetItemCommand({ TableName: "bridge-acme", Key: { pk: { S: "SNAP#acme#card:secret-id" } } })).catch((e: unknown) => e);
+    expect(awsCallOf(error)).toEqual({ awsCall: "DynamoDB GetItem", table: "bridge-acme" });
+    // Through the document client, which shares the client's middleware stack.
+    const doc = DynamoDBDocumentClient.from(dynamo);
+    nameFailedCalls(doc);
+    const viaDoc = await doc.send(new PutCommand({ TableName: "bridge-acme", Item: { pk: "x" } })).catch((e: unknown) => e);
+    expect(awsCallOf(viaDoc)).toEqual({ awsCall: "DynamoDB PutItem", table: "bridge-acme" });
+    const secrets = failing((config) => new SecretsManagerClient(config));
+    nameFailedCalls(secrets);
+    const secretError = await secrets.send(new GetSecretValueCommand({ SecretId: "qashio-bridge/acme" })).catch((e: unknown) => e);
+    expect(awsCallOf(secretError)).toEqual({ awsCall: "SecretsManager GetSecretValue" });
+    expect(awsCallOf(new Error("not from a call"))).toBeUndefined();
   });
 });
