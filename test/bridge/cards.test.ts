@@ -1061,7 +1061,8 @@ describe("pollCards with card details", () => {
     rig.provider.changeCard(rest[0]!, { purchase_limits: limits(0) });
     for (let tick = 0; tick < 3; tick++) {
       const [readsBefore, pulledBefore] = [reads(), pulled()];
-      expect((await pollCards(rig.deps, { mode: "suspended-only", pageSize: 10 })).outcome).toBe("complete");
+      // Each left out is handled, found unchanged.
+      expect(await pollCards(rig.deps, { mode: "suspended-only", pageSize: 10 })).toMatchObject({ outcome: "complete", handled: 5, unchanged: 5 });
       expect(reads() - readsBefore).toBe(0);
       expect(pulled() - pulledBefore).toBe(5);
     }
@@ -1076,7 +1077,10 @@ describe("pollCards with card details", () => {
     // A card the bridge never saw, issued suspended: read and recorded (silently, as card.created is off).
     const unseen = rig.provider.addCard({ status: "Suspended", purchase_limits: limits(20) })["id"] as string;
     const readsBefore = reads();
-    await pollCards(rig.deps, { mode: "suspended-only", pageSize: 10 });
+    const getManyBefore = rig.snapshots.getManyCalls;
+    expect(await pollCards(rig.deps, { mode: "suspended-only", pageSize: 10 })).toMatchObject({ handled: 7, unchanged: 5 });
+    // The walk cursor's read, and the page's snapshots once: read before the detail reads, handed on to its diff.
+    expect(rig.snapshots.getManyCalls - getManyBefore).toBe(2);
     expect(rig.provider.calls.slice(-(reads() - readsBefore)).map((c) => (c.op === "readErpCard" ? c.id : c.op)).sort()).toEqual([fresh, unseen].sort());
     expect(rig.publisher.events.slice(5).map((e) => [e.detailType, e.detail.subject.id, e.detail.data.changes])).toEqual([
       [
@@ -1095,6 +1099,23 @@ describe("pollCards with card details", () => {
     await pollCards(rig.deps, { pageSize: 10 });
     expect(rig.publisher.events.slice(6).map((e) => [e.detailType, e.detail.subject.id, e.detail.data.changes])).toEqual([
       ["card.updated", rest[0], [{ path: "/purchase_limits/amount", before: 500, after: 0 }]],
+    ]);
+  });
+
+  it("quarantines an invalid card the fast path lists, reading no detail for it, while leaving out those recorded suspended", async () => {
+    const rig = await walked(2);
+    const [recorded, fresh] = rig.provider.cards.map((c) => c["id"] as string);
+    rig.provider.changeCard(recorded!, { status: "Suspended" });
+    await pollCards(rig.deps, { pageSize: 10 });
+    rig.provider.changeCard(fresh!, { status: "Suspended" });
+    rig.provider.cards.unshift({ status: "Suspended" });
+    const reads = rig.provider.count("readErpCard");
+    expect(await pollCards(rig.deps, { mode: "suspended-only", pageSize: 10 })).toMatchObject({ outcome: "complete", quarantined: 1 });
+    expect(rig.provider.count("readErpCard") - reads).toBe(1);
+    expect([...rig.quarantine.records.values()].map((r) => r.reason)).toEqual(["validation: id: missing or not a non-empty string"]);
+    expect(rig.publisher.events.map((e) => [e.detailType, e.detail.subject.id])).toEqual([
+      ["card.suspended", recorded],
+      ["card.suspended", fresh],
     ]);
   });
 
