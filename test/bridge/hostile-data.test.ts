@@ -225,6 +225,8 @@ describe("a refund whose parent cannot be had", () => {
     ]);
     expect(rig.provider.pending()).toEqual([]);
     expect(rig.logger.lines).toContainEqual(expect.objectContaining({ level: "warn", message: "provider refused the parent read; published without parent" }));
+    // Refused is not found: the provider did not say the parent is missing.
+    expect(rig.logger.lines.filter((l) => l.message === "parent transaction not found")).toEqual([]);
     // One read per reference and cycle, as for a parent not found.
     expect(rig.provider.calls.filter((c) => c.op === "listTransactions" && c.query.qashio_id)).toHaveLength(1);
   });
