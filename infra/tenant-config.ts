@@ -239,7 +239,7 @@ const tenantSchema = z.strictObject({
     .default(TENANT_DEFAULTS.cardDetails)
     .meta({
       description:
-        "Read each card's detail in the card walk, so spend limit amounts and periods, top-up, ATM, country and merchant settings yield card.updated too (one provider call per card per walk)",
+        "Read each card's detail in the card walk, so spend limit amounts and periods, top-up, ATM, country and merchant settings yield card.updated too (one provider call per card per full walk; the suspended-only fast path reads only cards not yet recorded suspended)",
     }),
   archiveRetentionDays: z
     .number()
