@@ -267,7 +267,8 @@ function malformedProblem(lines: readonly number[]): string {
  * the environment wins over the same one in `.env`. A blank variable counts as unset (as everywhere in the
  * settings), so it does not hide the `.env` value.
  *
- * @throws EnvFileError (exit 2) when `.env` exists but cannot be read (a link to a missing target included).
+ * @throws EnvFileError (exit 2) when `.env` exists but cannot be read (a link to a missing target included), or is
+ *   larger than 1 MiB (not read).
  * @throws ConfigError (exit 2) when a line of `.env` is not `NAME=value`, a comment or blank: it names the line
  *   numbers only, since such a line (`QASHIO_CLIENT_SECRET: ...`) most likely holds a value meant for a setting;
  *   likewise for values a quote or `#` would cut, for a variable assigned on two lines, and for lines that are not

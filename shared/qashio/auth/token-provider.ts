@@ -280,7 +280,8 @@ export class OAuthTokenProvider implements TokenProvider {
 
   /**
    * @throws DeadlineExceededError with `refreshWithinCallDeadline`, when a refresh is needed that could not end by
-   *   `options.deadline` (nothing is sent).
+   *   `options.deadline` and neither the stored nor the known access token may still be sent (see refreshForCall;
+   *   nothing is sent).
    */
   async getAccessToken(options: TokenRequestOptions = {}): Promise<string> {
     const tokens = await this.loaded();
