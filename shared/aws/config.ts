@@ -5,7 +5,7 @@
 import * as z from "zod";
 import { DEFAULT_DEADLINE_GRACE_MS, DEFAULT_SOURCE } from "../bridge/deps.js";
 import { PII_MODES } from "../bridge/pii.js";
-import { DEFAULT_LOCK_TTL_MS } from "../qashio/auth/token-provider.js";
+import { DEFAULT_LOCK_TTL_MS, DEFAULT_LOCK_WAIT_MS } from "../qashio/auth/token-provider.js";
 import { resolveBaseUrl } from "../qashio/config.js";
 import { FunctionTimeoutTooShortError, LambdaConfigurationError } from "./errors.js";
 
@@ -38,6 +38,21 @@ export const MIN_CYCLE_BUDGET_MS = TOKEN_LEASE_TTL_MS;
  * the remaining time ({@link cycleDeadline}). The stack never sets less (60 s, `pollerTimeout`).
  */
 export const MIN_POLLER_TIMEOUT_MS = MIN_CYCLE_BUDGET_MS + CYCLE_SAFETY_MARGIN_MS;
+
+/**
+ * Least time a token refresh's lease ends before the function's timeout: for a save outlasting the lease (renewed while
+ * it runs), the lease's release and the metrics flush. A poller's refresh lease ends by its call's deadline, the cycle's
+ * deadline plus DEFAULT_DEADLINE_GRACE_MS, so at least this long before its timeout; the rotation function's too
+ * (rotation.ts): a timeout cutting a refresh between spending the refresh token and saving its successor revokes the family.
+ */
+export const REFRESH_TIMEOUT_MARGIN_MS = CYCLE_SAFETY_MARGIN_MS - DEFAULT_DEADLINE_GRACE_MS;
+
+/**
+ * Shortest Lambda timeout with which the rotation function's refresh always starts: the longest wait for the refresh
+ * lease, the lease, and {@link REFRESH_TIMEOUT_MARGIN_MS}. With less it may refuse to refresh (nothing spent). The stack
+ * sets 10 minutes.
+ */
+export const MIN_ROTATION_TIMEOUT_MS = DEFAULT_LOCK_WAIT_MS + TOKEN_LEASE_TTL_MS + REFRESH_TIMEOUT_MARGIN_MS;
 
 const nonEmpty = z.string().trim().min(1, "must not be empty");
 

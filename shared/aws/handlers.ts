@@ -329,8 +329,10 @@ function isRotationEvent(event: unknown): event is RotationEvent {
  */
 export function createRotationHandler(options: HandlerOptions = {}) {
   const container = new Container(options);
-  return container.wrap<RotationEvent, void>(async (event) => {
+  return container.wrap<RotationEvent, void>(async (event, context) => {
     try {
+      // The refresh must end, saved, well before the invocation does (rotation.ts).
+      const invocationEndsAt = container.clock.now() + context.getRemainingTimeInMillis();
       const config = container.config();
       // A hand-made invoke (`null`, `{}`): named as such, not as a TypeError or an event for another secret.
       if (!isRotationEvent(event)) {
@@ -351,6 +353,7 @@ export function createRotationHandler(options: HandlerOptions = {}) {
       const deps = await rotationDeps(runtime, {
         logger: container.loggerPort,
         metrics: container.metricsPort,
+        invocationEndsAt,
         ...(options.fetch !== undefined ? { fetch: options.fetch } : {}),
       });
       await rotateProviderSecret(event, deps);

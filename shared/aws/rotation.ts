@@ -13,6 +13,11 @@
  * - finishSecret: detach AWSPENDING; never move AWSCURRENT back (a poller may have rotated again since).
  * Every step is idempotent: Secrets Manager retries steps.
  *
+ * The Lambda timeout must not cut a refresh between spending the refresh token and saving its successor (the next
+ * refresh would present the spent token, which revokes the family): createSecret starts one only when its whole lease
+ * ends {@link REFRESH_TIMEOUT_MARGIN_MS} before the invocation does, as the pollers' refreshes do, and fails otherwise,
+ * nothing spent (a timeout lowered by hand).
+ *
  * A secret not yet onboarded (as the stack creates it: no refresh token until `authorize --secret-id`) has nothing to
  * refresh, and its rotation runs daily from the deploy on; a secret the pollers refresh many times a day needs no
  * rotation (its family is not idle), and a refresh ahead of the pollers' would only bring the version quota nearer.
@@ -25,6 +30,7 @@ import { DEFAULT_LOCK_POLL_MS, DEFAULT_LOCK_TTL_MS, DEFAULT_LOCK_WAIT_MS, TOKEN_
 import { acquireTimed, whileHolding } from "../lease-keep-alive.js";
 import type { StoredTokens } from "../qashio/auth/token-store.js";
 import { ForbiddenError, IncompleteTokenSetError, ReauthorizationRequiredError, UnauthorizedError } from "../qashio/errors.js";
+import { MIN_ROTATION_TIMEOUT_MS, REFRESH_TIMEOUT_MARGIN_MS } from "./config.js";
 import { ProviderClientRejectedError, RotationError } from "./errors.js";
 import { isSecretNotFound, type ProviderSecretClient } from "./provider-secret.js";
 import { SECRET_VERSION_WINDOW_MS, SECRET_VERSIONS_EARLY_REFRESH_LIMIT, type SecretsManagerTokenStore } from "./token-store.js";
@@ -49,6 +55,11 @@ export interface RotationDeps {
   /** How long to wait for a poller's refresh to finish. @default 20_000 */
   readonly lockWaitMs?: number;
   readonly clock: Clock;
+  /**
+   * Epoch ms at which the invocation ends (its Lambda timeout): a refresh starts only when its lease ends
+   * {@link REFRESH_TIMEOUT_MARGIN_MS} before then.
+   */
+  readonly invocationEndsAt: number;
   readonly logger: Logger;
   readonly metrics: Metrics;
   /**
@@ -198,10 +209,15 @@ async function createSecret(secretId: string, token: string, tokenStages: readon
       "The token family is revoked for the current secret version: re-authorize the integration before rotating",
     );
   }
-  const { handle: lease, askedAt } = await acquire(deps, secretId);
   const ttlMs = deps.lockTtlMs ?? DEFAULT_LOCK_TTL_MS;
+  // The latest a lease may be asked for so that it ends, with the save, before the invocation does.
+  const latestAskAt = deps.invocationEndsAt - REFRESH_TIMEOUT_MARGIN_MS - ttlMs;
+  if (deps.clock.now() > latestAskAt) throw refreshNotStarted(secretId, ttlMs, deps);
+  const { handle: lease, askedAt } = await acquire(deps, secretId, latestAskAt);
   const deadline = refreshDeadline(askedAt, ttlMs);
   try {
+    // A slow answer to the last try of the wait: the lease, taken, runs from when it was asked for.
+    if (askedAt > latestAskAt) throw refreshNotStarted(secretId, ttlMs, deps);
     const stored = await deps.store.load();
     if (stored === undefined) throw new RotationError("No refresh token in the secret", secretId, "createSecret");
     // Before the token is spent: a secret at its version quota could not take this rotation's version.
@@ -271,11 +287,29 @@ async function refreshOnce(refreshToken: string, deadline: number, deps: Rotatio
   }
 }
 
-async function acquire(deps: RotationDeps, secretId: string): Promise<{ handle: LockHandle; askedAt: number }> {
-  const waitMs = deps.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS;
-  const taken = await acquireTimed(deps.lock, deps.lockName, deps.lockTtlMs ?? DEFAULT_LOCK_TTL_MS, { waitMs, pollMs: DEFAULT_LOCK_POLL_MS }, deps.clock);
-  if (taken === undefined) throw new RotationError(`Token refresh lease still held after ${waitMs} ms`, secretId, "createSecret");
-  return taken;
+/** Waits for the refresh lease, no longer than a lease asked for by `latestAskAt` (see {@link createSecret}). */
+async function acquire(deps: RotationDeps, secretId: string, latestAskAt: number): Promise<{ handle: LockHandle; askedAt: number }> {
+  const ttlMs = deps.lockTtlMs ?? DEFAULT_LOCK_TTL_MS;
+  const waitMs = Math.min(deps.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS, Math.max(0, latestAskAt - deps.clock.now()));
+  const taken = await acquireTimed(deps.lock, deps.lockName, ttlMs, { waitMs, pollMs: DEFAULT_LOCK_POLL_MS }, deps.clock);
+  if (taken !== undefined) return taken;
+  // Cut short by the invocation's end: out of time, not a lease stuck elsewhere.
+  if (deps.clock.now() >= latestAskAt) throw refreshNotStarted(secretId, ttlMs, deps);
+  throw new RotationError(`Token refresh lease still held after ${waitMs} ms`, secretId, "createSecret");
+}
+
+/** createSecret's refusal of a refresh its invocation's remaining time could cut before the save (nothing spent). */
+function refreshNotStarted(secretId: string, ttlMs: number, deps: Pick<RotationDeps, "clock" | "invocationEndsAt">): RotationError {
+  const seconds = (ms: number) => `${Math.max(0, Math.floor(ms / 1000))} s`;
+  return new RotationError(
+    `Token refresh not started: ${seconds(deps.invocationEndsAt - deps.clock.now())} of the invocation were left, where a refresh ` +
+      `needs its ${seconds(ttlMs)} lease to end ${seconds(REFRESH_TIMEOUT_MARGIN_MS)} before the function's timeout (cut between ` +
+      "spending the refresh token and saving its successor, it would revoke the token family); nothing was spent. The " +
+      `function's timeout, lowered by hand, is too short: set it back to the stack's value (at least ${seconds(MIN_ROTATION_TIMEOUT_MS)}); ` +
+      "a redeploy does not restore a timeout changed by hand (docs/runbook.md, Function errors)",
+    secretId,
+    "createSecret",
+  );
 }
 
 async function testSecret(secretId: string, deps: RotationDeps): Promise<void> {

@@ -214,9 +214,12 @@ function assemble(
  * client credentials in the secret. Reads the credentials through the store's cache.
  *
  * @example
- * await rotateProviderSecret(event, await rotationDeps(runtime, { logger, metrics }));
+ * await rotateProviderSecret(event, await rotationDeps(runtime, { logger, metrics, invocationEndsAt: Date.now() + context.getRemainingTimeInMillis() }));
  */
-export async function rotationDeps(runtime: TenantRuntime, options: Pick<TenantRuntimeOptions, "logger" | "metrics" | "fetch">): Promise<RotationDeps> {
+export async function rotationDeps(
+  runtime: TenantRuntime,
+  options: Pick<TenantRuntimeOptions, "logger" | "metrics" | "fetch"> & Pick<RotationDeps, "invocationEndsAt">,
+): Promise<RotationDeps> {
   const { config, clock } = runtime;
   const credentials = await runtime.tokens.credentials();
   const oauth = {
@@ -233,6 +236,7 @@ export async function rotationDeps(runtime: TenantRuntime, options: Pick<TenantR
     lockName: leaseNames.tokenRefresh(config.tenant),
     lockTtlMs: TOKEN_LEASE_TTL_MS,
     clock,
+    invocationEndsAt: options.invocationEndsAt,
     logger: options.logger,
     metrics: options.metrics,
     refresh: async (refreshToken, deadline) => storedTokensOf(await refresh(oauth, refreshToken, deadline), clock.now()),

@@ -164,7 +164,7 @@ describe("a poller whose Lambda timeout was lowered by hand (config cannot see i
     expect(await poll({ action: "conform-pii" }, lambdaContext(40_000))).toMatchObject({ status: "completed", action: "conform-pii" });
   });
 
-  it("refuses the card poller's cycles alike, and leaves the rotation function (its refresh bounded by its own lease) untouched", async () => {
+  it("refuses the card poller's cycles alike; the rotation function has no such entry check (it bounds its refresh by the remaining time: rotate-token.test.ts)", async () => {
     await expect(h.poller("cards", { env: stackEnv() })(undefined, lambdaContext(40_000))).rejects.toBeInstanceOf(FunctionTimeoutTooShortError);
     const rotation = createRotationHandler({ env: h.env, clients: h.clients(), fetch: h.fetch, clock: h.clock, tracer: new Tracer({ enabled: false }) });
     // A hand-made invoke, refused for what it is (after the point a timeout check would have refused it).

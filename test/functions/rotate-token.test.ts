@@ -12,9 +12,10 @@ import { SECRET_VERSIONS_EARLY_REFRESH_LIMIT, SECRET_VERSIONS_PER_DAY_LIMIT } fr
 import { leaseItemKey, leaseNames } from "../../shared/aws/keys.js";
 import { DynamoLeaseLock } from "../../shared/aws/lease-lock.js";
 import { TOKEN_LEASE_TTL_MS } from "../../shared/aws/runtime.js";
+import { MIN_ROTATION_TIMEOUT_MS, REFRESH_TIMEOUT_MARGIN_MS } from "../../shared/aws/config.js";
 import { awaitingOnboarding, type RotationEvent } from "../../shared/aws/rotation.js";
 import { awsError } from "../aws/support/fake-secrets-manager.js";
-import { createHarness, PII_SALT, REDIRECT_URI, TENANT, type Harness } from "./support/harness.js";
+import { createHarness, lambdaContext, PII_SALT, REDIRECT_URI, TENANT, type Harness } from "./support/harness.js";
 
 let h: Harness;
 beforeEach(async () => {
@@ -591,6 +592,112 @@ describe("rotate-token handler (Secrets Manager rotation)", () => {
     await h.rotator()(eventFor(token, "finishSecret"));
     expect(stageCalls()).toBe(before);
     expect(h.secrets.stagesOf(token)).toEqual(["AWSCURRENT"]);
+  });
+});
+
+describe("rotate-token handler with too little of its invocation left (a Lambda timeout lowered by hand)", () => {
+  /** The refresh lease as the table holds it (undefined once released, or never taken). */
+  const refreshLease = async () => (await h.table.doc.send(new GetCommand({ TableName: h.table.tableName, Key: leaseItemKey(REFRESH_LEASE) }))).Item;
+
+  it("refuses createSecret's refresh with 20 s left, before spending the refresh token: the timeout could cut it before the save", async () => {
+    const before = h.secrets.current().refresh_token;
+    const token = randomUUID();
+    h.secrets.startRotation(token);
+    const versions = h.secrets.versionCount;
+    const error = await h.rotator()(eventFor(token, "createSecret"), lambdaContext(20_000)).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(RotationError);
+    expect((error as Error).message).toMatch(/not started.*20 s .*left.*timeout.*nothing was spent/s);
+    expect(h.refreshTokensPresented).toEqual([]);
+    expect(h.secrets.versionCount).toBe(versions);
+    expect(h.secrets.current().refresh_token).toBe(before);
+    expect(await refreshLease()).toBeUndefined();
+    const failed = h.output.map((line) => JSON.parse(line) as Record<string, unknown>).find((doc) => doc["message"] === "Rotation step failed");
+    expect(failed).toMatchObject({ error: { name: "RotationError" } });
+    expect(await h.familyStillValid()).toBe(true);
+  });
+
+  it("refreshes when its lease ends REFRESH_TIMEOUT_MARGIN_MS before the timeout, and not 1 ms later", async () => {
+    const before = h.secrets.current().refresh_token;
+    const token = randomUUID();
+    h.secrets.startRotation(token);
+    const leaseAndMargin = TOKEN_LEASE_TTL_MS + REFRESH_TIMEOUT_MARGIN_MS;
+    await expect(h.rotator()(eventFor(token, "createSecret"), lambdaContext(leaseAndMargin - 1))).rejects.toThrow(/not started/);
+    expect(h.refreshTokensPresented).toEqual([]);
+    await h.rotator()(eventFor(token, "createSecret"), lambdaContext(leaseAndMargin));
+    expect(h.refreshTokensPresented).toEqual([before]);
+    expect(h.secrets.stagesOf(token)).toEqual(["AWSCURRENT", "AWSPENDING"]);
+    expect(await h.familyStillValid()).toBe(true);
+  });
+
+  /**
+   * createSecret with `remainingMs` left while a poller holds the refresh lease for 15 s: time passes 1 s at a time once
+   * the rotation met the lease held. What it settled with, and how many seconds passed.
+   */
+  async function createSecretBehindPoller(remainingMs: number): Promise<{ error: unknown; waitedS: number }> {
+    const held = await contender().tryAcquire(REFRESH_LEASE, 15_000);
+    expect(held).toBeDefined();
+    let leaseTries = 0;
+    const clients = h.clients((dynamo) =>
+      dynamo.middlewareStack.add(
+        (next, context) => async (args) => {
+          const item = (args.input as { Item?: { pk?: { S?: string } } }).Item;
+          if (String(context.commandName) === "PutItemCommand" && item?.pk?.S === leaseItemKey(REFRESH_LEASE).pk) leaseTries += 1;
+          return next(args);
+        },
+        { step: "build", name: "countLeaseTries" },
+      ),
+    );
+    const token = randomUUID();
+    h.secrets.startRotation(token);
+    let settled = false;
+    const creating = h
+      .rotator({ clients })(eventFor(token, "createSecret"), lambdaContext(remainingMs))
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      )
+      .finally(() => (settled = true));
+    expect(await eventually(async () => leaseTries > 0)).toBe(true);
+    let waitedS = 0;
+    while (!settled && waitedS < 60) {
+      h.sandbox.control.advanceClock(1);
+      waitedS += 1;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    return { error: await creating, waitedS };
+  }
+
+  it("waits for a poller's refresh lease only as long as a lease taken then would still end in time, and spends nothing", async () => {
+    // 55 s left: a lease asked for later than 10 s from now would end less than the margin before the timeout.
+    const { error, waitedS } = await createSecretBehindPoller(MIN_ROTATION_TIMEOUT_MS - 10_000);
+    expect(error).toBeInstanceOf(RotationError);
+    expect((error as Error).message).toMatch(/not started: 45 s of the invocation were left/);
+    expect(waitedS).toBeLessThan(15);
+    expect(h.refreshTokensPresented).toEqual([]);
+    expect(await h.familyStillValid()).toBe(true);
+  });
+
+  it("refuses a lease its wait took a little too late (the try after the last pause), and gives it back", async () => {
+    // Pauses of the wait take their time here: tries at 0, 0.25 s, ... 9.75 s, then 10 s, later than the 9.9 s the
+    // 54.9 s left allow; the poller's lease runs out at 9.95 s, so that last try takes it.
+    const clock = { now: () => h.clock.now(), sleep: async (ms: number) => h.sandbox.control.advanceClock(ms / 1000) };
+    expect(await contender().tryAcquire(REFRESH_LEASE, 9_950)).toBeDefined();
+    const token = randomUUID();
+    h.secrets.startRotation(token);
+    const error = await h.rotator({ clock })(eventFor(token, "createSecret"), lambdaContext(MIN_ROTATION_TIMEOUT_MS - 10_100)).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(RotationError);
+    expect((error as Error).message).toMatch(/not started: 44 s of the invocation were left/);
+    expect(h.refreshTokensPresented).toEqual([]);
+    expect(await refreshLease()).toBeUndefined();
+    expect(await h.familyStillValid()).toBe(true);
+  });
+
+  it("with MIN_ROTATION_TIMEOUT_MS left, waits out a poller's refresh lease and refreshes", async () => {
+    const before = h.secrets.current().refresh_token;
+    const { error } = await createSecretBehindPoller(MIN_ROTATION_TIMEOUT_MS);
+    expect(error).toBeUndefined();
+    expect(h.refreshTokensPresented).toEqual([before]);
+    expect(await h.familyStillValid()).toBe(true);
   });
 });
 

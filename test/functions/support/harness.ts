@@ -110,8 +110,8 @@ export interface Harness {
    * in the container's memory.
    */
   tokenWriteOutage(): { readonly clients: () => AwsClients; on: boolean };
-  /** A new Lambda container running the rotation function. */
-  rotator(options?: Partial<HandlerOptions>): (event: RotationEvent) => Promise<void>;
+  /** A new Lambda container running the rotation function (invoked with `context`, by default 60 s left). */
+  rotator(options?: Partial<HandlerOptions>): (event: RotationEvent, context?: Context) => Promise<void>;
   /** Transactions still `not_synced` or `outdated` at the provider. */
   pendingAtProvider(): number;
   /** True when the bridge's stored refresh token still works (family not revoked); spends it and stores the next. */
@@ -246,7 +246,7 @@ export async function createHarness(options: { seed?: number; piiMode?: "full" |
     },
     rotator(overrides) {
       const handler = createRotationHandler(handlerOptions(overrides));
-      return (event) => handler(event, lambdaContext());
+      return (event, context) => handler(event, context ?? lambdaContext());
     },
     pendingAtProvider() {
       const store = sandbox.control.company(company.id)?.transactions;
