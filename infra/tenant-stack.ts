@@ -196,7 +196,7 @@ export class TenantStack extends Stack {
       this.key.grantDataUse(fn, ["dynamodb", "secretsmanager", "sqs"]);
       this.eventBus.grantPutEvents(fn);
     }
-    // The operator's conform-pii action (transaction poller) scans the snapshots; a Scan cannot be partition-scoped.
+    // The transaction poller scans the snapshots (conform-pii, the PII salt check); a Scan cannot be partition-scoped.
     this.table.grantScan(this.pollTransactions.function);
     this.table.grantItemAccess(this.rotateToken.function, ROTATION_TABLE_ACTIONS, partitionKeyPatterns(tenant.id, "rotateToken"));
     this.secret.grantRuntimeAccess(this.rotateToken.function);
