@@ -1,6 +1,6 @@
 /**
  * Bounded concurrency for port calls: the engine's single provider reads (see mapSingleReads) and the AWS adapters'
- * batch writes.
+ * batch reads, batch writes and event publishing.
  */
 
 /**
