@@ -24,7 +24,8 @@ const UNIT_MS: Readonly<Record<string, number>> = { ms: 1, s: 1_000, m: 60_000, 
 /**
  * Parses a duration such as `500ms`, `30s`, `5m`, `1h` or `1m30s` into milliseconds. A bare `0` is one (zero in any
  * unit), and a leading minus gives a negative duration: both are durations that are too short rather than no
- * durations, so the range check (durationRangeProblem) names the minimum instead of the format.
+ * durations, so the range check (durationRangeProblem) names the minimum instead of the format. Likewise a sum too
+ * large for a number comes back as Infinity (-Infinity with the minus), for the range check to report as too long.
  *
  * @example
  * parseDuration("5m"); // 300000
