@@ -398,37 +398,54 @@ class CardRun extends CycleRun {
    * has none to report; reading its details every tick (a provider call per suspended card per tick) would only find
    * the limit and nickname changes the next full walk reads anyway. Skipped whole, not taken as listed: diffed without
    * its details against a snapshot holding them, it could not keep them apart from a change. A card with no snapshot,
-   * or whose status moved, is read as before. The snapshots read are handed on for the page's diff.
+   * or whose status moved, is read as before. The snapshots read are handed on for the page's diff. A card left out is
+   * taken into `onPage` in the version its snapshot records (see `take`), so a copy a shift lists again counts once.
    */
-  private async withoutRecordedStatus(entries: readonly PageEntry[]): Promise<{ entries: CardEntry[]; snapshots: Map<SnapshotKey, Snapshot> }> {
+  private async withoutRecordedStatus(
+    entries: readonly PageEntry[],
+    onPage: Map<string, string>,
+  ): Promise<{ entries: CardEntry[]; snapshots: Map<SnapshotKey, Snapshot> }> {
     const checked = entries.map((entry): CardEntry => (entry.rejected === undefined ? { ...entry, checked: this.validators.card(entry.raw) } : entry));
     const keys = checked.flatMap(({ checked: result }) => (result?.success ? [cardKey(result.data["id"] as string)] : []));
     const snapshots = keys.length === 0 ? new Map<SnapshotKey, Snapshot>() : await this.read("read snapshots", (call) => this.deps.snapshots.getMany(keys, call));
-    const skipped = new Set<string>();
+    let skipped = 0;
     const kept = checked.filter(({ checked: result }) => {
       if (!result?.success) return true;
       const id = result.data["id"] as string;
       const before = snapshots.get(cardKey(id));
       if (before === undefined || isStatusMove(before.object["status"], result.data["status"])) return true;
-      skipped.add(id);
+      if (this.take(onPage, id, before.hash)) skipped += 1;
       return false;
     });
     // Found unchanged as far as this walk looks.
-    this.report.handled += skipped.size;
-    this.report.unchanged += skipped.size;
+    this.report.handled += skipped;
+    this.report.unchanged += skipped;
     return { entries: kept, snapshots };
+  }
+
+  /**
+   * Records card `id` as taken from this page in version `hash` (in `onPage`, the page's cards so far), unless it is a
+   * copy: taken on this page already, or last taken in this version on the walk's recent pages. A card inserted at the
+   * top shifts the next page by one, so the same card can be listed twice; a copy in any other version is a change this
+   * walk saw, one back to a version taken before included (suspended, then reactivated: its snapshot holds the
+   * suspension).
+   */
+  private take(onPage: Map<string, string>, id: string, hash: string): boolean {
+    if (onPage.has(id) || this.seen.lastVersionOf(id) === hash) return false;
+    onPage.set(id, hash);
+    return true;
   }
 
   private async processPage(listed: readonly PageEntry[]): Promise<void> {
     const { deps } = this;
-    const known = deps.cardDetails === true && this.mode === "suspended-only" ? await this.withoutRecordedStatus(listed) : undefined;
+    /** The cards taken from this page, by id, with the version each was taken in. */
+    const onPage = new Map<string, string>();
+    const known = deps.cardDetails === true && this.mode === "suspended-only" ? await this.withoutRecordedStatus(listed, onPage) : undefined;
     const entries: readonly CardEntry[] = deps.cardDetails === true ? await this.withDetails(known?.entries ?? listed) : listed;
     const quarantine: QuarantineRecord[] = [];
     /** Records of detail reads the bridge could not take: their cards are walked as listed, so not counted as handled again. */
     let rejectedDetails = 0;
     const items: { id: string; object: Record<string, unknown>; hash: string; asListed?: true }[] = [];
-    /** The cards taken from this page, by id, with the version each was taken in. */
-    const onPage = new Map<string, string>();
     for (const { raw, rejected, asListed, rejectedDetail, checked } of entries) {
       if (rejectedDetail !== undefined) {
         // Under the card asked for, whose read is broken: an answer naming another card would send ops to the wrong one.
@@ -444,11 +461,7 @@ class CardRun extends CycleRun {
       const object = this.pii(result.data);
       const id = object["id"] as string;
       const hash = contentHash(object);
-      // A card inserted at the top shifts the next page by one: the same card can be listed twice. A copy in the
-      // version last taken is skipped; any other is a change this walk saw, one back to a version taken before included
-      // (suspended, then reactivated: its snapshot holds the suspension).
-      if (onPage.has(id) || this.seen.lastVersionOf(id) === hash) continue;
-      onPage.set(id, hash);
+      if (!this.take(onPage, id, hash)) continue;
       items.push({ id, object, hash, ...(asListed ? { asListed } : {}) });
     }
     this.seen.add(onPage.keys(), onPage);

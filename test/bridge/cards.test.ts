@@ -1119,6 +1119,40 @@ describe("pollCards with card details", () => {
     ]);
   });
 
+  /**
+   * Five cards walked, those at the list positions `recorded` suspended and recorded so by a full walk, the one at
+   * `suspendedAfter` suspended after it; the fast path then walks pages of 2, and the newest card (first in the list) is
+   * suspended between its first two list reads, shifting the last card of page 1 onto page 2.
+   */
+  async function fastPathShifted(recorded: readonly number[], suspendedAfter?: number) {
+    const rig = await walked(5);
+    const ids = rig.provider.cards.map((c) => c["id"] as string);
+    for (const at of recorded) rig.provider.changeCard(ids[at]!, { status: "Suspended" });
+    await pollCards(rig.deps, { pageSize: 10 });
+    if (suspendedAfter !== undefined) rig.provider.changeCard(ids[suspendedAfter]!, { status: "Suspended" });
+    const published = rig.publisher.events.length;
+    let lists = 0;
+    rig.provider.beforeCall = (call) => {
+      if (call.op === "listErpCards" && ++lists === 2) rig.provider.changeCard(ids[0]!, { status: "Suspended" });
+    };
+    const report = await pollCards(rig.deps, { mode: "suspended-only", pageSize: 2 });
+    return { report, ids, events: rig.publisher.events.slice(published) };
+  }
+
+  it("counts a card it leaves out as recorded suspended once, though a shift lists it again on the next page", async () => {
+    const { report, events } = await fastPathShifted([1, 2, 3, 4]);
+    // Listed: 1 2 | 2 3 | 4. Four cards, each found unchanged once.
+    expect(report).toMatchObject({ outcome: "complete", pulled: 5, handled: 4, unchanged: 4 });
+    expect(events).toEqual([]);
+  });
+
+  it("counts a card it took on one page once when a shift lists it again on the next, recorded suspended by then", async () => {
+    // Listed: 1 2 | 2 3 | 4, card 2 newly suspended: read and published on page 1, left out on page 2.
+    const { report, ids, events } = await fastPathShifted([1, 3, 4], 2);
+    expect(events.map((e) => [e.detailType, e.detail.subject.id])).toEqual([["card.suspended", ids[2]]]);
+    expect(report).toMatchObject({ outcome: "complete", pulled: 5, handled: 4, unchanged: 3 });
+  });
+
   it("counts the fast path's unread details apart (FastPathCardDetailsUnread), not in the full walk's CardDetailsUnread, whose alarm means a walk could not read them", async () => {
     const rig = await walked(3);
     const [failing] = rig.provider.cards.map((c) => c["id"] as string);
