@@ -192,6 +192,8 @@ describe("checkPollerTimeout", () => {
   it("takes the timeout in the whole seconds Lambda sets, the remaining time at entry rounded up", () => {
     expect(() => checkPollerTimeout(MIN_POLLER_TIMEOUT_MS - 1, 0)).not.toThrow();
     expect(() => checkPollerTimeout(MIN_POLLER_TIMEOUT_MS - 1_000, 0)).toThrow(FunctionTimeoutTooShortError);
+    // Up, not to the nearest second: 999 ms gone before the handler started still reads as the 60 s timeout.
+    expect(() => checkPollerTimeout(MIN_POLLER_TIMEOUT_MS - 999, 0)).not.toThrow();
   });
 
   it("counts the time an invocation may have lost before its handler started", () => {
@@ -212,5 +214,19 @@ describe("checkPollerTimeout", () => {
     expect(error(90_000).message).toMatch(/^The function's timeout is too short: 45 s or less, where a poller needs at least 60 s/);
     expect(error(90_000).message).toContain("the stack sets 120 s (CYCLE_BUDGET_MS + 30 s)");
     expect(error().message).toContain("Set the function's timeout back to at least 60 s;");
+  });
+
+  it("names the timeout it took (rounded up, the time lost before entry counted), not the remaining time read", () => {
+    const refused = (remainingAtEntryMs: number, lostMs: number) => {
+      try {
+        checkPollerTimeout(remainingAtEntryMs, lostMs);
+      } catch (e) {
+        return e as FunctionTimeoutTooShortError;
+      }
+      throw new Error("not refused");
+    };
+    expect(refused(44_001, 0).timeoutMs).toBe(45_000);
+    expect(refused(44_001, 0).message).toMatch(/^The function's timeout is too short: 45 s or less,/);
+    expect(refused(40_000, 5_000).timeoutMs).toBe(45_000);
   });
 });
