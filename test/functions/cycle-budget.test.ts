@@ -1,5 +1,5 @@
 import { Tracer } from "@aws-lambda-powertools/tracer";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { ACCESS_TOKEN_TTL_SECONDS } from "../../sandbox/index.js";
 import { MIN_CYCLE_BUDGET_MS, MIN_POLLER_TIMEOUT_MS, loadConfig } from "../../shared/aws/config.js";
 import { runCycle } from "../../shared/aws/cycle.js";
@@ -124,6 +124,8 @@ describe("a poller whose Lambda timeout was lowered by hand (config cannot see i
     let awsCalls = 0;
     const clients = h.clients((dynamo) => dynamo.middlewareStack.add((next) => (args) => ((awsCalls += 1), next(args)), { step: "initialize" }));
     const poll = h.poller("transactions", { env: stackEnv(), fetch, clients });
+    const secretCalls = h.secrets.calls.length;
+    const published = h.published.length;
     const error = await poll(undefined, lambdaContext(40_000)).then(
       (result) => result,
       (e: unknown) => e,
@@ -133,6 +135,9 @@ describe("a poller whose Lambda timeout was lowered by hand (config cannot see i
     expect((error as Error).message).toMatch(/the stack sets 60 s/);
     expect(providerCalls).toBe(0);
     expect(awsCalls).toBe(0);
+    // Not even the secret's read a container's runtime starts with, nor a publish.
+    expect(h.secrets.calls.slice(secretCalls)).toEqual([]);
+    expect(h.published.length).toBe(published);
     expect(h.refreshTokensPresented.length).toBe(presented);
     expect(h.pendingAtProvider()).toBe(pending);
     const failed = h.output.map((line) => JSON.parse(line) as Record<string, unknown>).find((doc) => doc["message"] === "Cycle failed");
@@ -156,6 +161,23 @@ describe("a poller whose Lambda timeout was lowered by hand (config cannot see i
     expect(await poll(undefined, lambdaContext(35_000))).toMatchObject({ status: "completed" });
     // The same container, warm: 35 s left at entry is now the timeout.
     await expect(poll(undefined, lambdaContext(35_000))).rejects.toBeInstanceOf(FunctionTimeoutTooShortError);
+  });
+
+  it("takes the time lost before a first invocation from the process's uptime (seconds) when not told otherwise", async () => {
+    await expiredTokenWithBacklog();
+    vi.spyOn(process, "uptime").mockReturnValue(25);
+    const poll = h.poller("transactions", { env: stackEnv(), processUptimeMs: undefined });
+    expect(await poll(undefined, lambdaContext(35_000))).toMatchObject({ status: "completed" });
+    await expect(poll(undefined, lambdaContext(35_000))).rejects.toBeInstanceOf(FunctionTimeoutTooShortError);
+  });
+
+  it("counts the process's uptime for the container's first invocation only, whatever that invocation was (a conform-pii pass, a malformed event)", async () => {
+    const afterConform = h.poller("transactions", { env: stackEnv(), processUptimeMs: () => 25_000 });
+    expect(await afterConform({ action: "conform-pii" }, lambdaContext(35_000))).toMatchObject({ status: "completed", action: "conform-pii" });
+    await expect(afterConform(undefined, lambdaContext(35_000))).rejects.toBeInstanceOf(FunctionTimeoutTooShortError);
+    const afterMalformed = h.poller("transactions", { env: stackEnv(), processUptimeMs: () => 25_000 });
+    await expect(afterMalformed({ cursor: "abc" }, lambdaContext(35_000))).rejects.toMatchObject({ name: "PollEventError", field: "cursor" });
+    await expect(afterMalformed(undefined, lambdaContext(35_000))).rejects.toBeInstanceOf(FunctionTimeoutTooShortError);
   });
 
   it("refuses a re-drive too (it reads the provider), but not a conform-pii pass, which needs no token", async () => {
