@@ -1214,6 +1214,61 @@ describe("OAuthTokenProvider held to its caller's deadline (refreshWithinCallDea
     expect(store.saves).toEqual([]);
   });
 
+  it("hands out a token another process stored whose expiry is unknown (the spec shows no lifetime): fresh until a 401, not refused for want of one", async () => {
+    const { provider, fetch, clock, store } = setup({ refreshWithinCallDeadline: true, stored: { refreshToken: "rt-1", accessToken: "old-access", accessTokenExpiresAt: Date.UTC(2025, 0, 15, 12, 5, 0) } });
+    expect(await provider.getAccessToken()).toBe("old-access");
+    clock.advance(5 * MINUTE);
+    store.set({ refreshToken: "rt-2", accessToken: "new-access" });
+    expect(await provider.getAccessToken({ deadline: clock.now() + 20_000, requestTimeoutMs: 10_000 })).toBe("new-access");
+    expect(fetch.calls).toHaveLength(0);
+  });
+
+  it("prefers the token another process stored to the early one in memory that would still do, and holds it from then on", async () => {
+    const { provider, fetch, clock, store } = setup({ refreshWithinCallDeadline: true, stored: { refreshToken: "rt-1", accessToken: "early-access", accessTokenExpiresAt: Date.UTC(2025, 0, 15, 12, 0, 0) + 40_000 } });
+    expect(await provider.getAccessToken({ deadline: clock.now() + 20_000, requestTimeoutMs: 10_000 })).toBe("early-access");
+    store.set({ refreshToken: "rt-2", accessToken: "new-access", accessTokenExpiresAt: clock.now() + 15 * MINUTE });
+    expect(await provider.getAccessToken({ deadline: clock.now() + 20_000, requestTimeoutMs: 10_000 })).toBe("new-access");
+    store.load = async () => {
+      throw new Error("not read again");
+    };
+    expect(await provider.getAccessToken()).toBe("new-access");
+    expect(fetch.calls).toHaveLength(0);
+  });
+
+  it("keeps the tokens a refresh in this process saved while its read of the store was answering, not that older read", async () => {
+    const { provider, fetch, clock, store } = setup({ refreshWithinCallDeadline: true, stored: { refreshToken: "rt-1", accessToken: "early-access", accessTokenExpiresAt: Date.UTC(2025, 0, 15, 12, 0, 0) + 40_000 } });
+    expect(await provider.getAccessToken({ deadline: clock.now() + 20_000, requestTimeoutMs: 10_000 })).toBe("early-access");
+    // The next read of the store sees the early token, then answers only once released.
+    const load = store.load.bind(store);
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let held = false;
+    store.load = async () => {
+      const tokens = await load();
+      if (!held) {
+        held = true;
+        await gate;
+      }
+      return tokens;
+    };
+    const hurried = provider.getAccessToken({ deadline: clock.now() + 20_000, requestTimeoutMs: 10_000 });
+    await turns(10);
+    expect(held).toBe(true);
+    // A caller with time refreshes meanwhile (its own read of the store answers at once).
+    const refreshed = await provider.getAccessToken();
+    expect(refreshed).not.toBe("early-access");
+    expect(fetch.calls).toHaveLength(1);
+    release();
+    // The hurried call may send what its read found (valid for its whole timeout) ...
+    expect(await hurried).toBe("early-access");
+    // ... but the refreshed tokens stay the ones held: no read, no refresh for the next call.
+    store.load = async () => {
+      throw new Error("not read again");
+    };
+    expect(await provider.getAccessToken()).toBe(refreshed);
+    expect(fetch.calls).toHaveLength(1);
+  });
+
   it("still ends out of time when the store holds nothing better (the refused token, an expired one) or cannot be read", async () => {
     const { provider, fetch, clock, store, logger } = setup({ refreshWithinCallDeadline: true, stored: { refreshToken: "rt-1", accessToken: "old-access", accessTokenExpiresAt: Date.UTC(2025, 0, 15, 13, 0, 0) } });
     expect(await provider.getAccessToken()).toBe("old-access");
