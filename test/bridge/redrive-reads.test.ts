@@ -82,6 +82,27 @@ describe("re-drive reads by qashio_id", () => {
     expect(inOrder.deleted.map((ids) => ids.length)).toEqual([4, 4, 1]);
   });
 
+  it("reads no further ahead than the batch in hand has room for: a record refused leaves the next reads to the one place left", async () => {
+    const { rig } = await quarantined(9);
+    let reads = 0;
+    rig.provider.beforeCall = (call) => {
+      if (!isReadByQashioId(call)) return;
+      reads += 1;
+      // The first read is refused for its reference alone: the first batch of 4 needs a fifth read.
+      if (reads === 1) throw Object.assign(new Error("uri too long"), { name: "ProviderError", status: 414 });
+    };
+    let readsAtFirstPublish: number | undefined;
+    rig.publisher.reject = () => {
+      readsAtFirstPublish ??= reads;
+      return undefined;
+    };
+    const report = await redriveQuarantined(rig.deps, { pageSize: 4 });
+    expect(readsAtFirstPublish).toBe(5);
+    expect(reads).toBe(9);
+    expect(report.redriven).toHaveLength(8);
+    expect(report.kept).toHaveLength(1);
+  });
+
   it("stops at a read that cannot finish by the deadline: starts none after it, re-drives the records read before it, keeps the rest as not reached", async () => {
     const { rig, txns } = await quarantined(10);
     const deadline = rig.clock.now() + 60_000;
