@@ -3,7 +3,7 @@ import { Annotations, CfnOutput, Duration, Stack, type StackProps } from "aws-cd
 import { RegionInfo } from "aws-cdk-lib/region-info";
 import type * as sqs from "aws-cdk-lib/aws-sqs";
 import type { Construct } from "constructs";
-import { CYCLE_SAFETY_MARGIN_MS, MIN_CYCLE_BUDGET_MS } from "../shared/aws/config.js";
+import { CYCLE_SAFETY_MARGIN_MS, MIN_CYCLE_BUDGET_MS, MIN_POLLER_TIMEOUT_MS } from "../shared/aws/config.js";
 import { partitionKeyPatterns, type TableUser } from "../shared/aws/keys.js";
 import { BridgeFunction, type BridgeFunctionEnvironment } from "./constructs/bridge-function.js";
 import { EventSchemas } from "./constructs/event-schemas.js";
@@ -47,10 +47,11 @@ export function tenantStackName(tenantId: string): string {
 
 /**
  * Longest an invocation may run: the schedule period, between one and five minutes, so a cycle normally ends
- * before the next tick (the reserved concurrency of 1 and the lease cover the rest).
+ * before the next tick (the reserved concurrency of 1 and the lease cover the rest). Never under
+ * MIN_POLLER_TIMEOUT_MS, which the pollers refuse at entry (test/infra/tenant-stack.test.ts checks the synthesized stacks).
  */
 export function pollerTimeout(everyMinutes: number): Duration {
-  return Duration.seconds(Math.min(300, Math.max(60, everyMinutes * 60)));
+  return Duration.seconds(Math.min(300, Math.max(Math.ceil(MIN_POLLER_TIMEOUT_MS / 1000), everyMinutes * 60)));
 }
 
 /** Lambda keeps a queued asynchronous invocation at most 6 hours. */
@@ -180,7 +181,8 @@ export class TenantStack extends Stack {
       entry: join(functionsDir, "rotate-token.ts"),
       description: `qashio-bridge ${tenant.id}: Secrets Manager rotation, refreshes the provider token under the lease`,
       environment,
-      // Room to spare: it waits for the token refresh lease (at most 20 s) and makes a few provider and AWS calls.
+      // Room to spare: createSecret is sure to refresh only with MIN_ROTATION_TIMEOUT_MS left (its wait for the refresh
+      // lease, the lease, and the margin it keeps before the timeout), after a few provider and AWS calls.
       timeout: Duration.minutes(10),
       logEncryptionKey: key,
     });

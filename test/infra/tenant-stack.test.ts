@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { Duration, Stack, Token } from "aws-cdk-lib";
+import { type CfnElement, Duration, Stack, Token } from "aws-cdk-lib";
 import { Annotations, Match, Template } from "aws-cdk-lib/assertions";
 import * as iam from "aws-cdk-lib/aws-iam";
 import * as kms from "aws-cdk-lib/aws-kms";
@@ -17,7 +17,7 @@ import { isRedrivable, PUBLISH_FAILURE_PREFIX, recordQashioId } from "../../shar
 import { cardModeOf, pollActionOf, type PollEvent } from "../../shared/aws/poll-event.js";
 import { EVENT_TYPES, loadTenantsFile, MAX_WEBHOOKS_PER_TENANT, parseTenantConfig, type TenantConfig } from "../../infra/tenant-config.js";
 import { cycleBudgetMs, pollerTimeout, type TenantStack } from "../../infra/tenant-stack.js";
-import { MIN_CYCLE_BUDGET_MS, cycleDeadline, loadConfig } from "../../shared/aws/config.js";
+import { MIN_CYCLE_BUDGET_MS, MIN_POLLER_TIMEOUT_MS, MIN_ROTATION_TIMEOUT_MS, cycleDeadline, loadConfig } from "../../shared/aws/config.js";
 import { buildTestApp, EXAMPLE_TENANTS_FILE, exampleStacks, REPO_ROOT, rolePolicies, roleStatements } from "./helpers.js";
 import { allows, type PolicyStatement } from "./iam-evaluator.js";
 
@@ -468,6 +468,26 @@ describe("tenant stacks", () => {
     }
     // Whatever the timeout, even one shorter than any poller gets.
     for (const seconds of [0, 1, 15, 45, 59]) expect(cycleBudgetMs(Duration.seconds(seconds))).toBe(MIN_CYCLE_BUDGET_MS);
+  });
+
+  it("never synthesizes a function whose Lambda timeout it refuses itself: pollers MIN_POLLER_TIMEOUT_MS, the rotation MIN_ROTATION_TIMEOUT_MS", () => {
+    // The example stacks, and the shortest schedule the tenants file takes (the pollers' one-minute floor).
+    const acmeConfig = loadTenantsFile(EXAMPLE_TENANTS_FILE)[0] as TenantConfig;
+    const everyMinute = { ...acmeConfig, schedules: { ...acmeConfig.schedules, transactionsEveryMinutes: 1, cardsEveryMinutes: 1 } };
+    const [fastest] = buildTestApp({ tenants: [everyMinute] }).stacks as [TenantStack];
+    for (const stack of [acme, globex, fastest]) {
+      const functions = Template.fromStack(stack).findResources("AWS::Lambda::Function") as Record<
+        string,
+        { Properties: { Timeout: number; Environment?: { Variables?: Record<string, unknown> } } }
+      >;
+      const idOf = (fn: TenantStack["rotateToken"]) => stack.getLogicalId(fn.function.node.defaultChild as CfnElement);
+      const pollers = [stack.pollTransactions, stack.pollCards];
+      // Every function set up as a poller (CYCLE_BUDGET_MS, which only pollers read) is one of those checked here.
+      const withBudget = Object.keys(functions).filter((id) => functions[id]?.Properties.Environment?.Variables?.["CYCLE_BUDGET_MS"] !== undefined);
+      expect(withBudget.sort()).toEqual(pollers.map(idOf).sort());
+      for (const poller of pollers) expect(functions[idOf(poller)]?.Properties.Timeout).toBeGreaterThanOrEqual(MIN_POLLER_TIMEOUT_MS / 1000);
+      expect(functions[idOf(stack.rotateToken)]?.Properties.Timeout).toBeGreaterThanOrEqual(MIN_ROTATION_TIMEOUT_MS / 1000);
+    }
   });
 
   it("lets a tick wait one schedule period behind a running cycle, at most Lambda's 6 hours", () => {
