@@ -599,17 +599,36 @@ describe("rotate-token handler with too little of its invocation left (a Lambda 
   /** The refresh lease as the table holds it (undefined once released, or never taken). */
   const refreshLease = async () => (await h.table.doc.send(new GetCommand({ TableName: h.table.tableName, Key: leaseItemKey(REFRESH_LEASE) }))).Item;
 
+  /** A rotation container's clients counting its tries at the refresh lease (each a PutItem of the lease item). */
+  function countingLeaseTries(): { clients: ReturnType<Harness["clients"]>; tries: () => number } {
+    let tries = 0;
+    const clients = h.clients((dynamo) =>
+      dynamo.middlewareStack.add(
+        (next, context) => async (args) => {
+          const item = (args.input as { Item?: { pk?: { S?: string } } }).Item;
+          if (String(context.commandName) === "PutItemCommand" && item?.pk?.S === leaseItemKey(REFRESH_LEASE).pk) tries += 1;
+          return next(args);
+        },
+        { step: "build", name: "countLeaseTries" },
+      ),
+    );
+    return { clients, tries: () => tries };
+  }
+
   it("refuses createSecret's refresh with 20 s left, before spending the refresh token: the timeout could cut it before the save", async () => {
     const before = h.secrets.current().refresh_token;
     const token = randomUUID();
     h.secrets.startRotation(token);
     const versions = h.secrets.versionCount;
-    const error = await h.rotator()(eventFor(token, "createSecret"), lambdaContext(20_000)).catch((e: unknown) => e);
+    const lease = countingLeaseTries();
+    const error = await h.rotator({ clients: lease.clients })(eventFor(token, "createSecret"), lambdaContext(20_000)).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(RotationError);
     expect((error as Error).message).toMatch(/not started.*20 s .*left.*timeout.*nothing was spent/s);
     expect(h.refreshTokensPresented).toEqual([]);
     expect(h.secrets.versionCount).toBe(versions);
     expect(h.secrets.current().refresh_token).toBe(before);
+    // Not even asked for: a lease taken and given back would hold off a poller's refresh meanwhile.
+    expect(lease.tries()).toBe(0);
     expect(await refreshLease()).toBeUndefined();
     const failed = h.output.map((line) => JSON.parse(line) as Record<string, unknown>).find((doc) => doc["message"] === "Rotation step failed");
     expect(failed).toMatchObject({ error: { name: "RotationError" } });
@@ -636,28 +655,18 @@ describe("rotate-token handler with too little of its invocation left (a Lambda 
   async function createSecretBehindPoller(remainingMs: number): Promise<{ error: unknown; waitedS: number }> {
     const held = await contender().tryAcquire(REFRESH_LEASE, 15_000);
     expect(held).toBeDefined();
-    let leaseTries = 0;
-    const clients = h.clients((dynamo) =>
-      dynamo.middlewareStack.add(
-        (next, context) => async (args) => {
-          const item = (args.input as { Item?: { pk?: { S?: string } } }).Item;
-          if (String(context.commandName) === "PutItemCommand" && item?.pk?.S === leaseItemKey(REFRESH_LEASE).pk) leaseTries += 1;
-          return next(args);
-        },
-        { step: "build", name: "countLeaseTries" },
-      ),
-    );
+    const lease = countingLeaseTries();
     const token = randomUUID();
     h.secrets.startRotation(token);
     let settled = false;
     const creating = h
-      .rotator({ clients })(eventFor(token, "createSecret"), lambdaContext(remainingMs))
+      .rotator({ clients: lease.clients })(eventFor(token, "createSecret"), lambdaContext(remainingMs))
       .then(
         () => undefined,
         (e: unknown) => e,
       )
       .finally(() => (settled = true));
-    expect(await eventually(async () => leaseTries > 0)).toBe(true);
+    expect(await eventually(async () => lease.tries() > 0)).toBe(true);
     let waitedS = 0;
     while (!settled && waitedS < 60) {
       h.sandbox.control.advanceClock(1);
