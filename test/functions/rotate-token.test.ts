@@ -624,6 +624,8 @@ describe("rotate-token handler with too little of its invocation left (a Lambda 
     const error = await h.rotator({ clients: lease.clients })(eventFor(token, "createSecret"), lambdaContext(20_000)).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(RotationError);
     expect((error as Error).message).toMatch(/not started.*20 s .*left.*timeout.*nothing was spent/s);
+    // The timeout to set back: the one with which a refresh always starts, not merely the lease and margin.
+    expect((error as Error).message).toContain(`at least ${MIN_ROTATION_TIMEOUT_MS / 1000} s`);
     expect(h.refreshTokensPresented).toEqual([]);
     expect(h.secrets.versionCount).toBe(versions);
     expect(h.secrets.current().refresh_token).toBe(before);
