@@ -650,6 +650,25 @@ describe("rotate-token handler with too little of its invocation left (a Lambda 
     expect(await h.familyStillValid()).toBe(true);
   });
 
+  it("counts the time its invocation spent before createSecret against it: a slow Secrets Manager call leaves the refresh too little", async () => {
+    // 5 s more than a refresh needs at entry; the context counts down with the clock, as Lambda's does.
+    const endsAt = h.clock.now() + TOKEN_LEASE_TTL_MS + REFRESH_TIMEOUT_MARGIN_MS + 5_000;
+    const context = { ...lambdaContext(), getRemainingTimeInMillis: () => endsAt - h.clock.now() };
+    const token = randomUUID();
+    h.secrets.startRotation(token);
+    // The invocation's first read of the secret answers 10 s late.
+    const slow = h.secrets.holdNext("GetSecretValue");
+    const creating = h.rotator()(eventFor(token, "createSecret"), context).catch((e: unknown) => e);
+    await slow.reached;
+    h.sandbox.control.advanceClock(10);
+    slow.release();
+    const error = await creating;
+    expect(error).toBeInstanceOf(RotationError);
+    expect((error as Error).message).toMatch(/not started: 40 s of the invocation were left/);
+    expect(h.refreshTokensPresented).toEqual([]);
+    expect(await h.familyStillValid()).toBe(true);
+  });
+
   /**
    * createSecret with `remainingMs` left while a poller holds the refresh lease for 15 s: time passes 1 s at a time once
    * the rotation met the lease held. What it settled with, and how many seconds passed.
