@@ -3,6 +3,7 @@ import {
   CYCLE_SAFETY_MARGIN_MS,
   MIN_CYCLE_BUDGET_MS,
   MIN_POLLER_TIMEOUT_MS,
+  REFRESH_TIMEOUT_MARGIN_MS,
   TOKEN_LEASE_TTL_MS,
   checkPollerTimeout,
   cycleDeadline,
@@ -180,6 +181,15 @@ describe("cycleDeadline", () => {
   });
   it("never lies in the past", () => {
     expect(cycleDeadline(1_000, 5_000)).toBe(1_000);
+  });
+});
+
+describe("REFRESH_TIMEOUT_MARGIN_MS", () => {
+  it("is the room a poller's refresh leaves: its lease ends by its call's deadline, the cycle's deadline plus the grace", () => {
+    // The remaining time bounding the cycle (not a smaller CYCLE_BUDGET_MS): the latest a poller's refresh lease ends.
+    for (const timeoutMs of [MIN_POLLER_TIMEOUT_MS, 300_000]) {
+      expect(timeoutMs - (cycleDeadline(0, timeoutMs) + DEFAULT_DEADLINE_GRACE_MS)).toBe(REFRESH_TIMEOUT_MARGIN_MS);
+    }
   });
 });
 
