@@ -599,15 +599,21 @@ describe("rotate-token handler with too little of its invocation left (a Lambda 
   /** The refresh lease as the table holds it (undefined once released, or never taken). */
   const refreshLease = async () => (await h.table.doc.send(new GetCommand({ TableName: h.table.tableName, Key: leaseItemKey(REFRESH_LEASE) }))).Item;
 
-  /** A rotation container's clients counting its tries at the refresh lease (each a PutItem of the lease item). */
-  function countingLeaseTries(): { clients: ReturnType<Harness["clients"]>; tries: () => number } {
+  /**
+   * A rotation container's clients counting its tries at the refresh lease (each a PutItem of the lease item), and
+   * calling `answered` as each try's answer comes back.
+   */
+  function countingLeaseTries(answered?: () => void): { clients: ReturnType<Harness["clients"]>; tries: () => number } {
     let tries = 0;
     const clients = h.clients((dynamo) =>
       dynamo.middlewareStack.add(
         (next, context) => async (args) => {
           const item = (args.input as { Item?: { pk?: { S?: string } } }).Item;
-          if (String(context.commandName) === "PutItemCommand" && item?.pk?.S === leaseItemKey(REFRESH_LEASE).pk) tries += 1;
-          return next(args);
+          const leaseTry = String(context.commandName) === "PutItemCommand" && item?.pk?.S === leaseItemKey(REFRESH_LEASE).pk;
+          if (leaseTry) tries += 1;
+          const result = await next(args);
+          if (leaseTry) answered?.();
+          return result;
         },
         { step: "build", name: "countLeaseTries" },
       ),
@@ -665,6 +671,19 @@ describe("rotate-token handler with too little of its invocation left (a Lambda 
     const error = await creating;
     expect(error).toBeInstanceOf(RotationError);
     expect((error as Error).message).toMatch(/not started: 40 s of the invocation were left/);
+    expect(h.refreshTokensPresented).toEqual([]);
+    expect(await h.familyStillValid()).toBe(true);
+  });
+
+  it("bounds its refresh by half the lease counted from when it asked for it, not from a slow answer", async () => {
+    // The lease's put answers 10 s late: the lease runs from the ask, so the refresh has 5 s of its first half left.
+    const lease = countingLeaseTries(() => h.sandbox.control.advanceClock(10));
+    const token = randomUUID();
+    h.secrets.startRotation(token);
+    const error = await h.rotator({ clients: lease.clients })(eventFor(token, "createSecret"), lambdaContext(MIN_ROTATION_TIMEOUT_MS)).catch((e: unknown) => e);
+    // 5 s is less than a whole attempt at the token endpoint takes: not sent (a retry, later, takes a lease of its own).
+    expect(error).toMatchObject({ name: "DeadlineExceededError", message: expect.stringContaining("POST /oauth2/token was not sent") });
+    expect(lease.tries()).toBe(1);
     expect(h.refreshTokensPresented).toEqual([]);
     expect(await h.familyStillValid()).toBe(true);
   });
