@@ -530,3 +530,43 @@ export function seededRandom(seed: number): () => number {
   let state = seed;
   return () => (state = (state * 48271) % 2147483647) / 2147483647;
 }
+
+/** A provider read by `qashio_id`: a refund parent's or a re-drive's. */
+export function isReadByQashioId(call: ProviderCall): boolean {
+  return call.op === "listTransactions" && call.query.qashio_id !== undefined;
+}
+
+/** A later turn of the event loop, as a network answer comes: reads started meanwhile overlap the one waiting. */
+export const laterTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+/** Makes each read by `qashio_id` answer a turn later and counts how many were in flight at once (`most()`). */
+export function countReadsInFlight(rig: TestRig): { most: () => number } {
+  let inFlight = 0;
+  let most = 0;
+  rig.provider.beforeCall = async (call) => {
+    if (!isReadByQashioId(call)) return;
+    inFlight += 1;
+    most = Math.max(most, inFlight);
+    await laterTurn();
+    inFlight -= 1;
+  };
+  return { most: () => most };
+}
+
+/**
+ * Records the qashio_ids of reads by `qashio_id` as they start and as they answer; with `laterStartedAnswerFirst`, a
+ * read started later answers sooner (the order of answers differs from the order of reads).
+ */
+export function orderOfReads(rig: TestRig, laterStartedAnswerFirst: boolean): { started: string[]; answered: string[] } {
+  const started: string[] = [];
+  const answered: string[] = [];
+  rig.provider.beforeCall = async (call) => {
+    if (!isReadByQashioId(call) || call.op !== "listTransactions") return;
+    const qid = call.query.qashio_id as string;
+    started.push(qid);
+    const turns = laterStartedAnswerFirst ? 20 - started.length : 1;
+    for (let i = 0; i < turns; i++) await laterTurn();
+    answered.push(qid);
+  };
+  return { started, answered };
+}

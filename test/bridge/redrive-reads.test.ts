@@ -8,7 +8,7 @@ import { redriveQuarantined } from "../../shared/bridge/redrive.js";
 import { ReauthorizationNeededError } from "../../shared/bridge/errors.js";
 import { SINGLE_READ_CONCURRENCY } from "../../shared/bridge/provider.js";
 import { ReauthorizationRequiredError } from "../../shared/qashio/errors.js";
-import { makeRig, seededRandom, type ProviderCall } from "./fakes.js";
+import { countReadsInFlight, isReadByQashioId, laterTurn, makeRig, orderOfReads, seededRandom } from "./fakes.js";
 
 /** A rig with `count` transactions quarantined for a publish that failed for good; publishing works again after. */
 async function quarantined(count: number) {
@@ -22,28 +22,14 @@ async function quarantined(count: number) {
   return { rig, txns };
 }
 
-function isReadByQashioId(call: ProviderCall): boolean {
-  return call.op === "listTransactions" && call.query.qashio_id !== undefined;
-}
-
-/** A later turn of the event loop, as a network answer comes: reads started meanwhile overlap the one waiting. */
-const laterTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 describe("re-drive reads by qashio_id", () => {
   it("reads the quarantined transactions SINGLE_READ_CONCURRENCY at a time, not one after another, one read each", async () => {
     const { rig, txns } = await quarantined(10);
-    let inFlight = 0;
-    let most = 0;
-    rig.provider.beforeCall = async (call) => {
-      if (!isReadByQashioId(call)) return;
-      inFlight += 1;
-      most = Math.max(most, inFlight);
-      await laterTurn();
-      inFlight -= 1;
-    };
+    const reads = countReadsInFlight(rig);
     const report = await redriveQuarantined(rig.deps, { pageSize: 4 });
     expect(report.cycle.outcome).toBe("complete");
-    expect(most).toBe(SINGLE_READ_CONCURRENCY);
+    expect(reads.most()).toBe(SINGLE_READ_CONCURRENCY);
     expect(rig.provider.calls.filter(isReadByQashioId)).toHaveLength(txns.length);
     expect(report.redriven).toHaveLength(txns.length);
     expect(rig.quarantine.records.size).toBe(0);
@@ -52,16 +38,7 @@ describe("re-drive reads by qashio_id", () => {
   it("publishes the same events, in the same order and with the same ids, and deletes in the same batches, whichever read answers first", async () => {
     const run = async (laterStartedAnswerFirst: boolean) => {
       const { rig } = await quarantined(9);
-      const started: string[] = [];
-      const answered: string[] = [];
-      rig.provider.beforeCall = async (call) => {
-        if (call.op !== "listTransactions" || call.query.qashio_id === undefined) return;
-        const qid = call.query.qashio_id;
-        started.push(qid);
-        const turns = laterStartedAnswerFirst ? 20 - started.length : 1;
-        for (let i = 0; i < turns; i++) await laterTurn();
-        answered.push(qid);
-      };
+      const { started, answered } = orderOfReads(rig, laterStartedAnswerFirst);
       const deleted: string[][] = [];
       const deleteMany = rig.quarantine.deleteMany.bind(rig.quarantine);
       rig.quarantine.deleteMany = async (ids) => {

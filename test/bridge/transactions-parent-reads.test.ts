@@ -7,7 +7,7 @@ import { pollTransactions } from "../../shared/bridge/transactions.js";
 import { CycleAbortedError, ReauthorizationNeededError } from "../../shared/bridge/errors.js";
 import { SINGLE_READ_CONCURRENCY } from "../../shared/bridge/provider.js";
 import { ReauthorizationRequiredError } from "../../shared/qashio/errors.js";
-import { makeRig, type ProviderCall } from "./fakes.js";
+import { countReadsInFlight, isReadByQashioId, laterTurn, makeRig, orderOfReads } from "./fakes.js";
 import { clientOverFake } from "./provider-client.js";
 
 /** `count` refunds, each of a parent of its own that is neither listed nor in the store: each needs a provider read. */
@@ -23,30 +23,16 @@ function refundsOfUnknownParents(count: number) {
   return { rig, parents };
 }
 
-function isParentRead(call: ProviderCall): boolean {
-  return call.op === "listTransactions" && call.query.qashio_id !== undefined;
-}
-
-/** A later turn of the event loop, as a network answer comes: reads started meanwhile overlap the one waiting. */
-const laterTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 describe("refund parent reads", () => {
   it("reads the parents of a page's refunds SINGLE_READ_CONCURRENCY at a time, as card details are, not one after another", async () => {
     const { rig, parents } = refundsOfUnknownParents(10);
-    let inFlight = 0;
-    let most = 0;
-    rig.provider.beforeCall = async (call) => {
-      if (!isParentRead(call)) return;
-      inFlight += 1;
-      most = Math.max(most, inFlight);
-      await laterTurn();
-      inFlight -= 1;
-    };
+    const reads = countReadsInFlight(rig);
     const report = await pollTransactions(rig.deps);
     expect(report.outcome).toBe("complete");
-    expect(most).toBe(SINGLE_READ_CONCURRENCY);
+    expect(reads.most()).toBe(SINGLE_READ_CONCURRENCY);
     // Still one read per distinct parent.
-    expect(rig.provider.calls.filter(isParentRead)).toHaveLength(parents.length);
+    expect(rig.provider.calls.filter(isReadByQashioId)).toHaveLength(parents.length);
     // Published oldest created first: the refund of parents[0] first.
     expect(rig.publisher.events.map((e) => e.detail.data.parent)).toEqual(parents.map((p) => ({ id: p.id, qashio_id: p.qashio_id })));
   });
@@ -54,16 +40,7 @@ describe("refund parent reads", () => {
   it("publishes the same events, in the same order and with the same ids, and writes the same aliases, whichever parent read answers first", async () => {
     const run = async (laterStartedAnswerFirst: boolean) => {
       const { rig } = refundsOfUnknownParents(8);
-      const started: string[] = [];
-      const answered: string[] = [];
-      rig.provider.beforeCall = async (call) => {
-        if (call.op !== "listTransactions" || call.query.qashio_id === undefined) return;
-        const qid = call.query.qashio_id;
-        started.push(qid);
-        const turns = laterStartedAnswerFirst ? 20 - started.length : 1;
-        for (let i = 0; i < turns; i++) await laterTurn();
-        answered.push(qid);
-      };
+      const { started, answered } = orderOfReads(rig, laterStartedAnswerFirst);
       await pollTransactions(rig.deps);
       const aliases = [...rig.snapshots.data].filter(([key]) => key.startsWith("transaction:qashio_id:"));
       return { started, answered, events: rig.publisher.events.map((e) => [e.detail.id, e.detail.subject.id, e.detail.data.parent]), aliases };
@@ -82,7 +59,7 @@ describe("refund parent reads", () => {
     const deadline = rig.clock.now() + 60_000;
     let reads = 0;
     rig.provider.beforeCall = async (call) => {
-      if (!isParentRead(call)) return;
+      if (!isReadByQashioId(call)) return;
       // The third read cannot finish by the deadline: the client refuses to send it, as QashioClient does.
       if (++reads === 3) throw Object.assign(new Error("no time left"), { name: "DeadlineExceededError", deadline });
       await laterTurn();
@@ -92,7 +69,7 @@ describe("refund parent reads", () => {
     expect(rig.metrics.sum("CycleErrors")).toBe(0);
     expect(rig.publisher.events).toEqual([]);
     // Those in flight when it stopped ended; no read started after it.
-    expect(rig.provider.calls.filter(isParentRead)).toHaveLength(SINGLE_READ_CONCURRENCY);
+    expect(rig.provider.calls.filter(isReadByQashioId)).toHaveLength(SINGLE_READ_CONCURRENCY);
     expect(rig.provider.pending()).toHaveLength(parents.length);
 
     rig.provider.beforeCall = () => undefined;
@@ -104,7 +81,7 @@ describe("refund parent reads", () => {
     const { rig } = refundsOfUnknownParents(4);
     let reads = 0;
     rig.provider.beforeCall = async (call) => {
-      if (!isParentRead(call)) return;
+      if (!isReadByQashioId(call)) return;
       const n = ++reads;
       if (n === 1) throw Object.assign(new Error("failure 500"), { name: "ServerError", status: 500 });
       await laterTurn();
@@ -119,7 +96,7 @@ describe("refund parent reads", () => {
     const { rig } = refundsOfUnknownParents(10);
     const asked = new Set<string>();
     const provider = clientOverFake(rig.provider, rig.clock, (call) => {
-      if (!isParentRead(call) || call.op !== "listTransactions") return undefined;
+      if (!isReadByQashioId(call) || call.op !== "listTransactions") return undefined;
       asked.add(call.query.qashio_id as string);
       return { status: 429, retryAfterSeconds: 1 };
     });
