@@ -6,6 +6,8 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: "forks",
+    // CI names the tests running now in a file, for its watchdog to print if a run hangs (.ci/run).
+    reporters: process.env.QASHIO_RUNNING_TESTS === undefined ? ["default"] : ["default", "./test/running-tests-reporter.ts"],
     restoreMocks: true,
     // A temp directory per run, removed after it; DynamoDB Local (in memory, free port) for test/aws and
     // test/functions. See test/global-setup.
