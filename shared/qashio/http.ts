@@ -459,6 +459,11 @@ export class HttpCore {
   private readonly tokenProvider?: TokenProvider;
   private readonly logger?: ClientLogger;
   private readonly onRetry?: (event: RetryEvent) => void;
+  /**
+   * Epoch ms before which no request of this client is sent: the end of the wait the last 429 asked for. The provider
+   * throttles the token, so the company, not the one request (spec §7 leaves it open, see docs/spec-gaps.md).
+   */
+  private notBefore = Number.NEGATIVE_INFINITY;
 
   constructor(options: HttpCoreOptions) {
     this.baseUrl = options.baseUrl.replace(/\/+$/, "");
@@ -486,6 +491,7 @@ export class HttpCore {
     for (;;) {
       attempt += 1;
       if (request.stop?.aborted) throw this.outOfTime(request, last === undefined ? "sent" : "retried", last, "it was asked to stop");
+      await this.waitOutThrottling(request, last);
       // Checked before the token too: a call that cannot be sent must not spend the refresh token on the way (a
       // refresh and its save past the invocation's end could be cut off, leaving the spent token stored).
       if (!this.attemptFits(request, 0)) throw this.outOfTime(request, "sent", last);
@@ -516,6 +522,7 @@ export class HttpCore {
       const retryAfterMs = error instanceof RetryAfterError ? error.retryAfterMs : undefined;
       if (retryAfterMs !== undefined && retryAfterMs > this.retry.maxRetryAfterMs) throw error;
       const delayMs = retryAfterMs ?? this.backoff(attempt);
+      if (error instanceof RateLimitedError) this.notBefore = Math.max(this.notBefore, this.clock.now() + delayMs);
       // A retry that could not finish before the deadline is not attempted: the caller learns it is out of time.
       if (!this.attemptFits(request, delayMs)) throw this.outOfTime(request, "retried", error);
       this.logger?.warn("provider request failed; retrying", {
@@ -533,6 +540,20 @@ export class HttpCore {
       }
       last = error;
       await this.clock.sleep(delayMs, request.stop);
+    }
+  }
+
+  /**
+   * Waits until {@link notBefore}, so a request does not spend an attempt on a 429 another one already met. A wait
+   * that would leave no whole attempt before the deadline, or a stop request, ends the request as out of time.
+   */
+  private async waitOutThrottling(request: HttpRequest, last: QashioError | undefined): Promise<void> {
+    const what = last === undefined ? "sent" : "retried";
+    // A loop: a request answered 429 meanwhile may have moved the instant on.
+    for (let waitMs = this.notBefore - this.clock.now(); waitMs > 0; waitMs = this.notBefore - this.clock.now()) {
+      if (!this.attemptFits(request, waitMs)) throw this.outOfTime(request, what, last, "the provider's rate limit leaves no whole attempt before its deadline");
+      await this.clock.sleep(waitMs, request.stop);
+      if (request.stop?.aborted) throw this.outOfTime(request, what, last, "it was asked to stop");
     }
   }
 
