@@ -49,7 +49,12 @@ function sandboxClock(sandbox: Sandbox): Clock {
   };
 }
 
-export function lambdaContext(remainingMs = 60_000): Context {
+/**
+ * A Lambda context with `remainingMs` left. Given a `clock`, its remaining time counts down as that clock moves, as
+ * Lambda's does with real time (and, like Lambda's, goes below zero past the timeout); without one it stays put.
+ */
+export function lambdaContext(remainingMs = 60_000, clock?: Pick<Clock, "now">): Context {
+  const endsAt = clock === undefined ? undefined : clock.now() + remainingMs;
   return {
     callbackWaitsForEmptyEventLoop: false,
     functionName: "bridge-test",
@@ -59,7 +64,7 @@ export function lambdaContext(remainingMs = 60_000): Context {
     awsRequestId: randomUUID(),
     logGroupName: "/aws/lambda/bridge-test",
     logStreamName: "stream",
-    getRemainingTimeInMillis: () => remainingMs,
+    getRemainingTimeInMillis: () => (clock === undefined || endsAt === undefined ? remainingMs : endsAt - clock.now()),
     done: () => undefined,
     fail: () => undefined,
     succeed: () => undefined,
@@ -97,6 +102,16 @@ export interface Harness {
   readonly output: string[];
   readonly eventBridge: AwsStub<ServiceInputTypes, ServiceOutputTypes, EventBridgeClientResolvedConfig>;
   readonly clock: Clock;
+  /**
+   * The harness clock, but a sleep moves sandbox time on by its length: a backoff or `Retry-After` wait takes its time.
+   * Faithful for waits made one at a time: waits that overlap (a lease's keep-alive beside a token save) add up.
+   */
+  readonly waitingClock: Clock;
+  /**
+   * An invocation's context with `remainingMs` left now (by default 60 s, the stack's poller timeout) whose remaining
+   * time counts down with the harness clock, and the sandbox time of its timeout, `endsAt`.
+   */
+  invocation(remainingMs?: number): { readonly context: Context; readonly endsAt: number };
   /** A new Lambda container running the transaction or card poller. */
   poller(kind: "transactions" | "cards", options?: Partial<HandlerOptions>): (event?: PollEvent, context?: Context) => Promise<PollResult>;
   /**
@@ -216,6 +231,16 @@ export async function createHarness(options: { seed?: number; piiMode?: "full" |
     output,
     eventBridge,
     clock,
+    waitingClock: {
+      now: clock.now,
+      sleep: async (ms) => {
+        if (ms > 0) sandbox.control.advanceClock(ms / 1_000);
+        await clock.sleep(0);
+      },
+    },
+    invocation(remainingMs = 60_000) {
+      return { context: lambdaContext(remainingMs, clock), endsAt: clock.now() + remainingMs };
+    },
     clients,
     poller(kind, overrides) {
       const handler = createPollHandler(kind, handlerOptions(overrides));
