@@ -161,6 +161,8 @@ class CardRun extends CycleRun {
   private readonly seen = new RecentIds();
   /** Set once a page's detail reads all failed (see `withDetails`): the rest of the walk takes cards as listed, without reading them. */
   private detailsFailing = false;
+  /** Set once a page of this cycle is walked: a deadline among a later page's detail reads leaves that page whole (see `withDetails`). */
+  private walkedPage = false;
   private readonly mode: CardCycleMode;
 
   constructor(
@@ -239,11 +241,13 @@ class CardRun extends CycleRun {
       if (entries.length > 0) this.deps.metrics.add("CardsPulled", entries.length, "Count");
       try {
         await this.processPage(entries);
+        this.walkedPage = true;
       } catch (err) {
         if (!this.outOfTime(err)) throw err;
-        // A card detail read or the snapshots' read could not finish in time; nothing of the page was published or
-        // stored (its quarantine records aside, put again idempotently), so it is walked next cycle (with the cursor
-        // as it stood, and a shift not yet applied kept for then: see below).
+        // A card detail read (one in flight, or any on a page after the cycle's first) or the snapshots' read could not
+        // finish in time; nothing of the page was published or stored (its quarantine records aside, put again
+        // idempotently), so it is walked next cycle (with the cursor as it stood, and a shift not yet applied kept for
+        // then: see below).
         this.report.outcome = "deadline";
         break;
       }
@@ -319,7 +323,12 @@ class CardRun extends CycleRun {
 
   /**
    * The page's cards as their single reads show them (see `CardCycleDeps.cardDetails`), read SINGLE_READ_CONCURRENCY at
-   * a time before anything is written, so a deadline met among them leaves the page whole for the next cycle. A listed
+   * a time before anything is written, so a deadline met among them leaves the page whole for the next cycle, which
+   * starts with it. Not so on the cycle's first page once some of its reads started before the deadline: no later cycle
+   * would have more time for it, and one that cannot read it whole would hold the walk there for good. Its reads not
+   * started by the cycle's deadline are not made, and those cards are taken as listed (the reads in flight finish
+   * within the calls' grace). A first page listed only after the deadline is read in the grace as a later one, and a
+   * stop request leaves the page whole as before. A listed
    * card that fails validation stays as listed (it is quarantined as such). A card the read does not find (404: removed
    * since it was listed, or one the provider lists but will not show), a read that fails otherwise (after the client's
    * retries; a token failure aside, which ends the cycle, also when another read in flight ran out of time first: see
@@ -333,6 +342,10 @@ class CardRun extends CycleRun {
   private async withDetails(entries: readonly CardEntry[]): Promise<CardEntry[]> {
     let failed = 0;
     let answered = 0;
+    const firstPage = !this.walkedPage;
+    /** Set once a read of this page starts before the cycle's deadline. */
+    let readInTime = false;
+    let unstarted = 0;
     const endDetails = (): void => {
       if (this.detailsFailing) return;
       this.detailsFailing = true;
@@ -349,6 +362,13 @@ class CardRun extends CycleRun {
       // The list's view stands in for the card: its validation is the one just made.
       const asListed = (): CardEntry => ({ ...entry, asListed: true, checked: listed });
       if (this.detailsFailing) return asListed();
+      // A page no cycle can read whole would hold the walk there for good (see above); a stop says nothing of that.
+      const late = this.pastDeadline() && this.options.signal?.aborted !== true;
+      if (firstPage && late && readInTime) {
+        unstarted += 1;
+        return asListed();
+      }
+      if (!late) readInTime = true;
       const id = listed.data["id"] as string;
       const gone = (err: unknown): boolean => !isTokenFailure(err) && statusOf(err) === 404;
       let page;
@@ -383,6 +403,7 @@ class CardRun extends CycleRun {
     // Back in page order: the walk's cursor and the events follow the list.
     const read = [...readRotated.slice(entries.length - start), ...readRotated.slice(0, entries.length - start)];
     if (failed > 0 && answered === 0) endDetails();
+    if (unstarted > 0) this.deps.logger.warn("card detail reads not started by the cycle deadline; those cards are taken as listed", { unstarted });
     // Cards whose limits this walk could not see: persistent, it alarms (CardDetailsUnread). A fast tick's count apart:
     // its ticks, many per full walk, would put one passing failure in several of the alarm's periods, and the full
     // walk reads those cards too.

@@ -1524,6 +1524,77 @@ describe("pollCards with card details", () => {
     expect((await pollCards(rig.deps, { pageSize: 10 })).outcome).toBe("complete");
     expect(rig.publisher.events).toHaveLength(6);
   });
+
+  it("takes the cards of a cycle's first page whose reads the deadline left unstarted as listed: the page is published and stored, the walk moves on", async () => {
+    const rig = await walked(14);
+    for (const card of rig.provider.cards) rig.provider.changeCard(card["id"] as string, { status: "Suspended", purchase_limits: limits(800) });
+    const deadline = rig.clock.now() + 1_000;
+    let reads = 0;
+    // The deadline passes while the first reads are in flight: no cycle would read this page whole, it would stay on it.
+    rig.provider.beforeCall = (call) => {
+      if (call.op === "readErpCard" && ++reads === SINGLE_READ_CONCURRENCY) rig.clock.advance(2_000);
+    };
+    const stopped = await pollCards(rig.deps, { pageSize: 10, deadline, random: () => 0 });
+    expect(stopped.outcome).toBe("deadline");
+    // The reads in flight finished; the page's other cards were not read.
+    expect(reads).toBe(SINGLE_READ_CONCURRENCY);
+    expect(rig.metrics.sum("CardDetailsUnread")).toBe(10 - SINGLE_READ_CONCURRENCY);
+    const firstPage = rig.provider.cards.slice(0, 10).map((card) => card["id"] as string);
+    expect(rig.publisher.events.map((e) => [e.detailType, e.detail.subject.id])).toEqual(firstPage.map((id) => ["card.suspended", id]));
+    // Read cards carry their new limit; cards taken as listed keep the one last read, for a later walk to publish.
+    const limitOf = (id: string) => (rig.snapshots.data.get(`card:${id}`)?.object["purchase_limits"] as { amount: number }).amount;
+    expect(firstPage.map(limitOf)).toEqual([...Array<number>(SINGLE_READ_CONCURRENCY).fill(800), ...Array<number>(10 - SINGLE_READ_CONCURRENCY).fill(500)]);
+    expect(rig.snapshots.data.get(walkCursorKey("full"))?.object).toMatchObject({ next_offset: 10 });
+    rig.provider.beforeCall = () => undefined;
+    expect((await pollCards(rig.deps, { pageSize: 10 })).outcome).toBe("complete");
+    expect(new Set(rig.publisher.events.filter((e) => e.detailType === "card.suspended").map((e) => e.detail.subject.id))).toEqual(
+      new Set(rig.provider.cards.map((card) => card["id"] as string)),
+    );
+  });
+
+  it("reads a first page listed only after the deadline whole in the calls' grace, as a later page: the cycle had no time to try it", async () => {
+    const rig = await walked(14);
+    for (const card of rig.provider.cards) rig.provider.changeCard(card["id"] as string, { purchase_limits: limits(800) });
+    const deadline = rig.clock.now() + 1_000;
+    rig.provider.beforeCall = (call) => {
+      if (call.op === "listErpCards") rig.clock.advance(2_000);
+    };
+    const stopped = await pollCards(rig.deps, { pageSize: 10, deadline, random: () => 0 });
+    expect(stopped.outcome).toBe("deadline");
+    expect(rig.provider.count("readErpCard")).toBe(14 + 10);
+    expect(rig.metrics.sum("CardDetailsUnread")).toBe(0);
+    expect(rig.publisher.events).toHaveLength(10);
+  });
+
+  it("takes no card as listed for a stop request among the first page's reads: a stop says nothing of the time a page needs", async () => {
+    const rig = await walked(14);
+    const stop = new AbortController();
+    let reads = 0;
+    rig.provider.beforeCall = (call) => {
+      if (call.op === "readErpCard" && ++reads === SINGLE_READ_CONCURRENCY) stop.abort();
+    };
+    // The fake provider answers reads after the stop, as a client whose attempts were under way would.
+    await pollCards(rig.deps, { pageSize: 10, deadline: rig.clock.now() + 60_000, signal: stop.signal, random: () => 0 });
+    expect(rig.metrics.sum("CardDetailsUnread")).toBe(0);
+    expect(rig.logger.lines.some((l) => l.message.startsWith("card detail reads not started"))).toBe(false);
+  });
+
+  it("reads a later page whole when the deadline passes among its reads: a walk longer than its cycle counts no card unread", async () => {
+    const rig = await walked(24);
+    for (const card of rig.provider.cards) rig.provider.changeCard(card["id"] as string, { purchase_limits: limits(800) });
+    const deadline = rig.clock.now() + 1_000;
+    let reads = 0;
+    // The deadline passes as the second page's reads start: they have the calls' grace, and the next cycle would start on it.
+    rig.provider.beforeCall = (call) => {
+      if (call.op === "readErpCard" && ++reads === 11) rig.clock.advance(2_000);
+    };
+    const stopped = await pollCards(rig.deps, { pageSize: 10, deadline, random: () => 0 });
+    expect(stopped.outcome).toBe("deadline");
+    expect(reads).toBe(20);
+    expect(rig.metrics.sum("CardDetailsUnread")).toBe(0);
+    expect(rig.publisher.events).toHaveLength(20);
+    expect(rig.snapshots.data.get(walkCursorKey("full"))?.object).toMatchObject({ next_offset: 20 });
+  });
 });
 
 describe("card details: a configuration object that appears between two detail reads", () => {

@@ -80,6 +80,12 @@ async function warmedBacklog(transactions: number): Promise<{ backlog: Set<strin
   return { backlog: backlogIds(), expiresAt: stored.accessTokenExpiresAt, refreshToken: stored.refreshToken };
 }
 
+/** The sum of metric `name` over every EMF document written so far. */
+function metricSum(name: string): number {
+  const docs = h.output.filter((line) => line.includes('"_aws"')).map((line) => JSON.parse(line) as Record<string, unknown>);
+  return docs.reduce((sum, doc) => sum + (typeof doc[name] === "number" ? doc[name] : 0), 0);
+}
+
 /** Whether no refresh token was presented twice, and the stored one still refreshes (the family is intact). */
 async function familyIntact(): Promise<boolean> {
   return new Set(h.refreshTokensPresented).size === h.refreshTokensPresented.length && (await h.familyStillValid());
@@ -171,5 +177,47 @@ describe("poll-transactions near the end of its invocation", () => {
     expect(subjectIds(h.published, "transaction.created")).toEqual(backlog);
     expect(oneIdPerSubject(h.published)).toBe(true);
     expect(await h.familyStillValid()).toBe(true);
+  });
+});
+
+describe("poll-cards near the end of its invocation", () => {
+  it("stops its walk at the deadline before the timeout when every answer takes 1.5 s, and the next invocations finish it from its cursor", async () => {
+    const cards = company().cards as unknown as { id: string; status: string }[];
+    const [model] = company().cards;
+    for (let n = 0; n < 450; n += 1) cards.push({ ...model, id: `CA${String(n).padStart(10, "0")}`, status: "Active" } as never);
+    // A full walk first records every card silently.
+    const fast = h.poller("cards");
+    expect(await fast()).toMatchObject({ status: "completed", outcome: "complete", published: 0 });
+    // Then cards all along the list are suspended, and every card is read in detail.
+    const suspended = cards.filter((card, i) => card.status === "Active" && i % 40 === 0);
+    for (const card of suspended) h.sandbox.control.state.setCardStatus(card as never, "Suspended");
+    const poll = h.poller("cards", { fetch: slowProvider(1.5), env: { ...h.env, CARD_DETAILS: "true" } });
+    const results: (PollResult & { endedInTime: boolean })[] = [];
+    do results.push(await invoke(poll));
+    while (results.at(-1)?.outcome !== "complete" && results.length < 20);
+    expect(results[0]).toMatchObject({ status: "completed", outcome: "deadline", endedInTime: true });
+    expect(results.every((r) => r.status === "completed" && r.endedInTime)).toBe(true);
+    expect(results.at(-1)?.outcome).toBe("complete");
+    expect(subjectIds(h.published, "card.suspended")).toEqual(new Set(suspended.map((card) => card.id)));
+    expect(oneIdPerSubject(h.published)).toBe(true);
+    expect(await familyIntact()).toBe(true);
+    // The cards whose reads the deadline left unmade were counted (CardDetailsUnread): the walk could not read them.
+    expect(metricSum("CardDetailsUnread")).toBeGreaterThan(0);
+  });
+
+  it("reads every card in detail when the answers take 0.4 s and the walk spans invocations: a page started before the deadline is read whole, none counted unread", async () => {
+    const cards = company().cards as unknown as { id: string; status: string }[];
+    const [model] = company().cards;
+    for (let n = 0; n < 450; n += 1) cards.push({ ...model, id: `CA${String(n).padStart(10, "0")}`, status: "Active" } as never);
+    expect(await h.poller("cards")()).toMatchObject({ status: "completed", outcome: "complete", published: 0 });
+    const poll = h.poller("cards", { fetch: slowProvider(0.4), env: { ...h.env, CARD_DETAILS: "true" } });
+    const results: (PollResult & { endedInTime: boolean })[] = [];
+    do results.push(await invoke(poll));
+    while (results.at(-1)?.outcome !== "complete" && results.length < 20);
+    expect(results[0]).toMatchObject({ status: "completed", outcome: "deadline", endedInTime: true });
+    expect(results.every((r) => r.status === "completed" && r.endedInTime)).toBe(true);
+    expect(results.at(-1)?.outcome).toBe("complete");
+    // A walk longer than one invocation is no failure to read: the CardDetailsUnread alarm must not page on it.
+    expect(metricSum("CardDetailsUnread")).toBe(0);
   });
 });
