@@ -488,10 +488,12 @@ export class HttpCore {
     let replayToken: string | undefined;
     let attempt = request.callerRetries?.failedBefore ?? 0;
     let last: QashioError | undefined;
+    // The end of the latest client-wide throttling wait this request has waited out (see waitOutThrottling).
+    let waitedFor = Number.NEGATIVE_INFINITY;
     for (;;) {
       attempt += 1;
       if (request.stop?.aborted) throw this.outOfTime(request, last === undefined ? "sent" : "retried", last, "it was asked to stop");
-      await this.waitOutThrottling(request, last);
+      waitedFor = await this.waitOutThrottling(request, last, waitedFor);
       // Checked before the token too: a call that cannot be sent must not spend the refresh token on the way (a
       // refresh and its save past the invocation's end could be cut off, leaving the spent token stored).
       if (!this.attemptFits(request, 0)) throw this.outOfTime(request, "sent", last);
@@ -522,7 +524,12 @@ export class HttpCore {
       const retryAfterMs = error instanceof RetryAfterError ? error.retryAfterMs : undefined;
       if (retryAfterMs !== undefined && retryAfterMs > this.retry.maxRetryAfterMs) throw error;
       const delayMs = retryAfterMs ?? this.backoff(attempt);
-      if (error instanceof RateLimitedError) this.notBefore = Math.max(this.notBefore, this.clock.now() + delayMs);
+      if (error instanceof RateLimitedError) {
+        const until = this.clock.now() + delayMs;
+        this.notBefore = Math.max(this.notBefore, until);
+        // The sleep below waits it out for this request.
+        waitedFor = until;
+      }
       // A retry that could not finish before the deadline is not attempted: the caller learns it is out of time.
       if (!this.attemptFits(request, delayMs)) throw this.outOfTime(request, "retried", error);
       this.logger?.warn("provider request failed; retrying", {
@@ -544,17 +551,26 @@ export class HttpCore {
   }
 
   /**
-   * Waits until {@link notBefore}, so a request does not spend an attempt on a 429 another one already met. A wait
-   * that would leave no whole attempt before the deadline, or a stop request, ends the request as out of time.
+   * Waits until {@link notBefore}, so a request does not spend an attempt on a 429 another one already met, and returns
+   * the instant waited for. A wait that would leave no whole attempt before the deadline, or a stop request, ends the
+   * request as out of time.
    */
-  private async waitOutThrottling(request: HttpRequest, last: QashioError | undefined): Promise<void> {
+  private async waitOutThrottling(request: HttpRequest, last: QashioError | undefined, waitedFor: number): Promise<number> {
     const what = last === undefined ? "sent" : "retried";
-    // A loop: a request answered 429 meanwhile may have moved the instant on.
-    for (let waitMs = this.notBefore - this.clock.now(); waitMs > 0; waitMs = this.notBefore - this.clock.now()) {
-      if (!this.attemptFits(request, waitMs)) throw this.outOfTime(request, what, last, "the provider's rate limit leaves no whole attempt before its deadline");
-      await this.clock.sleep(waitMs, request.stop);
-      if (request.stop?.aborted) throw this.outOfTime(request, what, last, "it was asked to stop");
+    let waited = waitedFor;
+    // Again only when a 429 answered meanwhile moved the instant on: each instant is waited for once, so a clock that
+    // does not move while sleeping (tests) cannot hold a request here.
+    while (this.notBefore > waited) {
+      const until = this.notBefore;
+      const waitMs = until - this.clock.now();
+      if (waitMs > 0) {
+        if (!this.attemptFits(request, waitMs)) throw this.outOfTime(request, what, last, "the provider's rate limit leaves no whole attempt before its deadline");
+        await this.clock.sleep(waitMs, request.stop);
+        if (request.stop?.aborted) throw this.outOfTime(request, what, last, "it was asked to stop");
+      }
+      waited = until;
     }
+    return waited;
   }
 
   private reportRetry(error: QashioError, attempt: number, delayMs: number): void {

@@ -85,4 +85,16 @@ describe("HttpCore after a 429", () => {
     await clock.advance(0);
     expect(second.outcome).toMatchObject({ status: 200 });
   });
+
+  it("waits each instant out once: a clock that does not move while sleeping (the functions' harness) cannot hold a request", async () => {
+    const fetch = scriptedFetch(fail(429, [], { "retry-after": "5" }), ok([]), ok([]));
+    const now = Date.UTC(2025, 0, 15, 12, 0, 0);
+    const sleeps: number[] = [];
+    const frozen = { now: () => now, sleep: async (ms: number) => void sleeps.push(ms) };
+    const http = new HttpCore({ baseUrl: "https://api.example.test", fetch, clock: frozen, tokenProvider: new StaticTokenProvider("token-1"), timeoutMs: 10_000, retry: { random: () => 0.5 } });
+    await expect(http.request(read("Q1"))).resolves.toMatchObject({ status: 200 });
+    // A later request waits for the same instant once, then goes (it looped on a clock that never reached it).
+    await expect(http.request(read("Q2"))).resolves.toMatchObject({ status: 200 });
+    expect(sleeps).toEqual([5000, 5000]);
+  });
 });
