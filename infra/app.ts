@@ -10,10 +10,12 @@ import { InfraError } from "./errors.js";
 const app = new App();
 try {
   buildBridgeApp({ ...bridgeAppOptionsFromContext(app, process.env), app });
+  app.synth();
 } catch (error) {
   if (!(error instanceof InfraError)) throw error;
   // a configuration mistake: the message names tenant and field, a stack trace would only hide it
   console.error(`qashio-bridge synth failed: ${error.message}`);
-  process.exit(1);
+  // Not process.exit(): on Node 24 it can hang for good when V8 is still compiling in the background, as it is just
+  // after aws-cdk-lib has loaded (nodejs/node#64274; `cdk synth`, and the tests that run this file, waited for ever).
+  process.exitCode = 1;
 }
-app.synth();
