@@ -55,6 +55,17 @@ async function untilDrained(poll: ReturnType<Harness["poller"]>, max = 20): Prom
   return results;
 }
 
+/**
+ * Invokes `poll` until the provider has nothing pending, then expects every invocation to have ended in time and the
+ * whole `backlog` delivered, each subject under one event id.
+ */
+async function expectRestDelivered(poll: ReturnType<Harness["poller"]>, backlog: ReadonlySet<string>): Promise<void> {
+  const rest = await untilDrained(poll);
+  expect(rest.every((r) => r.status === "completed" && r.endedInTime)).toBe(true);
+  expect(subjectIds(h.published, "transaction.created")).toEqual(backlog);
+  expect(oneIdPerSubject(h.published)).toBe(true);
+}
+
 /** Whether every subject was sent under one event id per type, however often it was sent. */
 function oneIdPerSubject(events: readonly PublishedEvent[]): boolean {
   const ids = new Map<string, Set<string>>();
@@ -122,10 +133,7 @@ describe("poll-transactions near the end of its invocation", () => {
     expect(first).toMatchObject({ status: "completed", outcome: "deadline", endedInTime: true });
     expect(first.published).toBeGreaterThan(0);
     expect(h.sandbox.control.state.faults.list()).toEqual([]);
-    const rest = await untilDrained(poll);
-    expect(rest.every((r) => r.status === "completed" && r.endedInTime)).toBe(true);
-    expect(subjectIds(h.published, "transaction.created")).toEqual(backlog);
-    expect(oneIdPerSubject(h.published)).toBe(true);
+    await expectRestDelivered(poll, backlog);
     expect(await familyIntact()).toBe(true);
   });
 
@@ -151,10 +159,7 @@ describe("poll-transactions near the end of its invocation", () => {
     expect(h.refreshTokensPresented).toHaveLength(presented + 1);
     // The refresh token it got is the one stored: nothing spent without being saved.
     expect(await familyIntact()).toBe(true);
-    const rest = await untilDrained(poll);
-    expect(rest.every((r) => r.status === "completed" && r.endedInTime)).toBe(true);
-    expect(subjectIds(h.published, "transaction.created")).toEqual(backlog);
-    expect(oneIdPerSubject(h.published)).toBe(true);
+    await expectRestDelivered(poll, backlog);
     expect(await familyIntact()).toBe(true);
   });
 
@@ -172,10 +177,7 @@ describe("poll-transactions near the end of its invocation", () => {
     expect(h.clock.now()).toBeLessThan(endsAt);
     expect(h.sandbox.control.state.faults.list()).toEqual([]);
     expect((await h.tokenStore().load())?.refreshToken).toBe(refreshToken);
-    const rest = await untilDrained(poll);
-    expect(rest.every((r) => r.status === "completed" && r.endedInTime)).toBe(true);
-    expect(subjectIds(h.published, "transaction.created")).toEqual(backlog);
-    expect(oneIdPerSubject(h.published)).toBe(true);
+    await expectRestDelivered(poll, backlog);
     expect(await h.familyStillValid()).toBe(true);
   });
 });
