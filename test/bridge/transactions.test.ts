@@ -1363,7 +1363,12 @@ describe("pollTransactions", () => {
     expect(rig.metrics.sum("CycleErrors")).toBe(0);
     expect(rig.logger.lines.some((l) => l.level === "warn" && l.message.includes("cycle deadline"))).toBe(true);
 
+    // The client holds its requests for the 55 s the provider asked for (a cycle started sooner waits, or stops on
+    // time again); the next cycle after them acknowledges.
     limited = false;
+    const tooSoon = await pollTransactions(deps, { deadline: rig.clock.now() + 20_000 });
+    expect(tooSoon).toMatchObject({ outcome: "deadline", acknowledged: 0, published: {} });
+    rig.clock.advance(55_000);
     const second = await pollTransactions(deps, { deadline: rig.clock.now() + 20_000 });
     expect(second).toMatchObject({ outcome: "complete", unchanged: 3, acknowledged: 3, published: {} });
     expect(rig.publisher.events).toHaveLength(3);
