@@ -263,7 +263,7 @@ export class OpsAlarms extends Construct {
         "CardDetailsUnread",
         "Sum",
         unreadWindow,
-        `Tenant ${tenant}: card detail reads failed in ${describeAlarmWindow(unreadWindow)}; ` +
+        `Tenant ${tenant}: card detail reads failed, or a page's reads did not fit in a cycle (a slow detail endpoint), in ${describeAlarmWindow(unreadWindow)}; ` +
           "those cards were taken as listed, so their limit changes are not seen until a read works.",
       );
     }
