@@ -182,24 +182,36 @@ describe("poll-transactions near the end of its invocation", () => {
   });
 });
 
+/** Adds `count` active cards to the sandbox's list and records them all with one full walk, which publishes nothing. */
+async function recordedCards(count: number): Promise<{ id: string; status: string }[]> {
+  const cards = company().cards as unknown as { id: string; status: string }[];
+  const [model] = company().cards;
+  for (let n = 0; n < count; n += 1) cards.push({ ...model, id: `CA${String(n).padStart(10, "0")}`, status: "Active" } as never);
+  expect(await h.poller("cards")()).toMatchObject({ status: "completed", outcome: "complete", published: 0 });
+  return cards;
+}
+
+/**
+ * Invokes the card poller until its walk completes (at most 20 times); expects the first invocation to stop at its
+ * deadline and every one to end in time.
+ */
+async function expectWalkedOverInvocations(poll: ReturnType<Harness["poller"]>): Promise<void> {
+  const results: (PollResult & { endedInTime: boolean })[] = [];
+  do results.push(await invoke(poll));
+  while (results.at(-1)?.outcome !== "complete" && results.length < 20);
+  expect(results[0]).toMatchObject({ status: "completed", outcome: "deadline", endedInTime: true });
+  expect(results.every((r) => r.status === "completed" && r.endedInTime)).toBe(true);
+  expect(results.at(-1)?.outcome).toBe("complete");
+}
+
 describe("poll-cards near the end of its invocation", () => {
   it("stops its walk at the deadline before the timeout when every answer takes 1.5 s, and the next invocations finish it from its cursor", async () => {
-    const cards = company().cards as unknown as { id: string; status: string }[];
-    const [model] = company().cards;
-    for (let n = 0; n < 450; n += 1) cards.push({ ...model, id: `CA${String(n).padStart(10, "0")}`, status: "Active" } as never);
-    // A full walk first records every card silently.
-    const fast = h.poller("cards");
-    expect(await fast()).toMatchObject({ status: "completed", outcome: "complete", published: 0 });
+    const cards = await recordedCards(450);
     // Then cards all along the list are suspended, and every card is read in detail.
     const suspended = cards.filter((card, i) => card.status === "Active" && i % 40 === 0);
     for (const card of suspended) h.sandbox.control.state.setCardStatus(card as never, "Suspended");
     const poll = h.poller("cards", { fetch: slowProvider(1.5), env: { ...h.env, CARD_DETAILS: "true" } });
-    const results: (PollResult & { endedInTime: boolean })[] = [];
-    do results.push(await invoke(poll));
-    while (results.at(-1)?.outcome !== "complete" && results.length < 20);
-    expect(results[0]).toMatchObject({ status: "completed", outcome: "deadline", endedInTime: true });
-    expect(results.every((r) => r.status === "completed" && r.endedInTime)).toBe(true);
-    expect(results.at(-1)?.outcome).toBe("complete");
+    await expectWalkedOverInvocations(poll);
     expect(subjectIds(h.published, "card.suspended")).toEqual(new Set(suspended.map((card) => card.id)));
     expect(oneIdPerSubject(h.published)).toBe(true);
     expect(await familyIntact()).toBe(true);
@@ -208,17 +220,9 @@ describe("poll-cards near the end of its invocation", () => {
   });
 
   it("reads every card in detail when the answers take 0.4 s and the walk spans invocations: a page started before the deadline is read whole, none counted unread", async () => {
-    const cards = company().cards as unknown as { id: string; status: string }[];
-    const [model] = company().cards;
-    for (let n = 0; n < 450; n += 1) cards.push({ ...model, id: `CA${String(n).padStart(10, "0")}`, status: "Active" } as never);
-    expect(await h.poller("cards")()).toMatchObject({ status: "completed", outcome: "complete", published: 0 });
+    await recordedCards(450);
     const poll = h.poller("cards", { fetch: slowProvider(0.4), env: { ...h.env, CARD_DETAILS: "true" } });
-    const results: (PollResult & { endedInTime: boolean })[] = [];
-    do results.push(await invoke(poll));
-    while (results.at(-1)?.outcome !== "complete" && results.length < 20);
-    expect(results[0]).toMatchObject({ status: "completed", outcome: "deadline", endedInTime: true });
-    expect(results.every((r) => r.status === "completed" && r.endedInTime)).toBe(true);
-    expect(results.at(-1)?.outcome).toBe("complete");
+    await expectWalkedOverInvocations(poll);
     // A walk longer than one invocation is no failure to read: the CardDetailsUnread alarm must not page on it.
     expect(metricSum("CardDetailsUnread")).toBe(0);
   });
