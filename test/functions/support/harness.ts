@@ -54,7 +54,11 @@ function sandboxClock(sandbox: Sandbox): Clock {
  * Lambda's does with real time (and, like Lambda's, goes below zero past the timeout); without one it stays put.
  */
 export function lambdaContext(remainingMs = 60_000, clock?: Pick<Clock, "now">): Context {
-  const endsAt = clock === undefined ? undefined : clock.now() + remainingMs;
+  let remaining = () => remainingMs;
+  if (clock !== undefined) {
+    const endsAt = clock.now() + remainingMs;
+    remaining = () => endsAt - clock.now();
+  }
   return {
     callbackWaitsForEmptyEventLoop: false,
     functionName: "bridge-test",
@@ -64,7 +68,7 @@ export function lambdaContext(remainingMs = 60_000, clock?: Pick<Clock, "now">):
     awsRequestId: randomUUID(),
     logGroupName: "/aws/lambda/bridge-test",
     logStreamName: "stream",
-    getRemainingTimeInMillis: () => (clock === undefined || endsAt === undefined ? remainingMs : endsAt - clock.now()),
+    getRemainingTimeInMillis: remaining,
     done: () => undefined,
     fail: () => undefined,
     succeed: () => undefined,
