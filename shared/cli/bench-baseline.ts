@@ -4,7 +4,7 @@
  * transaction, which the bridge's own figure is read against: the budget is absolute, and machines (or one VM from
  * hour to hour) differ by a third or more.
  *
- * Per page: one list call, `JSON.parse`, and per item: a copy without `client_sync_status`, one `JSON.stringify`, its
+ * Per page: one list call, `JSON.parse` (of the page's pieces, as the bridge's client parses it), and per item: a copy without `client_sync_status`, one `JSON.stringify`, its
  * sha-256 (the content hash) and a second sha-256 (the event id), an EventBridge-shaped line and a snapshot line both
  * holding that text; then the two files appended and fsynced, and one acknowledge call. No validation, no PII masking,
  * no snapshot reads or index, no read-ahead, no retries: what no client can skip, not what a careful one does.
@@ -17,6 +17,7 @@ import { join } from "node:path";
 import { exchangeCode } from "../qashio/auth/oauth.js";
 import { PATHS } from "../qashio/client.js";
 import { nodeHttpFetch } from "../qashio/node-transport.js";
+import { parseJsonChunks } from "../qashio/json-body.js";
 import { ScratchBuffer, writeAll } from "../local/atomic.js";
 import { CliError, EXIT } from "./errors.js";
 
@@ -46,11 +47,12 @@ interface ListBody {
   readonly data: readonly Record<string, unknown>[];
 }
 
-async function call(url: string, init: { method?: string; headers: Record<string, string>; body?: string }): Promise<string> {
+/** Sends one request; returns its body's chunks and size, or fails on a status other than 200. */
+async function call(url: string, init: { method?: string; headers: Record<string, string>; body?: string }): Promise<{ chunks: readonly Buffer[]; bytes: number }> {
   const response = await nodeHttpFetch(url, init);
-  const text = await response.text();
   if (response.status !== 200) throw new CliError(`${init.method ?? "GET"} ${new URL(url).pathname} answered ${response.status}`, EXIT.failed);
-  return text;
+  const chunks = await response.chunks!();
+  return { chunks, bytes: chunks.reduce((sum, chunk) => sum + chunk.length, 0) };
 }
 
 /** Drains the provider's `not_synced` list to the end; returns how many transactions it acknowledged. */
@@ -66,14 +68,15 @@ async function drain(request: BaselineRequest, accessToken: string): Promise<num
     const maxPages = Math.ceil(request.transactions / request.pageSize) + 1;
     for (let sequence = 0, pages = 0; ; ) {
       if (++pages > maxPages) throw new CliError(`the list still held transactions after ${maxPages} pages (${acknowledged} acknowledged)`, EXIT.failed);
+      // Parsed as the bridge's client does (json-body.ts): a page is never one string.
       const body = await call(list, { headers });
-      const { data } = JSON.parse(body) as ListBody;
+      const { data } = parseJsonChunks(body.chunks) as ListBody;
       if (data.length === 0) return acknowledged;
       const now = new Date().toISOString();
       // Lines are encoded into two buffers reused page after page: fresh ones would cost page faults, not protocol work.
-      // An object's text is about its part of the body (numbers may grow: 1e5 is 100000); 3 bytes a character bound
-      // its UTF-8, and a cut line fails the run (below).
-      const bound = 3 * body.length + LINE_OVERHEAD_BYTES * data.length;
+      // An object's text is about its part of the body (numbers may grow: 1e5 is 100000; a lone surrogate's 3 bytes
+      // become a 6-character escape); 3 bytes per body byte bound its UTF-8, and a cut line fails the run (below).
+      const bound = 3 * body.bytes + LINE_OVERHEAD_BYTES * data.length;
       const eventLines = eventScratch.take(bound);
       const snapshotLines = snapshotScratch.take(bound);
       let eventBytes = 0;

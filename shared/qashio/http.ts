@@ -25,6 +25,7 @@ import {
 } from "./errors.js";
 import type { TokenProvider } from "./auth/token-provider.js";
 import { MAX_RESPONSE_BODY_BYTES, nodeHttpFetch, RESPONSE_TOO_LARGE } from "./node-transport.js";
+import { decodeUtf8, parseDataPiecewise } from "./json-body.js";
 import { isLogToken } from "../log-token.js";
 import { realSleep, systemClock, type Clock } from "../clock.js";
 import { ERROR_CODES, ErrorEnvelopeSchema } from "./schemas/index.js";
@@ -39,6 +40,11 @@ export interface FetchResponse {
   readonly status: number;
   readonly headers: ResponseHeaders;
   text(): Promise<string>;
+  /**
+   * The body as the chunks it arrived in (`nodeHttpFetch`): a successful list page is then parsed without one string of
+   * the whole body (json-body.ts). Fetch has no such method: HttpCore reads `text()` then.
+   */
+  chunks?(): Promise<readonly Buffer[]>;
 }
 
 /** The part of `RequestInit` HttpCore sends (a plain header record, a JSON string body); global fetch accepts it. */
@@ -189,8 +195,11 @@ export interface RetryEvent {
   readonly delayMs: number;
 }
 
+/** A response body as read: text, or the chunks of a 2xx body (see FetchResponse.chunks). */
+type ResponseBody = string | readonly Buffer[];
+
 type Attempt =
-  | { readonly kind: "response"; readonly status: number; readonly headers: ResponseHeaders; readonly text: string }
+  | { readonly kind: "response"; readonly status: number; readonly headers: ResponseHeaders; readonly body: ResponseBody }
   | { readonly kind: "failure"; readonly error: QashioError };
 
 /**
@@ -367,7 +376,12 @@ function oauthErrorDetailsOf(body: unknown): ProviderErrorDetail[] {
   return code ? [{ field: null, code, message: "" }] : [];
 }
 
-function parseJson(text: string): { ok: true; value: unknown } | { ok: false } {
+function parseJson(body: ResponseBody): { ok: true; value: unknown } | { ok: false } {
+  if (typeof body !== "string") {
+    const page = parseDataPiecewise(body);
+    if (page !== undefined) return { ok: true, value: page.value };
+  }
+  const text = typeof body === "string" ? body : decodeUtf8(body);
   if (text.trim() === "") return { ok: true, value: undefined };
   try {
     return { ok: true, value: JSON.parse(text) as unknown };
@@ -503,10 +517,10 @@ export class HttpCore {
       const outcome = await this.send(request, token);
       let error: QashioError;
       if (outcome.kind === "response") {
-        const { status, headers, text } = outcome;
+        const { status, headers, body } = outcome;
         const secrets = secretsOf(request, token);
-        if (status >= 200 && status < 300) return this.success(status, headers, text, where, secrets, request.anyBody === true);
-        error = errorForResponse(status, headers, text, { ...where, errorBody, now: this.clock.now(), secrets });
+        if (status >= 200 && status < 300) return this.success(status, headers, body, where, secrets, request.anyBody === true);
+        error = errorForResponse(status, headers, typeof body === "string" ? body : decodeUtf8(body), { ...where, errorBody, now: this.clock.now(), secrets });
         if (status === 401 && request.auth === "bearer" && this.tokenProvider && token !== undefined && !replayedAfter401) {
           // No refresh for a replay that could not be sent anyway (see the check before the token above).
           if (!this.attemptFits(request, 0)) throw this.outOfTime(request, "retried", error);
@@ -597,8 +611,8 @@ export class HttpCore {
     return this.tokenProvider.getAccessToken({ deadline: request.deadline, requestTimeoutMs: this.timeoutMs });
   }
 
-  private success(status: number, headers: ResponseHeaders, text: string, where: { method: string; path: string }, secrets: readonly string[], anyBody: boolean): HttpResponse {
-    const parsed = parseJson(text);
+  private success(status: number, headers: ResponseHeaders, body: ResponseBody, where: { method: string; path: string }, secrets: readonly string[], anyBody: boolean): HttpResponse {
+    const parsed = parseJson(body);
     if (!parsed.ok) {
       if (anyBody) return { status, body: undefined, requestId: safeRequestId(headers.get("x-request-id") ?? undefined, secrets) };
       throw new InvalidResponseError(`${where.method} ${where.path} answered ${status} with a body that is not JSON`, {
@@ -656,8 +670,9 @@ export class HttpCore {
         redirect: "manual",
       });
       status = response.status;
-      const text = await response.text();
-      return { kind: "response", status: response.status, headers: response.headers, text };
+      // Only a successful body is parsed piecewise; an error body is read as text (errorForResponse).
+      const body = status >= 200 && status < 300 && response.chunks ? await response.chunks() : await response.text();
+      return { kind: "response", status: response.status, headers: response.headers, body };
     } catch (cause) {
       if (controller.signal.aborted) {
         return {

@@ -5,6 +5,7 @@
 import http, { type IncomingHttpHeaders, type OutgoingHttpHeaders } from "node:http";
 import https from "node:https";
 import type { FetchInit, FetchResponse, ResponseHeaders } from "./http.js";
+import { decodeUtf8 } from "./json-body.js";
 
 /** At most a read-ahead page and an acknowledge or four refund parent reads, or four card detail or re-drive reads, are in flight per client; the cap bounds an accidental fan-out. */
 const MAX_SOCKETS_PER_HOST = 8;
@@ -82,16 +83,9 @@ function responseHeadersOf(headers: IncomingHttpHeaders): ResponseHeaders {
   };
 }
 
-function decodeUtf8(chunks: readonly Buffer[], length: number): string {
-  const bytes = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, length);
-  const text = bytes.toString("utf8");
-  // fetch's text() drops a byte order mark, which JSON.parse would reject.
-  return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
-}
-
 /**
- * Sends one request over a pooled keep-alive socket and resolves when the response headers arrive; `text()` resolves
- * when the body is complete. Supports what `HttpCore` sends: method, headers, a string body and an abort signal.
+ * Sends one request over a pooled keep-alive socket and resolves when the response headers arrive; `text()` and
+ * `chunks()` resolve when the body is complete. Supports what `HttpCore` sends: method, headers, a string body and an abort signal.
  * Fails with `TransportError` before a complete response and with the signal's reason once aborted; `text()` fails with
  * `TransportError` code {@link RESPONSE_TOO_LARGE} (the connection closed) once the body, by its `Content-Length` or as
  * it arrives, passes {@link MAX_RESPONSE_BODY_BYTES}.
@@ -155,7 +149,8 @@ export function nodeHttpFetch(input: string, init: FetchInit = {}): Promise<Fetc
         resolve({
           status: response.statusCode ?? 0,
           headers: responseHeadersOf(response.headers),
-          text: () => complete.then(() => decodeUtf8(chunks, length)),
+          text: () => complete.then(() => decodeUtf8(chunks)),
+          chunks: () => complete.then(() => chunks),
         });
         // Announced too large: the body fails at once, before a byte of it is read (the status is the caller's).
         if (Number(response.headers["content-length"]) > MAX_RESPONSE_BODY_BYTES) tooLarge();

@@ -214,3 +214,18 @@ export function powertoolsOutput(log: (logger: Logger) => void): string {
   }
   return output.join("\n");
 }
+
+/**
+ * Records the length of every string `Buffer#toString` makes until `restore()`: shows whether a body was ever decoded as
+ * one string (json-body.ts).
+ */
+export function recordBufferDecodes(): { readonly lengths: number[]; restore(): void } {
+  const lengths: number[] = [];
+  const toString = Buffer.prototype.toString;
+  const spy = vi.spyOn(Buffer.prototype, "toString").mockImplementation(function (this: Buffer, encoding?: BufferEncoding, start?: number, end?: number) {
+    const text = toString.call(this, encoding, start, end);
+    lengths.push(text.length);
+    return text;
+  } as (...args: unknown[]) => string);
+  return { lengths, restore: () => spy.mockRestore() };
+}

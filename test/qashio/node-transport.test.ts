@@ -6,7 +6,9 @@ import { inspect } from "node:util";
 import { afterEach, describe, expect, it } from "vitest";
 import { MAX_RESPONSE_BODY_BYTES, nodeHttpFetch, TransportError } from "../../shared/qashio/node-transport.js";
 import { HttpCore } from "../../shared/qashio/http.js";
-import { InvalidResponseError, NetworkError, TimeoutError } from "../../shared/qashio/errors.js";
+import { InvalidResponseError, NetworkError, NotFoundError, TimeoutError } from "../../shared/qashio/errors.js";
+import { PIECEWISE_FROM_BYTES } from "../../shared/qashio/json-body.js";
+import { recordBufferDecodes } from "./helpers.js";
 import { QashioClient } from "../../shared/qashio/client.js";
 import { StaticTokenProvider } from "../../shared/qashio/auth/token-provider.js";
 import { exchangeCode } from "../../shared/qashio/auth/oauth.js";
@@ -181,6 +183,18 @@ describe("nodeHttpFetch", () => {
     expect(received === text).toBe(true);
   });
 
+  it("gives the body as the chunks it arrived in, bytes unchanged", async () => {
+    const bytes = Buffer.from(`{"data":["${"é".repeat(50_000)}"]}`, "utf8");
+    const server = await loopback((_request, res) => {
+      res.writeHead(200, { "content-length": bytes.length });
+      for (let at = 0; at < bytes.length; at += 30_001) res.write(bytes.subarray(at, at + 30_001));
+      res.end();
+    });
+    const chunks = await (await nodeHttpFetch(server.url)).chunks!();
+    expect(chunks.length).toBeGreaterThan(1);
+    expect(Buffer.concat(chunks).equals(bytes)).toBe(true);
+  });
+
   it("drops a leading byte order mark like fetch does", async () => {
     const server = await loopback((_request, res) => res.end(Buffer.from('\uFEFF{"a":1}', "utf8")));
     expect(await (await nodeHttpFetch(server.url)).text()).toBe('{"a":1}');
@@ -285,6 +299,45 @@ describe("nodeHttpFetch", () => {
 
 describe("HttpCore over its default transport", () => {
   const read = { method: "GET", path: "/public/v1/erp/transactions", query: { token: SECRET_QUERY }, auth: { token: SECRET_TOKEN }, retry: "idempotent" } as const;
+
+  /** A list page of `count` items of ~3.7 KB, the size of the sandbox's transactions. */
+  function pageOf(count: number): { status_code: number; success: boolean; data: unknown[]; pagination: { page: number } } {
+    const data = Array.from({ length: count }, (_, index) => ({ id: `t-${index}`, memo: "Zoë ".repeat(900), line_items: [{ id: "a", amount: 1.5 }] }));
+    return { status_code: 200, success: true, data, pagination: { page: 1 } };
+  }
+
+  it("parses a successful page over PIECEWISE_FROM_BYTES from its chunks, to JSON.parse's value, never decoding it as one string", async () => {
+    const page = pageOf(100);
+    const bytes = Buffer.from(JSON.stringify(page), "utf8");
+    expect(bytes.length).toBeGreaterThan(PIECEWISE_FROM_BYTES);
+    const server = await loopback((_request, res) => res.end(bytes));
+    const decodes = recordBufferDecodes();
+    try {
+      const response = await new HttpCore({ baseUrl: server.url, retry: { maxAttempts: 1 } }).request(read);
+      expect(response.body).toStrictEqual(page);
+    } finally {
+      decodes.restore();
+    }
+    // The largest string is one item (1/100 of the page) or the envelope around the items.
+    expect(Math.max(...decodes.lengths)).toBeLessThan(bytes.length / 50);
+  });
+
+  it("still maps a large successful body that is not valid JSON to InvalidResponseError, and a large error body to its error", async () => {
+    const valid = JSON.stringify(pageOf(40));
+    const broken = `${valid.slice(0, valid.lastIndexOf("]"))},]}`;
+    const errorBody = JSON.stringify({ status_code: 404, success: false, message: "x".repeat(PIECEWISE_FROM_BYTES), errors: [{ field: "id", code: "not_found", message: "" }], data: [] });
+    const server = await loopback((request, res) => {
+      if (request.url.startsWith("/missing")) res.writeHead(404, { "content-type": "application/json" }).end(errorBody);
+      else res.end(broken);
+    });
+    const http = new HttpCore({ baseUrl: server.url, retry: { maxAttempts: 1 } });
+    const invalid = await http.request(read).catch((e: unknown) => e);
+    expect(invalid).toBeInstanceOf(InvalidResponseError);
+    expect(invalid).toMatchObject({ message: "GET /public/v1/erp/transactions answered 200 with a body that is not JSON", status: 200 });
+    const error = await http.request({ ...read, path: "/missing" }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(NotFoundError);
+    expect(error).toMatchObject({ status: 404, errors: [{ field: "id", code: "not_found" }] });
+  });
 
   it("maps a server that never answers to TimeoutError", async () => {
     const server = await loopback(() => undefined);
