@@ -206,6 +206,13 @@ describe("parseCommand", () => {
     expect(parseCommand(["demo", "--keep"])).toMatchObject({ command: "demo", args: { keep: true } });
   });
 
+  it("takes demo --cycles up to the largest exact whole number, and refuses a larger one by name", () => {
+    expect(parseCommand(["demo", "--cycles", String(Number.MAX_SAFE_INTEGER)])).toMatchObject({ args: { cycles: Number.MAX_SAFE_INTEGER } });
+    expect(() => parseCommand(["demo", "--cycles", "99999999999999999999"])).toThrow(
+      /--cycles must be at most 9007199254740991 \(larger counts are not exact; leave --cycles out to run until Ctrl-C\), got 99999999999999999999/,
+    );
+  });
+
   it("rejects demo --cycles 0", () => {
     expect(() => parseCommand(["demo", "--cycles", "0"])).toThrow(/--cycles must be at least 1/);
   });
