@@ -491,10 +491,8 @@ export function parseCommand(argv: readonly string[], env: Env = {}): ParsedComm
       const { values } = strictParse("demo", rest, OPTIONS.demo);
       const problems = new OptionProblems("demo");
       const cyclesText = values.cycles as string | undefined;
-      const cycles = cyclesText === undefined ? undefined : problems.take(
-              () => integer("--cycles", cyclesText, 1, 1, { value: Number.MAX_SAFE_INTEGER, why: "larger counts are not exact; leave --cycles out to run until Ctrl-C" }),
-              1,
-            );
+      const maxCycles = { value: Number.MAX_SAFE_INTEGER, why: "larger counts are not exact; leave --cycles out to run until Ctrl-C" };
+      const cycles = cyclesText === undefined ? undefined : problems.take(() => integer("--cycles", cyclesText, 1, 1, maxCycles), 1);
       const intervalMs = problems.take(() => duration("--interval", values.interval as string | undefined, 0, 3_000), 0);
       const seed = problems.take(() => integer("--seed", values.seed as string | undefined, 0, 42, { value: MAX_SEED, why: "seeds are 32-bit" }), 0);
       problems.throwIfAny();
