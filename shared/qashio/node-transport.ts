@@ -85,10 +85,10 @@ function responseHeadersOf(headers: IncomingHttpHeaders): ResponseHeaders {
 
 /**
  * Sends one request over a pooled keep-alive socket and resolves when the response headers arrive; `text()` and
- * `chunks()` resolve when the body is complete. Supports what `HttpCore` sends: method, headers, a string body and an abort signal.
- * Fails with `TransportError` before a complete response and with the signal's reason once aborted; `text()` fails with
- * `TransportError` code {@link RESPONSE_TOO_LARGE} (the connection closed) once the body, by its `Content-Length` or as
- * it arrives, passes {@link MAX_RESPONSE_BODY_BYTES}.
+ * `chunks()` resolve when the body is complete. Supports what `HttpCore` sends: method, headers, a string body and an
+ * abort signal. Fails with `TransportError` before a complete response and with the signal's reason once aborted; the
+ * body fails with `TransportError` code {@link RESPONSE_TOO_LARGE} (the connection closed) once it passes
+ * {@link MAX_RESPONSE_BODY_BYTES}, by its `Content-Length` or as it arrives.
  *
  * @example
  * const response = await nodeHttpFetch("https://api.example/public/v1/erp/cards", { headers: { accept: "application/json" } });
