@@ -116,6 +116,8 @@ function layoutOf(chunks: readonly Buffer[], bytes: ChunkedBytes): DataLayout | 
   let offset = 0;
   for (const chunk of chunks) {
     const length = chunk.length;
+    // An empty chunk has no byte for a pending escape to skip: it waits for the next one.
+    if (length === 0) continue;
     let index = 0;
     if (escapePending) {
       escapePending = false;

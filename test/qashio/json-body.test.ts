@@ -4,13 +4,17 @@ import { describe, expect, it } from "vitest";
 import { decodeUtf8, parseDataPiecewise, parseJsonChunks, PIECEWISE_FROM_BYTES } from "../../shared/qashio/json-body.js";
 import { recordBufferDecodes } from "./helpers.js";
 
-/** `bytes` cut at `cuts` (offsets, any order, duplicates and out-of-range ones ignored), as a socket might deliver them. */
-function chunked(bytes: Buffer, cuts: readonly number[] = []): Buffer[] {
+/**
+ * `bytes` cut at `cuts` (offsets, any order, duplicates and out-of-range ones ignored), as a socket might deliver them;
+ * with `empty`, an empty chunk after each cut (a caller's chunks may hold some).
+ */
+function chunked(bytes: Buffer, cuts: readonly number[] = [], empty = false): Buffer[] {
   const offsets = [...new Set(cuts.filter((cut) => cut > 0 && cut < bytes.length))].sort((a, b) => a - b);
   const chunks: Buffer[] = [];
   let start = 0;
   for (const cut of [...offsets, bytes.length]) {
     chunks.push(Buffer.from(bytes.subarray(start, cut)));
+    if (empty && cut < bytes.length) chunks.push(Buffer.alloc(0));
     start = cut;
   }
   return chunks;
@@ -43,10 +47,10 @@ function envelopeText({ before, data, after, indent, crlf }: typeof envelopeArbi
 describe("parseDataPiecewise", () => {
   it("gives JSON.parse's value for any object with a data array, however it is indented and cut into chunks", () => {
     fc.assert(
-      fc.property(envelopeArbitrary, fc.array(fc.nat(), { maxLength: 8 }), (envelope, cuts) => {
+      fc.property(envelopeArbitrary, fc.array(fc.nat(), { maxLength: 8 }), fc.boolean(), (envelope, cuts, empty) => {
         const text = envelopeText(envelope);
         const bytes = Buffer.from(text, "utf8");
-        const parsed = parseDataPiecewise(chunked(bytes, cuts.map((cut) => cut % (bytes.length + 1))), 0);
+        const parsed = parseDataPiecewise(chunked(bytes, cuts.map((cut) => cut % (bytes.length + 1)), empty), 0);
         expect(parsed).toBeDefined();
         expect(parsed!.value).toStrictEqual(JSON.parse(text));
       }),
@@ -57,12 +61,12 @@ describe("parseDataPiecewise", () => {
   it("on a corrupted body, never gives a value JSON.parse would not: either the same value or undefined", () => {
     const corruption = fc.record({ at: fc.nat(), remove: fc.nat({ max: 3 }), insert: fc.constantFrom("", ",", "]", "}", "[", "{", '"', "\\", ":", " ", "x", "1", "\u00e9") });
     fc.assert(
-      fc.property(envelopeArbitrary, corruption, fc.array(fc.nat(), { maxLength: 4 }), (envelope, { at, remove, insert }, cuts) => {
+      fc.property(envelopeArbitrary, corruption, fc.array(fc.nat(), { maxLength: 4 }), fc.boolean(), (envelope, { at, remove, insert }, cuts, empty) => {
         const valid = envelopeText(envelope);
         const offset = at % (valid.length + 1);
         const text = valid.slice(0, offset) + insert + valid.slice(offset + remove);
         const bytes = Buffer.from(text, "utf8");
-        const parsed = parseDataPiecewise(chunked(bytes, cuts.map((cut) => cut % (bytes.length + 1))), 0);
+        const parsed = parseDataPiecewise(chunked(bytes, cuts.map((cut) => cut % (bytes.length + 1)), empty), 0);
         const whole = wholeParse(text);
         if (parsed !== undefined) {
           expect(whole).not.toBe("throws");
@@ -107,7 +111,16 @@ describe("parseDataPiecewise", () => {
     const bytes = Buffer.from(text);
     for (let cut = 1; cut < bytes.length; cut += 1) {
       expect(parseDataPiecewise(chunked(bytes, [cut]), 0)?.value, `cut at ${cut}`).toStrictEqual(JSON.parse(text));
+      expect(parseDataPiecewise(chunked(bytes, [cut], true), 0)?.value, `cut at ${cut}, an empty chunk after it`).toStrictEqual(JSON.parse(text));
     }
+  });
+
+  it("keeps a pending escape across an empty chunk, so a quote it escapes never ends the key or hides one", () => {
+    // Read with the escape lost, the key `x""data` would end early and `"data"` be taken for a second key of its own.
+    const memo = "x".repeat(PIECEWISE_FROM_BYTES);
+    const chunks = [Buffer.from(`{"memo":"${memo}","x\\`), Buffer.alloc(0), Buffer.from('"\\"data":[1,2]}')];
+    expect(parseJsonChunks(chunks)).toStrictEqual({ memo, 'x""data': [1, 2] });
+    expect(parseJsonChunks(chunks)).toStrictEqual(JSON.parse(decodeUtf8(chunks)));
   });
 
   it("decodes characters of several bytes cut across chunks, and invalid UTF-8 as fetch does", () => {
