@@ -182,7 +182,10 @@ function layoutOf(chunks: readonly Buffer[], bytes: ChunkedBytes): DataLayout | 
           break;
         case COLON:
           if (depth === 1) {
+            // A colon with no string since the last one is no JSON; reading the key again for each would be quadratic.
+            if (keyStart === -1) return undefined;
             const isData = keyEscaped ? decodedKeyIsData(bytes, keyStart, keyEnd) : isDataKey(bytes, keyStart, keyEnd);
+            keyStart = -1;
             if (isData === undefined) return undefined;
             if (isData) {
               if (++dataKeys > 1) return undefined;

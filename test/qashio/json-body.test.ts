@@ -99,6 +99,20 @@ describe("parseDataPiecewise", () => {
     expect(parseJsonChunks([Buffer.from("\ufeff" + '{"data":[1]}')])).toStrictEqual({ data: [1] });
   });
 
+  it("reads each key once, however many colons follow it: a body that is not JSON costs no more than its length", () => {
+    // Every colon re-reading the key before it would decode it again: a 160 KB body like this took seconds.
+    const key = `"\\n${"k".repeat(PIECEWISE_FROM_BYTES)}"`;
+    const chunks = [Buffer.from(`{${key}${":".repeat(1_000)}1,"data":[1]}`)];
+    const decodes = recordBufferDecodes();
+    try {
+      expect(() => parseJsonChunks(chunks)).toThrow(SyntaxError);
+    } finally {
+      decodes.restore();
+    }
+    // The key once at most, then the whole body for JSON.parse's error.
+    expect(decodes.lengths.length).toBeLessThanOrEqual(2);
+  });
+
   it("splits an empty data array, and a blank one, to no element; a trailing comma is left to the whole parse, which rejects it", () => {
     expect(parseDataPiecewise([Buffer.from('{"data":[],"n":1}')], 0)?.value).toStrictEqual({ data: [], n: 1 });
     expect(parseDataPiecewise([Buffer.from('{"data":[ \n ],"n":1}')], 0)?.value).toStrictEqual({ data: [], n: 1 });
