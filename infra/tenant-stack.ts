@@ -4,7 +4,7 @@ import { RegionInfo } from "aws-cdk-lib/region-info";
 import type * as sqs from "aws-cdk-lib/aws-sqs";
 import type { Construct } from "constructs";
 import { CYCLE_SAFETY_MARGIN_MS, MIN_CYCLE_BUDGET_MS, MIN_POLLER_TIMEOUT_MS } from "../shared/aws/config.js";
-import { partitionKeyPatterns, type TableUser } from "../shared/aws/keys.js";
+import { partitionKeyPatterns, quarantinePartition, type TableUser } from "../shared/aws/keys.js";
 import { BridgeFunction, type BridgeFunctionEnvironment } from "./constructs/bridge-function.js";
 import { EventSchemas } from "./constructs/event-schemas.js";
 import { FailureQueue } from "./constructs/failure-queue.js";
@@ -193,6 +193,8 @@ export class TenantStack extends Stack {
     ];
     for (const [{ function: fn }, user] of pollers) {
       this.table.grantItemAccess(fn, POLLER_TABLE_ACTIONS, partitionKeyPatterns(tenant.id, user));
+      // Each poller counts the quarantine after its cycle (QuarantineSize): on the index, that partition only.
+      this.table.grantLiveCount(fn, [quarantinePartition(tenant.id)]);
       this.secret.grantRuntimeAccess(fn);
       // sqs: Lambda writes a failed invocation to the encrypted DLQ with the function's role
       this.key.grantDataUse(fn, ["dynamodb", "secretsmanager", "sqs"]);

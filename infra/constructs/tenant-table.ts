@@ -3,6 +3,7 @@ import * as dynamodb from "aws-cdk-lib/aws-dynamodb";
 import * as iam from "aws-cdk-lib/aws-iam";
 import type * as kms from "aws-cdk-lib/aws-kms";
 import { Construct } from "constructs";
+import { LIVE_BY_TTL_INDEX } from "../../shared/aws/keys.js";
 
 /** Properties of {@link TenantTable}. */
 export interface TenantTableProps {
@@ -21,10 +22,10 @@ export interface TenantTableProps {
 
 /**
  * Item actions a poller sends (shared/aws): snapshots (BatchGet, BatchWrite), quarantine (conditional Put, Update of
- * the TTL of a record found again, Query for its size and the re-drive, BatchWrite deletes once re-driven), leases
- * (conditional Put, Delete; Update renews the token lease while rotated tokens are saved, a cycle lease is never
- * renewed: it outlives the function timeout) and the shared access token (Get, Put, Delete). Granted with the
- * poller's partition keys (`partitionKeyPatterns` in shared/aws/keys.ts).
+ * the TTL of a record found again, Query to list it for the re-drive, BatchWrite deletes once re-driven; its size is
+ * counted on the index, see grantLiveCount), leases (conditional Put, Delete; Update renews the token lease while
+ * rotated tokens are saved, a cycle lease is never renewed: it outlives the function timeout) and the shared access
+ * token (Get, Put, Delete). Granted with the poller's partition keys (`partitionKeyPatterns` in shared/aws/keys.ts).
  */
 export const POLLER_TABLE_ACTIONS = [
   "dynamodb:GetItem",
@@ -48,9 +49,13 @@ export const ROTATION_TABLE_ACTIONS = ["dynamodb:GetItem", "dynamodb:PutItem", "
  */
 const LEADING_KEYS_OPERATOR = "ForAllValues:StringLike";
 
+/** The IAM condition letting a request name only partition keys matching `partitionKeys`. */
+const leadingKeysCondition = (partitionKeys: readonly string[]) => ({ [LEADING_KEYS_OPERATOR]: { "dynamodb:LeadingKeys": [...partitionKeys] } });
+
 /**
- * The tenant's DynamoDB table: snapshots, leases and quarantine (keys `pk`/`sk`, TTL attribute `ttl`).
- * On demand, point-in-time recovery, encrypted with the tenant key.
+ * The tenant's DynamoDB table: snapshots, leases and quarantine (keys `pk`/`sk`, TTL attribute `ttl`), with the
+ * keys-only index LIVE_BY_TTL_INDEX (`pk`, `ttl`) the quarantine is counted on. On demand, point-in-time recovery,
+ * encrypted with the tenant key.
  */
 export class TenantTable extends Construct {
   /** The table. */
@@ -70,6 +75,14 @@ export class TenantTable extends Construct {
       deletionProtection: true,
       removalPolicy: props.removalPolicy ?? RemovalPolicy.RETAIN,
     });
+    // Sparse (items without `ttl`, the snapshots, are not in it) and keys only: counting the quarantine reads ~100
+    // bytes a record there, where a Query on the table reads each record's raw body. Added in place to a deployed table.
+    this.table.addGlobalSecondaryIndex({
+      indexName: LIVE_BY_TTL_INDEX,
+      partitionKey: { name: "pk", type: dynamodb.AttributeType.STRING },
+      sortKey: { name: "ttl", type: dynamodb.AttributeType.NUMBER },
+      projectionType: dynamodb.ProjectionType.KEYS_ONLY,
+    });
   }
 
   /**
@@ -84,10 +97,22 @@ export class TenantTable extends Construct {
       throw new Error("dynamodb:Scan cannot be scoped by dynamodb:LeadingKeys; use grantScan");
     }
     grantee.grantPrincipal.addToPrincipalPolicy(
+      new iam.PolicyStatement({ actions: [...actions], resources: [this.table.tableArn], conditions: leadingKeysCondition(partitionKeys) }),
+    );
+  }
+
+  /**
+   * Grants `dynamodb:Query` on the index LIVE_BY_TTL_INDEX only (its ARN, no `index/*`), on the partitions matching
+   * `partitionKeys` (IAM `StringLike` patterns): the index's partition key is the table's `pk`, so the partition key
+   * value a Query names there, `dynamodb:LeadingKeys`, is the one it names on the table.
+   */
+  grantLiveCount(grantee: iam.IGrantable, partitionKeys: readonly string[]): void {
+    if (partitionKeys.length === 0) throw new Error("grantLiveCount needs at least one partition key pattern");
+    grantee.grantPrincipal.addToPrincipalPolicy(
       new iam.PolicyStatement({
-        actions: [...actions],
-        resources: [this.table.tableArn],
-        conditions: { [LEADING_KEYS_OPERATOR]: { "dynamodb:LeadingKeys": [...partitionKeys] } },
+        actions: ["dynamodb:Query"],
+        resources: [`${this.table.tableArn}/index/${LIVE_BY_TTL_INDEX}`],
+        conditions: leadingKeysCondition(partitionKeys),
       }),
     );
   }

@@ -11,7 +11,7 @@
  * | PII salt        | `PII#<tenant>`                  | `SALT`           |
  *
  * Snapshots get one partition each so BatchGetItem spreads over partitions; quarantine records share one partition per
- * tenant so `list()` is a single Query.
+ * tenant so `list()` is a single Query. The index LIVE_BY_TTL_INDEX holds the keys of the items with a `ttl` only.
  */
 import type { SnapshotKey } from "../bridge/ports.js";
 import { CARD_KEY_PREFIX } from "../bridge/cards.js";
@@ -82,6 +82,14 @@ export function partitionKeyPatterns(tenant: string, user: TableUser): string[] 
     ...token,
   ];
 }
+
+/**
+ * Global secondary index of the table: partition key `pk`, sort key `ttl`, keys only. Sparse: it holds the items with
+ * a `ttl` (quarantine records, leases, the access token), never a snapshot. `DynamoQuarantine.size` counts from it, so
+ * a count reads ~100 bytes an entry instead of whole records with their raw bodies. Named here, not in infra, so the
+ * table (infra/constructs/tenant-table.ts) and the code querying it cannot drift.
+ */
+export const LIVE_BY_TTL_INDEX = "live-by-ttl";
 
 /** Epoch seconds for DynamoDB's TTL attribute. */
 export const ttlSeconds = (epochMs: number): number => Math.ceil(epochMs / 1000);

@@ -1,11 +1,11 @@
 import { gunzipSync, gzipSync } from "node:zlib";
-import { PutCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient, type QueryCommandOutput } from "@aws-sdk/lib-dynamodb";
+import { PutCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient, type QueryCommandInput, type QueryCommandOutput } from "@aws-sdk/lib-dynamodb";
 import type { Clock, EntityKind, Logger, Quarantine, QuarantinePagesOptions, QuarantineRecord, StoreCallOptions } from "../bridge/ports.js";
 import { recordQashioId } from "../bridge/redrive.js";
 import { BATCH_WRITE_LIMIT, DynamoBatchCalls } from "./batch.js";
 import { systemClock } from "./clock.js";
 import { CorruptItemError, decodeCause, isConditionFailure } from "./errors.js";
-import { quarantineItemKey, quarantinePartition, ttlSeconds } from "./keys.js";
+import { LIVE_BY_TTL_INDEX, quarantineItemKey, quarantinePartition, ttlSeconds } from "./keys.js";
 import { chunk, type BackoffOptions } from "./retry.js";
 
 /** Quarantine records expire after this many days unless configured otherwise. */
@@ -65,7 +65,7 @@ interface QuarantineItem {
 /**
  * Quarantine on DynamoDB: one item per record under `QUAR#<tenant>`, sort key = the record's deterministic id, so
  * putting the same id twice keeps one record. Items carry `ttl` (retention) and the raw body as JSON text, gzip when
- * large. Deleted with BatchWriteItem, 25 records a call.
+ * large. Deleted with BatchWriteItem, 25 records a call. Counted on the table's keys-only index (see `size`).
  *
  * @example
  * await new DynamoQuarantine({ doc, tableName, tenant: "acme" }).put(record);
@@ -209,10 +209,21 @@ export class DynamoQuarantine implements Quarantine {
     }
   }
 
-  /** Counts the tenant's records with `Select: COUNT` (no item is read back), following every page. */
+  /**
+   * Counts the tenant's live records (`ttl` not passed) on the keys-only index LIVE_BY_TTL_INDEX, `Select: COUNT`,
+   * following every page. A Query is charged for the bytes it reads, counted or filtered: on the table that is every
+   * record with its raw body (up to 350 KB), on the index ~100 bytes a record. An index read is eventually consistent
+   * (DynamoDB refuses ConsistentRead there), so the count may lag a write by a moment: a gauge the next cycle corrects.
+   */
   async size(): Promise<number> {
     let count = 0;
-    for await (const page of this.#pages({ select: "COUNT" })) count += page.Count ?? 0;
+    const pages = this.#query({
+      IndexName: LIVE_BY_TTL_INDEX,
+      // Expired items linger until DynamoDB sweeps them (days): the key condition leaves them unread.
+      KeyConditionExpression: "pk = :pk AND #ttl >= :now",
+      Select: "COUNT",
+    });
+    for await (const page of pages) count += page.Count ?? 0;
     return count;
   }
 
@@ -220,21 +231,29 @@ export class DynamoQuarantine implements Quarantine {
    * Every page of the tenant's quarantine partition (consistent reads), of up to `limit` items when given, from after
    * the record `after` when given.
    */
-  async *#pages(options: { readonly select?: "COUNT"; readonly limit?: number; readonly after?: string } = {}): AsyncGenerator<QueryCommandOutput> {
-    const { select, limit, after } = options;
-    let startKey: Record<string, unknown> | undefined = after === undefined ? undefined : { ...quarantineItemKey(this.#tenant, after) };
+  #pages(options: { readonly limit?: number; readonly after?: string } = {}): AsyncGenerator<QueryCommandOutput> {
+    const { limit, after } = options;
+    return this.#query(
+      {
+        KeyConditionExpression: "pk = :pk",
+        // Expired items linger until DynamoDB sweeps them (days): they are gone for the bridge already.
+        FilterExpression: "#ttl >= :now",
+        ...(limit !== undefined ? { Limit: limit } : {}),
+        ConsistentRead: true,
+      },
+      after === undefined ? undefined : { ...quarantineItemKey(this.#tenant, after) },
+    );
+  }
+
+  /** Every page of a Query of the tenant's partition (`:pk`) whose expressions may use `#ttl` and `:now`, from `startKey`. */
+  async *#query(input: Omit<QueryCommandInput, "TableName">, startKey?: Record<string, unknown>): AsyncGenerator<QueryCommandOutput> {
     do {
       const page = await this.#doc.send(
         new QueryCommand({
+          ...input,
           TableName: this.#table,
-          KeyConditionExpression: "pk = :pk",
-          // Expired items linger until DynamoDB sweeps them (days): they are gone for the bridge already.
-          FilterExpression: "#ttl >= :now",
           ExpressionAttributeNames: { "#ttl": "ttl" },
           ExpressionAttributeValues: { ":pk": quarantinePartition(this.#tenant), ":now": ttlSeconds(this.#clock.now()) },
-          ...(select ? { Select: select } : {}),
-          ...(limit !== undefined ? { Limit: limit } : {}),
-          ConsistentRead: true,
           ExclusiveStartKey: startKey,
         }),
       );

@@ -1,7 +1,8 @@
 import { randomBytes } from "node:crypto";
 import { inspect } from "node:util";
-import { BatchWriteCommand, DeleteCommand, GetCommand, PutCommand, UpdateCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
+import { BatchWriteCommand, DeleteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient, type QueryCommandInput } from "@aws-sdk/lib-dynamodb";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { LIVE_BY_TTL_INDEX } from "../../shared/aws/keys.js";
 import { DynamoLeaseLock } from "../../shared/aws/lease-lock.js";
 import { DynamoQuarantine } from "../../shared/aws/quarantine.js";
 import { isRedrivable, recordQashioId } from "../../shared/bridge/redrive.js";
@@ -231,19 +232,69 @@ describe("DynamoQuarantine on DynamoDB Local", () => {
   });
 
   it("counts every record of its tenant only, across COUNT Query pages", async () => {
-    const big = { blob: randomBytes(48 * 1024).toString("base64") };
-    const quarantine = make("q4");
+    const clock = new FakeClock();
+    const quarantine = make("q4", clock);
     await Promise.all(
-      Array.from({ length: 24 }, (_, i) => quarantine.put({ id: `r${i}`, kind: "card", reason: "bad", raw: big, at: "2026-03-01T12:00:00Z" })),
+      Array.from({ length: 24 }, (_, i) => quarantine.put({ id: `r${i}`, kind: "card", reason: "bad", raw: null, at: "2026-03-01T12:00:00Z" })),
     );
     await make("q5").put({ id: "other", kind: "card", reason: "bad", raw: null, at: "2026-03-01T12:00:00Z" });
+    // Pages of 5 entries: more than one page proves the count follows LastEvaluatedKey rather than trusting the first.
+    const pages: (number | undefined)[] = [];
+    const doc = {
+      send: async (command: unknown) => {
+        if (!(command instanceof QueryCommand)) return table.doc.send(command as never);
+        const page = await table.doc.send(new QueryCommand({ ...command.input, Limit: 5 }));
+        pages.push(page.Count);
+        return page;
+      },
+    } as unknown as DynamoDBDocumentClient;
+    expect(await new DynamoQuarantine({ doc, tableName: table.tableName, tenant: "q4", clock }).size()).toBe(24);
+    expect(pages).toEqual([5, 5, 5, 5, 4]);
+  });
+
+  it("lists with strongly consistent Query pages, so a list right after a cycle's puts holds them", async () => {
+    const quarantine = make("q-consistent");
+    await putRecords(quarantine, 3);
     const send = vi.spyOn(table.doc, "send");
-    expect(await quarantine.size()).toBe(24);
-    // More than one page proves the count follows LastEvaluatedKey rather than trusting the first page.
-    expect(send.mock.calls.length).toBeGreaterThan(1);
-    // Strongly consistent, as a count right after a cycle's puts must include them.
+    expect(await quarantine.list()).toHaveLength(3);
+    expect(send.mock.calls.length).toBeGreaterThan(0);
     expect(send.mock.calls.map(([command]) => (command as { input: { ConsistentRead?: boolean } }).input.ConsistentRead)).toEqual(send.mock.calls.map(() => true));
-    send.mockRestore();
+  });
+
+  it("counts from the keys-only index, reading a few bytes an entry and no record body, live records only", async () => {
+    const clock = new FakeClock();
+    const quarantine = make("q-cost", clock);
+    // Bodies of 48 KB of base64 (~37 KB gzip-compressed): a Query on the table reads every one, filtered, counted or not.
+    const big = () => ({ blob: randomBytes(36 * 1024).toString("base64") });
+    const put = (id: string) => quarantine.put({ id, kind: "card", reason: "bad", raw: big(), at: "2026-03-01T12:00:00Z" });
+    await Promise.all(Array.from({ length: 20 }, (_, i) => put(`expiring${i}`)));
+    clock.advance(3 * 86_400_000);
+    await Promise.all(Array.from({ length: 24 }, (_, i) => put(`live${i}`)));
+    await Promise.all(Array.from({ length: 6 }, (_, i) => put(`deleted${i}`)));
+    await quarantine.deleteMany(Array.from({ length: 6 }, (_, i) => `deleted${i}`));
+    // Day 8: the first 20 are past their TTL, not swept (DynamoDB Local never sweeps).
+    clock.advance(5 * 86_400_000);
+    const queries: QueryCommandInput[] = [];
+    let capacity = 0;
+    const doc = {
+      send: async (command: unknown) => {
+        if (!(command instanceof QueryCommand)) return table.doc.send(command as never);
+        queries.push(command.input);
+        const page = await table.doc.send(new QueryCommand({ ...command.input, ReturnConsumedCapacity: "TOTAL" }));
+        capacity += page.ConsumedCapacity?.CapacityUnits ?? Number.NaN;
+        return page;
+      },
+    } as unknown as DynamoDBDocumentClient;
+    const counter = new DynamoQuarantine({ doc, tableName: table.tableName, tenant: "q-cost", clock, retentionDays: 7 });
+    expect(await counter.size()).toBe(24);
+    // Half a read unit, an eventually consistent read of 4 KB, holds the 24 entries; on the table, ~37 KB an item.
+    expect(capacity).toBeLessThanOrEqual(0.5);
+    expect(queries).toEqual([
+      expect.objectContaining({ IndexName: LIVE_BY_TTL_INDEX, Select: "COUNT", KeyConditionExpression: "pk = :pk AND #ttl >= :now" }),
+    ]);
+    // No filter (a filter reads what it drops) and no ConsistentRead, which DynamoDB refuses on a global index.
+    expect(queries[0]).not.toHaveProperty("FilterExpression");
+    expect(queries[0]).not.toHaveProperty("ConsistentRead");
   });
 
   /** Puts `count` records, `r0`, `r1`, ...; their ids. */

@@ -11,7 +11,7 @@ import { Template } from "aws-cdk-lib/assertions";
 import { mockClient } from "aws-sdk-client-mock";
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { HandlerOptions } from "../../shared/aws/handlers.js";
-import type { TableUser } from "../../shared/aws/keys.js";
+import { LIVE_BY_TTL_INDEX, type TableUser } from "../../shared/aws/keys.js";
 import { DynamoSnapshotStore } from "../../shared/aws/snapshot-store.js";
 import { contentHash } from "../../shared/bridge/hash.js";
 import type { BridgeEventDetail } from "../../shared/bridge/ports.js";
@@ -40,6 +40,8 @@ interface Call {
   readonly user: TableUser;
   readonly action: string;
   readonly leadingKeys: readonly string[];
+  /** The index a Query names (its resource is then `<table ARN>/index/<name>`, not the table's ARN). */
+  readonly index?: string;
 }
 
 const text = (value: unknown): string => (typeof value === "object" && value !== null && "S" in value ? String((value as { S: unknown }).S) : String(value));
@@ -71,8 +73,15 @@ function leadingKeysOf(action: string, input: Record<string, unknown>): string[]
   }
 }
 
-/** Whether the role of the call's function allows it: its action, and its partition keys as dynamodb:LeadingKeys. */
-const allowed = (call: Call): boolean => allows(policies[call.user], { action: call.action, context: { "dynamodb:LeadingKeys": call.leadingKeys } });
+/**
+ * Whether the role of the call's function allows it: its action, and its partition keys as dynamodb:LeadingKeys, by
+ * a statement on the resource it names (the evaluator matches no resource): the table, or the index it queries.
+ */
+const allowed = (call: Call): boolean => {
+  const onIndex = (s: PolicyStatement) => JSON.stringify(s.Resource).match(/\/index\/([^"]*)"/)?.[1];
+  const statements = policies[call.user].filter((s) => onIndex(s) === call.index);
+  return allows(statements, { action: call.action, context: { "dynamodb:LeadingKeys": call.leadingKeys } });
+};
 
 let h: Harness;
 let calls: Call[];
@@ -106,7 +115,8 @@ function recording(user: TableUser, bus: EventBridgeClient): Partial<HandlerOpti
       dynamo.middlewareStack.add(
         (next, context) => async (args) => {
           const action = `dynamodb:${String(context.commandName).replace(/Command$/, "")}`;
-          calls.push({ user, action, leadingKeys: leadingKeysOf(action, args.input as Record<string, unknown>) });
+          const input = args.input as Record<string, unknown>;
+          calls.push({ user, action, leadingKeys: leadingKeysOf(action, input), ...(typeof input.IndexName === "string" ? { index: input.IndexName } : {}) });
           return next(args);
         },
         { step: "build", name: "recordTableAccess" },
@@ -159,6 +169,10 @@ describe("table access of the functions against their roles' dynamodb:LeadingKey
     expect(actions("pollTransactions")).toEqual([...items, "dynamodb:Scan", "dynamodb:UpdateItem"]);
     expect(actions("pollCards")).toEqual(items);
     expect(actions("rotateToken")).toEqual(["dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem"]);
+
+    // ... and both pollers counted the quarantine on its index after their cycles (QuarantineSize).
+    const counts = (user: TableUser) => calls.filter((c) => c.user === user && c.index !== undefined).map((c) => [c.action, c.index, c.leadingKeys]);
+    for (const user of ["pollTransactions", "pollCards"] as const) expect(counts(user)).toContainEqual(["dynamodb:Query", LIVE_BY_TTL_INDEX, [`QUAR#${TENANT}`]]);
 
     const denied = calls.filter((call) => !allowed(call));
     expect(denied).toEqual([]);
@@ -232,5 +246,16 @@ describe("table access of the functions against their roles' dynamodb:LeadingKey
     // Nor the conform-pii pass id, a transaction key: only the transaction poller supersedes it after a mode change.
     expect(poller([`SNAP#${TENANT}#transaction:~conform-pass`])).toBe(false);
     expect(poller([`LEASE#${TENANT}#cycle#transactions`])).toBe(false);
+    // The index: a Query of the quarantine partition by the pollers, nothing else (its entries hold leases' and the
+    // token's keys too).
+    const onIndex = (user: TableUser, action: string, key: string) => allowed({ user, action, leadingKeys: [key], index: LIVE_BY_TTL_INDEX });
+    expect(onIndex("pollCards", "dynamodb:Query", `QUAR#${TENANT}`)).toBe(true);
+    expect(onIndex("pollTransactions", "dynamodb:Query", `QUAR#${TENANT}`)).toBe(true);
+    expect(onIndex("pollTransactions", "dynamodb:Query", `TOKEN#${TENANT}`)).toBe(false);
+    expect(onIndex("pollTransactions", "dynamodb:Query", `QUAR#${TENANT}-2`)).toBe(false);
+    expect(onIndex("rotateToken", "dynamodb:Query", `TOKEN#${TENANT}`)).toBe(false);
+    expect(onIndex("pollTransactions", "dynamodb:Scan", `QUAR#${TENANT}`)).toBe(false);
+    // Nor another index of the table, were one added.
+    expect(allowed({ user: "pollCards", action: "dynamodb:Query", leadingKeys: [`QUAR#${TENANT}`], index: "other" })).toBe(false);
   });
 });

@@ -10,7 +10,7 @@ import { POLLER_TABLE_ACTIONS, TenantTable } from "../../infra/constructs/tenant
 import type { SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 import type { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { CorruptItemError, SecretStoreError } from "../../shared/aws/errors.js";
-import { partitionKeyPatterns, SECRET_TAGS } from "../../shared/aws/keys.js";
+import { LIVE_BY_TTL_INDEX, partitionKeyPatterns, quarantinePartition, SECRET_TAGS } from "../../shared/aws/keys.js";
 import { ProviderSecretClient } from "../../shared/aws/provider-secret.js";
 import { DynamoQuarantine } from "../../shared/aws/quarantine.js";
 import { isRedrivable, PUBLISH_FAILURE_PREFIX, recordQashioId } from "../../shared/bridge/redrive.js";
@@ -87,7 +87,7 @@ describe("tenant stacks", () => {
     }
   });
 
-  it("encrypts the table with the tenant key, on demand, with PITR and the ttl attribute", () => {
+  it("encrypts the table with the tenant key, on demand, with PITR, the ttl attribute and the keys-only index on pk/ttl", () => {
     acmeT.resourceCountIs("AWS::DynamoDB::Table", 1);
     acmeT.hasResourceProperties("AWS::DynamoDB::Table", {
       KeySchema: [
@@ -98,6 +98,22 @@ describe("tenant stacks", () => {
       PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
       SSESpecification: { SSEEnabled: true, SSEType: "KMS", KMSMasterKeyId: { "Fn::GetAtt": [logicalIdOf(acmeT, "AWS::KMS::Key"), "Arn"] } },
       TimeToLiveSpecification: { AttributeName: "ttl", Enabled: true },
+      // the quarantine is counted here (QuarantineSize): keys only, sparse (items with a ttl), never a record's body
+      AttributeDefinitions: [
+        { AttributeName: "pk", AttributeType: "S" },
+        { AttributeName: "sk", AttributeType: "S" },
+        { AttributeName: "ttl", AttributeType: "N" },
+      ],
+      GlobalSecondaryIndexes: [
+        {
+          IndexName: LIVE_BY_TTL_INDEX,
+          KeySchema: [
+            { AttributeName: "pk", KeyType: "HASH" },
+            { AttributeName: "ttl", KeyType: "RANGE" },
+          ],
+          Projection: { ProjectionType: "KEYS_ONLY" },
+        },
+      ],
       // what a failed first deploy leaves is the empty table, kept by deletion protection (and no delete of it by hand)
       DeletionProtectionEnabled: true,
     });
@@ -926,12 +942,27 @@ describe("least-privilege IAM", () => {
           expect(actionsOf(statement)).toEqual(["dynamodb:Scan"]);
           expect(role).toBe("PollTransactionsRole");
           expect(statement.Condition).toBeUndefined();
+        } else if (JSON.stringify(statement.Resource).includes("/index/")) {
+          // the count of the quarantine (QuarantineSize), on its partition only
+          expect(role).not.toBe("RotateTokenRole");
+          expect(actionsOf(statement)).toEqual(["dynamodb:Query"]);
+          expect(statement.Condition).toEqual({ "ForAllValues:StringLike": { "dynamodb:LeadingKeys": [quarantinePartition(tenant)] } });
         } else {
           expect(statement.Condition).toEqual({ "ForAllValues:StringLike": { "dynamodb:LeadingKeys": partitionKeyPatterns(tenant, user) } });
         }
       }
     }
     expect(partitionKeyPatterns("acme-sandbox", user).every((p) => p.includes("acme-sandbox"))).toBe(true);
+  });
+
+  it.each(["PollTransactionsRole", "PollCardsRole"])("grants %s Query on the live-by-ttl index's own ARN only, not on every index of the table", (role) => {
+    for (const template of [acmeT, globexT]) {
+      const onIndexes = roleStatements(template, role).filter((s) => JSON.stringify(s.Resource).includes("/index/"));
+      expect(onIndexes.map((s) => resourcesOf(s))).toEqual([
+        [{ "Fn::Join": ["", [{ "Fn::GetAtt": [logicalIdOf(template, "AWS::DynamoDB::Table"), "Arn"] }, `/index/${LIVE_BY_TTL_INDEX}`]] }],
+      ]);
+    }
+    expect(roleStatements(acmeT, "RotateTokenRole").filter((s) => JSON.stringify(s.Resource).includes("/index/"))).toEqual([]);
   });
 
   it("refuses an item grant that dynamodb:LeadingKeys could not scope: a Scan, or no partition key pattern", () => {
@@ -942,6 +973,7 @@ describe("least-privilege IAM", () => {
       "dynamodb:Scan cannot be scoped by dynamodb:LeadingKeys; use grantScan",
     );
     expect(() => table.grantItemAccess(role, POLLER_TABLE_ACTIONS, [])).toThrow("grantItemAccess needs at least one partition key pattern");
+    expect(() => table.grantLiveCount(role, [])).toThrow("grantLiveCount needs at least one partition key pattern");
     // nothing was granted by the refused calls
     Template.fromStack(stack).resourceCountIs("AWS::IAM::Policy", 0);
   });

@@ -1,12 +1,13 @@
 /**
  * DynamoDB Local helpers for tests: a client bound to the endpoint the global setup provides, a readiness wait, and a
- * fresh table per test file shaped like the deployed one (pk/sk strings, TTL on `ttl`).
+ * fresh table per test file shaped like the deployed one (pk/sk strings, TTL on `ttl`, the keys-only index on pk/ttl).
  */
 import { readFileSync } from "node:fs";
 import { randomUUID } from "node:crypto";
 import { CreateTableCommand, DeleteTableCommand, DynamoDBClient, ListTablesCommand, type DynamoDBClientConfig } from "@aws-sdk/client-dynamodb";
 import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { inject } from "vitest";
+import { LIVE_BY_TTL_INDEX } from "../../../shared/aws/keys.js";
 
 const READY_TIMEOUT_MS = 30_000;
 const READY_POLL_MS = 50;
@@ -86,7 +87,7 @@ export interface TestTable {
   drop(): Promise<void>;
 }
 
-/** Creates a table with a unique name, keyed like the deployed table (`pk`, `sk`). */
+/** Creates a table with a unique name, keyed like the deployed table (`pk`, `sk`), with its index LIVE_BY_TTL_INDEX. */
 export async function createTestTable(prefix = "qb"): Promise<TestTable> {
   const client = localDynamoClient();
   await waitForDynamoLocal(client);
@@ -98,10 +99,22 @@ export async function createTestTable(prefix = "qb"): Promise<TestTable> {
       AttributeDefinitions: [
         { AttributeName: "pk", AttributeType: "S" },
         { AttributeName: "sk", AttributeType: "S" },
+        { AttributeName: "ttl", AttributeType: "N" },
       ],
       KeySchema: [
         { AttributeName: "pk", KeyType: "HASH" },
         { AttributeName: "sk", KeyType: "RANGE" },
+      ],
+      // As infra/constructs/tenant-table.ts declares it.
+      GlobalSecondaryIndexes: [
+        {
+          IndexName: LIVE_BY_TTL_INDEX,
+          KeySchema: [
+            { AttributeName: "pk", KeyType: "HASH" },
+            { AttributeName: "ttl", KeyType: "RANGE" },
+          ],
+          Projection: { ProjectionType: "KEYS_ONLY" },
+        },
       ],
     }),
   );
