@@ -20,6 +20,7 @@ import { cycleBudgetMs, pollerTimeout, type TenantStack } from "../../infra/tena
 import { MIN_CYCLE_BUDGET_MS, MIN_POLLER_TIMEOUT_MS, MIN_ROTATION_TIMEOUT_MS, cycleDeadline, loadConfig } from "../../shared/aws/config.js";
 import { buildTestApp, EXAMPLE_TENANTS_FILE, exampleStacks, REPO_ROOT, rolePolicies, roleStatements } from "./helpers.js";
 import { allows, type PolicyStatement } from "./iam-evaluator.js";
+import { DEPLOYED_TABLE_KEYS } from "../aws/support/dynamo.js";
 
 let acme: TenantStack;
 let globex: TenantStack;
@@ -90,30 +91,13 @@ describe("tenant stacks", () => {
   it("encrypts the table with the tenant key, on demand, with PITR, the ttl attribute and the keys-only index on pk/ttl", () => {
     acmeT.resourceCountIs("AWS::DynamoDB::Table", 1);
     acmeT.hasResourceProperties("AWS::DynamoDB::Table", {
-      KeySchema: [
-        { AttributeName: "pk", KeyType: "HASH" },
-        { AttributeName: "sk", KeyType: "RANGE" },
-      ],
       BillingMode: "PAY_PER_REQUEST",
       PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
       SSESpecification: { SSEEnabled: true, SSEType: "KMS", KMSMasterKeyId: { "Fn::GetAtt": [logicalIdOf(acmeT, "AWS::KMS::Key"), "Arn"] } },
       TimeToLiveSpecification: { AttributeName: "ttl", Enabled: true },
-      // the quarantine is counted here (QuarantineSize): keys only, sparse (items with a ttl), never a record's body
-      AttributeDefinitions: [
-        { AttributeName: "pk", AttributeType: "S" },
-        { AttributeName: "sk", AttributeType: "S" },
-        { AttributeName: "ttl", AttributeType: "N" },
-      ],
-      GlobalSecondaryIndexes: [
-        {
-          IndexName: LIVE_BY_TTL_INDEX,
-          KeySchema: [
-            { AttributeName: "pk", KeyType: "HASH" },
-            { AttributeName: "ttl", KeyType: "RANGE" },
-          ],
-          Projection: { ProjectionType: "KEYS_ONLY" },
-        },
-      ],
+      // pk/sk, and the index the quarantine is counted on (QuarantineSize): keys only, sparse (items with a ttl), never a
+      // record's body; the same definition DynamoDB Local tests create their tables with
+      ...DEPLOYED_TABLE_KEYS,
       // what a failed first deploy leaves is the empty table, kept by deletion protection (and no delete of it by hand)
       DeletionProtectionEnabled: true,
     });

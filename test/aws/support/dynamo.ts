@@ -4,12 +4,38 @@
  */
 import { readFileSync } from "node:fs";
 import { randomUUID } from "node:crypto";
-import { CreateTableCommand, DeleteTableCommand, DynamoDBClient, ListTablesCommand, type DynamoDBClientConfig } from "@aws-sdk/client-dynamodb";
+import { CreateTableCommand, DeleteTableCommand, DynamoDBClient, ListTablesCommand, type CreateTableCommandInput, type DynamoDBClientConfig } from "@aws-sdk/client-dynamodb";
 import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { inject } from "vitest";
 import { LIVE_BY_TTL_INDEX } from "../../../shared/aws/keys.js";
 
 const READY_TIMEOUT_MS = 30_000;
+
+/**
+ * Keys and index of the deployed table (infra/constructs/tenant-table.ts), as both CreateTable and CloudFormation spell
+ * them: test tables are made with them, and the infra tests check the synthesized table against them.
+ */
+export const DEPLOYED_TABLE_KEYS: Required<Pick<CreateTableCommandInput, "AttributeDefinitions" | "KeySchema" | "GlobalSecondaryIndexes">> = {
+  AttributeDefinitions: [
+    { AttributeName: "pk", AttributeType: "S" },
+    { AttributeName: "sk", AttributeType: "S" },
+    { AttributeName: "ttl", AttributeType: "N" },
+  ],
+  KeySchema: [
+    { AttributeName: "pk", KeyType: "HASH" },
+    { AttributeName: "sk", KeyType: "RANGE" },
+  ],
+  GlobalSecondaryIndexes: [
+    {
+      IndexName: LIVE_BY_TTL_INDEX,
+      KeySchema: [
+        { AttributeName: "pk", KeyType: "HASH" },
+        { AttributeName: "ttl", KeyType: "RANGE" },
+      ],
+      Projection: { ProjectionType: "KEYS_ONLY" },
+    },
+  ],
+};
 const READY_POLL_MS = 50;
 
 let ready: Promise<void> | undefined;
@@ -96,26 +122,7 @@ export async function createTestTable(prefix = "qb"): Promise<TestTable> {
     new CreateTableCommand({
       TableName: tableName,
       BillingMode: "PAY_PER_REQUEST",
-      AttributeDefinitions: [
-        { AttributeName: "pk", AttributeType: "S" },
-        { AttributeName: "sk", AttributeType: "S" },
-        { AttributeName: "ttl", AttributeType: "N" },
-      ],
-      KeySchema: [
-        { AttributeName: "pk", KeyType: "HASH" },
-        { AttributeName: "sk", KeyType: "RANGE" },
-      ],
-      // As infra/constructs/tenant-table.ts declares it.
-      GlobalSecondaryIndexes: [
-        {
-          IndexName: LIVE_BY_TTL_INDEX,
-          KeySchema: [
-            { AttributeName: "pk", KeyType: "HASH" },
-            { AttributeName: "ttl", KeyType: "RANGE" },
-          ],
-          Projection: { ProjectionType: "KEYS_ONLY" },
-        },
-      ],
+      ...DEPLOYED_TABLE_KEYS,
     }),
   );
   const doc = DynamoDBDocumentClient.from(client, { marshallOptions: { removeUndefinedValues: true } });
