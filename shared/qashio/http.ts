@@ -198,6 +198,18 @@ export interface RetryEvent {
 /** A response body as read: text, or the chunks of a 2xx body (see FetchResponse.chunks). */
 type ResponseBody = string | readonly Buffer[];
 
+/** A request held by the client's throttling wait or its slow start (see `HttpCore.waitForTurn`). */
+interface TurnWaiter {
+  /** The request's attempt number: the one that spent the most attempts gets the first turn. */
+  readonly attempt: number;
+  /** The latest throttling instant it has waited out. */
+  waited: number;
+  /** Set with a slot reserved for it (`inFlight` counts it). */
+  granted: boolean;
+  /** Ends its current sleep: a turn, a stop or a new throttling wait. */
+  interrupt?: AbortController;
+}
+
 type Attempt =
   | { readonly kind: "response"; readonly status: number; readonly headers: ResponseHeaders; readonly body: ResponseBody }
   | { readonly kind: "failure"; readonly error: QashioError };
@@ -478,6 +490,22 @@ export class HttpCore {
    * throttles the token, so the company, not the one request (spec §7 leaves it open, see docs/spec-gaps.md).
    */
   private notBefore = Number.NEGATIVE_INFINITY;
+  /**
+   * Slow start after a throttling wait: how many requests of this client may be in flight. A 429 sets it to 1 (one
+   * probe when the wait ends); it doubles each time as many answers other than a 429 came to requests sent since as it
+   * allows (a round), until it holds no request back and the client is unlimited again. Without it every request that
+   * waited went at the wait's end, and a provider taking fewer per window answered the burst 429 again, spending the
+   * reads' attempts.
+   */
+  private inFlightLimit = Number.POSITIVE_INFINITY;
+  /** Answers other than a 429 in the slow start's current round (see {@link inFlightLimit}). */
+  private answeredInRound = 0;
+  /** Requests of this client between taking their turn and their answer (see {@link inFlightLimit}). */
+  private inFlight = 0;
+  /** Counts the 429s that restarted the slow start: an answer to a request sent before the latest one does not grow it. */
+  private slowStarts = 0;
+  /** Requests held by {@link notBefore} or {@link inFlightLimit}, in arrival order. */
+  private readonly turnWaiters: TurnWaiter[] = [];
 
   constructor(options: HttpCoreOptions) {
     this.baseUrl = options.baseUrl.replace(/\/+$/, "");
@@ -502,19 +530,28 @@ export class HttpCore {
     let replayToken: string | undefined;
     let attempt = request.callerRetries?.failedBefore ?? 0;
     let last: QashioError | undefined;
-    // The end of the latest client-wide throttling wait this request has waited out (see waitOutThrottling).
+    // The end of the latest client-wide throttling wait this request has waited out (see waitForTurn).
     let waitedFor = Number.NEGATIVE_INFINITY;
     for (;;) {
       attempt += 1;
       if (request.stop?.aborted) throw this.outOfTime(request, last === undefined ? "sent" : "retried", last, "it was asked to stop");
-      waitedFor = await this.waitOutThrottling(request, last, waitedFor);
-      // Checked before the token too: a call that cannot be sent must not spend the refresh token on the way (a
-      // refresh and its save past the invocation's end could be cut off, leaving the spent token stored).
-      if (!this.attemptFits(request, 0)) throw this.outOfTime(request, "sent", last);
-      const token = replayToken ?? (await this.tokenFor(request));
-      replayToken = undefined;
-      if (!this.attemptFits(request, 0)) throw this.outOfTime(request, "sent", last);
-      const outcome = await this.send(request, token);
+      // Not throttled (no waiter, no limit, no wait): the turn is taken at once, without an await or an allocation.
+      if (this.turnWaiters.length === 0 && this.inFlight < this.inFlightLimit && this.waitedOut(waitedFor)) this.inFlight += 1;
+      else waitedFor = await this.waitForTurn(request, last, waitedFor, attempt);
+      const sentIn = this.slowStarts;
+      let token: string | undefined;
+      let outcome: Attempt | undefined;
+      try {
+        // Checked before the token too: a call that cannot be sent must not spend the refresh token on the way (a
+        // refresh and its save past the invocation's end could be cut off, leaving the spent token stored).
+        if (!this.attemptFits(request, 0)) throw this.outOfTime(request, "sent", last);
+        token = replayToken ?? (await this.tokenFor(request));
+        replayToken = undefined;
+        if (!this.attemptFits(request, 0)) throw this.outOfTime(request, "sent", last);
+        outcome = await this.send(request, token);
+      } finally {
+        this.endTurn(sentIn, outcome);
+      }
       let error: QashioError;
       if (outcome.kind === "response") {
         const { status, headers, body } = outcome;
@@ -541,8 +578,7 @@ export class HttpCore {
       if (error instanceof RateLimitedError) {
         const until = this.clock.now() + delayMs;
         this.notBefore = Math.max(this.notBefore, until);
-        // The sleep below waits it out for this request.
-        waitedFor = until;
+        this.restartSlowStart();
       }
       // A retry that could not finish before the deadline is not attempted: the caller learns it is out of time.
       if (!this.attemptFits(request, delayMs)) throw this.outOfTime(request, "retried", error);
@@ -560,31 +596,119 @@ export class HttpCore {
         throw new RetryDeferredError(`${error.message}; left to the caller to retry in ${delayMs} ms`, { status, requestId, method, path, delayMs, attempt }, { cause: error });
       }
       last = error;
-      await this.clock.sleep(delayMs, request.stop);
+      // A 429's wait is the client's: the request waits it out at its next turn, among the others it holds.
+      if (!(error instanceof RateLimitedError)) await this.clock.sleep(delayMs, request.stop);
     }
   }
 
+  /** Whether {@link notBefore} is past, or the instant was waited for already (a test clock may not move). */
+  private waitedOut(waited: number): boolean {
+    return this.notBefore <= waited || this.clock.now() >= this.notBefore;
+  }
+
   /**
-   * Waits until {@link notBefore}, so a request does not spend an attempt on a 429 another one already met, and returns
-   * the instant waited for. A wait that would leave no whole attempt before the deadline, or a stop request, ends the
-   * request as out of time.
+   * Waits for the request's turn and reserves it: until {@link notBefore}, so a request does not spend an attempt on a
+   * 429 another one already met, then for room under {@link inFlightLimit}, where the request that spent the most
+   * attempts goes first (it is the nearest to failing). Returns the instant waited for. A wait that would leave no
+   * whole attempt before the deadline, or a stop request, ends the request as out of time, unsent.
    */
-  private async waitOutThrottling(request: HttpRequest, last: QashioError | undefined, waitedFor: number): Promise<number> {
+  private async waitForTurn(request: HttpRequest, last: QashioError | undefined, waitedFor: number, attempt: number): Promise<number> {
     const what = last === undefined ? "sent" : "retried";
-    let waited = waitedFor;
-    // Again only when a 429 answered meanwhile moved the instant on: each instant is waited for once, so a clock that
-    // does not move while sleeping (tests) cannot hold a request here.
-    while (this.notBefore > waited) {
-      const until = this.notBefore;
-      const waitMs = until - this.clock.now();
-      if (waitMs > 0) {
-        if (!this.attemptFits(request, waitMs)) throw this.outOfTime(request, what, last, "the provider's rate limit leaves no whole attempt before its deadline");
-        await this.clock.sleep(waitMs, request.stop);
+    const waiter: TurnWaiter = { attempt, waited: waitedFor, granted: false };
+    const onStop = (): void => waiter.interrupt?.abort();
+    request.stop?.addEventListener("abort", onStop, { once: true });
+    this.turnWaiters.push(waiter);
+    // Slept for once: a clock that does not move while sleeping (tests) cannot make the wait for a turn spin.
+    let lastStartSlept = false;
+    try {
+      this.admitWaiters();
+      for (;;) {
+        // Before the turn too: a stop that came with it still ends the request unsent.
         if (request.stop?.aborted) throw this.outOfTime(request, what, last, "it was asked to stop");
+        if (waiter.granted && this.waitedOut(waiter.waited)) return waiter.waited;
+        if (waiter.granted) {
+          // A 429 answered between the turn and this: hand the turn back and wait that out first.
+          waiter.granted = false;
+          this.inFlight -= 1;
+          this.turnWaiters.push(waiter);
+          this.admitWaiters();
+          continue;
+        }
+        const interrupt = new AbortController();
+        waiter.interrupt = interrupt;
+        const until = this.notBefore;
+        const waitMs = until - this.clock.now();
+        if (until > waiter.waited && waitMs > 0) {
+          if (!this.attemptFits(request, waitMs)) throw this.outOfTime(request, what, last, "the provider's rate limit leaves no whole attempt before its deadline");
+          await this.clock.sleep(waitMs, interrupt.signal);
+          // Each instant is waited for once, so such a clock cannot hold a request here either.
+          if (!interrupt.signal.aborted) {
+            waiter.waited = Math.max(waiter.waited, until);
+            this.admitWaiters();
+          }
+          continue;
+        }
+        // The wait is over; room comes when a request in flight ends, at the latest within its timeout.
+        if (!this.attemptFits(request, 0)) throw this.outOfTime(request, what, last, "the requests held back after the provider's rate limit leave no whole attempt before its deadline");
+        if (request.deadline !== undefined && !lastStartSlept) {
+          const lastStart = request.deadline - this.timeoutMs;
+          await this.clock.sleep(lastStart - this.clock.now(), interrupt.signal);
+          if (!interrupt.signal.aborted) {
+            if (this.clock.now() >= lastStart) throw this.outOfTime(request, what, last, "the requests held back after the provider's rate limit leave no whole attempt before its deadline");
+            lastStartSlept = true;
+          }
+        } else {
+          await new Promise((resolve) => interrupt.signal.addEventListener("abort", resolve, { once: true }));
+        }
       }
-      waited = until;
+    } catch (error) {
+      // A turn reserved but not taken is handed on.
+      if (waiter.granted) this.endTurn(this.slowStarts, undefined);
+      throw error;
+    } finally {
+      const at = this.turnWaiters.indexOf(waiter);
+      if (at >= 0) this.turnWaiters.splice(at, 1);
+      request.stop?.removeEventListener("abort", onStop);
     }
-    return waited;
+  }
+
+  /** Gives the room under {@link inFlightLimit} to the waiters past the wait, the most attempts spent first. */
+  private admitWaiters(): void {
+    while (this.inFlight < this.inFlightLimit) {
+      let next: TurnWaiter | undefined;
+      for (const waiter of this.turnWaiters) {
+        if (this.waitedOut(waiter.waited) && (next === undefined || waiter.attempt > next.attempt)) next = waiter;
+      }
+      if (next === undefined) return;
+      this.turnWaiters.splice(this.turnWaiters.indexOf(next), 1);
+      next.granted = true;
+      this.inFlight += 1;
+      next.interrupt?.abort();
+    }
+  }
+
+  /** A 429 moved {@link notBefore}: one request at a time again, and the waiters wait that out. */
+  private restartSlowStart(): void {
+    this.inFlightLimit = 1;
+    this.answeredInRound = 0;
+    this.slowStarts += 1;
+    for (const waiter of this.turnWaiters) waiter.interrupt?.abort();
+  }
+
+  /**
+   * Frees the turn a request took. Answers other than a 429 to requests sent since the latest slow start count towards
+   * its round (doubling per answer overshot: the first answers of a round opened the gate before its 429 came); a
+   * failure without an answer (network, timeout) only frees the turn, so the next waiter probes.
+   */
+  private endTurn(sentIn: number, outcome: Attempt | undefined): void {
+    this.inFlight -= 1;
+    if (this.turnWaiters.length === 0 && this.inFlightLimit === Number.POSITIVE_INFINITY) return;
+    if (sentIn === this.slowStarts && outcome?.kind === "response" && outcome.status !== 429 && ++this.answeredInRound >= this.inFlightLimit) {
+      const doubled = this.inFlightLimit * 2;
+      this.inFlightLimit = doubled > this.inFlight + this.turnWaiters.length ? Number.POSITIVE_INFINITY : doubled;
+      this.answeredInRound = 0;
+    }
+    this.admitWaiters();
   }
 
   private reportRetry(error: QashioError, attempt: number, delayMs: number): void {

@@ -14,17 +14,19 @@ const WINDOW_MS = 5_000;
 /**
  * A provider that takes `perWindow` requests per fixed 5 s window and answers the rest 429 with a `Retry-After` up to
  * the window's end. Each answer takes 100-190 ms (seeded), so reads overlap as over a network. Counts the requests sent
- * while a 429 the client had already received still asked it to wait.
+ * while a 429 the client had already received still asked it to wait, and the requests of each read.
  */
 function throttlingProvider(clock: ReturnType<typeof manualClock>, perWindow: number) {
   const start = clock.now();
   const latency = seededRandom(7);
   const served = new Map<number, number>();
   let waitAskedUntil = Number.NEGATIVE_INFINITY;
-  const stats = { requests: 0, sentWhileAskedToWait: 0 };
-  const fetch = async (): Promise<FetchResponse> => {
+  const stats = { requests: 0, sentWhileAskedToWait: 0, perRead: new Map<string, number>() };
+  const fetch = async (url: string): Promise<FetchResponse> => {
     const arrived = clock.now();
     stats.requests += 1;
+    const qid = new URL(url).searchParams.get("qashio_id") ?? "";
+    stats.perRead.set(qid, (stats.perRead.get(qid) ?? 0) + 1);
     if (arrived < waitAskedUntil) stats.sentWhileAskedToWait += 1;
     const window = Math.floor((arrived - start) / WINDOW_MS);
     const count = (served.get(window) ?? 0) + 1;
@@ -64,5 +66,20 @@ describe("single reads against a throttling provider", () => {
     const pages = await onClock(clock, () => mapSingleReads(qashioIds, read));
     expect(pages).toHaveLength(qashioIds.length);
     expect(stats.sentWhileAskedToWait).toBe(0);
+  });
+
+  // Fewer requests per window than reads run at once: when a wait ends, the reads that waited must not all go at once
+  // (the burst would meet 429s again, each spending one of a read's five attempts).
+  it.each([
+    { perWindow: 1, perRead: 3 },
+    { perWindow: 2, perRead: 2 },
+  ])("reads them all against a provider taking $perWindow request(s) per window, slowly starting again after each wait", async ({ perWindow, perRead }) => {
+    const { clock, stats, read } = throttledReads(perWindow);
+    const pages = await onClock(clock, () => mapSingleReads(qashioIds, read));
+    expect(pages).toHaveLength(qashioIds.length);
+    expect(stats.sentWhileAskedToWait).toBe(0);
+    // A slow start finds the window full by a 429 or two each wait: a few requests a read, not five.
+    expect(stats.requests).toBeLessThanOrEqual(qashioIds.length * perRead);
+    expect(Math.max(...stats.perRead.values())).toBeLessThanOrEqual(4);
   });
 });

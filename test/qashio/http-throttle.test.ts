@@ -2,11 +2,11 @@
  * A 429's wait holds every request of the client, not only the one that met it: the provider throttles the token (the
  * company), so a request sent inside that wait would only meet a 429 too and spend one of its attempts on it.
  */
-import { describe, expect, it } from "vitest";
-import { HttpCore, type HttpRequest } from "../../shared/qashio/http.js";
+import { describe, expect, it, vi } from "vitest";
+import { HttpCore, type Clock, type HttpRequest } from "../../shared/qashio/http.js";
 import { StaticTokenProvider } from "../../shared/qashio/auth/token-provider.js";
 import { DeadlineExceededError } from "../../shared/qashio/errors.js";
-import { fail, manualClock, ok, scriptedFetch } from "./helpers.js";
+import { fail, manualClock, ok, scriptedFetch, turns } from "./helpers.js";
 
 function core(fetch: ReturnType<typeof scriptedFetch>) {
   const clock = manualClock();
@@ -96,5 +96,190 @@ describe("HttpCore after a 429", () => {
     // A later request waits for the same instant once, then goes (it looped on a clock that never reached it).
     await expect(http.request(read("Q2"))).resolves.toMatchObject({ status: 200 });
     expect(sleeps).toEqual([5000, 5000]);
+  });
+});
+
+/** A fetch whose requests wait for the test to answer them, so it can see how many are in flight at once. */
+function heldFetch() {
+  const held: { readonly qid: string; answer(reply: Response | Error): void }[] = [];
+  const fetch = scriptedFetch(
+    (call, signal) =>
+      new Promise<Response>((resolve, reject) => {
+        const entry = {
+          qid: call.url.searchParams.get("qashio_id") ?? "",
+          answer(reply: Response | Error) {
+            const at = held.indexOf(entry);
+            if (at < 0) return;
+            held.splice(at, 1);
+            if (reply instanceof Error) reject(reply);
+            else resolve(reply);
+          },
+        };
+        held.push(entry);
+        // Aborted at the attempt's timeout, as fetch is.
+        signal?.addEventListener("abort", () => entry.answer(new DOMException("This operation was aborted", "AbortError")));
+      }),
+  );
+  /** The requests sent and not answered yet, by qashio id. */
+  const inFlight = () => held.map((entry) => entry.qid);
+  /** Answers the request in flight for `qid`. */
+  const answer = (qid: string, reply: Response | Error) => held.find((entry) => entry.qid === qid)?.answer(reply);
+  return { fetch, inFlight, answer };
+}
+
+/** Q1 meets a 429 asking 5 s; the `waiting` reads (with `options`) start inside that wait. */
+async function throttledWithWaiters(waiting: readonly string[], options: Partial<HttpRequest> = {}, clock: Clock = manualClock()) {
+  const { fetch, inFlight, answer } = heldFetch();
+  const http = new HttpCore({ baseUrl: "https://api.example.test", fetch, clock, tokenProvider: new StaticTokenProvider("token-1"), timeoutMs: 10_000, retry: { random: () => 0.5 } });
+  const q1 = track(http.request(read("Q1")));
+  await turns();
+  answer("Q1", fail(429, [], { "retry-after": "5" }));
+  await turns();
+  const waiters = waiting.map((qid) => track(http.request({ ...read(qid), ...options })));
+  await turns();
+  return { fetch, inFlight, answer, q1, waiters };
+}
+
+describe("HttpCore's slow start after a throttling wait", () => {
+  it("sends requests concurrently while no 429 was met: four in flight at once", async () => {
+    const { fetch, inFlight, answer } = heldFetch();
+    const { http, clock } = core(fetch);
+    const reads = ["Q1", "Q2", "Q3", "Q4"].map((qid) => track(http.request(read(qid))));
+    await clock.advance(0);
+    expect(inFlight()).toEqual(["Q1", "Q2", "Q3", "Q4"]);
+    for (const qid of ["Q1", "Q2", "Q3", "Q4"]) answer(qid, ok([]));
+    await clock.advance(0);
+    for (const each of reads) expect(each.outcome).toMatchObject({ status: 200 });
+  });
+
+  it("lets one request through when the wait ends, the one that spent the most attempts, then twice as many per round answered", async () => {
+    const clock = manualClock();
+    const { inFlight, answer, q1, waiters } = await throttledWithWaiters(["Q2", "Q3", "Q4", "Q5"], {}, clock);
+    await clock.advance(4999);
+    expect(inFlight()).toEqual([]);
+    await clock.advance(1);
+    // The probe: Q1 has spent an attempt on the 429, the others none.
+    expect(inFlight()).toEqual(["Q1"]);
+    answer("Q1", ok([]));
+    await clock.advance(0);
+    expect(q1.outcome).toMatchObject({ status: 200 });
+    expect(inFlight()).toEqual(["Q2", "Q3"]);
+    // Half a round answered: its turn passes on, still two at a time.
+    answer("Q2", ok([]));
+    await clock.advance(0);
+    expect(inFlight()).toEqual(["Q3", "Q4"]);
+    // The round answered: four may go, more than wait, so the client is no longer limited.
+    answer("Q3", ok([]));
+    await clock.advance(0);
+    expect(inFlight()).toEqual(["Q4", "Q5"]);
+    answer("Q4", ok([]));
+    answer("Q5", ok([]));
+    await clock.advance(0);
+    for (const each of waiters) expect(each.outcome).toMatchObject({ status: 200 });
+  });
+
+  it("starts over, one at a time after a new wait, when a request of the slow start meets a 429", async () => {
+    const clock = manualClock();
+    const { inFlight, answer, waiters } = await throttledWithWaiters(["Q2", "Q3", "Q4"], {}, clock);
+    await clock.advance(5000);
+    answer("Q1", ok([]));
+    await clock.advance(0);
+    expect(inFlight()).toEqual(["Q2", "Q3"]);
+    answer("Q2", fail(429, [], { "retry-after": "5" }));
+    answer("Q3", ok([]));
+    await clock.advance(4999);
+    expect(inFlight()).toEqual([]);
+    await clock.advance(1);
+    expect(inFlight()).toEqual(["Q2"]);
+    answer("Q2", ok([]));
+    await clock.advance(0);
+    expect(inFlight()).toEqual(["Q4"]);
+    answer("Q4", ok([]));
+    await clock.advance(0);
+    for (const each of waiters) expect(each.outcome).toMatchObject({ status: 200 });
+  });
+
+  it.each([
+    ["a network error", () => new TypeError("fetch failed", { cause: { code: "ECONNRESET" } }), ["Q2"]],
+    ["a 5xx", () => fail(503), ["Q2", "Q3"]],
+  ] as const)("hands the turn on when the probe fails with %s: no waiter is left waiting for it", async (_what, failure, next) => {
+    const clock = manualClock();
+    const { inFlight, answer, q1, waiters } = await throttledWithWaiters(["Q2", "Q3"], {}, clock);
+    await clock.advance(5000);
+    expect(inFlight()).toEqual(["Q1"]);
+    answer("Q1", failure());
+    await clock.advance(0);
+    // A network error says nothing of the limit: the next waiter probes. A 5xx is an answer other than a 429: it counts.
+    expect(inFlight()).toEqual(next);
+    for (let round = 0; round < 5 && inFlight().length > 0; round += 1) {
+      for (const qid of inFlight()) answer(qid, ok([]));
+      await clock.advance(1000);
+    }
+    expect(q1.outcome).toMatchObject({ status: 200 });
+    for (const each of waiters) expect(each.outcome).toMatchObject({ status: 200 });
+  });
+
+  it("hands the turn on when the probe times out", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    try {
+      const clock = manualClock();
+      const { inFlight, waiters } = await throttledWithWaiters(["Q2"], {}, clock);
+      await clock.advance(5000);
+      expect(inFlight()).toEqual(["Q1"]);
+      // The probe's 10 s timeout (a timer: the attempt's own, not the client's clock).
+      await vi.advanceTimersByTimeAsync(10_000);
+      await clock.advance(0);
+      expect(inFlight()).toContain("Q2");
+      expect(waiters[0]?.outcome).toBeUndefined();
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it("ends a request waiting for its turn as out of time, unsent, once no whole attempt fits before its deadline", async () => {
+    const clock = manualClock();
+    const start = clock.now();
+    // The 5 s wait and a 10 s attempt fit in 20 s; the probe then holds the turn past the last instant Q2 could start.
+    const { inFlight, answer, fetch, waiters } = await throttledWithWaiters(["Q2"], { deadline: start + 20_000 }, clock);
+    await clock.advance(5000);
+    expect(inFlight()).toEqual(["Q1"]);
+    await clock.advance(4999);
+    expect(waiters[0]?.outcome).toBeUndefined();
+    await clock.advance(1);
+    expect(waiters[0]?.outcome).toBeInstanceOf(DeadlineExceededError);
+    expect((waiters[0]?.outcome as Error).message).toContain("was not sent");
+    expect(sentFor(fetch, "Q2")).toBe(0);
+    answer("Q1", ok([]));
+  });
+
+  it("ends a request waiting for its turn at once when asked to stop, and sends nothing", async () => {
+    const clock = manualClock();
+    const stop = new AbortController();
+    const { inFlight, answer, fetch, waiters } = await throttledWithWaiters(["Q2"], { stop: stop.signal }, clock);
+    await clock.advance(5000);
+    expect(inFlight()).toEqual(["Q1"]);
+    stop.abort();
+    await clock.advance(0);
+    expect(waiters[0]?.outcome).toBeInstanceOf(DeadlineExceededError);
+    expect((waiters[0]?.outcome as Error).message).toContain("asked to stop");
+    expect(sentFor(fetch, "Q2")).toBe(0);
+    answer("Q1", ok([]));
+  });
+
+  it("does not spin waiting for a turn on a clock that does not move while sleeping (the functions' harness)", async () => {
+    const now = Date.UTC(2025, 0, 15, 12, 0, 0);
+    const sleeps: number[] = [];
+    const frozen = { now: () => now, sleep: async (ms: number) => void sleeps.push(ms) };
+    const { inFlight, answer, waiters } = await throttledWithWaiters(["Q2"], { deadline: now + 60_000 }, frozen);
+    await turns(20);
+    // Q1 and Q2 each waited the 5 s once, Q2 then its last start (50 s on) once: it now waits for the turn, not the clock.
+    expect(inFlight()).toEqual(["Q1"]);
+    expect(sleeps).toEqual([5000, 5000, 50_000]);
+    answer("Q1", ok([]));
+    await turns();
+    expect(inFlight()).toEqual(["Q2"]);
+    answer("Q2", ok([]));
+    await turns();
+    expect(waiters[0]?.outcome).toMatchObject({ status: 200 });
   });
 });
