@@ -571,15 +571,18 @@ export class HttpCore {
       } else {
         error = outcome.error;
       }
-      if (!isRetryable(error, request.retry) || attempt >= this.retry.maxAttempts) throw error;
+      if (!isRetryable(error, request.retry) || attempt >= this.retry.maxAttempts) {
+        // The provider asked the client to wait also when this request gives up (its last attempt, a request never
+        // retried): the others are held as after a retried 429 (its Retry-After, else the backoff's ceiling), unless
+        // the wait is longer than a retry would wait, which is the caller's to schedule.
+        const waitMs = error instanceof RateLimitedError ? (error.retryAfterMs ?? this.backoffCeiling(attempt)) : undefined;
+        if (waitMs !== undefined && waitMs <= this.retry.maxRetryAfterMs) this.throttleClient(waitMs);
+        throw error;
+      }
       const retryAfterMs = error instanceof RetryAfterError ? error.retryAfterMs : undefined;
       if (retryAfterMs !== undefined && retryAfterMs > this.retry.maxRetryAfterMs) throw error;
       const delayMs = retryAfterMs ?? this.backoff(attempt);
-      if (error instanceof RateLimitedError) {
-        const until = this.clock.now() + delayMs;
-        this.notBefore = Math.max(this.notBefore, until);
-        this.restartSlowStart();
-      }
+      if (error instanceof RateLimitedError) this.throttleClient(delayMs);
       // A retry that could not finish before the deadline is not attempted: the caller learns it is out of time.
       if (!this.attemptFits(request, delayMs)) throw this.outOfTime(request, "retried", error);
       this.logger?.warn("provider request failed; retrying", {
@@ -721,10 +724,20 @@ export class HttpCore {
     }
   }
 
-  /** Full jitter: uniform in [0, min(cap, base * 2^(attempt-1))). */
+  /** Full jitter: uniform in [0, {@link backoffCeiling}). */
   private backoff(attempt: number): number {
-    const ceiling = Math.min(this.retry.maxDelayMs, this.retry.baseDelayMs * 2 ** (attempt - 1));
-    return Math.floor(this.retry.random() * ceiling);
+    return Math.floor(this.retry.random() * this.backoffCeiling(attempt));
+  }
+
+  /** min(cap, base * 2^(attempt-1)). */
+  private backoffCeiling(attempt: number): number {
+    return Math.min(this.retry.maxDelayMs, this.retry.baseDelayMs * 2 ** (attempt - 1));
+  }
+
+  /** A 429 asked for `waitMs`: every request of the client waits it out, then the slow start begins again. */
+  private throttleClient(waitMs: number): void {
+    this.notBefore = Math.max(this.notBefore, this.clock.now() + waitMs);
+    this.restartSlowStart();
   }
 
   private async tokenFor(request: HttpRequest): Promise<string | undefined> {

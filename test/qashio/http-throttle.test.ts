@@ -76,6 +76,42 @@ describe("HttpCore after a 429", () => {
     expect(sentFor(fetch, "Q2")).toBe(0);
   });
 
+  it.each([
+    { why: "its last attempt", request: read("Q1"), maxAttempts: 1 },
+    { why: "a request never retried (card issuance)", request: { ...read("Q1"), method: "POST", retry: "never" } as HttpRequest, maxAttempts: 5 },
+  ])("holds the client for the Retry-After of a 429 that ends $why: the provider asked the client to wait", async ({ request, maxAttempts }) => {
+    const fetch = scriptedFetch(fail(429, [], { "retry-after": "5" }), ok([]));
+    const clock = manualClock();
+    const http = new HttpCore({ baseUrl: "https://api.example.test", fetch, clock, tokenProvider: new StaticTokenProvider("token-1"), retry: { random: () => 0.5, maxAttempts } });
+    const first = track(http.request(request));
+    await clock.advance(0);
+    expect(first.outcome).toMatchObject({ name: "RateLimitedError", retryAfterMs: 5_000 });
+    const second = track(http.request(read("Q2")));
+    await clock.advance(4999);
+    expect(sentFor(fetch, "Q2")).toBe(0);
+    await clock.advance(1);
+    expect(second.outcome).toMatchObject({ status: 200 });
+  });
+
+  it("holds the client for the backoff's ceiling after a 429 without Retry-After that ends its request, and not past maxRetryAfterMs", async () => {
+    const fetch = scriptedFetch(fail(429, []), ok([]), fail(429, [], { "retry-after": "120" }), ok([]));
+    const clock = manualClock();
+    const http = new HttpCore({ baseUrl: "https://api.example.test", fetch, clock, tokenProvider: new StaticTokenProvider("token-1"), retry: { random: () => 0.5, maxAttempts: 1, baseDelayMs: 200 } });
+    track(http.request(read("Q1")));
+    await clock.advance(0);
+    const second = track(http.request(read("Q2")));
+    await clock.advance(199);
+    expect(sentFor(fetch, "Q2")).toBe(0);
+    await clock.advance(1);
+    expect(second.outcome).toMatchObject({ status: 200 });
+    // A wait past maxRetryAfterMs (60 s) is the caller's to schedule: it holds no other request.
+    track(http.request(read("Q3")));
+    await clock.advance(0);
+    const fourth = track(http.request(read("Q4")));
+    await clock.advance(0);
+    expect(fourth.outcome).toMatchObject({ status: 200 });
+  });
+
   it("does not hold other requests for a 5xx's Retry-After: that answer is about the one request", async () => {
     const fetch = scriptedFetch(fail(503, [], { "retry-after": "5" }), ok([]));
     const { http, clock } = core(fetch);
