@@ -548,6 +548,8 @@ export class HttpCore {
         token = replayToken ?? (await this.tokenFor(request));
         replayToken = undefined;
         if (!this.attemptFits(request, 0)) throw this.outOfTime(request, "sent", last);
+        // A stop that came while the token did (a refresh can take seconds): the attempt has not started.
+        if (request.stop?.aborted) throw this.outOfTime(request, last === undefined ? "sent" : "retried", last, "it was asked to stop");
         outcome = await this.send(request, token);
       } finally {
         this.endTurn(sentIn, outcome);

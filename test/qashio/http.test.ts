@@ -562,6 +562,24 @@ describe("HttpCore retries", () => {
     expect(fetch.calls).toHaveLength(0);
   });
 
+  it("once asked to stop while getting the token, sends nothing", async () => {
+    const fetch = scriptedFetch(ok([]));
+    const stop = new AbortController();
+    // The stop (Ctrl-C) comes while the token is on its way (a refresh, or one waiting for its lease).
+    const tokenProvider: TokenProvider = {
+      getAccessToken: async () => {
+        stop.abort();
+        return "token-late";
+      },
+      refreshAfterUnauthorized: async () => "token-late",
+    };
+    const { http } = core(fetch, { tokenProvider });
+    const error = await http.request({ ...read(), stop: stop.signal }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(DeadlineExceededError);
+    expect((error as Error).message).toMatch(/was not sent: it was asked to stop/);
+    expect(fetch.calls).toHaveLength(0);
+  });
+
   it("with a deadline, sends nothing when a whole attempt no longer fits before it", async () => {
     const fetch = scriptedFetch(ok([]));
     const { http, clock } = core(fetch, { timeoutMs: 10_000 });
