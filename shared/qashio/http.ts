@@ -550,6 +550,13 @@ export class HttpCore {
         if (!this.attemptFits(request, 0)) throw this.outOfTime(request, "sent", last);
         // A stop that came while the token did (a refresh can take seconds): the attempt has not started.
         if (request.stop?.aborted) throw this.outOfTime(request, last === undefined ? "sent" : "retried", last, "it was asked to stop");
+        // A 429 another request met while the token came: the turn is handed back and the wait waited out first (the
+        // same attempt, with the token it got).
+        if (!this.waitedOut(waitedFor)) {
+          replayToken = token;
+          attempt -= 1;
+          continue;
+        }
         outcome = await this.send(request, token);
       } finally {
         this.endTurn(sentIn, outcome);

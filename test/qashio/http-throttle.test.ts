@@ -4,7 +4,7 @@
  */
 import { describe, expect, it, vi } from "vitest";
 import { HttpCore, type Clock, type HttpRequest } from "../../shared/qashio/http.js";
-import { StaticTokenProvider } from "../../shared/qashio/auth/token-provider.js";
+import { StaticTokenProvider, type TokenProvider } from "../../shared/qashio/auth/token-provider.js";
 import { DeadlineExceededError } from "../../shared/qashio/errors.js";
 import { fail, manualClock, ok, scriptedFetch, turns } from "./helpers.js";
 
@@ -42,6 +42,40 @@ describe("HttpCore after a 429", () => {
     expect(second.outcome).toMatchObject({ status: 200 });
     expect(sentFor(fetch, "Q1")).toBe(2);
     expect(sentFor(fetch, "Q2")).toBe(1);
+  });
+
+  it("holds a request whose token came after another request met a 429: it waits that out first, with the token it got", async () => {
+    const { fetch, inFlight, answer } = heldFetch();
+    const clock = manualClock();
+    let tokens = 0;
+    // Q2's token takes 1.5 s (a refresh); meanwhile Q1 meets a 429 asking 2 s.
+    const tokenProvider: TokenProvider = {
+      getAccessToken: async () => {
+        tokens += 1;
+        if (tokens === 2) await clock.sleep(1_500);
+        return "token-1";
+      },
+      refreshAfterUnauthorized: async () => "token-1",
+    };
+    const http = new HttpCore({ baseUrl: "https://api.example.test", fetch, clock, tokenProvider, timeoutMs: 10_000, retry: { random: () => 0.5 } });
+    const first = track(http.request(read("Q1")));
+    await turns();
+    const second = track(http.request(read("Q2")));
+    await turns();
+    answer("Q1", fail(429, [], { "retry-after": "2" }));
+    await clock.advance(1_999);
+    expect(sentFor(fetch, "Q2")).toBe(0);
+    await clock.advance(1);
+    // The wait over, the slow start's probe is Q1 (an attempt spent), then Q2.
+    expect(inFlight()).toEqual(["Q1"]);
+    answer("Q1", ok([]));
+    await clock.advance(0);
+    expect(inFlight()).toEqual(["Q2"]);
+    answer("Q2", ok([]));
+    await clock.advance(0);
+    expect(first.outcome).toMatchObject({ status: 200 });
+    expect(second.outcome).toMatchObject({ status: 200 });
+    expect(tokens).toBe(3);
   });
 
   it("ends a request as out of time, unsent, when the wait leaves no whole attempt before its deadline", async () => {
