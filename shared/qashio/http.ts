@@ -664,9 +664,11 @@ export class HttpCore {
         if (!this.attemptFits(request, 0)) throw this.outOfTime(request, what, last, "the requests held back after the provider's rate limit leave no whole attempt before its deadline");
         if (request.deadline !== undefined && !lastStartSlept) {
           const lastStart = request.deadline - this.timeoutMs;
-          await this.clock.sleep(lastStart - this.clock.now(), interrupt.signal);
+          const from = this.clock.now();
+          await this.clock.sleep(lastStart - from, interrupt.signal);
           if (!interrupt.signal.aborted) {
-            if (this.clock.now() >= lastStart) throw this.outOfTime(request, what, last, "the requests held back after the provider's rate limit leave no whole attempt before its deadline");
+            // Reached also when the clock moved but not quite that far: a Node timer may end a millisecond or more early.
+            if (this.clock.now() > from || this.clock.now() >= lastStart) throw this.outOfTime(request, what, last, "the requests held back after the provider's rate limit leave no whole attempt before its deadline");
             lastStartSlept = true;
           }
         } else {

@@ -322,6 +322,22 @@ describe("HttpCore's slow start after a throttling wait", () => {
     answer("Q1", ok([]));
   });
 
+  it("ends a request waiting for its turn at its last start also when the timer ends it a little early, as Node's may", async () => {
+    const base = manualClock();
+    // Node's timers run on the event loop's cached time: one often ends a millisecond (or more) before Date.now() is due.
+    const clock: Clock = { now: base.now, sleep: (ms, signal) => base.sleep(ms > 1 ? ms - 1 : ms, signal) };
+    const start = clock.now();
+    const { inFlight, answer, fetch, waiters } = await throttledWithWaiters(["Q2"], { deadline: start + 20_000 }, clock);
+    await base.advance(5000);
+    expect(inFlight()).toEqual(["Q1"]);
+    // Q2's last start (10 s before its deadline) passes while the probe holds the turn.
+    await base.advance(5000);
+    expect(waiters[0]?.outcome).toBeInstanceOf(DeadlineExceededError);
+    expect((waiters[0]?.outcome as Error).message).toContain("was not sent");
+    expect(sentFor(fetch, "Q2")).toBe(0);
+    answer("Q1", ok([]));
+  });
+
   it("ends a request waiting for its turn at once when asked to stop, and sends nothing", async () => {
     const clock = manualClock();
     const stop = new AbortController();
