@@ -1,0 +1,258 @@
+/**
+ * Randomized schedules over the client's throttling wait and slow start: concurrent requests with deadlines, stops,
+ * 429s, 5xx, network errors, timeouts, 401 replays, caller retries and slow or failing token providers. Whatever the
+ * schedule, every request settles, no turn is lost or freed twice, and nothing is sent inside a wait, past its last
+ * start or after its stop.
+ */
+import fc from "fast-check";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { HttpCore, type HttpRequest, type RetryMode } from "../../shared/qashio/http.js";
+import type { TokenProvider } from "../../shared/qashio/auth/token-provider.js";
+import { fail, manualClock, ok, scriptedFetch, turns } from "./helpers.js";
+
+type Reply = "ok" | "429" | "429ra" | "429long" | "503" | "503ra" | "401" | "net";
+type TokenMode = "now" | "slow" | "reject";
+type Action =
+  | { readonly kind: "start"; readonly deadline: number | null; readonly stop: boolean; readonly retry: RetryMode; readonly callerRetries: number | null }
+  | { readonly kind: "answer"; readonly pick: number; readonly reply: Reply; readonly ra: number }
+  | { readonly kind: "advance"; readonly ms: number }
+  | { readonly kind: "stop"; readonly pick: number };
+
+const actionArb: fc.Arbitrary<Action> = fc.oneof(
+  fc.record({
+    kind: fc.constant("start" as const),
+    deadline: fc.option(fc.integer({ min: 0, max: 45_000 })),
+    stop: fc.boolean(),
+    retry: fc.constantFrom<RetryMode>("idempotent", "idempotent", "unambiguous-only", "never"),
+    callerRetries: fc.option(fc.integer({ min: 0, max: 4 }), { freq: 4 }),
+  }),
+  fc.record({
+    kind: fc.constant("answer" as const),
+    pick: fc.nat(),
+    reply: fc.constantFrom<Reply>("ok", "ok", "429", "429ra", "429ra", "429long", "503", "503ra", "401", "net"),
+    ra: fc.integer({ min: 0, max: 8 }),
+  }),
+  fc.record({ kind: fc.constant("advance" as const), ms: fc.integer({ min: 0, max: 12_000 }) }),
+  fc.record({ kind: fc.constant("stop" as const), pick: fc.nat() }),
+);
+
+const TIMEOUT_MS = 10_000;
+const settingsArb = fc.record({ maxAttempts: fc.integer({ min: 1, max: 5 }), jitter: fc.constantFrom(0, 0.5, 0.999) });
+
+interface Started {
+  readonly id: string;
+  readonly deadline?: number;
+  readonly stop?: AbortController;
+  settled: boolean;
+}
+
+function replyFor(reply: Reply, ra: number): Response | Error {
+  switch (reply) {
+    case "ok":
+      return ok([]);
+    case "429":
+      return fail(429);
+    case "429ra":
+      return fail(429, [], { "retry-after": String(ra) });
+    case "429long":
+      return fail(429, [], { "retry-after": "120" });
+    case "503":
+      return fail(503);
+    case "503ra":
+      return fail(503, [], { "retry-after": String(ra) });
+    case "401":
+      return fail(401);
+    case "net":
+      return new TypeError("fetch failed", { cause: { code: "ECONNRESET" } });
+  }
+}
+
+interface Settings {
+  readonly maxAttempts: number;
+  readonly jitter: number;
+  /** `harness`: a clock whose sleeps only yield, time moving only when the schedule advances it (test/functions). */
+  readonly clock?: "manual" | "harness";
+}
+
+/** The functions harness's clock: a sleep yields once and moves no time; the count of sleeps shows a spin. */
+function harnessClock() {
+  const base = manualClock();
+  let now = base.now();
+  let sleeps = 0;
+  return {
+    now: () => now,
+    sleep: async () => {
+      sleeps += 1;
+      await new Promise((resolve) => setImmediate(resolve));
+    },
+    get sleeps() {
+      return sleeps;
+    },
+    async advance(ms: number) {
+      now += ms;
+      await turns();
+    },
+  };
+}
+
+async function runSchedule(actions: readonly Action[], tokenPlan: readonly TokenMode[], settings: Settings = { maxAttempts: 5, jitter: 0.5 }): Promise<void> {
+  const harness = settings.clock === "harness" ? harnessClock() : undefined;
+  const clock = harness ?? manualClock();
+  const violations: string[] = [];
+  const started: Started[] = [];
+  const held: { id: string; round: number; answer(reply: Response | Error): void }[] = [];
+  // The client's own counters, read once the schedule has settled and at each send.
+  const internals = () => http as unknown as { notBefore: number; inFlight: number; inFlightLimit: number; turnWaiters: unknown[]; slowStarts: number };
+  const fetch = scriptedFetch(
+    (call, signal) =>
+      new Promise<Response>((resolve, reject) => {
+        const id = call.url.searchParams.get("qashio_id") ?? "";
+        const request = started.find((r) => r.id === id);
+        const now = clock.now();
+        if (!harness && now < internals().notBefore) violations.push(`${id} sent at ${now} inside the wait to ${internals().notBefore}`);
+        if (request?.deadline !== undefined && now + TIMEOUT_MS > request.deadline) violations.push(`${id} sent past its last start`);
+        if (request?.stop?.signal.aborted) violations.push(`${id} sent after its stop`);
+        const round = internals().slowStarts;
+        const inRound = held.filter((h) => h.round === round).length + 1;
+        if (inRound > internals().inFlightLimit) violations.push(`${id} sent as the ${inRound}th of its round, over the limit ${internals().inFlightLimit}`);
+        const entry = {
+          id,
+          round,
+          answer(reply: Response | Error) {
+            const at = held.indexOf(entry);
+            if (at < 0) return;
+            held.splice(at, 1);
+            if (reply instanceof Error) reject(reply);
+            else resolve(reply);
+          },
+        };
+        held.push(entry);
+        signal?.addEventListener("abort", () => entry.answer(new DOMException("This operation was aborted", "AbortError")));
+      }),
+  );
+  let tokenCalls = 0;
+  // The checks after the schedule get their token at once.
+  let plan = tokenPlan;
+  const token = async (): Promise<string> => {
+    const mode = plan.length === 0 ? "now" : plan[tokenCalls++ % plan.length];
+    if (mode === "slow") await clock.sleep(1_500);
+    if (mode === "reject") throw new Error("token store unavailable");
+    return "token-1";
+  };
+  const tokenProvider: TokenProvider = { getAccessToken: token, refreshAfterUnauthorized: token };
+  const http = new HttpCore({ baseUrl: "https://api.example.test", fetch, clock, tokenProvider, timeoutMs: TIMEOUT_MS, retry: { random: () => settings.jitter, maxAttempts: settings.maxAttempts } });
+
+  const start = (options: Omit<Partial<HttpRequest>, "stop"> & { stop?: boolean } = {}): Started => {
+    const id = `R${started.length + 1}`;
+    const stop = options.stop ? new AbortController() : undefined;
+    const entry: Started = { id, deadline: options.deadline, stop, settled: false };
+    started.push(entry);
+    const request: HttpRequest = {
+      method: options.retry === "never" ? "POST" : "GET",
+      path: "/public/v1/erp/transactions",
+      query: { qashio_id: id },
+      auth: "bearer",
+      retry: options.retry ?? "idempotent",
+      ...(options.deadline === undefined ? {} : { deadline: options.deadline }),
+      ...(stop ? { stop: stop.signal } : {}),
+      ...(options.callerRetries ? { callerRetries: options.callerRetries } : {}),
+    };
+    http.request(request).then(
+      () => (entry.settled = true),
+      () => (entry.settled = true),
+    );
+    return entry;
+  };
+  // Moves the client's clock and the attempts' timeout timers on together.
+  const advance = async (ms: number) => {
+    for (let left = ms; left > 0 || ms === 0; left -= 250) {
+      const step = Math.min(250, Math.max(left, 0));
+      await clock.advance(step);
+      await vi.advanceTimersByTimeAsync(step);
+      if (ms === 0) break;
+    }
+  };
+
+  for (const action of actions) {
+    const { inFlight } = internals();
+    if (inFlight < 0 || inFlight > started.filter((r) => !r.settled).length) violations.push(`inFlight ${inFlight} with ${started.filter((r) => !r.settled).length} unsettled`);
+    if (action.kind === "start") {
+      start({
+        deadline: action.deadline === null ? undefined : clock.now() + action.deadline,
+        stop: action.stop,
+        retry: action.retry,
+        callerRetries: action.callerRetries === null ? undefined : { failedBefore: action.callerRetries },
+      });
+      await turns();
+    } else if (action.kind === "answer") {
+      held[action.pick % Math.max(held.length, 1)]?.answer(replyFor(action.reply, action.ra));
+      await advance(0);
+    } else if (action.kind === "advance") {
+      await advance(action.ms);
+    } else {
+      const withStop = started.filter((r) => r.stop && !r.settled);
+      withStop[action.pick % Math.max(withStop.length, 1)]?.stop?.abort();
+      await advance(0);
+    }
+  }
+  // Everything answered from now on: every request must settle.
+  for (let i = 0; i < 1_000 && (held.length > 0 || started.some((r) => !r.settled)); i += 1) {
+    for (const entry of [...held]) entry.answer(ok([]));
+    await advance(500);
+  }
+  expect(violations).toEqual([]);
+  expect(started.filter((r) => !r.settled).map((r) => r.id)).toEqual([]);
+  if (harness) expect(harness.sleeps).toBeLessThan(50 * (started.length + 1));
+  expect(internals().inFlight).toBe(0);
+  expect(internals().turnWaiters).toEqual([]);
+  // A fresh request once any wait is over is sent at once.
+  plan = [];
+  await advance(130_000);
+  const fresh = start();
+  await turns();
+  expect(held.map((h) => h.id)).toEqual([fresh.id]);
+  held[0]?.answer(ok([]));
+  await advance(0);
+  expect(fresh.settled).toBe(true);
+  // And, that probe answered, a batch goes concurrently.
+  const batch = [start(), start(), start(), start()];
+  await turns();
+  expect(held.map((h) => h.id)).toEqual(batch.map((r) => r.id));
+  for (const entry of [...held]) entry.answer(ok([]));
+  await advance(0);
+  expect(batch.every((r) => r.settled)).toBe(true);
+  expect(internals().inFlight).toBe(0);
+  expect(violations).toEqual([]);
+}
+
+describe("HttpCore's throttling under random schedules", () => {
+  afterEach(() => vi.useRealTimers());
+
+  it("settles every request, frees every turn once and sends nothing inside a wait, past a last start or after a stop (token at once)", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    await fc.assert(
+      fc.asyncProperty(fc.array(actionArb, { maxLength: 40 }), settingsArb, async (actions, settings) => runSchedule(actions, [], settings)),
+      { numRuns: 60 },
+    );
+  });
+
+  it("the same on a clock whose sleeps move no time (the functions' harness): nothing spins or hangs", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    await fc.assert(
+      fc.asyncProperty(fc.array(actionArb, { maxLength: 40 }), fc.array(fc.constantFrom<TokenMode>("now", "slow", "reject"), { maxLength: 6 }), settingsArb, async (actions, plan, settings) =>
+        runSchedule(actions, plan, { ...settings, clock: "harness" }),
+      ),
+      { numRuns: 60 },
+    );
+  });
+
+  it("the same with token providers that are slow or reject", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    await fc.assert(
+      fc.asyncProperty(fc.array(actionArb, { maxLength: 40 }), fc.array(fc.constantFrom<TokenMode>("now", "slow", "reject"), { maxLength: 6 }), settingsArb, async (actions, plan, settings) =>
+        runSchedule(actions, plan, settings),
+      ),
+      { numRuns: 60 },
+    );
+  });
+});
