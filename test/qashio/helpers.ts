@@ -229,3 +229,42 @@ export function recordBufferDecodes(): { readonly lengths: number[]; restore(): 
   } as (...args: unknown[]) => string);
   return { lengths, restore: () => spy.mockRestore() };
 }
+
+/** A request {@link heldFetch} holds until the test answers it. */
+export interface HeldRequest {
+  /** Its `qashio_id` query parameter ("" without one). */
+  readonly qid: string;
+  answer(reply: Response | Error): void;
+}
+
+/**
+ * A fetch whose requests wait for the test to answer them (or for their attempt's timeout, which aborts them as it
+ * does fetch), so a test sees which are in flight at once. `onSend` sees each request as it is sent, with `held`
+ * holding the ones sent before it and not answered, and what it returns is added to the request's entry.
+ */
+export function heldFetch<Extra extends object = object>(onSend?: (call: RecordedCall) => Extra) {
+  const held: (HeldRequest & Extra)[] = [];
+  const fetch = scriptedFetch(
+    (call, signal) =>
+      new Promise<Response>((resolve, reject) => {
+        const entry: HeldRequest & Extra = {
+          ...(onSend?.(call) ?? ({} as Extra)),
+          qid: call.url.searchParams.get("qashio_id") ?? "",
+          answer(reply: Response | Error) {
+            const at = held.indexOf(entry);
+            if (at < 0) return;
+            held.splice(at, 1);
+            if (reply instanceof Error) reject(reply);
+            else resolve(reply);
+          },
+        };
+        held.push(entry);
+        signal?.addEventListener("abort", () => entry.answer(new DOMException("This operation was aborted", "AbortError")));
+      }),
+  );
+  /** The requests sent and not answered yet, by qashio id. */
+  const inFlight = () => held.map((entry) => entry.qid);
+  /** Answers the request in flight for `qid`. */
+  const answer = (qid: string, reply: Response | Error) => held.find((entry) => entry.qid === qid)?.answer(reply);
+  return { fetch, held, inFlight, answer };
+}

@@ -8,7 +8,7 @@ import fc from "fast-check";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { HttpCore, type HttpRequest, type RetryMode } from "../../shared/qashio/http.js";
 import type { TokenProvider } from "../../shared/qashio/auth/token-provider.js";
-import { fail, manualClock, ok, scriptedFetch, turns } from "./helpers.js";
+import { fail, heldFetch, manualClock, ok, turns } from "./helpers.js";
 
 type Reply = "ok" | "429" | "429ra" | "429long" | "503" | "503ra" | "401" | "net";
 type TokenMode = "now" | "slow" | "reject";
@@ -100,36 +100,20 @@ async function runSchedule(actions: readonly Action[], tokenPlan: readonly Token
   const clock = harness ?? manualClock();
   const violations: string[] = [];
   const started: Started[] = [];
-  const held: { id: string; round: number; answer(reply: Response | Error): void }[] = [];
   // The client's own counters, read once the schedule has settled and at each send.
   const internals = () => http as unknown as { notBefore: number; inFlight: number; inFlightLimit: number; turnWaiters: unknown[]; slowStarts: number };
-  const fetch = scriptedFetch(
-    (call, signal) =>
-      new Promise<Response>((resolve, reject) => {
-        const id = call.url.searchParams.get("qashio_id") ?? "";
-        const request = started.find((r) => r.id === id);
-        const now = clock.now();
-        if (!harness && now < internals().notBefore) violations.push(`${id} sent at ${now} inside the wait to ${internals().notBefore}`);
-        if (request?.deadline !== undefined && now + TIMEOUT_MS > request.deadline) violations.push(`${id} sent past its last start`);
-        if (request?.stop?.signal.aborted) violations.push(`${id} sent after its stop`);
-        const round = internals().slowStarts;
-        const inRound = held.filter((h) => h.round === round).length + 1;
-        if (inRound > internals().inFlightLimit) violations.push(`${id} sent as the ${inRound}th of its round, over the limit ${internals().inFlightLimit}`);
-        const entry = {
-          id,
-          round,
-          answer(reply: Response | Error) {
-            const at = held.indexOf(entry);
-            if (at < 0) return;
-            held.splice(at, 1);
-            if (reply instanceof Error) reject(reply);
-            else resolve(reply);
-          },
-        };
-        held.push(entry);
-        signal?.addEventListener("abort", () => entry.answer(new DOMException("This operation was aborted", "AbortError")));
-      }),
-  );
+  const { fetch, held } = heldFetch((call): { round: number } => {
+    const id = call.url.searchParams.get("qashio_id") ?? "";
+    const request = started.find((r) => r.id === id);
+    const now = clock.now();
+    if (!harness && now < internals().notBefore) violations.push(`${id} sent at ${now} inside the wait to ${internals().notBefore}`);
+    if (request?.deadline !== undefined && now + TIMEOUT_MS > request.deadline) violations.push(`${id} sent past its last start`);
+    if (request?.stop?.signal.aborted) violations.push(`${id} sent after its stop`);
+    const round: number = internals().slowStarts;
+    const inRound = held.filter((h) => h.round === round).length + 1;
+    if (inRound > internals().inFlightLimit) violations.push(`${id} sent as the ${inRound}th of its round, over the limit ${internals().inFlightLimit}`);
+    return { round };
+  });
   let tokenCalls = 0;
   // The checks after the schedule get their token at once.
   let plan = tokenPlan;
@@ -210,14 +194,14 @@ async function runSchedule(actions: readonly Action[], tokenPlan: readonly Token
   await advance(130_000);
   const fresh = start();
   await turns();
-  expect(held.map((h) => h.id)).toEqual([fresh.id]);
+  expect(held.map((h) => h.qid)).toEqual([fresh.id]);
   held[0]?.answer(ok([]));
   await advance(0);
   expect(fresh.settled).toBe(true);
   // And, that probe answered, a batch goes concurrently.
   const batch = [start(), start(), start(), start()];
   await turns();
-  expect(held.map((h) => h.id)).toEqual(batch.map((r) => r.id));
+  expect(held.map((h) => h.qid)).toEqual(batch.map((r) => r.id));
   for (const entry of [...held]) entry.answer(ok([]));
   await advance(0);
   expect(batch.every((r) => r.settled)).toBe(true);

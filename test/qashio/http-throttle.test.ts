@@ -6,7 +6,7 @@ import { describe, expect, it, vi } from "vitest";
 import { HttpCore, type Clock, type HttpRequest } from "../../shared/qashio/http.js";
 import { StaticTokenProvider, type TokenProvider } from "../../shared/qashio/auth/token-provider.js";
 import { DeadlineExceededError } from "../../shared/qashio/errors.js";
-import { fail, manualClock, ok, scriptedFetch, turns } from "./helpers.js";
+import { fail, heldFetch, manualClock, ok, scriptedFetch, turns } from "./helpers.js";
 
 function core(fetch: ReturnType<typeof scriptedFetch>) {
   const clock = manualClock();
@@ -168,34 +168,6 @@ describe("HttpCore after a 429", () => {
     expect(sleeps).toEqual([5000, 5000]);
   });
 });
-
-/** A fetch whose requests wait for the test to answer them, so it can see how many are in flight at once. */
-function heldFetch() {
-  const held: { readonly qid: string; answer(reply: Response | Error): void }[] = [];
-  const fetch = scriptedFetch(
-    (call, signal) =>
-      new Promise<Response>((resolve, reject) => {
-        const entry = {
-          qid: call.url.searchParams.get("qashio_id") ?? "",
-          answer(reply: Response | Error) {
-            const at = held.indexOf(entry);
-            if (at < 0) return;
-            held.splice(at, 1);
-            if (reply instanceof Error) reject(reply);
-            else resolve(reply);
-          },
-        };
-        held.push(entry);
-        // Aborted at the attempt's timeout, as fetch is.
-        signal?.addEventListener("abort", () => entry.answer(new DOMException("This operation was aborted", "AbortError")));
-      }),
-  );
-  /** The requests sent and not answered yet, by qashio id. */
-  const inFlight = () => held.map((entry) => entry.qid);
-  /** Answers the request in flight for `qid`. */
-  const answer = (qid: string, reply: Response | Error) => held.find((entry) => entry.qid === qid)?.answer(reply);
-  return { fetch, inFlight, answer };
-}
 
 /** Q1 meets a 429 asking 5 s; the `waiting` reads (with `options`) start inside that wait. */
 async function throttledWithWaiters(waiting: readonly string[], options: Partial<HttpRequest> = {}, clock: Clock = manualClock()) {
