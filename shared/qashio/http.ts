@@ -198,6 +198,14 @@ export interface RetryEvent {
 /** A response body as read: text, or the chunks of a 2xx body (see FetchResponse.chunks). */
 type ResponseBody = string | readonly Buffer[];
 
+/** Why a request waiting for its turn after a 429 ends unsent once no whole attempt fits before its deadline. */
+const HELD_BACK_PAST_DEADLINE = "the requests held back after the provider's rate limit leave no whole attempt before its deadline";
+
+/** The body as text, as fetch's `text()` gives it. */
+function bodyText(body: ResponseBody): string {
+  return typeof body === "string" ? body : decodeUtf8(body);
+}
+
 /** A request held by the client's throttling wait or its slow start (see `HttpCore.waitForTurn`). */
 interface TurnWaiter {
   /** The request's attempt number: the one that spent the most attempts gets the first turn. */
@@ -393,7 +401,7 @@ function parseJson(body: ResponseBody): { ok: true; value: unknown } | { ok: fal
     const page = parseDataPiecewise(body);
     if (page !== undefined) return { ok: true, value: page.value };
   }
-  const text = typeof body === "string" ? body : decodeUtf8(body);
+  const text = bodyText(body);
   if (text.trim() === "") return { ok: true, value: undefined };
   try {
     return { ok: true, value: JSON.parse(text) as unknown };
@@ -534,7 +542,7 @@ export class HttpCore {
     let waitedFor = Number.NEGATIVE_INFINITY;
     for (;;) {
       attempt += 1;
-      if (request.stop?.aborted) throw this.outOfTime(request, last === undefined ? "sent" : "retried", last, "it was asked to stop");
+      this.throwIfStopped(request, last);
       // Not throttled (no waiter, no limit, no wait): the turn is taken at once, without an await or an allocation.
       if (this.turnWaiters.length === 0 && this.inFlight < this.inFlightLimit && this.waitedOut(waitedFor)) this.inFlight += 1;
       else waitedFor = await this.waitForTurn(request, last, waitedFor, attempt);
@@ -549,7 +557,7 @@ export class HttpCore {
         replayToken = undefined;
         if (!this.attemptFits(request, 0)) throw this.outOfTime(request, "sent", last);
         // A stop that came while the token did (a refresh can take seconds): the attempt has not started.
-        if (request.stop?.aborted) throw this.outOfTime(request, last === undefined ? "sent" : "retried", last, "it was asked to stop");
+        this.throwIfStopped(request, last);
         // A 429 another request met while the token came: the turn is handed back and the wait waited out first (the
         // same attempt, with the token it got).
         if (!this.waitedOut(waitedFor)) {
@@ -566,7 +574,7 @@ export class HttpCore {
         const { status, headers, body } = outcome;
         const secrets = secretsOf(request, token);
         if (status >= 200 && status < 300) return this.success(status, headers, body, where, secrets, request.anyBody === true);
-        error = errorForResponse(status, headers, typeof body === "string" ? body : decodeUtf8(body), { ...where, errorBody, now: this.clock.now(), secrets });
+        error = errorForResponse(status, headers, bodyText(body), { ...where, errorBody, now: this.clock.now(), secrets });
         if (status === 401 && request.auth === "bearer" && this.tokenProvider && token !== undefined && !replayedAfter401) {
           // No refresh for a replay that could not be sent anyway (see the check before the token above).
           if (!this.attemptFits(request, 0)) throw this.outOfTime(request, "retried", error);
@@ -613,6 +621,11 @@ export class HttpCore {
     }
   }
 
+  /** Ends a request asked to stop (`request.stop`) as out of time, unsent: `last` is its latest failed attempt, if any. */
+  private throwIfStopped(request: HttpRequest, last: QashioError | undefined): void {
+    if (request.stop?.aborted) throw this.outOfTime(request, last === undefined ? "sent" : "retried", last, "it was asked to stop");
+  }
+
   /** Whether {@link notBefore} is past, or the instant was waited for already (a test clock may not move). */
   private waitedOut(waited: number): boolean {
     return this.notBefore <= waited || this.clock.now() >= this.notBefore;
@@ -636,7 +649,7 @@ export class HttpCore {
       this.admitWaiters();
       for (;;) {
         // Before the turn too: a stop that came with it still ends the request unsent.
-        if (request.stop?.aborted) throw this.outOfTime(request, what, last, "it was asked to stop");
+        this.throwIfStopped(request, last);
         if (waiter.granted && this.waitedOut(waiter.waited)) return waiter.waited;
         if (waiter.granted) {
           // A 429 answered between the turn and this: hand the turn back and wait that out first.
@@ -661,14 +674,14 @@ export class HttpCore {
           continue;
         }
         // The wait is over; room comes when a request in flight ends, at the latest within its timeout.
-        if (!this.attemptFits(request, 0)) throw this.outOfTime(request, what, last, "the requests held back after the provider's rate limit leave no whole attempt before its deadline");
+        if (!this.attemptFits(request, 0)) throw this.outOfTime(request, what, last, HELD_BACK_PAST_DEADLINE);
         if (request.deadline !== undefined && !lastStartSlept) {
           const lastStart = request.deadline - this.timeoutMs;
           const from = this.clock.now();
           await this.clock.sleep(lastStart - from, interrupt.signal);
           if (!interrupt.signal.aborted) {
             // Reached also when the clock moved but not quite that far: a Node timer may end a millisecond or more early.
-            if (this.clock.now() > from || this.clock.now() >= lastStart) throw this.outOfTime(request, what, last, "the requests held back after the provider's rate limit leave no whole attempt before its deadline");
+            if (this.clock.now() > from || this.clock.now() >= lastStart) throw this.outOfTime(request, what, last, HELD_BACK_PAST_DEADLINE);
             lastStartSlept = true;
           }
         } else {

@@ -42,7 +42,7 @@ class ChunkedBytes {
   private readonly starts: number[] = [];
   readonly length: number;
 
-  constructor(private readonly chunks: readonly Buffer[]) {
+  constructor(readonly chunks: readonly Buffer[]) {
     let offset = 0;
     for (const chunk of chunks) {
       this.starts.push(offset);
@@ -96,7 +96,7 @@ interface DataLayout {
  * array (a key written with escapes, `"d\u0061ta"`, counts). Undefined when there is no such single member. Validity is
  * left to JSON.parse of the pieces: when they all parse, so does the whole, to the same value.
  */
-function layoutOf(chunks: readonly Buffer[], bytes: ChunkedBytes): DataLayout | undefined {
+function layoutOf(bytes: ChunkedBytes): DataLayout | undefined {
   let depth = 0;
   let inString = false;
   /** A backslash ended the last chunk inside a string: the next chunk's first byte is escaped. */
@@ -114,7 +114,7 @@ function layoutOf(chunks: readonly Buffer[], bytes: ChunkedBytes): DataLayout | 
   let elementStart = -1;
   const elements: number[] = [];
   let offset = 0;
-  for (const chunk of chunks) {
+  for (const chunk of bytes.chunks) {
     const length = chunk.length;
     // An empty chunk has no byte for a pending escape to skip: it waits for the next one.
     if (length === 0) continue;
@@ -231,7 +231,7 @@ function isDataKey(bytes: ChunkedBytes, quote: number, closingQuote: number): bo
 export function parseDataPiecewise(chunks: readonly Buffer[], fromBytes = PIECEWISE_FROM_BYTES): { readonly value: unknown } | undefined {
   const bytes = new ChunkedBytes(chunks);
   if (bytes.length < fromBytes) return undefined;
-  const layout = layoutOf(chunks, bytes);
+  const layout = layoutOf(bytes);
   if (layout === undefined) return undefined;
   try {
     const envelope = JSON.parse(`${bytes.text(0, layout.open)}[]${bytes.text(layout.close + 1, bytes.length)}`) as Record<string, unknown>;
