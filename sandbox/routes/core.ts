@@ -152,6 +152,7 @@ function fundingRules(body: UpdateCardBody, card: CardRecord | undefined): Field
 
 /** A card name is required when issuing and when sent in an update: not blank, at most 64 characters (kept trimmed). */
 function nicknameError(nickname: unknown): FieldError | undefined {
+  if (nickname !== undefined && nickname !== null && typeof nickname !== "string") return { field: "nickname", code: "INVALID_FORMAT", message: "nickname must be a string" };
   if (typeof nickname !== "string" || nickname.trim() === "") return { field: "nickname", code: "REQUIRED", message: "nickname is required" };
   if (nickname.length > 64) return { field: "nickname", code: "OUT_OF_RANGE", message: "nickname must be at most 64 characters" };
   return undefined;
@@ -277,6 +278,16 @@ async function invite(c: SandboxContext): Promise<Response> {
   );
 }
 
+/** Absent from a body: not sent, or `null`. */
+function isAbsent(value: unknown): value is undefined | null {
+  return value === undefined || value === null;
+}
+
+/** A text value upper-cased for an enum comparison (case-insensitive); undefined for anything else. */
+function upperText(value: unknown): string | undefined {
+  return typeof value === "string" ? value.toUpperCase() : undefined;
+}
+
 /** Body of `POST /public/v1/core/cards` (spec: not shown; the sandbox's choice, see docs/spec-gaps.md). */
 interface IssueCardBody {
   nickname: string;
@@ -293,13 +304,15 @@ function checkIssueBody(raw: unknown, data: CompanyData): IssueCardBody {
   const nickname = body.nickname;
   const nicknameRefused = nicknameError(nickname);
   if (nicknameRefused) errors.push(nicknameRefused);
-  const cardType = typeof body.card_type === "string" ? body.card_type.toUpperCase() : undefined;
-  if (cardType === undefined) errors.push({ field: "card_type", code: "REQUIRED", message: "card_type is required" });
+  // A field sent with another type than text is named as sent (as the shared body checks do), never read as absent.
+  const cardType = upperText(body.card_type);
+  if (isAbsent(body.card_type)) errors.push({ field: "card_type", code: "REQUIRED", message: "card_type is required" });
   else if (cardType !== "VIRTUAL" && cardType !== "PHYSICAL") errors.push(enumError("card_type", ["VIRTUAL", "PHYSICAL"]));
   const userId = body.user_id;
-  if (typeof userId !== "string" || userId === "") errors.push({ field: "user_id", code: "REQUIRED", message: "user_id is required" });
+  if (isAbsent(userId) || userId === "") errors.push({ field: "user_id", code: "REQUIRED", message: "user_id is required" });
+  else if (typeof userId !== "string") errors.push({ field: "user_id", code: "INVALID_FORMAT", message: "user_id must be a string" });
   else if (!data.users.some((u) => u.userId === userId)) errors.push({ field: "user_id", code: "NOT_FOUND", message: "user_id is not a user profile of this company" });
-  const accountType = typeof body.account_type === "string" ? body.account_type.toUpperCase() : "RELOADABLE";
+  const accountType = isAbsent(body.account_type) ? "RELOADABLE" : upperText(body.account_type);
   if (accountType !== "RELOADABLE" && accountType !== "POOL") errors.push(enumError("account_type", ["RELOADABLE", "POOL"]));
   let poolAccountId: string | null = null;
   if (accountType === "POOL") {

@@ -446,6 +446,18 @@ describe("POST /public/v1/core/cards (issuance)", () => {
     await expect(h.client.issueCard({ nickname: "x" })).rejects.toBeInstanceOf(BadRequestError);
   });
 
+  it("answers 400 for a field sent with the wrong type, naming it as sent, not as missing or defaulted", async () => {
+    const users = (await h.json(`${CORE}?page_size=100`)).body.data.cards as Row[];
+    const before = (await erpCards()).length;
+    const { status, body } = await h.json(CORE, { body: { nickname: 5, card_type: 5, user_id: 5, account_type: 7 } });
+    expect(status).toBe(400);
+    expect(errorCodes(body).sort()).toEqual(["account_type:INVALID_ENUM", "card_type:INVALID_ENUM", "nickname:INVALID_FORMAT", "user_id:INVALID_FORMAT"]);
+    // An account_type that is no text is not the default RELOADABLE: no card is issued.
+    const alone = await h.json(CORE, { body: { nickname: "Typed", card_type: "VIRTUAL", user_id: users[0]?.user_profile.user_id, account_type: ["POOL"] } });
+    expect(errorCodes(alone.body)).toEqual(["account_type:INVALID_ENUM"]);
+    expect((await erpCards()).length).toBe(before);
+  });
+
   it("needs cards:write", async () => {
     const readOnly = await tokensFor(h.sandbox, h.companyId, "cards:read");
     await expect(h.clientFor(readOnly.access_token).issueCard({ nickname: "x", card_type: "VIRTUAL" })).rejects.toBeInstanceOf(ForbiddenError);
