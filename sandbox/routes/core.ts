@@ -314,6 +314,14 @@ function checkIssueBody(raw: unknown, data: CompanyData): IssueCardBody {
   else if (!data.users.some((u) => u.userId === userId)) errors.push({ field: "user_id", code: "NOT_FOUND", message: "user_id is not a user profile of this company" });
   const accountType = isAbsent(body.account_type) ? "RELOADABLE" : upperText(body.account_type);
   if (accountType !== "RELOADABLE" && accountType !== "POOL") errors.push(enumError("account_type", ["RELOADABLE", "POOL"]));
+  // A pool named for a card of its own account is a contradiction, not a detail to drop: the card could not be moved later.
+  else if (accountType === "RELOADABLE" && !isAbsent(body.pool_account_id)) {
+    errors.push(
+      isAbsent(body.account_type)
+        ? { field: "account_type", code: "REQUIRED", message: "account_type POOL is required with pool_account_id" }
+        : { field: "account_type", code: "INVALID_ENUM", message: "account_type must be POOL when pool_account_id is sent" },
+    );
+  }
   let poolAccountId: string | null = null;
   if (accountType === "POOL") {
     const pool = data.pools.find((p) => p.id === body.pool_account_id);

@@ -458,6 +458,20 @@ describe("POST /public/v1/core/cards (issuance)", () => {
     expect((await erpCards()).length).toBe(before);
   });
 
+  it("refuses a pool_account_id on a card of its own account instead of issuing it off the pool", async () => {
+    const users = (await h.json(`${CORE}?page_size=100`)).body.data.cards as Row[];
+    const pools = (await h.json("/public/v1/erp/pool_accounts?status=active")).body.data as Row[];
+    const before = (await erpCards()).length;
+    const base = { nickname: "Pool meant", card_type: "VIRTUAL", user_id: users[0]?.user_profile.user_id, pool_account_id: pools[0]?.id };
+    const implied = await h.json(CORE, { body: base });
+    expect(implied.status).toBe(400);
+    expect(errorCodes(implied.body)).toEqual(["account_type:REQUIRED"]);
+    const contradicted = await h.json(CORE, { body: { ...base, account_type: "reloadable" } });
+    expect(errorCodes(contradicted.body)).toEqual(["account_type:INVALID_ENUM"]);
+    expect((await erpCards()).length).toBe(before);
+    expect((await h.json(CORE, { body: { ...base, account_type: "POOL" } })).body.data.card).toMatchObject({ account_id: pools[0]?.id });
+  });
+
   it("needs cards:write", async () => {
     const readOnly = await tokensFor(h.sandbox, h.companyId, "cards:read");
     await expect(h.clientFor(readOnly.access_token).issueCard({ nickname: "x", card_type: "VIRTUAL" })).rejects.toBeInstanceOf(ForbiddenError);
