@@ -196,7 +196,7 @@ async function changeStatus(c: SandboxContext): Promise<Response> {
   if (!alreadySuspending) {
     if (card.status !== "Active") {
       throw new ValidationError(
-        [{ field: "status", code: "INVALID_STATE", message: `a ${card.status.toLowerCase()} card cannot be suspended` }],
+        [{ field: "status", code: "INVALID_STATE", message: `card is ${card.status.toLowerCase()} and cannot be suspended` }],
         "Card cannot be suspended in its current state",
       );
     }

@@ -333,6 +333,8 @@ describe("PUT /public/v1/core/cards/{cardId}/change_status (suspension)", () => 
     const { status, body } = await h.json(`${CORE}/${card.id}/change_status`, { method: "PUT", body: { status: "suspended" } });
     expect(status).toBe(400);
     expect(errorCodes(body)).toEqual(["status:INVALID_STATE"]);
+    // The state named in plain words (it read "a inactive card cannot be suspended").
+    expect(body.errors[0].message).toBe(`card is ${current.toLowerCase()} and cannot be suspended`);
   });
 
   it("answers 400 without a status, 404 for an unknown card, 401 without a token", async () => {
