@@ -295,7 +295,8 @@ interface IssueCardBody {
   userId: string;
   accountType: "reloadable" | "pool";
   poolAccountId: string | null;
-  maxBalance: number;
+  /** The `card_usage_type_amount` sent, if any. */
+  maxBalance: number | undefined;
 }
 
 function checkIssueBody(raw: unknown, data: CompanyData): IssueCardBody {
@@ -341,7 +342,7 @@ function checkIssueBody(raw: unknown, data: CompanyData): IssueCardBody {
     userId: userId as string,
     accountType: accountType === "POOL" ? "pool" : "reloadable",
     poolAccountId,
-    maxBalance: typeof amount === "number" ? amount : 5_000,
+    maxBalance: typeof amount === "number" ? amount : undefined,
   };
 }
 
@@ -378,7 +379,8 @@ async function issueCard(c: SandboxContext): Promise<Response> {
     accountExternalId: pool ? pool.id : fresh("AC"),
     poolAccountId: pool ? pool.id : null,
     currency: data.company.currency,
-    allowedMaxBalance: pool ? pool.allowedMaxBalance : body.maxBalance,
+    // The amount sent holds for a pool card too, as a funding update's does; unsent, the pool's, or 5000 for a card's own account.
+    allowedMaxBalance: body.maxBalance ?? (pool ? pool.allowedMaxBalance : 5_000),
     topupType: pool ? "pool" : "manual",
     velocityPeriod: "MONTHLY",
     cardUsageType: pool ? POOL_CARD_USAGE_TYPE : "RELOADABLE",

@@ -474,6 +474,16 @@ describe("POST /public/v1/core/cards (issuance)", () => {
     expect((await h.json(CORE, { body: { ...base, account_type: "POOL" } })).body.data.card).toMatchObject({ account_id: pools[0]?.id });
   });
 
+  it("gives a pool card the card_usage_type_amount sent, as a funding update of a pool card does", async () => {
+    const users = (await h.json(`${CORE}?page_size=100`)).body.data.cards as Row[];
+    const pools = (await h.json("/public/v1/erp/pool_accounts?status=active")).body.data as Row[];
+    const base = { card_type: "VIRTUAL", user_id: users[0]?.user_profile.user_id, account_type: "POOL", pool_account_id: pools[0]?.id };
+    const capped = (await h.json(CORE, { body: { ...base, nickname: "Capped pool card", card_usage_type_amount: 3000 } })).body.data.card as Row;
+    expect((await h.json(`${ERP}/${String(capped.id)}`)).body.data.allowed_max_balance).toBe(3000);
+    const plain = (await h.json(CORE, { body: { ...base, nickname: "Plain pool card" } })).body.data.card as Row;
+    expect((await h.json(`${ERP}/${String(plain.id)}`)).body.data.allowed_max_balance).toBe(pools[0]?.allowed_max_balance);
+  });
+
   it("needs cards:write", async () => {
     const readOnly = await tokensFor(h.sandbox, h.companyId, "cards:read");
     await expect(h.clientFor(readOnly.access_token).issueCard({ nickname: "x", card_type: "VIRTUAL" })).rejects.toBeInstanceOf(ForbiddenError);
