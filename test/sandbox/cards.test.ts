@@ -321,7 +321,8 @@ describe("PUT /public/v1/core/cards/{cardId}/change_status (suspension)", () => 
     expect((await h.json(`${CORE}/${card.id}/change_status`, { method: "PUT", body: { status: "suspended" } })).status).toBe(200);
   });
 
-  it.each(["active", "terminated", "inactive", "Suspended", "SUSPENDED", " suspended"])("answers 403 for status %j (only `suspended` exactly)", async (target) => {
+  // §4.9: "any other value ... gives 403", a value that is not text (or empty text) included; only a missing one is a 400.
+  it.each<unknown>(["active", "terminated", "inactive", "Suspended", "SUSPENDED", " suspended", "", 5, true, ["suspended"], { status: "suspended" }])("answers 403 for status %j (only `suspended` exactly)", async (target) => {
     const card = await cardWith("Active");
     const { status, body } = await h.json(`${CORE}/${card.id}/change_status`, { method: "PUT", body: { status: target } });
     expect(status).toBe(403);
@@ -340,6 +341,7 @@ describe("PUT /public/v1/core/cards/{cardId}/change_status (suspension)", () => 
   it("answers 400 without a status, 404 for an unknown card, 401 without a token", async () => {
     const card = await cardWith("Active");
     expect(errorCodes((await h.json(`${CORE}/${card.id}/change_status`, { method: "PUT", body: {} })).body)).toEqual(["status:REQUIRED"]);
+    expect(errorCodes((await h.json(`${CORE}/${card.id}/change_status`, { method: "PUT", body: { status: null } })).body)).toEqual(["status:REQUIRED"]);
     expect((await h.json(`${CORE}/CAUNKNOWN000/change_status`, { method: "PUT", body: { status: "suspended" } })).status).toBe(404);
     expect((await h.json(`${CORE}/${card.id}/change_status`, { method: "PUT", body: { status: "suspended" }, token: null })).status).toBe(401);
   });

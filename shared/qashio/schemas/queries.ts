@@ -349,11 +349,11 @@ export type UpdateCardBody = z.output<typeof UpdateCardBodySchema>;
 export const SUSPEND_STATUS = "suspended";
 
 /**
- * `PUT /public/v1/core/cards/{cardId}/change_status`. `status` is any non-empty
- * string here: a value other than {@link SUSPEND_STATUS} is refused with 403.
+ * `PUT /public/v1/core/cards/{cardId}/change_status`. `status` is required (missing or `null`: 400) and any value
+ * here: §4.9 refuses "any other value" than {@link SUSPEND_STATUS} with 403, empty text and non-text included.
  */
 export const ChangeStatusBodySchema = z.object({
-  status: z.string({ error: "must be a string" }).min(1, "must not be empty"),
+  status: z.unknown().refine((value) => value !== undefined && value !== null, { params: withCode("REQUIRED"), message: "status is required" }),
   reason: z.string({ error: "must be a string" }).optional(),
 });
 export type ChangeStatusBody = z.output<typeof ChangeStatusBodySchema>;

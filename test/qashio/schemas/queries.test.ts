@@ -418,7 +418,10 @@ describe("write bodies", () => {
   it("change status requires a status and leaves the suspended-only rule to the 403 path", () => {
     expect(checkBody(ChangeStatusBodySchema, { status: "suspended", reason: "lost" }).ok).toBe(true);
     expect(checkBody(ChangeStatusBodySchema, { status: "active" }).ok).toBe(true);
+    // Any value but a missing one is the 403's (§4.9 "any other value"), not a 400.
+    for (const status of ["", 5, false, ["suspended"]]) expect(checkBody(ChangeStatusBodySchema, { status }).ok).toBe(true);
     expect(offenders(checkBody(ChangeStatusBodySchema, {}))).toEqual([["status", "REQUIRED"]]);
+    expect(offenders(checkBody(ChangeStatusBodySchema, { status: null }))).toEqual([["status", "REQUIRED"]]);
   });
 
   it("update velocity limit checks types and needs at least one field", () => {
