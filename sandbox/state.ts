@@ -109,7 +109,8 @@ export class SandboxState {
 
   requireCard(data: CompanyData, cardId: string): CardRecord {
     const card = data.cards.find((c) => c.id === cardId);
-    if (!card) throw new NotFoundError("Card not found");
+    // The path parameter named, as the ERP card read's 404 names it.
+    if (!card) throw new NotFoundError("Card not found", "cardId");
     return card;
   }
 

@@ -107,6 +107,14 @@ describe("GET /public/v1/erp/cards/{cardId}", () => {
 
   it("answers 404 for an unknown card and for another company's card", async () => {
     expect((await h.json(`${ERP}/CAUNKNOWN000`)).status).toBe(404);
+    // The same error entry from the card read and from each card write: the path parameter named, as §7 entries do.
+    const notFound = [
+      await h.json(`${ERP}/CAUNKNOWN000`),
+      await h.json(`${CORE}/CAUNKNOWN000`, { method: "PUT", body: { nickname: "x" } }),
+      await h.json(`${CORE}/CAUNKNOWN000/change_status`, { method: "PUT", body: { status: "suspended" } }),
+      await h.json(`${CORE}/CAUNKNOWN000/update_velocity_limit`, { method: "POST", body: { spend_limit_active: false } }),
+    ];
+    expect(notFound.map(({ status, body }) => [status, errorCodes(body)])).toEqual(Array(4).fill([404, ["cardId:NOT_FOUND"]]));
     const other = await tokensFor(h.sandbox, h.otherCompanyId);
     const [theirs] = (await h.json(ERP, { token: other.access_token })).body.data as Row[];
     expect((await h.json(`${ERP}/${theirs?.id}`)).status).toBe(404);
