@@ -241,6 +241,39 @@ describe("HttpCore's slow start after a throttling wait", () => {
     for (const each of waiters) expect(each.outcome).toMatchObject({ status: 200 });
   });
 
+  it("counts requests that were getting their token when the 429 came among the slow start's: one probe when a short wait ends before their token", async () => {
+    const { fetch, inFlight, answer } = heldFetch();
+    const clock = manualClock();
+    let tokens = 0;
+    // Q2's and Q3's tokens take 1.5 s (a refresh); meanwhile Q1 meets a 429 asking 1 s, over before they come.
+    const tokenProvider: TokenProvider = {
+      getAccessToken: async () => {
+        tokens += 1;
+        if (tokens === 2 || tokens === 3) await clock.sleep(1_500);
+        return "token-1";
+      },
+      refreshAfterUnauthorized: async () => "token-1",
+    };
+    const http = new HttpCore({ baseUrl: "https://api.example.test", fetch, clock, tokenProvider, timeoutMs: 10_000, retry: { random: () => 0.5 } });
+    const reads = ["Q1", "Q2", "Q3"].map((qid) => track(http.request(read(qid))));
+    await turns();
+    answer("Q1", fail(429, [], { "retry-after": "1" }));
+    // The wait is over, but Q2 and Q3 hold the turns they took before the 429.
+    await clock.advance(1_000);
+    expect(inFlight()).toEqual([]);
+    // Their tokens come: they hand those turns back and wait for turns of the slow start; the probe goes alone, Q1
+    // first (an attempt spent).
+    await clock.advance(500);
+    expect(inFlight()).toEqual(["Q1"]);
+    answer("Q1", ok([]));
+    await clock.advance(0);
+    expect(inFlight()).toEqual(["Q2", "Q3"]);
+    answer("Q2", ok([]));
+    answer("Q3", ok([]));
+    await clock.advance(0);
+    for (const each of reads) expect(each.outcome).toMatchObject({ status: 200 });
+  });
+
   it.each([
     ["a network error", () => new TypeError("fetch failed", { cause: { code: "ECONNRESET" } }), ["Q2"]],
     ["a 5xx", () => fail(503), ["Q2", "Q3"]],
