@@ -94,6 +94,12 @@ export interface RetryOptions {
 export { realSleep, systemClock };
 
 export const DEFAULT_TIMEOUT_MS = 10_000;
+/**
+ * Quiet after a throttling wait that ends the throttle: no 429 for this long after the wait's end (or for as long as
+ * the wait, when longer). The spec shows no rate window (§8.3): a minute is the widest that rate limits commonly count
+ * over, and a wait a window's limit asks for is at most that window.
+ */
+const THROTTLE_QUIET_MS = 60_000;
 export const DEFAULT_RETRY: Required<RetryOptions> = {
   maxAttempts: 5,
   baseDelayMs: 250,
@@ -512,6 +518,12 @@ export class HttpCore {
   private inFlight = 0;
   /** Counts the 429s that restarted the slow start: an answer to a request sent before the latest one does not grow it. */
   private slowStarts = 0;
+  /**
+   * Epoch ms from which the throttle is over (see {@link THROTTLE_QUIET_MS}): a request that then finds the client idle
+   * lifts {@link inFlightLimit}, so a slow start left behind by work that ended (a warm Lambda container, `run
+   * --interval`) does not hold the next batch.
+   */
+  private throttleOverAt = Number.NEGATIVE_INFINITY;
   /** Requests held by {@link notBefore} or {@link inFlightLimit}, in arrival order. */
   private readonly turnWaiters: TurnWaiter[] = [];
 
@@ -543,6 +555,7 @@ export class HttpCore {
     for (;;) {
       attempt += 1;
       this.throwIfStopped(request, last);
+      this.endThrottleIfOver();
       // Not throttled (no waiter, no limit, no wait): the turn is taken at once, without an await or an allocation.
       if (this.turnWaiters.length === 0 && this.inFlight < this.inFlightLimit && this.waitedOut(waitedFor)) this.inFlight += 1;
       else waitedFor = await this.waitForTurn(request, last, waitedFor, attempt);
@@ -715,6 +728,17 @@ export class HttpCore {
     }
   }
 
+  /**
+   * Lifts the slow start's limit once the throttle is plainly over: past {@link throttleOverAt} and the client idle.
+   * A request in flight or waiting means a slow start under way, whose rounds still measure the provider: it goes on.
+   */
+  private endThrottleIfOver(): void {
+    if (this.inFlightLimit === Number.POSITIVE_INFINITY || this.inFlight > 0 || this.turnWaiters.length > 0) return;
+    if (this.clock.now() < this.throttleOverAt) return;
+    this.inFlightLimit = Number.POSITIVE_INFINITY;
+    this.answeredInRound = 0;
+  }
+
   /** A 429 moved {@link notBefore}: one request at a time again, and the waiters wait that out. */
   private restartSlowStart(): void {
     this.inFlightLimit = 1;
@@ -762,6 +786,7 @@ export class HttpCore {
   /** A 429 asked for `waitMs`: every request of the client waits it out, then the slow start begins again. */
   private throttleClient(waitMs: number): void {
     this.notBefore = Math.max(this.notBefore, this.clock.now() + waitMs);
+    this.throttleOverAt = Math.max(this.throttleOverAt, this.notBefore + Math.max(THROTTLE_QUIET_MS, waitMs));
     this.restartSlowStart();
   }
 

@@ -1,8 +1,8 @@
 /**
  * Randomized schedules over the client's throttling wait and slow start: concurrent requests with deadlines, stops,
  * 429s, 5xx, network errors, timeouts, 401 replays, caller retries and slow or failing token providers. Whatever the
- * schedule, every request settles, no turn is lost or freed twice, and nothing is sent inside a wait, past its last
- * start or after its stop.
+ * schedule, every request settles, no turn is lost or freed twice, nothing is sent inside a wait, past its last start
+ * or after its stop, and once the throttle is over a batch goes at once, as from a client never throttled.
  */
 import fc from "fast-check";
 import { afterEach, describe, expect, it, vi } from "vitest";
@@ -16,7 +16,14 @@ type Action =
   | { readonly kind: "start"; readonly deadline: number | null; readonly stop: boolean; readonly retry: RetryMode; readonly callerRetries: number | null }
   | { readonly kind: "answer"; readonly pick: number; readonly reply: Reply; readonly ra: number }
   | { readonly kind: "advance"; readonly ms: number }
-  | { readonly kind: "stop"; readonly pick: number };
+  | { readonly kind: "stop"; readonly pick: number }
+  | { readonly kind: "batch"; readonly size: number };
+
+/**
+ * Time after a 429 by which the throttle is over: its wait (at most 20 s here: a Retry-After of up to 8 s, else a
+ * backoff capped at maxDelayMs) and the minute of quiet after it, with a margin.
+ */
+const QUIET_BOUND_MS = 20_000 + 60_000 + 5_000;
 
 const actionArb: fc.Arbitrary<Action> = fc.oneof(
   fc.record({
@@ -34,6 +41,9 @@ const actionArb: fc.Arbitrary<Action> = fc.oneof(
   }),
   fc.record({ kind: fc.constant("advance" as const), ms: fc.integer({ min: 0, max: 12_000 }) }),
   fc.record({ kind: fc.constant("stop" as const), pick: fc.nat() }),
+  fc.record({ kind: fc.constant("batch" as const), size: fc.integer({ min: 2, max: 4 }) }),
+  // Long enough, with no 429 answered meanwhile, for the throttle to be over (see QUIET_BOUND_MS).
+  fc.record({ kind: fc.constant("advance" as const), ms: fc.constant(QUIET_BOUND_MS) }),
 );
 
 const TIMEOUT_MS = 10_000;
@@ -114,6 +124,8 @@ async function runSchedule(actions: readonly Action[], tokenPlan: readonly Token
     if (inRound > internals().inFlightLimit) violations.push(`${id} sent as the ${inRound}th of its round, over the limit ${internals().inFlightLimit}`);
     return { round };
   });
+  // When the latest 429 was answered: a batch the idle client starts QUIET_BOUND_MS after it goes as if never throttled.
+  let last429 = Number.NEGATIVE_INFINITY;
   let tokenCalls = 0;
   // The checks after the schedule get their token at once.
   let plan = tokenPlan;
@@ -169,8 +181,18 @@ async function runSchedule(actions: readonly Action[], tokenPlan: readonly Token
       });
       await turns();
     } else if (action.kind === "answer") {
-      held[action.pick % Math.max(held.length, 1)]?.answer(replyFor(action.reply, action.ra));
+      const target = held[action.pick % Math.max(held.length, 1)];
+      if (target && action.reply.startsWith("429")) last429 = clock.now();
+      target?.answer(replyFor(action.reply, action.ra));
       await advance(0);
+    } else if (action.kind === "batch") {
+      const idle = internals().inFlight === 0 && internals().turnWaiters.length === 0;
+      const batch = Array.from({ length: action.size }, () => start());
+      // Taken at once, as by a client never throttled: each took its turn before its first await.
+      if (idle && clock.now() - last429 >= QUIET_BOUND_MS && (internals().inFlight !== action.size || internals().turnWaiters.length > 0)) {
+        violations.push(`${batch.map((r) => r.id).join(",")} held back ${clock.now() - last429} ms after the latest 429 (limit ${internals().inFlightLimit})`);
+      }
+      await turns();
     } else if (action.kind === "advance") {
       await advance(action.ms);
     } else {
@@ -189,9 +211,16 @@ async function runSchedule(actions: readonly Action[], tokenPlan: readonly Token
   if (harness) expect(harness.sleeps).toBeLessThan(50 * (started.length + 1));
   expect(internals().inFlight).toBe(0);
   expect(internals().turnWaiters).toEqual([]);
-  // A fresh request once any wait is over is sent at once.
+  // Once the throttle is over, a batch goes at once, as from a client never throttled.
   plan = [];
   await advance(130_000);
+  const first = [start(), start(), start(), start()];
+  await turns();
+  expect(held.map((h) => h.qid)).toEqual(first.map((r) => r.id));
+  for (const entry of [...held]) entry.answer(ok([]));
+  await advance(0);
+  expect(first.every((r) => r.settled)).toBe(true);
+  // A fresh request once any wait is over is sent at once.
   const fresh = start();
   await turns();
   expect(held.map((h) => h.qid)).toEqual([fresh.id]);

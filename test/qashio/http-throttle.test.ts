@@ -179,7 +179,7 @@ async function throttledWithWaiters(waiting: readonly string[], options: Partial
   await turns();
   const waiters = waiting.map((qid) => track(http.request({ ...read(qid), ...options })));
   await turns();
-  return { fetch, inFlight, answer, q1, waiters };
+  return { http, fetch, inFlight, answer, q1, waiters };
 }
 
 describe("HttpCore's slow start after a throttling wait", () => {
@@ -372,5 +372,70 @@ describe("HttpCore's slow start after a throttling wait", () => {
     answer("Q2", ok([]));
     await turns();
     expect(waiters[0]?.outcome).toMatchObject({ status: 200 });
+  });
+});
+
+describe("HttpCore once the throttle is over", () => {
+  /** Q1 meets a 429 asking `retryAfterS` and gives up (its last attempt), leaving the client idle with a limit of one. */
+  async function throttledThenIdle(retryAfterS: number, maxRetryAfterMs: number) {
+    const { fetch, inFlight, answer } = heldFetch();
+    const clock = manualClock();
+    const http = new HttpCore({ baseUrl: "https://api.example.test", fetch, clock, tokenProvider: new StaticTokenProvider("token-1"), timeoutMs: 10_000, retry: { random: () => 0.5, maxAttempts: 1, maxRetryAfterMs } });
+    const q1 = track(http.request(read("Q1")));
+    await turns();
+    answer("Q1", fail(429, [], { "retry-after": String(retryAfterS) }));
+    await clock.advance(0);
+    expect(q1.outcome).toMatchObject({ name: "RateLimitedError" });
+    const batch = () => ["Q2", "Q3", "Q4", "Q5"].map((qid) => track(http.request(read(qid))));
+    return { clock, inFlight, answer, batch };
+  }
+
+  // The quiet that ends it: a minute after the wait's end, or as long as the wait when that was longer.
+  const quiets = [
+    { wait: 5, cap: 60_000, quietMs: 60_000, after: "a minute" },
+    { wait: 120, cap: 180_000, quietMs: 120_000, after: "as long again as a wait longer than a minute" },
+  ];
+
+  it.each(quiets)("sends a batch concurrently again, as a client never throttled, once $after has passed since the wait ended without a 429", async ({ wait, cap, quietMs }) => {
+    const { clock, inFlight, answer, batch } = await throttledThenIdle(wait, cap);
+    // A 429 long past (a Lambda container kept warm, `run --interval`): nothing of it is left.
+    await clock.advance(wait * 1000 + quietMs);
+    const reads = batch();
+    await turns();
+    expect(inFlight()).toEqual(["Q2", "Q3", "Q4", "Q5"]);
+    for (const qid of ["Q2", "Q3", "Q4", "Q5"]) answer(qid, ok([]));
+    await clock.advance(0);
+    for (const each of reads) expect(each.outcome).toMatchObject({ status: 200 });
+  });
+
+  it.each(quiets)("keeps the slow start for a batch started before $after has passed: one probe first", async ({ wait, cap, quietMs }) => {
+    const { clock, inFlight, answer, batch } = await throttledThenIdle(wait, cap);
+    await clock.advance(wait * 1000 + quietMs - 1);
+    batch();
+    await turns();
+    expect(inFlight()).toEqual(["Q2"]);
+    answer("Q2", ok([]));
+    await clock.advance(0);
+    expect(inFlight()).toEqual(["Q3", "Q4"]);
+  });
+
+  it("does not end a slow start under way, however long ago its 429: the requests in flight and waiting keep their rounds", async () => {
+    const clock = manualClock();
+    const { http, inFlight, answer, waiters } = await throttledWithWaiters(["Q2", "Q3", "Q4"], {}, clock);
+    await clock.advance(5_000);
+    expect(inFlight()).toEqual(["Q1"]);
+    // The probe is slow to answer (its timeout is a timer, not this clock): a request started long after still waits.
+    await clock.advance(120_000);
+    const late = track(http.request(read("Q5")));
+    await turns();
+    expect(inFlight()).toEqual(["Q1"]);
+    answer("Q1", ok([]));
+    await clock.advance(0);
+    expect(inFlight()).toEqual(["Q2", "Q3"]);
+    for (let round = 0; round < 3 && inFlight().length > 0; round += 1) {
+      for (const qid of inFlight()) answer(qid, ok([]));
+      await clock.advance(0);
+    }
+    for (const each of [...waiters, late]) expect(each.outcome).toMatchObject({ status: 200 });
   });
 });
