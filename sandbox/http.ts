@@ -3,6 +3,7 @@
  */
 import type { Context } from "hono";
 import type * as z from "zod";
+import { isJsonObject } from "../shared/json-object.js";
 import { checkBody, checkQuery } from "../shared/qashio/schemas/index.js";
 import type { CompanyData } from "./data/model.js";
 import { ValidationError, type FieldError } from "./errors.js";
@@ -100,20 +101,37 @@ export async function readJson(c: SandboxContext): Promise<unknown> {
   }
 }
 
+/** The sandbox's cap on a body list's length (spec: not shown), e.g. ids per acknowledge. */
+export interface ListCap {
+  readonly field: string;
+  readonly max: number;
+  /** What the list holds, for the message ("ids"). */
+  readonly items: string;
+}
+
 /**
  * Reads and checks a JSON write body with the shared schema, then with the sandbox's own
- * `rules` on the fields the schema accepted; throws one 400 with every offending field (§7).
+ * `rules` on the fields the schema accepted and its list `caps` on the body as sent;
+ * throws one 400 with every offending field (§7).
  */
 export async function parseBody<S extends z.ZodType>(
   c: SandboxContext,
   schema: S,
   rules: (body: z.output<S>) => FieldError[] = () => [],
+  caps: readonly ListCap[] = [],
 ): Promise<z.output<S>> {
   const raw = await readJson(c);
   const result = checkBody(schema, raw);
   const errors: FieldError[] = result.ok ? [] : [...result.errors];
   const accepted = result.ok ? result : checkBody(schema, withoutFields(raw, errors));
   if (accepted.ok) errors.push(...rules(accepted.value).filter((e) => !errors.some((seen) => seen.field === e.field)));
+  // On the list as sent: a malformed entry (its own field, `ids.3`) leaves the list unaccepted, yet its length offends too.
+  for (const { field, max, items } of caps) {
+    const list = isJsonObject(raw) ? raw[field] : undefined;
+    if (Array.isArray(list) && list.length > max && !errors.some((e) => e.field === field)) {
+      errors.push({ field, code: "OUT_OF_RANGE", message: `${field} must hold at most ${max} ${items}` });
+    }
+  }
   if (errors.length > 0 || !result.ok) throw new ValidationError(errors);
   return result.value;
 }

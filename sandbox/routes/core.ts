@@ -239,10 +239,7 @@ const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 
 async function invite(c: SandboxContext): Promise<Response> {
   requireScope(c, "users:read");
-  const body = await parseBody(c, InviteBodySchema);
-  if (body.end_user.length > MAX_INVITATIONS) {
-    throw new ValidationError([{ field: "end_user", code: "OUT_OF_RANGE", message: `end_user must hold at most ${MAX_INVITATIONS} addresses` }]);
-  }
+  const body = await parseBody(c, InviteBodySchema, undefined, [{ field: "end_user", max: MAX_INVITATIONS, items: "addresses" }]);
   const valid = body.end_user.filter((e) => EMAIL.test(e.trim()));
   if (valid.length === 0) {
     throw new ValidationError([{ field: "end_user", code: "INVALID_FORMAT", message: "end_user holds no valid email address" }], "No valid email addresses");

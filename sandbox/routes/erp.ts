@@ -159,10 +159,7 @@ function getTransaction(c: SandboxContext): Response {
 
 async function acknowledge(c: SandboxContext): Promise<Response> {
   requireScope(c, "transactions:write");
-  const body = await parseBody(c, AcknowledgeBodySchema);
-  if (body.transaction_ids.length > MAX_ACKNOWLEDGE_BATCH) {
-    throw new ValidationError([{ field: "transaction_ids", code: "OUT_OF_RANGE", message: `transaction_ids must hold at most ${MAX_ACKNOWLEDGE_BATCH} ids` }]);
-  }
+  const body = await parseBody(c, AcknowledgeBodySchema, undefined, [{ field: "transaction_ids", max: MAX_ACKNOWLEDGE_BATCH, items: "ids" }]);
   const ids = c.get("state").acknowledge(c.get("data"), body.transaction_ids);
   return ok(c, { acknowledged: ids.length, transaction_ids: ids, client_sync_status: "synced" }, { message: "Transactions acknowledged successfully" });
 }

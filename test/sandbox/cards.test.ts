@@ -535,6 +535,17 @@ describe("POST /public/v1/core/user_profiles/invite", () => {
     expect(body.data.message).toMatch(/queued/);
   });
 
+  it("caps a request at 100 addresses, reported beside an entry that is no text in one 400 (§7: one entry per offending field)", async () => {
+    const emails: unknown[] = Array.from({ length: 101 }, (_, i) => `capped${i}@falcongate.ae`);
+    const over = await h.json("/public/v1/core/user_profiles/invite", { body: { end_user: emails } });
+    expect(over.status).toBe(400);
+    expect(errorCodes(over.body)).toEqual(["end_user:OUT_OF_RANGE"]);
+    emails[2] = 5;
+    const { status, body } = await h.json("/public/v1/core/user_profiles/invite", { body: { end_user: emails } });
+    expect(status).toBe(400);
+    expect(errorCodes(body)).toEqual(["end_user.2:INVALID_FORMAT", "end_user:OUT_OF_RANGE"]);
+  });
+
   it.each([
     [{ end_user: ["nope", "also nope"] }, ["end_user:INVALID_FORMAT"]],
     [{ end_user: ["", " "] }, ["end_user:INVALID_FORMAT"]],

@@ -354,6 +354,14 @@ describe("client_sync_status state machine and acknowledge", () => {
     expect(errorCodes(atCap.body)).toHaveLength(1000);
   });
 
+  it("reports the cap beside a malformed id in one 400, one entry per offending field (§7)", async () => {
+    const ids = Array.from({ length: 1001 }, (_, i) => `2f1e7c52-0d3b-4c5a-9e8f-${String(i).padStart(12, "0")}`);
+    ids[3] = "CT1000000001";
+    const { status, body } = await h.json(ACK, { body: { transaction_ids: ids } });
+    expect(status).toBe(400);
+    expect(errorCodes(body)).toEqual(["transaction_ids.3:INVALID_FORMAT", "transaction_ids:OUT_OF_RANGE"]);
+  });
+
   it("needs the transactions:write scope", async () => {
     const readOnly = await tokensFor(h.sandbox, h.companyId, "transactions:read");
     const [tx] = (await h.json(LIST)).body.data as { id: string }[];
