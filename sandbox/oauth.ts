@@ -149,11 +149,13 @@ export class OAuthServer {
     const family = this.families.get(record.familyId);
     if (!family || family.clientId !== params.clientId) throw new OAuthError(401, "invalid_grant", "refresh token is invalid");
     if (family.revoked) throw new OAuthError(401, "invalid_grant", "refresh token family was revoked");
+    // Expiry before reuse: a spent token past its lifetime may already be forgotten (`forgetExpired`, run by any
+    // grant), so revoking on it only while still held would make the outcome depend on other families' traffic.
+    if (this.clock.nowMs() >= record.expiresAtMs) throw new OAuthError(401, "invalid_grant", "refresh token has expired");
     if (record.consumed) {
       family.revoked = true;
       throw new OAuthError(401, "invalid_grant", "refresh token was already used; the token family is revoked");
     }
-    if (this.clock.nowMs() >= record.expiresAtMs) throw new OAuthError(401, "invalid_grant", "refresh token has expired");
     record.consumed = true;
     return this.issueTokens(family);
   }

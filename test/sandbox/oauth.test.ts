@@ -274,6 +274,31 @@ describe("POST /oauth2/token, refresh_token grant", () => {
     expect((await api(set.access_token)).status).toBe(200);
   });
 
+  it("judges a spent refresh token presented after its lifetime the same whether or not another grant ran meanwhile: expired, family untouched", async () => {
+    const outcomes: unknown[] = [];
+    const descriptions: unknown[] = [];
+    for (const otherGrantMeanwhile of [false, true]) {
+      h = await harness({ accessTokenTtlSeconds: 2 * REFRESH_TOKEN_TTL_SECONDS });
+      const spent = (await exchange(code())).body.refresh_token as string;
+      h.sandbox.control.advanceClock(REFRESH_TOKEN_TTL_SECONDS - 86_400);
+      const current = (await refresh(spent)).body;
+      h.sandbox.control.advanceClock(86_400);
+      // Another company's grant issues tokens, which forgets what expired: nothing to do with this family.
+      if (otherGrantMeanwhile) expect((await exchange(code(h.otherCompanyId))).status).toBe(200);
+      const replay = await refresh(spent);
+      descriptions.push(replay.body.error_description);
+      outcomes.push({
+        // The description may differ: a token forgotten is unknown to the sandbox, one still held is known expired.
+        replay: [replay.status, replay.body.error],
+        current: (await api(current.access_token as string)).status,
+        rotated: (await refresh(current.refresh_token as string)).status,
+      });
+    }
+    expect(outcomes[0]).toEqual(outcomes[1]);
+    expect(outcomes[0]).toEqual({ replay: [401, "invalid_grant"], current: 200, rotated: 200 });
+    expect(descriptions[0]).toMatch(/expired/);
+  });
+
   it("answers 401 for an unknown refresh token", async () => {
     expect((await refresh("rt_unknown")).status).toBe(401);
   });
