@@ -53,6 +53,16 @@ describe("POST /oauth2/token, authorization_code grant", () => {
     expect(() => createSandbox({ accessTokenTtlSeconds: 0 })).toThrow(/accessTokenTtlSeconds must be a positive integer/);
   });
 
+  it("lapses an access token at its whole-second exp: issued mid-second, it lives less than expires_in by that fraction", async () => {
+    h = await harness({ startTime: "2025-03-15T12:00:00.700Z", accessTokenTtlSeconds: 30 });
+    const set = TokenSetSchema.parse((await exchange(code())).body);
+    expect([claims(set.access_token).exp - claims(set.access_token).iat, set.expires_in]).toEqual([30, 30]);
+    h.sandbox.control.advanceClock(29.299);
+    expect((await api(set.access_token)).status).toBe(200);
+    h.sandbox.control.advanceClock(0.001);
+    expect((await api(set.access_token)).status).toBe(401);
+  });
+
   it("answers every token set, of either grant, uncacheable: Cache-Control no-store and Pragma no-cache (RFC 6749 §5.1)", async () => {
     const first = await exchange(code());
     const second = await refresh(first.body.refresh_token as string);
