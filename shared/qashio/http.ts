@@ -84,7 +84,10 @@ export interface RetryOptions {
   readonly baseDelayMs?: number;
   /** Cap of any computed backoff delay. @default 20_000 */
   readonly maxDelayMs?: number;
-  /** Longest `Retry-After` (429 or 5xx) honoured; a longer one ends the retries with the error's `retryAfterMs`. @default 60_000 */
+  /**
+   * Longest `Retry-After` (429 or 5xx) honoured; a longer one ends the retries with the error's `retryAfterMs`, and a
+   * 429's refuses every request of the client, unsent, until it has passed. @default 60_000
+   */
   readonly maxRetryAfterMs?: number;
   /** Uniform [0, 1) source for the jitter. @default Math.random */
   readonly random?: () => number;
@@ -505,6 +508,12 @@ export class HttpCore {
    */
   private notBefore = Number.NEGATIVE_INFINITY;
   /**
+   * Epoch ms before which every request of this client ends at once, unsent, with `RateLimitedError`: the end of a
+   * 429's wait longer than a retry would wait (`maxRetryAfterMs`). Nothing is sent to the provider before it; then the
+   * slow start begins as after any other 429 ({@link notBefore} is the same instant).
+   */
+  private refusedUntil = Number.NEGATIVE_INFINITY;
+  /**
    * Slow start after a throttling wait: how many requests of this client may be in flight. A 429 sets it to 1 (one
    * probe when the wait ends); it doubles each time as many answers other than a 429 came to requests sent since as it
    * allows (a round), until it holds no request back and the client is unlimited again. Without it every request that
@@ -555,6 +564,7 @@ export class HttpCore {
     for (;;) {
       attempt += 1;
       this.throwIfStopped(request, last);
+      this.throwIfRefused(request, last);
       this.endThrottleIfOver();
       // Not throttled (no waiter, no limit, no wait): the turn is taken at once, without an await or an allocation.
       if (this.turnWaiters.length === 0 && this.inFlight < this.inFlightLimit && this.waitedOut(waitedFor)) this.inFlight += 1;
@@ -592,6 +602,7 @@ export class HttpCore {
         if (status === 401 && request.auth === "bearer" && this.tokenProvider && token !== undefined && !replayedAfter401) {
           // No refresh for a replay that could not be sent anyway (see the check before the token above).
           if (!this.attemptFits(request, 0)) throw this.outOfTime(request, "retried", error);
+          this.throwIfRefused(request, error);
           replayedAfter401 = true;
           attempt -= 1;
           this.logger?.debug("provider answered 401; refreshing the token and replaying once", { ...where, requestId: error.requestId });
@@ -604,14 +615,21 @@ export class HttpCore {
       }
       if (!isRetryable(error, request.retry) || attempt >= this.retry.maxAttempts) {
         // The provider asked the client to wait also when this request gives up (its last attempt, a request never
-        // retried): the others are held as after a retried 429 (its Retry-After, else the backoff's ceiling), unless
-        // the wait is longer than a retry would wait, which is the caller's to schedule.
-        const waitMs = error instanceof RateLimitedError ? (error.retryAfterMs ?? this.backoffCeiling(attempt)) : undefined;
-        if (waitMs !== undefined && waitMs <= this.retry.maxRetryAfterMs) this.throttleClient(waitMs);
+        // retried): the others are held as after a retried 429 (its Retry-After, else the backoff's ceiling, when no
+        // longer than a retry would wait), or refused for a Retry-After longer than that.
+        if (error instanceof RateLimitedError) {
+          const waitMs = error.retryAfterMs ?? this.backoffCeiling(attempt);
+          if (waitMs <= this.retry.maxRetryAfterMs) this.throttleClient(waitMs);
+          else if (error.retryAfterMs !== undefined) this.refuseClient(waitMs);
+        }
         throw error;
       }
       const retryAfterMs = error instanceof RetryAfterError ? error.retryAfterMs : undefined;
-      if (retryAfterMs !== undefined && retryAfterMs > this.retry.maxRetryAfterMs) throw error;
+      if (retryAfterMs !== undefined && retryAfterMs > this.retry.maxRetryAfterMs) {
+        // Not waited for: every request of the client is refused until it has passed (a 5xx's is its request's alone).
+        if (error instanceof RateLimitedError) this.refuseClient(retryAfterMs);
+        throw error;
+      }
       const delayMs = retryAfterMs ?? this.backoff(attempt);
       if (error instanceof RateLimitedError) this.throttleClient(delayMs);
       // A retry that could not finish before the deadline is not attempted: the caller learns it is out of time.
@@ -640,6 +658,21 @@ export class HttpCore {
     if (request.stop?.aborted) throw this.outOfTime(request, last === undefined ? "sent" : "retried", last, "it was asked to stop");
   }
 
+  /**
+   * Ends a request inside a 429's wait longer than a retry would wait ({@link refusedUntil}) at once, unsent, with the
+   * wait left: sent, it would only meet a 429 of its own. `last` is its latest failed attempt, if any.
+   */
+  private throwIfRefused(request: HttpRequest, last: QashioError | undefined): void {
+    const leftMs = this.refusedUntil - this.clock.now();
+    if (leftMs <= 0) return;
+    const { method, path } = request;
+    throw new RateLimitedError(
+      `${method} ${path} was not sent: the provider asked for no request before ${new Date(this.refusedUntil).toISOString()} (a 429's Retry-After), ${Math.ceil(leftMs / 1000)} s from now`,
+      { status: 429, method, path, retryAfterMs: leftMs },
+      last ? { cause: last } : undefined,
+    );
+  }
+
   /** Whether {@link notBefore} is past, or the instant was waited for already (a test clock may not move). */
   private waitedOut(waited: number): boolean {
     return this.notBefore <= waited || this.clock.now() >= this.notBefore;
@@ -662,8 +695,9 @@ export class HttpCore {
     try {
       this.admitWaiters();
       for (;;) {
-        // Before the turn too: a stop that came with it still ends the request unsent.
+        // Before the turn too: a stop or a refusal that came with it still ends the request unsent.
         this.throwIfStopped(request, last);
+        this.throwIfRefused(request, last);
         if (waiter.granted && this.waitedOut(waiter.waited)) return waiter.waited;
         if (waiter.granted) {
           // A 429 answered between the turn and this: hand the turn back and wait that out first.
@@ -781,6 +815,15 @@ export class HttpCore {
   /** min(cap, base * 2^(attempt-1)). */
   private backoffCeiling(attempt: number): number {
     return Math.min(this.retry.maxDelayMs, this.retry.baseDelayMs * 2 ** (attempt - 1));
+  }
+
+  /**
+   * A 429 asked for `waitMs`, longer than a retry would wait: every request of the client is refused until it has
+   * passed ({@link refusedUntil}), then the slow start begins as after any other 429.
+   */
+  private refuseClient(waitMs: number): void {
+    this.refusedUntil = Math.max(this.refusedUntil, this.clock.now() + waitMs);
+    this.throttleClient(waitMs);
   }
 
   /** A 429 asked for `waitMs`: every request of the client waits it out, then the slow start begins again. */

@@ -133,6 +133,23 @@ describe("poll-transactions handler", () => {
     expect(await late(undefined, lambdaContext(CYCLE_SAFETY_MARGIN_MS))).toMatchObject({ status: "completed", outcome: "deadline", published: 0 });
   });
 
+  it("sends nothing to the provider from a warm container until a 429's hour-long wait has passed, then delivers everything", async () => {
+    const backlog = h.pendingAtProvider();
+    let sent = 0;
+    const poll = h.poller("transactions", { fetch: (url, init) => ((sent += 1), h.fetch(url, init as RequestInit)) });
+    h.sandbox.control.state.faults.add({ method: "GET", pathPrefix: "/public/v1/erp/transactions", status: 429, count: 1, retryAfter: 3600 });
+    await expect(poll()).rejects.toThrow(/list not_synced transactions failed \(RateLimitedError 429: GET \/public\/v1\/erp\/transactions answered 429; errors: \(request\) RATE_LIMITED\)/);
+    // The next tick, ten minutes on, in the same container: refused at once, unsent, with the wait left.
+    h.sandbox.control.advanceClock(600);
+    const before = sent;
+    await expect(poll()).rejects.toThrow(/list not_synced transactions failed \(RateLimitedError 429: GET \/public\/v1\/erp\/transactions was not sent: .*, 3000 s from now\)/);
+    expect(sent).toBe(before);
+    expect(h.pendingAtProvider()).toBe(backlog);
+    h.sandbox.control.advanceClock(3000);
+    expect(await poll()).toMatchObject({ status: "completed", outcome: "complete" });
+    expect(h.pendingAtProvider()).toBe(0);
+  });
+
   it("re-sends the same event ids after a crash between publishing and acknowledging, then finishes", async () => {
     const backlog = h.pendingAtProvider();
     // EventBridge takes the first batch, then the call fails as a whole: the invocation dies before acknowledging.

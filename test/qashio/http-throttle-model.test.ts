@@ -2,11 +2,13 @@
  * Randomized schedules over the client's throttling wait and slow start: concurrent requests with deadlines, stops,
  * 429s, 5xx, network errors, timeouts, 401 replays, caller retries and slow or failing token providers. Whatever the
  * schedule, every request settles, no turn is lost or freed twice, nothing is sent inside a wait, past its last start
- * or after its stop, and once the throttle is over a batch goes at once, as from a client never throttled.
+ * or after its stop, a 429 asking for longer than a retry would wait refuses every request at once, unsent, until it
+ * has passed, and once the throttle is over a batch goes at once, as from a client never throttled.
  */
 import fc from "fast-check";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { HttpCore, type HttpRequest, type RetryMode } from "../../shared/qashio/http.js";
+import { RateLimitedError } from "../../shared/qashio/errors.js";
 import type { TokenProvider } from "../../shared/qashio/auth/token-provider.js";
 import { fail, heldFetch, manualClock, ok, turns } from "./helpers.js";
 
@@ -24,6 +26,8 @@ type Action =
  * backoff capped at maxDelayMs) and the minute of quiet after it, with a margin.
  */
 const QUIET_BOUND_MS = 20_000 + 60_000 + 5_000;
+/** The same after a `429long`: its wait (120 s, past maxRetryAfterMs: refused meanwhile) and as long again of quiet. */
+const LONG_QUIET_BOUND_MS = 120_000 + 120_000 + 5_000;
 
 const actionArb: fc.Arbitrary<Action> = fc.oneof(
   fc.record({
@@ -54,6 +58,7 @@ interface Started {
   readonly deadline?: number;
   readonly stop?: AbortController;
   settled: boolean;
+  outcome?: unknown;
 }
 
 function replyFor(reply: Reply, ra: number): Response | Error {
@@ -111,12 +116,16 @@ async function runSchedule(actions: readonly Action[], tokenPlan: readonly Token
   const violations: string[] = [];
   const started: Started[] = [];
   // The client's own counters, read once the schedule has settled and at each send.
-  const internals = () => http as unknown as { notBefore: number; inFlight: number; inFlightLimit: number; turnWaiters: unknown[]; slowStarts: number };
+  const internals = () =>
+    http as unknown as { notBefore: number; refusedUntil: number; inFlight: number; inFlightLimit: number; turnWaiters: unknown[]; slowStarts: number };
   const { fetch, held } = heldFetch((call): { round: number } => {
     const id = call.url.searchParams.get("qashio_id") ?? "";
     const request = started.find((r) => r.id === id);
     const now = clock.now();
     if (!harness && now < internals().notBefore) violations.push(`${id} sent at ${now} inside the wait to ${internals().notBefore}`);
+    // No sleep ends a refusal: it holds on any clock. The client's own end counts from the instant it read the 429.
+    const refusal = Math.max(refusedUntil, internals().refusedUntil ?? Number.NEGATIVE_INFINITY);
+    if (now < refusal) violations.push(`${id} sent at ${now} inside the refusal to ${refusal}`);
     if (request?.deadline !== undefined && now + TIMEOUT_MS > request.deadline) violations.push(`${id} sent past its last start`);
     if (request?.stop?.signal.aborted) violations.push(`${id} sent after its stop`);
     const round: number = internals().slowStarts;
@@ -124,8 +133,10 @@ async function runSchedule(actions: readonly Action[], tokenPlan: readonly Token
     if (inRound > internals().inFlightLimit) violations.push(`${id} sent as the ${inRound}th of its round, over the limit ${internals().inFlightLimit}`);
     return { round };
   });
-  // When the latest 429 was answered: a batch the idle client starts QUIET_BOUND_MS after it goes as if never throttled.
-  let last429 = Number.NEGATIVE_INFINITY;
+  // When a batch the idle client starts goes as if never throttled: QUIET_BOUND_MS (LONG_QUIET_BOUND_MS) after a 429.
+  let quietAt = Number.NEGATIVE_INFINITY;
+  // The end of the latest `429long`'s wait, as the model sees it: until then every request is refused, unsent.
+  let refusedUntil = Number.NEGATIVE_INFINITY;
   let tokenCalls = 0;
   // The checks after the schedule get their token at once.
   let plan = tokenPlan;
@@ -153,10 +164,22 @@ async function runSchedule(actions: readonly Action[], tokenPlan: readonly Token
       ...(stop ? { stop: stop.signal } : {}),
       ...(options.callerRetries ? { callerRetries: options.callerRetries } : {}),
     };
+    const refusedAt = clock.now();
+    const refusalEnd = refusedUntil;
     http.request(request).then(
       () => (entry.settled = true),
-      () => (entry.settled = true),
+      (error: unknown) => {
+        entry.settled = true;
+        entry.outcome = error;
+      },
     );
+    // Inside a refusal a request ends at once (before any await), unsent, with the wait left.
+    if (refusedAt < refusalEnd) {
+      void Promise.resolve().then(() => {
+        const refused = entry.outcome instanceof RateLimitedError && entry.outcome.retryAfterMs === refusalEnd - refusedAt;
+        if (!refused) violations.push(`${id} started ${refusalEnd - refusedAt} ms before the refusal's end was not refused at once`);
+      });
+    }
     return entry;
   };
   // Moves the client's clock and the attempts' timeout timers on together.
@@ -182,23 +205,30 @@ async function runSchedule(actions: readonly Action[], tokenPlan: readonly Token
       await turns();
     } else if (action.kind === "answer") {
       const target = held[action.pick % Math.max(held.length, 1)];
-      if (target && action.reply.startsWith("429")) last429 = clock.now();
+      const at = clock.now();
+      if (target && action.reply.startsWith("429")) quietAt = Math.max(quietAt, at + (action.reply === "429long" ? LONG_QUIET_BOUND_MS : QUIET_BOUND_MS));
       target?.answer(replyFor(action.reply, action.ra));
       await advance(0);
+      // Read (at `at`: the clock did not move), the 429 refuses the client for its whole Retry-After.
+      if (target && action.reply === "429long") refusedUntil = Math.max(refusedUntil, at + 120_000);
     } else if (action.kind === "batch") {
       const idle = internals().inFlight === 0 && internals().turnWaiters.length === 0;
       const batch = Array.from({ length: action.size }, () => start());
       // Taken at once, as by a client never throttled: each took its turn before its first await.
-      if (idle && clock.now() - last429 >= QUIET_BOUND_MS && (internals().inFlight !== action.size || internals().turnWaiters.length > 0)) {
-        violations.push(`${batch.map((r) => r.id).join(",")} held back ${clock.now() - last429} ms after the latest 429 (limit ${internals().inFlightLimit})`);
+      if (idle && clock.now() >= quietAt && (internals().inFlight !== action.size || internals().turnWaiters.length > 0)) {
+        violations.push(`${batch.map((r) => r.id).join(",")} held back ${clock.now() - quietAt} ms past the quiet after the latest 429 (limit ${internals().inFlightLimit})`);
       }
       await turns();
     } else if (action.kind === "advance") {
       await advance(action.ms);
-    } else {
+    } else if (action.kind === "stop") {
       const withStop = started.filter((r) => r.stop && !r.settled);
       withStop[action.pick % Math.max(withStop.length, 1)]?.stop?.abort();
       await advance(0);
+    }
+    // Inside a refusal no request waits for its turn: the ones waiting when it came were ended with it.
+    if (clock.now() < refusedUntil && internals().turnWaiters.length > 0) {
+      violations.push(`${internals().turnWaiters.length} request(s) waiting for a turn inside the refusal to ${refusedUntil}`);
     }
   }
   // Everything answered from now on: every request must settle.
@@ -211,9 +241,10 @@ async function runSchedule(actions: readonly Action[], tokenPlan: readonly Token
   if (harness) expect(harness.sleeps).toBeLessThan(50 * (started.length + 1));
   expect(internals().inFlight).toBe(0);
   expect(internals().turnWaiters).toEqual([]);
-  // Once the throttle is over, a batch goes at once, as from a client never throttled.
+  // Once the throttle is over (also a refusal's, see LONG_QUIET_BOUND_MS), a batch goes at once, as from a client never
+  // throttled.
   plan = [];
-  await advance(130_000);
+  await advance(LONG_QUIET_BOUND_MS);
   const first = [start(), start(), start(), start()];
   await turns();
   expect(held.map((h) => h.qid)).toEqual(first.map((r) => r.id));

@@ -5,7 +5,7 @@
 import { describe, expect, it, vi } from "vitest";
 import { HttpCore, type Clock, type HttpRequest } from "../../shared/qashio/http.js";
 import { StaticTokenProvider, type TokenProvider } from "../../shared/qashio/auth/token-provider.js";
-import { DeadlineExceededError } from "../../shared/qashio/errors.js";
+import { DeadlineExceededError, RateLimitedError } from "../../shared/qashio/errors.js";
 import { fail, heldFetch, manualClock, ok, scriptedFetch, turns } from "./helpers.js";
 
 function core(fetch: ReturnType<typeof scriptedFetch>) {
@@ -127,7 +127,7 @@ describe("HttpCore after a 429", () => {
     expect(second.outcome).toMatchObject({ status: 200 });
   });
 
-  it("holds the client for the backoff's ceiling after a 429 without Retry-After that ends its request, and not past maxRetryAfterMs", async () => {
+  it("holds the client for the backoff's ceiling after a 429 without Retry-After that ends its request, and refuses requests for one past maxRetryAfterMs", async () => {
     const fetch = scriptedFetch(fail(429, []), ok([]), fail(429, [], { "retry-after": "120" }), ok([]));
     const clock = manualClock();
     const http = new HttpCore({ baseUrl: "https://api.example.test", fetch, clock, tokenProvider: new StaticTokenProvider("token-1"), retry: { random: () => 0.5, maxAttempts: 1, baseDelayMs: 200 } });
@@ -138,12 +138,13 @@ describe("HttpCore after a 429", () => {
     expect(sentFor(fetch, "Q2")).toBe(0);
     await clock.advance(1);
     expect(second.outcome).toMatchObject({ status: 200 });
-    // A wait past maxRetryAfterMs (60 s) is the caller's to schedule: it holds no other request.
+    // A wait past maxRetryAfterMs (60 s) is not waited for: it refuses the other requests, unsent, until it passes.
     track(http.request(read("Q3")));
     await clock.advance(0);
     const fourth = track(http.request(read("Q4")));
     await clock.advance(0);
-    expect(fourth.outcome).toMatchObject({ status: 200 });
+    expect(fourth.outcome).toMatchObject({ name: "RateLimitedError", retryAfterMs: 120_000 });
+    expect(sentFor(fetch, "Q4")).toBe(0);
   });
 
   it("does not hold other requests for a 5xx's Retry-After: that answer is about the one request", async () => {
@@ -166,6 +167,136 @@ describe("HttpCore after a 429", () => {
     // A later request waits for the same instant once, then goes (it looped on a clock that never reached it).
     await expect(http.request(read("Q2"))).resolves.toMatchObject({ status: 200 });
     expect(sleeps).toEqual([5000, 5000]);
+  });
+});
+
+describe("HttpCore after a 429 asking for a longer wait than a retry would wait", () => {
+  /** Q1 meets a 429 asking an hour (past maxRetryAfterMs, 60 s): it fails at once, as before. */
+  async function refusedForAnHour() {
+    const { fetch, inFlight, answer } = heldFetch();
+    const clock = manualClock();
+    const http = new HttpCore({ baseUrl: "https://api.example.test", fetch, clock, tokenProvider: new StaticTokenProvider("token-1"), timeoutMs: 10_000, retry: { random: () => 0.5 } });
+    const q1 = track(http.request(read("Q1")));
+    await turns();
+    answer("Q1", fail(429, [], { "retry-after": "3600" }));
+    await clock.advance(0);
+    expect(q1.outcome).toMatchObject({ name: "RateLimitedError", retryAfterMs: 3_600_000 });
+    return { http, fetch, clock, inFlight, answer };
+  }
+
+  it("refuses every request of the client at once, unsent, with the wait left, until that wait has passed", async () => {
+    const { http, fetch, clock } = await refusedForAnHour();
+    await clock.advance(1_000);
+    // A later cycle of the same client (a warm Lambda container, `run --interval`): nothing is sent inside the wait.
+    const later = track(http.request({ ...read("Q2"), deadline: clock.now() + 30_000 }));
+    await turns();
+    expect(later.outcome).toBeInstanceOf(RateLimitedError);
+    expect(later.outcome).toMatchObject({ status: 429, retryAfterMs: 3_599_000, method: "GET", path: "/public/v1/erp/transactions" });
+    expect((later.outcome as Error).message).toMatch(/^GET \/public\/v1\/erp\/transactions was not sent: the provider asked for no request before 2025-01-15T13:00:00\.000Z \(a 429's Retry-After\), 3599 s from now$/);
+    expect(sentFor(fetch, "Q2")).toBe(0);
+    await clock.advance(3_598_999);
+    const last = track(http.request(read("Q3")));
+    await turns();
+    expect(last.outcome).toMatchObject({ name: "RateLimitedError", retryAfterMs: 1 });
+    expect(fetch.calls).toHaveLength(1);
+  });
+
+  it("starts slowly once the wait has passed, as after any other 429: one probe, then more as answers come", async () => {
+    const { http, clock, inFlight, answer } = await refusedForAnHour();
+    await clock.advance(3_600_000);
+    const batch = ["Q2", "Q3", "Q4"].map((qid) => track(http.request(read(qid))));
+    await turns();
+    expect(inFlight()).toEqual(["Q2"]);
+    answer("Q2", ok([]));
+    await clock.advance(0);
+    expect(inFlight()).toEqual(["Q3", "Q4"]);
+    answer("Q3", ok([]));
+    answer("Q4", ok([]));
+    await clock.advance(0);
+    for (const each of batch) expect(each.outcome).toMatchObject({ status: 200 });
+  });
+
+  it("ends the requests waiting for their turn and those retrying at once, unsent, when the 429 comes", async () => {
+    const { fetch, inFlight, answer } = heldFetch();
+    const clock = manualClock();
+    const http = new HttpCore({ baseUrl: "https://api.example.test", fetch, clock, tokenProvider: new StaticTokenProvider("token-1"), timeoutMs: 10_000, retry: { random: () => 0.5 } });
+    const [q1, q2, q3] = ["Q1", "Q2", "Q3"].map((qid) => track(http.request(read(qid))));
+    await turns();
+    // Q1 meets a short wait and waits it out for its retry; Q4 starts inside it; Q2's 503 backs off.
+    answer("Q1", fail(429, [], { "retry-after": "5" }));
+    answer("Q2", fail(503));
+    await clock.advance(0);
+    const q4 = track(http.request({ ...read("Q4"), deadline: clock.now() + 60_000 }));
+    await turns();
+    expect(inFlight()).toEqual(["Q3"]);
+    answer("Q3", fail(429, [], { "retry-after": "3600" }));
+    await clock.advance(0);
+    for (const each of [q1, q3, q4]) expect(each?.outcome).toBeInstanceOf(RateLimitedError);
+    expect(q4?.outcome).toMatchObject({ retryAfterMs: 3_600_000 });
+    // Q1's last answer is kept as the cause; Q2, out of its backoff, is refused too rather than sent again.
+    expect((q1?.outcome as Error).cause).toMatchObject({ status: 429, retryAfterMs: 5_000 });
+    await clock.advance(1_000);
+    expect(q2?.outcome).toBeInstanceOf(RateLimitedError);
+    expect((q2?.outcome as Error).cause).toMatchObject({ status: 503 });
+    expect([sentFor(fetch, "Q1"), sentFor(fetch, "Q2"), sentFor(fetch, "Q3"), sentFor(fetch, "Q4")]).toEqual([1, 1, 1, 0]);
+  });
+
+  it("gets no token for a request it refuses, but lets a token already coming arrive (a refresh is never cut)", async () => {
+    const { fetch, inFlight, answer } = heldFetch();
+    const clock = manualClock();
+    let tokens = 0;
+    let refreshes = 0;
+    // Q2's token (the third) takes 1.5 s (a refresh); meanwhile Q1 meets the 429.
+    const tokenProvider: TokenProvider = {
+      getAccessToken: async () => {
+        tokens += 1;
+        if (tokens === 3) await clock.sleep(1_500);
+        return "token-1";
+      },
+      refreshAfterUnauthorized: async () => {
+        refreshes += 1;
+        return "token-2";
+      },
+    };
+    const http = new HttpCore({ baseUrl: "https://api.example.test", fetch, clock, tokenProvider, timeoutMs: 10_000, retry: { random: () => 0.5 } });
+    const q1 = track(http.request(read("Q1")));
+    const q3 = track(http.request(read("Q3")));
+    await turns();
+    const q2 = track(http.request(read("Q2")));
+    await turns();
+    expect(inFlight()).toEqual(["Q1", "Q3"]);
+    answer("Q1", fail(429, [], { "retry-after": "3600" }));
+    await turns();
+    // Q3's 401 would refresh the token for a replay that cannot be sent: it is refused before.
+    answer("Q3", fail(401));
+    await clock.advance(1_500);
+    expect(q1.outcome).toBeInstanceOf(RateLimitedError);
+    expect(q2.outcome).toBeInstanceOf(RateLimitedError);
+    expect(q3.outcome).toBeInstanceOf(RateLimitedError);
+    expect((q3.outcome as Error).cause).toMatchObject({ status: 401 });
+    expect(tokens).toBe(3);
+    expect(refreshes).toBe(0);
+    expect(sentFor(fetch, "Q2")).toBe(0);
+    // A request started now is refused before it asks for a token.
+    track(http.request(read("Q4")));
+    await turns();
+    expect(tokens).toBe(3);
+  });
+
+  it("ends a stopped request as stopped, and holds nothing for a 5xx asking for a long wait", async () => {
+    const { http, clock } = await refusedForAnHour();
+    const stop = new AbortController();
+    stop.abort();
+    const stopped = track(http.request({ ...read("Q2"), stop: stop.signal }));
+    await clock.advance(0);
+    expect(stopped.outcome).toBeInstanceOf(DeadlineExceededError);
+    const fetch = scriptedFetch(fail(503, [], { "retry-after": "3600" }), ok([]));
+    const other = core(fetch);
+    track(other.http.request(read("Q1")));
+    await other.clock.advance(0);
+    const next = track(other.http.request(read("Q2")));
+    await other.clock.advance(0);
+    expect(next.outcome).toMatchObject({ status: 200 });
   });
 });
 
