@@ -103,6 +103,12 @@ export const DEFAULT_TIMEOUT_MS = 10_000;
  * over, and a wait a window's limit asks for is at most that window.
  */
 const THROTTLE_QUIET_MS = 60_000;
+/**
+ * Longest refusal a 429's Retry-After starts (see `HttpCore.refusedUntil`): a wait of days, or past any date, is more
+ * likely a provider's mistake than its limit, and must not silence a tenant until its process is replaced; an hour on,
+ * one request finds out.
+ */
+const MAX_REFUSAL_MS = 3_600_000;
 export const DEFAULT_RETRY: Required<RetryOptions> = {
   maxAttempts: 5,
   baseDelayMs: 250,
@@ -513,6 +519,8 @@ export class HttpCore {
    * slow start begins as after any other 429 ({@link notBefore} is the same instant).
    */
   private refusedUntil = Number.NEGATIVE_INFINITY;
+  /** Whether the provider asked for longer than {@link refusedUntil} ({@link MAX_REFUSAL_MS}), for the error's text. */
+  private refusalCapped = false;
   /**
    * Slow start after a throttling wait: how many requests of this client may be in flight. A 429 sets it to 1 (one
    * probe when the wait ends); it doubles each time as many answers other than a 429 came to requests sent since as it
@@ -667,7 +675,7 @@ export class HttpCore {
     if (leftMs <= 0) return;
     const { method, path } = request;
     throw new RateLimitedError(
-      `${method} ${path} was not sent: the provider asked for no request before ${new Date(this.refusedUntil).toISOString()} (a 429's Retry-After), ${Math.ceil(leftMs / 1000)} s from now`,
+      `${method} ${path} was not sent: the provider asked for no request before ${new Date(this.refusedUntil).toISOString()} (a 429's Retry-After${this.refusalCapped ? ", capped at an hour" : ""}), ${Math.ceil(leftMs / 1000)} s from now`,
       { status: 429, method, path, retryAfterMs: leftMs },
       last ? { cause: last } : undefined,
     );
@@ -818,11 +826,17 @@ export class HttpCore {
   }
 
   /**
-   * A 429 asked for `waitMs`, longer than a retry would wait: every request of the client is refused until it has
-   * passed ({@link refusedUntil}), then the slow start begins as after any other 429.
+   * A 429 asked for `askedMs`, longer than a retry would wait: every request of the client is refused until it has
+   * passed ({@link refusedUntil}; an hour at most, {@link MAX_REFUSAL_MS}), then the slow start begins as after any
+   * other 429.
    */
-  private refuseClient(waitMs: number): void {
-    this.refusedUntil = Math.max(this.refusedUntil, this.clock.now() + waitMs);
+  private refuseClient(askedMs: number): void {
+    const waitMs = Math.min(askedMs, MAX_REFUSAL_MS);
+    const until = this.clock.now() + waitMs;
+    if (until >= this.refusedUntil) {
+      this.refusedUntil = until;
+      this.refusalCapped = askedMs > waitMs;
+    }
     this.throttleClient(waitMs);
   }
 

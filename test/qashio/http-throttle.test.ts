@@ -201,6 +201,33 @@ describe("HttpCore after a 429 asking for a longer wait than a retry would wait"
     expect(fetch.calls).toHaveLength(1);
   });
 
+  // Provider data: a Retry-After of days, or past any date (Infinity), must neither silence the tenant for good nor turn
+  // the refusal into an unreadable RangeError.
+  it.each([
+    ["a week", String(7 * 86_400)],
+    ["past any date", "9".repeat(400)],
+  ])("refuses for an hour at most when the Retry-After asks for %s, with a readable error", async (_, retryAfter) => {
+    const { fetch, answer } = heldFetch();
+    const clock = manualClock();
+    const http = new HttpCore({ baseUrl: "https://api.example.test", fetch, clock, tokenProvider: new StaticTokenProvider("token-1"), timeoutMs: 10_000, retry: { random: () => 0.5 } });
+    const q1 = track(http.request(read("Q1")));
+    await turns();
+    answer("Q1", fail(429, [], { "retry-after": retryAfter }));
+    await clock.advance(0);
+    expect(q1.outcome).toBeInstanceOf(RateLimitedError);
+    const refused = track(http.request(read("Q2")));
+    await turns();
+    expect(refused.outcome).toMatchObject({ name: "RateLimitedError", retryAfterMs: 3_600_000 });
+    expect((refused.outcome as Error).message).toMatch(/no request before 2025-01-15T13:00:00\.000Z \(a 429's Retry-After, capped at an hour\), 3600 s from now$/);
+    await clock.advance(3_600_000);
+    const probe = track(http.request(read("Q3")));
+    await turns();
+    expect(sentFor(fetch, "Q3")).toBe(1);
+    answer("Q3", ok([]));
+    await clock.advance(0);
+    expect(probe.outcome).toMatchObject({ status: 200 });
+  });
+
   it("starts slowly once the wait has passed, as after any other 429: one probe, then more as answers come", async () => {
     const { http, clock, inFlight, answer } = await refusedForAnHour();
     await clock.advance(3_600_000);
