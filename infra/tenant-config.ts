@@ -52,6 +52,9 @@ const httpsUrl = z
   // The scheme as a pattern rather than z.url's protocol option, so the JSON Schema (editors) checks it too. Both
   // abort: a URL that does not parse, or is not https://, gets that one message.
   .regex(/^[Hh][Tt][Tt][Pp][Ss]:\/\//, { error: "must be an https:// URL", abort: true })
+  // The URL parser reads https:///hooks as https://hooks/, but the template gets the text as written: no host, and
+  // credentials after the third slash that the check below would not see.
+  .regex(/^[Hh][Tt][Tt][Pp][Ss]:\/\/[^/]/, { error: "must name a host right after https:// (no third slash)", abort: true })
   // Credentials in a URL would land in the template in clear: they belong in a secret (auth).
   .regex(/^(?![Hh][Tt][Tt][Pp][Ss]:\/\/[^/?#]*@)/, "must not carry credentials (user:password@); use auth")
   .max(2048, "must be at most 2048 characters (EventBridge's limit)")

@@ -110,6 +110,29 @@ describe("tenant config", () => {
       "must not carry credentials",
     ],
     [
+      // A WHATWG parser takes the path's first segment for the host (https://hooks/): the template would hold a URL
+      // with no host, and behind the extra slash credentials the check above does not see.
+      "a webhook URL without a host (https:///...)",
+      { ...minimal, webhooks: [{ name: "erp", url: "https:///hooks", eventTypes: ["card.created"], auth: { type: "basic", username: "u", password: { secretArn } } }] },
+      "webhooks[0].url",
+      "must name a host right after https://",
+    ],
+    [
+      "a webhook URL hiding credentials behind a third slash",
+      { ...minimal, webhooks: [{ name: "erp", url: "https:///user:pw@erp.test/h", eventTypes: ["card.created"], auth: { type: "basic", username: "u", password: { secretArn } } }] },
+      "webhooks[0].url",
+      "must name a host right after https://",
+    ],
+    [
+      "an OAuth token URL without a host",
+      {
+        ...minimal,
+        webhooks: [{ name: "erp", url: "https://erp.test/h", eventTypes: ["card.created"], auth: { type: "oauthClientCredentials", tokenUrl: "https:///token", clientId: "c", clientSecret: { secretArn } } }],
+      },
+      "webhooks[0].auth.tokenUrl",
+      "must name a host right after https://",
+    ],
+    [
       "an imported bus in another account than the tenant's",
       { ...minimal, account: "111122223333", region: "eu-west-1", eventBus: { mode: "import", arn: "arn:aws:events:eu-west-1:999999999999:event-bus/shared" } },
       "eventBus.arn",

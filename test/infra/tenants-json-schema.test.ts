@@ -78,6 +78,7 @@ describe("tenants file JSON Schema (docs/tenants.schema.json)", () => {
     ["a URL with credentials", { ...minimal, webhooks: [{ ...webhook, url: "https://user:pw@erp.acme.test/hooks" }] }],
     ["a token URL with a user", { ...minimal, webhooks: [{ ...webhook, auth: { type: "oauthClientCredentials", tokenUrl: "HTTPS://me@auth.acme.test/token", clientId: "c", clientSecret: { secretArn } } }] }],
     ["a URL without its slashes", { ...minimal, webhooks: [{ ...webhook, url: "https:erp.acme.test/hooks" }] }],
+    ["a URL without a host", { ...minimal, webhooks: [{ ...webhook, url: "https:///hooks" }] }],
     ["a URL with a #fragment", { ...minimal, webhooks: [{ ...webhook, url: "https://erp.acme.test/hooks#x" }] }],
     ["an event type listed twice", { ...minimal, webhooks: [{ ...webhook, eventTypes: ["card.updated", "card.updated"] }] }],
     ["an AWS event source", { ...minimal, eventSource: "aws.qashio" }],
