@@ -436,7 +436,8 @@ export function parseTenantsDocument(raw: unknown): TenantConfig[] {
     const message = issue?.code === "unrecognized_keys" ? 'is not a field of the tenants file, which holds "tenants" (and "$schema")' : (issue?.message ?? "invalid");
     throw new TenantConfigError(`tenants file: field ${field}: ${message}`, { field });
   }
-  // Every tenant is checked before failing, so one synth run shows what to fix in all of them.
+  // Every tenant is checked before failing, and the checks across tenants run on those that passed, so one synth run
+  // shows what to fix in all of them.
   const tenants: TenantConfig[] = [];
   const faults: TenantConfigError[] = [];
   file.data.tenants.forEach((entry, index) => {
@@ -447,41 +448,37 @@ export function parseTenantsDocument(raw: unknown): TenantConfig[] {
       faults.push(error);
     }
   });
-  const [fault, ...moreFaults] = faults;
-  if (fault !== undefined) {
-    if (moreFaults.length === 0) throw fault;
-    throw new TenantConfigError(faults.map((f) => f.message).join("; "), { tenant: fault.tenant, field: fault.field }, { cause: fault });
-  }
-  const seen = new Set<string>();
+  const fault = (tenant: string, field: string, problem: string) =>
+    faults.push(new TenantConfigError(`tenant "${tenant}": field ${field}: ${problem}`, { tenant, field }));
+  // Each id once: a tenant listed twice is that fault alone, not also a clash of sources with itself.
+  const unique = new Map<string, TenantConfig>();
   for (const tenant of tenants) {
-    if (seen.has(tenant.id)) {
-      throw new TenantConfigError(`tenant "${tenant.id}": field id: listed more than once`, {
-        tenant: tenant.id,
-        field: "id",
-      });
+    if (unique.has(tenant.id)) {
+      fault(tenant.id, "id", "listed more than once");
+      continue;
     }
-    seen.add(tenant.id);
+    unique.set(tenant.id, tenant);
     const names = new Map<string, string>();
     tenant.webhooks.forEach((hook, i) => {
       const field = `webhooks[${i}].name`;
       // Dashes are dropped from logical ids, so names equal without them would collide there.
       const key = hook.name.replaceAll("-", "");
       const earlier = names.get(key);
-      if (earlier === hook.name) {
-        throw new TenantConfigError(`tenant "${tenant.id}": field ${field}: "${hook.name}" is used twice`, { tenant: tenant.id, field });
-      }
-      if (earlier !== undefined) {
-        throw new TenantConfigError(
-          `tenant "${tenant.id}": field ${field}: webhooks "${earlier}" and "${hook.name}" have the same name once dashes ` +
-            "are removed, as in their resources' logical ids: rename one",
-          { tenant: tenant.id, field },
+      if (earlier === hook.name) fault(tenant.id, field, `"${hook.name}" is used twice`);
+      else if (earlier !== undefined) {
+        fault(
+          tenant.id,
+          field,
+          `webhooks "${earlier}" and "${hook.name}" have the same name once dashes are removed, as in their resources' logical ids: rename one`,
         );
-      }
-      names.set(key, hook.name);
+      } else names.set(key, hook.name);
     });
   }
-  checkSourcesOnSharedBuses(tenants);
-  return tenants;
+  faults.push(...sourceClashesOnSharedBuses([...unique.values()]));
+  const [first, ...more] = faults;
+  if (first === undefined) return tenants;
+  if (more.length === 0) throw first;
+  throw new TenantConfigError(faults.map((f) => f.message).join("; "), { tenant: first.tenant, field: first.field }, { cause: first });
 }
 
 /** Name of the bus a tenant with `eventBus: { mode: "create" }` gets (TenantEventBus). */
@@ -519,20 +516,22 @@ function maySameBus(a: BusPlace, b: BusPlace): boolean {
  * tenant's webhooks and archive (README, "Describe the tenant"). An unpinned account or region is where the shell
  * deploys, so it may be any pinned one.
  *
- * @throws TenantConfigError naming both tenants.
+ * @returns one TenantConfigError per tenant sharing a source with an earlier one, naming both.
  */
-function checkSourcesOnSharedBuses(tenants: readonly TenantConfig[]): void {
+function sourceClashesOnSharedBuses(tenants: readonly TenantConfig[]): TenantConfigError[] {
   const places = tenants.map(busPlaceOf);
-  tenants.forEach((tenant, i) => {
-    for (let j = 0; j < i; j++) {
-      const other = tenants[j] as TenantConfig;
-      if (other.eventSource !== tenant.eventSource || !maySameBus(places[i] as BusPlace, places[j] as BusPlace)) continue;
-      throw new TenantConfigError(
+  return tenants.flatMap((tenant, i) => {
+    const other = tenants.find(
+      (earlier, j) => j < i && earlier.eventSource === tenant.eventSource && maySameBus(places[i] as BusPlace, places[j] as BusPlace),
+    );
+    if (other === undefined) return [];
+    return [
+      new TenantConfigError(
         `tenant "${tenant.id}": field eventSource: "${tenant.eventSource}" is also the source of tenant "${other.id}" on what may be the ` +
           "same event bus: give each tenant on a shared bus a source of its own (or pin account and region where they differ)",
         { tenant: tenant.id, field: "eventSource" },
-      );
-    }
+      ),
+    ];
   });
 }
 

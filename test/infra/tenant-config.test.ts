@@ -476,6 +476,43 @@ describe("tenants file with several tenants at fault", () => {
     expect(error.message).not.toContain("\n");
     expect([error.tenant, error.field]).toEqual(["first", "schedules.transactionsEveryMinutes"]);
   });
+
+  it("names every fault across tenants too (ids, webhook names, sources on a shared bus) in the same run", () => {
+    const pinned = { ...minimal, account: "123456789012", region: "eu-west-1" };
+    const hook = (name: string) => ({ name, url: "https://erp.test/h", eventTypes: ["card.created"], auth: { type: "basic", username: "u", password: { secretArn } } });
+    const shared = { eventBus: { mode: "import", name: "shared" } };
+    const error = errorOf(() =>
+      parseTenantsDocument({
+        tenants: [
+          { ...minimal, id: "bad", piiMode: "masked" },
+          { ...pinned, id: "twice", webhooks: [hook("erp"), hook("erp")] },
+          { ...pinned, id: "dashes", webhooks: [hook("a-b"), hook("ab")] },
+          { ...minimal, id: "fine" },
+          { ...minimal, id: "fine" },
+          { ...minimal, id: "bus-a", ...shared },
+          { ...minimal, id: "bus-b", ...shared },
+        ],
+      }),
+    );
+    expect(error.message).toMatch(/^tenant "bad": field piiMode: /);
+    for (const fault of [
+      'tenant "twice": field webhooks[1].name: "erp" is used twice',
+      'tenant "dashes": field webhooks[1].name: webhooks "a-b" and "ab" have the same name once dashes are removed',
+      'tenant "fine": field id: listed more than once',
+      'tenant "bus-b": field eventSource: "qashio.bridge" is also the source of tenant "bus-a"',
+    ]) {
+      expect(error.message).toContain(`; ${fault}`);
+    }
+    expect([error.tenant, error.field]).toEqual(["bad", "piiMode"]);
+    // Once the tenant checks pass, the checks across tenants still name every fault, each once.
+    const across = errorOf(() => parseTenantsDocument({ tenants: [minimal, minimal, { ...minimal, id: "bus-a", ...shared }, { ...minimal, id: "bus-b", ...shared }, { ...minimal, id: "bus-c", ...shared }] }));
+    expect(across.message).toBe(
+      'tenant "acme": field id: listed more than once; ' +
+        'tenant "bus-b": field eventSource: "qashio.bridge" is also the source of tenant "bus-a" on what may be the same event bus: give each tenant on a shared bus a source of its own (or pin account and region where they differ); ' +
+        'tenant "bus-c": field eventSource: "qashio.bridge" is also the source of tenant "bus-a" on what may be the same event bus: give each tenant on a shared bus a source of its own (or pin account and region where they differ)',
+    );
+    expect([across.tenant, across.field]).toEqual(["acme", "id"]);
+  });
 });
 
 describe("provider URL", () => {
