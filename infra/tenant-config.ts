@@ -160,9 +160,15 @@ const eventBusSchema = z.union([
   description: "The tenant's event bus: created by the stack (default), or an existing one imported by name or ARN",
 });
 
+/**
+ * zod's email pattern with host name labels that neither start nor end with '-': zod's own takes `acme-.test`, which
+ * the JSON Schema's `"format": "email"` (and mail) refuses.
+ */
+const EMAIL_PATTERN = /^(?:[A-Za-z0-9_'+-]+\.)*[A-Za-z0-9_'+-]*[A-Za-z0-9_+-]@(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?\.)+[A-Za-z]{2,}$/;
+
 const alarmsSchema = z
   .strictObject({
-    email: z.email().optional().meta({ description: "Email address subscribed to an SNS topic the stack creates (confirm the subscription mail)" }),
+    email: z.email({ pattern: EMAIL_PATTERN }).optional().meta({ description: "Email address subscribed to an SNS topic the stack creates (confirm the subscription mail)" }),
     topicArn: z.string().regex(SNS_TOPIC_ARN_PATTERN, "must be an SNS topic ARN").optional().meta({ description: "An existing SNS topic in the tenant's region" }),
     syncLagThresholdSeconds: z
       .number()

@@ -72,6 +72,7 @@ describe("tenant config", () => {
     ["schedules enabled given as a string", { ...minimal, schedules: { enabled: "false" } }, "schedules.enabled", "must be true or false"],
     ["both alarm targets", { ...minimal, alarms: { email: "a@b.test", topicArn: "arn:aws:sns:eu-west-1:123456789012:t" } }, "alarms", "exactly one"],
     ["an unknown PII mode", { ...minimal, piiMode: "mask" }, "piiMode", "Invalid option"],
+    ["an alarm email whose domain has a label ending in a dash", { ...minimal, alarms: { email: "ops@acme-.test" } }, "alarms.email", "Invalid email address"],
     ["an imported bus with neither name nor ARN", { ...minimal, eventBus: { mode: "import" } }, "eventBus", "mode"],
     [
       "a webhook with an unknown event type",
