@@ -108,7 +108,14 @@ const webhookAuthSchema = z.discriminatedUnion("type", [
     tokenUrl: httpsUrl,
     clientId: connectionParameter,
     clientSecret: secretRef,
-    scope: z.string().min(1).optional(),
+    // Sent as a body parameter of the connection: CloudFormation's pattern for one (line breaks pass it).
+    scope: z
+      .string()
+      .min(1)
+      .max(512, CONNECTION_PARAMETER_MAX)
+      // eslint-disable-next-line no-control-regex -- matching control characters is the point
+      .regex(/^[^\x00-\x09\x0B\x0C\x0E-\x1F\x7F]+$/, "must not contain control characters: EventBridge refuses them at deploy")
+      .optional(),
   }),
 ]);
 

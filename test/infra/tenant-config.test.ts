@@ -327,6 +327,19 @@ describe("tenant config", () => {
       "must not contain ':'",
     ],
     ["an API key header name over 512 characters", { type: "apiKey", headerName: "x".repeat(513), value: { secretArn } }, "webhooks[0].auth.headerName", "at most 512"],
+    // A body parameter of the connection: CloudFormation's Parameter value takes at most 512 characters, no control character but line breaks.
+    [
+      "an OAuth scope over 512 characters",
+      { type: "oauthClientCredentials", tokenUrl: "https://auth.test/token", clientId: "c", clientSecret: { secretArn }, scope: "s".repeat(513) },
+      "webhooks[0].auth.scope",
+      "at most 512",
+    ],
+    [
+      "an OAuth scope with a tab",
+      { type: "oauthClientCredentials", tokenUrl: "https://auth.test/token", clientId: "c", clientSecret: { secretArn }, scope: "events:write\tevents:read" },
+      "webhooks[0].auth.scope",
+      "must not contain control characters",
+    ],
   ])("refuses a connection parameter EventBridge would refuse at deploy: %s", (_what, auth, field, message) => {
     const pinned = { ...minimal, account: "123456789012", region: "eu-west-1" };
     const error = errorOf(() => parseTenantConfig({ ...pinned, webhooks: [{ name: "erp", url: "https://erp.test/h", eventTypes: ["card.created"], auth }] }));

@@ -84,6 +84,7 @@ describe("tenants file JSON Schema (docs/tenants.schema.json)", () => {
     ["a URL with a #fragment", { ...minimal, webhooks: [{ ...webhook, url: "https://erp.acme.test/hooks#x" }] }],
     ["an event type listed twice", { ...minimal, webhooks: [{ ...webhook, eventTypes: ["card.updated", "card.updated"] }] }],
     ["an AWS event source", { ...minimal, eventSource: "aws.qashio" }],
+    ["an OAuth scope over 512 characters", { ...minimal, webhooks: [{ ...webhook, auth: { type: "oauthClientCredentials", tokenUrl: "https://auth.acme.test/t", clientId: "c", clientSecret: { secretArn }, scope: "s".repeat(513) } }] }],
     ["a basic user name with a colon", { ...minimal, webhooks: [{ ...webhook, auth: { type: "basic", username: "svc:bridge", password: { secretArn } } }] }],
   ])("refuses what synth refuses: %s", (_name, tenant) => {
     const document = fileOf(tenant);
