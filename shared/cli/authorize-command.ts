@@ -107,7 +107,7 @@ function lockedStore(store: TokenStore, lock: Lock, name: string, context: Lease
  * process.exitCode = await authorizeCommand({ port: 0, noOpen: false, timeoutMs: 600_000 }, io);
  */
 export async function authorizeCommand(args: AuthorizeArgs, io: CliIo, seams: AuthorizeSeams = {}): Promise<number> {
-  const env = await loadEnv(io.env, io.cwd);
+  const env = await loadEnv(io.env, io.cwd, undefined, { signal: io.signal });
   for (const warning of settingNameWarnings(env)) line(io.stderr, `warning: ${warning}`);
   // Every setting is checked before the browser opens: a failure after sign-in would waste the issued token family.
   const settings = readAuthorizeSettings(env, io.cwd, { tokensInSecret: args.secretId !== undefined });

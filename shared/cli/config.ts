@@ -4,8 +4,10 @@
  * Error messages name the setting and the problem, never the value.
  */
 import { isUtf8 } from "node:buffer";
+import { constants } from "node:fs";
 import { lstat, open } from "node:fs/promises";
 import { join, resolve, sep } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 import { parseEnv } from "node:util";
 import { DEFAULT_SOURCE } from "../bridge/deps.js";
 import { PII_MODES, PII_SALT_MIN_LENGTH, type PiiMode } from "../bridge/pii.js";
@@ -209,16 +211,55 @@ export function parseEnvFile(text: string): EnvFileContent {
 /** Largest `.env` read: no settings file comes near it, and a larger one (a log saved by that name) is not read whole. */
 const MAX_ENV_FILE_BYTES = 1024 * 1024;
 
-/** The bytes of `path`, or undefined when it holds more than `max` (only `max` + 1 are read: `/dev/zero` ends too). */
-async function readAtMost(path: string, max: number): Promise<Buffer | undefined> {
-  const handle = await open(path, "r");
+/**
+ * How long a `.env` that is a named pipe (a secrets manager's mount, such as 1Password's) may take to be written and
+ * closed by the program that fills it.
+ */
+export const ENV_PIPE_WAIT_MS = 30_000;
+/** Pause between reads of a `.env` pipe that is not written yet. */
+const ENV_PIPE_POLL_MS = 50;
+
+/** How {@link loadEnv} waits for a `.env` that is a named pipe. */
+export interface EnvPipeWait {
+  /** @default ENV_PIPE_WAIT_MS */
+  readonly pipeWaitMs?: number;
+  /** Ends the wait (Ctrl-C). */
+  readonly signal?: AbortSignal;
+}
+
+/**
+ * The bytes of `path`, or undefined when it holds more than `max` (only `max` + 1 are read: `/dev/zero` ends too).
+ * Opened without blocking: a named pipe nothing writes to would block a blocking open for ever, in a thread that
+ * neither Ctrl-C nor process.exit ends. Such a pipe is read until its writer closes it, within `wait`.
+ */
+async function readAtMost(path: string, max: number, wait: EnvPipeWait): Promise<Buffer | undefined> {
+  const handle = await open(path, constants.O_RDONLY | constants.O_NONBLOCK);
   try {
+    const pipe = (await handle.stat()).isFIFO();
+    const waitMs = wait.pipeWaitMs ?? ENV_PIPE_WAIT_MS;
+    const deadline = performance.now() + waitMs;
     const buffer = Buffer.alloc(max + 1);
     let length = 0;
     while (length < buffer.length) {
-      const { bytesRead } = await handle.read(buffer, length, buffer.length - length, null);
-      if (bytesRead === 0) break;
-      length += bytesRead;
+      let bytesRead: number;
+      try {
+        ({ bytesRead } = await handle.read(buffer, length, buffer.length - length, null));
+      } catch (error) {
+        // EAGAIN: the pipe's writer has it open but wrote nothing more yet.
+        if (!pipe || (error as NodeJS.ErrnoException).code !== "EAGAIN") throw error;
+        bytesRead = -1;
+      }
+      if (bytesRead > 0) {
+        length += bytesRead;
+        continue;
+      }
+      // The end of a file; of a pipe too once something was written (before its writer opens it, a pipe reads as ended).
+      if (bytesRead === 0 && (!pipe || length > 0)) break;
+      if (wait.signal?.aborted === true) throw new EnvFileError(path, "a named pipe nothing wrote to; stopped waiting");
+      if (performance.now() >= deadline) {
+        throw new EnvFileError(path, `a named pipe nothing wrote to within ${waitMs / 1000} s: is the program that fills it running?`);
+      }
+      await sleep(ENV_PIPE_POLL_MS);
     }
     return length > max ? undefined : buffer.subarray(0, length);
   } finally {
@@ -267,8 +308,8 @@ function malformedProblem(lines: readonly number[]): string {
  * the environment wins over the same one in `.env`. A blank variable counts as unset (as everywhere in the
  * settings), so it does not hide the `.env` value.
  *
- * @throws EnvFileError (exit 2) when `.env` exists but cannot be read (a link to a missing target included), or is
- *   larger than 1 MiB (not read).
+ * @throws EnvFileError (exit 2) when `.env` exists but cannot be read (a link to a missing target included), is
+ *   larger than 1 MiB (not read), or is a named pipe nothing wrote to within `wait` (or before its signal).
  * @throws ConfigError (exit 2) when a line of `.env` is not `NAME=value`, a comment or blank: it names the line
  *   numbers only, since such a line (`QASHIO_CLIENT_SECRET: ...`) most likely holds a value meant for a setting;
  *   likewise for values a quote or `#` would cut, for a variable assigned on two lines, and for lines that are not
@@ -276,12 +317,13 @@ function malformedProblem(lines: readonly number[]): string {
  * @example
  * const env = await loadEnv(process.env, process.cwd());
  */
-export async function loadEnv(env: Env, cwd: string, file = ENV_FILE): Promise<Env> {
+export async function loadEnv(env: Env, cwd: string, file = ENV_FILE, wait: EnvPipeWait = {}): Promise<Env> {
   const path = resolve(cwd, file);
   let bytes: Buffer | undefined;
   try {
-    bytes = await readAtMost(path, MAX_ENV_FILE_BYTES);
+    bytes = await readAtMost(path, MAX_ENV_FILE_BYTES, wait);
   } catch (error) {
+    if (error instanceof EnvFileError) throw error;
     const code = (error as NodeJS.ErrnoException).code;
     // A link to nothing (an unmounted secrets volume) is a .env meant to be read, not the absence of one: read as none,
     // its settings would be reported missing, with no word of the file.

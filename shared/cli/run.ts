@@ -50,7 +50,7 @@ export interface RunSeams extends Partial<LocalBridgeOptions> {
  * const { env, settings } = await settingsFrom(io, readLocalSettings);
  */
 export async function settingsFrom<T>(io: CliIo, read: (env: Env, cwd: string) => T): Promise<{ env: Env; settings: T }> {
-  const env = await loadEnv(io.env, io.cwd);
+  const env = await loadEnv(io.env, io.cwd, undefined, { signal: io.signal });
   for (const warning of settingNameWarnings(env)) line(io.stderr, `warning: ${warning}`);
   return { env, settings: read(env, io.cwd) };
 }

@@ -1,12 +1,22 @@
 import { execFileSync } from "node:child_process";
-import { existsSync, readdirSync } from "node:fs";
+import { closeSync, constants, existsSync, openSync, readdirSync } from "node:fs";
 import { chmod, chown, mkdir, mkdtemp, readdir, rm, stat, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
+import { setTimeout as sleep } from "node:timers/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { loadEnv, parseEnvFile, readAuthorizeSettings, readLocalSettings, readStateSettings, settingNameWarnings } from "../../shared/cli/config.js";
 import { ConfigError, EnvFileError } from "../../shared/cli/errors.js";
 import { looseAccessProblem } from "../../shared/cli/path-checks.js";
+
+/** Lets go a reader stuck in a blocking open of `fifo` (a writer's open ends it), so the test run cannot hang on one. */
+function letReaderGo(fifo: string): void {
+  try {
+    closeSync(openSync(fifo, constants.O_WRONLY | constants.O_NONBLOCK));
+  } catch {
+    // ENXIO: no reader holds it open.
+  }
+}
 
 const SECRET = "s3cr3t-value-never-printed";
 const valid = {
@@ -930,6 +940,49 @@ describe("loadEnv", () => {
     const line = "BRIDGE_TENANT=acme\n";
     await writeFile(join(dir, ".env"), `${line}#${"x".repeat(1024 * 1024 - line.length - 2)}\n`);
     expect((await loadEnv({}, dir)).BRIDGE_TENANT).toBe("acme");
+  });
+
+  it("names a .env that is a named pipe nothing writes to (a secrets manager's mount, not running) at its deadline, exit 2", async () => {
+    // Opened blocking, it hung for ever, deaf to Ctrl-C and SIGTERM: not even process.exit ends a thread stuck in open().
+    const fifo = join(dir, ".env");
+    execFileSync("mkfifo", [fifo]);
+    try {
+      const started = performance.now();
+      const error = await Promise.race([loadEnv({}, dir, undefined, { pipeWaitMs: 200 }).catch((e: unknown) => e), sleep(5_000).then(() => "still waiting")]);
+      expect(error).toBeInstanceOf(EnvFileError);
+      expect((error as EnvFileError).exitCode).toBe(2);
+      expect((error as EnvFileError).message).toBe(
+        `cannot read the settings file ${fifo} (a named pipe nothing wrote to within 0.2 s: is the program that fills it running?): fix or remove it`,
+      );
+      expect(performance.now() - started).toBeGreaterThanOrEqual(190);
+    } finally {
+      letReaderGo(fifo);
+    }
+  });
+
+  it("stops waiting for a .env pipe on Ctrl-C", async () => {
+    const fifo = join(dir, ".env");
+    execFileSync("mkfifo", [fifo]);
+    const controller = new AbortController();
+    try {
+      const loading = loadEnv({}, dir, undefined, { signal: controller.signal }).catch((e: unknown) => e);
+      await sleep(100);
+      controller.abort();
+      const error = await Promise.race([loading, sleep(5_000).then(() => "still waiting")]);
+      expect(error).toBeInstanceOf(EnvFileError);
+      expect((error as EnvFileError).message).toBe(`cannot read the settings file ${fifo} (a named pipe nothing wrote to; stopped waiting): fix or remove it`);
+    } finally {
+      letReaderGo(fifo);
+    }
+  });
+
+  it("reads a .env that is a named pipe once its writer has written and closed it", async () => {
+    const fifo = join(dir, ".env");
+    execFileSync("mkfifo", [fifo]);
+    const writer = sleep(100).then(() => writeFile(fifo, "BRIDGE_TENANT=acme\nQASHIO_CLIENT_ID=cid\n"));
+    const env = await loadEnv({}, dir, undefined, { pipeWaitMs: 5_000 });
+    await writer;
+    expect(env).toMatchObject({ BRIDGE_TENANT: "acme", QASHIO_CLIENT_ID: "cid" });
   });
 
   it("names an unreadable .env (here a directory) with exit 2", async () => {
