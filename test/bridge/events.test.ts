@@ -10,6 +10,8 @@ import { lastModified } from "../../shared/bridge/versions.js";
 import { eventId } from "../../shared/bridge/hash.js";
 import type { Snapshot } from "../../shared/bridge/ports.js";
 import { toEventBridgeEnvelope } from "../../shared/local/jsonl-publisher.js";
+import { SETTINGS } from "../../shared/cli/config.js";
+import { TENANT_DEFAULTS } from "../../infra/tenant-config.js";
 import { compileJsonSchema } from "../json-schema.js";
 import { makeRig } from "./fakes.js";
 import { clientOverFake } from "./provider-client.js";
@@ -308,6 +310,24 @@ describe("event schemas", () => {
   it("reject, without throwing, a detail whose type names a member every object inherits", () => {
     for (const type of ["constructor", "toString", "__proto__", "hasOwnProperty"]) {
       expect(parseEventDetail({ type }).success, type).toBe(false);
+    }
+  });
+});
+
+describe("docs/events.md", () => {
+  it("names only settings an operator can set: local-mode variables and tenants-file keys, not the pollers' own environment", async () => {
+    const catalog = await readFile(path.join(docs, "events.md"), "utf8");
+    // Environment-variable-like names, `NAME` or `NAME=value`, in code spans.
+    const named = [...catalog.matchAll(/`([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)(?:=[^`]*)?`/g)].map((m) => m[1]!);
+    expect(named.length).toBeGreaterThan(0);
+    const settable = new Set(SETTINGS.map((s) => s.name));
+    expect(named.filter((name) => !settable.has(name))).toEqual([]);
+    // Each per-tenant setting the catalog names locally, it names for AWS too, by its key in the tenants file.
+    const tenantKeys = Object.keys(TENANT_DEFAULTS);
+    for (const [local, key] of [["BRIDGE_EVENT_SOURCE", "eventSource"], ["BRIDGE_EMIT_CARD_CREATED", "emitCardCreated"], ["BRIDGE_PII_MODE", "piiMode"]]) {
+      expect(tenantKeys, key).toContain(key);
+      expect(named, local).toContain(local);
+      expect(catalog, key).toContain(`\`${key}\``);
     }
   });
 });
