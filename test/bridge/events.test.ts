@@ -330,4 +330,20 @@ describe("docs/events.md", () => {
       expect(catalog, key).toContain(`\`${key}\``);
     }
   });
+
+  it("say in Versioning what bumps schema_version: the bridge's additions, to any object the schemas leave open, not the provider's", async () => {
+    const catalog = await readFile(path.join(docs, "events.md"), "utf8");
+    const start = catalog.indexOf("## Versioning");
+    const bullets = catalog.slice(start, catalog.indexOf("\n## ", start + 1)).split("\n- ");
+    const bump = bullets.find((b) => /minor version/i.test(b) && !/^`schema_version`/.test(b));
+    expect(bump, "a bullet on what a minor version adds").toBeDefined();
+    // Every object of the detail outside the provider's object is open (see above); each is one a minor may extend.
+    const schema = JSON.parse(renderEventJsonSchemas().get("transaction.changed.json")!) as JsonSchemaNode;
+    const open = objectNodes(schema).filter(({ at }) => !at.startsWith("/properties/data/properties/object"));
+    const named = (at: string): string =>
+      at === "" ? "detail" : at.endsWith("/items") ? "change" : at.split("/").at(-1)!;
+    for (const { at } of open) expect(bump!.replace(/\s+/g, " "), at).toContain(named(at));
+    // Provider fields arrive at any time: they are no minor version, and a consumer must not wait for one.
+    expect(bump!.replace(/\s+/g, " ")).toMatch(/provider[^.]*(no|not|without)[^.]*(bump|version)|(no|not|without)[^.]*(bump|version)[^.]*provider/i);
+  });
 });
