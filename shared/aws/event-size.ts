@@ -106,29 +106,55 @@ function insideDropped(truncation: Truncation, path: string, kept: number): bool
   return Number.isInteger(index) && index >= kept;
 }
 
+/** UTF-8 bytes of `value`'s JSON text. */
+const jsonBytes = (value: unknown): number => Buffer.byteLength(JSON.stringify(value));
+
 /**
  * Returns a copy of `detail` whose entry (built by `toEntry`) fits `limit` bytes, by the rules above, or `undefined`
  * when no trimming of arrays makes it fit.
+ *
+ * The entry is measured whole once before and once after; each trial in between is sized from the bytes it changes
+ * (the array's prefix kept, the marker's trims), as re-serialising the whole entry per trial made an event of thousands
+ * of small arrays take minutes. Should the result not measure as sized (a `toEntry` not writing compact JSON), the trials
+ * are made again, each measured whole.
  */
 export function reduceDetail(
   detail: BridgeEventDetail,
   toEntry: (detail: ReducedDetail) => SizedEntry,
   limit: number = MAX_ENTRY_BYTES,
 ): ReducedDetail | undefined {
-  // A copy through JSON, not structuredClone: the engine's changes hold the object's own members (the diff's `after`
-  // values), and a clone keeping those shared would cut an array at two places while the trim records one of them.
-  const copy = JSON.parse(JSON.stringify(detail)) as BridgeEventDetail & { data: Record<string, unknown> };
+  const whole = copyOf(detail);
+  if (entrySize(toEntry(whole)) <= limit) return whole;
+  const sized = trimToFit(detail, toEntry, limit, false);
+  if (sized === undefined || entrySize(toEntry(sized)) <= limit) return sized;
+  return trimToFit(detail, toEntry, limit, true);
+}
+
+// A copy through JSON, not structuredClone: the engine's changes hold the object's own members (the diff's `after`
+// values), and a clone keeping those shared would cut an array at two places while the trim records one of them.
+const copyOf = (detail: BridgeEventDetail) => JSON.parse(JSON.stringify(detail)) as BridgeEventDetail & { data: Record<string, unknown> };
+
+/**
+ * The trims of {@link reduceDetail} on a copy of `detail`: each trial sized from the bytes it changes, or with `measure`
+ * by building and measuring the whole entry.
+ */
+function trimToFit(
+  detail: BridgeEventDetail,
+  toEntry: (detail: ReducedDetail) => SizedEntry,
+  limit: number,
+  measure: boolean,
+): ReducedDetail | undefined {
+  const copy = copyOf(detail);
   const truncations: Truncation[] = [];
   const withMarker = (): ReducedDetail =>
     truncations.length > 0
       ? { ...copy, data: { ...copy.data, object: { ...(copy.data.object as Record<string, unknown>), [TRUNCATION_MARKER]: [...truncations] } } }
       : copy;
-  const fits = (): boolean => entrySize(toEntry(withMarker())) <= limit;
-  if (fits()) return copy;
 
   const inner: ArrayRef[] = [];
   const data = copy.data;
-  collectArrays(data.object, "/data/object", inner);
+  const object = data.object as Record<string, unknown>;
+  collectArrays(object, "/data/object", inner);
   const changes = Array.isArray(data.changes) ? (data.changes as Record<string, unknown>[]) : [];
   // Before the paths into the changes are taken: a trimmed list keeps a prefix.
   const status = changes.findIndex((change) => change.path === "/status");
@@ -144,34 +170,75 @@ export function reduceDetail(
     candidates.push({ path: "/data/changes", holder: data, key: "changes", array: changes, bytes: 0, minKept: MIN_CHANGES_KEPT });
   }
 
+  // Bytes of the entry without the marker, and of each trim's text in it: kept up to date as arrays are cut
+  // (reordering the changes moves no byte).
+  let unmarked = entrySize(toEntry(copy));
+  const trimBytes = new Map<Truncation, number>();
+  let listed = 0;
+  // Bytes the marker adds to the object's text, its `count` trims taking `trims` bytes with a comma each:
+  // `,"_truncated":[...]` at its end, or the list in place of the value of an own member of that name.
+  const ownMarker = Object.hasOwn(object, TRUNCATION_MARKER);
+  const markerKey = (Object.keys(object).length > 0 ? 1 : 0) + jsonBytes(TRUNCATION_MARKER) + 1;
+  const markerBytes = (count: number, trims: number): number => {
+    if (count === 0) return 0;
+    return 1 + trims + (ownMarker ? -jsonBytes(object[TRUNCATION_MARKER]) : markerKey);
+  };
+
+  // Paths holding another candidate (the change list, around the arrays in its changes): only their cuts drop trims.
+  const holdsOthers = new Set(candidates.flatMap((ref) => ref.path.split("/").slice(1, -1).map((_, i, parts) => `/${parts.slice(0, i + 1).join("/")}`)));
+
   for (const ref of candidates) {
     const total = ref.array.length;
     const minKept = ref.minKept ?? 0;
-    const shown = [...truncations];
+    // Trims recorded inside this array (inside a change, when the list itself is cut): a cut may drop them.
+    const under = `${ref.path}/`;
+    const within = holdsOthers.has(ref.path) ? truncations.filter((t) => t.path === ref.path || t.path.startsWith(under)) : [];
+    const dropped = (kept: number) => within.filter((t) => t.path === ref.path || insideDropped(t, ref.path, kept));
+    // Bytes of the array's text keeping its first `kept` elements: brackets, elements, commas between them.
+    const prefix = [0];
+    for (const element of ref.array) prefix.push((prefix.at(-1) as number) + jsonBytes(element));
+    const arrayBytes = (kept: number): number => 2 + (prefix[kept] as number) + Math.max(0, kept - 1);
+    const shownCount = truncations.length;
+    const shownBytes = listed;
+    // Copied only when this array holds trims a cut may drop: copying every time made thousands of arrays quadratic.
+    const shown = within.length > 0 ? [...truncations] : undefined;
     const setKept = (kept: number): void => {
       (ref.holder as Record<string | number, unknown>)[ref.key] = ref.array.slice(0, kept);
-      truncations.splice(0, truncations.length, ...shown.filter((t) => t.path !== ref.path && !insideDropped(t, ref.path, kept)));
-      truncations.push({ path: ref.path, total, kept });
+      const gone = new Set(dropped(kept));
+      const trim = { path: ref.path, total, kept };
+      trimBytes.set(trim, jsonBytes(trim) + 1);
+      listed = shownBytes - [...gone].reduce((sum, t) => sum + (trimBytes.get(t) as number), 0) + (trimBytes.get(trim) as number);
+      // The trims shown before this array, less those the cut drops (a trial's own trim, pushed last, goes too).
+      if (shown === undefined) truncations.length = shownCount;
+      else truncations.splice(0, truncations.length, ...shown.filter((t) => !gone.has(t)));
+      truncations.push(trim);
     };
-    // Largest prefix that fits: binary search on the kept count (each probe re-measures the exact entry).
+    const fitsKeeping = (kept: number): boolean => {
+      if (measure) {
+        setKept(kept);
+        return entrySize(toEntry(withMarker())) <= limit;
+      }
+      const gone = dropped(kept);
+      const trims = shownBytes - gone.reduce((sum, t) => sum + (trimBytes.get(t) as number), 0) + jsonBytes({ path: ref.path, total, kept }) + 1;
+      return unmarked - arrayBytes(total) + arrayBytes(kept) + markerBytes(shownCount - gone.length + 1, trims) <= limit;
+    };
+    // Largest prefix that fits: binary search on the kept count.
     let low = minKept;
     let high = total - 1;
     let best = -1;
     while (low <= high) {
       const mid = Math.floor((low + high) / 2);
-      setKept(mid);
-      if (fits()) {
+      if (fitsKeeping(mid)) {
         best = mid;
         low = mid + 1;
       } else {
         high = mid - 1;
       }
     }
-    if (best >= 0) {
-      setKept(best);
-      return withMarker();
-    }
-    setKept(minKept);
+    const kept = best >= 0 ? best : minKept;
+    unmarked += arrayBytes(kept) - arrayBytes(total);
+    setKept(kept);
+    if (best >= 0) return withMarker();
   }
   return undefined;
 }

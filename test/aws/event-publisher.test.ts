@@ -451,6 +451,22 @@ describe("reduceDetail", () => {
     expect(reduced?.data.changes).toEqual([{ path: "/status", before: "Active", after: "Suspended" }]);
     expect(truncationsOf(reduced ?? (detail as never))).toEqual([{ path: "/data/changes", total: 2, kept: 1 }]);
   });
+
+  it("reduces an event with thousands of small arrays by measuring the whole entry a bounded number of times, not once per array", () => {
+    // 3,000 changes of small lists (a card's tags, a rule's days...): re-serialising the 350 KB entry for every trial
+    // of every array took 78 s for this one event, every cycle, past any Lambda timeout.
+    const changes = Array.from({ length: 3_000 }, (_, i) => ({ path: `/f${i}`, before: ["a".repeat(20)], after: ["b".repeat(20)] }));
+    const detail = event("ev", Object.fromEntries(changes.map((c, i) => [`f${i}`, c.after])), changes).detail;
+    let measured = 0;
+    const counted = (d: unknown) => {
+      measured += 1;
+      return toEntry(d);
+    };
+    const reduced = reduceDetail(detail, counted);
+    expect(reduced).toBeDefined();
+    expect(entrySize(toEntry(reduced))).toBeLessThanOrEqual(MAX_ENTRY_BYTES);
+    expect(measured).toBeLessThanOrEqual(3);
+  });
 });
 
 /** A detail of `type` that its schema accepts, around the given object members and changes. */
@@ -493,6 +509,31 @@ describe("reduceDetail and the event schemas", () => {
         },
       ),
       { numRuns: 300 },
+    );
+  });
+
+  it("sizes each trial as the entry measures: the result fits when measured, without trials measured whole, whatever the text", () => {
+    const text = fc.string({ maxLength: 300, unit: "grapheme" });
+    const element = fc.oneof(text, fc.record({ "id/~é": text, n: fc.integer() }));
+    const list = fc.array(element, { maxLength: 40 });
+    fc.assert(
+      fc.property(
+        fc.dictionary(fc.oneof(fc.constantFrom("line_items", "tags", "_truncated"), text), fc.oneof(list, text)),
+        fc.array(fc.record({ path: fc.constantFrom("/memo", "/status", "/tags"), before: fc.oneof(list, text), after: fc.oneof(list, text) }), { maxLength: 8 }),
+        fc.integer({ min: 400, max: 20_000 }),
+        (object, changes, limit) => {
+          const detail = event("ev", object, changes.length > 0 ? changes : undefined).detail;
+          let measured = 0;
+          const counted = (d: unknown) => {
+            measured += 1;
+            return toEntry(d);
+          };
+          const reduced = reduceDetail(detail, counted, limit);
+          if (reduced !== undefined) expect(entrySize(toEntry(reduced))).toBeLessThanOrEqual(limit);
+          expect(measured).toBeLessThanOrEqual(3);
+        },
+      ),
+      { numRuns: 400 },
     );
   });
 });
