@@ -154,7 +154,11 @@ function trimToFit(
   const inner: ArrayRef[] = [];
   const data = copy.data;
   const object = data.object as Record<string, unknown>;
-  collectArrays(object, "/data/object", inner);
+  // Not the object's own member of the marker's name (a provider field so named): the marker takes its place at the
+  // first trim, so a cut of it would be a trim of a value no event shows (and the sizing below counts it replaced whole).
+  for (const [key, value] of Object.entries(object)) {
+    if (key !== TRUNCATION_MARKER) collectArrays(value, `/data/object/${escapePointer(key)}`, inner, object, key);
+  }
   const changes = Array.isArray(data.changes) ? (data.changes as Record<string, unknown>[]) : [];
   // Before the paths into the changes are taken: a trimmed list keeps a prefix.
   const status = changes.findIndex((change) => change.path === "/status");

@@ -512,6 +512,27 @@ describe("reduceDetail and the event schemas", () => {
     );
   });
 
+  it("leaves a provider member named like the marker to the marker, uncut, so trials are sized right around it", () => {
+    // fast-check's counterexample: the provider's own `_truncated` list was a candidate, cut, then replaced by the
+    // marker, and the sizing counted it twice (the result did not fit as sized, and every trial was measured again).
+    const object = { _truncated: [{ "id/~é": "", n: 0 }, { "id/~é": "", n: -1_000_000 }] };
+    const changes = [{ path: "/memo", before: [], after: [{ "id/~é": "", n: 0 }, { "id/~é": "", n: -1000 }, ""] }];
+    const detail = event("ev", object, changes).detail;
+    let measured = 0;
+    const reduced = reduceDetail(
+      detail,
+      (d: unknown) => {
+        measured += 1;
+        return toEntry(d);
+      },
+      400,
+    );
+    expect(reduced).toBeDefined();
+    expect(entrySize(toEntry(reduced))).toBeLessThanOrEqual(400);
+    expect(truncationsOf(reduced as never).map((t) => t.path)).not.toContain("/data/object/_truncated");
+    expect(measured).toBeLessThanOrEqual(3);
+  });
+
   it("sizes each trial as the entry measures: the result fits when measured, without trials measured whole, whatever the text", () => {
     const text = fc.string({ maxLength: 300, unit: "grapheme" });
     const element = fc.oneof(text, fc.record({ "id/~é": text, n: fc.integer() }));
