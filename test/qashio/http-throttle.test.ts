@@ -8,9 +8,13 @@ import { StaticTokenProvider, type TokenProvider } from "../../shared/qashio/aut
 import { DeadlineExceededError, RateLimitedError } from "../../shared/qashio/errors.js";
 import { fail, heldFetch, manualClock, ok, scriptedFetch, turns } from "./helpers.js";
 
-function core(fetch: ReturnType<typeof scriptedFetch>) {
-  const clock = manualClock();
-  const http = new HttpCore({ baseUrl: "https://api.example.test", fetch, clock, tokenProvider: new StaticTokenProvider("token-1"), timeoutMs: 10_000, retry: { random: () => 0.5 } });
+/** The client the throttling tests drive: `fetch` on `clock`, one token, 10 s attempts, a fixed jitter. */
+function core<C extends Clock = ReturnType<typeof manualClock>>(
+  fetch: ConstructorParameters<typeof HttpCore>[0]["fetch"],
+  clock: C = manualClock() as unknown as C,
+  tokenProvider: TokenProvider = new StaticTokenProvider("token-1"),
+) {
+  const http = new HttpCore({ baseUrl: "https://api.example.test", fetch, clock, tokenProvider, timeoutMs: 10_000, retry: { random: () => 0.5 } });
   return { http, clock };
 }
 
@@ -57,7 +61,7 @@ describe("HttpCore after a 429", () => {
       },
       refreshAfterUnauthorized: async () => "token-1",
     };
-    const http = new HttpCore({ baseUrl: "https://api.example.test", fetch, clock, tokenProvider, timeoutMs: 10_000, retry: { random: () => 0.5 } });
+    const { http } = core(fetch, clock, tokenProvider);
     const first = track(http.request(read("Q1")));
     await turns();
     const second = track(http.request(read("Q2")));
@@ -162,7 +166,7 @@ describe("HttpCore after a 429", () => {
     const now = Date.UTC(2025, 0, 15, 12, 0, 0);
     const sleeps: number[] = [];
     const frozen = { now: () => now, sleep: async (ms: number) => void sleeps.push(ms) };
-    const http = new HttpCore({ baseUrl: "https://api.example.test", fetch, clock: frozen, tokenProvider: new StaticTokenProvider("token-1"), timeoutMs: 10_000, retry: { random: () => 0.5 } });
+    const { http } = core(fetch, frozen);
     await expect(http.request(read("Q1"))).resolves.toMatchObject({ status: 200 });
     // A later request waits for the same instant once, then goes (it looped on a clock that never reached it).
     await expect(http.request(read("Q2"))).resolves.toMatchObject({ status: 200 });
@@ -175,7 +179,7 @@ describe("HttpCore after a 429 asking for a longer wait than a retry would wait"
   async function refusedForAnHour() {
     const { fetch, inFlight, answer } = heldFetch();
     const clock = manualClock();
-    const http = new HttpCore({ baseUrl: "https://api.example.test", fetch, clock, tokenProvider: new StaticTokenProvider("token-1"), timeoutMs: 10_000, retry: { random: () => 0.5 } });
+    const { http } = core(fetch, clock);
     const q1 = track(http.request(read("Q1")));
     await turns();
     answer("Q1", fail(429, [], { "retry-after": "3600" }));
@@ -209,7 +213,7 @@ describe("HttpCore after a 429 asking for a longer wait than a retry would wait"
   ])("refuses for an hour at most when the Retry-After asks for %s, with a readable error", async (_, retryAfter) => {
     const { fetch, answer } = heldFetch();
     const clock = manualClock();
-    const http = new HttpCore({ baseUrl: "https://api.example.test", fetch, clock, tokenProvider: new StaticTokenProvider("token-1"), timeoutMs: 10_000, retry: { random: () => 0.5 } });
+    const { http } = core(fetch, clock);
     const q1 = track(http.request(read("Q1")));
     await turns();
     answer("Q1", fail(429, [], { "retry-after": retryAfter }));
@@ -246,7 +250,7 @@ describe("HttpCore after a 429 asking for a longer wait than a retry would wait"
   it("ends the requests waiting for their turn and those retrying at once, unsent, when the 429 comes", async () => {
     const { fetch, inFlight, answer } = heldFetch();
     const clock = manualClock();
-    const http = new HttpCore({ baseUrl: "https://api.example.test", fetch, clock, tokenProvider: new StaticTokenProvider("token-1"), timeoutMs: 10_000, retry: { random: () => 0.5 } });
+    const { http } = core(fetch, clock);
     const [q1, q2, q3] = ["Q1", "Q2", "Q3"].map((qid) => track(http.request(read(qid))));
     await turns();
     // Q1 meets a short wait and waits it out for its retry; Q4 starts inside it; Q2's 503 backs off.
@@ -285,7 +289,7 @@ describe("HttpCore after a 429 asking for a longer wait than a retry would wait"
         return "token-2";
       },
     };
-    const http = new HttpCore({ baseUrl: "https://api.example.test", fetch, clock, tokenProvider, timeoutMs: 10_000, retry: { random: () => 0.5 } });
+    const { http } = core(fetch, clock, tokenProvider);
     const q1 = track(http.request(read("Q1")));
     const q3 = track(http.request(read("Q3")));
     await turns();
@@ -330,7 +334,7 @@ describe("HttpCore after a 429 asking for a longer wait than a retry would wait"
 /** Q1 meets a 429 asking 5 s; the `waiting` reads (with `options`) start inside that wait. */
 async function throttledWithWaiters(waiting: readonly string[], options: Partial<HttpRequest> = {}, clock: Clock = manualClock()) {
   const { fetch, inFlight, answer } = heldFetch();
-  const http = new HttpCore({ baseUrl: "https://api.example.test", fetch, clock, tokenProvider: new StaticTokenProvider("token-1"), timeoutMs: 10_000, retry: { random: () => 0.5 } });
+  const { http } = core(fetch, clock);
   const q1 = track(http.request(read("Q1")));
   await turns();
   answer("Q1", fail(429, [], { "retry-after": "5" }));
@@ -412,7 +416,7 @@ describe("HttpCore's slow start after a throttling wait", () => {
       },
       refreshAfterUnauthorized: async () => "token-1",
     };
-    const http = new HttpCore({ baseUrl: "https://api.example.test", fetch, clock, tokenProvider, timeoutMs: 10_000, retry: { random: () => 0.5 } });
+    const { http } = core(fetch, clock, tokenProvider);
     const reads = ["Q1", "Q2", "Q3"].map((qid) => track(http.request(read(qid))));
     await turns();
     answer("Q1", fail(429, [], { "retry-after": "1" }));
