@@ -19,6 +19,7 @@
  * `subject.id`.
  */
 import type { BridgeEventDetail } from "../bridge/ports.js";
+import { escapePointerToken } from "../bridge/diff.js";
 
 /** EventBridge's per-request (and so per-entry) limit: "less than 256 KB", so one byte under it. */
 export const MAX_ENTRY_BYTES = 256 * 1024 - 1;
@@ -68,8 +69,6 @@ export function truncationsOf(detail: BridgeEventDetail): readonly Truncation[] 
   return Array.isArray(marker) ? (marker as Truncation[]) : [];
 }
 
-const escapePointer = (segment: string): string => segment.replace(/~/g, "~0").replace(/\//g, "~1");
-
 /** Changes a trimmed `changes` list keeps at least: the event schemas require `minItems: 1`. */
 const MIN_CHANGES_KEPT = 1;
 
@@ -83,18 +82,21 @@ interface ArrayRef {
   readonly minKept?: number;
 }
 
+/** UTF-8 bytes of `value`'s JSON text. */
+const jsonBytes = (value: unknown): number => Buffer.byteLength(JSON.stringify(value));
+
 /** Every array under `value` (not descending into arrays already collected), with where it lives. */
 function collectArrays(value: unknown, path: string, out: ArrayRef[], holder?: ArrayRef["holder"], key?: string | number): void {
   if (Array.isArray(value)) {
     if (holder !== undefined && key !== undefined && value.length > 0) {
-      out.push({ path, holder, key, array: value, bytes: Buffer.byteLength(JSON.stringify(value)) });
+      out.push({ path, holder, key, array: value, bytes: jsonBytes(value) });
     }
     // Nested arrays inside elements are trimmed along with their element; do not collect them separately.
     return;
   }
   if (typeof value === "object" && value !== null) {
     for (const [childKey, child] of Object.entries(value)) {
-      collectArrays(child, `${path}/${escapePointer(childKey)}`, out, value as Record<string, unknown>, childKey);
+      collectArrays(child, `${path}/${escapePointerToken(childKey)}`, out, value as Record<string, unknown>, childKey);
     }
   }
 }
@@ -105,9 +107,6 @@ function insideDropped(truncation: Truncation, path: string, kept: number): bool
   const index = Number(truncation.path.slice(path.length + 1).split("/")[0]);
   return Number.isInteger(index) && index >= kept;
 }
-
-/** UTF-8 bytes of `value`'s JSON text. */
-const jsonBytes = (value: unknown): number => Buffer.byteLength(JSON.stringify(value));
 
 /**
  * Returns a copy of `detail` whose entry (built by `toEntry`) fits `limit` bytes, by the rules above, or `undefined`
@@ -124,10 +123,11 @@ export function reduceDetail(
   limit: number = MAX_ENTRY_BYTES,
 ): ReducedDetail | undefined {
   const whole = copyOf(detail);
-  if (entrySize(toEntry(whole)) <= limit) return whole;
-  const sized = trimToFit(detail, toEntry, limit, false);
+  const wholeBytes = entrySize(toEntry(whole));
+  if (wholeBytes <= limit) return whole;
+  const sized = trimToFit(whole, wholeBytes, toEntry, limit, false);
   if (sized === undefined || entrySize(toEntry(sized)) <= limit) return sized;
-  return trimToFit(detail, toEntry, limit, true);
+  return trimToFit(copyOf(detail), wholeBytes, toEntry, limit, true);
 }
 
 // A copy through JSON, not structuredClone: the engine's changes hold the object's own members (the diff's `after`
@@ -135,16 +135,16 @@ export function reduceDetail(
 const copyOf = (detail: BridgeEventDetail) => JSON.parse(JSON.stringify(detail)) as BridgeEventDetail & { data: Record<string, unknown> };
 
 /**
- * The trims of {@link reduceDetail} on a copy of `detail`: each trial sized from the bytes it changes, or with `measure`
- * by building and measuring the whole entry.
+ * The trims of {@link reduceDetail}, made on `copy` (a copy of the detail, its entry `wholeBytes`): each trial sized from
+ * the bytes it changes, or with `measure` by building and measuring the whole entry.
  */
 function trimToFit(
-  detail: BridgeEventDetail,
+  copy: ReturnType<typeof copyOf>,
+  wholeBytes: number,
   toEntry: (detail: ReducedDetail) => SizedEntry,
   limit: number,
   measure: boolean,
 ): ReducedDetail | undefined {
-  const copy = copyOf(detail);
   const truncations: Truncation[] = [];
   const withMarker = (): ReducedDetail =>
     truncations.length > 0
@@ -157,7 +157,7 @@ function trimToFit(
   // Not the object's own member of the marker's name (a provider field so named): the marker takes its place at the
   // first trim, so a cut of it would be a trim of a value no event shows (and the sizing below counts it replaced whole).
   for (const [key, value] of Object.entries(object)) {
-    if (key !== TRUNCATION_MARKER) collectArrays(value, `/data/object/${escapePointer(key)}`, inner, object, key);
+    if (key !== TRUNCATION_MARKER) collectArrays(value, `/data/object/${escapePointerToken(key)}`, inner, object, key);
   }
   const changes = Array.isArray(data.changes) ? (data.changes as Record<string, unknown>[]) : [];
   // Before the paths into the changes are taken: a trimmed list keeps a prefix.
@@ -176,7 +176,7 @@ function trimToFit(
 
   // Bytes of the entry without the marker, and of each trim's text in it: kept up to date as arrays are cut
   // (reordering the changes moves no byte).
-  let unmarked = entrySize(toEntry(copy));
+  let unmarked = wholeBytes;
   const trimBytes = new Map<Truncation, number>();
   let listed = 0;
   // Bytes the marker adds to the object's text, its `count` trims taking `trims` bytes with a comma each:
@@ -206,12 +206,14 @@ function trimToFit(
     const shownBytes = listed;
     // Copied only when this array holds trims a cut may drop: copying every time made thousands of arrays quadratic.
     const shown = within.length > 0 ? [...truncations] : undefined;
+    // Bytes of the list once this array keeps a prefix: the trims shown before it, less those the cut drops, plus its own.
+    const listedWith = (gone: Iterable<Truncation>, own: number): number => [...gone].reduce((sum, t) => sum - (trimBytes.get(t) as number), shownBytes) + own;
     const setKept = (kept: number): void => {
       (ref.holder as Record<string | number, unknown>)[ref.key] = ref.array.slice(0, kept);
       const gone = new Set(dropped(kept));
       const trim = { path: ref.path, total, kept };
       trimBytes.set(trim, jsonBytes(trim) + 1);
-      listed = shownBytes - [...gone].reduce((sum, t) => sum + (trimBytes.get(t) as number), 0) + (trimBytes.get(trim) as number);
+      listed = listedWith(gone, trimBytes.get(trim) as number);
       // The trims shown before this array, less those the cut drops (a trial's own trim, pushed last, goes too).
       if (shown === undefined) truncations.length = shownCount;
       else truncations.splice(0, truncations.length, ...shown.filter((t) => !gone.has(t)));
@@ -223,7 +225,7 @@ function trimToFit(
         return entrySize(toEntry(withMarker())) <= limit;
       }
       const gone = dropped(kept);
-      const trims = shownBytes - gone.reduce((sum, t) => sum + (trimBytes.get(t) as number), 0) + jsonBytes({ path: ref.path, total, kept }) + 1;
+      const trims = listedWith(gone, jsonBytes({ path: ref.path, total, kept }) + 1);
       return unmarked - arrayBytes(total) + arrayBytes(kept) + markerBytes(shownCount - gone.length + 1, trims) <= limit;
     };
     // Largest prefix that fits: binary search on the kept count.
