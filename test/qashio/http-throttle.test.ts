@@ -3,18 +3,19 @@
  * company), so a request sent inside that wait would only meet a 429 too and spend one of its attempts on it.
  */
 import { describe, expect, it, vi } from "vitest";
-import { HttpCore, type Clock, type HttpRequest } from "../../shared/qashio/http.js";
+import { HttpCore, type Clock, type HttpRequest, type RetryOptions } from "../../shared/qashio/http.js";
 import { StaticTokenProvider, type TokenProvider } from "../../shared/qashio/auth/token-provider.js";
 import { DeadlineExceededError, RateLimitedError } from "../../shared/qashio/errors.js";
 import { fail, heldFetch, manualClock, ok, scriptedFetch, turns } from "./helpers.js";
 
-/** The client the throttling tests drive: `fetch` on `clock`, one token, 10 s attempts, a fixed jitter. */
+/** The client the throttling tests drive: `fetch` on `clock`, one token, 10 s attempts, a fixed jitter, `retry` over it. */
 function core<C extends Clock = ReturnType<typeof manualClock>>(
   fetch: ConstructorParameters<typeof HttpCore>[0]["fetch"],
   clock: C = manualClock() as unknown as C,
   tokenProvider: TokenProvider = new StaticTokenProvider("token-1"),
+  retry: RetryOptions = {},
 ) {
-  const http = new HttpCore({ baseUrl: "https://api.example.test", fetch, clock, tokenProvider, timeoutMs: 10_000, retry: { random: () => 0.5 } });
+  const http = new HttpCore({ baseUrl: "https://api.example.test", fetch, clock, tokenProvider, timeoutMs: 10_000, retry: { random: () => 0.5, ...retry } });
   return { http, clock };
 }
 
@@ -120,7 +121,7 @@ describe("HttpCore after a 429", () => {
   ])("holds the client for the Retry-After of a 429 that ends $why: the provider asked the client to wait", async ({ request, maxAttempts }) => {
     const fetch = scriptedFetch(fail(429, [], { "retry-after": "5" }), ok([]));
     const clock = manualClock();
-    const http = new HttpCore({ baseUrl: "https://api.example.test", fetch, clock, tokenProvider: new StaticTokenProvider("token-1"), retry: { random: () => 0.5, maxAttempts } });
+    const { http } = core(fetch, clock, undefined, { maxAttempts });
     const first = track(http.request(request));
     await clock.advance(0);
     expect(first.outcome).toMatchObject({ name: "RateLimitedError", retryAfterMs: 5_000 });
@@ -134,7 +135,7 @@ describe("HttpCore after a 429", () => {
   it("holds the client for the backoff's ceiling after a 429 without Retry-After that ends its request, and refuses requests for one past maxRetryAfterMs", async () => {
     const fetch = scriptedFetch(fail(429, []), ok([]), fail(429, [], { "retry-after": "120" }), ok([]));
     const clock = manualClock();
-    const http = new HttpCore({ baseUrl: "https://api.example.test", fetch, clock, tokenProvider: new StaticTokenProvider("token-1"), retry: { random: () => 0.5, maxAttempts: 1, baseDelayMs: 200 } });
+    const { http } = core(fetch, clock, undefined, { maxAttempts: 1, baseDelayMs: 200 });
     track(http.request(read("Q1")));
     await clock.advance(0);
     const second = track(http.request(read("Q2")));
@@ -175,16 +176,17 @@ describe("HttpCore after a 429", () => {
 });
 
 describe("HttpCore after a 429 asking for a longer wait than a retry would wait", () => {
-  /** Q1 meets a 429 asking an hour (past maxRetryAfterMs, 60 s): it fails at once, as before. */
-  async function refusedForAnHour() {
+  /** Q1 meets a 429 asking `retryAfter` seconds (an hour; past maxRetryAfterMs, 60 s): it fails at once, as before. */
+  async function refusedForAnHour(retryAfter = "3600") {
     const { fetch, inFlight, answer } = heldFetch();
     const clock = manualClock();
     const { http } = core(fetch, clock);
     const q1 = track(http.request(read("Q1")));
     await turns();
-    answer("Q1", fail(429, [], { "retry-after": "3600" }));
+    answer("Q1", fail(429, [], { "retry-after": retryAfter }));
     await clock.advance(0);
-    expect(q1.outcome).toMatchObject({ name: "RateLimitedError", retryAfterMs: 3_600_000 });
+    expect(q1.outcome).toBeInstanceOf(RateLimitedError);
+    expect(q1.outcome).toMatchObject({ retryAfterMs: Number(retryAfter) * 1000 });
     return { http, fetch, clock, inFlight, answer };
   }
 
@@ -211,14 +213,7 @@ describe("HttpCore after a 429 asking for a longer wait than a retry would wait"
     ["a week", String(7 * 86_400)],
     ["past any date", "9".repeat(400)],
   ])("refuses for an hour at most when the Retry-After asks for %s, with a readable error", async (_, retryAfter) => {
-    const { fetch, answer } = heldFetch();
-    const clock = manualClock();
-    const { http } = core(fetch, clock);
-    const q1 = track(http.request(read("Q1")));
-    await turns();
-    answer("Q1", fail(429, [], { "retry-after": retryAfter }));
-    await clock.advance(0);
-    expect(q1.outcome).toBeInstanceOf(RateLimitedError);
+    const { http, fetch, clock, answer } = await refusedForAnHour(retryAfter);
     const refused = track(http.request(read("Q2")));
     await turns();
     expect(refused.outcome).toMatchObject({ name: "RateLimitedError", retryAfterMs: 3_600_000 });
@@ -542,7 +537,7 @@ describe("HttpCore once the throttle is over", () => {
   async function throttledThenIdle(retryAfterS: number, maxRetryAfterMs: number) {
     const { fetch, inFlight, answer } = heldFetch();
     const clock = manualClock();
-    const http = new HttpCore({ baseUrl: "https://api.example.test", fetch, clock, tokenProvider: new StaticTokenProvider("token-1"), timeoutMs: 10_000, retry: { random: () => 0.5, maxAttempts: 1, maxRetryAfterMs } });
+    const { http } = core(fetch, clock, undefined, { maxAttempts: 1, maxRetryAfterMs });
     const q1 = track(http.request(read("Q1")));
     await turns();
     answer("Q1", fail(429, [], { "retry-after": String(retryAfterS) }));
