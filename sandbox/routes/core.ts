@@ -152,7 +152,7 @@ function fundingRules(body: UpdateCardBody, card: CardRecord | undefined): Field
 
 /** A card name is required when issuing and when sent in an update: not blank, at most 64 characters (kept trimmed). */
 function nicknameError(nickname: unknown): FieldError | undefined {
-  if (nickname !== undefined && nickname !== null && typeof nickname !== "string") return { field: "nickname", code: "INVALID_FORMAT", message: "nickname must be a string" };
+  if (!isAbsent(nickname) && typeof nickname !== "string") return { field: "nickname", code: "INVALID_FORMAT", message: "nickname must be a string" };
   if (typeof nickname !== "string" || nickname.trim() === "") return { field: "nickname", code: "REQUIRED", message: "nickname is required" };
   if (nickname.length > 64) return { field: "nickname", code: "OUT_OF_RANGE", message: "nickname must be at most 64 characters" };
   return undefined;
