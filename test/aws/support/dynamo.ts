@@ -10,6 +10,7 @@ import { inject } from "vitest";
 import { LIVE_BY_TTL_INDEX } from "../../../shared/aws/keys.js";
 
 const READY_TIMEOUT_MS = 30_000;
+const READY_POLL_MS = 50;
 
 /**
  * Keys and index of the deployed table (infra/constructs/tenant-table.ts), as both CreateTable and CloudFormation spell
@@ -36,7 +37,6 @@ export const DEPLOYED_TABLE_KEYS: Required<Pick<CreateTableCommandInput, "Attrib
     },
   ],
 };
-const READY_POLL_MS = 50;
 
 let ready: Promise<void> | undefined;
 
