@@ -1,5 +1,8 @@
 import { EventBridgeClient, PutEventsCommand, type PutEventsRequestEntry } from "@aws-sdk/client-eventbridge";
 import { mockClient } from "aws-sdk-client-mock";
+import { readFile } from "node:fs/promises";
+import path from "node:path";
+import type { ValidateFunction } from "ajv/dist/2020.js";
 import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
 import { EVENT_TYPES, parseEventDetail, type EventType } from "../../shared/bridge/events/index.js";
@@ -12,6 +15,7 @@ import { awsError } from "./support/fake-secrets-manager.js";
 import { pollTransactions } from "../../shared/bridge/transactions.js";
 import { makeRig } from "../bridge/fakes.js";
 import { diffObjects } from "../../shared/bridge/diff.js";
+import { compileJsonSchema } from "../json-schema.js";
 
 const client = new EventBridgeClient({ region: "eu-west-1", credentials: { accessKeyId: "x", secretAccessKey: "x" } });
 const mock = mockClient(client);
@@ -485,13 +489,20 @@ function validDetail(type: EventType, extra: Record<string, unknown>, changes: {
   };
 }
 
+/** A standard JSON Schema validator of the committed docs/events/<type>.json: what a consumer checks events with. */
+async function publishedValidator(type: EventType): Promise<ValidateFunction> {
+  return compileJsonSchema(JSON.parse(await readFile(path.resolve(import.meta.dirname, "../../docs/events", `${type}.json`), "utf8")) as object);
+}
+
 describe("reduceDetail and the event schemas", () => {
   const toEntry = (detail: unknown) => ({ Source: "qashio.bridge", DetailType: "t", Detail: JSON.stringify(detail), Time: new Date(0) });
   const item = fc.record({ id: fc.string({ maxLength: 8 }), v: fc.string({ maxLength: 200 }) });
   const value = fc.oneof(fc.constant(null), fc.string({ maxLength: 3_000 }), fc.array(item, { maxLength: 60 }));
   const change = fc.record({ path: fc.constantFrom("/memo", "/segments", "/limits", "/status"), before: value, after: value });
 
-  it("never returns a reduced event that its schema rejects", () => {
+  it("never returns a reduced event that its schema rejects, nor one its published JSON Schema does", async () => {
+    const published = new Map<string, ValidateFunction>();
+    for (const type of EVENT_TYPES) published.set(type, await publishedValidator(type));
     fc.assert(
       fc.property(
         fc.constantFrom(...EVENT_TYPES),
@@ -506,10 +517,28 @@ describe("reduceDetail and the event schemas", () => {
           expect(entrySize(toEntry(reduced))).toBeLessThanOrEqual(limit);
           const parsed = parseEventDetail(reduced);
           expect(parsed.error?.issues).toBeUndefined();
+          const validate = published.get(type)!;
+          expect(validate(JSON.parse(JSON.stringify(reduced))), JSON.stringify(validate.errors)).toBe(true);
         },
       ),
       { numRuns: 300 },
     );
+  });
+
+  it("writes a marker each published JSON Schema declares ([{path, total, kept}]): a consumer validating with it rejects another shape", async () => {
+    const lineItems = Array.from({ length: 50 }, (_, i) => ({ id: `li_${i}`, v: "x".repeat(100) }));
+    for (const type of EVENT_TYPES) {
+      const validate = await publishedValidator(type);
+      const reduced = reduceDetail(validDetail(type, { line_items: lineItems }, [{ path: "/memo", before: null, after: "m" }]) as never, toEntry, 3_000);
+      expect(truncationsOf(reduced as never).map((t) => t.path), type).toEqual(["/data/object/line_items"]);
+      expect(validate(reduced), `${type}: ${JSON.stringify(validate.errors)}`).toBe(true);
+      const [trim] = truncationsOf(reduced as never);
+      const marked = (marker: unknown) => ({ ...reduced, data: { ...reduced!.data, object: { ...reduced!.data.object, _truncated: marker } } });
+      for (const other of ["line_items", { path: trim!.path, total: 50, kept: 3 }, [{ ...trim, total: "50" }], [{ ...trim, kept: 1.5 }], [{ total: 50, kept: 3 }]]) {
+        expect(validate(marked(other)), `${type}: ${JSON.stringify(other)}`).toBe(false);
+        expect(parseEventDetail(marked(other)).success, `${type}: ${JSON.stringify(other)}`).toBe(false);
+      }
+    }
   });
 
   it("leaves a provider member named like the marker to the marker, uncut, so trials are sized right around it", () => {

@@ -49,6 +49,24 @@ const Personal = z
   .optional()
   .describe('Personal data: as sent (pii full), "[redacted]" (pii redact) or "hmac-sha256:<hex>" (pii hash)');
 
+// The reducer's marker (shared/aws/event-size.ts): a member of the object, as the engine emits only the declared
+// members of `detail` and `data`; declared here so a consumer validating with the schema knows its shape.
+const Truncated = z
+  .array(
+    z
+      .looseObject({
+        path: z.string().describe("JSON Pointer into detail of the array cut, e.g. /data/object/line_items"),
+        total: z.number().int().min(1).describe("Elements the array had"),
+        kept: z.number().int().min(0).describe("Elements kept: its first ones, in order"),
+      })
+      .describe("One array cut to its first elements"),
+  )
+  .optional()
+  .describe(
+    "Set by the bridge, not the provider, on an event over EventBridge's 256 KB entry limit: the arrays it cut to fit. " +
+      "The event is partial; re-read the object (docs/events.md)",
+  );
+
 const TransactionObject = z
   .looseObject({
     id: z.string().describe("Transaction UUID"),
@@ -69,6 +87,7 @@ const TransactionObject = z
       .nullable()
       .optional()
       .describe("The approver"),
+    _truncated: Truncated,
   })
   .describe("The provider transaction (spec §2.2) without client_sync_status, PII per tenant setting");
 
@@ -81,6 +100,7 @@ const CardObject = z
       .looseObject({ name: Personal, email: Personal, employee_id: Personal })
       .nullable()
       .optional(),
+    _truncated: Truncated,
   })
   .describe("The provider ERP card (spec §2.3), PII per tenant setting");
 
