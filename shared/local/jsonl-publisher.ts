@@ -1,6 +1,7 @@
 /**
  * EventPublisher that appends one JSON line per event to a file, in the shape an EventBridge rule target
- * receives, so local consumers see exactly what they would see in AWS.
+ * receives, so local consumers see what they would see in AWS; but whole, whatever its size: a file has no entry limit,
+ * so an event AWS would trim or quarantine past 256 KB (../aws/event-size.ts) is written untrimmed (docs/events.md).
  */
 import { randomUUID } from "node:crypto";
 import { closeSync, constants, fstatSync, fsyncSync, ftruncateSync, openSync, readSync } from "node:fs";

@@ -20,6 +20,7 @@ import {
 } from "../../shared/local/index.js";
 import { sampleEvent } from "../bridge/contract/index.js";
 import { contentHash } from "../../shared/bridge/hash.js";
+import { entrySize, MAX_ENTRY_BYTES } from "../../shared/aws/event-size.js";
 import { FakeClock } from "../bridge/fakes.js";
 
 let dir: string;
@@ -640,6 +641,25 @@ describe("JsonlEventPublisher", () => {
       .split("\n")
       .map((line) => (JSON.parse(line) as { detail: unknown }).detail);
     expect(details).toEqual([wide.detail, sampleEvent(2).detail]);
+  });
+
+  it("writes an event over EventBridge's 256 KB entry limit whole, untrimmed, as the docs a local user reads say", async () => {
+    const file = path.join(dir, "events.jsonl");
+    const event = sampleEvent(1);
+    const lineItems = Array.from({ length: 3_000 }, (_, i) => ({ id: `li_${i}`, description: "d".repeat(100) }));
+    const big = { ...event, detail: { ...event.detail, data: { object: { ...event.detail.data.object, line_items: lineItems } } } };
+    const entry = { Source: big.source, DetailType: big.detailType, Time: new Date(big.time), Detail: JSON.stringify(big.detail) };
+    expect(entrySize(entry)).toBeGreaterThan(MAX_ENTRY_BYTES);
+    expect(await new JsonlEventPublisher({ file }).publish([big])).toEqual({ failed: [] });
+    expect((JSON.parse(await readFile(file, "utf8")) as { detail: unknown }).detail).toEqual(big.detail);
+    // On AWS the same event is trimmed (or quarantined): the user testing locally is told so where they read about
+    // the events file and about trimming.
+    const readme = await readFile(path.join(import.meta.dirname, "../../README.md"), "utf8");
+    const localMode = readme.slice(readme.indexOf("## Local mode"), readme.indexOf("\n## ", readme.indexOf("## Local mode") + 1)).replace(/\s+/g, " ");
+    expect(localMode).toMatch(/256 KB[^.]*whole|whole[^.]*256 KB/);
+    const catalog = (await readFile(path.join(import.meta.dirname, "../../docs/events.md"), "utf8")).replace(/\s+/g, " ");
+    const trimming = catalog.slice(catalog.indexOf("An event over the 256 KB"), catalog.indexOf("- An event the publisher cannot take"));
+    expect(trimming).toMatch(/local mode[^.]*whole/i);
   });
 
   it("serialises an envelope to a line that parses back to the same envelope, hashed objects included", () => {
