@@ -3,6 +3,7 @@
  * balance, issuance, funding update, asynchronous suspension, velocity limit, invitations.
  */
 import type { Hono } from "hono";
+import * as z from "zod";
 import {
   CardBalanceQuerySchema,
   ChangeStatusBodySchema,
@@ -235,7 +236,11 @@ async function updateVelocityLimit(c: SandboxContext): Promise<Response> {
   return ok(c, { card: coreCardView(card, c.get("data").company, true) }, { status: 201, message: CREATED });
 }
 
-const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+/**
+ * What counts as an address (§4.10 shows only `<EMAIL>`): zod's email pattern, dot-separated non-empty parts on both
+ * sides of the one `@` and a top-level domain of letters, so `a@b..c` or `.a@b.co` is listed under failed, not invited.
+ */
+const EMAIL = z.regexes.email;
 
 async function invite(c: SandboxContext): Promise<Response> {
   requireScope(c, "users:read");

@@ -520,6 +520,17 @@ describe("POST /public/v1/core/user_profiles/invite", () => {
     expect(body.data.summary.failed_emails.end_user).toEqual([""]);
   });
 
+  it("lists under failed what is no email address though it has an @ and a dot: an empty label, a dot at either end of a part", async () => {
+    const notAddresses = ["two.dots@falcongate..ae", "lead@.falcongate.ae", ".lead@falcongate.ae", "double..dot@falcongate.ae", "trail.@falcongate.ae", "comma@falcon,gate.ae"];
+    const { status, body } = await h.json("/public/v1/core/user_profiles/invite", { body: { end_user: ["o'neil+ops@falcongate.ae", ...notAddresses] } });
+    expect(status).toBe(201);
+    expect(body.data.summary.success_emails.end_user).toEqual(["o'neil+ops@falcongate.ae"]);
+    expect(body.data.summary.failed_emails.end_user).toEqual(notAddresses);
+    const none = await h.json("/public/v1/core/user_profiles/invite", { body: { end_user: notAddresses } });
+    expect(none.status).toBe(400);
+    expect(errorCodes(none.body)).toEqual(["end_user:INVALID_FORMAT"]);
+  });
+
   it("processes ten addresses at once, with a summary", async () => {
     const emails = Array.from({ length: 10 }, (_, i) => `batch${i}@falcongate.ae`);
     const { status, body } = await h.json("/public/v1/core/user_profiles/invite", { body: { end_user: emails } });
