@@ -123,6 +123,21 @@ describe("POST /oauth2/token, authorization_code grant", () => {
     expect(res.body.error).toBe(error);
   });
 
+  it("answers 400 invalid_request to an empty client_id or client_secret in the body, JSON or form (a missing parameter, §4.2), without spending the code", async () => {
+    const c = code();
+    const form = (fields: Record<string, string>) =>
+      h.sandbox.fetch(`${BASE}/oauth2/token`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams(fields).toString() });
+    for (const empty of ["client_id", "client_secret"] as const) {
+      const fields = { grant_type: "authorization_code", ...CLIENT, code: c, redirect_uri: REDIRECT_URI, [empty]: "" };
+      const json = await token(fields);
+      expect([json.status, json.body.error, json.headers.get("www-authenticate")]).toEqual([400, "invalid_request", null]);
+      expect(json.body.error_description).toBe(`missing or invalid parameters: ${empty}`);
+      const encoded = await form(fields);
+      expect([encoded.status, ((await encoded.json()) as Row).error]).toEqual([400, "invalid_request"]);
+    }
+    expect((await exchange(c)).status).toBe(200);
+  });
+
   it("answers 400 naming parameters the grant does not take, before the code or refresh token is spent", async () => {
     const c = code();
     const withVerifier = await token({ grant_type: "authorization_code", ...CLIENT, code: c, redirect_uri: REDIRECT_URI, code_verifier: "v" });
