@@ -209,6 +209,21 @@ describe("statements", () => {
     expect(body.data).toMatchObject({ account_external_id: draft.account_external_id, account_type: null, total: 0, total_pages: 0, data: [] });
   });
 
+  it("keeps the statements of closed accounts, months after the closing included, and a termination removes none (spec-gaps)", async () => {
+    const periodsOf = async (accountId: string) => (await h.json(`/public/v1/erp/statements/${accountId}`)).body.data as Row;
+    const terminated = ((await h.json("/public/v1/erp/cards?status=terminated")).body.data as Row[])[0] as Row;
+    const closed = await periodsOf(terminated.account_external_id as string);
+    expect(closed).toMatchObject({ account_type: "Card", total: 6 });
+    const after = (closed.data as Row[]).filter((p) => p.statement_period.from > String(terminated.terminated_at).slice(0, 10));
+    expect(after).toHaveLength(6);
+    const pool = ((await h.json("/public/v1/erp/pool_accounts?status=terminated")).body.data as Row[])[0] as Row;
+    expect(await periodsOf(pool.id as string)).toMatchObject({ account_type: "PoolAccount", total: 6 });
+    const active = ((await h.json("/public/v1/erp/cards?status=active&account_type=reloadable")).body.data as Row[])[0] as Row;
+    const before = await periodsOf(active.account_external_id as string);
+    expect((await h.json(`/_sandbox/companies/${h.companyId}/cards/${active.id}/status`, { body: { status: "Terminated" } })).status).toBe(200);
+    expect(await periodsOf(active.account_external_id as string)).toEqual(before);
+  });
+
   it("names a card account by the card's current nickname, in both reads, after a rename", async () => {
     const card = (await h.json("/public/v1/erp/statements?account_type=Card&page_size=100")).body.data[0] as Row;
     const owner = ((await h.json("/public/v1/erp/cards?page_size=100")).body.data as Row[]).find((c) => c.account_external_id === card.account_external_id) as Row;
