@@ -431,14 +431,15 @@ export function parseCommand(argv: readonly string[], env: Env = {}): ParsedComm
   const [name, ...rest] = argv;
   // Not help: a script calling the bridge with an empty variable for its command must not "succeed".
   if (name === undefined) throw new UsageError(`no command given. Commands: ${COMMANDS.join(", ")}`);
-  if (name === "help" || name === "--help" || name === "-h") {
-    const topic = rest[0];
+  if (isHelpFlag(name) || name === "help") {
+    // `help --help` asks for the usage as `run --help` does: not a topic named `--help`.
+    const topic = rest.find((arg) => !isHelpFlag(arg));
     // `help rnu` answers as `rnu` would: a typo must not look like a usage that has no such command.
     if (topic !== undefined && !(COMMANDS as readonly string[]).includes(topic)) throw unknownCommand(topic, "help: ");
     return { command: "help", topic };
   }
   // `run --help` asks for usage, whatever else it holds: answered before the options are checked.
-  if ((COMMANDS as readonly string[]).includes(name) && rest.some((arg) => arg === "--help" || arg === "-h")) {
+  if ((COMMANDS as readonly string[]).includes(name) && rest.some(isHelpFlag)) {
     return { command: "help", topic: name };
   }
   assertNotKeptByNpm(name, rest, env);
@@ -528,6 +529,11 @@ export function parseCommand(argv: readonly string[], env: Env = {}): ParsedComm
     default:
       throw unknownCommand(name);
   }
+}
+
+/** Whether `arg` asks for the usage (`--help`, `-h`). */
+function isHelpFlag(arg: string): boolean {
+  return arg === "--help" || arg === "-h";
 }
 
 /** The refusal of a command name that is none of {@link COMMANDS}, with the nearest one when one is close. */

@@ -167,6 +167,13 @@ describe("parseCommand", () => {
     expect(() => parseCommand(["--help", "foo"])).toThrow(new UsageError(`help: unknown command "foo". Commands: ${COMMANDS.join(", ")}`));
   });
 
+  it("answers help --help (or -h) with the usage, as any command's --help, not as an unknown command", () => {
+    expect(parseCommand(["help", "--help"])).toEqual({ command: "help", topic: undefined });
+    expect(parseCommand(["-h", "--help"])).toEqual({ command: "help", topic: undefined });
+    expect(parseCommand(["help", "-h", "redrive"])).toEqual({ command: "help", topic: "redrive" });
+    expect(parseCommand(["help", "redrive", "--help"])).toEqual({ command: "help", topic: "redrive" });
+  });
+
   it("reads authorize options", () => {
     expect(parseCommand(["authorize", "--port", "8765", "--scope", "transactions:read cards:read", "--secret-id", "arn:x", "--no-open"])).toEqual({
       command: "authorize",

@@ -42,6 +42,13 @@ describe("bridge.ts main", () => {
     expect(bogus.stderr).toContain('error: help: unknown command "bogus". Commands: run,');
   });
 
+  it("answers help --help with the whole usage, exit 0", async () => {
+    const { code, stdout, stderr } = await runInProcess(["help", "--help"], {});
+    expect(code).toBe(EXIT.ok);
+    expect(stdout).toContain("Usage: npm run bridge -- <command>");
+    expect(stderr).toBe("");
+  });
+
   it("refuses to run without a command, exit 2, pointing to help", async () => {
     const { code, stdout, stderr } = await runInProcess([], {});
     expect(code).toBe(EXIT.usage);
