@@ -433,9 +433,11 @@ export function parseCommand(argv: readonly string[], env: Env = {}): ParsedComm
   if (name === undefined) throw new UsageError(`no command given. Commands: ${COMMANDS.join(", ")}`);
   if (isHelpFlag(name) || name === "help") {
     // `help --help` asks for the usage as `run --help` does: not a topic named `--help`.
-    const topic = rest.find((arg) => !isHelpFlag(arg));
+    const [topic, extra] = rest.filter((arg) => !isHelpFlag(arg));
     // `help rnu` answers as `rnu` would: a typo must not look like a usage that has no such command.
     if (topic !== undefined && !(COMMANDS as readonly string[]).includes(topic)) throw unknownCommand(topic, "help: ");
+    // Answered for the first topic alone, `help run now` would pass over the word as if it were not there.
+    if (extra !== undefined) throw new UsageError(`help: Unexpected argument '${extra}': help takes one command at most`);
     return { command: "help", topic };
   }
   // `run --help` asks for usage, whatever else it holds: answered before the options are checked.

@@ -174,6 +174,11 @@ describe("parseCommand", () => {
     expect(parseCommand(["help", "redrive", "--help"])).toEqual({ command: "help", topic: "redrive" });
   });
 
+  it("refuses a second topic to help rather than answer as if it were not there", () => {
+    expect(() => parseCommand(["help", "run", "now"])).toThrow(new UsageError("help: Unexpected argument 'now': help takes one command at most"));
+    expect(() => parseCommand(["-h", "redrive", "conform-pii"])).toThrow(/^help: Unexpected argument 'conform-pii'/);
+  });
+
   it("reads authorize options", () => {
     expect(parseCommand(["authorize", "--port", "8765", "--scope", "transactions:read cards:read", "--secret-id", "arn:x", "--no-open"])).toEqual({
       command: "authorize",

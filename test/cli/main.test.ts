@@ -49,6 +49,13 @@ describe("bridge.ts main", () => {
     expect(stderr).toBe("");
   });
 
+  it("refuses help with a second topic, exit 2, printing no usage", async () => {
+    const { code, stdout, stderr } = await runInProcess(["help", "run", "now"], {});
+    expect(code).toBe(EXIT.usage);
+    expect(stdout).toBe("");
+    expect(stderr).toContain("error: help: Unexpected argument 'now': help takes one command at most");
+  });
+
   it("refuses to run without a command, exit 2, pointing to help", async () => {
     const { code, stdout, stderr } = await runInProcess([], {});
     expect(code).toBe(EXIT.usage);
