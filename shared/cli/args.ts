@@ -160,10 +160,16 @@ Commands:
   authorize  [--port <p>] [--scope "<scopes>"] [--secret-id <arn>] [--no-open] [--timeout <duration>]
                                                   sign in once as a person and store the tokens
                                                   (--port: the redirect URI's loopback port, any
-                                                  free one unless given)
+                                                  free one unless given; --secret-id: the Secrets
+                                                  Manager secret (ARN or name) to store them in, not
+                                                  the state directory; --no-open: only print the
+                                                  address, open it yourself; --timeout: how long it
+                                                  waits for the redirect, 10m unless given)
   demo       [--cycles <n>] [--interval <duration>] [--seed <n>] [--keep]
                                                   embedded sandbox + bridge + activity (npm start); its temp
-                                                  directory is removed at the end unless --keep
+                                                  directory is removed at the end unless --keep; runs
+                                                  without --cycles until Ctrl-C; --interval 3s and
+                                                  --seed 42 unless given
   bench      [--transactions <n>] [--latency-ms <ms>] [--sink jsonl|null] [--json] [--check] [--baseline]
                                                   drain a backlog from the sandbox and measure
                                                   (--check: exit 1 when a budget is missed;

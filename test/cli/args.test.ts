@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { COMMANDS, DEFAULT_INTERVAL_MS, MAX_DURATION_MS, USAGE, npmOwnOptionWarnings, parseCommand, parseDuration } from "../../shared/cli/args.js";
+import { COMMANDS, DEFAULT_INTERVAL_MS, MAX_DURATION_MS, USAGE, npmOwnOptionWarnings, parseCommand, parseDuration, usageOf } from "../../shared/cli/args.js";
 import { UsageError } from "../../shared/cli/errors.js";
 
 describe("parseDuration", () => {
@@ -144,6 +144,18 @@ describe("parseCommand", () => {
 
   it("polls once a minute without --interval (README, USAGE: default 1m)", () => {
     expect(parseCommand(["run"])).toEqual({ command: "run", args: { once: false, intervalMs: 60_000 } });
+  });
+
+  it("says in a command's usage what each of its options does and what it is without it (authorize, demo)", () => {
+    const flat = (topic: string) => (usageOf(topic) ?? "").replace(/\s+/g, " ");
+    const authorize = parseCommand(["authorize"]);
+    const demo = parseCommand(["demo"]);
+    if (authorize.command !== "authorize" || demo.command !== "demo") throw new Error("parsed as another command");
+    expect(flat("authorize")).toContain(`--timeout: how long it waits for the redirect, ${authorize.args.timeoutMs / 60_000}m unless given`);
+    expect(flat("authorize")).toContain("--secret-id: the Secrets Manager secret (ARN or name) to store them in, not the state directory");
+    expect(flat("authorize")).toContain("--no-open: only print the address");
+    expect(demo.args.cycles).toBeUndefined();
+    expect(flat("demo")).toContain(`without --cycles until Ctrl-C; --interval ${demo.args.intervalMs / 1_000}s and --seed ${demo.args.seed} unless given`);
   });
 
   it("rejects --once together with --interval", () => {
