@@ -162,6 +162,9 @@ async function exchangeAndSave(options: AuthorizeOptions, code: string, redirect
     // The client's errors carry status and request id only, never the code or secret.
     throw new AuthorizeError(`the code exchange failed: ${(error as Error).message}`, { cause: error });
   }
+  // A Ctrl-C while the code was exchanged cancels as one during the wait does: whatever store follows (a lease to wait
+  // for, or none), nothing is stored.
+  if (options.signal?.aborted === true) throw new AuthorizeError("authorization cancelled: this sign-in was not stored");
   await options.store.save(storedTokensOf(tokens, Date.now()));
   return tokens;
 }

@@ -607,6 +607,25 @@ describe("bridge authorize: the token lease a running bridge refreshes under", (
     }
   });
 
+  it("says a Ctrl-C during the code exchange cancelled the sign-in (no lease was waited for), and stores nothing", async () => {
+    const h = (harness = await startHarness());
+    const { QASHIO_REFRESH_TOKEN: _unused, ...env } = h.env;
+    const stateDir = h.env.BRIDGE_STATE_DIR as string;
+    const interrupt = new AbortController();
+    const { io: base, out } = io(env);
+    const cli = { ...base, signal: interrupt.signal };
+    // The person presses Ctrl-C while the token endpoint answers.
+    const exchanging: FetchLike = (input, init) => {
+      interrupt.abort();
+      return fetch(input, init);
+    };
+    const error = await authorizeCommand({ ...args }, cli, { onAuthorizeUrl: approve(h), fetch: exchanging }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(AuthorizeError);
+    expect((error as Error).message).toBe("authorization cancelled: this sign-in was not stored");
+    expect(out.stderr).not.toContain("lease");
+    await expect(readFile(join(stateDir, "tokens.json"), "utf8")).rejects.toMatchObject({ code: "ENOENT" });
+  });
+
   it("in local mode, gives up when the state directory's token lock stays held, and stores nothing", async () => {
     const h = (harness = await startHarness());
     const { QASHIO_REFRESH_TOKEN: _unused, ...env } = h.env;
