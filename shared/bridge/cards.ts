@@ -12,7 +12,7 @@ import { DEFAULT_MAX_PAGES, type CardCycleDeps, type CycleOptions } from "./deps
 import type { EventType } from "./events/schemas.js";
 import type { BridgeEvent, QuarantineRecord, Snapshot, SnapshotKey } from "./ports.js";
 import type { CycleReport } from "./report.js";
-import { listedTotal, pageEntries, SINGLE_READ_CONCURRENCY, type PageEntry } from "./provider.js";
+import { listedTotal, pageEntries, servedPageSize, SINGLE_READ_CONCURRENCY, type PageEntry } from "./provider.js";
 import { RecentIds } from "./recent-ids.js";
 import type { ValidationResult } from "./validate.js";
 import { ERP_CARD_DETAIL_KEYS } from "../qashio/schemas/erp-card.js";
@@ -235,6 +235,14 @@ class CardRun extends CycleRun {
         shiftFrom = undefined;
         read = -1;
         continue;
+      }
+      // A provider serving fewer cards a page than asked (its maximum is not shown, §8.3) numbers its pages in that size:
+      // the walk asks for it from here on and counts its offset in it. Counted in the size asked, the offset would run
+      // ahead of the cards walked, and a resumed walk's move for cards removed could land past the first not reached.
+      const served = servedPageSize(result, this.pageSize);
+      if (served !== undefined) {
+        this.deps.logger.warn("provider served fewer cards a page than asked; asking for that size", { from: this.pageSize, to: served });
+        this.pageSize = served;
       }
       const entries = pageEntries(result);
       this.report.pulled += entries.length;

@@ -29,6 +29,15 @@ export function listedTotal(page: ProviderPage): number | undefined {
   return typeof total === "number" && Number.isSafeInteger(total) && total >= 0 ? total : undefined;
 }
 
+/**
+ * `pagination.page_size` of a page when the provider served fewer items a page than `asked` (a positive safe integer
+ * below it): its pages are then numbered in that size. Undefined when it served the size asked, or does not say.
+ */
+export function servedPageSize(page: ProviderPage, asked: number): number | undefined {
+  const served = page.pagination?.page_size;
+  return typeof served === "number" && Number.isSafeInteger(served) && served > 0 && served < asked ? served : undefined;
+}
+
 /** A list item the client's own schema check rejected, handed over raw (QashioClient's `invalid`). */
 export interface RejectedItem {
   /** Position in the page's `data` as the provider sent it. */
