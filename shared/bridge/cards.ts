@@ -190,12 +190,12 @@ class CardRun extends CycleRun {
     }
     // A walk cut short by an earlier cycle goes on where it stopped; the offset survives a change of page size.
     let offset = cursor.offset;
-    // The list's size when the offset was taken: the list is newest first, so cards issued since sit above the cursor
-    // and push the first card not reached down by as many (cards removed pull it up). Applied once, to the first page.
-    // Full walks only: the suspended list also gains and loses cards below the cursor (suspensions, reactivations), so
-    // its total says nothing about where the first card not reached went.
-    let shiftFrom = mode === "full" && cursor.offset > 0 ? cursor.total : undefined;
-    let total: number | undefined;
+    // The list's size when the offset was taken: the list is newest first, so cards issued since sit above the offset
+    // and push the first card not reached down by as many (cards removed pull it up). Applied at every page, as each
+    // tells the new total: between two cycles and between two pages of one walk alike. Full walks only: the suspended
+    // list also gains and loses cards below the offset (suspensions, reactivations), so its total says nothing about
+    // where the first card not reached went.
+    let offsetTotal = cursor.offset > 0 ? cursor.total : undefined;
     for (let read = 0; ; read++) {
       if (this.pastDeadline()) {
         this.report.outcome = "deadline";
@@ -232,7 +232,7 @@ class CardRun extends CycleRun {
         if (!resumedPastEnd(err)) throw err;
         this.deps.logger.warn("card walk cursor points past the card list; starting afresh", { mode, page });
         offset = 0;
-        shiftFrom = undefined;
+        offsetTotal = undefined;
         read = -1;
         continue;
       }
@@ -254,8 +254,7 @@ class CardRun extends CycleRun {
         if (!this.outOfTime(err)) throw err;
         // A card detail read (one in flight, or any on a page after the cycle's first) or the snapshots' read could not
         // finish in time; nothing of the page was published or stored (its quarantine records aside, put again
-        // idempotently), so it is walked next cycle (with the cursor as it stood, and a shift not yet applied kept for
-        // then: see below).
+        // idempotently), so it is walked next cycle (with the cursor as it stood, and the total it was taken at).
         this.report.outcome = "deadline";
         break;
       }
@@ -264,15 +263,14 @@ class CardRun extends CycleRun {
         break;
       }
       const pageStart = (page - 1) * this.pageSize;
+      const reached = offset;
+      const takenAt = offsetTotal;
       offset = page * this.pageSize;
-      total = listedTotal(result);
-      // Applied to the first page walked, or not at all.
-      const takenAt = shiftFrom;
-      shiftFrom = undefined;
-      if (takenAt !== undefined && total !== undefined) {
+      offsetTotal = listedTotal(result);
+      if (mode === "full" && takenAt !== undefined && offsetTotal !== undefined) {
         // Where the first card not reached sits now: never past it (cards issued since are above it, and a removal
         // moves it up by at most one), so no card is skipped; cards between are ones walked before.
-        const resumeAt = Math.max(0, cursor.offset + total - takenAt);
+        const resumeAt = Math.max(0, reached + offsetTotal - takenAt);
         if (resumeAt < pageStart) {
           // Cards removed since pulled it onto an earlier page: read on from there (cards met twice are skipped).
           offset = resumeAt;
@@ -287,11 +285,11 @@ class CardRun extends CycleRun {
     // for an unavailable publisher: the cursor stays, so the next cycle walks again from where this one started and
     // the refused changes are not left to the walk after.
     // A walk that stopped before its first page was walked (the deadline or a stop request at the start, a list or
-    // detail read out of time) has not applied the shift: the cursor keeps the total it was taken with, or the next
-    // resume could not shift it and would skip the cards removals pulled above it.
-    if (shiftFrom !== undefined) total = cursor.total;
+    // detail read out of time) keeps the total the cursor was taken with, or the next resume could not shift it and
+    // would skip the cards removals pulled above it.
     if (this.report.outcome !== "publisher_unavailable") {
-      await this.writeCursor(mode, cursor, this.report.outcome === "complete" ? { offset: 0 } : { offset, total }).catch((err: unknown) => {
+      const next = this.report.outcome === "complete" ? { offset: 0 } : { offset, total: offsetTotal };
+      await this.writeCursor(mode, cursor, next).catch((err: unknown) => {
         // Too late to write (see `write`): the cursor stays where it was, so the next walk covers this one's cards again.
         if (!this.outOfTime(err)) throw err;
         this.report.outcome = "deadline";

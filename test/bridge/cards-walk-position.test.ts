@@ -1,5 +1,6 @@
 /**
- * Where a card walk stands in a list that shifts under it: a provider serving fewer cards a page than asked.
+ * Where a card walk stands in a list that shifts under it: a provider serving fewer cards a page than asked, and cards
+ * removed between two pages of one walk.
  */
 import { describe, expect, it } from "vitest";
 import { pollCards } from "../../shared/bridge/cards.js";
@@ -24,5 +25,21 @@ describe("card walk position", () => {
     rig.provider.cards.splice(0, 3);
     expect((await pollCards(rig.deps, { pageSize: 4 })).outcome).toBe("complete");
     expect(rig.publisher.events.map((e) => [e.detailType, e.detail.subject.id])).toEqual([["card.suspended", firstNotReached]]);
+  });
+
+  it("does not skip the cards pulled onto a page already walked by cards removed between two pages of one walk", async () => {
+    const rig = makeRig();
+    for (let i = 0; i < 10; i++) rig.provider.addCard();
+    await pollCards(rig.deps, { pageSize: 2 });
+    const pulledUp = rig.provider.cards[3]!["id"] as string;
+    let lists = 0;
+    rig.provider.beforeCall = (call) => {
+      if (call.op !== "listErpCards" || ++lists !== 2) return;
+      // After page 1 (cards 0 and 1): card 3 suspended, and the two cards of page 1 removed, which pulls cards 2 and 3 onto page 1.
+      rig.provider.changeCard(pulledUp, { status: "Suspended" });
+      rig.provider.cards.splice(0, 2);
+    };
+    expect((await pollCards(rig.deps, { pageSize: 2 })).outcome).toBe("complete");
+    expect(rig.publisher.events.map((e) => [e.detailType, e.detail.subject.id])).toEqual([["card.suspended", pulledUp]]);
   });
 });
