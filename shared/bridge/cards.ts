@@ -410,12 +410,6 @@ class CardRun extends CycleRun {
     const read = [...readRotated.slice(entries.length - start), ...readRotated.slice(0, entries.length - start)];
     if (failed > 0 && answered === 0) endDetails();
     if (unstarted > 0) this.deps.logger.warn("card detail reads not started by the cycle deadline; those cards are taken as listed", { unstarted });
-    // Cards whose limits this walk could not see: persistent, it alarms (CardDetailsUnread). A fast tick's count apart:
-    // its ticks, many per full walk, would put one passing failure in several of the alarm's periods, and the full
-    // walk reads those cards too.
-    const unread = read.reduce((count, entry) => count + (entry.asListed === true ? 1 : 0), 0);
-    const unreadMetric = this.mode === "full" ? "CardDetailsUnread" : "FastPathCardDetailsUnread";
-    if (unread > 0) this.deps.metrics.add(unreadMetric, unread, "Count");
     return read;
   }
 
@@ -472,7 +466,7 @@ class CardRun extends CycleRun {
     const quarantine: QuarantineRecord[] = [];
     /** Records of detail reads the bridge could not take: their cards are walked as listed, so not counted as handled again. */
     let rejectedDetails = 0;
-    const items: { id: string; object: Record<string, unknown>; hash: string; asListed?: true }[] = [];
+    const valid: { id: string; object: Record<string, unknown>; hash: string; asListed?: true }[] = [];
     for (const { raw, rejected, asListed, rejectedDetail, checked } of entries) {
       if (rejectedDetail !== undefined) {
         // Under the card asked for, whose read is broken: an answer naming another card would send ops to the wrong one.
@@ -486,19 +480,35 @@ class CardRun extends CycleRun {
         continue;
       }
       const object = this.pii(result.data);
-      const id = object["id"] as string;
-      const hash = contentHash(object);
-      if (!this.take(onPage, id, hash)) continue;
-      items.push({ id, object, hash, ...(asListed ? { asListed } : {}) });
+      valid.push({ id: object["id"] as string, object, hash: contentHash(object), ...(asListed ? { asListed } : {}) });
+    }
+    // The fast path's were read before its detail reads; a detail read answers the card asked for or is rejected, so
+    // every card is among them.
+    const snapshots =
+      known?.snapshots ??
+      (valid.length === 0 ? new Map<SnapshotKey, Snapshot>() : await this.read("read snapshots", (call) => deps.snapshots.getMany(valid.map((i) => cardKey(i.id)), call)));
+    const items: typeof valid = [];
+    for (const listedItem of valid) {
+      let item = listedItem;
+      if (item.asListed) {
+        const before = snapshots.get(cardKey(item.id));
+        const object = withConfigurationOf(item.object, before !== undefined && isDetailView(before.object) ? before.object : UNKNOWN_CONFIGURATION);
+        if (object !== item.object) item = { ...item, object, hash: contentHash(object) };
+      }
+      // Taken in the version it is diffed and stored in, its configuration as last read included: a copy a shift lists
+      // again, read once and taken as listed once, is then the same card met twice, not a second card.
+      if (this.take(onPage, item.id, item.hash)) items.push(item);
     }
     this.seen.add(onPage.keys(), onPage);
     this.report.handled += items.length + quarantine.length - rejectedDetails;
+    // Cards whose limits this walk could not see, each once: persistent, it alarms (CardDetailsUnread). A fast tick's
+    // count apart: its ticks, many per full walk, would put one passing failure in several of the alarm's periods, and
+    // the full walk reads those cards too.
+    const unread = items.reduce((count, item) => count + (item.asListed === true ? 1 : 0), 0);
+    if (unread > 0) this.deps.metrics.add(this.mode === "full" ? "CardDetailsUnread" : "FastPathCardDetailsUnread", unread, "Count");
     await this.quarantine(quarantine);
     if (items.length === 0) return;
 
-    // The fast path's were read before its detail reads; a detail read answers the card asked for or is rejected, so
-    // every item is among them.
-    const snapshots = known?.snapshots ?? (await this.read("read snapshots", (call) => deps.snapshots.getMany(items.map((i) => cardKey(i.id)), call)));
     const now = deps.clock.now();
     const nowIso = new Date(now).toISOString();
     const events: BridgeEvent[] = [];
@@ -513,13 +523,8 @@ class CardRun extends CycleRun {
       updatedAt: versionTime(at, before, atIso),
       sequence,
     });
-    for (const listedItem of items) {
-      const before = snapshots.get(cardKey(listedItem.id));
-      let item = listedItem;
-      if (item.asListed) {
-        const object = withConfigurationOf(item.object, before !== undefined && isDetailView(before.object) ? before.object : UNKNOWN_CONFIGURATION);
-        if (object !== item.object) item = { ...item, object, hash: contentHash(object) };
-      }
+    for (const item of items) {
+      const before = snapshots.get(cardKey(item.id));
       const { object } = item;
       // A status differing only in case or blanks is not a change, nor is a move between the list's and the detail's view.
       const changes = this.changesSince(

@@ -1153,6 +1153,28 @@ describe("pollCards with card details", () => {
     expect(report).toMatchObject({ outcome: "complete", pulled: 5, handled: 4, unchanged: 3 });
   });
 
+  it.each([
+    ["its copy's read fails", 2],
+    ["its first read fails", 1],
+  ])("counts a card a shift lists again on the next page once, in the report and in CardDetailsUnread, when %s", async (_, failingRead) => {
+    const rig = await walked(5);
+    const lastOfPage1 = rig.provider.cards[1]!["id"] as string;
+    let lists = 0;
+    let reads = 0;
+    rig.provider.beforeCall = (call) => {
+      // A card issued before page 2 lists the last card of page 1 again.
+      if (call.op === "listErpCards" && ++lists === 2) rig.provider.addCard({ purchase_limits: limits(500) });
+      if (call.op === "readErpCard" && call.id === lastOfPage1 && ++reads === failingRead) {
+        throw Object.assign(new Error("503"), { name: "ProviderError", status: 503 });
+      }
+    };
+    const report = await pollCards(rig.deps, { pageSize: 2 });
+    // Listed: 0 1 | 1 2 | 3 4 of the five cards walked before, none changed.
+    expect(report).toMatchObject({ outcome: "complete", pulled: 6, handled: 5, unchanged: 5 });
+    expect(rig.metrics.sum("CardDetailsUnread")).toBe(failingRead === 1 ? 1 : 0);
+    expect(rig.publisher.events).toEqual([]);
+  });
+
   it("counts the fast path's unread details apart (FastPathCardDetailsUnread), not in the full walk's CardDetailsUnread, whose alarm means a walk could not read them", async () => {
     const rig = await walked(3);
     const [failing] = rig.provider.cards.map((c) => c["id"] as string);
