@@ -376,6 +376,19 @@ function seedMasterRecords(prng: Prng, nowMs: number, specs: readonly MasterSpec
   });
 }
 
+/** A stretch of time an account could be used in, `toMs` exclusive (Infinity while it still can be). */
+interface UsableSpan {
+  readonly fromMs: number;
+  readonly toMs: number;
+}
+
+/** When a card could spend (as the seeded history has it): from its activation until its termination, if any. */
+function usableSpans(cards: readonly CardRecord[]): UsableSpan[] {
+  return cards.flatMap((c) =>
+    c.activatedAt === null ? [] : [{ fromMs: Date.parse(c.activatedAt), toMs: c.terminatedAt === null ? Infinity : Date.parse(c.terminatedAt) }],
+  );
+}
+
 function seedStatements(
   prng: Prng,
   company: SandboxCompany,
@@ -384,35 +397,46 @@ function seedStatements(
   nowMs: number,
   ordinal: number,
 ): { accounts: StatementAccount[]; statements: StatementRecord[] } {
-  const opened = (account: StatementAccount, iso: string) => ({ account, createdMs: Date.parse(iso) });
+  // Funding and subsidiary accounts are always usable; a card account while its card is, a pool while one of its cards is.
+  const always: UsableSpan[] = [{ fromMs: -Infinity, toMs: Infinity }];
+  const opened = (account: StatementAccount, iso: string, spans: UsableSpan[]) => ({ account, createdMs: Date.parse(iso), spans });
   const accounts = [
-    opened({ accountExternalId: company.fundingAccountId, accountName: `${company.name} Funding Account`, accountType: "CompanyFundAccount" }, company.createdAt),
-    ...pools.map((p) => opened({ accountExternalId: p.id, accountName: p.accountName, accountType: "PoolAccount" }, p.createdAt)),
-    ...cards.filter((c) => c.accountType === "reloadable").map((c) => opened({ accountExternalId: c.accountExternalId, accountType: "Card", card: c }, c.createdAt)),
+    opened({ accountExternalId: company.fundingAccountId, accountName: `${company.name} Funding Account`, accountType: "CompanyFundAccount" }, company.createdAt, always),
+    ...pools.map((p) =>
+      opened({ accountExternalId: p.id, accountName: p.accountName, accountType: "PoolAccount" }, p.createdAt, usableSpans(cards.filter((c) => c.poolAccountId === p.id))),
+    ),
+    ...cards.filter((c) => c.accountType === "reloadable").map((c) => opened({ accountExternalId: c.accountExternalId, accountType: "Card", card: c }, c.createdAt, usableSpans([c]))),
   ];
   if (ordinal === 1) {
-    accounts.push(opened({ accountExternalId: `SUB${prng.code(9)}`, accountName: `${company.name} - Abu Dhabi Branch`, accountType: "Subsidiary" }, company.createdAt));
+    accounts.push(opened({ accountExternalId: `SUB${prng.code(9)}`, accountName: `${company.name} - Abu Dhabi Branch`, accountType: "Subsidiary" }, company.createdAt, always));
   }
   const now = new Date(nowMs);
-  const months: { month: string; from: string; to: string; startMs: number }[] = [];
+  const months: { month: string; from: string; to: string; startMs: number; endMs: number }[] = [];
   for (let back = 6; back >= 1; back--) {
     const start = Date.UTC(now.getUTCFullYear(), now.getUTCMonth() - back, 1);
     const end = Date.UTC(now.getUTCFullYear(), now.getUTCMonth() - back + 1, 0);
     const s = new Date(start).toISOString();
-    months.push({ month: s.slice(0, 7), from: s.slice(0, 10), to: new Date(end).toISOString().slice(0, 10), startMs: start });
+    months.push({ month: s.slice(0, 7), from: s.slice(0, 10), to: new Date(end).toISOString().slice(0, 10), startMs: start, endMs: end + DAY_MS });
   }
+  const windowStartMs = months[0]?.startMs ?? 0;
   const statements: StatementRecord[] = [];
-  for (const { account, createdMs } of accounts) {
+  for (const { account, createdMs, spans } of accounts) {
+    const usableAt = (ms: number) => spans.some((s) => s.fromMs <= ms && ms < s.toMs);
+    const usableIn = (fromMs: number, toMs: number) => spans.some((s) => s.fromMs < toMs && fromMs < s.toMs);
     const drawn = account.accountType === "CompanyFundAccount" ? prng.money(150_000, 600_000) : prng.money(0, 20_000);
-    // An account opened within the window held nothing at the start of its first month (§2.7: balance at period
-    // start); the draw is still made, so the rest of the seed stays as it was.
-    let balance = createdMs > (months[0]?.startMs ?? 0) ? 0 : drawn;
+    // An account holds nothing while it cannot be used, as the seeded balances of such cards and pools are 0: nothing
+    // loaded before a card's activation, its balance returned to the funding account at its termination. One opened
+    // within the window held nothing at the start of its first month (§2.7: balance at period start). Every draw is
+    // still made, so the rest of the seed stays as it was.
+    let balance = createdMs > windowStartMs || !usableAt(windowStartMs) ? 0 : drawn;
     for (const period of months) {
       // Statements start with the month the account was opened in.
-      if (createdMs >= Date.UTC(new Date(period.startMs).getUTCFullYear(), new Date(period.startMs).getUTCMonth() + 1, 1)) continue;
+      if (createdMs >= period.endMs) continue;
       const scale = account.accountType === "CompanyFundAccount" ? 80_000 : 6_000;
-      const closing = Math.max(0, round2(balance + prng.money(-scale, scale)));
-      statements.push({ ...period, account, currency: company.currency, opening: balance, closing });
+      const moved = Math.max(0, round2(balance + prng.money(-scale, scale)));
+      // No movement in a month the account could not be used in; the month its use ended closes at 0.
+      const closing = !usableIn(period.startMs, period.endMs) ? balance : usableAt(period.endMs) ? moved : 0;
+      statements.push({ month: period.month, from: period.from, to: period.to, account, currency: company.currency, opening: balance, closing });
       balance = closing;
     }
   }

@@ -224,6 +224,21 @@ describe("statements", () => {
     expect(await periodsOf(active.account_external_id as string)).toEqual(before);
   });
 
+  it("shows no movement after an account's closing and closes its latest statement at the account's balance (spec-gaps)", async () => {
+    const periodsOf = async (accountId: string) => ((await h.json(`/public/v1/erp/statements/${accountId}`)).body.data.data as Row[]).reverse();
+    const noMovement = (periods: Row[]) => periods.filter((p) => p.opening_balance !== p.closing_balance).map((p) => p.statement_period.month);
+    const terminated = ((await h.json("/public/v1/erp/cards?status=terminated")).body.data as Row[])[0] as Row;
+    const core = ((await h.json("/public/v1/core/cards?page_size=100")).body.data.cards as Row[]).find((c) => c.id === terminated.id) as Row;
+    const card = await periodsOf(terminated.account_external_id as string);
+    expect(noMovement(card.filter((p) => p.statement_period.from > String(terminated.terminated_at).slice(0, 10)))).toEqual([]);
+    expect(card.at(-1)?.closing_balance).toBe(Number(core.account_balance));
+    expect(Number(core.account_balance)).toBe(0);
+    const pool = ((await h.json("/public/v1/erp/pool_accounts?status=terminated")).body.data as Row[])[0] as Row;
+    const pooled = await periodsOf(pool.id as string);
+    expect(noMovement(pooled)).toEqual([]);
+    expect(pooled.at(-1)?.closing_balance).toBe(0);
+  });
+
   it("names a card account by the card's current nickname, in both reads, after a rename", async () => {
     const card = (await h.json("/public/v1/erp/statements?account_type=Card&page_size=100")).body.data[0] as Row;
     const owner = ((await h.json("/public/v1/erp/cards?page_size=100")).body.data as Row[]).find((c) => c.account_external_id === card.account_external_id) as Row;

@@ -154,6 +154,73 @@ describe("seeded data", () => {
     expect(openedMidWindow).toBeGreaterThan(0);
   });
 
+  /** Each account's statements oldest first, with the account's current balance and when it could last be used (§2.7). */
+  function statementAccounts(data: CompanyData) {
+    const periodsOf = (id: string) => data.statements.filter((s) => s.account.accountExternalId === id).sort((a, b) => a.month.localeCompare(b.month));
+    return data.statementAccounts.map((account) => {
+      const card = account.accountType === "Card" ? account.card : undefined;
+      const pool = data.pools.find((p) => p.id === account.accountExternalId);
+      const poolCards = pool ? data.cards.filter((c) => c.poolAccountId === pool.id) : [];
+      const createdAt = card?.createdAt ?? pool?.createdAt ?? data.company.createdAt;
+      const balance = card ? card.balance : pool ? pool.balance : account.accountType === "CompanyFundAccount" ? data.company.fundingBalance : undefined;
+      // Usable now: a card activated and not terminated, a pool with such a card; funding and subsidiary always.
+      const usable = (c: typeof data.cards[number]) => c.activatedAt !== null && c.terminatedAt === null;
+      const usableNow = card ? usable(card) : pool ? poolCards.some(usable) : true;
+      return { account, card, pool, createdAt, balance, usableNow, periods: periodsOf(account.accountExternalId) };
+    });
+  }
+
+  it.each([1, 7, 42])("with seed %i shows no movement in a terminated card's statements after its termination, and closes them at its balance", (seed) => {
+    let checked = 0;
+    for (const data of seedCompanies({ seed, nowMs: NOW })) {
+      for (const { card, balance, periods } of statementAccounts(data)) {
+        if (card?.status !== "Terminated" || card.terminatedAt === null) continue;
+        const after = periods.filter((p) => p.from > (card.terminatedAt as string).slice(0, 10));
+        expect(after.length).toBeGreaterThan(0);
+        for (const p of after) expect([p.month, p.closing], card.nickname).toEqual([p.month, p.opening]);
+        expect(periods.at(-1)?.closing, card.nickname).toBe(balance);
+        checked++;
+      }
+    }
+    expect(checked).toBe(3);
+  });
+
+  it.each([1, 7, 42])("with seed %i shows no movement in a Terminated pool's statements, and closes them at its balance", (seed) => {
+    let checked = 0;
+    for (const data of seedCompanies({ seed, nowMs: NOW })) {
+      for (const { pool, balance, periods } of statementAccounts(data)) {
+        if (pool?.status !== "Terminated") continue;
+        expect(periods.length).toBeGreaterThan(0);
+        for (const p of periods) expect([p.month, p.closing], pool.accountName).toEqual([p.month, p.opening]);
+        expect(periods.at(-1)?.closing, pool.accountName).toBe(balance);
+        checked++;
+      }
+    }
+    expect(checked).toBe(3);
+  });
+
+  it.each([1, 7, 42])("with seed %i closes the latest statement of every account that cannot be used now at its current balance", (seed) => {
+    // A card never activated or terminated, a pool none of whose cards is usable: nothing has moved its balance since.
+    let checked = 0;
+    for (const data of seedCompanies({ seed, nowMs: NOW })) {
+      for (const { account, usableNow, balance, periods } of statementAccounts(data)) {
+        const last = periods.at(-1);
+        if (usableNow || !last) continue;
+        expect(last.closing, account.accountExternalId).toBe(balance);
+        checked++;
+      }
+    }
+    expect(checked).toBeGreaterThanOrEqual(9);
+  });
+
+  it.each([1, 7, 42])("with seed %i has no statement for a month before its account was opened", (seed) => {
+    for (const data of seedCompanies({ seed, nowMs: NOW })) {
+      for (const { account, createdAt, periods } of statementAccounts(data)) {
+        for (const p of periods) expect(p.month >= createdAt.slice(0, 7), `${account.accountExternalId} ${p.month}`).toBe(true);
+      }
+    }
+  });
+
   it("keeps created_at strictly rising in a backlog big enough for the time jitter to exceed the gap", () => {
     const [first] = seedCompanies({ seed: 7, nowMs: NOW, backlog: 100_000 });
     const created = (first?.transactions.all() ?? []).map((t) => t.created_at);
