@@ -44,6 +44,11 @@ export const MIN_POLLER_TIMEOUT_MS = MIN_CYCLE_BUDGET_MS + CYCLE_SAFETY_MARGIN_M
  * it runs), the lease's release and the metrics flush. A poller's refresh lease ends by its call's deadline, the cycle's
  * deadline plus DEFAULT_DEADLINE_GRACE_MS, so at least this long before its timeout; the rotation function's too
  * (rotation.ts): a timeout cutting a refresh between spending the refresh token and saving its successor revokes the family.
+ * So the latest refresh's save starts at least 30 s before the timeout (the lease's second half and this margin). A
+ * Secrets Manager that hangs could take that save far past it (a read and 3 write rounds of SDK_CALL_MAX_MS each,
+ * ~52 s); the token store, told the invocation's end, stores the token by SAVE_END_MARGIN_MS before it all the same:
+ * held in the table first, the hold started by SAVE_END_MARGIN_MS + SDK_CALL_MAX_MS (15 s) before the end at the
+ * latest, and no secret call started that could outlast it (token-store.ts, `saveVersion`).
  */
 export const REFRESH_TIMEOUT_MARGIN_MS = CYCLE_SAFETY_MARGIN_MS - DEFAULT_DEADLINE_GRACE_MS;
 
@@ -53,6 +58,31 @@ export const REFRESH_TIMEOUT_MARGIN_MS = CYCLE_SAFETY_MARGIN_MS - DEFAULT_DEADLI
  * sets 10 minutes.
  */
 export const MIN_ROTATION_TIMEOUT_MS = DEFAULT_LOCK_WAIT_MS + TOKEN_LEASE_TTL_MS + REFRESH_TIMEOUT_MARGIN_MS;
+
+/** How long one SDK request attempt may take (connecting, then waiting for the response), and how many attempts. */
+export interface SdkTimeouts {
+  readonly connectionTimeoutMs: number;
+  readonly requestTimeoutMs: number;
+  readonly maxAttempts: number;
+}
+
+/**
+ * Without these the SDK waits on a silent connection until its 300 s socket timeout. Both timers start with the
+ * attempt, so one attempt lasts at most `requestTimeoutMs`; the SDK's standard retry then tries again, 3 attempts for
+ * every client (DynamoDB's would make 4), and the adapters do not retry the final `TimeoutError` (retry.ts; the
+ * provider secret's write is the one exception, paced by the invocation's end: see provider-secret.ts). So a silent
+ * endpoint fails one call after about 3 x 4 s = 12 s (plus the SDK's sub-second backoff, SDK_CALL_MAX_MS), within the
+ * part of CYCLE_SAFETY_MARGIN_MS kept for the writes after the provider calls' 15 s grace. Nothing ties it to the cycle's deadline. 4 s is ample: every call of
+ * the bridge is small (a page of keys, 25 writes, 10 events, a secret).
+ */
+export const SDK_TIMEOUTS: SdkTimeouts = { connectionTimeoutMs: 3_000, requestTimeoutMs: 4_000, maxAttempts: 3 };
+
+/**
+ * Longest one AWS SDK call of the bridge's clients takes against a silent endpoint: every attempt of
+ * {@link SDK_TIMEOUTS} timing out, and the SDK's backoff between them (under a second). The token store paces its
+ * secret writes and its fallback to the table by it (token-store.ts, `saveVersion`).
+ */
+export const SDK_CALL_MAX_MS = SDK_TIMEOUTS.maxAttempts * SDK_TIMEOUTS.requestTimeoutMs + 1_000;
 
 const nonEmpty = z.string().trim().min(1, "must not be empty");
 

@@ -172,9 +172,13 @@ class Container {
     return this.#clients;
   }
 
-  async runtime(): Promise<TenantRuntime> {
+  /**
+   * The tenant runtime, its token store told when this invocation ends (`invocationEndsAt`, epoch ms): its saves store a
+   * rotated refresh token before then, even while Secrets Manager hangs (token-store.ts, `saveVersion`).
+   */
+  async runtime(invocationEndsAt: number): Promise<TenantRuntime> {
     const config = this.config();
-    return this.#cache.get({
+    const runtime = await this.#cache.get({
       config,
       clients: this.clients(),
       logger: this.loggerPort,
@@ -182,6 +186,8 @@ class Container {
       clock: this.clock,
       ...(this.options.fetch !== undefined ? { fetch: this.options.fetch } : {}),
     });
+    runtime.tokens.setInvocationEnd(invocationEndsAt);
+    return runtime;
   }
 
   /**
@@ -292,13 +298,14 @@ export function createPollHandler(kind: CycleKind, options: HandlerOptions = {})
     try {
       // First thing: what is left at entry tells the function's timeout, which nothing else does.
       const remainingAtEntryMs = context.getRemainingTimeInMillis();
+      const invocationEndsAt = container.clock.now() + remainingAtEntryMs;
       const lostMs = container.timeLostBeforeEntryMs();
       const action = pollActionOf(event, kind);
       const cursor = conformCursorOf(event, action);
       const cardMode = cardModeOf(event);
       // Before the runtime, so before any provider call or write; conform-pii calls no provider, so needs no token.
       if (action !== "conform-pii") checkPollerTimeout(remainingAtEntryMs, lostMs, container.config().cycleBudgetMs);
-      const runtime = await container.runtime();
+      const runtime = await container.runtime(invocationEndsAt);
       const deadline = cycleDeadline(container.clock.now(), context.getRemainingTimeInMillis(), runtime.config.cycleBudgetMs);
       if (action === "redrive") return pollResultOf(container, kind, await runRedrive(runtime, { deadline }), "Re-drive finished", redriveSummary);
       if (action === "conform-pii") {
@@ -349,7 +356,7 @@ export function createRotationHandler(options: HandlerOptions = {}) {
         await skipRotation(event, { secrets, logger: container.loggerPort }, skip);
         return;
       }
-      const runtime = await container.runtime();
+      const runtime = await container.runtime(invocationEndsAt);
       const deps = await rotationDeps(runtime, {
         logger: container.loggerPort,
         metrics: container.metricsPort,

@@ -20,11 +20,32 @@ import { DEFAULT_BACKOFF, isAwsTimeout, isRetryableAwsError, withRetries, type B
 
 /**
  * Whole PutSecretValue calls made while the SDK's attempts end in timeouts (reads get one). A write after a token
- * refresh must land, or the family is lost, and it is safe to repeat: one ClientRequestToken makes one version. The
- * refresh lease is kept alive meanwhile (whileHolding); 3 rounds of the SDK's 3 attempts of 4 s bound it to ~40 s.
+ * refresh should land, and it is safe to repeat: one ClientRequestToken makes one version. The refresh lease is kept
+ * alive meanwhile (whileHolding). 3 rounds of the SDK's 3 attempts of 4 s take ~40 s, more than a Lambda invocation
+ * leaves a save: the token store paces them by the invocation's end ({@link CallPacer}), holding the new refresh
+ * token in the table first, so within an invocation fewer rounds may be made.
  */
 const PUT_TIMEOUT_ROUNDS = 3;
 
+/**
+ * Paces a caller's Secrets Manager calls by time: consulted before each whole call (one SDK send, with the SDK's own
+ * attempts), the first and every retry.
+ */
+export interface CallPacer {
+  /**
+   * Awaited before a call; `previous` is the failure of the call before it (undefined before the first). False starts
+   * no more calls: the call fails with `previous`, or, before the first, with a SecretStoreError naming no time left.
+   */
+  beforeCall(previous: unknown): Promise<boolean>;
+}
+
+/** A call its pacer did not start: carries the failure of the call before it, which the caller then sees. */
+class CallNotStarted extends Error {
+  override name = "NoTimeLeft";
+  constructor(readonly previous: unknown) {
+    super("not started: too little of the invocation left");
+  }
+}
 
 /** The provider secret's JSON: client credentials, the current refresh token, and the tenant's PII salt. */
 export const ProviderSecretSchema = z.looseObject({
@@ -124,23 +145,25 @@ export class ProviderSecretClient {
    * @example
    * const { text } = await secret.getValue();
    */
-  async getValue(versionId?: string): Promise<SecretValue> {
-    const response = await this.#call("GetSecretValue", 1, () =>
-      this.#options.secrets.send(
-        new GetSecretValueCommand({ SecretId: this.secretId, ...(versionId !== undefined ? { VersionId: versionId } : {}) }),
-      ),
+  async getValue(versionId?: string, pacer?: CallPacer): Promise<SecretValue> {
+    const response = await this.#call(
+      "GetSecretValue",
+      1,
+      () => this.#options.secrets.send(new GetSecretValueCommand({ SecretId: this.secretId, ...(versionId !== undefined ? { VersionId: versionId } : {}) })),
+      pacer,
     );
     return { text: response.SecretString, versionId: response.VersionId };
   }
 
   /**
    * The complete secret of AWSCURRENT, or of the version `versionId`; `SecretFormatError` names the bad fields.
+   * `pacer`: see {@link CallPacer}.
    *
    * @example
    * const { secret, versionId } = await secret.read();
    */
-  async read(versionId?: string): Promise<SecretRead> {
-    const value = await this.getValue(versionId);
+  async read(versionId?: string, pacer?: CallPacer): Promise<SecretRead> {
+    const value = await this.getValue(versionId, pacer);
     return parseSecret(this.secretId, value.text, value.versionId);
   }
 
@@ -182,34 +205,46 @@ export class ProviderSecretClient {
 
   /**
    * Writes `value` as a new version, AWSCURRENT unless `write` names the request token and labels; returns its id.
+   * `pacer`: see {@link CallPacer}.
    *
    * @example
    * const versionId = await secret.put({ ...current, refresh_token: "rt-2" });
    */
-  async put(value: Readonly<Record<string, unknown>>, write?: VersionWrite): Promise<string> {
+  async put(value: Readonly<Record<string, unknown>>, write?: VersionWrite, pacer?: CallPacer): Promise<string> {
     // One request token across retries: a retried call after a lost response cannot create a second version.
     const clientRequestToken = write?.clientRequestToken ?? randomUUID();
-    const response = await this.#call("PutSecretValue", PUT_TIMEOUT_ROUNDS, () =>
-      this.#options.secrets.send(
-        new PutSecretValueCommand({
-          SecretId: this.secretId,
-          SecretString: JSON.stringify(value),
-          ClientRequestToken: clientRequestToken,
-          ...(write !== undefined ? { VersionStages: [...write.stages] } : {}),
-        }),
-      ),
+    const response = await this.#call(
+      "PutSecretValue",
+      PUT_TIMEOUT_ROUNDS,
+      () =>
+        this.#options.secrets.send(
+          new PutSecretValueCommand({
+            SecretId: this.secretId,
+            SecretString: JSON.stringify(value),
+            ClientRequestToken: clientRequestToken,
+            ...(write !== undefined ? { VersionStages: [...write.stages] } : {}),
+          }),
+        ),
+      pacer,
     );
     return response.VersionId ?? clientRequestToken;
   }
 
   /** `timeoutRounds`: whole calls made while the SDK's attempts end in timeouts (see PUT_TIMEOUT_ROUNDS). */
-  async #call<T>(operation: string, timeoutRounds: number, send: () => Promise<T>): Promise<T> {
+  async #call<T>(operation: string, timeoutRounds: number, send: () => Promise<T>, pacer?: CallPacer): Promise<T> {
     let attempts = 0;
+    let previous: unknown;
     try {
       return await withRetries(
         async (attempt) => {
+          if (pacer !== undefined && !(await pacer.beforeCall(previous))) throw new CallNotStarted(previous);
           attempts = attempt;
-          return send();
+          try {
+            return await send();
+          } catch (error) {
+            previous = error;
+            throw error;
+          }
         },
         {
           clock: this.#clock,
@@ -219,7 +254,9 @@ export class ProviderSecretClient {
             this.#options.logger?.warn("Secrets Manager call failed, retrying", { operation, attempt, error: errorLabel(error) }),
         },
       );
-    } catch (error) {
+    } catch (caught) {
+      // A call the pacer did not start fails as the call before it did (not retryable: CallNotStarted is no AWS error).
+      const error = caught instanceof CallNotStarted && caught.previous !== undefined ? caught.previous : caught;
       const retryable = isRetryableAwsError(error);
       throw new SecretStoreError(
         `${operation} on the provider secret failed${retryable ? ` after ${attempts} attempts` : ""}: ${errorLabel(error)}`,

@@ -18,7 +18,7 @@ import { QashioClient } from "../qashio/client.js";
 import type { FetchLike } from "../qashio/http.js";
 import { onceSucceeded } from "../once.js";
 import { systemClock } from "./clock.js";
-import { TOKEN_LEASE_TTL_MS, type RuntimeConfig } from "./config.js";
+import { SDK_TIMEOUTS, TOKEN_LEASE_TTL_MS, type RuntimeConfig, type SdkTimeouts } from "./config.js";
 import { EventBridgePublisher } from "./event-publisher.js";
 import { leaseNames } from "./keys.js";
 import { DynamoLeaseLock } from "./lease-lock.js";
@@ -36,23 +36,8 @@ export interface AwsClients {
   readonly secrets: SecretsManagerClient;
 }
 
-/** How long one SDK request attempt may take (connecting, then waiting for the response), and how many attempts. */
-export interface SdkTimeouts {
-  readonly connectionTimeoutMs: number;
-  readonly requestTimeoutMs: number;
-  readonly maxAttempts: number;
-}
-
-/**
- * Without these the SDK waits on a silent connection until its 300 s socket timeout. Both timers start with the
- * attempt, so one attempt lasts at most `requestTimeoutMs`; the SDK's standard retry then tries again, 3 attempts for
- * every client (DynamoDB's would make 4), and the adapters do not retry the final `TimeoutError` (retry.ts; the
- * provider secret's write is the one exception, see provider-secret.ts). So a silent endpoint fails one call after
- * about 3 x 4 s = 12 s (plus the SDK's sub-second backoff), within the part of CYCLE_SAFETY_MARGIN_MS kept for the
- * writes after the provider calls' 15 s grace. Nothing ties it to the cycle's deadline. 4 s is ample: every call of
- * the bridge is small (a page of keys, 25 writes, 10 events, a secret).
- */
-export const SDK_TIMEOUTS: SdkTimeouts = { connectionTimeoutMs: 3_000, requestTimeoutMs: 4_000, maxAttempts: 3 };
+// Defined beside the Lambda timing constants, which the token store's save bounds with them (SDK_CALL_MAX_MS).
+export { SDK_TIMEOUTS, type SdkTimeouts };
 
 /**
  * Default SDK clients: region and credentials from the Lambda environment; each attempt bounded by `timeouts`; the SDK's

@@ -3,10 +3,19 @@ import type { SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 import type { Clock, Logger, Metrics } from "../bridge/ports.js";
 import type { StoredTokens, TokenStore } from "../qashio/auth/token-store.js";
 import { systemClock } from "./clock.js";
+import { SDK_CALL_MAX_MS } from "./config.js";
 import { isConditionFailure, ProviderClientChangedError, SecretStoreError, SecretVersionQuotaError } from "./errors.js";
 import { accessTokenItemKey, revokedFamilyItemKey, ttlSeconds } from "./keys.js";
-import { isSecretNotFound, ProviderSecretClient, secretFingerprint, type ProviderSecret, type SecretRead, type VersionWrite } from "./provider-secret.js";
-import type { BackoffOptions } from "./retry.js";
+import {
+  isSecretNotFound,
+  ProviderSecretClient,
+  secretFingerprint,
+  type CallPacer,
+  type ProviderSecret,
+  type SecretRead,
+  type VersionWrite,
+} from "./provider-secret.js";
+import { isAwsTimeout, type BackoffOptions } from "./retry.js";
 
 /** Cached credentials are re-read after this long. */
 export const DEFAULT_SECRET_CACHE_TTL_MS = 5 * 60_000;
@@ -89,6 +98,12 @@ export const SECRET_VERSIONS_PER_DAY_LIMIT = 98;
  */
 export const SECRET_VERSIONS_EARLY_REFRESH_LIMIT = 48;
 
+/**
+ * Time a save keeps back from the invocation's end once the new refresh token is stored (in the secret or the table):
+ * for the refresh lease's release and the metrics flush. A release cut short only lets the lease run out by itself.
+ */
+export const SAVE_END_MARGIN_MS = 2_000;
+
 /** The access-token item outlives the token by this much (housekeeping only). */
 const ACCESS_ITEM_TTL_SLACK_MS = 86_400_000;
 
@@ -130,6 +145,8 @@ export class SecretsManagerTokenStore implements TokenStore {
   #lastLoadedSecretToken?: string;
   /** Fingerprint of the provider client the store first read: the one its runtime was built with and refreshes with. */
   #client?: string;
+  /** Epoch ms at which the current invocation ends, when known (see {@link setInvocationEnd}). */
+  #invocationEndsAt?: number;
 
   constructor(options: SecretsManagerTokenStoreOptions) {
     this.#options = options;
@@ -187,6 +204,18 @@ export class SecretsManagerTokenStore implements TokenStore {
   }
 
   /**
+   * Tells the store when the current invocation ends (its Lambda timeout, epoch ms; undefined: not known), so its saves
+   * store a rotated refresh token before then (see {@link saveVersion}). Set by the handlers at each invocation: a
+   * Lambda container runs one invocation at a time, and the runtime, this store included, outlives it.
+   *
+   * @example
+   * runtime.tokens.setInvocationEnd(clock.now() + context.getRemainingTimeInMillis());
+   */
+  setInvocationEnd(endsAt: number | undefined): void {
+    this.#invocationEndsAt = endsAt;
+  }
+
+  /**
    * Refuses a refresh (SecretVersionQuotaError, before the refresh token is spent) while the secret holds
    * {@link SECRET_VERSIONS_PER_DAY_LIMIT} versions created in the last 24 hours: the save after it could be refused,
    * and a refresh token whose successor cannot be stored loses the family. An `early` refresh (the access token still
@@ -222,16 +251,27 @@ export class SecretsManagerTokenStore implements TokenStore {
    * version), and the next save writes the secret again. A rotation's own version (`write`) is not held: its caller
    * writes a plain version next, which is. Nothing is held when nothing was loaded (an onboarding): the caller sees
    * the error.
+   *
+   * A Secrets Manager that hangs rather than refuses could otherwise keep the save past the invocation's end (a read
+   * and three write rounds of up to SDK_CALL_MAX_MS each), the new refresh token lost with the invocation. So the
+   * secret's calls are paced ({@link SavePacer}): once one timed out, or when one more failing call would leave too
+   * little time to hold the tokens after it, they are held in the table first, and the secret is tried while time
+   * remains; a later write of the secret makes the held token moot (the secret no longer holds the spent one), and the
+   * item is rewritten without it. `TokenSecretWriteFailed` counts only a save that ends held.
    */
   async saveVersion(tokens: StoredTokens, write?: VersionWrite): Promise<string> {
+    const spentVersionId = this.#lastLoadedVersionId;
+    const heldOver = this.#lastLoadedSecretToken;
+    const holds = write === undefined && spentVersionId !== undefined && heldOver !== undefined;
+    const hold = holds ? () => this.#writeAccessItem(tokens, spentVersionId, heldOver).then(() => undefined) : undefined;
+    const endsAt = this.#invocationEndsAt === undefined ? undefined : this.#invocationEndsAt - SAVE_END_MARGIN_MS;
+    const pacer = new SavePacer(this.#clock, endsAt, hold, this.#options.logger);
     let versionId: string;
     try {
-      versionId = await this.#writeSecret(tokens, write);
+      versionId = await this.#writeSecret(tokens, write, pacer);
     } catch (error) {
-      const spentVersionId = this.#lastLoadedVersionId;
-      const heldOver = this.#lastLoadedSecretToken;
-      if (write !== undefined || spentVersionId === undefined || heldOver === undefined) throw error;
-      await this.#writeAccessItem(tokens, spentVersionId, heldOver);
+      if (!holds) throw error;
+      if (!pacer.heldInTable) await this.#writeAccessItem(tokens, spentVersionId, heldOver);
       this.#options.metrics?.add("TokenSecretWriteFailed", 1, "Count");
       this.#reportHeld(true);
       // A SecretStoreError's message names the operation and the AWS error, never a value.
@@ -256,11 +296,14 @@ export class SecretsManagerTokenStore implements TokenStore {
     this.#options.metrics?.add("TokenHeldInTable", held ? 1 : 0, "Count");
   }
 
-  /** The secret version holding `tokens.refreshToken`: the current one, or a new one when the token changed. */
-  async #writeSecret(tokens: StoredTokens, write: VersionWrite | undefined): Promise<string> {
-    const current = await this.readSecret();
+  /**
+   * The secret version holding `tokens.refreshToken`: the current one (read fresh), or a new one when the token
+   * changed. Every call goes through `pacer`.
+   */
+  async #writeSecret(tokens: StoredTokens, write: VersionWrite | undefined, pacer: CallPacer): Promise<string> {
+    const current = this.#cached(await this.#secret.read(undefined, pacer));
     if (tokens.refreshToken === current.secret.refresh_token && write === undefined) return current.versionId;
-    return this.#putSecret({ ...current.secret, refresh_token: tokens.refreshToken }, write);
+    return this.#putSecret({ ...current.secret, refresh_token: tokens.refreshToken }, write, pacer);
   }
 
   /**
@@ -332,8 +375,8 @@ export class SecretsManagerTokenStore implements TokenStore {
     }
   }
 
-  async #putSecret(secret: ProviderSecret, write?: VersionWrite): Promise<string> {
-    const versionId = await this.#secret.put(secret, write);
+  async #putSecret(secret: ProviderSecret, write: VersionWrite | undefined, pacer: CallPacer): Promise<string> {
+    const versionId = await this.#secret.put(secret, write, pacer);
     this.#cached({ secret, versionId });
     return versionId;
   }
@@ -402,6 +445,45 @@ export class SecretsManagerTokenStore implements TokenStore {
       ...(tokens.scope !== undefined ? { scope: tokens.scope } : {}),
     };
     await doc.send(new PutCommand({ TableName: tableName, Item: item as unknown as Record<string, unknown>, ...condition }));
+  }
+}
+
+/**
+ * Paces the Secrets Manager calls of one save by `endsAt` (the invocation's end less SAVE_END_MARGIN_MS; undefined:
+ * not known), each taking up to SDK_CALL_MAX_MS, as does the table write of `hold` (the DynamoDB client has the same
+ * SDK timeouts). Before each call it holds the tokens first (`hold`, when the save may hold them and has not) if the call
+ * before timed out or if this call, failing, would leave too little time for the hold after it; and it starts a call
+ * only while one failing would still end in time, for the hold too unless the tokens are held already. A save that
+ * may not hold (a rotation's own version) stops early enough for its caller's next save to hold. A failed hold is
+ * logged and tried again before the next call, and by the save's fallback; never thrown here.
+ */
+class SavePacer implements CallPacer {
+  /** Whether `hold` wrote the tokens into the table. */
+  heldInTable = false;
+
+  constructor(
+    private readonly clock: Clock,
+    private readonly endsAt: number | undefined,
+    private readonly hold: (() => Promise<void>) | undefined,
+    private readonly logger: Logger | undefined,
+  ) {}
+
+  async beforeCall(previous: unknown): Promise<boolean> {
+    if (this.hold !== undefined && !this.heldInTable && (isAwsTimeout(previous) || !this.#fits(2 * SDK_CALL_MAX_MS))) {
+      try {
+        await this.hold();
+        this.heldInTable = true;
+        this.logger?.warn("Secrets Manager is slow to take the rotated refresh token: it is held in the table while the secret write goes on");
+      } catch (error) {
+        this.logger?.warn("holding the rotated refresh token in the table failed; the secret write goes on", { error: (error as Error).name });
+      }
+    }
+    return this.#fits(this.heldInTable ? SDK_CALL_MAX_MS : 2 * SDK_CALL_MAX_MS);
+  }
+
+  /** Whether work of `ms` started now ends by `endsAt`. */
+  #fits(ms: number): boolean {
+    return this.endsAt === undefined || this.clock.now() + ms <= this.endsAt;
   }
 }
 

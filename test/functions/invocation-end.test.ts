@@ -163,6 +163,31 @@ describe("poll-transactions near the end of its invocation", () => {
     expect(await familyIntact()).toBe(true);
   });
 
+  it("has the refreshed token stored before its timeout when Secrets Manager hangs during the save: a slow read, then every write timing out", async () => {
+    const { backlog, expiresAt } = await warmedBacklog(450);
+    // As above: the refresh starts 9 s in and is answered at 18 s. From then on the secret's read takes 11 s and each
+    // write times out after the SDK's 3 attempts of 4 s: 18 + 11 + 3 x 12 s would end past the 60 s timeout.
+    h.sandbox.control.advanceClock((expiresAt - 68_000 - h.clock.now()) / 1_000);
+    const { context, endsAt } = h.invocation();
+    const hang = h.hangingSecrets(endsAt, 11_000);
+    const onAnswer = (method: string, path: string) => {
+      if (method === "POST" && path === "/oauth2/token") hang.on = true;
+    };
+    const presented = h.refreshTokensPresented.length;
+    const result = await h.poller("transactions", { clients: hang.clients, fetch: slowProvider(9, onAnswer) })(undefined, context);
+    expect(h.refreshTokensPresented).toHaveLength(presented + 1);
+    // What a Lambda stopped at its timeout leaves: the new refresh token (held in the table), not the spent one.
+    const stored = await hang.storedAtEnd();
+    expect(stored).toBeDefined();
+    expect(h.refreshTokensPresented).not.toContain(stored);
+    expect(result.status).toBe("completed");
+    expect(h.clock.now()).toBeLessThan(endsAt);
+    expect(metricSum("TokenSecretWriteFailed")).toBe(1);
+    hang.on = false;
+    await expectRestDelivered(h.poller("transactions", { fetch: slowProvider(9) }), backlog);
+    expect(await familyIntact()).toBe(true);
+  });
+
   it("spends no refresh token when the token endpoint throttles a refresh past its lease's first half: the invocation fails before its timeout, the next one goes on", async () => {
     const { backlog, expiresAt, refreshToken } = await warmedBacklog(450);
     // The access token falls due 8 s into the invocation: the refresh the read-ahead needs at 9 s is answered 429 at

@@ -656,6 +656,34 @@ describe("rotate-token handler with too little of its invocation left (a Lambda 
     expect(await h.familyStillValid()).toBe(true);
   });
 
+  it("has the rotated token stored before its timeout when Secrets Manager hangs, though the refresh started at the latest it may", async () => {
+    const before = h.secrets.current().refresh_token;
+    const token = randomUUID();
+    h.secrets.startRotation(token);
+    const { context, endsAt } = h.invocation(TOKEN_LEASE_TTL_MS + REFRESH_TIMEOUT_MARGIN_MS);
+    const hang = h.hangingSecrets(endsAt);
+    // The token endpoint answers 14 s after the lease was asked for (within its first half); from then on every write
+    // of the secret times out after the SDK's 3 attempts of 4 s: the rotation's version, then the plain version.
+    const fetch: typeof h.fetch = async (input, init) => {
+      const response = await h.fetch(input, init);
+      if (String(input).endsWith("/oauth2/token")) {
+        h.sandbox.control.advanceClock(14);
+        hang.on = true;
+      }
+      return response;
+    };
+    await h.rotator({ clients: hang.clients, fetch })(eventFor(token, "createSecret"), context);
+    expect(h.refreshTokensPresented).toEqual([before]);
+    // What a Lambda stopped at its timeout leaves: the new refresh token (held in the table), not the spent one.
+    const stored = await hang.storedAtEnd();
+    expect(stored).toBeDefined();
+    expect(stored).not.toBe(before);
+    expect(h.clock.now()).toBeLessThan(endsAt);
+    expect(h.output.some((line) => line.includes('"TokenSecretWriteFailed"'))).toBe(true);
+    hang.on = false;
+    expect(await h.familyStillValid()).toBe(true);
+  });
+
   it("counts the time its invocation spent before createSecret against it: a slow Secrets Manager call leaves the refresh too little", async () => {
     // 5 s more than a refresh needs at entry; the context counts down with the clock, as Lambda's does.
     const endsAt = h.clock.now() + TOKEN_LEASE_TTL_MS + REFRESH_TIMEOUT_MARGIN_MS + 5_000;

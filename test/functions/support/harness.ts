@@ -5,7 +5,7 @@
  */
 import { randomUUID } from "node:crypto";
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import { PutSecretValueCommand } from "@aws-sdk/client-secrets-manager";
+import { GetSecretValueCommand, PutSecretValueCommand } from "@aws-sdk/client-secrets-manager";
 import {
   EventBridgeClient,
   PutEventsCommand,
@@ -24,7 +24,7 @@ import type { BridgeEventDetail, Clock } from "../../../shared/bridge/ports.js";
 import { createPollHandler, createRotationHandler, type HandlerOptions, type PollResult } from "../../../shared/aws/handlers.js";
 import type { PollEvent } from "../../../shared/aws/poll-event.js";
 import type { RotationEvent } from "../../../shared/aws/rotation.js";
-import type { AwsClients } from "../../../shared/aws/runtime.js";
+import { SDK_TIMEOUTS, type AwsClients } from "../../../shared/aws/runtime.js";
 import { SecretsManagerTokenStore } from "../../../shared/aws/token-store.js";
 import { createTestTable, localDynamoClient, type TestTable } from "../../aws/support/dynamo.js";
 import { awsError, FakeSecretsManager } from "../../aws/support/fake-secrets-manager.js";
@@ -129,6 +129,14 @@ export interface Harness {
    * in the container's memory.
    */
   tokenWriteOutage(): { readonly clients: () => AwsClients; on: boolean };
+  /**
+   * SDK clients (as `clients()`) whose Secrets Manager hangs while `on` is set: each PutSecretValue takes the harness
+   * time of the SDK's attempts all timing out (SDK_TIMEOUTS) and fails with TimeoutError, and each GetSecretValue
+   * answers after `getMs`. `storedAtEnd()` is the refresh token the token store returns at `endsAt` (the
+   * invocation's timeout), read as that time came when a call of theirs passed it, else now (for an invocation that
+   * returned before it): what a Lambda stopped there leaves for the next refresh.
+   */
+  hangingSecrets(endsAt: number, getMs?: number): { readonly clients: () => AwsClients; on: boolean; storedAtEnd(): Promise<string | undefined> };
   /** A new Lambda container running the rotation function (invoked with `context`, by default 60 s left). */
   rotator(options?: Partial<HandlerOptions>): (event: RotationEvent, context?: Context) => Promise<void>;
   /** Transactions still `not_synced` or `outdated` at the provider. */
@@ -272,6 +280,38 @@ export async function createHarness(options: { seed?: number; piiMode?: "full" |
         return { ...aws, secrets };
       };
       return outage;
+    },
+    hangingSecrets(endsAt, getMs = 0) {
+      const stored = async () => (await harness.tokenStore().load())?.refreshToken;
+      let atEnd: { token: string | undefined } | undefined;
+      const hang = { clients: () => built(), on: false, storedAtEnd: async () => (atEnd === undefined ? stored() : atEnd.token) };
+      // Moves the harness time on by `ms`, reading the stored refresh token on the way as it reaches `endsAt`.
+      const pass = async (ms: number): Promise<void> => {
+        const now = clock.now();
+        if (atEnd === undefined && now + ms >= endsAt) {
+          sandbox.control.advanceClock(Math.max(0, endsAt - now) / 1_000);
+          atEnd = { token: await stored() };
+          sandbox.control.advanceClock((now + ms - clock.now()) / 1_000);
+          return;
+        }
+        sandbox.control.advanceClock(ms / 1_000);
+      };
+      const timeout = (): Error => Object.assign(new Error("Request timed out (fake)"), { name: "TimeoutError", $metadata: { attempts: SDK_TIMEOUTS.maxAttempts } });
+      const built = (): AwsClients => {
+        const aws = clients()();
+        const send = aws.secrets.send.bind(aws.secrets) as (command: unknown) => Promise<unknown>;
+        const hanging = async (command: unknown): Promise<unknown> => {
+          if (hang.on && command instanceof PutSecretValueCommand) {
+            await pass(SDK_TIMEOUTS.maxAttempts * SDK_TIMEOUTS.requestTimeoutMs);
+            throw timeout();
+          }
+          if (hang.on && command instanceof GetSecretValueCommand) await pass(getMs);
+          return send(command);
+        };
+        const secrets = new Proxy(aws.secrets, { get: (target, property, receiver) => (property === "send" ? hanging : (Reflect.get(target, property, receiver) as unknown)) });
+        return { ...aws, secrets };
+      };
+      return hang;
     },
     rotator(overrides) {
       const handler = createRotationHandler(handlerOptions(overrides));

@@ -1,0 +1,179 @@
+/**
+ * The token store's save against a Secrets Manager that hangs (each call takes the SDK's attempts of test-clock time,
+ * then fails with TimeoutError), with the invocation's end known: the rotated refresh token is stored, in the secret
+ * or held in the table, before that end.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { GetCommand } from "@aws-sdk/lib-dynamodb";
+import { GetSecretValueCommand, PutSecretValueCommand, type SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
+import { SDK_CALL_MAX_MS, SDK_TIMEOUTS } from "../../shared/aws/config.js";
+import { accessTokenItemKey } from "../../shared/aws/keys.js";
+import { SAVE_END_MARGIN_MS, SecretsManagerTokenStore } from "../../shared/aws/token-store.js";
+import type { Metrics } from "../../shared/bridge/ports.js";
+import { FakeClock } from "./support/clock.js";
+import { createTestTable, type TestTable } from "./support/dynamo.js";
+import { FakeSecretsManager, PROVIDER_SECRET as SECRET } from "./support/fake-secrets-manager.js";
+
+let table: TestTable;
+beforeAll(async () => {
+  table = await createTestTable();
+});
+afterAll(async () => table.drop());
+
+/** What one SDK call against a silent endpoint takes: every attempt's request timeout. */
+const SILENT_CALL_MS = SDK_TIMEOUTS.maxAttempts * SDK_TIMEOUTS.requestTimeoutMs;
+
+let tenantCounter = 0;
+function setup() {
+  tenantCounter += 1;
+  const tenant = `deadline-${tenantCounter}`;
+  const clock = new FakeClock();
+  const secrets = new FakeSecretsManager("arn:secret:provider", SECRET, () => clock.now());
+  const counted: Record<string, number[]> = {};
+  const metrics: Metrics = { add: (name, value) => void (counted[name] ??= []).push(value) } as Metrics;
+  /** How many of the next PutSecretValue calls time out, and how long the next reads take. */
+  const plan = { putTimeouts: 0, getMs: 0 };
+  let atEnd: { token: string | undefined } | undefined;
+  let endsAt = Number.POSITIVE_INFINITY;
+  const storeOver = (client: SecretsManagerClient) =>
+    new SecretsManagerTokenStore({ secrets: client, secretId: secrets.secretId, doc: table.doc, tableName: table.tableName, tenant, clock, backoff: { random: () => 0.5 }, metrics });
+  /** The refresh token another container would load now. */
+  const stored = async () => (await storeOver(secrets.client).load())?.refreshToken;
+  const pass = async (ms: number) => {
+    if (atEnd === undefined && clock.now() + ms >= endsAt) {
+      const rest = clock.now() + ms - endsAt;
+      clock.advance(endsAt - clock.now());
+      atEnd = { token: await stored() };
+      clock.advance(rest);
+      return;
+    }
+    clock.advance(ms);
+  };
+  const send = secrets.client.send.bind(secrets.client) as (command: unknown) => Promise<unknown>;
+  const hanging = async (command: unknown): Promise<unknown> => {
+    if (command instanceof PutSecretValueCommand && plan.putTimeouts > 0) {
+      plan.putTimeouts -= 1;
+      await pass(SILENT_CALL_MS);
+      throw Object.assign(new Error("timed out (fake)"), { name: "TimeoutError", $metadata: { attempts: SDK_TIMEOUTS.maxAttempts } });
+    }
+    if (command instanceof GetSecretValueCommand) await pass(plan.getMs);
+    return send(command);
+  };
+  const client = new Proxy(secrets.client, { get: (target, property, receiver) => (property === "send" ? hanging : (Reflect.get(target, property, receiver) as unknown)) });
+  const store = storeOver(client);
+  return {
+    secrets,
+    clock,
+    plan,
+    store,
+    counted,
+    stored,
+    /** The invocation ends `ms` from now. */
+    endsIn(ms: number) {
+      endsAt = clock.now() + ms;
+      store.setInvocationEnd(endsAt);
+      return endsAt;
+    },
+    /** The refresh token stored when the invocation ended (read as the clock reached its end, else now). */
+    storedAtEnd: async () => (atEnd === undefined ? stored() : atEnd.token),
+    accessItem: async () => (await table.doc.send(new GetCommand({ TableName: table.tableName, Key: accessTokenItemKey(tenant), ConsistentRead: true }))).Item,
+  };
+}
+
+const ROTATED = { refreshToken: "rt-2", accessToken: "at-2", accessTokenExpiresAt: 2_000_000_000_000 };
+
+describe("SecretsManagerTokenStore.saveVersion with the invocation's end known", () => {
+  it("holds the rotated refresh token in the table before the invocation ends when every secret write times out (30 s left, a slow read)", async () => {
+    const t = setup();
+    await t.store.load();
+    const endsAt = t.endsIn(30_000);
+    t.plan.getMs = SILENT_CALL_MS - 1_000;
+    t.plan.putTimeouts = 3;
+    await t.store.save(ROTATED);
+    expect(await t.storedAtEnd()).toBe("rt-2");
+    expect(t.secrets.current().refresh_token).toBe("rt-1");
+    expect(t.counted["TokenSecretWriteFailed"]).toEqual([1]);
+    expect(t.counted["TokenHeldInTable"]?.at(-1)).toBe(1);
+    // No call started that could outlast the invocation.
+    expect(t.clock.now()).toBeLessThan(endsAt);
+  });
+
+  it("holds first after a write timed out, then writes the secret on a later round: the held token is moot, the item rewritten without it", async () => {
+    const t = setup();
+    await t.store.load();
+    const endsAt = t.endsIn(60_000);
+    t.plan.putTimeouts = 1;
+    await t.store.save(ROTATED);
+    expect(t.clock.now()).toBeLessThan(endsAt);
+    expect(t.secrets.current().refresh_token).toBe("rt-2");
+    expect(await t.stored()).toBe("rt-2");
+    expect(await t.accessItem()).not.toHaveProperty("heldRefreshToken");
+    expect(t.counted["TokenSecretWriteFailed"]).toBeUndefined();
+    expect(t.counted["TokenHeldInTable"]?.at(-1)).toBe(0);
+  });
+
+  it("holds before a write round that could not fail and still leave time for the hold, then writes the secret", async () => {
+    const t = setup();
+    await t.store.load();
+    // Less than a failing call and the hold after it (2 x SDK_CALL_MAX_MS), enough for the call once held.
+    const endsAt = t.endsIn(SAVE_END_MARGIN_MS + 2 * SDK_CALL_MAX_MS - 1);
+    const put = t.secrets.holdNext("PutSecretValue");
+    const saving = t.store.save(ROTATED);
+    await put.reached;
+    const heldBeforeWrite = (await t.accessItem())?.heldRefreshToken;
+    put.release();
+    await saving;
+    expect(heldBeforeWrite).toBe("rt-2");
+    expect(t.clock.now()).toBeLessThan(endsAt);
+    expect(t.secrets.current().refresh_token).toBe("rt-2");
+    expect(await t.accessItem()).not.toHaveProperty("heldRefreshToken");
+    expect(t.counted["TokenSecretWriteFailed"]).toBeUndefined();
+  });
+
+  it("writes the secret as before, holding nothing, when Secrets Manager answers and time is left", async () => {
+    const t = setup();
+    await t.store.load();
+    t.endsIn(30_000);
+    const put = t.secrets.holdNext("PutSecretValue");
+    const saving = t.store.save(ROTATED);
+    await put.reached;
+    const item = await t.accessItem();
+    put.release();
+    await saving;
+    expect(item).toBeUndefined();
+    expect(t.secrets.calls.filter((c) => c.operation === "PutSecretValue")).toHaveLength(1);
+    expect(t.secrets.current().refresh_token).toBe("rt-2");
+  });
+
+  it("without a known end, still holds first once a write timed out, before it tries again", async () => {
+    const t = setup();
+    await t.store.load();
+    t.plan.putTimeouts = 1;
+    // The second round reaches Secrets Manager, which answers once the item has been looked at.
+    const put = t.secrets.holdNext("PutSecretValue");
+    const saving = t.store.save(ROTATED);
+    await put.reached;
+    const heldBeforeRetry = (await t.accessItem())?.heldRefreshToken;
+    put.release();
+    await saving;
+    expect(heldBeforeRetry).toBe("rt-2");
+    expect(t.secrets.current().refresh_token).toBe("rt-2");
+    expect(await t.accessItem()).not.toHaveProperty("heldRefreshToken");
+    expect(t.counted["TokenSecretWriteFailed"]).toBeUndefined();
+  });
+
+  it("stops a rotation's own version early enough for the plain version after it to hold the token in time", async () => {
+    const t = setup();
+    await t.store.load();
+    const endsAt = t.endsIn(30_000);
+    t.plan.putTimeouts = 3;
+    await expect(t.store.forRotation({ clientRequestToken: "rotation-1", stages: ["AWSCURRENT", "AWSPENDING"] }).save(ROTATED)).rejects.toThrow(
+      /PutSecretValue on the provider secret failed: TimeoutError/,
+    );
+    expect(await t.stored()).toBe("rt-1");
+    await t.store.save(ROTATED);
+    expect(t.clock.now()).toBeLessThan(endsAt);
+    expect(await t.storedAtEnd()).toBe("rt-2");
+    expect(t.counted["TokenSecretWriteFailed"]).toEqual([1]);
+  });
+});
