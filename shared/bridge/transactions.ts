@@ -298,6 +298,8 @@ class TransactionRun extends CycleRun {
       return answer;
     };
     let page = 1;
+    /** Items on the pages the walk moved past in this pass (they stayed listed): listed above the page it is at. */
+    let passed = 0;
     let readAhead = this.options.readAhead ?? true;
     let inHand: ProviderPage | undefined;
     let fromReadAhead = false;
@@ -335,7 +337,12 @@ class TransactionRun extends CycleRun {
       }
       this.report.pulled += items.length;
       if (items.length > 0) this.deps.metrics.add("TransactionsPulled", items.length, "Count");
-      const hasNext = result.pagination?.has_next ?? items.length >= this.pageSize;
+      // A plain read's count of what is listed, when it says more than this page and those above it hold, outweighs a
+      // has_next of false: a provider serving fewer a page than asked while counting its pages in the size asked says
+      // "last" with transactions still listed below. A read-ahead page is never taken for the last (a plain read confirms).
+      const total = fromReadAhead ? undefined : listedTotal(result);
+      const listsMore = total !== undefined && total > passed + items.length;
+      const hasNext = (result.pagination?.has_next ?? items.length >= this.pageSize) || listsMore;
       const isLast = items.length === 0 || !hasNext;
 
       let found: FreshEntries | undefined = this.freshOf(items, handled);
@@ -344,6 +351,7 @@ class TransactionRun extends CycleRun {
         // A read-ahead page shows the list before the last acknowledge: decide on a plain read of the page.
         if (fromReadAhead) continue;
         if (isLast) return complete();
+        passed += items.length;
         page += 1;
         continue;
       }
