@@ -342,7 +342,8 @@ class TransactionRun extends CycleRun {
       // "last" with transactions still listed below. A read-ahead page is never taken for the last (a plain read confirms).
       const total = fromReadAhead ? undefined : listedTotal(result);
       const listsMore = total !== undefined && total > passed + items.length;
-      const hasNext = (result.pagination?.has_next ?? items.length >= this.pageSize) || listsMore;
+      // Without has_next only an empty page ends the list: one short of the size asked may be a provider's own maximum.
+      const hasNext = (result.pagination?.has_next ?? items.length > 0) || listsMore;
       const isLast = items.length === 0 || !hasNext;
 
       let found: FreshEntries | undefined = this.freshOf(items, handled);

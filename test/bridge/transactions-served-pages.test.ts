@@ -56,4 +56,17 @@ describe("transaction cycle against a provider serving fewer transactions a page
       }
     }
   });
+
+  it("drains the list when its answers carry no pagination block (optional in the provider port)", async () => {
+    for (const count of [ASKED - 1, 37]) {
+      for (const readAhead of [false, true]) {
+        const rig = makeRig();
+        shapeList(rig, async (query, list) => {
+          const { pagination: _dropped, ...page } = await list({ ...query, page_size: Math.min(query.page_size, CAP) });
+          return page;
+        });
+        await expectOneCycleDrains(rig, count, readAhead);
+      }
+    }
+  });
 });
