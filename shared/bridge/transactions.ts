@@ -16,7 +16,7 @@ import { withoutSyncStatus } from "./quarantine-id.js";
 import { RecentIds } from "./recent-ids.js";
 import { DEFAULT_MAX_PAGES, type CycleOptions, type TransactionCycleDeps } from "./deps.js";
 import type { BridgeEvent, PublishFailure, QuarantineRecord, Snapshot, SnapshotKey, StoreCallOptions } from "./ports.js";
-import { listedTotal, pageEntries, type PageEntry, type ProviderPage, type PullStatus } from "./provider.js";
+import { listedTotal, pageEntries, servedPageSize, type PageEntry, type ProviderPage, type PullStatus } from "./provider.js";
 import type { CycleOutcome, CycleReport } from "./report.js";
 import type { ValidationResult } from "./validate.js";
 
@@ -192,10 +192,25 @@ function itemKey(raw: unknown): string {
   return typeof id === "string" && id !== "" ? id : `sha:${contentHash(raw)}`;
 }
 
-/** What a list held by its latest read: `total_records`, and the cycle's acknowledged count when it was sent. */
+/**
+ * What a list held by its latest read: `total_records`, the cycle's acknowledged count when it was sent, and how many
+ * items the provider puts on a page (see {@link fullPageSize}).
+ */
 interface ListedCount {
   readonly total: number;
   readonly acknowledgedBefore: number;
+  readonly pageSize: number;
+}
+
+/**
+ * How many items the provider puts on a page, as its answer to a list call asking `asked` shows: as many as a page
+ * that is not the last holds, whatever its `page_size` says (a provider may serve more or fewer than asked, and echo
+ * the size asked); else the size it says it served, when fewer than asked; else `asked`.
+ */
+function fullPageSize(answer: ProviderPage, asked: number): number {
+  const held = answer.data.length + (answer.invalid?.length ?? 0);
+  if (answer.pagination?.has_next === true && held > 0) return held;
+  return servedPageSize(answer, asked) ?? asked;
 }
 
 /** Parent references remembered as not found, at most (see `parentsNotFound`). */
@@ -294,7 +309,7 @@ class TransactionRun extends CycleRun {
       const acknowledgedBefore = this.report.acknowledged;
       const answer = await this.list(status, n);
       const total = listedTotal(answer);
-      listed = total === undefined ? undefined : { total, acknowledgedBefore };
+      listed = total === undefined ? undefined : { total, acknowledgedBefore, pageSize: fullPageSize(answer, this.pageSize) };
       return answer;
     };
     let page = 1;
@@ -421,7 +436,7 @@ class TransactionRun extends CycleRun {
    * the page the walk is at: its items, the oldest waiting, count towards the lag as pending (like a page left behind),
    * unhandled, unpublished, unacknowledged. Otherwise SyncLagSeconds sees only the newest items, those a cycle reaches,
    * and stays quiet while the oldest wait for hours under sustained load. The page number comes from `listed`, less the
-   * acknowledges since (they left the list). Nothing without a count, nor past the deadline; a failure of the read only
+   * acknowledges since (they left the list), in the size the provider serves a page. Nothing without a count, nor past the deadline; a failure of the read only
    * costs the look, except a token failure (a revoked family): every call would meet it, so it stops the cycle as any
    * call's would, not a later call, which the deadline may keep from coming (docs/spec-gaps.md, SyncLagSeconds).
    * An item equal to its snapshot is delivered, not waiting (see {@link oldestUndelivered}).
@@ -429,7 +444,9 @@ class TransactionRun extends CycleRun {
   private async lookAtOldestWaiting(status: PullStatus, handled: RecentIds, listed: ListedCount | undefined, reached: number): Promise<void> {
     if (listed === undefined || this.pastDeadline()) return;
     const waiting = listed.total - (this.report.acknowledged - listed.acknowledgedBefore);
-    const last = Math.ceil(waiting / this.pageSize);
+    // Numbered in the size the provider serves: in the size asked, a provider serving fewer would show the middle of
+    // the list, one serving more a page past its end.
+    const last = Math.ceil(waiting / listed.pageSize);
     if (last <= reached) return;
     try {
       for (const raw of await this.oldestUndelivered(await this.list(status, last), handled)) this.pendingRaw(raw);

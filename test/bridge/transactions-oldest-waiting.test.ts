@@ -88,6 +88,25 @@ describe("SyncLagSeconds with transactions a cycle cannot reach", () => {
     expect(rig.metrics.points.filter((p) => p.name === "SyncLagSeconds").map((p) => p.value)).toEqual([report.syncLagSeconds]);
   });
 
+  it.each([
+    // Five acknowledged a second: 30 by the pause, 100 wait, the oldest on page 20 of five.
+    ["fewer than asked, saying so in pagination.page_size", 5, false, 20],
+    // Acknowledged ten at a time, three calls a page: 50 by the pause, 80 wait, the oldest on page 4 of 25.
+    ["more than asked, its page_size echoing the size asked", 25, true, 4],
+  ])("counts the oldest transaction still waiting at the pause when the provider serves %s", async (_, served, echoes, lastPage) => {
+    const { rig, oldIds } = oldBehindNewer();
+    const list = rig.provider.listTransactions.bind(rig.provider);
+    rig.provider.listTransactions = async (query) => {
+      const page = await list({ ...query, page_size: served });
+      return echoes ? { ...page, pagination: { ...page.pagination, page_size: query.page_size } } : page;
+    };
+    const report = await pollTransactions(rig.deps, { pageSize: PAGE_SIZE, deadline: rig.clock.now() + BUDGET_MS });
+    expect(report.outcome).toBe("deadline");
+    expect(rig.publisher.events.some((e) => oldIds.has(e.detail.subject.id))).toBe(false);
+    expect(looksAtTheEnd(rig)).toEqual([lastPage]);
+    expect(report.syncLagSeconds).toBeGreaterThanOrEqual(Math.round((rig.clock.now() - OLD_CHANGE_MS) / 1000));
+  });
+
   it("looks at the end of the list once, at the pause (before the outdated list), not again when the cycle ends at its deadline", async () => {
     const { rig } = oldBehindNewer();
     await pollTransactions(rig.deps, { pageSize: PAGE_SIZE, deadline: rig.clock.now() + BUDGET_MS });
