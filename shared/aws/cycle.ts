@@ -185,8 +185,9 @@ export async function runCycle(runtime: TenantRuntime, kind: CycleKind, options:
  * @example
  * const result = await runRedrive(runtime, { deadline: Date.now() + 50_000 });
  */
-export async function runRedrive(runtime: TenantRuntime, options: Pick<RunCycleOptions, "deadline">): Promise<Leased<RedriveReport>> {
-  return underCycleLease(runtime, "transactions", options.deadline, () => redriveQuarantined(runtime.transactions, { deadline: options.deadline }));
+export async function runRedrive(runtime: TenantRuntime, options: Pick<RunCycleOptions, "deadline" | "signal">): Promise<Leased<RedriveReport>> {
+  const { deadline, signal } = options;
+  return underCycleLease(runtime, "transactions", deadline, () => redriveQuarantined(runtime.transactions, { deadline, signal }));
 }
 
 /**
@@ -202,11 +203,14 @@ export async function runRedrive(runtime: TenantRuntime, options: Pick<RunCycleO
  * @example
  * const result = await runConformPii(runtime, { deadline: Date.now() + 50_000 });
  */
-export async function runConformPii(runtime: TenantRuntime, options: Pick<RunCycleOptions, "deadline"> & { readonly cursor?: string }): Promise<Leased<ConformReport>> {
-  const { deadline, cursor } = options;
+export async function runConformPii(
+  runtime: TenantRuntime,
+  options: Pick<RunCycleOptions, "deadline" | "signal"> & { readonly cursor?: string },
+): Promise<Leased<ConformReport>> {
+  const { deadline, cursor, signal } = options;
   return underLeases(runtime, ["transactions", "cards"], deadline, async () => {
     // Under `hash` the pass hashes cleartext with the secret's salt, beside pseudonyms of the recorded one.
     await checkPiiSalt(runtime, "transactions");
-    return conformSnapshots(runtime.transactions, { deadline, ...(cursor === undefined ? {} : { cursor }) });
+    return conformSnapshots(runtime.transactions, { deadline, signal, ...(cursor === undefined ? {} : { cursor }) });
   });
 }

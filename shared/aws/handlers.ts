@@ -307,9 +307,10 @@ export function createPollHandler(kind: CycleKind, options: HandlerOptions = {})
       if (action !== "conform-pii") checkPollerTimeout(remainingAtEntryMs, lostMs, container.config().cycleBudgetMs);
       const runtime = await container.runtime(invocationEndsAt);
       const deadline = cycleDeadline(container.clock.now(), context.getRemainingTimeInMillis(), runtime.config.cycleBudgetMs);
-      if (action === "redrive") return pollResultOf(container, kind, await runRedrive(runtime, { deadline }), "Re-drive finished", redriveSummary);
+      // Each takes middy's abort signal (its early timeout): work the invocation gave up on must not go on at a thaw.
+      if (action === "redrive") return pollResultOf(container, kind, await runRedrive(runtime, { deadline, signal }), "Re-drive finished", redriveSummary);
       if (action === "conform-pii") {
-        const result = await runConformPii(runtime, { deadline, ...(cursor === undefined ? {} : { cursor }) });
+        const result = await runConformPii(runtime, { deadline, signal, ...(cursor === undefined ? {} : { cursor }) });
         return pollResultOf(container, kind, result, "PII conform pass finished", conformSummary);
       }
       return pollResultOf(container, kind, await runCycle(runtime, kind, { deadline, cardMode, signal }), "Cycle finished", cycleSummary);

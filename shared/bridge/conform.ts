@@ -53,6 +53,12 @@ export interface ConformOptions {
   readonly deadline?: number;
   /** A cursor a run stopped at its deadline reported: the pass goes on from there instead of starting over. */
   readonly cursor?: string;
+  /**
+   * A stop request from a caller that will not see the report (an invocation that timed out): once it aborts, the pass
+   * starts no further read or write and ends `deadline` without a cursor. It stores no new pass id either, so the
+   * cursor it was given, which nothing has superseded, still goes on.
+   */
+  readonly signal?: AbortSignal;
   /** Snapshots per page. @default 100 ({@link DEFAULT_CONFORM_PAGE_SIZE}) */
   readonly pageSize?: number;
 }
@@ -141,10 +147,11 @@ export async function conformSnapshots(
   let scanned = 0;
   let rewritten = 0;
   let quarantineRewritten = 0;
+  const stopped = (): boolean => options.signal?.aborted === true;
   const report = async (outcome: ConformOutcome): Promise<ConformReport> => {
     try {
       const next =
-        outcome === "deadline" && (cursor !== undefined || quarantineAfter !== undefined)
+        outcome === "deadline" && !stopped() && (cursor !== undefined || quarantineAfter !== undefined)
           ? await handOut(deps, lastPass, { snapshots: cursor, after: quarantineAfter }, held)
           : undefined;
       // A complete pass leaves no cursor to go on from: the one of an earlier stop is refused from now on, or a mode
@@ -157,7 +164,7 @@ export async function conformSnapshots(
       return ended(deps, { mode, outcome: "deadline", scanned, rewritten, quarantineRewritten, started }, undefined);
     }
   };
-  const outOfTime = (): boolean => options.deadline !== undefined && deps.clock.now() >= options.deadline;
+  const outOfTime = (): boolean => stopped() || (options.deadline !== undefined && deps.clock.now() >= options.deadline);
   const pastCalls = (): boolean => held.deadline !== undefined && deps.clock.now() >= held.deadline;
   try {
     for (;;) {
@@ -172,7 +179,7 @@ export async function conformSnapshots(
         // None starts past the calls' deadline, as a cycle's does not (CycleRun.write): the store holds back its sends
         // after the first only, and a page whose scan answered once a frozen container thawed, its leases lapsed,
         // would put older objects over what a later cycle wrote. The cursor handed out starts at that page.
-        if (pastCalls()) return report("deadline");
+        if (pastCalls() || stopped()) return report("deadline");
         await deps.snapshots.putMany(writes, held);
       }
       scanned += page.snapshots.length;
@@ -197,9 +204,10 @@ export async function conformSnapshots(
   // a run that finished the snapshots but stopped before its first page of records, would stop every run there too.
   let first = resumed !== undefined;
   for await (const page of deps.quarantine.pages(quarantineAfter === undefined ? { limit } : { limit, after: quarantineAfter })) {
-    if (!first && outOfTime()) return report("deadline");
+    if (stopped() || (!first && outOfTime())) return report("deadline");
     first = false;
-    quarantineRewritten += await conformQuarantinePage(deps, page);
+    quarantineRewritten += await conformQuarantinePage(deps, page, stopped);
+    if (stopped()) return report("deadline");
     quarantineAfter = page.at(-1)?.id ?? quarantineAfter;
   }
   return report("complete");
@@ -399,11 +407,13 @@ function conformBody(raw: unknown, deps: Pick<BridgeDeps, "pii">): unknown {
  * {@link conformBody}): a record quarantined under an earlier mode would otherwise keep its cleartext until its item is found again,
  * which for an acknowledged transaction is never. Held records keep their id and first `at` (Quarantine.put). One page
  * of the walk (`limit` records, as the snapshots are read): a quarantine may hold a whole backlog a bad rule refused,
- * bodies included.
+ * bodies included. Stops before the next record once `stopped`.
  */
-async function conformQuarantinePage(deps: Pick<BridgeDeps, "quarantine" | "pii">, page: readonly QuarantineRecord[]): Promise<number> {
+async function conformQuarantinePage(deps: Pick<BridgeDeps, "quarantine" | "pii">, page: readonly QuarantineRecord[], stopped: () => boolean): Promise<number> {
   let rewritten = 0;
   for (const record of page) {
+    // A put left for a thawed container would write a body read long before, maybe over a record deleted since.
+    if (stopped()) break;
     const raw = conformBody(record.raw, deps);
     if (JSON.stringify(raw) === JSON.stringify(record.raw)) continue;
     await deps.quarantine.put({ ...record, raw });

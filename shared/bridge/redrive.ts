@@ -61,7 +61,7 @@ export interface RedriveReport {
 }
 
 /** Options of {@link redriveQuarantined}. */
-export interface RedriveOptions extends Pick<CycleOptions, "pageSize" | "deadline"> {
+export interface RedriveOptions extends Pick<CycleOptions, "pageSize" | "deadline" | "signal"> {
   /** Source of the order records are taken in. @default Math.random */
   readonly random?: () => number;
 }

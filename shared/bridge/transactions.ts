@@ -1119,7 +1119,7 @@ export interface ReprocessResult {
 }
 
 /** Options of {@link reprocessTransactions}. */
-export interface ReprocessOptions extends Pick<CycleOptions, "pageSize" | "deadline"> {
+export interface ReprocessOptions extends Pick<CycleOptions, "pageSize" | "deadline" | "signal"> {
   /**
    * Called with each batch's delivered ids once that batch is done, and the write options (the calls' deadline) its
    * store writes are to be held to; a WriteDeadlineExceededError from it ends the run with outcome `deadline`, those

@@ -249,6 +249,29 @@ describe("conformSnapshots", () => {
     expect(JSON.stringify([...rig.quarantine.records.values()])).not.toMatch(/Ann Holder|ann@example\.com/);
   });
 
+  it("stops before the next quarantine record once its signal aborts (a timed-out invocation), even in the walk's first page, handing out no cursor", async () => {
+    const rig = await rigWrittenUnderFull(3);
+    const body = { id: "t1", qashio_id: "CT1", card_holder_name: "Ann Holder", card_holder_email: "ann@example.com" };
+    for (let i = 0; i < 6; i += 1) {
+      await rig.quarantine.put({ id: `q${i}`, kind: "transaction", reason: "bad", raw: { ...body, memo: `m${i}` }, at: "2026-03-01T12:00:00Z" });
+    }
+    const stop = new AbortController();
+    const put = rig.quarantine.put.bind(rig.quarantine);
+    let puts = 0;
+    rig.quarantine.put = async (record) => {
+      // The invocation gives up while the second record is written.
+      if (++puts === 2) stop.abort();
+      return put(record);
+    };
+    const writes = recordWrites(rig);
+    const report = await conformSnapshots({ ...rig.deps, pii: REDACT }, { pageSize: 10, signal: stop.signal, deadline: rig.clock.now() + 60_000 });
+    expect(report).toMatchObject({ outcome: "deadline", rewritten: 3, quarantineRewritten: 2 });
+    expect(report.cursor).toBeUndefined();
+    expect(puts).toBe(2);
+    // No pass id stored: only the page of snapshots was written.
+    expect(writes.flat().some((key) => key.includes("~conform-pass"))).toBe(false);
+  });
+
   it("stops the quarantine walk at the deadline too, with the cursor of the last page of snapshots, from which a run reads that page again and goes on with the quarantine", async () => {
     const rig = await rigWrittenUnderFull(3);
     const body = { id: "t1", qashio_id: "CT1", card_holder_name: "Ann Holder", card_holder_email: "ann@example.com" };

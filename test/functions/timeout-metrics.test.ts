@@ -4,9 +4,11 @@ import { Tracer } from "@aws-lambda-powertools/tracer";
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { MIN_POLLER_TIMEOUT_MS } from "../../shared/aws/config.js";
 import { createPollHandler } from "../../shared/aws/handlers.js";
+import type { PollEvent } from "../../shared/aws/poll-event.js";
 import type { Clock } from "../../shared/bridge/ports.js";
+import { DynamoQuarantine } from "../../shared/aws/quarantine.js";
 import { localDynamoClient } from "../aws/support/dynamo.js";
-import { createHarness, lambdaContext, scheduledEvent, type Harness } from "./support/harness.js";
+import { createHarness, lambdaContext, scheduledEvent, TENANT, type Harness } from "./support/harness.js";
 import { EventBridgeClient, PutEventsCommand, type PutEventsRequestEntry } from "@aws-sdk/client-eventbridge";
 import { mockClient } from "aws-sdk-client-mock";
 
@@ -17,8 +19,9 @@ beforeEach(async () => {
 afterEach(async () => h.close());
 
 /**
- * Invokes the transactions poller with a provider whose first acknowledge hangs until released, so middy's early
- * timeout ends the invocation mid-page. Time as Lambda sees it, and the bridge clock moves with real time. Middy reads
+ * Invokes the transactions poller (a cycle, or the action `event` asks for) with a provider request or table command
+ * that hangs until released (`hang`; the cycle's tests: its first acknowledge), so middy's early timeout ends the
+ * invocation mid-page. Time as Lambda sees it, and the bridge clock moves with real time. Middy reads
  * the remaining time second (just after it called the handler, whose first step reads it at entry), to time out 5 ms
  * before the end: it is told MIDDY_SEES_MS, so its (real) timer fires then.
  * Everything before the hung acknowledge (token refresh, list, DynamoDB, publish) must be done by then: that took up
@@ -31,7 +34,17 @@ afterEach(async () => h.close());
  */
 const MIDDY_SEES_MS = 5_000;
 
-async function timedOutInvocation(handlerSeesMs: number, acknowledgeAfterRelease: "fails" | "answers") {
+/** What hangs until released: the first provider request `provider` picks (then failing or answering), or the first table command `table` picks. */
+interface Hang {
+  readonly provider?: (request: string) => boolean;
+  readonly afterRelease?: "fails" | "answers";
+  readonly table?: (command: string) => boolean;
+}
+
+/** The first provider acknowledge hangs. */
+const firstAcknowledge = (afterRelease: "fails" | "answers"): Hang => ({ provider: (request) => request.includes("/acknowledge"), afterRelease });
+
+async function timedOutInvocation(handlerSeesMs: number, hang: Hang, event: PollEvent = scheduledEvent()) {
   const company = h.sandbox.control.company(h.companyId);
   if (company === undefined) throw new Error("no company");
   const started = Date.now();
@@ -41,16 +54,18 @@ async function timedOutInvocation(handlerSeesMs: number, acknowledgeAfterRelease
   const context = { ...lambdaContext(), getRemainingTimeInMillis: () => (reads++ === 1 ? MIDDY_SEES_MS : handlerSeesMs) - elapsed() };
   let release: () => void = () => undefined;
   const hung = new Promise<void>((resolve) => (release = resolve));
+  /** Provider requests (`GET /path?query`) and table commands (`DynamoDB ScanCommand`), in order. */
   const calls: string[] = [];
   let hangingAt: number | undefined;
   const fetch = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
     const url = typeof input === "string" ? input : input instanceof URL ? input.href : input.url;
     const { pathname, search } = new URL(url);
-    calls.push(`${init?.method ?? "GET"} ${pathname}${search}`);
-    if (pathname.endsWith("/transactions/acknowledge") && calls.filter((c) => c.includes("/acknowledge")).length === 1) {
-      hangingAt ??= elapsed();
+    const request = `${init?.method ?? "GET"} ${pathname}${search}`;
+    calls.push(request);
+    if (hangingAt === undefined && hang.provider?.(request) === true) {
+      hangingAt = elapsed();
       await hung;
-      if (acknowledgeAfterRelease === "fails") throw new TypeError("fetch failed");
+      if (hang.afterRelease === "fails") throw new TypeError("fetch failed");
     }
     return h.fetch(input, init);
   };
@@ -61,6 +76,18 @@ async function timedOutInvocation(handlerSeesMs: number, acknowledgeAfterRelease
     Entries: input.Entries.map(() => ({ EventId: "e" })),
   }));
   const dynamo = localDynamoClient();
+  dynamo.middlewareStack.add(
+    (next, context) => async (args) => {
+      const command = String(context.commandName);
+      calls.push(`DynamoDB ${command}`);
+      if (hangingAt === undefined && hang.table?.(command) === true) {
+        hangingAt = elapsed();
+        await hung;
+      }
+      return next(args);
+    },
+    { step: "initialize", name: "hangTableCommand" },
+  );
   const handler = createPollHandler("transactions", {
     env: h.env,
     clients: () => ({ dynamo, eventBridge: eventBridgeClient, secrets: h.secrets.client }),
@@ -70,30 +97,32 @@ async function timedOutInvocation(handlerSeesMs: number, acknowledgeAfterRelease
     metrics: new Metrics({ namespace: "QashioBridge", serviceName: "qashio-bridge" }),
     tracer: new Tracer({ enabled: false }),
   });
-  const error = await handler(scheduledEvent(), context).catch((e: unknown) => e);
+  const logged = h.output.length;
+  const error = await handler(event, context).catch((e: unknown) => e);
   // What CloudWatch got by the time the invocation ended.
   const atEnd = [...h.output];
   const callsAtEnd = calls.length;
   /** Lets the abandoned cycle go on (the container thawed), waits until it logs its end, and frees the clients. */
   const windDown = async (): Promise<string[]> => {
     release();
-    // Until the abandoned cycle has logged its end (the test's timeout bounds the wait): a fixed 3 s cap let a slow
-    // wind-down go on after the clients were freed and its log lines be checked before they were written.
-    while (!h.output.some((line) => /Cycle (failed|finished)/.test(line))) await new Promise((r) => setTimeout(r, 20));
+    // Until the abandoned work has logged its end, after the invocation's first line (the test's timeout bounds the
+    // wait): a fixed 3 s cap let a slow wind-down go on after the clients were freed and its log lines be checked
+    // before they were written.
+    while (!h.output.slice(logged).some((line) => /Cycle failed|(Cycle|Re-drive|PII conform pass) finished/.test(line))) await new Promise((r) => setTimeout(r, 20));
     eventBridge.restore();
     dynamo.destroy();
     return calls.slice(callsAtEnd);
   };
   // Said apart from what the tests check: a machine too slow to get there in MIDDY_SEES_MS fails on this, by name.
   const hungInTime = hangingAt !== undefined;
-  const reachedAcknowledge = () => expect(hungInTime, "the invocation timed out before its first acknowledge was sent").toBe(true);
-  return { error, atEnd, calls, windDown, reachedAcknowledge };
+  const reachedHang = () => expect(hungInTime, "the invocation timed out before the call that hangs was sent").toBe(true);
+  return { error, atEnd, calls, windDown, reachedHang };
 }
 
 it("still emits the dimensioned metrics of the work done (EventsPublished by type) when the invocation runs into its timeout", async () => {
-  const { error, atEnd, calls, windDown, reachedAcknowledge } = await timedOutInvocation(MIN_POLLER_TIMEOUT_MS, "fails");
+  const { error, atEnd, calls, windDown, reachedHang } = await timedOutInvocation(MIN_POLLER_TIMEOUT_MS, firstAcknowledge("fails"));
   try {
-    reachedAcknowledge();
+    reachedHang();
     expect(calls.filter((c) => c.includes("/acknowledge"))).toHaveLength(1);
     expect((error as Error).name).toBe("TimeoutError");
     const published = atEnd.filter((line) => line.includes('"_aws"') && line.includes('"EventsPublished"'));
@@ -104,9 +133,9 @@ it("still emits the dimensioned metrics of the work done (EventsPublished by typ
 }, 20_000);
 
 it("logs a structured error when the invocation runs into its timeout, which the body's own catch never sees", async () => {
-  const { error, atEnd, windDown, reachedAcknowledge } = await timedOutInvocation(MIN_POLLER_TIMEOUT_MS, "fails");
+  const { error, atEnd, windDown, reachedHang } = await timedOutInvocation(MIN_POLLER_TIMEOUT_MS, firstAcknowledge("fails"));
   try {
-    reachedAcknowledge();
+    reachedHang();
     expect((error as Error).name).toBe("TimeoutError");
     const errors = atEnd.filter((line) => /"level":\s*"ERROR"/.test(line)).map((line) => JSON.parse(line) as Record<string, unknown>);
     expect(errors).toEqual([
@@ -123,11 +152,73 @@ it("logs a structured error when the invocation runs into its timeout, which the
 
 it("stops the cycle the invocation gave up on after its page in hand, rather than go on when the container thaws", async () => {
   // The cycle's own deadline is a minute away: only the abort of the timed-out invocation can stop it.
-  const { error, windDown, reachedAcknowledge } = await timedOutInvocation(91_500, "answers");
+  const { error, windDown, reachedHang } = await timedOutInvocation(91_500, firstAcknowledge("answers"));
   const after = await windDown();
-  reachedAcknowledge();
+  reachedHang();
   expect((error as Error).name).toBe("TimeoutError");
   // The hung acknowledge went through; then no further list call (an outdated drain, a re-read) was made.
   expect(after.filter((c) => c.startsWith("GET "))).toEqual([]);
   expect(h.output.some((line) => line.includes("transactions cycle deadline"))).toBe(true);
 }, 20_000);
+
+it("stops the re-drive the invocation gave up on after its batch in hand, rather than go on when the container thaws; the next re-drive delivers the rest", async () => {
+  const company = h.sandbox.control.company(h.companyId);
+  if (company === undefined) throw new Error("no company");
+  // More publish-failure records than one batch (100): the bus refuses every event of a cycle for good.
+  h.sandbox.control.state.createTransactions(company, { count: 150 });
+  h.eventBridge.on(PutEventsCommand).callsFake((input: { Entries: PutEventsRequestEntry[] }) => ({
+    FailedEntryCount: input.Entries.length,
+    Entries: input.Entries.map(() => ({ ErrorCode: "MalformedDetail", ErrorMessage: "detail is malformed" })),
+  }));
+  const cycle = await h.poller("transactions")();
+  expect(cycle.quarantined).toBeGreaterThan(100);
+  h.eventBridge.on(PutEventsCommand).resolves({ FailedEntryCount: 0, Entries: [] });
+
+  // The first read by qashio_id hangs; the re-drive's own deadline is a minute away: only the abort can stop it.
+  const hang: Hang = { provider: (request) => request.startsWith("GET ") && request.includes("qashio_id="), afterRelease: "answers" };
+  const { error, windDown, reachedHang } = await timedOutInvocation(91_500, hang, { action: "redrive" });
+  const after = await windDown();
+  reachedHang();
+  expect((error as Error).name).toBe("TimeoutError");
+  // The hung read answered and its batch went through; no read of the next batch was made.
+  expect(after.filter((c) => c.startsWith("GET "))).toEqual([]);
+  const quarantine = new DynamoQuarantine({ doc: h.table.doc, tableName: h.table.tableName, tenant: TENANT, clock: h.clock });
+  expect(await quarantine.size()).toBeGreaterThan(0);
+  // Nothing lost: the next re-drive delivers what the abandoned one left.
+  expect(await h.poller("transactions")({ action: "redrive" })).toMatchObject({ status: "completed", outcome: "complete", kept: [] });
+  expect(await quarantine.size()).toBe(0);
+}, 30_000);
+
+it("stops the conform-pii pass the invocation gave up on before its next write, handing out no cursor, so the one it was invoked with still goes on", async () => {
+  // Snapshots of 150 more transactions than the sandbox seeds, stored under full: more than one page (100).
+  h.env.PII_MODE = "full";
+  const company = h.sandbox.control.company(h.companyId);
+  if (company === undefined) throw new Error("no company");
+  h.sandbox.control.state.createTransactions(company, { count: 150 });
+  expect(await h.poller("transactions")()).toMatchObject({ status: "completed", outcome: "complete" });
+  h.env.PII_MODE = "redact";
+  // A pass whose every Scan takes 20 s of the 30 s budget: it stops at its deadline with a cursor.
+  const slowScans = h.clients((dynamo) =>
+    dynamo.middlewareStack.add(
+      (next, context) => async (args) => {
+        if (String(context.commandName) === "ScanCommand") h.sandbox.control.advanceClock(20);
+        return next(args);
+      },
+      { step: "initialize" },
+    ),
+  );
+  const stopped = await h.poller("transactions", { clients: slowScans })({ action: "conform-pii" });
+  expect(stopped).toMatchObject({ outcome: "deadline", cursor: expect.any(String) });
+  const cursor = stopped.cursor ?? "";
+
+  // Invoked with it, the pass's first Scan hangs past middy's timeout; its deadline is a minute away.
+  const { error, windDown, reachedHang } = await timedOutInvocation(91_500, { table: (command) => command === "ScanCommand" }, { action: "conform-pii", cursor });
+  const after = await windDown();
+  reachedHang();
+  expect((error as Error).name).toBe("TimeoutError");
+  // The hung Scan answered and the store finished reading its page (calls until the page is full); then nothing was
+  // written or read: the pass only gave its two cycle leases back.
+  expect(after.filter((c) => c !== "DynamoDB ScanCommand")).toEqual(["DynamoDB DeleteItemCommand", "DynamoDB DeleteItemCommand"]);
+  // The cursor it was invoked with still goes on (no pass id the abandoned pass could report to no one replaced it).
+  expect(await h.poller("transactions")({ action: "conform-pii", cursor })).toMatchObject({ status: "completed", outcome: "complete" });
+}, 30_000);
