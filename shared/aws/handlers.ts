@@ -44,12 +44,17 @@ export interface HandlerOptions {
   readonly tracer?: Tracer;
 }
 
+/** Why leased work skipped (`lease_held`: another invocation holds a cycle lease it needs). */
+type SkipReason = Extract<Leased<unknown>, { readonly status: "skipped" }>["reason"];
+
 /** What a poll invocation returns (no PII, no token): the cycle's counters, or why it skipped. */
 export interface PollResult {
   readonly kind: CycleKind;
   readonly status: "completed" | "skipped";
-  /** Set for an invocation that asked for something else than a cycle. */
+  /** Set for an invocation that asked for something else than a cycle, completed or skipped. */
   readonly action?: Exclude<PollAction, "cycle">;
+  /** A skipped invocation: why. */
+  readonly reason?: SkipReason;
   readonly outcome?: string;
   readonly published?: number;
   readonly acknowledged?: number;
@@ -233,8 +238,8 @@ function logFailure(logger: Logger, message: string, error: unknown): never {
   throw error;
 }
 
-/** What a completed invocation reports besides its poller and status. */
-type Summary = Omit<PollResult, "kind" | "status">;
+/** What a completed invocation reports besides its poller, status and action. */
+type Summary = Omit<PollResult, "kind" | "status" | "action" | "reason">;
 
 /** A cycle's counters. */
 function cycleSummary(report: CycleReport): Summary {
@@ -252,7 +257,6 @@ function cycleSummary(report: CycleReport): Summary {
 /** The `redrive` action's counters, kept records by id (no PII). */
 function redriveSummary(report: RedriveReport): Summary {
   return {
-    action: "redrive",
     // `deadline`: records were not reached, invoke again; `complete`: every record was tried (`kept` stay for good).
     outcome: report.cycle.outcome,
     published: totalPublished(report.cycle),
@@ -265,7 +269,6 @@ function redriveSummary(report: RedriveReport): Summary {
 /** The `conform-pii` action's counters, and where to go on after a deadline. */
 function conformSummary(report: ConformReport): Summary {
   return {
-    action: "conform-pii",
     // `deadline`: invoke again with `cursor`; `complete`: every snapshot is in the current form; `full_mode`: nothing to do.
     outcome: report.outcome,
     scanned: report.scanned,
@@ -276,10 +279,21 @@ function conformSummary(report: ConformReport): Summary {
   };
 }
 
-/** What `kind`'s poller returns for leased work: `skipped`, or the report's summary, logged as `finished`. */
-function pollResultOf<T>(container: Container, kind: CycleKind, result: Leased<T>, finished: string, summarize: (report: T) => Summary): PollResult {
-  if (result.status === "skipped") return { kind, status: "skipped" };
-  const summary: PollResult = { kind, status: "completed", ...summarize(result.report) };
+/**
+ * What `kind`'s poller returns for the leased work of `action`: `skipped` and why, or the report's summary, logged as
+ * `finished`; either names an action other than the cycle (an operator reading a hand-made invoke's result).
+ */
+function pollResultOf<T>(
+  container: Container,
+  kind: CycleKind,
+  action: PollAction,
+  result: Leased<T>,
+  finished: string,
+  summarize: (report: T) => Summary,
+): PollResult {
+  const asked = action === "cycle" ? {} : { action };
+  if (result.status === "skipped") return { kind, status: "skipped", ...asked, reason: result.reason };
+  const summary: PollResult = { kind, status: "completed", ...asked, ...summarize(result.report) };
   container.logger.info(finished, { ...summary });
   return summary;
 }
@@ -308,12 +322,12 @@ export function createPollHandler(kind: CycleKind, options: HandlerOptions = {})
       const runtime = await container.runtime(invocationEndsAt);
       const deadline = cycleDeadline(container.clock.now(), context.getRemainingTimeInMillis(), runtime.config.cycleBudgetMs);
       // Each takes middy's abort signal (its early timeout): work the invocation gave up on must not go on at a thaw.
-      if (action === "redrive") return pollResultOf(container, kind, await runRedrive(runtime, { deadline, signal }), "Re-drive finished", redriveSummary);
+      if (action === "redrive") return pollResultOf(container, kind, action, await runRedrive(runtime, { deadline, signal }), "Re-drive finished", redriveSummary);
       if (action === "conform-pii") {
         const result = await runConformPii(runtime, { deadline, signal, ...(cursor === undefined ? {} : { cursor }) });
-        return pollResultOf(container, kind, result, "PII conform pass finished", conformSummary);
+        return pollResultOf(container, kind, action, result, "PII conform pass finished", conformSummary);
       }
-      return pollResultOf(container, kind, await runCycle(runtime, kind, { deadline, cardMode, signal }), "Cycle finished", cycleSummary);
+      return pollResultOf(container, kind, action, await runCycle(runtime, kind, { deadline, cardMode, signal }), "Cycle finished", cycleSummary);
     } catch (error) {
       return logFailure(container.logger, "Cycle failed", error);
     }

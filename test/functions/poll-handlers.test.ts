@@ -394,17 +394,20 @@ describe("poll-transactions handler", () => {
     expect(warning).toMatchObject({ level: "WARN", kind: "transactions", error: "ProvisionedThroughputExceededException" });
   });
 
-  it("skips a re-drive while a transaction cycle holds its lease", async () => {
+  it("skips a re-drive while a transaction cycle holds its lease, saying which action it skipped and why (the runbook's result)", async () => {
     const lock = new DynamoLeaseLock({ doc: h.table.doc, tableName: h.table.tableName, clock: h.clock });
     const lease = await lock.tryAcquire(leaseNames.transactionsCycle(TENANT), 60_000);
-    expect(await h.poller("transactions")({ action: "redrive" })).toEqual({ kind: "transactions", status: "skipped" });
+    const skipped = await h.poller("transactions")({ action: "redrive" });
+    expect(skipped).toEqual({ kind: "transactions", status: "skipped", action: "redrive", reason: "lease_held" });
+    // As `aws lambda invoke` prints it (docs/runbook.md, Quarantine).
+    expect(JSON.stringify(skipped)).toBe('{"kind":"transactions","status":"skipped","action":"redrive","reason":"lease_held"}');
     await lease?.release();
   });
 
   it("skips when another invocation holds the tenant's transaction cycle lease", async () => {
     const lock = new DynamoLeaseLock({ doc: h.table.doc, tableName: h.table.tableName, clock: h.clock });
     const lease = await lock.tryAcquire(leaseNames.transactionsCycle(TENANT), 60_000);
-    expect(await h.poller("transactions")()).toEqual({ kind: "transactions", status: "skipped" });
+    expect(await h.poller("transactions")()).toEqual({ kind: "transactions", status: "skipped", reason: "lease_held" });
     expect(h.published).toHaveLength(0);
     await lease?.release();
     expect((await h.poller("transactions")()).status).toBe("completed");
@@ -415,7 +418,7 @@ describe("poll-transactions handler", () => {
     const lock = new DynamoLeaseLock({ doc: h.table.doc, tableName: h.table.tableName, clock: h.clock });
     const lease = await lock.tryAcquire(leaseNames.transactionsCycle(TENANT), 60_000);
     h.output.length = 0;
-    expect(await h.poller("transactions")()).toEqual({ kind: "transactions", status: "skipped" });
+    expect(await h.poller("transactions")()).toEqual({ kind: "transactions", status: "skipped", reason: "lease_held" });
     await lease?.release();
     const docs = h.output.map((line) => JSON.parse(line) as Record<string, unknown>);
     const noMetrics = docs.find((doc) => String(doc["message"]).startsWith("No application metrics to publish"));
@@ -923,7 +926,7 @@ describe("poll-transactions conform-pii action", () => {
   it("skips while a card cycle holds its lease (it rewrites card snapshots too), and says when there is nothing to do", async () => {
     const lock = new DynamoLeaseLock({ doc: h.table.doc, tableName: h.table.tableName, clock: h.clock });
     const lease = await lock.tryAcquire(leaseNames.cardsCycle(TENANT), 60_000);
-    expect(await h.poller("transactions")({ action: "conform-pii" })).toEqual({ kind: "transactions", status: "skipped" });
+    expect(await h.poller("transactions")({ action: "conform-pii" })).toEqual({ kind: "transactions", status: "skipped", action: "conform-pii", reason: "lease_held" });
     await lease?.release();
     // The transaction lease was given back: a cycle runs.
     expect(await h.poller("transactions")()).toMatchObject({ status: "completed" });
@@ -1142,7 +1145,7 @@ describe("poll-cards handler", () => {
     h.sandbox.control.state.setCardStatus(suspended, "Suspended");
     // The input of the stack's fast-path schedule (test/infra/tenant-stack.test.ts pins it).
     const tick = { kind: "cards", tenant: TENANT, scheduledTime: "2026-01-01T00:00:00Z", mode: "suspended-only" } as const;
-    expect(await h.poller("cards")(tick)).toEqual({ kind: "cards", status: "skipped" });
+    expect(await h.poller("cards")(tick)).toEqual({ kind: "cards", status: "skipped", reason: "lease_held" });
     expect(h.published).toHaveLength(0);
     await lease?.release();
     // The next tick publishes the suspension: nothing was lost to the skip.
@@ -1166,7 +1169,7 @@ describe("poll-cards handler", () => {
     expect(walkDocs()).toHaveLength(1);
     const lock = new DynamoLeaseLock({ doc: h.table.doc, tableName: h.table.tableName, clock: h.clock });
     const lease = await lock.tryAcquire(leaseNames.cardsCycle(TENANT), 60_000);
-    expect(await h.poller("cards")()).toEqual({ kind: "cards", status: "skipped" });
+    expect(await h.poller("cards")()).toEqual({ kind: "cards", status: "skipped", reason: "lease_held" });
     await lease?.release();
     expect(walkDocs()).toHaveLength(1);
   });
