@@ -173,6 +173,7 @@ async function exchangeAndSave(options: AuthorizeOptions, code: string, redirect
  * Runs the authorization-code flow on a loopback redirect and saves the token set to `store`.
  *
  * @throws AuthorizeError on a denial, a timeout, or a failed exchange (a redirect with another state only waits on).
+ * @throws UsageError when `port` is in use or this user may not listen on it (EACCES).
  * @example
  * await authorizeWithBrowser({
  *   baseUrl, authorizeUrl: baseUrl, clientId, clientSecret, scope: DEFAULT_SCOPES, port: 0, timeoutMs: 600_000,
@@ -187,9 +188,15 @@ export async function authorizeWithBrowser(options: AuthorizeOptions): Promise<A
     port = await listen(server, options.port);
   } catch (error) {
     const where = `cannot listen on 127.0.0.1:${options.port} for the redirect`;
-    if ((error as NodeJS.ErrnoException).code === "EADDRINUSE") {
-      throw new UsageError(`${where}: the port is in use; pass another --port, or --port 0 for any free one`, { cause: error });
-    }
+    const code = (error as NodeJS.ErrnoException).code;
+    // Both are about the port asked for, so another --port is the fix (exit 2), not a failed sign-in.
+    const why =
+      code === "EADDRINUSE"
+        ? "the port is in use"
+        : code === "EACCES"
+          ? `this user may not listen on that port${options.port > 0 && options.port < 1024 ? " (ports below 1024 need root on most systems)" : ""}`
+          : undefined;
+    if (why !== undefined) throw new UsageError(`${where}: ${why}; pass another --port, or --port 0 for any free one`, { cause: error });
     throw new AuthorizeError(`${where}: ${(error as Error).message}`, { cause: error });
   }
   const redirectUri = `http://127.0.0.1:${port}${CALLBACK_PATH}`;

@@ -176,6 +176,26 @@ describe("authorizeWithBrowser", () => {
     }
   });
 
+  it.each([
+    [80, "this user may not listen on that port (ports below 1024 need root on most systems)"],
+    // Above 1024, a security policy (SELinux, a sandbox) refuses it: no word of privileged ports then.
+    [8765, "this user may not listen on that port"],
+  ])("names a port this user may not listen on (EACCES: %i) and how to pick another, as a usage error", async (port, why) => {
+    // This machine may run as root, for whom no port is privileged: the listen failure is injected.
+    const listen = vi.spyOn(Server.prototype, "listen").mockImplementation(function (this: Server) {
+      const error = Object.assign(new Error(`listen EACCES: permission denied 127.0.0.1:${port}`), { code: "EACCES", syscall: "listen", address: "127.0.0.1", port });
+      process.nextTick(() => this.emit("error", error));
+      return this;
+    });
+    try {
+      const error = await authorizeWithBrowser(options({ port })).catch((e: unknown) => e);
+      expect((error as Error).message).toBe(`cannot listen on 127.0.0.1:${port} for the redirect: ${why}; pass another --port, or --port 0 for any free one`);
+      expect((error as { exitCode?: number }).exitCode).toBe(EXIT.usage);
+    } finally {
+      listen.mockRestore();
+    }
+  });
+
   it("listens for the redirect on the loopback interface only", async () => {
     const listen = vi.spyOn(Server.prototype, "listen");
     try {
