@@ -12,7 +12,21 @@ import { openFromSettings } from "./run.js";
 /** Why the re-drive keeps a record it did not get to: run it again, nothing to fix. */
 const NOT_REACHED: KeptRecord["why"] = "not reached before the deadline";
 
-/** The records kept for a cause to fix, and how many more were only not reached. */
+/**
+ * Why a re-drive keeps a record that no later re-drive of it, as it stands, can deliver, and what the person does
+ * instead (docs/runbook.md, Re-driving quarantined transactions): "fix the cause and run redrive again" would send
+ * them round in circles. Kept all the same: the record is the only trace of its transaction.
+ */
+const UNDELIVERABLE: Partial<Record<KeptRecord["why"], string>> = {
+  "no transaction id or qashio_id in the record":
+    "cannot be re-driven (nothing to read it again by): put the transaction's qashio_id in the record's body and run redrive again, " +
+    "or have the transaction edited at the provider",
+  "not found at the provider":
+    "cannot be re-driven (the transaction is gone, or the record's qashio_id is not its): check with the provider, then delete the record by hand",
+  "the provider refuses to read it by its qashio_id": "cannot be re-driven while it does (the log has the status): raise it with the provider",
+};
+
+/** The records kept for a cause (to fix, or that no re-drive can deliver), and how many more were only not reached. */
 function keptRecords(report: RedriveReport): { readonly held: readonly KeptRecord[]; readonly notReached: number } {
   const held = report.kept.filter((k) => k.why !== NOT_REACHED);
   return { held, notReached: report.kept.length - held.length };
@@ -32,18 +46,27 @@ export function formatRedriveSummary(report: RedriveReport): string {
 }
 
 /**
- * What a finished re-drive tells the person: the lines naming each record kept for a cause to fix (records merely not
+ * What a finished re-drive tells the person: the lines naming each record kept for a cause (records merely not
  * reached are counted, not listed: a large quarantine cut short by the budget would print hundreds of lines that ask
- * nothing of anyone), and the error to end with: exit 1 while some record is kept for a cause, else exit 4 while some
- * were not reached (run it again), else none.
+ * nothing of anyone), those no re-drive can deliver marked with what to do instead, and the error to end with: exit 1
+ * while some record is kept for a cause, else exit 4 while some were not reached (run it again), else none.
  */
 export function redriveOutcome(report: RedriveReport): { readonly lines: readonly string[]; readonly error?: CliError } {
   const { held, notReached } = keptRecords(report);
-  const lines = held.map(({ record, why }) => `  kept ${record.id} (transaction ${record.entityId ?? "unknown"}): ${why}`);
+  const lines = held.map(({ record, why }) => {
+    const instead = UNDELIVERABLE[why];
+    return `  kept ${record.id} (transaction ${record.entityId ?? "unknown"}): ${why}${instead === undefined ? "" : `: ${instead}`}`;
+  });
   const plural = (n: number) => `${n} quarantine record${n === 1 ? "" : "s"}`;
-  const thenRest = notReached > 0 ? `; ${plural(notReached)} not reached yet` : "";
   if (held.length > 0) {
-    return { lines, error: new RedriveIncompleteError(`${plural(held.length)} kept; fix the cause (see the log) and run redrive again${thenRest}`, report.kept.length) };
+    const undeliverable = held.filter(({ why }) => UNDELIVERABLE[why] !== undefined).length;
+    const toFix = held.length - undeliverable;
+    const parts = [
+      ...(toFix > 0 ? [`${plural(toFix)} kept; fix the cause (see the log) and run redrive again`] : []),
+      ...(undeliverable > 0 ? [`${plural(undeliverable)} kept that no re-drive can deliver (marked above; docs/runbook.md, Re-driving quarantined transactions)`] : []),
+      ...(notReached > 0 ? [`${plural(notReached)} not reached yet`] : []),
+    ];
+    return { lines, error: new RedriveIncompleteError(parts.join("; "), report.kept.length) };
   }
   if (notReached > 0) {
     return { lines, error: new CycleIncompleteError(`the re-drive stopped at its time budget (BRIDGE_CYCLE_BUDGET) with ${plural(notReached)} not reached: run redrive again to go on`) };
@@ -55,7 +78,8 @@ export function redriveOutcome(report: RedriveReport): { readonly lines: readonl
  * Runs the re-drive with the local settings; returns the exit code.
  *
  * @throws RedriveIncompleteError (exit 1) when some records stay for a cause: their event failed again, their
- * transaction still fails validation, it is gone, or the provider refuses its read; CycleIncompleteError (exit 4) when it only ran out of time.
+ * transaction still fails validation, or, beyond any re-drive, it is gone, the provider refuses its read, or the record
+ * has no qashio_id; CycleIncompleteError (exit 4) when it only ran out of time.
  * @example
  * process.exitCode = await redriveCommand(io);
  */

@@ -86,6 +86,26 @@ describe("bridge redrive (in-process)", () => {
     expect((await runInProcess(["redrive"], h.env, undefined, h.dir)).stdout).toMatch(/no quarantine records to re-drive/);
   });
 
+  it("says a publish record without a qashio_id cannot be re-driven and what to do instead, keeps it, and exits 1", async () => {
+    const h = (harness = await startHarness());
+    expect((await runInProcess(["run", "--once"], h.env, undefined, h.dir)).code).toBe(EXIT.ok);
+    // What a publisher of one's own (or an earlier version) may leave: an event refused for good, its body without qashio_id.
+    const raw = { id: "5d0c2a8e-6b1f-4c3e-9a7d-2f4b8c1e0a11", amount: 1 };
+    const record = { id: quarantineId("acme", "transaction", "publish", raw), kind: "transaction" as const, reason: "publish: AccessDeniedException: test", raw, at: "2026-01-01T00:00:00.000Z", entityId: raw.id };
+    const quarantine = new FileQuarantine(h.env.BRIDGE_STATE_DIR!);
+    await quarantine.put(record);
+
+    for (let run = 0; run < 2; run += 1) {
+      const { code, stdout, stderr } = await runInProcess(["redrive"], h.env, undefined, h.dir);
+      expect(code).toBe(EXIT.failed);
+      expect(stdout).toContain(`  kept ${record.id} (transaction ${raw.id}): no transaction id or qashio_id in the record: cannot be re-driven`);
+      expect(stderr).toContain("1 quarantine record kept that no re-drive can deliver (marked above; docs/runbook.md, Re-driving quarantined transactions)");
+      expect(stderr).not.toContain("fix the cause");
+      // Nothing is lost: the record stays, as it was.
+      expect(await quarantine.list()).toEqual([record]);
+    }
+  });
+
   describe("a re-drive cut short by its time budget", () => {
     const kept = (n: number, why: KeptRecord["why"], prefix = "q"): KeptRecord[] =>
       Array.from({ length: n }, (_, i) => ({ record: { id: `${prefix}${i}`, kind: "transaction", entityId: `t${i}`, reason: "publish: x", at: "2026-01-01T00:00:00Z" }, why }));
@@ -109,6 +129,53 @@ describe("bridge redrive (in-process)", () => {
         exitCode: EXIT.failed,
         kept: 5,
         message: "2 quarantine records kept; fix the cause (see the log) and run redrive again; 3 quarantine records not reached yet",
+      });
+    });
+  });
+
+  describe("records no re-drive can deliver", () => {
+    const record = (id: string, entityId?: string) => ({ id, kind: "transaction" as const, entityId, reason: "publish: x", at: "2026-01-01T00:00:00Z" });
+    const report = (records: KeptRecord[]): RedriveReport => ({ considered: records.length, redriven: [], kept: records, cycle: emptyReport("transactions") });
+
+    it("marks each with what to do instead and, when only such records are kept, does not ask to fix a cause and run again", () => {
+      const { lines, error } = redriveOutcome(
+        report([
+          { record: record("q0"), why: "no transaction id or qashio_id in the record" },
+          { record: record("q1", "t1"), why: "not found at the provider" },
+          { record: record("q2", "t2"), why: "the provider refuses to read it by its qashio_id" },
+        ]),
+      );
+      expect(lines).toEqual([
+        "  kept q0 (transaction unknown): no transaction id or qashio_id in the record: cannot be re-driven (nothing to read it again by): " +
+          "put the transaction's qashio_id in the record's body and run redrive again, or have the transaction edited at the provider",
+        "  kept q1 (transaction t1): not found at the provider: cannot be re-driven (the transaction is gone, or the record's qashio_id is not its): " +
+          "check with the provider, then delete the record by hand",
+        "  kept q2 (transaction t2): the provider refuses to read it by its qashio_id: cannot be re-driven while it does (the log has the status): " +
+          "raise it with the provider",
+      ]);
+      expect(error).toMatchObject({
+        name: "RedriveIncompleteError",
+        exitCode: EXIT.failed,
+        kept: 3,
+        message: "3 quarantine records kept that no re-drive can deliver (marked above; docs/runbook.md, Re-driving quarantined transactions)",
+      });
+    });
+
+    it("counts them apart from the records kept for a cause to fix and those not reached", () => {
+      const { error } = redriveOutcome(
+        report([
+          { record: record("q0", "t0"), why: "its current state still fails validation" },
+          { record: record("q1", "t1"), why: "not found at the provider" },
+          { record: record("q2", "t2"), why: "not reached before the deadline" },
+        ]),
+      );
+      expect(error).toMatchObject({
+        exitCode: EXIT.failed,
+        kept: 3,
+        message:
+          "1 quarantine record kept; fix the cause (see the log) and run redrive again; " +
+          "1 quarantine record kept that no re-drive can deliver (marked above; docs/runbook.md, Re-driving quarantined transactions); " +
+          "1 quarantine record not reached yet",
       });
     });
   });
