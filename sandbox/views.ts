@@ -4,6 +4,7 @@
  */
 import type {
   CardRecord,
+  CompanyData,
   MasterRecord,
   PoolAccountRecord,
   SandboxCompany,
@@ -189,10 +190,20 @@ function withStringTypedValues(view: Record<string, unknown>, card: CardRecord):
 }
 
 /**
+ * Balance of the account a card draws on (§2.4 `account_balance` beside `account_id`): its own, or a pool card's
+ * pool's, which all the pool's cards share (spec-gaps, Cards and users).
+ */
+export function accountBalanceOf(card: CardRecord, data: Pick<CompanyData, "pools">): number {
+  if (card.poolAccountId === null) return card.balance;
+  return data.pools.find((p) => p.id === card.poolAccountId)?.balance ?? 0;
+}
+
+/**
  * Core (operational) card (§2.4). `write` adds the write-response objects. Write responses, and the cards
  * {@link isStringTypedInList} picks in the list, carry string-typed flags and amounts, as the spec shows.
  */
-export function coreCardView(card: CardRecord, company: SandboxCompany, write = false): Record<string, unknown> {
+export function coreCardView(card: CardRecord, data: Pick<CompanyData, "company" | "pools">, write = false): Record<string, unknown> {
+  const { company } = data;
   const status = card.status.toLowerCase();
   const view: Record<string, unknown> = {
     id: card.id,
@@ -243,7 +254,7 @@ export function coreCardView(card: CardRecord, company: SandboxCompany, write = 
     replaced_by_card_id: card.replacedByCardId,
     card_usage_type: card.cardUsageType,
     card_usage_type_amount: card.allowedMaxBalance,
-    account_balance: card.balance,
+    account_balance: accountBalanceOf(card, data),
     shipment_tracking: null,
     spend_limit: write ? spendLimitObject(card) : card.spendLimit.maxAmount,
     atm_limit: card.atmWithdrawalAllowed ? 2_000 : 0,

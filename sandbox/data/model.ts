@@ -113,6 +113,7 @@ export interface CardRecord {
   terminatedAt: string | null;
   readonly createdAt: string;
   updatedAt: string;
+  /** The card's own account's balance; 0 on a pool card, which spends its pool's (`accountBalanceOf`). */
   balance: number;
   pendingAuthorisations: number;
   spendLimit: SpendLimit;

@@ -279,6 +279,11 @@ function topUp(pool: boolean, prng: Prng): { topupType: string; autoTopUpAmount:
   return { topupType: enabled ? "auto_topup" : "manual", autoTopUpAmount: enabled ? amount : 0, autoTopUpEnabled: enabled };
 }
 
+/** A card's own balance: what was drawn for it, or 0 for a pool card, whose money is its pool's. */
+function ownBalance(pool: PoolAccountRecord | undefined, drawn: number): number {
+  return pool ? 0 : drawn;
+}
+
 function seedCards(
   prng: Prng,
   company: SandboxCompany,
@@ -329,7 +334,9 @@ function seedCards(
       terminatedAt: spec.status === "Terminated" ? new Date(nowMs - 200 * DAY_MS).toISOString() : null,
       createdAt: new Date(createdMs).toISOString(),
       updatedAt: new Date(createdMs + 2 * DAY_MS).toISOString(),
-      balance: spec.status === "Active" || spec.status === "Suspended" ? round2(prng.money(0.2, 0.9) * maxBalance / 1) : 0,
+      // A pool card holds nothing of its own: it spends its pool's balance. Its draw is still made, so the rest of the
+      // seed stays as it was.
+      balance: spec.status === "Active" || spec.status === "Suspended" ? ownBalance(pool, round2(prng.money(0.2, 0.9) * maxBalance / 1)) : 0,
       pendingAuthorisations: spec.status === "Active" ? prng.money(0, 450) : 0,
       spendLimit: {
         active: prng.chance(0.6),

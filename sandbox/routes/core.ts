@@ -20,7 +20,7 @@ import type { CardRecord, CompanyData } from "../data/model.js";
 import { ApiError, ForbiddenError, ValidationError, type FieldError } from "../errors.js";
 import { ok, parseBody, parseQuery, readJson, slicePage, type SandboxContext, type SandboxEnv } from "../http.js";
 import { Prng } from "../prng.js";
-import { coreCardView } from "../views.js";
+import { accountBalanceOf, coreCardView } from "../views.js";
 
 /** Allowed `velocity_period` values (spec: not shown). */
 export const VELOCITY_PERIODS = ["DAILY", "WEEKLY", "MONTHLY", "QUARTERLY", "YEARLY"] as const;
@@ -65,7 +65,7 @@ function listCoreCards(c: SandboxContext): Response {
   const cards = visibleCards(data);
   const totalPages = Math.ceil(cards.length / perPage);
   return ok(c, {
-    cards: slicePage(cards, page, perPage).map((card) => coreCardView(card, data.company)),
+    cards: slicePage(cards, page, perPage).map((card) => coreCardView(card, data)),
     page_info: {
       current_page: page,
       per_page: perPage,
@@ -108,9 +108,8 @@ function cardBalance(c: SandboxContext): Response {
  */
 function spendableOf(card: CardRecord, data: CompanyData): number {
   if (card.poolAccountId === null) return card.balance - card.pendingAuthorisations;
-  const pool = data.pools.find((p) => p.id === card.poolAccountId)?.balance ?? 0;
   const held = data.cards.reduce((sum, other) => (other.poolAccountId === card.poolAccountId ? sum + other.pendingAuthorisations : sum), 0);
-  return pool - held;
+  return accountBalanceOf(card, data) - held;
 }
 
 function findCard(c: SandboxContext): CardRecord {
@@ -180,7 +179,7 @@ async function updateCard(c: SandboxContext): Promise<Response> {
   if (body.nickname !== undefined) card.nickname = body.nickname.trim();
   card.updatedAt = state.clock.stampIso();
   audit(c, "card.funding_updated", card, body);
-  return ok(c, { card: coreCardView(card, c.get("data").company, true) }, { message: UPDATED });
+  return ok(c, { card: coreCardView(card, c.get("data"), true) }, { message: UPDATED });
 }
 
 async function changeStatus(c: SandboxContext): Promise<Response> {
@@ -233,7 +232,7 @@ async function updateVelocityLimit(c: SandboxContext): Promise<Response> {
   card.updatedAt = limit.updatedAt;
   // Every call is audited and notifies, even when nothing changed (§4.9).
   audit(c, "card.velocity_limit_updated", card, body);
-  return ok(c, { card: coreCardView(card, c.get("data").company, true) }, { status: 201, message: CREATED });
+  return ok(c, { card: coreCardView(card, c.get("data"), true) }, { status: 201, message: CREATED });
 }
 
 /**
@@ -413,7 +412,7 @@ async function issueCard(c: SandboxContext): Promise<Response> {
   data.cards.push(card);
   if (!pool) data.statementAccounts.push({ accountExternalId: card.accountExternalId, accountType: "Card", card });
   audit(c, "card.issued", card, { card_type: card.cardType });
-  return ok(c, { card: coreCardView(card, data.company, true) }, { status: 201, message: CREATED });
+  return ok(c, { card: coreCardView(card, data, true) }, { status: 201, message: CREATED });
 }
 
 function audit(c: SandboxContext, action: string, card: CardRecord | undefined, details: object): void {

@@ -212,6 +212,27 @@ describe("GET /public/v1/core/cards/balance of pool cards", () => {
   });
 });
 
+describe("core card account_balance", () => {
+  // §2.4 `account_balance` beside `account_id` (a pool card's is the pool) and `show_pool_balance_to_cardholder`:
+  // the balance of the account the card draws on, from which the balance read (§4.9) takes that account's holds.
+  it("is the balance of the card's account: a pool card shows its pool's, as every card on that pool does (spec-gaps)", async () => {
+    const data = h.sandbox.control.company(h.companyId)!;
+    const listed = (await h.json(`${CORE}?page_size=100`)).body.data.cards as Row[];
+    const pooled = listed.filter((c) => c.account_type === "POOL");
+    expect(pooled.length).toBeGreaterThan(1);
+    for (const core of listed) {
+      const record = data.cards.find((c) => c.id === core.id)!;
+      const pool = data.pools.find((p) => p.id === record.poolAccountId);
+      const expected = pool ? pool.balance : record.balance;
+      expect([core.nickname, Number(core.account_balance)]).toEqual([core.nickname, expected]);
+      if (record.status !== "Active") continue;
+      const holds = data.cards.filter((c) => c.accountExternalId === record.accountExternalId).reduce((sum, c) => sum + c.pendingAuthorisations, 0);
+      const read = (await h.client.getCardBalance({ nickname: record.nickname })).cards.find((c) => c.card_id === record.id);
+      expect(read?.balance, record.nickname).toBeCloseTo(Number(core.account_balance) - holds, 2);
+    }
+  });
+});
+
 describe("PUT /public/v1/core/cards/{cardId} (funding update)", () => {
   it("changes only the fields sent and answers the updated card", async () => {
     const card = await cardWith("Active");
