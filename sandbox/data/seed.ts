@@ -406,13 +406,21 @@ function seedStatements(
 ): { accounts: StatementAccount[]; statements: StatementRecord[] } {
   // Funding and subsidiary accounts are always usable; a card account while its card is, a pool while one of its cards is.
   const always: UsableSpan[] = [{ fromMs: -Infinity, toMs: Infinity }];
-  const opened = (account: StatementAccount, iso: string, spans: UsableSpan[]) => ({ account, createdMs: Date.parse(iso), spans });
+  // A card or pool account never holds more than its allowed_max_balance (§2.3, §2.5); the others have no cap.
+  const opened = (account: StatementAccount, iso: string, spans: UsableSpan[], max = Infinity) => ({ account, createdMs: Date.parse(iso), spans, max });
   const accounts = [
     opened({ accountExternalId: company.fundingAccountId, accountName: `${company.name} Funding Account`, accountType: "CompanyFundAccount" }, company.createdAt, always),
     ...pools.map((p) =>
-      opened({ accountExternalId: p.id, accountName: p.accountName, accountType: "PoolAccount" }, p.createdAt, usableSpans(cards.filter((c) => c.poolAccountId === p.id))),
+      opened(
+        { accountExternalId: p.id, accountName: p.accountName, accountType: "PoolAccount" },
+        p.createdAt,
+        usableSpans(cards.filter((c) => c.poolAccountId === p.id)),
+        p.allowedMaxBalance,
+      ),
     ),
-    ...cards.filter((c) => c.accountType === "reloadable").map((c) => opened({ accountExternalId: c.accountExternalId, accountType: "Card", card: c }, c.createdAt, usableSpans([c]))),
+    ...cards
+      .filter((c) => c.accountType === "reloadable")
+      .map((c) => opened({ accountExternalId: c.accountExternalId, accountType: "Card", card: c }, c.createdAt, usableSpans([c]), c.allowedMaxBalance)),
   ];
   if (ordinal === 1) {
     accounts.push(opened({ accountExternalId: `SUB${prng.code(9)}`, accountName: `${company.name} - Abu Dhabi Branch`, accountType: "Subsidiary" }, company.createdAt, always));
@@ -427,7 +435,7 @@ function seedStatements(
   }
   const windowStartMs = months[0]?.startMs ?? 0;
   const statements: StatementRecord[] = [];
-  for (const { account, createdMs, spans } of accounts) {
+  for (const { account, createdMs, spans, max } of accounts) {
     const usableAt = (ms: number) => spans.some((s) => s.fromMs <= ms && ms < s.toMs);
     const usableIn = (fromMs: number, toMs: number) => spans.some((s) => s.fromMs < toMs && fromMs < s.toMs);
     const drawn = account.accountType === "CompanyFundAccount" ? prng.money(150_000, 600_000) : prng.money(0, 20_000);
@@ -435,12 +443,12 @@ function seedStatements(
     // loaded before a card's activation, its balance returned to the funding account at its termination. One opened
     // within the window held nothing at the start of its first month (§2.7: balance at period start). Every draw is
     // still made, so the rest of the seed stays as it was.
-    let balance = createdMs > windowStartMs || !usableAt(windowStartMs) ? 0 : drawn;
+    let balance = createdMs > windowStartMs || !usableAt(windowStartMs) ? 0 : Math.min(max, drawn);
     for (const period of months) {
       // Statements start with the month the account was opened in.
       if (createdMs >= period.endMs) continue;
       const scale = account.accountType === "CompanyFundAccount" ? 80_000 : 6_000;
-      const moved = Math.max(0, round2(balance + prng.money(-scale, scale)));
+      const moved = Math.min(max, Math.max(0, round2(balance + prng.money(-scale, scale))));
       // No movement in a month the account could not be used in; the month its use ended closes at 0.
       const closing = !usableIn(period.startMs, period.endMs) ? balance : usableAt(period.endMs) ? moved : 0;
       statements.push({ month: period.month, from: period.from, to: period.to, account, currency: company.currency, opening: balance, closing });

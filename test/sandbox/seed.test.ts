@@ -213,6 +213,19 @@ describe("seeded data", () => {
     expect(checked).toBeGreaterThanOrEqual(9);
   });
 
+  it.each([1, 7, 42])("with seed %i keeps every card and pool statement within the account's allowed_max_balance (§2.3, §2.5)", (seed) => {
+    let checked = 0;
+    for (const data of seedCompanies({ seed, nowMs: NOW })) {
+      for (const { account, card, pool, periods } of statementAccounts(data)) {
+        const max = card?.allowedMaxBalance ?? pool?.allowedMaxBalance;
+        if (max === undefined) continue;
+        for (const p of periods) expect([account.accountExternalId, p.month, Math.max(p.opening, p.closing) <= max]).toEqual([account.accountExternalId, p.month, true]);
+        checked++;
+      }
+    }
+    expect(checked).toBeGreaterThan(20);
+  });
+
   it.each([1, 7, 42])("with seed %i has no statement for a month before its account was opened", (seed) => {
     for (const data of seedCompanies({ seed, nowMs: NOW })) {
       for (const { account, createdAt, periods } of statementAccounts(data)) {
