@@ -2,6 +2,7 @@
  * Response shapes of spec §2 built from the sandbox records. Every view returns a
  * fresh object, so a caller may not mutate sandbox state through it.
  */
+import { accountBalanceOf } from "./data/model.js";
 import type {
   CardRecord,
   CompanyData,
@@ -187,15 +188,6 @@ function withStringTypedValues(view: Record<string, unknown>, card: CardRecord):
   }
   // §2.4 shows `Virtual` next to `PHYSICAL`/`VIRTUAL`.
   view.card_type = card.cardType;
-}
-
-/**
- * Balance of the account a card draws on (§2.4 `account_balance` beside `account_id`): its own, or a pool card's
- * pool's, which all the pool's cards share (spec-gaps, Cards and users).
- */
-export function accountBalanceOf(card: CardRecord, data: Pick<CompanyData, "pools">): number {
-  if (card.poolAccountId === null) return card.balance;
-  return data.pools.find((p) => p.id === card.poolAccountId)?.balance ?? 0;
 }
 
 /**

@@ -188,3 +188,12 @@ export interface CompanyData {
   readonly invited: Set<string>;
   readonly audit: AuditRecord[];
 }
+
+/**
+ * Balance of the account a card draws on (§2.4 `account_balance` beside `account_id`): its own, or a pool card's
+ * pool's, which all the pool's cards share (spec-gaps, Cards and users).
+ */
+export function accountBalanceOf(card: CardRecord, data: Pick<CompanyData, "pools">): number {
+  if (card.poolAccountId === null) return card.balance;
+  return data.pools.find((p) => p.id === card.poolAccountId)?.balance ?? 0;
+}

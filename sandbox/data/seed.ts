@@ -13,6 +13,7 @@ import {
   SUPPLIERS,
   TAX_RATES,
 } from "./catalog.js";
+import { accountBalanceOf } from "./model.js";
 import type {
   CardRecord,
   CompanyData,
@@ -119,6 +120,7 @@ function seedCompany(
     apiAccessEnabled: definition.apiAccessEnabled,
     apiKey: definition.apiKey,
     fundingAccountId: `FA${prng.code(10)}`,
+    // Then its latest statement's closing (seedStatements); still drawn, so the rest of the seed stays as it was.
     fundingBalance: prng.money(180_000, 950_000),
   };
   const users = seedUsers(prng, definition);
@@ -157,6 +159,7 @@ function seedCompany(
     },
   })));
   const { accounts: statementAccounts, statements } = seedStatements(prng, company, pools, cards, nowMs, ordinal);
+  holdWithinBalances(cards, pools);
   const data: CompanyData = {
     company,
     users,
@@ -237,6 +240,7 @@ function seedPools(prng: Prng, company: SandboxCompany, users: UserProfile[], no
     createdBy: admin,
     managers: [admin, users[1 + i] as UserProfile],
     createdAt: new Date(nowMs - (400 - i * 60) * DAY_MS + prng.int(0, DAY_MS)).toISOString(),
+    // Then its latest statement's closing (seedStatements); still drawn, so the rest of the seed stays as it was.
     balance: status === "Active" ? prng.money(8_000, 60_000) : 0,
   }));
   // Oldest first; views list newest first.
@@ -334,8 +338,8 @@ function seedCards(
       terminatedAt: spec.status === "Terminated" ? new Date(nowMs - 200 * DAY_MS).toISOString() : null,
       createdAt: new Date(createdMs).toISOString(),
       updatedAt: new Date(createdMs + 2 * DAY_MS).toISOString(),
-      // A pool card holds nothing of its own: it spends its pool's balance. Its draw is still made, so the rest of the
-      // seed stays as it was.
+      // A pool card holds nothing of its own: it spends its pool's balance. A card account with statements then holds
+      // its latest closing (seedStatements). The draw is still made, so the rest of the seed stays as it was.
       balance: spec.status === "Active" || spec.status === "Suspended" ? ownBalance(pool, round2(prng.money(0.2, 0.9) * maxBalance / 1)) : 0,
       pendingAuthorisations: spec.status === "Active" ? prng.money(0, 450) : 0,
       spendLimit: {
@@ -356,6 +360,19 @@ function seedCards(
   const replacement = cards.find((c) => c.nickname === "Office Supplies (replacement)");
   if (terminated && replacement) terminated.replacedByCardId = replacement.id;
   return cards;
+}
+
+/**
+ * Pending authorisations never take more than their account holds (an authorisation is approved against the balance),
+ * so no card's spendable balance (§4.9) goes below 0; a pool's cards share its balance. Draws nothing.
+ */
+function holdWithinBalances(cards: CardRecord[], pools: PoolAccountRecord[]): void {
+  const unheld = new Map<string, number>();
+  for (const card of cards) {
+    const available = unheld.get(card.accountExternalId) ?? accountBalanceOf(card, { pools });
+    card.pendingAuthorisations = Math.min(card.pendingAuthorisations, available);
+    unheld.set(card.accountExternalId, round2(available - card.pendingAuthorisations));
+  }
 }
 
 interface MasterSpec {
@@ -407,23 +424,39 @@ function seedStatements(
   // Funding and subsidiary accounts are always usable; a card account while its card is, a pool while one of its cards is.
   const always: UsableSpan[] = [{ fromMs: -Infinity, toMs: Infinity }];
   // A card or pool account never holds more than its allowed_max_balance (§2.3, §2.5); the others have no cap.
-  const opened = (account: StatementAccount, iso: string, spans: UsableSpan[], max = Infinity) => ({ account, createdMs: Date.parse(iso), spans, max });
+  // `hold` sets the current balance the API shows for the account (the subsidiary has none).
+  const opened = (account: StatementAccount, iso: string, spans: UsableSpan[], hold: (balance: number) => void, max = Infinity) => ({
+    account,
+    createdMs: Date.parse(iso),
+    spans,
+    hold,
+    max,
+  });
   const accounts = [
-    opened({ accountExternalId: company.fundingAccountId, accountName: `${company.name} Funding Account`, accountType: "CompanyFundAccount" }, company.createdAt, always),
+    opened(
+      { accountExternalId: company.fundingAccountId, accountName: `${company.name} Funding Account`, accountType: "CompanyFundAccount" },
+      company.createdAt,
+      always,
+      (b) => (company.fundingBalance = b),
+    ),
     ...pools.map((p) =>
       opened(
         { accountExternalId: p.id, accountName: p.accountName, accountType: "PoolAccount" },
         p.createdAt,
         usableSpans(cards.filter((c) => c.poolAccountId === p.id)),
+        (b) => (p.balance = b),
         p.allowedMaxBalance,
       ),
     ),
     ...cards
       .filter((c) => c.accountType === "reloadable")
-      .map((c) => opened({ accountExternalId: c.accountExternalId, accountType: "Card", card: c }, c.createdAt, usableSpans([c]), c.allowedMaxBalance)),
+      .map((c) =>
+        opened({ accountExternalId: c.accountExternalId, accountType: "Card", card: c }, c.createdAt, usableSpans([c]), (b) => (c.balance = b), c.allowedMaxBalance),
+      ),
   ];
   if (ordinal === 1) {
-    accounts.push(opened({ accountExternalId: `SUB${prng.code(9)}`, accountName: `${company.name} - Abu Dhabi Branch`, accountType: "Subsidiary" }, company.createdAt, always));
+    const subsidiary: StatementAccount = { accountExternalId: `SUB${prng.code(9)}`, accountName: `${company.name} - Abu Dhabi Branch`, accountType: "Subsidiary" };
+    accounts.push(opened(subsidiary, company.createdAt, always, () => undefined));
   }
   const now = new Date(nowMs);
   const months: { month: string; from: string; to: string; startMs: number; endMs: number }[] = [];
@@ -435,7 +468,7 @@ function seedStatements(
   }
   const windowStartMs = months[0]?.startMs ?? 0;
   const statements: StatementRecord[] = [];
-  for (const { account, createdMs, spans, max } of accounts) {
+  for (const { account, createdMs, spans, hold, max } of accounts) {
     const usableAt = (ms: number) => spans.some((s) => s.fromMs <= ms && ms < s.toMs);
     const usableIn = (fromMs: number, toMs: number) => spans.some((s) => s.fromMs < toMs && fromMs < s.toMs);
     const drawn = account.accountType === "CompanyFundAccount" ? prng.money(150_000, 600_000) : prng.money(0, 20_000);
@@ -454,6 +487,11 @@ function seedStatements(
       statements.push({ month: period.month, from: period.from, to: period.to, account, currency: company.currency, opening: balance, closing });
       balance = closing;
     }
+    // The account holds now what its latest statement closed at: the sandbox's balances do not follow transactions
+    // (spec-gaps), so nothing moved it since, and a balance drawn apart from its statements could sit far from them (the
+    // funding account hundreds of thousands away within a month). The balance draws made earlier are kept, so the rest
+    // of the seed stays as it was. One opened this month has no statement and keeps its seeded balance.
+    if (createdMs < (months.at(-1)?.endMs ?? -Infinity)) hold(balance);
   }
   // Most recent month first, then accounts in a stable order.
   statements.sort((a, b) => (a.month === b.month ? 0 : a.month < b.month ? 1 : -1));

@@ -16,11 +16,11 @@ import {
   type UpdateCardBody,
 } from "../../shared/qashio/schemas/index.js";
 import { requireScope } from "../auth.js";
-import type { CardRecord, CompanyData } from "../data/model.js";
+import { accountBalanceOf, type CardRecord, type CompanyData } from "../data/model.js";
 import { ApiError, ForbiddenError, ValidationError, type FieldError } from "../errors.js";
 import { ok, parseBody, parseQuery, readJson, slicePage, type SandboxContext, type SandboxEnv } from "../http.js";
 import { Prng } from "../prng.js";
-import { accountBalanceOf, coreCardView } from "../views.js";
+import { coreCardView } from "../views.js";
 
 /** Allowed `velocity_period` values (spec: not shown). */
 export const VELOCITY_PERIODS = ["DAILY", "WEEKLY", "MONTHLY", "QUARTERLY", "YEARLY"] as const;

@@ -273,6 +273,15 @@ describe("GET /public/v1/erp/company/summary", () => {
     expect(await h.client.getCompanySummary()).toMatchObject({ company_id: h.companyId });
   });
 
+  it("gives the funding account the balance its latest statement closed at, as the card balance read does", async () => {
+    const summary = (await h.json("/public/v1/erp/company/summary")).body.data as Row;
+    const latest = (await h.json(`/public/v1/erp/statements/${summary.funding_account.account_external_id}`)).body.data.data[0] as Row;
+    expect(latest.statement_period.month).toBe("2025-02");
+    expect(summary.funding_account.balance).toBe(latest.closing_balance);
+    const read = await h.client.getCardBalance({ nickname: "AWS Billing" });
+    expect(read.company_balance?.amount).toBe(latest.closing_balance);
+  });
+
   it("answers 401 without a token and 403 for a disabled company", async () => {
     expect((await h.json("/public/v1/erp/company/summary", { token: null })).status).toBe(401);
     const disabled = await tokensFor(h.sandbox, h.disabledCompanyId);
