@@ -59,6 +59,11 @@ export interface ConformOptions {
    * cursor it was given, which nothing has superseded, still goes on.
    */
   readonly signal?: AbortSignal;
+  /**
+   * A stop request from a caller that sees the report (Ctrl-C, SIGTERM in local mode): once it aborts, no new page is
+   * read, and the pass ends as at its deadline, with a cursor to go on from.
+   */
+  readonly interrupt?: AbortSignal;
   /** Snapshots per page. @default 100 ({@link DEFAULT_CONFORM_PAGE_SIZE}) */
   readonly pageSize?: number;
 }
@@ -164,7 +169,8 @@ export async function conformSnapshots(
       return ended(deps, { mode, outcome: "deadline", scanned, rewritten, quarantineRewritten, started }, undefined);
     }
   };
-  const outOfTime = (): boolean => stopped() || (options.deadline !== undefined && deps.clock.now() >= options.deadline);
+  const outOfTime = (): boolean =>
+    stopped() || options.interrupt?.aborted === true || (options.deadline !== undefined && deps.clock.now() >= options.deadline);
   const pastCalls = (): boolean => held.deadline !== undefined && deps.clock.now() >= held.deadline;
   try {
     for (;;) {

@@ -155,8 +155,8 @@ Commands:
                                                   PERSONAL_FIELDS path, see docs/events.md) to BRIDGE_PII_MODE:
                                                   after a switch away from full or from hash to redact, and
                                                   after an upgrade that masks more fields; --cursor goes on
-                                                  where a pass stopped at its time budget (under the
-                                                  BRIDGE_PII_MODE it printed the cursor under)
+                                                  where a pass stopped at its time budget or on Ctrl-C
+                                                  (under the BRIDGE_PII_MODE it printed the cursor under)
   authorize  [--port <p>] [--scope "<scopes>"] [--secret-id <arn>] [--no-open] [--timeout <duration>]
                                                   sign in once as a person and store the tokens
                                                   (--port: the redirect URI's loopback port, any

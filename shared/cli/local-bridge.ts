@@ -401,18 +401,20 @@ export async function runCycle(bridge: LocalBridge, options: { readonly budgetMs
 }
 
 /**
- * Re-drives the tenant's quarantined transactions (see `redriveQuarantined`) under the cycle lock.
+ * Re-drives the tenant's quarantined transactions (see `redriveQuarantined`) under the cycle lock, within `budgetMs`;
+ * once `signal` aborts (Ctrl-C, SIGTERM), it stops after the batch in hand, as at its deadline.
  *
  * @throws AuthorizeAgainError (exit 3) when the token family is revoked; CycleFailedError (exit 1) otherwise.
  * @example
- * const { redriven, kept } = await runRedrive(bridge);
+ * const { redriven, kept } = await runRedrive(bridge, { signal: io.signal });
  */
-export async function runRedrive(bridge: LocalBridge, budgetMs = bridge.settings.cycleBudgetMs): Promise<RedriveReport> {
+export async function runRedrive(bridge: LocalBridge, options: { readonly budgetMs?: number; readonly signal?: AbortSignal } = {}): Promise<RedriveReport> {
+  const { budgetMs = bridge.settings.cycleBudgetMs, signal } = options;
   const deadline = bridge.clock.now() + budgetMs;
   return withCycleLock(bridge, async () => {
     try {
       await bridge.supersedeConformPassOnce();
-      return await redriveQuarantined(bridge.transactions, { deadline });
+      return await redriveQuarantined(bridge.transactions, { deadline, ...(signal ? { signal } : {}) });
     } catch (error) {
       throw await cliErrorOf(error, bridge);
     } finally {
@@ -423,7 +425,8 @@ export async function runRedrive(bridge: LocalBridge, budgetMs = bridge.settings
 
 /**
  * Re-masks the snapshots of the state directory to the current PII mode (see `conformSnapshots`) under the cycle
- * lock, which covers transactions and cards alike, within `budgetMs`; `cursor` goes on from where a pass stopped.
+ * lock, which covers transactions and cards alike, within `budgetMs`; `cursor` goes on from where a pass stopped. Once
+ * `signal` aborts (Ctrl-C, SIGTERM), it stops after the page in hand, as at its deadline, with a cursor to go on from.
  *
  * @throws UsageError (exit 2) when `cursor` is not one to go on from here (made under another BRIDGE_PII_MODE or
  *   tenant, damaged, of an earlier version, or not the last a pass over this state directory printed); ConfigError
@@ -431,11 +434,17 @@ export async function runRedrive(bridge: LocalBridge, budgetMs = bridge.settings
  * @example
  * const { outcome, rewritten } = await runConformPii(bridge);
  */
-export async function runConformPii(bridge: LocalState, cursor?: string, budgetMs = bridge.settings.cycleBudgetMs): Promise<ConformReport> {
+export async function runConformPii(
+  bridge: LocalState,
+  cursor?: string,
+  options: { readonly budgetMs?: number; readonly signal?: AbortSignal } = {},
+): Promise<ConformReport> {
+  const { budgetMs = bridge.settings.cycleBudgetMs, signal } = options;
   const deadline = bridge.clock.now() + budgetMs;
   return withCycleLock(bridge, async () => {
     try {
-      return await conformSnapshots(bridge.transactions, { deadline, ...(cursor === undefined ? {} : { cursor }) });
+      // `interrupt`, not the engine's `signal`: the person sees the report, and goes on with its cursor.
+      return await conformSnapshots(bridge.transactions, { deadline, ...(cursor === undefined ? {} : { cursor }), ...(signal ? { interrupt: signal } : {}) });
     } catch (error) {
       if (error instanceof ConformCursorError) {
         throw new UsageError(`--cursor refused: ${error.reason}: run \`npm run bridge -- conform-pii\` without --cursor to start over`, { cause: error });

@@ -42,8 +42,9 @@ async function dispatch(parsed: ParsedCommand, io: CliIo): Promise<number> {
 }
 
 /**
- * What the first Ctrl-C (or SIGTERM) does to `command`, said when it arrives: a cycle ends after its page in hand,
- * `authorize` is cancelled at once (it says so itself), the rest finish what they do.
+ * What the first Ctrl-C (or SIGTERM) does to `command`, said when it arrives: a cycle or a conform-pii pass ends after
+ * its page in hand, a re-drive after its batch in hand, `authorize` is cancelled at once (it says so itself), the rest
+ * finish what they do.
  *
  * @example
  * process.stderr.write(`${stopNotice(process.argv[2])}\n`);
@@ -52,7 +53,10 @@ export function stopNotice(command: string | undefined): string | undefined {
   switch (command) {
     case "run":
     case "demo":
+    case "conform-pii":
       return "stopping cleanly after the page in hand; Ctrl-C again stops at once";
+    case "redrive":
+      return "stopping cleanly after the batch in hand; Ctrl-C again stops at once";
     case "authorize":
       return undefined;
     default:

@@ -32,16 +32,22 @@ function keptRecords(report: RedriveReport): { readonly held: readonly KeptRecor
   return { held, notReached: report.kept.length - held.length };
 }
 
+/** How a re-drive ended that left records not reached: `interrupted` when its stop signal aborted (Ctrl-C, SIGTERM). */
+export interface RedriveStop {
+  readonly interrupted?: boolean;
+}
+
 /**
  * One line for a person: what was re-driven and what was kept.
  *
  * @example
  * formatRedriveSummary(report); // "re-drive: 2 of 3 quarantine records delivered and removed · 1 kept"
  */
-export function formatRedriveSummary(report: RedriveReport): string {
+export function formatRedriveSummary(report: RedriveReport, { interrupted = false }: RedriveStop = {}): string {
   if (report.considered === 0) return "re-drive: no quarantine records to re-drive";
   const { notReached } = keptRecords(report);
-  const stopped = notReached > 0 ? ` (${notReached} not reached: stopped at the time budget, BRIDGE_CYCLE_BUDGET)` : "";
+  const why = interrupted ? "stopped as asked" : "stopped at the time budget, BRIDGE_CYCLE_BUDGET";
+  const stopped = notReached > 0 ? ` (${notReached} not reached: ${why})` : "";
   return `re-drive: ${report.redriven.length} of ${report.considered} quarantine records delivered and removed · ${report.kept.length} kept${stopped}`;
 }
 
@@ -51,7 +57,7 @@ export function formatRedriveSummary(report: RedriveReport): string {
  * nothing of anyone), those no re-drive can deliver marked with what to do instead, and the error to end with: exit 1
  * while some record is kept for a cause, else exit 4 while some were not reached (run it again), else none.
  */
-export function redriveOutcome(report: RedriveReport): { readonly lines: readonly string[]; readonly error?: CliError } {
+export function redriveOutcome(report: RedriveReport, { interrupted = false }: RedriveStop = {}): { readonly lines: readonly string[]; readonly error?: CliError } {
   const { held, notReached } = keptRecords(report);
   const lines = held.map(({ record, why }) => {
     const instead = UNDELIVERABLE[why];
@@ -69,7 +75,10 @@ export function redriveOutcome(report: RedriveReport): { readonly lines: readonl
     return { lines, error: new RedriveIncompleteError(parts.join("; "), report.kept.length) };
   }
   if (notReached > 0) {
-    return { lines, error: new CycleIncompleteError(`the re-drive stopped at its time budget (BRIDGE_CYCLE_BUDGET) with ${plural(notReached)} not reached: run redrive again to go on`) };
+    const message = interrupted
+      ? "the re-drive stopped after the batch in hand, as asked (Ctrl-C, SIGTERM or SIGHUP): run redrive again to go on"
+      : `the re-drive stopped at its time budget (BRIDGE_CYCLE_BUDGET) with ${plural(notReached)} not reached: run redrive again to go on`;
+    return { lines, error: new CycleIncompleteError(message) };
   }
   return { lines };
 }
@@ -79,15 +88,17 @@ export function redriveOutcome(report: RedriveReport): { readonly lines: readonl
  *
  * @throws RedriveIncompleteError (exit 1) when some records stay for a cause: their event failed again, their
  * transaction still fails validation, or, beyond any re-drive, it is gone, the provider refuses its read, or the record
- * has no qashio_id; CycleIncompleteError (exit 4) when it only ran out of time.
+ * has no qashio_id; CycleIncompleteError (exit 4) when it only ran out of time, or stopped after the batch in hand as
+ * asked (Ctrl-C, SIGTERM or SIGHUP).
  * @example
  * process.exitCode = await redriveCommand(io);
  */
 export async function redriveCommand(io: CliIo, seams: Partial<LocalBridgeOptions> = {}): Promise<number> {
   const bridge = await openFromSettings(io, seams);
-  const report = await usingLocalBridge(bridge, () => runRedrive(bridge));
-  line(io.stdout, formatRedriveSummary(report));
-  const { lines, error } = redriveOutcome(report);
+  const report = await usingLocalBridge(bridge, () => runRedrive(bridge, { signal: io.signal }));
+  const stop = { interrupted: io.signal.aborted };
+  line(io.stdout, formatRedriveSummary(report, stop));
+  const { lines, error } = redriveOutcome(report, stop);
   for (const text of lines) line(io.stdout, text);
   if (error !== undefined) throw error;
   return EXIT.ok;

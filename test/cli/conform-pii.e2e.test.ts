@@ -138,6 +138,37 @@ describe("bridge conform-pii (in-process)", () => {
     expect(await cleartextInState(h)).toEqual([]);
   });
 
+  it("stops after the page in hand on Ctrl-C with exit 4 and a cursor, and a run with --cursor finishes the pass", async () => {
+    const { h, env } = await switchedToRedact(200);
+    const controller = new AbortController();
+    const scan = FileSnapshotStore.prototype.scan;
+    // The person presses Ctrl-C while the first page is read.
+    const pressed = vi.spyOn(FileSnapshotStore.prototype, "scan").mockImplementation(function (this: FileSnapshotStore, options: SnapshotScanOptions) {
+      controller.abort();
+      return scan.call(this, options);
+    });
+    const { conformPiiCommand } = await import("../../shared/cli/conform-pii.js");
+    let stdout = "";
+    const io = { env, cwd: h.dir, stdout: { write: (chunk: string) => (stdout += chunk) }, stderr: { write: () => true }, signal: controller.signal };
+    let error: Error & { exitCode?: number; cursor?: string };
+    try {
+      error = (await conformPiiCommand({}, io).catch((e: unknown) => e)) as Error & { exitCode: number; cursor?: string };
+    } finally {
+      pressed.mockRestore();
+    }
+    expect(error).toMatchObject({ name: "ConformIncompleteError", exitCode: EXIT.incomplete, cursor: expect.any(String) });
+    expect(error.message).toBe(
+      `conform-pii stopped after the page in hand, as asked (Ctrl-C, SIGTERM or SIGHUP); go on with \`npm run bridge -- conform-pii --cursor '${error.cursor}'\` under the same BRIDGE_PII_MODE (or run it without --cursor to start over)`,
+    );
+    // The page in hand is written, and no other.
+    expect(stdout).toMatch(/^conform-pii: stopped as asked: 100 stored entries read \(snapshots, their qashio_id aliases and the bridge's own cursors\), [1-9]\d* rewritten to PII mode redact so far\n$/);
+    expect((await cleartextInState(h)).length).toBeGreaterThan(0);
+
+    const rest = await runInProcess(["conform-pii", "--cursor", error.cursor ?? ""], env, undefined, h.dir);
+    expect(rest.code, rest.stderr).toBe(EXIT.ok);
+    expect(await cleartextInState(h)).toEqual([]);
+  });
+
   it("refuses with exit 2, and rewrites nothing, a cursor given under another BRIDGE_PII_MODE than it was made under", async () => {
     const { h, env } = await switchedToRedact(200);
     const { error } = await stoppedAtBudget(h, { ...env, BRIDGE_PII_MODE: "hash", BRIDGE_PII_SALT: "salt-of-the-tenant-0123" });

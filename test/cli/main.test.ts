@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { SETTINGS } from "../../shared/cli/config.js";
 import { EXIT } from "../../shared/cli/errors.js";
+import { stopNotice } from "../../shared/cli/main.js";
 import { runInProcess } from "./helpers.js";
 
 describe("bridge.ts main", () => {
@@ -90,6 +91,12 @@ describe("bridge.ts main", () => {
     expect(meanings.get(EXIT.reauthorize)).toMatch(/^a person must sign in again/);
     expect(meanings.get(EXIT.incomplete)).toMatch(/^`run --once` stopped at its time budget/);
     expect(meanings.get(EXIT.interrupted)).toMatch(/^stopped at once by a second Ctrl-C, SIGTERM or SIGHUP/);
+  });
+
+  it("says on a first Ctrl-C that redrive and conform-pii stop after the batch or page in hand, as they do, not once they finish", () => {
+    expect(stopNotice("redrive")).toBe("stopping cleanly after the batch in hand; Ctrl-C again stops at once");
+    expect(stopNotice("conform-pii")).toBe("stopping cleanly after the page in hand; Ctrl-C again stops at once");
+    expect(stopNotice("run")).toBe("stopping cleanly after the page in hand; Ctrl-C again stops at once");
   });
 
   it("rejects an unknown command with exit 2 and a pointer to help", async () => {

@@ -217,6 +217,39 @@ describe("bridge redrive (in-process)", () => {
     expect((await new FileQuarantine(h.env.BRIDGE_STATE_DIR!).list()).map((r) => r.entityId)).toEqual([victim]);
   });
 
+  it("stops after the batch in hand on Ctrl-C (exit 4, records not reached kept), and the next redrive delivers the rest", async () => {
+    const h = (harness = await startHarness({ transactions: 250 }));
+    const pending = idsWithStatus(h, "not_synced", "outdated");
+    // Every event refused for good: each pending transaction is quarantined and acknowledged, more than one batch of 100.
+    const none: EventPublisher = { publish: async (events) => ({ failed: events.map((event) => ({ event, reason: "AccessDeniedException: test" })) }) };
+    const quiet = { env: h.env, cwd: h.dir, stdout: { write: () => true }, stderr: { write: () => true }, signal: new AbortController().signal };
+    await runCommand({ once: true, intervalMs: 60_000 }, quiet, { publisher: none }).catch(() => undefined);
+    const quarantine = new FileQuarantine(h.env.BRIDGE_STATE_DIR!);
+    expect((await quarantine.list()).length).toBe(pending.length);
+    expect(pending.length).toBeGreaterThan(100);
+
+    const controller = new AbortController();
+    const { redriveCommand } = await import("../../shared/cli/redrive.js");
+    let stdout = "";
+    // The person presses Ctrl-C once the first batch is being published.
+    const io = { ...quiet, stdout: { write: (c: string) => (stdout += c) }, signal: controller.signal };
+    const error = await redriveCommand(io, { onPublished: () => controller.abort() }).catch((e: unknown) => e);
+    expect(error).toMatchObject({ name: "CycleIncompleteError", exitCode: EXIT.incomplete });
+    expect((error as Error).message).toBe("the re-drive stopped after the batch in hand, as asked (Ctrl-C, SIGTERM or SIGHUP): run redrive again to go on");
+    expect(stdout).toMatch(/re-drive: 100 of \d+ quarantine records delivered and removed · \d+ kept \(\d+ not reached: stopped as asked\)/);
+    const left = await quarantine.list();
+    expect(left.length).toBe(pending.length - 100);
+    // What it published is delivered: its records are gone, and no record of a published transaction stays.
+    const published = new Set((await readEvents(h.eventsFile)).map((e) => e.detail.subject.id));
+    expect(published.size).toBe(100);
+    expect(left.filter((r) => published.has(r.entityId!))).toEqual([]);
+
+    const rest = await runInProcess(["redrive"], h.env, undefined, h.dir);
+    expect(rest.code, rest.stderr).toBe(EXIT.ok);
+    expect(await quarantine.list()).toEqual([]);
+    expect(new Set((await readEvents(h.eventsFile)).map((e) => e.detail.subject.id))).toEqual(new Set(pending));
+  });
+
   it("rejects arguments with exit 2", async () => {
     expect((await runInProcess(["redrive", "--all"], {})).code).toBe(EXIT.usage);
   });
