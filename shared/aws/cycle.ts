@@ -22,6 +22,7 @@ import { isInvalidClient } from "../qashio/auth/token-provider.js";
 import { ProviderClientRejectedError } from "./errors.js";
 import { leaseNames } from "./keys.js";
 import { holdsSnapshots } from "./pii-salt.js";
+import type { PollAction } from "./poll-event.js";
 import type { TenantRuntime } from "./runtime.js";
 
 export type CycleKind = "transactions" | "cards";
@@ -104,10 +105,17 @@ async function checkPiiSalt(runtime: TenantRuntime, kind: CycleKind): Promise<vo
 }
 
 /**
- * Runs `work` holding the tenant's cycle leases of `kinds`, taken in this order, until `deadline` (plus slack), then
- * releases them in reverse. Skips when another invocation holds any of them (the ones already taken are released).
+ * Runs `work` (the invocation's `action`) holding the tenant's cycle leases of `kinds`, taken in this order, until
+ * `deadline` (plus slack), then releases them in reverse. Skips when another invocation holds any of them (the ones
+ * already taken are released), logging the lease's kind and the action skipped.
  */
-async function underLeases<T>(runtime: TenantRuntime, kinds: readonly CycleKind[], deadline: number, work: () => Promise<T>): Promise<Leased<T>> {
+async function underLeases<T>(
+  runtime: TenantRuntime,
+  action: PollAction,
+  kinds: readonly CycleKind[],
+  deadline: number,
+  work: () => Promise<T>,
+): Promise<Leased<T>> {
   const [kind, ...rest] = kinds;
   if (kind === undefined) return { status: "completed", report: await work() };
   const { tenant } = runtime.config;
@@ -115,11 +123,11 @@ async function underLeases<T>(runtime: TenantRuntime, kinds: readonly CycleKind[
   const ttlMs = Math.max(0, deadline - runtime.clock.now()) + CYCLE_LEASE_SLACK_MS;
   const lease = await runtime.lock.tryAcquire(name, ttlMs);
   if (lease === undefined) {
-    runtime.transactions.logger.info("Another invocation is running this cycle; skipping", { kind });
+    runtime.transactions.logger.info("Another invocation is running this cycle; skipping", { kind, action });
     return { status: "skipped", reason: "lease_held" };
   }
   try {
-    return await underLeases(runtime, rest, deadline, work);
+    return await underLeases(runtime, action, rest, deadline, work);
   } finally {
     // A failed release must not hide the cycle's own outcome; the lease then simply expires.
     await lease.release().catch((error: unknown) =>
@@ -137,9 +145,15 @@ async function underLeases<T>(runtime: TenantRuntime, kinds: readonly CycleKind[
  * Transaction work first supersedes a conform-pii pass stored under another PII mode (once per container); a failed
  * read of its id fails the invocation before anything is written, as a failed read of the revoked marker does.
  */
-async function underCycleLease<T>(runtime: TenantRuntime, kind: CycleKind, deadline: number, work: () => Promise<T>): Promise<Leased<T>> {
+async function underCycleLease<T>(
+  runtime: TenantRuntime,
+  action: PollAction,
+  kind: CycleKind,
+  deadline: number,
+  work: () => Promise<T>,
+): Promise<Leased<T>> {
   await failFastWhenRevoked(runtime, kind);
-  return underLeases(runtime, [kind], deadline, async () => {
+  return underLeases(runtime, action, [kind], deadline, async () => {
     await checkPiiSalt(runtime, kind);
     // Token refreshes start only from here to the settle (the runtime's token provider refreshes only in windows).
     const closeRefreshWindow = runtime.tokenProvider.openRefreshWindow();
@@ -168,7 +182,7 @@ async function underCycleLease<T>(runtime: TenantRuntime, kind: CycleKind, deadl
  * const result = await runCycle(runtime, "transactions", { deadline: Date.now() + 50_000 });
  */
 export async function runCycle(runtime: TenantRuntime, kind: CycleKind, options: RunCycleOptions): Promise<CycleResult> {
-  return underCycleLease(runtime, kind, options.deadline, () =>
+  return underCycleLease(runtime, "cycle", kind, options.deadline, () =>
     kind === "transactions"
       ? pollTransactions(runtime.transactions, { deadline: options.deadline, signal: options.signal })
       : pollCards(runtime.cards, { deadline: options.deadline, signal: options.signal, mode: options.cardMode ?? "full" }),
@@ -187,7 +201,7 @@ export async function runCycle(runtime: TenantRuntime, kind: CycleKind, options:
  */
 export async function runRedrive(runtime: TenantRuntime, options: Pick<RunCycleOptions, "deadline" | "signal">): Promise<Leased<RedriveReport>> {
   const { deadline, signal } = options;
-  return underCycleLease(runtime, "transactions", deadline, () => redriveQuarantined(runtime.transactions, { deadline, signal }));
+  return underCycleLease(runtime, "redrive", "transactions", deadline, () => redriveQuarantined(runtime.transactions, { deadline, signal }));
 }
 
 /**
@@ -208,7 +222,7 @@ export async function runConformPii(
   options: Pick<RunCycleOptions, "deadline" | "signal"> & { readonly cursor?: string },
 ): Promise<Leased<ConformReport>> {
   const { deadline, cursor, signal } = options;
-  return underLeases(runtime, ["transactions", "cards"], deadline, async () => {
+  return underLeases(runtime, "conform-pii", ["transactions", "cards"], deadline, async () => {
     // Under `hash` the pass hashes cleartext with the secret's salt, beside pseudonyms of the recorded one.
     await checkPiiSalt(runtime, "transactions");
     return conformSnapshots(runtime.transactions, { deadline, signal, ...(cursor === undefined ? {} : { cursor }) });

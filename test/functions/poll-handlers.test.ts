@@ -53,6 +53,11 @@ async function reonboard(): Promise<void> {
   );
 }
 
+/** The log lines of skipped invocations (docs/runbook.md quotes their message), parsed. */
+function skipLines(output: readonly string[]): Record<string, unknown>[] {
+  return output.map((line) => JSON.parse(line) as Record<string, unknown>).filter((doc) => doc["message"] === "Another invocation is running this cycle; skipping");
+}
+
 const company = () => {
   const data = h.sandbox.control.company(h.companyId);
   if (data === undefined) throw new Error("no company");
@@ -401,6 +406,8 @@ describe("poll-transactions handler", () => {
     expect(skipped).toEqual({ kind: "transactions", status: "skipped", action: "redrive", reason: "lease_held" });
     // As `aws lambda invoke` prints it (docs/runbook.md, Quarantine).
     expect(JSON.stringify(skipped)).toBe('{"kind":"transactions","status":"skipped","action":"redrive","reason":"lease_held"}');
+    // The log line names the action it skipped too, not only the cycle lease's kind (docs/runbook.md quotes its text).
+    expect(skipLines(h.output).at(-1)).toMatchObject({ level: "INFO", kind: "transactions", action: "redrive" });
     await lease?.release();
   });
 
@@ -927,6 +934,8 @@ describe("poll-transactions conform-pii action", () => {
     const lock = new DynamoLeaseLock({ doc: h.table.doc, tableName: h.table.tableName, clock: h.clock });
     const lease = await lock.tryAcquire(leaseNames.cardsCycle(TENANT), 60_000);
     expect(await h.poller("transactions")({ action: "conform-pii" })).toEqual({ kind: "transactions", status: "skipped", action: "conform-pii", reason: "lease_held" });
+    // `kind`: the cycle whose lease is held; `action`: what skipped.
+    expect(skipLines(h.output).at(-1)).toMatchObject({ level: "INFO", kind: "cards", action: "conform-pii" });
     await lease?.release();
     // The transaction lease was given back: a cycle runs.
     expect(await h.poller("transactions")()).toMatchObject({ status: "completed" });
