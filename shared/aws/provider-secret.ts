@@ -238,6 +238,10 @@ export class ProviderSecretClient {
       return await withRetries(
         async (attempt) => {
           if (pacer !== undefined && !(await pacer.beforeCall(previous))) throw new CallNotStarted(previous);
+          // Said here, once the pacer let the retry start, not in withRetries' onRetry: a retry it refuses is never made.
+          if (attempt > 1) {
+            this.#options.logger?.warn("Secrets Manager call failed, retrying", { operation, attempt: attempt - 1, error: errorLabel(previous) });
+          }
           attempts = attempt;
           try {
             return await send();
@@ -250,8 +254,6 @@ export class ProviderSecretClient {
           clock: this.#clock,
           backoff: this.#backoff,
           retryable: (error, attempt) => isRetryableAwsError(error, attempt) || (isAwsTimeout(error) && attempt < timeoutRounds),
-          onRetry: (error, attempt) =>
-            this.#options.logger?.warn("Secrets Manager call failed, retrying", { operation, attempt, error: errorLabel(error) }),
         },
       );
     } catch (caught) {

@@ -58,6 +58,18 @@ describe("ProviderSecretClient", () => {
     ]);
   });
 
+  it("says 'retrying' only for a retry its pacer lets start: one it refuses (too little of the invocation left) is no retry", async () => {
+    const { client, secrets, warnings } = setup();
+    secrets.failNext("PutSecretValue", awsError("ThrottlingException", 400, true), 3);
+    // The first call, and one retry, then no more time.
+    let calls = 0;
+    const pacer = { beforeCall: async () => (calls += 1) <= 2 };
+    const error = await client.put({ ...SECRET, refresh_token: "rt-2" }, undefined, pacer).catch((e: unknown) => e);
+    expect(error).toMatchObject({ operation: "PutSecretValue", attempts: 2, message: "PutSecretValue on the provider secret failed after 2 attempts: ThrottlingException" });
+    expect(secrets.calls.filter((c) => c.operation === "PutSecretValue")).toHaveLength(2);
+    expect(warnings).toEqual([{ operation: "PutSecretValue", attempt: 1, error: "ThrottlingException" }]);
+  });
+
   it("keeps no cause when the SDK could not parse the answer: that error quotes and holds the body, the secret's JSON", async () => {
     const { client, secrets } = setup();
     const body = JSON.stringify(SECRET).slice(0, -3);
