@@ -12,7 +12,7 @@ import { DEFAULT_MAX_PAGES, type CardCycleDeps, type CycleOptions } from "./deps
 import type { EventType } from "./events/schemas.js";
 import type { BridgeEvent, QuarantineRecord, Snapshot, SnapshotKey } from "./ports.js";
 import type { CycleReport } from "./report.js";
-import { listedTotal, pageEntries, servedPageSize, SINGLE_READ_CONCURRENCY, type PageEntry } from "./provider.js";
+import { endsList, listedTotal, pageEntries, servedPageSize, SINGLE_READ_CONCURRENCY, type PageEntry } from "./provider.js";
 import { RecentIds } from "./recent-ids.js";
 import type { ValidationResult } from "./validate.js";
 import { ERP_CARD_DETAIL_KEYS } from "../qashio/schemas/erp-card.js";
@@ -278,8 +278,7 @@ class CardRun extends CycleRun {
         }
         offset = Math.max(offset, resumeAt);
       }
-      const hasNext = result.pagination?.has_next ?? entries.length >= this.pageSize;
-      if (entries.length === 0 || !hasNext) break;
+      if (endsList(result, entries.length, undefined)) break;
     }
     // Stopped early: the next cycle starts at the first card not walked. Complete: the next walk starts afresh. Stopped
     // for an unavailable publisher: the cursor stays, so the next cycle walks again from where this one started and

@@ -38,6 +38,21 @@ export function servedPageSize(page: ProviderPage, asked: number): number | unde
   return typeof served === "number" && Number.isSafeInteger(served) && served > 0 && served < asked ? served : undefined;
 }
 
+/**
+ * True when a list answer holding `held` items (rejected ones included) is the last page of a walk: it holds none, or
+ * its `has_next` is false while its `total_records` does not say the list holds more than `above` (the items the walk
+ * counts above this page) and these. A provider serving fewer a page than asked may count `has_next` in the size
+ * asked, saying "last" with items still listed. Without `has_next` (a provider port may leave out the pagination
+ * block) only an empty page is the last: one short of the size asked may be the provider's own maximum. `above`
+ * undefined: the count is not weighed (a read that may show the list before a change the walk made).
+ */
+export function endsList(page: ProviderPage, held: number, above: number | undefined): boolean {
+  if (held === 0) return true;
+  const total = listedTotal(page);
+  if (above !== undefined && total !== undefined && total > above + held) return false;
+  return !(page.pagination?.has_next ?? true);
+}
+
 /** A list item the client's own schema check rejected, handed over raw (QashioClient's `invalid`). */
 export interface RejectedItem {
   /** Position in the page's `data` as the provider sent it. */

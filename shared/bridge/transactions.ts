@@ -16,7 +16,7 @@ import { withoutSyncStatus } from "./quarantine-id.js";
 import { RecentIds } from "./recent-ids.js";
 import { DEFAULT_MAX_PAGES, type CycleOptions, type TransactionCycleDeps } from "./deps.js";
 import type { BridgeEvent, PublishFailure, QuarantineRecord, Snapshot, SnapshotKey, StoreCallOptions } from "./ports.js";
-import { listedTotal, pageEntries, servedPageSize, type PageEntry, type ProviderPage, type PullStatus } from "./provider.js";
+import { endsList, listedTotal, pageEntries, servedPageSize, type PageEntry, type ProviderPage, type PullStatus } from "./provider.js";
 import type { CycleOutcome, CycleReport } from "./report.js";
 import type { ValidationResult } from "./validate.js";
 
@@ -352,14 +352,8 @@ class TransactionRun extends CycleRun {
       }
       this.report.pulled += items.length;
       if (items.length > 0) this.deps.metrics.add("TransactionsPulled", items.length, "Count");
-      // A plain read's count of what is listed, when it says more than this page and those above it hold, outweighs a
-      // has_next of false: a provider serving fewer a page than asked while counting its pages in the size asked says
-      // "last" with transactions still listed below. A read-ahead page is never taken for the last (a plain read confirms).
-      const total = fromReadAhead ? undefined : listedTotal(result);
-      const listsMore = total !== undefined && total > passed + items.length;
-      // Without has_next only an empty page ends the list: one short of the size asked may be a provider's own maximum.
-      const hasNext = (result.pagination?.has_next ?? items.length > 0) || listsMore;
-      const isLast = items.length === 0 || !hasNext;
+      // A read-ahead page's count is not weighed: it shows the list before the last acknowledge (a plain read confirms).
+      const isLast = endsList(result, items.length, fromReadAhead ? undefined : passed);
 
       let found: FreshEntries | undefined = this.freshOf(items, handled);
       const { freshKeys } = found;
