@@ -12,7 +12,7 @@ import { DEFAULT_MAX_PAGES, type CardCycleDeps, type CycleOptions } from "./deps
 import type { EventType } from "./events/schemas.js";
 import type { BridgeEvent, QuarantineRecord, Snapshot, SnapshotKey } from "./ports.js";
 import type { CycleReport } from "./report.js";
-import { endsList, listedTotal, pageEntries, servedPageSize, SINGLE_READ_CONCURRENCY, type PageEntry } from "./provider.js";
+import { endsList, listedTotal, listsMore, pageEntries, servedPageSize, SINGLE_READ_CONCURRENCY, type PageEntry } from "./provider.js";
 import { RecentIds } from "./recent-ids.js";
 import type { ValidationResult } from "./validate.js";
 import { ERP_CARD_DETAIL_KEYS } from "../qashio/schemas/erp-card.js";
@@ -236,15 +236,18 @@ class CardRun extends CycleRun {
         read = -1;
         continue;
       }
+      const entries = pageEntries(result);
       // A provider serving fewer cards a page than asked (its maximum is not shown, §8.3) numbers its pages in that size:
       // the walk asks for it from here on and counts its offset in it. Counted in the size asked, the offset would run
-      // ahead of the cards walked, and a resumed walk's move for cards removed could land past the first not reached.
-      const served = servedPageSize(result, this.pageSize);
+      // ahead of the cards walked, and a resumed walk's move for cards removed could land past the first not reached;
+      // and a provider counting has_next in the size asked would end the walk with cards still listed. It may say so
+      // in page_size, or show it only by a page short of the size asked that its has_next or count says is not the last.
+      const shortOfMore = entries.length > 0 && entries.length < this.pageSize && listsMore(result, entries.length, (page - 1) * this.pageSize);
+      const served = servedPageSize(result, this.pageSize) ?? (shortOfMore ? entries.length : undefined);
       if (served !== undefined) {
         this.deps.logger.warn("provider served fewer cards a page than asked; asking for that size", { from: this.pageSize, to: served });
         this.pageSize = served;
       }
-      const entries = pageEntries(result);
       this.report.pulled += entries.length;
       if (entries.length > 0) this.deps.metrics.add("CardsPulled", entries.length, "Count");
       try {
@@ -278,7 +281,7 @@ class CardRun extends CycleRun {
         }
         offset = Math.max(offset, resumeAt);
       }
-      if (endsList(result, entries.length, undefined)) break;
+      if (endsList(result, entries.length, pageStart)) break;
     }
     // Stopped early: the next cycle starts at the first card not walked. Complete: the next walk starts afresh. Stopped
     // for an unavailable publisher: the cursor stays, so the next cycle walks again from where this one started and

@@ -39,18 +39,25 @@ export function servedPageSize(page: ProviderPage, asked: number): number | unde
 }
 
 /**
- * True when a list answer holding `held` items (rejected ones included) is the last page of a walk: it holds none, or
- * its `has_next` is false while its `total_records` does not say the list holds more than `above` (the items the walk
- * counts above this page) and these. A provider serving fewer a page than asked may count `has_next` in the size
- * asked, saying "last" with items still listed. Without `has_next` (a provider port may leave out the pagination
- * block) only an empty page is the last: one short of the size asked may be the provider's own maximum. `above`
- * undefined: the count is not weighed (a read that may show the list before a change the walk made).
+ * True when a list answer holding `held` items (rejected ones included) says the list goes on past it: its `has_next`
+ * is true, or its `total_records` counts more than `above` (the items the walk counts above this page) and these.
+ * `above` undefined: the count is not weighed (a read that may show the list before a change the walk made).
+ */
+export function listsMore(page: ProviderPage, held: number, above: number | undefined): boolean {
+  if (page.pagination?.has_next === true) return true;
+  const total = listedTotal(page);
+  return above !== undefined && total !== undefined && total > above + held;
+}
+
+/**
+ * True when a list answer holding `held` items is the last page of a walk: it holds none, or its `has_next` is false
+ * while its count does not say the list holds more (see {@link listsMore}): a provider serving fewer a page than asked
+ * may count `has_next` in the size asked, saying "last" with items still listed. Without `has_next` (a provider port
+ * may leave out the pagination block) only an empty page is the last: one short of the size asked may be the
+ * provider's own maximum.
  */
 export function endsList(page: ProviderPage, held: number, above: number | undefined): boolean {
-  if (held === 0) return true;
-  const total = listedTotal(page);
-  if (above !== undefined && total !== undefined && total > above + held) return false;
-  return !(page.pagination?.has_next ?? true);
+  return held === 0 || (!(page.pagination?.has_next ?? true) && !listsMore(page, held, above));
 }
 
 /** A list item the client's own schema check rejected, handed over raw (QashioClient's `invalid`). */

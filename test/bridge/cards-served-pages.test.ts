@@ -60,4 +60,9 @@ describe("card walk against a provider serving fewer cards a page than asked", (
     }
   });
 
+  it("reaches every card in one walk when the provider counts its pagination in the size asked (has_next false with more listed)", async () => {
+    for (const mode of ["full", "suspended-only"] as const) {
+      for (const count of [ASKED - 1, ASKED + CAP, 9]) await expectEveryCardWalked(shapes.countedInSizeAsked, mode, count, 100);
+    }
+  });
 });
