@@ -148,6 +148,16 @@ function isViewChange(change: Change, before: Readonly<Record<string, unknown>>,
   return isDetailView(before) !== afterIsDetail;
 }
 
+/**
+ * Where a card walk stopped (the `card:~walk-cursor:<mode>` snapshot's `next_offset`, `total_records`, `page_size`):
+ * see `CardRun.readCursor`.
+ */
+interface WalkCursor {
+  readonly offset: number;
+  readonly total?: number;
+  readonly servedSize?: number;
+}
+
 class CardRun extends CycleRun {
   /**
    * Cards taken in the last few pages, with the version (content hash) each was taken in: a card met again was shifted
@@ -163,6 +173,8 @@ class CardRun extends CycleRun {
   private detailsFailing = false;
   /** Set once a page of this cycle is walked: a deadline among a later page's detail reads leaves that page whole (see `withDetails`). */
   private walkedPage = false;
+  /** Cards a page the provider serves, once it served fewer than asked (this cycle, or the walk this one resumes). */
+  private servedSize: number | undefined;
   private readonly mode: CardCycleMode;
 
   constructor(
@@ -190,6 +202,11 @@ class CardRun extends CycleRun {
     }
     // A walk cut short by an earlier cycle goes on where it stopped; the offset survives a change of page size.
     let offset = cursor.offset;
+    // A provider that served the walk fewer cards a page than asked numbers its pages in that size whatever is asked:
+    // asked the configured size again, it would serve a page found by that size's numbering, before the first card not
+    // reached, and the walk would count its offset back from there (each resumed walk losing ground, or a walk of one
+    // page a cycle never moving).
+    if (offset > 0 && cursor.servedSize !== undefined && cursor.servedSize < this.pageSize) this.pageSize = this.servedSize = cursor.servedSize;
     // The list's size when the offset was taken: the list is newest first, so cards issued since sit above the offset
     // and push the first card not reached down by as many (cards removed pull it up). Applied at every page, as each
     // tells the new total: between two cycles and between two pages of one walk alike. Full walks only: the suspended
@@ -246,7 +263,7 @@ class CardRun extends CycleRun {
       const served = servedPageSize(result, this.pageSize) ?? (shortOfMore ? entries.length : undefined);
       if (served !== undefined) {
         this.deps.logger.warn("provider served fewer cards a page than asked; asking for that size", { from: this.pageSize, to: served });
-        this.pageSize = served;
+        this.pageSize = this.servedSize = served;
       }
       this.report.pulled += entries.length;
       if (entries.length > 0) this.deps.metrics.add("CardsPulled", entries.length, "Count");
@@ -290,7 +307,7 @@ class CardRun extends CycleRun {
     // detail read out of time) keeps the total the cursor was taken with, or the next resume could not shift it and
     // would skip the cards removals pulled above it.
     if (this.report.outcome !== "publisher_unavailable") {
-      const next = this.report.outcome === "complete" ? { offset: 0 } : { offset, total: offsetTotal };
+      const next = this.report.outcome === "complete" ? { offset: 0 } : { offset, total: offsetTotal, servedSize: this.servedSize };
       await this.writeCursor(mode, cursor, next).catch((err: unknown) => {
         // Too late to write (see `write`): the cursor stays where it was, so the next walk covers this one's cards again.
         if (!this.outOfTime(err)) throw err;
@@ -301,29 +318,33 @@ class CardRun extends CycleRun {
   }
 
   /**
-   * Where the last walk in this mode stopped: the offset of the first card it did not reach (0: start afresh), and the
-   * list's `total_records` at that point when the provider gave it.
+   * Where the last walk in this mode stopped: the offset of the first card it did not reach (0: start afresh), the
+   * list's `total_records` at that point when the provider gave it, and the cards a page the provider served when
+   * fewer than asked (its pages, and so the offset, were counted in that size).
    */
-  private async readCursor(mode: CardCycleMode): Promise<{ offset: number; total?: number; snapshot?: Snapshot }> {
+  private async readCursor(mode: CardCycleMode): Promise<WalkCursor & { snapshot?: Snapshot }> {
     const key = walkCursorKey(mode);
     const snapshot = (await this.read("read card walk cursor", (call) => this.deps.snapshots.getMany([key], call))).get(key);
     const offset = snapshot?.object["next_offset"];
     const total = snapshot?.object["total_records"];
+    const servedSize = snapshot?.object["page_size"];
     return {
       offset: typeof offset === "number" && Number.isSafeInteger(offset) && offset > 0 ? offset : 0,
       ...(typeof total === "number" && Number.isSafeInteger(total) && total >= 0 ? { total } : {}),
+      ...(typeof servedSize === "number" && Number.isSafeInteger(servedSize) && servedSize > 0 ? { servedSize } : {}),
       snapshot,
     };
   }
 
-  private async writeCursor(
-    mode: CardCycleMode,
-    stored: { offset: number; total?: number; snapshot?: Snapshot },
-    next: { offset: number; total?: number },
-  ): Promise<void> {
+  private async writeCursor(mode: CardCycleMode, stored: WalkCursor & { snapshot?: Snapshot }, next: WalkCursor): Promise<void> {
     const total = next.offset > 0 ? next.total : undefined;
-    if (next.offset === stored.offset && (next.offset === 0 || total === stored.total)) return;
-    const object = total === undefined ? { next_offset: next.offset } : { next_offset: next.offset, total_records: total };
+    const servedSize = next.offset > 0 ? next.servedSize : undefined;
+    if (next.offset === stored.offset && (next.offset === 0 || (total === stored.total && servedSize === stored.servedSize))) return;
+    const object = {
+      next_offset: next.offset,
+      ...(total === undefined ? {} : { total_records: total }),
+      ...(servedSize === undefined ? {} : { page_size: servedSize }),
+    };
     const updatedAt = versionTime(this.deps.clock.now(), stored.snapshot);
     const cursor: Snapshot = { key: walkCursorKey(mode), hash: contentHash(object), object, updatedAt };
     await this.write("write card walk cursor", (call) => this.deps.snapshots.putMany([cursor], call));

@@ -65,4 +65,14 @@ describe("card walk against a provider serving fewer cards a page than asked", (
       for (const count of [ASKED - 1, ASKED + CAP, 9]) await expectEveryCardWalked(shapes.countedInSizeAsked, mode, count, 100);
     }
   });
+
+  it("reaches every card over walks resumed in later cycles, which ask the size asked again, when the provider serves fewer and says so or shows it", async () => {
+    for (const shape of [shapes.sayingSo, shapes.countedInSizeAsked]) {
+      for (const mode of ["full", "suspended-only"] as const) {
+        for (const count of [ASKED - 1, ASKED + CAP, 9]) {
+          for (const maxPages of [1, 2]) await expectEveryCardWalked(shape, mode, count, maxPages);
+        }
+      }
+    }
+  });
 });
