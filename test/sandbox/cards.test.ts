@@ -153,17 +153,24 @@ describe("GET /public/v1/core/cards", () => {
 });
 
 describe("GET /public/v1/core/cards/balance", () => {
-  it("answers the company balance and the matching cards' balances net of pending authorisations", async () => {
-    const card = await cardWith("Active");
+  // Both kinds: a card with its own account, and a pool card, which spends its pool's balance less the holds of every
+  // card on the pool (the first Active card alone would test only the first kind).
+  it.each(["reloadable", "pool"])("answers the company balance and a %s card's balance net of its account's pending authorisations", async (kind) => {
+    const card = (await erpCards()).find((c) => c.status === "Active" && c.account_type === kind);
+    if (!card) throw new Error(`no Active ${kind} card`);
     const last4 = String(card.masked_card_number).slice(-4);
     const { status, body } = await h.json(`/public/v1/core/cards/balance?last_four=${last4}`);
     expect(status).toBe(200);
     const data = successEnvelope(CardBalanceSchema).parse(body).data;
     expect(data.company_balance?.currency).toBe("AED");
     expect(data.cards.map((c) => c.card_id)).toContain(card.id);
-    const record = h.sandbox.control.company(h.companyId)?.cards.find((c) => c.id === card.id);
+    const company = h.sandbox.control.company(h.companyId)!;
+    const record = company.cards.find((c) => c.id === card.id)!;
+    const account = record.poolAccountId === null ? record.balance : company.pools.find((p) => p.id === record.poolAccountId)!.balance;
+    const holds = company.cards.filter((c) => c.accountExternalId === record.accountExternalId).reduce((sum, c) => sum + c.pendingAuthorisations, 0);
+    expect(holds).toBeGreaterThan(0);
     const entry = data.cards.find((c) => c.card_id === card.id);
-    expect(entry?.balance).toBeCloseTo((record?.poolAccountId ? 0 : (record?.balance ?? 0)) - (record?.pendingAuthorisations ?? 0), 1);
+    expect(entry?.balance).toBeCloseTo(account - holds, 2);
   });
 
   it("matches the exact nickname and narrows on status", async () => {
