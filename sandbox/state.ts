@@ -4,6 +4,7 @@
  */
 import { isDeepStrictEqual } from "node:util";
 import { LATEST_SANDBOX_TIME_MS, SandboxClock } from "./clock.js";
+import { followCleared, followNew, forgetHolds } from "./data/balances.js";
 import type { BuildableCategory } from "./data/transactions.js";
 import type { CardRecord, CompanyData, ErpCardStatus, TransactionRecord } from "./data/model.js";
 import { seedCompanies } from "./data/seed.js";
@@ -88,7 +89,9 @@ export class SandboxState {
    * demo holds constant memory. Without one, a company keeps every transaction, as the provider does.
    */
   private forgetOldTransactions(data: CompanyData): void {
-    if (this.retainTransactions !== undefined) data.transactions.forgetBeyondNewest(this.retainTransactions);
+    if (this.retainTransactions === undefined) return;
+    data.transactions.forgetBeyondNewest(this.retainTransactions);
+    forgetHolds(data);
   }
 
   /** Every company, in seed order. */
@@ -166,7 +169,7 @@ export class SandboxState {
     return [...new Set(found.map((tx) => tx.id))];
   }
 
-  /** New transactions "appearing" now (control surface): `not_synced`. */
+  /** New transactions "appearing" now (control surface): `not_synced`; fewer than `count` when spend finds no account to pay. */
   createTransactions(data: CompanyData, options: { count: number; category?: BuildableCategory; parentQashioId?: string }): TransactionRecord[] {
     let parent: TransactionRecord | undefined;
     if (options.parentQashioId !== undefined) {
@@ -189,7 +192,10 @@ export class SandboxState {
         nowMs: this.clock.nowMs(),
         live: true,
       });
+      // Spend no card's account can pay for is not made (spec-gaps, Balances).
+      if (tx === undefined) continue;
       data.transactions.add(tx);
+      followNew(data, tx);
       created.push(tx);
     }
     this.forgetOldTransactions(data);
@@ -212,6 +218,7 @@ export class SandboxState {
     tx.updated_at = stamp;
     tx.modified_date = stamp;
     if (tx.client_sync_status === "synced") data.transactions.setSyncStatus(tx, "outdated");
+    if (tx.clearing_status === "cleared") followCleared(data, tx);
     return tx;
   }
 

@@ -2,6 +2,7 @@
  * In-memory records of the sandbox. Views (sandbox/views.ts) turn them into the
  * response shapes of spec §2; records keep what the views need and nothing more.
  */
+import type { Hold } from "./balances.js";
 import type { TransactionStore } from "./transaction-store.js";
 import type { TransactionFactory } from "./transactions.js";
 
@@ -182,6 +183,8 @@ export interface CompanyData {
   readonly statementAccounts: StatementAccount[];
   readonly segments: readonly SegmentEntry[];
   readonly transactions: TransactionStore;
+  /** Pending authorisations of spend made since seeding, by transaction id (`sandbox/data/balances.ts`). */
+  readonly holds: Map<string, Hold>;
   /** Builds this company's new transactions (continues the company's PRNG stream). */
   factory: TransactionFactory;
   /** Addresses invited so far (lower-case). */

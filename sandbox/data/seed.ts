@@ -173,6 +173,7 @@ function seedCompany(
     statementAccounts,
     segments,
     transactions: new TransactionStore(),
+    holds: new Map(),
     invited: new Set(users.map((u) => u.email.toLowerCase())),
     audit: [],
     factory: undefined as unknown as TransactionFactory,
@@ -487,8 +488,8 @@ function seedStatements(
       statements.push({ month: period.month, from: period.from, to: period.to, account, currency: company.currency, opening: balance, closing });
       balance = closing;
     }
-    // The account holds now what its latest statement closed at: the sandbox's balances do not follow transactions
-    // (spec-gaps), so nothing moved it since, and a balance drawn apart from its statements could sit far from them (the
+    // The account holds now what its latest statement closed at: the seeded history moves no balance (spec-gaps,
+    // Balances), so nothing moved it since, and a balance drawn apart from its statements could sit far from them (the
     // funding account hundreds of thousands away within a month). The balance draws made earlier are kept, so the rest
     // of the seed stays as it was. One opened this month has no statement and keeps its seeded balance.
     if (createdMs < (months.at(-1)?.endMs ?? -Infinity)) hold(balance);

@@ -5,6 +5,7 @@
 import type { Prng} from "../prng.js";
 import { round2 } from "../prng.js";
 import { TRANSACTION_CATEGORIES } from "../../shared/qashio/schemas/enums.js";
+import { SPEND_CATEGORIES, spendableOf } from "./balances.js";
 import { MCC_DESCRIPTIONS, MERCHANTS, convert, type MerchantProfile } from "./catalog.js";
 import type { CardRecord, ClientSyncStatus, CompanyData, MasterRecord, TransactionRecord, UserProfile } from "./model.js";
 
@@ -28,6 +29,20 @@ const CATEGORY_WEIGHTS: readonly (readonly [BuildableCategory, number])[] = [
   ["deposit", 2],
   ["account_transfer", 3],
 ];
+
+/** Least a card's account must be able to pay, fee included, for spend made now to go on it (billing currency). */
+const LEAST_SPEND = 1;
+
+/** The fee on a billing amount (`fee_charges`): a cash withdrawal 2% + 10, a foreign purchase 2%, anything else none. */
+function feeTerms(category: BuildableCategory, foreign: boolean): { readonly rate: number; readonly fixed: number } {
+  if (category === "cash_withdrawal") return { rate: 0.02, fixed: 10 };
+  return category === "purchase" && foreign ? { rate: 0.02, fixed: 0 } : { rate: 0, fixed: 0 };
+}
+
+function feeOf(category: BuildableCategory, billingAmount: number, foreign: boolean): number {
+  const { rate, fixed } = feeTerms(category, foreign);
+  return rate === 0 && fixed === 0 ? 0 : round2(billingAmount * rate + fixed);
+}
 
 /** Categories forced early in a seeded history so every kind is present. */
 const SPECIAL_SEQUENCE: readonly BuildableCategory[] = [
@@ -130,12 +145,16 @@ export class TransactionFactory {
         syncStatus,
         nowMs,
       });
-      this.data.transactions.add(tx);
+      // Only spend made now can find no card to pay for it.
+      if (tx !== undefined) this.data.transactions.add(tx);
     }
   }
 
-  /** Builds one transaction (not stored). */
-  create(options: CreateOptions): TransactionRecord {
+  /**
+   * Builds one transaction (not stored); undefined for spend made now that no card's account can pay for (spec-gaps,
+   * Balances).
+   */
+  create(options: CreateOptions): TransactionRecord | undefined {
     let category: BuildableCategory = options.category ?? this.prng.weighted(CATEGORY_WEIGHTS);
     let parent = options.parent;
     if ((category === "refund" || category === "reversal") && parent === undefined) {
@@ -144,7 +163,7 @@ export class TransactionFactory {
     }
     if (parent !== undefined && category !== "refund" && category !== "reversal") category = "refund";
     const tx = this.build(category, parent, options);
-    if (category === "purchase") this.rememberPurchase(tx);
+    if (tx !== undefined && category === "purchase") this.rememberPurchase(tx);
     return tx;
   }
 
@@ -161,11 +180,12 @@ export class TransactionFactory {
     return held[held.length - 1 - this.prng.int(0, held.length - 1)];
   }
 
-  private build(category: BuildableCategory, parent: TransactionRecord | undefined, o: CreateOptions): TransactionRecord {
+  private build(category: BuildableCategory, parent: TransactionRecord | undefined, o: CreateOptions): TransactionRecord | undefined {
     const p = this.prng;
     const company = this.data.company;
     const billingCurrency = company.currency;
     const card = parent ? (this.data.cards.find((c) => c.id === parent.card_external_id) ?? p.pick(this.spendCards)) : this.cardFor(category, o.timeMs, o.live === true);
+    if (card === undefined) return undefined;
     const holder = card.holder;
     const merchant = this.merchantFor(category, parent);
     let transactionAmount: number;
@@ -181,10 +201,13 @@ export class TransactionFactory {
       transactionCurrency = billingCurrency;
       transactionAmount = category === "cashback" ? p.money(5, 250) : category === "cash_withdrawal" ? p.pick([200, 500, 1000, 1500]) : p.pick([1_000, 2_500, 5_000, 10_000]);
     }
-    const billingAmount = convert(transactionAmount, transactionCurrency, billingCurrency);
     const foreign = transactionCurrency !== billingCurrency;
-    const fee =
-      category === "cash_withdrawal" ? round2(billingAmount * 0.02 + 10) : foreign && (category === "purchase") ? round2(billingAmount * 0.02) : 0;
+    // Spend made now is authorised against what its account can still spend (§4.9): never more.
+    if (o.live === true && parent === undefined && SPEND_CATEGORIES.has(category)) {
+      transactionAmount = this.within(transactionAmount, transactionCurrency, category, spendableOf(card, this.data));
+    }
+    const billingAmount = convert(transactionAmount, transactionCurrency, billingCurrency);
+    const fee = feeOf(category, billingAmount, foreign);
     const clearedMs = o.timeMs + p.int(1, 2) * DAY_MS + p.int(0, 6 * 3_600_000);
     const cleared = clearedMs <= o.nowMs;
     const supplier = merchant ? this.supplierByKey.get(merchant.supplier) : undefined;
@@ -306,18 +329,49 @@ export class TransactionFactory {
   }
 
   /**
+   * `amount` (in `currency`), or less so that its billing amount with its fee is at most `spendable`: the most spend
+   * made now can take from its account.
+   */
+  private within(amount: number, currency: string, category: BuildableCategory, spendable: number): number {
+    const billing = this.data.company.currency;
+    const foreign = currency !== billing;
+    const cost = (t: number) => {
+      const billed = convert(t, currency, billing);
+      return round2(billed + feeOf(category, billed, foreign));
+    };
+    if (cost(amount) <= spendable) return amount;
+    const { rate, fixed } = feeTerms(category, foreign);
+    let t = Math.min(amount, Math.floor(convert((spendable - fixed) / (1 + rate), billing, currency) * 100) / 100);
+    // Cent rounding of the conversion and the fee can put it a cent or two over.
+    while (t > 0 && cost(t) > spendable) t = round2(t - 0.01);
+    return t;
+  }
+
+  /** Whether the account `card` draws on can pay the least spend of `category` now, its fee included. */
+  private canPay(card: CardRecord, category: BuildableCategory): boolean {
+    const { rate, fixed } = feeTerms(category, true);
+    return spendableOf(card, this.data) >= round2(LEAST_SPEND * (1 + rate) + fixed);
+  }
+
+  /**
    * The card new spend at `timeMs` goes on. Spend made now takes a card whose status is `Active` now (a card the
    * dashboard suspended stops spending, one it activated, even after a termination, starts); the seeded history, which
    * keeps no status history, one active then (activated, not yet terminated), so a card suspended since spent before.
-   * A cash withdrawal takes such a card that allows them when there is one. Without any, every card that ever spent
+   * A cash withdrawal takes such a card that allows them when there is one. Spend made now takes only a card whose
+   * account can pay for some (`canPay`), and none when no card's can (undefined: §4.9 balances account for what is
+   * held, and the spec names no declined transaction). Otherwise, without any such card, every card that ever spent
    * serves, so the control surface can always create what it is asked for.
    */
-  private cardFor(category: BuildableCategory, timeMs: number, live: boolean): CardRecord {
-    const usable = live ? this.data.cards.filter((card) => card.status === "Active") : this.spendCards.filter((card) => this.canSpendAt(card, timeMs));
+  private cardFor(category: BuildableCategory, timeMs: number, live: boolean): CardRecord | undefined {
+    const spend = live && SPEND_CATEGORIES.has(category);
+    const usable = live
+      ? this.data.cards.filter((card) => card.status === "Active" && (!spend || this.canPay(card, category)))
+      : this.spendCards.filter((card) => this.canSpendAt(card, timeMs));
     const atm = category === "cash_withdrawal";
     const withAtm = atm ? usable.filter((card) => card.atmWithdrawalAllowed) : usable;
     if (withAtm.length > 0) return this.prng.pick(withAtm);
     if (usable.length > 0) return this.prng.pick(usable);
+    if (spend) return undefined;
     return this.prng.pick(atm && this.atmCards.length > 0 ? this.atmCards : this.spendCards);
   }
 

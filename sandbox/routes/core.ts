@@ -16,7 +16,8 @@ import {
   type UpdateCardBody,
 } from "../../shared/qashio/schemas/index.js";
 import { requireScope } from "../auth.js";
-import { accountBalanceOf, type CardRecord, type CompanyData } from "../data/model.js";
+import { spendableOf } from "../data/balances.js";
+import type { CardRecord, CompanyData } from "../data/model.js";
 import { ApiError, ForbiddenError, ValidationError, type FieldError } from "../errors.js";
 import { ok, parseBody, parseQuery, readJson, slicePage, type SandboxContext, type SandboxEnv } from "../http.js";
 import { Prng } from "../prng.js";
@@ -100,16 +101,6 @@ function cardBalance(c: SandboxContext): Response {
       currency: card.currency,
     })),
   });
-}
-
-/**
- * What a card can still spend (§4.9: balances account for pending authorisations): its own balance less its holds, or
- * for a pool card the pool's balance less the holds of every card drawing on that pool.
- */
-function spendableOf(card: CardRecord, data: CompanyData): number {
-  if (card.poolAccountId === null) return card.balance - card.pendingAuthorisations;
-  const held = data.cards.reduce((sum, other) => (other.poolAccountId === card.poolAccountId ? sum + other.pendingAuthorisations : sum), 0);
-  return accountBalanceOf(card, data) - held;
 }
 
 function findCard(c: SandboxContext): CardRecord {

@@ -89,20 +89,23 @@ class ActivityGenerator {
     return items.length === 0 ? undefined : this.random.pick(items);
   }
 
-  private async control(method: string, path: string, body: unknown): Promise<void> {
+  /** Calls the control surface; the answer's `data`. */
+  private async control(method: string, path: string, body: unknown): Promise<unknown> {
     const response = await fetch(`${this.baseUrl}/_sandbox/companies/${this.companyId}${path}`, {
       method,
       headers: { "content-type": "application/json" },
       body: JSON.stringify(body),
     });
     if (!response.ok) throw new Error(`sandbox control ${method} ${path} answered ${response.status}`);
+    return ((await response.json()) as { data?: unknown }).data;
   }
 
   /** One round of activity; returns what was done, for the narration line. */
   async round(cycle: number, seen: SeenTransactions): Promise<string[]> {
     const done: string[] = [];
-    const spend = this.random.int(1, 3);
-    await this.control("POST", "/transactions", { count: spend, transaction_category: "purchase" });
+    // The sandbox makes only what the cards' accounts can pay for (spec-gaps, Balances): say what it made.
+    const made = await this.control("POST", "/transactions", { count: this.random.int(1, 3), transaction_category: "purchase" });
+    const spend = Array.isArray(made) ? made.length : 0;
     done.push(`${spend} new purchase${spend === 1 ? "" : "s"}`);
     // Only what the sandbox still holds: a refund of a purchase it forgot, or a change to one, would be refused.
     const refunded = this.random.chance(0.5) ? this.pick(seen.purchases.filter((p) => this.held(p.id))) : undefined;

@@ -22,6 +22,7 @@ import type { PollResult } from "../../shared/aws/handlers.js";
 import type { AwsClients } from "../../shared/aws/runtime.js";
 import type { PollEvent } from "../../shared/aws/poll-event.js";
 import { localDynamoClient } from "../aws/support/dynamo.js";
+import { fillAccounts } from "../sandbox/helpers.js";
 import { createHarness, lambdaContext, REDIRECT_URI, subjectIds, TENANT, type Harness } from "./support/harness.js";
 import { CYCLE_SAFETY_MARGIN_MS, MIN_POLLER_TIMEOUT_MS } from "../../shared/aws/config.js";
 import { DEFAULT_SECRET_CACHE_TTL_MS, SecretsManagerTokenStore } from "../../shared/aws/token-store.js";
@@ -822,6 +823,8 @@ const slowScans = (): (() => AwsClients) => tableSeen((command) => command === "
 /** Snapshots (and aliases) of 150 more transactions than the sandbox seeds, stored by a transaction cycle under full. */
 async function transactionsStoredUnderFull(): Promise<void> {
   h.env.PII_MODE = "full";
+  // Every one asked for made: new spend needs money in the accounts (spec-gaps, Balances).
+  fillAccounts(company());
   h.sandbox.control.state.createTransactions(company(), { count: 150 });
   expect(await h.poller("transactions")()).toMatchObject({ status: "completed", outcome: "complete" });
 }

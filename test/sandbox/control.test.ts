@@ -5,7 +5,7 @@ import { QashioClient } from "../../shared/qashio/client.js";
 import { InvalidResponseError, RateLimitedError, ServerError, TimeoutError } from "../../shared/qashio/errors.js";
 import { ErrorEnvelopeSchema, TransactionSchema } from "../../shared/qashio/schemas/index.js";
 import { createSandbox, ValidationError } from "../../sandbox/index.js";
-import { BASE, CLIENT, REDIRECT_URI, errorCodes, harness, instantClock, tokensFor, type Harness, type Row } from "./helpers.js";
+import { BASE, CLIENT, REDIRECT_URI, errorCodes, fillAccounts, harness, instantClock, tokensFor, type Harness, type Row } from "./helpers.js";
 
 const LIST = "/public/v1/erp/transactions";
 
@@ -179,6 +179,7 @@ describe("activity generation", () => {
       expect((await control(`/companies/${h.companyId}/cards/${card.id}/status`, { status: "active" })).status).toBe(200);
     }
     const spendable = new Set([...active.slice(1), activatedNow, terminatedOnce].map((card) => card.id));
+    fillAccounts(h.sandbox.control.company(h.companyId)!);
     const used = new Set<unknown>();
     for (const category of ["purchase", "cash_withdrawal"]) {
       const { status, body } = await control(`/companies/${h.companyId}/transactions`, { count: 60, transaction_category: category });
@@ -211,6 +212,95 @@ describe("activity generation", () => {
     expect((await h.json(`/public/v1/erp/cards/${suspended.id}`)).body.data.status).toBe("Active");
     expect((await control(`/companies/${h.companyId}/cards/${suspended.id}/status`, { status: "frozen" })).status).toBe(400);
     expect((await control(`/companies/${h.otherCompanyId}/cards/${suspended.id}/status`, { status: "Active" })).status).toBe(404);
+  });
+});
+
+describe("balances following new spend (§4.9: card balances account for pending authorisations)", () => {
+  const CORE = "/public/v1/core/cards";
+  const data = () => h.sandbox.control.company(h.companyId)!;
+  /** What the balance read gives each Active card: what its account can still spend. */
+  async function spendable(): Promise<Map<string, number>> {
+    const out = new Map<string, number>();
+    for (const card of data().cards.filter((c) => c.status === "Active")) {
+      const read = await h.client.getCardBalance({ nickname: card.nickname });
+      out.set(card.id, read.cards.find((c) => c.card_id === card.id)?.balance as number);
+    }
+    return out;
+  }
+  /** The core card's `account_balance`: the balance of the account it draws on, before holds. */
+  async function accountBalances(): Promise<Map<string, number>> {
+    const cards = (await h.json(`${CORE}?page_size=100`)).body.data.cards as Row[];
+    return new Map(cards.map((c) => [c.id as string, Number(c.account_balance)]));
+  }
+  const onAccountOf = (cardId: string) => {
+    const account = data().cards.find((c) => c.id === cardId)!.accountExternalId;
+    return new Set(data().cards.filter((c) => c.accountExternalId === account).map((c) => c.id));
+  };
+  const cents = (n: number) => Math.round(n * 100) / 100;
+
+  async function purchase(): Promise<Row> {
+    const { status, body } = await control(`/companies/${h.companyId}/transactions`, { count: 1, transaction_category: "purchase" });
+    expect(status).toBe(201);
+    return body.data[0] as Row;
+  }
+
+  it("holds a new purchase against the account its card draws on: every card on it can spend its fee-inclusive amount less, the account holds as much as before", async () => {
+    const [spendBefore, accountBefore] = [await spendable(), await accountBalances()];
+    const tx = await purchase();
+    expect(tx.clearing_status).toBe("pending");
+    const [spendAfter, accountAfter] = [await spendable(), await accountBalances()];
+    const shared = onAccountOf(tx.card_external_id as string);
+    for (const [id, before] of spendBefore) {
+      expect([id, spendAfter.get(id)]).toEqual([id, cents(before - (shared.has(id) ? (tx.billing_amount as number) : 0))]);
+    }
+    expect(accountAfter).toEqual(accountBefore);
+  });
+
+  it("when the purchase clears, its hold goes and its account's balance falls by it: what the card can spend stays where the hold put it", async () => {
+    const tx = await purchase();
+    const [spendBefore, accountBefore] = [await spendable(), await accountBalances()];
+    expect((await control(`/companies/${h.companyId}/transactions/${tx.id}`, { clearing_status: "cleared" }, "PATCH")).status).toBe(200);
+    const [spendAfter, accountAfter] = [await spendable(), await accountBalances()];
+    expect(spendAfter).toEqual(spendBefore);
+    const shared = onAccountOf(tx.card_external_id as string);
+    for (const [id, before] of accountBefore) {
+      expect([id, accountAfter.get(id)]).toEqual([id, cents(before - (shared.has(id) ? (tx.billing_amount as number) : 0))]);
+    }
+    // A second clearing of the same purchase takes nothing more.
+    await control(`/companies/${h.companyId}/transactions/${tx.id}`, { clearing_status: "pending" }, "PATCH");
+    await control(`/companies/${h.companyId}/transactions/${tx.id}`, { clearing_status: "cleared" }, "PATCH");
+    expect(await accountBalances()).toEqual(accountAfter);
+  });
+
+  it("a reversal of a held purchase releases its hold; a refund raises its card's account's balance", async () => {
+    const spendBefore = await spendable();
+    const tx = await purchase();
+    const reversal = await control(`/companies/${h.companyId}/transactions`, { parent_qashio_id: tx.qashio_id, transaction_category: "reversal" });
+    expect(reversal.status).toBe(201);
+    expect(await spendable()).toEqual(spendBefore);
+    const paid = await purchase();
+    await control(`/companies/${h.companyId}/transactions/${paid.id}`, { clearing_status: "cleared" }, "PATCH");
+    const [spendPaid, accountPaid] = [await spendable(), await accountBalances()];
+    const refund = (await control(`/companies/${h.companyId}/transactions`, { parent_qashio_id: paid.qashio_id })).body.data[0] as Row;
+    expect(refund.transaction_category).toBe("refund");
+    const shared = onAccountOf(paid.card_external_id as string);
+    const [spendAfter, accountAfter] = [await spendable(), await accountBalances()];
+    for (const [id, before] of spendPaid) expect([id, spendAfter.get(id)]).toEqual([id, cents(before + (shared.has(id) ? (refund.billing_amount as number) : 0))]);
+    for (const [id, before] of accountPaid) expect([id, accountAfter.get(id)]).toEqual([id, cents(before + (shared.has(id) ? (refund.billing_amount as number) : 0))]);
+  });
+
+  it("never spends more than an account can: a card holding nothing gets no purchase, and after many no balance read is below 0", async () => {
+    const broke = [...(await spendable())].find(([, balance]) => balance === 0)?.[0];
+    expect(broke, "seed 7 has an Active card holding 0").toBeDefined();
+    const made: Row[] = [];
+    for (const category of ["purchase", "cash_withdrawal"]) {
+      const { status, body } = await control(`/companies/${h.companyId}/transactions`, { count: 150, transaction_category: category });
+      expect(status).toBe(201);
+      made.push(...(body.data as Row[]));
+    }
+    expect(made.length).toBeGreaterThan(0);
+    expect(made.filter((tx) => tx.card_external_id === broke)).toEqual([]);
+    for (const [id, balance] of await spendable()) expect([id, balance >= 0]).toEqual([id, true]);
   });
 });
 
@@ -466,6 +556,7 @@ describe("retention (retainTransactions, the demo's bound)", () => {
   const held = (x: Harness) => x.sandbox.control.company(x.companyId)?.transactions.all() ?? [];
 
   it("is off by default: every transaction is kept, acknowledged or not, as the provider keeps them", async () => {
+    fillAccounts(h.sandbox.control.company(h.companyId)!);
     await control(`/companies/${h.companyId}/transactions`, { count: 60, transaction_category: "purchase" });
     await acknowledgeAll(h);
     expect(held(h)).toHaveLength(100);

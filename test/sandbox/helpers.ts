@@ -6,10 +6,21 @@ import { QashioClient } from "../../shared/qashio/client.js";
 import { StaticTokenProvider } from "../../shared/qashio/auth/token-provider.js";
 import type { Clock } from "../../shared/qashio/http.js";
 import { createSandbox, SANDBOX_IN_PROCESS_URL, type Sandbox, type SandboxOptions } from "../../sandbox/index.js";
+import type { CompanyData } from "../../sandbox/data/model.js";
 
 /** A JSON object navigated freely in assertions (its shape is asserted with the shared schemas separately). */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- response bodies are read loosely in tests
 export type Row = Record<string, any>;
+
+/**
+ * Fills every card and pool account of a company to the most it may hold: new spend is authorised against what an
+ * account holds (spec-gaps, Balances), so a test making much of it, or spending on a card the seed left empty, gives
+ * the accounts money first.
+ */
+export function fillAccounts(data: Pick<CompanyData, "cards" | "pools">): void {
+  for (const card of data.cards) if (card.poolAccountId === null) card.balance = card.allowedMaxBalance;
+  for (const pool of data.pools) pool.balance = pool.allowedMaxBalance;
+}
 
 export const START = "2025-03-15T12:00:00.000Z";
 export const REDIRECT_URI = "http://127.0.0.1:8765/callback";

@@ -1,0 +1,92 @@
+/**
+ * How new spend moves the balances of the accounts cards draw on (spec-gaps, Balances). A card spends its account's
+ * balance (its own, or its pool's) less the pending authorisations of every card on that account (§4.9). Spend made
+ * now is authorised against that and held until it clears; money back for spend raises the account. Seeded balances,
+ * holds and history stay as seeded: only what happens after seeding moves them.
+ */
+import { round2 } from "../prng.js";
+import { accountBalanceOf, type CardRecord, type CompanyData, type TransactionRecord } from "./model.js";
+
+type Accounts = Pick<CompanyData, "cards" | "pools">;
+
+/** A pending authorisation of new spend: the card it was made on and the fee-inclusive amount it holds. */
+export interface Hold {
+  readonly card: CardRecord;
+  readonly amount: number;
+}
+
+/** Categories of spend a card makes, authorised against its account and held until they clear. */
+export const SPEND_CATEGORIES: ReadonlySet<string> = new Set(["purchase", "cash_withdrawal"]);
+
+/** What the account `card` draws on can still spend: its balance less the holds of every card on it (§4.9). */
+export function spendableOf(card: CardRecord, data: Accounts): number {
+  const held = data.cards.reduce((sum, other) => (other.accountExternalId === card.accountExternalId ? sum + other.pendingAuthorisations : sum), 0);
+  return round2(accountBalanceOf(card, data) - held);
+}
+
+/** What a transaction takes from or gives its account: its billing amount with its fee (§2.2 rule 1, as listed). */
+function amountOf(tx: TransactionRecord): number {
+  return round2(tx.billing_amount + tx.transaction_fee_amount);
+}
+
+/** Moves the balance of the account `card` draws on by `by`. */
+function move(card: CardRecord, data: Accounts, by: number): void {
+  const pool = card.poolAccountId === null ? undefined : data.pools.find((p) => p.id === card.poolAccountId);
+  if (pool) pool.balance = round2(pool.balance + by);
+  else if (card.poolAccountId === null) card.balance = round2(card.balance + by);
+}
+
+/** Room left below the account's allowed_max_balance (§2.3, §2.5: the most it may hold). */
+function roomOf(card: CardRecord, data: Accounts): number {
+  const pool = card.poolAccountId === null ? undefined : data.pools.find((p) => p.id === card.poolAccountId);
+  return Math.max(0, round2((pool ? pool.allowedMaxBalance : card.allowedMaxBalance) - accountBalanceOf(card, data)));
+}
+
+/** Money back to the card's account; what it cannot hold goes to the company's funding account. */
+function credit(card: CardRecord, data: CompanyData, amount: number): void {
+  const kept = Math.min(amount, roomOf(card, data));
+  move(card, data, kept);
+  data.company.fundingBalance = round2(data.company.fundingBalance + amount - kept);
+}
+
+/** Takes a hold off its card; whether there was one. */
+function release(data: CompanyData, transactionId: string): Hold | undefined {
+  const hold = data.holds.get(transactionId);
+  if (hold === undefined) return undefined;
+  data.holds.delete(transactionId);
+  hold.card.pendingAuthorisations = Math.max(0, round2(hold.card.pendingAuthorisations - hold.amount));
+  return hold;
+}
+
+/**
+ * A transaction made now moves its card's account: spend uncleared is held, spend cleared falls on the balance; a
+ * reversal releases what its purchase holds (a purchase no longer held gets its amount back, as a refund does); a refund
+ * raises the balance. Other categories move no balance.
+ */
+export function followNew(data: CompanyData, tx: TransactionRecord): void {
+  const card = data.cards.find((c) => c.id === tx.card_external_id);
+  if (card === undefined) return;
+  const category = tx.transaction_category;
+  if (SPEND_CATEGORIES.has(category)) {
+    if (tx.clearing_status === "cleared") move(card, data, -amountOf(tx));
+    else {
+      card.pendingAuthorisations = round2(card.pendingAuthorisations + amountOf(tx));
+      data.holds.set(tx.id, { card, amount: amountOf(tx) });
+    }
+  } else if (category === "reversal") {
+    if (tx.parent_id === null || release(data, tx.parent_id) === undefined) credit(card, data, amountOf(tx));
+  } else if (category === "refund") {
+    credit(card, data, amountOf(tx));
+  }
+}
+
+/** A held transaction that cleared: its hold goes and its account's balance falls by what it held. */
+export function followCleared(data: CompanyData, tx: TransactionRecord): void {
+  const hold = release(data, tx.id);
+  if (hold !== undefined) move(hold.card, data, -hold.amount);
+}
+
+/** Forgets the holds of transactions the company no longer keeps; the authorisations stay on their cards. */
+export function forgetHolds(data: CompanyData): void {
+  for (const id of data.holds.keys()) if (data.transactions.get(id) === undefined) data.holds.delete(id);
+}
