@@ -49,6 +49,38 @@ function credit(card: CardRecord, data: CompanyData, amount: number): void {
   data.company.fundingBalance = round2(data.company.fundingBalance + amount - kept);
 }
 
+/**
+ * The auto top-up of the account `card` draws on: what it adds, from the funding account, once what the account can
+ * still spend falls below its threshold (the low-balance amount, shown as `auto_top_up_configuration.threshold`). A
+ * card with its own account has one while auto top-up is on; a pool while its `topup_type` is `auto_topup`, adding its
+ * low-balance amount (§2.5 gives a pool no top-up amount). Undefined when the account has none.
+ */
+function autoTopUpOf(card: CardRecord, data: Accounts): { readonly amount: number; readonly threshold: number } | undefined {
+  if (card.poolAccountId === null) {
+    return card.autoTopUpEnabled && card.autoTopUpAmount > 0 ? { amount: card.autoTopUpAmount, threshold: card.lowBalanceNotificationAmount } : undefined;
+  }
+  const pool = data.pools.find((p) => p.id === card.poolAccountId);
+  return pool?.topupType === "auto_topup" ? { amount: pool.lowBalanceNotificationAmount, threshold: pool.lowBalanceNotificationAmount } : undefined;
+}
+
+/**
+ * Tops up the account `card` draws on when spend left it low and it is on auto top-up: its amount, or less so that the
+ * account stays within its allowed_max_balance and the funding account above 0 (nothing when neither has room).
+ */
+function topUpIfLow(card: CardRecord, data: CompanyData): void {
+  const auto = autoTopUpOf(card, data);
+  if (auto === undefined || spendableOf(card, data) >= auto.threshold) return;
+  const amount = round2(Math.min(auto.amount, roomOf(card, data), data.company.fundingBalance));
+  if (amount <= 0) return;
+  move(card, data, amount);
+  data.company.fundingBalance = round2(data.company.fundingBalance - amount);
+}
+
+/** Money paid into the company's funding account (control surface: a bank transfer made outside the API). */
+export function deposit(data: CompanyData, amount: number): void {
+  data.company.fundingBalance = round2(data.company.fundingBalance + amount);
+}
+
 /** Takes a hold off its card; whether there was one. */
 function release(data: CompanyData, transactionId: string): Hold | undefined {
   const hold = data.holds.get(transactionId);
@@ -59,9 +91,9 @@ function release(data: CompanyData, transactionId: string): Hold | undefined {
 }
 
 /**
- * A transaction made now moves its card's account: spend uncleared is held, spend cleared falls on the balance; a
- * reversal releases what its purchase holds (a purchase no longer held gets its amount back, as a refund does); a refund
- * raises the balance. Other categories move no balance.
+ * A transaction made now moves its card's account: spend uncleared is held, spend cleared falls on the balance (either
+ * may set off its auto top-up); a reversal releases what its purchase holds (a purchase no longer held gets its amount
+ * back, as a refund does); a refund raises the balance. Other categories move no balance.
  */
 export function followNew(data: CompanyData, tx: TransactionRecord): void {
   const card = data.cards.find((c) => c.id === tx.card_external_id);
@@ -73,6 +105,7 @@ export function followNew(data: CompanyData, tx: TransactionRecord): void {
       card.pendingAuthorisations = round2(card.pendingAuthorisations + amountOf(tx));
       data.holds.set(tx.id, { card, amount: amountOf(tx) });
     }
+    topUpIfLow(card, data);
   } else if (category === "reversal") {
     if (tx.parent_id === null || release(data, tx.parent_id) === undefined) credit(card, data, amountOf(tx));
   } else if (category === "refund") {
@@ -80,10 +113,15 @@ export function followNew(data: CompanyData, tx: TransactionRecord): void {
   }
 }
 
-/** A held transaction that cleared: its hold goes and its account's balance falls by what it held. */
+/**
+ * A held transaction that cleared: its hold goes and its account's balance falls by what it held, which leaves room
+ * below its allowed_max_balance for an auto top-up a full account could not take.
+ */
 export function followCleared(data: CompanyData, tx: TransactionRecord): void {
   const hold = release(data, tx.id);
-  if (hold !== undefined) move(hold.card, data, -hold.amount);
+  if (hold === undefined) return;
+  move(hold.card, data, -hold.amount);
+  topUpIfLow(hold.card, data);
 }
 
 /** Forgets the holds of transactions the company no longer keeps; the authorisations stay on their cards. */

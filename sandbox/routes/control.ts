@@ -1,11 +1,12 @@
 /**
  * Control surface under `/_sandbox` (issue 3 item 6): companies, authorization codes,
- * activity generation, dashboard card changes, clock, faults, reset, latency.
+ * activity generation, deposits into the funding account, dashboard card changes, clock, faults, reset, latency.
  * Never faulted, never delayed.
  */
 import type { Hono } from "hono";
 import * as z from "zod";
 import { checkBody } from "../../shared/qashio/schemas/index.js";
+import { deposit } from "../data/balances.js";
 import type { ErpCardStatus } from "../data/model.js";
 import { BUILDABLE_CATEGORIES } from "../data/transactions.js";
 import { MAX_RESET_TRANSACTIONS } from "../limits.js";
@@ -35,6 +36,11 @@ const CreateTransactionsBody = z.object({
 });
 
 const CardStatusBody = z.object({ status: z.string().min(1) });
+
+/** Most one deposit pays in: far above any seeded balance, so a typo of many digits is refused. */
+export const MAX_DEPOSIT = 10_000_000;
+
+const DepositBody = z.object({ amount: z.number().positive().max(MAX_DEPOSIT).multipleOf(0.01) });
 
 const ClockBody = z.object({ advance_seconds: z.number().nonnegative() });
 
@@ -175,6 +181,13 @@ export function registerControl(app: Hono<SandboxEnv>): void {
     if (!status) throw new ValidationError([{ field: "status", code: "INVALID_ENUM", message: `status must be one of: ${ERP_CARD_STATUSES.join(", ")}` }]);
     state.setCardStatus(card, status);
     return c.json({ data: erpCardDetailView(card, data.company) }, 200);
+  });
+
+  app.post("/_sandbox/companies/:companyId/deposits", async (c) => {
+    const data = company(c);
+    const b = await body(c, DepositBody);
+    deposit(data, b.amount);
+    return c.json({ data: { funding_account: { account_external_id: data.company.fundingAccountId, balance: data.company.fundingBalance } } }, 201);
   });
 
   app.post("/_sandbox/companies/:companyId/api_access", async (c) => {

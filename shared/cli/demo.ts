@@ -2,15 +2,16 @@
  * `npm start` (= `bridge demo`): the embedded provider sandbox on a loopback port, the bridge authorized
  * against it through the real authorization-code flow, and a cycle every few seconds while the sandbox
  * generates activity through its control surface: new spend, refunds of earlier purchases, approvals
- * changing, now and then a card suspended (or reactivated) in the provider's dashboard.
+ * changing, purchases clearing, now and then a card suspended (or reactivated) in the provider's dashboard and a
+ * deposit into the funding account, so the cards' accounts (auto top-up) never run dry.
  * Every event is printed as one line; events also go to a JSON Lines file in a temp directory, which is removed when
  * the demo ends unless `--keep` is given.
  */
 import { rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { BridgeEvent } from "../bridge/ports.js";
-import { createSandbox, SANDBOX_CLIENT } from "../../sandbox/index.js";
-import { Prng } from "../../sandbox/prng.js";
+import { createSandbox, SANDBOX_CLIENT, type Sandbox } from "../../sandbox/index.js";
+import { Prng, round2 } from "../../sandbox/prng.js";
 import { FileTokenStore } from "../local/index.js";
 import type { DemoArgs } from "./args.js";
 import { authorizeWithBrowser, DEFAULT_SCOPES } from "./authorize.js";
@@ -40,6 +41,8 @@ const SANDBOX_RETAINED = 1_000;
 export interface DemoSeams {
   /** Transactions the sandbox keeps (`retainTransactions`). @default SANDBOX_RETAINED */
   readonly retainTransactions?: number;
+  /** Sees the demo's sandbox once it is made, so a test can read its balances as the demo runs. */
+  readonly onSandbox?: (sandbox: Sandbox) => void;
 }
 
 /**
@@ -69,10 +72,34 @@ export class SeenTransactions {
 
 const APPROVALS = ["pending", "approved", "approved", "rejected", "admin_approved"] as const;
 
+/** Rounds after which a purchase the demo made clears (its hold moves onto its account's balance). */
+const CLEARS_AFTER_ROUNDS = 3;
+/** Every this many rounds the company pays into its funding account what its cards spent since the last deposit. */
+const DEPOSIT_EVERY_ROUNDS = 10;
+
+/** A purchase the demo made, still to clear: the stored amounts its clearing takes (the list shows them with the fee). */
+interface Uncleared {
+  readonly id: string;
+  readonly round: number;
+  readonly amount: number;
+  readonly fee: number;
+}
+
+/** A transaction as the control surface answers it (the list shape, §2.2): what the demo reads of it. */
+interface Made {
+  readonly id: string;
+  readonly billing_amount: number;
+  readonly fee_charges: number;
+}
+
 /** Drives the sandbox's control surface over HTTP, like a test or a person with curl would. */
 class ActivityGenerator {
   /** The sandbox's own seeded PRNG, so a seed replays the same activity. */
   private readonly random: Prng;
+  /** Purchases made and not yet cleared, oldest first (at most CLEARS_AFTER_ROUNDS rounds of them). */
+  private readonly uncleared: Uncleared[] = [];
+  /** What the cards spent, net of refunds, since the last deposit. */
+  private spent = 0;
 
   constructor(
     private readonly baseUrl: string,
@@ -104,13 +131,17 @@ class ActivityGenerator {
   async round(cycle: number, seen: SeenTransactions): Promise<string[]> {
     const done: string[] = [];
     // The sandbox makes only what the cards' accounts can pay for (spec-gaps, Balances): say what it made.
-    const made = await this.control("POST", "/transactions", { count: this.random.int(1, 3), transaction_category: "purchase" });
-    const spend = Array.isArray(made) ? made.length : 0;
-    done.push(`${spend} new purchase${spend === 1 ? "" : "s"}`);
+    const made = (await this.control("POST", "/transactions", { count: this.random.int(1, 3), transaction_category: "purchase" })) as Made[];
+    for (const tx of made) {
+      this.uncleared.push({ id: tx.id, round: cycle, amount: round2(tx.billing_amount - tx.fee_charges), fee: tx.fee_charges });
+      this.spent += tx.billing_amount;
+    }
+    done.push(`${made.length} new purchase${made.length === 1 ? "" : "s"}`);
     // Only what the sandbox still holds: a refund of a purchase it forgot, or a change to one, would be refused.
     const refunded = this.random.chance(0.5) ? this.pick(seen.purchases.filter((p) => this.held(p.id))) : undefined;
     if (refunded !== undefined) {
-      await this.control("POST", "/transactions", { count: 1, transaction_category: "refund", parent_qashio_id: refunded.qashioId });
+      const [refund] = (await this.control("POST", "/transactions", { count: 1, transaction_category: "refund", parent_qashio_id: refunded.qashioId })) as Made[];
+      this.spent -= refund?.billing_amount ?? 0;
       done.push(`refund of ${refunded.qashioId}`);
     }
     const changed = this.pick([...seen.approvals.keys()].filter(this.held));
@@ -130,7 +161,43 @@ class ActivityGenerator {
         done.push(`card ${card.id} ${status === "Suspended" ? "suspended" : "reactivated"} in the dashboard`);
       }
     }
+    const cleared = await this.clear(cycle);
+    if (cleared > 0) done.push(`${cleared} purchase${cleared === 1 ? "" : "s"} cleared`);
+    if (cycle % DEPOSIT_EVERY_ROUNDS === 0 && round2(this.spent) > 0) {
+      const amount = round2(this.spent);
+      await this.control("POST", "/deposits", { amount });
+      this.spent = 0;
+      done.push(`deposit of ${amount.toFixed(2)} into the funding account`);
+    }
     return done;
+  }
+
+  /**
+   * Clears the purchases made CLEARS_AFTER_ROUNDS rounds ago or earlier, as the card network would, with the fields a
+   * clearing sets (spec-gaps, Data): their holds move onto their accounts' balances, leaving room for auto top-ups.
+   * Returns how many it cleared; one the sandbox forgot is skipped.
+   */
+  private async clear(cycle: number): Promise<number> {
+    const due = this.uncleared.filter((p) => p.round <= cycle - CLEARS_AFTER_ROUNDS);
+    if (due.length === 0) return 0;
+    this.uncleared.splice(0, due.length);
+    const held = due.filter((p) => this.held(p.id));
+    if (held.length === 0) return 0;
+    // Cleared now in sandbox time, never after it.
+    const clock = await fetch(`${this.baseUrl}/_sandbox/clock`);
+    if (!clock.ok) throw new Error(`sandbox control GET /clock answered ${clock.status}`);
+    const now = ((await clock.json()) as { data: { now: string } }).data.now;
+    for (const p of held) {
+      await this.control("PATCH", `/transactions/${p.id}`, {
+        clearing_status: "cleared",
+        settlement_status: "settled",
+        message_type: "clearing",
+        cleared_at: now,
+        clearing_amount: p.amount,
+        clearing_fee: p.fee,
+      });
+    }
+    return held.length;
   }
 }
 
@@ -179,6 +246,7 @@ async function removeDir(dir: string, io: CliIo): Promise<boolean> {
 /** Runs the demo in `dir` until its cycles are done or Ctrl-C; returns the number of cycles run. */
 async function runDemo(args: DemoArgs, io: CliIo, dir: string, palette: Palette, seams: DemoSeams): Promise<number> {
   const sandbox = createSandbox({ seed: args.seed, realTime: true, retainTransactions: seams.retainTransactions ?? SANDBOX_RETAINED });
+  seams.onSandbox?.(sandbox);
   const server = await sandbox.listen(0);
   try {
     const [company] = sandbox.control.companies();

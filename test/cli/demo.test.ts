@@ -6,7 +6,9 @@ import { readFile, rm } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { describe, expect, it, vi } from "vitest";
 import type { BridgeEvent } from "../../shared/bridge/ports.js";
-import { createSandbox } from "../../sandbox/index.js";
+import { createSandbox, type Sandbox } from "../../sandbox/index.js";
+import { spendableOf } from "../../sandbox/data/balances.js";
+import { accountBalanceOf } from "../../sandbox/data/model.js";
 import { demoCommand, SeenTransactions, type DemoSeams } from "../../shared/cli/demo.js";
 import type { DemoArgs } from "../../shared/cli/args.js";
 import { AuthorizeAgainError, CliError, EXIT } from "../../shared/cli/errors.js";
@@ -303,4 +305,39 @@ describe("what the bridge demo remembers to aim its activity at", () => {
       await rm(dir, { recursive: true, force: true });
     }
   });
+});
+
+describe("the bridge demo's money (spec-gaps, Balances)", () => {
+  it("never runs dry: round after round it makes new purchases, and no balance the sandbox reads is below 0 or above its account's most", async () => {
+    const cycles = 200;
+    let sandbox: Sandbox | undefined;
+    let read = 0;
+    const problems: string[] = [];
+    /** Every balance the sandbox answers with, after each cycle: what a card can spend, its account's, the funding account's. */
+    const checkBalances = (cycle: string) => {
+      const data = sandbox?.control.company(sandbox.control.companies()[0]?.id ?? "");
+      if (data === undefined) return;
+      if (data.company.fundingBalance < 0) problems.push(`${cycle}: funding account ${data.company.fundingBalance}`);
+      for (const card of data.cards) {
+        const spendable = spendableOf(card, data);
+        const account = accountBalanceOf(card, data);
+        if (spendable < 0) problems.push(`${cycle}: card ${card.nickname} can spend ${spendable}`);
+        if (account < 0 || account > card.allowedMaxBalance) problems.push(`${cycle}: card ${card.nickname}'s account holds ${account} (most ${card.allowedMaxBalance})`);
+      }
+      for (const pool of data.pools) if (pool.balance < 0 || pool.balance > pool.allowedMaxBalance) problems.push(`${cycle}: pool ${pool.accountName} holds ${pool.balance}`);
+    };
+    const { code, stdout, stderr } = await demo({ cycles, seams: { onSandbox: (s) => (sandbox = s) } }, (out) => {
+      for (const summary of out.slice(read).match(/^── cycle \d+/gm) ?? []) checkBalances(summary);
+      read = out.lastIndexOf("\n") + 1;
+    });
+    expect(code, stderr).toBe(EXIT.ok);
+    expect(stderr).toBe("");
+    const spend = [...stdout.matchAll(/sandbox activity: (\d+) new purchases?/g)].map(([, n]) => Number(n));
+    expect(spend).toHaveLength(cycles - 1);
+    // Every round makes some (it asks 1-3), and the last hundred, long after the seeded balances would have run out
+    // without money coming back, make about as many as they ask (2 a round on average): at least 1.5 a round.
+    expect(spend.map((n, i) => [i + 2, n]).filter(([, n]) => n === 0)).toEqual([]);
+    expect(spend.slice(-100).reduce((a, b) => a + b, 0)).toBeGreaterThanOrEqual(150);
+    expect(problems).toEqual([]);
+  }, 120_000);
 });

@@ -5,6 +5,7 @@ import { QashioClient } from "../../shared/qashio/client.js";
 import { InvalidResponseError, RateLimitedError, ServerError, TimeoutError } from "../../shared/qashio/errors.js";
 import { ErrorEnvelopeSchema, TransactionSchema } from "../../shared/qashio/schemas/index.js";
 import { createSandbox, ValidationError } from "../../sandbox/index.js";
+import { round2 } from "../../sandbox/prng.js";
 import { BASE, CLIENT, REDIRECT_URI, errorCodes, fillAccounts, harness, instantClock, tokensFor, type Harness, type Row } from "./helpers.js";
 
 const LIST = "/public/v1/erp/transactions";
@@ -301,6 +302,40 @@ describe("balances following new spend (§4.9: card balances account for pending
     expect(made.length).toBeGreaterThan(0);
     expect(made.filter((tx) => tx.card_external_id === broke)).toEqual([]);
     for (const [id, balance] of await spendable()) expect([id, balance >= 0]).toEqual([id, true]);
+  });
+});
+
+describe("money back (spec-gaps, Balances): auto top-up and deposits", () => {
+  const data = () => h.sandbox.control.company(h.companyId)!;
+  const companyBalance = async () => (await h.client.getCardBalance({ nickname: data().cards[0]!.nickname })).company_balance?.amount as number;
+
+  it("tops up an account on auto top-up from the funding account once spend leaves it below its threshold, within its allowed_max_balance", async () => {
+    const card = data().cards.find((c) => c.status === "Active" && c.poolAccountId === null && c.autoTopUpEnabled)!;
+    expect(card, "seed 7 has an Active card on auto top-up").toBeDefined();
+    // Only this card can pay, and just above its threshold: any purchase leaves it below.
+    for (const other of data().cards) if (other !== card && other.poolAccountId === null) other.balance = 0;
+    for (const pool of data().pools) pool.balance = 0;
+    card.balance = card.lowBalanceNotificationAmount + card.pendingAuthorisations + 50;
+    const [fundingBefore, balanceBefore] = [await companyBalance(), card.balance];
+    const tx = (await control(`/companies/${h.companyId}/transactions`, { count: 1, transaction_category: "purchase" })).body.data[0] as Row;
+    expect(tx.card_external_id).toBe(card.id);
+    const topUp = Math.min(card.autoTopUpAmount, card.allowedMaxBalance - balanceBefore);
+    expect(topUp).toBeGreaterThan(0);
+    expect(card.balance).toBe(balanceBefore + topUp);
+    expect(await companyBalance()).toBe(round2(fundingBefore - topUp));
+  });
+
+  it("takes a deposit into the funding account, and refuses an amount that is not a positive sum of cents, naming it", async () => {
+    const before = await companyBalance();
+    const { status, body } = await control(`/companies/${h.companyId}/deposits`, { amount: 1234.56 });
+    expect(status).toBe(201);
+    expect(body.data.funding_account).toEqual({ account_external_id: data().company.fundingAccountId, balance: round2(before + 1234.56) });
+    expect(await companyBalance()).toBe(body.data.funding_account.balance);
+    for (const amount of [0, -5, 1.234, "100", 10_000_001]) {
+      const refused = await control(`/companies/${h.companyId}/deposits`, { amount });
+      expect([amount, refused.status, refused.body.errors?.[0]?.field]).toEqual([amount, 400, "amount"]);
+    }
+    expect(await companyBalance()).toBe(body.data.funding_account.balance);
   });
 });
 
