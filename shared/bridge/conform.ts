@@ -169,8 +169,8 @@ export async function conformSnapshots(
       return ended(deps, { mode, outcome: "deadline", scanned, rewritten, quarantineRewritten, started }, undefined);
     }
   };
-  const outOfTime = (): boolean =>
-    stopped() || options.interrupt?.aborted === true || (options.deadline !== undefined && deps.clock.now() >= options.deadline);
+  const interrupted = (): boolean => options.interrupt?.aborted === true;
+  const outOfTime = (): boolean => stopped() || interrupted() || (options.deadline !== undefined && deps.clock.now() >= options.deadline);
   const pastCalls = (): boolean => held.deadline !== undefined && deps.clock.now() >= held.deadline;
   try {
     for (;;) {
@@ -210,7 +210,8 @@ export async function conformSnapshots(
   // a run that finished the snapshots but stopped before its first page of records, would stop every run there too.
   let first = resumed !== undefined;
   for await (const page of deps.quarantine.pages(quarantineAfter === undefined ? { limit } : { limit, after: quarantineAfter })) {
-    if (stopped() || (!first && outOfTime())) return report("deadline");
+    // The first page's "whatever the time" is against the budget, not against a person's stop (or an invocation's).
+    if (stopped() || interrupted() || (!first && outOfTime())) return report("deadline");
     first = false;
     quarantineRewritten += await conformQuarantinePage(deps, page, stopped);
     if (stopped()) return report("deadline");

@@ -390,6 +390,31 @@ describe("conformSnapshots", () => {
     expect(JSON.stringify([...rig.quarantine.records.values()])).not.toMatch(/Ann Holder/);
   });
 
+  it("conforms no page of records once interrupted (Ctrl-C), even in a run resumed from a cursor, and hands out a cursor to go on from", async () => {
+    const rig = await rigWrittenUnderFull(3);
+    for (let i = 0; i < 6; i += 1) {
+      await rig.quarantine.put({ id: `q${i}`, kind: "transaction", reason: "bad", raw: { id: "t1", card_holder_name: "Ann Holder", memo: `m${i}` }, at: "2026-03-01T12:00:00Z" });
+    }
+    const deps = { ...rig.deps, pii: REDACT };
+    const vacuum = rig.snapshots.vacuum.bind(rig.snapshots);
+    rig.snapshots.vacuum = async () => {
+      rig.clock.advance(60_000);
+      return vacuum();
+    };
+    const first = await conformSnapshots(deps, { pageSize: 2, deadline: rig.clock.now() + 30_000 });
+    expect(first).toMatchObject({ outcome: "deadline", quarantineRewritten: 0, cursor: expect.any(String) });
+    // The person presses Ctrl-C while the resumed run finishes the snapshots: its first page of records, conformed
+    // whatever the time, is not conformed against their stop.
+    const interrupt = new AbortController();
+    rig.snapshots.vacuum = async () => {
+      interrupt.abort();
+      return vacuum();
+    };
+    const resumed = await conformSnapshots(deps, { pageSize: 2, deadline: rig.clock.now() + 30_000, cursor: first.cursor!, interrupt: interrupt.signal });
+    expect(resumed).toMatchObject({ outcome: "deadline", quarantineRewritten: 0, cursor: expect.any(String) });
+    expect(JSON.stringify([...rig.quarantine.records.values()])).toMatch(/Ann Holder/);
+  });
+
   it("refuses in another store the cursor of a pass stopped in its quarantine walk, rather than take that store's snapshots as done", async () => {
     const stopped = await rigWrittenUnderFull(3);
     for (let i = 0; i < 4; i += 1) {
