@@ -124,7 +124,10 @@ export function followCleared(data: CompanyData, tx: TransactionRecord): void {
   topUpIfLow(hold.card, data);
 }
 
-/** Forgets the holds of transactions the company no longer keeps; the authorisations stay on their cards. */
+/**
+ * Forgets the holds of transactions the company no longer keeps: an authorisation never cleared lapses, so its amount
+ * leaves its card's pending authorisations (kept there, it would shrink what the card can spend for good).
+ */
 export function forgetHolds(data: CompanyData): void {
-  for (const id of data.holds.keys()) if (data.transactions.get(id) === undefined) data.holds.delete(id);
+  for (const id of data.holds.keys()) if (data.transactions.get(id) === undefined) release(data, id);
 }

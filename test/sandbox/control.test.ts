@@ -634,6 +634,23 @@ describe("retention (retainTransactions, the demo's bound)", () => {
     }
   });
 
+  it("lets the hold of an uncleared purchase it forgets lapse: its card's pending authorisations fall by it, so what the card can spend comes back", async () => {
+    const x = await harness({ retainTransactions: 3 });
+    const data = x.sandbox.control.company(x.companyId)!;
+    fillAccounts(data);
+    const seededHolds = new Map(data.cards.map((c) => [c.id, c.pendingAuthorisations]));
+    await acknowledgeAll(x);
+    const first = (await x.json(`/_sandbox/companies/${x.companyId}/transactions`, { body: { count: 5, transaction_category: "purchase" }, token: null })).body.data as Row[];
+    await acknowledgeAll(x);
+    await x.json(`/_sandbox/companies/${x.companyId}/transactions`, { body: { count: 5, transaction_category: "purchase" }, token: null });
+    expect(first.filter((t) => data.transactions.get(t.id as string) !== undefined), "the first 5 purchases are forgotten").toEqual([]);
+    // Each card holds what it was seeded with and the purchases still kept, none of the forgotten ones.
+    for (const card of data.cards) {
+      const kept = [...data.holds.values()].filter((hold) => hold.card === card).reduce((sum, hold) => sum + hold.amount, 0);
+      expect([card.id, card.pendingAuthorisations]).toEqual([card.id, round2(seededHolds.get(card.id)! + kept)]);
+    }
+  });
+
   it.each([0, -1, 1.5, Number.NaN, Number.POSITIVE_INFINITY])("refuses %s: a bound must be a positive whole number", (retainTransactions) => {
     expect(() => createSandbox({ retainTransactions })).toThrow(new RangeError(`retainTransactions must be a positive integer, got ${retainTransactions}`));
   });
