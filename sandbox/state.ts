@@ -169,7 +169,10 @@ export class SandboxState {
     return [...new Set(found.map((tx) => tx.id))];
   }
 
-  /** New transactions "appearing" now (control surface): `not_synced`; fewer than `count` when spend finds no account to pay. */
+  /**
+   * New transactions "appearing" now (control surface): `not_synced`; fewer than `count` when spend finds no account to
+   * pay, or when the purchase a refund or reversal names has been given back in full.
+   */
   createTransactions(data: CompanyData, options: { count: number; category?: BuildableCategory; parentQashioId?: string }): TransactionRecord[] {
     let parent: TransactionRecord | undefined;
     if (options.parentQashioId !== undefined) {
@@ -192,7 +195,7 @@ export class SandboxState {
         nowMs: this.clock.nowMs(),
         live: true,
       });
-      // Spend no card's account can pay for is not made (spec-gaps, Balances).
+      // Spend no card's account can pay for is not made, nor money back for a purchase given back in full (spec-gaps, Balances).
       if (tx === undefined) continue;
       data.transactions.add(tx);
       followNew(data, tx);

@@ -59,6 +59,11 @@ export class TransactionStore {
     return index === undefined ? undefined : this.items[index];
   }
 
+  /** The transactions that name `qashioId` as their parent (refunds and reversals of a purchase), oldest first. */
+  childrenOf(qashioId: string): TransactionRecord[] {
+    return (this.childrenByParentQashioId.get(qashioId) ?? []).map((index) => this.items[index]!);
+  }
+
   getByQashioId(qashioId: string): TransactionRecord | undefined {
     const index = this.indexByQashioId.get(qashioId);
     return index === undefined ? undefined : this.items[index];

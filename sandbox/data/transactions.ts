@@ -82,6 +82,15 @@ export interface CreateOptions {
   readonly live?: boolean;
 }
 
+/**
+ * What is left of a purchase to give back (its `transaction_amount`, in its currency): what its refunds and reversals
+ * so far have not. A provider refuses money back beyond what was spent (spec-gaps, Balances).
+ */
+export function leftToReturn(purchase: TransactionRecord, data: Pick<CompanyData, "transactions">): number {
+  const returned = data.transactions.childrenOf(purchase.qashio_id).reduce((sum, child) => sum + Number(child.transaction_amount), 0);
+  return Math.max(0, round2(Number(purchase.transaction_amount) - returned));
+}
+
 export class TransactionFactory {
   private readonly supplierByKey: Map<string, MasterRecord>;
   private readonly accountByNumber: Map<string, MasterRecord>;
@@ -151,8 +160,8 @@ export class TransactionFactory {
   }
 
   /**
-   * Builds one transaction (not stored); undefined for spend made now that no card's account can pay for (spec-gaps,
-   * Balances).
+   * Builds one transaction (not stored); undefined for spend made now that no card's account can pay for, and for a
+   * refund or reversal of a purchase given back in full (spec-gaps, Balances).
    */
   create(options: CreateOptions): TransactionRecord | undefined {
     let category: BuildableCategory = options.category ?? this.prng.weighted(CATEGORY_WEIGHTS);
@@ -173,8 +182,9 @@ export class TransactionFactory {
   }
 
   private recentPurchase(): TransactionRecord | undefined {
-    // A sandbox with a retention bound may have forgotten one: a refund must name a purchase it still holds.
-    const held = this.purchases.filter((tx) => this.data.transactions.get(tx.id) === tx);
+    // A sandbox with a retention bound may have forgotten one: a refund must name a purchase it still holds, and one
+    // not yet given back in full.
+    const held = this.purchases.filter((tx) => this.data.transactions.get(tx.id) === tx && leftToReturn(tx, this.data) > 0);
     if (held.length === 0) return undefined;
     // Refunds follow recent purchases more often than old ones.
     return held[held.length - 1 - this.prng.int(0, held.length - 1)];
@@ -193,7 +203,10 @@ export class TransactionFactory {
     if (parent) {
       transactionCurrency = String(parent.transaction_currency);
       const parentAmount = Number(parent.transaction_amount);
-      transactionAmount = category === "reversal" || p.chance(0.5) ? parentAmount : round2(parentAmount * p.int(20, 90) / 100);
+      const left = leftToReturn(parent, this.data);
+      if (left <= 0) return undefined;
+      // A reversal reverses what is left of the purchase; a refund gives back some of it, never more than is left.
+      transactionAmount = Math.min(left, category === "reversal" || p.chance(0.5) ? parentAmount : round2(parentAmount * p.int(20, 90) / 100));
     } else if (merchant) {
       transactionCurrency = merchant.currency;
       transactionAmount = p.money(merchant.min, merchant.max);
