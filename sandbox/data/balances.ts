@@ -5,7 +5,7 @@
  * holds and history stay as seeded: only what happens after seeding moves them.
  */
 import { round2 } from "../prng.js";
-import { accountBalanceOf, type CardRecord, type CompanyData, type TransactionRecord } from "./model.js";
+import { accountBalanceOf, poolOf, type CardRecord, type CompanyData, type TransactionRecord } from "./model.js";
 
 type Accounts = Pick<CompanyData, "cards" | "pools">;
 
@@ -31,14 +31,14 @@ function amountOf(tx: TransactionRecord): number {
 
 /** Moves the balance of the account `card` draws on by `by`. */
 function move(card: CardRecord, data: Accounts, by: number): void {
-  const pool = card.poolAccountId === null ? undefined : data.pools.find((p) => p.id === card.poolAccountId);
+  const pool = poolOf(card, data);
   if (pool) pool.balance = round2(pool.balance + by);
   else if (card.poolAccountId === null) card.balance = round2(card.balance + by);
 }
 
 /** Room left below the account's allowed_max_balance (§2.3, §2.5: the most it may hold). */
 function roomOf(card: CardRecord, data: Accounts): number {
-  const pool = card.poolAccountId === null ? undefined : data.pools.find((p) => p.id === card.poolAccountId);
+  const pool = poolOf(card, data);
   return Math.max(0, round2((pool ? pool.allowedMaxBalance : card.allowedMaxBalance) - accountBalanceOf(card, data)));
 }
 
@@ -59,7 +59,7 @@ function autoTopUpOf(card: CardRecord, data: Accounts): { readonly amount: numbe
   if (card.poolAccountId === null) {
     return card.autoTopUpEnabled && card.autoTopUpAmount > 0 ? { amount: card.autoTopUpAmount, threshold: card.lowBalanceNotificationAmount } : undefined;
   }
-  const pool = data.pools.find((p) => p.id === card.poolAccountId);
+  const pool = poolOf(card, data);
   return pool?.topupType === "auto_topup" ? { amount: pool.lowBalanceNotificationAmount, threshold: pool.lowBalanceNotificationAmount } : undefined;
 }
 

@@ -198,5 +198,10 @@ export interface CompanyData {
  */
 export function accountBalanceOf(card: CardRecord, data: Pick<CompanyData, "pools">): number {
   if (card.poolAccountId === null) return card.balance;
-  return data.pools.find((p) => p.id === card.poolAccountId)?.balance ?? 0;
+  return poolOf(card, data)?.balance ?? 0;
+}
+
+/** The pool a pool card draws on; undefined for a card with its own account (or a pool the company does not hold). */
+export function poolOf(card: CardRecord, data: Pick<CompanyData, "pools">): PoolAccountRecord | undefined {
+  return card.poolAccountId === null ? undefined : data.pools.find((p) => p.id === card.poolAccountId);
 }

@@ -7,7 +7,7 @@ import { round2 } from "../prng.js";
 import { TRANSACTION_CATEGORIES } from "../../shared/qashio/schemas/enums.js";
 import { SPEND_CATEGORIES, spendableOf } from "./balances.js";
 import { MCC_DESCRIPTIONS, MERCHANTS, convert, type MerchantProfile } from "./catalog.js";
-import type { CardRecord, ClientSyncStatus, CompanyData, MasterRecord, TransactionRecord, UserProfile } from "./model.js";
+import { poolOf, type CardRecord, type ClientSyncStatus, type CompanyData, type MasterRecord, type TransactionRecord, type UserProfile } from "./model.js";
 
 const DAY_MS = 86_400_000;
 
@@ -231,7 +231,7 @@ export class TransactionFactory {
     const taxRate = Number(tax?.extra.total_tax_rate ?? 0);
     const vat = tax && tax.extra.tax_rate_code !== "RC" ? round2((billingAmount * taxRate) / (100 + taxRate)) : 0;
     const credit = category === "refund" || category === "reversal" || category === "card_loading" || category === "deposit" || category === "cashback";
-    const pool = card.poolAccountId ? this.data.pools.find((x) => x.id === card.poolAccountId) : undefined;
+    const pool = poolOf(card, this.data);
     const approval = this.approvalFor(o.syncStatus);
     const erpSync = o.syncStatus === "not_synced" ? p.weighted<string>([["draft", 4], ["pending", 3], ["validated", 3], ["not_validated", 1], ["failed", 1]]) : "success";
     const segments = this.segmentsFor();
