@@ -46,8 +46,10 @@ export const PERSONAL_FIELDS: readonly string[] = Object.freeze([
   "card_holder_name",
   "card_holder_email",
   "employee_id",
-  // §2.2 nested shapes, approved_by { user_external_id, name }: the approver, an employee.
+  // §2.2 nested shapes, approved_by { user_external_id, name }: the approver, an employee. Their employee id too, when
+  // sent: a quarantined body masks it (the record's rule inside a member masked), so events must not carry it in clear.
   "approved_by.name",
+  "approved_by.employee_id",
   // §2.3 cardholder { name, email, employee_id }.
   "cardholder.name",
   "cardholder.email",

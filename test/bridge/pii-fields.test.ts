@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { applyPii, applyPiiInPlace, conformPii, PERSONAL_FIELDS, REDACTED, type PiiPolicy } from "../../shared/bridge/pii.js";
+import { applyPii, applyPiiInPlace, applyPiiToBody, conformPii, PERSONAL_FIELDS, REDACTED, type PiiPolicy } from "../../shared/bridge/pii.js";
 import { TransactionSchema } from "../../shared/qashio/schemas/transaction.js";
 import { ErpCardSchema } from "../../shared/qashio/schemas/erp-card.js";
 import { CoreCardSchema } from "../../shared/qashio/schemas/core-card.js";
@@ -22,7 +22,7 @@ const transaction = {
   card_holder_email: " Aisha.Rahman@Example.com",
   employee_id: "EMP-0042",
   approval_status: "approved",
-  approved_by: { user_external_id: "USR-APPROVER-1", name: "Omar Said" },
+  approved_by: { user_external_id: "USR-APPROVER-1", name: "Omar Said", employee_id: "EMP-0099" },
   memo: "client lunch",
   transaction_description: "Careem ride",
   line_items: [{ id: "li-1", amount: 10, description: "ride to the office" }],
@@ -313,6 +313,27 @@ describe("conformPii copies on change", () => {
     expect(conformedPool.account_managers[0]).toBe(pool.account_managers[0]);
     expect(conformedPool.account_managers[1]).toEqual(masked.account_managers[1]);
     expect(conformedPool.created_by).toBe(pool.created_by);
+  });
+});
+
+describe("an approver's employee id", () => {
+  // The quarantine masks it (applyPiiToBody takes the record's rule inside a member it masked): an event holding the
+  // same approver must not carry it in clear.
+  const approved = { ...transaction, approved_by: { user_external_id: "USR-APPROVER-1", name: "Omar Said", employee_id: "EMP-0099" } };
+
+  it.each([
+    ["redact", redact],
+    ["hash", hash],
+  ] as const)("is masked in events and snapshots under %s, as in a quarantined body", (_name, policy) => {
+    const published = applyPii(approved, policy).approved_by as Json;
+    const quarantined = (applyPiiToBody(approved, policy) as Json)["approved_by"] as Json;
+    expect(published["employee_id"]).not.toBe("EMP-0099");
+    expect(published).toEqual(quarantined);
+    expect(published["user_external_id"]).toBe("USR-APPROVER-1");
+  });
+
+  it("is masked in a snapshot stored before, by conformPii", () => {
+    expect((conformPii(approved, redact)["approved_by"] as Json)["employee_id"]).toBe(REDACTED);
   });
 });
 
