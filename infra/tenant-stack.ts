@@ -273,11 +273,23 @@ export class TenantStack extends Stack {
       syncLagThresholdSeconds: tenant.alarms.syncLagThresholdSeconds,
       // each poller on its own schedule: card.suspended stops with the card walks, whatever transactions do. With the
       // fast path, its ticks invoke the card poller too: Invocations would stay up with the full walk's schedule
-      // stopped, so the heartbeat counts full walks instead.
+      // stopped, so the heartbeat counts full walks instead; and the fast path's own schedule gets a heartbeat counting
+      // its cycles, as the full walks would keep both the invocations and FullCardWalks up with it stopped.
       heartbeat: {
         of: ["PollTransactions", "PollCards"],
         notify: tenant.schedules.enabled,
-        ...(fastPath ? { cycles: { PollCards: { metric: "FullCardWalks", what: "full card walk" } } } : {}),
+        ...(tenant.schedules.suspendedCardsEveryMinutes !== undefined
+          ? {
+              cycles: { PollCards: { metric: "FullCardWalks", what: "full card walk" } },
+              schedules: {
+                SuspendedCards: {
+                  metric: "FastPathCardWalks",
+                  what: "suspended-only card cycle",
+                  everyMinutes: tenant.schedules.suspendedCardsEveryMinutes,
+                },
+              },
+            }
+          : {}),
       },
       runbookUrl: props.runbookUrl,
     });

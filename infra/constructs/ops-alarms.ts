@@ -30,6 +30,15 @@ export interface HeartbeatCycles {
   readonly what: string;
 }
 
+/**
+ * A schedule that invokes a poller beside the poller's own (the card fast path), watched by a heartbeat of its own,
+ * `Heartbeat-<name>`: the poller's invocations and its own schedule's cycles would both go on with it stopped.
+ */
+export interface HeartbeatSchedule extends HeartbeatCycles {
+  /** Minutes between two of its ticks: the alarm's window ({@link cycleAlarmWindow}). */
+  readonly everyMinutes: number;
+}
+
 /** Properties of {@link OpsAlarms}. */
 export interface OpsAlarmsProps {
   /** Tenant id: the metric dimension and part of every alarm name. */
@@ -81,12 +90,14 @@ export interface OpsAlarmsProps {
    * have, for the transaction poller), the others are `Heartbeat-<name>`. `notify: false` (the tenant's schedules are
    * deployed disabled) keeps the alarms, with their actions disabled. `cycles` names, by the same short names, the
    * pollers whose heartbeat counts a metric their cycles emit instead (see {@link HeartbeatCycles}), over the same window.
+   * `schedules` names, by schedule name, the extra schedules watched by a heartbeat of their own (see {@link HeartbeatSchedule}).
    * @default - no heartbeat alarm
    */
   readonly heartbeat?: {
     readonly of: readonly string[];
     readonly notify: boolean;
     readonly cycles?: Readonly<Record<string, HeartbeatCycles>>;
+    readonly schedules?: Readonly<Record<string, HeartbeatSchedule>>;
   };
   /**
    * The runbook page each alarm description links a section of (validated by `runbookUrlFrom`).
@@ -307,41 +318,20 @@ export class OpsAlarms extends Construct {
         treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
       });
     }
-    const { of: beating = [], notify = true, cycles = {} } = props.heartbeat ?? {};
+    const { of: beating = [], notify = true, cycles = {}, schedules = {} } = props.heartbeat ?? {};
     for (const name of Object.keys(cycles)) {
       if (!beating.includes(name)) throw new Error(`OpsAlarms: heartbeat cycles name "${name}", which heartbeat.of must list`);
     }
-    beating.forEach((name, i) => {
-      const fn = props.functions[name];
-      const everyMinutes = props.cycleEveryMinutes?.[name];
-      if (fn === undefined || everyMinutes === undefined) {
-        throw new Error(`OpsAlarms: heartbeat names "${name}", which functions and cycleEveryMinutes must both list`);
-      }
-      // Every evaluated period must lack an invocation, so a tick late into the next period does not page.
+    /** A heartbeat alarm: `beat` (data only for periods with a beat) below 1 in every period of `everyMinutes`' window. */
+    const addHeartbeat = (suffix: string, everyMinutes: number, beat: (span: string, period: Duration) => { metric: cloudwatch.IMetric; description: string }) => {
+      // Every evaluated period must lack a beat, so a tick late into the next period does not page.
       const base = cycleAlarmWindow(everyMinutes);
       const window: AlarmWindow = { ...base, datapointsToAlarm: base.evaluationPeriods };
       const length = describePeriodLength(window);
       const span = window.evaluationPeriods === 1 ? `the last ${length} period` : `any of the last ${window.evaluationPeriods} ${length} periods`;
-      const counted = cycles[name];
-      // Lambda reports Invocations, and the runtime its cycle metric, only for periods with one: no data is the signal.
-      const beat =
-        counted === undefined
-          ? {
-              metric: fn.metricInvocations({ period: window.period, statistic: "Sum" }),
-              description:
-                `Tenant ${tenant}: ${name} was not invoked in ${span}: none of its cycles runs ` +
-                "(schedules disabled or deleted, or EventBridge Scheduler cannot invoke it).",
-            }
-          : {
-              // A plain metric: the window of a slow schedule is longer than a Metrics Insights alarm can look back.
-              metric: bridgeTenantMetric(tenant, counted.metric, { statistic: "Sum", period: window.period }),
-              description:
-                `Tenant ${tenant}: ${name} started no ${counted.what} in ${span} (${counted.metric}): its schedule is ` +
-                "disabled or deleted, EventBridge Scheduler cannot invoke it, or every invocation fails before the cycle starts.",
-            };
-      // The first keeps the id "Heartbeat": a new construct id would replace the alarm of deployed stacks.
-      add(i === 0 ? "Heartbeat" : `Heartbeat-${name}`, "heartbeat", beat.metric, {
-        alarmDescription: beat.description,
+      const { metric, description } = beat(span, window.period);
+      add(suffix, "heartbeat", metric, {
+        alarmDescription: description,
         threshold: 1,
         comparisonOperator: cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
         evaluationPeriods: window.evaluationPeriods,
@@ -350,7 +340,41 @@ export class OpsAlarms extends Construct {
         // A tenant deployed with its schedules disabled runs no cycle on purpose: the alarm shows it, silently.
         actionsEnabled: notify,
       });
+    };
+    beating.forEach((name, i) => {
+      const fn = props.functions[name];
+      const everyMinutes = props.cycleEveryMinutes?.[name];
+      if (fn === undefined || everyMinutes === undefined) {
+        throw new Error(`OpsAlarms: heartbeat names "${name}", which functions and cycleEveryMinutes must both list`);
+      }
+      const counted = cycles[name];
+      // The first keeps the id "Heartbeat": a new construct id would replace the alarm of deployed stacks.
+      addHeartbeat(i === 0 ? "Heartbeat" : `Heartbeat-${name}`, everyMinutes, (span, period) =>
+        // Lambda reports Invocations, and the runtime its cycle metric, only for periods with one: no data is the signal.
+        counted === undefined
+          ? {
+              metric: fn.metricInvocations({ period, statistic: "Sum" }),
+              description:
+                `Tenant ${tenant}: ${name} was not invoked in ${span}: none of its cycles runs ` +
+                "(schedules disabled or deleted, or EventBridge Scheduler cannot invoke it).",
+            }
+          : {
+              // A plain metric: the window of a slow schedule is longer than a Metrics Insights alarm can look back.
+              metric: bridgeTenantMetric(tenant, counted.metric, { statistic: "Sum", period }),
+              description:
+                `Tenant ${tenant}: ${name} started no ${counted.what} in ${span} (${counted.metric}): its schedule is ` +
+                "disabled or deleted, EventBridge Scheduler cannot invoke it, or every invocation fails before the cycle starts.",
+            },
+      );
     });
+    for (const [name, schedule] of Object.entries(schedules)) {
+      addHeartbeat(`Heartbeat-${name}`, schedule.everyMinutes, (span, period) => ({
+        metric: bridgeTenantMetric(tenant, schedule.metric, { statistic: "Sum", period }),
+        description:
+          `Tenant ${tenant}: schedule ${name} started no ${schedule.what} in ${span} (${schedule.metric}): it is ` +
+          "disabled or deleted, EventBridge Scheduler cannot invoke its function, or every tick fails before the cycle starts.",
+      }));
+    }
     this.alarms = alarms;
     if (ownTopic) {
       // enforceSSL makes the topic policy, which replaces SNS's default one (the account's principals may publish):

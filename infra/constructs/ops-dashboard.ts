@@ -41,7 +41,7 @@ export const DASHBOARD_WIDGETS = {
   cycleDuration: "Cycle duration (ms)",
   tokens: "Token refreshes / family revoked / secret write refused / held in table",
   quarantine: "Quarantine size / newly quarantined",
-  throughput: "Pulled / acknowledged / acknowledge refused / publish failures / card details unread / full card walks",
+  throughput: "Pulled / acknowledged / acknowledge refused / publish failures / card details unread / full card walks / fast-path card cycles",
   deadLetters: "Dead-letter queue depth",
   functions: "Function errors and throttles",
 } as const;
@@ -137,6 +137,8 @@ export class OpsDashboard extends Construct {
         plain("FastPathCardDetailsUnread", "Sum", "card details unread (fast path)"),
         // What Heartbeat-PollCards counts on a fast-path tenant (emitted by every tenant's full walks).
         plain("FullCardWalks", "Sum", "full card walks"),
+        // What Heartbeat-SuspendedCards counts (a fast-path tenant's suspended-only cycles).
+        plain("FastPathCardWalks", "Sum", "fast-path card cycles"),
         plain("EventsFailed", "Sum", "publish failures"),
       ]),
       graph(

@@ -188,9 +188,10 @@ class CardRun extends CycleRun {
   async run(): Promise<CycleReport> {
     const { mode } = this;
     const maxPages = this.options.maxPages ?? DEFAULT_MAX_PAGES;
-    // Counted as it starts, whatever its outcome: Heartbeat-PollCards of a fast-path tenant reads it to see that the
-    // full walk's schedule still runs (a failing walk is the Errors alarm's), which the fast ticks' invocations hide.
-    if (mode === "full") this.deps.metrics.add("FullCardWalks", 1, "Count");
+    // Counted as it starts, whatever its outcome: Heartbeat-PollCards of a fast-path tenant reads FullCardWalks to see
+    // that the full walk's schedule still runs (a failing walk is the Errors alarm's), which the fast ticks' invocations
+    // hide; Heartbeat-SuspendedCards reads FastPathCardWalks, which the full walks' invocations would hide.
+    this.deps.metrics.add(mode === "full" ? "FullCardWalks" : "FastPathCardWalks", 1, "Count");
     let cursor;
     try {
       cursor = await this.readCursor(mode);

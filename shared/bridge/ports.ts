@@ -270,6 +270,8 @@ export type MetricName =
   | "CardsPulled"
   /** 1 per card cycle of mode `full` started: the card fast path's heartbeat, which its own ticks cannot keep alive. */
   | "FullCardWalks"
+  /** 1 per card cycle of mode `suspended-only` started: the heartbeat of the fast path's own schedule. */
+  | "FastPathCardWalks"
   /** Cards a full walk took as listed because their single read failed (the CardDetailsUnread alarm). */
   | "CardDetailsUnread"
   /** The same for a `suspended-only` (fast path) cycle: graphed, not alarmed, as its ticks are many per full walk. */

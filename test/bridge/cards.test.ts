@@ -282,6 +282,23 @@ describe("pollCards", () => {
     expect(rig.metrics.sum("FullCardWalks")).toBe(3);
   });
 
+  it("counts each suspended-only cycle once in FastPathCardWalks, however it ends, and no full walk (Heartbeat-SuspendedCards)", async () => {
+    const rig = makeRig();
+    for (let i = 0; i < 5; i++) rig.provider.addCard();
+    const fastWalks = () => rig.metrics.points.filter((p) => p.name === "FastPathCardWalks");
+    expect((await pollCards(rig.deps, { mode: "suspended-only", pageSize: 2 })).outcome).toBe("complete");
+    expect(fastWalks()).toEqual([{ name: "FastPathCardWalks", value: 1, unit: "Count", dimensions: undefined }]);
+    // A full walk must not keep the fast path's heartbeat alive: it is that schedule's ticks that are watched.
+    await pollCards(rig.deps);
+    expect(fastWalks()).toHaveLength(1);
+    expect((await pollCards(rig.deps, { mode: "suspended-only", deadline: rig.clock.now() - 1 })).outcome).toBe("deadline");
+    rig.provider.beforeCall = () => {
+      throw Object.assign(new Error("rate limited"), { name: "RateLimitedError", status: 429 });
+    };
+    await expect(pollCards(rig.deps, { mode: "suspended-only" })).rejects.toBeInstanceOf(CycleAbortedError);
+    expect(rig.metrics.sum("FastPathCardWalks")).toBe(3);
+  });
+
   it("in suspended-only mode resumes at its cursor whatever the suspended list's total did: suspensions below the cursor are no shift", async () => {
     const rig = makeRig();
     for (let i = 0; i < 12; i++) rig.provider.addCard();

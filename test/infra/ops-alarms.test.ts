@@ -307,6 +307,39 @@ describe("cycle alarms follow the tenant's schedule", () => {
     expect(alarmsIn(template)("Heartbeat")).toMatchObject({ Namespace: "AWS/Lambda", MetricName: "Invocations" });
   });
 
+  it("alarms when the fast path's own schedule stops: Heartbeat-SuspendedCards counts suspended-only cycles over the fast path's window", () => {
+    // The SuspendedCards schedule disabled or deleted alone: full walks go on (Heartbeat-PollCards stays OK) and
+    // card.suspended waits for the next full walk, the delay the tenant set the fast path up to avoid.
+    const template = fastGlobexTemplate();
+    const heartbeat = alarmsIn(template)("Heartbeat-SuspendedCards");
+    expect(heartbeat).toMatchObject({
+      Namespace: "QashioBridge",
+      MetricName: "FastPathCardWalks",
+      Statistic: "Sum",
+      Threshold: 1,
+      ComparisonOperator: "LessThanThreshold",
+      // the fast path every minute: 5-minute periods, all of the last 3 without a suspended-only cycle
+      Period: 300,
+      EvaluationPeriods: 3,
+      DatapointsToAlarm: 3,
+      TreatMissingData: "breaching",
+      ActionsEnabled: true,
+    });
+    expect(heartbeat.Dimensions).toEqual([
+      { Name: "service", Value: "qashio-bridge" },
+      { Name: "tenant", Value: "globex" },
+    ]);
+    expect(heartbeat.AlarmDescription).toContain("SuspendedCards started no suspended-only card cycle in any of the last 3 5-minute periods");
+    expect(heartbeat.AlarmDescription).toMatch(/Runbook: docs\/runbook\.md#heartbeat$/);
+    const actions = short("SyncLag")["AlarmActions"];
+    expect(heartbeat).toMatchObject({ AlarmActions: actions, OKActions: actions });
+    // No fast path, no such alarm; a fast path deployed disabled keeps it without notifying, as the other heartbeats.
+    expect(alarmsNamed(templateOfGlobexEvery(2, 30), "QashioBridge-globex-Heartbeat-SuspendedCards")).toEqual([]);
+    const fast = { ...globexEvery(2, 30) };
+    const disabled = alarmsOf({ ...fast, schedules: { ...fast.schedules, suspendedCardsEveryMinutes: 10, enabled: false } });
+    expect(disabled("Heartbeat-SuspendedCards")).toMatchObject({ ActionsEnabled: false, Period: 600, EvaluationPeriods: 3, DatapointsToAlarm: 3 });
+  });
+
   it("keeps the heartbeats of a tenant deployed with its schedules disabled, without notifying, and only those alarms", () => {
     const enabled = globexEvery(5, 15);
     const disabled = alarmsOf({ ...enabled, schedules: { ...enabled.schedules, enabled: false } });
@@ -425,6 +458,10 @@ describe("the alarms on plain bridge metrics", () => {
 
   it("Heartbeat-PollCards of a fast-path tenant has exactly the dimensions the runtime emits FullCardWalks with", () => {
     expectEmittedDimensions(fastGlobexTemplate(), "globex", "Heartbeat-PollCards");
+  });
+
+  it("Heartbeat-SuspendedCards of a fast-path tenant has exactly the dimensions the runtime emits FastPathCardWalks with", () => {
+    expectEmittedDimensions(fastGlobexTemplate(), "globex", "Heartbeat-SuspendedCards");
   });
 
   /** Emits the metric of `tenant`'s alarm `suffix` through the runtime's adapter, as the functions of `template` would, and checks the alarm reads it. */
