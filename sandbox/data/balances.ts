@@ -81,19 +81,31 @@ export function deposit(data: CompanyData, amount: number): void {
   data.company.fundingBalance = round2(data.company.fundingBalance + amount);
 }
 
-/** Takes a hold off its card; whether there was one. */
-function release(data: CompanyData, transactionId: string): Hold | undefined {
+/** Takes `part` of a hold (all of it when undefined) off its card; what it took, or undefined when there was none. */
+function release(data: CompanyData, transactionId: string, part?: number): Hold | undefined {
   const hold = data.holds.get(transactionId);
   if (hold === undefined) return undefined;
-  data.holds.delete(transactionId);
-  hold.card.pendingAuthorisations = Math.max(0, round2(hold.card.pendingAuthorisations - hold.amount));
-  return hold;
+  const amount = part === undefined ? hold.amount : Math.min(part, hold.amount);
+  if (amount < hold.amount) data.holds.set(transactionId, { card: hold.card, amount: round2(hold.amount - amount) });
+  else data.holds.delete(transactionId);
+  hold.card.pendingAuthorisations = Math.max(0, round2(hold.card.pendingAuthorisations - amount));
+  return { card: hold.card, amount };
+}
+
+/**
+ * What of its purchase's hold a reversal releases: the fee-inclusive purchase in the share of it the reversal reverses
+ * (all of it when nothing was given back before; after a partial refund only the rest, the refunded part staying held
+ * until the purchase clears, as the refund already gave it back).
+ */
+function reversedShare(reversal: TransactionRecord, purchase: TransactionRecord): number {
+  const whole = Number(purchase.transaction_amount);
+  return whole > 0 ? round2((amountOf(purchase) * Number(reversal.transaction_amount)) / whole) : 0;
 }
 
 /**
  * A transaction made now moves its card's account: spend uncleared is held, spend cleared falls on the balance (either
- * may set off its auto top-up); a reversal releases what its purchase holds (a purchase no longer held gets its amount
- * back, as a refund does); a refund raises the balance. Other categories move no balance.
+ * may set off its auto top-up); a reversal releases its share of what its purchase holds (a purchase no longer held
+ * gets its amount back, as a refund does); a refund raises the balance. Other categories move no balance.
  */
 export function followNew(data: CompanyData, tx: TransactionRecord): void {
   const card = data.cards.find((c) => c.id === tx.card_external_id);
@@ -107,7 +119,8 @@ export function followNew(data: CompanyData, tx: TransactionRecord): void {
     }
     topUpIfLow(card, data);
   } else if (category === "reversal") {
-    if (tx.parent_id === null || release(data, tx.parent_id) === undefined) credit(card, data, amountOf(tx));
+    const purchase = tx.parent_id === null ? undefined : data.transactions.get(tx.parent_id);
+    if (purchase === undefined || release(data, purchase.id, reversedShare(tx, purchase)) === undefined) credit(card, data, amountOf(tx));
   } else if (category === "refund") {
     credit(card, data, amountOf(tx));
   }

@@ -294,6 +294,31 @@ describe("balances following new spend (§4.9: card balances account for pending
     for (const [id, before] of accountPaid) expect([id, accountAfter.get(id)]).toEqual([id, cents(before + (shared.has(id) ? (refund.billing_amount as number) : 0))]);
   });
 
+  it("a partial reversal releases only its share of the hold; clearing then moves only the rest, net of the refund what the purchase kept", async () => {
+    fillAccounts(data());
+    // A held purchase its first refund gave back only part of: the reversal then reverses the rest alone.
+    let paid: Row | undefined;
+    let refund: Row | undefined;
+    for (let i = 0; i < 20 && refund === undefined; i++) {
+      const tx = await purchase();
+      const made = (await control(`/companies/${h.companyId}/transactions`, { parent_qashio_id: tx.qashio_id })).body.data[0] as Row;
+      if ((made.transaction_amount as number) < (tx.transaction_amount as number)) [paid, refund] = [tx, made];
+    }
+    expect(refund, "seed 7 makes a partial refund within 20 purchases").toBeDefined();
+    const card = data().cards.find((c) => c.id === paid!.card_external_id)!;
+    const [pendingBefore, accountBefore] = [card.pendingAuthorisations, await accountBalances()];
+    const reversal = (await control(`/companies/${h.companyId}/transactions`, { parent_qashio_id: paid!.qashio_id, transaction_category: "reversal" })).body.data[0] as Row;
+    expect(cents((reversal.transaction_amount as number) + (refund!.transaction_amount as number))).toBe(paid!.transaction_amount);
+    // The hold keeps the refunded part: the fee-inclusive purchase in the share the refund took.
+    const kept = cents(((paid!.billing_amount as number) * (refund!.transaction_amount as number)) / (paid!.transaction_amount as number));
+    expect(cents(pendingBefore - card.pendingAuthorisations)).toBe(cents((paid!.billing_amount as number) - kept));
+    expect(await accountBalances()).toEqual(accountBefore);
+    await control(`/companies/${h.companyId}/transactions/${paid!.id}`, { clearing_status: "cleared" }, "PATCH");
+    expect(card.pendingAuthorisations).toBe(cents(pendingBefore - (paid!.billing_amount as number)));
+    const shared = onAccountOf(card.id);
+    for (const [id, before] of accountBefore) expect([id, (await accountBalances()).get(id)]).toEqual([id, cents(before - (shared.has(id) ? kept : 0))]);
+  });
+
   it("never gives back more than a purchase took: refunds take what is left of it, and once none is left none is made", async () => {
     const paid = await purchase();
     await control(`/companies/${h.companyId}/transactions/${paid.id}`, { clearing_status: "cleared" }, "PATCH");
