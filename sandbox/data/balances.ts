@@ -127,13 +127,15 @@ export function followNew(data: CompanyData, tx: TransactionRecord): void {
 }
 
 /**
- * A held transaction that cleared: its hold goes and its account's balance falls by what it held, which leaves room
- * below its allowed_max_balance for an auto top-up a full account could not take.
+ * A held transaction that cleared: its hold goes and its account's balance falls by what cleared, its `clearing_amount`
+ * with its `clearing_fee` (a clearing may take more or less than was authorised), or by what it held when the clearing
+ * names no amount (`clearing_amount` left at 0). That leaves room below its allowed_max_balance for an auto top-up a
+ * full account could not take.
  */
 export function followCleared(data: CompanyData, tx: TransactionRecord): void {
   const hold = release(data, tx.id);
   if (hold === undefined) return;
-  move(hold.card, data, -hold.amount);
+  move(hold.card, data, tx.clearing_amount > 0 ? -round2(tx.clearing_amount + tx.clearing_fee) : -hold.amount);
   topUpIfLow(hold.card, data);
 }
 

@@ -277,6 +277,23 @@ describe("balances following new spend (§4.9: card balances account for pending
     expect(await accountBalances()).toEqual(accountAfter);
   });
 
+  it("when a purchase clears for another amount than was authorised, its whole hold goes and its account's balance falls by what cleared", async () => {
+    fillAccounts(data());
+    for (const [ratio, extra] of [[0.5, 0], [1.2, 3.5]] as const) {
+      const tx = await purchase();
+      const card = data().cards.find((c) => c.id === tx.card_external_id)!;
+      const [pendingBefore, accountBefore] = [card.pendingAuthorisations, await accountBalances()];
+      const cleared = { clearing_amount: cents((tx.billing_amount as number) * ratio), clearing_fee: extra };
+      expect((await control(`/companies/${h.companyId}/transactions/${tx.id}`, { clearing_status: "cleared", ...cleared }, "PATCH")).status).toBe(200);
+      expect([ratio, card.pendingAuthorisations]).toEqual([ratio, cents(pendingBefore - (tx.billing_amount as number))]);
+      const shared = onAccountOf(card.id);
+      const after = await accountBalances();
+      for (const [id, before] of accountBefore) {
+        expect([ratio, id, after.get(id)]).toEqual([ratio, id, cents(before - (shared.has(id) ? cleared.clearing_amount + cleared.clearing_fee : 0))]);
+      }
+    }
+  });
+
   it("a reversal of a held purchase releases its hold; a refund raises its card's account's balance", async () => {
     const spendBefore = await spendable();
     const tx = await purchase();
