@@ -29,6 +29,8 @@ export class TransactionStore {
   private readonly childrenByParentQashioId = new Map<string, number[]>();
   private readonly chunkCounts: Record<ClientSyncStatus, number[]> = { not_synced: [], synced: [], outdated: [] };
   private readonly totals: Record<ClientSyncStatus, number> = { not_synced: 0, synced: 0, outdated: 0 };
+  /** What the forgotten children of a parent still held gave back (`transaction_amount`), by its qashio_id. */
+  private readonly forgottenReturns = new Map<string, number>();
 
   get size(): number {
     return this.items.length;
@@ -62,6 +64,14 @@ export class TransactionStore {
   /** The transactions that name `qashioId` as their parent (refunds and reversals of a purchase), oldest first. */
   childrenOf(qashioId: string): TransactionRecord[] {
     return (this.childrenByParentQashioId.get(qashioId) ?? []).map((index) => this.items[index]!);
+  }
+
+  /**
+   * What the children of `qashioId` this store forgot gave back (their `transaction_amount`s): forgetting a refund must
+   * not make its purchase's money returnable again (leftToReturn).
+   */
+  forgottenReturnsOf(qashioId: string): number {
+    return this.forgottenReturns.get(qashioId) ?? 0;
   }
 
   getByQashioId(qashioId: string): TransactionRecord | undefined {
@@ -99,8 +109,8 @@ export class TransactionStore {
 
   /**
    * Forgets every transaction older than the newest `keep` that is acknowledged (`synced`) and not the parent of a
-   * held one: what a client still has to read (`not_synced`, `outdated`) and the purchase a held refund names stay.
-   * Returns how many were forgotten. O(size) when more than `keep` are held.
+   * held one: what a client still has to read (`not_synced`, `outdated`) and the purchase a held refund names stay,
+   * and a held parent keeps what its forgotten children gave back ({@link forgottenReturnsOf}). Returns how many were forgotten. O(size) when more than `keep` are held.
    */
   forgetBeyondNewest(keep: number): number {
     const beyond = this.items.length - keep;
@@ -110,7 +120,14 @@ export class TransactionStore {
     // Newest first: a parent is older than its children (it had to exist to be named), so they are decided before it.
     for (let i = this.items.length - 1; i >= 0; i--) {
       const tx = this.items[i] as TransactionRecord;
-      if (i < beyond && tx.client_sync_status === "synced" && !parentsOfHeld.has(tx.qashio_id)) continue;
+      if (i < beyond && tx.client_sync_status === "synced" && !parentsOfHeld.has(tx.qashio_id)) {
+        // Its parent, when held, keeps what it gave back; a forgotten parent keeps nothing (nothing can name it again).
+        this.forgottenReturns.delete(tx.qashio_id);
+        if (tx.parent_qashio_id !== null) {
+          this.forgottenReturns.set(tx.parent_qashio_id, this.forgottenReturnsOf(tx.parent_qashio_id) + Number(tx.transaction_amount));
+        }
+        continue;
+      }
       held.push(tx);
       if (tx.parent_qashio_id !== null) parentsOfHeld.add(tx.parent_qashio_id);
     }

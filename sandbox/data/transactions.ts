@@ -84,10 +84,12 @@ export interface CreateOptions {
 
 /**
  * What is left of a purchase to give back (its `transaction_amount`, in its currency): what its refunds and reversals
- * so far have not. A provider refuses money back beyond what was spent (spec-gaps, Balances).
+ * so far have not, those a retention bound forgot included. A provider refuses money back beyond what was spent
+ * (spec-gaps, Balances).
  */
 export function leftToReturn(purchase: TransactionRecord, data: Pick<CompanyData, "transactions">): number {
-  const returned = data.transactions.childrenOf(purchase.qashio_id).reduce((sum, child) => sum + Number(child.transaction_amount), 0);
+  const held = data.transactions.childrenOf(purchase.qashio_id).reduce((sum, child) => sum + Number(child.transaction_amount), 0);
+  const returned = held + data.transactions.forgottenReturnsOf(purchase.qashio_id);
   return Math.max(0, round2(Number(purchase.transaction_amount) - returned));
 }
 

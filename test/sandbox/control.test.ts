@@ -702,6 +702,24 @@ describe("retention (retainTransactions, the demo's bound)", () => {
     }
   });
 
+  it("keeps what a purchase gave back when it forgets the refunds and reversals that gave it: no more is given back", async () => {
+    const x = await harness({ retainTransactions: 3 });
+    fillAccounts(x.sandbox.control.company(x.companyId)!);
+    await acknowledgeAll(x);
+    const make = async (body: unknown) => (await x.json(`/_sandbox/companies/${x.companyId}/transactions`, { body, token: null })).body.data as Row[];
+    const [paid] = await make({ count: 1, transaction_category: "purchase" });
+    const [refund] = await make({ parent_qashio_id: paid!.qashio_id, transaction_category: "refund" });
+    const [reversal] = (refund!.transaction_amount as number) < (paid!.transaction_amount as number) ? await make({ parent_qashio_id: paid!.qashio_id, transaction_category: "reversal" }) : [];
+    // The purchase stays to read (not acknowledged), its children are acknowledged and, once older than the newest 3, forgotten.
+    const children = [refund, reversal].filter((t) => t !== undefined);
+    expect((await x.json(ACK, { body: { transaction_ids: children.map((t) => t.id) } })).status).toBe(200);
+    await make({ count: 3, transaction_category: "purchase" });
+    const company = x.sandbox.control.company(x.companyId)!;
+    expect(children.filter((t) => company.transactions.get(t.id as string) !== undefined), "its children are forgotten").toEqual([]);
+    expect(company.transactions.get(paid!.id as string), "the purchase is kept").toBeDefined();
+    for (const category of ["refund", "reversal"]) expect([category, await make({ parent_qashio_id: paid!.qashio_id, transaction_category: category })]).toEqual([category, []]);
+  });
+
   it("lets the hold of an uncleared purchase it forgets lapse: its card's pending authorisations fall by it, so what the card can spend comes back", async () => {
     const x = await harness({ retainTransactions: 3 });
     const data = x.sandbox.control.company(x.companyId)!;
