@@ -1,8 +1,9 @@
 /**
  * How new spend moves the balances of the accounts cards draw on (spec-gaps, Balances). A card spends its account's
  * balance (its own, or its pool's) less the pending authorisations of every card on that account (§4.9). Spend made
- * now is authorised against that and held until it clears; money back for spend raises the account. Seeded balances,
- * holds and history stay as seeded: only what happens after seeding moves them.
+ * now is authorised against that and held until it clears; money back for spend raises the account. Seeded balances
+ * and history stay as seeded, the seeded spend not yet cleared held as new spend is (holdSeeded): only what happens
+ * after seeding moves them.
  */
 import { round2 } from "../prng.js";
 import { accountBalanceOf, poolOf, type CardRecord, type CompanyData, type TransactionRecord } from "./model.js";
@@ -81,6 +82,12 @@ export function deposit(data: CompanyData, amount: number): void {
   data.company.fundingBalance = round2(data.company.fundingBalance + amount);
 }
 
+/** Holds `amount` of transaction `transactionId` on `card` until it clears, is reversed or lapses. */
+function hold(data: CompanyData, card: CardRecord, transactionId: string, amount: number): void {
+  card.pendingAuthorisations = round2(card.pendingAuthorisations + amount);
+  data.holds.set(transactionId, { card, amount });
+}
+
 /** Takes `part` of a hold (all of it when undefined) off its card; what it took, or undefined when there was none. */
 function release(data: CompanyData, transactionId: string, part?: number): Hold | undefined {
   const hold = data.holds.get(transactionId);
@@ -113,16 +120,35 @@ export function followNew(data: CompanyData, tx: TransactionRecord): void {
   const category = tx.transaction_category;
   if (SPEND_CATEGORIES.has(category)) {
     if (tx.clearing_status === "cleared") move(card, data, -amountOf(tx));
-    else {
-      card.pendingAuthorisations = round2(card.pendingAuthorisations + amountOf(tx));
-      data.holds.set(tx.id, { card, amount: amountOf(tx) });
-    }
+    else hold(data, card, tx.id, amountOf(tx));
     topUpIfLow(card, data);
   } else if (category === "reversal") {
     const purchase = tx.parent_id === null ? undefined : data.transactions.get(tx.parent_id);
     if (purchase === undefined || release(data, purchase.id, reversedShare(tx, purchase)) === undefined) credit(card, data, amountOf(tx));
   } else if (category === "refund") {
     credit(card, data, amountOf(tx));
+  }
+}
+
+/**
+ * The holds of the seeded history, which moves no balance: each purchase or cash withdrawal not yet cleared holds its
+ * fee-inclusive amount on its card, as new spend does, or what its account can still spend when that is less (seeded
+ * balances are figures, not sums of the history), and a reversal of one releases its share. So every seeded pending
+ * authorisation is a transaction's, which its clearing, or a retention bound forgetting it, releases.
+ */
+export function holdSeeded(data: CompanyData): void {
+  for (const card of data.cards) card.pendingAuthorisations = 0;
+  data.holds.clear();
+  for (const tx of data.transactions.all()) {
+    const category = tx.transaction_category;
+    if (SPEND_CATEGORIES.has(category) && tx.clearing_status !== "cleared") {
+      const card = data.cards.find((c) => c.id === tx.card_external_id);
+      const amount = card === undefined ? 0 : Math.min(amountOf(tx), spendableOf(card, data));
+      if (card !== undefined && amount > 0) hold(data, card, tx.id, amount);
+    } else if (category === "reversal" && tx.parent_id !== null) {
+      const purchase = data.transactions.get(tx.parent_id);
+      if (purchase !== undefined) release(data, purchase.id, reversedShare(tx, purchase));
+    }
   }
 }
 

@@ -13,7 +13,7 @@ import {
   SUPPLIERS,
   TAX_RATES,
 } from "./catalog.js";
-import { accountBalanceOf } from "./model.js";
+import { holdSeeded } from "./balances.js";
 import type {
   CardRecord,
   CompanyData,
@@ -159,7 +159,6 @@ function seedCompany(
     },
   })));
   const { accounts: statementAccounts, statements } = seedStatements(prng, company, pools, cards, nowMs, ordinal);
-  holdWithinBalances(cards, pools);
   const data: CompanyData = {
     company,
     users,
@@ -182,6 +181,7 @@ function seedCompany(
   data.factory = factory;
   const count = backlog ?? definition.transactions;
   factory.seedHistory(count, nowMs, backlog !== undefined ? "backlog" : "mixed");
+  holdSeeded(data);
   return data;
 }
 
@@ -284,6 +284,11 @@ function topUp(pool: boolean, prng: Prng): { topupType: string; autoTopUpAmount:
   return { topupType: enabled ? "auto_topup" : "manual", autoTopUpAmount: enabled ? amount : 0, autoTopUpEnabled: enabled };
 }
 
+/** A draw kept only so the rest of the seed stays as it was: its value goes unused. */
+function undrawn(_drawn: number): number {
+  return 0;
+}
+
 /** A card's own balance: what was drawn for it, or 0 for a pool card, whose money is its pool's. */
 function ownBalance(pool: PoolAccountRecord | undefined, drawn: number): number {
   return pool ? 0 : drawn;
@@ -342,7 +347,8 @@ function seedCards(
       // A pool card holds nothing of its own: it spends its pool's balance. A card account with statements then holds
       // its latest closing (seedStatements). The draw is still made, so the rest of the seed stays as it was.
       balance: spec.status === "Active" || spec.status === "Suspended" ? ownBalance(pool, round2(prng.money(0.2, 0.9) * maxBalance / 1)) : 0,
-      pendingAuthorisations: spec.status === "Active" ? prng.money(0, 450) : 0,
+      // What its seeded spend not yet cleared holds (holdSeeded). The draw is still made, so the rest of the seed stays as it was.
+      pendingAuthorisations: spec.status === "Active" ? undrawn(prng.money(0, 450)) : 0,
       spendLimit: {
         active: prng.chance(0.6),
         period: "MONTHLY",
@@ -361,19 +367,6 @@ function seedCards(
   const replacement = cards.find((c) => c.nickname === "Office Supplies (replacement)");
   if (terminated && replacement) terminated.replacedByCardId = replacement.id;
   return cards;
-}
-
-/**
- * Pending authorisations never take more than their account holds (an authorisation is approved against the balance),
- * so no card's spendable balance (§4.9) goes below 0; a pool's cards share its balance. Draws nothing.
- */
-function holdWithinBalances(cards: CardRecord[], pools: PoolAccountRecord[]): void {
-  const unheld = new Map<string, number>();
-  for (const card of cards) {
-    const available = unheld.get(card.accountExternalId) ?? accountBalanceOf(card, { pools });
-    card.pendingAuthorisations = Math.min(card.pendingAuthorisations, available);
-    unheld.set(card.accountExternalId, round2(available - card.pendingAuthorisations));
-  }
 }
 
 interface MasterSpec {

@@ -294,6 +294,19 @@ describe("balances following new spend (§4.9: card balances account for pending
     }
   });
 
+  it("clears seeded spend still held as it clears new spend: its hold goes and its account's balance falls by it", async () => {
+    const [id, hold] = [...data().holds][0] ?? [];
+    expect(id, "seed 7 has seeded spend still held").toBeDefined();
+    expect(data().transactions.get(id!)?.clearing_status).toBe("pending");
+    const [pendingBefore, accountBefore] = [hold!.card.pendingAuthorisations, await accountBalances()];
+    expect(hold!.amount).toBeGreaterThan(0);
+    expect((await control(`/companies/${h.companyId}/transactions/${id}`, { clearing_status: "cleared" }, "PATCH")).status).toBe(200);
+    expect(hold!.card.pendingAuthorisations).toBe(cents(pendingBefore - hold!.amount));
+    const shared = onAccountOf(hold!.card.id);
+    const after = await accountBalances();
+    for (const [card, before] of accountBefore) expect([card, after.get(card)]).toEqual([card, cents(before - (shared.has(card) ? hold!.amount : 0))]);
+  });
+
   it("a reversal of a held purchase releases its hold; a refund raises its card's account's balance", async () => {
     const spendBefore = await spendable();
     const tx = await purchase();
@@ -724,16 +737,20 @@ describe("retention (retainTransactions, the demo's bound)", () => {
     const x = await harness({ retainTransactions: 3 });
     const data = x.sandbox.control.company(x.companyId)!;
     fillAccounts(data);
-    const seededHolds = new Map(data.cards.map((c) => [c.id, c.pendingAuthorisations]));
+    const seededHolds = [...data.holds.keys()];
+    expect(seededHolds.length, "seed 7 holds seeded spend not yet cleared").toBeGreaterThan(0);
     await acknowledgeAll(x);
     const first = (await x.json(`/_sandbox/companies/${x.companyId}/transactions`, { body: { count: 5, transaction_category: "purchase" }, token: null })).body.data as Row[];
     await acknowledgeAll(x);
     await x.json(`/_sandbox/companies/${x.companyId}/transactions`, { body: { count: 5, transaction_category: "purchase" }, token: null });
     expect(first.filter((t) => data.transactions.get(t.id as string) !== undefined), "the first 5 purchases are forgotten").toEqual([]);
-    // Each card holds what it was seeded with and the purchases still kept, none of the forgotten ones.
+    // The seeded spend, acknowledged and forgotten too, lapses as well: what is held is the spend still kept.
+    expect(seededHolds.filter((id) => data.transactions.get(id) !== undefined), "the seeded spend is forgotten").toEqual([]);
+    expect([...data.holds.keys()].filter((id) => data.transactions.get(id) === undefined)).toEqual([]);
+    // Each card holds the purchases still kept, none of the forgotten ones.
     for (const card of data.cards) {
       const kept = [...data.holds.values()].filter((hold) => hold.card === card).reduce((sum, hold) => sum + hold.amount, 0);
-      expect([card.id, card.pendingAuthorisations]).toEqual([card.id, round2(seededHolds.get(card.id)! + kept)]);
+      expect([card.id, card.pendingAuthorisations]).toEqual([card.id, round2(kept)]);
     }
   });
 

@@ -237,6 +237,26 @@ describe("seeded data", () => {
     }
   });
 
+  it.each([1, 7, 42])("with seed %i holds on each card only what its seeded spend not yet cleared holds, as new spend would, so a clearing can release it", (seed) => {
+    let held = 0;
+    for (const data of seedCompanies({ seed, nowMs: NOW })) {
+      const uncleared = data.transactions.all().filter((t) => ["purchase", "cash_withdrawal"].includes(t.transaction_category) && t.clearing_status !== "cleared");
+      // Every hold is an uncleared purchase's or cash withdrawal's, on its card, and at most its fee-inclusive amount.
+      for (const [id, hold] of data.holds) {
+        const tx = uncleared.find((t) => t.id === id);
+        expect([id, tx?.card_external_id]).toEqual([id, hold.card.id]);
+        expect([id, hold.amount > 0 && hold.amount <= Math.round((tx!.billing_amount + tx!.transaction_fee_amount) * 100) / 100]).toEqual([id, true]);
+      }
+      // Each card's pending authorisations are its holds, nothing besides; an uncleared spend unheld found its account empty.
+      for (const card of data.cards) {
+        const holds = [...data.holds.values()].filter((h) => h.card === card).reduce((sum, h) => sum + h.amount, 0);
+        expect([card.nickname, card.pendingAuthorisations]).toEqual([card.nickname, Math.round(holds * 100) / 100]);
+      }
+      held += data.holds.size;
+    }
+    expect(held, "some seeded spend is still held").toBeGreaterThan(0);
+  });
+
   it.each([1, 7, 42])("with seed %i keeps every card and pool statement within the account's allowed_max_balance (§2.3, §2.5)", (seed) => {
     let checked = 0;
     for (const data of seedCompanies({ seed, nowMs: NOW })) {
