@@ -8,7 +8,7 @@ import { CARD_KEY_PREFIX } from "./cards.js";
 import { DEFAULT_DEADLINE_GRACE_MS, type BridgeDeps } from "./deps.js";
 import { contentHash, recordHash, sha256Hex } from "./hash.js";
 import { isJsonObject } from "../json-object.js";
-import { assertPiiPolicy, conformPii, conformPiiToBody, PERSONAL_FIELDS, PII_MODES, type PiiMode } from "./pii.js";
+import { assertPiiPolicy, conformPii, conformPiiToBody, PERSONAL_FIELDS, PERSONAL_RULE, PII_MODES, type PiiMode } from "./pii.js";
 import type { CutQuarantineBody, QuarantineRecord, Snapshot, SnapshotKey, StoreCallOptions } from "./ports.js";
 import { ConformCursorError, storeDeadlineExceeded } from "./errors.js";
 import { versionTime } from "./versions.js";
@@ -235,8 +235,8 @@ function ended(
 
 /**
  * How this version's cursors begin; earlier versions' (a store's own, `quarantine~...`) never do. Change it with any
- * change of how a mode masks other than through PERSONAL_FIELDS ({@link FIELDS} covers those), so the cursors of
- * either version are refused by the other.
+ * change of how a mode masks other than through PERSONAL_FIELDS and PERSONAL_RULE ({@link FIELDS} covers those), so
+ * the cursors of either version are refused by the other.
  */
 const CURSOR_PREFIX = "conform1~";
 
@@ -248,8 +248,11 @@ const CURSOR_PREFIX = "conform1~";
  */
 const PASS_KEY: SnapshotKey = "transaction:~conform-pass";
 
-/** The personal fields this version masks, as a short fingerprint: a cursor made under another list is refused. */
-const FIELDS = sha256Hex(PERSONAL_FIELDS.join("\n")).slice(0, 16);
+/**
+ * The personal fields this version masks and how (the paths, and the rule inside their parents), as a short
+ * fingerprint: a cursor made under another list or rule is refused.
+ */
+const FIELDS = sha256Hex([...PERSONAL_FIELDS, PERSONAL_RULE].join("\n")).slice(0, 16);
 
 /** What a cursor records: what it was made under, and where the walk goes on (one of the two places at least). */
 interface CursorState {

@@ -36,9 +36,11 @@ const HASHED = new RegExp(`^${HASH_PREFIX}[0-9a-f]{64}$`);
 /**
  * The personal fields of the provider's objects, as paths: `a` is a top-level member, `a.b` member `b` of the object
  * `a`, `a[].b` member `b` of each object in the array `a`. The value a path names is masked whole, whatever its type
- * (an address object becomes one marker or one hash). Taken from the provider spec (`../shared/spec/provider-api.md`,
- * sections cited below); what is left out on purpose (provider user ids, card names, free text) is listed in
- * docs/events.md, "PII modes", and a test holds that list and this table equal.
+ * (an address object becomes one marker or one hash). Inside a parent of a nested path (`approved_by`, `cardholder`,
+ * `user_profile`, ...) the whole table applies too ({@link PERSONAL_RULE}): a cardholder's `user_email` or a creator's
+ * `employee_id` is masked as the record's own would be, as a quarantined body masks it. Taken from the provider spec
+ * (`../shared/spec/provider-api.md`, sections cited below); what is left out on purpose (provider user ids, card names,
+ * free text) is listed in docs/events.md, "PII modes", and a test holds that list and this table equal.
  */
 export const PERSONAL_FIELDS: readonly string[] = Object.freeze([
   // §2.2 "Card and holder": the cardholder's name and email (rule 4) and employee id (§4.3: "cardholder's employee
@@ -76,7 +78,16 @@ export const PERSONAL_FIELDS: readonly string[] = Object.freeze([
   "account_managers[].email",
 ]);
 
-/** Personal members of one parent member: of the object itself, or of each object in the array (`each`). */
+/**
+ * How {@link PERSONAL_FIELDS} applies beyond its paths: part of conform-pii's fingerprint of what this version masks,
+ * so change it with the rule (a cursor of a version that masked less inside the parents must be refused).
+ */
+export const PERSONAL_RULE = "inside each parent of a nested path, its members listed and the record's rule";
+
+/**
+ * Personal members of one parent member: of the object itself, or of each object in the array (`each`). `members` are
+ * those the record's rule, which applies inside the parent too, does not already mask.
+ */
 interface NestedFields {
   readonly parent: string;
   readonly each: boolean;
@@ -103,7 +114,8 @@ function compile(paths: readonly string[]): { top: readonly string[]; nested: re
     nested.set(parent, entry);
   }
   for (const field of top) if (nested.has(field)) throw new Error(`PII path "${field}" is masked whole and per member`);
-  return { top, nested: [...nested.values()] };
+  const ruled = new Set([...top, ...nested.keys()]);
+  return { top, nested: [...nested.values()].map((entry) => ({ ...entry, members: entry.members.filter((member) => !ruled.has(member)) })) };
 }
 
 /** Checks a policy once, up front, so a cycle never starts with an unusable setting. */
@@ -209,7 +221,8 @@ export function applyPiiInPlace(target: Record<string, unknown>, policy: PiiPoli
 /**
  * Reads the personal fields of `source` and hands each whose value changes to `write`, which decides where it goes
  * (`source` itself or a copy): one walk serves the in-place masking of fresh objects and the copy-on-change of stored
- * ones. A changed nested object or array is a copy; `source` and what it holds are never mutated here.
+ * ones. A changed nested object or array is a copy; `source` and what it holds are never mutated here. Inside a parent
+ * present, the same walk again ({@link maskMembers}); an absent one costs one lookup.
  */
 function maskFields(
   source: Readonly<Record<string, unknown>>,
@@ -278,9 +291,14 @@ function copyOnWrite(object: Readonly<Record<string, unknown>>) {
   };
 }
 
-/** `object` itself when none of `members` changes, else a copy (same member order) with them handled. */
+/**
+ * A parent's object under the record's rule and its own `members`: itself when nothing changes, else a copy (same
+ * member order). The record's rule is the quarantine's inside such a member (applyPiiToBody masks every object as a
+ * record), so an event's copy shows nothing a quarantined one masks, and with the same pseudonym.
+ */
 function maskMembers(object: Readonly<Record<string, unknown>>, members: readonly string[], policy: PiiPolicy, keepMasked: boolean): unknown {
   const copy = copyOnWrite(object);
+  maskFields(object, policy, keepMasked, copy.write);
   maskEach(object, members, policy, keepMasked, copy.write);
   return copy.result();
 }
@@ -397,9 +415,9 @@ function maskBody(value: unknown, policy: PiiPolicy, loose: boolean, keepMasked:
 
 /**
  * Handles what a record's paths did not reach, writing into `masked` (a copy the paths made of `original`): a member
- * they left as it was goes through {@link maskBody}; one they replaced by a copy with some members masked (an
- * approver, a cardholder) gets the record's rule on its other members too (an approver's `employee_id`), then is
- * walked the same way, so nothing is masked twice (no hash of a hash) and nothing nested in it stays in clear.
+ * they left as it was goes through {@link maskBody}; one they replaced by a copy (an approver, a cardholder: the
+ * paths applied the record's rule inside it already) is walked the same way, so nothing is masked twice (no hash of a
+ * hash) and nothing nested in it stays in clear.
  */
 function maskBeyondPaths(original: object, masked: Record<string, unknown>, policy: PiiPolicy, keepMasked: boolean): void {
   for (const [key, member] of Object.entries(original)) {
@@ -408,14 +426,7 @@ function maskBeyondPaths(original: object, masked: Record<string, unknown>, poli
     if (now === member) {
       setMember(masked, key, maskBody(member, policy, false, keepMasked), member);
     } else if (typeof member === "object" && typeof now === "object" && now !== null) {
-      const replaced = now as Record<string, unknown>;
-      if (isJsonObject(member)) {
-        // The record's rule for what the paths left of this member: applied to the member as sent, taken only where
-        // the paths did not already mask it.
-        const asRecord = recordCopy(member, policy, keepMasked);
-        for (const [inner, value] of Object.entries(member)) if (replaced[inner] === value) setMember(replaced, inner, asRecord[inner], value);
-      }
-      maskBeyondPaths(member, replaced, policy, keepMasked);
+      maskBeyondPaths(member, now as Record<string, unknown>, policy, keepMasked);
     }
   }
 }

@@ -3,10 +3,10 @@ import { conformSnapshots, supersedeConformPassOnModeChange } from "../../shared
 import { pollCards } from "../../shared/bridge/cards.js";
 import { CycleAbortedError, ReadDeadlineExceededError, WriteDeadlineExceededError } from "../../shared/bridge/errors.js";
 import { DEFAULT_DEADLINE_GRACE_MS } from "../../shared/bridge/deps.js";
-import { HASH_PREFIX, REDACTED, applyPiiToBody, conformPii, conformPiiToBody, type PiiPolicy } from "../../shared/bridge/pii.js";
+import { HASH_PREFIX, PERSONAL_FIELDS, REDACTED, applyPiiToBody, conformPii, conformPiiToBody, type PiiPolicy } from "../../shared/bridge/pii.js";
 import type { Snapshot, SnapshotKey, StoreCallOptions } from "../../shared/bridge/ports.js";
 import { pollTransactions } from "../../shared/bridge/transactions.js";
-import { contentHash, recordHash } from "../../shared/bridge/hash.js";
+import { contentHash, recordHash, sha256Hex } from "../../shared/bridge/hash.js";
 import { makeRig, type TestRig } from "./fakes.js";
 
 const REDACT: PiiPolicy = { mode: "redact" };
@@ -596,6 +596,23 @@ describe("conformSnapshots cursors", () => {
     } finally {
       vi.doUnmock("../../shared/bridge/pii.js");
     }
+  });
+
+  it("refuses a cursor made by a version that masked only the listed paths, not the record's rule inside their parents", async () => {
+    const { deps, first } = await stoppedPass(REDACT);
+    const [prefix = "", body = ""] = first.cursor.split(/[~.]/);
+    const decoded = JSON.parse(Buffer.from(body, "base64url").toString("utf8")) as Record<string, unknown>;
+    /** `first.cursor` as a version whose fingerprint was `fields` would have printed it (a valid checksum). */
+    const printedWith = (fields: string): string => {
+      const forged = Buffer.from(JSON.stringify({ ...decoded, fields })).toString("base64url");
+      return `${prefix}~${forged}.${sha256Hex(`${prefix}~${forged}`).slice(0, 16)}`;
+    };
+    // The version before took the fingerprint of the list alone: both its own list's and this list's are refused.
+    for (const fields of ["1a389b894d18fd7d", sha256Hex(PERSONAL_FIELDS.join("\n")).slice(0, 16)]) {
+      await expect(conformSnapshots(deps, { pageSize: 5, cursor: printedWith(fields) })).rejects.toMatchObject({ name: "ConformCursorError", problem: "fields" });
+    }
+    // The forgery itself is sound: with this version's fingerprint the cursor goes on.
+    expect(await conformSnapshots(deps, { pageSize: 5, cursor: printedWith(decoded["fields"] as string) })).toMatchObject({ outcome: "complete" });
   });
 
   it("refuses a cursor once the store was restored from a backup taken before it was handed out, and takes it in one taken after", async () => {

@@ -337,6 +337,55 @@ describe("an approver's employee id", () => {
   });
 });
 
+describe("inside a parent of a nested personal path (approved_by, cardholder, user_profile, ...)", () => {
+  // A quarantined body masks there what the record's rule masks (applyPiiToBody takes the record's rule inside every
+  // object): an event's copy (applyPii) and a snapshot's (conformPii) of the same record must mask no less, and give the
+  // same pseudonym. Every personal path of the table, and every member name it ends in, put inside every parent.
+  const parents = [...new Set(PERSONAL_FIELDS.filter((path) => path.includes(".")).map((path) => (path.split(".")[0] ?? "").replace("[]", "")))];
+  const placed = [...new Set([...PERSONAL_FIELDS, ...PERSONAL_FIELDS.map((path) => path.split(".").at(-1) ?? "")])];
+  const CLEAR = "Zara Clearvalue ZC@Example.com";
+
+  /** `{ a: value }`, `{ a: { b: value } }` or `{ a: [{ b: value }] }` for the path `a`, `a.b` or `a[].b`. */
+  function holding(path: string, value: unknown): Json {
+    const [head = "", member] = path.split(".");
+    if (member === undefined) return { [head]: value };
+    return head.endsWith("[]") ? { [head.slice(0, -2)]: [{ [member]: value }] } : { [head]: { [member]: value } };
+  }
+
+  it.each([
+    ["redact", redact],
+    ["hash", hash],
+  ] as const)("masks under %s in events and snapshots what the quarantine masks, with the same pseudonym", (_name, policy) => {
+    let masked = 0;
+    for (const parent of parents) {
+      const own = PERSONAL_FIELDS.find((path) => path.startsWith(`${parent}.`) || path.startsWith(`${parent}[].`))?.split(".")[1] ?? "";
+      const each = PERSONAL_FIELDS.some((path) => path.startsWith(`${parent}[].`));
+      for (const path of placed) {
+        // Once alone (the paths leave the parent as sent) and once beside a member of its own the paths mask.
+        for (const beside of [{}, { [own]: "Own Person" }]) {
+          const inner = { user_id: "u-1", ...beside, ...holding(path, CLEAR) };
+          const record = { id: "r-1", [parent]: each ? [inner] : inner };
+          const quarantined = (applyPiiToBody(record, policy) as Json)[parent];
+          const label = `${parent} holding ${path}${own in beside ? ` beside ${own}` : ""}`;
+          expect(applyPii(record, policy)[parent], label).toEqual(quarantined);
+          expect(conformPii(record, policy)[parent], label).toEqual(quarantined);
+          if (!JSON.stringify(quarantined).includes(CLEAR)) masked += 1;
+        }
+      }
+    }
+    // Not a vacuous match: the quarantine masks most placements (user_external_id-like members stay, none placed here).
+    expect(masked).toBeGreaterThan(parents.length * 2);
+  });
+
+  it("masks a cardholder's user_email and a creator's employee_id in events, as the same value is masked at the top", () => {
+    const card = { id: "CA1", cardholder: { user_email: "Bilal.Khan@Example.com" }, created_by: { user_id: "usr_1", employee_id: "EMP-7" } };
+    const published = applyPii(card, hash);
+    expect(published.cardholder).toEqual({ user_email: applyPii({ user_email: "bilal.khan@example.com" }, hash).user_email });
+    expect(published.created_by).toEqual({ user_id: "usr_1", employee_id: applyPii({ employee_id: "EMP-7" }, hash).employee_id });
+    expect(applyPiiToBody(card, hash)).toEqual(published);
+  });
+});
+
 describe("docs/events.md, PII modes", () => {
   it("lists exactly the personal fields the bridge masks", () => {
     const text = readFileSync(new URL("../../docs/events.md", import.meta.url), "utf8");
