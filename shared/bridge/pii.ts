@@ -50,8 +50,10 @@ export const PERSONAL_FIELDS: readonly string[] = Object.freeze([
   "employee_id",
   // §2.2 nested shapes, approved_by { user_external_id, name }: the approver, an employee. Their employee id too, when
   // sent: a quarantined body masks it (the record's rule inside a member masked), so events must not carry it in clear.
+  // And their email, when sent: it names the employee as the name does (cardholders' and managers' emails are shown).
   "approved_by.name",
   "approved_by.employee_id",
+  "approved_by.email",
   // §2.3 cardholder { name, email, employee_id }.
   "cardholder.name",
   "cardholder.email",
@@ -72,8 +74,10 @@ export const PERSONAL_FIELDS: readonly string[] = Object.freeze([
   "shipping_details.shipping_address",
   "shipping_details.return_address",
   "step_up_auth_delegated_user_profile",
-  // §2.5 pool account: created_by { user_id, name }, account_managers[] { user_id, name, email }.
+  // §2.5 pool account: created_by { user_id, name }, account_managers[] { user_id, name, email }. The creator's email
+  // too, when sent, as the managers' beside it.
   "created_by.name",
+  "created_by.email",
   "account_managers[].name",
   "account_managers[].email",
 ]);

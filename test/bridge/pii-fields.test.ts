@@ -22,7 +22,7 @@ const transaction = {
   card_holder_email: " Aisha.Rahman@Example.com",
   employee_id: "EMP-0042",
   approval_status: "approved",
-  approved_by: { user_external_id: "USR-APPROVER-1", name: "Omar Said", employee_id: "EMP-0099" },
+  approved_by: { user_external_id: "USR-APPROVER-1", name: "Omar Said", employee_id: "EMP-0099", email: "Omar.Said@Example.com" },
   memo: "client lunch",
   transaction_description: "Careem ride",
   line_items: [{ id: "li-1", amount: 10, description: "ride to the office" }],
@@ -75,7 +75,7 @@ const coreCard = {
 const poolAccount = {
   id: "pool-1",
   account_name: "Marketing pool",
-  created_by: { user_id: "usr_1", name: "Elif Demir" },
+  created_by: { user_id: "usr_1", name: "Elif Demir", email: "elif.demir@example.com" },
   account_managers: [
     { user_id: "usr_2", name: "Farah Aziz", email: "farah.aziz@example.com" },
     { user_id: "usr_3", name: "Gita Rao", email: "GITA.RAO@example.com" },
@@ -96,7 +96,7 @@ const CLEARTEXT = [
   "Chen Wei", "chen.wei@example.com", "Villa Seven", "Umm Suqeim", "Warehouse Road", "Al Quoz", "Return Lane",
   "Shipping Lane", "Dana", "Levi", "dana.levi@example.com", "Chen", "Wei", "chenwei.login", "chen.wei+card",
   "EMP-0099",
-  "Elif Demir", "Farah Aziz", "farah.aziz@example.com", "Gita Rao", "GITA.RAO@example.com",
+  "Omar.Said@Example.com", "Elif Demir", "elif.demir@example.com", "Farah Aziz", "farah.aziz@example.com", "Gita Rao", "GITA.RAO@example.com",
 ];
 
 /** What must pass unchanged: provider user ids, card names, free text. */
@@ -334,6 +334,24 @@ describe("an approver's employee id", () => {
 
   it("is masked in a snapshot stored before, by conformPii", () => {
     expect((conformPii(approved, redact)["approved_by"] as Json)["employee_id"]).toBe(REDACTED);
+  });
+});
+
+describe("an approver's and a pool creator's email", () => {
+  // §2.2 and §2.5 show no email for them, but the managers beside a creator carry one (§2.5) and so do cardholders
+  // (§2.3, §2.4): sent, it names the employee as their name does.
+  const record = { id: "r-1", approved_by: { user_external_id: "USR-1", email: "Omar.Said@Example.com" }, created_by: { user_id: "usr_1", email: "elif.demir@example.com" } };
+
+  it.each([
+    ["redact", redact],
+    ["hash", hash],
+  ] as const)("is masked under %s in events, snapshots and quarantine records alike", (_name, policy) => {
+    const published = applyPii(record, policy);
+    expect(JSON.stringify(published)).not.toMatch(/omar\.said|elif\.demir/i);
+    expect(published.approved_by.user_external_id).toBe("USR-1");
+    expect(conformPii(record, policy)).toEqual(published);
+    expect(applyPiiToBody(record, policy)).toEqual(published);
+    if (policy.mode === "hash") expect(published.approved_by.email).toBe(applyPii({ ...record, approved_by: { email: "omar.said@example.com" } }, hash).approved_by.email);
   });
 });
 

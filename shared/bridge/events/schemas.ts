@@ -83,7 +83,7 @@ const TransactionObject = z
     card_holder_email: Personal,
     employee_id: Personal,
     approved_by: z
-      .looseObject({ user_external_id: z.string().nullable().optional(), name: Personal, employee_id: Personal })
+      .looseObject({ user_external_id: z.string().nullable().optional(), name: Personal, employee_id: Personal, email: Personal })
       .nullable()
       .optional()
       .describe("The approver"),
