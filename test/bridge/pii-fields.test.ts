@@ -404,6 +404,26 @@ describe("inside a parent of a nested personal path (approved_by, cardholder, us
   });
 });
 
+describe("the typed client's schemas and the published objects' personal fields", () => {
+  // The event schemas (docs/events/*.json) declare each personal field of a transaction and an ERP card a string or
+  // null; under `full` it is published as validated, so the client's schema must refuse another type or make it one.
+  it.each([
+    ["transaction", transaction, TransactionSchema],
+    ["ERP card", erpCard, ErpCardSchema],
+  ] as const)("refuse a %s whose personal field is not a string, or make it one", (_name, fixture, schema) => {
+    const paths = PERSONAL_FIELDS.filter((path) => valuesAt(fixture, path).length > 0);
+    expect(paths.length).toBeGreaterThan(2);
+    for (const path of paths) {
+      for (const odd of [42, { full: "Ann Holder" }, ["Ann Holder"], true]) {
+        const [head = "", member] = path.split(".");
+        const input = member === undefined ? { ...fixture, [head]: odd } : { ...fixture, [head]: { ...(fixture as Json)[head] as Json, [member]: odd } };
+        const parsed = schema.safeParse(input);
+        if (parsed.success) expect(typeof at(parsed.data as Json, path), `${path} = ${JSON.stringify(odd)}`).toBe("string");
+      }
+    }
+  });
+});
+
 describe("docs/events.md, PII modes", () => {
   it("lists exactly the personal fields the bridge masks", () => {
     const text = readFileSync(new URL("../../docs/events.md", import.meta.url), "utf8");

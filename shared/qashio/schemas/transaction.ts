@@ -69,10 +69,15 @@ export const ErpChartOfAccountRefSchema = z.looseObject({
 });
 export type ErpChartOfAccountRef = z.output<typeof ErpChartOfAccountRefSchema>;
 
-/** `approved_by` nested on a transaction. */
+/**
+ * `approved_by` nested on a transaction. The spec shows no `employee_id` nor `email`, but both are personal fields
+ * (shared/bridge/pii.ts) the event schemas declare strings: sent, they are typed as the cardholder's are.
+ */
 export const ApprovedBySchema = z.looseObject({
   user_external_id: optStringish(),
   name: optString(),
+  employee_id: optStringish(),
+  email: optString(),
 });
 export type ApprovedBy = z.output<typeof ApprovedBySchema>;
 
