@@ -112,7 +112,9 @@ export class CycleRun {
           throw new StepFailure(step, { cause: late.cause });
         }
         const last = late.cause === undefined ? undefined : errorContext(late.cause);
-        this.deps.logger.warn("provider call cannot finish before the cycle deadline; stopping", { step, lastError: last?.name, status: last?.status });
+        // Named after its cause: a deadline warning on a Ctrl-C would send an operator to raise the time budget.
+        const why = this.cycle.signal?.aborted === true ? "the cycle was asked to stop" : "it cannot finish before the cycle deadline";
+        this.deps.logger.warn(`provider call not sent or retried: ${why}; stopping`, { step, lastError: last?.name, status: last?.status });
         throw new OutOfTime(step, { cause: err });
       }
       if (!isReauthorizationRequired(err) && expected?.(err) !== true) {

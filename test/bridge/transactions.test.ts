@@ -1375,6 +1375,24 @@ describe("pollTransactions", () => {
     expect(rig.provider.pending()).toEqual([]);
   });
 
+  it("warns of a stop request, not of the deadline, when a Ctrl-C leaves the page's acknowledge unsent", async () => {
+    const rig = makeRig();
+    for (let i = 0; i < 3; i++) rig.provider.addTransaction();
+    const stop = new AbortController();
+    // Ctrl-C while the page is read: the cycle publishes and stores it, and the client then sends no acknowledge.
+    rig.provider.beforeCall = (call) => {
+      if (call.op === "listTransactions") stop.abort();
+    };
+    const deps = { ...rig.deps, provider: clientOverFake(rig.provider, rig.clock) };
+    const report = await pollTransactions(deps, { deadline: rig.clock.now() + 300_000, signal: stop.signal });
+    // A stop ends the cycle as its deadline does (the CLI tells the two apart by the signal).
+    expect(report).toMatchObject({ outcome: "deadline", acknowledged: 0, published: { "transaction.created": 3 } });
+    const warnings = rig.logger.lines.filter((l) => l.level === "warn").map((l) => l.message);
+    // A warning of the deadline would send an operator to raise BRIDGE_CYCLE_BUDGET for a stop they asked for.
+    expect(warnings.some((m) => m.includes("deadline"))).toBe(false);
+    expect(warnings.some((m) => m.includes("asked to stop"))).toBe(true);
+  });
+
   it("lets an acknowledge run into the grace after the deadline, and no further", async () => {
     const rig = makeRig();
     rig.provider.addTransaction();

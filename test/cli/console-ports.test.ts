@@ -34,8 +34,8 @@ describe("streamLogger", () => {
   it("leaves out attributes without a value, as the JSON logger of the Lambdas does", () => {
     // A cycle stopped at its deadline (or by Ctrl-C) before any failed attempt has no last error to name.
     const out = sink();
-    streamLogger(out, "warn").warn("provider call cannot finish before the cycle deadline; stopping", { step: "acknowledge transactions", lastError: undefined, status: undefined });
-    expect(out.lines[0]).toBe("warn  provider call cannot finish before the cycle deadline; stopping step=acknowledge transactions\n");
+    streamLogger(out, "warn").warn("provider call not sent or retried: it cannot finish before the cycle deadline; stopping", { step: "acknowledge transactions", lastError: undefined, status: undefined });
+    expect(out.lines[0]).toBe("warn  provider call not sent or retried: it cannot finish before the cycle deadline; stopping step=acknowledge transactions\n");
   });
 
   it("writes provider text as one line of inert characters: no forged line, no terminal escape", () => {
