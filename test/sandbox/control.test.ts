@@ -418,6 +418,19 @@ describe("money back (spec-gaps, Balances): auto top-up and deposits", () => {
     }
     expect(await companyBalance()).toBe(body.data.funding_account.balance);
   });
+
+  it("pays in README's deposits example as the sum it shows, in the currency to the cent (not a number of cents)", async () => {
+    const readme = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
+    const row = readme.split("\n").find((line) => line.startsWith("| `POST /_sandbox/companies/{id}/deposits`")) ?? "";
+    const example = /`\{"amount": ?([\d.]+)\}`/.exec(row)?.[1];
+    expect(example, "README's deposits row shows an example amount").toBeDefined();
+    const before = await companyBalance();
+    const { status, body } = await control(`/companies/${h.companyId}/deposits`, { amount: Number(example) });
+    expect(status).toBe(201);
+    expect(body.data.funding_account.balance).toBe(round2(before + Number(example)));
+    // A reader who takes the amount for cents pays in a hundred times what they meant.
+    expect(row).not.toMatch(/in cents/);
+  });
 });
 
 describe("clock", () => {
