@@ -112,8 +112,12 @@ export class CycleRun {
           throw new StepFailure(step, { cause: late.cause });
         }
         const last = late.cause === undefined ? undefined : errorContext(late.cause);
-        // Named after its cause: a deadline warning on a Ctrl-C would send an operator to raise the time budget.
-        const why = this.cycle.signal?.aborted === true ? "the cycle was asked to stop" : "it cannot finish before the cycle deadline";
+        // Named after its cause: a deadline warning on a Ctrl-C would send an operator to raise the time budget. The
+        // signal is a person's Ctrl-C locally, the invocation's end (middy's early timeout) on AWS.
+        const why =
+          this.cycle.signal?.aborted === true
+            ? "the cycle was asked to stop (Ctrl-C, or the Lambda invocation ending)"
+            : "it cannot finish before the cycle deadline";
         this.deps.logger.warn(`provider call not sent or retried: ${why}; stopping`, { step, lastError: last?.name, status: last?.status });
         throw new OutOfTime(step, { cause: err });
       }
