@@ -197,10 +197,7 @@ async function versionStages(secrets: SecretsManagerClient, secretId: string): P
 
 async function createSecret(secretId: string, token: string, tokenStages: readonly string[], deps: RotationDeps): Promise<void> {
   // A retried step: the version already holds a value (written with AWSCURRENT, or filled earlier).
-  if (tokenStages.includes("AWSCURRENT") || (await deps.store.readVersion(token)) !== undefined) {
-    deps.logger.info("createSecret: version already written", { step: "createSecret" });
-    return;
-  }
+  if (await versionWritten(token, deps, tokenStages)) return;
   if (!tokenStages.includes("AWSPENDING")) throw new RotationError(`Version ${token} is not AWSPENDING`, secretId, "createSecret");
   // Refreshing a refresh token the provider already rejected can only fail again: stop before any provider call.
   if ((await deps.store.revokedVersion()) !== undefined) {
@@ -218,6 +215,9 @@ async function createSecret(secretId: string, token: string, tokenStages: readon
   try {
     // A slow answer to the last try of the wait: the lease, taken, runs from when it was asked for.
     if (askedAt > latestAskAt) throw refreshNotStarted(secretId, ttlMs, deps);
+    // Invoked again while an earlier invocation of this step still ran (Secrets Manager's retry after a timeout), it
+    // waited for that one's lease: its version is written now, and a second refresh would only cost a version.
+    if (await versionWritten(token, deps)) return;
     const stored = await deps.store.load();
     if (stored === undefined) throw new RotationError("No refresh token in the secret", secretId, "createSecret");
     // Before the token is spent: a secret at its version quota could not take this rotation's version.
@@ -251,6 +251,16 @@ async function createSecret(secretId: string, token: string, tokenStages: readon
       }),
     );
   }
+}
+
+/**
+ * Whether the rotation's version holds a value, by its `stages` (AWSCURRENT: written) or else read fresh; logged as
+ * a step done before.
+ */
+async function versionWritten(token: string, deps: RotationDeps, stages: readonly string[] = []): Promise<boolean> {
+  if (!stages.includes("AWSCURRENT") && (await deps.store.readVersion(token)) === undefined) return false;
+  deps.logger.info("createSecret: version already written", { step: "createSecret" });
+  return true;
 }
 
 /**

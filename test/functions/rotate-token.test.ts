@@ -217,6 +217,26 @@ describe("rotate-token handler (Secrets Manager rotation)", () => {
     expect(h.secrets.stagesOf(token)).toEqual(["AWSCURRENT", "AWSPENDING"]);
   });
 
+  it("does not refresh twice when Secrets Manager invokes createSecret again while the first invocation still runs", async () => {
+    const token = randomUUID();
+    h.secrets.startRotation(token);
+    // The first invocation's write of the rotation's version is slow: the second arrives meanwhile and waits for the lease.
+    const slowWrite = h.secrets.holdNext("PutSecretValue");
+    const first = h.rotator()(eventFor(token, "createSecret"));
+    await slowWrite.reached;
+    const second = h.rotator()(eventFor(token, "createSecret"));
+    // Each invocation reads the rotation's version twice (skip check, then createSecret): the second found it empty.
+    const versionReads = () => h.secrets.calls.filter((call) => call.operation === "GetSecretValue" && call.input.VersionId === token).length;
+    expect(await eventually(async () => versionReads() >= 4)).toBe(true);
+    slowWrite.release();
+    await Promise.all([first, second]);
+    expect(h.refreshTokensPresented).toHaveLength(1);
+    expect(h.secrets.stagesOf(token)).toEqual(["AWSCURRENT", "AWSPENDING"]);
+    for (const step of steps.slice(1)) await h.rotator()(eventFor(token, step));
+    expect(h.secrets.stagesOf(token)).toEqual(["AWSCURRENT"]);
+    expect(await h.familyStillValid()).toBe(true);
+  });
+
   it.each([
     {
       status: 401,
