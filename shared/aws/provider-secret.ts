@@ -10,6 +10,7 @@ import {
   ListSecretVersionIdsCommand,
   PutSecretValueCommand,
   type SecretsManagerClient,
+  type SecretVersionsListEntry,
 } from "@aws-sdk/client-secrets-manager";
 import * as z from "zod";
 import type { Clock, Logger } from "../bridge/ports.js";
@@ -189,6 +190,24 @@ export class ProviderSecretClient {
    */
   async versionsCreatedSince(sinceMs: number): Promise<number> {
     let count = 0;
+    for await (const version of this.#versions()) if ((version.CreatedDate?.getTime() ?? 0) >= sinceMs) count += 1;
+    return count;
+  }
+
+  /**
+   * Whether `versionId` is a version of the secret, labelled or not (ListSecretVersionIds, deprecated ones included,
+   * up to the page holding it; no value is read).
+   *
+   * @example
+   * if (await secret.hasVersion(token)) return; // a rotation's version whose labels have moved on
+   */
+  async hasVersion(versionId: string): Promise<boolean> {
+    for await (const version of this.#versions()) if (version.VersionId === versionId) return true;
+    return false;
+  }
+
+  /** Every version of the secret, deprecated ones included, page by page. */
+  async *#versions(): AsyncGenerator<SecretVersionsListEntry> {
     let nextToken: string | undefined;
     do {
       const token = nextToken;
@@ -197,10 +216,9 @@ export class ProviderSecretClient {
           new ListSecretVersionIdsCommand({ SecretId: this.secretId, IncludeDeprecated: true, MaxResults: 100, ...(token !== undefined ? { NextToken: token } : {}) }),
         ),
       );
-      for (const version of response.Versions ?? []) if ((version.CreatedDate?.getTime() ?? 0) >= sinceMs) count += 1;
+      yield* response.Versions ?? [];
       nextToken = response.NextToken;
     } while (nextToken !== undefined);
-    return count;
   }
 
   /**

@@ -32,7 +32,7 @@ import type { StoredTokens } from "../qashio/auth/token-store.js";
 import { ForbiddenError, IncompleteTokenSetError, ReauthorizationRequiredError, UnauthorizedError } from "../qashio/errors.js";
 import { MIN_ROTATION_TIMEOUT_MS, REFRESH_TIMEOUT_MARGIN_MS } from "./config.js";
 import { ProviderClientRejectedError, RotationError } from "./errors.js";
-import { isSecretNotFound, type ProviderSecretClient } from "./provider-secret.js";
+import { isSecretNotFound, ProviderSecretClient } from "./provider-secret.js";
 import { SECRET_VERSION_WINDOW_MS, SECRET_VERSIONS_EARLY_REFRESH_LIMIT, type SecretsManagerTokenStore } from "./token-store.js";
 
 export type RotationStep = "createSecret" | "setSecret" | "testSecret" | "finishSecret";
@@ -86,9 +86,9 @@ export const ROTATION_STAGES = ["AWSCURRENT", "AWSPENDING"] as const;
  */
 export async function rotateProviderSecret(event: RotationEvent, deps: RotationDeps): Promise<void> {
   const { SecretId: secretId, ClientRequestToken: token, Step: step } = event;
-  const stages = await versionStages(deps.secrets, secretId);
-  const tokenStages = stages.get(token);
-  if (tokenStages === undefined) throw new RotationError(`Version ${token} has no stage for rotation`, secretId, step);
+  const stages = await rotationStages(event, deps);
+  if (stages === undefined) return;
+  const tokenStages = stages.get(token) ?? [];
 
   switch (step) {
     case "createSecret":
@@ -175,8 +175,8 @@ async function rotationWrote(event: RotationEvent, secret: ProviderSecretClient)
  */
 export async function skipRotation(event: RotationEvent, deps: Pick<RotationDeps, "secrets" | "logger">, why: string): Promise<void> {
   const { SecretId: secretId, ClientRequestToken: token, Step: step } = event;
-  const stages = await versionStages(deps.secrets, secretId);
-  if (!stages.has(token)) throw new RotationError(`Version ${token} has no stage for rotation`, secretId, step);
+  const stages = await rotationStages(event, deps);
+  if (stages === undefined) return;
   switch (step) {
     case "createSecret":
     case "setSecret":
@@ -190,9 +190,22 @@ export async function skipRotation(event: RotationEvent, deps: Pick<RotationDeps
   }
 }
 
-async function versionStages(secrets: SecretsManagerClient, secretId: string): Promise<Map<string, readonly string[]>> {
-  const description = await secrets.send(new DescribeSecretCommand({ SecretId: secretId }));
-  return new Map(Object.entries(description.VersionIdsToStages ?? {}));
+/**
+ * The secret's versions and their labels, when the event's version has some. A version with none is not under
+ * rotation (RotationError), except at finishSecret: a retried finishSecret finds the labels of a version it finished
+ * moved on (a skipped rotation's placeholder, once AWSPENDING is detached; a rotation's version, once two refreshes
+ * moved AWSCURRENT and AWSPREVIOUS past it), and is done (undefined) when the version exists.
+ */
+async function rotationStages(event: RotationEvent, deps: Pick<RotationDeps, "secrets" | "logger">): Promise<Map<string, readonly string[]> | undefined> {
+  const { SecretId: secretId, ClientRequestToken: token, Step: step } = event;
+  const description = await deps.secrets.send(new DescribeSecretCommand({ SecretId: secretId }));
+  const stages = new Map(Object.entries(description.VersionIdsToStages ?? {}));
+  if (stages.has(token)) return stages;
+  if (step === "finishSecret" && (await new ProviderSecretClient({ secrets: deps.secrets, secretId, logger: deps.logger }).hasVersion(token))) {
+    deps.logger.info("finishSecret: AWSPENDING already detached", { step });
+    return undefined;
+  }
+  throw new RotationError(`Version ${token} has no stage for rotation`, secretId, step);
 }
 
 async function createSecret(secretId: string, token: string, tokenStages: readonly string[], deps: RotationDeps): Promise<void> {

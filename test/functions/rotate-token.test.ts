@@ -613,6 +613,23 @@ describe("rotate-token handler (Secrets Manager rotation)", () => {
     expect(stageCalls()).toBe(before);
     expect(h.secrets.stagesOf(token)).toEqual(["AWSCURRENT"]);
   });
+
+  it("does nothing on a finishSecret Secrets Manager retries once the pollers' refreshes left the rotation's version without labels", async () => {
+    const token = await rotate();
+    // Two refreshes since: AWSCURRENT, then AWSPREVIOUS moved past the rotation's version.
+    for (let i = 0; i < 2; i += 1) {
+      h.sandbox.control.advanceClock(ACCESS_TOKEN_TTL_SECONDS + 1);
+      expect((await h.poller("transactions")()).status).toBe("completed");
+    }
+    expect(h.secrets.stagesOf(token)).toEqual([]);
+    const current = h.secrets.versionWith("AWSCURRENT");
+    const stageCalls = () => h.secrets.calls.filter((call) => call.operation === "UpdateSecretVersionStage").length;
+    const before = stageCalls();
+    await h.rotator()(eventFor(token, "finishSecret"));
+    expect(stageCalls()).toBe(before);
+    expect(h.secrets.versionWith("AWSCURRENT")).toBe(current);
+    expect(h.output.join("\n")).toContain("finishSecret: AWSPENDING already detached");
+  });
 });
 
 describe("rotate-token handler with too little of its invocation left (a Lambda timeout lowered by hand)", () => {
@@ -848,6 +865,17 @@ describe("rotate-token handler before onboarding (no refresh token yet)", () => 
     for (const step of steps.slice(1)) await rotator(eventFor(token, step));
     expect(h.refreshTokensPresented).toEqual([]);
     expect(h.secrets.versionWith("AWSCURRENT")).toBe(onboarded);
+    expect(h.secrets.versionWith("AWSPENDING")).toBeUndefined();
+    expect(errorsLogged()).toEqual([]);
+  });
+
+  it("does nothing on a finishSecret Secrets Manager retries after the skipped rotation finished (its placeholder has no label left)", async () => {
+    await putSecret(AS_DEPLOYED);
+    const token = await rotate();
+    expect(h.secrets.stagesOf(token)).toEqual([]);
+    const current = h.secrets.versionWith("AWSCURRENT");
+    await h.rotator()(eventFor(token, "finishSecret"));
+    expect(h.secrets.versionWith("AWSCURRENT")).toBe(current);
     expect(h.secrets.versionWith("AWSPENDING")).toBeUndefined();
     expect(errorsLogged()).toEqual([]);
   });
