@@ -670,7 +670,9 @@ class TransactionRun extends CycleRun {
   private eventsFor(toPublish: readonly Publication[], parents: ReadonlyMap<string, string>): BridgeEvent[] {
     const events: BridgeEvent[] = [];
     for (const { item, type, before, changes } of toPublish) {
-      const found = item.parentQashioId ? parents.get(item.parentQashioId) : undefined;
+      // Its own parent_id first: `parents` holds one id per reference, which another refund of the page naming the same
+      // reference with another parent_id (the provider contradicting itself) may have set.
+      const found = item.parentQashioId && !namesItself(item) ? (item.parentId ?? parents.get(item.parentQashioId)) : undefined;
       // Never the transaction itself, even when another refund of the page resolved that reference to it.
       const parent = found === item.id ? undefined : found;
       events.push(
@@ -999,7 +1001,7 @@ class TransactionRun extends CycleRun {
       const qid = item.parentQashioId;
       if (!qid) continue;
       // A consumer walking parent links to the original purchase would loop on a refund of itself.
-      if (qid === item.qashioId || item.parentId === item.id) {
+      if (namesItself(item)) {
         this.deps.logger.warn("transaction names itself as its parent; published without parent", { id: item.id });
         continue;
       }
@@ -1065,6 +1067,11 @@ class TransactionRun extends CycleRun {
       },
     );
   }
+}
+
+/** True for a transaction naming itself as its parent, by `parent_qashio_id` or by `parent_id`: it gets no parent. */
+function namesItself(item: Item): boolean {
+  return (item.parentQashioId !== undefined && item.parentQashioId === item.qashioId) || item.parentId === item.id;
 }
 
 /**

@@ -887,6 +887,22 @@ describe("pollTransactions", () => {
     expect(rig.provider.calls.filter((c) => c.op === "listTransactions" && c.query.qashio_id)).toHaveLength(0);
   });
 
+  it("carries each refund's own parent_id as its parent, also when another refund of the page names the same parent_qashio_id with another", async () => {
+    const rig = makeRig();
+    // The provider contradicting itself: an event's parent must not contradict its own object.
+    const first = rig.provider.addTransaction({ transaction_category: "refund", parent_qashio_id: "CT99999999", parent_id: txnId(900) });
+    const second = rig.provider.addTransaction({ transaction_category: "refund", parent_qashio_id: "CT99999999", parent_id: txnId(901) });
+    const bySelf = rig.provider.addTransaction({ transaction_category: "refund", parent_qashio_id: "CT99999999" });
+    bySelf.parent_id = bySelf.id;
+    await pollTransactions(rig.deps);
+    const parents = new Map(rig.publisher.events.map((e) => [e.detail.subject.id, e.detail.data.parent]));
+    expect(parents.get(first.id)).toEqual({ id: txnId(900), qashio_id: "CT99999999" });
+    expect(parents.get(second.id)).toEqual({ id: txnId(901), qashio_id: "CT99999999" });
+    // Named itself by id: published without parent (logged so), not with another refund's.
+    expect(parents.get(bySelf.id)).toBeUndefined();
+    expect(rig.provider.calls.filter((c) => c.op === "listTransactions" && c.query.qashio_id)).toHaveLength(0);
+  });
+
   it.each([
     ["both children on one page", {}],
     ["each child on a page of its own", { pageSize: 1 }],
