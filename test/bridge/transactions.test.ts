@@ -903,6 +903,17 @@ describe("pollTransactions", () => {
     expect(rig.provider.calls.filter((c) => c.op === "listTransactions" && c.query.qashio_id)).toHaveLength(0);
   });
 
+  it("carries the transaction parent_qashio_id names as parent, not the purchase a chain started at: a reversal of a refund names the refund", async () => {
+    const rig = makeRig();
+    const purchase = rig.provider.addTransaction();
+    const refund = rig.provider.addTransaction({ transaction_category: "refund", parent_qashio_id: purchase.qashio_id });
+    const reversal = rig.provider.addTransaction({ transaction_category: "reversal", parent_qashio_id: refund.qashio_id });
+    await pollTransactions(rig.deps);
+    const parents = new Map(rig.publisher.events.map((e) => [e.detail.subject.id, e.detail.data.parent]));
+    expect(parents.get(refund.id)).toEqual({ id: purchase.id, qashio_id: purchase.qashio_id });
+    expect(parents.get(reversal.id)).toEqual({ id: refund.id, qashio_id: refund.qashio_id });
+  });
+
   it.each([
     ["both children on one page", {}],
     ["each child on a page of its own", { pageSize: 1 }],

@@ -38,10 +38,12 @@ const Changes = z.array(ChangeSchema).min(1).describe("What changed since the la
 
 const ParentSchema = z
   .looseObject({
-    id: z.string().describe("UUID of the parent (original) transaction"),
+    id: z.string().describe("UUID of the parent transaction (the one parent_qashio_id names)"),
     qashio_id: z.string().describe("CT… reference of the parent transaction"),
   })
-  .describe("The purchase a refund or reversal belongs to");
+  .describe(
+    "The transaction a refund or reversal names as its parent (parent_qashio_id): the purchase for a refund of one; a reversal of a refund names that refund, not the purchase (the chain is not walked)",
+  );
 
 const Personal = z
   .string()
