@@ -134,6 +134,26 @@ describe("pollCards", () => {
     expect(rig.publisher.events[0]!.detail.data.changes).toContainEqual({ path: "/status", before: "Suspended", after: "Active" });
   });
 
+  it.each([
+    ["Suspended", "card.suspended"],
+    ["Terminated", "card.status_changed"],
+  ])("publishes one event for a status move to %s and a limit change seen in one walk: %s carrying both, no card.updated", async (status, type) => {
+    const rig = makeRig();
+    const card = rig.provider.addCard();
+    await pollCards(rig.deps);
+    rig.provider.changeCard(card["id"] as string, { status, allowed_max_balance: 0 });
+    await pollCards(rig.deps);
+    expect(rig.publisher.events.map((e) => [e.detailType, e.detail.data.changes])).toEqual([
+      [
+        type,
+        [
+          { path: "/allowed_max_balance", before: 1000, after: 0 },
+          { path: "/status", before: "Active", after: status },
+        ],
+      ],
+    ]);
+  });
+
   it("publishes card.updated when limits or nickname change and nothing when nothing changed", async () => {
     const rig = makeRig();
     const card = rig.provider.addCard();
