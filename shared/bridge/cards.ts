@@ -601,7 +601,6 @@ class CardRun extends CycleRun {
       object: item.object,
       before,
       afterHash: item.hash,
-      hashOf: contentHash,
       occurredAt: cardChangedAt(item.object, changes) ?? now,
       changes,
     });

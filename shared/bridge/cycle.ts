@@ -4,7 +4,7 @@
  */
 import { CycleAbortedError, PUBLISH_STEP, ReauthorizationNeededError, storeDeadlineExceeded } from "./errors.js";
 import { eventId } from "./hash.js";
-import { diffObjects, inIdOrder, type Change } from "./diff.js";
+import { diffObjects, type Change } from "./diff.js";
 import { DEFAULT_DEADLINE_GRACE_MS, DEFAULT_PAGE_SIZE, DEFAULT_SOURCE, MIN_PAGE_SIZE, type BridgeDeps, type CycleOptions } from "./deps.js";
 import { SCHEMA_VERSION, type EventType } from "./events/schemas.js";
 import type { BridgeEvent, EntityKind, PublishFailure, QuarantineRecord, Snapshot, StoreCallOptions } from "./ports.js";
@@ -255,8 +255,7 @@ export class CycleRun {
 
   /**
    * Builds one event. The id depends only on tenant, type, subject, the snapshot diffed against (none for a first
-   * sighting) and the new content hash (of the object with its id-matched elements in id order): a re-send after a
-   * crash meets the same snapshot and keeps its id, whatever order the provider lists those elements in then.
+   * sighting) and the new content hash: a re-send after a crash meets the same snapshot and keeps its id.
    */
   buildEvent(input: {
     type: EventType;
@@ -266,21 +265,17 @@ export class CycleRun {
     object: Record<string, unknown>;
     before: Snapshot | undefined;
     afterHash: string;
-    /** The kind's content hash, as `afterHash` was made: the id hashes `object` with its id-matched elements in id order. */
-    hashOf: (object: Record<string, unknown>) => string;
     occurredAt: number;
     changes?: readonly Change[];
     parent?: { id: string; qashio_id: string };
   }): BridgeEvent {
-    // A new order of id-matched elements alone is no change: a re-send after the provider reordered them keeps its id.
-    const ordered = inIdOrder(input.object);
     const id = eventId({
       tenant: this.deps.tenant,
       type: input.type,
       subjectId: input.subjectId,
       beforeHash: input.before?.hash ?? "",
       beforeVersion: input.before?.updatedAt ?? "",
-      afterHash: ordered === input.object ? input.afterHash : input.hashOf(ordered),
+      afterHash: input.afterHash,
     });
     const occurredAt = new Date(input.occurredAt).toISOString();
     const data: { object: Record<string, unknown>; changes?: readonly Change[]; parent?: { id: string; qashio_id: string } } = {

@@ -43,48 +43,6 @@ function elementIds(array: readonly unknown[]): string[] | undefined {
 }
 
 /**
- * `value` with the elements of every array {@link diffObjects} matches by id in id order (`String(id)`), at every level
- * it matches them; `value` itself when they already are. Arrays without ids keep their order (it is their content),
- * and nothing inside them is reordered. Copies only what it reorders; an own `__proto__` member stays a member.
- *
- * @example
- * ```ts
- * inIdOrder({ line_items: [{ id: "L2" }, { id: "L1" }] }); // { line_items: [{ id: "L1" }, { id: "L2" }] }
- * ```
- */
-export function inIdOrder<T>(value: T): T {
-  if (Array.isArray(value)) {
-    const ids = elementIds(value);
-    if (!ids) return value;
-    let elements: unknown[] = value;
-    for (let i = 0; i < value.length; i++) {
-      const element: unknown = value[i];
-      const ordered = inIdOrder(element);
-      if (ordered !== element) {
-        if (elements === value) elements = value.slice();
-        elements[i] = ordered;
-      }
-    }
-    if (ids.every((id, i) => i === 0 || (ids[i - 1] as string) < id)) return elements as T;
-    const order = ids.map((id, i) => ({ id, i })).sort((a, b) => (a.id < b.id ? -1 : 1));
-    return order.map(({ i }) => elements[i]) as T;
-  }
-  if (!isJsonObject(value)) return value;
-  let out: Record<string, unknown> | undefined;
-  // for...in, not Object.keys: no array per object (see nestedDeeperThan); inherited members are passed over.
-  for (const key in value) {
-    const member = value[key];
-    if (typeof member !== "object" || member === null || !Object.hasOwn(value, key)) continue;
-    const ordered = inIdOrder(member);
-    if (ordered === member) continue;
-    out ??= { ...value };
-    // Not `out[key] =`: for `__proto__` that would set the prototype instead of the member.
-    Object.defineProperty(out, key, { value: ordered, enumerable: true, writable: true, configurable: true });
-  }
-  return (out ?? value) as T;
-}
-
-/**
  * Deep equality of JSON values; an absent member equals `null` (providers omit and null fields interchangeably).
  */
 export function jsonEqual(a: unknown, b: unknown): boolean {

@@ -684,7 +684,6 @@ class TransactionRun extends CycleRun {
           object: item.object,
           before,
           afterHash: item.hash,
-          hashOf: recordHash,
           occurredAt: item.changedAtMs ?? this.deps.clock.now(),
           changes,
           parent: parent ? { id: parent, qashio_id: item.parentQashioId as string } : undefined,

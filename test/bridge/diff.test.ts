@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { diffObjects, escapePointerToken, inIdOrder, jsonEqual } from "../../shared/bridge/diff.js";
+import { diffObjects, escapePointerToken, jsonEqual } from "../../shared/bridge/diff.js";
 
 describe("diffObjects", () => {
   it("reports nothing for equal objects whatever their key order", () => {
@@ -128,30 +128,5 @@ describe("jsonEqual", () => {
     expect(jsonEqual({}, { a: 0 })).toBe(false);
     expect(diffObjects({ tags: [{ k: 1 }] }, { tags: [{ k: 1, note: null }] })).toEqual([]);
     expect(diffObjects({ tags: [{ k: 1, note: null }] }, { tags: [{ k: 1 }] })).toEqual([]);
-  });
-});
-
-describe("inIdOrder", () => {
-  it("sorts id-matched elements by id at every level the diff matches them, leaving arrays without ids as they are", () => {
-    const object = {
-      line_items: [{ id: "L2", segments: [{ id: "S2" }, { id: "S1" }] }, { id: "L1", segments: [] }],
-      tags: ["b", "a"],
-      rows: [[{ id: "2" }, { id: "1" }]],
-    };
-    expect(inIdOrder(object)).toEqual({
-      line_items: [{ id: "L1", segments: [] }, { id: "L2", segments: [{ id: "S1" }, { id: "S2" }] }],
-      tags: ["b", "a"],
-      rows: [[{ id: "2" }, { id: "1" }]],
-    });
-    expect(object.line_items[0]?.id).toBe("L2");
-  });
-
-  it("returns the value itself when every id-matched array is in id order, and keeps an own __proto__ a member", () => {
-    const sorted = { receipts: [{ id: 1 }, { id: "2" }], memo: "x" };
-    expect(inIdOrder(sorted)).toBe(sorted);
-    const odd = JSON.parse('{"__proto__":{"receipts":[{"id":"b"},{"id":"a"}]}}') as Record<string, unknown>;
-    const ordered = inIdOrder(odd);
-    expect(Object.getPrototypeOf(ordered)).toBe(Object.prototype);
-    expect(JSON.stringify(ordered)).toBe('{"__proto__":{"receipts":[{"id":"a"},{"id":"b"}]}}');
   });
 });
