@@ -115,6 +115,28 @@ describe("crash safety of the transaction cycle", () => {
     expect(rig.publisher.ids[0]).toBe(rig.publisher.ids[1]);
   });
 
+  it("re-sends a change after a crash under the same subject.sequence and changes when the provider lists id-matched elements in another order (its id may differ: spec-gaps, provider key order)", async () => {
+    const rig = makeRig();
+    const txn = rig.provider.addTransaction({ line_items: [{ id: "L1", amount: 4 }, { id: "L2", amount: 6 }] });
+    await pollTransactions(rig.deps);
+    rig.provider.changeTransaction(txn.id, { memo: "edited" });
+    const crash = new CrashPoint({ at: 2, after: true });
+    await expect(pollTransactions({ ...rig.deps, ...crashingPorts(rig.deps, crash) })).rejects.toThrow(CycleAbortedError);
+    expect(crash.effects.at(-1)).toBe("publisher.publish");
+    const stamp = txn.updated_at;
+    rig.provider.changeTransaction(txn.id, { line_items: [{ id: "L2", amount: 6 }, { id: "L1", amount: 4 }] });
+    txn.updated_at = stamp;
+    await pollTransactions(rig.deps);
+    // A new order alone is no change: the re-send is the same change, which a consumer recognises by subject and
+    // sequence (the id hashes the object as sent, as for a change of the provider's key order).
+    const changed = rig.publisher.ofType("transaction.changed");
+    expect(changed).toHaveLength(2);
+    const [sent, resent] = changed;
+    expect(resent?.detail.data.changes).toEqual(sent?.detail.data.changes);
+    expect(resent?.detail.subject).toEqual(sent?.detail.subject);
+    expect(sent?.detail.subject.sequence).toBeGreaterThan(1);
+  });
+
   it("only acknowledges, publishing nothing, after a crash between snapshot write and acknowledge", async () => {
     const rig = makeRig();
     rig.provider.addTransaction();
