@@ -236,7 +236,9 @@ function ended(
 /**
  * How this version's cursors begin; earlier versions' (a store's own, `quarantine~...`) never do. Change it with any
  * change of how a mode masks other than through PERSONAL_FIELDS and PERSONAL_RULE ({@link FIELDS} covers those), so
- * the cursors of either version are refused by the other.
+ * the cursors of either version are refused by the other. A change of which pseudonym a value gets (another hash
+ * input) is not one: a pass leaves values already hashed as they are, so what lies behind a cursor is in `hash` form
+ * under either version (as under another salt, which a cursor does not record either).
  */
 const CURSOR_PREFIX = "conform1~";
 

@@ -255,9 +255,21 @@ export function recordHash(record: object): string {
   return sha256Hex(text);
 }
 
-/** Hex HMAC-SHA256 of `text` keyed with `key`. */
+/** A surrogate not in a pair (JSON's `"\ud800"` parses to one): UTF-8 has no bytes for it. */
+const LONE_SURROGATE = /\p{Cs}/u;
+/** A byte no UTF-8 text holds: it starts the input of ill-formed text, so that meets no well-formed text's bytes. */
+const ILL_FORMED_MARK = Buffer.from([0xff]);
+
+/**
+ * Hex HMAC-SHA256 of `text` keyed with `key`. Well-formed text is taken as its UTF-8 bytes. Text holding a lone
+ * surrogate is taken as byte 0xFF, then its JSON text (which escapes the surrogate): as UTF-8, each lone surrogate
+ * became U+FFFD, so "Ann\ud800", "Ann\udbff" and "Ann\ufffd" were one pseudonym. Distinct texts, distinct inputs.
+ */
 export function hmacSha256Hex(key: string, text: string): string {
-  return createHmac("sha256", key).update(text).digest("hex");
+  const hmac = createHmac("sha256", key);
+  if (LONE_SURROGATE.test(text)) hmac.update(ILL_FORMED_MARK).update(JSON.stringify(text));
+  else hmac.update(text);
+  return hmac.digest("hex");
 }
 
 /**

@@ -76,6 +76,31 @@ describe("applyPii", () => {
     expect(applyPii({ card_holder_email: "Jos\u00e9@Example.com" }, policy).card_holder_email).toBe(hmac("jos\u00e9@example.com"));
   });
 
+  it("gives names that differ only in a lone surrogate distinct pseudonyms, none another name's (UTF-8 made each U+FFFD)", () => {
+    const policy = { mode: "hash" as const, salt: "s1" };
+    const pseudonym = (name: string) => applyPii({ card_holder_name: name }, policy).card_holder_name;
+    // JSON text may carry "\ud800" escapes; JSON.parse gives the lone surrogate as is.
+    const illFormed = ["Ann\ud800", "Ann\udbff", "Ann\udc00", "\udc00\ud800Ann"];
+    // Well-formed names one could confuse them with: the replacement character, the escapes as text, a pair.
+    const wellFormed = ["Ann\ufffd", "Ann\\ud800", '"Ann\\ud800"', "Ann", "\ud800\udc00Ann"];
+    const all = [...illFormed, ...wellFormed].map(pseudonym);
+    expect(new Set(all).size).toBe(all.length);
+    // One person still gets one pseudonym: the same ill-formed name, trimmed, hashes the same every time.
+    expect(pseudonym(" Ann\ud800 ")).toBe(pseudonym("Ann\ud800"));
+  });
+
+  it("keeps the pseudonyms stored before lone surrogates counted, for well-formed names and emails", () => {
+    const policy = { mode: "hash" as const, salt: "s1" };
+    // Taken from the version before: an existing tenant's stored pseudonyms must not change.
+    const published: ReadonlyArray<readonly [string, string, string]> = [
+      ["card_holder_name", "Ann Holder", "0b12d4e54848a7b7d8ad8df4ae77ceeaeaeb2e6ed95c4e1fc223a05bc7726c37"],
+      ["card_holder_name", "Jos\u00e9 N\u00fa\u00f1ez", "d7bbe81a07fc3210586ebfe0d926e79afaa0d4551af1496997a0b95f70f0c840"],
+      ["card_holder_name", "\u{20bb7}\u7530 \u{1f600}", "3f24c87146dcad0ad0c34e75b16563a13f2ab982ca4cfba964fba5cb3c2babfa"],
+      ["card_holder_email", "Ann@Example.com ", "557b11d0485581730081d51eabf3f8ea4c79178ea4ad0f04b3a95a7c0bcfeb62"],
+    ];
+    for (const [field, value, hex] of published) expect(applyPii({ [field]: value }, policy)[field]).toBe(`hmac-sha256:${hex}`);
+  });
+
   it("gives an object-valued personal field (an address) one pseudonym whatever order the provider sends its keys in", () => {
     const policy = { mode: "hash" as const, salt: "s1" };
     const address = { line1: "Office 1204, Business Bay", city: "Dubai", geo: { lat: 25.18, lng: 55.27 }, country: "AE" };
