@@ -219,9 +219,10 @@ const PARENTS_NOT_FOUND_LIMIT = 1_000;
 class TransactionRun extends CycleRun {
   private readonly maxPages: number;
   /**
-   * Parent qashio_ids a provider read did not find in this cycle (not read again in it). Parents found need no entry:
-   * their alias is written with the batch's snapshots, where the next refund's store lookup finds it. Bounded, so a
-   * backlog of refunds of unknown parents cannot grow it past a few pages' worth.
+   * Parent qashio_ids a provider read did not find, or found more than one transaction for, in this cycle (not read
+   * again in it). Parents found need no entry: their alias is written with the batch's snapshots, where the next
+   * refund's store lookup finds it. Bounded, so a backlog of refunds of unknown parents cannot grow it past a few
+   * pages' worth.
    */
   private readonly parentsNotFound = new Set<string>();
   /**
@@ -977,10 +978,10 @@ class TransactionRun extends CycleRun {
   /**
    * Parent `{id}` per parent qashio_id: from the item's own `parent_id`, the same page, the snapshot store's
    * alias (written with a transaction's first snapshot, and with the batch of a refund whose parent a read found), else
-   * one provider read per distinct parent and cycle. Unresolvable, refused by the provider for this reference alone (a
-   * 4xx other than 401, 403, 408, 429), or the transaction itself: no parent. Memory stays at one page, plus a bounded
-   * set of references not found: nothing is kept per transaction seen. Also returns the aliases of parents a provider
-   * read found, to write with the batch's snapshots.
+   * one provider read per distinct parent and cycle. Unresolvable, listed by that read as more than one transaction,
+   * refused by the provider for this reference alone (a 4xx other than 401, 403, 408, 429), or the transaction itself:
+   * no parent. Memory stays at one page, plus a bounded set of references not found: nothing is kept per transaction
+   * seen. Also returns the aliases of parents a provider read found, to write with the batch's snapshots.
    */
   private async resolveParents(items: readonly Item[], page: readonly Item[]): Promise<{ parents: Map<string, string>; aliases: Snapshot[] }> {
     const { resolved, missing } = this.knownParents(items, page);
@@ -1035,18 +1036,26 @@ class TransactionRun extends CycleRun {
     const learned: Snapshot[] = [];
     unaliased.forEach((qid, i) => {
       const page = pages[i];
-      // The first row, also when the client's schema rejected it (a parent quarantined for a field of its own): its
-      // identity is still the parent's, taken only when it is a transaction UUID.
-      const [first] = page ? pageEntries(page) : [];
-      const row = isJsonObject(first?.raw) ? first.raw : undefined;
-      const rowId = row && row["qashio_id"] === qid ? optionalString(row["id"]) : undefined;
-      const id = rowId !== undefined && (first?.rejected === undefined || isAcknowledgeableId(rowId)) ? rowId : undefined;
-      if (id) {
-        learned.push(aliasSnapshot(id, qid, new Date(this.deps.clock.now()).toISOString()));
-        resolved.set(qid, id);
-        return;
+      const entries = page ? pageEntries(page) : [];
+      // More than one transaction for one qashio_id (the provider contradicting itself): the first row may be another
+      // than the one the refund means, so none is taken, as for a parent not found.
+      const listed = page ? Math.max(listedTotal(page) ?? 0, idsListedAs(qid, entries)) : 0;
+      if (listed > 1) {
+        this.deps.logger.warn("provider lists more than one transaction for the parent reference; published without parent", { parentQashioId: qid, listed });
+      } else {
+        // The first row, also when the client's schema rejected it (a parent quarantined for a field of its own): its
+        // identity is still the parent's, taken only when it is a transaction UUID.
+        const [first] = entries;
+        const row = isJsonObject(first?.raw) ? first.raw : undefined;
+        const rowId = row && row["qashio_id"] === qid ? optionalString(row["id"]) : undefined;
+        const id = rowId !== undefined && (first?.rejected === undefined || isAcknowledgeableId(rowId)) ? rowId : undefined;
+        if (id) {
+          learned.push(aliasSnapshot(id, qid, new Date(this.deps.clock.now()).toISOString()));
+          resolved.set(qid, id);
+          return;
+        }
+        if (page) this.deps.logger.warn("parent transaction not found", { parentQashioId: qid });
       }
-      if (page) this.deps.logger.warn("parent transaction not found", { parentQashioId: qid });
       if (this.parentsNotFound.size >= PARENTS_NOT_FOUND_LIMIT) this.parentsNotFound.clear();
       this.parentsNotFound.add(qid);
     });
@@ -1066,6 +1075,13 @@ class TransactionRun extends CycleRun {
       },
     );
   }
+}
+
+/** How many distinct transaction ids rows of `entries` give under `qashio_id` (a page may hold more than was asked). */
+function idsListedAs(qashioId: string, entries: readonly PageEntry[]): number {
+  const ids = new Set<unknown>();
+  for (const { raw } of entries) if (isJsonObject(raw) && raw["qashio_id"] === qashioId) ids.add(raw["id"]);
+  return ids.size;
 }
 
 /** True for a transaction naming itself as its parent, by `parent_qashio_id` or by `parent_id`: it gets no parent. */

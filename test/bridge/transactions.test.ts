@@ -989,6 +989,36 @@ describe("pollTransactions", () => {
   });
 
   it.each([
+    ["its total_records counts two", false],
+    ["its page lists two rows and no count", true],
+  ])("attaches no parent, and warns naming the reference, when the provider answers the parent read with more than one transaction (%s)", async (_how, rowsOnly) => {
+    const rig = makeRig();
+    // The provider contradicting itself: two transactions under one qashio_id, neither known to the store.
+    const one = rig.provider.addTransaction({ qashio_id: "CT55555555" });
+    const other = rig.provider.addTransaction({ qashio_id: "CT55555555" });
+    one.client_sync_status = other.client_sync_status = "synced";
+    for (let i = 0; i < 2; i++) rig.provider.addTransaction({ transaction_category: "refund", parent_qashio_id: "CT55555555" });
+    const list = rig.provider.listTransactions.bind(rig.provider);
+    if (rowsOnly) {
+      rig.provider.listTransactions = async (query) => {
+        if (!query.qashio_id) return list(query);
+        const page = await list({ ...query, page_size: 10 });
+        return { data: page.data };
+      };
+    }
+    await pollTransactions(rig.deps, { pageSize: 1 });
+    expect(rig.publisher.events.map((e) => e.detail.data.parent)).toEqual([undefined, undefined]);
+    // Neither taken as the parent's alias; read once in the cycle, like a parent not found.
+    expect(rig.snapshots.data.has("transaction:qashio_id:CT55555555")).toBe(false);
+    expect(rig.provider.calls.filter((c) => c.op === "listTransactions" && c.query.qashio_id === "CT55555555")).toHaveLength(1);
+    const warnings = rig.logger.lines.filter((l) => l.level === "warn" && JSON.stringify(l.attributes).includes("CT55555555"));
+    expect(warnings.map((l) => [l.message, l.attributes])).toEqual([
+      ["provider lists more than one transaction for the parent reference; published without parent", { parentQashioId: "CT55555555", listed: 2 }],
+    ]);
+    expect(JSON.stringify(warnings)).not.toMatch(/Ann|ann@/);
+  });
+
+  it.each([
     ["on a later page", { pageSize: 1 }],
     ["on the same page", {}],
   ])("carries the parent of a refund whose parent the client's schema rejects, from the rejected row's identity (%s)", async (_where, options) => {
