@@ -9,7 +9,8 @@
  * (its ClientRequestToken) with both labels AWSPENDING and AWSCURRENT in one PutSecretValue: written as pending and
  * promoted atomically, before the new access token is used or shared. The remaining steps are then safe:
  * - setSecret: nothing to do (the provider already holds the new token).
- * - testSecret: the shared access token answers `GET /oauth2/validate`.
+ * - testSecret: the shared access token answers `GET /oauth2/validate`; one expired or absent (a rotation Secrets
+ *   Manager reattempts a day after it failed) is refreshed first, as createSecret refreshes, as a new AWSCURRENT version.
  * - finishSecret: detach AWSPENDING; never move AWSCURRENT back (a poller may have rotated again since).
  * Every step is idempotent: Secrets Manager retries steps.
  *
@@ -29,6 +30,7 @@ import type { Clock, Lock, LockHandle, Logger, Metrics } from "../bridge/ports.j
 import { DEFAULT_LOCK_POLL_MS, DEFAULT_LOCK_TTL_MS, DEFAULT_LOCK_WAIT_MS, TOKEN_SAVE_MESSAGES, isInvalidClient, refreshDeadline } from "../qashio/auth/token-provider.js";
 import { acquireTimed, whileHolding } from "../lease-keep-alive.js";
 import type { StoredTokens } from "../qashio/auth/token-store.js";
+import { DEFAULT_TIMEOUT_MS } from "../qashio/http.js";
 import { ForbiddenError, IncompleteTokenSetError, ReauthorizationRequiredError, UnauthorizedError } from "../qashio/errors.js";
 import { MIN_ROTATION_TIMEOUT_MS, REFRESH_TIMEOUT_MARGIN_MS } from "./config.js";
 import { ProviderClientRejectedError, RotationError } from "./errors.js";
@@ -212,6 +214,32 @@ async function createSecret(secretId: string, token: string, tokenStages: readon
   // A retried step: the version already holds a value (written with AWSCURRENT, or filled earlier).
   if (await versionWritten(token, deps, tokenStages)) return;
   if (!tokenStages.includes("AWSPENDING")) throw new RotationError(`Version ${token} is not AWSPENDING`, secretId, "createSecret");
+  const refreshed = await refreshUnderLease(secretId, "createSecret", deps, {
+    // Invoked again while an earlier invocation of this step still ran (Secrets Manager's retry after a timeout), it
+    // waited for that one's lease: its version is written now, and a second refresh would only cost a version.
+    needless: () => versionWritten(token, deps),
+    save: (next) => saveRotated(token, next, deps),
+  });
+  if (refreshed) deps.logger.info("createSecret: refreshed the provider token and wrote it as AWSCURRENT", { step: "createSecret" });
+}
+
+/** How {@link refreshUnderLease} decides, under the lease, that no refresh is needed, and saves the rotated tokens. */
+interface LeasedRefresh {
+  /** Asked under the lease with the tokens read fresh, before anything is spent: true when no refresh is needed. */
+  readonly needless: (stored: StoredTokens) => Promise<boolean> | boolean;
+  readonly save: (next: StoredTokens) => Promise<void>;
+}
+
+/**
+ * One refresh of the token family under the refresh lease, as the pollers refresh: refused with nothing spent for a
+ * family marked revoked, or when the invocation's remaining time could cut it before the save; the secret read fresh
+ * under the lease (`how.needless` may find the refresh done meanwhile); the rotated tokens saved (`how.save`) before
+ * the lease goes. Returns whether it refreshed.
+ *
+ * @throws ReauthorizationRequiredError for a revoked family (TokenFamilyRevoked counted); IncompleteTokenSetError once
+ *   the new refresh token of a 200 answer that is not a token set is saved; RotationError when it was not started.
+ */
+async function refreshUnderLease(secretId: string, step: RotationStep, deps: RotationDeps, how: LeasedRefresh): Promise<boolean> {
   // Refreshing a refresh token the provider already rejected can only fail again: stop before any provider call.
   if ((await deps.store.revokedVersion()) !== undefined) {
     deps.metrics.add("TokenFamilyRevoked", 1, "Count");
@@ -222,18 +250,16 @@ async function createSecret(secretId: string, token: string, tokenStages: readon
   const ttlMs = deps.lockTtlMs ?? DEFAULT_LOCK_TTL_MS;
   // The latest a lease may be asked for so that it ends, with the save, before the invocation does.
   const latestAskAt = deps.invocationEndsAt - REFRESH_TIMEOUT_MARGIN_MS - ttlMs;
-  if (deps.clock.now() > latestAskAt) throw refreshNotStarted(secretId, ttlMs, deps);
-  const { handle: lease, askedAt } = await acquire(deps, secretId, latestAskAt);
+  if (deps.clock.now() > latestAskAt) throw refreshNotStarted(secretId, step, ttlMs, deps);
+  const { handle: lease, askedAt } = await acquire(deps, secretId, step, latestAskAt);
   const deadline = refreshDeadline(askedAt, ttlMs);
   try {
     // A slow answer to the last try of the wait: the lease, taken, runs from when it was asked for.
-    if (askedAt > latestAskAt) throw refreshNotStarted(secretId, ttlMs, deps);
-    // Invoked again while an earlier invocation of this step still ran (Secrets Manager's retry after a timeout), it
-    // waited for that one's lease: its version is written now, and a second refresh would only cost a version.
-    if (await versionWritten(token, deps)) return;
+    if (askedAt > latestAskAt) throw refreshNotStarted(secretId, step, ttlMs, deps);
     const stored = await deps.store.load();
-    if (stored === undefined) throw new RotationError("No refresh token in the secret", secretId, "createSecret");
-    // Before the token is spent: a secret at its version quota could not take this rotation's version.
+    if (stored === undefined) throw new RotationError("No refresh token in the secret", secretId, step);
+    if (await how.needless(stored)) return false;
+    // Before the token is spent: a secret at its version quota could not take the new version.
     await deps.store.beforeRefresh(false);
     let next: StoredTokens;
     let incomplete: IncompleteTokenSetError | undefined;
@@ -248,18 +274,18 @@ async function createSecret(secretId: string, token: string, tokenStages: readon
       next = { refreshToken: error.rotatedRefreshToken() };
     }
     // Renewed while the write runs, so a slow PutSecretValue does not let a poller in with the spent token.
-    await whileHolding(lease, ttlMs, deps.clock, () => saveRotated(token, next, deps), deps.logger, TOKEN_SAVE_MESSAGES, askedAt);
+    await whileHolding(lease, ttlMs, deps.clock, () => how.save(next), deps.logger, TOKEN_SAVE_MESSAGES, askedAt);
     deps.metrics.add("TokenRefreshes", 1, "Count");
     if (incomplete !== undefined) throw incomplete;
-    deps.logger.info("createSecret: refreshed the provider token and wrote it as AWSCURRENT", { step: "createSecret" });
+    return true;
   } finally {
     // Released on every path: unlike a poller, the rotation keeps no unsaved tokens to save again, so holding the
     // lease after a failed write would only stall the pollers. A failed release is logged (by name, no token) and
     // never replaces the step's outcome: a step that refreshed and saved must not fail (nor a revoked family be
     // reported as a DynamoDB error instead of "re-authorize"); the lease then runs out by itself.
     await lease.release().catch((error: unknown) =>
-      deps.logger.warn("createSecret: releasing the token refresh lease failed; it runs out by itself", {
-        step: "createSecret",
+      deps.logger.warn(`${step}: releasing the token refresh lease failed; it runs out by itself`, {
+        step,
         error: error instanceof Error ? error.name : "unknown error",
       }),
     );
@@ -310,19 +336,19 @@ async function refreshOnce(refreshToken: string, deadline: number, deps: Rotatio
   }
 }
 
-/** Waits for the refresh lease, no longer than a lease asked for by `latestAskAt` (see {@link createSecret}). */
-async function acquire(deps: RotationDeps, secretId: string, latestAskAt: number): Promise<{ handle: LockHandle; askedAt: number }> {
+/** Waits for the refresh lease, no longer than a lease asked for by `latestAskAt` (see {@link refreshUnderLease}). */
+async function acquire(deps: RotationDeps, secretId: string, step: RotationStep, latestAskAt: number): Promise<{ handle: LockHandle; askedAt: number }> {
   const ttlMs = deps.lockTtlMs ?? DEFAULT_LOCK_TTL_MS;
   const waitMs = Math.min(deps.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS, Math.max(0, latestAskAt - deps.clock.now()));
   const taken = await acquireTimed(deps.lock, deps.lockName, ttlMs, { waitMs, pollMs: DEFAULT_LOCK_POLL_MS }, deps.clock);
   if (taken !== undefined) return taken;
   // Cut short by the invocation's end: out of time, not a lease stuck elsewhere.
-  if (deps.clock.now() >= latestAskAt) throw refreshNotStarted(secretId, ttlMs, deps);
-  throw new RotationError(`Token refresh lease still held after ${waitMs} ms`, secretId, "createSecret");
+  if (deps.clock.now() >= latestAskAt) throw refreshNotStarted(secretId, step, ttlMs, deps);
+  throw new RotationError(`Token refresh lease still held after ${waitMs} ms`, secretId, step);
 }
 
-/** createSecret's refusal of a refresh its invocation's remaining time could cut before the save (nothing spent). */
-function refreshNotStarted(secretId: string, ttlMs: number, deps: Pick<RotationDeps, "clock" | "invocationEndsAt">): RotationError {
+/** The refusal of a refresh its invocation's remaining time could cut before the save (nothing spent). */
+function refreshNotStarted(secretId: string, step: RotationStep, ttlMs: number, deps: Pick<RotationDeps, "clock" | "invocationEndsAt">): RotationError {
   const seconds = (ms: number) => `${Math.max(0, Math.floor(ms / 1000))} s`;
   return new RotationError(
     `Token refresh not started: ${seconds(deps.invocationEndsAt - deps.clock.now())} of the invocation were left, where a refresh ` +
@@ -331,12 +357,28 @@ function refreshNotStarted(secretId: string, ttlMs: number, deps: Pick<RotationD
       `function's timeout, lowered by hand, is too short: set it back to the stack's value (at least ${seconds(MIN_ROTATION_TIMEOUT_MS)}); ` +
       "a redeploy does not restore a timeout changed by hand (docs/runbook.md, Function errors)",
     secretId,
-    "createSecret",
+    step,
   );
 }
 
+/**
+ * Validates the shared access token. One that has expired, or will before the validate call ends, or is absent (a
+ * createSecret that failed with IncompleteTokenSetError stored none) is refreshed first, as createSecret refreshes,
+ * the new tokens saved as a new AWSCURRENT version (the rotation's own version is written already): else a rotation
+ * Secrets Manager reattempts the next day (same ClientRequestToken, its version written) would test the token its
+ * first attempt stored, expired by then with the pollers paused, and fail every day without using the refresh token.
+ */
 async function testSecret(secretId: string, deps: RotationDeps): Promise<void> {
-  const stored = await deps.store.load();
+  let stored = await deps.store.load();
+  if (stored !== undefined && !testable(stored, deps.clock.now())) {
+    const refreshed = await refreshUnderLease(secretId, "testSecret", deps, {
+      // A poller refreshed while this step waited for the lease: its access token is the one to test.
+      needless: (fresh) => testable(fresh, deps.clock.now()),
+      save: (next) => deps.store.save(next),
+    });
+    if (refreshed) deps.logger.info("testSecret: the stored access token had expired or was absent; refreshed the provider token and wrote it as AWSCURRENT", { step: "testSecret" });
+    stored = await deps.store.load();
+  }
   if (stored?.accessToken === undefined) throw new RotationError("No shared access token to test", secretId, "testSecret");
   let active: boolean;
   try {
@@ -348,6 +390,15 @@ async function testSecret(secretId: string, deps: RotationDeps): Promise<void> {
     throw new RotationError(`The provider did not accept the new access token (${why})`, secretId, "testSecret", { cause: error });
   }
   if (!active) throw new RotationError("The provider did not accept the new access token", secretId, "testSecret");
+}
+
+/**
+ * Whether `stored`'s access token can be validated as it is: present and, when its expiry is known, valid for as long
+ * as the validate call may take. An unknown expiry (no JWT times, no `expires_in`) is validated as it is.
+ */
+function testable(stored: StoredTokens, now: number): boolean {
+  if (stored.accessToken === undefined || stored.accessToken === "") return false;
+  return stored.accessTokenExpiresAt === undefined || stored.accessTokenExpiresAt > now + DEFAULT_TIMEOUT_MS;
 }
 
 async function finishSecret(

@@ -74,6 +74,31 @@ async function leaseRenewedNow(): Promise<boolean> {
   return Item?.expiresAt === h.clock.now() + TOKEN_LEASE_TTL_MS;
 }
 
+/** The refresh lease as the table holds it (undefined once released, or never taken). */
+const refreshLease = async () => (await h.table.doc.send(new GetCommand({ TableName: h.table.tableName, Key: leaseItemKey(REFRESH_LEASE) }))).Item;
+
+/**
+ * A rotation container's clients counting its tries at the refresh lease (each a PutItem of the lease item), and
+ * calling `answered` as each try's answer comes back.
+ */
+function countingLeaseTries(answered?: () => void): { clients: ReturnType<Harness["clients"]>; tries: () => number } {
+  let tries = 0;
+  const clients = h.clients((dynamo) =>
+    dynamo.middlewareStack.add(
+      (next, context) => async (args) => {
+        const item = (args.input as { Item?: { pk?: { S?: string } } }).Item;
+        const leaseTry = String(context.commandName) === "PutItemCommand" && item?.pk?.S === leaseItemKey(REFRESH_LEASE).pk;
+        if (leaseTry) tries += 1;
+        const result = await next(args);
+        if (leaseTry) answered?.();
+        return result;
+      },
+      { step: "build", name: "countLeaseTries" },
+    ),
+  );
+  return { clients, tries: () => tries };
+}
+
 /** A rotation container whose DynamoDB client fails every delete of the refresh lease (a throttled table, say). */
 function failingLeaseRelease(): ReturnType<Harness["clients"]> {
   return h.clients((dynamo) =>
@@ -242,8 +267,8 @@ describe("rotate-token handler (Secrets Manager rotation)", () => {
       status: 401,
       name: "UnauthorizedError",
       why: "401: expired, revoked or invalid",
-      // The new access token expires before the test step asks the provider about it.
-      refuse: () => h.sandbox.control.advanceClock(ACCESS_TOKEN_TTL_SECONDS + 1),
+      // The provider refuses the new access token, unexpired (an expired one is refreshed first: see the reattempt tests).
+      refuse: () => h.sandbox.control.state.faults.add({ method: "GET", pathPrefix: "/oauth2/validate", status: 401, count: 1 }),
     },
     {
       status: 403,
@@ -277,6 +302,108 @@ describe("rotate-token handler (Secrets Manager rotation)", () => {
     expect(h.output.join("\n")).not.toContain("wrong-client-secret-0123456789");
     expect(h.secrets.current().refresh_token).toBe(before);
     expect(h.output.some((line) => line.includes('"TokenFamilyRevoked"'))).toBe(false);
+    expect(await h.familyStillValid()).toBe(true);
+  });
+
+  /** Lines of the TokenFamilyRevoked metric logged so far. */
+  const revokedMetrics = () => h.output.filter((line) => line.includes('"TokenFamilyRevoked"')).length;
+
+  /**
+   * A rotation that refreshed but whose testSecret failed (the provider's validate down through every retry), then a
+   * day with the pollers paused: Secrets Manager reattempts that same rotation (same ClientRequestToken) in its next
+   * window, by which time the access token createSecret stored has long expired.
+   */
+  async function failedRotationADayAgo(): Promise<string> {
+    const token = randomUUID();
+    h.secrets.startRotation(token);
+    const rotator = h.rotator();
+    await rotator(eventFor(token, "createSecret"));
+    await rotator(eventFor(token, "setSecret"));
+    h.sandbox.control.state.faults.add({ method: "GET", pathPrefix: "/oauth2/validate", status: 503, count: 100 });
+    await expect(rotator(eventFor(token, "testSecret"))).rejects.toThrow();
+    h.sandbox.control.state.faults.clear();
+    h.sandbox.control.advanceClock(86_400);
+    return token;
+  }
+
+  it("refreshes at a reattempted testSecret whose stored access token expired since (pollers paused), and completes the rotation", async () => {
+    h.secrets.now = () => h.clock.now();
+    const token = await failedRotationADayAgo();
+    const presented = h.refreshTokensPresented.length;
+    const rotator = h.rotator();
+    for (const step of steps) await rotator(eventFor(token, step));
+    // One refresh, under the lease, saved as a new AWSCURRENT version before its access token was validated.
+    expect(h.refreshTokensPresented).toHaveLength(presented + 1);
+    expect(new Set(h.refreshTokensPresented).size).toBe(h.refreshTokensPresented.length);
+    const current = h.secrets.versionWith("AWSCURRENT");
+    expect(current).not.toBe(token);
+    expect(h.secrets.versionWith("AWSPENDING")).toBeUndefined();
+    expect(h.output.join("\n")).toContain("testSecret: the stored access token had expired or was absent; refreshed the provider token");
+    expect(await refreshLease()).toBeUndefined();
+    // A retried testSecret finds the new access token valid: no second refresh.
+    await rotator(eventFor(token, "testSecret"));
+    expect(h.refreshTokensPresented).toHaveLength(presented + 1);
+    expect(await h.familyStillValid()).toBe(true);
+  });
+
+  it("refreshes at a reattempted testSecret when createSecret's IncompleteTokenSetError left no access token, instead of failing every day", async () => {
+    const fetch: typeof h.fetch = async (input, init) => {
+      const response = await h.fetch(input, init);
+      if (!String(input).endsWith("/oauth2/token")) return response;
+      const { token_type: _, ...rest } = (await response.json()) as Record<string, unknown>;
+      return new Response(JSON.stringify(rest), { status: response.status, headers: { "content-type": "application/json" } });
+    };
+    const token = randomUUID();
+    h.secrets.startRotation(token);
+    await expect(h.rotator({ fetch })(eventFor(token, "createSecret"))).rejects.toBeInstanceOf(IncompleteTokenSetError);
+    h.sandbox.control.advanceClock(86_400);
+    const rotator = h.rotator();
+    for (const step of steps) await rotator(eventFor(token, step));
+    expect(h.refreshTokensPresented).toHaveLength(2);
+    expect(new Set(h.refreshTokensPresented).size).toBe(2);
+    expect(h.secrets.versionWith("AWSPENDING")).toBeUndefined();
+    expect(await h.familyStillValid()).toBe(true);
+  });
+
+  it("fails a reattempted testSecret whose refresh meets a revoked family with the re-authorize error and its metric, and presents nothing at the next", async () => {
+    const first = h.secrets.current().refresh_token as string;
+    const token = await failedRotationADayAgo();
+    // The spent first refresh token presented again (a stale copy): the provider revokes the family.
+    await refresh(sandboxOAuth(), first).catch(() => undefined);
+    const revokedBefore = revokedMetrics();
+    const presented = h.refreshTokensPresented.length;
+    const rotator = h.rotator();
+    await rotator(eventFor(token, "createSecret"));
+    await rotator(eventFor(token, "setSecret"));
+    await expect(rotator(eventFor(token, "testSecret"))).rejects.toBeInstanceOf(ReauthorizationRequiredError);
+    expect(h.refreshTokensPresented).toHaveLength(presented + 1);
+    expect(revokedMetrics() - revokedBefore).toBe(1);
+    expect(await h.tokenStore().revokedVersion()).toBeDefined();
+    // The next window's reattempt stops before any provider call, counting the metric again: no loop of refreshes.
+    h.sandbox.control.advanceClock(86_400);
+    await rotator(eventFor(token, "createSecret"));
+    await expect(rotator(eventFor(token, "testSecret"))).rejects.toBeInstanceOf(ReauthorizationRequiredError);
+    expect(h.refreshTokensPresented).toHaveLength(presented + 1);
+    expect(revokedMetrics() - revokedBefore).toBe(2);
+  });
+
+  it("validates the access token a poller stored while a reattempted testSecret waited for the refresh lease, without refreshing", async () => {
+    const token = await failedRotationADayAgo();
+    const held = await contender().tryAcquire(REFRESH_LEASE, TOKEN_LEASE_TTL_MS);
+    expect(held).toBeDefined();
+    const lease = countingLeaseTries();
+    const rotator = h.rotator({ clients: lease.clients });
+    await rotator(eventFor(token, "createSecret"));
+    await rotator(eventFor(token, "setSecret"));
+    const testing = rotator(eventFor(token, "testSecret"));
+    expect(await eventually(async () => lease.tries() > 0)).toBe(true);
+    // The lease's holder refreshes and saves meanwhile, then gives the lease back.
+    expect(await h.familyStillValid()).toBe(true);
+    const presented = h.refreshTokensPresented.length;
+    await held?.release();
+    await testing;
+    expect(h.refreshTokensPresented).toHaveLength(presented);
+    expect(h.output.join("\n")).not.toContain("testSecret: the stored access token had expired");
     expect(await h.familyStillValid()).toBe(true);
   });
 
@@ -633,31 +760,6 @@ describe("rotate-token handler (Secrets Manager rotation)", () => {
 });
 
 describe("rotate-token handler with too little of its invocation left (a Lambda timeout lowered by hand)", () => {
-  /** The refresh lease as the table holds it (undefined once released, or never taken). */
-  const refreshLease = async () => (await h.table.doc.send(new GetCommand({ TableName: h.table.tableName, Key: leaseItemKey(REFRESH_LEASE) }))).Item;
-
-  /**
-   * A rotation container's clients counting its tries at the refresh lease (each a PutItem of the lease item), and
-   * calling `answered` as each try's answer comes back.
-   */
-  function countingLeaseTries(answered?: () => void): { clients: ReturnType<Harness["clients"]>; tries: () => number } {
-    let tries = 0;
-    const clients = h.clients((dynamo) =>
-      dynamo.middlewareStack.add(
-        (next, context) => async (args) => {
-          const item = (args.input as { Item?: { pk?: { S?: string } } }).Item;
-          const leaseTry = String(context.commandName) === "PutItemCommand" && item?.pk?.S === leaseItemKey(REFRESH_LEASE).pk;
-          if (leaseTry) tries += 1;
-          const result = await next(args);
-          if (leaseTry) answered?.();
-          return result;
-        },
-        { step: "build", name: "countLeaseTries" },
-      ),
-    );
-    return { clients, tries: () => tries };
-  }
-
   it("refuses createSecret's refresh with 20 s left, before spending the refresh token: the timeout could cut it before the save", async () => {
     const before = h.secrets.current().refresh_token;
     const token = randomUUID();
