@@ -77,6 +77,16 @@ async function leaseRenewedNow(): Promise<boolean> {
 /** The refresh lease as the table holds it (undefined once released, or never taken). */
 const refreshLease = async () => (await h.table.doc.send(new GetCommand({ TableName: h.table.tableName, Key: leaseItemKey(REFRESH_LEASE) }))).Item;
 
+/** The harness's fetch, with the token endpoint's answers stripped of `token_type`: a 200 that is not a token set. */
+function tokenAnswersWithoutTokenType(): typeof h.fetch {
+  return async (input, init) => {
+    const response = await h.fetch(input, init);
+    if (!String(input).endsWith("/oauth2/token")) return response;
+    const { token_type: _, ...rest } = (await response.json()) as Record<string, unknown>;
+    return new Response(JSON.stringify(rest), { status: response.status, headers: { "content-type": "application/json" } });
+  };
+}
+
 /**
  * A rotation container's clients counting its tries at the refresh lease (each a PutItem of the lease item), and
  * calling `answered` as each try's answer comes back.
@@ -347,12 +357,7 @@ describe("rotate-token handler (Secrets Manager rotation)", () => {
   });
 
   it("refreshes at a reattempted testSecret when createSecret's IncompleteTokenSetError left no access token, instead of failing every day", async () => {
-    const fetch: typeof h.fetch = async (input, init) => {
-      const response = await h.fetch(input, init);
-      if (!String(input).endsWith("/oauth2/token")) return response;
-      const { token_type: _, ...rest } = (await response.json()) as Record<string, unknown>;
-      return new Response(JSON.stringify(rest), { status: response.status, headers: { "content-type": "application/json" } });
-    };
+    const fetch = tokenAnswersWithoutTokenType();
     const token = randomUUID();
     h.secrets.startRotation(token);
     await expect(h.rotator({ fetch })(eventFor(token, "createSecret"))).rejects.toBeInstanceOf(IncompleteTokenSetError);
@@ -670,12 +675,7 @@ describe("rotate-token handler (Secrets Manager rotation)", () => {
   it("saves the new refresh token of a 200 token answer that is not a token set, then fails the step: the pollers go on with it", async () => {
     const before = h.secrets.current().refresh_token;
     // The provider rotates, but its answer lacks token_type.
-    const fetch: typeof h.fetch = async (input, init) => {
-      const response = await h.fetch(input, init);
-      if (!String(input).endsWith("/oauth2/token")) return response;
-      const { token_type: _, ...rest } = (await response.json()) as Record<string, unknown>;
-      return new Response(JSON.stringify(rest), { status: response.status, headers: { "content-type": "application/json" } });
-    };
+    const fetch = tokenAnswersWithoutTokenType();
     const token = randomUUID();
     h.secrets.startRotation(token);
     await expect(h.rotator({ fetch })(eventFor(token, "createSecret"))).rejects.toBeInstanceOf(IncompleteTokenSetError);

@@ -67,6 +67,31 @@ function alarmsNamed(template: Template, name: string): AlarmProperties[] {
   );
 }
 
+/**
+ * A heartbeat of globex (fastGlobexTemplate) counting a cycle metric of the runtime: below 1 in all of the last 3
+ * periods of `period` seconds, missing data breaching, notifying `actions` (the tenant's topic), linking the runbook.
+ */
+function expectCycleHeartbeat(heartbeat: AlarmProperties, metric: string, period: number, actions: unknown): void {
+  expect(heartbeat).toMatchObject({
+    Namespace: "QashioBridge",
+    MetricName: metric,
+    Statistic: "Sum",
+    Threshold: 1,
+    ComparisonOperator: "LessThanThreshold",
+    Period: period,
+    EvaluationPeriods: 3,
+    DatapointsToAlarm: 3,
+    TreatMissingData: "breaching",
+    ActionsEnabled: true,
+  });
+  expect(heartbeat.Dimensions).toEqual([
+    { Name: "service", Value: "qashio-bridge" },
+    { Name: "tenant", Value: "globex" },
+  ]);
+  expect(heartbeat.AlarmDescription).toMatch(/Runbook: docs\/runbook\.md#heartbeat$/);
+  expect(heartbeat).toMatchObject({ AlarmActions: actions, OKActions: actions });
+}
+
 /** The properties of globex's alarm of each suffix in `template`. */
 function alarmsIn(template: Template): (suffix: string) => AlarmProperties {
   return (suffix) => {
@@ -279,26 +304,8 @@ describe("cycle alarms follow the tenant's schedule", () => {
     // while card.status_changed and card.updated stop. A tenant without the fast path keeps Invocations (above).
     const template = fastGlobexTemplate();
     const heartbeat = alarmsIn(template)("Heartbeat-PollCards");
-    expect(heartbeat).toMatchObject({
-      Namespace: "QashioBridge",
-      MetricName: "FullCardWalks",
-      Statistic: "Sum",
-      Threshold: 1,
-      ComparisonOperator: "LessThanThreshold",
-      Period: 1800,
-      EvaluationPeriods: 3,
-      DatapointsToAlarm: 3,
-      TreatMissingData: "breaching",
-      ActionsEnabled: true,
-    });
-    expect(heartbeat.Dimensions).toEqual([
-      { Name: "service", Value: "qashio-bridge" },
-      { Name: "tenant", Value: "globex" },
-    ]);
+    expectCycleHeartbeat(heartbeat, "FullCardWalks", 1800, short("SyncLag")["AlarmActions"]);
     expect(heartbeat.AlarmDescription).toContain("PollCards started no full card walk in any of the last 3 30-minute periods");
-    expect(heartbeat.AlarmDescription).toMatch(/Runbook: docs\/runbook\.md#heartbeat$/);
-    const actions = short("SyncLag")["AlarmActions"];
-    expect(heartbeat).toMatchObject({ AlarmActions: actions, OKActions: actions });
     // The same alarm, updated in place: same name and logical id as without the fast path.
     const idOf = (t: Template) => Object.keys(t.findResources("AWS::CloudWatch::Alarm", { Properties: { AlarmName: "QashioBridge-globex-Heartbeat-PollCards" } }));
     expect(idOf(template)).toEqual(idOf(templateOfGlobexEvery(2, 30)));
@@ -312,27 +319,9 @@ describe("cycle alarms follow the tenant's schedule", () => {
     // card.suspended waits for the next full walk, the delay the tenant set the fast path up to avoid.
     const template = fastGlobexTemplate();
     const heartbeat = alarmsIn(template)("Heartbeat-SuspendedCards");
-    expect(heartbeat).toMatchObject({
-      Namespace: "QashioBridge",
-      MetricName: "FastPathCardWalks",
-      Statistic: "Sum",
-      Threshold: 1,
-      ComparisonOperator: "LessThanThreshold",
-      // the fast path every minute: 5-minute periods, all of the last 3 without a suspended-only cycle
-      Period: 300,
-      EvaluationPeriods: 3,
-      DatapointsToAlarm: 3,
-      TreatMissingData: "breaching",
-      ActionsEnabled: true,
-    });
-    expect(heartbeat.Dimensions).toEqual([
-      { Name: "service", Value: "qashio-bridge" },
-      { Name: "tenant", Value: "globex" },
-    ]);
+    // the fast path every minute: 5-minute periods, all of the last 3 without a suspended-only cycle
+    expectCycleHeartbeat(heartbeat, "FastPathCardWalks", 300, short("SyncLag")["AlarmActions"]);
     expect(heartbeat.AlarmDescription).toContain("SuspendedCards started no suspended-only card cycle in any of the last 3 5-minute periods");
-    expect(heartbeat.AlarmDescription).toMatch(/Runbook: docs\/runbook\.md#heartbeat$/);
-    const actions = short("SyncLag")["AlarmActions"];
-    expect(heartbeat).toMatchObject({ AlarmActions: actions, OKActions: actions });
     // No fast path, no such alarm; a fast path deployed disabled keeps it without notifying, as the other heartbeats.
     expect(alarmsNamed(templateOfGlobexEvery(2, 30), "QashioBridge-globex-Heartbeat-SuspendedCards")).toEqual([]);
     const fast = { ...globexEvery(2, 30) };
