@@ -486,6 +486,16 @@ function networkReasonOf(cause: unknown): string {
   return cause instanceof Error ? cause.name : "unknown";
 }
 
+/**
+ * The wait a 429's or 5xx's `Retry-After` asks for, undefined when none or none at all (`0`, a date already past): a
+ * limiter rounding its window's rest down to whole seconds says `0` until the window ends, and retrying at once would
+ * spend every attempt in one burst inside it, so the backoff applies then, as without the header.
+ */
+function askedWaitOf(error: QashioError): number | undefined {
+  const asked = error instanceof RetryAfterError ? error.retryAfterMs : undefined;
+  return asked === undefined || asked <= 0 ? undefined : asked;
+}
+
 function isRetryable(error: QashioError, mode: RetryMode): boolean {
   if (mode === "never") return false;
   if (error instanceof RateLimitedError) return true;
@@ -626,13 +636,13 @@ export class HttpCore {
         // retried): the others are held as after a retried 429 (its Retry-After, else the backoff's ceiling, when no
         // longer than a retry would wait), or refused for a Retry-After longer than that.
         if (error instanceof RateLimitedError) {
-          const waitMs = error.retryAfterMs ?? this.backoffCeiling(attempt);
+          const waitMs = askedWaitOf(error) ?? this.backoffCeiling(attempt);
           if (waitMs <= this.retry.maxRetryAfterMs) this.throttleClient(waitMs);
           else if (error.retryAfterMs !== undefined) this.refuseClient(waitMs);
         }
         throw error;
       }
-      const retryAfterMs = error instanceof RetryAfterError ? error.retryAfterMs : undefined;
+      const retryAfterMs = askedWaitOf(error);
       if (retryAfterMs !== undefined && retryAfterMs > this.retry.maxRetryAfterMs) {
         // Not waited for: every request of the client is refused until it has passed (a 5xx's is its request's alone).
         if (error instanceof RateLimitedError) this.refuseClient(retryAfterMs);

@@ -20,7 +20,7 @@ describe("ProviderErrors in local mode", () => {
     await runCycle(bridge);
     expect(bridge.metrics.get("ProviderErrors")).toBe(0);
 
-    // Retry-After 0: the client retries at once, so the test never waits on a backoff.
+    // Retry-After 0 asks for no wait: the client backs off as without it (under 250 ms for the first retry).
     await harness.control("POST", "/faults", { path_prefix: "/public/v1/erp/transactions", status: 503, count: 1, retry_after: 0 });
     await runCycle(bridge);
     expect(bridge.metrics.get("ProviderErrors")).toBe(1);

@@ -359,6 +359,20 @@ describe("HttpCore retries", () => {
     expect(clock.sleeps).toEqual([125]);
   });
 
+  it.each([
+    ["0", "0"],
+    ["a fraction rounding to 0 ms", "0.0001"],
+    ["a date already past", "Sun, 06 Nov 1994 08:49:37 GMT"],
+  ])("backs off as without Retry-After when it asks for no wait (%s), rather than spending every attempt at once", async (_what, value) => {
+    for (const status of [429, 503]) {
+      const fetch = scriptedFetch(fail(status, [], { "retry-after": value }), fail(status, [], { "retry-after": value }), ok([]));
+      const { http, clock } = core(fetch);
+      await http.request(read());
+      expect(fetch.calls).toHaveLength(3);
+      expect(clock.sleeps).toEqual([125, 250]);
+    }
+  });
+
   it("honours Retry-After on a 503 instead of the computed backoff", async () => {
     const fetch = scriptedFetch(fail(503, [], { "retry-after": "4" }), ok([]));
     const { http, clock } = core(fetch);
