@@ -22,7 +22,7 @@ import { DEFAULT_METRICS_NAMESPACE, DEFAULT_SERVICE_NAME, checkPollerTimeout, cy
 import { runConformPii, runCycle, runRedrive, type CycleKind, type Leased } from "./cycle.js";
 import { RotationError } from "./errors.js";
 import { PowertoolsLoggerAdapter, PowertoolsMetricsAdapter, awsCallOf, nameFailedCalls } from "./observability.js";
-import { cardModeOf, conformCursorOf, pollActionOf, type PollAction, type PollEvent } from "./poll-event.js";
+import { cardModeOf, checkPollTarget, conformCursorOf, pollActionOf, type PollAction, type PollEvent } from "./poll-event.js";
 import { ProviderSecretClient } from "./provider-secret.js";
 import { rotateProviderSecret, skipRotation, skipsRotation, type RotationEvent } from "./rotation.js";
 import { RuntimeCache, defaultAwsClients, rotationDeps, type AwsClients, type TenantRuntime } from "./runtime.js";
@@ -317,6 +317,7 @@ export function createPollHandler(kind: CycleKind, options: HandlerOptions = {})
       const action = pollActionOf(event, kind);
       const cursor = conformCursorOf(event, action);
       const cardMode = cardModeOf(event);
+      checkPollTarget(event, kind, container.config().tenant);
       // Before the runtime, so before any provider call or write; conform-pii calls no provider, so needs no token.
       if (action !== "conform-pii") checkPollerTimeout(remainingAtEntryMs, lostMs, container.config().cycleBudgetMs);
       const runtime = await container.runtime(invocationEndsAt);

@@ -1,8 +1,9 @@
 /**
  * The poll event: what an invocation of a poller asks for, read and checked before anything touches AWS or the
- * provider. The card mode a schedule passes, and the operator action (with its cursor) invoked by hand; a field set to
- * anything else fails the invocation with PollEventError naming the field, never echoing its value, and so does an
- * event that is no JSON object at all (a quoting slip in a hand-made payload), which would otherwise run a cycle.
+ * provider. The poller and tenant a schedule's input names, the card mode it passes, and the operator action (with its
+ * cursor) invoked by hand; a field set to anything else fails the invocation with PollEventError naming the field,
+ * never echoing its value, and so does an event that is no JSON object at all (a quoting slip in a hand-made payload),
+ * which would otherwise run a cycle.
  */
 import type { CardCycleMode } from "../bridge/cards.js";
 import type { CycleKind } from "./cycle.js";
@@ -14,6 +15,10 @@ import { PollEventError } from "./errors.js";
  * the `cursor` a pass stopped at its deadline reported; see docs/runbook.md).
  */
 export interface PollEvent {
+  /** The poller a schedule's input is for (the stack's PollSchedules set it, with `tenant` and `scheduledTime`). */
+  readonly kind?: CycleKind;
+  /** The tenant a schedule's input is for. */
+  readonly tenant?: string;
   readonly mode?: CardCycleMode;
   readonly detail?: { readonly mode?: CardCycleMode } | null;
   readonly action?: PollAction;
@@ -90,4 +95,22 @@ export function cardModeOf(input: PollEvent | undefined): CardCycleMode {
   if (typeof mode === "string" && Object.hasOwn(CARD_CYCLE_MODES, mode)) return mode;
   const allowed = Object.keys(CARD_CYCLE_MODES).map((m) => `"${m}"`).join(" or ");
   throw new PollEventError(`Poll event field ${field} must be ${allowed}`, field);
+}
+
+/**
+ * Refuses an event naming another poller or tenant than the one invoked: a schedule's input (`kind`, `tenant`) given to
+ * the wrong function, by hand or by a schedule pointed at it, which would run this function's cycle and answer
+ * `completed` while the one asked for never ran. Fields left out are not checked (a hand-made `{}`, a rule event).
+ * @throws PollEventError naming the field (neither tenant is echoed).
+ * @example
+ * checkPollTarget({ kind: "transactions", tenant: "falcon" }, "transactions", config.tenant);
+ */
+export function checkPollTarget(input: PollEvent | undefined, kind: CycleKind, tenant: string): void {
+  const event = eventObject(input);
+  if (event?.kind !== undefined && event.kind !== kind) {
+    throw new PollEventError(`Poll event field kind must be "${kind}" on this poller (invoke the other poller's function for the other kind)`, "kind");
+  }
+  if (event?.tenant !== undefined && event.tenant !== tenant) {
+    throw new PollEventError("Poll event field tenant must be this function's TENANT_ID (invoke the other tenant's function)", "tenant");
+  }
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { PollEventError } from "../../shared/aws/errors.js";
-import { cardModeOf, conformCursorOf, pollActionOf, type PollEvent } from "../../shared/aws/poll-event.js";
+import { cardModeOf, checkPollTarget, conformCursorOf, pollActionOf, type PollEvent } from "../../shared/aws/poll-event.js";
 
 /** The error `fn` throws (fails the test when it returns). */
 function thrown(fn: () => unknown): unknown {
@@ -127,5 +127,29 @@ describe("cardModeOf", () => {
     expect(error).toBeInstanceOf(PollEventError);
     expect(error).toMatchObject({ name: "PollEventError", field, message: `Poll event field ${field} must be "full" or "suspended-only"` });
     expect((error as Error).message).not.toMatch(/SECRET|constructor|7/);
+  });
+});
+
+describe("checkPollTarget", () => {
+  it("accepts an event naming this poller and tenant, or naming neither (a hand-made invoke, a rule event)", () => {
+    for (const event of [undefined, null, {}, { kind: "transactions", tenant: "falcon", scheduledTime: "2026-01-01T00:00:00Z" }, { detail: {} }]) {
+      expect(() => checkPollTarget(event as never, "transactions", "falcon")).not.toThrow();
+    }
+    expect(() => checkPollTarget({ kind: "cards", tenant: "falcon", mode: "suspended-only" }, "cards", "falcon")).not.toThrow();
+  });
+
+  it("refuses the input of another poller's schedule, naming the field", () => {
+    const error = thrown(() => checkPollTarget({ kind: "cards" }, "transactions", "falcon"));
+    expect(error).toBeInstanceOf(PollEventError);
+    expect(error).toMatchObject({ field: "kind", message: 'Poll event field kind must be "transactions" on this poller (invoke the other poller\'s function for the other kind)' });
+    expect(() => checkPollTarget({ kind: 7 as never }, "cards", "falcon")).toThrow('Poll event field kind must be "cards" on this poller');
+  });
+
+  it("refuses the input of another tenant's schedule, naming the field without echoing either tenant", () => {
+    const error = thrown(() => checkPollTarget({ tenant: "heron-SECRET" }, "transactions", "falcon"));
+    expect(error).toBeInstanceOf(PollEventError);
+    expect(error).toMatchObject({ field: "tenant", message: "Poll event field tenant must be this function's TENANT_ID (invoke the other tenant's function)" });
+    expect((error as Error).message).not.toMatch(/SECRET|falcon/);
+    expect(() => checkPollTarget({ tenant: null as never }, "transactions", "falcon")).toThrow(PollEventError);
   });
 });

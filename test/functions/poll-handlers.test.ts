@@ -1097,6 +1097,26 @@ describe("poll-cards handler", () => {
     expect(h.output.join("\n")).toContain("PollEventError");
   });
 
+  it.each([
+    ["another poller's schedule", "transactions", { kind: "cards", tenant: TENANT, scheduledTime: "2026-01-01T00:00:00Z" }, "kind"],
+    ["another poller's schedule", "cards", { kind: "transactions", tenant: TENANT, scheduledTime: "2026-01-01T00:00:00Z" }, "kind"],
+    ["another tenant's schedule", "transactions", { kind: "transactions", tenant: "heron", scheduledTime: "2026-01-01T00:00:00Z" }, "tenant"],
+    ["another tenant's schedule", "cards", { kind: "cards", tenant: "heron", mode: "suspended-only" }, "tenant"],
+  ] as const)("refuses the input of %s (%s poller), naming the field, before any provider call or write", async (_, kind, event, field) => {
+    const result = h.poller(kind)(event as PollEvent);
+    await expect(result).rejects.toMatchObject({ name: "PollEventError", field });
+    expect(h.published).toEqual([]);
+    expect(h.refreshTokensPresented).toEqual([]);
+    expect(h.pendingAtProvider()).toBeGreaterThan(0);
+    expect(h.output.join("\n")).toContain("PollEventError");
+  });
+
+  it("runs the cycle its own schedule's input asks for", async () => {
+    const tick = { kind: "transactions", tenant: TENANT, scheduledTime: "2026-01-01T00:00:00Z" } as PollEvent;
+    expect(await h.poller("transactions")(tick)).toMatchObject({ kind: "transactions", status: "completed", outcome: "complete" });
+    expect(await h.poller("cards")({ ...tick, kind: "cards", mode: "suspended-only" } as PollEvent)).toMatchObject({ kind: "cards", status: "completed" });
+  });
+
   it("writes an invalid card's quarantine record with one table request per walk, whether the record is new or held", async () => {
     // Ids the client's schema rejects (a card id starts with CA): quarantined on every walk.
     const cards = company().cards as unknown as object[];
