@@ -86,6 +86,19 @@ export const SDK_CALL_MAX_MS = SDK_TIMEOUTS.maxAttempts * SDK_TIMEOUTS.requestTi
 
 const nonEmpty = z.string().trim().min(1, "must not be empty");
 
+/** Powertools Logger's levels. It takes them upper case only from its variable, and ignores any other value unsaid. */
+export const LOG_LEVELS = ["TRACE", "DEBUG", "INFO", "WARN", "ERROR", "CRITICAL", "SILENT"] as const;
+const LOG_LEVEL_NAMES = `${LOG_LEVELS.slice(0, -1).join(", ")} or ${LOG_LEVELS.at(-1) ?? ""}`.toLowerCase();
+
+/**
+ * The function's log level from POWERTOOLS_LOG_LEVEL, in any case (`debug`, as the CLI's BRIDGE_LOG_LEVEL spells it),
+ * or undefined when unset or not a level ({@link loadConfig} names it then).
+ */
+export function logLevelOf(env: Readonly<Record<string, string | undefined>>): (typeof LOG_LEVELS)[number] | undefined {
+  const level = env.POWERTOOLS_LOG_LEVEL?.trim().toUpperCase();
+  return LOG_LEVELS.find((known) => known === level);
+}
+
 const EnvSchema = z.object({
   // The tenant id goes into table keys and lease names, so it must not contain the key separator `#`.
   TENANT_ID: nonEmpty.regex(/^[A-Za-z0-9_.:-]+$/, "must be letters, digits, _ . : or -"),
@@ -113,6 +126,10 @@ const EnvSchema = z.object({
     .optional(),
   POWERTOOLS_SERVICE_NAME: nonEmpty.default(DEFAULT_SERVICE_NAME),
   POWERTOOLS_METRICS_NAMESPACE: nonEmpty.default(DEFAULT_METRICS_NAMESPACE),
+  POWERTOOLS_LOG_LEVEL: z
+    .string()
+    .refine((value) => logLevelOf({ POWERTOOLS_LOG_LEVEL: value }) !== undefined, `must be one of ${LOG_LEVEL_NAMES} (any case)`)
+    .optional(),
 });
 
 /** Validated settings of one function. */

@@ -18,7 +18,7 @@ import { KEPT_RECORDS_NAMED, keptNotNamed, type RedriveReport } from "../bridge/
 import { totalPublished, type CycleReport } from "../bridge/report.js";
 import type { FetchLike } from "../qashio/http.js";
 import { systemClock } from "./clock.js";
-import { DEFAULT_METRICS_NAMESPACE, DEFAULT_SERVICE_NAME, checkPollerTimeout, cycleDeadline, loadConfig, type RuntimeConfig } from "./config.js";
+import { DEFAULT_METRICS_NAMESPACE, DEFAULT_SERVICE_NAME, checkPollerTimeout, cycleDeadline, loadConfig, logLevelOf, type RuntimeConfig } from "./config.js";
 import { runConformPii, runCycle, runRedrive, type CycleKind, type Leased } from "./cycle.js";
 import { RotationError } from "./errors.js";
 import { PowertoolsLoggerAdapter, PowertoolsMetricsAdapter, awsCallOf, nameFailedCalls } from "./observability.js";
@@ -127,7 +127,10 @@ class Container {
     const env = options.env ?? process.env;
     const serviceName = env.POWERTOOLS_SERVICE_NAME?.trim() || DEFAULT_SERVICE_NAME;
     const namespace = env.POWERTOOLS_METRICS_NAMESPACE?.trim() || DEFAULT_METRICS_NAMESPACE;
-    this.logger = options.logger ?? new Logger({ serviceName });
+    // Given to the Logger, which reads its variable upper case only: `debug` would leave it at INFO unsaid. A value that
+    // is no level is left to it too (INFO), and named by config() in the invocation's error.
+    const logLevel = logLevelOf(env);
+    this.logger = options.logger ?? new Logger({ serviceName, ...(logLevel === undefined ? {} : { logLevel }) });
     this.metrics = options.metrics ?? new Metrics({ serviceName, namespace, logger: metricsLogger(this.logger) });
     // The tenant from the start: logMetrics emits ColdStart before the body validates the environment (config() then
     // sets the validated value), and a ColdStart without it is the one metric a `WHERE tenant = ...` query misses.

@@ -50,3 +50,14 @@ it("builds each Lambda entry in functions/ on the handler of its kind", async ()
   const rotation = await entry("rotate-token.ts");
   await expect(rotation({}, lambdaContext())).rejects.toThrow("Rotation event must be Secrets Manager's {SecretId, ClientRequestToken, Step}");
 });
+
+it("takes POWERTOOLS_LOG_LEVEL in any case (debug as the CLI's BRIDGE_LOG_LEVEL spells it), and names a level it does not know", async () => {
+  // The Lambda's own Logger (none injected), as in production.
+  // An invocation refused at its start publishes no metrics: Powertools' warning about that is logged at debug.
+  const refused = h.poller("transactions", { env: { ...h.env, POWERTOOLS_LOG_LEVEL: "debug" }, logger: undefined, metrics: undefined })({ action: "bogus" } as never);
+  await expect(refused).rejects.toMatchObject({ name: "PollEventError" });
+  const levels = h.output.filter((line) => line.trim().startsWith("{")).map((line) => (JSON.parse(line) as Record<string, unknown>).level);
+  expect(levels).toContain("DEBUG");
+  const failed = h.poller("transactions", { env: { ...h.env, POWERTOOLS_LOG_LEVEL: "verbose", PII_MODE: "none" }, logger: undefined, metrics: undefined })();
+  await expect(failed).rejects.toMatchObject({ name: "LambdaConfigurationError", message: expect.stringMatching(/PII_MODE .*; POWERTOOLS_LOG_LEVEL must be one of trace, debug, info, warn, error, critical or silent/) });
+});
