@@ -24,7 +24,7 @@ import { RotationError } from "./errors.js";
 import { PowertoolsLoggerAdapter, PowertoolsMetricsAdapter, awsCallOf, nameFailedCalls } from "./observability.js";
 import { cardModeOf, checkPollTarget, conformCursorOf, pollActionOf, type PollAction, type PollEvent } from "./poll-event.js";
 import { ProviderSecretClient } from "./provider-secret.js";
-import { rotateProviderSecret, skipRotation, skipsRotation, type RotationEvent } from "./rotation.js";
+import { ROTATION_STEPS, rotateProviderSecret, skipRotation, skipsRotation, type RotationEvent } from "./rotation.js";
 import { RuntimeCache, defaultAwsClients, rotationDeps, type AwsClients, type TenantRuntime } from "./runtime.js";
 
 /** What the handlers are built from; everything defaults to the Lambda environment. */
@@ -367,6 +367,11 @@ export function createRotationHandler(options: HandlerOptions = {}) {
       if (event.SecretId !== config.secretId) {
         throw new RotationError("Rotation event is for a different secret than SECRET_ID", event.SecretId, event.Step);
       }
+      // Named before any read: else a mistyped Step of a hand-made invoke reads as a version not under rotation.
+      if (!(ROTATION_STEPS as readonly string[]).includes(event.Step)) {
+        throw new RotationError(`Rotation event Step must be one of ${ROTATION_STEPS.map((step) => `"${step}"`).join(", ")}`, event.SecretId, "(event)");
+      }
+      if (event.ClientRequestToken.trim() === "") throw new RotationError("Rotation event ClientRequestToken must not be empty", event.SecretId, event.Step);
       // Before the runtime, which needs a complete secret: one not yet onboarded has nothing to refresh.
       const { secrets } = container.clients();
       const secret = new ProviderSecretClient({ secrets, secretId: config.secretId, clock: container.clock, logger: container.loggerPort });

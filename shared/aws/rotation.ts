@@ -37,7 +37,9 @@ import { ProviderClientRejectedError, RotationError } from "./errors.js";
 import { isSecretNotFound, ProviderSecretClient } from "./provider-secret.js";
 import { SECRET_VERSION_WINDOW_MS, SECRET_VERSIONS_EARLY_REFRESH_LIMIT, type SecretsManagerTokenStore } from "./token-store.js";
 
-export type RotationStep = "createSecret" | "setSecret" | "testSecret" | "finishSecret";
+/** Secrets Manager's rotation steps, in the order it invokes them. */
+export const ROTATION_STEPS = ["createSecret", "setSecret", "testSecret", "finishSecret"] as const;
+export type RotationStep = (typeof ROTATION_STEPS)[number];
 
 /** The event Secrets Manager invokes a rotation function with. */
 export interface RotationEvent {

@@ -166,6 +166,25 @@ describe("rotate-token handler (Secrets Manager rotation)", () => {
     expect(h.secrets.versionCount).toBe(versions);
   });
 
+  it("names an unknown Step or an empty ClientRequestToken of a hand-made event as such, before any Secrets Manager read", async () => {
+    const token = randomUUID();
+    h.secrets.startRotation(token);
+    const versions = h.secrets.versionCount;
+    const cases: [RotationEvent, string][] = [
+      // Not under rotation, and under rotation: either way the Step is what is wrong, not the version.
+      [eventFor(randomUUID(), "createsecret"), 'Step must be one of "createSecret", "setSecret", "testSecret", "finishSecret"'],
+      [eventFor(token, "rotate"), 'Step must be one of "createSecret", "setSecret", "testSecret", "finishSecret"'],
+      [eventFor("", "createSecret"), "ClientRequestToken must not be empty"],
+    ];
+    for (const [event, message] of cases) {
+      const error = await h.rotator()(event).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(RotationError);
+      expect((error as Error).message).toContain(message);
+    }
+    expect(h.refreshTokensPresented).toEqual([]);
+    expect(h.secrets.versionCount).toBe(versions);
+  });
+
   it("skips from SECRET_VERSIONS_EARLY_REFRESH_LIMIT versions of the last day on (the pollers refresh often), and rotates below", async () => {
     h.secrets.now = () => h.clock.now();
     const value = JSON.stringify(h.secrets.current());
