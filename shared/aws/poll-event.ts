@@ -31,15 +31,26 @@ export interface PollEvent {
  */
 export type PollAction = "cycle" | "redrive" | "conform-pii";
 
+/** The fields a poll event is read for ({@link PollEvent}); a rule event's own members are none of them in another case. */
+const POLL_EVENT_FIELDS: readonly string[] = ["kind", "tenant", "mode", "detail", "action", "cursor"] satisfies readonly (keyof PollEvent)[];
+
 /**
  * The event as an object, or undefined when there is none (no payload, or JSON `null`).
  * @throws PollEventError for a JSON string, number, boolean or array (`'"redrive"'`, `'["redrive"]'`): read as an
- *   object it has no field, so it would run a scheduled cycle and answer `completed` in place of what was asked.
+ *   object it has no field, so it would run a scheduled cycle and answer `completed` in place of what was asked; and
+ *   for one of its fields spelled in another case, named by the key sent.
  */
 function eventObject(event: PollEvent | undefined): PollEvent | undefined {
   const value: unknown = event;
   if (value === undefined || value === null) return undefined;
-  if (typeof value === "object" && !Array.isArray(value)) return value as PollEvent;
+  if (typeof value === "object" && !Array.isArray(value)) {
+    for (const key of Object.keys(value)) {
+      // A field in another case (`{"Action":"redrive"}`) would read as absent: a plain cycle answering `completed`.
+      const meant = POLL_EVENT_FIELDS.find((field) => field !== key && field === key.toLowerCase());
+      if (meant !== undefined) throw new PollEventError(`Poll event field ${key} is no field; did you mean ${meant}?`, key);
+    }
+    return value as PollEvent;
+  }
   throw new PollEventError('Poll event must be a JSON object, such as {"action":"redrive"}', "(event)");
 }
 

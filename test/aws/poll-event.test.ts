@@ -71,6 +71,27 @@ describe("an event that is not a JSON object", () => {
   });
 });
 
+describe("a field spelled in another case", () => {
+  it.each([
+    [{ Action: "redrive" }, "Action", "action"],
+    [{ action: "conform-pii", Cursor: "eyJ9" }, "Cursor", "cursor"],
+    [{ MODE: "suspended-only" }, "MODE", "mode"],
+  ])("is refused by every reader, naming the field it means, rather than read as absent (%o)", (event, field, meant) => {
+    for (const read of [() => pollActionOf(event as never, "transactions"), () => cardModeOf(event as never)]) {
+      const error = thrown(read);
+      expect(error).toBeInstanceOf(PollEventError);
+      expect(error).toMatchObject({ field, message: `Poll event field ${field} is no field; did you mean ${meant}?` });
+    }
+  });
+
+  it("leaves a rule event's own members and a schedule's scheduledTime alone", () => {
+    const rule = { version: "0", id: "e1", "detail-type": "Scheduled Event", source: "aws.events", account: "1", time: "t", region: "r", resources: [], detail: { mode: "suspended-only" } };
+    expect(pollActionOf(rule as never, "cards")).toBe("cycle");
+    expect(cardModeOf(rule as never)).toBe("suspended-only");
+    expect(pollActionOf({ kind: "cards", tenant: "acme", scheduledTime: "t" } as never, "cards")).toBe("cycle");
+  });
+});
+
 describe("conformCursorOf", () => {
   it("reads no cursor when the event has none, whatever the action", () => {
     expect(conformCursorOf(undefined, "cycle")).toBeUndefined();
