@@ -17,6 +17,12 @@ const IDLE_SOCKET_TIMEOUT_MS = 4_000;
  * rather than being buffered until the timeout, which over a fast link is gigabytes.
  */
 export const MAX_RESPONSE_BODY_BYTES = 32 * 1024 * 1024;
+/**
+ * Most of an error answer's body (a status outside 2xx) kept, in bytes: the provider's error envelope is a few hundred
+ * bytes (one with a long message still fits), while a proxy's error page may run to megabytes and come to every request
+ * in flight at once. The rest is not read: the body resolves with this head and the connection closes.
+ */
+export const MAX_ERROR_BODY_BYTES = 1024 * 1024;
 /** `TransportError.code` of a response whose body passed {@link MAX_RESPONSE_BODY_BYTES}. */
 export const RESPONSE_TOO_LARGE = "ERR_RESPONSE_TOO_LARGE";
 /** Sent unless the caller gives one: WAF rule sets commonly block requests without a user agent. */
@@ -126,6 +132,8 @@ export function nodeHttpFetch(input: string, init: FetchInit = {}): Promise<Fetc
       (response) => {
         const chunks: Buffer[] = [];
         let length = 0;
+        const status = response.statusCode ?? 0;
+        const success = status >= 200 && status < 300;
         const tooLarge = () => {
           chunks.length = 0;
           fail(new TransportError(RESPONSE_TOO_LARGE, "response body"));
@@ -133,10 +141,22 @@ export function nodeHttpFetch(input: string, init: FetchInit = {}): Promise<Fetc
         };
         const complete = new Promise<void>((resolveBody, rejectComplete) => {
           rejectBody = rejectComplete;
+          // An error answer's head is all its reader needs: the body ends there, settled before the connection goes.
+          const headKept = () => {
+            signal?.removeEventListener("abort", onAbort);
+            resolveBody();
+            request.destroy();
+          };
           response.on("data", (chunk: Buffer) => {
+            const before = length;
             length += chunk.length;
-            if (length > MAX_RESPONSE_BODY_BYTES) tooLarge();
-            else chunks.push(chunk);
+            if (success) {
+              if (length > MAX_RESPONSE_BODY_BYTES) tooLarge();
+              else chunks.push(chunk);
+            } else if (before < MAX_ERROR_BODY_BYTES) {
+              chunks.push(length > MAX_ERROR_BODY_BYTES ? chunk.subarray(0, MAX_ERROR_BODY_BYTES - before) : chunk);
+              if (length >= MAX_ERROR_BODY_BYTES) headKept();
+            }
           });
           response.on("end", () => {
             signal?.removeEventListener("abort", onAbort);
@@ -147,13 +167,14 @@ export function nodeHttpFetch(input: string, init: FetchInit = {}): Promise<Fetc
         // A body nobody reads may fail without an unhandled rejection.
         complete.catch(() => undefined);
         resolve({
-          status: response.statusCode ?? 0,
+          status,
           headers: responseHeadersOf(response.headers),
           text: () => complete.then(() => decodeUtf8(chunks)),
           chunks: () => complete.then(() => chunks),
         });
-        // Announced too large: the body fails at once, before a byte of it is read (the status is the caller's).
-        if (Number(response.headers["content-length"]) > MAX_RESPONSE_BODY_BYTES) tooLarge();
+        // Announced too large: the body fails at once, before a byte of it is read (the status is the caller's). An
+        // error answer's is read up to its head whatever it announces.
+        if (success && Number(response.headers["content-length"]) > MAX_RESPONSE_BODY_BYTES) tooLarge();
       },
     );
     request.on("error", (error) => fail(transportErrorOf(error)));

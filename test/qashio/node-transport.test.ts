@@ -4,7 +4,7 @@ import { execFileSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { inspect } from "node:util";
 import { afterEach, describe, expect, it } from "vitest";
-import { MAX_RESPONSE_BODY_BYTES, nodeHttpFetch, TransportError } from "../../shared/qashio/node-transport.js";
+import { MAX_ERROR_BODY_BYTES, MAX_RESPONSE_BODY_BYTES, nodeHttpFetch, TransportError } from "../../shared/qashio/node-transport.js";
 import { HttpCore } from "../../shared/qashio/http.js";
 import { InvalidResponseError, NetworkError, NotFoundError, TimeoutError } from "../../shared/qashio/errors.js";
 import { PIECEWISE_FROM_BYTES } from "../../shared/qashio/json-body.js";
@@ -74,13 +74,13 @@ async function closedPortUrl(): Promise<string> {
  * Answers 200 with an endless chunked body of spaces (valid JSON whitespace), written as fast as the client reads, until
  * the client closes the connection; `closed` resolves then with the bytes written.
  */
-function endlessBody(): { handler: (request: Received, res: ServerResponse) => void; closed: Promise<number> } {
+function endlessBody(status = 200): { handler: (request: Received, res: ServerResponse) => void; closed: Promise<number> } {
   let done: (written: number) => void = () => undefined;
   const closed = new Promise<number>((resolve) => (done = resolve));
   const block = Buffer.alloc(1 << 20, 0x20);
   const handler = (_request: Received, res: ServerResponse) => {
     let written = 0;
-    res.writeHead(200, { "content-type": "application/json" });
+    res.writeHead(status, { "content-type": "application/json" });
     res.on("close", () => done(written));
     const pump = () => {
       while (!res.destroyed) {
@@ -267,6 +267,35 @@ describe("nodeHttpFetch", () => {
     const response = await nodeHttpFetch(server.url);
     expect(response.status).toBe(200);
     await expect(response.text()).rejects.toMatchObject({ name: "TransportError", code: "ERR_RESPONSE_TOO_LARGE" });
+  });
+
+  it("keeps only the head of an error answer's body (MAX_ERROR_BODY_BYTES) and closes the connection: a proxy's endless error page costs no memory", async () => {
+    const endless = endlessBody(502);
+    const server = await loopback(endless.handler);
+    const response = await nodeHttpFetch(server.url);
+    expect(response.status).toBe(502);
+    const text = await response.text();
+    expect(text.length).toBe(MAX_ERROR_BODY_BYTES);
+    expect(await endless.closed).toBeLessThan(MAX_ERROR_BODY_BYTES + 16 * 1024 * 1024);
+  });
+
+  it("reads an error answer announced over MAX_RESPONSE_BODY_BYTES up to its head, not as too large: its status is what counts", async () => {
+    const server = await loopback((_request, res) => {
+      res.writeHead(503, { "content-length": MAX_RESPONSE_BODY_BYTES + 1 });
+      res.write(Buffer.alloc(MAX_ERROR_BODY_BYTES + 10, "e"));
+    });
+    const response = await nodeHttpFetch(server.url);
+    expect(response.status).toBe(503);
+    expect(await response.text()).toBe("e".repeat(MAX_ERROR_BODY_BYTES));
+  });
+
+  it("reads an error answer within MAX_ERROR_BODY_BYTES whole", async () => {
+    const body = JSON.stringify({ status_code: 400, message: "x".repeat(1000), errors: [] });
+    const server = await loopback((_request, res) => {
+      res.writeHead(400, { "content-type": "application/json" });
+      res.end(body);
+    });
+    expect(await (await nodeHttpFetch(server.url)).text()).toBe(body);
   });
 
   it("reads a body of exactly MAX_RESPONSE_BODY_BYTES whole", async () => {
