@@ -23,6 +23,23 @@ async function rigWrittenUnderFull(transactions: number, cards = 0): Promise<Tes
   return rig;
 }
 
+/** Puts `count` quarantine records of transaction t1 whose raw body holds a cardholder name in clear. */
+async function quarantineHeld(rig: TestRig, count: number): Promise<void> {
+  for (let i = 0; i < count; i += 1) {
+    await rig.quarantine.put({ id: `q${i}`, kind: "transaction", reason: "bad", raw: { id: "t1", card_holder_name: "Ann Holder", memo: `m${i}` }, at: "2026-03-01T12:00:00Z" });
+  }
+}
+
+/** Makes the snapshot store's vacuum take a minute of the rig's clock; returns the vacuum it wraps. */
+function vacuumTakingAMinute(rig: TestRig): () => ReturnType<TestRig["snapshots"]["vacuum"]> {
+  const vacuum = rig.snapshots.vacuum.bind(rig.snapshots);
+  rig.snapshots.vacuum = async () => {
+    rig.clock.advance(60_000);
+    return vacuum();
+  };
+  return vacuum;
+}
+
 /** Occurrences of the fakes' cardholder name and email anywhere in the store. */
 function cleartextIn(rig: TestRig): number {
   return JSON.stringify([...rig.snapshots.data.values()]).match(/Ann Holder|ann@example\.com/g)?.length ?? 0;
@@ -342,9 +359,7 @@ describe("conformSnapshots", () => {
   it("conforms a page of records in a run that goes on with the quarantine even when its page of snapshots took the whole budget", async () => {
     const rig = await rigWrittenUnderFull(3);
     // Six snapshots in pages of 4: the last page read again holds two, and the entry of the stopped pass's id.
-    for (let i = 0; i < 12; i += 1) {
-      await rig.quarantine.put({ id: `q${i}`, kind: "transaction", reason: "bad", raw: { id: "t1", card_holder_name: "Ann Holder", memo: `m${i}` }, at: "2026-03-01T12:00:00Z" });
-    }
+    await quarantineHeld(rig, 12);
     const deps = { ...rig.deps, pii: REDACT };
     const put = rig.quarantine.put.bind(rig.quarantine);
     rig.quarantine.put = async (record) => {
@@ -367,18 +382,12 @@ describe("conformSnapshots", () => {
 
   it("conforms a page of records in a run resumed from the cursor of the last page of snapshots, when reading that page again takes the whole budget", async () => {
     const rig = await rigWrittenUnderFull(3);
-    for (let i = 0; i < 6; i += 1) {
-      await rig.quarantine.put({ id: `q${i}`, kind: "transaction", reason: "bad", raw: { id: "t1", card_holder_name: "Ann Holder", memo: `m${i}` }, at: "2026-03-01T12:00:00Z" });
-    }
+    await quarantineHeld(rig, 6);
     const deps = { ...rig.deps, pii: REDACT };
     expect(rig.snapshots.data.size).toBeGreaterThan(2);
     // The pass over the snapshots ends past the deadline: the first run stops before its first page of records, with
     // the cursor of its last page of snapshots (no quarantine walk begun), and every run from it reads that page again.
-    const vacuum = rig.snapshots.vacuum.bind(rig.snapshots);
-    rig.snapshots.vacuum = async () => {
-      rig.clock.advance(60_000);
-      return vacuum();
-    };
+    vacuumTakingAMinute(rig);
     let cursor: string | undefined;
     let report = await conformSnapshots(deps, { pageSize: 2, deadline: rig.clock.now() + 30_000 });
     expect(report).toMatchObject({ outcome: "deadline", quarantineRewritten: 0, cursor: expect.any(String) });
@@ -392,15 +401,9 @@ describe("conformSnapshots", () => {
 
   it("conforms no page of records once interrupted (Ctrl-C), even in a run resumed from a cursor, and hands out a cursor to go on from", async () => {
     const rig = await rigWrittenUnderFull(3);
-    for (let i = 0; i < 6; i += 1) {
-      await rig.quarantine.put({ id: `q${i}`, kind: "transaction", reason: "bad", raw: { id: "t1", card_holder_name: "Ann Holder", memo: `m${i}` }, at: "2026-03-01T12:00:00Z" });
-    }
+    await quarantineHeld(rig, 6);
     const deps = { ...rig.deps, pii: REDACT };
-    const vacuum = rig.snapshots.vacuum.bind(rig.snapshots);
-    rig.snapshots.vacuum = async () => {
-      rig.clock.advance(60_000);
-      return vacuum();
-    };
+    const vacuum = vacuumTakingAMinute(rig);
     const first = await conformSnapshots(deps, { pageSize: 2, deadline: rig.clock.now() + 30_000 });
     expect(first).toMatchObject({ outcome: "deadline", quarantineRewritten: 0, cursor: expect.any(String) });
     // The person presses Ctrl-C while the resumed run finishes the snapshots: its first page of records, conformed
