@@ -318,13 +318,13 @@ function checkIssueBody(raw: unknown, data: CompanyData): IssueCardBody {
   let poolAccountId: string | null = null;
   if (accountType === "POOL") {
     const pool = data.pools.find((p) => p.id === body.pool_account_id);
-    if (body.pool_account_id === undefined) errors.push({ field: "pool_account_id", code: "REQUIRED", message: "pool_account_id is required for a pool card" });
+    if (isAbsent(body.pool_account_id)) errors.push({ field: "pool_account_id", code: "REQUIRED", message: "pool_account_id is required for a pool card" });
     else if (!pool) errors.push({ field: "pool_account_id", code: "NOT_FOUND", message: "pool_account_id is not a pool account of this company" });
     else if (pool.status !== "Active") errors.push({ field: "pool_account_id", code: "INVALID_STATE", message: "pool account is not active" });
     else poolAccountId = pool.id;
   }
   const amount = body.card_usage_type_amount;
-  if (amount !== undefined && (typeof amount !== "number" || !Number.isInteger(amount) || amount <= 0)) {
+  if (!isAbsent(amount) && (typeof amount !== "number" || !Number.isInteger(amount) || amount <= 0)) {
     errors.push({ field: "card_usage_type_amount", code: "OUT_OF_RANGE", message: "card_usage_type_amount must be a positive integer" });
   }
   if (errors.length > 0) throw new ValidationError(errors);

@@ -529,6 +529,19 @@ describe("POST /public/v1/core/cards (issuance)", () => {
     expect((await erpCards()).length).toBe(before);
   });
 
+  it("reads pool_account_id and card_usage_type_amount sent as null as absent, as every other field of the issuance body", async () => {
+    const users = (await h.json(`${CORE}?page_size=100`)).body.data.cards as Row[];
+    const base = { card_type: "VIRTUAL", user_id: users[0]?.user_profile.user_id };
+    const before = (await erpCards()).length;
+    const pool = await h.json(CORE, { body: { ...base, nickname: "Null pool", account_type: "POOL", pool_account_id: null } });
+    expect(pool.status).toBe(400);
+    expect(errorCodes(pool.body)).toEqual(["pool_account_id:REQUIRED"]);
+    expect((await erpCards()).length).toBe(before);
+    const amount = await h.json(CORE, { body: { ...base, nickname: "Null amount", card_usage_type_amount: null } });
+    expect(amount.status).toBe(201);
+    expect((await h.json(`${ERP}/${String(amount.body.data.card.id)}`)).body.data.allowed_max_balance).toBe(5000);
+  });
+
   it("refuses a pool_account_id on a card of its own account instead of issuing it off the pool", async () => {
     const users = (await h.json(`${CORE}?page_size=100`)).body.data.cards as Row[];
     const pools = (await h.json("/public/v1/erp/pool_accounts?status=active")).body.data as Row[];
