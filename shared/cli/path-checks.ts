@@ -93,6 +93,9 @@ function stateEntriesProblem(stateDir: string): string | undefined {
     }
     if (stats === undefined) continue;
     if (stats.isDirectory() !== directory) return `${path} must be a ${directory ? "directory" : "file"}, but is ${directory ? "a file" : "a directory"}`;
+    // A named pipe or a device passes as no directory, but reading it blocks (a pipe nothing writes to: for ever, deaf to
+    // Ctrl-C) or yields no state; each run reads tokens.json and binding.json first.
+    if (!directory && !stats.isFile()) return `${path} must be a regular file, but is ${fileKindOf(stats)}`;
     // Files are read, and replaced by a rename in the directory: reading is all they need.
     const problem =
       (directory ? notWritable(path, constants.R_OK | constants.W_OK | constants.X_OK, "readable and writable") : notWritable(path, constants.R_OK, "readable")) ??

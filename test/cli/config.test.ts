@@ -394,6 +394,19 @@ describe("readLocalSettings on the file system", () => {
     ]);
   });
 
+  it("names a file of the state directory that is no regular file (a named pipe), which reading it would block on for ever, exit 2", async () => {
+    // Opened blocking, a pipe nothing writes to hung the run in its first read, deaf to Ctrl-C (see the .env pipe).
+    await mkdir(join(dir, "state"));
+    for (const name of ["tokens.json", "binding.json"]) {
+      const fifo = join(dir, "state", name);
+      execFileSync("mkfifo", [fifo]);
+      expect(settingsError({ ...valid, BRIDGE_STATE_DIR: "state" }).issues, name).toEqual([
+        { setting: "BRIDGE_STATE_DIR", problem: `${fifo} must be a regular file, but is a pipe` },
+      ]);
+      await rm(fifo);
+    }
+  });
+
   it.runIf(existsSync("/proc/self"))("names an events file its directory's permissions allow but the filesystem refuses (/proc), not leaving a probe behind", () => {
     expect(settingsError({ ...valid, BRIDGE_EVENTS_FILE: "/proc/qashio-bridge-events.jsonl" }).issues).toEqual([
       { setting: "BRIDGE_EVENTS_FILE", problem: "cannot be created (ENOENT): /proc/qashio-bridge-events.jsonl" },
