@@ -96,6 +96,15 @@ function stateEntriesProblem(stateDir: string): string | undefined {
     // A named pipe or a device passes as no directory, but reading it blocks (a pipe nothing writes to: for ever, deaf to
     // Ctrl-C) or yields no state; each run reads tokens.json and binding.json first.
     if (!directory && !stats.isFile()) return `${path} must be a regular file, but is ${fileKindOf(stats)}`;
+    // Replaced by a rename (atomic write), a linked file became a file of its own here, its target left as it was: for
+    // tokens.json, holding the refresh token the first refresh spent, which whatever reads it next presents again.
+    const target = directory ? undefined : linkTargetOf(path);
+    if (target !== undefined) {
+      return (
+        `${path} is a symbolic link (to ${target}): the bridge replaces this file by a rename, which puts a file in the link's ` +
+        "place and leaves the target as it was; move the file into the state directory, or link the state directory itself"
+      );
+    }
     // Files are read, and replaced by a rename in the directory: reading is all they need.
     const problem =
       (directory ? notWritable(path, constants.R_OK | constants.W_OK | constants.X_OK, "readable and writable") : notWritable(path, constants.R_OK, "readable")) ??

@@ -407,6 +407,30 @@ describe("readLocalSettings on the file system", () => {
     }
   });
 
+  it("names a tokens.json or binding.json that is a symbolic link: a save renames a file over the link, leaving its target behind", async () => {
+    // The target of a linked tokens.json kept the refresh token the first refresh spent, and the new one went into the
+    // state directory instead, unseen: whatever reads the target next presents a spent token, which revokes the family.
+    await mkdir(join(dir, "state"));
+    await mkdir(join(dir, "elsewhere"), { mode: 0o700 });
+    for (const name of ["tokens.json", "binding.json"]) {
+      const target = join(dir, "elsewhere", name);
+      await writeFile(target, "{}", { mode: 0o600 });
+      await symlink(target, join(dir, "state", name));
+      expect(settingsError({ ...valid, BRIDGE_STATE_DIR: "state" }).issues, name).toEqual([
+        {
+          setting: "BRIDGE_STATE_DIR",
+          problem:
+            `${join(dir, "state", name)} is a symbolic link (to ${target}): the bridge replaces this file by a rename, which puts a file ` +
+            "in the link's place and leaves the target as it was; move the file into the state directory, or link the state directory itself",
+        },
+      ]);
+      await rm(join(dir, "state", name));
+    }
+    // The state directory itself may be a link: its entries are then written where it leads.
+    await symlink(join(dir, "elsewhere"), join(dir, "state-link"));
+    expect(readLocalSettings({ ...valid, BRIDGE_STATE_DIR: "state-link" }, dir).stateDir).toBe(join(dir, "state-link"));
+  });
+
   it.runIf(existsSync("/proc/self"))("names an events file its directory's permissions allow but the filesystem refuses (/proc), not leaving a probe behind", () => {
     expect(settingsError({ ...valid, BRIDGE_EVENTS_FILE: "/proc/qashio-bridge-events.jsonl" }).issues).toEqual([
       { setting: "BRIDGE_EVENTS_FILE", problem: "cannot be created (ENOENT): /proc/qashio-bridge-events.jsonl" },
