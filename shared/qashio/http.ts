@@ -323,9 +323,12 @@ export function redactSecrets(text: string, secrets: readonly string[]): string 
   return out;
 }
 
-/** The secrets one request carries: the bearer token sent and any token-endpoint credential in its body. */
-function secretsOf(request: HttpRequest, token: string | undefined): string[] {
-  const secrets = token === undefined ? [] : [token];
+/**
+ * The secrets one request carries: the bearer tokens sent (each attempt's: the one a 401 rejected stays a secret when
+ * the replay's answer quotes it) and any token-endpoint credential in its body.
+ */
+function secretsOf(request: HttpRequest, tokens: readonly string[]): string[] {
+  const secrets = [...tokens];
   if (isJsonObject(request.body)) {
     for (const key of ["client_secret", "refresh_token", "code", "access_token"]) {
       const value = request.body[key];
@@ -575,6 +578,8 @@ export class HttpCore {
     const where = { method: request.method, path: request.path };
     let replayedAfter401 = false;
     let replayToken: string | undefined;
+    // Every bearer token this request has sent, for the redaction of each answer (see secretsOf).
+    const sentTokens: string[] = [];
     let attempt = request.callerRetries?.failedBefore ?? 0;
     let last: QashioError | undefined;
     // The end of the latest client-wide throttling wait this request has waited out (see waitForTurn).
@@ -607,6 +612,7 @@ export class HttpCore {
           attempt -= 1;
           continue;
         }
+        if (token !== undefined && !sentTokens.includes(token)) sentTokens.push(token);
         outcome = await this.send(request, token);
       } finally {
         this.endTurn(sentIn, outcome);
@@ -614,7 +620,7 @@ export class HttpCore {
       let error: QashioError;
       if (outcome.kind === "response") {
         const { status, headers, body } = outcome;
-        const secrets = secretsOf(request, token);
+        const secrets = secretsOf(request, sentTokens);
         if (status >= 200 && status < 300) return this.success(status, headers, body, where, secrets, request.anyBody === true);
         error = errorForResponse(status, headers, bodyText(body), { ...where, errorBody, now: this.clock.now(), secrets });
         if (status === 401 && request.auth === "bearer" && this.tokenProvider && token !== undefined && !replayedAfter401) {

@@ -160,6 +160,33 @@ describe("secrets stay out of errors and logs", () => {
     expectNoSecret([...textsOf(error), JSON.stringify(error.errors), JSON.stringify(error.providerText)]);
   });
 
+  it("when the replay after a 401 is answered with the rejected token quoted", async () => {
+    // A proxy (or a provider) that quotes the token it last rejected: the replay's answer carries the previous token,
+    // in its text and its request id, never the one the replay sent.
+    const logger = captureLogger();
+    const quotesOld = (status: number) =>
+      json(
+        status,
+        { status_code: status, message: `token ${ACCESS_TOKEN} was revoked`, errors: [{ field: "authorization", code: "INVALID_TOKEN", message: `${ACCESS_TOKEN}` }] },
+        { "x-request-id": `echo:${ACCESS_TOKEN}` },
+      );
+    for (const status of [401, 503]) {
+      const client = new QashioClient({
+        baseUrl: BASE_URL,
+        tokenProvider: new StaticTokenProvider([ACCESS_TOKEN, NEW_ACCESS_TOKEN]),
+        fetch: scriptedFetch(fail(401), quotesOld(status)),
+        clock: fakeClock(),
+        logger,
+        retry: { maxAttempts: 2, random: () => 0 },
+      });
+      const error = (await client.getCompanySummary().catch((e: unknown) => e)) as UnauthorizedError | ServerError;
+      expect(error.status).toBe(status);
+      expect(error.requestId).toBeUndefined();
+      expect(error.providerText).toEqual({ message: "token *** was revoked", errors: ["***"] });
+      expectNoSecret([...textsOf(error), JSON.stringify(error.errors), JSON.stringify(error.providerText), logger.text()]);
+    }
+  });
+
   it("when a 400 envelope quotes the bearer token in its message and errors[]", async () => {
     const body = {
       status_code: 400,
