@@ -10,7 +10,8 @@
  * promoted atomically, before the new access token is used or shared. The remaining steps are then safe:
  * - setSecret: nothing to do (the provider already holds the new token).
  * - testSecret: the shared access token answers `GET /oauth2/validate`; one expired or absent (a rotation Secrets
- *   Manager reattempts a day after it failed) is refreshed first, as createSecret refreshes, as a new AWSCURRENT version.
+ *   Manager reattempts a day after it failed) is refreshed first, as createSecret refreshes, as a new AWSCURRENT version;
+ *   one of unknown expiry is refreshed so only once the provider answers it 401.
  * - finishSecret: detach AWSPENDING; never move AWSCURRENT back (a poller may have rotated again since).
  * Every step is idempotent: Secrets Manager retries steps.
  *
@@ -369,10 +370,15 @@ function refreshNotStarted(secretId: string, step: RotationStep, ttlMs: number, 
  * the new tokens saved as a new AWSCURRENT version (the rotation's own version is written already): else a rotation
  * Secrets Manager reattempts the next day (same ClientRequestToken, its version written) would test the token its
  * first attempt stored, expired by then with the pollers paused, and fail every day without using the refresh token.
+ * One of unknown expiry (no JWT times, no `expires_in`) is tested as it is, since it is most often the one createSecret
+ * just received and a refresh would spend the family a second time; the provider's 401 to it is taken for that expiry:
+ * it is refreshed once the same way and the new token tested.
  */
 async function testSecret(secretId: string, deps: RotationDeps): Promise<void> {
   let stored = await deps.store.load();
-  if (stored !== undefined && !testable(stored, deps.clock.now())) {
+  // The token tested after this refresh (or a poller's, stored while this step waited) is not refreshed again on a 401.
+  const refreshFirst = stored !== undefined && !testable(stored, deps.clock.now());
+  if (refreshFirst) {
     const refreshed = await refreshUnderLease(secretId, "testSecret", deps, {
       // A poller refreshed while this step waited for the lease: its access token is the one to test.
       needless: (fresh) => testable(fresh, deps.clock.now()),
@@ -381,10 +387,31 @@ async function testSecret(secretId: string, deps: RotationDeps): Promise<void> {
     if (refreshed) deps.logger.info("testSecret: the stored access token had expired or was absent; refreshed the provider token and wrote it as AWSCURRENT", { step: "testSecret" });
     stored = await deps.store.load();
   }
-  if (stored?.accessToken === undefined) throw new RotationError("No shared access token to test", secretId, "testSecret");
+  const rejected = stored?.accessToken;
+  if (rejected === undefined) throw new RotationError("No shared access token to test", secretId, "testSecret");
+  try {
+    await validateStored(secretId, rejected, deps);
+  } catch (error) {
+    if (refreshFirst || stored?.accessTokenExpiresAt !== undefined || !(error instanceof RotationError && error.cause instanceof UnauthorizedError)) throw error;
+    const refreshed = await refreshUnderLease(secretId, "testSecret", deps, {
+      // A poller replaced the rejected token while this step waited for the lease: its access token is the one to test.
+      needless: (fresh) => fresh.accessToken !== rejected && testable(fresh, deps.clock.now()),
+      save: (next) => deps.store.save(next),
+    });
+    if (refreshed) {
+      deps.logger.info("testSecret: the provider rejected the stored access token of unknown expiry (401); refreshed the provider token and wrote it as AWSCURRENT", { step: "testSecret" });
+    }
+    const next = (await deps.store.load())?.accessToken;
+    if (next === undefined || next === rejected) throw error;
+    await validateStored(secretId, next, deps);
+  }
+}
+
+/** Asks the provider whether it accepts `accessToken`; a refusal (401, 403, `active: false`) is the step's RotationError. */
+async function validateStored(secretId: string, accessToken: string, deps: RotationDeps): Promise<void> {
   let active: boolean;
   try {
-    active = await deps.validate(stored.accessToken);
+    active = await deps.validate(accessToken);
   } catch (error) {
     // The provider answers a token it refuses with 401 or 403 (§4.2), not `active: false`: the step's own error says so.
     if (!(error instanceof UnauthorizedError || error instanceof ForbiddenError)) throw error;
@@ -396,7 +423,8 @@ async function testSecret(secretId: string, deps: RotationDeps): Promise<void> {
 
 /**
  * Whether `stored`'s access token can be validated as it is: present and, when its expiry is known, valid for as long
- * as the validate call may take. An unknown expiry (no JWT times, no `expires_in`) is validated as it is.
+ * as the validate call may take. An unknown expiry (no JWT times, no `expires_in`) is validated as it is (see
+ * {@link testSecret}).
  */
 function testable(stored: StoredTokens, now: number): boolean {
   if (stored.accessToken === undefined || stored.accessToken === "") return false;

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { PutSecretValueCommand } from "@aws-sdk/client-secrets-manager";
-import { GetCommand } from "@aws-sdk/lib-dynamodb";
+import { GetCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { ACCESS_TOKEN_TTL_SECONDS, SANDBOX_IN_PROCESS_URL } from "../../sandbox/index.js";
 import { ReauthorizationNeededError } from "../../shared/bridge/index.js";
 import { exchangeCode, refresh } from "../../shared/qashio/auth/oauth.js";
@@ -9,7 +9,7 @@ import { OAuthTokenProvider, type RefreshLock } from "../../shared/qashio/auth/t
 import { IncompleteTokenSetError, ReauthorizationRequiredError } from "../../shared/qashio/errors.js";
 import { ProviderClientRejectedError, RotationError, SecretVersionQuotaError } from "../../shared/aws/errors.js";
 import { SECRET_VERSIONS_EARLY_REFRESH_LIMIT, SECRET_VERSIONS_PER_DAY_LIMIT } from "../../shared/aws/token-store.js";
-import { leaseItemKey, leaseNames } from "../../shared/aws/keys.js";
+import { accessTokenItemKey, leaseItemKey, leaseNames } from "../../shared/aws/keys.js";
 import { DynamoLeaseLock } from "../../shared/aws/lease-lock.js";
 import { TOKEN_LEASE_TTL_MS } from "../../shared/aws/runtime.js";
 import { MIN_ROTATION_TIMEOUT_MS, REFRESH_TIMEOUT_MARGIN_MS } from "../../shared/aws/config.js";
@@ -373,6 +373,39 @@ describe("rotate-token handler (Secrets Manager rotation)", () => {
     await rotator(eventFor(token, "testSecret"));
     expect(h.refreshTokensPresented).toHaveLength(presented + 1);
     expect(await h.familyStillValid()).toBe(true);
+  });
+
+  /** The shared access token's expiry forgotten, as stored for a provider that sends no JWT times and no `expires_in`. */
+  async function forgetAccessTokenExpiry(): Promise<void> {
+    await h.table.doc.send(new UpdateCommand({ TableName: h.table.tableName, Key: accessTokenItemKey(TENANT), UpdateExpression: "REMOVE accessTokenExpiresAt" }));
+    expect((await h.tokenStore().load())?.accessTokenExpiresAt).toBeUndefined();
+  }
+
+  it("refreshes once at a reattempted testSecret whose access token of unknown expiry the provider rejects with 401, and completes the rotation", async () => {
+    const token = await failedRotationADayAgo();
+    await forgetAccessTokenExpiry();
+    const presented = h.refreshTokensPresented.length;
+    const rotator = h.rotator();
+    for (const step of steps) await rotator(eventFor(token, step));
+    expect(h.refreshTokensPresented).toHaveLength(presented + 1);
+    expect(new Set(h.refreshTokensPresented).size).toBe(h.refreshTokensPresented.length);
+    expect(h.secrets.versionWith("AWSCURRENT")).not.toBe(token);
+    expect(h.secrets.versionWith("AWSPENDING")).toBeUndefined();
+    expect(h.output.join("\n")).toContain("testSecret: the provider rejected the stored access token of unknown expiry (401); refreshed the provider token");
+    expect(await refreshLease()).toBeUndefined();
+    expect(await h.familyStillValid()).toBe(true);
+  });
+
+  it("tests an access token of unknown expiry that the provider accepts as it is: createSecret's refresh is the rotation's only one", async () => {
+    const token = randomUUID();
+    h.secrets.startRotation(token);
+    const rotator = h.rotator();
+    await rotator(eventFor(token, "createSecret"));
+    await forgetAccessTokenExpiry();
+    const presented = h.refreshTokensPresented.length;
+    for (const step of steps.slice(1)) await rotator(eventFor(token, step));
+    expect(h.refreshTokensPresented).toHaveLength(presented);
+    expect(h.secrets.stagesOf(token)).toEqual(["AWSCURRENT"]);
   });
 
   it("refreshes at a reattempted testSecret when createSecret's IncompleteTokenSetError left no access token, instead of failing every day", async () => {
