@@ -14,7 +14,8 @@ import {
 } from "@aws-sdk/client-secrets-manager";
 import * as z from "zod";
 import type { Clock, Logger } from "../bridge/ports.js";
-import { PII_SALT_MIN_LENGTH } from "../bridge/pii.js";
+import { piiSaltProblem } from "../bridge/pii.js";
+import { isJsonObject } from "../json-object.js";
 import { systemClock } from "./clock.js";
 import { SecretFormatError, SecretStoreError } from "./errors.js";
 import { DEFAULT_BACKOFF, isAwsTimeout, isRetryableAwsError, withRetries, type BackoffOptions } from "./retry.js";
@@ -53,7 +54,7 @@ export const ProviderSecretSchema = z.looseObject({
   client_id: z.string().min(1),
   client_secret: z.string().min(1),
   refresh_token: z.string().min(1),
-  pii_salt: z.string().min(PII_SALT_MIN_LENGTH),
+  pii_salt: z.string().refine((salt) => piiSaltProblem(salt) === undefined),
 });
 export type ProviderSecret = z.infer<typeof ProviderSecretSchema>;
 
@@ -320,8 +321,8 @@ export function parseSecret(secretId: string, secretString: string | undefined, 
   const parsed = ProviderSecretSchema.safeParse(json);
   if (!parsed.success) {
     const fields = [...new Set(parsed.error.issues.map((issue) => issue.path.join(".") || "(root)"))];
-    const shortSalt = parsed.error.issues.some((issue) => issue.path[0] === "pii_salt" && issue.code === "too_small");
-    const hint = shortSalt ? ` (pii_salt must be at least ${PII_SALT_MIN_LENGTH} characters)` : "";
+    const salt = isJsonObject(json) && typeof json.pii_salt === "string" ? piiSaltProblem(json.pii_salt) : undefined;
+    const hint = salt === undefined ? "" : ` (pii_salt ${salt})`;
     throw new SecretFormatError(`The provider secret is missing or has invalid fields: ${fields.join(", ")}${hint}`, secretId, fields);
   }
   return { secret: parsed.data, versionId };

@@ -257,6 +257,11 @@ export function recordHash(record: object): string {
 
 /** A surrogate not in a pair (JSON's `"\ud800"` parses to one): UTF-8 has no bytes for it. */
 const LONE_SURROGATE = /\p{Cs}/u;
+
+/** Whether `text` holds a lone surrogate ({@link LONE_SURROGATE}): as UTF-8, each becomes U+FFFD. */
+export function hasLoneSurrogate(text: string): boolean {
+  return LONE_SURROGATE.test(text);
+}
 /** A byte no UTF-8 text holds: it starts the input of ill-formed text, so that meets no well-formed text's bytes. */
 const ILL_FORMED_MARK = Buffer.from([0xff]);
 
@@ -267,7 +272,7 @@ const ILL_FORMED_MARK = Buffer.from([0xff]);
  */
 export function hmacSha256Hex(key: string, text: string): string {
   const hmac = createHmac("sha256", key);
-  if (LONE_SURROGATE.test(text)) hmac.update(ILL_FORMED_MARK).update(JSON.stringify(text));
+  if (hasLoneSurrogate(text)) hmac.update(ILL_FORMED_MARK).update(JSON.stringify(text));
   else hmac.update(text);
   return hmac.digest("hex");
 }

@@ -4,7 +4,7 @@
  */
 import { BridgeConfigurationError } from "./errors.js";
 import { isJsonObject } from "../json-object.js";
-import { canonicalJson, hmacSha256Hex } from "./hash.js";
+import { canonicalJson, hasLoneSurrogate, hmacSha256Hex } from "./hash.js";
 import { cutToDepth, nestedDeeperThan } from "./validate.js";
 
 /** How personal fields leave the provider: as is, replaced by a marker, or as a salted hash. */
@@ -16,6 +16,20 @@ export type PiiMode = (typeof PII_MODES)[number];
  * the pseudonyms brute-forceable from one known email. The stack generates 48 characters, onboarding 43.
  */
 export const PII_SALT_MIN_LENGTH = 16;
+
+/**
+ * What is wrong with a `hash` salt setting, as the end of "<setting> …" (never the salt), or undefined when it is
+ * usable: too short, or holding a lone UTF-16 surrogate (JSON's `"\ud800"`), which the HMAC key's UTF-8 turns into
+ * U+FFFD, so that salts differing only there would hash alike and a salt's pseudonyms depend on how it was encoded.
+ *
+ * @example
+ * piiSaltProblem("short"); // "must be at least 16 characters"
+ */
+export function piiSaltProblem(salt: string): string | undefined {
+  if (salt.length < PII_SALT_MIN_LENGTH) return `must be at least ${PII_SALT_MIN_LENGTH} characters`;
+  if (hasLoneSurrogate(salt)) return "must be well-formed text: it holds a lone UTF-16 surrogate (\\ud800-\\udfff), which hashes as U+FFFD";
+  return undefined;
+}
 
 /** A tenant's PII setting. */
 export interface PiiPolicy {

@@ -10,7 +10,7 @@ import { join, resolve, sep } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { parseEnv } from "node:util";
 import { DEFAULT_SOURCE } from "../bridge/deps.js";
-import { PII_MODES, PII_SALT_MIN_LENGTH, type PiiMode } from "../bridge/pii.js";
+import { PII_MODES, PII_SALT_MIN_LENGTH, piiSaltProblem, type PiiMode } from "../bridge/pii.js";
 import { STATE_FILES } from "../local/layout.js";
 import { ConfigError, EnvFileError, type SettingIssue } from "./errors.js";
 import { nearest } from "./nearest.js";
@@ -578,7 +578,8 @@ function readPii(r: Reader): Pick<StateSettings, "piiMode" | "piiSalt"> {
   const piiMode = r.oneOf("BRIDGE_PII_MODE", PII_MODES, DEFAULT_PII_MODE);
   const piiSalt = r.raw("BRIDGE_PII_SALT");
   if (piiMode === "hash" && piiSalt === undefined) r.problem("BRIDGE_PII_SALT", "is required when BRIDGE_PII_MODE is hash");
-  if (piiSalt !== undefined && piiSalt.length < PII_SALT_MIN_LENGTH) r.problem("BRIDGE_PII_SALT", `must be at least ${PII_SALT_MIN_LENGTH} characters`);
+  const saltProblem = piiSalt === undefined ? undefined : piiSaltProblem(piiSalt);
+  if (saltProblem !== undefined) r.problem("BRIDGE_PII_SALT", saltProblem);
   return { piiMode, piiSalt };
 }
 

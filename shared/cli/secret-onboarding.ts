@@ -15,7 +15,7 @@ import { sdkClientConfig, type SdkTimeouts } from "../aws/runtime.js";
 import type { Clock, Lock, LockHandle } from "../bridge/ports.js";
 import { DEFAULT_LOCK_TTL_MS } from "../qashio/auth/token-provider.js";
 import { isSecretNotFound, ProviderSecretClient, type ProviderSecretClientOptions } from "../aws/provider-secret.js";
-import { PII_SALT_MIN_LENGTH } from "../bridge/pii.js";
+import { PII_SALT_MIN_LENGTH, piiSaltProblem } from "../bridge/pii.js";
 import { SecretStoreError } from "../aws/errors.js";
 import type { StoredTokens, TokenStore } from "../qashio/auth/token-store.js";
 import type { Env } from "./config.js";
@@ -161,16 +161,26 @@ async function readLenient(secret: ProviderSecretClient): Promise<OnboardingSecr
 }
 
 /**
- * Refuses a secret whose `pii_salt` (set by hand) is shorter than the pollers accept, before the browser opens: the
- * token would be stored and every poll would then fail on the secret. The salt is not echoed.
+ * Refuses a secret whose `pii_salt` (set by hand) the pollers refuse (shorter than they accept, or holding a lone
+ * surrogate: `piiSaltProblem`), before the browser opens: the token would be stored and every poll would then fail on
+ * the secret. The salt is not echoed.
  *
- * @throws SecretOnboardingError naming `pii_salt` and the minimum length.
+ * @throws SecretOnboardingError naming `pii_salt` and what is wrong with it.
  * @example
  * assertUsableSalt(await readOnboardingSecret(secrets, arn), arn);
  */
 export function assertUsableSalt(secret: OnboardingSecret, secretId: string): void {
   const salt = secret.pii_salt;
-  if (salt === undefined || (typeof salt === "string" && salt.length >= PII_SALT_MIN_LENGTH)) return;
+  if (salt === undefined) return;
+  if (typeof salt === "string" && salt.length >= PII_SALT_MIN_LENGTH) {
+    const problem = piiSaltProblem(salt);
+    if (problem === undefined) return;
+    throw new SecretOnboardingError(
+      `secret ${secretId} has a pii_salt that the pollers refuse: it ${problem}; put another random one into the secret, ` +
+        "or remove the field to have one generated (hashed identifiers change with the salt)",
+      secretId,
+    );
+  }
   throw new SecretOnboardingError(
     `secret ${secretId} has a pii_salt that is not a string of at least ${PII_SALT_MIN_LENGTH} characters, which the ` +
       "pollers refuse: put a longer random one into the secret, or remove the field to have one generated " +

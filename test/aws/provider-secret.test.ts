@@ -122,6 +122,19 @@ describe("parseSecret", () => {
     );
   });
 
+  it("refuses a pii_salt holding a lone UTF-16 surrogate as SecretFormatError naming pii_salt, never its value", () => {
+    // JSON's "\ud800" escape parses to a lone surrogate, which the HMAC key's UTF-8 turns into U+FFFD.
+    const error = parseError(`{"client_id":"cid","client_secret":"cs","refresh_token":"rt","pii_salt":"0123456789abcdef\\ud800"}`);
+    expect(error).toBeInstanceOf(SecretFormatError);
+    expect(error).toMatchObject({ fields: ["pii_salt"] });
+    expect((error as Error).message).toBe(
+      "The provider secret is missing or has invalid fields: pii_salt (pii_salt must be well-formed text: it holds a lone UTF-16 surrogate (\\ud800-\\udfff), which hashes as U+FFFD)",
+    );
+    expect(parseSecret("arn:secret:provider", JSON.stringify({ ...SECRET, pii_salt: "0123456789abcdef\ud83d\ude00" }), "v1").secret.pii_salt).toBe(
+      "0123456789abcdef\ud83d\ude00",
+    );
+  });
+
   it("refuses text that is not JSON without echoing any of it, in the message or the cause", () => {
     // V8's SyntaxError quotes some of the text (here a refresh token pasted in place of the JSON).
     for (const text of ["rt-super-secret-value-0123456789", '{"client_id": "cid", "refresh_token": rt-super-secret-value}']) {

@@ -193,6 +193,16 @@ describe("readLocalSettings", () => {
     expect(issuesOf({ ...valid, BRIDGE_PII_SALT: "salt-15-chars-x" }).issues).toEqual([{ setting: "BRIDGE_PII_SALT", problem: "must be at least 16 characters" }]);
   });
 
+  it("refuses a salt holding a lone UTF-16 surrogate, naming the setting but never the salt", () => {
+    // As UTF-8 (the HMAC key's bytes) a lone surrogate becomes U+FFFD: "…\ud800", "…\udfff" and "…\ufffd" would be one salt.
+    for (const salt of ["0123456789abcdef\ud800", "\udfff0123456789abcdef"]) {
+      const error = issuesOf({ ...valid, BRIDGE_PII_MODE: "hash", BRIDGE_PII_SALT: salt });
+      expect(error.issues).toEqual([{ setting: "BRIDGE_PII_SALT", problem: "must be well-formed text: it holds a lone UTF-16 surrogate (\\ud800-\\udfff), which hashes as U+FFFD" }]);
+      expect(error.message).not.toContain("0123456789abcdef");
+    }
+    expect(readLocalSettings({ ...valid, BRIDGE_PII_MODE: "hash", BRIDGE_PII_SALT: "0123456789abcdef\ud83d\ude00" }, "/w").piiMode).toBe("hash");
+  });
+
   it("says what a choice setting takes", () => {
     expect(issuesOf({ ...valid, BRIDGE_PII_MODE: "scramble", BRIDGE_LOG_LEVEL: "loud" }).issues).toEqual([
       { setting: "BRIDGE_PII_MODE", problem: "must be one of full, redact, hash" },

@@ -178,7 +178,7 @@ describe("assertUsableSalt", () => {
     const salt = "s".repeat(PII_SALT_MIN_LENGTH);
     expect(() => assertUsableSalt({ pii_salt: salt }, ARN)).not.toThrow();
     expect(() => assertUsableSalt({}, ARN)).not.toThrow();
-    for (const bad of [salt.slice(1), 1234567890123456]) {
+    for (const bad of [salt.slice(1), 1234567890123456, `${salt}\ud800`]) {
       const error = (() => {
         try {
           assertUsableSalt({ pii_salt: bad } as unknown as OnboardingSecret, ARN);
