@@ -183,6 +183,12 @@ const UNREACHED = Symbol("unreached");
 /** A re-drive's read the provider refused for its reference alone (see `TransactionRun.readByQashioId`). */
 const REFUSED = Symbol("refused");
 
+/** A re-drive's read by qashio_id: the ref's own row, or how many other transactions it lists under that qashio_id. */
+interface ReadById {
+  readonly entry?: PageEntry;
+  readonly others: number;
+}
+
 /** The version a pass records for an id whose copy was invalid: no content hash equals it. */
 const INVALID_VERSION = "invalid";
 
@@ -845,10 +851,11 @@ class TransactionRun extends CycleRun {
   async reprocess(
     refs: readonly TransactionRef[],
     afterBatch?: ReprocessOptions["afterBatch"],
-  ): Promise<{ delivered: Set<string>; missing: Set<string>; refused: Set<string>; invalid: Set<string>; unreached: string[] }> {
+  ): Promise<{ delivered: Set<string>; missing: Set<string>; listsOthers: Set<string>; refused: Set<string>; invalid: Set<string>; unreached: string[] }> {
     this.ackRetry = { failedBefore: 0, readsPage: false };
     const delivered = new Set<string>();
     const missing = new Set<string>();
+    const listsOthers = new Set<string>();
     const refused = new Set<string>();
     const invalid = new Set<string>();
     const unreached: string[] = [];
@@ -904,9 +911,12 @@ class TransactionRun extends CycleRun {
           refused.add(ref.id);
           continue;
         }
-        const entry = pageEntries(read).find(({ raw }) => (raw as Record<string, unknown> | null)?.["id"] === ref.id);
+        const { entry, others } = read;
         if (entry === undefined) {
-          missing.add(ref.id);
+          if (others > 0) {
+            listsOthers.add(ref.id);
+            this.deps.logger.warn("provider lists other transactions under the record's qashio_id, not this one; record kept", { id: ref.id, listed: others });
+          } else missing.add(ref.id);
           continue;
         }
         this.report.pulled += 1;
@@ -922,20 +932,26 @@ class TransactionRun extends CycleRun {
     if (stopped) this.report.outcome = "deadline";
     // Within the calls' grace: what was read before the deadline is published and its records go.
     if (!(await flush())) this.report.outcome = "deadline";
-    return { delivered, missing, refused, invalid, unreached };
+    return { delivered, missing, listsOthers, refused, invalid, unreached };
   }
 
   /**
-   * One read of a transaction by its qashio_id for {@link reprocess}: `UNREACHED` once past the deadline, or once a read
-   * could not finish by it (none starts after such a read, as none did when read one by one); `REFUSED` when the
-   * provider refuses it for this reference alone. Any other failure is thrown.
+   * One read of a transaction by its qashio_id for {@link reprocess}: the row whose `id` is the ref's, and how many other
+   * transactions the answer lists under that qashio_id (the provider contradicting itself). A whole page is asked for,
+   * not one row: newest first, the first row may be another transaction than the ref's. Only that row is kept, so
+   * the reads in hand hold one body each. `UNREACHED` once past the deadline, or once a read could not finish by it
+   * (none starts after such a read, as none did when read one by one); `REFUSED` when the provider refuses it for
+   * this reference alone. Any other failure is thrown.
    */
-  private async readByQashioId(ref: TransactionRef): Promise<ProviderPage | typeof UNREACHED | typeof REFUSED> {
+  private async readByQashioId(ref: TransactionRef): Promise<ReadById | typeof UNREACHED | typeof REFUSED> {
     if (this.readsOutOfTime || this.pastDeadline()) return UNREACHED;
     try {
-      return await this.provider("read transaction by qashio_id", (call) =>
-        this.deps.provider.listTransactions({ qashio_id: ref.qashioId, page: 1, page_size: 1 }, call),
+      const page = await this.listPage("read transaction by qashio_id", (size, call) =>
+        this.deps.provider.listTransactions({ qashio_id: ref.qashioId, page: 1, page_size: size }, call),
       );
+      const entries = pageEntries(page);
+      const entry = entries.find(({ raw }) => (raw as Record<string, unknown> | null)?.["id"] === ref.id);
+      return entry ? { entry, others: 0 } : { others: idsListedAs(ref.qashioId, entries) };
     } catch (err) {
       // A read refused for this qashio_id alone (a broken one, quarantined for it) must not stop every re-drive.
       if (refusedForReference(err)) {
@@ -1122,8 +1138,10 @@ export interface ReprocessResult {
   readonly report: CycleReport;
   /** Ids whose current state is delivered: published now and its snapshot stored, or already equal to its snapshot. */
   readonly delivered: ReadonlySet<string>;
-  /** Ids the provider does not list under their qashio_id. */
+  /** Ids the provider does not list under their qashio_id, nor any other transaction under it. */
   readonly missing: ReadonlySet<string>;
+  /** Ids whose qashio_id the provider lists only other transactions under (the provider contradicting itself). */
+  readonly listsOthers: ReadonlySet<string>;
   /** Ids whose read by qashio_id the provider refused for that reference alone (see refusedForReference). */
   readonly refused: ReadonlySet<string>;
   /**
@@ -1163,8 +1181,8 @@ export async function reprocessTransactions(
   const { afterBatch, ...cycle } = options;
   const run = new TransactionRun(deps, cycle);
   return run.execute(async () => {
-    const { delivered, missing, refused, invalid, unreached } = await run.reprocess(refs, afterBatch);
-    return { report: run.finish(REDRIVE_RUN), delivered, missing, refused, invalid, unreached };
+    const { delivered, missing, listsOthers, refused, invalid, unreached } = await run.reprocess(refs, afterBatch);
+    return { report: run.finish(REDRIVE_RUN), delivered, missing, listsOthers, refused, invalid, unreached };
   }, REDRIVE_RUN);
 }
 

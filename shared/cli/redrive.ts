@@ -23,6 +23,8 @@ const UNDELIVERABLE: Partial<Record<KeptRecord["why"], string>> = {
     "or have the transaction edited at the provider",
   "not found at the provider":
     "cannot be re-driven (the transaction is gone, or the record's qashio_id is not its): check with the provider, then delete the record by hand",
+  "its qashio_id lists only other transactions":
+    "cannot be re-driven (the provider lists other transactions under the record's qashio_id, not this one): check with the provider, then delete the record by hand",
   "the provider refuses to read it by its qashio_id": "cannot be re-driven while it does (the log has the status): raise it with the provider",
 };
 

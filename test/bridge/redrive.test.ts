@@ -413,6 +413,35 @@ describe("redriveQuarantined", () => {
     expect(rig.provider.pending().map((t) => t.id)).toEqual([other.id]);
   });
 
+  it("re-drives the transaction whose id the record holds when the provider lists another, newer one under the same qashio_id", async () => {
+    const rig = makeRig();
+    const [failed] = await quarantinePublishFailures(rig);
+    // The provider contradicting itself (a qashio_id names one transaction): a newer transaction under the same reference,
+    // listed first (newest first), delivered by its own cycle.
+    const other = rig.provider.addTransaction({ qashio_id: failed!.qashio_id });
+    await pollTransactions(rig.deps);
+    rig.publisher.events.length = 0;
+    const report = await redriveQuarantined(rig.deps);
+    expect(report.kept).toEqual([]);
+    expect(report.redriven.map((r) => r.entityId)).toEqual([failed!.id]);
+    expect(rig.publisher.ofType("transaction.created").map((e) => e.detail.subject.id)).toEqual([failed!.id]);
+    expect(rig.snapshots.data.has(`transaction:${other.id}`)).toBe(true);
+  });
+
+  it("says so when the provider lists only other transactions under the record's qashio_id, publishing none of them", async () => {
+    const rig = makeRig();
+    const [failed] = await quarantinePublishFailures(rig);
+    const other = rig.provider.addTransaction({ qashio_id: failed!.qashio_id });
+    rig.provider.transactions.splice(rig.provider.transactions.indexOf(failed!), 1);
+    const report = await redriveQuarantined(rig.deps);
+    expect(report.kept.map((k) => [k.record.entityId, k.why])).toEqual([[failed!.id, "its qashio_id lists only other transactions"]]);
+    expect(rig.publisher.events).toEqual([]);
+    expect(rig.snapshots.data.has(`transaction:${other.id}`)).toBe(false);
+    expect(rig.logger.lines.filter((l) => l.message === "provider lists other transactions under the record's qashio_id, not this one; record kept")).toEqual([
+      { level: "warn", message: "provider lists other transactions under the record's qashio_id, not this one; record kept", attributes: { id: failed!.id, listed: 1 } },
+    ]);
+  });
+
   it("does not send a failed acknowledge again as it was: the transaction stays listed, and a change made meanwhile reaches the next cycle", async () => {
     const rig = makeRig();
     const [txn] = await quarantinePublishFailures(rig);
