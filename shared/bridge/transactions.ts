@@ -1007,12 +1007,18 @@ class TransactionRun extends CycleRun {
 
   /**
    * Parents resolved without a read (own `parent_id`, the same page), and the parent qashio_ids still to look up (not
-   * those this cycle's reads did not find); references of an item to itself are dropped with a warning.
+   * those this cycle's reads did not find); references of an item to itself are dropped with a warning. A reference
+   * the page lists as more than one transaction is not looked up (its alias or a read would pick one): no parent, as
+   * when a read lists more than one.
    */
   private knownParents(items: readonly Item[], page: readonly Item[]): { resolved: Map<string, string>; missing: Set<string> } {
     const resolved = new Map<string, string>();
     const missing = new Set<string>();
     let onPage: Map<string, string> | undefined;
+    /** How many transactions the page lists under a qashio_id it lists more than once (items are one per id). */
+    let shared: Map<string, number> | undefined;
+    /** Those of them a refund without its own `parent_id` names, with their counts. */
+    let ambiguous: Map<string, number> | undefined;
     for (const item of items) {
       const qid = item.parentQashioId;
       if (!qid) continue;
@@ -1023,13 +1029,32 @@ class TransactionRun extends CycleRun {
       }
       if (!onPage) {
         onPage = new Map();
-        for (const other of page) if (other.qashioId) onPage.set(other.qashioId, other.id);
+        for (const other of page) {
+          if (!other.qashioId) continue;
+          if (onPage.has(other.qashioId)) (shared ??= new Map()).set(other.qashioId, (shared.get(other.qashioId) ?? 1) + 1);
+          else onPage.set(other.qashioId, other.id);
+        }
       }
-      const known = item.parentId ?? onPage.get(qid);
-      if (known) resolved.set(qid, known);
-      else if (!this.parentsNotFound.has(qid)) missing.add(qid);
+      if (item.parentId) {
+        resolved.set(qid, item.parentId);
+        continue;
+      }
+      const listed = shared?.get(qid);
+      if (listed !== undefined) (ambiguous ??= new Map()).set(qid, listed);
+      else {
+        const known = onPage.get(qid);
+        if (known) resolved.set(qid, known);
+        else if (!this.parentsNotFound.has(qid)) missing.add(qid);
+      }
     }
+    // Once per reference; one another refund of the page names by its own parent_id is resolved by that (see eventsFor).
+    if (ambiguous) for (const [qid, listed] of ambiguous) if (!resolved.has(qid)) this.ambiguousParent(qid, listed);
     return { resolved, missing };
+  }
+
+  /** Warns that the provider lists `listed` transactions under one parent reference: the refunds naming it get none. */
+  private ambiguousParent(parentQashioId: string, listed: number): void {
+    this.deps.logger.warn("provider lists more than one transaction for the parent reference; published without parent", { parentQashioId, listed });
   }
 
   /**
@@ -1057,7 +1082,7 @@ class TransactionRun extends CycleRun {
       // than the one the refund means, so none is taken, as for a parent not found.
       const listed = page ? Math.max(listedTotal(page) ?? 0, idsListedAs(qid, entries)) : 0;
       if (listed > 1) {
-        this.deps.logger.warn("provider lists more than one transaction for the parent reference; published without parent", { parentQashioId: qid, listed });
+        this.ambiguousParent(qid, listed);
       } else {
         // The first row, also when the client's schema rejected it (a parent quarantined for a field of its own): its
         // identity is still the parent's, taken only when it is a transaction UUID.

@@ -1018,6 +1018,22 @@ describe("pollTransactions", () => {
     expect(JSON.stringify(warnings)).not.toMatch(/Ann|ann@/);
   });
 
+  it("attaches no parent, and warns naming the reference, when the refund's page lists two transactions under its parent reference", async () => {
+    const rig = makeRig();
+    // The provider contradicting itself on one page: two purchases under one qashio_id, and a refund naming it.
+    rig.provider.addTransaction({ qashio_id: "CT66666666" });
+    rig.provider.addTransaction({ qashio_id: "CT66666666" });
+    const refund = rig.provider.addTransaction({ transaction_category: "refund", parent_qashio_id: "CT66666666" });
+    await pollTransactions(rig.deps);
+    const published = rig.publisher.events.find((e) => e.detail.subject.id === refund.id);
+    expect(published?.detail.data.parent).toBeUndefined();
+    expect(rig.provider.calls.filter((c) => c.op === "listTransactions" && c.query.qashio_id !== undefined)).toEqual([]);
+    const warnings = rig.logger.lines.filter((l) => l.level === "warn" && JSON.stringify(l.attributes).includes("CT66666666"));
+    expect(warnings.map((l) => [l.message, l.attributes])).toEqual([
+      ["provider lists more than one transaction for the parent reference; published without parent", { parentQashioId: "CT66666666", listed: 2 }],
+    ]);
+  });
+
   it.each([
     ["on a later page", { pageSize: 1 }],
     ["on the same page", {}],
