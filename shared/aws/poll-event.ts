@@ -2,11 +2,12 @@
  * The poll event: what an invocation of a poller asks for, read and checked before anything touches AWS or the
  * provider. The poller and tenant a schedule's input names, the card mode it passes, and the operator action (with its
  * cursor) invoked by hand; a field set to anything else fails the invocation with PollEventError naming the field,
- * never echoing its value, and so does an event that is no JSON object at all (a quoting slip in a hand-made payload),
- * which would otherwise run a cycle.
+ * never echoing its value, and so do a field that is none of these (a typo in a hand-made payload) and an event that
+ * is no JSON object at all (a quoting slip), either of which would otherwise run a cycle.
  */
 import type { CardCycleMode } from "../bridge/cards.js";
 import type { CycleKind } from "./cycle.js";
+import { nearest } from "../nearest.js";
 import { PollEventError } from "./errors.js";
 
 /**
@@ -31,23 +32,34 @@ export interface PollEvent {
  */
 export type PollAction = "cycle" | "redrive" | "conform-pii";
 
-/** The fields a poll event is read for ({@link PollEvent}); a rule event's own members are none of them in another case. */
+/** The fields a poll event is read for ({@link PollEvent}). */
 const POLL_EVENT_FIELDS: readonly string[] = ["kind", "tenant", "mode", "detail", "action", "cursor"] satisfies readonly (keyof PollEvent)[];
+
+/** What else a poller is sent and does not read: a schedule's time (PollSchedules), an EventBridge rule event's members. */
+const UNREAD_FIELDS: readonly string[] = ["scheduledTime", "version", "id", "detail-type", "source", "account", "time", "region", "resources", "replay-name"];
+
+/** A key quoted in an error: one shaped like a field name; another (`cursor:"…"`, a quoting slip) may hold a value. */
+const FIELD_NAME = /^[A-Za-z_$][\w$-]{0,63}$/;
+
+const KNOWN_FIELDS = `a poll event has ${POLL_EVENT_FIELDS.join(", ")} (and a schedule's scheduledTime)`;
 
 /**
  * The event as an object, or undefined when there is none (no payload, or JSON `null`).
  * @throws PollEventError for a JSON string, number, boolean or array (`'"redrive"'`, `'["redrive"]'`): read as an
  *   object it has no field, so it would run a scheduled cycle and answer `completed` in place of what was asked; and
- *   for one of its fields spelled in another case, named by the key sent.
+ *   for a key that is none of the fields above (`Action`, `acton`, `cursr`), named with the field nearest to it.
  */
 function eventObject(event: PollEvent | undefined): PollEvent | undefined {
   const value: unknown = event;
   if (value === undefined || value === null) return undefined;
   if (typeof value === "object" && !Array.isArray(value)) {
     for (const key of Object.keys(value)) {
-      // A field in another case (`{"Action":"redrive"}`) would read as absent: a plain cycle answering `completed`.
-      const meant = POLL_EVENT_FIELDS.find((field) => field !== key && field === key.toLowerCase());
-      if (meant !== undefined) throw new PollEventError(`Poll event field ${key} is no field; did you mean ${meant}?`, key);
+      // An unknown key (`{"acton":"redrive"}`) would read as absent: a plain cycle answering `completed`.
+      if (POLL_EVENT_FIELDS.includes(key) || UNREAD_FIELDS.includes(key)) continue;
+      if (!FIELD_NAME.test(key)) throw new PollEventError(`Poll event has a field whose name is no field name; ${KNOWN_FIELDS}`, "(field)");
+      // The poll event's own fields first: of equally near ones, nearest picks the first.
+      const meant = nearest(key, [...POLL_EVENT_FIELDS, ...UNREAD_FIELDS]);
+      throw new PollEventError(`Poll event field ${key} is no field; ${meant === undefined ? KNOWN_FIELDS : `did you mean ${meant}?`}`, key);
     }
     return value as PollEvent;
   }

@@ -6,7 +6,7 @@ import { parseArgs, type ParseArgsConfig } from "node:util";
 import { MAX_RESET_TRANSACTIONS } from "../../sandbox/limits.js";
 import { BUDGET_BACKLOG } from "./bench-report.js";
 import { UsageError } from "./errors.js";
-import { nearest } from "./nearest.js";
+import { nearest } from "../nearest.js";
 
 /** Commands `bridge.ts` understands. */
 export const COMMANDS = ["run", "authorize", "demo", "bench", "redrive", "conform-pii", "help"] as const;

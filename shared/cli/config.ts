@@ -13,7 +13,7 @@ import { DEFAULT_SOURCE } from "../bridge/deps.js";
 import { PII_MODES, PII_SALT_MIN_LENGTH, piiSaltProblem, type PiiMode } from "../bridge/pii.js";
 import { STATE_FILES } from "../local/layout.js";
 import { ConfigError, EnvFileError, type SettingIssue } from "./errors.js";
-import { nearest } from "./nearest.js";
+import { nearest } from "../nearest.js";
 import { eventsFileProblem, eventsFileTakesState, realPathOf, stateDirAccessProblem, stateDirProblem, stateDirUnderEventsFile, statOf } from "./path-checks.js";
 import { durationRangeProblem, parseDuration } from "./args.js";
 import { AUTHORIZE_URL_ENV_VAR, BASE_URL_ENV_VARS, baseUrlProblem, normaliseBaseUrl, type QashioDeployment } from "../qashio/config.js";

@@ -92,6 +92,50 @@ describe("a field spelled in another case", () => {
   });
 });
 
+describe("a field that is none of the poll event's", () => {
+  it.each([
+    [{ acton: "redrive" }, "acton", "action"],
+    [{ action: "conform-pii", cursr: "eyJ9" }, "cursr", "cursor"],
+    [{ mod: "suspended-only" }, "mod", "mode"],
+    [{ tennant: "acme" }, "tennant", "tenant"],
+  ])("is refused by every reader, naming it and the field it is nearest, rather than ignored (%o)", (event, field, meant) => {
+    for (const read of [
+      () => pollActionOf(event as never, "transactions"),
+      () => conformCursorOf(event as never, "conform-pii"),
+      () => cardModeOf(event as never),
+      () => checkPollTarget(event as never, "transactions", "acme"),
+    ]) {
+      const error = thrown(read);
+      expect(error).toBeInstanceOf(PollEventError);
+      expect(error).toMatchObject({ field, message: `Poll event field ${field} is no field; did you mean ${meant}?` });
+    }
+  });
+
+  it("is refused with the fields listed when none is near", () => {
+    const error = thrown(() => pollActionOf({ key1: "value1" } as never, "transactions"));
+    expect(error).toBeInstanceOf(PollEventError);
+    expect(error).toMatchObject({
+      field: "key1",
+      message: "Poll event field key1 is no field; a poll event has kind, tenant, mode, detail, action, cursor (and a schedule's scheduledTime)",
+    });
+  });
+
+  it("is refused without quoting a name that is no plausible field name (it may hold a value)", () => {
+    for (const key of ['cursor:"eyJwayI6IngifQ-SECRET"', "x".repeat(65), "a\nb"]) {
+      const error = thrown(() => pollActionOf({ [key]: 1 } as never, "transactions"));
+      expect(error).toBeInstanceOf(PollEventError);
+      expect(error).toMatchObject({ field: "(field)", message: "Poll event has a field whose name is no field name; a poll event has kind, tenant, mode, detail, action, cursor (and a schedule's scheduledTime)" });
+      expect((error as Error).message).not.toMatch(/SECRET|xxx/);
+    }
+  });
+
+  it("leaves a replayed rule event's replay-name alone", () => {
+    const replayed = { version: "0", id: "e1", "detail-type": "Scheduled Event", source: "aws.events", account: "1", time: "t", region: "r", resources: [], "replay-name": "r1", detail: {} };
+    expect(pollActionOf(replayed as never, "cards")).toBe("cycle");
+    expect(cardModeOf(replayed as never)).toBe("full");
+  });
+});
+
 describe("conformCursorOf", () => {
   it("reads no cursor when the event has none, whatever the action", () => {
     expect(conformCursorOf(undefined, "cycle")).toBeUndefined();
