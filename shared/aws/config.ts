@@ -86,16 +86,17 @@ export const SDK_CALL_MAX_MS = SDK_TIMEOUTS.maxAttempts * SDK_TIMEOUTS.requestTi
 
 const nonEmpty = z.string().trim().min(1, "must not be empty");
 
-/** Powertools Logger's levels. It takes them upper case only from its variable, and ignores any other value unsaid. */
+/** Powertools Logger's levels. It takes them upper case only from its variables, and ignores any other value unsaid. */
 export const LOG_LEVELS = ["TRACE", "DEBUG", "INFO", "WARN", "ERROR", "CRITICAL", "SILENT"] as const;
 const LOG_LEVEL_NAMES = `${LOG_LEVELS.slice(0, -1).join(", ")} or ${LOG_LEVELS.at(-1) ?? ""}`.toLowerCase();
 
 /**
- * The function's log level from POWERTOOLS_LOG_LEVEL, in any case (`debug`, as the CLI's BRIDGE_LOG_LEVEL spells it),
- * or undefined when unset or not a level ({@link loadConfig} names it then).
+ * The function's log level from the variable Powertools Logger reads, POWERTOOLS_LOG_LEVEL, or its legacy LOG_LEVEL
+ * when that is unset or blank, in any case (`debug`, as the CLI's BRIDGE_LOG_LEVEL spells it), or undefined when
+ * neither is set or it is not a level ({@link loadConfig} names it then).
  */
 export function logLevelOf(env: Readonly<Record<string, string | undefined>>): (typeof LOG_LEVELS)[number] | undefined {
-  const level = env.POWERTOOLS_LOG_LEVEL?.trim().toUpperCase();
+  const level = (env.POWERTOOLS_LOG_LEVEL?.trim() || env.LOG_LEVEL?.trim())?.toUpperCase();
   return LOG_LEVELS.find((known) => known === level);
 }
 
@@ -168,6 +169,10 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
       const problem = env[variable] === undefined ? "is required" : issue.message;
       issues.push({ variable, problem });
     }
+  }
+  // Powertools falls back to LOG_LEVEL itself, where `debug` or a typo would leave INFO unsaid; unread once the other is set.
+  if (env.POWERTOOLS_LOG_LEVEL === undefined && env.LOG_LEVEL !== undefined && logLevelOf(env) === undefined) {
+    issues.push({ variable: "LOG_LEVEL", problem: `must be one of ${LOG_LEVEL_NAMES} (any case; read as POWERTOOLS_LOG_LEVEL is unset)` });
   }
   // Resolved whatever else is wrong, so one error names every bad setting (not the base URL only once the rest is fixed).
   let baseUrl: string | undefined;

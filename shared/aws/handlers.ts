@@ -127,8 +127,9 @@ class Container {
     const env = options.env ?? process.env;
     const serviceName = env.POWERTOOLS_SERVICE_NAME?.trim() || DEFAULT_SERVICE_NAME;
     const namespace = env.POWERTOOLS_METRICS_NAMESPACE?.trim() || DEFAULT_METRICS_NAMESPACE;
-    // Given to the Logger, which reads its variable upper case only: `debug` would leave it at INFO unsaid. A value that
-    // is no level is left to it too (INFO), and named by config() in the invocation's error.
+    // Given to the Logger, which reads its variables (POWERTOOLS_LOG_LEVEL, else LOG_LEVEL) upper case only: `debug`
+    // would leave it at INFO unsaid. A value that is no level is left to it too (INFO), and named by config() in the
+    // invocation's error.
     const logLevel = logLevelOf(env);
     this.logger = options.logger ?? new Logger({ serviceName, ...(logLevel === undefined ? {} : { logLevel }) });
     this.metrics = options.metrics ?? new Metrics({ serviceName, namespace, logger: metricsLogger(this.logger) });

@@ -44,6 +44,16 @@ describe("loadConfig", () => {
     expect(config).toMatchObject({ emitCardCreated: true, cardDetails: true, cycleBudgetMs: 45_000, eventSource: "acme.cards" });
   });
 
+  it("names the log level variable Powertools reads: LOG_LEVEL only when POWERTOOLS_LOG_LEVEL is unset", () => {
+    const levels = "must be one of trace, debug, info, warn, error, critical or silent (any case";
+    expect(() => loadConfig({ ...valid, LOG_LEVEL: "verbose" })).toThrow(`Invalid function environment: LOG_LEVEL ${levels}; read as POWERTOOLS_LOG_LEVEL is unset)`);
+    expect(() => loadConfig({ ...valid, LOG_LEVEL: "" })).toThrow(LambdaConfigurationError);
+    expect(() => loadConfig({ ...valid, POWERTOOLS_LOG_LEVEL: "verbose", LOG_LEVEL: "debug" })).toThrow(`Invalid function environment: POWERTOOLS_LOG_LEVEL ${levels})`);
+    // Set, POWERTOOLS_LOG_LEVEL wins: the logger never reads LOG_LEVEL then (another tool's variable, perhaps).
+    expect(loadConfig({ ...valid, POWERTOOLS_LOG_LEVEL: "info", LOG_LEVEL: "verbose" }).tenant).toBe("acme");
+    expect(loadConfig({ ...valid, LOG_LEVEL: " Debug " }).tenant).toBe("acme");
+  });
+
   it("resolves a named deployment through its URL variable", () => {
     expect(loadConfig({ ...valid, QASHIO_BASE_URL: "sandbox", QASHIO_SANDBOX_URL: "https://sandbox.local" }).baseUrl).toBe("https://sandbox.local");
   });

@@ -61,3 +61,18 @@ it("takes POWERTOOLS_LOG_LEVEL in any case (debug as the CLI's BRIDGE_LOG_LEVEL 
   const failed = h.poller("transactions", { env: { ...h.env, POWERTOOLS_LOG_LEVEL: "verbose", PII_MODE: "none" }, logger: undefined, metrics: undefined })();
   await expect(failed).rejects.toMatchObject({ name: "LambdaConfigurationError", message: expect.stringMatching(/PII_MODE .*; POWERTOOLS_LOG_LEVEL must be one of trace, debug, info, warn, error, critical or silent/) });
 });
+
+it("takes Powertools' legacy LOG_LEVEL when POWERTOOLS_LOG_LEVEL is unset, in any case, and names a level it does not know", async () => {
+  // Powertools reads LOG_LEVEL itself (process.env) when POWERTOOLS_LOG_LEVEL is unset: upper case only, else INFO unsaid.
+  vi.stubEnv("LOG_LEVEL", "debug");
+  const refused = h.poller("transactions", { env: { ...h.env, LOG_LEVEL: "debug" }, logger: undefined, metrics: undefined })({ action: "bogus" } as never);
+  await expect(refused).rejects.toMatchObject({ name: "PollEventError" });
+  const levels = h.output.filter((line) => line.trim().startsWith("{")).map((line) => (JSON.parse(line) as Record<string, unknown>).level);
+  expect(levels).toContain("DEBUG");
+  vi.stubEnv("LOG_LEVEL", "verbose");
+  const failed = h.poller("transactions", { env: { ...h.env, LOG_LEVEL: "verbose" }, logger: undefined, metrics: undefined })();
+  await expect(failed).rejects.toMatchObject({
+    name: "LambdaConfigurationError",
+    message: "Invalid function environment: LOG_LEVEL must be one of trace, debug, info, warn, error, critical or silent (any case; read as POWERTOOLS_LOG_LEVEL is unset)",
+  });
+});
