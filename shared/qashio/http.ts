@@ -295,6 +295,21 @@ function safeRequestId(requestId: string | undefined, secrets: readonly string[]
     .find((id) => id.length <= MAX_REQUEST_ID_LENGTH && /^[\x21-\x7e]+$/.test(id) && !quotesSecret(id, secrets));
 }
 
+/** Content codings as a header lists them (`gzip`, `br`, `gzip, br`); another value is not quoted. */
+const CONTENT_CODINGS = /^[\w.+-]{1,32}(?:\s*,\s*[\w.+-]{1,32}){0,3}$/;
+
+/**
+ * Why a body that is not JSON may be so: a content coding the transport does not undo (it asks for identity, and a
+ * proxy compressed anyway; spec-gaps, Compression). Only on the failure path, as a fetch that decodes (global fetch)
+ * keeps the header over a body it already decoded.
+ */
+function codingNote(headers: ResponseHeaders): string {
+  const coding = headers.get("content-encoding")?.trim();
+  if (!coding || coding.toLowerCase() === "identity") return "";
+  const named = CONTENT_CODINGS.test(coding) ? `Content-Encoding ${coding}` : "a Content-Encoding";
+  return `: it came in ${named}, though identity was asked for (a proxy compressing on its own?)`;
+}
+
 /**
  * The forms a secret may take when a server quotes it back: as sent, URL-encoded (upper- or lowercase hex, `+` for a
  * space) and JSON-escaped.
@@ -875,7 +890,7 @@ export class HttpCore {
     const parsed = parseJson(body);
     if (!parsed.ok) {
       if (anyBody) return { status, body: undefined, requestId: safeRequestId(headers.get("x-request-id") ?? undefined, secrets) };
-      throw new InvalidResponseError(`${where.method} ${where.path} answered ${status} with a body that is not JSON`, {
+      throw new InvalidResponseError(`${where.method} ${where.path} answered ${status} with a body that is not JSON${codingNote(headers)}`, {
         ...where,
         status,
         requestId: safeRequestId(headers.get("x-request-id") ?? undefined, secrets),

@@ -3,6 +3,7 @@ import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Serv
 import { execFileSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { inspect } from "node:util";
+import { brotliCompressSync, gzipSync } from "node:zlib";
 import { afterEach, describe, expect, it } from "vitest";
 import { MAX_ERROR_BODY_BYTES, MAX_RESPONSE_BODY_BYTES, nodeHttpFetch, TransportError } from "../../shared/qashio/node-transport.js";
 import { HttpCore } from "../../shared/qashio/http.js";
@@ -366,6 +367,38 @@ describe("HttpCore over its default transport", () => {
     const error = await http.request({ ...read, path: "/missing" }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(NotFoundError);
     expect(error).toMatchObject({ status: 404, errors: [{ field: "id", code: "not_found" }] });
+  });
+
+  it("names a compressed answer's content coding (a proxy compressing despite accept-encoding identity), not only 'not JSON'", async () => {
+    const page = JSON.stringify(pageOf(2));
+    const server = await loopback((request, res) => {
+      // A proxy's own choice: the request asked for identity.
+      expect(request.headers["accept-encoding"]).toBe("identity");
+      if (request.url.startsWith("/odd")) res.writeHead(200, { "content-encoding": "x-SECRET coding" }).end(gzipSync(page));
+      else res.writeHead(200, { "content-encoding": request.url.startsWith("/br") ? "br" : "gzip" }).end(request.url.startsWith("/br") ? brotliCompressSync(page) : gzipSync(page));
+    });
+    const http = new HttpCore({ baseUrl: server.url, retry: { maxAttempts: 3 } });
+    for (const [path, coding] of [["/public/v1/erp/transactions", "gzip"], ["/br/transactions", "br"]] as const) {
+      const error = await http.request({ ...read, path }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(InvalidResponseError);
+      expect(error).toMatchObject({
+        status: 200,
+        message: `GET ${path} answered 200 with a body that is not JSON: it came in Content-Encoding ${coding}, though identity was asked for (a proxy compressing on its own?)`,
+      });
+    }
+    // A header value that is no coding name is not quoted.
+    const odd = await http.request({ ...read, path: "/odd" }).catch((e: unknown) => e);
+    expect(odd).toMatchObject({ message: "GET /odd answered 200 with a body that is not JSON: it came in a Content-Encoding, though identity was asked for (a proxy compressing on its own?)" });
+    expect((odd as Error).message).not.toContain("SECRET");
+    // Not retried: the same proxy would answer the same way.
+    expect(server.received).toHaveLength(3);
+  });
+
+  it("reads a JSON body whatever its Content-Encoding says: a fetch that decodes (global fetch) keeps the header", async () => {
+    const page = pageOf(1);
+    const decodingFetch = () => Promise.resolve(new Response(JSON.stringify(page), { status: 200, headers: { "content-encoding": "gzip" } }));
+    const response = await new HttpCore({ baseUrl: "https://api.example", fetch: decodingFetch, retry: { maxAttempts: 1 } }).request(read);
+    expect(response.body).toStrictEqual(page);
   });
 
   it("maps a server that never answers to TimeoutError", async () => {
