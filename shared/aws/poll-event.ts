@@ -123,7 +123,8 @@ export function cardModeOf(input: PollEvent | undefined): CardCycleMode {
 /**
  * Refuses an event naming another poller or tenant than the one invoked: a schedule's input (`kind`, `tenant`) given to
  * the wrong function, by hand or by a schedule pointed at it, which would run this function's cycle and answer
- * `completed` while the one asked for never ran. Fields left out are not checked (a hand-made `{}`, a rule event).
+ * `completed` while the one asked for never ran; likewise a card `mode` given to the transaction poller. Fields left
+ * out are not checked (a hand-made `{}`, a rule event).
  * @throws PollEventError naming the field (neither tenant is echoed).
  * @example
  * checkPollTarget({ kind: "transactions", tenant: "falcon" }, "transactions", config.tenant);
@@ -132,6 +133,10 @@ export function checkPollTarget(input: PollEvent | undefined, kind: CycleKind, t
   const event = eventObject(input);
   if (event?.kind !== undefined && event.kind !== kind) {
     throw new PollEventError(`Poll event field kind must be "${kind}" on this poller (invoke the other poller's function for the other kind)`, "kind");
+  }
+  // A card mode given to the transaction poller (the wrong function invoked) would run a transaction cycle instead.
+  if (event?.mode !== undefined && kind !== "cards") {
+    throw new PollEventError("Poll event field mode goes only to the card poller (invoke the card poller's function for a card mode)", "mode");
   }
   if (event?.tenant !== undefined && event.tenant !== tenant) {
     throw new PollEventError("Poll event field tenant must be this function's TENANT_ID (invoke the other tenant's function)", "tenant");

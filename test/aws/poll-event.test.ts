@@ -210,6 +210,15 @@ describe("checkPollTarget", () => {
     expect(() => checkPollTarget({ kind: 7 as never }, "cards", "falcon")).toThrow('Poll event field kind must be "cards" on this poller');
   });
 
+  it.each(["suspended-only", "full"])("refuses a card mode (%s) on the transaction poller, which would run a transaction cycle and answer completed", (mode) => {
+    for (const event of [{ mode }, { action: "redrive", mode }]) {
+      const error = thrown(() => checkPollTarget(event as PollEvent, "transactions", "falcon"));
+      expect(error).toBeInstanceOf(PollEventError);
+      expect(error).toMatchObject({ field: "mode", message: "Poll event field mode goes only to the card poller (invoke the card poller's function for a card mode)" });
+    }
+    expect(() => checkPollTarget({ mode } as PollEvent, "cards", "falcon")).not.toThrow();
+  });
+
   it("refuses the input of another tenant's schedule, naming the field without echoing either tenant", () => {
     const error = thrown(() => checkPollTarget({ tenant: "heron-SECRET" }, "transactions", "falcon"));
     expect(error).toBeInstanceOf(PollEventError);
