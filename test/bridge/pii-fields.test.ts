@@ -5,6 +5,7 @@ import { TransactionSchema } from "../../shared/qashio/schemas/transaction.js";
 import { ErpCardSchema } from "../../shared/qashio/schemas/erp-card.js";
 import { CoreCardSchema } from "../../shared/qashio/schemas/core-card.js";
 import { PoolAccountSchema } from "../../shared/qashio/schemas/pool-account.js";
+import { normaliseTransaction } from "../../shared/bridge/transactions.js";
 
 type Json = Record<string, unknown>;
 
@@ -401,6 +402,59 @@ describe("inside a parent of a nested personal path (approved_by, cardholder, us
     expect(published.cardholder).toEqual({ user_email: applyPii({ user_email: "bilal.khan@example.com" }, hash).user_email });
     expect(published.created_by).toEqual({ user_id: "usr_1", employee_id: applyPii({ employee_id: "EMP-7" }, hash).employee_id });
     expect(applyPiiToBody(card, hash)).toEqual(published);
+  });
+});
+
+describe("outside the parents of nested personal paths (line_items, segments, erp_supplier, ...)", () => {
+  // A quarantined body masks every object in it as a record (applyPiiToBody): the event's copy (applyPii, and
+  // normaliseTransaction's applyPiiInPlace) and the snapshot's (conformPii) of the same transaction must mask the same
+  // members there, with the same pseudonym. Every personal path of the table, placed in the record's other objects.
+  const CLEAR = "Zara Clearvalue ZC@Example.com";
+
+  /** `{ a: value }`, `{ a: { b: value } }` or `{ a: [{ b: value }] }` for the path `a`, `a.b` or `a[].b`. */
+  function holding(path: string, value: unknown): Json {
+    const [head = "", member] = path.split(".");
+    if (member === undefined) return { [head]: value };
+    return head.endsWith("[]") ? { [head.slice(0, -2)]: [{ [member]: value }] } : { [head]: { [member]: value } };
+  }
+
+  /** The transaction fixture with `inner` in each kind of place the spec shows objects a person is not expected in. */
+  const placements: readonly [string, (inner: Json) => Json][] = [
+    ["line_items[]", (inner) => ({ ...transaction, line_items: [{ id: "li-1", amount: 10, ...inner }] })],
+    ["line_items[].segments[]", (inner) => ({ ...transaction, line_items: [{ id: "li-1", segments: [{ id: "s-1", ...inner }] }] })],
+    ["segments{}", (inner) => ({ ...transaction, segments: { Location: { id: "s-1", ...inner } } })],
+    ["erp_supplier", (inner) => ({ ...transaction, erp_supplier: { id: "sup-1", remote_name: "Careem", ...inner } })],
+    ["receipts[][]", (inner) => ({ ...transaction, receipts: [[{ id: "r-1", ...inner }]] })],
+    ["erp_company", (inner) => ({ ...transaction, erp_company: { id: "co-1", name: "Falcon Trading", ...inner } })],
+  ];
+
+  it.each([
+    ["redact", redact],
+    ["hash", hash],
+  ] as const)("masks under %s in events and snapshots what the quarantine masks, with the same pseudonym", (_name, policy) => {
+    let masked = 0;
+    for (const [where, place] of placements) {
+      for (const path of PERSONAL_FIELDS) {
+        const record = place(holding(path, CLEAR));
+        const quarantined = applyPiiToBody(record, policy);
+        const label = `${where} holding ${path}`;
+        expect(applyPii(record, policy), label).toEqual(quarantined);
+        expect(conformPii(record, policy), label).toEqual(quarantined);
+        expect(normaliseTransaction(record, policy), label).toEqual(quarantined);
+        if (!JSON.stringify(quarantined).includes(CLEAR)) masked += 1;
+      }
+    }
+    // Not a vacuous match: the quarantine masks every placement.
+    expect(masked).toBe(placements.length * PERSONAL_FIELDS.length);
+  });
+
+  it("masks a line item's employee id in the event as the transaction's own, and shares the untouched objects", () => {
+    const record = deepFreeze({ ...transaction, line_items: [{ id: "li-1", employee_id: "EMP-0042" }, { id: "li-2" }] });
+    const published = applyPii(record, hash);
+    expect(published.line_items[0]).toEqual({ id: "li-1", employee_id: published.employee_id });
+    expect(published.line_items[1]).toBe(record.line_items[1]);
+    expect(published.receipts).toBe(record.receipts);
+    expect(conformPii(published, hash)).toBe(published);
   });
 });
 
