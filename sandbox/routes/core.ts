@@ -141,11 +141,14 @@ function fundingRules(body: UpdateCardBody, card: CardRecord | undefined): Field
   return errors;
 }
 
-/** A card name is required when issuing and when sent in an update: not blank, at most 64 characters (kept trimmed). */
+/**
+ * A card name is required when issuing and when sent in an update: not blank, at most 64 characters. Both rules hold
+ * for the name as kept, trimmed: spaces around a 63-character name are not part of it.
+ */
 function nicknameError(nickname: unknown): FieldError | undefined {
   if (!isAbsent(nickname) && typeof nickname !== "string") return { field: "nickname", code: "INVALID_FORMAT", message: "nickname must be a string" };
   if (typeof nickname !== "string" || nickname.trim() === "") return { field: "nickname", code: "REQUIRED", message: "nickname is required" };
-  if (nickname.length > 64) return { field: "nickname", code: "OUT_OF_RANGE", message: "nickname must be at most 64 characters" };
+  if (nickname.trim().length > 64) return { field: "nickname", code: "OUT_OF_RANGE", message: "nickname must be at most 64 characters" };
   return undefined;
 }
 

@@ -566,6 +566,23 @@ describe("POST /public/v1/core/cards (issuance)", () => {
     expect((await h.json(`${ERP}/${String(plain.id)}`)).body.data.allowed_max_balance).toBe(pools[0]?.allowed_max_balance);
   });
 
+  it("holds the 64-character limit of a nickname to the name it keeps, trimmed, when issuing and when renaming", async () => {
+    const users = (await h.json(`${CORE}?page_size=100`)).body.data.cards as Row[];
+    const base = { card_type: "VIRTUAL", user_id: users[0]?.user_profile.user_id };
+    const name = "N".repeat(63);
+    const issued = await h.json(CORE, { body: { ...base, nickname: `  ${name}  ` } });
+    expect(issued.status).toBe(201);
+    expect(issued.body.data.card.nickname).toBe(name);
+    const renamed = await h.json(`${CORE}/${String(issued.body.data.card.id)}`, { method: "PUT", body: { nickname: ` ${"R".repeat(64)} ` } });
+    expect(renamed.status).toBe(200);
+    expect(renamed.body.data.card.nickname).toBe("R".repeat(64));
+    // 65 characters kept is still too long, on both routes
+    const long = ` ${"L".repeat(65)} `;
+    expect(errorCodes((await h.json(CORE, { body: { ...base, nickname: long } })).body)).toEqual(["nickname:OUT_OF_RANGE"]);
+    const refused = await h.json(`${CORE}/${String(issued.body.data.card.id)}`, { method: "PUT", body: { nickname: long } });
+    expect(errorCodes(refused.body)).toEqual(["nickname:OUT_OF_RANGE"]);
+  });
+
   it("needs cards:write", async () => {
     const readOnly = await tokensFor(h.sandbox, h.companyId, "cards:read");
     await expect(h.clientFor(readOnly.access_token).issueCard({ nickname: "x", card_type: "VIRTUAL" })).rejects.toBeInstanceOf(ForbiddenError);
