@@ -6,6 +6,7 @@ import type { Hono } from "hono";
 import * as z from "zod";
 import {
   CardBalanceQuerySchema,
+  checkBody,
   ChangeStatusBodySchema,
   CoreCardsQuerySchema,
   DEFAULT_PAGE_SIZES,
@@ -135,11 +136,20 @@ function fundingRules(body: UpdateCardBody, card: CardRecord | undefined): Field
   const usageTypes = usageTypesOf(card);
   if (body.velocity_period !== undefined && !isOneOf(body.velocity_period.toUpperCase(), VELOCITY_PERIODS)) errors.push(enumError("velocity_period", VELOCITY_PERIODS));
   if (body.card_usage_type !== undefined && !isOneOf(body.card_usage_type.toUpperCase(), usageTypes)) errors.push(enumError("card_usage_type", usageTypes));
-  if (body.card_usage_type_amount === 0) errors.push({ field: "card_usage_type_amount", code: "OUT_OF_RANGE", message: "card_usage_type_amount must be positive" });
+  const amount = positiveAmountError(body.card_usage_type_amount);
+  if (amount) errors.push(amount);
   const nickname = body.nickname === undefined ? undefined : nicknameError(body.nickname);
   if (nickname) errors.push(nickname);
   return errors;
 }
+
+/** A card's maximum balance holds something: 0 is out of range (the shared check has refused a negative one). */
+function positiveAmountError(amount: number | undefined): FieldError | undefined {
+  return amount === 0 ? { field: "card_usage_type_amount", code: "OUT_OF_RANGE", message: "card_usage_type_amount must be positive" } : undefined;
+}
+
+/** Issuance checks `card_usage_type_amount` as the funding update does, so one mistake gets one §7 code on both. */
+const IssueAmountSchema = z.object({ card_usage_type_amount: UpdateCardBodySchema.shape.card_usage_type_amount });
 
 /**
  * A card name is required when issuing and when sent in an update: not blank, at most 64 characters. Both rules hold
@@ -321,14 +331,18 @@ function checkIssueBody(raw: unknown, data: CompanyData): IssueCardBody {
   let poolAccountId: string | null = null;
   if (accountType === "POOL") {
     const pool = data.pools.find((p) => p.id === body.pool_account_id);
-    if (isAbsent(body.pool_account_id)) errors.push({ field: "pool_account_id", code: "REQUIRED", message: "pool_account_id is required for a pool card" });
+    // As `user_id`: an empty id names nothing, and one that is no text is malformed, not an unknown pool.
+    if (isAbsent(body.pool_account_id) || body.pool_account_id === "") errors.push({ field: "pool_account_id", code: "REQUIRED", message: "pool_account_id is required for a pool card" });
+    else if (typeof body.pool_account_id !== "string") errors.push({ field: "pool_account_id", code: "INVALID_FORMAT", message: "pool_account_id must be a string" });
     else if (!pool) errors.push({ field: "pool_account_id", code: "NOT_FOUND", message: "pool_account_id is not a pool account of this company" });
     else if (pool.status !== "Active") errors.push({ field: "pool_account_id", code: "INVALID_STATE", message: "pool account is not active" });
     else poolAccountId = pool.id;
   }
   const amount = body.card_usage_type_amount;
-  if (!isAbsent(amount) && (typeof amount !== "number" || !Number.isInteger(amount) || amount <= 0)) {
-    errors.push({ field: "card_usage_type_amount", code: "OUT_OF_RANGE", message: "card_usage_type_amount must be a positive integer" });
+  if (!isAbsent(amount)) {
+    const checked = checkBody(IssueAmountSchema, { card_usage_type_amount: amount });
+    const refused = checked.ok ? positiveAmountError(checked.value.card_usage_type_amount) : checked.errors[0];
+    if (refused) errors.push(refused);
   }
   if (errors.length > 0) throw new ValidationError(errors);
   return {

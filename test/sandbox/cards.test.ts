@@ -583,6 +583,32 @@ describe("POST /public/v1/core/cards (issuance)", () => {
     expect(errorCodes(refused.body)).toEqual(["nickname:OUT_OF_RANGE"]);
   });
 
+  it("names a card_usage_type_amount or pool_account_id of the wrong type INVALID_FORMAT, as the funding update and user_id do", async () => {
+    const users = (await h.json(`${CORE}?page_size=100`)).body.data.cards as Row[];
+    const card = (await erpCards()).find((c) => c.status === "Active") as Row;
+    const base = { nickname: "Typed amount", card_type: "VIRTUAL", user_id: users[0]?.user_profile.user_id };
+    const before = (await erpCards()).length;
+    for (const amount of ["3000", 1.5, true]) {
+      const issued = await h.json(CORE, { body: { ...base, card_usage_type_amount: amount } });
+      const updated = await h.json(`${CORE}/${String(card.id)}`, { method: "PUT", body: { card_usage_type_amount: amount } });
+      expect(errorCodes(issued.body)).toEqual(["card_usage_type_amount:INVALID_FORMAT"]);
+      expect(errorCodes(updated.body)).toEqual(errorCodes(issued.body));
+    }
+    // Out of bounds stays OUT_OF_RANGE on both routes: zero, negative, past the safe integers.
+    for (const amount of [0, -5, 2 ** 60]) {
+      const issued = await h.json(CORE, { body: { ...base, card_usage_type_amount: amount } });
+      const updated = await h.json(`${CORE}/${String(card.id)}`, { method: "PUT", body: { card_usage_type_amount: amount } });
+      expect(errorCodes(issued.body)).toEqual(["card_usage_type_amount:OUT_OF_RANGE"]);
+      expect(errorCodes(updated.body)).toEqual(errorCodes(issued.body));
+    }
+    const pool = await h.json(CORE, { body: { ...base, account_type: "POOL", pool_account_id: 12 } });
+    expect(errorCodes(pool.body)).toEqual(["pool_account_id:INVALID_FORMAT"]);
+    // An empty id names nothing, as an empty user_id does.
+    const empty = await h.json(CORE, { body: { ...base, account_type: "POOL", pool_account_id: "" } });
+    expect(errorCodes(empty.body)).toEqual(["pool_account_id:REQUIRED"]);
+    expect((await erpCards()).length).toBe(before);
+  });
+
   it("needs cards:write", async () => {
     const readOnly = await tokensFor(h.sandbox, h.companyId, "cards:read");
     await expect(h.clientFor(readOnly.access_token).issueCard({ nickname: "x", card_type: "VIRTUAL" })).rejects.toBeInstanceOf(ForbiddenError);
