@@ -64,6 +64,13 @@ function listCoreCards(c: SandboxContext): Response {
   const data = c.get("data");
   const page = q.page ?? 1;
   const perPage = q.page_size ?? q.limit ?? DEFAULT_PAGE_SIZES.core_cards;
+  // `page_info.offset` is a whole number (§4.9): a page whose offset is past the safe integers is out of range, as a
+  // page size past its maximum is, rather than an answer with an offset no client can read exactly.
+  const offset = (page - 1) * perPage;
+  if (!Number.isSafeInteger(offset)) {
+    const last = Math.floor(Number.MAX_SAFE_INTEGER / perPage) + 1;
+    throw new ValidationError([{ field: "page", code: "OUT_OF_RANGE", message: `page must be at most ${last} at ${perPage} a page` }]);
+  }
   const cards = visibleCards(data);
   const totalPages = Math.ceil(cards.length / perPage);
   return ok(c, {
@@ -75,7 +82,7 @@ function listCoreCards(c: SandboxContext): Response {
       total_pages: totalPages,
       next_page: page < totalPages ? page + 1 : null,
       previous_page: page > 1 ? page - 1 : null,
-      offset: (page - 1) * perPage,
+      offset,
     },
   });
 }

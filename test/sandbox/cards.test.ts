@@ -141,6 +141,19 @@ describe("GET /public/v1/core/cards", () => {
     expect((await h.json(`${CORE}?limit=101`)).status).toBe(400);
   });
 
+  it("refuses a page whose offset is past the safe integers 400 OUT_OF_RANGE, so page_info stays whole numbers", async () => {
+    const last = Math.floor(Number.MAX_SAFE_INTEGER / 100) + 1;
+    const edge = await h.json(`${CORE}?page=${last}&limit=100`);
+    expect(edge.status).toBe(200);
+    const { data } = CoreCardListEnvelopeSchema.parse(edge.body);
+    expect(data).toMatchObject({ cards: [], page_info: { current_page: last, offset: (last - 1) * 100, next_page: null } });
+    for (const query of [`page=${last + 1}&limit=100`, `page=${Number.MAX_SAFE_INTEGER}&page_size=100`, `page=${Number.MAX_SAFE_INTEGER}`]) {
+      const { status, body } = await h.json(`${CORE}?${query}`);
+      expect(status).toBe(400);
+      expect(errorCodes(body)).toEqual(["page:OUT_OF_RANGE"]);
+    }
+  });
+
   it("answers 401 without a token", async () => {
     expect((await h.json(CORE, { token: null })).status).toBe(401);
   });
