@@ -5,7 +5,7 @@
 import { randomUUID } from "node:crypto";
 import { Hono, type Context } from "hono";
 import { apiKeyAuth, bearerAuth } from "./auth.js";
-import { ApiError, OAuthError } from "./errors.js";
+import { ApiError, ForbiddenError, NotFoundError, OAuthError, UnauthorizedError } from "./errors.js";
 import type { FaultSpec } from "./faults.js";
 import { delay, errorBody, type SandboxEnv } from "./http.js";
 import { registerControl } from "./routes/control.js";
@@ -27,6 +27,13 @@ const STATUS_MESSAGES: Readonly<Record<number, string>> = {
 
 const FAULT_CODES: Readonly<Record<number, string>> = { 429: "RATE_LIMITED", 503: "SERVICE_UNAVAILABLE" };
 
+/** Statuses the sandbox gives for real: injected, they carry the same §7 entry and headers (401's challenge). */
+const OWN_ERRORS: Readonly<Record<number, () => ApiError>> = {
+  401: () => new UnauthorizedError(),
+  403: () => new ForbiddenError(),
+  404: () => new NotFoundError(),
+};
+
 /**
  * The answer `fault` gives instead of the handler's; undefined for a delay alone. Built apart from the context's
  * headers, so an answer that replaces a served one carries none of the handler's (`www-authenticate`, `retry-after`).
@@ -42,6 +49,8 @@ function faultAnswer(c: Context<SandboxEnv>, fault: FaultSpec): Response | undef
     const error = fault.status === 429 || fault.status === 503 ? "temporarily_unavailable" : "server_error";
     return answer(fault.status, JSON.stringify({ error, error_description: message }), headers);
   }
+  const own = OWN_ERRORS[fault.status]?.();
+  if (own) return answer(own.status, JSON.stringify(errorBody(c, own.status, own.message, own.errors)), { ...own.headers, ...headers });
   const code = FAULT_CODES[fault.status] ?? (fault.status >= 500 ? "INTERNAL_ERROR" : "INJECTED_FAULT");
   return answer(fault.status, JSON.stringify(errorBody(c, fault.status, message, [{ field: null, code, message }])), headers);
 }

@@ -605,6 +605,21 @@ describe("faults", () => {
     expect((await control("/faults", { status: 500, applied: "yes", count: 1 })).status).toBe(400);
   });
 
+  // §7 lists UNAUTHORIZED among the codes seen; spec-gaps: an API 401 carries it and WWW-Authenticate. An injected
+  // 401, 403 or 404 stands for the provider's own, so it looks like the one the sandbox gives for real.
+  it.each([
+    [401, "null:UNAUTHORIZED", 'Bearer realm="sandbox"'],
+    [403, "null:FORBIDDEN", null],
+    [404, "null:NOT_FOUND", null],
+  ])("answers an injected %i with the body and headers of the sandbox's own", async (status, code, challenge) => {
+    await control("/faults", { method: "GET", path_prefix: LIST, status, count: 1 });
+    const injected = await h.json(LIST);
+    expect(injected.status).toBe(status);
+    expect(ErrorEnvelopeSchema.parse(injected.body).status_code).toBe(status);
+    expect(errorCodes(injected.body)).toEqual([code]);
+    expect(injected.headers.get("www-authenticate")).toBe(challenge);
+  });
+
   it("answers OAuth-style bodies on the token endpoint", async () => {
     await control("/faults", { path_prefix: "/oauth2/token", status: 503, count: 1, retry_after: 2 });
     const res = await h.sandbox.fetch(`${BASE}/oauth2/token`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
