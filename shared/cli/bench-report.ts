@@ -57,6 +57,8 @@ export interface BenchMeasurement {
   /** With `--baseline`: CPU of the minimal client's drain of an equal backlog (bench-baseline.ts), microseconds. */
   readonly baselineCpuUs?: number;
   readonly peakRssMb: number;
+  /** Transactions the provider still listed `not_synced` after the drain (read outside the measurement). */
+  readonly notSyncedLeft: number;
   /** What the numbers include, printed with them. */
   readonly notes: readonly string[];
 }
@@ -139,7 +141,19 @@ export function budgetVerdict(json: BenchJson): { readonly code: 0 | 1; readonly
 }
 
 /**
- * The human-readable report: numbers, budgets, and what the numbers include.
+ * What makes a drain inconsistent (an event short of each transaction, or transactions left `not_synced`), or
+ * undefined for a drain of the whole backlog. Such a drain measured less work than the backlog: no budget is judged.
+ *
+ * @example
+ * drainProblem({ ...measurement, events: 9_900 }); // "9900 events for 10000 transactions, 0 left not_synced"
+ */
+export function drainProblem(m: Pick<BenchMeasurement, "transactions" | "events" | "notSyncedLeft">): string | undefined {
+  if (m.events === m.transactions && m.notSyncedLeft === 0) return undefined;
+  return `${m.events} events for ${m.transactions} transactions, ${m.notSyncedLeft} left not_synced`;
+}
+
+/**
+ * The human-readable report: numbers, budgets (none for an inconsistent drain), and what the numbers include.
  *
  * @example
  * console.log(formatBenchReport(measurement).join("\n"));
@@ -160,11 +174,18 @@ export function formatBenchReport(m: BenchMeasurement): string[] {
         ]),
     `peak RSS          ${json.peak_rss_mb} MB`,
     "",
-    json.transactions < BUDGET_BACKLOG
-      ? `budget check (the budgets are set for a backlog of ${BUDGET_BACKLOG} or more; below it fixed costs, the confirming read and warm-up, weigh more):`
-      : "budget check:",
-    ...checkBudgets(json).map((c) => `  ${c.ok ? "ok  " : "MISS"} ${c.name.padEnd(20)} ${c.actual.padEnd(28)} budget ${c.budget}`),
   ];
+  const problem = drainProblem(m);
+  if (problem !== undefined) {
+    lines.push(`budget check: none, the drain is inconsistent (${problem}): its numbers measure less than the backlog`);
+  } else {
+    lines.push(
+      json.transactions < BUDGET_BACKLOG
+        ? `budget check (the budgets are set for a backlog of ${BUDGET_BACKLOG} or more; below it fixed costs, the confirming read and warm-up, weigh more):`
+        : "budget check:",
+      ...checkBudgets(json).map((c) => `  ${c.ok ? "ok  " : "MISS"} ${c.name.padEnd(20)} ${c.actual.padEnd(28)} budget ${c.budget}`),
+    );
+  }
   if (m.notes.length > 0) lines.push("", ...m.notes.map((n) => `note: ${n}`));
   return lines;
 }

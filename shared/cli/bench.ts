@@ -22,7 +22,7 @@ import type { BenchArgs } from "./args.js";
 import { DEFAULT_SCOPES } from "./authorize.js";
 import type { BaselineRequest, BaselineResult } from "./bench-baseline.js";
 import type { BenchSandboxReady, BenchSandboxRequest } from "./bench-sandbox.js";
-import { budgetVerdict, floorOf, formatBenchReport, toBenchJson, type BenchMeasurement } from "./bench-report.js";
+import { budgetVerdict, drainProblem, floorOf, formatBenchReport, toBenchJson, type BenchMeasurement } from "./bench-report.js";
 import { DEFAULT_EVENT_SOURCE, type LocalSettings } from "./config.js";
 import { streamLogger } from "./console-ports.js";
 import { CliError, EXIT } from "./errors.js";
@@ -191,11 +191,11 @@ export async function benchCommand(args: BenchArgs, io: CliIo): Promise<number> 
     const remaining = left.pagination?.total_records ?? left.data.length;
     const floor = floorOf({ transactions: args.transactions, pageSize: DEFAULT_PAGE_SIZE, ackBatchSize: DEFAULT_PAGE_SIZE });
     const eventsBytes = args.sink === "jsonl" ? (await stat(settings.eventsFile).catch(() => ({ size: 0 }))).size : 0;
-    const consistent = events === args.transactions && remaining === 0;
+    const problem = drainProblem({ transactions: args.transactions, events, notSyncedLeft: remaining });
     // After an inconsistent drain there is nothing to compare; a failed baseline leaves the bridge's report standing.
     let baselineCpuUs: number | undefined;
     let baselineFailure: string | undefined;
-    if (args.baseline && consistent) {
+    if (args.baseline && problem === undefined) {
       human("bench: --baseline: draining an equal backlog with a minimal client in a fresh process ...");
       try {
         baselineCpuUs = await measureBaseline(sandboxRequest, await mkdtemp(join(dir, "baseline-")));
@@ -213,6 +213,7 @@ export async function benchCommand(args: BenchArgs, io: CliIo): Promise<number> 
       bridgeCpuUs: cpu.user + cpu.system,
       ...(baselineCpuUs === undefined ? {} : { baselineCpuUs }),
       peakRssMb,
+      notSyncedLeft: remaining,
       notes: [
         // CPU per item differs by a third between Node majors (V8's tiers): read the figure against the runtime it ran on.
         `runtime: Node ${process.version} (V8 ${process.versions.v8}); the Lambda functions run on nodejs24.x`,
@@ -233,8 +234,8 @@ export async function benchCommand(args: BenchArgs, io: CliIo): Promise<number> 
     };
     for (const text of formatBenchReport(measurement)) human(text);
     if (args.json) line(io.stdout, JSON.stringify(toBenchJson(measurement)));
-    if (!consistent) {
-      line(io.stderr, `bench: inconsistent drain: ${events} events for ${args.transactions} transactions, ${remaining} left not_synced`);
+    if (problem !== undefined) {
+      line(io.stderr, `bench: inconsistent drain: ${problem}`);
       return EXIT.failed;
     }
     if (baselineFailure !== undefined) {

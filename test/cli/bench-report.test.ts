@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { budgetVerdict, checkBudgets, floorOf, formatBenchReport, toBenchJson, type BenchMeasurement } from "../../shared/cli/bench-report.js";
+import { budgetVerdict, checkBudgets, drainProblem, floorOf, formatBenchReport, toBenchJson, type BenchMeasurement } from "../../shared/cli/bench-report.js";
 
 const measurement: BenchMeasurement = {
   transactions: 10_000,
@@ -10,6 +10,7 @@ const measurement: BenchMeasurement = {
   latencyMs: 20,
   bridgeCpuUs: 600_000,
   peakRssMb: 123.456,
+  notSyncedLeft: 0,
   notes: ["sandbox ran in a child process"],
 };
 
@@ -91,6 +92,19 @@ describe("formatBenchReport", () => {
     const lines = formatBenchReport({ ...measurement, baselineCpuUs: 480_000 });
     const cpu = lines.findIndex((l) => l.startsWith("CPU / transaction"));
     expect(lines[cpu + 1]).toMatch(/^CPU floor {9}48 us \(--baseline: .*the bridge takes 1\.25x of it\)$/);
+  });
+
+  it("gives no budget an ok for a drain that did not finish: events short of the backlog, or transactions left not_synced", () => {
+    for (const [drain, problem] of [
+      [{ ...measurement, events: 9_900 }, "9900 events for 10000 transactions, 0 left not_synced"],
+      [{ ...measurement, notSyncedLeft: 100 }, "10000 events for 10000 transactions, 100 left not_synced"],
+    ] as const) {
+      const lines = formatBenchReport(drain);
+      expect(lines.filter((l) => /^ {2}(ok|MISS) /.test(l))).toEqual([]);
+      expect(lines).toContain(`budget check: none, the drain is inconsistent (${problem}): its numbers measure less than the backlog`);
+      expect(drainProblem(drain)).toBe(problem);
+    }
+    expect(drainProblem(measurement)).toBeUndefined();
   });
 
   it("says the budgets are set for a 10,000 backlog when the run is smaller", () => {
