@@ -214,6 +214,7 @@ export async function benchCommand(args: BenchArgs, io: CliIo): Promise<number> 
       ...(baselineCpuUs === undefined ? {} : { baselineCpuUs }),
       peakRssMb,
       notSyncedLeft: remaining,
+      sink: args.sink,
       notes: [
         // CPU per item differs by a third between Node majors (V8's tiers): read the figure against the runtime it ran on.
         `runtime: Node ${process.version} (V8 ${process.versions.v8}); the Lambda functions run on nodejs24.x`,

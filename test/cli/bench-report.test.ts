@@ -11,6 +11,7 @@ const measurement: BenchMeasurement = {
   bridgeCpuUs: 600_000,
   peakRssMb: 123.456,
   notSyncedLeft: 0,
+  sink: "jsonl",
   notes: ["sandbox ran in a child process"],
 };
 
@@ -105,6 +106,14 @@ describe("formatBenchReport", () => {
       expect(drainProblem(drain)).toBe(problem);
     }
     expect(drainProblem(measurement)).toBeUndefined();
+  });
+
+  it("judges only the provider calls of a bridge that dropped its events (--sink null), as --check refuses to: the other budgets are a bridge's that writes them", () => {
+    const lines = formatBenchReport({ ...measurement, sink: "null" });
+    expect(lines.filter((l) => /^ {2}(ok|MISS) /.test(l))).toEqual([expect.stringMatching(/^ {2}ok {3}provider calls /)]);
+    for (const name of ["CPU per transaction", "wall time", "peak RSS"]) {
+      expect(lines).toContainEqual(expect.stringMatching(new RegExp(`^ {2}-- {3}${name} .* not judged: --sink null drops the events the budget's bridge writes$`)));
+    }
   });
 
   it("says the budgets are set for a 10,000 backlog when the run is smaller", () => {
