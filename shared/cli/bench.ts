@@ -5,7 +5,8 @@
  *
  * Honesty of the numbers: the sandbox runs in a child process (./bench-sandbox.ts) and is reached over
  * loopback HTTP, so the CPU and RSS measured here are the bridge's alone, HTTP client and JSON parsing
- * included, as in production. Only the drain is timed: backlog building, start-up and authorization are not.
+ * included, as in production; the drain runs under the cycle lease, whose check precedes each write, as `run`'s.
+ * Only the drain is timed: backlog building, start-up and authorization are not.
  */
 import { fork, type ChildProcess, type Serializable } from "node:child_process";
 import { mkdtemp, rm, stat } from "node:fs/promises";
@@ -24,6 +25,7 @@ import type { BaselineRequest, BaselineResult } from "./bench-baseline.js";
 import type { BenchSandboxReady, BenchSandboxRequest } from "./bench-sandbox.js";
 import { budgetVerdict, drainProblem, floorOf, formatBenchReport, toBenchJson, type BenchMeasurement } from "./bench-report.js";
 import { DEFAULT_EVENT_SOURCE, type LocalSettings } from "./config.js";
+import { withCycleLock } from "./cycle-lease.js";
 import { streamLogger } from "./console-ports.js";
 import { CliError, EXIT } from "./errors.js";
 import { line, makeTempDir, type CliIo } from "./io.js";
@@ -172,7 +174,8 @@ export async function benchCommand(args: BenchArgs, io: CliIo): Promise<number> 
     let events = 0;
     let acknowledged = 0;
     for (let cycle = 0; cycle < 100; cycle += 1) {
-      const report = await pollTransactions(bridge.transactions, {});
+      // Under the cycle lease, as `run` does: each write (events, snapshots, acknowledge) checks it first, bridge work too.
+      const report = await withCycleLock(bridge, () => pollTransactions(bridge.transactions, {}));
       events += totalPublished(report);
       acknowledged += report.acknowledged;
       if (report.outcome === "complete") break;

@@ -1,0 +1,49 @@
+/**
+ * `bridge bench` in-process: what its drain measures.
+ */
+import { describe, expect, it, vi } from "vitest";
+import { benchCommand } from "../../shared/cli/bench.js";
+import { EXIT } from "../../shared/cli/errors.js";
+import { CycleLeaseGuard } from "../../shared/cli/lease-guard.js";
+import { ROOT } from "./helpers.js";
+
+describe("bridge bench's drain", () => {
+  it("runs under the cycle lease, as `run` does, so the lease check before each write (events, snapshots, acknowledge) is in the CPU it measures", async () => {
+    const during = CycleLeaseGuard.prototype.during;
+    const check = CycleLeaseGuard.prototype.check;
+    let leases = 0;
+    let checksUnderLease = 0;
+    vi.spyOn(CycleLeaseGuard.prototype, "during").mockImplementation(async function <T>(this: CycleLeaseGuard, ...args: Parameters<typeof during>) {
+      leases += 1;
+      try {
+        return (await during.apply(this, args)) as T;
+      } finally {
+        leases -= 1;
+      }
+    });
+    vi.spyOn(CycleLeaseGuard.prototype, "check").mockImplementation(function (this: CycleLeaseGuard) {
+      if (leases > 0) checksUnderLease += 1;
+      return check.call(this);
+    });
+    let stdout = "";
+    let stderr = "";
+    try {
+      const code = await benchCommand(
+        { transactions: 200, latencyMs: 0, json: true, sink: "jsonl", check: false, baseline: false },
+        {
+          env: {},
+          cwd: ROOT,
+          stdout: { write: (chunk: string) => (stdout += chunk) },
+          stderr: { write: (chunk: string) => (stderr += chunk) },
+          signal: new AbortController().signal,
+        },
+      );
+      expect(code, stderr).toBe(EXIT.ok);
+    } finally {
+      vi.restoreAllMocks();
+    }
+    expect(JSON.parse(stdout.trim().split("\n").at(-1) ?? "")).toMatchObject({ transactions: 200, events: 200 });
+    // Two pages: each one's events, snapshots and acknowledge are written after a look at the lease.
+    expect(checksUnderLease).toBeGreaterThanOrEqual(6);
+  }, 60_000);
+});
