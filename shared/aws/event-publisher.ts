@@ -48,8 +48,9 @@ interface Pending {
  * `FailedEntryCount > 0` only the failed entries are retried, with backoff. Entries with a permanent error code, or
  * that cannot be reduced, are returned in `failed` for the engine to quarantine; entries whose retryable code outlasts
  * the retries are returned with `retryable: true`, which the engine leaves pending for the next cycle. A call failing
- * as a whole (throttled, unavailable) is retried, then raises `PublishError`: the engine then acknowledges nothing
- * and re-sends the same event ids next cycle.
+ * as a whole (throttled, unavailable) is retried, then raises `PublishError` when it is a batch's first: the engine
+ * then acknowledges nothing and re-sends the same event ids next cycle. One re-sending a batch's failed entries fails
+ * those for now instead, as their own codes outlasting the retries would: the batch's other entries were answered.
  *
  * @example
  * const publisher = new EventBridgePublisher({ client: new EventBridgeClient({}), eventBusName: "bridge" });
@@ -154,7 +155,17 @@ export class EventBridgePublisher implements EventPublisher {
         }
         await this.#clock.sleep(delay);
       }
-      const entries = await this.#send(pending, attempt, deadline);
+      let entries;
+      try {
+        entries = await this.#send(pending, attempt, deadline);
+      } catch (error) {
+        // Round 1: nothing of the batch is known delivered, so the publish fails as a whole (the cycle stops, loudly).
+        // Later rounds: the entries answered are delivered or settled; raising would have the engine acknowledge none of
+        // the page and re-send them all, so only those still pending fail for now (the next cycle's round 1 is loud).
+        if (attempt === 1 || !(error instanceof PublishError)) throw error;
+        failForNow(error.message);
+        break;
+      }
       const retry: Pending[] = [];
       const reasons = new Map<Pending, string>();
       entries.forEach((result, index) => {

@@ -288,6 +288,84 @@ describe("EventBridgePublisher", () => {
     await expect(publisher().publish([event("ev_1")])).rejects.toMatchObject({ name: "PublishError", attempts: 1 });
   });
 
+  it.each([
+    ["throttled past its retries", () => awsError("ThrottlingException", 400, true), 3],
+    ["refused at once", () => awsError("AccessDeniedException", 400), 1],
+  ])(
+    "fails for now only the entries still pending when a later entry round's call fails as a whole (%s), keeping those answered",
+    async (_, failure, calls) => {
+      // Round 1 delivers ev_a and refuses ev_c for good; ev_b is throttled, and every call of round 2 fails as a whole.
+      mock
+        .on(PutEventsCommand)
+        .resolvesOnce({
+          FailedEntryCount: 2,
+          Entries: [{ EventId: "a" }, { ErrorCode: "ThrottlingException", ErrorMessage: "slow down" }, { ErrorCode: "MalformedDetail", ErrorMessage: "bad json" }],
+        })
+        .rejects(failure());
+      const result = await publisher(new FakeClock(), 3).publish([event("ev_a"), event("ev_b"), event("ev_c")]);
+      expect(result.failed.map((f) => [f.event.detail.id, f.retryable === true])).toEqual([
+        ["ev_c", false],
+        ["ev_b", true],
+      ]);
+      expect(result.failed[1]?.reason).toMatch(/^ThrottlingException: slow down \(PutEvents failed after \d+ attempts \(entry round 2\): \w+\)$/);
+      expect(sentEntries().map(detailIds)).toEqual([["ev_a", "ev_b", "ev_c"], ...Array.from({ length: calls }, () => ["ev_b"])]);
+    },
+  );
+
+  it("fails for now the pending entries of a later entry round whose call answers a different number of entries than sent", async () => {
+    mock
+      .on(PutEventsCommand)
+      .resolvesOnce({ FailedEntryCount: 2, Entries: [{ EventId: "a" }, { ErrorCode: "InternalFailure" }, { ErrorCode: "InternalFailure" }] })
+      .resolves({ FailedEntryCount: 1, Entries: [{ ErrorCode: "InternalFailure" }], $metadata: {} });
+    const result = await publisher(new FakeClock(), 3).publish([event("ev_a"), event("ev_b"), event("ev_c")]);
+    expect(result.failed.map((f) => [f.event.detail.id, f.retryable])).toEqual([
+      ["ev_b", true],
+      ["ev_c", true],
+    ]);
+    expect(result.failed[0]?.reason).toBe("InternalFailure: no message (PutEvents answered a different number of entries than sent)");
+  });
+
+  it("keeps the other calls' deliveries when one call's later entry round fails as a whole: only its pending entries fail for now", async () => {
+    mock.on(PutEventsCommand).callsFake((input: { Entries: PutEventsRequestEntry[] }) => {
+      const ids = detailIds(input.Entries);
+      if (ids.length === 1 && ids[0] === "ev_12") throw awsError("ServiceUnavailableException", 503, true);
+      return {
+        FailedEntryCount: ids.includes("ev_12") ? 1 : 0,
+        Entries: ids.map((id) => (id === "ev_12" ? { ErrorCode: "ThrottlingException", ErrorMessage: "slow down" } : { EventId: id })),
+      };
+    });
+    const result = await publisher(new FakeClock(), 3).publish(Array.from({ length: 25 }, (_, i) => event(`ev_${i}`)));
+    expect(result.failed.map((f) => [f.event.detail.id, f.retryable])).toEqual([["ev_12", true]]);
+    expect(sentEntries().flat()).toHaveLength(25 + 3);
+  });
+
+  it("with the engine, acknowledges a page whose later entry round failed as a whole except the transaction left pending, delivered next cycle with its id", async () => {
+    let healthy = false;
+    let calls = 0;
+    mock.on(PutEventsCommand).callsFake((input: { Entries: PutEventsRequestEntry[] }) => {
+      calls += 1;
+      if (healthy) return { FailedEntryCount: 0, Entries: input.Entries.map(() => ({ EventId: "e" })) };
+      if (calls > 1) throw awsError("ThrottlingException", 400, true);
+      return { FailedEntryCount: 1, Entries: input.Entries.map((_, i) => (i === 0 ? { ErrorCode: "ThrottlingException", ErrorMessage: "slow down" } : { EventId: "e" })) };
+    });
+    const rig = makeRig({}, { publisher: publisher(new FakeClock(), 3) });
+    for (let i = 0; i < 3; i++) rig.provider.addTransaction();
+    const first = await pollTransactions(rig.deps);
+    expect(first).toMatchObject({ outcome: "complete", acknowledged: 2, quarantined: 0, publishFailed: 1, publishDeferred: 1 });
+    expect(rig.metrics.sum("EventsFailed")).toBe(1);
+    // The entry of round 2, whose calls failed: its transaction alone stays listed.
+    const [retried] = sentEntries()[1] ?? [];
+    const { id: stuckId, subject } = JSON.parse(retried?.Detail ?? "{}") as { id: string; subject: { id: string } };
+    expect(rig.provider.pending().map((t) => t.id)).toEqual([subject.id]);
+
+    mock.resetHistory();
+    healthy = true;
+    const second = await pollTransactions(rig.deps);
+    expect(second).toMatchObject({ acknowledged: 1, published: { "transaction.created": 1 } });
+    expect(sentEntries().flatMap(detailIds)).toEqual([stuckId]);
+    expect(rig.provider.pending()).toEqual([]);
+  });
+
   it("trims the largest array of an oversized event with a marker instead of dropping it", async () => {
     mock.on(PutEventsCommand).resolves({ FailedEntryCount: 0, Entries: [{ EventId: "a" }] });
     const lineItems = Array.from({ length: 3_000 }, (_, i) => ({ id: `li_${i}`, description: "d".repeat(100) }));
