@@ -38,8 +38,8 @@ function event(id: string, object: Record<string, unknown> = { id, amount: 10 },
   };
 }
 
-const publisher = (clock = new FakeClock(), maxAttempts = 4) =>
-  new EventBridgePublisher({ client, eventBusName: "bridge-bus", clock, backoff: { maxAttempts, random: () => 0.5 } });
+const publisher = (clock = new FakeClock(), maxAttempts = 4, concurrency?: number) =>
+  new EventBridgePublisher({ client, eventBusName: "bridge-bus", clock, backoff: { maxAttempts, random: () => 0.5 }, ...(concurrency === undefined ? {} : { concurrency }) });
 
 const sentEntries = (): PutEventsRequestEntry[][] => mock.commandCalls(PutEventsCommand).map((call) => call.args[0].input.Entries ?? []);
 const detailIds = (entries: PutEventsRequestEntry[]) => entries.map((entry) => (JSON.parse(entry.Detail ?? "{}") as { id: string }).id);
@@ -337,6 +337,38 @@ describe("EventBridgePublisher", () => {
     const result = await publisher(new FakeClock(), 3).publish(Array.from({ length: 25 }, (_, i) => event(`ev_${i}`)));
     expect(result.failed.map((f) => [f.event.detail.id, f.retryable])).toEqual([["ev_12", true]]);
     expect(sentEntries().flat()).toHaveLength(25 + 3);
+  });
+
+  it("settles every call in flight before raising a call's PublishError: no rejection left unhandled, no call sent after", async () => {
+    let release!: () => void;
+    const slow = new Promise<void>((resolve) => (release = resolve));
+    let slowDone = false;
+    mock.on(PutEventsCommand).callsFake(async (input: { Entries: PutEventsRequestEntry[] }) => {
+      const ids = detailIds(input.Entries);
+      if (ids[0] === "ev_10") throw awsError("ResourceNotFoundException", 400);
+      if (ids[0] === "ev_0") {
+        await slow;
+        slowDone = true;
+      }
+      return { FailedEntryCount: 0, Entries: ids.map((id) => ({ EventId: id })) };
+    });
+    const outcome = publisher(new FakeClock(), 3, 2)
+      .publish(Array.from({ length: 40 }, (_, i) => event(`ev_${i}`)))
+      .then(
+        () => "resolved",
+        (error: unknown) => error,
+      );
+    let settled = false;
+    void outcome.then(() => (settled = true));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    // The second call failed; the first, still in flight, holds the publish back.
+    expect(settled).toBe(false);
+    release();
+    const error = await outcome;
+    expect(error).toBeInstanceOf(PublishError);
+    expect(slowDone).toBe(true);
+    // The calls of ev_20 and ev_30 never started.
+    expect(sentEntries().map((entries) => detailIds(entries)[0])).toEqual(["ev_0", "ev_10"]);
   });
 
   it("with the engine, acknowledges a page whose later entry round failed as a whole except the transaction left pending, delivered next cycle with its id", async () => {
