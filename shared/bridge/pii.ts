@@ -95,6 +95,14 @@ export const PERSONAL_FIELDS: readonly string[] = Object.freeze([
   "created_by.email",
   "account_managers[].name",
   "account_managers[].email",
+  // §2.4 shows a person's first and last name and full name only in user_profile, and §2.3-§2.5 an email only in a
+  // cardholder, a profile or a manager; sent anywhere else (a top-level `first_name`, a `cardholder.last_name`, a line
+  // item's `email`: the schemas keep members the spec does not show), they still name a person, so they are masked in
+  // every object. Not a bare `name`: outside the objects of people above it names a segment, a company or a file.
+  "first_name",
+  "last_name",
+  "fullname",
+  "email",
 ]);
 
 /**

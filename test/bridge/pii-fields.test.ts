@@ -83,11 +83,23 @@ const poolAccount = {
   ],
 };
 
+/** An ERP card with members the spec shows only inside the objects of people (§2.3, §2.4), as a provider may add them. */
+const addedMembers = {
+  id: "CA7Q2M9X4M",
+  card_nickname: "Hotel card",
+  first_name: "Hana",
+  last_name: "Takeshita",
+  fullname: "Hana Takeshita",
+  email: "Hana.Takeshita@Example.com",
+  cardholder: { name: "Hana Takeshita", first_name: "Hana", email: "hana.takeshita@example.com" },
+};
+
 const FIXTURES: readonly [string, Json][] = [
   ["transaction (§2.2)", transaction],
   ["ERP card (§2.3)", erpCard],
   ["operational card (§2.4)", coreCard],
   ["pool account (§2.5)", poolAccount],
+  ["a card with members a provider added", addedMembers],
 ];
 
 /** Every personal value of the fixtures, as sent (parts of masked-whole addresses and profiles included). */
@@ -98,6 +110,7 @@ const CLEARTEXT = [
   "Shipping Lane", "Dana", "Levi", "dana.levi@example.com", "Chen", "Wei", "chenwei.login", "chen.wei+card",
   "EMP-0099",
   "Omar.Said@Example.com", "Elif Demir", "elif.demir@example.com", "Farah Aziz", "farah.aziz@example.com", "Gita Rao", "GITA.RAO@example.com",
+  "Hana", "Takeshita",
 ];
 
 /** What must pass unchanged: provider user ids, card names, free text. */
@@ -114,6 +127,7 @@ const KEPT: readonly [Json, string, unknown][] = [
   [coreCard, "shipping_details.method", "courier"],
   [poolAccount, "created_by.user_id", "usr_1"],
   [poolAccount, "account_name", "Marketing pool"],
+  [addedMembers, "card_nickname", "Hotel card"],
 ];
 
 function deepFreeze<T>(value: T): T {
@@ -486,5 +500,45 @@ describe("docs/events.md, PII modes", () => {
     const rows = section.split("\n").filter((line) => /^\| §/.test(line));
     const listed = rows.flatMap((row) => [...(row.split("|")[3] ?? "").matchAll(/`([^`]+)`/g)].map((m) => m[1]));
     expect([...listed].sort()).toEqual([...PERSONAL_FIELDS].sort());
+  });
+});
+
+describe("a person's first_name, last_name, fullname or email outside the objects the spec shows them in", () => {
+  // §2.4 shows the names only in user_profile and §2.3-§2.5 emails only in a cardholder, a profile or a manager; a
+  // provider adding fields (the schemas keep unknown members) may send them on the record itself or in any object.
+  const record = {
+    id: "r-9",
+    first_name: "Yusuf",
+    last_name: "Karimov",
+    fullname: "Yusuf Karimov",
+    email: "Yusuf.Karimov@Example.com",
+    cardholder: { name: "Yusuf Karimov", first_name: "Yusuf" },
+    approved_by: { user_external_id: "USR-1", last_name: "Karimov" },
+    line_items: [{ id: "li-1", fullname: "Yusuf Karimov", email: "yusuf.karimov@example.com", segments: [{ id: "s-1", name: "Dubai" }] }],
+    erp_company: { id: "co-1", name: "Falcon Trading" },
+  };
+
+  it.each([
+    ["redact", redact],
+    ["hash", hash],
+  ] as const)("are masked under %s in events, snapshots and quarantine records alike; other names are kept", (_name, policy) => {
+    const published = applyPii(record, policy);
+    expect(JSON.stringify(published)).not.toMatch(/yusuf|karimov/i);
+    expect(conformPii(record, policy)).toEqual(published);
+    expect(applyPiiToBody(record, policy)).toEqual(published);
+    expect(published.approved_by.user_external_id).toBe("USR-1");
+    expect(published.erp_company.name).toBe("Falcon Trading");
+    expect(published.line_items[0]?.segments[0]?.name).toBe("Dubai");
+  });
+
+  it("give under hash the pseudonym the same value has in a user_profile", () => {
+    const published = applyPii(record, hash);
+    const profile = applyPii({ user_profile: { first_name: "Yusuf", fullname: "Yusuf Karimov", email: "yusuf.karimov@example.com" } }, hash).user_profile;
+    expect(published.first_name).toBe(profile.first_name);
+    expect(published.cardholder.first_name).toBe(profile.first_name);
+    expect(published.fullname).toBe(profile.fullname);
+    expect(published.line_items[0]?.fullname).toBe(profile.fullname);
+    expect(published.email).toBe(profile.email);
+    expect(published.line_items[0]?.email).toBe(profile.email);
   });
 });
