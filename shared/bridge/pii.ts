@@ -27,6 +27,14 @@ export const PII_SALT_MIN_LENGTH = 16;
  */
 export function piiSaltProblem(salt: string): string | undefined {
   if (salt.length < PII_SALT_MIN_LENGTH) return `must be at least ${PII_SALT_MIN_LENGTH} characters`;
+  return saltTextProblem(salt);
+}
+
+/**
+ * The part of {@link piiSaltProblem} every policy is held to, the settings' or a library caller's
+ * ({@link assertPiiPolicy}): the length minimum is the settings' alone.
+ */
+function saltTextProblem(salt: string): string | undefined {
   if (hasLoneSurrogate(salt)) return "must be well-formed text: it holds a lone UTF-16 surrogate (\\ud800-\\udfff), which hashes as U+FFFD";
   return undefined;
 }
@@ -162,9 +170,10 @@ export function assertPiiPolicy(policy: PiiPolicy): void {
   if (!(PII_MODES as readonly string[]).includes(policy.mode)) {
     throw new BridgeConfigurationError(`Unknown PII mode "${String(policy.mode)}"; use full, redact or hash`);
   }
-  if (policy.mode === "hash" && !policy.salt) {
-    throw new BridgeConfigurationError("PII mode hash needs a per-tenant salt");
-  }
+  if (policy.mode !== "hash") return;
+  if (typeof policy.salt !== "string" || policy.salt === "") throw new BridgeConfigurationError("PII mode hash needs a per-tenant salt");
+  const problem = saltTextProblem(policy.salt);
+  if (problem !== undefined) throw new BridgeConfigurationError(`The salt of PII mode hash ${problem}`);
 }
 
 /** What {@link piiSaltFingerprint} keys its HMAC over: a fixed label, so the fingerprint holds nothing personal. */

@@ -139,6 +139,21 @@ describe("applyPii", () => {
     expect(() => assertPiiPolicy({ mode: "mask" as "full" })).toThrow(/Unknown PII mode/);
   });
 
+  it("refuses a hash salt holding a lone surrogate, as the settings do: its HMAC key would hash as U+FFFD", () => {
+    for (const salt of ["tenant-salt-0123456789\ud800", "\udfff-tenant-salt-0123456789", "s1\ud83d"]) {
+      const policy: PiiPolicy = { mode: "hash", salt };
+      expect(() => assertPiiPolicy(policy)).toThrow(BridgeConfigurationError);
+      expect(() => assertPiiPolicy(policy)).toThrow(/lone UTF-16 surrogate/);
+      expect(() => applyPii({ card_holder_name: "Ann Holder" }, policy)).toThrow(BridgeConfigurationError);
+    }
+    // A well-formed surrogate pair (an emoji) is text like any other.
+    expect(() => assertPiiPolicy({ mode: "hash", salt: "tenant-salt-0123456789\ud83d\ude00" })).not.toThrow();
+    // A salt that is not text at all (a JavaScript caller's number) is no salt: a clear error, not crypto's TypeError.
+    expect(() => assertPiiPolicy({ mode: "hash", salt: 1234567890123456 as unknown as string })).toThrow(/needs a per-tenant salt/);
+    // The error never shows the salt.
+    expect(() => assertPiiPolicy({ mode: "hash", salt: "tenant-salt-0123456789\ud800" })).not.toThrow(/tenant-salt/);
+  });
+
   it("refuses to hash without a salt, or under an unknown mode, wherever a policy is applied: an HMAC keyed with nothing is a pseudonym anyone can recompute", () => {
     const unsalted: readonly PiiPolicy[] = [{ mode: "hash" }, { mode: "hash", salt: "" }, { mode: "Redact" as "redact" }];
     for (const policy of unsalted) {
