@@ -17,6 +17,7 @@ import { loadEnv, readAuthorizeSettings, settingNameWarnings } from "./config.js
 import { AuthorizeError, ConfigError, EXIT, type SettingIssue } from "./errors.js";
 import { line, type CliIo } from "./io.js";
 import { bindToSettings } from "./cycle-lease.js";
+import { restrictTokenFile } from "./local-tokens.js";
 import { openInBrowser } from "./open-url.js";
 import type * as SecretOnboarding from "./secret-onboarding.js";
 import { printable } from "./terminal-text.js";
@@ -170,6 +171,8 @@ export async function authorizeCommand(args: AuthorizeArgs, io: CliIo, seams: Au
     const binding = { baseUrl, clientId, ...(settings.tenant ? { tenant: settings.tenant } : {}) };
     await bindToSettings(settings.stateDir, binding, { rebindClient: true, checkOnly: true });
     const files = new FileTokenStore(settings.stateDir);
+    // Private before the sign-in, which may never complete: the token there now stays until one does.
+    restrictTokenFile(files, (text) => line(io.stderr, `warning: ${text}`));
     const bindThenSave: TokenStore = {
       load: () => files.load(),
       async save(tokens) {

@@ -43,7 +43,7 @@ import type { Env, LocalSettings, StateSettings } from "./config.js";
 import { CYCLE_LEASE_MS, bindToSettings, bindingOf, saltBindingOf, withCycleLock } from "./cycle-lease.js";
 import { cliErrorOf, stateErrorOf } from "./engine-errors.js";
 import { CycleLeaseGuard, CycleLeaseLostError } from "./lease-guard.js";
-import { LocalTokenStore } from "./local-tokens.js";
+import { LocalTokenStore, restrictTokenFile } from "./local-tokens.js";
 import { statOf } from "./path-checks.js";
 import { spendingRefreshes } from "./token-spending.js";
 import { MemoryMetrics, observePublished, systemClock } from "./console-ports.js";
@@ -201,6 +201,8 @@ export async function openLocalBridge(settings: LocalSettings, options: LocalBri
   const clock = options.clock ?? systemClock;
   const dir = settings.stateDir;
   const { opened, guarded, tokenFile } = openStateDir(dir, clock);
+  // A token file others may read (restored, written by hand) is made private before its token is used.
+  restrictTokenFile(tokenFile, (text) => options.logger.warn(text));
   const tokens = new LocalTokenStore(tokenFile, settings.refreshToken);
   const { lock } = opened;
   // Read once up front: a missing or unusable token stops here, before any provider call.

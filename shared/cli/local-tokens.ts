@@ -5,8 +5,50 @@
  * the variable is ignored, so a spent seed is never sent again (a replay would revoke the family).
  */
 import type { StoredTokens, TokenStore } from "../qashio/auth/token-store.js";
-import { CorruptStateError, type FileTokenStore } from "../local/index.js";
-import { TokenFileError } from "./errors.js";
+import { CorruptStateError, TokenFileExposedError, type FileTokenStore } from "../local/index.js";
+import { ConfigError, TokenFileError } from "./errors.js";
+import { shellWord } from "./path-checks.js";
+
+/** Permission bits as `ls` and `chmod` write them: four octal digits. */
+function octal(mode: number): string {
+  return mode.toString(8).padStart(4, "0");
+}
+
+/**
+ * Makes the token file readable by its owner only (see FileTokenStore.restrictAccess) when a command opens the state
+ * directory, and tells `warn` which file had which mode (never its content): another local user may have read the
+ * refresh token meanwhile, which only its owner can judge.
+ *
+ * @throws ConfigError (exit 2, BRIDGE_STATE_DIR) when this user cannot: the tokens would stay readable to others.
+ * @example
+ * restrictTokenFile(files, (text) => logger.warn(text));
+ */
+export function restrictTokenFile(files: FileTokenStore, warn: (text: string) => void): void {
+  let before: number | undefined;
+  try {
+    before = files.restrictAccess();
+  } catch (error) {
+    if (!(error instanceof TokenFileExposedError)) throw error;
+    const file = shellWord(files.file);
+    throw new ConfigError(
+      [
+        {
+          setting: "BRIDGE_STATE_DIR",
+          problem:
+            `${files.file} is readable by its group or others (mode ${octal(error.mode)}), and this user cannot change that (${error.code}: it is ` +
+            `owned by uid ${error.owner}): it holds the refresh token; run \`sudo chmod 600 ${file} && sudo chown ${process.geteuid?.() ?? error.owner} ${file}\``,
+        },
+      ],
+      { cause: error },
+    );
+  }
+  if (before !== undefined) {
+    warn(
+      `${files.file} was readable by its group or others (mode ${octal(before)}): made it readable by its owner only (${octal(before & 0o600)}), as the ` +
+        "bridge creates it; if another user could read it, authorize again",
+    );
+  }
+}
 
 export class LocalTokenStore implements TokenStore {
   /**

@@ -147,7 +147,7 @@ export function shellQuoted(text: string): string {
 }
 
 /** `text` as one word of a POSIX shell: as is when nothing in it is special, else {@link shellQuoted}. */
-function shellWord(text: string): string {
+export function shellWord(text: string): string {
   return /^[\w@%+=:,./-]+$/.test(text) ? text : shellQuoted(text);
 }
 

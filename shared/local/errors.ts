@@ -32,3 +32,22 @@ export class TokenFileUnwritableError extends LocalStateError {
 export class CorruptStateError extends LocalStateError {
   override name = "CorruptStateError";
 }
+
+/**
+ * The token file is readable by its group or others and this user cannot take that away (another user owns it, such
+ * as root after a restore under sudo): the refresh token in it stays readable by other local users. `mode` is the
+ * file's permission bits, `owner` its uid; `code` the system's answer to the chmod.
+ */
+export class TokenFileExposedError extends LocalStateError {
+  override name = "TokenFileExposedError";
+  readonly mode: number;
+  readonly owner: number;
+  readonly code: string;
+
+  constructor(file: string, details: { mode: number; owner: number; code: string }, options?: ErrorOptions) {
+    super(`the token file is readable by its group or others and cannot be made private by this user (${details.code})`, { file }, options);
+    this.mode = details.mode;
+    this.owner = details.owner;
+    this.code = details.code;
+  }
+}

@@ -24,7 +24,7 @@ export { FileQuarantine } from "./quarantine.js";
 export { FileLock } from "./file-lock.js";
 export { JsonlEventPublisher, toEventBridgeEnvelope, envelopeLine, envelopeIds } from "./jsonl-publisher.js";
 export type { EventBridgeEnvelope, JsonlEventPublisherOptions } from "./jsonl-publisher.js";
-export { LocalStateError, CorruptStateError, TokenFileUnwritableError } from "./errors.js";
+export { LocalStateError, CorruptStateError, TokenFileExposedError, TokenFileUnwritableError } from "./errors.js";
 export { bindStateDir, PiiSaltAlreadyRecordedError, PiiSaltMismatchError, StateBindingMismatchError, StateBindingMissingError, type BindOptions, type StateBinding } from "./state-binding.js";
 export { STATE_DIRS, STATE_FILES } from "./layout.js";
 

@@ -1,12 +1,12 @@
 /**
  * File-backed TokenStore: one JSON file, owner-only permissions, atomic replace.
  */
-import { closeSync, fstatSync, openSync, readFileSync } from "node:fs";
+import { closeSync, constants, fchmodSync, fstatSync, openSync, readFileSync } from "node:fs";
 import path from "node:path";
 import type { StoredTokens, TokenStore } from "../qashio/auth/token-store.js";
 import { makeDirDurable, probeWrite, staleTempSweep, writeFileAtomic, type FileIdentity } from "./atomic.js";
 import { DurableNames } from "./durable-names.js";
-import { CorruptStateError, TokenFileUnwritableError } from "./errors.js";
+import { CorruptStateError, TokenFileExposedError, TokenFileUnwritableError } from "./errors.js";
 import { STATE_FILES } from "./layout.js";
 
 /** Room a token set needs, with margin: a JWT access token and a refresh token take a few KiB. */
@@ -69,6 +69,38 @@ export class FileTokenStore implements TokenStore {
     try {
       const { dev, ino } = fstatSync(fd, { bigint: true });
       return { text: readFileSync(fd, "utf8"), identity: { dev, ino } };
+    } finally {
+      closeSync(fd);
+    }
+  }
+
+  /**
+   * Takes group and other access off the token file, as the bridge creates it (0600): a file written by hand or restored
+   * from a backup carries the umask's mode (0644), and its refresh token stays readable by other local users until a
+   * refresh replaces the file. Once, when a command opens the state directory; never on Windows, where modes say nothing.
+   *
+   * @returns the permission bits the file had when they were narrowed; undefined when it was private already, or missing.
+   * @throws TokenFileExposedError when this user may not change its mode (another user owns it).
+   */
+  restrictAccess(): number | undefined {
+    if (process.platform === "win32") return undefined;
+    let fd: number;
+    try {
+      // Not through a link: the state directory check refuses one in tokens.json's place (ELOOP here if one slipped in).
+      fd = openSync(this.file, constants.O_RDONLY | constants.O_NOFOLLOW);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+      throw err;
+    }
+    try {
+      const { mode, uid } = fstatSync(fd);
+      if ((mode & 0o077) === 0) return undefined;
+      try {
+        fchmodSync(fd, mode & 0o600);
+      } catch (error) {
+        throw new TokenFileExposedError(this.file, { mode: mode & 0o7777, owner: uid, code: (error as NodeJS.ErrnoException).code ?? "error" }, { cause: error });
+      }
+      return mode & 0o7777;
     } finally {
       closeSync(fd);
     }

@@ -4,7 +4,7 @@
  */
 import { DescribeSecretCommand, GetSecretValueCommand, PutSecretValueCommand, SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 import { mockClient } from "aws-sdk-client-mock";
-import { readFile, writeFile } from "node:fs/promises";
+import { chmod, readFile, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { DeleteCommand, DynamoDBDocumentClient, PutCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { realSleep, type Clock } from "../../shared/clock.js";
@@ -108,6 +108,23 @@ describe("bridge authorize", () => {
     expect(error).toBeInstanceOf(StateDirTakenError);
     expect((error as ConfigError).message).toContain("holds the tokens or snapshots of another BRIDGE_TENANT");
     expect(shown).toBe(false);
+  });
+
+  it("makes a token file its group and others may read private before the sign-in, which may never complete, with a warning naming it", async () => {
+    const h = (harness = await startHarness());
+    const stateDir = h.env.BRIDGE_STATE_DIR as string;
+    const { baseUrl, clientId } = readAuthorizeSettings(h.env, h.dir);
+    await bindStateDir(stateDir, { baseUrl, clientId: clientId as string });
+    await chmod(stateDir, 0o755);
+    const tokens = join(stateDir, "tokens.json");
+    await writeFile(tokens, JSON.stringify({ refreshToken: "rt-restored-readable" }), { mode: 0o644 });
+
+    const auth = await runInProcess(["authorize", "--no-open", "--timeout", "1s"], h.env);
+
+    expect(auth.code).toBe(EXIT.failed);
+    expect((await stat(tokens)).mode & 0o777).toBe(0o600);
+    expect(auth.stderr).toContain(`warning: ${tokens} was readable by its group or others (mode 0644): made it readable by its owner only (0600)`);
+    expect(auth.stderr).not.toContain("rt-restored-readable");
   });
 
   it("records a new client id for the state directory only once its sign-in is stored: a sign-in that fails changes nothing", async () => {

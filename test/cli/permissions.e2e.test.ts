@@ -72,6 +72,12 @@ beforeAll(async () => {
   await writeFile(join(dir, "own-state", "tokens.json"), '{"refreshToken":"rt-never-printed"}', { mode: 0o400 });
   await writeFile(join(dir, "own-state", "binding.json"), JSON.stringify({ baseUrl: settings.QASHIO_BASE_URL, clientId: settings.QASHIO_CLIENT_ID, tenant: settings.BRIDGE_TENANT }));
   for (const entry of ["", "tokens.json", "binding.json"]) await chown(join(dir, "own-state", entry), NOBODY, NOBODY);
+  // The user's own state directory with a token file root restored readable by all (0644): the user cannot narrow it.
+  await mkdir(join(dir, "exposed-state"), { mode: 0o700 });
+  await writeFile(join(dir, "exposed-state", "tokens.json"), '{"refreshToken":"rt-never-printed"}', { mode: 0o644 });
+  await chmod(join(dir, "exposed-state", "tokens.json"), 0o644);
+  await writeFile(join(dir, "exposed-state", "binding.json"), JSON.stringify({ baseUrl: settings.QASHIO_BASE_URL, clientId: settings.QASHIO_CLIENT_ID, tenant: settings.BRIDGE_TENANT }));
+  for (const entry of ["", "binding.json"]) await chown(join(dir, "exposed-state", entry), NOBODY, NOBODY);
 });
 
 afterAll(async () => {
@@ -111,6 +117,15 @@ describe.runIf(canStage)("bridge run as a user who cannot write the configured p
     // Past the settings: the provider at 127.0.0.1:9 does not answer, so the cycle fails (exit 1), not exit 2.
     expect(stderr).not.toContain("BRIDGE_STATE_DIR");
     expect(code).toBe(1);
+  });
+
+  it("refuses a token file its group and others may read that this user cannot make private (root's), exit 2, before any provider call", async () => {
+    const tokens = join(dir, "exposed-state", "tokens.json");
+    const { code, stderr } = await runOnceAsNobody(["exposed-state"], ["exposed-state", "events.jsonl"]);
+    expect(code).toBe(2);
+    expect(stderr).toContain(`BRIDGE_STATE_DIR: ${tokens} is readable by its group or others (mode 0644), and this user cannot change that (EPERM: it is owned by uid 0)`);
+    expect(stderr).toContain(`sudo chmod 600 ${tokens} && sudo chown ${NOBODY} ${tokens}`);
+    expect(stderr).not.toMatch(/unexpected|never-printed|ECONNREFUSED/);
   });
 
   it("names an events file this user may write but not read (the publisher reads its last byte first)", async () => {

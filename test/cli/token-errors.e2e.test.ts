@@ -2,7 +2,7 @@
  * End-to-end: how `bridge run --once` reports problems with the tokens and the client credentials, against the sandbox.
  * Each message must point at the real fix (settings, the seed, re-authorize) and never print a token or secret.
  */
-import { readFile, writeFile } from "node:fs/promises";
+import { chmod, readFile, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { readLocalSettings } from "../../shared/cli/config.js";
@@ -56,6 +56,27 @@ describe("bridge run --once: token and credential errors", () => {
     expect((await runInProcess(["run", "--once"], { ...h.env, QASHIO_REFRESH_TOKEN: "not-a-real-token" })).code).toBe(EXIT.ok);
     await h.control("POST", "/clock", { advance_seconds: 3_600 });
     expect((await runInProcess(["run", "--once"], h.env)).code).toBe(EXIT.ok);
+  });
+
+  it("makes a token file its group and others may read (restored, 0644, in a 0755 directory) private at start, with a warning naming it and its mode, never its tokens", async () => {
+    const h = await start();
+    const state = h.env.BRIDGE_STATE_DIR as string;
+    const tokensFile = join(state, "tokens.json");
+    expect((await runInProcess(["run", "--once"], h.env)).code).toBe(EXIT.ok);
+    const stored = JSON.parse(await readFile(tokensFile, "utf8")) as { refreshToken: string; accessToken?: string };
+    // As a copy restored with the umask's modes leaves them.
+    await chmod(state, 0o755);
+    await chmod(tokensFile, 0o644);
+
+    const { code, stderr } = await runInProcess(["run", "--once"], h.env);
+
+    expect(code).toBe(EXIT.ok);
+    expect((await stat(tokensFile)).mode & 0o777).toBe(0o600);
+    expect(stderr).toContain(`${tokensFile} was readable by its group or others (mode 0644): made it readable by its owner only (0600)`);
+    expect(stderr).not.toContain(stored.refreshToken);
+    if (stored.accessToken !== undefined) expect(stderr).not.toContain(stored.accessToken);
+    // Private already: no word about it.
+    expect((await runInProcess(["run", "--once"], h.env)).stderr).not.toContain("was readable by its group or others");
   });
 
   it.each([
