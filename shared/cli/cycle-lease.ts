@@ -11,11 +11,13 @@ import {
   LocalStateError,
   PiiSaltAlreadyRecordedError,
   PiiSaltMismatchError,
+  SnapshotStoreMissingError,
   StateBindingMismatchError,
   StateBindingMissingError,
   STATE_DIRS,
   STATE_FILES,
   bindStateDir,
+  snapshotStoreIdOf,
   type BindOptions,
   type StateBinding,
 } from "../local/index.js";
@@ -85,6 +87,7 @@ export async function bindToSettings(dir: string, binding: Partial<StateBinding>
     if (error instanceof PiiSaltMismatchError) throw new PiiSaltChangedError(dir, { cause: error });
     if (error instanceof PiiSaltAlreadyRecordedError) throw new PiiSaltUnchangedError(dir, { cause: error });
     if (error instanceof StateBindingMismatchError) throw new StateDirTakenError(error.fields, dir, error, { cause: error });
+    if (error instanceof SnapshotStoreMissingError) throw snapshotStoreMissing(error, dir);
     if (error instanceof StateBindingMissingError) {
       // Settings without the provider's (conform-pii) cannot write the file. `run` says how only where a token is stored
       // (it asks for one first), `authorize` before its sign-in: conform-pii's case is often a directory whose token is gone.
@@ -92,13 +95,49 @@ export async function bindToSettings(dir: string, binding: Partial<StateBinding>
         const how = "`run` prints how with the tenant's settings, or `authorize` while the directory holds no token";
         throw stateFileProblem(error, dir, STATE_FILES.binding, `if it is this tenant's, restore the file (${how}); otherwise use another state directory`);
       }
-      // Base URL, client id and tenant are no secrets: the owner can restore the file as it was.
-      const restore = `printf '%s\\n' ${shellQuoted(JSON.stringify(binding))} > ${shellQuoted(error.file ?? join(dir, STATE_FILES.binding))}`;
+      // Base URL, client id, tenant and the snapshot store's id are no secrets: the owner can restore the file as it was.
+      const restore = `printf '%s\\n' ${shellQuoted(JSON.stringify({ ...binding, ...snapshotStoreBindingOf(dir) }))} > ${shellQuoted(error.file ?? join(dir, STATE_FILES.binding))}`;
       throw stateFileProblem(error, dir, STATE_FILES.binding, `if it is this tenant's, restore the file (in a POSIX shell: \`${restore}\`); otherwise use another state directory`);
     }
     if (error instanceof LocalStateError) throw stateFileProblem(error, dir, STATE_FILES.binding, "restore it or use another state directory");
     throw error;
   }
+}
+
+/** The id of the directory's snapshot store as a binding records it, if it has a readable one. */
+function snapshotStoreBindingOf(dir: string): Pick<StateBinding, "snapshotStoreId"> {
+  try {
+    const snapshotStoreId = snapshotStoreIdOf(dir);
+    return snapshotStoreId === undefined ? {} : { snapshotStoreId };
+  } catch {
+    // A damaged id file: the restored binding records none, and the next cycle names the file.
+    return {};
+  }
+}
+
+/**
+ * The state directory's snapshots are gone or replaced (see SnapshotStoreMissingError), as an error naming what is
+ * missing, how to get it back, and how to start over on purpose: a binding without the store's id, which the next
+ * cycle records anew (the binding holds no secret, so the command can show it).
+ */
+function snapshotStoreMissing(error: SnapshotStoreMissingError, dir: string): ConfigError {
+  const snapshots = join(dir, STATE_DIRS.snapshots);
+  const { snapshotStoreId: _lost, ...rest } = error.recorded;
+  const file = error.file ?? join(dir, STATE_FILES.binding);
+  const startOver = `printf '%s\\n' ${shellQuoted(JSON.stringify(rest))} > ${shellQuoted(file)}`;
+  return new ConfigError(
+    [
+      {
+        setting: "BRIDGE_STATE_DIR",
+        problem:
+          `${error.message} (recorded in ${file}): without the snapshots it was used with, every card and transaction the provider still lists ` +
+          `would be published again as new, so nothing was done; restore ${snapshots} as it was, or, to start over on purpose ` +
+          `(consumers then get those events again${error.found === undefined ? "" : `, diffed against the snapshots there now`}), ` +
+          `let the next run record the store there now (in a POSIX shell: \`${startOver}\`)`,
+      },
+    ],
+    { cause: error, heading: `The state directory (${dir}) lost its snapshots` },
+  );
 }
 
 /** Who the settings say the state directory belongs to, with the fingerprint of the salt they hash with, if any. */

@@ -197,7 +197,7 @@ export async function openLocalBridge(settings: LocalSettings, options: LocalBri
   }
   // Another owner's binding stays until this bridge's first cycle binds under the lease: that owner's may be running.
   // The flag with the recorded salt is refused here, at the start only: the first cycle's bind records the new one.
-  const baseUrl = await bindLocalSettings(settings, options.env, { keepOther: true, newPiiSalt, refuseRecordedPiiSalt: newPiiSalt });
+  const baseUrl = await bindLocalSettings(settings, options.env, { keepOther: true, newPiiSalt, refuseRecordedPiiSalt: newPiiSalt, snapshots: true });
   const clock = options.clock ?? systemClock;
   const dir = settings.stateDir;
   const { opened, guarded, tokenFile } = openStateDir(dir, clock);
@@ -272,7 +272,7 @@ export async function openLocalBridge(settings: LocalSettings, options: LocalBri
     metrics,
     clock,
     baseUrl,
-    bind: () => bindToSettings(dir, bindingOf(settings, baseUrl), { newPiiSalt }),
+    bind: () => bindToSettings(dir, bindingOf(settings, baseUrl), { newPiiSalt, snapshots: true }),
     supersedeConformPassOnce: onceSucceeded(() => supersedeConformPassOnModeChange(deps.transactions)),
     settleTokens,
   };
@@ -292,7 +292,7 @@ export async function openLocalBridge(settings: LocalSettings, options: LocalBri
  */
 export async function openLocalState(settings: StateSettings, options: Pick<LocalBridgeOptions, "logger" | "clock">): Promise<LocalState> {
   // The salt too: a pass under `hash` hashes cleartext with it, beside pseudonyms of the recorded one.
-  const bind = () => bindToSettings(settings.stateDir, { tenant: settings.tenant, ...saltBindingOf(settings) }, { checkOnly: true });
+  const bind = () => bindToSettings(settings.stateDir, { tenant: settings.tenant, ...saltBindingOf(settings) }, { checkOnly: true, snapshots: true });
   await bind();
   // Every run and authorize binds the directory before storing anything, and bind refused one holding state unbound: one
   // without a binding is none the bridge used (`.` for `.state`), which a pass would report masked, leaving its locks.

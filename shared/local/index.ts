@@ -18,14 +18,23 @@ import { FileSnapshotStore, type FileSnapshotStoreOptions } from "./snapshot-sto
 import { FileTokenStore } from "./token-store.js";
 
 export { writeFileAtomic, TEMP_SUFFIX } from "./atomic.js";
-export { FileSnapshotStore, type FileSnapshotStoreOptions } from "./snapshot-store.js";
+export { FileSnapshotStore, snapshotStoreIdOf, type FileSnapshotStoreOptions } from "./snapshot-store.js";
 export { FileTokenStore } from "./token-store.js";
 export { FileQuarantine } from "./quarantine.js";
 export { FileLock } from "./file-lock.js";
 export { JsonlEventPublisher, toEventBridgeEnvelope, envelopeLine, envelopeIds } from "./jsonl-publisher.js";
 export type { EventBridgeEnvelope, JsonlEventPublisherOptions } from "./jsonl-publisher.js";
 export { LocalStateError, CorruptStateError, TokenFileExposedError, TokenFileUnwritableError } from "./errors.js";
-export { bindStateDir, PiiSaltAlreadyRecordedError, PiiSaltMismatchError, StateBindingMismatchError, StateBindingMissingError, type BindOptions, type StateBinding } from "./state-binding.js";
+export {
+  bindStateDir,
+  PiiSaltAlreadyRecordedError,
+  PiiSaltMismatchError,
+  SnapshotStoreMissingError,
+  StateBindingMismatchError,
+  StateBindingMissingError,
+  type BindOptions,
+  type StateBinding,
+} from "./state-binding.js";
 export { STATE_DIRS, STATE_FILES } from "./layout.js";
 
 /** The file-backed adapters of one state directory. */

@@ -31,13 +31,58 @@ const SEGMENT_PATTERN = /^seg-(\d{12})-[0-9a-f]{8}\.log$/;
  */
 const CURSOR_PATTERN = /^([0-9a-f]{16})\.(\d{12}-[0-9a-f]{8}):(\d{1,9})$/;
 /**
- * File naming the store: a random id, made the first time a walk hands out a cursor, so a cursor of another state
- * directory (or of this one before it was replaced) is refused rather than taken as a place in this one.
+ * File naming the store: a random id, made by a cycle's bind (recorded in binding.json, so a store lost or replaced is
+ * noticed: see bindStateDir) or the first time a walk hands out a cursor, so a cursor of another state directory (or
+ * of this one before it was replaced) is refused rather than taken as a place in this one.
  */
-const STORE_ID_FILE = "store-id";
+export const STORE_ID_FILE = "store-id";
 const STORE_ID_PATTERN = /^[0-9a-f]{16}$/;
-/** What to do about a damaged id file: it only ties conform-pii cursors to this store. */
-const STORE_ID_HINT = "(deleting the file gives the store a new id; only conform-pii cursors already handed out stop working)";
+/** What to do about a damaged id file: the binding records the id, and otherwise it only ties conform-pii cursors. */
+const STORE_ID_HINT =
+  "(write back the id binding.json records as snapshotStoreId; where it records none, deleting the file gives the store a new id, and only conform-pii cursors already handed out stop working)";
+
+/**
+ * The id of the snapshot store in `dir` (the snapshots directory), undefined when it has none (or no directory).
+ * @throws CorruptStateError for an id file that cannot be read or holds no id.
+ */
+function readStoreId(dir: string): string | undefined {
+  const file = path.join(dir, STORE_ID_FILE);
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === "ENOENT" || code === "ENOTDIR") return undefined;
+    throw new CorruptStateError(`Snapshot store id cannot be read ${STORE_ID_HINT}`, { file }, { cause: err });
+  }
+  const id = text.trim();
+  if (!STORE_ID_PATTERN.test(id)) throw new CorruptStateError(`Snapshot store id is not 16 hex digits ${STORE_ID_HINT}`, { file });
+  return id;
+}
+
+/** The id of the snapshot store in `dir`, made (and the directory) when it has none; a race keeps the first one. */
+async function makeStoreId(dir: string): Promise<string> {
+  const file = path.join(dir, STORE_ID_FILE);
+  makeDirDurable(dir);
+  await createFileOnce(file, `${randomBytes(8).toString("hex")}\n`, { mode: 0o600 });
+  const id = readStoreId(dir);
+  if (id === undefined) throw new CorruptStateError("Snapshot store id is missing", { file });
+  return id;
+}
+
+/**
+ * The id of the snapshot store of state directory `stateDir`, undefined when it has none (never made, or lost with its
+ * snapshots directory).
+ * @throws CorruptStateError for an id file that cannot be read or holds no id.
+ */
+export function snapshotStoreIdOf(stateDir: string): string | undefined {
+  return readStoreId(path.join(stateDir, STATE_DIRS.snapshots));
+}
+
+/** The id of the snapshot store of state directory `stateDir`, made when it has none (see {@link snapshotStoreIdOf}). */
+export function makeSnapshotStoreId(stateDir: string): Promise<string> {
+  return makeStoreId(path.join(stateDir, STATE_DIRS.snapshots));
+}
 
 /**
  * Compaction copies out of a segment only while less than half of it is live, so it copies fewer bytes than it frees;
@@ -439,27 +484,13 @@ export class FileSnapshotStore implements SnapshotStore {
 
   /** The store's id, made (STORE_ID_FILE) when it has none yet; a race with another process keeps the first one. */
   private async id(): Promise<string> {
-    if (this.storeId !== undefined) return this.storeId;
-    const file = path.join(this.dir, STORE_ID_FILE);
-    await createFileOnce(file, `${randomBytes(8).toString("hex")}\n`, { mode: 0o600 });
-    this.storeId = this.readId();
-    if (this.storeId === undefined) throw new CorruptStateError("Snapshot store id is missing", { file });
+    this.storeId ??= await makeStoreId(this.dir);
     return this.storeId;
   }
 
   /** The id in STORE_ID_FILE, undefined when there is none. */
   private readId(): string | undefined {
-    const file = path.join(this.dir, STORE_ID_FILE);
-    let text: string;
-    try {
-      text = readFileSync(file, "utf8");
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
-      throw new CorruptStateError(`Snapshot store id cannot be read ${STORE_ID_HINT}`, { file }, { cause: err });
-    }
-    const id = text.trim();
-    if (!STORE_ID_PATTERN.test(id)) throw new CorruptStateError(`Snapshot store id is not 16 hex digits ${STORE_ID_HINT}`, { file });
-    return id;
+    return readStoreId(this.dir);
   }
 
   private async write(snapshots: readonly Snapshot[]): Promise<void> {

@@ -9,6 +9,7 @@ import { piiSaltVerdict } from "../bridge/pii.js";
 import { makeDirDurable, writeFileAtomic } from "./atomic.js";
 import { CorruptStateError, LocalStateError } from "./errors.js";
 import { STATE_DIRS, STATE_FILES } from "./layout.js";
+import { STORE_ID_FILE, makeSnapshotStoreId, snapshotStoreIdOf } from "./snapshot-store.js";
 
 /** The owner of a state directory; `tenant` is absent where the caller does not know it (authorize). */
 export interface StateBinding {
@@ -20,6 +21,12 @@ export interface StateBinding {
    * given by a caller that hashes, absent otherwise (another PII mode, authorize). Not part of the owner.
    */
   readonly piiSaltFingerprint?: string;
+  /**
+   * Id of the snapshot store the directory's cycles diff against (`snapshots/store-id`), recorded by the first cycle's
+   * bind: a store lost or replaced later (a partial restore, `snapshots/` removed by hand) is then refused rather than
+   * taken for a first run, which would publish everything the provider lists as new. Not part of the owner.
+   */
+  readonly snapshotStoreId?: string;
 }
 
 /** The fields that name the owner, each checked against the recorded binding. */
@@ -81,6 +88,29 @@ export class PiiSaltAlreadyRecordedError extends LocalStateError {
   }
 }
 
+/**
+ * The state directory was used (its binding records a snapshot store) but that store is gone: `snapshots/` removed or
+ * lost in a partial restore (`found` undefined), or replaced by another store (`found` its id). A cycle on it would take
+ * every item the provider lists for new. `recorded` is the binding, for a caller that shows how to start over.
+ */
+export class SnapshotStoreMissingError extends LocalStateError {
+  override name = "SnapshotStoreMissingError";
+  readonly recorded: StateBinding & { readonly snapshotStoreId: string };
+  readonly found?: string;
+
+  constructor(file: string, recorded: StateBinding & { readonly snapshotStoreId: string }, found: string | undefined, options?: ErrorOptions) {
+    super(
+      found === undefined
+        ? `the snapshot store the binding records (${recorded.snapshotStoreId}) is missing: no ${STATE_DIRS.snapshots}/${STORE_ID_FILE}`
+        : `the snapshot store the binding records (${recorded.snapshotStoreId}) was replaced by another (${found})`,
+      { file },
+      options,
+    );
+    this.recorded = recorded;
+    this.found = found;
+  }
+}
+
 /** How far a caller may move a directory that already holds state. */
 export interface BindOptions {
   /**
@@ -112,6 +142,12 @@ export interface BindOptions {
    * binding (and its next cycle be refused). The bind under the lease, where no cycle of another runs, records them.
    */
   readonly keepOther?: boolean;
+  /**
+   * The caller diffs against the snapshots (a cycle, a re-drive, conform-pii): the store the binding records must still
+   * be there (SnapshotStoreMissingError), and, unless `checkOnly` or `keepOther`, the store's id (made when it has none)
+   * is recorded where none is yet. Not for authorize, which stores tokens before any snapshot exists.
+   */
+  readonly snapshots?: boolean;
 }
 
 /**
@@ -126,6 +162,7 @@ export interface BindOptions {
  *   (unless `newPiiSalt`).
  * @throws PiiSaltAlreadyRecordedError with `refuseRecordedPiiSalt`, when the fingerprint given is the recorded one.
  * @throws StateBindingMissingError when it holds state but no binding file (restore the file to let its owner in).
+ * @throws SnapshotStoreMissingError with `snapshots`, when the snapshot store the binding records is gone or replaced.
  * @throws CorruptStateError when the binding file cannot be parsed.
  * @example
  * ```ts
@@ -136,7 +173,13 @@ export async function bindStateDir(dir: string, binding: StateBinding, options?:
 export async function bindStateDir(dir: string, binding: Partial<StateBinding>, options: BindOptions & { readonly checkOnly: true }): Promise<void>;
 export async function bindStateDir(dir: string, binding: Partial<StateBinding>, options: BindOptions = {}): Promise<void> {
   const file = path.join(dir, STATE_FILES.binding);
-  const next = nextBinding(dir, file, readBinding(file), binding, options);
+  const recorded = readBinding(file);
+  let next = nextBinding(dir, file, recorded, binding, options);
+  const current = next ?? recorded;
+  // Recorded before the cycle writes its first snapshot, so a store lost from then on is noticed.
+  if (options.snapshots === true && options.checkOnly !== true && options.keepOther !== true && current !== undefined && current.snapshotStoreId === undefined) {
+    next = { ...current, snapshotStoreId: await makeSnapshotStoreId(dir) };
+  }
   if (next === undefined) return;
   makeDirDurable(dir);
   await writeFileAtomic(file, `${JSON.stringify(next)}\n`, { mode: 0o600 });
@@ -158,10 +201,11 @@ function nextBinding(dir: string, file: string, recorded: StateBinding | undefin
       return options.checkOnly === true ? undefined : merged(recorded, given);
     }
     if (options.keepOther === true || options.checkOnly === true) return undefined;
-    // Another owner takes a directory without state: no pseudonym of the recorded salt stays in it.
-    const { piiSaltFingerprint: _none, ...owner } = recorded;
+    // Another owner takes a directory without state: no pseudonym of the recorded salt stays in it, nor a store it used.
+    const { piiSaltFingerprint: _none, snapshotStoreId: _store, ...owner } = recorded;
     return merged(owner, given);
   }
+  if (options.snapshots === true) checkSnapshotStore(dir, file, recorded);
   const salt = given.piiSaltFingerprint;
   if (options.refuseRecordedPiiSalt === true && salt !== undefined && salt === recorded.piiSaltFingerprint) throw new PiiSaltAlreadyRecordedError(file);
   // A directory without a fingerprint (first hashed now, or written by a version before fingerprints) learns this one.
@@ -181,15 +225,26 @@ function merged(base: Partial<StateBinding>, given: Partial<StateBinding>): Stat
   return { ...base, ...defined } as StateBinding;
 }
 
+/** Refuses a directory whose snapshot store is not the one `recorded` names (none recorded: nothing to check). */
+function checkSnapshotStore(dir: string, file: string, recorded: StateBinding): void {
+  const { snapshotStoreId } = recorded;
+  if (snapshotStoreId === undefined) return;
+  const found = snapshotStoreIdOf(dir);
+  if (found !== snapshotStoreId) throw new SnapshotStoreMissingError(file, { ...recorded, snapshotStoreId }, found);
+}
+
 /** Whether the directory holds what the binding protects: tokens, or snapshots of what was published. */
 function holdsState(dir: string): boolean {
   return existsSync(path.join(dir, STATE_FILES.tokens)) || holdsSnapshots(dir);
 }
 
-/** Whether the directory holds snapshots: what a cycle diffs pulled items against, pseudonyms included. */
+/**
+ * Whether the directory holds snapshots: what a cycle diffs pulled items against, pseudonyms included. The store's id
+ * file alone is none: a first cycle's bind makes it before that cycle fails, say, on a mistyped client id.
+ */
 function holdsSnapshots(dir: string): boolean {
   try {
-    return readdirSync(path.join(dir, STATE_DIRS.snapshots)).length > 0;
+    return readdirSync(path.join(dir, STATE_DIRS.snapshots)).some((name) => name !== STORE_ID_FILE);
   } catch {
     return false;
   }
@@ -208,11 +263,13 @@ function readBinding(file: string): StateBinding | undefined {
     if (typeof value.baseUrl !== "string" || typeof value.clientId !== "string") throw new Error("baseUrl or clientId missing");
     if (value.tenant !== undefined && typeof value.tenant !== "string") throw new Error("tenant is not a string");
     if (value.piiSaltFingerprint !== undefined && typeof value.piiSaltFingerprint !== "string") throw new Error("piiSaltFingerprint is not a string");
+    if (value.snapshotStoreId !== undefined && typeof value.snapshotStoreId !== "string") throw new Error("snapshotStoreId is not a string");
     return {
       baseUrl: value.baseUrl,
       clientId: value.clientId,
       ...(value.tenant !== undefined ? { tenant: value.tenant } : {}),
       ...(value.piiSaltFingerprint !== undefined ? { piiSaltFingerprint: value.piiSaltFingerprint } : {}),
+      ...(value.snapshotStoreId !== undefined ? { snapshotStoreId: value.snapshotStoreId } : {}),
     };
   } catch (cause) {
     throw new CorruptStateError("state directory binding is not valid JSON of a binding", { file }, { cause });

@@ -282,7 +282,9 @@ describe("bridge conform-pii (in-process)", () => {
     expect(run.stderr).not.toContain("printf");
     const authorize = await runInProcess(["authorize", "--no-open"], tenantSettings, undefined, h.dir);
     expect(authorize).toMatchObject({ code: EXIT.usage });
-    expect(authorize.stderr).toContain(`printf '%s\\n' '{"baseUrl":"${h.url}","clientId":"${env.QASHIO_CLIENT_ID}","tenant":"acme"}'`);
+    // With the id of the snapshot store the directory still holds, as the binding recorded it.
+    const storeId = (await readFile(join(h.env.BRIDGE_STATE_DIR!, "snapshots", "store-id"), "utf8")).trim();
+    expect(authorize.stderr).toContain(`printf '%s\\n' '{"baseUrl":"${h.url}","clientId":"${env.QASHIO_CLIENT_ID}","tenant":"acme","snapshotStoreId":"${storeId}"}'`);
     expect(existsSync(join(h.env.BRIDGE_STATE_DIR!, "binding.json"))).toBe(false);
   });
 

@@ -7,6 +7,7 @@ import {
   CorruptStateError,
   PiiSaltAlreadyRecordedError,
   PiiSaltMismatchError,
+  SnapshotStoreMissingError,
   StateBindingMismatchError,
   StateBindingMissingError,
 } from "../../shared/local/index.js";
@@ -318,5 +319,40 @@ describe("bindStateDir", () => {
       await bindStateDir(dir, other);
       expect(JSON.parse(binding(dir))).toEqual(other);
     });
+  });
+});
+
+describe("bindStateDir with snapshots (the binds of run, redrive and conform-pii)", () => {
+  const readBinding = (dir: string) => JSON.parse(readFileSync(join(dir, "binding.json"), "utf8")) as Record<string, string>;
+  const storeId = (dir: string) => readFileSync(join(dir, "snapshots", "store-id"), "utf8").trim();
+
+  it("records the snapshot store's id on first use, made before any snapshot, and refuses the directory once it is gone or replaced", async () => {
+    const dir = freshDir();
+    await bindStateDir(dir, owner, { snapshots: true });
+    expect(readBinding(dir)).toEqual({ ...owner, snapshotStoreId: storeId(dir) });
+    holdState(dir, "snapshots");
+    await bindStateDir(dir, owner, { snapshots: true });
+
+    writeFileSync(join(dir, "snapshots", "store-id"), "0123456789abcdef\n");
+    await expect(bindStateDir(dir, owner, { snapshots: true, keepOther: true })).rejects.toMatchObject({ name: "SnapshotStoreMissingError", found: "0123456789abcdef" });
+    rmSync(join(dir, "snapshots"), { recursive: true });
+    const error = await bindStateDir(dir, owner, { snapshots: true }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(SnapshotStoreMissingError);
+    expect((error as SnapshotStoreMissingError).found).toBeUndefined();
+    // Read-only checks refuse too (conform-pii), and nothing was made meanwhile.
+    await expect(bindStateDir(dir, { tenant: "acme" }, { checkOnly: true, snapshots: true })).rejects.toBeInstanceOf(SnapshotStoreMissingError);
+    expect(existsSync(join(dir, "snapshots"))).toBe(false);
+    // Authorize does not diff against snapshots: it is not refused.
+    await bindStateDir(dir, owner, { checkOnly: true, rebindClient: true });
+  });
+
+  it("counts the store's id file alone as no snapshots: another client takes a directory whose first run failed before storing any", async () => {
+    const dir = freshDir();
+    await bindStateDir(dir, owner, { snapshots: true });
+    const other = { ...owner, clientId: "client-2" };
+
+    await bindStateDir(dir, other, { snapshots: true });
+
+    expect(readBinding(dir)).toEqual({ ...other, snapshotStoreId: storeId(dir) });
   });
 });
