@@ -5,7 +5,7 @@ import { systemClock } from "./clock.js";
 import { PublishError } from "./errors.js";
 import { MAX_ENTRY_BYTES, entrySize, reduceDetail, truncationsOf, type ReducedDetail } from "./event-size.js";
 import { mapLimit } from "../bridge/map-limit.js";
-import { DEFAULT_BACKOFF, backoffDelay, isRetryableAwsError, waitPasses, withRetries, type BackoffOptions } from "./retry.js";
+import { DEFAULT_BACKOFF, backoffDelay, isAwsTimeout, isRetryableAwsError, waitPasses, withRetries, type BackoffOptions } from "./retry.js";
 
 /** PutEvents accepts at most 10 entries per call. */
 export const MAX_ENTRIES_PER_CALL = 10;
@@ -36,6 +36,22 @@ export interface EventBridgePublisherOptions {
   readonly logger?: Logger;
 }
 
+/** One publish's calls: set once a call failed as a whole past its retries for a passing fault, so no call starts after. */
+interface PublishState {
+  unavailable?: string;
+}
+
+/**
+ * A call's failure past its retries that passes by itself (throttling, a 5xx, a timeout), rather than a refusal of the
+ * setup (IAM, the bus, its key), a malformed request, or an answer the publisher cannot read (no AWS cause).
+ */
+function isPassingFailure(error: PublishError): boolean {
+  const { cause } = error;
+  const name = (cause as { name?: unknown } | undefined)?.name;
+  if (typeof name === "string" && (SETUP_ENTRY_ERROR.test(name) || PERMANENT_ENTRY_ERROR.test(name))) return false;
+  return isAwsTimeout(cause) || isRetryableAwsError(cause);
+}
+
 interface Pending {
   readonly event: BridgeEvent;
   readonly entry: PutEventsRequestEntry;
@@ -48,9 +64,11 @@ interface Pending {
  * `FailedEntryCount > 0` only the failed entries are retried, with backoff. Entries with a permanent error code, or
  * that cannot be reduced, are returned in `failed` for the engine to quarantine; entries whose retryable code outlasts
  * the retries are returned with `retryable: true`, which the engine leaves pending for the next cycle. A call failing
- * as a whole (throttled, unavailable) is retried, then raises `PublishError` when it is a batch's first: the engine
- * then acknowledges nothing and re-sends the same event ids next cycle. One re-sending a batch's failed entries fails
- * those for now instead, as their own codes outlasting the retries would: the batch's other entries were answered.
+ * as a whole (throttled, 5xx, timed out) is retried, then fails its pending entries for now, as their own codes
+ * outlasting the retries would, and no call of the publish starts after it (those batches fail for now unsent): the
+ * other batches' deliveries stand, and the engine stops the cycle when the bus takes none of two batches. A call
+ * refused by the setup (access denied, no bus, its key), or one whose answer cannot be read, raises `PublishError`
+ * when it is a batch's first: the engine then acknowledges nothing and the cycle fails, loudly.
  *
  * @example
  * const publisher = new EventBridgePublisher({ client: new EventBridgeClient({}), eventBusName: "bridge" });
@@ -83,7 +101,8 @@ export class EventBridgePublisher implements EventPublisher {
       if ("reason" in prepared) failed.push(prepared);
       else pending.push(prepared);
     }
-    const results = await mapLimit(this.#pack(pending), this.#concurrency, (batch) => this.#sendWithRetries(batch, options.deadline));
+    const state: PublishState = {};
+    const results = await mapLimit(this.#pack(pending), this.#concurrency, (batch) => this.#sendWithRetries(batch, options.deadline, state));
     for (const batchFailures of results) failed.push(...batchFailures);
     return { failed };
   }
@@ -137,15 +156,23 @@ export class EventBridgePublisher implements EventPublisher {
    * Sends `batch`, retrying its failed entries with backoff; returns the entries that failed for good, and those still
    * failing after the last attempt, or whose next attempt would wait past `deadline`, as failed for now.
    */
-  async #sendWithRetries(batch: readonly Pending[], deadline: number | undefined): Promise<PublishFailure[]> {
+  async #sendWithRetries(batch: readonly Pending[], deadline: number | undefined, state: PublishState): Promise<PublishFailure[]> {
     const failures: PublishFailure[] = [];
     let pending = batch;
     let lastReason = new Map<Pending, string>();
-    // Their last code was one worth retrying (throttling, InternalFailure, or unknown): a later cycle may get through,
-    // so the engine keeps the items pending instead of quarantining and acknowledging them.
+    // Their last code, or their call's failure, was one worth retrying (throttling, InternalFailure, unknown, a 5xx): a
+    // later cycle may get through, so the engine keeps the items pending instead of quarantining and acknowledging them.
     const failForNow = (why: string) => {
-      for (const item of pending) failures.push({ event: item.event, reason: `${lastReason.get(item) ?? "failed"} (${why})`, retryable: true });
+      for (const item of pending) {
+        const last = lastReason.get(item);
+        failures.push({ event: item.event, reason: last === undefined ? why : `${last} (${why})`, retryable: true });
+      }
     };
+    // Not sent into a bus that just failed a call past its retries: more calls would only add to its throttling.
+    if (state.unavailable !== undefined) {
+      failForNow(`not sent: an earlier call failed as a whole (${state.unavailable})`);
+      return failures;
+    }
     for (let attempt = 1; pending.length > 0; attempt += 1) {
       if (attempt > 1) {
         const delay = backoffDelay(attempt - 1, this.#backoff);
@@ -159,10 +186,14 @@ export class EventBridgePublisher implements EventPublisher {
       try {
         entries = await this.#send(pending, attempt, deadline);
       } catch (error) {
-        // Round 1: nothing of the batch is known delivered, so the publish fails as a whole (the cycle stops, loudly).
-        // Later rounds: the entries answered are delivered or settled; raising would have the engine acknowledge none of
-        // the page and re-send them all, so only those still pending fail for now (the next cycle's round 1 is loud).
-        if (attempt === 1 || !(error instanceof PublishError)) throw error;
+        if (!(error instanceof PublishError)) throw error;
+        // Throttling or a fault that passes: raising would have the engine acknowledge none of the page (the other
+        // batches' deliveries, this batch's entries answered in earlier rounds) and re-send it all every cycle while it
+        // lasts, so only the entries still pending fail for now. In round 1 anything else (the setup refusing, an
+        // unreadable answer) fails the publish as a whole, loudly; later rounds leave even that to the next round 1.
+        const passing = isPassingFailure(error);
+        if (passing) state.unavailable ??= error.message;
+        else if (attempt === 1) throw error;
         failForNow(error.message);
         break;
       }

@@ -208,11 +208,13 @@ describe("EventBridgePublisher", () => {
     expect(mock.commandCalls(PutEventsCommand)).toHaveLength(10);
   });
 
-  it("stops retrying a throttled call as a whole before its backoff would pass the deadline: PublishError, the clock short of it", async () => {
+  it("stops retrying a throttled call as a whole before its backoff would pass the deadline: its entries fail for now, the clock short of it", async () => {
     mock.on(PutEventsCommand).rejects(Object.assign(new Error("Rate exceeded"), { name: "ThrottlingException", $metadata: {} }));
     const clock = new FakeClock();
     const deadline = clock.now() + 500;
-    await expect(publisher(clock, 10).publish([event("ev_1")], { deadline })).rejects.toBeInstanceOf(PublishError);
+    const result = await publisher(clock, 10).publish([event("ev_1")], { deadline });
+    expect(result.failed.map((f) => [f.event.detail.id, f.retryable])).toEqual([["ev_1", true]]);
+    expect(result.failed[0]?.reason).toMatch(/^PutEvents failed after \d+ attempts \(entry round 1\): ThrottlingException$/);
     expect(mock.commandCalls(PutEventsCommand).length).toBeLessThan(10);
     expect(clock.now()).toBeLessThanOrEqual(deadline);
   });
@@ -275,17 +277,61 @@ describe("EventBridgePublisher", () => {
     expect(clock.sleeps).toHaveLength(1);
   });
 
-  it("raises PublishError when calls keep being throttled, so nothing is acknowledged", async () => {
-    mock.on(PutEventsCommand).rejects(awsError("ThrottlingException", 400, true));
-    const error = await publisher(new FakeClock(), 3).publish([event("ev_1")]).catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(PublishError);
-    expect(error).toMatchObject({ attempts: 3, message: "PutEvents failed after 3 attempts (entry round 1): ThrottlingException" });
-    expect(mock.commandCalls(PutEventsCommand)).toHaveLength(3);
+  it.each([
+    ["ThrottlingException", () => awsError("ThrottlingException", 400, true), 3],
+    ["TooManyRequestsException", () => awsError("TooManyRequestsException", 429), 3],
+    ["an unnamed 429", () => awsError("Unknown", 429), 3],
+    ["ServiceUnavailableException", () => awsError("ServiceUnavailableException", 503, true), 3],
+    ["InternalFailure", () => awsError("InternalFailure", 500), 3],
+    // The SDK made its own attempts on the timeout, so the adapter makes none more.
+    ["TimeoutError", () => Object.assign(new Error("socket hang up"), { name: "TimeoutError", $metadata: { attempts: 3 } }), 1],
+  ])(
+    "fails a batch's entries for now when its first call keeps failing as a whole by a passing fault (%s), rather than the whole publish",
+    async (name, failure, calls) => {
+      mock.on(PutEventsCommand).rejects(failure());
+      const result = await publisher(new FakeClock(), 3).publish([event("ev_1"), event("ev_2")]);
+      expect(result.failed.map((f) => [f.event.detail.id, f.retryable, f.reason])).toEqual(
+        ["ev_1", "ev_2"].map((id) => [id, true, `PutEvents failed after ${calls} attempts (entry round 1): ${name.startsWith("an ") ? "Unknown" : name}`]),
+      );
+      expect(mock.commandCalls(PutEventsCommand)).toHaveLength(calls);
+    },
+  );
+
+  it.each([
+    ["a missing bus", () => awsError("ResourceNotFoundException", 400)],
+    ["access denied", () => awsError("AccessDeniedException", 400)],
+    ["a disabled key", () => awsError("KMSDisabledException", 400)],
+    ["a key's fault answered 5xx", () => awsError("KMSInternalException", 500)],
+    ["a refused request", () => awsError("ValidationException", 400)],
+  ])("raises PublishError on a batch's first call refused by the setup or as malformed (%s), so the cycle fails loudly", async (_, failure) => {
+    mock.on(PutEventsCommand).rejects(failure());
+    await expect(publisher(new FakeClock(), 3).publish([event("ev_1")])).rejects.toMatchObject({ name: "PublishError" });
   });
 
   it("raises PublishError at once on a permanent error such as a missing bus", async () => {
     mock.on(PutEventsCommand).rejects(awsError("ResourceNotFoundException", 400));
     await expect(publisher().publish([event("ev_1")])).rejects.toMatchObject({ name: "PublishError", attempts: 1 });
+  });
+
+  it("keeps the other batches' deliveries when one batch's first call is throttled past its retries, and starts no call after it", async () => {
+    // Batch 2 (ev_10..ev_19) is throttled on every call; with one call in flight, batch 1 went before it and 3 waits.
+    mock.on(PutEventsCommand).callsFake((input: { Entries: PutEventsRequestEntry[] }) => {
+      const ids = detailIds(input.Entries);
+      if (ids.includes("ev_10")) throw awsError("ThrottlingException", 400, true);
+      return { FailedEntryCount: 0, Entries: ids.map((id) => ({ EventId: id })) };
+    });
+    const result = await publisher(new FakeClock(), 3, 1).publish(Array.from({ length: 30 }, (_, i) => event(`ev_${i}`)));
+    expect(result.failed.map((f) => [f.event.detail.id, f.retryable])).toEqual(Array.from({ length: 20 }, (_, i) => [`ev_${i + 10}`, true]));
+    const why = "PutEvents failed after 3 attempts (entry round 1): ThrottlingException";
+    expect(result.failed[0]?.reason).toBe(why);
+    // Not sent into a bus that just throttled a call past its retries: failed for now unsent, the reason saying so.
+    expect(result.failed[10]?.reason).toBe(`not sent: an earlier call failed as a whole (${why})`);
+    expect(sentEntries().map((entries) => detailIds(entries)[0])).toEqual(["ev_0", "ev_10", "ev_10", "ev_10"]);
+
+    // Four calls in flight: batches 1 and 3 started beside batch 2 and are delivered.
+    mock.resetHistory();
+    const inFlight = await publisher(new FakeClock(), 3).publish(Array.from({ length: 30 }, (_, i) => event(`ev_${i}`)));
+    expect(inFlight.failed.map((f) => f.event.detail.id)).toEqual(Array.from({ length: 10 }, (_, i) => `ev_${i + 10}`));
   });
 
   it.each([
@@ -395,6 +441,69 @@ describe("EventBridgePublisher", () => {
     const second = await pollTransactions(rig.deps);
     expect(second).toMatchObject({ acknowledged: 1, published: { "transaction.created": 1 } });
     expect(sentEntries().flatMap(detailIds)).toEqual([stuckId]);
+    expect(rig.provider.pending()).toEqual([]);
+  });
+
+  it("with the engine, acknowledges the batches delivered when another batch's first call is throttled past its retries, and re-sends only that batch's ids next cycle", async () => {
+    let healthy = false;
+    const rig = makeRig({}, { publisher: publisher(new FakeClock(), 3) });
+    // One page of 25: three PutEvents calls (10, 10, 5), all in flight at once; the one holding `victim` is throttled.
+    const txns = Array.from({ length: 25 }, () => rig.provider.addTransaction());
+    const victim = txns[12]?.id as string;
+    mock.on(PutEventsCommand).callsFake((input: { Entries: PutEventsRequestEntry[] }) => {
+      const subjects = input.Entries.map((entry) => (JSON.parse(entry.Detail ?? "{}") as { subject: { id: string } }).subject.id);
+      if (!healthy && subjects.includes(victim)) throw awsError("ThrottlingException", 400, true);
+      return { FailedEntryCount: 0, Entries: input.Entries.map(() => ({ EventId: "e" })) };
+    });
+    const first = await pollTransactions(rig.deps);
+    expect(first).toMatchObject({ outcome: "complete", acknowledged: 15, quarantined: 0, publishFailed: 10, publishDeferred: 10 });
+    expect(rig.metrics.sum("EventsFailed")).toBe(10);
+    expect(rig.logger.lines).toContainEqual(
+      expect.objectContaining({ level: "warn", message: "events not taken by the publisher for now; left for the next cycle" }),
+    );
+    const throttled = sentEntries().find((entries) => entries.some((entry) => entry.Detail?.includes(victim))) ?? [];
+    expect(throttled).toHaveLength(10);
+    const throttledIds = detailIds(throttled);
+    const throttledSubjects = throttled.map((entry) => (JSON.parse(entry.Detail ?? "{}") as { subject: { id: string } }).subject.id);
+    expect(new Set(rig.provider.pending().map((t) => t.id))).toEqual(new Set(throttledSubjects));
+
+    mock.resetHistory();
+    healthy = true;
+    const second = await pollTransactions(rig.deps);
+    expect(second).toMatchObject({ outcome: "complete", acknowledged: 10, published: { "transaction.created": 10 } });
+    expect(sentEntries().flatMap(detailIds).sort()).toEqual([...throttledIds].sort());
+    expect(rig.provider.pending()).toEqual([]);
+  });
+
+  it("with the engine, stops a cycle whose calls are all throttled past their retries as publisher_unavailable, visibly and losing nothing", async () => {
+    let healthy = false;
+    mock.on(PutEventsCommand).callsFake((input: { Entries: PutEventsRequestEntry[] }) => {
+      if (!healthy) throw awsError("ThrottlingException", 400, true);
+      return { FailedEntryCount: 0, Entries: input.Entries.map(() => ({ EventId: "e" })) };
+    });
+    const rig = makeRig({}, { publisher: publisher(new FakeClock(), 3) });
+    for (let i = 0; i < 100; i++) rig.provider.addTransaction();
+    const first = await pollTransactions(rig.deps, { pageSize: 10 });
+    // Two pages refused, then the walk stops rather than publish the other eight in vain.
+    expect(first).toMatchObject({ outcome: "publisher_unavailable", acknowledged: 0, publishFailed: 20, publishDeferred: 20 });
+    expect(mock.commandCalls(PutEventsCommand)).toHaveLength(2 * 3);
+    expect(rig.metrics.sum("EventsFailed")).toBe(20);
+    expect(rig.logger.lines).toContainEqual(expect.objectContaining({ level: "warn", message: "transactions cycle publisher_unavailable" }));
+    const offered = new Map(sentEntries().flat().map((entry) => {
+      const detail = JSON.parse(entry.Detail ?? "{}") as { id: string; subject: { id: string } };
+      return [detail.subject.id, detail.id] as const;
+    }));
+    expect(offered.size).toBe(20);
+    expect(rig.provider.pending()).toHaveLength(100);
+
+    mock.resetHistory();
+    healthy = true;
+    const second = await pollTransactions(rig.deps, { pageSize: 10 });
+    expect(second).toMatchObject({ outcome: "complete", acknowledged: 100 });
+    for (const entry of sentEntries().flat()) {
+      const detail = JSON.parse(entry.Detail ?? "{}") as { id: string; subject: { id: string } };
+      if (offered.has(detail.subject.id)) expect(detail.id).toBe(offered.get(detail.subject.id));
+    }
     expect(rig.provider.pending()).toEqual([]);
   });
 

@@ -5,14 +5,13 @@ import { GetSecretValueCommand } from "@aws-sdk/client-secrets-manager";
 import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { CYCLE_SAFETY_MARGIN_MS } from "../../shared/aws/config.js";
-import { PublishError, SecretStoreError } from "../../shared/aws/errors.js";
+import { SecretStoreError } from "../../shared/aws/errors.js";
 import { EventBridgePublisher } from "../../shared/aws/event-publisher.js";
 import { ProviderSecretClient } from "../../shared/aws/provider-secret.js";
 import { isRetryableAwsError } from "../../shared/aws/retry.js";
 import { SDK_TIMEOUTS, defaultAwsClients, type AwsClients } from "../../shared/aws/runtime.js";
 import { DynamoSnapshotStore } from "../../shared/aws/snapshot-store.js";
 import { DEFAULT_DEADLINE_GRACE_MS } from "../../shared/bridge/deps.js";
-import { CycleAbortedError } from "../../shared/bridge/errors.js";
 import { pollTransactions } from "../../shared/bridge/transactions.js";
 import { makeRig } from "../bridge/fakes.js";
 import { FakeClock } from "./support/clock.js";
@@ -46,20 +45,21 @@ afterAll(async () => {
 });
 
 /**
- * Runs `call` against the silent server and returns its error, the connections it opened (one per SDK attempt) and the
- * SDK's attempt limit for that client.
+ * Runs `call` against the silent server and returns its error (or, for a call that settles the failure itself, such as
+ * a publish failing its entries for now, its value), the connections it opened (one per SDK attempt) and the SDK's
+ * attempt limit for that client.
  */
-async function silently(client: { config: { maxAttempts: () => Promise<number> } }, call: () => Promise<unknown>, rounds = 1) {
+async function silently<T>(client: { config: { maxAttempts: () => Promise<number> } }, call: () => Promise<T>, rounds = 1) {
   const maxAttempts = await client.config.maxAttempts();
   const before = connections;
   const started = Date.now();
-  const error = await call().then(
-    () => expect.fail("a silent endpoint answered"),
-    (e: unknown) => e,
+  const outcome = await call().then(
+    (value) => ({ value, error: undefined }),
+    (error: unknown) => ({ value: undefined, error }),
   );
   // Within the SDK's attempts and its own short backoff, not multiplied by an adapter loop.
   expect(Date.now() - started).toBeLessThan(rounds * (maxAttempts * SHORT.requestTimeoutMs + 1_000) + 1_000);
-  return { error, attempts: connections - before, maxAttempts };
+  return { ...outcome, attempts: connections - before, maxAttempts };
 }
 
 const event = {
@@ -105,13 +105,20 @@ describe("defaultAwsClients", () => {
 });
 
 describe("the adapters against a silent endpoint", () => {
-  it("EventBridgePublisher: one publish fails with PublishError after the SDK's attempts only", async () => {
+  it("EventBridgePublisher: one publish fails its entries for now (retryable) after the SDK's attempts only", async () => {
     const clients = defaultAwsClients(SHORT);
     const publisher = new EventBridgePublisher({ client: clients.eventBridge, eventBusName: "bus", clock: new FakeClock() });
-    const { error, attempts, maxAttempts } = await silently(clients.eventBridge, () => publisher.publish([event]));
-    expect(error).toBeInstanceOf(PublishError);
-    expect(error).toMatchObject({ attempts: 1, cause: { name: "TimeoutError" } });
+    const { value, attempts, maxAttempts } = await silently(clients.eventBridge, () => publisher.publish([event]));
+    expect(value?.failed).toEqual([{ event, reason: "PutEvents failed after 1 attempts (entry round 1): TimeoutError", retryable: true }]);
     expect(attempts).toBe(maxAttempts);
+  });
+
+  it("EventBridgePublisher: a timeout after one SDK attempt only (its retry quota empty) is called once more by the adapter, and no more", async () => {
+    const clients = defaultAwsClients({ ...SHORT, maxAttempts: 1 });
+    const publisher = new EventBridgePublisher({ client: clients.eventBridge, eventBusName: "bus", clock: new FakeClock() });
+    const { value, attempts } = await silently(clients.eventBridge, () => publisher.publish([event]), 2);
+    expect(value?.failed).toEqual([{ event, reason: "PutEvents failed after 2 attempts (entry round 1): TimeoutError", retryable: true }]);
+    expect(attempts).toBe(2);
   });
 
   it("ProviderSecretClient: one read fails with SecretStoreError after the SDK's attempts only", async () => {
@@ -133,7 +140,6 @@ describe("the adapters against a silent endpoint", () => {
   });
 
   it.each([
-    ["EventBridgePublisher", (c: AwsClients) => [c.eventBridge, () => new EventBridgePublisher({ client: c.eventBridge, eventBusName: "bus", clock: new FakeClock() }).publish([event])] as const],
     ["ProviderSecretClient", (c: AwsClients) => [c.secrets, () => new ProviderSecretClient({ secrets: c.secrets, secretId: "bridge/acme", clock: new FakeClock() }).read()] as const],
   ])("%s: a timeout after one SDK attempt only (its retry quota empty) is called once more by the adapter, and no more", async (_name, make) => {
     const [client, call] = make(defaultAwsClients({ ...SHORT, maxAttempts: 1 }));
@@ -159,15 +165,21 @@ describe("the adapters against a silent endpoint", () => {
     expect(attempts).toBe(maxAttempts);
   });
 
-  it("the engine aborts the cycle naming the publish step and the timeout, and leaves the transaction unacknowledged", async () => {
+  it("the engine leaves the transaction unacknowledged, failed for now, and warns naming the timeout", async () => {
     const clients = defaultAwsClients(SHORT);
     const publisher = new EventBridgePublisher({ client: clients.eventBridge, eventBusName: "bus", clock: new FakeClock() });
     const rig = makeRig({}, { publisher });
     const txn = rig.provider.addTransaction();
-    const { error, attempts, maxAttempts } = await silently(clients.eventBridge, () => pollTransactions(rig.deps));
-    expect(error).toBeInstanceOf(CycleAbortedError);
-    expect((error as Error).message).toMatch(/failed \(PublishError: PutEvents failed after 1 attempts .*TimeoutError\)/);
-    expect((error as Error).cause).toBeInstanceOf(PublishError);
+    const { value, attempts, maxAttempts } = await silently(clients.eventBridge, () => pollTransactions(rig.deps));
+    expect(value).toMatchObject({ acknowledged: 0, publishFailed: 1, publishDeferred: 1 });
+    expect(rig.metrics.sum("EventsFailed")).toBe(1);
+    expect(rig.logger.lines).toContainEqual(
+      expect.objectContaining({
+        level: "warn",
+        message: "events not taken by the publisher for now; left for the next cycle",
+        attributes: expect.objectContaining({ reasons: [expect.stringMatching(/^PutEvents failed after 1 attempts .*TimeoutError$/)] }),
+      }),
+    );
     expect(attempts).toBe(maxAttempts);
     expect(rig.provider.pending().map((t) => t.id)).toEqual([txn.id]);
   });
