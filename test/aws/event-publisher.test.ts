@@ -385,6 +385,25 @@ describe("EventBridgePublisher", () => {
     expect(sentEntries().flat()).toHaveLength(25 + 3);
   });
 
+  it("starts no call after a later entry round's call fails as a whole by a passing fault: the batches after it fail for now unsent", async () => {
+    // Batch 1's first answer throttles ev_0 alone; every call re-sending it is throttled as a whole. One call in flight,
+    // so batches 2 and 3 come after it: sent, they would only add to the bus's throttling.
+    mock.on(PutEventsCommand).callsFake((input: { Entries: PutEventsRequestEntry[] }) => {
+      const ids = detailIds(input.Entries);
+      if (ids.length === 1 && ids[0] === "ev_0") throw awsError("ThrottlingException", 400, true);
+      return {
+        FailedEntryCount: ids.includes("ev_0") ? 1 : 0,
+        Entries: ids.map((id) => (id === "ev_0" ? { ErrorCode: "ThrottlingException", ErrorMessage: "slow down" } : { EventId: id })),
+      };
+    });
+    const result = await publisher(new FakeClock(), 3, 1).publish(Array.from({ length: 30 }, (_, i) => event(`ev_${i}`)));
+    expect(result.failed.map((f) => [f.event.detail.id, f.retryable])).toEqual(["ev_0", ...Array.from({ length: 20 }, (_, i) => `ev_${i + 10}`)].map((id) => [id, true]));
+    const why = "PutEvents failed after 3 attempts (entry round 2): ThrottlingException";
+    expect(result.failed[0]?.reason).toBe(`ThrottlingException: slow down (${why})`);
+    expect(result.failed[1]?.reason).toBe(`not sent: an earlier call failed as a whole (${why})`);
+    expect(sentEntries().map(detailIds)).toEqual([Array.from({ length: 10 }, (_, i) => `ev_${i}`), ["ev_0"], ["ev_0"], ["ev_0"]]);
+  });
+
   it("settles every call in flight before raising a call's PublishError: no rejection left unhandled, no call sent after", async () => {
     let release!: () => void;
     const slow = new Promise<void>((resolve) => (release = resolve));
