@@ -13,6 +13,7 @@ import { MAX_ENTRY_BYTES, entrySize, reduceDetail, truncationsOf } from "../../s
 import { FakeClock } from "./support/clock.js";
 import { awsError } from "./support/fake-secrets-manager.js";
 import { pollTransactions } from "../../shared/bridge/transactions.js";
+import { pollCards, walkCursorKey } from "../../shared/bridge/cards.js";
 import { makeRig } from "../bridge/fakes.js";
 import { diffObjects } from "../../shared/bridge/diff.js";
 import { compileJsonSchema } from "../json-schema.js";
@@ -524,6 +525,73 @@ describe("EventBridgePublisher", () => {
       if (offered.has(detail.subject.id)) expect(detail.id).toBe(offered.get(detail.subject.id));
     }
     expect(rig.provider.pending()).toEqual([]);
+  });
+
+  it("with the card cycle, leaves a card.suspended whose call was throttled past its retries unstored and re-sends it with its id next cycle", async () => {
+    let healthy = false;
+    mock.on(PutEventsCommand).callsFake((input: { Entries: PutEventsRequestEntry[] }) => {
+      if (!healthy) throw awsError("ThrottlingException", 400, true);
+      return { FailedEntryCount: 0, Entries: input.Entries.map(() => ({ EventId: "e" })) };
+    });
+    const rig = makeRig({}, { publisher: publisher(new FakeClock(), 3) });
+    const id = rig.provider.addCard()["id"] as string;
+    await pollCards(rig.deps);
+    const before = rig.snapshots.data.get(`card:${id}`);
+    rig.provider.changeCard(id, { status: "Suspended" });
+    // One event: fewer than publisher_unavailable needs, so the walk completes; EventsFailed is what shows it.
+    const throttled = await pollCards(rig.deps);
+    expect(throttled).toMatchObject({ outcome: "complete", published: {}, publishFailed: 1, publishDeferred: 1, quarantined: 0 });
+    expect(rig.metrics.sum("EventsFailed")).toBe(1);
+    expect(rig.logger.lines).toContainEqual(expect.objectContaining({ level: "warn", message: "events not taken by the publisher for now; left for the next cycle" }));
+    expect(rig.snapshots.data.get(`card:${id}`)).toEqual(before);
+    const [offered] = sentEntries().flat();
+    expect(offered?.DetailType).toBe("card.suspended");
+
+    mock.resetHistory();
+    healthy = true;
+    expect(await pollCards(rig.deps)).toMatchObject({ outcome: "complete", published: { "card.suspended": 1 }, publishFailed: 0 });
+    expect(sentEntries().flat().map((entry) => [entry.DetailType, detailIds([entry])[0]])).toEqual([["card.suspended", detailIds([offered ?? {}])[0]]]);
+    expect(rig.snapshots.data.get(`card:${id}`)?.object["status"]).toBe("Suspended");
+  });
+
+  it("with the card cycle, stops a walk whose calls are all throttled as publisher_unavailable, keeping the full walk's cursor, stored cards and event ids", async () => {
+    let healthy = true;
+    mock.on(PutEventsCommand).callsFake((input: { Entries: PutEventsRequestEntry[] }) => {
+      if (!healthy) throw awsError("ThrottlingException", 400, true);
+      return { FailedEntryCount: 0, Entries: input.Entries.map(() => ({ EventId: "e" })) };
+    });
+    const rig = makeRig({}, { publisher: publisher(new FakeClock(), 3) });
+    for (let i = 0; i < 40; i++) rig.provider.addCard();
+    expect((await pollCards(rig.deps, { pageSize: 10 })).outcome).toBe("complete");
+    // A full walk cut short after its first page: the next one resumes at the second.
+    expect((await pollCards(rig.deps, { pageSize: 10, maxPages: 1 })).outcome).toBe("page_limit");
+    expect(rig.snapshots.data.get(walkCursorKey("full"))?.object).toEqual({ next_offset: 10, total_records: 40 });
+    for (const card of rig.provider.cards) rig.provider.changeCard(card["id"] as string, { status: "Suspended" });
+    const stored = structuredClone([...rig.snapshots.data]);
+
+    healthy = false;
+    const stopped = await pollCards(rig.deps, { pageSize: 10 });
+    // Pages 2 and 3 refused, one call each (three attempts), then the walk stops rather than send page 4 in vain.
+    expect(stopped).toMatchObject({ outcome: "publisher_unavailable", published: {}, publishFailed: 20, publishDeferred: 20, quarantined: 0 });
+    expect(mock.commandCalls(PutEventsCommand)).toHaveLength(2 * 3);
+    expect(rig.metrics.sum("EventsFailed")).toBe(20);
+    expect(rig.logger.lines).toContainEqual(expect.objectContaining({ level: "warn", message: "cards cycle publisher_unavailable" }));
+    const subjectOf = (entry: PutEventsRequestEntry) => (JSON.parse(entry.Detail ?? "{}") as { subject: { id: string } }).subject.id;
+    const offered = new Map(sentEntries().flat().map((entry) => [subjectOf(entry), [entry.DetailType, detailIds([entry])[0]]] as const));
+    const cardIds = rig.provider.cards.map((card) => card["id"] as string);
+    expect([...offered.keys()].sort()).toEqual(cardIds.slice(10, 30).sort());
+    // Neither the refused cards' snapshots nor the walk's cursor moved.
+    expect([...rig.snapshots.data]).toEqual(stored);
+
+    mock.resetHistory();
+    healthy = true;
+    const resumed = await pollCards(rig.deps, { pageSize: 10 });
+    // From the cursor kept (pages 2 to 4), the refused events again with their ids.
+    expect(resumed).toMatchObject({ outcome: "complete", published: { "card.suspended": 30 }, publishFailed: 0 });
+    const sent = sentEntries().flat();
+    expect(sent.map(subjectOf).sort()).toEqual(cardIds.slice(10).sort());
+    for (const entry of sent) if (offered.has(subjectOf(entry))) expect([entry.DetailType, detailIds([entry])[0]]).toEqual(offered.get(subjectOf(entry)));
+    expect(cardIds.slice(10).map((cardId) => rig.snapshots.data.get(`card:${cardId}`)?.object["status"])).toEqual(Array<string>(30).fill("Suspended"));
   });
 
   it("trims the largest array of an oversized event with a marker instead of dropping it", async () => {
