@@ -12,6 +12,8 @@ import type { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { CorruptItemError, SecretStoreError } from "../../shared/aws/errors.js";
 import { LIVE_BY_TTL_INDEX, partitionKeyPatterns, quarantinePartition, SECRET_TAGS } from "../../shared/aws/keys.js";
 import { ProviderSecretClient } from "../../shared/aws/provider-secret.js";
+import { EventBridgePublisher } from "../../shared/aws/event-publisher.js";
+import type { EventBridgeClient } from "@aws-sdk/client-eventbridge";
 import { DynamoQuarantine } from "../../shared/aws/quarantine.js";
 import { isRedrivable, PUBLISH_FAILURE_PREFIX, recordQashioId } from "../../shared/bridge/redrive.js";
 import { cardModeOf, pollActionOf, type PollEvent } from "../../shared/aws/poll-event.js";
@@ -1373,6 +1375,27 @@ describe("runbook", () => {
     expect(record !== undefined && isRedrivable(record)).toBe(true);
     expect(recordQashioId(record?.raw)).toBe("CT00000001");
     expect(errors).toMatch(/then re-drive \(\[Re-driving quarantined transactions\]\(#re-driving-quarantined-transactions\)\)/);
+  });
+
+  it("says what the PublishError a cycle fails with means, which EventsFailed sends the reader to Function errors for", async () => {
+    const runbook = readFileSync(join(REPO_ROOT, "docs", "runbook.md"), "utf8");
+    const errors = /^## Function errors$([\s\S]*?)^## /m.exec(runbook)?.[1] ?? "";
+    const failed = /^## EventsFailed$([\s\S]*?)^## /m.exec(runbook)?.[1] ?? "";
+    expect(failed).toMatch(/`PublishError`[^]*fails the\s+cycle instead[^]*see \[Function errors\]\(#function-errors\)/);
+    // The message quoted is the one the code writes for a batch's first call the setup refuses as a whole.
+    const denied = Object.assign(new Error("not authorized"), { name: "AccessDeniedException", $metadata: { httpStatusCode: 400 } });
+    const client = { send: () => Promise.reject(denied) } as unknown as EventBridgeClient;
+    const event = {
+      source: "qashio.bridge",
+      detailType: "transaction.created",
+      time: "2026-03-01T12:00:00.000Z",
+      detail: { id: "ev_1", type: "transaction.created", schema_version: "1", tenant: "acme", occurred_at: "2026-03-01T12:00:00.000Z", subject: { type: "transaction", id: "t1", sequence: 1 }, data: { object: { id: "t1" } } },
+    } as unknown as Parameters<EventBridgePublisher["publish"]>[0][number];
+    const error = await new EventBridgePublisher({ client, eventBusName: "bus" }).publish([event]).then(() => undefined, (e: unknown) => e);
+    expect((error as Error).name).toBe("PublishError");
+    expect(errors).toContain(`\`PublishError\` "${(error as Error).message}"`);
+    // What to fix, and that nothing of the page was acknowledged (so its transactions come again, same ids).
+    expect(errors).toMatch(/`PublishError`[^]*acknowledg[^]*same `detail\.id`[^]*\[EventsFailed\]\(#eventsfailed\)/);
   });
 
   it("gives the command that puts client credentials back into the secret: read without echo, through jq's environment, merged into the version read", () => {
