@@ -13,7 +13,7 @@ import { toEventBridgeEnvelope } from "../../shared/local/jsonl-publisher.js";
 import { SETTINGS } from "../../shared/cli/config.js";
 import { TENANT_DEFAULTS } from "../../infra/tenant-config.js";
 import { compileJsonSchema } from "../json-schema.js";
-import { makeRig } from "./fakes.js";
+import { makeRig, type FakeTransaction } from "./fakes.js";
 import { clientOverFake } from "./provider-client.js";
 
 const docs = path.resolve(import.meta.dirname, "../../docs");
@@ -146,6 +146,34 @@ describe("event schemas", () => {
       expect(detail.occurred_at, `${detail.type} ${detail.subject.id}`).toBe(new Date(stamped ?? Date.parse(time)).toISOString());
       expect(Date.parse(detail.occurred_at)).toBeLessThanOrEqual(Date.parse(time));
     }
+  });
+
+  it("are documented with examples the engine emits from their objects: subject, sequence, changes, parent and times alike", async () => {
+    const examples = catalogExamples(await readFile(path.join(docs, "events.md"), "utf8"));
+    // The examples are of a redact tenant: their "[redacted]" values come out of the engine as they go in.
+    const rig = makeRig({ pii: { mode: "redact" }, emitCardCreated: true });
+    const seen = new Set<string>();
+    // Each example's object, listed alone when its time comes: the provider's state for that poll.
+    for (const { time, detail } of [...examples].sort((a, b) => Date.parse(a.time) - Date.parse(b.time))) {
+      rig.clock.ms = Date.parse(time);
+      const object = structuredClone(detail.data.object);
+      rig.provider.transactions.length = 0;
+      rig.provider.cards.length = 0;
+      if (detail.subject.type === "card") {
+        rig.provider.cards.push(object);
+        await pollCards(rig.deps);
+      } else {
+        const status = seen.has(detail.subject.id) ? "outdated" : "not_synced";
+        rig.provider.transactions.push({ ...object, client_sync_status: status } as FakeTransaction);
+        await pollTransactions(rig.deps);
+      }
+      seen.add(detail.subject.id);
+    }
+    const emitted = rig.publisher.events.map((e) => JSON.parse(JSON.stringify({ time: e.time, detail: e.detail })) as CatalogExample);
+    // The ids are illustrative (they hash the snapshot the engine stored, whose time the catalog does not show).
+    const comparable = (e: CatalogExample) => ({ time: e.time, detail: { ...e.detail, id: "(id)" } });
+    const documented = [...examples].sort((a, b) => Date.parse(a.time) - Date.parse(b.time));
+    expect(emitted.map(comparable)).toEqual(documented.map(comparable));
   });
 
   it("let consumers accept any 1.x: no object in docs/events/*.json forbids members a minor version may add", async () => {
