@@ -30,9 +30,10 @@ describe("redriveQuarantined drill", () => {
         await pollTransactions(rig.deps);
       }
       if (runs === 5 && !crashed) {
+        // A run writes two batches' snapshots (pageSize 10, 20 read in its time): the second write fails.
         let n = 0;
         rig.snapshots.putMany = async (snapshots) => {
-          if (++n === 3) {
+          if (++n === 2) {
             crashed = true;
             throw new Error("disk full");
           }
@@ -42,11 +43,14 @@ describe("redriveQuarantined drill", () => {
       try {
         const r = await redriveQuarantined(rig.deps, { pageSize: 10, deadline: rig.clock.now() + 2_000, random });
         expect(r.redriven.length + r.kept.length).toBe(r.considered);
-      } catch {
+      } catch (error) {
+        // Only the crash stops a run: anything else (a failed expect above included) fails the drill.
         expect(runs).toBe(5);
+        expect((error as Error).cause).toMatchObject({ message: "disk full" });
       }
       rig.clock.advance(60_000);
     }
+    expect(crashed, "the snapshot write of run 5 failed").toBe(true);
     expect(rig.quarantine.records.size).toBe(0);
     // every transaction's snapshot equals its current state (the 20 edited between runs included)
     for (const t of all) {
