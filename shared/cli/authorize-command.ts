@@ -18,6 +18,7 @@ import { AuthorizeError, ConfigError, EXIT, type SettingIssue } from "./errors.j
 import { line, type CliIo } from "./io.js";
 import { bindToSettings } from "./cycle-lease.js";
 import { restrictTokenFile } from "./local-tokens.js";
+import { restrictStateDir } from "./state-access.js";
 import { openInBrowser } from "./open-url.js";
 import type * as SecretOnboarding from "./secret-onboarding.js";
 import { printable } from "./terminal-text.js";
@@ -172,6 +173,7 @@ export async function authorizeCommand(args: AuthorizeArgs, io: CliIo, seams: Au
     await bindToSettings(settings.stateDir, binding, { rebindClient: true, checkOnly: true });
     const files = new FileTokenStore(settings.stateDir);
     // Private before the sign-in, which may never complete: the token there now stays until one does.
+    restrictStateDir(settings.stateDir, (text) => line(io.stderr, `warning: ${text}`));
     restrictTokenFile(files, (text) => line(io.stderr, `warning: ${text}`));
     const bindThenSave: TokenStore = {
       load: () => files.load(),

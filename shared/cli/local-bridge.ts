@@ -45,6 +45,7 @@ import { cliErrorOf, stateErrorOf } from "./engine-errors.js";
 import { CycleLeaseGuard, CycleLeaseLostError } from "./lease-guard.js";
 import { LocalTokenStore, restrictTokenFile } from "./local-tokens.js";
 import { statOf } from "./path-checks.js";
+import { restrictStateDir } from "./state-access.js";
 import { spendingRefreshes } from "./token-spending.js";
 import { MemoryMetrics, observePublished, systemClock } from "./console-ports.js";
 import { ConfigError, TokensLostError, UsageError } from "./errors.js";
@@ -201,7 +202,8 @@ export async function openLocalBridge(settings: LocalSettings, options: LocalBri
   const clock = options.clock ?? systemClock;
   const dir = settings.stateDir;
   const { opened, guarded, tokenFile } = openStateDir(dir, clock);
-  // A token file others may read (restored, written by hand) is made private before its token is used.
+  // A state directory or token file others may read (restored, written by hand) is made private before it is used.
+  restrictStateDir(dir, (text) => options.logger.warn(text));
   restrictTokenFile(tokenFile, (text) => options.logger.warn(text));
   const tokens = new LocalTokenStore(tokenFile, settings.refreshToken);
   const { lock } = opened;
@@ -306,6 +308,8 @@ export async function openLocalState(settings: StateSettings, options: Pick<Loca
   }
   const clock = options.clock ?? systemClock;
   const { opened, guarded } = openStateDir(settings.stateDir, clock);
+  // A pass rewrites snapshots: in clear under `full`, so not in a directory others may read.
+  restrictStateDir(settings.stateDir, (text) => options.logger.warn(text));
   const pii = { mode: settings.piiMode, salt: settings.piiSalt };
   return { settings, ...opened, clock, bind, transactions: { tenant: settings.tenant, ...guarded, pii, clock, logger: options.logger } };
 }

@@ -7,12 +7,7 @@
 import type { StoredTokens, TokenStore } from "../qashio/auth/token-store.js";
 import { CorruptStateError, TokenFileExposedError, type FileTokenStore } from "../local/index.js";
 import { ConfigError, TokenFileError } from "./errors.js";
-import { shellWord } from "./path-checks.js";
-
-/** Permission bits as `ls` and `chmod` write them: four octal digits. */
-function octal(mode: number): string {
-  return mode.toString(8).padStart(4, "0");
-}
+import { octal, shellWord } from "./path-checks.js";
 
 /**
  * Makes the token file readable by its owner only (see FileTokenStore.restrictAccess) when a command opens the state

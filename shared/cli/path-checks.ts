@@ -141,6 +141,11 @@ function unreadableFileIn(dir: string): string | undefined {
 /** What {@link looseAccessProblem} reads of a path's stats: its type and permission bits, and its owner. */
 export type OwnerAndMode = Pick<Stats, "mode" | "uid">;
 
+/** Permission bits as `ls` and `chmod` write them: four octal digits. */
+export function octal(mode: number): string {
+  return mode.toString(8).padStart(4, "0");
+}
+
 /** `text` as one word of a POSIX shell: single-quoted, each `'` closed, escaped and reopened. */
 export function shellQuoted(text: string): string {
   return `'${text.replaceAll("'", "'\\''")}'`;
@@ -167,7 +172,7 @@ export function looseAccessProblem(path: string, stats: OwnerAndMode, uid: numbe
   if (writable !== 0) {
     const by = writable === 0o022 ? "its group and others" : writable === 0o002 ? "others" : "its group";
     const sticky = directory && (stats.mode & 0o1000) !== 0 ? "; the sticky bit still lets them create files in it" : "";
-    faults.push(`is writable by ${by} (mode ${(stats.mode & 0o7777).toString(8).padStart(4, "0")}${sticky})`);
+    faults.push(`is writable by ${by} (mode ${octal(stats.mode & 0o7777)}${sticky})`);
   }
   const word = shellWord(path);
   const fixes = [

@@ -34,20 +34,29 @@ export class CorruptStateError extends LocalStateError {
 }
 
 /**
- * The token file is readable by its group or others and this user cannot take that away (another user owns it, such
- * as root after a restore under sudo): the refresh token in it stays readable by other local users. `mode` is the
- * file's permission bits, `owner` its uid; `code` the system's answer to the chmod.
+ * A path of the state directory is readable by its group or others and this user cannot take that away (another user
+ * owns it, such as root after a restore under sudo; a file system whose modes are fixed). `mode` is the path's
+ * permission bits, `owner` its uid; `code` the system's answer to the chmod.
  */
-export class TokenFileExposedError extends LocalStateError {
-  override name = "TokenFileExposedError";
+export class ExposedPathError extends LocalStateError {
+  override name = "ExposedPathError";
   readonly mode: number;
   readonly owner: number;
   readonly code: string;
 
-  constructor(file: string, details: { mode: number; owner: number; code: string }, options?: ErrorOptions) {
-    super(`the token file is readable by its group or others and cannot be made private by this user (${details.code})`, { file }, options);
+  constructor(file: string, details: { mode: number; owner: number; code: string }, options?: ErrorOptions, message?: string) {
+    super(message ?? `the path is readable by its group or others and cannot be made private by this user (${details.code})`, { file }, options);
     this.mode = details.mode;
     this.owner = details.owner;
     this.code = details.code;
+  }
+}
+
+/** The token file is an {@link ExposedPathError}: the refresh token in it stays readable by other local users. */
+export class TokenFileExposedError extends ExposedPathError {
+  override name = "TokenFileExposedError";
+
+  constructor(file: string, details: { mode: number; owner: number; code: string }, options?: ErrorOptions) {
+    super(file, details, options, `the token file is readable by its group or others and cannot be made private by this user (${details.code})`);
   }
 }

@@ -1,12 +1,13 @@
 /**
  * File-backed TokenStore: one JSON file, owner-only permissions, atomic replace.
  */
-import { closeSync, constants, fchmodSync, fstatSync, openSync, readFileSync } from "node:fs";
+import { closeSync, fstatSync, openSync, readFileSync } from "node:fs";
 import path from "node:path";
 import type { StoredTokens, TokenStore } from "../qashio/auth/token-store.js";
 import { makeDirDurable, probeWrite, staleTempSweep, writeFileAtomic, type FileIdentity } from "./atomic.js";
 import { DurableNames } from "./durable-names.js";
-import { CorruptStateError, TokenFileExposedError, TokenFileUnwritableError } from "./errors.js";
+import { CorruptStateError, ExposedPathError, TokenFileExposedError, TokenFileUnwritableError } from "./errors.js";
+import { restrictToOwner } from "./owner-only.js";
 import { STATE_FILES } from "./layout.js";
 
 /** Room a token set needs, with margin: a JWT access token and a refresh token take a few KiB. */
@@ -83,26 +84,12 @@ export class FileTokenStore implements TokenStore {
    * @throws TokenFileExposedError when this user may not change its mode (another user owns it).
    */
   restrictAccess(): number | undefined {
-    if (process.platform === "win32") return undefined;
-    let fd: number;
     try {
       // Not through a link: the state directory check refuses one in tokens.json's place (ELOOP here if one slipped in).
-      fd = openSync(this.file, constants.O_RDONLY | constants.O_NOFOLLOW);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
-      throw err;
-    }
-    try {
-      const { mode, uid } = fstatSync(fd);
-      if ((mode & 0o077) === 0) return undefined;
-      try {
-        fchmodSync(fd, mode & 0o600);
-      } catch (error) {
-        throw new TokenFileExposedError(this.file, { mode: mode & 0o7777, owner: uid, code: (error as NodeJS.ErrnoException).code ?? "error" }, { cause: error });
-      }
-      return mode & 0o7777;
-    } finally {
-      closeSync(fd);
+      return restrictToOwner(this.file, { directory: false });
+    } catch (error) {
+      if (error instanceof ExposedPathError) throw new TokenFileExposedError(this.file, error, { cause: error.cause });
+      throw error;
     }
   }
 

@@ -1,0 +1,69 @@
+/**
+ * End-to-end: who may read the state directory. Its snapshots and quarantine records carry cardholder data (in clear
+ * under `full`), so a directory its group or others may enter (a copy restored with the umask's 0755) is made 0700
+ * when a command opens it, with a warning naming it and the mode it had.
+ */
+import { chmod, readdir, stat } from "node:fs/promises";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { EXIT } from "../../shared/cli/errors.js";
+import { restrictStateDir } from "../../shared/cli/state-access.js";
+import { ConfigError } from "../../shared/cli/errors.js";
+import { runInProcess, startHarness, type Harness } from "./helpers.js";
+
+let harness: Harness | undefined;
+afterEach(async () => {
+  await harness?.close();
+  harness = undefined;
+});
+
+/** Permission bits of `path`. */
+async function modeOf(path: string): Promise<number> {
+  return (await stat(path)).mode & 0o7777;
+}
+
+describe("a state directory its group or others may read", () => {
+  it("is made 0700 when `run` starts, with a warning naming it and its mode, and its files stay as they were", async () => {
+    harness = await startHarness();
+    const h = harness;
+    const state = h.env.BRIDGE_STATE_DIR as string;
+    expect((await runInProcess(["run", "--once"], h.env)).code).toBe(EXIT.ok);
+    const snapshots = join(state, "snapshots");
+    const segments = (await readdir(snapshots)).map((name) => join(snapshots, name));
+    expect(segments.length).toBeGreaterThan(0);
+    // As a copy restored with the umask's modes leaves it: every snapshot readable by every local user.
+    await chmod(state, 0o755);
+    await chmod(snapshots, 0o755);
+    for (const segment of segments) await chmod(segment, 0o644);
+
+    const { code, stderr } = await runInProcess(["run", "--once"], h.env);
+
+    expect(code).toBe(EXIT.ok);
+    expect(await modeOf(state)).toBe(0o700);
+    expect(stderr).toContain(`${state} could be entered and read by its group or others (mode 0755): made it private to its owner (0700)`);
+    // One chmod: nothing inside is reachable by others now, whatever its own mode.
+    expect(await modeOf(snapshots)).toBe(0o755);
+    // Private already: no word about it.
+    expect((await runInProcess(["run", "--once"], h.env)).stderr).not.toContain("could be entered and read");
+  });
+
+  it("is refused, exit 2 naming BRIDGE_STATE_DIR and the fix, when this user cannot make it private (a file system whose modes are fixed)", () => {
+    const warnings: string[] = [];
+    // /proc/self: 0555, and no chmod changes it (EPERM, even for root).
+    const error = (() => {
+      try {
+        restrictStateDir("/proc/self", (text) => warnings.push(text));
+        return undefined;
+      } catch (e) {
+        return e;
+      }
+    })();
+
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).exitCode).toBe(EXIT.usage);
+    expect((error as ConfigError).message).toContain("BRIDGE_STATE_DIR");
+    expect((error as ConfigError).message).toContain("/proc/self may be entered and read by its group or others (mode 0555), and this user cannot change that (EPERM");
+    expect((error as ConfigError).message).toContain("chmod 700 /proc/self");
+    expect(warnings).toEqual([]);
+  });
+});
