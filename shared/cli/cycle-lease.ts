@@ -4,6 +4,7 @@
  * tenant (conform-pii, which calls no provider, checks the tenant alone), and under `hash` to the salt its snapshots'
  * pseudonyms were made with. Kept apart from the wiring, since every command runner goes through the same lease and checks.
  */
+import type { Stats } from "node:fs";
 import { join } from "node:path";
 import { piiSaltFingerprint, untilLaterSecond, type LockHandle } from "../bridge/index.js";
 import { whileHolding } from "../lease-keep-alive.js";
@@ -25,6 +26,7 @@ import type { LocalSettings, StateSettings } from "./config.js";
 import { shellQuoted, statOf } from "./path-checks.js";
 import { CliError, ConfigError, CycleFailedError, EXIT, PiiSaltChangedError, PiiSaltUnchangedError, StateDirTakenError } from "./errors.js";
 import { stateErrorOf, stateFileProblem, systemErrorCode, unwritableStateDirRemedy } from "./engine-errors.js";
+import { recheckStateDirAccess } from "./state-access.js";
 import type { LocalState } from "./local-bridge.js";
 
 /** Name of the lease one cycle holds, so two local processes never run cycles of one tenant at once. */
@@ -40,19 +42,19 @@ const CYCLE_LEASE_MESSAGES = {
 /**
  * Stops a cycle (exit 2) when the state directory at its path is no longer the one the bridge opened: moved, removed or
  * replaced while a loop ran. Its lease, binding and snapshots would otherwise start afresh in an empty directory, where
- * every change reads as new, until the missing token file stopped the loop at its next refresh.
+ * every change reads as new, until the missing token file stopped the loop at its next refresh. Returns its stats.
  */
-function assertSameStateDir(bridge: LocalState): void {
+function assertSameStateDir(bridge: LocalState): Stats {
   const dir = bridge.settings.stateDir;
   const now = statOf(dir);
   const known = bridge.stateDirIdentity;
-  if (now?.isDirectory() && now.dev === known.dev && now.ino === known.ino) return;
+  if (now?.isDirectory() && now.dev === known.dev && now.ino === known.ino) return now;
   // Some mounts renumber a directory that did not change (an NFS automount remounted, FUSE without stable inodes): one
   // that still holds its binding is a state directory, checked against the settings under the lease as every cycle's.
   if (now?.isDirectory() && statOf(join(dir, STATE_FILES.binding))?.isFile() === true) {
     known.dev = now.dev;
     known.ino = now.ino;
-    return;
+    return now;
   }
   throw new ConfigError(
     [
@@ -162,7 +164,7 @@ export function saltBindingOf(settings: Pick<StateSettings, "piiMode" | "piiSalt
  * const report = await withCycleLock(bridge, () => redriveQuarantined(bridge.transactions));
  */
 export async function withCycleLock<T>(bridge: LocalState, work: () => Promise<T>): Promise<T> {
-  assertSameStateDir(bridge);
+  recheckStateDirAccess(bridge.settings.stateDir, assertSameStateDir(bridge), (text) => bridge.transactions.logger.warn(text));
   const taken = await takeCycleLease(bridge);
   if (taken === undefined) {
     // Named, so a person knows what to wait for (or to stop): a cron job beside a loop, a second terminal.

@@ -6,7 +6,7 @@
  */
 import { ExposedPathError, restrictToOwner } from "../local/index.js";
 import { ConfigError } from "./errors.js";
-import { octal, shellWord } from "./path-checks.js";
+import { looseAccessProblem, octal, shellWord, type OwnerAndMode } from "./path-checks.js";
 
 /**
  * Makes the state directory 0700 (see restrictToOwner) when a command opens it, and tells `warn` which directory had
@@ -41,4 +41,28 @@ export function restrictStateDir(dir: string, warn: (text: string) => void): voi
         "creates it; its snapshots and quarantined items carry cardholder data, which other local users may have copied meanwhile",
     );
   }
+}
+
+/**
+ * Checks the state directory's mode and owner again before each cycle, from the stats the cycle's identity check took
+ * (no system call while they are as the start left them): a loop runs for weeks, and a restore or a configuration
+ * tool may open the directory meanwhile. One others may now write, or another user now owns, stops the command as at
+ * its start (a stat of each entry per cycle is not needed: none is reachable by others while the directory is private
+ * and this user's); one others may now read is made private again, with a warning (see {@link restrictStateDir}).
+ *
+ * @throws ConfigError (exit 2, BRIDGE_STATE_DIR) for one others may write or another user owns, or that cannot be narrowed.
+ * @example
+ * recheckStateDirAccess(dir, statSync(dir), (text) => logger.warn(text));
+ */
+export function recheckStateDirAccess(dir: string, stats: OwnerAndMode, warn: (text: string) => void): void {
+  if (process.platform === "win32" || typeof process.geteuid !== "function") return;
+  const uid = process.geteuid();
+  if ((stats.mode & 0o077) === 0 && stats.uid === uid) return;
+  const problem = looseAccessProblem(dir, stats, uid, true);
+  if (problem !== undefined) {
+    throw new ConfigError([{ setting: "BRIDGE_STATE_DIR", problem: `${problem}; nothing was done in this cycle` }], {
+      heading: "The state directory's permissions changed while the bridge ran",
+    });
+  }
+  restrictStateDir(dir, warn);
 }

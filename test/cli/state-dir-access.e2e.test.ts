@@ -9,7 +9,8 @@ import { afterEach, describe, expect, it } from "vitest";
 import { EXIT } from "../../shared/cli/errors.js";
 import { restrictStateDir } from "../../shared/cli/state-access.js";
 import { ConfigError } from "../../shared/cli/errors.js";
-import { runInProcess, startHarness, type Harness } from "./helpers.js";
+import { runCommand } from "../../shared/cli/run.js";
+import { capturedIo, runInProcess, startHarness, type Harness } from "./helpers.js";
 
 let harness: Harness | undefined;
 afterEach(async () => {
@@ -65,5 +66,45 @@ describe("a state directory its group or others may read", () => {
     expect((error as ConfigError).message).toContain("/proc/self may be entered and read by its group or others (mode 0555), and this user cannot change that (EPERM");
     expect((error as ConfigError).message).toContain("chmod 700 /proc/self");
     expect(warnings).toEqual([]);
+  });
+});
+
+describe("a state directory whose permissions change under a `run --interval` loop", () => {
+  /** Runs a loop on a fresh harness, calling `between` after its first cycle and stopping after its second. */
+  async function loopChanging(between: (state: string) => Promise<void>): Promise<{ outcome: unknown; stdout: string; stderr: string; state: string }> {
+    harness = await startHarness();
+    const h = harness;
+    const state = h.env.BRIDGE_STATE_DIR as string;
+    const controller = new AbortController();
+    const { io, out } = capturedIo(h, controller.signal);
+    let waits = 0;
+    const outcome = await runCommand({ once: false, intervalMs: 60_000 }, io, {
+      pause: async () => {
+        waits += 1;
+        if (waits === 1) await between(state);
+        else controller.abort();
+      },
+    }).catch((error: unknown) => error);
+    return { outcome, ...out, state };
+  }
+
+  it("stops before the next cycle (exit 2, naming the mode and the fix) once its group or others may write it", async () => {
+    const { outcome, stdout, state } = await loopChanging((state) => chmod(state, 0o775));
+
+    expect(outcome).toBeInstanceOf(ConfigError);
+    expect((outcome as ConfigError).exitCode).toBe(EXIT.usage);
+    expect((outcome as ConfigError).message).toContain(`is writable by its group (mode 0775): ${state}`);
+    expect((outcome as ConfigError).message).toContain(`chmod 700 ${state}`);
+    expect(stdout).toMatch(/cycle 1:/);
+    expect(stdout).not.toMatch(/cycle 2:/);
+  });
+
+  it("makes it private again before the next cycle, with a warning, once its group or others may read it", async () => {
+    const { outcome, stdout, stderr, state } = await loopChanging((state) => chmod(state, 0o755));
+
+    expect(outcome).toBe(EXIT.ok);
+    expect(await modeOf(state)).toBe(0o700);
+    expect(stderr).toContain(`${state} could be entered and read by its group or others (mode 0755): made it private to its owner (0700)`);
+    expect(stdout).toMatch(/cycle 2:/);
   });
 });
