@@ -14,7 +14,7 @@ import { PII_MODES, PII_SALT_MIN_LENGTH, piiSaltProblem, type PiiMode } from "..
 import { STATE_FILES } from "../local/layout.js";
 import { ConfigError, EnvFileError, type SettingIssue } from "./errors.js";
 import { nearest } from "../nearest.js";
-import { eventsFileProblem, eventsFileTakesState, realPathOf, stateDirAccessProblem, stateDirProblem, stateDirUnderEventsFile, statOf } from "./path-checks.js";
+import { eventsFileAccessProblem, eventsFileProblem, eventsFileTakesState, realPathOf, stateDirAccessProblem, stateDirProblem, stateDirUnderEventsFile, statOf } from "./path-checks.js";
 import { durationRangeProblem, parseDuration } from "./args.js";
 import { AUTHORIZE_URL_ENV_VAR, BASE_URL_ENV_VARS, baseUrlProblem, normaliseBaseUrl, type QashioDeployment } from "../qashio/config.js";
 
@@ -495,10 +495,13 @@ function checkStateDir(r: Reader, stateDir: string): boolean {
   return problems.length === 0;
 }
 
-/** Reports an events file that is a directory, is not writable or cannot be created. */
+/**
+ * Reports an events file that is a directory, is not writable or cannot be created, and one that another user owns or
+ * others may write (they could forge or delete events: see eventsFileAccessProblem).
+ */
 function checkEventsFile(r: Reader, eventsFile: string): void {
-  const problem = eventsFileProblem(eventsFile);
-  if (problem !== undefined) r.problem("BRIDGE_EVENTS_FILE", problem);
+  const problems = [eventsFileProblem(eventsFile), eventsFileAccessProblem(eventsFile)].filter((problem) => problem !== undefined);
+  for (const problem of problems) r.problem("BRIDGE_EVENTS_FILE", problem);
 }
 
 /** Reports an events file that is the state directory or one of its entries, or a directory the state directory lies in. */

@@ -156,14 +156,28 @@ export function shellWord(text: string): string {
   return /^[\w@%+=:,./-]+$/.test(text) ? text : shellQuoted(text);
 }
 
+/** How {@link looseAccessProblem} words a path that is not the state directory's: what is at risk, the fix for a mode others may write, what to use instead. */
+export interface LooseAccessWording {
+  readonly risk: string;
+  readonly chmod: string;
+  readonly instead: string;
+}
+
+/** The events file's wording: its group may keep reading it (a consumer's group, `chmod 640`), only writing goes. */
+const EVENTS_FILE_WORDING: LooseAccessWording = {
+  risk: "another local user could forge or delete the events consumers read, or read them all (cardholder data), so the bridge will not use it",
+  chmod: "go-w",
+  instead: "an events file of your own",
+};
+
 /**
  * Why `path`, a directory (or a file) of the state directory, cannot be trusted with the bridge's state, worded as a
  * setting's problem with the fix, or undefined: writable by its group or by others (a sticky bit does not help: others
  * may still create the entries it lacks), or owned by a user other than `uid` and root. Root is trusted as ssh trusts
  * it: it may replace any file anyway, and a file left by a run under sudo is reported, when it matters, as unreadable.
- * Modes are reported, never changed: the operator decides.
+ * Modes are reported, never changed: the operator decides. `wording` words it for another path (the events file).
  */
-export function looseAccessProblem(path: string, stats: OwnerAndMode, uid: number, directory: boolean): string | undefined {
+export function looseAccessProblem(path: string, stats: OwnerAndMode, uid: number, directory: boolean, wording?: LooseAccessWording): string | undefined {
   const foreign = stats.uid !== uid && stats.uid !== 0;
   const writable = stats.mode & 0o022;
   if (!foreign && writable === 0) return undefined;
@@ -177,12 +191,20 @@ export function looseAccessProblem(path: string, stats: OwnerAndMode, uid: numbe
   const word = shellWord(path);
   const fixes = [
     ...(foreign ? [`sudo chown ${directory ? "-R " : ""}${uid} ${word}`] : []),
-    ...(writable !== 0 ? [`chmod ${directory ? 700 : 600} ${word}`] : []),
+    ...(writable !== 0 ? [`chmod ${wording?.chmod ?? (directory ? 700 : 600)} ${word}`] : []),
   ];
-  const risk = directory
-    ? "another local user could replace the tokens, binding or snapshots there, so the bridge will not use it"
-    : "another local user could rewrite it, so the bridge will not use it";
-  return `${faults.join(" and ")}: ${path}; ${risk}: run \`${fixes.join(" && ")}\`${foreign ? " (or use a state directory of your own)" : ""}`;
+  const risk =
+    wording?.risk ??
+    (directory
+      ? "another local user could replace the tokens, binding or snapshots there, so the bridge will not use it"
+      : "another local user could rewrite it, so the bridge will not use it");
+  return `${faults.join(" and ")}: ${path}; ${risk}: run \`${fixes.join(" && ")}\`${foreign ? ` (or use ${wording?.instead ?? "a state directory of your own"})` : ""}`;
+}
+
+/** This process's user id, for the checks of modes and owners; undefined on Windows and wherever there is none, as modes say nothing there. */
+function modeCheckingUid(): number | undefined {
+  if (process.platform === "win32" || typeof process.geteuid !== "function") return undefined;
+  return process.geteuid();
 }
 
 /**
@@ -193,8 +215,8 @@ export function looseAccessProblem(path: string, stats: OwnerAndMode, uid: numbe
  * say nothing there. A path that cannot be read is left to {@link stateDirProblem}, which names it.
  */
 export function stateDirAccessProblem(stateDir: string): string | undefined {
-  if (process.platform === "win32" || typeof process.geteuid !== "function") return undefined;
-  const uid = process.geteuid();
+  const uid = modeCheckingUid();
+  if (uid === undefined) return undefined;
   const statQuietly = (path: string): Stats | undefined => {
     try {
       return statOf(path);
@@ -252,6 +274,25 @@ export function eventsFileProblem(eventsFile: string): string | undefined {
   if (parent === undefined) return creationProblem(dir);
   if (!parent.isDirectory()) return `cannot be created: ${dir} is a file, not a directory`;
   return notWritable(dir, constants.W_OK | constants.X_OK) ?? fileCreationProblem(eventsFile);
+}
+
+/**
+ * What makes an existing events file (a link followed) untrustworthy, if anything (see {@link looseAccessProblem}):
+ * another user owns it (root aside), or its group or others may write it. They could forge or delete the lines
+ * consumers act on, and its owner reads every event. Its group may read it (a consumer's group: `chmod 640`). Its
+ * directory is not checked, as the state directory's parents are not; a file the bridge creates is 0600. Skipped on
+ * Windows and without a user id; a path that cannot be stat'ed, or no regular file, is left to {@link eventsFileProblem}.
+ */
+export function eventsFileAccessProblem(eventsFile: string): string | undefined {
+  const uid = modeCheckingUid();
+  if (uid === undefined) return undefined;
+  let events: Stats | undefined;
+  try {
+    events = statOf(eventsFile);
+  } catch {
+    return undefined;
+  }
+  return events?.isFile() === true ? looseAccessProblem(eventsFile, events, uid, false, EVENTS_FILE_WORDING) : undefined;
 }
 
 /**

@@ -649,6 +649,92 @@ describe("a state directory other local users could write into", () => {
   });
 });
 
+describe("an events file other local users could read or write", () => {
+  let dir: string;
+  let events: string;
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), "cli-events-access-"));
+    events = join(dir, "events.jsonl");
+    await writeFile(events, "", { mode: 0o600 });
+  });
+  afterEach(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  const issuesOf = (path: string): ConfigError => {
+    try {
+      readLocalSettings({ ...valid, BRIDGE_STATE_DIR: join(dir, "state"), BRIDGE_EVENTS_FILE: path }, dir);
+    } catch (error) {
+      if (error instanceof ConfigError) return error;
+      throw error;
+    }
+    throw new Error("expected a ConfigError");
+  };
+  const forged = "another local user could forge or delete the events consumers read, or read them all (cardholder data), so the bridge will not use it";
+  const uid = process.geteuid?.() ?? 0;
+
+  it.runIf(process.platform !== "win32")("refuses one writable by its group or others, exit 2, naming the fix chmod go-w and leaving the mode alone", async () => {
+    for (const [mode, by] of [
+      [0o666, "its group and others (mode 0666)"],
+      [0o602, "others (mode 0602)"],
+      [0o660, "its group (mode 0660)"],
+    ] as const) {
+      await chmod(events, mode);
+      const error = issuesOf(events);
+      expect(error.issues, by).toEqual([{ setting: "BRIDGE_EVENTS_FILE", problem: `is writable by ${by}: ${events}; ${forged}: run \`chmod go-w ${events}\`` }]);
+      expect(error.exitCode).toBe(2);
+      expect((await stat(events)).mode & 0o7777).toBe(mode);
+    }
+  });
+
+  it.runIf(process.platform !== "win32")("accepts one its group or others may only read (chmod 640 for a consumer's group), and a directory others may write", async () => {
+    for (const mode of [0o600, 0o640]) {
+      await chmod(events, mode);
+      expect(readLocalSettings({ ...valid, BRIDGE_STATE_DIR: join(dir, "state"), BRIDGE_EVENTS_FILE: events }, dir).eventsFile, mode.toString(8)).toBe(events);
+    }
+    // The directory above is not checked, as the state directory's are not; a file not made yet is created 0600.
+    await mkdir(join(dir, "shared"), { mode: 0o1777 });
+    await chmod(join(dir, "shared"), 0o1777);
+    const fresh = join(dir, "shared", "events.jsonl");
+    expect(readLocalSettings({ ...valid, BRIDGE_STATE_DIR: join(dir, "state"), BRIDGE_EVENTS_FILE: fresh }, dir).eventsFile).toBe(fresh);
+  });
+
+  it.runIf(process.getuid?.() === 0)("refuses one owned by another user, also through a symbolic link, naming the path set (staged as root, who may chown)", async () => {
+    await chown(events, 65_534, 65_534);
+    await chmod(events, 0o644);
+    const link = join(dir, "events-link.jsonl");
+    await symlink(events, link);
+    for (const path of [events, link]) {
+      expect(issuesOf(path).issues, path).toEqual([
+        {
+          setting: "BRIDGE_EVENTS_FILE",
+          problem: `is owned by uid 65534, not by you (uid ${uid}): ${path}; ${forged}: run \`sudo chown ${uid} ${path}\` (or use an events file of your own)`,
+        },
+      ]);
+    }
+    await chmod(events, 0o666);
+    expect(issuesOf(link).issues).toEqual([
+      {
+        setting: "BRIDGE_EVENTS_FILE",
+        problem:
+          `is owned by uid 65534, not by you (uid ${uid}) and is writable by its group and others (mode 0666): ${link}; ${forged}: ` +
+          `run \`sudo chown ${uid} ${link} && chmod go-w ${link}\` (or use an events file of your own)`,
+      },
+    ]);
+  });
+
+  it("skips the check on Windows, whose modes say nothing of who may write", async () => {
+    const platform = Object.getOwnPropertyDescriptor(process, "platform")!;
+    Object.defineProperty(process, "platform", { ...platform, value: "win32" });
+    try {
+      await chmod(events, 0o666);
+      expect(readLocalSettings({ ...valid, BRIDGE_STATE_DIR: join(dir, "state"), BRIDGE_EVENTS_FILE: events }, dir).eventsFile).toBe(events);
+    } finally {
+      Object.defineProperty(process, "platform", platform);
+    }
+  });
+});
+
 describe("looseAccessProblem", () => {
   const dirStats = (mode: number, uid: number) => ({ mode: 0o040000 | mode, uid });
   const replaced = "another local user could replace the tokens, binding or snapshots there, so the bridge will not use it";

@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from "node:child_process";
-import { chmod, chown, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { chmod, chown, lchown, mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -78,6 +78,21 @@ beforeAll(async () => {
   await chmod(join(dir, "exposed-state", "tokens.json"), 0o644);
   await writeFile(join(dir, "exposed-state", "binding.json"), JSON.stringify({ baseUrl: settings.QASHIO_BASE_URL, clientId: settings.QASHIO_CLIENT_ID, tenant: settings.BRIDGE_TENANT }));
   for (const entry of ["", "binding.json"]) await chown(join(dir, "exposed-state", entry), NOBODY, NOBODY);
+  // The user's own empty state directory, for the events file cases below (QASHIO_REFRESH_TOKEN seeds it).
+  await mkdir(join(dir, "events-state"), { mode: 0o700 });
+  await chown(join(dir, "events-state"), NOBODY, NOBODY);
+  // Another ordinary user's events file this user may write, reached by name and through a link of this user's.
+  await writeFile(join(dir, "other-user-events.jsonl"), "", { mode: 0o666 });
+  await chmod(join(dir, "other-user-events.jsonl"), 0o666);
+  await chown(join(dir, "other-user-events.jsonl"), 1001, 1001);
+  await symlink(join(dir, "other-user-events.jsonl"), join(dir, "other-user-link.jsonl"));
+  await lchown(join(dir, "other-user-link.jsonl"), NOBODY, NOBODY);
+  // This user's own events files: one its group may write, one its group may only read (a consumer's group).
+  for (const [name, mode] of [["group-writable-events.jsonl", 0o620], ["group-readable-events.jsonl", 0o640]] as const) {
+    await writeFile(join(dir, name), "", { mode });
+    await chmod(join(dir, name), mode);
+    await chown(join(dir, name), NOBODY, NOBODY);
+  }
 });
 
 afterAll(async () => {
@@ -132,6 +147,31 @@ describe.runIf(canStage)("bridge run as a user who cannot write the configured p
     const { code, stderr } = await runOnceAsNobody(["closed-not", "state"], ["write-only-events.jsonl"]);
     expect(code).toBe(2);
     expect(stderr).toContain(`BRIDGE_EVENTS_FILE: is not readable and writable by this user (EACCES): ${join(dir, "write-only-events.jsonl")}`);
+  });
+
+  it("refuses an events file another user owns that this user may write, by name and through a link, exit 2, before any provider call", async () => {
+    for (const name of ["other-user-events.jsonl", "other-user-link.jsonl"]) {
+      const events = join(dir, name);
+      const { code, stderr } = await runOnceAsNobody(["events-state"], [name]);
+      expect(code, name).toBe(2);
+      expect(stderr, name).toContain(`BRIDGE_EVENTS_FILE: is owned by uid 1001, not by you (uid ${NOBODY}) and is writable by its group and others (mode 0666): ${events}; `);
+      expect(stderr, name).toContain(`run \`sudo chown ${NOBODY} ${events} && chmod go-w ${events}\` (or use an events file of your own)`);
+      expect(stderr, name).not.toContain("BRIDGE_STATE_DIR");
+      expect(stderr, name).not.toMatch(/unexpected|never-printed|ECONNREFUSED/);
+    }
+  });
+
+  it("refuses an events file of its own its group may write, naming chmod go-w, and accepts one its group may only read", async () => {
+    const events = join(dir, "group-writable-events.jsonl");
+    const refused = await runOnceAsNobody(["events-state"], ["group-writable-events.jsonl"]);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain(`BRIDGE_EVENTS_FILE: is writable by its group (mode 0620): ${events}; `);
+    expect(refused.stderr).toContain(`run \`chmod go-w ${events}\``);
+    expect(refused.stderr).not.toMatch(/unexpected|never-printed|ECONNREFUSED/);
+    const accepted = await runOnceAsNobody(["events-state"], ["group-readable-events.jsonl"]);
+    // Past the settings: the provider at 127.0.0.1:9 does not answer, so the cycle fails (exit 1), not exit 2.
+    expect(accepted.stderr).not.toContain("BRIDGE_EVENTS_FILE");
+    expect(accepted.code).toBe(1);
   });
 
   it("names a state directory that cannot be created, or lies where this user cannot look, exit 2", async () => {
