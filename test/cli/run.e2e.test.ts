@@ -498,6 +498,9 @@ describe("bridge run --once (in-process)", () => {
 
     expect(code).toBe(EXIT.reauthorize);
     expect(stderr).toContain("run `npm run bridge -- authorize` to sign in again");
+    // The transactions half failed on the injected 500s, not on the revoked family as well.
+    expect(stderr).toMatch(/path=\/public\/v1\/erp\/transactions status=500 error=ServerError/);
+    expect(stderr).toContain("transactions cycle aborted");
   });
 
   it("exits 4 when the cycle stops at its time budget, and the next run finishes the backlog", async () => {
