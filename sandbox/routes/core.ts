@@ -130,6 +130,11 @@ function enumError(field: string, allowed: readonly string[]): FieldError {
   return { field, code: "INVALID_ENUM", message: `${field} must be one of: ${allowed.join(", ")}` };
 }
 
+/** A value refused by an enum: text not listed is `INVALID_ENUM`, anything else the wrong type (`INVALID_FORMAT`), as the shared body checks say. */
+function sentEnumError(field: string, value: unknown, allowed: readonly string[]): FieldError {
+  return typeof value === "string" ? enumError(field, allowed) : { field, code: "INVALID_FORMAT", message: `${field} must be a string` };
+}
+
 /** `card_usage_type` values a card takes; any known value while the card is unknown (a 404 follows). */
 function usageTypesOf(card: CardRecord | undefined): readonly string[] {
   if (card === undefined) return [...CARD_USAGE_TYPES, POOL_CARD_USAGE_TYPE];
@@ -320,13 +325,13 @@ function checkIssueBody(raw: unknown, data: CompanyData): IssueCardBody {
   // A field sent with another type than text is named as sent (as the shared body checks do), never read as absent.
   const cardType = upperText(body.card_type);
   if (isAbsent(body.card_type)) errors.push({ field: "card_type", code: "REQUIRED", message: "card_type is required" });
-  else if (cardType !== "VIRTUAL" && cardType !== "PHYSICAL") errors.push(enumError("card_type", ["VIRTUAL", "PHYSICAL"]));
+  else if (cardType !== "VIRTUAL" && cardType !== "PHYSICAL") errors.push(sentEnumError("card_type", body.card_type, ["VIRTUAL", "PHYSICAL"]));
   const userId = body.user_id;
   if (isAbsent(userId) || userId === "") errors.push({ field: "user_id", code: "REQUIRED", message: "user_id is required" });
   else if (typeof userId !== "string") errors.push({ field: "user_id", code: "INVALID_FORMAT", message: "user_id must be a string" });
   else if (!data.users.some((u) => u.userId === userId)) errors.push({ field: "user_id", code: "NOT_FOUND", message: "user_id is not a user profile of this company" });
   const accountType = isAbsent(body.account_type) ? "RELOADABLE" : upperText(body.account_type);
-  if (accountType !== "RELOADABLE" && accountType !== "POOL") errors.push(enumError("account_type", ["RELOADABLE", "POOL"]));
+  if (accountType !== "RELOADABLE" && accountType !== "POOL") errors.push(sentEnumError("account_type", body.account_type, ["RELOADABLE", "POOL"]));
   // A pool named for a card of its own account is a contradiction, not a detail to drop: the card could not be moved later.
   else if (accountType === "RELOADABLE" && !isAbsent(body.pool_account_id)) {
     errors.push(

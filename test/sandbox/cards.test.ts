@@ -292,6 +292,8 @@ describe("PUT /public/v1/core/cards/{cardId} (funding update)", () => {
     [{ auto_top_up_amount: -5 }, ["auto_top_up_amount:OUT_OF_RANGE"]],
     [{ auto_top_up_amount: 1.5 }, ["auto_top_up_amount:INVALID_FORMAT"]],
     [{ velocity_period: "HOURLY" }, ["velocity_period:INVALID_ENUM"]],
+    // the wrong type, as card_type or account_type when issuing a card
+    [{ velocity_period: 5 }, ["velocity_period:INVALID_FORMAT"]],
     [{ card_usage_type: "PREPAID_GIFT" }, ["card_usage_type:INVALID_ENUM"]],
     [{ nickname: "" }, ["nickname:REQUIRED"]],
     // blank as when issuing a card
@@ -535,10 +537,11 @@ describe("POST /public/v1/core/cards (issuance)", () => {
     const before = (await erpCards()).length;
     const { status, body } = await h.json(CORE, { body: { nickname: 5, card_type: 5, user_id: 5, account_type: 7 } });
     expect(status).toBe(400);
-    expect(errorCodes(body).sort()).toEqual(["account_type:INVALID_ENUM", "card_type:INVALID_ENUM", "nickname:INVALID_FORMAT", "user_id:INVALID_FORMAT"]);
+    // A value of the wrong type is INVALID_FORMAT, as a number for velocity_period on the funding update; INVALID_ENUM is for text not listed.
+    expect(errorCodes(body).sort()).toEqual(["account_type:INVALID_FORMAT", "card_type:INVALID_FORMAT", "nickname:INVALID_FORMAT", "user_id:INVALID_FORMAT"]);
     // An account_type that is no text is not the default RELOADABLE: no card is issued.
     const alone = await h.json(CORE, { body: { nickname: "Typed", card_type: "VIRTUAL", user_id: users[0]?.user_profile.user_id, account_type: ["POOL"] } });
-    expect(errorCodes(alone.body)).toEqual(["account_type:INVALID_ENUM"]);
+    expect(errorCodes(alone.body)).toEqual(["account_type:INVALID_FORMAT"]);
     expect((await erpCards()).length).toBe(before);
   });
 
