@@ -35,6 +35,16 @@ const OWN_ERRORS: Readonly<Record<number, () => ApiError>> = {
 };
 
 /**
+ * The OAuth code the token and validate operations give for a refusal of their own (sandbox/routes/oauth.ts), which an
+ * injected one carries too: a 401 from the token endpoint is a refused grant (`invalid_client` would tell the client
+ * its credentials are wrong); validate never answers 400 itself, so its 400 is RFC 6750 §3.1's `invalid_request`.
+ */
+const OAUTH_OWN_CODES: Readonly<Record<string, Readonly<Record<number, string>>>> = {
+  "/oauth2/token": { 400: "invalid_request", 401: "invalid_grant" },
+  "/oauth2/validate": { 400: "invalid_request", 401: "invalid_token", 403: "access_denied" },
+};
+
+/**
  * The answer `fault` gives instead of the handler's; undefined for a delay alone. Built apart from the context's
  * headers, so an answer that replaces a served one carries none of the handler's (`www-authenticate`, `retry-after`).
  */
@@ -46,7 +56,8 @@ function faultAnswer(c: Context<SandboxEnv>, fault: FaultSpec): Response | undef
   const headers: Record<string, string> = fault.retryAfter === undefined ? {} : { "retry-after": String(fault.retryAfter) };
   const message = STATUS_MESSAGES[fault.status] ?? "Injected failure";
   if (c.req.path.startsWith("/oauth2/")) {
-    const error = fault.status === 429 || fault.status === 503 ? "temporarily_unavailable" : "server_error";
+    const own = OAUTH_OWN_CODES[c.req.path]?.[fault.status];
+    const error = own ?? (fault.status === 429 || fault.status === 503 ? "temporarily_unavailable" : "server_error");
     return answer(fault.status, JSON.stringify({ error, error_description: message }), headers);
   }
   const own = OWN_ERRORS[fault.status]?.();

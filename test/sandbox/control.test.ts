@@ -17,6 +17,15 @@ beforeEach(async () => {
 
 const control = (path: string, body?: unknown, method?: string) => h.json(`/_sandbox${path}`, { body, method, token: null });
 
+/** A token request (`body` given) or a validate call (`token` as bearer): status, OAuth code and challenge of the answer. */
+async function oauthCall(path: string, body?: string, token?: string) {
+  const headers: Record<string, string> = body === undefined ? {} : { "content-type": "application/json" };
+  if (token !== undefined && body === undefined) headers.authorization = `Bearer ${token}`;
+  const res = await h.sandbox.fetch(`${BASE}${path}`, { method: body === undefined ? "GET" : "POST", headers, body });
+  const answer = (await res.json()) as Row;
+  return { status: res.status, error: answer.error as unknown, description: answer.error_description as unknown, challenge: res.headers.get("www-authenticate") };
+}
+
 describe("companies and authorization codes", () => {
   it("lists the seeded companies with id and name", async () => {
     const { status, body } = await control("/companies");
@@ -618,6 +627,29 @@ describe("faults", () => {
     expect(ErrorEnvelopeSchema.parse(injected.body).status_code).toBe(status);
     expect(errorCodes(injected.body)).toEqual([code]);
     expect(injected.headers.get("www-authenticate")).toBe(challenge);
+  });
+
+  // An injected 400, 401 or 403 on the token and validate operations stands for the provider's own too: the OAuth
+  // code the sandbox gives for that status there (RFC 6749 §5.2, RFC 6750 §3.1), not server_error, which a client
+  // reads as the provider failing rather than refusing.
+  it.each([
+    ["/oauth2/token", 400, () => oauthCall("/oauth2/token", "{}")],
+    ["/oauth2/token", 401, () => oauthCall("/oauth2/token", JSON.stringify({ grant_type: "refresh_token", ...CLIENT, refresh_token: "rt_unknown" }))],
+    ["/oauth2/validate", 401, () => oauthCall("/oauth2/validate")],
+    ["/oauth2/validate", 403, async () => oauthCall("/oauth2/validate", undefined, (await tokensFor(h.sandbox, h.disabledCompanyId)).access_token)],
+  ])("answers an injected fault on %s %i with the OAuth code and headers of the sandbox's own", async (path, status, own) => {
+    const real = await own();
+    expect(real.status).toBe(status);
+    await control("/faults", { path_prefix: path, status, count: 1 });
+    // A request the sandbox would serve: only the fault refuses it.
+    const served = path === "/oauth2/token" ? JSON.stringify({ grant_type: "refresh_token", ...CLIENT, refresh_token: h.tokens.refresh_token }) : undefined;
+    const injected = await oauthCall(path, served, h.tokens.access_token);
+    expect(injected).toEqual({ ...real, description: expect.any(String) });
+  });
+
+  it("answers an injected 400 on validate, which never refuses a request as malformed itself, with RFC 6750's invalid_request", async () => {
+    await control("/faults", { path_prefix: "/oauth2/validate", status: 400, count: 1 });
+    expect(await oauthCall("/oauth2/validate", undefined, h.tokens.access_token)).toMatchObject({ status: 400, error: "invalid_request" });
   });
 
   it("answers OAuth-style bodies on the token endpoint", async () => {
