@@ -93,7 +93,12 @@ function childEnv(env: Record<string, string>): Record<string, string> {
 
 /** Spawns `node --import tsx bridge.ts <args>` (what `npm run bridge --` runs) in `cwd`. */
 export function spawnBridge(args: readonly string[], env: Record<string, string>, cwd = ROOT): ChildProcess & { outcome: Promise<Outcome> } {
-  const child = spawn(process.execPath, ["--import", TSX_LOADER, join(ROOT, "bridge.ts"), ...args], { cwd, env: childEnv(env), stdio: ["ignore", "pipe", "pipe"] });
+  return spawnScript(join(ROOT, "bridge.ts"), args, env, cwd);
+}
+
+/** Spawns `node --import tsx <script> <args>` in `cwd` with {@link spawnBridge}'s environment and outcome. */
+export function spawnScript(script: string, args: readonly string[], env: Record<string, string>, cwd = ROOT): ChildProcess & { outcome: Promise<Outcome> } {
+  const child = spawn(process.execPath, ["--import", TSX_LOADER, script, ...args], { cwd, env: childEnv(env), stdio: ["ignore", "pipe", "pipe"] });
   let stdout = "";
   let stderr = "";
   child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));

@@ -17,7 +17,7 @@ import { runCommand } from "../../shared/cli/run.js";
 import { exchangeCode, refresh } from "../../shared/qashio/auth/oauth.js";
 import { killed, startLockHolder } from "../local/support/lock-holder.js";
 import { realSleep, type Clock } from "../../shared/clock.js";
-import { CLIENT, ROOT, TSX_LOADER, capturedIo, idsWithStatus, readEvents, runInProcess, spawnBridge, startHarness, type Harness } from "./helpers.js";
+import { CLIENT, ROOT, TSX_LOADER, capturedIo, idsWithStatus, readEvents, runInProcess, spawnBridge, spawnScript, startHarness, type Harness } from "./helpers.js";
 
 let harness: Harness | undefined;
 afterEach(async () => {
@@ -91,14 +91,14 @@ describe("bridge run --once (spawned)", () => {
   it("survives being killed mid-cycle: the next run delivers every change, duplicates carry the same id", async () => {
     const h = await start();
     const pending = idsWithStatus(h, "not_synced", "outdated");
-    // Acknowledge hangs, so the process dies after publishing and before the provider hears back.
-    await h.control("POST", "/faults", { method: "POST", path_prefix: "/public/v1/erp/transactions/acknowledge", delay_ms: 120_000, count: 1 });
-    const doomed = spawnBridge(["run", "--once"], h.env);
-    await firstLine(h.eventsFile);
-    doomed.kill("SIGKILL");
-    expect((await doomed.outcome).code).toBeNull();
+    // The process dies as its first publish returns: before it stores snapshots (a kill from outside lands after that
+    // write as often as not, and the next run then has nothing to send twice) and before the provider hears back.
+    const doomed = spawnScript(join(ROOT, "test/cli/support/run-killed-after-publish.ts"), [], h.env);
+    const died = await doomed.outcome;
+    expect({ code: died.code, signal: doomed.signalCode }, died.stderr).toEqual({ code: null, signal: "SIGKILL" });
+    const published = await readEvents(h.eventsFile);
+    expect(published.length).toBeGreaterThan(0);
     expect(idsWithStatus(h, "not_synced", "outdated").length).toBe(pending.length);
-    await h.control("DELETE", "/faults");
     // The dead run's cycle lease would expire within 30 s; remove it rather than wait.
     await rm(join(h.env.BRIDGE_STATE_DIR as string, "locks", "cycle.lock"), { force: true });
 
@@ -110,6 +110,9 @@ describe("bridge run --once (spawned)", () => {
     const idsBySubject = new Map<string, Set<string>>();
     for (const e of events) idsBySubject.set(e.detail.subject.id, (idsBySubject.get(e.detail.subject.id) ?? new Set()).add(e.detail.id));
     for (const ids of idsBySubject.values()) expect(ids.size).toBe(1);
+    // Every event of the dead run is sent again, the same: its id and its whole detail.
+    const resent = events.slice(published.length);
+    for (const first of published) expect(resent.filter((e) => e.detail.id === first.detail.id).map((e) => e.detail)).toEqual([first.detail]);
     expect(idsWithStatus(h, "not_synced", "outdated")).toEqual([]);
   });
 
