@@ -202,7 +202,7 @@ export function looseAccessProblem(path: string, stats: OwnerAndMode, uid: numbe
 }
 
 /** This process's user id, for the checks of modes and owners; undefined on Windows and wherever there is none, as modes say nothing there. */
-function modeCheckingUid(): number | undefined {
+export function modeCheckingUid(): number | undefined {
   if (process.platform === "win32" || typeof process.geteuid !== "function") return undefined;
   return process.geteuid();
 }

@@ -6,7 +6,7 @@
  */
 import { ExposedPathError, restrictToOwner } from "../local/index.js";
 import { ConfigError } from "./errors.js";
-import { looseAccessProblem, octal, shellWord, type OwnerAndMode } from "./path-checks.js";
+import { looseAccessProblem, modeCheckingUid, octal, shellWord, type OwnerAndMode } from "./path-checks.js";
 
 /**
  * Makes the state directory 0700 (see restrictToOwner) when a command opens it, and tells `warn` which directory had
@@ -55,8 +55,8 @@ export function restrictStateDir(dir: string, warn: (text: string) => void): voi
  * recheckStateDirAccess(dir, statSync(dir), (text) => logger.warn(text));
  */
 export function recheckStateDirAccess(dir: string, stats: OwnerAndMode, warn: (text: string) => void): void {
-  if (process.platform === "win32" || typeof process.geteuid !== "function") return;
-  const uid = process.geteuid();
+  const uid = modeCheckingUid();
+  if (uid === undefined) return;
   if ((stats.mode & 0o077) === 0 && stats.uid === uid) return;
   const problem = looseAccessProblem(dir, stats, uid, true);
   if (problem !== undefined) {
