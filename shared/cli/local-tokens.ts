@@ -5,9 +5,10 @@
  * the variable is ignored, so a spent seed is never sent again (a replay would revoke the family).
  */
 import type { StoredTokens, TokenStore } from "../qashio/auth/token-store.js";
-import { CorruptStateError, TokenFileExposedError, type FileTokenStore } from "../local/index.js";
-import { ConfigError, TokenFileError } from "./errors.js";
+import { CorruptStateError, type FileTokenStore } from "../local/index.js";
+import { TokenFileError } from "./errors.js";
 import { octal, shellWord } from "./path-checks.js";
+import { restrictOrRefuse } from "./state-access.js";
 
 /**
  * Makes the token file readable by its owner only (see FileTokenStore.restrictAccess) when a command opens the state
@@ -19,30 +20,19 @@ import { octal, shellWord } from "./path-checks.js";
  * restrictTokenFile(files, (text) => logger.warn(text));
  */
 export function restrictTokenFile(files: FileTokenStore, warn: (text: string) => void): void {
-  let before: number | undefined;
-  try {
-    before = files.restrictAccess();
-  } catch (error) {
-    if (!(error instanceof TokenFileExposedError)) throw error;
-    const file = shellWord(files.file);
-    throw new ConfigError(
-      [
-        {
-          setting: "BRIDGE_STATE_DIR",
-          problem:
-            `${files.file} is readable by its group or others (mode ${octal(error.mode)}), and this user cannot change that (${error.code}: it is ` +
-            `owned by uid ${error.owner}): it holds the refresh token; run \`sudo chmod 600 ${file} && sudo chown ${process.geteuid?.() ?? error.owner} ${file}\``,
-        },
-      ],
-      { cause: error },
-    );
-  }
-  if (before !== undefined) {
-    warn(
-      `${files.file} was readable by its group or others (mode ${octal(before)}): made it readable by its owner only (${octal(before & 0o600)}), as the ` +
+  const file = shellWord(files.file);
+  restrictOrRefuse(
+    () => files.restrictAccess(),
+    {
+      refused: (error) =>
+        `${files.file} is readable by its group or others (mode ${octal(error.mode)}), and this user cannot change that (${error.code}: it is ` +
+        `owned by uid ${error.owner}): it holds the refresh token; run \`sudo chmod 600 ${file} && sudo chown ${process.geteuid?.() ?? error.owner} ${file}\``,
+      narrowed: (before) =>
+        `${files.file} was readable by its group or others (mode ${octal(before)}): made it readable by its owner only (${octal(before & 0o600)}), as the ` +
         "bridge creates it; if another user could read it, authorize again",
-    );
-  }
+    },
+    warn,
+  );
 }
 
 export class LocalTokenStore implements TokenStore {

@@ -8,6 +8,33 @@ import { ExposedPathError, restrictToOwner } from "../local/index.js";
 import { ConfigError } from "./errors.js";
 import { looseAccessProblem, modeCheckingUid, octal, shellWord, type OwnerAndMode } from "./path-checks.js";
 
+/** What {@link restrictOrRefuse} says of one path of the state directory, each text naming the path. */
+export interface ExposureWording {
+  /** The BRIDGE_STATE_DIR problem when this user cannot narrow the path's mode (`error` has the mode, owner and code). */
+  readonly refused: (error: ExposedPathError) => string;
+  /** The warning once the path was narrowed from mode `before`. */
+  readonly narrowed: (before: number) => string;
+}
+
+/**
+ * Runs `restrict` (restrictToOwner on a path of the state directory, or a wrapper of it) when a command opens the
+ * directory, and tells `warn` which mode the path had: only the operator can judge what other users may have read.
+ *
+ * @throws ConfigError (exit 2, BRIDGE_STATE_DIR) when this user cannot narrow it: what it holds would stay readable to others.
+ * @example
+ * restrictOrRefuse(() => restrictToOwner(dir, { directory: true }), wording, (text) => logger.warn(text));
+ */
+export function restrictOrRefuse(restrict: () => number | undefined, wording: ExposureWording, warn: (text: string) => void): void {
+  let before: number | undefined;
+  try {
+    before = restrict();
+  } catch (error) {
+    if (!(error instanceof ExposedPathError)) throw error;
+    throw new ConfigError([{ setting: "BRIDGE_STATE_DIR", problem: wording.refused(error) }], { cause: error });
+  }
+  if (before !== undefined) warn(wording.narrowed(before));
+}
+
 /**
  * Makes the state directory 0700 (see restrictToOwner) when a command opens it, and tells `warn` which directory had
  * which mode: the operator decides whether another user may have copied what it held.
@@ -17,30 +44,19 @@ import { looseAccessProblem, modeCheckingUid, octal, shellWord, type OwnerAndMod
  * restrictStateDir(settings.stateDir, (text) => logger.warn(text));
  */
 export function restrictStateDir(dir: string, warn: (text: string) => void): void {
-  let before: number | undefined;
-  try {
-    before = restrictToOwner(dir, { directory: true });
-  } catch (error) {
-    if (!(error instanceof ExposedPathError)) throw error;
-    throw new ConfigError(
-      [
-        {
-          setting: "BRIDGE_STATE_DIR",
-          problem:
-            `${dir} may be entered and read by its group or others (mode ${octal(error.mode)}), and this user cannot change that (${error.code}; it is owned ` +
-            `by uid ${error.owner}): its snapshots and quarantined items carry cardholder data; run \`chmod 700 ${shellWord(dir)}\` as its owner, or use a ` +
-            "state directory on a file system that keeps modes",
-        },
-      ],
-      { cause: error },
-    );
-  }
-  if (before !== undefined) {
-    warn(
-      `${dir} could be entered and read by its group or others (mode ${octal(before)}): made it private to its owner (${octal(before & 0o700)}), as the bridge ` +
+  restrictOrRefuse(
+    () => restrictToOwner(dir, { directory: true }),
+    {
+      refused: (error) =>
+        `${dir} may be entered and read by its group or others (mode ${octal(error.mode)}), and this user cannot change that (${error.code}; it is owned ` +
+        `by uid ${error.owner}): its snapshots and quarantined items carry cardholder data; run \`chmod 700 ${shellWord(dir)}\` as its owner, or use a ` +
+        "state directory on a file system that keeps modes",
+      narrowed: (before) =>
+        `${dir} could be entered and read by its group or others (mode ${octal(before)}): made it private to its owner (${octal(before & 0o700)}), as the bridge ` +
         "creates it; its snapshots and quarantined items carry cardholder data, which other local users may have copied meanwhile",
-    );
-  }
+    },
+    warn,
+  );
 }
 
 /**

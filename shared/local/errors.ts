@@ -44,19 +44,10 @@ export class ExposedPathError extends LocalStateError {
   readonly owner: number;
   readonly code: string;
 
-  constructor(file: string, details: { mode: number; owner: number; code: string }, options?: ErrorOptions, message?: string) {
-    super(message ?? `the path is readable by its group or others and cannot be made private by this user (${details.code})`, { file }, options);
+  constructor(file: string, details: { mode: number; owner: number; code: string }, options?: ErrorOptions) {
+    super(`the path is readable by its group or others and cannot be made private by this user (${details.code})`, { file }, options);
     this.mode = details.mode;
     this.owner = details.owner;
     this.code = details.code;
-  }
-}
-
-/** The token file is an {@link ExposedPathError}: the refresh token in it stays readable by other local users. */
-export class TokenFileExposedError extends ExposedPathError {
-  override name = "TokenFileExposedError";
-
-  constructor(file: string, details: { mode: number; owner: number; code: string }, options?: ErrorOptions) {
-    super(file, details, options, `the token file is readable by its group or others and cannot be made private by this user (${details.code})`);
   }
 }

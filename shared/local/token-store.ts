@@ -6,7 +6,7 @@ import path from "node:path";
 import type { StoredTokens, TokenStore } from "../qashio/auth/token-store.js";
 import { makeDirDurable, probeWrite, staleTempSweep, writeFileAtomic, type FileIdentity } from "./atomic.js";
 import { DurableNames } from "./durable-names.js";
-import { CorruptStateError, ExposedPathError, TokenFileExposedError, TokenFileUnwritableError } from "./errors.js";
+import { CorruptStateError, TokenFileUnwritableError } from "./errors.js";
 import { restrictToOwner } from "./owner-only.js";
 import { STATE_FILES } from "./layout.js";
 
@@ -81,16 +81,11 @@ export class FileTokenStore implements TokenStore {
    * refresh replaces the file. Once, when a command opens the state directory; never on Windows, where modes say nothing.
    *
    * @returns the permission bits the file had when they were narrowed; undefined when it was private already, or missing.
-   * @throws TokenFileExposedError when this user may not change its mode (another user owns it).
+   * @throws ExposedPathError when this user may not change its mode (another user owns it).
    */
   restrictAccess(): number | undefined {
-    try {
-      // Not through a link: the state directory check refuses one in tokens.json's place (ELOOP here if one slipped in).
-      return restrictToOwner(this.file, { directory: false });
-    } catch (error) {
-      if (error instanceof ExposedPathError) throw new TokenFileExposedError(this.file, error, { cause: error.cause });
-      throw error;
-    }
+    // Not through a link: the state directory check refuses one in tokens.json's place (ELOOP here if one slipped in).
+    return restrictToOwner(this.file, { directory: false });
   }
 
   async save(tokens: StoredTokens): Promise<void> {
