@@ -10,8 +10,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { readLocalSettings } from "../../shared/cli/config.js";
 import { ConfigError, EXIT } from "../../shared/cli/errors.js";
 import { bindLocalSettings } from "../../shared/cli/local-bridge.js";
-import { runCommand } from "../../shared/cli/run.js";
-import { capturedIo, readEvents, runInProcess, startHarness, type Harness } from "./helpers.js";
+import { loopWithSteps, readEvents, runInProcess, startHarness, type Harness } from "./helpers.js";
 
 let harness: Harness | undefined;
 afterEach(async () => {
@@ -72,17 +71,8 @@ describe("bridge run on a state directory that lost its snapshots", () => {
 
   it("stops a running loop (exit 2) before the cycle after snapshots/ was removed, rather than publish everything again", async () => {
     const { h, state, events, published } = await usedOnce();
-    const controller = new AbortController();
-    const { io, out } = capturedIo(h, controller.signal);
-    let waits = 0;
 
-    const outcome = await runCommand({ once: false, intervalMs: 60_000 }, io, {
-      pause: async () => {
-        waits += 1;
-        if (waits === 1) await rm(join(state, "snapshots"), { recursive: true });
-        else controller.abort();
-      },
-    }).catch((error: unknown) => error);
+    const { outcome, waits, ...out } = await loopWithSteps(h, [() => rm(join(state, "snapshots"), { recursive: true })]);
 
     expect(outcome, out.stderr).toBeInstanceOf(ConfigError);
     expect((outcome as ConfigError).message).toContain("lost its snapshots");

@@ -9,8 +9,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { EXIT } from "../../shared/cli/errors.js";
 import { restrictStateDir } from "../../shared/cli/state-access.js";
 import { ConfigError } from "../../shared/cli/errors.js";
-import { runCommand } from "../../shared/cli/run.js";
-import { capturedIo, runInProcess, startHarness, type Harness } from "./helpers.js";
+import { loopWithSteps, runInProcess, startHarness, type Harness } from "./helpers.js";
 
 let harness: Harness | undefined;
 afterEach(async () => {
@@ -73,19 +72,8 @@ describe("a state directory whose permissions change under a `run --interval` lo
   /** Runs a loop on a fresh harness, calling `between` after its first cycle and stopping after its second. */
   async function loopChanging(between: (state: string) => Promise<void>): Promise<{ outcome: unknown; stdout: string; stderr: string; state: string }> {
     harness = await startHarness();
-    const h = harness;
-    const state = h.env.BRIDGE_STATE_DIR as string;
-    const controller = new AbortController();
-    const { io, out } = capturedIo(h, controller.signal);
-    let waits = 0;
-    const outcome = await runCommand({ once: false, intervalMs: 60_000 }, io, {
-      pause: async () => {
-        waits += 1;
-        if (waits === 1) await between(state);
-        else controller.abort();
-      },
-    }).catch((error: unknown) => error);
-    return { outcome, ...out, state };
+    const state = harness.env.BRIDGE_STATE_DIR as string;
+    return { ...(await loopWithSteps(harness, [() => between(state)])), state };
   }
 
   it("stops before the next cycle (exit 2, naming the mode and the fix) once its group or others may write it", async () => {

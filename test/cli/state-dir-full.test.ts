@@ -11,8 +11,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { contentHash } from "../../shared/bridge/hash.js";
 import { ConfigError, EXIT } from "../../shared/cli/errors.js";
 import { FileSnapshotStore } from "../../shared/local/snapshot-store.js";
-import { runCommand } from "../../shared/cli/run.js";
-import { capturedIo, dueForRefresh, idsWithStatus, runInProcess, startHarness, type Harness } from "./helpers.js";
+import { dueForRefresh, idsWithStatus, loopWithSteps, runInProcess, startHarness, type Harness } from "./helpers.js";
 
 /**
  * `tokens`: the token store's probe and saves fail. `leaseTake`: creating a cycle lease fails. `leaseWrite`: renewing
@@ -92,19 +91,12 @@ describe("bridge run when the state directory takes no writes at all", () => {
     const pending = idsWithStatus(h, "not_synced", "outdated");
     faults.tokens = true;
     faults.leaseWrite = true;
-    const controller = new AbortController();
-    const { io, out } = capturedIo(h, controller.signal);
-    let waits = 0;
 
-    const code = await runCommand({ once: false, intervalMs: 60_000 }, io, {
-      // Instead of waiting the interval: the disk fills up further (no lease can be taken), then has room again.
-      pause: async () => {
-        waits += 1;
-        if (waits === 1) faults.leaseTake = true;
-        else if (waits === 2) Object.assign(faults, { tokens: false, leaseTake: false, leaseWrite: false });
-        else controller.abort();
-      },
-    });
+    // Instead of waiting the interval: the disk fills up further (no lease can be taken), then has room again.
+    const { outcome: code, ...out } = await loopWithSteps(h, [
+      () => (faults.leaseTake = true),
+      () => Object.assign(faults, { tokens: false, leaseTake: false, leaseWrite: false }),
+    ]);
 
     expect(code, out.stderr).toBe(EXIT.ok);
     expect(out.stderr).toMatch(/cycle 1 failed; retrying at the next interval .*no token refresh was tried/);
@@ -120,22 +112,16 @@ describe("bridge run --interval when its state directory is removed under it", (
     const h = (harness = await startHarness());
     const { tokensFile, stored } = await dueForRefresh(h);
     let kept = "";
-    const controller = new AbortController();
-    const { io, out } = capturedIo(h, controller.signal);
-    let waits = 0;
 
-    const outcome = await runCommand({ once: false, intervalMs: 60_000 }, io, {
-      // After the first cycle someone removes the state directory; the access token then expires.
-      pause: async () => {
-        waits += 1;
-        if (waits === 1) {
-          kept = await stored();
-          await cp(h.env.BRIDGE_STATE_DIR as string, `${h.env.BRIDGE_STATE_DIR as string}-backup`, { recursive: true });
-          await rm(h.env.BRIDGE_STATE_DIR as string, { recursive: true, force: true });
-          await h.control("POST", "/clock", { advance_seconds: 3_600 });
-        } else controller.abort();
+    // After the first cycle someone removes the state directory; the access token then expires.
+    const { outcome, ...out } = await loopWithSteps(h, [
+      async () => {
+        kept = await stored();
+        await cp(h.env.BRIDGE_STATE_DIR as string, `${h.env.BRIDGE_STATE_DIR as string}-backup`, { recursive: true });
+        await rm(h.env.BRIDGE_STATE_DIR as string, { recursive: true, force: true });
+        await h.control("POST", "/clock", { advance_seconds: 3_600 });
       },
-    }).catch((error: unknown) => error);
+    ]);
 
     // Stopped before the cycle used the directory: no token refresh, no binding or lease made afresh there.
     expect(outcome, out.stderr).toBeInstanceOf(ConfigError);
