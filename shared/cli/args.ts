@@ -202,14 +202,23 @@ export function usageOf(topic: string): string | undefined {
   return lines.slice(start, end).join("\n");
 }
 
-/** A whole number of `flag` in [min, max] (`why` says where the maximum comes from), or `fallback` when absent. */
-function integer(flag: string, text: string | undefined, min: number, fallback: number, max?: { value: number; why: string }): number {
+/**
+ * A whole number of `flag` in [min, max] (`why`, if given, says where the maximum comes from), or `fallback` when
+ * absent. A value out of range is refused naming the bound it breaks, whatever its form (`-5` is a whole number, too
+ * small); one in range but not in plain digits (`1e3`, `0x10`, `5.0`) is refused naming the digits to write.
+ */
+function integer(flag: string, text: string | undefined, min: number, fallback: number, max?: { value: number; why?: string }): number {
   if (text === undefined) return fallback;
-  if (!/^\d+$/.test(text.trim())) throw new UsageError(`${flag} must be a whole number, got "${text}"`);
-  const value = Number(text);
-  if (value < min) throw new UsageError(`${flag} must be at least ${min}, got ${value}`);
-  if (max !== undefined && value > max.value) throw new UsageError(`${flag} must be at most ${max.value} (${max.why}), got ${text.trim()}`);
-  return value;
+  const given = text.trim();
+  const plain = /^-?\d+$/.test(given);
+  // Number("") is 0: a blank value is no number.
+  const value = given === "" ? Number.NaN : Number(given);
+  if (!Number.isInteger(value)) throw new UsageError(`${flag} must be a whole number, got "${text}"`);
+  if (value < min || (Object.is(value, -0) && min > 0)) throw new UsageError(`${flag} ${min === 0 ? "must not be negative" : `must be at least ${min}`}, got ${given}`);
+  if (max !== undefined && value > max.value) throw new UsageError(`${flag} must be at most ${max.value}${max.why === undefined ? "" : ` (${max.why})`}, got ${given}`);
+  if (!plain) throw new UsageError(`${flag} must be a whole number in plain digits, got "${text}": write ${value}`);
+  // -0 where 0 is allowed is 0.
+  return value + 0;
 }
 
 function duration(flag: string, text: string | undefined, min: number, fallback: number): number {
@@ -473,11 +482,7 @@ export function parseCommand(argv: readonly string[], env: Env = {}): ParsedComm
     case "authorize": {
       const { values } = strictParse("authorize", rest, OPTIONS.authorize);
       const problems = new OptionProblems("authorize");
-      const port = problems.take(() => {
-        const value = integer("--port", values.port as string | undefined, 0, 0);
-        if (value > 65_535) throw new UsageError(`--port must be at most 65535, got ${value}`);
-        return value;
-      }, 0);
+      const port = problems.take(() => integer("--port", values.port as string | undefined, 0, 0, { value: 65_535 }), 0);
       const scope = values.scope as string | undefined;
       if (scope !== undefined && scope.trim() === "") problems.add("--scope must not be empty");
       const secretId = values["secret-id"] as string | undefined;

@@ -75,7 +75,7 @@ describe("parseCommand", () => {
 
   it("names the bad value of an option whose value starts with a dash, instead of parseArgs' advice", () => {
     expect(() => parseCommand(["run", "--interval", "-5s"])).toThrow(/--interval must be at least 1s, got -5s/);
-    expect(() => parseCommand(["demo", "--cycles", "-1"])).toThrow(/--cycles must be a whole number, got "-1"/);
+    expect(() => parseCommand(["demo", "--cycles", "-1"])).toThrow(/--cycles must be at least 1, got -1/);
     // A flag after a string option is still a missing value, not taken as the value.
     expect(() => parseCommand(["run", "--interval", "--once"])).toThrow(UsageError);
   });
@@ -237,6 +237,33 @@ describe("parseCommand", () => {
     );
   });
 
+  // -5 is a whole number: refused for being below the minimum, which the message names; 1e3 or 0x10 spell a whole
+  // number in a form these options do not read, and the message gives the digits to write.
+  it.each([
+    [["bench", "--transactions", "-5"], "--transactions must be at least 1, got -5"],
+    [["bench", "--latency-ms", "-1"], "--latency-ms must not be negative, got -1"],
+    [["demo", "--cycles", "-2"], "--cycles must be at least 1, got -2"],
+    [["demo", "--seed", "-1"], "--seed must not be negative, got -1"],
+    [["authorize", "--port", "-1"], "--port must not be negative, got -1"],
+    [["bench", "--transactions", "-0"], "--transactions must be at least 1, got -0"],
+    [["bench", "--transactions", "1e3"], '--transactions must be a whole number in plain digits, got "1e3": write 1000'],
+    [["bench", "--transactions", "0x10"], '--transactions must be a whole number in plain digits, got "0x10": write 16'],
+    [["bench", "--transactions", "5.0"], '--transactions must be a whole number in plain digits, got "5.0": write 5'],
+    [["demo", "--seed", "+5"], '--seed must be a whole number in plain digits, got "+5": write 5'],
+    [["bench", "--transactions", "-1e3"], "--transactions must be at least 1, got -1e3"],
+    [["bench", "--transactions", "1e30"], "--transactions must be at most 200000 (the largest backlog the sandbox builds), got 1e30"],
+    [["authorize", "--port", "99999999999999999999999"], "--port must be at most 65535, got 99999999999999999999999"],
+    [["bench", "--latency-ms", "1.5"], '--latency-ms must be a whole number, got "1.5"'],
+    [["bench", "--transactions", ""], '--transactions must be a whole number, got ""'],
+  ])("answers %j with the rule the value breaks", (argv, message) => {
+    expect(() => parseCommand(argv)).toThrow(new UsageError(message));
+  });
+
+  it("reads a number with blanks around it (a quoted value) and -0 where 0 is allowed", () => {
+    expect(parseCommand(["bench", "--transactions", " 5 "])).toMatchObject({ args: { transactions: 5 } });
+    expect(Object.is((parseCommand(["demo", "--seed", "-0"]) as { args: { seed: number } }).args.seed, 0)).toBe(true);
+  });
+
   it("rejects demo --cycles 0", () => {
     expect(() => parseCommand(["demo", "--cycles", "0"])).toThrow(/--cycles must be at least 1/);
   });
@@ -358,10 +385,10 @@ describe("parseCommand: every bad option value at once", () => {
   it.each([
     [
       ["bench", "--transactions", "1e5", "--latency-ms", "99999", "--sink", "kafka"],
-      ['--sink must be jsonl or null, got "kafka"', '--transactions must be a whole number, got "1e5"', "--latency-ms must be at most 5000"],
+      ['--sink must be jsonl or null, got "kafka"', '--transactions must be a whole number in plain digits, got "1e5": write 100000', "--latency-ms must be at most 5000"],
     ],
     [["authorize", "--port", "70000", "--timeout", "10", "--scope", " "], ["--port must be at most 65535, got 70000", "--scope must not be empty", '--timeout: invalid duration "10"']],
-    [["demo", "--cycles", "0", "--interval", "PT1M", "--seed", "-1"], ["--cycles must be at least 1", '--interval: invalid duration "PT1M"', '--seed must be a whole number, got "-1"']],
+    [["demo", "--cycles", "0", "--interval", "PT1M", "--seed", "-1"], ["--cycles must be at least 1", '--interval: invalid duration "PT1M"', "--seed must not be negative, got -1"]],
   ])("names each bad value of %j in one usage error, not the first only", (argv, problems) => {
     let error: unknown;
     try {
