@@ -145,10 +145,24 @@ export function budgetVerdict(json: BenchJson): { readonly code: 0 | 1; readonly
 }
 
 /** Why a budget means nothing for a run's options, by budget name (`--check` refuses those options). */
-function notJudged(m: Pick<BenchMeasurement, "sink">): Readonly<Record<string, string>> {
+function notJudged(m: Pick<BenchMeasurement, "sink" | "latencyMs">): Readonly<Record<string, string>> {
   // Encoding, writing and fsyncing the events takes CPU, time and buffers; the provider calls are the same either way.
   const dropped = "--sink null drops the events the budget's bridge writes";
-  return m.sink === "null" ? { "CPU per transaction": dropped, "wall time": dropped, "peak RSS": dropped } : {};
+  const reasons: Record<string, string> = m.sink === "null" ? { "CPU per transaction": dropped, "wall time": dropped, "peak RSS": dropped } : {};
+  if (m.latencyMs === 0) reasons["wall time"] = "--latency-ms 0 makes the floor time 0 ms (floor calls x latency), and the budget is a multiple of it";
+  return reasons;
+}
+
+/**
+ * The budget rows of the report: those of {@link checkBudgets}, and at a floor time of 0 the wall budget too, which
+ * checkBudgets leaves out (it has no ratio); shown as not judged so the reader sees it was not forgotten.
+ */
+function reportRows(json: BenchJson): BudgetCheck[] {
+  const checks = checkBudgets(json);
+  if (json.floor_ms > 0) return checks;
+  const wall: BudgetCheck = { name: "wall time", actual: `${json.wall_ms} ms (floor 0 ms)`, budget: `<= ${BUDGETS.wallRatio}x`, ok: true };
+  const rss = checks.findIndex((c) => c.name === "peak RSS");
+  return [...checks.slice(0, rss), wall, ...checks.slice(rss)];
 }
 
 /**
@@ -194,7 +208,7 @@ export function formatBenchReport(m: BenchMeasurement): string[] {
       json.transactions < BUDGET_BACKLOG
         ? `budget check (the budgets are set for a backlog of ${BUDGET_BACKLOG} or more; below it fixed costs, the confirming read and warm-up, weigh more):`
         : "budget check:",
-      ...checkBudgets(json).map((c) => {
+      ...reportRows(json).map((c) => {
         const why = notJudged(m)[c.name];
         return `  ${why !== undefined ? "--  " : c.ok ? "ok  " : "MISS"} ${c.name.padEnd(20)} ${c.actual.padEnd(28)} ${why !== undefined ? `not judged: ${why}` : `budget ${c.budget}`}`;
       }),

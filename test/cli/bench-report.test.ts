@@ -116,6 +116,21 @@ describe("formatBenchReport", () => {
     }
   });
 
+  it("shows the wall budget as not judged at --latency-ms 0, saying why, rather than leaving its row out", () => {
+    const why = "not judged: --latency-ms 0 makes the floor time 0 ms (floor calls x latency), and the budget is a multiple of it";
+    for (const sink of ["jsonl", "null"] as const) {
+      const lines = formatBenchReport({ ...measurement, latencyMs: 0, sink });
+      const rows = lines.filter((l) => /^ {2}(ok|MISS|--) /.test(l));
+      expect(rows.map((l) => l.slice(7, 27).trim())).toEqual(["provider calls", "CPU per transaction", "wall time", "peak RSS"]);
+      expect(rows[2]).toMatch(new RegExp(`^ {2}-- {3}wall time {12}4500 ms \\(floor 0 ms\\) +${why.replace(/[()]/g, "\\$&")}$`));
+    }
+    // The JSON line keeps its documented fields, and --check still has no wall budget to miss.
+    expect(Object.keys(toBenchJson({ ...measurement, latencyMs: 0 }))).toEqual([
+      "transactions", "events", "provider_calls", "floor_calls", "wall_ms", "floor_ms", "cpu_us_per_txn", "peak_rss_mb", "latency_ms",
+    ]);
+    expect(budgetVerdict(toBenchJson({ ...measurement, latencyMs: 0 }))).toEqual({ code: 0, lines: [] });
+  });
+
   it("says the budgets are set for a 10,000 backlog when the run is smaller", () => {
     const text = formatBenchReport({ ...measurement, transactions: 300, events: 300 }).join("\n");
     expect(text).toContain("budget check (the budgets are set for a backlog of 10000 or more;");
