@@ -3,7 +3,7 @@
  * runs the provider sandbox on 127.0.0.1 until SIGINT or SIGTERM.
  */
 import { parseArgs } from "node:util";
-import { keptByNpm, repeatedOption } from "../shared/cli/args.js";
+import { joinDashValues, keptByNpm, repeatedOption } from "../shared/cli/args.js";
 import { isEntry } from "../shared/entry.js";
 import { SandboxUsageError } from "./errors.js";
 import { createSandbox, DEFAULT_SEED, LEGACY_PREFIX, SANDBOX_CLIENT } from "./index.js";
@@ -27,8 +27,14 @@ const USAGE = `Usage: npm run sandbox -- [--port <port>] [--seed <n>] [--latency
 
 function integer(name: string, raw: string | undefined, fallback: number, max: number): number {
   if (raw === undefined) return fallback;
-  if (!/^\d+$/.test(raw) || Number(raw) > max) throw new SandboxUsageError(`--${name} must be an integer from 0 to ${max}, got "${raw}"`);
-  return Number(raw);
+  const given = raw.trim();
+  // Number("") is 0: a blank value is no number.
+  const value = given === "" ? Number.NaN : Number(given);
+  const rule = `--${name} must be an integer from 0 to ${max}`;
+  if (!Number.isInteger(value) || value < 0 || value > max) throw new SandboxUsageError(`${rule}, got "${raw}"`);
+  // 1e3 or 5.0 is an integer in range, in a form not read: say which digits to write rather than deny it is one.
+  if (!/^\d+$/.test(given)) throw new SandboxUsageError(`${rule} in plain digits, got "${raw}": write ${value}`);
+  return value;
 }
 
 /** The options of the command line but `--help` (which npm answers itself when given before `--`). */
@@ -52,7 +58,8 @@ export function parseMainArgs(argv: readonly string[], env: Readonly<Record<stri
   let values;
   try {
     ({ values } = parseArgs({
-      args: [...argv],
+      // `--latency-ms -5` as `--latency-ms=-5`: the value's own check names the rule, not parseArgs' advice about `=`.
+      args: joinDashValues(argv, OPTIONS),
       options: { ...OPTIONS, help: { type: "boolean", short: "h" } },
       strict: true,
       allowPositionals: false,

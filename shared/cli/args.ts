@@ -390,9 +390,10 @@ type OptionValues = { readonly values: Readonly<Record<string, string | boolean 
 
 /**
  * `argv` with a value that starts with a dash (`--interval -5s`) joined to its option (`--interval=-5s`): parseArgs
- * would take it for an option and answer with advice about `=`, where the value's own check names what is wrong.
+ * would take it for an option and answer with advice about `=`, where the value's own check names what is wrong. The
+ * sandbox's command line uses it too.
  */
-function joinDashValues(argv: readonly string[], options: Options): string[] {
+export function joinDashValues(argv: readonly string[], options: Options): string[] {
   const out: string[] = [];
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i] as string;

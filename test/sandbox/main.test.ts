@@ -30,6 +30,21 @@ describe("parseMainArgs", () => {
     },
   );
 
+  // As the bridge's options: a value with a leading dash is judged by its own rule (parseArgs would advise `=`), and a
+  // whole number in another form (1e3) is not told it is no integer.
+  it.each([
+    [["--latency-ms", "-5"], '--latency-ms must be an integer from 0 to 60000, got "-5"'],
+    [["--seed", "-1"], '--seed must be an integer from 0 to 4294967295, got "-1"'],
+    [["--port", "1e3"], '--port must be an integer from 0 to 65535 in plain digits, got "1e3": write 1000'],
+    [["--latency-ms", "5.0"], '--latency-ms must be an integer from 0 to 60000 in plain digits, got "5.0": write 5'],
+  ])("answers %j with the rule the value breaks", (argv, message) => {
+    expect(() => parseMainArgs(argv)).toThrow(new SandboxUsageError(message));
+  });
+
+  it("reads a number with blanks around it (a quoted value), as the bridge does", () => {
+    expect(parseMainArgs(["--port", " 4010 "]).port).toBe(4010);
+  });
+
   it("refuses an option given twice, as the bridge does, rather than listen where the last one says", () => {
     expect(() => parseMainArgs(["--port", "4010", "--port=4011"])).toThrow(new SandboxUsageError("--port is given 2 times; give it once"));
   });
