@@ -22,7 +22,7 @@ export { FileSnapshotStore, snapshotStoreIdOf, type FileSnapshotStoreOptions } f
 export { FileTokenStore } from "./token-store.js";
 export { FileQuarantine } from "./quarantine.js";
 export { FileLock } from "./file-lock.js";
-export { JsonlEventPublisher, toEventBridgeEnvelope, envelopeLine, envelopeIds } from "./jsonl-publisher.js";
+export { JsonlEventPublisher, toEventBridgeEnvelope, envelopeLine, envelopeIds, TORN_REGION_BYTES } from "./jsonl-publisher.js";
 export type { EventBridgeEnvelope, JsonlEventPublisherOptions } from "./jsonl-publisher.js";
 export { LocalStateError, CorruptStateError, ExposedPathError, TokenFileUnwritableError } from "./errors.js";
 export { restrictToOwner } from "./owner-only.js";

@@ -115,6 +115,11 @@ const OPEN_FLAGS = constants.O_RDWR | constants.O_APPEND | constants.O_CREAT | (
 const LINE_START = Buffer.from('{"version":"0","id":"', "utf8");
 /** Bytes read per step when looking back for the last complete line. */
 const TAIL_CHUNK_BYTES = 64 * 1024;
+/**
+ * The most bytes written between two fsyncs (a larger batch is fsynced every so many), so the most a power loss can
+ * leave unsynced at the end of the file: the region checked for NUL bytes (see cutPowerLossTear).
+ */
+export const TORN_REGION_BYTES = 1024 * 1024;
 
 /** Where the file's last complete line ends: just past the last newline before `size`, or 0 when there is none. */
 function endOfLastLine(fd: number, size: number): number {
@@ -181,6 +186,8 @@ export class JsonlEventPublisher implements EventPublisher {
    */
   private readonly durable = new DurableNames();
   private readonly scratch = new ScratchBuffer();
+  /** The file (device, inode, length) as this publisher's last append left it, synced: nothing of it to check again. */
+  private synced: string | undefined;
 
   constructor(private readonly options: JsonlEventPublisherOptions) {
     this.account = options.account ?? "000000000000";
@@ -244,7 +251,8 @@ export class JsonlEventPublisher implements EventPublisher {
       // user looks, and a FIFO without a reader would block the process (signals included). Refused, nothing written,
       // so the engine acknowledges nothing and the next cycle writes the events once the path is a file again.
       if (!stats.isFile()) throw new Error(`${this.options.file} is not a regular file (${fileKindOf(stats)}): nothing was written; put a regular file there, or remove it`);
-      const { size } = stats;
+      // A file this publisher has not left so: its tail may be an append a power loss cut short.
+      const size = this.synced === `${stats.dev}:${stats.ino}:${stats.size}` ? stats.size : this.cutPowerLossTear(fd, stats.size);
       // Checked before every append (one byte read): another process on the same file (a `run --once` beside a
       // loop) may have been killed mid-append since this one last wrote.
       const kept = size > 0 ? this.cutTornLine(fd, size) : size;
@@ -253,15 +261,19 @@ export class JsonlEventPublisher implements EventPublisher {
         start = 0;
       }
       try {
-        // Append mode: the write lands at the end.
-        writeAll(fd, lines.subarray(start));
-        fsyncSync(fd);
+        // Append mode: the write lands at the end. At most TORN_REGION_BYTES unsynced at a time, so the region a power
+        // loss can tear stays within what the next process's first append checks.
+        for (let at = start; at < lines.length; at += TORN_REGION_BYTES) {
+          writeAll(fd, lines.subarray(at, Math.min(at + TORN_REGION_BYTES, lines.length)));
+          fsyncSync(fd);
+        }
         // A file this publisher has not made durable: one this open created (a first run, or after a rotation or a
         // removal took the old one away), or one another process created, and was killed mid-append (it then holds a
         // torn line or unacknowledged events) before it fsynced the directory, also after a rotation while this one
         // runs. Its name is durable only once the directory is fsynced too, and the engine acknowledges the events once
         // this returns.
         this.durable.makeDurable(this.options.file, stats);
+        this.synced = `${stats.dev}:${stats.ino}:${(kept ?? size) + lines.length - start}`;
       } catch (err) {
         this.discardFailedWrite(fd, kept ?? size);
         throw err;
@@ -269,6 +281,38 @@ export class JsonlEventPublisher implements EventPublisher {
     } finally {
       closeSync(fd);
     }
+  }
+
+  /**
+   * Cuts off the region a power loss tore in the last append, and the lines after it: the file system may have written
+   * that append's blocks out of order, leaving a block of NULs (which no line of the publisher holds: JSON escapes
+   * them) before lines that did reach the disk, so the last line is whole and cutTornLine sees nothing. Only the last
+   * TORN_REGION_BYTES can be unsynced (see write), and none of it was taken (the engine stores no snapshot before the
+   * append's fsync returns): the next cycle writes those events again with the same `detail.id`. Cut from the start of
+   * the line holding the first NUL there, when that line starts as the publisher's do (see isOwnTornLine). NULs
+   * further back were synced before lines that may have been taken, and are left. Returns the new length. A cut that
+   * fails throws, nothing written: an append over the tear would make it synced, and the lines after it taken.
+   */
+  private cutPowerLossTear(fd: number, size: number): number {
+    const from = Math.max(0, size - TORN_REGION_BYTES);
+    const region = Buffer.allocUnsafe(size - from);
+    const nul = region.subarray(0, readSync(fd, region, 0, region.length, from)).indexOf(0);
+    if (nul < 0) return size;
+    const cut = endOfLastLine(fd, from + nul);
+    if (!isOwnTornLine(fd, cut, size)) return size;
+    const tail = region.subarray(Math.max(0, cut - from));
+    const lines = tail.reduce((count, byte) => count + (byte === 0x0a ? 1 : 0), region[region.length - 1] === 0x0a ? 0 : 1);
+    try {
+      ftruncateSync(fd, cut);
+    } catch (err) {
+      throw new Error(`${this.options.file}: cannot cut off the ${size - cut} bytes from byte ${cut} on, which a power loss tore (${(err as Error).message}): nothing was written; cut it yourself (truncate -s ${cut})`, { cause: err });
+    }
+    this.options.logger?.warn("events file: cut off lines a power loss tore, and the lines after them; their events are written again", {
+      file: this.options.file,
+      bytes: size - cut,
+      lines,
+    });
+    return cut;
   }
 
   /**

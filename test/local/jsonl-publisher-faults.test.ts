@@ -1,16 +1,16 @@
 import { execFileSync, spawnSync } from "node:child_process";
 import type * as nodeFs from "node:fs";
-import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { JsonlEventPublisher } from "../../shared/local/index.js";
+import { JsonlEventPublisher, TORN_REGION_BYTES } from "../../shared/local/index.js";
 import { pollTransactions } from "../../shared/bridge/transactions.js";
 import { sampleEvent } from "../bridge/contract/index.js";
 import { makeRig } from "../bridge/fakes.js";
 
 /** Faults the next write (half the buffer lands, then ENOSPC) and, optionally, the truncation that cleans up after it. */
-const faults = vi.hoisted(() => ({ tearNextWrite: false, failTruncate: false }));
+const faults = vi.hoisted(() => ({ tearNextWrite: false, failTruncate: false, unsynced: 0, mostUnsynced: 0 }));
 
 vi.mock("node:fs", async (importOriginal) => {
   const fs = await importOriginal<typeof nodeFs>();
@@ -20,13 +20,20 @@ vi.mock("node:fs", async (importOriginal) => {
       fs.writeSync(fd, buffer, offset, Math.floor(length / 2));
       throw Object.assign(new Error("ENOSPC: no space left on device, write"), { code: "ENOSPC" });
     }
-    return fs.writeSync(fd, buffer, offset, length);
+    const written = fs.writeSync(fd, buffer, offset, length);
+    faults.unsynced += written;
+    faults.mostUnsynced = Math.max(faults.mostUnsynced, faults.unsynced);
+    return written;
   }) as typeof fs.writeSync;
+  const fsyncSync = ((fd: number) => {
+    faults.unsynced = 0;
+    fs.fsyncSync(fd);
+  }) as typeof fs.fsyncSync;
   const ftruncateSync = ((fd: number, len?: number) => {
     if (faults.failTruncate) throw Object.assign(new Error("EIO: i/o error, ftruncate"), { code: "EIO" });
     fs.ftruncateSync(fd, len);
   }) as typeof fs.ftruncateSync;
-  return { ...fs, default: { ...fs, writeSync, ftruncateSync }, writeSync, ftruncateSync };
+  return { ...fs, default: { ...fs, writeSync, ftruncateSync, fsyncSync }, writeSync, ftruncateSync, fsyncSync };
 });
 
 let dir: string;
@@ -36,6 +43,8 @@ beforeEach(async () => {
   file = path.join(dir, "events.jsonl");
   faults.tearNextWrite = false;
   faults.failTruncate = false;
+  faults.unsynced = 0;
+  faults.mostUnsynced = 0;
 });
 afterEach(async () => {
   await rm(dir, { recursive: true, force: true });
@@ -109,6 +118,30 @@ describe("JsonlEventPublisher after a write that fails part-way", () => {
     const subjects = lines.map((line) => (JSON.parse(line) as { detail: { subject: { id: string } } }).detail.subject.id);
     expect(subjects).toEqual([first.id, second.id]);
     expect(rig.provider.pending()).toEqual([]);
+  });
+});
+
+describe("JsonlEventPublisher and a power loss", () => {
+  it("writes no more than the region the next process checks between two fsyncs, however large the batch", async () => {
+    const event = sampleEvent(1);
+    const big = { ...event, detail: { ...event.detail, data: { object: { ...event.detail.data.object, memo: "m".repeat(3 * TORN_REGION_BYTES) } } } };
+    await new JsonlEventPublisher({ file }).publish([big, sampleEvent(2)]);
+    expect(faults.mostUnsynced).toBeGreaterThan(0);
+    expect(faults.mostUnsynced).toBeLessThanOrEqual(TORN_REGION_BYTES);
+    expect(await detailIds()).toEqual([1, 2].map((n) => sampleEvent(n).detail.id));
+  });
+
+  it("writes nothing when it cannot cut off the lines a power loss tore, and says how to cut them", async () => {
+    await new JsonlEventPublisher({ file }).publish([sampleEvent(1)]);
+    const line = await readFile(file);
+    const torn = Buffer.concat([line, line.subarray(0, 30), Buffer.alloc(512), line]);
+    await writeFile(file, torn);
+    faults.failTruncate = true;
+    await expect(new JsonlEventPublisher({ file }).publish([sampleEvent(2)])).rejects.toThrow(
+      `cannot cut off the ${torn.length - line.length} bytes from byte ${line.length} on`,
+    );
+    expect((await readFile(file)).equals(torn)).toBe(true);
+    expect(`${String(await new JsonlEventPublisher({ file }).publish([sampleEvent(2)]).catch((err: Error) => err.message))}`).toContain(`truncate -s ${line.length}`);
   });
 });
 
