@@ -44,6 +44,7 @@ export interface KeptRecord {
     | "no transaction id or qashio_id in the record"
     | "not found at the provider"
     | "its qashio_id lists only other transactions"
+    | "its qashio_id lists more transactions than a re-drive reads"
     | "the provider refuses to read it by its qashio_id"
     | "not reached before the deadline"
     | "its current state still fails validation"
@@ -168,20 +169,22 @@ export async function redriveQuarantined(deps: TransactionCycleDeps, options: Re
   // deadline lets each run read only some of them.
   const { random = Math.random, ...cycle } = options;
   const refs = shuffled([...byTransaction.values()].map((held) => held.ref), random);
-  const { report, missing, listsOthers, refused, invalid, unreached } = await reprocessTransactions(deps, refs, { ...cycle, afterBatch });
+  const { report, missing, listsOthers, listsTooMany, refused, invalid, unreached } = await reprocessTransactions(deps, refs, { ...cycle, afterBatch });
   const notReached = new Set(unreached);
   for (const [id, held] of byTransaction) {
     const why: KeptRecord["why"] = missing.has(id)
       ? "not found at the provider"
       : listsOthers.has(id)
         ? "its qashio_id lists only other transactions"
-        : refused.has(id)
-          ? "the provider refuses to read it by its qashio_id"
-          : invalid.has(id)
-            ? "its current state still fails validation"
-            : notReached.has(id)
-              ? "not reached before the deadline"
-              : "its event was not published";
+        : listsTooMany.has(id)
+          ? "its qashio_id lists more transactions than a re-drive reads"
+          : refused.has(id)
+            ? "the provider refuses to read it by its qashio_id"
+            : invalid.has(id)
+              ? "its current state still fails validation"
+              : notReached.has(id)
+                ? "not reached before the deadline"
+                : "its event was not published";
     for (const record of held.records) kept.push({ record, why });
   }
   for (const { record, why } of kept.slice(0, KEPT_RECORDS_NAMED)) {

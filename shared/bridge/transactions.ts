@@ -187,6 +187,8 @@ const REFUSED = Symbol("refused");
 interface ReadById {
   readonly entry?: PageEntry;
   readonly others: number;
+  /** The list went on past REDRIVE_READ_PAGES pages without the ref's row. */
+  readonly tooMany?: boolean;
 }
 
 /** The version a pass records for an id whose copy was invalid: no content hash equals it. */
@@ -851,11 +853,20 @@ class TransactionRun extends CycleRun {
   async reprocess(
     refs: readonly TransactionRef[],
     afterBatch?: ReprocessOptions["afterBatch"],
-  ): Promise<{ delivered: Set<string>; missing: Set<string>; listsOthers: Set<string>; refused: Set<string>; invalid: Set<string>; unreached: string[] }> {
+  ): Promise<{
+    delivered: Set<string>;
+    missing: Set<string>;
+    listsOthers: Set<string>;
+    listsTooMany: Set<string>;
+    refused: Set<string>;
+    invalid: Set<string>;
+    unreached: string[];
+  }> {
     this.ackRetry = { failedBefore: 0, readsPage: false };
     const delivered = new Set<string>();
     const missing = new Set<string>();
     const listsOthers = new Set<string>();
+    const listsTooMany = new Set<string>();
     const refused = new Set<string>();
     const invalid = new Set<string>();
     const unreached: string[] = [];
@@ -911,9 +922,16 @@ class TransactionRun extends CycleRun {
           refused.add(ref.id);
           continue;
         }
-        const { entry, others } = read;
+        const { entry, others, tooMany } = read;
         if (entry === undefined) {
-          if (others > 0) {
+          if (tooMany === true) {
+            listsTooMany.add(ref.id);
+            this.deps.logger.warn("provider lists more transactions under the record's qashio_id than a re-drive reads, none of them this one; record kept", {
+              id: ref.id,
+              listed: others,
+              pages: REDRIVE_READ_PAGES,
+            });
+          } else if (others > 0) {
             listsOthers.add(ref.id);
             this.deps.logger.warn("provider lists other transactions under the record's qashio_id, not this one; record kept", { id: ref.id, listed: others });
           } else missing.add(ref.id);
@@ -932,35 +950,62 @@ class TransactionRun extends CycleRun {
     if (stopped) this.report.outcome = "deadline";
     // Within the calls' grace: what was read before the deadline is published and its records go.
     if (!(await flush())) this.report.outcome = "deadline";
-    return { delivered, missing, listsOthers, refused, invalid, unreached };
+    return { delivered, missing, listsOthers, listsTooMany, refused, invalid, unreached };
   }
 
   /**
    * One read of a transaction by its qashio_id for {@link reprocess}: the row whose `id` is the ref's, and how many other
    * transactions the answer lists under that qashio_id (the provider contradicting itself). A whole page is asked for,
-   * not one row: newest first, the first row may be another transaction than the ref's. Only that row is kept, so
-   * the reads in hand hold one body each. `UNREACHED` once past the deadline, or once a read could not finish by it
-   * (none starts after such a read, as none did when read one by one); `REFUSED` when the provider refuses it for
-   * this reference alone. Any other failure is thrown.
+   * not one row: newest first, the first row may be another transaction than the ref's; while the ref's row is not
+   * listed and the list goes on (a parent with many refunds, a reused reference), the next page is read, up to
+   * REDRIVE_READ_PAGES (`tooMany` past them). Only that row is kept, so the reads in hand hold one body each.
+   * `UNREACHED` once past the deadline, also between two pages, or once a read could not finish by it (none starts
+   * after such a read, as none did when read one by one); `REFUSED` when the provider refuses it for this reference
+   * alone. Any other failure is thrown.
    */
   private async readByQashioId(ref: TransactionRef): Promise<ReadById | typeof UNREACHED | typeof REFUSED> {
-    if (this.readsOutOfTime || this.pastDeadline()) return UNREACHED;
-    try {
-      const page = await this.listPage("read transaction by qashio_id", (size, call) =>
-        this.deps.provider.listTransactions({ qashio_id: ref.qashioId, page: 1, page_size: size }, call),
-      );
+    const others = new Set<unknown>();
+    /** Rows of the list the pages read so far cover. */
+    let above = 0;
+    /** The provider's own page size, once a page showed it serves another than asked: its pages are numbered in it. */
+    let served: number | undefined;
+    for (let reads = 1; ; reads += 1) {
+      if (this.readsOutOfTime || this.pastDeadline()) return UNREACHED;
+      let page: ProviderPage;
+      let asked = 0;
+      let pageNo = 1;
+      try {
+        page = await this.listPage("read transaction by qashio_id", (size, call) => {
+          // The page holding row `above`: a size that shrank meanwhile may repeat rows already read, never skip one.
+          asked = size;
+          pageNo = Math.floor(above / (served ?? size)) + 1;
+          return this.deps.provider.listTransactions({ qashio_id: ref.qashioId, page: pageNo, page_size: asked }, call);
+        });
+      } catch (err) {
+        // A read refused for this qashio_id alone (a broken one, quarantined for it) must not stop every re-drive.
+        if (refusedForReference(err)) {
+          this.deps.logger.warn("provider refused the read by qashio_id; record kept", { id: ref.id, status: statusOf(err) });
+          return REFUSED;
+        }
+        if (!this.outOfTime(err)) throw err;
+        this.readsOutOfTime = true;
+        return UNREACHED;
+      }
       const entries = pageEntries(page);
       const entry = entries.find(({ raw }) => (raw as Record<string, unknown> | null)?.["id"] === ref.id);
-      return entry ? { entry, others: 0 } : { others: idsListedAs(ref.qashioId, entries) };
-    } catch (err) {
-      // A read refused for this qashio_id alone (a broken one, quarantined for it) must not stop every re-drive.
-      if (refusedForReference(err)) {
-        this.deps.logger.warn("provider refused the read by qashio_id; record kept", { id: ref.id, status: statusOf(err) });
-        return REFUSED;
-      }
-      if (!this.outOfTime(err)) throw err;
-      this.readsOutOfTime = true;
-      return UNREACHED;
+      if (entry) return { entry, others: 0 };
+      const seen = others.size;
+      const newIds = idsListedAs(ref.qashioId, entries, others) > seen;
+      const pageSize = fullPageSize(page, asked);
+      const start = (pageNo - 1) * pageSize;
+      // Read on only while the page is the filtered list going on: a row under another reference means the provider
+      // ignored the exact filter (spec §8.2), and walking on would read its whole list; a page of ids all read before
+      // (a provider ignoring `page`) would read the same rows up to the bound.
+      const filtered = entries.every(({ raw }) => isJsonObject(raw) && raw["qashio_id"] === ref.qashioId);
+      if (!newIds || !filtered || endsList(page, entries.length, start)) return { others: others.size };
+      if (reads >= REDRIVE_READ_PAGES) return { others: others.size, tooMany: true };
+      served = pageSize === asked ? undefined : pageSize;
+      above = Math.max(above, start + entries.length);
     }
   }
 
@@ -1118,9 +1163,11 @@ class TransactionRun extends CycleRun {
   }
 }
 
-/** How many distinct transaction ids rows of `entries` give under `qashio_id` (a page may hold more than was asked). */
-function idsListedAs(qashioId: string, entries: readonly PageEntry[]): number {
-  const ids = new Set<unknown>();
+/**
+ * How many distinct transaction ids rows of `entries` give under `qashio_id` (a page may hold more than was asked),
+ * added to `ids` (so several pages count each id once).
+ */
+function idsListedAs(qashioId: string, entries: readonly PageEntry[], ids = new Set<unknown>()): number {
   for (const { raw } of entries) if (isJsonObject(raw) && raw["qashio_id"] === qashioId) ids.add(raw["id"]);
   return ids.size;
 }
@@ -1151,6 +1198,13 @@ export interface TransactionRef {
   readonly qashioId: string;
 }
 
+/**
+ * Pages of a qashio_id a re-drive reads at most for one record (spec §4.3: newest first, walked with `has_next`, §8.1):
+ * one reference can list many transactions (a parent with its refunds and reversals, a reused reference), the record's
+ * own behind newer ones. A bound, so a reference listing thousands costs a run at most this many reads a record.
+ */
+export const REDRIVE_READ_PAGES = 10;
+
 /** A stopped re-drive is not resumed by the next cycle: its records stay until the re-drive runs again. */
 const REDRIVE_RUN: RunKind = {
   what: "re-drive",
@@ -1167,6 +1221,8 @@ export interface ReprocessResult {
   readonly missing: ReadonlySet<string>;
   /** Ids whose qashio_id the provider lists only other transactions under (the provider contradicting itself). */
   readonly listsOthers: ReadonlySet<string>;
+  /** Ids not listed on the first REDRIVE_READ_PAGES pages under their qashio_id, which lists more. */
+  readonly listsTooMany: ReadonlySet<string>;
   /** Ids whose read by qashio_id the provider refused for that reference alone (see refusedForReference). */
   readonly refused: ReadonlySet<string>;
   /**
@@ -1206,8 +1262,8 @@ export async function reprocessTransactions(
   const { afterBatch, ...cycle } = options;
   const run = new TransactionRun(deps, cycle);
   return run.execute(async () => {
-    const { delivered, missing, listsOthers, refused, invalid, unreached } = await run.reprocess(refs, afterBatch);
-    return { report: run.finish(REDRIVE_RUN), delivered, missing, listsOthers, refused, invalid, unreached };
+    const { delivered, missing, listsOthers, listsTooMany, refused, invalid, unreached } = await run.reprocess(refs, afterBatch);
+    return { report: run.finish(REDRIVE_RUN), delivered, missing, listsOthers, listsTooMany, refused, invalid, unreached };
   }, REDRIVE_RUN);
 }
 

@@ -25,6 +25,9 @@ const UNDELIVERABLE: Partial<Record<KeptRecord["why"], string>> = {
     "cannot be re-driven (the transaction is gone, or the record's qashio_id is not its): check with the provider, then delete the record by hand",
   "its qashio_id lists only other transactions":
     "cannot be re-driven (the provider lists other transactions under the record's qashio_id, not this one): check with the provider, then delete the record by hand",
+  "its qashio_id lists more transactions than a re-drive reads":
+    "cannot be re-driven (the provider lists it, if at all, behind more transactions under its qashio_id than a re-drive reads): " +
+    "have the transaction edited at the provider (the next cycle then delivers it), then delete the record by hand",
   "the provider refuses to read it by its qashio_id": "cannot be re-driven while it does (the log has the status): raise it with the provider",
 };
 

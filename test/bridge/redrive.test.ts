@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { pollTransactions } from "../../shared/bridge/transactions.js";
+import { pollTransactions, REDRIVE_READ_PAGES } from "../../shared/bridge/transactions.js";
 import { KEPT_RECORDS_NAMED, keptNotNamed, REDRIVE_QUARANTINE_PAGE_SIZE, redriveQuarantined, type KeptRecord } from "../../shared/bridge/redrive.js";
 import { CycleAbortedError } from "../../shared/bridge/errors.js";
 import { makeRig, makeStrictRuleRig, seededRandom, slowReadsByQashioId } from "./fakes.js";
@@ -440,6 +440,105 @@ describe("redriveQuarantined", () => {
     expect(rig.logger.lines.filter((l) => l.message === "provider lists other transactions under the record's qashio_id, not this one; record kept")).toEqual([
       { level: "warn", message: "provider lists other transactions under the record's qashio_id, not this one; record kept", attributes: { id: failed!.id, listed: 1 } },
     ]);
+  });
+
+  /** A record whose transaction the provider lists under its qashio_id behind `newer` others (newest first). */
+  async function behindOthers(newer: number) {
+    const rig = makeRig();
+    const [failed] = await quarantinePublishFailures(rig);
+    for (let i = 0; i < newer; i += 1) rig.provider.addTransaction({ qashio_id: failed!.qashio_id });
+    // The others are delivered by their own cycle: only the record's transaction is left to the re-drive.
+    await pollTransactions(rig.deps);
+    rig.publisher.events.length = 0;
+    const pagesRead = () => rig.provider.calls.flatMap((c) => (c.op === "listTransactions" && c.query.qashio_id === failed!.qashio_id ? [c.query.page] : []));
+    return { rig, failed: failed!, pagesRead };
+  }
+
+  it("reads further pages of the record's qashio_id until its transaction is listed, not only the first", async () => {
+    // A parent with many refunds, or a reused reference: the record's transaction is on page 3 of 5 a page.
+    const { rig, failed, pagesRead } = await behindOthers(12);
+    const report = await redriveQuarantined(rig.deps, { pageSize: 5 });
+    expect(report.kept).toEqual([]);
+    expect(report.redriven.map((r) => r.entityId)).toEqual([failed.id]);
+    expect(rig.publisher.ofType("transaction.created").map((e) => e.detail.subject.id)).toEqual([failed.id]);
+    expect(pagesRead()).toEqual([1, 2, 3]);
+  });
+
+  it("reads one page when the transaction is on the first, and reads no further page once the list ends without it", async () => {
+    const found = await behindOthers(3);
+    expect((await redriveQuarantined(found.rig.deps, { pageSize: 5 })).redriven).toHaveLength(1);
+    expect(found.pagesRead()).toEqual([1]);
+
+    const gone = await behindOthers(7);
+    gone.rig.provider.transactions.splice(gone.rig.provider.transactions.indexOf(gone.failed), 1);
+    const report = await redriveQuarantined(gone.rig.deps, { pageSize: 5 });
+    expect(report.kept.map((k) => k.why)).toEqual(["its qashio_id lists only other transactions"]);
+    expect(gone.pagesRead()).toEqual([1, 2]);
+    // Counted over every page read: the seven others.
+    expect(gone.rig.logger.lines.find((l) => l.message.startsWith("provider lists other transactions under"))?.attributes).toEqual({ id: gone.failed.id, listed: 7 });
+  });
+
+  it("numbers the next page in the size the provider serves, or the size a rejected page_size left, skipping no row", async () => {
+    const served = await behindOthers(7);
+    // A provider serving at most three a page, saying so in its page_size.
+    const list = served.rig.provider.listTransactions.bind(served.rig.provider);
+    served.rig.provider.listTransactions = (query) => list({ ...query, page_size: Math.min(query.page_size, 3) });
+    expect((await redriveQuarantined(served.rig.deps, { pageSize: 5 })).redriven).toHaveLength(1);
+    expect(served.pagesRead()).toEqual([1, 2, 3]);
+
+    const shrunk = await behindOthers(25);
+    shrunk.rig.provider.beforeCall = (call) => {
+      if (call.op === "listTransactions" && call.query.page === 2 && call.query.page_size === 20) {
+        throw Object.assign(new Error("page_size out of range"), {
+          name: "BadRequestError",
+          status: 400,
+          errors: [{ field: "page_size", code: "OUT_OF_RANGE", message: "too large" }],
+        });
+      }
+    };
+    expect((await redriveQuarantined(shrunk.rig.deps, { pageSize: 20 })).redriven).toHaveLength(1);
+    // Page 2 in 20s was refused: rows 20 on are page 3 in 10s.
+    expect(shrunk.pagesRead()).toEqual([1, 2, 3]);
+    expect(shrunk.rig.provider.calls.flatMap((c) => (c.op === "listTransactions" && c.query.qashio_id ? [c.query.page_size] : []))).toEqual([20, 20, 10]);
+  });
+
+  it("reads no second page when the provider ignores the qashio_id filter, listing other references", async () => {
+    const { rig, failed } = await behindOthers(0);
+    for (let i = 0; i < 12; i += 1) rig.provider.addTransaction();
+    // Newest, so its first page holds one row under the reference beside four under others.
+    rig.provider.addTransaction({ qashio_id: failed.qashio_id });
+    const list = rig.provider.listTransactions.bind(rig.provider);
+    rig.provider.listTransactions = (query) => list({ ...query, qashio_id: undefined, client_sync_status: undefined });
+    const report = await redriveQuarantined(rig.deps, { pageSize: 5 });
+    expect(report.kept.map((k) => [k.record.entityId, k.why])).toEqual([[failed.id, "its qashio_id lists only other transactions"]]);
+    // The record's transaction is on page 3 of that list: not walked to.
+    expect(rig.provider.calls.filter((c) => c.op === "listTransactions" && c.query.qashio_id === undefined && c.query.client_sync_status === undefined)).toHaveLength(1);
+  });
+
+  it(`stops at ${REDRIVE_READ_PAGES} pages a record, keeping it with a reason that says so`, async () => {
+    const { rig, failed, pagesRead } = await behindOthers(REDRIVE_READ_PAGES * 5);
+    const report = await redriveQuarantined(rig.deps, { pageSize: 5 });
+    expect(report.cycle.outcome).toBe("complete");
+    expect(report.kept.map((k) => [k.record.entityId, k.why])).toEqual([[failed.id, "its qashio_id lists more transactions than a re-drive reads"]]);
+    expect(rig.publisher.events).toEqual([]);
+    expect(pagesRead()).toEqual(Array.from({ length: REDRIVE_READ_PAGES }, (_, i) => i + 1));
+    expect(rig.logger.lines.filter((l) => l.message.startsWith("provider lists more transactions under the record's qashio_id"))).toEqual([
+      {
+        level: "warn",
+        message: "provider lists more transactions under the record's qashio_id than a re-drive reads, none of them this one; record kept",
+        attributes: { id: failed.id, listed: REDRIVE_READ_PAGES * 5, pages: REDRIVE_READ_PAGES },
+      },
+    ]);
+  });
+
+  it("keeps the record as not reached when the deadline passes between two pages of its qashio_id", async () => {
+    const { rig, pagesRead } = await behindOthers(7);
+    slowReadsByQashioId(rig, 1_000);
+    const report = await redriveQuarantined(rig.deps, { pageSize: 5, deadline: rig.clock.now() + 1_000 });
+    expect(report.cycle.outcome).toBe("deadline");
+    expect(report.kept.map((k) => k.why)).toEqual(["not reached before the deadline"]);
+    expect(pagesRead()).toEqual([1]);
+    expect(rig.quarantine.records.size).toBe(1);
   });
 
   it("does not send a failed acknowledge again as it was: the transaction stays listed, and a change made meanwhile reaches the next cycle", async () => {

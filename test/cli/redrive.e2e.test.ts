@@ -161,6 +161,16 @@ describe("bridge redrive (in-process)", () => {
       });
     });
 
+    it("marks a record whose qashio_id lists more transactions than a re-drive reads, with what to do instead", () => {
+      const { lines, error } = redriveOutcome(report([{ record: record("q0", "t0"), why: "its qashio_id lists more transactions than a re-drive reads" }]));
+      expect(lines).toEqual([
+        "  kept q0 (transaction t0): its qashio_id lists more transactions than a re-drive reads: cannot be re-driven (the provider lists it, if at all, " +
+          "behind more transactions under its qashio_id than a re-drive reads): have the transaction edited at the provider (the next cycle then delivers it), " +
+          "then delete the record by hand",
+      ]);
+      expect(error).toMatchObject({ exitCode: EXIT.failed, kept: 1, message: "1 quarantine record kept that no re-drive can deliver (marked above; docs/runbook.md, Re-driving quarantined transactions)" });
+    });
+
     it("counts them apart from the records kept for a cause to fix and those not reached", () => {
       const { error } = redriveOutcome(
         report([
