@@ -14,47 +14,7 @@ import { ACCESS_TOKEN_TTL_SECONDS } from "../../sandbox/index.js";
 import type { HandlerOptions, PollResult } from "../../shared/aws/handlers.js";
 import { localDynamoClient } from "../aws/support/dynamo.js";
 import { createHarness, lambdaContext, scheduledEvent, type Harness } from "./support/harness.js";
-
-type Mode = "before" | "after" | "partial";
-
-interface Plan {
-  /** Index of the call (AWS or provider) the process dies at. */
-  readonly at: number;
-  readonly mode: Mode;
-}
-
-/** A call that never answers: the process is gone. */
-const gone = <T>(): Promise<T> => new Promise<T>(() => undefined);
-
-/** One Lambda container's calls, and the point at which its process dies (none: it lives). */
-class Process {
-  readonly calls: string[] = [];
-  dead = false;
-  /** Whether the call the process died at had applied (or partly applied) before it died. */
-  applied: boolean | undefined;
-
-  constructor(private readonly plan?: Plan) {}
-
-  /** Runs `send` as call `name`, unless the process is dead; `half` applies part of the call (partial mode). */
-  async call<T>(name: string, send: () => Promise<T>, half?: () => Promise<unknown>): Promise<T> {
-    if (this.dead) return gone();
-    const index = this.calls.push(name) - 1;
-    if (this.plan?.at !== index) {
-      const result = await send();
-      // An answer arriving after the process died reaches no one.
-      return this.dead ? gone() : result;
-    }
-    this.dead = true;
-    if (this.plan.mode === "after" || (this.plan.mode === "partial" && half === undefined)) {
-      await send();
-      this.applied = true;
-    } else if (this.plan.mode === "partial" && half !== undefined) {
-      await half();
-      this.applied = true;
-    } else this.applied = false;
-    return gone();
-  }
-}
+import { type Plan, Process, untilDeath } from "./support/process-death.js";
 
 /** The entries EventBridge accepted, decoded. */
 interface Accepted {
@@ -152,17 +112,6 @@ function invoke(kind: "transactions" | "cards", life: Process): Promise<PollResu
   let reads = 0;
   const context = { ...lambdaContext(), getRemainingTimeInMillis: () => (reads++ === 1 ? 1_000_000_000 : 60_000) };
   return h.poller(kind, containerOptions(life))(scheduledEvent(), context);
-}
-
-/** Settles once the process died or `invocation` ended. */
-async function untilDeath(life: Process, invocation: Promise<unknown>): Promise<void> {
-  const ended = invocation.then(
-    () => true,
-    () => true,
-  );
-  for (let turn = 0; turn < 10_000 && !life.dead; turn += 1) {
-    if (await Promise.race([ended, new Promise<false>((resolve) => setImmediate(() => resolve(false)))])) return;
-  }
 }
 
 const company = () => {

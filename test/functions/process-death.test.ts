@@ -1,0 +1,60 @@
+/**
+ * The crash-injection harness itself (support/process-death.ts): once `untilDeath` returns, the process died as its
+ * plan says, the dying call's effect (whole, or half) has landed, and nothing the dead process sent lands afterwards,
+ * so the checks that follow see the state a killed Lambda leaves, not one a late write changes under them.
+ */
+import { setTimeout as sleep } from "node:timers/promises";
+import { describe, expect, it } from "vitest";
+import { type Mode, Process, untilDeath } from "./support/process-death.js";
+
+/** A call whose effect lands after some milliseconds, as a DynamoDB Local or provider call over HTTP does. */
+function slowEffect(landed: string[], name: string, ms = 30): () => Promise<string> {
+  return async () => {
+    await sleep(ms);
+    landed.push(name);
+    return name;
+  };
+}
+
+/** An invocation that makes `names` calls one after another through `life`. */
+async function cycle(life: Process, landed: string[], names: readonly string[]): Promise<void> {
+  for (const name of names) await life.call(name, slowEffect(landed, name), slowEffect(landed, `half ${name}`));
+}
+
+describe("a process killed by the crash-injection harness", () => {
+  it.each([
+    ["after", ["write", "ack"]],
+    ["partial", ["half write"]],
+  ] as const)("has the dying call's effect landed once untilDeath returns (%s)", async (mode: Mode, expected) => {
+    const landed: string[] = [];
+    const life = new Process({ at: 1, mode });
+    await untilDeath(life, cycle(life, landed, ["publish", "write", "ack"]).then(() => undefined));
+    expect(life.dead).toBe(true);
+    expect(life.applied).toBe(true);
+    expect(landed).toEqual(["publish", expected[0]]);
+    // Nothing after the dying call was sent.
+    await sleep(100);
+    expect(landed).toEqual(["publish", expected[0]]);
+  });
+
+  it("has a call that was in flight when it died land before untilDeath returns, and none after", async () => {
+    const landed: string[] = [];
+    const life = new Process({ at: 1, mode: "before" });
+    // Two calls at once (a batch write's chunks, a lease renewal beside a page): the second is the one it dies at.
+    const invocation = Promise.all([life.call("chunk 1", slowEffect(landed, "chunk 1", 60)), life.call("chunk 2", slowEffect(landed, "chunk 2"))]);
+    await untilDeath(life, invocation);
+    expect(life.applied).toBe(false);
+    const atDeath = [...landed];
+    await sleep(150);
+    expect(landed).toEqual(atDeath);
+    expect(landed).toEqual(["chunk 1"]);
+  });
+
+  it("returns when a process that lives ends its invocation", async () => {
+    const landed: string[] = [];
+    const life = new Process();
+    await untilDeath(life, cycle(life, landed, ["publish", "write"]));
+    expect(life.dead).toBe(false);
+    expect(landed).toEqual(["publish", "write"]);
+  });
+});

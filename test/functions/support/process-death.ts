@@ -1,0 +1,84 @@
+/**
+ * A Lambda container's process for crash injection: its calls, and the call it dies at. A process killed "after" a
+ * call dies once that call's effect landed; `untilDeath` returns only once that effect and every call the process had
+ * in flight have landed, and nothing the dead process sends afterwards reaches a service.
+ */
+
+export type Mode = "before" | "after" | "partial";
+
+export interface Plan {
+  /** Index of the call (AWS or provider) the process dies at. */
+  readonly at: number;
+  readonly mode: Mode;
+}
+
+/** A call that never answers: the process is gone. */
+const gone = <T>(): Promise<T> => new Promise<T>(() => undefined);
+
+/** One Lambda container's calls, and the point at which its process dies (none: it lives). */
+export class Process {
+  readonly calls: string[] = [];
+  dead = false;
+  /**
+   * Whether the call the process died at had applied (or partly applied) before it died; set before `untilDeath`
+   * returns. Undefined if that call failed (whether it applied is unknown).
+   */
+  applied: boolean | undefined;
+  /** Calls sent and not yet ended (the dying one among them), each as a promise that never rejects. */
+  private readonly sending = new Set<Promise<void>>();
+
+  constructor(private readonly plan?: Plan) {}
+
+  /** Runs `send` as call `name`, unless the process is dead; `half` applies part of the call (partial mode). */
+  async call<T>(name: string, send: () => Promise<T>, half?: () => Promise<unknown>): Promise<T> {
+    if (this.dead) return gone();
+    const index = this.calls.push(name) - 1;
+    if (this.plan?.at !== index) {
+      const result = await this.track(send());
+      // An answer arriving after the process died reaches no one.
+      return this.dead ? gone() : result;
+    }
+    this.dead = true;
+    const { mode } = this.plan;
+    const effect = mode === "before" ? undefined : mode === "partial" && half !== undefined ? half : send;
+    if (effect === undefined) this.applied = false;
+    else
+      void this.track(
+        effect().then(() => {
+          this.applied = true;
+        }),
+      );
+    return gone();
+  }
+
+  /** Resolves once every call sent has ended: what a dead process sent has landed, and it sends nothing more. */
+  async settled(): Promise<void> {
+    while (this.sending.size > 0) await Promise.all([...this.sending]);
+  }
+
+  private track<T>(sent: Promise<T>): Promise<T> {
+    const ended: Promise<void> = sent.then(
+      () => void this.sending.delete(ended),
+      () => void this.sending.delete(ended),
+    );
+    this.sending.add(ended);
+    return sent;
+  }
+}
+
+/**
+ * Settles once the process died or `invocation` ended, and then only once the calls it sent have landed: the dying
+ * call's effect (an "after" or "partial" crash) and the calls it had in flight. The state the caller then checks is
+ * the one the killed process left, with no write of it landing among the next invocation's.
+ */
+export async function untilDeath(life: Process, invocation: Promise<unknown>): Promise<void> {
+  const ended = invocation.then(
+    () => true,
+    () => true,
+  );
+  let over = false;
+  for (let turn = 0; turn < 10_000 && !life.dead && !over; turn += 1) {
+    over = await Promise.race([ended, new Promise<false>((resolve) => setImmediate(() => resolve(false)))]);
+  }
+  if (life.dead || over) await life.settled();
+}
