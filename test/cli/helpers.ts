@@ -13,7 +13,8 @@ import { exchangeCode } from "../../shared/qashio/auth/oauth.js";
 import { EXIT } from "../../shared/cli/errors.js";
 import type { CliIo } from "../../shared/cli/io.js";
 import { main } from "../../shared/cli/main.js";
-import { runCommand } from "../../shared/cli/run.js";
+import type { RunArgs } from "../../shared/cli/args.js";
+import { runCommand, type RunSeams } from "../../shared/cli/run.js";
 
 export const ROOT = new URL("../../", import.meta.url).pathname;
 /** tsx's ESM loader by absolute URL, so a child started outside the repository still finds it. */
@@ -151,7 +152,9 @@ export function capturedIo(h: Harness, signal: AbortSignal): { io: CliIo; out: {
 /**
  * Runs `run --interval` in this process with `h`'s settings, its pauses standing in for the interval's waits: the loop's
  * nth pause awaits `steps[n - 1]` (what changes between cycles), and the pause after the last step stops the loop.
- * Resolves with the command's exit code or the error it threw (`outcome`), what it wrote, and how many pauses it took.
+ * `args` adds to the command's arguments (`newPiiSalt`) and `seams` to its seams (a clock); pass `{ ...h, env }` for
+ * other settings. Resolves with the command's exit code or the error it threw (`outcome`), what it wrote, how many
+ * pauses it took (`waits`) and the length of each (`pauses`, in ms).
  *
  * @example
  * const { outcome, stdout } = await loopWithSteps(h, [() => chmod(state, 0o775)]);
@@ -159,19 +162,21 @@ export function capturedIo(h: Harness, signal: AbortSignal): { io: CliIo; out: {
 export async function loopWithSteps(
   h: Harness,
   steps: readonly (() => unknown)[],
-): Promise<{ outcome: unknown; stdout: string; stderr: string; waits: number }> {
+  options: { args?: Partial<RunArgs>; seams?: Omit<RunSeams, "pause"> } = {},
+): Promise<{ outcome: unknown; stdout: string; stderr: string; waits: number; pauses: number[] }> {
   const controller = new AbortController();
   const { io, out } = capturedIo(h, controller.signal);
-  let waits = 0;
-  const outcome = await runCommand({ once: false, intervalMs: 60_000 }, io, {
-    pause: async () => {
-      const step = steps[waits];
-      waits += 1;
+  const pauses: number[] = [];
+  const outcome = await runCommand({ once: false, intervalMs: 60_000, ...options.args }, io, {
+    ...options.seams,
+    pause: async (ms) => {
+      const step = steps[pauses.length];
+      pauses.push(ms);
       if (step === undefined) controller.abort();
       else await step();
     },
   }).catch((error: unknown) => error);
-  return { outcome, ...out, waits };
+  return { outcome, ...out, waits: pauses.length, pauses };
 }
 
 /** Every line of the events file, parsed (none when the file does not exist). */

@@ -17,7 +17,7 @@ import { runCommand } from "../../shared/cli/run.js";
 import { exchangeCode, refresh } from "../../shared/qashio/auth/oauth.js";
 import { killed, startLockHolder } from "../local/support/lock-holder.js";
 import { realSleep, type Clock } from "../../shared/clock.js";
-import { CLIENT, ROOT, TSX_LOADER, capturedIo, idsWithStatus, readEvents, runInProcess, spawnBridge, spawnScript, startHarness, type Harness } from "./helpers.js";
+import { CLIENT, ROOT, TSX_LOADER, capturedIo, idsWithStatus, loopWithSteps, readEvents, runInProcess, spawnBridge, spawnScript, startHarness, type Harness } from "./helpers.js";
 
 let harness: Harness | undefined;
 afterEach(async () => {
@@ -705,23 +705,9 @@ describe("bridge run (loop)", () => {
 describe("bridge run (loop) with a revoked token family", () => {
   it("stops at once with the re-authorize error (exit 3) instead of retrying at every interval", async () => {
     const { h } = await startWithRevokedFamily();
-    const controller = new AbortController();
-    const waits: number[] = [];
-    const io = {
-      env: h.env,
-      cwd: h.dir,
-      stdout: { write: (_chunk: string) => true },
-      stderr: { write: (_chunk: string) => true },
-      signal: controller.signal,
-    };
 
-    const outcome = await runCommand({ once: false, intervalMs: 60_000 }, io, {
-      // A loop that goes on would wait here; stop it after a few rounds rather than wait.
-      pause: async (ms) => {
-        waits.push(ms);
-        if (waits.length >= 3) controller.abort();
-      },
-    }).catch((error: unknown) => error);
+    // A loop that goes on would wait here; stop it after a few rounds rather than wait.
+    const { outcome, pauses: waits } = await loopWithSteps(h, [() => undefined, () => undefined]);
 
     expect(outcome).toBeInstanceOf(AuthorizeAgainError);
     expect((outcome as AuthorizeAgainError).exitCode).toBe(EXIT.reauthorize);
@@ -732,21 +718,16 @@ describe("bridge run (loop) with a revoked token family", () => {
 describe("bridge run (loop) with a wall clock stepped back during a cycle", () => {
   it("waits no longer than the interval: a clock set back an hour (NTP, a person) does not stall polling for that hour", async () => {
     const h = await start();
-    const controller = new AbortController();
-    const waits: number[] = [];
-    const { io } = capturedIo(h, controller.signal);
     let offset = 0;
     const clock: Clock = { now: () => Date.now() + offset, sleep: realSleep };
 
-    const code = await runCommand({ once: false, intervalMs: 60_000 }, io, {
-      clock,
-      // The first cycle publishes: the host's clock steps back an hour in the middle of it.
-      onPublished: () => {
-        offset = -3_600_000;
-      },
-      pause: async (ms) => {
-        waits.push(ms);
-        controller.abort();
+    const { outcome: code, pauses: waits } = await loopWithSteps(h, [], {
+      seams: {
+        clock,
+        // The first cycle publishes: the host's clock steps back an hour in the middle of it.
+        onPublished: () => {
+          offset = -3_600_000;
+        },
       },
     });
 
@@ -761,18 +742,9 @@ describe("bridge run (loop) after a failed cycle", () => {
     const h = await start();
     const pending = idsWithStatus(h, "not_synced", "outdated");
     await h.control("POST", "/faults", { method: "POST", path_prefix: "/public/v1/erp/transactions/acknowledge", status: 429, retry_after: 0, count: 50 });
-    const controller = new AbortController();
-    const waits: number[] = [];
-    const { io, out } = capturedIo(h, controller.signal);
 
-    const code = await runCommand({ once: false, intervalMs: 60_000 }, io, {
-      // Instead of waiting the interval: clear the faults after the first cycle, stop after the second.
-      pause: async (ms) => {
-        waits.push(ms);
-        if (waits.length === 1) await h.control("DELETE", "/faults");
-        else controller.abort();
-      },
-    });
+    // Instead of waiting the interval: clear the faults after the first cycle, stop after the second.
+    const { outcome: code, pauses: waits, ...out } = await loopWithSteps(h, [() => h.control("DELETE", "/faults")]);
 
     expect(code).toBe(EXIT.ok);
     expect(out.stderr).toMatch(/cycle 1 failed; retrying at the next interval .*status 429/);
@@ -916,17 +888,12 @@ describe("bridge run, redrive and conform-pii against the state directory's BRID
 
   it("switches on the first cycle of run --new-pii-salt in a loop, and refuses none of that process's later cycles", async () => {
     const { h, env } = await hashedOnce();
-    const controller = new AbortController();
-    let waits = 0;
-    const { io, out } = capturedIo({ ...h, env: { ...env, BRIDGE_PII_SALT: MISTYPED } }, controller.signal);
 
-    const code = await runCommand({ once: false, intervalMs: 60_000, newPiiSalt: true }, io, {
-      pause: async () => {
-        waits += 1;
-        if (waits === 1) await h.control("POST", "/companies/{company}/transactions", { count: 2 });
-        else controller.abort();
-      },
-    });
+    const { outcome: code, ...out } = await loopWithSteps(
+      { ...h, env: { ...env, BRIDGE_PII_SALT: MISTYPED } },
+      [() => h.control("POST", "/companies/{company}/transactions", { count: 2 })],
+      { args: { newPiiSalt: true } },
+    );
 
     expect(code).toBe(EXIT.ok);
     expect(out.stdout).toMatch(/cycle 2: 2 events/);
