@@ -6,7 +6,7 @@
  */
 import type * as nodeFs from "node:fs";
 import { cp, readFile, rename, rm, stat } from "node:fs/promises";
-import { basename, join } from "node:path";
+import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { contentHash } from "../../shared/bridge/hash.js";
 import { ConfigError, EXIT } from "../../shared/cli/errors.js";
@@ -21,24 +21,18 @@ import { dueForRefresh, idsWithStatus, loopWithSteps, runInProcess, startHarness
 const faults = vi.hoisted(() => ({ tokens: false, leaseTake: false, leaseWrite: false, segments: false, eventsReadOnly: false }));
 
 vi.mock("node:fs", async (importOriginal) => {
-  const fs = await importOriginal<typeof nodeFs>();
-  const openSync = ((file: nodeFs.PathLike, flags: nodeFs.OpenMode, mode?: nodeFs.Mode) => {
-    const name = basename(String(file));
+  const { withOpenFaults } = await import("./support/open-faults.js");
+  return withOpenFaults(await importOriginal<typeof nodeFs>(), (name) => {
     const token = name.startsWith("probe.") || name.startsWith("tokens.json.");
     // createFileOnce writes the new lease as `<lease>.<pid>.<hex>.new.tmp` (itself through a temp file); a renewal or
     // release replaces the lease through `<lease>.<pid>.<hex>.tmp`.
     const lease = name.startsWith("cycle.lock");
     const take = lease && name.includes(".new.tmp");
     const segment = name.startsWith("seg-") && name.endsWith(".tmp");
-    if ((faults.tokens && token) || (faults.leaseTake && take) || (faults.leaseWrite && lease && !take) || (faults.segments && segment)) {
-      throw Object.assign(new Error(`ENOSPC: no space left on device, open '${String(file)}'`), { code: "ENOSPC" });
-    }
-    if (faults.eventsReadOnly && name === "events.jsonl") {
-      throw Object.assign(new Error(`EROFS: read-only file system, open '${String(file)}'`), { code: "EROFS" });
-    }
-    return fs.openSync(file, flags, mode);
-  }) as typeof fs.openSync;
-  return { ...fs, default: { ...fs, openSync }, openSync };
+    if ((faults.tokens && token) || (faults.leaseTake && take) || (faults.leaseWrite && lease && !take) || (faults.segments && segment)) return "ENOSPC";
+    if (faults.eventsReadOnly && name === "events.jsonl") return "EROFS";
+    return undefined;
+  });
 });
 
 let harness: Harness | undefined;

@@ -5,7 +5,7 @@
  */
 import type * as nodeFs from "node:fs";
 import { readdir } from "node:fs/promises";
-import { basename, join } from "node:path";
+import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { readLocalSettings } from "../../shared/cli/config.js";
 import { EXIT } from "../../shared/cli/errors.js";
@@ -40,18 +40,16 @@ function saveFails(): boolean {
 }
 
 vi.mock("node:fs", async (importOriginal) => {
-  const fs = await importOriginal<typeof nodeFs>();
-  const openSync = ((file: nodeFs.PathLike, flags: nodeFs.OpenMode, mode?: nodeFs.Mode) => {
-    const name = basename(String(file));
+  const { withOpenFaults } = await import("./support/open-faults.js");
+  return withOpenFaults(await importOriginal<typeof nodeFs>(), (name) => {
     const probe = name.startsWith("probe.");
     const tokenSave = name.startsWith("tokens.json.");
     if ((faults.full && (probe || tokenSave)) || (tokenSave && saveFails())) {
       if (tokenSave) faults.onSaveFailure?.();
-      throw Object.assign(new Error(`ENOSPC: no space left on device, open '${String(file)}'`), { code: "ENOSPC" });
+      return "ENOSPC";
     }
-    return fs.openSync(file, flags, mode);
-  }) as typeof fs.openSync;
-  return { ...fs, default: { ...fs, openSync }, openSync };
+    return undefined;
+  });
 });
 
 let harness: Harness | undefined;
