@@ -266,7 +266,9 @@ export function eventsFileProblem(eventsFile: string): string | undefined {
         "output was not opened to append; name the file itself and send the output elsewhere"
       );
     }
-    // Read too: the publisher opens it for appending and reads its last byte (to close a line torn by a crash).
+    // Read too: the publisher opens it for appending and reads its last byte (to close a line torn by a crash). Its
+    // directory need not be writable: only a power-loss cut writes there (what it cuts is saved beside the file
+    // first), rare enough not to refuse such a setup; that append fails then, naming the problem (jsonl-publisher.ts).
     return notWritable(eventsFile, constants.R_OK | constants.W_OK, "readable and writable");
   }
   const dir = dirname(eventsFile);

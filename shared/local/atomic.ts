@@ -202,6 +202,11 @@ export function removeFilesDurably(files: readonly string[]): void {
  * ```
  */
 export async function writeFileAtomic(file: string, data: string | Uint8Array | readonly Uint8Array[], options: { mode?: number } = {}): Promise<FileIdentity> {
+  return writeFileAtomicSync(file, data, options);
+}
+
+/** {@link writeFileAtomic} for a synchronous caller (the events file's append: see jsonl-publisher.ts). */
+export function writeFileAtomicSync(file: string, data: string | Uint8Array | readonly Uint8Array[], options: { mode?: number } = {}): FileIdentity {
   const temp = `${file}.${process.pid}.${randomBytes(4).toString("hex")}${TEMP_SUFFIX}`;
   const fd = openSync(temp, "w", options.mode ?? 0o644);
   let identity: FileIdentity;
@@ -239,8 +244,13 @@ export async function writeFileAtomic(file: string, data: string | Uint8Array | 
  * ```
  */
 export async function createFileOnce(file: string, data: string, options: { mode?: number } = {}): Promise<boolean> {
+  return createFileOnceSync(file, data, options);
+}
+
+/** {@link createFileOnce} for a synchronous caller (the events file's append: see jsonl-publisher.ts). */
+export function createFileOnceSync(file: string, data: string | Uint8Array, options: { mode?: number } = {}): boolean {
   const temp = `${file}.${process.pid}.${randomBytes(4).toString("hex")}.new${TEMP_SUFFIX}`;
-  await writeFileAtomic(temp, data, options);
+  writeFileAtomicSync(temp, data, options);
   let created: boolean;
   try {
     linkSync(temp, file);

@@ -4,12 +4,12 @@
  * so an event AWS would trim or quarantine past 256 KB (../aws/event-size.ts) is written untrimmed (docs/events.md).
  */
 import { randomUUID } from "node:crypto";
-import { closeSync, constants, fstatSync, fsyncSync, ftruncateSync, openSync, readSync } from "node:fs";
+import { closeSync, constants, fstatSync, fsyncSync, ftruncateSync, openSync, readFileSync, readSync } from "node:fs";
 import path from "node:path";
 import type { BridgeEvent, BridgeEventDetail, EventPublisher, Logger, PublishFailure } from "../bridge/ports.js";
 import { jsonString as quote } from "../bridge/hash.js";
 import { detailJsonParts } from "../bridge/events/json.js";
-import { fileKindOf, makeDirDurable, ScratchBuffer, writeAll } from "./atomic.js";
+import { createFileOnceSync, fileKindOf, makeDirDurable, ScratchBuffer, writeAll } from "./atomic.js";
 import { DurableNames } from "./durable-names.js";
 
 /** An event as an EventBridge rule target receives it. */
@@ -252,7 +252,7 @@ export class JsonlEventPublisher implements EventPublisher {
       // so the engine acknowledges nothing and the next cycle writes the events once the path is a file again.
       if (!stats.isFile()) throw new Error(`${this.options.file} is not a regular file (${fileKindOf(stats)}): nothing was written; put a regular file there, or remove it`);
       // A file this publisher has not left so: its tail may be an append a power loss cut short.
-      const size = this.synced === `${stats.dev}:${stats.ino}:${stats.size}` ? stats.size : this.cutPowerLossTear(fd, stats.size);
+      const size = this.synced === `${stats.dev}:${stats.ino}:${stats.size}` ? stats.size : this.cutPowerLossTear(fd, stats.size, stats.mode & 0o777);
       // Checked before every append (one byte read): another process on the same file (a `run --once` beside a
       // loop) may have been killed mid-append since this one last wrote.
       const kept = size > 0 ? this.cutTornLine(fd, size) : size;
@@ -290,10 +290,12 @@ export class JsonlEventPublisher implements EventPublisher {
    * TORN_REGION_BYTES can be unsynced (see write), and none of it was taken (the engine stores no snapshot before the
    * append's fsync returns): the next cycle writes those events again with the same `detail.id`. Cut from the start of
    * the line holding the first NUL there, when that line starts as the publisher's do (see isOwnTornLine). NULs
-   * further back were synced before lines that may have been taken, and are left. Returns the new length. A cut that
-   * fails throws, nothing written: an append over the tear would make it synced, and the lines after it taken.
+   * further back were synced before lines that may have been taken, and are left. A file an older version wrote (it
+   * fsynced only after a whole batch) may hold lines synced, and taken, after such a tear, never written again: what is
+   * cut is first saved durably to a recovery file (see saveCut). Returns the new length. A save or a cut that fails
+   * throws, nothing written: an append over the tear would make it synced, and the lines after it taken.
    */
-  private cutPowerLossTear(fd: number, size: number): number {
+  private cutPowerLossTear(fd: number, size: number, mode: number): number {
     const from = Math.max(0, size - TORN_REGION_BYTES);
     const region = Buffer.allocUnsafe(size - from);
     const nul = region.subarray(0, readSync(fd, region, 0, region.length, from)).indexOf(0);
@@ -302,17 +304,44 @@ export class JsonlEventPublisher implements EventPublisher {
     if (!isOwnTornLine(fd, cut, size)) return size;
     const tail = region.subarray(Math.max(0, cut - from));
     const lines = tail.reduce((count, byte) => count + (byte === 0x0a ? 1 : 0), region[region.length - 1] === 0x0a ? 0 : 1);
+    const recovery = this.saveCut(fd, cut, size, mode);
     try {
       ftruncateSync(fd, cut);
     } catch (err) {
-      throw new Error(`${this.options.file}: cannot cut off the ${size - cut} bytes from byte ${cut} on, which a power loss tore (${(err as Error).message}): nothing was written; cut it yourself (truncate -s ${cut})`, { cause: err });
+      throw new Error(`${this.options.file}: cannot cut off the ${size - cut} bytes from byte ${cut} on, which a power loss tore (${(err as Error).message}): nothing was written; they are saved in ${recovery}; cut them yourself (truncate -s ${cut})`, { cause: err });
     }
-    this.options.logger?.warn("events file: cut off lines a power loss tore, and the lines after them; their events are written again", {
-      file: this.options.file,
-      bytes: size - cut,
-      lines,
-    });
+    this.options.logger?.warn(
+      "events file: cut off lines a power loss tore, and the lines after them, saved to the recovery file; those of its events that reappear in the file were re-sent, any that do not may need replaying to consumers",
+      { file: this.options.file, bytes: size - cut, lines, recovery },
+    );
     return cut;
+  }
+
+  /**
+   * Saves the bytes from `cut` on to `<file>.cut-<cut>` beside the events file, with its permission bits (narrowed by
+   * the umask), durably: written whole under a temp name and linked into place, the directory fsynced. A crash before
+   * the cut that follows repeats the save at the next start: a file of that name holding the same bytes is kept; one
+   * holding others (an earlier cut of another file at the same byte) is not replaced, and nothing is cut. Returns its
+   * name; a save that fails throws, naming what to do by hand.
+   */
+  private saveCut(fd: number, cut: number, size: number, mode: number): string {
+    const recovery = `${this.options.file}.cut-${cut}`;
+    const problem = `${this.options.file}: cannot save the ${size - cut} bytes from byte ${cut} on, which a power loss tore, to ${recovery} before cutting them off`;
+    const manual = `nothing was written; save them and cut them yourself (tail -c +${cut + 1} ${this.options.file} > <a file of your own>; truncate -s ${cut} ${this.options.file})`;
+    const bytes = Buffer.allocUnsafe(size - cut);
+    let saved: boolean;
+    try {
+      for (let done = 0; done < bytes.length; ) {
+        const read = readSync(fd, bytes, done, bytes.length - done, cut + done);
+        if (read === 0) throw new Error("the file shrank while being read");
+        done += read;
+      }
+      saved = createFileOnceSync(recovery, bytes, { mode }) || readFileSync(recovery).equals(bytes);
+    } catch (err) {
+      throw new Error(`${problem} (${(err as Error).message}): ${manual}`, { cause: err });
+    }
+    if (!saved) throw new Error(`${problem}: ${recovery} already holds other bytes (an earlier cut); move it away, or ${manual}`);
+    return recovery;
   }
 
   /**

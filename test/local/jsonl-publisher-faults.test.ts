@@ -1,6 +1,6 @@
 import { execFileSync, spawnSync } from "node:child_process";
 import type * as nodeFs from "node:fs";
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
@@ -10,7 +10,7 @@ import { sampleEvent } from "../bridge/contract/index.js";
 import { makeRig } from "../bridge/fakes.js";
 
 /** Faults the next write (half the buffer lands, then ENOSPC) and, optionally, the truncation that cleans up after it. */
-const faults = vi.hoisted(() => ({ tearNextWrite: false, failTruncate: false, unsynced: 0, mostUnsynced: 0 }));
+const faults = vi.hoisted(() => ({ tearNextWrite: false, failTruncate: false, failOpenOf: undefined as RegExp | undefined, unsynced: 0, mostUnsynced: 0 }));
 
 vi.mock("node:fs", async (importOriginal) => {
   const fs = await importOriginal<typeof nodeFs>();
@@ -33,7 +33,12 @@ vi.mock("node:fs", async (importOriginal) => {
     if (faults.failTruncate) throw Object.assign(new Error("EIO: i/o error, ftruncate"), { code: "EIO" });
     fs.ftruncateSync(fd, len);
   }) as typeof fs.ftruncateSync;
-  return { ...fs, default: { ...fs, writeSync, ftruncateSync, fsyncSync }, writeSync, ftruncateSync, fsyncSync };
+  /** Fails opening a path that faults.failOpenOf matches, as a directory the bridge may not write in does. */
+  const openSync = ((file: nodeFs.PathLike, ...rest: unknown[]) => {
+    if (faults.failOpenOf?.test(String(file)) === true) throw Object.assign(new Error(`EACCES: permission denied, open '${String(file)}'`), { code: "EACCES" });
+    return (fs.openSync as (...args: unknown[]) => number)(file, ...rest);
+  }) as typeof fs.openSync;
+  return { ...fs, default: { ...fs, writeSync, ftruncateSync, fsyncSync, openSync }, writeSync, ftruncateSync, fsyncSync, openSync };
 });
 
 let dir: string;
@@ -43,6 +48,7 @@ beforeEach(async () => {
   file = path.join(dir, "events.jsonl");
   faults.tearNextWrite = false;
   faults.failTruncate = false;
+  faults.failOpenOf = undefined;
   faults.unsynced = 0;
   faults.mostUnsynced = 0;
 });
@@ -142,6 +148,58 @@ describe("JsonlEventPublisher and a power loss", () => {
     );
     expect((await readFile(file)).equals(torn)).toBe(true);
     expect(`${String(await new JsonlEventPublisher({ file }).publish([sampleEvent(2)]).catch((err: Error) => err.message))}`).toContain(`truncate -s ${line.length}`);
+  });
+
+  /** One whole line, then one a power loss tore (a NUL block) followed by a whole line: what the cut takes. */
+  async function tornFile(target: string): Promise<{ readonly kept: Buffer; readonly cut: Buffer }> {
+    await new JsonlEventPublisher({ file: target, newId: () => "env" }).publish([sampleEvent(1)]);
+    const line = await readFile(target);
+    const cut = Buffer.concat([line.subarray(0, 30), Buffer.alloc(512), line]);
+    await writeFile(target, Buffer.concat([line, cut]));
+    return { kept: line, cut };
+  }
+
+  it("writes nothing, and cuts nothing, when it cannot save what it would cut, and says why and what to do", async () => {
+    const { kept, cut } = await tornFile(file);
+    const before = await readFile(file);
+    faults.failOpenOf = /\.cut-/;
+    const error = await new JsonlEventPublisher({ file }).publish([sampleEvent(2)]).then(
+      () => undefined,
+      (err: Error) => err.message,
+    );
+    expect(error).toContain(`cannot save the ${cut.length} bytes from byte ${kept.length} on`);
+    expect(error).toContain("EACCES");
+    expect(error).toContain(`${file}.cut-${kept.length}`);
+    expect(error).toContain(`truncate -s ${kept.length}`);
+    expect((await readFile(file)).equals(before)).toBe(true);
+    expect(await readdir(dir)).toEqual(["events.jsonl"]);
+  });
+
+  it("saves once and ends with the same file when a crash comes between the save and the cut", async () => {
+    const { kept, cut } = await tornFile(file);
+    // The truncation fails right after the save, as if the process died there; the next start saves and cuts again.
+    faults.failTruncate = true;
+    await expect(new JsonlEventPublisher({ file, newId: () => "env" }).publish([sampleEvent(2)])).rejects.toThrow(/cannot cut off/);
+    faults.failTruncate = false;
+    await new JsonlEventPublisher({ file, newId: () => "env" }).publish([sampleEvent(2)]);
+    expect(await readdir(dir)).toEqual(["events.jsonl", `events.jsonl.cut-${kept.length}`]);
+    expect((await readFile(`${file}.cut-${kept.length}`)).equals(cut)).toBe(true);
+    // The same as a start without the crash.
+    const other = path.join(dir, "other");
+    await mkdir(other);
+    await tornFile(path.join(other, "events.jsonl"));
+    await new JsonlEventPublisher({ file: path.join(other, "events.jsonl"), newId: () => "env" }).publish([sampleEvent(2)]);
+    expect((await readFile(file)).equals(await readFile(path.join(other, "events.jsonl")))).toBe(true);
+    expect(await detailIds()).toEqual([1, 2].map((n) => sampleEvent(n).detail.id));
+  });
+
+  it("refuses to cut when a recovery file of that name holds other bytes, and leaves both files", async () => {
+    const { kept } = await tornFile(file);
+    const before = await readFile(file);
+    await writeFile(`${file}.cut-${kept.length}`, "an earlier cut\n");
+    await expect(new JsonlEventPublisher({ file }).publish([sampleEvent(2)])).rejects.toThrow(`${file}.cut-${kept.length} already holds other bytes`);
+    expect((await readFile(file)).equals(before)).toBe(true);
+    expect(await readFile(`${file}.cut-${kept.length}`, "utf8")).toBe("an earlier cut\n");
   });
 });
 
