@@ -502,6 +502,22 @@ describe("redriveQuarantined", () => {
     expect(shrunk.rig.provider.calls.flatMap((c) => (c.op === "listTransactions" && c.query.qashio_id ? [c.query.page_size] : []))).toEqual([20, 20, 10]);
   });
 
+  it("numbers the next page in the size served when only a page short of the size asked, and its count, show it", async () => {
+    // A provider serving at most three a page that echoes the size asked and counts has_next in it (one page of five):
+    // only total_records says the list goes on. The record's transaction is the fifth row, on its page 2.
+    const { rig, pagesRead } = await behindOthers(4);
+    const list = rig.provider.listTransactions.bind(rig.provider);
+    rig.provider.listTransactions = async (query) => {
+      const page = await list({ ...query, page_size: Math.min(query.page_size, 3) });
+      const total = page.pagination?.total_records ?? 0;
+      return { ...page, pagination: { ...page.pagination, page_size: query.page_size, has_next: query.page < Math.ceil(total / query.page_size) } };
+    };
+    const report = await redriveQuarantined(rig.deps, { pageSize: 5 });
+    expect(report.kept).toEqual([]);
+    expect(report.redriven).toHaveLength(1);
+    expect(pagesRead()).toEqual([1, 2]);
+  });
+
   it("reads no second page when the provider ignores the qashio_id filter, listing other references", async () => {
     const { rig, failed } = await behindOthers(0);
     for (let i = 0; i < 12; i += 1) rig.provider.addTransaction();
