@@ -111,7 +111,7 @@ function envelopeParts(envelope: EventBridgeEnvelope): [string, string, string] 
  */
 const OPEN_FLAGS = constants.O_RDWR | constants.O_APPEND | constants.O_CREAT | (constants.O_NONBLOCK ?? 0);
 
-/** How every line this publisher writes starts: a torn last line that starts so (or with a NUL) is one of its own. */
+/** How every line this publisher writes starts: a torn line that starts so (up to a NUL) is one of its own. */
 const LINE_START = Buffer.from('{"version":"0","id":"', "utf8");
 /** Bytes read per step when looking back for the last complete line. */
 const TAIL_CHUNK_BYTES = 64 * 1024;
@@ -135,14 +135,17 @@ function endOfLastLine(fd: number, size: number): number {
 }
 
 /**
- * Whether the bytes from `from` on are a line of this publisher that a crash cut short: they start as its lines do, or
- * with a NUL (what a power loss can leave of data not yet synced). Anything else (a file that held something else
- * before it was named BRIDGE_EVENTS_FILE) is not the publisher's to cut.
+ * Whether the bytes from `from` on are a line of this publisher that a crash cut short: they start as its lines do, up
+ * to a NUL if one comes first (what a power loss can leave of data not yet synced, from any byte of a line on: a block
+ * boundary may fall inside its opening). Anything else (a file that held something else before it was named
+ * BRIDGE_EVENTS_FILE) is not the publisher's to cut.
  */
 function isOwnTornLine(fd: number, from: number, size: number): boolean {
   const head = Buffer.alloc(Math.min(size - from, LINE_START.length));
   readSync(fd, head, 0, head.length, from);
-  return head[0] === 0 || head.equals(LINE_START.subarray(0, head.length));
+  const nul = head.indexOf(0);
+  const written = nul < 0 ? head : head.subarray(0, nul);
+  return written.equals(LINE_START.subarray(0, written.length));
 }
 
 /**

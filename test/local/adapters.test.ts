@@ -804,6 +804,15 @@ describe("JsonlEventPublisher", () => {
         },
       );
 
+      it.each([1, 10, 20])("cuts a torn line whose NUL bytes start %i bytes in, within the opening all its lines share", async (keep) => {
+        // A block boundary falls anywhere in a line: the NULs may start before its opening `{"version":"0","id":"` ends.
+        const early = Buffer.concat([Buffer.from(lineOf(3).slice(0, keep)), Buffer.alloc(60), Buffer.from(lineOf(3).slice(keep + 60) + lineOf(4) + lineOf(5))]);
+        const { file, publisher, warnings } = await rig(Buffer.concat([Buffer.from(good), early]));
+        await publisher.publish([3, 4, 5, 6].map((n) => sampleEvent(n)));
+        expect(await detailIds(file)).toEqual([1, 2, 3, 4, 5, 6].map((n) => sampleEvent(n).detail.id));
+        expect(warnings).toEqual([{ message: expect.stringMatching(/power loss/), attributes: { file, bytes: early.length, lines: 3, recovery: `${file}.cut-${Buffer.byteLength(good)}` } }]);
+      });
+
       it("cuts them when the file ends in a torn line too", async () => {
         const { file, publisher } = await rig(Buffer.concat([Buffer.from(good), torn, Buffer.from(lineOf(6).slice(0, 30))]));
         await publisher.publish([3, 4, 5, 6].map((n) => sampleEvent(n)));
