@@ -57,4 +57,18 @@ describe("a process killed by the crash-injection harness", () => {
     expect(life.dead).toBe(false);
     expect(landed).toEqual(["publish", "write"]);
   });
+
+  it("fails within its limit, naming the calls made, when the invocation neither dies nor ends", async () => {
+    // A hang (a wait that never ends) must fail as that, not run into the crash-injection test's 600 s timeout.
+    const landed: string[] = [];
+    const life = new Process({ at: 5, mode: "after" });
+    const invocation = cycle(life, landed, ["publish", "write"]).then(() => new Promise<never>(() => undefined));
+    await expect(untilDeath(life, invocation, 200)).rejects.toThrow(/neither died nor ended within 200 ms \(calls: publish, write\)/);
+  }, 5_000);
+
+  it("fails within its limit when a call the dead process sent never lands", async () => {
+    const life = new Process({ at: 0, mode: "after" });
+    const invocation = life.call("write", () => new Promise<never>(() => undefined));
+    await expect(untilDeath(life, invocation, 200)).rejects.toThrow(/died at its call #0 \(write\), but a call it sent had not landed within 200 ms/);
+  }, 5_000);
 });

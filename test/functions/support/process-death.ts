@@ -75,15 +75,37 @@ export class Process {
 }
 
 /**
+ * How long {@link untilDeath} waits: far beyond an invocation's length on a loaded machine (well under a second), far
+ * below the crash-injection tests' own timeout (600 s), which a hang would otherwise use up without naming the plan.
+ */
+export const UNTIL_DEATH_LIMIT_MS = 60_000;
+
+/**
  * Settles once the process died or `invocation` ended, and then only once the calls it sent have landed: the dying
  * call's effect (an "after" or "partial" crash) and the calls it had in flight. The state the caller then checks is
- * the one the killed process left, with no write of it landing among the next invocation's.
+ * the one the killed process left, with no write of it landing among the next invocation's. Rejects after `limitMs`
+ * (an invocation that hangs, or a call that never lands), naming the calls made.
  */
-export async function untilDeath(life: Process, invocation: Promise<unknown>): Promise<void> {
-  // No bound in turns: an invocation slow to reach its death call (a loaded machine) is waited for, not taken for one
-  // that lived; one that neither dies nor ends fails by the test's timeout.
-  await Promise.race([invocation.then(noop, noop), life.died]);
-  await life.settled();
+export async function untilDeath(life: Process, invocation: Promise<unknown>, limitMs: number = UNTIL_DEATH_LIMIT_MS): Promise<void> {
+  // Bound in time, not in event-loop turns: an invocation slow to reach its death call (a loaded machine) is waited
+  // for, not taken for one that lived.
+  const landed = (async () => {
+    await Promise.race([invocation.then(noop, noop), life.died]);
+    await life.settled();
+  })();
+  let timer: NodeJS.Timeout | undefined;
+  const limit = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      const at = life.calls.length - 1;
+      const state = life.dead ? `died at its call #${at} (${life.calls[at]}), but a call it sent had not landed` : "neither died nor ended";
+      reject(new Error(`the invocation ${state} within ${limitMs} ms (calls: ${life.calls.join(", ")})`));
+    }, limitMs);
+  });
+  try {
+    await Promise.race([landed, limit]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 function noop(): void {}
