@@ -120,6 +120,8 @@ const TAIL_CHUNK_BYTES = 64 * 1024;
  * leave unsynced at the end of the file: the region checked for NUL bytes (see cutPowerLossTear).
  */
 export const TORN_REGION_BYTES = 1024 * 1024;
+/** Recovery files of cuts at one byte kept side by side at most (see saveCut): past them, a cut waits for a hand. */
+const RECOVERY_NAMES = 100;
 
 /** Where the file's last complete line ends: just past the last newline before `size`, or 0 when there is none. */
 function endOfLastLine(fd: number, size: number): number {
@@ -322,29 +324,31 @@ export class JsonlEventPublisher implements EventPublisher {
 
   /**
    * Saves the bytes from `cut` on to `<file>.cut-<cut>` beside the events file, with its permission bits (narrowed by
-   * the umask), durably: written whole under a temp name and linked into place, the directory fsynced. A crash before
-   * the cut that follows repeats the save at the next start: a file of that name holding the same bytes is kept; one
-   * holding others (an earlier cut of another file at the same byte) is not replaced, and nothing is cut. Returns its
-   * name; a save that fails throws, naming what to do by hand.
+   * the umask), durably: written whole under a temp name and linked into place, the directory fsynced. A file of that
+   * name holding other bytes (an earlier cut at the same byte: a second power loss during the append that followed it,
+   * or another events file of the same name) is kept, and the next free name of `<file>.cut-<cut>.2`, `.3`, ... taken.
+   * A crash before the cut that follows repeats the save at the next start, which finds the same bytes under the same
+   * name, and keeps them. Returns its name; a save that fails throws, naming what to do by hand.
    */
   private saveCut(fd: number, cut: number, size: number, mode: number): string {
-    const recovery = `${this.options.file}.cut-${cut}`;
-    const problem = `${this.options.file}: cannot save the ${size - cut} bytes from byte ${cut} on, which a power loss tore, to ${recovery} before cutting them off`;
+    const first = `${this.options.file}.cut-${cut}`;
+    const problem = `${this.options.file}: cannot save the ${size - cut} bytes from byte ${cut} on, which a power loss tore, to ${first}[.<n>] before cutting them off`;
     const manual = `nothing was written; save them and cut them yourself (tail -c +${cut + 1} ${this.options.file} > <a file of your own>; truncate -s ${cut} ${this.options.file})`;
     const bytes = Buffer.allocUnsafe(size - cut);
-    let saved: boolean;
     try {
       for (let done = 0; done < bytes.length; ) {
         const read = readSync(fd, bytes, done, bytes.length - done, cut + done);
         if (read === 0) throw new Error("the file shrank while being read");
         done += read;
       }
-      saved = createFileOnceSync(recovery, bytes, { mode }) || readFileSync(recovery).equals(bytes);
+      for (let n = 1; n <= RECOVERY_NAMES; n += 1) {
+        const recovery = n === 1 ? first : `${first}.${n}`;
+        if (createFileOnceSync(recovery, bytes, { mode }) || readFileSync(recovery).equals(bytes)) return recovery;
+      }
     } catch (err) {
       throw new Error(`${problem} (${(err as Error).message}): ${manual}`, { cause: err });
     }
-    if (!saved) throw new Error(`${problem}: ${recovery} already holds other bytes (an earlier cut); move it away, or ${manual}`);
-    return recovery;
+    throw new Error(`${problem}: ${first} and ${first}.2 to .${RECOVERY_NAMES} already hold other bytes (earlier cuts); move them away, or ${manual}`);
   }
 
   /**

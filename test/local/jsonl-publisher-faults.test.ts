@@ -193,13 +193,45 @@ describe("JsonlEventPublisher and a power loss", () => {
     expect(await detailIds()).toEqual([1, 2].map((n) => sampleEvent(n).detail.id));
   });
 
-  it("refuses to cut when a recovery file of that name holds other bytes, and leaves both files", async () => {
+  it("keeps a recovery file of that name holding other bytes, and saves under the next free name", async () => {
+    // An earlier cut at the same byte: of this file (see below), or of an events file of the same name before it.
+    const { kept, cut } = await tornFile(file);
+    await writeFile(`${file}.cut-${kept.length}`, "an earlier cut\n");
+    await writeFile(`${file}.cut-${kept.length}.2`, "another earlier cut\n");
+    // A crash between the save and the cut: the next start finds its own save again, under the same name.
+    faults.failTruncate = true;
+    await expect(new JsonlEventPublisher({ file, newId: () => "env" }).publish([sampleEvent(2)])).rejects.toThrow(`saved in ${file}.cut-${kept.length}.3`);
+    faults.failTruncate = false;
+    await new JsonlEventPublisher({ file, newId: () => "env" }).publish([sampleEvent(2)]);
+    expect(await readFile(`${file}.cut-${kept.length}`, "utf8")).toBe("an earlier cut\n");
+    expect(await readFile(`${file}.cut-${kept.length}.2`, "utf8")).toBe("another earlier cut\n");
+    expect((await readFile(`${file}.cut-${kept.length}.3`)).equals(cut)).toBe(true);
+    expect((await readdir(dir)).sort()).toEqual(["events.jsonl", ...[``, `.2`, `.3`].map((n) => `events.jsonl.cut-${kept.length}${n}`)]);
+    expect(await detailIds()).toEqual([1, 2].map((n) => sampleEvent(n).detail.id));
+  });
+
+  it("refuses to cut when every recovery name holds other bytes, and leaves all the files", async () => {
     const { kept } = await tornFile(file);
     const before = await readFile(file);
-    await writeFile(`${file}.cut-${kept.length}`, "an earlier cut\n");
-    await expect(new JsonlEventPublisher({ file }).publish([sampleEvent(2)])).rejects.toThrow(`${file}.cut-${kept.length} already holds other bytes`);
+    const names = Array.from({ length: 100 }, (_, i) => `${file}.cut-${kept.length}${i === 0 ? "" : `.${i + 1}`}`);
+    for (const name of names) await writeFile(name, "an earlier cut\n");
+    await expect(new JsonlEventPublisher({ file }).publish([sampleEvent(2)])).rejects.toThrow(`${names[0]} and ${names[0]}.2 to .100 already hold other bytes`);
     expect((await readFile(file)).equals(before)).toBe(true);
-    expect(await readFile(`${file}.cut-${kept.length}`, "utf8")).toBe("an earlier cut\n");
+    for (const name of names) expect(await readFile(name, "utf8")).toBe("an earlier cut\n");
+    expect(await readdir(dir)).toHaveLength(101);
+  });
+
+  it("goes on after a second power loss tears the append that followed a cut, at the same byte, keeping both cuts", async () => {
+    const { kept, cut } = await tornFile(file);
+    await new JsonlEventPublisher({ file, newId: () => "env" }).publish([sampleEvent(2)]);
+    // Power fails again while the re-sent line is unsynced: its block lands as NULs, where the first cut began.
+    const resent = (await readFile(file)).subarray(kept.length);
+    const again = Buffer.concat([Buffer.alloc(resent.length - 1), Buffer.from("\n")]);
+    await writeFile(file, Buffer.concat([kept, again]));
+    await new JsonlEventPublisher({ file, newId: () => "env" }).publish([sampleEvent(2)]);
+    expect(await detailIds()).toEqual([1, 2].map((n) => sampleEvent(n).detail.id));
+    expect((await readFile(`${file}.cut-${kept.length}`)).equals(cut)).toBe(true);
+    expect((await readFile(`${file}.cut-${kept.length}.2`)).equals(again)).toBe(true);
   });
 });
 
