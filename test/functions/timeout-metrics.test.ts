@@ -1,3 +1,5 @@
+import { syncBuiltinESMExports } from "node:module";
+import timers from "node:timers";
 import { Logger } from "@aws-lambda-powertools/logger";
 import { Metrics } from "@aws-lambda-powertools/metrics";
 import { Tracer } from "@aws-lambda-powertools/tracer";
@@ -23,7 +25,7 @@ afterEach(async () => h.close());
  * that hangs until released (`hang`; the cycle's tests: its first acknowledge), so middy's early timeout ends the
  * invocation mid-page. Time as Lambda sees it, and the bridge clock moves with real time. Middy reads
  * the remaining time second (just after it called the handler, whose first step reads it at entry), to time out 5 ms
- * before the end: it is told MIDDY_SEES_MS, so its (real) timer fires then.
+ * before the end: it is told MIDDY_SEES_MS, so its (real) timer fires then at the latest.
  * Everything before the hung acknowledge (token refresh, list, DynamoDB, publish) must be done by then: that took up
  * to 1.46 s on a loaded machine (a cold DynamoDB Local), so 1.5 s let the timeout come first now and then; 5 s leaves
  * room. The handler's own reads are told `handlerSeesMs` (minus the time gone), which sets the cycle's deadline
@@ -31,8 +33,60 @@ afterEach(async () => h.close());
  * not sit through. 60 s, the shortest timeout a poller runs with (MIN_POLLER_TIMEOUT_MS; the handler's read at its
  * entry is checked against it), leaves the calls' deadline 45 s away: a token refresh (30 s lease) may start
  * within the first 15 s, longer than middy's timer.
+ * Middy's timer is its own (it still aborts the handler and answers TimeoutError), but fires HANG_SETTLE_MS after the
+ * call that hangs was sent when that is sooner: sitting out the rest of 5 s took ~25 s of the file. What the tests
+ * check is done before that call is sent or after it is released, so how long it hangs before the timeout does not
+ * matter; the short wait lets other work in flight (a log line, a metric) settle as it would in the longer one.
  */
 const MIDDY_SEES_MS = 5_000;
+const HANG_SETTLE_MS = 100;
+
+/**
+ * Wraps the setTimeout middy imports from node:timers (a builtin's ESM bindings follow its CJS exports once synced),
+ * so that the timer set next (middy's early timeout, set as it reads the remaining time) can be fired sooner. Other
+ * timers pass through.
+ */
+function interceptNextTimer() {
+  const original = timers.setTimeout;
+  let armed = false;
+  let next: { readonly fire: () => void; readonly id: NodeJS.Timeout } | undefined;
+  const intercepting = ((callback: (...args: unknown[]) => void, ms?: number, ...args: unknown[]) => {
+    if (!armed) return original(callback, ms, ...args);
+    armed = false;
+    let fired = false;
+    const fire = () => {
+      if (fired) return;
+      fired = true;
+      callback();
+    };
+    const id = original(fire, ms);
+    next = { fire, id };
+    return id;
+  }) as typeof timers.setTimeout;
+  timers.setTimeout = intercepting;
+  syncBuiltinESMExports();
+  return {
+    /** The next timer set in this same synchronous run is middy's (none set then: nothing is intercepted). */
+    arm: () => {
+      armed = true;
+      queueMicrotask(() => (armed = false));
+    },
+    /** Fires middy's timer in `ms` (at its due time if that is sooner), unless `over()` by then. */
+    fireIn: (ms: number, over: () => boolean) => {
+      const timer = next;
+      if (timer === undefined) return;
+      original(() => {
+        if (over()) return;
+        clearTimeout(timer.id);
+        timer.fire();
+      }, ms);
+    },
+    restore: () => {
+      timers.setTimeout = original;
+      syncBuiltinESMExports();
+    },
+  };
+}
 
 /** What hangs until released: the first provider request `provider` picks (then failing or answering), or the first table command `table` picks. */
 interface Hang {
@@ -51,19 +105,30 @@ async function timedOutInvocation(handlerSeesMs: number, hang: Hang, event: Poll
   const elapsed = () => Date.now() - started;
   const clock: Clock = { now: () => h.clock.now() + elapsed(), sleep: h.clock.sleep };
   let reads = 0;
-  const context = { ...lambdaContext(), getRemainingTimeInMillis: () => (reads++ === 1 ? MIDDY_SEES_MS : handlerSeesMs) - elapsed() };
+  let hangingAt: number | undefined;
+  const middyTimer = interceptNextTimer();
+  const middyReads = () => {
+    middyTimer.arm();
+    return MIDDY_SEES_MS;
+  };
+  const context = { ...lambdaContext(), getRemainingTimeInMillis: () => (reads++ === 1 ? middyReads() : handlerSeesMs) - elapsed() };
+  let ended = false;
+  /** The call that hangs was sent: middy's timeout comes HANG_SETTLE_MS later (or when due, if sooner). */
+  const hangReached = () => {
+    hangingAt = elapsed();
+    middyTimer.fireIn(HANG_SETTLE_MS, () => ended);
+  };
   let release: () => void = () => undefined;
   const hung = new Promise<void>((resolve) => (release = resolve));
   /** Provider requests (`GET /path?query`) and table commands (`DynamoDB ScanCommand`), in order. */
   const calls: string[] = [];
-  let hangingAt: number | undefined;
   const fetch = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
     const url = typeof input === "string" ? input : input instanceof URL ? input.href : input.url;
     const { pathname, search } = new URL(url);
     const request = `${init?.method ?? "GET"} ${pathname}${search}`;
     calls.push(request);
     if (hangingAt === undefined && hang.provider?.(request) === true) {
-      hangingAt = elapsed();
+      hangReached();
       await hung;
       if (hang.afterRelease === "fails") throw new TypeError("fetch failed");
     }
@@ -81,7 +146,7 @@ async function timedOutInvocation(handlerSeesMs: number, hang: Hang, event: Poll
       const command = String(context.commandName);
       calls.push(`DynamoDB ${command}`);
       if (hangingAt === undefined && hang.table?.(command) === true) {
-        hangingAt = elapsed();
+        hangReached();
         await hung;
       }
       return next(args);
@@ -98,7 +163,12 @@ async function timedOutInvocation(handlerSeesMs: number, hang: Hang, event: Poll
     tracer: new Tracer({ enabled: false }),
   });
   const logged = h.output.length;
-  const error = await handler(event, context).catch((e: unknown) => e);
+  const error = await handler(event, context)
+    .catch((e: unknown) => e)
+    .finally(() => {
+      ended = true;
+      middyTimer.restore();
+    });
   // What CloudWatch got by the time the invocation ended.
   const atEnd = [...h.output];
   const callsAtEnd = calls.length;
