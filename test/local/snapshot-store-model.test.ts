@@ -4,6 +4,7 @@
  * and merges happen all the time. A second run folds keys into fingerprint collisions (the KeyIndex module wrapped so
  * `x~1` and `x~2` share a slot, as two keys of one 64-bit fingerprint would).
  */
+import type * as fs from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -12,6 +13,12 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { Snapshot, SnapshotKey } from "../../shared/bridge/ports.js";
 import type * as keyIndex from "../../shared/local/key-index.js";
 import { FileSnapshotStore, type FileSnapshotStoreOptions } from "../../shared/local/snapshot-store.js";
+
+/**
+ * fsync made a no-op: it makes a write survive power loss, which the model does not look at (snapshot-compaction-crash
+ * and snapshot-vacuum-durability do). Every other file operation is real.
+ */
+vi.mock("node:fs", async (importOriginal) => ({ ...(await importOriginal<typeof fs>()), fsyncSync: () => undefined }));
 
 /** Whether the wrapped KeyIndex folds `<key>~<n>` into `<key>` (a forced fingerprint collision), and that fold. */
 const collisions = vi.hoisted(() => {
