@@ -1,6 +1,7 @@
 /**
  * `bridge demo` in-process: its temp directory (events file, state) is removed when it ends, unless --keep.
  */
+import type * as fs from "node:fs";
 import { existsSync, rmSync, writeFileSync } from "node:fs";
 import { readFile, rm } from "node:fs/promises";
 import { dirname, join } from "node:path";
@@ -14,6 +15,12 @@ import type { DemoArgs } from "../../shared/cli/args.js";
 import { AuthorizeAgainError, CliError, EXIT } from "../../shared/cli/errors.js";
 import { STATE_FILES } from "../../shared/local/layout.js";
 import { ROOT, runInProcess } from "./helpers.js";
+
+/**
+ * fsync made a no-op: it makes the demo's writes survive power loss, which nothing here looks at (the local store's
+ * durability tests do), and on a disk it took about a third of the demo's cycles. Every other file operation is real.
+ */
+vi.mock("node:fs", async (importOriginal) => ({ ...(await importOriginal<typeof fs>()), fsyncSync: () => undefined }));
 
 /** Runs the demo with its own streams; `onStdout` sees the output as it grows (to play Ctrl-C). */
 async function demo({ seams, ...args }: Partial<DemoArgs> & { seams?: DemoSeams }, onStdout: (stdout: string, stop: () => void) => void = () => undefined, onStderr: (chunk: string) => void = () => undefined) {
