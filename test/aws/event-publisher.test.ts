@@ -44,6 +44,14 @@ const publisher = (clock = new FakeClock(), maxAttempts = 4, concurrency?: numbe
 
 const sentEntries = (): PutEventsRequestEntry[][] => mock.commandCalls(PutEventsCommand).map((call) => call.args[0].input.Entries ?? []);
 const detailIds = (entries: PutEventsRequestEntry[]) => entries.map((entry) => (JSON.parse(entry.Detail ?? "{}") as { id: string }).id);
+const subjectOf = (entry: PutEventsRequestEntry) => (JSON.parse(entry.Detail ?? "{}") as { subject: { id: string } }).subject.id;
+
+/** PutEvents throttled as a whole call (past the SDK's retries) while `throttled()` holds, else every entry taken. */
+const throttleCallsWhile = (throttled: () => boolean) =>
+  mock.on(PutEventsCommand).callsFake((input: { Entries: PutEventsRequestEntry[] }) => {
+    if (throttled()) throw awsError("ThrottlingException", 400, true);
+    return { FailedEntryCount: 0, Entries: input.Entries.map(() => ({ EventId: "e" })) };
+  });
 
 describe("entrySize", () => {
   it("counts Time as 14 bytes and Source, DetailType, Detail and Resources in UTF-8 bytes", () => {
@@ -471,7 +479,7 @@ describe("EventBridgePublisher", () => {
     const txns = Array.from({ length: 25 }, () => rig.provider.addTransaction());
     const victim = txns[12]?.id as string;
     mock.on(PutEventsCommand).callsFake((input: { Entries: PutEventsRequestEntry[] }) => {
-      const subjects = input.Entries.map((entry) => (JSON.parse(entry.Detail ?? "{}") as { subject: { id: string } }).subject.id);
+      const subjects = input.Entries.map(subjectOf);
       if (!healthy && subjects.includes(victim)) throw awsError("ThrottlingException", 400, true);
       return { FailedEntryCount: 0, Entries: input.Entries.map(() => ({ EventId: "e" })) };
     });
@@ -484,7 +492,7 @@ describe("EventBridgePublisher", () => {
     const throttled = sentEntries().find((entries) => entries.some((entry) => entry.Detail?.includes(victim))) ?? [];
     expect(throttled).toHaveLength(10);
     const throttledIds = detailIds(throttled);
-    const throttledSubjects = throttled.map((entry) => (JSON.parse(entry.Detail ?? "{}") as { subject: { id: string } }).subject.id);
+    const throttledSubjects = throttled.map(subjectOf);
     expect(new Set(rig.provider.pending().map((t) => t.id))).toEqual(new Set(throttledSubjects));
 
     mock.resetHistory();
@@ -497,10 +505,7 @@ describe("EventBridgePublisher", () => {
 
   it("with the engine, stops a cycle whose calls are all throttled past their retries as publisher_unavailable, visibly and losing nothing", async () => {
     let healthy = false;
-    mock.on(PutEventsCommand).callsFake((input: { Entries: PutEventsRequestEntry[] }) => {
-      if (!healthy) throw awsError("ThrottlingException", 400, true);
-      return { FailedEntryCount: 0, Entries: input.Entries.map(() => ({ EventId: "e" })) };
-    });
+    throttleCallsWhile(() => !healthy);
     const rig = makeRig({}, { publisher: publisher(new FakeClock(), 3) });
     for (let i = 0; i < 100; i++) rig.provider.addTransaction();
     const first = await pollTransactions(rig.deps, { pageSize: 10 });
@@ -509,10 +514,7 @@ describe("EventBridgePublisher", () => {
     expect(mock.commandCalls(PutEventsCommand)).toHaveLength(2 * 3);
     expect(rig.metrics.sum("EventsFailed")).toBe(20);
     expect(rig.logger.lines).toContainEqual(expect.objectContaining({ level: "warn", message: "transactions cycle publisher_unavailable" }));
-    const offered = new Map(sentEntries().flat().map((entry) => {
-      const detail = JSON.parse(entry.Detail ?? "{}") as { id: string; subject: { id: string } };
-      return [detail.subject.id, detail.id] as const;
-    }));
+    const offered = new Map(sentEntries().flat().map((entry) => [subjectOf(entry), detailIds([entry])[0]] as const));
     expect(offered.size).toBe(20);
     expect(rig.provider.pending()).toHaveLength(100);
 
@@ -520,19 +522,13 @@ describe("EventBridgePublisher", () => {
     healthy = true;
     const second = await pollTransactions(rig.deps, { pageSize: 10 });
     expect(second).toMatchObject({ outcome: "complete", acknowledged: 100 });
-    for (const entry of sentEntries().flat()) {
-      const detail = JSON.parse(entry.Detail ?? "{}") as { id: string; subject: { id: string } };
-      if (offered.has(detail.subject.id)) expect(detail.id).toBe(offered.get(detail.subject.id));
-    }
+    for (const entry of sentEntries().flat()) if (offered.has(subjectOf(entry))) expect(detailIds([entry])[0]).toBe(offered.get(subjectOf(entry)));
     expect(rig.provider.pending()).toEqual([]);
   });
 
   it("with the card cycle, leaves a card.suspended whose call was throttled past its retries unstored and re-sends it with its id next cycle", async () => {
     let healthy = false;
-    mock.on(PutEventsCommand).callsFake((input: { Entries: PutEventsRequestEntry[] }) => {
-      if (!healthy) throw awsError("ThrottlingException", 400, true);
-      return { FailedEntryCount: 0, Entries: input.Entries.map(() => ({ EventId: "e" })) };
-    });
+    throttleCallsWhile(() => !healthy);
     const rig = makeRig({}, { publisher: publisher(new FakeClock(), 3) });
     const id = rig.provider.addCard()["id"] as string;
     await pollCards(rig.deps);
@@ -556,10 +552,7 @@ describe("EventBridgePublisher", () => {
 
   it("with the card cycle, stops a walk whose calls are all throttled as publisher_unavailable, keeping the full walk's cursor, stored cards and event ids", async () => {
     let healthy = true;
-    mock.on(PutEventsCommand).callsFake((input: { Entries: PutEventsRequestEntry[] }) => {
-      if (!healthy) throw awsError("ThrottlingException", 400, true);
-      return { FailedEntryCount: 0, Entries: input.Entries.map(() => ({ EventId: "e" })) };
-    });
+    throttleCallsWhile(() => !healthy);
     const rig = makeRig({}, { publisher: publisher(new FakeClock(), 3) });
     for (let i = 0; i < 40; i++) rig.provider.addCard();
     expect((await pollCards(rig.deps, { pageSize: 10 })).outcome).toBe("complete");
@@ -576,7 +569,6 @@ describe("EventBridgePublisher", () => {
     expect(mock.commandCalls(PutEventsCommand)).toHaveLength(2 * 3);
     expect(rig.metrics.sum("EventsFailed")).toBe(20);
     expect(rig.logger.lines).toContainEqual(expect.objectContaining({ level: "warn", message: "cards cycle publisher_unavailable" }));
-    const subjectOf = (entry: PutEventsRequestEntry) => (JSON.parse(entry.Detail ?? "{}") as { subject: { id: string } }).subject.id;
     const offered = new Map(sentEntries().flat().map((entry) => [subjectOf(entry), [entry.DetailType, detailIds([entry])[0]]] as const));
     const cardIds = rig.provider.cards.map((card) => card["id"] as string);
     expect([...offered.keys()].sort()).toEqual(cardIds.slice(10, 30).sort());
