@@ -16,7 +16,7 @@ import { withoutSyncStatus } from "./quarantine-id.js";
 import { RecentIds } from "./recent-ids.js";
 import { DEFAULT_MAX_PAGES, type CycleOptions, type TransactionCycleDeps } from "./deps.js";
 import type { BridgeEvent, PublishFailure, QuarantineRecord, Snapshot, SnapshotKey, StoreCallOptions } from "./ports.js";
-import { endsList, listedTotal, listsMore, pageEntries, servedPageSize, type PageEntry, type ProviderPage, type PullStatus } from "./provider.js";
+import { endsList, listedTotal, pageEntries, servedPageSize, type PageEntry, type ProviderPage, type PullStatus } from "./provider.js";
 import type { CycleOutcome, CycleReport } from "./report.js";
 import type { ValidationResult } from "./validate.js";
 
@@ -996,11 +996,12 @@ class TransactionRun extends CycleRun {
       if (entry) return { entry, others: 0 };
       const seen = others.size;
       const newIds = idsListedAs(ref.qashioId, entries, others) > seen;
-      // A page short of the size asked that its count says is not the last, its page_size echoing the size asked: the
-      // provider serves that many a page and numbers its pages in it (as the card walk reads it). Numbered in the size
-      // asked, the next read would be this page again, and the walk would stop with rows still listed.
+      // A page short of the size asked that is not the last, its page_size echoing the size asked or absent: its has_next
+      // or count says the list goes on, or it says neither (endsList: only an empty page is then the last, as in the
+      // cycle's walk). The provider serves that many a page and numbers its pages in it (as the card walk reads it).
+      // Numbered in the size asked, the next read would be this page again, and the walk would stop with rows still listed.
       const held = entries.length;
-      const shortOfMore = held > 0 && held < asked && servedPageSize(page, asked) === undefined && listsMore(page, held, (pageNo - 1) * (served ?? asked));
+      const shortOfMore = held < asked && servedPageSize(page, asked) === undefined && !endsList(page, held, (pageNo - 1) * (served ?? asked));
       const pageSize = shortOfMore ? held : fullPageSize(page, asked);
       const start = (pageNo - 1) * pageSize;
       // Read on only while the page is the filtered list going on: a row under another reference means the provider

@@ -518,6 +518,34 @@ describe("redriveQuarantined", () => {
     expect(pagesRead()).toEqual([1, 2]);
   });
 
+  /** Serves at most three rows a page, numbered in three, and leaves out the pagination block (no has_next, no count). */
+  function threeAPageWithoutPagination(rig: ReturnType<typeof makeRig>) {
+    const list = rig.provider.listTransactions.bind(rig.provider);
+    rig.provider.listTransactions = async (query) => {
+      const { data } = await list({ ...query, page_size: Math.min(query.page_size, 3) });
+      return { data };
+    };
+  }
+
+  it("reads on past a page short of the size asked that says neither has_next nor a count, as the cycle's walk does, up to an empty page", async () => {
+    // The provider's own maximum of three a page: the record's transaction is the eighth row, on its page 3. A short
+    // page without has_next is not the last (endsList): the next read is page 2, not page 1 again.
+    const { rig, failed, pagesRead } = await behindOthers(7);
+    threeAPageWithoutPagination(rig);
+    const report = await redriveQuarantined(rig.deps, { pageSize: 5 });
+    expect(report.kept).toEqual([]);
+    expect(report.redriven.map((r) => r.entityId)).toEqual([failed.id]);
+    expect(pagesRead()).toEqual([1, 2, 3]);
+
+    // The list ends at a short page: an empty page says so, and the record is kept for the others listed.
+    const gone = await behindOthers(3);
+    gone.rig.provider.transactions.splice(gone.rig.provider.transactions.indexOf(gone.failed), 1);
+    threeAPageWithoutPagination(gone.rig);
+    const kept = await redriveQuarantined(gone.rig.deps, { pageSize: 5 });
+    expect(kept.kept.map((k) => k.why)).toEqual(["its qashio_id lists only other transactions"]);
+    expect(gone.pagesRead()).toEqual([1, 2]);
+  });
+
   it("reads no second page when the provider ignores the qashio_id filter, listing other references", async () => {
     const { rig, failed } = await behindOthers(0);
     for (let i = 0; i < 12; i += 1) rig.provider.addTransaction();
