@@ -964,7 +964,10 @@ class TransactionRun extends CycleRun {
    * alone. Any other failure is thrown.
    */
   private async readByQashioId(ref: TransactionRef): Promise<ReadById | typeof UNREACHED | typeof REFUSED> {
-    const others = new Set<unknown>();
+    /** Ids of the other transactions listed under the ref's qashio_id. */
+    const others = new Set<string>();
+    /** Every row read, malformed ones included (see itemKey): a page holding none not read before ends the walk. */
+    const rowsRead = new Set<string>();
     /** Rows of the list the pages read so far cover. */
     let above = 0;
     /** The provider's own page size, once a page showed it serves another than asked: its pages are numbered in it. */
@@ -994,8 +997,10 @@ class TransactionRun extends CycleRun {
       const entries = pageEntries(page);
       const entry = entries.find(({ raw }) => (raw as Record<string, unknown> | null)?.["id"] === ref.id);
       if (entry) return { entry, others: 0 };
-      const seen = others.size;
-      const newIds = idsListedAs(ref.qashioId, entries, others) > seen;
+      const seen = rowsRead.size;
+      for (const { raw } of entries) rowsRead.add(itemKey(raw));
+      const newRows = rowsRead.size > seen;
+      const filtered = addIdsListedUnder(ref.qashioId, entries, others);
       // A page short of the size asked that is not the last, its page_size echoing the size asked or absent: its has_next
       // or count says the list goes on, or it says neither (endsList: only an empty page is then the last, as in the
       // cycle's walk). The provider serves that many a page and numbers its pages in it (as the card walk reads it).
@@ -1005,10 +1010,9 @@ class TransactionRun extends CycleRun {
       const pageSize = shortOfMore ? held : fullPageSize(page, asked);
       const start = (pageNo - 1) * pageSize;
       // Read on only while the page is the filtered list going on: a row under another reference means the provider
-      // ignored the exact filter (spec §8.2), and walking on would read its whole list; a page of ids all read before
+      // ignored the exact filter (spec §8.2), and walking on would read its whole list; a page of rows all read before
       // (a provider ignoring `page`) would read the same rows up to the bound.
-      const filtered = entries.every(({ raw }) => isJsonObject(raw) && raw["qashio_id"] === ref.qashioId);
-      if (!newIds || !filtered || endsList(page, entries.length, start)) return { others: others.size };
+      if (!newRows || !filtered || endsList(page, entries.length, start)) return { others: others.size };
       if (reads >= REDRIVE_READ_PAGES) return { others: others.size, tooMany: true };
       served = pageSize === asked ? undefined : pageSize;
       above = Math.max(above, start + entries.length);
@@ -1176,6 +1180,24 @@ class TransactionRun extends CycleRun {
 function idsListedAs(qashioId: string, entries: readonly PageEntry[], ids = new Set<unknown>()): number {
   for (const { raw } of entries) if (isJsonObject(raw) && raw["qashio_id"] === qashioId) ids.add(raw["id"]);
   return ids.size;
+}
+
+/**
+ * Adds to `ids` the ids of the rows of `entries` listed under `qashioId`; false when a row is listed under another
+ * reference (the provider ignoring the exact filter, spec §8.2). A malformed row (not an object, without `qashio_id` or
+ * `id`) names no transaction: it is neither, so it does not end a re-drive's walk (only the ref's row is taken there;
+ * a cycle listing such a row quarantines it).
+ */
+function addIdsListedUnder(qashioId: string, entries: readonly PageEntry[], ids: Set<string>): boolean {
+  let filtered = true;
+  for (const { raw } of entries) {
+    const row = isJsonObject(raw) ? raw : undefined;
+    const listedAs = optionalString(row?.["qashio_id"]);
+    const id = optionalString(row?.["id"]);
+    if (listedAs !== undefined && listedAs !== qashioId) filtered = false;
+    else if (listedAs !== undefined && id !== undefined) ids.add(id);
+  }
+  return filtered;
 }
 
 /** True for a transaction naming itself as its parent, by `parent_qashio_id` or by `parent_id`: it gets no parent. */

@@ -559,6 +559,57 @@ describe("redriveQuarantined", () => {
     expect(rig.provider.calls.filter((c) => c.op === "listTransactions" && c.query.qashio_id === undefined && c.query.client_sync_status === undefined)).toHaveLength(1);
   });
 
+  /**
+   * Serves the newest `count` rows malformed, in turn: not an object, an object without qashio_id, one without id,
+   * null. None is under another reference, none names a transaction.
+   */
+  function malformNewest(rig: ReturnType<typeof makeRig>, count: number) {
+    const forms: ((t: Record<string, unknown>) => unknown)[] = [
+      () => "not a transaction",
+      ({ qashio_id: _, ...rest }) => rest,
+      ({ id: _, ...rest }) => rest,
+      () => null,
+    ];
+    rig.provider.transactions.slice(0, count).forEach((t, i) => rig.provider.rawOverrides.set(t.id, forms[i % forms.length]!(t)));
+  }
+
+  it("reads on past malformed rows (not an object, without qashio_id or id), neither taking them for the filter ignored nor counting them as other transactions", async () => {
+    // A first page of malformed rows only: the record's transaction is on page 2.
+    const { rig, failed, pagesRead } = await behindOthers(5);
+    malformNewest(rig, 5);
+    const report = await redriveQuarantined(rig.deps, { pageSize: 5 });
+    expect(report.kept).toEqual([]);
+    expect(report.redriven.map((r) => r.entityId)).toEqual([failed.id]);
+    expect(pagesRead()).toEqual([1, 2]);
+    // Only the record's row is taken: nothing of the malformed rows is published or quarantined.
+    expect(rig.publisher.events.map((e) => e.detail.subject.id)).toEqual([failed.id]);
+    expect(rig.quarantine.records.size).toBe(0);
+
+    // Gone: the well-formed others on both pages are counted, the four malformed ones not.
+    const gone = await behindOthers(7);
+    gone.rig.provider.transactions.splice(gone.rig.provider.transactions.indexOf(gone.failed), 1);
+    malformNewest(gone.rig, 4);
+    const kept = await redriveQuarantined(gone.rig.deps, { pageSize: 5 });
+    expect(kept.kept.map((k) => k.why)).toEqual(["its qashio_id lists only other transactions"]);
+    expect(gone.pagesRead()).toEqual([1, 2]);
+    expect(gone.rig.logger.lines.find((l) => l.message.startsWith("provider lists other transactions under"))?.attributes).toEqual({ id: gone.failed.id, listed: 3 });
+  });
+
+  it("reads no third page when the provider ignores `page`, serving again a page of malformed rows only", async () => {
+    const { rig, failed } = await behindOthers(7);
+    malformNewest(rig, 5);
+    const asked: number[] = [];
+    const list = rig.provider.listTransactions.bind(rig.provider);
+    rig.provider.listTransactions = (query) => {
+      if (query.qashio_id === failed.qashio_id) asked.push(query.page);
+      return list(query.qashio_id ? { ...query, page: 1 } : query);
+    };
+    const report = await redriveQuarantined(rig.deps, { pageSize: 5 });
+    // Malformed rows name no transaction: none is counted as another.
+    expect(report.kept.map((k) => [k.record.entityId, k.why])).toEqual([[failed.id, "not found at the provider"]]);
+    expect(asked).toEqual([1, 2]);
+  });
+
   it(`stops at ${REDRIVE_READ_PAGES} pages a record, keeping it with a reason that says so`, async () => {
     const { rig, failed, pagesRead } = await behindOthers(REDRIVE_READ_PAGES * 5);
     const report = await redriveQuarantined(rig.deps, { pageSize: 5 });
