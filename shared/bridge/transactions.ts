@@ -1135,15 +1135,17 @@ class TransactionRun extends CycleRun {
       const entries = page ? pageEntries(page) : [];
       // More than one transaction for one qashio_id (the provider contradicting itself): the first row may be another
       // than the one the refund means, so none is taken, as for a parent not found.
-      const listed = page ? Math.max(listedTotal(page) ?? 0, idsListedAs(qid, entries)) : 0;
+      const ids = new Set<string>();
+      addIdsListedUnder(qid, entries, ids);
+      const listed = page ? Math.max(listedTotal(page) ?? 0, ids.size) : 0;
       if (listed > 1) {
         this.ambiguousParent(qid, listed);
       } else {
-        // The first row, also when the client's schema rejected it (a parent quarantined for a field of its own): its
-        // identity is still the parent's, taken only when it is a transaction UUID.
-        const [first] = entries;
-        const row = isJsonObject(first?.raw) ? first.raw : undefined;
-        const rowId = row && row["qashio_id"] === qid ? optionalString(row["id"]) : undefined;
+        // The first row naming a transaction under the reference (a malformed one names none), also when the client's
+        // schema rejected it (a parent quarantined for a field of its own): its identity is still the parent's, taken
+        // only when it is a transaction UUID.
+        const first = entries.find(({ raw }) => isJsonObject(raw) && raw["qashio_id"] === qid && optionalString(raw["id"]) !== undefined);
+        const rowId = first && isJsonObject(first.raw) ? optionalString(first.raw["id"]) : undefined;
         const id = rowId !== undefined && (first?.rejected === undefined || isAcknowledgeableId(rowId)) ? rowId : undefined;
         if (id) {
           learned.push(aliasSnapshot(id, qid, new Date(this.deps.clock.now()).toISOString()));
@@ -1171,15 +1173,6 @@ class TransactionRun extends CycleRun {
       },
     );
   }
-}
-
-/**
- * How many distinct transaction ids rows of `entries` give under `qashio_id` (a page may hold more than was asked),
- * added to `ids` (so several pages count each id once).
- */
-function idsListedAs(qashioId: string, entries: readonly PageEntry[], ids = new Set<unknown>()): number {
-  for (const { raw } of entries) if (isJsonObject(raw) && raw["qashio_id"] === qashioId) ids.add(raw["id"]);
-  return ids.size;
 }
 
 /**

@@ -1018,6 +1018,23 @@ describe("pollTransactions", () => {
     expect(JSON.stringify(warnings)).not.toMatch(/Ann|ann@/);
   });
 
+  it("attaches the parent when its read also lists a malformed row under the reference (no id): that row names no transaction", async () => {
+    const rig = makeRig();
+    const parent = rig.provider.addTransaction({ qashio_id: "CT44444444" });
+    parent.client_sync_status = "synced";
+    const refund = rig.provider.addTransaction({ transaction_category: "refund", parent_qashio_id: "CT44444444" });
+    const list = rig.provider.listTransactions.bind(rig.provider);
+    rig.provider.listTransactions = async (query) => {
+      const page = await list(query);
+      // A row without id ahead of the parent's: counted, it made the reference look like two transactions.
+      return query.qashio_id ? { ...page, data: [{ qashio_id: "CT44444444" } as never, ...page.data] } : page;
+    };
+    await pollTransactions(rig.deps);
+    const published = rig.publisher.events.find((e) => e.detail.subject.id === refund.id);
+    expect(published?.detail.data.parent).toEqual({ id: parent.id, qashio_id: "CT44444444" });
+    expect(rig.logger.lines.filter((l) => l.level === "warn" && JSON.stringify(l.attributes).includes("CT44444444"))).toEqual([]);
+  });
+
   it("attaches no parent, and warns naming the reference, when the refund's page lists two transactions under its parent reference", async () => {
     const rig = makeRig();
     // The provider contradicting itself on one page: two purchases under one qashio_id, and a refund naming it.
