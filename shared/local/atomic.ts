@@ -29,13 +29,32 @@ export const STALE_TEMP_MS = 10 * 60_000;
 /** Names this module gives temp files: `<file>.<pid>.<8 hex>[.new].tmp`, possibly nested (createFileOnce). */
 const TEMP_NAME = /\.\d+\.[0-9a-f]+(?:\.new)?\.tmp$/;
 
+/** The name of the file a temp file of this module was written for (nested temp names unwrapped), or undefined. */
+function tempTarget(name: string): string | undefined {
+  let target = name;
+  while (TEMP_NAME.test(target)) target = target.replace(TEMP_NAME, "");
+  return target === name ? undefined : target;
+}
+
+/** Options of {@link staleTempSweep}. */
+export interface StaleTempSweepOptions {
+  /** Age from which a temp file is a leftover. @default {@link STALE_TEMP_MS} */
+  readonly olderThanMs?: number;
+  /**
+   * Which temp files are the caller's, by the name of the file each was written for: for a directory shared with files
+   * that are not (the events file's). @default every temp file of this module
+   */
+  readonly of?: (target: string) => boolean;
+}
+
 /**
- * Deletes the temp files of this module in `dir` (not below it) that are older than `olderThanMs`: leftovers of
- * writes a crash cut short. They are never read, but they pile up, and one may hold what its write held (a refresh
- * token, a quarantined body). Aged by modification time against the system's time, which stamped it. A missing
- * directory, or a file that vanishes or cannot be removed, is left alone: the next sweep tries again.
+ * Deletes the temp files of this module in `dir` (not below it) that are older than `olderThanMs` and written for a
+ * file `of` accepts: leftovers of writes a crash cut short. They are never read, but they pile up, and one may hold
+ * what its write held (a refresh token, a quarantined body). Aged by modification time against the system's time,
+ * which stamped it. A missing directory, or a file that vanishes or cannot be removed, is left alone: the next sweep
+ * tries again.
  */
-async function removeStaleTemps(dir: string, olderThanMs: number): Promise<void> {
+async function removeStaleTemps(dir: string, olderThanMs: number, of: (target: string) => boolean): Promise<void> {
   let names: string[];
   try {
     names = await readdir(dir);
@@ -43,7 +62,8 @@ async function removeStaleTemps(dir: string, olderThanMs: number): Promise<void>
     return;
   }
   for (const name of names) {
-    if (!TEMP_NAME.test(name)) continue;
+    const target = tempTarget(name);
+    if (target === undefined || !of(target)) continue;
     const file = path.join(dir, name);
     const info = await stat(file).catch(() => undefined);
     if (info?.isFile() === true && Date.now() - info.mtimeMs > olderThanMs) await unlink(file).catch(() => undefined);
@@ -58,14 +78,17 @@ async function removeStaleTemps(dir: string, olderThanMs: number): Promise<void>
  * ```ts
  * readonly #sweep = staleTempSweep(".state/quarantine");
  * async list() { await this.#sweep(); ... }
+ * // In a directory shared with other files: only the temp files written for names of its own.
+ * staleTempSweep("/var/log/bridge", { of: (target) => target.startsWith("events.jsonl.cut-") });
  * ```
  */
-export function staleTempSweep(dir: string, olderThanMs: number = STALE_TEMP_MS): () => Promise<void> {
+export function staleTempSweep(dir: string, options: StaleTempSweepOptions = {}): () => Promise<void> {
+  const { olderThanMs = STALE_TEMP_MS, of = () => true } = options;
   let swept = false;
   return async () => {
     if (swept) return;
     swept = true;
-    await removeStaleTemps(dir, olderThanMs);
+    await removeStaleTemps(dir, olderThanMs, of);
   };
 }
 

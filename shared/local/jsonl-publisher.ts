@@ -9,7 +9,7 @@ import path from "node:path";
 import type { BridgeEvent, BridgeEventDetail, EventPublisher, Logger, PublishFailure } from "../bridge/ports.js";
 import { jsonString as quote } from "../bridge/hash.js";
 import { detailJsonParts } from "../bridge/events/json.js";
-import { createFileOnceSync, fileKindOf, makeDirDurable, ScratchBuffer, writeAll } from "./atomic.js";
+import { createFileOnceSync, fileKindOf, makeDirDurable, ScratchBuffer, staleTempSweep, writeAll } from "./atomic.js";
 import { DurableNames } from "./durable-names.js";
 
 /** An event as an EventBridge rule target receives it. */
@@ -123,6 +123,15 @@ export const TORN_REGION_BYTES = 1024 * 1024;
 /** Recovery files of cuts at one byte kept side by side at most (see saveCut): past them, a cut waits for a hand. */
 const RECOVERY_NAMES = 100;
 
+/**
+ * Whether a name is one of `file`'s recovery names (`<file>.cut-<byte>`, `<file>.cut-<byte>.<n>`: see saveCut), so the
+ * sweep of the events file's directory, which may hold anything, removes the temp files of those only.
+ */
+function recoveryNamesOf(file: string): (name: string) => boolean {
+  const prefix = `${path.basename(file)}.cut-`;
+  return (name) => name.startsWith(prefix) && /^\d+(?:\.\d+)?$/.test(name.slice(prefix.length));
+}
+
 /** Where the file's last complete line ends: just past the last newline before `size`, or 0 when there is none. */
 function endOfLastLine(fd: number, size: number): number {
   const chunk = Buffer.allocUnsafe(Math.min(size, TAIL_CHUNK_BYTES));
@@ -193,11 +202,14 @@ export class JsonlEventPublisher implements EventPublisher {
   private readonly scratch = new ScratchBuffer();
   /** The file (device, inode, length) as this publisher's last append left it, synced: nothing of it to check again. */
   private synced: string | undefined;
+  /** Removes the temp files a process killed while saving a recovery file (see saveCut) left: once, on the first append. */
+  private readonly sweep: () => Promise<void>;
 
   constructor(private readonly options: JsonlEventPublisherOptions) {
     this.account = options.account ?? "000000000000";
     this.region = options.region ?? "local";
     this.newId = options.newId ?? envelopeIds();
+    this.sweep = staleTempSweep(path.dirname(options.file), { of: recoveryNamesOf(options.file) });
   }
 
   publish(events: readonly BridgeEvent[]): Promise<{ readonly failed: readonly PublishFailure[] }> {
@@ -208,6 +220,7 @@ export class JsonlEventPublisher implements EventPublisher {
 
   private async append(events: readonly BridgeEvent[]): Promise<{ readonly failed: readonly PublishFailure[] }> {
     if (events.length === 0) return { failed: [] };
+    await this.sweep();
     // Two synchronous steps, so V8 compiles the per-event loop without the file handling around it.
     this.write(this.encode(events));
     return { failed: [] };

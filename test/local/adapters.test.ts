@@ -850,6 +850,31 @@ describe("JsonlEventPublisher", () => {
       });
     });
 
+    it("removes on its first append the old temp files of its recovery files a killed save left, and no other file of a shared directory", async () => {
+      // A process killed while saving a cut (see saveCut) leaves the temp files of createFileOnce beside the events file.
+      const old = ["events.jsonl.cut-120.4242.0a1b2c3d.new.tmp", "events.jsonl.cut-120.2.4242.0a1b2c3d.new.tmp.4242.deadbeef.tmp"];
+      // A save under way in another process (a `run --once` beside a loop).
+      const fresh = ["events.jsonl.cut-96.4343.0a1b2c3d.new.tmp"];
+      // Old, but not temp files of this events file's recovery names: other programs', another events file's, its own.
+      const other = [
+        "tokens.json.4242.0a1b2c3d.tmp",
+        "notes.tmp",
+        "other.jsonl.cut-120.4242.0a1b2c3d.new.tmp",
+        "events.jsonl.4242.0a1b2c3d.tmp",
+        "events.jsonl.bak.cut-120.4242.0a1b2c3d.new.tmp",
+        "events.jsonl.cut-120",
+      ];
+      await leftoverTemps(dir, { old, fresh, other });
+      const { file, publisher } = await rig(lineOf(1));
+      await publisher.publish([sampleEvent(2)]);
+      expect((await readdir(dir)).sort()).toEqual([...fresh, ...other, path.basename(file)].sort());
+      // Once per publisher: a loop's later appends do not read the directory again.
+      await leftoverTemps(dir, { old, fresh: [], other: [] });
+      await publisher.publish([sampleEvent(3)]);
+      expect((await readdir(dir)).sort()).toEqual([...old, ...fresh, ...other, path.basename(file)].sort());
+      expect(await detailIds(file)).toEqual([1, 2, 3].map((n) => sampleEvent(n).detail.id));
+    });
+
     it("keeps a last line that is not one of its own, and starts a new line after it", async () => {
       const { file, publisher, warnings } = await rig(lineOf(1) + "notes kept by hand");
       await publisher.publish([sampleEvent(2)]);
