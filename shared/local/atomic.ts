@@ -216,6 +216,12 @@ export function removeFilesDurably(files: readonly string[]): void {
 }
 
 /**
+ * What a file is written from: text (UTF-8), bytes, or chunks of bytes, each written before the next is taken, so an
+ * iterable may hand out one buffer refilled (a large file written in bounded memory).
+ */
+export type FileData = string | Uint8Array | Iterable<Uint8Array>;
+
+/**
  * Atomically replaces `file` with `data`. Resolves to the identity of the file written (taken from its descriptor, so
  * not one another process renamed into place meanwhile), whose name is durable once this resolves.
  *
@@ -224,20 +230,20 @@ export function removeFilesDurably(files: readonly string[]): void {
  * await writeFileAtomic(".state/tokens.json", JSON.stringify(tokens), { mode: 0o600 });
  * ```
  */
-export async function writeFileAtomic(file: string, data: string | Uint8Array | readonly Uint8Array[], options: { mode?: number } = {}): Promise<FileIdentity> {
+export async function writeFileAtomic(file: string, data: FileData, options: { mode?: number } = {}): Promise<FileIdentity> {
   return writeFileAtomicSync(file, data, options);
 }
 
 /** {@link writeFileAtomic} for a synchronous caller (the events file's append: see jsonl-publisher.ts). */
-export function writeFileAtomicSync(file: string, data: string | Uint8Array | readonly Uint8Array[], options: { mode?: number } = {}): FileIdentity {
+export function writeFileAtomicSync(file: string, data: FileData, options: { mode?: number } = {}): FileIdentity {
   const temp = `${file}.${process.pid}.${randomBytes(4).toString("hex")}${TEMP_SUFFIX}`;
   const fd = openSync(temp, "w", options.mode ?? 0o644);
   let identity: FileIdentity;
   try {
     // Chunks go one after the other from the descriptor's current position.
     if (typeof data === "string") writeAll(fd, Buffer.from(data, "utf8"));
-    else if (Array.isArray(data)) for (const chunk of data as readonly Uint8Array[]) writeAll(fd, chunk);
-    else writeAll(fd, data as Uint8Array);
+    else if (data instanceof Uint8Array) writeAll(fd, data);
+    else for (const chunk of data) writeAll(fd, chunk);
     fsyncSync(fd);
     const { dev, ino } = fstatSync(fd, { bigint: true });
     identity = { dev, ino };
@@ -271,7 +277,7 @@ export async function createFileOnce(file: string, data: string, options: { mode
 }
 
 /** {@link createFileOnce} for a synchronous caller (the events file's append: see jsonl-publisher.ts). */
-export function createFileOnceSync(file: string, data: string | Uint8Array, options: { mode?: number } = {}): boolean {
+export function createFileOnceSync(file: string, data: FileData, options: { mode?: number } = {}): boolean {
   const temp = `${file}.${process.pid}.${randomBytes(4).toString("hex")}.new${TEMP_SUFFIX}`;
   writeFileAtomicSync(temp, data, options);
   let created: boolean;

@@ -4,7 +4,7 @@
  * so an event AWS would trim or quarantine past 256 KB (../aws/event-size.ts) is written untrimmed (docs/events.md).
  */
 import { randomUUID } from "node:crypto";
-import { closeSync, constants, fstatSync, fsyncSync, ftruncateSync, openSync, readFileSync, readSync } from "node:fs";
+import { closeSync, constants, fstatSync, fsyncSync, ftruncateSync, openSync, readSync } from "node:fs";
 import path from "node:path";
 import type { BridgeEvent, BridgeEventDetail, EventPublisher, Logger, PublishFailure } from "../bridge/ports.js";
 import { jsonString as quote } from "../bridge/hash.js";
@@ -113,7 +113,7 @@ const OPEN_FLAGS = constants.O_RDWR | constants.O_APPEND | constants.O_CREAT | (
 
 /** How every line this publisher writes starts: a torn line that starts so (up to a NUL) is one of its own. */
 const LINE_START = Buffer.from('{"version":"0","id":"', "utf8");
-/** Bytes read per step when looking back for the last complete line. */
+/** Bytes read per step from the tail: looking back for the last complete line, saving a cut (see saveCut). */
 const TAIL_CHUNK_BYTES = 64 * 1024;
 /**
  * The most bytes written between two fsyncs (a larger batch is fsynced every so many), so the most a power loss can
@@ -130,6 +130,51 @@ const RECOVERY_NAMES = 100;
 function recoveryNamesOf(file: string): (name: string) => boolean {
   const prefix = `${path.basename(file)}.cut-`;
   return (name) => name.startsWith(prefix) && /^\d+(?:\.\d+)?$/.test(name.slice(prefix.length));
+}
+
+/** Reads up to `length` bytes of `fd` at `position` into `buffer`, fewer only where the file ends; returns how many. */
+function readAt(fd: number, buffer: Buffer, length: number, position: number): number {
+  let done = 0;
+  while (done < length) {
+    const read = readSync(fd, buffer, done, length - done, position + done);
+    if (read === 0) break;
+    done += read;
+  }
+  return done;
+}
+
+/**
+ * The bytes of `fd` from `start` to `end`, a piece at a time in `chunk` (refilled for each, so valid until the next is
+ * taken): a cut of any length in bounded memory. Throws when the file ends before `end`.
+ */
+function* pieces(fd: number, start: number, end: number, chunk: Buffer): Generator<Buffer> {
+  for (let at = start; at < end; ) {
+    const read = readAt(fd, chunk, Math.min(chunk.length, end - at), at);
+    if (read === 0) throw new Error("the file shrank while being read");
+    yield chunk.subarray(0, read);
+    at += read;
+  }
+}
+
+/**
+ * Whether `file` is a regular file holding exactly the bytes of `fd` from `start` to `end`, compared a piece at a time
+ * (see pieces). Opened non-blocking: a FIFO put at the name is not waited on, only found not to hold them.
+ */
+function holdsSameBytes(file: string, fd: number, start: number, end: number): boolean {
+  const other = openSync(file, constants.O_RDONLY | (constants.O_NONBLOCK ?? 0));
+  try {
+    const stats = fstatSync(other);
+    if (!stats.isFile() || stats.size !== end - start) return false;
+    const theirs = Buffer.allocUnsafe(Math.min(end - start, TAIL_CHUNK_BYTES));
+    let at = 0;
+    for (const ours of pieces(fd, start, end, Buffer.allocUnsafe(theirs.length))) {
+      if (readAt(other, theirs, ours.length, at) !== ours.length || !theirs.subarray(0, ours.length).equals(ours)) return false;
+      at += ours.length;
+    }
+    return true;
+  } finally {
+    closeSync(other);
+  }
 }
 
 /** Where the file's last complete line ends: just past the last newline before `size`, or 0 when there is none. */
@@ -337,26 +382,23 @@ export class JsonlEventPublisher implements EventPublisher {
 
   /**
    * Saves the bytes from `cut` on to `<file>.cut-<cut>` beside the events file, with its permission bits (narrowed by
-   * the umask), durably: written whole under a temp name and linked into place, the directory fsynced. A file of that
-   * name holding other bytes (an earlier cut at the same byte: a second power loss during the append that followed it,
-   * or another events file of the same name) is kept, and the next free name of `<file>.cut-<cut>.2`, `.3`, ... taken.
-   * A crash before the cut that follows repeats the save at the next start, which finds the same bytes under the same
-   * name, and keeps them. Returns its name; a save that fails throws, naming what to do by hand.
+   * the umask), durably: written whole under a temp name and linked into place, the directory fsynced; read, written
+   * and compared a piece at a time (see pieces), as `cut` may lie far before the region checked (where a line of
+   * several MiB, a large event's or a foreign file's, starts). A file of that name holding other bytes (an earlier cut
+   * at the same byte: a second power loss during the append that followed it, or another events file of the same
+   * name), or no regular file, is kept, and the next free name of `<file>.cut-<cut>.2`, `.3`, ... taken. A crash
+   * before the cut that follows repeats the save at the next start, which finds the same bytes under the same name,
+   * and keeps them. Returns its name; a save that fails throws, naming what to do by hand.
    */
   private saveCut(fd: number, cut: number, size: number, mode: number): string {
     const first = `${this.options.file}.cut-${cut}`;
     const problem = `${this.options.file}: cannot save the ${size - cut} bytes from byte ${cut} on, which a power loss tore, to ${first}[.<n>] before cutting them off`;
     const manual = `nothing was written; save them and cut them yourself (tail -c +${cut + 1} ${this.options.file} > <a file of your own>; truncate -s ${cut} ${this.options.file})`;
-    const bytes = Buffer.allocUnsafe(size - cut);
+    const chunk = Buffer.allocUnsafe(Math.min(size - cut, TAIL_CHUNK_BYTES));
     try {
-      for (let done = 0; done < bytes.length; ) {
-        const read = readSync(fd, bytes, done, bytes.length - done, cut + done);
-        if (read === 0) throw new Error("the file shrank while being read");
-        done += read;
-      }
       for (let n = 1; n <= RECOVERY_NAMES; n += 1) {
         const recovery = n === 1 ? first : `${first}.${n}`;
-        if (createFileOnceSync(recovery, bytes, { mode }) || readFileSync(recovery).equals(bytes)) return recovery;
+        if (createFileOnceSync(recovery, pieces(fd, cut, size, chunk), { mode }) || holdsSameBytes(recovery, fd, cut, size)) return recovery;
       }
     } catch (err) {
       throw new Error(`${problem} (${(err as Error).message}): ${manual}`, { cause: err });

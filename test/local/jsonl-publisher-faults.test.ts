@@ -9,8 +9,18 @@ import { pollTransactions } from "../../shared/bridge/transactions.js";
 import { sampleEvent } from "../bridge/contract/index.js";
 import { makeRig } from "../bridge/fakes.js";
 
-/** Faults the next write (half the buffer lands, then ENOSPC) and, optionally, the truncation that cleans up after it. */
-const faults = vi.hoisted(() => ({ tearNextWrite: false, failTruncate: false, failOpenOf: undefined as RegExp | undefined, unsynced: 0, mostUnsynced: 0 }));
+/**
+ * Faults the next write (half the buffer lands, then ENOSPC) and, optionally, the truncation that cleans up after it;
+ * records the most bytes left unsynced, and the most read or written in one call (what a buffer had to hold).
+ */
+const faults = vi.hoisted(() => ({
+  tearNextWrite: false,
+  failTruncate: false,
+  failOpenOf: undefined as RegExp | undefined,
+  unsynced: 0,
+  mostUnsynced: 0,
+  mostInOneCall: 0,
+}));
 
 vi.mock("node:fs", async (importOriginal) => {
   const fs = await importOriginal<typeof nodeFs>();
@@ -21,6 +31,7 @@ vi.mock("node:fs", async (importOriginal) => {
       throw Object.assign(new Error("ENOSPC: no space left on device, write"), { code: "ENOSPC" });
     }
     const written = fs.writeSync(fd, buffer, offset, length);
+    faults.mostInOneCall = Math.max(faults.mostInOneCall, written);
     faults.unsynced += written;
     faults.mostUnsynced = Math.max(faults.mostUnsynced, faults.unsynced);
     return written;
@@ -38,7 +49,18 @@ vi.mock("node:fs", async (importOriginal) => {
     if (faults.failOpenOf?.test(String(file)) === true) throw Object.assign(new Error(`EACCES: permission denied, open '${String(file)}'`), { code: "EACCES" });
     return (fs.openSync as (...args: unknown[]) => number)(file, ...rest);
   }) as typeof fs.openSync;
-  return { ...fs, default: { ...fs, writeSync, ftruncateSync, fsyncSync, openSync }, writeSync, ftruncateSync, fsyncSync, openSync };
+  const readSync = ((...args: Parameters<typeof fs.readSync>) => {
+    const read = fs.readSync(...args);
+    faults.mostInOneCall = Math.max(faults.mostInOneCall, read);
+    return read;
+  }) as typeof fs.readSync;
+  const readFileSync = ((...args: Parameters<typeof fs.readFileSync>) => {
+    const content = fs.readFileSync(...args);
+    faults.mostInOneCall = Math.max(faults.mostInOneCall, content.length);
+    return content;
+  }) as typeof fs.readFileSync;
+  const mocked = { writeSync, ftruncateSync, fsyncSync, openSync, readSync, readFileSync };
+  return { ...fs, default: { ...fs, ...mocked }, ...mocked };
 });
 
 let dir: string;
@@ -51,6 +73,7 @@ beforeEach(async () => {
   faults.failOpenOf = undefined;
   faults.unsynced = 0;
   faults.mostUnsynced = 0;
+  faults.mostInOneCall = 0;
 });
 afterEach(async () => {
   await rm(dir, { recursive: true, force: true });
@@ -210,6 +233,15 @@ describe("JsonlEventPublisher and a power loss", () => {
     expect(await detailIds()).toEqual([1, 2].map((n) => sampleEvent(n).detail.id));
   });
 
+  it("takes a directory at a recovery name for one holding other bytes, and saves under the next free name", async () => {
+    const { kept, cut } = await tornFile(file);
+    await mkdir(`${file}.cut-${kept.length}`);
+    await new JsonlEventPublisher({ file, newId: () => "env" }).publish([sampleEvent(2)]);
+    expect(await readdir(`${file}.cut-${kept.length}`)).toEqual([]);
+    expect((await readFile(`${file}.cut-${kept.length}.2`)).equals(cut)).toBe(true);
+    expect(await detailIds()).toEqual([1, 2].map((n) => sampleEvent(n).detail.id));
+  });
+
   it("refuses to cut when every recovery name holds other bytes, and leaves all the files", async () => {
     const { kept } = await tornFile(file);
     const before = await readFile(file);
@@ -219,6 +251,46 @@ describe("JsonlEventPublisher and a power loss", () => {
     expect((await readFile(file)).equals(before)).toBe(true);
     for (const name of names) expect(await readFile(name, "utf8")).toBe("an earlier cut\n");
     expect(await readdir(dir)).toHaveLength(101);
+  });
+
+  /**
+   * `tornFile`, but the torn line is a line of the publisher's opening and then 3 MiB without a newline before its NUL
+   * block (a file that held something else, with huge lines): the cut starts 3 MiB before the region it checks.
+   */
+  async function farTornFile(target: string): Promise<{ readonly kept: Buffer; readonly cut: Buffer }> {
+    await new JsonlEventPublisher({ file: target, newId: () => "env" }).publish([sampleEvent(1)]);
+    const line = await readFile(target);
+    const cut = Buffer.concat([line.subarray(0, 30), Buffer.alloc(3 * TORN_REGION_BYTES, "x"), Buffer.alloc(512), line]);
+    await writeFile(target, Buffer.concat([line, cut]));
+    return { kept: line, cut };
+  }
+
+  it("saves a cut far longer than the region it checks, and finds it saved again, a piece at a time: never held whole", async () => {
+    const { kept, cut } = await farTornFile(file);
+    // A crash between the save and the cut: the next start compares the recovery file with the cut.
+    faults.failTruncate = true;
+    await expect(new JsonlEventPublisher({ file, newId: () => "env" }).publish([sampleEvent(2)])).rejects.toThrow(`saved in ${file}.cut-${kept.length}`);
+    faults.failTruncate = false;
+    await new JsonlEventPublisher({ file, newId: () => "env" }).publish([sampleEvent(2)]);
+    expect(await readdir(dir)).toEqual(["events.jsonl", `events.jsonl.cut-${kept.length}`]);
+    expect((await readFile(`${file}.cut-${kept.length}`)).equals(cut)).toBe(true);
+    expect(await detailIds()).toEqual([1, 2].map((n) => sampleEvent(n).detail.id));
+    // No read or write of the 3 MiB at once: the region checked (see write) is the most held.
+    expect(faults.mostInOneCall).toBeLessThanOrEqual(TORN_REGION_BYTES);
+  });
+
+  it.each([
+    ["its last byte", (cut: Buffer) => Buffer.concat([cut.subarray(0, -1), Buffer.from("?")])],
+    ["one byte in the middle", (cut: Buffer) => Buffer.concat([cut.subarray(0, 2 * TORN_REGION_BYTES), Buffer.from("?"), cut.subarray(2 * TORN_REGION_BYTES + 1)])],
+    ["lacking the last byte", (cut: Buffer) => cut.subarray(0, -1)],
+    ["one byte more", (cut: Buffer) => Buffer.concat([cut, Buffer.from("\n")])],
+  ])("keeps a recovery file of that name that holds a cut far longer than one read but for %s, and saves under the next name", async (_what, earlier) => {
+    const { kept, cut } = await farTornFile(file);
+    await writeFile(`${file}.cut-${kept.length}`, earlier(cut));
+    await new JsonlEventPublisher({ file, newId: () => "env" }).publish([sampleEvent(2)]);
+    expect((await readFile(`${file}.cut-${kept.length}`)).equals(earlier(cut))).toBe(true);
+    expect((await readFile(`${file}.cut-${kept.length}.2`)).equals(cut)).toBe(true);
+    expect(faults.mostInOneCall).toBeLessThanOrEqual(TORN_REGION_BYTES);
   });
 
   it("goes on after a second power loss tears the append that followed a cut, at the same byte, keeping both cuts", async () => {
