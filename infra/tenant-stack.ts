@@ -14,7 +14,7 @@ import { PollSchedules } from "./constructs/poll-schedules.js";
 import { TenantEventBus } from "./constructs/tenant-event-bus.js";
 import { TenantKey } from "./constructs/tenant-key.js";
 import { TenantSecret } from "./constructs/tenant-secret.js";
-import { POLLER_TABLE_ACTIONS, ROTATION_TABLE_ACTIONS, TenantTable } from "./constructs/tenant-table.js";
+import { POLLER_TABLE_ACTIONS, ROTATION_TABLE_ACTIONS, TRANSACTION_POLLER_TABLE_ACTIONS, TenantTable } from "./constructs/tenant-table.js";
 import { WebhookForwarder } from "./constructs/webhook-forwarder.js";
 import type { EventDetailSchema } from "./event-schemas-source.js";
 import { acknowledgeTenantStackFindings } from "./nag-acknowledgements.js";
@@ -187,12 +187,12 @@ export class TenantStack extends Stack {
       logEncryptionKey: key,
     });
 
-    const pollers: [BridgeFunction, TableUser][] = [
-      [this.pollTransactions, "pollTransactions"],
-      [this.pollCards, "pollCards"],
+    const pollers: [BridgeFunction, TableUser, readonly string[]][] = [
+      [this.pollTransactions, "pollTransactions", TRANSACTION_POLLER_TABLE_ACTIONS],
+      [this.pollCards, "pollCards", POLLER_TABLE_ACTIONS],
     ];
-    for (const [{ function: fn }, user] of pollers) {
-      this.table.grantItemAccess(fn, POLLER_TABLE_ACTIONS, partitionKeyPatterns(tenant.id, user));
+    for (const [{ function: fn }, user, tableActions] of pollers) {
+      this.table.grantItemAccess(fn, tableActions, partitionKeyPatterns(tenant.id, user));
       // Each poller counts the quarantine after its cycle (QuarantineSize): on the index, that partition only.
       this.table.grantLiveCount(fn, [quarantinePartition(tenant.id)]);
       this.secret.grantRuntimeAccess(fn);

@@ -21,21 +21,27 @@ export interface TenantTableProps {
 }
 
 /**
- * Item actions a poller sends (shared/aws): snapshots (BatchGet, BatchWrite), quarantine (conditional Put, Update of
- * the TTL of a record found again, Query to list it for the re-drive, BatchWrite deletes once re-driven; its size is
- * counted on the index, see grantLiveCount), leases (conditional Put, Delete; Update renews the token lease while
- * rotated tokens are saved, a cycle lease is never renewed: it outlives the function timeout) and the shared access
- * token (Get, Put, Delete). Granted with the poller's partition keys (`partitionKeyPatterns` in shared/aws/keys.ts).
+ * Item actions both pollers send (shared/aws): snapshots (BatchGet, BatchWrite), quarantine (conditional Put, Update of
+ * the TTL of a record found again; its size is counted on the index, see grantLiveCount), leases (conditional Put,
+ * Delete; Update renews the token lease while rotated tokens are saved, a cycle lease is never renewed: it outlives the
+ * function timeout) and the shared access token (Get, Put, Delete). Granted with the poller's partition keys
+ * (`partitionKeyPatterns` in shared/aws/keys.ts). No Query: only the transaction poller reads the quarantine's records
+ * ({@link TRANSACTION_POLLER_TABLE_ACTIONS}); the card poller would otherwise read every quarantined transaction's body.
  */
 export const POLLER_TABLE_ACTIONS = [
   "dynamodb:GetItem",
   "dynamodb:BatchGetItem",
-  "dynamodb:Query",
   "dynamodb:PutItem",
   "dynamodb:DeleteItem",
   "dynamodb:UpdateItem",
   "dynamodb:BatchWriteItem",
 ] as const;
+
+/**
+ * Item actions of the transaction poller: {@link POLLER_TABLE_ACTIONS}, and Query to list the quarantine for the
+ * re-drive and the conform-pii pass (BatchWrite deletes the records re-driven), which run there only.
+ */
+export const TRANSACTION_POLLER_TABLE_ACTIONS = [...POLLER_TABLE_ACTIONS, "dynamodb:Query"] as const;
 
 /**
  * Item actions the token rotation sends, on the token lease and the shared access token only: the lease is taken (Put),

@@ -162,11 +162,12 @@ describe("table access of the functions against their roles' dynamodb:LeadingKey
     expect(prefixes("pollTransactions")).toEqual(new Set(["LEASE", "TOKEN", "SNAP", "QUAR"]));
     expect(prefixes("pollCards")).toEqual(new Set(["LEASE", "TOKEN", "SNAP", "QUAR"]));
     expect(prefixes("rotateToken")).toEqual(new Set(["LEASE", "TOKEN"]));
-    // ... with every kind of request it sends: conform-pii's Scan included, which no other request of theirs sends.
-    const actions = (user: TableUser) => [...new Set(calls.filter((c) => c.user === user).map((c) => c.action))].sort();
-    const items = ["dynamodb:BatchGetItem", "dynamodb:BatchWriteItem", "dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query"];
+    // ... with every kind of request it sends on the table: conform-pii's Scan included, which no other request of
+    // theirs sends, and Query (the re-drive's and conform-pii's reads of the quarantine) by the transaction poller only.
+    const actions = (user: TableUser) => [...new Set(calls.filter((c) => c.user === user && c.index === undefined).map((c) => c.action))].sort();
+    const items = ["dynamodb:BatchGetItem", "dynamodb:BatchWriteItem", "dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem"];
     // UpdateItem: the quarantine's write of a record (the refused publish's).
-    expect(actions("pollTransactions")).toEqual([...items, "dynamodb:Scan", "dynamodb:UpdateItem"]);
+    expect(actions("pollTransactions")).toEqual([...items, "dynamodb:Query", "dynamodb:Scan", "dynamodb:UpdateItem"]);
     expect(actions("pollCards")).toEqual(items);
     expect(actions("rotateToken")).toEqual(["dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem"]);
 
@@ -246,6 +247,11 @@ describe("table access of the functions against their roles' dynamodb:LeadingKey
     // Nor the conform-pii pass id, a transaction key: only the transaction poller supersedes it after a mode change.
     expect(poller([`SNAP#${TENANT}#transaction:~conform-pass`])).toBe(false);
     expect(poller([`LEASE#${TENANT}#cycle#transactions`])).toBe(false);
+    // The quarantine's records are read (Query on the table) by the transaction poller only: the card poller never lists
+    // them, and would read every quarantined transaction's body.
+    const query = (user: TableUser) => allowed({ user, action: "dynamodb:Query", leadingKeys: [`QUAR#${TENANT}`] });
+    expect(query("pollTransactions")).toBe(true);
+    expect(query("pollCards")).toBe(false);
     // The index: a Query of the quarantine partition by the pollers, nothing else (its entries hold leases' and the
     // token's keys too).
     const onIndex = (user: TableUser, action: string, key: string) => allowed({ user, action, leadingKeys: [key], index: LIVE_BY_TTL_INDEX });

@@ -951,6 +951,16 @@ describe("least-privilege IAM", () => {
     expect(roleStatements(acmeT, "RotateTokenRole").filter((s) => JSON.stringify(s.Resource).includes("/index/"))).toEqual([]);
   });
 
+  it.each([
+    ["PollTransactionsRole", ["dynamodb:Query"]],
+    ["PollCardsRole", []],
+  ])("grants %s Query on the table itself only if it reads the quarantine (re-drive, conform-pii: transaction poller)", (role, query) => {
+    for (const template of [acmeT, globexT]) {
+      const onTable = roleStatements(template, role).filter((s) => !JSON.stringify(s.Resource).includes("/index/"));
+      expect(onTable.flatMap(actionsOf).filter((a) => a === "dynamodb:Query")).toEqual(query);
+    }
+  });
+
   it("refuses an item grant that dynamodb:LeadingKeys could not scope: a Scan, or no partition key pattern", () => {
     const stack = new Stack();
     const table = new TenantTable(stack, "Table", { encryptionKey: new kms.Key(stack, "Key") });
