@@ -10,7 +10,7 @@ import type { FaultSpec } from "./faults.js";
 import { delay, errorBody, type SandboxEnv } from "./http.js";
 import { registerControl } from "./routes/control.js";
 import { registerCore } from "./routes/core.js";
-import { CURRENT_ERP_PATHS, LEGACY_ERP_PATHS, registerAcknowledge, registerErpReads } from "./routes/erp.js";
+import { CURRENT_ERP_PATHS, LEGACY_ERP_OPTIONS, LEGACY_ERP_PATHS, registerAcknowledge, registerErpReads } from "./routes/erp.js";
 import { registerOAuth } from "./routes/oauth.js";
 import type { SandboxState } from "./state.js";
 
@@ -118,7 +118,7 @@ export function buildApp(state: SandboxState): Hono<SandboxEnv> {
 
   const legacy = new Hono<SandboxEnv>();
   legacy.use("*", apiKeyAuth());
-  registerErpReads(legacy, LEGACY_ERP_PATHS);
+  registerErpReads(legacy, LEGACY_ERP_PATHS, LEGACY_ERP_OPTIONS);
   app.route(LEGACY_PREFIX, legacy);
 
   app.notFound((c) => c.json(errorBody(c, 404, "Resource not found", [{ field: null, code: "NOT_FOUND", message: "no such endpoint" }]), 404));

@@ -70,12 +70,22 @@ export function slicePage<T>(items: readonly T[], page: number, pageSize: number
   return items.slice((page - 1) * pageSize, page * pageSize);
 }
 
+/** What {@link parseQuery} checks beyond the schema, and what it leaves out. */
+export interface QueryOptions {
+  /** Page size fields held to {@link MAX_PAGE_SIZE} (default `page_size`). */
+  readonly sizeFields?: readonly string[];
+  /** Keys the schema takes that this route does not: dropped like any unknown key, however often sent. */
+  readonly keysNotTaken?: readonly string[];
+}
+
 /**
  * Checks the request's query with the shared schema (the client's rule set), then the
  * sandbox's own maximum page size; throws a 400 with one entry per offending field.
  */
-export function parseQuery<S extends z.ZodType>(c: SandboxContext, schema: S, sizeFields: readonly string[] = ["page_size"]): z.output<S> {
+export function parseQuery<S extends z.ZodType>(c: SandboxContext, schema: S, options: QueryOptions = {}): z.output<S> {
+  const { sizeFields = ["page_size"], keysNotTaken = [] } = options;
   const params = new URL(c.req.url).searchParams;
+  for (const key of keysNotTaken) params.delete(key);
   const result = checkQuery(schema, params);
   const errors: FieldError[] = result.ok ? [] : [...result.errors];
   // Only a size field the query takes: on another endpoint (the card balance) it is an unknown key, ignored.

@@ -60,7 +60,7 @@ function visibleCards(data: CompanyData): CardRecord[] {
 
 function listCoreCards(c: SandboxContext): Response {
   requireScope(c, "cards:read");
-  const q = parseQuery(c, CoreCardsQuerySchema, ["page_size", "limit"]);
+  const q = parseQuery(c, CoreCardsQuerySchema, { sizeFields: ["page_size", "limit"] });
   const data = c.get("data");
   const page = q.page ?? 1;
   const perPage = q.page_size ?? q.limit ?? DEFAULT_PAGE_SIZES.core_cards;

@@ -85,9 +85,19 @@ export const LEGACY_ERP_PATHS: ErpReadPaths = {
   companySummary: "/company/summary",
 };
 
+/** What a generation's reads take beyond their paths. */
+export interface ErpReadOptions {
+  /** Transaction list filters the generation does not have: ignored like any unknown query key. */
+  readonly transactionFiltersNotTaken?: readonly string[];
+}
+
+/** Earlier generation: refund and reversal mapping through `parent_qashio_id` came with 2.0 (§9 rule 5). */
+export const LEGACY_ERP_OPTIONS: ErpReadOptions = { transactionFiltersNotTaken: ["parent_qashio_id"] };
+
 /** Registers every accounting read on `router` at `paths`. */
-export function registerErpReads(router: Hono<SandboxEnv>, paths: ErpReadPaths): void {
-  router.get(paths.transactions, listTransactions);
+export function registerErpReads(router: Hono<SandboxEnv>, paths: ErpReadPaths, options: ErpReadOptions = {}): void {
+  const transactionFiltersNotTaken = options.transactionFiltersNotTaken ?? [];
+  router.get(paths.transactions, (c) => listTransactions(c, transactionFiltersNotTaken));
   router.get(`${paths.transactions}/:transactionId`, getTransaction);
   router.get(paths.cards, listCards);
   router.get(`${paths.cards}/:cardId`, getCard);
@@ -106,9 +116,9 @@ export function registerAcknowledge(router: Hono<SandboxEnv>): void {
   router.post("/transactions/acknowledge", acknowledge);
 }
 
-function listTransactions(c: SandboxContext): Response {
+function listTransactions(c: SandboxContext, filtersNotTaken: readonly string[]): Response {
   requireScope(c, "transactions:read");
-  const q = parseQuery(c, TransactionsQuerySchema);
+  const q = parseQuery(c, TransactionsQuerySchema, { keysNotTaken: filtersNotTaken });
   const data = c.get("data");
   const page = q.page ?? 1;
   const pageSize = q.page_size ?? DEFAULT_PAGE_SIZES.transactions;

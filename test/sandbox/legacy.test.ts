@@ -44,6 +44,20 @@ describe("earlier connector generation (§9)", () => {
     expect(errorCodes(bad.body)).toEqual(["card_last_four:INVALID_FORMAT"]);
   });
 
+  it("takes no parent_qashio_id filter, which came with 2.0 (§9 rule 5): the key is ignored like any unknown one", async () => {
+    const child = (await h.json("/public/v1/erp/transactions?page_size=100")).body.data.find((tx: { parent_qashio_id: string | null }) => tx.parent_qashio_id !== null);
+    const parent = String(child?.parent_qashio_id);
+    expect((await h.json(`/public/v1/erp/transactions?parent_qashio_id=${parent}`)).body.pagination.total_records).toBeLessThan(40);
+    const all = await legacy("/erp-transactions", apiKey, h.companyId);
+    const filtered = await legacy("/erp-transactions", apiKey, h.companyId, `parent_qashio_id=${parent}`);
+    expect(filtered.status).toBe(200);
+    expect({ ...filtered.body, meta: undefined }).toEqual({ ...all.body, meta: undefined });
+    // Sent twice, an unknown key is still ignored, not "one value per request" (400).
+    const twice = await legacy("/erp-transactions", apiKey, h.companyId, `parent_qashio_id=${parent}&parent_qashio_id=x`);
+    expect(twice.status).toBe(200);
+    expect(twice.body.pagination.total_records).toBe(all.body.pagination.total_records);
+  });
+
   it("answers 401 without or with an unknown x-api-key, 400 without companyId, 403 for another company's id", async () => {
     expect((await legacy("/cards", undefined, h.companyId)).status).toBe(401);
     expect((await legacy("/cards", "wrong-key", h.companyId)).status).toBe(401);
