@@ -148,7 +148,7 @@ function fundingRules(body: UpdateCardBody, card: CardRecord | undefined): Field
   const usageTypes = usageTypesOf(card);
   if (body.velocity_period !== undefined && !isOneOf(body.velocity_period.toUpperCase(), VELOCITY_PERIODS)) errors.push(enumError("velocity_period", VELOCITY_PERIODS));
   if (body.card_usage_type !== undefined && !isOneOf(body.card_usage_type.toUpperCase(), usageTypes)) errors.push(enumError("card_usage_type", usageTypes));
-  const amount = positiveAmountError(body.card_usage_type_amount);
+  const amount = positiveAmountError(body.card_usage_type_amount) ?? heldAmountError(body.card_usage_type_amount, card);
   if (amount) errors.push(amount);
   const nickname = body.nickname === undefined ? undefined : nicknameError(body.nickname);
   if (nickname) errors.push(nickname);
@@ -158,6 +158,15 @@ function fundingRules(body: UpdateCardBody, card: CardRecord | undefined): Field
 /** A card's maximum balance holds something: 0 is out of range (the shared check has refused a negative one). */
 function positiveAmountError(amount: number | undefined): FieldError | undefined {
   return amount === 0 ? { field: "card_usage_type_amount", code: "OUT_OF_RANGE", message: "card_usage_type_amount must be positive" } : undefined;
+}
+
+/**
+ * A card's own account may not hold more than its maximum balance (§4.9, §2.3): a new maximum below what it holds now
+ * is refused rather than money moved off the card (spec-gaps). A pool card holds nothing itself; its pool is the bound.
+ */
+function heldAmountError(amount: number | undefined, card: CardRecord | undefined): FieldError | undefined {
+  if (amount === undefined || card === undefined || card.poolAccountId !== null || amount >= card.balance) return undefined;
+  return { field: "card_usage_type_amount", code: "OUT_OF_RANGE", message: "card_usage_type_amount must be at least the balance the card holds" };
 }
 
 /** Issuance checks `card_usage_type_amount` as the funding update does, so one mistake gets one §7 code on both. */

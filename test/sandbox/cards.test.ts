@@ -324,6 +324,25 @@ describe("PUT /public/v1/core/cards/{cardId} (funding update)", () => {
     expect((await coreCard(own.id as string)).card_usage_type).toBe("RELOADABLE");
   });
 
+  it("refuses a maximum balance below what the card's own account holds (§4.9, §2.3: the most it may hold), changing nothing", async () => {
+    const record = h.sandbox.control.company(h.companyId)?.cards.find((c) => c.status === "Active" && c.poolAccountId === null && c.balance >= 100);
+    if (!record) throw new Error("expected an active card of its own account holding at least 100");
+    const before = (await h.json(`${ERP}/${record.id}`)).body.data as Row;
+    const below = Math.ceil(record.balance) - 1;
+    const refused = await h.json(`${CORE}/${record.id}`, { method: "PUT", body: { card_usage_type_amount: below, nickname: "Not renamed" } });
+    expect(refused.status).toBe(400);
+    expect(errorCodes(refused.body)).toEqual(["card_usage_type_amount:OUT_OF_RANGE"]);
+    expect((await h.json(`${ERP}/${record.id}`)).body.data).toEqual(before);
+    // What it holds fits: the card keeps its balance under its new maximum.
+    const fits = await h.json(`${CORE}/${record.id}`, { method: "PUT", body: { card_usage_type_amount: Math.ceil(record.balance) } });
+    expect(fits.status).toBe(200);
+    expect(Number(fits.body.data.card.account_balance)).toBeLessThanOrEqual(Number(fits.body.data.card.card_usage_type_amount));
+    // A pool card holds nothing of its own: its pool's balance is no bound on its amount.
+    const poolCard = h.sandbox.control.company(h.companyId)?.cards.find((c) => c.status === "Active" && c.poolAccountId !== null);
+    if (!poolCard) throw new Error("expected an active pool card");
+    expect((await h.json(`${CORE}/${poolCard.id}`, { method: "PUT", body: { card_usage_type_amount: 1 } })).status).toBe(200);
+  });
+
   it("answers 404 for an unknown card, 400 for a terminated one, 403 without cards:write", async () => {
     expect((await h.json(`${CORE}/CAUNKNOWN000`, { method: "PUT", body: { nickname: "x" } })).status).toBe(404);
     const terminated = await cardWith("Terminated");
