@@ -206,17 +206,34 @@ function isOwnTornLine(fd: number, from: number, size: number): boolean {
 
 /**
  * Whether the bytes from `from` on are a whole event that lacks only its newline (an editor or a shell rewrite dropped
- * it): kept and closed off, since an event that was acknowledged is never written again.
+ * it): kept and closed off, since an event that was acknowledged is never written again. Judged a piece at a time (see
+ * pieces), as an event's line has no size bound (local mode writes events untrimmed): whole when its brackets, counted
+ * outside strings, close at its end (nothing but JSON whitespace after) and it holds no NUL byte. For every line the
+ * publisher writes (JSON), and every cut of one (a prefix, NULs a power loss left after it), that is what parsing it
+ * decides: a prefix of a JSON object never closes it. A tail that closes but does not parse (not the publisher's) is
+ * kept, not cut.
  */
 function isWholeEvent(fd: number, from: number, size: number): boolean {
-  const tail = Buffer.allocUnsafe(size - from);
-  readSync(fd, tail, 0, tail.length, from);
-  try {
-    JSON.parse(tail.toString("utf8"));
-    return true;
-  } catch {
-    return false;
+  let depth = 0;
+  let inString = false;
+  let escaped = false;
+  let closed = false;
+  for (const piece of pieces(fd, from, size, Buffer.allocUnsafe(Math.min(size - from, TAIL_CHUNK_BYTES)))) {
+    for (let i = 0; i < piece.length; i += 1) {
+      const byte = piece[i] as number;
+      if (byte === 0x00) return false;
+      if (closed) {
+        if (byte !== 0x20 && byte !== 0x09 && byte !== 0x0d) return false;
+      } else if (inString) {
+        if (escaped) escaped = false;
+        else if (byte === 0x5c) escaped = true; // backslash
+        else if (byte === 0x22) inString = false; // quote
+      } else if (byte === 0x22) inString = true;
+      else if (byte === 0x7b || byte === 0x5b) depth += 1; // { [
+      else if (byte === 0x7d || byte === 0x5d) closed = --depth <= 0; // } ]
+    }
   }
+  return closed;
 }
 
 /**

@@ -4,7 +4,8 @@ import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promis
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { JsonlEventPublisher, TORN_REGION_BYTES } from "../../shared/local/index.js";
+import { envelopeLine, JsonlEventPublisher, toEventBridgeEnvelope, TORN_REGION_BYTES } from "../../shared/local/index.js";
+import type { BridgeEvent } from "../../shared/bridge/ports.js";
 import { pollTransactions } from "../../shared/bridge/transactions.js";
 import { sampleEvent } from "../bridge/contract/index.js";
 import { makeRig } from "../bridge/fakes.js";
@@ -17,6 +18,8 @@ const faults = vi.hoisted(() => ({
   tearNextWrite: false,
   failTruncate: false,
   failOpenOf: undefined as RegExp | undefined,
+  /** fsync does nothing: for a test of hundreds of appends that checks what they write, not its durability. */
+  skipSync: false,
   unsynced: 0,
   mostUnsynced: 0,
   mostInOneCall: 0,
@@ -38,7 +41,7 @@ vi.mock("node:fs", async (importOriginal) => {
   }) as typeof fs.writeSync;
   const fsyncSync = ((fd: number) => {
     faults.unsynced = 0;
-    fs.fsyncSync(fd);
+    if (!faults.skipSync) fs.fsyncSync(fd);
   }) as typeof fs.fsyncSync;
   const ftruncateSync = ((fd: number, len?: number) => {
     if (faults.failTruncate) throw Object.assign(new Error("EIO: i/o error, ftruncate"), { code: "EIO" });
@@ -71,6 +74,7 @@ beforeEach(async () => {
   faults.tearNextWrite = false;
   faults.failTruncate = false;
   faults.failOpenOf = undefined;
+  faults.skipSync = false;
   faults.unsynced = 0;
   faults.mostUnsynced = 0;
   faults.mostInOneCall = 0;
@@ -304,6 +308,86 @@ describe("JsonlEventPublisher and a power loss", () => {
     expect(await detailIds()).toEqual([1, 2].map((n) => sampleEvent(n).detail.id));
     expect((await readFile(`${file}.cut-${kept.length}`)).equals(cut)).toBe(true);
     expect((await readFile(`${file}.cut-${kept.length}.2`)).equals(again)).toBe(true);
+  });
+});
+
+describe("JsonlEventPublisher and a last line without its newline", () => {
+  /** A publisher that records its warnings. */
+  const publisherOf = (warnings: unknown[]) => new JsonlEventPublisher({ file, logger: { warn: (message, attributes) => warnings.push({ message, attributes }) } });
+
+  /**
+   * An event of 3 MiB whose object's text holds escapes and brackets that do not balance, inside a string: each unit's
+   * JSON text (`a\"}}\\]x`) is 9 bytes, so reads of 64 KiB end at every byte of it, between the two of an escape too.
+   */
+  function largeEvent(n: number): BridgeEvent {
+    const event = sampleEvent(n);
+    const object = { ...event.detail.data.object, memo: 'a"}}\\]x'.repeat(TORN_REGION_BYTES / 3) };
+    return { ...event, detail: { ...event.detail, data: { ...event.detail.data, object } } };
+  }
+
+  /** The file holding a small event's line, then a large one's, its newline dropped: returns the large one's line. */
+  async function largeLastLine(): Promise<{ readonly first: Buffer; readonly line: Buffer }> {
+    await new JsonlEventPublisher({ file }).publish([sampleEvent(1), largeEvent(2)]);
+    const content = await readFile(file);
+    const first = content.subarray(0, content.indexOf(0x0a) + 1);
+    await writeFile(file, content.subarray(0, -1));
+    faults.mostInOneCall = 0;
+    return { first, line: content.subarray(first.length, -1) };
+  }
+
+  it("keeps a whole event of several MiB that lacks only its newline, judged a piece at a time: never held whole", async () => {
+    await largeLastLine();
+    const warnings: unknown[] = [];
+    await publisherOf(warnings).publish([sampleEvent(3)]);
+    expect(await detailIds()).toEqual([1, 2, 3].map((n) => sampleEvent(n).detail.id));
+    expect(warnings).toEqual([]);
+    // The region checked for a power loss's NUL bytes (see write) is the most read at once, not the 3 MiB line.
+    expect(faults.mostInOneCall).toBeLessThanOrEqual(TORN_REGION_BYTES);
+  });
+
+  it.each([
+    ["after all but its closing brace", (line: Buffer) => line.subarray(0, -1)],
+    ["after the backslash of an escape 2 MiB in", (line: Buffer) => line.subarray(0, line.indexOf("\\", 2 * TORN_REGION_BYTES) + 1)],
+    ["after the quote that ends its memo", (line: Buffer) => line.subarray(0, line.lastIndexOf('x"') + 2)],
+    // Further back than the region checked for them (see cutPowerLossTear), inside a string: a file an older version wrote.
+    ["by NUL bytes 1 MiB in", (line: Buffer) => Buffer.concat([line.subarray(0, TORN_REGION_BYTES), Buffer.alloc(4096), line.subarray(TORN_REGION_BYTES + 4096)])],
+  ])("cuts an event of several MiB torn %s, judged a piece at a time", async (_what, tear) => {
+    const { first, line } = await largeLastLine();
+    const torn = tear(line);
+    await writeFile(file, Buffer.concat([first, torn]));
+    const warnings: unknown[] = [];
+    await publisherOf(warnings).publish([sampleEvent(3)]);
+    expect(await detailIds()).toEqual([1, 3].map((n) => sampleEvent(n).detail.id));
+    expect(warnings).toEqual([{ message: expect.stringMatching(/torn/), attributes: { file, bytes: torn.length } }]);
+    expect(faults.mostInOneCall).toBeLessThanOrEqual(TORN_REGION_BYTES);
+  });
+
+  it("keeps a last line that starts as its own and closes its brackets but does not parse: no line of its own cut short", async () => {
+    const closes = '{"version":"0","id":"x", "notes": [kept by hand]}';
+    await writeFile(file, closes);
+    const warnings: unknown[] = [];
+    await publisherOf(warnings).publish([sampleEvent(1)]);
+    expect((await readFile(file, "utf8")).split("\n")).toEqual([closes, expect.stringContaining(sampleEvent(1).detail.id), ""]);
+    expect(warnings).toEqual([]);
+  });
+
+  it("cuts every line of its own cut short at any byte, and keeps it whole, as parsing it would decide", async () => {
+    const event = sampleEvent(2);
+    const data = {
+      object: { ...event.detail.data.object, memo: 'q"\\{[ \u2028 ☕', nested: { list: [1, { b: "}]" }, null] } },
+      changes: [{ path: "/memo", before: null, after: { y: "]\\" } }],
+      parent: { id: "txn-0", qashio_id: "CT0" },
+    };
+    const line = Buffer.from(envelopeLine(toEventBridgeEnvelope({ ...event, detail: { ...event.detail, data } }, { account: "1", region: "r", id: "env" })));
+    const first = Buffer.from(envelopeLine(toEventBridgeEnvelope(sampleEvent(1), { account: "1", region: "r", id: "env" })) + "\n");
+    faults.skipSync = true;
+    const publisher = new JsonlEventPublisher({ file });
+    for (let end = 1; end <= line.length; end += 1) {
+      await writeFile(file, Buffer.concat([first, line.subarray(0, end)]));
+      await publisher.publish([sampleEvent(3)]);
+      const kept = (await readFile(file, "utf8")).split("\n").length === 4;
+      expect({ end, kept }).toEqual({ end, kept: end === line.length });
+    }
   });
 });
 
