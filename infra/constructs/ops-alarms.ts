@@ -136,9 +136,17 @@ export class OpsAlarms extends Construct {
       topic.addSubscription(new subscriptions.EmailSubscription(props.target.email));
       ownTopic = topic;
       // CloudWatch alarms publish to the encrypted topic only if the key policy lets them; a topic of the tenant's
-      // own (topicArn) brings its own key, so the statement is made only with this topic.
+      // own (topicArn) brings its own key, so the statement is made only with this topic. The source account only if
+      // the call carries it: AWS's statement for alarms on an encrypted topic has no condition and AWS does not say
+      // these calls carry it, and a required key they lack would drop every notification with nothing to show it.
       props.encryptionKey.addToResourcePolicy(
-        accountServiceKeyStatement(this, "AllowCloudWatchAlarmsToPublishToEncryptedTopic", "cloudwatch.amazonaws.com", ["kms:Decrypt", "kms:GenerateDataKey*"]),
+        accountServiceKeyStatement(
+          this,
+          "AllowCloudWatchAlarmsToPublishToEncryptedTopic",
+          "cloudwatch.amazonaws.com",
+          ["kms:Decrypt", "kms:GenerateDataKey*"],
+          "ifPresent",
+        ),
       );
       this.topic = topic;
     } else {

@@ -18,19 +18,33 @@ export const KEY_ACTIONS_VIA: Readonly<Record<KeyService, readonly string[]>> = 
 };
 
 /**
+ * Whether a service's calls to KMS must name the source account (`required`), or are bound to it only when they
+ * carry `aws:SourceAccount` (`ifPresent`): for a service AWS documents no source key for, where a required key it
+ * leaves out would deny every call.
+ */
+export type SourceAccountCheck = "required" | "ifPresent";
+
+/**
  * A key-policy statement letting `service`'s own principal use the key (`actions`) for calls made for the stack's
  * account (`aws:SourceAccount`): how a service that writes encrypted data under its own principal gets the key.
  *
  * @example
- * key.addToResourcePolicy(accountServiceKeyStatement(this, "AllowCloudWatchAlarmsToPublishToEncryptedTopic", "cloudwatch.amazonaws.com", ["kms:Decrypt"]));
+ * key.addToResourcePolicy(accountServiceKeyStatement(this, "AllowEventBridgeToWriteEncryptedDeadLetters", "events.amazonaws.com", ["kms:Decrypt"]));
  */
-export function accountServiceKeyStatement(scope: Construct, sid: string, service: string, actions: string[]): iam.PolicyStatement {
+export function accountServiceKeyStatement(
+  scope: Construct,
+  sid: string,
+  service: string,
+  actions: string[],
+  sourceAccount: SourceAccountCheck = "required",
+): iam.PolicyStatement {
+  const operator = sourceAccount === "required" ? "StringEquals" : "StringEqualsIfExists";
   return new iam.PolicyStatement({
     sid,
     principals: [new iam.ServicePrincipal(service)],
     actions,
     resources: ["*"],
-    conditions: { StringEquals: { "aws:SourceAccount": Stack.of(scope).account } },
+    conditions: { [operator]: { "aws:SourceAccount": Stack.of(scope).account } },
   });
 }
 

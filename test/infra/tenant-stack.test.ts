@@ -286,6 +286,15 @@ describe("tenant stacks", () => {
       expect.objectContaining({ Sid: "AllowCloudWatchAlarmsToPublishToEncryptedTopic", Action: ["kms:Decrypt", "kms:GenerateDataKey*"] }),
     ]);
     expect(cloudWatchStatements(acmeT)).toEqual([]);
+    // AWS documents no source key in CloudWatch's calls to KMS for an encrypted topic (its statement has no condition):
+    // a call without aws:SourceAccount is let through, one naming another account is not.
+    const env = { partition: "aws", region: "us-east-2", account: "333333333333" };
+    for (const action of ["kms:Decrypt", "kms:GenerateDataKey"]) {
+      const allowed = (context: Record<string, string>) => allows(cloudWatchStatements(globexT), { action, context, env });
+      expect(allowed({}), `${action} without aws:SourceAccount`).toBe(true);
+      expect(allowed({ "aws:SourceAccount": env.account }), `${action} for the stack's account`).toBe(true);
+      expect(allowed({ "aws:SourceAccount": "999999999999" }), `${action} for another account`).toBe(false);
+    }
   });
 
   it("schedules each poller at the tenant's rate through EventBridge Scheduler, with the DLQ", () => {
