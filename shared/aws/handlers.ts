@@ -233,8 +233,8 @@ function isInvocationTimeout(error: unknown): error is Error {
 }
 
 /**
- * Logs a failure by name and message only (errors of this codebase never carry secrets), and for an SDK error that
- * escaped as it is, the call and table it came from, then rethrows.
+ * Logs a failure by name and message only (errors of this codebase never carry secrets), and for an SDK error (as it
+ * escaped, or the cause of the error that wraps it) the call and table it came from, then rethrows.
  */
 function logFailure(logger: Logger, message: string, error: unknown): never {
   const e = error instanceof Error ? error : new Error(String(error));

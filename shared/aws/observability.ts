@@ -143,12 +143,24 @@ export function nameFailedCalls(client: { readonly middlewareStack: unknown }): 
   );
 }
 
+/** How far down a chain of causes {@link awsCallOf} looks: far beyond any wrapping here, and bounded. */
+const MAX_CAUSE_DEPTH = 8;
+
 /**
- * The call `error` came from, when a client set up with {@link nameFailedCalls} raised it.
+ * The call `error` came from, when a client set up with {@link nameFailedCalls} raised it or raised one of its causes
+ * (the engine wraps a store's failure in a CycleAbortedError, an adapter in its own error): the first named one
+ * down the `cause` chain. Only the call's name and table, never anything of the cause's message.
  *
  * @example
  * logger.error("Cycle failed", { error: { name: e.name, message: e.message, ...awsCallOf(e) } });
  */
 export function awsCallOf(error: unknown): AwsCall | undefined {
-  return typeof error === "object" && error !== null ? failedCalls.get(error) : undefined;
+  const seen = new Set<object>();
+  for (let current = error; typeof current === "object" && current !== null && !seen.has(current) && seen.size < MAX_CAUSE_DEPTH; ) {
+    const call = failedCalls.get(current);
+    if (call !== undefined) return call;
+    seen.add(current);
+    current = (current as { cause?: unknown }).cause;
+  }
+  return undefined;
 }

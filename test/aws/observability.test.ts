@@ -139,4 +139,16 @@ describe("nameFailedCalls", () => {
     expect(awsCallOf(secretError)).toEqual({ awsCall: "SecretsManager GetSecretValue" });
     expect(awsCallOf(new Error("not from a call"))).toBeUndefined();
   });
+
+  it("finds the call down the cause chain of an error that wraps the SDK's, and ends on a chain that loops", async () => {
+    const dynamo = failing((config) => new DynamoDBClient(config));
+    nameFailedCalls(dynamo);
+    const error = await dynamo.send(new GetItemCommand({ TableName: "bridge-acme", Key: { pk: { S: "x" } } })).catch((e: unknown) => e);
+    const wrapped = new Error("cycle stopped", { cause: new Error("store failed", { cause: error }) });
+    expect(awsCallOf(wrapped)).toEqual({ awsCall: "DynamoDB GetItem", table: "bridge-acme" });
+    const looping = new Error("a");
+    looping.cause = new Error("b", { cause: looping });
+    expect(awsCallOf(looping)).toBeUndefined();
+    expect(awsCallOf(new Error("no call", { cause: "a string" }))).toBeUndefined();
+  });
 });

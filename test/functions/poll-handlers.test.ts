@@ -618,6 +618,22 @@ describe("poll-transactions handler", () => {
     expect(failed?.["error"]).toMatchObject({ name: "ResourceNotFoundException", awsCall: expect.stringMatching(/^DynamoDB \w+$/), table: missing });
   });
 
+  it("names the AWS call and the table in the failure log line for a DynamoDB error inside a cycle too (wrapped in CycleAbortedError)", async () => {
+    const clients = h.clients((dynamo) =>
+      dynamo.middlewareStack.add(
+        (next, context) => async (args) => {
+          if (String(context.commandName) === "BatchWriteItemCommand") throw awsError("AccessDeniedException");
+          return next(args);
+        },
+        { step: "initialize", name: "denySnapshotWrites" },
+      ),
+    );
+    const error = await h.poller("transactions", { clients })().catch((e: unknown) => e);
+    expect(error).toMatchObject({ name: "CycleAbortedError" });
+    const failed = h.output.map((line) => JSON.parse(line) as Record<string, unknown>).find((doc) => doc["message"] === "Cycle failed");
+    expect(failed?.["error"]).toMatchObject({ name: "CycleAbortedError", awsCall: "DynamoDB BatchWriteItem" });
+  });
+
   it("logs no warning on a cycle that goes well: the tenant dimension is set once per container, not overwritten", async () => {
     expect((await h.poller("transactions")()).status).toBe("completed");
     const warnings = h.output.map((line) => JSON.parse(line) as Record<string, unknown>).filter((doc) => doc["level"] === "WARN");
