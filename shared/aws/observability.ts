@@ -100,6 +100,7 @@ export class PowertoolsMetricsAdapter implements Metrics {
 export interface AwsCall {
   /** e.g. "DynamoDB GetItem" */
   readonly awsCall: string;
+  /** e.g. "bridge-acme"; a batch call's tables comma-separated */
   readonly table?: string;
 }
 
@@ -110,6 +111,14 @@ const namingStacks = new WeakSet<object>();
 /** The minimal middleware stack of an SDK v3 client (`client.middlewareStack`), typed loosely: clients differ in it. */
 interface CallStack {
   add(middleware: (next: (args: { input: unknown }) => Promise<unknown>, context: { clientName?: string; commandName?: string }) => (args: { input: unknown }) => Promise<unknown>, options: { step: "initialize"; priority: "high"; name: string }): void;
+}
+
+/** The table a DynamoDB call names: its TableName, or a batch call's RequestItems keys (comma-separated). */
+function tableOf(input: unknown): string | undefined {
+  const { TableName, RequestItems } = (input ?? {}) as { TableName?: unknown; RequestItems?: unknown };
+  if (typeof TableName === "string") return TableName;
+  const tables = typeof RequestItems === "object" && RequestItems !== null ? Object.keys(RequestItems) : [];
+  return tables.length > 0 ? tables.join(",") : undefined;
 }
 
 /**
@@ -132,8 +141,8 @@ export function nameFailedCalls(client: { readonly middlewareStack: unknown }): 
         if (typeof error === "object" && error !== null && !failedCalls.has(error)) {
           const service = (context.clientName ?? "AWS").replace(/Client$/, "");
           const operation = (context.commandName ?? "call").replace(/Command$/, "");
-          const table = (args.input as { TableName?: unknown } | undefined)?.TableName;
-          failedCalls.set(error, { awsCall: `${service} ${operation}`, ...(typeof table === "string" ? { table } : {}) });
+          const table = tableOf(args.input);
+          failedCalls.set(error, { awsCall: `${service} ${operation}`, ...(table === undefined ? {} : { table }) });
         }
         throw error;
       }

@@ -1,6 +1,6 @@
 import { Metrics } from "@aws-lambda-powertools/metrics";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { DynamoDBClient, GetItemCommand } from "@aws-sdk/client-dynamodb";
+import { BatchGetItemCommand, BatchWriteItemCommand, DynamoDBClient, GetItemCommand } from "@aws-sdk/client-dynamodb";
 import { GetSecretValueCommand, SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 import { DynamoDBDocumentClient, PutCommand } from "@aws-sdk/lib-dynamodb";
 import { PowertoolsMetricsAdapter, awsCallOf, nameFailedCalls } from "../../shared/aws/observability.js";
@@ -150,5 +150,14 @@ describe("nameFailedCalls", () => {
     looping.cause = new Error("b", { cause: looping });
     expect(awsCallOf(looping)).toBeUndefined();
     expect(awsCallOf(new Error("no call", { cause: "a string" }))).toBeUndefined();
+  });
+
+  it("names the table of a batch call, which gives it as the key of RequestItems (no TableName)", async () => {
+    const dynamo = failing((config) => new DynamoDBClient(config));
+    nameFailedCalls(dynamo);
+    const write = new BatchWriteItemCommand({ RequestItems: { "bridge-acme": [{ PutRequest: { Item: { pk: { S: "SNAP#acme#card:secret-id" } } } }] } });
+    expect(awsCallOf(await dynamo.send(write).catch((e: unknown) => e))).toEqual({ awsCall: "DynamoDB BatchWriteItem", table: "bridge-acme" });
+    const read = new BatchGetItemCommand({ RequestItems: { "bridge-acme": { Keys: [{ pk: { S: "x" } }] }, "bridge-globex": { Keys: [{ pk: { S: "y" } }] } } });
+    expect(awsCallOf(await dynamo.send(read).catch((e: unknown) => e))).toEqual({ awsCall: "DynamoDB BatchGetItem", table: "bridge-acme,bridge-globex" });
   });
 });

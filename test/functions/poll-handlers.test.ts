@@ -631,7 +631,7 @@ describe("poll-transactions handler", () => {
     const error = await h.poller("transactions", { clients })().catch((e: unknown) => e);
     expect(error).toMatchObject({ name: "CycleAbortedError" });
     const failed = h.output.map((line) => JSON.parse(line) as Record<string, unknown>).find((doc) => doc["message"] === "Cycle failed");
-    expect(failed?.["error"]).toMatchObject({ name: "CycleAbortedError", awsCall: "DynamoDB BatchWriteItem" });
+    expect(failed?.["error"]).toMatchObject({ name: "CycleAbortedError", awsCall: "DynamoDB BatchWriteItem", table: h.table.tableName });
   });
 
   it("logs no warning on a cycle that goes well: the tenant dimension is set once per container, not overwritten", async () => {
