@@ -1,10 +1,11 @@
 import { join } from "node:path";
 import { Annotations, CfnOutput, Duration, Stack, type StackProps } from "aws-cdk-lib";
 import { RegionInfo } from "aws-cdk-lib/region-info";
+import type * as iam from "aws-cdk-lib/aws-iam";
 import type * as sqs from "aws-cdk-lib/aws-sqs";
 import type { Construct } from "constructs";
 import { CYCLE_SAFETY_MARGIN_MS, MIN_CYCLE_BUDGET_MS, MIN_POLLER_TIMEOUT_MS } from "../shared/aws/config.js";
-import { partitionKeyPatterns, quarantinePartition, type TableUser } from "../shared/aws/keys.js";
+import { quarantinePartition, type TableUser } from "../shared/aws/keys.js";
 import { BridgeFunction, type BridgeFunctionEnvironment } from "./constructs/bridge-function.js";
 import { EventSchemas } from "./constructs/event-schemas.js";
 import { FailureQueue } from "./constructs/failure-queue.js";
@@ -14,7 +15,7 @@ import { PollSchedules } from "./constructs/poll-schedules.js";
 import { TenantEventBus } from "./constructs/tenant-event-bus.js";
 import { TenantKey } from "./constructs/tenant-key.js";
 import { TenantSecret } from "./constructs/tenant-secret.js";
-import { POLLER_TABLE_ACTIONS, ROTATION_TABLE_ACTIONS, TRANSACTION_POLLER_TABLE_ACTIONS, TenantTable } from "./constructs/tenant-table.js";
+import { tableGrants, TenantTable } from "./constructs/tenant-table.js";
 import { WebhookForwarder } from "./constructs/webhook-forwarder.js";
 import type { EventDetailSchema } from "./event-schemas-source.js";
 import { acknowledgeTenantStackFindings } from "./nag-acknowledgements.js";
@@ -187,12 +188,16 @@ export class TenantStack extends Stack {
       logEncryptionKey: key,
     });
 
-    const pollers: [BridgeFunction, TableUser, readonly string[]][] = [
-      [this.pollTransactions, "pollTransactions", TRANSACTION_POLLER_TABLE_ACTIONS],
-      [this.pollCards, "pollCards", POLLER_TABLE_ACTIONS],
+    // Each function's item actions, per kind of partition its code sends them to (TABLE_ACCESS).
+    const grantTableItems = (fn: iam.IGrantable, user: TableUser) => {
+      for (const { actions, partitionKeys } of tableGrants(tenant.id, user)) this.table.grantItemAccess(fn, actions, partitionKeys);
+    };
+    const pollers: [BridgeFunction, TableUser][] = [
+      [this.pollTransactions, "pollTransactions"],
+      [this.pollCards, "pollCards"],
     ];
-    for (const [{ function: fn }, user, tableActions] of pollers) {
-      this.table.grantItemAccess(fn, tableActions, partitionKeyPatterns(tenant.id, user));
+    for (const [{ function: fn }, user] of pollers) {
+      grantTableItems(fn, user);
       // Each poller counts the quarantine after its cycle (QuarantineSize): on the index, that partition only.
       this.table.grantLiveCount(fn, [quarantinePartition(tenant.id)]);
       this.secret.grantRuntimeAccess(fn);
@@ -202,7 +207,7 @@ export class TenantStack extends Stack {
     }
     // The transaction poller scans the snapshots (conform-pii, the PII salt check); a Scan cannot be partition-scoped.
     this.table.grantScan(this.pollTransactions.function);
-    this.table.grantItemAccess(this.rotateToken.function, ROTATION_TABLE_ACTIONS, partitionKeyPatterns(tenant.id, "rotateToken"));
+    grantTableItems(this.rotateToken.function, "rotateToken");
     this.secret.grantRuntimeAccess(this.rotateToken.function);
     this.key.grantDataUse(this.rotateToken.function, ["dynamodb", "secretsmanager"]);
     this.secret.addTokenRotation(this.rotateToken.function);

@@ -3,7 +3,7 @@ import * as dynamodb from "aws-cdk-lib/aws-dynamodb";
 import * as iam from "aws-cdk-lib/aws-iam";
 import type * as kms from "aws-cdk-lib/aws-kms";
 import { Construct } from "constructs";
-import { LIVE_BY_TTL_INDEX } from "../../shared/aws/keys.js";
+import { LIVE_BY_TTL_INDEX, partitionKeyPatterns, type PartitionKind, type TableUser } from "../../shared/aws/keys.js";
 
 /** Properties of {@link TenantTable}. */
 export interface TenantTableProps {
@@ -20,34 +20,91 @@ export interface TenantTableProps {
   readonly removalPolicy?: RemovalPolicy;
 }
 
+/** An item action a function's role may be granted on the table's partitions (a Scan is granted apart: grantScan). */
+export type TableItemAction =
+  | "dynamodb:GetItem"
+  | "dynamodb:BatchGetItem"
+  | "dynamodb:PutItem"
+  | "dynamodb:UpdateItem"
+  | "dynamodb:DeleteItem"
+  | "dynamodb:BatchWriteItem"
+  | "dynamodb:Query";
+
+/** A lease (shared/aws/lease-lock.ts): taken with a conditional Put, released with a conditional Delete. */
+const CYCLE_LEASE: readonly TableItemAction[] = ["dynamodb:PutItem", "dynamodb:DeleteItem"];
+/** The token refresh lease: a cycle lease's actions and Update, which renews it while rotated tokens are saved. */
+const TOKEN_LEASE: readonly TableItemAction[] = [...CYCLE_LEASE, "dynamodb:UpdateItem"];
 /**
- * Item actions both pollers send (shared/aws): snapshots (BatchGet, BatchWrite), quarantine (conditional Put, Update of
- * the TTL of a record found again; its size is counted on the index, see grantLiveCount), leases (conditional Put,
- * Delete; Update renews the token lease while rotated tokens are saved, a cycle lease is never renewed: it outlives the
- * function timeout) and the shared access token (Get, Put, Delete). Granted with the poller's partition keys
- * (`partitionKeyPatterns` in shared/aws/keys.ts). No Query: only the transaction poller reads the quarantine's records
- * ({@link TRANSACTION_POLLER_TABLE_ACTIONS}); the card poller would otherwise read every quarantined transaction's body.
+ * The token partition (shared/aws/token-store.ts): the access token read, put and deleted (nothing left to hold),
+ * the revoked-family marker read, put and deleted when it names an older secret version.
  */
-export const POLLER_TABLE_ACTIONS = [
-  "dynamodb:GetItem",
-  "dynamodb:BatchGetItem",
-  "dynamodb:PutItem",
-  "dynamodb:DeleteItem",
-  "dynamodb:UpdateItem",
-  "dynamodb:BatchWriteItem",
-] as const;
+const TOKEN: readonly TableItemAction[] = ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:DeleteItem"];
+/** The PII salt item (shared/aws/pii-salt.ts): read, and put conditionally when no or another fingerprint is recorded. */
+const PII_SALT: readonly TableItemAction[] = ["dynamodb:GetItem", "dynamodb:PutItem"];
+/** Snapshots (shared/aws/snapshot-store.ts): BatchGet and BatchWrite of puts; never a single-item call. */
+const SNAPSHOTS: readonly TableItemAction[] = ["dynamodb:BatchGetItem", "dynamodb:BatchWriteItem"];
+/**
+ * Quarantine records (shared/aws/quarantine.ts), written by both pollers: an Update, new record or found again, and a
+ * Put for one past its TTL not yet swept. Its size is counted on the index (grantLiveCount).
+ */
+const QUARANTINE_WRITE: readonly TableItemAction[] = ["dynamodb:PutItem", "dynamodb:UpdateItem"];
 
 /**
- * Item actions of the transaction poller: {@link POLLER_TABLE_ACTIONS}, and Query to list the quarantine for the
- * re-drive and the conform-pii pass (BatchWrite deletes the records re-driven), which run there only.
+ * The item actions each function's code sends on each kind of partition (`partitionKeyPatterns` in
+ * shared/aws/keys.ts), and no other: test/functions/table-access.test.ts fails on a grant no recorded request uses.
+ * The transaction poller: every snapshot (conform-pii rewrites card snapshots too), the quarantine also read (Query:
+ * the re-drive and conform-pii list it) and deleted from (BatchWrite: the records re-driven), both cycle leases (a
+ * re-drive runs under the transaction cycle's, conform-pii under both), the token lease, token and PII salt. The card
+ * poller: card snapshots only, quarantine writes (it never reads a record, which would hold a quarantined
+ * transaction's body, nor deletes one), its own cycle lease, the token lease, token and PII salt. The rotation: the
+ * token lease and token only. Neither cycle lease is renewed: it outlives the function timeout.
  */
-export const TRANSACTION_POLLER_TABLE_ACTIONS = [...POLLER_TABLE_ACTIONS, "dynamodb:Query"] as const;
+export const TABLE_ACCESS: Readonly<Record<TableUser, Readonly<Partial<Record<PartitionKind, readonly TableItemAction[]>>>>> = {
+  pollTransactions: {
+    snapshots: SNAPSHOTS,
+    quarantine: [...QUARANTINE_WRITE, "dynamodb:Query", "dynamodb:BatchWriteItem"],
+    transactionsCycleLease: CYCLE_LEASE,
+    cardsCycleLease: CYCLE_LEASE,
+    tokenLease: TOKEN_LEASE,
+    token: TOKEN,
+    piiSalt: PII_SALT,
+  },
+  pollCards: {
+    cardSnapshots: SNAPSHOTS,
+    quarantine: QUARANTINE_WRITE,
+    cardsCycleLease: CYCLE_LEASE,
+    tokenLease: TOKEN_LEASE,
+    token: TOKEN,
+    piiSalt: PII_SALT,
+  },
+  rotateToken: { tokenLease: TOKEN_LEASE, token: TOKEN },
+};
+
+/** Item actions on the partitions matching `partitionKeys` (IAM `StringLike` patterns): one statement. */
+export interface ItemGrant {
+  readonly actions: readonly TableItemAction[];
+  readonly partitionKeys: readonly string[];
+}
 
 /**
- * Item actions the token rotation sends, on the token lease and the shared access token only: the lease is taken (Put),
- * renewed while the rotated secret is written (Update) and released (Delete).
+ * {@link TABLE_ACCESS} of `user` for `tenant`, as few grants as it allows: partitions whose actions are the same
+ * share one (the transaction poller's two cycle leases), so each role keeps a statement per set of actions and its
+ * policy stays well under IAM's size limit. Actions sorted, partition keys in {@link TABLE_ACCESS}'s order.
+ *
+ * @example
+ * tableGrants("acme", "rotateToken"); // [{ actions: [Delete, Put, Update], partitionKeys: ["LEASE#acme#token-refresh"] }, ...]
  */
-export const ROTATION_TABLE_ACTIONS = ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"] as const;
+export function tableGrants(tenant: string, user: TableUser): ItemGrant[] {
+  const patterns = partitionKeyPatterns(tenant);
+  const grants = new Map<string, { actions: TableItemAction[]; partitionKeys: string[] }>();
+  for (const [kind, actions] of Object.entries(TABLE_ACCESS[user]) as [PartitionKind, readonly TableItemAction[]][]) {
+    const sorted = [...new Set(actions)].sort();
+    const grant = grants.get(sorted.join()) ?? { actions: sorted, partitionKeys: [] };
+    grant.partitionKeys.push(patterns[kind]);
+    grants.set(sorted.join(), grant);
+  }
+  return [...grants.values()];
+}
 
 /**
  * Condition operator of the `dynamodb:LeadingKeys` scope: every partition key a request names (all of a batch's)
@@ -92,9 +149,10 @@ export class TenantTable extends Construct {
   }
 
   /**
-   * Grants item actions (e.g. {@link POLLER_TABLE_ACTIONS}) on this table only (no index or stream ARNs, no
+   * Grants item actions (one of {@link tableGrants}) on this table only (no index or stream ARNs, no
    * wildcard), and only on the items whose partition key matches one of `partitionKeys` (IAM `StringLike` patterns,
-   * from `partitionKeyPatterns` in shared/aws/keys.ts) through a `dynamodb:LeadingKeys` condition.
+   * from `partitionKeyPatterns` in shared/aws/keys.ts) through a `dynamodb:LeadingKeys` condition. A batch request
+   * must name partitions of one grant only: every key it names is checked against one statement.
    */
   grantItemAccess(grantee: iam.IGrantable, actions: readonly string[], partitionKeys: readonly string[]): void {
     if (partitionKeys.length === 0) throw new Error("grantItemAccess needs at least one partition key pattern");

@@ -54,33 +54,40 @@ export const leaseNames = {
 export type TableUser = "pollTransactions" | "pollCards" | "rotateToken";
 
 /**
- * The partition keys each function reads or writes, as IAM `StringLike` patterns for a `dynamodb:LeadingKeys`
- * condition (the CDK app scopes each role's item actions with them). Every function: the token refresh lease and the
- * token partition (access token and revoked-family marker); the rotation nothing more. Both pollers: the PII salt item,
- * which each cycle checks under `hash` before it hashes. The transaction poller: every
- * snapshot of the tenant, its quarantine partition and both cycle leases (a re-drive runs under the transaction
- * cycle's lease; conform-pii rewrites card snapshots too, under both). The card poller: card snapshots only, the
- * quarantine partition and its own cycle lease. Tenant ids hold no `*` or `?`, so only the snapshot patterns' own `*`
- * is a wildcard.
+ * The kinds of partition a function's IAM role is granted item actions on, each its own actions (TABLE_ACCESS in
+ * infra/constructs/tenant-table.ts): every snapshot, the card snapshots alone, the quarantine, each cycle lease, the
+ * token refresh lease, the token partition (access token and revoked-family marker) and the PII salt item.
+ */
+export type PartitionKind =
+  | "snapshots"
+  | "cardSnapshots"
+  | "quarantine"
+  | "transactionsCycleLease"
+  | "cardsCycleLease"
+  | "tokenLease"
+  | "token"
+  | "piiSalt";
+
+/**
+ * The partition keys of each kind of partition of `tenant`, as an IAM `StringLike` pattern for a
+ * `dynamodb:LeadingKeys` condition. Tenant ids hold no `*` or `?`, so only the snapshot patterns' own `*` is a
+ * wildcard.
  *
  * @example
- * partitionKeyPatterns("acme", "rotateToken"); // ["LEASE#acme#token-refresh", "TOKEN#acme"]
+ * partitionKeyPatterns("acme").cardSnapshots; // "SNAP#acme#card:*"
  */
-export function partitionKeyPatterns(tenant: string, user: TableUser): string[] {
-  const token = [...new Set([leaseItemKey(leaseNames.tokenRefresh(tenant)).pk, accessTokenItemKey(tenant).pk, revokedFamilyItemKey(tenant).pk])];
-  if (user === "rotateToken") return token;
-  const salt = piiSaltItemKey(tenant).pk;
-  if (user === "pollCards") {
-    return [`${snapshotPartitionPrefix(tenant)}${CARD_KEY_PREFIX}*`, quarantinePartition(tenant), leaseItemKey(leaseNames.cardsCycle(tenant)).pk, salt, ...token];
-  }
-  return [
-    `${snapshotPartitionPrefix(tenant)}*`,
-    quarantinePartition(tenant),
-    leaseItemKey(leaseNames.transactionsCycle(tenant)).pk,
-    leaseItemKey(leaseNames.cardsCycle(tenant)).pk,
-    salt,
-    ...token,
-  ];
+export function partitionKeyPatterns(tenant: string): Record<PartitionKind, string> {
+  return {
+    snapshots: `${snapshotPartitionPrefix(tenant)}*`,
+    cardSnapshots: `${snapshotPartitionPrefix(tenant)}${CARD_KEY_PREFIX}*`,
+    quarantine: quarantinePartition(tenant),
+    transactionsCycleLease: leaseItemKey(leaseNames.transactionsCycle(tenant)).pk,
+    cardsCycleLease: leaseItemKey(leaseNames.cardsCycle(tenant)).pk,
+    tokenLease: leaseItemKey(leaseNames.tokenRefresh(tenant)).pk,
+    // The access token and the revoked-family marker share it.
+    token: accessTokenItemKey(tenant).pk,
+    piiSalt: piiSaltItemKey(tenant).pk,
+  };
 }
 
 /**

@@ -2,16 +2,19 @@
  * Every DynamoDB request the three functions send, recorded while they run against DynamoDB Local, must be allowed by
  * the IAM statements the CDK app gives that function's role: the action, and for item actions the
  * `dynamodb:LeadingKeys` condition (every partition key the request names matches one of the role's patterns).
- * So a new key layout or a new call fails here before it fails in AWS with AccessDenied.
+ * So a new key layout or a new call fails here before it fails in AWS with AccessDenied. The other way round, every
+ * action a role is granted on a partition must be one some recorded request sends there (the last test): a grant no
+ * code path uses is taken away, so no role keeps, say, a delete of quarantine records its function never sends.
  */
 import { randomUUID } from "node:crypto";
 import { PutSecretValueCommand } from "@aws-sdk/client-secrets-manager";
+import { GetCommand, PutCommand, QueryCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { EventBridgeClient, PutEventsCommand, type PutEventsRequestEntry } from "@aws-sdk/client-eventbridge";
 import { Template } from "aws-cdk-lib/assertions";
 import { mockClient } from "aws-sdk-client-mock";
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { HandlerOptions } from "../../shared/aws/handlers.js";
-import { LIVE_BY_TTL_INDEX, type TableUser } from "../../shared/aws/keys.js";
+import { LIVE_BY_TTL_INDEX, quarantinePartition, revokedFamilyItemKey, type TableUser } from "../../shared/aws/keys.js";
 import { DynamoSnapshotStore } from "../../shared/aws/snapshot-store.js";
 import { contentHash } from "../../shared/bridge/hash.js";
 import type { BridgeEventDetail } from "../../shared/bridge/ports.js";
@@ -73,18 +76,26 @@ function leadingKeysOf(action: string, input: Record<string, unknown>): string[]
   }
 }
 
+/** The condition operator of the roles' dynamodb:LeadingKeys scopes. */
+const LEADING_KEYS_OPERATOR = "ForAllValues:StringLike";
+
+/** The index a statement is on (its resource `<table ARN>/index/<name>`), or undefined for the table. */
+const onIndex = (s: PolicyStatement) => JSON.stringify(s.Resource).match(/\/index\/([^"]*)"/)?.[1];
+
 /**
  * Whether the role of the call's function allows it: its action, and its partition keys as dynamodb:LeadingKeys, by
  * a statement on the resource it names (the evaluator matches no resource): the table, or the index it queries.
  */
 const allowed = (call: Call): boolean => {
-  const onIndex = (s: PolicyStatement) => JSON.stringify(s.Resource).match(/\/index\/([^"]*)"/)?.[1];
   const statements = policies[call.user].filter((s) => onIndex(s) === call.index);
   return allows(statements, { action: call.action, context: { "dynamodb:LeadingKeys": call.leadingKeys } });
 };
 
 let h: Harness;
+/** The requests of the running test. */
 let calls: Call[];
+/** The requests of every test of this file so far, for the last test's check that each grant is used. */
+const recorded: Call[] = [];
 beforeEach(async () => {
   h = await createHarness();
   calls = [];
@@ -116,7 +127,9 @@ function recording(user: TableUser, bus: EventBridgeClient): Partial<HandlerOpti
         (next, context) => async (args) => {
           const action = `dynamodb:${String(context.commandName).replace(/Command$/, "")}`;
           const input = args.input as Record<string, unknown>;
-          calls.push({ user, action, leadingKeys: leadingKeysOf(action, input), ...(typeof input.IndexName === "string" ? { index: input.IndexName } : {}) });
+          const call = { user, action, leadingKeys: leadingKeysOf(action, input), ...(typeof input.IndexName === "string" ? { index: input.IndexName } : {}) };
+          calls.push(call);
+          recorded.push(call);
           return next(args);
         },
         { step: "build", name: "recordTableAccess" },
@@ -179,25 +192,87 @@ describe("table access of the functions against their roles' dynamodb:LeadingKey
     expect(denied).toEqual([]);
   });
 
-  it("allows the PII salt guard of both pollers under hash: recording the fingerprint, and checking another salt against the snapshots", async () => {
-    const bus = eventBridge(() => new Set());
-    h.env.PII_MODE = "hash";
-    expect(await h.poller("cards", recording("pollCards", bus))()).toMatchObject({ status: "completed" });
-    expect(await h.poller("transactions", recording("pollTransactions", bus))()).toMatchObject({ status: "completed" });
-    // Another salt: the transaction poller scans for snapshots before refusing it; the card poller refuses outright.
-    await h.secrets.client.send(
-      new PutSecretValueCommand({ SecretId: h.secrets.secretId, SecretString: JSON.stringify({ ...h.secrets.current(), pii_salt: "another-salt-0123456789" }) }),
-    );
-    for (const [kind, user] of [["transactions", "pollTransactions"], ["cards", "pollCards"]] as const) {
-      await expect(h.poller(kind, recording(user, bus))()).rejects.toMatchObject({ name: "PiiSaltChangedError" });
-    }
-    const salt = (user: TableUser) => [...new Set(calls.filter((c) => c.user === user && c.leadingKeys.includes(`PII#${TENANT}`)).map((c) => c.action))].sort();
-    expect(salt("pollCards")).toEqual(["dynamodb:GetItem", "dynamodb:PutItem"]);
-    expect(salt("pollTransactions")).toEqual(["dynamodb:GetItem"]);
+  it.each([
+    ["transactions", "pollTransactions"],
+    ["cards", "pollCards"],
+  ] as const)(
+    "allows the PII salt guard of the %s poller under hash: recording the fingerprint on a new table, and checking another salt",
+    async (kind, user) => {
+      const bus = eventBridge(() => new Set());
+      h.env.PII_MODE = "hash";
+      const poll = () => h.poller(kind, recording(user, bus))();
+      expect(await poll()).toMatchObject({ status: "completed" });
+      // Another salt: the transaction poller scans for snapshots before refusing it; the card poller refuses outright.
+      await h.secrets.client.send(
+        new PutSecretValueCommand({ SecretId: h.secrets.secretId, SecretString: JSON.stringify({ ...h.secrets.current(), pii_salt: "another-salt-0123456789" }) }),
+      );
+      await expect(poll()).rejects.toMatchObject({ name: "PiiSaltChangedError" });
+      const salt = [...new Set(calls.filter((c) => c.leadingKeys.includes(`PII#${TENANT}`)).map((c) => c.action))].sort();
+      expect(salt).toEqual(["dynamodb:GetItem", "dynamodb:PutItem"]);
+      expect(calls.filter((call) => !allowed(call))).toEqual([]);
+    },
+  );
+
+  it("allows the quarantine writes of both pollers: a record new, found again, and past its TTL but not yet swept (put whole)", async () => {
+    const company = h.sandbox.control.company(h.companyId)!;
+    const refused = company.transactions.all().find((t) => t.client_sync_status !== "synced")!;
+    const bus = eventBridge(() => new Set([refused.id]));
+    // An id the client's schema rejects (a card id starts with CA): quarantined on every walk.
+    const [model] = company.cards;
+    (company.cards as unknown as object[]).push({ ...model, id: "ZZ0000000001" });
+    /** Ends the retention of every quarantine record, as time would; DynamoDB sweeps such items days later. */
+    const expireQuarantine = async () => {
+      const { tableName, doc } = h.table;
+      const held = await doc.send(new QueryCommand({ TableName: tableName, KeyConditionExpression: "pk = :pk", ExpressionAttributeValues: { ":pk": quarantinePartition(TENANT) } }));
+      expect(held.Items?.length).toBeGreaterThan(0);
+      for (const { pk, sk } of held.Items ?? []) {
+        await doc.send(new UpdateCommand({ TableName: tableName, Key: { pk, sk }, UpdateExpression: "SET #ttl = :past", ExpressionAttributeNames: { "#ttl": "ttl" }, ExpressionAttributeValues: { ":past": 1 } }));
+      }
+    };
+    const transactions = h.poller("transactions", recording("pollTransactions", bus));
+    const cards = h.poller("cards", recording("pollCards", bus));
+    expect(await transactions()).toMatchObject({ status: "completed", quarantined: 1 });
+    expect(await cards()).toMatchObject({ status: "completed", quarantined: 1 });
+    await expireQuarantine();
+    // The refused transaction offered again (an ERP reset), the card listed again on the next walk.
+    company.transactions.setSyncStatus(refused, "not_synced");
+    h.sandbox.control.advanceClock(600);
+    expect(await transactions()).toMatchObject({ status: "completed", quarantined: 1 });
+    expect(await cards()).toMatchObject({ status: "completed", quarantined: 1 });
+    const onQuarantine = (user: TableUser) =>
+      [...new Set(calls.filter((c) => c.user === user && c.index === undefined && c.leadingKeys.includes(quarantinePartition(TENANT))).map((c) => c.action))].sort();
+    for (const user of ["pollTransactions", "pollCards"] as const) expect(onQuarantine(user)).toEqual(["dynamodb:PutItem", "dynamodb:UpdateItem"]);
     expect(calls.filter((call) => !allowed(call))).toEqual([]);
   });
 
-  it("allows the token lease renewal (UpdateItem) of a rotation and a poller whose refresh answered slowly", async () => {
+  it("allows each function's removal of a revoked-family marker left for an older secret version (the secret re-onboarded)", async () => {
+    const bus = eventBridge(() => new Set());
+    const { tableName, doc } = h.table;
+    const marker = revokedFamilyItemKey(TENANT);
+    const leaveMarker = () => doc.send(new PutCommand({ TableName: tableName, Item: { ...marker, secretVersionId: "an-older-version", at: "2026-01-01T00:00:00.000Z" } }));
+    const markerLeft = async () => (await doc.send(new GetCommand({ TableName: tableName, Key: marker, ConsistentRead: true }))).Item !== undefined;
+    const token = randomUUID();
+    const runs: [TableUser, () => Promise<unknown>][] = [
+      ["pollTransactions", () => h.poller("transactions", recording("pollTransactions", bus))()],
+      ["pollCards", () => h.poller("cards", recording("pollCards", bus))()],
+      [
+        "rotateToken",
+        () => {
+          h.secrets.startRotation(token);
+          return h.rotator(recording("rotateToken", bus))({ SecretId: h.secrets.secretId, ClientRequestToken: token, Step: "createSecret" });
+        },
+      ],
+    ];
+    for (const [user, run] of runs) {
+      await leaveMarker();
+      await run();
+      expect(await markerLeft(), user).toBe(false);
+      expect(calls.some((c) => c.user === user && c.action === "dynamodb:DeleteItem" && c.leadingKeys.includes(marker.pk)), user).toBe(true);
+    }
+    expect(calls.filter((call) => !allowed(call))).toEqual([]);
+  });
+
+  it("allows the token lease renewal (UpdateItem) of a rotation and of each poller whose refresh answered slowly", async () => {
     // The token endpoint answers 11 s late: the save then starts past a third of the 30 s lease, which renews at once.
     const slowTokens: typeof h.fetch = async (input, init) => {
       const response = await h.fetch(input, init);
@@ -220,18 +295,21 @@ describe("table access of the functions against their roles' dynamodb:LeadingKey
     h.secrets.startRotation(token);
     const rotator = h.rotator({ ...recording("rotateToken", bus), fetch: slowTokens });
     await withHeldWrite("rotateToken", () => rotator({ SecretId: h.secrets.secretId, ClientRequestToken: token, Step: "createSecret" }));
-    h.sandbox.control.advanceClock(ACCESS_TOKEN_TTL_SECONDS + 1);
-    const poller = h.poller("cards", { ...recording("pollCards", bus), fetch: slowTokens });
-    expect(await withHeldWrite("pollCards", () => poller())).toMatchObject({ status: "completed" });
-    const renewals = calls.filter((c) => c.action === "dynamodb:UpdateItem");
+    for (const [kind, user] of [["cards", "pollCards"], ["transactions", "pollTransactions"]] as const) {
+      h.sandbox.control.advanceClock(ACCESS_TOKEN_TTL_SECONDS + 1);
+      const poller = h.poller(kind, { ...recording(user, bus), fetch: slowTokens });
+      expect(await withHeldWrite(user, () => poller())).toMatchObject({ status: "completed" });
+    }
+    const renewals = calls.filter((c) => c.action === "dynamodb:UpdateItem" && c.leadingKeys.every((key) => key.startsWith("LEASE#")));
     expect(renewals.map((c) => [c.user, c.leadingKeys])).toEqual([
       ["rotateToken", [`LEASE#${TENANT}#token-refresh`]],
       ["pollCards", [`LEASE#${TENANT}#token-refresh`]],
+      ["pollTransactions", [`LEASE#${TENANT}#token-refresh`]],
     ]);
     expect(calls.filter((call) => !allowed(call))).toEqual([]);
   });
 
-  it("would deny the rotation a snapshot or quarantine item, the card poller a transaction's, and any function another tenant's items", () => {
+  it("would deny the rotation a snapshot or quarantine item, the card poller a transaction's, an action on a partition its code never sends there, and any function another tenant's items", () => {
     const rotation = (action: string, key: string) => allowed({ user: "rotateToken", action, leadingKeys: [key] });
     expect(rotation("dynamodb:GetItem", `TOKEN#${TENANT}`)).toBe(true);
     expect(rotation("dynamodb:GetItem", `SNAP#${TENANT}#card:1`)).toBe(false);
@@ -242,8 +320,25 @@ describe("table access of the functions against their roles' dynamodb:LeadingKey
     expect(poller([`SNAP#${TENANT}#card:1`, `SNAP#${TENANT}-2#card:1`])).toBe(false);
     expect(poller([`QUAR#${TENANT}-2`])).toBe(false);
     // The card poller: card snapshots only, and not the transaction cycle's lease.
-    expect(poller([`SNAP#${TENANT}#card:1`, `QUAR#${TENANT}`])).toBe(true);
+    expect(poller([`SNAP#${TENANT}#card:1`])).toBe(true);
     expect(poller([`SNAP#${TENANT}#transaction:2`])).toBe(false);
+    // Each partition its own actions: the card poller writes quarantine records but never deletes one (the re-drive
+    // does, in the transaction poller), nor touches a snapshot but in batches, nor updates the token or a cycle lease.
+    const item = (user: TableUser, action: string, key: string) => allowed({ user, action, leadingKeys: [key] });
+    expect(poller([`QUAR#${TENANT}`])).toBe(false);
+    expect(poller([`QUAR#${TENANT}`], "pollTransactions")).toBe(true);
+    expect(item("pollCards", "dynamodb:UpdateItem", `QUAR#${TENANT}`)).toBe(true);
+    expect(item("pollCards", "dynamodb:DeleteItem", `QUAR#${TENANT}`)).toBe(false);
+    expect(item("pollTransactions", "dynamodb:DeleteItem", `QUAR#${TENANT}`)).toBe(false);
+    expect(item("pollTransactions", "dynamodb:PutItem", `SNAP#${TENANT}#card:1`)).toBe(false);
+    expect(item("pollCards", "dynamodb:UpdateItem", `TOKEN#${TENANT}`)).toBe(false);
+    expect(item("pollCards", "dynamodb:UpdateItem", `LEASE#${TENANT}#cycle#cards`)).toBe(false);
+    expect(item("pollCards", "dynamodb:UpdateItem", `LEASE#${TENANT}#token-refresh`)).toBe(true);
+    expect(poller([`TOKEN#${TENANT}`])).toBe(false);
+    expect(poller([`LEASE#${TENANT}#token-refresh`], "pollTransactions")).toBe(false);
+    expect(rotation("dynamodb:GetItem", `LEASE#${TENANT}#token-refresh`)).toBe(false);
+    // A batch naming partitions of two grants is refused: every key it names is checked against one statement.
+    expect(poller([`SNAP#${TENANT}#card:1`, `QUAR#${TENANT}`], "pollTransactions")).toBe(false);
     // Nor the conform-pii pass id, a transaction key: only the transaction poller supersedes it after a mode change.
     expect(poller([`SNAP#${TENANT}#transaction:~conform-pass`])).toBe(false);
     expect(poller([`LEASE#${TENANT}#cycle#transactions`])).toBe(false);
@@ -254,14 +349,35 @@ describe("table access of the functions against their roles' dynamodb:LeadingKey
     expect(query("pollCards")).toBe(false);
     // The index: a Query of the quarantine partition by the pollers, nothing else (its entries hold leases' and the
     // token's keys too).
-    const onIndex = (user: TableUser, action: string, key: string) => allowed({ user, action, leadingKeys: [key], index: LIVE_BY_TTL_INDEX });
-    expect(onIndex("pollCards", "dynamodb:Query", `QUAR#${TENANT}`)).toBe(true);
-    expect(onIndex("pollTransactions", "dynamodb:Query", `QUAR#${TENANT}`)).toBe(true);
-    expect(onIndex("pollTransactions", "dynamodb:Query", `TOKEN#${TENANT}`)).toBe(false);
-    expect(onIndex("pollTransactions", "dynamodb:Query", `QUAR#${TENANT}-2`)).toBe(false);
-    expect(onIndex("rotateToken", "dynamodb:Query", `TOKEN#${TENANT}`)).toBe(false);
-    expect(onIndex("pollTransactions", "dynamodb:Scan", `QUAR#${TENANT}`)).toBe(false);
+    const onTheIndex = (user: TableUser, action: string, key: string) => allowed({ user, action, leadingKeys: [key], index: LIVE_BY_TTL_INDEX });
+    expect(onTheIndex("pollCards", "dynamodb:Query", `QUAR#${TENANT}`)).toBe(true);
+    expect(onTheIndex("pollTransactions", "dynamodb:Query", `QUAR#${TENANT}`)).toBe(true);
+    expect(onTheIndex("pollTransactions", "dynamodb:Query", `TOKEN#${TENANT}`)).toBe(false);
+    expect(onTheIndex("pollTransactions", "dynamodb:Query", `QUAR#${TENANT}-2`)).toBe(false);
+    expect(onTheIndex("rotateToken", "dynamodb:Query", `TOKEN#${TENANT}`)).toBe(false);
+    expect(onTheIndex("pollTransactions", "dynamodb:Scan", `QUAR#${TENANT}`)).toBe(false);
     // Nor another index of the table, were one added.
     expect(allowed({ user: "pollCards", action: "dynamodb:Query", leadingKeys: [`QUAR#${TENANT}`], index: "other" })).toBe(false);
+  });
+
+  // Needs the tests above in the same run (the file's tests run in order): their requests are what it checks against.
+  it("grants each function, on each partition, only actions some request of the tests above sent there", () => {
+    const unused: string[] = [];
+    for (const user of Object.keys(policies) as TableUser[]) {
+      for (const statement of policies[user]) {
+        const index = onIndex(statement);
+        const patterns = (statement.Condition?.[LEADING_KEYS_OPERATOR]?.["dynamodb:LeadingKeys"] as string[] | undefined) ?? [undefined];
+        for (const action of [statement.Action].flat()) {
+          for (const pattern of patterns) {
+            // The pattern alone, evaluated as IAM would: does one of the request's partition keys fall under it?
+            const under = (key: string) =>
+              pattern === undefined || allows([{ Effect: "Allow", Action: action, Condition: { [LEADING_KEYS_OPERATOR]: { "dynamodb:LeadingKeys": [pattern] } } }], { action, context: { "dynamodb:LeadingKeys": [key] } });
+            const used = recorded.some((c) => c.user === user && c.action === action && c.index === index && (pattern === undefined || c.leadingKeys.some(under)));
+            if (!used) unused.push(`${user} ${action} ${pattern ?? "(no condition)"}${index === undefined ? "" : ` on index ${index}`}`);
+          }
+        }
+      }
+    }
+    expect(unused).toEqual([]);
   });
 });
