@@ -98,7 +98,6 @@ export class TransactionFactory {
   private readonly accountByNumber: Map<string, MasterRecord>;
   private readonly taxByCode: Map<string, MasterRecord>;
   private readonly spendCards: CardRecord[];
-  private readonly atmCards: CardRecord[];
   /** The {@link RECENT_PURCHASES} most recent purchases, oldest first: those a refund may follow; none older is kept. */
   private readonly purchases: TransactionRecord[] = [];
   private readonly refCache = new Map<string, Readonly<Record<string, unknown>>>();
@@ -119,7 +118,6 @@ export class TransactionFactory {
     this.accountByNumber = new Map(data.chartOfAccounts.map((a) => [String(a.extra.account_number), a]));
     this.taxByCode = new Map(data.taxRates.map((t) => [String(t.extra.tax_rate_code), t]));
     this.spendCards = data.cards.filter((c) => c.status === "Active" || c.status === "Suspended" || c.status === "Terminated");
-    this.atmCards = this.spendCards.filter((c) => c.atmWithdrawalAllowed);
     this.lastSeq = data.transactions.size;
     this.approvedBy = Object.freeze({ user_external_id: approver.externalId, name: `${approver.firstName} ${approver.lastName}` });
     this.segmentsByLabel = new Map();
@@ -156,13 +154,14 @@ export class TransactionFactory {
         syncStatus,
         nowMs,
       });
-      // Only spend made now can find no card to pay for it.
+      // Spend made now can find no card to pay for it, a cash withdrawal no card allowing ATM use.
       if (tx !== undefined) this.data.transactions.add(tx);
     }
   }
 
   /**
-   * Builds one transaction (not stored); undefined for spend made now that no card's account can pay for, and for a
+   * Builds one transaction (not stored); undefined for spend made now that no card's account can pay for, for a cash
+   * withdrawal no card allowing ATM use can make, and for a
    * refund or reversal of a purchase given back in full (spec-gaps, Balances).
    */
   create(options: CreateOptions): TransactionRecord | undefined {
@@ -173,6 +172,10 @@ export class TransactionFactory {
       if (parent === undefined) category = "purchase";
     }
     if (parent !== undefined && category !== "refund" && category !== "reversal") category = "refund";
+    // A seeded history keeps its size: a cash withdrawal no card allowing ATM use could have made then is a purchase.
+    if (category === "cash_withdrawal" && options.live !== true && !this.spendCards.some((card) => card.atmWithdrawalAllowed && this.canSpendAt(card, options.timeMs))) {
+      category = "purchase";
+    }
     const tx = this.build(category, parent, options);
     if (tx !== undefined && category === "purchase") this.rememberPurchase(tx);
     return tx;
@@ -372,22 +375,19 @@ export class TransactionFactory {
    * The card new spend at `timeMs` goes on. Spend made now takes a card whose status is `Active` now (a card the
    * dashboard suspended stops spending, one it activated, even after a termination, starts); the seeded history, which
    * keeps no status history, one active then (activated, not yet terminated), so a card suspended since spent before.
-   * A cash withdrawal takes such a card that allows them when there is one. Spend made now takes only a card whose
-   * account can pay for some (`canPay`), and none when no card's can (undefined: §4.9 balances account for what is
-   * held, and the spec names no declined transaction). Otherwise, without any such card, every card that ever spent
-   * serves, so the control surface can always create what it is asked for.
+   * A cash withdrawal takes only such a card that allows ATM use (`atm_withdrawal_allowed`), and none when there is
+   * none. Spend made now takes only a card whose account can pay for some (`canPay`), and none when no card's can
+   * (undefined: §4.9 balances account for what is held, and the spec names no declined transaction). Otherwise,
+   * without any such card, every card that ever spent serves, so the control surface can always create what it is
+   * asked for.
    */
   private cardFor(category: BuildableCategory, timeMs: number, live: boolean): CardRecord | undefined {
     const spend = live && SPEND_CATEGORIES.has(category);
-    const usable = live
-      ? this.data.cards.filter((card) => card.status === "Active" && (!spend || this.canPay(card, category)))
-      : this.spendCards.filter((card) => this.canSpendAt(card, timeMs));
     const atm = category === "cash_withdrawal";
-    const withAtm = atm ? usable.filter((card) => card.atmWithdrawalAllowed) : usable;
-    if (withAtm.length > 0) return this.prng.pick(withAtm);
+    const usable = (live ? this.data.cards.filter((card) => card.status === "Active") : this.spendCards.filter((card) => this.canSpendAt(card, timeMs)))
+      .filter((card) => (!atm || card.atmWithdrawalAllowed) && (!spend || this.canPay(card, category)));
     if (usable.length > 0) return this.prng.pick(usable);
-    if (spend) return undefined;
-    return this.prng.pick(atm && this.atmCards.length > 0 ? this.atmCards : this.spendCards);
+    return spend || atm ? undefined : this.prng.pick(this.spendCards);
   }
 
   /** Whether `card` was active at `timeMs`: activated by then and not terminated yet. */

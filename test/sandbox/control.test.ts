@@ -6,7 +6,7 @@ import { InvalidResponseError, RateLimitedError, ServerError, TimeoutError } fro
 import { ErrorEnvelopeSchema, TransactionSchema } from "../../shared/qashio/schemas/index.js";
 import { createSandbox, ValidationError } from "../../sandbox/index.js";
 import { round2 } from "../../sandbox/prng.js";
-import { BASE, CLIENT, REDIRECT_URI, errorCodes, fillAccounts, harness, instantClock, tokensFor, type Harness, type Row } from "./helpers.js";
+import { BASE, CLIENT, REDIRECT_URI, errorCodes, fillAccounts, harness, instantClock, START, tokensFor, type Harness, type Row } from "./helpers.js";
 
 const LIST = "/public/v1/erp/transactions";
 
@@ -203,6 +203,40 @@ describe("activity generation", () => {
     expect([...used].filter((id) => !spendable.has(id as string))).toEqual([]);
     expect(used.has(activatedNow.id)).toBe(true);
     expect(used.has(terminatedOnce.id)).toBe(true);
+  });
+
+  it("makes no cash withdrawal on a card that does not allow ATM use: on one that does, or none when no Active card does", async () => {
+    const data = h.sandbox.control.company(h.companyId)!;
+    fillAccounts(data);
+    const atmCards = new Set(data.cards.filter((card) => card.atmWithdrawalAllowed).map((card) => card.id));
+    const made = await control(`/companies/${h.companyId}/transactions`, { count: 40, transaction_category: "cash_withdrawal" });
+    expect(made.body.data.length).toBeGreaterThan(0);
+    expect((made.body.data as Row[]).filter((tx) => !atmCards.has(tx.card_external_id))).toEqual([]);
+    for (const card of data.cards.filter((c) => c.status === "Active" && c.atmWithdrawalAllowed)) {
+      expect((await control(`/companies/${h.companyId}/cards/${card.id}/status`, { status: "suspended" })).status).toBe(200);
+    }
+    expect(data.cards.some((card) => card.status === "Active")).toBe(true);
+    const none = await control(`/companies/${h.companyId}/transactions`, { count: 5, transaction_category: "cash_withdrawal" });
+    expect([none.status, none.body.data]).toEqual([201, []]);
+  });
+
+  it("seeds no cash withdrawal on a card that does not allow ATM use: when only such cards were active, a purchase instead", () => {
+    const data = h.sandbox.control.company(h.companyId)!;
+    const allows = new Map(data.cards.map((card) => [card.id, card.atmWithdrawalAllowed]));
+    const seeded = data.transactions.all().filter((tx) => tx.transaction_category === "cash_withdrawal");
+    expect(seeded.length).toBeGreaterThan(0);
+    expect(seeded.filter((tx) => allows.get(tx.card_external_id as string) !== true)).toEqual([]);
+    // Before any card allowing ATM use was activated, only cards that do not were active.
+    const firstAtm = Math.min(...data.cards.filter((card) => card.atmWithdrawalAllowed && card.activatedAt !== null).map((card) => Date.parse(card.activatedAt!)));
+    const onlyOthers = data.cards.some((card) => !card.atmWithdrawalAllowed && card.activatedAt !== null && Date.parse(card.activatedAt) < firstAtm - 86_400_000);
+    expect(onlyOthers, "seed 7 has a card without ATM use active before any with it").toBe(true);
+    const timeMs = firstAtm - 3_600_000;
+    const createdAt = new Date(timeMs).toISOString();
+    for (let i = 0; i < 10; i++) {
+      const tx = data.factory.create({ category: "cash_withdrawal", timeMs, createdAt, syncStatus: "synced", nowMs: Date.parse(START) });
+      expect(tx?.transaction_category).toBe("purchase");
+      expect(allows.get(tx?.card_external_id as string)).toBe(false);
+    }
   });
 
   it("dates seeded spend inside its card's active life: after activation, before termination", async () => {

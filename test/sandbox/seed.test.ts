@@ -291,6 +291,11 @@ describe("seeded data", () => {
     const [first, second] = companies;
     expect(first?.transactions.size).toBe(3_000);
     expect(first?.transactions.countByStatus("not_synced")).toBe(3_000);
+    // Its first days come before any card allowing ATM use was active: no cash withdrawal goes on another card.
+    const atm = new Set(first?.cards.filter((card) => card.atmWithdrawalAllowed).map((card) => card.id));
+    const withdrawals = (first?.transactions.all() ?? []).filter((tx) => tx.transaction_category === "cash_withdrawal");
+    expect(withdrawals.length).toBeGreaterThan(0);
+    expect(withdrawals.filter((tx) => !atm.has(tx.card_external_id as string)).map((tx) => tx.qashio_id)).toEqual([]);
     expect(second?.transactions.size).toBe(seedCompanies({ seed: 1, nowMs: NOW })[1]?.transactions.size);
   });
 });
