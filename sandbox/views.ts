@@ -15,6 +15,7 @@ import type {
   UserProfile,
 } from "./data/model.js";
 import { round2 } from "./prng.js";
+import type { Consumption } from "./data/spend-limits.js";
 
 const DETAIL_ONLY_FIELDS = ["transaction_status", "transaction_fee_amount", "clearing_fee"] as const;
 
@@ -126,8 +127,8 @@ export function erpCardDetailView(card: CardRecord, company: SandboxCompany): Re
   };
 }
 
-/** Spend-limit object of the write responses (§2.4). */
-function spendLimitObject(card: CardRecord): Record<string, unknown> {
+/** Spend-limit object of the write responses (§2.4), with what the limit's current window consumed. */
+function spendLimitObject(card: CardRecord, consumed: Consumption): Record<string, unknown> {
   const limit = card.spendLimit;
   return {
     id: `SL-${card.id}`,
@@ -143,11 +144,11 @@ function spendLimitObject(card: CardRecord): Record<string, unknown> {
     num_of_days: null,
     remote_id: null,
     external_id: `SL${card.id.slice(2)}`,
-    remaining_balance: round2(Math.max(0, limit.maxAmount - limit.consumed)),
-    remaining_frequency: Math.max(0, limit.frequency - limit.consumedFrequency),
+    remaining_balance: round2(Math.max(0, limit.maxAmount - consumed.amount)),
+    remaining_frequency: Math.max(0, limit.frequency - consumed.count),
     remote_sync: true,
-    consumed_limit: limit.consumed,
-    consumed_frequency: limit.consumedFrequency,
+    consumed_limit: consumed.amount,
+    consumed_frequency: consumed.count,
     transaction_scope: "ALL",
     remote_data: null,
   };
@@ -191,10 +192,11 @@ function withStringTypedValues(view: Record<string, unknown>, card: CardRecord):
 }
 
 /**
- * Core (operational) card (§2.4). `write` adds the write-response objects. Write responses, and the cards
- * {@link isStringTypedInList} picks in the list, carry string-typed flags and amounts, as the spec shows.
+ * Core (operational) card (§2.4). `write` (what the spend limit's window consumed) adds the write-response objects.
+ * Write responses, and the cards {@link isStringTypedInList} picks in the list, carry string-typed flags and amounts,
+ * as the spec shows.
  */
-export function coreCardView(card: CardRecord, data: Pick<CompanyData, "company" | "pools">, write = false): Record<string, unknown> {
+export function coreCardView(card: CardRecord, data: Pick<CompanyData, "company" | "pools">, write?: Consumption): Record<string, unknown> {
   const { company } = data;
   const status = card.status.toLowerCase();
   const view: Record<string, unknown> = {
@@ -248,7 +250,7 @@ export function coreCardView(card: CardRecord, data: Pick<CompanyData, "company"
     card_usage_type_amount: card.allowedMaxBalance,
     account_balance: accountBalanceOf(card, data),
     shipment_tracking: null,
-    spend_limit: write ? spendLimitObject(card) : card.spendLimit.maxAmount,
+    spend_limit: write ? spendLimitObject(card, write) : card.spendLimit.maxAmount,
     atm_limit: card.atmWithdrawalAllowed ? 2_000 : 0,
     shipping_address: card.cardType === "Physical" ? { line1: "Office 1204, Business Bay", city: "Dubai", country: company.country } : null,
     card_template: null,

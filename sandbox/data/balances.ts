@@ -26,7 +26,7 @@ export function spendableOf(card: CardRecord, data: Accounts): number {
 }
 
 /** What a transaction takes from or gives its account: its billing amount with its fee (§2.2 rule 1, as listed). */
-function amountOf(tx: TransactionRecord): number {
+export function amountOf(tx: TransactionRecord): number {
   return round2(tx.billing_amount + tx.transaction_fee_amount);
 }
 

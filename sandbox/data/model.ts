@@ -75,9 +75,8 @@ export interface SpendLimit {
   active: boolean;
   period: string;
   maxAmount: number;
+  /** Transactions permitted per period; 0: no count (what its window consumed: `consumedOf`). */
   frequency: number;
-  consumed: number;
-  consumedFrequency: number;
   updatedAt: string;
 }
 

@@ -354,8 +354,6 @@ function seedCards(
         period: "MONTHLY",
         maxAmount: Math.min(maxBalance, prng.pick([2_000, 5_000, 10_000, 15_000])),
         frequency: prng.pick([0, 20, 50]),
-        consumed: 0,
-        consumedFrequency: 0,
         updatedAt: new Date(createdMs + 2 * DAY_MS).toISOString(),
       },
       allowedCountries: ["AE", "SA", "GB", "US"],

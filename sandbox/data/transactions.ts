@@ -7,6 +7,7 @@ import { round2 } from "../prng.js";
 import { TRANSACTION_CATEGORIES } from "../../shared/qashio/schemas/enums.js";
 import { SPEND_CATEGORIES, spendableOf } from "./balances.js";
 import { MCC_DESCRIPTIONS, MERCHANTS, convert, type MerchantProfile } from "./catalog.js";
+import { limitRoomOf } from "./spend-limits.js";
 import { poolOf, type CardRecord, type ClientSyncStatus, type CompanyData, type MasterRecord, type TransactionRecord, type UserProfile } from "./model.js";
 
 const DAY_MS = 86_400_000;
@@ -42,6 +43,17 @@ function feeTerms(category: BuildableCategory, foreign: boolean): { readonly rat
 function feeOf(category: BuildableCategory, billingAmount: number, foreign: boolean): number {
   const { rate, fixed } = feeTerms(category, foreign);
   return rate === 0 && fixed === 0 ? 0 : round2(billingAmount * rate + fixed);
+}
+
+/** The most spend made now on `card` may take, fee included: what its account can still spend, within its spend limit. */
+function roomOf(card: CardRecord, data: CompanyData, nowMs: number): number {
+  return Math.min(spendableOf(card, data), limitRoomOf(card, data, nowMs));
+}
+
+/** Whether spend of `category` made now (`nowMs`) can go on `card`: it can take the least, its fee included (`roomOf`). */
+export function canSpendNow(card: CardRecord, data: CompanyData, category: BuildableCategory, nowMs: number): boolean {
+  const { rate, fixed } = feeTerms(category, true);
+  return roomOf(card, data, nowMs) >= round2(LEAST_SPEND * (1 + rate) + fixed);
 }
 
 /** Categories forced early in a seeded history so every kind is present. */
@@ -199,7 +211,7 @@ export class TransactionFactory {
     const p = this.prng;
     const company = this.data.company;
     const billingCurrency = company.currency;
-    const card = parent ? (this.data.cards.find((c) => c.id === parent.card_external_id) ?? p.pick(this.spendCards)) : this.cardFor(category, o.timeMs, o.live === true);
+    const card = parent ? (this.data.cards.find((c) => c.id === parent.card_external_id) ?? p.pick(this.spendCards)) : this.cardFor(category, o.timeMs, o.live === true, o.nowMs);
     if (card === undefined) return undefined;
     const holder = card.holder;
     const merchant = this.merchantFor(category, parent);
@@ -220,9 +232,9 @@ export class TransactionFactory {
       transactionAmount = category === "cashback" ? p.money(5, 250) : category === "cash_withdrawal" ? p.pick([200, 500, 1000, 1500]) : p.pick([1_000, 2_500, 5_000, 10_000]);
     }
     const foreign = transactionCurrency !== billingCurrency;
-    // Spend made now is authorised against what its account can still spend (§4.9): never more.
+    // Spend made now is authorised against what its account can still spend and its spend limit still allows (§4.9): never more.
     if (o.live === true && parent === undefined && SPEND_CATEGORIES.has(category)) {
-      transactionAmount = this.within(transactionAmount, transactionCurrency, category, spendableOf(card, this.data));
+      transactionAmount = this.within(transactionAmount, transactionCurrency, category, roomOf(card, this.data, o.nowMs));
     }
     const billingAmount = convert(transactionAmount, transactionCurrency, billingCurrency);
     const fee = feeOf(category, billingAmount, foreign);
@@ -365,27 +377,23 @@ export class TransactionFactory {
     return t;
   }
 
-  /** Whether the account `card` draws on can pay the least spend of `category` now, its fee included. */
-  private canPay(card: CardRecord, category: BuildableCategory): boolean {
-    const { rate, fixed } = feeTerms(category, true);
-    return spendableOf(card, this.data) >= round2(LEAST_SPEND * (1 + rate) + fixed);
-  }
 
   /**
    * The card new spend at `timeMs` goes on. Spend made now takes a card whose status is `Active` now (a card the
    * dashboard suspended stops spending, one it activated, even after a termination, starts); the seeded history, which
    * keeps no status history, one active then (activated, not yet terminated), so a card suspended since spent before.
    * A cash withdrawal takes only such a card that allows ATM use (`atm_withdrawal_allowed`), and none when there is
-   * none. Spend made now takes only a card whose account can pay for some (`canPay`), and none when no card's can
-   * (undefined: §4.9 balances account for what is held, and the spec names no declined transaction). Otherwise,
+   * none. Spend made now takes only a card whose account can pay for some and whose spend limit, when enforced, allows
+   * some in its window (`canSpendNow`), and none when no card can (undefined: §4.9 balances account for what is held, a
+   * limit is enforced, and the spec names no declined transaction). Otherwise,
    * without any such card, every card that ever spent serves, so the control surface can always create what it is
    * asked for.
    */
-  private cardFor(category: BuildableCategory, timeMs: number, live: boolean): CardRecord | undefined {
+  private cardFor(category: BuildableCategory, timeMs: number, live: boolean, nowMs: number): CardRecord | undefined {
     const spend = live && SPEND_CATEGORIES.has(category);
     const atm = category === "cash_withdrawal";
     const usable = (live ? this.data.cards.filter((card) => card.status === "Active") : this.spendCards.filter((card) => this.canSpendAt(card, timeMs)))
-      .filter((card) => (!atm || card.atmWithdrawalAllowed) && (!spend || this.canPay(card, category)));
+      .filter((card) => (!atm || card.atmWithdrawalAllowed) && (!spend || canSpendNow(card, this.data, category, nowMs)));
     if (usable.length > 0) return this.prng.pick(usable);
     return spend || atm ? undefined : this.prng.pick(this.spendCards);
   }

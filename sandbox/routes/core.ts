@@ -18,6 +18,7 @@ import {
 } from "../../shared/qashio/schemas/index.js";
 import { requireScope } from "../auth.js";
 import { spendableOf } from "../data/balances.js";
+import { consumedOf } from "../data/spend-limits.js";
 import type { CardRecord, CompanyData } from "../data/model.js";
 import { ApiError, ForbiddenError, ValidationError, type FieldError } from "../errors.js";
 import { ok, parseBody, parseQuery, readJson, slicePage, type SandboxContext, type SandboxEnv } from "../http.js";
@@ -122,6 +123,12 @@ function refuseClosed(card: CardRecord): void {
   }
 }
 
+/** A card write's `data.card`: the card with its spend limit's object, reporting what the limit's window consumed. */
+function writtenCardView(c: SandboxContext, card: CardRecord): Record<string, unknown> {
+  const data = c.get("data");
+  return coreCardView(card, data, consumedOf(card, data, c.get("state").clock.nowMs()));
+}
+
 function isOneOf(value: string, allowed: readonly string[]): boolean {
   return allowed.includes(value);
 }
@@ -204,7 +211,7 @@ async function updateCard(c: SandboxContext): Promise<Response> {
   if (body.nickname !== undefined) card.nickname = body.nickname.trim();
   card.updatedAt = state.clock.stampIso();
   audit(c, "card.funding_updated", card, body);
-  return ok(c, { card: coreCardView(card, c.get("data"), true) }, { message: UPDATED });
+  return ok(c, { card: writtenCardView(c, card) }, { message: UPDATED });
 }
 
 async function changeStatus(c: SandboxContext): Promise<Response> {
@@ -257,7 +264,7 @@ async function updateVelocityLimit(c: SandboxContext): Promise<Response> {
   card.updatedAt = limit.updatedAt;
   // Every call is audited and notifies, even when nothing changed (§4.9).
   audit(c, "card.velocity_limit_updated", card, body);
-  return ok(c, { card: coreCardView(card, c.get("data"), true) }, { status: 201, message: CREATED });
+  return ok(c, { card: writtenCardView(c, card) }, { status: 201, message: CREATED });
 }
 
 /**
@@ -433,7 +440,7 @@ async function issueCard(c: SandboxContext): Promise<Response> {
     updatedAt: stamp,
     balance: 0,
     pendingAuthorisations: 0,
-    spendLimit: { active: false, period: "MONTHLY", maxAmount: 0, frequency: 0, consumed: 0, consumedFrequency: 0, updatedAt: stamp },
+    spendLimit: { active: false, period: "MONTHLY", maxAmount: 0, frequency: 0, updatedAt: stamp },
     allowedCountries: [],
     blockedCountries: [],
     allowedMccs: [],
@@ -441,7 +448,7 @@ async function issueCard(c: SandboxContext): Promise<Response> {
   data.cards.push(card);
   if (!pool) data.statementAccounts.push({ accountExternalId: card.accountExternalId, accountType: "Card", card });
   audit(c, "card.issued", card, { card_type: card.cardType });
-  return ok(c, { card: coreCardView(card, data, true) }, { status: 201, message: CREATED });
+  return ok(c, { card: writtenCardView(c, card) }, { status: 201, message: CREATED });
 }
 
 function audit(c: SandboxContext, action: string, card: CardRecord | undefined, details: object): void {

@@ -11,6 +11,7 @@ import { rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { BridgeEvent } from "../bridge/ports.js";
 import { createSandbox, SANDBOX_CLIENT, type Sandbox } from "../../sandbox/index.js";
+import { canSpendNow } from "../../sandbox/data/transactions.js";
 import { Prng, round2 } from "../../sandbox/prng.js";
 import { FileTokenStore } from "../local/index.js";
 import type { DemoArgs } from "./args.js";
@@ -104,7 +105,8 @@ class ActivityGenerator {
   constructor(
     private readonly baseUrl: string,
     private readonly companyId: string,
-    private readonly cards: () => { id: string; status: string }[],
+    /** The company's cards; `canBuy`: a purchase can go on the card now (its account and spend limit have room). */
+    private readonly cards: () => { id: string; status: string; canBuy: boolean }[],
     /** Whether the sandbox still holds the transaction: it forgets old acknowledged ones (SANDBOX_RETAINED). */
     private readonly held: (transactionId: string) => boolean,
     seed: number,
@@ -155,9 +157,12 @@ class ActivityGenerator {
       done.push(`approval → ${approval}`);
     }
     if (cycle % 3 === 0) {
+      // Never the last Active card a purchase can go on: with spend limits used up for the period, rounds would make none.
       const active = this.cards().filter((c) => c.status === "Active");
+      const buying = active.filter((c) => c.canBuy);
+      const suspendable = buying.length > 1 ? active : active.filter((c) => !c.canBuy);
       const suspended = this.cards().filter((c) => c.status === "Suspended");
-      const card = cycle % 6 === 0 ? this.pick(suspended) : this.pick(active);
+      const card = cycle % 6 === 0 ? this.pick(suspended) : this.pick(suspendable);
       if (card !== undefined) {
         const status = card.status === "Active" ? "Suspended" : "Active";
         await this.control("POST", `/cards/${card.id}/status`, { status });
@@ -313,7 +318,11 @@ async function runDemo(args: DemoArgs, io: CliIo, dir: string, palette: Palette,
       }
     };
     const bridge = await openLocalBridge(settings, { env: io.env, logger: streamLogger(io.stderr, settings.logLevel), onPublished: remember });
-    const cards = () => sandbox.control.company(company.id)?.cards.map((c) => ({ id: c.id, status: c.status })) ?? [];
+    const cards = () => {
+      const data = sandbox.control.company(company.id);
+      const now = sandbox.control.now();
+      return data?.cards.map((c) => ({ id: c.id, status: c.status, canBuy: canSpendNow(c, data, "purchase", now) })) ?? [];
+    };
     const held = (transactionId: string) => sandbox.control.company(company.id)?.transactions.get(transactionId) !== undefined;
     const activity = new ActivityGenerator(server.url, company.id, cards, held, args.seed);
 

@@ -429,6 +429,82 @@ describe("balances following new spend (§4.9: card balances account for pending
   });
 });
 
+describe("spend limits (§4.9: spend_limit_active says the limit is enforced, per spend_limit_period)", () => {
+  const data = () => h.sandbox.control.company(h.companyId)!;
+  /** The one card that can pay: an Active card with its own account holding `balance`; every other account empty. */
+  function onlyPayer(balance?: number) {
+    const card = data().cards.find((c) => c.status === "Active" && c.poolAccountId === null)!;
+    for (const other of data().cards) if (other.poolAccountId === null) other.balance = 0;
+    for (const pool of data().pools) pool.balance = 0;
+    card.balance = balance ?? card.allowedMaxBalance;
+    return card;
+  }
+  /** Sets the card's limit; the write response's spend_limit object. */
+  async function limit(cardId: string, body: Row, token?: string): Promise<Row> {
+    const { status, body: answer } = await h.json(`/public/v1/core/cards/${cardId}/update_velocity_limit`, { body, token });
+    expect(status).toBe(201);
+    return answer.data.card.spend_limit as Row;
+  }
+  /** What a transaction made now costs its card (fee included), as the store holds it. */
+  const cost = (tx: Row) => {
+    const stored = data().transactions.get(tx.id as string)!;
+    return round2(stored.billing_amount + stored.transaction_fee_amount);
+  };
+  const purchases = async (count: number) => (await control(`/companies/${h.companyId}/transactions`, { count, transaction_category: "purchase" })).body.data as Row[];
+
+  it("spends no more than an active limit's amount in its period, and the write response reports what was consumed and what remains", async () => {
+    const card = onlyPayer();
+    const before = await limit(card.id, { spend_limit_active: true, spend_limit_period: "DAILY", spend_limit_frequency: 0 });
+    const max = Math.ceil(before.consumed_limit as number) + 300;
+    await limit(card.id, { spend_limit_max_amount: max });
+    const made = await purchases(30);
+    expect(made.length).toBeGreaterThan(0);
+    expect(made.every((tx) => tx.card_external_id === card.id)).toBe(true);
+    const spent = round2(made.reduce((sum, tx) => sum + cost(tx), 0));
+    const room = max - (before.consumed_limit as number);
+    expect(spent).toBeLessThanOrEqual(room);
+    // Spend stops only once less than the least purchase (1, with a foreign fee of 2%) is left.
+    expect(spent).toBeGreaterThanOrEqual(room - 1.02);
+    expect(await purchases(5)).toEqual([]);
+    const after = await limit(card.id, { spend_limit_active: true });
+    expect(after).toMatchObject({
+      max_amount: max,
+      consumed_limit: round2((before.consumed_limit as number) + spent),
+      remaining_balance: round2(max - (before.consumed_limit as number) - spent),
+      consumed_frequency: (before.consumed_frequency as number) + made.length,
+    });
+  });
+
+  it("makes no more than an active limit's number of transactions in its period; the next period starts afresh", async () => {
+    // Money for any number of purchases: only the limit's count stops them.
+    const card = onlyPayer(1_000_000);
+    const before = await limit(card.id, { spend_limit_active: true, spend_limit_period: "DAILY", spend_limit_max_amount: 400_000, spend_limit_frequency: 1 });
+    const frequency = (before.consumed_frequency as number) + 3;
+    await limit(card.id, { spend_limit_frequency: frequency });
+    expect(await purchases(10)).toHaveLength(3);
+    expect(await limit(card.id, { spend_limit_active: true })).toMatchObject({ consumed_frequency: frequency, remaining_frequency: 0 });
+    // A day later (the access token long expired) the DAILY window holds nothing yet.
+    await control("/clock", { advance_seconds: 86_400 });
+    const { access_token } = await tokensFor(h.sandbox, h.companyId);
+    expect(await limit(card.id, { spend_limit_active: true }, access_token)).toMatchObject({ consumed_limit: 0, consumed_frequency: 0, remaining_frequency: frequency, remaining_balance: 400_000 });
+    expect(await purchases(2)).toHaveLength(2);
+  });
+
+  it("does not enforce an inactive limit, yet reports the period's spend", async () => {
+    const card = onlyPayer();
+    const before = await limit(card.id, { spend_limit_active: false, spend_limit_period: "MONTHLY", spend_limit_max_amount: 0, spend_limit_frequency: 1 });
+    const made = await purchases(3);
+    expect(made).toHaveLength(3);
+    const after = await limit(card.id, { spend_limit_active: false });
+    expect(after).toMatchObject({
+      consumed_frequency: (before.consumed_frequency as number) + 3,
+      consumed_limit: round2((before.consumed_limit as number) + made.reduce((sum, tx) => sum + cost(tx), 0)),
+      remaining_balance: 0,
+      remaining_frequency: 0,
+    });
+  });
+});
+
 describe("money back (spec-gaps, Balances): auto top-up and deposits", () => {
   const data = () => h.sandbox.control.company(h.companyId)!;
   const companyBalance = async () => (await h.client.getCardBalance({ nickname: data().cards[0]!.nickname })).company_balance?.amount as number;

@@ -13,12 +13,16 @@ import type { CompanyData } from "../../sandbox/data/model.js";
 export type Row = Record<string, any>;
 
 /**
- * Fills every card and pool account of a company to the most it may hold: new spend is authorised against what an
- * account holds (spec-gaps, Balances), so a test making much of it, or spending on a card the seed left empty, gives
- * the accounts money first.
+ * Fills every card and pool account of a company to the most it may hold, and stops enforcing every card's spend
+ * limit: new spend is authorised against what an account holds and what an enforced limit still allows in its period
+ * (spec-gaps, Balances and Spend limits), so a test making much of it, or spending on a card the seed left empty or
+ * limited, gives the cards room first.
  */
 export function fillAccounts(data: Pick<CompanyData, "cards" | "pools">): void {
-  for (const card of data.cards) if (card.poolAccountId === null) card.balance = card.allowedMaxBalance;
+  for (const card of data.cards) {
+    if (card.poolAccountId === null) card.balance = card.allowedMaxBalance;
+    card.spendLimit.active = false;
+  }
   for (const pool of data.pools) pool.balance = pool.allowedMaxBalance;
 }
 

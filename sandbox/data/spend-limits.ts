@@ -1,0 +1,72 @@
+/**
+ * A card's spend limit (§4.9 `update_velocity_limit`): while `spend_limit_active`, the card's spend in each
+ * `spend_limit_period` window takes at most `spend_limit_max_amount` in at most `spend_limit_frequency` transactions
+ * (0: no count). What the window's spend consumed is read from the transactions themselves (spec-gaps, Spend limits).
+ */
+import { round2 } from "../prng.js";
+import { SPEND_CATEGORIES, amountOf } from "./balances.js";
+import type { CardRecord, CompanyData, TransactionRecord } from "./model.js";
+
+/** What a card's spend in its limit's current window took: fee-inclusive amount (card currency) and transactions. */
+export interface Consumption {
+  readonly amount: number;
+  readonly count: number;
+}
+
+const NONE: Consumption = { amount: 0, count: 0 };
+
+/**
+ * Start (epoch ms) of the `period` window holding `nowMs`: calendar windows in UTC, a week from Monday; -Infinity for
+ * `ALL_TIME`; undefined for `PER_TRANSACTION`, whose every transaction is a window of its own.
+ */
+export function windowStart(period: string, nowMs: number): number | undefined {
+  const now = new Date(nowMs);
+  const [year, month, day] = [now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()];
+  switch (period) {
+    case "DAILY":
+      return Date.UTC(year, month, day);
+    case "WEEKLY":
+      return Date.UTC(year, month, day - ((now.getUTCDay() + 6) % 7));
+    case "MONTHLY":
+      return Date.UTC(year, month, 1);
+    case "QUARTERLY":
+      return Date.UTC(year, month - (month % 3), 1);
+    case "YEARLY":
+      return Date.UTC(year, 0, 1);
+    case "PER_TRANSACTION":
+      return undefined;
+    default:
+      return -Infinity;
+  }
+}
+
+/** What `card`'s purchases and cash withdrawals made in its limit's window holding `nowMs` consumed (refunds give none back). */
+export function consumedOf(card: CardRecord, data: Pick<CompanyData, "transactions">, nowMs: number): Consumption {
+  const start = windowStart(card.spendLimit.period, nowMs);
+  if (start === undefined) return NONE;
+  const all = data.transactions.all();
+  const startIso = Number.isFinite(start) ? new Date(start).toISOString() : "";
+  let amount = 0;
+  let count = 0;
+  // Newest first; a transaction happens before it is created, so one created before the window ends the walk.
+  for (let i = all.length - 1; i >= 0; i--) {
+    const tx = all[i] as TransactionRecord;
+    if (tx.created_at < startIso) break;
+    if (tx.card_external_id !== card.id || !SPEND_CATEGORIES.has(tx.transaction_category) || Date.parse(tx.transaction_time) < start) continue;
+    amount += amountOf(tx);
+    count++;
+  }
+  return { amount: round2(amount), count };
+}
+
+/**
+ * The most spend made now on `card` may take (fee included) within its limit: Infinity while the limit is not
+ * enforced, 0 once its window's count is used up.
+ */
+export function limitRoomOf(card: CardRecord, data: Pick<CompanyData, "transactions">, nowMs: number): number {
+  const limit = card.spendLimit;
+  if (!limit.active) return Infinity;
+  const used = consumedOf(card, data, nowMs);
+  if (limit.frequency > 0 && used.count >= limit.frequency) return 0;
+  return Math.max(0, round2(limit.maxAmount - used.amount));
+}
