@@ -16,7 +16,7 @@ import { ConfigError, EnvFileError, type SettingIssue } from "./errors.js";
 import { nearest } from "../nearest.js";
 import { eventsFileAccessProblem, eventsFileProblem, eventsFileTakesState, realPathOf, stateDirAccessProblem, stateDirProblem, stateDirUnderEventsFile, statOf } from "./path-checks.js";
 import { durationRangeProblem, parseDuration } from "./args.js";
-import { AUTHORIZE_URL_ENV_VAR, BASE_URL_ENV_VARS, baseUrlProblem, normaliseBaseUrl, type QashioDeployment } from "../qashio/config.js";
+import { AUTHORIZE_PATH, AUTHORIZE_URL_ENV_VAR, BASE_URL_ENV_VARS, baseUrlProblem, normaliseBaseUrl, type QashioDeployment } from "../qashio/config.js";
 
 export const DEFAULT_STATE_DIR = ".state";
 export const DEFAULT_EVENTS_FILE = "events.jsonl";
@@ -76,7 +76,7 @@ export const SETTINGS: readonly SettingDoc[] = [
   { name: "QASHIO_CLIENT_ID", required: "except for `conform-pii`", default: "", meaning: "OAuth client id issued to the integrator" },
   { name: "QASHIO_CLIENT_SECRET", required: "except for `conform-pii`", default: "", meaning: "OAuth client secret (never printed)" },
   { name: "QASHIO_REFRESH_TOKEN", required: "no", default: "", meaning: "first refresh token; used only while the state directory holds no token (else run `authorize`; `conform-pii` needs none)" },
-  { name: "QASHIO_AUTHORIZE_URL", required: "no", default: "the base URL", meaning: "address of the provider's authorization screen (`authorize` only)" },
+  { name: "QASHIO_AUTHORIZE_URL", required: "no", default: "the base URL", meaning: "address the provider's authorization screen lies under, without /oauth2/authorize (`authorize` only)" },
   { name: "BRIDGE_TENANT", required: "except for `authorize`", default: "", meaning: "tenant id written into every event (a letter or digit, then letters, digits, `-`, `_`; up to 64)" },
   { name: "BRIDGE_STATE_DIR", required: "no", default: DEFAULT_STATE_DIR, meaning: "snapshots, tokens, quarantine, locks" },
   { name: "BRIDGE_EVENTS_FILE", required: "no", default: DEFAULT_EVENTS_FILE, meaning: "JSON Lines file, one EventBridge-target-shaped event per line (appended)" },
@@ -460,7 +460,12 @@ export function readAuthorizeSettings(env: Env, cwd: string, options: { tokensIn
   const r = new Reader(env);
   const provider = readProvider(r);
   const authorizeText = r.raw(AUTHORIZE_URL_ENV_VAR);
-  const authorizeUrl = (authorizeText !== undefined ? r.url(AUTHORIZE_URL_ENV_VAR, authorizeText) : undefined) ?? provider.baseUrl;
+  let authorizeUrl = authorizeText !== undefined ? r.url(AUTHORIZE_URL_ENV_VAR, authorizeText) : undefined;
+  // The screen's whole address, pasted from a browser, would send the person to .../oauth2/authorize/oauth2/authorize.
+  if (authorizeUrl?.toLowerCase().endsWith(AUTHORIZE_PATH) === true) {
+    r.problem(AUTHORIZE_URL_ENV_VAR, `ends with ${AUTHORIZE_PATH}, which authorize appends itself: give the address before it`);
+    authorizeUrl = undefined;
+  }
   const stateDir = pathSetting(r, "BRIDGE_STATE_DIR", cwd, DEFAULT_STATE_DIR);
   if (options.tokensInSecret !== true) checked(r, "BRIDGE_STATE_DIR", stateDir, () => checkStateDir(r, stateDir));
   const tenant = r.raw("BRIDGE_TENANT");
@@ -470,7 +475,7 @@ export function readAuthorizeSettings(env: Env, cwd: string, options: { tokensIn
   if (issues.length > 0) throw new ConfigError(issues);
   return {
     baseUrl: provider.baseUrl,
-    authorizeUrl,
+    authorizeUrl: authorizeUrl ?? provider.baseUrl,
     clientId: provider.clientId === "" ? undefined : provider.clientId,
     clientSecret: provider.clientSecret === "" ? undefined : provider.clientSecret,
     stateDir,

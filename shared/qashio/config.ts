@@ -17,6 +17,9 @@ export const BASE_URL_ENV_VARS: Readonly<Record<QashioDeployment, string>> = {
 /** Environment variable holding the authorization screen address ({authorize_url}). */
 export const AUTHORIZE_URL_ENV_VAR = "QASHIO_AUTHORIZE_URL";
 
+/** Path of the authorization screen under {authorize_url} (spec §4.2): appended to it, so never part of QASHIO_AUTHORIZE_URL. */
+export const AUTHORIZE_PATH = "/oauth2/authorize";
+
 type Env = Readonly<Record<string, string | undefined>>;
 
 function isDeployment(value: string): value is QashioDeployment {

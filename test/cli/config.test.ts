@@ -833,6 +833,16 @@ describe("readAuthorizeSettings", () => {
     expect(readAuthorizeSettings({ ...valid, QASHIO_AUTHORIZE_URL: "https://auth.provider.test/" }, dir).authorizeUrl).toBe("https://auth.provider.test");
   });
 
+  it("refuses a QASHIO_AUTHORIZE_URL that already ends with /oauth2/authorize, which authorize appends itself", () => {
+    // Pasted as the screen's whole address, it sent the browser to .../oauth2/authorize/oauth2/authorize.
+    for (const url of ["https://auth.provider.test/oauth2/authorize", "https://auth.provider.test/sso/oauth2/authorize/", "https://auth.provider.test/OAuth2/Authorize"]) {
+      expect(() => readAuthorizeSettings({ ...valid, QASHIO_AUTHORIZE_URL: url }, dir)).toThrow(
+        "QASHIO_AUTHORIZE_URL: ends with /oauth2/authorize, which authorize appends itself: give the address before it",
+      );
+    }
+    expect(readAuthorizeSettings({ ...valid, QASHIO_AUTHORIZE_URL: "https://auth.provider.test/oauth2" }, dir).authorizeUrl).toBe("https://auth.provider.test/oauth2");
+  });
+
   it("names every bad setting at once, the state directory included, without echoing a value", async () => {
     await writeFile(join(dir, "afile"), "x");
     let error: unknown;

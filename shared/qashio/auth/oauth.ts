@@ -8,10 +8,11 @@ import { TokenSetSchema, ValidateResponseSchema, parseWithDrift, type TokenSet }
 import { IncompleteTokenSetError, InvalidResponseError } from "../errors.js";
 import { HttpCore, type Clock, type ClientLogger, type FetchLike, type RetryEvent, type RetryOptions } from "../http.js";
 import { issuesOf } from "../parse.js";
+import { AUTHORIZE_PATH } from "../config.js";
 
 export const TOKEN_PATH = "/oauth2/token";
 export const VALIDATE_PATH = "/oauth2/validate";
-export const AUTHORIZE_PATH = "/oauth2/authorize";
+export { AUTHORIZE_PATH } from "../config.js";
 
 /** Settings shared by the token operations. */
 export interface OAuthClientOptions {
