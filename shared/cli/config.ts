@@ -379,10 +379,25 @@ class Reader {
 
   constructor(private readonly env: Env) {}
 
-  /** Value with surrounding whitespace removed; undefined when unset or blank. */
+  /** Settings named already for a control character (a setting may be read more than once). */
+  private readonly controlled = new Set<string>();
+
+  /**
+   * Value with surrounding whitespace removed; undefined when unset or blank. One holding a control character is
+   * named (never shown) and still returned, so nothing else calls it missing: no setting holds one, and in .env a
+   * `\n` inside double quotes becomes a line break, so a secret or salt with a backslash and an n was another one.
+   */
   raw(name: string): string | undefined {
     const value = this.env[name]?.trim();
-    return value === undefined || value === "" ? undefined : value;
+    if (value === undefined || value === "") return undefined;
+    // eslint-disable-next-line no-control-regex -- matching control characters is the point
+    if (/[\u0000-\u001f\u007f]/.test(value) && !this.controlled.has(name)) {
+      this.problem(name, "holds a line break or another control character (in .env, \\n inside double quotes is a line break: single-quote the value to keep a backslash)");
+      // Refused outright: its other checks would only name the same value again.
+      this.controlled.add(name);
+      this.refused.add(name);
+    }
+    return value;
   }
 
   required(name: string): string {
@@ -403,7 +418,7 @@ class Reader {
   }
 
   problem(name: string, problem: string): void {
-    this.issues.push({ setting: name, problem });
+    if (!this.controlled.has(name)) this.issues.push({ setting: name, problem });
   }
 
   /** Settings whose value is refused outright (not what the person meant): nothing more is checked about them. */

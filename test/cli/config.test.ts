@@ -146,6 +146,31 @@ describe("readLocalSettings", () => {
     expect(readLocalSettings({ ...valid, QASHIO_BASE_URL: "http://[::1]:4010" }, "/work").baseUrl).toBe("http://[::1]:4010");
   });
 
+  it("refuses a setting holding a line break or another control character, without echoing it", async () => {
+    // In .env a `\n` inside double quotes is a line break (parseEnv's rule, as dotenv's): a secret or salt holding a
+    // backslash and an n was silently another one, and a URL or path lost or gained characters.
+    const dir = await mkdtemp(join(tmpdir(), "cli-control-"));
+    try {
+      await writeFile(join(dir, ".env"), `QASHIO_CLIENT_SECRET="${SECRET}\\nx"\nBRIDGE_PII_SALT='0123456789abcdef\\nx'\n`);
+      const env = await loadEnv({ ...valid, QASHIO_CLIENT_SECRET: "", BRIDGE_PII_MODE: "hash", BRIDGE_EVENT_SOURCE: "acme.\u0000bridge" }, dir);
+      let error: unknown;
+      try {
+        readLocalSettings(env, dir);
+      } catch (e) {
+        error = e;
+      }
+      expect(error).toBeInstanceOf(ConfigError);
+      const problem = "holds a line break or another control character (in .env, \\n inside double quotes is a line break: single-quote the value to keep a backslash)";
+      expect((error as ConfigError).issues).toEqual([
+        { setting: "QASHIO_CLIENT_SECRET", problem },
+        { setting: "BRIDGE_EVENT_SOURCE", problem },
+      ]);
+      expect((error as ConfigError).message).not.toContain(SECRET);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
   it("names each invalid setting without echoing its value", () => {
     const error = issuesOf({
       ...valid,
@@ -224,11 +249,13 @@ describe("readLocalSettings", () => {
   it("takes an event source of up to 256 characters without spaces (EventBridge's Source)", () => {
     const long = `q.${"a".repeat(254)}`;
     expect(readLocalSettings({ ...valid, BRIDGE_EVENT_SOURCE: long }, "/w").eventSource).toBe(long);
-    for (const source of [`${long}a`, "qashio bridge", "qashio\tbridge"]) {
+    for (const source of [`${long}a`, "qashio bridge"]) {
       expect(issuesOf({ ...valid, BRIDGE_EVENT_SOURCE: source }).issues, source).toEqual([
         { setting: "BRIDGE_EVENT_SOURCE", problem: "must be up to 256 characters, without spaces, not starting with 'aws.'" },
       ]);
     }
+    // A tab is a control character, named as such (once).
+    expect(issuesOf({ ...valid, BRIDGE_EVENT_SOURCE: "qashio\tbridge" }).issues.map((i) => i.problem)).toEqual([expect.stringMatching(/^holds a line break or another control character/)]);
   });
 
   it("treats a blank value as unset", () => {
