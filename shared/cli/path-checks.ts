@@ -275,7 +275,24 @@ export function eventsFileProblem(eventsFile: string): string | undefined {
   const parent = statOf(dir);
   if (parent === undefined) return creationProblem(dir);
   if (!parent.isDirectory()) return `cannot be created: ${dir} is a file, not a directory`;
-  return notWritable(dir, constants.W_OK | constants.X_OK) ?? fileCreationProblem(eventsFile);
+  return notWritable(dir, constants.W_OK | constants.X_OK) ?? danglingLinkProblem(eventsFile) ?? fileCreationProblem(eventsFile);
+}
+
+/**
+ * What stops the first append through `eventsFile`, a symbolic link to a file not made yet, from creating its target:
+ * the publisher makes the directories of the setting's own path, not the link's target's, so a target in a directory
+ * that does not exist failed every cycle's publish (ENOENT), nothing acknowledged, until someone made it.
+ */
+function danglingLinkProblem(eventsFile: string): string | undefined {
+  if (linkTargetOf(eventsFile) === undefined) return undefined;
+  const target = realPathOf(eventsFile);
+  const dir = dirname(target);
+  const stats = statOf(dir);
+  if (stats === undefined) {
+    return `is a symbolic link to ${target}, whose directory ${dir} does not exist (the bridge makes the directories of the setting's own path only): create it, or set the file's own path`;
+  }
+  if (!stats.isDirectory()) return `cannot be created: ${dir} (where its symbolic link points) is a file, not a directory`;
+  return notWritable(dir, constants.W_OK | constants.X_OK);
 }
 
 /**

@@ -485,6 +485,19 @@ describe("readLocalSettings on the file system", () => {
     expect((await readdir(dir)).filter((name) => name.startsWith("linked-events.jsonl"))).toEqual(["linked-events.jsonl"]);
   });
 
+  it("refuses an events file that is a link into a directory that does not exist: every append failed, as only the file's own path has its directories made", async () => {
+    await symlink(join(dir, "gone", "logs", "events.jsonl"), join(dir, "dangling-events.jsonl"));
+    expect(settingsError({ ...valid, BRIDGE_EVENTS_FILE: "dangling-events.jsonl" }).issues).toEqual([
+      {
+        setting: "BRIDGE_EVENTS_FILE",
+        problem:
+          `is a symbolic link to ${join(dir, "gone", "logs", "events.jsonl")}, whose directory ${join(dir, "gone", "logs")} does not exist ` +
+          "(the bridge makes the directories of the setting's own path only): create it, or set the file's own path",
+      },
+    ]);
+    expect(existsSync(join(dir, "gone"))).toBe(false);
+  });
+
   it("names a state directory that is a regular file", () => {
     expect(settingsError({ ...valid, BRIDGE_STATE_DIR: "plain-file" }).issues).toEqual([
       { setting: "BRIDGE_STATE_DIR", problem: `must be a directory, but ${join(dir, "plain-file")} is a file` },
