@@ -216,6 +216,14 @@ export async function openLocalBridge(settings: LocalSettings, options: LocalBri
       },
     ]);
   }
+  // Left set, a spent seed is sent again by a run on an empty state directory (a mistyped BRIDGE_STATE_DIR), and the
+  // provider then revokes the whole family, signing this directory out too. Said at every start until it is gone.
+  if (settings.refreshToken !== undefined && !(await tokens.usesSeed())) {
+    options.logger.warn(
+      `QASHIO_REFRESH_TOKEN is not read while ${tokens.file} holds tokens: remove it from the environment and .env, as a run on an ` +
+        "empty state directory (a mistyped BRIDGE_STATE_DIR) would send it again, and a refresh token sent twice makes the provider revoke the whole token family",
+    );
+  }
   const metrics = new MemoryMetrics();
   const tokenProvider = new OAuthTokenProvider({
     baseUrl,

@@ -43,6 +43,27 @@ describe("local bridge cycle", () => {
     expect(bridge.metrics.get("QuarantineSize")).toBe(1);
   });
 
+  it("warns, without the token, while QASHIO_REFRESH_TOKEN is set beside stored tokens: spent, it would revoke the family from an empty state directory", async () => {
+    harness = await startHarness();
+    const seed = harness.env.QASHIO_REFRESH_TOKEN ?? "";
+    const settings = readLocalSettings(harness.env, harness.dir);
+    const warnings: string[] = [];
+    const logger: Logger = { ...silent, warn: (message) => void warnings.push(message) };
+    await runCycle(await openLocalBridge(settings, { env: harness.env, logger }));
+    // The seed stood in for the first run: no word of it then.
+    expect(warnings.filter((w) => w.includes("QASHIO_REFRESH_TOKEN"))).toEqual([]);
+    await openLocalBridge(settings, { env: harness.env, logger });
+    const seedWarnings = warnings.filter((w) => w.includes("QASHIO_REFRESH_TOKEN"));
+    expect(seedWarnings).toHaveLength(1);
+    expect(seedWarnings[0]).toMatch(/not read while .*tokens\.json holds tokens: remove it from the environment and \.env/);
+    expect(seedWarnings[0]).not.toContain(seed);
+    // Without the variable, nothing to say.
+    const { QASHIO_REFRESH_TOKEN: _unset, ...env } = harness.env;
+    warnings.length = 0;
+    await openLocalBridge(readLocalSettings(env, harness.dir), { env, logger });
+    expect(warnings.filter((w) => w.includes("QASHIO_REFRESH_TOKEN"))).toEqual([]);
+  });
+
   it("sets the quarantine gauge after a cycle that failed too", async () => {
     harness = await startHarness();
     const settings = readLocalSettings(harness.env, harness.dir);
