@@ -373,6 +373,9 @@ export async function loadEnv(env: Env, cwd: string, file = ENV_FILE, wait: EnvP
   return merged;
 }
 
+/** The problem of a required setting left unset. */
+const NOT_SET = "is required but not set";
+
 /** Collects issues instead of throwing at the first, so one message names every bad setting. */
 class Reader {
   readonly issues: SettingIssue[] = [];
@@ -402,7 +405,7 @@ class Reader {
 
   required(name: string): string {
     const value = this.raw(name);
-    if (value === undefined) this.issues.push({ setting: name, problem: "is required but not set" });
+    if (value === undefined) this.issues.push({ setting: name, problem: NOT_SET });
     return value ?? "";
   }
 
@@ -485,8 +488,9 @@ export function readAuthorizeSettings(env: Env, cwd: string, options: { tokensIn
   if (options.tokensInSecret !== true) checked(r, "BRIDGE_STATE_DIR", stateDir, () => checkStateDir(r, stateDir));
   const tenant = r.raw("BRIDGE_TENANT");
   if (tenant !== undefined) checkTenant(r, tenant);
+  // Only their absence: a value given is used, so what is wrong with it still counts.
   const optional = options.tokensInSecret === true ? ["QASHIO_CLIENT_ID", "QASHIO_CLIENT_SECRET"] : [];
-  const issues = r.issues.filter((i) => !optional.includes(i.setting));
+  const issues = r.issues.filter((i) => !(optional.includes(i.setting) && i.problem === NOT_SET));
   if (issues.length > 0) throw new ConfigError(issues);
   return {
     baseUrl: provider.baseUrl,

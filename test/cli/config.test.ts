@@ -869,6 +869,12 @@ describe("readAuthorizeSettings", () => {
     ).toEqual({ baseUrl: "http://127.0.0.1:4010", authorizeUrl: "http://127.0.0.1:4010", clientId: undefined, clientSecret: undefined, stateDir: "/dev/null/state" });
   });
 
+  it("lets authorize --secret-id go without client settings, but not with a client secret holding a control character", () => {
+    expect(() =>
+      readAuthorizeSettings({ QASHIO_BASE_URL: "http://127.0.0.1:4010", QASHIO_CLIENT_SECRET: "s3cr3t\nvalue" }, dir, { tokensInSecret: true }),
+    ).toThrow(/QASHIO_CLIENT_SECRET: holds a line break or another control character/);
+  });
+
   it("takes the authorize screen from QASHIO_AUTHORIZE_URL", () => {
     expect(readAuthorizeSettings({ ...valid, QASHIO_AUTHORIZE_URL: "https://auth.provider.test/" }, dir).authorizeUrl).toBe("https://auth.provider.test");
   });
