@@ -107,10 +107,19 @@ export function settingNameWarnings(env: Env): string[] {
     .filter((name) => VARIABLE_NAME.test(name) && /^(QASHIO|BRIDGE)_/i.test(name) && env[name] !== undefined && !known.includes(name))
     .sort()
     .map((name) => {
-      const near = nearest(name, known);
+      const near = nearest(name, known) ?? underOtherPrefix(name, known);
       return `${name} is not a setting${near ? ` (did you mean ${near}?)` : ""}; see \`npm run bridge -- help\``;
     })
     .concat(quotedSettingWarnings(env, known));
+}
+
+/**
+ * The setting `name` is under the other prefix (`QASHIO_TENANT` for `BRIDGE_TENANT`, `BRIDGE_BASE_URL` for
+ * `QASHIO_BASE_URL`), which no edit distance finds: the prefixes differ in every letter.
+ */
+function underOtherPrefix(name: string, known: readonly string[]): string | undefined {
+  const rest = (setting: string) => setting.toUpperCase().replace(/^(?:QASHIO|BRIDGE)_/, "");
+  return known.find((setting) => rest(setting) === rest(name));
 }
 
 /**

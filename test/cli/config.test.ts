@@ -803,6 +803,14 @@ describe("looseAccessProblem", () => {
 });
 
 describe("settingNameWarnings", () => {
+  it("suggests the setting of the other prefix for a name given under the wrong one (QASHIO_TENANT, BRIDGE_BASE_URL)", () => {
+    expect(settingNameWarnings({ QASHIO_TENANT: "acme", BRIDGE_BASE_URL: "https://p.test", qashio_state_dir: "/s" })).toEqual([
+      "BRIDGE_BASE_URL is not a setting (did you mean QASHIO_BASE_URL?); see `npm run bridge -- help`",
+      "QASHIO_TENANT is not a setting (did you mean BRIDGE_TENANT?); see `npm run bridge -- help`",
+      "qashio_state_dir is not a setting (did you mean BRIDGE_STATE_DIR?); see `npm run bridge -- help`",
+    ]);
+  });
+
   it("warns of a prefixed variable that names no setting, suggesting the near one, never echoing a value", () => {
     const warnings = settingNameWarnings({ BRIDGE_PII_MOD: "hash-secret-value", QASHIO_CLIENTID: "x", BRIDGE_SOMETHING_ELSE: "1", PATH: "/bin" });
     expect(warnings).toEqual([
