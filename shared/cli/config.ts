@@ -14,7 +14,17 @@ import { PII_MODES, PII_SALT_MIN_LENGTH, piiSaltProblem, type PiiMode } from "..
 import { STATE_FILES } from "../local/layout.js";
 import { ConfigError, EnvFileError, type SettingIssue } from "./errors.js";
 import { nearest } from "../nearest.js";
-import { eventsFileAccessProblem, eventsFileProblem, eventsFileTakesState, realPathOf, stateDirAccessProblem, stateDirProblem, stateDirUnderEventsFile, statOf } from "./path-checks.js";
+import {
+  eventsFileAccessProblem,
+  eventsFileProblem,
+  eventsFileTakesState,
+  foreignStateDirProblem,
+  realPathOf,
+  stateDirAccessProblem,
+  stateDirProblem,
+  stateDirUnderEventsFile,
+  statOf,
+} from "./path-checks.js";
 import { durationRangeProblem, parseDuration } from "./args.js";
 import { AUTHORIZE_PATH, AUTHORIZE_URL_ENV_VAR, BASE_URL_ENV_VARS, baseUrlProblem, normaliseBaseUrl, type QashioDeployment } from "../qashio/config.js";
 
@@ -494,7 +504,7 @@ export function readAuthorizeSettings(env: Env, cwd: string, options: { tokensIn
     authorizeUrl = undefined;
   }
   const stateDir = pathSetting(r, "BRIDGE_STATE_DIR", cwd, DEFAULT_STATE_DIR);
-  if (options.tokensInSecret !== true) checked(r, "BRIDGE_STATE_DIR", stateDir, () => checkStateDir(r, stateDir));
+  if (options.tokensInSecret !== true) checked(r, "BRIDGE_STATE_DIR", stateDir, () => checkStateDir(r, stateDir, {}));
   const tenant = r.raw("BRIDGE_TENANT");
   if (tenant !== undefined) checkTenant(r, tenant);
   // Only their absence: a value given is used, so what is wrong with it still counts.
@@ -521,9 +531,15 @@ function checkTenant(r: Reader, tenant: string): void {
 /**
  * Reports a state directory that is a file, is not writable or cannot be created, and one that other local users could
  * write into (they could plant tokens, a binding or snapshots: see stateDirAccessProblem); returns whether it is usable.
+ * With `adopt`, for the commands that make a state directory of it (run, redrive, authorize), an existing directory of
+ * other files is refused too (foreignStateDirProblem), the events file it is set to hold (`adopt.eventsFile`) aside.
  */
-function checkStateDir(r: Reader, stateDir: string): boolean {
-  const problems = [stateDirProblem(stateDir), stateDirAccessProblem(stateDir)].filter((problem) => problem !== undefined);
+function checkStateDir(r: Reader, stateDir: string, adopt?: { readonly eventsFile?: string }): boolean {
+  const problems = [
+    stateDirProblem(stateDir),
+    stateDirAccessProblem(stateDir),
+    adopt === undefined ? undefined : foreignStateDirProblem(stateDir, adopt.eventsFile),
+  ].filter((problem) => problem !== undefined);
   for (const problem of problems) r.problem("BRIDGE_STATE_DIR", problem);
   return problems.length === 0;
 }
@@ -590,7 +606,7 @@ function checked(r: Reader, setting: string, path: string, check: () => boolean 
 
 /** Problems of the paths and the token seed that would otherwise surface only mid-run, one issue per setting. */
 function checkPaths(r: Reader, stateDir: string, eventsFile: string): void {
-  const stateUsable = checked(r, "BRIDGE_STATE_DIR", stateDir, () => checkStateDir(r, stateDir));
+  const stateUsable = checked(r, "BRIDGE_STATE_DIR", stateDir, () => checkStateDir(r, stateDir, { eventsFile }));
   checked(r, "BRIDGE_EVENTS_FILE", eventsFile, () => checkEventsFile(r, eventsFile));
   if (stateUsable && r.raw("QASHIO_REFRESH_TOKEN") === undefined) {
     const tokens = join(stateDir, STATE_FILES.tokens);

@@ -7,6 +7,7 @@ import { accessSync, closeSync, constants, fstatSync, mkdirSync, openSync, readd
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { fileKindOf, TEMP_SUFFIX } from "../local/atomic.js";
 import { STATE_DIRS, STATE_FILES } from "../local/layout.js";
+import { printable } from "./terminal-text.js";
 
 /** The path's stats, or undefined when it does not exist; other errors (EACCES, ELOOP) throw. */
 export function statOf(path: string): Stats | undefined {
@@ -71,6 +72,58 @@ export function stateDirProblem(stateDir: string): string | undefined {
   if (state === undefined) return creationProblem(stateDir);
   if (!state.isDirectory()) return `must be a directory, but ${stateDir} is a file`;
   return notWritable(stateDir, constants.W_OK | constants.X_OK) ?? stateEntriesProblem(stateDir);
+}
+
+/** Entries of the state directory's listing named in {@link foreignStateDirProblem}; the rest are counted. */
+const ENTRIES_NAMED = 3;
+
+/**
+ * What makes an existing directory no state directory to take, if anything: it holds none of the bridge's entries (any
+ * layout a version wrote: shared/local/layout.ts) but entries of someone else's (`.`, a home or project directory).
+ * Taking it, the bridge would write its tokens and binding among them and chmod it 0700. Harmless, and no reason to
+ * refuse: `lost+found`, dotfiles (`.gitkeep`, `.DS_Store`), the bridge's own temp files, and the events file when
+ * `eventsFile` lies in it (with its rotations and `.cut-` recovery files: names it starts), or the directory it lies
+ * in there. A directory that does not exist, or is empty, is undefined.
+ */
+export function foreignStateDirProblem(stateDir: string, eventsFile?: string): string | undefined {
+  if (statOf(stateDir)?.isDirectory() !== true) return undefined;
+  const names = readdirSync(stateDir);
+  const layout: readonly string[] = [...Object.values(STATE_FILES), ...Object.values(STATE_DIRS)];
+  if (names.some((name) => layout.includes(name))) return undefined;
+  const events = eventsFile === undefined ? undefined : eventsEntryIn(stateDir, eventsFile);
+  const inTheWay = names
+    .filter((name) => !(name === "lost+found" || name.startsWith(".") || isBridgeTemp(name) || (events !== undefined && isEventsEntry(name, events))))
+    .sort();
+  if (inTheWay.length === 0) return undefined;
+  const named = inTheWay.slice(0, ENTRIES_NAMED).map(printable).join(", ");
+  const rest = inTheWay.length - ENTRIES_NAMED;
+  return (
+    `${stateDir} is not a state directory of the bridge (it holds no ${layout.slice(0, -1).join(", ")} or ${layout.at(-1) ?? ""}) but holds ` +
+    `${named}${rest > 0 ? ` and ${rest} more` : ""}: the bridge would write its state among them and make the directory private (mode 0700), ` +
+    "so it will not use it; point BRIDGE_STATE_DIR at an empty or new directory"
+  );
+}
+
+/** The events file's entry in `stateDir` (the file's name, or the directory it lies in there), by name or with links resolved; else undefined. */
+function eventsEntryIn(stateDir: string, eventsFile: string): { readonly name: string; readonly file: boolean } | undefined {
+  const pairs: readonly (readonly [string, string])[] = [[stateDir, eventsFile], [realPathOf(stateDir), realPathOf(eventsFile)]];
+  for (const [state, events] of pairs) {
+    if (events === state || !within(state, events)) continue;
+    const [first = "", ...deeper] = relative(state, events).split(sep);
+    return { name: first, file: deeper.length === 0 };
+  }
+  return undefined;
+}
+
+/** Whether `name` is the events file's entry, or (for the file itself) one of its rotations or recovery files. */
+function isEventsEntry(name: string, events: { readonly name: string; readonly file: boolean }): boolean {
+  if (name === events.name) return true;
+  return events.file && name.startsWith(events.name) && (name[events.name.length] === "." || name[events.name.length] === "-");
+}
+
+/** Whether `name` is a temp file of a write of the bridge's into the state directory (interrupted: swept later). */
+function isBridgeTemp(name: string): boolean {
+  return name.endsWith(TEMP_SUFFIX) && Object.values(STATE_FILES).some((file) => name.startsWith(`${file}.`));
 }
 
 /**

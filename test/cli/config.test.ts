@@ -569,6 +569,78 @@ describe("readLocalSettings on the file system", () => {
   });
 });
 
+describe("a state directory that is an ordinary directory of other files", () => {
+  let dir: string;
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), "cli-foreign-state-"));
+  });
+  afterEach(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  const problemOf = (env: Record<string, string>): string[] => {
+    try {
+      readLocalSettings(env, dir);
+    } catch (error) {
+      if (error instanceof ConfigError) return error.issues.filter((i) => i.setting === "BRIDGE_STATE_DIR").map((i) => i.problem);
+      throw error;
+    }
+    return [];
+  };
+  const refusal = (state: string, listed: string) =>
+    `${state} is not a state directory of the bridge (it holds no tokens.json, binding.json, snapshots, quarantine or locks) but holds ${listed}: ` +
+    "the bridge would write its state among them and make the directory private (mode 0700), so it will not use it; point BRIDGE_STATE_DIR at an empty or new directory";
+  const fill = async (at: string, names: readonly string[]) => {
+    await mkdir(at, { recursive: true });
+    for (const name of names) await writeFile(join(at, name), "the user's own\n");
+  };
+
+  it("refuses the working directory, a home or project directory, naming a few of the entries in the way, and changes nothing there", async () => {
+    await fill(dir, ["package.json", "README.md", "notes.txt", "report.pdf"]);
+    await mkdir(join(dir, "src"));
+    await chmod(dir, 0o755);
+
+    expect(problemOf({ ...valid, BRIDGE_STATE_DIR: "." })).toEqual([refusal(dir, "README.md, notes.txt, package.json and 2 more")]);
+    expect(() => readAuthorizeSettings({ ...valid, BRIDGE_STATE_DIR: "." }, dir)).toThrow(refusal(dir, "README.md, notes.txt, package.json and 2 more"));
+    expect((await stat(dir)).mode & 0o777).toBe(0o755);
+    expect((await readdir(dir)).sort()).toEqual(["README.md", "notes.txt", "package.json", "report.pdf", "src"]);
+  });
+
+  it("names a single entry in the way, escaped so a name cannot forge a line", async () => {
+    await fill(join(dir, "state"), ["notes\nBRIDGE_TENANT: fine.txt"]);
+    expect(problemOf({ ...valid, BRIDGE_STATE_DIR: "state" })).toEqual([refusal(join(dir, "state"), "notes\\nBRIDGE_TENANT: fine.txt")]);
+  });
+
+  it("takes an empty directory, and one holding only lost+found, dotfiles, and the events file set inside it with its rotations and recovery files", async () => {
+    const state = join(dir, "state");
+    await mkdir(state);
+    expect(readLocalSettings({ ...valid, BRIDGE_STATE_DIR: "state" }, dir).stateDir).toBe(state);
+    await mkdir(join(state, "lost+found"));
+    await fill(state, [".gitkeep", ".DS_Store", "events.jsonl", "events.jsonl.1", "events.jsonl.2.gz", "events.jsonl.cut-1024", "events.jsonl.cut-1024.2"]);
+    expect(readLocalSettings({ ...valid, BRIDGE_STATE_DIR: "state", BRIDGE_EVENTS_FILE: "state/events.jsonl" }, dir).stateDir).toBe(state);
+    // An interrupted first write of the binding leaves its temp file; an events file in a subdirectory, that directory.
+    const nested = join(dir, "nested");
+    await fill(join(nested, "out"), ["events.jsonl"]);
+    await fill(nested, ["binding.json.4242.0a1b2c3d.tmp"]);
+    expect(readLocalSettings({ ...valid, BRIDGE_STATE_DIR: "nested", BRIDGE_EVENTS_FILE: "nested/out/events.jsonl" }, dir).stateDir).toBe(nested);
+    // Set elsewhere, the same files are no events of this bridge's: they are in the way.
+    expect(problemOf({ ...valid, BRIDGE_STATE_DIR: "state", BRIDGE_EVENTS_FILE: "events.jsonl" })).toEqual([
+      refusal(state, "events.jsonl, events.jsonl.1, events.jsonl.2.gz and 2 more"),
+    ]);
+  });
+
+  it("keeps taking an existing state directory of any layout, with a file of the user's beside its entries", async () => {
+    for (const [name, directory] of [["tokens.json", false], ["binding.json", false], ["snapshots", true], ["quarantine", true], ["locks", true]] as const) {
+      const state = join(dir, `state-${name}`);
+      await fill(state, ["notes.txt"]);
+      if (directory) await mkdir(join(state, name));
+      else await writeFile(join(state, name), "{}", { mode: 0o600 });
+      await chmod(state, 0o700);
+      expect(problemOf({ ...valid, BRIDGE_STATE_DIR: `state-${name}` }), name).toEqual([]);
+    }
+  });
+});
+
 describe("a state directory other local users could write into", () => {
   let dir: string;
   let state: string;

@@ -6,7 +6,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { closeSync, openSync, watch } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { chmod, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
@@ -302,6 +302,33 @@ describe("bridge run --once (spawned)", () => {
 });
 
 describe("bridge run --once (in-process)", () => {
+  it("refuses a BRIDGE_STATE_DIR that is an ordinary directory of the user's files, exit 2, writing and re-permissioning nothing there", async () => {
+    const h = await start();
+    const pending = idsWithStatus(h, "not_synced", "outdated");
+    await writeFile(join(h.dir, "package.json"), "{}\n");
+    await chmod(h.dir, 0o755);
+    const before = (await readdir(h.dir)).sort();
+
+    const { code, stderr } = await runInProcess(["run", "--once"], { ...h.env, BRIDGE_STATE_DIR: h.dir });
+
+    expect(code).toBe(EXIT.usage);
+    // The events file set inside it is no entry in the way; the user's file is.
+    expect(stderr).toContain(`BRIDGE_STATE_DIR: ${h.dir} is not a state directory of the bridge`);
+    expect(stderr).toContain("but holds package.json: ");
+    expect(stderr).toContain("point BRIDGE_STATE_DIR at an empty or new directory");
+    expect((await readdir(h.dir)).sort()).toEqual(before);
+    expect((await stat(h.dir)).mode & 0o777).toBe(0o755);
+    expect(idsWithStatus(h, "not_synced", "outdated")).toEqual(pending);
+  });
+
+  it("keeps running on a state directory it made, with a file of the user's put beside its entries", async () => {
+    const h = await start();
+    expect((await runInProcess(["run", "--once"], h.env)).code).toBe(EXIT.ok);
+    await writeFile(join(h.env.BRIDGE_STATE_DIR as string, "notes.txt"), "mine\n");
+
+    expect((await runInProcess(["run", "--once"], h.env)).code).toBe(EXIT.ok);
+  });
+
   it("publishes transaction.changed with the changed path after a PATCH", async () => {
     const h = await start();
     const published = new Set(idsWithStatus(h, "not_synced", "outdated"));
