@@ -5,6 +5,7 @@
  * So a new key layout or a new call fails here before it fails in AWS with AccessDenied. The other way round, every
  * action a role is granted on a partition must be one some recorded request sends there (the last test): a grant no
  * code path uses is taken away, so no role keeps, say, a delete of quarantine records its function never sends.
+ * That test runs every recording scenario it finds not yet run, so it holds alone (`-t`) and in any order.
  */
 import { randomUUID } from "node:crypto";
 import { PutSecretValueCommand } from "@aws-sdk/client-secrets-manager";
@@ -12,7 +13,7 @@ import { GetCommand, PutCommand, QueryCommand, UpdateCommand } from "@aws-sdk/li
 import { EventBridgeClient, PutEventsCommand, type PutEventsRequestEntry } from "@aws-sdk/client-eventbridge";
 import { Template } from "aws-cdk-lib/assertions";
 import { mockClient } from "aws-sdk-client-mock";
-import { afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import type { HandlerOptions } from "../../shared/aws/handlers.js";
 import { LIVE_BY_TTL_INDEX, quarantinePartition, revokedFamilyItemKey, type TableUser } from "../../shared/aws/keys.js";
 import { DynamoSnapshotStore } from "../../shared/aws/snapshot-store.js";
@@ -91,16 +92,44 @@ const allowed = (call: Call): boolean => {
   return allows(statements, { action: call.action, context: { "dynamodb:LeadingKeys": call.leadingKeys } });
 };
 
+/** The harness of the running scenario. */
 let h: Harness;
-/** The requests of the running test. */
+/** The requests of the running scenario. */
 let calls: Call[];
-/** The requests of every test of this file so far, for the last test's check that each grant is used. */
-const recorded: Call[] = [];
-beforeEach(async () => {
-  h = await createHarness();
-  calls = [];
-});
-afterEach(async () => h.close());
+
+/** The recording scenarios, by the name of their test; each asserts as it goes. */
+const scenarios = new Map<string, () => Promise<void>>();
+/** Each scenario's run, started once: by its own test, or by the last test if that comes first (run alone, reordered). */
+const runs = new Map<string, Promise<readonly Call[]>>();
+
+/** The requests of the scenario `name`, run on a fresh harness the first time they are asked for. */
+function requestsOf(name: string): Promise<readonly Call[]> {
+  const scenario = scenarios.get(name);
+  if (scenario === undefined) throw new Error(`no recording scenario named ${name}`);
+  let run = runs.get(name);
+  if (run === undefined) {
+    run = (async () => {
+      h = await createHarness();
+      calls = [];
+      try {
+        await scenario();
+        return calls;
+      } finally {
+        await h.close();
+      }
+    })();
+    runs.set(name, run);
+  }
+  return run;
+}
+
+/** A test that runs the scenario and keeps its requests for the last test's check that each grant is used. */
+function recordingTest(name: string, scenario: () => Promise<void>): void {
+  scenarios.set(name, scenario);
+  it(name, async () => {
+    await requestsOf(name);
+  });
+}
 
 /** An EventBridge client that refuses the events of `refused` subjects for good and takes the rest. */
 function eventBridge(refused: () => ReadonlySet<string>): EventBridgeClient {
@@ -129,7 +158,6 @@ function recording(user: TableUser, bus: EventBridgeClient): Partial<HandlerOpti
           const input = args.input as Record<string, unknown>;
           const call = { user, action, leadingKeys: leadingKeysOf(action, input), ...(typeof input.IndexName === "string" ? { index: input.IndexName } : {}) };
           calls.push(call);
-          recorded.push(call);
           return next(args);
         },
         { step: "build", name: "recordTableAccess" },
@@ -140,7 +168,7 @@ function recording(user: TableUser, bus: EventBridgeClient): Partial<HandlerOpti
 }
 
 describe("table access of the functions against their roles' dynamodb:LeadingKeys scope", () => {
-  it("allows every request of a transaction cycle with a quarantined publish, its re-drive, a card cycle, a conform-pii pass and a rotation", async () => {
+  recordingTest("allows every request of a transaction cycle with a quarantined publish, its re-drive, a card cycle, a conform-pii pass and a rotation", async () => {
     const refusedId = h.sandbox.control
       .company(h.companyId)
       ?.transactions.all()
@@ -192,12 +220,11 @@ describe("table access of the functions against their roles' dynamodb:LeadingKey
     expect(denied).toEqual([]);
   });
 
-  it.each([
+  for (const [kind, user] of [
     ["transactions", "pollTransactions"],
     ["cards", "pollCards"],
-  ] as const)(
-    "allows the PII salt guard of the %s poller under hash: recording the fingerprint on a new table, and checking another salt",
-    async (kind, user) => {
+  ] as const) {
+    recordingTest(`allows the PII salt guard of the ${kind} poller under hash: recording the fingerprint on a new table, and checking another salt`, async () => {
       const bus = eventBridge(() => new Set());
       h.env.PII_MODE = "hash";
       const poll = () => h.poller(kind, recording(user, bus))();
@@ -210,10 +237,10 @@ describe("table access of the functions against their roles' dynamodb:LeadingKey
       const salt = [...new Set(calls.filter((c) => c.leadingKeys.includes(`PII#${TENANT}`)).map((c) => c.action))].sort();
       expect(salt).toEqual(["dynamodb:GetItem", "dynamodb:PutItem"]);
       expect(calls.filter((call) => !allowed(call))).toEqual([]);
-    },
-  );
+    });
+  }
 
-  it("allows the quarantine writes of both pollers: a record new, found again, and past its TTL but not yet swept (put whole)", async () => {
+  recordingTest("allows the quarantine writes of both pollers: a record new, found again, and past its TTL but not yet swept (put whole)", async () => {
     const company = h.sandbox.control.company(h.companyId)!;
     const refused = company.transactions.all().find((t) => t.client_sync_status !== "synced")!;
     const bus = eventBridge(() => new Set([refused.id]));
@@ -245,7 +272,7 @@ describe("table access of the functions against their roles' dynamodb:LeadingKey
     expect(calls.filter((call) => !allowed(call))).toEqual([]);
   });
 
-  it("allows each function's removal of a revoked-family marker left for an older secret version (the secret re-onboarded)", async () => {
+  recordingTest("allows each function's removal of a revoked-family marker left for an older secret version (the secret re-onboarded)", async () => {
     const bus = eventBridge(() => new Set());
     const { tableName, doc } = h.table;
     const marker = revokedFamilyItemKey(TENANT);
@@ -272,7 +299,7 @@ describe("table access of the functions against their roles' dynamodb:LeadingKey
     expect(calls.filter((call) => !allowed(call))).toEqual([]);
   });
 
-  it("allows the token lease renewal (UpdateItem) of a rotation and of each poller whose refresh answered slowly", async () => {
+  recordingTest("allows the token lease renewal (UpdateItem) of a rotation and of each poller whose refresh answered slowly", async () => {
     // The token endpoint answers 11 s late: the save then starts past a third of the 30 s lease, which renews at once.
     const slowTokens: typeof h.fetch = async (input, init) => {
       const response = await h.fetch(input, init);
@@ -360,8 +387,10 @@ describe("table access of the functions against their roles' dynamodb:LeadingKey
     expect(allowed({ user: "pollCards", action: "dynamodb:Query", leadingKeys: [`QUAR#${TENANT}`], index: "other" })).toBe(false);
   });
 
-  // Needs the tests above in the same run (the file's tests run in order): their requests are what it checks against.
-  it("grants each function, on each partition, only actions some request of the tests above sent there", () => {
+  // Checks against the requests of every scenario above: those their tests recorded already, the rest run here.
+  it("grants each function, on each partition, only actions some request of the scenarios above sent there", async () => {
+    const recorded: Call[] = [];
+    for (const name of scenarios.keys()) recorded.push(...(await requestsOf(name)));
     const unused: string[] = [];
     for (const user of Object.keys(policies) as TableUser[]) {
       for (const statement of policies[user]) {
