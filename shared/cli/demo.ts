@@ -44,6 +44,11 @@ export interface DemoSeams {
   readonly retainTransactions?: number;
   /** Sees the demo's sandbox once it is made, so a test can read its balances as the demo runs. */
   readonly onSandbox?: (sandbox: Sandbox) => void;
+  /**
+   * Sandbox time at start (it then follows real time): the seeded history and the spend limits' calendar windows
+   * sit relative to it, so a test can run the demo on the dates that hold the most of it. @default the current time
+   */
+  readonly startTime?: number | string | Date;
 }
 
 /**
@@ -253,7 +258,7 @@ async function removeDir(dir: string, io: CliIo): Promise<boolean> {
 
 /** Runs the demo in `dir` until its cycles are done or Ctrl-C; returns the number of cycles run. */
 async function runDemo(args: DemoArgs, io: CliIo, dir: string, palette: Palette, seams: DemoSeams): Promise<number> {
-  const sandbox = createSandbox({ seed: args.seed, realTime: true, retainTransactions: seams.retainTransactions ?? SANDBOX_RETAINED });
+  const sandbox = createSandbox({ seed: args.seed, realTime: true, startTime: seams.startTime, retainTransactions: seams.retainTransactions ?? SANDBOX_RETAINED });
   seams.onSandbox?.(sandbox);
   const server = await sandbox.listen(0);
   try {
