@@ -6,7 +6,7 @@ import { isDeepStrictEqual } from "node:util";
 import { LATEST_SANDBOX_TIME_MS, SandboxClock } from "./clock.js";
 import { followCleared, followNew, forgetHolds } from "./data/balances.js";
 import type { BuildableCategory } from "./data/transactions.js";
-import type { CardRecord, CompanyData, ErpCardStatus, TransactionRecord } from "./data/model.js";
+import type { CardRecord, CompanyData, ErpCardStatus, SpendLimit, TransactionRecord } from "./data/model.js";
 import { seedCompanies } from "./data/seed.js";
 import { checkTransactionPatch, STAMPED_FIELDS } from "./data/transaction-patch.js";
 import { NotFoundError, ValidationError, type FieldError } from "./errors.js";
@@ -223,6 +223,16 @@ export class SandboxState {
     if (tx.client_sync_status === "synced") data.transactions.setSyncStatus(tx, "outdated");
     if (tx.clearing_status === "cleared") followCleared(data, tx);
     return tx;
+  }
+
+  /** A spend limit change made in the provider's dashboard (control surface): the card shows it changed, as §4.9's does. */
+  setSpendLimit(card: CardRecord, changes: Partial<Pick<SpendLimit, "active" | "maxAmount" | "frequency">>): void {
+    const limit = card.spendLimit;
+    if (changes.active !== undefined) limit.active = changes.active;
+    if (changes.maxAmount !== undefined) limit.maxAmount = changes.maxAmount;
+    if (changes.frequency !== undefined) limit.frequency = changes.frequency;
+    limit.updatedAt = this.clock.stampIso();
+    card.updatedAt = limit.updatedAt;
   }
 
   /** A status change made in the provider's dashboard (control surface). */

@@ -1,6 +1,7 @@
 /**
  * Control surface under `/_sandbox` (issue 3 item 6): companies, authorization codes,
- * activity generation, deposits into the funding account, dashboard card changes, clock, faults, reset, latency.
+ * activity generation, deposits into the funding account, dashboard card changes (status, spend limit), clock, faults,
+ * reset, latency.
  * Never faulted, never delayed.
  */
 import type { Hono } from "hono";
@@ -14,6 +15,7 @@ import { OAuthError, ValidationError } from "../errors.js";
 import type { FaultSpec } from "../faults.js";
 import { readJson, type SandboxContext, type SandboxEnv } from "../http.js";
 import { erpCardDetailView, transactionListView } from "../views.js";
+import { ISSUER_MAX_SPEND_LIMIT } from "./core.js";
 
 /** Most transactions one control call creates. */
 export const MAX_CREATED_PER_CALL = 1000;
@@ -36,6 +38,15 @@ const CreateTransactionsBody = z.object({
 });
 
 const CardStatusBody = z.object({ status: z.string().min(1) });
+
+/** A spend limit as the dashboard sets it: what the body leaves out stays as it is (its period stays too). */
+const SpendLimitBody = z
+  .object({
+    active: z.boolean().optional(),
+    max_amount: z.number().nonnegative().max(ISSUER_MAX_SPEND_LIMIT).multipleOf(0.01).optional(),
+    frequency: nonNegativeInt.optional(),
+  })
+  .refine((b) => b.active !== undefined || b.max_amount !== undefined || b.frequency !== undefined, { message: "one of active, max_amount or frequency is required" });
 
 /** Most one deposit pays in: far above any seeded balance, so a typo of many digits is refused. */
 export const MAX_DEPOSIT = 10_000_000;
@@ -180,6 +191,15 @@ export function registerControl(app: Hono<SandboxEnv>): void {
     const status = ERP_CARD_STATUSES.find((s) => s.toLowerCase() === b.status.toLowerCase());
     if (!status) throw new ValidationError([{ field: "status", code: "INVALID_ENUM", message: `status must be one of: ${ERP_CARD_STATUSES.join(", ")}` }]);
     state.setCardStatus(card, status);
+    return c.json({ data: erpCardDetailView(card, data.company) }, 200);
+  });
+
+  app.post("/_sandbox/companies/:companyId/cards/:cardId/spend_limit", async (c) => {
+    const data = company(c);
+    const state = c.get("state");
+    const card = state.requireCard(data, c.req.param("cardId") ?? "");
+    const b = await body(c, SpendLimitBody);
+    state.setSpendLimit(card, { active: b.active, maxAmount: b.max_amount, frequency: b.frequency });
     return c.json({ data: erpCardDetailView(card, data.company) }, 200);
   });
 

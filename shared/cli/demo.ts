@@ -3,7 +3,8 @@
  * against it through the real authorization-code flow, and a cycle every few seconds while the sandbox
  * generates activity through its control surface: new spend, refunds of earlier purchases, approvals
  * changing, purchases clearing, now and then a card suspended (or reactivated) in the provider's dashboard and a
- * deposit into the funding account, so the cards' accounts (auto top-up) never run dry.
+ * deposit into the funding account, so the cards' accounts (auto top-up) never run dry; when no Active card has room
+ * left, a card's spend limit raised in the dashboard, so the cards' limits do not either.
  * Every event is printed as one line; events also go to a JSON Lines file in a temp directory, which is removed when
  * the demo ends unless `--keep` is given.
  */
@@ -11,8 +12,11 @@ import { rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { BridgeEvent } from "../bridge/ports.js";
 import { createSandbox, SANDBOX_CLIENT, type Sandbox } from "../../sandbox/index.js";
+import type { CardRecord, CompanyData } from "../../sandbox/data/model.js";
+import { consumedOf } from "../../sandbox/data/spend-limits.js";
 import { canSpendNow } from "../../sandbox/data/transactions.js";
 import { Prng, round2 } from "../../sandbox/prng.js";
+import { ISSUER_MAX_SPEND_LIMIT } from "../../sandbox/routes/core.js";
 import { FileTokenStore } from "../local/index.js";
 import type { DemoArgs } from "./args.js";
 import { authorizeWithBrowser, DEFAULT_SCOPES } from "./authorize.js";
@@ -83,6 +87,37 @@ const CLEARS_AFTER_ROUNDS = 3;
 /** Every this many rounds the company pays into its funding account what its cards spent since the last deposit. */
 const DEPOSIT_EVERY_ROUNDS = 10;
 
+/** A spend limit as the control surface sets it (`POST /cards/:id/spend_limit`). */
+interface LimitChange {
+  readonly max_amount: number;
+  readonly frequency: number;
+}
+
+/** A company's card as the demo sees it. */
+interface DemoCard {
+  readonly id: string;
+  readonly status: string;
+  /** A purchase can go on the card now (its account and spend limit have room). */
+  readonly canBuy: boolean;
+  /** When the card's spend limit alone stops a purchase: the limit that gives it a full window's room again. */
+  readonly raise?: LimitChange;
+}
+
+/**
+ * The spend limit that lets a purchase go on `card` again when its limit, not its account, is what stops one now: the
+ * window's use plus the limit's amount (and count); undefined when a purchase can go on it, its account could not pay
+ * for one either, or the raise would pass what the issuer accepts.
+ */
+function limitRaiseOf(card: CardRecord, data: CompanyData, nowMs: number): LimitChange | undefined {
+  const limit = card.spendLimit;
+  if (!limit.active || canSpendNow(card, data, "purchase", nowMs)) return undefined;
+  // The card as it would be without its limit: whether its account alone could pay.
+  if (!canSpendNow({ ...card, spendLimit: { ...limit, active: false } }, data, "purchase", nowMs)) return undefined;
+  const used = consumedOf(card, data, nowMs);
+  const raise = { max_amount: round2(Math.max(limit.maxAmount, used.amount) + limit.maxAmount), frequency: limit.frequency === 0 ? 0 : Math.max(limit.frequency, used.count) + limit.frequency };
+  return raise.max_amount <= ISSUER_MAX_SPEND_LIMIT ? raise : undefined;
+}
+
 /** A purchase the demo made, still to clear: the stored amounts its clearing takes (the list shows them with the fee). */
 interface Uncleared {
   readonly id: string;
@@ -110,8 +145,8 @@ class ActivityGenerator {
   constructor(
     private readonly baseUrl: string,
     private readonly companyId: string,
-    /** The company's cards; `canBuy`: a purchase can go on the card now (its account and spend limit have room). */
-    private readonly cards: () => { id: string; status: string; canBuy: boolean }[],
+    /** The company's cards. */
+    private readonly cards: () => DemoCard[],
     /** Whether the sandbox still holds the transaction: it forgets old acknowledged ones (SANDBOX_RETAINED). */
     private readonly held: (transactionId: string) => boolean,
     seed: number,
@@ -137,6 +172,7 @@ class ActivityGenerator {
   /** One round of activity; returns what was done, for the narration line. */
   async round(cycle: number, seen: SeenTransactions): Promise<string[]> {
     const done: string[] = [];
+    const raised = await this.raiseLimitIfNoRoom();
     // The sandbox makes only what the cards' accounts can pay for (spec-gaps, Balances): say what it made.
     const made = (await this.control("POST", "/transactions", { count: this.random.int(1, 3), transaction_category: "purchase" })) as Made[];
     for (const tx of made) {
@@ -144,6 +180,7 @@ class ActivityGenerator {
       this.spent += tx.billing_amount;
     }
     done.push(`${made.length} new purchase${made.length === 1 ? "" : "s"}`);
+    if (raised !== undefined) done.push(`spend limit of card ${raised} raised in the dashboard`);
     // Only what the sandbox still holds: a refund of a purchase it forgot, or a change to one, would be refused.
     const refunded = this.random.chance(0.5) ? this.pick(seen.purchases.filter((p) => this.held(p.id))) : undefined;
     if (refunded !== undefined) {
@@ -183,6 +220,19 @@ class ActivityGenerator {
       done.push(`deposit of ${amount.toFixed(2)} into the funding account`);
     }
     return done;
+  }
+
+  /**
+   * As the company's admins would: with no Active card left to buy on, one whose spend limit alone stops it gets its
+   * limit raised in the dashboard, before the round's purchases. Returns the card's id, undefined when none was raised.
+   */
+  private async raiseLimitIfNoRoom(): Promise<string | undefined> {
+    const active = this.cards().filter((c) => c.status === "Active");
+    if (active.some((c) => c.canBuy)) return undefined;
+    const card = this.pick(active.filter((c) => c.raise !== undefined));
+    if (card?.raise === undefined) return undefined;
+    await this.control("POST", `/cards/${card.id}/spend_limit`, card.raise);
+    return card.id;
   }
 
   /**
@@ -326,7 +376,7 @@ async function runDemo(args: DemoArgs, io: CliIo, dir: string, palette: Palette,
     const cards = () => {
       const data = sandbox.control.company(company.id);
       const now = sandbox.control.now();
-      return data?.cards.map((c) => ({ id: c.id, status: c.status, canBuy: canSpendNow(c, data, "purchase", now) })) ?? [];
+      return data?.cards.map((c) => ({ id: c.id, status: c.status, canBuy: canSpendNow(c, data, "purchase", now), raise: limitRaiseOf(c, data, now) })) ?? [];
     };
     const held = (transactionId: string) => sandbox.control.company(company.id)?.transactions.get(transactionId) !== undefined;
     const activity = new ActivityGenerator(server.url, company.id, cards, held, args.seed);

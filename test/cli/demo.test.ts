@@ -321,7 +321,7 @@ describe("what the bridge demo remembers to aim its activity at", () => {
  * out without money coming back, about as many as asked (2 a round on average): at least 1.5 a round; and no balance
  * was ever below 0 or above its account's most.
  */
-async function expectNeverRunsDry(cycles: number, startTime?: string): Promise<void> {
+async function expectNeverRunsDry(cycles: number, startTime?: string, seed = 42): Promise<void> {
   let sandbox: Sandbox | undefined;
   let read = 0;
   const problems: string[] = [];
@@ -337,7 +337,7 @@ async function expectNeverRunsDry(cycles: number, startTime?: string): Promise<v
     }
     for (const pool of data.pools) if (pool.balance < 0 || pool.balance > pool.allowedMaxBalance) problems.push(`${cycle}: pool ${pool.accountName} holds ${pool.balance}`);
   };
-  const { code, stdout, stderr } = await demo({ cycles, seams: { startTime, onSandbox: (s) => (sandbox = s) } }, (out) => {
+  const { code, stdout, stderr } = await demo({ cycles, seed, seams: { startTime, onSandbox: (s) => (sandbox = s) } }, (out) => {
     for (const summary of out.slice(read).match(/^── cycle \d+/gm) ?? []) checkBalances(summary);
     read = out.lastIndexOf("\n") + 1;
   });
@@ -367,4 +367,15 @@ describe("the bridge demo's money (spec-gaps, Balances)", () => {
     },
     60_000,
   );
+
+  // Seeds whose cards' limits and accounts left rounds without a card to buy on once the sandbox enforced spend limits:
+  // at 64 the only Active card without a limit draws on a pool at 0 without auto top-up, and the limited cards use up
+  // their monthly limits; at 37 no Active card without a limit can buy from the start. The company's admins then raise
+  // a limit or top up a pool in the dashboard.
+  it.each([
+    [64, "2027-04-01T00:00:00Z"],
+    [37, "2027-04-01T00:00:00Z"],
+  ])("never runs dry at seed %i either (started at %s): an admin makes room when no card has any", async (seed, startTime) => {
+    await expectNeverRunsDry(100, startTime, seed);
+  }, 90_000);
 });

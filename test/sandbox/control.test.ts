@@ -451,6 +451,14 @@ describe("spend limits (§4.9: spend_limit_active says the limit is enforced, pe
     return round2(stored.billing_amount + stored.transaction_fee_amount);
   };
   const purchases = async (count: number) => (await control(`/companies/${h.companyId}/transactions`, { count, transaction_category: "purchase" })).body.data as Row[];
+  /** The one card that can pay, with money for any number of purchases, its DAILY limit's count leaving room for `left`. */
+  async function countLimited(left: number) {
+    const card = onlyPayer(1_000_000);
+    const before = await limit(card.id, { spend_limit_active: true, spend_limit_period: "DAILY", spend_limit_max_amount: 400_000, spend_limit_frequency: 1 });
+    const frequency = (before.consumed_frequency as number) + left;
+    await limit(card.id, { spend_limit_frequency: frequency });
+    return { card, frequency };
+  }
 
   it("spends no more than an active limit's amount in its period, and the write response reports what was consumed and what remains", async () => {
     const card = onlyPayer();
@@ -477,10 +485,7 @@ describe("spend limits (§4.9: spend_limit_active says the limit is enforced, pe
 
   it("makes no more than an active limit's number of transactions in its period; the next period starts afresh", async () => {
     // Money for any number of purchases: only the limit's count stops them.
-    const card = onlyPayer(1_000_000);
-    const before = await limit(card.id, { spend_limit_active: true, spend_limit_period: "DAILY", spend_limit_max_amount: 400_000, spend_limit_frequency: 1 });
-    const frequency = (before.consumed_frequency as number) + 3;
-    await limit(card.id, { spend_limit_frequency: frequency });
+    const { card, frequency } = await countLimited(3);
     expect(await purchases(10)).toHaveLength(3);
     expect(await limit(card.id, { spend_limit_active: true })).toMatchObject({ consumed_frequency: frequency, remaining_frequency: 0 });
     // A day later (the access token long expired) the DAILY window holds nothing yet.
@@ -488,6 +493,34 @@ describe("spend limits (§4.9: spend_limit_active says the limit is enforced, pe
     const { access_token } = await tokensFor(h.sandbox, h.companyId);
     expect(await limit(card.id, { spend_limit_active: true }, access_token)).toMatchObject({ consumed_limit: 0, consumed_frequency: 0, remaining_frequency: frequency, remaining_balance: 400_000 });
     expect(await purchases(2)).toHaveLength(2);
+  });
+
+  it("changes a card's limit as the provider's dashboard would: raised, spend goes on it again; what the body leaves out stays", async () => {
+    const { card, frequency } = await countLimited(2);
+    expect(await purchases(5)).toHaveLength(2);
+    expect(await purchases(1)).toEqual([]);
+    const { status, body } = await control(`/companies/${h.companyId}/cards/${card.id}/spend_limit`, { frequency: frequency + 3 });
+    expect(status).toBe(200);
+    expect(body.data.purchase_limits).toMatchObject({ enabled: true, amount: 400_000, frequency: "DAILY", number_of_purchases: frequency + 3 });
+    expect((await h.json(`/public/v1/erp/cards/${card.id}`)).body.data.purchase_limits).toMatchObject({ number_of_purchases: frequency + 3 });
+    expect(await purchases(5)).toHaveLength(3);
+    // The amount too, and a limit turned off bounds nothing.
+    expect((await control(`/companies/${h.companyId}/cards/${card.id}/spend_limit`, { max_amount: 1234.5, active: false })).body.data.purchase_limits).toMatchObject({
+      enabled: false,
+      amount: 1234.5,
+      number_of_purchases: frequency + 3,
+    });
+    expect(await purchases(2)).toHaveLength(2);
+  });
+
+  it("refuses a dashboard limit change that changes nothing, or is out of range, and a card of another company", async () => {
+    const card = onlyPayer();
+    const path = `/companies/${h.companyId}/cards/${card.id}/spend_limit`;
+    for (const body of [{}, { max_amount: -1 }, { max_amount: 500_000.01 }, { max_amount: 1.001 }, { frequency: 1.5 }, { active: "yes" }]) {
+      expect((await control(path, body)).status, JSON.stringify(body)).toBe(400);
+    }
+    expect((await control(`/companies/${h.otherCompanyId}/cards/${card.id}/spend_limit`, { max_amount: 10 })).status).toBe(404);
+    expect(card.spendLimit.maxAmount).not.toBe(10);
   });
 
   it("does not enforce an inactive limit, yet reports the period's spend", async () => {
