@@ -504,7 +504,10 @@ export function readAuthorizeSettings(env: Env, cwd: string, options: { tokensIn
     authorizeUrl = undefined;
   }
   const stateDir = pathSetting(r, "BRIDGE_STATE_DIR", cwd, DEFAULT_STATE_DIR);
-  if (options.tokensInSecret !== true) checked(r, "BRIDGE_STATE_DIR", stateDir, () => checkStateDir(r, stateDir, {}));
+  // authorize writes no events, but the events file `run` is set to put in the state directory is no foreign entry
+  // there (a first authorize must take what run takes); read apart, its own problems are run's to name.
+  const eventsFile = resolve(cwd, env.BRIDGE_EVENTS_FILE?.trim() || DEFAULT_EVENTS_FILE);
+  if (options.tokensInSecret !== true) checked(r, "BRIDGE_STATE_DIR", stateDir, () => checkStateDir(r, stateDir, { eventsFile }));
   const tenant = r.raw("BRIDGE_TENANT");
   if (tenant !== undefined) checkTenant(r, tenant);
   // Only their absence: a value given is used, so what is wrong with it still counts.

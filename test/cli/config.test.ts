@@ -629,6 +629,18 @@ describe("a state directory that is an ordinary directory of other files", () =>
     ]);
   });
 
+  it("lets authorize take a state directory holding only the events file run is set to write there, as run does", async () => {
+    // Made ahead as README says (for a consumer's group), before the first authorize: not in the way of either command.
+    const state = join(dir, "state");
+    await fill(state, ["events.jsonl", "events.jsonl.1"]);
+    await chmod(state, 0o700);
+    const env = { ...valid, BRIDGE_STATE_DIR: "state", BRIDGE_EVENTS_FILE: "state/events.jsonl" };
+    expect(readLocalSettings(env, dir).stateDir).toBe(state);
+    expect(readAuthorizeSettings(env, dir).stateDir).toBe(state);
+    // Set elsewhere (the default, events.jsonl in the working directory), the same files are in the way.
+    expect(() => readAuthorizeSettings({ ...valid, BRIDGE_STATE_DIR: "state" }, dir)).toThrow(refusal(state, "events.jsonl, events.jsonl.1"));
+  });
+
   it("keeps taking an existing state directory of any layout, with a file of the user's beside its entries", async () => {
     for (const [name, directory] of [["tokens.json", false], ["binding.json", false], ["snapshots", true], ["quarantine", true], ["locks", true]] as const) {
       const state = join(dir, `state-${name}`);
