@@ -395,6 +395,13 @@ export async function loadEnv(env: Env, cwd: string, file = ENV_FILE, wait: EnvP
 /** The problem of a required setting left unset. */
 const NOT_SET = "is required but not set";
 
+/**
+ * Settings whose control characters are taken as they are: the PII salt is opaque, and a salt that held a line break
+ * (a `\n` in double quotes in .env) was used consistently and is recorded in the state directory's binding, which
+ * refuses a salt that changes (PiiSaltChangedError); refused, no value would give the old pseudonyms back.
+ */
+const CONTROL_CHARACTERS_TAKEN: ReadonlySet<string> = new Set(["BRIDGE_PII_SALT"]);
+
 /** Collects issues instead of throwing at the first, so one message names every bad setting. */
 class Reader {
   readonly issues: SettingIssue[] = [];
@@ -406,14 +413,15 @@ class Reader {
 
   /**
    * Value with surrounding whitespace removed; undefined when unset or blank. One holding a control character is
-   * named (never shown) and still returned, so nothing else calls it missing: no setting holds one, and in .env a
-   * `\n` inside double quotes becomes a line break, so a secret or salt with a backslash and an n was another one.
+   * named (never shown) and still returned, so nothing else calls it missing: no setting holds one (the PII salt
+   * aside: CONTROL_CHARACTERS_TAKEN), and in .env a `\n` inside double quotes becomes a line break, so a secret with a
+   * backslash and an n was another one.
    */
   raw(name: string): string | undefined {
     const value = this.env[name]?.trim();
     if (value === undefined || value === "") return undefined;
     // eslint-disable-next-line no-control-regex -- matching control characters is the point
-    if (/[\u0000-\u001f\u007f]/.test(value) && !this.controlled.has(name)) {
+    if (/[\u0000-\u001f\u007f]/.test(value) && !this.controlled.has(name) && !CONTROL_CHARACTERS_TAKEN.has(name)) {
       this.problem(name, "holds a line break or another control character (in .env, \\n inside double quotes is a line break: single-quote the value to keep a backslash)");
       // Refused outright: its other checks would only name the same value again.
       this.controlled.add(name);

@@ -146,6 +146,19 @@ describe("readLocalSettings", () => {
     expect(readLocalSettings({ ...valid, QASHIO_BASE_URL: "http://[::1]:4010" }, "/work").baseUrl).toBe("http://[::1]:4010");
   });
 
+  it("takes a PII salt holding a line break as it is: the binding refuses a salt that changes, and refused, no value would give the old pseudonyms back", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "cli-control-salt-"));
+    try {
+      // As a deployment's .env had it before control characters were refused: `\n` in double quotes, a line break.
+      await writeFile(join(dir, ".env"), `BRIDGE_PII_SALT="0123456789abcdef\\nx"\n`);
+      const env = await loadEnv({ ...valid, BRIDGE_PII_MODE: "hash" }, dir);
+      const settings = readLocalSettings(env, dir);
+      expect([settings.piiMode, settings.piiSalt]).toEqual(["hash", "0123456789abcdef\nx"]);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
   it("refuses a setting holding a line break or another control character, without echoing it", async () => {
     // In .env a `\n` inside double quotes is a line break (parseEnv's rule, as dotenv's): a secret or salt holding a
     // backslash and an n was silently another one, and a URL or path lost or gained characters.
