@@ -513,8 +513,9 @@ export function readAuthorizeSettings(env: Env, cwd: string, options: { tokensIn
   }
   const stateDir = pathSetting(r, "BRIDGE_STATE_DIR", cwd, DEFAULT_STATE_DIR);
   // authorize writes no events, but the events file `run` is set to put in the state directory is no foreign entry
-  // there (a first authorize must take what run takes); read apart, its own problems are run's to name.
-  const eventsFile = resolve(cwd, env.BRIDGE_EVENTS_FILE?.trim() || DEFAULT_EVENTS_FILE);
+  // there (a first authorize must take what run takes); resolved as run resolves it, by a reader of its own, as its
+  // problems are run's to name.
+  const eventsFile = pathSetting(new Reader(env), "BRIDGE_EVENTS_FILE", cwd, DEFAULT_EVENTS_FILE);
   if (options.tokensInSecret !== true) checked(r, "BRIDGE_STATE_DIR", stateDir, () => checkStateDir(r, stateDir, { eventsFile }));
   const tenant = r.raw("BRIDGE_TENANT");
   if (tenant !== undefined) checkTenant(r, tenant);
