@@ -6,6 +6,7 @@ import type { Logger as PowertoolsLogger } from "@aws-lambda-powertools/logger";
 import type { Metrics as PowertoolsMetrics } from "@aws-lambda-powertools/metrics";
 import { MetricUnit } from "@aws-lambda-powertools/metrics";
 import type { MetricUnit as PowertoolsMetricUnit } from "@aws-lambda-powertools/metrics/types";
+import { causeMatching } from "../bridge/errors.js";
 import type { Logger, MetricName, MetricUnit as PortMetricUnit, Metrics } from "../bridge/ports.js";
 
 /** Engine logger on Powertools Logger: structured JSON, attributes merged into the entry. */
@@ -152,9 +153,6 @@ export function nameFailedCalls(client: { readonly middlewareStack: unknown }): 
   );
 }
 
-/** How far down a chain of causes {@link awsCallOf} looks: far beyond any wrapping here, and bounded. */
-const MAX_CAUSE_DEPTH = 8;
-
 /**
  * The call `error` came from, when a client set up with {@link nameFailedCalls} raised it or raised one of its causes
  * (the engine wraps a store's failure in a CycleAbortedError, an adapter in its own error): the first named one
@@ -164,12 +162,6 @@ const MAX_CAUSE_DEPTH = 8;
  * logger.error("Cycle failed", { error: { name: e.name, message: e.message, ...awsCallOf(e) } });
  */
 export function awsCallOf(error: unknown): AwsCall | undefined {
-  const seen = new Set<object>();
-  for (let current = error; typeof current === "object" && current !== null && !seen.has(current) && seen.size < MAX_CAUSE_DEPTH; ) {
-    const call = failedCalls.get(current);
-    if (call !== undefined) return call;
-    seen.add(current);
-    current = (current as { cause?: unknown }).cause;
-  }
-  return undefined;
+  const named = causeMatching(error, (e): e is object => typeof e === "object" && e !== null && failedCalls.has(e));
+  return named === undefined ? undefined : failedCalls.get(named);
 }
