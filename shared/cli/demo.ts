@@ -104,13 +104,13 @@ interface DemoCard {
 }
 
 /**
- * The spend limit that lets a purchase go on `card` again when its limit, not its account, is what stops one now: the
- * window's use plus the limit's amount (and count); undefined when a purchase can go on it, its account could not pay
- * for one either, or the raise would pass what the issuer accepts.
+ * For a card no purchase can go on now (`canSpendNow` false), the spend limit that lets one go on it again when its
+ * limit, not its account, is what stops it: the window's use plus the limit's amount (and count); undefined when its
+ * limit is off, its account could not pay for one either, or the raise would pass what the issuer accepts.
  */
 function limitRaiseOf(card: CardRecord, data: CompanyData, nowMs: number): LimitChange | undefined {
   const limit = card.spendLimit;
-  if (!limit.active || canSpendNow(card, data, "purchase", nowMs)) return undefined;
+  if (!limit.active) return undefined;
   // The card as it would be without its limit: whether its account alone could pay.
   if (!canSpendNow({ ...card, spendLimit: { ...limit, active: false } }, data, "purchase", nowMs)) return undefined;
   const used = consumedOf(card, data, nowMs);
@@ -376,7 +376,12 @@ async function runDemo(args: DemoArgs, io: CliIo, dir: string, palette: Palette,
     const cards = () => {
       const data = sandbox.control.company(company.id);
       const now = sandbox.control.now();
-      return data?.cards.map((c) => ({ id: c.id, status: c.status, canBuy: canSpendNow(c, data, "purchase", now), raise: limitRaiseOf(c, data, now) })) ?? [];
+      return (
+        data?.cards.map((c) => {
+          const canBuy = canSpendNow(c, data, "purchase", now);
+          return { id: c.id, status: c.status, canBuy, raise: canBuy ? undefined : limitRaiseOf(c, data, now) };
+        }) ?? []
+      );
     };
     const held = (transactionId: string) => sandbox.control.company(company.id)?.transactions.get(transactionId) !== undefined;
     const activity = new ActivityGenerator(server.url, company.id, cards, held, args.seed);
