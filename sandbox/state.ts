@@ -225,10 +225,14 @@ export class SandboxState {
     return tx;
   }
 
-  /** A spend limit change made in the provider's dashboard (control surface): the card shows it changed, as §4.9's does. */
-  setSpendLimit(card: CardRecord, changes: Partial<Pick<SpendLimit, "active" | "maxAmount" | "frequency">>): void {
+  /**
+   * A spend limit change, through §4.9's `update_velocity_limit` or made in the provider's dashboard (control surface):
+   * what `changes` leaves out stays; the card shows it changed.
+   */
+  setSpendLimit(card: CardRecord, changes: Partial<Pick<SpendLimit, "active" | "period" | "maxAmount" | "frequency">>): void {
     const limit = card.spendLimit;
     if (changes.active !== undefined) limit.active = changes.active;
+    if (changes.period !== undefined) limit.period = changes.period;
     if (changes.maxAmount !== undefined) limit.maxAmount = changes.maxAmount;
     if (changes.frequency !== undefined) limit.frequency = changes.frequency;
     limit.updatedAt = this.clock.stampIso();

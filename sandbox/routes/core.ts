@@ -254,14 +254,12 @@ async function updateVelocityLimit(c: SandboxContext): Promise<Response> {
   if (CLOSED_STATUSES.has(card.status)) {
     throw new ValidationError([{ field: null, code: "INVALID_STATE", message: `card is ${card.status.toLowerCase()}` }], "Limit could not be applied at the issuer");
   }
-  const limit = card.spendLimit;
-  if (body.spend_limit_active !== undefined) limit.active = body.spend_limit_active;
-  if (period !== undefined) limit.period = period;
-  if (body.spend_limit_max_amount !== undefined) limit.maxAmount = body.spend_limit_max_amount;
-  if (body.spend_limit_frequency !== undefined) limit.frequency = body.spend_limit_frequency;
-  const state = c.get("state");
-  limit.updatedAt = state.clock.stampIso();
-  card.updatedAt = limit.updatedAt;
+  c.get("state").setSpendLimit(card, {
+    active: body.spend_limit_active,
+    period,
+    maxAmount: body.spend_limit_max_amount,
+    frequency: body.spend_limit_frequency,
+  });
   // Every call is audited and notifies, even when nothing changed (§4.9).
   audit(c, "card.velocity_limit_updated", card, body);
   return ok(c, { card: writtenCardView(c, card) }, { status: 201, message: CREATED });
