@@ -150,6 +150,36 @@ describe("bridge demo's temp directory", () => {
   });
 });
 
+/** A line of the demo's output without what changes from run to run: clock times, durations, port, temp directory. */
+function comparable(line: string): string {
+  return line
+    .replace(/^\d{2}-\d{2} \d{2}:\d{2}:\d{2}/, "<time>")
+    .replace(/\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z/g, "<iso time>")
+    .replace(/ · \d+ ms$/, " · <n> ms")
+    .replace(/http:\/\/127\.0\.0\.1:\d+/, "<sandbox>")
+    .replace(/\S*qashio-bridge-demo-[^/\s]+/g, "<temp dir>");
+}
+
+describe("README's `npm start` sample", () => {
+  it("is real output of the demo at the seed README names: every line it shows, in order, but times and paths", async () => {
+    const readme = await readFile(join(ROOT, "README.md"), "utf8");
+    const sample = /^Real output of `npm start -- --cycles (\d+)` \(seed (\d+)[^\n]*\n+```text\n([\s\S]*?)```/m.exec(readme);
+    expect(sample, "README names its sample's cycles and seed").not.toBeNull();
+    const [, cycles, seed, text] = sample!;
+    // The date README's sample was made on: the seeded history and the spend limits' windows sit relative to it.
+    const { code, stdout, stderr } = await demo({ cycles: Number(cycles), seed: Number(seed), seams: { startTime: "2026-12-02T00:39:40.000Z" } });
+    expect(code, stderr).toBe(EXIT.ok);
+    const printed = stdout.split("\n").map(comparable);
+    // README leaves lines out ("..."), never adds or reorders any: each line it shows comes after the one before it.
+    let after = 0;
+    for (const line of text!.split("\n").filter((l) => l !== "" && l !== "...").map(comparable)) {
+      const at = printed.indexOf(line, after);
+      expect(at, `README line not printed (in this order): ${line}`).toBeGreaterThanOrEqual(0);
+      after = at + 1;
+    }
+  });
+});
+
 describe("bridge demo with a token the provider refuses", () => {
   it("stops at once with the re-authorize error (exit 3) instead of failing every cycle, and removes its temp directory", async () => {
     let stdout = "";
