@@ -3,8 +3,8 @@
  * against it through the real authorization-code flow, and a cycle every few seconds while the sandbox
  * generates activity through its control surface: new spend, refunds of earlier purchases, approvals
  * changing, purchases clearing, now and then a card suspended (or reactivated) in the provider's dashboard and a
- * deposit into the funding account, so the cards' accounts (auto top-up) never run dry; when no Active card has room
- * left, a card's spend limit raised in the dashboard, so the cards' limits do not either.
+ * deposit into the funding account, so the cards' accounts (auto top-up) never run dry; when no Active card can take
+ * a purchase, the spend limit of one that only its limit stops raised in the dashboard, so the cards' limits do not either.
  * Every event is printed as one line; events also go to a JSON Lines file in a temp directory, which is removed when
  * the demo ends unless `--keep` is given.
  */
