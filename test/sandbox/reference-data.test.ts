@@ -62,6 +62,69 @@ describe("GET /public/v1/erp/pool_accounts", () => {
   it("answers 404 for a manager who is nobody in this company", async () => {
     expect((await h.json("/public/v1/erp/pool_accounts?manager_id=00000000-0000-4000-8000-000000000000")).status).toBe(404);
   });
+
+  it("answers 404 for a creator who is nobody in this company, and an empty page for a user who created none", async () => {
+    const nobody = await h.json("/public/v1/erp/pool_accounts?created_by=00000000-0000-4000-8000-000000000000");
+    expect([nobody.status, errorCodes(nobody.body)]).toEqual([404, ["created_by:NOT_FOUND"]]);
+    const data = h.sandbox.control.company(h.companyId)!;
+    const creators = new Set(data.pools.map((p) => p.createdBy.userId));
+    const other = data.users.find((u) => !creators.has(u.userId))!;
+    const { status, body } = await h.json(`/public/v1/erp/pool_accounts?created_by=${other.userId}`);
+    expect([status, body.data, body.pagination.total_records]).toEqual([200, [], 0]);
+  });
+
+  it("lists a Suspended pool (§2.5) with no status filter and under all only: no filter value names it (spec-gaps)", async () => {
+    const data = h.sandbox.control.company(h.companyId)!;
+    const suspended = data.pools.find((p) => p.status === "Active")!;
+    suspended.status = "Suspended";
+    const ids = async (query: string) => ((await h.json(`/public/v1/erp/pool_accounts${query}`)).body.data as Row[]).map((p) => p.id as string);
+    const everyPool = [...data.pools].reverse().map((p) => p.id);
+    expect(await ids("")).toEqual(everyPool);
+    expect(await ids("?status=all")).toEqual(everyPool);
+    for (const filter of ["active", "inactive", "terminated"]) {
+      const got = await ids(`?status=${filter}`);
+      expect(got, filter).toEqual([...data.pools].reverse().filter((p) => p.status.toLowerCase() === filter).map((p) => p.id));
+      expect(got, filter).not.toContain(suspended.id);
+    }
+    expect((await ids("?status=inactive")).length).toBeGreaterThan(0);
+  });
+
+  it.each(["Active", "ALL", "draft"])("answers 400 INVALID_ENUM for status=%s, a value §4.5 does not list or not in its case", async (value) => {
+    const { status, body } = await h.json(`/public/v1/erp/pool_accounts?status=${value}`);
+    expect([status, errorCodes(body)]).toEqual([400, ["status:INVALID_ENUM"]]);
+  });
+
+  it("takes a creation range with either end alone or both, each end inclusive", async () => {
+    const all = (await h.json("/public/v1/erp/pool_accounts")).body.data as Row[];
+    const days = all.map((p) => String(p.created_at).slice(0, 10));
+    expect(new Set(days).size, "seeded pools are created on different days").toBe(days.length);
+    const middle = days[1] as string;
+    const cases: [string, (day: string) => boolean][] = [
+      [`created_time_from=${middle}`, (day) => day >= middle],
+      [`created_time_to=${middle}`, (day) => day <= middle],
+      [`created_time_from=${middle}&created_time_to=${middle}`, (day) => day === middle],
+      [`created_time_from=${days[2]}&created_time_to=${days[0]}`, (day) => day >= String(days[2]) && day <= String(days[0])],
+    ];
+    for (const [query, matches] of cases) {
+      const got = ((await h.json(`/public/v1/erp/pool_accounts?${query}`)).body.data as Row[]).map((p) => p.id);
+      expect(got, query).toEqual(all.filter((_, i) => matches(days[i] as string)).map((p) => p.id));
+      expect(got.length, query).toBeGreaterThan(0);
+      expect(got.length, query).toBeLessThan(all.length);
+    }
+  });
+
+  it("combines manager_id, created_by and a creation range (all must match)", async () => {
+    const all = (await h.json("/public/v1/erp/pool_accounts")).body.data as Row[];
+    const target = all[1] as Row;
+    const manager = target.account_managers[1].user_id as string;
+    const creator = target.created_by.user_id as string;
+    const day = String(target.created_at).slice(0, 10);
+    const got = (await h.json(`/public/v1/erp/pool_accounts?manager_id=${manager}&created_by=${creator}&created_time_from=${day}`)).body.data as Row[];
+    expect(got.map((p) => p.id)).toEqual(
+      all.filter((p) => p.account_managers.some((m: Row) => m.user_id === manager) && String(p.created_at).slice(0, 10) >= day).map((p) => p.id),
+    );
+    expect(got.map((p) => p.id)).toContain(target.id);
+  });
 });
 
 describe("master data lists", () => {
