@@ -15,6 +15,7 @@ import {
   UpdateCardBodySchema,
   UpdateVelocityLimitBodySchema,
   type UpdateCardBody,
+  type UpdateVelocityLimitBody,
 } from "../../shared/qashio/schemas/index.js";
 import { requireScope } from "../auth.js";
 import { spendableOf } from "../data/balances.js";
@@ -245,14 +246,11 @@ async function updateVelocityLimit(c: SandboxContext): Promise<Response> {
   );
   const period = body.spend_limit_period?.toUpperCase();
   const card = findCard(c);
-  if (body.spend_limit_max_amount !== undefined && body.spend_limit_max_amount > ISSUER_MAX_SPEND_LIMIT) {
-    throw new ValidationError(
-      [{ field: "spend_limit_max_amount", code: "OUT_OF_RANGE", message: `the issuer accepts at most ${ISSUER_MAX_SPEND_LIMIT}` }],
-      "Limit could not be applied at the issuer",
-    );
-  }
-  if (CLOSED_STATUSES.has(card.status)) {
-    throw new ValidationError([{ field: null, code: "INVALID_STATE", message: `card is ${card.status.toLowerCase()}` }], "Limit could not be applied at the issuer");
+  const refusal = issuerRefusal(body, card);
+  if (refusal !== undefined) {
+    // The call reached the issuer, so it is audited too (§4.9 "every call"; spec-gaps); nothing changed, nobody is told.
+    audit(c, "card.velocity_limit_refused", card, { ...body, error_code: refusal.code });
+    throw new ValidationError([refusal], "Limit could not be applied at the issuer");
   }
   c.get("state").setSpendLimit(card, {
     active: body.spend_limit_active,
@@ -263,6 +261,15 @@ async function updateVelocityLimit(c: SandboxContext): Promise<Response> {
   // Every call is audited and notifies, even when nothing changed (§4.9).
   audit(c, "card.velocity_limit_updated", card, body);
   return ok(c, { card: writtenCardView(c, card) }, { status: 201, message: CREATED });
+}
+
+/** Why the issuer refuses a limit the provider accepted: one over what it takes, or a card it has closed. */
+function issuerRefusal(body: UpdateVelocityLimitBody, card: CardRecord): FieldError | undefined {
+  if (body.spend_limit_max_amount !== undefined && body.spend_limit_max_amount > ISSUER_MAX_SPEND_LIMIT) {
+    return { field: "spend_limit_max_amount", code: "OUT_OF_RANGE", message: `the issuer accepts at most ${ISSUER_MAX_SPEND_LIMIT}` };
+  }
+  if (CLOSED_STATUSES.has(card.status)) return { field: null, code: "INVALID_STATE", message: `card is ${card.status.toLowerCase()}` };
+  return undefined;
 }
 
 /**

@@ -494,6 +494,32 @@ describe("POST /public/v1/core/cards/{cardId}/update_velocity_limit", () => {
   it("answers 404 for an unknown card", async () => {
     await expect(h.client.updateVelocityLimit("CAUNKNOWN000", { spend_limit_active: false })).rejects.toBeInstanceOf(NotFoundError);
   });
+
+  it("audits a call the issuer refuses (400 'Limit could not be applied at the issuer'), not one refused before it reaches the issuer (spec-gaps)", async () => {
+    const active = await cardWith("Active");
+    const terminated = await cardWith("Terminated");
+    const auditOf = async (cardId: unknown) =>
+      ((await h.json(`/_sandbox/companies/${h.companyId}/audit`)).body.data as Row[]).filter((a) => a.cardId === cardId).map((a) => [a.action, a.details]);
+    const limitBefore = (await h.json(`${ERP}/${active.id}`)).body.data.purchase_limits;
+
+    const overIssuer = { spend_limit_active: true, spend_limit_max_amount: 600_000 };
+    const refused = await h.json(`${CORE}/${active.id}/update_velocity_limit`, { body: overIssuer });
+    expect([refused.status, refused.body.message]).toEqual([400, "Limit could not be applied at the issuer"]);
+    expect(await auditOf(active.id)).toEqual([["card.velocity_limit_refused", { ...overIssuer, error_code: "OUT_OF_RANGE" }]]);
+    expect((await h.json(`${ERP}/${active.id}`)).body.data.purchase_limits, "a refused limit changes nothing").toEqual(limitBefore);
+
+    const closed = await h.json(`${CORE}/${terminated.id}/update_velocity_limit`, { body: { spend_limit_active: false } });
+    expect([closed.status, closed.body.message]).toEqual([400, "Limit could not be applied at the issuer"]);
+    expect(await auditOf(terminated.id)).toEqual([["card.velocity_limit_refused", { spend_limit_active: false, error_code: "INVALID_STATE" }]]);
+
+    // Refused by the provider itself (body, card, scope): the issuer is never asked, nothing to audit.
+    expect((await h.json(`${CORE}/${active.id}/update_velocity_limit`, { body: { spend_limit_period: "HOURLY" } })).status).toBe(400);
+    expect((await h.json(`${CORE}/CAUNKNOWN000/update_velocity_limit`, { body: { spend_limit_active: true } })).status).toBe(404);
+    const readOnly = await tokensFor(h.sandbox, h.companyId, "cards:read");
+    expect((await h.json(`${CORE}/${active.id}/update_velocity_limit`, { body: { spend_limit_active: true }, token: readOnly.access_token })).status).toBe(403);
+    expect(await auditOf(active.id)).toHaveLength(1);
+    expect(await auditOf("CAUNKNOWN000")).toEqual([]);
+  });
 });
 
 describe("Draft cards in the core routes (spec-gaps, Cards and users)", () => {
