@@ -4,7 +4,7 @@
  */
 import { isDeepStrictEqual } from "node:util";
 import { LATEST_SANDBOX_TIME_MS, SandboxClock } from "./clock.js";
-import { followCleared, followNew, forgetHolds } from "./data/balances.js";
+import { followApproved, followCleared, followNew, forgetHolds, topUpByPeriod } from "./data/balances.js";
 import type { BuildableCategory } from "./data/transactions.js";
 import type { CardRecord, CompanyData, ErpCardStatus, SpendLimit, TransactionRecord } from "./data/model.js";
 import { seedCompanies } from "./data/seed.js";
@@ -117,10 +117,15 @@ export class SandboxState {
     return card;
   }
 
-  /** Commits suspensions whose processing delay has passed (sandbox time). */
+  /** Commits what fell due by now (sandbox time): suspensions whose processing delay has passed, then top-ups per period. */
   settle(): void {
-    if (this.pending.length === 0) return;
     const now = this.clock.nowMs();
+    this.commitSuspensions(now);
+    for (const data of this.companies.values()) topUpByPeriod(data, now);
+  }
+
+  private commitSuspensions(now: number): void {
+    if (this.pending.length === 0) return;
     const due = this.pending.filter((p) => p.dueMs <= now);
     if (due.length === 0) return;
     this.pending = this.pending.filter((p) => p.dueMs > now);
@@ -216,12 +221,14 @@ export class SandboxState {
     if (errors.length > 0) throw new ValidationError(errors);
     const changes = Object.entries(fields).filter(([field, value]) => !STAMPED_FIELDS.has(field) && !isDeepStrictEqual(tx[field], value));
     if (changes.length === 0) return tx;
+    const approvalBefore = tx.approval_status;
     for (const [field, value] of changes) tx[field] = value;
     const stamp = this.clock.stampIso();
     tx.updated_at = stamp;
     tx.modified_date = stamp;
     if (tx.client_sync_status === "synced") data.transactions.setSyncStatus(tx, "outdated");
     if (tx.clearing_status === "cleared") followCleared(data, tx);
+    followApproved(data, tx, approvalBefore);
     return tx;
   }
 

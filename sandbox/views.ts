@@ -114,8 +114,10 @@ export function erpCardDetailView(card: CardRecord, company: SandboxCompany): Re
     },
     auto_top_up_configuration: {
       amount: card.autoTopUpAmount,
-      trigger: card.autoTopUpEnabled ? "balance_below_threshold" : "manual",
+      trigger: !card.autoTopUpEnabled ? "manual" : card.autoLoadOnTransactionApproval ? "transaction_approval" : "balance_below_threshold",
       threshold: card.lowBalanceNotificationAmount,
+      // Top-ups per velocity_period come beside the low-balance ones, not with loads on approval (spec-gaps, Balances).
+      period: card.autoTopUpEnabled && !card.autoLoadOnTransactionApproval ? card.velocityPeriod : null,
     },
     atm_configuration: {
       atm_withdrawal_allowed: card.atmWithdrawalAllowed,
@@ -229,7 +231,7 @@ export function coreCardView(card: CardRecord, data: Pick<CompanyData, "company"
     spend_limit_active: card.spendLimit.active,
     atm_limit_active: card.atmWithdrawalAllowed,
     auto_top_up_amount: card.autoTopUpAmount,
-    auto_load_on_transaction_approval: false,
+    auto_load_on_transaction_approval: card.autoLoadOnTransactionApproval,
     tokenization_status: card.status === "Active" ? "tokenized" : "not_tokenized",
     account_type: card.accountType.toUpperCase(),
     account_id: card.accountExternalId,

@@ -7,6 +7,7 @@
  */
 import { round2 } from "../prng.js";
 import { accountBalanceOf, poolOf, type CardRecord, type CompanyData, type TransactionRecord } from "./model.js";
+import { calendarWindow } from "./periods.js";
 
 type Accounts = Pick<CompanyData, "cards" | "pools">;
 
@@ -50,31 +51,87 @@ function credit(card: CardRecord, data: CompanyData, amount: number): void {
   data.company.fundingBalance = round2(data.company.fundingBalance + amount - kept);
 }
 
+/** Approval statuses (§2.2) that approve a transaction. */
+const APPROVALS: ReadonlySet<string> = new Set(["approved", "admin_approved"]);
+
+/** Whether the card's own account is on auto top-up (a pool card's account is its pool's, topped up as the pool is). */
+function ownAutoTopUp(card: CardRecord): boolean {
+  return card.poolAccountId === null && card.autoTopUpEnabled && card.autoTopUpAmount > 0;
+}
+
 /**
- * The auto top-up of the account `card` draws on: what it adds, from the funding account, once what the account can
- * still spend falls below its threshold (the low-balance amount, shown as `auto_top_up_configuration.threshold`). A
- * card with its own account has one while auto top-up is on; a pool while its `topup_type` is `auto_topup`, adding its
- * low-balance amount (§2.5 gives a pool no top-up amount). Undefined when the account has none.
+ * Whether the card's own account is topped up per `velocity_period` (and when low): on auto top-up, not loading on
+ * transaction approval instead, and the card Active (one that cannot spend gets no top-up, spec-gaps).
+ */
+function topsUpByPeriod(card: CardRecord): boolean {
+  return card.status === "Active" && ownAutoTopUp(card) && !card.autoLoadOnTransactionApproval;
+}
+
+/**
+ * The auto top-up of the account `card` draws on when low: what it adds, from the funding account, once what the
+ * account can still spend falls below its threshold (the low-balance amount, shown as
+ * `auto_top_up_configuration.threshold`). A card with its own account has one while auto top-up is on, unless it loads
+ * on transaction approval instead; a pool while its `topup_type` is `auto_topup`, adding its low-balance amount (§2.5
+ * gives a pool no top-up amount). Undefined when the account has none.
  */
 function autoTopUpOf(card: CardRecord, data: Accounts): { readonly amount: number; readonly threshold: number } | undefined {
   if (card.poolAccountId === null) {
-    return card.autoTopUpEnabled && card.autoTopUpAmount > 0 ? { amount: card.autoTopUpAmount, threshold: card.lowBalanceNotificationAmount } : undefined;
+    return ownAutoTopUp(card) && !card.autoLoadOnTransactionApproval ? { amount: card.autoTopUpAmount, threshold: card.lowBalanceNotificationAmount } : undefined;
   }
   const pool = poolOf(card, data);
   return pool?.topupType === "auto_topup" ? { amount: pool.lowBalanceNotificationAmount, threshold: pool.lowBalanceNotificationAmount } : undefined;
 }
 
 /**
- * Tops up the account `card` draws on when spend left it low and it is on auto top-up: its amount, or less so that the
- * account stays within its allowed_max_balance and the funding account above 0 (nothing when neither has room).
+ * Tops up the account `card` draws on from the funding account by `amount`, or less so that the account stays within
+ * its allowed_max_balance (a card's `card_usage_type_amount`, §4.9) and the funding account above 0 (nothing when
+ * neither has room).
  */
+function topUp(card: CardRecord, data: CompanyData, amount: number): void {
+  const added = round2(Math.min(amount, roomOf(card, data), data.company.fundingBalance));
+  if (added <= 0) return;
+  move(card, data, added);
+  data.company.fundingBalance = round2(data.company.fundingBalance - added);
+}
+
+/** Tops up the account `card` draws on by its auto top-up when spend left it low. */
 function topUpIfLow(card: CardRecord, data: CompanyData): void {
   const auto = autoTopUpOf(card, data);
-  if (auto === undefined || spendableOf(card, data) >= auto.threshold) return;
-  const amount = round2(Math.min(auto.amount, roomOf(card, data), data.company.fundingBalance));
-  if (amount <= 0) return;
-  move(card, data, amount);
-  data.company.fundingBalance = round2(data.company.fundingBalance - amount);
+  if (auto !== undefined && spendableOf(card, data) < auto.threshold) topUp(card, data, auto.amount);
+}
+
+/** When a top-up per `period` (a §4.9 `velocity_period`) falls due after `ms`: the start of the next calendar period. */
+export function nextTopUpAfter(period: string, ms: number): number {
+  return calendarWindow(period, ms)?.next ?? Infinity;
+}
+
+/**
+ * The top-ups per `velocity_period` (§4.9 "top-up period"; `auto_top_up_amount` "added automatically on each top-up")
+ * due by `nowMs`: a card that {@link topsUpByPeriod} gets its amount once for each period started since the last, within
+ * topUp's bounds. A period that started while it could not is passed over, never made up later.
+ */
+export function topUpByPeriod(data: CompanyData, nowMs: number): void {
+  for (const card of data.cards) {
+    if (card.nextTopUpMs > nowMs) continue;
+    let periods = 0;
+    // Once the periods counted fill the account, more add nothing: a long clock move is not walked period by period.
+    while (topsUpByPeriod(card) && card.nextTopUpMs <= nowMs && periods * card.autoTopUpAmount < card.allowedMaxBalance) {
+      periods++;
+      card.nextTopUpMs = nextTopUpAfter(card.velocityPeriod, card.nextTopUpMs);
+    }
+    if (card.nextTopUpMs <= nowMs) card.nextTopUpMs = nextTopUpAfter(card.velocityPeriod, nowMs);
+    if (periods > 0) topUp(card, data, card.autoTopUpAmount * periods);
+  }
+}
+
+/**
+ * A transaction whose `approval_status` moved from `before` to an approval: spend of an Active card that loads on
+ * transaction approval (§2.4 `auto_load_on_transaction_approval`) tops its account up by its `auto_top_up_amount`.
+ */
+export function followApproved(data: CompanyData, tx: TransactionRecord, before: unknown): void {
+  if (APPROVALS.has(String(before)) || !APPROVALS.has(String(tx.approval_status)) || !SPEND_CATEGORIES.has(tx.transaction_category)) return;
+  const card = data.cards.find((c) => c.id === tx.card_external_id);
+  if (card !== undefined && card.status === "Active" && ownAutoTopUp(card) && card.autoLoadOnTransactionApproval) topUp(card, data, card.autoTopUpAmount);
 }
 
 /** Money paid into the company's funding account (control surface: a bank transfer made outside the API). */

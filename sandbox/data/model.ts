@@ -98,6 +98,13 @@ export interface CardRecord {
   cardUsageType: string;
   autoTopUpAmount: number;
   autoTopUpEnabled: boolean;
+  /**
+   * Auto top-up on the approval of the card's spend instead of per `velocity_period` or when low (§2.4
+   * `auto_load_on_transaction_approval`; §4.9's update does not take it: set in the dashboard, control surface).
+   */
+  autoLoadOnTransactionApproval: boolean;
+  /** Sandbox time (epoch ms) the card's next top-up per `velocity_period` falls due (`topUpByPeriod`). */
+  nextTopUpMs: number;
   readonly floatManagementEnabled: boolean;
   cardReplaced: boolean;
   replacedByCardId: string | null;

@@ -13,7 +13,7 @@ import {
   SUPPLIERS,
   TAX_RATES,
 } from "./catalog.js";
-import { holdSeeded } from "./balances.js";
+import { holdSeeded, nextTopUpAfter } from "./balances.js";
 import type {
   CardRecord,
   CompanyData,
@@ -327,7 +327,9 @@ function seedCards(
       currency: company.currency,
       allowedMaxBalance: maxBalance,
       ...topUp(pool !== undefined, prng),
+      autoLoadOnTransactionApproval: false,
       velocityPeriod: "MONTHLY",
+      nextTopUpMs: nextTopUpAfter("MONTHLY", nowMs),
       cardUsageType: pool ? "POOL" : "RELOADABLE",
       floatManagementEnabled: prng.chance(0.3),
       cardReplaced: spec.status === "Terminated",

@@ -6,6 +6,7 @@
 import { round2 } from "../prng.js";
 import { SPEND_CATEGORIES, amountOf } from "./balances.js";
 import type { CardRecord, CompanyData, TransactionRecord } from "./model.js";
+import { calendarWindow } from "./periods.js";
 
 /** What a card's spend in its limit's current window took: fee-inclusive amount (card currency) and transactions. */
 export interface Consumption {
@@ -20,24 +21,8 @@ const NONE: Consumption = { amount: 0, count: 0 };
  * `ALL_TIME`; undefined for `PER_TRANSACTION`, whose every transaction is a window of its own.
  */
 export function windowStart(period: string, nowMs: number): number | undefined {
-  const now = new Date(nowMs);
-  const [year, month, day] = [now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()];
-  switch (period) {
-    case "DAILY":
-      return Date.UTC(year, month, day);
-    case "WEEKLY":
-      return Date.UTC(year, month, day - ((now.getUTCDay() + 6) % 7));
-    case "MONTHLY":
-      return Date.UTC(year, month, 1);
-    case "QUARTERLY":
-      return Date.UTC(year, month - (month % 3), 1);
-    case "YEARLY":
-      return Date.UTC(year, 0, 1);
-    case "PER_TRANSACTION":
-      return undefined;
-    default:
-      return -Infinity;
-  }
+  if (period === "PER_TRANSACTION") return undefined;
+  return calendarWindow(period, nowMs)?.start ?? -Infinity;
 }
 
 /** What `card`'s purchases and cash withdrawals made in its limit's window holding `nowMs` consumed (refunds give none back). */

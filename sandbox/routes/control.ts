@@ -1,6 +1,6 @@
 /**
  * Control surface under `/_sandbox` (issue 3 item 6): companies, authorization codes,
- * activity generation, deposits into the funding account, dashboard card changes (status, spend limit), clock, faults,
+ * activity generation, deposits into the funding account, dashboard card changes (status, spend limit, load on approval), clock, faults,
  * reset, latency.
  * Never faulted, never delayed.
  */
@@ -38,6 +38,9 @@ const CreateTransactionsBody = z.object({
 });
 
 const CardStatusBody = z.object({ status: z.string().min(1) });
+
+/** Whether the card's auto top-up loads on the approval of its spend (§2.4; §4.9's update does not take it). */
+const AutoLoadBody = z.object({ on_transaction_approval: z.boolean() });
 
 /** A spend limit as the dashboard sets it: what the body leaves out stays as it is (its period stays too). */
 const SpendLimitBody = z
@@ -200,6 +203,16 @@ export function registerControl(app: Hono<SandboxEnv>): void {
     const card = state.requireCard(data, c.req.param("cardId") ?? "");
     const b = await body(c, SpendLimitBody);
     state.setSpendLimit(card, { active: b.active, maxAmount: b.max_amount, frequency: b.frequency });
+    return c.json({ data: erpCardDetailView(card, data.company) }, 200);
+  });
+
+  app.post("/_sandbox/companies/:companyId/cards/:cardId/auto_load", async (c) => {
+    const data = company(c);
+    const state = c.get("state");
+    const card = state.requireCard(data, c.req.param("cardId") ?? "");
+    const b = await body(c, AutoLoadBody);
+    card.autoLoadOnTransactionApproval = b.on_transaction_approval;
+    card.updatedAt = state.clock.stampIso();
     return c.json({ data: erpCardDetailView(card, data.company) }, 200);
   });
 

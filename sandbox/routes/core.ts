@@ -18,7 +18,7 @@ import {
   type UpdateVelocityLimitBody,
 } from "../../shared/qashio/schemas/index.js";
 import { requireScope } from "../auth.js";
-import { spendableOf } from "../data/balances.js";
+import { nextTopUpAfter, spendableOf } from "../data/balances.js";
 import { consumedOf } from "../data/spend-limits.js";
 import type { CardRecord, CompanyData } from "../data/model.js";
 import { ApiError, ForbiddenError, ValidationError, type FieldError } from "../errors.js";
@@ -207,7 +207,11 @@ async function updateCard(c: SandboxContext): Promise<Response> {
     if (card.poolAccountId === null) card.topupType = card.autoTopUpEnabled ? "auto_topup" : "manual";
   }
   if (body.card_usage_type_amount !== undefined) card.allowedMaxBalance = body.card_usage_type_amount;
-  if (velocity !== undefined) card.velocityPeriod = velocity;
+  if (velocity !== undefined && velocity !== card.velocityPeriod) {
+    card.velocityPeriod = velocity;
+    // A new top-up period counts from now: its first top-up falls at the start of the next one.
+    card.nextTopUpMs = nextTopUpAfter(velocity, state.clock.nowMs());
+  }
   if (usage !== undefined) card.cardUsageType = usage;
   if (body.nickname !== undefined) card.nickname = body.nickname.trim();
   card.updatedAt = state.clock.stampIso();
@@ -428,6 +432,8 @@ async function issueCard(c: SandboxContext): Promise<Response> {
     cardUsageType: pool ? POOL_CARD_USAGE_TYPE : "RELOADABLE",
     autoTopUpAmount: 0,
     autoTopUpEnabled: false,
+    autoLoadOnTransactionApproval: false,
+    nextTopUpMs: nextTopUpAfter("MONTHLY", state.clock.nowMs()),
     floatManagementEnabled: false,
     cardReplaced: false,
     replacedByCardId: null,

@@ -558,6 +558,105 @@ describe("money back (spec-gaps, Balances): auto top-up and deposits", () => {
     expect(await companyBalance()).toBe(round2(fundingBefore - topUp));
   });
 
+  /**
+   * An Active card with its own account, on auto top-up, holding `balance` (no holds), the funding account well stocked
+   * and no other card on auto top-up (their top-ups would draw on the funding account too).
+   */
+  const autoTopUpCard = (balance: number) => {
+    const card = data().cards.find((c) => c.status === "Active" && c.poolAccountId === null && c.autoTopUpEnabled)!;
+    expect(card, "seed 7 has an Active card on auto top-up").toBeDefined();
+    for (const other of data().cards) if (other !== card) other.autoTopUpEnabled = false;
+    card.balance = balance;
+    card.pendingAuthorisations = 0;
+    data().company.fundingBalance = 1_000_000;
+    return card;
+  };
+  /** A provider API call with a token issued now: sandbox time moves past the harness token's life here. */
+  const api = async (path: string, init: { method?: string; body?: unknown } = {}) => h.json(path, { ...init, token: (await tokensFor(h.sandbox, h.companyId)).access_token });
+  const erpCard = async (id: string) => (await api(`/public/v1/erp/cards/${id}`)).body.data as Row;
+  const coreCard = async (id: string) => ((await api("/public/v1/core/cards?page_size=100")).body.data.cards as Row[]).find((c) => c.id === id)!;
+  const clockTo = async (iso: string) => control("/clock", { advance_seconds: (Date.parse(iso) - h.sandbox.control.now()) / 1000 });
+
+  it("tops up a card on auto top-up by its auto_top_up_amount at the start of each velocity_period (UTC), never past card_usage_type_amount", async () => {
+    const card = autoTopUpCard(0);
+    const put = await api(`/public/v1/core/cards/${card.id}`, { method: "PUT", body: { auto_top_up_amount: 1000, velocity_period: "DAILY", card_usage_type_amount: 3500 } });
+    expect(put.status).toBe(200);
+    expect((await erpCard(card.id)).auto_top_up_configuration).toMatchObject({ amount: 1000, trigger: "balance_below_threshold", period: "DAILY" });
+    await clockTo("2025-03-15T23:59:59.000Z");
+    expect([card.balance, data().company.fundingBalance], "not before the period ends").toEqual([0, 1_000_000]);
+    await clockTo("2025-03-16T00:00:00.000Z");
+    expect([card.balance, data().company.fundingBalance]).toEqual([1000, 999_000]);
+    await clockTo("2025-03-16T23:00:00.000Z");
+    expect(card.balance, "once per period").toBe(1000);
+    await clockTo("2025-03-18T00:00:01.000Z");
+    expect(card.balance, "each period passed, two more").toBe(3000);
+    await clockTo("2025-03-25T00:00:00.000Z");
+    expect([card.balance, data().company.fundingBalance], "no further than the maximum balance").toEqual([3500, 996_500]);
+
+    // A new period starts its schedule afresh: weekly from Monday.
+    card.balance = 0;
+    expect((await api(`/public/v1/core/cards/${card.id}`, { method: "PUT", body: { velocity_period: "WEEKLY" } })).status).toBe(200);
+    await clockTo("2025-03-30T23:59:59.000Z");
+    expect(card.balance, "Sunday: still the week of the change").toBe(0);
+    await clockTo("2025-03-31T00:00:00.000Z");
+    expect(card.balance, "Monday").toBe(1000);
+  });
+
+  it("does not top up by period a card that cannot spend, nor one whose auto top-up is off, nor beyond what the funding account holds", async () => {
+    const card = autoTopUpCard(0);
+    const other = data().cards.find((c) => c !== card && c.status === "Active" && c.poolAccountId === null)!;
+    other.balance = 0;
+    other.pendingAuthorisations = 0;
+    other.autoTopUpEnabled = true;
+    await api(`/public/v1/core/cards/${other.id}`, { method: "PUT", body: { auto_top_up_amount: 0 } });
+    await control(`/companies/${h.companyId}/cards/${card.id}/status`, { status: "Inactive" });
+    await clockTo("2025-04-01T00:00:00.000Z");
+    expect([card.balance, other.balance]).toEqual([0, 0]);
+    await control(`/companies/${h.companyId}/cards/${card.id}/status`, { status: "Active" });
+    data().company.fundingBalance = 40;
+    await clockTo("2025-05-01T00:00:00.000Z");
+    expect([card.balance, data().company.fundingBalance]).toEqual([40, 0]);
+  });
+
+  it("loads a card set to load on transaction approval when one of its purchases is approved, instead of by period or when spend leaves it low", async () => {
+    const card = autoTopUpCard(100);
+    const set = await control(`/companies/${h.companyId}/cards/${card.id}/auto_load`, { on_transaction_approval: true });
+    expect(set.status).toBe(200);
+    expect(set.body.data.auto_top_up_configuration).toMatchObject({ amount: card.autoTopUpAmount, trigger: "transaction_approval", period: null });
+    expect((await coreCard(card.id)).auto_load_on_transaction_approval).toBe(true);
+    await clockTo("2025-04-01T00:00:00.000Z");
+    expect(card.balance, "no top-up by period").toBe(100);
+    const purchase = data().transactions.all().find((tx) => tx.card_external_id === card.id && tx.transaction_category === "purchase")!;
+    expect(purchase, "the card has a seeded purchase").toBeDefined();
+    const approval = (approval_status: string) => control(`/companies/${h.companyId}/transactions/${purchase.id}`, { approval_status }, "PATCH");
+    expect((await approval("pending")).status).toBe(200);
+    expect([card.balance, data().company.fundingBalance], "pending is no approval").toEqual([100, 1_000_000]);
+    expect((await approval("approved")).status).toBe(200);
+    const loaded = Math.min(100 + card.autoTopUpAmount, card.allowedMaxBalance);
+    expect(loaded).toBeGreaterThan(100);
+    expect([card.balance, data().company.fundingBalance]).toEqual([loaded, round2(1_000_000 - (loaded - 100))]);
+    expect((await approval("admin_approved")).status).toBe(200);
+    expect(card.balance, "moving from one approval to another is no new approval").toBe(loaded);
+
+    expect((await control(`/companies/${h.companyId}/cards/${card.id}/auto_load`, { on_transaction_approval: false })).body.data.auto_top_up_configuration).toMatchObject({
+      trigger: "balance_below_threshold",
+      period: card.velocityPeriod,
+    });
+    for (const body of [{}, { on_transaction_approval: "yes" }]) expect((await control(`/companies/${h.companyId}/cards/${card.id}/auto_load`, body)).status).toBe(400);
+    expect((await control(`/companies/${h.companyId}/cards/CAUNKNOWN000/auto_load`, { on_transaction_approval: true })).status).toBe(404);
+  });
+
+  it("does not top up a card set to load on approval when spend leaves it below its threshold", async () => {
+    const card = autoTopUpCard(0);
+    await control(`/companies/${h.companyId}/cards/${card.id}/auto_load`, { on_transaction_approval: true });
+    for (const other of data().cards) if (other !== card && other.poolAccountId === null) other.balance = 0;
+    for (const pool of data().pools) pool.balance = 0;
+    card.balance = card.lowBalanceNotificationAmount + 50;
+    const tx = (await control(`/companies/${h.companyId}/transactions`, { count: 1, transaction_category: "purchase" })).body.data[0] as Row;
+    expect(tx.card_external_id).toBe(card.id);
+    expect(card.balance, "held, not topped up").toBe(card.lowBalanceNotificationAmount + 50);
+  });
+
   it("takes a deposit into the funding account, and refuses an amount that is not a positive sum of cents, naming it", async () => {
     const before = await companyBalance();
     const { status, body } = await control(`/companies/${h.companyId}/deposits`, { amount: 1234.56 });
