@@ -3,10 +3,13 @@
  * as a setting's problem, or undefined. shared/cli/config.ts names the setting.
  */
 import { randomBytes } from "node:crypto";
-import { accessSync, closeSync, constants, fstatSync, mkdirSync, openSync, readdirSync, readlinkSync, realpathSync, rmdirSync, statSync, unlinkSync, type Stats } from "node:fs";
+import { accessSync, closeSync, constants, fstatSync, mkdirSync, openSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmdirSync, statSync, unlinkSync, type Stats } from "node:fs";
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { fileKindOf, TEMP_SUFFIX } from "../local/atomic.js";
+import { isLeaseFile } from "../local/file-lock.js";
 import { STATE_DIRS, STATE_FILES } from "../local/layout.js";
+import { isSnapshotStoreEntry } from "../local/snapshot-store.js";
+import { tokenSetOf } from "../local/token-store.js";
 import { printable } from "./terminal-text.js";
 
 /** The path's stats, or undefined when it does not exist; other errors (EACCES, ELOOP) throw. */
@@ -78,30 +81,99 @@ export function stateDirProblem(stateDir: string): string | undefined {
 const ENTRIES_NAMED = 3;
 
 /**
- * What makes an existing directory no state directory to take, if anything: it holds none of the bridge's entries (any
- * layout a version wrote: shared/local/layout.ts) but entries of someone else's (`.`, a home or project directory).
- * Taking it, the bridge would write its tokens and binding among them and chmod it 0700. Harmless, and no reason to
- * refuse: `lost+found`, dotfiles (`.gitkeep`, `.DS_Store`), the bridge's own temp files, and the events file when
- * `eventsFile` lies in it (with its rotations and `.cut-` recovery files: names it starts), or the directory it lies
- * in there. A directory that does not exist, or is empty, is undefined.
+ * What makes an existing directory no state directory to take, if anything: it holds no state of the bridge's (see
+ * {@link holdsBridgeState}) but entries of someone else's (`.`, a home or project directory, a photo folder with a
+ * `snapshots/` of its own). Taking it, the bridge would write its tokens and binding among them and chmod it 0700.
+ * Harmless, and no reason to refuse: `lost+found`, dotfiles (`.gitkeep`, `.DS_Store`), the bridge's own temp files,
+ * the bridge's directories holding nothing but its leases and temp files (a first run of an older version, stopped
+ * before its first token save), and the events file when `eventsFile` lies in it (with its rotations and `.cut-`
+ * recovery files: names it starts), or the directory it lies in there. A directory that does not exist, or is empty,
+ * is undefined.
  */
 export function foreignStateDirProblem(stateDir: string, eventsFile?: string): string | undefined {
-  if (statOf(stateDir)?.isDirectory() !== true) return undefined;
-  const names = readdirSync(stateDir);
-  const layout: readonly string[] = [...Object.values(STATE_FILES), ...Object.values(STATE_DIRS)];
-  if (names.some((name) => layout.includes(name))) return undefined;
+  if (statOf(stateDir)?.isDirectory() !== true || holdsBridgeState(stateDir)) return undefined;
   const events = eventsFile === undefined ? undefined : eventsEntryIn(stateDir, eventsFile);
-  const inTheWay = names
-    .filter((name) => !(name === "lost+found" || name.startsWith(".") || isBridgeTemp(name) || (events !== undefined && isEventsEntry(name, events))))
+  const inTheWay = readdirSync(stateDir)
+    .filter(
+      (name) =>
+        !(
+          name === "lost+found" ||
+          name.startsWith(".") ||
+          isBridgeTemp(name) ||
+          isBridgeDirWithoutState(stateDir, name) ||
+          (events !== undefined && isEventsEntry(name, events))
+        ),
+    )
     .sort();
   if (inTheWay.length === 0) return undefined;
   const named = inTheWay.slice(0, ENTRIES_NAMED).map(printable).join(", ");
   const rest = inTheWay.length - ENTRIES_NAMED;
   return (
-    `${stateDir} is not a state directory of the bridge (it holds no ${layout.slice(0, -1).join(", ")} or ${layout.at(-1) ?? ""}) but holds ` +
-    `${named}${rest > 0 ? ` and ${rest} more` : ""}: the bridge would write its state among them and make the directory private (mode 0700), ` +
-    "so it will not use it; point BRIDGE_STATE_DIR at an empty or new directory"
+    `${stateDir} is not a state directory of the bridge (it holds no ${STATE_FILES.binding}, no token set in ${STATE_FILES.tokens} and no snapshot store in ` +
+    `${STATE_DIRS.snapshots}) but holds ${named}${rest > 0 ? ` and ${rest} more` : ""}: the bridge would write its state among them and make the directory ` +
+    "private (mode 0700), so it will not use it; point BRIDGE_STATE_DIR at an empty or new directory, or at the one the bridge used before"
   );
+}
+
+/** Largest tokens.json read to tell the bridge's token set from another's file of that name: a token set takes a few KiB. */
+const TOKEN_FILE_MAX_BYTES = 64 * 1024;
+
+/**
+ * Whether `stateDir` holds state of the bridge's, by what each version writes on first use and keeps: `binding.json`
+ * (every version since bindings writes it before anything else), a token set in `tokens.json` (every version; those
+ * before bindings wrote no `binding.json`), or the snapshot store's id file or a segment in `snapshots/` (segments by
+ * every version, the id file since cursors were bound to their store). Names alone are not enough: a project's
+ * design `tokens.json` or a photo folder's `snapshots/` is no state. A marker that cannot be read counts: the entries
+ * check (stateEntriesProblem) names what is wrong with it.
+ */
+function holdsBridgeState(stateDir: string): boolean {
+  if (statOf(join(stateDir, STATE_FILES.binding)) !== undefined || holdsTokenSet(join(stateDir, STATE_FILES.tokens))) return true;
+  const snapshots = listingOf(join(stateDir, STATE_DIRS.snapshots));
+  return snapshots === "unreadable" || (snapshots?.some(isSnapshotStoreEntry) ?? false);
+}
+
+/**
+ * Whether `file` holds a token set as the bridge writes it (see tokenSetOf), or cannot be read to tell: no regular
+ * file (a directory, a pipe, which reading would block on), or unreadable, each of which the entries check refuses.
+ */
+function holdsTokenSet(file: string): boolean {
+  let text: string;
+  try {
+    const stats = statOf(file);
+    if (stats === undefined || (stats.isFile() && stats.size > TOKEN_FILE_MAX_BYTES)) return false;
+    if (!stats.isFile()) return true;
+    text = readFileSync(file, "utf8");
+  } catch {
+    return true;
+  }
+  try {
+    tokenSetOf(text, file);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Whether entry `name` of a state directory without state is one of the bridge's directories holding nothing but what
+ * the bridge puts there before any state: its leases (in `locks/`) and temp files. One that cannot be listed counts:
+ * the entries check names it. A file of that name, or one holding another's files, is in the way.
+ */
+function isBridgeDirWithoutState(stateDir: string, name: string): boolean {
+  if (!(Object.values(STATE_DIRS) as readonly string[]).includes(name)) return false;
+  const entries = listingOf(join(stateDir, name));
+  if (entries === "unreadable") return true;
+  return entries?.every((entry) => entry.startsWith(".") || entry.endsWith(TEMP_SUFFIX) || (name === STATE_DIRS.locks && isLeaseFile(entry))) ?? false;
+}
+
+/** The entries of directory `dir`; undefined when there is none (missing, or no directory); "unreadable" when it cannot be listed. */
+function listingOf(dir: string): readonly string[] | "unreadable" | undefined {
+  try {
+    return readdirSync(dir);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    return code === "ENOENT" || code === "ENOTDIR" ? undefined : "unreadable";
+  }
 }
 
 /** The events file's entry in `stateDir` (the file's name, or the directory it lies in there), by name or with links resolved; else undefined. */

@@ -163,6 +163,14 @@ function readLeaseNow(file: string): Lease | undefined {
   }
 }
 
+/**
+ * Whether `name`, an entry of `locks/`, is a lease file: `<name>.lock`, or one of its later generations (`.lock.<n>`),
+ * the name URI-encoded. The settings check tells the bridge's locks from a directory of another's of the same name by it.
+ */
+export function isLeaseFile(name: string): boolean {
+  return /^[\w%!~*'().-]+\.lock(?:\.[1-9][0-9]*)?$/.test(name);
+}
+
 /** Generations of `base` among the entries of the locks directory, highest first. */
 function generationsIn(entries: readonly string[], base: string): number[] {
   const found: number[] = [];

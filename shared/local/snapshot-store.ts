@@ -36,6 +36,15 @@ const CURSOR_PATTERN = /^([0-9a-f]{16})\.(\d{12}-[0-9a-f]{8}):(\d{1,9})$/;
  * of this one before it was replaced) is refused rather than taken as a place in this one.
  */
 export const STORE_ID_FILE = "store-id";
+
+/**
+ * Whether `name`, an entry of `snapshots/`, is one the store writes: its id file or a segment (named so by every
+ * version). The settings check tells the bridge's snapshots from a directory of another's of the same name by it.
+ */
+export function isSnapshotStoreEntry(name: string): boolean {
+  return name === STORE_ID_FILE || SEGMENT_PATTERN.test(name);
+}
+
 const STORE_ID_PATTERN = /^[0-9a-f]{16}$/;
 /** What to do about a damaged id file: the binding records the id, and otherwise it only ties conform-pii cursors. */
 const STORE_ID_HINT =

@@ -14,6 +14,25 @@ import { STATE_FILES } from "./layout.js";
 const TOKEN_SET_PROBE_BYTES = 16_384;
 
 /**
+ * The token set in `text`, the contents of token file `file`, as every version wrote it: a JSON object with a refresh
+ * token. The settings check tells the bridge's tokens.json from another's by it (a design-token file, say).
+ *
+ * @throws CorruptStateError when it is not JSON, or holds no refresh token.
+ */
+export function tokenSetOf(text: string, file: string): StoredTokens {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    // No cause: JSON.parse's message quotes the text around the fault, which may be part of a refresh token.
+    throw new CorruptStateError("Token file is not valid JSON", { file });
+  }
+  const tokens = parsed as Partial<StoredTokens> | null;
+  if (!tokens || typeof tokens.refreshToken !== "string") throw new CorruptStateError("Token file holds no refresh token", { file });
+  return tokens as StoredTokens;
+}
+
+/**
  * Keeps a tenant's tokens in `<stateDir>/tokens.json` (mode 0600). `save` resolves only once the file is durable,
  * so a rotated refresh token is never lost to a crash. `load` resolves only once the file it read is durable too: another
  * process may have saved it and been killed before its directory fsync, and tokens used without a save of their own
@@ -43,19 +62,9 @@ export class FileTokenStore implements TokenStore {
     const read = this.#read();
     if (read === undefined) return undefined;
     const { text, identity } = read;
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(text);
-    } catch {
-      // No cause: JSON.parse's message quotes the text around the fault, which may be part of a refresh token.
-      throw new CorruptStateError("Token file is not valid JSON", { file: this.file });
-    }
-    const tokens = parsed as Partial<StoredTokens> | null;
-    if (!tokens || typeof tokens.refreshToken !== "string") {
-      throw new CorruptStateError("Token file holds no refresh token", { file: this.file });
-    }
+    const tokens = tokenSetOf(text, this.file);
     this.#durable.makeDurable(this.file, identity);
-    return tokens as StoredTokens;
+    return tokens;
   }
 
   /** The token file's text and which file it was read from (its descriptor's, not a later stat's); none when missing. */

@@ -8,6 +8,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { loadEnv, parseEnvFile, readAuthorizeSettings, readLocalSettings, readStateSettings, settingNameWarnings } from "../../shared/cli/config.js";
 import { ConfigError, EnvFileError } from "../../shared/cli/errors.js";
 import { looseAccessProblem } from "../../shared/cli/path-checks.js";
+import { FileLock } from "../../shared/local/file-lock.js";
 
 /** Lets go a reader stuck in a blocking open of `fifo` (a writer's open ends it), so the test run cannot hang on one. */
 function letReaderGo(fifo: string): void {
@@ -26,6 +27,9 @@ const valid = {
   BRIDGE_TENANT: "acme",
   QASHIO_REFRESH_TOKEN: "rt-seed",
 };
+/** A state directory's files as the bridge writes them: a state directory holding either is the bridge's. */
+const TOKEN_SET = `${JSON.stringify({ refreshToken: "r-1" })}\n`;
+const BINDING = `${JSON.stringify({ baseUrl: valid.QASHIO_BASE_URL, clientId: valid.QASHIO_CLIENT_ID, tenant: valid.BRIDGE_TENANT })}\n`;
 
 function issuesOf(env: Record<string, string>): ConfigError {
   try {
@@ -321,7 +325,7 @@ describe("readLocalSettings on the file system", () => {
 
   it("refuses an events file that reaches the state directory's entries or .env through a symbolic link: appending destroyed the tokens", async () => {
     await mkdir(join(dir, "state"));
-    await writeFile(join(dir, "state", "tokens.json"), "{}");
+    await writeFile(join(dir, "state", "tokens.json"), TOKEN_SET);
     await symlink(join(dir, "state", "tokens.json"), join(dir, "events-link.jsonl"));
     await symlink(join(dir, "state"), join(dir, "state-link"));
     await writeFile(join(dir, ".env"), "");
@@ -438,6 +442,7 @@ describe("readLocalSettings on the file system", () => {
       { setting: "BRIDGE_STATE_DIR", problem: `${join(dir, "state", "tokens.json")} must be a file, but is a directory` },
     ]);
     await rm(join(dir, "state", "tokens.json"), { recursive: true });
+    await writeFile(join(dir, "state", "binding.json"), BINDING, { mode: 0o600 });
     await writeFile(join(dir, "state", "locks"), "");
     expect(settingsError({ ...valid, BRIDGE_STATE_DIR: "state" }).issues).toEqual([
       { setting: "BRIDGE_STATE_DIR", problem: `${join(dir, "state", "locks")} must be a directory, but is a file` },
@@ -464,7 +469,7 @@ describe("readLocalSettings on the file system", () => {
     await mkdir(join(dir, "elsewhere"), { mode: 0o700 });
     for (const name of ["tokens.json", "binding.json"]) {
       const target = join(dir, "elsewhere", name);
-      await writeFile(target, "{}", { mode: 0o600 });
+      await writeFile(target, name === "tokens.json" ? TOKEN_SET : BINDING, { mode: 0o600 });
       await symlink(target, join(dir, "state", name));
       expect(settingsError({ ...valid, BRIDGE_STATE_DIR: "state" }).issues, name).toEqual([
         {
@@ -571,7 +576,7 @@ describe("readLocalSettings on the file system", () => {
       { setting: "QASHIO_REFRESH_TOKEN", problem: expect.stringMatching(/^is required while the state directory .* holds no token/) },
     ]);
     await mkdir(join(dir, "state"));
-    await writeFile(join(dir, "state", "tokens.json"), "{}");
+    await writeFile(join(dir, "state", "tokens.json"), TOKEN_SET);
     expect(readLocalSettings({ ...withoutSeed, BRIDGE_STATE_DIR: "state" }, dir).refreshToken).toBeUndefined();
   });
 
@@ -601,8 +606,9 @@ describe("a state directory that is an ordinary directory of other files", () =>
     return [];
   };
   const refusal = (state: string, listed: string) =>
-    `${state} is not a state directory of the bridge (it holds no tokens.json, binding.json, snapshots, quarantine or locks) but holds ${listed}: ` +
-    "the bridge would write its state among them and make the directory private (mode 0700), so it will not use it; point BRIDGE_STATE_DIR at an empty or new directory";
+    `${state} is not a state directory of the bridge (it holds no binding.json, no token set in tokens.json and no snapshot store in snapshots) but holds ${listed}: ` +
+    "the bridge would write its state among them and make the directory private (mode 0700), so it will not use it; point BRIDGE_STATE_DIR at an empty or new directory, " +
+    "or at the one the bridge used before";
   const fill = async (at: string, names: readonly string[]) => {
     await mkdir(at, { recursive: true });
     for (const name of names) await writeFile(join(at, name), "the user's own\n");
@@ -629,7 +635,7 @@ describe("a state directory that is an ordinary directory of other files", () =>
     await mkdir(state);
     expect(readLocalSettings({ ...valid, BRIDGE_STATE_DIR: "state" }, dir).stateDir).toBe(state);
     await mkdir(join(state, "lost+found"));
-    await fill(state, [".gitkeep", ".DS_Store", "events.jsonl", "events.jsonl.1", "events.jsonl.2.gz", "events.jsonl.cut-1024", "events.jsonl.cut-1024.2"]);
+    await fill(state, [".gitkeep", ".keep", ".gitignore", ".DS_Store", "events.jsonl", "events.jsonl.1", "events.jsonl.2.gz", "events.jsonl.cut-1024", "events.jsonl.cut-1024.2"]);
     expect(readLocalSettings({ ...valid, BRIDGE_STATE_DIR: "state", BRIDGE_EVENTS_FILE: "state/events.jsonl" }, dir).stateDir).toBe(state);
     // An interrupted first write of the binding leaves its temp file; an events file in a subdirectory, that directory.
     const nested = join(dir, "nested");
@@ -654,15 +660,72 @@ describe("a state directory that is an ordinary directory of other files", () =>
     expect(() => readAuthorizeSettings({ ...valid, BRIDGE_STATE_DIR: "state" }, dir)).toThrow(refusal(state, "events.jsonl, events.jsonl.1"));
   });
 
-  it("keeps taking an existing state directory of any layout, with a file of the user's beside its entries", async () => {
-    for (const [name, directory] of [["tokens.json", false], ["binding.json", false], ["snapshots", true], ["quarantine", true], ["locks", true]] as const) {
-      const state = join(dir, `state-${name}`);
-      await fill(state, ["notes.txt"]);
-      if (directory) await mkdir(join(state, name));
-      else await writeFile(join(state, name), "{}", { mode: 0o600 });
-      await chmod(state, 0o700);
-      expect(problemOf({ ...valid, BRIDGE_STATE_DIR: `state-${name}` }), name).toEqual([]);
-    }
+  it("refuses a directory of the user's holding a snapshots, locks or quarantine directory, or a tokens.json, of its own", async () => {
+    // A photo folder, a project with design tokens: the bridge's names, none of its state.
+    const photos = join(dir, "photos");
+    await fill(join(photos, "snapshots"), ["IMG_0001.jpg", "IMG_0002.jpg"]);
+    await fill(photos, ["holiday.jpg"]);
+    expect(problemOf({ ...valid, BRIDGE_STATE_DIR: "photos" })).toEqual([refusal(photos, "holiday.jpg, snapshots")]);
+    // Alone, a directory of the bridge's name holding files of another's is in the way too.
+    const alone = join(dir, "alone");
+    await fill(join(alone, "locks"), ["front-door.txt"]);
+    await fill(join(alone, "quarantine"), ["sick-note.json"]);
+    expect(problemOf({ ...valid, BRIDGE_STATE_DIR: "alone" })).toEqual([refusal(alone, "locks, quarantine")]);
+    const design = join(dir, "design");
+    await mkdir(design);
+    await writeFile(join(design, "tokens.json"), JSON.stringify({ color: { primary: { value: "#0a84ff" } } }));
+    await mkdir(join(design, "snapshots"));
+    expect(problemOf({ ...valid, BRIDGE_STATE_DIR: "design" })).toEqual([refusal(design, "tokens.json")]);
+  });
+
+  it("takes a state directory the current version made, by its binding or its snapshot store, with a file of the user's beside them", async () => {
+    const bound = join(dir, "bound");
+    await fill(bound, ["notes.txt"]);
+    await writeFile(join(bound, "binding.json"), BINDING, { mode: 0o600 });
+    const stored = join(dir, "stored");
+    await fill(stored, ["notes.txt"]);
+    await fill(join(stored, "snapshots"), []);
+    await writeFile(join(stored, "snapshots", "store-id"), "0123456789abcdef", { mode: 0o600 });
+    for (const state of [bound, stored]) await chmod(state, 0o700);
+    expect(problemOf({ ...valid, BRIDGE_STATE_DIR: "bound" })).toEqual([]);
+    expect(problemOf({ ...valid, BRIDGE_STATE_DIR: "stored" })).toEqual([]);
+  });
+
+  it("takes a state directory an older version left (before binding.json and snapshots/store-id): its token set, or its snapshot segments", async () => {
+    // The layout of every version before a9a7fa6 (bindings) and 1f11e52 (store ids): tokens.json, segments, records, leases.
+    const old = join(dir, "old");
+    await fill(old, ["notes.txt"]);
+    await writeFile(join(old, "tokens.json"), `${JSON.stringify({ accessToken: "a-1", accessTokenExpiresAt: 1_790_000_000_000, refreshToken: "r-1" })}\n`, { mode: 0o600 });
+    await fill(join(old, "snapshots"), []);
+    await writeFile(join(old, "snapshots", "seg-000000000001-0a1b2c3d.log"), "[]\n", { mode: 0o600 });
+    await fill(join(old, "quarantine"), []);
+    await writeFile(join(old, "quarantine", "txn-1.json"), "{}\n", { mode: 0o600 });
+    await fill(join(old, "locks"), []);
+    await writeFile(join(old, "locks", "qashio-token-refresh.lock"), "{}\n", { mode: 0o600 });
+    // Its tokens.json removed (to sign in again): the segments still mark it, and the binding check takes it from there.
+    const signedOut = join(dir, "signed-out");
+    await fill(join(signedOut, "snapshots"), []);
+    await writeFile(join(signedOut, "snapshots", "seg-000000000007-ffee0011.log"), "[]\n", { mode: 0o600 });
+    for (const state of [old, join(old, "snapshots"), join(old, "quarantine"), join(old, "locks"), signedOut, join(signedOut, "snapshots")]) await chmod(state, 0o700);
+    expect(problemOf({ ...valid, BRIDGE_STATE_DIR: "old" })).toEqual([]);
+    expect(problemOf({ ...valid, BRIDGE_STATE_DIR: "signed-out" })).toEqual([]);
+    expect(readAuthorizeSettings({ ...valid, BRIDGE_STATE_DIR: "old" }, dir).stateDir).toBe(old);
+  });
+
+  it("takes a directory holding only what an older version's first run left before its first token save: empty directories, leases, temp files", async () => {
+    const state = join(dir, "state");
+    await fill(join(state, "snapshots"), []);
+    await fill(join(state, "quarantine"), [".DS_Store"]);
+    await fill(join(state, "locks"), ["cycle.lock.1.4242.0a1b2c3d.tmp"]);
+    // Leases as the lock names them (a name URI-encoded; a later generation), not as this test spells them.
+    const lock = new FileLock(state);
+    for (const name of ["cycle", "qashio-token-refresh", "cycle:acme/eu"]) await (await lock.tryAcquire(name, 60_000))?.release();
+    expect((await readdir(join(state, "locks"))).length).toBeGreaterThan(3);
+    for (const sub of ["", "snapshots", "quarantine", "locks"]) await chmod(join(state, sub), 0o700);
+    expect(problemOf({ ...valid, BRIDGE_STATE_DIR: "state" })).toEqual([]);
+    // A file of the user's beside them is in the way: nothing there is state of the bridge's.
+    await fill(state, ["notes.txt"]);
+    expect(problemOf({ ...valid, BRIDGE_STATE_DIR: "state" })).toEqual([refusal(state, "notes.txt")]);
   });
 });
 
