@@ -81,14 +81,22 @@ export function stateDirProblem(stateDir: string): string | undefined {
 const ENTRIES_NAMED = 3;
 
 /**
+ * Entries that say nothing of whose a directory is, so an otherwise empty one holding them is still empty: made by a
+ * file system (`lost+found`, at a volume's root) or a file manager (`.DS_Store`, macOS Finder), or put there to keep an
+ * empty directory in a repository (`.gitkeep`, `.keep`, `.gitignore`). Any other dotfile is someone's: a `.git`, an
+ * `.env`, an `.ssh` make a project or a home directory.
+ */
+const PLACEHOLDERS: ReadonlySet<string> = new Set(["lost+found", ".DS_Store", ".gitkeep", ".keep", ".gitignore"]);
+
+/**
  * What makes an existing directory no state directory to take, if anything: it holds no state of the bridge's (see
  * {@link holdsBridgeState}) but entries of someone else's (`.`, a home or project directory, a photo folder with a
  * `snapshots/` of its own). Taking it, the bridge would write its tokens and binding among them and chmod it 0700.
- * Harmless, and no reason to refuse: `lost+found`, dotfiles (`.gitkeep`, `.DS_Store`), the bridge's own temp files,
- * the bridge's directories holding nothing but its leases and temp files (a first run of an older version, stopped
- * before its first token save), and the events file when `eventsFile` lies in it (with its rotations and `.cut-`
- * recovery files: names it starts), or the directory it lies in there. A directory that does not exist, or is empty,
- * is undefined.
+ * Harmless, and no reason to refuse: the {@link PLACEHOLDERS} (`lost+found`, `.DS_Store`, `.gitkeep`; not any other
+ * dotfile), the bridge's own temp files, the bridge's directories holding nothing but placeholders, its leases and temp
+ * files (a first run of an older version, stopped before its first token save), and the events file when `eventsFile`
+ * lies in it (with its rotations and `.cut-` recovery files: names it starts), or the directory it lies in there. A
+ * directory that does not exist, or is empty, is undefined.
  */
 export function foreignStateDirProblem(stateDir: string, eventsFile?: string): string | undefined {
   if (statOf(stateDir)?.isDirectory() !== true || holdsBridgeState(stateDir)) return undefined;
@@ -97,8 +105,7 @@ export function foreignStateDirProblem(stateDir: string, eventsFile?: string): s
     .filter(
       (name) =>
         !(
-          name === "lost+found" ||
-          name.startsWith(".") ||
+          PLACEHOLDERS.has(name) ||
           isBridgeTemp(name) ||
           isBridgeDirWithoutState(stateDir, name) ||
           (events !== undefined && isEventsEntry(name, events))
@@ -156,14 +163,14 @@ function holdsTokenSet(file: string): boolean {
 
 /**
  * Whether entry `name` of a state directory without state is one of the bridge's directories holding nothing but what
- * the bridge puts there before any state: its leases (in `locks/`) and temp files. One that cannot be listed counts:
- * the entries check names it. A file of that name, or one holding another's files, is in the way.
+ * the bridge puts there before any state: its leases (in `locks/`) and temp files, besides placeholders. One that
+ * cannot be listed counts: the entries check names it. A file of that name, or one holding another's files, is in the way.
  */
 function isBridgeDirWithoutState(stateDir: string, name: string): boolean {
   if (!(Object.values(STATE_DIRS) as readonly string[]).includes(name)) return false;
   const entries = listingOf(join(stateDir, name));
   if (entries === "unreadable") return true;
-  return entries?.every((entry) => entry.startsWith(".") || entry.endsWith(TEMP_SUFFIX) || (name === STATE_DIRS.locks && isLeaseFile(entry))) ?? false;
+  return entries?.every((entry) => PLACEHOLDERS.has(entry) || entry.endsWith(TEMP_SUFFIX) || (name === STATE_DIRS.locks && isLeaseFile(entry))) ?? false;
 }
 
 /** The entries of directory `dir`; undefined when there is none (missing, or no directory); "unreadable" when it cannot be listed. */

@@ -630,7 +630,7 @@ describe("a state directory that is an ordinary directory of other files", () =>
     expect(problemOf({ ...valid, BRIDGE_STATE_DIR: "state" })).toEqual([refusal(join(dir, "state"), "notes\\nBRIDGE_TENANT: fine.txt")]);
   });
 
-  it("takes an empty directory, and one holding only lost+found, dotfiles, and the events file set inside it with its rotations and recovery files", async () => {
+  it("takes an empty directory, and one holding only lost+found, placeholder dotfiles, and the events file set inside it with its rotations and recovery files", async () => {
     const state = join(dir, "state");
     await mkdir(state);
     expect(readLocalSettings({ ...valid, BRIDGE_STATE_DIR: "state" }, dir).stateDir).toBe(state);
@@ -658,6 +658,20 @@ describe("a state directory that is an ordinary directory of other files", () =>
     expect(readAuthorizeSettings(env, dir).stateDir).toBe(state);
     // Set elsewhere (the default, events.jsonl in the working directory), the same files are in the way.
     expect(() => readAuthorizeSettings({ ...valid, BRIDGE_STATE_DIR: "state" }, dir)).toThrow(refusal(state, "events.jsonl, events.jsonl.1"));
+  });
+
+  it("refuses a user's project whose only dotfiles are its own (.git, .env): only placeholders are no one's files", async () => {
+    for (const [name, directory] of [[".git", true], [".env", false], [".ssh", true]] as const) {
+      const state = join(dir, `project${name}`);
+      await fill(state, [".DS_Store"]);
+      if (directory) await fill(join(state, name), ["config"]);
+      else await writeFile(join(state, name), "API_KEY=secret\n");
+      expect(problemOf({ ...valid, BRIDGE_STATE_DIR: `project${name}` }), name).toEqual([refusal(state, name)]);
+    }
+    // In a directory of the bridge's name too: a repository's snapshots/ is no empty store.
+    const repo = join(dir, "repo");
+    await fill(join(repo, "snapshots", ".git"), ["HEAD"]);
+    expect(problemOf({ ...valid, BRIDGE_STATE_DIR: "repo" })).toEqual([refusal(repo, "snapshots")]);
   });
 
   it("refuses a directory of the user's holding a snapshots, locks or quarantine directory, or a tokens.json, of its own", async () => {
