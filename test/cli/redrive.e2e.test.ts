@@ -71,11 +71,12 @@ describe("bridge redrive (in-process)", () => {
     if (tx === undefined) throw new Error("no pending transaction");
     // What a cycle under a rule that wrongly refused it left: the transaction acknowledged, its body quarantined.
     store.setSyncStatus(tx, "synced");
+    expect((await runInProcess(["run", "--once"], h.env, undefined, h.dir)).code).toBe(EXIT.ok);
+    expect((await readEvents(h.eventsFile)).map((e) => e.detail.subject.id)).not.toContain(tx.id);
+    // Put after that run made the state directory (binding, tokens): a run takes no directory holding only records.
     const raw = { id: tx.id, qashio_id: tx.qashio_id };
     const quarantine = new FileQuarantine(h.env.BRIDGE_STATE_DIR!);
     await quarantine.put({ id: quarantineId("acme", "transaction", "validation", raw), kind: "transaction", reason: "validation: memo: too long", raw, at: "2026-01-01T00:00:00.000Z", entityId: tx.id });
-    expect((await runInProcess(["run", "--once"], h.env, undefined, h.dir)).code).toBe(EXIT.ok);
-    expect((await readEvents(h.eventsFile)).map((e) => e.detail.subject.id)).not.toContain(tx.id);
 
     const { code, stdout } = await runInProcess(["redrive"], h.env, undefined, h.dir);
     expect(code).toBe(EXIT.ok);
