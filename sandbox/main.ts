@@ -88,7 +88,8 @@ async function main(): Promise<void> {
   } catch (error) {
     if (!(error instanceof SandboxUsageError)) throw error;
     console.error(`sandbox: ${error.message}\n${USAGE}`);
-    process.exit(2);
+    process.exitCode = 2;
+    return;
   }
   if (options.help) {
     console.log(USAGE);
@@ -97,17 +98,18 @@ async function main(): Promise<void> {
   // Handlers first, so a signal arriving right after the URL is printed is never missed.
   const running: { server?: { close(): Promise<void> } } = {};
   let stopping = false;
+  // The process ends once the server is closed (its connections too), with nothing left to run: not process.exit(),
+  // which on Node 24 can hang for good (test/process-exit.test.ts). A second signal finds no listener and kills it.
+  const close = (server: { close(): Promise<void> }) =>
+    void server.close().catch((error: unknown) => {
+      console.error(`sandbox: error while stopping: ${error instanceof Error ? error.message : String(error)}`);
+      process.exitCode = 1;
+    });
   const stop = (signal: string) => {
     if (stopping) return;
     stopping = true;
     console.log(`sandbox: ${signal} received, stopping`);
-    (running.server ? running.server.close() : Promise.resolve()).then(
-      () => process.exit(0),
-      (error: unknown) => {
-        console.error(`sandbox: error while stopping: ${error instanceof Error ? error.message : String(error)}`);
-        process.exit(1);
-      },
-    );
+    if (running.server) close(running.server);
   };
   process.once("SIGINT", () => stop("SIGINT"));
   process.once("SIGTERM", () => stop("SIGTERM"));
@@ -118,9 +120,15 @@ async function main(): Promise<void> {
     listening = await sandbox.listen(options.port);
   } catch (error) {
     console.error(`sandbox: cannot listen on 127.0.0.1:${options.port}: ${error instanceof Error ? error.message : String(error)}`);
-    process.exit(1);
+    process.exitCode = 1;
+    return;
   }
   running.server = listening;
+  // Stopped while it started listening.
+  if (stopping) {
+    close(listening);
+    return;
+  }
   const url = listening.url;
   const lines = [
     `Qashio provider sandbox listening on ${url} (seed ${options.seed}, latency ${options.latencyMs} ms)`,

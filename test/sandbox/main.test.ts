@@ -115,6 +115,28 @@ describe("npm run sandbox", () => {
     }
   });
 
+  it("ends by itself on SIGTERM while an answer waits out its latency: the connection is closed, exit 0 within seconds", async () => {
+    // It ends once nothing is left to run (test/process-exit.test.ts): a request held open must not keep it alive.
+    const child = start(["--port", "0", "--latency-ms", "60000"]);
+    const exited = exitOf(child);
+    const url = await new Promise<string>((resolve) => {
+      let out = "";
+      child.stdout.on("data", (chunk: Buffer) => {
+        out += chunk.toString();
+        const match = /http:\/\/127\.0\.0\.1:\d+/.exec(out);
+        if (match && out.includes("companies:")) resolve(match[0]);
+      });
+    });
+    const answer = fetch(`${url}/oauth2/token`, { method: "POST" }).then(() => "answered", () => "closed");
+    // A control call (no latency) sent after it is answered once the sandbox holds the first.
+    await fetch(`${url}/_sandbox/companies`);
+    const sent = performance.now();
+    child.kill("SIGTERM");
+    expect(await exited).toBe(0);
+    expect(performance.now() - sent).toBeLessThan(10_000);
+    expect(await answer).toBe("closed");
+  });
+
   it("stops cleanly on SIGINT too", async () => {
     const child = start(["--port", "0"]);
     const exited = exitOf(child);

@@ -1,0 +1,26 @@
+/**
+ * Entries end their process by its exit code, not by process.exit(): on Node 24 that can hang for good (nodejs/node#64274).
+ * It joins V8's background threads while one of them, compiling, waits for a garbage collection only the exiting main
+ * thread could run; a natural exit (exit code set, event loop empty) tears V8 down first. Seen with gdb in CI's Node 24
+ * run of test/infra/app.test.ts, whose synchronous runs of the CDK app waited for ever.
+ */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+
+const ROOT = join(import.meta.dirname, "..");
+
+/** Each entry and the process.exit() calls it keeps on purpose (its comment says why). */
+const ENTRIES: Readonly<Record<string, number>> = {
+  "infra/app.ts": 0,
+  "sandbox/main.ts": 0,
+};
+
+describe("process.exit() in entries", () => {
+  it.each(Object.entries(ENTRIES))("%s calls it %i times", (file, kept) => {
+    const code = readFileSync(join(ROOT, file), "utf8")
+      .replace(/\/\*[\s\S]*?\*\//g, "")
+      .replace(/\/\/.*$/gm, "");
+    expect(code.match(/process\.exit\(/g) ?? []).toHaveLength(kept);
+  });
+});
