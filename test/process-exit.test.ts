@@ -14,6 +14,8 @@ const ROOT = join(import.meta.dirname, "..");
 const ENTRIES: Readonly<Record<string, number>> = {
   "infra/app.ts": 0,
   "sandbox/main.ts": 0,
+  "shared/cli/bench-sandbox.ts": 0,
+  "shared/cli/bench-baseline.ts": 0,
 };
 
 describe("process.exit() in entries", () => {

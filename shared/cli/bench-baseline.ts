@@ -47,9 +47,17 @@ interface ListBody {
   readonly data: readonly Record<string, unknown>[];
 }
 
+/**
+ * Aborted when the bench goes (the IPC channel closes): forked in a process group of its own (bench.ts), this process
+ * goes with the bench, not on a terminal's Ctrl-C. Its drain then stops at the call in flight and the process ends with
+ * nothing left to run (not process.exit(), which on Node 24 can hang for good: test/process-exit.test.ts).
+ */
+const benchGone = new AbortController();
+process.once("disconnect", () => benchGone.abort());
+
 /** Sends one request; returns its body's chunks and size, or fails on a status other than 200. */
 async function call(url: string, init: { method?: string; headers: Record<string, string>; body?: string }): Promise<{ chunks: readonly Buffer[]; bytes: number }> {
-  const response = await nodeHttpFetch(url, init);
+  const response = await nodeHttpFetch(url, { ...init, signal: benchGone.signal });
   if (response.status !== 200) throw new CliError(`${init.method ?? "GET"} ${new URL(url).pathname} answered ${response.status}`, EXIT.failed);
   const chunks = await response.chunks!();
   return { chunks, bytes: chunks.reduce((sum, chunk) => sum + chunk.length, 0) };
@@ -121,9 +129,6 @@ async function drain(request: BaselineRequest, accessToken: string): Promise<num
   }
 }
 
-// Forked in a process group of its own (bench.ts): it goes when the bench does, not on a terminal's Ctrl-C.
-process.once("disconnect", () => process.exit(0));
-
 process.once("message", (request: BaselineRequest) => {
   void (async (): Promise<BaselineResult> => {
     const tokens = await exchangeCode(
@@ -136,5 +141,8 @@ process.once("message", (request: BaselineRequest) => {
     return { ok: true, transactions, cpuUs: cpu.user + cpu.system };
   })()
     .catch((error: unknown): BaselineResult => ({ ok: false, error: error instanceof Error ? error.message : String(error) }))
-    .then((result) => process.send?.(result, () => process.exit(0)));
+    // Answered, it closes the channel: the bench waits for no more.
+    .then((result) => {
+      if (process.connected) process.send?.(result, () => process.disconnect());
+    });
 });

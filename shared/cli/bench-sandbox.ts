@@ -29,16 +29,19 @@ process.once("message", (message: BenchSandboxRequest) => {
     const [company] = sandbox.control.companies();
     if (company === undefined) throw new Error("sandbox has no company");
     const server = await sandbox.listen(0);
+    // The process ends with the bench: once the channel closes, so does the server, and nothing is left to run (not
+    // process.exit(), which on Node 24 can hang for good: test/process-exit.test.ts).
+    if (!process.connected) return server.close();
+    process.once("disconnect", () => void server.close());
     // Latency applies from now on: building the backlog is not part of the measurement.
     sandbox.control.setLatency(message.latencyMs);
     const code = sandbox.control.issueAuthorizationCode({ companyId: company.id, redirectUri: message.redirectUri, scope: message.scope });
     const ready: BenchSandboxReady = { url: server.url, companyId: company.id, code };
     process.send?.(ready);
-    process.once("disconnect", () => {
-      void server.close().finally(() => process.exit(0));
-    });
   })().catch((error: unknown) => {
     console.error(`bench sandbox failed: ${(error as Error).message}`);
-    process.exit(1);
+    process.exitCode = 1;
+    // Closes the server too, if listening.
+    if (process.connected) process.disconnect();
   });
 });

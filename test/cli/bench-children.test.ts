@@ -1,0 +1,97 @@
+/**
+ * The bench's child processes (sandbox and --baseline client) end by themselves, with nothing left to run, rather than
+ * by process.exit() (test/process-exit.test.ts): once the bench disconnects, or once answered.
+ */
+import { fork, type ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { DEFAULT_SCOPES } from "../../shared/cli/authorize.js";
+import type { BaselineRequest, BaselineResult } from "../../shared/cli/bench-baseline.js";
+import type { BenchSandboxReady, BenchSandboxRequest } from "../../shared/cli/bench-sandbox.js";
+import { CLIENT, ROOT, TSX_LOADER } from "./helpers.js";
+
+/** Long enough for a loaded machine; a child kept alive by an open handle would stay for ever. */
+const PROMPTLY_MS = 10_000;
+const REDIRECT_URI = "http://127.0.0.1:9/callback";
+
+const children: ChildProcess[] = [];
+const dirs: string[] = [];
+afterEach(() => {
+  for (const child of children.splice(0)) child.kill("SIGKILL");
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+function forkChild(entry: string): ChildProcess {
+  const child = fork(join(ROOT, "shared/cli", entry), [], { execArgv: ["--import", TSX_LOADER], stdio: ["ignore", "ignore", "inherit", "ipc"] });
+  children.push(child);
+  return child;
+}
+
+function answerOf<Answer>(child: ChildProcess, request: object): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    child.once("message", (answer) => resolve(answer as Answer));
+    child.once("exit", (code) => reject(new Error(`exited early (code ${code})`)));
+    child.send(request);
+  });
+}
+
+/** Milliseconds from now until `child` exits, and its exit code. */
+function exitFromNow(child: ChildProcess): Promise<{ code: number | null; ms: number }> {
+  const from = performance.now();
+  return new Promise((resolve) => child.once("exit", (code) => resolve({ code, ms: performance.now() - from })));
+}
+
+function sandboxRequest(transactions: number, latencyMs: number): BenchSandboxRequest {
+  return { transactions, latencyMs, seed: 7, redirectUri: REDIRECT_URI, scope: DEFAULT_SCOPES };
+}
+
+async function startSandbox(request: BenchSandboxRequest): Promise<{ child: ChildProcess; ready: BenchSandboxReady }> {
+  const child = forkChild("bench-sandbox.ts");
+  return { child, ready: await answerOf<BenchSandboxReady>(child, request) };
+}
+
+function baselineRequest(ready: BenchSandboxReady, transactions: number): BaselineRequest {
+  const dir = mkdtempSync(join(tmpdir(), "bench-children-"));
+  dirs.push(dir);
+  return { url: ready.url, code: ready.code, redirectUri: REDIRECT_URI, clientId: CLIENT.id, clientSecret: CLIENT.secret, pageSize: 100, transactions, dir };
+}
+
+describe("the bench's children", () => {
+  it("the sandbox child ends once the bench disconnects: exit 0, its server closed", async () => {
+    const { child, ready } = await startSandbox(sandboxRequest(50, 0));
+    expect((await fetch(`${ready.url}/_sandbox/companies`)).status).toBe(200);
+    const exit = exitFromNow(child);
+    child.disconnect();
+    const { code, ms } = await exit;
+    expect(code).toBe(0);
+    expect(ms).toBeLessThan(PROMPTLY_MS);
+  });
+
+  it("the --baseline child answers, then ends by itself: exit 0", async () => {
+    const { child: sandbox, ready } = await startSandbox(sandboxRequest(150, 0));
+    const child = forkChild("bench-baseline.ts");
+    const exit = exitFromNow(child);
+    const answer = await answerOf<BaselineResult>(child, baselineRequest(ready, 150));
+    expect(answer).toMatchObject({ ok: true, transactions: 150 });
+    const { code, ms } = await exit;
+    expect(code).toBe(0);
+    expect(ms).toBeLessThan(PROMPTLY_MS * 3);
+    sandbox.disconnect();
+  });
+
+  it("the --baseline child ends when the bench goes mid-drain, the call in flight aborted: exit 0", async () => {
+    // 2 s per provider call: the drain of 1,000 transactions would take a minute.
+    const { child: sandbox, ready } = await startSandbox(sandboxRequest(1_000, 2_000));
+    const child = forkChild("bench-baseline.ts");
+    child.send(baselineRequest(ready, 1_000));
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const exit = exitFromNow(child);
+    child.disconnect();
+    const { code, ms } = await exit;
+    expect(code).toBe(0);
+    expect(ms).toBeLessThan(PROMPTLY_MS);
+    sandbox.disconnect();
+  });
+});
