@@ -153,7 +153,7 @@ describe("bridge run --once (spawned)", () => {
     }
   });
 
-  it("on a second SIGTERM while a token refresh's answer is in flight, waits for the new refresh token to be saved before exiting 130", async () => {
+  it("on a second SIGTERM while a token refresh's answer is in flight, waits for the new refresh token to be saved before stopping at once (killed by SIGINT: 130 in a shell)", async () => {
     const h = await start();
     // A proxy in front of the sandbox: once armed, it lets the sandbox answer a refresh (the sent refresh token is spent
     // then), signals the bridge twice, and only then hands the answer on, as a slow network would.
@@ -189,7 +189,7 @@ describe("bridge run --once (spawned)", () => {
       armed = child;
       const { code, stderr } = await child.outcome;
       expect(armed, "the run never refreshed").toBeUndefined();
-      expect(code).toBe(130);
+      expect({ code, signal: child.signalCode }).toEqual({ code: null, signal: "SIGINT" });
       // The family lives: the next run uses the saved successor (a spent token would be refused: exit 3).
       const next = await runInProcess(["run", "--once"], env);
       expect(next.code, next.stderr).toBe(EXIT.ok);
@@ -237,6 +237,24 @@ describe("bridge run --once (spawned)", () => {
     expect(stderr).not.toContain("stopped at once");
     expect(code).toBe(EXIT.incomplete);
     expect(stderr).toContain("the cycle stopped after the page in hand, as asked (Ctrl-C, SIGTERM or SIGHUP); run again to resume");
+  });
+
+  it("stops at once on a second SIGTERM while a page is in flight: killed by SIGINT (130 in a shell), not by an exit that may hang", async () => {
+    const h = await start();
+    const list = { method: "GET", path_prefix: "/public/v1/erp/transactions" };
+    await h.control("POST", "/faults", { ...list, delay_ms: 30_000, count: 1 });
+    const child = spawnBridge(["run", "--once"], h.env);
+    // The first list call is held for 30 s.
+    await vi.waitFor(async () => expect(((await h.control("GET", "/faults")) as { data: unknown[] }).data).toEqual([]), { timeout: 10_000, interval: 50 });
+    child.kill("SIGTERM");
+    // Apart by more than the 50 ms within which a second signal is the same stop delivered twice.
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const stoppedAt = Date.now();
+    child.kill("SIGTERM");
+    const { code, stderr } = await child.outcome;
+    expect(Date.now() - stoppedAt).toBeLessThan(3_000);
+    expect({ code, signal: child.signalCode }).toEqual({ code: null, signal: "SIGINT" });
+    expect(stderr).toContain("stopped at once");
   });
 
   it("stops waiting out a provider's Retry-After on SIGTERM instead of retrying on (exit 4), and the next run delivers", async () => {
