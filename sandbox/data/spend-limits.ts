@@ -5,7 +5,7 @@
  */
 import { round2 } from "../prng.js";
 import { SPEND_CATEGORIES, amountOf } from "./balances.js";
-import type { CardRecord, CompanyData, TransactionRecord } from "./model.js";
+import type { CardRecord, CompanyData } from "./model.js";
 import { calendarWindow } from "./periods.js";
 
 /** What a card's spend in its limit's current window took: fee-inclusive amount (card currency) and transactions. */
@@ -29,14 +29,10 @@ export function windowStart(period: string, nowMs: number): number | undefined {
 export function consumedOf(card: CardRecord, data: Pick<CompanyData, "transactions">, nowMs: number): Consumption {
   const start = windowStart(card.spendLimit.period, nowMs);
   if (start === undefined) return NONE;
-  const all = data.transactions.all();
-  const startIso = Number.isFinite(start) ? new Date(start).toISOString() : "";
   let amount = 0;
   let count = 0;
-  // Newest first; a transaction happens before it is created, so one created before the window ends the walk.
-  for (let i = all.length - 1; i >= 0; i--) {
-    const tx = all[i] as TransactionRecord;
-    if (tx.created_at < startIso) break;
+  // Every transaction, not only those created in the window: a control PATCH can move an old one's time into it.
+  for (const tx of data.transactions.all()) {
     if (tx.card_external_id !== card.id || !SPEND_CATEGORIES.has(tx.transaction_category) || Date.parse(tx.transaction_time) < start) continue;
     amount += amountOf(tx);
     count++;

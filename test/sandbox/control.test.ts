@@ -523,6 +523,20 @@ describe("spend limits (§4.9: spend_limit_active says the limit is enforced, pe
     expect(card.spendLimit.maxAmount).not.toBe(10);
   });
 
+  it("counts a transaction by its time as it is now: one patched into the window counts, one patched out of it no longer does", async () => {
+    const monthStart = new Date(Date.UTC(2025, 2, 1)).toISOString();
+    // A seeded purchase made and created before this month: the walk of the window's transactions passed it by.
+    const old = data().transactions.all().find((tx) => tx.transaction_category === "purchase" && tx.created_at < monthStart)!;
+    const path = (id: string) => `/companies/${h.companyId}/transactions/${id}`;
+    const cardId = String(old.card_external_id);
+    const before = await limit(cardId, { spend_limit_active: true, spend_limit_period: "MONTHLY" });
+    expect((await control(path(old.id), { transaction_time: START }, "PATCH")).status).toBe(200);
+    const moved = await limit(cardId, { spend_limit_active: true });
+    expect(moved).toMatchObject({ consumed_frequency: (before.consumed_frequency as number) + 1, consumed_limit: round2((before.consumed_limit as number) + cost(old)) });
+    expect((await control(path(old.id), { transaction_time: monthStart.replace("03-01", "02-27") }, "PATCH")).status).toBe(200);
+    expect(await limit(cardId, { spend_limit_active: true })).toMatchObject({ consumed_frequency: before.consumed_frequency, consumed_limit: before.consumed_limit });
+  });
+
   it("does not enforce an inactive limit, yet reports the period's spend", async () => {
     const card = onlyPayer();
     const before = await limit(card.id, { spend_limit_active: false, spend_limit_period: "MONTHLY", spend_limit_max_amount: 0, spend_limit_frequency: 1 });
