@@ -227,6 +227,7 @@ export class SandboxState {
     tx.updated_at = stamp;
     tx.modified_date = stamp;
     if (tx.client_sync_status === "synced") data.transactions.setSyncStatus(tx, "outdated");
+    data.transactions.changed(tx);
     if (tx.clearing_status === "cleared") followCleared(data, tx);
     followApproved(data, tx, approvalBefore);
     return tx;

@@ -1,10 +1,10 @@
 /**
  * A card's spend limit (§4.9 `update_velocity_limit`): while `spend_limit_active`, the card's spend in each
  * `spend_limit_period` window takes at most `spend_limit_max_amount` in at most `spend_limit_frequency` transactions
- * (0: no count). What the window's spend consumed is read from the transactions themselves (spec-gaps, Spend limits).
+ * (0: no count). What the window's spend consumed is kept by the store's ledger as transactions come, change and go
+ * (spec-gaps, Spend limits).
  */
 import { round2 } from "../prng.js";
-import { SPEND_CATEGORIES, amountOf } from "./balances.js";
 import type { CardRecord, CompanyData } from "./model.js";
 import { calendarWindow } from "./periods.js";
 
@@ -25,19 +25,15 @@ export function windowStart(period: string, nowMs: number): number | undefined {
   return calendarWindow(period, nowMs)?.start ?? -Infinity;
 }
 
-/** What `card`'s purchases and cash withdrawals made in its limit's window holding `nowMs` consumed (refunds give none back). */
+/**
+ * What `card`'s purchases and cash withdrawals dated (as they are now) in its limit's window holding `nowMs` consumed,
+ * forgotten ones included (refunds give none back): read from the store's ledger, not a walk of its transactions.
+ */
 export function consumedOf(card: CardRecord, data: Pick<CompanyData, "transactions">, nowMs: number): Consumption {
   const start = windowStart(card.spendLimit.period, nowMs);
   if (start === undefined) return NONE;
-  let amount = 0;
-  let count = 0;
-  // Every transaction, not only those created in the window: a control PATCH can move an old one's time into it.
-  for (const tx of data.transactions.all()) {
-    if (tx.card_external_id !== card.id || !SPEND_CATEGORIES.has(tx.transaction_category) || Date.parse(tx.transaction_time) < start) continue;
-    amount += amountOf(tx);
-    count++;
-  }
-  return { amount: round2(amount), count };
+  const { cents, count } = data.transactions.spend.consumed(card.id, start);
+  return { amount: round2(cents / 100), count };
 }
 
 /**

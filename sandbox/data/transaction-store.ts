@@ -4,6 +4,7 @@
  * finds its page in O(n / CHUNK + CHUNK + page) and acknowledging is O(batch).
  */
 import type { ClientSyncStatus, TransactionRecord } from "./model.js";
+import { SpendLedger } from "./spend-ledger.js";
 
 const CHUNK = 512;
 const STATUSES: readonly ClientSyncStatus[] = ["not_synced", "synced", "outdated"];
@@ -31,6 +32,8 @@ export class TransactionStore {
   private readonly totals: Record<ClientSyncStatus, number> = { not_synced: 0, synced: 0, outdated: 0 };
   /** What the forgotten children of a parent still held gave back (`transaction_amount`), by its qashio_id. */
   private readonly forgottenReturns = new Map<string, number>();
+  /** What each card's spend consumed, by day (spend limits' windows): kept as transactions come, change and go. */
+  readonly spend = new SpendLedger();
 
   get size(): number {
     return this.items.length;
@@ -38,6 +41,16 @@ export class TransactionStore {
 
   /** Appends a transaction newer than every stored one. */
   add(tx: TransactionRecord): void {
+    this.index(tx);
+    this.spend.follow(tx);
+  }
+
+  /** A stored transaction changed in place (control PATCH): what it consumed is counted as it is now. */
+  changed(tx: TransactionRecord): void {
+    if (this.get(tx.id) === tx) this.spend.follow(tx);
+  }
+
+  private index(tx: TransactionRecord): void {
     const index = this.items.length;
     this.items.push(tx);
     this.indexById.set(tx.id, index);
@@ -123,6 +136,7 @@ export class TransactionStore {
       if (i < beyond && tx.client_sync_status === "synced" && !parentsOfHeld.has(tx.qashio_id)) {
         // Its parent, when held, keeps what it gave back; a forgotten parent keeps nothing (nothing can name it again).
         this.forgottenReturns.delete(tx.qashio_id);
+        this.spend.forget(tx.id);
         if (tx.parent_qashio_id !== null) {
           this.forgottenReturns.set(tx.parent_qashio_id, this.forgottenReturnsOf(tx.parent_qashio_id) + Number(tx.transaction_amount));
         }
@@ -146,7 +160,8 @@ export class TransactionStore {
       this.chunkCounts[status].length = 0;
       this.totals[status] = 0;
     }
-    for (const tx of kept) this.add(tx);
+    // Indexed again only: what they consumed is counted already.
+    for (const tx of kept) this.index(tx);
   }
 
   /** One page, newest first, of the transactions matching `query`. */

@@ -5,6 +5,7 @@ import { QashioClient } from "../../shared/qashio/client.js";
 import { InvalidResponseError, RateLimitedError, ServerError, TimeoutError } from "../../shared/qashio/errors.js";
 import { ErrorEnvelopeSchema, TransactionSchema } from "../../shared/qashio/schemas/index.js";
 import { createSandbox, ValidationError } from "../../sandbox/index.js";
+import { consumedOf } from "../../sandbox/data/spend-limits.js";
 import { round2 } from "../../sandbox/prng.js";
 import { BASE, CLIENT, REDIRECT_URI, errorCodes, fillAccounts, harness, instantClock, START, tokensFor, type Harness, type Row } from "./helpers.js";
 
@@ -1029,6 +1030,17 @@ describe("retention (retainTransactions, the demo's bound)", () => {
       expect(children).toHaveLength(2);
       for (const child of children) expect(x.sandbox.control.company(x.companyId)?.transactions.getByQashioId(child.parent_qashio_id)).toBeDefined();
     }
+  });
+
+  it("keeps what forgotten spend consumed of its card's spend limit window: forgetting gives no limit room back", async () => {
+    const x = await harness({ retainTransactions: 3 });
+    const data = x.sandbox.control.company(x.companyId)!;
+    fillAccounts(data);
+    const consumed = () => data.cards.map((card) => consumedOf({ ...card, spendLimit: { ...card.spendLimit, period: "ALL_TIME" } }, data, Date.parse(START)));
+    const before = consumed();
+    await acknowledgeAll(x);
+    expect(data.transactions.size).toBeLessThan(10);
+    expect(consumed()).toEqual(before);
   });
 
   it("keeps what a purchase gave back when it forgets the refunds and reversals that gave it: no more is given back", async () => {

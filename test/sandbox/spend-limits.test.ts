@@ -1,5 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { windowStart } from "../../sandbox/data/spend-limits.js";
+import { SPEND_CATEGORIES, amountOf } from "../../sandbox/data/balances.js";
+import { consumedOf, windowStart } from "../../sandbox/data/spend-limits.js";
+import { Prng, round2 } from "../../sandbox/prng.js";
+import { SandboxState } from "../../sandbox/state.js";
+import { fillAccounts } from "./helpers.js";
 
 const NOW = Date.parse("2025-08-14T17:45:12.345Z"); // a Thursday
 
@@ -22,5 +26,36 @@ describe("spend limit windows (spec-gaps, Spend limits: calendar periods in UTC)
   it("has ALL_TIME take every transaction and PER_TRANSACTION none (each transaction its own window)", () => {
     expect(windowStart("ALL_TIME", NOW)).toBe(-Infinity);
     expect(windowStart("PER_TRANSACTION", NOW)).toBeUndefined();
+  });
+});
+
+describe("what a window consumed (the store's ledger, spec-gaps, Spend limits)", () => {
+  it("equals a walk of every transaction by its time as it is now, through new spend and control PATCHes of time, card, category and amounts", () => {
+    const nowMs = Date.parse("2025-08-14T17:45:12.345Z");
+    const state = new SandboxState({ seed: 7, startTime: nowMs, latencyMs: 0, realTime: false, accessTokenTtlSeconds: 3600 });
+    state.reset({ transactions: 3_000 });
+    const data = state.listCompanies()[0]!;
+    fillAccounts(data);
+    state.createTransactions(data, { count: 40 });
+    const all = data.transactions.all();
+    const prng = new Prng(3);
+    for (let i = 0; i < 200; i++) {
+      const tx = prng.pick(all);
+      const fields = prng.pick([
+        { transaction_time: new Date(nowMs - prng.int(0, 400) * 86_400_000).toISOString() },
+        { card_external_id: prng.pick(data.cards).id },
+        { transaction_category: prng.pick(["purchase", "cash_withdrawal", "refund", "deposit"]) },
+        { billing_amount: prng.money(0, 900), transaction_fee_amount: prng.money(0, 20) },
+      ]);
+      state.patchTransaction(data, tx.id, fields);
+    }
+    for (const period of ["DAILY", "WEEKLY", "MONTHLY", "QUARTERLY", "YEARLY", "ALL_TIME"]) {
+      const start = windowStart(period, nowMs)!;
+      for (const card of data.cards) {
+        const walked = all.filter((tx) => tx.card_external_id === card.id && SPEND_CATEGORIES.has(tx.transaction_category) && Date.parse(tx.transaction_time) >= start);
+        const amount = round2(walked.reduce((sum, tx) => sum + amountOf(tx), 0));
+        expect(consumedOf({ ...card, spendLimit: { ...card.spendLimit, period } }, data, nowMs), `${period} ${card.nickname}`).toEqual({ amount, count: walked.length });
+      }
+    }
   });
 });
