@@ -161,7 +161,7 @@ function release(data: CompanyData, transactionId: string, part?: number): Hold 
  * (all of it when nothing was given back before; after a partial refund only the rest, the refunded part staying held
  * until the purchase clears, as the refund already gave it back).
  */
-function reversedShare(reversal: TransactionRecord, purchase: TransactionRecord): number {
+export function reversedShare(reversal: TransactionRecord, purchase: TransactionRecord): number {
   const whole = Number(purchase.transaction_amount);
   return whole > 0 ? round2((amountOf(purchase) * Number(reversal.transaction_amount)) / whole) : 0;
 }

@@ -1,10 +1,18 @@
 /**
  * What each card's spend consumed, by UTC day of its `transaction_time` (spec-gaps, Spend limits): a spend limit's
  * window (`consumedOf`) sums the days from its start instead of walking the store's transactions, which at a large
- * store took a purchase hundreds of milliseconds. Totals are whole cents, so adding and taking back stays exact.
+ * store took a purchase hundreds of milliseconds. A reversal takes its share of its purchase off the purchase's day
+ * (a reversed authorisation was never spent); a refund takes nothing. Totals are whole cents, so adding and taking
+ * back stays exact.
  */
-import { SPEND_CATEGORIES, amountOf } from "./balances.js";
+import { SPEND_CATEGORIES, amountOf, reversedShare } from "./balances.js";
 import type { TransactionRecord } from "./model.js";
+
+/** The store's lookups a purchase's reversals are found with. */
+export interface Family {
+  getByQashioId(qashioId: string): TransactionRecord | undefined;
+  childrenOf(qashioId: string): TransactionRecord[];
+}
 
 const DAY_MS = 86_400_000;
 
@@ -24,13 +32,30 @@ export class SpendLedger {
   private readonly byCard = new Map<string, Map<number, Use>>();
   private readonly entries = new Map<string, Entry>();
 
-  /** Counts `tx` as it is now (stored, or changed in place), in place of what it counted before. */
-  follow(tx: TransactionRecord): void {
+  /**
+   * Counts `tx` as it is now (stored, or changed in place), in place of what it counted before; a child (reversal or
+   * refund) recounts its purchase, whose reversals it may have changed.
+   */
+  follow(tx: TransactionRecord, family: Family): void {
+    this.count(tx, family);
+    const parent = tx.parent_qashio_id === null ? undefined : family.getByQashioId(tx.parent_qashio_id);
+    if (parent !== undefined) this.count(parent, family);
+  }
+
+  /**
+   * Spend counts its fee-inclusive amount less what its reversals reversed of it, and as a transaction until they
+   * reversed all of it (a reversal after a partial refund reverses only the rest: the refunded part stays spent).
+   */
+  private count(tx: TransactionRecord, family: Family): void {
     this.takeBack(tx.id);
     const day = Math.floor(Date.parse(tx.transaction_time) / DAY_MS);
     const card = tx.card_external_id;
     if (!SPEND_CATEGORIES.has(tx.transaction_category) || !Number.isFinite(day) || typeof card !== "string") return;
-    const entry: Entry = { card, day, cents: Math.round(amountOf(tx) * 100), count: 1 };
+    const reversals = family.childrenOf(tx.qashio_id).filter((child) => child.transaction_category === "reversal");
+    const whole = Math.round(amountOf(tx) * 100);
+    const reversed = Math.min(whole, reversals.reduce((sum, r) => sum + Math.round(reversedShare(r, tx) * 100), 0));
+    const reversedAll = reversals.reduce((sum, r) => sum + Number(r.transaction_amount), 0) >= Number(tx.transaction_amount);
+    const entry: Entry = { card, day, cents: whole - reversed, count: reversals.length > 0 && reversedAll ? 0 : 1 };
     this.entries.set(tx.id, entry);
     this.move(entry, 1);
   }

@@ -27,7 +27,8 @@ export function windowStart(period: string, nowMs: number): number | undefined {
 
 /**
  * What `card`'s purchases and cash withdrawals dated (as they are now) in its limit's window holding `nowMs` consumed,
- * forgotten ones included (refunds give none back): read from the store's ledger, not a walk of its transactions.
+ * forgotten ones included, less what reversals reversed (refunds give none back): read from the store's ledger, not
+ * a walk of its transactions.
  */
 export function consumedOf(card: CardRecord, data: Pick<CompanyData, "transactions">, nowMs: number): Consumption {
   const start = windowStart(card.spendLimit.period, nowMs);

@@ -42,12 +42,12 @@ export class TransactionStore {
   /** Appends a transaction newer than every stored one. */
   add(tx: TransactionRecord): void {
     this.index(tx);
-    this.spend.follow(tx);
+    this.spend.follow(tx, this);
   }
 
   /** A stored transaction changed in place (control PATCH): what it consumed is counted as it is now. */
   changed(tx: TransactionRecord): void {
-    if (this.get(tx.id) === tx) this.spend.follow(tx);
+    if (this.get(tx.id) === tx) this.spend.follow(tx, this);
   }
 
   private index(tx: TransactionRecord): void {

@@ -524,10 +524,28 @@ describe("spend limits (§4.9: spend_limit_active says the limit is enforced, pe
     expect(card.spendLimit.maxAmount).not.toBe(10);
   });
 
+  it("gives a reversed authorisation's room back, count and amount, but not a refund's (spec-gaps, Spend limits)", async () => {
+    const { card, frequency } = await countLimited(2);
+    const [first, second] = await purchases(5);
+    expect(await purchases(1)).toEqual([]);
+    const full = await limit(card.id, { spend_limit_active: true });
+    const child = async (parent: Row, category: string) =>
+      (await control(`/companies/${h.companyId}/transactions`, { parent_qashio_id: parent.qashio_id, transaction_category: category })).body.data as Row[];
+    expect(await child(second!, "refund")).toHaveLength(1);
+    expect(await limit(card.id, { spend_limit_active: true })).toMatchObject({ consumed_frequency: frequency, consumed_limit: full.consumed_limit });
+    expect(await purchases(1)).toEqual([]);
+    expect(await child(first!, "reversal")).toHaveLength(1);
+    expect(await limit(card.id, { spend_limit_active: true })).toMatchObject({
+      consumed_frequency: frequency - 1,
+      consumed_limit: round2((full.consumed_limit as number) - cost(first!)),
+    });
+    expect(await purchases(3)).toHaveLength(1);
+  });
+
   it("counts a transaction by its time as it is now: one patched into the window counts, one patched out of it no longer does", async () => {
     const monthStart = new Date(Date.UTC(2025, 2, 1)).toISOString();
     // A seeded purchase made and created before this month: the walk of the window's transactions passed it by.
-    const old = data().transactions.all().find((tx) => tx.transaction_category === "purchase" && tx.created_at < monthStart)!;
+    const old = data().transactions.all().find((tx) => tx.transaction_category === "purchase" && tx.created_at < monthStart && data().transactions.childrenOf(tx.qashio_id).length === 0)!;
     const path = (id: string) => `/companies/${h.companyId}/transactions/${id}`;
     const cardId = String(old.card_external_id);
     const before = await limit(cardId, { spend_limit_active: true, spend_limit_period: "MONTHLY" });

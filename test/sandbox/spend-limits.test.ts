@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { SPEND_CATEGORIES, amountOf } from "../../sandbox/data/balances.js";
+import type { TransactionRecord } from "../../sandbox/data/model.js";
 import { consumedOf, windowStart } from "../../sandbox/data/spend-limits.js";
 import { Prng, round2 } from "../../sandbox/prng.js";
 import { SandboxState } from "../../sandbox/state.js";
@@ -30,7 +31,7 @@ describe("spend limit windows (spec-gaps, Spend limits: calendar periods in UTC)
 });
 
 describe("what a window consumed (the store's ledger, spec-gaps, Spend limits)", () => {
-  it("equals a walk of every transaction by its time as it is now, through new spend and control PATCHes of time, card, category and amounts", () => {
+  it("equals a walk of every transaction by its time as it is now, less what reversals reversed, through new spend and control PATCHes of time, card, category and amounts", () => {
     const nowMs = Date.parse("2025-08-14T17:45:12.345Z");
     const state = new SandboxState({ seed: 7, startTime: nowMs, latencyMs: 0, realTime: false, accessTokenTtlSeconds: 3600 });
     state.reset({ transactions: 3_000 });
@@ -53,8 +54,12 @@ describe("what a window consumed (the store's ledger, spec-gaps, Spend limits)",
       const start = windowStart(period, nowMs)!;
       for (const card of data.cards) {
         const walked = all.filter((tx) => tx.card_external_id === card.id && SPEND_CATEGORIES.has(tx.transaction_category) && Date.parse(tx.transaction_time) >= start);
-        const amount = round2(walked.reduce((sum, tx) => sum + amountOf(tx), 0));
-        expect(consumedOf({ ...card, spendLimit: { ...card.spendLimit, period } }, data, nowMs), `${period} ${card.nickname}`).toEqual({ amount, count: walked.length });
+        // A reversal takes its share of its purchase off; one reversed in full is no transaction.
+        const reversalsOf = (tx: TransactionRecord) => all.filter((r) => r.transaction_category === "reversal" && r.parent_qashio_id === tx.qashio_id);
+        const left = (tx: TransactionRecord) => Math.max(0, amountOf(tx) - reversalsOf(tx).reduce((sum, r) => sum + round2((amountOf(tx) * Number(r.transaction_amount)) / Number(tx.transaction_amount)), 0));
+        const counted = walked.filter((tx) => reversalsOf(tx).reduce((sum, r) => sum + Number(r.transaction_amount), 0) < Number(tx.transaction_amount) || reversalsOf(tx).length === 0);
+        const amount = round2(walked.reduce((sum, tx) => sum + left(tx), 0));
+        expect(consumedOf({ ...card, spendLimit: { ...card.spendLimit, period } }, data, nowMs), `${period} ${card.nickname}`).toEqual({ amount, count: counted.length });
       }
     }
   });
