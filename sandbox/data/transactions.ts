@@ -7,7 +7,7 @@ import { round2 } from "../prng.js";
 import { TRANSACTION_CATEGORIES } from "../../shared/qashio/schemas/enums.js";
 import { SPEND_CATEGORIES, spendableOf } from "./balances.js";
 import { MCC_DESCRIPTIONS, MERCHANTS, convert, type MerchantProfile } from "./catalog.js";
-import { limitRoomOf } from "./spend-limits.js";
+import { limitRoomOf, windowStart } from "./spend-limits.js";
 import { poolOf, type CardRecord, type ClientSyncStatus, type CompanyData, type MasterRecord, type TransactionRecord, type UserProfile } from "./model.js";
 
 const DAY_MS = 86_400_000;
@@ -50,10 +50,25 @@ function roomOf(card: CardRecord, data: CompanyData, nowMs: number): number {
   return Math.min(spendableOf(card, data), limitRoomOf(card, data, nowMs));
 }
 
+/**
+ * The most seeded spend at `timeMs` may take on `card`: what its enforced spend limit still allows when `timeMs` lies in
+ * the limit's current window (the one holding sandbox now, `nowMs`), else Infinity. Seeded balances are figures, so
+ * only the limit bounds it (spec-gaps, Spend limits).
+ */
+function seededRoomOf(card: CardRecord, data: CompanyData, timeMs: number, nowMs: number): number {
+  const start = windowStart(card.spendLimit.period, nowMs);
+  return start !== undefined && timeMs < start ? Infinity : limitRoomOf(card, data, nowMs);
+}
+
+/** Whether `room` takes the least spend of `category`, its fee included. */
+function takesLeast(room: number, category: BuildableCategory): boolean {
+  const { rate, fixed } = feeTerms(category, true);
+  return room >= round2(LEAST_SPEND * (1 + rate) + fixed);
+}
+
 /** Whether spend of `category` made now (`nowMs`) can go on `card`: it can take the least, its fee included (`roomOf`). */
 export function canSpendNow(card: CardRecord, data: CompanyData, category: BuildableCategory, nowMs: number): boolean {
-  const { rate, fixed } = feeTerms(category, true);
-  return roomOf(card, data, nowMs) >= round2(LEAST_SPEND * (1 + rate) + fixed);
+  return takesLeast(roomOf(card, data, nowMs), category);
 }
 
 /** Categories forced early in a seeded history so every kind is present. */
@@ -184,9 +199,14 @@ export class TransactionFactory {
       if (parent === undefined) category = "purchase";
     }
     if (parent !== undefined && category !== "refund" && category !== "reversal") category = "refund";
-    // A seeded history keeps its size: a cash withdrawal no card allowing ATM use could have made then is a purchase.
-    if (category === "cash_withdrawal" && options.live !== true && !this.spendCards.some((card) => card.atmWithdrawalAllowed && this.canSpendAt(card, options.timeMs))) {
+    // A seeded history keeps its size: a cash withdrawal no card allowing ATM use could have made then is a purchase,
+    // and a purchase no card active then had spend limit room for is a card loading. Neither check draws.
+    if (category === "cash_withdrawal" && options.live !== true && !this.spendCards.some((card) => card.atmWithdrawalAllowed && this.canSeedSpend(card, category, options))) {
       category = "purchase";
+    }
+    if (category === "purchase" && parent === undefined && options.live !== true) {
+      const activeThen = this.spendCards.filter((card) => this.canSpendAt(card, options.timeMs));
+      if (activeThen.length > 0 && !activeThen.some((card) => this.canSeedSpend(card, "purchase", options))) category = "card_loading";
     }
     const tx = this.build(category, parent, options);
     if (tx !== undefined && category === "purchase") this.rememberPurchase(tx);
@@ -232,9 +252,11 @@ export class TransactionFactory {
       transactionAmount = category === "cashback" ? p.money(5, 250) : category === "cash_withdrawal" ? p.pick([200, 500, 1000, 1500]) : p.pick([1_000, 2_500, 5_000, 10_000]);
     }
     const foreign = transactionCurrency !== billingCurrency;
-    // Spend made now is authorised against what its account can still spend and its spend limit still allows (§4.9): never more.
-    if (o.live === true && parent === undefined && SPEND_CATEGORIES.has(category)) {
-      transactionAmount = this.within(transactionAmount, transactionCurrency, category, roomOf(card, this.data, o.nowMs));
+    // Spend made now is authorised against what its account can still spend and its spend limit still allows (§4.9),
+    // seeded spend in a limit's current window against what the limit still allowed then: never more.
+    if (parent === undefined && SPEND_CATEGORIES.has(category)) {
+      const room = o.live === true ? roomOf(card, this.data, o.nowMs) : seededRoomOf(card, this.data, o.timeMs, o.nowMs);
+      transactionAmount = this.within(transactionAmount, transactionCurrency, category, room);
     }
     const billingAmount = convert(transactionAmount, transactionCurrency, billingCurrency);
     const fee = feeOf(category, billingAmount, foreign);
@@ -394,8 +416,19 @@ export class TransactionFactory {
     const atm = category === "cash_withdrawal";
     const usable = (live ? this.data.cards.filter((card) => card.status === "Active") : this.spendCards.filter((card) => this.canSpendAt(card, timeMs)))
       .filter((card) => (!atm || card.atmWithdrawalAllowed) && (!spend || canSpendNow(card, this.data, category, nowMs)));
-    if (usable.length > 0) return this.prng.pick(usable);
-    return spend || atm ? undefined : this.prng.pick(this.spendCards);
+    if (usable.length === 0) return spend || atm ? undefined : this.prng.pick(this.spendCards);
+    const picked = this.prng.pick(usable);
+    if (live || !SPEND_CATEGORIES.has(category)) return picked;
+    // Seeded spend: the card picked, or the next one with spend limit room (create made sure one has). Picked from
+    // the same list with the same draw, so a history that never met a limit stays as it was seeded before.
+    const at = usable.indexOf(picked);
+    const roomy = (card: CardRecord) => takesLeast(seededRoomOf(card, this.data, timeMs, nowMs), category);
+    return [...usable.slice(at), ...usable.slice(0, at)].find(roomy) ?? picked;
+  }
+
+  /** Whether seeded spend of `category` at `o.timeMs` could go on `card`: active then, with spend limit room. */
+  private canSeedSpend(card: CardRecord, category: BuildableCategory, o: CreateOptions): boolean {
+    return this.canSpendAt(card, o.timeMs) && takesLeast(seededRoomOf(card, this.data, o.timeMs, o.nowMs), category);
   }
 
   /** Whether `card` was active at `timeMs`: activated by then and not terminated yet. */

@@ -4,6 +4,7 @@ import type { CompanyData } from "../../sandbox/data/model.js";
 import { MERCHANTS, MCC_DESCRIPTIONS } from "../../sandbox/data/catalog.js";
 import { TransactionDetailSchema } from "../../shared/qashio/schemas/index.js";
 import { transactionDetailView } from "../../sandbox/views.js";
+import { consumedOf } from "../../sandbox/data/spend-limits.js";
 
 const NOW = Date.parse("2025-03-15T12:00:00.000Z");
 
@@ -297,5 +298,29 @@ describe("seeded data", () => {
     expect(withdrawals.length).toBeGreaterThan(0);
     expect(withdrawals.filter((tx) => !atm.has(tx.card_external_id as string)).map((tx) => tx.qashio_id)).toEqual([]);
     expect(second?.transactions.size).toBe(seedCompanies({ seed: 1, nowMs: NOW })[1]?.transactions.size);
+  });
+});
+
+describe("seeded history within the cards' spend limits (spec-gaps, Spend limits)", () => {
+  /** Cards whose enforced limit's current window the seeded spend passed: amount or count. */
+  function overLimit(data: readonly CompanyData[], nowMs: number): string[] {
+    return data.flatMap((d) =>
+      d.cards
+        .filter((card) => card.spendLimit.active)
+        .map((card) => ({ card, used: consumedOf(card, d, nowMs) }))
+        .filter(({ card, used }) => used.amount > card.spendLimit.maxAmount || (card.spendLimit.frequency > 0 && used.count > card.spendLimit.frequency))
+        .map(({ card, used }) => `${d.company.name} ${card.nickname}: ${used.amount}/${card.spendLimit.maxAmount}, ${used.count}/${card.spendLimit.frequency}`),
+    );
+  }
+
+  it.each(["2025-03-15T12:00:00.000Z", "2026-01-31T10:00:00.000Z", "2026-12-02T15:30:00.000Z"])("leaves no enforced limit's window over its limit, at %s, whatever the seed", (at) => {
+    const nowMs = Date.parse(at);
+    for (let seed = 1; seed <= 60; seed++) expect(overLimit(seedCompanies({ seed, nowMs }), nowMs), `seed ${seed}`).toEqual([]);
+  });
+
+  it("keeps a backlog of exactly its size within the limits, spend no card had room for made something else", () => {
+    const data = seedCompanies({ seed: 5, nowMs: NOW, backlog: 20_000 });
+    expect(data[0]!.transactions.size).toBe(20_000);
+    expect(overLimit(data, NOW)).toEqual([]);
   });
 });
