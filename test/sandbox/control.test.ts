@@ -524,6 +524,21 @@ describe("spend limits (§4.9: spend_limit_active says the limit is enforced, pe
     expect(card.spendLimit.maxAmount).not.toBe(10);
   });
 
+  it("counts cash withdrawals toward an active limit's number of transactions too, and stops them at it (spend_limit_frequency)", async () => {
+    // The one card that can pay must allow ATM use for a cash withdrawal to go on it.
+    const atm = data().cards.find((c) => c.status === "Active" && c.poolAccountId === null && c.atmWithdrawalAllowed)!;
+    for (const other of data().cards) if (other.poolAccountId === null) other.balance = 0;
+    for (const pool of data().pools) pool.balance = 0;
+    atm.balance = 1_000_000;
+    const before = await limit(atm.id, { spend_limit_active: true, spend_limit_period: "DAILY", spend_limit_max_amount: 400_000, spend_limit_frequency: 1 });
+    await limit(atm.id, { spend_limit_frequency: (before.consumed_frequency as number) + 3 });
+    const withdrawals = async (count: number) => (await control(`/companies/${h.companyId}/transactions`, { count, transaction_category: "cash_withdrawal" })).body.data as Row[];
+    expect(await withdrawals(2)).toHaveLength(2);
+    expect(await purchases(5)).toHaveLength(1);
+    expect(await withdrawals(2)).toEqual([]);
+    expect(await limit(atm.id, { spend_limit_active: true })).toMatchObject({ consumed_frequency: (before.consumed_frequency as number) + 3, remaining_frequency: 0 });
+  });
+
   it("gives a reversed authorisation's room back, count and amount, but not a refund's (spec-gaps, Spend limits)", async () => {
     const { card, frequency } = await countLimited(2);
     const [first, second] = await purchases(5);
