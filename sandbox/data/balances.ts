@@ -161,9 +161,14 @@ function release(data: CompanyData, transactionId: string, part?: number): Hold 
  * (all of it when nothing was given back before; after a partial refund only the rest, the refunded part staying held
  * until the purchase clears, as the refund already gave it back).
  */
-export function reversedShare(reversal: TransactionRecord, purchase: TransactionRecord): number {
+function reversedShare(reversal: TransactionRecord, purchase: TransactionRecord): number {
+  return shareOf(purchase, Number(reversal.transaction_amount));
+}
+
+/** The fee-inclusive amount of `purchase` that `amount` of its `transaction_amount` stands for. */
+export function shareOf(purchase: TransactionRecord, amount: number): number {
   const whole = Number(purchase.transaction_amount);
-  return whole > 0 ? round2((amountOf(purchase) * Number(reversal.transaction_amount)) / whole) : 0;
+  return whole > 0 ? round2((amountOf(purchase) * amount) / whole) : 0;
 }
 
 /**

@@ -5,7 +5,7 @@
  * (a reversed authorisation was never spent); a refund takes nothing. Totals are whole cents, so adding and taking
  * back stays exact.
  */
-import { SPEND_CATEGORIES, amountOf, reversedShare } from "./balances.js";
+import { SPEND_CATEGORIES, amountOf, shareOf } from "./balances.js";
 import type { TransactionRecord } from "./model.js";
 
 /** The store's lookups a purchase's reversals are found with. */
@@ -31,6 +31,8 @@ interface Entry extends Use {
 export class SpendLedger {
   private readonly byCard = new Map<string, Map<number, Use>>();
   private readonly entries = new Map<string, Entry>();
+  /** What the forgotten reversals of a purchase reversed (`transaction_amount`), by its qashio_id, while it is held. */
+  private readonly forgottenReversed = new Map<string, number>();
 
   /**
    * Counts `tx` as it is now (stored, or changed in place), in place of what it counted before; a child (reversal or
@@ -52,10 +54,10 @@ export class SpendLedger {
     const card = tx.card_external_id;
     if (!SPEND_CATEGORIES.has(tx.transaction_category) || !Number.isFinite(day) || typeof card !== "string") return;
     const reversals = family.childrenOf(tx.qashio_id).filter((child) => child.transaction_category === "reversal");
+    const reversed = reversals.reduce((sum, r) => sum + Number(r.transaction_amount), this.forgottenReversed.get(tx.qashio_id) ?? 0);
     const whole = Math.round(amountOf(tx) * 100);
-    const reversed = Math.min(whole, reversals.reduce((sum, r) => sum + Math.round(reversedShare(r, tx) * 100), 0));
-    const reversedAll = reversals.reduce((sum, r) => sum + Number(r.transaction_amount), 0) >= Number(tx.transaction_amount);
-    const entry: Entry = { card, day, cents: whole - reversed, count: reversals.length > 0 && reversedAll ? 0 : 1 };
+    const cents = whole - Math.min(whole, Math.round(shareOf(tx, reversed) * 100));
+    const entry: Entry = { card, day, cents, count: reversed > 0 && reversed >= Number(tx.transaction_amount) ? 0 : 1 };
     this.entries.set(tx.id, entry);
     this.move(entry, 1);
   }
@@ -64,8 +66,13 @@ export class SpendLedger {
    * A transaction the store forgot: what it consumed stays counted (the provider forgets nothing; forgetting must not
    * give limit room back), only its entry goes.
    */
-  forget(id: string): void {
-    this.entries.delete(id);
+  forget(tx: TransactionRecord): void {
+    this.entries.delete(tx.id);
+    this.forgottenReversed.delete(tx.qashio_id);
+    if (tx.transaction_category === "reversal" && tx.parent_qashio_id !== null) {
+      // Its held purchase, counted again after a change, must still count less what it reversed.
+      this.forgottenReversed.set(tx.parent_qashio_id, (this.forgottenReversed.get(tx.parent_qashio_id) ?? 0) + Number(tx.transaction_amount));
+    }
   }
 
   /** What the card's spend dated at or after `startMs` consumed (-Infinity: all of it). */

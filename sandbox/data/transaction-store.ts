@@ -136,7 +136,7 @@ export class TransactionStore {
       if (i < beyond && tx.client_sync_status === "synced" && !parentsOfHeld.has(tx.qashio_id)) {
         // Its parent, when held, keeps what it gave back; a forgotten parent keeps nothing (nothing can name it again).
         this.forgottenReturns.delete(tx.qashio_id);
-        this.spend.forget(tx.id);
+        this.spend.forget(tx);
         if (tx.parent_qashio_id !== null) {
           this.forgottenReturns.set(tx.parent_qashio_id, this.forgottenReturnsOf(tx.parent_qashio_id) + Number(tx.transaction_amount));
         }

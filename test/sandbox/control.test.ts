@@ -1076,6 +1076,30 @@ describe("retention (retainTransactions, the demo's bound)", () => {
     expect(consumed()).toEqual(before);
   });
 
+  it("keeps the room a forgotten reversal gave back when its purchase, still held, changes afterwards", async () => {
+    const x = await harness({ retainTransactions: 2 });
+    const data = x.sandbox.control.company(x.companyId)!;
+    fillAccounts(data);
+    const make = async (body: Row) => (await x.json(`/_sandbox/companies/${x.companyId}/transactions`, { body, token: null })).body.data as Row[];
+    const patch = (id: string, body: Row) => x.json(`/_sandbox/companies/${x.companyId}/transactions/${id}`, { body, method: "PATCH", token: null });
+    await acknowledgeAll(x);
+    const [purchase] = await make({ count: 1, transaction_category: "purchase" });
+    const card = data.cards.find((c) => c.id === purchase!.card_external_id)!;
+    const daily = { ...card, spendLimit: { ...card.spendLimit, period: "DAILY" } };
+    const before = consumedOf(daily, data, Date.parse(START));
+    expect(await make({ parent_qashio_id: purchase!.qashio_id, transaction_category: "reversal" })).toHaveLength(1);
+    await acknowledgeAll(x);
+    // Changed after acknowledgement, the purchase is still to read (held); its acknowledged reversal is forgotten.
+    expect((await patch(purchase!.id, { memo: "first look" })).status).toBe(200);
+    await make({ count: 3, transaction_category: "deposit" });
+    expect(data.transactions.get(purchase!.id)).toBeDefined();
+    expect(data.transactions.childrenOf(purchase!.qashio_id)).toEqual([]);
+    const reversed = consumedOf(daily, data, Date.parse(START));
+    expect(reversed.count).toBe(before.count - 1);
+    expect((await patch(purchase!.id, { memo: "second look" })).status).toBe(200);
+    expect(consumedOf(daily, data, Date.parse(START))).toEqual(reversed);
+  });
+
   it("keeps what a purchase gave back when it forgets the refunds and reversals that gave it: no more is given back", async () => {
     const x = await harness({ retainTransactions: 3 });
     fillAccounts(x.sandbox.control.company(x.companyId)!);

@@ -56,7 +56,7 @@ describe("what a window consumed (the store's ledger, spec-gaps, Spend limits)",
         const walked = all.filter((tx) => tx.card_external_id === card.id && SPEND_CATEGORIES.has(tx.transaction_category) && Date.parse(tx.transaction_time) >= start);
         // A reversal takes its share of its purchase off; one reversed in full is no transaction.
         const reversalsOf = (tx: TransactionRecord) => all.filter((r) => r.transaction_category === "reversal" && r.parent_qashio_id === tx.qashio_id);
-        const left = (tx: TransactionRecord) => Math.max(0, amountOf(tx) - reversalsOf(tx).reduce((sum, r) => sum + round2((amountOf(tx) * Number(r.transaction_amount)) / Number(tx.transaction_amount)), 0));
+        const left = (tx: TransactionRecord) => Math.max(0, amountOf(tx) - round2((amountOf(tx) * reversalsOf(tx).reduce((sum, r) => sum + Number(r.transaction_amount), 0)) / Number(tx.transaction_amount)));
         const counted = walked.filter((tx) => reversalsOf(tx).reduce((sum, r) => sum + Number(r.transaction_amount), 0) < Number(tx.transaction_amount) || reversalsOf(tx).length === 0);
         const amount = round2(walked.reduce((sum, tx) => sum + left(tx), 0));
         expect(consumedOf({ ...card, spendLimit: { ...card.spendLimit, period } }, data, nowMs), `${period} ${card.nickname}`).toEqual({ amount, count: counted.length });
