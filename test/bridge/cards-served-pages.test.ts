@@ -3,7 +3,8 @@
  * whatever it serves a page, a walk reaches every card listed, in one cycle or resumed over several.
  */
 import { describe, expect, it } from "vitest";
-import { pollCards, type CardCycleMode } from "../../shared/bridge/cards.js";
+import { pollCards, walkCursorKey, type CardCycleMode } from "../../shared/bridge/cards.js";
+import { DEFAULT_PAGE_SIZE } from "../../shared/bridge/deps.js";
 import type { CardListQuery, ProviderPage } from "../../shared/bridge/provider.js";
 import { makeRig, type TestRig } from "./fakes.js";
 
@@ -25,12 +26,14 @@ const shapes = {
   withoutPagination: (_query, { pagination: _dropped, ...page }) => page,
   // What it served, in page_size, total_pages and has_next alike.
   sayingSo: (_query, page) => page,
+  // page_size echoes the size asked; has_next is true to what it served, and there is no count to weigh it against.
+  echoingSizeAskedWithoutCount: (query, page) => ({ ...page, pagination: { page: query.page, page_size: query.page_size, has_next: page.pagination?.has_next ?? false } }),
 } satisfies Record<string, Shape>;
 
-/** Makes the rig's card list serve at most CAP cards a page, its answer put in `shape`. */
-function serveFewer(rig: TestRig, shape: Shape): void {
+/** Makes the rig's card list serve at most `cap` cards a page, its answer put in `shape`. */
+function serveFewer(rig: TestRig, shape: Shape, cap = CAP): void {
   const list = rig.provider.listErpCards.bind(rig.provider);
-  rig.provider.listErpCards = async (query) => shape(query, await list({ ...query, page_size: Math.min(query.page_size, CAP) }));
+  rig.provider.listErpCards = async (query) => shape(query, await list({ ...query, page_size: Math.min(query.page_size, cap) }));
 }
 
 /**
@@ -76,3 +79,98 @@ describe("card walk against a provider serving fewer cards a page than asked", (
     }
   });
 });
+
+/** The bridge's own page size against a provider serving half of it. */
+const HALF = DEFAULT_PAGE_SIZE / 2;
+/** Each list call takes this long on the rig's clock, so a cycle's deadline falls mid-walk. */
+const LIST_MS = 1000;
+
+/**
+ * Over `count` cards recorded by a complete walk and all suspended since, runs walks of `mode` asking
+ * DEFAULT_PAGE_SIZE from a provider serving HALF a page in `shape`, each cycle's deadline letting `lists` list calls
+ * through, until one completes; before every list call `beforeList` may change the list (issue cards). Checks every
+ * suspension was published once and the walk ended within a bound of cycles.
+ */
+async function expectResumedAfterDeadlines(
+  shape: Shape,
+  mode: CardCycleMode,
+  count: number,
+  lists: number,
+  beforeList: (rig: TestRig) => void = () => undefined,
+): Promise<void> {
+  const rig = makeRig();
+  for (let i = 0; i < count; i++) rig.provider.addCard();
+  expect((await pollCards(rig.deps)).outcome).toBe("complete");
+  const suspended = rig.provider.cards.map((card) => card["id"] as string);
+  for (const id of suspended) rig.provider.changeCard(id, { status: "Suspended" });
+  serveFewer(rig, shape, HALF);
+  const list = rig.provider.listErpCards.bind(rig.provider);
+  rig.provider.listErpCards = async (query) => {
+    rig.clock.advance(LIST_MS);
+    beforeList(rig);
+    return list(query);
+  };
+  const label = `${mode}, ${count} cards, ${lists} list calls a cycle`;
+  const outcomes: string[] = [];
+  for (let cycle = 0; cycle < 40 && outcomes.at(-1) !== "complete"; cycle++) {
+    outcomes.push((await pollCards(rig.deps, { mode, deadline: rig.clock.now() + lists * LIST_MS - LIST_MS / 2 })).outcome);
+  }
+  expect(outcomes.at(-1), label).toBe("complete");
+  // Cut by the deadline at least once, or nothing was resumed.
+  expect(outcomes, label).toContain("deadline");
+  expect(rig.publisher.ofType("card.suspended").map((e) => e.detail.subject.id).toSorted(), label).toEqual(suspended.toSorted());
+}
+
+describe("card walk asking 100 a page of a provider serving 50, stopped by its deadline and resumed", () => {
+  const shapesServingHalf = Object.entries(shapes);
+
+  it("reaches every card, whatever the answer's pagination says of the size served", async () => {
+    for (const [name, shape] of shapesServingHalf) {
+      for (const mode of ["full", "suspended-only"] as const) {
+        for (const lists of [1, 2, 3]) await expectResumedAfterDeadlines(shape, mode, 5 * HALF + 7, lists).catch(withShape(name));
+      }
+    }
+  });
+
+  it("reaches every card when a card is issued at the top of the list before every list call", async () => {
+    const issue = (rig: TestRig): void => void rig.provider.addCard();
+    for (const [name, shape] of shapesServingHalf) {
+      for (const lists of [1, 2, 3]) await expectResumedAfterDeadlines(shape, "full", 5 * HALF + 7, lists, issue).catch(withShape(name));
+    }
+  });
+
+  it("reaches every card when suspended cards are issued at the top of the suspended list during a fast-path walk", async () => {
+    const issue = (rig: TestRig): void => void rig.provider.addCard({ status: "Suspended" });
+    for (const [name, shape] of shapesServingHalf) {
+      for (const lists of [1, 2, 3]) await expectResumedAfterDeadlines(shape, "suspended-only", 5 * HALF + 7, lists, issue).catch(withShape(name));
+    }
+  });
+
+  it("resumes from a cursor as the current version stores it (offset and total counted in the size served, and that size)", async () => {
+    for (const stored of [{ page_size: HALF }, {}]) {
+      const rig = makeRig();
+      for (let i = 0; i < 6 * HALF; i++) rig.provider.addCard();
+      expect((await pollCards(rig.deps)).outcome).toBe("complete");
+      serveFewer(rig, shapes.sayingSo, HALF);
+      // Stopped after two pages of HALF: the first card not reached is the (2 * HALF + 1)th.
+      const object = { next_offset: 2 * HALF, total_records: 6 * HALF, ...stored };
+      rig.snapshots.data.set(walkCursorKey("full"), { key: walkCursorKey("full"), hash: "stored", object, updatedAt: "2025-01-15T09:00:00.000Z" });
+      const notReached = rig.provider.cards.slice(2 * HALF).map((card) => card["id"] as string);
+      for (const id of notReached) rig.provider.changeCard(id, { status: "Suspended" });
+      const label = JSON.stringify(object);
+      const earlier = rig.provider.calls.length;
+      expect((await pollCards(rig.deps)).outcome, label).toBe("complete");
+      expect(rig.publisher.ofType("card.suspended").map((e) => e.detail.subject.id).toSorted(), label).toEqual(notReached.toSorted());
+      // Nothing walked before the cursor again when the cursor names the size served.
+      if (stored.page_size !== undefined) expect(rig.provider.calls.slice(earlier).map((c) => c.op === "listErpCards" && c.query), label).toEqual([3, 4, 5, 6].map((page) => ({ page, page_size: HALF })));
+    }
+  });
+});
+
+/** Names the shape in a failure. */
+function withShape(name: string): (err: unknown) => never {
+  return (err) => {
+    if (err instanceof Error) err.message = `${name}: ${err.message}`;
+    throw err;
+  };
+}
