@@ -39,6 +39,15 @@ export function servedPageSize(page: ProviderPage, asked: number): number | unde
 }
 
 /**
+ * True when a list answer's `total_pages` is its `total_records` counted in pages of `size`: pages the provider
+ * numbers in that size, rather than a `page_size` that only counts the items of a short page.
+ */
+export function countsPagesIn(page: ProviderPage, size: number): boolean {
+  const total = listedTotal(page);
+  return total !== undefined && page.pagination?.total_pages === Math.ceil(total / size);
+}
+
+/**
  * True when a list answer holding `held` items (rejected ones included) says the list goes on past it: its `has_next`
  * is true, or its `total_records` counts more than `above` (the items the walk counts above this page) and these.
  * `above` undefined: the count is not weighed (a read that may show the list before a change the walk made).

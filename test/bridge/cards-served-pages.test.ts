@@ -167,6 +167,40 @@ describe("card walk asking 100 a page of a provider serving 50, stopped by its d
   });
 });
 
+describe("card walk against a provider lowering its maximum under a walk", () => {
+  it("follows a smaller page_size the answer counts its total_pages in, from a resumed walk's served size or the size asked, with cards removed above", async () => {
+    for (const stored of [{ page_size: HALF }, {}]) {
+      const rig = makeRig();
+      for (let i = 0; i < 6 * HALF; i++) rig.provider.addCard();
+      expect((await pollCards(rig.deps)).outcome).toBe("complete");
+      serveFewer(rig, shapes.sayingSo, HALF / 2);
+      const asked: number[] = [];
+      const served = rig.provider.listErpCards.bind(rig.provider);
+      rig.provider.listErpCards = (query) => {
+        asked.push(query.page_size);
+        return served(query);
+      };
+      // Two pages in the size the cursor names (or the size asked, its offset alike) walked before the maximum fell.
+      const object = { next_offset: 2 * HALF, total_records: 6 * HALF, ...stored };
+      rig.snapshots.data.set(walkCursorKey("full"), { key: walkCursorKey("full"), hash: "stored", object, updatedAt: "2025-01-15T09:00:00.000Z" });
+      const notReached = rig.provider.cards.slice(2 * HALF).map((card) => card["id"] as string);
+      for (const id of notReached) rig.provider.changeCard(id, { status: "Suspended" });
+      const label = JSON.stringify(object);
+      // Walks of three pages, cards removed at the top before each: counted in the size asked, a resumed walk's move
+      // for them would land past the first card not reached.
+      let outcome;
+      for (let cycle = 0; cycle < 40 && outcome !== "complete"; cycle++) {
+        rig.provider.cards.splice(0, 3);
+        outcome = (await pollCards(rig.deps, { maxPages: 3 })).outcome;
+      }
+      expect(outcome, label).toBe("complete");
+      expect(rig.publisher.ofType("card.suspended").map((e) => e.detail.subject.id).toSorted(), label).toEqual(notReached.toSorted());
+      // The size asked after the first answer (and by every resumed walk) is the one served.
+      expect(new Set(asked.slice(1)), label).toEqual(new Set([HALF / 2]));
+    }
+  });
+});
+
 /** Names the shape in a failure. */
 function withShape(name: string): (err: unknown) => never {
   return (err) => {
@@ -174,3 +208,43 @@ function withShape(name: string): (err: unknown) => never {
     throw err;
   };
 }
+
+describe("card walk against a provider leaving a card out of its page (short for another reason than a maximum)", () => {
+  /** Asked by the walks below: a list deeper than its square, so a walk counting that page in a smaller size steps back before the card left out. */
+  const SIZE = 10;
+  const COUNT = 20 * SIZE;
+  const LEFT_OUT_AT = 15 * SIZE + 3;
+
+  /** Answers the rig's card list without the card at `at`, `pagination.page_size` echoing the size asked or counting what it served. */
+  function leaveOut(rig: TestRig, at: number, pageSize: "asked" | "served"): void {
+    const id = rig.provider.cards[at]!["id"];
+    const list = rig.provider.listErpCards.bind(rig.provider);
+    rig.provider.listErpCards = async (query) => {
+      const { data, pagination } = await list(query);
+      const kept = data.filter((card) => (card as Record<string, unknown>)["id"] !== id);
+      return { data: kept, pagination: { ...pagination!, page_size: pageSize === "asked" ? query.page_size : kept.length } };
+    };
+  }
+
+  it("walks every other card, in one walk or resumed, without asking ever smaller pages", async () => {
+    for (const pageSize of ["asked", "served"] as const) {
+      for (const maxPages of [1000, 1, 2]) {
+        const rig = makeRig();
+        for (let i = 0; i < COUNT; i++) rig.provider.addCard();
+        expect((await pollCards(rig.deps, { pageSize: SIZE })).outcome).toBe("complete");
+        const leftOut = rig.provider.cards[LEFT_OUT_AT]!["id"];
+        const listed = rig.provider.cards.map((card) => card["id"] as string).filter((id) => id !== leftOut);
+        for (const id of listed) rig.provider.changeCard(id, { status: "Suspended" });
+        leaveOut(rig, LEFT_OUT_AT, pageSize);
+        const earlier = rig.provider.count("listErpCards");
+        let outcome;
+        for (let cycle = 0; cycle < 2 * COUNT && outcome !== "complete"; cycle++) outcome = (await pollCards(rig.deps, { pageSize: SIZE, maxPages })).outcome;
+        const label = `page_size ${pageSize}, maxPages ${maxPages}`;
+        expect(outcome, label).toBe("complete");
+        expect(rig.publisher.ofType("card.suspended").map((e) => e.detail.subject.id).toSorted(), label).toEqual(listed.toSorted());
+        // A page each, a re-read of the pages before the short one at most, and the empty page that ends the walk.
+        expect(rig.provider.count("listErpCards") - earlier, label).toBeLessThanOrEqual(2 * (COUNT / SIZE) + 2);
+      }
+    }
+  });
+});
