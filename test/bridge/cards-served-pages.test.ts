@@ -5,33 +5,15 @@
 import { describe, expect, it } from "vitest";
 import { pollCards, walkCursorKey, type CardCycleMode } from "../../shared/bridge/cards.js";
 import { DEFAULT_PAGE_SIZE } from "../../shared/bridge/deps.js";
-import type { CardListQuery, ProviderPage } from "../../shared/bridge/provider.js";
 import { makeRig, type TestRig } from "./fakes.js";
+import { pageShapes, type PageShape } from "./page-shapes.js";
 
 /** Asked for by the walks below; the provider serves at most {@link CAP} a page. */
 const ASKED = 4;
 const CAP = 2;
 
-/** How the provider below answers a list call, given the query and the list's own answer in at most CAP a page. */
-type Shape = (query: CardListQuery, page: ProviderPage) => ProviderPage;
-
-const shapes = {
-  // page_size echoes the size asked, and total_pages / has_next are counted in it: only total_records is true.
-  countedInSizeAsked: (query, page) => {
-    const total = page.pagination?.total_records ?? 0;
-    const pages = Math.ceil(total / query.page_size);
-    return { ...page, pagination: { page: query.page, page_size: query.page_size, total_records: total, total_pages: pages, has_next: query.page < pages } };
-  },
-  // Optional in the provider port (QashioClient refuses such an answer).
-  withoutPagination: (_query, { pagination: _dropped, ...page }) => page,
-  // What it served, in page_size, total_pages and has_next alike.
-  sayingSo: (_query, page) => page,
-  // page_size echoes the size asked; has_next is true to what it served, and there is no count to weigh it against.
-  echoingSizeAskedWithoutCount: (query, page) => ({ ...page, pagination: { page: query.page, page_size: query.page_size, has_next: page.pagination?.has_next ?? false } }),
-} satisfies Record<string, Shape>;
-
 /** Makes the rig's card list serve at most `cap` cards a page, its answer put in `shape`. */
-function serveFewer(rig: TestRig, shape: Shape, cap = CAP): void {
+function serveFewer(rig: TestRig, shape: PageShape, cap = CAP): void {
   const list = rig.provider.listErpCards.bind(rig.provider);
   rig.provider.listErpCards = async (query) => shape(query, await list({ ...query, page_size: Math.min(query.page_size, cap) }));
 }
@@ -40,7 +22,7 @@ function serveFewer(rig: TestRig, shape: Shape, cap = CAP): void {
  * Runs walks of `mode` (at most `maxPages` list calls a cycle) until one completes, over `count` cards recorded by an
  * earlier walk and all suspended since, and checks every suspension was published, once.
  */
-async function expectEveryCardWalked(shape: Shape, mode: CardCycleMode, count: number, maxPages: number): Promise<void> {
+async function expectEveryCardWalked(shape: PageShape, mode: CardCycleMode, count: number, maxPages: number): Promise<void> {
   const rig = makeRig();
   for (let i = 0; i < count; i++) rig.provider.addCard();
   expect((await pollCards(rig.deps)).outcome).toBe("complete");
@@ -58,19 +40,19 @@ describe("card walk against a provider serving fewer cards a page than asked", (
   it("reaches every card when its answers carry no pagination block (optional in the provider port), in one walk or resumed", async () => {
     for (const mode of ["full", "suspended-only"] as const) {
       for (const count of [ASKED - 1, ASKED + CAP, 9]) {
-        for (const maxPages of [100, 1, 2]) await expectEveryCardWalked(shapes.withoutPagination, mode, count, maxPages);
+        for (const maxPages of [100, 1, 2]) await expectEveryCardWalked(pageShapes.withoutPagination, mode, count, maxPages);
       }
     }
   });
 
   it("reaches every card in one walk when the provider counts its pagination in the size asked (has_next false with more listed)", async () => {
     for (const mode of ["full", "suspended-only"] as const) {
-      for (const count of [ASKED - 1, ASKED + CAP, 9]) await expectEveryCardWalked(shapes.countedInSizeAsked, mode, count, 100);
+      for (const count of [ASKED - 1, ASKED + CAP, 9]) await expectEveryCardWalked(pageShapes.countedInSizeAsked, mode, count, 100);
     }
   });
 
   it("reaches every card over walks resumed in later cycles, which ask the size asked again, when the provider serves fewer and says so or shows it", async () => {
-    for (const shape of [shapes.sayingSo, shapes.countedInSizeAsked]) {
+    for (const shape of [pageShapes.sayingSo, pageShapes.countedInSizeAsked]) {
       for (const mode of ["full", "suspended-only"] as const) {
         for (const count of [ASKED - 1, ASKED + CAP, 9]) {
           for (const maxPages of [1, 2]) await expectEveryCardWalked(shape, mode, count, maxPages);
@@ -92,7 +74,7 @@ const LIST_MS = 1000;
  * suspension was published once and the walk ended within a bound of cycles.
  */
 async function expectResumedAfterDeadlines(
-  shape: Shape,
+  shape: PageShape,
   mode: CardCycleMode,
   count: number,
   lists: number,
@@ -122,7 +104,7 @@ async function expectResumedAfterDeadlines(
 }
 
 describe("card walk asking 100 a page of a provider serving 50, stopped by its deadline and resumed", () => {
-  const shapesServingHalf = Object.entries(shapes);
+  const shapesServingHalf = Object.entries(pageShapes);
 
   it("reaches every card, whatever the answer's pagination says of the size served", async () => {
     for (const [name, shape] of shapesServingHalf) {
@@ -151,7 +133,7 @@ describe("card walk asking 100 a page of a provider serving 50, stopped by its d
       const rig = makeRig();
       for (let i = 0; i < 6 * HALF; i++) rig.provider.addCard();
       expect((await pollCards(rig.deps)).outcome).toBe("complete");
-      serveFewer(rig, shapes.sayingSo, HALF);
+      serveFewer(rig, pageShapes.sayingSo, HALF);
       // Stopped after two pages of HALF: the first card not reached is the (2 * HALF + 1)th.
       const object = { next_offset: 2 * HALF, total_records: 6 * HALF, ...stored };
       rig.snapshots.data.set(walkCursorKey("full"), { key: walkCursorKey("full"), hash: "stored", object, updatedAt: "2025-01-15T09:00:00.000Z" });
@@ -173,7 +155,7 @@ describe("card walk against a provider lowering its maximum under a walk", () =>
       const rig = makeRig();
       for (let i = 0; i < 6 * HALF; i++) rig.provider.addCard();
       expect((await pollCards(rig.deps)).outcome).toBe("complete");
-      serveFewer(rig, shapes.sayingSo, HALF / 2);
+      serveFewer(rig, pageShapes.sayingSo, HALF / 2);
       const asked: number[] = [];
       const served = rig.provider.listErpCards.bind(rig.provider);
       rig.provider.listErpCards = (query) => {

@@ -3,9 +3,11 @@
  * whatever it serves a page, one cycle drains what is listed, each transaction published once and acknowledged.
  */
 import { describe, expect, it } from "vitest";
+import { DEFAULT_PAGE_SIZE } from "../../shared/bridge/deps.js";
 import { pollTransactions } from "../../shared/bridge/transactions.js";
 import type { ProviderPage, TransactionListQuery } from "../../shared/bridge/provider.js";
 import { makeRig, type TestRig } from "./fakes.js";
+import { pageShapes } from "./page-shapes.js";
 
 /** Asked for by the cycles below; the provider serves at most {@link CAP} a page. */
 const ASKED = 10;
@@ -35,13 +37,7 @@ describe("transaction cycle against a provider serving fewer transactions a page
     for (const count of [ASKED - 1, 37]) {
       for (const readAhead of [false, true]) {
         const rig = makeRig();
-        shapeList(rig, async (query, list) => {
-          const page = await list({ ...query, page_size: Math.min(query.page_size, CAP) });
-          const total = page.pagination?.total_records ?? 0;
-          const pages = Math.ceil(total / query.page_size);
-          // page_size echoes the size asked, and total_pages / has_next are counted in it: only total_records is true.
-          return { ...page, pagination: { page: query.page, page_size: query.page_size, total_records: total, total_pages: pages, has_next: query.page < pages } };
-        });
+        shapeList(rig, async (query, list) => pageShapes.countedInSizeAsked(query, await list({ ...query, page_size: Math.min(query.page_size, CAP) })));
         await expectOneCycleDrains(rig, count, readAhead);
       }
     }
@@ -61,11 +57,48 @@ describe("transaction cycle against a provider serving fewer transactions a page
     for (const count of [ASKED - 1, 37]) {
       for (const readAhead of [false, true]) {
         const rig = makeRig();
-        shapeList(rig, async (query, list) => {
-          const { pagination: _dropped, ...page } = await list({ ...query, page_size: Math.min(query.page_size, CAP) });
-          return page;
-        });
+        shapeList(rig, async (query, list) => pageShapes.withoutPagination(query, await list({ ...query, page_size: Math.min(query.page_size, CAP) })));
         await expectOneCycleDrains(rig, count, readAhead);
+      }
+    }
+  });
+});
+
+describe("transaction cycles asking 100 a page of a provider serving 50, stopped by their deadline", () => {
+  /** Each list call takes this long on the rig's clock, so a cycle's deadline falls mid-walk. */
+  const LIST_MS = 1000;
+  /** Half the bridge's own page size: what the provider serves. */
+  const HALF = DEFAULT_PAGE_SIZE / 2;
+
+  it("publishes and acknowledges every transaction over later cycles, with transactions arriving at the top before every list call and some the provider keeps listing despite their acknowledge", async () => {
+    for (const [name, shape] of Object.entries(pageShapes)) {
+      // Five at least: the not_synced pass pauses at its share of the budget, and within it a cycle confirms a page it
+      // acknowledged and still lists by reading it again and, without has_next, reads the empty page that ends the
+      // list (with fewer, every cycle ends `deadline`, all delivered).
+      for (const lists of [5, 8]) {
+        const rig = makeRig();
+        for (let i = 0; i < 5 * HALF + 7; i++) rig.provider.addTransaction();
+        // Every 40th stays listed whatever is acknowledged (its acknowledge answers as if taken).
+        const kept = new Set(rig.provider.transactions.filter((_, i) => i % 40 === 0).map((t) => t.id));
+        const acknowledge = rig.provider.acknowledgeTransactions.bind(rig.provider);
+        rig.provider.acknowledgeTransactions = (ids) => acknowledge(ids.filter((id) => !kept.has(id))).then(() => ({ acknowledged: ids.length }));
+        let arrivals = HALF;
+        shapeList(rig, async (query, list) => {
+          rig.clock.advance(LIST_MS);
+          // Into the list read (the `outdated` pass after it shows none: one arriving then is the next cycle's).
+          if (query.client_sync_status === "not_synced" && arrivals-- > 0) rig.provider.addTransaction();
+          return shape(query, await list({ ...query, page_size: Math.min(query.page_size, HALF) }));
+        });
+        const outcomes: string[] = [];
+        for (let cycle = 0; cycle < 120 && outcomes.at(-1) !== "complete"; cycle++) {
+          outcomes.push((await pollTransactions(rig.deps, { deadline: rig.clock.now() + lists * LIST_MS - LIST_MS / 2 })).outcome);
+        }
+        const label = `${name}, ${lists} list calls a cycle`;
+        const published = new Set(rig.publisher.events.map((e) => e.detail.subject.id));
+        expect(outcomes.at(-1), label).toBe("complete");
+        expect(outcomes, label).toContain("deadline");
+        expect(rig.provider.pending().map((t) => t.id).toSorted(), label).toEqual([...kept].toSorted());
+        expect(rig.provider.transactions.filter((t) => !published.has(t.id)).map((t) => t.id), label).toEqual([]);
       }
     }
   });

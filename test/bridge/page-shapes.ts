@@ -1,0 +1,29 @@
+/**
+ * How a provider serving fewer items a page than asked may answer (spec §8.3 shows no maximum page size): each shape
+ * takes the query and the list's own answer, served in the smaller size, and tells it as that provider would.
+ */
+import type { ProviderPage } from "../../shared/bridge/provider.js";
+
+/** What a list query pages by. */
+interface PageQuery {
+  readonly page: number;
+  readonly page_size: number;
+}
+
+/** An answer shape: the answer to `query`, given the list's own `page` served in the smaller size. */
+export type PageShape = (query: PageQuery, page: ProviderPage) => ProviderPage;
+
+export const pageShapes = {
+  // page_size echoes the size asked, and total_pages / has_next are counted in it: only total_records is true.
+  countedInSizeAsked: (query, page) => {
+    const total = page.pagination?.total_records ?? 0;
+    const pages = Math.ceil(total / query.page_size);
+    return { ...page, pagination: { page: query.page, page_size: query.page_size, total_records: total, total_pages: pages, has_next: query.page < pages } };
+  },
+  // Optional in the provider port (QashioClient refuses such an answer).
+  withoutPagination: (_query, { pagination: _dropped, ...page }) => page,
+  // What it served, in page_size, total_pages and has_next alike.
+  sayingSo: (_query, page) => page,
+  // page_size echoes the size asked; has_next is true to what it served, and there is no count to weigh it against.
+  echoingSizeAskedWithoutCount: (query, page) => ({ ...page, pagination: { page: query.page, page_size: query.page_size, has_next: page.pagination?.has_next ?? false } }),
+} satisfies Record<string, PageShape>;
