@@ -141,7 +141,8 @@ function holdsBridgeState(stateDir: string): boolean {
 
 /**
  * Whether `file` holds a token set as the bridge writes it (see tokenSetOf), or cannot be read to tell: no regular
- * file (a directory, a pipe, which reading would block on), or unreadable, each of which the entries check refuses.
+ * file (a directory, a pipe, which reading would block on), or unreadable, each of which the entries check refuses,
+ * or no JSON at all (a token set torn or mistyped). JSON without a refresh token is another's.
  */
 function holdsTokenSet(file: string): boolean {
   let text: string;
@@ -155,6 +156,18 @@ function holdsTokenSet(file: string): boolean {
   }
   try {
     tokenSetOf(text, file);
+    return true;
+  } catch {
+    // Not JSON at all: the bridge's own file torn or edited by hand (a design-token file is JSON), which the bind and
+    // the token load then name; told "not a state directory", its owner would be sent elsewhere.
+    return !isJson(text);
+  }
+}
+
+/** Whether `text` parses as JSON. */
+function isJson(text: string): boolean {
+  try {
+    JSON.parse(text);
     return true;
   } catch {
     return false;

@@ -726,6 +726,23 @@ describe("a state directory that is an ordinary directory of other files", () =>
     expect(readAuthorizeSettings({ ...valid, BRIDGE_STATE_DIR: "old" }, dir).stateDir).toBe(old);
   });
 
+  it("takes an older version's directory whose tokens.json is no JSON (torn, emptied, edited by hand): what follows names what is wrong, not the directory another's", async () => {
+    // No binding.json (before bindings) and no segments (a tenant that listed nothing yet): the token file is all it holds.
+    for (const [name, text] of [["torn", '{"refreshToken":"r-1'], ["emptied", ""], ["unquoted", "{refreshToken: r-1}\n"]] as const) {
+      const state = join(dir, name);
+      await fill(join(state, "snapshots"), []);
+      await fill(join(state, "locks"), []);
+      await writeFile(join(state, "tokens.json"), text, { mode: 0o600 });
+      for (const sub of ["", "snapshots", "locks"]) await chmod(join(state, sub), 0o700);
+      expect(problemOf({ ...valid, BRIDGE_STATE_DIR: name }), name).toEqual([]);
+    }
+    // JSON of another's (a design-token file) is still no token set of the bridge's.
+    const design = join(dir, "design");
+    await mkdir(design, { mode: 0o700 });
+    await writeFile(join(design, "tokens.json"), JSON.stringify({ spacing: { small: { value: "4px" } } }));
+    expect(problemOf({ ...valid, BRIDGE_STATE_DIR: "design" })).toEqual([refusal(design, "tokens.json")]);
+  });
+
   it("takes a directory holding only what an older version's first run left before its first token save: empty directories, leases, temp files", async () => {
     const state = join(dir, "state");
     await fill(join(state, "snapshots"), []);
