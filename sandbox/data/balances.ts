@@ -7,7 +7,7 @@
  */
 import { round2 } from "../prng.js";
 import { accountBalanceOf, poolOf, type CardRecord, type CompanyData, type TransactionRecord } from "./model.js";
-import { calendarWindow } from "./periods.js";
+import { calendarWindow, windowIndex } from "./periods.js";
 
 type Accounts = Pick<CompanyData, "cards" | "pools">;
 
@@ -113,14 +113,10 @@ export function nextTopUpAfter(period: string, ms: number): number {
 export function topUpByPeriod(data: CompanyData, nowMs: number): void {
   for (const card of data.cards) {
     if (card.nextTopUpMs > nowMs) continue;
-    let periods = 0;
-    // Once the periods counted fill the account, more add nothing: a long clock move is not walked period by period.
-    while (topsUpByPeriod(card) && card.nextTopUpMs <= nowMs && periods * card.autoTopUpAmount < card.allowedMaxBalance) {
-      periods++;
-      card.nextTopUpMs = nextTopUpAfter(card.velocityPeriod, card.nextTopUpMs);
-    }
-    if (card.nextTopUpMs <= nowMs) card.nextTopUpMs = nextTopUpAfter(card.velocityPeriod, nowMs);
-    if (periods > 0) topUp(card, data, card.autoTopUpAmount * periods);
+    // Counted, not walked: a clock moved on by millennia answers at once (nextTopUpMs is the start of a window).
+    const periods = (windowIndex(card.velocityPeriod, nowMs) ?? 0) - (windowIndex(card.velocityPeriod, card.nextTopUpMs) ?? 0) + 1;
+    card.nextTopUpMs = nextTopUpAfter(card.velocityPeriod, nowMs);
+    if (topsUpByPeriod(card)) topUp(card, data, card.autoTopUpAmount * periods);
   }
 }
 

@@ -30,3 +30,30 @@ export function calendarWindow(period: string, nowMs: number): CalendarWindow | 
       return undefined;
   }
 }
+
+/** Milliseconds in a day. */
+const DAY_MS = 86_400_000;
+
+/**
+ * The ordinal of the `period` window holding `nowMs`, counted in windows from the epoch (undefined for any other
+ * period, as {@link calendarWindow}): the windows from one instant to another are told by subtraction, not walked.
+ */
+export function windowIndex(period: string, nowMs: number): number | undefined {
+  const now = new Date(nowMs);
+  const [year, month] = [now.getUTCFullYear(), now.getUTCMonth()];
+  switch (period) {
+    case "DAILY":
+      return Math.floor(nowMs / DAY_MS);
+    case "WEEKLY":
+      // 1970-01-01 was a Thursday: three days on from the Monday that starts its week.
+      return Math.floor((Math.floor(nowMs / DAY_MS) + 3) / 7);
+    case "MONTHLY":
+      return year * 12 + month;
+    case "QUARTERLY":
+      return year * 4 + Math.floor(month / 3);
+    case "YEARLY":
+      return year;
+    default:
+      return undefined;
+  }
+}

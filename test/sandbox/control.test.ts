@@ -650,6 +650,27 @@ describe("money back (spec-gaps, Balances): auto top-up and deposits", () => {
     expect(card.balance, "Monday").toBe(1000);
   });
 
+  it("counts the periods of a clock move of millennia at once: every card a top-up per day, the move answered without walking day by day", async () => {
+    const cards = data().cards.filter((c) => c.status === "Active" && c.poolAccountId === null);
+    expect(cards.length, "seed 7 has several Active cards of their own account").toBeGreaterThan(3);
+    for (const card of cards) {
+      // A small top-up below a large maximum: the counted periods never fill the account.
+      Object.assign(card, { balance: 0, pendingAuthorisations: 0, autoTopUpEnabled: true, autoTopUpAmount: 1, allowedMaxBalance: 1e12 });
+      expect((await api(`/public/v1/core/cards/${card.id}`, { method: "PUT", body: { velocity_period: "DAILY" } })).status).toBe(200);
+    }
+    data().company.fundingBalance = 1e15;
+    const from = h.sandbox.control.now();
+    const to = Date.parse("9998-06-01T00:00:00.000Z");
+    const days = Math.floor(to / 86_400_000) - Math.floor(from / 86_400_000);
+    const started = performance.now();
+    expect((await control("/clock", { advance_seconds: (to - from) / 1000 })).status).toBe(200);
+    expect(performance.now() - started, "ms to answer the clock move").toBeLessThan(500);
+    for (const card of cards) expect(card.balance, card.id).toBe(days);
+    await clockTo("9998-06-01T23:59:59.000Z");
+    await clockTo("9998-06-03T00:00:00.000Z");
+    for (const card of cards) expect(card.balance, "one per day from there on").toBe(days + 2);
+  });
+
   it("does not top up by period a card that cannot spend, nor one whose auto top-up is off, nor beyond what the funding account holds", async () => {
     const card = autoTopUpCard(0);
     const other = data().cards.find((c) => c !== card && c.status === "Active" && c.poolAccountId === null)!;
