@@ -117,15 +117,27 @@ export class SandboxState {
     return card;
   }
 
-  /** Commits what fell due by now (sandbox time): suspensions whose processing delay has passed, then top-ups per period. */
+  /**
+   * Commits what fell due by now (sandbox time), in time order: suspensions whose processing delay has passed, and
+   * top-ups per period. A period that started before a suspension was committed found its card still Active.
+   */
   settle(): void {
     const now = this.clock.nowMs();
-    this.commitSuspensions(now);
-    for (const data of this.companies.values()) topUpByPeriod(data, now);
+    const due = this.pending.filter((p) => p.dueMs <= now).sort((a, b) => a.dueMs - b.dueMs);
+    for (const { dueMs } of due) {
+      this.topUpByPeriod(dueMs);
+      this.commitSuspensions(dueMs);
+    }
+    this.topUpByPeriod(now);
   }
 
+  /** Makes every company's top-ups per period that fell due by `ms`. */
+  private topUpByPeriod(ms: number): void {
+    for (const data of this.companies.values()) topUpByPeriod(data, ms);
+  }
+
+  /** Commits the suspensions due by `now`. */
   private commitSuspensions(now: number): void {
-    if (this.pending.length === 0) return;
     const due = this.pending.filter((p) => p.dueMs <= now);
     if (due.length === 0) return;
     this.pending = this.pending.filter((p) => p.dueMs > now);

@@ -671,6 +671,19 @@ describe("money back (spec-gaps, Balances): auto top-up and deposits", () => {
     for (const card of cards) expect(card.balance, "one per day from there on").toBe(days + 2);
   });
 
+  it("tops up by period a card whose suspension was still being processed when the period started, and none after it is suspended", async () => {
+    const card = autoTopUpCard(0);
+    expect((await api(`/public/v1/core/cards/${card.id}`, { method: "PUT", body: { auto_top_up_amount: 1000, velocity_period: "DAILY", card_usage_type_amount: 5000 } })).status).toBe(200);
+    await clockTo("2025-03-15T23:59:50.000Z");
+    expect((await api(`/public/v1/core/cards/${card.id}/change_status`, { method: "PUT", body: { status: "suspended" } })).status).toBe(200);
+    // One move past both: the period started at midnight, the suspension was committed 20 s later.
+    await clockTo("2025-03-16T01:00:00.000Z");
+    expect(card.status).toBe("Suspended");
+    expect(card.balance, "Active when the period started").toBe(1000);
+    await clockTo("2025-03-18T00:00:00.000Z");
+    expect(card.balance, "none while suspended").toBe(1000);
+  });
+
   it("does not top up by period a card that cannot spend, nor one whose auto top-up is off, nor beyond what the funding account holds", async () => {
     const card = autoTopUpCard(0);
     const other = data().cards.find((c) => c !== card && c.status === "Active" && c.poolAccountId === null)!;
