@@ -2,6 +2,7 @@
  * Response shapes of spec §2 built from the sandbox records. Every view returns a
  * fresh object, so a caller may not mutate sandbox state through it.
  */
+import { topUpPeriodOf } from "./data/balances.js";
 import { accountBalanceOf } from "./data/model.js";
 import type {
   CardRecord,
@@ -116,8 +117,8 @@ export function erpCardDetailView(card: CardRecord, company: SandboxCompany): Re
       amount: card.autoTopUpAmount,
       trigger: !card.autoTopUpEnabled ? "manual" : card.autoLoadOnTransactionApproval ? "transaction_approval" : "balance_below_threshold",
       threshold: card.lowBalanceNotificationAmount,
-      // Top-ups per velocity_period come beside the low-balance ones, not with loads on approval (spec-gaps, Balances).
-      period: card.autoTopUpEnabled && !card.autoLoadOnTransactionApproval ? card.velocityPeriod : null,
+      // Top-ups per velocity_period come beside the low-balance ones, not with loads on approval nor on a pool card (spec-gaps, Balances).
+      period: topUpPeriodOf(card),
     },
     atm_configuration: {
       atm_withdrawal_allowed: card.atmWithdrawalAllowed,

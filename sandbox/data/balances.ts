@@ -60,11 +60,17 @@ function ownAutoTopUp(card: CardRecord): boolean {
 }
 
 /**
- * Whether the card's own account is topped up per `velocity_period` (and when low): on auto top-up, not loading on
- * transaction approval instead, and the card Active (one that cannot spend gets no top-up, spec-gaps).
+ * The `velocity_period` the card's own account is topped up per (and when low), as its settings say: on auto top-up and
+ * not loading on transaction approval instead. Null for a pool card, whose account is its pool's (§2.5 gives a pool
+ * no period), and for a card off auto top-up or loading on approval.
  */
+export function topUpPeriodOf(card: CardRecord): string | null {
+  return ownAutoTopUp(card) && !card.autoLoadOnTransactionApproval ? card.velocityPeriod : null;
+}
+
+/** Whether the card's own account is topped up per period now: its settings say so and the card is Active (one that cannot spend gets no top-up, spec-gaps). */
 function topsUpByPeriod(card: CardRecord): boolean {
-  return card.status === "Active" && ownAutoTopUp(card) && !card.autoLoadOnTransactionApproval;
+  return card.status === "Active" && topUpPeriodOf(card) !== null;
 }
 
 /**
@@ -76,7 +82,7 @@ function topsUpByPeriod(card: CardRecord): boolean {
  */
 function autoTopUpOf(card: CardRecord, data: Accounts): { readonly amount: number; readonly threshold: number } | undefined {
   if (card.poolAccountId === null) {
-    return ownAutoTopUp(card) && !card.autoLoadOnTransactionApproval ? { amount: card.autoTopUpAmount, threshold: card.lowBalanceNotificationAmount } : undefined;
+    return topUpPeriodOf(card) !== null ? { amount: card.autoTopUpAmount, threshold: card.lowBalanceNotificationAmount } : undefined;
   }
   const pool = poolOf(card, data);
   return pool?.topupType === "auto_topup" ? { amount: pool.lowBalanceNotificationAmount, threshold: pool.lowBalanceNotificationAmount } : undefined;

@@ -728,6 +728,20 @@ describe("money back (spec-gaps, Balances): auto top-up and deposits", () => {
     expect((await control(`/companies/${h.companyId}/cards/CAUNKNOWN000/auto_load`, { on_transaction_approval: true })).status).toBe(404);
   });
 
+  it("shows no top-up period on a pool card with an auto top-up amount: its account is its pool's, which no period tops up", async () => {
+    const card = data().cards.find((c) => c.status === "Active" && c.poolAccountId !== null)!;
+    expect(card, "seed 7 has an Active pool card").toBeDefined();
+    const pool = data().pools.find((p) => p.id === card.poolAccountId)!;
+    pool.balance = 0;
+    // No other card on auto top-up: its top-ups would draw on the funding account too.
+    for (const other of data().cards) if (other !== card) other.autoTopUpEnabled = false;
+    data().company.fundingBalance = 1_000_000;
+    expect((await api(`/public/v1/core/cards/${card.id}`, { method: "PUT", body: { auto_top_up_amount: 500, velocity_period: "DAILY" } })).status).toBe(200);
+    expect((await erpCard(card.id)).auto_top_up_configuration).toMatchObject({ amount: 500, period: null });
+    await clockTo("2025-04-01T00:00:00.000Z");
+    expect([pool.balance, data().company.fundingBalance], "no top-up per period").toEqual([0, 1_000_000]);
+  });
+
   it("does not top up a card set to load on approval when spend leaves it below its threshold", async () => {
     const card = autoTopUpCard(0);
     await control(`/companies/${h.companyId}/cards/${card.id}/auto_load`, { on_transaction_approval: true });
