@@ -113,17 +113,26 @@ describe("GET /public/v1/erp/pool_accounts", () => {
     }
   });
 
-  it("combines manager_id, created_by and a creation range (all must match)", async () => {
-    const all = (await h.json("/public/v1/erp/pool_accounts")).body.data as Row[];
-    const target = all[1] as Row;
-    const manager = target.account_managers[1].user_id as string;
-    const creator = target.created_by.user_id as string;
-    const day = String(target.created_at).slice(0, 10);
-    const got = (await h.json(`/public/v1/erp/pool_accounts?manager_id=${manager}&created_by=${creator}&created_time_from=${day}`)).body.data as Row[];
-    expect(got.map((p) => p.id)).toEqual(
-      all.filter((p) => p.account_managers.some((m: Row) => m.user_id === manager) && String(p.created_at).slice(0, 10) >= day).map((p) => p.id),
-    );
-    expect(got.map((p) => p.id)).toContain(target.id);
+  it("combines manager_id, created_by and a creation range (all must match, each narrowing what the others give)", async () => {
+    const data = h.sandbox.control.company(h.companyId)!;
+    const pools = [...data.pools].sort((a, b) => a.createdAt.localeCompare(b.createdAt));
+    expect(pools.length, "seed 7 has pools enough to leave one out per filter").toBeGreaterThanOrEqual(4);
+    const [manager, creator, someoneElse] = data.users;
+    // The newest pools all match, but for one the manager does not manage and one another user created; the oldest is
+    // before the range: each filter left out lets one more pool in.
+    pools.forEach((pool, i) => Object.assign(pool, { managers: i === pools.length - 1 ? [someoneElse] : [manager, someoneElse], createdBy: i === pools.length - 2 ? someoneElse : creator }));
+    const from = pools[1]!.createdAt.slice(0, 10);
+    const ids = async (query: string) => ((await h.json(`/public/v1/erp/pool_accounts?${query}`)).body.data as Row[]).map((p) => p.id as string).sort();
+    const byManager = `manager_id=${manager!.userId}`;
+    const byCreator = `created_by=${creator!.userId}`;
+    const byRange = `created_time_from=${from}`;
+    const got = await ids(`${byManager}&${byCreator}&${byRange}`);
+    expect(got).toEqual(pools.slice(1, -2).map((p) => p.id).sort());
+    for (const query of [`${byCreator}&${byRange}`, `${byManager}&${byRange}`, `${byManager}&${byCreator}`]) {
+      const without = await ids(query);
+      expect(without.length, query).toBe(got.length + 1);
+      expect(without, query).toEqual(expect.arrayContaining(got));
+    }
   });
 });
 
