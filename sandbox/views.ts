@@ -16,7 +16,7 @@ import type {
   UserProfile,
 } from "./data/model.js";
 import { round2 } from "./prng.js";
-import type { Consumption } from "./data/spend-limits.js";
+import { enforcesCount, type Consumption } from "./data/spend-limits.js";
 
 const DETAIL_ONLY_FIELDS = ["transaction_status", "transaction_fee_amount", "clearing_fee"] as const;
 
@@ -51,6 +51,9 @@ function masked(card: CardRecord): string {
   return `**** **** **** ${card.lastFour}`;
 }
 
+/** `atm_configuration` limits (§2.3): none, as the sandbox enforces none (`allow_atm` alone governs ATM use). */
+const NO_ATM_LIMIT = { frequency: null, max_amount: null, number_of_withdrawals: null, limit_per_withdrawal: null } as const;
+
 /** ERP card (§2.3), list shape. */
 export function erpCardView(card: CardRecord, company: SandboxCompany): Record<string, unknown> {
   return {
@@ -69,7 +72,7 @@ export function erpCardView(card: CardRecord, company: SandboxCompany): Record<s
     float_management_enabled: card.floatManagementEnabled,
     card_replaced: card.cardReplaced,
     purchase_limits_active: card.spendLimit.active,
-    transaction_limits_active: card.spendLimit.frequency > 0,
+    transaction_limits_active: enforcesCount(card.spendLimit),
     country_limits_active: card.countryLimitsActive,
     category_limits_active: card.categoryLimitsActive,
     atm_withdrawal_allowed: card.atmWithdrawalAllowed,
@@ -120,13 +123,8 @@ export function erpCardDetailView(card: CardRecord, company: SandboxCompany): Re
       // Top-ups per velocity_period come beside the low-balance ones, not with loads on approval nor on a pool card (spec-gaps, Balances).
       period: topUpPeriodOf(card),
     },
-    atm_configuration: {
-      atm_withdrawal_allowed: card.atmWithdrawalAllowed,
-      frequency: "DAILY",
-      max_amount: card.atmWithdrawalAllowed ? 2_000 : 0,
-      number_of_withdrawals: card.atmWithdrawalAllowed ? 3 : 0,
-      limit_per_withdrawal: card.atmWithdrawalAllowed ? 1_000 : 0,
-    },
+    // No ATM limit is enforced (only whether ATM use is allowed), so none is shown (spec-gaps, Cards and users).
+    atm_configuration: { atm_withdrawal_allowed: card.atmWithdrawalAllowed, ...NO_ATM_LIMIT },
   };
 }
 
@@ -230,7 +228,7 @@ export function coreCardView(card: CardRecord, data: Pick<CompanyData, "company"
     issuer: "sandbox-issuer",
     allowed_mccs_active: card.categoryLimitsActive,
     spend_limit_active: card.spendLimit.active,
-    atm_limit_active: card.atmWithdrawalAllowed,
+    atm_limit_active: false,
     auto_top_up_amount: card.autoTopUpAmount,
     auto_load_on_transaction_approval: card.autoLoadOnTransactionApproval,
     tokenization_status: card.status === "Active" ? "tokenized" : "not_tokenized",
@@ -254,15 +252,16 @@ export function coreCardView(card: CardRecord, data: Pick<CompanyData, "company"
     account_balance: accountBalanceOf(card, data),
     shipment_tracking: null,
     spend_limit: write ? spendLimitObject(card, write) : card.spendLimit.maxAmount,
-    atm_limit: card.atmWithdrawalAllowed ? 2_000 : 0,
+    atm_limit: null,
     shipping_address: card.cardType === "Physical" ? { line1: "Office 1204, Business Bay", city: "Dubai", country: company.country } : null,
     card_template: null,
     erp_bank_account: null,
     step_up_auth_delegated_user_profile: null,
     created_at: card.createdAt,
-    atm_transactions_limit_active: card.atmWithdrawalAllowed,
-    atm_transactions_limit: card.atmWithdrawalAllowed ? 3 : 0,
-    transactions_limit_active: card.spendLimit.frequency > 0,
+    // As in the ERP read's atm_configuration: no ATM limit is enforced, so none is on.
+    atm_transactions_limit_active: false,
+    atm_transactions_limit: null,
+    transactions_limit_active: enforcesCount(card.spendLimit),
     transactions_limit: {
       max_amount: card.spendLimit.maxAmount,
       min_amount: 0,

@@ -5,7 +5,7 @@
  * (spec-gaps, Spend limits).
  */
 import { round2 } from "../prng.js";
-import type { CardRecord, CompanyData } from "./model.js";
+import type { CardRecord, CompanyData, SpendLimit } from "./model.js";
 import { calendarWindow } from "./periods.js";
 
 /** What a card's spend in its limit's current window took: fee-inclusive amount (card currency) and transactions. */
@@ -38,6 +38,14 @@ export function consumedOf(card: CardRecord, data: Pick<CompanyData, "transactio
 }
 
 /**
+ * Whether the limit's count (`spend_limit_frequency`) stops spend: while the limit is enforced, a count is set and
+ * there is a window to count in (`PER_TRANSACTION` bounds the amount alone). What the views show as the count's flag.
+ */
+export function enforcesCount(limit: SpendLimit): boolean {
+  return limit.active && limit.frequency > 0 && windowStart(limit.period, 0) !== undefined;
+}
+
+/**
  * The most spend made now on `card` may take (fee included) within its limit: Infinity while the limit is not
  * enforced, 0 once its window's count is used up.
  */
@@ -45,6 +53,6 @@ export function limitRoomOf(card: CardRecord, data: Pick<CompanyData, "transacti
   const limit = card.spendLimit;
   if (!limit.active) return Infinity;
   const used = consumedOf(card, data, nowMs);
-  if (limit.frequency > 0 && used.count >= limit.frequency) return 0;
+  if (enforcesCount(limit) && used.count >= limit.frequency) return 0;
   return Math.max(0, round2(limit.maxAmount - used.amount));
 }

@@ -432,9 +432,9 @@ describe("balances following new spend (§4.9: card balances account for pending
 
 describe("spend limits (§4.9: spend_limit_active says the limit is enforced, per spend_limit_period)", () => {
   const data = () => h.sandbox.control.company(h.companyId)!;
-  /** The one card that can pay: an Active card with its own account holding `balance`; every other account empty. */
-  function onlyPayer(balance?: number) {
-    const card = data().cards.find((c) => c.status === "Active" && c.poolAccountId === null)!;
+  /** The one card that can pay: an Active card with its own account holding `balance` (`atm`: allowing ATM use); every other account empty. */
+  function onlyPayer(balance?: number, atm = false) {
+    const card = data().cards.find((c) => c.status === "Active" && c.poolAccountId === null && (!atm || c.atmWithdrawalAllowed))!;
     for (const other of data().cards) if (other.poolAccountId === null) other.balance = 0;
     for (const pool of data().pools) pool.balance = 0;
     card.balance = balance ?? card.allowedMaxBalance;
@@ -526,10 +526,7 @@ describe("spend limits (§4.9: spend_limit_active says the limit is enforced, pe
 
   it("counts cash withdrawals toward an active limit's number of transactions too, and stops them at it (spend_limit_frequency)", async () => {
     // The one card that can pay must allow ATM use for a cash withdrawal to go on it.
-    const atm = data().cards.find((c) => c.status === "Active" && c.poolAccountId === null && c.atmWithdrawalAllowed)!;
-    for (const other of data().cards) if (other.poolAccountId === null) other.balance = 0;
-    for (const pool of data().pools) pool.balance = 0;
-    atm.balance = 1_000_000;
+    const atm = onlyPayer(1_000_000, true);
     const before = await limit(atm.id, { spend_limit_active: true, spend_limit_period: "DAILY", spend_limit_max_amount: 400_000, spend_limit_frequency: 1 });
     await limit(atm.id, { spend_limit_frequency: (before.consumed_frequency as number) + 3 });
     const withdrawals = async (count: number) => (await control(`/companies/${h.companyId}/transactions`, { count, transaction_category: "cash_withdrawal" })).body.data as Row[];
@@ -569,6 +566,39 @@ describe("spend limits (§4.9: spend_limit_active says the limit is enforced, pe
     expect(moved).toMatchObject({ consumed_frequency: (before.consumed_frequency as number) + 1, consumed_limit: round2((before.consumed_limit as number) + cost(old)) });
     expect((await control(path(old.id), { transaction_time: monthStart.replace("03-01", "02-27") }, "PATCH")).status).toBe(200);
     expect(await limit(cardId, { spend_limit_active: true })).toMatchObject({ consumed_frequency: before.consumed_frequency, consumed_limit: before.consumed_limit });
+  });
+
+  it("shows the count limit on, in the ERP and core views, only while it is enforced: not for a limit not enforced, without a count, or PER_TRANSACTION", async () => {
+    const card = onlyPayer(1_000_000);
+    /** The count flag as every view shows it after `body` is written: core write and list, ERP list and read. */
+    const flagsAfter = async (body: Row) => {
+      const written = (await h.json(`/public/v1/core/cards/${card.id}/update_velocity_limit`, { body })).body.data.card as Row;
+      const listed = ((await h.json("/public/v1/core/cards?page_size=100")).body.data.cards as Row[]).find((c) => c.id === card.id)!;
+      const erp = ((await h.json("/public/v1/erp/cards?page_size=100")).body.data as Row[]).find((c) => c.id === card.id)!;
+      const detail = (await h.json(`/public/v1/erp/cards/${card.id}`)).body.data as Row;
+      return [written.transactions_limit_active, listed.transactions_limit_active, erp.transaction_limits_active, detail.transaction_limits_active].map(String);
+    };
+    const cases: [Row, string][] = [
+      [{ spend_limit_active: false, spend_limit_period: "DAILY", spend_limit_max_amount: 400_000, spend_limit_frequency: 1 }, "false"],
+      [{ spend_limit_active: true, spend_limit_frequency: 0 }, "false"],
+      [{ spend_limit_period: "PER_TRANSACTION", spend_limit_frequency: 1 }, "false"],
+      [{ spend_limit_period: "DAILY", spend_limit_frequency: 1_000 }, "true"],
+    ];
+    for (const [body, on] of cases) expect(await flagsAfter(body), JSON.stringify(body)).toEqual([on, on, on, on]);
+    // What the flag says is what happens: a PER_TRANSACTION limit counts nothing, so its count of 1 stops no purchase.
+    await limit(card.id, { spend_limit_period: "PER_TRANSACTION", spend_limit_frequency: 1 });
+    expect(await purchases(3)).toHaveLength(3);
+  });
+
+  it("shows no ATM limit on, in the ERP and core views, as none is enforced: a card allowing ATM use withdraws more often than any shown", async () => {
+    const atm = onlyPayer(1_000_000, true);
+    const listed = ((await h.json("/public/v1/core/cards?page_size=100")).body.data.cards as Row[]).find((c) => c.id === atm.id)!;
+    expect([listed.atm_limit_active, listed.atm_transactions_limit_active].map(String)).toEqual(["false", "false"]);
+    expect([listed.atm_limit, listed.atm_transactions_limit]).toEqual([null, null]);
+    const detail = (await h.json(`/public/v1/erp/cards/${atm.id}`)).body.data as Row;
+    expect(detail.atm_configuration).toEqual({ atm_withdrawal_allowed: true, frequency: null, max_amount: null, number_of_withdrawals: null, limit_per_withdrawal: null });
+    const made = (await control(`/companies/${h.companyId}/transactions`, { count: 6, transaction_category: "cash_withdrawal" })).body.data as Row[];
+    expect(made.filter((tx) => tx.card_external_id === atm.id)).toHaveLength(6);
   });
 
   it("does not enforce an inactive limit, yet reports the period's spend", async () => {
