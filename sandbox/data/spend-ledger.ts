@@ -2,10 +2,10 @@
  * What each card's spend consumed, by UTC day of its `transaction_time` (spec-gaps, Spend limits): a spend limit's
  * window (`consumedOf`) sums the days from its start instead of walking the store's transactions, which at a large
  * store took a purchase hundreds of milliseconds. A reversal takes its share of its purchase off the purchase's day
- * (a reversed authorisation was never spent); a refund takes nothing. Totals are whole cents, so adding and taking
- * back stays exact.
+ * (a reversed authorisation was never spent); a refund takes nothing.
  */
 import { SPEND_CATEGORIES, amountOf, shareOf } from "./balances.js";
+import { DayTotals } from "./day-totals.js";
 import type { TransactionRecord } from "./model.js";
 
 /** The store's lookups a purchase's reversals are found with. */
@@ -14,23 +14,9 @@ export interface Family {
   childrenOf(qashioId: string): TransactionRecord[];
 }
 
-const DAY_MS = 86_400_000;
-
-/** What a card's spend consumed: fee-inclusive amount in cents and transactions. */
-interface Use {
-  cents: number;
-  count: number;
-}
-
-/** What one transaction adds to its card's day, kept so that a change or a recount takes exactly that back. */
-interface Entry extends Use {
-  readonly card: string;
-  readonly day: number;
-}
-
 export class SpendLedger {
-  private readonly byCard = new Map<string, Map<number, Use>>();
-  private readonly entries = new Map<string, Entry>();
+  /** By card. */
+  private readonly totals = new DayTotals();
   /** What the forgotten reversals of a purchase reversed (`transaction_amount`), by its qashio_id, while it is held. */
   private readonly forgottenReversed = new Map<string, number>();
 
@@ -49,17 +35,16 @@ export class SpendLedger {
    * reversed all of it (a reversal after a partial refund reverses only the rest: the refunded part stays spent).
    */
   private count(tx: TransactionRecord, family: Family): void {
-    this.takeBack(tx.id);
-    const day = Math.floor(Date.parse(tx.transaction_time) / DAY_MS);
     const card = tx.card_external_id;
-    if (!SPEND_CATEGORIES.has(tx.transaction_category) || !Number.isFinite(day) || typeof card !== "string") return;
+    if (!SPEND_CATEGORIES.has(tx.transaction_category) || typeof card !== "string") {
+      this.totals.remove(tx.id);
+      return;
+    }
     const reversals = family.childrenOf(tx.qashio_id).filter((child) => child.transaction_category === "reversal");
     const reversed = reversals.reduce((sum, r) => sum + Number(r.transaction_amount), this.forgottenReversed.get(tx.qashio_id) ?? 0);
     const whole = Math.round(amountOf(tx) * 100);
     const cents = whole - Math.min(whole, Math.round(shareOf(tx, reversed) * 100));
-    const entry: Entry = { card, day, cents, count: reversed > 0 && reversed >= Number(tx.transaction_amount) ? 0 : 1 };
-    this.entries.set(tx.id, entry);
-    this.move(entry, 1);
+    this.totals.set(tx.id, card, tx.transaction_time, { cents, count: reversed > 0 && reversed >= Number(tx.transaction_amount) ? 0 : 1 });
   }
 
   /**
@@ -67,7 +52,7 @@ export class SpendLedger {
    * give limit room back), only its entry goes.
    */
   forget(tx: TransactionRecord): void {
-    this.entries.delete(tx.id);
+    this.totals.keep(tx.id);
     this.forgottenReversed.delete(tx.qashio_id);
     if (tx.transaction_category === "reversal" && tx.parent_qashio_id !== null) {
       // Its held purchase, counted again after a change, must still count less what it reversed.
@@ -77,30 +62,6 @@ export class SpendLedger {
 
   /** What the card's spend dated at or after `startMs` consumed (-Infinity: all of it). */
   consumed(cardId: string, startMs: number): { readonly cents: number; readonly count: number } {
-    let cents = 0;
-    let count = 0;
-    for (const [day, use] of this.byCard.get(cardId) ?? []) {
-      if (day * DAY_MS < startMs) continue;
-      cents += use.cents;
-      count += use.count;
-    }
-    return { cents, count };
-  }
-
-  private takeBack(id: string): void {
-    const entry = this.entries.get(id);
-    if (entry === undefined) return;
-    this.entries.delete(id);
-    this.move(entry, -1);
-  }
-
-  private move(entry: Entry, sign: 1 | -1): void {
-    let days = this.byCard.get(entry.card);
-    if (days === undefined) this.byCard.set(entry.card, (days = new Map()));
-    const use = days.get(entry.day) ?? { cents: 0, count: 0 };
-    use.cents += sign * entry.cents;
-    use.count += sign * entry.count;
-    if (use.count === 0 && use.cents === 0) days.delete(entry.day);
-    else days.set(entry.day, use);
+    return this.totals.sum(cardId, startMs);
   }
 }

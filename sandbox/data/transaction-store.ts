@@ -4,6 +4,7 @@
  * finds its page in O(n / CHUNK + CHUNK + page) and acknowledging is O(batch).
  */
 import type { ClientSyncStatus, TransactionRecord } from "./model.js";
+import { NetSpend } from "./net-spend.js";
 import { SpendLedger } from "./spend-ledger.js";
 
 const CHUNK = 512;
@@ -34,6 +35,8 @@ export class TransactionStore {
   private readonly forgottenReturns = new Map<string, number>();
   /** What each card's spend consumed, by day (spend limits' windows): kept as transactions come, change and go. */
   readonly spend = new SpendLedger();
+  /** The company's net spend by day (company summary): kept as transactions come, change and go. */
+  readonly netSpend = new NetSpend();
 
   get size(): number {
     return this.items.length;
@@ -42,12 +45,17 @@ export class TransactionStore {
   /** Appends a transaction newer than every stored one. */
   add(tx: TransactionRecord): void {
     this.index(tx);
-    this.spend.follow(tx, this);
+    this.follow(tx);
   }
 
-  /** A stored transaction changed in place (control PATCH): what it consumed is counted as it is now. */
+  /** A stored transaction changed in place (control PATCH): what it consumed and spent is counted as it is now. */
   changed(tx: TransactionRecord): void {
-    if (this.get(tx.id) === tx) this.spend.follow(tx, this);
+    if (this.get(tx.id) === tx) this.follow(tx);
+  }
+
+  private follow(tx: TransactionRecord): void {
+    this.spend.follow(tx, this);
+    this.netSpend.follow(tx);
   }
 
   private index(tx: TransactionRecord): void {
@@ -137,6 +145,7 @@ export class TransactionStore {
         // Its parent, when held, keeps what it gave back; a forgotten parent keeps nothing (nothing can name it again).
         this.forgottenReturns.delete(tx.qashio_id);
         this.spend.forget(tx);
+        this.netSpend.forget(tx);
         if (tx.parent_qashio_id !== null) {
           this.forgottenReturns.set(tx.parent_qashio_id, this.forgottenReturnsOf(tx.parent_qashio_id) + Number(tx.transaction_amount));
         }

@@ -20,6 +20,7 @@ import {
   type ChartOfAccountsQuery,
 } from "../../shared/qashio/schemas/index.js";
 import type { CompanyData, MasterRecord, TransactionRecord } from "../data/model.js";
+import { calendarWindow } from "../data/periods.js";
 import { NotFoundError, ValidationError } from "../errors.js";
 import {
   contains,
@@ -333,15 +334,9 @@ export function companySummaryView(data: CompanyData, asOf: string): Record<stri
   }
   const poolsBalance = data.pools.reduce((sum, p) => sum + p.balance, 0);
   const month = asOf.slice(0, 7);
-  let monthSpend = 0;
-  const all = data.transactions.all();
-  // Newest first until the month changes: bounded by this month's transactions.
-  for (let i = all.length - 1; i >= 0; i--) {
-    const tx = all[i] as TransactionRecord;
-    if (tx.transaction_time.slice(0, 7) < month) break;
-    if (tx.transaction_category === "purchase" || tx.transaction_category === "cash_withdrawal") monthSpend += tx.billing_amount + tx.transaction_fee_amount;
-    if (tx.transaction_category === "refund" || tx.transaction_category === "reversal") monthSpend -= tx.billing_amount;
-  }
+  // This calendar month (UTC) by transaction_time as it is now, from the store's daily totals: no walk.
+  const { start, next } = calendarWindow("MONTHLY", Date.parse(asOf))!;
+  const monthSpend = data.transactions.netSpend.between(start, next);
   return {
     company_id: company.id,
     company_name: company.name,

@@ -7,7 +7,7 @@ import { ErrorEnvelopeSchema, TransactionSchema } from "../../shared/qashio/sche
 import { createSandbox, ValidationError } from "../../sandbox/index.js";
 import { consumedOf } from "../../sandbox/data/spend-limits.js";
 import { round2 } from "../../sandbox/prng.js";
-import { BASE, CLIENT, REDIRECT_URI, errorCodes, fillAccounts, harness, instantClock, START, tokensFor, type Harness, type Row } from "./helpers.js";
+import { BASE, CLIENT, REDIRECT_URI, errorCodes, fillAccounts, harness, instantClock, netSpendIn, START, START_MONTH, tokensFor, type Harness, type Row } from "./helpers.js";
 
 const LIST = "/public/v1/erp/transactions";
 
@@ -1129,6 +1129,8 @@ describe("retention (retainTransactions, the demo's bound)", () => {
     expect((await x.json(`${LIST}/${forgotten.id}`)).status).toBe(404);
     expect((await x.json(`${LIST}?page_size=100`)).body.pagination.total_records).toBe(11);
     expect((await x.json(`/_sandbox/companies/${x.companyId}/transactions`, { body: { parent_qashio_id: forgotten.qashio_id }, token: null })).status).toBe(400);
+    // The company summary leaves it out: this month's spend is that of the transactions held.
+    expect((await x.json("/public/v1/erp/company/summary")).body.data.month_to_date_spend.amount).toBe(netSpendIn(held(x), ...START_MONTH));
   });
 
   it("names only a purchase it still holds as the parent of a refund or reversal made without one", async () => {

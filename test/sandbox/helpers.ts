@@ -6,7 +6,7 @@ import { QashioClient } from "../../shared/qashio/client.js";
 import { StaticTokenProvider } from "../../shared/qashio/auth/token-provider.js";
 import type { Clock } from "../../shared/qashio/http.js";
 import { createSandbox, SANDBOX_IN_PROCESS_URL, type Sandbox, type SandboxOptions } from "../../sandbox/index.js";
-import type { CompanyData } from "../../sandbox/data/model.js";
+import type { CompanyData, TransactionRecord } from "../../sandbox/data/model.js";
 
 /** A JSON object navigated freely in assertions (its shape is asserted with the shared schemas separately). */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- response bodies are read loosely in tests
@@ -27,6 +27,25 @@ export function fillAccounts(data: Pick<CompanyData, "cards" | "pools">): void {
 }
 
 export const START = "2025-03-15T12:00:00.000Z";
+
+/**
+ * The company summary's month spend (spec-gaps, Company summary) worked out by walking `transactions`: purchases and
+ * cash withdrawals with their fee, less refunds and reversals, whose `transaction_time` lies in [fromMs, toMs).
+ */
+export function netSpendIn(transactions: readonly TransactionRecord[], fromMs: number, toMs: number): number {
+  let cents = 0;
+  for (const tx of transactions) {
+    const time = Date.parse(tx.transaction_time);
+    if (time < fromMs || time >= toMs) continue;
+    if (tx.transaction_category === "purchase" || tx.transaction_category === "cash_withdrawal") cents += Math.round((tx.billing_amount + tx.transaction_fee_amount) * 100);
+    if (tx.transaction_category === "refund" || tx.transaction_category === "reversal") cents -= Math.round(tx.billing_amount * 100);
+  }
+  return cents / 100;
+}
+
+/** [start, end) of START's month (UTC). */
+export const START_MONTH = [Date.UTC(2025, 2, 1), Date.UTC(2025, 3, 1)] as const;
+
 export const REDIRECT_URI = "http://127.0.0.1:8765/callback";
 export const BASE = SANDBOX_IN_PROCESS_URL;
 export const CLIENT = { client_id: "sandbox-client", client_secret: "sandbox-secret" } as const;

@@ -1,4 +1,4 @@
-import { beforeEach, describe, expect, it } from "vitest";
+import { beforeEach, describe, expect, it, vi } from "vitest";
 import {
   BankAccountSchema,
   ChartOfAccountSchema,
@@ -12,7 +12,7 @@ import {
   successEnvelope,
 } from "../../shared/qashio/schemas/index.js";
 import { NotFoundError } from "../../shared/qashio/errors.js";
-import { errorCodes, harness, tokensFor, type Harness, type Row } from "./helpers.js";
+import { errorCodes, harness, netSpendIn, START, START_MONTH, tokensFor, type Harness, type Row } from "./helpers.js";
 
 let h: Harness;
 beforeEach(async () => {
@@ -343,6 +343,37 @@ describe("GET /public/v1/erp/company/summary", () => {
     expect(summary.available_balance).toBeCloseTo(summary.total_balance - summary.pending_authorisations, 2);
     expect(summary.month_to_date_spend.month).toBe("2025-03");
     expect(await h.client.getCompanySummary()).toMatchObject({ company_id: h.companyId });
+  });
+
+  it("counts this month's spend by each transaction's time as it is now, whenever it was created (spec-gaps, Company summary)", async () => {
+    const data = h.sandbox.control.company(h.companyId)!;
+    const [from] = START_MONTH;
+    const scanned = () => netSpendIn(data.transactions.all(), ...START_MONTH);
+    const spend = async () => ((await h.json("/public/v1/erp/company/summary")).body.data as Row).month_to_date_spend.amount as number;
+    const patch = async (id: string, transaction_time: string) =>
+      expect((await h.json(`/_sandbox/companies/${h.companyId}/transactions/${id}`, { method: "PATCH", body: { transaction_time }, token: null })).status).toBe(200);
+    // Read from the store's daily totals: the summary walks none of its transactions.
+    const walks = vi.spyOn(data.transactions, "all");
+    const before = await spend();
+    expect(walks).not.toHaveBeenCalled();
+    walks.mockRestore();
+    expect(before).toBe(scanned());
+    const inMonth = data.transactions.all().filter((tx) => tx.transaction_category === "purchase" && Date.parse(tx.transaction_time) >= from);
+    expect(inMonth.length, "seed 7 has purchases this month").toBeGreaterThan(1);
+    const cost = (tx: (typeof inMonth)[number]) => Math.round((tx.billing_amount + tx.transaction_fee_amount) * 100) / 100;
+    // A purchase made before the month, its time patched into it: created before the month's first, it counts.
+    const old = data.transactions.all().find((tx) => tx.transaction_category === "purchase" && Date.parse(tx.created_at) < from)!;
+    await patch(old.id, START);
+    expect(await spend()).toBe(Math.round((before + cost(old)) * 100) / 100);
+    expect(await spend()).toBe(scanned());
+    // The newest purchase of the month backdated to the month before: it no longer counts, the older ones still do.
+    const newest = inMonth[inMonth.length - 1]!;
+    await patch(newest.id, "2025-02-27T10:00:00.000Z");
+    expect(await spend()).toBe(Math.round((before + cost(old) - cost(newest)) * 100) / 100);
+    // Moved past the month: not this month's spend either.
+    await patch(old.id, "2025-04-02T10:00:00.000Z");
+    expect(await spend()).toBe(Math.round((before - cost(newest)) * 100) / 100);
+    expect(await spend()).toBe(scanned());
   });
 
   it("gives the funding account the balance its latest statement closed at, as the card balance read does", async () => {
