@@ -44,7 +44,9 @@ export class SpendLedger {
     const reversed = reversals.reduce((sum, r) => sum + Number(r.transaction_amount), this.forgottenReversed.get(tx.qashio_id) ?? 0);
     const whole = Math.round(amountOf(tx) * 100);
     const cents = whole - Math.min(whole, Math.round(shareOf(tx, reversed) * 100));
-    this.totals.set(tx.id, card, tx.transaction_time, { cents, count: reversed > 0 && reversed >= Number(tx.transaction_amount) ? 0 : 1 });
+    // Compared in cents: summed as floats, reversals of all of it in parts can fall short of it (0.12 + 0.05 < 0.17).
+    const reversedCents = Math.round(reversed * 100);
+    this.totals.set(tx.id, card, tx.transaction_time, { cents, count: reversedCents > 0 && reversedCents >= Math.round(Number(tx.transaction_amount) * 100) ? 0 : 1 });
   }
 
   /**

@@ -64,3 +64,24 @@ describe("what a window consumed (the store's ledger, spec-gaps, Spend limits)",
     }
   });
 });
+
+describe("a purchase reversed in full in parts", () => {
+  it("is no transaction of its window, whatever the float sum of its reversals' amounts (0.12 + 0.05 is under 0.17)", () => {
+    const nowMs = Date.parse("2025-08-14T17:45:12.345Z");
+    const state = new SandboxState({ seed: 7, startTime: nowMs, latencyMs: 0, realTime: false, accessTokenTtlSeconds: 3600 });
+    state.reset({ transactions: 50 });
+    const data = state.listCompanies()[0]!;
+    fillAccounts(data);
+    const [purchase] = state.createTransactions(data, { count: 1, category: "purchase" });
+    const card = data.cards.find((c) => c.id === purchase!.card_external_id)!;
+    const allTime = { ...card, spendLimit: { ...card.spendLimit, period: "ALL_TIME" } };
+    const before = consumedOf(allTime, data, nowMs).count;
+    state.patchTransaction(data, purchase!.id, { transaction_amount: 0.17 });
+    // The first reversal reverses all of it; changed to part, a second reverses the rest.
+    const [first] = state.createTransactions(data, { count: 1, category: "reversal", parentQashioId: purchase!.qashio_id });
+    state.patchTransaction(data, first!.id, { transaction_amount: 0.12 });
+    const [second] = state.createTransactions(data, { count: 1, category: "reversal", parentQashioId: purchase!.qashio_id });
+    expect(second!.transaction_amount).toBe(0.05);
+    expect(consumedOf(allTime, data, nowMs).count).toBe(before - 1);
+  });
+});
