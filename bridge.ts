@@ -5,6 +5,7 @@
 import { main, stopNotice } from "./shared/cli/main.js";
 import { TokensLostError } from "./shared/cli/errors.js";
 import { spendingRefreshes } from "./shared/cli/token-spending.js";
+import { stopAtOnce } from "./shared/cli/stop-at-once.js";
 
 const controller = new AbortController();
 const notice = stopNotice(process.argv[2]);
@@ -44,17 +45,6 @@ const stop = () => {
   if (notice !== undefined) process.stderr.write(`${notice}\n`);
   controller.abort();
 };
-/**
- * Ends the process now, killed by SIGINT whichever signal asked (130 in a shell): with no listener left, the signal's
- * default action ends it in the kernel. Not process.exit(130): it joins V8's background threads, and on Node 24 one of
- * them, compiling mid-cycle, can wait for a garbage collection only the exiting thread could run (nodejs/node#64274):
- * the process then hung for good (test/process-exit.test.ts).
- */
-function stopAtOnce(): void {
-  process.stderr.write("stopped at once\n");
-  process.removeAllListeners("SIGINT");
-  process.kill(process.pid, "SIGINT");
-}
 process.on("SIGINT", stop);
 process.on("SIGTERM", stop);
 // A closed terminal (SIGHUP) is a stop like SIGTERM: by default it kills the process wherever it is, mid-cycle, or with
@@ -82,8 +72,8 @@ finished = true;
 // Once nothing is left to run (work the command left in flight is done), exit here instead of letting Node tear the
 // process down: its teardown closes the signal listeners some milliseconds before the process is gone, and a signal
 // in that window ended a run that had succeeded as killed (status 143; on Node 24 every time the signal followed the
-// summary at once). The one process.exit() left (test/process-exit.test.ts): it can hang for good on Node 24 when a
-// V8 background thread, compiling, waits for a garbage collection (nodejs/node#64274), but Node waits for V8's
-// background work to finish before it emits 'beforeExit', so only work started by the few lines run from here on
-// could.
+// summary at once). The one process.exit() left here (test/process-exit.test.ts; stopAtOnce keeps one on Windows): it
+// can hang for good on Node 24 when a V8 background thread, compiling, waits for a garbage collection
+// (nodejs/node#64274), but Node waits for V8's background work to finish before it emits 'beforeExit', so only work
+// started by the few lines run from here on could.
 process.once("beforeExit", () => process.exit());

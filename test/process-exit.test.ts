@@ -18,6 +18,8 @@ const ENTRIES: Readonly<Record<string, number>> = {
   "sandbox/main.ts": 0,
   "shared/cli/bench-sandbox.ts": 0,
   "shared/cli/bench-baseline.ts": 0,
+  // bridge.ts's second Ctrl-C, on Windows only, where a process cannot end itself by a signal (see there).
+  "shared/cli/stop-at-once.ts": 1,
 };
 
 describe("process.exit() in entries", () => {
@@ -25,6 +27,7 @@ describe("process.exit() in entries", () => {
     const code = readFileSync(join(ROOT, file), "utf8")
       .replace(/\/\*[\s\S]*?\*\//g, "")
       .replace(/\/\/.*$/gm, "");
-    expect(code.match(/process\.exit\(/g) ?? []).toHaveLength(kept);
+    // `.exit(` on anything: a module may end the process it is handed.
+    expect(code.match(/\.exit\(/g) ?? []).toHaveLength(kept);
   });
 });
