@@ -185,8 +185,6 @@ class CardRun extends CycleRun {
   private walkedPage = false;
   /** Cards a page the provider serves, once it served fewer than asked (this cycle, or the walk this one resumes). */
   private servedSize: number | undefined;
-  /** The last page size asked that a page of this cycle came whole in: the provider serves it. */
-  private servedWhole: number | undefined;
   private readonly mode: CardCycleMode;
 
   constructor(
@@ -272,7 +270,6 @@ class CardRun extends CycleRun {
       // ahead of the cards walked, and a resumed walk's move for cards removed could land past the first not reached;
       // and a provider counting has_next in the size asked would end the walk with cards still listed.
       const served = this.smallerSizeServed(result, entries.length, page);
-      if (entries.length >= this.pageSize) this.servedWhole = this.pageSize;
       if (served !== undefined) {
         this.deps.logger.warn("provider served fewer cards a page than asked; asking for that size", { from: this.pageSize, to: served });
         this.pageSize = this.servedSize = served;
@@ -333,20 +330,20 @@ class CardRun extends CycleRun {
    * The cards a page the provider serves, when page `page` of the walk (asked `this.pageSize`, holding `held`) shows
    * fewer than asked: its `page_size` says so, or (the answer's `page_size` echoing the size asked, or missing) the page
    * is short of the size asked while its `has_next` or count says it is not the last. Undefined when it shows none.
-   * Only a walk that does not know the size served yet learns it from a page: once a size was taken (this cycle, or by
-   * the walk it resumes) or the size asked came whole, a page short of it that is not the last left cards out of its
-   * page (nothing in §8 rules that out), and its pages are still numbered in the size asked. Taken for a smaller
-   * size served, each such page moved the walk back (its page number counted in the smaller size) and shrank the size
-   * by the cards left out; deeper in a list than as many pages as a page holds cards, the walk met the same page again
-   * each time, down to a page of one card that came empty, which ended the walk `complete` with the cards below it
-   * never walked. A
-   * `page_size` the answer's `total_pages` counts its pages in is followed whatever the walk knew: a maximum lowered
-   * under a walk.
+   * A walk learns a size from a page once: once a size was taken (this cycle, or by the walk it resumes), a page short
+   * of it that is not the last left cards out of its page (nothing in §8 rules that out), and its pages are still
+   * numbered in that size. Taken again, each such page moved the walk back (its page number counted in the smaller
+   * size) and shrank the size by the cards left out; deeper in a list than as many pages as a page holds cards, the
+   * walk met the same page again each time, down to a page of one card that came empty, which ended the walk
+   * `complete` with the cards below it never walked. Taken once, it costs at most a re-read of cards walked. Whole
+   * pages before do not rule a first one out: a provider may lower its maximum under a walk, and one whose `has_next`
+   * and `total_pages` count in the size asked then ended the walk `complete` halfway. A `page_size` the answer's
+   * `total_pages` counts its pages in is followed whatever the walk knew: a maximum lowered under a walk that says so.
    */
   private smallerSizeServed(result: ProviderPage, held: number, page: number): number | undefined {
     const stated = servedPageSize(result, this.pageSize);
     if (stated !== undefined && countsPagesIn(result, stated)) return stated;
-    if (this.servedSize !== undefined || this.servedWhole === this.pageSize) return undefined;
+    if (this.servedSize !== undefined) return undefined;
     return stated ?? (held > 0 && held < this.pageSize && listsMore(result, held, (page - 1) * this.pageSize) ? held : undefined);
   }
 

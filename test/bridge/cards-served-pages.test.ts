@@ -183,6 +183,27 @@ describe("card walk against a provider lowering its maximum under a walk", () =>
   });
 });
 
+describe("card walk against a provider lowering its maximum under a walk, its pagination not counted in the size served", () => {
+  it("reaches every card when pages come short after whole ones, pagination counted in the size asked or without a count", async () => {
+    for (const [name, shape] of [["countedInSizeAsked", pageShapes.countedInSizeAsked], ["echoingSizeAskedWithoutCount", pageShapes.echoingSizeAskedWithoutCount]] as const) {
+      for (const wholeFirst of [1, 3]) {
+        const rig = makeRig();
+        for (let i = 0; i < 10 * ASKED; i++) rig.provider.addCard();
+        expect((await pollCards(rig.deps)).outcome).toBe("complete");
+        const suspended = rig.provider.cards.map((card) => card["id"] as string);
+        for (const id of suspended) rig.provider.changeCard(id, { status: "Suspended" });
+        // Whole pages of the size asked for the first list calls, then at most CAP a page.
+        const list = rig.provider.listErpCards.bind(rig.provider);
+        let calls = 0;
+        rig.provider.listErpCards = async (query) => (++calls <= wholeFirst ? list(query) : shape(query, await list({ ...query, page_size: Math.min(query.page_size, CAP) })));
+        const label = `${name}, lowered after ${wholeFirst} whole pages`;
+        expect((await pollCards(rig.deps, { pageSize: ASKED })).outcome, label).toBe("complete");
+        expect(rig.publisher.ofType("card.suspended").map((e) => e.detail.subject.id).toSorted(), label).toEqual(suspended.toSorted());
+      }
+    }
+  });
+});
+
 /** Names the shape in a failure. */
 function withShape(name: string): (err: unknown) => never {
   return (err) => {
