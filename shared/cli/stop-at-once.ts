@@ -14,15 +14,17 @@ export type EndingProcess = Pick<NodeJS.Process, "platform" | "pid" | "kill" | "
  * them, compiling mid-cycle, can wait for a garbage collection only the exiting thread could run (nodejs/node#64274):
  * the process then hung for good (test/process-exit.test.ts).
  *
- * Windows has no signal to end a process with: there process.kill() of itself terminates it with exit code 1, a failed
- * cycle's code. It exits 130 there, the hang accepted (docs/spec-gaps.md, "Exiting").
+ * process.exit(130) it is, the hang accepted, where no signal can end the process: on Windows, which has none (there
+ * process.kill() of itself terminates it with exit code 1, a failed cycle's), and as PID 1 of a container, whose
+ * kernel drops a signal its PID namespace's init has no handler for, so the kill returns with the process running
+ * (docs/spec-gaps.md, "Exiting").
  */
 export function stopAtOnce(proc: EndingProcess = process): void {
   proc.stderr.write("stopped at once\n");
-  if (proc.platform === "win32") {
-    proc.exit(EXIT.interrupted);
-    return;
+  if (proc.platform !== "win32") {
+    proc.removeAllListeners("SIGINT");
+    // A fatal signal sent to itself ends the process before the kill returns (Linux makes the whole group exit then).
+    proc.kill(proc.pid, "SIGINT");
   }
-  proc.removeAllListeners("SIGINT");
-  proc.kill(proc.pid, "SIGINT");
+  proc.exit(EXIT.interrupted);
 }
