@@ -30,13 +30,19 @@ describe("spend limit windows (spec-gaps, Spend limits: calendar periods in UTC)
   });
 });
 
+/** A sandbox on a frozen clock with `transactions` in its first company, whose accounts can pay for any spend. */
+function frozenSandbox(transactions: number) {
+  const nowMs = Date.parse("2025-08-14T17:45:12.345Z");
+  const state = new SandboxState({ seed: 7, startTime: nowMs, latencyMs: 0, realTime: false, accessTokenTtlSeconds: 3600 });
+  state.reset({ transactions });
+  const data = state.listCompanies()[0]!;
+  fillAccounts(data);
+  return { nowMs, state, data };
+}
+
 describe("what a window consumed (the store's ledger, spec-gaps, Spend limits)", () => {
   it("equals a walk of every transaction by its time as it is now, less what reversals reversed, through new spend and control PATCHes of time, card, category and amounts", () => {
-    const nowMs = Date.parse("2025-08-14T17:45:12.345Z");
-    const state = new SandboxState({ seed: 7, startTime: nowMs, latencyMs: 0, realTime: false, accessTokenTtlSeconds: 3600 });
-    state.reset({ transactions: 3_000 });
-    const data = state.listCompanies()[0]!;
-    fillAccounts(data);
+    const { nowMs, state, data } = frozenSandbox(3_000);
     state.createTransactions(data, { count: 40 });
     const all = data.transactions.all();
     const prng = new Prng(3);
@@ -67,11 +73,7 @@ describe("what a window consumed (the store's ledger, spec-gaps, Spend limits)",
 
 describe("a purchase reversed in full in parts", () => {
   it("is no transaction of its window, whatever the float sum of its reversals' amounts (0.12 + 0.05 is under 0.17)", () => {
-    const nowMs = Date.parse("2025-08-14T17:45:12.345Z");
-    const state = new SandboxState({ seed: 7, startTime: nowMs, latencyMs: 0, realTime: false, accessTokenTtlSeconds: 3600 });
-    state.reset({ transactions: 50 });
-    const data = state.listCompanies()[0]!;
-    fillAccounts(data);
+    const { nowMs, state, data } = frozenSandbox(50);
     const [purchase] = state.createTransactions(data, { count: 1, category: "purchase" });
     const card = data.cards.find((c) => c.id === purchase!.card_external_id)!;
     const allTime = { ...card, spendLimit: { ...card.spendLimit, period: "ALL_TIME" } };
