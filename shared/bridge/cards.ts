@@ -12,17 +12,8 @@ import { DEFAULT_MAX_PAGES, type CardCycleDeps, type CycleOptions } from "./deps
 import type { EventType } from "./events/schemas.js";
 import type { BridgeEvent, QuarantineRecord, Snapshot, SnapshotKey } from "./ports.js";
 import type { CycleReport } from "./report.js";
-import {
-  countsPagesIn,
-  endsList,
-  listedTotal,
-  listsMore,
-  pageEntries,
-  servedPageSize,
-  SINGLE_READ_CONCURRENCY,
-  type PageEntry,
-  type ProviderPage,
-} from "./provider.js";
+import { ServedPageSize } from "./page-size.js";
+import { endsList, listedTotal, listsMore, pageEntries, SINGLE_READ_CONCURRENCY, type PageEntry } from "./provider.js";
 import { RecentIds } from "./recent-ids.js";
 import type { ValidationResult } from "./validate.js";
 import { ERP_CARD_DETAIL_KEYS } from "../qashio/schemas/erp-card.js";
@@ -185,6 +176,8 @@ class CardRun extends CycleRun {
   private walkedPage = false;
   /** Cards a page the provider serves, once it served fewer than asked (this cycle, or the walk this one resumes). */
   private servedSize: number | undefined;
+  /** What the walk's answers showed of the size served: it learns a smaller one once (see ServedPageSize). */
+  private pageSizes = new ServedPageSize({ lowersOnce: true });
   private readonly mode: CardCycleMode;
 
   constructor(
@@ -217,7 +210,10 @@ class CardRun extends CycleRun {
     // asked the configured size again, it would serve a page found by that size's numbering, before the first card not
     // reached, and the walk would count its offset back from there (each resumed walk losing ground, or a walk of one
     // page a cycle never moving).
-    if (offset > 0 && cursor.servedSize !== undefined && cursor.servedSize < this.pageSize) this.pageSize = this.servedSize = cursor.servedSize;
+    if (offset > 0 && cursor.servedSize !== undefined && cursor.servedSize < this.pageSize) {
+      this.pageSize = this.servedSize = cursor.servedSize;
+      this.pageSizes = new ServedPageSize({ lowersOnce: true, known: cursor.servedSize });
+    }
     // The list's size when the offset was taken: the list is newest first, so cards issued since sit above the offset
     // and push the first card not reached down by as many (cards removed pull it up). Applied at every page, as each
     // tells the new total: between two cycles and between two pages of one walk alike. Full walks only: the suspended
@@ -268,9 +264,11 @@ class CardRun extends CycleRun {
       // A provider serving fewer cards a page than asked (its maximum is not shown, §8.3) numbers its pages in that size:
       // the walk asks for it from here on and counts its offset in it. Counted in the size asked, the offset would run
       // ahead of the cards walked, and a resumed walk's move for cards removed could land past the first not reached;
-      // and a provider counting has_next in the size asked would end the walk with cards still listed.
-      const served = this.smallerSizeServed(result, entries.length, page);
-      if (served !== undefined) {
+      // and a provider counting has_next in the size asked would end the walk with cards still listed. The walk learns a
+      // smaller size from a short page once, whole pages before it or not (a maximum lowered under the walk); a later one
+      // short of it left a card out and does not shrink it again: see ServedPageSize.
+      const served = this.pageSizes.weigh(result, entries.length, this.pageSize, listsMore(result, entries.length, (page - 1) * this.pageSize));
+      if (served < this.pageSize) {
         this.deps.logger.warn("provider served fewer cards a page than asked; asking for that size", { from: this.pageSize, to: served });
         this.pageSize = this.servedSize = served;
       }
@@ -324,27 +322,6 @@ class CardRun extends CycleRun {
       });
     }
     return this.finish();
-  }
-
-  /**
-   * The cards a page the provider serves, when page `page` of the walk (asked `this.pageSize`, holding `held`) shows
-   * fewer than asked: its `page_size` says so, or (the answer's `page_size` echoing the size asked, or missing) the page
-   * is short of the size asked while its `has_next` or count says it is not the last. Undefined when it shows none.
-   * A walk learns a size from a page once: once a size was taken (this cycle, or by the walk it resumes), a page short
-   * of it that is not the last left cards out of its page (nothing in §8 rules that out), and its pages are still
-   * numbered in that size. Taken again, each such page moved the walk back (its page number counted in the smaller
-   * size) and shrank the size by the cards left out; deeper in a list than as many pages as a page holds cards, the
-   * walk met the same page again each time, down to a page of one card that came empty, which ended the walk
-   * `complete` with the cards below it never walked. Taken once, it costs at most a re-read of cards walked. Whole
-   * pages before do not rule a first one out: a provider may lower its maximum under a walk, and one whose `has_next`
-   * and `total_pages` count in the size asked then ended the walk `complete` halfway. A `page_size` the answer's
-   * `total_pages` counts its pages in is followed whatever the walk knew: a maximum lowered under a walk that says so.
-   */
-  private smallerSizeServed(result: ProviderPage, held: number, page: number): number | undefined {
-    const stated = servedPageSize(result, this.pageSize);
-    if (stated !== undefined && countsPagesIn(result, stated)) return stated;
-    if (this.servedSize !== undefined) return undefined;
-    return stated ?? (held > 0 && held < this.pageSize && listsMore(result, held, (page - 1) * this.pageSize) ? held : undefined);
   }
 
   /**

@@ -16,7 +16,8 @@ import { withoutSyncStatus } from "./quarantine-id.js";
 import { RecentIds } from "./recent-ids.js";
 import { DEFAULT_MAX_PAGES, type CycleOptions, type TransactionCycleDeps } from "./deps.js";
 import type { BridgeEvent, PublishFailure, QuarantineRecord, Snapshot, SnapshotKey, StoreCallOptions } from "./ports.js";
-import { endsList, listedTotal, pageEntries, servedPageSize, type PageEntry, type ProviderPage, type PullStatus } from "./provider.js";
+import { ServedPageSize } from "./page-size.js";
+import { endsList, listedTotal, listsMore, pageEntries, servedPageSize, type PageEntry, type ProviderPage, type PullStatus } from "./provider.js";
 import type { CycleOutcome, CycleReport } from "./report.js";
 import type { ValidationResult } from "./validate.js";
 
@@ -202,12 +203,17 @@ function itemKey(raw: unknown): string {
 
 /**
  * What a list held by its latest read: `total_records`, the cycle's acknowledged count when it was sent, and how many
- * items the provider puts on a page (see {@link fullPageSize}).
+ * items the provider puts on a page, as the cycle's answers showed it (see {@link ServedPageSize}).
  */
 interface ListedCount {
   readonly total: number;
   readonly acknowledgedBefore: number;
   readonly pageSize: number;
+}
+
+/** Items an answer holds, rejected ones included. */
+function heldBy(answer: ProviderPage): number {
+  return answer.data.length + (answer.invalid?.length ?? 0);
 }
 
 /**
@@ -216,7 +222,7 @@ interface ListedCount {
  * the size asked); else the size it says it served, when fewer than asked; else `asked`.
  */
 function fullPageSize(answer: ProviderPage, asked: number): number {
-  const held = answer.data.length + (answer.invalid?.length ?? 0);
+  const held = heldBy(answer);
   if (answer.pagination?.has_next === true && held > 0) return held;
   return servedPageSize(answer, asked) ?? asked;
 }
@@ -247,6 +253,12 @@ class TransactionRun extends CycleRun {
    * and the ids awaiting a fresh read (see {@link drain}), which a pass stopped at its share leaves to the next.
    */
   private readonly statusPasses = new Map<PullStatus, { calls: number; readonly handled: RecentIds; readonly awaitingReRead: Set<string> }>();
+  /**
+   * What the lists' answers in this cycle showed of the size the provider serves a page (both statuses list the same
+   * endpoint): the look at the list's end numbers its page in it. Weighed over every answer, so a page short of what a
+   * fuller one held (an item left out) does not aim the look past the end (see ServedPageSize).
+   */
+  private readonly pageSizes = new ServedPageSize();
 
   constructor(
     override readonly deps: TransactionCycleDeps,
@@ -313,12 +325,17 @@ class TransactionRun extends CycleRun {
     const untilPassed = (): boolean => until !== undefined && this.deps.clock.now() >= until;
     const pastUntil = (): boolean => this.pastDeadline() || untilPassed();
     let listed: ListedCount | undefined;
-    /** Lists `n`, keeping what its answer says the list holds (see {@link lookAtOldestWaiting}). */
-    const readPage = async (n: number): Promise<ProviderPage> => {
+    /**
+     * Lists `n`, keeping what its answer says the list holds (see {@link lookAtOldestWaiting}). `above`: the items the
+     * walk counts above page `n`, undefined for a read ahead (its count is not weighed, as in `endsList` below).
+     */
+    const readPage = async (n: number, above: number | undefined): Promise<ProviderPage> => {
       const acknowledgedBefore = this.report.acknowledged;
       const answer = await this.list(status, n);
       const total = listedTotal(answer);
-      listed = total === undefined ? undefined : { total, acknowledgedBefore, pageSize: fullPageSize(answer, this.pageSize) };
+      const held = heldBy(answer);
+      const pageSize = this.pageSizes.weigh(answer, held, this.pageSize, listsMore(answer, held, above));
+      listed = total === undefined ? undefined : { total, acknowledgedBefore, pageSize };
       return answer;
     };
     let page = 1;
@@ -348,7 +365,7 @@ class TransactionRun extends CycleRun {
         if (walked.calls >= this.maxPages) return "page_limit";
         const firstRead = walked.calls === 0;
         walked.calls += 1;
-        inHand = await readPage(page);
+        inHand = await readPage(page, passed);
         if (firstRead) this.noteBacklog(status, inHand);
         fromReadAhead = false;
       }
@@ -379,7 +396,7 @@ class TransactionRun extends CycleRun {
       let ahead: ProviderPage | undefined;
       if (readAhead && !isLast && walked.calls < this.maxPages && !pastUntil()) {
         walked.calls += 1;
-        next = readPage(page + 1);
+        next = readPage(page + 1, undefined);
         // Observed below; a failure of the batch must not leave it unhandled, nor wait for it.
         next.then((read) => (ahead = read), () => undefined);
       }

@@ -107,6 +107,34 @@ describe("SyncLagSeconds with transactions a cycle cannot reach", () => {
     expect(report.syncLagSeconds).toBeGreaterThanOrEqual(Math.round((rig.clock.now() - OLD_CHANGE_MS) / 1000));
   });
 
+  it.each([
+    // Asked and served ten, the list's 16th (on page 2) left out of every page: the walk's reads of page 2 hold nine.
+    ["the size asked, its page 2 short of one", 10, 15],
+    // The same, its page 1 short: the cycle's first read is the short page, the reads of page 2 ahead come whole.
+    ["the size asked, its page 1 short of one", 10, 5],
+    // Five a page, its page_size echoing the size asked, the 8th (on page 2) left out.
+    ["five a page, its page 2 short of one", 5, 7],
+  ])("counts the oldest transaction still waiting at the pause when the provider serves %s (an item left out, not the last page)", async (_, served, leftOut) => {
+    const { rig, oldIds } = oldBehindNewer();
+    const list = rig.provider.listTransactions.bind(rig.provider);
+    rig.provider.listTransactions = async (query) => {
+      const page = await list({ ...query, page_size: served });
+      const start = (query.page - 1) * served;
+      // Still counted in total_records and has_next: a page short for another reason than the provider's maximum.
+      const data = page.data.filter((_, i) => query.client_sync_status !== "not_synced" || start + i !== leftOut);
+      if (query.client_sync_status === "not_synced" && query.page > 2) seenAtTheEnd.push(...data.map((t) => (t as { id: string }).id));
+      return { ...page, data, pagination: { ...page.pagination, page_size: query.page_size } };
+    };
+    const seenAtTheEnd: string[] = [];
+    const report = await pollTransactions(rig.deps, { pageSize: PAGE_SIZE, deadline: rig.clock.now() + BUDGET_MS });
+    expect(report.outcome).toBe("deadline");
+    expect(rig.publisher.events.some((e) => oldIds.has(e.detail.subject.id))).toBe(false);
+    // One look, at the list's last page: it holds the oldest transaction (the list is newest first).
+    expect(looksAtTheEnd(rig)).toHaveLength(1);
+    expect(seenAtTheEnd).toContain(rig.provider.transactions.at(-1)!.id);
+    expect(report.syncLagSeconds).toBeGreaterThanOrEqual(Math.round((rig.clock.now() - OLD_CHANGE_MS) / 1000));
+  });
+
   it("looks at the end of the list once, at the pause (before the outdated list), not again when the cycle ends at its deadline", async () => {
     const { rig } = oldBehindNewer();
     await pollTransactions(rig.deps, { pageSize: PAGE_SIZE, deadline: rig.clock.now() + BUDGET_MS });
