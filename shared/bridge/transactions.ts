@@ -17,7 +17,7 @@ import { RecentIds } from "./recent-ids.js";
 import { DEFAULT_MAX_PAGES, type CycleOptions, type TransactionCycleDeps } from "./deps.js";
 import type { BridgeEvent, PublishFailure, QuarantineRecord, Snapshot, SnapshotKey, StoreCallOptions } from "./ports.js";
 import { ServedPageSize } from "./page-size.js";
-import { endsList, listedTotal, listsMore, pageEntries, servedPageSize, type PageEntry, type ProviderPage, type PullStatus } from "./provider.js";
+import { endsList, listedTotal, listsMore, pageEntries, type PageEntry, type ProviderPage, type PullStatus } from "./provider.js";
 import type { CycleOutcome, CycleReport } from "./report.js";
 import type { ValidationResult } from "./validate.js";
 
@@ -214,17 +214,6 @@ interface ListedCount {
 /** Items an answer holds, rejected ones included. */
 function heldBy(answer: ProviderPage): number {
   return answer.data.length + (answer.invalid?.length ?? 0);
-}
-
-/**
- * How many items the provider puts on a page, as its answer to a list call asking `asked` shows: as many as a page
- * that is not the last holds, whatever its `page_size` says (a provider may serve more or fewer than asked, and echo
- * the size asked); else the size it says it served, when fewer than asked; else `asked`.
- */
-function fullPageSize(answer: ProviderPage, asked: number): number {
-  const held = heldBy(answer);
-  if (answer.pagination?.has_next === true && held > 0) return held;
-  return servedPageSize(answer, asked) ?? asked;
 }
 
 /** Parent references remembered as not found, at most (see `parentsNotFound`). */
@@ -987,8 +976,8 @@ class TransactionRun extends CycleRun {
     const rowsRead = new Set<string>();
     /** Rows of the list the pages read so far cover. */
     let above = 0;
-    /** The provider's own page size, once a page showed it serves another than asked: its pages are numbered in it. */
-    let served: number | undefined;
+    /** What this reference's answers showed of the size the provider serves a page: its pages are numbered in it. */
+    const served = new ServedPageSize();
     for (let reads = 1; ; reads += 1) {
       if (this.readsOutOfTime || this.pastDeadline()) return UNREACHED;
       let page: ProviderPage;
@@ -998,7 +987,7 @@ class TransactionRun extends CycleRun {
         page = await this.listPage("read transaction by qashio_id", (size, call) => {
           // The page holding row `above`: a size that shrank meanwhile may repeat rows already read, never skip one.
           asked = size;
-          pageNo = Math.floor(above / (served ?? size)) + 1;
+          pageNo = Math.floor(above / served.in(size)) + 1;
           return this.deps.provider.listTransactions({ qashio_id: ref.qashioId, page: pageNo, page_size: asked }, call);
         });
       } catch (err) {
@@ -1020,19 +1009,19 @@ class TransactionRun extends CycleRun {
       const filtered = addIdsListedUnder(ref.qashioId, entries, others);
       // A page short of the size asked that is not the last, its page_size echoing the size asked or absent: its has_next
       // or count says the list goes on, or it says neither (endsList: only an empty page is then the last, as in the
-      // cycle's walk). The provider serves that many a page and numbers its pages in it (as the card walk reads it).
-      // Numbered in the size asked, the next read would be this page again, and the walk would stop with rows still listed.
+      // cycle's walk). The provider serves that many a page and numbers its pages in it (as the card walk reads it),
+      // unless a fuller page showed more (a row left out, see ServedPageSize). Numbered in the size asked, the next read
+      // would be this page again, and the walk would stop with rows still listed.
       const held = entries.length;
-      const shortOfMore = held < asked && servedPageSize(page, asked) === undefined && !endsList(page, held, (pageNo - 1) * (served ?? asked));
-      const pageSize = shortOfMore ? held : fullPageSize(page, asked);
+      const pageSize = served.weigh(page, held, asked, !endsList(page, held, (pageNo - 1) * served.in(asked)));
       const start = (pageNo - 1) * pageSize;
       // Read on only while the page is the filtered list going on: a row under another reference means the provider
       // ignored the exact filter (spec §8.2), and walking on would read its whole list; a page of rows all read before
       // (a provider ignoring `page`) would read the same rows up to the bound.
       if (!newRows || !filtered || endsList(page, entries.length, start)) return { others: others.size };
       if (reads >= REDRIVE_READ_PAGES) return { others: others.size, tooMany: true };
-      served = pageSize === asked ? undefined : pageSize;
-      above = Math.max(above, start + entries.length);
+      // The rows of the page as the provider numbers it: one it left out of the page still counts.
+      above = Math.max(above, start + Math.max(pageSize, entries.length));
     }
   }
 

@@ -518,6 +518,29 @@ describe("redriveQuarantined", () => {
     expect(pagesRead()).toEqual([1, 2]);
   });
 
+  it.each([
+    // Served as asked, five a page: the row left out on page 9, the record's transaction on page 10 (the last read).
+    ["the size asked", 5, 45, 40],
+    // Three a page: the row left out on page 5, the record's transaction alone on page 6.
+    ["three a page", 3, 15, 12],
+  ])("finds the transaction past a page short of one row the provider left out (serving %s, page_size echoing the size asked)", async (_, cap, newer, leftOut) => {
+    // Not the last page: its has_next and count say the list goes on. Taken for the size served, the next page was
+    // numbered in one row fewer, skipping the page holding the record's transaction.
+    const { rig, failed, pagesRead } = await behindOthers(newer);
+    const list = rig.provider.listTransactions.bind(rig.provider);
+    rig.provider.listTransactions = async (query) => {
+      const page = await list({ ...query, page_size: Math.min(query.page_size, cap) });
+      const start = (query.page - 1) * cap;
+      const data = page.data.filter((_, i) => query.qashio_id !== failed.qashio_id || start + i !== leftOut);
+      return { ...page, data, pagination: { ...page.pagination, page_size: query.page_size } };
+    };
+    const report = await redriveQuarantined(rig.deps, { pageSize: 5 });
+    expect(report.kept).toEqual([]);
+    expect(report.redriven.map((r) => r.entityId)).toEqual([failed.id]);
+    const pages = Math.floor(newer / cap) + 1;
+    expect(pagesRead()).toEqual(Array.from({ length: pages }, (_, i) => i + 1));
+  });
+
   /** Serves at most three rows a page, numbered in three, and leaves out the pagination block (no has_next, no count). */
   function threeAPageWithoutPagination(rig: ReturnType<typeof makeRig>) {
     const list = rig.provider.listTransactions.bind(rig.provider);
