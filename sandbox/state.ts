@@ -4,7 +4,7 @@
  */
 import { isDeepStrictEqual } from "node:util";
 import { LATEST_SANDBOX_TIME_MS, SandboxClock } from "./clock.js";
-import { followApproved, followCleared, followNew, forgetHolds, topUpByPeriod } from "./data/balances.js";
+import { followApproved, followCleared, followNew, forgetGone, topUpByPeriod } from "./data/balances.js";
 import type { BuildableCategory } from "./data/transactions.js";
 import type { CardRecord, CompanyData, ErpCardStatus, SpendLimit, TransactionRecord } from "./data/model.js";
 import { seedCompanies } from "./data/seed.js";
@@ -91,7 +91,7 @@ export class SandboxState {
   private forgetOldTransactions(data: CompanyData): void {
     if (this.retainTransactions === undefined) return;
     data.transactions.forgetBeyondNewest(this.retainTransactions);
-    forgetHolds(data);
+    forgetGone(data);
   }
 
   /** Every company, in seed order. */

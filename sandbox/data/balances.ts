@@ -127,13 +127,17 @@ export function topUpByPeriod(data: CompanyData, nowMs: number): void {
 }
 
 /**
- * A transaction whose `approval_status` moved from `before` to an approval: spend of an Active card that loads on
- * transaction approval (§2.4 `auto_load_on_transaction_approval`) tops its account up by its `auto_top_up_amount`.
+ * A transaction whose `approval_status` moved from `before` to an approval (from none: made approved): spend of an
+ * Active card that loads on transaction approval (§2.4 `auto_load_on_transaction_approval`) tops its account up by its
+ * `auto_top_up_amount`, once per transaction (approved anew after a PATCH took its approval away, it loaded already).
  */
 export function followApproved(data: CompanyData, tx: TransactionRecord, before: unknown): void {
   if (APPROVALS.has(String(before)) || !APPROVALS.has(String(tx.approval_status)) || !SPEND_CATEGORIES.has(tx.transaction_category)) return;
+  if (data.loadedOnApproval.has(tx.id)) return;
   const card = data.cards.find((c) => c.id === tx.card_external_id);
-  if (card !== undefined && card.status === "Active" && ownAutoTopUp(card) && card.autoLoadOnTransactionApproval) topUp(card, data, card.autoTopUpAmount);
+  if (card === undefined || card.status !== "Active" || !ownAutoTopUp(card) || !card.autoLoadOnTransactionApproval) return;
+  data.loadedOnApproval.add(tx.id);
+  topUp(card, data, card.autoTopUpAmount);
 }
 
 /** Money paid into the company's funding account (control surface: a bank transfer made outside the API). */
@@ -176,7 +180,8 @@ export function shareOf(purchase: TransactionRecord, amount: number): number {
 /**
  * A transaction made now moves its card's account: spend uncleared is held, spend cleared falls on the balance (either
  * may set off its auto top-up); a reversal releases its share of what its purchase holds (a purchase no longer held
- * gets its amount back, as a refund does); a refund raises the balance. Other categories move no balance.
+ * gets its amount back, as a refund does); a refund raises the balance. Other categories move no balance. Spend made
+ * approved loads a card that loads on approval, as an approval later does.
  */
 export function followNew(data: CompanyData, tx: TransactionRecord): void {
   const card = data.cards.find((c) => c.id === tx.card_external_id);
@@ -186,6 +191,7 @@ export function followNew(data: CompanyData, tx: TransactionRecord): void {
     if (tx.clearing_status === "cleared") move(card, data, -amountOf(tx));
     else hold(data, card, tx.id, amountOf(tx));
     topUpIfLow(card, data);
+    followApproved(data, tx, undefined);
   } else if (category === "reversal") {
     const purchase = tx.parent_id === null ? undefined : data.transactions.get(tx.parent_id);
     if (purchase === undefined || release(data, purchase.id, reversedShare(tx, purchase)) === undefined) credit(card, data, amountOf(tx));
@@ -230,9 +236,11 @@ export function followCleared(data: CompanyData, tx: TransactionRecord): void {
 }
 
 /**
- * Forgets the holds of transactions the company no longer keeps: an authorisation never cleared lapses, so its amount
- * leaves its card's pending authorisations (kept there, it would shrink what the card can spend for good).
+ * Forgets what balances keep of transactions the company no longer keeps: an authorisation never cleared lapses, so
+ * its amount leaves its card's pending authorisations (kept there, it would shrink what the card can spend for good);
+ * the mark of a load on its approval goes (no PATCH reaches it any more).
  */
-export function forgetHolds(data: CompanyData): void {
+export function forgetGone(data: CompanyData): void {
   for (const id of data.holds.keys()) if (data.transactions.get(id) === undefined) release(data, id);
+  for (const id of data.loadedOnApproval) if (data.transactions.get(id) === undefined) data.loadedOnApproval.delete(id);
 }

@@ -191,6 +191,8 @@ export interface CompanyData {
   readonly transactions: TransactionStore;
   /** Pending authorisations of spend made since seeding, by transaction id (`sandbox/data/balances.ts`). */
   readonly holds: Map<string, Hold>;
+  /** Transactions whose approval loaded their card (§2.4 `auto_load_on_transaction_approval`): each loads once. */
+  readonly loadedOnApproval: Set<string>;
   /** Builds this company's new transactions (continues the company's PRNG stream). */
   factory: TransactionFactory;
   /** Addresses invited so far (lower-case). */

@@ -173,6 +173,7 @@ function seedCompany(
     segments,
     transactions: new TransactionStore(),
     holds: new Map(),
+    loadedOnApproval: new Set(),
     invited: new Set(users.map((u) => u.email.toLowerCase())),
     audit: [],
     factory: undefined as unknown as TransactionFactory,

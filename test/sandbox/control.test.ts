@@ -758,6 +758,28 @@ describe("money back (spec-gaps, Balances): auto top-up and deposits", () => {
     expect((await control(`/companies/${h.companyId}/cards/CAUNKNOWN000/auto_load`, { on_transaction_approval: true })).status).toBe(404);
   });
 
+  it("loads a card set to load on approval once for each of its purchases made already approved, never again when a PATCH approves it anew", async () => {
+    const card = autoTopUpCard(1_000);
+    await control(`/companies/${h.companyId}/cards/${card.id}/auto_load`, { on_transaction_approval: true });
+    // Only this card can pay, with room for every load and no limit stopping spend.
+    for (const other of data().cards) if (other !== card && other.poolAccountId === null) other.balance = 0;
+    for (const pool of data().pools) pool.balance = 0;
+    card.allowedMaxBalance = 100_000_000;
+    card.spendLimit.active = false;
+    const made = (await control(`/companies/${h.companyId}/transactions`, { count: 20, transaction_category: "purchase" })).body.data as Row[];
+    expect(made.every((tx) => tx.card_external_id === card.id)).toBe(true);
+    const approved = made.filter((tx) => tx.approval_status === "approved" || tx.approval_status === "admin_approved");
+    expect(approved.length, "some purchases are made approved").toBeGreaterThan(0);
+    expect(approved.length, "some are not").toBeLessThan(made.length);
+    const funding = round2(1_000_000 - approved.length * card.autoTopUpAmount);
+    expect(data().company.fundingBalance).toBe(funding);
+    const first = approved[0]!;
+    for (const approval_status of ["pending", "approved"]) {
+      expect((await control(`/companies/${h.companyId}/transactions/${String(first.id)}`, { approval_status }, "PATCH")).status).toBe(200);
+    }
+    expect(data().company.fundingBalance, "approved again: no second load").toBe(funding);
+  });
+
   it("shows no top-up period on a pool card with an auto top-up amount: its account is its pool's, which no period tops up", async () => {
     const card = data().cards.find((c) => c.status === "Active" && c.poolAccountId !== null)!;
     expect(card, "seed 7 has an Active pool card").toBeDefined();
@@ -780,7 +802,10 @@ describe("money back (spec-gaps, Balances): auto top-up and deposits", () => {
     card.balance = card.lowBalanceNotificationAmount + 50;
     const tx = (await control(`/companies/${h.companyId}/transactions`, { count: 1, transaction_category: "purchase" })).body.data[0] as Row;
     expect(tx.card_external_id).toBe(card.id);
-    expect(card.balance, "held, not topped up").toBe(card.lowBalanceNotificationAmount + 50);
+    // A purchase made approved loads the card by its amount, as an approval does; nothing else tops it up.
+    const before = card.lowBalanceNotificationAmount + 50;
+    const load = tx.approval_status === "approved" || tx.approval_status === "admin_approved" ? Math.min(card.autoTopUpAmount, card.allowedMaxBalance - before) : 0;
+    expect(card.balance, "held, not topped up").toBe(before + load);
   });
 
   it("takes a deposit into the funding account, and refuses an amount that is not a positive sum of cents, naming it", async () => {
