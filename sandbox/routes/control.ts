@@ -211,6 +211,10 @@ export function registerControl(app: Hono<SandboxEnv>): void {
     const state = c.get("state");
     const card = state.requireCard(data, c.req.param("cardId") ?? "");
     const b = await body(c, AutoLoadBody);
+    // Refused rather than shown on and never acted on: a pool card's account is its pool's, which no approval loads.
+    if (b.on_transaction_approval && card.poolAccountId !== null) {
+      throw new ValidationError([{ field: "on_transaction_approval", code: "INVALID_STATE", message: "a pool card's account is its pool's, which loads on no transaction approval" }]);
+    }
     card.autoLoadOnTransactionApproval = b.on_transaction_approval;
     card.updatedAt = state.clock.stampIso();
     return c.json({ data: erpCardDetailView(card, data.company) }, 200);

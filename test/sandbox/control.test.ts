@@ -780,6 +780,18 @@ describe("money back (spec-gaps, Balances): auto top-up and deposits", () => {
     expect(data().company.fundingBalance, "approved again: no second load").toBe(funding);
   });
 
+  it("refuses to set a pool card to load on transaction approval (its account is its pool's, which no approval loads), naming the field", async () => {
+    const card = data().cards.find((c) => c.poolAccountId !== null)!;
+    expect(card, "seed 7 has a pool card").toBeDefined();
+    const before = await erpCard(card.id);
+    const refused = await control(`/companies/${h.companyId}/cards/${card.id}/auto_load`, { on_transaction_approval: true });
+    expect(refused.status).toBe(400);
+    expect(refused.body.errors).toEqual([expect.objectContaining({ field: "on_transaction_approval", code: "INVALID_STATE" })]);
+    expect(card.autoLoadOnTransactionApproval).toBe(false);
+    expect(await erpCard(card.id), "the card is as it was").toEqual(before);
+    expect((await control(`/companies/${h.companyId}/cards/${card.id}/auto_load`, { on_transaction_approval: false })).status, "off it is already").toBe(200);
+  });
+
   it("shows no top-up period on a pool card with an auto top-up amount: its account is its pool's, which no period tops up", async () => {
     const card = data().cards.find((c) => c.status === "Active" && c.poolAccountId !== null)!;
     expect(card, "seed 7 has an Active pool card").toBeDefined();
