@@ -146,7 +146,8 @@ function spendLimitObject(card: CardRecord, consumed: Consumption): Record<strin
     remote_id: null,
     external_id: `SL${card.id.slice(2)}`,
     remaining_balance: round2(Math.max(0, limit.maxAmount - consumed.amount)),
-    remaining_frequency: Math.max(0, limit.frequency - consumed.count),
+    // Null, as atm_limit, when no count is enforced: 0 would read as no transaction left.
+    remaining_frequency: enforcesCount(limit) ? Math.max(0, limit.frequency - consumed.count) : null,
     remote_sync: true,
     consumed_limit: consumed.amount,
     consumed_frequency: consumed.count,

@@ -611,8 +611,17 @@ describe("spend limits (§4.9: spend_limit_active says the limit is enforced, pe
       consumed_frequency: (before.consumed_frequency as number) + 3,
       consumed_limit: round2((before.consumed_limit as number) + made.reduce((sum, tx) => sum + cost(tx), 0)),
       remaining_balance: 0,
-      remaining_frequency: 0,
+      // No count is enforced: none remains to show (0 would read as no transaction left).
+      remaining_frequency: null,
     });
+  });
+
+  it("shows remaining_frequency only while the limit's count is enforced, null otherwise", async () => {
+    const card = onlyPayer();
+    expect(await limit(card.id, { spend_limit_active: true, spend_limit_period: "MONTHLY", spend_limit_frequency: 0 }), "no count").toMatchObject({ remaining_frequency: null });
+    expect(await limit(card.id, { spend_limit_period: "PER_TRANSACTION", spend_limit_frequency: 5 }), "no window to count in").toMatchObject({ remaining_frequency: null });
+    const counted = await limit(card.id, { spend_limit_period: "MONTHLY", spend_limit_frequency: 1_000 });
+    expect(counted.remaining_frequency).toBe(1_000 - (counted.consumed_frequency as number));
   });
 });
 
