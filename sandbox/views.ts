@@ -2,7 +2,7 @@
  * Response shapes of spec §2 built from the sandbox records. Every view returns a
  * fresh object, so a caller may not mutate sandbox state through it.
  */
-import { topUpPeriodOf } from "./data/balances.js";
+import { topUpPeriodOf, topUpSettingOf } from "./data/balances.js";
 import { accountBalanceOf } from "./data/model.js";
 import type {
   CardRecord,
@@ -88,9 +88,9 @@ export function erpCardView(card: CardRecord, company: SandboxCompany): Record<s
 }
 
 /** Single ERP card read (§2.3): the list shape plus the configuration objects. */
-export function erpCardDetailView(card: CardRecord, company: SandboxCompany): Record<string, unknown> {
+export function erpCardDetailView(card: CardRecord, data: CompanyData): Record<string, unknown> {
   return {
-    ...erpCardView(card, company),
+    ...erpCardView(card, data.company),
     purchase_limits: {
       enabled: card.spendLimit.active,
       amount: card.spendLimit.maxAmount,
@@ -117,9 +117,8 @@ export function erpCardDetailView(card: CardRecord, company: SandboxCompany): Re
       frequency: card.velocityPeriod,
     },
     auto_top_up_configuration: {
-      amount: card.autoTopUpAmount,
-      trigger: !card.autoTopUpEnabled ? "manual" : card.autoLoadOnTransactionApproval ? "transaction_approval" : "balance_below_threshold",
-      threshold: card.lowBalanceNotificationAmount,
+      // What tops up the account the card draws on: a pool card's is its pool's (spec-gaps, Balances).
+      ...topUpSettingOf(card, data),
       // Top-ups per velocity_period come beside the low-balance ones, not with loads on approval nor on a pool card (spec-gaps, Balances).
       period: topUpPeriodOf(card),
     },

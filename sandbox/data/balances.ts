@@ -73,19 +73,38 @@ function topsUpByPeriod(card: CardRecord): boolean {
   return card.status === "Active" && topUpPeriodOf(card) !== null;
 }
 
+/** What tops up the account a card draws on, as the ERP card read's `auto_top_up_configuration` shows it. */
+export interface TopUpSetting {
+  readonly trigger: "manual" | "transaction_approval" | "balance_below_threshold";
+  /** What a top-up adds, from the funding account. */
+  readonly amount: number;
+  /** The low-balance amount below which what the account can still spend sets off a `balance_below_threshold` top-up. */
+  readonly threshold: number;
+}
+
 /**
- * The auto top-up of the account `card` draws on when low: what it adds, from the funding account, once what the
- * account can still spend falls below its threshold (the low-balance amount, shown as
- * `auto_top_up_configuration.threshold`). A card with its own account has one while auto top-up is on, unless it loads
- * on transaction approval instead; a pool while its `topup_type` is `auto_topup`, adding its low-balance amount (§2.5
- * gives a pool no top-up amount). Undefined when the account has none.
+ * The top-up of the account `card` draws on. A card with its own account follows its settings: `manual` while auto
+ * top-up is off, `transaction_approval` while it loads on approval, else `balance_below_threshold`, adding its
+ * `auto_top_up_amount`. A pool card's account is its pool's, so its pool's `topup_type` says (`auto_topup`:
+ * `balance_below_threshold`, else `manual`), adding the pool's low-balance amount (§2.5 gives a pool no top-up amount).
  */
-function autoTopUpOf(card: CardRecord, data: Accounts): { readonly amount: number; readonly threshold: number } | undefined {
+export function topUpSettingOf(card: CardRecord, data: Accounts): TopUpSetting {
   if (card.poolAccountId === null) {
-    return topUpPeriodOf(card) !== null ? { amount: card.autoTopUpAmount, threshold: card.lowBalanceNotificationAmount } : undefined;
+    const trigger = !card.autoTopUpEnabled ? "manual" : card.autoLoadOnTransactionApproval ? "transaction_approval" : "balance_below_threshold";
+    return { amount: card.autoTopUpAmount, trigger, threshold: card.lowBalanceNotificationAmount };
   }
   const pool = poolOf(card, data);
-  return pool?.topupType === "auto_topup" ? { amount: pool.lowBalanceNotificationAmount, threshold: pool.lowBalanceNotificationAmount } : undefined;
+  const low = pool?.lowBalanceNotificationAmount ?? 0;
+  return { amount: low, trigger: pool?.topupType === "auto_topup" ? "balance_below_threshold" : "manual", threshold: low };
+}
+
+/**
+ * The auto top-up of the account `card` draws on when low: what it adds, from the funding account, once what the
+ * account can still spend falls below its threshold. Undefined when the account has none.
+ */
+function autoTopUpOf(card: CardRecord, data: Accounts): TopUpSetting | undefined {
+  const setting = topUpSettingOf(card, data);
+  return setting.trigger === "balance_below_threshold" ? setting : undefined;
 }
 
 /**

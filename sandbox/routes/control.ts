@@ -194,7 +194,7 @@ export function registerControl(app: Hono<SandboxEnv>): void {
     const status = ERP_CARD_STATUSES.find((s) => s.toLowerCase() === b.status.toLowerCase());
     if (!status) throw new ValidationError([{ field: "status", code: "INVALID_ENUM", message: `status must be one of: ${ERP_CARD_STATUSES.join(", ")}` }]);
     state.setCardStatus(card, status);
-    return c.json({ data: erpCardDetailView(card, data.company) }, 200);
+    return c.json({ data: erpCardDetailView(card, data) }, 200);
   });
 
   app.post("/_sandbox/companies/:companyId/cards/:cardId/spend_limit", async (c) => {
@@ -203,7 +203,7 @@ export function registerControl(app: Hono<SandboxEnv>): void {
     const card = state.requireCard(data, c.req.param("cardId") ?? "");
     const b = await body(c, SpendLimitBody);
     state.setSpendLimit(card, { active: b.active, maxAmount: b.max_amount, frequency: b.frequency });
-    return c.json({ data: erpCardDetailView(card, data.company) }, 200);
+    return c.json({ data: erpCardDetailView(card, data) }, 200);
   });
 
   app.post("/_sandbox/companies/:companyId/cards/:cardId/auto_load", async (c) => {
@@ -217,7 +217,7 @@ export function registerControl(app: Hono<SandboxEnv>): void {
     }
     card.autoLoadOnTransactionApproval = b.on_transaction_approval;
     card.updatedAt = state.clock.stampIso();
-    return c.json({ data: erpCardDetailView(card, data.company) }, 200);
+    return c.json({ data: erpCardDetailView(card, data) }, 200);
   });
 
   app.post("/_sandbox/companies/:companyId/deposits", async (c) => {

@@ -213,7 +213,7 @@ function getCard(c: SandboxContext): Response {
   const data = c.get("data");
   const card = data.cards.find((x) => x.id === c.req.param("cardId"));
   if (!card) throw new NotFoundError("Card not found", "cardId");
-  return ok(c, erpCardDetailView(card, data.company));
+  return ok(c, erpCardDetailView(card, data));
 }
 
 function listPoolAccounts(c: SandboxContext): Response {

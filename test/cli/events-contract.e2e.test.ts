@@ -79,7 +79,7 @@ async function scenario(config: Config): Promise<Run> {
       for (const { detail } of (await readEvents(eventsFile)).slice(provided.length)) {
         const { type, id } = detail.subject;
         if (type === "transaction") provided.push(transactionListView(data.transactions.get(id)!));
-        else provided.push(erpCardDetailView(data.cards.find((c) => c.id === id)!, data.company));
+        else provided.push(erpCardDetailView(data.cards.find((c) => c.id === id)!, data));
       }
     };
     const control = (method: string, path: string, body?: unknown) => harness.control(method, `/companies/{company}${path}`, body);

@@ -801,6 +801,28 @@ describe("money back (spec-gaps, Balances): auto top-up and deposits", () => {
     expect((await control(`/companies/${h.companyId}/cards/${card.id}/auto_load`, { on_transaction_approval: false })).status, "off it is already").toBe(200);
   });
 
+  it("shows on a pool card its pool's top-up (topup_type, low-balance amount), whatever the card's own auto top-up settings", async () => {
+    const card = data().cards.find((c) => c.poolAccountId !== null)!;
+    expect(card, "seed 7 has a pool card").toBeDefined();
+    const pool = data().pools.find((p) => p.id === card.poolAccountId)! as { topupType: string; lowBalanceNotificationAmount: number };
+    // The card's own figures differ from its pool's, so the view shows which it took.
+    card.autoTopUpAmount = pool.lowBalanceNotificationAmount + 100;
+    (card as { lowBalanceNotificationAmount: number }).lowBalanceNotificationAmount = pool.lowBalanceNotificationAmount + 200;
+    for (const [topupType, enabled, trigger] of [
+      ["auto_topup", false, "balance_below_threshold"],
+      ["manual", true, "manual"],
+    ] as const) {
+      pool.topupType = topupType;
+      card.autoTopUpEnabled = enabled;
+      expect((await erpCard(card.id)).auto_top_up_configuration, `pool ${topupType}, card's own flag ${enabled}`).toEqual({
+        amount: pool.lowBalanceNotificationAmount,
+        trigger,
+        threshold: pool.lowBalanceNotificationAmount,
+        period: null,
+      });
+    }
+  });
+
   it("shows no top-up period on a pool card with an auto top-up amount: its account is its pool's, which no period tops up", async () => {
     const card = data().cards.find((c) => c.status === "Active" && c.poolAccountId !== null)!;
     expect(card, "seed 7 has an Active pool card").toBeDefined();
@@ -810,7 +832,8 @@ describe("money back (spec-gaps, Balances): auto top-up and deposits", () => {
     for (const other of data().cards) if (other !== card) other.autoTopUpEnabled = false;
     data().company.fundingBalance = 1_000_000;
     expect((await api(`/public/v1/core/cards/${card.id}`, { method: "PUT", body: { auto_top_up_amount: 500, velocity_period: "DAILY" } })).status).toBe(200);
-    expect((await erpCard(card.id)).auto_top_up_configuration).toMatchObject({ amount: 500, period: null });
+    // The amount shown is what tops its account up, its pool's, not the card's own 500.
+    expect((await erpCard(card.id)).auto_top_up_configuration).toMatchObject({ amount: pool.lowBalanceNotificationAmount, period: null });
     await clockTo("2025-04-01T00:00:00.000Z");
     expect([pool.balance, data().company.fundingBalance], "no top-up per period").toEqual([0, 1_000_000]);
   });
