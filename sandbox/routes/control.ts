@@ -8,12 +8,13 @@ import type { Hono } from "hono";
 import * as z from "zod";
 import { checkBody } from "../../shared/qashio/schemas/index.js";
 import { deposit } from "../data/balances.js";
-import type { ErpCardStatus } from "../data/model.js";
+import type { CardRecord, ErpCardStatus } from "../data/model.js";
 import { BUILDABLE_CATEGORIES } from "../data/transactions.js";
 import { MAX_RESET_TRANSACTIONS } from "../limits.js";
 import { OAuthError, ValidationError } from "../errors.js";
 import type { FaultSpec } from "../faults.js";
 import { readJson, type SandboxContext, type SandboxEnv } from "../http.js";
+import type { SandboxState } from "../state.js";
 import { erpCardDetailView, transactionListView } from "../views.js";
 import { ISSUER_MAX_SPEND_LIMIT } from "./core.js";
 
@@ -135,6 +136,25 @@ function company(c: SandboxContext) {
   return c.get("state").requireCompany(c.req.param("companyId") ?? "");
 }
 
+/**
+ * A dashboard change to one card, `POST /_sandbox/companies/{id}/cards/{cardId}/<change>`: `apply` gets the card and
+ * the checked body; the answer is the card's ERP detail as it is then.
+ */
+function dashboardCardChange<S extends z.ZodType>(
+  app: Hono<SandboxEnv>,
+  change: string,
+  schema: S,
+  apply: (state: SandboxState, card: CardRecord, body: z.output<S>) => void,
+): void {
+  app.post(`/_sandbox/companies/:companyId/cards/:cardId/${change}`, async (c) => {
+    const data = company(c);
+    const state = c.get("state");
+    const card = state.requireCard(data, c.req.param("cardId") ?? "");
+    apply(state, card, await body(c, schema));
+    return c.json({ data: erpCardDetailView(card, data) }, 200);
+  });
+}
+
 export function registerControl(app: Hono<SandboxEnv>): void {
   app.get("/_sandbox/companies", (c) =>
     c.json({
@@ -186,38 +206,23 @@ export function registerControl(app: Hono<SandboxEnv>): void {
     return c.json({ data: transactionListView(tx) }, 200);
   });
 
-  app.post("/_sandbox/companies/:companyId/cards/:cardId/status", async (c) => {
-    const data = company(c);
-    const state = c.get("state");
-    const card = state.requireCard(data, c.req.param("cardId") ?? "");
-    const b = await body(c, CardStatusBody);
+  dashboardCardChange(app, "status", CardStatusBody, (state, card, b) => {
     const status = ERP_CARD_STATUSES.find((s) => s.toLowerCase() === b.status.toLowerCase());
     if (!status) throw new ValidationError([{ field: "status", code: "INVALID_ENUM", message: `status must be one of: ${ERP_CARD_STATUSES.join(", ")}` }]);
     state.setCardStatus(card, status);
-    return c.json({ data: erpCardDetailView(card, data) }, 200);
   });
 
-  app.post("/_sandbox/companies/:companyId/cards/:cardId/spend_limit", async (c) => {
-    const data = company(c);
-    const state = c.get("state");
-    const card = state.requireCard(data, c.req.param("cardId") ?? "");
-    const b = await body(c, SpendLimitBody);
+  dashboardCardChange(app, "spend_limit", SpendLimitBody, (state, card, b) => {
     state.setSpendLimit(card, { active: b.active, maxAmount: b.max_amount, frequency: b.frequency });
-    return c.json({ data: erpCardDetailView(card, data) }, 200);
   });
 
-  app.post("/_sandbox/companies/:companyId/cards/:cardId/auto_load", async (c) => {
-    const data = company(c);
-    const state = c.get("state");
-    const card = state.requireCard(data, c.req.param("cardId") ?? "");
-    const b = await body(c, AutoLoadBody);
+  dashboardCardChange(app, "auto_load", AutoLoadBody, (state, card, b) => {
     // Refused rather than shown on and never acted on: a pool card's account is its pool's, which no approval loads.
     if (b.on_transaction_approval && card.poolAccountId !== null) {
       throw new ValidationError([{ field: "on_transaction_approval", code: "INVALID_STATE", message: "a pool card's account is its pool's, which loads on no transaction approval" }]);
     }
     card.autoLoadOnTransactionApproval = b.on_transaction_approval;
     card.updatedAt = state.clock.stampIso();
-    return c.json({ data: erpCardDetailView(card, data) }, 200);
   });
 
   app.post("/_sandbox/companies/:companyId/deposits", async (c) => {
