@@ -141,8 +141,12 @@ process.once("message", (request: BaselineRequest) => {
     return { ok: true, transactions, cpuUs: cpu.user + cpu.system };
   })()
     .catch((error: unknown): BaselineResult => ({ ok: false, error: error instanceof Error ? error.message : String(error) }))
-    // Answered, it closes the channel: the bench waits for no more.
+    // Answered, it closes the channel: the bench waits for no more. Unless the bench closed it first, the moment the
+    // answer reached it: disconnecting a closed channel raises ERR_IPC_DISCONNECTED, uncaught (exit 1, a stack trace).
     .then((result) => {
-      if (process.connected) process.send?.(result, () => process.disconnect());
+      if (process.connected)
+        process.send?.(result, () => {
+          if (process.connected) process.disconnect();
+        });
     });
 });

@@ -6,6 +6,7 @@ import { fork, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import { DEFAULT_SCOPES } from "../../shared/cli/authorize.js";
 import type { BaselineRequest, BaselineResult } from "../../shared/cli/bench-baseline.js";
@@ -23,8 +24,10 @@ afterEach(() => {
   for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
 });
 
-function forkChild(entry: string): ChildProcess {
-  const child = fork(join(ROOT, "shared/cli", entry), [], { execArgv: ["--import", TSX_LOADER], stdio: ["ignore", "ignore", "inherit", "ipc"] });
+/** `preload`: a module of test/cli/support run first; `stderr`: piped for the test to read, else the terminal's. */
+function forkChild(entry: string, { preload, stderr = "inherit" }: { preload?: string; stderr?: "inherit" | "pipe" } = {}): ChildProcess {
+  const execArgv = ["--import", TSX_LOADER, ...(preload === undefined ? [] : ["--import", pathToFileURL(join(ROOT, "test/cli/support", preload)).href])];
+  const child = fork(join(ROOT, "shared/cli", entry), [], { execArgv, stdio: ["ignore", "ignore", stderr, "ipc"] });
   children.push(child);
   return child;
 }
@@ -76,6 +79,22 @@ describe("the bench's children", () => {
     const answer = await answerOf<BaselineResult>(child, baselineRequest(ready, 150));
     expect(answer).toMatchObject({ ok: true, transactions: 150 });
     const { code, ms } = await exit;
+    expect(code).toBe(0);
+    expect(ms).toBeLessThan(PROMPTLY_MS * 3);
+    sandbox.disconnect();
+  });
+
+  it("the --baseline child ends quietly when the bench disconnects the moment the answer reaches it: exit 0, nothing on stderr", async () => {
+    const { child: sandbox, ready } = await startSandbox(sandboxRequest(10, 0));
+    const child = forkChild("bench-baseline.ts", { preload: "late-send-callback.ts", stderr: "pipe" });
+    let stderr = "";
+    child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+    const exit = exitFromNow(child);
+    child.once("message", () => child.disconnect());
+    const answer = await answerOf<BaselineResult>(child, baselineRequest(ready, 10));
+    expect(answer).toMatchObject({ ok: true, transactions: 10 });
+    const { code, ms } = await exit;
+    expect(stderr).toBe("");
     expect(code).toBe(0);
     expect(ms).toBeLessThan(PROMPTLY_MS * 3);
     sandbox.disconnect();
