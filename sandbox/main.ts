@@ -5,6 +5,7 @@
 import { parseArgs } from "node:util";
 import { joinDashValues, keptByNpm, repeatedOption } from "../shared/cli/args.js";
 import { isEntry } from "../shared/entry.js";
+import { closeServer } from "./close-server.js";
 import { SandboxUsageError } from "./errors.js";
 import { createSandbox, DEFAULT_SEED, LEGACY_PREFIX, SANDBOX_CLIENT } from "./index.js";
 
@@ -100,16 +101,11 @@ async function main(): Promise<void> {
   let stopping = false;
   // The process ends once the server is closed (its connections too), with nothing left to run: not process.exit(),
   // which on Node 24 can hang for good (test/process-exit.test.ts). A second signal finds no listener and kills it.
-  const close = (server: { close(): Promise<void> }) =>
-    void server.close().catch((error: unknown) => {
-      console.error(`sandbox: error while stopping: ${error instanceof Error ? error.message : String(error)}`);
-      process.exitCode = 1;
-    });
   const stop = (signal: string) => {
     if (stopping) return;
     stopping = true;
     console.log(`sandbox: ${signal} received, stopping`);
-    if (running.server) close(running.server);
+    if (running.server) closeServer(running.server, "sandbox");
   };
   process.once("SIGINT", () => stop("SIGINT"));
   process.once("SIGTERM", () => stop("SIGTERM"));
@@ -126,7 +122,7 @@ async function main(): Promise<void> {
   running.server = listening;
   // Stopped while it started listening.
   if (stopping) {
-    close(listening);
+    closeServer(listening, "sandbox");
     return;
   }
   const url = listening.url;

@@ -4,6 +4,7 @@
  * receives `{ transactions, latencyMs, seed, redirectUri, scope }`, answers `{ url, companyId, code }` when ready,
  * exits when the parent disconnects.
  */
+import { closeServer } from "../../sandbox/close-server.js";
 import { createSandbox } from "../../sandbox/index.js";
 
 /** Message from the bench to this child. */
@@ -31,8 +32,8 @@ process.once("message", (message: BenchSandboxRequest) => {
     const server = await sandbox.listen(0);
     // The process ends with the bench: once the channel closes, so does the server, and nothing is left to run (not
     // process.exit(), which on Node 24 can hang for good: test/process-exit.test.ts).
-    if (!process.connected) return server.close();
-    process.once("disconnect", () => void server.close());
+    if (!process.connected) return closeServer(server, "bench sandbox");
+    process.once("disconnect", () => closeServer(server, "bench sandbox"));
     // Latency applies from now on: building the backlog is not part of the measurement.
     sandbox.control.setLatency(message.latencyMs);
     const code = sandbox.control.issueAuthorizationCode({ companyId: company.id, redirectUri: message.redirectUri, scope: message.scope });

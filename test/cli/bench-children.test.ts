@@ -72,6 +72,19 @@ describe("the bench's children", () => {
     expect(ms).toBeLessThan(PROMPTLY_MS);
   });
 
+  it("the sandbox child whose server fails to close says so and ends with exit 1, not an unhandled rejection", async () => {
+    const child = forkChild("bench-sandbox.ts", { preload: "close-fails.ts", stderr: "pipe" });
+    let stderr = "";
+    child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+    await answerOf<BenchSandboxReady>(child, sandboxRequest(10, 0));
+    const exit = exitFromNow(child);
+    child.disconnect();
+    const { code, ms } = await exit;
+    expect(stderr).toBe("bench sandbox: error while stopping: injected close failure\n");
+    expect(code).toBe(1);
+    expect(ms).toBeLessThan(PROMPTLY_MS);
+  });
+
   it("the --baseline child answers, then ends by itself: exit 0", async () => {
     const { child: sandbox, ready } = await startSandbox(sandboxRequest(150, 0));
     const child = forkChild("bench-baseline.ts");
