@@ -1,9 +1,10 @@
 /**
  * `npm run sandbox -- --port <port> [--seed <n>] [--latency-ms <n>] [--frozen-clock]`:
- * runs the provider sandbox on 127.0.0.1 until SIGINT or SIGTERM.
+ * runs the provider sandbox on 127.0.0.1 until SIGINT or SIGTERM (a second one, of either kind, ends it at once).
  */
 import { parseArgs } from "node:util";
 import { joinDashValues, keptByNpm, repeatedOption } from "../shared/cli/args.js";
+import { stopAtOnce } from "../shared/cli/stop-at-once.js";
 import { isEntry } from "../shared/entry.js";
 import { closeServer } from "./close-server.js";
 import { SandboxUsageError } from "./errors.js";
@@ -100,15 +101,17 @@ async function main(): Promise<void> {
   const running: { server?: { close(): Promise<void> } } = {};
   let stopping = false;
   // The process ends once the server is closed (its connections too), with nothing left to run: not process.exit(),
-  // which on Node 24 can hang for good (test/process-exit.test.ts). A second signal finds no listener and kills it.
+  // which on Node 24 can hang for good (test/process-exit.test.ts). A second signal, SIGINT or SIGTERM whichever came
+  // first, ends it at once as the bridge's does (killed by SIGINT): with one listener per signal removed once heard,
+  // a SIGTERM after a SIGINT found the SIGTERM listener still there, and was ignored.
   const stop = (signal: string) => {
-    if (stopping) return;
+    if (stopping) return stopAtOnce();
     stopping = true;
     console.log(`sandbox: ${signal} received, stopping`);
     if (running.server) closeServer(running.server, "sandbox");
   };
-  process.once("SIGINT", () => stop("SIGINT"));
-  process.once("SIGTERM", () => stop("SIGTERM"));
+  process.on("SIGINT", () => stop("SIGINT"));
+  process.on("SIGTERM", () => stop("SIGTERM"));
 
   const sandbox = createSandbox({ seed: options.seed, latencyMs: options.latencyMs, realTime: !options.frozenClock });
   let listening;

@@ -18,7 +18,7 @@ const ENTRIES: Readonly<Record<string, number>> = {
   "sandbox/main.ts": 0,
   "shared/cli/bench-sandbox.ts": 0,
   "shared/cli/bench-baseline.ts": 0,
-  // bridge.ts's second Ctrl-C, on Windows only, where a process cannot end itself by a signal (see there).
+  // bridge.ts's and sandbox/main.ts's second Ctrl-C where a process cannot end itself by a signal (see there).
   "shared/cli/stop-at-once.ts": 1,
 };
 

@@ -1,5 +1,6 @@
 /**
- * How the bridge entry (bridge.ts) ends on a second Ctrl-C, SIGTERM or SIGHUP: now, mid-cycle.
+ * How the bridge entry (bridge.ts) ends on a second Ctrl-C, SIGTERM or SIGHUP: now, mid-cycle; `npm run sandbox`
+ * (sandbox/main.ts) ends so on a second SIGINT or SIGTERM.
  */
 import { EXIT } from "./errors.js";
 

@@ -2,15 +2,17 @@ import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { describe, expect, it } from "vitest";
 import { DEFAULT_PORT, parseMainArgs } from "../../sandbox/main.js";
 import { SandboxUsageError } from "../../sandbox/index.js";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 
-function start(args: string[], entry = "sandbox/main.ts") {
-  return spawn(process.execPath, ["--import", "tsx", entry, ...args], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
+/** `preload`: a module of test/sandbox/support run first. */
+function start(args: string[], entry = "sandbox/main.ts", preload?: string) {
+  const imports = ["--import", "tsx", ...(preload === undefined ? [] : ["--import", pathToFileURL(join(ROOT, "test/sandbox/support", preload)).href])];
+  return spawn(process.execPath, [...imports, entry, ...args], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
 }
 
 function exitOf(child: ReturnType<typeof start>): Promise<number | null> {
@@ -143,6 +145,35 @@ describe("npm run sandbox", () => {
     await new Promise<void>((resolve) => child.stdout.on("data", (chunk: Buffer) => chunk.toString().includes("http://127.0.0.1:") && resolve()));
     child.kill("SIGINT");
     expect(await exited).toBe(0);
+  });
+
+  it.each([
+    ["SIGINT", "SIGTERM"],
+    ["SIGTERM", "SIGINT"],
+    ["SIGINT", "SIGINT"],
+    ["SIGTERM", "SIGTERM"],
+  ] as const)("a second stop signal of any kind ends it at once, killed by SIGINT, when the clean stop hangs: %s then %s", async (first, second) => {
+    const child = start(["--port", "0"], undefined, "close-hangs.ts");
+    try {
+      const exited = new Promise<NodeJS.Signals | null>((resolve) => child.once("exit", (_code, signal) => resolve(signal)));
+      let err = "";
+      child.stderr.on("data", (chunk: Buffer) => (err += chunk.toString()));
+      let out = "";
+      await new Promise<void>((resolve) =>
+        child.stdout.on("data", (chunk: Buffer) => {
+          out += chunk.toString();
+          if (out.includes("companies:")) resolve();
+        }),
+      );
+      child.kill(first);
+      await new Promise<void>((resolve) => child.stdout.on("data", (chunk: Buffer) => chunk.toString().includes("stopping") && resolve()));
+      child.kill(second);
+      const signal = await Promise.race([exited, new Promise((resolve) => setTimeout(() => resolve("still running after 5 s"), 5_000))]);
+      expect(signal).toBe("SIGINT");
+      expect(err).toContain("stopped at once");
+    } finally {
+      child.kill("SIGKILL");
+    }
   });
 
   it("stops cleanly when its stdout was closed (`npm run sandbox | head -3`), instead of dying of EPIPE", async () => {
