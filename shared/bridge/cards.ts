@@ -13,7 +13,7 @@ import type { EventType } from "./events/schemas.js";
 import type { BridgeEvent, QuarantineRecord, Snapshot, SnapshotKey } from "./ports.js";
 import type { CycleReport } from "./report.js";
 import { ServedPageSize } from "./page-size.js";
-import { endsList, listedTotal, listsMore, pageEntries, SINGLE_READ_CONCURRENCY, type PageEntry } from "./provider.js";
+import { endsList, listedTotal, listsMore, pageEntries, servedPageSize, SINGLE_READ_CONCURRENCY, type PageEntry, type ProviderCallOptions, type ProviderPage } from "./provider.js";
 import { RecentIds } from "./recent-ids.js";
 import type { ValidationResult } from "./validate.js";
 import { ERP_CARD_DETAIL_KEYS } from "../qashio/schemas/erp-card.js";
@@ -237,17 +237,20 @@ class CardRun extends CycleRun {
         const status = read === 0 && page > 1 && !isTokenFailure(err) ? statusOf(err) : undefined;
         return status === 404 || (status === 400 && !isPageSizeRejection(err));
       };
+      const listAt = (query: { page: number; page_size: number }, call: ProviderCallOptions): Promise<ProviderPage> =>
+        this.deps.provider.listErpCards(mode === "suspended-only" ? { status: "suspended", ...query } : query, call);
       let result;
+      let renumberedIn: number | undefined;
       try {
         result = await this.listPage(
           `list ${mode} cards`,
           (size, call) => {
             page = Math.floor(offset / size) + 1;
-            const query = { page, page_size: size };
-            return this.deps.provider.listErpCards(mode === "suspended-only" ? { status: "suspended", ...query } : query, call);
+            return listAt({ page, page_size: size }, call);
           },
           resumedPastEnd,
         );
+        renumberedIn = await this.renumberedIn(result, (size, call) => listAt({ page, page_size: size }, call));
       } catch (err) {
         if (this.outOfTime(err)) {
           this.report.outcome = "deadline";
@@ -261,12 +264,18 @@ class CardRun extends CycleRun {
         continue;
       }
       const entries = pageEntries(result);
+      if (renumberedIn !== undefined) {
+        this.deps.logger.warn("provider serves fewer cards a page again; asking for that size", { from: this.pageSize, to: renumberedIn });
+        this.pageSize = this.servedSize = renumberedIn;
+        this.pageSizes = new ServedPageSize({ lowersOnce: true, known: renumberedIn });
+      }
       // A provider serving fewer cards a page than asked (its maximum is not shown, §8.3) numbers its pages in that size:
       // the walk asks for it from here on and counts its offset in it. Counted in the size asked, the offset would run
       // ahead of the cards walked, and a resumed walk's move for cards removed could land past the first not reached;
       // and a provider counting has_next in the size asked would end the walk with cards still listed. The walk learns a
       // smaller size from a short page once, whole pages before it or not (a maximum lowered under the walk); a later one
-      // short of it left a card out and does not shrink it again: see ServedPageSize.
+      // short of it left a card out and does not shrink it again (see ServedPageSize), unless it says a smaller size
+      // that the page asked again in that size answers alike (see renumberedIn).
       const served = this.pageSizes.weigh(result, entries.length, this.pageSize, listsMore(result, entries.length, (page - 1) * this.pageSize));
       if (served < this.pageSize) {
         this.deps.logger.warn("provider served fewer cards a page than asked; asking for that size", { from: this.pageSize, to: served });
@@ -322,6 +331,24 @@ class CardRun extends CycleRun {
       });
     }
     return this.finish();
+  }
+
+  /**
+   * The smaller size the provider now numbers its pages in, when `answer` (a page at the walk's size, a smaller size
+   * already learned; `list` asks that page again at a size) says one in `page_size` with no `total_pages` to count the
+   * list in it: a maximum lowered again, or only the count of a page a card was left out of. Not followed, a lowered maximum's pages still come one
+   * by one, but the offset counted in the old size runs ahead of the cards walked, and a resumed walk's move for cards
+   * removed above lands past the first card not reached; followed every time, a page a card was left out of shrinks
+   * the size on each return to it (see ServedPageSize). So the page is asked again in that size (one list call): the
+   * provider numbers its pages in it only if it answers the same cards (a page other than the first, numbered in
+   * the larger size, starts further down).
+   */
+  private async renumberedIn(answer: ProviderPage, list: (size: number, call: ProviderCallOptions) => Promise<ProviderPage>): Promise<number | undefined> {
+    const stated = servedPageSize(answer, this.pageSize);
+    if (stated === undefined || this.servedSize === undefined || answer.pagination?.total_pages !== undefined) return undefined;
+    const again = await this.provider(`list ${this.mode} cards`, (call) => list(stated, call));
+    const ids = (p: ProviderPage): string => JSON.stringify(pageEntries(p).map(({ raw }) => (raw as Record<string, unknown> | null)?.["id"]));
+    return ids(again) === ids(answer) ? stated : undefined;
   }
 
   /**

@@ -27,3 +27,17 @@ export const pageShapes = {
   // page_size echoes the size asked; has_next is true to what it served, and there is no count to weigh it against.
   echoingSizeAskedWithoutCount: (query, page) => ({ ...page, pagination: { page: query.page, page_size: query.page_size, has_next: page.pagination?.has_next ?? false } }),
 } satisfies Record<string, PageShape>;
+
+/** Pagination of `page` kept to `keys`: what a provider telling less than the whole block sends. */
+function keeping(page: ProviderPage, keys: readonly (keyof NonNullable<ProviderPage["pagination"]>)[]): ProviderPage {
+  const pagination = Object.fromEntries(Object.entries(page.pagination ?? {}).filter(([key]) => (keys as readonly string[]).includes(key)));
+  return { ...page, pagination };
+}
+
+/** Shapes saying the size served in `page_size` without a `total_pages` to count the list in it. */
+export const statedSizeShapes = {
+  // page, page_size, total_records and has_next true to what it served.
+  withoutTotalPages: (_query, page) => keeping(page, ["page", "page_size", "total_records", "has_next"]),
+  withCountOnly: (_query, page) => keeping(page, ["page_size", "total_records"]),
+  withHasNextOnly: (_query, page) => keeping(page, ["page_size", "has_next"]),
+} satisfies Record<string, PageShape>;
