@@ -4,6 +4,7 @@
  */
 import { topUpPeriodOf, topUpSettingOf } from "./data/balances.js";
 import { accountBalanceOf } from "./data/model.js";
+import { allowedCategoriesOf } from "./data/restrictions.js";
 import type {
   CardRecord,
   CompanyData,
@@ -105,10 +106,7 @@ export function erpCardDetailView(card: CardRecord, data: CompanyData): Record<s
     },
     merchant_category_limits: {
       restriction_type: card.categoryLimitsActive ? "allow" : "none",
-      categories: [
-        { name: "Travel", mcc_codes: [...card.allowedMccs] },
-        { name: "Software", mcc_codes: ["5734", "5818", "7372"] },
-      ],
+      categories: allowedCategoriesOf(card),
       merchant_groups: [],
     },
     topup_configuration: {

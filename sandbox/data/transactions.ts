@@ -8,6 +8,7 @@ import { TRANSACTION_CATEGORIES } from "../../shared/qashio/schemas/enums.js";
 import { SPEND_CATEGORIES, spendableOf } from "./balances.js";
 import { MCC_DESCRIPTIONS, MERCHANTS, convert, type MerchantProfile } from "./catalog.js";
 import { limitRoomOf, windowStart } from "./spend-limits.js";
+import { allowsMerchant } from "./restrictions.js";
 import { poolOf, type CardRecord, type ClientSyncStatus, type CompanyData, type MasterRecord, type TransactionRecord, type UserProfile } from "./model.js";
 
 const DAY_MS = 86_400_000;
@@ -30,6 +31,9 @@ const CATEGORY_WEIGHTS: readonly (readonly [BuildableCategory, number])[] = [
   ["deposit", 2],
   ["account_transfer", 3],
 ];
+
+/** MCC of an ATM (`mcc_code` of a cash withdrawal), which a card's category limits must allow for one made now. */
+const ATM_MCC = "6011";
 
 /** Least a card's account must be able to pay, fee included, for spend made now to go on it (billing currency). */
 const LEAST_SPEND = 1;
@@ -234,7 +238,7 @@ export class TransactionFactory {
     const card = parent ? (this.data.cards.find((c) => c.id === parent.card_external_id) ?? p.pick(this.spendCards)) : this.cardFor(category, o.timeMs, o.live === true, o.nowMs);
     if (card === undefined) return undefined;
     const holder = card.holder;
-    const merchant = this.merchantFor(category, parent);
+    const merchant = this.merchantFor(category, parent, o.live === true ? card : undefined);
     let transactionAmount: number;
     let transactionCurrency: string;
     if (parent) {
@@ -287,8 +291,8 @@ export class TransactionFactory {
       merchant_name: merchant ? merchant.name : this.pseudoMerchant(category),
       merchant_city: merchant ? merchant.city : category === "cash_withdrawal" ? "Dubai" : null,
       merchant_country: merchant ? merchant.country : category === "cash_withdrawal" ? company.country : null,
-      mcc_code: merchant ? merchant.mcc : category === "cash_withdrawal" ? "6011" : null,
-      mcc_description: merchant ? (MCC_DESCRIPTIONS[merchant.mcc] ?? null) : category === "cash_withdrawal" ? (MCC_DESCRIPTIONS["6011"] ?? null) : null,
+      mcc_code: merchant ? merchant.mcc : category === "cash_withdrawal" ? ATM_MCC : null,
+      mcc_description: merchant ? (MCC_DESCRIPTIONS[merchant.mcc] ?? null) : category === "cash_withdrawal" ? (MCC_DESCRIPTIONS[ATM_MCC] ?? null) : null,
       transaction_amount: transactionAmount,
       transaction_currency: transactionCurrency,
       billing_amount: billingAmount,
@@ -406,8 +410,9 @@ export class TransactionFactory {
    * keeps no status history, one active then (activated, not yet terminated), so a card suspended since spent before.
    * A cash withdrawal takes only such a card that allows ATM use (`atm_withdrawal_allowed`), and none when there is
    * none. Spend made now takes only a card whose account can pay for some and whose spend limit, when enforced, allows
-   * some in its window (`canSpendNow`), and none when no card can (undefined: §4.9 balances account for what is held, a
-   * limit is enforced, and the spec names no declined transaction). Otherwise,
+   * some in its window (`canSpendNow`) and whose country and category limits, when active, allow it somewhere (a
+   * purchase at some merchant, a cash withdrawal at an ATM at home), and none when no card can (undefined: §4.9
+   * balances account for what is held, a limit is enforced, and the spec names no declined transaction). Otherwise,
    * without any such card, every card that ever spent serves, so the control surface can always create what it is
    * asked for.
    */
@@ -415,7 +420,7 @@ export class TransactionFactory {
     const spend = live && SPEND_CATEGORIES.has(category);
     const atm = category === "cash_withdrawal";
     const usable = (live ? this.data.cards.filter((card) => card.status === "Active") : this.spendCards.filter((card) => this.canSpendAt(card, timeMs)))
-      .filter((card) => (!atm || card.atmWithdrawalAllowed) && (!spend || canSpendNow(card, this.data, category, nowMs)));
+      .filter((card) => (!atm || card.atmWithdrawalAllowed) && (!spend || (canSpendNow(card, this.data, category, nowMs) && this.allowsSpendNow(card, category))));
     if (usable.length === 0) return spend || atm ? undefined : this.prng.pick(this.spendCards);
     const picked = this.prng.pick(usable);
     if (live || !SPEND_CATEGORIES.has(category)) return picked;
@@ -443,9 +448,28 @@ export class TransactionFactory {
     return ms;
   }
 
-  private merchantFor(category: BuildableCategory, parent: TransactionRecord | undefined): MerchantProfile | undefined {
+  /**
+   * Whether `card`'s country and category limits let spend of `category` made now go on it: a purchase at some merchant
+   * (`merchantsFor`), a cash withdrawal at an ATM in the company's country.
+   */
+  private allowsSpendNow(card: CardRecord, category: BuildableCategory): boolean {
+    if (category === "cash_withdrawal") return allowsMerchant(card, this.data.company.country, ATM_MCC);
+    return this.merchantsFor(card).length > 0;
+  }
+
+  /** The merchants `card`'s limits allow a purchase at; every one when it has none active, in the catalogue's order. */
+  private merchantsFor(card: CardRecord | undefined): readonly MerchantProfile[] {
+    return card === undefined || (!card.countryLimitsActive && !card.categoryLimitsActive) ? MERCHANTS : MERCHANTS.filter((m) => allowsMerchant(card, m.country, m.mcc));
+  }
+
+  /**
+   * The merchant of a new transaction: its purchase's for money back, any for a seeded purchase (the seeded history
+   * does not keep to a card's limits: spec-gaps, Cards and users), one `restrictedBy`'s limits allow for one made now.
+   * The same single draw either way, so a card without limits buys where it did before.
+   */
+  private merchantFor(category: BuildableCategory, parent: TransactionRecord | undefined, restrictedBy: CardRecord | undefined): MerchantProfile | undefined {
     if (parent) return MERCHANTS.find((m) => m.name === parent.merchant_name);
-    if (category === "purchase") return this.prng.pick(MERCHANTS);
+    if (category === "purchase") return this.prng.pick(this.merchantsFor(restrictedBy));
     return undefined;
   }
 

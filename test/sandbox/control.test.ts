@@ -6,6 +6,7 @@ import { InvalidResponseError, RateLimitedError, ServerError, TimeoutError } fro
 import { ErrorEnvelopeSchema, TransactionSchema } from "../../shared/qashio/schemas/index.js";
 import { createSandbox, ValidationError } from "../../sandbox/index.js";
 import { consumedOf } from "../../sandbox/data/spend-limits.js";
+import { erpCardDetailView } from "../../sandbox/views.js";
 import { round2 } from "../../sandbox/prng.js";
 import { BASE, CLIENT, REDIRECT_URI, errorCodes, fillAccounts, harness, instantClock, netSpendIn, START, START_MONTH, tokensFor, type Harness, type Row } from "./helpers.js";
 
@@ -219,6 +220,30 @@ describe("activity generation", () => {
     expect(data.cards.some((card) => card.status === "Active")).toBe(true);
     const none = await control(`/companies/${h.companyId}/transactions`, { count: 5, transaction_category: "cash_withdrawal" });
     expect([none.status, none.body.data]).toEqual([201, []]);
+  });
+
+  it("makes spend now only where a card's country and category limits allow, as its ERP view states them, on restricted cards too", async () => {
+    const data = h.sandbox.control.company(h.companyId)!;
+    fillAccounts(data);
+    const byId = new Map(data.cards.map((card) => [card.id, card]));
+    const made: Row[] = [];
+    for (const [category, count] of [["cash_withdrawal", 20], ["purchase", 80]] as const) {
+      const { status, body } = await control(`/companies/${h.companyId}/transactions`, { count, transaction_category: category });
+      expect(status).toBe(201);
+      made.push(...(body.data as Row[]));
+    }
+    const refused = made.filter((tx) => {
+      const view = erpCardDetailView(byId.get(tx.card_external_id as string)!, data) as Row;
+      const countries = view.country_limits as Row;
+      const categories = view.merchant_category_limits as Row;
+      const mccs = (categories.categories as Row[]).flatMap((c) => c.mcc_codes as string[]);
+      return (countries.restriction_mode === "allow_list" && !(countries.allowed_countries as string[]).includes(tx.merchant_country as string))
+        || (categories.restriction_type === "allow" && !mccs.includes(tx.mcc_code as string));
+    });
+    expect(refused.map((tx) => [tx.card_external_id, tx.merchant_country, tx.mcc_code])).toEqual([]);
+    const restricted = made.filter((tx) => { const card = byId.get(tx.card_external_id as string)!; return card.countryLimitsActive || card.categoryLimitsActive; });
+    expect(restricted.length, "some spend went on a restricted card").toBeGreaterThan(0);
+    expect(made.some((tx) => tx.transaction_category === "cash_withdrawal"), "some cash withdrawal was made").toBe(true);
   });
 
   it("seeds no cash withdrawal on a card that does not allow ATM use: when only such cards were active, a purchase instead", () => {
