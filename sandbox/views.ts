@@ -90,6 +90,7 @@ export function erpCardView(card: CardRecord, company: SandboxCompany): Record<s
 
 /** Single ERP card read (§2.3): the list shape plus the configuration objects. */
 export function erpCardDetailView(card: CardRecord, data: CompanyData): Record<string, unknown> {
+  const topUp = topUpSettingOf(card, data);
   return {
     ...erpCardView(card, data.company),
     purchase_limits: {
@@ -109,14 +110,15 @@ export function erpCardDetailView(card: CardRecord, data: CompanyData): Record<s
       categories: allowedCategoriesOf(card),
       merchant_groups: [],
     },
+    // Both show what tops up the account the card draws on: a pool card's is its pool's (spec-gaps, Balances).
     topup_configuration: {
-      auto_topup_enabled: card.autoTopUpEnabled,
-      auto_topup_amount: card.autoTopUpAmount,
-      frequency: card.velocityPeriod,
+      auto_topup_enabled: topUp.trigger !== "manual",
+      auto_topup_amount: topUp.amount,
+      // A pool tops up by no period (§2.5 gives it none).
+      frequency: card.poolAccountId === null ? card.velocityPeriod : null,
     },
     auto_top_up_configuration: {
-      // What tops up the account the card draws on: a pool card's is its pool's (spec-gaps, Balances).
-      ...topUpSettingOf(card, data),
+      ...topUp,
       // Top-ups per velocity_period come beside the low-balance ones, not with loads on approval nor on a pool card (spec-gaps, Balances).
       period: topUpPeriodOf(card),
     },
@@ -227,7 +229,8 @@ export function coreCardView(card: CardRecord, data: Pick<CompanyData, "company"
     allowed_mccs_active: card.categoryLimitsActive,
     spend_limit_active: card.spendLimit.active,
     atm_limit_active: false,
-    auto_top_up_amount: card.autoTopUpAmount,
+    // What tops up the account the card draws on, as the ERP read's auto_top_up_configuration (a pool card's: its pool's).
+    auto_top_up_amount: topUpSettingOf(card, data).amount,
     auto_load_on_transaction_approval: card.autoLoadOnTransactionApproval,
     tokenization_status: card.status === "Active" ? "tokenized" : "not_tokenized",
     account_type: card.accountType.toUpperCase(),

@@ -88,7 +88,7 @@ export interface TopUpSetting {
  * `auto_top_up_amount`. A pool card's account is its pool's, so its pool's `topup_type` says (`auto_topup`:
  * `balance_below_threshold`, else `manual`), adding the pool's low-balance amount (§2.5 gives a pool no top-up amount).
  */
-export function topUpSettingOf(card: CardRecord, data: Accounts): TopUpSetting {
+export function topUpSettingOf(card: CardRecord, data: Pick<CompanyData, "pools">): TopUpSetting {
   if (card.poolAccountId === null) {
     const trigger = !card.autoTopUpEnabled ? "manual" : card.autoLoadOnTransactionApproval ? "transaction_approval" : "balance_below_threshold";
     return { amount: card.autoTopUpAmount, trigger, threshold: card.lowBalanceNotificationAmount };

@@ -848,6 +848,23 @@ describe("money back (spec-gaps, Balances): auto top-up and deposits", () => {
     }
   });
 
+  it("shows on a pool card its pool's top-up in topup_configuration and the core auto_top_up_amount too, as auto_top_up_configuration does", async () => {
+    const card = data().cards.find((c) => c.status === "Active" && c.poolAccountId !== null)!;
+    expect(card, "seed 7 has an Active pool card").toBeDefined();
+    const pool = data().pools.find((p) => p.id === card.poolAccountId)! as { topupType: string; lowBalanceNotificationAmount: number };
+    for (const topupType of ["manual", "auto_topup"]) {
+      pool.topupType = topupType;
+      // The card's own amount (and so its own flag, on) differs from its pool's, so the views show which they took.
+      const written = await api(`/public/v1/core/cards/${card.id}`, { method: "PUT", body: { auto_top_up_amount: pool.lowBalanceNotificationAmount + 100 } });
+      expect(written.status).toBe(200);
+      const view = await erpCard(card.id);
+      const shown = view.auto_top_up_configuration as Row;
+      expect(shown.amount, "the pool's amount").toBe(pool.lowBalanceNotificationAmount);
+      expect(view.topup_configuration, `pool ${topupType}`).toEqual({ auto_topup_enabled: shown.trigger !== "manual", auto_topup_amount: shown.amount, frequency: null });
+      expect(Number(((written.body.data as Row).card as Row).auto_top_up_amount), "core auto_top_up_amount").toBe(shown.amount);
+    }
+  });
+
   it("shows no top-up period on a pool card with an auto top-up amount: its account is its pool's, which no period tops up", async () => {
     const card = data().cards.find((c) => c.status === "Active" && c.poolAccountId !== null)!;
     expect(card, "seed 7 has an Active pool card").toBeDefined();
