@@ -250,7 +250,7 @@ class CardRun extends CycleRun {
           },
           resumedPastEnd,
         );
-        renumberedIn = await this.renumberedIn(result, (size, call) => listAt({ page, page_size: size }, call));
+        renumberedIn = await this.renumberedIn(result, page, (size, call) => listAt({ page, page_size: size }, call));
       } catch (err) {
         if (this.outOfTime(err)) {
           this.report.outcome = "deadline";
@@ -343,9 +343,12 @@ class CardRun extends CycleRun {
    * provider numbers its pages in it only if it answers the same cards (a page other than the first, numbered in
    * the larger size, starts further down).
    */
-  private async renumberedIn(answer: ProviderPage, list: (size: number, call: ProviderCallOptions) => Promise<ProviderPage>): Promise<number | undefined> {
+  private async renumberedIn(answer: ProviderPage, page: number, list: (size: number, call: ProviderCallOptions) => Promise<ProviderPage>): Promise<number | undefined> {
     const stated = servedPageSize(answer, this.pageSize);
     if (stated === undefined || this.servedSize === undefined || answer.pagination?.total_pages !== undefined) return undefined;
+    // Only a page the list goes on past: the last one's page_size counting its cards (every walk) needs no check, the
+    // walk ending on it or on the empty page after, in whatever size the pages are numbered.
+    if (!listsMore(answer, pageEntries(answer).length, (page - 1) * this.pageSize)) return undefined;
     const again = await this.provider(`list ${this.mode} cards`, (call) => list(stated, call));
     const ids = (p: ProviderPage): string => JSON.stringify(pageEntries(p).map(({ raw }) => (raw as Record<string, unknown> | null)?.["id"]));
     return ids(again) === ids(answer) ? stated : undefined;

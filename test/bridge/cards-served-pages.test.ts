@@ -321,3 +321,33 @@ describe("card walk against a provider lowering its maximum a second time, sayin
     }
   });
 });
+
+describe("card walk's list calls against a provider serving the size it asks", () => {
+  /** page_size says the items the page holds: a short last page states fewer than the size served. */
+  const countingItsItems: PageShape = (_query, page) => ({ ...page, pagination: { ...page.pagination, page_size: page.data.length + (page.invalid?.length ?? 0) } });
+  const counting = Object.fromEntries(Object.entries(statedSizeShapes).map(([name, shape]) => [`${name}CountingItsItems`, ((query, page) => shape(query, countingItsItems(query, page))) satisfies PageShape]));
+  const shapes = { ...pageShapes, ...statedSizeShapes, countingItsItems, ...counting };
+
+  /** The list calls of one complete walk asking `asked` over `count` cards served at most `cap` a page, in `shape`. */
+  async function listCalls(shape: PageShape, count: number, asked: number, cap: number): Promise<{ page: number; page_size: number }[]> {
+    const rig = makeRig();
+    for (let i = 0; i < count; i++) rig.provider.addCard();
+    serveFewer(rig, shape, cap);
+    const earlier = rig.provider.calls.length;
+    expect((await pollCards(rig.deps, { pageSize: asked })).outcome).toBe("complete");
+    return rig.provider.calls.slice(earlier).flatMap((c) => (c.op === "listErpCards" ? [c.query as { page: number; page_size: number }] : []));
+  }
+
+  it("asks each page once, none again in another size, whether it serves the size asked or a smaller one it learns", async () => {
+    for (const [name, shape] of Object.entries(shapes)) {
+      for (const count of [1, 5, 6, 7, 13]) {
+        for (const cap of [6, 3]) {
+          const calls = await listCalls(shape, count, 6, cap);
+          const label = `${name}, ${count} cards, served ${cap} of 6`;
+          // Each page number asked once: a page asked again is an extra call.
+          expect(new Set(calls.map((c) => c.page)).size, label).toBe(calls.length);
+        }
+      }
+    }
+  });
+});
