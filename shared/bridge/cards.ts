@@ -346,9 +346,10 @@ class CardRun extends CycleRun {
   private async renumberedIn(answer: ProviderPage, page: number, list: (size: number, call: ProviderCallOptions) => Promise<ProviderPage>): Promise<number | undefined> {
     const stated = servedPageSize(answer, this.pageSize);
     if (stated === undefined || this.servedSize === undefined || answer.pagination?.total_pages !== undefined) return undefined;
-    // Only a page the list goes on past: the last one's page_size counting its cards (every walk) needs no check, the
-    // walk ending on it or on the empty page after, in whatever size the pages are numbered.
-    if (!listsMore(answer, pageEntries(answer).length, (page - 1) * this.pageSize)) return undefined;
+    // Only a page the list goes on past: the last one's page_size counting its cards (every walk) needs no check, nor
+    // an empty page, the walk ending on it or on the empty page after, in whatever size the pages are numbered.
+    const held = pageEntries(answer).length;
+    if (held === 0 || !listsMore(answer, held, (page - 1) * this.pageSize)) return undefined;
     const again = await this.provider(`list ${this.mode} cards`, (call) => list(stated, call));
     const ids = (p: ProviderPage): string => JSON.stringify(pageEntries(p).map(({ raw }) => (raw as Record<string, unknown> | null)?.["id"]));
     return ids(again) === ids(answer) ? stated : undefined;

@@ -351,3 +351,19 @@ describe("card walk's list calls against a provider serving the size it asks", (
     }
   });
 });
+
+describe("card walk's list calls at an empty page", () => {
+  it("does not ask an empty page again in the smaller size its page_size says, has_next true or not", async () => {
+    for (const hasNext of [true, false]) {
+      const rig = makeRig();
+      for (let i = 0; i < 7; i++) rig.provider.addCard();
+      // Served 3 of 6; page_size counts the page's cards, at least 1; has_next says nothing but `hasNext` on an empty page.
+      serveFewer(rig, (_query, page) => ({ ...page, pagination: { page_size: Math.max(1, page.data.length), has_next: page.data.length > 0 || hasNext } }), 3);
+      const earlier = rig.provider.calls.length;
+      expect((await pollCards(rig.deps, { pageSize: 6 })).outcome).toBe("complete");
+      const pages = rig.provider.calls.slice(earlier).flatMap((c) => (c.op === "listErpCards" ? [(c.query as { page: number }).page] : []));
+      const last = pages.at(-1);
+      expect(pages.filter((page) => page === last), `has_next ${hasNext}: ${pages.join(",")}`).toHaveLength(1);
+    }
+  });
+});
