@@ -5,21 +5,17 @@
 import { main, stopNotice } from "./shared/cli/main.js";
 import { TokensLostError } from "./shared/cli/errors.js";
 import { spendingRefreshes } from "./shared/cli/token-spending.js";
-import { stopAtOnce } from "./shared/cli/stop-at-once.js";
+import { isSameStop, stopAtOnce } from "./shared/cli/stop-at-once.js";
 
 const controller = new AbortController();
 const notice = stopNotice(process.argv[2]);
 let stops = 0;
-/**
- * A signal this soon after the first is the same stop delivered twice, not a second Ctrl-C: coreutils `timeout` (and
- * other wrappers) signal the command and then its whole process group. A person's two presses are further apart.
- */
-const SAME_STOP_MS = 50;
+/** When the first stop signal came: one soon after is the same stop delivered twice (see isSameStop). */
 let firstStopAt = 0;
 /** Set once `main` has returned: the process is winding down to exit with the command's result. */
 let finished = false;
 const stop = () => {
-  if (stops === 1 && performance.now() - firstStopAt < SAME_STOP_MS) return;
+  if (stops === 1 && isSameStop(firstStopAt)) return;
   // A first one is ignored while winding down, which lets work the command left in flight (a read-ahead's token
   // refresh after a failed cycle) save what it holds; the process exits with the command's result, not as killed.
   stops += 1;

@@ -4,6 +4,18 @@
  */
 import { EXIT } from "./errors.js";
 
+/**
+ * A signal this soon after the first is the same stop delivered twice, not a second Ctrl-C: coreutils `timeout` (and
+ * other wrappers) signal the command and then its whole process group, and npm and tsx relay a terminal's Ctrl-C to
+ * the command that got it too. A person's two presses are further apart.
+ */
+const SAME_STOP_MS = 50;
+
+/** True when a stop signal now is the one first heard at `firstAt` (`performance.now()`) delivered again. */
+export function isSameStop(firstAt: number): boolean {
+  return performance.now() - firstAt < SAME_STOP_MS;
+}
+
 /** The parts of `process` the ending uses. */
 export type EndingProcess = Pick<NodeJS.Process, "platform" | "pid" | "kill" | "exit" | "removeAllListeners"> & {
   readonly stderr: { write(text: string): unknown };
