@@ -231,11 +231,21 @@ it("stops the cycle the invocation gave up on after its page in hand, rather tha
   expect(h.output.some((line) => line.includes("transactions cycle deadline"))).toBe(true);
 }, 20_000);
 
+/**
+ * Makes about `count` new transactions: one call makes fewer when cards lack funds or room under their limits, so a
+ * few more calls make up most of the rest (at least 90%, or the test's premise of "more than a page" is not met).
+ */
+function createAbout(company: NonNullable<ReturnType<typeof h.sandbox.control.company>>, count: number): void {
+  let made = 0;
+  for (let round = 0; round < 10 && made < count; round++) made += h.sandbox.control.state.createTransactions(company, { count: count - made }).length;
+  expect(made).toBeGreaterThanOrEqual(0.9 * count);
+}
+
 it("stops the re-drive the invocation gave up on after its batch in hand, rather than go on when the container thaws; the next re-drive delivers the rest", async () => {
   const company = h.sandbox.control.company(h.companyId);
   if (company === undefined) throw new Error("no company");
   // More publish-failure records than one batch (100): the bus refuses every event of a cycle for good.
-  h.sandbox.control.state.createTransactions(company, { count: 150 });
+  createAbout(company, 150);
   h.eventBridge.on(PutEventsCommand).callsFake((input: { Entries: PutEventsRequestEntry[] }) => ({
     FailedEntryCount: input.Entries.length,
     Entries: input.Entries.map(() => ({ ErrorCode: "MalformedDetail", ErrorMessage: "detail is malformed" })),
@@ -264,7 +274,7 @@ it("stops the conform-pii pass the invocation gave up on before its next write, 
   h.env.PII_MODE = "full";
   const company = h.sandbox.control.company(h.companyId);
   if (company === undefined) throw new Error("no company");
-  h.sandbox.control.state.createTransactions(company, { count: 150 });
+  createAbout(company, 150);
   expect(await h.poller("transactions")()).toMatchObject({ status: "completed", outcome: "complete" });
   h.env.PII_MODE = "redact";
   // A pass whose every Scan takes 20 s of the 30 s budget: it stops at its deadline with a cursor.
