@@ -12,13 +12,13 @@ import type { TransactionRecord } from "./model.js";
 export interface Family {
   getByQashioId(qashioId: string): TransactionRecord | undefined;
   childrenOf(qashioId: string): TransactionRecord[];
+  /** What the reversals of a purchase the store forgot reversed, while the purchase is held. */
+  forgottenReversalsOf(qashioId: string): number;
 }
 
 export class SpendLedger {
   /** By card. */
   private readonly totals = new DayTotals();
-  /** What the forgotten reversals of a purchase reversed (`transaction_amount`), by its qashio_id, while it is held. */
-  private readonly forgottenReversed = new Map<string, number>();
 
   /**
    * Counts `tx` as it is now (stored, or changed in place), in place of what it counted before; a child (reversal or
@@ -41,7 +41,7 @@ export class SpendLedger {
       return;
     }
     const reversals = family.childrenOf(tx.qashio_id).filter((child) => child.transaction_category === "reversal");
-    const reversed = reversals.reduce((sum, r) => sum + Number(r.transaction_amount), this.forgottenReversed.get(tx.qashio_id) ?? 0);
+    const reversed = reversals.reduce((sum, r) => sum + Number(r.transaction_amount), family.forgottenReversalsOf(tx.qashio_id));
     const whole = Math.round(amountOf(tx) * 100);
     const cents = whole - Math.min(whole, Math.round(shareOf(tx, reversed) * 100));
     // Compared in cents: summed as floats, reversals of all of it in parts can fall short of it (0.12 + 0.05 < 0.17).
@@ -55,11 +55,6 @@ export class SpendLedger {
    */
   forget(tx: TransactionRecord): void {
     this.totals.keep(tx.id);
-    this.forgottenReversed.delete(tx.qashio_id);
-    if (tx.transaction_category === "reversal" && tx.parent_qashio_id !== null) {
-      // Its held purchase, counted again after a change, must still count less what it reversed.
-      this.forgottenReversed.set(tx.parent_qashio_id, (this.forgottenReversed.get(tx.parent_qashio_id) ?? 0) + Number(tx.transaction_amount));
-    }
   }
 
   /** What the card's spend dated at or after `startMs` consumed (-Infinity: all of it). */

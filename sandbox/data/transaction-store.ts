@@ -31,8 +31,11 @@ export class TransactionStore {
   private readonly childrenByParentQashioId = new Map<string, number[]>();
   private readonly chunkCounts: Record<ClientSyncStatus, number[]> = { not_synced: [], synced: [], outdated: [] };
   private readonly totals: Record<ClientSyncStatus, number> = { not_synced: 0, synced: 0, outdated: 0 };
-  /** What the forgotten children of a parent still held gave back (`transaction_amount`), by its qashio_id. */
-  private readonly forgottenReturns = new Map<string, number>();
+  /**
+   * What the forgotten children of a parent still held gave back (`transaction_amount`), by its qashio_id: all of them
+   * (refunds and reversals), and the reversals among them.
+   */
+  private readonly forgottenReturns = new Map<string, { all: number; reversed: number }>();
   /** What each card's spend consumed, by day (spend limits' windows): kept as transactions come, change and go. */
   readonly spend = new SpendLedger();
   /** The company's net spend by day (company summary): kept as transactions come, change and go. */
@@ -92,7 +95,12 @@ export class TransactionStore {
    * not make its purchase's money returnable again (leftToReturn).
    */
   forgottenReturnsOf(qashioId: string): number {
-    return this.forgottenReturns.get(qashioId) ?? 0;
+    return this.forgottenReturns.get(qashioId)?.all ?? 0;
+  }
+
+  /** What the reversals of `qashioId` this store forgot reversed: its spend, counted again, stays less that (SpendLedger). */
+  forgottenReversalsOf(qashioId: string): number {
+    return this.forgottenReturns.get(qashioId)?.reversed ?? 0;
   }
 
   getByQashioId(qashioId: string): TransactionRecord | undefined {
@@ -147,7 +155,9 @@ export class TransactionStore {
         this.spend.forget(tx);
         this.netSpend.forget(tx);
         if (tx.parent_qashio_id !== null) {
-          this.forgottenReturns.set(tx.parent_qashio_id, this.forgottenReturnsOf(tx.parent_qashio_id) + Number(tx.transaction_amount));
+          const amount = Number(tx.transaction_amount);
+          const before = this.forgottenReturns.get(tx.parent_qashio_id) ?? { all: 0, reversed: 0 };
+          this.forgottenReturns.set(tx.parent_qashio_id, { all: before.all + amount, reversed: before.reversed + (tx.transaction_category === "reversal" ? amount : 0) });
         }
         continue;
       }
