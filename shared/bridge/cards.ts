@@ -13,7 +13,7 @@ import type { EventType } from "./events/schemas.js";
 import type { BridgeEvent, QuarantineRecord, Snapshot, SnapshotKey } from "./ports.js";
 import type { CycleReport } from "./report.js";
 import { ServedPageSize } from "./page-size.js";
-import { endsList, listedTotal, listsMore, pageEntries, servedPageSize, SINGLE_READ_CONCURRENCY, type PageEntry, type ProviderCallOptions, type ProviderPage } from "./provider.js";
+import { endsList, heldBy, listedTotal, listsMore, pageEntries, servedPageSize, SINGLE_READ_CONCURRENCY, type PageEntry, type ProviderCallOptions, type ProviderPage } from "./provider.js";
 import { RecentIds } from "./recent-ids.js";
 import type { ValidationResult } from "./validate.js";
 import { ERP_CARD_DETAIL_KEYS } from "../qashio/schemas/erp-card.js";
@@ -348,7 +348,7 @@ class CardRun extends CycleRun {
     if (stated === undefined || this.servedSize === undefined || answer.pagination?.total_pages !== undefined) return undefined;
     // Only a page the list goes on past: the last one's page_size counting its cards (every walk) needs no check, nor
     // an empty page, the walk ending on it or on the empty page after, in whatever size the pages are numbered.
-    const held = pageEntries(answer).length;
+    const held = heldBy(answer);
     if (held === 0 || !listsMore(answer, held, (page - 1) * this.pageSize)) return undefined;
     const again = await this.provider(`list ${this.mode} cards`, (call) => list(stated, call));
     const ids = (p: ProviderPage): string => JSON.stringify(pageEntries(p).map(({ raw }) => (raw as Record<string, unknown> | null)?.["id"]));

@@ -38,6 +38,11 @@ export function servedPageSize(page: ProviderPage, asked: number): number | unde
   return typeof served === "number" && Number.isSafeInteger(served) && served > 0 && served < asked ? served : undefined;
 }
 
+/** Items a list answer holds, rejected ones included: as many as its {@link pageEntries}, without building them. */
+export function heldBy(answer: ProviderPage): number {
+  return answer.data.length + (answer.invalid?.length ?? 0);
+}
+
 /**
  * True when a list answer's `total_pages` is its `total_records` counted in pages of `size`: pages the provider
  * numbers in that size, rather than a `page_size` that only counts the items of a short page.

@@ -17,7 +17,7 @@ import { RecentIds } from "./recent-ids.js";
 import { DEFAULT_MAX_PAGES, type CycleOptions, type TransactionCycleDeps } from "./deps.js";
 import type { BridgeEvent, PublishFailure, QuarantineRecord, Snapshot, SnapshotKey, StoreCallOptions } from "./ports.js";
 import { ServedPageSize } from "./page-size.js";
-import { endsList, listedTotal, listsMore, pageEntries, type PageEntry, type ProviderPage, type PullStatus } from "./provider.js";
+import { endsList, heldBy, listedTotal, listsMore, pageEntries, type PageEntry, type ProviderPage, type PullStatus } from "./provider.js";
 import type { CycleOutcome, CycleReport } from "./report.js";
 import type { ValidationResult } from "./validate.js";
 
@@ -209,11 +209,6 @@ interface ListedCount {
   readonly total: number;
   readonly acknowledgedBefore: number;
   readonly pageSize: number;
-}
-
-/** Items an answer holds, rejected ones included. */
-function heldBy(answer: ProviderPage): number {
-  return answer.data.length + (answer.invalid?.length ?? 0);
 }
 
 /** Parent references remembered as not found, at most (see `parentsNotFound`). */
