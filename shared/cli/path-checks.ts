@@ -82,18 +82,27 @@ const ENTRIES_NAMED = 3;
 
 /**
  * Entries that say nothing of whose a directory is, so an otherwise empty one holding them is still empty: made by a
- * file system (`lost+found`, at a volume's root) or a file manager (`.DS_Store`, macOS Finder), or put there to keep an
- * empty directory in a repository (`.gitkeep`, `.keep`, `.gitignore`). Any other dotfile is someone's: a `.git`, an
- * `.env`, an `.ssh` make a project or a home directory.
+ * file system (`lost+found`, at a volume's root), by a file manager merely opening it (`.DS_Store`, `.localized` of
+ * macOS Finder; `Thumbs.db`, `desktop.ini` of Windows Explorer), or put there to keep an empty directory in a
+ * repository (`.gitkeep`, `.keep`, `.gitignore`). Any other dotfile is someone's: a `.git`, an `.env`, an `.ssh` make
+ * a project or a home directory.
  */
-const PLACEHOLDERS: ReadonlySet<string> = new Set(["lost+found", ".DS_Store", ".gitkeep", ".keep", ".gitignore"]);
+const PLACEHOLDERS: ReadonlySet<string> = new Set(["lost+found", ".DS_Store", ".localized", "Thumbs.db", "desktop.ini", ".gitkeep", ".keep", ".gitignore"]);
+
+/** Prefix of an AppleDouble file: where macOS keeps a file's Finder data beside it on a volume without extended attributes (FAT, exFAT, SMB). */
+const APPLE_DOUBLE = "._";
+
+/** Whether `name` is one of the {@link PLACEHOLDERS}, or the AppleDouble twin of one (`._.DS_Store`); the twin of any other file is as much someone's as that file. */
+function isPlaceholder(name: string): boolean {
+  return PLACEHOLDERS.has(name) || (name.startsWith(APPLE_DOUBLE) && PLACEHOLDERS.has(name.slice(APPLE_DOUBLE.length)));
+}
 
 /**
  * What makes an existing directory no state directory to take, if anything: it holds no state of the bridge's (see
  * {@link holdsBridgeState}) but entries of someone else's (`.`, a home or project directory, a photo folder with a
  * `snapshots/` of its own). Taking it, the bridge would write its tokens and binding among them and chmod it 0700.
- * Harmless, and no reason to refuse: the {@link PLACEHOLDERS} (`lost+found`, `.DS_Store`, `.gitkeep`; not any other
- * dotfile), the bridge's own temp files, the bridge's directories holding nothing but placeholders, its leases and temp
+ * Harmless, and no reason to refuse: the {@link PLACEHOLDERS} (`lost+found`, `.DS_Store`, `Thumbs.db`, `.gitkeep`, their
+ * AppleDouble twins; not any other dotfile), the bridge's own temp files, the bridge's directories holding nothing but placeholders, its leases and temp
  * files (a first run of an older version, stopped before its first token save), and the events file when `eventsFile`
  * lies in it (with its rotations and `.cut-` recovery files: names it starts), or the directory it lies in there. A
  * directory that does not exist, or is empty, is undefined.
@@ -105,7 +114,7 @@ export function foreignStateDirProblem(stateDir: string, eventsFile?: string): s
     .filter(
       (name) =>
         !(
-          PLACEHOLDERS.has(name) ||
+          isPlaceholder(name) ||
           isBridgeTemp(name) ||
           isBridgeDirWithoutState(stateDir, name) ||
           (events !== undefined && isEventsEntry(name, events))
@@ -183,7 +192,7 @@ function isBridgeDirWithoutState(stateDir: string, name: string): boolean {
   if (!(Object.values(STATE_DIRS) as readonly string[]).includes(name)) return false;
   const entries = listingOf(join(stateDir, name));
   if (entries === "unreadable") return true;
-  return entries?.every((entry) => PLACEHOLDERS.has(entry) || entry.endsWith(TEMP_SUFFIX) || (name === STATE_DIRS.locks && isLeaseFile(entry))) ?? false;
+  return entries?.every((entry) => isPlaceholder(entry) || entry.endsWith(TEMP_SUFFIX) || (name === STATE_DIRS.locks && isLeaseFile(entry))) ?? false;
 }
 
 /** The entries of directory `dir`; undefined when there is none (missing, or no directory); "unreadable" when it cannot be listed. */

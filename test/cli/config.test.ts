@@ -648,6 +648,20 @@ describe("a state directory that is an ordinary directory of other files", () =>
     ]);
   });
 
+  it("takes a directory holding only what Windows Explorer and macOS Finder leave, there and in the bridge's directories, but not an AppleDouble file of another's", async () => {
+    // Explorer's thumbnail cache and folder settings; Finder's localized-name marker, and the AppleDouble twin of its
+    // .DS_Store on a volume without extended attributes (FAT, exFAT, SMB).
+    const state = join(dir, "state");
+    await fill(state, ["Thumbs.db", "desktop.ini", ".localized", ".DS_Store", "._.DS_Store"]);
+    await fill(join(state, "snapshots"), ["Thumbs.db", "desktop.ini", "._.DS_Store"]);
+    for (const sub of ["", "snapshots"]) await chmod(join(state, sub), 0o700);
+    expect(problemOf({ ...valid, BRIDGE_STATE_DIR: "state" })).toEqual([]);
+    // The twin of a file of the user's is theirs, as that file is; so is a name the file managers do not write.
+    const shared = join(dir, "shared");
+    await fill(shared, ["._report.pdf", "._", "Thumbs.db.bak", ".DS_Store"]);
+    expect(problemOf({ ...valid, BRIDGE_STATE_DIR: "shared" })).toEqual([refusal(shared, "._, ._report.pdf, Thumbs.db.bak")]);
+  });
+
   it("lets authorize take a state directory holding only the events file run is set to write there, as run does", async () => {
     // Made ahead as README says (for a consumer's group), before the first authorize: not in the way of either command.
     const state = join(dir, "state");
