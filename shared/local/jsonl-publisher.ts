@@ -205,6 +205,25 @@ function isOwnTornLine(fd: number, from: number, size: number): boolean {
 }
 
 /**
+ * Where the first line of the publisher's holding a NUL byte in `region` (the file's bytes from `from` to its end,
+ * `size`) starts (see isOwnTornLine), or undefined when there is none. A line of another's holding one (a file that
+ * held binary data before it was named BRIDGE_EVENTS_FILE) is never cut, and the search goes on past its end: a tear
+ * of the publisher's after it would otherwise stay, the re-sent events after its NULs.
+ */
+function ownTearStart(fd: number, region: Buffer, from: number, size: number): number | undefined {
+  for (let nul = region.indexOf(0); nul >= 0; ) {
+    const newline = region.lastIndexOf(0x0a, nul);
+    // Only the first line may start before the region: looked for back in the file then.
+    const start = newline >= 0 ? from + newline + 1 : endOfLastLine(fd, from + nul);
+    if (isOwnTornLine(fd, start, size)) return start;
+    const end = region.indexOf(0x0a, nul);
+    if (end < 0) return undefined;
+    nul = region.indexOf(0, end + 1);
+  }
+  return undefined;
+}
+
+/**
  * Whether the bytes from `from` on are a whole event that lacks only its newline (an editor or a shell rewrite dropped
  * it): kept and closed off, since an event that was acknowledged is never written again. Judged a piece at a time (see
  * pieces), as an event's line has no size bound (local mode writes events untrimmed): whole when its brackets, counted
@@ -369,19 +388,19 @@ export class JsonlEventPublisher implements EventPublisher {
    * them) before lines that did reach the disk, so the last line is whole and cutTornLine sees nothing. Only the last
    * TORN_REGION_BYTES can be unsynced (see write), and none of it was taken (the engine stores no snapshot before the
    * append's fsync returns): the next cycle writes those events again with the same `detail.id`. Cut from the start of
-   * the line holding the first NUL there, when that line starts as the publisher's do (see isOwnTornLine). NULs
-   * further back were synced before lines that may have been taken, and are left. A file an older version wrote (it
-   * fsynced only after a whole batch) may hold lines synced, and taken, after such a tear, never written again: what is
-   * cut is first saved durably to a recovery file (see saveCut). Returns the new length. A save or a cut that fails
-   * throws, nothing written: an append over the tear would make it synced, and the lines after it taken.
+   * the first line holding a NUL there that starts as the publisher's do (see ownTearStart): lines of another's are
+   * left, and do not hide a tear after them. NULs further back were synced before lines that may have been taken, and
+   * are left. A file an older version wrote (it fsynced only after a whole batch) may hold lines synced, and taken,
+   * after such a tear, never written again: what is cut is first saved durably to a recovery file (see saveCut).
+   * Returns the new length. A save or a cut that fails throws, nothing written: an append over the tear would make it
+   * synced, and the lines after it taken.
    */
   private cutPowerLossTear(fd: number, size: number, mode: number): number {
     const from = Math.max(0, size - TORN_REGION_BYTES);
-    const region = Buffer.allocUnsafe(size - from);
-    const nul = region.subarray(0, readSync(fd, region, 0, region.length, from)).indexOf(0);
-    if (nul < 0) return size;
-    const cut = endOfLastLine(fd, from + nul);
-    if (!isOwnTornLine(fd, cut, size)) return size;
+    const read = Buffer.allocUnsafe(size - from);
+    const region = read.subarray(0, readAt(fd, read, read.length, from));
+    const cut = ownTearStart(fd, region, from, size);
+    if (cut === undefined) return size;
     const tail = region.subarray(Math.max(0, cut - from));
     const lines = tail.reduce((count, byte) => count + (byte === 0x0a ? 1 : 0), region[region.length - 1] === 0x0a ? 0 : 1);
     const recovery = this.saveCut(fd, cut, size, mode);

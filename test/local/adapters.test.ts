@@ -813,6 +813,33 @@ describe("JsonlEventPublisher", () => {
         expect(warnings).toEqual([{ message: expect.stringMatching(/power loss/), attributes: { file, bytes: early.length, lines: 3, recovery: `${file}.cut-${Buffer.byteLength(good)}` } }]);
       });
 
+      it("keeps lines of another's holding NUL bytes byte for byte, and still finds the tear of its own after them", async () => {
+        // A file that held something else before it was named BRIDGE_EVENTS_FILE, binary lines included, then lines of
+        // its own whose last append a power loss tore: the first NUL in the region checked is another's.
+        const foreign = Buffer.concat([Buffer.from("notes\0kept by hand\n"), Buffer.from("\u00ffbinary\0\0data\n")]);
+        const before = Buffer.concat([foreign, Buffer.from(good)]);
+        const { file, publisher, warnings } = await rig(Buffer.concat([before, torn]));
+        await publisher.publish([3, 4, 5, 6].map((n) => sampleEvent(n)));
+        const after = await readFile(file);
+        expect(after.subarray(0, before.length).equals(before)).toBe(true);
+        expect(
+          after
+            .subarray(before.length)
+            .toString("utf8")
+            .trimEnd()
+            .split("\n")
+            .map((line) => (JSON.parse(line) as { detail: { id: string } }).detail.id),
+        ).toEqual([3, 4, 5, 6].map((n) => sampleEvent(n).detail.id));
+        expect(warnings).toEqual([{ message: expect.stringMatching(/power loss/), attributes: { file, bytes: torn.length, lines: 3, recovery: `${file}.cut-${before.length}` } }]);
+        // Without a tear of its own, such lines are left as they are; the last one, holding no newline, is closed off.
+        await rm(file);
+        const others = Buffer.concat([Buffer.from(good), foreign, Buffer.from("trailing\0note")]);
+        const alone = await rig(others);
+        await alone.publisher.publish([sampleEvent(7)]);
+        expect((await readFile(alone.file)).subarray(0, others.length + 1).equals(Buffer.concat([others, Buffer.from("\n")]))).toBe(true);
+        expect(alone.warnings).toEqual([]);
+      });
+
       it("cuts them when the file ends in a torn line too", async () => {
         const { file, publisher } = await rig(Buffer.concat([Buffer.from(good), torn, Buffer.from(lineOf(6).slice(0, 30))]));
         await publisher.publish([3, 4, 5, 6].map((n) => sampleEvent(n)));
