@@ -4,6 +4,7 @@
  * cut short resume where it stopped, are all the state.
  */
 import { contentHash } from "./hash.js";
+import { conformPii } from "./pii.js";
 import type { Change } from "./diff.js";
 import { CycleRun } from "./cycle.js";
 import { failedCallOf, isPageSizeRejection, isTokenFailure, mapSingleReads, statusOf } from "./provider-errors.js";
@@ -553,7 +554,10 @@ class CardRun extends CycleRun {
       let item = listedItem;
       if (item.asListed) {
         const before = snapshots.get(cardKey(item.id));
-        const object = withConfigurationOf(item.object, before !== undefined && isDetailView(before.object) ? before.object : UNKNOWN_CONFIGURATION);
+        // In the current PII form: the snapshot may predate a mode switch or a table that masks more, and what is kept
+        // of it is published and stored again.
+        const last = before !== undefined && isDetailView(before.object) ? conformPii(before.object, deps.pii) : UNKNOWN_CONFIGURATION;
+        const object = withConfigurationOf(item.object, last);
         if (object !== item.object) item = { ...item, object, hash: contentHash(object) };
       }
       // Taken in the version it is diffed and stored in, its configuration as last read included: a copy a shift lists

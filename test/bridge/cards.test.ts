@@ -1047,6 +1047,25 @@ describe("pollCards with card details", () => {
     return rig;
   }
 
+  it("masks the configuration it keeps from a snapshot of an earlier PII mode when a card's read fails: no cleartext in the event or the new snapshot", async () => {
+    // A member the spec does not show, inside a configuration object: personal at any depth (docs/events.md, PII modes).
+    const email = "ann.holder@example.com";
+    const rig = makeRig({}, { cardDetails: true });
+    const id = rig.provider.addCard({ auto_top_up_configuration: { trigger: 20, email } })["id"] as string;
+    await pollCards(rig.deps);
+    // The tenant leaves `full`; the card's next read fails, so the walk takes it as listed with its configuration as last read.
+    const redacting = { ...rig.deps, pii: { mode: "redact" as const } };
+    rig.provider.changeCard(id, { card_nickname: "Travel" });
+    rig.provider.beforeCall = (call) => {
+      if (call.op === "readErpCard") throw Object.assign(new Error("503"), { name: "ProviderError", status: 503 });
+    };
+    await pollCards(redacting);
+    const [event] = rig.publisher.events;
+    expect(event?.detail.data.changes).toEqual([{ path: "/card_nickname", before: "Card 1", after: "Travel" }]);
+    expect(event?.detail.data.object["auto_top_up_configuration"]).toEqual({ trigger: 20, email: "[redacted]" });
+    expect(JSON.stringify(rig.snapshots.data.get(`card:${id}`))).not.toContain(email);
+  });
+
   it("reads each card's detail and publishes card.updated for a change the list does not show (a limit amount)", async () => {
     const rig = await walked(3);
     expect(rig.provider.count("readErpCard")).toBe(3);
