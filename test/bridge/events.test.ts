@@ -343,6 +343,36 @@ describe("event schemas", () => {
 });
 
 describe("docs/events.md", () => {
+  it("lists among the rare cases a card re-send whose detail read fails: a new id, the same sequence, the configuration as stored", async () => {
+    const limits = (amount: number) => ({ enabled: true, amount, frequency: "MONTHLY" });
+    const rig = makeRig({}, { cardDetails: true });
+    const id = rig.provider.addCard({ purchase_limits: limits(500) })["id"] as string;
+    await pollCards(rig.deps);
+    rig.provider.changeCard(id, { status: "Suspended", purchase_limits: limits(900) });
+    const { putMany } = rig.snapshots;
+    rig.deps.snapshots.putMany = () => Promise.reject(new Error("crash after publish"));
+    await expect(pollCards(rig.deps)).rejects.toThrow();
+    rig.deps.snapshots.putMany = putMany;
+    const failing = Object.assign(new Error("503"), { name: "ProviderError", status: 503 });
+    rig.provider.beforeCall = (call) => {
+      if (call.op === "readErpCard") throw failing;
+    };
+    await pollCards(rig.deps);
+    rig.provider.beforeCall = () => undefined;
+    await pollCards(rig.deps);
+    const [sent, resent, later] = rig.publisher.events.map((e) => e.detail);
+    expect([sent?.type, resent?.type, later?.type]).toEqual(["card.suspended", "card.suspended", "card.updated"]);
+    // The re-send is the same change as far as the walk can tell, in the configuration it last stored; the next read
+    // publishes the limit again.
+    expect(resent!.id).not.toBe(sent!.id);
+    expect(resent!.subject.sequence).toBe(sent!.subject.sequence);
+    expect([sent, resent, later].map((d) => (d!.data.object["purchase_limits"] as { amount: number }).amount)).toEqual([900, 500, 900]);
+    const catalog = await readFile(path.join(docs, "events.md"), "utf8");
+    const start = catalog.indexOf("### Rare cases");
+    const rare = catalog.slice(start, catalog.indexOf("\n### ", start + 1)).replace(/\s+/g, " ");
+    expect(rare).toMatch(/\*\*Re-send with a new id[^*]*detail read fail/);
+  });
+
   it("names only settings an operator can set: local-mode variables and tenants-file keys, not the pollers' own environment", async () => {
     const catalog = await readFile(path.join(docs, "events.md"), "utf8");
     // Environment-variable-like names, `NAME` or `NAME=value`, in code spans.
