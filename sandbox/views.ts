@@ -114,14 +114,10 @@ export function erpCardDetailView(card: CardRecord, data: CompanyData): Record<s
     topup_configuration: {
       auto_topup_enabled: topUp.trigger !== "manual",
       auto_topup_amount: topUp.amount,
-      // A pool tops up by no period (§2.5 gives it none).
-      frequency: card.poolAccountId === null ? card.velocityPeriod : null,
+      // The period the account's top-ups follow: none while auto top-up is off, loads on approval or on a pool card (spec-gaps, Balances).
+      frequency: topUpPeriodOf(card),
     },
-    auto_top_up_configuration: {
-      ...topUp,
-      // Top-ups per velocity_period come beside the low-balance ones, not with loads on approval nor on a pool card (spec-gaps, Balances).
-      period: topUpPeriodOf(card),
-    },
+    auto_top_up_configuration: { ...topUp, period: topUpPeriodOf(card) },
     // No ATM limit is enforced (only whether ATM use is allowed), so none is shown (spec-gaps, Cards and users).
     atm_configuration: { atm_withdrawal_allowed: card.atmWithdrawalAllowed, ...NO_ATM_LIMIT },
   };

@@ -865,6 +865,22 @@ describe("money back (spec-gaps, Balances): auto top-up and deposits", () => {
     }
   });
 
+  it("shows on a card of its own account the topup_configuration frequency its top-ups follow: none while auto top-up is off or it loads on approval", async () => {
+    const card = autoTopUpCard(0);
+    const topUp = async () => (await erpCard(card.id)).topup_configuration as Row;
+    expect((await api(`/public/v1/core/cards/${card.id}`, { method: "PUT", body: { auto_top_up_amount: 500, velocity_period: "WEEKLY" } })).status).toBe(200);
+    expect(await topUp(), "on auto top-up").toEqual({ auto_topup_enabled: true, auto_topup_amount: 500, frequency: "WEEKLY" });
+    await control(`/companies/${h.companyId}/cards/${card.id}/auto_load`, { on_transaction_approval: true });
+    expect(await topUp(), "loads on approval, by no period").toEqual({ auto_topup_enabled: true, auto_topup_amount: 500, frequency: null });
+    await control(`/companies/${h.companyId}/cards/${card.id}/auto_load`, { on_transaction_approval: false });
+    const off = await api(`/public/v1/core/cards/${card.id}`, { method: "PUT", body: { auto_top_up_amount: 0 } });
+    expect(off.status).toBe(200);
+    expect(await topUp(), "auto top-up off").toEqual({ auto_topup_enabled: false, auto_topup_amount: 0, frequency: null });
+    // The setting stays the card's: the funding update's answer shows what it was set to (§4.9).
+    expect(((off.body.data as Row).card as Row).velocity_period).toBe("WEEKLY");
+    expect((await erpCard(card.id)).auto_top_up_configuration, "as auto_top_up_configuration beside it").toMatchObject({ trigger: "manual", period: null });
+  });
+
   it("shows no top-up period on a pool card with an auto top-up amount: its account is its pool's, which no period tops up", async () => {
     const card = data().cards.find((c) => c.status === "Active" && c.poolAccountId !== null)!;
     expect(card, "seed 7 has an Active pool card").toBeDefined();
