@@ -28,6 +28,11 @@ function missingKeys(schema: { shape: object }, row: Row, except: readonly strin
   return Object.keys(schema.shape).filter((key) => !except.includes(key) && !Object.hasOwn(row, key));
 }
 
+/** Keys of `row` the spec does not list for its resource. */
+function extraKeys(schema: { shape: object }, row: Row): string[] {
+  return Object.keys(row).filter((key) => !Object.hasOwn(schema.shape, key));
+}
+
 function expectAllKeys(schema: { shape: object }, rows: readonly Row[], except: readonly string[] = []): void {
   expect(rows.length).toBeGreaterThan(0);
   for (const row of rows) expect(missingKeys(schema, row, except), `record ${String(row.id ?? row.account_external_id)}`).toEqual([]);
@@ -65,6 +70,13 @@ describe("sandbox responses carry every key of the spec", () => {
     expectAllKeys(CoreCardSchema, [written.card as Row]);
   });
 
+  it("and no other for core cards: §2.4 lists no allowed MCCs on them, only allowed_mccs_active (the categories are the ERP read's)", async () => {
+    const list = (await data("/public/v1/core/cards?page_size=50")).cards as Row[];
+    const written = await data(`/public/v1/core/cards/${String(list[0]?.id)}`, { method: "PUT", body: { nickname: "Keys check" } });
+    for (const card of [...list, written.card as Row]) expect(extraKeys(CoreCardSchema, card), `card ${String(card.id)}`).toEqual([]);
+    expect(list.some((card) => String(card.allowed_mccs_active) === "true"), "a card with category limits is among them").toBe(true);
+  });
+
   it("for pool accounts", async () => {
     expectAllKeys(PoolAccountSchema, (await data("/public/v1/erp/pool_accounts")) as Row[]);
   });
@@ -91,5 +103,10 @@ describe("missingKeys", () => {
   it("names a renamed field", () => {
     const row: Row = { id: "CA1", card_nick_name: "renamed" };
     expect(missingKeys(ErpCardSchema, row)).toContain("card_nickname");
+  });
+
+  it("and extraKeys names it the other way round", () => {
+    const row: Row = { id: "CA1", card_nick_name: "renamed" };
+    expect(extraKeys(ErpCardSchema, row)).toEqual(["card_nick_name"]);
   });
 });
