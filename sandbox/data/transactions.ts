@@ -70,9 +70,27 @@ function takesLeast(room: number, category: BuildableCategory): boolean {
   return room >= round2(LEAST_SPEND * (1 + rate) + fixed);
 }
 
-/** Whether spend of `category` made now (`nowMs`) can go on `card`: it can take the least, its fee included (`roomOf`). */
+/**
+ * Whether spend of `category` made now (`nowMs`) can go on `card`: it can take the least, its fee included (`roomOf`),
+ * and its country and category limits allow it somewhere (`allowsSpendNow`). The one rule spend made now and the demo
+ * pick cards by.
+ */
 export function canSpendNow(card: CardRecord, data: CompanyData, category: BuildableCategory, nowMs: number): boolean {
-  return takesLeast(roomOf(card, data, nowMs), category);
+  return allowsSpendNow(card, data, category) && takesLeast(roomOf(card, data, nowMs), category);
+}
+
+/**
+ * Whether `card`'s country and category limits let spend of `category` made now go on it: a cash withdrawal at an ATM
+ * in the company's country, anything else at some merchant (`merchantsFor`).
+ */
+function allowsSpendNow(card: CardRecord, data: CompanyData, category: BuildableCategory): boolean {
+  if (category === "cash_withdrawal") return allowsMerchant(card, data.company.country, ATM_MCC);
+  return merchantsFor(card).length > 0;
+}
+
+/** The merchants `card`'s limits allow a purchase at; every one when it has none active, in the catalogue's order. */
+function merchantsFor(card: CardRecord | undefined): readonly MerchantProfile[] {
+  return card === undefined || (!card.countryLimitsActive && !card.categoryLimitsActive) ? MERCHANTS : MERCHANTS.filter((m) => allowsMerchant(card, m.country, m.mcc));
 }
 
 /** Categories forced early in a seeded history so every kind is present. */
@@ -409,8 +427,8 @@ export class TransactionFactory {
    * dashboard suspended stops spending, one it activated, even after a termination, starts); the seeded history, which
    * keeps no status history, one active then (activated, not yet terminated), so a card suspended since spent before.
    * A cash withdrawal takes only such a card that allows ATM use (`atm_withdrawal_allowed`), and none when there is
-   * none. Spend made now takes only a card whose account can pay for some and whose spend limit, when enforced, allows
-   * some in its window (`canSpendNow`) and whose country and category limits, when active, allow it somewhere (a
+   * none. Spend made now takes only a card `canSpendNow` allows (its account can pay for some, its spend limit, when
+   * enforced, allows some in its window, and its country and category limits, when active, allow it somewhere: a
    * purchase at some merchant, a cash withdrawal at an ATM at home), and none when no card can (undefined: §4.9
    * balances account for what is held, a limit is enforced, and the spec names no declined transaction). Otherwise,
    * without any such card, every card that ever spent serves, so the control surface can always create what it is
@@ -420,7 +438,7 @@ export class TransactionFactory {
     const spend = live && SPEND_CATEGORIES.has(category);
     const atm = category === "cash_withdrawal";
     const usable = (live ? this.data.cards.filter((card) => card.status === "Active") : this.spendCards.filter((card) => this.canSpendAt(card, timeMs)))
-      .filter((card) => (!atm || card.atmWithdrawalAllowed) && (!spend || (canSpendNow(card, this.data, category, nowMs) && this.allowsSpendNow(card, category))));
+      .filter((card) => (!atm || card.atmWithdrawalAllowed) && (!spend || canSpendNow(card, this.data, category, nowMs)));
     if (usable.length === 0) return spend || atm ? undefined : this.prng.pick(this.spendCards);
     const picked = this.prng.pick(usable);
     if (live || !SPEND_CATEGORIES.has(category)) return picked;
@@ -449,27 +467,13 @@ export class TransactionFactory {
   }
 
   /**
-   * Whether `card`'s country and category limits let spend of `category` made now go on it: a purchase at some merchant
-   * (`merchantsFor`), a cash withdrawal at an ATM in the company's country.
-   */
-  private allowsSpendNow(card: CardRecord, category: BuildableCategory): boolean {
-    if (category === "cash_withdrawal") return allowsMerchant(card, this.data.company.country, ATM_MCC);
-    return this.merchantsFor(card).length > 0;
-  }
-
-  /** The merchants `card`'s limits allow a purchase at; every one when it has none active, in the catalogue's order. */
-  private merchantsFor(card: CardRecord | undefined): readonly MerchantProfile[] {
-    return card === undefined || (!card.countryLimitsActive && !card.categoryLimitsActive) ? MERCHANTS : MERCHANTS.filter((m) => allowsMerchant(card, m.country, m.mcc));
-  }
-
-  /**
    * The merchant of a new transaction: its purchase's for money back, any for a seeded purchase (the seeded history
    * does not keep to a card's limits: spec-gaps, Cards and users), one `restrictedBy`'s limits allow for one made now.
    * The same single draw either way, so a card without limits buys where it did before.
    */
   private merchantFor(category: BuildableCategory, parent: TransactionRecord | undefined, restrictedBy: CardRecord | undefined): MerchantProfile | undefined {
     if (parent) return MERCHANTS.find((m) => m.name === parent.merchant_name);
-    if (category === "purchase") return this.prng.pick(this.merchantsFor(restrictedBy));
+    if (category === "purchase") return this.prng.pick(merchantsFor(restrictedBy));
     return undefined;
   }
 

@@ -6,6 +6,7 @@ import { InvalidResponseError, RateLimitedError, ServerError, TimeoutError } fro
 import { ErrorEnvelopeSchema, TransactionSchema } from "../../shared/qashio/schemas/index.js";
 import { createSandbox, ValidationError } from "../../sandbox/index.js";
 import { consumedOf } from "../../sandbox/data/spend-limits.js";
+import { canSpendNow } from "../../sandbox/data/transactions.js";
 import { erpCardDetailView } from "../../sandbox/views.js";
 import { round2 } from "../../sandbox/prng.js";
 import { BASE, CLIENT, REDIRECT_URI, errorCodes, fillAccounts, harness, instantClock, netSpendIn, START, START_MONTH, tokensFor, type Harness, type Row } from "./helpers.js";
@@ -244,6 +245,28 @@ describe("activity generation", () => {
     const restricted = made.filter((tx) => { const card = byId.get(tx.card_external_id as string)!; return card.countryLimitsActive || card.categoryLimitsActive; });
     expect(restricted.length, "some spend went on a restricted card").toBeGreaterThan(0);
     expect(made.some((tx) => tx.transaction_category === "cash_withdrawal"), "some cash withdrawal was made").toBe(true);
+  });
+
+  it("tells spend as possible on a card (canSpendNow, the demo's pick) only where its country and category limits allow it, as spend made now does", async () => {
+    const data = h.sandbox.control.company(h.companyId)!;
+    fillAccounts(data);
+    const now = h.sandbox.control.now();
+    const card = data.cards.find((c) => c.status === "Active" && c.atmWithdrawalAllowed)!;
+    expect(card, "seed 7 has an Active card allowing ATM use").toBeDefined();
+    const limits = card as { countryLimitsActive: boolean; categoryLimitsActive: boolean; allowedCountries: readonly string[]; allowedMccs: readonly string[] };
+    Object.assign(limits, { countryLimitsActive: false, categoryLimitsActive: false });
+    expect([canSpendNow(card, data, "purchase", now), canSpendNow(card, data, "cash_withdrawal", now)], "no limits").toEqual([true, true]);
+    // Allowed only in a country no merchant (nor the company's ATMs) is in: nowhere.
+    Object.assign(limits, { countryLimitsActive: true, allowedCountries: ["ZZ"] });
+    expect([canSpendNow(card, data, "purchase", now), canSpendNow(card, data, "cash_withdrawal", now)], "no country allowed").toEqual([false, false]);
+    // Any country, but only travel MCCs and software: purchases still, an ATM (6011) not.
+    Object.assign(limits, { countryLimitsActive: false, categoryLimitsActive: true, allowedMccs: ["4511"] });
+    expect([canSpendNow(card, data, "purchase", now), canSpendNow(card, data, "cash_withdrawal", now)], "categories without ATMs").toEqual([true, false]);
+    // Spend made now agrees: with every other card out of room, what canSpendNow refuses is not made.
+    for (const other of data.cards) if (other !== card) other.pendingAuthorisations = 1e9;
+    const made = async (transaction_category: string) => (await control(`/companies/${h.companyId}/transactions`, { count: 3, transaction_category })).body.data as Row[];
+    expect((await made("cash_withdrawal")).length, "no withdrawal").toBe(0);
+    expect((await made("purchase")).map((tx) => tx.card_external_id), "purchases on it").toEqual([card.id, card.id, card.id]);
   });
 
   it("seeds no cash withdrawal on a card that does not allow ATM use: when only such cards were active, a purchase instead", () => {
