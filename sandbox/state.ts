@@ -90,8 +90,7 @@ export class SandboxState {
    */
   private forgetOldTransactions(data: CompanyData): void {
     if (this.retainTransactions === undefined) return;
-    data.transactions.forgetBeyondNewest(this.retainTransactions);
-    forgetGone(data);
+    forgetGone(data, data.transactions.forgetBeyondNewest(this.retainTransactions));
   }
 
   /** Every company, in seed order. */

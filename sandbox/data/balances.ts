@@ -171,7 +171,7 @@ function hold(data: CompanyData, card: CardRecord, transactionId: string, amount
 }
 
 /** Takes `part` of a hold (all of it when undefined) off its card; what it took, or undefined when there was none. */
-function release(data: CompanyData, transactionId: string, part?: number): Hold | undefined {
+function release(data: Pick<CompanyData, "holds">, transactionId: string, part?: number): Hold | undefined {
   const hold = data.holds.get(transactionId);
   if (hold === undefined) return undefined;
   const amount = part === undefined ? hold.amount : Math.min(part, hold.amount);
@@ -255,11 +255,14 @@ export function followCleared(data: CompanyData, tx: TransactionRecord): void {
 }
 
 /**
- * Forgets what balances keep of transactions the company no longer keeps: an authorisation never cleared lapses, so
- * its amount leaves its card's pending authorisations (kept there, it would shrink what the card can spend for good);
- * the mark of a load on its approval goes (no PATCH reaches it any more).
+ * Forgets what balances keep of `forgotten`, transactions the company no longer keeps: an authorisation never cleared
+ * lapses, so its amount leaves its card's pending authorisations (kept there, it would shrink what the card can spend
+ * for good); the mark of a load on its approval goes (no PATCH reaches it any more). O(forgotten): balances keep
+ * nothing of a transaction but what it was stored with, so only these can have gone.
  */
-export function forgetGone(data: CompanyData): void {
-  for (const id of data.holds.keys()) if (data.transactions.get(id) === undefined) release(data, id);
-  for (const id of data.loadedOnApproval) if (data.transactions.get(id) === undefined) data.loadedOnApproval.delete(id);
+export function forgetGone(data: Pick<CompanyData, "holds" | "loadedOnApproval">, forgotten: readonly TransactionRecord[]): void {
+  for (const { id } of forgotten) {
+    release(data, id);
+    data.loadedOnApproval.delete(id);
+  }
 }

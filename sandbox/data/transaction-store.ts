@@ -139,11 +139,13 @@ export class TransactionStore {
   /**
    * Forgets every transaction older than the newest `keep` that is acknowledged (`synced`) and not the parent of a
    * held one: what a client still has to read (`not_synced`, `outdated`) and the purchase a held refund names stay,
-   * and a held parent keeps what its forgotten children gave back ({@link forgottenReturnsOf}). Returns how many were forgotten. O(size) when more than `keep` are held.
+   * and a held parent keeps what its forgotten children gave back ({@link forgottenReturnsOf}). Returns those forgotten
+   * (newest first), so what others keep of them goes with them at their cost alone. O(size) when more than `keep` are held.
    */
-  forgetBeyondNewest(keep: number): number {
+  forgetBeyondNewest(keep: number): TransactionRecord[] {
     const beyond = this.items.length - keep;
-    if (beyond <= 0) return 0;
+    if (beyond <= 0) return [];
+    const forgotten: TransactionRecord[] = [];
     const held: TransactionRecord[] = [];
     const parentsOfHeld = new Set<string>();
     // Newest first: a parent is older than its children (it had to exist to be named), so they are decided before it.
@@ -159,13 +161,13 @@ export class TransactionStore {
           const before = this.forgottenReturns.get(tx.parent_qashio_id) ?? { all: 0, reversed: 0 };
           this.forgottenReturns.set(tx.parent_qashio_id, { all: before.all + amount, reversed: before.reversed + (tx.transaction_category === "reversal" ? amount : 0) });
         }
+        forgotten.push(tx);
         continue;
       }
       held.push(tx);
       if (tx.parent_qashio_id !== null) parentsOfHeld.add(tx.parent_qashio_id);
     }
-    const forgotten = this.items.length - held.length;
-    if (forgotten > 0) this.replaceAll(held.reverse());
+    if (forgotten.length > 0) this.replaceAll(held.reverse());
     return forgotten;
   }
 

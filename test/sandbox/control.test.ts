@@ -1369,6 +1369,41 @@ describe("retention (retainTransactions, the demo's bound)", () => {
     }
   });
 
+  it("keeps holds and marks of loads on approval for exactly the transactions it keeps, through rounds of spend, approvals and acknowledgements", async () => {
+    const x = await harness({ retainTransactions: 4 });
+    const data = x.sandbox.control.company(x.companyId)!;
+    fillAccounts(data);
+    const loader = data.cards.find((c) => c.status === "Active" && c.poolAccountId === null && c.autoTopUpEnabled)!;
+    expect(loader, "seed 7 has an Active card on auto top-up").toBeDefined();
+    expect((await x.json(`/_sandbox/companies/${x.companyId}/cards/${loader.id}/auto_load`, { body: { on_transaction_approval: true }, token: null })).status).toBe(200);
+    // Only it can pay, so every purchase is its own and loads it when approved.
+    for (const other of data.cards) if (other !== loader && other.poolAccountId === null) other.balance = 0;
+    for (const pool of data.pools) pool.balance = 0;
+    data.company.fundingBalance = 1e9;
+    const marked = new Set<string>();
+    const madeIds: string[] = [];
+    for (let round = 0; round < 8; round++) {
+      const made = (await x.json(`/_sandbox/companies/${x.companyId}/transactions`, { body: { count: 3, transaction_category: "purchase" }, token: null })).body.data as Row[];
+      expect(made.filter((t) => t.card_external_id !== loader.id), `round ${round}: on it alone`).toEqual([]);
+      madeIds.push(...made.map((t) => t.id as string));
+      for (const tx of made.filter((t) => t.approval_status !== "approved")) {
+        expect((await x.json(`/_sandbox/companies/${x.companyId}/transactions/${String(tx.id)}`, { body: { approval_status: "approved" }, method: "PATCH", token: null })).status).toBe(200);
+      }
+      for (const id of data.loadedOnApproval) marked.add(id);
+      await acknowledgeAll(x);
+      const kept = (id: string) => data.transactions.get(id) !== undefined;
+      expect([...data.holds.keys()].filter((id) => !kept(id)), `round ${round}: holds of forgotten spend`).toEqual([]);
+      expect([...data.loadedOnApproval].filter((id) => !kept(id)), `round ${round}: marks of forgotten spend`).toEqual([]);
+      const uncleared = madeIds.map((id) => data.transactions.get(id)).filter((tx) => tx !== undefined && tx.clearing_status !== "cleared");
+      expect(uncleared.filter((tx) => !data.holds.has(tx!.id)).map((tx) => tx!.id), `round ${round}: kept spend not held`).toEqual([]);
+      for (const card of data.cards) {
+        const held = [...data.holds.values()].filter((hold) => hold.card === card).reduce((sum, hold) => sum + hold.amount, 0);
+        expect([card.id, card.pendingAuthorisations]).toEqual([card.id, round2(held)]);
+      }
+    }
+    expect([...marked].filter((id) => !data.loadedOnApproval.has(id)).length, "some marks went with their transactions").toBeGreaterThan(0);
+  });
+
   it.each([0, -1, 1.5, Number.NaN, Number.POSITIVE_INFINITY])("refuses %s: a bound must be a positive whole number", (retainTransactions) => {
     expect(() => createSandbox({ retainTransactions })).toThrow(new RangeError(`retainTransactions must be a positive integer, got ${retainTransactions}`));
   });

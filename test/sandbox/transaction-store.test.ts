@@ -101,16 +101,18 @@ describe("TransactionStore.forgetBeyondNewest (the sandbox's opt-in retention)",
     return s;
   }
   const held = (s: TransactionStore) => s.all().map((t) => t.id);
+  /** The ids forgetBeyondNewest(keep) answers it forgot, newest first. */
+  const forgotten = (s: TransactionStore, keep: number) => s.forgetBeyondNewest(keep).map((t) => t.id);
 
   it("forgets nothing while at most `keep` are held", () => {
     const s = store(["synced", "synced", "synced"]);
-    expect(s.forgetBeyondNewest(3)).toBe(0);
+    expect(forgotten(s, 3)).toEqual([]);
     expect(held(s)).toEqual(["id-0", "id-1", "id-2"]);
   });
 
   it("forgets acknowledged ones older than the newest `keep`, never one still to read (not_synced, outdated)", () => {
     const s = store(["synced", "not_synced", "outdated", "synced", "synced", "synced", "not_synced"]);
-    expect(s.forgetBeyondNewest(2)).toBe(3);
+    expect(forgotten(s, 2)).toEqual(["id-4", "id-3", "id-0"]);
     expect(held(s)).toEqual(["id-1", "id-2", "id-5", "id-6"]);
     expect(s.get("id-0")).toBeUndefined();
     expect(s.getByQashioId("CT3")).toBeUndefined();
@@ -122,12 +124,12 @@ describe("TransactionStore.forgetBeyondNewest (the sandbox's opt-in retention)",
   it("keeps a purchase a held refund names, and forgets it with its last held refund", () => {
     // 1 and 3 are refunds of 0; 3 is among the newest two.
     const s = store(["synced", "synced", "synced", "synced", "synced"], { 1: 0, 3: 0 });
-    expect(s.forgetBeyondNewest(2)).toBe(2);
+    expect(forgotten(s, 2)).toEqual(["id-2", "id-1"]);
     expect(held(s)).toEqual(["id-0", "id-3", "id-4"]);
     expect(s.page({ parentQashioId: "CT0" }, 0, 10).items.map((t) => t.id)).toEqual(["id-3"]);
     s.add(tx(5, "synced"));
     s.add(tx(6, "synced"));
-    expect(s.forgetBeyondNewest(2)).toBe(3);
+    expect(forgotten(s, 2)).toEqual(["id-4", "id-3", "id-0"]);
     expect(held(s)).toEqual(["id-5", "id-6"]);
     expect(s.page({ parentQashioId: "CT0" }, 0, 10).total).toBe(0);
   });

@@ -1,0 +1,85 @@
+import { describe, expect, it } from "vitest";
+import { forgetGone, type Hold } from "../../sandbox/data/balances.js";
+import type { CardRecord, TransactionRecord } from "../../sandbox/data/model.js";
+import { createSandbox } from "../../sandbox/index.js";
+
+/**
+ * `collection` behind a proxy counting the entries asked for: one per call by key (get, has, delete, ...), one per
+ * entry walked, by an iterator or forEach.
+ */
+function counted<C extends Map<string, Hold> | Set<string>>(collection: C): { collection: C; visits: () => number } {
+  let visits = 0;
+  const walked = (iterator: Iterator<unknown>): IterableIterator<unknown> => {
+    const counting: IterableIterator<unknown> = {
+      next: () => {
+        const step = iterator.next();
+        if (step.done !== true) visits++;
+        return step;
+      },
+      [Symbol.iterator]: () => counting,
+    };
+    return counting;
+  };
+  const proxy = new Proxy(collection, {
+    get(target, key) {
+      const member: unknown = Reflect.get(target, key, target);
+      if (typeof member !== "function") return member;
+      return (...args: unknown[]) => {
+        if (key === "forEach") {
+          const each = args[0] as (...entry: unknown[]) => void;
+          args[0] = (...entry: unknown[]) => {
+            visits++;
+            each(...entry);
+          };
+        } else visits++;
+        const result: unknown = (member as (...a: unknown[]) => unknown).apply(target, args);
+        return typeof result === "object" && result !== null && "next" in result ? walked(result as Iterator<unknown>) : result;
+      };
+    },
+  });
+  return { collection: proxy, visits: () => visits };
+}
+
+const RETAINED = 5_000;
+
+describe("forgetGone (what balances keep of transactions the company forgot)", () => {
+  /** A seeded card holding RETAINED authorisations of 1 each (T0, T1, ...), and as many marks of loads on approval. */
+  function retained() {
+    const { control } = createSandbox({ seed: 7 });
+    const card: CardRecord = control.company(control.companies()[0]!.id)!.cards[0]!;
+    card.pendingAuthorisations = RETAINED;
+    const holds = counted(new Map<string, Hold>());
+    const loadedOnApproval = counted(new Set<string>());
+    for (let i = 0; i < RETAINED; i++) {
+      holds.collection.set(`T${i}`, { card, amount: 1 });
+      loadedOnApproval.collection.add(`T${i}`);
+    }
+    const visits = () => holds.visits() + loadedOnApproval.visits();
+    const setUp = visits();
+    return { card, balances: { holds: holds.collection, loadedOnApproval: loadedOnApproval.collection }, visits: () => visits() - setUp };
+  }
+  const gone = (...ids: string[]) => ids.map((id) => ({ id }) as TransactionRecord);
+
+  it("lets the holds of the forgotten lapse and drops their marks, leaving the others'", () => {
+    const { card, balances } = retained();
+    forgetGone(balances, gone("T1", "T4999", "NEVER-HELD"));
+    expect(card.pendingAuthorisations).toBe(RETAINED - 2);
+    expect([balances.holds.size, balances.loadedOnApproval.size]).toEqual([RETAINED - 2, RETAINED - 2]);
+    expect([balances.holds.has("T1"), balances.holds.has("T4999"), balances.loadedOnApproval.has("T1"), balances.holds.has("T0")]).toEqual([false, false, false, true]);
+  });
+
+  it("costs what was forgotten, not what is retained: a few look-ups per transaction forgotten, none for nothing forgotten", () => {
+    const { balances, visits } = retained();
+    forgetGone(balances, gone());
+    expect(visits(), "nothing forgotten").toBe(0);
+    forgetGone(balances, gone("T7", "T8", "T9"));
+    expect(visits(), "three forgotten").toBeLessThanOrEqual(3 * 4);
+  });
+
+  it("counts, by the proxy these tests use, every entry a walk visits", () => {
+    const { balances, visits } = retained();
+    expect([...balances.holds.keys()].length + [...balances.loadedOnApproval].length).toBe(2 * RETAINED);
+    balances.loadedOnApproval.forEach(() => undefined);
+    expect(visits()).toBeGreaterThanOrEqual(3 * RETAINED);
+  });
+});
