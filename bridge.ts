@@ -5,21 +5,19 @@
 import { main, stopNotice } from "./shared/cli/main.js";
 import { TokensLostError } from "./shared/cli/errors.js";
 import { spendingRefreshes } from "./shared/cli/token-spending.js";
-import { isSameStop, stopAtOnce } from "./shared/cli/stop-at-once.js";
+import { StopSignals, stopAtOnce } from "./shared/cli/stop-at-once.js";
 
 const controller = new AbortController();
 const notice = stopNotice(process.argv[2]);
-let stops = 0;
-/** When the first stop signal came: one soon after is the same stop delivered twice (see isSameStop). */
-let firstStopAt = 0;
+/** One soon after the first is the same stop delivered twice, no new one (as `npm run sandbox` counts them). */
+const signals = new StopSignals();
 /** Set once `main` has returned: the process is winding down to exit with the command's result. */
 let finished = false;
 const stop = () => {
-  if (stops === 1 && isSameStop(firstStopAt)) return;
+  const stops = signals.hear();
+  if (stops === 0) return;
   // A first one is ignored while winding down, which lets work the command left in flight (a read-ahead's token
   // refresh after a failed cycle) save what it holds; the process exits with the command's result, not as killed.
-  stops += 1;
-  if (stops === 1) firstStopAt = performance.now();
   if (finished && stops === 1) return;
   // A second Ctrl-C means "now": skip the clean stop between cycles. Not inside a token refresh, though, nor while
   // holding tokens a failed save left in memory: the refresh token they replaced is spent, and exiting before the

@@ -4,7 +4,7 @@
  */
 import { parseArgs } from "node:util";
 import { joinDashValues, keptByNpm, repeatedOption } from "../shared/cli/args.js";
-import { isSameStop, stopAtOnce } from "../shared/cli/stop-at-once.js";
+import { StopSignals, stopAtOnce } from "../shared/cli/stop-at-once.js";
 import { isEntry } from "../shared/entry.js";
 import { closeServer } from "./close-server.js";
 import { SandboxUsageError } from "./errors.js";
@@ -99,19 +99,18 @@ async function main(): Promise<void> {
   }
   // Handlers first, so a signal arriving right after the URL is printed is never missed.
   const running: { server?: { close(): Promise<void> } } = {};
-  /** When the first stop signal came (`performance.now()`); undefined: none yet. */
-  let stoppedAt: number | undefined;
+  const signals = new StopSignals();
+  let stopped = false;
   // The process ends once the server is closed (its connections too), with nothing left to run: not process.exit(),
   // which on Node 24 can hang for good (test/process-exit.test.ts). A second signal, SIGINT or SIGTERM whichever came
   // first, ends it at once as the bridge's does (killed by SIGINT): with one listener per signal removed once heard,
   // a SIGTERM after a SIGINT found the SIGTERM listener still there, and was ignored. Not the first one delivered
   // again within milliseconds (a terminal's Ctrl-C relayed by npm and tsx, a kill of the whole job): that is one stop.
   const stop = (signal: string) => {
-    if (stoppedAt !== undefined) {
-      if (!isSameStop(stoppedAt)) stopAtOnce();
-      return;
-    }
-    stoppedAt = performance.now();
+    const stops = signals.hear();
+    if (stops > 1) stopAtOnce();
+    if (stops !== 1) return;
+    stopped = true;
     console.log(`sandbox: ${signal} received, stopping`);
     if (running.server) closeServer(running.server, "sandbox");
   };
@@ -129,7 +128,7 @@ async function main(): Promise<void> {
   }
   running.server = listening;
   // Stopped while it started listening.
-  if (stoppedAt !== undefined) {
+  if (stopped) {
     closeServer(listening, "sandbox");
     return;
   }

@@ -11,9 +11,31 @@ import { EXIT } from "./errors.js";
  */
 const SAME_STOP_MS = 50;
 
-/** True when a stop signal now is the one first heard at `firstAt` (`performance.now()`) delivered again. */
-export function isSameStop(firstAt: number): boolean {
-  return performance.now() - firstAt < SAME_STOP_MS;
+/**
+ * The stop signals a process heard, counted as stops: the rule bridge.ts and `npm run sandbox` both follow, so a signal
+ * is the same stop (or a second one) to each alike.
+ *
+ * @example
+ * const signals = new StopSignals();
+ * process.on("SIGINT", () => {
+ *   const stops = signals.hear();
+ *   if (stops > 1) stopAtOnce();
+ *   else if (stops === 1) controller.abort();
+ * });
+ */
+export class StopSignals {
+  private heard = 0;
+  /** When the first came (`performance.now()`). */
+  private firstAt = 0;
+
+  /** Hears a stop signal: the number of stops it makes (1 the first, 2 and on later ones), 0 when it is the first again. */
+  hear(): number {
+    const now = performance.now();
+    if (this.heard === 1 && now - this.firstAt < SAME_STOP_MS) return 0;
+    this.heard += 1;
+    if (this.heard === 1) this.firstAt = now;
+    return this.heard;
+  }
 }
 
 /** The parts of `process` the ending uses. */

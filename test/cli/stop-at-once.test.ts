@@ -1,6 +1,6 @@
 import { describe, expect, it, vi } from "vitest";
 import { EXIT } from "../../shared/cli/errors.js";
-import { stopAtOnce, type EndingProcess } from "../../shared/cli/stop-at-once.js";
+import { StopSignals, stopAtOnce, type EndingProcess } from "../../shared/cli/stop-at-once.js";
 
 /** A process on `platform` that records how it was ended. */
 function fakeProcess(platform: NodeJS.Platform) {
@@ -42,5 +42,30 @@ describe("stopAtOnce (a second Ctrl-C, SIGTERM or SIGHUP)", () => {
     const { proc, calls } = fakeProcess("win32");
     stopAtOnce(proc);
     expect(calls).toEqual(["stderr stopped at once", `exit ${EXIT.interrupted}`]);
+  });
+});
+
+describe("StopSignals (the one rule bridge.ts and npm run sandbox count stop signals by)", () => {
+  /** Hears a signal at each of `times` (ms, performance.now()), answering what each counted as. */
+  function hear(times: readonly number[]): number[] {
+    const signals = new StopSignals();
+    const now = vi.spyOn(performance, "now");
+    try {
+      return times.map((at) => {
+        now.mockReturnValue(at);
+        return signals.hear();
+      });
+    } finally {
+      now.mockRestore();
+    }
+  }
+
+  it("counts the first signal as stop 1, and one within 50 ms of it as that one delivered again (0: no new stop)", () => {
+    expect(hear([1_000, 1_001, 1_049.9])).toEqual([1, 0, 0]);
+  });
+
+  it("counts a signal 50 ms or more after the first as a second stop, and each later one as the next", () => {
+    expect(hear([1_000, 1_050, 1_051, 5_000])).toEqual([1, 2, 3, 4]);
+    expect(hear([1_000, 1_010, 1_200, 1_201])).toEqual([1, 0, 2, 3]);
   });
 });
