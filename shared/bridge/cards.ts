@@ -150,6 +150,12 @@ function isViewChange(change: Change, before: Readonly<Record<string, unknown>>,
   return isDetailView(before) !== afterIsDetail;
 }
 
+/** The id a listed or read card names, when it names one (a string); an invalid card may name none. */
+function idOf(raw: unknown): string | undefined {
+  const id = (raw as Record<string, unknown> | null)?.["id"];
+  return typeof id === "string" ? id : undefined;
+}
+
 /**
  * Where a card walk stopped (the `card:~walk-cursor:<mode>` snapshot's `next_offset`, `total_records`, `page_size`):
  * see `CardRun.readCursor`.
@@ -352,8 +358,11 @@ class CardRun extends CycleRun {
     const held = heldBy(answer);
     if (held === 0 || !listsMore(answer, held, (page - 1) * this.pageSize)) return undefined;
     const again = await this.provider(`list ${this.mode} cards`, (call) => list(stated, call));
-    const ids = (p: ProviderPage): string => JSON.stringify(pageEntries(p).map(({ raw }) => (raw as Record<string, unknown> | null)?.["id"]));
-    return ids(again) === ids(answer) ? stated : undefined;
+    const ids = (p: ProviderPage): (string | undefined)[] => pageEntries(p).map(({ raw }) => idOf(raw));
+    const [listed, relisted] = [ids(answer), ids(again)];
+    // Only a row naming a card shows where the page starts: rows without an id (invalid cards, quarantined) are alike
+    // on any page, so one among them leaves the check inconclusive.
+    return listed.length === relisted.length && listed.every((id, i) => id !== undefined && id === relisted[i]) ? stated : undefined;
   }
 
   /**
@@ -463,7 +472,7 @@ class CardRun extends CycleRun {
       const [detail] = pageEntries(page);
       if (detail === undefined) return rejected(entry.raw, "(root): the card read answered no card");
       if (detail.rejected !== undefined) return rejected(detail.raw, detail.rejected);
-      if ((detail.raw as Record<string, unknown> | null)?.["id"] !== id) return rejected(detail.raw, "id: the card read answered another card");
+      if (idOf(detail.raw) !== id) return rejected(detail.raw, "id: the card read answered another card");
       const checked = this.validators.card(detail.raw);
       if (!checked.success) return rejected(detail.raw, checked.reason);
       return { ...detail, checked };
@@ -537,8 +546,7 @@ class CardRun extends CycleRun {
       }
       const result = checked ?? (rejected === undefined ? this.validators.card(raw) : { success: false as const, reason: rejected });
       if (!result.success) {
-        const rawId = (raw as Record<string, unknown> | null)?.["id"];
-        quarantine.push(this.quarantineRecord("card", "validation", result.reason, raw, typeof rawId === "string" ? rawId : undefined));
+        quarantine.push(this.quarantineRecord("card", "validation", result.reason, raw, idOf(raw)));
         continue;
       }
       const object = this.pii(result.data);

@@ -367,3 +367,43 @@ describe("card walk's list calls at an empty page", () => {
     }
   });
 });
+
+describe("card walk's check that the provider numbers its pages in a smaller page_size it states without total_pages", () => {
+  /** Asked by the walks below; the cursor they resume names FIRST, and the provider states SECOND. */
+  const SIZE = 12;
+  const FIRST = 6;
+  const SECOND = 3;
+
+  /** Sets the full walk's cursor at two pages of FIRST, naming FIRST as the size served. */
+  function resumeAtThirdPage(rig: TestRig): void {
+    const object = { next_offset: 2 * FIRST, page_size: FIRST };
+    rig.snapshots.data.set(walkCursorKey("full"), { key: walkCursorKey("full"), hash: "stored", object, updatedAt: "2025-01-15T09:00:00.000Z" });
+  }
+
+  /** The list calls the rig's provider answered, as [page, page_size]. */
+  function listCalls(rig: TestRig): [number, number][] {
+    return rig.provider.calls.flatMap((c) => (c.op === "listErpCards" ? [[c.query.page, c.query.page_size] as [number, number]] : []));
+  }
+
+  it("takes the same cards answered again for proof, rows without an id never", async () => {
+    for (const withIds of [true, false]) {
+      const rig = makeRig();
+      resumeAtThirdPage(rig);
+      // Whatever the size asked, SECOND rows a page, the same for one page number: rows lacking an id (invalid cards)
+      // are alike in both answers whether or not the provider numbers its pages in SECOND.
+      rig.provider.listErpCards = async (query) => {
+        rig.provider.calls.push({ op: "listErpCards", query });
+        const data = Array.from({ length: SECOND }, (_, i) => ({ ...(withIds ? { id: `CA${query.page}0000${i}` } : {}), status: "Active" }));
+        return { data, pagination: { page_size: SECOND, has_next: true } };
+      };
+      const label = `rows with ids: ${withIds}`;
+      expect((await pollCards(rig.deps, { pageSize: SIZE, maxPages: 1 })).outcome, label).toBe("page_limit");
+      // The page, then the check: the same page in the size stated.
+      expect(listCalls(rig), label).toEqual([
+        [3, FIRST],
+        [3, SECOND],
+      ]);
+      expect(rig.snapshots.data.get(walkCursorKey("full"))?.object["page_size"], label).toBe(withIds ? SECOND : FIRST);
+    }
+  });
+});
