@@ -263,7 +263,8 @@ class CardRun extends CycleRun {
           this.report.outcome = "deadline";
           break;
         }
-        if (!resumedPastEnd(err)) throw err;
+        // A check of the page that failed is not the page refused: it was read (see renumberedIn).
+        if (result !== undefined || !resumedPastEnd(err)) throw err;
         this.deps.logger.warn("card walk cursor points past the card list; starting afresh", { mode, page });
         offset = 0;
         offsetTotal = undefined;

@@ -4,6 +4,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { pollCards, walkCursorKey, type CardCycleMode } from "../../shared/bridge/cards.js";
+import { CycleAbortedError } from "../../shared/bridge/errors.js";
 import { DEFAULT_PAGE_SIZE } from "../../shared/bridge/deps.js";
 import { makeRig, type TestRig } from "./fakes.js";
 import { pageShapes, statedSizeShapes, type PageShape } from "./page-shapes.js";
@@ -404,6 +405,37 @@ describe("card walk's check that the provider numbers its pages in a smaller pag
         [3, SECOND],
       ]);
       expect(rig.snapshots.data.get(walkCursorKey("full"))?.object["page_size"], label).toBe(withIds ? SECOND : FIRST);
+    }
+  });
+
+  it("does not take a 400 or 404 on the check of a resumed walk's first page for a cursor past the end: the page was read", async () => {
+    for (const status of [404, 400]) {
+      const rig = makeRig();
+      for (let i = 0; i < 4 * FIRST; i++) rig.provider.addCard();
+      expect((await pollCards(rig.deps, { pageSize: SIZE })).outcome).toBe("complete");
+      resumeAtThirdPage(rig);
+      serveFewer(rig, statedSizeShapes.withoutTotalPages, SECOND);
+      const asked: [number, number][] = [];
+      const served = rig.provider.listErpCards.bind(rig.provider);
+      rig.provider.listErpCards = async (query) => {
+        asked.push([query.page, query.page_size]);
+        // The second list call is the check.
+        if (asked.length === 2) throw Object.assign(new Error(`${status}`), { name: status === 404 ? "NotFoundError" : "InvalidRequestError", status });
+        return served(query);
+      };
+      const label = `check answered ${status}`;
+      const outcome = await pollCards(rig.deps, { pageSize: SIZE }).then(
+        (report) => report.outcome,
+        (err: unknown) => err,
+      );
+      expect(asked.slice(0, 2), label).toEqual([
+        [3, FIRST],
+        [3, SECOND],
+      ]);
+      expect(asked.filter(([page]) => page === 1), label).toEqual([]);
+      expect(rig.logger.lines.filter((l) => l.message.includes("starting afresh")), label).toEqual([]);
+      // The check's failure is its own, as a failure of the page's read on a fresh walk.
+      expect(outcome, label).toBeInstanceOf(CycleAbortedError);
     }
   });
 });
