@@ -7,7 +7,7 @@ import { contentHash } from "./hash.js";
 import { conformPii } from "./pii.js";
 import type { Change } from "./diff.js";
 import { CycleRun } from "./cycle.js";
-import { failedCallOf, isPageSizeRejection, isTokenFailure, mapSingleReads, statusOf } from "./provider-errors.js";
+import { concernsEveryCall, failedCallOf, isPageSizeRejection, isTokenFailure, mapSingleReads, statusOf } from "./provider-errors.js";
 import { changeTime, lastModified, nextSequence, storedSequence, versionTime } from "./versions.js";
 import { DEFAULT_MAX_PAGES, type CardCycleDeps, type CycleOptions } from "./deps.js";
 import type { EventType } from "./events/schemas.js";
@@ -157,6 +157,16 @@ function idOf(raw: unknown): string | undefined {
 }
 
 /**
+ * What the card walk's check of a smaller page size a page stated found (see `CardRun.renumberedIn`): `shown`, the
+ * provider answered the same cards in that `size`, so it numbers its pages in it; else it could not tell (the check
+ * failed for that call alone, or rows without an id).
+ */
+interface Renumbering {
+  readonly size: number;
+  readonly shown: boolean;
+}
+
+/**
  * Where a card walk stopped (the `card:~walk-cursor:<mode>` snapshot's `next_offset`, `total_records`, `page_size`):
  * see `CardRun.readCursor`.
  */
@@ -227,6 +237,13 @@ class CardRun extends CycleRun {
     // list also gains and loses cards below the offset (suspensions, reactivations), so its total says nothing about
     // where the first card not reached went.
     let offsetTotal = cursor.offset > 0 ? cursor.total : undefined;
+    /**
+     * Where the walk stood (offset, total) before the first page whose check of a smaller size it stated could not
+     * tell (see renumberedIn), and that size; cleared once a page holds more cards, or a check follows a size. Should
+     * the provider have lowered its maximum there, the offset counted since in the size asked ran ahead of the cards
+     * walked: a check that then follows the size moves the walk from here, not from that offset.
+     */
+    let unsure: { readonly offset: number; readonly total: number | undefined; readonly size: number } | undefined;
     for (let read = 0; ; read++) {
       if (this.pastDeadline()) {
         this.report.outcome = "deadline";
@@ -247,7 +264,7 @@ class CardRun extends CycleRun {
       const listAt = (query: { page: number; page_size: number }, call: ProviderCallOptions): Promise<ProviderPage> =>
         this.deps.provider.listErpCards(mode === "suspended-only" ? { status: "suspended", ...query } : query, call);
       let result;
-      let renumberedIn: number | undefined;
+      let renumbering: Renumbering | undefined;
       try {
         result = await this.listPage(
           `list ${mode} cards`,
@@ -257,7 +274,7 @@ class CardRun extends CycleRun {
           },
           resumedPastEnd,
         );
-        renumberedIn = await this.renumberedIn(result, page, (size, call) => listAt({ page, page_size: size }, call));
+        renumbering = await this.renumberedIn(result, page, (size, call) => listAt({ page, page_size: size }, call));
       } catch (err) {
         if (this.outOfTime(err)) {
           this.report.outcome = "deadline";
@@ -272,10 +289,12 @@ class CardRun extends CycleRun {
         continue;
       }
       const entries = pageEntries(result);
-      if (renumberedIn !== undefined) {
-        this.deps.logger.warn("provider serves fewer cards a page again; asking for that size", { from: this.pageSize, to: renumberedIn });
-        this.pageSize = this.servedSize = renumberedIn;
-        this.pageSizes = new ServedPageSize({ lowersOnce: true, known: renumberedIn });
+      if (renumbering?.shown === false) unsure ??= { offset, total: offsetTotal, size: renumbering.size };
+      const followed = renumbering?.shown === true ? renumbering.size : undefined;
+      if (followed !== undefined) {
+        this.deps.logger.warn("provider serves fewer cards a page again; asking for that size", { from: this.pageSize, to: followed });
+        this.pageSize = this.servedSize = followed;
+        this.pageSizes = new ServedPageSize({ lowersOnce: true, known: followed });
       }
       // A provider serving fewer cards a page than asked (its maximum is not shown, §8.3) numbers its pages in that size:
       // the walk asks for it from here on and counts its offset in it. Counted in the size asked, the offset would run
@@ -307,8 +326,8 @@ class CardRun extends CycleRun {
         break;
       }
       const pageStart = (page - 1) * this.pageSize;
-      const reached = offset;
-      const takenAt = offsetTotal;
+      const { offset: reached, total: takenAt } = followed !== undefined && unsure !== undefined ? unsure : { offset, total: offsetTotal };
+      if (followed !== undefined || entries.length > (unsure?.size ?? Infinity)) unsure = undefined;
       offset = page * this.pageSize;
       offsetTotal = listedTotal(result);
       if (mode === "full" && takenAt !== undefined && offsetTotal !== undefined) {
@@ -349,21 +368,33 @@ class CardRun extends CycleRun {
    * removed above lands past the first card not reached; followed every time, a page a card was left out of shrinks
    * the size on each return to it (see ServedPageSize). So the page is asked again in that size (one list call): the
    * provider numbers its pages in it only if it answers the same cards (a page other than the first, numbered in
-   * the larger size, starts further down).
+   * the larger size, starts further down). Undefined when no check is needed or it answers other cards; `shown` false
+   * when the check cannot tell (see {@link Renumbering}).
    */
-  private async renumberedIn(answer: ProviderPage, page: number, list: (size: number, call: ProviderCallOptions) => Promise<ProviderPage>): Promise<number | undefined> {
+  private async renumberedIn(answer: ProviderPage, page: number, list: (size: number, call: ProviderCallOptions) => Promise<ProviderPage>): Promise<Renumbering | undefined> {
     const stated = servedPageSize(answer, this.pageSize);
     if (stated === undefined || this.servedSize === undefined || answer.pagination?.total_pages !== undefined) return undefined;
     // Only a page the list goes on past: the last one's page_size counting its cards (every walk) needs no check, nor
     // an empty page, the walk ending on it or on the empty page after, in whatever size the pages are numbered.
     const held = heldBy(answer);
     if (held === 0 || !listsMore(answer, held, (page - 1) * this.pageSize)) return undefined;
-    const again = await this.provider(`list ${this.mode} cards`, (call) => list(stated, call));
+    let again;
+    try {
+      again = await this.provider(`list ${this.mode} cards`, (call) => list(stated, call));
+    } catch (err) {
+      // Only a check, of a page read: failing for this call alone (a 400, a 404, a 5xx after the client's retries, no
+      // answer) it is inconclusive, and the walk goes on in the size it asks, as for a page it cannot tell.
+      if (this.outOfTime(err) || concernsEveryCall(err)) throw err;
+      const { name, status } = failedCallOf(err);
+      this.deps.logger.warn("check of the smaller page size the provider said failed; asking the same size", { page, size: stated, error: name, status });
+      return { size: stated, shown: false };
+    }
     const ids = (p: ProviderPage): (string | undefined)[] => pageEntries(p).map(({ raw }) => idOf(raw));
     const [listed, relisted] = [ids(answer), ids(again)];
+    if (listed.length !== relisted.length || listed.some((id, i) => id !== undefined && relisted[i] !== undefined && id !== relisted[i])) return undefined;
     // Only a row naming a card shows where the page starts: rows without an id (invalid cards, quarantined) are alike
     // on any page, so one among them leaves the check inconclusive.
-    return listed.length === relisted.length && listed.every((id, i) => id !== undefined && id === relisted[i]) ? stated : undefined;
+    return { size: stated, shown: !listed.includes(undefined) && !relisted.includes(undefined) };
   }
 
   /**

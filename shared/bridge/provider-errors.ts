@@ -156,13 +156,23 @@ export async function mapSingleReads<T, R>(items: readonly T[], read: (item: T, 
 }
 
 /**
+ * True when a failed call says something of every call to the provider, not only of the one that met it: getting a
+ * token failed, or the provider refused access (401, 403) or throttles (429). A call the run can do without (a check)
+ * that fails so still stops the run, as the next call would meet the same; one failing otherwise fails alone.
+ */
+export function concernsEveryCall(err: unknown): boolean {
+  const status = statusOf(err);
+  return isTokenFailure(err) || status === 401 || status === 403 || status === 429;
+}
+
+/**
  * True when the provider refused a read for the reference it was asked about alone (a 400 for an odd id, a 414 for a
- * long one): a 4xx other than 401, 403, 408 and 429, not from getting a token. Reads of other references still work,
+ * long one): a 4xx other than 408 that does not {@link concernsEveryCall}. Reads of other references still work,
  * so such a refusal must not stop the run at that reference; anything else (access, throttling, 5xx) still does.
  */
 export function refusedForReference(err: unknown): boolean {
   const status = statusOf(err);
-  return status !== undefined && status >= 400 && status < 500 && ![401, 403, 408, 429].includes(status) && !isTokenFailure(err);
+  return status !== undefined && status >= 400 && status < 500 && status !== 408 && !concernsEveryCall(err);
 }
 
 /** `status_class` dimension of the ProviderErrors metric. */

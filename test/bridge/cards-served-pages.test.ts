@@ -4,8 +4,10 @@
  */
 import { describe, expect, it } from "vitest";
 import { pollCards, walkCursorKey, type CardCycleMode } from "../../shared/bridge/cards.js";
-import { CycleAbortedError } from "../../shared/bridge/errors.js";
+import { CycleAbortedError, ReauthorizationNeededError } from "../../shared/bridge/errors.js";
+import { ReauthorizationRequiredError } from "../../shared/qashio/errors.js";
 import { DEFAULT_PAGE_SIZE } from "../../shared/bridge/deps.js";
+import type { ProviderPage } from "../../shared/bridge/provider.js";
 import { makeRig, type TestRig } from "./fakes.js";
 import { pageShapes, statedSizeShapes, type PageShape } from "./page-shapes.js";
 
@@ -434,8 +436,64 @@ describe("card walk's check that the provider numbers its pages in a smaller pag
       ]);
       expect(asked.filter(([page]) => page === 1), label).toEqual([]);
       expect(rig.logger.lines.filter((l) => l.message.includes("starting afresh")), label).toEqual([]);
-      // The check's failure is its own, as a failure of the page's read on a fresh walk.
-      expect(outcome, label).toBeInstanceOf(CycleAbortedError);
+      // Only a check failed: the walk goes on from the page it read.
+      expect(outcome, label).toBe("complete");
+    }
+  });
+
+  it("goes on at the size it asks when the check cannot tell (it fails for that call alone, or answers rows without an id), and fails the walk as any list call when the failure concerns every call", async () => {
+    const failing = (error: Error) => (): never => {
+      throw error;
+    };
+    /** The check's answer, from the page it would answer: a failure, or that page with its rows' ids left out. */
+    const checks: Record<string, (page: ProviderPage) => ProviderPage> = {
+      "500": failing(Object.assign(new Error("500"), { name: "ProviderError", status: 500 })),
+      "400": failing(Object.assign(new Error("400"), { name: "InvalidRequestError", status: 400 })),
+      "404": failing(Object.assign(new Error("404"), { name: "NotFoundError", status: 404 })),
+      "401": failing(Object.assign(new Error("401"), { name: "UnauthorizedError", status: 401 })),
+      "403": failing(Object.assign(new Error("403"), { name: "ForbiddenError", status: 403 })),
+      "429": failing(Object.assign(new Error("429"), { name: "RateLimitedError", status: 429 })),
+      token: failing(new ReauthorizationRequiredError("refresh token rejected", { status: 400, method: "POST", path: "/oauth2/token" })),
+      "rows without an id": (page) => ({ ...page, data: page.data.map((row) => ({ ...(row as Record<string, unknown>), id: undefined })) }),
+    };
+    for (const [name, check] of Object.entries(checks)) {
+      const rig = makeRig();
+      for (let i = 0; i < 4 * SIZE; i++) rig.provider.addCard();
+      expect((await pollCards(rig.deps, { pageSize: SIZE })).outcome).toBe("complete");
+      const suspended = rig.provider.cards.map((card) => card["id"] as string);
+      for (const id of suspended) rig.provider.changeCard(id, { status: "Suspended" });
+      // FIRST a page on the first list call (the walk learns it), SECOND from then on, stated without total_pages.
+      const asked: [number, number][] = [];
+      const list = rig.provider.listErpCards.bind(rig.provider);
+      rig.provider.listErpCards = async (query) => {
+        asked.push([query.page, query.page_size]);
+        const page = statedSizeShapes.withoutTotalPages(query, await list({ ...query, page_size: Math.min(query.page_size, asked.length === 1 ? FIRST : SECOND) }));
+        return asked.length === 3 ? check(page) : page;
+      };
+      const label = `check: ${name}`;
+      const outcome = await pollCards(rig.deps, { pageSize: SIZE }).then(
+        (report) => report.outcome,
+        (err: unknown) => err,
+      );
+      // The third list call is the check of page 2.
+      expect(asked.slice(0, 3), label).toEqual([
+        [1, SIZE],
+        [2, FIRST],
+        [2, SECOND],
+      ]);
+      if (name === "token") {
+        expect(outcome, label).toBeInstanceOf(ReauthorizationNeededError);
+      } else if (["401", "403", "429"].includes(name)) {
+        expect(outcome, label).toBeInstanceOf(CycleAbortedError);
+        expect(asked, label).toHaveLength(3);
+      } else {
+        expect(outcome, label).toBe("complete");
+        // The next page is asked in the size asked before (its check then shows SECOND), and the walk reaches every card.
+        expect(asked[3], label).toEqual([3, FIRST]);
+        expect(rig.publisher.ofType("card.suspended").map((e) => e.detail.subject.id).toSorted(), label).toEqual(suspended.toSorted());
+        const warned = rig.logger.lines.filter((l) => l.message.startsWith("check of the smaller page size"));
+        expect(warned.map((l) => l.attributes?.["status"]), label).toEqual(name === "rows without an id" ? [] : [Number(name)]);
+      }
     }
   });
 });
