@@ -157,13 +157,13 @@ function idOf(raw: unknown): string | undefined {
 }
 
 /**
- * What the card walk's check of a smaller page size a page stated found (see `CardRun.renumberedIn`): `shown`, the
- * provider answered the same cards in that `size`, so it numbers its pages in it; else it could not tell (the check
+ * What the card walk's check of a smaller page size a page stated found (see `CardRun.renumberedIn`): the provider
+ * answered the same cards in that `size` (it numbers its pages in it), other cards, or the check could not tell (it
  * failed for that call alone, or rows without an id).
  */
 interface Renumbering {
   readonly size: number;
-  readonly shown: boolean;
+  readonly found: "same" | "other" | "unknown";
 }
 
 /**
@@ -288,9 +288,11 @@ class CardRun extends CycleRun {
         read = -1;
         continue;
       }
+      // The check is a list call the walk's bound counts (see renumberedIn).
+      if (renumbering !== undefined) read += 1;
       const entries = pageEntries(result);
-      if (renumbering?.shown === false) unsure ??= { offset, total: offsetTotal, size: renumbering.size };
-      const followed = renumbering?.shown === true ? renumbering.size : undefined;
+      if (renumbering?.found === "unknown") unsure ??= { offset, total: offsetTotal, size: renumbering.size };
+      const followed = renumbering?.found === "same" ? renumbering.size : undefined;
       if (followed !== undefined) {
         this.deps.logger.warn("provider serves fewer cards a page again; asking for that size", { from: this.pageSize, to: followed });
         this.pageSize = this.servedSize = followed;
@@ -368,8 +370,9 @@ class CardRun extends CycleRun {
    * removed above lands past the first card not reached; followed every time, a page a card was left out of shrinks
    * the size on each return to it (see ServedPageSize). So the page is asked again in that size (one list call): the
    * provider numbers its pages in it only if it answers the same cards (a page other than the first, numbered in
-   * the larger size, starts further down). Undefined when no check is needed or it answers other cards; `shown` false
-   * when the check cannot tell (see {@link Renumbering}).
+   * the larger size, starts further down). Undefined when no check is needed. The check is a list call the walk's
+   * page bound counts, made even when the page it checks took the bound's last call (one over it then): left out, a
+   * walk of one page a cycle would never follow the size.
    */
   private async renumberedIn(answer: ProviderPage, page: number, list: (size: number, call: ProviderCallOptions) => Promise<ProviderPage>): Promise<Renumbering | undefined> {
     const stated = servedPageSize(answer, this.pageSize);
@@ -387,14 +390,16 @@ class CardRun extends CycleRun {
       if (this.outOfTime(err) || concernsEveryCall(err)) throw err;
       const { name, status } = failedCallOf(err);
       this.deps.logger.warn("check of the smaller page size the provider said failed; asking the same size", { page, size: stated, error: name, status });
-      return { size: stated, shown: false };
+      return { size: stated, found: "unknown" };
     }
     const ids = (p: ProviderPage): (string | undefined)[] => pageEntries(p).map(({ raw }) => idOf(raw));
     const [listed, relisted] = [ids(answer), ids(again)];
-    if (listed.length !== relisted.length || listed.some((id, i) => id !== undefined && relisted[i] !== undefined && id !== relisted[i])) return undefined;
+    if (listed.length !== relisted.length || listed.some((id, i) => id !== undefined && relisted[i] !== undefined && id !== relisted[i])) {
+      return { size: stated, found: "other" };
+    }
     // Only a row naming a card shows where the page starts: rows without an id (invalid cards, quarantined) are alike
     // on any page, so one among them leaves the check inconclusive.
-    return { size: stated, shown: !listed.includes(undefined) && !relisted.includes(undefined) };
+    return { size: stated, found: listed.includes(undefined) || relisted.includes(undefined) ? "unknown" : "same" };
   }
 
   /**

@@ -496,4 +496,20 @@ describe("card walk's check that the provider numbers its pages in a smaller pag
       }
     }
   });
+
+  it("counts the check among the list calls its page bound allows, making it even when the page it checks took the last", async () => {
+    for (const maxPages of [1, 2, 3]) {
+      const rig = makeRig();
+      for (let i = 0; i < 4 * FIRST; i++) rig.provider.addCard();
+      expect((await pollCards(rig.deps, { pageSize: SIZE })).outcome).toBe("complete");
+      resumeAtThirdPage(rig);
+      serveFewer(rig, statedSizeShapes.withoutTotalPages, SECOND);
+      const earlier = rig.provider.count("listErpCards");
+      const label = `maxPages ${maxPages}`;
+      expect((await pollCards(rig.deps, { pageSize: SIZE, maxPages })).outcome, label).toBe("page_limit");
+      // The page and its check, then pages of SECOND up to the bound.
+      expect(rig.provider.count("listErpCards") - earlier, label).toBe(Math.max(2, maxPages));
+      expect(rig.snapshots.data.get(walkCursorKey("full"))?.object["page_size"], label).toBe(SECOND);
+    }
+  });
 });
