@@ -7,7 +7,8 @@ import { pollCards, walkCursorKey, type CardCycleMode } from "../../shared/bridg
 import { CycleAbortedError, ReauthorizationNeededError } from "../../shared/bridge/errors.js";
 import { ReauthorizationRequiredError } from "../../shared/qashio/errors.js";
 import { DEFAULT_PAGE_SIZE } from "../../shared/bridge/deps.js";
-import type { ProviderPage } from "../../shared/bridge/provider.js";
+import type { CardListQuery, ProviderPage } from "../../shared/bridge/provider.js";
+import type { CycleReport } from "../../shared/bridge/report.js";
 import { makeRig, type TestRig } from "./fakes.js";
 import { pageShapes, statedSizeShapes, type PageShape } from "./page-shapes.js";
 
@@ -383,9 +384,26 @@ describe("card walk's check that the provider numbers its pages in a smaller pag
     rig.snapshots.data.set(walkCursorKey("full"), { key: walkCursorKey("full"), hash: "stored", object, updatedAt: "2025-01-15T09:00:00.000Z" });
   }
 
-  /** The list calls the rig's provider answered, as [page, page_size]. */
-  function listCalls(rig: TestRig): [number, number][] {
-    return rig.provider.calls.flatMap((c) => (c.op === "listErpCards" ? [[c.query.page, c.query.page_size] as [number, number]] : []));
+  /**
+   * Records the list calls asked of the rig's provider, as [page, page_size]; `answer` answers the `n`th (from 1) given
+   * the provider's own list.
+   */
+  function recordAsked(rig: TestRig, answer: (n: number, query: CardListQuery, list: (query: CardListQuery) => Promise<ProviderPage>) => Promise<ProviderPage>): [number, number][] {
+    const asked: [number, number][] = [];
+    const list = rig.provider.listErpCards.bind(rig.provider);
+    rig.provider.listErpCards = (query) => {
+      asked.push([query.page, query.page_size]);
+      return answer(asked.length, query, list);
+    };
+    return asked;
+  }
+
+  /** The outcome of a card cycle, or the error it failed with. */
+  function outcomeOf(cycle: Promise<CycleReport>): Promise<unknown> {
+    return cycle.then(
+      (report) => report.outcome,
+      (err: unknown) => err,
+    );
   }
 
   it("takes the same cards answered again for proof, rows without an id never", async () => {
@@ -394,15 +412,14 @@ describe("card walk's check that the provider numbers its pages in a smaller pag
       resumeAtThirdPage(rig);
       // Whatever the size asked, SECOND rows a page, the same for one page number: rows lacking an id (invalid cards)
       // are alike in both answers whether or not the provider numbers its pages in SECOND.
-      rig.provider.listErpCards = async (query) => {
-        rig.provider.calls.push({ op: "listErpCards", query });
+      const asked = recordAsked(rig, async (_n, query) => {
         const data = Array.from({ length: SECOND }, (_, i) => ({ ...(withIds ? { id: `CA${query.page}0000${i}` } : {}), status: "Active" }));
         return { data, pagination: { page_size: SECOND, has_next: true } };
-      };
+      });
       const label = `rows with ids: ${withIds}`;
       expect((await pollCards(rig.deps, { pageSize: SIZE, maxPages: 1 })).outcome, label).toBe("page_limit");
       // The page, then the check: the same page in the size stated.
-      expect(listCalls(rig), label).toEqual([
+      expect(asked, label).toEqual([
         [3, FIRST],
         [3, SECOND],
       ]);
@@ -417,19 +434,13 @@ describe("card walk's check that the provider numbers its pages in a smaller pag
       expect((await pollCards(rig.deps, { pageSize: SIZE })).outcome).toBe("complete");
       resumeAtThirdPage(rig);
       serveFewer(rig, statedSizeShapes.withoutTotalPages, SECOND);
-      const asked: [number, number][] = [];
-      const served = rig.provider.listErpCards.bind(rig.provider);
-      rig.provider.listErpCards = async (query) => {
-        asked.push([query.page, query.page_size]);
-        // The second list call is the check.
-        if (asked.length === 2) throw Object.assign(new Error(`${status}`), { name: status === 404 ? "NotFoundError" : "InvalidRequestError", status });
-        return served(query);
-      };
+      // The second list call is the check.
+      const asked = recordAsked(rig, async (n, query, list) => {
+        if (n === 2) throw Object.assign(new Error(`${status}`), { name: status === 404 ? "NotFoundError" : "InvalidRequestError", status });
+        return list(query);
+      });
       const label = `check answered ${status}`;
-      const outcome = await pollCards(rig.deps, { pageSize: SIZE }).then(
-        (report) => report.outcome,
-        (err: unknown) => err,
-      );
+      const outcome = await outcomeOf(pollCards(rig.deps, { pageSize: SIZE }));
       expect(asked.slice(0, 2), label).toEqual([
         [3, FIRST],
         [3, SECOND],
@@ -463,18 +474,12 @@ describe("card walk's check that the provider numbers its pages in a smaller pag
       const suspended = rig.provider.cards.map((card) => card["id"] as string);
       for (const id of suspended) rig.provider.changeCard(id, { status: "Suspended" });
       // FIRST a page on the first list call (the walk learns it), SECOND from then on, stated without total_pages.
-      const asked: [number, number][] = [];
-      const list = rig.provider.listErpCards.bind(rig.provider);
-      rig.provider.listErpCards = async (query) => {
-        asked.push([query.page, query.page_size]);
-        const page = statedSizeShapes.withoutTotalPages(query, await list({ ...query, page_size: Math.min(query.page_size, asked.length === 1 ? FIRST : SECOND) }));
-        return asked.length === 3 ? check(page) : page;
-      };
+      const asked = recordAsked(rig, async (n, query, list) => {
+        const page = statedSizeShapes.withoutTotalPages(query, await list({ ...query, page_size: Math.min(query.page_size, n === 1 ? FIRST : SECOND) }));
+        return n === 3 ? check(page) : page;
+      });
       const label = `check: ${name}`;
-      const outcome = await pollCards(rig.deps, { pageSize: SIZE }).then(
-        (report) => report.outcome,
-        (err: unknown) => err,
-      );
+      const outcome = await outcomeOf(pollCards(rig.deps, { pageSize: SIZE }));
       // The third list call is the check of page 2.
       expect(asked.slice(0, 3), label).toEqual([
         [1, SIZE],
