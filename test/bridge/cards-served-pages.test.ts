@@ -517,4 +517,32 @@ describe("card walk's check that the provider numbers its pages in a smaller pag
       expect(rig.snapshots.data.get(walkCursorKey("full"))?.object["page_size"], label).toBe(SECOND);
     }
   });
+
+  it("does not go back to a page whose check could not tell once a later page came fuller than the size it stated", async () => {
+    const rig = makeRig();
+    for (let i = 0; i < 20 * FIRST; i++) rig.provider.addCard();
+    expect((await pollCards(rig.deps, { pageSize: SIZE })).outcome).toBe("complete");
+    const leftOut = rig.provider.cards[2 * FIRST]!["id"];
+    // FIRST a page (the walk learns it on the first call); page 3 leaves a card out and states its count, and its
+    // check (the fourth call) fails; the provider lowers its maximum to SECOND from the ninth call (page 8) on.
+    const asked = recordAsked(rig, async (n, query, list) => {
+      if (n === 4) throw Object.assign(new Error("500"), { name: "ProviderError", status: 500 });
+      const page = await list({ ...query, page_size: Math.min(query.page_size, n >= 9 ? SECOND : FIRST) });
+      const data = page.data.filter((card) => (card as Record<string, unknown>)["id"] !== leftOut);
+      return statedSizeShapes.withoutTotalPages(query, { ...page, data, pagination: { ...page.pagination, page_size: data.length } });
+    });
+    expect((await pollCards(rig.deps, { pageSize: SIZE })).outcome).toBe("complete");
+    expect(asked.slice(0, 4)).toEqual([
+      [1, SIZE],
+      [2, FIRST],
+      [3, FIRST],
+      [3, FIRST - 1],
+    ]);
+    // Page 8 and its check, then on from the first card not reached (the 43rd): not back to page 3's cards.
+    expect(asked.slice(8, 11)).toEqual([
+      [8, FIRST],
+      [8, SECOND],
+      [(7 * FIRST) / SECOND + 1, SECOND],
+    ]);
+  });
 });
