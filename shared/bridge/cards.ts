@@ -239,9 +239,10 @@ class CardRun extends CycleRun {
     let offsetTotal = cursor.offset > 0 ? cursor.total : undefined;
     /**
      * Where the walk stood (offset, total) before the first page whose check of a smaller size it stated could not
-     * tell (see renumberedIn), and that size; cleared once a page holds more cards, or a check follows a size. Should
-     * the provider have lowered its maximum there, the offset counted since in the size asked ran ahead of the cards
-     * walked: a check that then follows the size moves the walk from here, not from that offset.
+     * tell (see renumberedIn), and that size; cleared once a page holds more cards than it (no maximum lowered to it),
+     * or a check follows a size. Should the provider have lowered its maximum there, the offset counted since in the
+     * size asked ran ahead of the cards walked: a check that then follows the size moves the walk from here, not from
+     * that offset.
      */
     let unsure: { readonly offset: number; readonly total: number | undefined; readonly size: number } | undefined;
     for (let read = 0; ; read++) {
