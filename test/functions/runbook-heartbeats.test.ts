@@ -1,0 +1,59 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { ACCESS_TOKEN_TTL_SECONDS, SANDBOX_IN_PROCESS_URL } from "../../sandbox/index.js";
+import { ReauthorizationNeededError } from "../../shared/bridge/index.js";
+import type { MetricName } from "../../shared/bridge/ports.js";
+import { createHarness, type Harness } from "./support/harness.js";
+
+const RUNBOOK = readFileSync(join(import.meta.dirname, "../../docs/runbook.md"), "utf8");
+
+/** The runbook section under `## <title>`, up to the next section. */
+function section(title: string): string {
+  const start = RUNBOOK.indexOf(`\n## ${title}\n`);
+  if (start < 0) throw new Error(`runbook has no section ${title}`);
+  const end = RUNBOOK.indexOf("\n## ", start + 1);
+  return RUNBOOK.slice(start, end < 0 ? undefined : end);
+}
+
+/** What each card heartbeat of a fast-path tenant counts (infra/tenant-stack.ts). */
+const CARD_HEARTBEATS: Readonly<Record<string, MetricName>> = {
+  "Heartbeat-PollCards": "FullCardWalks",
+  "Heartbeat-SuspendedCards": "FastPathCardWalks",
+};
+
+let h: Harness;
+beforeEach(async () => {
+  h = await createHarness();
+});
+afterEach(async () => h.close());
+
+describe("the runbook names the card heartbeats a revoked token family stops on a fast-path tenant", () => {
+  it("TokenFamilyRevoked names each heartbeat whose cycles the revoked ticks no longer start, and Heartbeat says why it fires", async () => {
+    await h.poller("transactions")();
+    // Someone replays the spent first refresh token: the provider revokes the whole family.
+    await h.sandbox.fetch(`${SANDBOX_IN_PROCESS_URL}/oauth2/token`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ grant_type: "refresh_token", client_id: "sandbox-client", client_secret: "sandbox-secret", refresh_token: h.refreshTokensPresented[0] }),
+    });
+    h.sandbox.control.advanceClock(ACCESS_TOKEN_TTL_SECONDS + 1);
+    expect(await h.poller("transactions")().catch((e: unknown) => e)).toBeInstanceOf(ReauthorizationNeededError);
+    h.output.length = 0;
+
+    // A full walk's tick and a fast-path tick, as their schedules send them.
+    for (const event of [{}, { mode: "suspended-only" as const }]) {
+      expect(await h.poller("cards")(event).catch((e: unknown) => e)).toBeInstanceOf(ReauthorizationNeededError);
+    }
+
+    const stopped = Object.entries(CARD_HEARTBEATS)
+      .filter(([, metric]) => !h.output.some((line) => line.includes(`"${metric}"`)))
+      .map(([alarm]) => alarm);
+    expect(stopped).toEqual(Object.keys(CARD_HEARTBEATS));
+    const revoked = section("TokenFamilyRevoked");
+    for (const alarm of stopped) expect(revoked).toContain(`\`${alarm}\``);
+    // The Heartbeat section's word on the fast path's own alarm: a tick failing before its cycle starts counts none.
+    const bullet = /^- `Heartbeat-SuspendedCards`[^]*?\n\n/m.exec(section("Heartbeat"))?.[0];
+    expect(bullet).toMatch(/revoked token family/);
+  });
+});
