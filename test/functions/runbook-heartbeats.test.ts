@@ -1,20 +1,9 @@
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { runbookSection } from "../runbook-section.js";
 import { ACCESS_TOKEN_TTL_SECONDS, SANDBOX_IN_PROCESS_URL } from "../../sandbox/index.js";
 import { ReauthorizationNeededError } from "../../shared/bridge/index.js";
 import type { MetricName } from "../../shared/bridge/ports.js";
 import { createHarness, type Harness } from "./support/harness.js";
-
-const RUNBOOK = readFileSync(join(import.meta.dirname, "../../docs/runbook.md"), "utf8");
-
-/** The runbook section under `## <title>`, up to the next section. */
-function section(title: string): string {
-  const start = RUNBOOK.indexOf(`\n## ${title}\n`);
-  if (start < 0) throw new Error(`runbook has no section ${title}`);
-  const end = RUNBOOK.indexOf("\n## ", start + 1);
-  return RUNBOOK.slice(start, end < 0 ? undefined : end);
-}
 
 /** What each card heartbeat of a fast-path tenant counts (infra/tenant-stack.ts). */
 const CARD_HEARTBEATS: Readonly<Record<string, MetricName>> = {
@@ -50,10 +39,10 @@ describe("the runbook names the card heartbeats a revoked token family stops on 
       .filter(([, metric]) => !h.output.some((line) => line.includes(`"${metric}"`)))
       .map(([alarm]) => alarm);
     expect(stopped).toEqual(Object.keys(CARD_HEARTBEATS));
-    const revoked = section("TokenFamilyRevoked");
+    const revoked = runbookSection("TokenFamilyRevoked");
     for (const alarm of stopped) expect(revoked).toContain(`\`${alarm}\``);
     // The Heartbeat section's word on the fast path's own alarm: a tick failing before its cycle starts counts none.
-    const bullet = /^- `Heartbeat-SuspendedCards`[^]*?\n\n/m.exec(section("Heartbeat"))?.[0];
+    const bullet = /^- `Heartbeat-SuspendedCards`[^]*?\n\n/m.exec(runbookSection("Heartbeat"))?.[0];
     expect(bullet).toMatch(/revoked token family/);
   });
 });

@@ -1,22 +1,11 @@
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { runbookSection } from "../runbook-section.js";
 import { pollCards } from "../../shared/bridge/cards.js";
 import { makeRig, type TestRig } from "../bridge/fakes.js";
 
-const RUNBOOK = readFileSync(join(import.meta.dirname, "../../docs/runbook.md"), "utf8");
-
-/** The runbook section under `## <title>`, up to the next section. */
-function section(title: string): string {
-  const start = RUNBOOK.indexOf(`\n## ${title}\n`);
-  if (start < 0) throw new Error(`runbook has no section ${title}`);
-  const end = RUNBOOK.indexOf("\n## ", start + 1);
-  return RUNBOOK.slice(start, end < 0 ? undefined : end);
-}
-
 /** The `filter message like /.../` of the Logs Insights query a runbook section gives, as a RegExp. */
 function insightsFilter(title: string): RegExp {
-  const match = /filter message like \/([^/]+)\//.exec(section(title));
+  const match = /filter message like \/([^/]+)\//.exec(runbookSection(title));
   if (match?.[1] === undefined) throw new Error(`section ${title} has no Logs Insights message filter`);
   return new RegExp(match[1]);
 }

@@ -1,0 +1,18 @@
+/** docs/runbook.md by section, for tests that hold its text to what the code does. */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+
+const RUNBOOK = readFileSync(join(import.meta.dirname, "../docs/runbook.md"), "utf8");
+
+/**
+ * The runbook section under `## <title>`, up to the next section.
+ *
+ * @example
+ * runbookSection("Heartbeat"); // "\n## Heartbeat\n\nAlarms `Heartbeat` ..."
+ */
+export function runbookSection(title: string): string {
+  const start = RUNBOOK.indexOf(`\n## ${title}\n`);
+  if (start < 0) throw new Error(`runbook has no section ${title}`);
+  const end = RUNBOOK.indexOf("\n## ", start + 1);
+  return RUNBOOK.slice(start, end < 0 ? undefined : end);
+}
