@@ -16,3 +16,8 @@ export function runbookSection(title: string): string {
   const end = RUNBOOK.indexOf("\n## ", start + 1);
   return RUNBOOK.slice(start, end < 0 ? undefined : end);
 }
+
+/** The runbook's opening, before its first section. */
+export function runbookIntro(): string {
+  return RUNBOOK.slice(0, RUNBOOK.indexOf("\n## "));
+}
