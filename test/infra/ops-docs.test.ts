@@ -4,13 +4,14 @@ import { Template } from "aws-cdk-lib/assertions";
 import { describe, expect, it } from "vitest";
 import { loadTenantsFile, type TenantConfig } from "../../infra/tenant-config.js";
 import type { TenantStack } from "../../infra/tenant-stack.js";
-import { runbookIntro } from "../runbook-section.js";
+import { runbookIntro, runbookSection } from "../runbook-section.js";
 import { buildTestApp, EXAMPLE_TENANTS_FILE, exampleStacks, REPO_ROOT } from "./helpers.js";
 
 interface AlarmProperties {
   readonly AlarmName: string;
   readonly Namespace?: string;
   readonly MetricName?: string;
+  readonly TreatMissingData?: string;
 }
 
 let fastPath: Template | undefined;
@@ -65,5 +66,15 @@ describe("docs/spec-gaps.md's Metric dimensions names every alarm on a plain bri
       expect(bullet, suffixOf(alarm)).toContain(suffixOf(alarm));
       expect(bullet, suffixOf(alarm)).toContain(`${alarm.MetricName}\``);
     }
+  });
+});
+
+describe("the runbook's Function errors says when an errors alarm's OK is no fix", () => {
+  it("says Errors-RotateToken, whose missing data does not breach, returns to OK by itself while the rotation stays broken", () => {
+    const [rotation] = alarmsOf(exampleStacks().globex.template).filter((alarm) => suffixOf(alarm) === "Errors-RotateToken");
+    // The rotation runs once a day: the periods after a failure have no data point, so the alarm clears on its own.
+    expect(rotation?.TreatMissingData).toBe("notBreaching");
+    const means = runbookSection("Function errors").split("**Do:**")[0] ?? "";
+    expect(means).toMatch(/`Errors-RotateToken`[^]*OK by itself[^]*no fix/);
   });
 });
