@@ -23,7 +23,7 @@ import type { AwsClients } from "../../shared/aws/runtime.js";
 import type { PollEvent } from "../../shared/aws/poll-event.js";
 import { localDynamoClient } from "../aws/support/dynamo.js";
 import { fillAccounts } from "../sandbox/helpers.js";
-import { createHarness, lambdaContext, REDIRECT_URI, subjectIds, TENANT, type Harness } from "./support/harness.js";
+import { createHarness, lambdaContext, REDIRECT_URI, revokeFamily, subjectIds, TENANT, type Harness } from "./support/harness.js";
 import { CYCLE_SAFETY_MARGIN_MS, MIN_POLLER_TIMEOUT_MS } from "../../shared/aws/config.js";
 import { DEFAULT_SECRET_CACHE_TTL_MS, SecretsManagerTokenStore } from "../../shared/aws/token-store.js";
 
@@ -32,17 +32,6 @@ beforeEach(async () => {
   h = await createHarness();
 });
 afterEach(async () => h.close());
-
-/** Someone replays the spent first refresh token: the provider revokes the whole family; access tokens expire. */
-async function revokeFamily(): Promise<void> {
-  const spent = h.refreshTokensPresented[0];
-  await h.sandbox.fetch(`${SANDBOX_IN_PROCESS_URL}/oauth2/token`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ grant_type: "refresh_token", client_id: "sandbox-client", client_secret: "sandbox-secret", refresh_token: spent }),
-  });
-  h.sandbox.control.advanceClock(ACCESS_TOKEN_TTL_SECONDS + 1);
-}
 
 /** What `authorize --secret-id` does: a new authorization, written as a new secret version. */
 async function reonboard(): Promise<void> {
@@ -531,14 +520,7 @@ describe("poll-transactions handler", () => {
 
   it("stops with a re-authorize error and a TokenFamilyRevoked metric when the family is revoked, without a retry loop", async () => {
     await h.poller("transactions")();
-    // Someone replays the spent first refresh token: the provider revokes the whole family.
-    const spent = h.refreshTokensPresented[0];
-    await h.sandbox.fetch(`${SANDBOX_IN_PROCESS_URL}/oauth2/token`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ grant_type: "refresh_token", client_id: "sandbox-client", client_secret: "sandbox-secret", refresh_token: spent }),
-    });
-    h.sandbox.control.advanceClock(ACCESS_TOKEN_TTL_SECONDS + 1);
+    await revokeFamily(h);
     const presentedBefore = h.refreshTokensPresented.length;
     const error = await h.poller("transactions")().catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ReauthorizationNeededError);
@@ -548,7 +530,7 @@ describe("poll-transactions handler", () => {
 
   it("still stops with the re-authorize error when recording the revocation fails, logging both by name and message only", async () => {
     await h.poller("transactions")();
-    await revokeFamily();
+    await revokeFamily(h);
     const denied = Object.assign(new Error("User is not authorized"), { name: "AccessDeniedException" });
     vi.spyOn(SecretsManagerTokenStore.prototype, "markRevoked").mockRejectedValue(denied);
     expect(await h.poller("transactions")().catch((e: unknown) => e)).toBeInstanceOf(ReauthorizationNeededError);
@@ -579,7 +561,7 @@ describe("poll-transactions handler", () => {
 
   it("fails fast on later ticks after a revocation, with no provider call, until re-onboarding writes a new secret version", async () => {
     await h.poller("transactions")();
-    await revokeFamily();
+    await revokeFamily(h);
     expect(await h.poller("transactions")().catch((e: unknown) => e)).toBeInstanceOf(ReauthorizationNeededError);
     const presented = h.refreshTokensPresented.length;
     let providerCalls = 0;

@@ -1,9 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { runbookSection } from "../runbook-section.js";
-import { ACCESS_TOKEN_TTL_SECONDS, SANDBOX_IN_PROCESS_URL } from "../../sandbox/index.js";
 import { ReauthorizationNeededError } from "../../shared/bridge/index.js";
 import type { MetricName } from "../../shared/bridge/ports.js";
-import { createHarness, type Harness } from "./support/harness.js";
+import { createHarness, revokeFamily, type Harness } from "./support/harness.js";
 
 /** What each card heartbeat of a fast-path tenant counts (infra/tenant-stack.ts). */
 const CARD_HEARTBEATS: Readonly<Record<string, MetricName>> = {
@@ -20,13 +19,7 @@ afterEach(async () => h.close());
 describe("the runbook names the card heartbeats a revoked token family stops on a fast-path tenant", () => {
   it("TokenFamilyRevoked names each heartbeat whose cycles the revoked ticks no longer start, and Heartbeat says why it fires", async () => {
     await h.poller("transactions")();
-    // Someone replays the spent first refresh token: the provider revokes the whole family.
-    await h.sandbox.fetch(`${SANDBOX_IN_PROCESS_URL}/oauth2/token`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ grant_type: "refresh_token", client_id: "sandbox-client", client_secret: "sandbox-secret", refresh_token: h.refreshTokensPresented[0] }),
-    });
-    h.sandbox.control.advanceClock(ACCESS_TOKEN_TTL_SECONDS + 1);
+    await revokeFamily(h);
     expect(await h.poller("transactions")().catch((e: unknown) => e)).toBeInstanceOf(ReauthorizationNeededError);
     h.output.length = 0;
 

@@ -19,7 +19,7 @@ import { Tracer } from "@aws-lambda-powertools/tracer";
 import type { Context } from "aws-lambda";
 import { mockClient, type AwsStub } from "aws-sdk-client-mock";
 import { vi } from "vitest";
-import { createSandbox, SANDBOX_CLIENT, SANDBOX_IN_PROCESS_URL, type Sandbox } from "../../../sandbox/index.js";
+import { ACCESS_TOKEN_TTL_SECONDS, createSandbox, SANDBOX_CLIENT, SANDBOX_IN_PROCESS_URL, type Sandbox } from "../../../sandbox/index.js";
 import type { BridgeEventDetail, Clock } from "../../../shared/bridge/ports.js";
 import { createPollHandler, createRotationHandler, type HandlerOptions, type PollResult } from "../../../shared/aws/handlers.js";
 import type { PollEvent } from "../../../shared/aws/poll-event.js";
@@ -346,6 +346,19 @@ export async function createHarness(options: { seed?: number; piiMode?: "full" |
     },
   };
   return harness;
+}
+
+/**
+ * Someone replays the spent first refresh token `h`'s pollers presented: the provider revokes the whole family; its
+ * access tokens expire. The bridge has not met the revocation yet.
+ */
+export async function revokeFamily(h: Harness): Promise<void> {
+  await h.sandbox.fetch(`${SANDBOX_IN_PROCESS_URL}/oauth2/token`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ grant_type: "refresh_token", client_id: "sandbox-client", client_secret: "sandbox-secret", refresh_token: h.refreshTokensPresented[0] }),
+  });
+  h.sandbox.control.advanceClock(ACCESS_TOKEN_TTL_SECONDS + 1);
 }
 
 /** Ids of the provider transactions an event set covers. */
