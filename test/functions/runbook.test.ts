@@ -1,8 +1,11 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { runbookSection } from "../runbook-section.js";
+import { ACCESS_TOKEN_TTL_SECONDS } from "../../sandbox/index.js";
+import { leaseNames } from "../../shared/aws/keys.js";
+import { DynamoLeaseLock } from "../../shared/aws/lease-lock.js";
 import { ReauthorizationNeededError } from "../../shared/bridge/index.js";
 import type { MetricName } from "../../shared/bridge/ports.js";
-import { createHarness, revokeFamily, type Harness } from "./support/harness.js";
+import { createHarness, revokeFamily, TENANT, type Harness } from "./support/harness.js";
 
 /** What each card heartbeat of a fast-path tenant counts (infra/tenant-stack.ts). */
 const CARD_HEARTBEATS: Readonly<Record<string, MetricName>> = {
@@ -37,5 +40,26 @@ describe("the runbook names the card heartbeats a revoked token family stops on 
     // The Heartbeat section's word on the fast path's own alarm: a tick failing before its cycle starts counts none.
     const bullet = /^- `Heartbeat-SuspendedCards`[^]*?\n\n/m.exec(runbookSection("Heartbeat"))?.[0];
     expect(bullet).toMatch(/revoked token family/);
+  });
+});
+
+describe("the runbook's Function errors explains the failures a held lease gives a tick", () => {
+  it("quotes the error of a tick whose token refresh waited out the refresh lease another holder kept", async () => {
+    await h.poller("transactions")();
+    h.sandbox.control.advanceClock(ACCESS_TOKEN_TTL_SECONDS + 1);
+    // Another holder keeps the refresh lease (a slow refresh or save elsewhere, a holder that died renewing it).
+    const lock = new DynamoLeaseLock({ doc: h.table.doc, tableName: h.table.tableName, clock: h.clock });
+    const lease = await lock.tryAcquire(leaseNames.tokenRefresh(TENANT), 10 * 60_000);
+    expect(lease).toBeDefined();
+    const { context } = h.invocation(300_000);
+    await expect(h.poller("transactions", { clock: h.waitingClock })(undefined, context)).rejects.toThrow();
+    const failed = h.output
+      .map((line) => JSON.parse(line) as { message?: string; error?: { name: string; message: string } })
+      .find((doc) => doc.message === "Cycle failed");
+    // The engine's error names the step and, in parentheses, the cause: what an operator searches the runbook for.
+    const cause = /\((\w+): (token refresh lock "[^"]+" still held by another process) after \d+ ms\)/.exec(failed?.error?.message ?? "");
+    expect(cause?.[1]).toBe("TokenUnavailableError");
+    const section = runbookSection("Function errors");
+    expect(section).toContain(`\`${cause?.[1]}\` "${cause?.[2]?.replace(`"${leaseNames.tokenRefresh(TENANT)}"`, '"<tenant>#token-refresh"')}`);
   });
 });
