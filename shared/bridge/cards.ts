@@ -238,11 +238,11 @@ class CardRun extends CycleRun {
     // where the first card not reached went.
     let offsetTotal = cursor.offset > 0 ? cursor.total : undefined;
     /**
-     * Where the walk stood (offset, total) before the first page whose check of a smaller size it stated could not
-     * tell (see renumberedIn), and that size; cleared once a page holds more cards than it (no maximum lowered to it),
-     * or a check follows a size. Should the provider have lowered its maximum there, the offset counted since in the
-     * size asked ran ahead of the cards walked: a check that then follows the size moves the walk from here, not from
-     * that offset.
+     * Where the walk stood (offset, total) before the first page whose check of a smaller size it stated did not follow
+     * it (see renumberedIn: it could not tell, or answered other cards, as a shift between the two calls makes it), and
+     * that size; cleared once a page holds more cards than it (no maximum lowered to it), or a check follows a size.
+     * Should the provider have lowered its maximum there, the offset counted since in the size asked ran ahead of the
+     * cards walked: a check that then follows the size moves the walk from here, not from that offset.
      */
     let unsure: { readonly offset: number; readonly total: number | undefined; readonly size: number } | undefined;
     for (let read = 0; ; read++) {
@@ -292,8 +292,10 @@ class CardRun extends CycleRun {
       // The check is a list call the walk's bound counts (see renumberedIn).
       if (renumbering !== undefined) read += 1;
       const entries = pageEntries(result);
-      if (renumbering?.found === "unknown") unsure ??= { offset, total: offsetTotal, size: renumbering.size };
       const followed = renumbering?.found === "same" ? renumbering.size : undefined;
+      // Other cards do not prove the size not served either: a card issued or removed between the page and its check
+      // shifts the answer, though the provider numbers its pages in that size.
+      if (renumbering !== undefined && followed === undefined) unsure ??= { offset, total: offsetTotal, size: renumbering.size };
       if (followed !== undefined) {
         this.deps.logger.warn("provider serves fewer cards a page again; asking for that size", { from: this.pageSize, to: followed });
         this.pageSize = this.servedSize = followed;

@@ -398,6 +398,25 @@ describe("card walk's check that the provider numbers its pages in a smaller pag
     return asked;
   }
 
+  /**
+   * Walks 4 SIZE cards of the rig's list whole, suspends them all, and from then on serves FIRST a page on the first
+   * list call (the walk learns it) and SECOND from then on, stated without total_pages; `answer` makes the `n`th answer
+   * (from 1) from the one served. Returns the cards suspended and the list calls asked (see recordAsked).
+   */
+  async function suspendedUnderLoweredMaximum(
+    rig: TestRig,
+    answer: (n: number, served: () => Promise<ProviderPage>) => Promise<ProviderPage>,
+  ): Promise<{ suspended: string[]; asked: [number, number][] }> {
+    for (let i = 0; i < 4 * SIZE; i++) rig.provider.addCard();
+    expect((await pollCards(rig.deps, { pageSize: SIZE })).outcome).toBe("complete");
+    const suspended = rig.provider.cards.map((card) => card["id"] as string);
+    for (const id of suspended) rig.provider.changeCard(id, { status: "Suspended" });
+    const asked = recordAsked(rig, (n, query, list) =>
+      answer(n, async () => statedSizeShapes.withoutTotalPages(query, await list({ ...query, page_size: Math.min(query.page_size, n === 1 ? FIRST : SECOND) }))),
+    );
+    return { suspended, asked };
+  }
+
   /** The outcome of a card cycle, or the error it failed with. */
   function outcomeOf(cycle: Promise<CycleReport>): Promise<unknown> {
     return cycle.then(
@@ -469,13 +488,8 @@ describe("card walk's check that the provider numbers its pages in a smaller pag
     };
     for (const [name, check] of Object.entries(checks)) {
       const rig = makeRig();
-      for (let i = 0; i < 4 * SIZE; i++) rig.provider.addCard();
-      expect((await pollCards(rig.deps, { pageSize: SIZE })).outcome).toBe("complete");
-      const suspended = rig.provider.cards.map((card) => card["id"] as string);
-      for (const id of suspended) rig.provider.changeCard(id, { status: "Suspended" });
-      // FIRST a page on the first list call (the walk learns it), SECOND from then on, stated without total_pages.
-      const asked = recordAsked(rig, async (n, query, list) => {
-        const page = statedSizeShapes.withoutTotalPages(query, await list({ ...query, page_size: Math.min(query.page_size, n === 1 ? FIRST : SECOND) }));
+      const { suspended, asked } = await suspendedUnderLoweredMaximum(rig, async (n, served) => {
+        const page = await served();
         return n === 3 ? check(page) : page;
       });
       const label = `check: ${name}`;
@@ -515,6 +529,25 @@ describe("card walk's check that the provider numbers its pages in a smaller pag
       // The page and its check, then pages of SECOND up to the bound.
       expect(rig.provider.count("listErpCards") - earlier, label).toBe(Math.max(2, maxPages));
       expect(rig.snapshots.data.get(walkCursorKey("full"))?.object["page_size"], label).toBe(SECOND);
+    }
+  });
+
+  it("reaches every card when a card issued between a page and its check made the check answer other cards, and a later check follows", async () => {
+    for (const issuedBefore of [3, 5]) {
+      const rig = makeRig();
+      // A card is issued at the top just before the `issuedBefore`th list call: the third is page 2's check, the fifth page 3's.
+      const { suspended, asked } = await suspendedUnderLoweredMaximum(rig, (n, served) => {
+        if (n === issuedBefore) rig.provider.addCard();
+        return served();
+      });
+      const label = `card issued before call ${issuedBefore}`;
+      expect((await pollCards(rig.deps, { pageSize: SIZE })).outcome, label).toBe("complete");
+      expect(asked.slice(0, 3), label).toEqual([
+        [1, SIZE],
+        [2, FIRST],
+        [2, SECOND],
+      ]);
+      expect(rig.publisher.ofType("card.suspended").map((e) => e.detail.subject.id).toSorted(), label).toEqual(suspended.toSorted());
     }
   });
 
