@@ -12,11 +12,19 @@ import type { Snapshot } from "../../shared/bridge/ports.js";
 import { toEventBridgeEnvelope } from "../../shared/local/jsonl-publisher.js";
 import { SETTINGS } from "../../shared/cli/config.js";
 import { TENANT_DEFAULTS } from "../../infra/tenant-config.js";
+import { TRUNCATED_SNAPSHOT_OBJECT } from "../../shared/aws/snapshot-store.js";
 import { compileJsonSchema } from "../json-schema.js";
 import { makeRig, type FakeTransaction } from "./fakes.js";
 import { clientOverFake } from "./provider-client.js";
 
 const docs = path.resolve(import.meta.dirname, "../../docs");
+
+/** docs/events.md's "Rare cases", whitespace collapsed. */
+async function rareCases(): Promise<string> {
+  const catalog = await readFile(path.join(docs, "events.md"), "utf8");
+  const start = catalog.indexOf("### Rare cases");
+  return catalog.slice(start, catalog.indexOf("\n### ", start + 1)).replace(/\s+/g, " ");
+}
 
 /**
  * Events of every type, as the engine publishes them: a refund with its parent, changes, cards in every move. Copies,
@@ -367,10 +375,37 @@ describe("docs/events.md", () => {
     expect(resent!.id).not.toBe(sent!.id);
     expect(resent!.subject.sequence).toBe(sent!.subject.sequence);
     expect([sent, resent, later].map((d) => (d!.data.object["purchase_limits"] as { amount: number }).amount)).toEqual([900, 500, 900]);
-    const catalog = await readFile(path.join(docs, "events.md"), "utf8");
-    const start = catalog.indexOf("### Rare cases");
-    const rare = catalog.slice(start, catalog.indexOf("\n### ", start + 1)).replace(/\s+/g, " ");
+    const rare = await rareCases();
     expect(rare).toMatch(/\*\*Re-send with a new id[^*]*detail read fail/);
+  });
+
+  it("lists among the rare cases a change diffed against a snapshot stored hash-only: the marker's change, every member as added", async () => {
+    const rig = makeRig();
+    // As the DynamoDB store keeps an object too large for an item: its hash, the object replaced by the marker.
+    const { putMany } = rig.snapshots;
+    rig.deps.snapshots.putMany = (snapshots) => putMany.call(rig.snapshots, snapshots.map((s) => ({ ...s, object: TRUNCATED_SNAPSHOT_OBJECT })));
+    const txn = rig.provider.addTransaction();
+    await pollTransactions(rig.deps);
+    rig.provider.changeTransaction(txn.id, { memo: "lunch" });
+    await pollTransactions(rig.deps);
+    const [changed] = rig.publisher.ofType("transaction.changed");
+    const changes = changed!.detail.data.changes!;
+    const [marker] = Object.keys(TRUNCATED_SNAPSHOT_OBJECT);
+    const markerChange = changes.find((c) => c.path === `/${marker}`);
+    expect(markerChange).toEqual({ path: `/${marker}`, before: true, after: null });
+    const others = changes.filter((c) => c !== markerChange);
+    // Each member of the object as published (a null one is as good as absent), whole, as added: no field-level diff.
+    const published = JSON.parse(JSON.stringify(changed!.detail.data.object)) as Record<string, unknown>;
+    expect(others.map((c) => c.path).sort()).toEqual(Object.keys(published).filter((k) => published[k] !== null).map((k) => `/${k}`).sort());
+    expect(others.every((c) => c.before === null)).toBe(true);
+    const rare = await rareCases();
+    const bullet = rare.split(" - **").find((b) => b.includes(JSON.stringify(TRUNCATED_SNAPSHOT_OBJECT)));
+    expect(bullet, "a rare case naming the marker").toBeDefined();
+    expect(bullet).toContain(`\`${JSON.stringify(markerChange)}\``);
+    expect(bullet).toContain("`before: null`");
+    // What to do: the object is the state; an event this large is trimmed.
+    expect(bullet).toMatch(/upsert[^.]*`data\.object`/);
+    expect(bullet).toContain("`_truncated`");
   });
 
   it("names only settings an operator can set: local-mode variables and tenants-file keys, not the pollers' own environment", async () => {
