@@ -408,6 +408,31 @@ describe("docs/events.md", () => {
     expect(bullet).toContain("`_truncated`");
   });
 
+  it("say which element ids become text: a line item's number id does, a card's custom_segments one is kept as sent", async () => {
+    const rig = makeRig({ emitCardCreated: true });
+    const txn = rig.provider.addTransaction({ line_items: [{ id: 7, amount: 5 }] });
+    const card = rig.provider.addCard({ custom_segments: [{ id: 7, name: "Project" }] });
+    // Through the real client, which parses what the provider sends.
+    const deps = { ...rig.deps, provider: clientOverFake(rig.provider, rig.clock) };
+    await pollTransactions(deps);
+    await pollCards(deps);
+    rig.provider.changeTransaction(txn.id, { line_items: [{ id: 7, amount: 6 }] });
+    rig.provider.changeCard(card["id"] as string, { custom_segments: [{ id: 7, name: "Site" }] });
+    await pollTransactions(deps);
+    await pollCards(deps);
+    const [changed] = rig.publisher.ofType("transaction.changed");
+    const [updated] = rig.publisher.ofType("card.updated");
+    expect((changed!.detail.data.object["line_items"] as { id: unknown }[])[0]!.id).toBe("7");
+    expect((updated!.detail.data.object["custom_segments"] as { id: unknown }[])[0]!.id).toBe(7);
+    // Both addressed by id in `changes`, as text in a pointer either way.
+    expect(changed!.detail.data.changes!.map((c) => c.path)).toContain("/line_items/7/amount");
+    expect(updated!.detail.data.changes!.map((c) => c.path)).toContain("/custom_segments/7/name");
+    const catalog = (await readFile(path.join(docs, "events.md"), "utf8")).replace(/\s+/g, " ");
+    const start = catalog.indexOf("- `data.object`:");
+    const object = catalog.slice(start, catalog.indexOf(" - `data.changes`", start));
+    expect(object).toMatch(/kept as sent[^.]*`custom_segments`[^.]*`7` stays `7`/);
+  });
+
   it("names only settings an operator can set: local-mode variables and tenants-file keys, not the pollers' own environment", async () => {
     const catalog = await readFile(path.join(docs, "events.md"), "utf8");
     // Environment-variable-like names, `NAME` or `NAME=value`, in code spans.
