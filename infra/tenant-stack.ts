@@ -2,6 +2,7 @@ import { join } from "node:path";
 import { Annotations, CfnOutput, Duration, Stack, type StackProps } from "aws-cdk-lib";
 import { RegionInfo } from "aws-cdk-lib/region-info";
 import type * as iam from "aws-cdk-lib/aws-iam";
+import type * as cloudwatch from "aws-cdk-lib/aws-cloudwatch";
 import type * as sqs from "aws-cdk-lib/aws-sqs";
 import type { Construct } from "constructs";
 import { CYCLE_SAFETY_MARGIN_MS, MIN_CYCLE_BUDGET_MS, MIN_POLLER_TIMEOUT_MS } from "../shared/aws/config.js";
@@ -234,17 +235,20 @@ export class TenantStack extends Stack {
     // not encrypt or decrypt, a webhook's those EventBridge could not deliver to the endpoint.
     const eventDeadLetters: Record<string, sqs.Queue> =
       this.eventBus.deadLetters === undefined ? {} : { EventBus: this.eventBus.deadLetters.queue };
+    const deadLetterWriteFailures: Record<string, cloudwatch.Metric> = {};
     this.webhooks = tenant.webhooks.map((webhook) => {
       const name = `Webhook-${webhook.name}`;
       const dlq = new FailureQueue(this, `${name}-DeadLetters`, { encryptionKey: key });
       eventDeadLetters[name] = dlq.queue;
-      return new WebhookForwarder(this, name, {
+      const forwarder = new WebhookForwarder(this, name, {
         tenantId: tenant.id,
         bus: this.eventBus.bus,
         eventSource: tenant.eventSource,
         webhook,
         deadLetterQueue: dlq.queue,
       });
+      deadLetterWriteFailures[name] = forwarder.metricInvocationsFailedToBeSentToDlq();
+      return forwarder;
     });
     this.deadLetterQueues = { Pollers: this.pollerDeadLetters.queue, ...eventDeadLetters };
 
@@ -268,6 +272,8 @@ export class TenantStack extends Stack {
       ...(tenant.cardDetails ? { cardDetailsEveryMinutes: tenant.schedules.cardsEveryMinutes } : {}),
       // events still to deliver: they alarm while not empty
       deadLetterQueues: eventDeadLetters,
+      // events EventBridge could not even put there: lost
+      deadLetterWriteFailures,
       // the slower schedule, so each period holds a tick of both pollers
       cycleDeadLetterQueues: {
         Pollers: {

@@ -79,6 +79,12 @@ export interface OpsAlarmsProps {
    */
   readonly cycleDeadLetterQueues?: Readonly<Record<string, { readonly queue: sqs.IQueue; readonly everyMinutes: number }>>;
   /**
+   * Counts of events EventBridge could write to none of the dead-letter queues above (dropped for good), by the same
+   * short name (e.g. `Webhook-erp`): each alarms as `DeadLetterWriteFailed-<name>` on any in a 5-minute period.
+   * @default - none
+   */
+  readonly deadLetterWriteFailures?: Readonly<Record<string, cloudwatch.Metric>>;
+  /**
    * SyncLagSeconds above which the tenant is considered behind.
    * @default 1800
    */
@@ -112,7 +118,7 @@ function alarmNameOf(tenant: string, suffix: string): string {
 }
 
 /**
- * The tenant's alarms (token family revoked, sync lag, function errors, dead letters, quarantine held and growing,
+ * The tenant's alarms (token family revoked, sync lag, function errors, dead letters and events lost on their way there, quarantine held and growing,
  * acknowledges the provider keeps refusing, events the bus keeps refusing, cycles no longer running) and the SNS
  * topic they notify. Each alarm's description points to its section in docs/runbook.md (at `runbookUrl` when given).
  */
@@ -314,6 +320,16 @@ export class OpsAlarms extends Construct {
           treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
         },
       );
+    }
+    for (const [name, lost] of Object.entries(props.deadLetterWriteFailures ?? {})) {
+      add(`DeadLetterWriteFailed-${name}`, "deadletterwritefailed", lost.with({ period: Duration.minutes(5), statistic: "Sum" }), {
+        alarmDescription: `Tenant ${tenant}: EventBridge could not write undelivered events to dead-letter queue ${name}; they are lost.`,
+        threshold: 1,
+        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        evaluationPeriods: 1,
+        // reported only when not zero: no data is none lost
+        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      });
     }
     for (const [name, { queue, everyMinutes }] of Object.entries(props.cycleDeadLetterQueues ?? {})) {
       const window = cycleAlarmWindow(everyMinutes);

@@ -1,4 +1,5 @@
 import { Duration, SecretValue } from "aws-cdk-lib";
+import * as cloudwatch from "aws-cdk-lib/aws-cloudwatch";
 import * as events from "aws-cdk-lib/aws-events";
 import * as targets from "aws-cdk-lib/aws-events-targets";
 import type * as sqs from "aws-cdk-lib/aws-sqs";
@@ -55,10 +56,13 @@ export class WebhookForwarder extends Construct {
   public readonly connection: events.Connection;
   /** API destination: URL, method and rate limit. */
   public readonly destination: events.ApiDestination;
+  /** Name of the bus the rule is on: part of the rule's metric dimensions. */
+  private readonly busName: string;
 
   constructor(scope: Construct, id: string, props: WebhookForwarderProps) {
     super(scope, id);
     const hook = props.webhook;
+    this.busName = props.bus.eventBusName;
     this.connection = new events.Connection(this, "Connection", {
       description: `qashio-bridge ${props.tenantId} webhook ${hook.name}`,
       authorization: authorization(hook.auth),
@@ -85,6 +89,25 @@ export class WebhookForwarder extends Construct {
           maxEventAge: Duration.hours(hook.maxEventAgeHours),
         }),
       ],
+    });
+  }
+
+  /**
+   * Events EventBridge could neither deliver nor write to the DLQ (`AWS/Events` `InvocationsFailedToBeSentToDlq`):
+   * dropped for good. Reported only when not zero.
+   *
+   * @example
+   * forwarder.metricInvocationsFailedToBeSentToDlq({ period: Duration.minutes(5) });
+   */
+  metricInvocationsFailedToBeSentToDlq(options: cloudwatch.MetricOptions = {}): cloudwatch.Metric {
+    // AWS reports a rule of the default bus by RuleName alone, a rule of any other bus with EventBusName too.
+    const bus: Record<string, string> = this.busName === "default" ? {} : { EventBusName: this.busName };
+    return new cloudwatch.Metric({
+      namespace: "AWS/Events",
+      metricName: "InvocationsFailedToBeSentToDlq",
+      dimensionsMap: { RuleName: this.rule.ruleName, ...bus },
+      statistic: "Sum",
+      ...options,
     });
   }
 }

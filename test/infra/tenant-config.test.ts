@@ -435,7 +435,7 @@ describe("tenant config", () => {
     const error = errorOf(() => parseTenantsDocument({ tenants: [{ ...pinned, webhooks: hooks(MAX_WEBHOOKS_PER_TENANT + 1) }] }));
     expect(error.field).toBe("webhooks");
     expect(error.message).toBe(
-      `tenant "acme": field webhooks: at most ${MAX_WEBHOOKS_PER_TENANT} webhooks per tenant: each adds 8 resources to the tenant's stack and CloudFormation takes at most 500; forward to more endpoints from your own rules on the tenant's event bus`,
+      `tenant "acme": field webhooks: at most ${MAX_WEBHOOKS_PER_TENANT} webhooks per tenant: each adds 9 resources to the tenant's stack and CloudFormation takes at most 500; forward to more endpoints from your own rules on the tenant's event bus`,
     );
   });
 

@@ -765,7 +765,7 @@ describe("stack size", () => {
     const webhooks = Array.from({ length: MAX_WEBHOOKS_PER_TENANT }, (_, i) => ({ ...acme.webhooks[1]!, name: `hook-${i}` }));
     const [stack] = buildTestApp({ tenants: [{ ...acme, webhooks }] }).stacks as [TenantStack];
     const resources = Object.keys(Template.fromStack(stack).toJSON()["Resources"] as object).length;
-    expect(resources).toBeGreaterThan(MAX_WEBHOOKS_PER_TENANT * 8);
+    expect(resources).toBeGreaterThan(MAX_WEBHOOKS_PER_TENANT * 9);
     expect(resources).toBeLessThanOrEqual(500);
   });
 
@@ -1164,9 +1164,50 @@ describe("ops", () => {
       Threshold: 1,
       ComparisonOperator: "GreaterThanOrEqualToThreshold",
     });
-    // 17 since the card poller has a heartbeat of its own (Heartbeat-PollCards)
-    acmeT.resourceCountIs("AWS::CloudWatch::Alarm", 17);
+    // 17 since the card poller has a heartbeat of its own (Heartbeat-PollCards), and one per webhook for its lost events
+    acmeT.resourceCountIs("AWS::CloudWatch::Alarm", 19);
     expect(Object.keys(globexT.findResources("AWS::CloudWatch::Alarm")).filter((id) => id.includes("EventBus"))).toEqual([]);
+  });
+
+  it("alarms on events EventBridge could not write to a webhook's DLQ either, per webhook, on the rule of the tenant's bus", () => {
+    const rules = Object.keys(acmeT.findResources("AWS::Events::Rule")).filter((id) => id.startsWith("Webhook"));
+    expect(rules).toHaveLength(2);
+    for (const [hook, prefix] of [["erp", "WebhookerpRule"], ["cards-audit", "WebhookcardsauditRule"]] as const) {
+      acmeT.hasResourceProperties("AWS::CloudWatch::Alarm", {
+        AlarmName: `QashioBridge-acme-sandbox-DeadLetterWriteFailed-Webhook-${hook}`,
+        AlarmActions: ["arn:aws:sns:eu-west-1:111111111111:qashio-bridge-ops"],
+        AlarmDescription: Match.stringLikeRegexp("Runbook: docs/runbook\\.md#deadletterwritefailed$"),
+        Namespace: "AWS/Events",
+        MetricName: "InvocationsFailedToBeSentToDlq",
+        // a rule of a custom bus reports with both dimensions (AWS: RuleName alone is the default bus's)
+        Dimensions: [
+          { Name: "EventBusName", Value: { Ref: Match.stringLikeRegexp("^EventBus") } },
+          { Name: "RuleName", Value: { Ref: Match.stringLikeRegexp(`^${prefix}`) } },
+        ],
+        Statistic: "Sum",
+        Period: 300,
+        EvaluationPeriods: 1,
+        Threshold: 1,
+        ComparisonOperator: "GreaterThanOrEqualToThreshold",
+        // EventBridge reports it only when not zero
+        TreatMissingData: "notBreaching",
+      });
+    }
+    // no webhook, no such alarm
+    const globexAlarms = Object.values(globexT.findResources("AWS::CloudWatch::Alarm")) as { Properties: { MetricName?: string } }[];
+    expect(globexAlarms.length).toBeGreaterThan(5);
+    expect(globexAlarms.filter((a) => a.Properties.MetricName === "InvocationsFailedToBeSentToDlq")).toEqual([]);
+  });
+
+  it("alarms on a webhook rule of the default bus by its RuleName alone, as AWS reports the default bus's rules", () => {
+    const [acme, globex] = loadTenantsFile(EXAMPLE_TENANTS_FILE) as [TenantConfig, TenantConfig];
+    const tenant = { ...globex, eventBus: { mode: "import" as const, name: "default" }, webhooks: acme.webhooks.slice(0, 1) };
+    const template = Template.fromStack(buildTestApp({ tenants: [tenant] }).stacks[0] as TenantStack);
+    template.hasResourceProperties("AWS::CloudWatch::Alarm", {
+      AlarmName: "QashioBridge-globex-DeadLetterWriteFailed-Webhook-erp",
+      MetricName: "InvocationsFailedToBeSentToDlq",
+      Dimensions: [{ Name: "RuleName", Value: { Ref: Match.stringLikeRegexp("^WebhookerpRule") } }],
+    });
   });
 
   it("draws a dashboard per tenant with every required graph, split by type and status class", () => {
