@@ -130,6 +130,8 @@ export class OpsDashboard extends Construct {
     this.dashboard.addWidgets(
       graph(DASHBOARD_WIDGETS.throughput, [
         plain("TransactionsPulled", "Sum", "transactions pulled"),
+        // the card poller's counterpart of TransactionsPulled: every card its pages listed
+        plain("CardsPulled", "Sum", "cards pulled"),
         plain("Acknowledged", "Sum", "acknowledged"),
         plain("AcknowledgeRefused", "Sum", "acknowledge refused"),
         plain("CardDetailsUnread", "Sum", "card details unread"),

@@ -1218,6 +1218,9 @@ describe("ops", () => {
     expect(body).toContain(String.raw`[\"QashioBridge\",\"QuarantineSize\",\"service\",\"qashio-bridge\",\"tenant\",\"globex\",{\"label\":\"records held\",\"stat\":\"Maximum\"}]`);
     expect(body).toContain("SELECT SUM(ProviderErrors) FROM QashioBridge WHERE tenant = 'globex' GROUP BY status_class");
     expect(body).toContain(String.raw`[\"QashioBridge\",\"AcknowledgeRefused\",\"service\",\"qashio-bridge\",\"tenant\",\"globex\",{\"label\":\"acknowledge refused\",\"stat\":\"Sum\"}]`);
+    // the card walks' throughput beside the transactions'
+    expect(body).toContain(String.raw`[\"QashioBridge\",\"TransactionsPulled\",\"service\",\"qashio-bridge\",\"tenant\",\"globex\",{\"label\":\"transactions pulled\",\"stat\":\"Sum\"}]`);
+    expect(body).toContain(String.raw`[\"QashioBridge\",\"CardsPulled\",\"service\",\"qashio-bridge\",\"tenant\",\"globex\",{\"label\":\"cards pulled\",\"stat\":\"Sum\"}]`);
     // what a fast-path tenant's Heartbeat-PollCards counts, so the dashboard shows why it fires
     expect(body).toContain(String.raw`[\"QashioBridge\",\"FullCardWalks\",\"service\",\"qashio-bridge\",\"tenant\",\"globex\",{\"label\":\"full card walks\",\"stat\":\"Sum\"}]`);
     // the fast path's unread card details, which the CardDetailsUnread alarm does not count (its periods are the full walk's)
