@@ -120,13 +120,13 @@ const webhookAuthSchema = z.discriminatedUnion("type", [
 ]);
 
 /**
- * Webhooks one tenant may list. Each adds 9 resources to the tenant's stack (connection, API destination, rule, target
- * role and policy, dead-letter queue and its policy, its two alarms) to about 60 of its own; CloudFormation refuses a
+ * Webhooks one tenant may list. Each adds 8 resources to the tenant's stack (connection, API destination, rule, target
+ * role and policy, dead-letter queue and its policy, alarm) to about 60 of its own; CloudFormation refuses a
  * stack of more than 500, which synth would only report after building it all, without naming the setting.
  */
-export const MAX_WEBHOOKS_PER_TENANT = 48;
+export const MAX_WEBHOOKS_PER_TENANT = 50;
 const WEBHOOKS_CAP_MESSAGE =
-  `at most ${MAX_WEBHOOKS_PER_TENANT} webhooks per tenant: each adds 9 resources to the tenant's stack and CloudFormation takes at most 500; ` +
+  `at most ${MAX_WEBHOOKS_PER_TENANT} webhooks per tenant: each adds 8 resources to the tenant's stack and CloudFormation takes at most 500; ` +
   "forward to more endpoints from your own rules on the tenant's event bus";
 
 const webhookSchema = z.strictObject({

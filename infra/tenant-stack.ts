@@ -272,7 +272,7 @@ export class TenantStack extends Stack {
       ...(tenant.cardDetails ? { cardDetailsEveryMinutes: tenant.schedules.cardsEveryMinutes } : {}),
       // events still to deliver: they alarm while not empty
       deadLetterQueues: eventDeadLetters,
-      // events EventBridge could not even put there: lost
+      // events EventBridge could not even put there (lost) fire the same queue's alarm
       deadLetterWriteFailures,
       // the slower schedule, so each period holds a tick of both pollers
       cycleDeadLetterQueues: {

@@ -79,8 +79,9 @@ export interface OpsAlarmsProps {
    */
   readonly cycleDeadLetterQueues?: Readonly<Record<string, { readonly queue: sqs.IQueue; readonly everyMinutes: number }>>;
   /**
-   * Counts of events EventBridge could write to none of the dead-letter queues above (dropped for good), by the same
-   * short name (e.g. `Webhook-erp`): each alarms as `DeadLetterWriteFailed-<name>` on any in a 5-minute period.
+   * Counts of events EventBridge could not even write to one of `deadLetterQueues` (dropped for good), by that queue's
+   * short name (e.g. `Webhook-erp`): its `DeadLetters-<name>` alarm fires on these too, any in a 5-minute period. A
+   * separate alarm would be one more resource per webhook, against CloudFormation's 500.
    * @default - none
    */
   readonly deadLetterWriteFailures?: Readonly<Record<string, cloudwatch.Metric>>;
@@ -118,9 +119,9 @@ function alarmNameOf(tenant: string, suffix: string): string {
 }
 
 /**
- * The tenant's alarms (token family revoked, sync lag, function errors, dead letters and events lost on their way there, quarantine held and growing,
- * acknowledges the provider keeps refusing, events the bus keeps refusing, cycles no longer running) and the SNS
- * topic they notify. Each alarm's description points to its section in docs/runbook.md (at `runbookUrl` when given).
+ * The tenant's alarms (token family revoked, sync lag, function errors, dead letters and events lost on their way
+ * there, quarantine held and growing, acknowledges the provider keeps refusing, events the bus keeps refusing, cycles
+ * no longer running) and the SNS topic they notify. Each alarm's description points to its section in docs/runbook.md (at `runbookUrl` when given).
  */
 export class OpsAlarms extends Construct {
   /** Topic receiving ALARM and OK notifications. */
@@ -307,27 +308,30 @@ export class OpsAlarms extends Construct {
         treatMissingData: everyMinutes === undefined ? cloudwatch.TreatMissingData.NOT_BREACHING : cloudwatch.TreatMissingData.IGNORE,
       });
     }
-    for (const [name, queue] of Object.entries(props.deadLetterQueues)) {
-      add(
-        `DeadLetters-${name}`,
-        "dead-letters",
-        queue.metricApproximateNumberOfMessagesVisible({ period: Duration.minutes(5), statistic: "Maximum" }),
-        {
-          alarmDescription: `Tenant ${tenant}: dead-letter queue ${name} is not empty.`,
-          threshold: 1,
-          comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-          evaluationPeriods: 1,
-          treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-        },
-      );
+    const writeFailures = props.deadLetterWriteFailures ?? {};
+    for (const name of Object.keys(writeFailures)) {
+      if (!(name in props.deadLetterQueues)) throw new Error(`OpsAlarms: deadLetterWriteFailures names "${name}", which deadLetterQueues must list`);
     }
-    for (const [name, lost] of Object.entries(props.deadLetterWriteFailures ?? {})) {
-      add(`DeadLetterWriteFailed-${name}`, "deadletterwritefailed", lost.with({ period: Duration.minutes(5), statistic: "Sum" }), {
-        alarmDescription: `Tenant ${tenant}: EventBridge could not write undelivered events to dead-letter queue ${name}; they are lost.`,
+    for (const [name, queue] of Object.entries(props.deadLetterQueues)) {
+      const period = Duration.minutes(5);
+      const visible = queue.metricApproximateNumberOfMessagesVisible({ period, statistic: "Maximum" });
+      const failed = writeFailures[name];
+      // EventBridge reports failed writes only when not zero: FILL keeps a period without them from hiding the depth.
+      const metric =
+        failed === undefined
+          ? visible
+          : new cloudwatch.MathExpression({
+              expression: "MAX([visible, FILL(failed, 0)])",
+              usingMetrics: { visible, failed: failed.with({ period, statistic: "Sum" }) },
+              label: `${name} messages held or lost`,
+              period,
+            });
+      const lost = failed === undefined ? "" : ", or events could not even be written to it (lost)";
+      add(`DeadLetters-${name}`, "dead-letters", metric, {
+        alarmDescription: `Tenant ${tenant}: dead-letter queue ${name} is not empty${lost}.`,
         threshold: 1,
         comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
         evaluationPeriods: 1,
-        // reported only when not zero: no data is none lost
         treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
       });
     }

@@ -1,6 +1,7 @@
 import { Metrics } from "@aws-lambda-powertools/metrics";
 import { Stack } from "aws-cdk-lib";
 import { Template } from "aws-cdk-lib/assertions";
+import * as cloudwatch from "aws-cdk-lib/aws-cloudwatch";
 import * as kms from "aws-cdk-lib/aws-kms";
 import * as lambda from "aws-cdk-lib/aws-lambda";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
@@ -379,6 +380,21 @@ describe("cycle alarms follow the tenant's schedule", () => {
       heartbeat: { of: ["PollTransactions"], notify: true, cycles: { PollCards: { metric: "FullCardWalks", what: "full card walk" } } },
     } as const;
     expect(() => new OpsAlarms(stack, "Alarms", props)).toThrow(`heartbeat cycles name "PollCards", which heartbeat.of must list`);
+  });
+
+  it("refuses failed dead-letter writes of a queue it has no alarm for, rather than leaving them unwatched", () => {
+    const stack = new Stack();
+    const lost = new cloudwatch.Metric({ namespace: "AWS/Events", metricName: "InvocationsFailedToBeSentToDlq" });
+    const props = {
+      tenantId: "acme",
+      target: { email: "ops@acme.test" },
+      encryptionKey: new kms.Key(stack, "Key"),
+      functions: {},
+      syncLagEveryMinutes: 5,
+      deadLetterQueues: {},
+      deadLetterWriteFailures: { "Webhook-erp": lost },
+    };
+    expect(() => new OpsAlarms(stack, "Alarms", props)).toThrow(`deadLetterWriteFailures names "Webhook-erp", which deadLetterQueues must list`);
   });
 
   it("keeps the rotation's errors alarm on its first error whatever the schedules", () => {

@@ -431,11 +431,13 @@ describe("tenant config", () => {
     const hook = (name: string) => ({ name, url: "https://erp.test/h", eventTypes: ["card.created"], auth: { type: "basic", username: "u", password: { secretArn } } });
     const pinned = { ...minimal, account: "123456789012", region: "eu-west-1" };
     const hooks = (n: number) => Array.from({ length: n }, (_, i) => hook(`h${i}`));
-    expect(parseTenantsDocument({ tenants: [{ ...pinned, webhooks: hooks(MAX_WEBHOOKS_PER_TENANT) }] })[0]?.webhooks).toHaveLength(MAX_WEBHOOKS_PER_TENANT);
-    const error = errorOf(() => parseTenantsDocument({ tenants: [{ ...pinned, webhooks: hooks(MAX_WEBHOOKS_PER_TENANT + 1) }] }));
+    // 50, the cap tenant files were written against: a lower one would refuse files that deploy today
+    expect(MAX_WEBHOOKS_PER_TENANT).toBe(50);
+    expect(parseTenantsDocument({ tenants: [{ ...pinned, webhooks: hooks(50) }] })[0]?.webhooks).toHaveLength(50);
+    const error = errorOf(() => parseTenantsDocument({ tenants: [{ ...pinned, webhooks: hooks(51) }] }));
     expect(error.field).toBe("webhooks");
     expect(error.message).toBe(
-      `tenant "acme": field webhooks: at most ${MAX_WEBHOOKS_PER_TENANT} webhooks per tenant: each adds 9 resources to the tenant's stack and CloudFormation takes at most 500; forward to more endpoints from your own rules on the tenant's event bus`,
+      `tenant "acme": field webhooks: at most 50 webhooks per tenant: each adds 8 resources to the tenant's stack and CloudFormation takes at most 500; forward to more endpoints from your own rules on the tenant's event bus`,
     );
   });
 
