@@ -28,11 +28,11 @@
  */
 import { DescribeSecretCommand, UpdateSecretVersionStageCommand, type SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 import type { Clock, Lock, LockHandle, Logger, Metrics } from "../bridge/ports.js";
-import { DEFAULT_LOCK_POLL_MS, DEFAULT_LOCK_TTL_MS, DEFAULT_LOCK_WAIT_MS, TOKEN_SAVE_MESSAGES, isInvalidClient, refreshDeadline } from "../qashio/auth/token-provider.js";
+import { DEFAULT_LOCK_POLL_MS, DEFAULT_LOCK_TTL_MS, DEFAULT_LOCK_WAIT_MS, TOKEN_SAVE_MESSAGES, isInvalidClient, reauthorizationRequired, refreshDeadline } from "../qashio/auth/token-provider.js";
 import { acquireTimed, whileHolding } from "../lease-keep-alive.js";
 import type { StoredTokens } from "../qashio/auth/token-store.js";
 import { DEFAULT_TIMEOUT_MS } from "../qashio/http.js";
-import { ForbiddenError, IncompleteTokenSetError, ReauthorizationRequiredError, UnauthorizedError } from "../qashio/errors.js";
+import { ForbiddenError, IncompleteTokenSetError, ReauthorizationRequiredError, UnauthorizedError, type QashioError } from "../qashio/errors.js";
 import { MIN_ROTATION_TIMEOUT_MS, REFRESH_TIMEOUT_MARGIN_MS } from "./config.js";
 import { ProviderClientRejectedError, RotationError } from "./errors.js";
 import { isSecretNotFound, ProviderSecretClient } from "./provider-secret.js";
@@ -75,7 +75,7 @@ export interface RotationDeps {
   /** True when the provider accepts the access token. */
   readonly validate: (accessToken: string) => Promise<boolean>;
   /** True for an error meaning the provider rejected the refresh grant (401 / invalid_grant). */
-  readonly isRejectedGrant: (error: unknown) => boolean;
+  readonly isRejectedGrant: (error: unknown) => error is QashioError;
 }
 
 /** Labels the rotation's version gets in createSecret: pending and current at once (see the module comment). */
@@ -335,7 +335,7 @@ async function refreshOnce(refreshToken: string, deadline: number, deps: Rotatio
     if (mayAdopt && reloaded !== undefined && reloaded.refreshToken !== refreshToken) return refreshOnce(reloaded.refreshToken, deadline, deps, false);
     deps.metrics.add("TokenFamilyRevoked", 1, "Count");
     await deps.store.markRevoked().catch((e: unknown) => deps.logger.warn("Could not record the revoked token family", { error: (e as Error).name }));
-    throw new ReauthorizationRequiredError("The provider rejected the refresh token during rotation: re-authorize the integration", {}, { cause: error });
+    throw reauthorizationRequired("The provider rejected the refresh token during rotation", error);
   }
 }
 

@@ -122,6 +122,14 @@ export function isReauthorizationRequired(err: unknown): boolean {
 }
 
 /**
+ * True when the token endpoint's refusal in `err` may have been of the client credentials rather than of the refresh
+ * token (the client's `ReauthorizationRequiredError.clientMayBeRefused`: a 401 naming no `invalid_grant`), read by shape.
+ */
+export function clientMayBeRefused(err: unknown): boolean {
+  return causeMatching(err, (e): e is Error => e instanceof Error && (e as { clientMayBeRefused?: unknown }).clientMayBeRefused === true) !== undefined;
+}
+
+/**
  * True when `err` (or a cause) came from getting a token for a call, not from the call: the token endpoint refused
  * (a revoked family, wrong client credentials), whatever its status, or no token could be had at all (the client's
  * TokenUnavailableError: none stored, the refresh lock held elsewhere, rotated tokens not saved). Read structurally,

@@ -3,7 +3,7 @@
  * exit code, worded with the setting or file to fix. Kept apart from the wiring so that the cycle lease and every
  * command runner word one failure the same way.
  */
-import { CycleAbortedError, PUBLISH_STEP, ReauthorizationNeededError, causeMatching } from "../bridge/index.js";
+import { CycleAbortedError, PUBLISH_STEP, ReauthorizationNeededError, causeMatching, clientMayBeRefused } from "../bridge/index.js";
 import { TOKEN_PATH } from "../qashio/auth/oauth.js";
 import { isInvalidClient } from "../qashio/auth/token-provider.js";
 import { LocalStateError, TokenFileUnwritableError } from "../local/index.js";
@@ -20,6 +20,9 @@ export function stateFileProblem(error: LocalStateError, dir: string, fallbackFi
   return new ConfigError([{ setting: "BRIDGE_STATE_DIR", problem }], { cause: error, heading: `A file in the state directory (${dir}) cannot be used` });
 }
 
+const CLIENT_SETTINGS = "QASHIO_CLIENT_ID / QASHIO_CLIENT_SECRET";
+const CHECK_CLIENT_FIRST = "if either changed, check both first (authorizing again with wrong ones fails too)";
+
 /** Words a failure none of the known kinds matches (exit 1). */
 type Otherwise = (e: Error) => string;
 
@@ -35,15 +38,23 @@ export async function cliErrorOf(error: unknown, bridge: LocalBridge, otherwise:
   // Checked before the revoked family: the engine may wrap it like any provider failure, but it is a settings problem.
   if (causeMatching(error, isInvalidClient) !== undefined) return new ClientCredentialsRejectedError({ cause: error });
   if (error instanceof ReauthorizationNeededError || (error instanceof Error && error.name === "ReauthorizationRequiredError")) {
+    // A 401 naming no invalid_grant is also the answer to wrong client credentials (spec §4.2): say so, they come first.
+    const clientToo = clientMayBeRefused(error);
     if (await bridge.tokens.usesSeed().catch(() => false)) {
       return new AuthorizeAgainError(
-        "the provider rejected QASHIO_REFRESH_TOKEN (spent, revoked or expired); nothing was stored: set it to a fresh " +
-          "refresh token, or run `npm run bridge -- authorize`",
+        (clientToo
+          ? `the provider refused QASHIO_REFRESH_TOKEN or ${CLIENT_SETTINGS} (a 401 without an error code answers both): ${CHECK_CLIENT_FIRST}; `
+          : "the provider rejected QASHIO_REFRESH_TOKEN (spent, revoked or expired); ") +
+          "nothing was stored: set it to a fresh refresh token, or run `npm run bridge -- authorize`",
         { cause: error },
       );
     }
     return new AuthorizeAgainError(
-      `the provider revoked this integration's token family: run \`npm run bridge -- authorize\` to sign in again${bridge.tokens.seedIgnoredHint}`,
+      (clientToo
+        ? `the provider refused this integration's refresh token or ${CLIENT_SETTINGS} (a 401 without an error code answers both): ` +
+          `${CHECK_CLIENT_FIRST}; else run \`npm run bridge -- authorize\` to sign in again`
+        : "the provider revoked this integration's token family: run `npm run bridge -- authorize` to sign in again") +
+        bridge.tokens.seedIgnoredHint,
       { cause: error },
     );
   }

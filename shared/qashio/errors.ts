@@ -223,6 +223,21 @@ export class IncompleteTokenSetError extends InvalidResponseError {
  */
 export class ReauthorizationRequiredError extends QashioError {
   override name = "ReauthorizationRequiredError";
+  /**
+   * True for a 401 that named no `invalid_grant`: spec §4.2 answers wrong client credentials with a 401 too, so the
+   * refusal may be of the client id or secret, the family intact (re-authorizing with wrong credentials fails as well).
+   */
+  readonly clientMayBeRefused: boolean;
+
+  constructor(message: string, context: QashioErrorContext = {}, options?: ErrorOptions) {
+    super(message, context, options);
+    this.clientMayBeRefused = clientMayBeRefused(context);
+  }
+}
+
+/** True for a token endpoint 401 that names no `invalid_grant` (see {@link ReauthorizationRequiredError.clientMayBeRefused}). */
+export function clientMayBeRefused(refusal: Pick<QashioErrorContext, "status" | "errors">): boolean {
+  return refusal.status === 401 && !(refusal.errors ?? []).some((e) => e.code === "invalid_grant");
 }
 
 /** No stored tokens, a failed token save, or the cross-process refresh lock could not be taken in time. */

@@ -1414,6 +1414,21 @@ describe("pollTransactions", () => {
     expect(calls).toBe(1);
     expect(rig.metrics.sum("TokenFamilyRevoked")).toBe(1);
     expect(rig.metrics.sum("ProviderErrors")).toBe(0);
+    // The provider named the refused grant: nothing to say about the client credentials.
+    expect((error as Error).message).not.toMatch(/client id and secret/);
+  });
+
+  it("says to check the client credentials first when the refusal may have been of them (a 401 naming no invalid_grant)", async () => {
+    const rig = makeRig();
+    rig.provider.addTransaction();
+    rig.provider.beforeCall = () => {
+      throw Object.assign(new Error("refresh refused"), { name: "ReauthorizationRequiredError", status: 401, clientMayBeRefused: true });
+    };
+    const error = await pollTransactions(rig.deps).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ReauthorizationNeededError);
+    expect((error as Error).message).toContain("or its client credentials");
+    expect((error as Error).message).toContain("check the client id and secret first");
+    expect(rig.metrics.sum("TokenFamilyRevoked")).toBe(1);
   });
 
   it("aborts with the report and counts the provider error by status class when a list call fails", async () => {

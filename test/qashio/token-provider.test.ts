@@ -561,7 +561,27 @@ describe("OAuthTokenProvider", () => {
     const error = await provider.getAccessToken().catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ReauthorizationRequiredError);
     expect((error as ReauthorizationRequiredError).status).toBe(401);
+    // The provider said the grant was refused: nothing points at the client credentials.
+    expect((error as ReauthorizationRequiredError).clientMayBeRefused).toBe(false);
+    expect((error as Error).message).not.toContain("client_secret");
     expect(events).toEqual(["reauthorization_required"]);
+    expect(fetch.calls).toHaveLength(1);
+    expect(store.saves).toEqual([]);
+  });
+
+  it.each([
+    ["no body", ""],
+    ["an error envelope without an OAuth code", { status_code: 401, message: "Unauthorized", errors: [] }],
+  ])("reports a refresh answered 401 with %s as a refused grant or refused client credentials (§4.2 answers both with 401)", async (_, body) => {
+    const store = memoryStore({ refreshToken: "rt-1" });
+    const fetch = scriptedFetch(body === "" ? new Response(null, { status: 401 }) : json(401, body));
+    const provider = new OAuthTokenProvider({ baseUrl: BASE_URL, clientId: "c", clientSecret: "maybe-wrong", store, fetch, clock: fakeClock() });
+    const error = await provider.getAccessToken().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ReauthorizationRequiredError);
+    expect((error as ReauthorizationRequiredError).clientMayBeRefused).toBe(true);
+    expect((error as Error).message).toContain("without an OAuth error code");
+    expect((error as Error).message).toContain("check client_id and client_secret");
+    expect((error as Error).message).not.toContain("maybe-wrong");
     expect(fetch.calls).toHaveLength(1);
     expect(store.saves).toEqual([]);
   });

@@ -10,6 +10,7 @@ import {
   ReauthorizationRequiredError,
   TokenUnavailableError,
   UnauthorizedError,
+  clientMayBeRefused,
 } from "../errors.js";
 import { DEFAULT_TIMEOUT_MS, systemClock, type Clock } from "../http.js";
 import { acquireTimed, whileHolding, type KeepAliveMessages } from "../../lease-keep-alive.js";
@@ -709,11 +710,7 @@ export class OAuthTokenProvider implements TokenProvider {
         return this.isFresh(reloaded, rejected) ? reloaded : this.rotate(reloaded, rejected, false, lease);
       }
       this.options.onEvent?.("reauthorization_required");
-      throw new ReauthorizationRequiredError(
-        "the provider rejected the refresh token (reused, revoked or expired): re-authorize the integration",
-        { status: error.status, requestId: error.requestId, method: error.method, path: error.path, errors: error.errors },
-        { cause: error },
-      );
+      throw reauthorizationRequired("the provider rejected the refresh token", error);
     }
     this.options.onEvent?.("refreshed");
     return tokens;
@@ -771,6 +768,26 @@ export class OAuthTokenProvider implements TokenProvider {
     // Newly issued: even a token string the provider refused before is good again (a provider may issue it anew).
     if (tokens.accessToken !== undefined) this.refused.delete(tokens.accessToken);
   }
+}
+
+/**
+ * The {@link ReauthorizationRequiredError} for a refresh the token endpoint refused (`error`, a rejected grant): `what`
+ * happened, and what to do. A 401 naming no `invalid_grant` may be a refusal of the client credentials instead (spec
+ * §4.2 answers both with 401), so its message says to check them first.
+ *
+ * @example
+ * ```ts
+ * throw reauthorizationRequired("the provider rejected the refresh token during rotation", error);
+ * ```
+ */
+export function reauthorizationRequired(what: string, error: QashioError): ReauthorizationRequiredError {
+  const context = { status: error.status, requestId: error.requestId, method: error.method, path: error.path, errors: error.errors };
+  const message = clientMayBeRefused(error)
+    ? `${what} or the client credentials: it answered 401 without an OAuth error code, which spec §4.2 gives a reused, ` +
+      "revoked or expired refresh token and wrong client credentials alike; check client_id and client_secret first " +
+      "(authorizing again with wrong ones fails too), else re-authorize the integration"
+    : `${what} (reused, revoked or expired): re-authorize the integration`;
+  return new ReauthorizationRequiredError(message, context, { cause: error });
 }
 
 /**

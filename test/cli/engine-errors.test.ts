@@ -1,0 +1,42 @@
+import { describe, expect, it } from "vitest";
+import { ReauthorizationNeededError } from "../../shared/bridge/errors.js";
+import { emptyReport } from "../../shared/bridge/report.js";
+import { cliErrorOf } from "../../shared/cli/engine-errors.js";
+import { AuthorizeAgainError, EXIT } from "../../shared/cli/errors.js";
+import type { LocalBridge } from "../../shared/cli/local-bridge.js";
+import { ReauthorizationRequiredError } from "../../shared/qashio/errors.js";
+
+/** The members of a local bridge `cliErrorOf` reads for a refused refresh. */
+function bridgeWith(usesSeed: boolean): LocalBridge {
+  const tokens = { usesSeed: () => Promise.resolve(usesSeed), seedIgnoredHint: "" };
+  return { settings: { stateDir: "/state" }, baseUrl: "https://provider.example", tokens } as unknown as LocalBridge;
+}
+
+/** The engine's error for a refresh the token endpoint answered `status` with these OAuth codes. */
+function refusedRefresh(status: number, codes: string[]): ReauthorizationNeededError {
+  const errors = codes.map((code) => ({ field: null, code, message: "" }));
+  const refusal = new ReauthorizationRequiredError("refused", { status, errors, method: "POST", path: "/oauth2/token" });
+  return new ReauthorizationNeededError("revoked", { report: emptyReport("transactions") }, { cause: refusal });
+}
+
+describe("cliErrorOf: a refused refresh", () => {
+  it.each([
+    [false, "the provider refused this integration's refresh token or QASHIO_CLIENT_ID / QASHIO_CLIENT_SECRET"],
+    [true, "the provider refused QASHIO_REFRESH_TOKEN or QASHIO_CLIENT_ID / QASHIO_CLIENT_SECRET"],
+  ])("names the client settings too for a 401 without an error code, which §4.2 gives both (seed: %s), exit 3", async (usesSeed, start) => {
+    const error = await cliErrorOf(refusedRefresh(401, []), bridgeWith(usesSeed));
+    expect(error).toBeInstanceOf(AuthorizeAgainError);
+    expect(error.exitCode).toBe(EXIT.reauthorize);
+    expect(error.message).toContain(start);
+    expect(error.message).toContain("check both first (authorizing again with wrong ones fails too)");
+  });
+
+  it.each([
+    [401, ["invalid_grant"]],
+    [400, ["invalid_grant"]],
+  ])("blames only the token family when the provider named the grant (%i %j)", async (status, codes) => {
+    const error = await cliErrorOf(refusedRefresh(status, codes), bridgeWith(false));
+    expect(error.message).toMatch(/^the provider revoked this integration's token family: run `npm run bridge -- authorize`/);
+    expect(error.message).not.toContain("QASHIO_CLIENT_SECRET");
+  });
+});
