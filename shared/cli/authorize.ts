@@ -8,6 +8,7 @@ import type { AddressInfo } from "node:net";
 import type { TokenStore } from "../qashio/auth/token-store.js";
 import { buildAuthorizeUrl, createState, exchangeCode, stateMatches } from "../qashio/auth/oauth.js";
 import { isInvalidClient, storedTokensOf } from "../qashio/auth/token-provider.js";
+import { UnauthorizedError, clientMayBeRefused } from "../qashio/errors.js";
 import type { FetchLike } from "../qashio/http.js";
 import type { TokenSet } from "../qashio/schemas/index.js";
 import { AuthorizeError, ClientCredentialsRejectedError, UsageError } from "./errors.js";
@@ -149,6 +150,16 @@ function awaitRedirect(server: Server, state: string, timeoutMs: number, signal?
   });
 }
 
+/**
+ * What a 401 to the code exchange means (spec §4.2, §3.1): a used or expired code, or, when the answer names no
+ * `invalid_grant`, possibly wrong client credentials, which authorizing again cannot mend.
+ */
+function exchangeRefusalHint(error: unknown): string {
+  if (!(error instanceof UnauthorizedError)) return "";
+  if (clientMayBeRefused(error)) return ": the provider refused the code (used, or older than ten minutes) or the client id and secret were: check both, then authorize again";
+  return ": the code was used or expired (it lasts ten minutes): authorize again";
+}
+
 /** Exchanges the code and saves the token set: the browser hears "Authorized" only after both. */
 async function exchangeAndSave(options: AuthorizeOptions, code: string, redirectUri: string): Promise<TokenSet> {
   let tokens: TokenSet;
@@ -160,7 +171,7 @@ async function exchangeAndSave(options: AuthorizeOptions, code: string, redirect
   } catch (error) {
     if (isInvalidClient(error)) throw new ClientCredentialsRejectedError({ cause: error });
     // The client's errors carry status and request id only, never the code or secret.
-    throw new AuthorizeError(`the code exchange failed: ${(error as Error).message}`, { cause: error });
+    throw new AuthorizeError(`the code exchange failed: ${(error as Error).message}${exchangeRefusalHint(error)}`, { cause: error });
   }
   // A Ctrl-C while the code was exchanged cancels as one during the wait does: whatever store follows (a lease to wait
   // for, or none), nothing is stored.

@@ -341,6 +341,23 @@ describe("authorizeWithBrowser", () => {
     expect(error.message).not.toMatch(/code-xyz|secret-1/);
   });
 
+  it.each([
+    ["no body", () => new Response(null, { status: 401 }), "or the client id and secret were: check both, then authorize again"],
+    ["invalid_grant", () => Response.json({ error: "invalid_grant" }, { status: 401 }), ": the code was used or expired (it lasts ten minutes): authorize again"],
+  ])("says what a code exchange answered 401 with %s may mean (§4.2: a used or expired code, or wrong client credentials)", async (_, answer, hint) => {
+    const run = authorizeWithBrowser(
+      options({ fetch: async () => answer(), onAuthorizeUrl: browser((a) => ({ code: "code-xyz", state: a.searchParams.get("state") as string })) }),
+    );
+    const error = await run.then(
+      () => new Error("expected a failure"),
+      (e: unknown) => e as Error,
+    );
+    expect(error).toBeInstanceOf(AuthorizeError);
+    expect(error.message).toContain("the code exchange failed: POST /oauth2/token answered 401");
+    expect(error.message).toContain(hint);
+    expect(error.message).not.toMatch(/code-xyz|secret-1/);
+  });
+
   it("reports a code exchange refused with invalid_client as a client settings problem (exit 2), not a failed sign-in", async () => {
     const refused = async () => Response.json({ error: "invalid_client" }, { status: 401 });
     const run = authorizeWithBrowser(
