@@ -167,13 +167,65 @@ interface Renumbering {
 }
 
 /**
- * Where a card walk stopped (the `card:~walk-cursor:<mode>` snapshot's `next_offset`, `total_records`, `page_size`):
- * see `CardRun.readCursor`.
+ * Where a card walk stood (offset, the list's total then) before the first page whose check of a smaller `size` did not
+ * follow it: see `unsure` in `CardRun.run`.
+ */
+interface UnsureStart {
+  readonly offset: number;
+  readonly total?: number;
+  readonly size: number;
+}
+
+/**
+ * Where a card walk stopped (the `card:~walk-cursor:<mode>` snapshot's `next_offset`, `total_records`, `page_size`,
+ * and `unsure`: `{ next_offset, total_records?, page_size }`): see `CardRun.readCursor`.
  */
 interface WalkCursor {
   readonly offset: number;
   readonly total?: number;
   readonly servedSize?: number;
+  readonly unsure?: UnsureStart;
+}
+
+/** A stored cursor member that is a count (an offset, a total, a size): a safe integer of at least `least`. */
+function countAt(value: unknown, least: number): number | undefined {
+  return typeof value === "number" && Number.isSafeInteger(value) && value >= least ? value : undefined;
+}
+
+/** The stored form of a walk cursor (see {@link WalkCursor}): a cursor at 0 keeps nothing else. */
+function cursorObject(cursor: WalkCursor): Record<string, unknown> {
+  if (cursor.offset === 0) return { next_offset: 0 };
+  const { total, servedSize, unsure } = cursor;
+  return {
+    next_offset: cursor.offset,
+    ...(total === undefined ? {} : { total_records: total }),
+    ...(servedSize === undefined ? {} : { page_size: servedSize }),
+    ...(unsure === undefined ? {} : { unsure: { next_offset: unsure.offset, ...(unsure.total === undefined ? {} : { total_records: unsure.total }), page_size: unsure.size } }),
+  };
+}
+
+/**
+ * The walk cursor a stored object holds (see {@link cursorObject}); members missing or malformed are left out, so a
+ * cursor stored before a member was added loads as one without it.
+ */
+function parseCursor(object: Readonly<Record<string, unknown>> | undefined): WalkCursor {
+  const offset = countAt(object?.["next_offset"], 1) ?? 0;
+  if (offset === 0) return { offset };
+  const total = countAt(object?.["total_records"], 0);
+  const servedSize = countAt(object?.["page_size"], 1);
+  const stored = object?.["unsure"];
+  const unsureOf = typeof stored === "object" && stored !== null ? (stored as Record<string, unknown>) : {};
+  const unsureOffset = countAt(unsureOf["next_offset"], 0);
+  const unsureSize = countAt(unsureOf["page_size"], 1);
+  const unsureTotal = countAt(unsureOf["total_records"], 0);
+  return {
+    offset,
+    ...(total === undefined ? {} : { total }),
+    ...(servedSize === undefined ? {} : { servedSize }),
+    ...(unsureOffset === undefined || unsureSize === undefined
+      ? {}
+      : { unsure: { offset: unsureOffset, size: unsureSize, ...(unsureTotal === undefined ? {} : { total: unsureTotal }) } }),
+  };
 }
 
 class CardRun extends CycleRun {
@@ -242,9 +294,12 @@ class CardRun extends CycleRun {
      * it (see renumberedIn: it could not tell, or answered other cards, as a shift between the two calls makes it), and
      * that size; cleared once a page holds more cards than it (no maximum lowered to it), or a check follows a size.
      * Should the provider have lowered its maximum there, the offset counted since in the size asked ran ahead of the
-     * cards walked: a check that then follows the size moves the walk from here, not from that offset.
+     * cards walked: a check that then follows the size moves the walk from here, not from that offset. A walk that
+     * stops between the two keeps it in its cursor, and the next one goes on from the cursor's offset and moves from
+     * here once a check follows: not resumed from, as a page whose check never follows would hold a walk of one page a
+     * cycle there for good.
      */
-    let unsure: { readonly offset: number; readonly total: number | undefined; readonly size: number } | undefined;
+    let unsure: UnsureStart | undefined = cursor.unsure;
     for (let read = 0; ; read++) {
       if (this.pastDeadline()) {
         this.report.outcome = "deadline";
@@ -286,6 +341,7 @@ class CardRun extends CycleRun {
         this.deps.logger.warn("card walk cursor points past the card list; starting afresh", { mode, page });
         offset = 0;
         offsetTotal = undefined;
+        unsure = undefined;
         read = -1;
         continue;
       }
@@ -315,6 +371,10 @@ class CardRun extends CycleRun {
       }
       this.report.pulled += entries.length;
       if (entries.length > 0) this.deps.metrics.add("CardsPulled", entries.length, "Count");
+      // Where the walk stood before this page, as far as it can tell: once a check follows a size, before the first page
+      // whose check did not (see unsure), as the offset counted since may have run ahead of the cards walked.
+      const from = followed !== undefined && unsure !== undefined ? unsure : { offset, total: offsetTotal };
+      if (followed !== undefined || entries.length > (unsure?.size ?? Infinity)) unsure = undefined;
       try {
         await this.processPage(entries);
         this.walkedPage = true;
@@ -322,7 +382,8 @@ class CardRun extends CycleRun {
         if (!this.outOfTime(err)) throw err;
         // A card detail read (one in flight, or any on a page after the cycle's first) or the snapshots' read could not
         // finish in time; nothing of the page was published or stored (its quarantine records aside, put again
-        // idempotently), so it is walked next cycle (with the cursor as it stood, and the total it was taken at).
+        // idempotently), so it is walked next cycle (from where the walk stood before it, and the total taken there).
+        ({ offset, total: offsetTotal } = from);
         this.report.outcome = "deadline";
         break;
       }
@@ -331,8 +392,7 @@ class CardRun extends CycleRun {
         break;
       }
       const pageStart = (page - 1) * this.pageSize;
-      const { offset: reached, total: takenAt } = followed !== undefined && unsure !== undefined ? unsure : { offset, total: offsetTotal };
-      if (followed !== undefined || entries.length > (unsure?.size ?? Infinity)) unsure = undefined;
+      const { offset: reached, total: takenAt } = from;
       offset = page * this.pageSize;
       offsetTotal = listedTotal(result);
       if (mode === "full" && takenAt !== undefined && offsetTotal !== undefined) {
@@ -355,7 +415,7 @@ class CardRun extends CycleRun {
     // detail read out of time) keeps the total the cursor was taken with, or the next resume could not shift it and
     // would skip the cards removals pulled above it.
     if (this.report.outcome !== "publisher_unavailable") {
-      const next = this.report.outcome === "complete" ? { offset: 0 } : { offset, total: offsetTotal, servedSize: this.servedSize };
+      const next = this.report.outcome === "complete" ? { offset: 0 } : { offset, total: offsetTotal, servedSize: this.servedSize, unsure };
       await this.writeCursor(mode, cursor, next).catch((err: unknown) => {
         // Too late to write (see `write`): the cursor stays where it was, so the next walk covers this one's cards again.
         if (!this.outOfTime(err)) throw err;
@@ -408,31 +468,18 @@ class CardRun extends CycleRun {
   /**
    * Where the last walk in this mode stopped: the offset of the first card it did not reach (0: start afresh), the
    * list's `total_records` at that point when the provider gave it, and the cards a page the provider served when
-   * fewer than asked (its pages, and so the offset, were counted in that size).
+   * fewer than asked (its pages, and so the offset, were counted in that size), and the walk's `unsure` start when it
+   * stopped with one.
    */
   private async readCursor(mode: CardCycleMode): Promise<WalkCursor & { snapshot?: Snapshot }> {
     const key = walkCursorKey(mode);
     const snapshot = (await this.read("read card walk cursor", (call) => this.deps.snapshots.getMany([key], call))).get(key);
-    const offset = snapshot?.object["next_offset"];
-    const total = snapshot?.object["total_records"];
-    const servedSize = snapshot?.object["page_size"];
-    return {
-      offset: typeof offset === "number" && Number.isSafeInteger(offset) && offset > 0 ? offset : 0,
-      ...(typeof total === "number" && Number.isSafeInteger(total) && total >= 0 ? { total } : {}),
-      ...(typeof servedSize === "number" && Number.isSafeInteger(servedSize) && servedSize > 0 ? { servedSize } : {}),
-      snapshot,
-    };
+    return { ...parseCursor(snapshot?.object), snapshot };
   }
 
   private async writeCursor(mode: CardCycleMode, stored: WalkCursor & { snapshot?: Snapshot }, next: WalkCursor): Promise<void> {
-    const total = next.offset > 0 ? next.total : undefined;
-    const servedSize = next.offset > 0 ? next.servedSize : undefined;
-    if (next.offset === stored.offset && (next.offset === 0 || (total === stored.total && servedSize === stored.servedSize))) return;
-    const object = {
-      next_offset: next.offset,
-      ...(total === undefined ? {} : { total_records: total }),
-      ...(servedSize === undefined ? {} : { page_size: servedSize }),
-    };
+    const object = cursorObject(next);
+    if (contentHash(object) === contentHash(cursorObject(stored))) return;
     const updatedAt = versionTime(this.deps.clock.now(), stored.snapshot);
     const cursor: Snapshot = { key: walkCursorKey(mode), hash: contentHash(object), object, updatedAt };
     await this.write("write card walk cursor", (call) => this.deps.snapshots.putMany([cursor], call));

@@ -551,6 +551,61 @@ describe("card walk's check that the provider numbers its pages in a smaller pag
     }
   });
 
+  it("reaches every card when a walk stopped after a check that could not tell, and the next walk's first check follows", async () => {
+    for (const stop of ["page_limit", "deadline"] as const) {
+      for (const removed of [0, 2]) {
+        const rig = makeRig();
+        // Page 1 (the walk learns FIRST), page 2 and its check (the third call), which fails: the walk stops after it.
+        const { suspended, asked } = await suspendedUnderLoweredMaximum(rig, async (n, served) => {
+          if (n === 3) {
+            // Past the deadline, within its grace: the cursor is still written.
+            if (stop === "deadline") rig.clock.advance(40_000);
+            throw Object.assign(new Error("500"), { name: "ProviderError", status: 500 });
+          }
+          return served();
+        });
+        const label = `stopped at its ${stop}, ${removed} cards removed above before the next walk`;
+        const first = await pollCards(rig.deps, { pageSize: SIZE, ...(stop === "page_limit" ? { maxPages: 3 } : { deadline: rig.clock.now() + 30_000 }) });
+        expect(first.outcome, label).toBe(stop);
+        expect(asked, label).toEqual([
+          [1, SIZE],
+          [2, FIRST],
+          [2, SECOND],
+        ]);
+        // Where the walk stood before page 2 is kept beside the offset it counted on in FIRST.
+        expect(rig.snapshots.data.get(walkCursorKey("full"))?.object, label).toEqual({
+          next_offset: 2 * FIRST,
+          total_records: 4 * SIZE,
+          page_size: FIRST,
+          unsure: { next_offset: FIRST, total_records: 4 * SIZE, page_size: SECOND },
+        });
+        // Cards of page 1, whose suspensions the first walk published.
+        rig.provider.cards.splice(0, removed);
+        expect((await pollCards(rig.deps, { pageSize: SIZE })).outcome, label).toBe("complete");
+        expect(rig.publisher.ofType("card.suspended").map((e) => e.detail.subject.id).toSorted(), label).toEqual(suspended.toSorted());
+      }
+    }
+  });
+
+  it("reaches every card when the next walk's first check follows on a page whose detail reads run out of time", async () => {
+    const rig = makeRig({}, { cardDetails: true });
+    const { suspended } = await suspendedUnderLoweredMaximum(rig, async (n, served) => {
+      if (n === 3) throw Object.assign(new Error("500"), { name: "ProviderError", status: 500 });
+      return served();
+    });
+    expect((await pollCards(rig.deps, { pageSize: SIZE, maxPages: 3 })).outcome).toBe("page_limit");
+    const deadline = rig.clock.now() + 60_000;
+    // The page's check follows SECOND, then a detail read cannot finish by the deadline: nothing of the page is written.
+    rig.provider.beforeCall = (call) => {
+      if (call.op === "readErpCard") throw Object.assign(new Error("no time left"), { name: "DeadlineExceededError", deadline });
+    };
+    expect((await pollCards(rig.deps, { pageSize: SIZE, deadline, deadlineGraceMs: 0 })).outcome).toBe("deadline");
+    expect(rig.snapshots.data.get(walkCursorKey("full"))?.object["page_size"]).toBe(SECOND);
+    rig.provider.beforeCall = () => undefined;
+    expect((await pollCards(rig.deps, { pageSize: SIZE })).outcome).toBe("complete");
+    expect(rig.publisher.ofType("card.suspended").map((e) => e.detail.subject.id).toSorted()).toEqual(suspended.toSorted());
+  });
+
   it("does not go back to a page whose check could not tell once a later page came fuller than the size it stated", async () => {
     const rig = makeRig();
     for (let i = 0; i < 20 * FIRST; i++) rig.provider.addCard();
