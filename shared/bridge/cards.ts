@@ -351,7 +351,10 @@ class CardRun extends CycleRun {
       const followed = renumbering?.found === "same" ? renumbering.size : undefined;
       // Other cards do not prove the size not served either: a card issued or removed between the page and its check
       // shifts the answer, though the provider numbers its pages in that size.
-      if (renumbering !== undefined && followed === undefined) unsure ??= { offset, total: offsetTotal, size: renumbering.size };
+      // With no total yet (a walk resumed from a cursor without one, or started afresh), the page's own stands in for the
+      // list's at the offset, as it does for the offset after the page: left without one, a check that follows later
+      // could not move the walk up for cards removed above in between, and the cards they pulled past it were skipped.
+      if (renumbering !== undefined && followed === undefined) unsure ??= { offset, total: offsetTotal ?? listedTotal(result), size: renumbering.size };
       if (followed !== undefined) {
         this.deps.logger.warn("provider serves fewer cards a page again; asking for that size", { from: this.pageSize, to: followed });
         this.pageSize = this.servedSize = followed;

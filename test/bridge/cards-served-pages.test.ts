@@ -606,6 +606,28 @@ describe("card walk's check that the provider numbers its pages in a smaller pag
     expect(rig.publisher.ofType("card.suspended").map((e) => e.detail.subject.id).toSorted()).toEqual(suspended.toSorted());
   });
 
+  it("reaches every card when a walk resumed from a cursor without total_records follows the size after checks that could not tell, with cards removed above between", async () => {
+    const rig = makeRig();
+    for (let i = 0; i < 4 * SIZE; i++) rig.provider.addCard();
+    expect((await pollCards(rig.deps, { pageSize: SIZE })).outcome).toBe("complete");
+    resumeAtThirdPage(rig);
+    const notReached = rig.provider.cards.slice(2 * FIRST).map((card) => card["id"] as string);
+    for (const id of notReached) rig.provider.changeCard(id, { status: "Suspended" });
+    // SECOND a page, stated without total_pages; the checks of the first four pages fail, and two cards walked before
+    // (active: no event owed) are removed from the top before the fifth page, whose check follows.
+    const asked = recordAsked(rig, async (n, query, list) => {
+      if (n <= 8 && n % 2 === 0) throw Object.assign(new Error("500"), { name: "ProviderError", status: 500 });
+      if (n === 9) rig.provider.cards.splice(0, 2);
+      return statedSizeShapes.withoutTotalPages(query, await list({ ...query, page_size: Math.min(query.page_size, SECOND) }));
+    });
+    expect((await pollCards(rig.deps, { pageSize: SIZE })).outcome).toBe("complete");
+    expect(asked.slice(8, 10)).toEqual([
+      [7, FIRST],
+      [7, SECOND],
+    ]);
+    expect(rig.publisher.ofType("card.suspended").map((e) => e.detail.subject.id).toSorted()).toEqual(notReached.toSorted());
+  });
+
   it("does not go back to a page whose check could not tell once a later page came fuller than the size it stated", async () => {
     const rig = makeRig();
     for (let i = 0; i < 20 * FIRST; i++) rig.provider.addCard();
