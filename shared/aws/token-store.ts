@@ -137,7 +137,10 @@ export class SecretsManagerTokenStore implements TokenStore {
   readonly #clock: Clock;
   readonly #secret: ProviderSecretClient;
   readonly #cacheTtlMs: number;
-  #cache?: { read: SecretRead; expiresAt: number };
+  /** `started`: the number of the call that read or wrote it (see {@link #caching}). */
+  #cache?: { read: SecretRead; expiresAt: number; started: number };
+  /** Secret reads and writes started so far. */
+  #started = 0;
   #inflightRead?: Promise<SecretRead>;
   /** Version of the refresh token the last `load` returned: the one a rejected refresh presented. */
   #lastLoadedVersionId?: string;
@@ -301,7 +304,7 @@ export class SecretsManagerTokenStore implements TokenStore {
    * changed. Every call goes through `pacer`.
    */
   async #writeSecret(tokens: StoredTokens, write: VersionWrite | undefined, pacer: CallPacer): Promise<string> {
-    const current = this.#cached(await this.#secret.read(undefined, pacer));
+    const current = await this.#caching(this.#secret.read(undefined, pacer));
     if (tokens.refreshToken === current.secret.refresh_token && write === undefined) return current.versionId;
     return this.#putSecret({ ...current.secret, refresh_token: tokens.refreshToken }, write, pacer);
   }
@@ -354,14 +357,19 @@ export class SecretsManagerTokenStore implements TokenStore {
     return undefined;
   }
 
-  /** Reads AWSCURRENT of the secret (single flight per container) and refreshes the cache. */
+  /**
+   * Reads AWSCURRENT of the secret and refreshes the cache. Calls made before the read can be sent (in the same turn of
+   * the event loop: callers starting together) share it; a call after that reads anew, since the read in flight may be
+   * answered from before a rotation this caller has seen end since (a load under the refresh lease, taken once another
+   * container saved and let it go, must not get the refresh token that container spent).
+   */
   async readSecret(): Promise<SecretRead> {
-    this.#inflightRead ??= this.#secret
-      .read()
-      .then((read) => this.#cached(read))
-      .finally(() => {
-        this.#inflightRead = undefined;
-      });
+    if (this.#inflightRead !== undefined) return this.#inflightRead;
+    // Queued before the read's own steps, so it runs before the request can go out.
+    queueMicrotask(() => {
+      this.#inflightRead = undefined;
+    });
+    this.#inflightRead = this.#caching(this.#secret.read());
     return this.#inflightRead;
   }
 
@@ -376,13 +384,19 @@ export class SecretsManagerTokenStore implements TokenStore {
   }
 
   async #putSecret(secret: ProviderSecret, write: VersionWrite | undefined, pacer: CallPacer): Promise<string> {
-    const versionId = await this.#secret.put(secret, write, pacer);
-    this.#cached({ secret, versionId });
+    const { versionId } = await this.#caching(this.#secret.put(secret, write, pacer).then((id) => ({ secret, versionId: id })));
     return versionId;
   }
 
-  #cached(read: SecretRead): SecretRead {
-    this.#cache = { read, expiresAt: this.#clock.now() + this.#cacheTtlMs };
+  /**
+   * `call`'s secret, cached once it resolves, unless a read or write started after `call` has filled the cache already:
+   * reads overlap (see {@link readSecret}), and one answered late must not put back the refresh token a newer one replaced.
+   */
+  async #caching(call: Promise<SecretRead>): Promise<SecretRead> {
+    this.#started += 1;
+    const started = this.#started;
+    const read = await call;
+    if (started > (this.#cache?.started ?? 0)) this.#cache = { read, expiresAt: this.#clock.now() + this.#cacheTtlMs, started };
     return read;
   }
 

@@ -81,6 +81,23 @@ describe("SecretsManagerTokenStore", () => {
     expect((await store.load())?.refreshToken).toBe("rt-9");
   });
 
+  it("reads the secret anew on a load made while an earlier read is on its way back, so a token rotated in between is seen", async () => {
+    const { store, make, secrets } = setup();
+    // A read without the refresh lease (a token another container stored), answered before that container's rotation.
+    const inTransit = secrets.holdNext("GetSecretValue", { answered: true });
+    const early = store.readSecret();
+    await inTransit.reached;
+    // The other container rotates and lets the lease go; this one then loads under the lease, before the early answer lands.
+    await make().save({ refreshToken: "rt-9", accessToken: "at-9" });
+    const underLease = store.load();
+    inTransit.release();
+    expect((await early).secret.refresh_token).toBe("rt-1");
+    // Joined to the early read, the load would hand out the spent rt-1: presented again, it revokes the family.
+    expect((await underLease)?.refreshToken).toBe("rt-9");
+    // Nor does the early answer, landing last, put the spent token back into the cache.
+    expect((await store.credentials()).refresh_token).toBe("rt-9");
+  });
+
   it("remembers a revoked family for the loaded secret version, for every container, until a new version replaces it", async () => {
     const { store, make } = setup();
     expect(await store.revokedVersion()).toBeUndefined();

@@ -44,7 +44,7 @@ export class FakeSecretsManager {
   /** The secret's tags, as DescribeSecret returns them. */
   tags: Record<string, string> = {};
   readonly #failures: { operation: Operation; error: Error }[] = [];
-  readonly #holds: { operation: Operation; reach(): void; until: Promise<void> }[] = [];
+  readonly #holds: { operation: Operation; answered: boolean; reach(): void; until: Promise<void> }[] = [];
 
   /** `now`: the time versions are created at (settable later, as a test's clock moves). */
   constructor(
@@ -66,12 +66,16 @@ export class FakeSecretsManager {
     for (let i = 0; i < times; i += 1) this.#failures.push({ operation, error });
   }
 
-  /** Makes the next call of `operation` wait until `release()` (a slow call); `reached` resolves when the call arrives. */
-  holdNext(operation: Operation): { reached: Promise<void>; release(): void } {
+  /**
+   * Makes the next call of `operation` wait until `release()` (a slow call); `reached` resolves when the call arrives.
+   * `answered`: the call is answered as it arrives, its answer delivered at `release()` (an answer on its way back),
+   * instead of answered at `release()`.
+   */
+  holdNext(operation: Operation, { answered = false } = {}): { reached: Promise<void>; release(): void } {
     let reach!: () => void;
     let release!: () => void;
     const reached = new Promise<void>((resolve) => (reach = resolve));
-    this.#holds.push({ operation, reach, until: new Promise((resolve) => (release = resolve)) });
+    this.#holds.push({ operation, answered, reach, until: new Promise((resolve) => (release = resolve)) });
     return { reached, release };
   }
 
@@ -104,11 +108,21 @@ export class FakeSecretsManager {
   async #run<T>(operation: Operation, input: Record<string, unknown>, body: () => T): Promise<T> {
     this.calls.push({ operation, input });
     const held = this.#holds.findIndex((h) => h.operation === operation);
-    if (held >= 0) {
-      const [hold] = this.#holds.splice(held, 1);
-      hold?.reach();
+    const hold = held >= 0 ? this.#holds.splice(held, 1)[0] : undefined;
+    hold?.reach();
+    if (hold?.answered !== true) {
       await hold?.until;
+      return this.#answer(operation, body);
     }
+    const answer = (async () => this.#answer(operation, body))();
+    // A failure is delivered at release: not an unhandled rejection meanwhile.
+    answer.catch(() => undefined);
+    await hold.until;
+    return answer;
+  }
+
+  /** The answer to a call of `operation` now: its scripted failure, if any, else `body`'s. */
+  #answer<T>(operation: Operation, body: () => T): T {
     const index = this.#failures.findIndex((f) => f.operation === operation);
     if (index >= 0) {
       const [failure] = this.#failures.splice(index, 1);
