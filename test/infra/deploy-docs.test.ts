@@ -34,3 +34,32 @@ describe("docs/spec-gaps.md's key use of the functions", () => {
     expect(specGapsBullet("Least privilege")).toMatch(/\*KMS\*[^.]*no role[^.]*`kms:Encrypt`/);
   });
 });
+
+/** Every property of the tenants file's JSON Schema, nested ones included, with its default when it has one. */
+function schemaProperties(node: unknown, found: { name: string; default: unknown }[] = []): { name: string; default: unknown }[] {
+  if (Array.isArray(node)) for (const item of node) schemaProperties(item, found);
+  if (typeof node !== "object" || node === null || Array.isArray(node)) return found;
+  const schema = node as { properties?: Record<string, { default?: unknown }> } & Record<string, unknown>;
+  for (const [name, property] of Object.entries(schema.properties ?? {})) {
+    found.push({ name, default: property.default });
+    schemaProperties(property, found);
+  }
+  for (const key of ["items", "anyOf", "oneOf", "allOf"]) schemaProperties(schema[key], found);
+  return found;
+}
+
+describe("README's Describe the tenant", () => {
+  it("names every field of the tenants file, and each scalar default beside its field", () => {
+    const section = /^### 1\. Describe the tenant\n([^]*?)^### 2\./m.exec(read("README.md"))?.[1] ?? "";
+    const properties = schemaProperties(JSON.parse(read("docs", "tenants.schema.json")));
+    expect(properties.length).toBeGreaterThan(30);
+    for (const { name, default: value } of properties) {
+      const lines = section.split("\n").filter((line) => line.includes(`"${name}"`));
+      expect(lines.length, name).toBeGreaterThan(0);
+      // Objects and lists ({}, [], { "mode": "create" }) are described in words; a number, word or flag is shown.
+      if (value === undefined || typeof value === "object") continue;
+      const shown = lines.some((line) => /\bdefaults?\b/.test(line) && new RegExp(String.raw`\b${String(value).replaceAll(".", String.raw`\.`)}\b`).test(line));
+      expect(shown, `${name}: default ${String(value)}`).toBe(true);
+    }
+  });
+});
