@@ -2,6 +2,7 @@
  * Command-line argument parsing for `bridge.ts`: one option table per command, parsed
  * with node:util `parseArgs` in strict mode so an unknown flag is an error, not ignored.
  */
+import { isAbsolute } from "node:path";
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import { MAX_RESET_TRANSACTIONS } from "../../sandbox/limits.js";
 import { BUDGET_BACKLOG } from "./bench-report.js";
@@ -308,6 +309,20 @@ function optionsUnderNpm(name: string | undefined, env: Env): Options | undefine
   const script = env["npm_lifecycle_event"];
   if (name === undefined || script === undefined || !OWN_SCRIPTS.has(script) || !Object.hasOwn(OPTIONS, name)) return undefined;
   return OPTIONS[name as keyof typeof OPTIONS];
+}
+
+/**
+ * The directory the person ran the command in, which `.env` and relative paths of the settings are read against:
+ * under one of this package's scripts npm runs it in the package's root, wherever it was called from (a subdirectory,
+ * `npm --prefix <checkout>`), and keeps that directory in INIT_CWD; otherwise the process's own `cwd`.
+ *
+ * @example
+ * invokedIn({ npm_lifecycle_event: "bridge", INIT_CWD: "/srv/tenant-a" }, "/opt/qashio-bridge"); // "/srv/tenant-a"
+ */
+export function invokedIn(env: Env, cwd: string): string {
+  const from = env["INIT_CWD"];
+  const script = env["npm_lifecycle_event"];
+  return script !== undefined && OWN_SCRIPTS.has(script) && from !== undefined && isAbsolute(from) ? from : cwd;
 }
 
 /** The npm config key an option lands under when npm keeps it (`--no-open` under `open`). */

@@ -2,7 +2,7 @@
  * Entry of `bridge.ts`: parses the command line, runs the command, maps errors to exit codes.
  * Commands are imported lazily so `help` and argument errors answer at once.
  */
-import { USAGE, npmOwnOptionWarnings, parseCommand, usageOf, type ParsedCommand } from "./args.js";
+import { USAGE, invokedIn, npmOwnOptionWarnings, parseCommand, usageOf, type ParsedCommand } from "./args.js";
 import { SETTINGS } from "./config.js";
 import { CliError, EXIT, UsageError } from "./errors.js";
 import { line, type CliIo } from "./io.js";
@@ -74,7 +74,7 @@ export function stopNotice(command: string | undefined): string | undefined {
 export async function main(argv: readonly string[], io: CliIo): Promise<number> {
   for (const warning of npmOwnOptionWarnings(argv, io.env)) line(io.stderr, `warning: ${warning}`);
   try {
-    return await dispatch(parseCommand(argv, io.env), io);
+    return await dispatch(parseCommand(argv, io.env), { ...io, cwd: invokedIn(io.env, io.cwd) });
   } catch (error) {
     if (error instanceof UsageError) {
       line(io.stderr, `error: ${error.message}`);

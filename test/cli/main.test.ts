@@ -112,6 +112,43 @@ describe("bridge.ts main", () => {
     expect(stderr).toContain("--txns");
   });
 
+  it(
+    "under `npm run bridge` reads .env and relative paths in the directory npm was run from (INIT_CWD), not the package root npm runs it in",
+    async () => {
+      const called = await mkdtemp(join(tmpdir(), "cli-initcwd-called-"));
+      const root = await mkdtemp(join(tmpdir(), "cli-initcwd-root-"));
+      try {
+        await writeFile(join(called, ".env"), "BRIDGE_TENANT=from-called\nBRIDGE_PII_MOD=hash\n");
+        await writeFile(join(root, ".env"), "BRIDGE_TENANT=from-root\n");
+        const { code, stderr } = await runInProcess(["run", "--once"], { npm_lifecycle_event: "bridge", INIT_CWD: called }, undefined, root);
+        expect(code).toBe(EXIT.usage);
+        // The .env of the directory the person is in was read (its typo is named), and the state directory lies there.
+        expect(stderr).toContain("warning: BRIDGE_PII_MOD is not a setting");
+        expect(stderr).toContain(`the state directory (${join(called, ".state")}) holds no token`);
+        expect(stderr).not.toContain(root);
+      } finally {
+        await rm(called, { recursive: true, force: true });
+        await rm(root, { recursive: true, force: true });
+      }
+    },
+  );
+
+  it("reads .env in the process's working directory when no script of this package runs it, INIT_CWD notwithstanding", async () => {
+    const other = await mkdtemp(join(tmpdir(), "cli-initcwd-other-"));
+    const cwd = await mkdtemp(join(tmpdir(), "cli-initcwd-cwd-"));
+    try {
+      await writeFile(join(other, ".env"), "BRIDGE_PII_MOD=hash\n");
+      // npm exec (npx) sets INIT_CWD too, and a script of another package may run the bridge from its own directory.
+      const { code, stderr } = await runInProcess(["run", "--once"], { npm_lifecycle_event: "test", INIT_CWD: other }, undefined, cwd);
+      expect(code).toBe(EXIT.usage);
+      expect(stderr).not.toContain("BRIDGE_PII_MOD");
+      expect(stderr).toContain(`the state directory (${join(cwd, ".state")}) holds no token`);
+    } finally {
+      await rm(other, { recursive: true, force: true });
+      await rm(cwd, { recursive: true, force: true });
+    }
+  });
+
   it.each([["run", "--once"], ["authorize", "--no-open"], ["redrive"]])(
     "%s refuses a .env line without = (exit 2) and never prints its secret value on stdout or stderr",
     async (...command) => {
