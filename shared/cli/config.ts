@@ -167,6 +167,11 @@ export interface EnvFileContent {
   readonly afterQuote: readonly number[];
   /** Variables assigned on more than one line, with those lines: only the last one would count. */
   readonly repeated: Readonly<Record<string, readonly number[]>>;
+  /**
+   * Lines holding a carriage return that ends no line (CR-only line endings, or CR CR LF): read as they are, a CR-only
+   * file is one line, a comment when it starts with one, and every setting in it would be reported not set.
+   */
+  readonly strayCr: readonly number[];
 }
 
 /**
@@ -178,10 +183,11 @@ export interface EnvFileContent {
  * and secrets and salts may hold `#`: a quote not closed on its line (parseEnv runs on to a later quote, swallowing
  * the assignments between), an unquoted value with `#` right after other text (parseEnv ends the value there), and
  * text after a closing quote (parseEnv drops it: `"ab\"cd"` is `ab\`, as a quote cannot be escaped). A variable
- * assigned on two lines is reported with both (the earlier line, maybe the one meant, would not count).
+ * assigned on two lines is reported with both (the earlier line, maybe the one meant, would not count). A line holding a
+ * carriage return that ends no line (CR-only or CR CR LF line endings) is reported and not read either.
  *
  * @example
- * parseEnvFile("A=1\nQASHIO_CLIENT_SECRET: x\nB=ab#c\n"); // { values: { A: "1", B: "ab" }, malformed: [2], unclosed: [], cutAtHash: [3], afterQuote: [], repeated: {} }
+ * parseEnvFile("A=1\nQASHIO_CLIENT_SECRET: x\nB=ab#c\n"); // { values: { A: "1", B: "ab" }, malformed: [2], unclosed: [], cutAtHash: [3], afterQuote: [], repeated: {}, strayCr: [] }
  */
 export function parseEnvFile(text: string): EnvFileContent {
   const lines = text.replace(/^\uFEFF/, "").split(/\r?\n/);
@@ -190,9 +196,15 @@ export function parseEnvFile(text: string): EnvFileContent {
   const unclosed: number[] = [];
   const cutAtHash: number[] = [];
   const afterQuote: number[] = [];
+  const strayCr: number[] = [];
   const assigned = new Map<string, number[]>();
   for (let i = 0; i < lines.length; i++) {
     const line = lines[i] ?? "";
+    // Before the comment check: a CR-only file that starts with a comment is one comment line.
+    if (line.includes("\r")) {
+      strayCr.push(i + 1);
+      continue;
+    }
     const trimmed = line.trim();
     if (trimmed === "" || trimmed.startsWith("#")) continue;
     const match = ASSIGNMENT.exec(line);
@@ -224,7 +236,7 @@ export function parseEnvFile(text: string): EnvFileContent {
     values[name] = parseEnv(`${name}=${value}\n`)[name] ?? "";
   }
   const repeated = Object.fromEntries([...assigned].filter(([, at]) => at.length > 1));
-  return { values, malformed, unclosed, cutAtHash, afterQuote, repeated };
+  return { values, malformed, unclosed, cutAtHash, afterQuote, repeated, strayCr };
 }
 
 /** Largest `.env` read: no settings file comes near it, and a larger one (a log saved by that name) is not read whole. */
@@ -331,8 +343,8 @@ function malformedProblem(lines: readonly number[]): string {
  *   larger than 1 MiB (not read), or is a named pipe nothing wrote to within `wait` (or before its signal).
  * @throws ConfigError (exit 2) when a line of `.env` is not `NAME=value`, a comment or blank: it names the line
  *   numbers only, since such a line (`QASHIO_CLIENT_SECRET: ...`) most likely holds a value meant for a setting;
- *   likewise for values a quote or `#` would cut, for a variable assigned on two lines, and for lines that are not
- *   UTF-8 (a UTF-16 file is named as such).
+ *   likewise for values a quote or `#` would cut, for a variable assigned on two lines, for lines a carriage return
+ *   ends no line in (CR-only line endings), and for lines that are not UTF-8 (a UTF-16 file is named as such).
  * @example
  * const env = await loadEnv(process.env, process.cwd());
  */
@@ -357,7 +369,7 @@ export async function loadEnv(env: Env, cwd: string, file = ENV_FILE, wait: EnvP
   if (UTF16_BOMS.some((bom) => bytes.subarray(0, 2).equals(bom))) {
     throw new ConfigError([{ setting: file, problem: "is UTF-16 text (its byte order mark says so; Windows PowerShell's > and Out-File write it): save it as UTF-8" }]);
   }
-  const { values: fromFile, malformed, unclosed, cutAtHash, afterQuote, repeated } = parseEnvFile(bytes.toString("utf8"));
+  const { values: fromFile, malformed, unclosed, cutAtHash, afterQuote, repeated, strayCr } = parseEnvFile(bytes.toString("utf8"));
   const issues: SettingIssue[] = [];
   const notUtf8 = nonUtf8Lines(bytes);
   if (notUtf8.length > 0) {
@@ -365,6 +377,12 @@ export async function loadEnv(env: Env, cwd: string, file = ENV_FILE, wait: EnvP
     issues.push({
       setting: file,
       problem: `${linesNamed(notUtf8)} ${notUtf8.length === 1 ? "is" : "are"} not UTF-8 (saved in another encoding, such as Latin-1): save the file as UTF-8; ${their} text is not shown, in case it holds a secret`,
+    });
+  }
+  if (strayCr.length > 0) {
+    issues.push({
+      setting: file,
+      problem: `${linesNamed(strayCr)} ${strayCr.length === 1 ? "holds a carriage return (CR) that ends" : "hold carriage returns (CR) that end"} no line (a file saved with CR-only line endings, or CR CR LF): save it with LF or CRLF line endings; ${strayCr.length === 1 ? "its" : "their"} text is not shown, in case it holds a secret`,
     });
   }
   if (malformed.length > 0) issues.push({ setting: file, problem: malformedProblem(malformed) });

@@ -1130,7 +1130,7 @@ describe("readAuthorizeSettings", () => {
 });
 
 describe("parseEnvFile", () => {
-  const clean = { malformed: [], unclosed: [], cutAtHash: [], afterQuote: [], repeated: {} };
+  const clean = { malformed: [], unclosed: [], cutAtHash: [], afterQuote: [], repeated: {}, strayCr: [] };
 
   it("reads NAME=value lines with Node's quoting, comments, export and CRLF", () => {
     const text = 'export A=1\r\nB = two words # note\r\nC="with  spaces"\n# comment\nD=\'x#y\'\nE=\nF="a#b" # note\n';
@@ -1170,7 +1170,14 @@ describe("parseEnvFile", () => {
 
   it("reports a quote not closed on its line by number, without swallowing the assignments after it", () => {
     const text = 'QASHIO_CLIENT_SECRET="s3cret\nBRIDGE_TENANT=demo\nBRIDGE_EVENT_SOURCE="my.src"\nX=\'open\n';
-    expect(parseEnvFile(text)).toEqual({ values: { BRIDGE_TENANT: "demo", BRIDGE_EVENT_SOURCE: "my.src" }, malformed: [], unclosed: [1, 4], cutAtHash: [], afterQuote: [], repeated: {} });
+    expect(parseEnvFile(text)).toEqual({ values: { BRIDGE_TENANT: "demo", BRIDGE_EVENT_SOURCE: "my.src" }, malformed: [], unclosed: [1, 4], cutAtHash: [], afterQuote: [], repeated: {}, strayCr: [] });
+  });
+
+  it("reports a line holding a carriage return that ends no line (CR-only or CR CR LF line endings) by number, reading none of it, a comment included", () => {
+    // CR only (classic Mac): one line, which starts as a comment and would hide every setting after it.
+    expect(parseEnvFile("# settings\rBRIDGE_TENANT=demo\rBRIDGE_LOG_LEVEL=warn\r")).toEqual({ values: {}, ...clean, strayCr: [1] });
+    // CR CR LF (a CRLF file converted once more): each line ends in a CR its text would keep.
+    expect(parseEnvFile("BRIDGE_TENANT=demo\r\r\nBRIDGE_LOG_LEVEL=warn\r\n")).toEqual({ values: { BRIDGE_LOG_LEVEL: "warn" }, ...clean, strayCr: [1] });
   });
 
   it("reports text after a closing quote, which parseEnv drops (an escaped quote, a second assignment), not a comment", () => {
@@ -1298,6 +1305,14 @@ describe("loadEnv", () => {
     expect(await loadEnv({}, dir).catch((e: unknown) => (e as ConfigError).issues)).toEqual([
       { setting: ".env", problem: "line 2 is not UTF-8 (saved in another encoding, such as Latin-1): save the file as UTF-8; its text is not shown, in case it holds a secret" },
     ]);
+  });
+
+  it("refuses a .env with CR-only line endings by its line endings, rather than read it as one comment and call its settings not set", async () => {
+    await writeFile(join(dir, ".env"), "# bridge settings\rBRIDGE_TENANT=acme\rBRIDGE_LOG_LEVEL=warn\r");
+    const problem =
+      "line 1 holds a carriage return (CR) that ends no line (a file saved with CR-only line endings, or CR CR LF): save it with LF or CRLF line endings; its text is not shown, in case it holds a secret";
+    await expect(loadEnv({}, dir)).rejects.toSatisfy((error) => error instanceof ConfigError && error.exitCode === 2);
+    await expect(loadEnv({}, dir)).rejects.toMatchObject({ issues: [{ setting: ".env", problem }] });
   });
 
   it("reads UTF-8 beyond ASCII as it is, a byte order mark included", async () => {
