@@ -5,7 +5,7 @@
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import { describe, expect, it } from "vitest";
-import { type Mode, Process, untilDeath } from "./support/process-death.js";
+import { type Mode, type MovableTime, Process, untilDeath } from "./support/process-death.js";
 
 /** A call whose effect lands after some milliseconds, as a DynamoDB Local or provider call over HTTP does. */
 function slowEffect(landed: string[], name: string, ms = 30): () => Promise<string> {
@@ -71,4 +71,65 @@ describe("a process killed by the crash-injection harness", () => {
     const invocation = life.call("write", () => new Promise<never>(() => undefined));
     await expect(untilDeath(life, invocation, 200)).rejects.toThrow(/died at its call #0 \(write\), but a call it sent had not landed within 200 ms/);
   }, 5_000);
+});
+
+/** Sandbox time as the process clock moves it (the sandbox control's shape). */
+function sandboxTime(startMs = 0): MovableTime {
+  let ms = startMs;
+  return { now: () => ms, advanceClock: (seconds) => void (ms += seconds * 1_000) };
+}
+
+describe("the clock of a process killed by the crash-injection harness", () => {
+  it.each([1, 40])("ends a wait beside a call in flight after that call lands, so time moves the same whatever the call takes (%i ms)", async (callMs) => {
+    const time = sandboxTime();
+    const life = new Process();
+    const clock = life.clock(time);
+    const landed: string[] = [];
+    // A lease keep-alive beside the token save: it renews each time its wait of 10 s ends, until the save lands.
+    let renewals = 0;
+    const save = life.call("save", slowEffect(landed, "save", callMs));
+    let saved = false;
+    void save.then(() => (saved = true));
+    while (!saved) {
+      await clock.sleep(10_000);
+      if (!saved) renewals += 1;
+    }
+    expect(renewals).toBe(0);
+    expect(time.now()).toBe(10_000);
+  });
+
+  it("moves time to the end of the longest of waits that overlap, not their sum", async () => {
+    const time = sandboxTime();
+    const clock = new Process().clock(time);
+    await Promise.all([clock.sleep(10_000), clock.sleep(4_000), clock.sleep(10_000)]);
+    expect(time.now()).toBe(10_000);
+    await clock.sleep(5_000);
+    expect(time.now()).toBe(15_000);
+  });
+
+  it("moves no time for a wait aborted before it ends", async () => {
+    const time = sandboxTime();
+    const life = new Process();
+    const clock = life.clock(time);
+    const done = new AbortController();
+    const call = life.call("save", slowEffect([], "save"));
+    const wait = clock.sleep(10_000, done.signal);
+    await call;
+    done.abort();
+    await wait;
+    expect(time.now()).toBe(0);
+  });
+
+  it("never ends a wait of a dead process, and moves no time for it", async () => {
+    const time = sandboxTime();
+    const life = new Process({ at: 0, mode: "after" });
+    const clock = life.clock(time);
+    const invocation = life.call("write", slowEffect([], "write"));
+    await untilDeath(life, invocation);
+    let ended = false;
+    void clock.sleep(10_000).then(() => (ended = true));
+    await sleep(50);
+    expect(ended).toBe(false);
+    expect(time.now()).toBe(0);
+  });
 });

@@ -1,8 +1,9 @@
 /**
- * A Lambda container's process for crash injection: its calls, and the call it dies at. A process killed "after" a
- * call dies once that call's effect landed; `untilDeath` returns only once that effect and every call the process had
- * in flight have landed, and nothing the dead process sends afterwards reaches a service.
+ * A Lambda container's process for crash injection: its calls, the call it dies at, and its clock. A process killed
+ * "after" a call dies once that call's effect landed; `untilDeath` returns only once that effect and every call the
+ * process had in flight have landed, and nothing the dead process sends afterwards reaches a service.
  */
+import type { Clock } from "../../../shared/clock.js";
 
 export type Mode = "before" | "after" | "partial";
 
@@ -10,6 +11,12 @@ export interface Plan {
   /** Index of the call (AWS or provider) the process dies at. */
   readonly at: number;
   readonly mode: Mode;
+}
+
+/** A time source a test moves on, in seconds (the provider sandbox's control). */
+export interface MovableTime {
+  now(): number;
+  advanceClock(seconds: number): void;
 }
 
 /** A call that never answers: the process is gone. */
@@ -62,6 +69,34 @@ export class Process {
   /** Resolves once every call sent has ended: what a dead process sent has landed, and it sends nothing more. */
   async settled(): Promise<void> {
     while (this.sending.size > 0) await Promise.all([...this.sending]);
+  }
+
+  /**
+   * The process's clock over `time`, which its waits move on, as a real clock behaves beside calls that take
+   * milliseconds: a wait ends, moving `time` to its end, only once no call of the process is in flight. A wait beside a
+   * call (the token lease's keep-alive beside the token save) so ends after that call, and waits that overlap do not
+   * add up: the time the cycle reads, so its path (its deadline), does not turn on how fast the services answer. A wait
+   * aborted before it ends moves no time; a dead process's waits never end.
+   */
+  clock(time: MovableTime): Clock {
+    return {
+      now: () => time.now(),
+      sleep: async (ms, signal) => {
+        const endsAt = time.now() + ms;
+        await this.quiet();
+        if (this.dead) return gone();
+        const left = endsAt - time.now();
+        if (left > 0 && signal?.aborted !== true) time.advanceClock(left / 1_000);
+      },
+    };
+  }
+
+  /** Resolves once no call is in flight, an event-loop turn on: the code a landed call resumes has sent its next one. */
+  private async quiet(): Promise<void> {
+    do {
+      await this.settled();
+      await new Promise((resolve) => setImmediate(resolve));
+    } while (this.sending.size > 0);
   }
 
   private track<T>(sent: Promise<T>): Promise<T> {
