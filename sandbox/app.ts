@@ -49,11 +49,12 @@ const OAUTH_OWN_CODES: Readonly<Record<string, Readonly<Record<number, string>>>
  * headers, so an answer that replaces a served one carries none of the handler's (`www-authenticate`, `retry-after`).
  */
 function faultAnswer(c: Context<SandboxEnv>, fault: FaultSpec): Response | undefined {
-  const answer = (status: number, body: string, headers: Record<string, string> = {}) =>
-    new Response(body, { status, headers: { "content-type": "application/json", "x-request-id": c.get("requestId"), ...headers } });
+  const answer = (status: number, body: string | null, headers: Record<string, string> = {}) =>
+    new Response(body, { status, headers: { ...(body === null ? {} : { "content-type": "application/json" }), "x-request-id": c.get("requestId"), ...headers } });
   if (fault.malformed) return answer(fault.status ?? 200, '{"status_code": 200, "success": true, "data": [ <truncated');
   if (fault.status === undefined) return undefined;
   const headers: Record<string, string> = fault.retryAfter === undefined ? {} : { "retry-after": String(fault.retryAfter) };
+  if (fault.bare) return answer(fault.status, null, headers);
   const message = STATUS_MESSAGES[fault.status] ?? "Injected failure";
   if (c.req.path.startsWith("/oauth2/")) {
     const own = OAUTH_OWN_CODES[c.req.path]?.[fault.status];

@@ -1,8 +1,8 @@
 /**
  * Injected faults: the next `count` requests matching method and path prefix fail
- * as told (a status with the error envelope and `Retry-After`, a delay, a body that
- * is not JSON), before their handler runs or, `applied`, after it: the write done,
- * its answer lost. The control surface itself is never faulted.
+ * as told (a status with the error envelope and `Retry-After`, the status alone, a
+ * delay, a body that is not JSON), before their handler runs or, `applied`, after it:
+ * the write done, its answer lost. The control surface itself is never faulted.
  */
 
 export interface FaultSpec {
@@ -15,6 +15,11 @@ export interface FaultSpec {
   /** Real-time delay before answering (for client timeouts). */
   readonly delayMs?: number;
   readonly malformed?: boolean;
+  /**
+   * Answer `status` with no body: no error envelope, no OAuth code. Spec §4.2 gives the token endpoint's 401 to a
+   * refused refresh token and to wrong client credentials alike, its body not shown (§7); this is that 401 naming neither.
+   */
+  readonly bare?: boolean;
   /**
    * Serve the request first (a write is applied), then delay and answer as told: the answer a gateway timeout or
    * a dropped connection loses after the provider did the work.

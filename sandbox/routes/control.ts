@@ -72,6 +72,7 @@ const FAULT_WIRE_NAMES = {
   retryAfter: "retry_after",
   delayMs: "delay_ms",
   malformed: "malformed",
+  bare: "bare",
   applied: "applied",
 } as const satisfies { readonly [M in keyof FaultSpec]-?: string };
 
@@ -109,10 +110,14 @@ const FaultBody = z
     retry_after: nonNegativeInt.optional(),
     delay_ms: nonNegativeInt.max(120_000).optional(),
     malformed: z.boolean().optional(),
+    bare: z.boolean().optional(),
     applied: z.boolean().optional(),
   } satisfies Record<keyof FaultWire, z.ZodType>)
   .refine((f) => f.status !== undefined || f.delay_ms !== undefined || f.malformed === true, {
     message: "one of status, delay_ms or malformed is required",
+  })
+  .refine((f) => f.bare !== true || (f.status !== undefined && f.malformed !== true), {
+    message: "bare takes a status and no malformed body",
   })
   .transform(faultFromWire);
 

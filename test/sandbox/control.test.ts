@@ -1170,6 +1170,29 @@ describe("faults", () => {
     expect(await oauthCall("/oauth2/validate", undefined, h.tokens.access_token)).toMatchObject({ status: 400, error: "invalid_request" });
   });
 
+  // Spec §4.2 answers wrong client credentials and a spent or revoked refresh token alike with 401, the body not shown
+  // (§7): `bare` gives that status with no body at all, which the client cannot read as either.
+  it("answers a bare fault with its status and headers only, no body, and spends nothing", async () => {
+    const refresh = JSON.stringify({ grant_type: "refresh_token", ...CLIENT, refresh_token: h.tokens.refresh_token });
+    await control("/faults", { method: "POST", path_prefix: "/oauth2/token", status: 401, bare: true, retry_after: 3, count: 1 });
+    expect((await control("/faults")).body.data).toEqual([{ method: "POST", path_prefix: "/oauth2/token", status: 401, bare: true, retry_after: 3, count: 1 }]);
+    const post = () => h.sandbox.fetch(`${BASE}/oauth2/token`, { method: "POST", headers: { "content-type": "application/json" }, body: refresh });
+    const bare = await post();
+    expect(bare.status).toBe(401);
+    expect(await bare.text()).toBe("");
+    expect(bare.headers.get("content-type")).toBeNull();
+    expect(bare.headers.get("www-authenticate")).toBeNull();
+    expect(bare.headers.get("retry-after")).toBe("3");
+    expect(bare.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
+    // Answered before the handler: the refresh token was not spent, so it still refreshes.
+    expect((await post()).status).toBe(200);
+    // On an API path too: the status alone, without the §7 envelope the sandbox's own 401 carries.
+    await control("/faults", { method: "GET", path_prefix: LIST, status: 401, bare: true, count: 1 });
+    const api = await h.call(LIST);
+    expect(api.status).toBe(401);
+    expect(await api.text()).toBe("");
+  });
+
   it("answers OAuth-style bodies on the token endpoint", async () => {
     await control("/faults", { path_prefix: "/oauth2/token", status: 503, count: 1, retry_after: 2 });
     const res = await h.sandbox.fetch(`${BASE}/oauth2/token`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
@@ -1190,13 +1213,22 @@ describe("faults", () => {
 
   it("shows every member POST took in the names it took them, falsy ones too, and none it was not given", async () => {
     const every = { method: "POST", path_prefix: `${LIST}/acknowledge`, status: 503, count: 2, retry_after: 7, delay_ms: 5, malformed: true, applied: true };
-    const falsy = { path_prefix: LIST, count: 1, retry_after: 0, delay_ms: 0, malformed: false, applied: false, status: 500 };
+    const falsy = { path_prefix: LIST, count: 1, retry_after: 0, delay_ms: 0, malformed: false, bare: false, applied: false, status: 500 };
     expect((await control("/faults", { ...every, method: "post" })).body.data).toEqual([every]);
     expect((await control("/faults", falsy)).body.data).toEqual([every, falsy]);
     expect((await control("/faults")).body.data).toEqual([every, falsy]);
   });
 
-  it.each([[{ count: 1 }], [{ status: 200, count: 1 }], [{ status: 500 }], [{ status: 500, count: 1, path_prefix: "public" }]])("answers 400 for %j", async (payload) => {
+  it.each([
+    [{ count: 1 }],
+    [{ status: 200, count: 1 }],
+    [{ status: 500 }],
+    [{ status: 500, count: 1, path_prefix: "public" }],
+    [{ bare: true, count: 1 }],
+    [{ bare: true, delay_ms: 5, count: 1 }],
+    [{ status: 401, bare: true, malformed: true, count: 1 }],
+    [{ status: 401, bare: "yes", count: 1 }],
+  ])("answers 400 for %j", async (payload) => {
     expect((await control("/faults", payload)).status).toBe(400);
   });
 });
