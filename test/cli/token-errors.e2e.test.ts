@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { readLocalSettings } from "../../shared/cli/config.js";
 import { EXIT } from "../../shared/cli/errors.js";
 import { bindLocalSettings } from "../../shared/cli/local-bridge.js";
-import { CLIENT, idsWithStatus, runInProcess, startHarness, type Harness } from "./helpers.js";
+import { CLIENT, dueForRefresh, idsWithStatus, runInProcess, startHarness, type Harness } from "./helpers.js";
 
 let harness: Harness | undefined;
 afterEach(async () => {
@@ -36,6 +36,38 @@ describe("bridge run --once: token and credential errors", () => {
     // Nothing was revoked: the right secret works without authorizing again.
     expect((await runInProcess(["run", "--once"], h.env)).code).toBe(EXIT.ok);
     expect(idsWithStatus(h, "not_synced", "outdated")).toEqual([]);
+  });
+
+  // Spec §4.2 answers a spent or revoked refresh token and wrong client credentials alike with 401; one naming no OAuth
+  // code cannot tell which, so the message puts the client settings first, and the bridge keeps the refresh token it
+  // holds (nothing marks the family revoked locally): once the credentials are right again, the next run uses it.
+  it("reports a refresh answered by a bare 401 as the client settings or the token family, exit 3, and keeps the refresh token for the next run", async () => {
+    const h = await start();
+    const { stored } = await dueForRefresh(h);
+    const before = await stored();
+    const tokens = JSON.parse(before) as { refreshToken: string; accessToken?: string };
+    await h.control("POST", "/faults", { method: "POST", path_prefix: "/oauth2/token", status: 401, bare: true, count: 1 });
+
+    const refused = await runInProcess(["run", "--once"], h.env);
+
+    expect(refused.code).toBe(EXIT.reauthorize);
+    expect(refused.stderr).toContain("the provider refused this integration's refresh token or QASHIO_CLIENT_ID / QASHIO_CLIENT_SECRET");
+    expect(refused.stderr.indexOf("QASHIO_CLIENT_ID / QASHIO_CLIENT_SECRET")).toBeLessThan(refused.stderr.indexOf("npm run bridge -- authorize"));
+    expect(refused.stderr).not.toContain("revoked this integration's token family");
+    for (const secret of [CLIENT.secret, tokens.refreshToken, tokens.accessToken ?? CLIENT.secret, h.env.QASHIO_REFRESH_TOKEN as string]) {
+      expect(refused.stdout + refused.stderr).not.toContain(secret);
+    }
+    // The fault answered the one refresh tried; the stored token was neither replaced nor dropped.
+    expect(await h.control("GET", "/faults")).toEqual({ data: [] });
+    expect(await stored()).toBe(before);
+    expect(idsWithStatus(h, "not_synced")).toHaveLength(2);
+
+    const next = await runInProcess(["run", "--once"], h.env);
+
+    expect(next.code).toBe(EXIT.ok);
+    expect(idsWithStatus(h, "not_synced", "outdated")).toEqual([]);
+    // The family was intact: the same refresh token rotated.
+    expect((JSON.parse(await stored()) as { refreshToken: string }).refreshToken).not.toBe(tokens.refreshToken);
   });
 
   it("stores nothing for a rejected QASHIO_REFRESH_TOKEN, so a corrected one is used on the next run and then ignored", async () => {
