@@ -45,6 +45,17 @@ const OAUTH_OWN_CODES: Readonly<Record<string, Readonly<Record<number, string>>>
 };
 
 /**
+ * The OAuth code of an injected status no OAuth operation gives itself (RFC 6749 §4.1.2.1's codes; the spec names
+ * none, §7): a 401 or 403 is a refusal, `access_denied`, not `server_error`, that section's stand-in for a 500.
+ */
+const OAUTH_FAULT_CODES: Readonly<Record<number, string>> = {
+  401: "access_denied",
+  403: "access_denied",
+  429: "temporarily_unavailable",
+  503: "temporarily_unavailable",
+};
+
+/**
  * The answer `fault` gives instead of the handler's; undefined for a delay alone. Built apart from the context's
  * headers, so an answer that replaces a served one carries none of the handler's (`www-authenticate`, `retry-after`).
  */
@@ -58,7 +69,7 @@ function faultAnswer(c: Context<SandboxEnv>, fault: FaultSpec): Response | undef
   const message = STATUS_MESSAGES[fault.status] ?? "Injected failure";
   if (c.req.path.startsWith("/oauth2/")) {
     const own = OAUTH_OWN_CODES[c.req.path]?.[fault.status];
-    const error = own ?? (fault.status === 429 || fault.status === 503 ? "temporarily_unavailable" : "server_error");
+    const error = own ?? OAUTH_FAULT_CODES[fault.status] ?? "server_error";
     return answer(fault.status, JSON.stringify({ error, error_description: message }), headers);
   }
   const own = OWN_ERRORS[fault.status]?.();

@@ -1170,6 +1170,21 @@ describe("faults", () => {
     expect(await oauthCall("/oauth2/validate", undefined, h.tokens.access_token)).toMatchObject({ status: 400, error: "invalid_request" });
   });
 
+  // The sandbox refuses nothing with these itself and the spec names no code for them (§4.2 gives the token endpoint no
+  // 403 and the authorize screen no error status, §7 shows no body): a refusal's code, RFC 6749 §4.1.2.1's
+  // access_denied, not server_error, that section's stand-in for a 500 (and no code the client keeps).
+  it.each([
+    ["POST", "/oauth2/token", 403],
+    ["GET", "/oauth2/authorize", 401],
+    ["GET", "/oauth2/authorize", 403],
+    ["POST", "/oauth2/authorize", 401],
+  ])("answers an injected fault on %s %s %i with access_denied", async (method, path, status) => {
+    await control("/faults", { method, path_prefix: path, status, count: 1 });
+    const res = await h.sandbox.fetch(`${BASE}${path}`, { method, ...(method === "POST" ? { headers: { "content-type": "application/json" }, body: "{}" } : {}) });
+    expect(res.status).toBe(status);
+    expect(await res.json()).toEqual({ error: "access_denied", error_description: expect.any(String) });
+  });
+
   // Spec §4.2 answers wrong client credentials and a spent or revoked refresh token alike with 401, the body not shown
   // (§7): `bare` gives that status with no body at all, which the client cannot read as either.
   it("answers a bare fault with its status and headers only, no body, and spends nothing", async () => {
