@@ -31,6 +31,18 @@ async function quarantineUnderStrictRule(options: { publishedBefore?: boolean } 
   return { rig, rule, txn };
 }
 
+/** The rig's deps with a snapshot store whose writes fail ("disk full"), its reads working. */
+function withSnapshotWritesFailing(rig: ReturnType<typeof makeRig>) {
+  const { snapshots } = rig;
+  const failingWrites = {
+    getMany: snapshots.getMany.bind(snapshots),
+    putMany: () => Promise.reject(new Error("disk full")),
+    scan: snapshots.scan.bind(snapshots),
+    vacuum: snapshots.vacuum.bind(snapshots),
+  };
+  return { ...rig.deps, snapshots: failingWrites };
+}
+
 describe("redriveQuarantined", () => {
   it("publishes a transaction whose event failed for good, then deletes its record, keeping one still invalid", async () => {
     const broken = (raw: unknown) => (raw as { broken?: boolean }).broken === true;
@@ -701,15 +713,7 @@ describe("redriveQuarantined", () => {
   it("can run again after failing between the publish and the delete: the event is not sent twice", async () => {
     const rig = makeRig();
     await quarantinePublishFailures(rig, 1, "InvalidArgument: no");
-    const { snapshots } = rig;
-    const failingWrites = {
-      getMany: snapshots.getMany.bind(snapshots),
-      putMany: () => Promise.reject(new Error("disk full")),
-      scan: snapshots.scan.bind(snapshots),
-      vacuum: snapshots.vacuum.bind(snapshots),
-    };
-    const diskFull = { ...rig.deps, snapshots: failingWrites };
-    await expect(redriveQuarantined(diskFull)).rejects.toBeInstanceOf(CycleAbortedError);
+    await expect(redriveQuarantined(withSnapshotWritesFailing(rig))).rejects.toBeInstanceOf(CycleAbortedError);
     expect(rig.quarantine.records.size).toBe(1);
 
     const remove = rig.quarantine.deleteMany.bind(rig.quarantine);
@@ -724,6 +728,23 @@ describe("redriveQuarantined", () => {
     expect(new Set(rig.publisher.ids).size).toBe(1);
     expect(rig.publisher.events).toHaveLength(2);
     expect(rig.quarantine.records.size).toBe(0);
+  });
+
+  it("leaves an event it published but did not store to its next run, not to a cycle (the transaction is acknowledged), which re-sends it under the same id", async () => {
+    const rig = makeRig();
+    const [txn] = await quarantinePublishFailures(rig);
+    const refused = rig.publisher.offered.map((e) => e.detail.id);
+    await expect(redriveQuarantined(withSnapshotWritesFailing(rig))).rejects.toBeInstanceOf(CycleAbortedError);
+    expect(rig.publisher.ids).toEqual(refused);
+
+    const published = rig.publisher.events.length;
+    await pollTransactions(rig.deps);
+    expect(rig.publisher.events).toHaveLength(published);
+    expect(rig.quarantine.records.size).toBe(1);
+
+    expect(await redriveQuarantined(rig.deps)).toMatchObject({ considered: 1, kept: [] });
+    expect(rig.publisher.ids).toEqual([...refused, ...refused]);
+    expect(rig.snapshots.data.has(`transaction:${txn!.id}`)).toBe(true);
   });
 
   it("publishes a transaction quarantined for validation once the rule is fixed, writes its snapshot, acknowledges it and deletes the record", async () => {
