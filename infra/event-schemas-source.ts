@@ -26,8 +26,26 @@ function isObject(value: unknown): value is Record<string, Json> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
-/** Keywords of later drafts with no draft-04 equivalent: refuse rather than register a looser schema. */
-const UNSUPPORTED_KEYWORDS = ["$dynamicRef", "$dynamicAnchor", "unevaluatedProperties", "unevaluatedItems", "dependentSchemas", "if", "then", "else"];
+/**
+ * Keywords of later drafts with no draft-04 equivalent: refuse rather than register a looser schema (a draft-04
+ * validator ignores a keyword it does not know, so `propertyNames` passed through would accept any key).
+ */
+const UNSUPPORTED_KEYWORDS = [
+  "$dynamicRef",
+  "$dynamicAnchor",
+  "$anchor",
+  "unevaluatedProperties",
+  "unevaluatedItems",
+  "dependentSchemas",
+  "dependentRequired",
+  "propertyNames",
+  "contains",
+  "minContains",
+  "maxContains",
+  "if",
+  "then",
+  "else",
+];
 
 /** Keywords whose values are data, not schemas: copied as they are. */
 const DATA_KEYWORDS = ["enum", "default", "examples", "required", "description", "title", "format", "pattern"];

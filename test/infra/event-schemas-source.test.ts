@@ -42,6 +42,16 @@ describe("toDraft04", () => {
     expect(toDraft04(schema, "x.json")).toEqual({ $schema: DRAFT_04, ...schema });
   });
 
+  it("refuses the keywords later drafts added that draft-04 does not know, which its validators would ignore", () => {
+    // A draft-04 validator skips an unknown keyword: z.record(z.string().regex(...)) emits propertyNames, and passed
+    // through, the registry would accept any key while docs/events/*.json refuse it.
+    for (const keyword of ["propertyNames", "contains", "minContains", "maxContains", "dependentRequired", "$anchor"]) {
+      expect(() => toDraft04({ properties: { card: { [keyword]: {} } } }, "x.json"), keyword).toThrow(
+        `x.json: keyword "${keyword}" at /properties/card has no JSON Schema draft-04 form`,
+      );
+    }
+  });
+
   it("refuses a keyword draft-04 cannot express instead of registering a looser schema", () => {
     expect(() => toDraft04({ type: "object", unevaluatedProperties: false }, "x.json")).toThrow(
       'x.json: keyword "unevaluatedProperties" at / has no JSON Schema draft-04 form',
