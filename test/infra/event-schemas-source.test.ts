@@ -1,10 +1,13 @@
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { App, Stack } from "aws-cdk-lib";
 import { describe, expect, it } from "vitest";
+import { EventSchemas } from "../../infra/constructs/event-schemas.js";
 import { EventSchemaError } from "../../infra/errors.js";
 import { eventEnvelopeSchema, loadEventDetailSchemas, toDraft04 } from "../../infra/event-schemas-source.js";
-import { EVENT_TYPES } from "../../shared/bridge/events/index.js";
+import { EVENT_TYPES, SCHEMA_VERSION } from "../../shared/bridge/events/index.js";
+import { compileJsonSchema } from "../json-schema.js";
 
 const DRAFT_04 = "http://json-schema.org/draft-04/schema#";
 
@@ -150,5 +153,56 @@ describe("eventEnvelopeSchema", () => {
     // every field EventBridge puts on an event (resources may be absent): consumers' bindings rely on them
     expect(envelope["required"]).toEqual(["version", "id", "detail-type", "source", "account", "time", "region", "detail"]);
     expect(JSON.stringify(envelope)).not.toContain("$id");
+  });
+});
+
+describe("docs/events.md on the schema registry", () => {
+  const docs = join(import.meta.dirname, "../../docs");
+
+  /** The registry of a tenant `acme` publishing as `source`, as the stack builds it. */
+  function registryOf(source: string): EventSchemas {
+    return new EventSchemas(new Stack(new App(), "Acme"), "EventSchemas", {
+      tenantId: "acme",
+      eventSource: source,
+      schemas: loadEventDetailSchemas(join(docs, "events")),
+    });
+  }
+
+  it("names the registry and its schemas as the stack creates them, and says they are draft-04 of the whole event", () => {
+    const catalog = readFileSync(join(docs, "events.md"), "utf8");
+    const start = catalog.indexOf("\nSchema registry");
+    expect(start, "a paragraph on the schema registry").toBeGreaterThan(0);
+    const section = catalog.slice(start, catalog.indexOf("\n\n", start + 1)).replace(/\s+/g, " ");
+    const registry = registryOf("acme.qashio.bridge");
+    expect(registry.registry.registryName).toBe("qashio-bridge-acme");
+    expect([...registry.schemas.values()].map((s) => s.schemaName).sort()).toEqual(EVENT_TYPES.map((t) => `acme.qashio.bridge@${t}`).sort());
+    expect(section).toContain("`qashio-bridge-<tenant>`");
+    expect(section).toContain("`<source>@<type>`");
+    expect(section).toMatch(/`JSONSchemaDraft4`[^.]*whole event/);
+    // The registry's own version numbers deploys, not schema_version: a consumer must be told which to read.
+    expect(section).toMatch(/registry's own schema version .*? is not `schema_version`/);
+    expect(section).toMatch(/`detail` schema's title names/);
+    for (const schema of registry.schemas.values()) {
+      const detail = (JSON.parse(schema.content) as { properties: { detail: { title?: string } } }).properties.detail;
+      expect(detail.title, schema.schemaName).toContain(`schema_version ${SCHEMA_VERSION}`);
+    }
+  });
+
+  it("registers schemas that every example of the catalog, sent by the tenant's source, validates against", () => {
+    const catalog = readFileSync(join(docs, "events.md"), "utf8");
+    const examples = [...catalog.matchAll(/```json\n([\s\S]*?)```/g)].map((m) => JSON.parse(m[1]!) as Record<string, unknown> & { "detail-type": string });
+    expect(examples.length).toBeGreaterThan(0);
+    const registry = registryOf("acme.qashio.bridge");
+    for (const example of examples) {
+      const content = JSON.parse(registry.schemas.get(example["detail-type"])!.content) as Record<string, unknown>;
+      // Draft-04 content read by a draft-07 validator: alike but for boolean exclusiveMinimum/Maximum, which it has none of.
+      expect(JSON.stringify(content), example["detail-type"]).not.toMatch(/"exclusive(Minimum|Maximum)":/);
+      const { $schema: _draft, ...schema } = content;
+      const validate = compileJsonSchema(schema, { strict: false });
+      const event = { ...example, source: "acme.qashio.bridge" };
+      expect(validate(event), `${example["detail-type"]}: ${JSON.stringify(validate.errors)}`).toBe(true);
+      // And only under the tenant's source: the registry names it.
+      expect(validate(example), example["detail-type"]).toBe(false);
+    }
   });
 });
