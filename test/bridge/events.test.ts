@@ -465,3 +465,26 @@ describe("docs/events.md", () => {
     expect(bump!.replace(/\s+/g, " ")).toMatch(/provider[^.]*(no|not|without)[^.]*(bump|version)|(no|not|without)[^.]*(bump|version)[^.]*provider/i);
   });
 });
+
+describe("docs/events.md, PII modes, hash", () => {
+  it("says what a consumer of several tenants meets: one person, one pseudonym per tenant, none shared across tenants, none reversible", async () => {
+    // Two tenants, each with its own salt (the stack generates one per tenant secret), see the same cardholder.
+    const seen = async (tenant: string, salt: string): Promise<unknown[]> => {
+      const rig = makeRig({ tenant, pii: { mode: "hash", salt } });
+      rig.provider.addTransaction({ card_holder_email: "Ann@Acme.test", employee_id: "E-1" });
+      rig.provider.addTransaction({ card_holder_email: "ann@acme.test", employee_id: "E-1" });
+      await pollTransactions(rig.deps);
+      return rig.publisher.events.map((e) => e.detail.data.object["card_holder_email"]);
+    };
+    const [acme, globex] = [await seen("acme", "acme-salt-0123456789"), await seen("globex", "globex-salt-0123456789")];
+    expect(new Set(acme).size).toBe(1);
+    expect(new Set(globex).size).toBe(1);
+    expect(acme[0]).not.toBe(globex[0]);
+    const catalog = await readFile(path.join(docs, "events.md"), "utf8");
+    const row = catalog.split("\n").find((line) => line.startsWith("| `hash` |"))!.replace(/\s+/g, " ");
+    expect(row).toMatch(/another tenant[^.]*another pseudonym[^.]*(cannot|not) (be )?join/);
+    // HMAC is one-way: the salt does not undo a pseudonym, it lets its holder test guesses (so it stays secret).
+    expect(row).not.toContain("cannot be reversed without the salt");
+    expect(row).toMatch(/not reversible[^.]*salt[^.]*test (a )?guess/);
+  });
+});
