@@ -30,8 +30,11 @@ async function rareCases(): Promise<string> {
  * Events of every type, as the engine publishes them: a refund with its parent, changes, cards in every move. Copies,
  * as the recording publisher keeps them; `publisher` sees the engine's own.
  */
-async function oneOfEachType(publisher?: EventPublisher): Promise<BridgeEvent[]> {
-  const rig = makeRig({ emitCardCreated: true }, publisher ? { publisher } : {});
+async function oneOfEachType(publisher?: EventPublisher, as: { readonly tenant?: string; readonly source?: string } = {}): Promise<BridgeEvent[]> {
+  const rig = makeRig({ emitCardCreated: true, ...(as.tenant === undefined ? {} : { tenant: as.tenant }) }, {
+    ...(publisher ? { publisher } : {}),
+    ...(as.source === undefined ? {} : { source: as.source }),
+  });
   const purchase = rig.provider.addTransaction();
   const refund = rig.provider.addTransaction({ transaction_category: "refund", parent_id: purchase.id, parent_qashio_id: purchase.qashio_id });
   const card = rig.provider.addCard();
@@ -486,5 +489,45 @@ describe("docs/events.md, PII modes, hash", () => {
     // HMAC is one-way: the salt does not undo a pseudonym, it lets its holder test guesses (so it stays secret).
     expect(row).not.toContain("cannot be reversed without the salt");
     expect(row).toMatch(/not reversible[^.]*salt[^.]*test (a )?guess/);
+  });
+});
+
+/**
+ * Whether an EventBridge event pattern matches `event`, for the pattern forms docs/events.md suggests: each leaf a list
+ * of exact values (one must equal the event's value, or an element of it when it is an array), each object a pattern
+ * of the event's member. Any other form (prefix, anything-but, ...) is refused, so a doc that starts using one must
+ * extend this first.
+ */
+function matchesPattern(pattern: Record<string, unknown>, event: Record<string, unknown>): boolean {
+  return Object.entries(pattern).every(([key, rule]) => {
+    const value = event[key];
+    if (Array.isArray(rule)) {
+      for (const allowed of rule) if (typeof allowed === "object" && allowed !== null) throw new Error(`unsupported pattern form at ${key}: ${JSON.stringify(allowed)}`);
+      const values = Array.isArray(value) ? (value as unknown[]) : [value];
+      return values.some((v) => rule.includes(v));
+    }
+    if (typeof rule !== "object" || rule === null) throw new Error(`${key}: a pattern leaf must be a list of values`);
+    return typeof value === "object" && value !== null && !Array.isArray(value) && matchesPattern(rule as Record<string, unknown>, value as Record<string, unknown>);
+  });
+}
+
+describe("docs/events.md, Subscribing", () => {
+  it("suggests a rule pattern that matches the tenant's transaction events alone: not its cards, another tenant's or another source's", async () => {
+    const catalog = await readFile(path.join(docs, "events.md"), "utf8");
+    const start = catalog.indexOf("## Subscribing");
+    const block = /```text\n([\s\S]*?)```/.exec(catalog.slice(start, catalog.indexOf("\n## ", start + 1)))![1]!;
+    const pattern = JSON.parse(block) as Record<string, unknown>;
+    const envelopes = (events: BridgeEvent[]) =>
+      events.map((e) => toEventBridgeEnvelope(e, { account: "123456789012", region: "eu-west-1", id: "x" }) as unknown as Record<string, unknown>);
+    const acme = envelopes(await oneOfEachType(undefined, { tenant: "acme", source: "acme.qashio.bridge" }));
+    expect(new Set(acme.map((e) => e["detail-type"]))).toEqual(new Set(EVENT_TYPES));
+    const matched = acme.filter((e) => matchesPattern(pattern, e)).map((e) => e["detail-type"]);
+    expect(new Set(matched)).toEqual(new Set(["transaction.created", "transaction.changed"]));
+    expect(matched.length).toBe(acme.filter((e) => String(e["detail-type"]).startsWith("transaction.")).length);
+    // Another tenant on the bus (its own source), and one publishing as acme's source but not acme: neither matches.
+    const globex = envelopes(await oneOfEachType(undefined, { tenant: "globex", source: "globex.qashio.bridge" }));
+    const impostor = envelopes(await oneOfEachType(undefined, { tenant: "globex", source: "acme.qashio.bridge" }));
+    const defaultSource = envelopes(await oneOfEachType(undefined, { tenant: "acme" }));
+    expect([...globex, ...impostor, ...defaultSource].filter((e) => matchesPattern(pattern, e))).toEqual([]);
   });
 });
