@@ -469,6 +469,21 @@ describe("docs/events.md", () => {
   });
 });
 
+describe("docs/events.md, Delivery is at least once", () => {
+  it("tells how long to keep handled ids by the archive's retention, including 0, which keeps events (and so replays) forever", async () => {
+    const tenantsSchema = JSON.parse(await readFile(path.join(docs, "tenants.schema.json"), "utf8")) as {
+      properties: { tenants: { items: { properties: { archiveRetentionDays: { default: number; description: string } } } } };
+    };
+    const retention = tenantsSchema.properties.tenants.items.properties.archiveRetentionDays;
+    expect(retention.default).toBe(TENANT_DEFAULTS.archiveRetentionDays);
+    expect(retention.description).toMatch(/0 keeps them forever/);
+    const catalog = (await readFile(path.join(docs, "events.md"), "utf8")).replace(/\s+/g, " ");
+    const bullet = catalog.slice(catalog.indexOf("**Delivery is at least once.**"), catalog.indexOf("**Ordering:"));
+    expect(bullet).toContain(`\`archiveRetentionDays\`, ${retention.default} by default`);
+    expect(bullet).toMatch(/`0`[^.]*forever/);
+  });
+});
+
 describe("docs/events.md, PII modes, hash", () => {
   it("says what a consumer of several tenants meets: one person, one pseudonym per tenant, none shared across tenants, none reversible", async () => {
     // Two tenants, each with its own salt (the stack generates one per tenant secret), see the same cardholder.
