@@ -28,6 +28,21 @@ export class TokenFileUnwritableError extends LocalStateError {
   }
 }
 
+/**
+ * A lease file the file system will not let this process read (EACCES from one another user's run wrote, EIO). It says
+ * nothing of its holder, who may be refreshing the token family right now, so it is not taken over: two holders would
+ * present the same refresh token, which revokes the family. `code` is the system's.
+ */
+export class LeaseUnreadableError extends LocalStateError {
+  override name = "LeaseUnreadableError";
+  readonly code: string;
+
+  constructor(file: string, code: string, options?: ErrorOptions) {
+    super(`the lease file cannot be read (${code}), so whether another process holds it is unknown: make it readable by this user`, { file }, options);
+    this.code = code;
+  }
+}
+
 /** A state file exists but cannot be parsed (not a torn temp file: those are ignored). */
 export class CorruptStateError extends LocalStateError {
   override name = "CorruptStateError";

@@ -13,6 +13,7 @@ import path from "node:path";
 import type { Clock, Lock, LockHandle } from "../bridge/ports.js";
 import { systemClock } from "../clock.js";
 import { createFileOnce, makeDirDurable, staleTempSweep, unlinkQuietly, writeFileAtomic } from "./atomic.js";
+import { LeaseUnreadableError } from "./errors.js";
 import { STATE_DIRS } from "./layout.js";
 
 interface Lease {
@@ -123,7 +124,10 @@ function describeHolder(lease: Lease): string {
   return samePids ? `pid ${lease.pid} on this machine` : `pid ${lease.pid} in another container (pid namespace) on this machine`;
 }
 
-/** What an unreadable lease reads as: expired, so it cannot block forever (only a foreign tool could have written it). */
+/**
+ * What a lease file holding no lease reads as: expired, so it cannot block forever (only a foreign tool could have written
+ * it). A file the system will not let a contender read is another matter (see leaseToTakeOnReadError).
+ */
 const UNREADABLE_LEASE: Lease = Object.freeze({ token: "", pid: 0, expiresAt: 0 });
 
 /** A lease file's text as a lease; one that is not a lease is {@link UNREADABLE_LEASE}. */
@@ -142,12 +146,25 @@ function leaseOnReadError(err: unknown): Lease | undefined {
   return (err as NodeJS.ErrnoException).code === "ENOENT" ? undefined : UNREADABLE_LEASE;
 }
 
-/** The lease in `file`, undefined when there is none. */
-async function readLease(file: string): Promise<Lease | undefined> {
+/**
+ * What a failed read means to a contender deciding whether to take the lease: no lease (ENOENT), else it throws
+ * LeaseUnreadableError. Read as expired, a lease file another user's run wrote (0600, EACCES) would be taken over
+ * while that run may be refreshing the token family.
+ */
+function leaseToTakeOnReadError(file: string): (err: unknown) => Lease | undefined {
+  return (err) => {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === "ENOENT") return undefined;
+    throw new LeaseUnreadableError(file, code ?? "unknown error", { cause: err });
+  };
+}
+
+/** The lease in `file`, undefined when there is none; `onError` says what a failed read means. */
+async function readLease(file: string, onError: (err: unknown) => Lease | undefined = leaseOnReadError): Promise<Lease | undefined> {
   try {
     return leaseOf(await readFile(file, "utf8"));
   } catch (err) {
-    return leaseOnReadError(err);
+    return onError(err);
   }
 }
 
@@ -217,6 +234,7 @@ export class FileLock implements Lock {
     this.sweep = staleTempSweep(this.dir);
   }
 
+  /** @throws LeaseUnreadableError when the current lease file cannot be read (see leaseToTakeOnReadError). */
   async tryAcquire(name: string, ttlMs: number): Promise<LockHandle | undefined> {
     makeDirDurable(this.dir);
     await this.sweep();
@@ -225,7 +243,8 @@ export class FileLock implements Lock {
     let next = 0;
     let tookOver = false;
     if (top !== undefined) {
-      const current = await readLease(this.file(base, top));
+      const topFile = this.file(base, top);
+      const current = await readLease(topFile, leaseToTakeOnReadError(topFile));
       // Gone: removed by hand while we listed; let the next attempt decide on a fresh listing.
       if (!current) return undefined;
       // A holder that crashed leaves a lease that would block everyone until it expires.

@@ -18,6 +18,8 @@ const faults = vi.hoisted(() => ({
   hiddenPid: undefined as number | undefined,
   /** The next read of a file whose path ends with `suffix` returns only once `gate` resolves; `reached` says it waits. */
   slowRead: undefined as { suffix: string; gate: Promise<void>; reached: () => void } | undefined,
+  /** Reads of a file whose path ends with `suffix` fail with `code` (EACCES: a lease file another user wrote, 0600). */
+  failedRead: undefined as { suffix: string; code: string } | undefined,
 }));
 
 vi.mock("node:fs", async (importOriginal) => {
@@ -34,6 +36,10 @@ vi.mock("node:fs", async (importOriginal) => {
 vi.mock("node:fs/promises", async (importOriginal) => {
   const fs = await importOriginal<typeof nodeFsPromises>();
   const readFile = (async (file: nodeFs.PathLike, ...rest: unknown[]) => {
+    const failed = faults.failedRead;
+    if (failed !== undefined && String(file).endsWith(failed.suffix)) {
+      throw Object.assign(new Error(`${failed.code}: cannot read '${String(file)}'`), { code: failed.code });
+    }
     const text = await (fs.readFile as (file: nodeFs.PathLike, ...rest: unknown[]) => Promise<unknown>)(file, ...rest);
     const slow = faults.slowRead;
     if (slow !== undefined && String(file).endsWith(slow.suffix)) {
@@ -55,6 +61,7 @@ beforeEach(async () => {
   dir = await mkdtemp(path.join(tmpdir(), "bridge-lock-faults-"));
   faults.hiddenPid = undefined;
   faults.slowRead = undefined;
+  faults.failedRead = undefined;
 });
 afterEach(async () => {
   await rm(dir, { recursive: true, force: true });
@@ -90,6 +97,29 @@ describe("FileLock with a contender slower than the others", () => {
     expect(await readdir(path.join(dir, "locks"))).toEqual([`${LOCK}.lock.2`]);
     expect(await holder!.renew(TTL)).toBe(true);
     expect(await new FileLock(dir).tryAcquire(LOCK, TTL)).toBeUndefined();
+  });
+});
+
+describe("FileLock when a lease file cannot be read", () => {
+  it("does not take over a live holder's lease whose file it may not read (EACCES, EIO): it says why instead", async () => {
+    // The holder: this process, alive, its lease far from expiry (as a bridge run by root under sudo would hold it).
+    const holder = await new FileLock(dir).tryAcquire(LOCK, TTL);
+    expect(holder).toBeDefined();
+    for (const code of ["EACCES", "EIO"]) {
+      faults.failedRead = { suffix: `${path.sep}${LOCK}.lock`, code };
+      await expect(new FileLock(dir).tryAcquire(LOCK, TTL)).rejects.toMatchObject({ name: "LeaseUnreadableError", code, file: path.join(dir, "locks", `${LOCK}.lock`) });
+    }
+    faults.failedRead = undefined;
+    // Still the holder's alone: nothing was created beside it, and its renewal holds.
+    expect(await readdir(path.join(dir, "locks"))).toEqual([`${LOCK}.lock`]);
+    expect(await holder!.renew(TTL)).toBe(true);
+    expect(await new FileLock(dir).tryAcquire(LOCK, TTL)).toBeUndefined();
+  });
+
+  it("still takes a lease file holding no lease (a foreign tool's), which could otherwise block forever", async () => {
+    await mkdir(path.join(dir, "locks"), { recursive: true });
+    await writeFile(path.join(dir, "locks", `${LOCK}.lock`), "not a lease");
+    expect(await new FileLock(dir).tryAcquire(LOCK, TTL)).toBeDefined();
   });
 });
 
