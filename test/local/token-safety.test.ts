@@ -57,4 +57,43 @@ describe("token refresh across processes sharing a state directory", () => {
     // One exchange plus one refresh per round: no process presented a consumed refresh token.
     expect(tokenCalls).toBe(1 + rounds);
   });
+
+  it("keeps the family valid when a refresh's save failed and another process needs a refresh while the first idles", async () => {
+    const sandbox = createSandbox({ seed: 5, startTime: START });
+    const [company] = sandbox.control.companies().filter((c) => c.apiAccessEnabled);
+    const oauth = { baseUrl: SANDBOX_IN_PROCESS_URL, clientId: "sandbox-client", clientSecret: "sandbox-secret", fetch: sandbox.fetch };
+    const code = sandbox.control.issueAuthorizationCode({ companyId: company!.id, redirectUri: REDIRECT });
+    await new FileTokenStore(dir).save(storedTokensOf(await exchangeCode(oauth, { code, redirectUri: REDIRECT }), Date.parse(START)));
+    const clock = new FakeClock(Date.parse(START));
+    // The loop's store fails its next save once (EIO after the probe passed).
+    const loopStore = new FileTokenStore(dir);
+    let failNextSave = false;
+    const save = loopStore.save.bind(loopStore);
+    loopStore.save = async (tokens) => {
+      if (failNextSave) {
+        failNextSave = false;
+        throw Object.assign(new Error("EIO: i/o error, write"), { code: "EIO" });
+      }
+      await save(tokens);
+    };
+    const spawn = (store: FileTokenStore) => {
+      const tokenProvider = new OAuthTokenProvider({ ...oauth, store, lock: new FileLock(dir, { clock }), lockPollMs: 1_000, lockWaitMs: 60_000, clock });
+      return new QashioClient({ baseUrl: SANDBOX_IN_PROCESS_URL, tokenProvider, fetch: sandbox.fetch, clock });
+    };
+    const loop = spawn(loopStore);
+    const once = spawn(new FileTokenStore(dir));
+    const list = (client: QashioClient) => client.listErpCards({ page: 1, page_size: 1 });
+
+    // Past the access token's lifetime: the loop refreshes, and the save of the new refresh token fails.
+    sandbox.control.advanceClock(1000);
+    clock.advance(1000_000);
+    failNextSave = true;
+    await expect(list(loop)).rejects.toMatchObject({ name: "TokenUnavailableError" });
+    // The loop idles until its next cycle; a `run --once` beside it needs a refresh too. It must not present the
+    // refresh token the loop spent (the sandbox would revoke the family): it waits for the lease and gives up.
+    await expect(list(once)).rejects.toMatchObject({ name: "TokenUnavailableError", message: expect.stringMatching(/still held by another process/) });
+    // The loop's next cycle saves the new tokens first; from then on both use them.
+    expect((await list(loop)).data.length).toBe(1);
+    expect((await list(once)).data.length).toBe(1);
+  });
 });

@@ -1452,22 +1452,54 @@ describe("OAuthTokenProvider saving rotated tokens under the lease", () => {
     );
   });
 
-  it("keeps the lease after a failed save until it runs out, and saves the unsaved tokens first on the next call", async () => {
-    const { clock, events, store, lock, spawn, presented } = processes();
+  it("keeps renewing the lease kept after a failed save while the process idles: another process waits instead of presenting the spent token", async () => {
+    // A loop between two cycles (or a Lambda container between invocations) holds the new refresh token in memory only.
+    const { clock, events, store, lock, renewals, logger, spawn, presented } = processes();
     const provider = spawn();
     store.failNextSave = true;
     await expect(provider.getAccessToken()).rejects.toBeInstanceOf(TokenUnavailableError);
+    await clock.advance(3 * TTL);
     expect(await lock.tryAcquire(DEFAULT_LOCK_NAME, TTL)).toBeUndefined();
-    await clock.advance(TTL - 1);
-    expect(await lock.tryAcquire(DEFAULT_LOCK_NAME, TTL)).toBeUndefined();
-    await clock.advance(1);
-    const other = await lock.tryAcquire(DEFAULT_LOCK_NAME, TTL);
-    expect(other).toBeDefined();
-    await other?.release();
+    // A `run --once` beside the loop needs a refresh (the stored access token expired): it waits and gives up.
+    const other = spawn().getAccessToken();
+    const refused = expect(other).rejects.toThrow(/still held by another process/);
+    await clock.advance(60_000);
+    await refused;
+    expect(presented()).toEqual(["rt-1"]);
+    expect(renewals.length).toBeGreaterThanOrEqual(9); // every third of the lease
+    expect(logger.lines.filter((l) => l.level === "warn")).toEqual([]);
+    // The next call saves the tokens, stops renewing and gives the lease back.
     const token = await provider.getAccessToken();
     expect(store.saves.map((s) => [s.refreshToken, s.accessToken])).toEqual([["rt-2", token]]);
+    const renewed = renewals.length;
+    await clock.advance(3 * TTL);
+    expect(renewals.length).toBe(renewed);
+    expect(await lock.tryAcquire(DEFAULT_LOCK_NAME, TTL)).toBeDefined();
     expect(presented()).toEqual(["rt-1"]);
     expect(events).toEqual(["refresh:rt-1", "save:rt-2"]);
+  });
+
+  it("stops renewing the kept lease once a renewal found it lost, with one warning", async () => {
+    const { clock, store, renewals, logger, spawn } = processes({ renew: async () => false });
+    store.failNextSave = true;
+    await expect(spawn().getAccessToken()).rejects.toBeInstanceOf(TokenUnavailableError);
+    const renewed = renewals.length;
+    await clock.advance(10 * TTL);
+    expect(renewals.length).toBe(renewed + 1);
+    expect(logger.lines.filter((l) => l.level === "warn").map((l) => l.message)).toEqual([expect.stringMatching(/kept for rotated tokens not yet saved was lost/)]);
+  });
+
+  it("stops renewing the kept lease once closed: a closing process's timer does not hold it for good", async () => {
+    const { clock, store, lock, renewals, spawn } = processes();
+    const provider = spawn();
+    store.failNextSave = true;
+    await expect(provider.getAccessToken()).rejects.toBeInstanceOf(TokenUnavailableError);
+    await clock.advance(TTL);
+    provider.close();
+    const renewed = renewals.length;
+    await clock.advance(TTL);
+    expect(renewals.length).toBe(renewed);
+    expect(await lock.tryAcquire(DEFAULT_LOCK_NAME, TTL)).toBeDefined();
   });
 
   it("releases the kept lease once the next call saved the tokens again: another owner takes it at once", async () => {
@@ -1516,11 +1548,12 @@ describe("OAuthTokenProvider saving rotated tokens under the lease", () => {
   });
 
   it("re-saves only under a lease it holds: a re-authorization written under the lock while the kept lease had run out is not overwritten", async () => {
-    const { clock, store, lock, spawn, presented } = processes();
+    // Renewals that do not land (a throttled table): the lease kept since the failed save runs out.
+    const { clock, store, lock, spawn, presented } = processes({ renew: async () => false });
     const provider = spawn();
     store.failNextSave = true;
     await expect(provider.getAccessToken()).rejects.toBeInstanceOf(TokenUnavailableError);
-    await clock.advance(TTL); // the lease kept since the failed save runs out
+    await clock.advance(TTL);
     const operator = await lock.tryAcquire(DEFAULT_LOCK_NAME, TTL); // `authorize` saves under the same lock
     expect(operator).toBeDefined();
     const pending = provider.getAccessToken();
@@ -1575,6 +1608,9 @@ describe("OAuthTokenProvider saving rotated tokens under the lease", () => {
     await expect(provider.getAccessToken()).rejects.toThrow(/renewing the token refresh lease failed \(Error\)/);
     expect(clock.now()).toBe(start); // no wait on its own lease
     renewFails = false;
+    // The lease is still renewed while the tokens wait: no other process takes it meanwhile.
+    await clock.advance(3 * TTL);
+    expect(await lock.tryAcquire(DEFAULT_LOCK_NAME, TTL)).toBeUndefined();
     const token = await provider.getAccessToken();
     expect((await store.load())?.accessToken).toBe(token);
     expect(presented()).toEqual(["rt-1"]);

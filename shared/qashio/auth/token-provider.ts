@@ -158,12 +158,19 @@ export const TOKEN_SAVE_MESSAGES: KeepAliveMessages = {
   failed: "renewing the token refresh lease failed while saving the rotated tokens",
 };
 
+/** What the renewal of a lease kept for unsaved tokens logs (never a token). */
+const KEPT_LEASE_MESSAGES: KeepAliveMessages = {
+  lost: "token refresh lease kept for rotated tokens not yet saved was lost; another process may refresh with the spent token",
+  failed: "renewing the token refresh lease kept for rotated tokens not yet saved failed",
+};
+
 /**
  * Tokens whose save failed. `replaced` is the refresh token they replaced (spent by the refresh; undefined for a code
  * exchange, which replaces nothing spent). `handle` is the refresh lease they were issued under, kept rather than
- * released: until it expires (at most one TTL after its last renewal) or this process saves again, other processes
- * wait instead of taking it and presenting the spent token. It narrows the window, it does not close it: a lease that
- * runs out first lets the next refresh present the spent token, which revokes the family.
+ * released and renewed until this process saves again, drops them or closes (see `releaseUnlessKept`): other processes
+ * wait instead of taking it and presenting the spent token. It narrows the window, it does not close it: a lease whose
+ * renewals stop (the process dies, or is frozen between Lambda invocations) runs out, and the next refresh then
+ * presents the spent token, which revokes the family.
  */
 interface Unsaved {
   readonly tokens: StoredTokens;
@@ -250,6 +257,8 @@ export class OAuthTokenProvider implements TokenProvider {
   private unsaved?: Unsaved;
   private inflight?: Promise<StoredTokens>;
   private resaving?: Promise<void>;
+  /** The renewal of a lease kept for unsaved tokens (see {@link releaseUnlessKept}), while it runs. */
+  private keeping?: { readonly stop: () => void; readonly stopped: Promise<void> };
   /**
    * An early refresh the store turned down (see {@link postponedRefresh}): this access token is used, without asking
    * the store again, until it expires.
@@ -344,8 +353,10 @@ export class OAuthTokenProvider implements TokenProvider {
     if (successor.unsaved !== undefined || successor.current !== undefined) {
       throw new RangeError("the successor has loaded or issued tokens already: hand held tokens over before its first use");
     }
+    await this.stopKeeping();
     this.unsaved = undefined;
     successor.unsaved = unsaved;
+    if (unsaved.handle !== undefined) successor.keepHeld(unsaved.handle);
   }
 
   /**
@@ -360,6 +371,8 @@ export class OAuthTokenProvider implements TokenProvider {
    */
   close(): void {
     this.closed = true;
+    // A lease kept for unsaved tokens is no longer renewed: a closing process's timer must not keep it alive for good.
+    void this.stopKeeping();
   }
 
   /**
@@ -418,8 +431,55 @@ export class OAuthTokenProvider implements TokenProvider {
       await this.keepingAlive(handle, () => this.persist(tokens, undefined, handle));
     } finally {
       // Kept with unsaved tokens (see `Unsaved`), released once they are saved again or dropped.
-      if (handle !== undefined && this.unsaved?.handle !== handle) await this.release(handle);
+      await this.releaseUnlessKept(handle);
     }
+  }
+
+  /**
+   * Releases `handle` once the work done under it is over, unless tokens a failed save left keep it (see `Unsaved`): it
+   * is then renewed until they are saved or dropped, or the provider closes, so no other process takes it and presents
+   * the spent refresh token while this one lives (a loop idle between cycles). A frozen process (a Lambda container
+   * between invocations) renews nothing: its lease runs out as before.
+   */
+  private async releaseUnlessKept(handle: RefreshLockHandle | undefined): Promise<void> {
+    if (handle === undefined) return;
+    if (this.unsaved?.handle !== handle) return this.release(handle);
+    if (!this.closed) this.keepHeld(handle);
+  }
+
+  /**
+   * Renews `handle`, kept for unsaved tokens, every third of the lease until {@link stopKeeping}, or until a renewal
+   * finds it lost (logged once: renewing cannot win it back).
+   */
+  private keepHeld(handle: RefreshLockHandle): void {
+    let stop!: () => void;
+    const until = new Promise<void>((resolve) => (stop = resolve));
+    let lost = false;
+    const lease = {
+      renew: async (ttlMs: number, signal?: AbortSignal) => {
+        // Found lost by the renewal before, which logged it: the renewals end here.
+        if (lost) {
+          stop();
+          return false;
+        }
+        lost = !(await handle.renew(ttlMs, signal));
+        return !lost;
+      },
+    };
+    const keeping = { stop, stopped: whileHolding(lease, this.lockTtlMs, this.clock, () => until, this.options.logger, KEPT_LEASE_MESSAGES) };
+    this.keeping = keeping;
+    void keeping.stopped.then(() => {
+      if (this.keeping === keeping) this.keeping = undefined;
+    });
+  }
+
+  /**
+   * Stops renewing the kept lease and waits for a renewal in flight: whoever uses the lease next (a re-save, which
+   * renews and releases it) must not have a late renewal extend it after its release.
+   */
+  private stopKeeping(): Promise<void> {
+    this.keeping?.stop();
+    return this.keeping?.stopped ?? Promise.resolve();
   }
 
   /**
@@ -522,7 +582,7 @@ export class OAuthTokenProvider implements TokenProvider {
     } finally {
       // Kept when the save failed again (persist put it back in `unsaved`). Otherwise the tokens are saved or dropped
       // by now.
-      if (handle !== undefined && this.unsaved?.handle !== handle) await this.release(handle);
+      await this.releaseUnlessKept(handle);
     }
   }
 
@@ -532,11 +592,14 @@ export class OAuthTokenProvider implements TokenProvider {
    * lost) rejects: the lease may still be this process's own, and waiting for it would only time out.
    */
   private async resaveLease(kept: RefreshLockHandle | undefined): Promise<RefreshLockHandle | undefined> {
+    await this.stopKeeping();
     if (kept !== undefined) {
       let renewed: boolean;
       try {
         renewed = await kept.renew(this.lockTtlMs);
       } catch (error) {
+        // Still kept for the tokens until the next call: renewed again meanwhile, as before this try.
+        if (!this.closed) this.keepHeld(kept);
         const reason = error instanceof Error ? error.name : "unknown error";
         throw new TokenUnavailableError(`renewing the token refresh lease failed (${reason}); the unsaved tokens are saved again at the next call`);
       }
@@ -648,7 +711,7 @@ export class OAuthTokenProvider implements TokenProvider {
       return await this.rotate(stored, rejected, true, lease);
     } finally {
       // Kept with unsaved tokens (see `Unsaved`), released once they are saved again or dropped.
-      if (handle !== undefined && this.unsaved?.handle !== handle) await this.release(handle);
+      await this.releaseUnlessKept(handle);
     }
   }
 
