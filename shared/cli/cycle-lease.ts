@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { piiSaltFingerprint, untilLaterSecond, type LockHandle } from "../bridge/index.js";
 import { whileHolding } from "../lease-keep-alive.js";
 import {
+  LeaseUnreadableError,
   LocalStateError,
   PiiSaltAlreadyRecordedError,
   PiiSaltMismatchError,
@@ -25,7 +26,7 @@ import {
 import type { LocalSettings, StateSettings } from "./config.js";
 import { shellQuoted, statOf } from "./path-checks.js";
 import { CliError, ConfigError, CycleFailedError, EXIT, PiiSaltChangedError, PiiSaltUnchangedError, StateDirTakenError } from "./errors.js";
-import { stateErrorOf, stateFileProblem, systemErrorCode, unwritableStateDirRemedy } from "./engine-errors.js";
+import { leaseUnreadableProblem, stateErrorOf, stateFileProblem, systemErrorCode, unwritableStateDirRemedy } from "./engine-errors.js";
 import { recheckStateDirAccess } from "./state-access.js";
 import type { LocalState } from "./local-bridge.js";
 
@@ -230,6 +231,8 @@ async function takeCycleLease(bridge: LocalState): Promise<{ handle: LockHandle;
     const handle = await bridge.lock.tryAcquire(CYCLE_LOCK, CYCLE_LEASE_MS);
     return handle === undefined ? undefined : { handle, tookOver: handle.tookOver === true };
   } catch (error) {
+    // Its own words: the directory may take writes, but another user's lease cannot be read.
+    if (error instanceof LeaseUnreadableError) throw leaseUnreadableProblem(error, bridge.settings.stateDir);
     const code = systemErrorCode(error);
     if (code === undefined) throw error;
     const { stateDir } = bridge.settings;

@@ -6,7 +6,7 @@
 import { CycleAbortedError, PUBLISH_STEP, ReauthorizationNeededError, causeMatching, clientMayBeRefused } from "../bridge/index.js";
 import { TOKEN_PATH } from "../qashio/auth/oauth.js";
 import { isInvalidClient } from "../qashio/auth/token-provider.js";
-import { LocalStateError, TokenFileUnwritableError } from "../local/index.js";
+import { LeaseUnreadableError, LocalStateError, TokenFileUnwritableError } from "../local/index.js";
 import type { LocalSettings } from "./config.js";
 import type { LocalBridge, LocalState } from "./local-bridge.js";
 import { AuthorizeAgainError, CliError, ClientCredentialsRejectedError, ConfigError, CycleFailedError } from "./errors.js";
@@ -93,9 +93,25 @@ function stateFailure(error: unknown, stateDir: string): CliError | undefined {
       { cause: error },
     );
   }
+  const lease = causeMatching(error, (e): e is LeaseUnreadableError => e instanceof LeaseUnreadableError);
+  if (lease !== undefined) return leaseUnreadableProblem(lease, stateDir);
   // A corrupt snapshot segment or quarantine record fails every run alike: name the file instead of retrying.
   const state = causeMatching(error, (e): e is LocalStateError => e instanceof LocalStateError);
   return state === undefined ? undefined : stateFileProblem(state, stateDir, "a file in it", "restore it or move it aside");
+}
+
+/**
+ * A lease file this user cannot read (LeaseUnreadableError). Not "move it aside": its holder, most likely a bridge
+ * another user runs on the same state directory, may be refreshing the token family now, and a second refresh with
+ * the same token revokes it.
+ */
+export function leaseUnreadableProblem(error: LeaseUnreadableError, stateDir: string): ConfigError {
+  return stateFileProblem(
+    error,
+    stateDir,
+    "a lease file",
+    "a bridge run by another user may hold it: run every bridge on this state directory as the same user; remove the file only once none runs",
+  );
 }
 
 function otherFailure(error: unknown, settings: FileSettings, otherwise: Otherwise): CycleFailedError {
