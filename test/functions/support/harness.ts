@@ -28,6 +28,7 @@ import { SDK_TIMEOUTS, type AwsClients } from "../../../shared/aws/runtime.js";
 import { SecretsManagerTokenStore } from "../../../shared/aws/token-store.js";
 import { createTestTable, localDynamoClient, type TestTable } from "../../aws/support/dynamo.js";
 import { awsError, FakeSecretsManager } from "../../aws/support/fake-secrets-manager.js";
+import { Process } from "./process-death.js";
 
 export const REDIRECT_URI = "http://127.0.0.1:8765/callback";
 export const TENANT = "falcon";
@@ -47,6 +48,15 @@ function sandboxClock(sandbox: Sandbox): Clock {
     now: () => sandbox.control.now(),
     sleep: () => new Promise((resolve) => setImmediate(resolve)),
   };
+}
+
+/** An SDK client's `send`, as the harness wraps it. */
+type Send = (command: unknown) => Promise<unknown>;
+
+/** `client`, its `send` being `wrap` of its own (read at each call: a mock's stub may change). */
+function wrapSend<C extends object>(client: C, wrap: (send: Send) => Send): C {
+  const send = wrap((command) => (Reflect.get(client, "send") as Send).call(client, command));
+  return new Proxy(client, { get: (target, property, receiver) => (property === "send" ? send : (Reflect.get(target, property, receiver) as unknown)) });
 }
 
 /**
@@ -107,8 +117,10 @@ export interface Harness {
   readonly eventBridge: AwsStub<ServiceInputTypes, ServiceOutputTypes, EventBridgeClientResolvedConfig>;
   readonly clock: Clock;
   /**
-   * The harness clock, but a sleep moves sandbox time on by its length: a backoff or `Retry-After` wait takes its time.
-   * Faithful for waits made one at a time: waits that overlap (a lease's keep-alive beside a token save) add up.
+   * The harness clock, but a wait moves sandbox time on to its end, as a real clock would beside calls that take
+   * milliseconds: a backoff or `Retry-After` wait takes its time. It ends once no call of the harness's fetch or
+   * clients is in flight, so a wait beside a call (a lease's keep-alive beside a token save) ends after that call, and
+   * waits that overlap do not add up: a test's path does not turn on how fast the services answer (see Process.clock).
    */
   readonly waitingClock: Clock;
   /**
@@ -165,13 +177,15 @@ export async function createHarness(options: { seed?: number; piiMode?: "full" |
   const [company] = sandbox.control.companies();
   if (company === undefined) throw new Error("sandbox has no company");
   const refreshTokensPresented: string[] = [];
+  // Every container's calls, as one process that lives: `waitingClock`'s waits end once none is in flight.
+  const calls = new Process();
   const fetch = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
     const url = typeof input === "string" ? input : input instanceof URL ? input.href : input.url;
     if (url.endsWith("/oauth2/token") && typeof init?.body === "string") {
       const body = JSON.parse(init.body) as { grant_type?: string; refresh_token?: string };
       if (body.grant_type === "refresh_token" && body.refresh_token !== undefined) refreshTokensPresented.push(body.refresh_token);
     }
-    return sandbox.fetch(input, init);
+    return calls.call(`${init?.method ?? "GET"} ${url}`, () => sandbox.fetch(input, init));
   };
 
   const code = sandbox.control.issueAuthorizationCode({ companyId: company.id, redirectUri: REDIRECT_URI });
@@ -213,11 +227,18 @@ export async function createHarness(options: { seed?: number; piiMode?: "full" |
   };
   const clock = sandboxClock(sandbox);
   const dynamoClients: DynamoDBClient[] = [];
+  const tracked = (send: Send): Send => (command) => calls.call((command as object).constructor.name, async () => send(command));
   const clients = (setup?: (dynamo: DynamoDBClient) => void) => (): AwsClients => {
     const dynamo = localDynamoClient();
     dynamoClients.push(dynamo);
+    // Outermost: a test's middleware (a failing or slow write) runs inside the call, as the service's answer.
+    dynamo.middlewareStack.add((next, context) => (args) => calls.call(context.commandName ?? "dynamo", () => next(args)), {
+      step: "initialize",
+      priority: "high",
+      name: "harnessCallInFlight",
+    });
     setup?.(dynamo);
-    return { dynamo, eventBridge: eventBridgeClient, secrets: secrets.client };
+    return { dynamo, eventBridge: wrapSend(eventBridgeClient, tracked), secrets: wrapSend(secrets.client, tracked) };
   };
   const handlerOptions = (overrides: Partial<HandlerOptions> = {}): HandlerOptions => ({
     env,
@@ -243,13 +264,7 @@ export async function createHarness(options: { seed?: number; piiMode?: "full" |
     output,
     eventBridge,
     clock,
-    waitingClock: {
-      now: clock.now,
-      sleep: async (ms) => {
-        if (ms > 0) sandbox.control.advanceClock(ms / 1_000);
-        await clock.sleep(0);
-      },
-    },
+    waitingClock: calls.clock(sandbox.control),
     invocation(remainingMs = 60_000) {
       return { context: lambdaContext(remainingMs, clock), endsAt: clock.now() + remainingMs };
     },
@@ -274,10 +289,8 @@ export async function createHarness(options: { seed?: number; piiMode?: "full" |
       );
       const built = (): AwsClients => {
         const aws = base();
-        const send = aws.secrets.send.bind(aws.secrets) as (command: unknown) => Promise<unknown>;
-        const failing = (command: unknown) => (outage.on && command instanceof PutSecretValueCommand ? Promise.reject(awsError("AccessDeniedException")) : send(command));
-        const secrets = new Proxy(aws.secrets, { get: (target, property, receiver) => (property === "send" ? failing : (Reflect.get(target, property, receiver) as unknown)) });
-        return { ...aws, secrets };
+        const failing = (send: Send): Send => (command) => (outage.on && command instanceof PutSecretValueCommand ? Promise.reject(awsError("AccessDeniedException")) : send(command));
+        return { ...aws, secrets: wrapSend(aws.secrets, failing) };
       };
       return outage;
     },
@@ -299,17 +312,17 @@ export async function createHarness(options: { seed?: number; piiMode?: "full" |
       const timeout = (): Error => Object.assign(new Error("Request timed out (fake)"), { name: "TimeoutError", $metadata: { attempts: SDK_TIMEOUTS.maxAttempts } });
       const built = (): AwsClients => {
         const aws = clients()();
-        const send = aws.secrets.send.bind(aws.secrets) as (command: unknown) => Promise<unknown>;
-        const hanging = async (command: unknown): Promise<unknown> => {
-          if (hang.on && command instanceof PutSecretValueCommand) {
-            await pass(SDK_TIMEOUTS.maxAttempts * SDK_TIMEOUTS.requestTimeoutMs);
-            throw timeout();
-          }
-          if (hang.on && command instanceof GetSecretValueCommand) await pass(getMs);
-          return send(command);
-        };
-        const secrets = new Proxy(aws.secrets, { get: (target, property, receiver) => (property === "send" ? hanging : (Reflect.get(target, property, receiver) as unknown)) });
-        return { ...aws, secrets };
+        const hanging =
+          (send: Send): Send =>
+          async (command) => {
+            if (hang.on && command instanceof PutSecretValueCommand) {
+              await pass(SDK_TIMEOUTS.maxAttempts * SDK_TIMEOUTS.requestTimeoutMs);
+              throw timeout();
+            }
+            if (hang.on && command instanceof GetSecretValueCommand) await pass(getMs);
+            return send(command);
+          };
+        return { ...aws, secrets: wrapSend(aws.secrets, hanging) };
       };
       return hang;
     },

@@ -22,7 +22,10 @@ export interface MovableTime {
 /** A call that never answers: the process is gone. */
 const gone = <T>(): Promise<T> => new Promise<T>(() => undefined);
 
-/** One Lambda container's calls, and the point at which its process dies (none: it lives). */
+/**
+ * One Lambda container's calls, and the point at which its process dies (none: it lives; the harness runs all its
+ * containers' calls through one such, for its `waitingClock`).
+ */
 export class Process {
   readonly calls: string[] = [];
   dead = false;
