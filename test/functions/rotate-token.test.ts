@@ -948,11 +948,10 @@ describe("rotate-token handler with too little of its invocation left (a Lambda 
   it("refuses a lease its wait took a little too late (the try after the last pause), and gives it back", async () => {
     // Pauses of the wait take their time here: tries at 0, 0.25 s, ... 9.75 s, then 10 s, later than the 9.9 s the
     // 54.9 s left allow; the poller's lease runs out at 9.95 s, so that last try takes it.
-    const clock = { now: () => h.clock.now(), sleep: async (ms: number) => h.sandbox.control.advanceClock(ms / 1000) };
     expect(await contender().tryAcquire(REFRESH_LEASE, 9_950)).toBeDefined();
     const token = randomUUID();
     h.secrets.startRotation(token);
-    const error = await h.rotator({ clock })(eventFor(token, "createSecret"), lambdaContext(MIN_ROTATION_TIMEOUT_MS - 10_100)).catch((e: unknown) => e);
+    const error = await h.rotator({ clock: h.waitingClock })(eventFor(token, "createSecret"), lambdaContext(MIN_ROTATION_TIMEOUT_MS - 10_100)).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(RotationError);
     expect((error as Error).message).toMatch(/not started: 44 s of the invocation were left/);
     expect(h.refreshTokensPresented).toEqual([]);
