@@ -98,6 +98,24 @@ describe("the clock of a process killed by the crash-injection harness", () => {
     expect(time.now()).toBe(10_000);
   });
 
+  it("waits for the methods of an object run through the process, and for those of the handles they answer with", async () => {
+    const time = sandboxTime();
+    const life = new Process();
+    const clock = life.clock(time);
+    const landed: string[] = [];
+    const lease = { renew: slowEffect(landed, "renew"), ttlMs: () => 30_000 };
+    const lock = life.through({ tryAcquire: async () => (await sleep(30), lease), name: () => "lock" });
+    expect(lock.name()).toBe("lock");
+    const handle = await lock.tryAcquire();
+    expect(handle.ttlMs()).toBe(30_000);
+    const renewal = handle.renew();
+    await clock.sleep(10_000);
+    expect(landed).toEqual(["renew"]);
+    await renewal;
+    expect(life.calls).toEqual(["tryAcquire", "renew"]);
+    expect(time.now()).toBe(10_000);
+  });
+
   it("moves time to the end of the longest of waits that overlap, not their sum", async () => {
     const time = sandboxTime();
     const clock = new Process().clock(time);

@@ -4,14 +4,18 @@
  */
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
+import { setTimeout as sleep } from "node:timers/promises";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createSandbox, SANDBOX_IN_PROCESS_URL } from "../../sandbox/index.js";
 import { OAuthTokenProvider, QashioClient, exchangeCode, storedTokensOf } from "../../shared/qashio/index.js";
 import { FileLock, FileTokenStore } from "../../shared/local/index.js";
 import { FakeClock } from "../bridge/fakes.js";
+import { Process } from "../functions/support/process-death.js";
 
 const START = "2025-03-15T12:00:00Z";
+/** How long a token save takes, in real time. */
+const SLOW_SAVE_MS = 25;
 const REDIRECT = "http://127.0.0.1:8765/callback";
 
 let dir: string;
@@ -35,22 +39,29 @@ describe("token refresh across processes sharing a state directory", () => {
     const code = sandbox.control.issueAuthorizationCode({ companyId: company!.id, redirectUri: REDIRECT });
     await new FileTokenStore(dir).save(storedTokensOf(await exchangeCode(oauth, { code, redirectUri: REDIRECT }), Date.parse(START)));
 
-    const clock = new FakeClock(Date.parse(START));
+    const time = new FakeClock(Date.parse(START));
+    // Every file and provider call of the three processes runs through `io`, whose clock ends a wait only once none is
+    // in flight (Process.clock): a wait beside one (the holder's lease keep-alive beside its token save, the waiters'
+    // polls beside its refresh) ends after it and overlapping waits do not add up, so fake time moves as a real clock
+    // would, whatever the calls take.
+    const io = new Process();
+    const clock = io.clock({ now: () => time.now(), advanceClock: (seconds) => time.advance(seconds * 1_000) });
     // Each "process" has its own store and lock instances over the same files.
     const processes = Array.from({ length: 3 }, () => {
-      // Waiters poll every fake millisecond: the fake time they burn while a real refresh runs stays far below the lease.
-      // The holder's keep-alive sleeps while the real file save runs, moving the fake clock 10 s a round (the lease is
-      // renewed each time): the waiters' budget allows for several rounds.
-      const lock = new FileLock(dir, { clock });
-      const tokenProvider = new OAuthTokenProvider({ ...oauth, store: new FileTokenStore(dir), lock, lockPollMs: 1, lockWaitMs: 120_000, clock });
-      return new QashioClient({ baseUrl: SANDBOX_IN_PROCESS_URL, tokenProvider, fetch, clock });
+      const lock = io.through(new FileLock(dir, { clock }));
+      // A save as slow as a loaded disk's: the outcome must not turn on how fast the file system answers.
+      const store = new FileTokenStore(dir);
+      const save = store.save.bind(store);
+      store.save = async (tokens) => (await sleep(SLOW_SAVE_MS), save(tokens));
+      const tokenProvider = new OAuthTokenProvider({ ...oauth, store: io.through(store), lock, lockPollMs: 1, lockWaitMs: 120_000, clock });
+      return new QashioClient({ baseUrl: SANDBOX_IN_PROCESS_URL, tokenProvider, fetch: (input, init) => io.call("fetch", () => fetch(input, init)), clock });
     });
 
     const rounds = 6;
     for (let round = 0; round < rounds; round++) {
       // Past the access token's lifetime: every process wants a refresh at once.
       sandbox.control.advanceClock(1000);
-      clock.advance(1000_000);
+      time.advance(1000_000);
       const pages = await Promise.all(processes.map((client) => client.listErpCards({ page: 1, page_size: 1 })));
       for (const page of pages) expect(page.data.length).toBe(1);
     }

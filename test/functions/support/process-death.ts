@@ -1,7 +1,8 @@
 /**
  * A Lambda container's process for crash injection: its calls, the call it dies at, and its clock. A process killed
  * "after" a call dies once that call's effect landed; `untilDeath` returns only once that effect and every call the
- * process had in flight have landed, and nothing the dead process sends afterwards reaches a service.
+ * process had in flight have landed, and nothing the dead process sends afterwards reaches a service. A process that
+ * lives serves other tests for its clock alone (the functions harness's `waitingClock`, test/local/token-safety).
  */
 import type { Clock } from "../../../shared/clock.js";
 
@@ -67,6 +68,28 @@ export class Process {
         }),
       );
     return gone();
+  }
+
+  /**
+   * `target`, each of its methods that answers with a promise made a call of the process (its clock then waits for
+   * it), as are those of the handles such a call answers with (a lock's lease).
+   */
+  through<T extends object>(target: T): T {
+    return new Proxy(target, {
+      get: (object, property, receiver) => {
+        const value = Reflect.get(object, property, receiver) as unknown;
+        if (typeof value !== "function") return value;
+        return (...args: unknown[]) => {
+          const answer = (value as (...args: unknown[]) => unknown).apply(object, args);
+          if (!(answer instanceof Promise)) return answer;
+          return this.call(String(property), async () => {
+            const settled = (await answer) as unknown;
+            const handle = typeof settled === "object" && settled !== null && Object.values(settled).some((v) => typeof v === "function");
+            return handle ? this.through(settled) : settled;
+          });
+        };
+      },
+    });
   }
 
   /** Resolves once every call sent has ended: what a dead process sent has landed, and it sends nothing more. */
