@@ -14,7 +14,7 @@ import type { Context } from "aws-lambda";
 import type { ConformReport } from "../bridge/conform.js";
 import type { Clock } from "../bridge/ports.js";
 import type { PullStatus } from "../bridge/provider.js";
-import { KEPT_RECORDS_NAMED, keptNotNamed, type RedriveReport } from "../bridge/redrive.js";
+import type { RedriveReport } from "../bridge/redrive.js";
 import { totalPublished, type CycleReport } from "../bridge/report.js";
 import type { FetchLike } from "../qashio/http.js";
 import { systemClock } from "./clock.js";
@@ -70,10 +70,12 @@ export interface PollResult {
   readonly durationMs?: number;
   /** A re-drive: quarantine records whose transaction is now delivered, removed. */
   readonly redriven?: number;
-  /** A re-drive: records kept (their quarantine ids, the first {@link KEPT_RECORDS_NAMED}; the log says why). */
+  /** A re-drive: records kept (their quarantine ids, the first KEPT_RECORDS_NAMED, see shared/bridge/redrive.ts; the log says why). */
   readonly kept?: readonly string[];
   /** A re-drive that kept more records than `kept` names: how many more (the log counts them by why). */
   readonly keptNotNamed?: number;
+  /** A re-drive that stopped before walking the whole quarantine: records past where it stopped were not looked at. */
+  readonly notScanned?: true;
   /** A PII conform pass: snapshots read. */
   readonly scanned?: number;
   /** A PII conform pass: snapshots rewritten with their personal fields masked. */
@@ -265,8 +267,9 @@ function redriveSummary(report: RedriveReport): Summary {
     outcome: report.cycle.outcome,
     published: totalPublished(report.cycle),
     redriven: report.redriven.length,
-    kept: report.kept.slice(0, KEPT_RECORDS_NAMED).map(({ record }) => record.id),
-    ...keptNotNamed(report.kept),
+    kept: report.kept.map(({ record }) => record.id),
+    ...(report.keptNotNamed === undefined ? {} : { keptNotNamed: report.keptNotNamed }),
+    ...(report.notScanned === undefined ? {} : { notScanned: report.notScanned }),
   };
 }
 

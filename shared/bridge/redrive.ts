@@ -4,11 +4,12 @@
  * validation rule that refused good provider data), the re-drive reads each such transaction again and runs it
  * through the cycle's own batch path; a record is deleted only once its transaction's current state is delivered.
  */
+import { uuidFromHex } from "./hash.js";
 import { quarantineReason } from "./quarantine-id.js";
 import type { CycleOptions, TransactionCycleDeps } from "./deps.js";
-import type { QuarantineRecord, StoreCallOptions } from "./ports.js";
+import type { Quarantine, QuarantineRecord, StoreCallOptions } from "./ports.js";
 import type { CycleReport } from "./report.js";
-import { isAcknowledgeableId, reprocessTransactions, type TransactionRef } from "./transactions.js";
+import { isAcknowledgeableId, reprocessTransactions, type ReprocessedChunk, type TransactionRef } from "./transactions.js";
 
 /** Reason prefix of a record quarantined because its event failed for good (see `CycleRun.quarantineRecord`). */
 export const PUBLISH_FAILURE_PREFIX = quarantineReason("publish", "");
@@ -23,19 +24,23 @@ export const VALIDATION_FAILURE_PREFIX = quarantineReason("validation", "");
 export type RedriveRecord = Omit<QuarantineRecord, "raw">;
 
 /**
- * Kept records a re-drive names one by one (a warn line each; the Lambda's result lists their ids): a re-drive of a
- * large quarantine keeps most records as not reached, run after run, and a line or an id for each would flood the log
- * and outgrow the 6 MB a Lambda may return. The rest are counted by why.
+ * Kept records a re-drive names one by one (a warn line each; the Lambda's result lists their ids; the report holds
+ * them), those kept for a cause before those only not reached: a re-drive of a large quarantine keeps most records as
+ * not reached, run after run, and a line, an id or an entry for each would flood the log, outgrow the 6 MB a Lambda may
+ * return and the memory of one chunk. The rest are counted by why.
  */
 export const KEPT_RECORDS_NAMED = 100;
 
-/** How many kept records go unnamed beyond {@link KEPT_RECORDS_NAMED}, as a member to spread (none when all are named). */
-export function keptNotNamed(kept: readonly KeptRecord[]): { readonly keptNotNamed?: number } {
-  return kept.length > KEPT_RECORDS_NAMED ? { keptNotNamed: kept.length - KEPT_RECORDS_NAMED } : {};
-}
-
 /** Quarantine records read per page while the re-drive gathers what to read again. */
 export const REDRIVE_QUARANTINE_PAGE_SIZE = 100;
+
+/**
+ * Re-drivable records gathered (ids and reasons, a few hundred bytes each) before they are read again and their
+ * delivered ones deleted, and the walk goes on: the re-drive holds one chunk, not the quarantine (a rule that refused
+ * good provider data may have quarantined a whole backlog). A chunk ends with its page, so it holds at most this many
+ * plus one page.
+ */
+export const REDRIVE_CHUNK_RECORDS = 5_000;
 
 /** A quarantine record the re-drive left in place, and why. */
 export interface KeptRecord {
@@ -53,19 +58,56 @@ export interface KeptRecord {
 
 /** What {@link redriveQuarantined} did. */
 export interface RedriveReport {
-  /** Records the re-drive took ({@link isRedrivable}), found in the quarantine. */
+  /** Records the re-drive took ({@link isRedrivable}), found in the part of the quarantine it walked. */
   readonly considered: number;
   /** Records deleted: their transaction's current state is now published (or already was). */
   readonly redriven: readonly RedriveRecord[];
+  /** Records kept: the first {@link KEPT_RECORDS_NAMED}, those kept for a cause first; `keptByWhy` counts them all. */
   readonly kept: readonly KeptRecord[];
+  /** How many records were kept, by why (all of them, named or not). */
+  readonly keptByWhy: Partial<Record<KeptRecord["why"], number>>;
+  /** Records kept beyond those `kept` names (absent when it names them all). */
+  readonly keptNotNamed?: number;
+  /**
+   * Present when the walk of the quarantine stopped before its end (the deadline, a stop request, or a re-read that
+   * ended the run): records past it were not looked at, so not counted in `considered`; the next run takes them.
+   */
+  readonly notScanned?: true;
   /** The engine's report of the re-read transactions (events published, acknowledged, quarantined again). */
   readonly cycle: CycleReport;
 }
 
+/** How many records a report kept in all, named or not. */
+export function keptCount(report: Pick<RedriveReport, "kept" | "keptNotNamed">): number {
+  return report.kept.length + (report.keptNotNamed ?? 0);
+}
+
 /** Options of {@link redriveQuarantined}. */
 export interface RedriveOptions extends Pick<CycleOptions, "pageSize" | "deadline" | "signal"> {
-  /** Source of the order records are taken in. @default Math.random */
+  /** Source of the point the walk starts at and of the order records are read in within a chunk. @default Math.random */
   readonly random?: () => number;
+  /** Re-drivable records gathered before they are read again. @default REDRIVE_CHUNK_RECORDS */
+  readonly chunkRecords?: number;
+}
+
+const NOT_REACHED: KeptRecord["why"] = "not reached before the deadline";
+
+/** Kept records, counted by why, the first KEPT_RECORDS_NAMED named: those kept for a cause before those not reached. */
+class KeptTally {
+  readonly named: KeptRecord[] = [];
+  readonly byWhy: Partial<Record<KeptRecord["why"], number>> = {};
+  count = 0;
+
+  add(record: RedriveRecord, why: KeptRecord["why"]): void {
+    this.count += 1;
+    this.byWhy[why] = (this.byWhy[why] ?? 0) + 1;
+    if (this.named.length < KEPT_RECORDS_NAMED) this.named.push({ record, why });
+    else if (why !== NOT_REACHED) {
+      // A record kept for a cause asks something of someone; one not reached only asks for another run.
+      const i = this.named.findIndex((k) => k.why === NOT_REACHED);
+      if (i >= 0) this.named[i] = { record, why };
+    }
+  }
 }
 
 /** `items` in a random order (Fisher-Yates). */
@@ -115,89 +157,154 @@ export function recordQashioId(raw: unknown): string | undefined {
  * record. A record whose event fails again, whose transaction still fails validation (quarantined again under the
  * same record id while its body is unchanged, so neither a second record nor a new one in `Quarantined`), whose
  * transaction is gone, or whose read by qashio_id the provider refuses, is kept. Safe to run again: a transaction already delivered is found unchanged and
- * only its record is deleted. Hold the tenant's cycle lock around it, as around a cycle. The quarantine is read a page
- * at a time, and of each record taken only its ids and reason are kept: a quarantine of any size is re-driven in the
- * memory of one page of bodies (and a few hundred bytes per record).
+ * only its record is deleted. Hold the tenant's cycle lock around it, as around a cycle.
+ *
+ * Memory of one chunk, not of the quarantine: the quarantine is walked a page at a time, of each record taken only its
+ * ids and reason are kept, and every {@link REDRIVE_CHUNK_RECORDS} such records are read again and their delivered
+ * ones deleted before the walk goes on; kept records are counted by why, the first {@link KEPT_RECORDS_NAMED} named.
+ * The walk starts at a random point of the store's order and comes round to it (see walkFromRandomPoint), records are
+ * read in a random order within a chunk, and the deadline and the stop signal are checked between pages: a walk that
+ * stops there leaves the rest not looked at (`notScanned`), for the next run.
  *
  * @throws {CycleAbortedError} a provider, store or publisher call failed; records not yet deleted stay.
  * @example
  * ```ts
- * const { redriven, kept } = await redriveQuarantined(deps);
- * logger.info("re-drive done", { redriven: redriven.length, kept: kept.length });
+ * const report = await redriveQuarantined(deps, { deadline });
+ * logger.info("re-drive done", { redriven: report.redriven.length, kept: keptCount(report), notScanned: report.notScanned });
  * ```
  */
 export async function redriveQuarantined(deps: TransactionCycleDeps, options: RedriveOptions = {}): Promise<RedriveReport> {
+  const { random = Math.random, chunkRecords = REDRIVE_CHUNK_RECORDS, ...cycle } = options;
+  const { deadline, signal } = cycle;
+  const kept = new KeptTally();
+  const redriven: RedriveRecord[] = [];
   let considered = 0;
-  const kept: KeptRecord[] = [];
+  const walk = { ended: false };
   // One transaction can hold several records (one per failed version): one read serves them all.
   // `ref` is read by the qashio_id of a publish record once one is met (`trusted`), else of the first record.
-  const byTransaction = new Map<string, { ref: TransactionRef; trusted: boolean; readonly records: RedriveRecord[] }>();
-  for await (const page of deps.quarantine.pages({ limit: REDRIVE_QUARANTINE_PAGE_SIZE })) {
-    for (const entry of page) {
-      if (!isRedrivable(entry)) continue;
-      considered += 1;
-      const { raw, ...record } = entry;
-      const qashioId = recordQashioId(raw);
-      if (record.entityId === undefined || qashioId === undefined) {
-        kept.push({ record, why: "no transaction id or qashio_id in the record" });
-        continue;
+  type Held = { ref: TransactionRef; trusted: boolean; readonly records: RedriveRecord[] };
+  /** The chunk being read again: what a batch deletes and a chunk's end keeps. */
+  let inHand = new Map<string, Held>();
+
+  /**
+   * Refs of the re-drivable records, a chunk at a time, in a random order within it. A transaction whose records fall
+   * in two chunks is read by each: the second finds it delivered (unchanged, the same event id if its event is sent
+   * again) and only deletes its records.
+   */
+  async function* chunks(): AsyncGenerator<readonly TransactionRef[]> {
+    let gathering = new Map<string, Held>();
+    let records = 0;
+    const take = (): TransactionRef[] => {
+      inHand = gathering;
+      gathering = new Map();
+      records = 0;
+      return shuffled([...inHand.values()].map((held) => held.ref), random);
+    };
+    const stopAsked = () => signal?.aborted === true || (deadline !== undefined && deps.clock.now() >= deadline);
+    for await (const page of walkFromRandomPoint(deps.quarantine, randomRecordId(random), stopAsked, walk)) {
+      for (const entry of page) {
+        if (!isRedrivable(entry)) continue;
+        considered += 1;
+        const { raw, ...record } = entry;
+        const qashioId = recordQashioId(raw);
+        if (record.entityId === undefined || qashioId === undefined) {
+          kept.add(record, "no transaction id or qashio_id in the record");
+          continue;
+        }
+        // A publish record's body passed validation, so its qashio_id is the one to read by; a validation record of the
+        // same transaction may hold a glitched one, which would keep both "not found" run after run.
+        const trusted = record.reason.startsWith(PUBLISH_FAILURE_PREFIX);
+        const held = gathering.get(record.entityId) ?? { ref: { id: record.entityId, qashioId }, trusted, records: [] };
+        if (trusted && !held.trusted) {
+          held.ref = { id: record.entityId, qashioId };
+          held.trusted = true;
+        }
+        held.records.push(record);
+        gathering.set(record.entityId, held);
+        records += 1;
       }
-      // A publish record's body passed validation, so its qashio_id is the one to read by; a validation record of the
-      // same transaction may hold a glitched one, which would keep both "not found" run after run.
-      const trusted = record.reason.startsWith(PUBLISH_FAILURE_PREFIX);
-      const held = byTransaction.get(record.entityId) ?? { ref: { id: record.entityId, qashioId }, trusted, records: [] };
-      if (trusted && !held.trusted) {
-        held.ref = { id: record.entityId, qashioId };
-        held.trusted = true;
-      }
-      held.records.push(record);
-      byTransaction.set(record.entityId, held);
+      if (records >= chunkRecords) yield take();
     }
+    if (gathering.size > 0) yield take();
   }
-  const redriven: RedriveRecord[] = [];
+
   // Deleted batch by batch, so a run cut short (a Lambda timeout) keeps what it did and the next one goes on; one
   // deleteMany per batch, so a store deletes in its own batches (25 records a call on DynamoDB), not a call each.
   const afterBatch = async (delivered: ReadonlySet<string>, write: StoreCallOptions): Promise<void> => {
-    const records = [...delivered].flatMap((id) => byTransaction.get(id)?.records ?? []);
+    const records = [...delivered].flatMap((id) => inHand.get(id)?.records ?? []);
     // Held to the calls' deadline: a delete sent again late could remove a record a later run put again under its id.
     if (records.length > 0) await deps.quarantine.deleteMany(records.map((record) => record.id), write);
     // Counted only once deleted: a failed delete throws, and what it left stays for the next run.
     redriven.push(...records);
-    for (const id of delivered) byTransaction.delete(id);
+    for (const id of delivered) inHand.delete(id);
   };
-  // In random order: records that keep failing (or are gone) must not hold the others back run after run when a
-  // deadline lets each run read only some of them.
-  const { random = Math.random, ...cycle } = options;
-  const refs = shuffled([...byTransaction.values()].map((held) => held.ref), random);
-  const { report, missing, listsOthers, listsTooMany, refused, invalid, unreached } = await reprocessTransactions(deps, refs, { ...cycle, afterBatch });
-  const notReached = new Set(unreached);
-  for (const [id, held] of byTransaction) {
-    const why: KeptRecord["why"] = missing.has(id)
-      ? "not found at the provider"
-      : listsOthers.has(id)
-        ? "its qashio_id lists only other transactions"
-        : listsTooMany.has(id)
-          ? "its qashio_id lists more transactions than a re-drive reads"
-          : refused.has(id)
-            ? "the provider refuses to read it by its qashio_id"
-            : invalid.has(id)
-              ? "its current state still fails validation"
-              : notReached.has(id)
-                ? "not reached before the deadline"
-                : "its event was not published";
-    for (const record of held.records) kept.push({ record, why });
-  }
-  for (const { record, why } of kept.slice(0, KEPT_RECORDS_NAMED)) {
+  const afterChunk = ({ missing, listsOthers, listsTooMany, refused, invalid, unreached }: ReprocessedChunk): void => {
+    const notReached = new Set(unreached);
+    for (const [id, held] of inHand) {
+      const why: KeptRecord["why"] = missing.has(id)
+        ? "not found at the provider"
+        : listsOthers.has(id)
+          ? "its qashio_id lists only other transactions"
+          : listsTooMany.has(id)
+            ? "its qashio_id lists more transactions than a re-drive reads"
+            : refused.has(id)
+              ? "the provider refuses to read it by its qashio_id"
+              : invalid.has(id)
+                ? "its current state still fails validation"
+                : notReached.has(id)
+                  ? NOT_REACHED
+                  : "its event was not published";
+      for (const record of held.records) kept.add(record, why);
+    }
+    inHand = new Map();
+  };
+  const report = await reprocessTransactions(deps, chunks(), { ...cycle, afterBatch, afterChunk });
+  for (const { record, why } of kept.named) {
     deps.logger.warn("quarantine record kept by the re-drive", { quarantineId: record.id, entityId: record.entityId, why });
   }
-  const keptByWhy: Partial<Record<KeptRecord["why"], number>> = {};
-  for (const { why } of kept) keptByWhy[why] = (keptByWhy[why] ?? 0) + 1;
+  const keptNotNamed = kept.count > kept.named.length ? { keptNotNamed: kept.count - kept.named.length } : {};
+  const notScanned = walk.ended ? {} : { notScanned: true as const };
   deps.logger.info("quarantined transactions re-driven", {
     considered,
     redriven: redriven.length,
-    kept: kept.length,
-    keptByWhy,
-    ...keptNotNamed(kept),
+    kept: kept.count,
+    keptByWhy: kept.byWhy,
+    ...keptNotNamed,
+    ...notScanned,
   });
-  return { considered, redriven, kept, cycle: report };
+  return { considered, redriven, kept: kept.named, keptByWhy: kept.byWhy, ...keptNotNamed, ...notScanned, cycle: report };
+}
+
+/**
+ * A random id of the shape of a record's (a UUID, see quarantineId): where a walk starts, so that each run starts at
+ * another point of the store's order.
+ */
+function randomRecordId(random: () => number): string {
+  return uuidFromHex(Array.from({ length: 32 }, () => Math.floor(random() * 16).toString(16)).join(""));
+}
+
+/**
+ * The quarantine's pages in the store's order of ids, from after `start` to the end, then from the beginning up to
+ * `start` (each record held and left alone comes once): records that keep failing, or a deadline that lets each run
+ * reach only some, cannot hold the same records back run after run. `stopAsked` is checked before each page is read;
+ * `walk.ended` is set once the walk came round.
+ */
+async function* walkFromRandomPoint(
+  quarantine: Quarantine,
+  start: string,
+  stopAsked: () => boolean,
+  walk: { ended: boolean },
+): AsyncGenerator<readonly QuarantineRecord[]> {
+  if (stopAsked()) return;
+  for await (const page of quarantine.pages({ limit: REDRIVE_QUARANTINE_PAGE_SIZE, after: start })) {
+    yield page;
+    if (stopAsked()) return;
+  }
+  for await (const page of quarantine.pages({ limit: REDRIVE_QUARANTINE_PAGE_SIZE })) {
+    const before = page.filter((record) => record.id <= start);
+    if (before.length > 0) yield before;
+    if (before.length < page.length) break;
+    if (stopAsked()) return;
+  }
+  walk.ended = true;
 }

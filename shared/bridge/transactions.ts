@@ -1234,9 +1234,8 @@ const REDRIVE_RUN: RunKind = {
   listsBacklog: false,
 };
 
-/** What {@link reprocessTransactions} did. */
-export interface ReprocessResult {
-  readonly report: CycleReport;
+/** What {@link reprocessTransactions} did with one chunk of transactions (see ReprocessOptions.afterChunk). */
+export interface ReprocessedChunk {
   /** Ids whose current state is delivered: published now and its snapshot stored, or already equal to its snapshot. */
   readonly delivered: ReadonlySet<string>;
   /** Ids the provider does not list under their qashio_id, nor any other transaction under it. */
@@ -1264,28 +1263,38 @@ export interface ReprocessOptions extends Pick<CycleOptions, "pageSize" | "deadl
    * ids counted as not reached.
    */
   readonly afterBatch?: (delivered: ReadonlySet<string>, write: StoreCallOptions) => Promise<void>;
+  /** Called with what became of each chunk's transactions once it is done, before the next chunk is asked for. */
+  readonly afterChunk: (chunk: ReprocessedChunk) => void;
 }
 
 /**
- * Reads the given transactions again and runs them through the same path as a pulled page (diff, publish, snapshot,
- * quarantine, acknowledge). Internal to the engine: the re-drive of quarantined transactions is built on it.
+ * Reads the given transactions again, a chunk at a time, and runs them through the same path as a pulled page (diff,
+ * publish, snapshot, quarantine, acknowledge), all in one run (one report, one log line). A chunk is asked for only
+ * once the one before is done, so a caller that builds each from a walk holds one chunk; once a chunk stops at the
+ * deadline (or a stop request) no other is asked for, and a walk that ends early at it ends the run with `deadline`.
+ * Internal to the engine: the re-drive of quarantined transactions is built on it.
  *
  * @throws {CycleAbortedError} a dependency failed; `error.report` holds what was done.
  * @example
  * ```ts
- * const { delivered, missing } = await reprocessTransactions(deps, [{ id: "49813e16-c6fd-43fb-9f77-317fb50062b0", qashioId: "CT1000000008" }]);
+ * const report = await reprocessTransactions(deps, chunks, { afterChunk: ({ delivered, missing }) => settle(delivered, missing) });
  * ```
  */
 export async function reprocessTransactions(
   deps: TransactionCycleDeps,
-  refs: readonly TransactionRef[],
-  options: ReprocessOptions = {},
-): Promise<ReprocessResult> {
-  const { afterBatch, ...cycle } = options;
+  chunks: AsyncIterable<readonly TransactionRef[]>,
+  options: ReprocessOptions,
+): Promise<CycleReport> {
+  const { afterBatch, afterChunk, ...cycle } = options;
   const run = new TransactionRun(deps, cycle);
   return run.execute(async () => {
-    const { delivered, missing, listsOthers, listsTooMany, refused, invalid, unreached } = await run.reprocess(refs, afterBatch);
-    return { report: run.finish(REDRIVE_RUN), delivered, missing, listsOthers, listsTooMany, refused, invalid, unreached };
+    for await (const refs of chunks) {
+      afterChunk(await run.reprocess(refs, afterBatch));
+      if (run.report.outcome !== "complete") break;
+    }
+    // The walk that builds the chunks stops early at the deadline or a stop request: what it did not reach waits.
+    if (run.report.outcome === "complete" && run.pastDeadline()) run.report.outcome = "deadline";
+    return run.finish(REDRIVE_RUN);
   }, REDRIVE_RUN);
 }
 

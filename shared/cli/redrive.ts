@@ -3,7 +3,7 @@
  * because they failed validation (they were acknowledged, so no cycle pulls them again), publishes their current
  * state once it validates, and deletes each record once its transaction is delivered (see `isRedrivable`).
  */
-import type { KeptRecord, RedriveReport } from "../bridge/index.js";
+import { keptCount, type KeptRecord, type RedriveReport } from "../bridge/index.js";
 import { CycleIncompleteError, EXIT, RedriveIncompleteError, type CliError } from "./errors.js";
 import { line, type CliIo } from "./io.js";
 import { runRedrive, usingLocalBridge, type LocalBridgeOptions } from "./local-bridge.js";
@@ -31,10 +31,21 @@ const UNDELIVERABLE: Partial<Record<KeptRecord["why"], string>> = {
   "the provider refuses to read it by its qashio_id": "cannot be re-driven while it does (the log has the status): raise it with the provider",
 };
 
-/** The records kept for a cause (to fix, or that no re-drive can deliver), and how many more were only not reached. */
-function keptRecords(report: RedriveReport): { readonly held: readonly KeptRecord[]; readonly notReached: number } {
+/**
+ * The records kept for a cause (to fix, or that no re-drive can deliver) that the report names, how many it kept for a
+ * cause in all (of which `undeliverable`), and how many more were only not reached.
+ */
+function keptRecords(report: RedriveReport): {
+  readonly held: readonly KeptRecord[];
+  readonly forCause: number;
+  readonly undeliverable: number;
+  readonly notReached: number;
+} {
   const held = report.kept.filter((k) => k.why !== NOT_REACHED);
-  return { held, notReached: report.kept.length - held.length };
+  const notReached = report.keptByWhy[NOT_REACHED] ?? 0;
+  let undeliverable = 0;
+  for (const [why, n] of Object.entries(report.keptByWhy) as [KeptRecord["why"], number][]) if (UNDELIVERABLE[why] !== undefined) undeliverable += n;
+  return { held, forCause: keptCount(report) - notReached, undeliverable, notReached };
 }
 
 /** How a re-drive ended that left records not reached: `interrupted` when its stop signal aborted (Ctrl-C, SIGTERM). */
@@ -49,40 +60,47 @@ export interface RedriveStop {
  * formatRedriveSummary(report); // "re-drive: 2 of 3 quarantine records delivered and removed · 1 kept"
  */
 export function formatRedriveSummary(report: RedriveReport, { interrupted = false }: RedriveStop = {}): string {
-  if (report.considered === 0) return "re-drive: no quarantine records to re-drive";
+  if (report.considered === 0 && report.notScanned === undefined) return "re-drive: no quarantine records to re-drive";
   const { notReached } = keptRecords(report);
   const why = interrupted ? "stopped as asked" : "stopped at the time budget, BRIDGE_CYCLE_BUDGET";
-  const stopped = notReached > 0 ? ` (${notReached} not reached: ${why})` : "";
-  return `re-drive: ${report.redriven.length} of ${report.considered} quarantine records delivered and removed · ${report.kept.length} kept${stopped}`;
+  const left = [...(notReached > 0 ? [`${notReached} not reached`] : []), ...(report.notScanned ? ["the rest of the quarantine not looked at"] : [])];
+  const stopped = left.length > 0 ? ` (${left.join(", ")}: ${why})` : "";
+  return `re-drive: ${report.redriven.length} of ${report.considered} quarantine records delivered and removed · ${keptCount(report)} kept${stopped}`;
 }
 
 /**
  * What a finished re-drive tells the person: the lines naming each record kept for a cause (records merely not
  * reached are counted, not listed: a large quarantine cut short by the budget would print hundreds of lines that ask
- * nothing of anyone), those no re-drive can deliver marked with what to do instead, and the error to end with: exit 1
- * while some record is kept for a cause, else exit 4 while some were not reached (run it again), else none.
+ * nothing of anyone; those kept for a cause past the report's KEPT_RECORDS_NAMED counted in one line), those no
+ * re-drive can deliver marked with what to do instead, and the error to end with: exit 1 while some record is kept for
+ * a cause, else exit 4 while some were not reached or the walk of the quarantine stopped before its end (run it
+ * again), else none.
  */
 export function redriveOutcome(report: RedriveReport, { interrupted = false }: RedriveStop = {}): { readonly lines: readonly string[]; readonly error?: CliError } {
-  const { held, notReached } = keptRecords(report);
-  const lines = held.map(({ record, why }) => {
+  const { held, forCause, undeliverable, notReached } = keptRecords(report);
+  const lines: string[] = held.map(({ record, why }) => {
     const instead = UNDELIVERABLE[why];
     return `  kept ${record.id} (transaction ${record.entityId ?? "unknown"}): ${why}${instead === undefined ? "" : `: ${instead}`}`;
   });
   const plural = (n: number) => `${n} quarantine record${n === 1 ? "" : "s"}`;
-  if (held.length > 0) {
-    const undeliverable = held.filter(({ why }) => UNDELIVERABLE[why] !== undefined).length;
-    const toFix = held.length - undeliverable;
+  // Named up to KEPT_RECORDS_NAMED: a backlog kept for a cause would print a line per record.
+  if (forCause > held.length) lines.push(`  … and ${forCause - held.length} more kept for a cause (the log counts them by why)`);
+  const notScanned = report.notScanned === undefined ? [] : ["the rest of the quarantine not looked at yet"];
+  if (forCause > 0) {
+    const toFix = forCause - undeliverable;
     const parts = [
       ...(toFix > 0 ? [`${plural(toFix)} kept; fix the cause (see the log) and run redrive again`] : []),
       ...(undeliverable > 0 ? [`${plural(undeliverable)} kept that no re-drive can deliver (marked above; docs/runbook.md, Re-driving quarantined transactions)`] : []),
       ...(notReached > 0 ? [`${plural(notReached)} not reached yet`] : []),
+      ...notScanned,
     ];
-    return { lines, error: new RedriveIncompleteError(parts.join("; "), report.kept.length) };
+    return { lines, error: new RedriveIncompleteError(parts.join("; "), keptCount(report)) };
   }
-  if (notReached > 0) {
+  if (notReached > 0 || report.notScanned !== undefined) {
+    const left = [...(notReached > 0 ? [`${plural(notReached)} not reached`] : []), ...notScanned].join(" and ");
     const message = interrupted
       ? "the re-drive stopped after the batch in hand, as asked (Ctrl-C, SIGTERM or SIGHUP): run redrive again to go on"
-      : `the re-drive stopped at its time budget (BRIDGE_CYCLE_BUDGET) with ${plural(notReached)} not reached: run redrive again to go on`;
+      : `the re-drive stopped at its time budget (BRIDGE_CYCLE_BUDGET) with ${left}: run redrive again to go on`;
     return { lines, error: new CycleIncompleteError(message) };
   }
   return { lines };

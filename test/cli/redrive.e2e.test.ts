@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { BridgeEvent, EventPublisher, PublishFailure } from "../../shared/bridge/ports.js";
 import { EXIT } from "../../shared/cli/errors.js";
 import { formatRedriveSummary, redriveOutcome } from "../../shared/cli/redrive.js";
-import type { KeptRecord, RedriveReport } from "../../shared/bridge/redrive.js";
+import { KEPT_RECORDS_NAMED, type KeptRecord, type RedriveReport } from "../../shared/bridge/redrive.js";
 import { emptyReport } from "../../shared/bridge/report.js";
 import { runCommand } from "../../shared/cli/run.js";
 import { quarantineId } from "../../shared/bridge/quarantine-id.js";
@@ -41,6 +41,15 @@ async function runWithOneRefused() {
   const io = { env: h.env, cwd: h.dir, stdout: { write: () => true }, stderr: { write: () => true }, signal: new AbortController().signal };
   const runCode = await runCommand({ once: true, intervalMs: 60_000 }, io, { publisher: refusing(h.eventsFile, victim) });
   return { h, victim, io, runCode };
+}
+
+/** A re-drive's report that kept `records`, shaped as redriveQuarantined shapes it (the first KEPT_RECORDS_NAMED named). */
+function keptReport(records: readonly KeptRecord[], considered: number, more: Partial<RedriveReport> = {}): RedriveReport {
+  const keptByWhy: Partial<Record<KeptRecord["why"], number>> = {};
+  for (const { why } of records) keptByWhy[why] = (keptByWhy[why] ?? 0) + 1;
+  const named = records.slice(0, KEPT_RECORDS_NAMED);
+  const unnamed = records.length - named.length;
+  return { considered, redriven: [], kept: named, keptByWhy, ...(unnamed > 0 ? { keptNotNamed: unnamed } : {}), cycle: emptyReport("transactions"), ...more };
 }
 
 describe("bridge redrive (in-process)", () => {
@@ -110,7 +119,7 @@ describe("bridge redrive (in-process)", () => {
   describe("a re-drive cut short by its time budget", () => {
     const kept = (n: number, why: KeptRecord["why"], prefix = "q"): KeptRecord[] =>
       Array.from({ length: n }, (_, i) => ({ record: { id: `${prefix}${i}`, kind: "transaction", entityId: `t${i}`, reason: "publish: x", at: "2026-01-01T00:00:00Z" }, why }));
-    const report = (records: KeptRecord[]): RedriveReport => ({ considered: records.length + 2, redriven: [], kept: records, cycle: emptyReport("transactions") });
+    const report = (records: KeptRecord[]): RedriveReport => keptReport(records, records.length + 2);
 
     it("exits 4 naming the budget, with records not reached counted rather than listed one per line", () => {
       const stopped = report(kept(250, "not reached before the deadline"));
@@ -120,6 +129,30 @@ describe("bridge redrive (in-process)", () => {
       const { lines, error } = redriveOutcome(stopped);
       expect(lines).toEqual([]);
       expect(error).toMatchObject({ exitCode: EXIT.incomplete, message: "the re-drive stopped at its time budget (BRIDGE_CYCLE_BUDGET) with 250 quarantine records not reached: run redrive again to go on" });
+    });
+
+    it("exits 4 when it stopped walking the quarantine, saying the rest was not looked at, also when nothing was considered yet", () => {
+      const stopped = keptReport(kept(3, "not reached before the deadline"), 3, { notScanned: true });
+      expect(formatRedriveSummary(stopped)).toBe(
+        "re-drive: 0 of 3 quarantine records delivered and removed · 3 kept (3 not reached, the rest of the quarantine not looked at: stopped at the time budget, BRIDGE_CYCLE_BUDGET)",
+      );
+      expect(redriveOutcome(stopped).error).toMatchObject({
+        exitCode: EXIT.incomplete,
+        message:
+          "the re-drive stopped at its time budget (BRIDGE_CYCLE_BUDGET) with 3 quarantine records not reached and the rest of the quarantine not looked at yet: run redrive again to go on",
+      });
+      const early = keptReport([], 0, { notScanned: true });
+      expect(formatRedriveSummary(early, { interrupted: true })).toBe(
+        "re-drive: 0 of 0 quarantine records delivered and removed · 0 kept (the rest of the quarantine not looked at: stopped as asked)",
+      );
+      expect(redriveOutcome(early).error).toMatchObject({ exitCode: EXIT.incomplete });
+    });
+
+    it("lists at most KEPT_RECORDS_NAMED records kept for a cause and counts the others in a line and in the error", () => {
+      const { lines, error } = redriveOutcome(report(kept(KEPT_RECORDS_NAMED + 7, "its event was not published")));
+      expect(lines).toHaveLength(KEPT_RECORDS_NAMED + 1);
+      expect(lines.at(-1)).toBe("  … and 7 more kept for a cause (the log counts them by why)");
+      expect(error).toMatchObject({ kept: KEPT_RECORDS_NAMED + 7, message: `${KEPT_RECORDS_NAMED + 7} quarantine records kept; fix the cause (see the log) and run redrive again` });
     });
 
     it("exits 1 while some record is kept for a cause, listing those and counting the ones not reached", () => {
@@ -136,7 +169,7 @@ describe("bridge redrive (in-process)", () => {
 
   describe("records no re-drive can deliver", () => {
     const record = (id: string, entityId?: string) => ({ id, kind: "transaction" as const, entityId, reason: "publish: x", at: "2026-01-01T00:00:00Z" });
-    const report = (records: KeptRecord[]): RedriveReport => ({ considered: records.length, redriven: [], kept: records, cycle: emptyReport("transactions") });
+    const report = (records: KeptRecord[]): RedriveReport => keptReport(records, records.length);
 
     it("marks each with what to do instead and, when only such records are kept, does not ask to fix a cause and run again", () => {
       const { lines, error } = redriveOutcome(

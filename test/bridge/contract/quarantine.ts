@@ -166,6 +166,21 @@ export function describeQuarantineContract(name: string, factory: () => Promise<
       for (const [i, id] of all.entries()) expect(await walk(id)).toEqual(all.slice(i + 1));
     });
 
+    it("goes on after an id no record holds (where a re-drive starts its walk), in the order of JavaScript's < over ids", async () => {
+      // Record ids are UUIDs (quarantineId); the re-drive compares them with < to stop its walk where it started.
+      const ids = ["0f3a9c1e-5b2d-8a4f-9e1c-3d5b7a9c1e2f", "7c1e2f3a-9b8d-8c7e-a6f5-4e3d2c1b0a9f", "7c1e2f3a-9b8d-8c7e-b000-000000000000", "e4d5c6b7-a8f9-8e0d-8c1b-2a3f4e5d6c7b"];
+      for (const id of ids) await fixture.quarantine.put(record(id));
+      const walk = async (after: string) => {
+        const walked: string[] = [];
+        for await (const page of fixture.quarantine.pages({ limit: 2, after })) walked.push(...page.map((r) => r.id));
+        return walked;
+      };
+      expect(await walk("7c1e2f3a-9b8d-8c7e-a6f5-4e3d2c1b0a9e")).toEqual(ids.slice(1));
+      expect(await walk("7c1e2f3a-9b8d-8c7e-a6f5-4e3d2c1b0aa0")).toEqual(ids.slice(2));
+      expect(await walk("00000000-0000-8000-8000-000000000000")).toEqual(ids);
+      expect(await walk("ffffffff-ffff-8fff-bfff-ffffffffffff")).toEqual([]);
+    });
+
     it("hands no page before anything is quarantined", async () => {
       for await (const page of fixture.quarantine.pages({ limit: 3 })) expect.unreachable(`a page of ${page.length}`);
     });

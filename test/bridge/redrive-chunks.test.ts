@@ -1,0 +1,189 @@
+import { describe, expect, it } from "vitest";
+import { pollTransactions } from "../../shared/bridge/transactions.js";
+import { KEPT_RECORDS_NAMED, REDRIVE_QUARANTINE_PAGE_SIZE, keptCount, redriveQuarantined } from "../../shared/bridge/redrive.js";
+import { CycleAbortedError } from "../../shared/bridge/errors.js";
+import { makeRig, seededRandom, slowReadsByQashioId } from "./fakes.js";
+
+type Rig = ReturnType<typeof makeRig>;
+
+/** Adds `count` transactions whose events fail for good, so a cycle quarantines them; publishing works again after. */
+async function quarantined(rig: Rig, count: number) {
+  const txns = Array.from({ length: count }, () => rig.provider.addTransaction());
+  rig.publisher.reject = () => "AccessDeniedException: not allowed";
+  await pollTransactions(rig.deps);
+  rig.publisher.reject = () => undefined;
+  expect(rig.quarantine.records.size).toBe(count);
+  return txns;
+}
+
+/**
+ * Counts, at each page the quarantine hands out, the records handed out and not deleted since: what a re-drive can hold
+ * at once (it holds a record from its page until it deletes it or is done with its chunk).
+ */
+function recordsHeldAtOnce(rig: Rig): number[] {
+  const held: number[] = [];
+  let handedOut = 0;
+  const pages = rig.quarantine.pages.bind(rig.quarantine);
+  rig.quarantine.pages = async function* (options) {
+    for await (const page of pages(options)) {
+      handedOut += page.length;
+      held.push(handedOut);
+      yield page;
+    }
+  };
+  const remove = rig.quarantine.deleteMany.bind(rig.quarantine);
+  rig.quarantine.deleteMany = async (ids) => {
+    handedOut -= ids.length;
+    return remove(ids);
+  };
+  return held;
+}
+
+/** Each page of the quarantine read takes `ms` on the rig's clock. */
+function slowQuarantinePages(rig: Rig, ms: number): void {
+  const pages = rig.quarantine.pages.bind(rig.quarantine);
+  rig.quarantine.pages = async function* (options) {
+    for await (const page of pages(options)) {
+      rig.clock.advance(ms);
+      yield page;
+    }
+  };
+}
+
+describe("redriveQuarantined in chunks", () => {
+  it("re-drives a quarantine far larger than a chunk, chunk by chunk, never holding more than a chunk and a page of records", async () => {
+    const rig = makeRig();
+    const txns = await quarantined(rig, 650);
+    const held = recordsHeldAtOnce(rig);
+    const report = await redriveQuarantined(rig.deps, { chunkRecords: 150 });
+    // A chunk ends with the page that filled it: at most 150 + 99 records, never the 650.
+    expect(Math.max(...held)).toBeLessThanOrEqual(150 + REDRIVE_QUARANTINE_PAGE_SIZE - 1);
+    expect(report).toMatchObject({ considered: 650, kept: [], keptByWhy: {} });
+    expect(report.notScanned).toBeUndefined();
+    expect(report.cycle.outcome).toBe("complete");
+    expect(report.redriven).toHaveLength(650);
+    expect(rig.quarantine.records.size).toBe(0);
+    expect(new Set(rig.publisher.ofType("transaction.created").map((e) => e.detail.subject.id))).toEqual(new Set(txns.map((t) => t.id)));
+    // One run, one report: its counters span every chunk.
+    expect(report.cycle.published["transaction.created"]).toBe(650);
+  });
+
+  it("stops walking the quarantine at the deadline: records past it are neither considered nor kept, and the report says the walk stopped", async () => {
+    const rig = makeRig();
+    await quarantined(rig, 450);
+    slowQuarantinePages(rig, 1_000);
+    // Three pages read (the deadline passes with the third): they are held, and not reached.
+    const report = await redriveQuarantined(rig.deps, { deadline: rig.clock.now() + 2_500, random: () => 0 });
+    expect(report.considered).toBe(300);
+    expect(report.notScanned).toBe(true);
+    expect(report.cycle.outcome).toBe("deadline");
+    expect(report.redriven).toEqual([]);
+    expect(report.keptByWhy).toEqual({ "not reached before the deadline": 300 });
+    expect(keptCount(report)).toBe(300);
+    expect(rig.quarantine.records.size).toBe(450);
+    const summary = rig.logger.lines.find((l) => l.message === "quarantined transactions re-driven");
+    expect(summary?.attributes).toMatchObject({ considered: 300, kept: 300, notScanned: true });
+
+    // The next run, with the time it needs, goes through all of it.
+    const next = await redriveQuarantined(rig.deps, { deadline: rig.clock.now() + 60_000 });
+    expect(next).toMatchObject({ considered: 450, kept: [] });
+    expect(next.notScanned).toBeUndefined();
+    expect(rig.quarantine.records.size).toBe(0);
+  });
+
+  it("stops walking the quarantine once asked to stop (Ctrl-C), between two pages", async () => {
+    const rig = makeRig();
+    await quarantined(rig, 350);
+    const stop = new AbortController();
+    const pages = rig.quarantine.pages.bind(rig.quarantine);
+    rig.quarantine.pages = async function* (options) {
+      for await (const page of pages(options)) {
+        // Ctrl-C while the first page is read.
+        stop.abort();
+        yield page;
+      }
+    };
+    const report = await redriveQuarantined(rig.deps, { signal: stop.signal, random: () => 0 });
+    expect(report.considered).toBe(REDRIVE_QUARANTINE_PAGE_SIZE);
+    expect(report.notScanned).toBe(true);
+    expect(report.cycle.outcome).toBe("deadline");
+    expect(rig.quarantine.records.size).toBe(350);
+  });
+
+  it("starts each run at a random point of the quarantine, so records that keep failing do not hold back the others when each run reaches only some", async () => {
+    const rig = makeRig();
+    await quarantined(rig, 400);
+    // The first page from the beginning keeps failing; every run has time to re-drive one page only (the second it
+    // reads comes past the deadline, so its records are not reached).
+    const first = [...rig.quarantine.records.keys()].sort().slice(0, REDRIVE_QUARANTINE_PAGE_SIZE);
+    const failing = new Set(first.map((id) => rig.quarantine.records.get(id)?.entityId));
+    rig.publisher.reject = (e) => (failing.has(e.detail.subject.id) ? "AccessDeniedException: still not allowed" : undefined);
+    slowQuarantinePages(rig, 1_000);
+    const random = seededRandom(3);
+    let runs = 0;
+    for (; runs < 60 && rig.quarantine.records.size > failing.size; runs += 1) {
+      const report = await redriveQuarantined(rig.deps, { deadline: rig.clock.now() + 1_500, chunkRecords: 1, random });
+      expect(report.notScanned).toBe(true);
+      expect(report.considered).toBeLessThanOrEqual(2 * REDRIVE_QUARANTINE_PAGE_SIZE);
+    }
+    expect(runs).toBeLessThan(60);
+    expect(new Set([...rig.quarantine.records.values()].map((r) => r.entityId))).toEqual(failing);
+  });
+
+  it("delivers a transaction whose records fall in two chunks once: the second chunk finds it unchanged and only deletes its record", async () => {
+    const rig = makeRig();
+    const [txn] = await quarantined(rig, 1);
+    rig.provider.changeTransaction(txn!.id, { memo: "second version" });
+    rig.publisher.reject = () => "AccessDeniedException: not allowed";
+    await pollTransactions(rig.deps);
+    rig.publisher.reject = () => undefined;
+    expect([...rig.quarantine.records.values()].map((r) => r.entityId)).toEqual([txn!.id, txn!.id]);
+    // Pages of one record, chunks of one record: each record is a chunk of its own.
+    const pages = rig.quarantine.pages.bind(rig.quarantine);
+    rig.quarantine.pages = (options) => pages({ ...options, limit: 1 });
+
+    const report = await redriveQuarantined(rig.deps, { chunkRecords: 1 });
+    expect(report).toMatchObject({ considered: 2, kept: [] });
+    expect(report.redriven.map((r) => r.entityId)).toEqual([txn!.id, txn!.id]);
+    expect(rig.quarantine.records.size).toBe(0);
+    // Read once per chunk; published once, by the first.
+    expect(rig.provider.calls.filter((c) => c.op === "listTransactions" && c.query.qashio_id === txn!.qashio_id)).toHaveLength(2);
+    expect(rig.publisher.ofType("transaction.created").map((e) => e.detail.subject.id)).toEqual([txn!.id]);
+    expect(report.cycle).toMatchObject({ unchanged: 1 });
+  });
+
+  it("stops where its walk meets a record the store cannot decode, keeping what the chunks before it re-drove, and names the store's error", async () => {
+    const rig = makeRig();
+    await quarantined(rig, 350);
+    const pages = rig.quarantine.pages.bind(rig.quarantine);
+    let read = 0;
+    rig.quarantine.pages = async function* (options) {
+      for await (const page of pages(options)) {
+        if (++read === 3) throw Object.assign(new Error("Quarantine item QUAR#t/q cannot be decoded"), { name: "CorruptItemError" });
+        yield page;
+      }
+    };
+    const error = await redriveQuarantined(rig.deps, { chunkRecords: 1, random: () => 0 }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(CycleAbortedError);
+    expect((error as Error).message).toContain("CorruptItemError: Quarantine item QUAR#t/q cannot be decoded");
+    expect((error as Error).cause).toMatchObject({ name: "CorruptItemError" });
+    // The two pages read before it, a chunk each, are re-driven and their records gone.
+    expect((error as CycleAbortedError).report.published["transaction.created"]).toBe(2 * REDRIVE_QUARANTINE_PAGE_SIZE);
+    expect(rig.quarantine.records.size).toBe(350 - 2 * REDRIVE_QUARANTINE_PAGE_SIZE);
+  });
+
+  it("names the records kept for a cause before those only not reached, and counts them all by why", async () => {
+    const rig = makeRig();
+    await quarantined(rig, KEPT_RECORDS_NAMED + 50);
+    rig.publisher.reject = () => "AccessDeniedException: still not allowed";
+    // Five reads before the deadline: five kept for a cause, the rest not reached.
+    slowReadsByQashioId(rig, 1_000);
+    const report = await redriveQuarantined(rig.deps, { pageSize: 5, deadline: rig.clock.now() + 5_000, random: seededRandom(9) });
+    expect(report.keptByWhy).toEqual({ "its event was not published": 5, "not reached before the deadline": KEPT_RECORDS_NAMED + 45 });
+    expect(report.kept).toHaveLength(KEPT_RECORDS_NAMED);
+    expect(report.keptNotNamed).toBe(50);
+    expect(report.kept.filter((k) => k.why === "its event was not published")).toHaveLength(5);
+    const named = rig.logger.lines.filter((l) => l.message === "quarantine record kept by the re-drive");
+    expect(named).toHaveLength(KEPT_RECORDS_NAMED);
+  });
+});
