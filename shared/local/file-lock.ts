@@ -147,15 +147,22 @@ function leaseOnReadError(err: unknown): Lease | undefined {
 }
 
 /**
- * What a failed read means to a contender deciding whether to take the lease: no lease (ENOENT), else it throws
- * LeaseUnreadableError. Read as expired, a lease file another user's run wrote (0600, EACCES) would be taken over
- * while that run may be refreshing the token family.
+ * Read errors that leave a lease file's holder unknown: the file may be a live holder's lease this process may not
+ * read (EACCES, EPERM: another user's run wrote it, 0600) or could not read now (EIO).
+ */
+const HOLDER_UNKNOWN_CODES = new Set(["EACCES", "EPERM", "EIO"]);
+
+/**
+ * What a failed read means to a contender deciding whether to take the lease: as {@link leaseOnReadError} (no lease
+ * for ENOENT; expired for a path no lease can be at, such as a directory, EISDIR, which would otherwise block for
+ * good), except that a file whose holder is unknown ({@link HOLDER_UNKNOWN_CODES}) throws LeaseUnreadableError: read as
+ * expired, another user's run's lease would be taken over while that run may be refreshing the token family.
  */
 function leaseToTakeOnReadError(file: string): (err: unknown) => Lease | undefined {
   return (err) => {
     const code = (err as NodeJS.ErrnoException).code;
-    if (code === "ENOENT") return undefined;
-    throw new LeaseUnreadableError(file, code ?? "unknown error", { cause: err });
+    if (code !== undefined && HOLDER_UNKNOWN_CODES.has(code)) throw new LeaseUnreadableError(file, code, { cause: err });
+    return leaseOnReadError(err);
   };
 }
 
