@@ -10,13 +10,14 @@ import { acquireWithin, whileHolding } from "../lease-keep-alive.js";
 import type { TokenStore } from "../qashio/auth/token-store.js";
 import { DEFAULT_LOCK_NAME, DEFAULT_LOCK_POLL_MS, DEFAULT_LOCK_TTL_MS, TOKEN_SAVE_MESSAGES } from "../qashio/auth/token-provider.js";
 import type { FetchLike } from "../qashio/http.js";
-import { FileLock, FileTokenStore } from "../local/index.js";
+import { FileLock, FileTokenStore, LeaseUnreadableError } from "../local/index.js";
 import type { AuthorizeArgs } from "./args.js";
 import { DEFAULT_SCOPES, authorizeWithBrowser } from "./authorize.js";
 import { loadEnv, readAuthorizeSettings, settingNameWarnings } from "./config.js";
 import { AuthorizeError, ConfigError, EXIT, type SettingIssue } from "./errors.js";
 import { line, type CliIo } from "./io.js";
 import { bindToSettings } from "./cycle-lease.js";
+import { leaseUnreadableProblem } from "./engine-errors.js";
 import { restrictTokenFile } from "./local-tokens.js";
 import { restrictStateDir } from "./state-access.js";
 import { openInBrowser } from "./open-url.js";
@@ -49,6 +50,8 @@ interface LeaseWaitContext {
   readonly clock: Clock;
   readonly waitMs: number;
   readonly io: CliIo;
+  /** The state directory whose file lock `lock` is (local mode): an unreadable lease file is named as one of it. */
+  readonly stateDir?: string;
 }
 
 function seconds(ms: number): string {
@@ -60,7 +63,7 @@ function seconds(ms: number): string {
  * read the old token before this save would otherwise overwrite the new family with the old one's rotation.
  */
 function lockedStore(store: TokenStore, lock: Lock, name: string, context: LeaseWaitContext): TokenStore {
-  const { clock, waitMs, io } = context;
+  const { clock, waitMs, io, stateDir } = context;
   const warn = (text: string) => line(io.stderr, `warning: ${text}`);
   const heldBy = async () => {
     const holder = await lock.holderOf?.(name).catch(() => undefined);
@@ -75,6 +78,8 @@ function lockedStore(store: TokenStore, lock: Lock, name: string, context: Lease
     try {
       return await acquireWithin(lock, name, DEFAULT_LOCK_TTL_MS, { waitMs, pollMs: DEFAULT_LOCK_POLL_MS, signal: io.signal, onWait }, clock);
     } catch (error) {
+      // Not "run authorize again": it would meet the same file (another user's bridge may hold it).
+      if (error instanceof LeaseUnreadableError && stateDir !== undefined) throw leaseUnreadableProblem(error, stateDir, "; this sign-in was not stored");
       throw new AuthorizeError(`cannot take the token lease "${name}": ${(error as Error).name}; this sign-in was not stored: run authorize again`, {
         cause: error,
       });
@@ -182,7 +187,7 @@ export async function authorizeCommand(args: AuthorizeArgs, io: CliIo, seams: Au
         await files.save(tokens);
       },
     };
-    store = lockedStore(bindThenSave, new FileLock(settings.stateDir, { clock }), DEFAULT_LOCK_NAME, { clock, waitMs, io });
+    store = lockedStore(bindThenSave, new FileLock(settings.stateDir, { clock }), DEFAULT_LOCK_NAME, { clock, waitMs, io, stateDir: settings.stateDir });
     where = files.file;
   }
   const scope = args.scope ?? DEFAULT_SCOPES;

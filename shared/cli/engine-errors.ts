@@ -103,14 +103,14 @@ function stateFailure(error: unknown, stateDir: string): CliError | undefined {
 /**
  * A lease file this user cannot read (LeaseUnreadableError). Not "move it aside": its holder, most likely a bridge
  * another user runs on the same state directory, may be refreshing the token family now, and a second refresh with
- * the same token revokes it.
+ * the same token revokes it. `outcome` says what the command left undone (`; this sign-in was not stored`).
  */
-export function leaseUnreadableProblem(error: LeaseUnreadableError, stateDir: string): ConfigError {
+export function leaseUnreadableProblem(error: LeaseUnreadableError, stateDir: string, outcome = ""): ConfigError {
   return stateFileProblem(
     error,
     stateDir,
     "a lease file",
-    "a bridge run by another user may hold it: run every bridge on this state directory as the same user; remove the file only once none runs",
+    `a bridge run by another user may hold it: run every bridge on this state directory as the same user; remove the file only once none runs${outcome}`,
   );
 }
 

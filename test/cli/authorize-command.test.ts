@@ -22,26 +22,13 @@ import { readAuthorizeSettings } from "../../shared/cli/config.js";
 import { ConfigError, EXIT, StateDirTakenError, UsageError } from "../../shared/cli/errors.js";
 import { bindStateDir } from "../../shared/local/index.js";
 import type { FetchLike } from "../../shared/qashio/http.js";
-import { ROOT, authorizeFlow, idsWithStatus, runInProcess, startHarness, type Harness } from "./helpers.js";
+import { ROOT, approve, authorizeFlow, idsWithStatus, runInProcess, startHarness, type Harness } from "./helpers.js";
 
 let harness: Harness | undefined;
 afterEach(async () => {
   await harness?.close();
   harness = undefined;
 });
-
-/** Approves in the sandbox as the person would, then follows the redirect with the given state. */
-function approve(h: Harness, state?: string) {
-  return async (url: string) => {
-    const authorize = new URL(url);
-    const redirectUri = authorize.searchParams.get("redirect_uri") ?? "";
-    const code = h.sandbox.control.issueAuthorizationCode({ companyId: h.companyId, redirectUri, scope: authorize.searchParams.get("scope") ?? undefined });
-    const redirect = new URL(redirectUri);
-    redirect.searchParams.set("code", code);
-    redirect.searchParams.set("state", state ?? authorize.searchParams.get("state") ?? "");
-    await fetch(redirect);
-  };
-}
 
 function io(env: Record<string, string>) {
   const out = { stdout: "", stderr: "" };

@@ -245,3 +245,16 @@ export function authorizeFlow() {
     },
   };
 }
+
+/** Approves in the sandbox as the person would, then follows the redirect with the given state (an `onAuthorizeUrl`). */
+export function approve(h: Harness, state?: string) {
+  return async (url: string): Promise<void> => {
+    const authorize = new URL(url);
+    const redirectUri = authorize.searchParams.get("redirect_uri") ?? "";
+    const code = h.sandbox.control.issueAuthorizationCode({ companyId: h.companyId, redirectUri, scope: authorize.searchParams.get("scope") ?? undefined });
+    const redirect = new URL(redirectUri);
+    redirect.searchParams.set("code", code);
+    redirect.searchParams.set("state", state ?? authorize.searchParams.get("state") ?? "");
+    await fetch(redirect);
+  };
+}

@@ -12,7 +12,9 @@ import { CYCLE_LOCK } from "../../shared/cli/cycle-lease.js";
 import { EXIT } from "../../shared/cli/errors.js";
 import { FileLock } from "../../shared/local/index.js";
 import { DEFAULT_LOCK_NAME } from "../../shared/qashio/auth/token-provider.js";
-import { dueForRefresh, runInProcess, startHarness, type Harness } from "./helpers.js";
+import { authorizeCommand } from "../../shared/cli/authorize-command.js";
+import { ConfigError } from "../../shared/cli/errors.js";
+import { approve, capturedIo, dueForRefresh, runInProcess, startHarness, type Harness } from "./helpers.js";
 
 /** Reads of the lease files of lock `name` (`<name>.lock`, or a later generation `<name>.lock.<n>`) fail with `code`. */
 const faults = vi.hoisted(() => ({ failedRead: undefined as { name: string; code: string } | undefined }));
@@ -36,9 +38,23 @@ afterEach(async () => {
   harness = undefined;
 });
 
+/**
+ * A harness whose stored access token is due for a refresh while another user's run holds the token refresh lease, its
+ * file unreadable here (EACCES); `before` is the refresh token stored then.
+ */
+async function tokenLeaseUnreadable() {
+  const h = (harness = await startHarness());
+  const { stored } = await dueForRefresh(h);
+  const before = await stored();
+  const holder = await new FileLock(h.env["BRIDGE_STATE_DIR"]!).tryAcquire(DEFAULT_LOCK_NAME, 60_000);
+  expect(holder).toBeDefined();
+  faults.failedRead = { name: encodeURIComponent(DEFAULT_LOCK_NAME), code: "EACCES" };
+  return { h, stored, before, holder: holder! };
+}
+
 const ADVICE = "a bridge run by another user may hold it: run every bridge on this state directory as the same user; remove the file only once none runs";
 
-describe("bridge run when a lease file cannot be read", () => {
+describe("local mode when a lease file cannot be read", () => {
   it.each(["EACCES", "EIO"])("names the cycle lease file and who may hold it (%s), exit 2", async (code) => {
     const h = (harness = await startHarness());
     expect((await runInProcess(["run", "--once"], h.env)).code).toBe(EXIT.ok);
@@ -59,13 +75,7 @@ describe("bridge run when a lease file cannot be read", () => {
   });
 
   it("names the token refresh lease file the same way when a refresh meets it, the stored refresh token unspent", async () => {
-    const h = (harness = await startHarness());
-    const { stored } = await dueForRefresh(h);
-    const before = await stored();
-    const stateDir = h.env["BRIDGE_STATE_DIR"]!;
-    const holder = await new FileLock(stateDir).tryAcquire(DEFAULT_LOCK_NAME, 60_000);
-    expect(holder).toBeDefined();
-    faults.failedRead = { name: encodeURIComponent(DEFAULT_LOCK_NAME), code: "EACCES" };
+    const { h, stored, before, holder } = await tokenLeaseUnreadable();
 
     const refused = await runInProcess(["run", "--once"], h.env);
 
@@ -74,6 +84,24 @@ describe("bridge run when a lease file cannot be read", () => {
     expect(refused.stderr).toContain(ADVICE);
     expect(refused.stderr).not.toContain("move it aside");
     expect(await stored()).toBe(before);
-    await holder!.release();
+    await holder.release();
+  });
+
+  it("says the same when authorize meets it saving the sign-in, which is not stored, instead of 'run authorize again'", async () => {
+    const { h, stored, before, holder } = await tokenLeaseUnreadable();
+    const { QASHIO_REFRESH_TOKEN: _seed, ...env } = h.env;
+    const { io } = capturedIo({ ...h, env }, new AbortController().signal);
+
+    const error = await authorizeCommand({ port: 0, noOpen: true, timeoutMs: 10_000 }, io, { onAuthorizeUrl: approve(h) }).catch((e: unknown) => e);
+
+    // Running authorize again would meet the same file: exit 2, the file and who may hold it named.
+    expect(error).toBeInstanceOf(ConfigError);
+    const message = (error as Error).message;
+    expect(message).toContain("the lease file cannot be read (EACCES)");
+    expect(message).toContain(ADVICE);
+    expect(message).toContain("this sign-in was not stored");
+    expect(message).not.toContain("run authorize again");
+    expect(await stored()).toBe(before);
+    await holder.release();
   });
 });
