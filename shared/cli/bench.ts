@@ -29,7 +29,7 @@ import { withCycleLock } from "./cycle-lease.js";
 import { streamLogger } from "./console-ports.js";
 import { CliError, EXIT } from "./errors.js";
 import { line, makeTempDir, type CliIo } from "./io.js";
-import { bindLocalSettings, openLocalBridge } from "./local-bridge.js";
+import { bindLocalSettings, openLocalBridge, usingLocalBridge } from "./local-bridge.js";
 
 const SANDBOX_CLIENT_ID = "sandbox-client";
 const SANDBOX_CLIENT_SECRET = "sandbox-secret";
@@ -168,30 +168,36 @@ export async function benchCommand(args: BenchArgs, io: CliIo): Promise<number> 
     });
 
     human("bench: draining ...");
-    const faultsBefore = process.resourceUsage().minorPageFault;
-    const cpuBefore = process.cpuUsage();
-    const started = performance.now();
-    let events = 0;
-    let acknowledged = 0;
-    for (let cycle = 0; cycle < 100; cycle += 1) {
-      // Under the cycle lease, as `run` does: each write (events, snapshots, acknowledge) checks it first, bridge work too.
-      const report = await withCycleLock(bridge, () => pollTransactions(bridge.transactions, {}));
-      events += totalPublished(report);
-      acknowledged += report.acknowledged;
-      if (report.outcome === "complete") break;
-    }
-    const wallMs = performance.now() - started;
-    const cpu = process.cpuUsage(cpuBefore);
-    const { maxRSS, minorPageFault } = process.resourceUsage();
-    const peakRssMb = maxRSS / 1024;
-    const faults = minorPageFault - faultsBefore;
-    const callsDuringDrain = providerCalls;
-    const waitDuringDrain = providerWaitMs;
-    const busyDuringDrain = providerBusyMs;
+    // Its tokens settled and its provider closed after, as every command's (a lease kept for unsaved tokens is renewed
+    // until then), whether the drain finished or failed.
+    const drained = await usingLocalBridge(bridge, async () => {
+      const faultsBefore = process.resourceUsage().minorPageFault;
+      const cpuBefore = process.cpuUsage();
+      const started = performance.now();
+      let events = 0;
+      let acknowledged = 0;
+      for (let cycle = 0; cycle < 100; cycle += 1) {
+        // Under the cycle lease, as `run` does: each write (events, snapshots, acknowledge) checks it first, bridge work too.
+        const report = await withCycleLock(bridge, () => pollTransactions(bridge.transactions, {}));
+        events += totalPublished(report);
+        acknowledged += report.acknowledged;
+        if (report.outcome === "complete") break;
+      }
+      const wallMs = performance.now() - started;
+      const cpu = process.cpuUsage(cpuBefore);
+      const { maxRSS, minorPageFault } = process.resourceUsage();
+      const peakRssMb = maxRSS / 1024;
+      const faults = minorPageFault - faultsBefore;
+      const callsDuringDrain = providerCalls;
+      const waitDuringDrain = providerWaitMs;
+      const busyDuringDrain = providerBusyMs;
 
-    // Outside the measurement: the provider must have nothing left to pull.
-    const left = await bridge.transactions.provider.listTransactions({ client_sync_status: "not_synced", page: 1, page_size: 1 });
-    const remaining = left.pagination?.total_records ?? left.data.length;
+      // Outside the measurement: the provider must have nothing left to pull.
+      const left = await bridge.transactions.provider.listTransactions({ client_sync_status: "not_synced", page: 1, page_size: 1 });
+      const remaining = left.pagination?.total_records ?? left.data.length;
+      return { events, acknowledged, wallMs, cpu, peakRssMb, faults, callsDuringDrain, waitDuringDrain, busyDuringDrain, remaining };
+    });
+    const { events, acknowledged, wallMs, cpu, peakRssMb, faults, callsDuringDrain, waitDuringDrain, busyDuringDrain, remaining } = drained;
     const floor = floorOf({ transactions: args.transactions, pageSize: DEFAULT_PAGE_SIZE, ackBatchSize: DEFAULT_PAGE_SIZE });
     const eventsBytes = args.sink === "jsonl" ? (await stat(settings.eventsFile).catch(() => ({ size: 0 }))).size : 0;
     const problem = drainProblem({ transactions: args.transactions, events, notSyncedLeft: remaining });
