@@ -7,8 +7,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import type { TokenStore } from "../qashio/auth/token-store.js";
 import { buildAuthorizeUrl, createState, exchangeCode, stateMatches } from "../qashio/auth/oauth.js";
-import { isInvalidClient, storedTokensOf } from "../qashio/auth/token-provider.js";
-import { UnauthorizedError, clientMayBeRefused } from "../qashio/errors.js";
+import { isInvalidClient, isRejectedGrant, storedTokensOf } from "../qashio/auth/token-provider.js";
+import { clientMayBeRefused } from "../qashio/errors.js";
 import type { FetchLike } from "../qashio/http.js";
 import type { TokenSet } from "../qashio/schemas/index.js";
 import { AuthorizeError, ClientCredentialsRejectedError, UsageError } from "./errors.js";
@@ -151,13 +151,16 @@ function awaitRedirect(server: Server, state: string, timeoutMs: number, signal?
 }
 
 /**
- * What a 401 to the code exchange means (spec §4.2, §3.1): a used or expired code, or, when the answer names no
- * `invalid_grant`, possibly wrong client credentials, which authorizing again cannot mend.
+ * What a refused code means (spec §4.2, §3.1), read as a refused refresh is: a 401 is a used or expired code or, when
+ * it names no `invalid_grant`, possibly wrong client credentials, which authorizing again cannot mend; a 400 naming
+ * `invalid_grant` (RFC 6749 §5.2) may also be a code of another client or redirect_uri, so it names those too. Any
+ * other 400 is of the request, not the code: no hint.
  */
 function exchangeRefusalHint(error: unknown): string {
-  if (!(error instanceof UnauthorizedError)) return "";
+  if (!isRejectedGrant(error)) return "";
   if (clientMayBeRefused(error)) return ": the provider refused the code (used, or older than ten minutes) or the client id and secret were: check both, then authorize again";
-  return ": the code was used or expired (it lasts ten minutes): authorize again";
+  if (error.status === 401) return ": the code was used or expired (it lasts ten minutes): authorize again";
+  return ": the provider refused the code (used, older than ten minutes, or not issued for this client id and callback address): authorize again";
 }
 
 /** Exchanges the code and saves the token set: the browser hears "Authorized" only after both. */
