@@ -187,9 +187,14 @@ export async function redriveQuarantined(deps: TransactionCycleDeps, options: Re
   let inHand = new Map<string, Held>();
 
   /**
+   * Transactions delivered in this run (bounded by what one run reads, as `redriven` is): a later chunk's records of
+   * one are settled as delivered without a read, which would be made by their own qashio_id, maybe a glitched one.
+   */
+  const deliveredInRun = new Set<string>();
+
+  /**
    * Refs of the re-drivable records, a chunk at a time, in a random order within it. A transaction whose records fall
-   * in two chunks is read by each: the second finds it delivered (unchanged, the same event id if its event is sent
-   * again) and only deletes its records.
+   * in two chunks is read by the first; the second only deletes its records (see deliveredInRun).
    */
   async function* chunks(): AsyncGenerator<readonly TransactionRef[]> {
     let gathering = new Map<string, Held>();
@@ -198,7 +203,8 @@ export async function redriveQuarantined(deps: TransactionCycleDeps, options: Re
       inHand = gathering;
       gathering = new Map();
       records = 0;
-      return shuffled([...inHand.values()].map((held) => held.ref), random);
+      const refs = [...inHand.values()].map(({ ref }) => (deliveredInRun.has(ref.id) ? { ...ref, delivered: true as const } : ref));
+      return shuffled(refs, random);
     };
     const stopAsked = () => signal?.aborted === true || (deadline !== undefined && deps.clock.now() >= deadline);
     for await (const page of walkFromRandomPoint(deps.quarantine, randomRecordId(random), stopAsked, walk)) {
@@ -236,7 +242,10 @@ export async function redriveQuarantined(deps: TransactionCycleDeps, options: Re
     if (records.length > 0) await deps.quarantine.deleteMany(records.map((record) => record.id), write);
     // Counted only once deleted: a failed delete throws, and what it left stays for the next run.
     redriven.push(...records);
-    for (const id of delivered) inHand.delete(id);
+    for (const id of delivered) {
+      inHand.delete(id);
+      deliveredInRun.add(id);
+    }
   };
   const afterChunk = ({ missing, listsOthers, listsTooMany, refused, invalid, unreached }: ReprocessedChunk): void => {
     const notReached = new Set(unreached);

@@ -845,7 +845,7 @@ class TransactionRun extends CycleRun {
   }
 
   /**
-   * Reads the given transactions again, one provider read each by qashio_id, SINGLE_READ_CONCURRENCY at a time (see
+   * Reads the given transactions again (but those `delivered`, settled unread), one provider read each by qashio_id, SINGLE_READ_CONCURRENCY at a time (see
    * mapSingleReads), and runs them through the batch path of a pulled page, a page at a time, calling `afterBatch`
    * with each batch's delivered ids as soon as that batch is done (so its records can go before a timeout cuts the
    * run). Reads stop at the deadline, or at a read that cannot finish by it; the refs not reached (from that read on,
@@ -872,17 +872,21 @@ class TransactionRun extends CycleRun {
     const invalid = new Set<string>();
     const unreached: string[] = [];
     let batch: PageEntry[] = [];
+    // Delivered by an earlier chunk's read (TransactionRef.delivered): not read again, settled with the first batch.
+    let deliveredBefore = refs.filter((ref) => ref.delivered === true).map((ref) => ref.id);
+    const toRead = refs.filter((ref) => ref.delivered !== true);
     /** Processes the batch in hand; false when a call in it ran out of time (the cycle then ends with `deadline`). */
     const flush = async (): Promise<boolean> => {
-      if (batch.length === 0) return true;
-      const done = new Set<string>();
+      if (batch.length === 0 && deliveredBefore.length === 0) return true;
+      const done = new Set<string>(deliveredBefore);
+      deliveredBefore = [];
       const inHand = batch;
       batch = [];
       let inTime = true;
       // Filled by the validation, before any call: also when a later call of the batch runs out of time.
       const versions = new Map<string, string | readonly string[]>();
       try {
-        await this.processBatch(inHand, done, versions);
+        if (inHand.length > 0) await this.processBatch(inHand, done, versions);
       } catch (err) {
         // Out of time in the acknowledge or a parent read: what was published and stored still counts.
         if (!this.outOfTime(err)) throw err;
@@ -908,17 +912,17 @@ class TransactionRun extends CycleRun {
     // the refs' order whichever answered first: the batches, events and ids are those of reads made one by one.
     let stopped = false;
     let next = 0;
-    while (!stopped && next < refs.length) {
-      const window = refs.slice(next, next + this.pageSize - batch.length);
+    while (!stopped && next < toRead.length) {
+      const window = toRead.slice(next, next + this.pageSize - batch.length);
       const reads = await mapSingleReads(window, (ref) => this.readByQashioId(ref));
       for (const [k, read] of reads.entries()) {
         const i = next + k;
         if (read === UNREACHED) {
-          for (const r of refs.slice(i)) unreached.push(r.id);
+          for (const r of toRead.slice(i)) unreached.push(r.id);
           stopped = true;
           break;
         }
-        const ref = refs[i] as TransactionRef;
+        const ref = toRead[i] as TransactionRef;
         if (read === REFUSED) {
           refused.add(ref.id);
           continue;
@@ -941,7 +945,7 @@ class TransactionRun extends CycleRun {
         this.report.pulled += 1;
         batch.push(entry);
         if (batch.length >= this.pageSize && !(await flush())) {
-          for (const r of refs.slice(i + 1)) unreached.push(r.id);
+          for (const r of toRead.slice(i + 1)) unreached.push(r.id);
           stopped = true;
           break;
         }
@@ -1218,6 +1222,11 @@ function aliasSnapshot(id: string, qashioId: string, updatedAt: string): Snapsho
 export interface TransactionRef {
   readonly id: string;
   readonly qashioId: string;
+  /**
+   * Delivered by an earlier chunk of the same run: not read again (a record's qashio_id may be glitched, where the one
+   * it was read by was trusted), only handed to `afterBatch` as delivered with the chunk's first batch.
+   */
+  readonly delivered?: true;
 }
 
 /**
