@@ -187,14 +187,18 @@ export async function redriveQuarantined(deps: TransactionCycleDeps, options: Re
   let inHand = new Map<string, Held>();
 
   /**
-   * Transactions delivered in this run (bounded by what one run reads, as `redriven` is): a later chunk's records of
-   * one are settled as delivered without a read, which would be made by their own qashio_id, maybe a glitched one.
+   * Of the transactions taken in this run (bounded by what one run reads, as `redriven` is), the trusted qashio_id of
+   * those that had a publish record, and those delivered: a later chunk's records of one (a transaction's records
+   * scatter over the quarantine) are read by that id rather than their own, maybe glitched, or settled as delivered
+   * without a read.
    */
+  const trustedInRun = new Map<string, string>();
   const deliveredInRun = new Set<string>();
 
   /**
    * Refs of the re-drivable records, a chunk at a time, in a random order within it. A transaction whose records fall
-   * in two chunks is read by the first; the second only deletes its records (see deliveredInRun).
+   * in two chunks is read by the first; the second only deletes its records once it is delivered, else reads it again
+   * by the trusted qashio_id (see trustedInRun).
    */
   async function* chunks(): AsyncGenerator<readonly TransactionRef[]> {
     let gathering = new Map<string, Held>();
@@ -203,6 +207,7 @@ export async function redriveQuarantined(deps: TransactionCycleDeps, options: Re
       inHand = gathering;
       gathering = new Map();
       records = 0;
+      for (const { ref, trusted } of inHand.values()) if (trusted) trustedInRun.set(ref.id, ref.qashioId);
       const refs = [...inHand.values()].map(({ ref }) => (deliveredInRun.has(ref.id) ? { ...ref, delivered: true as const } : ref));
       return shuffled(refs, random);
     };
@@ -219,10 +224,12 @@ export async function redriveQuarantined(deps: TransactionCycleDeps, options: Re
         }
         // A publish record's body passed validation, so its qashio_id is the one to read by; a validation record of the
         // same transaction may hold a glitched one, which would keep both "not found" run after run.
-        const trusted = record.reason.startsWith(PUBLISH_FAILURE_PREFIX);
-        const held = gathering.get(record.entityId) ?? { ref: { id: record.entityId, qashioId }, trusted, records: [] };
+        const readBefore = trustedInRun.get(record.entityId);
+        const trusted = readBefore !== undefined || record.reason.startsWith(PUBLISH_FAILURE_PREFIX);
+        const ref = { id: record.entityId, qashioId: readBefore ?? qashioId };
+        const held: Held = gathering.get(record.entityId) ?? { ref, trusted, records: [] };
         if (trusted && !held.trusted) {
-          held.ref = { id: record.entityId, qashioId };
+          held.ref = ref;
           held.trusted = true;
         }
         held.records.push(record);

@@ -175,6 +175,28 @@ describe("redriveQuarantined in chunks", () => {
     expect(rig.publisher.ofType("transaction.created").map((e) => e.detail.subject.id)).toEqual([txn!.id]);
   });
 
+  it("reads a validation record holding a glitched qashio_id, in a chunk after its transaction's publish record, by the publish record's qashio_id", async () => {
+    const rig = makeRig();
+    const [txn] = await quarantined(rig, 1);
+    await rig.quarantine.put({
+      id: "ffffffff-ffff-8fff-bfff-ffffffffffff",
+      kind: "transaction",
+      reason: "validation: qashio_id: malformed",
+      raw: { id: txn!.id, qashio_id: "CTX" },
+      at: "2025-01-15T09:00:00.000Z",
+      entityId: txn!.id,
+    });
+    const pages = rig.quarantine.pages.bind(rig.quarantine);
+    rig.quarantine.pages = (options) => pages({ ...options, limit: 1 });
+    // The cause is not fixed: both records stay, for it, not as a transaction the provider does not have.
+    rig.publisher.reject = () => "AccessDeniedException: still not allowed";
+
+    const report = await redriveQuarantined(rig.deps, { chunkRecords: 1, random: () => 0 });
+    expect(report.keptByWhy).toEqual({ "its event was not published": 2 });
+    expect(rig.quarantine.records.size).toBe(2);
+    expect(rig.provider.calls.filter((c) => c.op === "listTransactions" && c.query.qashio_id === "CTX")).toEqual([]);
+  });
+
   it("stops where its walk meets a record the store cannot decode, keeping what the chunks before it re-drove, and names the store's error", async () => {
     const rig = makeRig();
     await quarantined(rig, 350);
