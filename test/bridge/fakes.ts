@@ -525,6 +525,21 @@ export function slowReadsByQashioId(rig: TestRig, ms: number): void {
   };
 }
 
+/**
+ * Puts a `validation` record of transaction `entityId` whose body carried a malformed reference (`qashio_id` "CTX"),
+ * under `id` (which places it in the quarantine's order): a re-drive reading by it finds nothing.
+ */
+export async function putGlitchedValidationRecord(rig: TestRig, entityId: string, id: string): Promise<void> {
+  await rig.quarantine.put({
+    id,
+    kind: "transaction",
+    reason: "validation: qashio_id: malformed",
+    raw: { id: entityId, qashio_id: "CTX" },
+    at: "2025-01-15T09:00:00.000Z",
+    entityId,
+  });
+}
+
 /** A repeatable stand-in for `Math.random` (Park-Miller), for a re-drive's shuffle a test must replay. */
 export function seededRandom(seed: number): () => number {
   let state = seed;

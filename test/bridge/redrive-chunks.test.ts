@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { pollTransactions } from "../../shared/bridge/transactions.js";
 import { KEPT_RECORDS_NAMED, REDRIVE_QUARANTINE_PAGE_SIZE, keptCount, redriveQuarantined } from "../../shared/bridge/redrive.js";
 import { CycleAbortedError } from "../../shared/bridge/errors.js";
-import { makeRig, seededRandom, slowReadsByQashioId } from "./fakes.js";
+import { makeRig, putGlitchedValidationRecord, seededRandom, slowReadsByQashioId } from "./fakes.js";
 
 type Rig = ReturnType<typeof makeRig>;
 
@@ -48,6 +48,16 @@ function slowQuarantinePages(rig: Rig, ms: number): void {
       yield page;
     }
   };
+}
+
+/**
+ * A glitched validation record of `entityId` walked after its publish record (the walk starting at the lowest
+ * id-shaped point), in a chunk of its own: pages of one record.
+ */
+async function glitchedRecordInChunkAfter(rig: Rig, entityId: string): Promise<void> {
+  await putGlitchedValidationRecord(rig, entityId, "ffffffff-ffff-8fff-bfff-ffffffffffff");
+  const pages = rig.quarantine.pages.bind(rig.quarantine);
+  rig.quarantine.pages = (options) => pages({ ...options, limit: 1 });
 }
 
 describe("redriveQuarantined in chunks", () => {
@@ -155,17 +165,7 @@ describe("redriveQuarantined in chunks", () => {
   it("settles a validation record holding a glitched qashio_id, in a chunk after the one that delivered its transaction by its publish record, without reading it", async () => {
     const rig = makeRig();
     const [txn] = await quarantined(rig, 1);
-    // Walked after the publish record (the walk starts at the lowest id-shaped point): a chunk of its own.
-    await rig.quarantine.put({
-      id: "ffffffff-ffff-8fff-bfff-ffffffffffff",
-      kind: "transaction",
-      reason: "validation: qashio_id: malformed",
-      raw: { id: txn!.id, qashio_id: "CTX" },
-      at: "2025-01-15T09:00:00.000Z",
-      entityId: txn!.id,
-    });
-    const pages = rig.quarantine.pages.bind(rig.quarantine);
-    rig.quarantine.pages = (options) => pages({ ...options, limit: 1 });
+    await glitchedRecordInChunkAfter(rig, txn!.id);
 
     const report = await redriveQuarantined(rig.deps, { chunkRecords: 1, random: () => 0 });
     expect(report).toMatchObject({ considered: 2, kept: [], keptByWhy: {} });
@@ -178,16 +178,7 @@ describe("redriveQuarantined in chunks", () => {
   it("reads a validation record holding a glitched qashio_id, in a chunk after its transaction's publish record, by the publish record's qashio_id", async () => {
     const rig = makeRig();
     const [txn] = await quarantined(rig, 1);
-    await rig.quarantine.put({
-      id: "ffffffff-ffff-8fff-bfff-ffffffffffff",
-      kind: "transaction",
-      reason: "validation: qashio_id: malformed",
-      raw: { id: txn!.id, qashio_id: "CTX" },
-      at: "2025-01-15T09:00:00.000Z",
-      entityId: txn!.id,
-    });
-    const pages = rig.quarantine.pages.bind(rig.quarantine);
-    rig.quarantine.pages = (options) => pages({ ...options, limit: 1 });
+    await glitchedRecordInChunkAfter(rig, txn!.id);
     // The cause is not fixed: both records stay, for it, not as a transaction the provider does not have.
     rig.publisher.reject = () => "AccessDeniedException: still not allowed";
 

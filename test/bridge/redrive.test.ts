@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { pollTransactions, REDRIVE_READ_PAGES } from "../../shared/bridge/transactions.js";
 import { KEPT_RECORDS_NAMED, REDRIVE_QUARANTINE_PAGE_SIZE, redriveQuarantined } from "../../shared/bridge/redrive.js";
 import { CycleAbortedError } from "../../shared/bridge/errors.js";
-import { makeRig, makeStrictRuleRig, seededRandom, slowReadsByQashioId } from "./fakes.js";
+import { makeRig, makeStrictRuleRig, putGlitchedValidationRecord, seededRandom, slowReadsByQashioId } from "./fakes.js";
 import { clientOverFake } from "./provider-client.js";
 
 /** Adds `count` transactions whose events fail for good, so a cycle quarantines them; publishing works again after. */
@@ -346,14 +346,7 @@ describe("redriveQuarantined", () => {
     const rig = makeRig();
     const [txn] = await quarantinePublishFailures(rig);
     // Sorted and put first: a validation record of the same transaction whose body carried a malformed reference.
-    await rig.quarantine.put({
-      id: "00000000-0000-8000-8000-000000000001",
-      kind: "transaction",
-      reason: "validation: qashio_id: malformed",
-      raw: { id: txn!.id, qashio_id: "CTX" },
-      at: "2025-01-15T09:00:00.000Z",
-      entityId: txn!.id,
-    });
+    await putGlitchedValidationRecord(rig, txn!.id, "00000000-0000-8000-8000-000000000001");
     const report = await redriveQuarantined(rig.deps, { random: () => 0 });
     expect(report.kept).toEqual([]);
     expect(report.redriven.map((r) => r.entityId)).toEqual([txn!.id, txn!.id]);
