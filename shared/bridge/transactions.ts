@@ -845,10 +845,10 @@ class TransactionRun extends CycleRun {
   }
 
   /**
-   * Reads the given transactions again (but those `delivered`, settled unread), one provider read each by qashio_id, SINGLE_READ_CONCURRENCY at a time (see
-   * mapSingleReads), and runs them through the batch path of a pulled page, a page at a time, calling `afterBatch`
-   * with each batch's delivered ids as soon as that batch is done (so its records can go before a timeout cuts the
-   * run). Reads stop at the deadline, or at a read that cannot finish by it; the refs not reached (from that read on,
+   * Reads the given transactions again (but those `delivered`, settled unread), one provider read each by qashio_id,
+   * SINGLE_READ_CONCURRENCY at a time (see mapSingleReads), and runs them through the batch path of a pulled page, a
+   * page at a time, calling `afterBatch` with each batch's delivered ids as soon as that batch is done (so its records
+   * can go before a timeout cuts the run). Reads stop at the deadline, or at a read that cannot finish by it; the refs not reached (from that read on,
    * in `refs`' order) are returned, and the outcome is `deadline`.
    */
   async reprocess(
