@@ -108,6 +108,17 @@ class KeptTally {
       if (i >= 0) this.named[i] = { record, why };
     }
   }
+
+  /** Takes back records added as kept for `why` (settled after all). */
+  remove(records: readonly RedriveRecord[], why: KeptRecord["why"]): void {
+    const ids = new Set(records.map((record) => record.id));
+    this.count -= records.length;
+    const left = (this.byWhy[why] ?? 0) - records.length;
+    if (left > 0) this.byWhy[why] = left;
+    else delete this.byWhy[why];
+    const named = this.named.filter((k) => !ids.has(k.record.id));
+    this.named.splice(0, this.named.length, ...named);
+  }
 }
 
 /** `items` in a random order (Fisher-Yates). */
@@ -194,6 +205,11 @@ export async function redriveQuarantined(deps: TransactionCycleDeps, options: Re
    */
   const trustedInRun = new Map<string, string>();
   const deliveredInRun = new Set<string>();
+  /**
+   * Records kept as found nowhere, or as listing only others, when read by their own qashio_id, maybe glitched (no
+   * publish record of their transaction taken yet): deleted with it if a later chunk delivers it by a trusted one.
+   */
+  const missedUntrusted = new Map<string, { readonly why: KeptRecord["why"]; readonly records: readonly RedriveRecord[] }>();
 
   /**
    * Refs of the re-drivable records, a chunk at a time, in a random order within it. A transaction whose records fall
@@ -244,7 +260,7 @@ export async function redriveQuarantined(deps: TransactionCycleDeps, options: Re
   // Deleted batch by batch, so a run cut short (a Lambda timeout) keeps what it did and the next one goes on; one
   // deleteMany per batch, so a store deletes in its own batches (25 records a call on DynamoDB), not a call each.
   const afterBatch = async (delivered: ReadonlySet<string>, write: StoreCallOptions): Promise<void> => {
-    const records = [...delivered].flatMap((id) => inHand.get(id)?.records ?? []);
+    const records = [...delivered].flatMap((id) => [...(inHand.get(id)?.records ?? []), ...(missedUntrusted.get(id)?.records ?? [])]);
     // Held to the calls' deadline: a delete sent again late could remove a record a later run put again under its id.
     if (records.length > 0) await deps.quarantine.deleteMany(records.map((record) => record.id), write);
     // Counted only once deleted: a failed delete throws, and what it left stays for the next run.
@@ -252,6 +268,9 @@ export async function redriveQuarantined(deps: TransactionCycleDeps, options: Re
     for (const id of delivered) {
       inHand.delete(id);
       deliveredInRun.add(id);
+      const missed = missedUntrusted.get(id);
+      if (missed !== undefined) kept.remove(missed.records, missed.why);
+      missedUntrusted.delete(id);
     }
   };
   const afterChunk = ({ missing, listsOthers, listsTooMany, refused, invalid, unreached }: ReprocessedChunk): void => {
@@ -271,6 +290,9 @@ export async function redriveQuarantined(deps: TransactionCycleDeps, options: Re
                   ? NOT_REACHED
                   : "its event was not published";
       for (const record of held.records) kept.add(record, why);
+      if (!held.trusted && (why === "not found at the provider" || why === "its qashio_id lists only other transactions")) {
+        missedUntrusted.set(id, { why, records: held.records });
+      }
     }
     inHand = new Map();
   };

@@ -188,6 +188,22 @@ describe("redriveQuarantined in chunks", () => {
     expect(rig.provider.calls.filter((c) => c.op === "listTransactions" && c.query.qashio_id === "CTX")).toEqual([]);
   });
 
+  it("deletes a validation record holding a glitched qashio_id, kept not found in a chunk, once a later chunk delivers its transaction by its publish record", async () => {
+    const rig = makeRig();
+    const [txn] = await quarantined(rig, 1);
+    // Walked first (the walk starts just before it), a chunk of its own: read by its glitched reference, found nowhere.
+    await putGlitchedValidationRecord(rig, txn!.id, "00000000-0000-8000-8000-000000000001");
+    const pages = rig.quarantine.pages.bind(rig.quarantine);
+    rig.quarantine.pages = (options) => pages({ ...options, limit: 1 });
+
+    const report = await redriveQuarantined(rig.deps, { chunkRecords: 1, random: () => 0 });
+    expect(report).toMatchObject({ considered: 2, kept: [], keptByWhy: {} });
+    expect(report.keptNotNamed).toBeUndefined();
+    expect(report.redriven.map((r) => r.entityId)).toEqual([txn!.id, txn!.id]);
+    expect(rig.quarantine.records.size).toBe(0);
+    expect(rig.logger.lines.filter((l) => l.message === "quarantine record kept by the re-drive")).toEqual([]);
+  });
+
   it("stops where its walk meets a record the store cannot decode, keeping what the chunks before it re-drove, and names the store's error", async () => {
     const rig = makeRig();
     await quarantined(rig, 350);
