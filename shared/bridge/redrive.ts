@@ -109,13 +109,15 @@ class KeptTally {
     }
   }
 
-  /** Takes back records added as kept for `why` (settled after all). */
-  remove(records: readonly RedriveRecord[], why: KeptRecord["why"]): void {
-    const ids = new Set(records.map((record) => record.id));
+  /** Takes back records added as kept (settled after all). */
+  remove(records: readonly KeptRecord[]): void {
     this.count -= records.length;
-    const left = (this.byWhy[why] ?? 0) - records.length;
-    if (left > 0) this.byWhy[why] = left;
-    else delete this.byWhy[why];
+    for (const { why } of records) {
+      const left = (this.byWhy[why] ?? 0) - 1;
+      if (left > 0) this.byWhy[why] = left;
+      else delete this.byWhy[why];
+    }
+    const ids = new Set(records.map(({ record }) => record.id));
     const named = this.named.filter((k) => !ids.has(k.record.id));
     this.named.splice(0, this.named.length, ...named);
   }
@@ -207,9 +209,10 @@ export async function redriveQuarantined(deps: TransactionCycleDeps, options: Re
   const deliveredInRun = new Set<string>();
   /**
    * Records kept as found nowhere, or as listing only others, when read by their own qashio_id, maybe glitched (no
-   * publish record of their transaction taken yet): deleted with it if a later chunk delivers it by a trusted one.
+   * publish record of their transaction taken yet), from every chunk that so kept them: deleted with it if a later
+   * chunk delivers it by a trusted one.
    */
-  const missedUntrusted = new Map<string, { readonly why: KeptRecord["why"]; readonly records: readonly RedriveRecord[] }>();
+  const missedUntrusted = new Map<string, KeptRecord[]>();
 
   /**
    * Refs of the re-drivable records, a chunk at a time, in a random order within it. A transaction whose records fall
@@ -260,7 +263,8 @@ export async function redriveQuarantined(deps: TransactionCycleDeps, options: Re
   // Deleted batch by batch, so a run cut short (a Lambda timeout) keeps what it did and the next one goes on; one
   // deleteMany per batch, so a store deletes in its own batches (25 records a call on DynamoDB), not a call each.
   const afterBatch = async (delivered: ReadonlySet<string>, write: StoreCallOptions): Promise<void> => {
-    const records = [...delivered].flatMap((id) => [...(inHand.get(id)?.records ?? []), ...(missedUntrusted.get(id)?.records ?? [])]);
+    const missed = (id: string) => (missedUntrusted.get(id) ?? []).map(({ record }) => record);
+    const records = [...delivered].flatMap((id) => [...(inHand.get(id)?.records ?? []), ...missed(id)]);
     // Held to the calls' deadline: a delete sent again late could remove a record a later run put again under its id.
     if (records.length > 0) await deps.quarantine.deleteMany(records.map((record) => record.id), write);
     // Counted only once deleted: a failed delete throws, and what it left stays for the next run.
@@ -268,8 +272,7 @@ export async function redriveQuarantined(deps: TransactionCycleDeps, options: Re
     for (const id of delivered) {
       inHand.delete(id);
       deliveredInRun.add(id);
-      const missed = missedUntrusted.get(id);
-      if (missed !== undefined) kept.remove(missed.records, missed.why);
+      kept.remove(missedUntrusted.get(id) ?? []);
       missedUntrusted.delete(id);
     }
   };
@@ -291,7 +294,7 @@ export async function redriveQuarantined(deps: TransactionCycleDeps, options: Re
                   : "its event was not published";
       for (const record of held.records) kept.add(record, why);
       if (!held.trusted && (why === "not found at the provider" || why === "its qashio_id lists only other transactions")) {
-        missedUntrusted.set(id, { why, records: held.records });
+        missedUntrusted.set(id, [...(missedUntrusted.get(id) ?? []), ...held.records.map((record) => ({ record, why }))]);
       }
     }
     inHand = new Map();

@@ -204,6 +204,21 @@ describe("redriveQuarantined in chunks", () => {
     expect(rig.logger.lines.filter((l) => l.message === "quarantine record kept by the re-drive")).toEqual([]);
   });
 
+  it("deletes two validation records holding a glitched qashio_id, each kept not found in a chunk of its own, once a later chunk delivers their transaction", async () => {
+    const rig = makeRig();
+    const [txn] = await quarantined(rig, 1);
+    // Both walked before the publish record, each a chunk of its own: the second's miss must not forget the first's.
+    await putGlitchedValidationRecord(rig, txn!.id, "00000000-0000-8000-8000-000000000001");
+    await putGlitchedValidationRecord(rig, txn!.id, "00000000-0000-8000-8000-000000000002");
+    const pages = rig.quarantine.pages.bind(rig.quarantine);
+    rig.quarantine.pages = (options) => pages({ ...options, limit: 1 });
+
+    const report = await redriveQuarantined(rig.deps, { chunkRecords: 1, random: () => 0 });
+    expect(report).toMatchObject({ considered: 3, kept: [], keptByWhy: {} });
+    expect(report.redriven.map((r) => r.entityId)).toEqual([txn!.id, txn!.id, txn!.id]);
+    expect(rig.quarantine.records.size).toBe(0);
+  });
+
   it("stops where its walk meets a record the store cannot decode, keeping what the chunks before it re-drove, and names the store's error", async () => {
     const rig = makeRig();
     await quarantined(rig, 350);
