@@ -68,7 +68,8 @@ describe("redriveQuarantined in chunks", () => {
     const report = await redriveQuarantined(rig.deps, { chunkRecords: 150 });
     // A chunk ends with the page that filled it: at most 150 + 99 records, never the 650.
     expect(Math.max(...held)).toBeLessThanOrEqual(150 + REDRIVE_QUARANTINE_PAGE_SIZE - 1);
-    expect(report).toMatchObject({ considered: 650, kept: [], keptByWhy: {} });
+    expect(report).toMatchObject({ considered: 650, kept: [] });
+    expect(report.keptByWhy).toEqual({});
     expect(report.notScanned).toBeUndefined();
     expect(report.cycle.outcome).toBe("complete");
     expect(report.redriven).toHaveLength(650);
@@ -168,7 +169,8 @@ describe("redriveQuarantined in chunks", () => {
     await glitchedRecordInChunkAfter(rig, txn!.id);
 
     const report = await redriveQuarantined(rig.deps, { chunkRecords: 1, random: () => 0 });
-    expect(report).toMatchObject({ considered: 2, kept: [], keptByWhy: {} });
+    expect(report).toMatchObject({ considered: 2, kept: [] });
+    expect(report.keptByWhy).toEqual({});
     expect(report.redriven.map((r) => r.entityId)).toEqual([txn!.id, txn!.id]);
     expect(rig.quarantine.records.size).toBe(0);
     expect(rig.provider.calls.filter((c) => c.op === "listTransactions" && c.query.qashio_id === "CTX")).toEqual([]);
@@ -197,7 +199,8 @@ describe("redriveQuarantined in chunks", () => {
     rig.quarantine.pages = (options) => pages({ ...options, limit: 1 });
 
     const report = await redriveQuarantined(rig.deps, { chunkRecords: 1, random: () => 0 });
-    expect(report).toMatchObject({ considered: 2, kept: [], keptByWhy: {} });
+    expect(report).toMatchObject({ considered: 2, kept: [] });
+    expect(report.keptByWhy).toEqual({});
     expect(report.keptNotNamed).toBeUndefined();
     expect(report.redriven.map((r) => r.entityId)).toEqual([txn!.id, txn!.id]);
     expect(rig.quarantine.records.size).toBe(0);
@@ -214,7 +217,8 @@ describe("redriveQuarantined in chunks", () => {
     rig.quarantine.pages = (options) => pages({ ...options, limit: 1 });
 
     const report = await redriveQuarantined(rig.deps, { chunkRecords: 1, random: () => 0 });
-    expect(report).toMatchObject({ considered: 3, kept: [], keptByWhy: {} });
+    expect(report).toMatchObject({ considered: 3, kept: [] });
+    expect(report.keptByWhy).toEqual({});
     expect(report.redriven.map((r) => r.entityId)).toEqual([txn!.id, txn!.id, txn!.id]);
     expect(rig.quarantine.records.size).toBe(0);
   });
