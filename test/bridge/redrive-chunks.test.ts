@@ -190,38 +190,26 @@ describe("redriveQuarantined in chunks", () => {
     expect(rig.provider.calls.filter((c) => c.op === "listTransactions" && c.query.qashio_id === "CTX")).toEqual([]);
   });
 
-  it("deletes a validation record holding a glitched qashio_id, kept not found in a chunk, once a later chunk delivers its transaction by its publish record", async () => {
-    const rig = makeRig();
-    const [txn] = await quarantined(rig, 1);
-    // Walked first (the walk starts just before it), a chunk of its own: read by its glitched reference, found nowhere.
-    await putGlitchedValidationRecord(rig, txn!.id, "00000000-0000-8000-8000-000000000001");
-    const pages = rig.quarantine.pages.bind(rig.quarantine);
-    rig.quarantine.pages = (options) => pages({ ...options, limit: 1 });
+  // Two: the second chunk's miss must not make the run forget the first's.
+  it.each([1, 2])(
+    "deletes %i validation record(s) holding a glitched qashio_id, each kept not found in a chunk of its own, once a later chunk delivers its transaction by its publish record",
+    async (glitched) => {
+      const rig = makeRig();
+      const [txn] = await quarantined(rig, 1);
+      // Walked first (the walk starts just before them), each a chunk of its own: read by its glitched reference, found nowhere.
+      for (let n = 1; n <= glitched; n += 1) await putGlitchedValidationRecord(rig, txn!.id, `00000000-0000-8000-8000-00000000000${n}`);
+      const pages = rig.quarantine.pages.bind(rig.quarantine);
+      rig.quarantine.pages = (options) => pages({ ...options, limit: 1 });
 
-    const report = await redriveQuarantined(rig.deps, { chunkRecords: 1, random: () => 0 });
-    expect(report).toMatchObject({ considered: 2, kept: [] });
-    expect(report.keptByWhy).toEqual({});
-    expect(report.keptNotNamed).toBeUndefined();
-    expect(report.redriven.map((r) => r.entityId)).toEqual([txn!.id, txn!.id]);
-    expect(rig.quarantine.records.size).toBe(0);
-    expect(rig.logger.lines.filter((l) => l.message === "quarantine record kept by the re-drive")).toEqual([]);
-  });
-
-  it("deletes two validation records holding a glitched qashio_id, each kept not found in a chunk of its own, once a later chunk delivers their transaction", async () => {
-    const rig = makeRig();
-    const [txn] = await quarantined(rig, 1);
-    // Both walked before the publish record, each a chunk of its own: the second's miss must not forget the first's.
-    await putGlitchedValidationRecord(rig, txn!.id, "00000000-0000-8000-8000-000000000001");
-    await putGlitchedValidationRecord(rig, txn!.id, "00000000-0000-8000-8000-000000000002");
-    const pages = rig.quarantine.pages.bind(rig.quarantine);
-    rig.quarantine.pages = (options) => pages({ ...options, limit: 1 });
-
-    const report = await redriveQuarantined(rig.deps, { chunkRecords: 1, random: () => 0 });
-    expect(report).toMatchObject({ considered: 3, kept: [] });
-    expect(report.keptByWhy).toEqual({});
-    expect(report.redriven.map((r) => r.entityId)).toEqual([txn!.id, txn!.id, txn!.id]);
-    expect(rig.quarantine.records.size).toBe(0);
-  });
+      const report = await redriveQuarantined(rig.deps, { chunkRecords: 1, random: () => 0 });
+      expect(report).toMatchObject({ considered: glitched + 1, kept: [] });
+      expect(report.keptByWhy).toEqual({});
+      expect(report.keptNotNamed).toBeUndefined();
+      expect(report.redriven.map((r) => r.entityId)).toEqual(Array.from({ length: glitched + 1 }, () => txn!.id));
+      expect(rig.quarantine.records.size).toBe(0);
+      expect(rig.logger.lines.filter((l) => l.message === "quarantine record kept by the re-drive")).toEqual([]);
+    },
+  );
 
   it("stops where its walk meets a record the store cannot decode, keeping what the chunks before it re-drove, and names the store's error", async () => {
     const rig = makeRig();
