@@ -75,7 +75,12 @@ describe("token refresh across processes sharing a state directory", () => {
     const oauth = { baseUrl: SANDBOX_IN_PROCESS_URL, clientId: "sandbox-client", clientSecret: "sandbox-secret", fetch: sandbox.fetch };
     const code = sandbox.control.issueAuthorizationCode({ companyId: company!.id, redirectUri: REDIRECT });
     await new FileTokenStore(dir).save(storedTokensOf(await exchangeCode(oauth, { code, redirectUri: REDIRECT }), Date.parse(START)));
-    const clock = new FakeClock(Date.parse(START));
+    const time = new FakeClock(Date.parse(START));
+    // As in the test above: the loop's lease keep-alive and the other's lease polls wait beside each other's file calls,
+    // so fake time must move as a real clock would (Process.clock), or the polls' waits add up past the lease between
+    // two renewals and the outcome turns on how fast the file system answers.
+    const io = new Process();
+    const clock = io.clock({ now: () => time.now(), advanceClock: (seconds) => time.advance(seconds * 1_000) });
     // The loop's store fails its next save once (EIO after the probe passed).
     const loopStore = new FileTokenStore(dir);
     let failNextSave = false;
@@ -88,8 +93,9 @@ describe("token refresh across processes sharing a state directory", () => {
       await save(tokens);
     };
     const spawn = (store: FileTokenStore) => {
-      const tokenProvider = new OAuthTokenProvider({ ...oauth, store, lock: new FileLock(dir, { clock }), lockPollMs: 1_000, lockWaitMs: 60_000, clock });
-      return new QashioClient({ baseUrl: SANDBOX_IN_PROCESS_URL, tokenProvider, fetch: sandbox.fetch, clock });
+      const lock = io.through(new FileLock(dir, { clock }));
+      const tokenProvider = new OAuthTokenProvider({ ...oauth, store: io.through(store), lock, lockPollMs: 1_000, lockWaitMs: 60_000, clock });
+      return new QashioClient({ baseUrl: SANDBOX_IN_PROCESS_URL, tokenProvider, fetch: (input, init) => io.call("fetch", () => sandbox.fetch(input, init)), clock });
     };
     const loop = spawn(loopStore);
     const once = spawn(new FileTokenStore(dir));
@@ -97,7 +103,7 @@ describe("token refresh across processes sharing a state directory", () => {
 
     // Past the access token's lifetime: the loop refreshes, and the save of the new refresh token fails.
     sandbox.control.advanceClock(1000);
-    clock.advance(1000_000);
+    time.advance(1000_000);
     failNextSave = true;
     await expect(list(loop)).rejects.toMatchObject({ name: "TokenUnavailableError" });
     // The loop idles until its next cycle; a `run --once` beside it needs a refresh too. It must not present the

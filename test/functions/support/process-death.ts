@@ -40,6 +40,8 @@ export class Process {
   applied: boolean | undefined;
   /** Calls sent and not yet ended (the dying one among them), each as a promise that never rejects. */
   private readonly sending = new Set<Promise<void>>();
+  /** Waits of {@link clock} not yet ended, by the time each ends. */
+  private readonly waits = new Set<{ readonly endsAt: number }>();
 
   constructor(private readonly plan?: Plan) {
     this.died = new Promise<void>((resolve) => {
@@ -102,17 +104,29 @@ export class Process {
    * milliseconds: a wait ends, moving `time` to its end, only once no call of the process is in flight. A wait beside a
    * call (the token lease's keep-alive beside the token save) so ends after that call, and waits that overlap do not
    * add up: the time the cycle reads, so its path (its deadline), does not turn on how fast the services answer. A wait
-   * aborted before it ends moves no time; a dead process's waits never end.
+   * aborted before it ends moves no time; waits end in the order of their ends; a dead process's waits never end.
    */
   clock(time: MovableTime): Clock {
     return {
       now: () => time.now(),
       sleep: async (ms, signal) => {
-        const endsAt = time.now() + ms;
-        await this.quiet();
-        if (this.dead) return gone();
-        const left = endsAt - time.now();
-        if (left > 0 && signal?.aborted !== true) time.advanceClock(left / 1_000);
+        const wait = { endsAt: time.now() + ms };
+        this.waits.add(wait);
+        try {
+          // Waits end in the order of their ends, as on a real clock: a long wait (a lease poll until its expiry) must
+          // not carry time past a shorter one beside it (the holder's keep-alive, due to renew first).
+          for (;;) {
+            await this.quiet();
+            if (this.dead) return await gone<void>();
+            if (signal?.aborted === true) return;
+            if ([...this.waits].every((other) => other.endsAt >= wait.endsAt)) break;
+            await new Promise((resolve) => setImmediate(resolve));
+          }
+          const left = wait.endsAt - time.now();
+          if (left > 0) time.advanceClock(left / 1_000);
+        } finally {
+          this.waits.delete(wait);
+        }
       },
     };
   }
