@@ -239,7 +239,7 @@ export interface LockHandle {
   /**
    * Whether this owner still holds the lease, where the lock can tell: true while it does; a lease that ran out while
    * no other owner took it is taken again for `ttlMs` (atomically: nobody can have written meanwhile); false once
-   * another owner took it. For a holder that may have stalled past its lease (a stopped process) to check before a
+   * another owner took it; rejects when the lock cannot tell now (a lease it could not read). For a holder that may have stalled past its lease (a stopped process) to check before a
    * write another owner's work must not meet.
    */
   confirm?(ttlMs: number): Promise<boolean>;

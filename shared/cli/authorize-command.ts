@@ -78,7 +78,7 @@ function lockedStore(store: TokenStore, lock: Lock, name: string, context: Lease
     try {
       return await acquireWithin(lock, name, DEFAULT_LOCK_TTL_MS, { waitMs, pollMs: DEFAULT_LOCK_POLL_MS, signal: io.signal, onWait }, clock);
     } catch (error) {
-      // Not "run authorize again": it would meet the same file (another user's bridge may hold it).
+      // Not "run authorize again" for a file this user may not read: it would meet it again (another user's bridge may hold it).
       if (error instanceof LeaseUnreadableError && stateDir !== undefined) throw leaseUnreadableProblem(error, stateDir, "; this sign-in was not stored");
       throw new AuthorizeError(`cannot take the token lease "${name}": ${(error as Error).name}; this sign-in was not stored: run authorize again`, {
         cause: error,

@@ -231,7 +231,7 @@ async function takeCycleLease(bridge: LocalState): Promise<{ handle: LockHandle;
     const handle = await bridge.lock.tryAcquire(CYCLE_LOCK, CYCLE_LEASE_MS);
     return handle === undefined ? undefined : { handle, tookOver: handle.tookOver === true };
   } catch (error) {
-    // Its own words: the directory may take writes, but another user's lease cannot be read.
+    // Its own words: the directory may take writes, but a lease file (maybe another user's) could not be read.
     if (error instanceof LeaseUnreadableError) throw leaseUnreadableProblem(error, bridge.settings.stateDir);
     const code = systemErrorCode(error);
     if (code === undefined) throw error;

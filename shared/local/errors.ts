@@ -28,18 +28,31 @@ export class TokenFileUnwritableError extends LocalStateError {
   }
 }
 
+/** Read errors of a lease file that say this user may not read it (another user's run wrote it, 0600). */
+const DENIED_CODES: ReadonlySet<string> = new Set(["EACCES", "EPERM"]);
+
 /**
- * A lease file the file system will not let this process read (EACCES from one another user's run wrote, EIO). It says
- * nothing of its holder, who may be refreshing the token family right now, so it is not taken over: two holders would
- * present the same refresh token, which revokes the family. `code` is the system's.
+ * A lease file that could not be read, so whether another process holds it, maybe refreshing the token family right
+ * now, is unknown: it is not taken over, since two holders would present the same refresh token, which revokes the
+ * family. `code` is the system's; `denied` says this user may not read the file (EACCES, EPERM), which stays so until a
+ * person acts, while any other code (EMFILE, ESTALE, EIO, ...) is a failure of the read now, worth trying again.
  */
 export class LeaseUnreadableError extends LocalStateError {
   override name = "LeaseUnreadableError";
   readonly code: string;
+  readonly denied: boolean;
 
   constructor(file: string, code: string, options?: ErrorOptions) {
-    super(`the lease file cannot be read (${code}), so whether another process holds it is unknown: make it readable by this user`, { file }, options);
+    const denied = DENIED_CODES.has(code);
+    super(
+      denied
+        ? `the lease file cannot be read (${code}), so whether another process holds it is unknown: make it readable by this user`
+        : `the lease file could not be read now (${code}), so whether another process holds it is unknown`,
+      { file },
+      options,
+    );
     this.code = code;
+    this.denied = denied;
   }
 }
 

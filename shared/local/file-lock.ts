@@ -126,7 +126,7 @@ function describeHolder(lease: Lease): string {
 
 /**
  * What a lease file holding no lease reads as: expired, so it cannot block forever (only a foreign tool could have written
- * it). A file the system will not let a contender read is another matter (see leaseToTakeOnReadError).
+ * it). A file that could not be read is another matter (see leaseOnReadError).
  */
 const UNREADABLE_LEASE: Lease = Object.freeze({ token: "", pid: 0, expiresAt: 0 });
 
@@ -141,37 +141,27 @@ function leaseOf(text: string): Lease {
   }
 }
 
-/** What a failed read of a lease file means: no lease (ENOENT), else {@link UNREADABLE_LEASE}. */
-function leaseOnReadError(err: unknown): Lease | undefined {
-  return (err as NodeJS.ErrnoException).code === "ENOENT" ? undefined : UNREADABLE_LEASE;
+/**
+ * What a failed read of lease file `file` means, deny by default: only an error that proves no lease is there answers.
+ * ENOENT: no lease. EISDIR: a directory, which no lease is (leases are files), read as expired so it cannot block the
+ * lock for good. Any other error (EACCES from another user's run, EMFILE, ESTALE, EIO, ...) leaves the holder unknown
+ * and throws LeaseUnreadableError: read as expired or gone, a live holder's lease would be taken over (or a holder would
+ * give up its own) while it may be refreshing the token family. ENOTDIR is among them: `locks/` was just listed as a
+ * directory, so only a swap under way gives it.
+ */
+function leaseOnReadError(file: string, err: unknown): Lease | undefined {
+  const code = (err as NodeJS.ErrnoException).code;
+  if (code === "ENOENT") return undefined;
+  if (code === "EISDIR") return UNREADABLE_LEASE;
+  throw new LeaseUnreadableError(file, code ?? (err instanceof Error ? err.name : "unknown error"), { cause: err });
 }
 
-/**
- * Read errors that leave a lease file's holder unknown: the file may be a live holder's lease this process may not
- * read (EACCES, EPERM: another user's run wrote it, 0600) or could not read now (EIO).
- */
-const HOLDER_UNKNOWN_CODES = new Set(["EACCES", "EPERM", "EIO"]);
-
-/**
- * What a failed read means to a contender deciding whether to take the lease: as {@link leaseOnReadError} (no lease
- * for ENOENT; expired for a path no lease can be at, such as a directory, EISDIR, which would otherwise block for
- * good), except that a file whose holder is unknown ({@link HOLDER_UNKNOWN_CODES}) throws LeaseUnreadableError: read as
- * expired, another user's run's lease would be taken over while that run may be refreshing the token family.
- */
-function leaseToTakeOnReadError(file: string): (err: unknown) => Lease | undefined {
-  return (err) => {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code !== undefined && HOLDER_UNKNOWN_CODES.has(code)) throw new LeaseUnreadableError(file, code, { cause: err });
-    return leaseOnReadError(err);
-  };
-}
-
-/** The lease in `file`, undefined when there is none; `onError` says what a failed read means. */
-async function readLease(file: string, onError: (err: unknown) => Lease | undefined = leaseOnReadError): Promise<Lease | undefined> {
+/** The lease in `file`, undefined when there is none. @throws LeaseUnreadableError (see {@link leaseOnReadError}). */
+async function readLease(file: string): Promise<Lease | undefined> {
   try {
     return leaseOf(await readFile(file, "utf8"));
   } catch (err) {
-    return onError(err);
+    return leaseOnReadError(file, err);
   }
 }
 
@@ -183,7 +173,7 @@ function readLeaseNow(file: string): Lease | undefined {
   try {
     return leaseOf(readFileSync(file, "utf8"));
   } catch (err) {
-    return leaseOnReadError(err);
+    return leaseOnReadError(file, err);
   }
 }
 
@@ -241,7 +231,7 @@ export class FileLock implements Lock {
     this.sweep = staleTempSweep(this.dir);
   }
 
-  /** @throws LeaseUnreadableError when the current lease file cannot be read (see leaseToTakeOnReadError). */
+  /** @throws LeaseUnreadableError when the current lease file cannot be read (see leaseOnReadError). */
   async tryAcquire(name: string, ttlMs: number): Promise<LockHandle | undefined> {
     makeDirDurable(this.dir);
     await this.sweep();
@@ -250,8 +240,7 @@ export class FileLock implements Lock {
     let next = 0;
     let tookOver = false;
     if (top !== undefined) {
-      const topFile = this.file(base, top);
-      const current = await readLease(topFile, leaseToTakeOnReadError(topFile));
+      const current = await readLease(this.file(base, top));
       // Gone: removed by hand while we listed; let the next attempt decide on a fresh listing.
       if (!current) return undefined;
       // A holder that crashed leaves a lease that would block everyone until it expires.
@@ -333,6 +322,7 @@ export class FileLock implements Lock {
   private handle(base: string, taken: number, token: string, tookOver: boolean): LockHandle {
     /** The generation this handle holds: a later one once {@link LockHandle.confirm} took its lapsed lease again. */
     let generation = taken;
+    // A read that fails (not ENOENT or EISDIR) throws rather than answer false: the lease may still be this holder's.
     const held = async (): Promise<boolean> => {
       const lease = await readLease(this.file(base, generation));
       if (lease?.token !== token || this.expired(lease)) return false;

@@ -1,7 +1,9 @@
 /**
- * Local mode when a lease file of the state directory cannot be read (EACCES: a bridge another user runs on the same
- * directory wrote it, 0600; EIO). FileLock refuses to take such a lease over (LeaseUnreadableError); the run must say
- * what it is, exit 2, and not advise moving the file aside while its holder may be refreshing the token family.
+ * Local mode when a lease file of the state directory cannot be read. FileLock refuses to take such a lease over
+ * (LeaseUnreadableError). Denied (EACCES, EPERM: a bridge another user runs on the same directory wrote it, 0600), the
+ * run must say what it is, exit 2, and not advise moving the file aside while its holder may be refreshing the token
+ * family. Not readable now (EMFILE, ESTALE, EIO, ...), it must name the code and say the run stopped without touching
+ * the token, exit 1: a loop tries again at its next interval.
  * Faults are injected into node:fs/promises' readFile for the files named below.
  */
 import type * as nodeFs from "node:fs";
@@ -40,22 +42,22 @@ afterEach(async () => {
 
 /**
  * A harness whose stored access token is due for a refresh while another user's run holds the token refresh lease, its
- * file unreadable here (EACCES); `before` is the refresh token stored then.
+ * file unreadable here (`code`); `before` is the refresh token stored then.
  */
-async function tokenLeaseUnreadable() {
+async function tokenLeaseUnreadable(code = "EACCES") {
   const h = (harness = await startHarness());
   const { stored } = await dueForRefresh(h);
   const before = await stored();
   const holder = await new FileLock(h.env["BRIDGE_STATE_DIR"]!).tryAcquire(DEFAULT_LOCK_NAME, 60_000);
   expect(holder).toBeDefined();
-  faults.failedRead = { name: encodeURIComponent(DEFAULT_LOCK_NAME), code: "EACCES" };
+  faults.failedRead = { name: encodeURIComponent(DEFAULT_LOCK_NAME), code };
   return { h, stored, before, holder: holder! };
 }
 
 const ADVICE = "a bridge run by another user may hold it: run every bridge on this state directory as the same user; remove the file only once none runs";
 
 describe("local mode when a lease file cannot be read", () => {
-  it.each(["EACCES", "EIO"])("names the cycle lease file and who may hold it (%s), exit 2", async (code) => {
+  it.each(["EACCES", "EPERM"])("names the cycle lease file and who may hold it (%s), exit 2", async (code) => {
     const h = (harness = await startHarness());
     expect((await runInProcess(["run", "--once"], h.env)).code).toBe(EXIT.ok);
     const stateDir = h.env["BRIDGE_STATE_DIR"]!;
@@ -71,6 +73,7 @@ describe("local mode when a lease file cannot be read", () => {
     expect(refused.stderr).toMatch(new RegExp(`${join(stateDir, "locks", CYCLE_LOCK)}\\.lock(\\.\\d+)?\\)`));
     expect(refused.stderr).toContain(ADVICE);
     expect(refused.stderr).not.toContain("takes no writes");
+    faults.failedRead = undefined;
     await holder!.release();
   });
 
@@ -84,6 +87,7 @@ describe("local mode when a lease file cannot be read", () => {
     expect(refused.stderr).toContain(ADVICE);
     expect(refused.stderr).not.toContain("move it aside");
     expect(await stored()).toBe(before);
+    faults.failedRead = undefined;
     await holder.release();
   });
 
@@ -102,6 +106,63 @@ describe("local mode when a lease file cannot be read", () => {
     expect(message).toContain("this sign-in was not stored");
     expect(message).not.toContain("run authorize again");
     expect(await stored()).toBe(before);
+    faults.failedRead = undefined;
+    await holder.release();
+  });
+
+  it.each([
+    ["EMFILE", "try again"],
+    ["ESTALE", "check the file system"],
+    ["EIO", "check the file system"],
+  ])("says the cycle lease file could not be read now (%s) and the token was not touched, exit 1", async (code, advice) => {
+    const h = (harness = await startHarness());
+    expect((await runInProcess(["run", "--once"], h.env)).code).toBe(EXIT.ok);
+    const stateDir = h.env["BRIDGE_STATE_DIR"]!;
+    const holder = await new FileLock(stateDir).tryAcquire(CYCLE_LOCK, 60_000);
+    faults.failedRead = { name: CYCLE_LOCK, code };
+
+    const refused = await runInProcess(["run", "--once"], h.env);
+
+    expect(refused.code, refused.stderr).toBe(EXIT.failed);
+    expect(refused.stderr).toContain(`could not be read now (${code})`);
+    expect(refused.stderr).toContain(join(stateDir, "locks", CYCLE_LOCK));
+    expect(refused.stderr).toContain("the run stopped without touching the token");
+    expect(refused.stderr).toContain(advice);
+    expect(refused.stderr).not.toContain("another user");
+    expect(refused.stderr).not.toContain("takes no writes");
+    faults.failedRead = undefined;
+    await holder!.release();
+  });
+
+  it("says the same of the token refresh lease file (EMFILE), exit 1, the stored refresh token unspent", async () => {
+    const { h, stored, before, holder } = await tokenLeaseUnreadable("EMFILE");
+
+    const refused = await runInProcess(["run", "--once"], h.env);
+
+    expect(refused.code, refused.stderr).toBe(EXIT.failed);
+    expect(refused.stderr).toContain("could not be read now (EMFILE)");
+    expect(refused.stderr).toContain("the run stopped without touching the token");
+    expect(refused.stderr).not.toContain("another user");
+    expect(await stored()).toBe(before);
+    faults.failedRead = undefined;
+    await holder.release();
+  });
+
+  it("fails authorize saving the sign-in (ESTALE) with exit 1, the sign-in not stored, and no blame on another user", async () => {
+    const { h, stored, before, holder } = await tokenLeaseUnreadable("ESTALE");
+    const { QASHIO_REFRESH_TOKEN: _seed, ...env } = h.env;
+    const { io } = capturedIo({ ...h, env }, new AbortController().signal);
+
+    const error = await authorizeCommand({ port: 0, noOpen: true, timeoutMs: 10_000 }, io, { onAuthorizeUrl: approve(h) }).catch((e: unknown) => e);
+
+    expect(error).toMatchObject({ exitCode: EXIT.failed });
+    const message = (error as Error).message;
+    expect(message).toContain("could not be read now (ESTALE)");
+    expect(message).toContain("check the file system");
+    expect(message).toContain("this sign-in was not stored");
+    expect(message).not.toContain("another user");
+    expect(await stored()).toBe(before);
+    faults.failedRead = undefined;
     await holder.release();
   });
 });

@@ -18,13 +18,20 @@ const faults = vi.hoisted(() => ({
   hiddenPid: undefined as number | undefined,
   /** The next read of a file whose path ends with `suffix` returns only once `gate` resolves; `reached` says it waits. */
   slowRead: undefined as { suffix: string; gate: Promise<void>; reached: () => void } | undefined,
-  /** Reads of a file whose path ends with `suffix` fail with `code` (EACCES: a lease file another user wrote, 0600). */
+  /**
+   * Reads (readFile and readFileSync) of a file whose path ends with `suffix` fail with `code` (EACCES: a lease file
+   * another user wrote, 0600; EMFILE: this process out of file descriptors; ESTALE: an NFS handle gone stale).
+   */
   failedRead: undefined as { suffix: string; code: string } | undefined,
 }));
 
 vi.mock("node:fs", async (importOriginal) => {
   const fs = await importOriginal<typeof nodeFs>();
   const readFileSync = ((file: nodeFs.PathOrFileDescriptor, ...rest: unknown[]) => {
+    const failed = faults.failedRead;
+    if (failed !== undefined && String(file).endsWith(failed.suffix)) {
+      throw Object.assign(new Error(`${failed.code}: cannot read '${String(file)}'`), { code: failed.code });
+    }
     if (faults.hiddenPid !== undefined && String(file) === `/proc/${faults.hiddenPid}/stat`) {
       throw Object.assign(new Error(`EACCES: permission denied, open '${String(file)}'`), { code: "EACCES" });
     }
@@ -114,6 +121,52 @@ describe("FileLock when a lease file cannot be read", () => {
     expect(await readdir(path.join(dir, "locks"))).toEqual([`${LOCK}.lock`]);
     expect(await holder!.renew(TTL)).toBe(true);
     expect(await new FileLock(dir).tryAcquire(LOCK, TTL)).toBeUndefined();
+  });
+
+  // Out of descriptors (EMFILE, ENFILE), memory (ENOMEM), a stale NFS handle (ESTALE), a busy or failing device, a
+  // path component swapped under us (ENOTDIR), a code nobody foresaw: none says the lease is free.
+  it.each(["EMFILE", "ENFILE", "ENOMEM", "ESTALE", "EAGAIN", "EBUSY", "ENOTDIR", "EUNFORESEEN"])(
+    "does not take over a live holder's lease it could not read now (%s): it says the read failed, not that the lease expired",
+    async (code) => {
+      const holder = await new FileLock(dir).tryAcquire(LOCK, TTL);
+      expect(holder).toBeDefined();
+      faults.failedRead = { suffix: `${path.sep}${LOCK}.lock`, code };
+
+      const error = await new FileLock(dir).tryAcquire(LOCK, TTL).catch((e: unknown) => e);
+
+      expect(error).toMatchObject({ name: "LeaseUnreadableError", code, file: path.join(dir, "locks", `${LOCK}.lock`) });
+      expect((error as Error).message).toContain(`could not be read now (${code})`);
+      expect((error as Error).message).not.toContain("readable by this user");
+      faults.failedRead = undefined;
+      expect(await readdir(path.join(dir, "locks"))).toEqual([`${LOCK}.lock`]);
+      expect(await holder!.renew(TTL)).toBe(true);
+    },
+  );
+
+  it("lets the holder find neither its lease lost nor it free when its own check cannot read the file now (EMFILE)", async () => {
+    const holder = await new FileLock(dir).tryAcquire(LOCK, TTL);
+    faults.failedRead = { suffix: `${path.sep}${LOCK}.lock`, code: "EMFILE" };
+
+    // The check before a write (synchronous), the renewal and the release all fail rather than answer.
+    await expect(holder!.confirm!(TTL)).rejects.toMatchObject({ name: "LeaseUnreadableError", code: "EMFILE" });
+    await expect(holder!.renew(TTL)).rejects.toMatchObject({ name: "LeaseUnreadableError", code: "EMFILE" });
+    await expect(holder!.release()).rejects.toMatchObject({ name: "LeaseUnreadableError", code: "EMFILE" });
+
+    faults.failedRead = undefined;
+    expect(await readdir(path.join(dir, "locks"))).toEqual([`${LOCK}.lock`]);
+    expect(await holder!.confirm!(TTL)).toBe(true);
+    expect(await new FileLock(dir).tryAcquire(LOCK, TTL)).toBeUndefined();
+  });
+
+  it("reads a lease file gone between the listing and the read (ENOENT) as no lease, leaving the choice to the next attempt", async () => {
+    const first = await new FileLock(dir).tryAcquire(LOCK, TTL);
+    await first!.release();
+    faults.failedRead = { suffix: `${path.sep}${LOCK}.lock`, code: "ENOENT" };
+
+    expect(await new FileLock(dir).tryAcquire(LOCK, TTL)).toBeUndefined();
+    expect(await readdir(path.join(dir, "locks"))).toEqual([`${LOCK}.lock`]);
+    faults.failedRead = undefined;
+    expect(await new FileLock(dir).tryAcquire(LOCK, TTL)).toBeDefined();
   });
 
   it("still takes a lease file holding no lease (a foreign tool's), which could otherwise block forever", async () => {
