@@ -7,6 +7,7 @@
 import {
   ReauthorizationNeededError,
   causeMatching,
+  clientMayBeRefused,
   conformSnapshots,
   emptyReport,
   pollCards,
@@ -19,7 +20,7 @@ import {
 import type { CardCycleMode } from "../bridge/cards.js";
 import type { CycleReport } from "../bridge/report.js";
 import { isInvalidClient } from "../qashio/auth/token-provider.js";
-import { ProviderClientRejectedError } from "./errors.js";
+import { ProviderClientRejectedError, revokedFamilyMessage } from "./errors.js";
 import { leaseNames } from "./keys.js";
 import { holdsSnapshots } from "./pii-salt.js";
 import type { PollAction } from "./poll-event.js";
@@ -52,21 +53,26 @@ export interface RunCycleOptions {
 
 /**
  * Stops before any provider call while the token family is marked revoked for the current secret version: presenting
- * the rejected refresh token again on every tick cannot succeed (only re-onboarding, a new version, can).
+ * the rejected refresh token again on every tick cannot succeed (only a new version can: re-onboarding, or the client
+ * credentials put right when the refusal may have been of them).
  */
 async function failFastWhenRevoked(runtime: TenantRuntime, kind: CycleKind): Promise<void> {
-  if ((await runtime.tokens.revokedVersion()) === undefined) return;
+  const revoked = await runtime.tokens.revokedFamily();
+  if (revoked === undefined) return;
   runtime.transactions.metrics.add("TokenFamilyRevoked", 1, "Count");
+  const { tenant, secretId } = runtime.config;
   throw new ReauthorizationNeededError(
-    `The provider revoked the bridge's token family for tenant "${runtime.config.tenant}": re-authorize the integration ` +
-      "(npm run bridge -- authorize --secret-id <arn>); no provider call is made until the secret has a new version",
+    `${revokedFamilyMessage(revoked, `for tenant "${tenant}"`, secretId)}; no provider call is made until the secret has a new version`,
     { report: emptyReport(kind) },
   );
 }
 
-/** Marks the family revoked; a failed write is logged (the next tick then finds out again at the provider). */
-async function rememberRevoked(runtime: TenantRuntime, kind: CycleKind): Promise<void> {
-  await runtime.tokens.markRevoked().catch((error: unknown) =>
+/**
+ * Marks the family revoked (`error`: the engine's ReauthorizationNeededError), noting whether the client credentials
+ * may be at fault; a failed write is logged (the next tick then finds out again at the provider).
+ */
+async function rememberRevoked(runtime: TenantRuntime, kind: CycleKind, error: unknown): Promise<void> {
+  await runtime.tokens.markRevoked({ clientMayBeRefused: clientMayBeRefused(error) }).catch((error: unknown) =>
     runtime.transactions.logger.warn("Could not record the revoked token family", { kind, error: (error as Error).name }),
   );
 }
@@ -161,7 +167,7 @@ async function underCycleLease<T>(
       // Under the lease, which a conform-pii pass holds too: its pass id is never replaced between its read and write.
       if (kind === "transactions") await runtime.supersedeConformPassOnce();
       return await work().catch(async (error: unknown) => {
-        if (error instanceof ReauthorizationNeededError) await rememberRevoked(runtime, kind);
+        if (error instanceof ReauthorizationNeededError) await rememberRevoked(runtime, kind, error);
         // The engine words it as any provider failure ("the next cycle resumes"), but only fixing the secret helps.
         if (causeMatching(error, isInvalidClient) !== undefined) throw new ProviderClientRejectedError(runtime.config.secretId, { cause: error });
         throw error;

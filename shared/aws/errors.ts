@@ -98,6 +98,26 @@ export class ProviderClientRejectedError extends AwsRuntimeError {
 }
 
 /**
+ * What to do about a token family marked revoked (`SecretsManagerTokenStore.revokedFamily`), `subject` naming whose
+ * (`for tenant "acme"`): re-authorize; or, when the refusal may have been of the client credentials (a 401 naming no
+ * OAuth code, see `RevokedFamily.clientMayBeRefused`), check the secret's first, since re-authorizing with wrong ones
+ * fails too and putting them right (a new secret version) clears the mark. Names the secret, never a value.
+ *
+ * @example
+ * throw new ReauthorizationRequiredError(revokedFamilyMessage(revoked, `for tenant "acme"`, secretId));
+ */
+export function revokedFamilyMessage(family: { readonly clientMayBeRefused: boolean }, subject: string, secretId: string): string {
+  const reauthorize = `re-authorize the integration (npm run bridge -- authorize --secret-id ${secretId})`;
+  if (!family.clientMayBeRefused) return `The provider revoked the bridge's token family ${subject}: ${reauthorize}`;
+  return (
+    `The provider refused the bridge's refresh token or its client credentials ${subject} (a 401 without an OAuth error ` +
+    `code, spec §4.2's answer to both): check the secret's client_id and client_secret first (changed by hand, or the ` +
+    "client secret rotated at the provider); putting the right ones in, refresh_token and pii_salt kept, writes a new " +
+    `secret version, which clears this mark (docs/runbook.md, TokenFamilyRevoked); else ${reauthorize}`
+  );
+}
+
+/**
  * The secret's `pii_salt` is not the salt the pseudonyms in the tenant's table were made with (the table records its
  * fingerprint): a jq slip, or a secret restored from another tenant. Hashing with it would publish every hashed item
  * pulled again as a change of its pseudonyms and store it under that salt, so the invocation stops before any provider

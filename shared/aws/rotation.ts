@@ -34,7 +34,7 @@ import type { StoredTokens } from "../qashio/auth/token-store.js";
 import { DEFAULT_TIMEOUT_MS } from "../qashio/http.js";
 import { ForbiddenError, IncompleteTokenSetError, ReauthorizationRequiredError, UnauthorizedError, type QashioError } from "../qashio/errors.js";
 import { MIN_ROTATION_TIMEOUT_MS, REFRESH_TIMEOUT_MARGIN_MS } from "./config.js";
-import { ProviderClientRejectedError, RotationError } from "./errors.js";
+import { ProviderClientRejectedError, revokedFamilyMessage, RotationError } from "./errors.js";
 import { isSecretNotFound, ProviderSecretClient } from "./provider-secret.js";
 import { SECRET_VERSION_WINDOW_MS, SECRET_VERSIONS_EARLY_REFRESH_LIMIT, type SecretsManagerTokenStore } from "./token-store.js";
 
@@ -244,10 +244,11 @@ interface LeasedRefresh {
  */
 async function refreshUnderLease(secretId: string, step: RotationStep, deps: RotationDeps, how: LeasedRefresh): Promise<boolean> {
   // Refreshing a refresh token the provider already rejected can only fail again: stop before any provider call.
-  if ((await deps.store.revokedVersion()) !== undefined) {
+  const revoked = await deps.store.revokedFamily();
+  if (revoked !== undefined) {
     deps.metrics.add("TokenFamilyRevoked", 1, "Count");
     throw new ReauthorizationRequiredError(
-      "The token family is revoked for the current secret version: re-authorize the integration before rotating",
+      `${revokedFamilyMessage(revoked, "for the current secret version", secretId)}; the rotation refreshes nothing until the secret has a new version`,
     );
   }
   const ttlMs = deps.lockTtlMs ?? DEFAULT_LOCK_TTL_MS;
@@ -334,8 +335,11 @@ async function refreshOnce(refreshToken: string, deadline: number, deps: Rotatio
     const reloaded = await deps.store.load();
     if (mayAdopt && reloaded !== undefined && reloaded.refreshToken !== refreshToken) return refreshOnce(reloaded.refreshToken, deadline, deps, false);
     deps.metrics.add("TokenFamilyRevoked", 1, "Count");
-    await deps.store.markRevoked().catch((e: unknown) => deps.logger.warn("Could not record the revoked token family", { error: (e as Error).name }));
-    throw reauthorizationRequired("The provider rejected the refresh token during rotation", error);
+    const revoked = reauthorizationRequired("The provider rejected the refresh token during rotation", error);
+    await deps.store
+      .markRevoked({ clientMayBeRefused: revoked.clientMayBeRefused })
+      .catch((e: unknown) => deps.logger.warn("Could not record the revoked token family", { error: (e as Error).name }));
+    throw revoked;
   }
 }
 

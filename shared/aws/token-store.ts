@@ -76,6 +76,19 @@ interface RevokedFamilyItem {
   sk: string;
   secretVersionId: string;
   at: string;
+  /** See {@link RevokedFamily.clientMayBeRefused}. Absent in markers written before it: read as false. */
+  clientMayBeRefused?: boolean;
+}
+
+/** A token family marked revoked for the secret's current version (see `SecretsManagerTokenStore.revokedFamily`). */
+export interface RevokedFamily {
+  /** The secret version whose refresh token the provider refused. */
+  readonly secretVersionId: string;
+  /**
+   * The refusal was a 401 naming no `invalid_grant`, spec §4.2's answer to wrong client credentials too: the secret's
+   * client_id or client_secret may be at fault, the family intact.
+   */
+  readonly clientMayBeRefused: boolean;
 }
 
 /** How far back versions count against Secrets Manager's quota: it removes none younger than a day. */
@@ -123,8 +136,9 @@ const ACCESS_ITEM_TTL_SLACK_MS = 86_400_000;
  * - An access token recorded against an older secret version than the current one is not returned (the secret was
  *   replaced, e.g. by a re-authorization), which forces a refresh with the current refresh token.
  * - A revoked token family is remembered (`TOKEN#<tenant>`/`REVOKED`, holding the secret version whose refresh token
- *   was rejected): `revokedVersion()` lets pollers and the rotation fail fast, with no provider call, until a new
- *   secret version (re-onboarding) replaces it.
+ *   was rejected, and whether the client credentials may be at fault instead): `revokedFamily()` lets pollers and the
+ *   rotation fail fast, with no provider call, until a new secret version (re-onboarding, or the client credentials
+ *   put right) replaces it.
  * - Secrets Manager calls go through `ProviderSecretClient`: throttled calls are retried with backoff, and
  *   PutSecretValue reuses one ClientRequestToken across retries so a retry cannot create a second version.
  *
@@ -313,34 +327,52 @@ export class SecretsManagerTokenStore implements TokenStore {
    * Records that the token family is revoked for the secret version last returned by `load` (the token provider and
    * the rotation re-load the store before declaring the family lost, so that is the version holding the rejected
    * refresh token). Before any `load`, the version this store last read from Secrets Manager stands in; nothing is
-   * recorded when it read none at all.
+   * recorded when it read none at all. `refusal.clientMayBeRefused` records that the client credentials may be at
+   * fault instead (see {@link RevokedFamily}), for the fail-fast of later invocations to say so.
    *
    * @example
-   * if (error instanceof ReauthorizationNeededError) await store.markRevoked();
+   * if (error instanceof ReauthorizationRequiredError) await store.markRevoked({ clientMayBeRefused: error.clientMayBeRefused });
    */
-  async markRevoked(): Promise<void> {
+  async markRevoked(refusal: { readonly clientMayBeRefused?: boolean } = {}): Promise<void> {
     const versionId = this.#lastLoadedVersionId ?? this.#cache?.read.versionId;
     if (versionId === undefined) return;
     const { doc, tableName, tenant } = this.#options;
-    const item: RevokedFamilyItem = { ...revokedFamilyItemKey(tenant), secretVersionId: versionId, at: new Date(this.#clock.now()).toISOString() };
+    const item: RevokedFamilyItem = {
+      ...revokedFamilyItemKey(tenant),
+      secretVersionId: versionId,
+      at: new Date(this.#clock.now()).toISOString(),
+      clientMayBeRefused: refusal.clientMayBeRefused === true,
+    };
     await doc.send(new PutCommand({ TableName: tableName, Item: item as unknown as Record<string, unknown> }));
   }
 
   /**
-   * The current secret version when it is marked revoked, else undefined. Costs one DynamoDB read; the secret is read
-   * (fresh) only when a marker exists, and a marker for an older version (the secret was re-onboarded) is removed.
+   * The current secret version when it is marked revoked, else undefined (see {@link revokedFamily}).
    *
    * @example
    * if ((await store.revokedVersion()) !== undefined) throw new ReauthorizationRequiredError("re-authorize");
    */
   async revokedVersion(): Promise<string | undefined> {
+    return (await this.revokedFamily())?.secretVersionId;
+  }
+
+  /**
+   * The revoked-family mark of the current secret version, if it has one. Costs one DynamoDB read; the secret is read
+   * (fresh) only when a marker exists, and a marker for an older version (the secret was re-onboarded, or its client
+   * credentials put right) is removed.
+   *
+   * @example
+   * const revoked = await store.revokedFamily();
+   * if (revoked !== undefined) throw new ReauthorizationRequiredError(revokedFamilyMessage(revoked, "for tenant acme", secretId));
+   */
+  async revokedFamily(): Promise<RevokedFamily | undefined> {
     const { doc, tableName, tenant } = this.#options;
     const key = revokedFamilyItemKey(tenant);
     const result = await doc.send(new GetCommand({ TableName: tableName, Key: key, ConsistentRead: true }));
     const marker = result.Item as RevokedFamilyItem | undefined;
     if (marker === undefined) return undefined;
     const current = await this.readSecret();
-    if (current.versionId === marker.secretVersionId) return marker.secretVersionId;
+    if (current.versionId === marker.secretVersionId) return { secretVersionId: marker.secretVersionId, clientMayBeRefused: marker.clientMayBeRefused === true };
     // Only the stale marker goes: another container may have just marked the new version.
     await doc
       .send(

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DeleteCommand, GetCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
+import { DeleteCommand, GetCommand, PutCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { ProviderSecretClient } from "../../shared/aws/provider-secret.js";
 import { SecretFormatError, SecretStoreError, SecretVersionQuotaError } from "../../shared/aws/errors.js";
-import { accessTokenItemKey } from "../../shared/aws/keys.js";
+import { accessTokenItemKey, revokedFamilyItemKey } from "../../shared/aws/keys.js";
 import {
   SECRET_VERSIONS_EARLY_REFRESH_LIMIT,
   SECRET_VERSIONS_PER_DAY_LIMIT,
@@ -45,7 +45,7 @@ function setup(initial: Record<string, unknown> = SECRET, options: { versionsOnC
   /** The tenant's shared access-token item, as the table holds it. */
   const accessItem = async () =>
     (await table.doc.send(new GetCommand({ TableName: table.tableName, Key: accessTokenItemKey(tenant), ConsistentRead: true }))).Item;
-  return { secrets, clock, make, optionsWith, accessItem, store: make() };
+  return { secrets, clock, make, optionsWith, accessItem, tenant, store: make() };
 }
 
 describe("SecretsManagerTokenStore", () => {
@@ -108,6 +108,20 @@ describe("SecretsManagerTokenStore", () => {
     await make().saveVersion({ refreshToken: "rt-new-family" }, { clientRequestToken: "reonboard-1", stages: ["AWSCURRENT"] });
     expect(await make().revokedVersion()).toBeUndefined();
     expect(await store.revokedVersion()).toBeUndefined();
+  });
+
+  it("records whether the client may be at fault with the revoked family, and reads a marker written without it as not", async () => {
+    const { store, make, tenant } = setup();
+    await store.load();
+    await store.markRevoked({ clientMayBeRefused: true });
+    const versionId = await make().revokedVersion();
+    expect(await make().revokedFamily()).toEqual({ secretVersionId: versionId, clientMayBeRefused: true });
+    // A marker as versions before the attribute wrote it.
+    const legacy = { ...revokedFamilyItemKey(tenant), secretVersionId: versionId, at: "2026-01-01T00:00:00.000Z" };
+    await table.doc.send(new PutCommand({ TableName: table.tableName, Item: legacy }));
+    expect(await make().revokedFamily()).toEqual({ secretVersionId: versionId, clientMayBeRefused: false });
+    await store.markRevoked();
+    expect(await make().revokedFamily()).toEqual({ secretVersionId: versionId, clientMayBeRefused: false });
   });
 
   it("marks the version it last read when nothing was loaded, and records nothing when it read no version at all", async () => {

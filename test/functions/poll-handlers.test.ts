@@ -23,7 +23,7 @@ import type { AwsClients } from "../../shared/aws/runtime.js";
 import type { PollEvent } from "../../shared/aws/poll-event.js";
 import { localDynamoClient } from "../aws/support/dynamo.js";
 import { fillAccounts } from "../sandbox/helpers.js";
-import { createHarness, lambdaContext, REDIRECT_URI, revokeFamily, subjectIds, TENANT, type Harness } from "./support/harness.js";
+import { bare401For, createHarness, lambdaContext, REDIRECT_URI, revokeFamily, subjectIds, TENANT, type Harness } from "./support/harness.js";
 import { CYCLE_SAFETY_MARGIN_MS, MIN_POLLER_TIMEOUT_MS } from "../../shared/aws/config.js";
 import { DEFAULT_SECRET_CACHE_TTL_MS, SecretsManagerTokenStore } from "../../shared/aws/token-store.js";
 
@@ -572,7 +572,11 @@ describe("poll-transactions handler", () => {
     const revokedBefore = h.output.filter((line) => line.includes('"TokenFamilyRevoked"')).length;
 
     for (const kind of ["transactions", "cards"] as const) {
-      expect(await h.poller(kind, { fetch: countingFetch })().catch((e: unknown) => e)).toBeInstanceOf(ReauthorizationNeededError);
+      const error = await h.poller(kind, { fetch: countingFetch })().catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(ReauthorizationNeededError);
+      // The provider named invalid_grant: only re-authorizing helps, so the client credentials go unmentioned.
+      expect((error as Error).message).toContain("re-authorize");
+      expect((error as Error).message).not.toContain("client_secret");
     }
 
     expect(providerCalls).toBe(0);
@@ -582,6 +586,29 @@ describe("poll-transactions handler", () => {
     await reonboard();
     expect((await h.poller("transactions")()).status).toBe("completed");
     expect(h.pendingAtProvider()).toBe(0);
+  });
+
+  it("says on later ticks to check the secret's client_id and client_secret first when the refusal was a 401 without an error code, until fixing them clears the mark", async () => {
+    await h.poller("transactions")();
+    const putSecret = (value: Record<string, unknown>) =>
+      h.secrets.client.send(new PutSecretValueCommand({ SecretId: h.secrets.secretId, SecretString: JSON.stringify(value) }));
+    const right = h.secrets.current();
+    await putSecret({ ...right, client_secret: "mistyped-client-secret" });
+    const bare401 = bare401For(h, "mistyped-client-secret");
+    h.sandbox.control.advanceClock(ACCESS_TOKEN_TTL_SECONDS + 1);
+    expect(await h.poller("transactions", { fetch: bare401 })().catch((e: unknown) => e)).toBeInstanceOf(ReauthorizationNeededError);
+
+    const presented = h.refreshTokensPresented.length;
+    const later = await h.poller("cards")().catch((e: unknown) => e);
+    expect(later).toBeInstanceOf(ReauthorizationNeededError);
+    expect(h.refreshTokensPresented).toHaveLength(presented);
+    const message = (later as Error).message;
+    expect(message).toContain("check the secret's client_id and client_secret first");
+    expect(message).toContain("clears this mark");
+
+    // The right ones put back: a new secret version, and the refresh token, never spent, still works.
+    await putSecret(right);
+    expect((await h.poller("transactions", { fetch: bare401 })()).status).toBe("completed");
   });
 
   it("fails with a LambdaConfigurationError naming every bad variable", async () => {

@@ -15,7 +15,7 @@ import { TOKEN_LEASE_TTL_MS } from "../../shared/aws/runtime.js";
 import { MIN_ROTATION_TIMEOUT_MS, REFRESH_TIMEOUT_MARGIN_MS } from "../../shared/aws/config.js";
 import { awaitingOnboarding, type RotationEvent } from "../../shared/aws/rotation.js";
 import { awsError } from "../aws/support/fake-secrets-manager.js";
-import { createHarness, lambdaContext, PII_SALT, REDIRECT_URI, TENANT, type Harness } from "./support/harness.js";
+import { bare401For, createHarness, lambdaContext, PII_SALT, REDIRECT_URI, TENANT, type Harness } from "./support/harness.js";
 
 let h: Harness;
 beforeEach(async () => {
@@ -559,6 +559,30 @@ describe("rotate-token handler (Secrets Manager rotation)", () => {
     );
     await rotate();
     expect(h.refreshTokensPresented.at(-1)).toBe(tokens.refresh_token);
+    expect(await h.familyStillValid()).toBe(true);
+  });
+
+  it("says at the next rotation to check the secret's client_id and client_secret first when the refusal was a 401 without an error code", async () => {
+    const right = h.secrets.current();
+    const putSecret = (value: Record<string, unknown>) =>
+      h.secrets.client.send(new PutSecretValueCommand({ SecretId: h.secrets.secretId, SecretString: JSON.stringify(value) }));
+    await putSecret({ ...right, client_secret: "mistyped-client-secret" });
+    const bare401 = bare401For(h, "mistyped-client-secret");
+    const failed = randomUUID();
+    h.secrets.startRotation(failed);
+    await expect(h.rotator({ fetch: bare401 })(eventFor(failed, "createSecret"))).rejects.toBeInstanceOf(ReauthorizationRequiredError);
+
+    const presented = h.refreshTokensPresented.length;
+    const next = randomUUID();
+    h.secrets.startRotation(next);
+    const error = await h.rotator()(eventFor(next, "createSecret")).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ReauthorizationRequiredError);
+    expect(h.refreshTokensPresented).toHaveLength(presented);
+    expect((error as Error).message).toContain("check the secret's client_id and client_secret first");
+    expect((error as Error).message).toContain("clears this mark");
+
+    await putSecret(right);
+    await rotate();
     expect(await h.familyStillValid()).toBe(true);
   });
 

@@ -374,6 +374,15 @@ export async function revokeFamily(h: Harness): Promise<void> {
   h.sandbox.control.advanceClock(ACCESS_TOKEN_TTL_SECONDS + 1);
 }
 
+/**
+ * `h.fetch`, but its token endpoint answers a 401 without a body to a request carrying `clientSecret`: spec §4.2's
+ * answer to wrong client credentials may name no OAuth code, which the bridge can only read as a revoked family.
+ */
+export function bare401For(h: Harness, clientSecret: string): Harness["fetch"] {
+  return async (input, init) =>
+    String(input).endsWith("/oauth2/token") && String(init?.body).includes(clientSecret) ? new Response(null, { status: 401 }) : h.fetch(input, init);
+}
+
 /** Ids of the provider transactions an event set covers. */
 export function subjectIds(events: readonly PublishedEvent[], type?: string): Set<string> {
   return new Set(events.filter((e) => type === undefined || e.detailType === type).map((e) => e.detail.subject.id));
