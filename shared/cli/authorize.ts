@@ -8,7 +8,7 @@ import type { AddressInfo } from "node:net";
 import type { TokenStore } from "../qashio/auth/token-store.js";
 import { buildAuthorizeUrl, createState, exchangeCode, stateMatches } from "../qashio/auth/oauth.js";
 import { isInvalidClient, isRejectedGrant, storedTokensOf } from "../qashio/auth/token-provider.js";
-import { clientMayBeRefused } from "../qashio/errors.js";
+import { BadRequestError, clientMayBeRefused } from "../qashio/errors.js";
 import type { FetchLike } from "../qashio/http.js";
 import type { TokenSet } from "../qashio/schemas/index.js";
 import { AuthorizeError, ClientCredentialsRejectedError, UsageError } from "./errors.js";
@@ -153,10 +153,18 @@ function awaitRedirect(server: Server, state: string, timeoutMs: number, signal?
 /**
  * What a refused code means (spec §4.2, §3.1), read as a refused refresh is: a 401 is a used or expired code or, when
  * it names no `invalid_grant`, possibly wrong client credentials, which authorizing again cannot mend; a 400 naming
- * `invalid_grant` (RFC 6749 §5.2) may also be a code of another client or redirect_uri, so it names those too. Any
- * other 400 is of the request, not the code: no hint.
+ * `invalid_grant` (RFC 6749 §5.2) may also be a code of another client or redirect_uri, so it names those too. A 400
+ * naming no OAuth code is §4.2's answer to a missing parameter, a redirect_uri mismatch and an invalid grant alike, so
+ * it names the request and the code: a fresh code tells them apart. A 400 naming another code is of the request: no hint.
  */
 function exchangeRefusalHint(error: unknown): string {
+  if (error instanceof BadRequestError && error.status === 400 && error.errors.length === 0) {
+    return (
+      ": the provider refused the request or the code (a 400 without an OAuth error code answers a missing parameter, a " +
+      "callback address the code was not issued for and an invalid code alike): authorize again; if a fresh code is " +
+      "refused the same way, the request is at fault, not the code"
+    );
+  }
   if (!isRejectedGrant(error)) return "";
   if (clientMayBeRefused(error)) return ": the provider refused the code (used, or older than ten minutes) or the client id and secret were: check both, then authorize again";
   if (error.status === 401) return ": the code was used or expired (it lasts ten minutes): authorize again";

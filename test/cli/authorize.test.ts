@@ -327,6 +327,10 @@ describe("authorizeWithBrowser", () => {
     await expect(run).rejects.toThrow(new AuthorizeError("authorization was not granted (unknown_error)"));
   });
 
+  const UNCODED_400_HINT =
+    ": the provider refused the request or the code (a 400 without an OAuth error code answers a missing parameter, a callback address the code was not issued for and an invalid code alike): " +
+    "authorize again; if a fresh code is refused the same way, the request is at fault, not the code";
+
   it("wraps a failed exchange without echoing the code or the secret", async () => {
     const failing = async () => Response.json({ error: "invalid_grant" }, { status: 401 });
     const run = authorizeWithBrowser(
@@ -342,13 +346,15 @@ describe("authorizeWithBrowser", () => {
   });
 
   // §4.2 refuses a code with 401 (invalid, expired or used) or 400 (an invalid grant, a redirect_uri mismatch); the
-  // sandbox's 400 invalid_grant is a code of another client or another redirect_uri. Any other 400 is the request's.
+  // sandbox's 400 invalid_grant is a code of another client or another redirect_uri. A 400 naming no code may be the
+  // request's too (§4.2: missing or unsupported parameters); one naming another code is the request's.
   it.each([
     ["401 with no body", () => new Response(null, { status: 401 }), "answered 401: the provider refused the code (used, or older than ten minutes) or the client id and secret were: check both, then authorize again"],
     ["401 invalid_grant", () => Response.json({ error: "invalid_grant" }, { status: 401 }), "answered 401 (invalid_grant): the code was used or expired (it lasts ten minutes): authorize again"],
     ["400 invalid_grant", () => Response.json({ error: "invalid_grant" }, { status: 400 }), "answered 400 (invalid_grant): the provider refused the code (used, older than ten minutes, or not issued for this client id and callback address): authorize again"],
     ["400 invalid_request", () => Response.json({ error: "invalid_request" }, { status: 400 }), "answered 400 (invalid_request)"],
-    ["400 with no body", () => new Response(null, { status: 400 }), "answered 400"],
+    ["400 with no body", () => new Response(null, { status: 400 }), `answered 400${UNCODED_400_HINT}`],
+    ["400 naming no code", () => Response.json({ error_description: "bad" }, { status: 400 }), `answered 400${UNCODED_400_HINT}`],
   ])("says what a code exchange answered %s may mean", async (_, answer, ending) => {
     const run = authorizeWithBrowser(
       options({ fetch: async () => answer(), onAuthorizeUrl: browser((a) => ({ code: "code-xyz", state: a.searchParams.get("state") as string })) }),
