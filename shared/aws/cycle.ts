@@ -6,8 +6,8 @@
  */
 import {
   ReauthorizationNeededError,
+  causedByClientRefusal,
   causeMatching,
-  clientMayBeRefused,
   conformSnapshots,
   emptyReport,
   pollCards,
@@ -72,7 +72,7 @@ async function failFastWhenRevoked(runtime: TenantRuntime, kind: CycleKind): Pro
  * may be at fault; a failed write is logged (the next tick then finds out again at the provider).
  */
 async function rememberRevoked(runtime: TenantRuntime, kind: CycleKind, error: unknown): Promise<void> {
-  await runtime.tokens.markRevoked({ clientMayBeRefused: clientMayBeRefused(error) }).catch((error: unknown) =>
+  await runtime.tokens.markRevoked({ clientMayBeRefused: causedByClientRefusal(error) }).catch((error: unknown) =>
     runtime.transactions.logger.warn("Could not record the revoked token family", { kind, error: (error as Error).name }),
   );
 }

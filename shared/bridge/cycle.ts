@@ -12,7 +12,7 @@ import { emptyReport, type CycleReport } from "./report.js";
 import { cardValidator, requireObjectWithId, type Validators } from "./validate.js";
 import { applyPii, applyPiiToBody, assertPiiPolicy, conformPii } from "./pii.js";
 import type { ProviderCallOptions, ProviderPage } from "./provider.js";
-import { clientMayBeRefused, deadlineExceeded, errorContext, errorFields, isPageSizeRejection, isReauthorizationRequired, statusClass, StepFailure } from "./provider-errors.js";
+import { causedByClientRefusal, deadlineExceeded, errorContext, errorFields, isPageSizeRejection, isReauthorizationRequired, statusClass, StepFailure } from "./provider-errors.js";
 import { lastModified, nextSequence, parseTime, untilLaterSecond } from "./versions.js";
 import { quarantineId, quarantineReason } from "./quarantine-id.js";
 
@@ -491,7 +491,7 @@ export class CycleRun {
     if (isReauthorizationRequired(cause)) {
       this.deps.metrics.add("TokenFamilyRevoked", 1, "Count");
       return new ReauthorizationNeededError(
-        (clientMayBeRefused(cause)
+        (causedByClientRefusal(cause)
           ? `The provider refused the bridge's refresh token or its client credentials for tenant "${this.deps.tenant}" ` +
             "(a 401 naming no invalid_grant, the answer to both): check the client id and secret first, else re-authorize " +
             "the integration (run the authorization flow again)"

@@ -41,6 +41,6 @@ export { canonicalJson, contentHash, eventId, jsonOf, sha256Hex, uuidFromHex } f
 export type { EventIdentity } from "./hash.js";
 export { requireObjectWithId, schemaValidator } from "./validate.js";
 export type { ItemValidator, ValidationResult, Validators, SafeParseSchema } from "./validate.js";
-export { clientMayBeRefused, isReauthorizationRequired, isTokenFailure, statusClass } from "./provider-errors.js";
+export { causedByClientRefusal, isReauthorizationRequired, isTokenFailure, statusClass } from "./provider-errors.js";
 export { untilLaterSecond } from "./versions.js";
 export * from "./events/index.js";

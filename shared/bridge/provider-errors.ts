@@ -122,10 +122,16 @@ export function isReauthorizationRequired(err: unknown): boolean {
 }
 
 /**
- * True when the token endpoint's refusal in `err` may have been of the client credentials rather than of the refresh
- * token (the client's `ReauthorizationRequiredError.clientMayBeRefused`: a 401 naming no `invalid_grant`), read by shape.
+ * True when `err` (or a cause) is a token endpoint refusal that may have been of the client credentials rather than of
+ * the refresh token (the client's `ReauthorizationRequiredError.clientMayBeRefused`: a 401 naming no `invalid_grant`),
+ * read by shape. Not the client's own `clientMayBeRefused`, which reads one answer's status and codes.
+ *
+ * @example
+ * ```ts
+ * if (causedByClientRefusal(err)) console.warn("check the client id and secret first");
+ * ```
  */
-export function clientMayBeRefused(err: unknown): boolean {
+export function causedByClientRefusal(err: unknown): boolean {
   return causeMatching(err, (e): e is Error => e instanceof Error && (e as { clientMayBeRefused?: unknown }).clientMayBeRefused === true) !== undefined;
 }
 

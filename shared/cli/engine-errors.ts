@@ -3,7 +3,7 @@
  * exit code, worded with the setting or file to fix. Kept apart from the wiring so that the cycle lease and every
  * command runner word one failure the same way.
  */
-import { CycleAbortedError, PUBLISH_STEP, ReauthorizationNeededError, causeMatching, clientMayBeRefused } from "../bridge/index.js";
+import { CycleAbortedError, PUBLISH_STEP, ReauthorizationNeededError, causedByClientRefusal, causeMatching } from "../bridge/index.js";
 import { TOKEN_PATH } from "../qashio/auth/oauth.js";
 import { isInvalidClient } from "../qashio/auth/token-provider.js";
 import { LeaseUnreadableError, LocalStateError, TokenFileUnwritableError } from "../local/index.js";
@@ -39,7 +39,7 @@ export async function cliErrorOf(error: unknown, bridge: LocalBridge, otherwise:
   if (causeMatching(error, isInvalidClient) !== undefined) return new ClientCredentialsRejectedError({ cause: error });
   if (error instanceof ReauthorizationNeededError || (error instanceof Error && error.name === "ReauthorizationRequiredError")) {
     // A 401 naming no invalid_grant is also the answer to wrong client credentials (spec §4.2): say so, they come first.
-    const clientToo = clientMayBeRefused(error);
+    const clientToo = causedByClientRefusal(error);
     if (await bridge.tokens.usesSeed().catch(() => false)) {
       return new AuthorizeAgainError(
         (clientToo
