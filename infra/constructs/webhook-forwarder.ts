@@ -1,7 +1,8 @@
-import { Duration, SecretValue } from "aws-cdk-lib";
+import { ArnFormat, Duration, SecretValue, Stack } from "aws-cdk-lib";
 import * as cloudwatch from "aws-cdk-lib/aws-cloudwatch";
 import * as events from "aws-cdk-lib/aws-events";
 import * as targets from "aws-cdk-lib/aws-events-targets";
+import * as iam from "aws-cdk-lib/aws-iam";
 import type * as sqs from "aws-cdk-lib/aws-sqs";
 import { Construct } from "constructs";
 import type { WebhookAuthConfig, WebhookConfig } from "../tenant-config.js";
@@ -46,6 +47,19 @@ function authorization(auth: WebhookAuthConfig): events.Authorization {
 }
 
 /**
+ * ARN pattern of every rule on the bus named `busName` in the stack's account and region. A rule of the default bus
+ * has no bus in its ARN (`rule/<name>`), a rule of any other bus does (`rule/<bus>/<name>`).
+ */
+function busRulesArn(scope: Construct, busName: string): string {
+  return Stack.of(scope).formatArn({
+    service: "events",
+    resource: "rule",
+    resourceName: busName === "default" ? "*" : `${busName}/*`,
+    arnFormat: ArnFormat.SLASH_RESOURCE_NAME,
+  });
+}
+
+/**
  * Forwards chosen event types of one tenant to one HTTPS URL: an EventBridge rule (detail-type filter),
  * a connection holding the credentials, an API destination, a retry policy and a DLQ.
  */
@@ -56,6 +70,8 @@ export class WebhookForwarder extends Construct {
   public readonly connection: events.Connection;
   /** API destination: URL, method and rate limit. */
   public readonly destination: events.ApiDestination;
+  /** Role EventBridge takes to invoke the destination. */
+  public readonly role: iam.Role;
   /** Name of the bus the rule is on: part of the rule's metric dimensions. */
   private readonly busName: string;
 
@@ -74,6 +90,20 @@ export class WebhookForwarder extends Construct {
       httpMethod: events.HttpMethod.POST,
       rateLimitPerSecond: hook.rateLimitPerSecond,
     });
+    // AWS's confused deputy guidance for EventBridge (user guide, "Cross-service confused deputy prevention"): for event
+    // bus rule targets `aws:SourceArn` is the rule's ARN, with `aws:SourceAccount` the rule's account. Not this rule's
+    // ARN: the rule names the role, so the role naming the rule (Fn::GetAtt) would be a dependency cycle, and a fixed
+    // rule name would replace every deployed rule. Any rule of the tenant's bus in this account, so a rule of another
+    // account (or of another bus) cannot have EventBridge take it.
+    this.role = new iam.Role(this, "Role", {
+      description: `qashio-bridge ${props.tenantId}: EventBridge delivering to webhook ${hook.name}`,
+      assumedBy: new iam.ServicePrincipal("events.amazonaws.com", {
+        conditions: {
+          StringEquals: { "aws:SourceAccount": Stack.of(this).account },
+          ArnLike: { "aws:SourceArn": busRulesArn(this, this.busName) },
+        },
+      }),
+    });
     this.rule = new events.Rule(this, "Rule", {
       eventBus: props.bus,
       description: `qashio-bridge ${props.tenantId}: ${hook.eventTypes.join(", ")} to webhook ${hook.name}`,
@@ -84,6 +114,7 @@ export class WebhookForwarder extends Construct {
       },
       targets: [
         new targets.ApiDestination(this.destination, {
+          eventRole: this.role,
           deadLetterQueue: props.deadLetterQueue,
           retryAttempts: hook.retryAttempts,
           maxEventAge: Duration.hours(hook.maxEventAgeHours),

@@ -709,6 +709,42 @@ describe("tenant stacks", () => {
     globexT.resourceCountIs("AWS::Events::Rule", 0);
   });
 
+  it("lets EventBridge take a webhook's delivery role only for a rule of the tenant's bus in the stack's account, to invoke that destination alone", () => {
+    // AWS's confused deputy guidance for EventBridge: for event bus rule targets aws:SourceArn is the rule's ARN. The
+    // rule itself cannot be named (its ARN in the role's trust would be a dependency cycle): any rule of the bus.
+    const [acme, globex] = loadTenantsFile(EXAMPLE_TENANTS_FILE) as [TenantConfig, TenantConfig];
+    const onDefault = Template.fromStack(
+      buildTestApp({ tenants: [{ ...globex, eventBus: { mode: "import" as const, name: "default" }, webhooks: acme.webhooks.slice(0, 1) }] }).stacks[0] as TenantStack,
+    );
+    const onNamed = Template.fromStack(buildTestApp({ tenants: [{ ...globex, webhooks: acme.webhooks.slice(0, 1) }] }).stacks[0] as TenantStack);
+    const anyAccountRule = (rule: unknown[]) => ({ "Fn::Join": ["", ["arn:", { Ref: "AWS::Partition" }, ":events:", { Ref: "AWS::Region" }, ":", { Ref: "AWS::AccountId" }, ...rule]] });
+    for (const [template, hook, account, rules] of [
+      [acmeT, "erp", "111111111111", { "Fn::Join": ["", ["arn:", { Ref: "AWS::Partition" }, ":events:eu-west-1:111111111111:rule/", { Ref: logicalIdOf(acmeT, "AWS::Events::EventBus") }, "/*"]] }],
+      [acmeT, "cardsaudit", "111111111111", { "Fn::Join": ["", ["arn:", { Ref: "AWS::Partition" }, ":events:eu-west-1:111111111111:rule/", { Ref: logicalIdOf(acmeT, "AWS::Events::EventBus") }, "/*"]] }],
+      [onNamed, "erp", { Ref: "AWS::AccountId" }, anyAccountRule([":rule/globex-finance/*"])],
+      // a rule of the default bus has no bus in its ARN
+      [onDefault, "erp", { Ref: "AWS::AccountId" }, anyAccountRule([":rule/*"])],
+    ] as const) {
+      const rule = Object.values(template.findResources("AWS::Events::Rule")).find((r) =>
+        JSON.stringify(r).includes(`"Webhook${hook}Destination`),
+      ) as { Properties: { Targets: { Arn: unknown; RoleArn: { "Fn::GetAtt": [string, string] } }[] } };
+      const [target] = rule.Properties.Targets;
+      const roleId = target!.RoleArn["Fn::GetAtt"][0];
+      const role = template.toJSON()["Resources"][roleId] as { Properties: { AssumeRolePolicyDocument: { Statement: PolicyStatement[] } } };
+      expect(role.Properties.AssumeRolePolicyDocument.Statement).toEqual([
+        {
+          Action: "sts:AssumeRole",
+          Effect: "Allow",
+          Principal: { Service: "events.amazonaws.com" },
+          Condition: { StringEquals: { "aws:SourceAccount": account }, ArnLike: { "aws:SourceArn": rules } },
+        },
+      ]);
+      expect(roleStatements(template, roleId)).toEqual([
+        { Action: "events:InvokeApiDestination", Effect: "Allow", Resource: target!.Arn },
+      ]);
+    }
+  });
+
   it("takes each webhook's retries and maximum event age from its tenants file entry", () => {
     const tenant = loadTenantsFile(EXAMPLE_TENANTS_FILE).find((t) => t.id === "acme-sandbox") as TenantConfig;
     const [erp, ...others] = tenant.webhooks;
