@@ -629,9 +629,9 @@ describe("tenant stacks", () => {
   it("encrypts the functions' log groups with the tenant key, CloudWatch Logs' use bound to log groups of the account", () => {
     const logsIn = (template: Template) =>
       template === acmeT
-        ? { service: "logs.eu-west-1.amazonaws.com", arn: { "Fn::Join": ["", ["arn:", { Ref: "AWS::Partition" }, ":logs:eu-west-1:111111111111:log-group:*"]] } }
+        ? { service: { "Fn::Join": ["", ["logs.eu-west-1.", { Ref: "AWS::URLSuffix" }]] }, arn: { "Fn::Join": ["", ["arn:", { Ref: "AWS::Partition" }, ":logs:eu-west-1:111111111111:log-group:*"]] } }
         : {
-            service: { "Fn::Join": ["", ["logs.", { Ref: "AWS::Region" }, ".amazonaws.com"]] },
+            service: { "Fn::Join": ["", ["logs.", { Ref: "AWS::Region" }, ".", { Ref: "AWS::URLSuffix" }]] },
             arn: { "Fn::Join": ["", ["arn:", { Ref: "AWS::Partition" }, ":logs:", { Ref: "AWS::Region" }, ":", { Ref: "AWS::AccountId" }, ":log-group:*"]] },
           };
     for (const template of [acmeT, globexT]) {
@@ -649,6 +649,36 @@ describe("tenant stacks", () => {
         Resource: "*",
         Condition: { ArnLike: { "kms:EncryptionContext:aws:logs:arn": logsIn(template).arn } },
       });
+    }
+  });
+
+  it("names CloudWatch Logs by its regional principal in the partition's domain: logs.<region>.amazonaws.com.cn in China", () => {
+    // aws-cdk-lib's region table (region-info Default.servicePrincipal: logs is `logs.<region>.<domain suffix>` in
+    // every partition) and Terraform's aws_service_principal (`logs.cn-north-1.amazonaws.com.cn` in AWS China)
+    const [, globex] = loadTenantsFile(EXAMPLE_TENANTS_FILE) as [TenantConfig, TenantConfig];
+    /** A principal as CloudFormation resolves it where the pseudo parameters have these values. */
+    const deployed = (value: unknown, pseudo: Record<string, string>): string => {
+      if (typeof value === "string") return value;
+      const { Ref, "Fn::Join": join } = value as { Ref?: string; "Fn::Join"?: [string, unknown[]] };
+      if (Ref !== undefined && Ref in pseudo) return pseudo[Ref] as string;
+      if (join !== undefined) return join[1].map((part) => deployed(part, pseudo)).join(join[0]);
+      throw new Error(`cannot resolve ${JSON.stringify(value)}`);
+    };
+    const logsPrincipal = (tenant: TenantConfig): unknown => {
+      const template = Template.fromStack(buildTestApp({ tenants: [tenant] }).stacks[0] as TenantStack);
+      const key = Object.values(template.findResources("AWS::KMS::Key"))[0] as { Properties: { KeyPolicy: { Statement: PolicyStatement[] } } };
+      return key.Properties.KeyPolicy.Statement.find((st) => st.Sid === "AllowCloudWatchLogsToEncryptLogGroups")?.Principal?.Service;
+    };
+    for (const [region, suffix] of [
+      ["cn-north-1", "amazonaws.com.cn"],
+      ["cn-northwest-1", "amazonaws.com.cn"],
+      ["us-gov-west-1", "amazonaws.com"],
+      ["eu-west-1", "amazonaws.com"],
+    ] as const) {
+      const pseudo = { "AWS::Region": region, "AWS::URLSuffix": suffix };
+      // pinned to the region, and environment-agnostic deployed there
+      expect(deployed(logsPrincipal({ ...globex, account: "111111111111", region }), pseudo)).toBe(`logs.${region}.${suffix}`);
+      expect(deployed(logsPrincipal(globex), pseudo)).toBe(`logs.${region}.${suffix}`);
     }
   });
 
