@@ -1,4 +1,4 @@
-import { Duration, RemovalPolicy, Stack } from "aws-cdk-lib";
+import { ArnFormat, Duration, RemovalPolicy, Stack } from "aws-cdk-lib";
 import * as iam from "aws-cdk-lib/aws-iam";
 import type * as lambda from "aws-cdk-lib/aws-lambda";
 import * as scheduler from "aws-cdk-lib/aws-scheduler";
@@ -52,16 +52,27 @@ export class PollSchedules extends Construct {
 
   constructor(scope: Construct, id: string, props: PollSchedulesProps) {
     super(scope, id);
+    const groupName = `qashio-bridge-${props.tenantId}`;
     this.group = new scheduler.ScheduleGroup(this, "Group", {
-      scheduleGroupName: `qashio-bridge-${props.tenantId}`,
+      scheduleGroupName: groupName,
       // Holds no state, and its name is fixed: a retained group would make the next create of this tenant's stack
       // (a retry after a failed first deploy, or re-onboarding) fail with "already exists".
       removalPolicy: RemovalPolicy.DESTROY,
     });
     this.role = new iam.Role(this, "Role", {
       description: `qashio-bridge ${props.tenantId}: EventBridge Scheduler invoking the pollers`,
+      // AWS's Scheduler guide, "Confused deputy prevention": aws:SourceAccount, and aws:SourceArn the schedule group's
+      // ARN (an earlier edition said the schedule's, `schedule/<group>/<name>`): either, of this tenant's group only.
       assumedBy: new iam.ServicePrincipal("scheduler.amazonaws.com", {
-        conditions: { StringEquals: { "aws:SourceAccount": Stack.of(this).account } },
+        conditions: {
+          StringEquals: { "aws:SourceAccount": Stack.of(this).account },
+          ArnLike: {
+            "aws:SourceArn": [
+              Stack.of(this).formatArn({ service: "scheduler", resource: "schedule-group", resourceName: groupName, arnFormat: ArnFormat.SLASH_RESOURCE_NAME }),
+              Stack.of(this).formatArn({ service: "scheduler", resource: "schedule", resourceName: `${groupName}/*`, arnFormat: ArnFormat.SLASH_RESOURCE_NAME }),
+            ],
+          },
+        },
       }),
     });
     /** A schedule invoking `fn` every `minutes` with the poll event of a `kind` cycle, plus `extra` (a card mode). */

@@ -324,11 +324,17 @@ describe("tenant stacks", () => {
         ].sort(),
       );
     }
-    // only EventBridge Scheduler acting for the stack's own account may take the role that invokes the pollers
-    for (const [template, account] of [
-      [acmeT, "111111111111"],
-      [globexT, { Ref: "AWS::AccountId" }],
+    // only EventBridge Scheduler acting for the stack's own account, for the tenant's schedule group, may take the role
+    // that invokes the pollers. AWS's Scheduler guide gives aws:SourceArn as the schedule group's ARN (an earlier
+    // edition as a schedule's): either of this group
+    const arn = (env: readonly unknown[], resource: string) => ({
+      "Fn::Join": ["", ["arn:", { Ref: "AWS::Partition" }, ...(env.length === 1 ? [`:scheduler:${env[0] as string}:${resource}`] : [":scheduler:", ...env, `:${resource}`])]],
+    });
+    for (const [template, account, env] of [
+      [acmeT, "111111111111", ["eu-west-1:111111111111"]],
+      [globexT, { Ref: "AWS::AccountId" }, [{ Ref: "AWS::Region" }, ":", { Ref: "AWS::AccountId" }]],
     ] as const) {
+      const tenant = template === acmeT ? "acme-sandbox" : "globex";
       template.hasResourceProperties("AWS::IAM::Role", {
         Description: Match.stringLikeRegexp("EventBridge Scheduler invoking the pollers"),
         AssumeRolePolicyDocument: {
@@ -337,7 +343,12 @@ describe("tenant stacks", () => {
               Action: "sts:AssumeRole",
               Effect: "Allow",
               Principal: { Service: "scheduler.amazonaws.com" },
-              Condition: { StringEquals: { "aws:SourceAccount": account } },
+              Condition: {
+                StringEquals: { "aws:SourceAccount": account },
+                ArnLike: {
+                  "aws:SourceArn": [arn(env, `schedule-group/qashio-bridge-${tenant}`), arn(env, `schedule/qashio-bridge-${tenant}/*`)],
+                },
+              },
             },
           ],
         },
