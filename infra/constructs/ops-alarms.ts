@@ -317,11 +317,13 @@ export class OpsAlarms extends Construct {
       const visible = queue.metricApproximateNumberOfMessagesVisible({ period, statistic: "Maximum" });
       const failed = writeFailures[name];
       // EventBridge reports failed writes only when not zero: FILL keeps a period without them from hiding the depth.
+      // A sum, not MAX([...]) (which CloudWatch's metric math reference advises against in alarms): two counts, so it
+      // reaches 1 exactly when one of them does.
       const metric =
         failed === undefined
           ? visible
           : new cloudwatch.MathExpression({
-              expression: "MAX([visible, FILL(failed, 0)])",
+              expression: "visible + FILL(failed, 0)",
               usingMetrics: { visible, failed: failed.with({ period, statistic: "Sum" }) },
               label: `${name} messages held or lost`,
               period,

@@ -4,6 +4,7 @@ import { Template } from "aws-cdk-lib/assertions";
 import * as cloudwatch from "aws-cdk-lib/aws-cloudwatch";
 import * as kms from "aws-cdk-lib/aws-kms";
 import * as lambda from "aws-cdk-lib/aws-lambda";
+import * as sqs from "aws-cdk-lib/aws-sqs";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { PowertoolsMetricsAdapter } from "../../shared/aws/observability.js";
 import type { MetricName } from "../../shared/bridge/ports.js";
@@ -498,4 +499,42 @@ describe("the alarms on plain bridge metrics", () => {
     expect(directive?.Dimensions).toEqual([alarm.Dimensions?.map((d) => d.Name).sort()]);
     for (const { Name, Value } of alarm.Dimensions ?? []) expect(emf[Name]).toBe(Value);
   }
+});
+
+describe("a webhook queue's alarm on messages held or events EventBridge could not write to it", () => {
+  /**
+   * Functions AWS's metric math reference ("Functions supported for metric math") recommends against in alarms: they act
+   * differently when an alarm retrieves more data points than its evaluation periods.
+   */
+  const NOT_FOR_ALARMS = ["AVG", "DATAPOINT_COUNT", "MAX", "MIN", "REMOVE_EMPTY", "RUNNING_SUM", "STDDEV", "SUM"];
+
+  /** The DeadLetters alarm OpsAlarms makes for a queue whose failed writes are watched too. */
+  function webhookAlarm(): Record<string, unknown> & { Metrics: { Id: string; Expression?: string; ReturnData?: boolean }[] } {
+    const stack = new Stack();
+    const queue = new sqs.Queue(stack, "Queue");
+    const failed = new cloudwatch.Metric({ namespace: "AWS/Events", metricName: "InvocationsFailedToBeSentToDlq", dimensionsMap: { RuleName: "erp" } });
+    new OpsAlarms(stack, "Alarms", {
+      tenantId: "acme",
+      target: { email: "ops@acme.test" },
+      encryptionKey: new kms.Key(stack, "Key"),
+      functions: {},
+      syncLagEveryMinutes: 5,
+      deadLetterQueues: { "Webhook-erp": queue },
+      deadLetterWriteFailures: { "Webhook-erp": failed },
+    });
+    const found = Object.values(Template.fromStack(stack).findResources("AWS::CloudWatch::Alarm", { Properties: { AlarmName: "QashioBridge-acme-DeadLetters-Webhook-erp" } }));
+    expect(found).toHaveLength(1);
+    return (found[0] as { Properties: ReturnType<typeof webhookAlarm> }).Properties;
+  }
+
+  it("combines the two with no metric math function CloudWatch recommends against in alarms", () => {
+    const [watched, ...more] = webhookAlarm().Metrics.filter((m) => m.ReturnData === true);
+    expect(more).toEqual([]);
+    const expression = watched?.Expression ?? "";
+    // both metrics take part, the queue's depth and the failed writes
+    expect(expression).toMatch(/\bvisible\b/);
+    expect(expression).toMatch(/\bfailed\b/);
+    const called = [...expression.matchAll(/\b([A-Z_]+)\s*\(/g)].map((m) => m[1]);
+    expect(called.filter((name) => NOT_FOR_ALARMS.includes(name as string))).toEqual([]);
+  });
 });
