@@ -333,7 +333,9 @@ export class OpsAlarms extends Construct {
         alarmDescription: `Tenant ${tenant}: dead-letter queue ${name} is not empty${lost}.`,
         threshold: 1,
         comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-        evaluationPeriods: 1,
+        // FILL puts a 0 in the latest period until EventBridge's late (best-effort) count comes: 1 of 2 still sees it.
+        evaluationPeriods: failed === undefined ? 1 : 2,
+        datapointsToAlarm: 1,
         treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
       });
     }

@@ -537,4 +537,12 @@ describe("a webhook queue's alarm on messages held or events EventBridge could n
     const called = [...expression.matchAll(/\b([A-Z_]+)\s*\(/g)].map((m) => m[1]);
     expect(called.filter((name) => NOT_FOR_ALARMS.includes(name as string))).toEqual([]);
   });
+
+  it("still sees a failed write reported after its period ended: 1 of the last 2 periods, as FILL gives the latest a 0", () => {
+    // EventBridge's metrics may come late (best effort), and FILL puts a 0 in the latest period until they do; AWS's
+    // FILL entry names that case and an M out of N alarm as the remedy. With 1 of 1 the late count was never evaluated.
+    const alarm = webhookAlarm();
+    expect(alarm.Metrics.some((m) => m.Expression?.includes("FILL(failed, 0)"))).toBe(true);
+    expect(alarm).toMatchObject({ EvaluationPeriods: 2, DatapointsToAlarm: 1, Threshold: 1, ComparisonOperator: "GreaterThanOrEqualToThreshold" });
+  });
 });

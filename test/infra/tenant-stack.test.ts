@@ -1226,11 +1226,13 @@ describe("ops", () => {
       ComparisonOperator: "GreaterThanOrEqualToThreshold",
       TreatMissingData: "notBreaching",
     };
-    // a webhook DLQ holds events still to redrive: it stays on until they are handled (its metrics: below)
+    // a webhook DLQ holds events still to redrive: it stays on until they are handled (its metrics: below); 1 of 2
+    // periods, so a failed write EventBridge reports late is still evaluated
     acmeT.hasResourceProperties("AWS::CloudWatch::Alarm", {
       AlarmName: "QashioBridge-acme-sandbox-DeadLetters-Webhook-erp",
       AlarmActions: ["arn:aws:sns:eu-west-1:111111111111:qashio-bridge-ops"],
-      EvaluationPeriods: 1,
+      EvaluationPeriods: 2,
+      DatapointsToAlarm: 1,
       Threshold: 1,
       ComparisonOperator: "GreaterThanOrEqualToThreshold",
       TreatMissingData: "notBreaching",
