@@ -9,7 +9,9 @@ import { quarantineReason } from "./quarantine-id.js";
 import type { CycleOptions, TransactionCycleDeps } from "./deps.js";
 import type { Quarantine, QuarantineRecord, StoreCallOptions } from "./ports.js";
 import type { CycleReport } from "./report.js";
-import { isAcknowledgeableId, reprocessTransactions, type ReprocessedChunk, type TransactionRef } from "./transactions.js";
+import { isAcknowledgeableId, reprocessTransactions, type ReprocessedChunk, type TransactionRef, type UnconfirmedRef } from "./transactions.js";
+import { lastModified } from "./versions.js";
+import { isJsonObject } from "../json-object.js";
 
 /** Reason prefix of a record quarantined because its event failed for good (see `CycleRun.quarantineRecord`). */
 export const PUBLISH_FAILURE_PREFIX = quarantineReason("publish", "");
@@ -48,6 +50,7 @@ export interface KeptRecord {
   readonly why:
     | "no transaction id or qashio_id in the record"
     | "not found at the provider"
+    | typeof UNCONFIRMED_MISS
     | "its qashio_id lists only other transactions"
     | "its qashio_id lists more transactions than a re-drive reads"
     | "the provider refuses to read it by its qashio_id"
@@ -91,6 +94,13 @@ export interface RedriveOptions extends Pick<CycleOptions, "pageSize" | "deadlin
 }
 
 const NOT_REACHED: KeptRecord["why"] = "not reached before the deadline";
+
+/**
+ * Why a validation record is kept whose qashio_id (no publish record of its transaction confirming it, so maybe the
+ * very field that failed) finds nothing, and whose transaction's snapshot does not show a state as new delivered: the
+ * transaction may be gone, or there under another reference (docs/runbook.md says what to check).
+ */
+const UNCONFIRMED_MISS = "not found by its qashio_id, which no publish record confirms";
 
 /** Kept records, counted by why, the first KEPT_RECORDS_NAMED named: those kept for a cause before those not reached. */
 class KeptTally {
@@ -195,7 +205,8 @@ export async function redriveQuarantined(deps: TransactionCycleDeps, options: Re
   const walk = { ended: false };
   // One transaction can hold several records (one per failed version): one read serves them all.
   // `ref` is read by the qashio_id of a publish record once one is met (`trusted`), else of the first record.
-  type Held = { ref: TransactionRef; trusted: boolean; readonly records: RedriveRecord[] };
+  // `unconfirmed` gathers, while no record is trusted, what the records hold of their state (TransactionRef.unconfirmed).
+  type Held = { ref: TransactionRef; trusted: boolean; unconfirmed?: UnconfirmedRef; readonly records: RedriveRecord[] };
   /** The chunk being read again: what a batch deletes and a chunk's end keeps. */
   let inHand = new Map<string, Held>();
 
@@ -227,7 +238,9 @@ export async function redriveQuarantined(deps: TransactionCycleDeps, options: Re
       gathering = new Map();
       records = 0;
       for (const { ref, trusted } of inHand.values()) if (trusted) trustedInRun.set(ref.id, ref.qashioId);
-      const refs = [...inHand.values()].map(({ ref }) => (deliveredInRun.has(ref.id) ? { ...ref, delivered: true as const } : ref));
+      const refs = [...inHand.values()].map(({ ref, trusted, unconfirmed }) =>
+        deliveredInRun.has(ref.id) ? { ...ref, delivered: true as const } : trusted ? ref : { ...ref, unconfirmed },
+      );
       return shuffled(refs, random);
     };
     const stopAsked = () => signal?.aborted === true || (deadline !== undefined && deps.clock.now() >= deadline);
@@ -252,6 +265,7 @@ export async function redriveQuarantined(deps: TransactionCycleDeps, options: Re
           held.trusted = true;
         }
         held.records.push(record);
+        held.unconfirmed = held.trusted ? undefined : newestState(held.unconfirmed, raw, record.at);
         gathering.set(record.entityId, held);
         records += 1;
       }
@@ -280,7 +294,9 @@ export async function redriveQuarantined(deps: TransactionCycleDeps, options: Re
     const notReached = new Set(unreached);
     for (const [id, held] of inHand) {
       const why: KeptRecord["why"] = missing.has(id)
-        ? "not found at the provider"
+        ? held.trusted
+          ? "not found at the provider"
+          : UNCONFIRMED_MISS
         : listsOthers.has(id)
           ? "its qashio_id lists only other transactions"
           : listsTooMany.has(id)
@@ -293,7 +309,7 @@ export async function redriveQuarantined(deps: TransactionCycleDeps, options: Re
                   ? NOT_REACHED
                   : "its event was not published";
       for (const record of held.records) kept.add(record, why);
-      if (!held.trusted && (why === "not found at the provider" || why === "its qashio_id lists only other transactions")) {
+      if (!held.trusted && (why === UNCONFIRMED_MISS || why === "its qashio_id lists only other transactions")) {
         missedUntrusted.set(id, [...(missedUntrusted.get(id) ?? []), ...held.records.map((record) => ({ record, why }))]);
       }
     }
@@ -314,6 +330,17 @@ export async function redriveQuarantined(deps: TransactionCycleDeps, options: Re
     ...notScanned,
   });
   return { considered, redriven, kept: kept.named, keptByWhy: kept.byWhy, ...keptNotNamed, ...notScanned, cycle: report };
+}
+
+/**
+ * `held` (the state of a transaction's records gathered so far) with one more record's: the newest change time of their
+ * bodies (none once one has none: its state cannot be compared) and the last time one was quarantined.
+ */
+function newestState(held: UnconfirmedRef | undefined, raw: unknown, at: string): UnconfirmedRef {
+  const changed = isJsonObject(raw) ? lastModified(raw) : undefined;
+  const quarantinedAt = Math.max(held?.quarantinedAt ?? -Infinity, Date.parse(at));
+  const changedAt = changed === undefined || (held !== undefined && held.changedAt === undefined) ? undefined : Math.max(held?.changedAt ?? changed, changed);
+  return changedAt === undefined ? { quarantinedAt } : { changedAt, quarantinedAt };
 }
 
 /**

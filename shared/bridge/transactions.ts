@@ -953,9 +953,36 @@ class TransactionRun extends CycleRun {
       next += window.length;
     }
     if (stopped) this.report.outcome = "deadline";
+    else deliveredBefore.push(...(await this.settledBySnapshot(toRead, missing, listsOthers)));
     // Within the calls' grace: what was read before the deadline is published and its records go.
     if (!(await flush())) this.report.outcome = "deadline";
     return { delivered, missing, listsOthers, listsTooMany, refused, invalid, unreached };
+  }
+
+  /**
+   * Of the refs read by an unconfirmed qashio_id (TransactionRef.unconfirmed) that found them nowhere, or listed only
+   * others, the ids whose snapshot shows them delivered (see shownDelivered), taken out of `missing` and `listsOthers`:
+   * a glitched reference finds nothing run after run, where the snapshot of the transaction's id can tell. None when
+   * the snapshot read runs out of time (they stay as they are).
+   */
+  private async settledBySnapshot(refs: readonly TransactionRef[], missing: Set<string>, listsOthers: Set<string>): Promise<string[]> {
+    const candidates = refs.filter((ref) => ref.unconfirmed?.changedAt !== undefined && (missing.has(ref.id) || listsOthers.has(ref.id)));
+    if (candidates.length === 0 || this.pastDeadline()) return [];
+    let snapshots: Map<SnapshotKey, Snapshot>;
+    try {
+      snapshots = await this.read("read snapshots of transactions not found by an unconfirmed qashio_id", (call) =>
+        this.deps.snapshots.getMany(candidates.map((ref) => transactionKey(ref.id)), call),
+      );
+    } catch (err) {
+      if (!this.outOfTime(err)) throw err;
+      return [];
+    }
+    const settled = candidates.filter((ref) => shownDelivered(snapshots.get(transactionKey(ref.id)), ref.unconfirmed as UnconfirmedRef)).map((ref) => ref.id);
+    for (const id of settled) {
+      missing.delete(id);
+      listsOthers.delete(id);
+    }
+    return settled;
   }
 
   /**
@@ -1227,6 +1254,32 @@ export interface TransactionRef {
    * it was read by was trusted), only handed to `afterBatch` as delivered with the chunk's first batch.
    */
   readonly delivered?: true;
+  /**
+   * Set when no publish record confirms `qashioId` (a validation record's, maybe the very field that failed): what its
+   * records hold of the state they were quarantined in. A read by it that finds the transaction nowhere (or lists only
+   * others) then settles it as delivered when its snapshot proves a state as new reached the bus (see shownDelivered).
+   */
+  readonly unconfirmed?: UnconfirmedRef;
+}
+
+/** Of the records of a {@link TransactionRef} read by an unconfirmed qashio_id: their newest state. */
+export interface UnconfirmedRef {
+  /** Newest provider change time (updated_at, else modified_date) of their bodies, in ms; absent when one has none. */
+  readonly changedAt?: number;
+  /** When the last of them was quarantined (its `at`), in ms. */
+  readonly quarantinedAt: number;
+}
+
+/**
+ * True when `snapshot` proves a transaction's state at least as new as its unconfirmed records' reached the bus: the
+ * provider's change time of the state it holds is no older than theirs, and it was written after the last of them was
+ * quarantined (so read after: runs are serialised by the cycle lock and the provider's state only moves on), which
+ * also orders two states the provider stamped alike.
+ */
+function shownDelivered(snapshot: Snapshot | undefined, unconfirmed: UnconfirmedRef): boolean {
+  if (snapshot === undefined || unconfirmed.changedAt === undefined) return false;
+  const published = lastModified(snapshot.object);
+  return published !== undefined && published >= unconfirmed.changedAt && Date.parse(snapshot.updatedAt) > unconfirmed.quarantinedAt;
 }
 
 /**
@@ -1245,7 +1298,10 @@ const REDRIVE_RUN: RunKind = {
 
 /** What {@link reprocessTransactions} did with one chunk of transactions (see ReprocessOptions.afterChunk). */
 export interface ReprocessedChunk {
-  /** Ids whose current state is delivered: published now and its snapshot stored, or already equal to its snapshot. */
+  /**
+   * Ids whose current state is delivered: published now and its snapshot stored, or already equal to its snapshot, or,
+   * found nowhere by an unconfirmed qashio_id, shown delivered by its snapshot (TransactionRef.unconfirmed).
+   */
   readonly delivered: ReadonlySet<string>;
   /** Ids the provider does not list under their qashio_id, nor any other transaction under it. */
   readonly missing: ReadonlySet<string>;

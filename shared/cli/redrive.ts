@@ -23,6 +23,9 @@ const UNDELIVERABLE: Partial<Record<KeptRecord["why"], string>> = {
     "or have the transaction edited at the provider",
   "not found at the provider":
     "cannot be re-driven (the transaction is gone, or the record's qashio_id is not its): check with the provider, then delete the record by hand",
+  "not found by its qashio_id, which no publish record confirms":
+    "cannot be re-driven by that qashio_id (maybe the field that failed validation): look the transaction up at the provider by its id, named above: " +
+    "gone, delete the record by hand; there, have it edited at the provider (the next cycle delivers it, and the next re-drive removes the record)",
   "its qashio_id lists only other transactions":
     "cannot be re-driven (the provider lists other transactions under the record's qashio_id, not this one): check with the provider, then delete the record by hand",
   "its qashio_id lists more transactions than a re-drive reads":

@@ -529,12 +529,12 @@ export function slowReadsByQashioId(rig: TestRig, ms: number): void {
  * Puts a `validation` record of transaction `entityId` whose body carried a malformed reference (`qashio_id` "CTX"),
  * under `id` (which places it in the quarantine's order): a re-drive reading by it finds nothing.
  */
-export async function putGlitchedValidationRecord(rig: TestRig, entityId: string, id: string): Promise<void> {
+export async function putGlitchedValidationRecord(rig: TestRig, entityId: string, id: string, body: Record<string, unknown> = {}): Promise<void> {
   await rig.quarantine.put({
     id,
     kind: "transaction",
     reason: "validation: qashio_id: malformed",
-    raw: { id: entityId, qashio_id: "CTX" },
+    raw: { id: entityId, qashio_id: "CTX", ...body },
     at: "2025-01-15T09:00:00.000Z",
     entityId,
   });

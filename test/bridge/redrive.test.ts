@@ -354,6 +354,41 @@ describe("redriveQuarantined", () => {
     expect(rig.quarantine.records.size).toBe(0);
   });
 
+  it("deletes a validation record holding a glitched qashio_id, its publish record delivered by an earlier run, once its transaction's snapshot holds a state as new as its body", async () => {
+    const rig = makeRig();
+    const [txn] = await quarantinePublishFailures(rig);
+    await redriveQuarantined(rig.deps);
+    expect(rig.quarantine.records.size).toBe(0);
+    // Put before the snapshot was written (09:00), the body of the version the snapshot holds, its reference glitched.
+    await putGlitchedValidationRecord(rig, txn!.id, "00000000-0000-8000-8000-000000000001", { updated_at: txn!.updated_at });
+    rig.clock.advance(60_000);
+
+    const report = await redriveQuarantined(rig.deps);
+    expect(report.redriven.map((r) => r.id)).toEqual(["00000000-0000-8000-8000-000000000001"]);
+    expect(report.kept).toEqual([]);
+    expect(report.keptByWhy).toEqual({});
+    expect(rig.quarantine.records.size).toBe(0);
+    expect(rig.publisher.ofType("transaction.created")).toHaveLength(1);
+  });
+
+  it.each([
+    { what: "no snapshot of its transaction is held", delivered: false, body: { updated_at: "2025-01-15T08:00:00.000Z" } },
+    { what: "its transaction's snapshot is older than its body", delivered: true, body: { updated_at: "2030-01-01T00:00:00.000Z" } },
+    { what: "its body holds no time to compare", delivered: true, body: {} },
+  ])("keeps a validation record holding a glitched qashio_id not found, with a reason saying its reference is unconfirmed, when $what", async ({ delivered, body }) => {
+    const rig = makeRig();
+    const [txn] = await quarantinePublishFailures(rig);
+    if (delivered) await redriveQuarantined(rig.deps);
+    else rig.quarantine.records.clear();
+    await putGlitchedValidationRecord(rig, txn!.id, "00000000-0000-8000-8000-000000000001", body);
+    rig.clock.advance(60_000);
+
+    const report = await redriveQuarantined(rig.deps);
+    expect(report.redriven).toEqual([]);
+    expect(report.keptByWhy).toEqual({ "not found by its qashio_id, which no publish record confirms": 1 });
+    expect(rig.quarantine.records.size).toBe(1);
+  });
+
   it("keeps a record whose body holds no qashio_id, reading nothing for it (a read without the filter would list another transaction)", async () => {
     const rig = makeRig();
     const txn = rig.provider.addTransaction();

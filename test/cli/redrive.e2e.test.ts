@@ -205,6 +205,16 @@ describe("bridge redrive (in-process)", () => {
       expect(error).toMatchObject({ exitCode: EXIT.failed, kept: 1, message: "1 quarantine record kept that no re-drive can deliver (marked above; docs/runbook.md, Re-driving quarantined transactions)" });
     });
 
+    it("marks a validation record not found by its unconfirmed qashio_id with what to check, by the transaction's id", () => {
+      const { lines, error } = redriveOutcome(report([{ record: record("q0", "t0"), why: "not found by its qashio_id, which no publish record confirms" }]));
+      expect(lines).toEqual([
+        "  kept q0 (transaction t0): not found by its qashio_id, which no publish record confirms: cannot be re-driven by that qashio_id (maybe the field " +
+          "that failed validation): look the transaction up at the provider by its id, named above: gone, delete the record by hand; there, have it edited " +
+          "at the provider (the next cycle delivers it, and the next re-drive removes the record)",
+      ]);
+      expect(error).toMatchObject({ exitCode: EXIT.failed, kept: 1, message: "1 quarantine record kept that no re-drive can deliver (marked above; docs/runbook.md, Re-driving quarantined transactions)" });
+    });
+
     it("counts them apart from the records kept for a cause to fix and those not reached", () => {
       const { error } = redriveOutcome(
         report([
