@@ -220,8 +220,8 @@ export async function redriveQuarantined(deps: TransactionCycleDeps, options: Re
   const deliveredInRun = new Set<string>();
   /**
    * Records kept as found nowhere, or as listing only others, when read by their own qashio_id, maybe glitched (no
-   * publish record of their transaction taken yet), from every chunk that so kept them: deleted with it if a later
-   * chunk delivers it by a trusted one.
+   * publish record of their transaction taken yet), from every chunk that so kept them, with their why (that of a
+   * later chunk's read by a trusted one once there is one): deleted with it if a later chunk delivers it by a trusted one.
    */
   const missedUntrusted = new Map<string, KeptRecord[]>();
 
@@ -309,6 +309,13 @@ export async function redriveQuarantined(deps: TransactionCycleDeps, options: Re
                   ? NOT_REACHED
                   : "its event was not published";
       for (const record of held.records) kept.add(record, why);
+      const earlier = missedUntrusted.get(id);
+      if (held.trusted && why !== NOT_REACHED && earlier !== undefined) {
+        // Read now by the trusted qashio_id: the earlier chunks' records of it take this read's why, the true one.
+        kept.remove(earlier);
+        for (const { record } of earlier) kept.add(record, why);
+        missedUntrusted.set(id, earlier.map(({ record }) => ({ record, why })));
+      }
       if (!held.trusted && (why === UNCONFIRMED_MISS || why === "its qashio_id lists only other transactions")) {
         missedUntrusted.set(id, [...(missedUntrusted.get(id) ?? []), ...held.records.map((record) => ({ record, why }))]);
       }

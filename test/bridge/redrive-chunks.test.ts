@@ -211,6 +211,26 @@ describe("redriveQuarantined in chunks", () => {
     },
   );
 
+  it("gives a validation record kept not found by its glitched qashio_id the why of a later chunk's read of its transaction by its publish record", async () => {
+    const rig = makeRig();
+    const [txn] = await quarantined(rig, 1);
+    await putGlitchedValidationRecord(rig, txn!.id, "00000000-0000-8000-8000-000000000001");
+    const pages = rig.quarantine.pages.bind(rig.quarantine);
+    rig.quarantine.pages = (options) => pages({ ...options, limit: 1 });
+    // The cause is not fixed: the later read by the trusted reference finds the transaction and fails to publish it.
+    rig.publisher.reject = () => "AccessDeniedException: still not allowed";
+
+    const report = await redriveQuarantined(rig.deps, { chunkRecords: 1, random: () => 0 });
+    expect(report.keptByWhy).toEqual({ "its event was not published": 2 });
+    expect(report.kept.map((k) => [k.record.id, k.why])).toEqual(
+      expect.arrayContaining([["00000000-0000-8000-8000-000000000001", "its event was not published"]]),
+    );
+    expect(report.kept).toHaveLength(2);
+    const warned = rig.logger.lines.filter((l) => l.message === "quarantine record kept by the re-drive").map((l) => l.attributes?.["why"]);
+    expect(warned).toEqual(["its event was not published", "its event was not published"]);
+    expect(rig.quarantine.records.size).toBe(2);
+  });
+
   it("stops where its walk meets a record the store cannot decode, keeping what the chunks before it re-drove, and names the store's error", async () => {
     const rig = makeRig();
     await quarantined(rig, 350);
