@@ -14,7 +14,7 @@ import type { Context } from "aws-lambda";
 import type { ConformReport } from "../bridge/conform.js";
 import type { Clock } from "../bridge/ports.js";
 import type { PullStatus } from "../bridge/provider.js";
-import type { RedriveReport } from "../bridge/redrive.js";
+import { redrivenCount, type RedriveReport } from "../bridge/redrive.js";
 import { totalPublished, type CycleReport } from "../bridge/report.js";
 import type { FetchLike } from "../qashio/http.js";
 import { systemClock } from "./clock.js";
@@ -68,7 +68,7 @@ export interface PollResult {
    */
   readonly backlog?: Partial<Record<PullStatus, number>>;
   readonly durationMs?: number;
-  /** A re-drive: quarantine records whose transaction is now delivered, removed. */
+  /** A re-drive: quarantine records whose transaction is now delivered, removed (all of them: a count, never their ids). */
   readonly redriven?: number;
   /** A re-drive: records kept (their quarantine ids, the first KEPT_RECORDS_NAMED, see shared/bridge/redrive.ts; the log says why). */
   readonly kept?: readonly string[];
@@ -266,7 +266,7 @@ function redriveSummary(report: RedriveReport): Summary {
     // `deadline`: records were not reached, invoke again; `complete`: every record was tried (`kept` stay for good).
     outcome: report.cycle.outcome,
     published: totalPublished(report.cycle),
-    redriven: report.redriven.length,
+    redriven: redrivenCount(report),
     kept: report.kept.map(({ record }) => record.id),
     ...(report.keptNotNamed === undefined ? {} : { keptNotNamed: report.keptNotNamed }),
     ...(report.notScanned === undefined ? {} : { notScanned: report.notScanned }),

@@ -20,7 +20,7 @@ export { pageEntries } from "./provider.js";
 export { pollTransactions, transactionKey, transactionAliasKey, normaliseTransaction } from "./transactions.js";
 export type { TransactionCycleOptions } from "./transactions.js";
 export { pollCards, cardKey, cardEventType } from "./cards.js";
-export { redriveQuarantined, isRedrivable, keptCount, PUBLISH_FAILURE_PREFIX, VALIDATION_FAILURE_PREFIX } from "./redrive.js";
+export { redriveQuarantined, isRedrivable, keptCount, redrivenCount, PUBLISH_FAILURE_PREFIX, VALIDATION_FAILURE_PREFIX } from "./redrive.js";
 export type { RedriveReport, RedriveOptions, KeptRecord, RedriveRecord } from "./redrive.js";
 export { conformSnapshots, DEFAULT_CONFORM_PAGE_SIZE, supersedeConformPassOnModeChange } from "./conform.js";
 export type { ConformReport, ConformOptions, ConformOutcome } from "./conform.js";

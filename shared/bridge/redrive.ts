@@ -33,6 +33,12 @@ export type RedriveRecord = Omit<QuarantineRecord, "raw">;
  */
 export const KEPT_RECORDS_NAMED = 100;
 
+/**
+ * Deleted records a re-drive names (the report holds them): the first so many. A run over a large quarantine deletes
+ * hundreds of thousands, and a list of them all would hold the memory the chunks spare; the rest are counted.
+ */
+export const REDRIVEN_RECORDS_NAMED = 100;
+
 /** Quarantine records read per page while the re-drive gathers what to read again. */
 export const REDRIVE_QUARANTINE_PAGE_SIZE = 100;
 
@@ -63,8 +69,13 @@ export interface KeptRecord {
 export interface RedriveReport {
   /** Records the re-drive took ({@link isRedrivable}), found in the part of the quarantine it walked. */
   readonly considered: number;
-  /** Records deleted: their transaction's current state is now published (or already was). */
+  /**
+   * Records deleted, their transaction's current state now published (or already was): the first
+   * {@link REDRIVEN_RECORDS_NAMED}; {@link redrivenCount} counts them all.
+   */
   readonly redriven: readonly RedriveRecord[];
+  /** Records deleted beyond those `redriven` names (absent when it names them all). */
+  readonly redrivenNotNamed?: number;
   /** Records kept: the first {@link KEPT_RECORDS_NAMED}, those kept for a cause first; `keptByWhy` counts them all. */
   readonly kept: readonly KeptRecord[];
   /** How many records were kept, by why (all of them, named or not). */
@@ -83,6 +94,18 @@ export interface RedriveReport {
 /** How many records a report kept in all, named or not. */
 export function keptCount(report: Pick<RedriveReport, "kept" | "keptNotNamed">): number {
   return report.kept.length + (report.keptNotNamed ?? 0);
+}
+
+/**
+ * How many records a report deleted in all, named or not.
+ *
+ * @example
+ * ```ts
+ * logger.info("re-drive done", { redriven: redrivenCount(report) });
+ * ```
+ */
+export function redrivenCount(report: Pick<RedriveReport, "redriven" | "redrivenNotNamed">): number {
+  return report.redriven.length + (report.redrivenNotNamed ?? 0);
 }
 
 /** Options of {@link redriveQuarantined}. */
@@ -193,7 +216,7 @@ export function recordQashioId(raw: unknown): string | undefined {
  * @example
  * ```ts
  * const report = await redriveQuarantined(deps, { deadline });
- * logger.info("re-drive done", { redriven: report.redriven.length, kept: keptCount(report), notScanned: report.notScanned });
+ * logger.info("re-drive done", { redriven: redrivenCount(report), kept: keptCount(report), notScanned: report.notScanned });
  * ```
  */
 export async function redriveQuarantined(deps: TransactionCycleDeps, options: RedriveOptions = {}): Promise<RedriveReport> {
@@ -201,6 +224,7 @@ export async function redriveQuarantined(deps: TransactionCycleDeps, options: Re
   const { deadline, signal } = cycle;
   const kept = new KeptTally();
   const redriven: RedriveRecord[] = [];
+  let redrivenNotNamed = 0;
   let considered = 0;
   const walk = { ended: false };
   // One transaction can hold several records (one per failed version): one read serves them all.
@@ -282,7 +306,9 @@ export async function redriveQuarantined(deps: TransactionCycleDeps, options: Re
     // Held to the calls' deadline: a delete sent again late could remove a record a later run put again under its id.
     if (records.length > 0) await deps.quarantine.deleteMany(records.map((record) => record.id), write);
     // Counted only once deleted: a failed delete throws, and what it left stays for the next run.
-    redriven.push(...records);
+    const named = records.slice(0, Math.max(0, REDRIVEN_RECORDS_NAMED - redriven.length));
+    redriven.push(...named);
+    redrivenNotNamed += records.length - named.length;
     for (const id of delivered) {
       inHand.delete(id);
       deliveredInRun.add(id);
@@ -327,16 +353,17 @@ export async function redriveQuarantined(deps: TransactionCycleDeps, options: Re
     deps.logger.warn("quarantine record kept by the re-drive", { quarantineId: record.id, entityId: record.entityId, why });
   }
   const keptNotNamed = kept.count > kept.named.length ? { keptNotNamed: kept.count - kept.named.length } : {};
+  const redrivenAll = redrivenNotNamed > 0 ? { redriven, redrivenNotNamed } : { redriven };
   const notScanned = walk.ended ? {} : { notScanned: true as const };
   deps.logger.info("quarantined transactions re-driven", {
     considered,
-    redriven: redriven.length,
+    redriven: redriven.length + redrivenNotNamed,
     kept: kept.count,
     keptByWhy: kept.byWhy,
     ...keptNotNamed,
     ...notScanned,
   });
-  return { considered, redriven, kept: kept.named, keptByWhy: kept.byWhy, ...keptNotNamed, ...notScanned, cycle: report };
+  return { considered, ...redrivenAll, kept: kept.named, keptByWhy: kept.byWhy, ...keptNotNamed, ...notScanned, cycle: report };
 }
 
 /**

@@ -3,7 +3,7 @@
  * because they failed validation (they were acknowledged, so no cycle pulls them again), publishes their current
  * state once it validates, and deletes each record once its transaction is delivered (see `isRedrivable`).
  */
-import { keptCount, type KeptRecord, type RedriveReport } from "../bridge/index.js";
+import { keptCount, redrivenCount, type KeptRecord, type RedriveReport } from "../bridge/index.js";
 import { CycleIncompleteError, EXIT, RedriveIncompleteError, type CliError } from "./errors.js";
 import { line, type CliIo } from "./io.js";
 import { runRedrive, usingLocalBridge, type LocalBridgeOptions } from "./local-bridge.js";
@@ -68,7 +68,7 @@ export function formatRedriveSummary(report: RedriveReport, { interrupted = fals
   const why = interrupted ? "stopped as asked" : "stopped at the time budget, BRIDGE_CYCLE_BUDGET";
   const left = [...(notReached > 0 ? [`${notReached} not reached`] : []), ...(report.notScanned ? ["the rest of the quarantine not looked at"] : [])];
   const stopped = left.length > 0 ? ` (${left.join(", ")}: ${why})` : "";
-  return `re-drive: ${report.redriven.length} of ${report.considered} quarantine records delivered and removed · ${keptCount(report)} kept${stopped}`;
+  return `re-drive: ${redrivenCount(report)} of ${report.considered} quarantine records delivered and removed · ${keptCount(report)} kept${stopped}`;
 }
 
 /**

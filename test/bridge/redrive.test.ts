@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { pollTransactions, REDRIVE_READ_PAGES } from "../../shared/bridge/transactions.js";
-import { KEPT_RECORDS_NAMED, REDRIVE_QUARANTINE_PAGE_SIZE, redriveQuarantined } from "../../shared/bridge/redrive.js";
+import { KEPT_RECORDS_NAMED, REDRIVE_QUARANTINE_PAGE_SIZE, redriveQuarantined, redrivenCount } from "../../shared/bridge/redrive.js";
 import { CycleAbortedError } from "../../shared/bridge/errors.js";
 import { makeRig, makeStrictRuleRig, putGlitchedValidationRecord, seededRandom, slowReadsByQashioId } from "./fakes.js";
 import { clientOverFake } from "./provider-client.js";
@@ -161,7 +161,7 @@ describe("redriveQuarantined", () => {
 
     const report = await redriveQuarantined(rig.deps);
     expect(report).toMatchObject({ considered: 230 });
-    expect(report.redriven).toHaveLength(227);
+    expect(redrivenCount(report)).toBe(227);
     expect(report.kept.map((k) => k.record.entityId).sort()).toEqual([...stillFailing].sort());
     expect(pageSizes.length).toBeGreaterThanOrEqual(3);
     expect(Math.max(...pageSizes)).toBeLessThanOrEqual(REDRIVE_QUARANTINE_PAGE_SIZE);

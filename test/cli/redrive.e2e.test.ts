@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { BridgeEvent, EventPublisher, PublishFailure } from "../../shared/bridge/ports.js";
 import { EXIT } from "../../shared/cli/errors.js";
 import { formatRedriveSummary, redriveOutcome } from "../../shared/cli/redrive.js";
-import { KEPT_RECORDS_NAMED, type KeptRecord, type RedriveReport } from "../../shared/bridge/redrive.js";
+import { KEPT_RECORDS_NAMED, REDRIVEN_RECORDS_NAMED, type KeptRecord, type RedriveReport } from "../../shared/bridge/redrive.js";
 import { emptyReport } from "../../shared/bridge/report.js";
 import { runCommand } from "../../shared/cli/run.js";
 import { quarantineId } from "../../shared/bridge/quarantine-id.js";
@@ -114,6 +114,12 @@ describe("bridge redrive (in-process)", () => {
       // Nothing is lost: the record stays, as it was.
       expect(await quarantine.list()).toEqual([record]);
     }
+  });
+
+  it("counts every record removed, those the report names and those it only counts", () => {
+    const removed = Array.from({ length: REDRIVEN_RECORDS_NAMED }, (_, i) => ({ id: `q${i}`, kind: "transaction" as const, reason: "publish: x", at: "2026-01-01T00:00:00Z" }));
+    const done = keptReport([], REDRIVEN_RECORDS_NAMED + 50, { redriven: removed, redrivenNotNamed: 50 });
+    expect(formatRedriveSummary(done)).toBe(`re-drive: ${REDRIVEN_RECORDS_NAMED + 50} of ${REDRIVEN_RECORDS_NAMED + 50} quarantine records delivered and removed · 0 kept`);
   });
 
   describe("a re-drive cut short by its time budget", () => {
