@@ -84,7 +84,8 @@ export interface RedriveReport {
   readonly keptNotNamed?: number;
   /**
    * Present when the walk of the quarantine stopped before its end (the deadline, a stop request, or a re-read that
-   * ended the run): records past it were not looked at, so not counted in `considered`; the next run takes them.
+   * ended the run) with records left: those were not looked at, so not counted in `considered`; the next run takes
+   * them. Absent when the walk handed out its last page, whatever stopped it after.
    */
   readonly notScanned?: true;
   /** The engine's report of the re-read transactions (events published, acknowledged, quarantined again). */
@@ -210,7 +211,8 @@ export function recordQashioId(raw: unknown): string | undefined {
  * ones deleted before the walk goes on; kept records are counted by why, the first {@link KEPT_RECORDS_NAMED} named.
  * The walk starts at a random point of the store's order and comes round to it (see walkFromRandomPoint), records are
  * read in a random order within a chunk, and the deadline and the stop signal are checked between pages: a walk that
- * stops there leaves the rest not looked at (`notScanned`), for the next run.
+ * stops there leaves the rest not looked at (`notScanned`, only when a record is left: see walkFromRandomPoint), for
+ * the next run; a run whose walk ended tried every record, and is `complete` even when its last chunk ended late.
  *
  * @throws {CycleAbortedError} a provider, store or publisher call failed; records not yet deleted stay.
  * @example
@@ -348,7 +350,7 @@ export async function redriveQuarantined(deps: TransactionCycleDeps, options: Re
     }
     inHand = new Map();
   };
-  const report = await reprocessTransactions(deps, chunks(), { ...cycle, afterBatch, afterChunk });
+  const report = await reprocessTransactions(deps, chunks(), { ...cycle, afterBatch, afterChunk, chunksEnded: () => walk.ended });
   for (const { record, why } of kept.named) {
     deps.logger.warn("quarantine record kept by the re-drive", { quarantineId: record.id, entityId: record.entityId, why });
   }
@@ -388,8 +390,10 @@ function randomRecordId(random: () => number): string {
 /**
  * The quarantine's pages in the store's order of ids, from after `start` to the end, then from the beginning up to
  * `start` (each record held and left alone comes once): records that keep failing, or a deadline that lets each run
- * reach only some, cannot hold the same records back run after run. `stopAsked` is checked before each page is read;
- * `walk.ended` is set once the walk came round.
+ * reach only some, cannot hold the same records back run after run. `stopAsked` is checked before each page is read.
+ * `walk.ended` is set once the walk came round; a walk stopped after a page (`stopAsked`, or its reader done with it)
+ * reads one page more, not handed out, to tell whether that page was the last, so a run that handled every record is
+ * not reported as having left some unlooked-at.
  */
 async function* walkFromRandomPoint(
   quarantine: Quarantine,
@@ -398,15 +402,29 @@ async function* walkFromRandomPoint(
   walk: { ended: boolean },
 ): AsyncGenerator<readonly QuarantineRecord[]> {
   if (stopAsked()) return;
-  for await (const page of quarantine.pages({ limit: REDRIVE_QUARANTINE_PAGE_SIZE, after: start })) {
-    yield page;
-    if (stopAsked()) return;
+  const pages = pagesAround(quarantine, start)[Symbol.asyncIterator]();
+  let stopped = false;
+  try {
+    for (let next = await pages.next(); next.done !== true; next = await pages.next()) {
+      stopped = true;
+      yield next.value;
+      if (stopAsked()) return;
+      stopped = false;
+    }
+    walk.ended = true;
+  } finally {
+    // Not after a failed read: that page is still to be walked. A failed look counts as a page still to walk.
+    if (stopped) walk.ended = await pages.next().then(({ done }) => done === true, () => false);
+    await pages.return?.(undefined);
   }
+}
+
+/** {@link walkFromRandomPoint}'s pages, every one read: from after `start` to the end, then from the beginning up to it. */
+async function* pagesAround(quarantine: Quarantine, start: string): AsyncGenerator<readonly QuarantineRecord[]> {
+  yield* quarantine.pages({ limit: REDRIVE_QUARANTINE_PAGE_SIZE, after: start });
   for await (const page of quarantine.pages({ limit: REDRIVE_QUARANTINE_PAGE_SIZE })) {
     const before = page.filter((record) => record.id <= start);
     if (before.length > 0) yield before;
-    if (before.length < page.length) break;
-    if (stopAsked()) return;
+    if (before.length < page.length) return;
   }
-  walk.ended = true;
 }

@@ -1330,6 +1330,11 @@ export interface ReprocessOptions extends Pick<CycleOptions, "pageSize" | "deadl
   readonly afterBatch?: (delivered: ReadonlySet<string>, write: StoreCallOptions) => Promise<void>;
   /** Called with what became of each chunk's transactions once it is done, before the next chunk is asked for. */
   readonly afterChunk: (chunk: ReprocessedChunk) => void;
+  /**
+   * True once `chunks` handed out all it was to (the walk that builds them reached its end): a run then past its
+   * deadline tried everything, and is `complete`. Without it, `chunks` ending past the deadline counts as stopped there.
+   */
+  readonly chunksEnded?: () => boolean;
 }
 
 /**
@@ -1350,7 +1355,7 @@ export async function reprocessTransactions(
   chunks: AsyncIterable<readonly TransactionRef[]>,
   options: ReprocessOptions,
 ): Promise<CycleReport> {
-  const { afterBatch, afterChunk, ...cycle } = options;
+  const { afterBatch, afterChunk, chunksEnded, ...cycle } = options;
   const run = new TransactionRun(deps, cycle);
   return run.execute(async () => {
     for await (const refs of chunks) {
@@ -1358,7 +1363,7 @@ export async function reprocessTransactions(
       if (run.report.outcome !== "complete") break;
     }
     // The walk that builds the chunks stops early at the deadline or a stop request: what it did not reach waits.
-    if (run.report.outcome === "complete" && run.pastDeadline()) run.report.outcome = "deadline";
+    if (run.report.outcome === "complete" && run.pastDeadline() && chunksEnded?.() !== true) run.report.outcome = "deadline";
     return run.finish(REDRIVE_RUN);
   }, REDRIVE_RUN);
 }
