@@ -214,6 +214,13 @@ export interface Quarantine {
    * that lets each page go before the next holds one page in memory whatever the size of the quarantine (a rule that
    * refused good provider data may have quarantined a whole backlog, bodies included). A record held and left alone
    * for the whole walk comes once; one put or deleted during the walk (its own page's included) may or may not come.
+   *
+   * That order must be ascending JavaScript string order (`<`, UTF-16 code units) over the ids the engine gives
+   * (`quarantineId`: UUIDs in lowercase hex), and `after` any string, held or not, must start at the first id greater
+   * by `<`: the re-drive starts its walk after a random id and, come round to the beginning, stops at the first id
+   * greater by `<` than where it started, so another order would walk some records twice and others never. UTF-8
+   * byte order (DynamoDB's sort keys) and the order of the file adapter's URI-encoded names agree with it on these
+   * ids; the contract suite checks it (test/bridge/contract/quarantine.ts).
    */
   pages(options: QuarantinePagesOptions): AsyncIterable<readonly QuarantineRecord[]>;
   /**
