@@ -201,23 +201,22 @@ describe("bridge redrive (in-process)", () => {
       });
     });
 
-    it("marks a record whose qashio_id lists more transactions than a re-drive reads, with what to do instead", () => {
-      const { lines, error } = redriveOutcome(report([{ record: record("q0", "t0"), why: "its qashio_id lists more transactions than a re-drive reads" }]));
-      expect(lines).toEqual([
-        "  kept q0 (transaction t0): its qashio_id lists more transactions than a re-drive reads: cannot be re-driven (the provider lists it, if at all, " +
-          "behind more transactions under its qashio_id than a re-drive reads): have the transaction edited at the provider (the next cycle then delivers it), " +
-          "then delete the record by hand",
-      ]);
-      expect(error).toMatchObject({ exitCode: EXIT.failed, kept: 1, message: "1 quarantine record kept that no re-drive can deliver (marked above; docs/runbook.md, Re-driving quarantined transactions)" });
-    });
-
-    it("marks a validation record not found by its unconfirmed qashio_id with what to check, by the transaction's id", () => {
-      const { lines, error } = redriveOutcome(report([{ record: record("q0", "t0"), why: "not found by its qashio_id, which no publish record confirms" }]));
-      expect(lines).toEqual([
-        "  kept q0 (transaction t0): not found by its qashio_id, which no publish record confirms: cannot be re-driven by that qashio_id (maybe the field " +
-          "that failed validation): look the transaction up at the provider by its id, named above: gone, delete the record by hand; there, have it edited " +
-          "at the provider (the next cycle delivers it, and the next re-drive removes the record)",
-      ]);
+    it.each<{ why: KeptRecord["why"]; instead: string }>([
+      {
+        why: "its qashio_id lists more transactions than a re-drive reads",
+        instead:
+          "cannot be re-driven (the provider lists it, if at all, behind more transactions under its qashio_id than a re-drive reads): " +
+          "have the transaction edited at the provider (the next cycle then delivers it), then delete the record by hand",
+      },
+      {
+        why: "not found by its qashio_id, which no publish record confirms",
+        instead:
+          "cannot be re-driven by that qashio_id (maybe the field that failed validation): look the transaction up at the provider by its id, named above: " +
+          "gone, delete the record by hand; there, have it edited at the provider (the next cycle delivers it, and the next re-drive removes the record)",
+      },
+    ])("marks a record kept as '$why' with what to do instead", ({ why, instead }) => {
+      const { lines, error } = redriveOutcome(report([{ record: record("q0", "t0"), why }]));
+      expect(lines).toEqual([`  kept q0 (transaction t0): ${why}: ${instead}`]);
       expect(error).toMatchObject({ exitCode: EXIT.failed, kept: 1, message: "1 quarantine record kept that no re-drive can deliver (marked above; docs/runbook.md, Re-driving quarantined transactions)" });
     });
 
