@@ -359,7 +359,7 @@ export async function redriveQuarantined(deps: TransactionCycleDeps, options: Re
   const notScanned = walk.ended ? {} : { notScanned: true as const };
   deps.logger.info("quarantined transactions re-driven", {
     considered,
-    redriven: redriven.length + redrivenNotNamed,
+    redriven: redrivenCount(redrivenAll),
     kept: kept.count,
     keptByWhy: kept.byWhy,
     ...keptNotNamed,
@@ -403,18 +403,19 @@ async function* walkFromRandomPoint(
 ): AsyncGenerator<readonly QuarantineRecord[]> {
   if (stopAsked()) return;
   const pages = pagesAround(quarantine, start)[Symbol.asyncIterator]();
-  let stopped = false;
+  // From a page handed out until the walk goes on: a stop there (stopAsked, or the reader done) may be at the end.
+  let atPage = false;
   try {
     for (let next = await pages.next(); next.done !== true; next = await pages.next()) {
-      stopped = true;
+      atPage = true;
       yield next.value;
       if (stopAsked()) return;
-      stopped = false;
+      atPage = false;
     }
     walk.ended = true;
   } finally {
     // Not after a failed read: that page is still to be walked. A failed look counts as a page still to walk.
-    if (stopped) walk.ended = await pages.next().then(({ done }) => done === true, () => false);
+    if (atPage) walk.ended = await pages.next().then(({ done }) => done === true, () => false);
     await pages.return?.(undefined);
   }
 }
