@@ -8,6 +8,7 @@
  * process took stops the cycle before anything is written.
  */
 import type { EventPublisher, LockHandle, ProviderPort, Quarantine, SnapshotStore } from "../bridge/index.js";
+import { LeaseUnreadableError } from "../local/index.js";
 import { CliError, EXIT } from "./errors.js";
 
 /** The cycle lease was lost under a live process: this cycle stops before its next write (exit 1). */
@@ -19,6 +20,24 @@ export class CycleLeaseLostError extends CliError {
       `the cycle lease of this state directory (${stateDir}) was lost (this process was stopped or stalled past it, and ` +
         "another process took it over): the cycle stopped before its next write; nothing is lost, the next run resumes",
       EXIT.failed,
+    );
+  }
+}
+
+/**
+ * The check before a write could not read the cycle's own lease file (LeaseUnreadableError): whether another process
+ * took it is unknown, so the cycle stops there (exit 1). Not the words of a lease that could not be taken ("without
+ * touching the token"): by then the cycle may have refreshed the token and published events.
+ */
+export class CycleLeaseUnreadableError extends CliError {
+  override name = "CycleLeaseUnreadableError";
+
+  constructor(error: LeaseUnreadableError, stateDir: string) {
+    super(
+      `whether this process still holds the cycle lease of this state directory (${stateDir}) is unknown: ${error.file ?? "its lease file"} ` +
+        `could not be read (${error.code}), so the cycle stopped before its next write; what it did before stands, nothing is lost, the next run resumes`,
+      EXIT.failed,
+      { cause: error },
     );
   }
 }
@@ -53,10 +72,15 @@ export class CycleLeaseGuard {
   /**
    * @throws CycleLeaseLostError when another process took the cycle's lease; nothing outside a cycle, or when the lock
    *   cannot tell. A lease that only ran out (nobody took it) is taken again (see `LockHandle.confirm`).
+   * @throws CycleLeaseUnreadableError when the lease file could not be read.
    */
   async check(): Promise<void> {
     const handle = this.handle;
-    if (handle?.confirm !== undefined && !(await handle.confirm(this.ttlMs))) throw new CycleLeaseLostError(this.stateDir);
+    if (handle?.confirm === undefined) return;
+    const held = await handle.confirm(this.ttlMs).catch((error: unknown) => {
+      throw error instanceof LeaseUnreadableError ? new CycleLeaseUnreadableError(error, this.stateDir) : error;
+    });
+    if (!held) throw new CycleLeaseLostError(this.stateDir);
   }
 
   publisher(inner: EventPublisher): EventPublisher {

@@ -4,10 +4,12 @@
  * run must say what it is, exit 2, and not advise moving the file aside while its holder may be refreshing the token
  * family. Not readable now (EMFILE, ESTALE, EIO, ...), it must name the code and say the run stopped without touching
  * the token, exit 1: a loop tries again at its next interval.
- * Faults are injected into node:fs/promises' readFile for the files named below.
+ * A cycle whose check before a write cannot read its own lease stops there, exit 1, without claiming the token untouched.
+ * Faults are injected into node:fs/promises' readFile and node:fs's readFileSync for the files named below.
  */
 import type * as nodeFs from "node:fs";
 import type * as nodeFsPromises from "node:fs/promises";
+import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { CYCLE_LOCK } from "../../shared/cli/cycle-lease.js";
@@ -18,16 +20,36 @@ import { authorizeCommand } from "../../shared/cli/authorize-command.js";
 import { ConfigError } from "../../shared/cli/errors.js";
 import { approve, capturedIo, dueForRefresh, runInProcess, startHarness, type Harness } from "./helpers.js";
 
-/** Reads of the lease files of lock `name` (`<name>.lock`, or a later generation `<name>.lock.<n>`) fail with `code`. */
-const faults = vi.hoisted(() => ({ failedRead: undefined as { name: string; code: string } | undefined }));
+/**
+ * Reads of the lease files of lock `name` (`<name>.lock`, or a later generation `<name>.lock.<n>`) fail with `code`:
+ * `failedRead` node:fs/promises' readFile (taking, renewing, releasing), `failedCheck` node:fs's readFileSync (the
+ * holder's check before each write of a cycle).
+ */
+const faults = vi.hoisted(() => ({
+  failedRead: undefined as { name: string; code: string } | undefined,
+  failedCheck: undefined as { name: string; code: string } | undefined,
+}));
+
+/** Throws as the system would when `file` is a lease file of the lock `failed` names. */
+function failLeaseRead(failed: { name: string; code: string } | undefined, file: unknown): void {
+  if (failed !== undefined && new RegExp(`/${failed.name}\\.lock(\\.\\d+)?$`).test(String(file))) {
+    throw Object.assign(new Error(`${failed.code}: refused, open '${String(file)}'`), { code: failed.code });
+  }
+}
+
+vi.mock("node:fs", async (importOriginal) => {
+  const fs = await importOriginal<typeof nodeFs>();
+  const readFileSync = ((file: nodeFs.PathOrFileDescriptor, ...rest: unknown[]) => {
+    failLeaseRead(faults.failedCheck, file);
+    return (fs.readFileSync as (file: nodeFs.PathOrFileDescriptor, ...rest: unknown[]) => unknown)(file, ...rest);
+  }) as typeof fs.readFileSync;
+  return { ...fs, default: { ...fs, readFileSync }, readFileSync };
+});
 
 vi.mock("node:fs/promises", async (importOriginal) => {
   const fs = await importOriginal<typeof nodeFsPromises>();
   const readFile = (async (file: nodeFs.PathLike, ...rest: unknown[]) => {
-    const failed = faults.failedRead;
-    if (failed !== undefined && new RegExp(`/${failed.name}\\.lock(\\.\\d+)?$`).test(String(file))) {
-      throw Object.assign(new Error(`${failed.code}: refused, open '${String(file)}'`), { code: failed.code });
-    }
+    failLeaseRead(faults.failedRead, file);
     return (fs.readFile as (file: nodeFs.PathLike, ...rest: unknown[]) => Promise<unknown>)(file, ...rest);
   }) as typeof fs.readFile;
   return { ...fs, default: { ...fs, readFile }, readFile };
@@ -36,6 +58,7 @@ vi.mock("node:fs/promises", async (importOriginal) => {
 let harness: Harness | undefined;
 afterEach(async () => {
   faults.failedRead = undefined;
+  faults.failedCheck = undefined;
   await harness?.close();
   harness = undefined;
 });
@@ -164,5 +187,25 @@ describe("local mode when a lease file cannot be read", () => {
     expect(await stored()).toBe(before);
     faults.failedRead = undefined;
     await holder.release();
+  });
+
+  it("stops a cycle whose check before a write cannot read its own lease now (EMFILE), exit 1, without claiming the token untouched", async () => {
+    const h = (harness = await startHarness());
+    const { stored } = await dueForRefresh(h);
+    const before = await stored();
+    const events = await readFile(h.eventsFile, "utf8");
+    // Only the cycle lease's check before each write fails: the cycle takes its lease and refreshes the token first.
+    faults.failedCheck = { name: CYCLE_LOCK, code: "EMFILE" };
+
+    const refused = await runInProcess(["run", "--once"], h.env);
+
+    expect(refused.code, refused.stderr).toBe(EXIT.failed);
+    expect(await stored()).not.toBe(before);
+    expect(refused.stderr).toContain("(EMFILE)");
+    expect(refused.stderr).toContain(join(h.env["BRIDGE_STATE_DIR"]!, "locks", CYCLE_LOCK));
+    expect(refused.stderr).toContain("could not be read (EMFILE), so the cycle stopped before its next write");
+    expect(refused.stderr).not.toContain("without touching the token");
+    expect(refused.stderr).not.toContain("another user");
+    expect(await readFile(h.eventsFile, "utf8")).toBe(events);
   });
 });
