@@ -121,6 +121,9 @@ export class WebhookForwarder extends Construct {
         }),
       ],
     });
+    // The rule moves to the role only once its policy (added by the target) exists: EventBridge sends a delivery it
+    // may not make (NO_PERMISSIONS) to the DLQ untried, so a deploy replacing the role would otherwise dead-letter events.
+    this.rule.node.addDependency(this.role);
   }
 
   /**

@@ -786,6 +786,19 @@ describe("tenant stacks", () => {
     }
   });
 
+  it("points a webhook's rule at its delivery role only once the role's policy exists: EventBridge sends a delivery refused for permissions to the DLQ, untried", () => {
+    for (const hook of ["erp", "cardsaudit"]) {
+      const [id, rule] = Object.entries(acmeT.findResources("AWS::Events::Rule")).find(([, r]) => JSON.stringify(r).includes(`"Webhook${hook}Destination`)) as [
+        string,
+        { DependsOn?: string[]; Properties: { Targets: { RoleArn: { "Fn::GetAtt": [string, string] } }[] } },
+      ];
+      const roleId = rule.Properties.Targets[0]!.RoleArn["Fn::GetAtt"][0];
+      const policies = rolePolicies(acmeT, roleId).map((p) => p.id);
+      expect(policies, id).toHaveLength(1);
+      expect(rule.DependsOn ?? [], id).toEqual(expect.arrayContaining(policies));
+    }
+  });
+
   it("takes each webhook's retries and maximum event age from its tenants file entry", () => {
     const tenant = loadTenantsFile(EXAMPLE_TENANTS_FILE).find((t) => t.id === "acme-sandbox") as TenantConfig;
     const [erp, ...others] = tenant.webhooks;
