@@ -237,17 +237,21 @@ export interface Quarantine {
 /** A held lease. */
 export interface LockHandle {
   /**
-   * Extends the lease; false when it was lost (expired and taken by another owner). May stop early, rejecting, once
-   * `signal` aborts (the holder no longer needs the renewal).
+   * Extends the lease; false when it was lost (expired and taken by another owner); rejects when the lock cannot tell
+   * now (a lease it could not read), having extended nothing. May stop early, rejecting, once `signal` aborts (the
+   * holder no longer needs the renewal).
    */
   renew(ttlMs: number, signal?: AbortSignal): Promise<boolean>;
-  /** Releases the lease if still held by this owner; never throws for a lost lease. */
+  /**
+   * Releases the lease if still held by this owner; never throws for a lost lease, but rejects when the lock cannot
+   * tell whether it is held now (a lease it could not read), releasing nothing: the lease then runs out by itself.
+   */
   release(): Promise<void>;
   /**
    * Whether this owner still holds the lease, where the lock can tell: true while it does; a lease that ran out while
    * no other owner took it is taken again for `ttlMs` (atomically: nobody can have written meanwhile); false once
-   * another owner took it; rejects when the lock cannot tell now (a lease it could not read). For a holder that may have stalled past its lease (a stopped process) to check before a
-   * write another owner's work must not meet.
+   * another owner took it; rejects when the lock cannot tell now (a lease it could not read). For a holder that may
+   * have stalled past its lease (a stopped process) to check before a write another owner's work must not meet.
    */
   confirm?(ttlMs: number): Promise<boolean>;
   /**
