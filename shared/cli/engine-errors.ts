@@ -101,18 +101,18 @@ function stateFailure(error: unknown, stateDir: string): CliError | undefined {
 }
 
 /**
- * A lease file that could not be read (LeaseUnreadableError); `outcome` says what the command left undone
- * (`; this sign-in was not stored`). Denied (EACCES, EPERM): exit 2, and not "move it aside": its holder, most likely a
- * bridge another user runs on the same state directory, may be refreshing the token family now, and a second refresh
- * with the same token revokes it. Any other code is a read that failed now (out of file descriptors, a stale NFS
- * handle, an I/O error): exit 1, so that a loop tries again at its next interval rather than stop as for bad settings.
+ * A lease file, or the listing of the locks directory, that could not be read (LeaseUnreadableError); `outcome` says
+ * what the command left undone (`; this sign-in was not stored`). Denied (EACCES, EPERM): exit 2, and not "move it
+ * aside": its holder, most likely a bridge another user runs on the same state directory, may be refreshing the token
+ * family now, and a second refresh with the same token revokes it. Any other code is a read that failed now (out of
+ * file descriptors, a stale NFS handle, an I/O error): exit 1, so that a loop tries again at its next interval rather
+ * than stop as for bad settings.
  */
 export function leaseUnreadableProblem(error: LeaseUnreadableError, stateDir: string, outcome = ""): CliError {
   if (!error.denied) {
     const check = LEASE_READ_FILE_SYSTEM_CODES.has(error.code) ? `check the file system of ${stateDir} (BRIDGE_STATE_DIR), then try again` : "try again";
-    const file = error.file ?? `a lease file in ${stateDir}`;
     return new CycleFailedError(
-      `whether another process holds the lease ${file} is unknown: it could not be read now (${error.code}), so the run stopped without touching the token${outcome}; ${check}`,
+      `whether another process holds the lease is unknown: ${error.failure} now (${error.code}), so the run stopped without touching the token${outcome}; ${check}`,
       { cause: error },
     );
   }
@@ -120,9 +120,15 @@ export function leaseUnreadableProblem(error: LeaseUnreadableError, stateDir: st
     error,
     stateDir,
     "a lease file",
-    `a bridge run by another user may hold it: run every bridge on this state directory as the same user; remove the file only once none runs${outcome}`,
+    `a bridge run by another user may hold ${DENIED_LEASE_REMEDY[error.source]} only once none runs${outcome}`,
   );
 }
+
+/** What to do about a lease file or locks directory of another user's, past "a bridge run by another user may hold". */
+const DENIED_LEASE_REMEDY: Readonly<Record<LeaseUnreadableError["source"], string>> = {
+  file: "it: run every bridge on this state directory as the same user; remove the file",
+  listing: "a lease in it: run every bridge on this state directory as the same user; give the directory to this user (chown)",
+};
 
 /** Read errors of a lease file that point at the file system itself (a stale NFS handle, a failing disk). */
 const LEASE_READ_FILE_SYSTEM_CODES: ReadonlySet<string> = new Set(["ESTALE", "EIO"]);

@@ -25,7 +25,7 @@ export class CycleLeaseLostError extends CliError {
 }
 
 /**
- * The check before a write could not read the cycle's own lease file (LeaseUnreadableError): whether another process
+ * The check before a write could not read the cycle's own lease file, or list the locks directory (LeaseUnreadableError): whether another process
  * took it is unknown, so the cycle stops there (exit 1). Not the words of a lease that could not be taken ("without
  * touching the token"): by then the cycle may have refreshed the token and published events.
  */
@@ -34,8 +34,8 @@ export class CycleLeaseUnreadableError extends CliError {
 
   constructor(error: LeaseUnreadableError, stateDir: string) {
     super(
-      `whether this process still holds the cycle lease of this state directory (${stateDir}) is unknown: ${error.file ?? "its lease file"} ` +
-        `could not be read (${error.code}), so the cycle stopped before its next write; what it did before stands, nothing is lost, the next run resumes`,
+      `whether this process still holds the cycle lease of this state directory (${stateDir}) is unknown: ${error.failure} (${error.code}), ` +
+        "so the cycle stopped before its next write; what it did before stands, nothing is lost, the next run resumes",
       EXIT.failed,
       { cause: error },
     );

@@ -32,27 +32,51 @@ export class TokenFileUnwritableError extends LocalStateError {
 const DENIED_CODES: ReadonlySet<string> = new Set(["EACCES", "EPERM"]);
 
 /**
- * A lease file that could not be read, so whether another process holds it, maybe refreshing the token family right
- * now, is unknown: it is not taken over, since two holders would present the same refresh token, which revokes the
- * family. `code` is the system's; `denied` says this user may not read the file (EACCES, EPERM), which stays so until a
- * person acts, while any other code (EMFILE, ESTALE, EIO, ...) is a failure of the read now, worth trying again.
+ * What a lease read failed on: a lease file, or the listing of the locks directory, which tells which generation file
+ * holds the lease. Either way the holder is unknown.
+ */
+export type LeaseSource = "file" | "listing";
+
+/** How each {@link LeaseSource} is named, and the verb for reading it: one wording for the error and the CLI alike. */
+const SOURCE_WORDS: Readonly<Record<LeaseSource, { readonly what: string; readonly read: string }>> = {
+  file: { what: "the lease file", read: "read" },
+  listing: { what: "the locks directory", read: "listed" },
+};
+
+/**
+ * A lease file (or the locks directory's listing, `source`) that could not be read, so whether another process holds
+ * the lease, maybe refreshing the token family right now, is unknown: it is not taken over, since two holders would
+ * present the same refresh token, which revokes the family. `code` is the system's; `denied` says this user may not
+ * read it (EACCES, EPERM), which stays so until a person acts, while any other code (EMFILE, ESTALE, EIO, ...) is a
+ * failure of the read now, worth trying again.
  */
 export class LeaseUnreadableError extends LocalStateError {
   override name = "LeaseUnreadableError";
   readonly code: string;
   readonly denied: boolean;
+  readonly source: LeaseSource;
+  /**
+   * What failed, naming the path, for a message around it: "the lease file <file> could not be read", "the locks
+   * directory <dir> could not be listed".
+   */
+  readonly failure: string;
 
-  constructor(file: string, code: string, options?: ErrorOptions) {
+  /** @param file - the lease file, or the locks directory for a failed listing (`options.source`). */
+  constructor(file: string, code: string, options: ErrorOptions & { readonly source?: LeaseSource } = {}) {
+    const { source = "file", ...errorOptions } = options;
+    const { what, read } = SOURCE_WORDS[source];
     const denied = DENIED_CODES.has(code);
     super(
       denied
-        ? `the lease file cannot be read (${code}), so whether another process holds it is unknown: make it readable by this user`
-        : `the lease file could not be read now (${code}), so whether another process holds it is unknown`,
+        ? `${what} cannot be ${read} (${code}), so whether another process holds the lease is unknown: make it readable by this user`
+        : `${what} could not be ${read} now (${code}), so whether another process holds the lease is unknown`,
       { file },
-      options,
+      errorOptions,
     );
     this.code = code;
     this.denied = denied;
+    this.source = source;
+    this.failure = `${what} ${file} could not be ${read}`;
   }
 }
 

@@ -13,7 +13,7 @@ import path from "node:path";
 import type { Clock, Lock, LockHandle } from "../bridge/ports.js";
 import { systemClock } from "../clock.js";
 import { createFileOnce, makeDirDurable, staleTempSweep, unlinkQuietly, writeFileAtomic } from "./atomic.js";
-import { LeaseUnreadableError } from "./errors.js";
+import { LeaseUnreadableError, type LeaseSource } from "./errors.js";
 import { STATE_DIRS } from "./layout.js";
 
 interface Lease {
@@ -153,7 +153,13 @@ function leaseOnReadError(file: string, err: unknown): Lease | undefined {
   const code = (err as NodeJS.ErrnoException).code;
   if (code === "ENOENT") return undefined;
   if (code === "EISDIR") return UNREADABLE_LEASE;
-  throw new LeaseUnreadableError(file, code ?? (err instanceof Error ? err.name : "unknown error"), { cause: err });
+  throw leaseUnreadable(file, err, "file");
+}
+
+/** The LeaseUnreadableError for `err`, a failed read of `file` (or listing of it, `source`), named by its code. */
+function leaseUnreadable(file: string, err: unknown, source: LeaseSource): LeaseUnreadableError {
+  const code = (err as NodeJS.ErrnoException).code ?? (err instanceof Error ? err.name : "unknown error");
+  return new LeaseUnreadableError(file, code, { cause: err, source });
 }
 
 /** The lease in `file`, undefined when there is none. @throws LeaseUnreadableError (see {@link leaseOnReadError}). */
@@ -183,6 +189,17 @@ function readLeaseNow(file: string): Lease | undefined {
  */
 export function isLeaseFile(name: string): boolean {
   return /^[\w%!~*'().-]+\.lock(?:\.[1-9][0-9]*)?$/.test(name);
+}
+
+/**
+ * What a failed listing of the locks directory `dir` means, deny by default as a failed read of a lease file (see
+ * {@link leaseOnReadError}): the listing tells which generation holds the lease, so any failure (EMFILE, ENFILE, EIO,
+ * ESTALE, EACCES, ...) leaves the holder unknown and throws LeaseUnreadableError. ENOENT is thrown as it is: `locks/`
+ * is gone, so no lease is there (taking one makes the directory first).
+ */
+function listingFailed(dir: string, err: unknown): never {
+  if ((err as NodeJS.ErrnoException).code === "ENOENT") throw err;
+  throw leaseUnreadable(dir, err, "listing");
 }
 
 /** Generations of `base` among the entries of the locks directory, highest first. */
@@ -305,7 +322,7 @@ export class FileLock implements Lock {
 
   /** Generations present for `base`, highest first. */
   private async generations(base: string): Promise<number[]> {
-    return generationsIn(await readdir(this.dir), base);
+    return generationsIn(await readdir(this.dir).catch((err: unknown) => listingFailed(this.dir, err)), base);
   }
 
   private async highest(base: string): Promise<number | undefined> {
@@ -329,7 +346,15 @@ export class FileLock implements Lock {
       return (await this.highest(base)) === generation;
     };
     /** The highest generation, synchronously (see readLeaseNow). */
-    const highestNow = (): number | undefined => generationsIn(readdirSync(this.dir), base)[0];
+    const highestNow = (): number | undefined => {
+      let entries: string[];
+      try {
+        entries = readdirSync(this.dir);
+      } catch (err) {
+        listingFailed(this.dir, err);
+      }
+      return generationsIn(entries, base)[0];
+    };
     const write = async (ttlMs: number | undefined): Promise<void> => {
       await writeFileAtomic(this.file(base, generation), this.leaseText(token, ttlMs), { mode: 0o600 });
     };

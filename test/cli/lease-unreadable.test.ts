@@ -28,6 +28,8 @@ import { approve, capturedIo, dueForRefresh, runInProcess, startHarness, type Ha
 const faults = vi.hoisted(() => ({
   failedRead: undefined as { name: string; code: string } | undefined,
   failedCheck: undefined as { name: string; code: string } | undefined,
+  /** Listings of the locks directory (node:fs/promises' readdir: taking a lease) fail with this code. */
+  failedList: undefined as string | undefined,
 }));
 
 /** Throws as the system would when `file` is a lease file of the lock `failed` names. */
@@ -52,13 +54,19 @@ vi.mock("node:fs/promises", async (importOriginal) => {
     failLeaseRead(faults.failedRead, file);
     return (fs.readFile as (file: nodeFs.PathLike, ...rest: unknown[]) => Promise<unknown>)(file, ...rest);
   }) as typeof fs.readFile;
-  return { ...fs, default: { ...fs, readFile }, readFile };
+  const readdir = (async (dir: nodeFs.PathLike, ...rest: unknown[]) => {
+    const code = faults.failedList;
+    if (code !== undefined && String(dir).endsWith("/locks")) throw Object.assign(new Error(`${code}: refused, scandir '${String(dir)}'`), { code });
+    return (fs.readdir as (dir: nodeFs.PathLike, ...rest: unknown[]) => Promise<unknown>)(dir, ...rest);
+  }) as typeof fs.readdir;
+  return { ...fs, default: { ...fs, readFile, readdir }, readFile, readdir };
 });
 
 let harness: Harness | undefined;
 afterEach(async () => {
   faults.failedRead = undefined;
   faults.failedCheck = undefined;
+  faults.failedList = undefined;
   await harness?.close();
   harness = undefined;
 });
@@ -207,5 +215,40 @@ describe("local mode when a lease file cannot be read", () => {
     expect(refused.stderr).not.toContain("without touching the token");
     expect(refused.stderr).not.toContain("another user");
     expect(await readFile(h.eventsFile, "utf8")).toBe(events);
+  });
+
+  it.each([
+    ["EMFILE", "try again"],
+    ["ENFILE", "try again"],
+    ["EIO", "check the file system"],
+    ["ESTALE", "check the file system"],
+  ])("says the locks directory could not be listed now (%s), not that the state directory takes no writes, exit 1", async (code, advice) => {
+    const h = (harness = await startHarness());
+    const stateDir = h.env["BRIDGE_STATE_DIR"]!;
+    faults.failedList = code;
+
+    const refused = await runInProcess(["run", "--once"], h.env);
+
+    expect(refused.code, refused.stderr).toBe(EXIT.failed);
+    expect(refused.stderr).toContain(`the locks directory ${join(stateDir, "locks")} could not be listed now (${code})`);
+    expect(refused.stderr).toContain("the run stopped without touching the token");
+    expect(refused.stderr).toContain(advice);
+    expect(refused.stderr).not.toContain("takes no writes");
+    expect(refused.stderr).not.toContain("another user");
+  });
+
+  it("says a locks directory this user may not list (EACCES) is a permission problem, exit 2, without advising to remove it", async () => {
+    const h = (harness = await startHarness());
+    const stateDir = h.env["BRIDGE_STATE_DIR"]!;
+    faults.failedList = "EACCES";
+
+    const refused = await runInProcess(["run", "--once"], h.env);
+
+    expect(refused.code, refused.stderr).toBe(EXIT.usage);
+    expect(refused.stderr).toContain(`the locks directory cannot be listed (EACCES), so whether another process holds the lease is unknown`);
+    expect(refused.stderr).toContain(`(${join(stateDir, "locks")})`);
+    expect(refused.stderr).toContain("run every bridge on this state directory as the same user");
+    expect(refused.stderr).not.toContain("remove the file");
+    expect(refused.stderr).not.toContain("takes no writes");
   });
 });

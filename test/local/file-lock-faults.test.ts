@@ -23,7 +23,16 @@ const faults = vi.hoisted(() => ({
    * another user wrote, 0600; EMFILE: this process out of file descriptors; ESTALE: an NFS handle gone stale).
    */
   failedRead: undefined as { suffix: string; code: string } | undefined,
+  /** Listings (readdir and readdirSync) of a directory whose path ends with `suffix` fail with `code`. */
+  failedList: undefined as { suffix: string; code: string } | undefined,
 }));
+
+/** Throws as the system would when `fault` names `file`. */
+function failFor(fault: { suffix: string; code: string } | undefined, file: unknown): void {
+  if (fault !== undefined && String(file).endsWith(fault.suffix)) {
+    throw Object.assign(new Error(`${fault.code}: cannot read '${String(file)}'`), { code: fault.code });
+  }
+}
 
 vi.mock("node:fs", async (importOriginal) => {
   const fs = await importOriginal<typeof nodeFs>();
@@ -37,7 +46,11 @@ vi.mock("node:fs", async (importOriginal) => {
     }
     return (fs.readFileSync as (file: nodeFs.PathOrFileDescriptor, ...rest: unknown[]) => unknown)(file, ...rest);
   }) as typeof fs.readFileSync;
-  return { ...fs, default: { ...fs, readFileSync }, readFileSync };
+  const readdirSync = ((dir: nodeFs.PathLike, ...rest: unknown[]) => {
+    failFor(faults.failedList, dir);
+    return (fs.readdirSync as (dir: nodeFs.PathLike, ...rest: unknown[]) => unknown)(dir, ...rest);
+  }) as typeof fs.readdirSync;
+  return { ...fs, default: { ...fs, readFileSync, readdirSync }, readFileSync, readdirSync };
 });
 
 vi.mock("node:fs/promises", async (importOriginal) => {
@@ -56,7 +69,11 @@ vi.mock("node:fs/promises", async (importOriginal) => {
     }
     return text;
   }) as typeof fs.readFile;
-  return { ...fs, default: { ...fs, readFile }, readFile };
+  const readdir = (async (dir: nodeFs.PathLike, ...rest: unknown[]) => {
+    failFor(faults.failedList, dir);
+    return (fs.readdir as (dir: nodeFs.PathLike, ...rest: unknown[]) => Promise<unknown>)(dir, ...rest);
+  }) as typeof fs.readdir;
+  return { ...fs, default: { ...fs, readFile, readdir }, readFile, readdir };
 });
 
 const onLinux = process.platform === "linux" && existsSync("/proc/self/stat");
@@ -69,6 +86,7 @@ beforeEach(async () => {
   faults.hiddenPid = undefined;
   faults.slowRead = undefined;
   faults.failedRead = undefined;
+  faults.failedList = undefined;
 });
 afterEach(async () => {
   await rm(dir, { recursive: true, force: true });
@@ -173,6 +191,39 @@ describe("FileLock when a lease file cannot be read", () => {
     await mkdir(path.join(dir, "locks"), { recursive: true });
     await writeFile(path.join(dir, "locks", `${LOCK}.lock`), "not a lease");
     expect(await new FileLock(dir).tryAcquire(LOCK, TTL)).toBeDefined();
+  });
+});
+
+describe("FileLock when the locks directory cannot be listed", () => {
+  // The listing tells which generation holds the lease: failing, it leaves the holder as unknown as a failed read.
+  it.each(["EMFILE", "ENFILE", "EIO", "ESTALE"])("says the listing failed now (%s), taking nothing, and lets the holder neither lose nor free its lease", async (code) => {
+    const holder = await new FileLock(dir).tryAcquire(LOCK, TTL);
+    const locks = path.join(dir, "locks");
+    faults.failedList = { suffix: `${path.sep}locks`, code };
+
+    const error = await new FileLock(dir).tryAcquire(LOCK, TTL).catch((e: unknown) => e);
+
+    expect(error).toMatchObject({ name: "LeaseUnreadableError", code, denied: false, source: "listing", file: locks });
+    expect((error as Error).message).toContain(`the locks directory could not be listed now (${code})`);
+    expect((error as { failure: string }).failure).toBe(`the locks directory ${locks} could not be listed`);
+    // The holder's check before a write (synchronous listing) and its renewal fail the same way rather than answer.
+    await expect(holder!.confirm!(TTL)).rejects.toMatchObject({ name: "LeaseUnreadableError", code, source: "listing" });
+    await expect(holder!.renew(TTL)).rejects.toMatchObject({ name: "LeaseUnreadableError", code, source: "listing" });
+    faults.failedList = undefined;
+    expect(await readdir(locks)).toEqual([`${LOCK}.lock`]);
+    expect(await holder!.confirm!(TTL)).toBe(true);
+    expect(await new FileLock(dir).tryAcquire(LOCK, TTL)).toBeUndefined();
+  });
+
+  it("says a listing this user may not make (EACCES) is a permission problem, not one of now", async () => {
+    await new FileLock(dir).tryAcquire(LOCK, TTL);
+    faults.failedList = { suffix: `${path.sep}locks`, code: "EACCES" };
+
+    const error = await new FileLock(dir).tryAcquire(LOCK, TTL).catch((e: unknown) => e);
+
+    expect(error).toMatchObject({ name: "LeaseUnreadableError", code: "EACCES", denied: true, source: "listing" });
+    expect((error as Error).message).toContain("the locks directory cannot be listed (EACCES)");
+    expect((error as Error).message).toContain("make it readable by this user");
   });
 });
 
