@@ -93,7 +93,7 @@ function stateFailure(error: unknown, stateDir: string): CliError | undefined {
       { cause: error },
     );
   }
-  const lease = causeMatching(error, (e): e is LeaseUnreadableError => e instanceof LeaseUnreadableError);
+  const lease = causeMatching(error, isLeaseUnreadable);
   if (lease !== undefined) return leaseUnreadableProblem(lease, stateDir);
   // A corrupt snapshot segment or quarantine record fails every run alike: name the file instead of retrying.
   const state = causeMatching(error, (e): e is LocalStateError => e instanceof LocalStateError);
@@ -129,6 +129,18 @@ const DENIED_LEASE_REMEDY: Readonly<Record<LeaseUnreadableError["source"], strin
   file: "it: run every bridge on this state directory as the same user; remove the file",
   listing: "a lease in it: run every bridge on this state directory as the same user; give the directory to this user (chown)",
 };
+
+const isLeaseUnreadable = (e: unknown): e is LeaseUnreadableError => e instanceof LeaseUnreadableError;
+
+/**
+ * What must be so again before authorizing over tokens a failed save left held and that are lost with the process
+ * (TokensLostError's `until`), where `failure`, why they could still not be saved, is not the state directory taking
+ * no writes: the token refresh lease kept for them could not be read, so they were not saved without it.
+ */
+export function heldTokensBlocker(failure: unknown): string | undefined {
+  const lease = causeMatching(failure, isLeaseUnreadable);
+  return lease && `the token refresh lease can be read again (${lease.failure} (${lease.code}))`;
+}
 
 /** Read errors of a lease file that point at the file system itself (a stale NFS handle, a failing disk). */
 const LEASE_READ_FILE_SYSTEM_CODES: ReadonlySet<string> = new Set(["ESTALE", "EIO"]);

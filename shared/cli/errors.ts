@@ -210,15 +210,19 @@ export class TokensLostError extends CliError {
   /** Absolute path of the token file. */
   readonly file: string;
 
-  /** @param options.cause - what had ended the command before, if anything: its message is kept in this one. */
-  constructor(file: string, options?: ErrorOptions) {
-    const before = options?.cause instanceof Error ? `; before that: ${options.cause.message}` : "";
+  /**
+   * @param options.cause - what had ended the command before, if anything: its message is kept in this one.
+   * @param options.until - what must be so again before authorizing, where the save failed for another reason than
+   *   the state directory taking no writes (a lease file it could not read).
+   */
+  constructor(file: string, options: ErrorOptions & { readonly until?: string } = {}) {
+    const { until = "the state directory takes writes again (space, permissions, a read-only mount)", ...errorOptions } = options;
+    const before = errorOptions.cause instanceof Error ? `; before that: ${errorOptions.cause.message}` : "";
     super(
       `the provider's new refresh token could not be saved to ${file} and is lost with this process; the one stored there is ` +
-        "spent, so the provider will refuse it: once the state directory takes writes again (space, permissions, a " +
-        `read-only mount), run \`npm run bridge -- authorize\`${before}`,
+        `spent, so the provider will refuse it: once ${until}, run \`npm run bridge -- authorize\`${before}`,
       EXIT.reauthorize,
-      options,
+      errorOptions,
     );
     this.file = file;
   }

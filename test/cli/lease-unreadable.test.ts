@@ -18,7 +18,8 @@ import { FileLock } from "../../shared/local/index.js";
 import { DEFAULT_LOCK_NAME } from "../../shared/qashio/auth/token-provider.js";
 import { authorizeCommand } from "../../shared/cli/authorize-command.js";
 import { ConfigError } from "../../shared/cli/errors.js";
-import { approve, capturedIo, dueForRefresh, runInProcess, startHarness, type Harness } from "./helpers.js";
+import { TOKEN_PATH } from "../../shared/qashio/auth/oauth.js";
+import { CLIENT, approve, capturedIo, dueForRefresh, runInProcess, startHarness, type Harness } from "./helpers.js";
 
 /**
  * Reads of the lease files of lock `name` (`<name>.lock`, or a later generation `<name>.lock.<n>`) fail with `code`:
@@ -30,6 +31,8 @@ const faults = vi.hoisted(() => ({
   failedCheck: undefined as { name: string; code: string } | undefined,
   /** Listings of the locks directory (node:fs/promises' readdir: taking a lease) fail with this code. */
   failedList: undefined as string | undefined,
+  /** The next save of the token file fails (ENOSPC), and then calls this. */
+  failTokenSave: undefined as (() => void) | undefined,
 }));
 
 /** Throws as the system would when `file` is a lease file of the lock `failed` names. */
@@ -40,12 +43,19 @@ function failLeaseRead(failed: { name: string; code: string } | undefined, file:
 }
 
 vi.mock("node:fs", async (importOriginal) => {
-  const fs = await importOriginal<typeof nodeFs>();
+  const { withOpenFaults } = await import("./support/open-faults.js");
+  const fs = withOpenFaults(await importOriginal<typeof nodeFs>(), (name) => {
+    const failed = faults.failTokenSave;
+    if (failed === undefined || !name.startsWith("tokens.json.")) return undefined;
+    faults.failTokenSave = undefined;
+    failed();
+    return "ENOSPC";
+  });
   const readFileSync = ((file: nodeFs.PathOrFileDescriptor, ...rest: unknown[]) => {
     failLeaseRead(faults.failedCheck, file);
     return (fs.readFileSync as (file: nodeFs.PathOrFileDescriptor, ...rest: unknown[]) => unknown)(file, ...rest);
   }) as typeof fs.readFileSync;
-  return { ...fs, default: { ...fs, readFileSync }, readFileSync };
+  return { ...fs, default: { ...fs.default, readFileSync }, readFileSync };
 });
 
 vi.mock("node:fs/promises", async (importOriginal) => {
@@ -67,6 +77,7 @@ afterEach(async () => {
   faults.failedRead = undefined;
   faults.failedCheck = undefined;
   faults.failedList = undefined;
+  faults.failTokenSave = undefined;
   await harness?.close();
   harness = undefined;
 });
@@ -250,5 +261,29 @@ describe("local mode when a lease file cannot be read", () => {
     expect(refused.stderr).toContain("run every bridge on this state directory as the same user");
     expect(refused.stderr).not.toContain("remove the file");
     expect(refused.stderr).not.toContain("takes no writes");
+  });
+
+  it("names the token refresh lease kept for tokens whose save failed when it cannot be read (EMFILE): exit 3, nothing saved or presented again", async () => {
+    const { h, stored, before, holder } = await tokenLeaseUnreadable("EMFILE");
+    faults.failedRead = undefined;
+    await holder.release();
+    // The refresh's save fails; from then on the lease kept for its tokens cannot be read, so they cannot be saved again.
+    faults.failTokenSave = () => (faults.failedRead = { name: encodeURIComponent(DEFAULT_LOCK_NAME), code: "EMFILE" });
+
+    const failed = await runInProcess(["run", "--once"], h.env);
+
+    // Lost with the process, as any held tokens that cannot be saved, but for what it is: the lease, not the disk.
+    expect(failed.code, failed.stderr).toBe(EXIT.reauthorize);
+    expect(failed.stderr).toContain("is lost with this process");
+    const lease = join(h.env["BRIDGE_STATE_DIR"]!, "locks", `${encodeURIComponent(DEFAULT_LOCK_NAME)}.lock`);
+    expect(failed.stderr).toMatch(new RegExp(`once the token refresh lease can be read again \\(the lease file ${lease}(\\.\\d+)? could not be read \\(EMFILE\\)\\)`));
+    expect(failed.stderr).not.toContain("takes writes again");
+    // Nothing saved without the lease, and the spent refresh token was not presented again: presented now, it is
+    // refused as reused, not as of a family already revoked.
+    expect(await stored()).toBe(before);
+    const { refreshToken } = JSON.parse(before) as { refreshToken: string };
+    const body = new URLSearchParams({ grant_type: "refresh_token", client_id: CLIENT.id, client_secret: CLIENT.secret, refresh_token: refreshToken });
+    const again = await fetch(`${h.url}${TOKEN_PATH}`, { method: "POST", body });
+    expect(await again.json()).toMatchObject({ error: "invalid_grant", error_description: expect.stringContaining("already used") });
   });
 });

@@ -1596,16 +1596,18 @@ describe("OAuthTokenProvider saving rotated tokens under the lease", () => {
   it("fails the call at once when renewing the kept lease fails, instead of waiting for its own lease, and saves at the next call", async () => {
     const { clock, start, store, lock, spawn, presented } = processes();
     let renewFails = false;
+    const down = new Error("network down");
     const tryAcquire = lock.tryAcquire.bind(lock);
     lock.tryAcquire = async (name, ttlMs) => {
       const handle = await tryAcquire(name, ttlMs);
-      return handle && { ...handle, renew: (ttl: number, signal?: AbortSignal) => (renewFails ? Promise.reject(new Error("network down")) : handle.renew(ttl, signal)) };
+      return handle && { ...handle, renew: (ttl: number, signal?: AbortSignal) => (renewFails ? Promise.reject(down) : handle.renew(ttl, signal)) };
     };
     const provider = spawn();
     store.failNextSave = true;
     await expect(provider.getAccessToken()).rejects.toBeInstanceOf(TokenUnavailableError);
     renewFails = true;
-    await expect(provider.getAccessToken()).rejects.toThrow(/renewing the token refresh lease failed \(Error\)/);
+    // Chained, so a caller can tell why (the CLI words a lease file it could not read).
+    await expect(provider.getAccessToken()).rejects.toMatchObject({ message: expect.stringMatching(/renewing the token refresh lease failed \(Error\)/), cause: down });
     expect(clock.now()).toBe(start); // no wait on its own lease
     renewFails = false;
     // The lease is still renewed while the tokens wait: no other process takes it meanwhile.

@@ -257,6 +257,8 @@ export class OAuthTokenProvider implements TokenProvider {
   private unsaved?: Unsaved;
   private inflight?: Promise<StoredTokens>;
   private resaving?: Promise<void>;
+  /** What the last {@link saveHeldTokens} failed with, if it did. */
+  private heldSaveFailure?: unknown;
   /** The renewal of a lease kept for unsaved tokens (see {@link releaseUnlessKept}), while it runs. */
   private keeping?: { readonly stop: () => void; readonly stopped: Promise<void> };
   /**
@@ -325,8 +327,17 @@ export class OAuthTokenProvider implements TokenProvider {
    */
   async saveHeldTokens(): Promise<boolean> {
     await this.inflight?.catch(() => undefined);
-    await this.saveUnsaved().catch(() => undefined);
+    this.heldSaveFailure = undefined;
+    await this.saveUnsaved().catch((error: unknown) => (this.heldSaveFailure = error));
     return this.unsaved === undefined;
+  }
+
+  /**
+   * Why the last {@link saveHeldTokens} could not save the tokens still held (the lease kept for them could not be
+   * renewed, the store failed again), for the message saying they are lost; undefined once none are held.
+   */
+  get heldTokensFailure(): unknown {
+    return this.unsaved === undefined ? undefined : this.heldSaveFailure;
   }
 
   /**
@@ -601,7 +612,8 @@ export class OAuthTokenProvider implements TokenProvider {
         // Still kept for the tokens until the next call: renewed again meanwhile, as before this try.
         if (!this.closed) this.keepHeld(kept);
         const reason = error instanceof Error ? error.name : "unknown error";
-        throw new TokenUnavailableError(`renewing the token refresh lease failed (${reason}); the unsaved tokens are saved again at the next call`);
+        // Chained (a lease's error names no token): a caller can tell why, such as a lease file it could not read.
+        throw new TokenUnavailableError(`renewing the token refresh lease failed (${reason}); the unsaved tokens are saved again at the next call`, {}, { cause: error });
       }
       if (renewed) return kept;
     }
