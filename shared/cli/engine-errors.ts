@@ -110,7 +110,7 @@ function stateFailure(error: unknown, stateDir: string): CliError | undefined {
  */
 export function leaseUnreadableProblem(error: LeaseUnreadableError, stateDir: string, outcome = ""): CliError {
   if (!error.denied) {
-    const check = LEASE_READ_FILE_SYSTEM_CODES.has(error.code) ? `check the file system of ${stateDir} (BRIDGE_STATE_DIR), then try again` : "try again";
+    const check = leaseReadAdvice(error.code, stateDir);
     return new CycleFailedError(
       `whether another process holds the lease is unknown: ${error.failure} now (${error.code}), so the run stopped without touching the token${outcome}; ${check}`,
       { cause: error },
@@ -142,8 +142,16 @@ export function heldTokensBlocker(failure: unknown): string | undefined {
   return lease && `the token refresh lease can be read again (${lease.failure} (${lease.code}))`;
 }
 
-/** Read errors of a lease file that point at the file system itself (a stale NFS handle, a failing disk). */
-const LEASE_READ_FILE_SYSTEM_CODES: ReadonlySet<string> = new Set(["ESTALE", "EIO"]);
+/**
+ * What to do about a lease read that failed now with `code`. ESTALE, EIO: the file system itself (a stale NFS handle,
+ * a failing disk). ELOOP: symbolic links on the way loop (one at the lease's own name reads as expired, see
+ * file-lock.ts), which trying again does not mend. Any other: try again.
+ */
+function leaseReadAdvice(code: string, stateDir: string): string {
+  if (code === "ESTALE" || code === "EIO") return `check the file system of ${stateDir} (BRIDGE_STATE_DIR), then try again`;
+  if (code === "ELOOP") return `symbolic links on the path of ${stateDir} (BRIDGE_STATE_DIR) loop: fix them`;
+  return "try again";
+}
 
 function otherFailure(error: unknown, settings: FileSettings, otherwise: Otherwise): CycleFailedError {
   return new CycleFailedError(`${otherwise(error instanceof Error ? error : new Error(String(error)))}${fileSystemHint(error, settings)}`, { cause: error });

@@ -6,7 +6,7 @@
  * moved or deleted by a contender, unless its holder has provably exited (see {@link holderHasExited}).
  */
 import { randomUUID } from "node:crypto";
-import { readdirSync, readFileSync, readlinkSync } from "node:fs";
+import { lstatSync, readdirSync, readFileSync, readlinkSync } from "node:fs";
 import { readdir, readFile, unlink } from "node:fs/promises";
 import { hostname } from "node:os";
 import path from "node:path";
@@ -144,7 +144,9 @@ function leaseOf(text: string): Lease {
 /**
  * What a failed read of lease file `file` means, deny by default: only an error that proves no lease is there answers.
  * ENOENT: no lease. EISDIR: a directory, which no lease is (leases are files), read as expired so it cannot block the
- * lock for good. Any other error (EACCES from another user's run, EMFILE, ESTALE, EIO, ...) leaves the holder unknown
+ * lock for good; so is ELOOP where `file` itself is a symbolic link (a loop, or a chain too long), since leases are
+ * regular files made by hard link. ELOOP from a loop among the directories on the way (`file` no link) proves nothing
+ * of the lease and is left unknown. Any other error (EACCES from another user's run, EMFILE, ESTALE, EIO, ...) leaves the holder unknown
  * and throws LeaseUnreadableError: read as expired or gone, a live holder's lease would be taken over (or a holder would
  * give up its own) while it may be refreshing the token family. ENOTDIR is among them: `locks/` was just listed as a
  * directory, so only a swap under way gives it.
@@ -152,8 +154,17 @@ function leaseOf(text: string): Lease {
 function leaseOnReadError(file: string, err: unknown): Lease | undefined {
   const code = (err as NodeJS.ErrnoException).code;
   if (code === "ENOENT") return undefined;
-  if (code === "EISDIR") return UNREADABLE_LEASE;
+  if (code === "EISDIR" || (code === "ELOOP" && isSymbolicLink(file))) return UNREADABLE_LEASE;
   throw leaseUnreadable(file, err, "file");
+}
+
+/** Whether `file` is itself a symbolic link; false when that cannot be told. */
+function isSymbolicLink(file: string): boolean {
+  try {
+    return lstatSync(file).isSymbolicLink();
+  } catch {
+    return false;
+  }
 }
 
 /** The LeaseUnreadableError for `err`, a failed read of `file` (or listing of it, `source`), named by its code. */

@@ -9,7 +9,7 @@
  */
 import type * as nodeFs from "node:fs";
 import type * as nodeFsPromises from "node:fs/promises";
-import { readFile } from "node:fs/promises";
+import { readdir, readFile, rm, symlink } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { CYCLE_LOCK } from "../../shared/cli/cycle-lease.js";
@@ -285,5 +285,32 @@ describe("local mode when a lease file cannot be read", () => {
     const body = new URLSearchParams({ grant_type: "refresh_token", client_id: CLIENT.id, client_secret: CLIENT.secret, refresh_token: refreshToken });
     const again = await fetch(`${h.url}${TOKEN_PATH}`, { method: "POST", body });
     expect(await again.json()).toMatchObject({ error: "invalid_grant", error_description: expect.stringContaining("already used") });
+  });
+
+  it("runs past a symbolic link loop at the cycle lease's name, which holds no lease, removing it", async () => {
+    const h = (harness = await startHarness());
+    expect((await runInProcess(["run", "--once"], h.env)).code).toBe(EXIT.ok);
+    const locks = join(h.env["BRIDGE_STATE_DIR"]!, "locks");
+    for (const name of await readdir(locks)) if (name.startsWith(`${CYCLE_LOCK}.lock`)) await rm(join(locks, name));
+    await symlink(`${CYCLE_LOCK}.lock`, join(locks, `${CYCLE_LOCK}.lock`));
+
+    const next = await runInProcess(["run", "--once"], h.env);
+
+    expect(next.code, next.stderr).toBe(EXIT.ok);
+    expect((await readdir(locks)).filter((name) => name.startsWith(`${CYCLE_LOCK}.`))).toEqual([`${CYCLE_LOCK}.lock.1`]);
+  });
+
+  it("says a loop of symbolic links on the way to a lease file (ELOOP) is to be fixed, not to try again, exit 1", async () => {
+    const h = (harness = await startHarness());
+    expect((await runInProcess(["run", "--once"], h.env)).code).toBe(EXIT.ok);
+    const stateDir = h.env["BRIDGE_STATE_DIR"]!;
+    faults.failedRead = { name: CYCLE_LOCK, code: "ELOOP" };
+
+    const refused = await runInProcess(["run", "--once"], h.env);
+
+    expect(refused.code, refused.stderr).toBe(EXIT.failed);
+    expect(refused.stderr).toContain("could not be read now (ELOOP)");
+    expect(refused.stderr).toContain(`symbolic links on the path of ${stateDir} (BRIDGE_STATE_DIR) loop: fix them`);
+    expect(refused.stderr).not.toContain("try again");
   });
 });

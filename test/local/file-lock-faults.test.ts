@@ -7,7 +7,7 @@
 import type * as nodeFs from "node:fs";
 import type * as nodeFsPromises from "node:fs/promises";
 import { existsSync, readFileSync, readlinkSync } from "node:fs";
-import { mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, rm, symlink, writeFile } from "node:fs/promises";
 import { hostname, tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
@@ -185,6 +185,30 @@ describe("FileLock when a lease file cannot be read", () => {
     expect(await readdir(path.join(dir, "locks"))).toEqual([`${LOCK}.lock`]);
     faults.failedRead = undefined;
     expect(await new FileLock(dir).tryAcquire(LOCK, TTL)).toBeDefined();
+  });
+
+  it("takes over a symbolic link loop at the lease's name (ELOOP), which no lease is (leases are hard links), and removes it", async () => {
+    const locks = path.join(dir, "locks");
+    await mkdir(locks, { recursive: true });
+    await symlink(`${LOCK}.lock`, path.join(locks, `${LOCK}.lock`));
+
+    const taken = await new FileLock(dir).tryAcquire(LOCK, TTL);
+
+    expect(taken).toBeDefined();
+    expect(await readdir(locks)).toEqual([`${LOCK}.lock.1`]);
+    expect(await taken!.confirm!(TTL)).toBe(true);
+  });
+
+  it("does not take over a lease file that is no symbolic link when its read answers ELOOP (a loop on the path, mid-swap)", async () => {
+    const holder = await new FileLock(dir).tryAcquire(LOCK, TTL);
+    faults.failedRead = { suffix: `${path.sep}${LOCK}.lock`, code: "ELOOP" };
+
+    await expect(new FileLock(dir).tryAcquire(LOCK, TTL)).rejects.toMatchObject({ name: "LeaseUnreadableError", code: "ELOOP", denied: false });
+    await expect(holder!.confirm!(TTL)).rejects.toMatchObject({ name: "LeaseUnreadableError", code: "ELOOP" });
+
+    faults.failedRead = undefined;
+    expect(await readdir(path.join(dir, "locks"))).toEqual([`${LOCK}.lock`]);
+    expect(await holder!.confirm!(TTL)).toBe(true);
   });
 
   it("still takes a lease file holding no lease (a foreign tool's), which could otherwise block forever", async () => {
