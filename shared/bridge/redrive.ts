@@ -250,6 +250,8 @@ export async function redriveQuarantined(deps: TransactionCycleDeps, options: Re
    * later chunk's read by a trusted one once there is one): deleted with it if a later chunk delivers it by a trusted one.
    */
   const missedUntrusted = new Map<string, KeptRecord[]>();
+  /** The newest state of each transaction's records in `missedUntrusted`: a later chunk's snapshot check covers them too. */
+  const missedState = new Map<string, UnconfirmedRef>();
 
   /**
    * Refs of the re-drivable records, a chunk at a time, in a random order within it. A transaction whose records fall
@@ -265,7 +267,11 @@ export async function redriveQuarantined(deps: TransactionCycleDeps, options: Re
       records = 0;
       for (const { ref, trusted } of inHand.values()) if (trusted) trustedInRun.set(ref.id, ref.qashioId);
       const refs = [...inHand.values()].map(({ ref, trusted, unconfirmed }) =>
-        deliveredInRun.has(ref.id) ? { ...ref, delivered: true as const } : trusted ? ref : { ...ref, unconfirmed },
+        deliveredInRun.has(ref.id)
+          ? { ...ref, delivered: true as const }
+          : trusted
+            ? ref
+            : { ...ref, unconfirmed: newestState(unconfirmed, missedState.get(ref.id)) },
       );
       return shuffled(refs, random);
     };
@@ -291,7 +297,7 @@ export async function redriveQuarantined(deps: TransactionCycleDeps, options: Re
           held.trusted = true;
         }
         held.records.push(record);
-        held.unconfirmed = held.trusted ? undefined : newestState(held.unconfirmed, raw, record.at);
+        held.unconfirmed = held.trusted ? undefined : newestState(held.unconfirmed, recordState(raw, record.at));
         gathering.set(record.entityId, held);
         records += 1;
       }
@@ -316,9 +322,12 @@ export async function redriveQuarantined(deps: TransactionCycleDeps, options: Re
       deliveredInRun.add(id);
       kept.remove(missedUntrusted.get(id) ?? []);
       missedUntrusted.delete(id);
+      missedState.delete(id);
     }
   };
-  const afterChunk = ({ missing, listsOthers, listsTooMany, refused, invalid, unreached }: ReprocessedChunk): void => {
+  const afterChunk = ({ missing, listsOthers, listsTooMany, refused, invalid, unreached, shownBySnapshot }: ReprocessedChunk): void => {
+    // Shown delivered up to their records' state only: a later chunk's records of them are checked on their own.
+    for (const id of shownBySnapshot) deliveredInRun.delete(id);
     const notReached = new Set(unreached);
     for (const [id, held] of inHand) {
       const why: KeptRecord["why"] = missing.has(id)
@@ -346,6 +355,8 @@ export async function redriveQuarantined(deps: TransactionCycleDeps, options: Re
       }
       if (!held.trusted && (why === UNCONFIRMED_MISS || why === "its qashio_id lists only other transactions")) {
         missedUntrusted.set(id, [...(missedUntrusted.get(id) ?? []), ...held.records.map((record) => ({ record, why }))]);
+        // (A held not trusted always has a state; were it absent, one with no change time compares with nothing.)
+        missedState.set(id, newestState(missedState.get(id), held.unconfirmed) ?? { quarantinedAt: Infinity });
       }
     }
     inHand = new Map();
@@ -368,15 +379,21 @@ export async function redriveQuarantined(deps: TransactionCycleDeps, options: Re
   return { considered, ...redrivenAll, kept: kept.named, keptByWhy: kept.byWhy, ...keptNotNamed, ...notScanned, cycle: report };
 }
 
-/**
- * `held` (the state of a transaction's records gathered so far) with one more record's: the newest change time of their
- * bodies (none once one has none: its state cannot be compared) and the last time one was quarantined.
- */
-function newestState(held: UnconfirmedRef | undefined, raw: unknown, at: string): UnconfirmedRef {
-  const changed = isJsonObject(raw) ? lastModified(raw) : undefined;
-  const quarantinedAt = Math.max(held?.quarantinedAt ?? -Infinity, Date.parse(at));
-  const changedAt = changed === undefined || (held !== undefined && held.changedAt === undefined) ? undefined : Math.max(held?.changedAt ?? changed, changed);
+/** The state a record holds: its body's provider change time, when it has one, and when it was quarantined. */
+function recordState(raw: unknown, at: string): UnconfirmedRef {
+  const changedAt = isJsonObject(raw) ? lastModified(raw) : undefined;
+  const quarantinedAt = Date.parse(at);
   return changedAt === undefined ? { quarantinedAt } : { changedAt, quarantinedAt };
+}
+
+/**
+ * The newest of two states of a transaction's records (either absent): the newest change time of their bodies (none
+ * once one has none: its state cannot be compared) and the last time one was quarantined.
+ */
+function newestState(held: UnconfirmedRef | undefined, more: UnconfirmedRef | undefined): UnconfirmedRef | undefined {
+  if (held === undefined || more === undefined) return held ?? more;
+  const quarantinedAt = Math.max(held.quarantinedAt, more.quarantinedAt);
+  return held.changedAt === undefined || more.changedAt === undefined ? { quarantinedAt } : { changedAt: Math.max(held.changedAt, more.changedAt), quarantinedAt };
 }
 
 /**

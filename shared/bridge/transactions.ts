@@ -862,6 +862,7 @@ class TransactionRun extends CycleRun {
     refused: Set<string>;
     invalid: Set<string>;
     unreached: string[];
+    shownBySnapshot: Set<string>;
   }> {
     this.ackRetry = { failedBefore: 0, readsPage: false };
     const delivered = new Set<string>();
@@ -953,10 +954,11 @@ class TransactionRun extends CycleRun {
       next += window.length;
     }
     if (stopped) this.report.outcome = "deadline";
-    else deliveredBefore.push(...(await this.settledBySnapshot(toRead, missing, listsOthers)));
+    const shownBySnapshot = new Set(stopped ? [] : await this.settledBySnapshot(toRead, missing, listsOthers));
+    deliveredBefore.push(...shownBySnapshot);
     // Within the calls' grace: what was read before the deadline is published and its records go.
     if (!(await flush())) this.report.outcome = "deadline";
-    return { delivered, missing, listsOthers, listsTooMany, refused, invalid, unreached };
+    return { delivered, missing, listsOthers, listsTooMany, refused, invalid, unreached, shownBySnapshot };
   }
 
   /**
@@ -1318,6 +1320,11 @@ export interface ReprocessedChunk {
   readonly invalid: ReadonlySet<string>;
   /** Ids not read before the deadline (the report's outcome is then `deadline`). */
   readonly unreached: readonly string[];
+  /**
+   * Of `delivered`, those shown delivered by their snapshot alone: a state as new as their records' reached the bus,
+   * not necessarily their current one, so a record of a newer state is not settled by it.
+   */
+  readonly shownBySnapshot: ReadonlySet<string>;
 }
 
 /** Options of {@link reprocessTransactions}. */

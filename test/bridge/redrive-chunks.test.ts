@@ -279,6 +279,34 @@ describe("redriveQuarantined in chunks", () => {
     expect(rig.quarantine.records.size).toBe(2);
   });
 
+  // A snapshot shows delivered only the states it is as new as: the record of a newer state of the same transaction,
+  // in another chunk, is not deleted with the one it covers (neither as delivered in the run, nor as kept earlier).
+  // Walked after the newer one, the covered one is checked with it (a delivery deletes the records kept before), so
+  // both stay; a later run that walks it first deletes it.
+  it.each([
+    { first: "the covered record", covered: "00000000-0000-8000-8000-000000000001", newer: "00000000-0000-8000-8000-000000000002", deleted: true },
+    { first: "the newer record", covered: "00000000-0000-8000-8000-000000000002", newer: "00000000-0000-8000-8000-000000000001", deleted: false },
+  ])(
+    "keeps a glitched validation record of a state newer than its transaction's snapshot when another chunk's record of it is shown delivered ($first walked first)",
+    async ({ covered, newer, deleted }) => {
+      const rig = makeRig();
+      const [txn] = await quarantined(rig, 1);
+      await redriveQuarantined(rig.deps);
+      expect(rig.quarantine.records.size).toBe(0);
+      await putGlitchedValidationRecord(rig, txn!.id, covered, { updated_at: txn!.updated_at });
+      await putGlitchedValidationRecord(rig, txn!.id, newer, { updated_at: "2030-01-01T00:00:00.000Z" });
+      const pages = rig.quarantine.pages.bind(rig.quarantine);
+      rig.quarantine.pages = (options) => pages({ ...options, limit: 1 });
+      rig.clock.advance(60_000);
+
+      const report = await redriveQuarantined(rig.deps, { chunkRecords: 1, random: () => 0 });
+      expect(report.redriven.map((r) => r.id)).toEqual(deleted ? [covered] : []);
+      expect(report.kept.map((k) => k.record.id)).toEqual(deleted ? [newer] : [newer, covered]);
+      expect(report.keptByWhy).toEqual({ "not found by its qashio_id, which no publish record confirms": deleted ? 1 : 2 });
+      expect([...rig.quarantine.records.keys()].sort()).toEqual((deleted ? [newer] : [newer, covered]).sort());
+    },
+  );
+
   it("stops where its walk meets a record the store cannot decode, keeping what the chunks before it re-drove, and names the store's error", async () => {
     const rig = makeRig();
     await quarantined(rig, 350);
