@@ -316,14 +316,15 @@ export class OpsAlarms extends Construct {
       const period = Duration.minutes(5);
       const visible = queue.metricApproximateNumberOfMessagesVisible({ period, statistic: "Maximum" });
       const failed = writeFailures[name];
-      // EventBridge reports failed writes only when not zero: FILL keeps a period without them from hiding the depth.
-      // A sum, not MAX([...]) (which CloudWatch's metric math reference advises against in alarms): two counts, so it
-      // reaches 1 exactly when one of them does.
+      // EventBridge reports failed writes only when not zero, and SQS a queue's depth only while it is active (an idle
+      // DLQ EventBridge cannot write to sends none): FILL keeps either one's gap from hiding the other, a sum with a
+      // missing term not being documented to read it as 0. A sum, not MAX([...]) (which CloudWatch's metric math
+      // reference advises against in alarms): two counts, so it reaches 1 exactly when one of them does.
       const metric =
         failed === undefined
           ? visible
           : new cloudwatch.MathExpression({
-              expression: "visible + FILL(failed, 0)",
+              expression: "FILL(visible, 0) + FILL(failed, 0)",
               usingMetrics: { visible, failed: failed.with({ period, statistic: "Sum" }) },
               label: `${name} messages held or lost`,
               period,

@@ -538,6 +538,16 @@ describe("a webhook queue's alarm on messages held or events EventBridge could n
     expect(called.filter((name) => NOT_FOR_ALARMS.includes(name as string))).toEqual([]);
   });
 
+  it("fills both terms of its sum with 0: a queue EventBridge cannot write to may send no depth at all", () => {
+    // SQS sends a queue's metrics only while it is active (messages in it, or calls on it within six hours): an idle
+    // dead-letter queue EventBridge fails to write to has no `visible` points, and a sum with a missing term is not
+    // documented to read it as 0, so the lost events' count alone must still reach the threshold.
+    const expression = webhookAlarm().Metrics.find((m) => m.ReturnData === true)?.Expression ?? "";
+    const terms = [...expression.matchAll(/\b(visible|failed)\b/g)].map((m) => m.index ?? 0);
+    expect(terms).toHaveLength(2);
+    for (const at of terms) expect(expression.slice(0, at)).toMatch(/FILL\(\s*$/);
+  });
+
   it("still sees a failed write reported after its period ended: 1 of the last 2 periods, as FILL gives the latest a 0", () => {
     // EventBridge's metrics may come late (best effort), and FILL puts a 0 in the latest period until they do; AWS's
     // FILL entry names that case and an M out of N alarm as the remedy. With 1 of 1 the late count was never evaluated.

@@ -1281,7 +1281,7 @@ describe("ops", () => {
       const metrics = deadLetterMetricsOf(acmeT, `QashioBridge-acme-sandbox-DeadLetters-Webhook-${hook}`);
       expect(metrics).toEqual([
         // either one at 1 or more in a 5-minute period (their sum): a failed write is reported only when not zero
-        expect.objectContaining({ Expression: "visible + FILL(failed, 0)", ReturnData: true }),
+        expect.objectContaining({ Expression: "FILL(visible, 0) + FILL(failed, 0)", ReturnData: true }),
         {
           Id: "visible",
           ReturnData: false,
