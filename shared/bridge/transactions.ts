@@ -954,7 +954,7 @@ class TransactionRun extends CycleRun {
       next += window.length;
     }
     if (stopped) this.report.outcome = "deadline";
-    const shownBySnapshot = new Set(stopped ? [] : await this.settledBySnapshot(toRead, missing, listsOthers));
+    const shownBySnapshot = new Set(stopped ? [] : await this.settledBySnapshot(toRead, [missing, listsOthers, refused]));
     deliveredBefore.push(...shownBySnapshot);
     // Within the calls' grace: what was read before the deadline is published and its records go.
     if (!(await flush())) this.report.outcome = "deadline";
@@ -962,13 +962,13 @@ class TransactionRun extends CycleRun {
   }
 
   /**
-   * Of the refs read by an unconfirmed qashio_id (TransactionRef.unconfirmed) that found them nowhere, or listed only
-   * others, the ids whose snapshot shows them delivered (see shownDelivered), taken out of `missing` and `listsOthers`:
-   * a glitched reference finds nothing run after run, where the snapshot of the transaction's id can tell. None when
-   * the snapshot read runs out of time (they stay as they are).
+   * Of the refs read by an unconfirmed qashio_id (TransactionRef.unconfirmed) that found them nowhere, listed only
+   * others, or were refused for that reference (`unfound`), the ids whose snapshot shows them delivered (see
+   * shownDelivered), taken out of those sets: a glitched reference finds nothing run after run (or is refused as odd),
+   * where the snapshot of the transaction's id can tell. None when the snapshot read runs out of time (they stay).
    */
-  private async settledBySnapshot(refs: readonly TransactionRef[], missing: Set<string>, listsOthers: Set<string>): Promise<string[]> {
-    const candidates = refs.filter((ref) => ref.unconfirmed?.changedAt !== undefined && (missing.has(ref.id) || listsOthers.has(ref.id)));
+  private async settledBySnapshot(refs: readonly TransactionRef[], unfound: readonly Set<string>[]): Promise<string[]> {
+    const candidates = refs.filter((ref) => ref.unconfirmed?.changedAt !== undefined && unfound.some((ids) => ids.has(ref.id)));
     if (candidates.length === 0 || this.pastDeadline()) return [];
     let snapshots: Map<SnapshotKey, Snapshot>;
     try {
@@ -980,10 +980,7 @@ class TransactionRun extends CycleRun {
       return [];
     }
     const settled = candidates.filter((ref) => shownDelivered(snapshots.get(transactionKey(ref.id)), ref.unconfirmed as UnconfirmedRef)).map((ref) => ref.id);
-    for (const id of settled) {
-      missing.delete(id);
-      listsOthers.delete(id);
-    }
+    for (const id of settled) for (const ids of unfound) ids.delete(id);
     return settled;
   }
 
@@ -1259,7 +1256,8 @@ export interface TransactionRef {
   /**
    * Set when no publish record confirms `qashioId` (a validation record's, maybe the very field that failed): what its
    * records hold of the state they were quarantined in. A read by it that finds the transaction nowhere (or lists only
-   * others) then settles it as delivered when its snapshot proves a state as new reached the bus (see shownDelivered).
+   * others, or is refused for that reference) then settles it as delivered when its snapshot proves a state as new
+   * reached the bus (see shownDelivered).
    */
   readonly unconfirmed?: UnconfirmedRef;
 }
@@ -1302,7 +1300,7 @@ const REDRIVE_RUN: RunKind = {
 export interface ReprocessedChunk {
   /**
    * Ids whose current state is delivered: published now and its snapshot stored, or already equal to its snapshot, or,
-   * found nowhere by an unconfirmed qashio_id, shown delivered by its snapshot (TransactionRef.unconfirmed).
+   * found nowhere (or refused) by an unconfirmed qashio_id, shown delivered by its snapshot (TransactionRef.unconfirmed).
    */
   readonly delivered: ReadonlySet<string>;
   /** Ids the provider does not list under their qashio_id, nor any other transaction under it. */

@@ -371,6 +371,22 @@ describe("redriveQuarantined", () => {
     expect(rig.publisher.ofType("transaction.created")).toHaveLength(1);
   });
 
+  it("deletes such a record alike when the provider refuses the read by its glitched qashio_id (a 400 for an odd reference)", async () => {
+    const rig = makeRig();
+    const [txn] = await quarantinePublishFailures(rig);
+    await redriveQuarantined(rig.deps);
+    await putGlitchedValidationRecord(rig, txn!.id, "00000000-0000-8000-8000-000000000001", { updated_at: txn!.updated_at });
+    rig.provider.beforeCall = (call) => {
+      if (call.op === "listTransactions" && call.query.qashio_id === "CTX") throw Object.assign(new Error("answered 400"), { name: "QashioApiError", status: 400 });
+    };
+    rig.clock.advance(60_000);
+
+    const report = await redriveQuarantined(rig.deps);
+    expect(report.redriven.map((r) => r.id)).toEqual(["00000000-0000-8000-8000-000000000001"]);
+    expect(report.kept).toEqual([]);
+    expect(rig.quarantine.records.size).toBe(0);
+  });
+
   it.each([
     { what: "no snapshot of its transaction is held", delivered: false, body: { updated_at: "2025-01-15T08:00:00.000Z" } },
     { what: "its transaction's snapshot is older than its body", delivered: true, body: { updated_at: "2030-01-01T00:00:00.000Z" } },
