@@ -144,8 +144,8 @@ function leaseOf(text: string): Lease {
 /**
  * What a failed read of lease file `file` means, deny by default: only an error that proves no lease is there answers.
  * ENOENT: no lease. EISDIR: a directory, which no lease is (leases are files), read as expired so it cannot block the
- * lock for good; so is ELOOP where `file` itself is a symbolic link (a loop, or a chain too long), since leases are
- * regular files made by hard link. ELOOP from a loop among the directories on the way (`file` no link) proves nothing
+ * lock for good; so is ENOENT or ELOOP where `file` itself is a symbolic link (dangling, a loop, or a chain too long),
+ * since leases are regular files made by hard link. ELOOP from a loop among the directories on the way (`file` no link) proves nothing
  * of the lease and is left unknown. Any other error (EACCES from another user's run, EMFILE, ESTALE, EIO, ...) leaves the holder unknown
  * and throws LeaseUnreadableError: read as expired or gone, a live holder's lease would be taken over (or a holder would
  * give up its own) while it may be refreshing the token family. ENOTDIR is among them: `locks/` was just listed as a
@@ -153,8 +153,10 @@ function leaseOf(text: string): Lease {
  */
 function leaseOnReadError(file: string, err: unknown): Lease | undefined {
   const code = (err as NodeJS.ErrnoException).code;
+  // A link at `file` holds no lease: one dangling (ENOENT), looping or too long a chain (ELOOP) would otherwise block.
+  if ((code === "ENOENT" || code === "ELOOP") && isSymbolicLink(file)) return UNREADABLE_LEASE;
   if (code === "ENOENT") return undefined;
-  if (code === "EISDIR" || (code === "ELOOP" && isSymbolicLink(file))) return UNREADABLE_LEASE;
+  if (code === "EISDIR") return UNREADABLE_LEASE;
   throw leaseUnreadable(file, err, "file");
 }
 

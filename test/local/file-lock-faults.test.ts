@@ -199,6 +199,17 @@ describe("FileLock when a lease file cannot be read", () => {
     expect(await taken!.confirm!(TTL)).toBe(true);
   });
 
+  it("takes over a dangling symbolic link at the lease's name (ENOENT through it), which would otherwise block for good", async () => {
+    const locks = path.join(dir, "locks");
+    await mkdir(locks, { recursive: true });
+    await symlink("nowhere", path.join(locks, `${LOCK}.lock`));
+
+    const taken = await new FileLock(dir).tryAcquire(LOCK, TTL);
+
+    expect(taken).toBeDefined();
+    expect(await readdir(locks)).toEqual([`${LOCK}.lock.1`]);
+  });
+
   it("does not take over a lease file that is no symbolic link when its read answers ELOOP (a loop on the path, mid-swap)", async () => {
     const holder = await new FileLock(dir).tryAcquire(LOCK, TTL);
     faults.failedRead = { suffix: `${path.sep}${LOCK}.lock`, code: "ELOOP" };
