@@ -9,8 +9,18 @@
 /** A token provider that may hold tokens its store failed to save (OAuthTokenProvider). */
 export interface TokenHolder {
   readonly holdsUnsavedTokens: boolean;
+  /** Why the last try could not save them (a lease file it could not read, say), while they are held. */
+  readonly heldTokensFailure: unknown;
   /** One more try; resolves true once none are held. */
   saveHeldTokens(): Promise<boolean>;
+}
+
+/** Tokens still held once a stop settled them: lost with the process. */
+export interface LostTokens {
+  /** The token file they belong in. */
+  readonly file: string;
+  /** Why they could not be saved (see TokenHolder.heldTokensFailure). */
+  readonly failure: unknown;
 }
 
 class SpendingRefreshes {
@@ -54,14 +64,14 @@ class SpendingRefreshes {
 
   /**
    * Resolves once no section is running (at once when none is) and held tokens had one more try to be saved, with the
-   * token files of those still held (lost once the process exits).
+   * token files of those still held (lost once the process exits) and why their last try failed.
    */
-  async settled(): Promise<string[]> {
+  async settled(): Promise<LostTokens[]> {
     if (this.running > 0) await new Promise<void>((resolve) => this.waiters.push(resolve));
     // With their files read now: a bridge settling its own tokens at the same time may untrack one during the try.
     const holding = this.holding();
     const saved = await Promise.all(holding.map(([holder]) => holder.saveHeldTokens()));
-    return holding.filter((_, i) => !saved[i]).map(([, file]) => file);
+    return holding.filter((_, i) => !saved[i]).map(([holder, file]) => ({ file, failure: holder.heldTokensFailure }));
   }
 
   private holding(): [TokenHolder, string][] {

@@ -1,5 +1,8 @@
 import { describe, expect, it } from "vitest";
+import { heldTokensBlocker } from "../../shared/cli/engine-errors.js";
+import { TokensLostError } from "../../shared/cli/errors.js";
 import { spendingRefreshes } from "../../shared/cli/token-spending.js";
+import { LeaseUnreadableError } from "../../shared/local/errors.js";
 
 describe("spendingRefreshes", () => {
   it("is busy while a section runs and settles once the last one ends, failed or not", async () => {
@@ -33,8 +36,12 @@ describe("spendingRefreshes with tokens held after a failed save", () => {
     return {
       held: true,
       tries: 0,
+      failure: new Error("disk full") as unknown,
       get holdsUnsavedTokens() {
         return this.held;
+      },
+      get heldTokensFailure() {
+        return this.held ? this.failure : undefined;
       },
       async saveHeldTokens() {
         this.tries += 1;
@@ -75,7 +82,7 @@ describe("spendingRefreshes with tokens held after a failed save", () => {
   it("names the token file of tokens still held after that try (lost on exit), and forgets a provider once untracked", async () => {
     const stuck = holder(Number.POSITIVE_INFINITY);
     const untrack = spendingRefreshes.track(stuck, "/state/tokens.json");
-    expect(await spendingRefreshes.settled()).toEqual(["/state/tokens.json"]);
+    expect(await spendingRefreshes.settled()).toEqual([{ file: "/state/tokens.json", failure: stuck.failure }]);
     expect(spendingRefreshes.busy).toBe(true);
     untrack();
     expect(spendingRefreshes.busy).toBe(false);
@@ -93,7 +100,21 @@ describe("spendingRefreshes with tokens held after a failed save", () => {
       untrack();
       return saved;
     };
-    expect(await spendingRefreshes.settled()).toEqual(["/state/tokens.json"]);
+    expect(await spendingRefreshes.settled()).toEqual([{ file: "/state/tokens.json", failure: stuck.failure }]);
     expect(spendingRefreshes.busy).toBe(false);
+  });
+
+  it("says why tokens still held could not be saved (a lease file it could not read), for the words of their loss", async () => {
+    const stuck = holder(Number.POSITIVE_INFINITY);
+    stuck.failure = new LeaseUnreadableError("/state/locks/token-refresh.lock", "EMFILE");
+    const untrack = spendingRefreshes.track(stuck, "/state/tokens.json");
+    try {
+      const [lost] = await spendingRefreshes.settled();
+      expect(new TokensLostError(lost!.file, { until: heldTokensBlocker(lost!.failure) }).message).toContain(
+        "once the token refresh lease can be read again (the lease file /state/locks/token-refresh.lock could not be read (EMFILE))",
+      );
+    } finally {
+      untrack();
+    }
   });
 });
