@@ -126,6 +126,16 @@ const NOT_REACHED: KeptRecord["why"] = "not reached before the deadline";
  */
 const UNCONFIRMED_MISS = "not found by its qashio_id, which no publish record confirms";
 
+/**
+ * Why a read by an unconfirmed qashio_id keeps records that a later chunk's delivery of their transaction settles (its
+ * snapshot check covers them as transactions.ts `settledBySnapshot` does): the reference, maybe glitched, told nothing.
+ */
+const UNCONFIRMED_UNFOUND: ReadonlySet<KeptRecord["why"]> = new Set([
+  UNCONFIRMED_MISS,
+  "its qashio_id lists only other transactions",
+  "the provider refuses to read it by its qashio_id",
+]);
+
 /** Kept records, counted by why, the first KEPT_RECORDS_NAMED named: those kept for a cause before those not reached. */
 class KeptTally {
   readonly named: KeptRecord[] = [];
@@ -245,7 +255,7 @@ export async function redriveQuarantined(deps: TransactionCycleDeps, options: Re
   const trustedInRun = new Map<string, string>();
   const deliveredInRun = new Set<string>();
   /**
-   * Records kept as found nowhere, or as listing only others, when read by their own qashio_id, maybe glitched (no
+   * Records kept as found nowhere, as listing only others, or as refused, when read by their own qashio_id, maybe glitched (no
    * publish record of their transaction taken yet), from every chunk that so kept them, with their why (that of a
    * later chunk's read by a trusted one once there is one): deleted with it if a later chunk delivers it by a trusted one.
    */
@@ -353,7 +363,7 @@ export async function redriveQuarantined(deps: TransactionCycleDeps, options: Re
         for (const { record } of earlier) kept.add(record, why);
         missedUntrusted.set(id, earlier.map(({ record }) => ({ record, why })));
       }
-      if (!held.trusted && (why === UNCONFIRMED_MISS || why === "its qashio_id lists only other transactions")) {
+      if (!held.trusted && UNCONFIRMED_UNFOUND.has(why)) {
         missedUntrusted.set(id, [...(missedUntrusted.get(id) ?? []), ...held.records.map((record) => ({ record, why }))]);
         // (A held not trusted always has a state; were it absent, one with no change time compares with nothing.)
         missedState.set(id, newestState(missedState.get(id), held.unconfirmed) ?? { quarantinedAt: Infinity });

@@ -259,6 +259,25 @@ describe("redriveQuarantined in chunks", () => {
     },
   );
 
+  it("deletes a validation record kept as refused by its glitched qashio_id (a 400 for an odd reference) once a later chunk delivers its transaction by its publish record", async () => {
+    const rig = makeRig();
+    const [txn] = await quarantined(rig, 1);
+    const glitched = "00000000-0000-8000-8000-000000000001";
+    await putGlitchedValidationRecord(rig, txn!.id, glitched);
+    const pages = rig.quarantine.pages.bind(rig.quarantine);
+    rig.quarantine.pages = (options) => pages({ ...options, limit: 1 });
+    rig.provider.beforeCall = (call) => {
+      if (call.op === "listTransactions" && call.query.qashio_id === "CTX") throw Object.assign(new Error("answered 400"), { name: "QashioApiError", status: 400 });
+    };
+
+    const report = await redriveQuarantined(rig.deps, { chunkRecords: 1, random: () => 0 });
+    expect(rig.provider.calls.filter((c) => c.op === "listTransactions" && c.query.qashio_id === "CTX")).toHaveLength(1);
+    expect(report).toMatchObject({ considered: 2, kept: [] });
+    expect(report.keptByWhy).toEqual({});
+    expect(report.redriven.map((r) => r.id)).toContain(glitched);
+    expect(rig.quarantine.records.size).toBe(0);
+  });
+
   it("gives a validation record kept not found by its glitched qashio_id the why of a later chunk's read of its transaction by its publish record", async () => {
     const rig = makeRig();
     const [txn] = await quarantined(rig, 1);
