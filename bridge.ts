@@ -2,7 +2,6 @@
  * Command-line entry of qashio-bridge: `npm run bridge -- <command>`, `npm start`, `npm run bench`.
  * See shared/cli/ for the commands; `npm run bridge -- help` for usage.
  */
-import { heldTokensBlocker } from "./shared/cli/engine-errors.js";
 import { main, stopNotice } from "./shared/cli/main.js";
 import { TokensLostError } from "./shared/cli/errors.js";
 import { spendingRefreshes } from "./shared/cli/token-spending.js";
@@ -30,7 +29,7 @@ const stop = () => {
     if (stops === 2) {
       process.stderr.write("a new refresh token is not saved yet: stopping once it is (a kill now would sign the integration out)\n");
       void spendingRefreshes.settled().then((lost) => {
-        for (const { file, failure } of lost) process.stderr.write(`error: ${new TokensLostError(file, { until: heldTokensBlocker(failure) }).message}\n`);
+        for (const { file, failure } of lost) process.stderr.write(`error: ${new TokensLostError(file, { failure }).message}\n`);
         stopAtOnce();
       });
     }

@@ -6,10 +6,10 @@
 import { CycleAbortedError, PUBLISH_STEP, ReauthorizationNeededError, causedByClientRefusal, causeMatching } from "../bridge/index.js";
 import { TOKEN_PATH } from "../qashio/auth/oauth.js";
 import { isInvalidClient } from "../qashio/auth/token-provider.js";
-import { LeaseUnreadableError, LocalStateError, TokenFileUnwritableError } from "../local/index.js";
+import { LocalStateError, TokenFileUnwritableError, type LeaseUnreadableError } from "../local/index.js";
 import type { LocalSettings } from "./config.js";
 import type { LocalBridge, LocalState } from "./local-bridge.js";
-import { AuthorizeAgainError, CliError, ClientCredentialsRejectedError, ConfigError, CycleFailedError } from "./errors.js";
+import { AuthorizeAgainError, CliError, ClientCredentialsRejectedError, ConfigError, CycleFailedError, isLeaseUnreadable } from "./errors.js";
 
 /**
  * A file of the state directory that cannot be used, as an error naming it and the setting (exit 2: it will not heal),
@@ -129,18 +129,6 @@ const DENIED_LEASE_REMEDY: Readonly<Record<LeaseUnreadableError["source"], strin
   file: "it: run every bridge on this state directory as the same user; remove the file",
   listing: "a lease in it: run every bridge on this state directory as the same user; give the directory to this user (chown)",
 };
-
-const isLeaseUnreadable = (e: unknown): e is LeaseUnreadableError => e instanceof LeaseUnreadableError;
-
-/**
- * What must be so again before authorizing over tokens a failed save left held and that are lost with the process
- * (TokensLostError's `until`), where `failure`, why they could still not be saved, is not the state directory taking
- * no writes: the token refresh lease kept for them could not be read, so they were not saved without it.
- */
-export function heldTokensBlocker(failure: unknown): string | undefined {
-  const lease = causeMatching(failure, isLeaseUnreadable);
-  return lease && `the token refresh lease can be read again (${lease.failure} (${lease.code}))`;
-}
 
 /**
  * What to do about a lease read that failed now with `code`. ESTALE, EIO: the file system itself (a stale NFS handle,

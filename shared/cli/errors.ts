@@ -2,6 +2,8 @@
  * Errors of the command-line interface. Each carries the process exit code it maps to,
  * and never a secret value (settings are named, never echoed).
  */
+import { causeMatching } from "../bridge/errors.js";
+import { LeaseUnreadableError } from "../local/errors.js";
 
 /** Exit codes of `bridge.ts` commands (documented in the README). */
 export const EXIT = {
@@ -212,11 +214,12 @@ export class TokensLostError extends CliError {
 
   /**
    * @param options.cause - what had ended the command before, if anything: its message is kept in this one.
-   * @param options.until - what must be so again before authorizing, where the save failed for another reason than
-   *   the state directory taking no writes (a lease file it could not read).
+   * @param options.failure - why the tokens could still not be saved (the token provider's `heldTokensFailure`): it
+   *   names what must be so again before authorizing, where that is not the state directory taking writes.
    */
-  constructor(file: string, options: ErrorOptions & { readonly until?: string } = {}) {
-    const { until = "the state directory takes writes again (space, permissions, a read-only mount)", ...errorOptions } = options;
+  constructor(file: string, options: ErrorOptions & { readonly failure?: unknown } = {}) {
+    const { failure, ...errorOptions } = options;
+    const until = heldTokensBlocker(failure) ?? "the state directory takes writes again (space, permissions, a read-only mount)";
     const before = errorOptions.cause instanceof Error ? `; before that: ${errorOptions.cause.message}` : "";
     super(
       `the provider's new refresh token could not be saved to ${file} and is lost with this process; the one stored there is ` +
@@ -226,6 +229,20 @@ export class TokensLostError extends CliError {
     );
     this.file = file;
   }
+}
+
+/** A LeaseUnreadableError (the lease file, or the locks directory, could not be read). */
+export const isLeaseUnreadable = (e: unknown): e is LeaseUnreadableError => e instanceof LeaseUnreadableError;
+
+/**
+ * What must be so again before authorizing over tokens a failed save left held and that are lost with the process,
+ * when `failure`, why they could still not be saved, is not the state directory taking no writes: the token refresh
+ * lease kept for them could not be read, so they were not saved without it. Kept here, beside TokensLostError, as
+ * bridge.ts words a second Ctrl-C's loss before any command (and its packages) is loaded.
+ */
+function heldTokensBlocker(failure: unknown): string | undefined {
+  const lease = causeMatching(failure, isLeaseUnreadable);
+  return lease && `the token refresh lease can be read again (${lease.failure} (${lease.code}))`;
 }
 
 /** The authorization-code flow failed (state mismatch, denied, timed out, exchange failed). */

@@ -41,7 +41,7 @@ import { JsonlEventPublisher, STATE_FILES, createLocalAdapters, type BindOptions
 import { onceSucceeded } from "../once.js";
 import type { Env, LocalSettings, StateSettings } from "./config.js";
 import { CYCLE_LEASE_MS, bindToSettings, bindingOf, saltBindingOf, withCycleLock } from "./cycle-lease.js";
-import { cliErrorOf, heldTokensBlocker, stateErrorOf } from "./engine-errors.js";
+import { cliErrorOf, stateErrorOf } from "./engine-errors.js";
 import { CycleLeaseGuard, CycleLeaseLostError } from "./lease-guard.js";
 import { LocalTokenStore, restrictTokenFile } from "./local-tokens.js";
 import { statOf } from "./path-checks.js";
@@ -245,7 +245,7 @@ export async function openLocalBridge(settings: LocalSettings, options: LocalBri
     for (let tries = 1; !(await tokenProvider.saveHeldTokens()); tries += 1) {
       if (tries === HELD_TOKEN_SAVE_TRIES) {
         untrack();
-        throw new TokensLostError(tokens.file, { ...(failure === undefined ? {} : { cause: failure }), until: heldTokensBlocker(tokenProvider.heldTokensFailure) });
+        throw new TokensLostError(tokens.file, { ...(failure === undefined ? {} : { cause: failure }), failure: tokenProvider.heldTokensFailure });
       }
       await clock.sleep(HELD_TOKEN_SAVE_PAUSE_MS);
     }

@@ -1,5 +1,4 @@
 import { describe, expect, it } from "vitest";
-import { heldTokensBlocker } from "../../shared/cli/engine-errors.js";
 import { TokensLostError } from "../../shared/cli/errors.js";
 import { spendingRefreshes } from "../../shared/cli/token-spending.js";
 import { LeaseUnreadableError } from "../../shared/local/errors.js";
@@ -110,7 +109,7 @@ describe("spendingRefreshes with tokens held after a failed save", () => {
     const untrack = spendingRefreshes.track(stuck, "/state/tokens.json");
     try {
       const [lost] = await spendingRefreshes.settled();
-      expect(new TokensLostError(lost!.file, { until: heldTokensBlocker(lost!.failure) }).message).toContain(
+      expect(new TokensLostError(lost!.file, { failure: lost!.failure }).message).toContain(
         "once the token refresh lease can be read again (the lease file /state/locks/token-refresh.lock could not be read (EMFILE))",
       );
     } finally {
