@@ -20,6 +20,7 @@ import { nodeHttpFetch } from "../qashio/node-transport.js";
 import { parseJsonChunks } from "../qashio/json-body.js";
 import { ScratchBuffer, writeAll } from "../local/atomic.js";
 import { CliError, EXIT } from "./errors.js";
+import { threadCpuMeter, type ThreadCpuSplit } from "./thread-cpu.js";
 
 /** Message from the bench to this child. */
 export interface BaselineRequest {
@@ -37,7 +38,8 @@ export interface BaselineRequest {
 
 /** Message from this child once its drain is done, or failed. */
 export type BaselineResult =
-  | { readonly ok: true; readonly transactions: number; readonly cpuUs: number }
+  /** `threads`: the drain's CPU split by thread, where /proc tells it (./thread-cpu.ts). */
+  | { readonly ok: true; readonly transactions: number; readonly cpuUs: number; readonly threads?: ThreadCpuSplit }
   | { readonly ok: false; readonly error: string };
 
 /** Bytes a line adds around its object's text (envelope or snapshot members), with room to spare. */
@@ -135,10 +137,13 @@ process.once("message", (request: BaselineRequest) => {
       { baseUrl: request.url, clientId: request.clientId, clientSecret: request.clientSecret },
       { code: request.code, redirectUri: request.redirectUri },
     );
+    const threadCpu = threadCpuMeter();
     const cpuBefore = process.cpuUsage();
     const transactions = await drain(request, tokens.access_token);
     const cpu = process.cpuUsage(cpuBefore);
-    return { ok: true, transactions, cpuUs: cpu.user + cpu.system };
+    const cpuUs = cpu.user + cpu.system;
+    const threads = threadCpu.split(cpuUs);
+    return { ok: true, transactions, cpuUs, ...(threads === undefined ? {} : { threads }) };
   })()
     .catch((error: unknown): BaselineResult => ({ ok: false, error: error instanceof Error ? error.message : String(error) }))
     // Answered, it closes the channel: the bench waits for no more. Unless the bench closed it first, the moment the

@@ -4,6 +4,7 @@
  */
 
 import type { BenchArgs } from "./args.js";
+import type { ThreadCpuSplit } from "./thread-cpu.js";
 
 /** Budgets of issue 4 ("Tests and benchmark"). */
 export const BUDGETS = {
@@ -175,6 +176,38 @@ function reportRows(json: BenchJson): BudgetCheck[] {
 export function drainProblem(m: Pick<BenchMeasurement, "transactions" | "events" | "notSyncedLeft">): string | undefined {
   if (m.events === m.transactions && m.notSyncedLeft === 0) return undefined;
   return `${m.events} events for ${m.transactions} transactions, ${m.notSyncedLeft} left not_synced`;
+}
+
+const perTxn = (us: number, transactions: number) => `${(us / Math.max(1, transactions)).toFixed(1)} us`;
+
+/** A split by thread, per transaction, naming what the other threads are. */
+function threadSplitText(split: ThreadCpuSplit, transactions: number): string {
+  return `main thread ${perTxn(split.mainUs, transactions)}, other threads ${perTxn(split.otherUs, transactions)} (V8's compiler and GC helpers, the libuv pool)`;
+}
+
+/**
+ * The report's note on where the bridge's drain spent its CPU, per transaction: user and system time, and by thread
+ * where /proc told it (`threads` undefined elsewhere: the note leaves the split out rather than print zeros).
+ *
+ * @example
+ * cpuSplitNote(10_000, { user: 1_200_000, system: 300_000 }, { mainUs: 1_200_000, otherUs: 300_000 });
+ * // "CPU split per transaction: user 120.0 us, system 30.0 us (all threads of the process); main thread 120.0 us, other threads 30.0 us (...)"
+ */
+export function cpuSplitNote(transactions: number, cpu: { readonly user: number; readonly system: number }, threads?: ThreadCpuSplit): string {
+  const note = `CPU split per transaction: user ${perTxn(cpu.user, transactions)}, system ${perTxn(cpu.system, transactions)}`;
+  if (threads === undefined) return `${note} (all threads of the process: GC helpers and the libuv pool doing file writes and fsync included)`;
+  return `${note} (all threads of the process); ${threadSplitText(threads, transactions)}`;
+}
+
+/**
+ * The report's note on the minimal client's (`--baseline`) split by thread, per transaction.
+ *
+ * @example
+ * baselineSplitNote(10_000, { mainUs: 500_000, otherUs: 140_000 });
+ * // "CPU floor split per transaction (--baseline): main thread 50.0 us, other threads 14.0 us (...)"
+ */
+export function baselineSplitNote(transactions: number, threads: ThreadCpuSplit): string {
+  return `CPU floor split per transaction (--baseline): ${threadSplitText(threads, transactions)}`;
 }
 
 /**

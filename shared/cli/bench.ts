@@ -23,13 +23,14 @@ import type { BenchArgs } from "./args.js";
 import { DEFAULT_SCOPES } from "./authorize.js";
 import type { BaselineRequest, BaselineResult } from "./bench-baseline.js";
 import type { BenchSandboxReady, BenchSandboxRequest } from "./bench-sandbox.js";
-import { budgetVerdict, drainProblem, floorOf, formatBenchReport, toBenchJson, type BenchMeasurement } from "./bench-report.js";
+import { baselineSplitNote, budgetVerdict, cpuSplitNote, drainProblem, floorOf, formatBenchReport, toBenchJson, type BenchMeasurement } from "./bench-report.js";
 import { DEFAULT_EVENT_SOURCE, type LocalSettings } from "./config.js";
 import { withCycleLock } from "./cycle-lease.js";
 import { streamLogger } from "./console-ports.js";
 import { CliError, EXIT } from "./errors.js";
 import { line, makeTempDir, type CliIo } from "./io.js";
 import { bindLocalSettings, openLocalBridge, usingLocalBridge } from "./local-bridge.js";
+import { threadCpuMeter, type ThreadCpuSplit } from "./thread-cpu.js";
 
 const SANDBOX_CLIENT_ID = "sandbox-client";
 const SANDBOX_CLIENT_SECRET = "sandbox-secret";
@@ -67,9 +68,10 @@ function startSandbox(request: BenchSandboxRequest): Promise<{ child: ChildProce
 
 /**
  * `--baseline`: a second sandbox with an equal backlog, drained by the minimal client of bench-baseline.ts in a fresh
- * process, after the bridge's drain (so the two never share the CPU). Returns that drain's CPU, microseconds.
+ * process, after the bridge's drain (so the two never share the CPU). Returns that drain's CPU, microseconds, and its
+ * split by thread where the child could read it.
  */
-async function measureBaseline(request: BenchSandboxRequest, dir: string): Promise<number> {
+async function measureBaseline(request: BenchSandboxRequest, dir: string): Promise<{ cpuUs: number; threads?: ThreadCpuSplit }> {
   const { transactions } = request;
   const { child: sandbox, ready } = await startSandbox(request);
   try {
@@ -89,7 +91,7 @@ async function measureBaseline(request: BenchSandboxRequest, dir: string): Promi
     if (answer.transactions !== transactions) {
       throw new CliError(`bench --baseline: the minimal client acknowledged ${answer.transactions} of ${transactions} transactions`, EXIT.failed);
     }
-    return answer.cpuUs;
+    return { cpuUs: answer.cpuUs, ...(answer.threads === undefined ? {} : { threads: answer.threads }) };
   } finally {
     sandbox.disconnect();
   }
@@ -172,6 +174,7 @@ export async function benchCommand(args: BenchArgs, io: CliIo): Promise<number> 
     // until then), whether the drain finished or failed.
     const drained = await usingLocalBridge(bridge, async () => {
       const faultsBefore = process.resourceUsage().minorPageFault;
+      const threadCpu = threadCpuMeter();
       const cpuBefore = process.cpuUsage();
       const started = performance.now();
       let events = 0;
@@ -185,6 +188,7 @@ export async function benchCommand(args: BenchArgs, io: CliIo): Promise<number> 
       }
       const wallMs = performance.now() - started;
       const cpu = process.cpuUsage(cpuBefore);
+      const threads = threadCpu.split(cpu.user + cpu.system);
       const { maxRSS, minorPageFault } = process.resourceUsage();
       const peakRssMb = maxRSS / 1024;
       const faults = minorPageFault - faultsBefore;
@@ -195,19 +199,19 @@ export async function benchCommand(args: BenchArgs, io: CliIo): Promise<number> 
       // Outside the measurement: the provider must have nothing left to pull.
       const left = await bridge.transactions.provider.listTransactions({ client_sync_status: "not_synced", page: 1, page_size: 1 });
       const remaining = left.pagination?.total_records ?? left.data.length;
-      return { events, acknowledged, wallMs, cpu, peakRssMb, faults, callsDuringDrain, waitDuringDrain, busyDuringDrain, remaining };
+      return { events, acknowledged, wallMs, cpu, threads, peakRssMb, faults, callsDuringDrain, waitDuringDrain, busyDuringDrain, remaining };
     });
-    const { events, acknowledged, wallMs, cpu, peakRssMb, faults, callsDuringDrain, waitDuringDrain, busyDuringDrain, remaining } = drained;
+    const { events, acknowledged, wallMs, cpu, threads, peakRssMb, faults, callsDuringDrain, waitDuringDrain, busyDuringDrain, remaining } = drained;
     const floor = floorOf({ transactions: args.transactions, pageSize: DEFAULT_PAGE_SIZE, ackBatchSize: DEFAULT_PAGE_SIZE });
     const eventsBytes = args.sink === "jsonl" ? (await stat(settings.eventsFile).catch(() => ({ size: 0 }))).size : 0;
     const problem = drainProblem({ transactions: args.transactions, events, notSyncedLeft: remaining });
     // After an inconsistent drain there is nothing to compare; a failed baseline leaves the bridge's report standing.
-    let baselineCpuUs: number | undefined;
+    let baseline: { cpuUs: number; threads?: ThreadCpuSplit } | undefined;
     let baselineFailure: string | undefined;
     if (args.baseline && problem === undefined) {
       human("bench: --baseline: draining an equal backlog with a minimal client in a fresh process ...");
       try {
-        baselineCpuUs = await measureBaseline(sandboxRequest, await mkdtemp(join(dir, "baseline-")));
+        baseline = await measureBaseline(sandboxRequest, await mkdtemp(join(dir, "baseline-")));
       } catch (err) {
         baselineFailure = err instanceof Error ? err.message : String(err);
       }
@@ -220,7 +224,7 @@ export async function benchCommand(args: BenchArgs, io: CliIo): Promise<number> 
       wallMs,
       latencyMs: args.latencyMs,
       bridgeCpuUs: cpu.user + cpu.system,
-      ...(baselineCpuUs === undefined ? {} : { baselineCpuUs }),
+      ...(baseline === undefined ? {} : { baselineCpuUs: baseline.cpuUs }),
       peakRssMb,
       notSyncedLeft: remaining,
       sink: args.sink,
@@ -235,8 +239,8 @@ export async function benchCommand(args: BenchArgs, io: CliIo): Promise<number> 
         `provider calls took ${(waitDuringDrain / Math.max(1, callsDuringDrain)).toFixed(1)} ms each on average (configured latency ${args.latencyMs} ms ` +
           `+ the sandbox's own service time); some call was in flight for ${Math.round(busyDuringDrain)} ms of the wall time, ` +
           `none for ${Math.round(wallMs - busyDuringDrain)} ms (the bridge working alone)`,
-        `CPU split per transaction: user ${(cpu.user / args.transactions).toFixed(1)} us, system ${(cpu.system / args.transactions).toFixed(1)} us ` +
-          `(all threads of the process: GC helpers and the libuv pool doing file writes and fsync included)`,
+        cpuSplitNote(args.transactions, cpu, threads),
+        ...(baseline?.threads === undefined ? [] : [baselineSplitNote(args.transactions, baseline.threads)]),
         // Each fault maps a page of fresh memory: cheap on most machines, ~12 us on the development VM (README, Benchmark).
         `minor page faults during the drain: ${faults} (${(faults / args.transactions).toFixed(2)} per transaction)`,
         `acknowledged ${acknowledged}; not_synced left on the provider: ${remaining}`,

@@ -91,6 +91,11 @@ describe("the bench's children", () => {
     const exit = exitFromNow(child);
     const answer = await answerOf<BaselineResult>(child, baselineRequest(ready, 150));
     expect(answer).toMatchObject({ ok: true, transactions: 150 });
+    // Its drain's CPU split by thread, measured in the child where /proc tells it (checked there against its total).
+    if (process.platform === "linux" && answer.ok) {
+      expect(answer.threads).toEqual({ mainUs: expect.any(Number), otherUs: expect.any(Number) });
+      expect(answer.threads!.mainUs + answer.threads!.otherUs).toBeGreaterThan(0);
+    }
     const { code, ms } = await exit;
     expect(code).toBe(0);
     expect(ms).toBeLessThan(PROMPTLY_MS * 3);

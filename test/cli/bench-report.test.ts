@@ -1,5 +1,15 @@
 import { describe, expect, it } from "vitest";
-import { budgetVerdict, checkBudgets, drainProblem, floorOf, formatBenchReport, toBenchJson, type BenchMeasurement } from "../../shared/cli/bench-report.js";
+import {
+  baselineSplitNote,
+  budgetVerdict,
+  checkBudgets,
+  cpuSplitNote,
+  drainProblem,
+  floorOf,
+  formatBenchReport,
+  toBenchJson,
+  type BenchMeasurement,
+} from "../../shared/cli/bench-report.js";
 
 const measurement: BenchMeasurement = {
   transactions: 10_000,
@@ -134,5 +144,35 @@ describe("formatBenchReport", () => {
   it("says the budgets are set for a 10,000 backlog when the run is smaller", () => {
     const text = formatBenchReport({ ...measurement, transactions: 300, events: 300 }).join("\n");
     expect(text).toContain("budget check (the budgets are set for a backlog of 10000 or more;");
+  });
+});
+
+describe("cpuSplitNote and baselineSplitNote", () => {
+  it("add the split by thread, per transaction, to the user and system split of the bridge's drain", () => {
+    expect(cpuSplitNote(10_000, { user: 1_500_000, system: 300_000 }, { mainUs: 1_400_000, otherUs: 330_000 })).toBe(
+      "CPU split per transaction: user 150.0 us, system 30.0 us (all threads of the process); " +
+        "main thread 140.0 us, other threads 33.0 us (V8's compiler and GC helpers, the libuv pool)",
+    );
+  });
+
+  it("leave the split by thread out, rather than print zeros, where it is unavailable", () => {
+    const note = cpuSplitNote(10_000, { user: 1_500_000, system: 300_000 }, undefined);
+    expect(note).toBe(
+      "CPU split per transaction: user 150.0 us, system 30.0 us (all threads of the process: GC helpers and the libuv pool doing file writes and fsync included)",
+    );
+    expect(note).not.toContain("main thread");
+  });
+
+  it("give the minimal client's split by thread in words of its own (--baseline)", () => {
+    expect(baselineSplitNote(10_000, { mainUs: 500_000, otherUs: 140_000 })).toBe(
+      "CPU floor split per transaction (--baseline): main thread 50.0 us, other threads 14.0 us (V8's compiler and GC helpers, the libuv pool)",
+    );
+  });
+
+  it("are printed as notes of the report", () => {
+    const notes = [cpuSplitNote(500, { user: 60_000, system: 15_000 }, { mainUs: 60_000, otherUs: 15_000 }), baselineSplitNote(500, { mainUs: 20_000, otherUs: 5_000 })];
+    const lines = formatBenchReport({ ...measurement, notes });
+    expect(lines).toContain("note: CPU split per transaction: user 120.0 us, system 30.0 us (all threads of the process); main thread 120.0 us, other threads 30.0 us (V8's compiler and GC helpers, the libuv pool)");
+    expect(lines).toContain("note: CPU floor split per transaction (--baseline): main thread 40.0 us, other threads 10.0 us (V8's compiler and GC helpers, the libuv pool)");
   });
 });

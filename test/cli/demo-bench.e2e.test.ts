@@ -142,6 +142,11 @@ describe("bridge bench --transactions 300 --latency-ms 1 --json --baseline", () 
     // The bench refuses (exit 1) a baseline that did not acknowledge the whole backlog, so exit 0 says it did.
     expect(stderr).toContain("bench: --baseline: draining an equal backlog with a minimal client");
     expect(stderr).toMatch(/^CPU floor {9}[\d.]+ us \(--baseline: /m);
+    // Where /proc tells each thread's CPU, the drain's and the minimal client's split by thread (thread-cpu.ts).
+    if (existsSync("/proc/self/task")) {
+      expect(stderr).toMatch(/^note: CPU split per transaction: .*; main thread [\d.]+ us, other threads [\d.]+ us \(V8's/m);
+      expect(stderr).toMatch(/^note: CPU floor split per transaction \(--baseline\): main thread [\d.]+ us, other threads [\d.]+ us /m);
+    }
   });
 });
 
