@@ -10,6 +10,7 @@ import { LocalStateError, TokenFileUnwritableError, type LeaseUnreadableError } 
 import type { LocalSettings } from "./config.js";
 import type { LocalBridge, LocalState } from "./local-bridge.js";
 import { AuthorizeAgainError, CliError, ClientCredentialsRejectedError, ConfigError, CycleFailedError, isLeaseUnreadable } from "./errors.js";
+import { spendingRefreshes } from "./token-spending.js";
 
 /**
  * A file of the state directory that cannot be used, as an error naming it and the setting (exit 2: it will not heal),
@@ -112,7 +113,11 @@ export function leaseUnreadableProblem(error: LeaseUnreadableError, stateDir: st
   if (!error.denied) {
     const check = leaseReadAdvice(error.code, stateDir);
     return new CycleFailedError(
-      `whether another process holds the lease is unknown: ${error.failure} now (${error.code}), so the run stopped without touching the token${outcome}; ${check}`,
+      stoppedBeforeRefresh(
+        `whether another process holds the lease is unknown: ${error.failure} now (${error.code}), so the run stopped`,
+        " without touching the token",
+        `${outcome}; ${check}`,
+      ),
       { cause: error },
     );
   }
@@ -121,6 +126,27 @@ export function leaseUnreadableProblem(error: LeaseUnreadableError, stateDir: st
     stateDir,
     "a lease file",
     `a bridge run by another user may hold ${DENIED_LEASE_REMEDY[error.source]} only once none runs${outcome}`,
+  );
+}
+
+/**
+ * The words of a run that stopped before any token refresh: `before`, `untouched` (that the token was not touched),
+ * `after`. True only while this process holds no tokens a failed save left (a `run --interval` loop whose earlier
+ * cycle's save failed keeps them, and the refresh token stored is spent): then `untouched` is left out and the end
+ * says what is held, that the process keeps trying to save it, and what not to do meanwhile.
+ *
+ * @example
+ * stoppedBeforeRefresh("the lease could not be read, so the run stopped", " without touching the token", "; try again");
+ */
+export function stoppedBeforeRefresh(before: string, untouched: string, after: string): string {
+  const files = spendingRefreshes.unsavedFiles;
+  if (files.length === 0) return `${before}${untouched}${after}`;
+  return (
+    `${before}${after}; meanwhile this process holds, unsaved, the new tokens an earlier token refresh received (the refresh token stored in ` +
+    `${files.join(" and ")} is spent): it tries again to save them before its next use of the token (a \`run --interval\` loop: at its next ` +
+    "cycle) and before it exits, which Ctrl-C asks for, saying whether they were saved; do not kill it (SIGKILL loses them) nor start another " +
+    "bridge on this state directory (once the lease kept for them lapses, it would present the spent refresh token, which revokes the token " +
+    "family); there is no need to authorize again while they are held"
   );
 }
 

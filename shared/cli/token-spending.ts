@@ -62,6 +62,11 @@ class SpendingRefreshes {
     return this.running > 0 || this.holding().length > 0;
   }
 
+  /** The token files whose tokens a tracked provider holds unsaved now, after a failed save (none while none are). */
+  get unsavedFiles(): string[] {
+    return this.holding().map(([, file]) => file);
+  }
+
   /**
    * Resolves once no section is running (at once when none is) and held tokens had one more try to be saved, with the
    * token files of those still held (lost once the process exits) and why their last try failed.

@@ -19,7 +19,7 @@ import { DEFAULT_LOCK_NAME } from "../../shared/qashio/auth/token-provider.js";
 import { authorizeCommand } from "../../shared/cli/authorize-command.js";
 import { ConfigError } from "../../shared/cli/errors.js";
 import { TOKEN_PATH } from "../../shared/qashio/auth/oauth.js";
-import { CLIENT, approve, capturedIo, dueForRefresh, runInProcess, startHarness, type Harness } from "./helpers.js";
+import { CLIENT, approve, capturedIo, dueForRefresh, loopWithSteps, runInProcess, startHarness, type Harness } from "./helpers.js";
 
 /**
  * Reads of the lease files of lock `name` (`<name>.lock`, or a later generation `<name>.lock.<n>`) fail with `code`:
@@ -312,5 +312,43 @@ describe("local mode when a lease file cannot be read", () => {
     expect(refused.stderr).toContain("could not be read now (ELOOP)");
     expect(refused.stderr).toContain(`symbolic links on the path of ${stateDir} (BRIDGE_STATE_DIR) loop: fix them`);
     expect(refused.stderr).not.toContain("try again");
+  });
+});
+
+describe("run --interval when a lease file cannot be read while an earlier cycle's rotated tokens are held unsaved", () => {
+  /**
+   * A loop whose first cycle's refresh cannot save its tokens (held, with the token refresh lease kept for them), whose
+   * second cycle cannot read the lease file of lock `name` (EMFILE), and whose third can again; with the cycle that
+   * failed on the lease (its logged message), and the token file.
+   */
+  async function heldWhileUnreadable(name: string) {
+    const h = (harness = await startHarness());
+    const { tokensFile, stored } = await dueForRefresh(h);
+    const before = await stored();
+    faults.failTokenSave = () => undefined;
+    const unreadable = () => (faults.failedRead = { name, code: "EMFILE" });
+    const readable = () => (faults.failedRead = undefined);
+
+    const loop = await loopWithSteps(h, [unreadable, readable]);
+
+    const failed = loop.stderr.split("\n").find((text) => text.includes("cycle 2 failed"));
+    return { loop, failed: failed ?? "", tokensFile, before, stored };
+  }
+
+  it.each([
+    ["token refresh lease kept for them", encodeURIComponent(DEFAULT_LOCK_NAME)],
+    ["cycle lease", CYCLE_LOCK],
+  ])("says of the %s that the tokens are held, saved again later, and what not to do, not that the token was untouched", async (_, name) => {
+    const { loop, failed, tokensFile, before, stored } = await heldWhileUnreadable(name);
+
+    // Still exit 1 for that cycle: the loop went on, and its next cycle saved the held tokens.
+    expect(loop.outcome, loop.stderr).toBe(EXIT.ok);
+    expect(failed).toContain("could not be read now (EMFILE), so the run stopped; try again; ");
+    expect(failed).not.toContain("without touching the token");
+    expect(failed).toContain(`this process holds, unsaved, the new tokens an earlier token refresh received (the refresh token stored in ${tokensFile} is spent)`);
+    expect(failed).toContain("it tries again to save them before its next use of the token (a `run --interval` loop: at its next cycle)");
+    expect(failed).toContain("do not kill it (SIGKILL loses them) nor start another bridge on this state directory");
+    expect(loop.stdout).toContain("cycle 3:");
+    expect(await stored()).not.toBe(before);
   });
 });
