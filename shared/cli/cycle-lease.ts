@@ -26,7 +26,7 @@ import {
 import type { LocalSettings, StateSettings } from "./config.js";
 import { shellQuoted, statOf } from "./path-checks.js";
 import { CliError, ConfigError, CycleFailedError, EXIT, PiiSaltChangedError, PiiSaltUnchangedError, StateDirTakenError } from "./errors.js";
-import { leaseUnreadableProblem, stateErrorOf, stateFileProblem, systemErrorCode, unwritableStateDirRemedy } from "./engine-errors.js";
+import { leaseUnreadableProblem, stateErrorOf, stateFileProblem, stoppedBeforeRefresh, systemErrorCode, unwritableStateDirRemedy } from "./engine-errors.js";
 import { recheckStateDirAccess } from "./state-access.js";
 import type { LocalState } from "./local-bridge.js";
 
@@ -237,8 +237,11 @@ async function takeCycleLease(bridge: LocalState): Promise<{ handle: LockHandle;
     if (code === undefined) throw error;
     const { stateDir } = bridge.settings;
     throw new CycleFailedError(
-      `cannot take the cycle lease in ${join(stateDir, STATE_DIRS.locks)} (${code}): the state directory takes no writes now, so nothing ` +
-        `was sent to the provider: ${unwritableStateDirRemedy(stateDir)}`,
+      stoppedBeforeRefresh(
+        `cannot take the cycle lease in ${join(stateDir, STATE_DIRS.locks)} (${code}): the state directory takes no writes now`,
+        ", so nothing was sent to the provider",
+        `: ${unwritableStateDirRemedy(stateDir)}`,
+      ),
       { cause: error },
     );
   }

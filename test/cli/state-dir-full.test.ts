@@ -15,10 +15,11 @@ import { dueForRefresh, idsWithStatus, loopWithSteps, runInProcess, startHarness
 
 /**
  * `tokens`: the token store's probe and saves fail. `leaseTake`: creating a cycle lease fails. `leaseWrite`: renewing
- * or releasing a cycle lease this process holds fails. `segments`: writing a snapshot segment fails. Each as a full
- * disk fails them (ENOSPC at the open). `eventsReadOnly`: the events file opens as on a read-only mount (EROFS).
+ * or releasing a cycle lease this process holds fails. `segments`: writing a snapshot segment fails. `tokenSaveOnce`:
+ * the next save of the token file fails (its probe passed: the disk filled up between the two). Each as a full disk
+ * fails them (ENOSPC at the open). `eventsReadOnly`: the events file opens as on a read-only mount (EROFS).
  */
-const faults = vi.hoisted(() => ({ tokens: false, leaseTake: false, leaseWrite: false, segments: false, eventsReadOnly: false }));
+const faults = vi.hoisted(() => ({ tokens: false, leaseTake: false, leaseWrite: false, segments: false, tokenSaveOnce: false, eventsReadOnly: false }));
 
 vi.mock("node:fs", async (importOriginal) => {
   const { withOpenFaults } = await import("./support/open-faults.js");
@@ -29,6 +30,10 @@ vi.mock("node:fs", async (importOriginal) => {
     const lease = name.startsWith("cycle.lock");
     const take = lease && name.includes(".new.tmp");
     const segment = name.startsWith("seg-") && name.endsWith(".tmp");
+    if (faults.tokenSaveOnce && name.startsWith("tokens.json.")) {
+      faults.tokenSaveOnce = false;
+      return "ENOSPC";
+    }
     if ((faults.tokens && token) || (faults.leaseTake && take) || (faults.leaseWrite && lease && !take) || (faults.segments && segment)) return "ENOSPC";
     if (faults.eventsReadOnly && name === "events.jsonl") return "EROFS";
     return undefined;
@@ -41,6 +46,7 @@ beforeEach(() => {
   faults.leaseTake = false;
   faults.leaseWrite = false;
   faults.segments = false;
+  faults.tokenSaveOnce = false;
   faults.eventsReadOnly = false;
 });
 afterEach(async () => {
@@ -98,6 +104,28 @@ describe("bridge run when the state directory takes no writes at all", () => {
     expect(out.stdout).toMatch(/cycle 3: \d+ events/);
     expect(idsWithStatus(h, "not_synced", "outdated")).toEqual([]);
     expect(pending.length).toBeGreaterThan(0);
+  });
+
+  it("says, when no cycle lease can be taken, that new tokens an earlier cycle could not save are held, not that nothing was sent", async () => {
+    const h = (harness = await startHarness());
+    const { tokensFile, stored } = await dueForRefresh(h);
+    const before = await stored();
+    // The first cycle's refresh cannot save its tokens (held in memory); then the disk fills up further, then has room.
+    faults.tokenSaveOnce = true;
+
+    const { outcome: code, ...out } = await loopWithSteps(h, [() => (faults.leaseTake = true), () => (faults.leaseTake = false)]);
+
+    expect(code, out.stderr).toBe(EXIT.ok);
+    const failed = out.stderr.split("\n").find((text) => text.includes("cycle 2 failed")) ?? "";
+    expect(failed).toContain("cannot take the cycle lease");
+    expect(failed).not.toContain("nothing was sent to the provider");
+    expect(failed).toContain(
+      `(BRIDGE_STATE_DIR), then run again; meanwhile this process holds, unsaved, the new tokens an earlier token refresh received (the refresh token stored in ${tokensFile} is spent)`,
+    );
+    expect(failed).toContain("do not kill it (SIGKILL loses them)");
+    // Saved at the next cycle, as it said.
+    expect(out.stdout).toMatch(/cycle 3: \d+ events/);
+    expect(await stored()).not.toBe(before);
   });
 });
 
