@@ -9,6 +9,7 @@ import { CorruptStateError, type FileTokenStore } from "../local/index.js";
 import { TokenFileError } from "./errors.js";
 import { octal, shellWord } from "./path-checks.js";
 import { restrictOrRefuse } from "./state-access.js";
+import { spendingRefreshes } from "./token-spending.js";
 
 /**
  * Makes the token file readable by its owner only (see FileTokenStore.restrictAccess) when a command opens the state
@@ -65,10 +66,15 @@ export class LocalTokenStore implements TokenStore {
       return stored;
     }
     if (this.heldTokens) {
+      // Not "still good" while this process holds tokens a failed save left: they replaced the one the file held.
+      const replaced = spendingRefreshes.unsavedFiles.includes(this.files.file);
       throw new TokenFileError(
         this.files.file,
-        "removed while this process was running: put it back if you have a copy, the tokens it held are still good; " +
-          "nothing was sent to the provider, and QASHIO_REFRESH_TOKEN, spent by then, is not sent again",
+        `removed while this process was running: ${
+          replaced
+            ? "the refresh token it held is spent, replaced by new tokens this process could not save: a copy of it is of no use"
+            : "put it back if you have a copy, the tokens it held are still good"
+        }; nothing was sent to the provider, and QASHIO_REFRESH_TOKEN, spent by then, is not sent again`,
       );
     }
     return this.seed === undefined ? undefined : { refreshToken: this.seed };

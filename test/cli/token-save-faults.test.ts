@@ -4,7 +4,7 @@
  * exits, or reported lost. Faults are injected into node:fs for the token file's writes only.
  */
 import type * as nodeFs from "node:fs";
-import { readdir } from "node:fs/promises";
+import { readdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { readLocalSettings } from "../../shared/cli/config.js";
@@ -13,7 +13,7 @@ import { openLocalBridge } from "../../shared/cli/local-bridge.js";
 import type { Logger } from "../../shared/bridge/ports.js";
 import { TokenUnavailableError } from "../../shared/qashio/errors.js";
 import { spendingRefreshes } from "../../shared/cli/token-spending.js";
-import { dueForRefresh, idsWithStatus, runInProcess, startHarness, type Harness } from "./helpers.js";
+import { dueForRefresh, idsWithStatus, loopWithSteps, runInProcess, startHarness, type Harness } from "./helpers.js";
 
 /**
  * `full`: every write of the token file's directory fails (the store's probe and its saves). `failSaves`: that many
@@ -177,5 +177,21 @@ describe("bridge run (a cycle every interval) when the token file cannot be writ
     expect(spendingRefreshes.busy).toBe(false);
     const next = await runInProcess(["run", "--once"], h.env);
     expect(next.code, next.stderr).toBe(EXIT.ok);
+  });
+
+  it("does not call the tokens of a token file removed while it holds newer ones unsaved still good (exit 3, they are lost)", async () => {
+    const h = (harness = await startHarness());
+    const { tokensFile } = await dueForRefresh(h);
+    faults.failSaves = 1;
+
+    // Between the cycle whose save failed and the next, someone removes the token file (freeing space, say).
+    const { outcome } = await loopWithSteps(h, [() => rm(tokensFile)]);
+
+    expect(outcome).toMatchObject({ exitCode: EXIT.reauthorize });
+    const message = (outcome as Error).message;
+    expect(message).toContain(`the provider's new refresh token could not be saved to ${tokensFile} and is lost with this process`);
+    expect(message).toContain("removed while this process was running");
+    expect(message).not.toContain("still good");
+    expect(message).toContain("the refresh token it held is spent, replaced by new tokens this process could not save: a copy of it is of no use");
   });
 });
