@@ -158,7 +158,7 @@ const DENIED_LEASE_REMEDY: Readonly<Record<LeaseUnreadableError["source"], strin
 
 /**
  * What to do about a lease read that failed now with `code`. ESTALE, EIO: the file system itself (a stale NFS handle,
- * a failing disk). ELOOP: symbolic links on the way loop (one at the lease's own name reads as expired, see
+ * a failing disk). ELOOP: symbolic links on the way loop (one at a lease's own name is no lease and skipped, see
  * file-lock.ts), which trying again does not mend. Any other: try again.
  */
 function leaseReadAdvice(code: string, stateDir: string): string {

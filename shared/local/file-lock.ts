@@ -1,13 +1,13 @@
 /**
  * Cross-process lock on the local filesystem. Each take-over of a name creates a new generation file
  * (`<name>.lock`, then `<name>.lock.1`, `<name>.lock.2`, ...) holding an owner token and an expiry; the highest
- * generation is the lease. Creation is atomic and exclusive (hard link of a complete temp file), so one expired
- * generation has exactly one successor, a reader never sees a half-written lease, and no valid lease is ever
- * moved or deleted by a contender, unless its holder has provably exited (see {@link holderHasExited}).
+ * generation holding a lease is the lease. Creation is atomic and exclusive (hard link of a complete temp file), so a
+ * reader never sees a half-written lease, and no valid lease is ever moved or deleted by a contender, unless its
+ * holder has provably exited (see {@link holderHasExited}).
  */
 import { randomUUID } from "node:crypto";
 import { lstatSync, readdirSync, readFileSync, readlinkSync } from "node:fs";
-import { readdir, readFile, unlink } from "node:fs/promises";
+import { lstat, readdir, readFile, unlink } from "node:fs/promises";
 import { hostname } from "node:os";
 import path from "node:path";
 import type { Clock, Lock, LockHandle } from "../bridge/ports.js";
@@ -125,48 +125,39 @@ function describeHolder(lease: Lease): string {
 }
 
 /**
- * What a lease file holding no lease reads as: expired, so it cannot block forever (only a foreign tool could have written
- * it). A file that could not be read is another matter (see leaseOnReadError).
+ * What an entry named as a generation holds when it holds no lease: a directory, a symbolic link, any other entry that
+ * is no regular file, or a regular file whose text is no lease (made by hand, by a backup tool or a sync client). The
+ * lock makes every lease a regular file, complete before it is linked into place, so none of these is a lease, nor one
+ * half-written: it is skipped when finding the lease, so it can neither block the lock nor make a live lease look lost
+ * or free. A file that could not be read is another matter (see leaseOnReadError).
  */
-const UNREADABLE_LEASE: Lease = Object.freeze({ token: "", pid: 0, expiresAt: 0 });
+const FOREIGN = Symbol("foreign entry");
 
-/** A lease file's text as a lease; one that is not a lease is {@link UNREADABLE_LEASE}. */
-function leaseOf(text: string): Lease {
+/** What reading a generation's entry found: a lease, a {@link FOREIGN} entry, or nothing any more (undefined). */
+type Entry = Lease | typeof FOREIGN | undefined;
+
+/** A lease file's text as a lease; one that is not a lease is {@link FOREIGN}. */
+function leaseOf(text: string): Lease | typeof FOREIGN {
   try {
-    const parsed = JSON.parse(text) as Partial<Lease>;
-    if (typeof parsed.token !== "string" || typeof parsed.expiresAt !== "number") return UNREADABLE_LEASE;
+    const parsed = JSON.parse(text) as Partial<Lease> | null;
+    if (typeof parsed?.token !== "string" || typeof parsed.expiresAt !== "number") return FOREIGN;
     return parsed as Lease;
   } catch {
-    return UNREADABLE_LEASE;
+    return FOREIGN;
   }
 }
 
 /**
- * What a failed read of lease file `file` means, deny by default: only an error that proves no lease is there answers.
- * ENOENT: no lease. EISDIR: a directory, which no lease is (leases are files), read as expired so it cannot block the
- * lock for good; so is ENOENT or ELOOP where `file` itself is a symbolic link (dangling, a loop, or a chain too long),
- * since leases are regular files made by hard link. ELOOP from a loop among the directories on the way (`file` no link) proves nothing
- * of the lease and is left unknown. Any other error (EACCES from another user's run, EMFILE, ESTALE, EIO, ...) leaves the holder unknown
- * and throws LeaseUnreadableError: read as expired or gone, a live holder's lease would be taken over (or a holder would
- * give up its own) while it may be refreshing the token family. ENOTDIR is among them: `locks/` was just listed as a
- * directory, so only a swap under way gives it.
+ * What a failed look at (lstat) or read of lease file `file` means, deny by default: only an error that proves no
+ * lease is there answers. ENOENT: no entry any more. Any other error (EACCES from another user's run, EMFILE, ESTALE,
+ * EIO, ELOOP from a loop among the directories on the way, ...) leaves the holder unknown and throws
+ * LeaseUnreadableError: read as expired or gone, a live holder's lease would be taken over (or a holder would give up
+ * its own) while it may be refreshing the token family. ENOTDIR and EISDIR are among them: `locks/` was just listed as
+ * a directory and `file` seen as a regular file, so only a swap under way gives them.
  */
-function leaseOnReadError(file: string, err: unknown): Lease | undefined {
-  const code = (err as NodeJS.ErrnoException).code;
-  // A link at `file` holds no lease: one dangling (ENOENT), looping or too long a chain (ELOOP) would otherwise block.
-  if ((code === "ENOENT" || code === "ELOOP") && isSymbolicLink(file)) return UNREADABLE_LEASE;
-  if (code === "ENOENT") return undefined;
-  if (code === "EISDIR") return UNREADABLE_LEASE;
+function leaseOnReadError(file: string, err: unknown): undefined {
+  if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
   throw leaseUnreadable(file, err, "file");
-}
-
-/** Whether `file` is itself a symbolic link; false when that cannot be told. */
-function isSymbolicLink(file: string): boolean {
-  try {
-    return lstatSync(file).isSymbolicLink();
-  } catch {
-    return false;
-  }
 }
 
 /** The LeaseUnreadableError for `err`, a failed read of `file` (or listing of it, `source`), named by its code. */
@@ -175,9 +166,14 @@ function leaseUnreadable(file: string, err: unknown, source: LeaseSource): Lease
   return new LeaseUnreadableError(file, code, { cause: err, source });
 }
 
-/** The lease in `file`, undefined when there is none. @throws LeaseUnreadableError (see {@link leaseOnReadError}). */
-async function readLease(file: string): Promise<Lease | undefined> {
+/**
+ * What the generation entry `file` holds. Looked at (lstat) before it is read: a symbolic link is never followed, even
+ * to a live lease, and a FIFO is never opened (its read would wait for good).
+ * @throws LeaseUnreadableError (see {@link leaseOnReadError}).
+ */
+async function readLease(file: string): Promise<Entry> {
   try {
+    if (!(await lstat(file)).isFile()) return FOREIGN;
     return leaseOf(await readFile(file, "utf8"));
   } catch (err) {
     return leaseOnReadError(file, err);
@@ -188,8 +184,9 @@ async function readLease(file: string): Promise<Lease | undefined> {
  * {@link readLease}, synchronously: for the check before each write of a cycle, which must not yield to the event loop
  * (a keep-alive or a timer of the work would run in between, for nothing).
  */
-function readLeaseNow(file: string): Lease | undefined {
+function readLeaseNow(file: string): Entry {
   try {
+    if (!lstatSync(file).isFile()) return FOREIGN;
     return leaseOf(readFileSync(file, "utf8"));
   } catch (err) {
     return leaseOnReadError(file, err);
@@ -229,11 +226,24 @@ function generationsIn(entries: readonly string[], base: string): number[] {
 }
 
 /**
+ * The number for a new lease above generation `above` (-1: none): the first that no entry holds, since a foreign entry
+ * there would refuse the exclusive creation for good.
+ */
+function freeAbove(generations: readonly number[], above: number): number {
+  let next = above + 1;
+  while (generations.includes(next)) next++;
+  return next;
+}
+
+/**
  * File lock for local mode: `<stateDir>/locks/<name>.lock[.<generation>]`. Rules that make it safe:
- * a generation file is only created exclusively; a contender creates generation g+1 only after reading
- * generation g expired, and keeps it only if nothing higher exists afterwards; the highest generation is never
- * deleted (release marks it expired), so the highest generation number only grows. Older generations are
- * deleted by the holder of a higher one. Like any lease, it assumes a holder stops before its lease expires.
+ * the lease is the highest generation holding one; a foreign entry (see {@link FOREIGN}) is skipped, wherever it lies,
+ * and a failed read of any entry on the way throws (deny by default). A generation file is only created exclusively;
+ * a contender creates one only after reading the lease (generation g) expired, at the first number above g that no
+ * entry holds, and keeps it only if afterwards no lease but its own lies above g; a holder holds while no lease lies
+ * above its own. The lease is never deleted (release marks it expired), so the lease's generation number only grows.
+ * Older generations, foreign entries among them, are deleted by the holder of a higher one. Like any lease, it
+ * assumes a holder stops before its lease expires.
  *
  * @example
  * ```ts
@@ -266,25 +276,23 @@ export class FileLock implements Lock {
     makeDirDurable(this.dir);
     await this.sweep();
     const base = `${encodeURIComponent(name)}.lock`;
-    const top = await this.highest(base);
-    let next = 0;
+    const current = await this.currentLease(base);
+    // Gone: an entry removed while we listed; let the next attempt decide on a fresh listing.
+    if (current === undefined) return undefined;
+    const { generation, lease, generations } = current;
     let tookOver = false;
-    if (top !== undefined) {
-      const current = await readLease(this.file(base, top));
-      // Gone: removed by hand while we listed; let the next attempt decide on a fresh listing.
-      if (!current) return undefined;
-      // A holder that crashed leaves a lease that would block everyone until it expires.
-      if (!this.expired(current)) {
-        if (!holderHasExited(current)) return undefined;
-        tookOver = true;
-      }
-      next = top + 1;
+    // A holder that crashed leaves a lease that would block everyone until it expires.
+    if (lease !== undefined && !this.expired(lease)) {
+      if (!holderHasExited(lease)) return undefined;
+      tookOver = true;
     }
+    const next = freeAbove(generations, generation);
     const token = randomUUID();
     const file = this.file(base, next);
     if (!(await createFileOnce(file, this.leaseText(token, ttlMs), { mode: 0o600 }))) return undefined;
-    // A contender that read an older generation may create a stale one; only the highest generation holds.
-    if ((await this.highest(base)) !== next) {
+    // A contender that read an older generation, or raced us past another foreign entry, may have created a lease
+    // above the one we read: only one of us keeps its own.
+    if (!this.noLeaseAbove(base, generation, next)) {
       await unlink(file).catch(() => undefined);
       return undefined;
     }
@@ -298,9 +306,7 @@ export class FileLock implements Lock {
    */
   async holderOf(name: string): Promise<string | undefined> {
     try {
-      const base = `${encodeURIComponent(name)}.lock`;
-      const top = await this.highest(base);
-      const lease = top === undefined ? undefined : await readLease(this.file(base, top));
+      const lease = (await this.currentLease(`${encodeURIComponent(name)}.lock`))?.lease;
       if (lease === undefined || lease.pid <= 0 || this.expired(lease)) return undefined;
       return describeHolder(lease);
     } catch {
@@ -333,13 +339,44 @@ export class FileLock implements Lock {
     return path.join(this.dir, generation === 0 ? base : `${base}.${generation}`);
   }
 
-  /** Generations present for `base`, highest first. */
+  /** Generations present for `base`, foreign entries among them, highest first. */
   private async generations(base: string): Promise<number[]> {
     return generationsIn(await readdir(this.dir).catch((err: unknown) => listingFailed(this.dir, err)), base);
   }
 
-  private async highest(base: string): Promise<number | undefined> {
-    return (await this.generations(base))[0];
+  /** {@link generations}, synchronously (see readLeaseNow). */
+  private generationsNow(base: string): number[] {
+    let entries: string[];
+    try {
+      entries = readdirSync(this.dir);
+    } catch (err) {
+      listingFailed(this.dir, err);
+    }
+    return generationsIn(entries, base);
+  }
+
+  /**
+   * The lease of `base`: the highest generation holding one (-1 and no lease when none does), foreign entries above it
+   * skipped, with the listing it was found in. Undefined when an entry was gone by the time it was read.
+   * @throws LeaseUnreadableError (see leaseOnReadError).
+   */
+  private async currentLease(base: string): Promise<{ generation: number; lease?: Lease; generations: number[] } | undefined> {
+    const generations = await this.generations(base);
+    for (const generation of generations) {
+      const entry = await readLease(this.file(base, generation));
+      if (entry === undefined) return undefined;
+      if (entry !== FOREIGN) return { generation, lease: entry, generations };
+    }
+    return { generation: -1, generations };
+  }
+
+  /**
+   * Whether no lease of `base` lies above generation `floor` but `own`'s: every other entry there is foreign. One gone
+   * by the time it is read counts as a lease (it may have been one). Synchronous, for the check before a write (see
+   * readLeaseNow). @throws LeaseUnreadableError (see leaseOnReadError).
+   */
+  private noLeaseAbove(base: string, floor: number, own: number): boolean {
+    return this.generationsNow(base).every((g) => g <= floor || g === own || readLeaseNow(this.file(base, g)) === FOREIGN);
   }
 
   /** Deletes superseded generations (never the highest one). */
@@ -352,21 +389,15 @@ export class FileLock implements Lock {
   private handle(base: string, taken: number, token: string, tookOver: boolean): LockHandle {
     /** The generation this handle holds: a later one once {@link LockHandle.confirm} took its lapsed lease again. */
     let generation = taken;
-    // A read that fails (not ENOENT or EISDIR) throws rather than answer false: the lease may still be this holder's.
+    /**
+     * Whether `entry`, read at this holder's generation, is still its lease: its token, and no lease above it (foreign
+     * entries do not count). A read that fails (not ENOENT) throws rather than answer: the lease may still be its own.
+     */
+    const isOwn = (entry: Entry): entry is Lease =>
+      entry !== FOREIGN && entry?.token === token && this.noLeaseAbove(base, generation, generation);
     const held = async (): Promise<boolean> => {
       const lease = await readLease(this.file(base, generation));
-      if (lease?.token !== token || this.expired(lease)) return false;
-      return (await this.highest(base)) === generation;
-    };
-    /** The highest generation, synchronously (see readLeaseNow). */
-    const highestNow = (): number | undefined => {
-      let entries: string[];
-      try {
-        entries = readdirSync(this.dir);
-      } catch (err) {
-        listingFailed(this.dir, err);
-      }
-      return generationsIn(entries, base)[0];
+      return isOwn(lease) && !this.expired(lease);
     };
     const write = async (ttlMs: number | undefined): Promise<void> => {
       await writeFileAtomic(this.file(base, generation), this.leaseText(token, ttlMs), { mode: 0o600 });
@@ -374,16 +405,16 @@ export class FileLock implements Lock {
     let confirming: Promise<boolean> | undefined;
     // Synchronous file calls throughout (createFileOnce's too): see readLeaseNow.
     const confirmOnce = async (ttlMs: number): Promise<boolean> => {
-      // One read of the lease and of the listing: {@link held}'s check, and what the lapsed case needs.
+      // {@link held}'s check, synchronously, keeping the lease read for the lapsed case.
       const lease = readLeaseNow(this.file(base, generation));
-      if (lease?.token !== token || highestNow() !== generation) return false;
+      if (!isOwn(lease)) return false;
       if (!this.expired(lease)) return true;
       // Lapsed while nobody took it (this process was stalled): nobody can have written meanwhile, since a writer
       // takes the next generation first. Taken again the way a contender would, exclusively, so one racing for it
       // now either loses or wins outright.
-      const next = generation + 1;
+      const next = freeAbove(this.generationsNow(base), generation);
       if (!(await createFileOnce(this.file(base, next), this.leaseText(token, ttlMs), { mode: 0o600 }))) return false;
-      if (highestNow() !== next) {
+      if (!this.noLeaseAbove(base, generation, next)) {
         unlinkQuietly(this.file(base, next));
         return false;
       }

@@ -222,6 +222,22 @@ describe("FileLock when a lease file cannot be read", () => {
     expect(await holder!.confirm!(TTL)).toBe(true);
   });
 
+  it("names a foreign file above a live holder's lease that cannot be read (EACCES): it may be another user's lease", async () => {
+    const holder = await new FileLock(dir).tryAcquire(LOCK, TTL);
+    const foreign = path.join(dir, "locks", `${LOCK}.lock.5`);
+    await writeFile(foreign, "not a lease, as far as anyone here can tell");
+    faults.failedRead = { suffix: `${path.sep}${LOCK}.lock.5`, code: "EACCES" };
+
+    // Neither taken over nor found lost or held: the holder's check and a contender both say which file to look at.
+    await expect(new FileLock(dir).tryAcquire(LOCK, TTL)).rejects.toMatchObject({ name: "LeaseUnreadableError", code: "EACCES", denied: true, file: foreign });
+    await expect(holder!.confirm!(TTL)).rejects.toMatchObject({ name: "LeaseUnreadableError", code: "EACCES", file: foreign });
+    await expect(holder!.renew(TTL)).rejects.toMatchObject({ name: "LeaseUnreadableError", code: "EACCES", file: foreign });
+
+    faults.failedRead = undefined;
+    expect(await holder!.confirm!(TTL)).toBe(true);
+    expect(await new FileLock(dir).tryAcquire(LOCK, TTL)).toBeUndefined();
+  });
+
   it("still takes a lease file holding no lease (a foreign tool's), which could otherwise block forever", async () => {
     await mkdir(path.join(dir, "locks"), { recursive: true });
     await writeFile(path.join(dir, "locks", `${LOCK}.lock`), "not a lease");

@@ -1,0 +1,114 @@
+/**
+ * FileLock and entries of `locks/` named as a generation that hold no lease: a directory, a symbolic link, a file that
+ * is no lease (made by hand, by a backup tool, by a sync client). Such an entry above a live holder's generation must
+ * neither make the holder lose its lease nor let a contender take it over: two holders would present the same refresh
+ * token, which revokes the token family.
+ */
+import { execFileSync } from "node:child_process";
+import { mkdir, mkdtemp, readdir, rm, symlink, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { FileLock } from "../../shared/local/index.js";
+
+const LOCK = "token-refresh";
+const TTL = 30_000;
+
+let dir: string;
+let locks: string;
+beforeEach(async () => {
+  dir = await mkdtemp(path.join(tmpdir(), "bridge-lock-foreign-"));
+  locks = path.join(dir, "locks");
+});
+afterEach(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+/** The name of generation `generation` of the lock. */
+function leaseName(generation: number): string {
+  return generation === 0 ? `${LOCK}.lock` : `${LOCK}.lock.${generation}`;
+}
+
+/** Ways a foreign entry lands at a generation's name, `live` being the name of the live lease beside it. */
+const FOREIGN: ReadonlyArray<readonly [string, (file: string, live: string) => Promise<void>]> = [
+  ["a directory", (file) => mkdir(file)],
+  ["a symbolic link to the live lease itself", (file, live) => symlink(live, file)],
+  ["a dangling symbolic link", (file) => symlink("nowhere", file)],
+  ["a file that is no lease", (file) => writeFile(file, "conflicted copy")],
+  ["an empty file", (file) => writeFile(file, "")],
+  // A named pipe, whose read would wait for a writer for good.
+  ...(process.platform === "win32" ? [] : ([["a FIFO", async (file: string) => void execFileSync("mkfifo", [file])]] as const)),
+];
+
+/** A holder at generation 2 (two leases taken and released before it). */
+async function holderAtGeneration2() {
+  for (let i = 0; i < 2; i++) await (await new FileLock(dir).tryAcquire(LOCK, TTL))!.release();
+  const holder = await new FileLock(dir).tryAcquire(LOCK, TTL);
+  expect(await readdir(locks)).toEqual([leaseName(2)]);
+  return holder!;
+}
+
+describe("FileLock with a foreign entry above the live lease", () => {
+  it.each(FOREIGN)("keeps a live holder's lease past %s five generations up, and lets nobody take it over until released", async (_, make) => {
+    const holder = await holderAtGeneration2();
+    await make(path.join(locks, leaseName(7)), leaseName(2));
+
+    // The holder's check before a write, its renewal: still its lease.
+    expect(await holder.confirm!(TTL)).toBe(true);
+    expect(await holder.renew(TTL)).toBe(true);
+    // A contender finds the lease held, names its holder, and creates nothing.
+    expect(await new FileLock(dir).tryAcquire(LOCK, TTL)).toBeUndefined();
+    expect(await new FileLock(dir).holderOf(LOCK)).toBe(`pid ${process.pid} on this machine`);
+    expect((await readdir(locks)).sort()).toEqual([leaseName(2), leaseName(7)]);
+
+    // Released, it is free: the next lease takes the next free number, and the old holder's checks now fail.
+    await holder.release();
+    const next = await new FileLock(dir).tryAcquire(LOCK, TTL);
+    expect(next).toBeDefined();
+    expect(await next!.confirm!(TTL)).toBe(true);
+    expect((await readdir(locks)).sort()).toEqual([leaseName(3), leaseName(7)]);
+    expect(await holder.confirm!(TTL)).toBe(false);
+    expect(await holder.renew(TTL)).toBe(false);
+  });
+
+  it("takes a lease that lapsed while nobody took it again past a foreign entry at the next generation", async () => {
+    let step = 0;
+    const clock = { now: () => Date.now() + step };
+    const holder = await new FileLock(dir, { clock, steady: false }).tryAcquire(LOCK, TTL);
+    await mkdir(path.join(locks, leaseName(1)));
+
+    // Stalled past its lease, nobody came: taken again at the next free number, and held against a contender.
+    step = 60_000;
+    expect(await holder!.confirm!(TTL)).toBe(true);
+    expect((await readdir(locks)).sort()).toEqual([leaseName(1), leaseName(2)]);
+    expect(await new FileLock(dir, { clock, steady: false }).tryAcquire(LOCK, TTL)).toBeUndefined();
+    expect(await holder!.renew(TTL)).toBe(true);
+  });
+
+  it("removes a foreign file or link once a lease is above it, and leaves a foreign directory below, where it is harmless", async () => {
+    await (await new FileLock(dir).tryAcquire(LOCK, TTL))!.release();
+    await mkdir(path.join(locks, leaseName(1)));
+    await writeFile(path.join(locks, leaseName(2)), "not a lease");
+    await symlink(leaseName(0), path.join(locks, leaseName(3)));
+
+    const next = await new FileLock(dir).tryAcquire(LOCK, TTL);
+
+    expect(next).toBeDefined();
+    expect((await readdir(locks)).sort()).toEqual([leaseName(1), leaseName(4)]);
+    expect(await next!.confirm!(TTL)).toBe(true);
+    expect(await new FileLock(dir).tryAcquire(LOCK, TTL)).toBeUndefined();
+  });
+
+  it("still counts a file above the holder's that holds a lease: another process took it over", async () => {
+    let step = 0;
+    const clock = { now: () => Date.now() + step };
+    const holder = await new FileLock(dir, { clock, steady: false }).tryAcquire(LOCK, TTL);
+    step = 60_000;
+    const other = await new FileLock(dir, { clock, steady: false }).tryAcquire(LOCK, TTL);
+    await mkdir(path.join(locks, leaseName(5)));
+
+    expect(other).toBeDefined();
+    expect(await holder!.confirm!(TTL)).toBe(false);
+    expect(await other!.confirm!(TTL)).toBe(true);
+  });
+});
