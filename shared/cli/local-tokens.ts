@@ -72,7 +72,8 @@ export class LocalTokenStore implements TokenStore {
         this.files.file,
         `removed while this process was running: ${
           replaced
-            ? "the refresh token it held is spent, replaced by new tokens this process could not save: a copy of it is of no use"
+            ? "the refresh token it held is spent, replaced by new tokens this process could not save: a copy of it is of no use, and they " +
+              "were not written in its place since the token refresh lease kept for them was lost meanwhile (another process may have stored newer ones)"
             : "put it back if you have a copy, the tokens it held are still good"
         }; nothing was sent to the provider, and QASHIO_REFRESH_TOKEN, spent by then, is not sent again`,
       );
@@ -101,7 +102,16 @@ export class LocalTokenStore implements TokenStore {
 
   /** True while the seed stands in for a stored token (nothing was ever saved). */
   async usesSeed(): Promise<boolean> {
-    return this.seed !== undefined && !this.heldTokens && (await this.stored()) === undefined;
+    return this.seed !== undefined && !this.heldTokens && (await this.isEmpty());
+  }
+
+  /**
+   * True while the token file is missing, the seed aside (see TokenStore.isEmpty): only a person removes it, so tokens
+   * this process holds unsaved, under the lease they were issued under, are the family's only live ones and are
+   * written back rather than lost.
+   */
+  async isEmpty(): Promise<boolean> {
+    return (await this.stored()) === undefined;
   }
 
   private async stored(): Promise<StoredTokens | undefined> {

@@ -4,7 +4,7 @@
  * exits, or reported lost. Faults are injected into node:fs for the token file's writes only.
  */
 import type * as nodeFs from "node:fs";
-import { readdir, rm } from "node:fs/promises";
+import { readdir, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { readLocalSettings } from "../../shared/cli/config.js";
@@ -179,13 +179,41 @@ describe("bridge run (a cycle every interval) when the token file cannot be writ
     expect(next.code, next.stderr).toBe(EXIT.ok);
   });
 
-  it("does not call the tokens of a token file removed while it holds newer ones unsaved still good (exit 3, they are lost)", async () => {
+  it("writes the tokens it holds unsaved into a token file removed meanwhile (0600), having kept their lease throughout", async () => {
     const h = (harness = await startHarness());
-    const { tokensFile } = await dueForRefresh(h);
+    const { tokensFile, stored } = await dueForRefresh(h);
+    const before = await stored();
     faults.failSaves = 1;
 
     // Between the cycle whose save failed and the next, someone removes the token file (freeing space, say).
-    const { outcome } = await loopWithSteps(h, [() => rm(tokensFile)]);
+    const { outcome, stderr } = await loopWithSteps(h, [() => rm(tokensFile)]);
+
+    expect(outcome, stderr).toBe(EXIT.ok);
+    expect(stderr).toContain("rotated tokens could not be saved");
+    const recreated = await stored();
+    expect(recreated).not.toBe(before);
+    expect((await stat(tokensFile)).mode & 0o777).toBe(0o600);
+    expect(spendingRefreshes.busy).toBe(false);
+    // The family lives on: the next run refreshes with the tokens written back.
+    await h.control("POST", "/clock", { advance_seconds: 3_600 });
+    const next = await runInProcess(["run", "--once"], h.env);
+    expect(next.code, next.stderr).toBe(EXIT.ok);
+    expect(await stored()).not.toBe(recreated);
+  });
+
+  it("does not write them into a removed token file once their lease was lost (another writer may have stored a newer family): exit 3", async () => {
+    const h = (harness = await startHarness());
+    const { tokensFile } = await dueForRefresh(h);
+    faults.failSaves = 1;
+    const locks = join(tokensFile, "..", "locks");
+
+    // The token file and the lease kept for the held tokens both go (a cleanup of the state directory's files).
+    const { outcome } = await loopWithSteps(h, [
+      async () => {
+        await rm(tokensFile);
+        for (const name of await readdir(locks)) if (name.startsWith("qashio-token-refresh.lock")) await rm(join(locks, name));
+      },
+    ]);
 
     expect(outcome).toMatchObject({ exitCode: EXIT.reauthorize });
     const message = (outcome as Error).message;
@@ -193,5 +221,7 @@ describe("bridge run (a cycle every interval) when the token file cannot be writ
     expect(message).toContain("removed while this process was running");
     expect(message).not.toContain("still good");
     expect(message).toContain("the refresh token it held is spent, replaced by new tokens this process could not save: a copy of it is of no use");
+    expect(message).toContain("not written in its place since the token refresh lease kept for them was lost meanwhile");
+    await expect(stat(tokensFile)).rejects.toMatchObject({ code: "ENOENT" });
   });
 });

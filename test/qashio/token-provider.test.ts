@@ -959,6 +959,39 @@ describe("OAuthTokenProvider with a cross-process lock", () => {
     expect(store.saves).toEqual([]);
   });
 
+  describe("with tokens a failed save left held, over a store emptied meanwhile (a token file removed by hand)", () => {
+    /** A provider whose first save failed, over a store then emptied; `renewed` answers the lease's renewals. */
+    async function heldOverEmptied(options: { renewed: boolean; tellsEmpty: boolean }) {
+      const lock: RefreshLock = { tryAcquire: async () => ({ renew: async () => options.renewed, release: async () => undefined }) };
+      const held = setup({ lock });
+      if (options.tellsEmpty) held.store.isEmpty = async () => (await held.store.load()) === undefined;
+      held.store.failNextSave = true;
+      await expect(held.provider.getAccessToken()).rejects.toBeInstanceOf(TokenUnavailableError);
+      held.store.set(undefined as unknown as StoredTokens);
+      return held;
+    }
+
+    it("writes them into a store that says it is empty while the lease they were issued under was renewed throughout", async () => {
+      const { provider, store, fetch } = await heldOverEmptied({ renewed: true, tellsEmpty: true });
+      expect(await provider.saveHeldTokens()).toBe(true);
+      expect(store.saves.map((tokens) => tokens.refreshToken)).toEqual(["rt-2"]);
+      expect(await provider.getAccessToken()).toBe(store.saves[0]?.accessToken);
+      expect(fetch.calls).toHaveLength(1);
+    });
+
+    it("does not once that lease was lost (another writer may have stored a newer set, since removed too), nor into a store that cannot tell", async () => {
+      for (const options of [
+        { renewed: false, tellsEmpty: true },
+        { renewed: true, tellsEmpty: false },
+      ]) {
+        const { provider, store, logger } = await heldOverEmptied(options);
+        expect(await provider.saveHeldTokens(), JSON.stringify(options)).toBe(true);
+        expect(store.saves, JSON.stringify(options)).toEqual([]);
+        expect(logger.text()).toContain("the token store changed after the rotated tokens failed to save");
+      }
+    });
+  });
+
   it("refuses a lease too short for one whole refresh attempt in its first half", () => {
     const lock: RefreshLock = { tryAcquire: async () => undefined };
     const options = { baseUrl: BASE_URL, clientId: "c", clientSecret: CLIENT_SECRET, store: memoryStore(undefined), lock };

@@ -170,12 +170,15 @@ const KEPT_LEASE_MESSAGES: KeepAliveMessages = {
  * released and renewed until this process saves again, drops them or closes (see `releaseUnlessKept`): other processes
  * wait instead of taking it and presenting the spent token. It narrows the window, it does not close it: a lease whose
  * renewals stop (the process dies, or is frozen between Lambda invocations) runs out, and the next refresh then
- * presents the spent token, which revokes the family.
+ * presents the spent token, which revokes the family. `issuedUnder` is the lease they were issued under, never changed:
+ * while a re-save still holds that one (renewed without a break, see {@link resaveLease}), no other writer of the store
+ * has taken the lease since, so none stored a newer token set.
  */
 interface Unsaved {
   readonly tokens: StoredTokens;
   readonly replaced: string | undefined;
   readonly handle: RefreshLockHandle | undefined;
+  readonly issuedUnder: RefreshLockHandle | undefined;
 }
 
 /**
@@ -435,11 +438,11 @@ export class OAuthTokenProvider implements TokenProvider {
     try {
       handle = await this.resaveLease(kept);
     } catch (error) {
-      this.unsaved = { tokens, replaced: undefined, handle: kept };
+      this.unsaved = { tokens, replaced: undefined, handle: kept, issuedUnder: undefined };
       throw error;
     }
     try {
-      await this.keepingAlive(handle, () => this.persist(tokens, undefined, handle));
+      await this.keepingAlive(handle, () => this.persist(tokens, { replaced: undefined, handle, issuedUnder: handle }));
     } finally {
       // Kept with unsaved tokens (see `Unsaved`), released once they are saved again or dropped.
       await this.releaseUnlessKept(handle);
@@ -567,21 +570,27 @@ export class OAuthTokenProvider implements TokenProvider {
 
   /**
    * Saves the unsaved tokens again, but only while the store still holds the refresh token they replaced (or already
-   * their own: a store that wrote the secret but failed a later step): anything else was written since (e.g. a
-   * re-authorization) and must not be overwritten, so they are dropped for it. The load, the check and the save run
-   * under a lease this process holds and keeps alive (see {@link resaveLease}): every writer of the store takes it,
-   * so nothing is written between the check and the save. The lease is released after, unless the save failed again.
+   * their own: a store that wrote the secret but failed a later step), or holds none at all ({@link TokenStore.isEmpty}:
+   * a token file removed by hand) while the lease they were issued under is still held: anything else was written
+   * since (e.g. a re-authorization) and must not be overwritten, so they are dropped for it. The load, the check and
+   * the save run under a lease this process holds and keeps alive (see {@link resaveLease}): every writer of the store
+   * takes it, so nothing is written between the check and the save. The lease is released after, unless the save
+   * failed again.
    */
   private async saveAgain(unsaved: Unsaved): Promise<void> {
     const handle = await this.resaveLease(unsaved.handle);
     // The tokens are now kept under this lease: should the re-save fail before its save (a failed load), the lease
     // stays held, as after the first failed save.
     if (handle !== unsaved.handle && this.unsaved === unsaved) this.unsaved = { ...unsaved, handle };
+    // A lease taken anew may follow another writer's (an `authorize` whose new family was then removed too): an empty
+    // store is refilled only under the one they were issued under, renewed throughout.
+    const unbroken = handle !== undefined && handle === unsaved.issuedUnder;
     const checkThenSave = async (): Promise<void> => {
-      const stored = await this.options.store.load();
+      const refill = unsaved.replaced !== undefined && unbroken && (await this.options.store.isEmpty?.()) === true;
+      const stored = refill ? undefined : await this.options.store.load();
       const ours = [unsaved.replaced, unsaved.tokens.refreshToken];
-      if (unsaved.replaced === undefined || (stored !== undefined && ours.includes(stored.refreshToken))) {
-        await this.persist(unsaved.tokens, unsaved.replaced, handle);
+      if (refill || unsaved.replaced === undefined || (stored !== undefined && ours.includes(stored.refreshToken))) {
+        await this.persist(unsaved.tokens, { replaced: unsaved.replaced, handle, issuedUnder: unsaved.issuedUnder });
       } else {
         this.unsaved = undefined;
         this.current = stored;
@@ -755,7 +764,8 @@ export class OAuthTokenProvider implements TokenProvider {
     const { refreshToken } = stored;
     const postponed = await this.postponedRefresh(stored, rejected);
     if (postponed !== undefined) return postponed;
-    const save = (tokens: StoredTokens) => this.keepingAlive(lease?.handle, () => this.persist(tokens, refreshToken, lease?.handle), lease?.askedAt);
+    const issued = { replaced: refreshToken, handle: lease?.handle, issuedUnder: lease?.handle };
+    const save = (tokens: StoredTokens) => this.keepingAlive(lease?.handle, () => this.persist(tokens, issued), lease?.askedAt);
     const spending = this.options.spending ?? ((work) => work());
     let tokens: StoredTokens;
     try {
@@ -826,14 +836,14 @@ export class OAuthTokenProvider implements TokenProvider {
   }
 
   /**
-   * Saves before use: until the save succeeds the new tokens are kept aside (with the refresh token they `replaced`
-   * and the lease `handle` they were issued under), never handed out.
+   * Saves before use: until the save succeeds the new tokens are kept aside (with the refresh token they replaced and
+   * the leases of `held`, see `Unsaved`), never handed out.
    */
-  private async persist(tokens: StoredTokens, replaced?: string, handle?: RefreshLockHandle): Promise<void> {
+  private async persist(tokens: StoredTokens, held: Omit<Unsaved, "tokens">): Promise<void> {
     try {
       await this.options.store.save(tokens);
     } catch (error) {
-      this.unsaved = { tokens, replaced, handle };
+      this.unsaved = { tokens, ...held };
       // Only the error's name travels: a store's message could quote the tokens it failed to write.
       const reason = error instanceof Error ? error.name : "unknown error";
       throw new TokenUnavailableError(`rotated tokens could not be saved to the token store (${reason}); they will be saved again before use`);

@@ -23,4 +23,13 @@ export interface TokenStore {
    * it out.
    */
   beforeRefresh?(early: boolean): Promise<void>;
+  /**
+   * Whether the store holds no token set now, for a re-save of tokens a failed save left held: such tokens, which
+   * replaced the last set stored, are then written into it, but only while the provider still holds the refresh lease
+   * they were issued under (so no writer of the store, each taking the lease, stored a newer set meanwhile). For a
+   * store that only a person empties (a token file removed by hand), where they are the family's only live tokens. A
+   * store where emptiness means something else (a tenant taken off) leaves it out: the held tokens are then not
+   * written there.
+   */
+  isEmpty?(): Promise<boolean>;
 }
