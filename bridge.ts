@@ -5,10 +5,9 @@
 import { main, stopNotice } from "./shared/cli/main.js";
 import { TokensLostError } from "./shared/cli/errors.js";
 import { spendingRefreshes } from "./shared/cli/token-spending.js";
-import { StopSignals, stopAtOnce } from "./shared/cli/stop-at-once.js";
+import { REFRESH_UNSAVED, StopSignals, stopAtOnce } from "./shared/cli/stop-at-once.js";
 
 const controller = new AbortController();
-const notice = stopNotice(process.argv[2]);
 /** One soon after the first is the same stop delivered twice, no new one (as `npm run sandbox` counts them). */
 const signals = new StopSignals();
 /** Set once `main` has returned: the process is winding down to exit with the command's result. */
@@ -27,7 +26,7 @@ const stop = () => {
     if (!spendingRefreshes.busy) return stopAtOnce();
     // Later signals find the wait under way.
     if (stops === 2) {
-      process.stderr.write("a new refresh token is not saved yet: stopping once it is (a kill now would sign the integration out)\n");
+      process.stderr.write(`${REFRESH_UNSAVED}: stopping once it is (a kill now would sign the integration out)\n`);
       void spendingRefreshes.settled().then((lost) => {
         for (const { file, failure } of lost) process.stderr.write(`error: ${new TokensLostError(file, { failure }).message}\n`);
         stopAtOnce();
@@ -35,7 +34,8 @@ const stop = () => {
     }
     return;
   }
-  // A page can take seconds to finish: say that the signal was heard.
+  // A page can take seconds to finish: say that the signal was heard, and what a second one would do now.
+  const notice = stopNotice(process.argv[2], { refreshUnsaved: spendingRefreshes.busy });
   if (notice !== undefined) process.stderr.write(`${notice}\n`);
   controller.abort();
 };

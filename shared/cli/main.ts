@@ -6,6 +6,7 @@ import { USAGE, invokedIn, npmOwnOptionWarnings, parseCommand, usageOf, type Par
 import { SETTINGS } from "./config.js";
 import { CliError, EXIT, UsageError } from "./errors.js";
 import { line, type CliIo } from "./io.js";
+import { secondStopNotice } from "./stop-at-once.js";
 
 function settingsHelp(): string {
   const width = Math.max(...SETTINGS.map((s) => s.name.length));
@@ -44,23 +45,30 @@ async function dispatch(parsed: ParsedCommand, io: CliIo): Promise<number> {
 /**
  * What the first Ctrl-C (or SIGTERM) does to `command`, said when it arrives: a cycle or a conform-pii pass ends after
  * its page in hand, a re-drive after its batch in hand, `authorize` is cancelled at once (it says so itself), the rest
- * finish what they do.
+ * finish what they do; then what a second one does (see {@link secondStopNotice}). `refreshUnsaved`: a token refresh
+ * is under way, or new tokens a failed save left are held (`spendingRefreshes.busy`).
  *
  * @example
- * process.stderr.write(`${stopNotice(process.argv[2])}\n`);
+ * process.stderr.write(`${stopNotice(process.argv[2], { refreshUnsaved: spendingRefreshes.busy })}\n`);
  */
-export function stopNotice(command: string | undefined): string | undefined {
+export function stopNotice(command: string | undefined, { refreshUnsaved = false } = {}): string | undefined {
+  const clean = cleanStopOf(command);
+  return clean && `stopping cleanly ${clean}; ${secondStopNotice(refreshUnsaved)}`;
+}
+
+/** When the first stop ends `command`, past "stopping cleanly"; undefined for `authorize`. */
+function cleanStopOf(command: string | undefined): string | undefined {
   switch (command) {
     case "run":
     case "demo":
     case "conform-pii":
-      return "stopping cleanly after the page in hand; Ctrl-C again stops at once";
+      return "after the page in hand";
     case "redrive":
-      return "stopping cleanly after the batch in hand; Ctrl-C again stops at once";
+      return "after the batch in hand";
     case "authorize":
       return undefined;
     default:
-      return "stopping cleanly once this finishes; Ctrl-C again stops at once";
+      return "once this finishes";
   }
 }
 

@@ -38,6 +38,19 @@ export class StopSignals {
   }
 }
 
+/** Said while a stop waits for the save of a refresh token's successor, which a second stop does not skip. */
+export const REFRESH_UNSAVED = "a new refresh token is not saved yet";
+
+/**
+ * What a second Ctrl-C does, for the first one's notice: stops at once, but not while `refreshUnsaved` (a token refresh
+ * under way, or new tokens a failed save left held): it then waits for their save, tried once more (bridge.ts).
+ */
+export function secondStopNotice(refreshUnsaved: boolean): string {
+  return refreshUnsaved
+    ? `${REFRESH_UNSAVED}: Ctrl-C again stops once it is (or one more try to save it failed), not at once: a kill before then would sign the integration out`
+    : "Ctrl-C again stops at once";
+}
+
 /** The parts of `process` the ending uses. */
 export type EndingProcess = Pick<NodeJS.Process, "platform" | "pid" | "kill" | "exit" | "removeAllListeners"> & {
   readonly stderr: { write(text: string): unknown };

@@ -99,6 +99,14 @@ describe("bridge.ts main", () => {
     expect(stopNotice("run")).toBe("stopping cleanly after the page in hand; Ctrl-C again stops at once");
   });
 
+  it("says on a first Ctrl-C during a token refresh, or with new tokens held unsaved, that a second one waits for their save, not that it stops at once", () => {
+    const waits = "a new refresh token is not saved yet: Ctrl-C again stops once it is (or one more try to save it failed), not at once: a kill before then would sign the integration out";
+    expect(stopNotice("run", { refreshUnsaved: true })).toBe(`stopping cleanly after the page in hand; ${waits}`);
+    expect(stopNotice("redrive", { refreshUnsaved: true })).toBe(`stopping cleanly after the batch in hand; ${waits}`);
+    expect(stopNotice("run", { refreshUnsaved: false })).toBe("stopping cleanly after the page in hand; Ctrl-C again stops at once");
+    expect(stopNotice("authorize", { refreshUnsaved: true })).toBeUndefined();
+  });
+
   it("rejects an unknown command with exit 2 and a pointer to help", async () => {
     const { code, stderr } = await runInProcess(["sync"], {});
     expect(code).toBe(EXIT.usage);

@@ -194,6 +194,9 @@ describe("bridge run --once (spawned)", () => {
       const next = await runInProcess(["run", "--once"], env);
       expect(next.code, next.stderr).toBe(EXIT.ok);
       expect(stderr).toContain("a new refresh token is not saved yet: stopping once it is");
+      // The first signal came with the refresh in flight: its notice said so, not "Ctrl-C again stops at once".
+      expect(stderr).toContain("stopping cleanly after the page in hand; a new refresh token is not saved yet: Ctrl-C again stops once it is");
+      expect(stderr).not.toContain("stops at once");
     } finally {
       await new Promise((resolve) => proxy.close(resolve));
     }
