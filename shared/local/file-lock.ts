@@ -212,14 +212,17 @@ function listingFailed(dir: string, err: unknown): never {
   throw leaseUnreadable(dir, err, "listing");
 }
 
-/** Generations of `base` among the entries of the locks directory, highest first. */
+/**
+ * Generations of `base` among the entries of the locks directory, highest first. A number beyond 2^53 is no generation
+ * (none gets that far): parsed, it would name another entry (`.lock.99999999999999999999` reads as 1e20), found gone.
+ */
 function generationsIn(entries: readonly string[], base: string): number[] {
   const found: number[] = [];
   for (const entry of entries) {
     if (entry === base) found.push(0);
     else if (entry.startsWith(`${base}.`)) {
       const rest = entry.slice(base.length + 1);
-      if (/^[1-9][0-9]*$/.test(rest)) found.push(Number(rest));
+      if (/^[1-9][0-9]*$/.test(rest) && Number.isSafeInteger(Number(rest))) found.push(Number(rest));
     }
   }
   return found.sort((a, b) => b - a);

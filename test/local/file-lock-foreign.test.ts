@@ -99,6 +99,17 @@ describe("FileLock with a foreign entry above the live lease", () => {
     expect(await new FileLock(dir).tryAcquire(LOCK, TTL)).toBeUndefined();
   });
 
+  it("ignores an entry whose number no generation has (beyond 2^53, which names another number once parsed)", async () => {
+    const holder = await holderAtGeneration2();
+    // Number("99999999999999999999") is 1e20, whose name is ...lock.100000000000000000000: no such entry to look at.
+    await mkdir(path.join(locks, `${LOCK}.lock.99999999999999999999`));
+
+    expect(await holder.confirm!(TTL)).toBe(true);
+    expect(await new FileLock(dir).tryAcquire(LOCK, TTL)).toBeUndefined();
+    await holder.release();
+    expect(await new FileLock(dir).tryAcquire(LOCK, TTL)).toBeDefined();
+  });
+
   it("still counts a file above the holder's that holds a lease: another process took it over", async () => {
     let step = 0;
     const clock = { now: () => Date.now() + step };
