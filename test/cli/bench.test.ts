@@ -5,9 +5,52 @@ import { describe, expect, it, vi } from "vitest";
 import { benchCommand } from "../../shared/cli/bench.js";
 import { EXIT } from "../../shared/cli/errors.js";
 import { CycleLeaseGuard } from "../../shared/cli/lease-guard.js";
+import type * as threadCpu from "../../shared/cli/thread-cpu.js";
 import { ROOT } from "./helpers.js";
 
+/** Page faults the thread CPU meter's samples are counted as making (see the test of the page faults measured). */
+const meterFaults = vi.hoisted(() => ({ count: 0 }));
+
+// The real meter, each of whose samples (at its start and at its split) counts a million page faults.
+vi.mock("../../shared/cli/thread-cpu.js", async (importOriginal) => {
+  const real = await importOriginal<typeof threadCpu>();
+  return {
+    ...real,
+    threadCpuMeter: (...args: Parameters<typeof real.threadCpuMeter>) => {
+      meterFaults.count += 1_000_000;
+      const meter = real.threadCpuMeter(...args);
+      return {
+        split: (processCpuUs: number) => {
+          meterFaults.count += 1_000_000;
+          return meter.split(processCpuUs);
+        },
+      };
+    },
+  };
+});
+
 describe("bridge bench's drain", () => {
+  it("counts none of the thread CPU meter's own page faults (it reads /proc) in the drain's", async () => {
+    const resourceUsage = process.resourceUsage.bind(process);
+    vi.spyOn(process, "resourceUsage").mockImplementation(() => {
+      const usage = resourceUsage();
+      return { ...usage, minorPageFault: usage.minorPageFault + meterFaults.count };
+    });
+    let stderr = "";
+    try {
+      const code = await benchCommand(
+        { transactions: 100, latencyMs: 0, json: true, sink: "jsonl", check: false, baseline: false },
+        { env: {}, cwd: ROOT, stdout: { write: () => true }, stderr: { write: (chunk: string) => (stderr += chunk) }, signal: new AbortController().signal },
+      );
+      expect(code, stderr).toBe(EXIT.ok);
+    } finally {
+      vi.restoreAllMocks();
+    }
+    const faults = Number(/minor page faults during the drain: (\d+)/.exec(stderr)?.[1]);
+    expect(faults).toBeGreaterThan(0);
+    expect(faults).toBeLessThan(1_000_000);
+  }, 60_000);
+
   it("runs under the cycle lease, as `run` does, so the lease check before each write (events, snapshots, acknowledge) is in the CPU it measures", async () => {
     const during = CycleLeaseGuard.prototype.during;
     const check = CycleLeaseGuard.prototype.check;
