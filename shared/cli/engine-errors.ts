@@ -201,12 +201,15 @@ function fileSystemHint(error: unknown, settings: FileSettings): string {
   return `; the file system of ${path} (${setting}, ${refused.code}) ${REFUSED_WRITES[refused.code]}${elsewhere}; nothing is lost`;
 }
 
-/** Statuses of a token endpoint that is no OAuth server: nothing there, or no POST taken there. */
-const NO_TOKEN_ENDPOINT = new Set([404, 405, 501]);
+/**
+ * Statuses of a token endpoint that is no OAuth server: a redirect (a web site moving to https or www., or to a sign-in
+ * page; RFC 6749 answers a token request itself), nothing there, or no POST taken there.
+ */
+const NO_TOKEN_ENDPOINT = new Set([301, 302, 303, 307, 308, 404, 405, 501]);
 
 /**
- * A hint for a token endpoint that answered as no OAuth server does (404, 405, 501, or a body that is not JSON): the
- * failure then says "the next cycle resumes" of what is most likely a QASHIO_BASE_URL naming another server.
+ * A hint for a token endpoint that answered as no OAuth server does (a redirect, 404, 405, 501, or a body that is not
+ * JSON): the failure then says "the next cycle resumes" of what is most likely a QASHIO_BASE_URL naming another server.
  */
 function baseUrlHint(error: unknown, baseUrl: string): string {
   const answer = causeMatching(

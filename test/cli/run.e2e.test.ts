@@ -513,9 +513,12 @@ describe("bridge run --once (in-process)", () => {
 
   it("asks whether QASHIO_BASE_URL is the provider's API when its token endpoint answers as no OAuth server does", async () => {
     const h = await start();
-    // A web server: a page not found (404) for a POST, or an HTML page (200) for anything.
-    for (const [status, body] of [[404, "<html>Not Found</html>"], [200, "<html>Welcome</html>"]] as const) {
-      const server = createServer((_request, response) => response.writeHead(status, { "content-type": "text/html" }).end(body));
+    // A web server: a page not found (404) for a POST, an HTML page (200) for anything, or a redirect (a site's move to
+    // https or to www., a sign-in page), which no token endpoint answers.
+    for (const [status, body] of [[404, "<html>Not Found</html>"], [200, "<html>Welcome</html>"], [302, ""], [308, ""]] as const) {
+      const server = createServer((_request, response) =>
+        response.writeHead(status, { "content-type": "text/html", location: "https://www.provider.test/login" }).end(body),
+      );
       await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
       const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
       try {
