@@ -139,12 +139,15 @@ function underOtherPrefix(name: string, known: readonly string[]): string | unde
  */
 function quotedSettingWarnings(env: Env, known: readonly string[]): string[] {
   return known
-    .filter((name) => {
-      const value = env[name];
-      return value !== undefined && value.length >= 2 && QUOTES.includes(value.charAt(0)) && value.endsWith(value.charAt(0));
-    })
+    // A path so wrapped is refused instead (pathSetting).
+    .filter((name) => !PATH_SETTINGS.has(name) && wrappedInQuotes(env[name]))
     .sort()
     .map((name) => `${name} is wrapped in quotes, which are taken as part of it (an env file of docker or systemd keeps them): remove them`);
+}
+
+/** Whether the whole of `value` is wrapped in one kind of quote. */
+function wrappedInQuotes(value: string | undefined): boolean {
+  return value !== undefined && value.length >= 2 && QUOTES.includes(value.charAt(0)) && value.endsWith(value.charAt(0));
 }
 
 /** One `.env` assignment: optional `export`, a variable name, `=`, the value (parsed by Node's parseEnv). */
@@ -602,14 +605,21 @@ function booleanSetting(r: Reader, name: string): boolean {
 /** `$NAME` or `${NAME}`: a variable a shell (or docker compose) would expand, which nothing here does. */
 const VARIABLE_REFERENCE = /\$(?:\{|[A-Za-z_])/;
 
+/** The settings read by {@link pathSetting}. */
+const PATH_SETTINGS: ReadonlySet<string> = new Set(["BRIDGE_STATE_DIR", "BRIDGE_EVENTS_FILE"]);
+
 /**
  * A path setting resolved against `cwd`. A leading `~` (or `~user`) is not a home directory here (only a shell expands
  * it, and not inside quotes or a .env file), so it is refused rather than left to create a directory named `~`; a
- * `$HOME` or `${NAME}` likewise (Node's .env reading expands none), rather than a directory named `$HOME`.
+ * `$HOME` or `${NAME}` likewise (Node's .env reading expands none), rather than a directory named `$HOME`; and quotes
+ * around the whole path (docker's --env-file keeps them), rather than a directory named `"` in the working directory.
  */
 function pathSetting(r: Reader, name: string, cwd: string, fallback: string): string {
   const text = r.raw(name) ?? fallback;
-  if (text.startsWith("~")) {
+  if (wrappedInQuotes(text)) {
+    r.problem(name, "is wrapped in quotes, which would be taken as part of the path (an env file of docker or systemd keeps them): remove them");
+    r.refused.add(name);
+  } else if (text.startsWith("~")) {
     r.problem(name, "starts with ~, which is not expanded here: use an absolute path (or $HOME in a shell)");
     r.refused.add(name);
   } else if (VARIABLE_REFERENCE.test(text)) {

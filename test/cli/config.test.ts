@@ -429,6 +429,25 @@ describe("readLocalSettings on the file system", () => {
     expect(readdirSync(dir)).not.toContain("$HOME");
   });
 
+  it("refuses a path wrapped in quotes (docker --env-file keeps them), rather than make a directory named by a quote, and warns of it no more", () => {
+    // Taken as it is, "/data/state" is a relative path: a directory `"` in the working directory (a container's, lost
+    // with it, tokens and snapshots included) would hold the state, and an events file nobody reads the events.
+    const problem = "is wrapped in quotes, which would be taken as part of the path (an env file of docker or systemd keeps them): remove them";
+    const { QASHIO_REFRESH_TOKEN: _seed, ...unseeded } = valid;
+    expect(settingsError({ ...unseeded, BRIDGE_STATE_DIR: '"/data/state"', BRIDGE_EVENTS_FILE: "'/data/events.jsonl'" }).issues).toEqual([
+      { setting: "BRIDGE_STATE_DIR", problem },
+      { setting: "BRIDGE_EVENTS_FILE", problem },
+    ]);
+    expect(() => readAuthorizeSettings({ ...valid, BRIDGE_STATE_DIR: "`s`" }, dir)).toThrow(/BRIDGE_STATE_DIR: is wrapped in quotes/);
+    expect(readdirSync(dir).filter((name) => /["'`]/.test(name))).toEqual([]);
+    // A quote inside a path is a character like any other.
+    expect(readLocalSettings({ ...valid, BRIDGE_EVENTS_FILE: `o'neil/"events".jsonl` }, dir).eventsFile).toBe(join(dir, "o'neil", '"events".jsonl'));
+    // Refused, so not also warned of.
+    expect(settingNameWarnings({ BRIDGE_STATE_DIR: '"/data/state"', BRIDGE_TENANT: '"acme"' })).toEqual([
+      "BRIDGE_TENANT is wrapped in quotes, which are taken as part of it (an env file of docker or systemd keeps them): remove them",
+    ]);
+  });
+
   it("refuses an events file named with a trailing slash (a directory meant), rather than create a file by that name", () => {
     const problem = "ends with /, which names a directory: name the file in it, such as out/events.jsonl";
     expect(settingsError({ ...valid, BRIDGE_EVENTS_FILE: "out/" }).issues).toEqual([{ setting: "BRIDGE_EVENTS_FILE", problem }]);
