@@ -5,6 +5,7 @@
  */
 import { CycleAbortedError, PUBLISH_STEP, ReauthorizationNeededError, causedByClientRefusal, causeMatching } from "../bridge/index.js";
 import { TOKEN_PATH } from "../qashio/auth/oauth.js";
+import { NetworkError } from "../qashio/errors.js";
 import { isInvalidClient } from "../qashio/auth/token-provider.js";
 import { LocalStateError, TokenFileUnwritableError, type LeaseUnreadableError } from "../local/index.js";
 import type { LocalSettings } from "./config.js";
@@ -220,7 +221,10 @@ function baseUrlHint(error: unknown, baseUrl: string): string {
       // InvalidResponseError: a body that is not JSON, or not a token set.
       (NO_TOKEN_ENDPOINT.has((e as { status?: number }).status ?? 0) || e.name === "InvalidResponseError"),
   );
-  return answer === undefined ? "" : `; the token endpoint answered as no OAuth server does: is QASHIO_BASE_URL (${baseUrl}) the provider's API?`;
+  if (answer !== undefined) return `; the token endpoint answered as no OAuth server does: is QASHIO_BASE_URL (${baseUrl}) the provider's API?`;
+  // A host no name server knows is most likely mistyped; refused or reset connections come with outages too.
+  const unknownHost = causeMatching(error, (e): e is NetworkError => e instanceof NetworkError && e.reason === "ENOTFOUND");
+  return unknownHost === undefined ? "" : `; the host of QASHIO_BASE_URL (${baseUrl}) was not found: check the setting, or this machine's name resolution`;
 }
 
 /** The `code` of a system call's error (ENOSPC, EROFS, ENOENT, ...), if `error` is one. */

@@ -135,6 +135,13 @@ export class ServerError extends RetryAfterError {
 /** The request failed before a response arrived (DNS, connection reset, TLS...). The outcome is unknown. */
 export class NetworkError extends QashioError {
   override name = "NetworkError";
+  /** Why no response came: a system code (`ENOTFOUND`, `ECONNREFUSED`, ...) or `ERR_*`, when known. */
+  readonly reason?: string;
+
+  constructor(message: string, context: QashioErrorContext & { reason?: string } = {}, options?: ErrorOptions) {
+    super(message, context, options);
+    if (context.reason !== undefined) this.reason = context.reason;
+  }
 }
 
 /** No complete response within the per-request timeout. The outcome is unknown. */

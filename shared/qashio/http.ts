@@ -968,7 +968,7 @@ export class HttpCore {
           error: new InvalidResponseError(`${where.method} ${where.path} answered ${status ?? "?"} with a body over ${limit}`, { ...where, status }),
         };
       }
-      return { kind: "failure", error: new NetworkError(`${where.method} ${where.path} failed before a response (${reason})`, where) };
+      return { kind: "failure", error: new NetworkError(`${where.method} ${where.path} failed before a response (${reason})`, { ...where, reason }) };
     } finally {
       clearTimeout(timer);
     }

@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { ReauthorizationNeededError } from "../../shared/bridge/errors.js";
+import { CycleAbortedError, ReauthorizationNeededError } from "../../shared/bridge/errors.js";
 import { emptyReport } from "../../shared/bridge/report.js";
 import { cliErrorOf } from "../../shared/cli/engine-errors.js";
-import { AuthorizeAgainError, EXIT } from "../../shared/cli/errors.js";
+import { AuthorizeAgainError, CycleFailedError, EXIT } from "../../shared/cli/errors.js";
 import type { LocalBridge } from "../../shared/cli/local-bridge.js";
-import { ReauthorizationRequiredError } from "../../shared/qashio/errors.js";
+import { NetworkError, ReauthorizationRequiredError } from "../../shared/qashio/errors.js";
 
 /** The members of a local bridge `cliErrorOf` reads for a refused refresh. */
 function bridgeWith(usesSeed: boolean): LocalBridge {
@@ -38,5 +38,26 @@ describe("cliErrorOf: a refused refresh", () => {
     const error = await cliErrorOf(refusedRefresh(status, codes), bridgeWith(false));
     expect(error.message).toMatch(/^the provider revoked this integration's token family: run `npm run bridge -- authorize`/);
     expect(error.message).not.toContain("QASHIO_CLIENT_SECRET");
+  });
+});
+
+describe("cliErrorOf: a provider call that got no answer", () => {
+  /** The engine's error for a cycle whose token refresh failed before a response, for `reason`. */
+  function unanswered(reason: string): CycleAbortedError {
+    const failure = new NetworkError(`POST /oauth2/token failed before a response (${reason})`, { method: "POST", path: "/oauth2/token", reason });
+    return new CycleAbortedError(`transactions cycle stopped: list not_synced transactions failed (${failure.name}: ${failure.message})`, { report: emptyReport("transactions") }, { cause: failure });
+  }
+
+  it("names QASHIO_BASE_URL when its host is not found (a mistyped host), exit 1", async () => {
+    const error = await cliErrorOf(unanswered("ENOTFOUND"), bridgeWith(false));
+    expect(error).toBeInstanceOf(CycleFailedError);
+    expect(error.exitCode).toBe(EXIT.failed);
+    expect(error.message).toContain("(ENOTFOUND)");
+    expect(error.message).toContain("; the host of QASHIO_BASE_URL (https://provider.example) was not found: check the setting, or this machine's name resolution");
+  });
+
+  it.each(["ECONNRESET", "ECONNREFUSED", "EAI_AGAIN"])("says nothing of QASHIO_BASE_URL for %s, which a provider or network outage gives too", async (reason) => {
+    const error = await cliErrorOf(unanswered(reason), bridgeWith(false));
+    expect(error.message).not.toContain("QASHIO_BASE_URL");
   });
 });

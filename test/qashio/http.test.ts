@@ -446,6 +446,8 @@ describe("HttpCore retries", () => {
     const error = (await http.request(read()).catch((e: unknown) => e)) as NetworkError;
     expect(error).toBeInstanceOf(NetworkError);
     expect(error.message).toContain("ECONNREFUSED");
+    // Kept apart too, so the CLI can tell a host not found (a mistyped QASHIO_BASE_URL) from an outage.
+    expect(error.reason).toBe("ECONNREFUSED");
     expect(fetch.calls).toHaveLength(2);
   });
 
