@@ -88,8 +88,14 @@ export function baseUrlProblem(value: string): string | undefined {
   // An empty `?` or `#` leaves search and hash empty but stays in href, where every request path would follow it. The
   // parser percent-encodes both characters elsewhere, so one left in href is a query or fragment.
   if (url.search || url.hash || /[?#]/.test(url.href)) return "must not carry a query string or fragment";
+  // The client puts /public/v1/... and /oauth2/token after the base URL: one holding them (a pasted endpoint) would
+  // double them, and every call would answer 404.
+  if (API_OWN_PATH.test(url.pathname)) return "must not hold the API's own path (/public/v1 or /oauth2/token): give the address it follows, such as https://api.example.com";
   return undefined;
 }
+
+/** A base URL path holding what the client appends itself (any case: a pasted endpoint either way). */
+const API_OWN_PATH = /\/public\/v1(?:\/|$)|\/oauth2\/token\/?$/i;
 
 /**
  * Resolves the provider base URL from a deployment name or a literal URL.

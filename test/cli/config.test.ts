@@ -101,6 +101,16 @@ describe("readLocalSettings", () => {
     }
   });
 
+  it("refuses a base URL holding the API's own path (a pasted endpoint), naming the setting, before any provider call", () => {
+    const problem = "must not hold the API's own path (/public/v1 or /oauth2/token): give the address it follows, such as https://api.example.com";
+    expect(issuesOf({ ...valid, QASHIO_BASE_URL: "https://provider.test/public/v1" }).issues).toEqual([
+      { setting: "QASHIO_BASE_URL", problem: `${problem}; or use one of production, eu, sandbox` },
+    ]);
+    expect(issuesOf({ ...valid, QASHIO_BASE_URL: "eu", QASHIO_EU_URL: "https://provider.test/oauth2/token" }).issues).toEqual([
+      { setting: "QASHIO_EU_URL", problem: `${problem} (QASHIO_BASE_URL is "eu")` },
+    ]);
+  });
+
   it("rejects a base URL carrying credentials without echoing them", () => {
     const error = issuesOf({ ...valid, QASHIO_BASE_URL: "https://user:pw@provider.test" });
     expect(error.issues.map((i) => i.setting)).toEqual(["QASHIO_BASE_URL"]);

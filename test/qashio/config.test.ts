@@ -110,6 +110,25 @@ describe("https", () => {
   });
 });
 
+describe("the API's own paths", () => {
+  const OWN_PATH = "must not hold the API's own path (/public/v1 or /oauth2/token): give the address it follows, such as https://api.example.com";
+
+  it.each([
+    "https://api.example/public/v1",
+    "https://api.example/public/v1/",
+    "https://api.example/public/v1/erp/transactions",
+    "https://gw.example/qashio/Public/V1",
+    "https://api.example/oauth2/token",
+  ])("refuses %s, which every request path would then repeat (each call a 404)", (url) => {
+    expect(baseUrlProblem(url)).toBe(OWN_PATH);
+    expect(() => resolveBaseUrl(url, {})).toThrow(OWN_PATH);
+  });
+
+  it("takes a base URL with a path of its own (a gateway's prefix)", () => {
+    for (const url of ["https://gw.example/qashio", "https://gw.example/public/v10", "https://gw.example/oauth2-proxy"]) expect(baseUrlProblem(url)).toBeUndefined();
+  });
+});
+
 describe("resolveAuthorizeUrl", () => {
   it("prefers the explicit URL, else QASHIO_AUTHORIZE_URL", () => {
     expect(resolveAuthorizeUrl("https://a.test/", {})).toBe("https://a.test");
