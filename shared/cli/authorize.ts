@@ -11,6 +11,7 @@ import { isInvalidClient, isRejectedGrant, storedTokensOf } from "../qashio/auth
 import { BadRequestError, clientMayBeRefused } from "../qashio/errors.js";
 import type { FetchLike } from "../qashio/http.js";
 import type { TokenSet } from "../qashio/schemas/index.js";
+import { baseUrlHint } from "./base-url-hint.js";
 import { AuthorizeError, ClientCredentialsRejectedError, UsageError } from "./errors.js";
 
 /** Scopes requested when `--scope` is not given: what the bridge reads and acknowledges. */
@@ -182,7 +183,9 @@ async function exchangeAndSave(options: AuthorizeOptions, code: string, redirect
   } catch (error) {
     if (isInvalidClient(error)) throw new ClientCredentialsRejectedError({ cause: error });
     // The client's errors carry status and request id only, never the code or secret.
-    throw new AuthorizeError(`the code exchange failed: ${(error as Error).message}${exchangeRefusalHint(error)}`, { cause: error });
+    throw new AuthorizeError(`the code exchange failed: ${(error as Error).message}${exchangeRefusalHint(error)}${baseUrlHint(error, options.baseUrl)}`, {
+      cause: error,
+    });
   }
   // A Ctrl-C while the code was exchanged cancels as one during the wait does: whatever store follows (a lease to wait
   // for, or none), nothing is stored.

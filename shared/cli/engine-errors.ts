@@ -4,10 +4,9 @@
  * command runner word one failure the same way.
  */
 import { CycleAbortedError, PUBLISH_STEP, ReauthorizationNeededError, causedByClientRefusal, causeMatching } from "../bridge/index.js";
-import { TOKEN_PATH } from "../qashio/auth/oauth.js";
-import { NetworkError } from "../qashio/errors.js";
 import { isInvalidClient } from "../qashio/auth/token-provider.js";
 import { LocalStateError, TokenFileUnwritableError, type LeaseUnreadableError } from "../local/index.js";
+import { baseUrlHint } from "./base-url-hint.js";
 import type { LocalSettings } from "./config.js";
 import type { LocalBridge, LocalState } from "./local-bridge.js";
 import { AuthorizeAgainError, CliError, ClientCredentialsRejectedError, ConfigError, CycleFailedError, isLeaseUnreadable } from "./errors.js";
@@ -200,31 +199,6 @@ function fileSystemHint(error: unknown, settings: FileSettings): string {
   // Never "use another state directory": its tokens and snapshots stay behind, and a fresh one would send the spent seed.
   const elsewhere = events ? ", or set BRIDGE_EVENTS_FILE elsewhere" : "";
   return `; the file system of ${path} (${setting}, ${refused.code}) ${REFUSED_WRITES[refused.code]}${elsewhere}; nothing is lost`;
-}
-
-/**
- * Statuses of a token endpoint that is no OAuth server: a redirect (a web site moving to https or www., or to a sign-in
- * page; RFC 6749 answers a token request itself), nothing there, or no POST taken there.
- */
-const NO_TOKEN_ENDPOINT = new Set([301, 302, 303, 307, 308, 404, 405, 501]);
-
-/**
- * A hint for a token endpoint that answered as no OAuth server does (a redirect, 404, 405, 501, or a body that is not
- * JSON): the failure then says "the next cycle resumes" of what is most likely a QASHIO_BASE_URL naming another server.
- */
-function baseUrlHint(error: unknown, baseUrl: string): string {
-  const answer = causeMatching(
-    error,
-    (e): e is Error =>
-      e instanceof Error &&
-      (e as { path?: unknown }).path === TOKEN_PATH &&
-      // InvalidResponseError: a body that is not JSON, or not a token set.
-      (NO_TOKEN_ENDPOINT.has((e as { status?: number }).status ?? 0) || e.name === "InvalidResponseError"),
-  );
-  if (answer !== undefined) return `; the token endpoint answered as no OAuth server does: is QASHIO_BASE_URL (${baseUrl}) the provider's API?`;
-  // A host no name server knows is most likely mistyped; refused or reset connections come with outages too.
-  const unknownHost = causeMatching(error, (e): e is NetworkError => e instanceof NetworkError && e.reason === "ENOTFOUND");
-  return unknownHost === undefined ? "" : `; the host of QASHIO_BASE_URL (${baseUrl}) was not found: check the setting, or this machine's name resolution`;
 }
 
 /** The `code` of a system call's error (ENOSPC, EROFS, ENOENT, ...), if `error` is one. */

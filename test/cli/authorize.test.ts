@@ -348,6 +348,7 @@ describe("authorizeWithBrowser", () => {
   // §4.2 refuses a code with 401 (invalid, expired or used) or 400 (an invalid grant, a redirect_uri mismatch); the
   // sandbox's 400 invalid_grant is a code of another client or another redirect_uri. A 400 naming no code may be the
   // request's too (§4.2: missing or unsupported parameters); one naming another code is the request's.
+  const NO_OAUTH_SERVER_HINT = "; the token endpoint answered as no OAuth server does: is QASHIO_BASE_URL (http://provider.test) the provider's API?";
   it.each([
     ["401 with no body", () => new Response(null, { status: 401 }), "answered 401: the provider refused the code (used, or older than ten minutes) or the client id and secret were: check both, then authorize again"],
     ["401 invalid_grant", () => Response.json({ error: "invalid_grant" }, { status: 401 }), "answered 401 (invalid_grant): the code was used or expired (it lasts ten minutes): authorize again"],
@@ -355,6 +356,14 @@ describe("authorizeWithBrowser", () => {
     ["400 invalid_request", () => Response.json({ error: "invalid_request" }, { status: 400 }), "answered 400 (invalid_request)"],
     ["400 with no body", () => new Response(null, { status: 400 }), `answered 400${UNCODED_400_HINT}`],
     ["400 naming no code", () => Response.json({ error_description: "bad" }, { status: 400 }), `answered 400${UNCODED_400_HINT}`],
+    // QASHIO_AUTHORIZE_URL names the sign-in screen: QASHIO_BASE_URL may still name another server, or a host that is none.
+    ["404 of a web server", () => new Response("<html>Not Found</html>", { status: 404 }), `answered 404${NO_OAUTH_SERVER_HINT}`],
+    ["302 of a web site", () => new Response(null, { status: 302, headers: { location: "https://www.provider.test/" } }), `answered 302${NO_OAUTH_SERVER_HINT}`],
+    [
+      "nothing: the host is not found",
+      () => Promise.reject(new TypeError("fetch failed", { cause: { code: "ENOTFOUND" } })),
+      "failed before a response (ENOTFOUND); the host of QASHIO_BASE_URL (http://provider.test) was not found: check the setting, or this machine's name resolution",
+    ],
   ])("says what a code exchange answered %s may mean", async (_, answer, ending) => {
     const run = authorizeWithBrowser(
       options({ fetch: async () => answer(), onAuthorizeUrl: browser((a) => ({ code: "code-xyz", state: a.searchParams.get("state") as string })) }),

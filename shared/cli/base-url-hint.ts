@@ -1,0 +1,33 @@
+/**
+ * What a failed provider call says of QASHIO_BASE_URL: a token endpoint that answered as no OAuth server does, or a
+ * host no name server knows. Shared by the cycles' failures and authorize's code exchange; light to load (no engine).
+ */
+import { causeMatching } from "../bridge/errors.js";
+import { TOKEN_PATH } from "../qashio/auth/oauth.js";
+import { NetworkError } from "../qashio/errors.js";
+
+/**
+ * Statuses of a token endpoint that is no OAuth server: a redirect (a web site moving to https or www., or to a sign-in
+ * page; RFC 6749 answers a token request itself), nothing there, or no POST taken there.
+ */
+const NO_TOKEN_ENDPOINT = new Set([301, 302, 303, 307, 308, 404, 405, 501]);
+
+/**
+ * A hint for a failure that most likely comes of QASHIO_BASE_URL (`baseUrl`): its token endpoint answered as no OAuth
+ * server does (a redirect, 404, 405, 501, or a body that is not JSON), or its host is not found; else empty. Without
+ * it, a cycle's failure says only that the next cycle resumes.
+ */
+export function baseUrlHint(error: unknown, baseUrl: string): string {
+  const answer = causeMatching(
+    error,
+    (e): e is Error =>
+      e instanceof Error &&
+      (e as { path?: unknown }).path === TOKEN_PATH &&
+      // InvalidResponseError: a body that is not JSON, or not a token set.
+      (NO_TOKEN_ENDPOINT.has((e as { status?: number }).status ?? 0) || e.name === "InvalidResponseError"),
+  );
+  if (answer !== undefined) return `; the token endpoint answered as no OAuth server does: is QASHIO_BASE_URL (${baseUrl}) the provider's API?`;
+  // A host no name server knows is most likely mistyped; refused or reset connections come with outages too.
+  const unknownHost = causeMatching(error, (e): e is NetworkError => e instanceof NetworkError && e.reason === "ENOTFOUND");
+  return unknownHost === undefined ? "" : `; the host of QASHIO_BASE_URL (${baseUrl}) was not found: check the setting, or this machine's name resolution`;
+}
