@@ -171,9 +171,13 @@ function otherFailure(error: unknown, settings: FileSettings, otherwise: Otherwi
   return new CycleFailedError(`${otherwise(error instanceof Error ? error : new Error(String(error)))}${fileSystemHint(error, settings)}`, { cause: error });
 }
 
-/** What to do about a state directory that took no write before anything was sent (the token probe, the cycle lease). */
+/**
+ * What to do about a state directory that took no write before anything was sent (the token probe, the cycle lease).
+ * Not "run again": a `run --interval` loop tries again by itself, and while it holds tokens a failed save left, a
+ * second bridge started beside it is what its message says not to do.
+ */
 export function unwritableStateDirRemedy(stateDir: string): string {
-  return `make room in or fix ${stateDir} (BRIDGE_STATE_DIR), then run again`;
+  return `make room in or fix ${stateDir} (BRIDGE_STATE_DIR); it is tried again at the next run (\`run --interval\`: at its next cycle)`;
 }
 
 /** The paths the bridge writes: the events file only where it publishes (not conform-pii). */

@@ -82,7 +82,9 @@ describe("bridge run when the state directory takes no writes at all", () => {
     expect(failed.code, failed.stderr).toBe(EXIT.failed);
     expect(failed.stderr).not.toContain("unexpected");
     expect(failed.stderr).toContain(`cannot take the cycle lease in ${join(h.env.BRIDGE_STATE_DIR as string, "locks")} (ENOSPC)`);
-    expect(failed.stderr).toContain(`make room in or fix ${h.env.BRIDGE_STATE_DIR as string} (BRIDGE_STATE_DIR), then run again`);
+    expect(failed.stderr).toContain(
+      `make room in or fix ${h.env.BRIDGE_STATE_DIR as string} (BRIDGE_STATE_DIR); it is tried again at the next run (\`run --interval\`: at its next cycle)`,
+    );
   });
 
   it("a run --interval loop retries at the next interval, and one that could not release its lease takes it again once it can", async () => {
@@ -120,8 +122,11 @@ describe("bridge run when the state directory takes no writes at all", () => {
     expect(failed).toContain("cannot take the cycle lease");
     expect(failed).not.toContain("nothing was sent to the provider");
     expect(failed).toContain(
-      `(BRIDGE_STATE_DIR), then run again; meanwhile this process holds, unsaved, the new tokens an earlier token refresh received (the refresh token stored in ${tokensFile} is spent)`,
+      `(BRIDGE_STATE_DIR); it is tried again at the next run (\`run --interval\`: at its next cycle); meanwhile this process holds, unsaved, the new ` +
+        `tokens an earlier token refresh received (the refresh token stored in ${tokensFile} is spent)`,
     );
+    // The loop tries again by itself: no word to run again, which would start a second bridge it says not to start.
+    expect(failed).not.toContain("run again");
     expect(failed).toContain("do not kill it (SIGKILL loses them)");
     // Saved at the next cycle, as it said.
     expect(out.stdout).toMatch(/cycle 3: \d+ events/);
