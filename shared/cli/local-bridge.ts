@@ -116,6 +116,16 @@ export interface LocalBridge extends LocalState {
   settleTokens(failure?: unknown): Promise<void>;
 }
 
+/**
+ * What became of new tokens a failed save left held, once a re-save settled them (a loss is TokensLostError): said at
+ * the level of the failure that reported them held, since that message promised to say whether they were saved.
+ */
+const HELD_TOKENS_OUTCOME: Readonly<Record<"held_tokens_saved" | "held_tokens_dropped", (file: string) => string>> = {
+  held_tokens_saved: (file) => `the new tokens held unsaved since a failed save are saved to ${file} now: the token family lives on, nothing to do`,
+  held_tokens_dropped: (file) =>
+    `the new tokens held unsaved since a failed save were not saved: ${file} holds newer ones (stored meanwhile by another process or \`authorize\`), used instead`,
+};
+
 /** Tries {@link LocalBridge.settleTokens} gives held tokens before it calls them lost, and the pause between two. */
 const HELD_TOKEN_SAVE_TRIES = 3;
 const HELD_TOKEN_SAVE_PAUSE_MS = 500;
@@ -235,6 +245,8 @@ export async function openLocalBridge(settings: LocalSettings, options: LocalBri
     fetch: options.fetch,
     onEvent: (event) => {
       if (event === "refreshed") metrics.add("TokenRefreshes", 1);
+      // The word a message about held tokens promised (see stoppedBeforeRefresh): at the next cycle or on the way out.
+      if (event === "held_tokens_saved" || event === "held_tokens_dropped") options.logger.warn(HELD_TOKENS_OUTCOME[event](tokens.file));
     },
     spending: (work) => spendingRefreshes.run(work),
   });

@@ -4,7 +4,7 @@
  * exits, or reported lost. Faults are injected into node:fs for the token file's writes only.
  */
 import type * as nodeFs from "node:fs";
-import { readdir, rm, stat } from "node:fs/promises";
+import { readdir, rm, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { readLocalSettings } from "../../shared/cli/config.js";
@@ -12,8 +12,10 @@ import { EXIT } from "../../shared/cli/errors.js";
 import { openLocalBridge } from "../../shared/cli/local-bridge.js";
 import type { Logger } from "../../shared/bridge/ports.js";
 import { TokenUnavailableError } from "../../shared/qashio/errors.js";
+import { exchangeCode } from "../../shared/qashio/auth/oauth.js";
+import { storedTokensOf } from "../../shared/qashio/auth/token-provider.js";
 import { spendingRefreshes } from "../../shared/cli/token-spending.js";
-import { dueForRefresh, idsWithStatus, loopWithSteps, runInProcess, startHarness, type Harness } from "./helpers.js";
+import { CLIENT, dueForRefresh, idsWithStatus, loopWithSteps, runInProcess, startHarness, type Harness } from "./helpers.js";
 
 /**
  * `full`: every write of the token file's directory fails (the store's probe and its saves). `failSaves`: that many
@@ -88,15 +90,16 @@ describe("bridge run --once when the token file cannot be written", () => {
 
   it("saves the rotated tokens a failed save held before it exits, so the next run still holds a live family", async () => {
     const h = (harness = await startHarness());
-    const { stored } = await dueForRefresh(h);
+    const { tokensFile, stored } = await dueForRefresh(h);
     const before = await stored();
     faults.failSaves = 1;
 
     const failed = await runInProcess(["run", "--once"], h.env);
 
-    // The cycle failed at the save; the tokens were saved on the way out.
+    // The cycle failed at the save; the tokens were saved on the way out, and it says so.
     expect(failed.code, failed.stderr).toBe(EXIT.failed);
     expect(failed.stderr).toContain("rotated tokens could not be saved");
+    expect(failed.stderr).toContain(`the new tokens held unsaved since a failed save are saved to ${tokensFile} now: the token family lives on`);
     expect(await stored()).not.toBe(before);
     expect(spendingRefreshes.busy).toBe(false);
     const next = await runInProcess(["run", "--once"], h.env);
@@ -173,10 +176,35 @@ describe("bridge run (a cycle every interval) when the token file cannot be writ
 
     expect(stopped.code, stopped.stderr).toBe(EXIT.ok);
     expect(stopped.stderr).toContain("rotated tokens could not be saved");
+    // Said as the message while they were held promised ("saying whether they were saved").
+    expect(stopped.stderr).toContain("the new tokens held unsaved since a failed save are saved to");
     expect(await stored()).not.toBe(before);
     expect(spendingRefreshes.busy).toBe(false);
     const next = await runInProcess(["run", "--once"], h.env);
     expect(next.code, next.stderr).toBe(EXIT.ok);
+  });
+
+  it("says the tokens it holds unsaved were not saved once the token file holds another family, and goes on with that one", async () => {
+    const h = (harness = await startHarness());
+    const { tokensFile, stored } = await dueForRefresh(h);
+    faults.failSaves = 1;
+    const redirectUri = "http://127.0.0.1:9/callback";
+    let other = "";
+
+    // Between the cycle whose save failed and the next, a newer family lands in the token file (restored by hand, say).
+    const { outcome, stderr } = await loopWithSteps(h, [
+      async () => {
+        const code = h.sandbox.control.issueAuthorizationCode({ companyId: h.companyId, redirectUri });
+        const set = await exchangeCode({ baseUrl: h.url, clientId: CLIENT.id, clientSecret: CLIENT.secret }, { code, redirectUri });
+        other = JSON.stringify(storedTokensOf(set, Date.now())) + "\n";
+        await writeFile(tokensFile, other, { mode: 0o600 });
+      },
+    ]);
+
+    expect(outcome, stderr).toBe(EXIT.ok);
+    expect(stderr).toContain(`the new tokens held unsaved since a failed save were not saved: ${tokensFile} holds newer ones`);
+    expect(stderr).not.toContain("are saved to");
+    expect(await stored()).toBe(other);
   });
 
   it("writes the tokens it holds unsaved into a token file removed meanwhile (0600), having kept their lease throughout", async () => {

@@ -972,9 +972,11 @@ describe("OAuthTokenProvider with a cross-process lock", () => {
     }
 
     it("writes them into a store that says it is empty while the lease they were issued under was renewed throughout", async () => {
-      const { provider, store, fetch } = await heldOverEmptied({ renewed: true, tellsEmpty: true });
+      const { provider, store, fetch, tokenEvents } = await heldOverEmptied({ renewed: true, tellsEmpty: true });
       expect(await provider.saveHeldTokens()).toBe(true);
       expect(store.saves.map((tokens) => tokens.refreshToken)).toEqual(["rt-2"]);
+      // Said, so a caller that reported them held can report them saved.
+      expect(tokenEvents).toEqual(["held_tokens_saved"]);
       expect(await provider.getAccessToken()).toBe(store.saves[0]?.accessToken);
       expect(fetch.calls).toHaveLength(1);
     });
@@ -984,9 +986,10 @@ describe("OAuthTokenProvider with a cross-process lock", () => {
         { renewed: false, tellsEmpty: true },
         { renewed: true, tellsEmpty: false },
       ]) {
-        const { provider, store, logger } = await heldOverEmptied(options);
+        const { provider, store, logger, tokenEvents } = await heldOverEmptied(options);
         expect(await provider.saveHeldTokens(), JSON.stringify(options)).toBe(true);
         expect(store.saves, JSON.stringify(options)).toEqual([]);
+        expect(tokenEvents, JSON.stringify(options)).toEqual(["held_tokens_dropped"]);
         expect(logger.text()).toContain("the token store changed after the rotated tokens failed to save");
       }
     });

@@ -88,8 +88,11 @@ export interface RefreshLock {
   holderOf?(name: string): Promise<string | undefined>;
 }
 
-/** What happened to the token family; lets the caller count refreshes and revocations. */
-export type TokenEvent = "refreshed" | "rotated_elsewhere" | "reauthorization_required";
+/**
+ * What happened to the token family; lets the caller count refreshes and revocations, and say what became of tokens
+ * a failed save left held (see `Unsaved`): saved by a re-save, or dropped for a newer set the store holds.
+ */
+export type TokenEvent = "refreshed" | "rotated_elsewhere" | "reauthorization_required" | "held_tokens_saved" | "held_tokens_dropped";
 
 export interface OAuthTokenProviderOptions extends OAuthClientOptions {
   /** Durable home of the tokens; the rotated refresh token is saved here before the new access token is used. */
@@ -591,10 +594,12 @@ export class OAuthTokenProvider implements TokenProvider {
       const ours = [unsaved.replaced, unsaved.tokens.refreshToken];
       if (refill || unsaved.replaced === undefined || (stored !== undefined && ours.includes(stored.refreshToken))) {
         await this.persist(unsaved.tokens, { replaced: unsaved.replaced, handle, issuedUnder: unsaved.issuedUnder });
+        this.options.onEvent?.("held_tokens_saved");
       } else {
         this.unsaved = undefined;
         this.current = stored;
         this.options.logger?.warn("the token store changed after the rotated tokens failed to save; using the stored tokens instead");
+        this.options.onEvent?.("held_tokens_dropped");
       }
     };
     try {
