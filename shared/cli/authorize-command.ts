@@ -12,9 +12,10 @@ import { DEFAULT_LOCK_NAME, DEFAULT_LOCK_POLL_MS, DEFAULT_LOCK_TTL_MS, TOKEN_SAV
 import type { FetchLike } from "../qashio/http.js";
 import { FileLock, FileTokenStore, LeaseUnreadableError } from "../local/index.js";
 import type { AuthorizeArgs } from "./args.js";
-import { DEFAULT_SCOPES, authorizeWithBrowser } from "./authorize.js";
+import { authorizeWithBrowser } from "./authorize.js";
+import { DEFAULT_SCOPES, grantShortfall } from "./cycle-scopes.js";
 import { loadEnv, readAuthorizeSettings, settingNameWarnings } from "./config.js";
-import { AuthorizeError, ConfigError, EXIT, type SettingIssue } from "./errors.js";
+import { AuthorizeError, ConfigError, EXIT, GrantTooNarrowError, type SettingIssue } from "./errors.js";
 import { line, type CliIo } from "./io.js";
 import { bindToSettings } from "./cycle-lease.js";
 import { leaseUnreadableProblem } from "./engine-errors.js";
@@ -214,5 +215,14 @@ export async function authorizeCommand(args: AuthorizeArgs, io: CliIo, seams: Au
   });
   // The granted scope is the token endpoint's word, shown escaped (printable): it may hold anything.
   line(io.stdout, `Authorized${result.scope ? ` (scope: ${printable(result.scope)})` : ""}. Tokens stored in ${where}.`);
+  // Said now, not at the first 403 of a run (an acknowledge refused after the events went out, in AWS with no person).
+  const shortfall = grantShortfall(result.scope, scope);
+  if (shortfall?.nothingReads === true) {
+    throw new GrantTooNarrowError(
+      `no cycle of the bridge can read anything with this sign-in: ${shortfall.message} ` +
+        "The tokens were stored all the same (a sign-in replaces the one before it either way).",
+    );
+  }
+  if (shortfall !== undefined) line(io.stderr, `warning: ${shortfall.message}`);
   return EXIT.ok;
 }

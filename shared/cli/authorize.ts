@@ -12,10 +12,11 @@ import { BadRequestError, clientMayBeRefused } from "../qashio/errors.js";
 import type { FetchLike } from "../qashio/http.js";
 import type { TokenSet } from "../qashio/schemas/index.js";
 import { baseUrlHint } from "./base-url-hint.js";
+import { DEFAULT_SCOPES } from "./cycle-scopes.js";
 import { AuthorizeError, ClientCredentialsRejectedError, UsageError } from "./errors.js";
 
-/** Scopes requested when `--scope` is not given: what the bridge reads and acknowledges. */
-export const DEFAULT_SCOPES = "transactions:read transactions:write cards:read";
+/** Scopes requested when `--scope` is not given (the cycles' own, shared/cli/cycle-scopes.ts). */
+export { DEFAULT_SCOPES };
 /** Path of the loopback redirect URI. */
 export const CALLBACK_PATH = "/callback";
 

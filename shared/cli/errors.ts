@@ -45,6 +45,18 @@ export class UsageError extends CliError {
   }
 }
 
+/**
+ * A sign-in whose grant lets no cycle read anything (exit 2, as a bad `--scope` is a bad argument): its tokens are
+ * stored, but every run would fail on a 403 until a person authorizes again with the scopes the cycles need.
+ */
+export class GrantTooNarrowError extends CliError {
+  override name = "GrantTooNarrowError";
+
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, EXIT.usage, options);
+  }
+}
+
 /** One setting that is missing or invalid: its name and why, never its value. */
 export interface SettingIssue {
   readonly setting: string;

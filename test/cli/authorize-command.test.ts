@@ -19,7 +19,8 @@ import { createTestTable, type TestTable } from "../aws/support/dynamo.js";
 import { awsError, FakeSecretsManager } from "../aws/support/fake-secrets-manager.js";
 import { authorizeCommand } from "../../shared/cli/authorize-command.js";
 import { readAuthorizeSettings } from "../../shared/cli/config.js";
-import { ConfigError, EXIT, StateDirTakenError, UsageError } from "../../shared/cli/errors.js";
+import { ConfigError, EXIT, GrantTooNarrowError, StateDirTakenError, UsageError } from "../../shared/cli/errors.js";
+import { DEFAULT_SCOPES } from "../../shared/cli/authorize.js";
 import { bindStateDir } from "../../shared/local/index.js";
 import type { FetchLike } from "../../shared/qashio/http.js";
 import { ROOT, approve, authorizeFlow, idsWithStatus, runInProcess, startHarness, type Harness } from "./helpers.js";
@@ -150,10 +151,71 @@ describe("bridge authorize", () => {
     expect(idsWithStatus(h, "not_synced", "outdated")).toEqual([]);
   });
 
+  it("warns at once, naming each missing scope and what fails without it, when --scope asks for less than the cycles need; tokens stored, exit 0", async () => {
+    const h = (harness = await startHarness());
+    const { io: cli, out } = io(h.env);
+
+    const code = await authorizeCommand({ ...args, scope: "transactions:read" }, cli, { onAuthorizeUrl: approve(h) });
+
+    expect(code).toBe(EXIT.ok);
+    expect(out.stdout).toContain("Authorized (scope: transactions:read). Tokens stored in");
+    expect(out.stderr).toContain(
+      "warning: the grant (scope: transactions:read) lacks transactions:write and cards:read, which the bridge's cycles need: " +
+        "each call needing one is refused 403 and never retried. Without transactions:write, every transaction cycle publishes " +
+        "its transactions and then fails its acknowledge, so it pulls the same transactions again each time; without cards:read, " +
+        `every card cycle fails at its first call (cards list). Authorize again with the default scope (${DEFAULT_SCOPES}) or a --scope holding them.`,
+    );
+    // The run that follows fails as the warning said: its acknowledge is refused.
+    const run = await runInProcess(["run", "--once"], h.env);
+    expect(run.code).toBe(EXIT.failed);
+    expect(run.stderr).toMatch(/403/);
+  });
+
+  it("warns when the provider grants less than asked, and judges the grant when its answer names no scope by the scope asked for", async () => {
+    const h = (harness = await startHarness());
+    const answerWith = (scope: string | undefined): FetchLike => async (url, init) => {
+      const response = await fetch(url, init);
+      if (!url.endsWith("/oauth2/token") || response.status !== 200) return response;
+      const { scope: _granted, ...rest } = (await response.json()) as Record<string, unknown>;
+      return Response.json(scope === undefined ? rest : { ...rest, scope });
+    };
+    const narrowed = io(h.env);
+    expect(await authorizeCommand(args, narrowed.io, { onAuthorizeUrl: approve(h), fetch: answerWith("transactions:read transactions:write") })).toBe(EXIT.ok);
+    expect(narrowed.out.stderr).toContain("warning: the grant (scope: transactions:read transactions:write) lacks cards:read, which the bridge's cycles need");
+
+    const unnamed = io(h.env);
+    expect(await authorizeCommand({ ...args, scope: "cards:read transactions:read" }, unnamed.io, { onAuthorizeUrl: approve(h), fetch: answerWith(undefined) })).toBe(EXIT.ok);
+    expect(unnamed.out.stderr).toContain(
+      "warning: the scope asked for (cards:read transactions:read; the provider's answer named none) lacks transactions:write, which the bridge's cycles need",
+    );
+
+    const full = io(h.env);
+    expect(await authorizeCommand(args, full.io, { onAuthorizeUrl: approve(h), fetch: answerWith(undefined) })).toBe(EXIT.ok);
+    expect(full.out.stderr).not.toContain("warning");
+  });
+
+  it("refuses, exit 2, a grant with which no cycle can read anything, saying the tokens were stored all the same", async () => {
+    const h = (harness = await startHarness());
+    const { io: cli, out } = io(h.env);
+
+    const error = await authorizeCommand({ ...args, scope: "wallet:read transactions:write" }, cli, { onAuthorizeUrl: approve(h) }).catch((e: unknown) => e);
+
+    expect(error).toBeInstanceOf(GrantTooNarrowError);
+    expect((error as GrantTooNarrowError).exitCode).toBe(EXIT.usage);
+    expect((error as GrantTooNarrowError).message).toBe(
+      "no cycle of the bridge can read anything with this sign-in: the grant (scope: wallet:read transactions:write) lacks " +
+        "transactions:read and cards:read, which the bridge's cycles need: each call needing one is refused 403 and never retried. " +
+        "Without transactions:read, every transaction cycle fails at its first call (transactions list); without cards:read, " +
+        `every card cycle fails at its first call (cards list). Authorize again with the default scope (${DEFAULT_SCOPES}) or a --scope holding them. ` +
+        "The tokens were stored all the same (a sign-in replaces the one before it either way).",
+    );
+    expect(out.stdout).toContain("Tokens stored in");
+  });
+
   it("prints the scope the provider granted as inert text: no terminal escapes, no forged line", async () => {
     const h = (harness = await startHarness());
     const { io: cli, out } = io(h.env);
-    const scope = "transactions:read\u001b]0;owned\u0007\r\nAuthorized. Tokens stored in /tmp/elsewhere";
+    const scope = `${DEFAULT_SCOPES} transactions:read\u001b]0;owned\u0007\r\nAuthorized. Tokens stored in /tmp/elsewhere`;
     // The token endpoint is the provider's: its answer is untrusted, its `scope` too.
     const tamper: FetchLike = async (url, init) => {
       const response = await fetch(url, init);
@@ -164,7 +226,7 @@ describe("bridge authorize", () => {
     expect(await authorizeCommand(args, cli, { onAuthorizeUrl: approve(h), fetch: tamper })).toBe(EXIT.ok);
 
     const [last] = out.stdout.trimEnd().split("\n").slice(-1);
-    expect(last).toBe(String.raw`Authorized (scope: transactions:read\u001b]0;owned\u0007\r\nAuthorized. Tokens stored in /tmp/elsewhere). ` + `Tokens stored in ${join(h.env.BRIDGE_STATE_DIR as string, "tokens.json")}.`);
+    expect(last).toBe(String.raw`Authorized (scope: ${DEFAULT_SCOPES} transactions:read\u001b]0;owned\u0007\r\nAuthorized. Tokens stored in /tmp/elsewhere). ` + `Tokens stored in ${join(h.env.BRIDGE_STATE_DIR as string, "tokens.json")}.`);
   });
 
   it("refuses a redirect with a foreign state with a warning, never redeems its code, and keeps waiting for the person's", async () => {
@@ -226,6 +288,17 @@ describe("bridge authorize", () => {
     expect(out.stdout).toContain(`Tokens stored in secret ${arn}`);
     expect(out.stdout).not.toContain(written.refresh_token as string);
     expect(out.stderr).toContain(`warning: secret ${arn} lacks the tags qashio-bridge:tenant and qashio-bridge:lease-table (its stack was deployed before them)`);
+  });
+
+  it("with --secret-id, warns as a local sign-in does when the grant lacks a scope the cycles need", async () => {
+    const h = (harness = await startHarness());
+    const fake = new FakeSecretsManager(ARN, { client_id: "sandbox-client", client_secret: "sandbox-secret", pii_salt: "from-cdk-0123456789abcdef" });
+    const { io: cli, out } = io({ QASHIO_BASE_URL: h.url });
+
+    expect(await authorizeCommand({ ...args, scope: "transactions:read transactions:write", secretId: ARN }, cli, { onAuthorizeUrl: approve(h), secrets: fake.client })).toBe(EXIT.ok);
+
+    expect(out.stdout).toContain(`Tokens stored in secret ${ARN}`);
+    expect(out.stderr).toContain("warning: the grant (scope: transactions:read transactions:write) lacks cards:read, which the bridge's cycles need");
   });
 
   it("with --secret-id, refuses a pii_salt shorter than the pollers accept before the browser opens, without echoing it", async () => {
