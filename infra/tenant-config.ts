@@ -10,6 +10,7 @@ import { EVENT_TYPES } from "../shared/bridge/events/schemas.js";
 import { DEFAULT_SOURCE } from "../shared/bridge/deps.js";
 import { PII_MODES } from "../shared/bridge/pii.js";
 import { TenantConfigError } from "./errors.js";
+import { unreachableHost } from "./webhook-host.js";
 
 /** Event types a webhook may forward: the ones the engine publishes (docs/events.md). */
 export { EVENT_TYPES, type EventType } from "../shared/bridge/events/schemas.js";
@@ -134,7 +135,19 @@ const webhookSchema = z.strictObject({
     .string()
     .regex(/^[a-z0-9][a-z0-9-]{0,30}$/, "must be a lowercase slug of at most 31 characters")
     .meta({ description: "Short name, unique in the tenant: used in construct ids and resource names" }),
-  url: httpsUrl.meta({ description: "https:// endpoint EventBridge posts each whole event (the envelope with its detail) to" }),
+  url: httpsUrl
+    .superRefine((url, ctx) => {
+      const why = unreachableHost(url);
+      if (why === undefined) return;
+      ctx.addIssue({
+        code: "custom",
+        message:
+          `must be reachable from the public internet: ${why}, which EventBridge cannot deliver to (an API destination takes a ` +
+          "public domain name, and this stack's connections are public ones; AWS EventBridge User Guide, \"API destinations as " +
+          "targets\"): every event would go to the webhook's dead-letter queue",
+      });
+    })
+    .meta({ description: "https:// endpoint EventBridge posts each whole event (the envelope with its detail) to: a public host" }),
   eventTypes: z
     .array(z.enum(EVENT_TYPES))
     .min(1)

@@ -296,6 +296,39 @@ describe("tenant config", () => {
   });
 
   it.each([
+    ["localhost", "https://localhost/hooks", '"localhost" is a loopback name'],
+    ["a name under localhost, with a port", "https://erp.localhost:8443/hooks", '"erp.localhost" is a loopback name'],
+    ["a loopback address", "https://127.0.0.1/hooks", '"127.0.0.1" is a loopback, private or link-local address'],
+    ["a loopback address written as one number", "https://2130706433/hooks", '"127.0.0.1" is a loopback, private or link-local address'],
+    ["a 10/8 address", "https://10.1.2.3/hooks", '"10.1.2.3" is a loopback, private or link-local address'],
+    ["a 172.16/12 address", "https://172.31.255.1/hooks", '"172.31.255.1" is a loopback, private or link-local address'],
+    ["a 192.168/16 address", "https://192.168.0.10/hooks", '"192.168.0.10" is a loopback, private or link-local address'],
+    ["a link-local address (instance metadata)", "https://169.254.169.254/latest", '"169.254.169.254" is a loopback, private or link-local address'],
+    ["an .internal host", "https://erp.corp.internal/hooks", '"erp.corp.internal" is a name of a private network (.internal)'],
+    ["a .local host, in capitals and with a trailing dot", "https://ERP.Local./hooks", '"erp.local." is a name of a private network (.local)'],
+  ])("refuses a webhook URL EventBridge cannot reach from the public internet (%s), naming the tenant, the webhook and the host", (_what, url, why) => {
+    const hook = { name: "erp", url, eventTypes: ["card.created"], auth: { type: "basic", username: "u", password: { secretArn } } };
+    const error = errorOf(() => parseTenantConfig({ ...minimal, account: "123456789012", region: "eu-west-1", webhooks: [hook] }));
+    expect(error.tenant).toBe("acme");
+    expect(error.field).toBe("webhooks[0].url");
+    expect(error.message).toBe(
+      `tenant "acme": field webhooks[0].url: must be reachable from the public internet: ${why}, which EventBridge cannot ` +
+        "deliver to (an API destination takes a public domain name, and this stack's connections are public ones; AWS " +
+        'EventBridge User Guide, "API destinations as targets"): every event would go to the webhook\'s dead-letter queue',
+    );
+  });
+
+  it.each([
+    ["a public name that begins like a private one", "https://localhost.example.com/hooks"],
+    ["a public name holding .local inside", "https://hooks.local.example.com/h"],
+    ["a public address next to 172.16/12", "https://172.32.0.1/hooks"],
+    ["a public address", "https://8.8.8.8/hooks"],
+  ])("accepts a webhook URL on a public host (%s)", (_what, url) => {
+    const hook = { name: "erp", url, eventTypes: ["card.created"], auth: { type: "basic", username: "u", password: { secretArn } } };
+    expect(parseTenantConfig({ ...minimal, account: "123456789012", region: "eu-west-1", webhooks: [hook] }).webhooks[0]?.url).toBe(url);
+  });
+
+  it.each([
     ["a #fragment", "https://erp.test/h#frag"],
     ["brackets in the query", "https://erp.test/h?a=[1]"],
     ["a non-ASCII host", "https://bücher.example/h"],
