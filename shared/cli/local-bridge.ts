@@ -33,7 +33,7 @@ import {
   type RedriveReport,
   type TransactionCycleDeps,
 } from "../bridge/index.js";
-import { OAuthTokenProvider } from "../qashio/auth/token-provider.js";
+import { OAuthTokenProvider, type TokenEvent } from "../qashio/auth/token-provider.js";
 import { QashioClient } from "../qashio/client.js";
 import { resolveBaseUrl } from "../qashio/config.js";
 import type { FetchLike } from "../qashio/http.js";
@@ -116,15 +116,23 @@ export interface LocalBridge extends LocalState {
   settleTokens(failure?: unknown): Promise<void>;
 }
 
+type HeldTokensEvent = Extract<TokenEvent, "held_tokens_saved" | "held_tokens_dropped">;
+
 /**
  * What became of new tokens a failed save left held, once a re-save settled them (a loss is TokensLostError): said at
  * the level of the failure that reported them held, since that message promised to say whether they were saved.
  */
-const HELD_TOKENS_OUTCOME: Readonly<Record<"held_tokens_saved" | "held_tokens_dropped", (file: string) => string>> = {
+const HELD_TOKENS_OUTCOME: Readonly<Record<HeldTokensEvent, (file: string) => string>> = {
   held_tokens_saved: (file) => `the new tokens held unsaved since a failed save are saved to ${file} now: the token family lives on, nothing to do`,
   held_tokens_dropped: (file) =>
     `the new tokens held unsaved since a failed save were not saved: ${file} holds newer ones (stored meanwhile by another process or \`authorize\`), used instead`,
 };
+
+const HELD_TOKENS_EVENTS = Object.keys(HELD_TOKENS_OUTCOME) as HeldTokensEvent[];
+
+function isHeldTokensEvent(event: TokenEvent): event is HeldTokensEvent {
+  return Object.hasOwn(HELD_TOKENS_OUTCOME, event);
+}
 
 /** Tries {@link LocalBridge.settleTokens} gives held tokens before it calls them lost, and the pause between two. */
 const HELD_TOKEN_SAVE_TRIES = 3;
@@ -243,10 +251,14 @@ export async function openLocalBridge(settings: LocalSettings, options: LocalBri
     lock,
     clock,
     fetch: options.fetch,
+    // Its own warnings (a refresh postponed, a lease lost while saving, the token endpoint's retries) reach the person
+    // running the bridge; none carries a token. Not those of what becomes of held tokens: said below, naming the file.
+    logger: options.logger,
+    quietEvents: HELD_TOKENS_EVENTS,
     onEvent: (event) => {
       if (event === "refreshed") metrics.add("TokenRefreshes", 1);
       // The word a message about held tokens promised (see stoppedBeforeRefresh): at the next cycle or on the way out.
-      if (event === "held_tokens_saved" || event === "held_tokens_dropped") options.logger.warn(HELD_TOKENS_OUTCOME[event](tokens.file));
+      if (isHeldTokensEvent(event)) options.logger.warn(HELD_TOKENS_OUTCOME[event](tokens.file));
     },
     spending: (work) => spendingRefreshes.run(work),
   });

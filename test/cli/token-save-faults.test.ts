@@ -4,7 +4,7 @@
  * exits, or reported lost. Faults are injected into node:fs for the token file's writes only.
  */
 import type * as nodeFs from "node:fs";
-import { readdir, rm, stat, writeFile } from "node:fs/promises";
+import { readFile, readdir, rm, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { readLocalSettings } from "../../shared/cli/config.js";
@@ -140,6 +140,56 @@ describe("bridge run --once when the token file cannot be written", () => {
   });
 });
 
+describe("bridge run --once: what the token provider itself warns of", () => {
+  it("warns that an early token refresh is postponed while the token file takes no write, and goes on with the current access token", async () => {
+    const h = (harness = await startHarness());
+    const first = await runInProcess(["run", "--once"], h.env);
+    expect(first.code, first.stderr).toBe(EXIT.ok);
+    const tokensFile = join(h.env.BRIDGE_STATE_DIR as string, "tokens.json");
+    const stored = () => readFile(tokensFile, "utf8");
+    // The access token is within its early refresh (its last minute on this host's clock), and the provider still takes it.
+    const early = { ...(JSON.parse(await stored()) as Record<string, unknown>), accessTokenExpiresAt: Date.now() + 30_000 };
+    await writeFile(tokensFile, JSON.stringify(early) + "\n", { mode: 0o600 });
+    faults.full = true;
+
+    const { code, stderr } = await runInProcess(["run", "--once"], h.env);
+
+    expect(code, stderr).toBe(EXIT.ok);
+    expect(stderr).toMatch(/^warn +token refresh postponed: the token store cannot take a new token now; .* reason=TokenFileUnwritableError expiresInSeconds=\d+$/m);
+    expect(JSON.parse(await stored())).toEqual(early);
+    expect(idsWithStatus(h, "not_synced", "outdated")).toEqual([]);
+  });
+
+  it("warns of each retry of the token endpoint (a 429), naming neither token", async () => {
+    const h = (harness = await startHarness());
+    const { stored } = await dueForRefresh(h);
+    const before = JSON.parse(await stored()) as { accessToken: string; refreshToken: string };
+    await h.control("POST", "/faults", { method: "POST", path_prefix: "/oauth2/token", status: 429, retry_after: 0, count: 1 });
+
+    const { code, stderr } = await runInProcess(["run", "--once"], h.env);
+
+    expect(code, stderr).toBe(EXIT.ok);
+    expect(stderr).toMatch(/^warn +provider request failed; retrying method=POST path=\/oauth2\/token status=429 error=RateLimitedError /m);
+    const after = JSON.parse(await stored()) as { accessToken: string; refreshToken: string };
+    expect(after.refreshToken).not.toBe(before.refreshToken);
+    for (const secret of [before.accessToken, before.refreshToken, after.accessToken, after.refreshToken, h.env.QASHIO_REFRESH_TOKEN, CLIENT.secret]) {
+      expect(stderr).not.toContain(secret);
+    }
+  });
+
+  it("says nothing of the token endpoint's retries under BRIDGE_LOG_LEVEL=error", async () => {
+    const h = (harness = await startHarness());
+    await dueForRefresh(h);
+    await h.control("POST", "/faults", { method: "POST", path_prefix: "/oauth2/token", status: 429, retry_after: 0, count: 1 });
+
+    const { code, stderr } = await runInProcess(["run", "--once"], { ...h.env, BRIDGE_LOG_LEVEL: "error" });
+
+    expect(code, stderr).toBe(EXIT.ok);
+    expect(await h.control("GET", "/faults")).toEqual({ data: [] });
+    expect(stderr).not.toContain("retrying");
+  });
+});
+
 describe("a local bridge whose command settled its tokens", () => {
   it("starts no token refresh for a call left over (an abandoned read-ahead), whose failed save would go unreported", async () => {
     const h = (harness = await startHarness());
@@ -204,6 +254,8 @@ describe("bridge run (a cycle every interval) when the token file cannot be writ
     expect(outcome, stderr).toBe(EXIT.ok);
     expect(stderr).toContain(`the new tokens held unsaved since a failed save were not saved: ${tokensFile} holds newer ones`);
     expect(stderr).not.toContain("are saved to");
+    // Said once, in the CLI's words naming the file: not again in the token provider's own.
+    expect(stderr).not.toContain("the token store changed after the rotated tokens failed to save");
     expect(await stored()).toBe(other);
   });
 

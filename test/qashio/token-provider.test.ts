@@ -123,6 +123,7 @@ function setup(
     spending?: OAuthTokenProviderOptions["spending"];
     refreshWithinCallDeadline?: boolean;
     refreshOnlyInWindows?: boolean;
+    quietEvents?: OAuthTokenProviderOptions["quietEvents"];
   } = {},
 ) {
   const clock = fakeClock();
@@ -147,6 +148,7 @@ function setup(
     ...(options.spending === undefined ? {} : { spending: options.spending }),
     ...(options.refreshWithinCallDeadline === undefined ? {} : { refreshWithinCallDeadline: options.refreshWithinCallDeadline }),
     ...(options.refreshOnlyInWindows === undefined ? {} : { refreshOnlyInWindows: options.refreshOnlyInWindows }),
+    ...(options.quietEvents === undefined ? {} : { quietEvents: options.quietEvents }),
   });
   return { clock, events, store, fetch, provider, logger, tokenEvents };
 }
@@ -481,6 +483,23 @@ describe("OAuthTokenProvider", () => {
     expect(await racing.getAccessToken()).toBe("fresh-from-other-process");
     expect(fetch.calls).toHaveLength(1);
     expect(tokenEvents).toEqual(["rotated_elsewhere"]);
+  });
+
+  it("logs tokens rotated by another process unless its caller words that event itself", async () => {
+    for (const quietEvents of [[], ["rotated_elsewhere"]] as const) {
+      const clock = fakeClock();
+      const store = memoryStore({ refreshToken: "rt-1", accessToken: "expired-access", accessTokenExpiresAt: clock.now() - 1 });
+      const fetch = scriptedFetch(() => {
+        store.set({ refreshToken: "rt-9", accessToken: "fresh-from-other-process", accessTokenExpiresAt: clock.now() + 10 * MINUTE });
+        return json(401, { error: "invalid_grant" });
+      });
+      const logger = captureLogger();
+      const events: TokenEvent[] = [];
+      const provider = new OAuthTokenProvider({ baseUrl: BASE_URL, clientId: "c", clientSecret: CLIENT_SECRET, store, fetch, clock, logger, quietEvents, onEvent: (e) => events.push(e) });
+      expect(await provider.getAccessToken()).toBe("fresh-from-other-process");
+      expect(events).toEqual(["rotated_elsewhere"]);
+      expect(logger.text().includes("refresh token was rotated by another process"), quietEvents.join()).toBe(quietEvents.length === 0);
+    }
   });
 
   it("refreshes with the stored refresh token when the tokens another process rotated carry an expired access token", async () => {
@@ -961,9 +980,9 @@ describe("OAuthTokenProvider with a cross-process lock", () => {
 
   describe("with tokens a failed save left held, over a store emptied meanwhile (a token file removed by hand)", () => {
     /** A provider whose first save failed, over a store then emptied; `renewed` answers the lease's renewals. */
-    async function heldOverEmptied(options: { renewed: boolean; tellsEmpty: boolean }) {
+    async function heldOverEmptied(options: { renewed: boolean; tellsEmpty: boolean; quietEvents?: OAuthTokenProviderOptions["quietEvents"] }) {
       const lock: RefreshLock = { tryAcquire: async () => ({ renew: async () => options.renewed, release: async () => undefined }) };
-      const held = setup({ lock });
+      const held = setup({ lock, quietEvents: options.quietEvents });
       if (options.tellsEmpty) held.store.isEmpty = async () => (await held.store.load()) === undefined;
       held.store.failNextSave = true;
       await expect(held.provider.getAccessToken()).rejects.toBeInstanceOf(TokenUnavailableError);
@@ -992,6 +1011,13 @@ describe("OAuthTokenProvider with a cross-process lock", () => {
         expect(tokenEvents, JSON.stringify(options)).toEqual(["held_tokens_dropped"]);
         expect(logger.text()).toContain("the token store changed after the rotated tokens failed to save");
       }
+    });
+
+    it("reports them dropped without a line of its own when its caller words that event itself (one event, one line)", async () => {
+      const { provider, logger, tokenEvents } = await heldOverEmptied({ renewed: false, tellsEmpty: true, quietEvents: ["held_tokens_dropped"] });
+      expect(await provider.saveHeldTokens()).toBe(true);
+      expect(tokenEvents).toEqual(["held_tokens_dropped"]);
+      expect(logger.text()).not.toContain("the token store changed after the rotated tokens failed to save");
     });
   });
 

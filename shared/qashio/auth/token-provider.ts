@@ -131,6 +131,11 @@ export interface OAuthTokenProviderOptions extends OAuthClientOptions {
   readonly clock?: Clock;
   readonly onEvent?: (event: TokenEvent) => void;
   /**
+   * Events `onEvent`'s caller words itself (the local CLI names the token file): the provider logs no line of its own
+   * for them, so one event reads as one line. @default none
+   */
+  readonly quietEvents?: readonly TokenEvent[];
+  /**
    * Runs the part of a refresh from sending the refresh token (spent from then on) to saving its successor, so a
    * process told to stop at once (a second Ctrl-C) can wait for it: stopping inside it loses the token family.
    * @default runs it as it is
@@ -499,6 +504,12 @@ export class OAuthTokenProvider implements TokenProvider {
     return this.keeping?.stopped ?? Promise.resolve();
   }
 
+  /** Tells `onEvent` of `event`, and logs `warning` unless the caller words that event itself (`quietEvents`). */
+  private report(event: TokenEvent, warning: string): void {
+    if (this.options.quietEvents?.includes(event) !== true) this.options.logger?.warn(warning);
+    this.options.onEvent?.(event);
+  }
+
   /**
    * Releases a refresh lease without ever failing the call: what the call did (tokens saved, a revoked family found)
    * must reach the caller, not a throttled DynamoDB delete; an unreleased lease runs out by itself.
@@ -598,8 +609,7 @@ export class OAuthTokenProvider implements TokenProvider {
       } else {
         this.unsaved = undefined;
         this.current = stored;
-        this.options.logger?.warn("the token store changed after the rotated tokens failed to save; using the stored tokens instead");
-        this.options.onEvent?.("held_tokens_dropped");
+        this.report("held_tokens_dropped", "the token store changed after the rotated tokens failed to save; using the stored tokens instead");
       }
     };
     try {
@@ -795,8 +805,7 @@ export class OAuthTokenProvider implements TokenProvider {
       const reloaded = await this.options.store.load();
       if (mayAdopt && reloaded && reloaded.refreshToken !== refreshToken) {
         this.current = reloaded;
-        this.options.onEvent?.("rotated_elsewhere");
-        this.options.logger?.warn("refresh token was rotated by another process; using the stored tokens");
+        this.report("rotated_elsewhere", "refresh token was rotated by another process; using the stored tokens");
         return this.isFresh(reloaded, rejected) ? reloaded : this.rotate(reloaded, rejected, false, lease);
       }
       this.options.onEvent?.("reauthorization_required");
