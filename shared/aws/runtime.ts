@@ -162,6 +162,8 @@ function assemble(
     clock,
     logger,
     onEvent,
+    // Said by onEvent, in the words the runbook names: one line for one event.
+    quietEvents: ["rotated_elsewhere"],
     ...(options.fetch !== undefined ? { fetch: options.fetch } : {}),
   });
   const client = new QashioClient({

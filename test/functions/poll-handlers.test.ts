@@ -611,6 +611,27 @@ describe("poll-transactions handler", () => {
     expect((await h.poller("transactions", { fetch: bare401 })()).status).toBe("completed");
   });
 
+  it("logs one line, the runtime's that the runbook names, when another container rotated the refresh token first", async () => {
+    await h.poller("transactions")();
+    h.sandbox.control.advanceClock(ACCESS_TOKEN_TTL_SECONDS + 1);
+    let raced = false;
+    // The first refresh loses a race: another container refreshed first and stored its refresh token.
+    const racing: Harness["fetch"] = async (input, init) => {
+      if (raced || !String(input).endsWith("/oauth2/token")) return h.fetch(input, init);
+      raced = true;
+      const set = (await (await h.fetch(input, init)).json()) as { refresh_token: string };
+      await h.tokenStore().save({ refreshToken: set.refresh_token });
+      return new Response(JSON.stringify({ error: "invalid_grant" }), { status: 400, headers: { "content-type": "application/json" } });
+    };
+    const before = h.output.length;
+
+    expect((await h.poller("transactions", { fetch: racing })()).status).toBe("completed");
+
+    const logged = h.output.slice(before).join("\n");
+    expect(logged.match(/rotated by another (container|process)/g)).toEqual(["rotated by another container"]);
+    expect(logged).toContain("Refresh token was rotated by another container; adopted it");
+  });
+
   it("fails with a LambdaConfigurationError naming every bad variable", async () => {
     const { TABLE_NAME: _table, ...rest } = h.env;
     const poll = h.poller("transactions", { env: { ...rest, PII_MODE: "sometimes" } });
