@@ -173,11 +173,12 @@ function otherFailure(error: unknown, settings: FileSettings, otherwise: Otherwi
 
 /**
  * What to do about a state directory that took no write before anything was sent (the token probe, the cycle lease).
- * Not "run again": a `run --interval` loop tries again by itself, and while it holds tokens a failed save left, a
- * second bridge started beside it is what its message says not to do.
+ * Not "run again" alone: a `run --interval` loop tries again by itself, and while it holds tokens a failed save left, a
+ * second bridge started beside it is what its message says not to do. Nor "tried again at the next run" alone: the
+ * same failure ends `redrive` and `conform-pii`, which nothing runs again.
  */
 export function unwritableStateDirRemedy(stateDir: string): string {
-  return `make room in or fix ${stateDir} (BRIDGE_STATE_DIR); it is tried again at the next run (\`run --interval\`: at its next cycle)`;
+  return `make room in or fix ${stateDir} (BRIDGE_STATE_DIR); a \`run --interval\` loop tries again at its next cycle, any other command when started again`;
 }
 
 /** The paths the bridge writes: the events file only where it publishes (not conform-pii). */

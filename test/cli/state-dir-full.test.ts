@@ -83,7 +83,23 @@ describe("bridge run when the state directory takes no writes at all", () => {
     expect(failed.stderr).not.toContain("unexpected");
     expect(failed.stderr).toContain(`cannot take the cycle lease in ${join(h.env.BRIDGE_STATE_DIR as string, "locks")} (ENOSPC)`);
     expect(failed.stderr).toContain(
-      `make room in or fix ${h.env.BRIDGE_STATE_DIR as string} (BRIDGE_STATE_DIR); it is tried again at the next run (\`run --interval\`: at its next cycle)`,
+      `make room in or fix ${h.env.BRIDGE_STATE_DIR as string} (BRIDGE_STATE_DIR); a \`run --interval\` loop tries again at its next cycle, any other command when started again`,
+    );
+  });
+
+  it.each([["redrive"], ["conform-pii"]])("%s, which nothing runs again by itself, says to run it again when the cycle lease cannot be taken", async (command) => {
+    const h = (harness = await startHarness());
+    await dueForRefresh(h);
+    faults.leaseTake = true;
+
+    const failed = await runInProcess([command], h.env);
+
+    expect(failed.code, failed.stderr).toBe(EXIT.failed);
+    expect(failed.stderr).toContain(`cannot take the cycle lease in ${join(h.env.BRIDGE_STATE_DIR as string, "locks")} (ENOSPC)`);
+    // Not "it is tried again at the next run": a `run` re-drives and re-masks nothing, and no loop runs these.
+    expect(failed.stderr).not.toContain("tried again at the next run");
+    expect(failed.stderr).toContain(
+      `make room in or fix ${h.env.BRIDGE_STATE_DIR as string} (BRIDGE_STATE_DIR); a \`run --interval\` loop tries again at its next cycle, any other command when started again`,
     );
   });
 
@@ -122,7 +138,7 @@ describe("bridge run when the state directory takes no writes at all", () => {
     expect(failed).toContain("cannot take the cycle lease");
     expect(failed).not.toContain("nothing was sent to the provider");
     expect(failed).toContain(
-      `(BRIDGE_STATE_DIR); it is tried again at the next run (\`run --interval\`: at its next cycle); meanwhile this process holds, unsaved, the new ` +
+      `(BRIDGE_STATE_DIR); a \`run --interval\` loop tries again at its next cycle, any other command when started again; meanwhile this process holds, unsaved, the new ` +
         `tokens an earlier token refresh received (the refresh token stored in ${tokensFile} is spent)`,
     );
     // The loop tries again by itself: no word to run again, which would start a second bridge it says not to start.
