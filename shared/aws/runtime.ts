@@ -144,6 +144,9 @@ function assemble(
   const onEvent = (event: TokenEvent): void => {
     if (event === "refreshed") metrics.add("TokenRefreshes", 1, "Count");
     if (event === "rotated_elsewhere") logger.warn("Refresh token was rotated by another container; adopted it");
+    // Answers the error that reported it held (cycle.ts settleTokens), which nothing else would: a drop for newer
+    // tokens is logged by the token provider itself.
+    if (event === "held_tokens_saved") logger.warn("The rotated refresh token held in memory is stored now; the token family lives on");
   };
   const tokenProvider = new OAuthTokenProvider({
     baseUrl: config.baseUrl,
