@@ -194,6 +194,7 @@ export async function authorizeCommand(args: AuthorizeArgs, io: CliIo, seams: Au
   const scope = args.scope ?? DEFAULT_SCOPES;
   const result = await authorizeWithBrowser({
     baseUrl,
+    baseUrlSetting: settings.baseUrlSetting,
     authorizeUrl,
     clientId,
     clientSecret,

@@ -23,6 +23,8 @@ export const CALLBACK_PATH = "/callback";
 export interface AuthorizeOptions {
   /** Provider base URL (token endpoint). */
   readonly baseUrl: string;
+  /** The variable holding {@link baseUrl}, named by a failed code exchange's hint: QASHIO_BASE_URL by default. */
+  readonly baseUrlSetting?: string;
   /** Authorization screen address ({authorize_url}); the sandbox serves it at its base URL. */
   readonly authorizeUrl: string;
   readonly clientId: string;
@@ -184,7 +186,7 @@ async function exchangeAndSave(options: AuthorizeOptions, code: string, redirect
   } catch (error) {
     if (isInvalidClient(error)) throw new ClientCredentialsRejectedError({ cause: error });
     // The client's errors carry status and request id only, never the code or secret.
-    throw new AuthorizeError(`the code exchange failed: ${(error as Error).message}${exchangeRefusalHint(error)}${baseUrlHint(error, options.baseUrl)}`, {
+    throw new AuthorizeError(`the code exchange failed: ${(error as Error).message}${exchangeRefusalHint(error)}${baseUrlHint(error, options.baseUrl, options.baseUrlSetting)}`, {
       cause: error,
     });
   }

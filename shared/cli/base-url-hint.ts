@@ -13,11 +13,12 @@ import { NetworkError } from "../qashio/errors.js";
 const NO_TOKEN_ENDPOINT = new Set([301, 302, 303, 307, 308, 404, 405, 501]);
 
 /**
- * A hint for a failure that most likely comes of QASHIO_BASE_URL (`baseUrl`): its token endpoint answered as no OAuth
- * server does (a redirect, 404, 405, 501, or a body that is not JSON), or its host is not found; else empty. Without
- * it, a cycle's failure says only that the next cycle resumes.
+ * A hint for a failure that most likely comes of the base URL `baseUrl`, held by `setting` (QASHIO_BASE_URL, or the
+ * QASHIO_*_URL a named environment reads, which is the one to check): its token endpoint answered as no OAuth server
+ * does (a redirect, 404, 405, 501, or a body that is not JSON), or its host is not found; else empty. Without it, a
+ * cycle's failure says only that the next cycle resumes.
  */
-export function baseUrlHint(error: unknown, baseUrl: string): string {
+export function baseUrlHint(error: unknown, baseUrl: string, setting = "QASHIO_BASE_URL"): string {
   const answer = causeMatching(
     error,
     (e): e is Error =>
@@ -26,8 +27,8 @@ export function baseUrlHint(error: unknown, baseUrl: string): string {
       // InvalidResponseError: a body that is not JSON, or not a token set.
       (NO_TOKEN_ENDPOINT.has((e as { status?: number }).status ?? 0) || e.name === "InvalidResponseError"),
   );
-  if (answer !== undefined) return `; the token endpoint answered as no OAuth server does: is QASHIO_BASE_URL (${baseUrl}) the provider's API?`;
+  if (answer !== undefined) return `; the token endpoint answered as no OAuth server does: is ${setting} (${baseUrl}) the provider's API?`;
   // A host no name server knows is most likely mistyped; refused or reset connections come with outages too.
   const unknownHost = causeMatching(error, (e): e is NetworkError => e instanceof NetworkError && e.reason === "ENOTFOUND");
-  return unknownHost === undefined ? "" : `; the host of QASHIO_BASE_URL (${baseUrl}) was not found: check the setting, or this machine's name resolution`;
+  return unknownHost === undefined ? "" : `; the host of ${setting} (${baseUrl}) was not found: check the setting, or this machine's name resolution`;
 }

@@ -123,6 +123,7 @@ export async function benchCommand(args: BenchArgs, io: CliIo): Promise<number> 
   try {
     const settings: LocalSettings = {
       baseUrl: ready.url,
+      baseUrlSetting: "QASHIO_BASE_URL",
       clientId: SANDBOX_CLIENT_ID,
       clientSecret: SANDBOX_CLIENT_SECRET,
       tenant: "bench",

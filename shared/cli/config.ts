@@ -46,6 +46,8 @@ export type Env = Readonly<Record<string, string | undefined>>;
 export interface ProviderSettings {
   /** The resolved base URL (a named environment is resolved through its QASHIO_*_URL variable). */
   readonly baseUrl: string;
+  /** The variable that holds {@link baseUrl}: QASHIO_BASE_URL, or the QASHIO_*_URL a named environment reads. */
+  readonly baseUrlSetting: string;
   readonly clientId: string;
   readonly clientSecret: string;
 }
@@ -486,22 +488,26 @@ class Reader {
 
 function readProvider(r: Reader): ProviderSettings {
   let baseUrl = r.required("QASHIO_BASE_URL");
+  let baseUrlSetting = "QASHIO_BASE_URL";
   // Any case, as the other named values (PII mode, log level): `Sandbox` is no URL either.
   if ((NAMED_ENVIRONMENTS as readonly string[]).includes(baseUrl.toLowerCase())) {
     const name = baseUrl.toLowerCase();
     const variable = BASE_URL_ENV_VARS[name as QashioDeployment];
+    baseUrlSetting = variable;
     const value = r.raw(variable);
     if (value === undefined) r.problem("QASHIO_BASE_URL", `is "${name}", which needs ${variable} to be set`);
     else baseUrl = r.url(variable, value, ` (QASHIO_BASE_URL is "${name}")`) ?? baseUrl;
   } else if (baseUrl !== "") {
     baseUrl = r.url("QASHIO_BASE_URL", baseUrl, `; or use one of ${NAMED_ENVIRONMENTS.join(", ")}`) ?? baseUrl;
   }
-  return { baseUrl, clientId: r.required("QASHIO_CLIENT_ID"), clientSecret: r.required("QASHIO_CLIENT_SECRET") };
+  return { baseUrl, baseUrlSetting, clientId: r.required("QASHIO_CLIENT_ID"), clientSecret: r.required("QASHIO_CLIENT_SECRET") };
 }
 
 /** Validated settings of `authorize`. */
 export interface AuthorizeSettings {
   readonly baseUrl: string;
+  /** As {@link ProviderSettings.baseUrlSetting}. */
+  readonly baseUrlSetting: string;
   /** The provider's authorization screen: QASHIO_AUTHORIZE_URL, else the base URL (the sandbox serves it there). */
   readonly authorizeUrl: string;
   /** Undefined only with `tokensInSecret`, where the secret may supply it. */
@@ -546,6 +552,7 @@ export function readAuthorizeSettings(env: Env, cwd: string, options: { tokensIn
   if (issues.length > 0) throw new ConfigError(issues);
   return {
     baseUrl: provider.baseUrl,
+    baseUrlSetting: provider.baseUrlSetting,
     authorizeUrl: authorizeUrl ?? provider.baseUrl,
     clientId: provider.clientId === "" ? undefined : provider.clientId,
     clientSecret: provider.clientSecret === "" ? undefined : provider.clientSecret,

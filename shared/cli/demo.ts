@@ -316,6 +316,7 @@ async function runDemo(args: DemoArgs, io: CliIo, dir: string, palette: Palette,
     if (company === undefined) throw new Error("the sandbox has no company");
     const settings: LocalSettings = {
       baseUrl: server.url,
+      baseUrlSetting: "QASHIO_BASE_URL",
       clientId: SANDBOX_CLIENT.clientId,
       clientSecret: SANDBOX_CLIENT.clientSecret,
       tenant: DEMO_TENANT,

@@ -64,7 +64,7 @@ export async function cliErrorOf(error: unknown, bridge: LocalBridge, otherwise:
       .filter(Boolean)
       .join(", ");
     // The engine's message already names the cycle, the failed step and that the next cycle resumes.
-    return new CycleFailedError(`${error.message}${where ? ` (${where})` : ""}${baseUrlHint(error, bridge.baseUrl)}${fileSystemHint(error, bridge.settings)}`, {
+    return new CycleFailedError(`${error.message}${where ? ` (${where})` : ""}${baseUrlHint(error, bridge.baseUrl, bridge.settings.baseUrlSetting)}${fileSystemHint(error, bridge.settings)}`, {
       cause: error,
     });
   }

@@ -376,6 +376,22 @@ describe("authorizeWithBrowser", () => {
     expect(error.message).toBe(`the code exchange failed: POST /oauth2/token ${ending}`);
   });
 
+  it("names the variable that holds the base URL (a named environment's) in a failed code exchange's hint", async () => {
+    const run = authorizeWithBrowser(
+      options({
+        baseUrlSetting: "QASHIO_EU_URL",
+        fetch: async () => new Response("<html>Not Found</html>", { status: 404 }),
+        onAuthorizeUrl: browser((a) => ({ code: "code-xyz", state: a.searchParams.get("state") as string })),
+      }),
+    );
+    const error = await run.then(
+      () => new Error("expected a failure"),
+      (e: unknown) => e as Error,
+    );
+    expect(error.message).toContain("is QASHIO_EU_URL (http://provider.test) the provider's API?");
+    expect(error.message).not.toContain("QASHIO_BASE_URL");
+  });
+
   it("reports a code exchange refused with invalid_client as a client settings problem (exit 2), not a failed sign-in", async () => {
     const refused = async () => Response.json({ error: "invalid_client" }, { status: 401 });
     const run = authorizeWithBrowser(

@@ -68,10 +68,14 @@ describe("readLocalSettings", () => {
 
   it("resolves a named provider environment through its variable, in any case", () => {
     for (const name of ["eu", "EU", "Eu"]) {
-      expect(readLocalSettings({ ...valid, QASHIO_BASE_URL: name, QASHIO_EU_URL: "https://eu.provider.test/" }, "/work").baseUrl, name).toBe(
-        "https://eu.provider.test",
-      );
+      expect(readLocalSettings({ ...valid, QASHIO_BASE_URL: name, QASHIO_EU_URL: "https://eu.provider.test/" }, "/work"), name).toMatchObject({
+        baseUrl: "https://eu.provider.test",
+        // The variable a failure's hint names: the one holding the URL.
+        baseUrlSetting: "QASHIO_EU_URL",
+      });
     }
+    expect(readLocalSettings(valid, "/work").baseUrlSetting).toBe("QASHIO_BASE_URL");
+    expect(readAuthorizeSettings({ ...valid, QASHIO_BASE_URL: "eu", QASHIO_EU_URL: "https://eu.provider.test" }, tmpdir()).baseUrlSetting).toBe("QASHIO_EU_URL");
     expect(issuesOf({ ...valid, QASHIO_BASE_URL: "Sandbox" }).issues).toEqual([
       { setting: "QASHIO_BASE_URL", problem: 'is "sandbox", which needs QASHIO_SANDBOX_URL to be set' },
     ]);
@@ -1108,7 +1112,14 @@ describe("readAuthorizeSettings", () => {
       readAuthorizeSettings({ QASHIO_BASE_URL: "sandbox", QASHIO_SANDBOX_URL: "http://127.0.0.1:4010", BRIDGE_STATE_DIR: "/dev/null/state" }, dir, {
         tokensInSecret: true,
       }),
-    ).toEqual({ baseUrl: "http://127.0.0.1:4010", authorizeUrl: "http://127.0.0.1:4010", clientId: undefined, clientSecret: undefined, stateDir: "/dev/null/state" });
+    ).toEqual({
+      baseUrl: "http://127.0.0.1:4010",
+      baseUrlSetting: "QASHIO_SANDBOX_URL",
+      authorizeUrl: "http://127.0.0.1:4010",
+      clientId: undefined,
+      clientSecret: undefined,
+      stateDir: "/dev/null/state",
+    });
   });
 
   it("lets authorize --secret-id go without client settings, but not with a client secret holding a control character", () => {

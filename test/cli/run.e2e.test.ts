@@ -526,6 +526,10 @@ describe("bridge run --once (in-process)", () => {
         const outcome = await runInProcess(["run", "--once"], { ...h.env, QASHIO_BASE_URL: url, BRIDGE_STATE_DIR: stateDir });
         expect(outcome.code).toBe(EXIT.failed);
         expect(outcome.stderr).toContain(`the token endpoint answered as no OAuth server does: is QASHIO_BASE_URL (${url}) the provider's API?`);
+        // Through a named environment, the URL is another variable's, which is the one to check.
+        const named = await runInProcess(["run", "--once"], { ...h.env, QASHIO_BASE_URL: "sandbox", QASHIO_SANDBOX_URL: url, BRIDGE_STATE_DIR: `${stateDir}-named` });
+        expect(named.code).toBe(EXIT.failed);
+        expect(named.stderr).toContain(`the token endpoint answered as no OAuth server does: is QASHIO_SANDBOX_URL (${url}) the provider's API?`);
       } finally {
         await new Promise((resolve) => server.close(resolve));
       }
