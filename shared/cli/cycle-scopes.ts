@@ -39,8 +39,9 @@ export interface GrantShortfall {
 export function grantShortfall(granted: string | undefined, requested: string): GrantShortfall | undefined {
   const named = granted !== undefined && granted.trim() !== "";
   const scope = named ? granted : requested;
-  // Scope names are case-sensitive and space-separated (RFC 6749 §3.3).
-  const held = new Set(scope.split(/\s+/));
+  // Scope names are case-sensitive and space-separated (RFC 6749 §3.3; spec §2.8); commas are read as separators too, as some
+  // servers list them so, and no scope the cycles need holds one: else a working grant would read as granting nothing.
+  const held = new Set(scope.split(/[\s,]+/));
   const missing = (Object.keys(CYCLE_SCOPES) as CycleScope[]).filter((s) => !held.has(s));
   if (missing.length === 0) return undefined;
   const grant = named ? `the grant (scope: ${printable(scope)})` : `the scope asked for (${printable(scope)}; the provider's answer named none)`;

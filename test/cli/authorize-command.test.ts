@@ -194,6 +194,24 @@ describe("bridge authorize", () => {
     expect(full.out.stderr).not.toContain("warning");
   });
 
+  it("reads a granted scope listed with commas or stray whitespace as the scopes it names, not as one unknown scope", async () => {
+    const h = (harness = await startHarness());
+    // §2.8 says space-separated; some OAuth servers list them with commas (GitHub's token answer does).
+    const answerWith = (scope: string): FetchLike => async (url, init) => {
+      const response = await fetch(url, init);
+      if (!url.endsWith("/oauth2/token") || response.status !== 200) return response;
+      return Response.json({ ...((await response.json()) as Record<string, unknown>), scope });
+    };
+    for (const scope of ["transactions:read,transactions:write,cards:read", " transactions:read, transactions:write,\tcards:read\n"]) {
+      const { io: cli, out } = io(h.env);
+      expect(await authorizeCommand(args, cli, { onAuthorizeUrl: approve(h), fetch: answerWith(scope) })).toBe(EXIT.ok);
+      expect(out.stderr).not.toContain("warning");
+    }
+    const narrowed = io(h.env);
+    expect(await authorizeCommand(args, narrowed.io, { onAuthorizeUrl: approve(h), fetch: answerWith("transactions:read,transactions:write") })).toBe(EXIT.ok);
+    expect(narrowed.out.stderr).toContain("warning: the grant (scope: transactions:read,transactions:write) lacks cards:read, which the bridge's cycles need");
+  });
+
   it("refuses, exit 2, a grant with which no cycle can read anything, saying the tokens were stored all the same", async () => {
     const h = (harness = await startHarness());
     const { io: cli, out } = io(h.env);
