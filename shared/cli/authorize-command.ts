@@ -13,7 +13,7 @@ import type { FetchLike } from "../qashio/http.js";
 import { FileLock, FileTokenStore, LeaseUnreadableError } from "../local/index.js";
 import type { AuthorizeArgs } from "./args.js";
 import { authorizeWithBrowser } from "./authorize.js";
-import { DEFAULT_SCOPES, grantShortfall } from "./cycle-scopes.js";
+import { DEFAULT_SCOPES, grantShortfall, type GrantShortfall } from "./cycle-scopes.js";
 import { loadEnv, readAuthorizeSettings, settingNameWarnings } from "./config.js";
 import { AuthorizeError, ConfigError, EXIT, GrantTooNarrowError, type SettingIssue } from "./errors.js";
 import { line, type CliIo } from "./io.js";
@@ -192,6 +192,22 @@ export async function authorizeCommand(args: AuthorizeArgs, io: CliIo, seams: Au
     where = files.file;
   }
   const scope = args.scope ?? DEFAULT_SCOPES;
+  // Judged once the code is exchanged, before the save: said now, not at the first 403 of a run (an acknowledge refused
+  // after the events went out, in AWS with no person), and a grant no cycle can read with must not replace a working
+  // sign-in (the pollers would take it up at once).
+  let shortfall: GrantShortfall | undefined;
+  const grantChecked: TokenStore = {
+    load: () => store.load(),
+    async save(tokens) {
+      shortfall = grantShortfall(tokens.scope, scope);
+      if (shortfall?.nothingReads === true) {
+        throw new GrantTooNarrowError(
+          `no cycle of the bridge can read anything with this sign-in: ${shortfall.message} This sign-in was not stored: the one before it, if any, is kept.`,
+        );
+      }
+      await store.save(tokens);
+    },
+  };
   const result = await authorizeWithBrowser({
     baseUrl,
     baseUrlSetting: settings.baseUrlSetting,
@@ -201,7 +217,7 @@ export async function authorizeCommand(args: AuthorizeArgs, io: CliIo, seams: Au
     scope,
     port: args.port,
     timeoutMs: args.timeoutMs,
-    store,
+    store: grantChecked,
     fetch: seams.fetch,
     signal: io.signal,
     onForeignRedirect: () =>
@@ -216,14 +232,6 @@ export async function authorizeCommand(args: AuthorizeArgs, io: CliIo, seams: Au
   });
   // The granted scope is the token endpoint's word, shown escaped (printable): it may hold anything.
   line(io.stdout, `Authorized${result.scope ? ` (scope: ${printable(result.scope)})` : ""}. Tokens stored in ${where}.`);
-  // Said now, not at the first 403 of a run (an acknowledge refused after the events went out, in AWS with no person).
-  const shortfall = grantShortfall(result.scope, scope);
-  if (shortfall?.nothingReads === true) {
-    throw new GrantTooNarrowError(
-      `no cycle of the bridge can read anything with this sign-in: ${shortfall.message} ` +
-        "The tokens were stored all the same (a sign-in replaces the one before it either way).",
-    );
-  }
   if (shortfall !== undefined) line(io.stderr, `warning: ${shortfall.message}`);
   return EXIT.ok;
 }

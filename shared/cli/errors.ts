@@ -46,8 +46,8 @@ export class UsageError extends CliError {
 }
 
 /**
- * A sign-in whose grant lets no cycle read anything (exit 2, as a bad `--scope` is a bad argument): its tokens are
- * stored, but every run would fail on a 403 until a person authorizes again with the scopes the cycles need.
+ * A sign-in whose grant lets no cycle read anything (exit 2, as a bad `--scope` is a bad argument): its tokens are not
+ * stored, as every run would fail on them with a 403, so the sign-in before it (if any) goes on working.
  */
 export class GrantTooNarrowError extends CliError {
   override name = "GrantTooNarrowError";

@@ -212,8 +212,11 @@ describe("bridge authorize", () => {
     expect(narrowed.out.stderr).toContain("warning: the grant (scope: transactions:read,transactions:write) lacks cards:read, which the bridge's cycles need");
   });
 
-  it("refuses, exit 2, a grant with which no cycle can read anything, saying the tokens were stored all the same", async () => {
+  it("refuses, exit 2, a grant with which no cycle can read anything, and stores none of it: the sign-in before it goes on working", async () => {
     const h = (harness = await startHarness());
+    expect(await authorizeCommand(args, io(h.env).io, { onAuthorizeUrl: approve(h) })).toBe(EXIT.ok);
+    const tokenFile = join(h.env.BRIDGE_STATE_DIR as string, "tokens.json");
+    const before = await readFile(tokenFile, "utf8");
     const { io: cli, out } = io(h.env);
 
     const error = await authorizeCommand({ ...args, scope: "wallet:read transactions:write" }, cli, { onAuthorizeUrl: approve(h) }).catch((e: unknown) => e);
@@ -225,9 +228,12 @@ describe("bridge authorize", () => {
         "transactions:read and cards:read, which the bridge's cycles need: each call needing one is refused 403 and never retried. " +
         "Without transactions:read, every transaction cycle fails at its first call (transactions list); without cards:read, " +
         `every card cycle fails at its first call (cards list). Authorize again with the default scope (${DEFAULT_SCOPES}) or a --scope holding them. ` +
-        "The tokens were stored all the same (a sign-in replaces the one before it either way).",
+        "This sign-in was not stored: the one before it, if any, is kept.",
     );
-    expect(out.stdout).toContain("Tokens stored in");
+    expect(out.stdout).not.toContain("Tokens stored in");
+    expect(await readFile(tokenFile, "utf8")).toBe(before);
+    const run = await runInProcess(["run", "--once"], h.env);
+    expect(run.code).toBe(EXIT.ok);
   });
 
   it("prints the scope the provider granted as inert text: no terminal escapes, no forged line", async () => {
@@ -317,6 +323,20 @@ describe("bridge authorize", () => {
 
     expect(out.stdout).toContain(`Tokens stored in secret ${ARN}`);
     expect(out.stderr).toContain("warning: the grant (scope: transactions:read transactions:write) lacks cards:read, which the bridge's cycles need");
+  });
+
+  it("with --secret-id, refuses a grant with which no cycle can read anything without writing the secret", async () => {
+    const h = (harness = await startHarness());
+    const fake = new FakeSecretsManager(ARN, { client_id: "sandbox-client", client_secret: "sandbox-secret", refresh_token: "rt-before", pii_salt: "from-cdk-0123456789abcdef" });
+    const { io: cli, out } = io({ QASHIO_BASE_URL: h.url });
+
+    const error = await authorizeCommand({ ...args, scope: "wallet:read", secretId: ARN }, cli, { onAuthorizeUrl: approve(h), secrets: fake.client }).catch((e: unknown) => e);
+
+    expect(error).toBeInstanceOf(GrantTooNarrowError);
+    expect((error as Error).message).toContain("This sign-in was not stored: the one before it, if any, is kept.");
+    expect(fake.calls.filter((c) => c.operation === "PutSecretValue")).toHaveLength(0);
+    expect(fake.current().refresh_token).toBe("rt-before");
+    expect(out.stdout).not.toContain("Tokens stored in");
   });
 
   it("with --secret-id, refuses a pii_salt shorter than the pollers accept before the browser opens, without echoing it", async () => {
