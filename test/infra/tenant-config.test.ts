@@ -300,12 +300,17 @@ describe("tenant config", () => {
     ["a name under localhost, with a port", "https://erp.localhost:8443/hooks", '"erp.localhost" is a loopback name'],
     ["a loopback address", "https://127.0.0.1/hooks", '"127.0.0.1" is a loopback, private or link-local address'],
     ["a loopback address written as one number", "https://2130706433/hooks", '"127.0.0.1" is a loopback, private or link-local address'],
+    ["a loopback address in hex and short form", "https://0x7f.1/hooks", '"127.0.0.1" is a loopback, private or link-local address'],
+    ["a loopback address in octal, one number", "https://017700000001/hooks", '"127.0.0.1" is a loopback, private or link-local address'],
     ["a 10/8 address", "https://10.1.2.3/hooks", '"10.1.2.3" is a loopback, private or link-local address'],
     ["a 172.16/12 address", "https://172.31.255.1/hooks", '"172.31.255.1" is a loopback, private or link-local address'],
     ["a 192.168/16 address", "https://192.168.0.10/hooks", '"192.168.0.10" is a loopback, private or link-local address'],
     ["a link-local address (instance metadata)", "https://169.254.169.254/latest", '"169.254.169.254" is a loopback, private or link-local address'],
     ["an .internal host", "https://erp.corp.internal/hooks", '"erp.corp.internal" is a name of a private network (.internal)'],
     ["a .local host, in capitals and with a trailing dot", "https://ERP.Local./hooks", '"erp.local." is a name of a private network (.local)'],
+    ["a home.arpa host (RFC 8375)", "https://erp.home.arpa/hooks", '"erp.home.arpa" is a name of a private network (.home.arpa)'],
+    ["a multicast address", "https://224.0.0.251/hooks", '"224.0.0.251" is a multicast, reserved or broadcast address'],
+    ["the broadcast address", "https://255.255.255.255/hooks", '"255.255.255.255" is a multicast, reserved or broadcast address'],
   ])("refuses a webhook URL EventBridge cannot reach from the public internet (%s), naming the tenant, the webhook and the host", (_what, url, why) => {
     const hook = { name: "erp", url, eventTypes: ["card.created"], auth: { type: "basic", username: "u", password: { secretArn } } };
     const error = errorOf(() => parseTenantConfig({ ...minimal, account: "123456789012", region: "eu-west-1", webhooks: [hook] }));
@@ -323,6 +328,8 @@ describe("tenant config", () => {
     ["a public name holding .local inside", "https://hooks.local.example.com/h"],
     ["a public address next to 172.16/12", "https://172.32.0.1/hooks"],
     ["a public address", "https://8.8.8.8/hooks"],
+    ["a public address below 224/4", "https://223.255.255.1/hooks"],
+    ["a public name ending like home.arpa", "https://myhome.arpa.example.com/hooks"],
   ])("accepts a webhook URL on a public host (%s)", (_what, url) => {
     const hook = { name: "erp", url, eventTypes: ["card.created"], auth: { type: "basic", username: "u", password: { secretArn } } };
     expect(parseTenantConfig({ ...minimal, account: "123456789012", region: "eu-west-1", webhooks: [hook] }).webhooks[0]?.url).toBe(url);
