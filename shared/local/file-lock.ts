@@ -239,6 +239,13 @@ function freeAbove(generations: readonly number[], above: number): number {
 }
 
 /**
+ * How many listings a holder's or contender's check makes when an entry above its floor vanishes between a listing and
+ * its read (a foreign file removed, a losing contender's lease): enough for the rare race, bounded for one that goes
+ * on, which is then read as a lease.
+ */
+const LISTINGS_PER_CHECK = 3;
+
+/**
  * File lock for local mode: `<stateDir>/locks/<name>.lock[.<generation>]`. Rules that make it safe:
  * the lease is the highest generation holding one; a foreign entry (see {@link FOREIGN}) is skipped, wherever it lies,
  * and a failed read of any entry on the way throws (deny by default). A generation file is only created exclusively;
@@ -374,12 +381,30 @@ export class FileLock implements Lock {
   }
 
   /**
-   * Whether no lease of `base` lies above generation `floor` but `own`'s: every other entry there is foreign. One gone
-   * by the time it is read counts as a lease (it may have been one). Synchronous, for the check before a write (see
+   * Whether no lease of `base` lies above generation `floor` but `own`'s: every other entry there is foreign. An entry
+   * gone by the time it is read is settled by listing again: a lease above is removed only by the holder of a higher
+   * one, never deleted while highest, so the new listing shows that one. After {@link LISTINGS_PER_CHECK} listings that
+   * each lost an entry, the answer is the conservative one (a lease). Synchronous, for the check before a write (see
    * readLeaseNow). @throws LeaseUnreadableError (see leaseOnReadError).
    */
   private noLeaseAbove(base: string, floor: number, own: number): boolean {
-    return this.generationsNow(base).every((g) => g <= floor || g === own || readLeaseNow(this.file(base, g)) === FOREIGN);
+    for (let listing = 0; listing < LISTINGS_PER_CHECK; listing++) {
+      const found = this.firstAbove(base, floor, own);
+      if (found !== "gone") return found === "none";
+    }
+    return false;
+  }
+
+  /** What one listing shows above generation `floor` but `own`: a lease, an entry gone before its read, or neither. */
+  private firstAbove(base: string, floor: number, own: number): "lease" | "gone" | "none" {
+    for (const g of this.generationsNow(base)) {
+      if (g <= floor) break;
+      if (g === own) continue;
+      const entry = readLeaseNow(this.file(base, g));
+      if (entry === undefined) return "gone";
+      if (entry !== FOREIGN) return "lease";
+    }
+    return "none";
   }
 
   /** Deletes superseded generations (never the highest one). */

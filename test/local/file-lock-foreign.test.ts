@@ -5,11 +5,28 @@
  * token, which revokes the token family.
  */
 import { execFileSync } from "node:child_process";
+import type * as nodeFs from "node:fs";
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { mkdir, mkdtemp, readdir, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { FileLock } from "../../shared/local/index.js";
+
+/**
+ * Runs before each synchronous look (lstatSync) at a file, the holder's check's: lets a test change `locks/` between
+ * the check's listing and its look at an entry, deterministically.
+ */
+const beforeLook = vi.hoisted(() => ({ hook: undefined as ((file: string) => void) | undefined }));
+
+vi.mock("node:fs", async (importOriginal) => {
+  const fs = await importOriginal<typeof nodeFs>();
+  const lstatSync = ((file: nodeFs.PathLike, ...rest: unknown[]) => {
+    beforeLook.hook?.(String(file));
+    return (fs.lstatSync as (file: nodeFs.PathLike, ...rest: unknown[]) => unknown)(file, ...rest);
+  }) as typeof fs.lstatSync;
+  return { ...fs, default: { ...fs, lstatSync }, lstatSync };
+});
 
 const LOCK = "token-refresh";
 const TTL = 30_000;
@@ -17,6 +34,7 @@ const TTL = 30_000;
 let dir: string;
 let locks: string;
 beforeEach(async () => {
+  beforeLook.hook = undefined;
   dir = await mkdtemp(path.join(tmpdir(), "bridge-lock-foreign-"));
   locks = path.join(dir, "locks");
 });
@@ -121,5 +139,57 @@ describe("FileLock with a foreign entry above the live lease", () => {
     expect(other).toBeDefined();
     expect(await holder!.confirm!(TTL)).toBe(false);
     expect(await other!.confirm!(TTL)).toBe(true);
+  });
+});
+
+describe("FileLock when an entry above the holder's vanishes between the check's listing and its look at it", () => {
+  /** Before the next look at generation `from`, removes it and runs `then` (once per call unless `again`). */
+  function vanishOnLook(from: number, then: (removed: number) => void = () => undefined, again = false): void {
+    let target = from;
+    beforeLook.hook = (file) => {
+      if (path.basename(file) !== leaseName(target)) return;
+      rmSync(file, { recursive: true, force: true });
+      then(target);
+      if (again) target++;
+      else beforeLook.hook = undefined;
+    };
+  }
+
+  it("keeps the lease when a foreign entry above it is removed meanwhile: nobody took it", async () => {
+    const holder = await holderAtGeneration2();
+    for (const check of [() => holder.confirm!(TTL), () => holder.renew(TTL)]) {
+      await mkdir(path.join(locks, leaseName(7)));
+      vanishOnLook(7);
+      expect(await check()).toBe(true);
+      expect(beforeLook.hook).toBeUndefined();
+    }
+    expect(await new FileLock(dir).tryAcquire(LOCK, TTL)).toBeUndefined();
+    expect(await readdir(locks)).toEqual([leaseName(2)]);
+  });
+
+  it("still finds the lease lost when the lease above it vanishes because a higher one replaced it", async () => {
+    const holder = await holderAtGeneration2();
+    const lease = (token: string) => JSON.stringify({ token, pid: process.pid, expiresAt: Date.now() + TTL });
+    await writeFile(path.join(locks, leaseName(5)), lease("taken"));
+    // Another process takes generation 6 over the lease at 5 and removes the one below it, all before the holder looks.
+    vanishOnLook(5, () => writeFileSync(path.join(locks, leaseName(6)), lease("taken again")));
+
+    expect(await holder.confirm!(TTL)).toBe(false);
+    expect(await holder.renew(TTL)).toBe(false);
+  });
+
+  it("gives the conservative answer (lost) when entries above keep vanishing on every listing", async () => {
+    const holder = await holderAtGeneration2();
+    await mkdir(path.join(locks, leaseName(10)));
+    let removed = 0;
+    // Each look finds the entry gone and a new one at the next number: the check relists a few times, then stops.
+    vanishOnLook(10, (gone) => {
+      removed++;
+      mkdirSync(path.join(locks, leaseName(gone + 1)));
+    }, true);
+
+    expect(await holder.confirm!(TTL)).toBe(false);
+    expect(removed).toBeGreaterThan(1);
+    expect(removed).toBeLessThan(10);
   });
 });
