@@ -36,6 +36,27 @@ export class CliError extends Error {
   }
 }
 
+/**
+ * How `main` words `error` after "error: ": a CliError's message, anything else as unexpected, with its name.
+ *
+ * @example
+ * line(io.stderr, `error: ${failureMessage(error)}`);
+ */
+export function failureMessage(error: unknown): string {
+  if (error instanceof CliError) return error.message;
+  const e = error instanceof Error ? error : new Error(String(error));
+  return `unexpected ${e.name}: ${e.message}`;
+}
+
+/**
+ * `failure` with `then` said at its end, under its exit code (1 for an error no CliError describes): for what became
+ * of tokens held unsaved, known only once the failure that reported them held (they "will be saved again") ended the
+ * command, so that the line a person reads last is true.
+ */
+export function failureThen(failure: unknown, then: string): CliError {
+  return new CliError(`${failureMessage(failure)}; ${then}`, failure instanceof CliError ? failure.exitCode : EXIT.failed, { cause: failure });
+}
+
 /** Bad command-line arguments (unknown flag, missing value, malformed duration). */
 export class UsageError extends CliError {
   override name = "UsageError";

@@ -48,7 +48,7 @@ import { statOf } from "./path-checks.js";
 import { restrictStateDir } from "./state-access.js";
 import { spendingRefreshes } from "./token-spending.js";
 import { MemoryMetrics, observePublished, systemClock } from "./console-ports.js";
-import { ConfigError, TokensLostError, UsageError } from "./errors.js";
+import { ConfigError, failureThen, TokensLostError, UsageError } from "./errors.js";
 
 export interface LocalBridgeOptions {
   /** Environment for named base URLs (QASHIO_SANDBOX_URL, ...). */
@@ -110,17 +110,21 @@ export interface LocalBridge extends LocalState {
    * when the bridge is done, since exiting with them loses the new refresh token. No token refresh starts afterwards
    * (`OAuthTokenProvider.close`). See {@link usingLocalBridge}.
    *
+   * @returns what became of them, when `failure` (what ended the work) is given and they were held: for the failure's
+   *   message to end with, since that failure may have said they "will be saved again". Without a failure it is
+   *   logged as a warning instead.
    * @throws TokensLostError (exit 3) when they still cannot be saved; `failure` (what ended the work, if anything)
    *   becomes its cause and part of its message.
    */
-  settleTokens(failure?: unknown): Promise<void>;
+  settleTokens(failure?: unknown): Promise<string | undefined>;
 }
 
 type HeldTokensEvent = Extract<TokenEvent, "held_tokens_saved" | "held_tokens_dropped">;
 
 /**
  * What became of new tokens a failed save left held, once a re-save settled them (a loss is TokensLostError): said at
- * the level of the failure that reported them held, since that message promised to say whether they were saved.
+ * the level of the failure that reported them held, since that message promised to say whether they were saved; at
+ * the end of that failure's message where it ends the command (see usingLocalBridge).
  */
 const HELD_TOKENS_OUTCOME: Readonly<Record<HeldTokensEvent, (file: string) => string>> = {
   held_tokens_saved: (file) => `the new tokens held unsaved since a failed save are saved to ${file} now: the token family lives on, nothing to do`,
@@ -150,8 +154,9 @@ export async function usingLocalBridge<T>(bridge: LocalBridge, work: () => Promi
   try {
     result = await work();
   } catch (error) {
-    await bridge.settleTokens(error);
-    throw error;
+    // What became of held tokens is said at the end of the error, the line a person reads last.
+    const outcome = await bridge.settleTokens(error);
+    throw outcome === undefined ? error : failureThen(error, outcome);
   }
   await bridge.settleTokens();
   return result;
@@ -243,6 +248,8 @@ export async function openLocalBridge(settings: LocalSettings, options: LocalBri
     );
   }
   const metrics = new MemoryMetrics();
+  /** Says what became of held tokens: a warning, or the end of the failure that ends the command (see settleTokens). */
+  let heldTokensSettled = (outcome: string): void => options.logger.warn(outcome);
   const tokenProvider = new OAuthTokenProvider({
     baseUrl,
     clientId: settings.clientId,
@@ -258,14 +265,16 @@ export async function openLocalBridge(settings: LocalSettings, options: LocalBri
     onEvent: (event) => {
       if (event === "refreshed") metrics.add("TokenRefreshes", 1);
       // The word a message about held tokens promised (see stoppedBeforeRefresh): at the next cycle or on the way out.
-      if (isHeldTokensEvent(event)) options.logger.warn(HELD_TOKENS_OUTCOME[event](tokens.file));
+      if (isHeldTokensEvent(event)) heldTokensSettled(HELD_TOKENS_OUTCOME[event](tokens.file));
     },
     spending: (work) => spendingRefreshes.run(work),
   });
   const untrack = spendingRefreshes.track(tokenProvider, tokens.file);
-  const settleTokens = async (failure?: unknown): Promise<void> => {
+  const settleTokens = async (failure?: unknown): Promise<string | undefined> => {
     // The bridge is done: a refresh a leftover call would start from now on could fail to save after this check.
     tokenProvider.close();
+    let outcome: string | undefined;
+    if (failure !== undefined) heldTokensSettled = (said) => (outcome = said);
     for (let tries = 1; !(await tokenProvider.saveHeldTokens()); tries += 1) {
       if (tries === HELD_TOKEN_SAVE_TRIES) {
         untrack();
@@ -274,6 +283,7 @@ export async function openLocalBridge(settings: LocalSettings, options: LocalBri
       await clock.sleep(HELD_TOKEN_SAVE_PAUSE_MS);
     }
     untrack();
+    return outcome;
   };
   const client = new QashioClient({
     baseUrl,

@@ -4,7 +4,7 @@
  */
 import { USAGE, invokedIn, npmOwnOptionWarnings, parseCommand, usageOf, type ParsedCommand } from "./args.js";
 import { SETTINGS } from "./config.js";
-import { CliError, EXIT, UsageError } from "./errors.js";
+import { CliError, EXIT, failureMessage, UsageError } from "./errors.js";
 import { line, type CliIo } from "./io.js";
 import { secondStopNotice } from "./stop-at-once.js";
 
@@ -89,12 +89,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
       line(io.stderr, "Run `npm run bridge -- help` for usage.");
       return error.exitCode;
     }
-    if (error instanceof CliError) {
-      line(io.stderr, `error: ${error.message}`);
-      return error.exitCode;
-    }
-    const e = error instanceof Error ? error : new Error(String(error));
-    line(io.stderr, `error: unexpected ${e.name}: ${e.message}`);
-    return EXIT.failed;
+    line(io.stderr, `error: ${failureMessage(error)}`);
+    return error instanceof CliError ? error.exitCode : EXIT.failed;
   }
 }

@@ -4,6 +4,7 @@
  * exits, or reported lost. Faults are injected into node:fs for the token file's writes only.
  */
 import type * as nodeFs from "node:fs";
+import { writeFileSync } from "node:fs";
 import { readFile, readdir, rm, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
@@ -67,6 +68,26 @@ afterEach(async () => {
   harness = undefined;
 });
 
+/**
+ * Asserts that `stderr` says `outcome` (what became of held tokens) once, in its last line, after every promise that
+ * they "will be saved again before use": a person reads the last line as the truth.
+ */
+function expectOutcomeLast(stderr: string, outcome: string): void {
+  const lines = stderr.trimEnd().split("\n");
+  expect(stderr.split(outcome), stderr).toHaveLength(2);
+  expect(lines.at(-1), stderr).toContain(outcome);
+  expect(lines.at(-1)!.indexOf(outcome), stderr).toBeGreaterThan(lines.at(-1)!.lastIndexOf("will be saved again before use"));
+  expect(lines.slice(0, -1).join("\n"), stderr).not.toContain("will be saved again before use");
+}
+
+/** A token file's text holding a family newer than the one the sandbox's harness signed in with. */
+async function anotherFamily(h: Harness): Promise<string> {
+  const redirectUri = "http://127.0.0.1:9/callback";
+  const code = h.sandbox.control.issueAuthorizationCode({ companyId: h.companyId, redirectUri });
+  const set = await exchangeCode({ baseUrl: h.url, clientId: CLIENT.id, clientSecret: CLIENT.secret }, { code, redirectUri });
+  return JSON.stringify(storedTokensOf(set, Date.now())) + "\n";
+}
+
 describe("bridge run --once when the token file cannot be written", () => {
   it("does not spend the refresh token while its successor could not be saved: exit 1, and the next run goes on", async () => {
     const h = (harness = await startHarness());
@@ -96,15 +117,30 @@ describe("bridge run --once when the token file cannot be written", () => {
 
     const failed = await runInProcess(["run", "--once"], h.env);
 
-    // The cycle failed at the save; the tokens were saved on the way out, and it says so.
+    // The cycle failed at the save; the tokens were saved on the way out, and it says so once, after the error's
+    // "will be saved again": the last word on screen is what became of them.
     expect(failed.code, failed.stderr).toBe(EXIT.failed);
-    expect(failed.stderr).toContain("rotated tokens could not be saved");
-    expect(failed.stderr).toContain(`the new tokens held unsaved since a failed save are saved to ${tokensFile} now: the token family lives on`);
+    expectOutcomeLast(failed.stderr, `the new tokens held unsaved since a failed save are saved to ${tokensFile} now: the token family lives on`);
     expect(await stored()).not.toBe(before);
     expect(spendingRefreshes.busy).toBe(false);
     const next = await runInProcess(["run", "--once"], h.env);
     expect(next.code, next.stderr).toBe(EXIT.ok);
     expect(idsWithStatus(h, "not_synced", "outdated")).toEqual([]);
+  });
+
+  it("says last, in its error, that the tokens it held were not saved when the token file took another family meanwhile", async () => {
+    const h = (harness = await startHarness());
+    const { tokensFile, stored } = await dueForRefresh(h);
+    const other = await anotherFamily(h);
+    faults.failSaves = 1;
+    // At the failed save, a newer family lands in the token file (restored by hand, say).
+    faults.onSaveFailure = () => writeFileSync(tokensFile, other, { mode: 0o600 });
+
+    const failed = await runInProcess(["run", "--once"], h.env);
+
+    expect(failed.code, failed.stderr).toBe(EXIT.failed);
+    expectOutcomeLast(failed.stderr, `the new tokens held unsaved since a failed save were not saved: ${tokensFile} holds newer ones`);
+    expect(await stored()).toBe(other);
   });
 
   it("saves them on a later try when the directory takes writes again within a second (three tries, half a second apart)", async () => {
@@ -238,15 +274,12 @@ describe("bridge run (a cycle every interval) when the token file cannot be writ
     const h = (harness = await startHarness());
     const { tokensFile, stored } = await dueForRefresh(h);
     faults.failSaves = 1;
-    const redirectUri = "http://127.0.0.1:9/callback";
     let other = "";
 
     // Between the cycle whose save failed and the next, a newer family lands in the token file (restored by hand, say).
     const { outcome, stderr } = await loopWithSteps(h, [
       async () => {
-        const code = h.sandbox.control.issueAuthorizationCode({ companyId: h.companyId, redirectUri });
-        const set = await exchangeCode({ baseUrl: h.url, clientId: CLIENT.id, clientSecret: CLIENT.secret }, { code, redirectUri });
-        other = JSON.stringify(storedTokensOf(set, Date.now())) + "\n";
+        other = await anotherFamily(h);
         await writeFile(tokensFile, other, { mode: 0o600 });
       },
     ]);
