@@ -26,7 +26,7 @@ import {
   statOf,
 } from "./path-checks.js";
 import { durationRangeProblem, parseDuration } from "./args.js";
-import { AUTHORIZE_PATH, AUTHORIZE_URL_ENV_VAR, BASE_URL_ENV_VARS, baseUrlProblem, normaliseBaseUrl, type QashioDeployment } from "../qashio/config.js";
+import { AUTHORIZE_URL_ENV_VAR, BASE_URL_ENV_VARS, authorizeUrlProblem, baseUrlProblem, normaliseBaseUrl, type QashioDeployment } from "../qashio/config.js";
 
 export const DEFAULT_STATE_DIR = ".state";
 export const DEFAULT_EVENTS_FILE = "events.jsonl";
@@ -477,10 +477,13 @@ class Reader {
   /** Settings whose value is refused outright (not what the person meant): nothing more is checked about them. */
   readonly refused = new Set<string>();
 
-  /** `text`, the value of `name`, as a normalised base URL; else records why not (never quoting it) and `note`. */
-  url(name: string, text: string, note = ""): string | undefined {
-    const problem = baseUrlProblem(text);
-    if (problem === undefined) return normaliseBaseUrl(text);
+  /**
+   * `text`, the value of `name`, as a normalised base URL (or, with `problemOf` {@link authorizeUrlProblem}, authorize
+   * screen address); else records why not (never quoting it) and `note`.
+   */
+  url(name: string, text: string, note = "", problemOf = baseUrlProblem): string | undefined {
+    const problem = problemOf(text);
+    if (problem === undefined) return normaliseBaseUrl(text, name, problemOf);
     this.problem(name, `${problem}${note}`);
     return undefined;
   }
@@ -532,12 +535,7 @@ export function readAuthorizeSettings(env: Env, cwd: string, options: { tokensIn
   const r = new Reader(env);
   const provider = readProvider(r);
   const authorizeText = r.raw(AUTHORIZE_URL_ENV_VAR);
-  let authorizeUrl = authorizeText !== undefined ? r.url(AUTHORIZE_URL_ENV_VAR, authorizeText) : undefined;
-  // The screen's whole address, pasted from a browser, would send the person to .../oauth2/authorize/oauth2/authorize.
-  if (authorizeUrl?.toLowerCase().endsWith(AUTHORIZE_PATH) === true) {
-    r.problem(AUTHORIZE_URL_ENV_VAR, `ends with ${AUTHORIZE_PATH}, which authorize appends itself: give the address before it`);
-    authorizeUrl = undefined;
-  }
+  const authorizeUrl = authorizeText !== undefined ? r.url(AUTHORIZE_URL_ENV_VAR, authorizeText, "", authorizeUrlProblem) : undefined;
   const stateDir = pathSetting(r, "BRIDGE_STATE_DIR", cwd, DEFAULT_STATE_DIR);
   // authorize writes no events, but the events file `run` is set to put in the state directory is no foreign entry
   // there (a first authorize must take what run takes); resolved as run resolves it, by a reader of its own, as its

@@ -47,10 +47,11 @@ function hostHint(value: string): string {
  * fragment, and returns it without a trailing slash.
  *
  * @param source - what the value came from, named in the error (e.g. `QASHIO_EU_URL`).
+ * @param problemOf - the check: {@link baseUrlProblem}, or {@link authorizeUrlProblem} for the authorize screen.
  * @throws ClientConfigurationError naming the source and the problem, never the value (at most its host).
  */
-export function normaliseBaseUrl(value: string, source = "base URL"): string {
-  const problem = baseUrlProblem(value);
+export function normaliseBaseUrl(value: string, source = "base URL", problemOf: (value: string) => string | undefined = baseUrlProblem): string {
+  const problem = problemOf(value);
   if (problem !== undefined) throw new ClientConfigurationError(`${source}${hostHint(value)} ${problem}`);
   return new URL(value).href.replace(/\/+$/, "");
 }
@@ -75,6 +76,32 @@ export function isLoopbackHost(hostname: string): boolean {
  * address, so it must use https; plain http is accepted only for a loopback host (a local sandbox, tests).
  */
 export function baseUrlProblem(value: string): string | undefined {
+  const problem = addressProblem(value);
+  if (problem !== undefined) return problem;
+  // A sign-in address pasted from the browser: accepted, it failed only at the first call (on AWS, with no hint).
+  if (SIGN_IN_PATH.test(new URL(value).pathname)) {
+    return "must not end with an OAuth path (/oauth2, /oauth2/validate or /oauth2/authorize), as an address pasted from a sign-in page does: give the address the API's paths follow, such as https://api.example.com";
+  }
+  return undefined;
+}
+
+/**
+ * Why `value` cannot be the authorization screen's address ({authorize_url}), as {@link baseUrlProblem} words it, or
+ * undefined when it can. Unlike a base URL it may end with /oauth2 (the screen may live there), but not with
+ * {@link AUTHORIZE_PATH}, which is appended to it.
+ */
+export function authorizeUrlProblem(value: string): string | undefined {
+  const problem = addressProblem(value);
+  if (problem !== undefined) return problem;
+  // The screen's whole address, pasted from a browser, would send the person to .../oauth2/authorize/oauth2/authorize.
+  if (new URL(value).pathname.replace(/\/+$/, "").toLowerCase().endsWith(AUTHORIZE_PATH)) {
+    return `ends with ${AUTHORIZE_PATH}, which authorize appends itself: give the address before it`;
+  }
+  return undefined;
+}
+
+/** What every provider address must satisfy: {@link baseUrlProblem} without the sign-in paths. */
+function addressProblem(value: string): string | undefined {
   let url: URL;
   try {
     url = new URL(value);
@@ -96,6 +123,9 @@ export function baseUrlProblem(value: string): string | undefined {
 
 /** A base URL path holding what the client appends itself (any case: a pasted endpoint either way). */
 const API_OWN_PATH = /\/public\/v1(?:\/|$)|\/oauth2\/token\/?$/i;
+
+/** A base URL path ending where the sign-in pages and token check live (any case), trailing slash or not. */
+const SIGN_IN_PATH = /\/oauth2(?:\/validate|\/authorize)?\/?$/i;
 
 /**
  * Resolves the provider base URL from a deployment name or a literal URL.
@@ -139,5 +169,5 @@ export function resolveBaseUrl(target: string, env: Env = process.env): string {
 export function resolveAuthorizeUrl(explicit: string | undefined, env: Env = process.env): string {
   const value = explicit?.trim() || env[AUTHORIZE_URL_ENV_VAR]?.trim();
   if (!value) throw new ClientConfigurationError(`authorize URL needs ${AUTHORIZE_URL_ENV_VAR} to be set`);
-  return normaliseBaseUrl(value, explicit ? "authorize URL" : AUTHORIZE_URL_ENV_VAR);
+  return normaliseBaseUrl(value, explicit ? "authorize URL" : AUTHORIZE_URL_ENV_VAR, authorizeUrlProblem);
 }

@@ -115,6 +115,19 @@ describe("readLocalSettings", () => {
     ]);
   });
 
+  it("refuses a base URL pasted from a sign-in page (ending /oauth2, /oauth2/validate or /oauth2/authorize), before any provider call", () => {
+    const problem =
+      "must not end with an OAuth path (/oauth2, /oauth2/validate or /oauth2/authorize), as an address pasted from a sign-in page does: give the address the API's paths follow, such as https://api.example.com";
+    expect(issuesOf({ ...valid, QASHIO_BASE_URL: "https://provider.test/oauth2/authorize" }).issues).toEqual([
+      { setting: "QASHIO_BASE_URL", problem: `${problem}; or use one of production, eu, sandbox` },
+    ]);
+    for (const url of ["https://provider.test/oauth2", "https://provider.test/oauth2/validate"]) {
+      expect(issuesOf({ ...valid, QASHIO_BASE_URL: "eu", QASHIO_EU_URL: url }).issues).toEqual([
+        { setting: "QASHIO_EU_URL", problem: `${problem} (QASHIO_BASE_URL is "eu")` },
+      ]);
+    }
+  });
+
   it("rejects a base URL carrying credentials without echoing them", () => {
     const error = issuesOf({ ...valid, QASHIO_BASE_URL: "https://user:pw@provider.test" });
     expect(error.issues.map((i) => i.setting)).toEqual(["QASHIO_BASE_URL"]);

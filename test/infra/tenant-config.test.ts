@@ -633,6 +633,14 @@ describe("provider URL", () => {
     }
   });
 
+  it("refuses at synth a tenant's environment pasted from a sign-in page (ending /oauth2, /oauth2/validate or /oauth2/authorize)", () => {
+    for (const url of ["https://auth.provider.example/oauth2", "https://auth.provider.example/oauth2/validate", "https://auth.provider.example/oauth2/authorize"]) {
+      expect(errorOf(() => resolveProviderUrl(parseTenantConfig({ ...minimal, environment: url }), {})).message).toMatch(
+        /^tenant "acme": field environment: environment \(host auth\.provider\.example\) must not end with an OAuth path \(\/oauth2, /,
+      );
+    }
+  });
+
   it("fails naming the variable and context key when a named deployment has no URL", () => {
     const error = errorOf(() => resolveProviderUrl(tenant, {}));
     expect(error.message).toBe(

@@ -1,6 +1,6 @@
 import { inspect } from "node:util";
 import { describe, expect, it } from "vitest";
-import { baseUrlProblem, isLoopbackHost, resolveAuthorizeUrl, resolveBaseUrl } from "../../shared/qashio/config.js";
+import { authorizeUrlProblem, baseUrlProblem, isLoopbackHost, resolveAuthorizeUrl, resolveBaseUrl } from "../../shared/qashio/config.js";
 import { ClientConfigurationError } from "../../shared/qashio/errors.js";
 
 const env = {
@@ -126,6 +126,30 @@ describe("the API's own paths", () => {
 
   it("takes a base URL with a path of its own (a gateway's prefix)", () => {
     for (const url of ["https://gw.example/qashio", "https://gw.example/public/v10", "https://gw.example/oauth2-proxy"]) expect(baseUrlProblem(url)).toBeUndefined();
+  });
+});
+
+describe("sign-in addresses", () => {
+  const SIGN_IN = "must not end with an OAuth path (/oauth2, /oauth2/validate or /oauth2/authorize), as an address pasted from a sign-in page does: give the address the API's paths follow, such as https://api.example.com";
+
+  it.each([
+    "https://api.example/oauth2",
+    "https://api.example/oauth2/",
+    "https://api.example/oauth2/validate",
+    "https://gw.example/qashio/OAuth2/Authorize/",
+  ])("refuses %s as a base URL, which would fail only at the first call", (url) => {
+    expect(baseUrlProblem(url)).toBe(SIGN_IN);
+    expect(() => resolveBaseUrl("eu", { QASHIO_EU_URL: url })).toThrow(`QASHIO_EU_URL (host ${new URL(url).host}) ${SIGN_IN}`);
+  });
+
+  it("takes them as the authorize screen's address except one ending /oauth2/authorize, which is refused in its own words", () => {
+    expect(resolveAuthorizeUrl(undefined, { QASHIO_AUTHORIZE_URL: "https://auth.example/oauth2" })).toBe("https://auth.example/oauth2");
+    expect(authorizeUrlProblem("https://auth.example/oauth2/validate")).toBeUndefined();
+    const problem = "ends with /oauth2/authorize, which authorize appends itself: give the address before it";
+    expect(authorizeUrlProblem("https://auth.example/sso/OAuth2/Authorize/")).toBe(problem);
+    expect(() => resolveAuthorizeUrl(undefined, { QASHIO_AUTHORIZE_URL: "https://auth.example/oauth2/authorize" })).toThrow(`QASHIO_AUTHORIZE_URL (host auth.example) ${problem}`);
+    // The checks every address shares still apply.
+    expect(authorizeUrlProblem("https://auth.example/oauth2/token")).toMatch(/^must not hold the API's own path/);
   });
 });
 
