@@ -16,7 +16,8 @@ export class LocalStateError extends Error {
 
 /**
  * The token file's directory cannot take a token set now (full, read-only, gone): a refresh would spend the refresh
- * token and then fail to save its successor, so it is not started. `file` is the token file; `code` the system's.
+ * token and then fail to save its successor, so it is not started. `file` is the token file (the token provider's
+ * warning of a postponed refresh names it: a `RefusalNamingFile`); `code` the system's.
  */
 export class TokenFileUnwritableError extends LocalStateError {
   override name = "TokenFileUnwritableError";

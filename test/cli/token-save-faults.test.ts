@@ -191,7 +191,10 @@ describe("bridge run --once: what the token provider itself warns of", () => {
     const { code, stderr } = await runInProcess(["run", "--once"], h.env);
 
     expect(code, stderr).toBe(EXIT.ok);
-    expect(stderr).toMatch(/^warn +token refresh postponed: the token store cannot take a new token now; .* reason=TokenFileUnwritableError expiresInSeconds=\d+$/m);
+    // Names the file whose directory took no write: the person has to free or fix it.
+    const warning = stderr.split("\n").find((line) => /^warn +token refresh postponed: /.test(line));
+    expect(warning, stderr).toMatch(/ reason=TokenFileUnwritableError file=(\S+) expiresInSeconds=\d+$/);
+    expect(warning?.match(/ file=(\S+) /)?.[1]).toBe(tokensFile);
     expect(JSON.parse(await stored())).toEqual(early);
     expect(idsWithStatus(h, "not_synced", "outdated")).toEqual([]);
   });

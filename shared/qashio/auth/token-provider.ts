@@ -16,7 +16,7 @@ import { DEFAULT_TIMEOUT_MS, systemClock, type Clock } from "../http.js";
 import { acquireTimed, whileHolding, type KeepAliveMessages } from "../../lease-keep-alive.js";
 import { jwtTimes } from "./jwt.js";
 import { exchangeCode, refresh, type OAuthClientOptions } from "./oauth.js";
-import type { StoredTokens, TokenStore } from "./token-store.js";
+import { refusedFile, type StoredTokens, type TokenStore } from "./token-store.js";
 import type { TokenSet } from "../schemas/index.js";
 
 /** What the call asking for a token is held to. */
@@ -833,8 +833,10 @@ export class OAuthTokenProvider implements TokenProvider {
       // The token expired while the store answered: the refresh is no longer early, so ask again as such.
       if (until <= this.clock.now()) return this.postponedRefresh(stored, rejected);
       this.postponed = { accessToken, until };
+      const file = refusedFile(error);
       this.options.logger?.warn("token refresh postponed: the token store cannot take a new token now; the current access token is used until it expires", {
         reason: error instanceof Error ? error.name : "unknown error",
+        ...(file === undefined ? {} : { file }),
         expiresInSeconds: Math.round((until - this.clock.now()) / 1000),
       });
       return stored;

@@ -20,7 +20,7 @@ export interface TokenStore {
    * could not take the tokens the refresh will give, so the refresh token stays unspent rather than its family lost.
    * `early`: the access token in hand still works (the refresh is ahead of its expiry), so a store with little room
    * left may refuse it sooner; the caller then keeps that token until it expires. A store that can always save leaves
-   * it out.
+   * it out. What it throws is logged by name only, and by the file it names when it is a {@link RefusalNamingFile}.
    */
   beforeRefresh?(early: boolean): Promise<void>;
   /**
@@ -32,4 +32,18 @@ export interface TokenStore {
    * written there.
    */
   isEmpty?(): Promise<boolean>;
+}
+
+/**
+ * A refusal of `beforeRefresh` naming the file that could not take the tokens (a local store's token file): the warning
+ * of a postponed refresh names it too, as the person must free or fix it. A path, never a token.
+ */
+export interface RefusalNamingFile {
+  readonly file: string;
+}
+
+/** The file `error` names, when it is a {@link RefusalNamingFile}. */
+export function refusedFile(error: unknown): string | undefined {
+  const file = error instanceof Error ? (error as Partial<RefusalNamingFile>).file : undefined;
+  return typeof file === "string" ? file : undefined;
 }
