@@ -178,6 +178,24 @@ describe("FileLock when an entry above the holder's vanishes between the check's
     expect(await holder.renew(TTL)).toBe(false);
   });
 
+  it("lets a contender keep its new lease past a foreign entry removed during its check, but not past a rival's lease that replaced one", async () => {
+    const lease = (token: string) => JSON.stringify({ token, pid: process.pid, expiresAt: Date.now() + TTL });
+    for (const rival of [false, true]) {
+      await rm(locks, { recursive: true, force: true });
+      await (await new FileLock(dir).tryAcquire(LOCK, TTL))!.release();
+      // The contender reads the released lease at 0 past the foreign entry at 2 and takes 1; its check then finds 2
+      // gone, and, for `rival`, a live lease at 3 (another process took 2 and then its next generation).
+      await mkdir(path.join(locks, leaseName(2)));
+      vanishOnLook(2, () => (rival ? writeFileSync(path.join(locks, leaseName(3)), lease("rival")) : undefined));
+
+      const taken = await new FileLock(dir).tryAcquire(LOCK, TTL);
+
+      expect(beforeLook.hook).toBeUndefined();
+      expect(taken !== undefined, `rival: ${rival}`).toBe(!rival);
+      expect((await readdir(locks)).sort()).toEqual(rival ? [leaseName(0), leaseName(3)] : [leaseName(1)]);
+    }
+  });
+
   it("gives the conservative answer (lost) when entries above keep vanishing on every listing", async () => {
     const holder = await holderAtGeneration2();
     await mkdir(path.join(locks, leaseName(10)));
