@@ -10,7 +10,7 @@ import { join, resolve, sep } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { parseEnv } from "node:util";
 import { DEFAULT_SOURCE } from "../bridge/deps.js";
-import { PII_MODES, PII_SALT_MIN_LENGTH, piiSaltProblem, type PiiMode } from "../bridge/pii.js";
+import { PII_MODES, piiSaltProblem, type PiiMode } from "../bridge/pii.js";
 import { STATE_FILES } from "../local/layout.js";
 import { ConfigError, EnvFileError, type SettingIssue } from "./errors.js";
 import { nearest } from "../nearest.js";
@@ -75,30 +75,32 @@ export interface LocalSettings extends ProviderSettings, StateSettings {
   readonly cardDetails: boolean;
 }
 
-/** One row of the settings table: `help` prints it, and a test checks README's table against it. */
+/**
+ * One row of the settings table: `help` prints it, and a test checks README's table against it. What each setting
+ * means is README's to say (a copy here drifted from it unseen).
+ */
 export interface SettingDoc {
   readonly name: string;
   readonly required: string;
   readonly default: string;
-  readonly meaning: string;
 }
 
 export const SETTINGS: readonly SettingDoc[] = [
-  { name: "QASHIO_BASE_URL", required: "except for `conform-pii`", default: "", meaning: "provider base URL (https; http only for a loopback host), or `production`, `eu`, `sandbox` (resolved from QASHIO_PRODUCTION_URL / QASHIO_EU_URL / QASHIO_SANDBOX_URL)" },
-  { name: "QASHIO_CLIENT_ID", required: "except for `conform-pii`", default: "", meaning: "OAuth client id issued to the integrator" },
-  { name: "QASHIO_CLIENT_SECRET", required: "except for `conform-pii`", default: "", meaning: "OAuth client secret (never printed)" },
-  { name: "QASHIO_REFRESH_TOKEN", required: "no", default: "", meaning: "first refresh token; used only while the state directory holds no token (else run `authorize`; `conform-pii` needs none)" },
-  { name: "QASHIO_AUTHORIZE_URL", required: "no", default: "the base URL", meaning: "address the provider's authorization screen lies under, without /oauth2/authorize (`authorize` only)" },
-  { name: "BRIDGE_TENANT", required: "except for `authorize`", default: "", meaning: "tenant id written into every event (a letter or digit, then letters, digits, `-`, `_`; up to 64)" },
-  { name: "BRIDGE_STATE_DIR", required: "no", default: DEFAULT_STATE_DIR, meaning: "snapshots, tokens, quarantine, locks" },
-  { name: "BRIDGE_EVENTS_FILE", required: "no", default: DEFAULT_EVENTS_FILE, meaning: "JSON Lines file, one EventBridge-target-shaped event per line (appended)" },
-  { name: "BRIDGE_PII_MODE", required: "no", default: DEFAULT_PII_MODE, meaning: "personal fields (cardholder name, email, employee id; approver name; docs/events.md): `full`, `redact` or `hash`" },
-  { name: "BRIDGE_PII_SALT", required: "with `hash`", default: "", meaning: `per-tenant salt of \`hash\` mode (at least ${PII_SALT_MIN_LENGTH} characters)` },
-  { name: "BRIDGE_EVENT_SOURCE", required: "no", default: DEFAULT_EVENT_SOURCE, meaning: "EventBridge `source` of the events" },
-  { name: "BRIDGE_EMIT_CARD_CREATED", required: "no", default: "false", meaning: "`true` to publish `card.created` for cards seen the first time" },
-  { name: "BRIDGE_CARD_DETAILS", required: "no", default: "false", meaning: "`true` to read each card's detail in the card walk, so spend limit amounts and periods, top-up, ATM, country and merchant settings yield `card.updated` too (one provider call per card per walk)" },
-  { name: "BRIDGE_CYCLE_BUDGET", required: "no", default: "5m", meaning: "time budget of one cycle (and of one `redrive` or `conform-pii`; the transactions take at most three quarters of a cycle's); the cycle stops cleanly and resumes next time" },
-  { name: "BRIDGE_LOG_LEVEL", required: "no", default: "info", meaning: "stderr log level: `debug`, `info`, `warn`, `error`" },
+  { name: "QASHIO_BASE_URL", required: "except for `conform-pii`", default: "" },
+  { name: "QASHIO_CLIENT_ID", required: "except for `conform-pii`", default: "" },
+  { name: "QASHIO_CLIENT_SECRET", required: "except for `conform-pii`", default: "" },
+  { name: "QASHIO_REFRESH_TOKEN", required: "no", default: "" },
+  { name: "QASHIO_AUTHORIZE_URL", required: "no", default: "the base URL" },
+  { name: "BRIDGE_TENANT", required: "except for `authorize`", default: "" },
+  { name: "BRIDGE_STATE_DIR", required: "no", default: DEFAULT_STATE_DIR },
+  { name: "BRIDGE_EVENTS_FILE", required: "no", default: DEFAULT_EVENTS_FILE },
+  { name: "BRIDGE_PII_MODE", required: "no", default: DEFAULT_PII_MODE },
+  { name: "BRIDGE_PII_SALT", required: "with `hash`", default: "" },
+  { name: "BRIDGE_EVENT_SOURCE", required: "no", default: DEFAULT_EVENT_SOURCE },
+  { name: "BRIDGE_EMIT_CARD_CREATED", required: "no", default: "false" },
+  { name: "BRIDGE_CARD_DETAILS", required: "no", default: "false" },
+  { name: "BRIDGE_CYCLE_BUDGET", required: "no", default: "5m" },
+  { name: "BRIDGE_LOG_LEVEL", required: "no", default: "info" },
 ];
 
 /** A variable name as a shell writes it: only such a name is ever printed. */
