@@ -66,7 +66,8 @@ interface Pending {
  * the retries are returned with `retryable: true`, which the engine leaves pending for the next cycle. A call failing
  * as a whole (throttled, 5xx, timed out) is retried, then fails its pending entries for now, as their own codes
  * outlasting the retries would, and no call of the publish starts after it (those batches fail for now unsent): the
- * other batches' deliveries stand, and the engine stops the cycle when the bus takes none of two batches. A call
+ * other batches' deliveries stand, and the engine stops the cycle when the bus takes none of two batches. A batch
+ * queued behind the calls in flight starts none past `deadline`: its entries fail for now unsent. A call
  * refused by the setup (access denied, no bus, its key), or one whose answer cannot be read, raises `PublishError`
  * when it is a batch's first: the engine then acknowledges nothing and the cycle fails, loudly.
  *
@@ -102,7 +103,10 @@ export class EventBridgePublisher implements EventPublisher {
       else pending.push(prepared);
     }
     const state: PublishState = {};
-    const results = await mapLimit(this.#pack(pending), this.#concurrency, (batch) => this.#sendWithRetries(batch, options.deadline, state));
+    // A batch past the first `concurrency` waits for a call to end: it is `later`, as a store's later batch is.
+    const results = await mapLimit(this.#pack(pending), this.#concurrency, (batch, index) =>
+      this.#sendWithRetries(batch, options.deadline, state, index >= this.#concurrency),
+    );
     for (const batchFailures of results) failed.push(...batchFailures);
     return { failed };
   }
@@ -154,9 +158,10 @@ export class EventBridgePublisher implements EventPublisher {
 
   /**
    * Sends `batch`, retrying its failed entries with backoff; returns the entries that failed for good, and those still
-   * failing after the last attempt, or whose next attempt would wait past `deadline`, as failed for now.
+   * failing after the last attempt, or whose next attempt would wait past `deadline`, as failed for now. A `later`
+   * batch (queued behind the calls in flight) sends nothing once `deadline` has passed: its entries fail for now.
    */
-  async #sendWithRetries(batch: readonly Pending[], deadline: number | undefined, state: PublishState): Promise<PublishFailure[]> {
+  async #sendWithRetries(batch: readonly Pending[], deadline: number | undefined, state: PublishState, later: boolean): Promise<PublishFailure[]> {
     const failures: PublishFailure[] = [];
     let pending = batch;
     let lastReason = new Map<Pending, string>();
@@ -171,6 +176,12 @@ export class EventBridgePublisher implements EventPublisher {
     // Not sent into a bus that just failed a call past its retries: more calls would only add to its throttling.
     if (state.unavailable !== undefined) {
       failForNow(`not sent: an earlier call failed as a whole (${state.unavailable})`);
+      return failures;
+    }
+    // Started past the deadline, its call could run the cycle past its invocation's timeout, or, from a container
+    // thawed after its lease lapsed, put an older state on the bus after a later cycle's.
+    if (later && deadline !== undefined && this.#clock.now() >= deadline) {
+      failForNow("not sent: the calls' deadline passed before its call could start");
       return failures;
     }
     for (let attempt = 1; pending.length > 0; attempt += 1) {

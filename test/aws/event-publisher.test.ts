@@ -228,6 +228,25 @@ describe("EventBridgePublisher", () => {
     expect(clock.now()).toBeLessThanOrEqual(deadline);
   });
 
+
+  it("starts no batch queued behind the calls in flight once the deadline has passed: its entries fail for now unsent, as the stores' later batches do", async () => {
+    // One call in flight: batch 1's call answers only after the deadline (a slow bus, a container frozen meanwhile).
+    const clock = new FakeClock();
+    const deadline = clock.now() + 500;
+    mock.on(PutEventsCommand).callsFake((input: { Entries: PutEventsRequestEntry[] }) => {
+      clock.advance(1_000);
+      return { FailedEntryCount: 0, Entries: input.Entries.map(() => ({ EventId: "e" })) };
+    });
+    const result = await publisher(clock, 3, 1).publish(Array.from({ length: 30 }, (_, i) => event(`ev_${i}`)), { deadline });
+    expect(sentEntries().map((entries) => detailIds(entries)[0])).toEqual(["ev_0"]);
+    expect(result.failed.map((f) => [f.event.detail.id, f.retryable])).toEqual(Array.from({ length: 20 }, (_, i) => [`ev_${i + 10}`, true]));
+    expect(result.failed[0]?.reason).toBe("not sent: the calls' deadline passed before its call could start");
+    // Before the deadline a queued batch goes as before.
+    mock.resetHistory();
+    mock.on(PutEventsCommand).callsFake((input: { Entries: PutEventsRequestEntry[] }) => ({ FailedEntryCount: 0, Entries: input.Entries.map(() => ({ EventId: "e" })) }));
+    expect(await publisher(clock, 3, 1).publish(Array.from({ length: 30 }, (_, i) => event(`ev_${i}`)), { deadline: clock.now() + 500 })).toEqual({ failed: [] });
+    expect(sentEntries()).toHaveLength(3);
+  });
   it("raises PublishError when a call with failed entries answers fewer entries than sent, instead of taking the missing ones as delivered", async () => {
     // With `$metadata`, as the SDK always answers: without it the check would never run, a TypeError raising instead.
     mock.on(PutEventsCommand).resolves({ FailedEntryCount: 1, Entries: [{ ErrorCode: "InternalFailure", ErrorMessage: "boom" }], $metadata: { requestId: "req-1" } });
