@@ -8,6 +8,7 @@ import { PII_MODES } from "../bridge/pii.js";
 import { DEFAULT_LOCK_TTL_MS, DEFAULT_LOCK_WAIT_MS } from "../qashio/auth/token-provider.js";
 import { resolveBaseUrl } from "../qashio/config.js";
 import { FunctionTimeoutTooShortError, LambdaConfigurationError } from "./errors.js";
+import type { PollAction } from "./poll-event.js";
 
 export const DEFAULT_EVENT_SOURCE = DEFAULT_SOURCE;
 export const DEFAULT_METRICS_NAMESPACE = "QashioBridge";
@@ -38,6 +39,14 @@ export const MIN_CYCLE_BUDGET_MS = TOKEN_LEASE_TTL_MS;
  * the remaining time ({@link cycleDeadline}). The stack never sets less (60 s, `pollerTimeout`).
  */
 export const MIN_POLLER_TIMEOUT_MS = MIN_CYCLE_BUDGET_MS + CYCLE_SAFETY_MARGIN_MS;
+
+/**
+ * Shortest Lambda timeout of a poller's `conform-pii` pass, which needs no token (so not MIN_POLLER_TIMEOUT_MS): the
+ * CYCLE_SAFETY_MARGIN_MS kept back ({@link cycleDeadline}) and 5 s for the pass to reach its first page (the runtime,
+ * both cycle leases, the pass id's read). A pass left no time past the margin ends `deadline` before that page, with
+ * nothing read and no cursor to go on from, on every invoke.
+ */
+export const MIN_CONFORM_TIMEOUT_MS = CYCLE_SAFETY_MARGIN_MS + 5_000;
 
 /**
  * Least time a token refresh's lease ends before the function's timeout: for a save outlasting the lease (renewed while
@@ -215,19 +224,22 @@ export function cycleDeadline(now: number, remainingMs: number, budgetMs?: numbe
 }
 
 /**
- * Refuses an invocation of a poller whose Lambda timeout is under {@link MIN_POLLER_TIMEOUT_MS}, set by hand: the
- * environment cannot show it (Lambda sets no variable with the timeout), so it is taken from the remaining time at
- * handler entry plus `lostMs`, the time the invocation may have spent before its handler started, rounded up to the
- * whole seconds Lambda timeouts come in. That is the timeout or more, so a late start never makes the refusal.
+ * Refuses an invocation of a poller whose Lambda timeout is under the minimum of its `action` (set by hand):
+ * {@link MIN_POLLER_TIMEOUT_MS} for work that calls the provider, {@link MIN_CONFORM_TIMEOUT_MS} for a `conform-pii`
+ * pass. The environment cannot show it (Lambda sets no variable with the timeout), so it is taken from the remaining
+ * time at handler entry plus `lostMs`, the time the invocation may have spent before its handler started, rounded up
+ * to the whole seconds Lambda timeouts come in. That is the timeout or more, so a late start never makes the refusal.
  *
  * @param budgetMs CYCLE_BUDGET_MS, which the stack sets to its timeout less CYCLE_SAFETY_MARGIN_MS (named in the error).
  * @throws FunctionTimeoutTooShortError naming the timeout, the minimum and the stack's value.
  * @example
- * checkPollerTimeout(context.getRemainingTimeInMillis(), 0, config.cycleBudgetMs);
+ * checkPollerTimeout(context.getRemainingTimeInMillis(), 0, config.cycleBudgetMs, "cycle");
  */
-export function checkPollerTimeout(remainingAtEntryMs: number, lostMs: number, budgetMs?: number): void {
+export function checkPollerTimeout(remainingAtEntryMs: number, lostMs: number, budgetMs?: number, action: PollAction = "cycle"): void {
   const timeoutMs = Math.ceil((remainingAtEntryMs + lostMs) / 1000) * 1000;
-  if (timeoutMs >= MIN_POLLER_TIMEOUT_MS) return;
+  const minimumMs = action === "conform-pii" ? MIN_CONFORM_TIMEOUT_MS : MIN_POLLER_TIMEOUT_MS;
+  if (timeoutMs >= minimumMs) return;
   const stackTimeoutMs = budgetMs === undefined ? undefined : budgetMs + CYCLE_SAFETY_MARGIN_MS;
-  throw new FunctionTimeoutTooShortError(timeoutMs, MIN_POLLER_TIMEOUT_MS, MIN_CYCLE_BUDGET_MS, stackTimeoutMs);
+  const workMinimumMs = minimumMs - CYCLE_SAFETY_MARGIN_MS;
+  throw new FunctionTimeoutTooShortError(timeoutMs, minimumMs, workMinimumMs, stackTimeoutMs, { action: action === "conform-pii" ? action : "cycle" });
 }

@@ -24,31 +24,42 @@ export class LambdaConfigurationError extends AwsRuntimeError {
 }
 
 /**
- * A poller's Lambda timeout is too short for its cycles to refresh an expired access token (lowered by hand, which the
- * environment does not show): once the token expired, every cycle would end at its deadline with nothing pulled and no
- * error. Thrown at the start of an invocation, before any provider call or write. `timeoutMs` is the timeout as the
- * invocation could tell it (the timeout, or more); `stackTimeoutMs` the one the stack sets, when CYCLE_BUDGET_MS tells it.
+ * A poller's Lambda timeout is too short for its work (lowered by hand, which the environment does not show): for a
+ * cycle or re-drive to refresh an expired access token (once the token expired, every cycle would end at its deadline
+ * with nothing pulled and no error), or for a `conform-pii` pass to read anything at all (`action`). Thrown at the
+ * start of an invocation, before any provider call or write. `timeoutMs` is the timeout as the invocation could tell
+ * it (the timeout, or more); `cycleMinimumMs` the work's least time past the deadline's margin; `stackTimeoutMs` the
+ * timeout the stack sets, when CYCLE_BUDGET_MS tells it.
  */
 export class FunctionTimeoutTooShortError extends AwsRuntimeError {
   override name = "FunctionTimeoutTooShortError";
+  /** The work refused: a cycle (or re-drive), or a `conform-pii` pass. */
+  readonly action: "cycle" | "conform-pii";
   constructor(
     readonly timeoutMs: number,
     readonly minimumMs: number,
     readonly cycleMinimumMs: number,
     readonly stackTimeoutMs?: number,
-    options?: ErrorOptions,
+    options: ErrorOptions & { readonly action?: "cycle" | "conform-pii" } = {},
   ) {
     const seconds = (ms: number) => `${ms / 1000} s`;
     const margin = seconds(minimumMs - cycleMinimumMs);
+    const { action = "cycle", ...errorOptions } = options;
+    const need =
+      action === "conform-pii"
+        ? `where a conform-pii pass needs at least ${seconds(minimumMs)}, the ${margin} kept back after the pass's deadline plus ` +
+          `${seconds(cycleMinimumMs)} to reach its first page. With less, a pass may end at its deadline before that page (with ` +
+          `${margin} or less, every pass does): it reads no snapshot and gives no cursor to go on from.`
+        : `where a poller needs at least ${seconds(minimumMs)}, a cycle of ${seconds(cycleMinimumMs)} (MIN_CYCLE_BUDGET_MS, so that it ` +
+          `can refresh an expired access token) plus the ${margin} kept back after the cycle's deadline. With less, once the ` +
+          "access token expires every cycle ends at its deadline with nothing pulled.";
     super(
-      `The function's timeout is too short: ${seconds(timeoutMs)} or less, where a poller needs at least ${seconds(minimumMs)}, a cycle ` +
-        `of ${seconds(cycleMinimumMs)} (MIN_CYCLE_BUDGET_MS, so that it can refresh an expired access token) plus the ${margin} kept back ` +
-        "after the cycle's deadline. With less, once the access token expires every cycle ends at its deadline with nothing " +
-        "pulled. Set the function's timeout back to " +
+      `The function's timeout is too short: ${seconds(timeoutMs)} or less, ${need} Set the function's timeout back to ` +
         (stackTimeoutMs === undefined ? `at least ${seconds(minimumMs)}` : `the stack's value: the stack sets ${seconds(stackTimeoutMs)} (CYCLE_BUDGET_MS + ${margin})`) +
         "; a redeploy does not restore a timeout changed by hand. Nothing was sent or written (docs/runbook.md, Function errors)",
-      options,
+      errorOptions,
     );
+    this.action = action;
   }
 }
 

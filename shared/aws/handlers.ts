@@ -325,8 +325,8 @@ export function createPollHandler(kind: CycleKind, options: HandlerOptions = {})
       const cursor = conformCursorOf(event, action);
       const cardMode = cardModeOf(event);
       checkPollTarget(event, kind, container.config().tenant);
-      // Before the runtime, so before any provider call or write; conform-pii calls no provider, so needs no token.
-      if (action !== "conform-pii") checkPollerTimeout(remainingAtEntryMs, lostMs, container.config().cycleBudgetMs);
+      // Before the runtime, so before any provider call or write; conform-pii calls no provider, so needs less time.
+      checkPollerTimeout(remainingAtEntryMs, lostMs, container.config().cycleBudgetMs, action);
       const runtime = await container.runtime(invocationEndsAt);
       const deadline = cycleDeadline(container.clock.now(), context.getRemainingTimeInMillis(), runtime.config.cycleBudgetMs);
       // Each takes middy's abort signal (its early timeout): work the invocation gave up on must not go on at a thaw.

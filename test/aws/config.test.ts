@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import {
   CYCLE_SAFETY_MARGIN_MS,
+  MIN_CONFORM_TIMEOUT_MS,
   MIN_CYCLE_BUDGET_MS,
   MIN_POLLER_TIMEOUT_MS,
   REFRESH_TIMEOUT_MARGIN_MS,
@@ -214,6 +215,22 @@ describe("checkPollerTimeout", () => {
     expect(() => checkPollerTimeout(MIN_POLLER_TIMEOUT_MS - 1_000, 0)).toThrow(FunctionTimeoutTooShortError);
     // Up, not to the nearest second: 999 ms gone before the handler started still reads as the 60 s timeout.
     expect(() => checkPollerTimeout(MIN_POLLER_TIMEOUT_MS - 999, 0)).not.toThrow();
+  });
+
+  it("holds a conform-pii pass to its own minimum, past the safety margin, and a re-drive to the poller's", () => {
+    expect(cycleDeadline(0, MIN_CONFORM_TIMEOUT_MS)).toBeGreaterThan(0);
+    expect(() => checkPollerTimeout(MIN_CONFORM_TIMEOUT_MS - 999, 0, undefined, "conform-pii")).not.toThrow();
+    expect(() => checkPollerTimeout(MIN_CONFORM_TIMEOUT_MS - 1_000, 0, undefined, "conform-pii")).toThrow(FunctionTimeoutTooShortError);
+    expect(() => checkPollerTimeout(MIN_CONFORM_TIMEOUT_MS, 0, undefined, "redrive")).toThrow(FunctionTimeoutTooShortError);
+    let refused: unknown;
+    try {
+      checkPollerTimeout(CYCLE_SAFETY_MARGIN_MS, 0, MIN_CYCLE_BUDGET_MS, "conform-pii");
+    } catch (e) {
+      refused = e;
+    }
+    expect(refused).toMatchObject({ action: "conform-pii", timeoutMs: CYCLE_SAFETY_MARGIN_MS, minimumMs: MIN_CONFORM_TIMEOUT_MS, stackTimeoutMs: MIN_POLLER_TIMEOUT_MS });
+    expect((refused as Error).message).toMatch(/^The function's timeout is too short: 30 s or less, where a conform-pii pass needs at least 35 s, the 30 s kept back/);
+    expect((refused as Error).message).toContain("the stack sets 60 s (CYCLE_BUDGET_MS + 30 s)");
   });
 
   it("counts the time an invocation may have lost before its handler started", () => {

@@ -1,7 +1,7 @@
 import { Tracer } from "@aws-lambda-powertools/tracer";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { ACCESS_TOKEN_TTL_SECONDS } from "../../sandbox/index.js";
-import { MIN_CYCLE_BUDGET_MS, MIN_POLLER_TIMEOUT_MS, loadConfig } from "../../shared/aws/config.js";
+import { CYCLE_SAFETY_MARGIN_MS, MIN_CONFORM_TIMEOUT_MS, MIN_CYCLE_BUDGET_MS, MIN_POLLER_TIMEOUT_MS, loadConfig } from "../../shared/aws/config.js";
 import { runCycle } from "../../shared/aws/cycle.js";
 import { createRotationHandler } from "../../shared/aws/handlers.js";
 import type { RotationEvent } from "../../shared/aws/rotation.js";
@@ -184,6 +184,25 @@ describe("a poller whose Lambda timeout was lowered by hand (config cannot see i
     const poll = h.poller("transactions", { env: stackEnv() });
     await expect(poll({ action: "redrive" }, lambdaContext(40_000))).rejects.toBeInstanceOf(FunctionTimeoutTooShortError);
     expect(await poll({ action: "conform-pii" }, lambdaContext(40_000))).toMatchObject({ status: "completed", action: "conform-pii" });
+  });
+
+  it("refuses a conform-pii pass whose timeout leaves it no time past the 30 s kept back, which read nothing and gave no cursor on every invoke", async () => {
+    // Snapshots under full, to be masked once the mode is redact.
+    expect(await h.poller("transactions", { env: { ...stackEnv(), PII_MODE: "full" } })()).toMatchObject({ outcome: "complete" });
+    const poll = h.poller("transactions", { env: stackEnv() });
+    const error = await poll({ action: "conform-pii" }, lambdaContext(CYCLE_SAFETY_MARGIN_MS)).then(
+      (result) => result,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(FunctionTimeoutTooShortError);
+    expect(error).toMatchObject({ timeoutMs: CYCLE_SAFETY_MARGIN_MS, minimumMs: MIN_CONFORM_TIMEOUT_MS, stackTimeoutMs: MIN_POLLER_TIMEOUT_MS });
+    expect((error as Error).message).toMatch(/timeout is too short: 30 s or less, where a conform-pii pass needs at least 35 s/);
+    expect((error as Error).message).toMatch(/reads no snapshot/);
+    expect((error as Error).message).toMatch(/the stack sets 60 s/);
+    // From the minimum on, the pass reads and re-masks (the stack's 60 s leaves it far more).
+    const pass = await poll({ action: "conform-pii" }, lambdaContext(MIN_CONFORM_TIMEOUT_MS - 7));
+    expect(pass).toMatchObject({ status: "completed", action: "conform-pii", outcome: "complete" });
+    expect(pass.rewritten).toBeGreaterThan(0);
   });
 
   it("refuses the card poller's cycles alike; the rotation function has no such entry check (it bounds its refresh by the remaining time: rotate-token.test.ts)", async () => {
