@@ -161,6 +161,15 @@ export function inDateRange(iso: string | null | undefined, from: string | undef
   return (from === undefined || day >= from) && (to === undefined || day <= to);
 }
 
+/**
+ * Currency filter (`transaction_currency`, `billing_currency`, `account_currency`): the whole ISO 4217 code, in any
+ * letter case on either side, as a part of a code names no currency; an empty code names none (spec-gaps).
+ */
+export function sameCurrency(value: unknown, code: string | undefined): boolean {
+  if (code === undefined) return true;
+  return typeof value === "string" && code !== "" && value.toUpperCase() === code.toUpperCase();
+}
+
 /** Case-insensitive partial match (§8.2 rule 5). */
 export function contains(value: unknown, needle: string | undefined): boolean {
   if (needle === undefined) return true;

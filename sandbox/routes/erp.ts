@@ -29,6 +29,7 @@ import {
   pagination,
   parseBody,
   parseQuery,
+  sameCurrency,
   slicePage,
   type SandboxContext,
   type SandboxEnv,
@@ -131,14 +132,8 @@ function listTransactions(c: SandboxContext, filtersNotTaken: readonly string[])
   if (q.card_last_four !== undefined) conditions.push((tx) => tx.card_last_four === q.card_last_four);
   // A text filter, not one of §8.2 rule 5's exact identifier filters.
   if (q.employee_id !== undefined) conditions.push((tx) => contains(tx.employee_id, q.employee_id));
-  if (q.transaction_currency !== undefined) {
-    const currency = q.transaction_currency.toUpperCase();
-    conditions.push((tx) => tx.transaction_currency === currency);
-  }
-  if (q.billing_currency !== undefined) {
-    const currency = q.billing_currency.toUpperCase();
-    conditions.push((tx) => tx.billing_currency === currency);
-  }
+  if (q.transaction_currency !== undefined) conditions.push((tx) => sameCurrency(tx.transaction_currency, q.transaction_currency));
+  if (q.billing_currency !== undefined) conditions.push((tx) => sameCurrency(tx.billing_currency, q.billing_currency));
   if (q.transaction_time_from !== undefined || q.transaction_time_to !== undefined) {
     conditions.push((tx) => inDateRange(tx.transaction_time, q.transaction_time_from, q.transaction_time_to));
   }
@@ -264,7 +259,7 @@ function listMasterData(
       inDateRange(r.updated_at, q.updated_at_from, q.updated_at_to) &&
       contains(r.extra.account_number, q.account_number) &&
       contains(r.extra.account_type, q.account_type) &&
-      (q.account_currency === undefined || String(r.extra.account_currency).toLowerCase() === q.account_currency.toLowerCase()),
+      sameCurrency(r.extra.account_currency, q.account_currency),
   );
   return ok(c, slicePage(matches, page, pageSize).map(masterRecordView), { pagination: pagination(page, pageSize, matches.length) });
 }

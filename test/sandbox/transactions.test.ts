@@ -173,6 +173,17 @@ describe("GET /public/v1/erp/transactions", () => {
     expect(partial.length).toBeGreaterThan(exact.length);
   });
 
+  it("matches the currency filters to a stored code in any letter case, whole codes only (spec-gaps: compared case-insensitively)", async () => {
+    const [tx] = (await h.json(LIST)).body.data as Row[];
+    const patched = await h.json(`/_sandbox/companies/${h.companyId}/transactions/${tx?.id}`, { method: "PATCH", body: { transaction_currency: "usd", billing_currency: "aed" } });
+    expect(patched.status).toBe(200);
+    for (const query of ["transaction_currency=USD", "transaction_currency=usd", "billing_currency=AED", "billing_currency=aEd"]) {
+      const ids = ((await h.json(`${LIST}?${query}&page_size=100`)).body.data as Row[]).map((t) => t.id);
+      expect(ids, query).toContain(tx?.id);
+    }
+    expect((await h.json(`${LIST}?transaction_currency=us&page_size=100`)).body.data).toEqual([]);
+  });
+
   it("filters on category, card, employee, currencies, statuses, exclude_from_sync and an inclusive time range", async () => {
     const all = (await h.json(`${LIST}?page_size=100`)).body.data as Row[];
     const sample = all[5] as Row;
