@@ -265,7 +265,8 @@ export class SandboxState {
     this.pending = this.pending.filter((p) => p.card !== card);
     const stamp = this.clock.stampIso();
     if (status === "Active" && card.activatedAt === null) card.activatedAt = stamp;
-    if (status === "Terminated") card.terminatedAt = stamp;
+    // A card shows terminated_at only while Terminated (spec-gaps, Card timestamps): moved on, it is null again.
+    card.terminatedAt = status === "Terminated" ? stamp : null;
     card.status = status;
     card.updatedAt = stamp;
   }

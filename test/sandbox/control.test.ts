@@ -310,6 +310,28 @@ describe("activity generation", () => {
     expect((await control(`/companies/${h.companyId}/cards/${suspended.id}/status`, { status: "frozen" })).status).toBe(400);
     expect((await control(`/companies/${h.otherCompanyId}/cards/${suspended.id}/status`, { status: "Active" })).status).toBe(404);
   });
+
+  it("shows terminated_at only while the card is Terminated: stamped by a termination, null again once the dashboard moves it on (spec-gaps, Card timestamps)", async () => {
+    const views = async (id: string) => {
+      const erp = (await h.json(`/public/v1/erp/cards/${id}`)).body.data as Row;
+      const listed = ((await h.json("/public/v1/erp/cards?page_size=100")).body.data as Row[]).find((card) => card.id === id) as Row;
+      const core = ((await h.json("/public/v1/core/cards?page_size=100")).body.data.cards as Row[]).find((card) => card.id === id) as Row;
+      return { erp, stamps: [erp.terminated_at, listed.terminated_at, core.terminated_at] };
+    };
+    const seeded = ((await h.json("/public/v1/erp/cards?status=terminated")).body.data as Row[])[0] as Row;
+    const active = ((await h.json("/public/v1/erp/cards?status=active")).body.data as Row[])[0] as Row;
+    expect(seeded.terminated_at).toEqual(expect.any(String));
+    expect((await control(`/companies/${h.companyId}/cards/${active.id}/status`, { status: "terminated" })).status).toBe(200);
+    const { stamps: terminated } = await views(active.id);
+    expect(terminated).toEqual(Array(3).fill(terminated[0]));
+    expect(Date.parse(terminated[0] as string)).toBeGreaterThanOrEqual(h.sandbox.control.now());
+    for (const [card, next] of [[seeded, "active"], [active, "cancelled"]] as const) {
+      expect((await control(`/companies/${h.companyId}/cards/${card.id}/status`, { status: next })).status).toBe(200);
+      const { erp, stamps } = await views(card.id);
+      expect(stamps, `${card.id} now ${next}`).toEqual([null, null, null]);
+      expect(erp.activated_at, "the first activation stays").toBe(card.activated_at);
+    }
+  });
 });
 
 describe("balances following new spend (§4.9: card balances account for pending authorisations)", () => {
