@@ -264,6 +264,8 @@ export class SandboxState {
     // The dashboard wins over a queued suspension: it must not commit later, and a retry must see the new state.
     this.pending = this.pending.filter((p) => p.card !== card);
     const stamp = this.clock.stampIso();
+    // Leaving Draft issues the card, as every seeded card past Draft was (spec-gaps, Card timestamps).
+    if (card.issuedAt === null && status !== "Draft") card.issuedAt = stamp;
     if (status === "Active" && card.activatedAt === null) card.activatedAt = stamp;
     // A card shows terminated_at only while Terminated (spec-gaps, Card timestamps): moved on, it is null again.
     card.terminatedAt = status === "Terminated" ? stamp : null;

@@ -115,7 +115,7 @@ export interface CardRecord {
   readonly lowBalanceNotificationAmount: number;
   readonly segments: readonly SegmentEntry[];
   readonly customSegments: readonly SegmentEntry[];
-  readonly issuedAt: string | null;
+  issuedAt: string | null;
   activatedAt: string | null;
   terminatedAt: string | null;
   readonly createdAt: string;

@@ -332,6 +332,24 @@ describe("activity generation", () => {
       expect(erp.activated_at, "the first activation stays").toBe(card.activated_at);
     }
   });
+
+  it("stamps issued_at when the dashboard moves a Draft card on, as every seeded card past Draft has one (spec-gaps, Card timestamps)", async () => {
+    const draft = ((await h.json("/public/v1/erp/cards?status=draft")).body.data as Row[])[0] as Row;
+    expect(draft.issued_at).toBeNull();
+    expect((await control(`/companies/${h.companyId}/cards/${draft.id}/status`, { status: "active" })).status).toBe(200);
+    const erp = (await h.json(`/public/v1/erp/cards/${draft.id}`)).body.data as Row;
+    const core = ((await h.json("/public/v1/core/cards?page_size=100")).body.data.cards as Row[]).find((card) => card.id === draft.id) as Row;
+    expect(erp.issued_at).toEqual(expect.any(String));
+    expect(Date.parse(erp.issued_at as string)).toBeGreaterThanOrEqual(h.sandbox.control.now());
+    expect(core.issued_at).toBe(erp.issued_at);
+    expect(erp.activated_at).toBe(erp.issued_at);
+    const day = String(erp.issued_at).slice(0, 10);
+    const issuedToday = (await h.json(`/public/v1/erp/cards?issued_time_from=${day}&page_size=100`)).body.data as Row[];
+    expect(issuedToday.map((card) => card.id)).toContain(draft.id);
+    // Moved on again, it keeps the issuance it had.
+    expect((await control(`/companies/${h.companyId}/cards/${draft.id}/status`, { status: "suspended" })).status).toBe(200);
+    expect((await h.json(`/public/v1/erp/cards/${draft.id}`)).body.data.issued_at).toBe(erp.issued_at);
+  });
 });
 
 describe("balances following new spend (§4.9: card balances account for pending authorisations)", () => {
