@@ -170,9 +170,9 @@ export function sameCurrency(value: unknown, code: string | undefined): boolean 
   return typeof value === "string" && code !== "" && value.toUpperCase() === code.toUpperCase();
 }
 
-/** Case-insensitive partial match (§8.2 rule 5). */
+/** Case-insensitive partial match (§8.2 rule 5); empty text is part of every value, an absent one too (spec-gaps). */
 export function contains(value: unknown, needle: string | undefined): boolean {
-  if (needle === undefined) return true;
+  if (needle === undefined || needle === "") return true;
   return typeof value === "string" && value.toLowerCase().includes(needle.toLowerCase());
 }
 

@@ -173,6 +173,15 @@ describe("GET /public/v1/erp/transactions", () => {
     expect(partial.length).toBeGreaterThan(exact.length);
   });
 
+  it("matches every transaction with an empty employee_id, one whose employee_id a change left null included (spec-gaps: an empty text filter matches every record)", async () => {
+    const [tx] = (await h.json(LIST)).body.data as Row[];
+    expect((await h.json(`/_sandbox/companies/${h.companyId}/transactions/${tx?.id}`, { method: "PATCH", body: { employee_id: null } })).status).toBe(200);
+    const all = (await h.json(`${LIST}?page_size=100`)).body;
+    const empty = (await h.json(`${LIST}?employee_id=&page_size=100`)).body;
+    expect(empty.pagination.total_records).toBe(all.pagination.total_records);
+    expect(empty.data.map((t: Row) => t.id)).toContain(tx?.id);
+  });
+
   it("matches the currency filters to a stored code in any letter case, whole codes only (spec-gaps: compared case-insensitively)", async () => {
     const [tx] = (await h.json(LIST)).body.data as Row[];
     const patched = await h.json(`/_sandbox/companies/${h.companyId}/transactions/${tx?.id}`, { method: "PATCH", body: { transaction_currency: "usd", billing_currency: "aed" } });
