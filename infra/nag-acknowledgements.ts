@@ -15,8 +15,7 @@ export function acknowledgeTenantStackFindings(stack: TenantStack): void {
       id: "AwsSolutions-IAM5[Resource::*]",
       reason:
         "This policy holds only actions without resource-level permissions (BridgeFunctionRole admits nothing else): " +
-        "X-Ray's xray:PutTraceSegments and xray:PutTelemetryRecords, added by Tracing.ACTIVE for the Powertools Tracer" +
-        (fn === stack.rotateToken ? ", and secretsmanager:GetRandomPassword, added by RotationSchedule." : "."),
+        "X-Ray's xray:PutTraceSegments and xray:PutTelemetryRecords, added by Tracing.ACTIVE for the Powertools Tracer.",
     });
   }
   for (const fn of [stack.pollTransactions, stack.pollCards]) {

@@ -40,24 +40,33 @@ export class QueueOnFailure implements lambda.IDestination {
 
 /**
  * Actions a bridge function's role may hold on `Resource: "*"`, as none has resource-level permissions: X-Ray's
- * (added by `Tracing.ACTIVE`) and Secrets Manager's GetRandomPassword (added by a rotation schedule).
+ * (added by `Tracing.ACTIVE`).
  */
-const NO_RESOURCE_LEVEL_ACTIONS: readonly string[] = [
-  "xray:PutTraceSegments",
-  "xray:PutTelemetryRecords",
-  "secretsmanager:GetRandomPassword",
-];
+const NO_RESOURCE_LEVEL_ACTIONS: readonly string[] = ["xray:PutTraceSegments", "xray:PutTelemetryRecords"];
+
+/**
+ * Actions CDK constructs grant that no bridge function calls: Secrets Manager's GetRandomPassword on `"*"`, which
+ * RotationSchedule gives every rotation function for generating a password; rotate-token refreshes a token instead.
+ */
+const UNUSED_ACTIONS: readonly string[] = ["secretsmanager:GetRandomPassword"];
+
+/** Whether `statement` allows some of `actions` and nothing else (a Deny or a NotAction never does). */
+function allowsOnly(statement: iam.PolicyStatement, actions: readonly string[]): boolean {
+  return (
+    statement.effect === iam.Effect.ALLOW &&
+    statement.notActions.length === 0 &&
+    statement.actions.length > 0 &&
+    statement.actions.every((action) => actions.includes(action))
+  );
+}
 
 /** An Allow of {@link NO_RESOURCE_LEVEL_ACTIONS} only, on `"*"` only. */
 function isNoResourceLevelStatement(statement: iam.PolicyStatement): boolean {
   return (
-    statement.effect === iam.Effect.ALLOW &&
-    statement.notActions.length === 0 &&
+    allowsOnly(statement, NO_RESOURCE_LEVEL_ACTIONS) &&
     statement.notResources.length === 0 &&
     statement.resources.length === 1 &&
-    statement.resources[0] === "*" &&
-    statement.actions.length > 0 &&
-    statement.actions.every((action) => NO_RESOURCE_LEVEL_ACTIONS.includes(action))
+    statement.resources[0] === "*"
   );
 }
 
@@ -65,7 +74,8 @@ function isNoResourceLevelStatement(statement: iam.PolicyStatement): boolean {
  * A bridge function's execution role. Statements that only allow {@link NO_RESOURCE_LEVEL_ACTIONS} on `"*"` go to a
  * policy of their own ({@link BridgeFunctionRole.noResourceLevelPolicy}), everything else to the default policy, so
  * the cdk-nag acknowledgement of `Resource::*` can name that one policy: any other wildcard, whatever its action,
- * lands in the default policy and fails synth.
+ * lands in the default policy and fails synth. A statement made only of {@link UNUSED_ACTIONS} is left out (one that
+ * also holds another action is kept whole).
  */
 export class BridgeFunctionRole extends iam.Role {
   private static readonly NO_RESOURCE_LEVEL_POLICY_ID = "NoResourceLevelActions";
@@ -76,6 +86,7 @@ export class BridgeFunctionRole extends iam.Role {
   }
 
   override addToPrincipalPolicy(statement: iam.PolicyStatement): iam.AddToPrincipalPolicyResult {
+    if (allowsOnly(statement, UNUSED_ACTIONS)) return { statementAdded: false };
     if (!isNoResourceLevelStatement(statement)) return super.addToPrincipalPolicy(statement);
     const policy = this.noResourceLevelPolicy ?? new iam.Policy(this, BridgeFunctionRole.NO_RESOURCE_LEVEL_POLICY_ID, { roles: [this] });
     policy.addStatements(statement);

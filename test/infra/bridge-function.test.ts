@@ -80,7 +80,7 @@ describe("BridgeFunction", () => {
     const app = new App({ builtinCloudFormationValidation: false, context: { "aws:cdk:bundling-stacks": [] } });
     const stack = new Stack(app, "Routing");
     const fn = new BridgeFunction(stack, "Fn", { entry: join(FIXTURE_FUNCTIONS_DIR, "poll-cards.ts"), description: "routing", environment });
-    fn.role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: ["secretsmanager:GetRandomPassword"], resources: ["*"] }));
+    fn.role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: ["xray:PutTelemetryRecords"], resources: ["*"] }));
     fn.role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: ["xray:PutTraceSegments", "secretsmanager:GetSecretValue"], resources: ["*"] }));
     fn.role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: ["xray:PutTraceSegments"], resources: ["arn:aws:xray:eu-west-1:1:group/x", "*"] }));
     const policies = Template.fromStack(stack).findResources("AWS::IAM::Policy") as Record<
@@ -90,10 +90,23 @@ describe("BridgeFunction", () => {
     const [noResourceId, defaultId] = [/^FnRoleNoResourceLevelActions/, /^FnRoleDefaultPolicy/].map((re) => Object.keys(policies).find((id) => re.test(id)) ?? "");
     expect(policies[noResourceId ?? ""]?.Properties.PolicyDocument.Statement.map((st) => st.Action)).toEqual([
       ["xray:PutTraceSegments", "xray:PutTelemetryRecords"],
-      "secretsmanager:GetRandomPassword",
+      "xray:PutTelemetryRecords",
     ]);
     const defaults = JSON.stringify(policies[defaultId ?? ""]);
     expect(defaults).toContain("secretsmanager:GetSecretValue");
     expect(defaults).toContain("arn:aws:xray:eu-west-1:1:group/x");
+  });
+
+  it("leaves out a statement of only actions no bridge function calls (RotationSchedule's GetRandomPassword on *), and keeps any other", () => {
+    const app = new App({ builtinCloudFormationValidation: false, context: { "aws:cdk:bundling-stacks": [] } });
+    const stack = new Stack(app, "Unused");
+    const fn = new BridgeFunction(stack, "Fn", { entry: join(FIXTURE_FUNCTIONS_DIR, "poll-cards.ts"), description: "unused", environment });
+    const dropped = fn.role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: ["secretsmanager:GetRandomPassword"], resources: ["*"] }));
+    expect(dropped.statementAdded).toBe(false);
+    // with an action the code may call, the statement stays whole: nothing is taken out of a statement silently
+    fn.role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: ["secretsmanager:GetRandomPassword", "secretsmanager:GetSecretValue"], resources: ["arn:aws:secretsmanager:eu-west-1:1:secret:s"] }));
+    const text = JSON.stringify(Template.fromStack(stack).findResources("AWS::IAM::Policy"));
+    expect(text.match(/secretsmanager:GetRandomPassword/g)).toHaveLength(1);
+    expect(text).toContain("secretsmanager:GetSecretValue");
   });
 });

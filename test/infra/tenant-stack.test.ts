@@ -966,19 +966,15 @@ describe("least-privilege IAM", () => {
     }
   });
 
-  it("uses * only for X-Ray and the rotation's GetRandomPassword, which have no resource-level permissions", () => {
+  it("uses * only for X-Ray, which has no resource-level permissions (not RotationSchedule's GetRandomPassword, which rotate-token never calls)", () => {
     const wildcardActions = statements(acmeT)
       .filter((s) => resourcesOf(s).includes("*"))
       .flatMap(actionsOf);
-    expect([...new Set(wildcardActions)].sort()).toEqual([
-      "secretsmanager:GetRandomPassword",
-      "xray:PutTelemetryRecords",
-      "xray:PutTraceSegments",
-    ]);
+    expect([...new Set(wildcardActions)].sort()).toEqual(["xray:PutTelemetryRecords", "xray:PutTraceSegments"]);
   });
 
   it.each(["PollTransactionsRole", "PollCardsRole", "RotateTokenRole"])(
-    "keeps %s's only * statements in its no-resource-level policy, with exactly X-Ray (and GetRandomPassword for rotation)",
+    "keeps %s's only * statements in its no-resource-level policy, with exactly X-Ray",
     (role) => {
       for (const template of [acmeT, globexT]) {
         const wildcards = rolePolicies(template, role).flatMap(({ id, statements: mine }) =>
@@ -986,11 +982,7 @@ describe("least-privilege IAM", () => {
         );
         expect(wildcards.every(({ id }) => id.startsWith(`${role.replace(/Role$/, "")}RoleNoResourceLevelActions`)), JSON.stringify(wildcards)).toBe(true);
         expect(wildcards.every(({ s }) => resourcesOf(s).length === 1 && s.Effect === "Allow")).toBe(true);
-        expect([...new Set(wildcards.flatMap(({ s }) => actionsOf(s)))].sort()).toEqual(
-          role === "RotateTokenRole"
-            ? ["secretsmanager:GetRandomPassword", "xray:PutTelemetryRecords", "xray:PutTraceSegments"]
-            : ["xray:PutTelemetryRecords", "xray:PutTraceSegments"],
-        );
+        expect([...new Set(wildcards.flatMap(({ s }) => actionsOf(s)))].sort()).toEqual(["xray:PutTelemetryRecords", "xray:PutTraceSegments"]);
       }
     },
   );
@@ -1099,7 +1091,7 @@ describe("least-privilege IAM", () => {
     Template.fromStack(stack).resourceCountIs("AWS::IAM::Policy", 0);
   });
 
-  it("grants the rotation the token lease and token items, and DescribeSecret with the rotation schedule", () => {
+  it("grants the rotation the token lease and token items, and DescribeSecret with the rotation schedule, not its unused GetRandomPassword", () => {
     expect(grantedTo(acmeT, "RotateTokenRole")).toEqual([
       "dynamodb:DeleteItem",
       "dynamodb:GetItem",
@@ -1109,7 +1101,6 @@ describe("least-privilege IAM", () => {
       "kms:DescribeKey",
       "kms:GenerateDataKey",
       "secretsmanager:DescribeSecret",
-      "secretsmanager:GetRandomPassword",
       "secretsmanager:GetSecretValue",
       "secretsmanager:ListSecretVersionIds",
       "secretsmanager:PutSecretValue",
