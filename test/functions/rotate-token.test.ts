@@ -562,6 +562,31 @@ describe("rotate-token handler (Secrets Manager rotation)", () => {
     expect(await h.familyStillValid()).toBe(true);
   });
 
+  it("meets a rejected refresh token first with the re-authorize error and its metric even when writing the revoked mark fails", async () => {
+    await revokeFamily();
+    // The table refuses the revoked mark's put (throttled): no poller or earlier step wrote it either.
+    const clients = h.clients((dynamo) =>
+      dynamo.middlewareStack.add(
+        (next, context) => async (args) => {
+          const item = (args.input as { Item?: { sk?: { S?: string } } }).Item;
+          if (String(context.commandName) === "PutItemCommand" && item?.sk?.S === "REVOKED") throw awsError("ProvisionedThroughputExceededException");
+          return next(args);
+        },
+        { step: "build", name: "failRevokedMark" },
+      ),
+    );
+    const token = randomUUID();
+    h.secrets.startRotation(token);
+    const revokedBefore = revokedMetrics();
+    const error = await h.rotator({ clients })(eventFor(token, "createSecret")).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ReauthorizationRequiredError);
+    expect(error).not.toBeInstanceOf(RotationError);
+    expect((error as Error).message).toMatch(/re-authorize/);
+    expect(revokedMetrics() - revokedBefore).toBe(1);
+    expect(h.output.join("\n")).toContain("Could not record the revoked token family");
+    expect(await h.tokenStore().revokedVersion()).toBeUndefined();
+  });
+
   it("says at the next rotation to check the secret's client_id and client_secret first when the refusal was a 401 without an error code", async () => {
     const right = h.secrets.current();
     const putSecret = (value: Record<string, unknown>) =>
