@@ -142,6 +142,18 @@ const EnvSchema = z.object({
     .optional(),
 });
 
+/**
+ * TENANT_ID as {@link loadConfig} takes it (trimmed) when that variable alone is valid, whatever else is wrong; else
+ * undefined, so an invalid value is never echoed.
+ *
+ * @example
+ * const tenant = validTenantOf(process.env); // "acme", or undefined for "acme#1"
+ */
+export function validTenantOf(env: Readonly<Record<string, string | undefined>>): string | undefined {
+  const parsed = EnvSchema.shape.TENANT_ID.safeParse(env.TENANT_ID);
+  return parsed.success ? parsed.data : undefined;
+}
+
 /** Validated settings of one function. */
 export interface RuntimeConfig {
   readonly tenant: string;

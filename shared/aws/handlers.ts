@@ -18,7 +18,7 @@ import { redrivenCount, type RedriveReport } from "../bridge/redrive.js";
 import { totalPublished, type CycleReport } from "../bridge/report.js";
 import type { FetchLike } from "../qashio/http.js";
 import { systemClock } from "./clock.js";
-import { DEFAULT_METRICS_NAMESPACE, DEFAULT_SERVICE_NAME, checkPollerTimeout, cycleDeadline, loadConfig, logLevelOf, type RuntimeConfig } from "./config.js";
+import { DEFAULT_METRICS_NAMESPACE, DEFAULT_SERVICE_NAME, checkPollerTimeout, cycleDeadline, loadConfig, logLevelOf, validTenantOf, type RuntimeConfig } from "./config.js";
 import { runConformPii, runCycle, runRedrive, type CycleKind, type Leased } from "./cycle.js";
 import { RotationError } from "./errors.js";
 import { PowertoolsLoggerAdapter, PowertoolsMetricsAdapter, awsCallOf, nameFailedCalls } from "./observability.js";
@@ -134,6 +134,10 @@ class Container {
     // invocation's error.
     const logLevel = logLevelOf(env);
     this.logger = options.logger ?? new Logger({ serviceName, ...(logLevel === undefined ? {} : { logLevel }) });
+    // On every line from the start, as on the metrics: a LambdaConfigurationError's line too, unless TENANT_ID is
+    // itself the bad variable (a config error never echoes a value).
+    const validTenant = validTenantOf(env);
+    if (validTenant !== undefined) this.logger.appendPersistentKeys({ tenant: validTenant });
     this.metrics = options.metrics ?? new Metrics({ serviceName, namespace, logger: metricsLogger(this.logger) });
     // The tenant from the start: logMetrics emits ColdStart before the body validates the environment (config() then
     // sets the validated value), and a ColdStart without it is the one metric a `WHERE tenant = ...` query misses.
@@ -147,11 +151,10 @@ class Container {
     this.metricsPort = new PowertoolsMetricsAdapter(this.metrics);
   }
 
-  /** Validated config (once per container); sets the tenant on logs and metrics. */
+  /** Validated config (once per container); sets the tenant on metrics (the logs have it from the constructor). */
   config(): RuntimeConfig {
     if (this.#config === undefined) {
       const config = loadConfig(this.options.env ?? process.env);
-      this.logger.appendPersistentKeys({ tenant: config.tenant });
       // Set again only when it differs: Powertools warns for every overwritten dimension.
       if (config.tenant !== this.#tenantDimension) this.metrics.setDefaultDimensions({ tenant: config.tenant });
       this.#config = config;

@@ -9,6 +9,7 @@ import {
   checkPollerTimeout,
   cycleDeadline,
   loadConfig,
+  validTenantOf,
 } from "../../shared/aws/config.js";
 import { DEFAULT_DEADLINE_GRACE_MS } from "../../shared/bridge/deps.js";
 import { FunctionTimeoutTooShortError, LambdaConfigurationError } from "../../shared/aws/errors.js";
@@ -22,6 +23,15 @@ const valid = {
   PII_MODE: "hash",
   POWERTOOLS_SERVICE_NAME: "qashio-bridge",
 };
+
+describe("validTenantOf", () => {
+  it("gives TENANT_ID as loadConfig takes it while another variable is bad, and nothing for an invalid or missing one", () => {
+    expect(validTenantOf({ ...valid, TENANT_ID: " acme ", PII_MODE: "sometimes" })).toBe("acme");
+    expect(validTenantOf({ ...valid, TENANT_ID: "acme#1" })).toBeUndefined();
+    expect(validTenantOf({ ...valid, TENANT_ID: "  " })).toBeUndefined();
+    expect(validTenantOf({ PII_MODE: "hash" })).toBeUndefined();
+  });
+});
 
 describe("loadConfig", () => {
   it("reads a valid environment, applying the documented defaults", () => {

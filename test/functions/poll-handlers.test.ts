@@ -660,6 +660,22 @@ describe("poll-transactions handler", () => {
     expect((error as LambdaConfigurationError).issues.map((i) => i.variable).sort()).toEqual(["PII_MODE", "TABLE_NAME"]);
   });
 
+  it("logs a LambdaConfigurationError with the tenant key when TENANT_ID itself is valid, as its metrics carry it", async () => {
+    const failedLine = () => h.output.map((line) => JSON.parse(line) as Record<string, unknown>).find((doc) => doc["message"] === "Cycle failed");
+    await expect(h.poller("transactions", { env: { ...h.env, PII_MODE: "sometimes" } })()).rejects.toBeInstanceOf(LambdaConfigurationError);
+    expect(failedLine()).toMatchObject({ tenant: TENANT, error: { name: "LambdaConfigurationError" } });
+  });
+
+  it("never echoes an invalid TENANT_ID in the LambdaConfigurationError log line", async () => {
+    const bad = "acme#not-a-tenant";
+    const error = await h.poller("transactions", { env: { ...h.env, TENANT_ID: bad } })().catch((e: unknown) => e);
+    expect((error as LambdaConfigurationError).issues.map((i) => i.variable)).toEqual(["TENANT_ID"]);
+    const failed = h.output.find((line) => line.includes('"Cycle failed"'));
+    expect(failed).toBeDefined();
+    expect(JSON.parse(failed as string)).not.toHaveProperty("tenant");
+    expect(failed).not.toContain(bad);
+  });
+
   it("names the AWS call and the table in the failure log line when the tenant's table is gone (DynamoDB says only \"Requested resource not found\")", async () => {
     const missing = `${h.table.tableName}-deleted`;
     const error = await h.poller("transactions", { env: { ...h.env, TABLE_NAME: missing } })().catch((e: unknown) => e);
