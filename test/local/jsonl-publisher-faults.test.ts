@@ -23,6 +23,8 @@ const faults = vi.hoisted(() => ({
   unsynced: 0,
   mostUnsynced: 0,
   mostInOneCall: 0,
+  /** Truncations and fsyncs in order, to tell a cut back that was made durable from one left to the page cache. */
+  syncs: [] as string[],
 }));
 
 vi.mock("node:fs", async (importOriginal) => {
@@ -40,12 +42,14 @@ vi.mock("node:fs", async (importOriginal) => {
     return written;
   }) as typeof fs.writeSync;
   const fsyncSync = ((fd: number) => {
+    faults.syncs.push("fsync");
     faults.unsynced = 0;
     if (!faults.skipSync) fs.fsyncSync(fd);
   }) as typeof fs.fsyncSync;
   const ftruncateSync = ((fd: number, len?: number) => {
     if (faults.failTruncate) throw Object.assign(new Error("EIO: i/o error, ftruncate"), { code: "EIO" });
     fs.ftruncateSync(fd, len);
+    faults.syncs.push("truncate");
   }) as typeof fs.ftruncateSync;
   /** Fails opening a path that faults.failOpenOf matches, as a directory the bridge may not write in does. */
   const openSync = ((file: nodeFs.PathLike, ...rest: unknown[]) => {
@@ -78,6 +82,7 @@ beforeEach(async () => {
   faults.unsynced = 0;
   faults.mostUnsynced = 0;
   faults.mostInOneCall = 0;
+  faults.syncs.length = 0;
 });
 afterEach(async () => {
   await rm(dir, { recursive: true, force: true });
@@ -98,6 +103,17 @@ describe("JsonlEventPublisher after a write that fails part-way", () => {
     expect(await detailIds()).toEqual([sampleEvent(1).detail.id]);
     await publisher.publish([sampleEvent(2), sampleEvent(3)]);
     expect(await detailIds()).toEqual([1, 2, 3].map((n) => sampleEvent(n).detail.id));
+  });
+
+  it("fsyncs the cut back before the publish rejects, so a power loss cannot bring back lines of events it refused", async () => {
+    const publisher = new JsonlEventPublisher({ file });
+    await publisher.publish([sampleEvent(1)]);
+    faults.syncs.length = 0;
+    faults.tearNextWrite = true;
+    await expect(publisher.publish([sampleEvent(2), sampleEvent(3)])).rejects.toThrow(/ENOSPC/);
+    // Unsynced, the cut could be lost with the power and the whole lines written before the fault kept: events the
+    // engine was told were not published, which a consumer would see, perhaps in a version never re-sent.
+    expect(faults.syncs).toEqual(["truncate", "fsync"]);
   });
 
   /** A publisher whose second publish tore its line and could not cut it back off the file. */
