@@ -771,6 +771,17 @@ describe("JsonlEventPublisher", () => {
       expect(warnings).toHaveLength(1);
     });
 
+    it("looks for NUL bytes again after another writer's append, not only on its first: a tear another host's power loss left between two appends of this one is cut", async () => {
+      const { file, publisher, warnings } = await rig("");
+      await publisher.publish([sampleEvent(1)]);
+      // A run on another host (or boot) sharing the state directory lost power mid-append while this one kept running:
+      // a NUL block inside its line 2, then its line 3 whole. The last line being whole, only the NUL search sees it.
+      await writeFile(file, Buffer.concat([Buffer.from(lineOf(2).slice(0, 40)), Buffer.alloc(4096), Buffer.from(lineOf(2).slice(60) + lineOf(3))]), { flag: "a" });
+      await publisher.publish([sampleEvent(4)]);
+      expect(await detailIds(file)).toEqual([1, 4].map((n) => sampleEvent(n).detail.id));
+      expect(warnings).toEqual([expect.objectContaining({ message: expect.stringMatching(/power loss/) })]);
+    });
+
     describe("after a power loss left NUL bytes before the last line", () => {
       /** Lines 1 and 2 whole, then line 3 whose middle a power loss left as a NUL-filled block, then whole lines 4 and 5. */
       const good = lineOf(1) + lineOf(2);
