@@ -903,6 +903,20 @@ describe("pollTransactions", () => {
     expect(rig.provider.calls.filter((c) => c.op === "listTransactions" && c.query.qashio_id)).toHaveLength(0);
   });
 
+  it("never publishes a refund as its own parent, also when another refund of the page resolves the reference it names to it", async () => {
+    const rig = makeRig();
+    // The provider contradicting itself: `other` names the reference `refund` names (without a parent_id), with
+    // `refund`'s id as parent_id; a read finds nothing under the reference.
+    const refund = rig.provider.addTransaction({ transaction_category: "refund", parent_qashio_id: "CT88888888" });
+    const other = rig.provider.addTransaction({ transaction_category: "refund", parent_qashio_id: "CT88888888", parent_id: refund.id });
+    await pollTransactions(rig.deps);
+    const parents = new Map(rig.publisher.events.map((e) => [e.detail.subject.id, e.detail.data.parent]));
+    expect([...parents.keys()].sort()).toEqual([refund.id, other.id].sort());
+    expect(parents.get(other.id)).toEqual({ id: refund.id, qashio_id: "CT88888888" });
+    // A consumer walking parent links would loop on it.
+    expect(parents.get(refund.id)).toBeUndefined();
+  });
+
   it("carries the transaction parent_qashio_id names as parent, not the purchase a chain started at: a reversal of a refund names the refund", async () => {
     const rig = makeRig();
     const purchase = rig.provider.addTransaction();
