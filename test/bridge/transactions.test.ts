@@ -917,6 +917,17 @@ describe("pollTransactions", () => {
     expect(parents.get(refund.id)).toBeUndefined();
   });
 
+  it("gives a refund without a parent_id the parent another refund of the page names by parent_id under the same reference", async () => {
+    const rig = makeRig();
+    // Neither the store nor a provider read knows CT66666666: only the other refund's own parent_id names it.
+    const named = rig.provider.addTransaction({ transaction_category: "refund", parent_qashio_id: "CT66666666", parent_id: txnId(900) });
+    const unnamed = rig.provider.addTransaction({ transaction_category: "refund", parent_qashio_id: "CT66666666" });
+    await pollTransactions(rig.deps);
+    const parents = new Map(rig.publisher.events.map((e) => [e.detail.subject.id, e.detail.data.parent]));
+    expect(parents.get(named.id)).toEqual({ id: txnId(900), qashio_id: "CT66666666" });
+    expect(parents.get(unnamed.id)).toEqual({ id: txnId(900), qashio_id: "CT66666666" });
+  });
+
   it("carries the transaction parent_qashio_id names as parent, not the purchase a chain started at: a reversal of a refund names the refund", async () => {
     const rig = makeRig();
     const purchase = rig.provider.addTransaction();
