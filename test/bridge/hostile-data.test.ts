@@ -117,6 +117,13 @@ describe("a record nested deeper than MAX_RECORD_DEPTH", () => {
     expect(nestedDeeperThan(cut, 3)).toBe(false);
     expect(nestedDeeperThan({ a: [[1]] }, 3)).toBe(false);
   });
+
+  it(`takes a record ${MAX_RECORD_DEPTH} levels deep and finds one a level deeper too deep`, () => {
+    // The record is the first level: its member of n nested arrays reaches n levels below it.
+    const record = (levelsBelow: number) => ({ id: "t1", custom_fields: JSON.parse(deepArrayText(levelsBelow)) as unknown });
+    expect(nestedDeeperThan(record(MAX_RECORD_DEPTH - 1))).toBe(false);
+    expect(nestedDeeperThan(record(MAX_RECORD_DEPTH))).toBe(true);
+  });
 });
 
 describe("a quarantined body of an unexpected shape, under redact and hash", () => {
