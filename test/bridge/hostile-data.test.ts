@@ -483,6 +483,25 @@ describe("a provider answering with more items than asked", () => {
     expect(rig.metrics.sum("Acknowledged")).toBe(100);
     expect(rig.provider.pending()).toHaveLength(150);
   });
+
+  it("reads again, and acknowledges in the same cycle, the ids of the later calls when an earlier acknowledge call fails for now", async () => {
+    const rig = makeRig();
+    for (let i = 0; i < 5; i += 1) rig.provider.addTransaction();
+    // Ignores page_size: the whole list in one page, acknowledged in calls of 2.
+    const serving = Object.assign(Object.create(rig.provider) as typeof rig.provider, {
+      listTransactions: (q: Parameters<typeof rig.provider.listTransactions>[0]) => rig.provider.listTransactions({ ...q, page_size: 1_000 }),
+    });
+    let failed = false;
+    const provider = clientOverFake(serving, rig.clock, (call) => {
+      if (call.op !== "acknowledgeTransactions" || failed) return undefined;
+      failed = true;
+      return { status: 503, retryAfterSeconds: 2 };
+    });
+    const report = await pollTransactions({ ...rig.deps, provider }, { pageSize: 2 });
+    expect(failed).toBe(true);
+    expect(report).toMatchObject({ outcome: "complete", acknowledged: 5 });
+    expect(rig.provider.pending()).toEqual([]);
+  });
 });
 
 describe("a re-send after a crash, the provider sending one field in another accepted form meanwhile", () => {
