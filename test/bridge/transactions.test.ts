@@ -1800,4 +1800,23 @@ describe("pollTransactions: an acknowledge that failed for now, left to a fresh 
     expect(last?.detail.data.object["memo"]).toBe("edited while the acknowledge failed");
     expect(new Set(rig.publisher.ids).size).toBe(rig.publisher.events.length);
   });
+
+  it("counts the lag of an unchanged transaction whose acknowledge failed for now and that a stop kept from being read again", async () => {
+    const rig = await publishedButUnacknowledged(1);
+    const stop = new AbortController();
+    const deps = {
+      ...rig.deps,
+      provider: clientOverFake(rig.provider, rig.clock, (call) => {
+        if (call.op !== "acknowledgeTransactions") return undefined;
+        // Asked to stop while the acknowledge fails: the cycle ends before the fresh read its acknowledge is left to.
+        stop.abort();
+        return { status: 503, retryAfterSeconds: 2 };
+      }),
+    };
+    const report = await pollTransactions(deps, { deadline: rig.clock.now() + 300_000, signal: stop.signal });
+    expect(report).toMatchObject({ outcome: "deadline", unchanged: 1, published: {} });
+    expect(rig.provider.pending()).toHaveLength(1);
+    // Equal to its snapshot, yet still listed two hours after its change: the lag shows it until a read settles it.
+    expect(report.syncLagSeconds).toBeGreaterThanOrEqual(7200);
+  });
 });
