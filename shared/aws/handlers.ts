@@ -116,8 +116,6 @@ class Container {
   readonly #cache = new RuntimeCache();
   #config?: RuntimeConfig;
   #clients?: AwsClients;
-  /** The tenant dimension set from the raw environment before the config was validated. */
-  #tenantDimension?: string;
   /** Set at the container's first invocation. */
   #invoked = false;
 
@@ -134,31 +132,26 @@ class Container {
     // invocation's error.
     const logLevel = logLevelOf(env);
     this.logger = options.logger ?? new Logger({ serviceName, ...(logLevel === undefined ? {} : { logLevel }) });
-    // On every line from the start, as on the metrics: a LambdaConfigurationError's line too, unless TENANT_ID is
-    // itself the bad variable (a config error never echoes a value).
-    const validTenant = validTenantOf(env);
-    if (validTenant !== undefined) this.logger.appendPersistentKeys({ tenant: validTenant });
     this.metrics = options.metrics ?? new Metrics({ serviceName, namespace, logger: metricsLogger(this.logger) });
-    // The tenant from the start: logMetrics emits ColdStart before the body validates the environment (config() then
-    // sets the validated value), and a ColdStart without it is the one metric a `WHERE tenant = ...` query misses.
-    const tenant = env.TENANT_ID?.trim();
-    if (tenant) {
+    // The tenant on every line and metric from the start: a LambdaConfigurationError's line, and the ColdStart logMetrics
+    // emits before the body validates the environment (without it, the one metric a `WHERE tenant = ...` query misses).
+    // None when TENANT_ID is itself the bad variable: a config error never echoes a value, nor does the EMF line.
+    const tenant = validTenantOf(env);
+    if (tenant !== undefined) {
+      this.logger.appendPersistentKeys({ tenant });
       this.metrics.setDefaultDimensions({ tenant });
-      this.#tenantDimension = tenant;
     }
     this.tracer = options.tracer ?? new Tracer();
     this.loggerPort = new PowertoolsLoggerAdapter(this.logger);
     this.metricsPort = new PowertoolsMetricsAdapter(this.metrics);
   }
 
-  /** Validated config (once per container); sets the tenant on metrics (the logs have it from the constructor). */
+  /**
+   * Validated config (once per container). Its tenant is on logs and metrics from the constructor already: loadConfig
+   * takes TENANT_ID as validTenantOf does.
+   */
   config(): RuntimeConfig {
-    if (this.#config === undefined) {
-      const config = loadConfig(this.options.env ?? process.env);
-      // Set again only when it differs: Powertools warns for every overwritten dimension.
-      if (config.tenant !== this.#tenantDimension) this.metrics.setDefaultDimensions({ tenant: config.tenant });
-      this.#config = config;
-    }
+    this.#config ??= loadConfig(this.options.env ?? process.env);
     return this.#config;
   }
 

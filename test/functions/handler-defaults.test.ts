@@ -38,6 +38,17 @@ it("emits the ColdStart metric with the tenant dimension, as every other metric"
   expect(directive?.Dimensions.flat()).toContain("tenant");
 });
 
+it("never echoes an invalid TENANT_ID, in the ColdStart metric either: its lines carry no tenant then", async () => {
+  vi.stubEnv("AWS_LAMBDA_INITIALIZATION_TYPE", "on-demand");
+  const bad = "acme#not-a-tenant";
+  // The Lambda's own Metrics (none injected): it emits ColdStart before the body validates the environment.
+  await expect(h.poller("transactions", { env: { ...h.env, TENANT_ID: bad }, metrics: undefined })()).rejects.toMatchObject({ name: "LambdaConfigurationError" });
+  const emf = h.output.filter((line) => line.includes('"_aws"')).map((line) => JSON.parse(line) as Record<string, unknown>);
+  expect(emf.filter((doc) => doc.ColdStart !== undefined)).toHaveLength(1);
+  for (const doc of emf) expect(doc).not.toHaveProperty("tenant");
+  expect(h.output.join("\n")).not.toContain(bad);
+});
+
 it("builds each Lambda entry in functions/ on the handler of its kind", async () => {
   // An event each handler refuses before it touches AWS or the provider, with a message only that handler gives.
   for (const [name, value] of Object.entries(h.env)) vi.stubEnv(name, value);
