@@ -253,5 +253,8 @@ export function checkPollerTimeout(remainingAtEntryMs: number, lostMs: number, b
   if (timeoutMs >= minimumMs) return;
   const stackTimeoutMs = budgetMs === undefined ? undefined : budgetMs + CYCLE_SAFETY_MARGIN_MS;
   const workMinimumMs = minimumMs - CYCLE_SAFETY_MARGIN_MS;
-  throw new FunctionTimeoutTooShortError(timeoutMs, minimumMs, workMinimumMs, stackTimeoutMs, { action: action === "conform-pii" ? action : "cycle" });
+  throw new FunctionTimeoutTooShortError(timeoutMs, minimumMs, workMinimumMs, stackTimeoutMs, {
+    action: action === "conform-pii" ? action : "cycle",
+    pollerMinimumMs: MIN_POLLER_TIMEOUT_MS,
+  });
 }

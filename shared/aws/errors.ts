@@ -29,7 +29,7 @@ export class LambdaConfigurationError extends AwsRuntimeError {
  * with nothing pulled and no error), or for a `conform-pii` pass to read anything at all (`action`). Thrown at the
  * start of an invocation, before any provider call or write. `timeoutMs` is the timeout as the invocation could tell
  * it (the timeout, or more); `cycleMinimumMs` the work's least time past the deadline's margin; `stackTimeoutMs` the
- * timeout the stack sets, when CYCLE_BUDGET_MS tells it.
+ * timeout the stack sets, when CYCLE_BUDGET_MS tells it; `pollerMinimumMs` (option) the least to set back without it.
  */
 export class FunctionTimeoutTooShortError extends AwsRuntimeError {
   override name = "FunctionTimeoutTooShortError";
@@ -40,11 +40,14 @@ export class FunctionTimeoutTooShortError extends AwsRuntimeError {
     readonly minimumMs: number,
     readonly cycleMinimumMs: number,
     readonly stackTimeoutMs?: number,
-    options: ErrorOptions & { readonly action?: "cycle" | "conform-pii" } = {},
+    options: ErrorOptions & { readonly action?: "cycle" | "conform-pii"; readonly pollerMinimumMs?: number } = {},
   ) {
     const seconds = (ms: number) => `${ms / 1000} s`;
     const margin = seconds(minimumMs - cycleMinimumMs);
-    const { action = "cycle", ...errorOptions } = options;
+    const { action = "cycle", pollerMinimumMs = minimumMs, ...errorOptions } = options;
+    // The function is a poller whatever it was asked: set back to a conform-pii pass's minimum, its cycles are refused.
+    const leastMs = Math.max(minimumMs, pollerMinimumMs);
+    const least = `at least ${seconds(leastMs)}${leastMs > minimumMs ? " (its cycles' minimum)" : ""}`;
     const need =
       action === "conform-pii"
         ? `where a conform-pii pass needs at least ${seconds(minimumMs)}, the ${margin} kept back after the pass's deadline plus ` +
@@ -55,7 +58,7 @@ export class FunctionTimeoutTooShortError extends AwsRuntimeError {
           "access token expires every cycle ends at its deadline with nothing pulled.";
     super(
       `The function's timeout is too short: ${seconds(timeoutMs)} or less, ${need} Set the function's timeout back to ` +
-        (stackTimeoutMs === undefined ? `at least ${seconds(minimumMs)}` : `the stack's value: the stack sets ${seconds(stackTimeoutMs)} (CYCLE_BUDGET_MS + ${margin})`) +
+        (stackTimeoutMs === undefined ? least : `the stack's value: the stack sets ${seconds(stackTimeoutMs)} (CYCLE_BUDGET_MS + ${margin})`) +
         "; a redeploy does not restore a timeout changed by hand. Nothing was sent or written (docs/runbook.md, Function errors)",
       errorOptions,
     );

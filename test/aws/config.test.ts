@@ -243,6 +243,18 @@ describe("checkPollerTimeout", () => {
     expect((refused as Error).message).toContain("the stack sets 60 s (CYCLE_BUDGET_MS + 30 s)");
   });
 
+  it("asks a conform-pii pass refused without a budget to set back the poller's minimum, not the pass's: at 35 s its cycles would be refused", () => {
+    let refused: unknown;
+    try {
+      checkPollerTimeout(CYCLE_SAFETY_MARGIN_MS, 0, undefined, "conform-pii");
+    } catch (e) {
+      refused = e;
+    }
+    expect(refused).toMatchObject({ action: "conform-pii", minimumMs: MIN_CONFORM_TIMEOUT_MS });
+    expect((refused as Error).message).toContain("Set the function's timeout back to at least 60 s (its cycles' minimum);");
+    expect(() => checkPollerTimeout(MIN_CONFORM_TIMEOUT_MS, 0)).toThrow(FunctionTimeoutTooShortError);
+  });
+
   it("counts the time an invocation may have lost before its handler started", () => {
     expect(() => checkPollerTimeout(40_000, 20_000)).not.toThrow();
     expect(() => checkPollerTimeout(40_000, 19_000)).toThrow(FunctionTimeoutTooShortError);
