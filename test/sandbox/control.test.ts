@@ -349,6 +349,9 @@ describe("activity generation", () => {
     // Moved on again, it keeps the issuance it had.
     expect((await control(`/companies/${h.companyId}/cards/${draft.id}/status`, { status: "suspended" })).status).toBe(200);
     expect((await h.json(`/public/v1/erp/cards/${draft.id}`)).body.data.issued_at).toBe(erp.issued_at);
+    // Moved back to Draft, it keeps it too (spec-gaps: null on a Draft card never issued).
+    expect((await control(`/companies/${h.companyId}/cards/${draft.id}/status`, { status: "draft" })).status).toBe(200);
+    expect((await h.json(`/public/v1/erp/cards/${draft.id}`)).body.data).toMatchObject({ status: "Draft", issued_at: erp.issued_at });
   });
 });
 
