@@ -1,6 +1,6 @@
 /**
  * The cycle's publish accounting (CycleRun.publish), seen through a transaction cycle: when a published change's lag is
- * measured.
+ * measured, and what ends a streak of batches the publisher took none of.
  */
 import { describe, expect, it } from "vitest";
 import { pollTransactions } from "../../shared/bridge/transactions.js";
@@ -23,5 +23,22 @@ describe("CycleRun.publish", () => {
     // On the bus, so delivered: its lag stopped growing when it was published.
     expect((error as CycleAbortedError).report.syncLagSeconds).toBe(90);
     expect(rig.metrics.sum("SyncLagSeconds")).toBe(90);
+  });
+
+  it("starts the count of batches taken by none afresh after a batch the publisher took", async () => {
+    const rig = makeRig();
+    for (let i = 0; i < 80; i++) rig.provider.addTransaction();
+    // Batches 1 and 3 (20 events each) are refused for now; batch 2 in between is taken whole.
+    const publish = rig.publisher.publish.bind(rig.publisher);
+    let calls = 0;
+    rig.publisher.publish = async (events, options) => {
+      calls += 1;
+      if (calls !== 1 && calls !== 3) return publish(events, options);
+      return { failed: events.map((event) => ({ event, reason: "ThrottlingException", retryable: true })) };
+    };
+    const report = await pollTransactions(rig.deps, { pageSize: 20 });
+    // Never two such batches in a row: the walk goes on to the end.
+    expect(report).toMatchObject({ outcome: "complete", publishDeferred: 40, acknowledged: 40 });
+    expect(rig.provider.pending()).toHaveLength(40);
   });
 });
