@@ -151,6 +151,26 @@ describe("redriveQuarantined", () => {
     expect(new Set(rig.publisher.ofType("transaction.created").map((e) => e.detail.subject.id)).size).toBe(25);
   });
 
+  it.each([
+    ["its deadline passed", (now: number) => ({ deadline: now })],
+    ["it was asked to stop", () => ({ signal: AbortSignal.abort() })],
+  ])("reads no page of the quarantine when %s before it starts: every record left for the next run, none looked at", async (_, stop) => {
+    const rig = makeRig();
+    await quarantinePublishFailures(rig, 3);
+    const pages = rig.quarantine.pages.bind(rig.quarantine);
+    let pagesRead = 0;
+    rig.quarantine.pages = async function* (options) {
+      for await (const page of pages(options)) {
+        pagesRead += 1;
+        yield page;
+      }
+    };
+    const report = await redriveQuarantined(rig.deps, stop(rig.clock.now()));
+    expect(pagesRead).toBe(0);
+    expect(report).toMatchObject({ considered: 0, redriven: [], kept: [], notScanned: true });
+    expect(rig.quarantine.records.size).toBe(3);
+  });
+
   it("reads the quarantine a page at a time and keeps no record's body, so a large quarantine is not held whole", async () => {
     const rig = makeRig();
     const txns = await quarantinePublishFailures(rig, 230);
