@@ -1,10 +1,11 @@
 /**
- * The cycle's publish accounting (CycleRun.publish), seen through a transaction cycle: when a published change's lag is
- * measured, and what ends a streak of batches the publisher took none of.
+ * The cycle's plumbing (CycleRun), seen through a transaction cycle: when a published change's lag is measured, what
+ * ends a streak of batches the publisher took none of, and what ends a wait early.
  */
 import { describe, expect, it } from "vitest";
 import { pollTransactions } from "../../shared/bridge/transactions.js";
 import { CycleAbortedError } from "../../shared/bridge/errors.js";
+import { RetryDeferredError } from "../../shared/qashio/errors.js";
 import { makeRig } from "./fakes.js";
 
 describe("CycleRun.publish", () => {
@@ -40,5 +41,25 @@ describe("CycleRun.publish", () => {
     // Never two such batches in a row: the walk goes on to the end.
     expect(report).toMatchObject({ outcome: "complete", publishDeferred: 40, acknowledged: 40 });
     expect(rig.provider.pending()).toHaveLength(40);
+  });
+});
+
+describe("CycleRun.wait", () => {
+  it("ends the wait before a fresh read of an acknowledge that failed for now once the cycle is asked to stop", async () => {
+    const rig = makeRig();
+    // A clock whose waits end at once when their signal is aborted, as the system clock's do.
+    const clock = rig.clock;
+    const deps = { ...rig.deps, clock: { now: () => clock.now(), sleep: async (ms: number, signal?: AbortSignal) => (signal?.aborted === true ? undefined : clock.advance(ms)) } };
+    rig.provider.addTransaction();
+    const stop = new AbortController();
+    const start = clock.now();
+    rig.provider.beforeCall = (call) => {
+      if (call.op !== "acknowledgeTransactions") return;
+      // Ctrl-C while the acknowledge fails for now: the client would wait a minute before its next attempt.
+      stop.abort();
+      throw new RetryDeferredError("acknowledge answered 503", { delayMs: 60_000, attempt: 1 });
+    };
+    await pollTransactions(deps, { signal: stop.signal });
+    expect(clock.now() - start).toBeLessThan(60_000);
   });
 });
