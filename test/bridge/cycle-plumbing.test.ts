@@ -1,6 +1,6 @@
 /**
  * The cycle's plumbing (CycleRun), seen through a transaction cycle: when a published change's lag is measured, what
- * ends a streak of batches the publisher took none of, and what ends a wait early.
+ * ends a streak of batches the publisher took none of, what ends a wait early, and the level of a run's last line.
  */
 import { describe, expect, it } from "vitest";
 import { pollTransactions } from "../../shared/bridge/transactions.js";
@@ -61,5 +61,24 @@ describe("CycleRun.wait", () => {
     };
     await pollTransactions(deps, { signal: stop.signal });
     expect(clock.now() - start).toBeLessThan(60_000);
+  });
+});
+
+describe("CycleRun.finish", () => {
+  it("logs an aborted cycle's last line at error, one stopped by the publisher at warn, a complete one at info", async () => {
+    const levelOf = async (rig: ReturnType<typeof makeRig>, outcome: string) => {
+      await pollTransactions(rig.deps, { pageSize: 10 }).catch(() => undefined);
+      return rig.logger.lines.find((line) => line.message === `transactions cycle ${outcome}`)?.level;
+    };
+    const aborted = makeRig();
+    aborted.provider.beforeCall = () => {
+      throw new Error("provider down");
+    };
+    expect(await levelOf(aborted, "aborted")).toBe("error");
+    const unavailable = makeRig();
+    for (let i = 0; i < 30; i++) unavailable.provider.addTransaction();
+    unavailable.publisher.reject = () => ({ reason: "ThrottlingException", retryable: true });
+    expect(await levelOf(unavailable, "publisher_unavailable")).toBe("warn");
+    expect(await levelOf(makeRig(), "complete")).toBe("info");
   });
 });
