@@ -522,6 +522,22 @@ describe("OAuthTokenProvider", () => {
     expect(events).toEqual(["rotated_elsewhere", "refreshed"]);
   });
 
+  it("adopts another process's rotation once per call: when the adopted refresh token is rejected too, re-authorize rather than chase the store", async () => {
+    const clock = fakeClock();
+    const store = memoryStore({ refreshToken: "rt-1", accessToken: "expired-access", accessTokenExpiresAt: clock.now() - 1 });
+    let rotations = 0;
+    const fetch = scriptedFetch(() => {
+      // Each refresh token presented was already rotated elsewhere (a few times, so a loop would show and still end).
+      if (rotations < 4) store.set({ refreshToken: `rt-elsewhere-${++rotations}`, accessToken: "stale", accessTokenExpiresAt: clock.now() - 1 });
+      return json(401, { error: "invalid_grant" });
+    });
+    const events: TokenEvent[] = [];
+    const provider = new OAuthTokenProvider({ baseUrl: BASE_URL, clientId: "c", clientSecret: CLIENT_SECRET, store, fetch, clock, onEvent: (e) => events.push(e) });
+    await expect(provider.getAccessToken()).rejects.toBeInstanceOf(ReauthorizationRequiredError);
+    expect(fetch.calls.map((c) => (c.body as Record<string, string>).refresh_token)).toEqual(["rt-1", "rt-elsewhere-1"]);
+    expect(events).toEqual(["rotated_elsewhere", "reauthorization_required"]);
+  });
+
   it("reports each successful refresh as refreshed", async () => {
     const { provider, tokenEvents } = setup();
     await provider.getAccessToken();
