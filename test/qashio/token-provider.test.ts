@@ -185,6 +185,26 @@ describe("OAuthTokenProvider", () => {
     expect(store.saves[0]!.accessToken).toBe(token);
   });
 
+  it("hands a caller arriving while the rotated tokens are being saved nothing until the save is done", async () => {
+    const { provider, events, store } = setup();
+    const slowSave = holdSaves(store);
+    const first = provider.getAccessToken();
+    // Long enough for the refresh to be answered and its save to start (held).
+    for (let i = 0; i < 50; i += 1) await Promise.resolve();
+    expect(events).toEqual(["refresh:rt-1"]);
+    let handedOut = false;
+    const second = provider.getAccessToken().then((token) => {
+      handedOut = true;
+      events.push("use");
+      return token;
+    });
+    for (let i = 0; i < 50; i += 1) await Promise.resolve();
+    expect(handedOut).toBe(false);
+    slowSave.finish();
+    expect(await second).toBe(await first);
+    expect(events).toEqual(["refresh:rt-1", "save:rt-2", "use"]);
+  });
+
   it("runs a refresh from its request to the save of the successor inside `spending`, and nothing else", async () => {
     const order: string[] = [];
     let log: readonly string[] = [];
