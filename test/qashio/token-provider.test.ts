@@ -1193,6 +1193,21 @@ describe("OAuthTokenProvider held to its caller's deadline (refreshWithinCallDea
     expect(fetch.calls).toHaveLength(1);
   });
 
+  it("checks the deadline again after the store's re-read before spending the refresh token: a slow read leaves no room, nothing is sent", async () => {
+    const { provider, fetch, clock, store } = setup({ refreshWithinCallDeadline: true });
+    const load = store.load.bind(store);
+    let loads = 0;
+    store.load = async () => {
+      // The first read (the provider's first use) is quick; the re-read before a refresh takes 2 s.
+      if ((loads += 1) > 1) clock.advance(2_000);
+      return load();
+    };
+    await expect(provider.getAccessToken({ deadline: clock.now() + TTL_MS })).rejects.toBeInstanceOf(DeadlineExceededError);
+    expect(loads).toBeGreaterThan(1);
+    expect(fetch.calls).toHaveLength(0);
+    expect(store.saves).toEqual([]);
+  });
+
   it("gives up the wait for a busy lease once a refresh taking it could no longer end by the deadline, as out of time", async () => {
     let tries = 0;
     const lock: RefreshLock = { tryAcquire: async () => (++tries > 1_000 ? { renew: async () => true, release: async () => undefined } : undefined) };
