@@ -1014,6 +1014,34 @@ describe("OAuthTokenProvider with a cross-process lock", () => {
     expect(store.saves).toEqual([]);
   });
 
+  it("holds the refresh of a refresh token adopted after a rejected grant to the same lease: never presented after it could have lapsed", async () => {
+    const clock = fakeClock();
+    let leaseUntil = 0;
+    const lock: RefreshLock = {
+      async tryAcquire(_name, ttl) {
+        if (clock.now() < leaseUntil) return undefined;
+        leaseUntil = clock.now() + ttl;
+        return { renew: async () => true, release: async () => void (leaseUntil = 0) };
+      },
+    };
+    const store = memoryStore({ refreshToken: "rt-1", accessToken: "old", accessTokenExpiresAt: clock.now() - 1 });
+    const sent: string[] = [];
+    const fetch = scriptedFetch((call: RecordedCall) => {
+      const token = (call.body as Record<string, string>).refresh_token as string;
+      sent.push(`${token}@${clock.now() - acquiredAt}`);
+      if (token !== "rt-1") return json(429, { error: "slow_down" }, { "retry-after": "3" });
+      // Another process rotated first; the access token it saved has expired since.
+      store.set({ refreshToken: "rt-9", accessToken: "stale", accessTokenExpiresAt: clock.now() - 1 });
+      return json(401, { error: "invalid_grant" });
+    });
+    const provider = new OAuthTokenProvider({ baseUrl: BASE_URL, clientId: "c", clientSecret: CLIENT_SECRET, store, fetch, clock, lock, lockTtlMs: 30_000 });
+    const acquiredAt = clock.now();
+    await expect(provider.getAccessToken()).rejects.toThrow();
+    // As for the first refresh token: only attempts that end, whole (10 s timeout), in the lease's first half.
+    expect(sent).toEqual(["rt-1@0", "rt-9@0", "rt-9@3000"]);
+    expect(leaseUntil).toBe(0);
+  });
+
   describe("with tokens a failed save left held, over a store emptied meanwhile (a token file removed by hand)", () => {
     /** A provider whose first save failed, over a store then emptied; `renewed` answers the lease's renewals. */
     async function heldOverEmptied(options: { renewed: boolean; tellsEmpty: boolean; quietEvents?: OAuthTokenProviderOptions["quietEvents"] }) {
