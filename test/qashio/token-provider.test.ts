@@ -1734,6 +1734,29 @@ describe("OAuthTokenProvider saving rotated tokens under the lease", () => {
     expect(await lock.tryAcquire(DEFAULT_LOCK_NAME, TTL)).toBeDefined();
   });
 
+  it("keeps a lease it took anew, once the kept one ran out, when a re-save fails before saving: no other process presents the spent token", async () => {
+    const { clock, store, lock, spawn, presented } = processes();
+    const provider = spawn();
+    store.failNextSave = true;
+    await expect(provider.getAccessToken()).rejects.toBeInstanceOf(TokenUnavailableError);
+    provider.close(); // no longer renewed: the kept lease runs out, and another process takes it and lets it go
+    await clock.advance(TTL);
+    await (await lock.tryAcquire(DEFAULT_LOCK_NAME, TTL))?.release();
+    const load = store.load.bind(store);
+    let failLoad = true;
+    store.load = async () => {
+      if (!failLoad) return load();
+      failLoad = false;
+      throw new Error("store down");
+    };
+    expect(await provider.saveHeldTokens()).toBe(false);
+    expect(await lock.tryAcquire(DEFAULT_LOCK_NAME, TTL)).toBeUndefined(); // the new lease is held: the store holds the spent token
+    expect(await provider.saveHeldTokens()).toBe(true);
+    expect((await store.load())?.refreshToken).toBe("rt-2");
+    expect(presented()).toEqual(["rt-1"]);
+    expect(await lock.tryAcquire(DEFAULT_LOCK_NAME, TTL)).toBeDefined();
+  });
+
   it("fails the call at once when renewing the kept lease fails, instead of waiting for its own lease, and saves at the next call", async () => {
     const { clock, start, store, lock, spawn, presented } = processes();
     let renewFails = false;
