@@ -437,6 +437,14 @@ describe("OAuthTokenProvider", () => {
     expect(store.saves[0]!.accessTokenExpiresAt).toBe(clock.now() + 600_000);
   });
 
+  it("refreshes rather than hand out an empty stored access token, even one whose expiry looks far off", async () => {
+    const clock = fakeClock();
+    const { provider, fetch } = setup({ stored: { refreshToken: "rt-1", accessToken: "", accessTokenExpiresAt: clock.now() + 60 * MINUTE } });
+    const token = await provider.getAccessToken();
+    expect(token).not.toBe("");
+    expect(fetch.calls).toHaveLength(1);
+  });
+
   it("keeps using a token of unknown expiry until the provider answers 401", async () => {
     const { provider, fetch, clock } = setup({ stored: { refreshToken: "rt-1", accessToken: "no-expiry" } });
     clock.advance(24 * 60 * MINUTE);
