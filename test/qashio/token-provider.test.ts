@@ -1291,6 +1291,20 @@ describe("OAuthTokenProvider held to its caller's deadline (refreshWithinCallDea
     expect(fetch.calls).toHaveLength(1);
   });
 
+  it("hands out the early token it knows when no refresh fits before the deadline and the store cannot be read again", async () => {
+    const { provider, fetch, clock, store } = setup({ refreshWithinCallDeadline: true });
+    store.set({ refreshToken: "rt-1", accessToken: "early-access", accessTokenExpiresAt: clock.now() + 40_000 });
+    const load = store.load.bind(store);
+    let loads = 0;
+    store.load = async () => {
+      if ((loads += 1) > 1) throw new Error("store down");
+      return load();
+    };
+    expect(await provider.getAccessToken({ deadline: clock.now() + 20_000, requestTimeoutMs: 10_000 })).toBe("early-access");
+    expect(loads).toBe(2);
+    expect(fetch.calls).toHaveLength(0);
+  });
+
   it("still refuses, out of time, a token that could expire while the call carrying it runs, or one refused", async () => {
     const { provider, fetch, clock, store } = setup({ refreshWithinCallDeadline: true });
     store.set({ refreshToken: "rt-1", accessToken: "early-access", accessTokenExpiresAt: clock.now() + 8_000 });
