@@ -36,6 +36,17 @@ function memoryStore(initial: StoredTokens | undefined, events: string[] = []) {
   return store;
 }
 
+/** Makes the store's next load fail ("store down"); later ones read it as before. */
+function failNextLoad(store: TokenStore): void {
+  const load = store.load.bind(store);
+  let failLoad = true;
+  store.load = async () => {
+    if (!failLoad) return load();
+    failLoad = false;
+    throw new Error("store down");
+  };
+}
+
 /** Makes the store's saves wait until `finish()` (a slow save). */
 function holdSaves(store: TokenStore): { finish(): void } {
   let finish!: () => void;
@@ -86,6 +97,19 @@ function leaseLock(clock: Clock, options: { renew?: () => Promise<boolean>; firs
   return { lock, renewals };
 }
 
+/** A lease over `clock` that renews always and is free once released or expired; `released()` says whether it was given back. */
+function timedLock(clock: Clock): { lock: RefreshLock; released(): boolean } {
+  let leaseUntil = 0;
+  const lock: RefreshLock = {
+    async tryAcquire(_name, ttl) {
+      if (clock.now() < leaseUntil) return undefined;
+      leaseUntil = clock.now() + ttl;
+      return { renew: async () => true, release: async () => void (leaseUntil = 0) };
+    },
+  };
+  return { lock, released: () => leaseUntil === 0 };
+}
+
 /** A token endpoint that rotates: refresh token rt-N yields rt-(N+1) and an access token expiring in `lifetimeMs`. */
 function rotatingTokenEndpoint(clock: { now(): number }, events: string[], lifetimeMs = 15 * MINUTE) {
   let issued = 1;
@@ -113,6 +137,20 @@ function slowTokenEndpoint(clock: Clock, firstAnswerMs: number) {
     return json(200, { access_token: jwt({ n, exp: Math.floor((clock.now() + 15 * MINUTE) / 1000) }), token_type: "Bearer", refresh_token: `rt-${n}` });
   };
   return { presented, reply };
+}
+
+/** Asks `provider` for a token, noting "use" in `events` once handed out; checks none is handed out within 50 turns. */
+async function notHandedOutYet(provider: OAuthTokenProvider, events: string[]): Promise<{ token: Promise<string> }> {
+  let handedOut = false;
+  const pending = provider.getAccessToken().then((token) => {
+    handedOut = true;
+    events.push("use");
+    return token;
+  });
+  for (let i = 0; i < 50; i += 1) await Promise.resolve();
+  expect(handedOut).toBe(false);
+  // Wrapped: an async function returning the promise itself would wait for it.
+  return { token: pending };
 }
 
 function setup(
@@ -171,14 +209,7 @@ describe("OAuthTokenProvider", () => {
   it("saves the rotated refresh token before handing out the new access token", async () => {
     const { provider, events, store } = setup();
     const slowSave = holdSaves(store);
-    let handedOut = false;
-    const pending = provider.getAccessToken().then((token) => {
-      handedOut = true;
-      events.push("use");
-      return token;
-    });
-    for (let i = 0; i < 50; i += 1) await Promise.resolve();
-    expect(handedOut).toBe(false);
+    const { token: pending } = await notHandedOutYet(provider, events);
     slowSave.finish();
     const token = await pending;
     expect(events).toEqual(["refresh:rt-1", "save:rt-2", "use"]);
@@ -192,14 +223,7 @@ describe("OAuthTokenProvider", () => {
     // Long enough for the refresh to be answered and its save to start (held).
     for (let i = 0; i < 50; i += 1) await Promise.resolve();
     expect(events).toEqual(["refresh:rt-1"]);
-    let handedOut = false;
-    const second = provider.getAccessToken().then((token) => {
-      handedOut = true;
-      events.push("use");
-      return token;
-    });
-    for (let i = 0; i < 50; i += 1) await Promise.resolve();
-    expect(handedOut).toBe(false);
+    const { token: second } = await notHandedOutYet(provider, events);
     slowSave.finish();
     expect(await second).toBe(await first);
     expect(events).toEqual(["refresh:rt-1", "save:rt-2", "use"]);
@@ -997,14 +1021,7 @@ describe("OAuthTokenProvider with a cross-process lock", () => {
   it("never presents the refresh token after its lease could have lapsed, however long the provider asks to wait", async () => {
     const clock = fakeClock();
     const ttlMs = 30_000;
-    let leaseUntil = 0;
-    const lock: RefreshLock = {
-      async tryAcquire(_name, ttl) {
-        if (clock.now() < leaseUntil) return undefined;
-        leaseUntil = clock.now() + ttl;
-        return { renew: async () => true, release: async () => void (leaseUntil = 0) };
-      },
-    };
+    const { lock, released } = timedLock(clock);
     const sentAt: number[] = [];
     const fetch = scriptedFetch((call: RecordedCall) => {
       sentAt.push(clock.now());
@@ -1018,20 +1035,13 @@ describe("OAuthTokenProvider with a cross-process lock", () => {
     // Attempts (10 s timeout each) only where a whole one ends in the lease's first half: t=0 and t=3 s; one at t=6 s
     // could still be unanswered at 16 s. Then the lease is released.
     expect(sentAt).toEqual([acquiredAt, acquiredAt + 3_000]);
-    expect(leaseUntil).toBe(0);
+    expect(released()).toBe(true);
     expect(store.saves).toEqual([]);
   });
 
   it("holds the refresh of a refresh token adopted after a rejected grant to the same lease: never presented after it could have lapsed", async () => {
     const clock = fakeClock();
-    let leaseUntil = 0;
-    const lock: RefreshLock = {
-      async tryAcquire(_name, ttl) {
-        if (clock.now() < leaseUntil) return undefined;
-        leaseUntil = clock.now() + ttl;
-        return { renew: async () => true, release: async () => void (leaseUntil = 0) };
-      },
-    };
+    const { lock, released } = timedLock(clock);
     const store = memoryStore({ refreshToken: "rt-1", accessToken: "old", accessTokenExpiresAt: clock.now() - 1 });
     const sent: string[] = [];
     const fetch = scriptedFetch((call: RecordedCall) => {
@@ -1047,7 +1057,7 @@ describe("OAuthTokenProvider with a cross-process lock", () => {
     await expect(provider.getAccessToken()).rejects.toThrow();
     // As for the first refresh token: only attempts that end, whole (10 s timeout), in the lease's first half.
     expect(sent).toEqual(["rt-1@0", "rt-9@0", "rt-9@3000"]);
-    expect(leaseUntil).toBe(0);
+    expect(released()).toBe(true);
   });
 
   describe("with tokens a failed save left held, over a store emptied meanwhile (a token file removed by hand)", () => {
@@ -1741,13 +1751,7 @@ describe("OAuthTokenProvider saving rotated tokens under the lease", () => {
     await expect(provider.getAccessToken()).rejects.toBeInstanceOf(TokenUnavailableError);
     await clock.advance(TTL); // the kept lease runs out, and another process takes it and lets it go:
     await (await lock.tryAcquire(DEFAULT_LOCK_NAME, TTL))?.release(); // the re-save must take a new one
-    const load = store.load.bind(store);
-    let failLoad = true;
-    store.load = async () => {
-      if (!failLoad) return load();
-      failLoad = false;
-      throw new Error("store down");
-    };
+    failNextLoad(store);
     await expect(provider.getAccessToken()).rejects.toThrow(/store down/);
     expect(await lock.tryAcquire(DEFAULT_LOCK_NAME, TTL)).toBeUndefined(); // still held: the store holds the spent token
     const token = await provider.getAccessToken(); // its own next call saves, then releases
@@ -1764,13 +1768,7 @@ describe("OAuthTokenProvider saving rotated tokens under the lease", () => {
     provider.close(); // no longer renewed: the kept lease runs out, and another process takes it and lets it go
     await clock.advance(TTL);
     await (await lock.tryAcquire(DEFAULT_LOCK_NAME, TTL))?.release();
-    const load = store.load.bind(store);
-    let failLoad = true;
-    store.load = async () => {
-      if (!failLoad) return load();
-      failLoad = false;
-      throw new Error("store down");
-    };
+    failNextLoad(store);
     expect(await provider.saveHeldTokens()).toBe(false);
     expect(await lock.tryAcquire(DEFAULT_LOCK_NAME, TTL)).toBeUndefined(); // the new lease is held: the store holds the spent token
     expect(await provider.saveHeldTokens()).toBe(true);
