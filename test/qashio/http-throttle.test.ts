@@ -236,6 +236,21 @@ describe("HttpCore after a 429 asking for a longer wait than a retry would wait"
     expect(probe.outcome).toMatchObject({ status: 200 });
   });
 
+  it("refuses again after a second long 429 once the first refusal has passed, rather than holding requests for its wait", async () => {
+    const { http, fetch, clock, answer } = await refusedForAnHour();
+    await clock.advance(3_600_000);
+    const probe = track(http.request(read("Q3")));
+    await turns();
+    answer("Q3", fail(429, [], { "retry-after": "1800" }));
+    await clock.advance(0);
+    expect(probe.outcome).toMatchObject({ name: "RateLimitedError", retryAfterMs: 1_800_000 });
+    const refused = track(http.request(read("Q4")));
+    await turns();
+    expect(refused.outcome).toMatchObject({ name: "RateLimitedError", retryAfterMs: 1_800_000 });
+    expect((refused.outcome as Error).message).toContain("was not sent");
+    expect(sentFor(fetch, "Q4")).toBe(0);
+  });
+
   it("starts slowly once the wait has passed, as after any other 429: one probe, then more as answers come", async () => {
     const { http, clock, inFlight, answer } = await refusedForAnHour();
     await clock.advance(3_600_000);
