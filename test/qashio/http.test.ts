@@ -167,6 +167,16 @@ describe("HttpCore status mapping without retry", () => {
     expect((error as BadRequestError).providerText?.errors).toEqual(["bad"]);
   });
 
+  it.each([408, 409, 413, 422])("does not retry a %i, which spec §7 gives no action for, and throws a plain QashioError carrying it", async (status) => {
+    const fetch = scriptedFetch(fail(status), ok([]));
+    const { http, clock } = core(fetch);
+    const error = await http.request(read()).catch((e: unknown) => e);
+    expect((error as QashioError).constructor).toBe(QashioError);
+    expect(error).toMatchObject({ status, method: "GET", path: "/public/v1/erp/transactions" });
+    expect(fetch.calls).toHaveLength(1);
+    expect(clock.sleeps).toEqual([]);
+  });
+
   it("keeps the query string out of the error's path and message", async () => {
     const { http } = core(scriptedFetch(fail(400)));
     const error = (await http.request(read()).catch((e: unknown) => e)) as BadRequestError;
