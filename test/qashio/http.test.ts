@@ -804,6 +804,10 @@ describe("redactSecrets", () => {
     expect(redactSecrets("Authorization: Bearer tok%2bwith%2fslash%3d", ["tok+with/slash="])).toBe("Authorization: Bearer ***");
   });
 
+  it("redacts a secret quoted form-encoded, a space as +", () => {
+    expect(redactSecrets("body was client_secret=s3cret+with+space", ["s3cret with space"])).toBe("body was client_secret=***");
+  });
+
   it("redacts a secret that contains another one whole, leaving no part of it", () => {
     expect(redactSecrets("sent rt-abc-rotated and rt-abc", ["rt-abc", "rt-abc-rotated"])).toBe("sent *** and ***");
   });
