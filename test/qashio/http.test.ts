@@ -808,6 +808,10 @@ describe("redactSecrets", () => {
     expect(redactSecrets("body was client_secret=s3cret+with+space", ["s3cret with space"])).toBe("body was client_secret=***");
   });
 
+  it("redacts a secret quoted JSON-escaped, as in a request body the provider echoes", () => {
+    expect(redactSecrets('echo {"client_secret":"pa\\"ss\\\\word"}', ['pa"ss\\word'])).toBe('echo {"client_secret":"***"}');
+  });
+
   it("redacts a secret that contains another one whole, leaving no part of it", () => {
     expect(redactSecrets("sent rt-abc-rotated and rt-abc", ["rt-abc", "rt-abc-rotated"])).toBe("sent *** and ***");
   });
