@@ -461,6 +461,15 @@ describe("HttpCore retries", () => {
     expect(fetch.calls).toHaveLength(2);
   });
 
+  it("keeps the query string out of a network failure's message and path", async () => {
+    const fetch = scriptedFetch(new TypeError("fetch failed", { cause: { code: "ECONNRESET" } }));
+    const { http } = core(fetch, { retry: { maxAttempts: 1 } });
+    const error = (await http.request(read()).catch((e: unknown) => e)) as NetworkError;
+    expect(error).toBeInstanceOf(NetworkError);
+    expect(error.message).toBe("GET /public/v1/erp/transactions failed before a response (ECONNRESET)");
+    expect(error.path).toBe("/public/v1/erp/transactions");
+  });
+
   it("times out a request that gets no answer, then retries it", async () => {
     vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
     const fetch = scriptedFetch(hangingReply(), ok([]));
