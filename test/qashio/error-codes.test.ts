@@ -106,4 +106,11 @@ describe("envelope errors[] field and code", () => {
     expect(safeErrorToken("my_token_x", ["token"])).toBe("?");
     expect(safeErrorToken("tok_abcdefgh", ["xx tok_abcdefgh yy"])).toBe("?");
   });
+
+  it("keeps a field name under 8 characters that occurs inside a secret (too short to give it away), not one of 8", () => {
+    expect(safeErrorToken("page", ["at_xpage7f"])).toBe("page");
+    expect(safeErrorToken("status", [`${BEARER}status`])).toBe("status");
+    expect(safeErrorToken("card_id", ["xcard_idx"])).toBe("card_id");
+    expect(safeErrorToken("card_ids", ["xcard_idsx"])).toBe("?");
+  });
 });
