@@ -3,6 +3,9 @@ import { Logger } from "@aws-lambda-powertools/logger";
 import { vi } from "vitest";
 import type { Clock, ClientLogger, FetchLike } from "../../shared/qashio/http.js";
 
+/** More sleeps than any test needs: a retry loop without end (its cap broken) then fails the test instead of hanging it. */
+const MAX_FAKE_SLEEPS = 10_000;
+
 /** A clock whose sleeps return at once and move time forward; every sleep is recorded. */
 export function fakeClock(start = Date.UTC(2025, 0, 15, 12, 0, 0)): Clock & { sleeps: number[]; advance(ms: number): void } {
   let now = start;
@@ -14,6 +17,8 @@ export function fakeClock(start = Date.UTC(2025, 0, 15, 12, 0, 0)): Clock & { sl
       now += ms;
     },
     sleep: async (ms) => {
+      // Sleeps that return at once never yield to timers, so vitest's test timeout could not end such a loop.
+      if (sleeps.length >= MAX_FAKE_SLEEPS) throw new Error(`fakeClock: over ${MAX_FAKE_SLEEPS} sleeps, a retry loop without end?`);
       sleeps.push(ms);
       now += ms;
     },
