@@ -327,6 +327,14 @@ describe("POST /oauth2/token, refresh_token grant", () => {
   it("answers 401 for an unknown refresh token", async () => {
     expect((await refresh("rt_unknown")).status).toBe(401);
   });
+
+  it("answers 401 invalid_client to a live refresh token sent with a wrong client secret, and neither spends it nor revokes its family", async () => {
+    const set = (await exchange(code())).body;
+    const wrongSecret = await token({ grant_type: "refresh_token", client_id: CLIENT.client_id, client_secret: "nope", refresh_token: set.refresh_token });
+    expect(wrongSecret.status).toBe(401);
+    expect(wrongSecret.body.error).toBe("invalid_client");
+    expect((await refresh(set.refresh_token)).status).toBe(200);
+  });
 });
 
 describe("access token expiry and GET /oauth2/validate", () => {
