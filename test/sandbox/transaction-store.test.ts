@@ -72,6 +72,25 @@ describe("TransactionStore", () => {
     expect(local.page({ clientSyncStatus: "outdated" }, 0, 1).items[0]?.id).toBe(page.items[0]?.id);
   });
 
+  it("pages each status at offsets across chunks, with and without a predicate, after statuses moved", () => {
+    const local = filled(2_000);
+    // Acknowledge the newest half of the newest chunk's not_synced ones (that chunk's count must shrink, or a page
+    // further on skips it by too many), and leave one outdated transaction alone in its chunk.
+    const newestChunk = local.all().filter((t, i) => i >= 1_536 && t.client_sync_status === "not_synced");
+    for (const t of newestChunk.slice(Math.floor(newestChunk.length / 2))) local.setSyncStatus(t, "synced");
+    for (const t of local.all()) if (t.client_sync_status === "outdated") local.setSyncStatus(t, "synced");
+    local.setSyncStatus(local.get("id-700") as TransactionRecord, "outdated");
+    const reference = (status: ClientSyncStatus, offset: number, limit: number) =>
+      [...local.all()].reverse().filter((t) => t.client_sync_status === status).slice(offset, offset + limit).map((t) => t.id);
+    for (const status of ["not_synced", "synced", "outdated"] as const) {
+      for (let offset = 0; offset <= local.countByStatus(status); offset += 97) {
+        expect(local.page({ clientSyncStatus: status }, offset, 50).items.map((t) => t.id)).toEqual(reference(status, offset, 50));
+        expect(local.page({ clientSyncStatus: status, predicate: () => true }, offset, 50).items.map((t) => t.id)).toEqual(reference(status, offset, 50));
+      }
+    }
+    expect(local.page({ clientSyncStatus: "outdated", predicate: () => true }, 0, 10).items.map((t) => t.id)).toEqual(["id-700"]);
+  });
+
   it("answers a sync-status page of a 100k store without visiting every record", () => {
     const big = new TransactionStore();
     let visited = 0;
