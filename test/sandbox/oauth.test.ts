@@ -324,6 +324,14 @@ describe("POST /oauth2/token, refresh_token grant", () => {
     expect(descriptions[0]).toMatch(/expired/);
   });
 
+  it("keeps the scopes of the grant through rotation: a refreshed token is no wider than the code's (RFC 6749 §6)", async () => {
+    const first = (await exchange(code(h.companyId, REDIRECT_URI, "cards:read"))).body;
+    const second = await refresh(first.refresh_token);
+    expect(second.body.scope).toBe("cards:read");
+    expect(claims(second.body.access_token).scope).toBe("cards:read");
+    expect((await h.json("/public/v1/erp/transactions", { token: second.body.access_token })).status).toBe(403);
+  });
+
   it("answers 401 for an unknown refresh token", async () => {
     expect((await refresh("rt_unknown")).status).toBe(401);
   });
