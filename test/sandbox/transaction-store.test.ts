@@ -58,6 +58,9 @@ describe("TransactionStore", () => {
     expect(store.page({ qashioId: "CT42", clientSyncStatus: "not_synced" }, 0, 10).total).toBe(0);
     const children = store.page({ parentQashioId: "CT0" }, 0, 1_000);
     expect(children.items.map((t) => t.id)).toEqual(expected(n, (i) => i % 50 === 1, 0, 1_000));
+    const syncedChildren = store.page({ parentQashioId: "CT0", clientSyncStatus: "synced" }, 0, 1_000);
+    expect(syncedChildren.items.map((t) => t.id)).toEqual(expected(n, (i) => i % 50 === 1 && statusOf(i) === "synced", 0, 1_000));
+    expect(syncedChildren.total).toBeLessThan(children.total);
   });
 
   it("keeps counts and pages right as statuses move", () => {
