@@ -121,7 +121,7 @@ describe("activity generation", () => {
     ErrorEnvelopeSchema.parse(body);
   });
 
-  it("patches a transaction: updated_at and modified_date move even on a frozen clock, synced becomes outdated", async () => {
+  it("patches a transaction: updated_at and modified_date move even on a frozen clock, synced becomes outdated and stays so on another change", async () => {
     const synced = (await h.json(`${LIST}?client_sync_status=synced`)).body.data[0] as Row;
     const first = await control(`/companies/${h.companyId}/transactions/${synced.id}`, { memo: "split with team", approval_status: "approved" }, "PATCH");
     expect(first.status).toBe(200);
@@ -130,6 +130,8 @@ describe("activity generation", () => {
     expect(first.body.data.modified_date).toBe(first.body.data.updated_at);
     const second = await control(`/companies/${h.companyId}/transactions/${synced.id}`, { memo: "again" }, "PATCH");
     expect(second.body.data.updated_at > first.body.data.updated_at).toBe(true);
+    // Changed again before it was acknowledged, it stays outdated (§3.1 knows no other move on a change).
+    expect(second.body.data.client_sync_status).toBe("outdated");
     const notSynced = (await h.json(`${LIST}?client_sync_status=not_synced`)).body.data[0] as Row;
     const stays = await control(`/companies/${h.companyId}/transactions/${notSynced.id}`, { memo: "x" }, "PATCH");
     expect(stays.body.data.client_sync_status).toBe("not_synced");
