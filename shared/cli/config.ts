@@ -26,7 +26,7 @@ import {
   statOf,
 } from "./path-checks.js";
 import { durationRangeProblem, parseDuration } from "./args.js";
-import { AUTHORIZE_URL_ENV_VAR, BASE_URL_ENV_VARS, authorizeUrlProblem, baseUrlProblem, normaliseBaseUrl, type QashioDeployment } from "../qashio/config.js";
+import { AUTHORIZE_URL_ENV_VAR, BASE_URL_ENV_VARS, authorizeUrlProblem, baseUrlProblem, normalisedAddress, type QashioDeployment } from "../qashio/config.js";
 
 export const DEFAULT_STATE_DIR = ".state";
 export const DEFAULT_EVENTS_FILE = "events.jsonl";
@@ -485,7 +485,7 @@ class Reader {
    */
   url(name: string, text: string, note = "", problemOf = baseUrlProblem): string | undefined {
     const problem = problemOf(text);
-    if (problem === undefined) return normaliseBaseUrl(text, name, problemOf);
+    if (problem === undefined) return normalisedAddress(text);
     this.problem(name, `${problem}${note}`);
     return undefined;
   }

@@ -53,7 +53,12 @@ function hostHint(value: string): string {
 export function normaliseBaseUrl(value: string, source = "base URL", problemOf: (value: string) => string | undefined = baseUrlProblem): string {
   const problem = problemOf(value);
   if (problem !== undefined) throw new ClientConfigurationError(`${source}${hostHint(value)} ${problem}`);
-  return new URL(value).href.replace(/\/+$/, "");
+  return normalisedAddress(value);
+}
+
+/** An address its check (e.g. {@link baseUrlProblem}) found no problem with, in the parser's form, no trailing slash. */
+export function normalisedAddress(checked: string): string {
+  return new URL(checked).href.replace(/\/+$/, "");
 }
 
 /**
