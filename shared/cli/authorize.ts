@@ -15,8 +15,6 @@ import { baseUrlHint } from "./base-url-hint.js";
 import { DEFAULT_SCOPES } from "./cycle-scopes.js";
 import { AuthorizeError, ClientCredentialsRejectedError, UsageError } from "./errors.js";
 
-/** Scopes requested when `--scope` is not given (the cycles' own, shared/cli/cycle-scopes.ts). */
-export { DEFAULT_SCOPES };
 /** Path of the loopback redirect URI. */
 export const CALLBACK_PATH = "/callback";
 

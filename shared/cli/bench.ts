@@ -20,7 +20,7 @@ import type { FetchInit } from "../qashio/http.js";
 import { nodeHttpFetch } from "../qashio/node-transport.js";
 import { FileTokenStore } from "../local/index.js";
 import type { BenchArgs } from "./args.js";
-import { DEFAULT_SCOPES } from "./authorize.js";
+import { DEFAULT_SCOPES } from "./cycle-scopes.js";
 import type { BaselineRequest, BaselineResult } from "./bench-baseline.js";
 import type { BenchSandboxReady, BenchSandboxRequest } from "./bench-sandbox.js";
 import { baselineSplitNote, budgetVerdict, cpuSplitNote, drainProblem, floorOf, formatBenchReport, toBenchJson, type BenchMeasurement } from "./bench-report.js";

@@ -20,7 +20,7 @@ import { awsError, FakeSecretsManager } from "../aws/support/fake-secrets-manage
 import { authorizeCommand } from "../../shared/cli/authorize-command.js";
 import { readAuthorizeSettings } from "../../shared/cli/config.js";
 import { ConfigError, EXIT, GrantTooNarrowError, StateDirTakenError, UsageError } from "../../shared/cli/errors.js";
-import { DEFAULT_SCOPES } from "../../shared/cli/authorize.js";
+import { DEFAULT_SCOPES } from "../../shared/cli/cycle-scopes.js";
 import { bindStateDir } from "../../shared/local/index.js";
 import type { FetchLike } from "../../shared/qashio/http.js";
 import { ROOT, approve, authorizeFlow, idsWithStatus, runInProcess, startHarness, type Harness } from "./helpers.js";

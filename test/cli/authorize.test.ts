@@ -2,7 +2,8 @@ import { Server } from "node:http";
 import { connect } from "node:net";
 import { describe, expect, it, vi } from "vitest";
 import type { StoredTokens, TokenStore } from "../../shared/qashio/auth/token-store.js";
-import { CALLBACK_PATH, DEFAULT_SCOPES, authorizeWithBrowser, type AuthorizeOptions } from "../../shared/cli/authorize.js";
+import { CALLBACK_PATH, authorizeWithBrowser, type AuthorizeOptions } from "../../shared/cli/authorize.js";
+import { DEFAULT_SCOPES } from "../../shared/cli/cycle-scopes.js";
 import { AuthorizeError, ConfigError, EXIT } from "../../shared/cli/errors.js";
 import { authorizeFlow } from "./helpers.js";
 

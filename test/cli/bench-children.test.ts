@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
-import { DEFAULT_SCOPES } from "../../shared/cli/authorize.js";
+import { DEFAULT_SCOPES } from "../../shared/cli/cycle-scopes.js";
 import type { BaselineRequest, BaselineResult } from "../../shared/cli/bench-baseline.js";
 import type { BenchSandboxReady, BenchSandboxRequest } from "../../shared/cli/bench-sandbox.js";
 import { CLIENT, ROOT, TSX_LOADER } from "./helpers.js";
