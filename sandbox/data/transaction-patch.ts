@@ -26,8 +26,9 @@ const StoredTransactionSchema = TransactionDetailSchema.extend({
   transaction_fee_amount: z.number(),
   clearing_fee: z.number(),
   // Compared as stored by the list filters: a flag sent as text or an id sent as a number would read as one value
-  // (the client normalises it) and never match the filter for it.
-  exclude_from_sync: z.boolean().nullable(),
+  // (the client normalises it) and never match the filter for it. The flag is a boolean (§2.2), never null: a null
+  // one would be listed by neither `exclude_from_sync` filter.
+  exclude_from_sync: z.boolean(),
   card_last_four: z.string().nullable(),
   employee_id: z.string().nullable(),
 });

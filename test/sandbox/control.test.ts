@@ -170,6 +170,15 @@ describe("activity generation", () => {
     expect(listed.map((t) => t.id)).toEqual([tx.id]);
   });
 
+  it("refuses a null exclude_from_sync (§2.2 types it boolean), which neither exclude_from_sync filter would list", async () => {
+    const tx = (await h.json(LIST)).body.data[0] as Row;
+    const { status, body } = await control(`/companies/${h.companyId}/transactions/${tx.id}`, { exclude_from_sync: null }, "PATCH");
+    expect(status).toBe(400);
+    expect(errorCodes(body)).toEqual(["exclude_from_sync:INVALID_FORMAT"]);
+    const listed = (await h.json(`${LIST}?exclude_from_sync=${String(tx.exclude_from_sync)}&qashio_id=${String(tx.qashio_id)}`)).body.data as Row[];
+    expect(listed.map((t) => [t.id, t.updated_at])).toEqual([[tx.id, tx.updated_at]]);
+  });
+
   it("refuses values no read could serve, every offending field at once, and leaves the transaction as it was", async () => {
     const tx = (await h.json(LIST)).body.data[0] as Row;
     const path = `/companies/${h.companyId}/transactions/${tx.id}`;
