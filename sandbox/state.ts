@@ -38,6 +38,11 @@ export interface ResetOptions {
   readonly companyId?: string;
 }
 
+/** The 400 of a suspension the card's state forbids (§4.9), through the API or the dashboard; `why` says what forbids it. */
+export function suspensionRefused(why: string): ValidationError {
+  return new ValidationError([{ field: "status", code: "INVALID_STATE", message: `${why} and cannot be suspended` }], "Card cannot be suspended in its current state");
+}
+
 export class SandboxState {
   readonly clock: SandboxClock;
   readonly oauth: OAuthServer;
@@ -258,9 +263,13 @@ export class SandboxState {
     card.updatedAt = limit.updatedAt;
   }
 
-  /** A status change made in the provider's dashboard (control surface). */
+  /**
+   * A status change made in the provider's dashboard (control surface). Suspending a card never activated is a 400
+   * `INVALID_STATE`: §3.1 suspends only an active card, so a suspended card always shows its activation.
+   */
   setCardStatus(card: CardRecord, status: ErpCardStatus): void {
     if (card.status === status) return;
+    if (status === "Suspended" && card.activatedAt === null) throw suspensionRefused("card was never activated");
     // The dashboard wins over a queued suspension: it must not commit later, and a retry must see the new state.
     this.pending = this.pending.filter((p) => p.card !== card);
     const stamp = this.clock.stampIso();

@@ -24,6 +24,7 @@ import type { CardRecord, CompanyData } from "../data/model.js";
 import { ApiError, ForbiddenError, ValidationError, type FieldError } from "../errors.js";
 import { ok, parseBody, parseQuery, readJson, slicePage, type SandboxContext, type SandboxEnv } from "../http.js";
 import { Prng } from "../prng.js";
+import { suspensionRefused } from "../state.js";
 import { coreCardView } from "../views.js";
 
 /** Allowed `velocity_period` values (spec: not shown). */
@@ -231,12 +232,7 @@ async function changeStatus(c: SandboxContext): Promise<Response> {
   // Retrying an accepted or committed suspension has the same final effect (§7 rule 4).
   const alreadySuspending = card.status === "Suspended" || state.isSuspensionPending(card);
   if (!alreadySuspending) {
-    if (card.status !== "Active") {
-      throw new ValidationError(
-        [{ field: "status", code: "INVALID_STATE", message: `card is ${card.status.toLowerCase()} and cannot be suspended` }],
-        "Card cannot be suspended in its current state",
-      );
-    }
+    if (card.status !== "Active") throw suspensionRefused(`card is ${card.status.toLowerCase()}`);
     state.queueSuspension(card);
     audit(c, "card.suspension_requested", card, { reason_given: body.reason !== undefined });
   }

@@ -344,6 +344,33 @@ describe("activity generation", () => {
     }
   });
 
+  it("refuses to suspend a card never activated (§3.1 suspends an active card), and terminates one without activating it (spec-gaps, Card timestamps)", async () => {
+    const views = async (id: string) => {
+      const erp = (await h.json(`/public/v1/erp/cards/${id}`)).body.data as Row;
+      const core = ((await h.json("/public/v1/core/cards?page_size=100")).body.data.cards as Row[]).find((card) => card.id === id);
+      return { status: erp.status, activated: [erp.activated_at, core?.first_activated_at ?? null] };
+    };
+    const cards = (await h.json("/public/v1/erp/cards?page_size=100")).body.data as Row[];
+    const never = cards.filter((card) => ["Inactive", "Draft", "Cancelled"].includes(card.status as string));
+    expect(never.map((card) => card.status).sort()).toEqual(["Cancelled", "Draft", "Inactive"]);
+    for (const card of never) {
+      expect(card.activated_at).toBeNull();
+      const { status, body } = await control(`/companies/${h.companyId}/cards/${card.id}/status`, { status: "suspended" });
+      expect(status, `${String(card.status)} card`).toBe(400);
+      expect(errorCodes(body)).toEqual(["status:INVALID_STATE"]);
+      expect(await views(card.id as string)).toEqual({ status: card.status, activated: [null, null] });
+    }
+    const byStatus = (status: string) => never.find((card) => card.status === status) as Row;
+    const [inactive, draft] = [byStatus("Inactive"), byStatus("Draft")];
+    expect((await control(`/companies/${h.companyId}/cards/${draft.id}/status`, { status: "terminated" })).status).toBe(200);
+    expect(await views(draft.id as string)).toEqual({ status: "Terminated", activated: [null, null] });
+    // Once activated, a card the dashboard set Inactive since may be suspended: it was active.
+    for (const next of ["active", "inactive", "suspended"]) {
+      expect((await control(`/companies/${h.companyId}/cards/${inactive.id}/status`, { status: next })).status).toBe(200);
+    }
+    expect((await views(inactive.id as string)).status).toBe("Suspended");
+  });
+
   it("stamps issued_at when the dashboard moves a Draft card on, as every seeded card past Draft has one (spec-gaps, Card timestamps)", async () => {
     const draft = ((await h.json("/public/v1/erp/cards?status=draft")).body.data as Row[])[0] as Row;
     expect(draft.issued_at).toBeNull();
