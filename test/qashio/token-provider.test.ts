@@ -1131,6 +1131,33 @@ describe("OAuthTokenProvider with a cross-process lock", () => {
     expect(fetch.calls).toHaveLength(0);
   });
 
+  it("keeps the tokens another process saved, found under the lock, for its next call: no lease taken, no store read", async () => {
+    const clock = fakeClock();
+    const store = memoryStore({ refreshToken: "rt-1", accessToken: "old", accessTokenExpiresAt: clock.now() - 1 });
+    let loads = 0;
+    const load = store.load.bind(store);
+    store.load = async () => {
+      loads += 1;
+      return load();
+    };
+    const fetch = scriptedFetch(json(500, {}));
+    let acquired = 0;
+    const lock: RefreshLock = {
+      async tryAcquire() {
+        acquired += 1;
+        // Another process refreshed after this one read "old" and before it took the lease.
+        store.set({ refreshToken: "rt-2", accessToken: "rotated-elsewhere", accessTokenExpiresAt: clock.now() + 10 * MINUTE });
+        return { renew: async () => true, release: async () => undefined };
+      },
+    };
+    const provider = new OAuthTokenProvider({ baseUrl: BASE_URL, clientId: "c", clientSecret: CLIENT_SECRET, store, fetch, clock, lock });
+    expect(await provider.getAccessToken()).toBe("rotated-elsewhere");
+    expect({ acquired, loads }).toEqual({ acquired: 1, loads: 2 });
+    expect(await provider.getAccessToken()).toBe("rotated-elsewhere");
+    expect({ acquired, loads }).toEqual({ acquired: 1, loads: 2 });
+    expect(fetch.calls).toHaveLength(0);
+  });
+
   it("gives up with TokenUnavailableError when the lock stays busy past lockWaitMs, without refreshing", async () => {
     const clock = fakeClock();
     const store = memoryStore({ refreshToken: "rt-1" });
