@@ -25,6 +25,7 @@ import { leaseNames } from "./keys.js";
 import { holdsSnapshots } from "./pii-salt.js";
 import type { PollAction } from "./poll-event.js";
 import type { TenantRuntime } from "./runtime.js";
+import { recordRevokedFamily } from "./token-store.js";
 
 export type CycleKind = "transactions" | "cards";
 
@@ -72,9 +73,7 @@ async function failFastWhenRevoked(runtime: TenantRuntime, kind: CycleKind): Pro
  * may be at fault; a failed write is logged (the next tick then finds out again at the provider).
  */
 async function rememberRevoked(runtime: TenantRuntime, kind: CycleKind, error: unknown): Promise<void> {
-  await runtime.tokens.markRevoked({ clientMayBeRefused: causedByClientRefusal(error) }).catch((error: unknown) =>
-    runtime.transactions.logger.warn("Could not record the revoked token family", { kind, error: (error as Error).name }),
-  );
+  await recordRevokedFamily(runtime.tokens, causedByClientRefusal(error), runtime.transactions.logger, { kind });
 }
 
 /**

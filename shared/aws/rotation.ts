@@ -36,7 +36,7 @@ import { ForbiddenError, IncompleteTokenSetError, ReauthorizationRequiredError, 
 import { MIN_ROTATION_TIMEOUT_MS, REFRESH_TIMEOUT_MARGIN_MS } from "./config.js";
 import { ProviderClientRejectedError, revokedFamilyMessage, RotationError } from "./errors.js";
 import { isSecretNotFound, ProviderSecretClient } from "./provider-secret.js";
-import { SECRET_VERSION_WINDOW_MS, SECRET_VERSIONS_EARLY_REFRESH_LIMIT, type SecretsManagerTokenStore } from "./token-store.js";
+import { recordRevokedFamily, SECRET_VERSION_WINDOW_MS, SECRET_VERSIONS_EARLY_REFRESH_LIMIT, type SecretsManagerTokenStore } from "./token-store.js";
 
 /** Secrets Manager's rotation steps, in the order it invokes them. */
 export const ROTATION_STEPS = ["createSecret", "setSecret", "testSecret", "finishSecret"] as const;
@@ -336,9 +336,7 @@ async function refreshOnce(refreshToken: string, deadline: number, deps: Rotatio
     if (mayAdopt && reloaded !== undefined && reloaded.refreshToken !== refreshToken) return refreshOnce(reloaded.refreshToken, deadline, deps, false);
     deps.metrics.add("TokenFamilyRevoked", 1, "Count");
     const revoked = reauthorizationRequired("The provider rejected the refresh token during rotation", error);
-    await deps.store
-      .markRevoked({ clientMayBeRefused: revoked.clientMayBeRefused })
-      .catch((e: unknown) => deps.logger.warn("Could not record the revoked token family", { error: (e as Error).name }));
+    await recordRevokedFamily(deps.store, revoked.clientMayBeRefused, deps.logger);
     throw revoked;
   }
 }

@@ -495,6 +495,23 @@ export class SecretsManagerTokenStore implements TokenStore {
 }
 
 /**
+ * Marks the token family revoked (see {@link SecretsManagerTokenStore.markRevoked}) for the pollers and the rotation
+ * alike; a failed write is logged by the error's name with `fields` (the poller's cycle kind), never thrown: the
+ * caller's own re-authorize error must reach it, and the next invocation finds out again at the provider. Counting
+ * `TokenFamilyRevoked` stays with each caller: for the pollers the engine counts it as it fails the cycle.
+ */
+export async function recordRevokedFamily(
+  store: Pick<SecretsManagerTokenStore, "markRevoked">,
+  clientMayBeRefused: boolean,
+  logger: Logger,
+  fields: Readonly<Record<string, unknown>> = {},
+): Promise<void> {
+  await store
+    .markRevoked({ clientMayBeRefused })
+    .catch((error: unknown) => logger.warn("Could not record the revoked token family", { ...fields, error: (error as Error).name }));
+}
+
+/**
  * Paces the Secrets Manager calls of one save by `endsAt` (the invocation's end less SAVE_END_MARGIN_MS; undefined:
  * not known), each taking up to SDK_CALL_MAX_MS, as does the table write of `hold` (the DynamoDB client has the same
  * SDK timeouts). Before each call it holds the tokens first (`hold`, when the save may hold them and has not) if the call

@@ -555,7 +555,7 @@ describe("poll-transactions handler", () => {
     vi.spyOn(SecretsManagerTokenStore.prototype, "markRevoked").mockRejectedValue(denied);
     expect(await h.poller("transactions")().catch((e: unknown) => e)).toBeInstanceOf(ReauthorizationNeededError);
     const docs = h.output.map((line) => JSON.parse(line) as Record<string, unknown>);
-    expect(docs.find((doc) => doc["message"] === "Could not record the revoked token family")).toMatchObject({ level: "WARN", error: "AccessDeniedException" });
+    expect(docs.find((doc) => doc["message"] === "Could not record the revoked token family")).toMatchObject({ level: "WARN", kind: "transactions", error: "AccessDeniedException" });
     const failed = docs.find((doc) => doc["message"] === "Cycle failed");
     expect(failed?.["error"]).toEqual({ name: "ReauthorizationNeededError", message: expect.stringContaining("re-authorize") });
   });
