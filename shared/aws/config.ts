@@ -100,12 +100,26 @@ export const LOG_LEVELS = ["TRACE", "DEBUG", "INFO", "WARN", "ERROR", "CRITICAL"
 const LOG_LEVEL_NAMES = `${LOG_LEVELS.slice(0, -1).join(", ")} or ${LOG_LEVELS.at(-1) ?? ""}`.toLowerCase();
 
 /**
+ * The variable Powertools Logger takes its level from: POWERTOOLS_LOG_LEVEL, else its legacy LOG_LEVEL. It trims both
+ * and takes a blank one as unset (its `getStringFromEnv`, then `||`), so does this; undefined when neither is set.
+ */
+function logLevelSource(env: Readonly<Record<string, string | undefined>>): { variable: "POWERTOOLS_LOG_LEVEL" | "LOG_LEVEL"; value: string } | undefined {
+  const powertools = env.POWERTOOLS_LOG_LEVEL?.trim();
+  if (powertools) return { variable: "POWERTOOLS_LOG_LEVEL", value: powertools };
+  const legacy = env.LOG_LEVEL?.trim();
+  return legacy ? { variable: "LOG_LEVEL", value: legacy } : undefined;
+}
+
+/**
  * The function's log level from the variable Powertools Logger reads, POWERTOOLS_LOG_LEVEL, or its legacy LOG_LEVEL
  * when that is unset or blank, in any case (`debug`, as the CLI's BRIDGE_LOG_LEVEL spells it), or undefined when
  * neither is set or it is not a level ({@link loadConfig} names it then).
+ *
+ * @example
+ * const level = logLevelOf({ POWERTOOLS_LOG_LEVEL: " ", LOG_LEVEL: "debug" }); // "DEBUG"
  */
 export function logLevelOf(env: Readonly<Record<string, string | undefined>>): (typeof LOG_LEVELS)[number] | undefined {
-  const level = (env.POWERTOOLS_LOG_LEVEL?.trim() || env.LOG_LEVEL?.trim())?.toUpperCase();
+  const level = logLevelSource(env)?.value.toUpperCase();
   return LOG_LEVELS.find((known) => known === level);
 }
 
@@ -136,10 +150,6 @@ const EnvSchema = z.object({
     .optional(),
   POWERTOOLS_SERVICE_NAME: nonEmpty.default(DEFAULT_SERVICE_NAME),
   POWERTOOLS_METRICS_NAMESPACE: nonEmpty.default(DEFAULT_METRICS_NAMESPACE),
-  POWERTOOLS_LOG_LEVEL: z
-    .string()
-    .refine((value) => logLevelOf({ POWERTOOLS_LOG_LEVEL: value }) !== undefined, `must be one of ${LOG_LEVEL_NAMES} (any case)`)
-    .optional(),
 });
 
 /**
@@ -191,9 +201,12 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
       issues.push({ variable, problem });
     }
   }
-  // Powertools falls back to LOG_LEVEL itself, where `debug` or a typo would leave INFO unsaid; unread once the other is set.
-  if (env.POWERTOOLS_LOG_LEVEL === undefined && env.LOG_LEVEL !== undefined && logLevelOf(env) === undefined) {
-    issues.push({ variable: "LOG_LEVEL", problem: `must be one of ${LOG_LEVEL_NAMES} (any case; read as POWERTOOLS_LOG_LEVEL is unset)` });
+  // Only the variable Powertools reads is checked: a typo there would leave it at INFO unsaid, and LOG_LEVEL is unread
+  // once POWERTOOLS_LOG_LEVEL is set (another tool's variable, perhaps).
+  const levelSource = logLevelSource(env);
+  if (levelSource !== undefined && logLevelOf(env) === undefined) {
+    const why = levelSource.variable === "LOG_LEVEL" ? `; read as POWERTOOLS_LOG_LEVEL is ${env.POWERTOOLS_LOG_LEVEL === undefined ? "unset" : "blank"}` : "";
+    issues.push({ variable: levelSource.variable, problem: `must be one of ${LOG_LEVEL_NAMES} (any case${why})` });
   }
   // Resolved whatever else is wrong, so one error names every bad setting (not the base URL only once the rest is fixed).
   let baseUrl: string | undefined;

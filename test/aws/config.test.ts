@@ -9,6 +9,7 @@ import {
   checkPollerTimeout,
   cycleDeadline,
   loadConfig,
+  logLevelOf,
   validTenantOf,
 } from "../../shared/aws/config.js";
 import { DEFAULT_DEADLINE_GRACE_MS } from "../../shared/bridge/deps.js";
@@ -58,11 +59,25 @@ describe("loadConfig", () => {
   it("names the log level variable Powertools reads: LOG_LEVEL only when POWERTOOLS_LOG_LEVEL is unset", () => {
     const levels = "must be one of trace, debug, info, warn, error, critical or silent (any case";
     expect(() => loadConfig({ ...valid, LOG_LEVEL: "verbose" })).toThrow(`Invalid function environment: LOG_LEVEL ${levels}; read as POWERTOOLS_LOG_LEVEL is unset)`);
-    expect(() => loadConfig({ ...valid, LOG_LEVEL: "" })).toThrow(LambdaConfigurationError);
     expect(() => loadConfig({ ...valid, POWERTOOLS_LOG_LEVEL: "verbose", LOG_LEVEL: "debug" })).toThrow(`Invalid function environment: POWERTOOLS_LOG_LEVEL ${levels})`);
     // Set, POWERTOOLS_LOG_LEVEL wins: the logger never reads LOG_LEVEL then (another tool's variable, perhaps).
     expect(loadConfig({ ...valid, POWERTOOLS_LOG_LEVEL: "info", LOG_LEVEL: "verbose" }).tenant).toBe("acme");
     expect(loadConfig({ ...valid, LOG_LEVEL: " Debug " }).tenant).toBe("acme");
+  });
+
+  it.each(["", "  "])("takes a blank POWERTOOLS_LOG_LEVEL (%j) as unset, as Powertools does: LOG_LEVEL is read, and named when it is no level", (blank) => {
+    expect(loadConfig({ ...valid, POWERTOOLS_LOG_LEVEL: blank }).tenant).toBe("acme");
+    expect(loadConfig({ ...valid, POWERTOOLS_LOG_LEVEL: blank, LOG_LEVEL: "debug" }).tenant).toBe("acme");
+    expect(logLevelOf({ POWERTOOLS_LOG_LEVEL: blank, LOG_LEVEL: "debug" })).toBe("DEBUG");
+    expect(() => loadConfig({ ...valid, POWERTOOLS_LOG_LEVEL: blank, LOG_LEVEL: "verbose" })).toThrow(
+      /^Invalid function environment: LOG_LEVEL must be one of trace, debug, info, warn, error, critical or silent \(any case; read as POWERTOOLS_LOG_LEVEL is blank\)$/,
+    );
+  });
+
+  it("takes a blank LOG_LEVEL as unset, as Powertools does (INFO)", () => {
+    expect(loadConfig({ ...valid, LOG_LEVEL: " " }).tenant).toBe("acme");
+    expect(loadConfig({ ...valid, POWERTOOLS_LOG_LEVEL: "", LOG_LEVEL: "" }).tenant).toBe("acme");
+    expect(logLevelOf({ LOG_LEVEL: " " })).toBeUndefined();
   });
 
   it("resolves a named deployment through its URL variable", () => {

@@ -73,6 +73,17 @@ it("takes POWERTOOLS_LOG_LEVEL in any case (debug as the CLI's BRIDGE_LOG_LEVEL 
   await expect(failed).rejects.toMatchObject({ name: "LambdaConfigurationError", message: expect.stringMatching(/PII_MODE .*; POWERTOOLS_LOG_LEVEL must be one of trace, debug, info, warn, error, critical or silent/) });
 });
 
+it("takes a blank POWERTOOLS_LOG_LEVEL as unset, as Powertools does: the cycle runs at LOG_LEVEL's level", async () => {
+  vi.stubEnv("POWERTOOLS_LOG_LEVEL", " ");
+  vi.stubEnv("LOG_LEVEL", "debug");
+  const poll = h.poller("transactions", { env: { ...h.env, POWERTOOLS_LOG_LEVEL: " ", LOG_LEVEL: "debug" }, logger: undefined, metrics: undefined });
+  await poll();
+  // A refused invocation publishes no metrics, which Powertools' warning says at debug: the Logger is at DEBUG.
+  await expect(poll({ action: "bogus" } as never)).rejects.toMatchObject({ name: "PollEventError" });
+  const levels = h.output.filter((line) => line.trim().startsWith("{")).map((line) => (JSON.parse(line) as Record<string, unknown>).level);
+  expect(levels).toContain("DEBUG");
+});
+
 it("takes Powertools' legacy LOG_LEVEL when POWERTOOLS_LOG_LEVEL is unset, in any case, and names a level it does not know", async () => {
   // Powertools reads LOG_LEVEL itself (process.env) when POWERTOOLS_LOG_LEVEL is unset: upper case only, else INFO unsaid.
   vi.stubEnv("LOG_LEVEL", "debug");
