@@ -95,6 +95,12 @@ export const SDK_CALL_MAX_MS = SDK_TIMEOUTS.maxAttempts * SDK_TIMEOUTS.requestTi
 
 const nonEmpty = z.string().trim().min(1, "must not be empty");
 
+/** Decimal digits only: Number() would also take `0x1d4c0`, `1e5`, `+1` or `1.0`, none the stack writes. */
+const wholeMilliseconds = z
+  .string()
+  .regex(/^\d+$/, "must be a whole number of milliseconds in decimal digits, e.g. 45000")
+  .transform(Number);
+
 /** Powertools Logger's levels. It takes them upper case only from its variables, and ignores any other value unsaid. */
 export const LOG_LEVELS = ["TRACE", "DEBUG", "INFO", "WARN", "ERROR", "CRITICAL", "SILENT"] as const;
 const LOG_LEVEL_NAMES = `${LOG_LEVELS.slice(0, -1).join(", ")} or ${LOG_LEVELS.at(-1) ?? ""}`.toLowerCase();
@@ -135,10 +141,10 @@ const EnvSchema = z.object({
   EMIT_CARD_CREATED: z.enum(["true", "false"]).default("false"),
   CARD_DETAILS: z.enum(["true", "false"]).default("false"),
   CYCLE_BUDGET_MS: nonEmpty
+    .pipe(wholeMilliseconds)
     .pipe(
-      z.coerce
-        .number<string>({ error: "must be a whole number of milliseconds" })
-        .int("must be a whole number of milliseconds")
+      z
+        .number()
         .min(
           MIN_CYCLE_BUDGET_MS,
           `must be at least ${MIN_CYCLE_BUDGET_MS} (ms): a token refresh starts only when its ${TOKEN_LEASE_TTL_MS / 1000} s lease ends by ` +

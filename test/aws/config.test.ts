@@ -158,8 +158,17 @@ describe("loadConfig", () => {
     expect(() => loadConfig({ ...valid, CYCLE_BUDGET_MS: budget })).toThrow(/^Invalid function environment: CYCLE_BUDGET_MS must not be empty$/);
   });
 
-  it.each(["1.5", "soon"])("refuses CYCLE_BUDGET_MS=%s as no whole number of milliseconds", (budget) => {
-    expect(() => loadConfig({ ...valid, CYCLE_BUDGET_MS: budget })).toThrow(/^Invalid function environment: CYCLE_BUDGET_MS must be a whole number of milliseconds$/);
+  it.each(["1.5", "soon", "0x1d4c0", "1e5", "+45000", "-45000", "45000.0", "45_000", "45 000"])(
+    "refuses CYCLE_BUDGET_MS=%s: only decimal digits make a whole number of milliseconds",
+    (budget) => {
+      expect(() => loadConfig({ ...valid, CYCLE_BUDGET_MS: budget })).toThrow(
+        /^Invalid function environment: CYCLE_BUDGET_MS must be a whole number of milliseconds in decimal digits, e\.g\. 45000$/,
+      );
+    },
+  );
+
+  it("reads CYCLE_BUDGET_MS in decimal digits, trimmed as every variable", () => {
+    expect(loadConfig({ ...valid, CYCLE_BUDGET_MS: " 045000 " }).cycleBudgetMs).toBe(45_000);
   });
 
   it("requires PII_MODE: the personal fields' treatment is never left to a default", () => {
