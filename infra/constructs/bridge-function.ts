@@ -1,4 +1,4 @@
-import { Duration, RemovalPolicy } from "aws-cdk-lib";
+import { Annotations, Duration, RemovalPolicy } from "aws-cdk-lib";
 import * as iam from "aws-cdk-lib/aws-iam";
 import type * as kms from "aws-cdk-lib/aws-kms";
 import * as lambda from "aws-cdk-lib/aws-lambda";
@@ -74,8 +74,8 @@ function isNoResourceLevelStatement(statement: iam.PolicyStatement): boolean {
  * A bridge function's execution role. Statements that only allow {@link NO_RESOURCE_LEVEL_ACTIONS} on `"*"` go to a
  * policy of their own ({@link BridgeFunctionRole.noResourceLevelPolicy}), everything else to the default policy, so
  * the cdk-nag acknowledgement of `Resource::*` can name that one policy: any other wildcard, whatever its action,
- * lands in the default policy and fails synth. A statement made only of {@link UNUSED_ACTIONS} is left out (one that
- * also holds another action is kept whole).
+ * lands in the default policy and fails synth. A statement made only of {@link UNUSED_ACTIONS} is left out, said at
+ * synth as an info on the role (one that also holds another action is kept whole).
  */
 export class BridgeFunctionRole extends iam.Role {
   private static readonly NO_RESOURCE_LEVEL_POLICY_ID = "NoResourceLevelActions";
@@ -86,7 +86,14 @@ export class BridgeFunctionRole extends iam.Role {
   }
 
   override addToPrincipalPolicy(statement: iam.PolicyStatement): iam.AddToPrincipalPolicyResult {
-    if (allowsOnly(statement, UNUSED_ACTIONS)) return { statementAdded: false };
+    if (allowsOnly(statement, UNUSED_ACTIONS)) {
+      // An info, not a warning: nothing to fix, and a strict synth fails on warnings.
+      Annotations.of(this).addInfo(
+        `Left out of this role: ${statement.actions.join(", ")} on ${statement.resources.join(", ")}, granted by a CDK ` +
+          "construct (RotationSchedule's to every rotation function) though no bridge function calls it",
+      );
+      return { statementAdded: false };
+    }
     if (!isNoResourceLevelStatement(statement)) return super.addToPrincipalPolicy(statement);
     const policy = this.noResourceLevelPolicy ?? new iam.Policy(this, BridgeFunctionRole.NO_RESOURCE_LEVEL_POLICY_ID, { roles: [this] });
     policy.addStatements(statement);

@@ -4,7 +4,7 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { App, Stack } from "aws-cdk-lib";
-import { Match, Template } from "aws-cdk-lib/assertions";
+import { Annotations, Match, Template } from "aws-cdk-lib/assertions";
 import * as iam from "aws-cdk-lib/aws-iam";
 import { describe, expect, it } from "vitest";
 import { BridgeFunction, ESM_REQUIRE_BANNER } from "../../infra/constructs/bridge-function.js";
@@ -108,5 +108,20 @@ describe("BridgeFunction", () => {
     const text = JSON.stringify(Template.fromStack(stack).findResources("AWS::IAM::Policy"));
     expect(text.match(/secretsmanager:GetRandomPassword/g)).toHaveLength(1);
     expect(text).toContain("secretsmanager:GetSecretValue");
+  });
+
+  it("says at synth which actions it left out and why, as an info that fails no strict synth; nothing for a statement kept whole", () => {
+    const annotationsWith = (actions: string[]) => {
+      const app = new App({ builtinCloudFormationValidation: false, context: { "aws:cdk:bundling-stacks": [] } });
+      const stack = new Stack(app, "Said");
+      const fn = new BridgeFunction(stack, "Fn", { entry: join(FIXTURE_FUNCTIONS_DIR, "poll-cards.ts"), description: "said", environment });
+      fn.role.addToPrincipalPolicy(new iam.PolicyStatement({ actions, resources: ["*"] }));
+      return Annotations.fromStack(stack);
+    };
+    const dropped = annotationsWith(["secretsmanager:GetRandomPassword"]);
+    dropped.hasInfo("/Said/Fn/Role", Match.stringLikeRegexp("^Left out of this role: secretsmanager:GetRandomPassword on \\*, .*no bridge function calls"));
+    expect(dropped.findWarning("*", Match.anyValue())).toEqual([]);
+    expect(dropped.findError("*", Match.anyValue())).toEqual([]);
+    expect(annotationsWith(["secretsmanager:GetRandomPassword", "secretsmanager:GetSecretValue"]).findInfo("*", Match.anyValue())).toEqual([]);
   });
 });
