@@ -445,6 +445,17 @@ describe("DynamoLeaseLock on DynamoDB Local", () => {
     expect(item.Item?.ttl).toBeGreaterThan(clock.now() / 1000);
   });
 
+  it("holds a renewed lease until now plus the renewal's ttl, and hands it over from that very millisecond", async () => {
+    const clock = new FakeClock();
+    const lease = await lockWith(clock).tryAcquire("acme#renew-edge", 1_000);
+    clock.advance(500);
+    expect(await lease?.renew(1_000)).toBe(true);
+    clock.advance(999);
+    expect(await lockWith(clock).tryAcquire("acme#renew-edge", 1_000)).toBeUndefined();
+    clock.advance(1);
+    expect(await lockWith(clock).tryAcquire("acme#renew-edge", 1_000)).toBeDefined();
+  });
+
   it("grants a contended lease to exactly one of many concurrent callers", async () => {
     const clock = new FakeClock();
     const results = await Promise.all(Array.from({ length: 16 }, () => lockWith(clock).tryAcquire("acme#contended", 10_000)));
