@@ -247,6 +247,22 @@ describe("EventBridgePublisher", () => {
     expect(await publisher(clock, 3, 1).publish(Array.from({ length: 30 }, (_, i) => event(`ev_${i}`)), { deadline: clock.now() + 500 })).toEqual({ failed: [] });
     expect(sentEntries()).toHaveLength(3);
   });
+
+  it("counts a queued batch whose turn comes at the deadline itself as past it, one a millisecond before as in time", async () => {
+    const run = async (answerAfterMs: number) => {
+      mock.reset();
+      const clock = new FakeClock();
+      const deadline = clock.now() + 500;
+      mock.on(PutEventsCommand).callsFake((input: { Entries: PutEventsRequestEntry[] }) => {
+        clock.advance(answerAfterMs);
+        return { FailedEntryCount: 0, Entries: input.Entries.map(() => ({ EventId: "e" })) };
+      });
+      const result = await publisher(clock, 3, 1).publish(Array.from({ length: 20 }, (_, i) => event(`ev_${i}`)), { deadline });
+      return { calls: sentEntries().length, failed: result.failed.map((f) => [f.event.detail.id, f.retryable]) };
+    };
+    expect(await run(500)).toEqual({ calls: 1, failed: Array.from({ length: 10 }, (_, i) => [`ev_${i + 10}`, true]) });
+    expect(await run(499)).toEqual({ calls: 2, failed: [] });
+  });
   it("raises PublishError when a call with failed entries answers fewer entries than sent, instead of taking the missing ones as delivered", async () => {
     // With `$metadata`, as the SDK always answers: without it the check would never run, a TypeError raising instead.
     mock.on(PutEventsCommand).resolves({ FailedEntryCount: 1, Entries: [{ ErrorCode: "InternalFailure", ErrorMessage: "boom" }], $metadata: { requestId: "req-1" } });
