@@ -274,6 +274,19 @@ describe("statements", () => {
     expect(fromOnly.data).toHaveLength(2);
   });
 
+  it("pages one account's periods 12 at a time by default when it has more (§8.1)", async () => {
+    const data = h.sandbox.control.company(h.companyId)!;
+    const latest = data.statements.find((s) => s.account.accountType === "CompanyFundAccount")!;
+    // Eight months of 2023, older than every seeded one: the account then has 14 periods, more than one default page.
+    for (let m = 1; m <= 8; m++) {
+      const month = `2023-0${m}`;
+      data.statements.push({ ...latest, month, from: `${month}-01`, to: `${month}-28` });
+    }
+    const { body } = await h.json(`/public/v1/erp/statements/${latest.account.accountExternalId}`);
+    expect(body.data).toMatchObject({ page: 1, total: 14, total_pages: 2 });
+    expect(body.data.data).toHaveLength(12);
+  });
+
   it("answers 200 with an empty inner list and a null account_type for a valid account without statements", async () => {
     const draft = ((await h.json("/public/v1/erp/cards?status=draft")).body.data as Row[])[0] as Row;
     const { status, body } = await h.json(`/public/v1/erp/statements/${draft.account_external_id}`);
