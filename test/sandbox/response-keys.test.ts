@@ -10,6 +10,7 @@ import {
   ErpCardDetailSchema,
   ErpCardSchema,
   PoolAccountSchema,
+  PoolAccountUserSchema,
   StatementPeriodBalanceSchema,
   StatementSummarySchema,
   StatementsByAccountSchema,
@@ -77,8 +78,11 @@ describe("sandbox responses carry every key of the spec", () => {
     expect(list.some((card) => String(card.allowed_mccs_active) === "true"), "a card with category limits is among them").toBe(true);
   });
 
-  it("for pool accounts", async () => {
-    expectAllKeys(PoolAccountSchema, (await data("/public/v1/erp/pool_accounts")) as Row[]);
+  it("for pool accounts, with each manager's user_id, name and email and the creator's user_id and name (§2.5)", async () => {
+    const pools = (await data("/public/v1/erp/pool_accounts")) as Row[];
+    expectAllKeys(PoolAccountSchema, pools);
+    expectAllKeys(PoolAccountUserSchema, pools.flatMap((pool) => pool.account_managers as Row[]));
+    expectAllKeys(PoolAccountUserSchema, pools.map((pool) => pool.created_by as Row), ["email"]);
   });
 
   it.each([
