@@ -4,20 +4,37 @@
  */
 import { beforeAll, describe, expect, it } from "vitest";
 import {
+  AtmConfigurationSchema,
   BankAccountSchema,
+  CardProductSchema,
   ChartOfAccountSchema,
   CoreCardSchema,
+  CountryLimitsSchema,
+  ErpCardholderSchema,
+  ErpChartOfAccountRefSchema,
+  ErpCompanySchema,
   ErpCardDetailSchema,
   ErpCardSchema,
+  ErpSupplierRefSchema,
+  LineItemSchema,
+  MerchantCategoryLimitsSchema,
   PoolAccountSchema,
   PoolAccountUserSchema,
+  PurchaseLimitsSchema,
+  ShippingDetailsSchema,
+  SpendLimitSchema,
   StatementPeriodBalanceSchema,
+  StatementPeriodSchema,
   StatementSummarySchema,
   StatementsByAccountSchema,
   SupplierSchema,
   TaxRateSchema,
+  TopupConfigurationSchema,
   TransactionDetailSchema,
   TransactionSchema,
+  TransactionsLimitSchema,
+  UserProfileSchema,
+  WalletsStatusSchema,
 } from "../../shared/qashio/schemas/index.js";
 import { harness, type Harness, type Row } from "./helpers.js";
 
@@ -39,6 +56,18 @@ function expectAllKeys(schema: { shape: object }, rows: readonly Row[], except: 
   for (const row of rows) expect(missingKeys(schema, row, except), `record ${String(row.id ?? row.account_external_id)}`).toEqual([]);
 }
 
+/**
+ * Every key the spec lists for the nested object `field` of each row (§2.2-§2.7 show their members too), where the
+ * row has one: `[schema, field]` pairs, checked like the rows themselves.
+ */
+function expectNestedKeys(rows: readonly Row[], nested: readonly (readonly [{ shape: object }, string])[]): void {
+  for (const [schema, field] of nested) {
+    const objects = rows.flatMap((row) => [row[field]].flat()).filter((value): value is Row => value !== null && typeof value === "object");
+    expect(objects.length, field).toBeGreaterThan(0);
+    for (const value of objects) expect(missingKeys(schema, value), field).toEqual([]);
+  }
+}
+
 let h: Harness;
 beforeAll(async () => {
   h = await harness();
@@ -54,14 +83,29 @@ describe("sandbox responses carry every key of the spec", () => {
   it("for transactions, listed and read one by one", async () => {
     const list = (await data("/public/v1/erp/transactions?page_size=50")) as Row[];
     expectAllKeys(TransactionSchema, list);
-    expectAllKeys(TransactionDetailSchema, [await data(`/public/v1/erp/transactions/${String(list[0]?.id)}`)]);
+    expectNestedKeys(list, [
+      [ErpSupplierRefSchema, "erp_supplier"],
+      [ErpChartOfAccountRefSchema, "erp_chart_of_account"],
+      [LineItemSchema, "line_items"],
+    ]);
+    const detail = await data(`/public/v1/erp/transactions/${String(list[0]?.id)}`);
+    expectAllKeys(TransactionDetailSchema, [detail]);
+    expectNestedKeys([detail], [[ErpCompanySchema, "erp_company"]]);
   });
 
   it("for ERP cards, listed and read one by one", async () => {
     const list = (await data("/public/v1/erp/cards?page_size=50")) as Row[];
     expectAllKeys(ErpCardSchema, list);
+    expectNestedKeys(list, [[ErpCardholderSchema, "cardholder"]]);
     const details = await Promise.all(list.slice(0, 5).map((card) => data(`/public/v1/erp/cards/${String(card.id)}`)));
     expectAllKeys(ErpCardDetailSchema, details);
+    expectNestedKeys(details, [
+      [PurchaseLimitsSchema, "purchase_limits"],
+      [CountryLimitsSchema, "country_limits"],
+      [MerchantCategoryLimitsSchema, "merchant_category_limits"],
+      [TopupConfigurationSchema, "topup_configuration"],
+      [AtmConfigurationSchema, "atm_configuration"],
+    ]);
   });
 
   it("for core cards in the list and in a write response", async () => {
@@ -69,6 +113,14 @@ describe("sandbox responses carry every key of the spec", () => {
     expectAllKeys(CoreCardSchema, list, CORE_CARD_WRITE_ONLY);
     const written = await data(`/public/v1/core/cards/${String(list[0]?.id)}`, { method: "PUT", body: { nickname: "Keys check" } });
     expectAllKeys(CoreCardSchema, [written.card as Row]);
+    const cardObjects = [
+      [ShippingDetailsSchema, "shipping_details"],
+      [WalletsStatusSchema, "wallets_status"],
+      [UserProfileSchema, "user_profile"],
+      [TransactionsLimitSchema, "transactions_limit"],
+    ] as const;
+    expectNestedKeys(list, cardObjects);
+    expectNestedKeys([written.card as Row], [...cardObjects, [SpendLimitSchema, "spend_limit"], [CardProductSchema, "card_product"]]);
   });
 
   it("and no other for core cards: §2.4 lists no allowed MCCs on them, only allowed_mccs_active (the categories are the ERP read's)", async () => {
@@ -97,9 +149,11 @@ describe("sandbox responses carry every key of the spec", () => {
   it("for statements, the summary and the statements of one account", async () => {
     const summaries = (await data("/public/v1/erp/statements")) as Row[];
     expectAllKeys(StatementSummarySchema, summaries);
+    expectNestedKeys(summaries, [[StatementPeriodSchema, "statement_period"]]);
     const byAccount = await data(`/public/v1/erp/statements/${String(summaries[0]?.account_external_id)}`);
     expectAllKeys(StatementsByAccountSchema, [byAccount]);
     expectAllKeys(StatementPeriodBalanceSchema, byAccount.data as Row[]);
+    expectNestedKeys(byAccount.data as Row[], [[StatementPeriodSchema, "statement_period"]]);
   });
 });
 
