@@ -120,6 +120,17 @@ describe("bridge.ts main", () => {
     expect(stderr).toContain("--txns");
   });
 
+  it("warns on stderr, before the command's own answer, when npm holds a --scope the command line lacks (npm kept it)", async () => {
+    const npm = { npm_lifecycle_event: "bridge", npm_config_scope: "cards:read" };
+    const kept = await runInProcess(["authorize", "--port", "70000"], npm);
+    expect(kept.code).toBe(EXIT.usage);
+    expect(kept.stderr).toMatch(/^warning: npm holds a scope setting but this command line has no --scope: .*\nerror: --port must be at most 65535/);
+    // Given after `--`, the option is this command line's: nothing to warn of.
+    const given = await runInProcess(["authorize", "--port", "70000", "--scope", "cards:read"], npm);
+    expect(given.stderr).not.toContain("warning:");
+    expect(given.stderr).toContain("error: --port must be at most 65535");
+  });
+
   it(
     "under `npm run bridge` reads .env and relative paths in the directory npm was run from (INIT_CWD), not the package root npm runs it in",
     async () => {
