@@ -29,6 +29,13 @@ const StoredTransactionSchema = TransactionDetailSchema.extend({
   // (the client normalises it) and never match the filter for it. The flag is a boolean (§2.2), never null: a null
   // one would be listed by neither `exclude_from_sync` filter.
   exclude_from_sync: z.boolean(),
+  // The other fields §2.2 types (a boolean, a listed value) that every generated transaction fills: never null, nor
+  // text for the flag. Unlisted values stay allowed (the client takes them as drift); cleared_at and
+  // approved_date_time are null until cleared or approved.
+  visible: z.boolean(),
+  transaction_status: z.string(),
+  erp_sync_status: z.string(),
+  approval_status: z.string(),
   card_last_four: z.string().nullable(),
   employee_id: z.string().nullable(),
 });

@@ -179,6 +179,26 @@ describe("activity generation", () => {
     expect(listed.map((t) => [t.id, t.updated_at])).toEqual([[tx.id, tx.updated_at]]);
   });
 
+  it("refuses null or a wrong type for the other fields §2.2 types that the sandbox always fills (visible, the status enums)", async () => {
+    const tx = (await h.json(LIST)).body.data[0] as Row;
+    const path = `/companies/${h.companyId}/transactions/${tx.id}`;
+    const before = (await h.json(`${LIST}/${tx.id}`)).body.data as Row;
+    const refused = await control(path, { visible: null, transaction_status: null, erp_sync_status: null, approval_status: 3 }, "PATCH");
+    expect(refused.status).toBe(400);
+    expect(errorCodes(refused.body).sort()).toEqual([
+      "approval_status:INVALID_FORMAT",
+      "erp_sync_status:INVALID_FORMAT",
+      "transaction_status:INVALID_FORMAT",
+      "visible:INVALID_FORMAT",
+    ]);
+    // A flag as text is no boolean either, though the client would read it as one.
+    expect(errorCodes((await control(path, { visible: "false" }, "PATCH")).body)).toEqual(["visible:INVALID_FORMAT"]);
+    expect((await h.json(`${LIST}/${tx.id}`)).body.data).toEqual(before);
+    const patched = await control(path, { visible: false, transaction_status: "failed", erp_sync_status: "failed" }, "PATCH");
+    expect(patched.status).toBe(200);
+    expect((await h.json(`${LIST}/${tx.id}`)).body.data).toMatchObject({ visible: false, transaction_status: "failed", erp_sync_status: "failed" });
+  });
+
   it("refuses values no read could serve, every offending field at once, and leaves the transaction as it was", async () => {
     const tx = (await h.json(LIST)).body.data[0] as Row;
     const path = `/companies/${h.companyId}/transactions/${tx.id}`;
