@@ -449,6 +449,21 @@ describe("tenant stacks", () => {
     template.resourceCountIs("AWS::Scheduler::Schedule", 2);
     template.resourcePropertiesCountIs("AWS::Scheduler::Schedule", { State: "DISABLED", ScheduleExpression: "rate(2 minutes)" }, 1);
     template.resourcePropertiesCountIs("AWS::Scheduler::Schedule", { State: "DISABLED", ScheduleExpression: "rate(30 minutes)" }, 1);
+    // no tick on purpose: the heartbeat alarms (`Heartbeat` the transaction poller's) still show it, but page no one
+    // until the schedules are enabled
+    const heartbeats = (t: Template) =>
+      Object.values(t.findResources("AWS::CloudWatch::Alarm"))
+        .map((a) => (a as { Properties: { AlarmName: string; ActionsEnabled?: boolean } }).Properties)
+        .filter((p) => /-Heartbeat(-|$)/.test(p.AlarmName))
+        .map((p) => [p.AlarmName.replace(/^.*-Heartbeat-?/, "") || "PollTransactions", p.ActionsEnabled ?? true]);
+    expect(heartbeats(template).sort()).toEqual([
+      ["PollCards", false],
+      ["PollTransactions", false],
+    ]);
+    expect(heartbeats(globexT).sort()).toEqual([
+      ["PollCards", true],
+      ["PollTransactions", true],
+    ]);
   });
 
   it("lets a poller run for its schedule period, within one to five minutes, its cycle budget the timeout less 30 s", () => {
@@ -1215,7 +1230,8 @@ describe("ops", () => {
     // Sum: any failed invocation counts (an Average of 1 would need every invocation of the period to fail)
     expect(alarm("Errors-PollTransactions")?.Properties).toMatchObject({ MetricName: "Errors", Namespace: "AWS/Lambda", Statistic: "Sum", Threshold: 1, DatapointsToAlarm: 2 });
     expect(alarm("Errors-RotateToken")?.Properties).toMatchObject({ MetricName: "Errors", Statistic: "Sum", Threshold: 1, EvaluationPeriods: 1 });
-    expect(alarm("DeadLetters-Pollers")?.Properties).toMatchObject({ MetricName: "NumberOfMessagesSent", Statistic: "Sum", Threshold: 1 });
+    // globex polls transactions every 2 minutes and cards every 30: the slower schedule's period, so each holds a card tick
+    expect(alarm("DeadLetters-Pollers")?.Properties).toMatchObject({ MetricName: "NumberOfMessagesSent", Statistic: "Sum", Threshold: 1, Period: 1800 });
     expect(alarm("EventsFailed")?.Properties).toMatchObject({ Namespace: "QashioBridge", MetricName: "EventsFailed", Statistic: "Sum", Threshold: 1 });
     const topic = { Ref: logicalIdOf(globexT, "AWS::SNS::Topic") };
     for (const a of Object.values(globexT.findResources("AWS::CloudWatch::Alarm"))) {
