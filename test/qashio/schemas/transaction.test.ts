@@ -152,6 +152,11 @@ describe("TransactionSchema", () => {
     expect(parsed).toMatchObject({ transaction_amount: 54.5, billing_amount: -3, exclude_from_sync: true, visible: false });
   });
 
+  it("reads a flag sent as TRUE in capitals as true, not false", () => {
+    const parsed = TransactionSchema.parse(transactionFixture({ exclude_from_sync: "TRUE", visible: "True" }));
+    expect(parsed).toMatchObject({ exclude_from_sync: true, visible: true });
+  });
+
   it("rejects a non-numeric amount", () => {
     expect(TransactionSchema.safeParse(transactionFixture({ transaction_amount: "fifty" })).success).toBe(false);
   });
