@@ -157,6 +157,11 @@ describe("TransactionSchema", () => {
     expect(parsed).toMatchObject({ exclude_from_sync: true, visible: true });
   });
 
+  it.each(["1e3", "0x10", "12abc", "54.50 EUR"])("rejects an amount %j that is not a plain decimal, though it starts with digits", (amount) => {
+    const result = TransactionSchema.safeParse(transactionFixture({ transaction_amount: amount }));
+    expect(result.success ? [] : result.error.issues.map((i) => i.path.join("."))).toEqual(["transaction_amount"]);
+  });
+
   it("rejects a non-numeric amount", () => {
     expect(TransactionSchema.safeParse(transactionFixture({ transaction_amount: "fifty" })).success).toBe(false);
   });
