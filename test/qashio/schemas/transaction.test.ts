@@ -65,6 +65,13 @@ describe("TransactionSchema", () => {
     expect(ErpCardSchema.safeParse(erpCardFixture({ id: id.replace("CT", "CA") })).success).toBe(false);
   });
 
+  it("refuses a bare prefix as a reference: CT or CA must be followed by something", () => {
+    const result = TransactionSchema.safeParse(refundFixture({ qashio_id: "CT", parent_qashio_id: "CT" }));
+    expect(result.success ? [] : result.error.issues.map((i) => i.path.join("."))).toEqual(["qashio_id", "parent_qashio_id"]);
+    expect(conformsTo(TransactionSchema)(transactionFixture({ qashio_id: "CT" }))).toBe(false);
+    expect(ErpCardSchema.safeParse(erpCardFixture({ id: "CA" })).success).toBe(false);
+  });
+
   it("takes references of any script, and characters beyond the BMP (a surrogate pair is one character)", () => {
     for (const id of ["CTé-ü", "CT😀1", "CT１２"]) {
       expect(TransactionSchema.safeParse(transactionFixture({ qashio_id: id })).success).toBe(true);
