@@ -184,6 +184,13 @@ describe("TransactionSchema", () => {
     expect(parsed.approved_by).toEqual({ user_external_id: "usr_9", name: "Omar Said" });
   });
 
+  it("types approved_by as the cardholder fields are: a numeric employee_id becomes text, a non-string email is refused", () => {
+    const parsed = TransactionSchema.parse(transactionFixture({ approved_by: { user_external_id: 9, employee_id: 4411 } }));
+    expect(parsed.approved_by).toEqual({ user_external_id: "9", employee_id: "4411" });
+    const bad = TransactionSchema.safeParse(transactionFixture({ approved_by: { email: 42 } }));
+    expect(bad.success ? [] : bad.error.issues.map((i) => i.path.join("."))).toEqual(["approved_by.email"]);
+  });
+
   it("accepts segments keyed by label, including custom underscore keys", () => {
     const parsed = TransactionSchema.parse(
       transactionFixture({ segments: { Location: segmentFixture(), cost_centre: segmentFixture({ label: "cost_centre" }) } }),
