@@ -137,6 +137,9 @@ describe("CoreCardSchema", () => {
 
   it("rejects a card id that does not start with CA", () => {
     expect(CoreCardSchema.safeParse(coreCardFixture({ id: 1234 })).success).toBe(false);
+    // A string is not enough: the id must carry the CA prefix, as the ERP card's does.
+    const result = CoreCardSchema.safeParse(coreCardFixture({ id: "XX1234" }));
+    expect(result.success ? [] : result.error.issues.map((i) => i.path.join("."))).toEqual(["id"]);
   });
 
   it("keeps unknown fields", () => {
