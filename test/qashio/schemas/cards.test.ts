@@ -29,6 +29,13 @@ describe("ErpCardSchema", () => {
     });
   });
 
+  it("normalises amounts sent as strings on the ERP card too, and refuses one that is no number", () => {
+    const card = ErpCardSchema.parse(erpCardFixture({ allowed_max_balance: "5000.00", low_balance_notification_amount: "" }));
+    expect(card).toMatchObject({ allowed_max_balance: 5000, low_balance_notification_amount: null });
+    const bad = ErpCardSchema.safeParse(erpCardFixture({ allowed_max_balance: { amount: 5000 } }));
+    expect(bad.success ? [] : bad.error.issues.map((i) => i.path.join("."))).toEqual(["allowed_max_balance"]);
+  });
+
   it("rejects a card id that does not start with CA", () => {
     expect(ErpCardSchema.safeParse(erpCardFixture({ id: "7Q2M9X4K" })).success).toBe(false);
   });
