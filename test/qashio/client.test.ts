@@ -465,6 +465,14 @@ describe("QashioClient response handling", () => {
     expect(error).toBeInstanceOf(InvalidResponseError);
     expect(error.issues.map((i) => i.path)).toContain("pagination");
   });
+
+  it("names the first failing field in the error's message, not only in its issues (logs show the message)", async () => {
+    const fetch = scriptedFetch(json(200, { success: true, data: [] }));
+    const { client } = clientWith(fetch);
+    const error = (await client.listTransactions().catch((e: unknown) => e)) as InvalidResponseError;
+    expect(error).toBeInstanceOf(InvalidResponseError);
+    expect(error.message).toMatch(/does not match its schema \(pagination: /);
+  });
 });
 
 describe("QashioClient iterators", () => {
