@@ -38,6 +38,18 @@ function exitOf(child: ReturnType<typeof start>): Promise<number | null> {
   return new Promise((resolve) => child.once("exit", (code) => resolve(code)));
 }
 
+/** The URL the sandbox prints, once it printed its companies. */
+function urlOf(child: ReturnType<typeof start>): Promise<string> {
+  return new Promise((resolve) => {
+    let out = "";
+    child.stdout.on("data", (chunk: Buffer) => {
+      out += chunk.toString();
+      const match = /http:\/\/127\.0\.0\.1:\d+/.exec(out);
+      if (match && out.includes("companies:")) resolve(match[0]);
+    });
+  });
+}
+
 describe("parseMainArgs", () => {
   it("reads port, seed, latency and the frozen clock, with defaults", () => {
     expect(parseMainArgs([])).toEqual({ port: DEFAULT_PORT, seed: 1, latencyMs: 0, frozenClock: false, help: false });
@@ -140,14 +152,7 @@ describe("npm run sandbox", () => {
     // It ends once nothing is left to run (test/process-exit.test.ts): a request held open must not keep it alive.
     const child = start(["--port", "0", "--latency-ms", "60000"]);
     const exited = exitOf(child);
-    const url = await new Promise<string>((resolve) => {
-      let out = "";
-      child.stdout.on("data", (chunk: Buffer) => {
-        out += chunk.toString();
-        const match = /http:\/\/127\.0\.0\.1:\d+/.exec(out);
-        if (match && out.includes("companies:")) resolve(match[0]);
-      });
-    });
+    const url = await urlOf(child);
     const answer = fetch(`${url}/oauth2/token`, { method: "POST" }).then(() => "answered", () => "closed");
     // A control call (no latency) sent after it is answered once the sandbox holds the first.
     await fetch(`${url}/_sandbox/companies`);
@@ -156,6 +161,29 @@ describe("npm run sandbox", () => {
     expect(await exited).toBe(0);
     expect(performance.now() - sent).toBeLessThan(10_000);
     expect(await answer).toBe("closed");
+  });
+
+  it("keeps sandbox time still with --frozen-clock, moved only by POST /_sandbox/clock; without it time follows real time", async () => {
+    const clockOf = async (url: string) => ((await (await fetch(`${url}/_sandbox/clock`)).json()) as { data: { now: string } }).data.now;
+    const pause = () => new Promise((resolve) => setTimeout(resolve, 50));
+    const frozen = start(["--port", "0", "--frozen-clock"]);
+    const frozenExit = exitOf(frozen);
+    const frozenUrl = await urlOf(frozen);
+    const first = await clockOf(frozenUrl);
+    await pause();
+    expect(await clockOf(frozenUrl)).toBe(first);
+    await fetch(`${frozenUrl}/_sandbox/clock`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ advance_seconds: 60 }) });
+    expect(Date.parse(await clockOf(frozenUrl)) - Date.parse(first)).toBe(60_000);
+    frozen.kill("SIGTERM");
+    expect(await frozenExit).toBe(0);
+    const real = start(["--port", "0"]);
+    const realExit = exitOf(real);
+    const realUrl = await urlOf(real);
+    const before = await clockOf(realUrl);
+    await pause();
+    expect(Date.parse(await clockOf(realUrl))).toBeGreaterThan(Date.parse(before));
+    real.kill("SIGTERM");
+    expect(await realExit).toBe(0);
   });
 
   it("stops cleanly on SIGINT too", async () => {
