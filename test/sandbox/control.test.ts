@@ -156,6 +156,22 @@ describe("activity generation", () => {
     expect((await control(`/companies/${h.companyId}/transactions/2f1e7c52-0d3b-4c5a-9e8f-000000000000`, { memo: "x" }, "PATCH")).status).toBe(404);
   });
 
+  it("refuses each identity field by name, leaving the transaction as it was", async () => {
+    // A changed qashio_id or parent would be well-formed text the stored schema takes, yet the store looks purchases
+    // and their refunds up by them: only the immutable list stops such a patch.
+    const tx = (await h.json(LIST)).body.data[0] as Row;
+    const path = `/companies/${h.companyId}/transactions/${tx.id}`;
+    const before = (await h.json(`${LIST}/${tx.id}`)).body.data as Row;
+    const fields = ["qashio_id", "company_id", "parent_id", "parent_qashio_id", "created_at"];
+    for (const field of fields) {
+      const { status, body } = await control(path, { [field]: "CT1000000000099" }, "PATCH");
+      expect(status).toBe(400);
+      expect(errorCodes(body)).toEqual([`${field}:INVALID_FORMAT`]);
+    }
+    expect((await h.json(`${LIST}/${tx.id}`)).body.data).toEqual(before);
+    expect((await h.json(`${LIST}?qashio_id=${String(tx.qashio_id)}`)).body.data.map((t: Row) => t.id)).toEqual([tx.id]);
+  });
+
   it("refuses a filtered field in a form its list filter cannot match (a flag as text, a last four or employee id as a number)", async () => {
     // The client reads "true" as true and 1234 as "1234"; the list filters compare the stored value, so such a
     // transaction would read as excluded (or as card 1234) yet never be listed by exclude_from_sync=true (or card_last_four).
