@@ -1343,6 +1343,16 @@ describe("faults", () => {
     expect((await h.json(LIST)).status).toBe(200);
   });
 
+  it("leaves an unknown control path (a typo, a wrong method) unfaulted: its 404 consumes no armed fault", async () => {
+    // The control routes answer before the fault middleware runs; a path none of them serves reaches it, and only the
+    // `/_sandbox` check keeps the fault armed for the provider request the test meant it for.
+    await control("/faults", { status: 500, count: 1 });
+    expect((await control("/no-such-route")).status).toBe(404);
+    expect((await control("/clock", {}, "PUT")).status).toBe(404);
+    expect((await control("/faults")).body.data).toEqual([{ status: 500, count: 1 }]);
+    expect((await h.json(LIST)).status).toBe(500);
+  });
+
   it("shows every member POST took in the names it took them, falsy ones too, and none it was not given", async () => {
     const every = { method: "POST", path_prefix: `${LIST}/acknowledge`, status: 503, count: 2, retry_after: 7, delay_ms: 5, malformed: true, applied: true };
     const falsy = { path_prefix: LIST, count: 1, retry_after: 0, delay_ms: 0, malformed: false, bare: false, applied: false, status: 500 };
