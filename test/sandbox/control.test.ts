@@ -7,6 +7,7 @@ import { ErrorEnvelopeSchema, TransactionSchema } from "../../shared/qashio/sche
 import { createSandbox, ValidationError } from "../../sandbox/index.js";
 import { consumedOf } from "../../sandbox/data/spend-limits.js";
 import { canSpendNow } from "../../sandbox/data/transactions.js";
+import { MAX_RESET_TRANSACTIONS } from "../../sandbox/limits.js";
 import { erpCardDetailView } from "../../sandbox/views.js";
 import { round2 } from "../../sandbox/prng.js";
 import { BASE, CLIENT, REDIRECT_URI, errorCodes, fillAccounts, harness, instantClock, netSpendIn, START, START_MONTH, tokensFor, type Harness, type Row } from "./helpers.js";
@@ -1404,6 +1405,10 @@ describe("reset", () => {
     expect((await h.json(LIST)).status).toBe(200);
     expect((await control("/reset", { seed: -1 })).status).toBe(400);
     expect((await control("/reset", { transactions: 1.5 })).status).toBe(400);
+    // The bench's parser checks against the same bound before it calls: a backlog past it is refused, not built.
+    const tooMany = await control("/reset", { transactions: MAX_RESET_TRANSACTIONS + 1 });
+    expect(tooMany.status).toBe(400);
+    expect(errorCodes(tooMany.body)).toEqual(["transactions:OUT_OF_RANGE"]);
     expect((await control("/reset", { company_id: "nope" })).status).toBe(404);
   });
 });
