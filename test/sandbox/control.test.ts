@@ -1374,6 +1374,13 @@ describe("faults", () => {
   ])("answers 400 for %j", async (payload) => {
     expect((await control("/faults", payload)).status).toBe(400);
   });
+
+  it("refuses a delay past two minutes, naming delay_ms, so a typo of digits cannot hold requests for hours", async () => {
+    const { status, body } = await control("/faults", { path_prefix: LIST, delay_ms: 120_001, count: 1 });
+    expect(status).toBe(400);
+    expect(errorCodes(body)).toEqual(["delay_ms:OUT_OF_RANGE"]);
+    expect((await control("/faults", { path_prefix: LIST, delay_ms: 120_000, count: 1 })).status).toBe(201);
+  });
 });
 
 describe("reset", () => {
