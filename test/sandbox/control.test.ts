@@ -317,6 +317,25 @@ describe("activity generation", () => {
     expect((await made("purchase")).map((tx) => tx.card_external_id), "purchases on it").toEqual([card.id, card.id, card.id]);
   });
 
+  it("tells spend as possible on a card whose spend limit leaves exactly the least spend (1, fee included), and not a cent less", async () => {
+    const data = h.sandbox.control.company(h.companyId)!;
+    fillAccounts(data);
+    const now = h.sandbox.control.now();
+    const card = data.cards.find((c) => c.status === "Active" && c.atmWithdrawalAllowed && !c.countryLimitsActive && !c.categoryLimitsActive)!;
+    expect(card, "seed 7 has an Active card allowing ATM use, without country or category limits").toBeDefined();
+    const used = consumedOf(card, data, now).amount;
+    // The least purchase, foreign: 1 and its 2% fee; the least cash withdrawal: 1, 2% and 10.
+    const room = async (left: number) => {
+      const limit = { active: true, frequency: 0, max_amount: round2(used + left) };
+      expect((await control(`/companies/${h.companyId}/cards/${card.id}/spend_limit`, limit)).status).toBe(200);
+      return [canSpendNow(card, data, "purchase", now), canSpendNow(card, data, "cash_withdrawal", now)];
+    };
+    expect(await room(1.02), "room for the least purchase").toEqual([true, false]);
+    expect(await room(1.01), "a cent short").toEqual([false, false]);
+    expect(await room(11.02), "room for the least withdrawal").toEqual([true, true]);
+    expect(await room(11.01), "a cent short of it").toEqual([true, false]);
+  });
+
   it("seeds no cash withdrawal on a card that does not allow ATM use: when only such cards were active, a purchase instead", () => {
     const data = h.sandbox.control.company(h.companyId)!;
     const allows = new Map(data.cards.map((card) => [card.id, card.atmWithdrawalAllowed]));
