@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { forgetGone, type Hold } from "../../sandbox/data/balances.js";
+import { followNew, forgetGone, spendableOf, type Hold } from "../../sandbox/data/balances.js";
 import type { CardRecord, TransactionRecord } from "../../sandbox/data/model.js";
 import { createSandbox } from "../../sandbox/index.js";
 
@@ -81,5 +81,40 @@ describe("forgetGone (what balances keep of transactions the company forgot)", (
     expect([...balances.holds.keys()].length + [...balances.loadedOnApproval].length).toBe(2 * RETAINED);
     balances.loadedOnApproval.forEach(() => undefined);
     expect(visits()).toBeGreaterThanOrEqual(3 * RETAINED);
+  });
+});
+
+describe("auto top-up when low (spec-gaps, Balances: balance_below_threshold)", () => {
+  it("tops up once spend leaves what the account can spend below its threshold, not when it lands on it", () => {
+    const { control } = createSandbox({ seed: 7 });
+    const data = control.company(control.companies()[0]!.id)!;
+    const card = data.cards.find((c) => c.poolAccountId === null)!;
+    Object.assign(card, {
+      balance: 150,
+      pendingAuthorisations: 0,
+      autoTopUpEnabled: true,
+      autoLoadOnTransactionApproval: false,
+      autoTopUpAmount: 500,
+      lowBalanceNotificationAmount: 100,
+      allowedMaxBalance: 1e9,
+    });
+    data.company.fundingBalance = 1_000_000;
+    let n = 0;
+    // A cleared purchase made now: it falls on the balance at once, no hold, no approval to load on.
+    const spend = (amount: number) =>
+      followNew(data, {
+        id: `SPEND-${n++}`,
+        card_external_id: card.id,
+        transaction_category: "purchase",
+        clearing_status: "cleared",
+        approval_status: "pending",
+        billing_amount: amount,
+        transaction_fee_amount: 0,
+      } as unknown as TransactionRecord);
+
+    spend(50);
+    expect([spendableOf(card, data), data.company.fundingBalance], "on the threshold: no top-up").toEqual([100, 1_000_000]);
+    spend(0.01);
+    expect([spendableOf(card, data), data.company.fundingBalance], "a cent below: topped up").toEqual([599.99, 999_500]);
   });
 });
