@@ -5,6 +5,7 @@
  * lives serves other tests for its clock alone (the functions harness's `waitingClock`, test/local/token-safety).
  */
 import type { Clock } from "../../../shared/clock.js";
+import { within } from "../../within.js";
 
 export type Mode = "before" | "after" | "partial";
 
@@ -168,19 +169,11 @@ export async function untilDeath(life: Process, invocation: Promise<unknown>, li
     await Promise.race([invocation.then(noop, noop), life.died]);
     await life.settled();
   })();
-  let timer: NodeJS.Timeout | undefined;
-  const limit = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      const at = life.calls.length - 1;
-      const state = life.dead ? `died at its call #${at} (${life.calls[at]}), but a call it sent had not landed` : "neither died nor ended";
-      reject(new Error(`the invocation ${state} within ${limitMs} ms (calls: ${life.calls.join(", ")})`));
-    }, limitMs);
+  await within(landed, limitMs, () => {
+    const at = life.calls.length - 1;
+    const state = life.dead ? `died at its call #${at} (${life.calls[at]}), but a call it sent had not landed` : "neither died nor ended";
+    return `the invocation ${state} within ${limitMs} ms (calls: ${life.calls.join(", ")})`;
   });
-  try {
-    await Promise.race([landed, limit]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 function noop(): void {}
