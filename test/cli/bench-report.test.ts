@@ -83,6 +83,20 @@ describe("checkBudgets", () => {
     ]);
   });
 
+  it("holds each budget of issue 4 at its very number and misses it just past: calls <= 1.05x, CPU <= 100 us, wall <= 1.2x, RSS < 200 MB", () => {
+    const inside = { transactions: 10_000, events: 10_000, provider_calls: 20, floor_calls: 20, wall_ms: 1_000, floor_ms: 1_000, cpu_us_per_txn: 50, peak_rss_mb: 100, latency_ms: 20 };
+    const okOf = (json: typeof inside, name: string) => checkBudgets(json).find((c) => c.name === name)?.ok;
+    for (const [name, at, past] of [
+      ["provider calls", { provider_calls: 21 }, { provider_calls: 22 }],
+      ["CPU per transaction", { cpu_us_per_txn: 100 }, { cpu_us_per_txn: 100.1 }],
+      ["wall time", { wall_ms: 1_200 }, { wall_ms: 1_201 }],
+      ["peak RSS", { peak_rss_mb: 199.9 }, { peak_rss_mb: 200 }],
+    ] as const) {
+      expect(okOf({ ...inside, ...at }, name), `${name} at its budget`).toBe(true);
+      expect(okOf({ ...inside, ...past }, name), `${name} past its budget`).toBe(false);
+    }
+  });
+
   it("skips the wall budget when there is no latency to compare with", () => {
     expect(checkBudgets(toBenchJson({ ...measurement, latencyMs: 0 })).map((c) => c.name)).not.toContain("wall time");
   });
