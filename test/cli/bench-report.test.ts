@@ -97,6 +97,17 @@ describe("checkBudgets", () => {
     }
   });
 
+  it("gives bench --check exit 1 for any one budget missed alone, naming it", () => {
+    for (const [name, miss] of [
+      ["provider calls", { providerCalls: 260 }],
+      ["CPU per transaction", { bridgeCpuUs: 2_000_000 }],
+      ["wall time", { wallMs: 6_000 }],
+      ["peak RSS", { peakRssMb: 250 }],
+    ] as const) {
+      expect(budgetVerdict(toBenchJson({ ...measurement, ...miss }))).toEqual({ code: 1, lines: [expect.stringMatching(new RegExp(`^bench --check: budget missed: ${name} `))] });
+    }
+  });
+
   it("skips the wall budget when there is no latency to compare with", () => {
     expect(checkBudgets(toBenchJson({ ...measurement, latencyMs: 0 })).map((c) => c.name)).not.toContain("wall time");
   });
