@@ -89,4 +89,20 @@ describe("bridge bench's drain", () => {
     // Two pages: each one's events, snapshots and acknowledge are written after a look at the lease.
     expect(checksUnderLease).toBeGreaterThanOrEqual(6);
   }, 60_000);
+
+  it("with --check, exits 1 and names the budget when one is missed (here peak RSS, 300 MB)", async () => {
+    const resourceUsage = process.resourceUsage.bind(process);
+    vi.spyOn(process, "resourceUsage").mockImplementation(() => ({ ...resourceUsage(), maxRSS: 300 * 1024 }));
+    let stderr = "";
+    try {
+      const code = await benchCommand(
+        { transactions: 100, latencyMs: 1, json: true, sink: "jsonl", check: true, baseline: false },
+        { env: {}, cwd: ROOT, stdout: { write: () => true }, stderr: { write: (chunk: string) => (stderr += chunk) }, signal: new AbortController().signal },
+      );
+      expect(code, stderr).toBe(EXIT.failed);
+    } finally {
+      vi.restoreAllMocks();
+    }
+    expect(stderr).toMatch(/^bench --check: budget missed: peak RSS 300 MB, budget < 200 MB$/m);
+  }, 60_000);
 });
