@@ -105,4 +105,23 @@ describe("bridge bench's drain", () => {
     }
     expect(stderr).toMatch(/^bench --check: budget missed: peak RSS 300 MB, budget < 200 MB$/m);
   }, 60_000);
+
+  it("counts the drain's user and system CPU both, per transaction, against a floor of full pages and full acknowledge batches", async () => {
+    const cpuUsage = process.cpuUsage.bind(process);
+    // The drain's CPU (the one reading taken since an earlier one) as 1.5 s user and 0.5 s system.
+    vi.spyOn(process, "cpuUsage").mockImplementation((previous) => (previous === undefined ? cpuUsage() : { user: 1_500_000, system: 500_000 }));
+    let stdout = "";
+    let stderr = "";
+    try {
+      const code = await benchCommand(
+        { transactions: 200, latencyMs: 0, json: true, sink: "jsonl", check: false, baseline: false },
+        { env: {}, cwd: ROOT, stdout: { write: (chunk: string) => (stdout += chunk) }, stderr: { write: (chunk: string) => (stderr += chunk) }, signal: new AbortController().signal },
+      );
+      expect(code, stderr).toBe(EXIT.ok);
+    } finally {
+      vi.restoreAllMocks();
+    }
+    // 2 s over 200 transactions; 2 full pages, the empty outdated page and 2 acknowledge batches of 100.
+    expect(JSON.parse(stdout.trim().split("\n").at(-1) ?? "")).toMatchObject({ cpu_us_per_txn: 10_000, floor_calls: 5 });
+  }, 60_000);
 });
