@@ -6,6 +6,7 @@ import { benchCommand } from "../../shared/cli/bench.js";
 import { EXIT } from "../../shared/cli/errors.js";
 import { CycleLeaseGuard } from "../../shared/cli/lease-guard.js";
 import type * as threadCpu from "../../shared/cli/thread-cpu.js";
+import type * as nodeTransport from "../../shared/qashio/node-transport.js";
 import { ROOT } from "./helpers.js";
 
 /** Page faults the thread CPU meter's samples are counted as making (see the test of the page faults measured). */
@@ -25,6 +26,20 @@ vi.mock("../../shared/cli/thread-cpu.js", async (importOriginal) => {
           return meter.split(processCpuUs);
         },
       };
+    },
+  };
+});
+
+/** URLs of every request sent over the real transport, in order. */
+const sent = vi.hoisted(() => ({ urls: [] as string[] }));
+
+vi.mock("../../shared/qashio/node-transport.js", async (importOriginal) => {
+  const real = await importOriginal<typeof nodeTransport>();
+  return {
+    ...real,
+    nodeHttpFetch: (...args: Parameters<typeof real.nodeHttpFetch>) => {
+      sent.urls.push(args[0]);
+      return real.nodeHttpFetch(...args);
     },
   };
 });
@@ -123,5 +138,32 @@ describe("bridge bench's drain", () => {
     }
     // 2 s over 200 transactions; 2 full pages, the empty outdated page and 2 acknowledge batches of 100.
     expect(JSON.parse(stdout.trim().split("\n").at(-1) ?? "")).toMatchObject({ cpu_us_per_txn: 10_000, floor_calls: 5 });
+  }, 60_000);
+
+  it("counts the drain's provider calls only, not the read after it that confirms nothing is left not_synced", async () => {
+    let stdout = "";
+    let stderr = "";
+    let drainFrom = -1;
+    const code = await benchCommand(
+      { transactions: 200, latencyMs: 0, json: true, sink: "jsonl", check: false, baseline: false },
+      {
+        env: {},
+        cwd: ROOT,
+        stdout: { write: (chunk: string) => (stdout += chunk) },
+        stderr: {
+          write: (chunk: string) => {
+            if (chunk.includes("bench: draining")) drainFrom = sent.urls.length;
+            return (stderr += chunk);
+          },
+        },
+        signal: new AbortController().signal,
+      },
+    );
+    expect(code, stderr).toBe(EXIT.ok);
+    const afterStart = sent.urls.slice(drainFrom);
+    expect(drainFrom).toBeGreaterThanOrEqual(0);
+    const confirming = new URL(afterStart.at(-1) ?? "http://x/").searchParams;
+    expect([confirming.get("client_sync_status"), confirming.get("page_size")]).toEqual(["not_synced", "1"]);
+    expect(JSON.parse(stdout.trim().split("\n").at(-1) ?? "")).toMatchObject({ provider_calls: afterStart.length - 1 });
   }, 60_000);
 });
