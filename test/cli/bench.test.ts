@@ -7,6 +7,7 @@ import { EXIT } from "../../shared/cli/errors.js";
 import { CycleLeaseGuard } from "../../shared/cli/lease-guard.js";
 import type * as threadCpu from "../../shared/cli/thread-cpu.js";
 import type * as nodeTransport from "../../shared/qashio/node-transport.js";
+import type * as bridgeIndex from "../../shared/bridge/index.js";
 import { ROOT } from "./helpers.js";
 
 /** Page faults the thread CPU meter's samples are counted as making (see the test of the page faults measured). */
@@ -41,6 +42,17 @@ vi.mock("../../shared/qashio/node-transport.js", async (importOriginal) => {
       sent.urls.push(args[0]);
       return real.nodeHttpFetch(...args);
     },
+  };
+});
+
+/** Set by a test: the events the bench is told each cycle published, one short of the real count. */
+const shortEvents = vi.hoisted(() => ({ on: false }));
+
+vi.mock("../../shared/bridge/index.js", async (importOriginal) => {
+  const real = await importOriginal<typeof bridgeIndex>();
+  return {
+    ...real,
+    totalPublished: (...args: Parameters<typeof real.totalPublished>) => real.totalPublished(...args) - (shortEvents.on ? 1 : 0),
   };
 });
 
@@ -165,5 +177,20 @@ describe("bridge bench's drain", () => {
     const confirming = new URL(afterStart.at(-1) ?? "http://x/").searchParams;
     expect([confirming.get("client_sync_status"), confirming.get("page_size")]).toEqual(["not_synced", "1"]);
     expect(JSON.parse(stdout.trim().split("\n").at(-1) ?? "")).toMatchObject({ provider_calls: afterStart.length - 1 });
+  }, 60_000);
+
+  it("exits 1 for a drain whose events fall short of the backlog, saying so, whatever the budgets", async () => {
+    let stderr = "";
+    shortEvents.on = true;
+    try {
+      const code = await benchCommand(
+        { transactions: 100, latencyMs: 0, json: true, sink: "jsonl", check: false, baseline: false },
+        { env: {}, cwd: ROOT, stdout: { write: () => true }, stderr: { write: (chunk: string) => (stderr += chunk) }, signal: new AbortController().signal },
+      );
+      expect(code, stderr).toBe(EXIT.failed);
+    } finally {
+      shortEvents.on = false;
+    }
+    expect(stderr).toMatch(/^bench: inconsistent drain: \d+ events for 100 transactions, 0 left not_synced$/m);
   }, 60_000);
 });
