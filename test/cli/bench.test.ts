@@ -2,6 +2,7 @@
  * `bridge bench` in-process: what its drain measures.
  */
 import { describe, expect, it, vi } from "vitest";
+import type { BenchArgs } from "../../shared/cli/args.js";
 import { benchCommand } from "../../shared/cli/bench.js";
 import { EXIT } from "../../shared/cli/errors.js";
 import { CycleLeaseGuard } from "../../shared/cli/lease-guard.js";
@@ -55,6 +56,23 @@ vi.mock("../../shared/bridge/index.js", async (importOriginal) => {
     totalPublished: (...args: Parameters<typeof real.totalPublished>) => real.totalPublished(...args) - (shortEvents.on ? 1 : 0),
   };
 });
+
+/** Runs the bench in-process (100 transactions, latency 0, --json unless told); `onStderr` sees each chunk as written. */
+async function runBench(args: Partial<BenchArgs>, onStderr: (chunk: string) => void = () => {}): Promise<{ code: number; stderr: string; json: Record<string, unknown> }> {
+  let stdout = "";
+  let stderr = "";
+  const code = await benchCommand(
+    { transactions: 100, latencyMs: 0, json: true, sink: "jsonl", check: false, baseline: false, ...args },
+    {
+      env: {},
+      cwd: ROOT,
+      stdout: { write: (chunk: string) => (stdout += chunk) },
+      stderr: { write: (chunk: string) => (onStderr(chunk), (stderr += chunk)) },
+      signal: new AbortController().signal,
+    },
+  );
+  return { code, stderr, json: JSON.parse(stdout.trim().split("\n").at(-1) ?? "{}") as Record<string, unknown> };
+}
 
 describe("bridge bench's drain", () => {
   it("counts none of the thread CPU meter's own page faults (it reads /proc) in the drain's", async () => {
@@ -120,77 +138,50 @@ describe("bridge bench's drain", () => {
   it("with --check, exits 1 and names the budget when one is missed (here peak RSS, 300 MB)", async () => {
     const resourceUsage = process.resourceUsage.bind(process);
     vi.spyOn(process, "resourceUsage").mockImplementation(() => ({ ...resourceUsage(), maxRSS: 300 * 1024 }));
-    let stderr = "";
     try {
-      const code = await benchCommand(
-        { transactions: 100, latencyMs: 1, json: true, sink: "jsonl", check: true, baseline: false },
-        { env: {}, cwd: ROOT, stdout: { write: () => true }, stderr: { write: (chunk: string) => (stderr += chunk) }, signal: new AbortController().signal },
-      );
+      const { code, stderr } = await runBench({ latencyMs: 1, check: true });
       expect(code, stderr).toBe(EXIT.failed);
+      expect(stderr).toMatch(/^bench --check: budget missed: peak RSS 300 MB, budget < 200 MB$/m);
     } finally {
       vi.restoreAllMocks();
     }
-    expect(stderr).toMatch(/^bench --check: budget missed: peak RSS 300 MB, budget < 200 MB$/m);
   }, 60_000);
 
   it("counts the drain's user and system CPU both, per transaction, against a floor of full pages and full acknowledge batches", async () => {
     const cpuUsage = process.cpuUsage.bind(process);
     // The drain's CPU (the one reading taken since an earlier one) as 1.5 s user and 0.5 s system.
     vi.spyOn(process, "cpuUsage").mockImplementation((previous) => (previous === undefined ? cpuUsage() : { user: 1_500_000, system: 500_000 }));
-    let stdout = "";
-    let stderr = "";
     try {
-      const code = await benchCommand(
-        { transactions: 200, latencyMs: 0, json: true, sink: "jsonl", check: false, baseline: false },
-        { env: {}, cwd: ROOT, stdout: { write: (chunk: string) => (stdout += chunk) }, stderr: { write: (chunk: string) => (stderr += chunk) }, signal: new AbortController().signal },
-      );
+      const { code, stderr, json } = await runBench({ transactions: 200 });
       expect(code, stderr).toBe(EXIT.ok);
+      // 2 s over 200 transactions; 2 full pages, the empty outdated page and 2 acknowledge batches of 100.
+      expect(json).toMatchObject({ cpu_us_per_txn: 10_000, floor_calls: 5 });
     } finally {
       vi.restoreAllMocks();
     }
-    // 2 s over 200 transactions; 2 full pages, the empty outdated page and 2 acknowledge batches of 100.
-    expect(JSON.parse(stdout.trim().split("\n").at(-1) ?? "")).toMatchObject({ cpu_us_per_txn: 10_000, floor_calls: 5 });
   }, 60_000);
 
   it("counts the drain's provider calls only, not the read after it that confirms nothing is left not_synced", async () => {
-    let stdout = "";
-    let stderr = "";
     let drainFrom = -1;
-    const code = await benchCommand(
-      { transactions: 200, latencyMs: 0, json: true, sink: "jsonl", check: false, baseline: false },
-      {
-        env: {},
-        cwd: ROOT,
-        stdout: { write: (chunk: string) => (stdout += chunk) },
-        stderr: {
-          write: (chunk: string) => {
-            if (chunk.includes("bench: draining")) drainFrom = sent.urls.length;
-            return (stderr += chunk);
-          },
-        },
-        signal: new AbortController().signal,
-      },
-    );
+    const { code, stderr, json } = await runBench({ transactions: 200 }, (chunk) => {
+      if (chunk.includes("bench: draining")) drainFrom = sent.urls.length;
+    });
     expect(code, stderr).toBe(EXIT.ok);
-    const afterStart = sent.urls.slice(drainFrom);
     expect(drainFrom).toBeGreaterThanOrEqual(0);
+    const afterStart = sent.urls.slice(drainFrom);
     const confirming = new URL(afterStart.at(-1) ?? "http://x/").searchParams;
     expect([confirming.get("client_sync_status"), confirming.get("page_size")]).toEqual(["not_synced", "1"]);
-    expect(JSON.parse(stdout.trim().split("\n").at(-1) ?? "")).toMatchObject({ provider_calls: afterStart.length - 1 });
+    expect(json).toMatchObject({ provider_calls: afterStart.length - 1 });
   }, 60_000);
 
   it("exits 1 for a drain whose events fall short of the backlog, saying so, whatever the budgets", async () => {
-    let stderr = "";
     shortEvents.on = true;
     try {
-      const code = await benchCommand(
-        { transactions: 100, latencyMs: 0, json: true, sink: "jsonl", check: false, baseline: false },
-        { env: {}, cwd: ROOT, stdout: { write: () => true }, stderr: { write: (chunk: string) => (stderr += chunk) }, signal: new AbortController().signal },
-      );
+      const { code, stderr } = await runBench({});
       expect(code, stderr).toBe(EXIT.failed);
+      expect(stderr).toMatch(/^bench: inconsistent drain: \d+ events for 100 transactions, 0 left not_synced$/m);
     } finally {
       shortEvents.on = false;
     }
-    expect(stderr).toMatch(/^bench: inconsistent drain: \d+ events for 100 transactions, 0 left not_synced$/m);
   }, 60_000);
 });
