@@ -57,4 +57,16 @@ describe("openInBrowser", () => {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  it("resolves false when no opener is installed (a machine without a desktop): the printed address is the way on", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "qashio-open-url-"));
+    try {
+      // PATH holds only an empty directory: xdg-open cannot be found.
+      vi.stubEnv("PATH", dir);
+      expect(await openInBrowser(URL_WITH_QUERY, "linux")).toBe(false);
+    } finally {
+      vi.unstubAllEnvs();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });
