@@ -207,6 +207,43 @@ describe("authorizeWithBrowser", () => {
     }
   });
 
+  it("closes the callback port whichever way it ends (stored, refused exchange, cancelled), so nothing answers there after", async () => {
+    /** What a connection to `port` meets: the listener closed refuses it. */
+    const dial = (port: number) =>
+      new Promise<string>((resolve) => {
+        const socket = connect(port, "127.0.0.1");
+        socket.once("connect", () => {
+          socket.destroy();
+          resolve("connected");
+        });
+        socket.once("error", (error: NodeJS.ErrnoException) => resolve(error.code ?? error.name));
+      });
+    const portOf = (url: string) => Number(new URL(new URL(url).searchParams.get("redirect_uri") as string).port);
+    const refusing = async () => Response.json({ error: "invalid_grant" }, { status: 401 });
+    const controller = new AbortController();
+    const runs: [string, Partial<AuthorizeOptions>][] = [
+      ["stored", { fetch: tokenEndpoint([]) }],
+      ["refused", { fetch: refusing }],
+      ["cancelled", { signal: controller.signal }],
+    ];
+    const seen: Record<string, string> = {};
+    for (const [name, overrides] of runs) {
+      let port = 0;
+      await authorizeWithBrowser(
+        options({
+          ...overrides,
+          onAuthorizeUrl: async (url) => {
+            port = portOf(url);
+            if (name === "cancelled") controller.abort();
+            else await approving([])(url);
+          },
+        }),
+      ).catch(() => undefined);
+      seen[name] = await dial(port);
+    }
+    expect(seen).toEqual({ stored: "ECONNREFUSED", refused: "ECONNREFUSED", cancelled: "ECONNREFUSED" });
+  });
+
   it("uses a fresh state on every run", async () => {
     const states: string[] = [];
     for (let i = 0; i < 2; i += 1) {
