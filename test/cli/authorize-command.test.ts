@@ -151,6 +151,22 @@ describe("bridge authorize", () => {
     expect(idsWithStatus(h, "not_synced", "outdated")).toEqual([]);
   });
 
+  it("without --no-open, hands the opener the very address it prints, then signs in as the browser follows it", async () => {
+    const h = (harness = await startHarness());
+    const { io: cli, out } = io(h.env);
+    const opened: string[] = [];
+
+    const code = await authorizeCommand({ ...args, noOpen: false }, cli, {
+      open: async (url) => (opened.push(url), true),
+      onAuthorizeUrl: approve(h),
+    });
+
+    expect(code).toBe(EXIT.ok);
+    expect(opened).toHaveLength(1);
+    expect(out.stdout).toContain(`\n  ${opened[0] as string}\n`);
+    expect(new URL(opened[0] as string).pathname).toBe("/oauth2/authorize");
+  });
+
   it("warns at once, naming each missing scope and what fails without it, when --scope asks for less than the cycles need; tokens stored, exit 0", async () => {
     const h = (harness = await startHarness());
     const { io: cli, out } = io(h.env);
