@@ -545,6 +545,21 @@ describe("bridge authorize: the token lease a running bridge refreshes under", (
     await after?.release();
   });
 
+  it("gives the lease back when the secret cannot be written, so the pollers refresh at once, not after it runs out", async () => {
+    const h = (harness = await startHarness());
+    const fake = tenantSecret();
+    fake.failNext("PutSecretValue", awsError("AccessDeniedException"), 5);
+    const { io: cli } = io({ QASHIO_BASE_URL: h.url });
+
+    await expect(authorizeCommand({ ...args, secretId: ARN }, cli, { onAuthorizeUrl: approve(h), secrets: fake.client, dynamo: table.doc })).rejects.toThrow(
+      /AccessDeniedException/,
+    );
+    expect(fake.current().refresh_token).toBe("rt-before");
+    const after = await poller().tryAcquire(LEASE, 30_000);
+    expect(after, "the lease was not given back").toBeDefined();
+    await after?.release();
+  });
+
   it("waits while a poller holds the lease, and writes only once it is given back", async () => {
     const h = (harness = await startHarness());
     const fake = tenantSecret();
