@@ -244,6 +244,29 @@ describe("authorizeWithBrowser", () => {
     expect(seen).toEqual({ stored: "ECONNREFUSED", refused: "ECONNREFUSED", cancelled: "ECONNREFUSED" });
   });
 
+  it("ends as soon as it is decided, though another connection to the callback port is still sending its request", async () => {
+    const sockets: ReturnType<typeof connect>[] = [];
+    const started = Date.now();
+    try {
+      await authorizeWithBrowser(
+        options({
+          fetch: tokenEndpoint([]),
+          onAuthorizeUrl: async (url) => {
+            const redirect = new URL(new URL(url).searchParams.get("redirect_uri") as string);
+            // A request whose headers never end (a stalled tab, or another local process): the listener must not wait for it.
+            const socket = connect(Number(redirect.port), "127.0.0.1");
+            sockets.push(socket.on("error", () => undefined));
+            await new Promise<void>((resolve) => socket.once("connect", () => socket.write("GET /callback HTTP/1.1\r\nHost: 127.0.0.1\r\n", () => resolve())));
+            await approving([])(url);
+          },
+        }),
+      );
+      expect(Date.now() - started).toBeLessThan(3_000);
+    } finally {
+      for (const socket of sockets) socket.destroy();
+    }
+  });
+
   it("uses a fresh state on every run", async () => {
     const states: string[] = [];
     for (let i = 0; i < 2; i += 1) {
