@@ -208,6 +208,11 @@ describe("bridge authorize", () => {
     const full = io(h.env);
     expect(await authorizeCommand(args, full.io, { onAuthorizeUrl: approve(h), fetch: answerWith(undefined) })).toBe(EXIT.ok);
     expect(full.out.stderr).not.toContain("warning");
+
+    // A blank scope names none either: not a grant of nothing, which would refuse the sign-in.
+    const blank = io(h.env);
+    expect(await authorizeCommand(args, blank.io, { onAuthorizeUrl: approve(h), fetch: answerWith(" ") })).toBe(EXIT.ok);
+    expect(blank.out.stderr).not.toContain("warning");
   });
 
   it("reads a granted scope listed with commas or stray whitespace as the scopes it names, not as one unknown scope", async () => {
