@@ -420,6 +420,8 @@ describe("authorizeWithBrowser", () => {
     // QASHIO_AUTHORIZE_URL names the sign-in screen: QASHIO_BASE_URL may still name another server, or a host that is none.
     ["404 of a web server", () => new Response("<html>Not Found</html>", { status: 404 }), `answered 404${NO_OAUTH_SERVER_HINT}`],
     ["302 of a web site", () => new Response(null, { status: 302, headers: { location: "https://www.provider.test/" } }), `answered 302${NO_OAUTH_SERVER_HINT}`],
+    // A web site answering the POST with its page: 200, but no JSON (nor a token set).
+    ["200 of a web page", () => new Response("<html>Welcome</html>", { status: 200, headers: { "content-type": "text/html" } }), `answered 200 with a body that is not JSON${NO_OAUTH_SERVER_HINT}`],
     [
       "nothing: the host is not found",
       () => Promise.reject(new TypeError("fetch failed", { cause: { code: "ENOTFOUND" } })),
