@@ -6,7 +6,7 @@ import { isDeepStrictEqual } from "node:util";
 import { LATEST_SANDBOX_TIME_MS, SandboxClock } from "./clock.js";
 import { followApproved, followCleared, followNew, forgetGone, topUpByPeriod } from "./data/balances.js";
 import type { BuildableCategory } from "./data/transactions.js";
-import type { CardRecord, CompanyData, ErpCardStatus, SpendLimit, TransactionRecord } from "./data/model.js";
+import { isClosed, type CardRecord, type CompanyData, type ErpCardStatus, type SpendLimit, type TransactionRecord } from "./data/model.js";
 import { seedCompanies } from "./data/seed.js";
 import { checkTransactionPatch, STAMPED_FIELDS } from "./data/transaction-patch.js";
 import { NotFoundError, ValidationError, type FieldError } from "./errors.js";
@@ -38,9 +38,14 @@ export interface ResetOptions {
   readonly companyId?: string;
 }
 
+/** The 400 `status` `INVALID_STATE` of a status change the card's state forbids. */
+function statusRefused(message: string, summary: string): ValidationError {
+  return new ValidationError([{ field: "status", code: "INVALID_STATE", message }], summary);
+}
+
 /** The 400 of a suspension the card's state forbids (§4.9), through the API or the dashboard; `why` says what forbids it. */
 export function suspensionRefused(why: string): ValidationError {
-  return new ValidationError([{ field: "status", code: "INVALID_STATE", message: `${why} and cannot be suspended` }], "Card cannot be suspended in its current state");
+  return statusRefused(`${why} and cannot be suspended`, "Card cannot be suspended in its current state");
 }
 
 export class SandboxState {
@@ -264,11 +269,13 @@ export class SandboxState {
   }
 
   /**
-   * A status change made in the provider's dashboard (control surface). Suspending a card never activated is a 400
-   * `INVALID_STATE`: §3.1 suspends only an active card, so a suspended card always shows its activation.
+   * A status change made in the provider's dashboard (control surface). A 400 `INVALID_STATE`: any move out of
+   * Terminated or Cancelled (final at every issuer; §3.2 names the states only), and suspending a card never
+   * activated (§3.1 suspends only an active card, so a suspended card always shows its activation).
    */
   setCardStatus(card: CardRecord, status: ErpCardStatus): void {
     if (card.status === status) return;
+    if (isClosed(card)) throw statusRefused(`card is ${card.status.toLowerCase()}, which is final`, "Card cannot change status in its current state");
     if (status === "Suspended" && card.activatedAt === null) throw suspensionRefused("card was never activated");
     // The dashboard wins over a queued suspension: it must not commit later, and a retry must see the new state.
     this.pending = this.pending.filter((p) => p.card !== card);
@@ -276,8 +283,8 @@ export class SandboxState {
     // Leaving Draft issues the card, as every seeded card past Draft was (spec-gaps, Card timestamps).
     if (card.issuedAt === null && status !== "Draft") card.issuedAt = stamp;
     if (status === "Active" && card.activatedAt === null) card.activatedAt = stamp;
-    // A card shows terminated_at only while Terminated (spec-gaps, Card timestamps): moved on, it is null again.
-    card.terminatedAt = status === "Terminated" ? stamp : null;
+    // Terminated is final, so its stamp, once set, stays (spec-gaps, Card timestamps).
+    if (status === "Terminated") card.terminatedAt = stamp;
     card.status = status;
     card.updatedAt = stamp;
   }

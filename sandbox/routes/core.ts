@@ -20,7 +20,7 @@ import {
 import { requireScope } from "../auth.js";
 import { nextTopUpAfter, spendableOf } from "../data/balances.js";
 import { consumedOf } from "../data/spend-limits.js";
-import type { CardRecord, CompanyData } from "../data/model.js";
+import { isClosed, type CardRecord, type CompanyData } from "../data/model.js";
 import { ApiError, ForbiddenError, ValidationError, type FieldError } from "../errors.js";
 import { ok, parseBody, parseQuery, readJson, slicePage, type SandboxContext, type SandboxEnv } from "../http.js";
 import { Prng } from "../prng.js";
@@ -44,7 +44,6 @@ export const MAX_INVITATIONS = 100;
 
 const UPDATED = "Resource updated successfully";
 const CREATED = "Resource created successfully";
-const CLOSED_STATUSES = new Set(["Terminated", "Cancelled"]);
 
 export function registerCore(router: Hono<SandboxEnv>): void {
   router.get("/cards", listCoreCards);
@@ -120,7 +119,7 @@ function findCard(c: SandboxContext): CardRecord {
 }
 
 function refuseClosed(card: CardRecord): void {
-  if (CLOSED_STATUSES.has(card.status)) {
+  if (isClosed(card)) {
     throw new ValidationError([{ field: null, code: "INVALID_STATE", message: `card is ${card.status.toLowerCase()} and cannot be changed` }], "Card cannot be changed in its current state");
   }
 }
@@ -268,7 +267,7 @@ function issuerRefusal(body: UpdateVelocityLimitBody, card: CardRecord): FieldEr
   if (body.spend_limit_max_amount !== undefined && body.spend_limit_max_amount > ISSUER_MAX_SPEND_LIMIT) {
     return { field: "spend_limit_max_amount", code: "OUT_OF_RANGE", message: `the issuer accepts at most ${ISSUER_MAX_SPEND_LIMIT}` };
   }
-  if (CLOSED_STATUSES.has(card.status)) return { field: null, code: "INVALID_STATE", message: `card is ${card.status.toLowerCase()}` };
+  if (isClosed(card)) return { field: null, code: "INVALID_STATE", message: `card is ${card.status.toLowerCase()}` };
   return undefined;
 }
 

@@ -230,20 +230,20 @@ describe("activity generation", () => {
     expect((await h.json("/public/v1/erp/company/summary")).status).toBe(200);
   });
 
-  it("puts new spend only on cards Active now: none on a card the dashboard suspended, some on ones it activated (a terminated one too)", async () => {
+  it("puts new spend only on cards Active now: none on a card the dashboard suspended, some on ones it activated (a suspended one too)", async () => {
     const cards = (await h.json("/public/v1/erp/cards?page_size=100")).body.data as Row[];
     const active = cards.filter((card) => card.status === "Active");
     const [suspendedNow] = active;
     const activatedNow = cards.find((card) => card.status === "Inactive") as Row;
-    const terminatedOnce = cards.find((card) => card.status === "Terminated") as Row;
+    const reactivated = cards.find((card) => card.status === "Suspended") as Row;
     expect(suspendedNow).toBeDefined();
     expect(activatedNow).toBeDefined();
-    expect(terminatedOnce).toBeDefined();
+    expect(reactivated).toBeDefined();
     expect((await control(`/companies/${h.companyId}/cards/${suspendedNow!.id}/status`, { status: "suspended" })).status).toBe(200);
-    for (const card of [activatedNow, terminatedOnce]) {
+    for (const card of [activatedNow, reactivated]) {
       expect((await control(`/companies/${h.companyId}/cards/${card.id}/status`, { status: "active" })).status).toBe(200);
     }
-    const spendable = new Set([...active.slice(1), activatedNow, terminatedOnce].map((card) => card.id));
+    const spendable = new Set([...active.slice(1), activatedNow, reactivated].map((card) => card.id));
     fillAccounts(h.sandbox.control.company(h.companyId)!);
     const used = new Set<unknown>();
     for (const category of ["purchase", "cash_withdrawal"]) {
@@ -253,7 +253,7 @@ describe("activity generation", () => {
     }
     expect([...used].filter((id) => !spendable.has(id as string))).toEqual([]);
     expect(used.has(activatedNow.id)).toBe(true);
-    expect(used.has(terminatedOnce.id)).toBe(true);
+    expect(used.has(reactivated.id)).toBe(true);
   });
 
   it("makes no cash withdrawal on a card that does not allow ATM use: on one that does, or none when no Active card does", async () => {
@@ -378,26 +378,36 @@ describe("activity generation", () => {
     expect((await control(`/companies/${h.otherCompanyId}/cards/${suspended.id}/status`, { status: "Active" })).status).toBe(404);
   });
 
-  it("shows terminated_at only while the card is Terminated: stamped by a termination, null again once the dashboard moves it on (spec-gaps, Card timestamps)", async () => {
+  it("stamps terminated_at on a termination, shown alike in every view, and keeps it: a Terminated card stays Terminated (spec-gaps, Card timestamps)", async () => {
     const views = async (id: string) => {
       const erp = (await h.json(`/public/v1/erp/cards/${id}`)).body.data as Row;
       const listed = ((await h.json("/public/v1/erp/cards?page_size=100")).body.data as Row[]).find((card) => card.id === id) as Row;
       const core = ((await h.json("/public/v1/core/cards?page_size=100")).body.data.cards as Row[]).find((card) => card.id === id) as Row;
-      return { erp, stamps: [erp.terminated_at, listed.terminated_at, core.terminated_at] };
+      return [erp.terminated_at, listed.terminated_at, core.terminated_at];
     };
-    const seeded = ((await h.json("/public/v1/erp/cards?status=terminated")).body.data as Row[])[0] as Row;
     const active = ((await h.json("/public/v1/erp/cards?status=active")).body.data as Row[])[0] as Row;
-    expect(seeded.terminated_at).toEqual(expect.any(String));
+    expect(active.terminated_at).toBeNull();
     expect((await control(`/companies/${h.companyId}/cards/${active.id}/status`, { status: "terminated" })).status).toBe(200);
-    const { stamps: terminated } = await views(active.id);
+    const terminated = await views(active.id as string);
     expect(terminated).toEqual(Array(3).fill(terminated[0]));
     expect(Date.parse(terminated[0] as string)).toBeGreaterThanOrEqual(h.sandbox.control.now());
-    for (const [card, next] of [[seeded, "active"], [active, "cancelled"]] as const) {
-      expect((await control(`/companies/${h.companyId}/cards/${card.id}/status`, { status: next })).status).toBe(200);
-      const { erp, stamps } = await views(card.id);
-      expect(stamps, `${card.id} now ${next}`).toEqual([null, null, null]);
-      expect(erp.activated_at, "the first activation stays").toBe(card.activated_at);
+    h.sandbox.control.advanceClock(60);
+    // The same state again changes nothing, as for every state: the stamp stays that of the termination.
+    expect((await control(`/companies/${h.companyId}/cards/${active.id}/status`, { status: "terminated" })).status).toBe(200);
+    expect(await views(active.id as string)).toEqual(terminated);
+  });
+
+  it.each(["Terminated", "Cancelled"])("refuses with 400 INVALID_STATE every move out of %s, which is final at the issuer, and changes nothing", async (closed) => {
+    const card = ((await h.json(`/public/v1/erp/cards?status=${closed.toLowerCase()}`)).body.data as Row[])[0] as Row;
+    expect(card).toBeDefined();
+    const before = (await h.json(`/public/v1/erp/cards/${card.id}`)).body.data as Row;
+    for (const next of ["Active", "Inactive", "Suspended", "Terminated", "Draft", "Cancelled"].filter((s) => s !== closed)) {
+      const { status, body } = await control(`/companies/${h.companyId}/cards/${card.id}/status`, { status: next });
+      expect(status, `${closed} -> ${next}`).toBe(400);
+      expect(errorCodes(body)).toEqual(["status:INVALID_STATE"]);
+      expect((body.errors as Row[])[0]?.message).toBe(`card is ${closed.toLowerCase()}, which is final`);
     }
+    expect((await h.json(`/public/v1/erp/cards/${card.id}`)).body.data).toEqual(before);
   });
 
   it("refuses to suspend a card never activated (§3.1 suspends an active card), and terminates one without activating it (spec-gaps, Card timestamps)", async () => {
