@@ -11,7 +11,7 @@ import { delay, errorBody, type SandboxEnv } from "./http.js";
 import { registerControl } from "./routes/control.js";
 import { registerCore } from "./routes/core.js";
 import { CURRENT_ERP_PATHS, LEGACY_ERP_OPTIONS, LEGACY_ERP_PATHS, registerAcknowledge, registerErpReads } from "./routes/erp.js";
-import { registerOAuth } from "./routes/oauth.js";
+import { AUTHORIZE_PATH, errorPage, registerOAuth } from "./routes/oauth.js";
 import type { SandboxState } from "./state.js";
 
 /** Prefix of the earlier connector generation's paths (§9; its host is not shown). */
@@ -55,18 +55,26 @@ const OAUTH_FAULT_CODES: Readonly<Record<number, string>> = {
   503: "temporarily_unavailable",
 };
 
+/** A `malformed` fault's page on the authorization screen: an error page cut off mid-way, as a dropped answer leaves it. */
+const CUT_PAGE = errorPage("Service unavailable").slice(0, 120);
+
 /**
  * The answer `fault` gives instead of the handler's; undefined for a delay alone. Built apart from the context's
  * headers, so an answer that replaces a served one carries none of the handler's (`www-authenticate`, `retry-after`).
  */
 function faultAnswer(c: Context<SandboxEnv>, fault: FaultSpec): Response | undefined {
+  // The authorization screen is a browser's page (§4.2): a failure there reaches the user as a page, as from a
+  // gateway in front of it, not as JSON the browser would print (spec-gaps, faults).
+  const onPage = c.req.path === AUTHORIZE_PATH;
+  const type = onPage ? "text/html; charset=UTF-8" : "application/json";
   const answer = (status: number, body: string | null, headers: Record<string, string> = {}) =>
-    new Response(body, { status, headers: { ...(body === null ? {} : { "content-type": "application/json" }), "x-request-id": c.get("requestId"), ...headers } });
-  if (fault.malformed) return answer(fault.status ?? 200, '{"status_code": 200, "success": true, "data": [ <truncated');
+    new Response(body, { status, headers: { ...(body === null ? {} : { "content-type": type }), "x-request-id": c.get("requestId"), ...headers } });
+  if (fault.malformed) return answer(fault.status ?? 200, onPage ? CUT_PAGE : '{"status_code": 200, "success": true, "data": [ <truncated');
   if (fault.status === undefined) return undefined;
   const headers: Record<string, string> = fault.retryAfter === undefined ? {} : { "retry-after": String(fault.retryAfter) };
   if (fault.bare) return answer(fault.status, null, headers);
   const message = STATUS_MESSAGES[fault.status] ?? "Injected failure";
+  if (onPage) return answer(fault.status, errorPage(`${fault.status} ${message}`), headers);
   if (c.req.path.startsWith("/oauth2/")) {
     const own = OAUTH_OWN_CODES[c.req.path]?.[fault.status];
     const error = own ?? OAUTH_FAULT_CODES[fault.status] ?? "server_error";

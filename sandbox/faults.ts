@@ -1,7 +1,7 @@
 /**
  * Injected faults: the next `count` requests matching method and path prefix fail
- * as told (a status with the error envelope and `Retry-After`, the status alone, a
- * delay, a body that is not JSON), before their handler runs or, `applied`, after it:
+ * as told (a status with the error envelope, or an HTML page on the authorization
+ * screen, and `Retry-After`; the status alone; a delay; a body cut short), before their handler runs or, `applied`, after it:
  * the write done, its answer lost. The control surface itself is never faulted.
  */
 

@@ -9,9 +9,12 @@ import { OAuthError, UnauthorizedError } from "../errors.js";
 import type { SandboxContext, SandboxEnv } from "../http.js";
 import type { TokenSetBody } from "../oauth.js";
 
+/** The authorization screen's path: a browser's page, so its errors are pages too. */
+export const AUTHORIZE_PATH = "/oauth2/authorize";
+
 export function registerOAuth(app: Hono<SandboxEnv>): void {
-  app.get("/oauth2/authorize", authorizePage);
-  app.post("/oauth2/authorize", authorizeDecision);
+  app.get(AUTHORIZE_PATH, authorizePage);
+  app.post(AUTHORIZE_PATH, authorizeDecision);
   app.post("/oauth2/token", token);
   app.get("/oauth2/validate", validate);
 }
@@ -52,14 +55,19 @@ button[value=approve]{background:#1f6feb;color:#fff;border-color:#1f6feb}.muted{
 <body>${body}</body></html>`;
 }
 
+/** The screen's error page: what a browser shows when the screen cannot go on (an injected fault's too). */
+export function errorPage(message: string): string {
+  return page("Authorization error", `<h1>Authorization error</h1><p id="error">${escapeHtml(message)}</p>`);
+}
+
 /** Client and redirect are checked before anything is redirected (an unknown redirect is never followed). */
 function checkClient(c: SandboxContext, params: AuthorizeParams): Response | undefined {
   const oauth = c.get("state").oauth;
   if (!oauth.isClient(params.clientId)) {
-    return c.html(page("Authorization error", `<h1>Authorization error</h1><p id="error">Unknown client_id.</p>`), 400);
+    return c.html(errorPage("Unknown client_id."), 400);
   }
   if (!oauth.isRedirectUriAllowed(params.redirectUri)) {
-    return c.html(page("Authorization error", `<h1>Authorization error</h1><p id="error">redirect_uri is not registered for this client.</p>`), 400);
+    return c.html(errorPage("redirect_uri is not registered for this client."), 400);
   }
   return undefined;
 }
@@ -112,7 +120,7 @@ function authorizePage(c: SandboxContext): Response {
       "Authorize sandbox-client",
       `<h1>Authorize ${escapeHtml(params.clientId)}</h1>
 <p>The application asks for access to one company's card programme:</p><ul id="scopes">${scopes}</ul>
-<form method="post" action="/oauth2/authorize">
+<form method="post" action="${AUTHORIZE_PATH}">
 ${hidden}
 <fieldset><legend>Company</legend>
 ${companies}
@@ -134,7 +142,7 @@ async function authorizeDecision(c: SandboxContext): Promise<Response> {
   const state = c.get("state");
   const companyId = field("company_id") ?? "";
   if (!state.company(companyId)) {
-    return c.html(page("Authorization error", `<h1>Authorization error</h1><p id="error">Pick a company.</p>`), 400);
+    return c.html(errorPage("Pick a company."), 400);
   }
   try {
     const code = state.oauth.issueCode({ clientId: params.clientId, redirectUri: params.redirectUri, scope: params.scope, companyId });

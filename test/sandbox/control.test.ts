@@ -1317,19 +1317,68 @@ describe("faults", () => {
     expect(await oauthCall("/oauth2/validate", undefined, h.tokens.access_token)).toMatchObject({ status: 400, error: "invalid_request" });
   });
 
-  // The sandbox refuses nothing with these itself and the spec names no code for them (§4.2 gives the token endpoint no
-  // 403 and the authorize screen no error status, §7 shows no body): a refusal's code, RFC 6749 §4.1.2.1's
-  // access_denied, not server_error, that section's stand-in for a 500 (and no code the client keeps).
-  it.each([
-    ["POST", "/oauth2/token", 403],
-    ["GET", "/oauth2/authorize", 401],
-    ["GET", "/oauth2/authorize", 403],
-    ["POST", "/oauth2/authorize", 401],
-  ])("answers an injected fault on %s %s %i with access_denied", async (method, path, status) => {
-    await control("/faults", { method, path_prefix: path, status, count: 1 });
-    const res = await h.sandbox.fetch(`${BASE}${path}`, { method, ...(method === "POST" ? { headers: { "content-type": "application/json" }, body: "{}" } : {}) });
-    expect(res.status).toBe(status);
+  // The sandbox refuses nothing with this itself and the spec names no code for it (§4.2 gives the token endpoint no
+  // 403, §7 shows no body): a refusal's code, RFC 6749 §4.1.2.1's access_denied, not server_error, that section's
+  // stand-in for a 500 (and no code the client keeps).
+  it("answers an injected 403 on the token endpoint with access_denied", async () => {
+    await control("/faults", { method: "POST", path_prefix: "/oauth2/token", status: 403, count: 1 });
+    const res = await h.sandbox.fetch(`${BASE}/oauth2/token`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
+    expect(res.status).toBe(403);
     expect(await res.json()).toEqual({ error: "access_denied", error_description: expect.any(String) });
+  });
+
+  describe("on the authorize screen, a browser's page (§4.2)", () => {
+    const screen = `${BASE}/oauth2/authorize?${new URLSearchParams({ response_type: "code", client_id: CLIENT.client_id, redirect_uri: REDIRECT_URI, scope: "cards:read", state: "s1" })}`;
+    const decision = () =>
+      h.sandbox.fetch(`${BASE}/oauth2/authorize`, {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+        body: new URLSearchParams({ response_type: "code", client_id: CLIENT.client_id, redirect_uri: REDIRECT_URI, scope: "cards:read", state: "s1", decision: "approve", company_id: h.companyId }).toString(),
+        redirect: "manual",
+      });
+    const open = (method: string) => (method === "GET" ? h.sandbox.fetch(screen) : decision());
+
+    it.each([
+      ["GET", 503, "Service unavailable"],
+      ["GET", 401, "Injected failure"],
+      ["POST", 500, "Internal server error"],
+      ["POST", 403, "Injected failure"],
+    ])("answers an injected fault on %s with a short HTML page of its status %i, no JSON, then serves the screen", async (method, status, words) => {
+      await control("/faults", { method, path_prefix: "/oauth2/authorize", status, retry_after: 5, count: 1 });
+      const res = await open(method);
+      expect(res.status).toBe(status);
+      expect(res.headers.get("content-type")).toMatch(/^text\/html/);
+      expect(res.headers.get("retry-after")).toBe("5");
+      expect(res.headers.get("www-authenticate")).toBeNull();
+      const html = await res.text();
+      expect(html).toMatch(/^<!doctype html>/);
+      expect(html).toContain(`<p id="error">${status} ${words}</p>`);
+      expect((await open(method)).status).toBe(method === "GET" ? 200 : 302);
+    });
+
+    it("answers a fault armed for every path with a page there and JSON on the token endpoint beside it", async () => {
+      await control("/faults", { status: 502, count: 2 });
+      const page = await h.sandbox.fetch(screen);
+      expect(page.status).toBe(502);
+      expect(page.headers.get("content-type")).toMatch(/^text\/html/);
+      const token = await oauthCall("/oauth2/token", "{}");
+      expect(token).toMatchObject({ status: 502, error: "server_error" });
+    });
+
+    it("answers a malformed fault there with a page cut short, as HTML, and a bare one with its status alone", async () => {
+      await control("/faults", { path_prefix: "/oauth2/authorize", malformed: true, count: 1 });
+      const cut = await h.sandbox.fetch(screen);
+      expect(cut.status).toBe(200);
+      expect(cut.headers.get("content-type")).toMatch(/^text\/html/);
+      const text = await cut.text();
+      expect(text).toMatch(/^<!doctype html>/);
+      expect(text).not.toContain("</html>");
+      await control("/faults", { path_prefix: "/oauth2/authorize", status: 503, bare: true, count: 1 });
+      const bare = await h.sandbox.fetch(screen);
+      expect(bare.status).toBe(503);
+      expect(await bare.text()).toBe("");
+      expect(bare.headers.get("content-type")).toBeNull();
+    });
   });
 
   // Spec §4.2 answers wrong client credentials and a spent or revoked refresh token alike with 401, the body not shown
