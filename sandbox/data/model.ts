@@ -200,15 +200,15 @@ export interface CompanyData {
   readonly audit: AuditRecord[];
 }
 
-/**
- * Balance of the account a card draws on (§2.4 `account_balance` beside `account_id`): its own, or a pool card's
- * pool's, which all the pool's cards share (spec-gaps, Cards and users).
- */
 /** Whether the card is closed for good: no issuer reopens a Terminated or Cancelled card. */
 export function isClosed(card: Pick<CardRecord, "status">): boolean {
   return card.status === "Terminated" || card.status === "Cancelled";
 }
 
+/**
+ * Balance of the account a card draws on (§2.4 `account_balance` beside `account_id`): its own, or a pool card's
+ * pool's, which all the pool's cards share (spec-gaps, Cards and users).
+ */
 export function accountBalanceOf(card: CardRecord, data: Pick<CompanyData, "pools">): number {
   if (card.poolAccountId === null) return card.balance;
   return poolOf(card, data)?.balance ?? 0;
