@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { parseTenantsDocument } from "../../infra/tenant-config.js";
 import { exampleStacks, REPO_ROOT } from "./helpers.js";
 import type { PolicyStatement } from "./iam-evaluator.js";
 
@@ -49,12 +50,22 @@ function schemaProperties(node: unknown, found: { name: string; default: unknown
 }
 
 describe("README's Describe the tenant", () => {
+  const section = (): string => /^### 1\. Describe the tenant\n([^]*?)^### 2\./m.exec(read("README.md"))?.[1] ?? "";
+
+  it("shows a tenants file synth accepts once its comments are taken out, as a reader copying it would", () => {
+    const example = /```json\n([^]*?)```/.exec(section())?.[1] ?? "";
+    // A comment starts at `//` after a blank; the `//` of a URL follows its scheme's colon.
+    const json = example.replace(/(^|\s)\/\/\s.*$/gm, "");
+    const [tenant, ...more] = parseTenantsDocument(JSON.parse(json));
+    expect(more).toEqual([]);
+    expect(tenant?.webhooks.map((hook) => hook.name)).toEqual(["erp"]);
+  });
+
   it("names every field of the tenants file, and each scalar default beside its field", () => {
-    const section = /^### 1\. Describe the tenant\n([^]*?)^### 2\./m.exec(read("README.md"))?.[1] ?? "";
     const properties = schemaProperties(JSON.parse(read("docs", "tenants.schema.json")));
     expect(properties.length).toBeGreaterThan(30);
     for (const { name, default: value } of properties) {
-      const lines = section.split("\n").filter((line) => line.includes(`"${name}"`));
+      const lines = section().split("\n").filter((line) => line.includes(`"${name}"`));
       expect(lines.length, name).toBeGreaterThan(0);
       // Objects and lists ({}, [], { "mode": "create" }) are described in words; a number, word or flag is shown.
       if (value === undefined || typeof value === "object") continue;
