@@ -78,3 +78,38 @@ describe("the runbook's Function errors says when an errors alarm's OK is no fix
     expect(means).toMatch(/`Errors-RotateToken`[^]*OK by itself[^]*no fix/);
   });
 });
+
+/** The runbook's section titles by their GitHub anchor (`## Dead letters` is `#dead-letters`). */
+function sectionTitlesByAnchor(): Map<string, string> {
+  const runbook = readFileSync(join(REPO_ROOT, "docs", "runbook.md"), "utf8");
+  const titles = [...runbook.matchAll(/^## (.+)$/gm)].map((m) => m[1] as string);
+  return new Map(titles.map((title) => [title.toLowerCase().replace(/[^a-z0-9 -]/g, "").replace(/ /g, "-"), title]));
+}
+
+describe("the runbook section each alarm links to", () => {
+  it("names that alarm, for every kind of tenant: webhooks and a created bus, an imported bus, the card fast path", () => {
+    const sections = sectionTitlesByAnchor();
+    const templates = [exampleStacks().acme.template, exampleStacks().globex.template, fastPathGlobex()];
+    const alarms = templates.flatMap((template) =>
+      Object.values(template.findResources("AWS::CloudWatch::Alarm")).map(
+        (resource) => (resource as { Properties: AlarmProperties & { AlarmDescription: string } }).Properties,
+      ),
+    );
+    const webhooks = new Set(loadTenantsFile(EXAMPLE_TENANTS_FILE).flatMap((tenant) => tenant.webhooks.map((hook) => hook.name)));
+    expect(webhooks.size).toBeGreaterThan(0);
+    const named = new Set<string>();
+    for (const alarm of alarms) {
+      const anchor = /Runbook: docs\/runbook\.md#([\w-]+)$/.exec(alarm.AlarmDescription)?.[1] ?? "";
+      const title = sections.get(anchor);
+      expect(title, `${alarm.AlarmName} links #${anchor}`).toBeDefined();
+      // A webhook's alarm is named once for all of them, as `DeadLetters-Webhook-<name>`.
+      const suffix = suffixOf(alarm).replace(/^(DeadLetters-Webhook-)(.+)$/, (whole, prefix: string, name: string) => (webhooks.has(name) ? `${prefix}<name>` : whole));
+      // Named by the section's own title (## SyncLag), or in its text.
+      const names = title === suffix || runbookSection(title ?? "").includes(`\`${suffix}\``);
+      expect(names, `${alarm.AlarmName} in ## ${title}`).toBe(true);
+      named.add(suffix);
+    }
+    // Every kind of alarm was met: the webhooks', a created bus's and the fast path's included.
+    expect([...named]).toEqual(expect.arrayContaining(["DeadLetters-Webhook-<name>", "DeadLetters-EventBus", "Heartbeat-SuspendedCards", "CardDetailsUnread"]));
+  });
+});
