@@ -1187,6 +1187,27 @@ describe("least-privilege IAM", () => {
     expect(JSON.stringify(acmeT.toJSON())).not.toContain("globex");
     expect(JSON.stringify(globexT.toJSON())).not.toContain("acme");
   });
+
+  it("fixes no resource name two tenants could share, even one whose id starts with the other's: the secret and table get CloudFormation's", () => {
+    const sandbox = loadTenantsFile(EXAMPLE_TENANTS_FILE)[0] as TenantConfig;
+    const stacks = buildTestApp({ tenants: [sandbox, { ...sandbox, id: "acme" }] }).stacks;
+    // References, and names scoped inside one of the tenant's own resources (a role's policy, a registry's schema).
+    const scoped = new Set(["MetricName", "PolicyName", "SchemaName", "GroupName", "DisplayName", "RegistryName@AWS::EventSchemas::Schema"]);
+    const [first, second] = stacks.map((stack) => {
+      const names = Object.values(Template.fromStack(stack).toJSON().Resources as Record<string, { Type: string; Properties?: Record<string, unknown> }>).flatMap(
+        ({ Type, Properties }) =>
+          Object.entries(Properties ?? {})
+            .filter(([key, value]) => /Name$/.test(key) && typeof value === "string" && !scoped.has(key) && !scoped.has(`${key}@${Type}`))
+            .map(([key, value]) => `${Type} ${key} ${String(value)}`),
+      );
+      expect(names.join("\n")).not.toMatch(/AWS::(SecretsManager::Secret|DynamoDB::(Global)?Table) /);
+      return names;
+    });
+    // Bus, schedule group, registry, key alias, dashboard and every alarm.
+    expect(first?.length).toBeGreaterThan(20);
+    const inSecond = new Set(second);
+    expect(first?.filter((name) => inSecond.has(name))).toEqual([]);
+  });
 });
 
 describe("ops", () => {
