@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { Template } from "aws-cdk-lib/assertions";
 import { describe, expect, it } from "vitest";
 import { bridgeAppOptionsFromContext } from "../../infra/app-context.js";
-import { TenantConfigError } from "../../infra/errors.js";
+import { InfraError, TenantConfigError } from "../../infra/errors.js";
 import { parseTenantsDocument } from "../../infra/tenant-config.js";
 import { buildTestApp, EXAMPLE_TENANTS_FILE, PROVIDER_URLS, REPO_ROOT, testApp } from "./helpers.js";
 
@@ -81,6 +81,21 @@ describe("the app's context (bridgeAppOptionsFromContext)", () => {
     expect(template).not.toContain("Runbook: docs/runbook.md");
   });
 
+  it.each([
+    ["runbookURL", "https://git.example/qashio-bridge/blob/main/docs/runbook.md", "runbookUrl"],
+    ["qashioUrl", { sandbox: "https://api.sandbox.provider.test" }, "qashioUrls"],
+    ["eventDir", "docs/events", "eventsDir"],
+  ])("refuses a misspelt setting (%s), which it would otherwise ignore, naming the one meant", (key, value, meant) => {
+    const app = testApp({ tenantsFile: EXAMPLE_TENANTS_FILE, qashioUrls: PROVIDER_URLS, [key]: value });
+    expect(() => bridgeAppOptionsFromContext(app, {})).toThrow(InfraError);
+    expect(() => bridgeAppOptionsFromContext(app, {})).toThrow(`context ${key} is no setting of this app: did you mean ${meant}?`);
+  });
+
+  it("takes the context CDK and its CLI set beside the app's own settings", () => {
+    const context = { "cli-telemetry": false, notices: false, "@aws-cdk/core:newStyleStackSynthesis": true, "acknowledged-issue-numbers": [1] };
+    const app = testApp({ tenantsFile: EXAMPLE_TENANTS_FILE, qashioUrls: PROVIDER_URLS, ...context });
+    expect(bridgeAppOptionsFromContext(app, {}).tenants.map((tenant) => tenant.id)).toEqual(["acme-sandbox", "globex"]);
+  });
 });
 
 describe("buildBridgeApp", () => {
