@@ -172,11 +172,24 @@ const webhookSchema = z.strictObject({
     .meta({ description: "Age after which an undelivered event stops being retried and goes to the dead-letter queue" }),
 });
 
-const eventBusSchema = z.union([
+const EVENT_BUS_FORMS = '{ "mode": "create" } or { "mode": "import", "name" | "arn": ... }';
+const eventBusOptions = [
   z.strictObject({ mode: z.literal("create") }),
   z.strictObject({ mode: z.literal("import"), name: z.string().regex(/^[\w.-]{1,256}$/, "must be an event bus name") }),
   z.strictObject({ mode: z.literal("import"), arn: z.string().regex(EVENT_BUS_ARN_PATTERN, "must be an event bus ARN") }),
-], { error: 'must be { "mode": "create" } or { "mode": "import", "name" | "arn": ... }' }).meta({
+] as const;
+const EVENT_BUS_KEYS: ReadonlySet<string> = new Set(eventBusOptions.flatMap((option) => Object.keys(option.shape)));
+
+/** When no form of eventBus fits: the keys none of them has first (a misspelt `name`), as for any other object. */
+function eventBusMismatch(issue: { readonly input?: unknown }): string {
+  const input = issue.input;
+  const unknown = typeof input === "object" && input !== null ? Object.keys(input).filter((key) => !EVENT_BUS_KEYS.has(key)) : [];
+  if (unknown.length === 0) return `must be ${EVENT_BUS_FORMS}`;
+  const keys = unknown.map((key) => JSON.stringify(key)).join(", ");
+  return `${keys} ${unknown.length === 1 ? "is not a field" : "are not fields"} of eventBus, which must be ${EVENT_BUS_FORMS}`;
+}
+
+const eventBusSchema = z.union(eventBusOptions, { error: eventBusMismatch }).meta({
   description: "The tenant's event bus: created by the stack (default), or an existing one imported by name or ARN",
 });
 

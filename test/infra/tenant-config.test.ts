@@ -74,6 +74,9 @@ describe("tenant config", () => {
     ["an unknown PII mode", { ...minimal, piiMode: "mask" }, "piiMode", "Invalid option"],
     ["an alarm email whose domain has a label ending in a dash", { ...minimal, alarms: { email: "ops@acme-.test" } }, "alarms.email", "Invalid email address"],
     ["an imported bus with neither name nor ARN", { ...minimal, eventBus: { mode: "import" } }, "eventBus", "mode"],
+    // Misspelt, the key is what to fix: naming only the forms left the reader to spot it.
+    ["an imported bus whose name key is misspelt", { ...minimal, eventBus: { mode: "import", nmae: "globex-finance" } }, "eventBus", '"nmae" is not a field of eventBus'],
+    ["an imported bus given two keys of no form", { ...minimal, eventBus: { mode: "import", arm: "x", Name: "y" } }, "eventBus", '"arm", "Name" are not fields of eventBus'],
     [
       "a webhook with an unknown event type",
       { ...minimal, webhooks: [{ name: "erp", url: "https://erp.test/h", eventTypes: ["card.deleted"], auth: { type: "basic", username: "u", password: { secretArn } } }] },
