@@ -23,7 +23,7 @@ import { authorizeWithBrowser } from "./authorize.js";
 import { DEFAULT_SCOPES } from "./cycle-scopes.js";
 import { DEFAULT_CYCLE_BUDGET_MS, DEFAULT_EVENT_SOURCE, type LocalSettings } from "./config.js";
 import { streamLogger } from "./console-ports.js";
-import { AuthorizeError, EXIT, retriedNextCycle } from "./errors.js";
+import { AuthorizeError, EXIT, FailureThenError, retriedNextCycle } from "./errors.js";
 import { line, makeTempDir, pause, type CliIo } from "./io.js";
 import { bindLocalSettings, openLocalBridge, runCycle, usingLocalBridge } from "./local-bridge.js";
 import { COLOURS, NO_COLOURS, formatEvent, shouldColour, type Palette } from "./printer.js";
@@ -289,7 +289,9 @@ export async function demoCommand(args: DemoArgs, io: CliIo, seams: DemoSeams = 
     } catch {
       // The failure itself is what matters.
     }
-    throw error;
+    // Its tokens went with the directory, of no use once the sandbox that issued them stops: what became of held ones,
+    // said at the failure's end, would name a token file no longer there.
+    throw removed && error instanceof FailureThenError ? error.failure : error;
   }
   if (!args.keep) removed = await removeDir(dir, io);
   line(io.stdout, palette.dim(`stopped after ${cycles} cycle${cycles === 1 ? "" : "s"}; ${where()}`));

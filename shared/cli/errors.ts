@@ -51,10 +51,17 @@ export function failureMessage(error: unknown): string {
 /**
  * `failure` with `then` said at its end, under its exit code (1 for an error no CliError describes): for what became
  * of tokens held unsaved, known only once the failure that reported them held (they "will be saved again") ended the
- * command, so that the line a person reads last is true.
+ * command, so that the line a person reads last is true. `failure` is kept for a caller whose own end makes `then`
+ * untrue (the demo, which removes the token file with its directory).
  */
-export function failureThen(failure: unknown, then: string): CliError {
-  return new CliError(`${failureMessage(failure)}; ${then}`, failure instanceof CliError ? failure.exitCode : EXIT.failed, { cause: failure });
+export class FailureThenError extends CliError {
+  override name = "FailureThenError";
+  readonly failure: unknown;
+
+  constructor(failure: unknown, then: string) {
+    super(`${failureMessage(failure)}; ${then}`, failure instanceof CliError ? failure.exitCode : EXIT.failed, { cause: failure });
+    this.failure = failure;
+  }
 }
 
 /** Bad command-line arguments (unknown flag, missing value, malformed duration). */

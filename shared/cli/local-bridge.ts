@@ -48,7 +48,7 @@ import { statOf } from "./path-checks.js";
 import { restrictStateDir } from "./state-access.js";
 import { spendingRefreshes } from "./token-spending.js";
 import { MemoryMetrics, observePublished, systemClock } from "./console-ports.js";
-import { ConfigError, failureThen, TokensLostError, UsageError } from "./errors.js";
+import { ConfigError, FailureThenError, TokensLostError, UsageError } from "./errors.js";
 
 export interface LocalBridgeOptions {
   /** Environment for named base URLs (QASHIO_SANDBOX_URL, ...). */
@@ -156,7 +156,7 @@ export async function usingLocalBridge<T>(bridge: LocalBridge, work: () => Promi
   } catch (error) {
     // What became of held tokens is said at the end of the error, the line a person reads last.
     const outcome = await bridge.settleTokens(error);
-    throw outcome === undefined ? error : failureThen(error, outcome);
+    throw outcome === undefined ? error : new FailureThenError(error, outcome);
   }
   await bridge.settleTokens();
   return result;

@@ -6,17 +6,20 @@
 import type * as nodeFs from "node:fs";
 import { writeFileSync } from "node:fs";
 import { readFile, readdir, rm, stat, writeFile } from "node:fs/promises";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { readLocalSettings } from "../../shared/cli/config.js";
-import { EXIT } from "../../shared/cli/errors.js";
+import { EXIT, failureMessage } from "../../shared/cli/errors.js";
+import { demoCommand } from "../../shared/cli/demo.js";
+import type { CliIo } from "../../shared/cli/io.js";
+import type { Sandbox } from "../../sandbox/index.js";
 import { openLocalBridge } from "../../shared/cli/local-bridge.js";
 import type { Logger } from "../../shared/bridge/ports.js";
 import { TokenUnavailableError } from "../../shared/qashio/errors.js";
 import { exchangeCode } from "../../shared/qashio/auth/oauth.js";
 import { storedTokensOf } from "../../shared/qashio/auth/token-provider.js";
 import { spendingRefreshes } from "../../shared/cli/token-spending.js";
-import { CLIENT, dueForRefresh, idsWithStatus, loopWithSteps, runInProcess, startHarness, type Harness } from "./helpers.js";
+import { CLIENT, dueForRefresh, idsWithStatus, loopWithSteps, ROOT, runInProcess, startHarness, type Harness } from "./helpers.js";
 
 /**
  * `full`: every write of the token file's directory fails (the store's probe and its saves). `failSaves`: that many
@@ -339,5 +342,62 @@ describe("bridge run (a cycle every interval) when the token file cannot be writ
     expect(message).toContain("the refresh token it held is spent, replaced by new tokens this process could not save: a copy of it is of no use");
     expect(message).toContain("not written in its place since the token refresh lease kept for them was lost meanwhile");
     await expect(stat(tokensFile)).rejects.toMatchObject({ code: "ENOENT" });
+  });
+});
+
+/**
+ * Runs the demo until it fails: past cycle 1 the sandbox's access token has expired, cycle 2's refresh fails its save
+ * (the tokens held "will be saved again"), and the terminal goes as that failure is said. Resolves with the error the
+ * demo threw (main prints its message last), what it wrote, and the path its token file had.
+ */
+async function failedDemo(keep: boolean): Promise<{ error: unknown; stdout: string; stderr: string; tokensFile: string }> {
+  let sandbox: Sandbox | undefined;
+  let stdout = "";
+  let stderr = "";
+  const io: CliIo = {
+    env: { NO_COLOR: "1" },
+    cwd: ROOT,
+    stdout: {
+      write: (chunk: string) => {
+        stdout += chunk;
+        if (!chunk.startsWith("── cycle 1:")) return;
+        sandbox!.control.advanceClock(3_600);
+        faults.failSaves = 1;
+      },
+    },
+    stderr: {
+      write: (chunk: string) => {
+        stderr += chunk;
+        if (chunk.startsWith("cycle 2 failed")) throw new Error("stderr closed");
+      },
+    },
+    signal: new AbortController().signal,
+  };
+  const error = await demoCommand({ cycles: 3, intervalMs: 0, seed: 42, keep }, io, { onSandbox: (s) => (sandbox = s) }).catch((e: unknown) => e);
+  const tokensFile = join(dirname(/events are appended to (\S+events\.jsonl)/.exec(stdout)?.[1] ?? ""), "state", "tokens.json");
+  return { error, stdout, stderr, tokensFile };
+}
+
+describe("bridge demo when the token file cannot be written", () => {
+  it("names no token file in its failure once its removed temp directory took that file with it", async () => {
+    const { error, stdout, stderr, tokensFile } = await failedDemo(false);
+
+    expect(stderr, stdout).toContain("will be saved again before use");
+    expect(stderr).toContain(`demo failed; removed ${dirname(dirname(tokensFile))} (--keep keeps it)`);
+    await expect(stat(tokensFile)).rejects.toMatchObject({ code: "ENOENT" });
+    expect(failureMessage(error)).toContain("stderr closed");
+    expect(failureMessage(error)).not.toContain(tokensFile);
+    expect(failureMessage(error)).not.toContain("saved");
+  });
+
+  it("says last, with --keep, that the tokens it held are saved to the token file it kept", async () => {
+    const { error, stdout, stderr, tokensFile } = await failedDemo(true);
+    try {
+      expect(stderr, stdout).toContain("will be saved again before use");
+      expect((await stat(tokensFile)).isFile()).toBe(true);
+      expect(failureMessage(error)).toBe(`unexpected Error: stderr closed; the new tokens held unsaved since a failed save are saved to ${tokensFile} now: the token family lives on, nothing to do`);
+    } finally {
+      await rm(dirname(dirname(tokensFile)), { recursive: true, force: true });
+    }
   });
 });
