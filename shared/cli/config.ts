@@ -697,6 +697,14 @@ function readBudget(r: Reader): number {
 }
 
 /**
+ * The problem of a state directory that does not exist, for a command that only works on what one holds (`holds`:
+ * "nothing to re-mask"): made afresh, it would report nothing done, as if a mistyped path were the one `run` uses.
+ */
+function missingStateDir(stateDir: string, holds: string): string {
+  return `${stateDir} does not exist, so it holds ${holds}: set it to the directory \`run\` uses`;
+}
+
+/**
  * Validates the settings of `conform-pii`, which works on the state directory alone: no provider settings and no token
  * are read (a directory whose token is gone must still be masked). The state directory must exist: created afresh, it
  * would report nothing rewritten, as if a mistyped path were masked. Throws {@link ConfigError} (exit 2).
@@ -712,7 +720,7 @@ export function readStateSettings(env: Env, cwd: string): StateSettings {
   const logLevel = r.oneOf("BRIDGE_LOG_LEVEL", LOG_LEVELS, "info");
   const stateDir = pathSetting(r, "BRIDGE_STATE_DIR", cwd, DEFAULT_STATE_DIR);
   checked(r, "BRIDGE_STATE_DIR", stateDir, () => {
-    if (statOf(stateDir) === undefined) r.problem("BRIDGE_STATE_DIR", `${stateDir} does not exist, so it holds nothing to re-mask: set it to the directory \`run\` uses`);
+    if (statOf(stateDir) === undefined) r.problem("BRIDGE_STATE_DIR", missingStateDir(stateDir, "nothing to re-mask"));
     else checkStateDir(r, stateDir);
   });
   if (r.issues.length > 0) throw new ConfigError(r.issues);
@@ -723,11 +731,13 @@ export function readStateSettings(env: Env, cwd: string): StateSettings {
  * Validates every setting of `run` at once. Relative paths resolve against `cwd`. The file system is consulted too:
  * a state directory or events file that cannot be created, and a missing QASHIO_REFRESH_TOKEN while the state
  * directory holds no token, are reported with the rest. Throws {@link ConfigError} (exit 2) naming each bad setting.
+ * `holds`: for a command that only works on what the state directory holds, what it holds when it does not exist
+ * ("no quarantine to re-drive"), said in place of asking for a token.
  *
  * @example
  * const settings = readLocalSettings(await loadEnv(process.env, process.cwd()), process.cwd());
  */
-export function readLocalSettings(env: Env, cwd: string): LocalSettings {
+export function readLocalSettings(env: Env, cwd: string, { holds }: { readonly holds?: string } = {}): LocalSettings {
   const r = new Reader(env);
   const provider = readProvider(r);
   const tenant = readTenant(r);
@@ -755,6 +765,14 @@ export function readLocalSettings(env: Env, cwd: string): LocalSettings {
   if (eventsText !== undefined && !eventsNamed && (eventsText.endsWith("/") || eventsText.endsWith(sep))) {
     r.problem("BRIDGE_EVENTS_FILE", "ends with /, which names a directory: name the file in it, such as out/events.jsonl");
     r.refused.add("BRIDGE_EVENTS_FILE");
+  }
+  if (holds !== undefined) {
+    // `redrive`: no token is asked for to work on a directory that holds nothing, and none is made.
+    checked(r, "BRIDGE_STATE_DIR", stateDir, () => {
+      if (statOf(stateDir) !== undefined) return;
+      r.problem("BRIDGE_STATE_DIR", missingStateDir(stateDir, holds));
+      r.refused.add("BRIDGE_STATE_DIR");
+    });
   }
   checkPaths(r, stateDir, eventsFile);
   if (r.issues.length > 0) throw new ConfigError(r.issues);

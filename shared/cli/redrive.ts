@@ -4,6 +4,7 @@
  * state once it validates, and deletes each record once its transaction is delivered (see `isRedrivable`).
  */
 import { keptCount, redrivenCount, type KeptRecord, type RedriveReport } from "../bridge/index.js";
+import { readLocalSettings } from "./config.js";
 import { CycleIncompleteError, EXIT, RedriveIncompleteError, type CliError } from "./errors.js";
 import { line, type CliIo } from "./io.js";
 import { runRedrive, usingLocalBridge, type LocalBridgeOptions } from "./local-bridge.js";
@@ -120,7 +121,7 @@ export function redriveOutcome(report: RedriveReport, { interrupted = false }: R
  * process.exitCode = await redriveCommand(io);
  */
 export async function redriveCommand(io: CliIo, seams: Partial<LocalBridgeOptions> = {}): Promise<number> {
-  const bridge = await openFromSettings(io, seams);
+  const bridge = await openFromSettings(io, seams, (env, cwd) => readLocalSettings(env, cwd, { holds: "no quarantine to re-drive" }));
   const report = await usingLocalBridge(bridge, () => runRedrive(bridge, { signal: io.signal }));
   const stop = { interrupted: io.signal.aborted };
   line(io.stdout, formatRedriveSummary(report, stop));

@@ -56,14 +56,15 @@ export async function settingsFrom<T>(io: CliIo, read: (env: Env, cwd: string) =
 }
 
 /**
- * Reads the settings (environment and .env) and opens the local bridge, telling stderr where it reads and writes.
+ * Reads the settings (environment and .env; with `read`, readLocalSettings unless given) and opens the local bridge,
+ * telling stderr where it reads and writes.
  *
  * @throws ConfigError (exit 2) for bad settings.
  * @example
  * const bridge = await openFromSettings(io);
  */
-export async function openFromSettings(io: CliIo, overrides: Partial<LocalBridgeOptions> = {}): Promise<LocalBridge> {
-  const { env, settings } = await settingsFrom(io, readLocalSettings);
+export async function openFromSettings(io: CliIo, overrides: Partial<LocalBridgeOptions> = {}, read: typeof readLocalSettings = readLocalSettings): Promise<LocalBridge> {
+  const { env, settings } = await settingsFrom(io, read);
   const logger = overrides.logger ?? streamLogger(io.stderr, settings.logLevel);
   const bridge = await openLocalBridge(settings, { env, logger, ...overrides });
   line(io.stderr, `bridge: tenant ${settings.tenant}, provider ${bridge.baseUrl}, state ${settings.stateDir}, events -> ${settings.eventsFile}`);

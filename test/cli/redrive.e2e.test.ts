@@ -2,7 +2,7 @@
  * End-to-end, in-process: `bridge redrive` against the sandbox after a run whose publisher refused one event for good,
  * and after an earlier validation rule quarantined (and acknowledged) a transaction the current one accepts.
  */
-import { mkdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { BridgeEvent, EventPublisher, PublishFailure } from "../../shared/bridge/ports.js";
@@ -307,6 +307,19 @@ describe("bridge redrive (in-process)", () => {
     expect(rest.code, rest.stderr).toBe(EXIT.ok);
     expect(await quarantine.list()).toEqual([]);
     expect(new Set((await readEvents(h.eventsFile)).map((e) => e.detail.subject.id))).toEqual(new Set(pending));
+  });
+
+  it("names a state directory that does not exist (a mistyped path) rather than ask for a token to re-drive nothing, and makes none", async () => {
+    const h = (harness = await startHarness());
+    const { QASHIO_REFRESH_TOKEN: _seed, ...settings } = h.env;
+    const missing = join(h.dir, "no-such-state");
+
+    const typo = await runInProcess(["redrive"], { ...settings, BRIDGE_STATE_DIR: missing }, undefined, h.dir);
+
+    expect(typo).toMatchObject({ code: EXIT.usage, stdout: "" });
+    expect(typo.stderr).toContain(`BRIDGE_STATE_DIR: ${missing} does not exist, so it holds no quarantine to re-drive: set it to the directory \`run\` uses`);
+    expect(typo.stderr).not.toContain("QASHIO_REFRESH_TOKEN");
+    expect(existsSync(missing)).toBe(false);
   });
 
   it("rejects arguments with exit 2", async () => {
