@@ -35,6 +35,12 @@ export const TOKEN_LEASE_TTL_MS = DEFAULT_LOCK_TTL_MS;
 export const MIN_CYCLE_BUDGET_MS = TOKEN_LEASE_TTL_MS;
 
 /**
+ * Largest CYCLE_BUDGET_MS: Lambda's longest timeout, 15 minutes. The remaining time bounds every cycle below it
+ * ({@link cycleDeadline}), so a larger budget is never reached: a typo (an extra digit, seconds taken for ms).
+ */
+export const MAX_CYCLE_BUDGET_MS = 900_000;
+
+/**
  * Shortest Lambda timeout of a poller: its cycle gets MIN_CYCLE_BUDGET_MS once CYCLE_SAFETY_MARGIN_MS is kept back from
  * the remaining time ({@link cycleDeadline}). The stack never sets less (60 s, `pollerTimeout`).
  */
@@ -142,16 +148,20 @@ const EnvSchema = z.object({
   CARD_DETAILS: z.enum(["true", "false"]).default("false"),
   CYCLE_BUDGET_MS: nonEmpty
     .pipe(wholeMilliseconds)
-    .pipe(
-      z
-        .number()
-        .min(
-          MIN_CYCLE_BUDGET_MS,
-          `must be at least ${MIN_CYCLE_BUDGET_MS} (ms): a token refresh starts only when its ${TOKEN_LEASE_TTL_MS / 1000} s lease ends by ` +
-            `the cycle's deadline plus the calls' ${DEFAULT_DEADLINE_GRACE_MS / 1000} s grace; under ${TOKEN_LEASE_TTL_MS - DEFAULT_DEADLINE_GRACE_MS} ` +
-            "no expired access token is ever refreshed (every cycle ends at its deadline with nothing pulled), and the rest is the cycle's " +
-            "time to reach its first provider call",
-        ),
+    // Checks, not a pipe into z.number(): that would call the Infinity of a long digit string "not a number".
+    .check(
+      z.gte(
+        MIN_CYCLE_BUDGET_MS,
+        `must be at least ${MIN_CYCLE_BUDGET_MS} (ms): a token refresh starts only when its ${TOKEN_LEASE_TTL_MS / 1000} s lease ends by ` +
+          `the cycle's deadline plus the calls' ${DEFAULT_DEADLINE_GRACE_MS / 1000} s grace; under ${TOKEN_LEASE_TTL_MS - DEFAULT_DEADLINE_GRACE_MS} ` +
+          "no expired access token is ever refreshed (every cycle ends at its deadline with nothing pulled), and the rest is the cycle's " +
+          "time to reach its first provider call",
+      ),
+      z.lte(
+        MAX_CYCLE_BUDGET_MS,
+        `must be at most ${MAX_CYCLE_BUDGET_MS} (ms): no Lambda runs longer than ${MAX_CYCLE_BUDGET_MS / 60_000} minutes, and the remaining ` +
+          "time bounds the cycle below it, so a larger budget is never reached (a typo: an extra digit, or seconds meant)",
+      ),
     )
     .optional(),
   POWERTOOLS_SERVICE_NAME: nonEmpty.default(DEFAULT_SERVICE_NAME),
@@ -182,7 +192,7 @@ export interface RuntimeConfig {
   readonly emitCardCreated: boolean;
   /** Read each card's detail in the card walk (limit amounts and other settings the list does not show). */
   readonly cardDetails: boolean;
-  /** Upper bound of one cycle, at least {@link MIN_CYCLE_BUDGET_MS}; the Lambda's remaining time (minus a margin) bounds it too. */
+  /** Upper bound of one cycle, {@link MIN_CYCLE_BUDGET_MS} to {@link MAX_CYCLE_BUDGET_MS}; the Lambda's remaining time (minus a margin) bounds it too. */
   readonly cycleBudgetMs?: number;
   readonly serviceName: string;
   readonly metricsNamespace: string;

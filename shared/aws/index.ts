@@ -24,7 +24,7 @@ export { ProviderSecretClient, ProviderSecretSchema, isSecretNotFound, parseSecr
 export type { ProviderSecret, ProviderSecretClientOptions, SecretRead, SecretValue, VersionWrite } from "./provider-secret.js";
 export { SecretsManagerTokenStore, DEFAULT_SECRET_CACHE_TTL_MS } from "./token-store.js";
 export type { SecretsManagerTokenStoreOptions } from "./token-store.js";
-export { loadConfig, cycleDeadline, checkPollerTimeout, CYCLE_SAFETY_MARGIN_MS, MIN_CYCLE_BUDGET_MS, MIN_POLLER_TIMEOUT_MS, MIN_ROTATION_TIMEOUT_MS, REFRESH_TIMEOUT_MARGIN_MS, DEFAULT_EVENT_SOURCE, DEFAULT_METRICS_NAMESPACE, DEFAULT_SERVICE_NAME } from "./config.js";
+export { loadConfig, cycleDeadline, checkPollerTimeout, CYCLE_SAFETY_MARGIN_MS, MAX_CYCLE_BUDGET_MS, MIN_CYCLE_BUDGET_MS, MIN_POLLER_TIMEOUT_MS, MIN_ROTATION_TIMEOUT_MS, REFRESH_TIMEOUT_MARGIN_MS, DEFAULT_EVENT_SOURCE, DEFAULT_METRICS_NAMESPACE, DEFAULT_SERVICE_NAME } from "./config.js";
 export type { RuntimeConfig } from "./config.js";
 export { leaseNames } from "./keys.js";
 export { runCycle, CYCLE_LEASE_SLACK_MS } from "./cycle.js";

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import {
   CYCLE_SAFETY_MARGIN_MS,
+  MAX_CYCLE_BUDGET_MS,
   MIN_CONFORM_TIMEOUT_MS,
   MIN_CYCLE_BUDGET_MS,
   MIN_POLLER_TIMEOUT_MS,
@@ -152,6 +153,24 @@ describe("loadConfig", () => {
       expect(error?.message).toContain("under 15000 no expired access token is ever refreshed");
     }
     expect(loadConfig({ ...valid, CYCLE_BUDGET_MS: String(MIN_CYCLE_BUDGET_MS) }).cycleBudgetMs).toBe(MIN_CYCLE_BUDGET_MS);
+  });
+
+  it("refuses a CYCLE_BUDGET_MS over a Lambda's longest run (15 minutes), however many digits, naming the maximum and why", () => {
+    expect(MAX_CYCLE_BUDGET_MS).toBe(900_000);
+    // The last one reads as Infinity: refused as too long all the same, not as "not a number".
+    for (const budget of [String(MAX_CYCLE_BUDGET_MS + 1), "9000000", "9".repeat(400)]) {
+      const error = (() => {
+        try {
+          loadConfig({ ...valid, CYCLE_BUDGET_MS: budget });
+        } catch (e) {
+          return e as LambdaConfigurationError;
+        }
+      })();
+      expect(error).toBeInstanceOf(LambdaConfigurationError);
+      expect(error?.issues.map((i) => i.variable)).toEqual(["CYCLE_BUDGET_MS"]);
+      expect(error?.message).toMatch(/^Invalid function environment: CYCLE_BUDGET_MS must be at most 900000 \(ms\): no Lambda runs longer than 15 minutes/);
+    }
+    expect(loadConfig({ ...valid, CYCLE_BUDGET_MS: String(MAX_CYCLE_BUDGET_MS) }).cycleBudgetMs).toBe(MAX_CYCLE_BUDGET_MS);
   });
 
   it.each(["", "  "])("refuses an empty CYCLE_BUDGET_MS (%j) as empty, not as a budget of 0", (budget) => {
