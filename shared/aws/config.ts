@@ -111,15 +111,20 @@ const wholeMilliseconds = z
 export const LOG_LEVELS = ["TRACE", "DEBUG", "INFO", "WARN", "ERROR", "CRITICAL", "SILENT"] as const;
 const LOG_LEVEL_NAMES = `${LOG_LEVELS.slice(0, -1).join(", ")} or ${LOG_LEVELS.at(-1) ?? ""}`.toLowerCase();
 
+type LogLevel = (typeof LOG_LEVELS)[number];
+
 /**
- * The variable Powertools Logger takes its level from: POWERTOOLS_LOG_LEVEL, else its legacy LOG_LEVEL. It trims both
- * and takes a blank one as unset (its `getStringFromEnv`, then `||`), so does this; undefined when neither is set.
+ * The variable Powertools Logger takes its level from: POWERTOOLS_LOG_LEVEL, else its legacy LOG_LEVEL, with the level
+ * its value names in any case (undefined when it names none). Powertools trims both and takes a blank one as unset (its
+ * `getStringFromEnv`, then `||`), so does this; undefined when neither is set.
  */
-function logLevelSource(env: Readonly<Record<string, string | undefined>>): { variable: "POWERTOOLS_LOG_LEVEL" | "LOG_LEVEL"; value: string } | undefined {
+function logLevelSource(
+  env: Readonly<Record<string, string | undefined>>,
+): { variable: "POWERTOOLS_LOG_LEVEL" | "LOG_LEVEL"; level: LogLevel | undefined } | undefined {
   const powertools = env.POWERTOOLS_LOG_LEVEL?.trim();
-  if (powertools) return { variable: "POWERTOOLS_LOG_LEVEL", value: powertools };
-  const legacy = env.LOG_LEVEL?.trim();
-  return legacy ? { variable: "LOG_LEVEL", value: legacy } : undefined;
+  const variable = powertools ? "POWERTOOLS_LOG_LEVEL" : "LOG_LEVEL";
+  const value = (powertools || env.LOG_LEVEL?.trim())?.toUpperCase();
+  return value ? { variable, level: LOG_LEVELS.find((known) => known === value) } : undefined;
 }
 
 /**
@@ -130,9 +135,8 @@ function logLevelSource(env: Readonly<Record<string, string | undefined>>): { va
  * @example
  * const level = logLevelOf({ POWERTOOLS_LOG_LEVEL: " ", LOG_LEVEL: "debug" }); // "DEBUG"
  */
-export function logLevelOf(env: Readonly<Record<string, string | undefined>>): (typeof LOG_LEVELS)[number] | undefined {
-  const level = logLevelSource(env)?.value.toUpperCase();
-  return LOG_LEVELS.find((known) => known === level);
+export function logLevelOf(env: Readonly<Record<string, string | undefined>>): LogLevel | undefined {
+  return logLevelSource(env)?.level;
 }
 
 const EnvSchema = z.object({
@@ -220,7 +224,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
   // Only the variable Powertools reads is checked: a typo there would leave it at INFO unsaid, and LOG_LEVEL is unread
   // once POWERTOOLS_LOG_LEVEL is set (another tool's variable, perhaps).
   const levelSource = logLevelSource(env);
-  if (levelSource !== undefined && logLevelOf(env) === undefined) {
+  if (levelSource !== undefined && levelSource.level === undefined) {
     const why = levelSource.variable === "LOG_LEVEL" ? `; read as POWERTOOLS_LOG_LEVEL is ${env.POWERTOOLS_LOG_LEVEL === undefined ? "unset" : "blank"}` : "";
     issues.push({ variable: levelSource.variable, problem: `must be one of ${LOG_LEVEL_NAMES} (any case${why})` });
   }
