@@ -101,6 +101,14 @@ export const SDK_CALL_MAX_MS = SDK_TIMEOUTS.maxAttempts * SDK_TIMEOUTS.requestTi
 
 const nonEmpty = z.string().trim().min(1, "must not be empty");
 
+/** `values` as a refusal names them: "a, b or c". */
+const listOf = (values: readonly string[]): string => `${values.slice(0, -1).join(", ")} or ${values.at(-1) ?? ""}`;
+
+/** One of `values`, trimmed and refused blank as every variable (zod's own enum message reads "Invalid option"). */
+function oneOf<const T extends readonly [string, ...string[]]>(values: T) {
+  return nonEmpty.pipe(z.enum(values, `must be ${listOf(values)}`));
+}
+
 /** Decimal digits only: Number() would also take `0x1d4c0`, `1e5`, `+1` or `1.0`, none the stack writes. */
 const wholeMilliseconds = z
   .string()
@@ -109,7 +117,7 @@ const wholeMilliseconds = z
 
 /** Powertools Logger's levels. It takes them upper case only from its variables, and ignores any other value unsaid. */
 export const LOG_LEVELS = ["TRACE", "DEBUG", "INFO", "WARN", "ERROR", "CRITICAL", "SILENT"] as const;
-const LOG_LEVEL_NAMES = `${LOG_LEVELS.slice(0, -1).join(", ")} or ${LOG_LEVELS.at(-1) ?? ""}`.toLowerCase();
+const LOG_LEVEL_NAMES = listOf(LOG_LEVELS).toLowerCase();
 
 type LogLevel = (typeof LOG_LEVELS)[number];
 
@@ -147,9 +155,9 @@ const EnvSchema = z.object({
   SECRET_ID: nonEmpty,
   EVENT_BUS_NAME: nonEmpty,
   EVENT_SOURCE: nonEmpty.default(DEFAULT_EVENT_SOURCE),
-  PII_MODE: z.enum(PII_MODES),
-  EMIT_CARD_CREATED: z.enum(["true", "false"]).default("false"),
-  CARD_DETAILS: z.enum(["true", "false"]).default("false"),
+  PII_MODE: oneOf(PII_MODES),
+  EMIT_CARD_CREATED: oneOf(["true", "false"]).default("false"),
+  CARD_DETAILS: oneOf(["true", "false"]).default("false"),
   CYCLE_BUDGET_MS: nonEmpty
     .pipe(wholeMilliseconds)
     // Checks, not a pipe into z.number(): that would call the Infinity of a long digit string "not a number".

@@ -208,6 +208,23 @@ describe("loadConfig", () => {
     },
   );
 
+  it.each(["PII_MODE", "EMIT_CARD_CREATED", "CARD_DETAILS"])("refuses a blank %s as empty, not as an unknown option", (variable) => {
+    for (const blank of ["", "  "]) {
+      expect(() => loadConfig({ ...valid, [variable]: blank })).toThrow(new RegExp(`^Invalid function environment: ${variable} must not be empty$`));
+    }
+  });
+
+  it("reads PII_MODE, EMIT_CARD_CREATED and CARD_DETAILS trimmed as every variable, and names their values when one is none of them", () => {
+    expect(loadConfig({ ...valid, PII_MODE: " full ", EMIT_CARD_CREATED: "true ", CARD_DETAILS: " true" })).toMatchObject({
+      piiMode: "full",
+      emitCardCreated: true,
+      cardDetails: true,
+    });
+    expect(() => loadConfig({ ...valid, PII_MODE: "Hash", EMIT_CARD_CREATED: "yes", CARD_DETAILS: "TRUE" })).toThrow(
+      /^Invalid function environment: PII_MODE must be full, redact or hash; EMIT_CARD_CREATED must be true or false; CARD_DETAILS must be true or false$/,
+    );
+  });
+
   it("rejects a base URL that is neither a URL nor a deployment", () => {
     expect(() => loadConfig({ ...valid, QASHIO_BASE_URL: "ftp://x" })).toThrow(/QASHIO_BASE_URL/);
   });
